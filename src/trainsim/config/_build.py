@@ -1,0 +1,120 @@
+"""Build frozen dataclasses from plain dicts, rejecting unknown keys with a suggestion."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
+
+from trainsim.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def suggest(name: str, choices: typing.Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    origin = get_origin(tp)
+    if tp is Any:
+        return value
+    if origin is Literal:
+        allowed = get_args(tp)
+        if isinstance(value, str):
+            value = value.strip().lower()
+        if value not in allowed:
+            raise ConfigError(f"{where}={value!r} is not one of {list(allowed)}")
+        return value
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None or (isinstance(value, str) and value.strip() == ""):
+            if type(None) in get_args(tp):
+                return None
+        return _coerce(value, args[0], where)
+    if origin in (tuple, list):
+        inner = get_args(tp)[0] if get_args(tp) else Any
+        if isinstance(value, str):
+            value = [v for v in value.replace(";", ",").split(",") if v.strip()]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where} must be a list, got {value!r}")
+        return tuple(_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where} must be a mapping, got {value!r}")
+        return dict(value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, (int, float)) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return value.strip().lower() in ("1", "true", "yes", "on")
+        raise ConfigError(f"{where} must be true/false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        if isinstance(value, str):
+            value = value.strip()
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} must be an integer, got {value!r}") from None
+        if f != int(f):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        return int(f)
+    if tp is float:
+        if isinstance(value, bool):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} must be a number, got {value!r}") from None
+    if tp is str:
+        return str(value)
+    if dataclasses.is_dataclass(tp):
+        if isinstance(value, tp):
+            return value
+        return build(tp, value, where)
+    return value
+
+
+def build(cls: type[T], data: Any, where: str) -> T:
+    """Instantiate dataclass ``cls`` from ``data``; ``where`` prefixes field names in errors."""
+    if isinstance(data, cls):
+        return data
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where} must be a mapping of fields, got {type(data).__name__}")
+    hints = get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in fields:
+            raise ConfigError(f"unknown field {where}.{key}{suggest(key, fields)}")
+        kwargs[key] = _coerce(value, hints[key], f"{where}.{key}")
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # missing required fields
+        missing = [n for n, f in fields.items() if n not in kwargs
+                   and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        raise ConfigError(f"{where} is missing required field(s): {', '.join(missing)}") from exc
+
+
+def to_dict(obj: Any) -> Any:
+    """Plain-data view of a (nested) dataclass, for JSON output."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+def require_positive(where: str, **values: float | int | None) -> None:
+    for name, v in values.items():
+        if v is not None and v <= 0:
+            raise ConfigError(f"{where}.{name}={v} must be positive")

@@ -1,0 +1,91 @@
+"""Hardware: one GPU's spec and the cluster built from it. SI units throughout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainsim.config._build import require_positive
+from trainsim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """Datasheet numbers of one accelerator (dense peaks: no 2:4 sparsity)."""
+
+    name: str
+    peak_flops: dict[str, float]
+    """Dense peak FLOP/s per dtype: fp32, tf32, fp16, bf16, fp8."""
+    hbm_bytes: float
+    hbm_bw_Bps: float
+    nvlink_bw_Bps: float
+    """Unidirectional GPU-to-fabric bandwidth of NVLink/Infinity Fabric (half the 'bidirectional' figure)."""
+    num_sms: int
+    l2_bytes: float = 0.0
+    tdp_w: float = 700.0
+    price_per_hour: float = 2.0
+    """Indicative on-demand USD per GPU-hour; override in the cluster config."""
+    vendor: str = "nvidia"
+    nvls: bool = False
+    """NVLink SHARP in the NVSwitch (H100 generation and later)."""
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        require_positive(f"gpu[{self.name}]", hbm_bytes=self.hbm_bytes, hbm_bw_Bps=self.hbm_bw_Bps,
+                         nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms)
+        if not self.peak_flops:
+            raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
+
+    def flops(self, dtype: str) -> float:
+        """Peak FLOP/s for ``dtype``; fp8 falls back to the 16-bit peak where the GPU has none."""
+        if dtype in self.peak_flops:
+            return self.peak_flops[dtype]
+        if dtype == "fp8":
+            return self.flops("bf16")
+        if dtype in ("bf16", "fp16"):
+            other = "fp16" if dtype == "bf16" else "bf16"
+            if other in self.peak_flops:
+                return self.peak_flops[other]
+        raise ConfigError(f"gpu {self.name} has no peak FLOP/s for dtype {dtype}")
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """GPUs, how they are grouped in nodes, and the network between nodes."""
+
+    gpu: GPUSpec
+    num_gpus: int = 8
+    gpus_per_node: int = 8
+    nic_bw_Bps: float = 50e9
+    """Inter-node bandwidth per GPU, one direction (400 Gbit/s NIC per GPU = 50e9 B/s)."""
+    intra_node_bw_Bps: float | None = None
+    """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""
+    nvlink_latency_s: float = 5e-6
+    """Per-step latency of an intra-node transfer (NCCL-tests small-message regime)."""
+    network_latency_s: float = 10e-6
+    """Per-step latency of an inter-node transfer (IB/RoCE through one or two switches)."""
+    node: str = "custom"
+    price_per_gpu_hour: float | None = None
+    """USD per GPU-hour; None = the GPU's catalog value."""
+    pue: float = 1.2
+    """Datacenter power usage effectiveness for energy estimates."""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
+                         nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
+        if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
+            raise ConfigError(
+                f"cluster.num_gpus={self.num_gpus} is not a multiple of "
+                f"cluster.gpus_per_node={self.gpus_per_node}; use whole nodes")
+
+    @property
+    def num_nodes(self) -> int:
+        return max(1, self.num_gpus // self.gpus_per_node)
+
+    @property
+    def nvlink_bw_Bps(self) -> float:
+        return self.intra_node_bw_Bps or self.gpu.nvlink_bw_Bps
+
+    @property
+    def gpu_price_per_hour(self) -> float:
+        return self.price_per_gpu_hour if self.price_per_gpu_hour is not None else self.gpu.price_per_hour

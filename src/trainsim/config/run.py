@@ -1,0 +1,97 @@
+"""RunConfig: model + parallel + training + cluster, with the cross-field checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainsim.config.cluster import ClusterConfig
+from trainsim.config.model import ModelConfig
+from trainsim.config.parallel import ParallelConfig
+from trainsim.config.training import TrainingConfig
+from trainsim.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    model: ModelConfig
+    parallel: ParallelConfig
+    training: TrainingConfig
+    cluster: ClusterConfig
+
+    def __post_init__(self) -> None:
+        m, p, t, c = self.model, self.parallel, self.training, self.cluster
+        if m.num_attention_heads % p.tp:
+            raise ConfigError(
+                f"parallel.tp={p.tp} does not divide model.num_attention_heads="
+                f"{m.num_attention_heads}; choose a tp that divides it")
+        if m.kv_heads % p.tp and p.tp % m.kv_heads:
+            raise ConfigError(
+                f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the other")
+        if m.ffn_size % p.tp:
+            raise ConfigError(f"parallel.tp={p.tp} does not divide model.ffn_hidden_size={m.ffn_size}")
+        model_ranks = p.tp * p.pp * p.cp
+        if c.num_gpus % model_ranks:
+            raise ConfigError(
+                f"cluster.num_gpus={c.num_gpus} is not divisible by tp*pp*cp="
+                f"{p.tp}*{p.pp}*{p.cp}={model_ranks}; change the GPU count or the parallel sizes")
+        per_step = t.micro_batch_size * self.dp
+        if t.global_batch_size % per_step:
+            raise ConfigError(
+                f"training.global_batch_size={t.global_batch_size} is not divisible by "
+                f"micro_batch_size*dp={t.micro_batch_size}*{self.dp}={per_step}")
+        if t.seq_length % (2 * p.cp) and p.cp > 1:
+            raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
+                              " (load-balanced causal sharding)")
+        stage_layers = self.stage_layer_counts  # validates the split
+        if p.vpp > 1 and any(n % p.vpp for n in stage_layers):
+            raise ConfigError(
+                f"layers per pipeline stage {sorted(set(stage_layers))} are not divisible by "
+                f"virtual_pipeline_model_parallel_size={p.vpp}")
+        if p.vpp > 1 and self.num_microbatches % p.pp:
+            raise ConfigError(
+                f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
+                f"a multiple of pipeline_model_parallel_size={p.pp}")
+        if p.expert_model_parallel_size > 1:
+            raise ConfigError("parallel.ep > 1 needs a mixture-of-experts model (not supported yet)")
+
+    @property
+    def dp(self) -> int:
+        p = self.parallel
+        return self.cluster.num_gpus // (p.tp * p.pp * p.cp)
+
+    @property
+    def num_microbatches(self) -> int:
+        """Micro-batches per pipeline per iteration (gradient-accumulation steps)."""
+        return self.training.global_batch_size // (self.training.micro_batch_size * self.dp)
+
+    @property
+    def stage_layer_counts(self) -> tuple[int, ...]:
+        """Transformer layers on each pipeline stage (Megatron's uneven-split options)."""
+        p, n = self.parallel, self.model.num_layers
+        first, last = p.decoder_first_pipeline_num_layers, p.decoder_last_pipeline_num_layers
+        if p.pp == 1:
+            return (n,)
+        middle_stages = p.pp - (first is not None) - (last is not None)
+        rest = n - (first or 0) - (last or 0)
+        if rest < 0 or (middle_stages == 0 and rest != 0):
+            raise ConfigError(f"decoder_first/last_pipeline_num_layers do not add up to "
+                              f"model.num_layers={n} over pp={p.pp} stages")
+        if middle_stages and rest % middle_stages:
+            if first is None and last is None:
+                raise ConfigError(
+                    f"parallel.pp={p.pp} does not divide model.num_layers={n}; set "
+                    "decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers "
+                    "for an uneven split")
+            raise ConfigError(f"the {rest} layers left for the {middle_stages} middle stages do "
+                              "not split evenly")
+        each = rest // middle_stages if middle_stages else 0
+        counts = [each] * p.pp
+        if first is not None:
+            counts[0] = first
+        if last is not None:
+            counts[-1] = last
+        return tuple(counts)
+
+    @property
+    def tokens_per_iteration(self) -> int:
+        return self.training.global_batch_size * self.training.seq_length
