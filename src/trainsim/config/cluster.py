@@ -21,6 +21,9 @@ class GPUSpec:
     """Unidirectional GPU-to-fabric bandwidth of NVLink/Infinity Fabric (half the 'bidirectional' figure)."""
     num_sms: int
     l2_bytes: float = 0.0
+    mamf_fraction: float = 0.8
+    """Maximum achievable matmul FLOP/s as a fraction of the dense peak (measured, per GPU:
+    best large GEMM, e.g. Bekman's MAMF finder). Used for all GEMM dtypes."""
     tdp_w: float = 700.0
     price_per_hour: float = 2.0
     """Indicative on-demand USD per GPU-hour; override in the cluster config."""

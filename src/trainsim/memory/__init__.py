@@ -1,0 +1,10 @@
+"""Per-rank memory: weights, gradients, optimizer state, activations, buffers."""
+
+from trainsim.memory.estimate import (
+    MemoryBreakdown,
+    activation_bytes_per_layer,
+    estimate_stage_memory,
+    stage_params,
+)
+
+__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "estimate_stage_memory", "stage_params"]

@@ -1,0 +1,87 @@
+"""Parameter counts and FLOPs.
+
+Symbols follow Narayanan et al. 2021 (arXiv:2104.04473) §5.1: h hidden size, l layers,
+s sequence length, V vocabulary, a heads; plus d head width, g KV heads (GQA), f MLP width.
+"""
+
+from __future__ import annotations
+
+from trainsim.config import ModelConfig, RunConfig
+
+
+def attention_params(m: ModelConfig) -> int:
+    h, q, kv = m.hidden_size, m.q_size, m.kv_size
+    weights = h * (q + 2 * kv) + q * h
+    bias = (q + 2 * kv + h) if m.add_bias_linear else 0
+    return weights + bias
+
+
+def mlp_params(m: ModelConfig) -> int:
+    h, f = m.hidden_size, m.ffn_size
+    mats = 3 if m.activation == "swiglu" else 2
+    bias = ((mats - 1) * f + h) if m.add_bias_linear else 0
+    return mats * h * f + bias
+
+
+def norm_params(m: ModelConfig) -> int:
+    return m.hidden_size * (2 if m.normalization == "layernorm" else 1)
+
+
+def layer_params(m: ModelConfig) -> int:
+    """Parameters of one transformer layer (two norms, attention, MLP)."""
+    return attention_params(m) + mlp_params(m) + 2 * norm_params(m)
+
+
+def embedding_params(m: ModelConfig) -> int:
+    """Input word embedding plus learned position embedding (if any)."""
+    pos = m.max_position_embeddings * m.hidden_size if m.position_embedding == "learned" else 0
+    return m.vocab_size * m.hidden_size + pos
+
+
+def output_layer_params(m: ModelConfig) -> int:
+    """Final norm plus the output projection when it is not tied to the embedding."""
+    return norm_params(m) + (0 if m.tied_embeddings else m.vocab_size * m.hidden_size)
+
+
+def total_params(m: ModelConfig) -> int:
+    return m.num_layers * layer_params(m) + embedding_params(m) + output_layer_params(m)
+
+
+def _matmul_params(m: ModelConfig) -> int:
+    """Parameters that take part in a matmul per token: layer matrices plus the logit layer."""
+    h, q, kv, f = m.hidden_size, m.q_size, m.kv_size, m.ffn_size
+    mats = 3 if m.activation == "swiglu" else 2
+    per_layer = h * (q + 2 * kv) + q * h + mats * h * f
+    return m.num_layers * per_layer + m.vocab_size * h
+
+
+def _attention_span(m: ModelConfig, seq_length: int) -> int:
+    return min(seq_length, m.sliding_window) if m.sliding_window else seq_length
+
+
+def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
+    """Model FLOPs per token for forward + backward, without recomputation.
+
+    ``6 N`` (N: matmul parameters, including the logit layer) plus ``12 l (a d) s`` for the
+    attention score and context matmuls, causal masking *not* halved — the convention of
+    PaLM (Chowdhery et al. 2022, App. B) and Megatron (Narayanan et al. 2021, eq. 3 without
+    the recompute pass). This is what MFU divides by.
+    """
+    return 6.0 * _matmul_params(m) + 12.0 * m.num_layers * m.q_size * _attention_span(m, seq_length)
+
+
+def hardware_flops_per_iteration(cfg: RunConfig) -> float:
+    """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
+
+    Full recompute adds one more forward of every layer (Narayanan et al. 2021, eq. 3:
+    factor 4 instead of 3 on the layer terms); selective recompute adds the forward of the
+    attention core (Korthikanti et al. 2022 §4.2).
+    """
+    m, tokens = cfg.model, cfg.tokens_per_iteration
+    s = cfg.training.seq_length
+    base = model_flops_per_token(m, s) * tokens
+    layer_fwd = 2.0 * (_matmul_params(m) - m.vocab_size * m.hidden_size) \
+        + 4.0 * m.num_layers * m.q_size * _attention_span(m, s)
+    attn_fwd = 4.0 * m.num_layers * m.q_size * _attention_span(m, s)
+    extra = {"none": 0.0, "full": layer_fwd, "selective": attn_fwd}[cfg.parallel.recompute]
+    return base + extra * tokens

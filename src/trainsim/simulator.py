@@ -1,0 +1,326 @@
+"""simulate(config) -> Result: build the workload, price it, run the event loop, add memory.
+
+One representative rank per pipeline stage is simulated: ranks of the same stage (their TP,
+CP and DP peers) do the same work at the same time, so their collectives are priced for the
+whole group and the stage's timeline stands for all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainsim.compute import RooflineModel
+from trainsim.config import RunConfig
+from trainsim.engine import Task, Timeline, run
+from trainsim.memory import estimate_stage_memory, stage_params
+from trainsim.model.counts import hardware_flops_per_iteration, layer_params, model_flops_per_token
+from trainsim.network import AnalyticalNetwork
+from trainsim.result import Result
+from trainsim.workload.layers import (
+    Shard,
+    backward_of,
+    embedding_backward,
+    embedding_forward,
+    head_backward,
+    head_forward,
+    layer_forward,
+    layer_recompute,
+    shard_of,
+)
+from trainsim.workload.ops import Comm, Op
+from trainsim.workload.schedule import schedule
+
+COMPUTE, TP, CP, PP, DP, OPT = "compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer"
+OPTIMIZER_BYTES_PER_PARAM = 4 + 2 * 4 + 2 * 4 + 2 * 4 + 2
+"""Fused Adam reads the fp32 gradient, reads and writes the fp32 master weight and both
+moments, and writes the 16-bit weight (Megatron FusedAdam / multi-tensor apply)."""
+
+
+@dataclass(frozen=True)
+class Priced:
+    """An op list priced into an ordered list of (category, seconds, name) segments."""
+
+    segments: tuple[tuple[str, float, str], ...]
+
+    @property
+    def duration_s(self) -> float:
+        return sum(s[1] for s in self.segments)
+
+    def __add__(self, other: Priced) -> Priced:
+        return Priced(self.segments + other.segments)
+
+    def __mul__(self, n: int) -> Priced:
+        return Priced(self.segments * n)
+
+    def summary(self) -> tuple[tuple[str, float], ...]:
+        out: dict[str, float] = {}
+        for cat, dur, _ in self.segments:
+            out[cat] = out.get(cat, 0.0) + dur
+        return tuple(out.items())
+
+
+class Pricer:
+    """Prices ops on the configured compute model and network."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        self.cfg = cfg
+        self.compute = RooflineModel(cfg.cluster.gpu)
+        self.net = AnalyticalNetwork(cfg.cluster)
+        p = cfg.parallel
+        self.spans = {
+            "tp": self.net.span(p.tp, 1),
+            "cp": self.net.span(p.cp, p.tp),
+            "dp": self.net.span(cfg.dp, p.tp * p.cp),
+            "dp_cp": self.net.span(cfg.dp * p.cp, p.tp),
+            "pp": self.net.span(2, p.tp * p.cp * cfg.dp),
+            "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),
+        }
+
+    def comm_time(self, op: Comm) -> float:
+        return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
+
+    def price(self, ops: list[Op]) -> Priced:
+        segs: list[tuple[str, float, str]] = []
+        overlap_tp = self.cfg.parallel.tp_comm_overlap
+        for op in ops:
+            if isinstance(op, Comm):
+                t = self.comm_time(op)
+                cat = {"tp": TP, "cp": CP, "pp": PP}.get(op.group, DP)
+                if (op.overlap_with_previous or (overlap_tp and op.group == "tp")) and segs:
+                    hidden = segs[-1][1] if segs[-1][0] == COMPUTE else 0.0
+                    t = max(0.0, t - hidden)
+                segs.append((cat, t, op.name))
+            else:
+                segs.append((COMPUTE, self.compute.time(op), op.name))
+        return Priced(tuple(segs))
+
+
+@dataclass
+class _Chunk:
+    """Priced forward and backward of one model chunk (virtual pipeline stage)."""
+
+    fwd: Priced
+    bwd_head: Priced  # head backward (last virtual stage only; empty otherwise)
+    bwd_layer: Priced  # one layer's recompute + backward
+    bwd_tail: Priced  # embedding backward (first virtual stage only)
+    layers: int
+
+    @property
+    def bwd(self) -> Priced:
+        return self.bwd_head + self.bwd_layer * self.layers + self.bwd_tail
+
+
+def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard) -> dict[int, _Chunk]:
+    """Priced chunks by virtual stage index v = chunk * pp + stage."""
+    p = cfg.parallel
+    lf = layer_forward(cfg, sh)
+    layer_f = pricer.price(lf)
+    layer_b = pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
+    hf = head_forward(cfg, sh)
+    head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
+    emb_f, emb_b = pricer.price(embedding_forward(cfg, sh)), pricer.price(embedding_backward(cfg, sh))
+    empty = Priced(())
+    out = {}
+    n_virtual = p.pp * p.vpp
+    for v in range(n_virtual):
+        stage, chunk = v % p.pp, v // p.pp
+        layers = cfg.stage_layer_counts[stage] // p.vpp
+        first, last = v == 0, v == n_virtual - 1
+        fwd = (emb_f if first else empty) + layer_f * layers + (head_f if last else empty)
+        out[v] = _Chunk(fwd, head_b if last else empty, layer_b, emb_b if first else empty, layers)
+    return out
+
+
+def _bucket_params(cfg: RunConfig) -> float:
+    """Megatron DDP bucket size: max(40M, 1M * dp) parameters unless configured."""
+    return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
+
+
+def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
+    """The task graph of one iteration; returns tasks and the last task of each stage."""
+    p, m = cfg.parallel, cfg.num_microbatches
+    pp, vpp = p.pp, p.vpp
+    sh = shard_of(cfg)
+    chunks = _chunks(cfg, pricer, sh)
+    tasks: list[Task] = []
+
+    def add(stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
+            cat: str = COMPUTE) -> int:
+        if isinstance(priced, Priced):
+            tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary()))
+        else:
+            tasks.append(Task(stream, priced, deps, label, ((cat, priced),)))
+        return len(tasks) - 1
+
+    act_bytes = sh.tokens * cfg.model.hidden_size * 2 / (p.tp if p.tp > 1 else 1)
+    p2p_time = pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp"))
+    p2p_stream = "pp" if p.overlap_p2p_comm else "compute"
+    grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+    dp_group = "dp_cp"
+    dp_size = cfg.dp * p.cp
+    bucket = _bucket_params(cfg)
+
+    # Sends: (kind, microbatch, virtual stage) -> task id of the transfer out of that pass.
+    sent: dict[tuple[str, int, int], int] = {}
+    fwd_task: dict[tuple[int, int], int] = {}
+    orders = [schedule(s, pp, vpp, m) for s in range(pp)]
+    # Passes must be created in an order where every dependency already exists: walk the
+    # per-stage orders round-robin until all are placed (a topological sort of the pipeline).
+    cursor = [0] * pp
+    last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids (last micro-batch)
+    pending = sum(len(o) for o in orders)
+    gather_deps: dict[tuple[int, int], int] = {}
+    if zero == 1 and p.overlap_param_gather and dp_size > 1:
+        for s in range(pp):
+            for c in range(vpp):
+                params = stage_params(cfg, s) / vpp
+                t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, dp_group))
+                gather_deps[(s, c)] = add((s, "dp"), t, [], f"param all-gather chunk {c}", DP)
+    while pending:
+        progressed = False
+        for s in range(pp):
+            while cursor[s] < len(orders[s]):
+                ps = orders[s][cursor[s]]
+                v = ps.chunk * pp + s
+                if ps.kind == "F":
+                    src = ("F", ps.microbatch, v - 1)
+                    if v > 0 and src not in sent:
+                        break
+                    deps = [sent[src]] if v > 0 else []
+                    if ps.microbatch == 0 and (s, ps.chunk) in gather_deps:
+                        deps.append(gather_deps[(s, ps.chunk)])
+                    i = add((s, "compute"), chunks[v].fwd, deps, f"F mb{ps.microbatch} c{ps.chunk}")
+                    fwd_task[(ps.microbatch, v)] = i
+                    if v < pp * vpp - 1:
+                        sent[("F", ps.microbatch, v)] = add((s, p2p_stream), p2p_time, [i],
+                                                            f"send act mb{ps.microbatch}", PP)
+                else:
+                    src = ("B", ps.microbatch, v + 1)
+                    if v < pp * vpp - 1 and src not in sent:
+                        break
+                    deps = [fwd_task[(ps.microbatch, v)]]
+                    if v < pp * vpp - 1:
+                        deps.append(sent[src])
+                    ch = chunks[v]
+                    if ps.microbatch == m - 1 and cfg.dp * p.cp > 1 and zero < 3:
+                        i = _split_last_backward(add, s, ch, deps, ps.chunk, bucket,
+                                                 stage_params(cfg, s) / vpp, last_bwd, v)
+                    else:
+                        i = add((s, "compute"), ch.bwd, deps, f"B mb{ps.microbatch} c{ps.chunk}")
+                    if v > 0:
+                        sent[("B", ps.microbatch, v)] = add((s, p2p_stream), p2p_time, [i],
+                                                            f"send grad mb{ps.microbatch}", PP)
+                cursor[s] += 1
+                pending -= 1
+                progressed = True
+        if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
+            raise RuntimeError("pipeline schedule has a cycle")
+
+    # Data-parallel gradient reduction, optimizer step, parameter all-gather.
+    ends = []
+    for s in range(pp):
+        params = stage_params(cfg, s)
+        last_compute = max(i for i, t in enumerate(tasks) if t.stream == (s, "compute"))
+        dp_tasks: list[int] = []
+        if dp_size > 1:
+            kind = "all_reduce" if zero == 0 else "reduce_scatter"
+            for c in range(vpp):
+                v = c * pp + s
+                ready = last_bwd.get(v, [last_compute])
+                n_b = len(ready)
+                for k, r in enumerate(ready):
+                    dep = r if p.overlap_grad_reduce else last_compute
+                    size = params / vpp / n_b * grad_bytes
+                    t = pricer.comm_time(Comm("grad_reduce", kind, size, dp_group))
+                    dp_tasks.append(add((s, "dp"), t, [dep], f"grad {kind} c{c} b{k}", DP))
+        if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
+            size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * grad_bytes
+            t = pricer.comm_time(Comm("embedding_grad", "all_reduce", size, "embd"))
+            dp_tasks.append(add((s, "dp"), t, [last_compute], "tied embedding all-reduce", DP))
+        shard = dp_size if zero >= 1 else 1
+        opt_t = params / shard * OPTIMIZER_BYTES_PER_PARAM / (
+            cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
+        opt = add((s, "compute"), opt_t, [last_compute] + dp_tasks, "optimizer step", OPT)
+        end = opt
+        if zero == 1 and dp_size > 1 and not p.overlap_param_gather:
+            t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, dp_group))
+            end = add((s, "dp"), t, [opt], "param all-gather", DP)
+        ends.append(end)
+    return tasks, ends
+
+
+def _split_last_backward(add, s: int, ch: _Chunk, deps: list[int], chunk: int, bucket: float,
+                         chunk_params: float, last_bwd: dict[int, list[int]], v: int) -> int:
+    """The last micro-batch's backward, split where gradient buckets become ready."""
+    n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / bucket)))
+    per = ch.layers / n_buckets
+    bounds = [round(per * k) for k in range(n_buckets + 1)]
+    ids = []
+    for k in range(n_buckets):
+        layers = bounds[k + 1] - bounds[k]
+        part = ch.bwd_layer * layers
+        if k == 0:
+            part = ch.bwd_head + part
+        if k == n_buckets - 1:
+            part = part + ch.bwd_tail
+        ids.append(add((s, "compute"), part, list(deps) if k == 0 else [ids[-1]],
+                       f"B last c{chunk} part{k}"))
+    last_bwd[v] = ids
+    return ids[-1]
+
+
+def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int) -> tuple[dict, dict]:
+    """Attribute the critical stage's wall time: busy categories on its compute stream, and
+    gaps by the reason it waited (pipeline bubble, or data-parallel communication)."""
+    cats = {COMPUTE: 0.0, TP: 0.0, CP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0}
+    bubble = 0.0
+    prev_end = 0.0
+    tasks = tl.tasks
+    for i, t in enumerate(tasks):
+        if t.stream != (stage, "compute"):
+            continue
+        gap = tl.start_s[i] - prev_end
+        if gap > 0:
+            waited_on = max(t.deps, key=lambda d: tl.end_s[d], default=None)
+            if waited_on is not None and tasks[waited_on].stream == (stage, "dp"):
+                cats[DP] += gap
+            else:
+                bubble += gap
+        for cat, dur in t.segments:
+            cats[cat] = cats.get(cat, 0.0) + dur
+        prev_end = tl.end_s[i]
+    tail = tl.end_s[end_task] - prev_end  # exposed parameter all-gather after the step
+    cats[DP] += max(0.0, tail)
+    total = tl.end_s[end_task]
+    exposed = {"tp": cats[TP], "cp": cats[CP], "pp": cats[PP], "dp": cats[DP]}
+    breakdown = {"compute_s": cats[COMPUTE], "exposed_comm_s": sum(exposed.values()),
+                 "pipeline_bubble_s": bubble, "optimizer_s": cats[OPT]}
+    breakdown["other_s"] = max(0.0, total - sum(breakdown.values()))
+    return breakdown, exposed
+
+
+def simulate(cfg: RunConfig, keep_timeline: bool = False) -> Result:
+    """Simulate one training iteration of ``cfg``."""
+    pricer = Pricer(cfg)
+    tasks, ends = build_tasks(cfg, pricer)
+    tl = run(tasks)
+    stage = max(range(len(ends)), key=lambda s: (tl.end_s[ends[s]], -s))
+    breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage])
+    memory = [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
+    tokens = cfg.tokens_per_iteration
+    return Result(
+        config=cfg,
+        iteration_time_s=tl.end_s[ends[stage]],
+        breakdown=breakdown,
+        exposed_comm=exposed,
+        memory=memory,
+        model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
+        hardware_flops=hardware_flops_per_iteration(cfg),
+        critical_stage=stage,
+        timeline=tl if keep_timeline else None,
+    )
+
+
+__all__ = ["simulate", "build_tasks", "Pricer", "layer_params"]

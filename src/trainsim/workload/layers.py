@@ -1,0 +1,205 @@
+"""Op lists of one micro-batch on one rank: a transformer layer, the embedding, the head.
+
+Follows Megatron-LM's tensor parallelism (Shoeybi et al. 2019, Fig. 3: column- then row-
+parallel GEMMs, one all-reduce after attention and one after the MLP in each direction) and
+sequence parallelism (Korthikanti et al. 2022 §4.2.2: all-gather before and reduce-scatter
+after each block; norms and dropout on s/t tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainsim.config import RunConfig
+from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
+
+ACT = 2  # bytes of a 16-bit activation element
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Per-rank sizes of one micro-batch."""
+
+    tokens: int  # b * s / cp: tokens whose activations this rank holds (before TP sharding)
+    batch: int
+    q_len: int  # local sequence length (s / cp)
+    seq: int  # full sequence length
+    tp: int
+    sp: bool
+    cp: int
+    dtype: str  # GEMM dtype
+    attention_impl: str
+
+    @property
+    def norm_tokens(self) -> int:
+        """Tokens a norm/dropout kernel touches on this rank (SP shards them over TP)."""
+        return self.tokens // self.tp if self.sp else self.tokens
+
+
+def shard_of(cfg: RunConfig) -> Shard:
+    t, p = cfg.training, cfg.parallel
+    q_len = t.seq_length // p.cp
+    return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
+                 seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
+                 attention_impl=t.attention)
+
+
+def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int) -> None:
+    if sh.dtype == "fp8":  # Transformer Engine casts the activation input to fp8 (amax + scale)
+        ops.append(Elementwise(f"{name}.cast_fp8", bytes=m * k * (ACT + 1)))
+    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype))
+
+
+def _tp_enter(ops: list[Op], sh: Shard, h: int, name: str) -> None:
+    """Forward entry of a TP region: all-gather the sequence-sharded input under SP."""
+    if sh.tp > 1 and sh.sp:
+        ops.append(Comm(f"{name}.all_gather", "all_gather", sh.tokens * h * ACT, "tp"))
+
+
+def _tp_exit(ops: list[Op], sh: Shard, h: int, name: str) -> None:
+    """Forward exit of a TP region: all-reduce (or reduce-scatter under SP) the partial sums."""
+    if sh.tp > 1:
+        kind = "reduce_scatter" if sh.sp else "all_reduce"
+        ops.append(Comm(f"{name}.{kind}", kind, sh.tokens * h * ACT, "tp"))
+
+
+def layer_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    m = cfg.model
+    h, T, nt, t = m.hidden_size, sh.tokens, sh.norm_tokens, sh.tp
+    q_loc = m.q_size // t
+    kv_loc = max(m.kv_size // t, m.kv_channels)  # KV heads are replicated when kv_heads < tp
+    f_loc = m.ffn_size // t
+    dropout_mask = 1 if m.hidden_dropout > 0 else 0
+    ops: list[Op] = []
+    # --- attention block
+    ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2))
+    _tp_enter(ops, sh, h, "attn")
+    _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
+    if m.position_embedding == "rope":
+        ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2))
+    ops.append(Attention("attn_core", batch=sh.batch, heads=m.num_attention_heads // t,
+                         kv_heads=max(m.kv_heads // t, 1), q_len=sh.q_len, kv_len=sh.seq,
+                         head_dim=m.kv_channels, window=m.sliding_window,
+                         impl=sh.attention_impl))  # type: ignore[arg-type]
+    if sh.cp > 1:  # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
+        kv_block = T * kv_loc * 2 * ACT
+        ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * kv_block, "cp",
+                        overlap_with_previous=True))
+    _gemm(ops, sh, "out_proj", T, h, q_loc)
+    _tp_exit(ops, sh, h, "attn")
+    ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+    # --- MLP block
+    ops.append(Elementwise("mlp_norm", bytes=nt * h * ACT * 2))
+    _tp_enter(ops, sh, h, "mlp")
+    gated = m.activation == "swiglu"
+    _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
+    ops.append(Elementwise("swiglu" if gated else "gelu",
+                           bytes=T * f_loc * ACT * (3 if gated else 2)))
+    _gemm(ops, sh, "fc2", T, h, f_loc)
+    _tp_exit(ops, sh, h, "mlp")
+    ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+    return ops
+
+
+def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
+    """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM)."""
+    ops: list[Op] = []
+    for op in reversed(fwd):
+        if isinstance(op, Gemm):
+            ops.append(Gemm(f"{op.name}.dgrad", m=op.m, n=op.k, k=op.n, dtype=op.dtype))
+            ops.append(Gemm(f"{op.name}.wgrad", m=op.k, n=op.n, k=op.m, dtype=op.dtype))
+        elif isinstance(op, Attention):
+            ops.append(Attention(f"{op.name}.bwd", op.batch, op.heads, op.kv_heads, op.q_len,
+                                 op.kv_len, op.head_dim, op.causal, op.window, True, op.impl))
+        elif isinstance(op, Elementwise):
+            ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops))
+        elif isinstance(op, Comm):
+            if op.group == "cp":  # dKV travels back around the ring as well as KV
+                ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,
+                                op.overlap_with_previous))
+                # keep it after the attention backward it overlaps with
+                ops[-1], ops[-2] = ops[-2], ops[-1]
+                continue
+            # Conjugates (Korthikanti et al. 2022 Fig. 5): all-gather <-> reduce-scatter,
+            # all-reduce in forward (g) <-> identity... and identity (f) <-> all-reduce.
+            conj = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather"}
+            if op.kind in conj:
+                ops.append(Comm(f"{op.name}.bwd", conj[op.kind], op.bytes, op.group))  # type: ignore[arg-type]
+        else:  # pragma: no cover - exhaustive
+            raise TypeError(op)
+    if sh.tp > 1 and not sh.sp:
+        # The f operator (identity forward) all-reduces input gradients of the QKV and FC1 GEMMs.
+        _insert_after_dgrad(ops, ("qkv_proj.dgrad", "fc1.dgrad"), sh)
+    return ops
+
+
+def _insert_after_dgrad(ops: list[Op], names: tuple[str, ...], sh: Shard) -> None:
+    for name in names:
+        for i, op in enumerate(ops):
+            if isinstance(op, Gemm) and op.name == name:
+                h = op.n
+                ops.insert(i + 2, Comm(f"{name}.all_reduce", "all_reduce", sh.tokens * h * ACT, "tp"))
+                break
+
+
+def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
+    """Ops re-run before a layer's backward (Megatron recompute granularity)."""
+    mode = cfg.parallel.recompute
+    if mode == "full":
+        return [_renamed(op, "recompute.") for op in fwd]
+    if mode == "selective" and sh.attention_impl == "unfused":
+        return [_renamed(op, "recompute.") for op in fwd if isinstance(op, Attention)]
+    return []  # FlashAttention's backward already recomputes the scores: selective is free
+
+
+def _renamed(op: Op, prefix: str) -> Op:
+    from dataclasses import replace
+
+    return replace(op, name=prefix + op.name)
+
+
+def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    h = cfg.model.hidden_size
+    ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2)]
+    if sh.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
+        kind = "reduce_scatter" if sh.sp else "all_reduce"
+        ops.append(Comm(f"embedding.{kind}", kind, sh.tokens * h * ACT, "tp"))
+    if cfg.model.position_embedding == "learned" or cfg.model.hidden_dropout > 0:
+        ops.append(Elementwise("embedding_add_dropout", bytes=sh.norm_tokens * h * ACT * 3))
+    return ops
+
+
+def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    h = cfg.model.hidden_size
+    ops: list[Op] = []
+    if sh.tp > 1 and sh.sp:
+        ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp"))
+    # scatter-add of token gradients into the fp32 embedding gradient
+    ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4)))
+    return ops
+
+
+def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
+    h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
+    ops: list[Op] = [Elementwise("final_norm", bytes=sh.norm_tokens * h * ACT * 2)]
+    _tp_enter(ops, sh, h, "head")
+    ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype="bf16" if sh.dtype == "fp8" else sh.dtype))
+    # read 16-bit logits, softmax in fp32 kept for backward (Megatron vocab-parallel CE)
+    ops.append(Elementwise("cross_entropy", bytes=sh.tokens * v * (ACT + 4 + 4)))
+    if sh.tp > 1:  # max, sum of exp and target logit, each T floats
+        ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
+    return ops
+
+
+def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
+    h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
+    ops: list[Op] = [Elementwise("cross_entropy.bwd", bytes=sh.tokens * v * (4 + ACT))]
+    logits = next(op for op in fwd if isinstance(op, Gemm))
+    ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
+    ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
+    if sh.tp > 1:
+        kind = "reduce_scatter" if sh.sp else "all_reduce"
+        ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp"))
+    ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3))
+    return ops

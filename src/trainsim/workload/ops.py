@@ -1,0 +1,113 @@
+"""Operations of a per-rank workload: what runs, with its shapes, before any pricing.
+
+Ops are small frozen records: a compute kernel (GEMM, attention, memory-bound elementwise) or
+a communication (collective over a named process group, or pipeline point-to-point).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Union
+
+DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd"]
+"""Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks;
+embd joins the first and last pipeline stages (tied embedding gradients)."""
+
+Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+                     "send_recv"]
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """C[m, n] = A[m, k] @ B[k, n], ``batch`` times."""
+
+    name: str
+    m: int
+    n: int
+    k: int
+    dtype: str = "bf16"
+    batch: int = 1
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.batch * self.m * self.n * self.k
+
+    @property
+    def bytes(self) -> float:
+        e = DTYPE_BYTES[self.dtype]
+        out = 2  # outputs are written in 16 bits (fp8 GEMMs too, as Transformer Engine does)
+        return self.batch * ((self.m * self.k + self.k * self.n) * e + self.m * self.n * out)
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Scaled-dot-product attention core of one micro-batch on one rank.
+
+    ``q_len`` local queries attend to ``kv_len`` keys; ``causal`` skips the masked half
+    (FlashAttention computes only needed blocks); ``window`` limits the span.
+    """
+
+    name: str
+    batch: int
+    heads: int
+    kv_heads: int
+    q_len: int
+    kv_len: int
+    head_dim: int
+    causal: bool = True
+    window: int | None = None
+    backward: bool = False
+    impl: Literal["flash", "unfused"] = "flash"
+
+    @property
+    def pairs(self) -> float:
+        """Query-key pairs computed per head."""
+        span = self.kv_len if self.window is None else min(self.window, self.kv_len)
+        if self.impl == "unfused":
+            return float(self.q_len) * self.kv_len
+        if self.causal and self.window is None:
+            # Local queries are a balanced share of a causal sequence: on average half the keys.
+            return self.q_len * (self.kv_len + 1) / 2.0
+        return float(self.q_len) * span
+
+    @property
+    def flops(self) -> float:
+        fwd = 4.0 * self.batch * self.heads * self.pairs * self.head_dim
+        # FlashAttention backward: 5 matmuls to forward's 2 (Dao 2023, FlashAttention-2 §3.1).
+        return fwd * (2.5 if self.backward else 1.0)
+
+    @property
+    def bytes(self) -> float:
+        qo = 2 * self.batch * self.q_len * self.heads * self.head_dim * 2
+        kv = 2 * self.batch * self.kv_len * self.kv_heads * self.head_dim * 2
+        s2 = 0.0
+        if self.impl == "unfused":  # scores, softmax, dropout mask round trips
+            s2 = self.batch * self.heads * self.q_len * self.kv_len * 2 * 4.0
+        return (qo + kv + s2) * (2 if self.backward else 1)
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """A memory-bound kernel (norm, activation, dropout, residual, casts, optimizer)."""
+
+    name: str
+    bytes: float
+    flops: float = 0.0
+
+
+@dataclass(frozen=True)
+class Comm:
+    """A collective over a process group, or a pipeline send/recv (``send_recv`` on ``pp``)."""
+
+    name: str
+    kind: Collective
+    bytes: float
+    group: Group
+    overlap_with_previous: bool = False
+    """Runs concurrently with the preceding compute op (ring attention KV exchange, TP overlap):
+    only the part longer than that op is exposed."""
+
+
+Op = Union[Gemm, Attention, Elementwise, Comm]
