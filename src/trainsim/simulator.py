@@ -32,9 +32,11 @@ from trainsim.workload.ops import Comm, Op
 from trainsim.workload.schedule import schedule
 
 COMPUTE, TP, CP, PP, DP, OPT = "compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer"
-OPTIMIZER_BYTES_PER_PARAM = 4 + 2 * 4 + 2 * 4 + 2 * 4 + 2
-"""Fused Adam reads the fp32 gradient, reads and writes the fp32 master weight and both
-moments, and writes the 16-bit weight (Megatron FusedAdam / multi-tensor apply)."""
+OPTIMIZER_BYTES_PER_PARAM = 4 + 8 + (4 + 3 * 8) + (4 + 2) + 4
+"""Megatron's optimizer step, bytes per local parameter: gradient-norm read of the fp32 main
+gradient (4), clipping scale in place (8), fused Adam reading the gradient and reading/writing
+the fp32 master weight and both moments (4 + 24), copying master weights to the 16-bit model
+weights (4 + 2) and zeroing the gradient buffer (4). Memory-bound multi-tensor kernels."""
 
 
 @dataclass(frozen=True)

@@ -48,9 +48,10 @@ class RooflineModel:
         self._cache: dict[object, float] = {}
 
     def gemm_efficiency(self, op: Gemm) -> float:
+        """Fraction of the GEMM ceiling left after wave quantization."""
         tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
         waves = tiles / self.gpu.num_sms
-        return self.gpu.mamf_fraction * waves / math.ceil(waves)
+        return waves / math.ceil(waves)
 
     def time(self, op: Gemm | Attention | Elementwise) -> float:
         t = self._cache.get(op)
@@ -61,10 +62,10 @@ class RooflineModel:
     def _time(self, op: Gemm | Attention | Elementwise) -> float:
         bw = self.gpu.hbm_bw_Bps * HBM_EFFICIENCY
         if isinstance(op, Gemm):
-            peak = self.gpu.flops(op.dtype)
-            return max(op.flops / (peak * self.gemm_efficiency(op)), op.bytes / bw) + LAUNCH_S
+            ceiling = self.gpu.gemm_ceiling(op.dtype) * self.gemm_efficiency(op)
+            return max(op.flops / ceiling, op.bytes / bw) + LAUNCH_S
         if isinstance(op, Attention):
-            peak = self.gpu.flops("bf16") * self.gpu.mamf_fraction
+            peak = self.gpu.gemm_ceiling("bf16")
             if op.impl == "unfused":  # batched GEMMs for QK^T and AV plus softmax round trips
                 return op.flops / peak + op.bytes / bw + 4 * LAUNCH_S
             frac = ATTN_BWD_OF_GEMM if op.backward else ATTN_FWD_OF_GEMM

@@ -8,6 +8,10 @@ from trainsim.config._build import require_positive
 from trainsim.errors import ConfigError
 
 
+SUSTAINED_OF_BURST = 0.85
+"""Sustained (power-saturated) over burst matmul throughput; see GPUSpec.gemm_ceiling."""
+
+
 @dataclass(frozen=True)
 class GPUSpec:
     """Datasheet numbers of one accelerator (dense peaks: no 2:4 sparsity)."""
@@ -22,8 +26,10 @@ class GPUSpec:
     num_sms: int
     l2_bytes: float = 0.0
     mamf_fraction: float = 0.8
-    """Maximum achievable matmul FLOP/s as a fraction of the dense peak (measured, per GPU:
-    best large GEMM, e.g. Bekman's MAMF finder). Used for all GEMM dtypes."""
+    """Maximum achievable matmul FLOP/s as a fraction of the dense 16-bit peak (measured, per
+    GPU: best large GEMM, e.g. Bekman's MAMF finder)."""
+    mamf_fraction_fp8: float | None = None
+    """The same for fp8 GEMMs against the fp8 peak; None = mamf_fraction."""
     tdp_w: float = 700.0
     price_per_hour: float = 2.0
     """Indicative on-demand USD per GPU-hour; override in the cluster config."""
@@ -37,6 +43,19 @@ class GPUSpec:
                          nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms)
         if not self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
+
+    def gemm_ceiling(self, dtype: str) -> float:
+        """Sustained FLOP/s of the best large GEMM in ``dtype`` during training.
+
+        MAMF is a boost-clock burst; a GPU in a training job runs power-saturated, at the
+        sustained rate (MSMF). Bekman's measurements with all 8 GPUs of a node busy give
+        MSMF/MAMF = 701/826 = 0.85 on H200 and 1439/1758 = 0.82 on B200 (ml-engineering,
+        mamf-finder "alone vs all-8 concurrent"); we use 0.85 for every GPU.
+        """
+        frac = self.mamf_fraction
+        if dtype == "fp8" and "fp8" in self.peak_flops:
+            frac = self.mamf_fraction_fp8 or self.mamf_fraction
+        return self.flops(dtype) * frac * SUSTAINED_OF_BURST
 
     def flops(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``; fp8 falls back to the 16-bit peak where the GPU has none."""

@@ -8,7 +8,7 @@ after each block; norms and dropout on s/t tokens).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
@@ -80,7 +80,8 @@ def layer_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     ops.append(Attention("attn_core", batch=sh.batch, heads=m.num_attention_heads // t,
                          kv_heads=max(m.kv_heads // t, 1), q_len=sh.q_len, kv_len=sh.seq,
                          head_dim=m.kv_channels, window=m.sliding_window,
-                         impl=sh.attention_impl))  # type: ignore[arg-type]
+                         impl=sh.attention_impl,  # type: ignore[arg-type]
+                         dropout=m.attention_dropout > 0))
     if sh.cp > 1:  # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
         kv_block = T * kv_loc * 2 * ACT
         ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * kv_block, "cp",
@@ -109,8 +110,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             ops.append(Gemm(f"{op.name}.dgrad", m=op.m, n=op.k, k=op.n, dtype=op.dtype))
             ops.append(Gemm(f"{op.name}.wgrad", m=op.k, n=op.n, k=op.m, dtype=op.dtype))
         elif isinstance(op, Attention):
-            ops.append(Attention(f"{op.name}.bwd", op.batch, op.heads, op.kv_heads, op.q_len,
-                                 op.kv_len, op.head_dim, op.causal, op.window, True, op.impl))
+            ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
             ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops))
         elif isinstance(op, Comm):
@@ -153,8 +153,6 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
 
 
 def _renamed(op: Op, prefix: str) -> Op:
-    from dataclasses import replace
-
     return replace(op, name=prefix + op.name)
 
 

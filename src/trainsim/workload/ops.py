@@ -60,6 +60,7 @@ class Attention:
     window: int | None = None
     backward: bool = False
     impl: Literal["flash", "unfused"] = "flash"
+    dropout: bool = False
 
     @property
     def pairs(self) -> float:
@@ -82,10 +83,15 @@ class Attention:
     def bytes(self) -> float:
         qo = 2 * self.batch * self.q_len * self.heads * self.head_dim * 2
         kv = 2 * self.batch * self.kv_len * self.kv_heads * self.head_dim * 2
-        s2 = 0.0
-        if self.impl == "unfused":  # scores, softmax, dropout mask round trips
-            s2 = self.batch * self.heads * self.q_len * self.kv_len * 2 * 4.0
-        return (qo + kv + s2) * (2 if self.backward else 1)
+        if self.impl != "unfused":
+            return (qo + kv) * (2 if self.backward else 1)
+        # Unfused (Megatron's baddbmm + fused scale-mask-softmax + dropout + bmm), bytes per
+        # score element: forward writes scores (2), softmax reads/writes (4), dropout reads,
+        # writes and stores its mask (5), AV reads (2); backward: d(probs) written (2) and the
+        # dropout output read for dV (2), dropout backward (5), softmax backward (6), dQK read (2).
+        # Without attention dropout its 5 bytes drop out of each direction.
+        per = (17.0 if self.backward else 13.0) - (0.0 if self.dropout else 5.0)
+        return qo + kv + self.batch * self.heads * self.q_len * self.kv_len * per
 
 
 @dataclass(frozen=True)
