@@ -7,6 +7,7 @@ whole group and the stage's timeline stands for all of them.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -45,7 +46,7 @@ class Priced:
 
     segments: tuple[tuple[str, float, str], ...]
 
-    @property
+    @functools.cached_property
     def duration_s(self) -> float:
         return sum(s[1] for s in self.segments)
 
@@ -55,6 +56,7 @@ class Priced:
     def __mul__(self, n: int) -> Priced:
         return Priced(self.segments * n)
 
+    @functools.cached_property
     def summary(self) -> tuple[tuple[str, float], ...]:
         out: dict[str, float] = {}
         for cat, dur, _ in self.segments:
@@ -98,7 +100,7 @@ class Pricer:
         return Priced(tuple(segs))
 
 
-@dataclass
+@dataclass(eq=False)
 class _Chunk:
     """Priced forward and backward of one model chunk (virtual pipeline stage)."""
 
@@ -108,7 +110,7 @@ class _Chunk:
     bwd_tail: Priced  # embedding backward (first virtual stage only)
     layers: int
 
-    @property
+    @functools.cached_property
     def bwd(self) -> Priced:
         return self.bwd_head + self.bwd_layer * self.layers + self.bwd_tail
 
@@ -150,14 +152,32 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
     def add(stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
         if isinstance(priced, Priced):
-            tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary()))
+            tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary))
         else:
             tasks.append(Task(stream, priced, deps, label, ((cat, priced),)))
         return len(tasks) - 1
 
-    act_bytes = sh.tokens * cfg.model.hidden_size * 2 / (p.tp if p.tp > 1 else 1)
+    # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation.
+    act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
     p2p_time = pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp"))
-    p2p_stream = "pp" if p.overlap_p2p_comm else "compute"
+    send = Priced(((PP, p2p_time, "p2p send"),))
+    plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
+
+    def pass_and_send(s: int, work: Priced, deps: list[int], label: str, sends: bool) -> tuple[int, int]:
+        """Add a pass; returns (pass task, task the receiver waits on). A blocking send
+        (no overlap_p2p_comm) runs on the compute stream right after the pass, so it is folded
+        into the same task."""
+        if not sends:
+            i = add((s, "compute"), work, deps, label)
+            return i, i
+        if p.overlap_p2p_comm:
+            i = add((s, "compute"), work, deps, label)
+            return i, add((s, "pp"), send, [i], f"send {label}")
+        with_send = plus_send.get(id(work))
+        if with_send is None:
+            with_send = plus_send[id(work)] = work + send
+        i = add((s, "compute"), with_send, deps, label)
+        return i, i
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
     zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
     dp_group = "dp_cp"
@@ -193,11 +213,10 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
                     deps = [sent[src]] if v > 0 else []
                     if ps.microbatch == 0 and (s, ps.chunk) in gather_deps:
                         deps.append(gather_deps[(s, ps.chunk)])
-                    i = add((s, "compute"), chunks[v].fwd, deps, f"F mb{ps.microbatch} c{ps.chunk}")
+                    i, out = pass_and_send(s, chunks[v].fwd, deps,
+                                           f"F mb{ps.microbatch} c{ps.chunk}", v < pp * vpp - 1)
                     fwd_task[(ps.microbatch, v)] = i
-                    if v < pp * vpp - 1:
-                        sent[("F", ps.microbatch, v)] = add((s, p2p_stream), p2p_time, [i],
-                                                            f"send act mb{ps.microbatch}", PP)
+                    sent[("F", ps.microbatch, v)] = out
                 else:
                     src = ("B", ps.microbatch, v + 1)
                     if v < pp * vpp - 1 and src not in sent:
@@ -209,11 +228,14 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
                     if ps.microbatch == m - 1 and cfg.dp * p.cp > 1 and zero < 3:
                         i = _split_last_backward(add, s, ch, deps, ps.chunk, bucket,
                                                  stage_params(cfg, s) / vpp, last_bwd, v)
+                        out = i
+                        if v > 0:
+                            out = add((s, "pp" if p.overlap_p2p_comm else "compute"), send, [i],
+                                      f"send grad mb{ps.microbatch}")
                     else:
-                        i = add((s, "compute"), ch.bwd, deps, f"B mb{ps.microbatch} c{ps.chunk}")
-                    if v > 0:
-                        sent[("B", ps.microbatch, v)] = add((s, p2p_stream), p2p_time, [i],
-                                                            f"send grad mb{ps.microbatch}", PP)
+                        i, out = pass_and_send(s, ch.bwd, deps,
+                                               f"B mb{ps.microbatch} c{ps.chunk}", v > 0)
+                    sent[("B", ps.microbatch, v)] = out
                 cursor[s] += 1
                 pending -= 1
                 progressed = True
@@ -221,10 +243,14 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
             raise RuntimeError("pipeline schedule has a cycle")
 
     # Data-parallel gradient reduction, optimizer step, parameter all-gather.
+    last_on_compute = {}
+    for i, t in enumerate(tasks):
+        if t.stream[1] == "compute":
+            last_on_compute[t.stream[0]] = i
     ends = []
     for s in range(pp):
         params = stage_params(cfg, s)
-        last_compute = max(i for i, t in enumerate(tasks) if t.stream == (s, "compute"))
+        last_compute = last_on_compute[s]
         dp_tasks: list[int] = []
         if dp_size > 1:
             kind = "all_reduce" if zero == 0 else "reduce_scatter"

@@ -148,6 +148,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
         if v is not None:
             raw[sec][key] = v
     tp = int(row["tp"])
+    # Candidate values, the usual first choice first (the search starts from it).
     if _cell(row, "micro_batch_size") is None:
         unknown["micro_batch_size"] = [1, 2, 4, 8]
     if _cell(row, "vpp") is None:
@@ -157,7 +158,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     if _cell(row, "recompute") is None:
         unknown["recompute"] = ["none", "selective", "full"]
     if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0"):
-        unknown["distributed_optimizer"] = [False, True]
+        unknown["distributed_optimizer"] = [True, False]
     if _cell(row, "zero_stage") is None:
         raw["parallel"]["zero_stage"] = 0
     return raw, unknown
@@ -178,32 +179,48 @@ def _fits(cfg: RunConfig) -> bool:
 
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
          evaluate: Callable[[RunConfig], float]) -> tuple[RunConfig, dict[str, Any]]:
-    """Fastest fitting setting of the unknown fields (exhaustive over the memory-feasible set,
-    smallest memory first as the tie-breaker). Raises ConfigError if nothing is valid."""
+    """Fastest setting of the unknown fields among those that fit in memory.
+
+    Memory is checked for every combination (cheap, no simulation); the time is minimised by
+    coordinate descent over the feasible set, one field at a time, until no single change
+    helps. If nothing fits, the least-memory setting is returned (and flagged by the caller).
+    """
     names = list(unknown)
-    best: tuple[float, int, RunConfig, dict[str, Any]] | None = None
-    fallback: tuple[float, RunConfig, dict[str, Any]] | None = None
-    seen_errors: list[str] = []
-    for k, values in enumerate(itertools.product(*(unknown[n] for n in names))):
-        choice = dict(zip(names, values))
+    feasible: dict[tuple, RunConfig] = {}
+    fallback: tuple[float, tuple, RunConfig] | None = None
+    first_error: str | None = None
+    for values in itertools.product(*(unknown[n] for n in names)):
         try:
-            cfg = run_config_from_dict(_with(raw, choice))
+            cfg = run_config_from_dict(_with(raw, dict(zip(names, values))))
         except ConfigError as exc:
-            seen_errors.append(str(exc))
+            first_error = first_error or str(exc)
             continue
-        if not _fits(cfg):
-            mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
-            if fallback is None or mem < fallback[0]:
-                fallback = (mem, cfg, choice)
-            continue
-        t = evaluate(cfg)
-        if best is None or t < best[0]:
-            best = (t, k, cfg, choice)
-    if best is not None:
-        return best[2], best[3]
-    if fallback is not None:  # nothing fits: report the least-memory setting, flagged
-        return fallback[1], fallback[2]
-    raise ConfigError(seen_errors[0] if seen_errors else "no valid setting")
+        mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
+        if mem <= cfg.cluster.gpu.hbm_bytes:
+            feasible[values] = cfg
+        elif fallback is None or mem < fallback[0]:
+            fallback = (mem, values, cfg)
+    if not feasible:
+        if fallback is None:
+            raise ConfigError(first_error or "no valid setting")
+        return fallback[2], dict(zip(names, fallback[1]))
+    times: dict[tuple, float] = {}
+
+    def cost(values: tuple) -> float:
+        if values not in times:
+            times[values] = evaluate(feasible[values])
+        return times[values]
+
+    current = next(iter(feasible))
+    improved = True
+    while improved:
+        improved = False
+        for d, name in enumerate(names):
+            for value in unknown[name]:
+                cand = current[:d] + (value,) + current[d + 1:]
+                if cand != current and cand in feasible and cost(cand) < cost(current):
+                    current, improved = cand, True
+    return feasible[current], dict(zip(names, current))
 
 
 def predict_training_row(row: dict[str, str]) -> RowResult:

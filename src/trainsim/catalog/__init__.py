@@ -43,6 +43,11 @@ def names(kind: str) -> list[str]:
 
 
 def _lookup(kind: str, name: str) -> dict[str, Any]:
+    return dict(_lookup_cached(kind, name))
+
+
+@functools.lru_cache(maxsize=None)
+def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     entries = _entries(kind)
     key = name.strip().lower()
     if key not in entries:

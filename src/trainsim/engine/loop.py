@@ -41,49 +41,59 @@ def run(tasks: list[Task]) -> Timeline:
     n = len(tasks)
     waiting = [0] * n
     dependents: list[list[int]] = [[] for _ in range(n)]
-    queues: dict[tuple[int, str], list[int]] = {}
+    stream_of = [0] * n
+    stream_ids: dict[tuple[int, str], int] = {}
+    queues: list[list[int]] = []
     for i, t in enumerate(tasks):
-        waiting[i] = len(t.deps)
-        for d in t.deps:
+        deps = t.deps
+        waiting[i] = len(deps)
+        for d in deps:
             if not 0 <= d < n or d == i:
                 raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {d}")
             dependents[d].append(i)
-        queues.setdefault(t.stream, []).append(i)
-    head = {s: 0 for s in queues}
-    busy = {s: False for s in queues}
+        sid = stream_ids.get(t.stream)
+        if sid is None:
+            sid = stream_ids[t.stream] = len(queues)
+            queues.append([])
+        stream_of[i] = sid
+        queues[sid].append(i)
+    head = [0] * len(queues)
+    busy = [False] * len(queues)
     start = [0.0] * n
     end = [0.0] * n
+    duration = [t.duration_s for t in tasks]
     events: list[tuple[float, int]] = []
+    push, pop = heapq.heappush, heapq.heappop
 
-    def try_start(stream: tuple[int, str], now: float) -> None:
-        q = queues[stream]
-        k = head[stream]
-        if busy[stream] or k >= len(q):
+    def try_start(sid: int, now: float) -> None:
+        q = queues[sid]
+        k = head[sid]
+        if busy[sid] or k >= len(q):
             return
         i = q[k]
         if waiting[i]:
             return
-        busy[stream] = True
+        busy[sid] = True
         start[i] = now
-        end[i] = now + tasks[i].duration_s
-        heapq.heappush(events, (end[i], i))
+        end[i] = e = now + duration[i]
+        push(events, (e, i))
 
-    for s in queues:
-        try_start(s, 0.0)
+    for sid in range(len(queues)):
+        try_start(sid, 0.0)
     finished = [False] * n
     done = 0
     while events:
-        now, i = heapq.heappop(events)
+        now, i = pop(events)
         finished[i] = True
         done += 1
-        s = tasks[i].stream
-        busy[s] = False
-        head[s] += 1
+        sid = stream_of[i]
+        busy[sid] = False
+        head[sid] += 1
         for j in dependents[i]:
             waiting[j] -= 1
             if not waiting[j]:
-                try_start(tasks[j].stream, now)
-        try_start(s, now)
+                try_start(stream_of[j], now)
+        try_start(sid, now)
     if done != n:
         stuck = finished.index(False)
         raise TrainsimError(f"deadlock: {n - done} tasks never ran (first: {tasks[stuck].label})")

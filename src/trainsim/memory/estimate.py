@@ -16,6 +16,7 @@ gradients, ZeRO-3 also the weights (Rajbhandari et al. 2020, §5).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
@@ -26,6 +27,12 @@ GiB = 2**30
 CONTEXT_RESERVE_BYTES = 1.0 * GiB
 """CUDA context, cuBLAS workspaces and NCCL channel buffers: ~0.5-1.5 GiB measured per GPU with
 nvidia-smi vs torch.cuda.memory_allocated on A100/H100 (PyTorch CUDA semantics docs)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _peak_chunks(stage: int, pp: int, vpp: int, m: int) -> float:
+    """Peak number of model chunks whose activations are alive, from the actual schedule."""
+    return peak_in_flight(schedule(stage, pp, vpp, m))
 
 
 @dataclass(frozen=True)
@@ -98,8 +105,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
 
     per_layer = activation_bytes_per_layer(cfg)
     layers_per_chunk = cfg.stage_layer_counts[stage] // p.vpp
-    order = schedule(stage, p.pp, p.vpp, cfg.num_microbatches)
-    activations = peak_in_flight(order, {c: per_layer * layers_per_chunk for c in range(p.vpp)})
+    activations = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * per_layer * layers_per_chunk
 
     m = cfg.model
     T = t.micro_batch_size * t.seq_length / p.cp
