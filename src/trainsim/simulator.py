@@ -152,7 +152,7 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
     def add(stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
         if isinstance(priced, Priced):
-            tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary))
+            tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced))
         else:
             tasks.append(Task(stream, priced, deps, label, ((cat, priced),)))
         return len(tasks) - 1

@@ -14,7 +14,10 @@ T = TypeVar("T")
 
 
 def suggest(name: str, choices: typing.Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.5)
+    """' (did you mean 'x'?)' for the closest choice (a prefix match first), or ''."""
+    choices = list(choices)
+    prefixed = [c for c in choices if c.startswith(name)] if len(name) >= 2 else []
+    close = prefixed or difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 

@@ -23,6 +23,8 @@ class Task:
     label: str = ""
     segments: tuple[tuple[str, float], ...] = ()
     """Optional split of the duration into categories (compute, tp_comm, ...), for reports."""
+    detail: object = None
+    """Opaque payload for reports (the caller's ordered op-level segments)."""
 
 
 @dataclass

@@ -1,0 +1,168 @@
+"""Command line: a thin layer over the public API (simulate, validate, collective, catalog)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+
+from trainsim.errors import TrainsimError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    sys.exit(2)
+
+
+def _size(text: str) -> int:
+    """'8', '64K', '1M', '8G' (binary multiples, as nccl-tests' -b/-e)."""
+    t = text.strip().upper().rstrip("B")
+    mult = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    try:
+        if t and t[-1] in mult:
+            return int(float(t[:-1]) * mult[t[-1]])
+        return int(t)
+    except ValueError:
+        raise TrainsimError(f"bad size '{text}': use bytes or a K/M/G suffix") from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="trainsim")
+def main() -> None:
+    """trainsim: predict LLM training time, memory and cost before renting a GPU."""
+
+
+@main.command()
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
+              help="Override a config field, e.g. --set parallel.tp=4 (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a Chrome/Perfetto trace of the simulated timeline.")
+def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str | None) -> None:
+    """Simulate one training iteration of CONFIG (YAML or JSON)."""
+    from trainsim.catalog import load_run_config
+    from trainsim.report import render_result, write_chrome_trace
+    from trainsim.simulator import simulate as run_sim
+
+    try:
+        cfg = load_run_config(config, overrides)
+        result = run_sim(cfg, keep_timeline=trace_path is not None)
+        if trace_path and result.timeline is not None:
+            write_chrome_trace(result.timeline, trace_path, title=cfg.model.name)
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+    else:
+        out.print(render_result(result))
+        if trace_path:
+            out.print(f"trace written to {trace_path} (open in https://ui.perfetto.dev)")
+
+
+@main.command()
+@click.argument("csv_file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+def validate(csv_file: str, fmt: str) -> None:
+    """Predict every row of a published-measurement CSV and report the error."""
+    from rich.progress import Progress
+
+    from trainsim.report import render_validation
+    from trainsim.validate import read_rows, summarize, summary_line, validate_file
+
+    try:
+        kind, rows = read_rows(csv_file)
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("simulating rows", total=len(rows))
+            kind, results = validate_file(csv_file,
+                                          progress=lambda i, n: bar.update(task, completed=i))
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    summary = summarize(results)
+    if fmt == "json":
+        click.echo(json.dumps({"rows": [r.to_dict() for r in results], "summary": summary},
+                              indent=2, sort_keys=True))
+        return
+    unit = "s/iteration" if kind == "training" else "busbw GB/s"
+    out.print(render_validation(kind, results, unit))
+    click.echo(summary_line(summary))
+
+
+@main.command()
+@click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU catalog name.")
+@click.option("--gpus", "num_gpus", type=int, default=8, show_default=True)
+@click.option("--gpus-per-node", type=int, default=8, show_default=True)
+@click.option("--nic-gbps", type=float, default=400.0, show_default=True,
+              help="Inter-node Gbit/s per GPU.")
+@click.option("--op", "kind", default="all_reduce", show_default=True,
+              type=click.Choice(["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                 "broadcast"]))
+@click.option("--sizes", default="8:8G", show_default=True,
+              help="MIN:MAX message bytes, doubling (nccl-tests -b/-e -f 2).")
+@click.option("--algorithm", default="auto", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
+               sizes: str, algorithm: str, fmt: str) -> None:
+    """nccl-tests-like table of a collective's predicted time and bandwidth."""
+    from rich.table import Table
+
+    from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.collectives import BUS_FACTOR
+    from trainsim.config import ClusterConfig
+    from trainsim.network import AnalyticalNetwork
+
+    try:
+        lo, _, hi = sizes.partition(":")
+        lo_b, hi_b = _size(lo), _size(hi or lo)
+        if lo_b <= 0 or hi_b < lo_b:
+            raise TrainsimError(f"--sizes {sizes}: need 0 < MIN <= MAX")
+        cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
+                                gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8)
+        net = AnalyticalNetwork(cluster)
+        span = net.span(num_gpus, 1)
+        rows: list[dict[str, Any]] = []
+        size = lo_b
+        while size <= hi_b:
+            c = net.collective(kind, float(size), span, algorithm)
+            algbw = size / c.time_s if c.time_s else 0.0
+            rows.append({"size_bytes": size, "count": size // 2, "type": "bfloat16",
+                         "time_us": c.time_s * 1e6, "algbw_GBps": algbw / 1e9,
+                         "busbw_GBps": algbw * BUS_FACTOR[kind](num_gpus) / 1e9,
+                         "algorithm": c.algorithm, "protocol": "simple"})
+            size *= 2
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title=f"{kind} on {num_gpus} x {gpu} ({gpus_per_node}/node, {nic_gbps:g} Gbit/s NIC)")
+    for col in ("size", "count", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algo",
+                "proto"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(str(r["size_bytes"]), str(r["count"]), r["type"], f"{r['time_us']:.2f}",
+                  f"{r['algbw_GBps']:.2f}", f"{r['busbw_GBps']:.2f}", r["algorithm"], r["protocol"])
+    out.print(t)
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(["gpus", "nodes", "models"]))
+def catalog(kind: str) -> None:
+    """List the built-in GPU, node or model presets."""
+    from trainsim import catalog as cat
+
+    for name in cat.names(kind):
+        click.echo(name)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,85 @@
+"""Rich terminal tables for a simulation result and a validation run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+
+from trainsim.result import Result
+
+GiB = 2**30
+
+
+def _fmt_s(x: float) -> str:
+    return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.3f} s"
+
+
+def render_result(r: Result) -> Group:
+    c = r.config
+    p = c.parallel
+    head = Table(title=f"trainsim: {c.model.name} on {c.cluster.num_gpus} x {c.cluster.gpu.name}",
+                 show_header=False, title_justify="left")
+    head.add_column("metric", style="bold")
+    head.add_column("value", justify="right")
+    head.add_row("parallelism", f"TP {p.tp}  PP {p.pp}  CP {p.cp}  DP {c.dp}  VPP {p.vpp}  "
+                 f"SP {'on' if p.sequence_parallel else 'off'}  recompute {p.recompute}")
+    head.add_row("batch", f"global {c.training.global_batch_size} x {c.training.seq_length} tokens, "
+                 f"micro {c.training.micro_batch_size}, {c.num_microbatches} micro-batches/pipeline")
+    head.add_row("iteration time", _fmt_s(r.iteration_time_s))
+    head.add_row("tokens/s", f"{r.tokens_per_s:,.0f}")
+    head.add_row("tokens/s/GPU", f"{r.tokens_per_s_per_gpu:,.1f}")
+    head.add_row("model TFLOP/s per GPU", f"{r.model_tflops_per_gpu:.1f}")
+    head.add_row("MFU / HFU", f"{100 * r.mfu:.1f}% / {100 * r.hfu:.1f}%")
+    run = r.run_estimate()
+    if run:
+        head.add_row("whole run", f"{run['days']:.1f} days, {run['gpu_hours']:,.0f} GPU-hours, "
+                     f"${run['cost_usd']:,.0f}, {run['energy_mwh']:,.1f} MWh")
+
+    time = Table(title="time of one iteration (critical stage "
+                 f"{r.critical_stage})", title_justify="left")
+    time.add_column("part")
+    time.add_column("seconds", justify="right")
+    time.add_column("share", justify="right")
+    rows = [("compute", r.breakdown["compute_s"])]
+    rows += [(f"exposed {k.upper()} communication", v) for k, v in r.exposed_comm.items() if v > 0]
+    rows += [("pipeline bubble", r.breakdown["pipeline_bubble_s"]),
+             ("optimizer step", r.breakdown["optimizer_s"])]
+    if r.breakdown.get("other_s", 0) > 1e-9:
+        rows.append(("other", r.breakdown["other_s"]))
+    for name, v in rows:
+        time.add_row(name, f"{v:.4f}", f"{100 * v / r.iteration_time_s:.1f}%")
+
+    m = r.memory[r.peak_memory_stage]
+    mem = Table(title=f"peak memory per GPU (stage {r.peak_memory_stage})", title_justify="left")
+    mem.add_column("part")
+    mem.add_column("GiB", justify="right")
+    for name, v in (("weights", m.weights), ("gradients", m.gradients), ("optimizer state", m.optimizer),
+                    ("activations", m.activations), ("buffers and context", m.buffers)):
+        mem.add_row(name, f"{v / GiB:.2f}")
+    hbm = c.cluster.gpu.hbm_bytes / GiB
+    verdict = "[green]fits[/]" if r.fits_in_memory else "[bold red]DOES NOT FIT[/]"
+    mem.add_row("[bold]total[/]", f"[bold]{m.total / GiB:.2f}[/] of {hbm:.0f} {verdict}")
+    return Group(head, time, mem)
+
+
+def render_validation(kind: str, rows: list[Any], unit: str) -> Table:
+    t = Table(title=f"validation ({kind})", title_justify="left")
+    t.add_column("id")
+    t.add_column(f"measured {unit}", justify="right")
+    t.add_column(f"predicted {unit}", justify="right")
+    t.add_column("error", justify="right")
+    t.add_column("chosen / note")
+    for r in rows:
+        if r.predicted is None:
+            t.add_row(r.id, f"{r.measured:g}", "-", "failed", f"[red]{r.error}[/]")
+            continue
+        err = (r.predicted - r.measured) / r.measured
+        color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
+        note = ", ".join(f"{k}={v}" for k, v in r.chosen.items())
+        if r.fits_in_memory is False:
+            note = "[red]does not fit in memory[/] " + note
+        t.add_row(r.id, f"{r.measured:.4g}", f"{r.predicted:.4g}", f"[{color}]{100 * err:+.1f}%[/]",
+                  note)
+    return t
