@@ -310,7 +310,8 @@ def compare(layer, cfg):
     measured, seen = measure(layer, cfg.training.seq_length, cfg.training.micro_batch_size)
     model = activation_bytes_per_layer(cfg)
     msg = (f"torch saved {measured} B, model {model:.0f} B "
-           f"({measured / model - 1:+.2%}); saved storages:\n{table(seen)}")
+           f"({measured / model - 1:+.2%}); saved storages (labelled by the op that saved them):\n"
+           f"{table(seen)}")
     return measured, model, msg
 
 

@@ -106,7 +106,11 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     model: dict[str, Any] = {"preset": row["model"]}
     try:
         model_dict(row["model"])
-    except ConfigError:
+    except ConfigError as exc:  # not a preset: the shape columns must describe the model
+        needed = ["hidden_size", "num_layers", "num_attention_heads", "vocab_size"]
+        missing = [c for c in needed if _cell(row, c) is None]
+        if missing:
+            raise ConfigError(f"{exc}; or give the shape columns {', '.join(missing)}") from None
         model = {"name": row["model"]}
     for col in SHAPE_COLUMNS:
         if _cell(row, col) is not None:

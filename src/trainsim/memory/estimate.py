@@ -66,7 +66,17 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None) -> 
     shared = T * h * (2 + 2 + mask + 2 + 2 + mask) / shared_div
     # sharded over TP: Q, K, V, attention output (out-proj input), MLP intermediates
     mlp_inner = (3 * 2 * f) if m.activation == "swiglu" else (2 * 2 * f)
-    sharded = T * (2 * q / t + 2 * 2 * kv_loc + 2 * q / t) + T * mlp_inner / t
+    # Q, K, V as attention's backward keeps them (measured with saved_tensors_hooks on
+    # Megatron-style layers, tests/test_memory_torch.py): slices of the fused QKV output stay
+    # views of it; RoPE writes new rotated Q and K; Megatron's unfused attention expands K and V
+    # to one head per query head for GQA (repeat_interleave), so those are copies too.
+    fused = 2 * (q / t + 2 * kv_loc)
+    rope = m.position_embedding == "rope"
+    if cfg.training.attention == "unfused" and kv_loc < q / t:
+        qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
+    else:
+        qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
+    sharded = T * (qkv + 2 * q / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
     if cfg.training.attention == "flash":
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row

@@ -35,7 +35,8 @@ def chrome_trace(tl: Timeline, title: str = "trainsim") -> dict[str, Any]:
                        "args": {"name": f"pipeline stage {r}"}})
         events.append({"ph": "M", "name": "process_sort_index", "pid": r, "args": {"sort_index": r}})
         tid(r, "compute")
-    n_detail = sum(len(getattr(t.detail, "segments", ())) for t in tl.tasks)
+    n_detail = sum(1 for t in tl.tasks for seg in getattr(t.detail, "segments", ())
+                   if seg[0] in _COMM_TRACKS)
     detailed = n_detail <= MAX_DETAIL_EVENTS
     for i, t in enumerate(tl.tasks):
         rank, stream = t.stream

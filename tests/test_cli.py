@@ -1,0 +1,56 @@
+"""The command line: outputs and one-line errors, never a traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from trainsim.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_simulate_prints_a_table_and_json():
+    """simulate prints the headline table, and --format json the stable keys."""
+    r = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "llama3-8b-h100.yaml")])
+    assert r.exit_code == 0, r.output
+    assert "MFU" in r.output and "iteration time" in r.output
+    r = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "llama3-8b-h100.yaml"),
+                                  "--format", "json", "--set", "parallel.tp=4"])
+    d = json.loads(r.output)
+    assert d["config"]["parallel"]["tensor_model_parallel_size"] == 4
+
+
+def test_trace_is_valid_chrome_json(tmp_path):
+    """--trace writes trace events with one process per stage and named stream tracks."""
+    out = tmp_path / "t.json"
+    r = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "gpt3-175b-a100.yaml"),
+                                  "--trace", str(out)])
+    assert r.exit_code == 0, r.output
+    events = json.loads(out.read_text())["traceEvents"]
+    names = {e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {"compute", "tp", "dp"} <= names
+    assert {e["pid"] for e in events if e["ph"] == "X"} == set(range(8))
+
+
+def test_bad_input_is_one_line_without_traceback(tmp_path):
+    """An invalid override exits 2 with 'error:' and names the field."""
+    r = CliRunner().invoke(main, ["simulate", str(EXAMPLES / "llama3-8b-h100.yaml"),
+                                  "--set", "parallel.tp=3"])
+    assert r.exit_code == 2
+    assert "error:" in r.output and "tp=3" in r.output and "Traceback" not in r.output
+    bad = tmp_path / "x.yaml"
+    bad.write_text("model: [unclosed\n")
+    r = CliRunner().invoke(main, ["simulate", str(bad)])
+    assert r.exit_code == 2 and "not valid YAML" in r.output
+
+
+def test_collective_table_has_nccl_tests_columns():
+    """collective prints size, time, algbw and busbw per doubling size."""
+    r = CliRunner().invoke(main, ["collective", "--gpus", "16", "--sizes", "1K:1M",
+                                  "--format", "json"])
+    rows = json.loads(r.output)
+    assert [x["size_bytes"] for x in rows][:3] == [1024, 2048, 4096]
+    assert all(x["busbw_GBps"] > 0 for x in rows)

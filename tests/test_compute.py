@@ -1,0 +1,60 @@
+"""Compute model against published per-layer times (Korthikanti et al. 2022, Table 4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim import run_config_from_dict
+from trainsim.compute import RooflineModel
+from trainsim.catalog import gpu
+from trainsim.simulator import Pricer
+from trainsim.workload.layers import backward_of, layer_forward, layer_recompute, shard_of
+from trainsim.workload.ops import Gemm
+
+
+def layer_ms(sp: bool, recompute: str) -> tuple[float, float]:
+    cfg = run_config_from_dict({
+        "model": "gpt-22b",
+        "parallel": {"tp": 8, "sequence_parallel": sp, "recompute": recompute},
+        "training": {"global_batch_size": 4, "micro_batch_size": 4, "seq_length": 2048,
+                     "dtype": "bf16", "attention": "unfused"},
+        "cluster": {"node": "dgx-a100", "num_gpus": 8}})
+    pricer, sh = Pricer(cfg), shard_of(cfg)
+    fwd = layer_forward(cfg, sh)
+    bwd = layer_recompute(cfg, sh, fwd) + backward_of(fwd, sh)
+    return pricer.price(fwd).duration_s * 1e3, pricer.price(bwd).duration_s * 1e3
+
+
+@pytest.mark.parametrize("sp,recompute,fwd_ms,bwd_ms", [
+    (False, "none", 7.7, 11.9),
+    (True, "selective", 7.2, 13.1),
+    (False, "full", 7.7, 19.5),
+])
+def test_korthikanti_table4_layer_times_within_10_percent(sp, recompute, fwd_ms, bwd_ms):
+    """The 22B layer (A100, TP8, micro-batch 4) matches the published forward/backward times."""
+    f, b = layer_ms(sp, recompute)
+    assert f == pytest.approx(fwd_ms, rel=0.10)
+    assert b == pytest.approx(bwd_ms, rel=0.10)
+
+
+def test_large_gemm_runs_near_the_sustained_ceiling():
+    """A big square GEMM runs at the GPU's sustained matmul rate, not the datasheet peak."""
+    m = RooflineModel(gpu("h100-sxm-80gb"))
+    op = Gemm("big", 8192, 8192, 8192)
+    achieved = op.flops / m.time(op)
+    assert 0.6 * 989.4e12 < achieved < 0.75 * 989.4e12
+
+
+def test_skinny_gemm_is_less_efficient_than_a_big_one():
+    """Wave quantization and memory traffic make a skinny GEMM reach a lower FLOP rate."""
+    m = RooflineModel(gpu("a100-sxm-80gb"))
+    big, skinny = Gemm("big", 8192, 8192, 8192), Gemm("skinny", 64, 8192, 8192)
+    assert skinny.flops / m.time(skinny) < 0.5 * big.flops / m.time(big)
+
+
+def test_fp8_gemm_is_faster_than_bf16_on_hopper():
+    """An fp8 GEMM on H100 is faster than the same bf16 GEMM, but less than twice as fast."""
+    m = RooflineModel(gpu("h100-sxm-80gb"))
+    t16 = m.time(Gemm("g", 8192, 8192, 8192, "bf16"))
+    t8 = m.time(Gemm("g", 8192, 8192, 8192, "fp8"))
+    assert t16 / 2 < t8 < t16

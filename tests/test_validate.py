@@ -1,0 +1,79 @@
+"""trainsim validate: file kinds, row failures, tuning, and the public scoreboard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainsim.errors import ConfigError
+from trainsim.validate import read_rows, summarize, summary_line, validate_file
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "validation"
+HEADER = ("id,source,model,hidden_size,num_layers,num_attention_heads,num_kv_heads,head_dim,"
+          "ffn_hidden_size,vocab_size,seq_length,activation,num_experts,moe_top_k,"
+          "moe_ffn_hidden_size,gpu,num_gpus,gpus_per_node,nic_gbps_per_gpu,tp,pp,cp,ep,vpp,"
+          "sequence_parallel,recompute,zero_stage,distributed_optimizer,global_batch_size,"
+          "micro_batch_size,dtype,options,measured_iteration_s,measured_peak_memory_gib,note")
+
+
+def write(tmp_path, *rows):
+    p = tmp_path / "rows.csv"
+    p.write_text("\n".join((HEADER,) + rows) + "\n")
+    return p
+
+
+GOOD = ("ok,test,gpt-22b,6144,48,64,,,24576,51200,2048,gelu,,,,a100-sxm-80gb,8,8,200,8,1,1,1,,"
+        "1,selective,0,0,4,4,bf16,,1.1,40,")
+
+
+def test_missing_columns_are_named(tmp_path):
+    """A CSV without the required columns is rejected with their names."""
+    p = tmp_path / "bad.csv"
+    p.write_text("id,measured_iteration_s\nx,1\n")
+    with pytest.raises(ConfigError, match="missing column"):
+        read_rows(p)
+
+
+def test_bad_row_is_reported_and_does_not_stop_the_others(tmp_path):
+    """An unknown model fails its row only, with the reason, and counts as failed."""
+    bad = GOOD.replace("ok,test,gpt-22b", "bad,test,no-such-model").replace(",48,64,", ",,64,")
+    kind, res = validate_file(write(tmp_path, GOOD, bad))
+    assert kind == "training"
+    assert res[0].predicted is not None and res[1].predicted is None
+    assert "num_layers" in res[1].error or "model" in res[1].error
+    s = summarize(res)
+    assert s["failed"] == 1 and s["n"] == 2
+    assert s["memory_n"] == 1  # the memory column was given for the good row
+
+
+def test_unknown_cells_are_tuned_and_reported(tmp_path):
+    """Empty micro-batch and recompute cells are chosen by the tool and shown."""
+    row = GOOD.replace(",1,selective,0,0,4,4,", ",1,,0,0,4,,")
+    _, res = validate_file(write(tmp_path, row))
+    assert set(res[0].chosen) == {"recompute", "micro_batch_size", "vpp"}
+
+
+def test_summary_line_format():
+    """The last line reads 'N rows, MAPE x.x%, max y.y%'."""
+    line = summary_line({"n": 3, "mape": 0.0412, "max_ape": 0.143, "failed": 0, "memory_n": 0,
+                         "memory_mape": None, "memory_max_ape": None})
+    assert line == "3 rows, MAPE 4.1%, max 14.3%"
+
+
+@pytest.mark.skipif(not (SHARED / "training_public.csv").exists(), reason="no shared/validation")
+def test_public_training_runs_meet_the_core_accuracy_bar():
+    """Every published run simulates; MAPE <= 8% and no row worse than 20% (issue 2)."""
+    _, res = validate_file(SHARED / "training_public.csv")
+    s = summarize(res)
+    assert s["failed"] == 0
+    assert s["mape"] <= 0.08
+    assert s["max_ape"] <= 0.20
+
+
+@pytest.mark.skipif(not (SHARED / "collectives_public.csv").exists(), reason="no shared/validation")
+def test_public_collectives_file_is_read_and_predicted():
+    """Every collective row gets a prediction from the analytical model."""
+    kind, res = validate_file(SHARED / "collectives_public.csv")
+    assert kind == "collectives"
+    assert all(r.predicted is not None for r in res)
