@@ -234,9 +234,6 @@ def test_hf_not_json(tmp_path):
         model_from_hf_config(p)
 
 
-@pytest.mark.xfail(reason="model_from_hf_config catches OSError/JSONDecodeError but not "
-                          "UnicodeDecodeError: a binary file escapes as UnicodeDecodeError",
-                   strict=True)
 def test_hf_binary_file(tmp_path):
     """A binary file passed as a Hugging Face config is a ConfigError."""
     p = tmp_path / "model.safetensors"

@@ -260,9 +260,6 @@ def test_yaml_that_is_not_a_mapping(tmp_path):
         load_run_config(path)
 
 
-@pytest.mark.xfail(reason="read_config_file catches OSError/YAMLError/JSONDecodeError but not "
-                          "UnicodeDecodeError: a binary (non-UTF-8) file escapes as a raw "
-                          "UnicodeDecodeError instead of a ConfigError", strict=True)
 def test_binary_file_is_config_error(tmp_path):
     """A binary, non-UTF-8 file given as a config is a ConfigError, not a UnicodeDecodeError."""
     path = tmp_path / "weights.yaml"
@@ -337,10 +334,6 @@ def test_alias_and_full_name_together_rejected():
         run_config_from_dict(base(parallel={"tp": 2, "tensor_model_parallel_size": 2}))
 
 
-@pytest.mark.xfail(reason="run_config_from_dict rejects parallel.tp next to "
-                          "parallel.tensor_model_parallel_size, so `--set parallel.tp=4` on a "
-                          "config that spells out the Megatron name fails instead of overriding",
-                   strict=True)
 def test_short_alias_override_on_long_name_config():
     """--set parallel.tp=4 overrides a config that says tensor_model_parallel_size: 2."""
     data = apply_overrides(base(parallel={"tensor_model_parallel_size": 2}), ["parallel.tp=4"])
@@ -383,8 +376,6 @@ def test_override_unknown_field_rejected(tmp_path):
         load_run_config(path, ["training.micro_batchsize=2"])
 
 
-@pytest.mark.xfail(reason="_coerce int does `f != int(f)` on a non-finite float, so inf/nan "
-                          "raise OverflowError/ValueError instead of ConfigError", strict=True)
 @pytest.mark.parametrize("override", ["training.global_batch_size=inf", "parallel.tp=.nan"])
 def test_non_finite_integer_is_config_error(override):
     """A non-finite value for an integer field is a ConfigError, not an OverflowError/ValueError."""
@@ -392,17 +383,12 @@ def test_non_finite_integer_is_config_error(override):
         run_config_from_dict(apply_overrides(base(), [override]))
 
 
-@pytest.mark.xfail(reason="require_positive tests `v <= 0`, which is False for NaN, so a NaN "
-                          "bandwidth is accepted", strict=True)
 def test_nan_bandwidth_rejected():
     """cluster.nic_bw_Bps=.nan is rejected instead of poisoning every time estimate."""
     with pytest.raises(ConfigError):
         run_config_from_dict(apply_overrides(base(), ["cluster.nic_bw_Bps=.nan"]))
 
 
-@pytest.mark.xfail(reason="_cluster_section converts the node preset's nic_gbps_per_gpu after "
-                          "merging the user's fields, so an explicit cluster.nic_bw_Bps is "
-                          "silently replaced by the node's value", strict=True)
 def test_explicit_nic_bandwidth_beats_node_preset():
     """cluster.nic_bw_Bps given next to cluster.node wins over the node's NIC speed."""
     cfg = run_config_from_dict(base(cluster={"node": "dgx-h100", "num_gpus": 8,

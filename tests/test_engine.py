@@ -149,8 +149,6 @@ def test_deadlock_after_partial_progress():
         run_with_timeout(tasks)
 
 
-@pytest.mark.xfail(reason="run() does not validate durations: a negative duration is accepted "
-                          "and gives end_s < start_s (time runs backwards)", strict=True)
 def test_negative_duration_rejected():
     """A negative task duration is a TrainsimError."""
     with pytest.raises(TrainsimError):

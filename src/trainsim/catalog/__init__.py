@@ -97,7 +97,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     path = Path(path)
     try:
         cfg = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read Hugging Face config {path}: {exc}") from None
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)  # noqa: E731
     hidden = get("hidden_size", "n_embd", "d_model")
@@ -137,6 +137,8 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
         text = path.read_text()
     except OSError as exc:
         raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path} is not valid YAML/JSON: not UTF-8 text") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as exc:
@@ -175,7 +177,15 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
                 raise ConfigError(f"--set {item!r}: {p} is not a section")
             node_[p] = child
             node_ = child
-        node_[parts[-1]] = _parse_value(value)
+        leaf = parts[-1]
+        if parts[0] == "parallel" and len(parts) == 2:  # tp=... edits tensor_model_parallel_size
+            full = ALIASES.get(leaf)
+            short = {v: k for k, v in ALIASES.items()}.get(leaf)
+            if full and full in node_:
+                leaf = full
+            elif short and short in node_:
+                leaf = short
+        node_[leaf] = _parse_value(value)
     return data
 
 
@@ -202,11 +212,11 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         raise ConfigError("cluster must be a mapping (gpu, num_gpus, gpus_per_node, ...)")
     raw = dict(raw)
     fields: dict[str, Any] = {}
-    if "node" in raw:
-        n = node(str(raw["node"]))
-        fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"],
-                      nic_gbps_per_gpu=n["nic_gbps_per_gpu"])
-        raw.pop("node")
+    if "node" in raw:  # the node preset fills what the user did not set
+        n = node(str(raw.pop("node")))
+        fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])
+        if "nic_bw_Bps" not in raw:
+            fields["nic_gbps_per_gpu"] = n["nic_gbps_per_gpu"]
     fields.update(raw)
     g = fields.pop("gpu", None)
     if g is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import types
 import typing
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
@@ -66,16 +67,19 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             f = float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{where} must be an integer, got {value!r}") from None
-        if f != int(f):
+        if not math.isfinite(f) or f != int(f):
             raise ConfigError(f"{where} must be an integer, got {value!r}")
         return int(f)
     if tp is float:
         if isinstance(value, bool):
             raise ConfigError(f"{where} must be a number, got {value!r}")
         try:
-            return float(value)
+            f = float(value)
         except (TypeError, ValueError):
             raise ConfigError(f"{where} must be a number, got {value!r}") from None
+        if math.isnan(f):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return f
     if tp is str:
         return str(value)
     if dataclasses.is_dataclass(tp):
@@ -119,5 +123,5 @@ def to_dict(obj: Any) -> Any:
 
 def require_positive(where: str, **values: float | int | None) -> None:
     for name, v in values.items():
-        if v is not None and v <= 0:
+        if v is not None and not v > 0:  # also rejects NaN
             raise ConfigError(f"{where}.{name}={v} must be positive")

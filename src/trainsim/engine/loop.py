@@ -47,6 +47,8 @@ def run(tasks: list[Task]) -> Timeline:
     stream_ids: dict[tuple[int, str], int] = {}
     queues: list[list[int]] = []
     for i, t in enumerate(tasks):
+        if not t.duration_s >= 0:
+            raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration {t.duration_s}")
         deps = t.deps
         waiting[i] = len(deps)
         for d in deps:
