@@ -194,7 +194,17 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
     last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids (last micro-batch)
     pending = sum(len(o) for o in orders)
     gather_deps: dict[tuple[int, int], int] = {}
-    if zero == 1 and p.overlap_param_gather and dp_size > 1:
+    # ZeRO-3 / FSDP: every pass all-gathers its chunk's parameters first (prefetched on the
+    # data-parallel stream) and every backward reduce-scatters the chunk's gradients.
+    fsdp = zero >= 3 and dp_size > 1
+    fsdp_gather = {s: pricer.comm_time(Comm("param_all_gather", "all_gather",
+                                            stage_params(cfg, s) / vpp * 2, dp_group))
+                   for s in range(pp)} if fsdp else {}
+    fsdp_scatter = {s: pricer.comm_time(Comm("grad_reduce_scatter", "reduce_scatter",
+                                             stage_params(cfg, s) / vpp * grad_bytes, dp_group))
+                    for s in range(pp)} if fsdp else {}
+    fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(pp)}
+    if zero in (1, 2) and p.overlap_param_gather and dp_size > 1:
         for s in range(pp):
             for c in range(vpp):
                 params = stage_params(cfg, s) / vpp
@@ -213,6 +223,9 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
                     deps = [sent[src]] if v > 0 else []
                     if ps.microbatch == 0 and (s, ps.chunk) in gather_deps:
                         deps.append(gather_deps[(s, ps.chunk)])
+                    if fsdp:
+                        deps.append(add((s, "dp"), fsdp_gather[s], [],
+                                        f"ZeRO-3 param all-gather F mb{ps.microbatch}", DP))
                     i, out = pass_and_send(s, chunks[v].fwd, deps,
                                            f"F mb{ps.microbatch} c{ps.chunk}", v < pp * vpp - 1)
                     fwd_task[(ps.microbatch, v)] = i
@@ -224,6 +237,9 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
                     deps = [fwd_task[(ps.microbatch, v)]]
                     if v < pp * vpp - 1:
                         deps.append(sent[src])
+                    if fsdp:
+                        deps.append(add((s, "dp"), fsdp_gather[s], [],
+                                        f"ZeRO-3 param all-gather B mb{ps.microbatch}", DP))
                     ch = chunks[v]
                     if ps.microbatch == m - 1 and cfg.dp * p.cp > 1 and zero < 3:
                         i = _split_last_backward(add, s, ch, deps, ps.chunk, bucket,
@@ -235,6 +251,9 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
                     else:
                         i, out = pass_and_send(s, ch.bwd, deps,
                                                f"B mb{ps.microbatch} c{ps.chunk}", v > 0)
+                    if fsdp:  # gradients reduce-scattered after every backward pass
+                        fsdp_reduce[s].append(add((s, "dp"), fsdp_scatter[s], [i],
+                                                  f"ZeRO-3 grad reduce-scatter mb{ps.microbatch}", DP))
                     sent[("B", ps.microbatch, v)] = out
                 cursor[s] += 1
                 pending -= 1
@@ -251,8 +270,8 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
     for s in range(pp):
         params = stage_params(cfg, s)
         last_compute = last_on_compute[s]
-        dp_tasks: list[int] = []
-        if dp_size > 1:
+        dp_tasks: list[int] = list(fsdp_reduce[s])
+        if dp_size > 1 and not fsdp:
             kind = "all_reduce" if zero == 0 else "reduce_scatter"
             for c in range(vpp):
                 v = c * pp + s
@@ -272,7 +291,7 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
             cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
         opt = add((s, "compute"), opt_t, [last_compute] + dp_tasks, "optimizer step", OPT)
         end = opt
-        if zero == 1 and dp_size > 1 and not p.overlap_param_gather:
+        if zero in (1, 2) and dp_size > 1 and not p.overlap_param_gather:
             t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, dp_group))
             end = add((s, "dp"), t, [opt], "param all-gather", DP)
         ends.append(end)
