@@ -44,9 +44,14 @@ def shard_of(cfg: RunConfig) -> Shard:
                  attention_impl=t.attention)
 
 
+FP8_CAST_TRANSPOSE_BYTES = ACT + 2
+"""Transformer Engine's cast_transpose per element: read 16 bits, write fp8 and its fp8
+transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
+
+
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int) -> None:
-    if sh.dtype == "fp8":  # Transformer Engine casts the activation input to fp8 (amax + scale)
-        ops.append(Elementwise(f"{name}.cast_fp8", bytes=m * k * (ACT + 1)))
+    if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed
+        ops.append(Elementwise(f"{name}.cast_transpose", bytes=m * k * FP8_CAST_TRANSPOSE_BYTES))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype))
 
 
@@ -107,11 +112,16 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     ops: list[Op] = []
     for op in reversed(fwd):
         if isinstance(op, Gemm):
+            if op.dtype == "fp8":  # the output gradient is cast and transposed as well
+                ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
+                                       bytes=op.m * op.n * FP8_CAST_TRANSPOSE_BYTES))
             ops.append(Gemm(f"{op.name}.dgrad", m=op.m, n=op.k, k=op.n, dtype=op.dtype))
             ops.append(Gemm(f"{op.name}.wgrad", m=op.k, n=op.n, k=op.m, dtype=op.dtype))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
+            if op.name.endswith("cast_transpose"):
+                continue  # the forward cast has no backward; the gradient's cast is added above
             ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops))
         elif isinstance(op, Comm):
             if op.group == "cp":  # dKV travels back around the ring as well as KV
