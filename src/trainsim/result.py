@@ -100,6 +100,7 @@ class Result:
             "exposed_comm": dict(self.exposed_comm),
             "critical_stage": self.critical_stage,
             "num_microbatches": self.config.num_microbatches,
+            "stage_layers": list(self.config.stage_layer_counts),
             "dp": self.config.dp,
             "run": self.run_estimate(),
             "config": to_dict(self.config),

@@ -25,6 +25,11 @@ def render_result(r: Result) -> Group:
     head.add_column("value", justify="right")
     head.add_row("parallelism", f"TP {p.tp}  PP {p.pp}  CP {p.cp}  DP {c.dp}  VPP {p.vpp}  "
                  f"SP {'on' if p.sequence_parallel else 'off'}  recompute {p.recompute}")
+    if p.pp > 1:
+        layers = c.stage_layer_counts
+        split = (f"{layers[0]} per stage" if len(set(layers)) == 1
+                 else " / ".join(str(n) for n in layers) + " (uneven)")
+        head.add_row("layers per pipeline stage", split)
     head.add_row("batch", f"global {c.training.global_batch_size} x {c.training.seq_length} tokens, "
                  f"micro {c.training.micro_batch_size}, {c.num_microbatches} micro-batches/pipeline")
     head.add_row("iteration time", _fmt_s(r.iteration_time_s))
