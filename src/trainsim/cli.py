@@ -104,13 +104,16 @@ def validate(csv_file: str, fmt: str) -> None:
               help="Inter-node Gbit/s per GPU.")
 @click.option("--op", "kind", default="all_reduce", show_default=True,
               type=click.Choice(["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                                 "broadcast"]))
+                                 "broadcast", "reduce"]))
 @click.option("--sizes", default="8:8G", show_default=True,
               help="MIN:MAX message bytes, doubling (nccl-tests -b/-e -f 2).")
-@click.option("--algorithm", default="auto", show_default=True)
+@click.option("--algorithm", default="auto", show_default=True,
+              help="Like NCCL_ALGO: auto, ring, tree, nvls, nvls_tree, collnet, pat.")
+@click.option("--protocol", default="auto", show_default=True,
+              help="Like NCCL_PROTO: auto, LL, LL128, Simple.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
-               sizes: str, algorithm: str, fmt: str) -> None:
+               sizes: str, algorithm: str, protocol: str, fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
     from rich.table import Table
 
@@ -131,12 +134,12 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
         rows: list[dict[str, Any]] = []
         size = lo_b
         while size <= hi_b:
-            c = net.collective(kind, float(size), span, algorithm)
+            c = net.collective(kind, float(size), span, algorithm, protocol)
             algbw = size / c.time_s if c.time_s else 0.0
             rows.append({"size_bytes": size, "count": size // 2, "type": "bfloat16",
                          "time_us": c.time_s * 1e6, "algbw_GBps": algbw / 1e9,
                          "busbw_GBps": algbw * BUS_FACTOR[kind](num_gpus) / 1e9,
-                         "algorithm": c.algorithm, "protocol": "simple"})
+                         "algorithm": c.algorithm, "protocol": c.protocol})
             size *= 2
     except TrainsimError as exc:
         _fail(exc)

@@ -259,17 +259,8 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
         size = float(row["message_bytes"])
         n = cluster.num_gpus
         span = net.span(n, 1)
-        if algo == "nvls":
-            if not spec.nvls:
-                raise ConfigError(f"algorithm nvls needs NVLink SHARP; {spec.name} has none")
-            if span.nodes > 1 or kind != "all_reduce":
-                raise ConfigError("nvls is modelled for single-node all_reduce only")
-            # NVLink SHARP: each GPU sends its buffer once and receives the reduced result once
-            t = size / net.intra.busbw_Bps + 2 * net.intra.latency_s
-            algo_used = "nvls"
-        else:
-            cost = net.collective(kind, size, span, algo)
-            t, algo_used = cost.time_s, cost.algorithm
+        cost = net.collective(kind, size, span, algo)
+        t, algo_used = cost.time_s, f"{cost.algorithm}/{cost.protocol}"
         busbw = BUS_FACTOR[kind](n) * size / t
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)

@@ -1,12 +1,16 @@
-"""How NCCL runs a collective: algorithm choice and alpha-beta cost over link tiers."""
+"""How NCCL runs a collective: algorithms, protocols and their cost."""
 
-from trainsim.collectives.alphabeta import (
+from trainsim.collectives.nccl import (
+    ALGORITHMS,
     BUS_FACTOR,
+    PROTOCOLS,
     CollectiveCost,
+    Fabric,
     GroupSpan,
     LinkTier,
     collective_cost,
     group_span,
 )
 
-__all__ = ["BUS_FACTOR", "CollectiveCost", "GroupSpan", "LinkTier", "collective_cost", "group_span"]
+__all__ = ["ALGORITHMS", "BUS_FACTOR", "PROTOCOLS", "CollectiveCost", "Fabric", "GroupSpan",
+           "LinkTier", "collective_cost", "group_span"]

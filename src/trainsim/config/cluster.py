@@ -81,10 +81,14 @@ class ClusterConfig:
     """Inter-node bandwidth per GPU, one direction (400 Gbit/s NIC per GPU = 50e9 B/s)."""
     intra_node_bw_Bps: float | None = None
     """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""
-    nvlink_latency_s: float = 5e-6
-    """Per-step latency of an intra-node transfer (NCCL-tests small-message regime)."""
-    network_latency_s: float = 10e-6
-    """Per-step latency of an inter-node transfer (IB/RoCE through one or two switches)."""
+    nvls: bool = True
+    """Use NVLink SHARP where the GPU's NVSwitch has it (NCCL_NVLS_ENABLE)."""
+    in_network_reduction: bool = False
+    """The network's switches reduce (InfiniBand SHARP): enables NCCL's CollNet."""
+    nccl_algo: str = "auto"
+    """Force an algorithm like NCCL_ALGO: auto, ring, tree, nvls, nvls_tree, collnet, pat."""
+    nccl_proto: str = "auto"
+    """Force a protocol like NCCL_PROTO: auto, LL, LL128, Simple."""
     node: str = "custom"
     price_per_gpu_hour: float | None = None
     """USD per GPU-hour; None = the GPU's catalog value."""

@@ -1,13 +1,13 @@
-"""Analytical backend: two tiers (NVLink, NIC) and the alpha-beta collective model.
+"""Analytical backend: two tiers (NVLink, NIC) priced with NCCL's cost model.
 
-Efficiencies are the achievable fractions of link rate that NCCL's maintainers quote:
-NVLink ~80 % (nccl-tests issue #212: "~20 % protocol overhead", 370 of 450 GB/s on H100),
-InfiniBand/RoCE ~94 % (nccl-tests issue #290: 46-48 GB/s on a 400 Gbit/s NDR NIC).
+Efficiencies are the achievable fractions of link rate that NCCL's maintainers quote for the
+Simple protocol: NVLink ~80 % (nccl-tests issue #212: "~20 % protocol overhead", 370 of 450
+GB/s on H100), InfiniBand/RoCE ~94 % (nccl-tests issue #290: 46-48 GB/s per 400 Gbit/s NIC).
 """
 
 from __future__ import annotations
 
-from trainsim.collectives import CollectiveCost, GroupSpan, LinkTier, collective_cost, group_span
+from trainsim.collectives import CollectiveCost, Fabric, GroupSpan, LinkTier, collective_cost, group_span
 from trainsim.config import ClusterConfig
 
 NVLINK_EFFICIENCY = 0.80
@@ -19,18 +19,23 @@ class AnalyticalNetwork:
 
     def __init__(self, cluster: ClusterConfig) -> None:
         self.cluster = cluster
-        self.intra = LinkTier(cluster.nvlink_bw_Bps, cluster.nvlink_latency_s, NVLINK_EFFICIENCY)
-        self.inter = LinkTier(cluster.nic_bw_Bps, cluster.network_latency_s, NIC_EFFICIENCY)
+        kind = "pcie" if cluster.gpu.nvlink_bw_Bps <= 64e9 else "nvlink"
+        self.intra = LinkTier(cluster.nvlink_bw_Bps, NVLINK_EFFICIENCY, kind)
+        self.inter = LinkTier(cluster.nic_bw_Bps, NIC_EFFICIENCY, "net")
+        self.fabric = Fabric(self.intra, self.inter, nvls=cluster.gpu.nvls and cluster.nvls,
+                             collnet=cluster.in_network_reduction)
         self._cache: dict[tuple, CollectiveCost] = {}
 
     def span(self, size: int, stride: int) -> GroupSpan:
         return group_span(size, stride, self.cluster.gpus_per_node)
 
     def collective(self, kind: str, size_bytes: float, span: GroupSpan,
-                   algorithm: str = "auto") -> CollectiveCost:
-        key = (kind, size_bytes, span, algorithm)
+                   algorithm: str | None = None, protocol: str | None = None) -> CollectiveCost:
+        algorithm = algorithm or self.cluster.nccl_algo
+        protocol = protocol or self.cluster.nccl_proto
+        key = (kind, size_bytes, span, algorithm, protocol)
         c = self._cache.get(key)
         if c is None:
-            c = self._cache[key] = collective_cost(kind, size_bytes, span, self.intra, self.inter,
-                                                   algorithm)
+            c = self._cache[key] = collective_cost(kind, size_bytes, span, self.fabric,
+                                                   algorithm, protocol)
         return c

@@ -1,0 +1,216 @@
+"""NCCL's cost model and algorithm/protocol choice, re-derived in our own terms.
+
+NCCL (src/graph/tuning.cc, 2.18-2.23) predicts each (algorithm, protocol) pair's time as
+``latency + bytes / bandwidth`` and runs the fastest, unless NCCL_ALGO / NCCL_PROTO say
+otherwise. We do the same:
+
+* latency = a base cost per collective launch plus a per-hop cost that depends on the link
+  (NVLink, PCIe, network) and protocol. The microsecond values are NCCL's published defaults
+  (tuning.cc ``baseLat`` / ``hwLat`` tables).
+* bandwidth = the bottleneck per-rank link bandwidth times the protocol's payload efficiency:
+  LL sends 4 bytes of data per 8-byte flag+data line (50 %), LL128 120 of every 128 bytes
+  (93.75 %), Simple all of it but with the highest latency (NCCL docs, "NCCL_PROTO").
+* algorithms: ring (all collectives); double binary tree (all_reduce across nodes, log-depth
+  latency); NVLS (NVLink SHARP, in-switch reduction on NVSwitch generations that have it) and
+  NVLS+tree across nodes; CollNet (in-network reduction, needs SHARP switches); PAT (all_gather
+  / reduce_scatter with one rank per node, log-depth, NCCL >= 2.23); direct all_to_all.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from trainsim.errors import ConfigError
+
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "direct")
+PROTOCOLS = ("LL", "LL128", "Simple")
+PROTOCOL_EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
+
+# NCCL tuning.cc defaults, microseconds. Base latency per launch, by algorithm family:
+_BASE_US = {"tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
+            "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
+            "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
+            "collnet": {"LL": 0.0, "LL128": 0.0, "Simple": 10.0}}
+# ... and per hop, by link kind:
+_HOP_US = {"nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
+                      "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}},
+           "pcie": {"tree": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
+                    "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7}},
+           "net": {"tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
+                   "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0}}}
+
+BUS_FACTOR = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+"""nccl-tests' bus-bandwidth factors (PERFORMANCE.md): busbw = algbw * factor(n)."""
+
+
+@dataclass(frozen=True)
+class LinkTier:
+    bw_Bps: float
+    """Per-GPU one-direction bandwidth."""
+    efficiency: float
+    """Achievable fraction of ``bw_Bps`` with the Simple protocol on large messages."""
+    kind: str = "nvlink"
+    """'nvlink', 'pcie' or 'net': selects NCCL's per-hop latencies."""
+
+    @property
+    def busbw_Bps(self) -> float:
+        return self.bw_Bps * self.efficiency
+
+
+@dataclass(frozen=True)
+class GroupSpan:
+    """Where a process group's ranks sit: ``size`` ranks, ``per_node`` of them in each node."""
+
+    size: int
+    per_node: int
+
+    @property
+    def nodes(self) -> int:
+        return self.size // self.per_node
+
+
+def group_span(size: int, stride: int, gpus_per_node: int) -> GroupSpan:
+    """Span of a group of ``size`` ranks spaced ``stride`` apart in Megatron's rank order."""
+    if size <= 1:
+        return GroupSpan(max(size, 1), max(size, 1))
+    if stride >= gpus_per_node:
+        return GroupSpan(size, 1)
+    per_node = min(size, max(1, gpus_per_node // stride))
+    if size % per_node:
+        per_node = math.gcd(size, per_node)
+    return GroupSpan(size, per_node)
+
+
+@dataclass(frozen=True)
+class Fabric:
+    intra: LinkTier
+    inter: LinkTier
+    nvls: bool = False
+    """The NVSwitch can reduce in the switch (NVLink SHARP)."""
+    collnet: bool = False
+    """The network switches can reduce (InfiniBand SHARP)."""
+
+
+@dataclass(frozen=True)
+class CollectiveCost:
+    time_s: float
+    algorithm: str
+    protocol: str
+    busbw_Bps: float
+
+
+def _ring_busbw(span: GroupSpan, f: Fabric) -> float:
+    """Bottleneck bus bandwidth of NCCL's rings: NVLink inside a node; across nodes, one ring
+    per NIC of the group's ranks in a node (rail-optimized), so k NICs serve the ring traffic."""
+    if span.nodes == 1:
+        return f.intra.busbw_Bps
+    return min(f.intra.busbw_Bps, span.per_node * f.inter.busbw_Bps)
+
+
+def _candidates(kind: str, span: GroupSpan, f: Fabric) -> list[str]:
+    if kind in ("all_to_all", "send_recv"):
+        return ["direct"]
+    algos = ["ring"]
+    if kind == "all_reduce" and span.nodes > 1:
+        algos.append("tree")
+    if f.nvls and kind in ("all_reduce", "all_gather", "reduce_scatter") and span.per_node > 1:
+        algos.append("nvls" if span.nodes == 1 else "nvls_tree")
+    if f.collnet and kind == "all_reduce" and span.nodes > 1:
+        algos.append("collnet")
+    if kind in ("all_gather", "reduce_scatter") and span.per_node == 1 and span.nodes > 1:
+        algos.append("pat")
+    return algos
+
+
+def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: str) -> float:
+    n, k, nodes = span.size, span.per_node, span.nodes
+    eff = PROTOCOL_EFFICIENCY[proto]
+    fam = "tree" if algo in ("tree", "pat", "nvls_tree") else "ring"
+    intra_hop = _HOP_US[f.intra.kind][fam][proto]
+    net_hop = _HOP_US[f.inter.kind][fam][proto]
+    if algo == "direct":  # all_to_all / p2p: every peer at once, off-node data over own NIC
+        off = (n - k) / n * size / (f.inter.busbw_Bps * eff) if nodes > 1 else 0.0
+        on = (k - 1) / n * size / (f.intra.busbw_Bps * eff) if kind == "all_to_all" else \
+            size / ((f.inter if nodes > 1 else f.intra).busbw_Bps * eff)
+        lat = _BASE_US["ring"][proto] + (net_hop if nodes > 1 else intra_hop)
+        return lat * 1e-6 + max(on, off)
+    factor = BUS_FACTOR[kind](n)
+    phases = 2 if kind == "all_reduce" else 1
+    if algo == "ring":
+        steps = phases * (n - 1)
+        inter_steps = phases * (nodes - 1) if nodes > 1 else 0
+        lat = _BASE_US["ring"][proto] + (steps - inter_steps) * intra_hop + inter_steps * net_hop
+        return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
+    if algo in ("tree", "pat"):
+        depth = math.ceil(math.log2(nodes))
+        lat = _BASE_US["tree"][proto] + phases * ((k - 1) * intra_hop + depth * net_hop)
+        return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
+    if proto != "Simple":
+        return math.inf  # NVLS and CollNet run the Simple protocol only
+    if algo == "collnet":  # the switches reduce: each rank sends and receives its data once
+        lat = _BASE_US["collnet"]["Simple"] + 2 * (k - 1) * intra_hop + 2 * net_hop
+        inter = size / (k * f.inter.busbw_Bps)
+        intra = size / f.intra.busbw_Bps
+        return lat * 1e-6 + max(inter, intra)
+    # NVLS: all_reduce pushes each rank's S through multimem reduce loads (S out, S/k in) and
+    # multicast stores (S/k out, S in): (1 + 1/k) S per direction per GPU (NVIDIA, NVLink
+    # SHARP in NCCL 2.17 release notes / H100 whitepaper). All-gather / reduce-scatter move
+    # (k-1)/k S but in one switch hop instead of k-1.
+    per_gpu = (1 + 1 / k) * size if kind == "all_reduce" else (k - 1) / k * size
+    lat = _BASE_US["nvls"]["Simple"] + intra_hop
+    t = per_gpu / f.intra.busbw_Bps
+    if algo == "nvls_tree":  # NVLS inside each node, a tree of NICs across nodes
+        depth = math.ceil(math.log2(nodes))
+        lat += 2 * depth * net_hop
+        # each node's reduced buffer goes up and comes down the tree once: S per direction,
+        # spread over the node's k NICs
+        t = max(t, size / (k * f.inter.busbw_Bps))
+    return lat * 1e-6 + t
+
+
+def collective_cost(kind: str, size_bytes: float, span: GroupSpan, fabric: Fabric,
+                    algorithm: str = "auto", protocol: str = "auto") -> CollectiveCost:
+    """Time of one collective of ``size_bytes`` (nccl-tests' size: the output of all_gather,
+    the input of reduce_scatter / all_reduce) and the algorithm and protocol that run it."""
+    if kind not in BUS_FACTOR:
+        raise ConfigError(f"unknown collective '{kind}'; known: {', '.join(BUS_FACTOR)}")
+    algorithm = algorithm.lower()
+    if algorithm != "auto" and algorithm not in ALGORITHMS:
+        raise ConfigError(f"unknown algorithm '{algorithm}'; known: {', '.join(ALGORITHMS)}")
+    protos = PROTOCOLS if protocol == "auto" else (protocol,)
+    if protocol != "auto" and protocol not in PROTOCOLS:
+        raise ConfigError(f"unknown protocol '{protocol}'; known: {', '.join(PROTOCOLS)}")
+    n = span.size
+    if n <= 1 or size_bytes <= 0:
+        return CollectiveCost(0.0, "none", "none", 0.0)
+    allowed = _candidates(kind, span, fabric)
+    if algorithm != "auto":
+        if algorithm not in allowed:
+            why = {"nvls": "NVLink SHARP (an NVSwitch with NVLS: H100 and later) inside one node",
+                   "nvls_tree": "NVLink SHARP and more than one node",
+                   "collnet": "in-network reduction (SHARP switches) and more than one node",
+                   "tree": "an all_reduce across more than one node",
+                   "pat": "all_gather/reduce_scatter with one rank per node"}.get(algorithm, "")
+            raise ConfigError(f"algorithm '{algorithm}' cannot run {kind} on this group "
+                              f"({n} ranks, {span.per_node} per node)" + (f": needs {why}" if why else ""))
+        allowed = [algorithm]
+    best: CollectiveCost | None = None
+    for algo in allowed:
+        for proto in protos:
+            t = _time(kind, size_bytes, span, fabric, algo, proto)
+            if best is None or t < best.time_s:
+                best = CollectiveCost(t, algo, proto, BUS_FACTOR[kind](n) * size_bytes / t
+                                      if math.isfinite(t) and t > 0 else 0.0)
+    assert best is not None
+    if not math.isfinite(best.time_s):
+        raise ConfigError(f"protocol {protocol} cannot run algorithm {algorithm}")
+    return best
