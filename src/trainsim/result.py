@@ -25,7 +25,8 @@ class Result:
     hardware_flops: float
     critical_stage: int
     timeline: Timeline | None = field(default=None, compare=False, repr=False)
-    stage_labels: list[str] = field(default_factory=list)
+    compute_sources: dict[str, int] = field(default_factory=dict)
+    """How many distinct kernels each compute model priced (database hits, roofline)."""
 
     @property
     def num_gpus(self) -> int:
@@ -101,6 +102,7 @@ class Result:
             "critical_stage": self.critical_stage,
             "num_microbatches": self.config.num_microbatches,
             "stage_layers": list(self.config.stage_layer_counts),
+            "compute_sources": dict(self.compute_sources),
             "dp": self.config.dp,
             "run": self.run_estimate(),
             "config": to_dict(self.config),

@@ -11,7 +11,8 @@ import functools
 import math
 from dataclasses import dataclass
 
-from trainsim.compute import RooflineModel
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.compute import compute_model_for
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
 from trainsim.memory import estimate_stage_memory, stage_params
@@ -69,7 +70,7 @@ class Pricer:
 
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
-        self.compute = RooflineModel(cfg.cluster.gpu)
+        self.compute = compute_model_for(cfg.cluster.gpu, cfg.cluster.compute_db, catalog_gpu)
         self.net = AnalyticalNetwork(cfg.cluster)
         p = cfg.parallel
         self.spans = {
@@ -367,6 +368,7 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False) -> Result:
         hardware_flops=hardware_flops_per_iteration(cfg),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
+        compute_sources=dict(sorted(pricer.compute.sources.items())),
     )
 
 

@@ -87,6 +87,9 @@ class ClusterConfig:
     """The network's switches reduce (InfiniBand SHARP): enables NCCL's CollNet."""
     nccl_algo: str = "auto"
     """Force an algorithm like NCCL_ALGO: auto, ring, tree, nvls, nvls_tree, collnet, pat."""
+    compute_db: str | None = "auto"
+    """Measured kernel database (``trainsim profile`` JSON): a path, 'auto' (the bundled one for
+    this GPU when it exists) or None (roofline only)."""
     nccl_proto: str = "auto"
     """Force a protocol like NCCL_PROTO: auto, LL, LL128, Simple."""
     node: str = "custom"
