@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict
-from trainsim.compute import RooflineModel
 from trainsim.catalog import gpu
+from trainsim.compute import RooflineModel
 from trainsim.simulator import Pricer
 from trainsim.workload.layers import backward_of, layer_forward, layer_recompute, shard_of
 from trainsim.workload.ops import Gemm

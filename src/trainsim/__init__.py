@@ -1,7 +1,14 @@
 """trainsim: simulate large-scale LLM training before renting a GPU."""
 
 from trainsim.catalog import load_run_config, run_config_from_dict
-from trainsim.config import ClusterConfig, GPUSpec, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config import (
+           ClusterConfig,
+           GPUSpec,
+           ModelConfig,
+           ParallelConfig,
+           RunConfig,
+           TrainingConfig,
+)
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.result import Result
 from trainsim.simulator import simulate

@@ -16,7 +16,7 @@ from trainsim.compute import compute_model_for
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
 from trainsim.memory import estimate_stage_memory, stage_params
-from trainsim.model.counts import hardware_flops_per_iteration, layer_params, model_flops_per_token
+from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.network import AnalyticalNetwork
 from trainsim.result import Result
 from trainsim.workload.layers import (
@@ -129,7 +129,7 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard) -> dict[int, _Chunk]:
     out = {}
     n_virtual = p.pp * p.vpp
     for v in range(n_virtual):
-        stage, chunk = v % p.pp, v // p.pp
+        stage = v % p.pp
         layers = cfg.stage_layer_counts[stage] // p.vpp
         first, last = v == 0, v == n_virtual - 1
         fwd = (emb_f if first else empty) + layer_f * layers + (head_f if last else empty)
@@ -372,4 +372,4 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False) -> Result:
     )
 
 
-__all__ = ["simulate", "build_tasks", "Pricer", "layer_params"]
+__all__ = ["Pricer", "build_tasks", "simulate"]

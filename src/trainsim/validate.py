@@ -9,21 +9,19 @@ from __future__ import annotations
 
 import csv
 import itertools
-import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model_dict, run_config_from_dict
 from trainsim.collectives import BUS_FACTOR
+from trainsim.config import ClusterConfig, RunConfig
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory import estimate_stage_memory
 from trainsim.network import AnalyticalNetwork
-from trainsim.config import ClusterConfig, RunConfig
 from trainsim.simulator import simulate
 
-log = logging.getLogger(__name__)
 GiB = 2**30
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -311,4 +309,4 @@ def summary_line(s: dict[str, Any]) -> str:
 
 
 __all__ = ["RowResult", "predict_collective_row", "predict_training_row", "read_rows",
-           "summarize", "summary_line", "tune", "validate_file", "replace"]
+           "summarize", "summary_line", "tune", "validate_file"]

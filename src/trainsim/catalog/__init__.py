@@ -13,7 +13,14 @@ from typing import Any
 
 import yaml
 
-from trainsim.config import ClusterConfig, GPUSpec, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config import (
+    ClusterConfig,
+    GPUSpec,
+    ModelConfig,
+    ParallelConfig,
+    RunConfig,
+    TrainingConfig,
+)
 from trainsim.config._build import build, suggest
 from trainsim.config.parallel import ALIASES
 from trainsim.errors import CatalogError, ConfigError

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from trainsim.config._build import require_positive
 from trainsim.errors import ConfigError
 
-
 SUSTAINED_OF_BURST = 0.85
 """Sustained (power-saturated) over burst matmul throughput; see GPUSpec.gemm_ceiling."""
 

@@ -7,7 +7,14 @@ GB/s on H100), InfiniBand/RoCE ~94 % (nccl-tests issue #290: 46-48 GB/s per 400 
 
 from __future__ import annotations
 
-from trainsim.collectives import CollectiveCost, Fabric, GroupSpan, LinkTier, collective_cost, group_span
+from trainsim.collectives import (
+    CollectiveCost,
+    Fabric,
+    GroupSpan,
+    LinkTier,
+    collective_cost,
+    group_span,
+)
 from trainsim.config import ClusterConfig
 
 NVLINK_EFFICIENCY = 0.80
