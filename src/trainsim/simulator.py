@@ -15,7 +15,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import compute_model_for
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
-from trainsim.memory import estimate_stage_memory, stage_params
+from trainsim.memory import estimate_stage_memory, stage_param_split, stage_params
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.network import AnalyticalNetwork
 from trainsim.result import Result
@@ -33,7 +33,8 @@ from trainsim.workload.layers import (
 from trainsim.workload.ops import Comm, Op
 from trainsim.workload.schedule import schedule
 
-COMPUTE, TP, CP, PP, DP, OPT = "compute", "tp_comm", "cp_comm", "pp_comm", "dp_comm", "optimizer"
+COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
+                                     "dp_comm", "optimizer")
 OPTIMIZER_BYTES_PER_PARAM = 4 + 8 + (4 + 3 * 8) + (4 + 2) + 4
 """Megatron's optimizer step, bytes per local parameter: gradient-norm read of the fp32 main
 gradient (4), clipping scale in place (8), fused Adam reading the gradient and reading/writing
@@ -80,6 +81,10 @@ class Pricer:
             "dp_cp": self.net.span(cfg.dp * p.cp, p.tp),
             "pp": self.net.span(2, p.tp * p.cp * cfg.dp),
             "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),
+            # Megatron-core's expert rank order: etp-ep-edp-pp
+            "ep": self.net.span(p.ep, p.etp),
+            "etp": self.net.span(p.etp, 1),
+            "edp": self.net.span(cfg.edp, p.etp * p.ep),
         }
 
     def comm_time(self, op: Comm) -> float:
@@ -91,7 +96,7 @@ class Pricer:
         for op in ops:
             if isinstance(op, Comm):
                 t = self.comm_time(op)
-                cat = {"tp": TP, "cp": CP, "pp": PP}.get(op.group, DP)
+                cat = {"tp": TP, "cp": CP, "pp": PP, "ep": EP, "etp": EP}.get(op.group, DP)
                 if (op.overlap_with_previous or (overlap_tp and op.group == "tp")) and segs:
                     hidden = segs[-1][1] if segs[-1][0] == COMPUTE else 0.0
                     t = max(0.0, t - hidden)
@@ -107,33 +112,44 @@ class _Chunk:
 
     fwd: Priced
     bwd_head: Priced  # head backward (last virtual stage only; empty otherwise)
-    bwd_layer: Priced  # one layer's recompute + backward
+    bwd_layers: tuple[Priced, ...]  # recompute + backward of each layer, in backward order
     bwd_tail: Priced  # embedding backward (first virtual stage only)
-    layers: int
+
+    @property
+    def layers(self) -> int:
+        return len(self.bwd_layers)
 
     @functools.cached_property
     def bwd(self) -> Priced:
-        return self.bwd_head + self.bwd_layer * self.layers + self.bwd_tail
+        return _concat((self.bwd_head, *self.bwd_layers, self.bwd_tail))
+
+
+def _concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
+    return Priced(tuple(seg for part in parts for seg in part.segments))
 
 
 def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard) -> dict[int, _Chunk]:
     """Priced chunks by virtual stage index v = chunk * pp + stage."""
-    p = cfg.parallel
-    lf = layer_forward(cfg, sh)
-    layer_f = pricer.price(lf)
-    layer_b = pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
+    m = cfg.model
+    layer_f: dict[bool, Priced] = {}
+    layer_b: dict[bool, Priced] = {}
+    for moe in {m.is_moe_layer(i) for i in range(m.num_layers)}:
+        lf = layer_forward(cfg, sh, moe=moe)
+        layer_f[moe] = pricer.price(lf)
+        layer_b[moe] = pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     emb_f, emb_b = pricer.price(embedding_forward(cfg, sh)), pricer.price(embedding_backward(cfg, sh))
     empty = Priced(())
+    ranges = cfg.virtual_stage_layers()
     out = {}
-    n_virtual = p.pp * p.vpp
-    for v in range(n_virtual):
-        stage = v % p.pp
-        layers = cfg.stage_layer_counts[stage] // p.vpp
-        first, last = v == 0, v == n_virtual - 1
-        fwd = (emb_f if first else empty) + layer_f * layers + (head_f if last else empty)
-        out[v] = _Chunk(fwd, head_b if last else empty, layer_b, emb_b if first else empty, layers)
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        kinds = [m.is_moe_layer(i) for i in layers]
+        fwd = _concat([emb_f if first else empty] + [layer_f[k] for k in kinds]
+                      + [head_f if last else empty])
+        out[v] = _Chunk(fwd, head_b if last else empty,
+                        tuple(layer_b[k] for k in reversed(kinds)), emb_b if first else empty)
     return out
 
 
@@ -242,7 +258,7 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
                         deps.append(add((s, "dp"), fsdp_gather[s], [],
                                         f"ZeRO-3 param all-gather B mb{ps.microbatch}", DP))
                     ch = chunks[v]
-                    if ps.microbatch == m - 1 and cfg.dp * p.cp > 1 and zero < 3:
+                    if ps.microbatch == m - 1 and (dp_size > 1 or cfg.edp > 1) and zero < 3:
                         i = _split_last_backward(add, s, ch, deps, ps.chunk, bucket,
                                                  stage_params(cfg, s) / vpp, last_bwd, v)
                         out = i
@@ -268,33 +284,37 @@ def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
         if t.stream[1] == "compute":
             last_on_compute[t.stream[0]] = i
     ends = []
+    edp = cfg.edp if cfg.model.is_moe else 1
     for s in range(pp):
-        params = stage_params(cfg, s)
+        dense, experts = stage_param_split(cfg, s)
+        # (params, group, group size): non-expert parameters reduce over data-parallel (with
+        # CP) ranks, routed experts over their expert-data-parallel group
+        groups = [(dense, dp_group, dp_size), (experts, "edp", edp)]
         last_compute = last_on_compute[s]
         dp_tasks: list[int] = list(fsdp_reduce[s])
-        if dp_size > 1 and not fsdp:
-            kind = "all_reduce" if zero == 0 else "reduce_scatter"
-            for c in range(vpp):
-                v = c * pp + s
-                ready = last_bwd.get(v, [last_compute])
-                n_b = len(ready)
-                for k, r in enumerate(ready):
-                    dep = r if p.overlap_grad_reduce else last_compute
-                    size = params / vpp / n_b * grad_bytes
-                    t = pricer.comm_time(Comm("grad_reduce", kind, size, dp_group))
-                    dp_tasks.append(add((s, "dp"), t, [dep], f"grad {kind} c{c} b{k}", DP))
+        kind = "all_reduce" if zero == 0 else "reduce_scatter"
+        for c in range(vpp if not fsdp else 0):
+            v = c * pp + s
+            ready = last_bwd.get(v, [last_compute])
+            for k, r in enumerate(ready):
+                dep = r if p.overlap_grad_reduce else last_compute
+                for params, group, size in groups:
+                    if size > 1 and params > 0:
+                        t = pricer.comm_time(Comm("grad_reduce", kind,
+                                                  params / vpp / len(ready) * grad_bytes, group))
+                        dp_tasks.append(add((s, "dp"), t, [dep], f"grad {kind} {group} c{c} b{k}", DP))
         if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
             size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * grad_bytes
             t = pricer.comm_time(Comm("embedding_grad", "all_reduce", size, "embd"))
             dp_tasks.append(add((s, "dp"), t, [last_compute], "tied embedding all-reduce", DP))
-        shard = dp_size if zero >= 1 else 1
-        opt_t = params / shard * OPTIMIZER_BYTES_PER_PARAM / (
-            cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
-        opt = add((s, "compute"), opt_t, [last_compute] + dp_tasks, "optimizer step", OPT)
-        end = opt
-        if zero in (1, 2) and dp_size > 1 and not p.overlap_param_gather:
-            t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, dp_group))
-            end = add((s, "dp"), t, [opt], "param all-gather", DP)
+        local = sum(params / (size if zero >= 1 else 1) for params, _, size in groups)
+        opt_t = local * OPTIMIZER_BYTES_PER_PARAM / (cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
+        end = add((s, "compute"), opt_t, [last_compute] + dp_tasks, "optimizer step", OPT)
+        if zero in (1, 2) and not p.overlap_param_gather:
+            for params, group, size in groups:
+                if size > 1 and params > 0:
+                    t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, group))
+                    end = add((s, "dp"), t, [end], f"param all-gather {group}", DP)
         ends.append(end)
     return tasks, ends
 
@@ -307,13 +327,12 @@ def _split_last_backward(add, s: int, ch: _Chunk, deps: list[int], chunk: int, b
     bounds = [round(per * k) for k in range(n_buckets + 1)]
     ids = []
     for k in range(n_buckets):
-        layers = bounds[k + 1] - bounds[k]
-        part = ch.bwd_layer * layers
+        parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
         if k == 0:
-            part = ch.bwd_head + part
+            parts.insert(0, ch.bwd_head)
         if k == n_buckets - 1:
-            part = part + ch.bwd_tail
-        ids.append(add((s, "compute"), part, list(deps) if k == 0 else [ids[-1]],
+            parts.append(ch.bwd_tail)
+        ids.append(add((s, "compute"), _concat(parts), list(deps) if k == 0 else [ids[-1]],
                        f"B last c{chunk} part{k}"))
     last_bwd[v] = ids
     return ids[-1]
@@ -322,7 +341,7 @@ def _split_last_backward(add, s: int, ch: _Chunk, deps: list[int], chunk: int, b
 def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int) -> tuple[dict, dict]:
     """Attribute the critical stage's wall time: busy categories on its compute stream, and
     gaps by the reason it waited (pipeline bubble, or data-parallel communication)."""
-    cats = {COMPUTE: 0.0, TP: 0.0, CP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0}
+    cats = {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0}
     bubble = 0.0
     prev_end = 0.0
     tasks = tl.tasks
@@ -342,7 +361,7 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int) -> tuple
     tail = tl.end_s[end_task] - prev_end  # exposed parameter all-gather after the step
     cats[DP] += max(0.0, tail)
     total = tl.end_s[end_task]
-    exposed = {"tp": cats[TP], "cp": cats[CP], "pp": cats[PP], "dp": cats[DP]}
+    exposed = {"tp": cats[TP], "cp": cats[CP], "ep": cats[EP], "pp": cats[PP], "dp": cats[DP]}
     breakdown = {"compute_s": cats[COMPUTE], "exposed_comm_s": sum(exposed.values()),
                  "pipeline_bubble_s": bubble, "optimizer_s": cats[OPT]}
     breakdown["other_s"] = max(0.0, total - sum(breakdown.values()))

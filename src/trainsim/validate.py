@@ -113,8 +113,10 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     for col in SHAPE_COLUMNS:
         if _cell(row, col) is not None:
             model[col] = _cell(row, col)
-    if _cell(row, "num_experts"):
-        raise ConfigError("mixture-of-experts rows are not supported yet")
+    for col, fieldname in (("num_experts", "num_experts"), ("moe_top_k", "moe_router_topk"),
+                           ("moe_ffn_hidden_size", "moe_ffn_hidden_size")):
+        if _cell(row, col) is not None:
+            model[fieldname] = _cell(row, col)
     options = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
     unknown_opts = options - KNOWN_OPTIONS
     if unknown_opts:

@@ -131,8 +131,20 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         hidden_dropout=float(get("hidden_dropout", "resid_pdrop", default=0.0)),
         sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
     )
-    if cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts"):
-        raise ConfigError(f"{path}: mixture-of-experts models are not supported yet")
+    experts = get("num_local_experts", "num_experts", "n_routed_experts")
+    if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
+        if cfg.get("kv_lora_rank") or cfg.get("q_lora_rank"):
+            raise ConfigError(f"{path}: multi-head latent attention (MLA) is not supported yet")
+        shared = get("shared_expert_intermediate_size")
+        n_shared = cfg.get("n_shared_experts")
+        if shared is None and n_shared:
+            shared = n_shared * get("moe_intermediate_size")
+        fields.update(num_experts=experts,
+                      moe_router_topk=get("num_experts_per_tok", "moe_topk", default=2),
+                      moe_ffn_hidden_size=get("moe_intermediate_size"),
+                      moe_shared_expert_intermediate_size=shared,
+                      moe_layer_freq=get("decoder_sparse_step", "moe_layer_freq", default=1),
+                      moe_first_dense_layers=get("first_k_dense_replace", default=0))
     return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
 
 

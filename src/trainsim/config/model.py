@@ -41,6 +41,24 @@ class ModelConfig:
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
+    # --- mixture of experts (Megatron-core names)
+    num_experts: int | None = None
+    """Routed experts per MoE layer; None = dense model."""
+    moe_router_topk: int = 2
+    """Experts each token is routed to."""
+    moe_ffn_hidden_size: int | None = None
+    """Inner width of one routed expert; None = ffn_hidden_size."""
+    moe_shared_expert_intermediate_size: int | None = None
+    """Total inner width of the shared expert(s) every token goes through; None = none."""
+    moe_layer_freq: int = 1
+    """Every n-th layer (after the dense ones) is an MoE layer."""
+    moe_first_dense_layers: int = 0
+    """Leading layers that stay dense (DeepSeek's first_k_dense_replace)."""
+    moe_capacity_factor: float | None = None
+    """Tokens an expert accepts, relative to a uniform share; None = dropless."""
+    moe_token_imbalance: float = 1.0
+    """Tokens on the busiest expert-parallel rank over the mean (1.0 = uniform routing, as
+    SimAI assumes); the slowest rank sets the pace of every all-to-all."""
 
     def __post_init__(self) -> None:
         require_positive("model", hidden_size=self.hidden_size, num_layers=self.num_layers,
@@ -57,6 +75,17 @@ class ModelConfig:
             raise ConfigError(
                 f"model.num_kv_heads={self.kv_heads} must divide "
                 f"model.num_attention_heads={self.num_attention_heads}")
+        if self.num_experts is not None:
+            require_positive("model", num_experts=self.num_experts, moe_router_topk=self.moe_router_topk,
+                             moe_ffn_hidden_size=self.moe_ffn_hidden_size,
+                             moe_layer_freq=self.moe_layer_freq,
+                             moe_capacity_factor=self.moe_capacity_factor)
+            if self.moe_router_topk > self.num_experts:
+                raise ConfigError(f"model.moe_router_topk={self.moe_router_topk} exceeds "
+                                  f"model.num_experts={self.num_experts}")
+            if self.moe_token_imbalance < 1.0:
+                raise ConfigError(f"model.moe_token_imbalance={self.moe_token_imbalance} must be "
+                                  ">= 1 (busiest rank over the mean)")
         for name in ("attention_dropout", "hidden_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"model.{name}={getattr(self, name)} must be in [0, 1)")
@@ -77,6 +106,23 @@ class ModelConfig:
         if self.activation == "gelu":
             return 4 * self.hidden_size
         return 256 * ((int(8 * self.hidden_size / 3) + 255) // 256)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts is not None
+
+    @property
+    def expert_ffn_size(self) -> int:
+        return self.moe_ffn_hidden_size or self.ffn_size
+
+    def is_moe_layer(self, index: int) -> bool:
+        """Whether global layer ``index`` (0-based) has routed experts."""
+        return (self.num_experts is not None and index >= self.moe_first_dense_layers
+                and (index - self.moe_first_dense_layers) % self.moe_layer_freq == 0)
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.num_layers))
 
     @property
     def q_size(self) -> int:

@@ -22,6 +22,8 @@ class ParallelConfig:
     pipeline_model_parallel_size: int = 1
     context_parallel_size: int = 1
     expert_model_parallel_size: int = 1
+    expert_tensor_parallel_size: int | None = None
+    """Tensor parallelism inside each expert; None = 1 (Megatron-core's usual MoE setting)."""
     virtual_pipeline_model_parallel_size: int | None = None
     """Model chunks per pipeline rank (interleaved 1F1B); None or 1 = plain 1F1B."""
     sequence_parallel: bool = False
@@ -82,6 +84,10 @@ class ParallelConfig:
         return self.expert_model_parallel_size
 
     @property
+    def etp(self) -> int:
+        return self.expert_tensor_parallel_size or 1
+
+    @property
     def vpp(self) -> int:
         return self.virtual_pipeline_model_parallel_size or 1
 
@@ -96,5 +102,6 @@ ALIASES = {
     "pp": "pipeline_model_parallel_size",
     "cp": "context_parallel_size",
     "ep": "expert_model_parallel_size",
+    "etp": "expert_tensor_parallel_size",
     "vpp": "virtual_pipeline_model_parallel_size",
 }

@@ -51,8 +51,22 @@ class RunConfig:
             raise ConfigError(
                 f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
                 f"a multiple of pipeline_model_parallel_size={p.pp}")
-        if p.expert_model_parallel_size > 1:
-            raise ConfigError("parallel.ep > 1 needs a mixture-of-experts model (not supported yet)")
+        if not m.is_moe and (p.ep > 1 or p.etp > 1):
+            raise ConfigError("parallel.ep / expert_tensor_parallel_size > 1 need a mixture-of-"
+                              "experts model (model.num_experts)")
+        if m.is_moe:
+            if m.num_experts % p.ep:
+                raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
+                                  f"{m.num_experts}")
+            if (p.tp * p.cp * self.dp) % (p.ep * p.etp):
+                raise ConfigError(f"ep*etp={p.ep}*{p.etp} must divide tp*cp*dp="
+                                  f"{p.tp}*{p.cp}*{self.dp} (experts are spread over those ranks)")
+            if m.expert_ffn_size % p.etp:
+                raise ConfigError(f"expert_tensor_parallel_size={p.etp} does not divide "
+                                  f"model.moe_ffn_hidden_size={m.expert_ffn_size}")
+            if p.tp > 1 and not p.sequence_parallel:
+                raise ConfigError("MoE with tp > 1 needs parallel.sequence_parallel=true "
+                                  "(as Megatron-core requires)")
 
     @property
     def dp(self) -> int:
@@ -91,6 +105,23 @@ class RunConfig:
         if last is not None:
             counts[-1] = last
         return tuple(counts)
+
+    @property
+    def edp(self) -> int:
+        """Expert data-parallel size: ranks holding the same experts (Megatron-core)."""
+        p = self.parallel
+        return p.tp * p.cp * self.dp // (p.ep * p.etp)
+
+    def virtual_stage_layers(self) -> list[range]:
+        """Global layer indices of each virtual stage v = chunk * pp + stage (Megatron order:
+        chunk 0 of every stage, then chunk 1, ...)."""
+        p, counts = self.parallel, self.stage_layer_counts
+        out, start = [], 0
+        for v in range(p.pp * p.vpp):
+            n = counts[v % p.pp] // p.vpp
+            out.append(range(start, start + n))
+            start += n
+        return out
 
     @property
     def tokens_per_iteration(self) -> int:

@@ -4,7 +4,9 @@ from trainsim.memory.estimate import (
     MemoryBreakdown,
     activation_bytes_per_layer,
     estimate_stage_memory,
+    stage_param_split,
     stage_params,
 )
 
-__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "estimate_stage_memory", "stage_params"]
+__all__ = ["MemoryBreakdown", "activation_bytes_per_layer", "estimate_stage_memory", "stage_param_split",
+           "stage_params"]

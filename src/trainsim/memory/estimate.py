@@ -20,7 +20,12 @@ import functools
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
-from trainsim.model.counts import embedding_params, layer_params, output_layer_params
+from trainsim.model.counts import (
+    embedding_params,
+    layer_expert_params,
+    layer_params,
+    output_layer_params,
+)
 from trainsim.workload.schedule import peak_in_flight, schedule
 
 GiB = 2**30
@@ -49,8 +54,10 @@ class MemoryBreakdown:
         return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
 
 
-def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None) -> float:
-    """Bytes one layer keeps for backward, per micro-batch, on one rank."""
+def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
+                               moe: bool = False) -> float:
+    """Bytes one layer keeps for backward, per micro-batch, on one rank (``moe``: a layer with
+    routed experts in place of the dense MLP)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     recompute = recompute or p.recompute
     t, sp = p.tp, p.sequence_parallel
@@ -85,45 +92,95 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None) -> 
     else:  # softmax output, plus dropout mask and output when attention dropout is on
         per = 5.0 if m.attention_dropout > 0 else 2.0
         scores = per * b * heads * q_len * kv_len
-    return shared + sharded + scores
+    total = shared + sharded + scores
+    if moe:  # swap the dense MLP's tensors for the expert block's
+        total += _moe_block_bytes(cfg) - _mlp_block_bytes(cfg, f, shared_div)
+    return total
+
+
+def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
+    """A TP-parallel MLP's saved tensors: norm input, FC1 input, dropout mask, inner tensors."""
+    m, p, tr = cfg.model, cfg.parallel, cfg.training
+    T = tr.micro_batch_size * tr.seq_length / p.cp
+    mask = 1.0 if m.hidden_dropout > 0 else 0.0
+    inner = (3 * 2 * width) if m.activation == "swiglu" else (2 * 2 * width)
+    return T * m.hidden_size * (2 + 2 + mask) / shared_div + T * inner / p.tp
+
+
+def _moe_block_bytes(cfg: RunConfig) -> float:
+    """Saved tensors of the expert block: norm input, router input and probabilities, the
+    permuted tokens each expert GEMM saves, the expert inner tensors and the combine input."""
+    m, p, tr = cfg.model, cfg.parallel, cfg.training
+    T = tr.micro_batch_size * tr.seq_length / p.cp
+    tokens = T / p.tp if p.sequence_parallel else T
+    h, k = m.hidden_size, m.moe_router_topk
+    routed = tokens * k
+    recv = routed * m.moe_token_imbalance
+    if m.moe_capacity_factor is not None:
+        recv = min(recv, routed * m.moe_capacity_factor)
+    f = m.expert_ffn_size / p.etp
+    inner = (3 * 2 * f) if m.activation == "swiglu" else (2 * 2 * f)
+    out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
+    out += recv * p.etp * (2 * h + inner) + routed * 2 * h  # expert inputs/inner, combine
+    if m.moe_shared_expert_intermediate_size:
+        shared = m.moe_shared_expert_intermediate_size
+        inner_s = (3 * 2 * shared) if m.activation == "swiglu" else (2 * 2 * shared)
+        out += T * h * 2 / (p.tp if p.sequence_parallel else 1) + T * inner_s / p.tp
+    return out
+
+
+def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters held by one rank of pipeline stage ``stage``:
+    non-expert parameters are sharded over TP, experts over EP x expert-TP."""
+    m, p = cfg.model, cfg.parallel
+    layers = [i for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage for i in r]
+    experts = sum(layer_expert_params(m, i) for i in layers)
+    dense = sum(layer_params(m, i) for i in layers) - experts
+    if stage == 0:
+        dense += embedding_params(m)
+    if stage == p.pp - 1:
+        dense += output_layer_params(m)
+        if m.tied_embeddings and p.pp > 1:  # last stage keeps its own copy of the word embedding
+            dense += m.vocab_size * m.hidden_size
+    return dense / p.tp, experts / (p.ep * p.etp)
 
 
 def stage_params(cfg: RunConfig, stage: int) -> float:
-    """Parameters held by one rank of pipeline stage ``stage`` (after TP sharding)."""
-    m, p = cfg.model, cfg.parallel
-    n = cfg.stage_layer_counts[stage] * layer_params(m)
-    if stage == 0:
-        n += embedding_params(m)
-    if stage == p.pp - 1:
-        n += output_layer_params(m)
-        if m.tied_embeddings and p.pp > 1:  # last stage keeps its own copy of the word embedding
-            n += m.vocab_size * m.hidden_size
-    return n / p.tp
+    """Parameters held by one rank of pipeline stage ``stage``."""
+    return sum(stage_param_split(cfg, stage))
 
 
 def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     p, t = cfg.parallel, cfg.training
-    params = stage_params(cfg, stage)
-    shard = cfg.dp * p.cp  # optimizer state is sharded over the data-parallel (with CP) group
+    dense, experts = stage_param_split(cfg, stage)
+    # state is sharded over the data-parallel (with CP) group; experts over expert-DP
+    sharded = dense / (cfg.dp * p.cp) + experts / cfg.edp
     weight_bytes = 3.0 if t.dtype == "fp8" else 2.0  # TE caches fp8 copies of the weights
     grad_bytes = 4.0 if t.grad_reduce_in_fp32 else 2.0
     opt_bytes = 12.0 if t.optimizer == "adam" else 8.0
     zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
-    weights = params * weight_bytes / (shard if zero >= 3 else 1)
-    grads = params * grad_bytes / (shard if zero >= 2 else 1)
-    optimizer = params * opt_bytes / (shard if zero >= 1 else 1)
-
-    per_layer = activation_bytes_per_layer(cfg)
-    layers_per_chunk = cfg.stage_layer_counts[stage] // p.vpp
-    activations = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * per_layer * layers_per_chunk
+    full = dense + experts
+    weights = (sharded if zero >= 3 else full) * weight_bytes
+    grads = (sharded if zero >= 2 else full) * grad_bytes
+    optimizer = (sharded if zero >= 1 else full) * opt_bytes
 
     m = cfg.model
+    dense_layer = activation_bytes_per_layer(cfg)
+    moe_layer = activation_bytes_per_layer(cfg, moe=True) if m.is_moe else dense_layer
+    chunk_bytes = [sum(moe_layer if m.is_moe_layer(i) else dense_layer for i in r)
+                   for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage]
+    if len(set(chunk_bytes)) == 1:
+        activations = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * chunk_bytes[0]
+    else:
+        activations = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches),
+                                     dict(enumerate(chunk_bytes)))
+
     T = t.micro_batch_size * t.seq_length / p.cp
     temp = 0.0
     if stage == p.pp - 1:  # 16-bit logits and fp32 softmax of the vocab-parallel cross-entropy
         temp = max(temp, T * m.vocab_size / p.tp * (2 + 4))
     if p.recompute == "full":  # one layer's full activations live during its backward
-        temp = max(temp, activation_bytes_per_layer(cfg, recompute="none"))
+        temp = max(temp, activation_bytes_per_layer(cfg, recompute="none", moe=m.is_moe))
     if zero >= 3:  # gathered parameters of the current and the prefetched layer
-        temp = max(temp, 2 * 2.0 * layer_params(m) / p.tp)
+        temp = max(temp, 2 * 2.0 * max(layer_params(m, i) for i in range(m.num_layers)) / p.tp)
     return MemoryBreakdown(weights, grads, optimizer, activations, temp + CONTEXT_RESERVE_BYTES)

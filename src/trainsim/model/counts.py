@@ -16,8 +16,9 @@ def attention_params(m: ModelConfig) -> int:
     return weights + bias
 
 
-def mlp_params(m: ModelConfig) -> int:
-    h, f = m.hidden_size, m.ffn_size
+def mlp_params(m: ModelConfig, width: int | None = None) -> int:
+    """A dense MLP of inner ``width`` (default: the model's ffn_hidden_size)."""
+    h, f = m.hidden_size, width or m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2
     bias = ((mats - 1) * f + h) if m.add_bias_linear else 0
     return mats * h * f + bias
@@ -27,9 +28,26 @@ def norm_params(m: ModelConfig) -> int:
     return m.hidden_size * (2 if m.normalization == "layernorm" else 1)
 
 
-def layer_params(m: ModelConfig) -> int:
-    """Parameters of one transformer layer (two norms, attention, MLP)."""
-    return attention_params(m) + mlp_params(m) + 2 * norm_params(m)
+def expert_params(m: ModelConfig) -> int:
+    """Routed-expert parameters of one MoE layer (all experts)."""
+    return (m.num_experts or 0) * mlp_params(m, m.expert_ffn_size)
+
+
+def moe_dense_params(m: ModelConfig) -> int:
+    """Non-expert parameters of an MoE block: router and shared expert(s)."""
+    shared = m.moe_shared_expert_intermediate_size
+    return m.hidden_size * (m.num_experts or 0) + (mlp_params(m, shared) if shared else 0)
+
+
+def layer_params(m: ModelConfig, index: int = 0) -> int:
+    """Parameters of transformer layer ``index`` (two norms, attention, MLP or MoE block)."""
+    ffn = moe_dense_params(m) + expert_params(m) if m.is_moe_layer(index) else mlp_params(m)
+    return attention_params(m) + ffn + 2 * norm_params(m)
+
+
+def layer_expert_params(m: ModelConfig, index: int) -> int:
+    """The routed-expert part of layer ``index`` (0 for a dense layer)."""
+    return expert_params(m) if m.is_moe_layer(index) else 0
 
 
 def embedding_params(m: ModelConfig) -> int:
@@ -44,15 +62,27 @@ def output_layer_params(m: ModelConfig) -> int:
 
 
 def total_params(m: ModelConfig) -> int:
-    return m.num_layers * layer_params(m) + embedding_params(m) + output_layer_params(m)
+    layers = sum(layer_params(m, i) for i in range(m.num_layers))
+    return layers + embedding_params(m) + output_layer_params(m)
+
+
+def active_params(m: ModelConfig) -> int:
+    """Parameters one token passes through (routed experts: only its top-k)."""
+    routed = m.num_moe_layers * (expert_params(m) - m.moe_router_topk * mlp_params(m, m.expert_ffn_size))
+    return total_params(m) - routed
 
 
 def _matmul_params(m: ModelConfig) -> int:
-    """Parameters that take part in a matmul per token: layer matrices plus the logit layer."""
-    h, q, kv, f = m.hidden_size, m.q_size, m.kv_size, m.ffn_size
+    """Parameters that take part in a matmul per token: the layers' matrices (for MoE layers
+    the router, shared experts and top-k routed experts) plus the logit layer."""
+    h, q, kv = m.hidden_size, m.q_size, m.kv_size
     mats = 3 if m.activation == "swiglu" else 2
-    per_layer = h * (q + 2 * kv) + q * h + mats * h * f
-    return m.num_layers * per_layer + m.vocab_size * h
+    attn = h * (q + 2 * kv) + q * h
+    dense = mats * h * m.ffn_size
+    shared = mats * h * (m.moe_shared_expert_intermediate_size or 0)
+    moe = h * (m.num_experts or 0) + shared + m.moe_router_topk * mats * h * m.expert_ffn_size
+    n_moe = m.num_moe_layers
+    return m.num_layers * attn + (m.num_layers - n_moe) * dense + n_moe * moe + m.vocab_size * h
 
 
 def _attention_span(m: ModelConfig, seq_length: int) -> int:

@@ -78,11 +78,6 @@ class Candidate:
     tp_comm_overlap: bool = False
     overlap_p2p_comm: bool = False
 
-    def __getattr__(self, name: str):  # tp, pp, ... read through to the memory key
-        if name == "mem":
-            raise AttributeError(name)
-        return getattr(self.mem, name)
-
     @property
     def layout(self) -> tuple[int, int, int, int, int, int]:
         """(GPUs, tp, pp, cp, vpp, micro batch): the distinct layouts a ranking shows."""

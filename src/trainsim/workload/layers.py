@@ -8,6 +8,7 @@ after each block; norms and dropout on s/t tokens).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
@@ -49,10 +50,11 @@ FP8_CAST_TRANSPOSE_BYTES = ACT + 2
 transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
 
 
-def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int) -> None:
+def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1) -> None:
     if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed
-        ops.append(Elementwise(f"{name}.cast_transpose", bytes=m * k * FP8_CAST_TRANSPOSE_BYTES))
-    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype))
+        ops.append(Elementwise(f"{name}.cast_transpose",
+                               bytes=batch * m * k * FP8_CAST_TRANSPOSE_BYTES))
+    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
 
 
 def _tp_enter(ops: list[Op], sh: Shard, h: int, name: str) -> None:
@@ -68,7 +70,8 @@ def _tp_exit(ops: list[Op], sh: Shard, h: int, name: str) -> None:
         ops.append(Comm(f"{name}.{kind}", kind, sh.tokens * h * ACT, "tp"))
 
 
-def layer_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
+    """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block."""
     m = cfg.model
     h, T, nt, t = m.hidden_size, sh.tokens, sh.norm_tokens, sh.tp
     q_loc = m.q_size // t
@@ -96,6 +99,10 @@ def layer_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
     # --- MLP block
     ops.append(Elementwise("mlp_norm", bytes=nt * h * ACT * 2))
+    if moe:
+        _moe_block(ops, cfg, sh)
+        ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+        return ops
     _tp_enter(ops, sh, h, "mlp")
     gated = m.activation == "swiglu"
     _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
@@ -107,6 +114,49 @@ def layer_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     return ops
 
 
+def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
+    """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
+    router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
+    back -> unpermute; shared experts run as a TP-parallel dense MLP. Under SP each TP rank
+    routes its own s/t tokens; expert TP all-gathers tokens inside the expert-TP group."""
+    m, p = cfg.model, cfg.parallel
+    h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
+    tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
+    ops.append(Gemm("router", m=tokens, n=E, k=h, dtype="bf16"))
+    ops.append(Elementwise("router_topk_softmax", bytes=tokens * E * 4 * 2))
+    routed = tokens * k  # token copies leaving this rank
+    ops.append(Elementwise("permute", bytes=routed * h * ACT * 2))
+    if p.ep > 1:
+        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", routed * h * ACT, "ep"))
+    # With uniform routing each rank receives as many copies as it sent; the busiest rank
+    # receives moe_token_imbalance times that (dropless), or at most the capacity.
+    recv = routed * m.moe_token_imbalance
+    if m.moe_capacity_factor is not None:
+        recv = min(recv, routed * m.moe_capacity_factor)
+    recv = math.ceil(recv)
+    if p.etp > 1:
+        ops.append(Comm("moe.etp_all_gather", "all_gather", recv * p.etp * h * ACT, "etp"))
+    local = E // p.ep
+    rows = math.ceil(recv * p.etp / local)
+    f = m.expert_ffn_size // p.etp
+    gated = m.activation == "swiglu"
+    _gemm(ops, sh, "expert_fc1", rows, f * (2 if gated else 1), h, batch=local)
+    ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2)))
+    _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local)
+    if p.etp > 1:
+        ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
+    if p.ep > 1:
+        ops.append(Comm("moe.combine_all_to_all", "all_to_all", routed * h * ACT, "ep"))
+    ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT))
+    shared = m.moe_shared_expert_intermediate_size
+    if shared:
+        _tp_enter(ops, sh, h, "shared_expert")
+        _gemm(ops, sh, "shared_fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h)
+        ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
+        _gemm(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
+        _tp_exit(ops, sh, h, "shared_expert")
+
+
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM)."""
     ops: list[Op] = []
@@ -114,9 +164,9 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         if isinstance(op, Gemm):
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
-                                       bytes=op.m * op.n * FP8_CAST_TRANSPOSE_BYTES))
-            ops.append(Gemm(f"{op.name}.dgrad", m=op.m, n=op.k, k=op.n, dtype=op.dtype))
-            ops.append(Gemm(f"{op.name}.wgrad", m=op.k, n=op.n, k=op.m, dtype=op.dtype))
+                                       bytes=op.batch * op.m * op.n * FP8_CAST_TRANSPOSE_BYTES))
+            ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
+            ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
@@ -132,7 +182,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 continue
             # Conjugates (Korthikanti et al. 2022 Fig. 5): all-gather <-> reduce-scatter,
             # all-reduce in forward (g) <-> identity... and identity (f) <-> all-reduce.
-            conj = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather"}
+            conj = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
+                    "all_to_all": "all_to_all"}
             if op.kind in conj:
                 ops.append(Comm(f"{op.name}.bwd", conj[op.kind], op.bytes, op.group))  # type: ignore[arg-type]
         else:  # pragma: no cover - exhaustive

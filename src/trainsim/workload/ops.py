@@ -11,9 +11,10 @@ from typing import Literal, Union
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 
-Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd"]
+Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd", "ep", "etp", "edp"]
 """Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks;
-embd joins the first and last pipeline stages (tied embedding gradients)."""
+embd joins the first and last pipeline stages (tied embedding gradients); ep / etp are the
+expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                      "send_recv"]

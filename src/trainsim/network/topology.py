@@ -1,0 +1,524 @@
+"""Cluster topologies as graphs of GPUs, NICs and switches, and ECMP routing over them.
+
+A :class:`Topology` is nodes plus directed links (capacity in B/s one way, latency in s).
+GPU ``r`` of the cluster is ``topology.gpus[r]``; ``gpus_per_node`` is the size of a
+scale-up (NVLink) domain, the unit that rail-aware rings and PXN work in.
+
+Builders:
+
+* :func:`nvswitch_node` - one node, every GPU on an NVSwitch with its NVLink bandwidth
+  (gen 3 / A100 300 GB/s, gen 4 / H100 450 GB/s, gen 5 / B200 900 GB/s per direction:
+  NVIDIA A100, H100 and B200 datasheets, 600 GB/s, 900 GB/s and 1.8 TB/s bidirectional).
+* :func:`pcie_node` - GPUs on PCIe switches under one root complex (no NVLink).
+* :func:`rail_fat_tree` - rail-optimized fat-tree, 2 or 3 tiers: NIC ``i`` of every node
+  connects to the leaf of rail ``i`` in its scalable unit (NVIDIA DGX SuperPOD reference
+  architectures, H100 RA-11333 "compute fabric"); spines shared by all rails or per rail
+  plane (``planes='isolated'``: cross-rail traffic must use PXN); leaf oversubscription.
+* :func:`spine_leaf` - top-of-rack leaves (all NICs of a node on one leaf), oversubscribed.
+* :func:`nvl_domain` - NVL72-style racks: 72 GPUs on one NVLink switch fabric (GB200 NVL72:
+  18 trays of 4 GPUs, 1.8 TB/s per GPU), trays' NICs on a rail-optimized scale-out fabric.
+* :func:`torus` - ASTRA-sim style multi-dimensional network (Won et al., "ASTRA-sim2.0:
+  Modeling Hierarchical Networks and Disaggregated Systems for Large-model Training at
+  Scale", ISPASS 2023, Sec. III-B): per dimension a ring (torus), a switch or all-to-all
+  links, with its own bandwidth and latency.
+
+Routing (:class:`Router`): shortest paths in hops, the next hop among equal-cost ones chosen
+by a deterministic hash of ``(src, dst, key, seed, switch)`` as ECMP does (RFC 2992): two
+connections can collide on a link, reproducibly for a seed. GPUs never forward traffic
+(except through an explicit PXN relay) and a NIC only bridges its host and the fabric, so
+same-rail traffic stays under its rail's leaf and cross-rail traffic climbs to a spine.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import yaml
+
+from trainsim.errors import CatalogError, ConfigError
+
+if TYPE_CHECKING:
+    from trainsim.config import ClusterConfig
+
+NodeKind = Literal["gpu", "nic", "switch"]
+NVLINK_GEN_BW_Bps = {3: 300e9, 4: 450e9, 5: 900e9}
+"""Per-GPU NVLink bandwidth, one direction, by NVLink generation (A100, H100, B200)."""
+PCIE_GEN_BW_Bps = {3: 15.75e9, 4: 31.5e9, 5: 63e9, 6: 126e9}
+"""PCIe x16 bandwidth, one direction, by generation (PCI-SIG: 8/16/32/64 GT/s per lane)."""
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    kind: NodeKind
+    host: int = -1
+    """Server (or NVLink tray) the node sits in; -1 for fabric switches."""
+
+
+@dataclass(frozen=True)
+class Link:
+    src: int
+    dst: int
+    bw_Bps: float
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    nodes: tuple[Node, ...]
+    links: tuple[Link, ...]
+    gpus: tuple[int, ...]
+    """Node index of GPU rank 0, 1, ..."""
+    gpus_per_node: int = 1
+    """GPUs per scale-up (NVLink) domain: rails and PXN relays are counted within it."""
+
+    def __post_init__(self) -> None:
+        n = len(self.nodes)
+        for i, link in enumerate(self.links):
+            if not (0 <= link.src < n and 0 <= link.dst < n) or link.src == link.dst:
+                raise ConfigError(f"topology {self.name}: link {i} {link} has bad endpoints")
+            if not (link.bw_Bps > 0 and math.isfinite(link.bw_Bps)):
+                raise ConfigError(f"topology {self.name}: link {i} bandwidth {link.bw_Bps} "
+                                  "must be positive and finite")
+            if not link.latency_s >= 0:
+                raise ConfigError(f"topology {self.name}: link {i} latency must be >= 0")
+        if any(self.nodes[g].kind != "gpu" for g in self.gpus):
+            raise ConfigError(f"topology {self.name}: gpus must index GPU nodes")
+        if self.gpus_per_node < 1 or len(self.gpus) % self.gpus_per_node:
+            raise ConfigError(f"topology {self.name}: {len(self.gpus)} GPUs are not whole "
+                              f"nodes of gpus_per_node={self.gpus_per_node}")
+
+    @property
+    def num_gpus(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.gpus) // self.gpus_per_node
+
+    def links_between(self, a: int, b: int) -> list[int]:
+        return [i for i, link in enumerate(self.links) if link.src == a and link.dst == b]
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.links: list[Link] = []
+        self.gpus: list[int] = []
+
+    def node(self, name: str, kind: NodeKind, host: int = -1) -> int:
+        self.nodes.append(Node(name, kind, host))
+        if kind == "gpu":
+            self.gpus.append(len(self.nodes) - 1)
+        return len(self.nodes) - 1
+
+    def duplex(self, a: int, b: int, bw_Bps: float, latency_s: float) -> None:
+        self.links += [Link(a, b, bw_Bps, latency_s), Link(b, a, bw_Bps, latency_s)]
+
+    def build(self, name: str, gpus_per_node: int) -> Topology:
+        return Topology(name, tuple(self.nodes), tuple(self.links), tuple(self.gpus),
+                        gpus_per_node)
+
+
+def _nvlink(gen: int, bw_Bps: float | None) -> float:
+    if bw_Bps:
+        return bw_Bps
+    if gen not in NVLINK_GEN_BW_Bps:
+        raise ConfigError(f"nvlink_gen={gen} unknown; use one of {sorted(NVLINK_GEN_BW_Bps)} "
+                          "or give nvlink_bw_Bps")
+    return NVLINK_GEN_BW_Bps[gen]
+
+
+def _server(b: _Builder, host: int, gpus: int, scale_up: str, nvlink_bw_Bps: float,
+            pcie_bw_Bps: float, nic_bw_Bps: float | None, nvlink_latency_s: float,
+            pcie_latency_s: float, gpus_per_switch: int = 2) -> list[int]:
+    """One server's GPUs (NVSwitch or PCIe tree) and one NIC per GPU; returns the NICs."""
+    g = [b.node(f"n{host}.gpu{i}", "gpu", host) for i in range(gpus)]
+    nics = []
+    if scale_up == "nvswitch":
+        sw = b.node(f"n{host}.nvswitch", "switch", host)
+        for x in g:
+            b.duplex(x, sw, nvlink_bw_Bps, nvlink_latency_s)
+        for i, x in enumerate(g):
+            if nic_bw_Bps:
+                nics.append(b.node(f"n{host}.nic{i}", "nic", host))
+                b.duplex(x, nics[-1], pcie_bw_Bps, pcie_latency_s)
+    elif scale_up == "pcie":
+        root = b.node(f"n{host}.root", "switch", host)
+        for s in range(math.ceil(gpus / gpus_per_switch)):
+            sw = b.node(f"n{host}.pcie{s}", "switch", host)
+            b.duplex(sw, root, pcie_bw_Bps, pcie_latency_s)
+            for i in range(s * gpus_per_switch, min(gpus, (s + 1) * gpus_per_switch)):
+                b.duplex(g[i], sw, pcie_bw_Bps, pcie_latency_s)
+                if nic_bw_Bps:
+                    nics.append(b.node(f"n{host}.nic{i}", "nic", host))
+                    b.duplex(sw, nics[-1], pcie_bw_Bps, pcie_latency_s)
+    else:
+        raise ConfigError(f"scale_up='{scale_up}' unknown; use nvswitch or pcie")
+    return nics
+
+
+def nvswitch_node(gpus: int = 8, nvlink_gen: int = 4, nvlink_bw_Bps: float | None = None,
+                  nvlink_latency_s: float = 0.5e-6) -> Topology:
+    """One node: ``gpus`` GPUs on an NVSwitch, each with its generation's NVLink bandwidth."""
+    b = _Builder()
+    _server(b, 0, gpus, "nvswitch", _nvlink(nvlink_gen, nvlink_bw_Bps), 1.0, None,
+            nvlink_latency_s, 0.0)
+    return b.build(f"nvswitch-{gpus}", gpus)
+
+
+def pcie_node(gpus: int = 8, pcie_gen: int = 4, gpus_per_switch: int = 2,
+              pcie_bw_Bps: float | None = None, pcie_latency_s: float = 1e-6) -> Topology:
+    """One PCIe-only node: pairs (``gpus_per_switch``) of GPUs per PCIe switch, switches on
+    one root complex with an x16 uplink each: GPUs on different switches share it."""
+    if pcie_gen not in PCIE_GEN_BW_Bps and not pcie_bw_Bps:
+        raise ConfigError(f"pcie_gen={pcie_gen} unknown; use one of {sorted(PCIE_GEN_BW_Bps)}")
+    b = _Builder()
+    _server(b, 0, gpus, "pcie", 0.0, pcie_bw_Bps or PCIE_GEN_BW_Bps[pcie_gen], None, 0.0,
+            pcie_latency_s, gpus_per_switch)
+    return b.build(f"pcie-{gpus}", gpus)
+
+
+def _fabric(b: _Builder, host_nics: list[list[int]], nic_bw_Bps: float, rails: bool,
+            nodes_per_leaf: int, spines: int | None, oversubscription: float, planes: str,
+            tiers: int, nodes_per_pod: int | None, cores: int | None,
+            core_oversubscription: float, link_latency_s: float) -> None:
+    """Leaves (one per rail and group of ``nodes_per_leaf`` hosts, or one per group when
+    ``rails`` is False), spines, and for 3 tiers pods of ``nodes_per_pod`` hosts under core
+    switches. Leaf uplink capacity = downlink capacity / ``oversubscription``, spread evenly
+    over the spines (parallel cables between a leaf and a spine are one link of their sum)."""
+    if nodes_per_leaf < 1 or oversubscription <= 0 or core_oversubscription <= 0:
+        raise ConfigError("nodes_per_leaf must be >= 1 and oversubscription ratios > 0")
+    if planes not in ("shared", "isolated"):
+        raise ConfigError(f"planes='{planes}' unknown; use shared or isolated")
+    if tiers not in (2, 3):
+        raise ConfigError(f"tiers={tiers}: fat-trees here have 2 or 3 tiers")
+    hosts = len(host_nics)
+    per_pod = hosts if tiers == 2 else (nodes_per_pod or nodes_per_leaf * 4)
+    if per_pod % nodes_per_leaf and per_pod < hosts:
+        raise ConfigError(f"nodes_per_pod={per_pod} must be a multiple of "
+                          f"nodes_per_leaf={nodes_per_leaf}")
+    spines = spines or nodes_per_leaf
+    width = max(len(n) for n in host_nics) if rails else 1
+    plane_ids = range(width) if planes == "isolated" else [0]
+    pod_spines: list[dict[int, list[int]]] = []
+    spine_down: dict[int, float] = {}
+    for pod, first in enumerate(range(0, hosts, per_pod)):
+        pod_hosts = range(first, min(hosts, first + per_pod))
+        sp = {p: [b.node(f"pod{pod}.plane{p}.spine{s}", "switch") for s in range(spines)]
+              for p in plane_ids}
+        pod_spines.append(sp)
+        for g0 in range(pod_hosts.start, pod_hosts.stop, nodes_per_leaf):
+            group = range(g0, min(pod_hosts.stop, g0 + nodes_per_leaf))
+            for r in range(width):
+                if rails:
+                    members = [host_nics[h][r] for h in group if r < len(host_nics[h])]
+                else:
+                    members = [nic for h in group for nic in host_nics[h]]
+                leaf = b.node(f"pod{pod}.leaf{g0 // nodes_per_leaf}.rail{r}", "switch")
+                for nic in members:
+                    b.duplex(nic, leaf, nic_bw_Bps, link_latency_s)
+                up = len(members) * nic_bw_Bps / oversubscription / spines
+                for s in sp[r if planes == "isolated" else 0]:
+                    b.duplex(leaf, s, up, link_latency_s)
+                    spine_down[s] = spine_down.get(s, 0.0) + up
+    if tiers == 3 and len(pod_spines) > 1:
+        cores = cores or spines
+        for p in plane_ids:
+            core = [b.node(f"plane{p}.core{c}", "switch") for c in range(cores)]
+            for sp in pod_spines:
+                for s in sp[p]:
+                    for c in core:
+                        b.duplex(s, c, spine_down[s] / core_oversubscription / cores,
+                                 link_latency_s)
+
+
+def rail_fat_tree(nodes: int = 4, gpus_per_node: int = 8, nic_bw_Bps: float = 50e9,
+                  nvlink_gen: int = 4, nvlink_bw_Bps: float | None = None,
+                  pcie_bw_Bps: float = 64e9, scale_up: str = "nvswitch", tiers: int = 2,
+                  nodes_per_leaf: int = 32, spines: int | None = None,
+                  oversubscription: float = 1.0, planes: str = "shared",
+                  nodes_per_pod: int | None = None, cores: int | None = None,
+                  core_oversubscription: float = 1.0, nvlink_latency_s: float = 0.5e-6,
+                  pcie_latency_s: float = 0.5e-6, link_latency_s: float = 0.6e-6,
+                  name: str = "rail-fat-tree") -> Topology:
+    """Rail-optimized fat-tree: ``nodes`` servers of ``gpus_per_node`` GPUs, one NIC per GPU,
+    NIC ``i`` on the rail-``i`` leaf of its group of ``nodes_per_leaf`` servers."""
+    if nodes < 1 or gpus_per_node < 1:
+        raise ConfigError(f"nodes={nodes} and gpus_per_node={gpus_per_node} must be >= 1")
+    b = _Builder()
+    nvl = _nvlink(nvlink_gen, nvlink_bw_Bps) if scale_up == "nvswitch" else 0.0
+    nics = [_server(b, h, gpus_per_node, scale_up, nvl, pcie_bw_Bps, nic_bw_Bps,
+                    nvlink_latency_s, pcie_latency_s) for h in range(nodes)]
+    _fabric(b, nics, nic_bw_Bps, True, nodes_per_leaf, spines, oversubscription, planes, tiers,
+            nodes_per_pod, cores, core_oversubscription, link_latency_s)
+    return b.build(name, gpus_per_node)
+
+
+def spine_leaf(nodes: int = 4, gpus_per_node: int = 8, nic_bw_Bps: float = 50e9,
+               nvlink_gen: int = 4, nvlink_bw_Bps: float | None = None,
+               pcie_bw_Bps: float = 64e9, nodes_per_leaf: int = 4, spines: int | None = None,
+               oversubscription: float = 1.0, link_latency_s: float = 0.6e-6,
+               name: str = "spine-leaf") -> Topology:
+    """Classic 2-tier Clos with top-of-rack leaves: all NICs of a server on one leaf."""
+    b = _Builder()
+    nics = [_server(b, h, gpus_per_node, "nvswitch", _nvlink(nvlink_gen, nvlink_bw_Bps),
+                    pcie_bw_Bps, nic_bw_Bps, 0.5e-6, 0.5e-6) for h in range(nodes)]
+    _fabric(b, nics, nic_bw_Bps, False, nodes_per_leaf, spines, oversubscription, "shared", 2,
+            None, None, 1.0, link_latency_s)
+    return b.build(name, gpus_per_node)
+
+
+def nvl_domain(domains: int = 1, gpus_per_domain: int = 72, gpus_per_host: int = 4,
+               nvlink_gen: int = 5, nvlink_bw_Bps: float | None = None,
+               nic_bw_Bps: float = 100e9, pcie_bw_Bps: float = 126e9,
+               nodes_per_leaf: int = 32, spines: int | None = None,
+               oversubscription: float = 1.0, nvlink_latency_s: float = 0.7e-6,
+               link_latency_s: float = 0.6e-6, name: str = "nvl72") -> Topology:
+    """NVL72-style racks: ``gpus_per_domain`` GPUs on one NVLink switch fabric (trays of
+    ``gpus_per_host`` GPUs, one NIC each: GB200 compute tray, ConnectX-8 800 Gb/s),
+    trays on a rail-optimized fat-tree (rail = GPU position in its tray)."""
+    if gpus_per_domain % gpus_per_host:
+        raise ConfigError(f"gpus_per_domain={gpus_per_domain} is not a multiple of "
+                          f"gpus_per_host={gpus_per_host}")
+    b = _Builder()
+    nvl = _nvlink(nvlink_gen, nvlink_bw_Bps)
+    host_nics = []
+    for d in range(domains):
+        sw = b.node(f"d{d}.nvswitch", "switch")
+        for t in range(gpus_per_domain // gpus_per_host):
+            host = len(host_nics)
+            nics = []
+            for i in range(gpus_per_host):
+                g = b.node(f"d{d}.t{t}.gpu{i}", "gpu", host)
+                b.duplex(g, sw, nvl, nvlink_latency_s)
+                nics.append(b.node(f"d{d}.t{t}.nic{i}", "nic", host))
+                b.duplex(g, nics[-1], pcie_bw_Bps, 0.5e-6)
+            host_nics.append(nics)
+    if domains > 1:
+        _fabric(b, host_nics, nic_bw_Bps, True, nodes_per_leaf, spines, oversubscription,
+                "shared", 2, None, None, 1.0, link_latency_s)
+    return b.build(name, gpus_per_domain)
+
+
+def torus(dims: tuple[int, ...] = (4, 4, 4), dim_bw_Bps: tuple[float, ...] = (100e9,) * 3,
+          kinds: tuple[str, ...] | None = None, dim_latency_s: tuple[float, ...] | None = None,
+          name: str = "torus") -> Topology:
+    """Multi-dimensional network, ASTRA-sim style: GPU ``(x0, x1, ...)`` (x0 fastest) has a
+    router; in dimension ``d`` routers form a ring (``'ring'``: a torus; ``dim_bw_Bps[d]`` per
+    link and direction), share a switch (``'switch'``: that much per GPU) or are all linked
+    (``'fully_connected'``: that much per GPU split over its ``k-1`` peers)."""
+    dims = tuple(int(k) for k in dims)
+    kinds = tuple(kinds or ("ring",) * len(dims))
+    lat = tuple(dim_latency_s or (0.5e-6,) * len(dims))
+    if not dims or any(k < 1 for k in dims) or not len(dims) == len(dim_bw_Bps) == len(kinds) \
+            == len(lat):
+        raise ConfigError(f"torus: dims {dims}, dim_bw_Bps {dim_bw_Bps}, kinds {kinds} and "
+                          "dim_latency_s must have one positive entry per dimension")
+    b = _Builder()
+    count = math.prod(dims)
+    coords = [tuple((g // math.prod(dims[:d])) % dims[d] for d in range(len(dims)))
+              for g in range(count)]
+    routers = []
+    for g in range(count):
+        gpu = b.node(f"gpu{g}", "gpu", g)
+        routers.append(b.node(f"router{g}", "switch", g))
+        b.duplex(gpu, routers[-1], sum(dim_bw_Bps) * 2, 0.0)
+    for d, (k, bw, kind) in enumerate(zip(dims, dim_bw_Bps, kinds)):
+        if k == 1:
+            continue
+        lines: dict[tuple, list[int]] = {}
+        for g, c in enumerate(coords):
+            lines.setdefault(c[:d] + c[d + 1:], []).append(g)
+        for key, members in lines.items():
+            if kind == "ring":
+                for i in range(k if k > 2 else 1):
+                    b.duplex(routers[members[i]], routers[members[(i + 1) % k]], bw, lat[d])
+            elif kind == "switch":
+                sw = b.node(f"dim{d}.switch{len(b.nodes)}", "switch")
+                for g in members:
+                    b.duplex(routers[g], sw, bw, lat[d])
+            elif kind == "fully_connected":
+                for i, a in enumerate(members):
+                    for c in members[i + 1:]:
+                        b.duplex(routers[a], routers[c], bw / (k - 1), lat[d])
+            else:
+                raise ConfigError(f"torus kind '{kind}' unknown; use ring, switch or "
+                                  "fully_connected")
+    return b.build(name, 1)
+
+
+BUILDERS = {f.__name__: f for f in (nvswitch_node, pcie_node, rail_fat_tree, spine_leaf,
+                                     nvl_domain, torus)}
+PRESET_DIR = Path(__file__).resolve().parent.parent / "catalog" / "topologies"
+_UNITS = {"_GBps": ("_bw_Bps", 1e9), "_Gbps": ("_bw_Bps", 1e9 / 8), "_us": ("_s", 1e-6)}
+
+
+def topology_names() -> list[str]:
+    """Preset names under ``catalog/topologies``."""
+    return sorted(p.stem for p in PRESET_DIR.glob("*.yaml"))
+
+
+def _si(key: str, value: Any) -> tuple[str, Any]:
+    """Catalog units to SI, once: ``x_GBps`` (GB/s) and ``x_Gbps`` (Gbit/s) -> ``x_bw_Bps``,
+    ``x_us`` -> ``x_s``; lists are converted element by element."""
+    for suffix, (si, scale) in _UNITS.items():
+        if key.endswith(suffix):
+            key = key[: -len(suffix)] + si
+            value = [float(v) * scale for v in value] if isinstance(value, (list, tuple)) \
+                else float(value) * scale
+            break
+    return key, tuple(value) if isinstance(value, list) else value
+
+
+def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
+    """A topology from ``{builder: name, <builder arguments in catalog or SI units>}``."""
+    spec = dict(spec)
+    spec.pop("source", None)
+    builder = spec.pop("builder", None)
+    if builder not in BUILDERS:
+        raise ConfigError(f"topology builder '{builder}' unknown; known: {', '.join(BUILDERS)}")
+    args = dict(_si(k, v) for k, v in {**spec, **overrides}.items())
+    known = inspect.signature(BUILDERS[builder]).parameters
+    unknown = sorted(set(args) - set(known))
+    if unknown:
+        raise ConfigError(f"topology ({builder}): unknown keys {unknown}; known: "
+                          f"{', '.join(known)} (or *_GBps, *_Gbps, *_us forms)")
+    return BUILDERS[builder](**args)
+
+
+def load_topology(name: str | Path, **overrides: Any) -> Topology:
+    """A preset by name (``dgx-h100-superpod``) or a YAML file path; ``overrides`` replace
+    its keys (``nodes=16``)."""
+    path = Path(name)
+    if not path.suffix:
+        path = PRESET_DIR / f"{str(name).strip().lower()}.yaml"
+        if not path.exists():
+            raise CatalogError(f"unknown topology '{name}'; known: {', '.join(topology_names())}")
+    try:
+        spec = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"{path}: cannot read topology ({exc})") from None
+    if not isinstance(spec, dict):
+        raise CatalogError(f"{path}: expected a mapping")
+    return topology_from_dict(spec, **overrides)
+
+
+def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int = 32) -> Topology:
+    """The rail-optimized fat-tree a :class:`ClusterConfig` implies (1:1, shared spines)."""
+    gpn = min(cluster.num_gpus, cluster.gpus_per_node)
+    return rail_fat_tree(nodes=cluster.num_nodes, gpus_per_node=gpn,
+                         nic_bw_Bps=cluster.nic_bw_Bps, nvlink_bw_Bps=cluster.nvlink_bw_Bps,
+                         nodes_per_leaf=nodes_per_leaf, name=f"{cluster.node}-fat-tree")
+
+
+class Router:
+    """Shortest-path ECMP routes between GPUs of one topology (paths are link indices).
+
+    Routing runs on a state graph where a NIC has two states, entered from its host or from
+    the fabric, so a NIC only bridges the two; GPUs other than the endpoints never forward.
+    """
+
+    def __init__(self, topology: Topology, seed: int = 0) -> None:
+        self.topology = topology
+        self.seed = int(seed)
+        nodes, links = topology.nodes, topology.links
+        n = len(nodes)
+        is_nic = [nd.kind == "nic" for nd in nodes]
+
+        def host_side(a: int, b: int) -> bool:
+            return nodes[a].host >= 0 and nodes[a].host == nodes[b].host
+
+        src_state = np.empty(len(links), np.int64)
+        dst_state = np.empty(len(links), np.int64)
+        for i, lk in enumerate(links):
+            src_state[i] = n + lk.src if is_nic[lk.src] and host_side(lk.src, lk.dst) else lk.src
+            dst_state[i] = lk.dst if not is_nic[lk.dst] or host_side(lk.src, lk.dst) \
+                else n + lk.dst
+        self._n_states = 2 * n
+        self._dst_state = dst_state.tolist()
+        self._src_state = src_state
+        self._is_gpu = np.zeros(2 * n, bool)
+        self._is_gpu[[i for i, nd in enumerate(nodes) if nd.kind == "gpu"]] = True
+        order = np.argsort(dst_state, kind="stable")
+        self._in_links = order
+        self._in_ptr = np.searchsorted(dst_state[order], np.arange(2 * n + 1))
+        self._out: list[list[tuple[int, int]]] = [[] for _ in range(2 * n)]
+        for i in range(len(links)):
+            self._out[int(src_state[i])].append((i, self._dst_state[i]))
+        self._dist: dict[int, list[int]] = {}
+        self._paths: dict[tuple[int, int, int], tuple[int, ...]] = {}
+
+    def _distances(self, target: int) -> list[int]:
+        """Hops from every state to node ``target`` (-1: unreachable); breadth-first over
+        incoming links, never expanding through a GPU other than the target."""
+        got = self._dist.get(target)
+        if got is not None:
+            return got
+        dist = np.full(self._n_states, -1, np.int64)
+        dist[target] = 0
+        frontier = np.array([target])
+        d = 0
+        while frontier.size:
+            if d:
+                frontier = frontier[~self._is_gpu[frontier]]
+            starts, stops = self._in_ptr[frontier], self._in_ptr[frontier + 1]
+            lens = stops - starts
+            total = int(lens.sum())
+            if not total:
+                break
+            offsets = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
+            preds = self._src_state[self._in_links[offsets]]
+            preds = np.unique(preds[dist[preds] < 0])
+            d += 1
+            dist[preds] = d
+            frontier = preds
+        got = self._dist[target] = dist.tolist()
+        return got
+
+    def _mix(self, *values: int) -> int:
+        """splitmix64-style hash: deterministic across runs and platforms (unlike hash())."""
+        h = (0x9E3779B97F4A7C15 ^ self.seed) & 0xFFFFFFFFFFFFFFFF
+        for v in values:
+            h = ((h ^ (v & 0xFFFFFFFFFFFFFFFF)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+            h ^= h >> 29
+            h = (h * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+            h ^= h >> 32
+        return h
+
+    def path(self, src: int, dst: int, key: int = 0) -> tuple[int, ...]:
+        """Links from GPU rank ``src`` to GPU rank ``dst`` for connection ``key``."""
+        topo = self.topology
+        for r in (src, dst):
+            if not 0 <= r < topo.num_gpus:
+                raise ConfigError(f"GPU {r} is not in topology {topo.name} "
+                                  f"({topo.num_gpus} GPUs)")
+        cached = self._paths.get((src, dst, key))
+        if cached is not None:
+            return cached
+        a, z = topo.gpus[src], topo.gpus[dst]
+        dist = self._distances(z)
+        if src == dst:
+            out: tuple[int, ...] = ()
+        elif dist[a] < 0:
+            raise ConfigError(
+                f"no route from GPU {src} to GPU {dst} in topology {topo.name}: on isolated "
+                "rail planes cross-rail traffic needs a PXN relay (pxn=True)")
+        else:
+            hops, cur, base = [], a, self._mix(src, dst, key)
+            while cur != z:
+                want = dist[cur] - 1
+                cands = [lk for lk, nxt in self._out[cur]
+                         if dist[nxt] == want and (nxt == z or not self._is_gpu[nxt])]
+                lk = cands[0] if len(cands) == 1 else cands[self._mix(base, cur) % len(cands)]
+                hops.append(lk)
+                cur = self._dst_state[lk]
+            out = tuple(hops)
+        self._paths[(src, dst, key)] = out
+        return out

@@ -1,0 +1,121 @@
+"""The kernel database format written by ``trainsim profile`` (``trainsim-kernel-db/1``).
+
+One JSON object::
+
+    {"format": "trainsim-kernel-db/1", "gpu": "h100-sxm-80gb", "device_name": "NVIDIA H100 ...",
+     "driver": "550.54.15", "torch": "2.13.0", "cuda": "12.8", "created": "2025-...",
+     "command": "trainsim profile ...", "compile": false, "notes": ["..."],
+     "kernels": [{"op": "gemm", "m", "n", "k", "dtype", "batch", "time_s", "repeats"},
+                 {"op": "attention", "batch", "heads", "kv_heads", "q_len", "kv_len",
+                  "head_dim", "causal", "backward", "time_s", "repeats"},
+                 {"op": "elementwise", "name", "bytes", "time_s", "repeats"}],
+     "layers": [{"model", "tp", "seq_length", "micro_batch_size", "dtype", "granularity",
+                 "fwd_s", "bwd_s", "peak_memory_bytes", "compile",
+                 "submodules": {"attention": {"fwd_s", "bwd_s"}, "mlp": {...}},
+                 "kernels": [{"name", "time_s", "calls"}]}]}
+
+Kernel records carry the simulator op's own shape fields (``trainsim.workload.ops``), so a
+database lookup for an op is an exact match on :func:`kernel_key`. Elementwise records are
+named by kernel family (:func:`trainsim.profile.shapes.kernel_name` maps a simulator op name
+such as ``attn_norm.bwd`` to ``rmsnorm.bwd``) and keyed by the op's ``bytes``. Times are
+medians in seconds; ``driver`` and ``cuda`` are null on a CPU dry run. This module does not
+import torch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainsim.errors import TrainsimError
+
+FORMAT = "trainsim-kernel-db/1"
+
+TOP_KEYS = ("format", "gpu", "device_name", "driver", "torch", "cuda", "created", "command",
+            "compile", "kernels", "layers")
+KERNEL_KEYS = {
+    "gemm": ("m", "n", "k", "dtype", "batch"),
+    "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal",
+                  "backward"),
+    "elementwise": ("name", "bytes"),
+}
+LAYER_KEYS = ("model", "tp", "seq_length", "micro_batch_size", "dtype", "granularity", "fwd_s",
+              "bwd_s", "peak_memory_bytes", "compile", "submodules", "kernels")
+
+
+class ProfileError(TrainsimError):
+    """The profiler cannot run (no device, bad option) or produced an invalid database."""
+
+
+def kernel_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    """Identity of a kernel record: its op kind and shape fields (not its time)."""
+    op = record["op"]
+    return (op, *(record[k] for k in KERNEL_KEYS[op]))
+
+
+def layer_key(record: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(record[k] for k in ("model", "tp", "seq_length", "micro_batch_size", "dtype",
+                                     "compile"))
+
+
+def _positive(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0
+
+
+def validate_db(db: Any) -> list[str]:
+    """Problems with a database object (empty list when it is valid)."""
+    if not isinstance(db, dict):
+        return ["the database is not a JSON object"]
+    errors = [f"missing top-level key '{k}'" for k in TOP_KEYS if k not in db]
+    if db.get("format") != FORMAT:
+        errors.append(f"format is {db.get('format')!r}, expected {FORMAT!r}")
+    if not isinstance(db.get("compile"), bool):
+        errors.append("compile must be true or false")
+    for i, rec in enumerate(db.get("kernels") or []):
+        where = f"kernels[{i}]"
+        op = rec.get("op") if isinstance(rec, dict) else None
+        if op not in KERNEL_KEYS:
+            errors.append(f"{where}.op={op!r} is not one of {list(KERNEL_KEYS)}")
+            continue
+        errors += [f"{where} ({op}) lacks '{k}'" for k in KERNEL_KEYS[op] if k not in rec]
+        if not _positive(rec.get("time_s")):
+            errors.append(f"{where}.time_s={rec.get('time_s')!r} must be a positive number")
+    for i, rec in enumerate(db.get("layers") or []):
+        where = f"layers[{i}]"
+        if not isinstance(rec, dict):
+            errors.append(f"{where} is not an object")
+            continue
+        errors += [f"{where} lacks '{k}'" for k in LAYER_KEYS if k not in rec]
+        for k in ("fwd_s", "bwd_s"):
+            if k in rec and not _positive(rec[k]):
+                errors.append(f"{where}.{k}={rec[k]!r} must be a positive number")
+        mem = rec.get("peak_memory_bytes")
+        if not isinstance(mem, int) or mem < 0:
+            errors.append(f"{where}.peak_memory_bytes={mem!r} must be an integer >= 0")
+        for name, sub in (rec.get("submodules") or {}).items():
+            if not (_positive(sub.get("fwd_s")) and _positive(sub.get("bwd_s"))):
+                errors.append(f"{where}.submodules.{name} needs positive fwd_s and bwd_s")
+        for j, k in enumerate(rec.get("kernels") or []):
+            if not (isinstance(k.get("name"), str) and _positive(k.get("time_s"))):
+                errors.append(f"{where}.kernels[{j}] needs a name and a positive time_s")
+    return errors
+
+
+def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` with the records of ``old`` (same GPU) that ``new`` did not re-measure."""
+    if old.get("format") != FORMAT or old.get("gpu") != new["gpu"]:
+        raise ProfileError(f"cannot merge into a database of format {old.get('format')!r} for "
+                           f"gpu {old.get('gpu')!r}; profiling {new['gpu']!r}")
+    if old.get("device_name") != new["device_name"]:
+        raise ProfileError(f"cannot merge: the database was measured on {old.get('device_name')!r}, "
+                           f"this device is {new['device_name']!r}")
+    if bool(old.get("compile")) != new["compile"]:
+        raise ProfileError("cannot merge a --compile run with an eager one (the elementwise "
+                           "kernels differ); write a separate database")
+    out = dict(new)
+    seen = {kernel_key(r) for r in new["kernels"]}
+    out["kernels"] = [r for r in old.get("kernels", []) if kernel_key(r) not in seen] + new["kernels"]
+    seen_l = {layer_key(r) for r in new["layers"]}
+    out["layers"] = [r for r in old.get("layers", []) if layer_key(r) not in seen_l] + new["layers"]
+    out["command"] = f"{old.get('command', '')} && {new['command']}".lstrip(" &")
+    out["notes"] = list(dict.fromkeys([*old.get("notes", []), *new.get("notes", [])]))
+    return out

@@ -1,0 +1,127 @@
+"""The public entry point: goodput of a whole run from a RunConfig and reliability settings."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from trainsim.config import RunConfig
+from trainsim.config._build import to_dict
+from trainsim.errors import ConfigError
+from trainsim.reliability.config import ReliabilityConfig
+from trainsim.reliability.montecarlo import Summary, Sweep, run, summarize, sweep_interval
+from trainsim.reliability.plan import (
+    CheckpointCosts,
+    RunPlan,
+    build_plan,
+    daly_interval,
+    young_interval,
+)
+
+DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class GoodputResult:
+    config: RunConfig
+    reliability: ReliabilityConfig
+    plan: RunPlan
+    checkpoint: CheckpointCosts
+    summary: Summary
+    ideal_s: float | None
+    """Failure-free time of the run's work (None for a fixed window)."""
+    horizon_s: float | None
+    """The wall-clock window simulated (None: until the work is done)."""
+    tokens: float | None
+    iteration_time_s: float | None
+    sweep: Sweep | None = None
+
+    @property
+    def young_s(self) -> float:
+        return young_interval(self.plan.stall_s, self.plan.mtbf_s)
+
+    @property
+    def daly_s(self) -> float:
+        return daly_interval(self.plan.stall_s, self.plan.mtbf_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        s, ck, p = self.summary, self.checkpoint, self.plan
+        fin = lambda x: None if x is None or math.isinf(x) else x  # noqa: E731
+        out: dict[str, Any] = {
+            "trials": s.trials, "seed": s.seed,
+            "num_gpus": self.config.cluster.num_gpus,
+            "failure_profile": self.reliability.failures,
+            "tokens": self.tokens, "iteration_time_s": self.iteration_time_s,
+            "ideal_days": None if self.ideal_s is None else self.ideal_s / DAY_S,
+            "window_days": None if self.horizon_s is None else self.horizon_s / DAY_S,
+            "expected_days": s.mean_days, "p50_days": s.p50_days, "p90_days": s.p90_days,
+            "effective_training_time_ratio": s.ettr, "goodput_ratio": s.goodput,
+            "interruptions": s.interruptions, "unexpected_interruptions": s.unexpected,
+            "planned_interruptions": s.planned,
+            "mtbf_s": fin(p.mtbf_s),
+            "interruption_rate_per_day": sum(p.mode_rates) * DAY_S,
+            "straggler_factor": p.straggler_factor,
+            "time_s": dict(s.lost_s),
+            "by_cause": s.by_mode,
+            "checkpoint": {
+                "size_bytes": ck.size_bytes, "per_gpu_bytes": ck.per_gpu_bytes,
+                "host_copy_s": ck.host_copy_s, "upload_s": ck.upload_s,
+                "restore_s": ck.restore_s, "stall_s": ck.stall_s, "mode": ck.mode,
+                "interval_s": fin(p.effective_interval_s),
+                "interval_steps": (p.effective_interval_s / self.iteration_time_s
+                                   if self.iteration_time_s and not math.isinf(p.interval_s)
+                                   else None),
+                "young_interval_s": fin(self.young_s), "daly_interval_s": fin(self.daly_s)},
+            "recovery_s": {name: dict(zip(("detection", "diagnosis", "replacement", "restart",
+                                           "init", "restore"), steps))
+                           for name, steps in zip(p.mode_names, p.recovery_s)},
+            "reliability": to_dict(self.reliability),
+        }
+        if self.sweep is not None:
+            out["interval_sweep"] = self.sweep.to_dict()
+        return out
+
+
+def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: float | None = None,
+            days: float | None = None, iteration_time_s: float | None = None,
+            trials: int = 1000, seed: int = 0, sweep: bool = False,
+            sweep_trials: int | None = None) -> GoodputResult:
+    """Monte Carlo of a whole run of ``cfg``: until ``tokens`` are trained, or over ``days``.
+
+    The failure-free time of the work is tokens / tokens per iteration * iteration time, the
+    iteration time from ``trainsim.simulate(cfg)`` unless given.
+    """
+    rel = rel or ReliabilityConfig()
+    if tokens is None and days is None:
+        tokens = cfg.training.train_tokens
+    if tokens is None and days is None:
+        raise ConfigError("give the run's tokens (--tokens 15T, or training.train_tokens) or a "
+                          "wall-clock window (--days)")
+    if tokens is not None and not tokens > 0:
+        raise ConfigError(f"tokens={tokens} must be positive")
+    if days is not None and not days > 0:
+        raise ConfigError(f"days={days} must be positive")
+    if trials < 1:
+        raise ConfigError(f"trials={trials} must be at least 1")
+    ideal = None
+    if tokens is not None:
+        if iteration_time_s is None:
+            from trainsim.simulator import simulate
+
+            iteration_time_s = simulate(cfg).iteration_time_s
+        ideal = tokens / cfg.tokens_per_iteration * iteration_time_s
+    horizon = days * DAY_S if days is not None else None
+    plan, ck = build_plan(cfg, rel)
+    work_s = math.inf if ideal is None else ideal
+    horizon_s = math.inf if horizon is None else horizon
+    outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
+    sw = None
+    if sweep:
+        sw = sweep_interval(plan, work_s=work_s, horizon_s=horizon_s,
+                            trials=sweep_trials or min(trials, 300), seed=seed)
+    return GoodputResult(config=cfg, reliability=rel, plan=plan, checkpoint=ck,
+                         summary=summarize(outcome, plan, seed), ideal_s=ideal,
+                         horizon_s=horizon, tokens=tokens, iteration_time_s=iteration_time_s,
+                         sweep=sw)
+

@@ -1,0 +1,144 @@
+"""Where candidate batches are simulated: this process, local worker processes, or Ray.
+
+Every executor runs :func:`trainsim.search.evaluate.evaluate_batch` on the batches it is given
+and returns the results in the order of the batches, so the search sees the same answers
+whatever runs them (and however many workers there are). Ray is imported only when asked for.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import os
+from typing import Callable, Protocol, Sequence
+
+from trainsim.errors import ConfigError
+from trainsim.search.evaluate import Evaluation, evaluate_batch
+from trainsim.search.space import Base, Candidate
+
+log = logging.getLogger(__name__)
+Batch = list[Candidate]
+OnDone = Callable[[int], None]
+"""Called with the number of candidates of each batch as it finishes (progress bars)."""
+
+
+class Executor(Protocol):
+    name: str
+    workers: int
+
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
+            ) -> list[list[Evaluation]]: ...
+
+    def close(self) -> None: ...
+
+
+class SerialExecutor:
+    """Simulates in this process (tests, tiny searches, debugging)."""
+
+    name = "serial"
+    workers = 1
+
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
+            ) -> list[list[Evaluation]]:
+        out = []
+        for b in batches:
+            out.append(evaluate_batch(base, b))
+            if on_done:
+                on_done(len(b))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class LocalExecutor:
+    """A pool of local worker processes (concurrent.futures), kept for the executor's life."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"--workers={workers} must be >= 1")
+        self.workers = workers or os.cpu_count() or 1
+        self._pool: cf.ProcessPoolExecutor | None = None
+
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
+            ) -> list[list[Evaluation]]:
+        if self._pool is None:
+            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers)
+        futures = {self._pool.submit(evaluate_batch, base, b): i for i, b in enumerate(batches)}
+        out: list[list[Evaluation]] = [[] for _ in batches]
+        for fut in cf.as_completed(futures):
+            i = futures[fut]
+            out[i] = fut.result()
+            if on_done:
+                on_done(len(batches[i]))
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class RayExecutor:
+    """The same batches as Ray tasks: ``ray.init(address=...)`` joins a running cluster;
+    without an address a local Ray instance is started with ``workers`` CPUs."""
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ConfigError("--executor ray needs Ray: pip install 'ray[default]'") from None
+        self._ray = ray
+        self._started = False
+        if not ray.is_initialized():
+            kwargs = {"address": address} if address else {"num_cpus": workers or os.cpu_count()}
+            ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                     **kwargs)
+            self._started = True
+        self.workers = int(ray.cluster_resources().get("CPU", 1))
+        self._remote = ray.remote(evaluate_batch)
+        self._base_ref = None
+        self._base: Base | None = None
+
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
+            ) -> list[list[Evaluation]]:
+        ray = self._ray
+        if self._base is not base:  # ship the base once per search, not with every batch
+            self._base_ref, self._base = ray.put(base), base
+        refs = [self._remote.remote(self._base_ref, b) for b in batches]
+        index = {r: i for i, r in enumerate(refs)}
+        out: list[list[Evaluation]] = [[] for _ in batches]
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for r in done:
+                i = index[r]
+                out[i] = ray.get(r)
+                if on_done:
+                    on_done(len(batches[i]))
+        return out
+
+    def close(self) -> None:
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
+
+
+def make_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:
+    """An executor by name: 'local' (default), 'ray' or 'serial'."""
+    if name == "local":
+        if workers == 1:
+            return SerialExecutor()
+        return LocalExecutor(workers)
+    if name == "ray":
+        return RayExecutor(workers, address)
+    if name == "serial":
+        return SerialExecutor()
+    raise ConfigError(f"--executor {name!r} is not one of local, ray, serial")
+
+
+__all__ = ["Executor", "LocalExecutor", "RayExecutor", "SerialExecutor", "make_executor"]

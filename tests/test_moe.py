@@ -1,0 +1,92 @@
+"""Mixture-of-experts: parameter counts, memory by hand, expert parallelism, bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from trainsim import ConfigError, run_config_from_dict, simulate
+from trainsim.catalog import model, model_from_hf_config
+from trainsim.memory import estimate_stage_memory
+from trainsim.model import active_params, total_params
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("name,total,active", [
+    ("mixtral-8x7b", 46.7e9, 12.9e9),      # Mixtral paper: 47B total, 13B active
+    ("mixtral-8x22b", 141e9, 39e9),         # Mistral: 141B total, 39B active
+    ("qwen3-30b-a3b", 30.5e9, 3.3e9),       # Qwen3 report Table 1
+    ("qwen3-235b-a22b", 235e9, 22e9),
+])
+def test_moe_presets_match_published_sizes(name, total, active):
+    """Total and activated parameters of MoE presets are within 2% of the published counts."""
+    m = model(name)
+    assert total_params(m) == pytest.approx(total, rel=0.02)
+    assert active_params(m) == pytest.approx(active, rel=0.02)
+
+
+def cfg(**parallel):
+    par = {"tp": 2, "ep": 4, "sequence_parallel": True, "distributed_optimizer": True}
+    par.update(parallel)
+    return run_config_from_dict({"model": "mixtral-8x7b", "parallel": par,
+                                 "training": {"global_batch_size": 32, "seq_length": 4096},
+                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+
+
+def test_memory_by_hand_calculation():
+    """Weights, gradients and optimizer bytes per rank equal a hand calculation (EP 4, TP 2,
+    expert TP 1, distributed optimizer over DP 4 for dense and expert-DP 2 for experts)."""
+    h, layers, vocab, experts, ffn = 4096, 32, 32000, 8, 14336
+    attention = h * (4096 + 2 * 1024) + 4096 * h            # QKV (GQA, 8 KV heads) + output
+    dense_layer = attention + h * experts + 2 * h            # + router + two RMSNorm weights
+    expert_layer = experts * 3 * h * ffn                     # SwiGLU experts
+    dense = (layers * dense_layer + vocab * h + vocab * h + h) / 2      # embed, head, final norm
+    expert = layers * expert_layer / (4 * 1)                 # EP 4 x expert TP 1
+    mem = estimate_stage_memory(cfg(), 0)
+    assert mem.weights == pytest.approx(2 * (dense + expert), rel=1e-12)
+    assert mem.gradients == pytest.approx(4 * (dense + expert), rel=1e-12)
+    assert mem.optimizer == pytest.approx(12 * (dense / 4 + expert / 2), rel=1e-12)
+
+
+def test_expert_parallel_all_to_all_is_priced():
+    """EP > 1 adds exposed all-to-all time; EP 1 has none."""
+    assert simulate(cfg(ep=4)).exposed_comm["ep"] > 0
+    assert simulate(cfg(ep=1)).exposed_comm["ep"] == 0
+
+
+def test_token_imbalance_slows_the_step():
+    """A skewed router (busiest rank 1.5x the mean) makes the iteration slower."""
+    base = simulate(cfg())
+    skewed = run_config_from_dict({"model": {"preset": "mixtral-8x7b", "moe_token_imbalance": 1.5},
+                                   "parallel": {"tp": 2, "ep": 4, "sequence_parallel": True},
+                                   "training": {"global_batch_size": 32, "seq_length": 4096},
+                                   "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    assert simulate(skewed).iteration_time_s > base.iteration_time_s
+
+
+def test_mfu_counts_only_activated_experts():
+    """Model FLOPs of an MoE use its activated parameters (~6 x 12.9B per token for Mixtral)."""
+    r = simulate(cfg())
+    per_token = r.model_flops / r.config.tokens_per_iteration
+    assert 6 * 12.9e9 < per_token < 6 * 12.9e9 * 1.15  # plus attention
+
+
+def test_hf_mixtral_config_loads_as_moe():
+    """A Hugging Face Mixtral config.json becomes the same shape as the preset."""
+    m = model_from_hf_config(EXAMPLES / "hf" / "mixtral-8x7b" / "config.json")
+    assert (m.num_experts, m.moe_router_topk) == (8, 2)
+    assert total_params(m) == total_params(model("mixtral-8x7b"))
+
+
+def test_bad_moe_settings_are_clear_errors():
+    """EP not dividing the experts, EP on a dense model, or MoE TP without SP are rejected."""
+    with pytest.raises(ConfigError, match="does not divide model.num_experts"):
+        cfg(ep=3)
+    with pytest.raises(ConfigError, match="sequence_parallel"):
+        cfg(sequence_parallel=False)
+    with pytest.raises(ConfigError, match="mixture-of-experts"):
+        run_config_from_dict({"model": "llama3-8b", "parallel": {"ep": 2},
+                              "cluster": {"node": "dgx-h100", "num_gpus": 8},
+                              "training": {"global_batch_size": 8}})
