@@ -250,13 +250,23 @@ def test_hf_without_hidden_size(tmp_path):
         model_from_hf_config(p)
 
 
-def test_hf_moe_rejected(tmp_path):
-    """A mixture-of-experts config (num_local_experts) is a ConfigError, not a dense model."""
+def test_hf_moe_loads_as_moe(tmp_path):
+    """A mixture-of-experts config (num_local_experts) becomes an MoE model, not a dense one."""
     cfg = json.loads(LLAMA3_8B_HF.read_text())
     cfg.update(model_type="mixtral", num_local_experts=8, num_experts_per_tok=2)
     p = tmp_path / "config.json"
     p.write_text(json.dumps(cfg))
-    with pytest.raises(ConfigError, match="mixture-of-experts"):
+    m = model_from_hf_config(p)
+    assert (m.num_experts, m.moe_router_topk) == (8, 2)
+
+
+def test_hf_mla_rejected(tmp_path):
+    """A DeepSeek-style config with latent attention (kv_lora_rank) is a clear ConfigError."""
+    cfg = json.loads(LLAMA3_8B_HF.read_text())
+    cfg.update(n_routed_experts=64, num_experts_per_tok=6, kv_lora_rank=512, q_lora_rank=1536)
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    with pytest.raises(ConfigError, match="latent attention"):
         model_from_hf_config(p)
 
 

@@ -196,8 +196,8 @@ def ring_all_gather(ranks: Sequence[int], size_bytes: float, channels: int | Non
 
 def ring_reduce_scatter(ranks: Sequence[int], size_bytes: float, channels: int | None = None,
                         gpus_per_node: int | None = None, pxn: bool = True) -> FlowSchedule:
-    """Ring reduce-scatter of an ``S``-byte input buffer: ``n-1`` steps (same flows as
-    all-gather; the data dependency runs the other way round the ring's chunks)."""
+    """Ring reduce-scatter of an ``S``-byte input buffer: ``n-1`` steps, the same flows as
+    all-gather (each step forwards a partial sum instead of a finished chunk)."""
     return ring_all_gather(ranks, size_bytes, channels, gpus_per_node, pxn)
 
 
@@ -245,7 +245,9 @@ def tree_all_reduce(ranks: Sequence[int], size_bytes: float, channels: int | Non
                     chunk_bytes: float = DEFAULT_CHUNK_BYTES) -> FlowSchedule:
     """Double binary tree all-reduce, pipelined in chunks (simplified but byte-exact).
 
-    ``channels`` counts tree pairs; channel ``2p + t`` runs tree ``t`` on ``S / (2P)`` bytes.
+    ``channels`` (rounded up to even; default one per rail in use) are split into tree
+    pairs; channel ``2p + t`` runs tree ``t`` on ``S / channels`` bytes, entering each node
+    on its own rail.
     Chunk ``j`` goes up from depth ``d`` at step ``j + D - d`` and down to depth ``d`` at step
     ``j + D + d - 1`` (``D`` the depth of the tree), so reduction and broadcast overlap as in
     NCCL. Every non-root rank of a tree sends its share up once and receives it down once:
@@ -255,7 +257,7 @@ def tree_all_reduce(ranks: Sequence[int], size_bytes: float, channels: int | Non
     n = len(r)
     if n < 2 or size_bytes == 0:
         return EMPTY
-    pairs = channels or 1
+    pairs = max(1, math.ceil((channels or default_channels(r, gpus_per_node)) / 2))
     share = size_bytes / (2 * pairs)
     chunks = int(min(MAX_CHUNKS, max(1, math.ceil(share / max(chunk_bytes, 1.0)))))
     piece = share / chunks

@@ -108,9 +108,6 @@ def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     if old.get("device_name") != new["device_name"]:
         raise ProfileError(f"cannot merge: the database was measured on {old.get('device_name')!r}, "
                            f"this device is {new['device_name']!r}")
-    if bool(old.get("compile")) != new["compile"]:
-        raise ProfileError("cannot merge a --compile run with an eager one (the elementwise "
-                           "kernels differ); write a separate database")
     out = dict(new)
     seen = {kernel_key(r) for r in new["kernels"]}
     out["kernels"] = [r for r in old.get("kernels", []) if kernel_key(r) not in seen] + new["kernels"]
@@ -118,4 +115,5 @@ def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     out["layers"] = [r for r in old.get("layers", []) if layer_key(r) not in seen_l] + new["layers"]
     out["command"] = f"{old.get('command', '')} && {new['command']}".lstrip(" &")
     out["notes"] = list(dict.fromkeys([*old.get("notes", []), *new.get("notes", [])]))
+    out["compile"] = bool(old.get("compile")) or bool(new["compile"])
     return out
