@@ -143,3 +143,12 @@ def test_twelve_thousand_gpus_simulate_quickly():
 def test_public_api_is_importable():
     """The notebook API exposes simulate, the configs and the errors."""
     assert callable(trainsim.simulate) and issubclass(trainsim.ConfigError, trainsim.TrainsimError)
+
+
+def test_parallel_block_halves_tp_communication():
+    """A parallel attention+MLP block (MegaScale PTB) has one TP exit per layer, not two."""
+    serial = simulate(cfg(model__parallel_block=False))
+    parallel = simulate(cfg(model__parallel_block=True))
+    assert parallel.exposed_comm["tp"] == pytest.approx(serial.exposed_comm["tp"] / 2, rel=0.1)
+    assert parallel.iteration_time_s < serial.iteration_time_s
+    assert parallel.memory[0].activations < serial.memory[0].activations

@@ -121,9 +121,11 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     unknown_opts = options - KNOWN_OPTIONS
     if unknown_opts:
         raise ConfigError(f"unknown option(s) {sorted(unknown_opts)}")
-    if options & {"parallel_block", "sliding_window"}:
-        raise ConfigError(f"option(s) {sorted(options & {'parallel_block', 'sliding_window'})} "
-                          "are not modelled yet")
+    if "parallel_block" in options:
+        model["parallel_block"] = True
+    if "sliding_window" in options:
+        raise ConfigError("option sliding_window needs the window size in tokens, which the "
+                          "file format has no column for")
     parallel: dict[str, Any] = {"tp": row["tp"], "pp": row["pp"], "cp": _cell(row, "cp") or 1,
                                 "ep": _cell(row, "ep") or 1}
     for opt, fieldname in OPTION_FIELDS.items():

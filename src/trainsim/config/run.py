@@ -55,6 +55,9 @@ class RunConfig:
             raise ConfigError("parallel.ep / expert_tensor_parallel_size > 1 need a mixture-of-"
                               "experts model (model.num_experts)")
         if m.is_moe:
+            if m.parallel_block:
+                raise ConfigError("model.parallel_block with mixture-of-experts layers is not "
+                                  "modelled; set parallel_block=false")
             if m.num_experts % p.ep:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
                                   f"{m.num_experts}")

@@ -70,7 +70,9 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     if recompute == "full":
         return 2.0 * T * h / shared_div
     # replicated over TP unless sequence parallel: two norm inputs, QKV and FC1 inputs, masks
-    shared = T * h * (2 + 2 + mask + 2 + 2 + mask) / shared_div
+    # (a parallel block has one norm whose output feeds both QKV and FC1, and one mask)
+    per_token = (2 + 2 + mask) if m.parallel_block else (2 + 2 + mask + 2 + 2 + mask)
+    shared = T * h * per_token / shared_div
     # sharded over TP: Q, K, V, attention output (out-proj input), MLP intermediates
     mlp_inner = (3 * 2 * f) if m.activation == "swiglu" else (2 * 2 * f)
     # Q, K, V as attention's backward keeps them (measured with saved_tensors_hooks on

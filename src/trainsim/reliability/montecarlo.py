@@ -208,6 +208,9 @@ class Sweep:
     daly_s: float
     trials: int
     seed: int
+    cost_label: str = "wall-clock days (mean)"
+    """What mean_wall_s measures: the run's wall clock, or for a fixed window the wall clock
+    that the window's failure-free work would take."""
 
     def to_dict(self) -> dict[str, Any]:
         return {"intervals_s": list(self.intervals_s), "mean_wall_s": list(self.mean_wall_s),
@@ -244,6 +247,8 @@ def sweep_interval(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float 
                                 "checkpoints cost nothing")
         intervals_s = young * np.geomspace(0.25, 4.0, points)
     xs = np.asarray(sorted(float(x) for x in intervals_s))
+    label = ("wall-clock days (mean)" if not math.isinf(work_s) else
+             f"days to train {horizon_s / 86400:g} failure-free days")
     means, p90s, goods = [], [], []
     for x in xs:
         o = run(plan.with_interval(float(x)), work_s=work_s, horizon_s=horizon_s,
@@ -258,7 +263,7 @@ def sweep_interval(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float 
     return Sweep(intervals_s=tuple(xs.tolist()), mean_wall_s=tuple(means),
                  p90_wall_s=tuple(p90s), mean_goodput=tuple(goods),
                  optimum_s=fit_minimum(xs, np.asarray(means)), young_s=young, daly_s=daly,
-                 trials=trials, seed=seed)
+                 trials=trials, seed=seed, cost_label=label)
 
 
 @dataclass(frozen=True)

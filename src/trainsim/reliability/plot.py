@@ -22,41 +22,50 @@ _COLORS = {"training": "#4c9a2a", "straggler": "#a3c586", "checkpoint": "#f2c14e
            "restore": "#6c757d"}
 
 
-def _figure(ncols: int) -> tuple[Any, list[Any]]:
+def _figure(sweep: bool, budget: bool = True) -> tuple[Any, dict[str, Any]]:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError:  # pragma: no cover - depends on the environment
         raise TrainsimError("plotting needs matplotlib: pip install matplotlib") from None
-    fig = Figure(figsize=(6.5 * ncols, 4.2), layout="constrained")
+    ncols = int(budget) + int(sweep)
+    fig = Figure(figsize=(6.5 * ncols, 4.6), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = [fig.add_subplot(1, ncols, i + 1) for i in range(ncols)]
+    grid = fig.add_gridspec(2, ncols, height_ratios=(1, 4))
+    axes: dict[str, Any] = {}
+    if budget:
+        axes["whole"] = fig.add_subplot(grid[0, 0])
+        axes["causes"] = fig.add_subplot(grid[1, 0])
+    if sweep:
+        axes["sweep"] = fig.add_subplot(grid[:, ncols - 1])
     return fig, axes
 
 
-def _budget(ax: Any, result: GoodputResult) -> None:
+def _budget(whole: Any, ax: Any, result: GoodputResult) -> None:
     s = result.summary
-    items = [(k, v / DAY_S) for k, v in s.lost_s.items() if v > 0]
+    total = sum(s.lost_s.values())
     left = 0.0
-    for name, days in items:
-        ax.barh([0], [days], left=left, color=_COLORS.get(name, "#999999"),
-                label=f"{name.replace('_', ' ')}: {days:.2f} d")
-        left += days
-    lost = [(n, d) for n, d in items if n != "training"]
-    if lost:
-        ax.barh([-1 - i for i in range(len(lost))], [d for _, d in lost],
-                color=[_COLORS.get(n, "#999999") for n, _ in lost])
-        ax.set_yticks([0] + [-1 - i for i in range(len(lost))],
-                      ["whole run"] + [n.replace("_", " ") for n, _ in lost])
-    else:
-        ax.set_yticks([0], ["whole run"])
-    ax.set_xlabel("days (mean over trials)")
+    for name, sec in s.lost_s.items():
+        if sec > 0:
+            whole.barh([0], [sec / DAY_S], left=left, color=_COLORS.get(name, "#999999"))
+            left += sec / DAY_S
+    whole.set_yticks([0], ["whole run"])
+    whole.set_xlabel("days (mean over trials)", fontsize=8)
     what = (f"{result.tokens:.3g} tokens" if result.tokens else
             f"{(result.horizon_s or 0) / DAY_S:g}-day window")
-    ax.set_title(f"Time budget: {what} on {result.config.cluster.num_gpus:,} GPUs\n"
-                 f"ETTR {s.ettr:.1%}, goodput {s.goodput:.1%}, expected {s.mean_days:.1f} d, "
-                 f"P90 {s.p90_days:.1f} d, {s.interruptions:.0f} interruptions", fontsize=9)
-    ax.legend(fontsize=7, loc="lower right")
+    whole.set_title(f"Time budget: {what} on {result.config.cluster.num_gpus:,} GPUs\n"
+                    f"ETTR {s.ettr:.1%}, goodput {s.goodput:.1%}, expected {s.mean_days:.1f} d,"
+                    f" P90 {s.p90_days:.1f} d, {s.interruptions:.0f} interruptions", fontsize=9)
+    lost = [(n, sec) for n, sec in s.lost_s.items() if n != "training"]
+    ys = list(range(len(lost)))[::-1]
+    ax.barh(ys, [sec / 3600 for _, sec in lost],
+            color=[_COLORS.get(n, "#999999") for n, _ in lost])
+    ax.set_yticks(ys, [n.replace("_", " ") for n, _ in lost])
+    for y, (_, sec) in zip(ys, lost):
+        ax.annotate(f" {sec / 3600:.1f} h ({sec / total:.1%})", (sec / 3600, y),
+                    va="center", fontsize=7)
+    ax.set_xlabel("hours lost per run (mean over trials)")
+    ax.margins(x=0.25)
     ax.grid(axis="x", alpha=0.3)
 
 
@@ -73,9 +82,14 @@ def _sweep(ax: Any, sw: Sweep, used_s: float | None = None) -> None:
     for x, name, color, style in lines:
         if not math.isinf(x):
             ax.axvline(x / 60, color=color, linestyle=style, label=f"{name}: {x / 60:.1f} min")
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("checkpoint interval (minutes of training)")
-    ax.set_ylabel("wall-clock days (mean)")
+    ax.set_ylabel(sw.cost_label)
     ax.set_title("Checkpoint interval sweep", fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3, which="both")
@@ -83,17 +97,17 @@ def _sweep(ax: Any, sw: Sweep, used_s: float | None = None) -> None:
 
 def plot_goodput(result: GoodputResult, path: str | Path) -> Path:
     """Write the time budget (and the interval sweep, when the result has one) to ``path``."""
-    fig, axes = _figure(2 if result.sweep is not None else 1)
-    _budget(axes[0], result)
+    fig, axes = _figure(sweep=result.sweep is not None)
+    _budget(axes["whole"], axes["causes"], result)
     if result.sweep is not None:
-        _sweep(axes[1], result.sweep, result.plan.effective_interval_s)
+        _sweep(axes["sweep"], result.sweep, result.plan.effective_interval_s)
     return _save(fig, path)
 
 
 def plot_sweep(sweep: Sweep, path: str | Path) -> Path:
     """Write the interval sweep alone to ``path``."""
-    fig, axes = _figure(1)
-    _sweep(axes[0], sweep)
+    fig, axes = _figure(sweep=True, budget=False)
+    _sweep(axes["sweep"], sweep)
     return _save(fig, path)
 
 

@@ -30,6 +30,7 @@ class Shard:
     cp: int
     dtype: str  # GEMM dtype
     attention_impl: str
+    parallel_block: bool = False
 
     @property
     def norm_tokens(self) -> int:
@@ -42,7 +43,7 @@ def shard_of(cfg: RunConfig) -> Shard:
     q_len = t.seq_length // p.cp
     return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
-                 attention_impl=t.attention)
+                 attention_impl=t.attention, parallel_block=cfg.model.parallel_block)
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
@@ -79,7 +80,17 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     f_loc = m.ffn_size // t
     dropout_mask = 1 if m.hidden_dropout > 0 else 0
     ops: list[Op] = []
-    # --- attention block
+    parallel = m.parallel_block and not moe
+    gated = m.activation == "swiglu"
+
+    def mlp() -> None:
+        _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
+        ops.append(Elementwise("swiglu" if gated else "gelu",
+                               bytes=T * f_loc * ACT * (3 if gated else 2)))
+        _gemm(ops, sh, "fc2", T, h, f_loc)
+
+    # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
+    # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2))
     _tp_enter(ops, sh, h, "attn")
     _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
@@ -95,8 +106,12 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * kv_block, "cp",
                         overlap_with_previous=True))
     _gemm(ops, sh, "out_proj", T, h, q_loc)
+    if parallel:
+        mlp()
     _tp_exit(ops, sh, h, "attn")
     ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+    if parallel:
+        return ops
     # --- MLP block
     ops.append(Elementwise("mlp_norm", bytes=nt * h * ACT * 2))
     if moe:
@@ -104,11 +119,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
         return ops
     _tp_enter(ops, sh, h, "mlp")
-    gated = m.activation == "swiglu"
-    _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
-    ops.append(Elementwise("swiglu" if gated else "gelu",
-                           bytes=T * f_loc * ACT * (3 if gated else 2)))
-    _gemm(ops, sh, "fc2", T, h, f_loc)
+    mlp()
     _tp_exit(ops, sh, h, "mlp")
     ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
     return ops
@@ -189,8 +200,10 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         else:  # pragma: no cover - exhaustive
             raise TypeError(op)
     if sh.tp > 1 and not sh.sp:
-        # The f operator (identity forward) all-reduces input gradients of the QKV and FC1 GEMMs.
-        _insert_after_dgrad(ops, ("qkv_proj.dgrad", "fc1.dgrad"), sh)
+        # The f operator (identity forward) all-reduces input gradients of the QKV and FC1 GEMMs
+        # (once for both in a parallel block, where they share their input).
+        names = ("qkv_proj.dgrad",) if sh.parallel_block else ("qkv_proj.dgrad", "fc1.dgrad")
+        _insert_after_dgrad(ops, names, sh)
     return ops
 
 

@@ -1,0 +1,117 @@
+"""``trainsim goodput``: failures, checkpoints and restarts over a whole run.
+
+Registered on the main group by ``trainsim.cli`` (``main.add_command(goodput)``). The config
+file is a run config with an optional ``reliability:`` section (see examples/goodput-*.yaml).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any
+
+import click
+
+from trainsim.errors import ConfigError, TrainsimError
+
+_SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
+_TIME = {"": 1.0, "S": 1.0, "M": 60.0, "MIN": 60.0, "H": 3600.0, "D": 86400.0}
+
+
+def parse_tokens(text: str) -> float:
+    """'15T', '300B', '1.5e13' -> tokens (decimal multiples: K, M, B/G, T, P)."""
+    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*", text)
+    if not m or m.group(2).upper() not in _SI:
+        raise ConfigError(f"--tokens {text!r}: use a number with an optional K/M/B/T suffix, "
+                          "e.g. 15T")
+    value = float(m.group(1)) * _SI[m.group(2).upper()]
+    if not value > 0:
+        raise ConfigError(f"--tokens {text!r} must be positive")
+    return value
+
+
+def parse_duration(text: str) -> float:
+    """'1800', '30m', '2h', '1.5d' -> seconds."""
+    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).upper() not in _TIME:
+        raise ConfigError(f"--interval {text!r}: use seconds or a s/m/h/d suffix, e.g. 30m")
+    value = float(m.group(1)) * _TIME[m.group(2).upper()]
+    if not value > 0:
+        raise ConfigError(f"--interval {text!r} must be positive")
+    return value
+
+
+def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | None = None,
+                        failures: str | None = None) -> tuple[Any, Any]:
+    """(RunConfig, ReliabilityConfig) from a run config with an optional reliability section."""
+    from trainsim.catalog import apply_overrides, read_config_file, run_config_from_dict
+    from trainsim.reliability.config import reliability_config_from_dict
+
+    raw = apply_overrides(read_config_file(path), list(overrides))
+    rel_raw = raw.pop("reliability", None) or {}
+    if not isinstance(rel_raw, dict):
+        raise ConfigError("reliability must be a mapping of fields")
+    if failures:
+        rel_raw["failures"] = failures
+    if gpus is not None:
+        if not isinstance(raw.get("cluster"), dict):
+            raise ConfigError("--gpus needs a cluster section in the config")
+        raw["cluster"]["num_gpus"] = gpus
+    return run_config_from_dict(raw), reliability_config_from_dict(rel_raw)
+
+
+@click.command("goodput")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--tokens", default=None, metavar="N",
+              help="Tokens of the whole run: 15T, 300B, 1.5e13 (default: training.train_tokens).")
+@click.option("--days", type=float, default=None,
+              help="Simulate a window of wall-clock days instead (e.g. 54, as Llama 3 reports).")
+@click.option("--gpus", type=int, default=None, help="Override cluster.num_gpus.")
+@click.option("--failures", default=None, metavar="PROFILE",
+              help="Failure profile: a catalog/failures name or a YAML path.")
+@click.option("--interval", default=None, metavar="TIME",
+              help="Checkpoint interval: seconds or 30m/2h (default: Daly's optimum).")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--trials", type=int, default=1000, show_default=True)
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
+              help="Override a field, e.g. --set reliability.checkpoint.mode=blocking.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--sweep/--no-sweep", default=False,
+              help="Also sweep the checkpoint interval (implied by --plot).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a PNG: the time budget and the interval sweep.")
+def goodput(config: str, tokens: str | None, days: float | None, gpus: int | None,
+            failures: str | None, interval: str | None, seed: int, trials: int,
+            overrides: tuple[str, ...], fmt: str, sweep: bool, plot_path: str | None) -> None:
+    """Goodput of a whole run of CONFIG: failures, checkpoints, restarts (Monte Carlo)."""
+    from trainsim.reliability.goodput import goodput as run_goodput
+
+    try:
+        cfg, rel = load_goodput_config(config, overrides, gpus, failures)
+        if interval is not None:
+            import dataclasses
+
+            rel = dataclasses.replace(rel, checkpoint=dataclasses.replace(
+                rel.checkpoint, interval_s=parse_duration(interval)))
+        n_tokens = parse_tokens(tokens) if tokens is not None else None
+        result = run_goodput(cfg, rel, tokens=n_tokens, days=days, trials=trials, seed=seed,
+                             sweep=sweep or plot_path is not None)
+        if plot_path:
+            from trainsim.reliability.plot import plot_goodput
+
+            plot_goodput(result, plot_path)
+    except TrainsimError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        return
+    from rich.console import Console
+
+    from trainsim.reliability.report import render_goodput
+
+    console = Console()
+    console.print(render_goodput(result))
+    if plot_path:
+        console.print(f"plot written to {plot_path}")
