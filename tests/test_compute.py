@@ -58,3 +58,15 @@ def test_fp8_gemm_is_faster_than_bf16_on_hopper():
     t16 = m.time(Gemm("g", 8192, 8192, 8192, "bf16"))
     t8 = m.time(Gemm("g", 8192, 8192, 8192, "fp8"))
     assert t16 / 2 < t8 < t16
+
+
+def test_sliding_window_limits_attention_work():
+    """A causal window of w tokens computes s*w - w(w-1)/2 query-key pairs, full causal s(s+1)/2."""
+    from trainsim.workload.ops import Attention
+
+    full = Attention("a", 1, 8, 8, 8192, 8192, 128)
+    window = Attention("a", 1, 8, 8, 8192, 8192, 128, window=1024)
+    assert full.pairs == 8192 * 8193 / 2
+    assert window.pairs == 8192 * 1024 - 1024 * 1023 / 2
+    m = RooflineModel(gpu("h100-sxm-80gb"))
+    assert m.time(window) < 0.3 * m.time(full)

@@ -191,7 +191,7 @@ def test_double_tree_is_two_spanning_trees(n):
                 r = parents[r]
     if n % 2 == 0 and n > 2:
         first, second = double_tree_parents(n)
-        inner = [set(p for p in t if p >= 0) for t in (first, second)]
+        inner = [{p for p in t if p >= 0} for t in (first, second)]
         assert not (inner[0] & inner[1])
 
 

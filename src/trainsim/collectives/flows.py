@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 from trainsim.errors import ConfigError
 
@@ -228,8 +229,8 @@ def double_tree_parents(n: int) -> tuple[list[int], list[int]]:
 
 def _depths(parent: dict[int, int]) -> dict[int, int]:
     depth: dict[int, int] = {}
-    for r in parent:
-        chain = []
+    for start in parent:
+        chain, r = [], start
         while r not in depth and r != -1:
             chain.append(r)
             r = parent[r]
@@ -273,7 +274,7 @@ def tree_all_reduce(ranks: Sequence[int], size_bytes: float, channels: int | Non
         for g, chain in enumerate(chains):
             up = node_parent[g]
             parent[chain[0]] = -1 if up < 0 else chains[up][0]
-            for a, b in zip(chain, chain[1:]):
+            for a, b in pairwise(chain):
                 parent[b] = a
         depth = _depths(parent)
         top = max(depth.values())
@@ -306,7 +307,7 @@ def _chain(order: list[int], size_bytes: float, chunk_bytes: float, channel: int
     chunks = int(min(MAX_CHUNKS, max(1, math.ceil(size_bytes / max(chunk_bytes, 1.0)))))
     piece = size_bytes / chunks
     return [Flow(a, b, piece, j + p, channel, pxn_relay(a, b, gpus_per_node, pxn))
-            for p, (a, b) in enumerate(zip(order, order[1:])) for j in range(chunks)]
+            for p, (a, b) in enumerate(pairwise(order)) for j in range(chunks)]
 
 
 def _rooted(ranks: Sequence[int], size_bytes: float, root: int | None, channels: int | None,

@@ -336,7 +336,7 @@ def torus(dims: tuple[int, ...] = (4, 4, 4), dim_bw_Bps: tuple[float, ...] = (10
         lines: dict[tuple, list[int]] = {}
         for g, c in enumerate(coords):
             lines.setdefault(c[:d] + c[d + 1:], []).append(g)
-        for key, members in lines.items():
+        for members in lines.values():
             if kind == "ring":
                 for i in range(k if k > 2 else 1):
                     b.duplex(routers[members[i]], routers[members[(i + 1) % k]], bw, lat[d])

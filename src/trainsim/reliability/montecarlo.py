@@ -156,7 +156,7 @@ def run(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float = math.inf,
         lost = np.where(fu, train - durable, 0.0)
         acc["lost_work"] += lost
         kept += np.where(fu, durable, 0.0) + np.where(fp, train, 0.0)
-        stop = np.where(fp, plan.stop_checkpoint_s, 0.0)
+        stop = np.where(fp, np.minimum(plan.stop_checkpoint_s, horizon_s - t), 0.0)
         acc["checkpoint"] += stop
         t += stop
         unexpected += fu
@@ -164,7 +164,8 @@ def run(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float = math.inf,
         np.add.at(mode_lost, mode[failed], lost[failed])
         np.add.at(mode_count, mode[failed], 1.0)
         # recoveries, restarted by any interruption that arrives during them
-        pending, cur = failed.copy(), mode
+        pending, cur = failed & (t < horizon_s), mode
+        active &= pending | ~failed
         while pending.any():
             x, new_mode = draw(rng_rec)
             need_s = rec_total[cur]

@@ -66,13 +66,16 @@ class Attention:
     @property
     def pairs(self) -> float:
         """Query-key pairs computed per head."""
-        span = self.kv_len if self.window is None else min(self.window, self.kv_len)
-        if self.impl == "unfused":
+        if self.impl == "unfused":  # full score matrix, masked afterwards
             return float(self.q_len) * self.kv_len
-        if self.causal and self.window is None:
-            # Local queries are a balanced share of a causal sequence: on average half the keys.
-            return self.q_len * (self.kv_len + 1) / 2.0
-        return float(self.q_len) * span
+        if not self.causal:
+            span = self.kv_len if self.window is None else min(self.window, self.kv_len)
+            return float(self.q_len) * span
+        # Causal: query i sees min(i + 1, window) keys. Local queries are a balanced share
+        # of the sequence (load-balanced CP sharding), so take that share of the total.
+        w = self.kv_len if self.window is None else min(self.window, self.kv_len)
+        total = self.kv_len * w - w * (w - 1) / 2.0
+        return total * self.q_len / self.kv_len
 
     @property
     def flops(self) -> float:

@@ -1,0 +1,191 @@
+"""The profiling pipeline: grid -> distinct kernels and layers -> measurements -> database."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from trainsim.profile.schema import FORMAT, ProfileError, merge, validate_db
+from trainsim.profile.shapes import distinct_cases, layer_cases, sweep_configs
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str], None]
+"""Called once per finished measurement with a short description."""
+
+
+@dataclass(frozen=True)
+class ProfileOptions:
+    gpu: str
+    """Catalog name of the GPU being measured (the database's ``gpu``)."""
+    models: tuple[str, ...] = ("llama3-8b", "llama3-70b")
+    tps: tuple[int, ...] = (1, 2, 4, 8)
+    seqs: tuple[int, ...] = (4096, 8192)
+    cps: tuple[int, ...] = (1,)
+    micro_batch_size: int = 1
+    device: str = "cuda"
+    quick: bool = False
+    """Tiny shapes and 3 repeats: a dry run of every code path (CI), not data."""
+    compile: bool = False
+    """Also time each layer under torch.compile."""
+    kernels: bool = True
+    layers: bool = True
+    command: str = ""
+
+
+@dataclass
+class Plan:
+    """What a run will measure (torch-free: the grid expanded against the simulator)."""
+
+    cases: list[Any]
+    layers: list[Any]
+    notes: list[str]
+
+    @property
+    def total(self) -> int:
+        return len(self.cases) + len(self.layers)
+
+
+def plan(opts: ProfileOptions, fp8: bool = False) -> Plan:
+    notes: list[str] = []
+    dtypes = ("bf16", "fp8") if fp8 else ("bf16",)
+    cfgs = sweep_configs(list(opts.models), list(opts.tps), list(opts.seqs), opts.gpu,
+                         cps=opts.cps, micro_batch_size=opts.micro_batch_size, dtypes=dtypes,
+                         quick=opts.quick)
+    cases = distinct_cases(cfgs, notes) if opts.kernels else []
+    layers = layer_cases([c for c in cfgs if c.training.dtype == "bf16"]) if opts.layers else []
+    return Plan(cases, layers, notes)
+
+
+@contextlib.contextmanager
+def _cpu_threads(dev: Any) -> Iterator[None]:
+    """One intra-op thread on a CPU dry run: tiny kernels and a shared CI machine make
+    OpenMP's spinning threads the slowest thing in the run."""
+    import torch
+
+    n = torch.get_num_threads()
+    if dev.kind == "cpu":
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(n)
+
+
+def _numerics(dev: Any, notes: list[str]) -> None:
+    """Our layer against Hugging Face's LlamaDecoderLayer (fp32, tiny); a mismatch is fatal."""
+    try:
+        import transformers
+
+        from trainsim.profile.layer import check_against_hf
+    except ImportError:
+        notes.append("numerics check skipped: transformers is not installed")
+        return
+    ok, diff = check_against_hf(device=dev.torch_device)
+    if not ok:
+        raise ProfileError(f"the profiler's Llama layer disagrees with transformers "
+                           f"{transformers.__version__} LlamaDecoderLayer (max |diff| {diff:.3g})")
+    notes.append(f"numerics: layer matches transformers {transformers.__version__} "
+                 f"LlamaDecoderLayer (fp32, max |diff| {diff:.2g})")
+
+
+def run_profile(opts: ProfileOptions, progress: Progress | None = None,
+                on_plan: Callable[[Plan], None] | None = None,
+                checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Measure the grid on the device and return the database object.
+
+    ``checkpoint`` receives the partial database (marked incomplete in its notes) after every
+    layer and every 50 kernels, so an interrupted run keeps what it measured."""
+    try:
+        import torch
+    except ImportError:
+        raise ProfileError("needs a CUDA GPU and PyTorch; use --device cpu to dry-run") from None
+    from trainsim.profile.device import Budget, open_device
+    from trainsim.profile.kernels import fp8_supported, time_kernel
+    from trainsim.profile.layer import time_layer
+
+    dev = open_device(opts.device)
+    fp8, fp8_note = fp8_supported(dev)
+    work = plan(opts, fp8)
+    notes = ([fp8_note] if fp8_note else []) + work.notes
+    if opts.quick:
+        notes.insert(0, "--quick: tiny shapes and 3 repeats, a dry run; not data for prediction")
+    if on_plan:
+        on_plan(work)
+    budget = Budget.quick() if opts.quick else Budget()
+    kernels: list[dict[str, Any]] = []
+    layers: list[dict[str, Any]] = []
+    def snapshot(done: int) -> dict[str, Any]:
+        partial = [] if done == work.total else [f"incomplete: {done} of {work.total} measured"]
+        return {"format": FORMAT, "gpu": opts.gpu, "device_name": dev.name, **dev.versions(),
+                "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "command": opts.command, "compile": opts.compile, "notes": notes + partial,
+                "kernels": list(kernels), "layers": list(layers)}
+
+    with _cpu_threads(dev):
+        if work.layers:
+            _numerics(dev, notes)
+        for case in work.cases:
+            label = case.kernel.label()
+            try:
+                t = time_kernel(case.kernel, dev, budget)
+            except (RuntimeError, ValueError, TypeError, NotImplementedError) as exc:
+                notes.append(f"failed: {label}: {str(exc).splitlines()[0][:200]}")
+                log.warning("kernel %s failed: %s", label, exc)
+            else:
+                kernels += [{**r, "time_s": t.median_s, "repeats": t.repeats} for r in case.records]
+            _free(torch, dev)
+            if progress:
+                progress(label)
+            if checkpoint and len(kernels) and len(kernels) % 50 == 0:
+                checkpoint(snapshot(work.cases.index(case) + 1))
+        for n, lc in enumerate(work.layers):
+            label = f"layer {lc.model.name} tp={lc.tp} seq={lc.seq_length}"
+            for compiled in (False, True) if opts.compile else (False,):
+                try:
+                    layers.append(time_layer(lc, dev, budget, compiled=compiled))
+                except Exception as exc:  # noqa: BLE001 - torch.compile raises many kinds
+                    if not compiled:
+                        raise
+                    notes.append(f"torch.compile failed for {label}: {str(exc).splitlines()[0][:200]}")
+                    log.warning("torch.compile of %s failed: %s", label, exc)
+                _free(torch, dev)
+            if progress:
+                progress(label)
+            if checkpoint:
+                checkpoint(snapshot(len(work.cases) + n + 1))
+    return snapshot(work.total)
+
+
+def _free(torch: Any, dev: Any) -> None:
+    if dev.kind == "cuda":
+        torch.cuda.empty_cache()
+
+
+def read_db(path: str | Path) -> dict[str, Any]:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read kernel database {path}: {exc}") from None
+
+
+def write_db(db: dict[str, Any], out: str | Path, base: dict[str, Any] | None = None
+             ) -> dict[str, Any]:
+    """Validate and write ``db`` (merged over the records of ``base``, if given)."""
+    out = Path(out)
+    if base is not None:
+        db = merge(base, db)
+    errors = validate_db(db)
+    if errors:
+        raise ProfileError("the measured database is invalid: " + "; ".join(errors[:5]))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(db, indent=1) + "\n")
+    os.replace(tmp, out)
+    return db
