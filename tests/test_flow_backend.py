@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainsim.collectives.flows import ALGORITHMS, Flow, FlowSchedule, pxn_relay
+from trainsim.collectives.flows import FLOW_ALGORITHMS, Flow, FlowSchedule, pxn_relay
 from trainsim.errors import ConfigError
 from trainsim.network.flow import FlowNetwork, max_min_rates
 from trainsim.network.topology import (
@@ -117,6 +117,20 @@ def test_unroutable_and_unknown_gpus_are_config_errors():
         net.run([Flow(0, 1, math.nan)])
 
 
+def test_backend_protocol_prices_a_megatron_group_like_collective_time():
+    """FlowNetwork.span/collective follow the analytical backend's protocol: a DP group of
+    stride 8 over 4 nodes is GPU 0 of each node; NVLS is not a flow algorithm."""
+    net = FlowNetwork(rail_fat_tree(nodes=4, gpus_per_node=8, nodes_per_leaf=4))
+    span = net.span(4, 8)
+    cost = net.collective("all_reduce", 1e8, span)
+    assert cost.time_s == net.collective_time("all_reduce", 1e8, [0, 8, 16, 24])
+    assert cost.algorithm == "ring" and cost.busbw_Bps > 0
+    with pytest.raises(ConfigError, match="cannot run"):
+        net.collective("all_reduce", 1e8, span, "nvls")
+    with pytest.raises(ConfigError, match="does not fit"):
+        net.collective("all_reduce", 1e8, net.span(64, 8))
+
+
 # --- acceptance (a): a rail-aligned ring is not slowed on a 1:1 fat-tree ---------------------
 
 def nic_bound_ring_s(n: int, rails: int, size: float, alpha_s: float = 0.0) -> float:
@@ -217,12 +231,12 @@ topologies = st.one_of(
 
 
 @settings(max_examples=60, deadline=None)
-@given(topo=topologies, kind=st.sampled_from(sorted(ALGORITHMS)), data=st.data(),
+@given(topo=topologies, kind=st.sampled_from(sorted(FLOW_ALGORITHMS)), data=st.data(),
        size=st.sampled_from([0.0, 1.0, 4096.0, 1e6, 3e8]), pxn=st.booleans(),
        seed=st.integers(0, 3))
 def test_random_topologies_and_collectives_always_finish(topo, kind, data, size, pxn, seed):
     """Any collective on any topology ends with a finite time or a ConfigError, quickly."""
-    algo = data.draw(st.sampled_from(("auto",) + ALGORITHMS[kind]))
+    algo = data.draw(st.sampled_from(("auto",) + FLOW_ALGORITHMS[kind]))
     count = 2 if kind == "send_recv" else data.draw(st.integers(1, min(topo.num_gpus, 12)))
     if count > topo.num_gpus:
         return

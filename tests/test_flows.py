@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trainsim.collectives.flows import (
-    ALGORITHMS,
+    FLOW_ALGORITHMS,
     Flow,
     FlowSchedule,
     decompose,
@@ -227,6 +227,6 @@ def test_bad_input_is_a_config_error(call, match):
 
 def test_every_collective_has_a_default_algorithm():
     """'auto' resolves for every collective the flow layer knows."""
-    for kind in ALGORITHMS:
+    for kind in FLOW_ALGORITHMS:
         ranks = [0, 1] if kind == "send_recv" else [0, 1, 2, 9]
         assert decompose(kind, 64.0, ranks, gpus_per_node=8).flows

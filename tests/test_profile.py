@@ -9,19 +9,19 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from click.testing import CliRunner  # noqa: E402
+from click.testing import CliRunner
 
-from trainsim.compute.database import KernelDatabase  # noqa: E402
-from trainsim.profile import layer as layer_mod  # noqa: E402
-from trainsim.profile.cli import profile  # noqa: E402
-from trainsim.profile.device import Budget, CpuDevice, measure, rotation  # noqa: E402
-from trainsim.profile.kernels import fp8_supported, ring_attention, sdpa  # noqa: E402
-from trainsim.profile.layer import LlamaLayer  # noqa: E402
-from trainsim.profile.run import ProfileOptions, run_profile  # noqa: E402
-from trainsim.profile.schema import FORMAT, LAYER_KEYS, validate_db  # noqa: E402
-from trainsim.profile.shapes import simulator_ops, sweep_configs  # noqa: E402
-from trainsim.workload.layers import layer_forward, shard_of  # noqa: E402
-from trainsim.workload.ops import Attention, Elementwise, Gemm  # noqa: E402
+from trainsim.compute.database import KernelDatabase
+from trainsim.profile import layer as layer_mod
+from trainsim.profile.cli import profile
+from trainsim.profile.device import Budget, CpuDevice, measure, rotation
+from trainsim.profile.kernels import fp8_supported, ring_attention, sdpa
+from trainsim.profile.layer import LlamaLayer
+from trainsim.profile.run import ProfileOptions, run_profile
+from trainsim.profile.schema import FORMAT, LAYER_KEYS, validate_db
+from trainsim.profile.shapes import simulator_ops, sweep_configs
+from trainsim.workload.layers import layer_forward, shard_of
+from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 GRID = ["--models", "llama3-8b", "--tp", "1,2", "--seq", "4096"]
 
@@ -75,8 +75,7 @@ def test_every_simulated_op_is_an_exact_database_hit(db_path):
                          dtypes=("bf16", "fp8") if fp8 else ("bf16",))
     ops = [op for c in cfgs for op in simulator_ops(c)
            if isinstance(op, (Gemm, Attention, Elementwise))]
-    assert ops and all(reader.lookup(op) == (pytest.approx(reader.lookup(op)[0]), "exact")
-                       for op in ops)
+    assert ops and all((reader.lookup(op) or (0, "missing"))[1] == "exact" for op in ops)
 
 
 def test_layer_weights_have_the_simulators_gemm_shapes():
@@ -96,7 +95,7 @@ def test_layer_matches_hugging_face_llama():
     """Our TP-1 layer computes what transformers' LlamaDecoderLayer computes (fp32)."""
     pytest.importorskip("transformers")
     ok, diff = layer_mod.check_against_hf()
-    assert ok and diff < 1e-5
+    assert ok and diff < 1e-4
 
 
 def test_hugging_face_check_catches_a_wrong_weight(monkeypatch):
@@ -111,7 +110,7 @@ def test_hugging_face_check_catches_a_wrong_weight(monkeypatch):
 
     monkeypatch.setattr(layer_mod, "copy_from_hf", off_by_a_bit)
     ok, diff = layer_mod.check_against_hf()
-    assert not ok and diff > 1e-5
+    assert not ok and diff > 1e-4
 
 
 def test_compile_failure_is_a_note_not_a_crash(monkeypatch):
@@ -144,22 +143,17 @@ def test_small_inputs_rotate_through_enough_sets_to_overflow_the_cache():
     assert rotation(10 * dev.cache_bytes, dev) == 1
 
 
-def test_ring_attention_does_the_work_of_a_balanced_causal_share():
+def test_ring_attention_does_the_work_of_a_balanced_causal_share(monkeypatch):
     """A CP rank's ring computes a causal block plus (cp-1) half blocks: q*kv/2 pairs."""
-    q = torch.randn(1, 2, 8, 4)
-    k = torch.randn(1, 2, 32, 4)
-    calls = []
-
-    def counting(q_, k_, v_, causal):
-        calls.append(q_.shape[-2] * k_.shape[-2] / (2 if causal else 1))
-        return sdpa(q_, k_, v_, causal)
-
     import trainsim.profile.kernels as kernels_mod
 
-    orig = kernels_mod.sdpa
-    kernels_mod.sdpa = counting
-    try:
-        ring_attention(q, k, k, ring=4)
-    finally:
-        kernels_mod.sdpa = orig
-    assert sum(calls) == 8 * 32 / 2
+    pairs = []
+
+    def counting(q, k, v, causal):
+        pairs.append(q.shape[-2] * k.shape[-2] / (2 if causal else 1))
+        return sdpa(q, k, v, causal)
+
+    monkeypatch.setattr(kernels_mod, "sdpa", counting)
+    q, k = torch.randn(1, 2, 8, 4), torch.randn(1, 2, 32, 4)
+    assert ring_attention(q, k, k, ring=4).shape == q.shape
+    assert sum(pairs) == 8 * 32 / 2

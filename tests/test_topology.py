@@ -11,6 +11,7 @@ from trainsim.network.topology import (
     NVLINK_GEN_BW_Bps,
     Router,
     Topology,
+    from_cluster,
     load_topology,
     nvl_domain,
     nvswitch_node,
@@ -156,6 +157,21 @@ def test_presets_load_with_si_units_and_overrides():
     assert {lk.bw_Bps for lk in nic} == {50e9}
     a100 = load_topology("dgx-a100-superpod")
     assert a100.num_gpus == 1120
+
+
+def test_from_cluster_builds_the_implied_fat_tree():
+    """A ClusterConfig becomes a rail-optimized fat-tree with its NIC and NVLink rates,
+    scaled by the given efficiencies."""
+    from trainsim.catalog import gpu
+    from trainsim.config import ClusterConfig
+
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=32, gpus_per_node=8,
+                            nic_bw_Bps=50e9)
+    topo = from_cluster(cluster, nic_efficiency=0.5)
+    assert topo.num_gpus == 32 and topo.gpus_per_node == 8
+    nic = {lk.bw_Bps for lk in topo.links if topo.nodes[lk.src].kind == "nic"
+           and topo.nodes[lk.dst].kind == "switch"}
+    assert nic == {25e9}
 
 
 def test_unknown_presets_and_keys_are_errors():

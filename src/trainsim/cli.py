@@ -111,16 +111,18 @@ def validate(csv_file: str, fmt: str) -> None:
               help="Like NCCL_ALGO: auto, ring, tree, nvls, nvls_tree, collnet, pat.")
 @click.option("--protocol", default="auto", show_default=True,
               help="Like NCCL_PROTO: auto, LL, LL128, Simple.")
+@click.option("--backend", type=click.Choice(["analytical", "flow"]), default="analytical",
+              show_default=True, help="flow: max-min fair sharing on a rail-optimized fat-tree.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
-               sizes: str, algorithm: str, protocol: str, fmt: str) -> None:
+               sizes: str, algorithm: str, protocol: str, backend: str, fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
     from rich.table import Table
 
     from trainsim.catalog import gpu as catalog_gpu
     from trainsim.collectives import BUS_FACTOR
     from trainsim.config import ClusterConfig
-    from trainsim.network import AnalyticalNetwork
+    from trainsim.network import network_for
 
     try:
         lo, _, hi = sizes.partition(":")
@@ -128,8 +130,9 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
         if lo_b <= 0 or hi_b < lo_b:
             raise TrainsimError(f"--sizes {sizes}: need 0 < MIN <= MAX")
         cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
-                                gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8)
-        net = AnalyticalNetwork(cluster)
+                                gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8,
+                                network_backend=backend)  # type: ignore[arg-type]
+        net = network_for(cluster)
         span = net.span(num_gpus, 1)
         rows: list[dict[str, Any]] = []
         size = lo_b
@@ -166,6 +169,15 @@ def catalog(kind: str) -> None:
     for name in cat.names(kind):
         click.echo(name)
 
+
+def _register() -> None:
+    """Commands that live with their packages (their heavy imports stay lazy)."""
+    from trainsim.profile.cli import profile
+
+    main.add_command(profile)
+
+
+_register()
 
 if __name__ == "__main__":  # pragma: no cover
     main()

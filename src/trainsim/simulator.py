@@ -17,7 +17,7 @@ from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
 from trainsim.memory import estimate_stage_memory, stage_param_split, stage_params
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
-from trainsim.network import AnalyticalNetwork
+from trainsim.network import network_for
 from trainsim.result import Result
 from trainsim.workload.layers import (
     Shard,
@@ -72,7 +72,7 @@ class Pricer:
     def __init__(self, cfg: RunConfig) -> None:
         self.cfg = cfg
         self.compute = compute_model_for(cfg.cluster.gpu, cfg.cluster.compute_db, catalog_gpu)
-        self.net = AnalyticalNetwork(cfg.cluster)
+        self.net = network_for(cfg.cluster)
         p = cfg.parallel
         self.spans = {
             "tp": self.net.span(p.tp, 1),

@@ -41,7 +41,7 @@ DEFAULT_CHUNK_BYTES = 512 * 2**10
 """Pipelining chunk of tree/chain algorithms (NCCL's Simple-protocol slice is of this order)."""
 MAX_CHUNKS = 64
 
-ALGORITHMS: dict[str, tuple[str, ...]] = {
+FLOW_ALGORITHMS: dict[str, tuple[str, ...]] = {
     "all_reduce": ("ring", "tree"),
     "all_gather": ("ring",),
     "reduce_scatter": ("ring",),
@@ -359,13 +359,13 @@ def send_recv(ranks: Sequence[int], size_bytes: float, gpus_per_node: int | None
 
 def resolve_algorithm(kind: str, algorithm: str = "auto") -> str:
     """The algorithm name to decompose ``kind`` with; ConfigError for unknown names."""
-    if kind not in ALGORITHMS:
-        raise ConfigError(f"unknown collective '{kind}'; known: {', '.join(ALGORITHMS)}")
+    if kind not in FLOW_ALGORITHMS:
+        raise ConfigError(f"unknown collective '{kind}'; known: {', '.join(FLOW_ALGORITHMS)}")
     if algorithm == "auto":
-        return ALGORITHMS[kind][0]
-    if algorithm not in ALGORITHMS[kind]:
+        return FLOW_ALGORITHMS[kind][0]
+    if algorithm not in FLOW_ALGORITHMS[kind]:
         raise ConfigError(f"algorithm '{algorithm}' cannot run {kind} as flows; use one of "
-                          f"{', '.join(('auto',) + ALGORITHMS[kind])}")
+                          f"{', '.join(('auto',) + FLOW_ALGORITHMS[kind])}")
     return algorithm
 
 

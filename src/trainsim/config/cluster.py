@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 from trainsim.config._build import require_positive
 from trainsim.errors import ConfigError
@@ -80,6 +81,9 @@ class ClusterConfig:
     """Inter-node bandwidth per GPU, one direction (400 Gbit/s NIC per GPU = 50e9 B/s)."""
     intra_node_bw_Bps: float | None = None
     """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""
+    network_backend: Literal["analytical", "flow"] = "analytical"
+    """analytical: NCCL's alpha-beta model per tier (fast); flow: max-min fair sharing of every
+    link of a rail-optimized fat-tree among a collective's flows (congestion, ECMP)."""
     nvls: bool = True
     """Use NVLink SHARP where the GPU's NVSwitch has it (NCCL_NVLS_ENABLE)."""
     in_network_reduction: bool = False

@@ -5,7 +5,7 @@ is active its rate is its max-min fair share, computed by progressive filling (B
 Gallager, *Data Networks*, 2nd ed., Sec. 6.5.2): repeatedly find the link whose remaining
 capacity divided by its unfrozen flows is smallest, freeze those flows at that share and
 subtract them. Rates are recomputed whenever a flow starts or ends (event-driven fluid
-model, as in SimGrid's and SimAI's flow-level modes). A flow ends when its bytes have
+model, as SimGrid's max-min flow models). A flow ends when its bytes have
 drained plus the latency of its path; within a channel, step ``k + 1`` starts when every
 flow of step ``k`` has ended (NCCL channels progress step by step).
 
@@ -24,12 +24,16 @@ import heapq
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from trainsim.collectives.flows import Flow, FlowSchedule, decompose
+from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_algorithm
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.network.topology import Router, Topology
+from trainsim.network.topology import Router, Topology, from_cluster
+
+if TYPE_CHECKING:
+    from trainsim.config import ClusterConfig
 
 _RATE_FLOOR = 1e-12
 """Smallest rate, as a fraction of the slowest link, so float round-off never stalls a flow."""
@@ -98,9 +102,14 @@ class FlowNetwork:
         self.overhead_s = overhead_s
         self._capacity = np.array([lk.bw_Bps for lk in topology.links], float)
         self._latency = np.array([lk.latency_s for lk in topology.links], float)
-        self._rate_cache: dict[tuple[int, bytes], np.ndarray] = {}
-        self._cached = 0
         self._costs: dict[tuple, object] = {}
+
+    @classmethod
+    def from_cluster(cls, cluster: ClusterConfig, seed: int = 0, nvlink_efficiency: float = 1.0,
+                     nic_efficiency: float = 1.0) -> FlowNetwork:
+        """The flow backend on the rail-optimized fat-tree a cluster config implies."""
+        return cls(from_cluster(cluster, nvlink_efficiency=nvlink_efficiency,
+                                nic_efficiency=nic_efficiency), seed)
 
     # -- collectives -------------------------------------------------------------------------
     def collective_flows(self, kind: str, size_bytes: float, ranks: Sequence[int],
@@ -117,26 +126,30 @@ class FlowNetwork:
         sched = self.collective_flows(kind, size_bytes, ranks, algorithm, channels, pxn)
         return self.run(sched, background).makespan_s
 
+    # The analytical backend's protocol (span, collective); imported lazily so the flow
+    # simulator does not depend on the NCCL cost model's module layout.
     def span(self, size: int, stride: int):
-        """Where a Megatron-ordered group sits (same protocol as the analytical backend)."""
-        from trainsim.collectives.alphabeta import group_span
+        """Where a Megatron-ordered group sits (as AnalyticalNetwork.span)."""
+        from trainsim.collectives import group_span
 
         return group_span(size, stride, self.topology.gpus_per_node)
 
-    def collective(self, kind: str, size_bytes: float, span, algorithm: str = "auto"):
-        """Backend protocol: a :class:`CollectiveCost` for a group laid out as ``span``
-        (``span.nodes`` nodes from node 0, ``span.per_node`` GPUs in each, spread over the
-        rails as Megatron's strided groups are)."""
-        from trainsim.collectives.alphabeta import BUS_FACTOR, CollectiveCost
+    def collective(self, kind: str, size_bytes: float, span, algorithm: str | None = None,
+                   protocol: str | None = None):
+        """A ``CollectiveCost`` for a group laid out as ``span``: ``span.nodes`` nodes from
+        node 0, ``span.per_node`` GPUs in each spread over the rails as Megatron's strided
+        groups are. The flow model has no protocols: ``protocol`` is reported, not priced."""
+        from trainsim.collectives import BUS_FACTOR, CollectiveCost
 
-        key = (kind, size_bytes, span, algorithm)
+        algo = resolve_algorithm(kind, algorithm or "auto")
+        key = (kind, size_bytes, span, algo)
         if key not in self._costs:
             ranks = self.ranks_of(span.nodes, span.per_node)
-            algo = "ring" if algorithm == "auto" and kind == "all_reduce" else algorithm
             t = self.collective_time(kind, size_bytes, ranks, algo)
             factor = BUS_FACTOR[kind](len(ranks)) if kind in BUS_FACTOR else 1.0
             busbw = factor * size_bytes / t if t > 0 else 0.0
-            self._costs[key] = CollectiveCost(time_s=t, algorithm=algo, busbw_Bps=busbw)
+            self._costs[key] = CollectiveCost(time_s=t, algorithm=algo,
+                                              protocol=protocol or "Simple", busbw_Bps=busbw)
         return self._costs[key]
 
     def ranks_of(self, nodes: int, per_node: int) -> list[int]:
@@ -165,17 +178,6 @@ class FlowNetwork:
             return self.router.path(f.src, f.dst, key)
         return self.router.path(f.src, via, key) + self.router.path(via, f.dst, key)
 
-    def _rates(self, tag: int, active: np.ndarray, act: np.ndarray, paths: np.ndarray
-               ) -> np.ndarray:
-        key = (tag, np.packbits(active).tobytes())
-        got = self._rate_cache.get(key)
-        if got is None:
-            if self._cached + act.size > _CACHE_LIMIT:
-                self._rate_cache.clear()
-                self._cached = 0
-            got = self._rate_cache[key] = max_min_rates(paths[act], self._capacity)
-            self._cached += act.size
-        return got
 
 
 def _as_schedule(flows: Iterable[Flow] | FlowSchedule) -> FlowSchedule:
@@ -190,12 +192,10 @@ def _as_schedule(flows: Iterable[Flow] | FlowSchedule) -> FlowSchedule:
 class _Simulation:
     """One run: template flows of every schedule, channel state, and the event loop."""
 
-    _tags = 0
-
     def __init__(self, net: FlowNetwork, scheds: list[FlowSchedule]) -> None:
         self.net = net
-        _Simulation._tags += 1
-        self.tag = _Simulation._tags  # rate-cache namespace of this run's template indices
+        self.memo: dict[bytes, np.ndarray] = {}
+        self.memo_size = 0
         self.fg_count = len(scheds[0].flows)
         channel_of: dict[tuple[int, int], int] = {}
         src_paths, nbytes, chan, step = [], [], [], []
@@ -252,8 +252,7 @@ class _Simulation:
             events += 1
             if dirty:
                 act = np.flatnonzero(self.active)
-                rate = self.net._rates(self.tag, self.active, act, self.paths) if act.size \
-                    else np.zeros(0)
+                rate = self._rates(act) if act.size else np.zeros(0)
                 dirty = False
             t_start = self.heap[0][0] if self.heap else math.inf
             if act.size:
@@ -282,6 +281,19 @@ class _Simulation:
         fg_end = [e for e, fg in zip(self.chan_end, self.foreground) if fg]
         return FlowResult(max(fg_end, default=0.0),
                           tuple(self.ends[: self.fg_count].tolist()), events)
+
+    def _rates(self, act: np.ndarray) -> np.ndarray:
+        """Max-min rates of the active flows, memoized on the active set: a ring's identical
+        steps reuse one water-filling."""
+        key = np.packbits(self.active).tobytes()
+        got = self.memo.get(key)
+        if got is None:
+            if self.memo_size + act.size > _CACHE_LIMIT:
+                self.memo.clear()
+                self.memo_size = 0
+            got = self.memo[key] = max_min_rates(self.paths[act], self.net._capacity)
+            self.memo_size += act.size
+        return got
 
     def _start(self, c: int, t: float) -> bool:
         """Start channel ``c``'s next step at ``t``; True if flows became active."""

@@ -410,11 +410,17 @@ def load_topology(name: str | Path, **overrides: Any) -> Topology:
     return topology_from_dict(spec, **overrides)
 
 
-def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int = 32) -> Topology:
-    """The rail-optimized fat-tree a :class:`ClusterConfig` implies (1:1, shared spines)."""
+def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int = 32,
+                 nvlink_efficiency: float = 1.0, nic_efficiency: float = 1.0) -> Topology:
+    """The rail-optimized fat-tree a :class:`ClusterConfig` implies (1:1, shared spines).
+
+    Link capacities are the cluster's rates times the efficiencies (1.0: raw link rate; pass
+    the analytical backend's NVLINK_EFFICIENCY / NIC_EFFICIENCY to price protocol overhead
+    the same way)."""
     gpn = min(cluster.num_gpus, cluster.gpus_per_node)
     return rail_fat_tree(nodes=cluster.num_nodes, gpus_per_node=gpn,
-                         nic_bw_Bps=cluster.nic_bw_Bps, nvlink_bw_Bps=cluster.nvlink_bw_Bps,
+                         nic_bw_Bps=cluster.nic_bw_Bps * nic_efficiency,
+                         nvlink_bw_Bps=cluster.nvlink_bw_Bps * nvlink_efficiency,
                          nodes_per_leaf=nodes_per_leaf, name=f"{cluster.node}-fat-tree")
 
 

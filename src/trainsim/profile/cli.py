@@ -119,7 +119,7 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
     click.echo(f"wrote {out}: {len(db['kernels'])} kernels, {len(db['layers'])} layers on "
                f"{db['device_name']}")
     for note in db.get("notes", []):
-        if note.startswith(("failed", "torch.compile failed", "fp8")):
+        if note.startswith(("failed", "torch.compile failed", "fp8", "numerics: layer MISMATCH")):
             err.print(f"note: {note}", highlight=False, soft_wrap=True)
 
 

@@ -15,8 +15,9 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import torch
 

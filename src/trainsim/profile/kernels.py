@@ -22,8 +22,10 @@ Implementations are what eager PyTorch runs in training:
 from __future__ import annotations
 
 import contextlib
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +38,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
 FP8 = torch.float8_e4m3fn
 ACT = torch.bfloat16
 EPS = 1e-5
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -74,8 +78,18 @@ def sdpa_context(dev: Device) -> contextlib.AbstractContextManager[Any]:
 
 
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
-    return F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-                                          enable_gqa=q.shape[-3] != k.shape[-3])
+    """Causal or full attention; GQA natively, or by repeating KV heads (as Hugging Face does)
+    where no fused backend takes ``enable_gqa``."""
+    gqa = q.shape[-3] != k.shape[-3]
+    try:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa)
+    except RuntimeError:
+        if not gqa:
+            raise
+        log.warning("no fused SDPA backend takes enable_gqa here: repeating KV heads")
+        r = q.shape[-3] // k.shape[-3]
+        k, v = k.repeat_interleave(r, dim=-3), v.repeat_interleave(r, dim=-3)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
@@ -151,9 +165,9 @@ def _elementwise_fn(base: str, s: dict[str, Any], dev: Device
     r, c = s.get("rows", 0), s.get("cols", 0)
     if base in ("rmsnorm", "layernorm"):
         if base == "rmsnorm":
-            fn = lambda x, w: F.rms_norm(x, (c,), w, EPS)  # noqa: E731
+            fn = lambda x, w: F.rms_norm(x, (c,), w, EPS)
         else:
-            fn = lambda x, w: F.layer_norm(x, (c,), w, None, EPS)  # noqa: E731
+            fn = lambda x, w: F.layer_norm(x, (c,), w, None, EPS)
         return lambda: ([_randn(r, c, dev=dev, grad=True), _randn(c, dev=dev, grad=True)], []), fn, 4 * r * c
     if base == "residual_add":
         p = float(s["dropout"])

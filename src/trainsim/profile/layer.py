@@ -134,8 +134,12 @@ def check_against_hf(device: str | torch.device = "cpu", dtype: torch.dtype = to
                       max_position_embeddings=max(seq, 64), attention_dropout=0.0)
     cfg._attn_implementation = "sdpa"
     hf = LlamaDecoderLayer(cfg, layer_idx=0).to(device=device, dtype=dtype).eval()
-    for p in hf.parameters():  # HF initializes norms to 1; perturb so the copy is tested
-        nn.init.normal_(p, mean=1.0 if p.dim() == 1 else 0.0, std=0.02 if p.dim() > 1 else 0.1)
+    with torch.no_grad():  # O(1) branch outputs, so that a wrong weight shows above tolerance
+        for p in hf.parameters():  # (HF initializes norms to 1: perturb them too)
+            if p.dim() > 1:
+                p.normal_(0.0, p.shape[1] ** -0.5)
+            else:
+                p.normal_(1.0, 0.1)
     params = getattr(cfg, "rope_parameters", None) or {}
     theta = float(params.get("rope_theta", getattr(cfg, "rope_theta", ROPE_THETA)))
     ours = LlamaLayer(hidden, heads, kv_heads, hidden // heads, ffn, seq, theta,
@@ -150,7 +154,7 @@ def check_against_hf(device: str | torch.device = "cpu", dtype: torch.dtype = to
                  position_embeddings=cos_sin)
         ref = ref[0] if isinstance(ref, tuple) else ref
         got = ours(x)
-    tol = 1e-5 if dtype == torch.float32 else 2e-2
+    tol = 1e-4 if dtype == torch.float32 else 2e-2  # fp32 GPU kernels differ in summation order
     return torch.allclose(got, ref, rtol=tol, atol=tol), float((got - ref).abs().max())
 
 
@@ -184,7 +188,7 @@ def _submodule_times(layer: LlamaLayer, passes: _Passes, dev: Device, repeats: i
     marks: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
     handles = []
 
-    def hook(name: str, phase: str, edge: int):  # noqa: ANN202
+    def hook(name: str, phase: str, edge: int):
         def fn(*_: Any) -> None:
             t = dev.timer()
             t.record()

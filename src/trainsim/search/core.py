@@ -20,7 +20,7 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Literal, Sequence
 
 from trainsim.errors import ConfigError
 from trainsim.search.evaluate import Evaluation, evaluate, lower_bound_s
@@ -32,7 +32,13 @@ Progress = Callable[[str, int, int], None]
 """progress(phase, done, total): phase is 'memory' or 'simulate'."""
 
 WAVE = 64
+"""Candidates simulated between two updates of the pruning state (fixed: results must not
+depend on the number of workers)."""
 BATCH = 8
+"""Candidates per task sent to a worker."""
+PARETO_SLOWDOWN = 1.5
+"""The Pareto front keeps configurations at most this much slower than the best on the same
+GPU count: more memory headroom is not worth a 2x slower run."""
 
 
 class EvaluationCache:
@@ -111,11 +117,14 @@ class ReferenceRank:
     rank: int
     """1 + the layouts (others than its own) whose best configuration is faster."""
     exact: bool
-    """False when rank > top_k: then it is a lower bound (pruned layouts are not counted)."""
+    """False when rank > top_k: then it is a lower bound (pruned groups are not counted)."""
+    group_rank: int | None
+    """Rank of its group (e.g. its GPU split) with the group's fastest settings."""
     reasons: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, "rank_is_exact": self.exact, **self.evaluation.to_dict(),
+        return {"rank": self.rank, "rank_is_exact": self.exact, "group_rank": self.group_rank,
+                **self.evaluation.to_dict(),
                 "fits_in_memory": self.evaluation.fits, "why_slower": list(self.reasons)}
 
 
@@ -127,7 +136,7 @@ class SearchResult:
     pareto: tuple[Evaluation, ...]
     evaluated: tuple[Evaluation, ...] = field(repr=False)
     stats: SearchStats
-    distinct: bool
+    rank_by: str
     reference: ReferenceRank | None = None
 
     @property
@@ -139,41 +148,66 @@ class SearchResult:
         return {"model": b.model.name, "gpu": b.cluster.gpu.name, "gpu_counts": list(self.gpu_counts),
                 "global_batch_size": b.training.global_batch_size,
                 "seq_length": b.training.seq_length, "dtype": b.training.dtype,
-                "distinct_layouts": self.distinct, "stats": self.stats.to_dict(),
+                "rank_by": self.rank_by, "stats": self.stats.to_dict(),
                 "top": [r.to_dict() for r in self.top],
                 "pareto": [e.to_dict() for e in self.pareto],
                 "reference": self.reference.to_dict() if self.reference else None}
 
 
-def _group(c: Candidate, distinct: bool) -> object:
-    return c.layout if distinct else c
+RankBy = Literal["split", "layout", "config"]
+RANK_BY = ("split", "layout", "config")
+
+
+def group_of(c: Candidate, rank_by: str) -> object:
+    """The ranking group of a candidate: its GPU split (GPUs, tp, pp, cp), its layout (plus vpp
+    and micro batch), or the candidate itself."""
+    if rank_by == "split":
+        return c.layout[:4]
+    if rank_by == "layout":
+        return c.layout
+    return c
+
+
+def _lead(variants: list[Candidate]) -> int:
+    """Index of the variant with the most overlap switches on: the fastest of its memory group."""
+    return max(range(len(variants)), key=lambda i: (sum(_flags(variants[i])), -i))
+
+
+def _flags(c: Candidate) -> tuple[bool, bool, bool, bool]:
+    return (c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap, c.overlap_p2p_comm)
 
 
 def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = None, *,
-           top_k: int = 10, executor: Executor | None = None, distinct: bool = True,
+           top_k: int = 10, executor: Executor | None = None, rank_by: RankBy = "split",
            exhaustive: bool = False, reference: Candidate | None = None,
-           progress: Progress | None = None, cache: EvaluationCache | None = DEFAULT_CACHE,
-           wave: int = WAVE, batch: int = BATCH) -> SearchResult:
+           pareto_slowdown: float = PARETO_SLOWDOWN, progress: Progress | None = None,
+           cache: EvaluationCache | None = DEFAULT_CACHE, wave: int = WAVE,
+           batch: int = BATCH) -> SearchResult:
     """Fastest configurations of ``base`` on each of ``gpu_counts`` GPUs.
 
-    ``distinct`` ranks parallel layouts (GPUs, tp, pp, cp, vpp, micro batch), each by its
-    fastest setting of the other switches, so the top k shows k different strategies rather
-    than one strategy with switches toggled; ``distinct=False`` ranks every candidate.
+    ``rank_by`` sets what the top k lists: 'split' (default) k different GPU splits
+    (tp, pp, cp, dp), each with its fastest settings; 'layout' also tells vpp and micro-batch
+    apart; 'config' ranks every candidate. The Pareto front keeps configurations within
+    ``pareto_slowdown`` times the best iteration time of their GPU count.
     """
     if top_k < 1:
         raise ConfigError(f"--top={top_k} must be >= 1")
+    if rank_by not in RANK_BY:
+        raise ConfigError(f"rank_by={rank_by!r} is not one of {list(RANK_BY)}")
+    if not pareto_slowdown >= 1:
+        raise ConfigError(f"pareto_slowdown={pareto_slowdown} must be >= 1")
     space = space or SearchSpace()
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()
     counts = tuple(dict.fromkeys(int(n) for n in gpu_counts))
-    for n in counts:
-        if n < 1:
-            raise ConfigError(f"--gpus={n} must be positive")
+    if not counts or any(n < 1 for n in counts):
+        raise ConfigError(f"--gpus={list(gpu_counts)} must be positive GPU counts")
 
     # 1. enumerate and prune by memory, once per memory group
     keys = [k for n in counts for k in space.memory_keys(base, n)]
     enumerated = memory_pruned = 0
-    feasible: list[tuple[float, Candidate, float]] = []  # (bound, candidate, headroom)
+    heap: list[tuple[float, int, Candidate, float]] = []  # (bound, order, candidate, headroom)
+    siblings: dict[Candidate, list[Candidate]] = {}
     for i, key in enumerate(keys):
         mc = check_memory(key, base)
         if mc is not None:
@@ -182,93 +216,117 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
             if not mc.fits:
                 memory_pruned += len(variants)
             else:
-                lb = lower_bound_s(key, base)
-                feasible.extend((lb, c, mc.headroom_bytes) for c in variants)
-        if progress and (i % 256 == 0 or i == len(keys) - 1):
+                lead = variants.pop(_lead(variants))
+                siblings[lead] = variants
+                heap.append((lower_bound_s(key, base), i, lead, mc.headroom_bytes))
+        if progress and (i % 512 == 0 or i == len(keys) - 1):
             progress("memory", i + 1, len(keys))
-    feasible.sort(key=lambda x: (x[0], x[1]))
+    heapq.heapify(heap)
+    total = enumerated - memory_pruned
 
-    # 2. simulate in waves, best bound first, skipping what cannot matter
+    # 2. simulate in waves, lowest bound first, skipping what cannot change the answer
     tokens = base.training.global_batch_size * base.training.seq_length
     bkey = EvaluationCache.base_key(base)
     hits0 = cache.hits if cache else 0
     best_of: dict[object, float] = {}
+    best_n: dict[int, float] = {}
     front: list[Evaluation] = []
     evaluated: list[Evaluation] = []
     threshold = float("inf")
-    bound_pruned = simulated = 0
-    done = 0
-    for start in range(0, len(feasible), wave):
-        chunk = feasible[start:start + wave]
-        todo: list[Candidate] = []
-        fresh: list[Evaluation] = []
-        for lb, c, headroom in chunk:
-            if not exhaustive and lb > threshold and any(
-                    f.tokens_per_s >= tokens / lb and f.memory_headroom_bytes >= headroom
-                    and f.num_gpus <= c.mem.num_gpus for f in front):
-                bound_pruned += 1
+    bound_pruned = simulated = done = 0
+    order = len(keys)
+
+    def skip(lb: float, c: Candidate, headroom: float) -> bool:
+        if exhaustive:
+            return False
+        if lb <= threshold and lb < best_of.get(group_of(c, rank_by), float("inf")):
+            return False  # could still enter the top k
+        if lb > pareto_slowdown * best_n.get(c.mem.num_gpus, float("inf")):
+            return True
+        return any(f.tokens_per_s >= tokens / lb and f.memory_headroom_bytes >= headroom
+                   and f.num_gpus <= c.mem.num_gpus for f in front)
+
+    while heap:
+        todo: list[tuple[float, Candidate, float]] = []
+        fresh: list[tuple[float, Evaluation, float]] = []
+        while heap and len(todo) + len(fresh) < wave:
+            lb, _, c, headroom = heapq.heappop(heap)
+            if skip(lb, c, headroom):
+                n = 1 + len(siblings.pop(c, ()))  # siblings are no faster than their lead
+                bound_pruned += n
+                done += n
                 continue
             hit = cache.get(bkey, c) if cache else None
             if hit is not None:
-                fresh.append(hit)
+                fresh.append((lb, hit, headroom))
             else:
-                todo.append(c)
-        batches = [todo[i:i + batch] for i in range(0, len(todo), batch)]
-        for res in executor.map(base, batches):
-            for e in res:
-                if cache:
-                    cache.put(bkey, e)
-                fresh.append(e)
+                todo.append((lb, c, headroom))
+        batches = [[c for _, c, _ in todo[i:i + batch]] for i in range(0, len(todo), batch)]
+        results = [e for res in executor.map(base, batches) for e in res]
+        for (lb, _, headroom), e in zip(todo, results):
+            if cache:
+                cache.put(bkey, e)
+            fresh.append((lb, e, headroom))
         simulated += len(todo)
-        fresh.sort(key=lambda e: e.candidate)
-        evaluated.extend(fresh)
-        for e in fresh:
-            g = _group(e.candidate, distinct)
-            if e.iteration_time_s < best_of.get(g, float("inf")):
-                best_of[g] = e.iteration_time_s
+        fresh.sort(key=lambda x: x[1].candidate)
+        for lb, e, headroom in fresh:
+            evaluated.append(e)
+            c, t = e.candidate, e.iteration_time_s
+            g = group_of(c, rank_by)
+            best_of[g] = min(best_of.get(g, t), t)
+            best_n[c.mem.num_gpus] = min(best_n.get(c.mem.num_gpus, t), t)
+            # Turning an overlap switch on never slows the simulated iteration (it only hides
+            # communication; tests check it), so the lead's time bounds its siblings.
+            for s in siblings.pop(c, ()):
+                order += 1
+                heapq.heappush(heap, (lb if exhaustive else max(lb, t), order, s, headroom))
         if len(best_of) >= top_k:
             threshold = heapq.nsmallest(top_k, best_of.values())[-1]
-        front = pareto_front(front + fresh)
-        done += len(chunk)
+        front = pareto_front(front + [e for _, e, _ in fresh])
+        done += len(fresh)
         if progress:
-            progress("simulate", done, len(feasible))
+            progress("simulate", done, total)
 
     # 3. rank
     best_eval: dict[object, Evaluation] = {}
     for e in evaluated:
-        g = _group(e.candidate, distinct)
+        g = group_of(e.candidate, rank_by)
         cur = best_eval.get(g)
         if cur is None or (e.iteration_time_s, e.candidate) < (cur.iteration_time_s, cur.candidate):
             best_eval[g] = e
     ordered = sorted(best_eval.values(), key=lambda e: (e.iteration_time_s, e.candidate))
     top = tuple(Ranked(i + 1, e, why_slower(ordered[0], e) if i else ())
                 for i, e in enumerate(ordered[:top_k]))
+    front = [f for f in front if f.iteration_time_s <= pareto_slowdown * best_n[f.num_gpus]]
     ref = None
     if reference is not None:
-        ref = _rank_reference(reference, base, ordered, top_k, distinct, cache, bkey)
+        ref = _rank_reference(reference, base, ordered, top_k, rank_by, cache, bkey)
     stats = SearchStats(enumerated, len(keys), memory_pruned, bound_pruned, simulated,
                         (cache.hits - hits0) if cache else 0, time.perf_counter() - t0,
                         executor.name, executor.workers)
-    return SearchResult(base, counts, top, tuple(front), tuple(evaluated), stats, distinct, ref)
+    return SearchResult(base, counts, top, tuple(front), tuple(evaluated), stats, rank_by, ref)
 
 
 def _rank_reference(reference: Candidate, base: Base, ordered: list[Evaluation], top_k: int,
-                    distinct: bool, cache: EvaluationCache | None, bkey: str) -> ReferenceRank:
+                    rank_by: str, cache: EvaluationCache | None, bkey: str) -> ReferenceRank:
     e = cache.get(bkey, reference) if cache else None
     if e is None:
         e = evaluate(reference, base)
         if cache:
             cache.put(bkey, e)
-    own = _group(reference, distinct)
+    own = group_of(reference, rank_by)
     faster = sum(1 for o in ordered
-                 if _group(o.candidate, distinct) != own and o.iteration_time_s < e.iteration_time_s)
+                 if group_of(o.candidate, rank_by) != own and o.iteration_time_s < e.iteration_time_s)
     rank = faster + 1
-    # A layout pruned by the bound is slower than the k-th best found, so every layout faster
+    # A group pruned by the bound is slower than the k-th best found, so every group faster
     # than the reference was simulated as long as fewer than k others beat it.
-    own_in_top = any(_group(o.candidate, distinct) == own for o in ordered[:top_k])
+    own_in_top = any(group_of(o.candidate, rank_by) == own for o in ordered[:top_k])
     exact = rank < top_k or (rank == top_k and not own_in_top)
+    own_best = next((i + 1 for i, o in enumerate(ordered) if group_of(o.candidate, rank_by) == own),
+                    None)
     reasons = why_slower(ordered[0], e) if ordered and ordered[0].candidate != reference else ()
-    return ReferenceRank(e, rank, exact, reasons)
+    return ReferenceRank(e, rank, exact, own_best, reasons)
 
 
-__all__ = ["EvaluationCache", "Ranked", "ReferenceRank", "SearchResult", "SearchStats", "search"]
+__all__ = ["EvaluationCache", "RANK_BY", "Ranked", "ReferenceRank", "SearchResult", "SearchStats",
+           "group_of", "search"]
