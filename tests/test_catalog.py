@@ -260,14 +260,11 @@ def test_hf_moe_loads_as_moe(tmp_path):
     assert (m.num_experts, m.moe_router_topk) == (8, 2)
 
 
-def test_hf_mla_rejected(tmp_path):
-    """A DeepSeek-style config with latent attention (kv_lora_rank) is a clear ConfigError."""
-    cfg = json.loads(LLAMA3_8B_HF.read_text())
-    cfg.update(n_routed_experts=64, num_experts_per_tok=6, kv_lora_rank=512, q_lora_rank=1536)
-    p = tmp_path / "config.json"
-    p.write_text(json.dumps(cfg))
-    with pytest.raises(ConfigError, match="latent attention"):
-        model_from_hf_config(p)
+def test_hf_deepseek_v3_config_loads_with_mla_and_mtp():
+    """DeepSeek-V3's config.json loads as MLA + MoE + MTP with the preset's parameter count."""
+    m = model_from_hf_config(HF / "deepseek-v3" / "config.json")
+    assert m.is_mla and m.num_experts == 256 and m.mtp_num_layers == 1
+    assert total_params(m) == total_params(catalog.model("deepseek-v3"))
 
 
 def _hf_run_yaml(tmp_path: Path) -> Path:

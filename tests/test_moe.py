@@ -90,3 +90,30 @@ def test_bad_moe_settings_are_clear_errors():
         run_config_from_dict({"model": "llama3-8b", "parallel": {"ep": 2},
                               "cluster": {"node": "dgx-h100", "num_gpus": 8},
                               "training": {"global_batch_size": 8}})
+
+
+def test_deepseek_v3_sizes_match_the_report():
+    """DeepSeek-V3: 671B main-model parameters, ~37B activated per token (report §1)."""
+    from trainsim.model import mtp_params
+
+    m = model("deepseek-v3")
+    assert total_params(m) - mtp_params(m) == pytest.approx(671e9, rel=0.01)
+    assert active_params(m) == pytest.approx(37e9, rel=0.05)
+
+
+def test_deepseek_v3_run_simulates_and_dispatch_tricks_help():
+    """The report's 2,048-H800 setting simulates; fp8 dispatch, node-limited routing and
+    overlapping the all-to-alls each reduce exposed expert-parallel time."""
+    from trainsim import load_run_config
+
+    path = EXAMPLES / "deepseek-v3-h800.yaml"
+    plain = simulate(load_run_config(path, ["parallel.moe_overlap_ep_comm=false",
+                                            "parallel.moe_dispatch_fp8=false",
+                                            "model.moe_router_group_topk=null"]))
+    fp8 = simulate(load_run_config(path, ["parallel.moe_overlap_ep_comm=false",
+                                          "model.moe_router_group_topk=null"]))
+    limited = simulate(load_run_config(path, ["parallel.moe_overlap_ep_comm=false"]))
+    hidden = simulate(load_run_config(path))
+    assert plain.exposed_comm["ep"] > fp8.exposed_comm["ep"] > limited.exposed_comm["ep"] \
+        > hidden.exposed_comm["ep"]
+    assert hidden.iteration_time_s < limited.iteration_time_s

@@ -30,7 +30,7 @@ from trainsim.workload.layers import (
     layer_recompute,
     shard_of,
 )
-from trainsim.workload.ops import Comm, Op
+from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.schedule import schedule
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
@@ -91,18 +91,32 @@ class Pricer:
         return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
 
     def price(self, ops: list[Op]) -> Priced:
+        """Segments of an op list. Communication runs blocking, except: ``overlap_with_previous``
+        (and TP comm under tp_comm_overlap) hides behind the preceding compute op; with
+        moe_overlap_ep_comm, expert all-to-alls hide behind the list's whole compute, as when
+        one micro-batch's dispatch runs under another's attention and MLP (DeepSeek-V3's
+        DualPipe, Megatron-core's overlapped 1F1B)."""
         segs: list[tuple[str, float, str]] = []
-        overlap_tp = self.cfg.parallel.tp_comm_overlap
+        p = self.cfg.parallel
+        pooled: list[tuple[str, float, str]] = []
         for op in ops:
             if isinstance(op, Comm):
                 t = self.comm_time(op)
                 cat = {"tp": TP, "cp": CP, "pp": PP, "ep": EP, "etp": EP}.get(op.group, DP)
-                if (op.overlap_with_previous or (overlap_tp and op.group == "tp")) and segs:
+                if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
+                    pooled.append((cat, t, op.name))
+                    continue
+                if (op.overlap_with_previous or (p.tp_comm_overlap and op.group == "tp")) and segs:
                     hidden = segs[-1][1] if segs[-1][0] == COMPUTE else 0.0
                     t = max(0.0, t - hidden)
                 segs.append((cat, t, op.name))
             else:
                 segs.append((COMPUTE, self.compute.time(op), op.name))
+        if pooled:
+            budget = sum(t for cat, t, _ in segs if cat == COMPUTE)
+            for cat, t, name in pooled:
+                segs.append((cat, max(0.0, t - budget), name))
+                budget = max(0.0, budget - t)
         return Priced(tuple(segs))
 
 
@@ -139,6 +153,13 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard) -> dict[int, _Chunk]:
         layer_b[moe] = pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
+    if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
+        last_moe = m.is_moe_layer(m.num_layers - 1)
+        proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype)]
+        mtp_f = pricer.price(proj) + layer_f[last_moe] + head_f
+        mtp_b = head_b + layer_b[last_moe] + pricer.price(backward_of(proj, sh))
+        head_f = head_f + mtp_f * m.mtp_num_layers
+        head_b = mtp_b * m.mtp_num_layers + head_b
     emb_f, emb_b = pricer.price(embedding_forward(cfg, sh)), pricer.price(embedding_backward(cfg, sh))
     empty = Priced(())
     ranges = cfg.virtual_stage_layers()
@@ -338,9 +359,11 @@ def _split_last_backward(add, s: int, ch: _Chunk, deps: list[int], chunk: int, b
     return ids[-1]
 
 
-def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int) -> tuple[dict, dict]:
-    """Attribute the critical stage's wall time: busy categories on its compute stream, and
-    gaps by the reason it waited (pipeline bubble, or data-parallel communication)."""
+def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
+               iteration_s: float) -> tuple[dict, dict]:
+    """Attribute the iteration to one stage's timeline: busy categories on its compute stream,
+    gaps by the reason it waited (pipeline bubble, or data-parallel communication), and the
+    wait for slower stages after it finished (bubble too)."""
     cats = {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0}
     bubble = 0.0
     prev_end = 0.0
@@ -360,7 +383,8 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int) -> tuple
         prev_end = tl.end_s[i]
     tail = tl.end_s[end_task] - prev_end  # exposed parameter all-gather after the step
     cats[DP] += max(0.0, tail)
-    total = tl.end_s[end_task]
+    bubble += iteration_s - tl.end_s[end_task]
+    total = iteration_s
     exposed = {"tp": cats[TP], "cp": cats[CP], "ep": cats[EP], "pp": cats[PP], "dp": cats[DP]}
     breakdown = {"compute_s": cats[COMPUTE], "exposed_comm_s": sum(exposed.values()),
                  "pipeline_bubble_s": bubble, "optimizer_s": cats[OPT]}
@@ -373,13 +397,20 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False) -> Result:
     pricer = Pricer(cfg)
     tasks, ends = build_tasks(cfg, pricer)
     tl = run(tasks)
-    stage = max(range(len(ends)), key=lambda s: (tl.end_s[ends[s]], -s))
-    breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage])
+    iteration_s = max(tl.end_s[e] for e in ends)
+    # The stage that bounds throughput: the most work on its compute stream (ties: the one
+    # that finishes last, then the lowest index)
+    busy = [0.0] * len(ends)
+    for t in tl.tasks:
+        if t.stream[1] == "compute":
+            busy[t.stream[0]] += t.duration_s
+    stage = max(range(len(ends)), key=lambda s: (round(busy[s], 12), tl.end_s[ends[s]], -s))
+    breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage], iteration_s)
     memory = [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
     tokens = cfg.tokens_per_iteration
     return Result(
         config=cfg,
-        iteration_time_s=tl.end_s[ends[stage]],
+        iteration_time_s=iteration_s,
         breakdown=breakdown,
         exposed_comm=exposed,
         memory=memory,

@@ -133,8 +133,6 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     )
     experts = get("num_local_experts", "num_experts", "n_routed_experts")
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
-        if cfg.get("kv_lora_rank") or cfg.get("q_lora_rank"):
-            raise ConfigError(f"{path}: multi-head latent attention (MLA) is not supported yet")
         shared = get("shared_expert_intermediate_size")
         n_shared = cfg.get("n_shared_experts")
         if shared is None and n_shared:
@@ -145,6 +143,12 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       moe_shared_expert_intermediate_size=shared,
                       moe_layer_freq=get("decoder_sparse_step", "moe_layer_freq", default=1),
                       moe_first_dense_layers=get("first_k_dense_replace", default=0))
+    if cfg.get("kv_lora_rank"):  # DeepSeek-V2/V3 multi-head latent attention
+        fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
+                      qk_head_dim=get("qk_nope_head_dim", default=128),
+                      qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
+                      v_head_dim=get("v_head_dim", default=128), head_dim=None)
+    fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
     return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
 
 

@@ -41,6 +41,20 @@ class ModelConfig:
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
+    # --- multi-head latent attention (DeepSeek-V2/V3; Megatron-core MLATransformerConfig names)
+    q_lora_rank: int | None = None
+    """Rank of the query down-projection; None = full-rank queries."""
+    kv_lora_rank: int | None = None
+    """Rank of the joint key/value compression; set it to turn MLA on."""
+    qk_head_dim: int = 128
+    """MLA: per-head query/key width without the rotary part (DeepSeek's qk_nope_head_dim)."""
+    qk_pos_emb_head_dim: int = 64
+    """MLA: per-head rotary query/key width (DeepSeek's qk_rope_head_dim)."""
+    v_head_dim: int = 128
+    """MLA: per-head value width."""
+    mtp_num_layers: int = 0
+    """Multi-token-prediction modules (DeepSeek-V3): each a transformer layer plus a logit
+    head on the last pipeline stage."""
     # --- mixture of experts (Megatron-core names)
     num_experts: int | None = None
     """Routed experts per MoE layer; None = dense model."""
@@ -54,6 +68,9 @@ class ModelConfig:
     """Every n-th layer (after the dense ones) is an MoE layer."""
     moe_first_dense_layers: int = 0
     """Leading layers that stay dense (DeepSeek's first_k_dense_replace)."""
+    moe_router_group_topk: int | None = None
+    """Node-limited routing: a token's experts lie on at most this many nodes, and it crosses
+    the network once per node (DeepSeek-V3 §2.1.2: M = 4); None = unrestricted."""
     moe_capacity_factor: float | None = None
     """Tokens an expert accepts, relative to a uniform share; None = dropless."""
     moe_token_imbalance: float = 1.0
@@ -75,6 +92,10 @@ class ModelConfig:
             raise ConfigError(
                 f"model.num_kv_heads={self.kv_heads} must divide "
                 f"model.num_attention_heads={self.num_attention_heads}")
+        require_positive("model", q_lora_rank=self.q_lora_rank, kv_lora_rank=self.kv_lora_rank,
+                         qk_head_dim=self.qk_head_dim, v_head_dim=self.v_head_dim)
+        if self.mtp_num_layers < 0:
+            raise ConfigError(f"model.mtp_num_layers={self.mtp_num_layers} must be >= 0")
         if self.num_experts is not None:
             require_positive("model", num_experts=self.num_experts, moe_router_topk=self.moe_router_topk,
                              moe_ffn_hidden_size=self.moe_ffn_hidden_size,
@@ -106,6 +127,22 @@ class ModelConfig:
         if self.activation == "gelu":
             return 4 * self.hidden_size
         return 256 * ((int(8 * self.hidden_size / 3) + 255) // 256)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None
+
+    @property
+    def qk_dim(self) -> int:
+        """Total query (= key) width over all heads, as attention scores use it."""
+        if self.is_mla:
+            return self.num_attention_heads * (self.qk_head_dim + self.qk_pos_emb_head_dim)
+        return self.q_size
+
+    @property
+    def v_dim(self) -> int:
+        """Total value (= attention output) width over all heads."""
+        return self.num_attention_heads * self.v_head_dim if self.is_mla else self.q_size
 
     @property
     def is_moe(self) -> bool:

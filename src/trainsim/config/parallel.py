@@ -42,6 +42,11 @@ class ParallelConfig:
     """Overlap TP communication with GEMMs (Transformer Engine userbuffers)."""
     overlap_p2p_comm: bool = False
     """Pipeline send/recv on a separate stream, not blocking compute."""
+    moe_overlap_ep_comm: bool = False
+    """Hide expert-parallel all-to-alls behind compute of another micro-batch (Megatron-core
+    --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe does the same)."""
+    moe_dispatch_fp8: bool = False
+    """Send dispatched tokens in fp8 (DeepSeek-V3 §3.3); the combine stays 16-bit."""
     decoder_first_pipeline_num_layers: int | None = None
     """Layers on the first pipeline stage (uneven split); None = even split."""
     decoder_last_pipeline_num_layers: int | None = None

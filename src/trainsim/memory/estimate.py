@@ -24,6 +24,7 @@ from trainsim.model.counts import (
     embedding_params,
     layer_expert_params,
     layer_params,
+    mtp_params,
     output_layer_params,
 )
 from trainsim.workload.schedule import peak_in_flight, schedule
@@ -81,11 +82,13 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     # to one head per query head for GQA (repeat_interleave), so those are copies too.
     fused = 2 * (q / t + 2 * kv_loc)
     rope = m.position_embedding == "rope"
-    if cfg.training.attention == "unfused" and kv_loc < q / t:
+    if m.is_mla:  # Q, K (with rotary parts), V per head, plus the compressed latents
+        qkv = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * ((m.q_lora_rank or 0) + (m.kv_lora_rank or 0))
+    elif cfg.training.attention == "unfused" and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
-    sharded = T * (qkv + 2 * q / t) + T * mlp_inner / t
+    sharded = T * (qkv + 2 * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
     if cfg.training.attention == "flash":
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
@@ -140,8 +143,10 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     dense = sum(layer_params(m, i) for i in layers) - experts
     if stage == 0:
         dense += embedding_params(m)
-    if stage == p.pp - 1:
-        dense += output_layer_params(m)
+    if stage == p.pp - 1:  # the head, and any multi-token-prediction modules
+        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
+        experts += mtp_experts
+        dense += output_layer_params(m) + mtp_params(m) - mtp_experts
         if m.tied_embeddings and p.pp > 1:  # last stage keeps its own copy of the word embedding
             dense += m.vocab_size * m.hidden_size
     return dense / p.tp, experts / (p.ep * p.etp)
@@ -171,6 +176,9 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     moe_layer = activation_bytes_per_layer(cfg, moe=True) if m.is_moe else dense_layer
     chunk_bytes = [sum(moe_layer if m.is_moe_layer(i) else dense_layer for i in r)
                    for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage]
+    if stage == p.pp - 1 and m.mtp_num_layers:  # MTP layers sit after the last chunk's layers
+        last_kind = moe_layer if m.is_moe_layer(m.num_layers - 1) else dense_layer
+        chunk_bytes[-1] += m.mtp_num_layers * last_kind
     if len(set(chunk_bytes)) == 1:
         activations = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * chunk_bytes[0]
     else:

@@ -8,9 +8,10 @@ from trainsim.model.counts import (
     layer_expert_params,
     layer_params,
     model_flops_per_token,
+    mtp_params,
     output_layer_params,
     total_params,
 )
 
 __all__ = ["active_params", "embedding_params", "expert_params", "hardware_flops_per_iteration", "layer_expert_params", "layer_params",
-           "model_flops_per_token", "output_layer_params", "total_params"]
+           "model_flops_per_token", "mtp_params", "output_layer_params", "total_params"]

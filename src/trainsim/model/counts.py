@@ -9,11 +9,24 @@ from __future__ import annotations
 from trainsim.config import ModelConfig, RunConfig
 
 
+def attention_matrices(m: ModelConfig) -> int:
+    """Weights of the attention projections (no biases or norms)."""
+    h = m.hidden_size
+    if m.is_mla:  # DeepSeek-V2 §2.1: low-rank query and joint key/value compression
+        heads, rope = m.num_attention_heads, m.qk_pos_emb_head_dim
+        q = (h * m.q_lora_rank + m.q_lora_rank * m.qk_dim) if m.q_lora_rank else h * m.qk_dim
+        kv = h * (m.kv_lora_rank + rope) + m.kv_lora_rank * heads * (m.qk_head_dim + m.v_head_dim)
+        return q + kv + m.v_dim * h
+    q, kv = m.q_size, m.kv_size
+    return h * (q + 2 * kv) + q * h
+
+
 def attention_params(m: ModelConfig) -> int:
-    h, q, kv = m.hidden_size, m.q_size, m.kv_size
-    weights = h * (q + 2 * kv) + q * h
-    bias = (q + 2 * kv + h) if m.add_bias_linear else 0
-    return weights + bias
+    if m.is_mla:  # plus the RMSNorms of the compressed query and key/value
+        return attention_matrices(m) + (m.q_lora_rank or 0) + (m.kv_lora_rank or 0)
+    q, kv = m.q_size, m.kv_size
+    bias = (q + 2 * kv + m.hidden_size) if m.add_bias_linear else 0
+    return attention_matrices(m) + bias
 
 
 def mlp_params(m: ModelConfig, width: int | None = None) -> int:
@@ -61,32 +74,47 @@ def output_layer_params(m: ModelConfig) -> int:
     return norm_params(m) + (0 if m.tied_embeddings else m.vocab_size * m.hidden_size)
 
 
+def mtp_params(m: ModelConfig) -> int:
+    """Multi-token-prediction modules (DeepSeek-V3 §2.2): a transformer layer like the last one,
+    a 2h -> h projection and two RMSNorms each; embedding and output head are shared."""
+    per = layer_params(m, m.num_layers - 1) + 2 * m.hidden_size * m.hidden_size + 2 * norm_params(m)
+    return m.mtp_num_layers * per
+
+
 def total_params(m: ModelConfig) -> int:
     layers = sum(layer_params(m, i) for i in range(m.num_layers))
-    return layers + embedding_params(m) + output_layer_params(m)
+    return layers + embedding_params(m) + output_layer_params(m) + mtp_params(m)
 
 
 def active_params(m: ModelConfig) -> int:
     """Parameters one token passes through (routed experts: only its top-k)."""
-    routed = m.num_moe_layers * (expert_params(m) - m.moe_router_topk * mlp_params(m, m.expert_ffn_size))
-    return total_params(m) - routed
+    moe_layers = m.num_moe_layers + (m.mtp_num_layers if m.is_moe_layer(m.num_layers - 1) else 0)
+    idle = expert_params(m) - m.moe_router_topk * mlp_params(m, m.expert_ffn_size)
+    return total_params(m) - moe_layers * idle
 
 
 def _matmul_params(m: ModelConfig) -> int:
     """Parameters that take part in a matmul per token: the layers' matrices (for MoE layers
     the router, shared experts and top-k routed experts) plus the logit layer."""
-    h, q, kv = m.hidden_size, m.q_size, m.kv_size
+    h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
-    attn = h * (q + 2 * kv) + q * h
+    attn = attention_matrices(m)
     dense = mats * h * m.ffn_size
     shared = mats * h * (m.moe_shared_expert_intermediate_size or 0)
     moe = h * (m.num_experts or 0) + shared + m.moe_router_topk * mats * h * m.expert_ffn_size
     n_moe = m.num_moe_layers
-    return m.num_layers * attn + (m.num_layers - n_moe) * dense + n_moe * moe + m.vocab_size * h
+    per_mtp = attn + (moe if m.is_moe_layer(m.num_layers - 1) else dense) + 2 * h * h + m.vocab_size * h
+    return (m.num_layers * attn + (m.num_layers - n_moe) * dense + n_moe * moe + m.vocab_size * h
+            + m.mtp_num_layers * per_mtp)
 
 
 def _attention_span(m: ModelConfig, seq_length: int) -> int:
     return min(seq_length, m.sliding_window) if m.sliding_window else seq_length
+
+
+def _attention_width(m: ModelConfig) -> int:
+    """Score (QK^T) plus context (AV) matmul width summed over layers: 2 l a d for MHA/GQA."""
+    return (m.num_layers + m.mtp_num_layers) * (m.qk_dim + m.v_dim)
 
 
 def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
@@ -97,7 +125,7 @@ def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
     PaLM (Chowdhery et al. 2022, App. B) and Megatron (Narayanan et al. 2021, eq. 3 without
     the recompute pass). This is what MFU divides by.
     """
-    return 6.0 * _matmul_params(m) + 12.0 * m.num_layers * m.q_size * _attention_span(m, seq_length)
+    return 6.0 * _matmul_params(m) + 6.0 * _attention_width(m) * _attention_span(m, seq_length)
 
 
 def hardware_flops_per_iteration(cfg: RunConfig) -> float:
@@ -111,7 +139,7 @@ def hardware_flops_per_iteration(cfg: RunConfig) -> float:
     s = cfg.training.seq_length
     base = model_flops_per_token(m, s) * tokens
     layer_fwd = 2.0 * (_matmul_params(m) - m.vocab_size * m.hidden_size) \
-        + 4.0 * m.num_layers * m.q_size * _attention_span(m, s)
-    attn_fwd = 4.0 * m.num_layers * m.q_size * _attention_span(m, s)
+        + 2.0 * _attention_width(m) * _attention_span(m, s)
+    attn_fwd = 2.0 * _attention_width(m) * _attention_span(m, s)
     extra = {"none": 0.0, "full": layer_fwd, "selective": attn_fwd}[cfg.parallel.recompute]
     return base + extra * tokens

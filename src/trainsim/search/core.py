@@ -1,18 +1,23 @@
 """search(): enumerate, prune by memory, simulate in parallel, rank, Pareto front.
 
-1. Every canonical candidate of the space is enumerated, grouped by what memory depends on;
-   each group is checked once (``estimate_stage_memory``, no simulation) and a group that does
-   not fit prunes all its overlap variants.
-2. The survivors are sorted by a lower bound on their iteration time
-   (:func:`~trainsim.search.evaluate.lower_bound_s`) and simulated in fixed-size waves.
-   After each wave a candidate is skipped when it can neither enter the top k (its bound is
-   above the k-th best time found) nor the Pareto front (an evaluated configuration is at
-   least as fast as its bound, with as much memory headroom, on no more GPUs). Branch and
-   bound: the top k and the front are exactly those of simulating everything
-   (``exhaustive=True`` does). Waves do not depend on the executor or the number of workers,
-   so local processes and Ray give the same answer.
+1. Every canonical candidate of the space is enumerated (and checked by RunConfig), grouped
+   by what memory depends on. Each group is represented by its *lead*, the variant with
+   every applicable overlap switch on, keyed by a lower bound on its iteration time
+   (:func:`~trainsim.search.evaluate.lower_bound_s`).
+2. Groups are taken lowest bound first. A group is checked for memory once
+   (``estimate_stage_memory``, no simulation); one that does not fit prunes all its variants.
+   The rest are simulated in fixed-size waves. After each wave a candidate is skipped when it
+   can neither enter the top k (its bound is above the k-th best time found, or above the best
+   time of its own ranking group) nor the Pareto front (it would be slower than
+   ``pareto_slowdown`` x the best, or an evaluated configuration is at least as fast as its
+   bound with as much memory headroom on no more GPUs). Switching an overlap on never slows
+   the simulated iteration, so a lead's simulated time bounds its siblings. This is branch
+   and bound: the top k and the front are those of simulating everything
+   (``exhaustive=True`` does that). Waves do not depend on the executor or the number of
+   workers, so local processes and Ray give the same answer.
 3. Evaluations are cached by (base, candidate): a plan or a repeated search does not simulate
-   a configuration twice.
+   a configuration twice; memory and the bound are computed once per memory group and shared
+   by its overlap variants.
 """
 
 from __future__ import annotations
@@ -29,13 +34,14 @@ from trainsim.search.explain import pareto_front, why_slower
 from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
 
 Progress = Callable[[str, int, int], None]
-"""progress(phase, done, total): phase is 'memory' or 'simulate'."""
+"""progress(phase, done, total): phase is 'enumerate' or 'simulate'."""
 
 WAVE = 64
 """Candidates simulated between two updates of the pruning state (fixed: results must not
 depend on the number of workers)."""
 BATCH = 8
 """Candidates per task sent to a worker."""
+INF = float("inf")
 PARETO_SLOWDOWN = 1.5
 """The Pareto front keeps configurations at most this much slower than the best on the same
 GPU count: more memory headroom is not worth a 2x slower run."""
@@ -74,6 +80,8 @@ class SearchStats:
     """Valid canonical candidates (memory-pruned ones included)."""
     memory_groups: int
     memory_pruned: int
+    """Candidates whose memory group does not fit (groups the bound rules out first are not
+    checked for memory and count as bound-pruned)."""
     bound_pruned: int
     simulated: int
     cache_hits: int
@@ -203,28 +211,28 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     if not counts or any(n < 1 for n in counts):
         raise ConfigError(f"--gpus={list(gpu_counts)} must be positive GPU counts")
 
-    # 1. enumerate and prune by memory, once per memory group
+    # 1. enumerate: every valid canonical candidate, one heap entry per memory group (its
+    #    lead variant), ordered by the lower bound of its iteration time
     keys = [k for n in counts for k in space.memory_keys(base, n)]
-    enumerated = memory_pruned = 0
-    heap: list[tuple[float, int, Candidate, float]] = []  # (bound, order, candidate, headroom)
+    enumerated = 0
+    heap: list[tuple[float, int, Candidate, float | None]] = []  # bound, order, lead, headroom
     siblings: dict[Candidate, list[Candidate]] = {}
     for i, key in enumerate(keys):
-        mc = check_memory(key, base)
-        if mc is not None:
-            variants = space.variants(key)
-            enumerated += len(variants)
-            if not mc.fits:
-                memory_pruned += len(variants)
-            else:
-                lead = variants.pop(_lead(variants))
-                siblings[lead] = variants
-                heap.append((lower_bound_s(key, base), i, lead, mc.headroom_bytes))
-        if progress and (i % 512 == 0 or i == len(keys) - 1):
-            progress("memory", i + 1, len(keys))
+        try:
+            Candidate(key).to_config(base)
+        except ConfigError:
+            continue
+        variants = space.variants(key)
+        enumerated += len(variants)
+        lead = variants.pop(_lead(variants))
+        siblings[lead] = variants
+        heap.append((lower_bound_s(key, base), i, lead, None))
+        if progress and (i % 1024 == 0 or i == len(keys) - 1):
+            progress("enumerate", i + 1, len(keys))
     heapq.heapify(heap)
-    total = enumerated - memory_pruned
 
-    # 2. simulate in waves, lowest bound first, skipping what cannot change the answer
+    # 2. pop the lowest bound first; check memory only when the bound alone cannot rule a
+    #    group out; simulate in waves; skip what cannot change the answer
     tokens = base.training.global_batch_size * base.training.seq_length
     bkey = EvaluationCache.base_key(base)
     hits0 = cache.hits if cache else 0
@@ -233,28 +241,41 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     front: list[Evaluation] = []
     evaluated: list[Evaluation] = []
     threshold = float("inf")
-    bound_pruned = simulated = done = 0
+    memory_pruned = bound_pruned = simulated = done = 0
     order = len(keys)
 
-    def skip(lb: float, c: Candidate, headroom: float) -> bool:
-        if exhaustive:
+    def may_rank(lb: float, c: Candidate) -> bool:
+        return exhaustive or (lb <= threshold and lb < best_of.get(group_of(c, rank_by), INF))
+
+    def on_front(lb: float, c: Candidate, headroom: float) -> bool:
+        if lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
             return False
-        if lb <= threshold and lb < best_of.get(group_of(c, rank_by), float("inf")):
-            return False  # could still enter the top k
-        if lb > pareto_slowdown * best_n.get(c.mem.num_gpus, float("inf")):
-            return True
-        return any(f.tokens_per_s >= tokens / lb and f.memory_headroom_bytes >= headroom
-                   and f.num_gpus <= c.mem.num_gpus for f in front)
+        return not any(f.tokens_per_s >= tokens / lb and f.memory_headroom_bytes >= headroom
+                       and f.num_gpus <= c.mem.num_gpus for f in front)
 
     while heap:
         todo: list[tuple[float, Candidate, float]] = []
         fresh: list[tuple[float, Evaluation, float]] = []
         while heap and len(todo) + len(fresh) < wave:
             lb, _, c, headroom = heapq.heappop(heap)
-            if skip(lb, c, headroom):
-                n = 1 + len(siblings.pop(c, ()))  # siblings are no faster than their lead
-                bound_pruned += n
-                done += n
+            group_size = 1 + len(siblings.get(c, ()))
+            if headroom is None:  # a lead not yet checked for memory
+                if not may_rank(lb, c) and lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
+                    siblings.pop(c, None)
+                    bound_pruned += group_size
+                    done += group_size
+                    continue
+                mc = check_memory(c.mem, base)
+                if mc is None or not mc.fits:
+                    siblings.pop(c, None)
+                    memory_pruned += group_size
+                    done += group_size
+                    continue
+                headroom = mc.headroom_bytes
+            if not may_rank(lb, c) and not on_front(lb, c, headroom):
+                siblings.pop(c, None)  # siblings are no faster than their lead
+                bound_pruned += group_size
+                done += group_size
                 continue
             hit = cache.get(bkey, c) if cache else None
             if hit is not None:
@@ -285,7 +306,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         front = pareto_front(front + [e for _, e, _ in fresh])
         done += len(fresh)
         if progress:
-            progress("simulate", done, total)
+            progress("simulate", done, enumerated)
 
     # 3. rank
     best_eval: dict[object, Evaluation] = {}

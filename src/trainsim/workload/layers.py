@@ -75,8 +75,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block."""
     m = cfg.model
     h, T, nt, t = m.hidden_size, sh.tokens, sh.norm_tokens, sh.tp
-    q_loc = m.q_size // t
     kv_loc = max(m.kv_size // t, m.kv_channels)  # KV heads are replicated when kv_heads < tp
+    q_loc = m.q_size // t
     f_loc = m.ffn_size // t
     dropout_mask = 1 if m.hidden_dropout > 0 else 0
     ops: list[Op] = []
@@ -93,19 +93,25 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2))
     _tp_enter(ops, sh, h, "attn")
-    _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
-    if m.position_embedding == "rope":
-        ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2))
+    if m.is_mla:
+        _mla_projections(ops, cfg, sh)
+        head_dim = (m.qk_dim + m.v_dim) // (2 * m.num_attention_heads)  # mean of QK and V widths
+        kv_heads = m.num_attention_heads // t
+    else:
+        _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
+        if m.position_embedding == "rope":
+            ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2))
+        head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     ops.append(Attention("attn_core", batch=sh.batch, heads=m.num_attention_heads // t,
-                         kv_heads=max(m.kv_heads // t, 1), q_len=sh.q_len, kv_len=sh.seq,
-                         head_dim=m.kv_channels, window=m.sliding_window,
+                         kv_heads=kv_heads, q_len=sh.q_len, kv_len=sh.seq,
+                         head_dim=head_dim, window=m.sliding_window,
                          impl=sh.attention_impl,  # type: ignore[arg-type]
                          dropout=m.attention_dropout > 0))
     if sh.cp > 1:  # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
-        kv_block = T * kv_loc * 2 * ACT
+        kv_block = T * (2 * kv_heads * head_dim if m.is_mla else kv_loc * 2) * ACT
         ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * kv_block, "cp",
                         overlap_with_previous=True))
-    _gemm(ops, sh, "out_proj", T, h, q_loc)
+    _gemm(ops, sh, "out_proj", T, h, m.v_dim // t)
     if parallel:
         mlp()
     _tp_exit(ops, sh, h, "attn")
@@ -125,6 +131,26 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     return ops
 
 
+def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
+    """Multi-head latent attention's projections (DeepSeek-V2 §2.1, Megatron-core MLA): the
+    down-projections of the query and of the joint key/value (plus the shared rotary key) are
+    replicated over TP ranks; their up-projections are column-parallel over heads."""
+    m = cfg.model
+    h, T, t = m.hidden_size, sh.tokens, sh.tp
+    heads, rope = m.num_attention_heads // t, m.qk_pos_emb_head_dim
+    if m.q_lora_rank:
+        _gemm(ops, sh, "q_down_proj", T, m.q_lora_rank, h)
+        ops.append(Elementwise("q_norm", bytes=T * m.q_lora_rank * ACT * 2))
+        _gemm(ops, sh, "q_up_proj", T, heads * (m.qk_head_dim + rope), m.q_lora_rank)
+    else:
+        _gemm(ops, sh, "q_proj", T, heads * (m.qk_head_dim + rope), h)
+    kv_lora = m.kv_lora_rank or 0
+    _gemm(ops, sh, "kv_down_proj", T, kv_lora + rope, h)
+    ops.append(Elementwise("kv_norm", bytes=T * kv_lora * ACT * 2))
+    _gemm(ops, sh, "kv_up_proj", T, heads * (m.qk_head_dim + m.v_head_dim), kv_lora)
+    ops.append(Elementwise("rope", bytes=T * heads * 2 * rope * ACT * 2))
+
+
 def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
     router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
@@ -137,8 +163,12 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     ops.append(Elementwise("router_topk_softmax", bytes=tokens * E * 4 * 2))
     routed = tokens * k  # token copies leaving this rank
     ops.append(Elementwise("permute", bytes=routed * h * ACT * 2))
+    # Copies on the wire: node-limited routing sends a token once to each of at most M nodes,
+    # which fan it out over NVLink (DeepSeek-V3 §3.2.2)
+    wire = tokens * min(k, m.moe_router_group_topk or k)
     if p.ep > 1:
-        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", routed * h * ACT, "ep"))
+        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all",
+                        wire * h * (1 if p.moe_dispatch_fp8 else ACT), "ep"))
     # With uniform routing each rank receives as many copies as it sent; the busiest rank
     # receives moe_token_imbalance times that (dropless), or at most the capacity.
     recv = routed * m.moe_token_imbalance
@@ -157,7 +187,7 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
     if p.ep > 1:
-        ops.append(Comm("moe.combine_all_to_all", "all_to_all", routed * h * ACT, "ep"))
+        ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
     ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT))
     shared = m.moe_shared_expert_intermediate_size
     if shared:
@@ -202,17 +232,17 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     if sh.tp > 1 and not sh.sp:
         # The f operator (identity forward) all-reduces input gradients of the QKV and FC1 GEMMs
         # (once for both in a parallel block, where they share their input).
-        names = ("qkv_proj.dgrad",) if sh.parallel_block else ("qkv_proj.dgrad", "fc1.dgrad")
-        _insert_after_dgrad(ops, names, sh)
+        first = next(op.name for op in fwd if isinstance(op, Gemm))  # qkv_proj, or MLA's first
+        names = (first,) if sh.parallel_block else (first, "fc1")
+        _insert_after_dgrad(ops, tuple(f"{n}.dgrad" for n in names), sh)
     return ops
 
 
 def _insert_after_dgrad(ops: list[Op], names: tuple[str, ...], sh: Shard) -> None:
     for name in names:
         for i, op in enumerate(ops):
-            if isinstance(op, Gemm) and op.name == name:
-                h = op.n
-                ops.insert(i + 2, Comm(f"{name}.all_reduce", "all_reduce", sh.tokens * h * ACT, "tp"))
+            if isinstance(op, Gemm) and op.name == name:  # all-reduce its input gradient (T x k)
+                ops.insert(i + 2, Comm(f"{name}.all_reduce", "all_reduce", sh.tokens * op.n * ACT, "tp"))
                 break
 
 
