@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from trainsim.catalog import gpu as catalog_gpu
@@ -142,13 +143,20 @@ def _concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
     return Priced(tuple(seg for part in parts for seg in part.segments))
 
 
-def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard) -> dict[int, _Chunk]:
+LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]
+"""Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
+``workload.layers.layer_forward``; ``trainsim capture`` supplies ops recorded from PyTorch."""
+
+
+def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
+            layer_source: LayerSource | None = None) -> dict[int, _Chunk]:
     """Priced chunks by virtual stage index v = chunk * pp + stage."""
     m = cfg.model
+    source = layer_source or (lambda c, s, moe: layer_forward(c, s, moe=moe))
     layer_f: dict[bool, Priced] = {}
     layer_b: dict[bool, Priced] = {}
     for moe in {m.is_moe_layer(i) for i in range(m.num_layers)}:
-        lf = layer_forward(cfg, sh, moe=moe)
+        lf = source(cfg, sh, moe)
         layer_f[moe] = pricer.price(lf)
         layer_b[moe] = pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
     hf = head_forward(cfg, sh)
@@ -179,12 +187,13 @@ def _bucket_params(cfg: RunConfig) -> float:
     return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
 
 
-def build_tasks(cfg: RunConfig, pricer: Pricer) -> tuple[list[Task], list[int]]:
+def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
+                ) -> tuple[list[Task], list[int]]:
     """The task graph of one iteration; returns tasks and the last task of each stage."""
     p, m = cfg.parallel, cfg.num_microbatches
     pp, vpp = p.pp, p.vpp
     sh = shard_of(cfg)
-    chunks = _chunks(cfg, pricer, sh)
+    chunks = _chunks(cfg, pricer, sh, layer_source)
     tasks: list[Task] = []
 
     def add(stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
@@ -392,10 +401,12 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
     return breakdown, exposed
 
 
-def simulate(cfg: RunConfig, keep_timeline: bool = False) -> Result:
-    """Simulate one training iteration of ``cfg``."""
+def simulate(cfg: RunConfig, keep_timeline: bool = False,
+             layer_source: LayerSource | None = None) -> Result:
+    """Simulate one training iteration of ``cfg`` (``layer_source``: where each layer's forward
+    ops come from; the analytical builder by default)."""
     pricer = Pricer(cfg)
-    tasks, ends = build_tasks(cfg, pricer)
+    tasks, ends = build_tasks(cfg, pricer, layer_source)
     tl = run(tasks)
     iteration_s = max(tl.end_s[e] for e in ends)
     # The stage that bounds throughput: the most work on its compute stream (ties: the one
@@ -422,4 +433,4 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False) -> Result:
     )
 
 
-__all__ = ["Pricer", "build_tasks", "simulate"]
+__all__ = ["LayerSource", "Pricer", "build_tasks", "simulate"]
