@@ -11,7 +11,9 @@ from rich.console import Console
 
 from trainsim.errors import TrainsimError
 
-out = Console()
+# Wide enough for validation ids and notes when output goes to a file or a pipe (rich
+# defaults to 80 columns there and would cut them).
+out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True)
 
 
