@@ -187,185 +187,203 @@ def _bucket_params(cfg: RunConfig) -> float:
     return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
 
 
-def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
-                ) -> tuple[list[Task], list[int]]:
-    """The task graph of one iteration; returns tasks and the last task of each stage."""
-    p, m = cfg.parallel, cfg.num_microbatches
-    pp, vpp = p.pp, p.vpp
-    sh = shard_of(cfg)
-    chunks = _chunks(cfg, pricer, sh, layer_source)
-    tasks: list[Task] = []
+class _TaskGraph:
+    """Builds one iteration's tasks: pipeline passes with their sends, then per stage the
+    data-parallel gradient reduction, the optimizer step and the parameter all-gather."""
 
-    def add(stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
+    def __init__(self, cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None) -> None:
+        p = cfg.parallel
+        self.cfg, self.p, self.pricer = cfg, p, pricer
+        self.pp, self.vpp, self.m = p.pp, p.vpp, cfg.num_microbatches
+        sh = shard_of(cfg)
+        self.chunks = _chunks(cfg, pricer, sh, layer_source)
+        self.tasks: list[Task] = []
+        self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+        self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+        self.dp_size = cfg.dp * p.cp
+        self.fsdp = self.zero >= 3 and self.dp_size > 1
+        # (params, group, group size) per stage: non-expert parameters reduce over the data-
+        # parallel (with CP) ranks, routed experts over their expert-data-parallel group
+        edp = cfg.edp if cfg.model.is_moe else 1
+        self.groups = [[(dense, "dp_cp", self.dp_size), (experts, "edp", edp)]
+                       for dense, experts in (stage_param_split(cfg, s) for s in range(self.pp))]
+        # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation.
+        act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
+        self.send = Priced(((PP, pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp")),
+                             "p2p send"),))
+        self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
+        self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
+        self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
+
+    def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
         if isinstance(priced, Priced):
-            tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced))
+            self.tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced))
         else:
-            tasks.append(Task(stream, priced, deps, label, ((cat, priced),)))
-        return len(tasks) - 1
+            self.tasks.append(Task(stream, priced, deps, label, ((cat, priced),)))
+        return len(self.tasks) - 1
 
-    # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation.
-    act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
-    p2p_time = pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp"))
-    send = Priced(((PP, p2p_time, "p2p send"),))
-    plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
+    def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
+             label: str) -> int:
+        """A data-parallel-stream collective on stage ``s``."""
+        t = self.pricer.comm_time(Comm(name, kind, size, group))  # type: ignore[arg-type]
+        return self.add((s, "dp"), t, deps, label, DP)
 
-    def pass_and_send(s: int, work: Priced, deps: list[int], label: str, sends: bool) -> tuple[int, int]:
+    def pass_and_send(self, s: int, work: Priced, deps: list[int], label: str,
+                      sends: bool) -> tuple[int, int]:
         """Add a pass; returns (pass task, task the receiver waits on). A blocking send
         (no overlap_p2p_comm) runs on the compute stream right after the pass, so it is folded
         into the same task."""
         if not sends:
-            i = add((s, "compute"), work, deps, label)
+            i = self.add((s, "compute"), work, deps, label)
             return i, i
-        if p.overlap_p2p_comm:
-            i = add((s, "compute"), work, deps, label)
-            return i, add((s, "pp"), send, [i], f"send {label}")
-        with_send = plus_send.get(id(work))
+        if self.p.overlap_p2p_comm:
+            i = self.add((s, "compute"), work, deps, label)
+            return i, self.add((s, "pp"), self.send, [i], f"send {label}")
+        with_send = self._plus_send.get(id(work))
         if with_send is None:
-            with_send = plus_send[id(work)] = work + send
-        i = add((s, "compute"), with_send, deps, label)
+            with_send = self._plus_send[id(work)] = work + self.send
+        i = self.add((s, "compute"), with_send, deps, label)
         return i, i
-    grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
-    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
-    dp_group = "dp_cp"
-    dp_size = cfg.dp * p.cp
-    bucket = _bucket_params(cfg)
 
-    # Sends: (kind, microbatch, virtual stage) -> task id of the transfer out of that pass.
-    sent: dict[tuple[str, int, int], int] = {}
-    fwd_task: dict[tuple[int, int], int] = {}
-    orders = [schedule(s, pp, vpp, m) for s in range(pp)]
-    # Passes must be created in an order where every dependency already exists: walk the
-    # per-stage orders round-robin until all are placed (a topological sort of the pipeline).
-    cursor = [0] * pp
-    last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids (last micro-batch)
-    pending = sum(len(o) for o in orders)
-    gather_deps: dict[tuple[int, int], int] = {}
-    # ZeRO-3 / FSDP: every pass all-gathers its chunk's parameters first (prefetched on the
-    # data-parallel stream) and every backward reduce-scatters the chunk's gradients.
-    fsdp = zero >= 3 and dp_size > 1
-    fsdp_gather = {s: pricer.comm_time(Comm("param_all_gather", "all_gather",
-                                            stage_params(cfg, s) / vpp * 2, dp_group))
-                   for s in range(pp)} if fsdp else {}
-    fsdp_scatter = {s: pricer.comm_time(Comm("grad_reduce_scatter", "reduce_scatter",
-                                             stage_params(cfg, s) / vpp * grad_bytes, dp_group))
-                    for s in range(pp)} if fsdp else {}
-    fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(pp)}
-    if zero in (1, 2) and p.overlap_param_gather and dp_size > 1:
-        for s in range(pp):
-            for c in range(vpp):
-                params = stage_params(cfg, s) / vpp
-                t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, dp_group))
-                gather_deps[(s, c)] = add((s, "dp"), t, [], f"param all-gather chunk {c}", DP)
-    while pending:
-        progressed = False
-        for s in range(pp):
-            while cursor[s] < len(orders[s]):
-                ps = orders[s][cursor[s]]
-                v = ps.chunk * pp + s
-                if ps.kind == "F":
-                    src = ("F", ps.microbatch, v - 1)
-                    if v > 0 and src not in sent:
-                        break
-                    deps = [sent[src]] if v > 0 else []
-                    if ps.microbatch == 0 and (s, ps.chunk) in gather_deps:
-                        deps.append(gather_deps[(s, ps.chunk)])
-                    if fsdp:
-                        deps.append(add((s, "dp"), fsdp_gather[s], [],
-                                        f"ZeRO-3 param all-gather F mb{ps.microbatch}", DP))
-                    i, out = pass_and_send(s, chunks[v].fwd, deps,
-                                           f"F mb{ps.microbatch} c{ps.chunk}", v < pp * vpp - 1)
-                    fwd_task[(ps.microbatch, v)] = i
-                    sent[("F", ps.microbatch, v)] = out
-                else:
-                    src = ("B", ps.microbatch, v + 1)
-                    if v < pp * vpp - 1 and src not in sent:
-                        break
-                    deps = [fwd_task[(ps.microbatch, v)]]
-                    if v < pp * vpp - 1:
-                        deps.append(sent[src])
-                    if fsdp:
-                        deps.append(add((s, "dp"), fsdp_gather[s], [],
-                                        f"ZeRO-3 param all-gather B mb{ps.microbatch}", DP))
-                    ch = chunks[v]
-                    if ps.microbatch == m - 1 and (dp_size > 1 or cfg.edp > 1) and zero < 3:
-                        i = _split_last_backward(add, s, ch, deps, ps.chunk, bucket,
-                                                 stage_params(cfg, s) / vpp, last_bwd, v)
-                        out = i
-                        if v > 0:
-                            out = add((s, "pp" if p.overlap_p2p_comm else "compute"), send, [i],
-                                      f"send grad mb{ps.microbatch}")
+    def param_gathers(self, s: int, fraction: float, deps: list[int], label: str) -> list[int]:
+        """All-gathers of ``fraction`` of stage ``s``'s 16-bit parameters, one per group."""
+        return [self.comm(s, "param_all_gather", "all_gather", params * fraction * 2, group,
+                          deps, f"param all-gather {group} {label}")
+                for params, group, size in self.groups[s] if size > 1 and params > 0]
+
+    # -- pipeline ---------------------------------------------------------------------------
+    def pipeline(self) -> None:
+        """Passes in each stage's schedule order. Tasks must be created after the tasks they
+        depend on: walk the per-stage orders round-robin until all are placed."""
+        pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
+        # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
+        # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
+        first_fwd_deps = {}
+        if self.zero in (1, 2) and self.p.overlap_param_gather:
+            first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
+                              for s in range(pp) for c in range(vpp)}
+        sent: dict[tuple[str, int, int], int] = {}  # (kind, micro-batch, v) -> transfer task
+        fwd_task: dict[tuple[int, int], int] = {}
+        orders = [schedule(s, pp, vpp, self.m) for s in range(pp)]
+        cursor = [0] * pp
+        while any(cursor[s] < len(orders[s]) for s in range(pp)):
+            progressed = False
+            for s in range(pp):
+                while cursor[s] < len(orders[s]):
+                    ps = orders[s][cursor[s]]
+                    v = ps.chunk * pp + s
+                    upstream = ("F", ps.microbatch, v - 1) if ps.kind == "F" else \
+                        ("B", ps.microbatch, v + 1)
+                    has_upstream = v > 0 if ps.kind == "F" else v < last_v
+                    if has_upstream and upstream not in sent:
+                        break  # the stage waits for a pass not yet created
+                    deps = [sent[upstream]] if has_upstream else []
+                    if ps.kind == "F":
+                        if ps.microbatch == 0:
+                            deps += first_fwd_deps.get((s, ps.chunk), [])
+                        i, out = self.forward(s, v, ps.microbatch, ps.chunk, deps)
+                        fwd_task[(ps.microbatch, v)] = i
                     else:
-                        i, out = pass_and_send(s, ch.bwd, deps,
-                                               f"B mb{ps.microbatch} c{ps.chunk}", v > 0)
-                    if fsdp:  # gradients reduce-scattered after every backward pass
-                        fsdp_reduce[s].append(add((s, "dp"), fsdp_scatter[s], [i],
-                                                  f"ZeRO-3 grad reduce-scatter mb{ps.microbatch}", DP))
-                    sent[("B", ps.microbatch, v)] = out
-                cursor[s] += 1
-                pending -= 1
-                progressed = True
-        if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
-            raise RuntimeError("pipeline schedule has a cycle")
+                        deps.append(fwd_task[(ps.microbatch, v)])
+                        out = self.backward(s, v, ps.microbatch, ps.chunk, deps)
+                    sent[(ps.kind, ps.microbatch, v)] = out
+                    cursor[s] += 1
+                    progressed = True
+            if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
+                raise RuntimeError("pipeline schedule has a cycle")
 
-    # Data-parallel gradient reduction, optimizer step, parameter all-gather.
-    last_on_compute = {}
-    for i, t in enumerate(tasks):
-        if t.stream[1] == "compute":
-            last_on_compute[t.stream[0]] = i
-    ends = []
-    edp = cfg.edp if cfg.model.is_moe else 1
-    for s in range(pp):
-        dense, experts = stage_param_split(cfg, s)
-        # (params, group, group size): non-expert parameters reduce over data-parallel (with
-        # CP) ranks, routed experts over their expert-data-parallel group
-        groups = [(dense, dp_group, dp_size), (experts, "edp", edp)]
-        last_compute = last_on_compute[s]
-        dp_tasks: list[int] = list(fsdp_reduce[s])
-        kind = "all_reduce" if zero == 0 else "reduce_scatter"
-        for c in range(vpp if not fsdp else 0):
-            v = c * pp + s
-            ready = last_bwd.get(v, [last_compute])
-            for k, r in enumerate(ready):
-                dep = r if p.overlap_grad_reduce else last_compute
-                for params, group, size in groups:
-                    if size > 1 and params > 0:
-                        t = pricer.comm_time(Comm("grad_reduce", kind,
-                                                  params / vpp / len(ready) * grad_bytes, group))
-                        dp_tasks.append(add((s, "dp"), t, [dep], f"grad {kind} {group} c{c} b{k}", DP))
-        if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
-            size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * grad_bytes
-            t = pricer.comm_time(Comm("embedding_grad", "all_reduce", size, "embd"))
-            dp_tasks.append(add((s, "dp"), t, [last_compute], "tied embedding all-reduce", DP))
-        local = sum(params / (size if zero >= 1 else 1) for params, _, size in groups)
-        opt_t = local * OPTIMIZER_BYTES_PER_PARAM / (cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
-        end = add((s, "compute"), opt_t, [last_compute] + dp_tasks, "optimizer step", OPT)
-        if zero in (1, 2) and not p.overlap_param_gather:
-            for params, group, size in groups:
+    def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
+        if self.fsdp:
+            deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"F mb{mb}")
+        return self.pass_and_send(s, self.chunks[v].fwd, deps, f"F mb{mb} c{chunk}",
+                                  v < self.pp * self.vpp - 1)
+
+    def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
+        ch = self.chunks[v]
+        if self.fsdp:
+            deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"B mb{mb}")
+        reduces_grads = any(size > 1 for _, _, size in self.groups[s])
+        if mb == self.m - 1 and reduces_grads and not self.fsdp:
+            i = self.split_last_backward(s, v, chunk, deps)
+            if v == 0:
+                return i
+            stream = "pp" if self.p.overlap_p2p_comm else "compute"
+            return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
+        i, out = self.pass_and_send(s, ch.bwd, deps, f"B mb{mb} c{chunk}", v > 0)
+        if self.fsdp:  # gradients reduce-scattered after every backward pass
+            for params, group, size in self.groups[s]:
                 if size > 1 and params > 0:
-                    t = pricer.comm_time(Comm("param_all_gather", "all_gather", params * 2, group))
-                    end = add((s, "dp"), t, [end], f"param all-gather {group}", DP)
-        ends.append(end)
-    return tasks, ends
+                    self.fsdp_reduce[s].append(self.comm(
+                        s, "grad_reduce_scatter", "reduce_scatter",
+                        params / self.vpp * self.grad_bytes, group, [i],
+                        f"ZeRO-3 grad reduce-scatter {group} mb{mb}"))
+        return out
+
+    def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
+        """The last micro-batch's backward, split where gradient buckets become ready."""
+        ch = self.chunks[v]
+        chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
+        n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / _bucket_params(self.cfg))))
+        per = ch.layers / n_buckets
+        bounds = [round(per * k) for k in range(n_buckets + 1)]
+        ids: list[int] = []
+        for k in range(n_buckets):
+            parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
+            if k == 0:
+                parts.insert(0, ch.bwd_head)
+            if k == n_buckets - 1:
+                parts.append(ch.bwd_tail)
+            ids.append(self.add((s, "compute"), _concat(parts), list(deps) if k == 0 else [ids[-1]],
+                                f"B last c{chunk} part{k}"))
+        self.last_bwd[v] = ids
+        return ids[-1]
+
+    # -- data parallelism and the optimizer -------------------------------------------------
+    def optimizer_steps(self) -> list[int]:
+        """Per stage: gradient reduction (bucketed; overlapped with the last backward when
+        overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
+        Returns the last task of each stage."""
+        cfg, p, pp, vpp = self.cfg, self.p, self.pp, self.vpp
+        last_compute = {}
+        for i, t in enumerate(self.tasks):
+            if t.stream[1] == "compute":
+                last_compute[t.stream[0]] = i
+        kind = "all_reduce" if self.zero == 0 else "reduce_scatter"
+        ends = []
+        for s in range(pp):
+            last = last_compute[s]
+            dp_tasks = list(self.fsdp_reduce[s])
+            for c in range(0 if self.fsdp else vpp):
+                ready = self.last_bwd.get(c * pp + s, [last])
+                for k, r in enumerate(ready):
+                    dep = r if p.overlap_grad_reduce else last
+                    for params, group, size in self.groups[s]:
+                        if size > 1 and params > 0:
+                            dp_tasks.append(self.comm(
+                                s, "grad_reduce", kind, params / vpp / len(ready) * self.grad_bytes,
+                                group, [dep], f"grad {kind} {group} c{c} b{k}"))
+            if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
+                size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
+                dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
+                                          "tied embedding all-reduce"))
+            local = sum(params / (size if self.zero >= 1 else 1)
+                        for params, _, size in self.groups[s])
+            opt_t = local * OPTIMIZER_BYTES_PER_PARAM / (cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
+            end = self.add((s, "compute"), opt_t, [last] + dp_tasks, "optimizer step", OPT)
+            if self.zero in (1, 2) and not p.overlap_param_gather:
+                for g in self.param_gathers(s, 1.0, [end], "after the step"):
+                    end = g
+            ends.append(end)
+        return ends
 
 
-def _split_last_backward(add, s: int, ch: _Chunk, deps: list[int], chunk: int, bucket: float,
-                         chunk_params: float, last_bwd: dict[int, list[int]], v: int) -> int:
-    """The last micro-batch's backward, split where gradient buckets become ready."""
-    n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / bucket)))
-    per = ch.layers / n_buckets
-    bounds = [round(per * k) for k in range(n_buckets + 1)]
-    ids = []
-    for k in range(n_buckets):
-        parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
-        if k == 0:
-            parts.insert(0, ch.bwd_head)
-        if k == n_buckets - 1:
-            parts.append(ch.bwd_tail)
-        ids.append(add((s, "compute"), _concat(parts), list(deps) if k == 0 else [ids[-1]],
-                       f"B last c{chunk} part{k}"))
-    last_bwd[v] = ids
-    return ids[-1]
+def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
+                ) -> tuple[list[Task], list[int]]:
+    """The task graph of one iteration; returns tasks and the last task of each stage."""
+    graph = _TaskGraph(cfg, pricer, layer_source)
+    graph.pipeline()
+    return graph.tasks, graph.optimizer_steps()
 
 
 def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
