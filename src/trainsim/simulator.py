@@ -16,7 +16,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import compute_model_for
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
-from trainsim.memory import estimate_stage_memory, stage_param_split, stage_params
+from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.network import network_for
 from trainsim.result import Result
@@ -31,7 +31,7 @@ from trainsim.workload.layers import (
     layer_recompute,
     shard_of,
 )
-from trainsim.workload.ops import Comm, Gemm, Op
+from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.schedule import schedule
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
@@ -369,8 +369,9 @@ class _TaskGraph:
                                           "tied embedding all-reduce"))
             local = sum(params / (size if self.zero >= 1 else 1)
                         for params, _, size in self.groups[s])
-            opt_t = local * OPTIMIZER_BYTES_PER_PARAM / (cfg.cluster.gpu.hbm_bw_Bps * 0.85) + 20e-6
-            end = self.add((s, "compute"), opt_t, [last] + dp_tasks, "optimizer step", OPT)
+            step = Elementwise("optimizer_step", bytes=local * OPTIMIZER_BYTES_PER_PARAM)
+            end = self.add((s, "compute"), self.pricer.compute.time(step), [last] + dp_tasks,
+                           "optimizer step", OPT)
             if self.zero in (1, 2) and not p.overlap_param_gather:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
                     end = g
