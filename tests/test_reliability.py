@@ -52,6 +52,7 @@ def llama3():
 
 def one_failure_plan(mtbf_s=4 * 3600.0, steps=(60.0, 120.0, 0.0, 300.0, 60.0, 60.0),
                      **kw) -> RunPlan:
+    """One unplanned cause with the given MTBF; blocking 120 s checkpoints every 30 min."""
     return RunPlan(mode_names=("f",), mode_rates=(1.0 / mtbf_s,), mode_planned=(False,),
                    recovery_s=(steps,), **{"interval_s": 1800.0, "stall_s": 120.0, **kw})
 
@@ -178,7 +179,7 @@ def test_1000_trials_of_a_60_day_run_on_16k_gpus_take_under_10_s(llama3):
 
 # ---------------------------------------------------------------------------- the model
 
-@pytest.mark.parametrize("kw", [dict(work_s=20 * DAY), dict(horizon_s=20 * DAY)])
+@pytest.mark.parametrize("kw", [{"work_s": 20 * DAY}, {"horizon_s": 20 * DAY}])
 def test_time_is_conserved(kw):
     """Useful training plus time lost per cause adds up to the wall clock of every trial."""
     plan = RunPlan(mode_names=("a", "b", "maint"), mode_rates=(1 / 7200, 1 / 20000, 1 / 86400),

@@ -175,8 +175,10 @@ def catalog(kind: str) -> None:
 def _register() -> None:
     """Commands that live with their packages (their heavy imports stay lazy)."""
     from trainsim.profile.cli import profile
+    from trainsim.reliability.cli import goodput
 
     main.add_command(profile)
+    main.add_command(goodput)
 
 
 _register()

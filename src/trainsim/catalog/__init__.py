@@ -263,7 +263,8 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     """Resolve presets and build a RunConfig from a raw mapping (as read from YAML)."""
     data = dict(data)
     base_dir = Path(data.pop("_base_dir", "."))
-    allowed = {"model", "parallel", "training", "cluster", "name", "description"}
+    # "reliability" belongs to `trainsim goodput` (trainsim.reliability); one iteration ignores it
+    allowed = {"model", "parallel", "training", "cluster", "name", "description", "reliability"}
     for key in data:
         if key not in allowed:
             raise ConfigError(f"unknown section '{key}'{suggest(key, allowed)}; "

@@ -128,7 +128,7 @@ def profile_names() -> list[str]:
     return sorted(p.stem for p in _CATALOG.glob("*.yaml"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_profile(name_or_path: str) -> FailureProfile:
     """A failure profile by catalog name (``llama3-405b-16k-h100``) or by YAML file path."""
     path = Path(name_or_path)

@@ -47,7 +47,10 @@ class GoodputResult:
 
     def to_dict(self) -> dict[str, Any]:
         s, ck, p = self.summary, self.checkpoint, self.plan
-        fin = lambda x: None if x is None or math.isinf(x) else x  # noqa: E731
+
+        def fin(x: float | None) -> float | None:  # JSON has no infinity
+            return None if x is None or math.isinf(x) else x
+
         out: dict[str, Any] = {
             "trials": s.trials, "seed": s.seed,
             "num_gpus": self.config.cluster.num_gpus,
