@@ -1,0 +1,18 @@
+"""Every example config in examples/ loads and simulates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import trainsim
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_simulates(path):
+    """The example is a valid config and gives a positive iteration time and MFU below 1."""
+    r = trainsim.simulate(trainsim.load_run_config(path))
+    assert r.iteration_time_s > 0 and 0 < r.mfu < 1
