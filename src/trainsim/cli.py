@@ -174,11 +174,12 @@ def catalog(kind: str) -> None:
 
 def _register() -> None:
     """Commands that live with their packages (their heavy imports stay lazy)."""
+    from trainsim.capture.cli import capture, export
     from trainsim.profile.cli import profile
     from trainsim.reliability.cli import goodput
 
-    main.add_command(profile)
-    main.add_command(goodput)
+    for command in (capture, export, profile, goodput):
+        main.add_command(command)
 
 
 _register()

@@ -87,8 +87,9 @@ class Capture:
         return by["embedding"] + by["head"] + by["other"] + layers
 
 
-def _sections(rec_kernels: list[KernelRecord], layers: list[str], embedding: set[str]) -> dict[int, str]:
-    inside = lambda m, p: m == p or m.startswith(p + ".")  # noqa: E731
+def _sections(rec_kernels: list[KernelRecord], layers: list[str], embedding: set[str]
+              ) -> dict[int, str]:
+    inside = lambda m, p: m == p or m.startswith(p + ".")
     out: dict[int, str] = {}
     first_layer = {"forward": None, "backward": None}
     last_layer = {"forward": None, "backward": None}

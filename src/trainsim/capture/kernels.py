@@ -26,7 +26,8 @@ Kind = Literal["gemm", "attention", "memory", "unknown"]
 
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "_grouped_mm", "_scaled_mm"}
 ATTENTION_FWD = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-                 "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu",
+                 "_scaled_dot_product_cudnn_attention",
+                 "_scaled_dot_product_flash_attention_for_cpu",
                  "_flash_attention_forward", "_efficient_attention_forward"}
 ATTENTION_BWD = {f"{n}_backward" for n in ATTENTION_FWD} | {"_flash_attention_backward",
                                                            "_efficient_attention_backward"}
@@ -57,6 +58,8 @@ MEMORY_BOUND = {
     # reductions
     "sum", "mean", "amax", "amin", "max", "min", "var_mean", "var", "std", "norm",
     "linalg_vector_norm", "logsumexp", "cumsum", "argmax", "any", "all",
+    # random fills (dropout masks)
+    "bernoulli", "uniform", "normal", "rand", "randn", "rand_like", "randn_like", "exponential",
 }
 """Non-pointwise ops that are memory-bound in practice; pointwise ops are known by their tag."""
 

@@ -3,13 +3,15 @@
 
 Kernel patches, each documented where it differs from what eager Hugging Face code runs:
 
-* ``fuse_kernels`` (default on): RMSNorm modules run ``F.rms_norm`` (one fused kernel that keeps
-  its input and a per-row statistic, as Apex/Transformer Engine fused norms do) instead of the
-  eager fp32 upcast chain; gated MLPs (``gate_proj``/``up_proj``/``down_proj``) run a fused
-  SwiGLU that keeps only its two inputs and recomputes the activation in backward, as
-  Megatron's ``bias_swiglu_impl`` does. Without them the layer keeps ~40 % more activation
-  bytes than a Megatron/Transformer Engine run (the eager norm keeps an fp32 copy of its input
-  and the eager SwiGLU its activation output).
+* ``fuse`` (default on): RMSNorm modules run as one fused kernel that keeps its input and a
+  per-row fp32 statistic, as Apex/Transformer Engine fused norms do (PyTorch's ``F.rms_norm``
+  decomposes into the eager chain off CUDA), instead of the eager fp32 upcast chain; gated
+  MLPs (``gate_proj``/``up_proj``/``down_proj``) run a fused SwiGLU that keeps only its two
+  inputs and recomputes the activation in backward, as Megatron's ``bias_swiglu_impl`` does;
+  dropout runs as ``native_dropout`` (a 1-byte mask, as on GPU) and tanh-GELU as one kernel.
+  Without them the layer keeps ~40 % more activation bytes than a Megatron/Transformer
+  Engine run (the eager norm keeps an fp32 copy of its input and the eager SwiGLU its
+  activation output).
 * ``uniform_routing`` (always, for expert blocks whose weights are 3-D ``gate_up_proj`` /
   ``down_proj`` tensors, as transformers 5 stores Mixtral, Qwen-MoE and DeepSeek experts):
   routing is data-dependent and the meta device has no data, so each expert receives exactly
@@ -34,6 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainsim.capture.recorder import run_fused
 from trainsim.errors import ConfigError
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
@@ -190,21 +193,49 @@ def _find_layers(model: nn.Module) -> str:
 # ---------------------------------------------------------------------------------- patches
 
 class FusedSwiGLU(torch.autograd.Function):
-    """silu(gate) * up keeping only (gate, up); the activation is recomputed in backward
-    (Megatron-LM ``megatron/core/fusions/fused_bias_swiglu.py``)."""
+    """silu(gate) * up as one kernel keeping only (gate, up); the activation is recomputed in
+    backward (Megatron-LM ``megatron/core/fusions/fused_bias_swiglu.py``)."""
 
     @staticmethod
     def forward(ctx, gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
         ctx.save_for_backward(gate, up)
-        return F.silu(gate) * up
+        return run_fused("swiglu", lambda g, u: F.silu(g) * u, gate, up)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         gate, up = ctx.saved_tensors
-        sig = torch.sigmoid(gate)
-        silu = gate * sig
-        d_gate = grad * up * sig * (1 + gate * (1 - sig))
-        return d_gate, grad * silu
+
+        def bwd(grad, gate, up):
+            sig = torch.sigmoid(gate)
+            return grad * up * sig * (1 + gate * (1 - sig)), grad * gate * sig
+        return run_fused("swiglu_backward", bwd, grad, gate, up)
+
+
+class FusedRMSNorm(torch.autograd.Function):
+    """RMSNorm as one kernel keeping its input and the fp32 inverse RMS per row (Apex / TE
+    fused norms; Zhang & Sennrich 2019 for the formula)."""
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+        def fwd(x, w):
+            rstd = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)
+            return (x.float() * rstd).to(x.dtype) * w, rstd
+        out, rstd = run_fused("rms_norm", fwd, x, weight)
+        ctx.save_for_backward(x, weight, rstd)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        x, weight, rstd = ctx.saved_tensors
+
+        def bwd(grad, x, w, rstd):
+            xhat = x.float() * rstd
+            g = grad.float() * w.float()
+            dx = rstd * (g - xhat * (g * xhat).mean(-1, keepdim=True))
+            dw = (grad.float() * xhat).sum(dim=tuple(range(x.dim() - 1)))
+            return dx.to(x.dtype), dw.to(w.dtype)
+        dx, dw = run_fused("rms_norm_backward", bwd, grad, x, weight, rstd)
+        return dx, dw, None
 
 
 def _is_silu(act: Any) -> bool:
@@ -230,8 +261,15 @@ def apply_patches(model: nn.Module, fuse: bool) -> tuple[str, ...]:
                 and eps is not None:
             m.forward = types.MethodType(_rms_norm(float(eps)), m)
             done.append(f"{name}: fused RMSNorm")
+        elif isinstance(m, nn.Dropout) and m.p > 0:
+            m.forward = types.MethodType(_native_dropout, m)
+            done.append(f"{name}: dropout with a 1-byte mask")
+        elif cls in ("NewGELUActivation", "GELUTanh", "PytorchGELUTanh", "FastGELUActivation"):
+            m.forward = types.MethodType(lambda self, x: F.gelu(x, approximate="tanh"), m)
+            done.append(f"{name}: fused tanh-GELU")
         elif all(isinstance(getattr(m, a, None), nn.Linear)
-                 for a in ("gate_proj", "up_proj", "down_proj")) and _is_silu(getattr(m, "act_fn", None)):
+                 for a in ("gate_proj", "up_proj", "down_proj")) \
+                and _is_silu(getattr(m, "act_fn", None)):
             m.forward = types.MethodType(_fused_mlp, m)
             done.append(f"{name}: fused SwiGLU")
     return tuple(done)
@@ -239,8 +277,14 @@ def apply_patches(model: nn.Module, fuse: bool) -> tuple[str, ...]:
 
 def _rms_norm(eps: float):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.rms_norm(x, (x.shape[-1],), self.weight, eps)
+        return FusedRMSNorm.apply(x, self.weight, eps)
     return forward
+
+
+def _native_dropout(self, x: torch.Tensor) -> torch.Tensor:
+    """Dropout as one kernel saving a bool mask, as on GPU (CPU's F.dropout keeps a 16-bit
+    scaled mask from bernoulli_)."""
+    return torch.native_dropout(x, self.p, self.training)[0] if self.training else x
 
 
 def _fused_mlp(self, x: torch.Tensor) -> torch.Tensor:

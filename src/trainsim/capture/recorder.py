@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
+from typing_extensions import Self
 
 from trainsim.capture.kernels import (
     ATTENTION_BWD,
@@ -62,7 +63,7 @@ def _meta(t: torch.Tensor) -> TensorMeta:
 class SavedTensor:
     """A tensor autograd packed for backward, with where it was packed."""
 
-    __slots__ = ("module", "storage", "nbytes", "shape", "dtype")
+    __slots__ = ("dtype", "module", "nbytes", "shape", "storage")
 
     def __init__(self, module: str, t: torch.Tensor) -> None:
         self.module = module
@@ -88,6 +89,7 @@ class Recorder:
         """Module -> storages of the tensors it was called with."""
         self.excluded: set[int] = set()
         """Parameter and buffer storages: not activations."""
+        self._fusing = 0
         self._keep: list[Any] = []  # keeps storages and nodes alive so their ids stay unique
         self._handles: list[Any] = []
         self._stack = contextlib.ExitStack()
@@ -95,17 +97,20 @@ class Recorder:
     # -- module stack ------------------------------------------------------------------------
     def _pre_hook(self, name: str):
         def hook(module, args, kwargs):
-            self.stack.append(name)
             tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
-            self.module_inputs.setdefault(name, set()).update(_sid(t) for t in tensors)
-            return None
+            if torch.is_grad_enabled():  # nodes made by the caller (autograd.Function.apply
+                self._map_nodes(tensors)  # does not pass the function mode) stay the caller's
+            self.stack.append(name)
+            self.module_inputs.setdefault(name, set()).update(
+                _sid(t) for t in tensors if t.requires_grad)  # activations, not RoPE tables
         return hook
 
     def _post_hook(self, name: str):
         def hook(module, args, kwargs, output):
+            if torch.is_grad_enabled():  # its outputs' nodes are its own
+                self._map_nodes(output)
             if self.stack and self.stack[-1] == name:
                 self.stack.pop()
-            return None
         return hook
 
     @property
@@ -126,23 +131,30 @@ class Recorder:
             todo.extend(n for n, _ in node.next_functions)
 
     # -- recording ---------------------------------------------------------------------------
+    def _where(self) -> tuple[bool, str]:
+        backward = torch._C._current_graph_task_id() != -1
+        if backward:
+            return True, self.node_module.get(torch._C._current_autograd_node(), "")
+        return False, self.current
+
+    def _own(self, module: str, out_tensors: list[torch.Tensor]) -> None:
+        for t in out_tensors:
+            self.storage_owner.setdefault(_sid(t), module)
+            self._keep.append(t)
+
     def record(self, func: Any, args: tuple, kwargs: dict, out: Any) -> None:
         name = func.overloadpacket.__name__
         if func.is_view or name in FREE_OPS:
             return
-        backward = torch._C._current_graph_task_id() != -1
-        if backward:
-            module = self.node_module.get(torch._C._current_autograd_node(), "")
-        else:
-            module = self.current
-        in_tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
+        backward, module = self._where()
         out_tensors = [a for a in tree_flatten(out)[0] if isinstance(a, torch.Tensor)]
+        if not backward:
+            self._own(module, out_tensors)
+        if self._fusing:
+            return
+        in_tensors = [a for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)]
         inputs = tuple(_meta(t) for t in in_tensors)
         outputs = tuple(_meta(t) for t in out_tensors)
-        if not backward:
-            for t in out_tensors:
-                self.storage_owner.setdefault(_sid(t), module)
-                self._keep.append(t)
         kind = classify(name, torch.Tag.pointwise in func.tags)
         extra: dict[str, Any] = {}
         flops = 0.0
@@ -165,6 +177,25 @@ class Recorder:
             outputs=outputs, args=extra,
             input_storage=_sid(first) if first is not None and kind == "gemm" else None))
 
+    def fused(self, name: str, fn: Any, *inputs: torch.Tensor) -> Any:
+        """Run ``fn(*inputs)`` as one fused kernel: its aten ops are not recorded one by one."""
+        self._fusing += 1
+        try:
+            out = fn(*inputs)
+        finally:
+            self._fusing -= 1
+        backward, module = self._where()
+        outs = [a for a in tree_flatten(out)[0] if isinstance(a, torch.Tensor)]
+        ins = tuple(_meta(t) for t in inputs if isinstance(t, torch.Tensor))
+        metas = tuple(_meta(t) for t in outs)
+        self.kernels.append(KernelRecord(
+            index=len(self.kernels), op=f"fused.{name}",
+            phase="backward" if backward else "forward",
+            module=module, kind="memory", flops=0.0,
+            bytes=float(sum(t.nbytes for t in ins) + sum(t.nbytes for t in metas)),
+            inputs=ins, outputs=metas))
+        return out
+
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
         if torch._C._current_graph_task_id() == -1:  # forward only
             self.saved.append(SavedTensor(self.current, t))
@@ -172,7 +203,8 @@ class Recorder:
         return t
 
     # -- context -----------------------------------------------------------------------------
-    def __enter__(self) -> Recorder:
+    def __enter__(self) -> Self:
+        _ACTIVE.append(self)
         for name, module in self.model.named_modules():
             self._handles.append(module.register_forward_pre_hook(self._pre_hook(name),
                                                                   with_kwargs=True))
@@ -187,6 +219,7 @@ class Recorder:
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
+        _ACTIVE.remove(self)
         for h in self._handles:
             h.remove()
         self._handles.clear()
@@ -196,7 +229,7 @@ class Recorder:
         """Bytes ``prefix``'s forward keeps for backward: unique storages saved under it that
         it created or was called with (parameters, buffers and tensors made elsewhere, such as
         RoPE's cos/sin shared by all layers, excluded)."""
-        inside = lambda m: m == prefix or m.startswith(prefix + ".")  # noqa: E731
+        inside = lambda m: m == prefix or m.startswith(prefix + ".")
         own_inputs = self.module_inputs.get(prefix, set())
         seen: dict[int, SavedTensor] = {}
         for s in self.saved:
@@ -208,6 +241,17 @@ class Recorder:
             if s.storage not in seen or s.nbytes > seen[s.storage].nbytes:
                 seen[s.storage] = s
         return float(sum(s.nbytes for s in seen.values())), list(seen.values())
+
+
+_ACTIVE: list[Recorder] = []
+
+
+def run_fused(name: str, fn: Any, *inputs: Any) -> Any:
+    """``fn(*inputs)``, recorded as one fused kernel ``fused.<name>`` when a capture is running
+    (kernel patches use it for what a GPU runs as one kernel but eager PyTorch as several)."""
+    if not _ACTIVE:
+        return fn(*inputs)
+    return _ACTIVE[-1].fused(name, fn, *inputs)
 
 
 class _DispatchMode(TorchDispatchMode):
@@ -240,19 +284,22 @@ class _FunctionMode(TorchFunctionMode):
 
 def _fused_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                 enable_gqa=False) -> torch.Tensor:
-    """SDPA as the fused kernel a GPU runs (GQA natively, as FlashAttention-2 does)."""
-    if attn_mask is None:
+    """SDPA as the fused kernel a GPU runs: FlashAttention (GQA natively, as FlashAttention-2
+    does), or the memory-efficient kernel where flash cannot run (a mask, or value heads
+    narrower than query/key heads, e.g. MLA)."""
+    if attn_mask is None and value.shape[-1] == query.shape[-1]:
         return torch.ops.aten._scaled_dot_product_flash_attention(
             query, key, value, dropout_p, is_causal, False, scale=scale)[0]
-    if key.shape[1] != query.shape[1]:  # the masked kernel needs one K/V head per query head
+    if key.shape[1] != query.shape[1]:  # this kernel needs one K/V head per query head
         rep = query.shape[1] // key.shape[1]
         key, value = key.repeat_interleave(rep, 1), value.repeat_interleave(rep, 1)
     bias = attn_mask
-    if bias.dtype == torch.bool:  # additive form, as PyTorch converts it
-        bias = torch.zeros_like(bias, dtype=query.dtype).masked_fill(~bias, float("-inf"))
+    if bias is not None:
+        if bias.dtype == torch.bool:  # additive form, as PyTorch converts it
+            bias = torch.zeros_like(bias, dtype=query.dtype).masked_fill(~bias, float("-inf"))
+        bias = bias.expand(query.shape[0], query.shape[1], -1, -1)
     return torch.ops.aten._scaled_dot_product_efficient_attention(
-        query, key, value, bias.expand(query.shape[0], query.shape[1], -1, -1), True, dropout_p,
-        is_causal, scale=scale)[0]
+        query, key, value, bias, True, dropout_p, is_causal, scale=scale)[0]
 
 
 @contextlib.contextmanager

@@ -1,0 +1,181 @@
+"""``trainsim capture`` and ``trainsim export``.
+
+The lead registers them in trainsim/cli.py's ``_register()``::
+
+    from trainsim.capture.cli import capture, export
+    main.add_command(capture)
+    main.add_command(export)
+
+Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from trainsim.errors import TrainsimError
+
+err = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    sys.exit(2)
+
+
+def _emit(text: str | None, renderable: Any, out: str | None) -> None:
+    if out:
+        Path(out).write_text(text if text is not None else "")
+        err.print(f"written to {out}")
+    elif text is not None:
+        click.echo(text)
+    else:
+        Console(width=None if sys.stdout.isatty() else 160).print(renderable)
+
+
+_PARALLEL = [
+    click.option("--tp", type=int, default=None, help="Tensor-parallel size."),
+    click.option("--sp/--no-sp", default=None,
+                 help="Sequence parallelism (default: on when tp > 1)."),
+    click.option("--cp", type=int, default=None, help="Context-parallel size."),
+    click.option("--ep", type=int, default=None, help="Expert-parallel size."),
+    click.option("--seq", type=int, default=None, help="Sequence length (default 4096)."),
+    click.option("--mbs", type=int, default=None, help="Micro-batch size (default 1)."),
+    click.option("--gpu", default=None, help="GPU catalog name (default: the node's, H100)."),
+    click.option("--gpus", type=int, default=None, help="GPUs in the run."),
+    click.option("--gbs", type=int, default=None, help="Global batch size."),
+    click.option("--set", "set_args", multiple=True, metavar="SECTION.FIELD=VALUE",
+                 help="Override a run-config field (repeatable)."),
+]
+
+
+def _parallel_options(f):
+    for opt in reversed(_PARALLEL):
+        f = opt(f)
+    return f
+
+
+def _overrides(kw: dict[str, Any]) -> dict[str, Any]:
+    return {k: kw[k] for k in ("tp", "sp", "cp", "ep", "seq", "mbs", "gpu", "gpus", "gbs")}
+
+
+@click.command()
+@click.argument("config")
+@_parallel_options
+@click.option("--eager", is_flag=True,
+              help="Capture Hugging Face code as written (no fused RMSNorm/SwiGLU kernels).")
+@click.option("--attention", type=click.Choice(["sdpa", "eager"]), default="sdpa",
+              show_default=True, help="sdpa: the fused FlashAttention kernel; eager: matmuls.")
+@click.option("--simulate", "run_sim", is_flag=True,
+              help="Also simulate the run with the captured layers and with the analytical ones.")
+@click.option("--kernels", is_flag=True, help="List every recorded kernel in the JSON.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write to FILE.")
+def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bool, fmt: str,
+            out: str | None, **kw: Any) -> None:
+    """Record a model's training step on the meta device and map it onto trainsim's ops.
+
+    CONFIG: a Hugging Face config.json (no weights needed), a trainsim run config, or
+    package.module:factory returning a torch.nn.Module.
+    """
+    try:
+        from trainsim.capture.capture import capture as run_capture
+        from trainsim.capture.report import render, summarize
+        from trainsim.capture.inputs import resolve
+
+        source, cfg = resolve(config, _overrides(kw), kw["set_args"])
+        seq = cfg.training.seq_length if cfg else (kw["seq"] or 4096)
+        mbs = cfg.training.micro_batch_size if cfg else (kw["mbs"] or 1)
+        dtype = "bf16" if cfg is None or cfg.training.dtype == "fp8" else cfg.training.dtype
+        cap = run_capture(source, batch=mbs, seq=seq, dtype=dtype, attention=attention,
+                          fuse=not eager)
+        if cfg is None:
+            from trainsim.catalog import gpu as catalog_gpu
+            gpu = catalog_gpu(kw["gpu"] or "h100-sxm-80gb")
+        else:
+            gpu = cfg.cluster.gpu
+        summary = summarize(cap, cfg, gpu, include_kernels=kernels)
+        if run_sim and cfg is not None:
+            from trainsim.capture.graph import captured_layer_source
+            from trainsim.simulator import simulate
+
+            captured = simulate(cfg, layer_source=captured_layer_source(cap))
+            analytical = simulate(cfg)
+            summary["simulate"] = {"captured": captured.to_dict(),
+                                   "analytical": analytical.to_dict()}
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    if fmt == "json":
+        _emit(json.dumps(summary, indent=2, sort_keys=True, default=str), None, out)
+        return
+    from rich.console import Group
+
+    parts = [render(summary)]
+    if "simulate" in summary:
+        c, a = summary["simulate"]["captured"], summary["simulate"]["analytical"]
+        parts.append(f"iteration time: captured layers {c['iteration_time_s'] * 1e3:.1f} ms, "
+                     f"analytical layers {a['iteration_time_s'] * 1e3:.1f} ms "
+                     f"({100 * (c['iteration_time_s'] / a['iteration_time_s'] - 1):+.1f}%)")
+    if out:
+        console = Console(record=True, width=160, file=open("/dev/null", "w"))  # noqa: SIM115
+        console.print(Group(*parts))
+        _emit(console.export_text(), None, out)
+    else:
+        _emit(None, Group(*parts), None)
+
+
+@click.command()
+@click.argument("config")
+@_parallel_options
+@click.option("--chakra", "chakra_prefix", default=None, metavar="PREFIX",
+              help="Write Chakra ET traces PREFIX.<rank>.et and PREFIX.json (comm groups).")
+@click.option("--per-kernel", is_flag=True, help="Chakra: one node per kernel (default: "
+              "consecutive kernels between collectives merged).")
+@click.option("--ranks", default=None, help="Chakra: only these ranks, e.g. 0,8 (default all).")
+@click.option("--simai", "simai_path", default=None, metavar="FILE",
+              help="Write a SimAI workload .txt.")
+@click.option("--captured", is_flag=True,
+              help="Use layers captured from the model's Hugging Face config (needs torch).")
+def export(config: str, chakra_prefix: str | None, per_kernel: bool, ranks: str | None,
+           simai_path: str | None, captured: bool, **kw: Any) -> None:
+    """Export a run's simulated workload to Chakra ET (ASTRA-sim) and/or SimAI."""
+    try:
+        from trainsim.capture.inputs import resolve
+
+        if not chakra_prefix and not simai_path:
+            raise TrainsimError("nothing to do: give --chakra PREFIX and/or --simai FILE")
+        source, cfg = resolve(config, _overrides(kw), kw["set_args"])
+        if cfg is None:
+            raise TrainsimError("export needs a run config or a Hugging Face config")
+        layer_source = None
+        if captured:
+            from trainsim.capture.capture import capture as run_capture
+            from trainsim.capture.graph import captured_layer_source
+
+            cap = run_capture(source, batch=cfg.training.micro_batch_size,
+                              seq=cfg.training.seq_length)
+            layer_source = captured_layer_source(cap)
+        if chakra_prefix:
+            from trainsim.interop.chakra import export_chakra
+
+            rank_list = [int(r) for r in ranks.split(",")] if ranks else None
+            ex = export_chakra(cfg, chakra_prefix, layer_source, per_kernel, rank_list)
+            nodes = sum(ex.nodes_per_rank.values())
+            click.echo(f"chakra: {len(ex.paths)} traces ({nodes} nodes) -> "
+                       f"{chakra_prefix}.<rank>.et,"
+                       f" groups -> {ex.comm_groups_path}; trainsim iteration "
+                       f"{ex.iteration_time_s * 1e3:.3f} ms")
+        if simai_path:
+            from trainsim.interop.simai import write_simai
+
+            n = write_simai(cfg, simai_path, layer_source)
+            click.echo(f"simai: {n} rows -> {simai_path}")
+    except TrainsimError as exc:
+        _fail(exc)

@@ -1,0 +1,463 @@
+"""Chakra execution traces: export trainsim's simulated task graph, and read traces back.
+
+Written from Chakra's public schema (``mlcommons/chakra``, ``schema/protobuf/et_def.proto``),
+field by field in the protobuf wire format (:mod:`trainsim.interop.chakra_et`); no Chakra code
+or generated bindings are used. A trace is ``<prefix>.<rank>.et`` per rank, each a length-
+prefixed ``GlobalMetadata`` and then length-prefixed ``Node`` messages, as ASTRA-sim 2.0's
+feeder reads them, plus ``<prefix>.json``, the communicator groups ASTRA-sim takes with
+``--comm-group-configuration`` (``{"<id>": [ranks]}``; nodes name theirs in ``pg_name``).
+
+What is written, per rank (ranks of one pipeline stage get the same graph, with their own
+groups and peers):
+
+* every op segment of trainsim's tasks, in order: compute as ``COMP_NODE`` (``num_ops``,
+  ``tensor_size``, ``duration_micros``; consecutive kernels merged unless ``per_kernel``),
+  collectives as ``COMM_COLL_NODE`` (``comm_type``, ``comm_size``, ``pg_name``), pipeline
+  transfers as ``COMM_SEND_NODE``/``COMM_RECV_NODE`` pairs (``comm_src``/``comm_dst``,
+  ``comm_tag``, ``comm_size``);
+* ``ctrl_deps`` keep each stream's order (the node before on the same CUDA-stream-like queue),
+  ``data_deps`` the task dependencies; a collective trainsim overlaps with the compute before
+  it (ring-attention KV exchange, TP overlap) is a branch beside that compute;
+* ``comm_size`` follows nccl-tests: the full buffer of all-reduce, the gathered output of
+  all-gather, the input of reduce-scatter, the bytes each rank sends in all-to-all;
+* ``duration_micros`` is trainsim's time in whole microseconds (the schema's unit), rounded so
+  that each stream's running total stays within half a microsecond of the exact one; attributes
+  ``trainsim.duration_s`` (exact) and ``trainsim.stream`` let :func:`read_chakra` rebuild the
+  same engine tasks. ASTRA-sim ignores attributes it does not know.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainsim.config import RunConfig
+from trainsim.engine import Task, run
+from trainsim.errors import TrainsimError
+from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
+    COMM_COLL_NODE,
+    COMM_NAMES,
+    COMM_RECV_NODE,
+    COMM_SEND_NODE,
+    COMM_TYPES,
+    COMP_NODE,
+    NODE_TYPES,
+    SCHEMA_VERSION,
+    ETNode,
+    decode_node,
+    encode_metadata,
+    encode_node,
+    read_et,
+    write_et,
+)
+from trainsim.simulator import LayerSource, Pricer, build_tasks
+from trainsim.workload.ops import Comm, Op
+
+# ------------------------------------------------------------------------ rank layout/groups
+
+class Layout:
+    """Megatron's rank order tp-cp-dp-pp; experts etp-ep-edp inside a stage's tp*cp*dp ranks."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        p = cfg.parallel
+        self.tp, self.cp, self.dp, self.pp = p.tp, p.cp, cfg.dp, p.pp
+        self.etp, self.ep = p.etp, p.ep
+        self.stage_size = self.tp * self.cp * self.dp
+        self.world = self.stage_size * self.pp
+        self.groups: dict[tuple, int] = {}
+        self.members: dict[int, list[int]] = {}
+
+    def stage(self, rank: int) -> int:
+        return rank // self.stage_size
+
+    def _ranks(self, group: str, rank: int) -> list[int]:
+        base = rank - rank % self.stage_size
+        local = rank % self.stage_size
+        tp_i, rest = local % self.tp, local // self.tp
+        cp_i, dp_i = rest % self.cp, rest // self.cp
+        at = lambda t, c, d: base + t + self.tp * (c + self.cp * d)
+        if group == "tp":
+            return [at(t, cp_i, dp_i) for t in range(self.tp)]
+        if group == "cp":
+            return [at(tp_i, c, dp_i) for c in range(self.cp)]
+        if group == "dp":
+            return [at(tp_i, cp_i, d) for d in range(self.dp)]
+        if group == "dp_cp":
+            return [at(tp_i, c, d) for d in range(self.dp) for c in range(self.cp)]
+        if group == "embd":
+            return sorted({local, local + (self.pp - 1) * self.stage_size})
+        e_i, rest = local % self.etp, local // self.etp
+        ep_i, edp_i = rest % self.ep, rest // self.ep
+        edp = self.stage_size // (self.ep * self.etp)
+        ex = lambda e, p_, d: base + e + self.etp * (p_ + self.ep * d)
+        if group == "etp":
+            return [ex(e, ep_i, edp_i) for e in range(self.etp)]
+        if group == "ep":
+            return [ex(e_i, q, edp_i) for q in range(self.ep)]
+        if group == "edp":
+            return [ex(e_i, ep_i, d) for d in range(edp)]
+        raise TrainsimError(f"no Chakra communicator group for process group {group!r}")
+
+    def group_id(self, group: str, rank: int) -> tuple[int, int]:
+        """(ASTRA-sim group id, group size) of ``rank``'s ``group``; ids start at 1."""
+        ranks = self._ranks(group, rank)
+        key = (group, tuple(ranks))
+        gid = self.groups.get(key)
+        if gid is None:
+            gid = self.groups[key] = len(self.groups) + 1
+            self.members[gid] = ranks
+        return gid, len(ranks)
+
+
+# -------------------------------------------------------------------------------- export
+
+class _RecordingPricer(Pricer):
+    """A Pricer that remembers which op each priced segment came from."""
+
+    def __init__(self, cfg: RunConfig) -> None:
+        super().__init__(cfg)
+        self.seg_op: dict[int, Op] = {}
+        self.outside: list[Comm] = []  # comm_time calls not made by price(), in order
+        self._pricing = 0
+        self._keep: list[Any] = []
+
+    def comm_time(self, op: Comm) -> float:
+        if not self._pricing:
+            self.outside.append(op)
+        return super().comm_time(op)
+
+    def price(self, ops: list[Op]):
+        self._pricing += 1
+        try:
+            priced = super().price(ops)
+        finally:
+            self._pricing -= 1
+        p = self.cfg.parallel
+        pooled = [op for op in ops if isinstance(op, Comm) and p.moe_overlap_ep_comm
+                  and op.group in ("ep", "etp")]
+        pooled_ids = {id(op) for op in pooled}
+        ordered = [op for op in ops if id(op) not in pooled_ids] + pooled
+        for seg, op in zip(priced.segments, ordered):
+            self.seg_op[id(seg)] = op
+        self._keep.append(priced)
+        return priced
+
+
+@dataclass
+class _Proto:
+    """A node of one stage's template graph."""
+
+    id: int
+    name: str
+    type: int
+    stream: str
+    duration_s: float
+    ctrl: list[int] = field(default_factory=list)
+    data: list[int] = field(default_factory=list)
+    flops: float = 0.0
+    bytes: float = 0.0
+    comm: Comm | None = None
+    peer_stage: int = 0
+    tag: int = 0
+    exposed_only: bool = False
+
+
+@dataclass
+class ChakraExport:
+    paths: list[Path]
+    comm_groups_path: Path
+    iteration_time_s: float
+    """trainsim's iteration time of the exported task graph."""
+    nodes_per_rank: dict[int, int]
+
+
+def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
+    return isinstance(op, Comm) and (op.overlap_with_previous or (
+        cfg.parallel.tp_comm_overlap and op.group == "tp"))
+
+
+class _Builder:
+    def __init__(self, cfg: RunConfig, pricer: _RecordingPricer, tasks: list[Task],
+                 per_kernel: bool) -> None:
+        self.cfg, self.pricer, self.tasks, self.per_kernel = cfg, pricer, tasks, per_kernel
+        self.nodes: dict[int, list[_Proto]] = defaultdict(list)
+        self.last_on_stream: dict[tuple[int, str], int] = {}
+        self.task_last: dict[int, int] = {}
+        self.consumer: dict[int, int] = {}
+        for i, t in enumerate(tasks):
+            for d in t.deps:
+                if tasks[d].stream[0] != t.stream[0]:
+                    self.consumer[d] = t.stream[0]
+        outside = [op for op in pricer.outside if op.name != "p2p"]
+        dp_tasks = [i for i, t in enumerate(tasks) if t.detail is None and t.stream[1] == "dp"]
+        self.dp_op = dict(zip(dp_tasks, outside)) if len(outside) == len(dp_tasks) else {}
+        self.p2p = next((op for op in pricer.outside if op.name == "p2p"), None)
+
+    def add(self, stage: int, name: str, type_: int, stream: str, dur: float, data: list[int],
+            **kw: Any) -> int:
+        nodes = self.nodes[stage]
+        node = _Proto(len(nodes), name, type_, stream, dur, data=list(dict.fromkeys(data)), **kw)
+        prev = self.last_on_stream.get((stage, stream))
+        if prev is not None and prev not in node.data:
+            node.ctrl.append(prev)
+        self.last_on_stream[(stage, stream)] = node.id
+        nodes.append(node)
+        return node.id
+
+    def build(self) -> None:
+        for i, t in enumerate(self.tasks):
+            stage, stream = t.stream
+            deps: list[int] = []
+            for d in t.deps:
+                src = self.tasks[d].stream[0]
+                if src == stage:
+                    deps.append(self.task_last[d])
+                else:
+                    size = self.p2p.bytes if self.p2p is not None else 0.0
+                    deps.append(self.add(stage, f"recv {self.tasks[d].label}", COMM_RECV_NODE,
+                                         f"recv.{d}", 0.0, [], peer_stage=src, tag=d,
+                                         comm=Comm("p2p", "send_recv", size, "pp")))
+            if t.detail is None:
+                last = self._plain(i, t, deps)
+            else:
+                last = self._segments(i, t, deps)
+            if i in self.consumer and self.nodes[stage][last].type != COMM_SEND_NODE:
+                last = self.add(stage, f"send {t.label}", COMM_SEND_NODE, stream, 0.0, [last],
+                                peer_stage=self.consumer[i], tag=i,
+                                comm=Comm("p2p", "send_recv", 0.0, "pp"))
+            self.task_last[i] = last
+
+    def _plain(self, i: int, t: Task, deps: list[int]) -> int:
+        stage, stream = t.stream
+        op = self.dp_op.get(i)
+        if op is not None:
+            return self.add(stage, t.label, COMM_COLL_NODE, stream, t.duration_s, deps, comm=op)
+        return self.add(stage, t.label, COMP_NODE, stream, t.duration_s, deps)
+
+    def _segments(self, i: int, t: Task, deps: list[int]) -> int:
+        stage, stream = t.stream
+        segs = list(t.detail.segments)  # type: ignore[attr-defined]
+        pending: list[tuple[str, float, str]] = []
+        head = deps  # what the next node depends on
+        last = None
+
+        def flush(keep_last: bool = False) -> None:
+            nonlocal head, last, pending
+            groups = [pending] if not keep_last or len(pending) < 2 else \
+                [pending[:-1], pending[-1:]]
+            for group in groups:
+                if not group:
+                    continue
+                ops = [self.pricer.seg_op.get(id(s)) for s in group]
+                name = group[0][2] if len(group) == 1 else \
+                    f"{group[0][2]}..{group[-1][2]} ({len(group)})"
+                last = self.add(stage, f"{t.label}: {name}", COMP_NODE, stream,
+                                sum(s[1] for s in group), head,
+                                flops=sum(getattr(o, "flops", 0.0) for o in ops),
+                                bytes=sum(getattr(o, "bytes", 0.0) for o in ops))
+                head = [last]
+            pending = []
+
+        k = 0
+        while k < len(segs):
+            seg = segs[k]
+            cat, dur, name = seg
+            op = self.pricer.seg_op.get(id(seg))
+            if cat in ("compute", "optimizer"):
+                pending.append(seg)
+                if self.per_kernel:
+                    flush()
+                k += 1
+                continue
+            # hidden (partly) behind the compute segment just before it, as Pricer.price did:
+            # its segment is shorter than the collective
+            overlapped = (_is_overlapped(op, self.cfg) and k > 0 and segs[k - 1][0] == "compute"
+                          and dur < self.pricer.comm_time(op)  # type: ignore[arg-type]
+                          * (1 - 1e-12))
+            if overlapped and pending:
+                flush(keep_last=True)
+            if overlapped and last is not None and self.nodes[stage][last].type == COMP_NODE:
+                # a branch beside the compute node it hides behind: both start together
+                compute = self.nodes[stage][last]
+                full = self.pricer.comm_time(op)  # type: ignore[arg-type]
+                branch = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, cat, full,
+                                  compute.data + compute.ctrl, comm=op)
+                head = [last, branch]
+                k += 1
+                continue
+            flush()
+            if name == "p2p send":
+                last = self.add(stage, f"{t.label}: send", COMM_SEND_NODE, stream, dur, head,
+                                peer_stage=self.consumer.get(i, stage), tag=i, comm=self.p2p)
+            else:
+                last = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, stream, dur, head,
+                                comm=op if isinstance(op, Comm) else None,
+                                exposed_only=isinstance(op, Comm)
+                                and self.cfg.parallel.moe_overlap_ep_comm
+                                and op.group in ("ep", "etp"))
+            head = [last]
+            k += 1
+        flush()
+        if last is None:  # an empty pass
+            last = self.add(stage, t.label, COMP_NODE, stream, 0.0, head)
+        elif len(head) > 1:  # the task ends with an overlapped branch: join it
+            last = self.add(stage, f"{t.label}: join", COMP_NODE, stream, 0.0, head)
+        return last
+
+
+def _micros(protos: list[_Proto]) -> list[int]:
+    """Whole-microsecond durations whose running sum on each stream stays within half a
+    microsecond of the exact one (rounding error carried forward, not accumulated)."""
+    exact: dict[str, float] = defaultdict(float)
+    rounded: dict[str, int] = defaultdict(int)
+    out = []
+    for p in protos:
+        exact[p.stream] += p.duration_s * 1e6
+        us = max(0, round(exact[p.stream]) - rounded[p.stream])
+        rounded[p.stream] += us
+        out.append(us)
+    return out
+
+
+def _materialize(protos: list[_Proto], rank: int, layout: Layout,
+                 micros: list[int]) -> list[ETNode]:
+    stage = layout.stage(rank)
+    out = []
+    for p, us in zip(protos, micros):
+        attrs: dict[str, tuple[str, Any]] = {
+            "is_cpu_op": ("bool", False),
+            "trainsim.duration_s": ("double", p.duration_s),
+            "trainsim.stream": ("string", p.stream),
+        }
+        type_ = p.type
+        if type_ == COMP_NODE:
+            attrs["num_ops"] = ("uint64", round(p.flops))
+            attrs["tensor_size"] = ("uint64", round(p.bytes))
+        elif type_ == COMM_COLL_NODE:
+            comm = p.comm
+            size = round(comm.bytes) if comm is not None else 0
+            if comm is None or comm.kind not in COMM_TYPES:
+                type_ = COMP_NODE  # nothing ASTRA-sim could replay as a collective
+                attrs.update(num_ops=("uint64", 0), tensor_size=("uint64", size))
+            else:
+                gid, n = layout.group_id(comm.group, rank)
+                if n <= 1:  # a one-rank group moves nothing: keep its (zero) time as compute
+                    type_ = COMP_NODE
+                    attrs.update(num_ops=("uint64", 0), tensor_size=("uint64", 0))
+                else:
+                    attrs.update(comm_type=("int64", COMM_TYPES[comm.kind]),
+                                 comm_size=("int64", size), pg_name=("string", str(gid)))
+                    if p.exposed_only:
+                        attrs["trainsim.exposed_only"] = ("bool", True)
+        else:  # send / recv
+            peer = rank + (p.peer_stage - stage) * layout.stage_size
+            size = round(p.comm.bytes) if p.comm is not None else 0
+            src, dst = (rank, peer) if type_ == COMM_SEND_NODE else (peer, rank)
+            attrs.update(comm_src=("int64", src), comm_dst=("int64", dst),
+                         comm_tag=("int64", p.tag % 2**31), comm_size=("int64", size))
+        out.append(ETNode(id=p.id, name=p.name, type=type_, ctrl_deps=p.ctrl, data_deps=p.data,
+                          duration_micros=us, attrs=attrs))
+    return out
+
+
+def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource | None = None,
+                  per_kernel: bool = False, ranks: list[int] | None = None) -> ChakraExport:
+    """Write ``<prefix>.<rank>.et`` for every rank (or ``ranks``) and ``<prefix>.json``."""
+    pricer = _RecordingPricer(cfg)
+    tasks, ends = build_tasks(cfg, pricer, layer_source)
+    timeline = run(tasks)
+    iteration = max(timeline.end_s[e] for e in ends)
+    builder = _Builder(cfg, pricer, tasks, per_kernel)
+    builder.build()
+    layout = Layout(cfg)
+    prefix = Path(prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    paths, counts = [], {}
+    meta = {"trainsim.model": ("string", cfg.model.name),
+            "trainsim.iteration_time_s": ("double", iteration),
+            "trainsim.world_size": ("int64", layout.world)}
+    micros = {s: _micros(protos) for s, protos in builder.nodes.items()}
+    for rank in (ranks if ranks is not None else range(layout.world)):
+        stage = layout.stage(rank)
+        nodes = _materialize(builder.nodes[stage], rank, layout, micros[stage])
+        path = prefix.parent / f"{prefix.name}.{rank}.et"
+        write_et(path, nodes, meta)
+        paths.append(path)
+        counts[rank] = len(nodes)
+    for rank in range(layout.world):  # groups of ranks not written still need ids
+        for p in builder.nodes[layout.stage(rank)]:
+            if p.type == COMM_COLL_NODE and p.comm is not None and p.comm.kind in COMM_TYPES:
+                layout.group_id(p.comm.group, rank)
+    groups = prefix.parent / f"{prefix.name}.json"
+    groups.write_text(json.dumps({str(g): r for g, r in sorted(layout.members.items())}, indent=1))
+    return ChakraExport(paths, groups, iteration, counts)
+
+
+# -------------------------------------------------------------------------------- import
+
+def _rank_of(path: Path) -> int:
+    try:
+        return int(path.name.rsplit(".", 2)[-2])
+    except (ValueError, IndexError):
+        raise TrainsimError(f"{path}: expected <prefix>.<rank>.et") from None
+
+
+def trace_files(prefix: str | Path) -> list[Path]:
+    prefix = Path(prefix)
+    files = sorted(prefix.parent.glob(f"{prefix.name}.*.et"), key=_rank_of)
+    if not files:
+        raise TrainsimError(f"no Chakra traces {prefix}.<rank>.et")
+    return files
+
+
+def tasks_from_chakra(prefix: str | Path, exact: bool = True) -> list[Task]:
+    """Engine tasks of every ``<prefix>.<rank>.et``: one task per node, on its stream
+    (``trainsim.stream``, else compute for COMP nodes and one communication stream for the
+    rest, as ASTRA-sim runs one collective at a time), depending on its ctrl and data deps; a
+    receive waits for the matching send (``comm_src``, ``comm_dst``, ``comm_tag``) of its
+    peer. Durations: ``trainsim.duration_s`` if ``exact`` and present, else
+    ``duration_micros``."""
+    tasks: list[Task] = []
+    sends: dict[tuple[int, int, int], int] = {}
+    recvs: list[tuple[int, tuple[int, int, int]]] = []
+    for path in trace_files(prefix):
+        rank = _rank_of(path)
+        _, nodes = read_et(path)
+        index = {}
+        for n in nodes:
+            index[n.id] = len(tasks)
+            if exact and "trainsim.duration_s" in n.attrs:
+                dur = float(n.attr("trainsim.duration_s"))
+            else:
+                dur = n.duration_micros * 1e-6
+            stream = n.attr("trainsim.stream")
+            if stream is None:
+                stream = {COMP_NODE: "compute", COMM_RECV_NODE: f"recv.{n.id}"}.get(n.type, "comm")
+            tasks.append(Task((rank, str(stream)), dur, [], n.name))
+            if n.type == COMM_SEND_NODE:
+                sends[(int(n.attr("comm_src", rank)), int(n.attr("comm_dst")),
+                       int(n.attr("comm_tag", 0)))] = len(tasks) - 1
+            elif n.type == COMM_RECV_NODE:
+                recvs.append((len(tasks) - 1, (int(n.attr("comm_src")),
+                                               int(n.attr("comm_dst", rank)),
+                                               int(n.attr("comm_tag", 0)))))
+        for n in nodes:
+            t = tasks[index[n.id]]
+            for d in dict.fromkeys(n.ctrl_deps + n.data_deps):
+                if d not in index:
+                    raise TrainsimError(f"{path}: node {n.id} depends on missing node {d}")
+                t.deps.append(index[d])
+    for i, key_ in recvs:
+        if key_ not in sends:
+            raise TrainsimError(f"receive {key_} (src, dst, tag) has no matching send: "
+                                "read every rank's trace")
+        tasks[i].deps.append(sends[key_])
+    return tasks
+
+
+def read_chakra(prefix: str | Path, exact: bool = True) -> float:
+    """Simulated iteration time of a Chakra trace set on trainsim's engine."""
+    return run(tasks_from_chakra(prefix, exact)).makespan_s

@@ -1,0 +1,180 @@
+"""SimAI workload files (``.txt``) for SimAI's analytical and NS-3 backends.
+
+The format is what aicb writes and SimAI's ``Workload::initialize_workload`` reads
+(``aliyun/SimAI``, ``astra-sim-alibabacloud/astra-sim/workload/Workload.cc``; example files
+in ``example/workload_*.txt``):
+
+* line 1: ``HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: <tp> ep: <ep> pp: <pp>
+  vpp: <vpp> ga: <micro-batches> all_gpus: <gpus> checkpoints: 0 checkpoint_initiates: 0
+  pp_comm: <bytes>`` (``pp_comm`` is the activation a stage sends per micro-batch, 0 without
+  pipeline parallelism);
+* line 2: the number of rows;
+* one row per layer piece, whitespace separated: ``name -1 fwd_compute fwd_comm_type
+  fwd_comm_size ig_compute ig_comm_type ig_comm_size wg_compute wg_comm_type wg_comm_size
+  wg_update``. Compute times are SimAI ticks (nanoseconds); sizes bytes; comm types
+  ``NONE``, ``ALLREDUCE``, ``ALLGATHER``, ``REDUCESCATTER``, ``ALLTOALL`` with an optional
+  ``_EP``/``_DP_EP`` suffix picking the group (no suffix: TP for forward and input-gradient
+  collectives, DP for weight-gradient ones).
+
+SimAI runs rows forward in order (compute, then the row's collective, blocking) and backward
+in reverse order (input-gradient compute and collective, then weight-gradient ones). So each
+trainsim layer (its priced op list, as the simulator prices it) is cut into rows at its
+blocking collectives: forward pieces fill rows front to back, backward pieces back to front,
+and SimAI's traversal replays both in trainsim's order. What SimAI has no notion of is kept
+as time: collectives trainsim overlaps with compute contribute their exposed part to the
+compute before them, and context-parallel ring exchanges their exposed time. Data-parallel
+gradient reduction and the parameter all-gather are the first rows (their weight-gradient
+collective, which SimAI issues after the whole backward), as aicb writes them; the optimizer
+step is their input-gradient compute. One representative rank of the first pipeline stage is
+written (SimAI replicates it over stages and adds ``pp_comm`` sends).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainsim.config import RunConfig
+from trainsim.memory import stage_param_split
+from trainsim.simulator import OPTIMIZER_BYTES_PER_PARAM, LayerSource, Pricer
+from trainsim.workload.layers import (
+    backward_of,
+    embedding_backward,
+    embedding_forward,
+    head_backward,
+    head_forward,
+    layer_forward,
+    layer_recompute,
+    shard_of,
+)
+from trainsim.workload.ops import Comm, Elementwise, Op
+
+KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",
+         "all_to_all": "ALLTOALL"}
+GROUP_SUFFIX = {"tp": "", "ep": "_EP", "etp": "", "edp": "_DP_EP", "dp": "", "dp_cp": ""}
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    fwd: tuple[float, str, int] = (0.0, "NONE", 0)
+    ig: tuple[float, str, int] = (0.0, "NONE", 0)
+    wg: tuple[float, str, int] = (0.0, "NONE", 0)
+
+    def line(self) -> str:
+        def ns(t: float) -> int:
+            return max(1, round(t * 1e9))  # SimAI waits whole ticks; aicb writes 1 for "none"
+        f, i, w = self.fwd, self.ig, self.wg
+        return "\t".join(str(x) for x in (
+            self.name, -1, ns(f[0]), f[1], f[2], ns(i[0]), i[1], i[2], ns(w[0]), w[1], w[2], 100))
+
+
+def _pieces(ops: list[Op], pricer: Pricer) -> list[tuple[float, str, int]]:
+    """(compute seconds, collective, bytes) pieces of a priced op list, cut at the blocking
+    collectives SimAI can run."""
+    priced = pricer.price(ops)
+    comms = {op.name: op for op in ops if isinstance(op, Comm)}
+    out: list[tuple[float, str, int]] = []
+    compute = 0.0
+    for cat, dur, name in priced.segments:
+        op = comms.get(name)
+        full = pricer.comm_time(op) if op is not None else 0.0
+        blocking = op is not None and op.kind in KINDS and op.group in GROUP_SUFFIX \
+            and dur >= full * (1 - 1e-12)
+        if not blocking:
+            compute += dur  # compute, or the exposed part of what SimAI cannot express
+            continue
+        kind = KINDS[op.kind] + GROUP_SUFFIX[op.group]  # type: ignore[union-attr]
+        out.append((compute, kind, round(op.bytes)))  # type: ignore[union-attr]
+        compute = 0.0
+    if compute or not out:
+        out.append((compute, "NONE", 0))
+    return out
+
+
+def _rows(name: str, fwd: list[tuple[float, str, int]], bwd: list[tuple[float, str, int]]
+          ) -> list[Row]:
+    n = max(len(fwd), len(bwd))
+    none = (0.0, "NONE", 0)
+    return [Row(f"{name}_{i}" if n > 1 else name, fwd[i] if i < len(fwd) else none,
+                bwd[n - 1 - i] if n - 1 - i < len(bwd) else none) for i in range(n)]
+
+
+def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[Row]:
+    """The rows of one iteration of the first pipeline stage's representative rank."""
+    pricer = Pricer(cfg)
+    sh = shard_of(cfg)
+    p, m = cfg.parallel, cfg.model
+    source = layer_source or (lambda c, s, moe: layer_forward(c, s, moe=moe))
+    rows: list[Row] = []
+    # data-parallel gradient reduction / parameter gather and the optimizer step
+    dense, experts = stage_param_split(cfg, 0)
+    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+    grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+    local = 0.0
+    for params, group, size, suffix in ((dense, "dp_cp", cfg.dp * p.cp, ""),
+                                        (experts, "edp", cfg.edp if m.is_moe else 1, "_DP_EP")):
+        if params <= 0:
+            continue
+        local += params / (size if zero >= 1 else 1)
+        if size <= 1:
+            continue
+        if zero == 0:
+            rows.append(Row(f"grad_allreduce{suffix.lower()}",
+                            wg=(0.0, "ALLREDUCE" + suffix, int(params * grad_bytes))))
+        else:
+            rows.append(Row(f"grad_param_comm{suffix.lower()}",
+                            wg=(0.0, "REDUCESCATTER" + suffix, int(params * grad_bytes))))
+            rows.append(Row(f"grad_gather{suffix.lower()}",
+                            wg=(0.0, "ALLGATHER" + suffix, int(params * 2))))
+    step = Elementwise("optimizer_step", bytes=local * OPTIMIZER_BYTES_PER_PARAM)
+    rows.append(Row("optimizer", ig=(pricer.compute.time(step), "NONE", 0)))
+    # one micro-batch: embedding, the stage's layers, the head when it is on this stage
+    mb: list[Row] = []
+    emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
+    mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
+    cache: dict[bool, tuple[list, list]] = {}
+    for i in cfg.virtual_stage_layers()[0]:
+        moe = m.is_moe_layer(i)
+        if moe not in cache:
+            f = source(cfg, sh, moe)
+            cache[moe] = (_pieces(f, pricer),
+                          _pieces(layer_recompute(cfg, sh, f) + backward_of(f, sh), pricer))
+        mb += _rows(f"layer{i}", *cache[moe])
+    if p.pp == 1:
+        hf = head_forward(cfg, sh)
+        mb += _rows("head", _pieces(hf, pricer), _pieces(head_backward(cfg, sh, hf), pricer))
+    return rows + mb * cfg.num_microbatches
+
+
+def header(cfg: RunConfig) -> str:
+    p = cfg.parallel
+    sh = shard_of(cfg)
+    pp_comm = int(sh.tokens * cfg.model.hidden_size * 2 / p.tp) if p.pp > 1 else 0
+    return (f"HYBRID_TRANSFORMER_FWD_IN_BCKWD model_parallel_NPU_group: {p.tp} ep: {p.ep} "
+            f"pp: {p.pp} vpp: {p.vpp} ga: {cfg.num_microbatches} all_gpus: "
+            f"{cfg.cluster.num_gpus} checkpoints: 0 checkpoint_initiates: 0 pp_comm: {pp_comm}")
+
+
+def write_simai(cfg: RunConfig, path: str | Path, layer_source: LayerSource | None = None
+                ) -> int:
+    """Write the SimAI workload of ``cfg``; returns the number of rows."""
+    rows = simai_rows(cfg, layer_source)
+    Path(path).write_text("\n".join([header(cfg), str(len(rows))] + [r.line() for r in rows])
+                          + "\n")
+    return len(rows)
+
+
+def read_simai(path: str | Path) -> tuple[dict[str, int], list[Row]]:
+    """(header fields, rows) of a SimAI workload file (times back in seconds)."""
+    lines = Path(path).read_text().split("\n")
+    tokens = lines[0].split()
+    head = {tokens[i].rstrip(":"): int(tokens[i + 1]) for i in range(1, len(tokens) - 1)
+            if tokens[i].endswith(":") and tokens[i + 1].lstrip("-").isdigit()}
+    n = int(lines[1])
+    rows = []
+    for line in lines[2:2 + n]:
+        f = line.split()
+        rows.append(Row(f[0], (int(f[2]) * 1e-9, f[3], int(f[4])),
+                        (int(f[5]) * 1e-9, f[6], int(f[7])), (int(f[8]) * 1e-9, f[9], int(f[10]))))
+    return head, rows
