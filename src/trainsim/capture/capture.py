@@ -121,7 +121,8 @@ def capture(source: str | Path, batch: int = 1, seq: int = 2048, dtype: str = "b
     ``package.module:factory``."""
     import torch
 
-    from trainsim.capture.models import build_factory, build_hf, is_hf_config
+    from trainsim.capture.inputs import is_hf_config
+    from trainsim.capture.models import build_factory, build_hf
     from trainsim.capture.recorder import Recorder
 
     t0 = time.perf_counter()

@@ -86,8 +86,8 @@ def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bo
     """
     try:
         from trainsim.capture.capture import capture as run_capture
-        from trainsim.capture.report import render, summarize
         from trainsim.capture.inputs import resolve
+        from trainsim.capture.report import render, summarize
 
         source, cfg = resolve(config, _overrides(kw), kw["set_args"])
         seq = cfg.training.seq_length if cfg else (kw["seq"] or 4096)

@@ -54,11 +54,23 @@ def _write_temp_hf(m: ModelConfig) -> str:
     return str(d / "config.json")
 
 
+def is_hf_config(path: str | Path) -> bool:
+    """Whether a JSON file is a Hugging Face model config (not a trainsim run config)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    if p.suffix != ".json" or not p.exists():
+        return False
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and ("model_type" in data or "architectures" in data)
+
+
 def resolve(config: str, overrides: dict[str, Any], set_args: tuple[str, ...] = ()
             ) -> tuple[str, RunConfig | None]:
     """(capture source, run config or None for a factory without a run config)."""
-    from trainsim.capture.models import is_hf_config
-
     path = Path(config)
     if ":" in config and not path.exists():
         return config, None

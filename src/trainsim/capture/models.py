@@ -60,20 +60,6 @@ class Built:
     """Leading dense layers of the full model when it mixes dense and MoE layers."""
 
 
-def is_hf_config(path: str | Path) -> bool:
-    """Whether a JSON file is a Hugging Face model config (not a trainsim run config)."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / "config.json"
-    if p.suffix != ".json" or not p.exists():
-        return False
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and ("model_type" in data or "architectures" in data)
-
-
 def _layers_to_capture(cfg: Any) -> int:
     """One decoder layer, or one dense and one MoE layer where the model mixes them."""
     if getattr(cfg, "first_k_dense_replace", 0):
