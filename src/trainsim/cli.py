@@ -177,8 +177,9 @@ def _register() -> None:
     from trainsim.capture.cli import capture, export
     from trainsim.profile.cli import profile
     from trainsim.reliability.cli import goodput
+    from trainsim.search.cli import plan_cmd, search_cmd, sweep_cmd
 
-    for command in (capture, export, profile, goodput):
+    for command in (capture, export, profile, goodput, search_cmd, plan_cmd, sweep_cmd):
         main.add_command(command)
 
 

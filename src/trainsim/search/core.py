@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Sequence
+from typing import Any, Literal
 
 from trainsim.errors import ConfigError
-from trainsim.search.evaluate import Evaluation, evaluate, lower_bound_s
+from trainsim.search.evaluate import Bounds, Evaluation, evaluate
 from trainsim.search.executors import Executor, SerialExecutor
-from trainsim.search.explain import pareto_front, why_slower
+from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
 
 Progress = Callable[[str, int, int], None]
@@ -39,7 +40,7 @@ Progress = Callable[[str, int, int], None]
 WAVE = 64
 """Candidates simulated between two updates of the pruning state (fixed: results must not
 depend on the number of workers)."""
-BATCH = 8
+BATCH = 4
 """Candidates per task sent to a worker."""
 INF = float("inf")
 PARETO_SLOWDOWN = 1.5
@@ -214,8 +215,10 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     # 1. enumerate: every valid canonical candidate, one heap entry per memory group (its
     #    lead variant), ordered by the lower bound of its iteration time
     keys = [k for n in counts for k in space.memory_keys(base, n)]
+    bounds = Bounds(base)
     enumerated = 0
-    heap: list[tuple[float, int, Candidate, float | None]] = []  # bound, order, lead, headroom
+    # (bound, order, candidate, headroom or None, bound refined?)
+    heap: list[tuple[float, int, Candidate, float | None, bool]] = []
     siblings: dict[Candidate, list[Candidate]] = {}
     for i, key in enumerate(keys):
         try:
@@ -226,7 +229,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         enumerated += len(variants)
         lead = variants.pop(_lead(variants))
         siblings[lead] = variants
-        heap.append((lower_bound_s(key, base), i, lead, None))
+        heap.append((bounds.cheap(key), i, lead, None, exhaustive))
         if progress and (i % 1024 == 0 or i == len(keys) - 1):
             progress("enumerate", i + 1, len(keys))
     heapq.heapify(heap)
@@ -238,7 +241,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     hits0 = cache.hits if cache else 0
     best_of: dict[object, float] = {}
     best_n: dict[int, float] = {}
-    front: list[Evaluation] = []
+    index = FrontIndex()
     evaluated: list[Evaluation] = []
     threshold = float("inf")
     memory_pruned = bound_pruned = simulated = done = 0
@@ -250,21 +253,25 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     def on_front(lb: float, c: Candidate, headroom: float) -> bool:
         if lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
             return False
-        return not any(f.tokens_per_s >= tokens / lb and f.memory_headroom_bytes >= headroom
-                       and f.num_gpus <= c.mem.num_gpus for f in front)
+        return not index.dominated(tokens / lb, headroom, c.mem.num_gpus)
 
     while heap:
         todo: list[tuple[float, Candidate, float]] = []
         fresh: list[tuple[float, Evaluation, float]] = []
         while heap and len(todo) + len(fresh) < wave:
-            lb, _, c, headroom = heapq.heappop(heap)
+            lb, _, c, headroom, refined = heapq.heappop(heap)
             group_size = 1 + len(siblings.get(c, ()))
+            if headroom is None and not may_rank(lb, c) and \
+                    lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
+                siblings.pop(c, None)  # ruled out before its memory is even checked
+                bound_pruned += group_size
+                done += group_size
+                continue
+            if not refined:  # price its passes for a tighter bound, and queue it again
+                order += 1
+                heapq.heappush(heap, (bounds.refined(c), order, c, headroom, True))
+                continue
             if headroom is None:  # a lead not yet checked for memory
-                if not may_rank(lb, c) and lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
-                    siblings.pop(c, None)
-                    bound_pruned += group_size
-                    done += group_size
-                    continue
                 mc = check_memory(c.mem, base)
                 if mc is None or not mc.fits:
                     siblings.pop(c, None)
@@ -292,6 +299,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         fresh.sort(key=lambda x: x[1].candidate)
         for lb, e, headroom in fresh:
             evaluated.append(e)
+            index.add(e)
             c, t = e.candidate, e.iteration_time_s
             g = group_of(c, rank_by)
             best_of[g] = min(best_of.get(g, t), t)
@@ -300,10 +308,9 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
             # communication; tests check it), so the lead's time bounds its siblings.
             for s in siblings.pop(c, ()):
                 order += 1
-                heapq.heappush(heap, (lb if exhaustive else max(lb, t), order, s, headroom))
+                heapq.heappush(heap, (lb if exhaustive else max(lb, t), order, s, headroom, True))
         if len(best_of) >= top_k:
             threshold = heapq.nsmallest(top_k, best_of.values())[-1]
-        front = pareto_front(front + [e for _, e, _ in fresh])
         done += len(fresh)
         if progress:
             progress("simulate", done, enumerated)
@@ -313,12 +320,13 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     for e in evaluated:
         g = group_of(e.candidate, rank_by)
         cur = best_eval.get(g)
-        if cur is None or (e.iteration_time_s, e.candidate) < (cur.iteration_time_s, cur.candidate):
+        if cur is None or rank_key(e) < rank_key(cur):
             best_eval[g] = e
-    ordered = sorted(best_eval.values(), key=lambda e: (e.iteration_time_s, e.candidate))
+    ordered = sorted(best_eval.values(), key=rank_key)
     top = tuple(Ranked(i + 1, e, why_slower(ordered[0], e) if i else ())
                 for i, e in enumerate(ordered[:top_k]))
-    front = [f for f in front if f.iteration_time_s <= pareto_slowdown * best_n[f.num_gpus]]
+    front = pareto_front([e for e in evaluated
+                          if e.iteration_time_s <= pareto_slowdown * best_n[e.num_gpus]])
     ref = None
     if reference is not None:
         ref = _rank_reference(reference, base, ordered, top_k, rank_by, cache, bkey)
@@ -337,7 +345,7 @@ def _rank_reference(reference: Candidate, base: Base, ordered: list[Evaluation],
             cache.put(bkey, e)
     own = group_of(reference, rank_by)
     faster = sum(1 for o in ordered
-                 if group_of(o.candidate, rank_by) != own and o.iteration_time_s < e.iteration_time_s)
+                 if group_of(o.candidate, rank_by) != own and rank_key(o) < rank_key(e))
     rank = faster + 1
     # A group pruned by the bound is slower than the k-th best found, so every group faster
     # than the reference was simulated as long as fewer than k others beat it.
@@ -349,5 +357,13 @@ def _rank_reference(reference: Candidate, base: Base, ordered: list[Evaluation],
     return ReferenceRank(e, rank, exact, own_best, reasons)
 
 
-__all__ = ["EvaluationCache", "RANK_BY", "Ranked", "ReferenceRank", "SearchResult", "SearchStats",
-           "group_of", "search"]
+__all__ = [
+    "RANK_BY",
+    "EvaluationCache",
+    "Ranked",
+    "ReferenceRank",
+    "SearchResult",
+    "SearchStats",
+    "group_of",
+    "search",
+]

@@ -7,11 +7,14 @@ what ``trainsim simulate`` would for the same configuration.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.simulator import simulate
+
+log = logging.getLogger(__name__)
 
 BOUND_SAFETY = 0.97
 """The bound is scaled by this so that rounding or a later, slightly faster compute model
@@ -45,6 +48,104 @@ def lower_bound_s(key: MemoryKey, base: Base) -> float:
     last_stage = n_micro * (layers * per_layer + head)
     fill_drain = (key.pp - 1) * (layers // key.vpp) * per_layer
     return BOUND_SAFETY * (last_stage + fill_drain) / rate
+
+
+class Bounds:
+    """Lower bounds on the iteration time of a search's candidates, with their caches.
+
+    :meth:`refined` prices one layer (of each kind), the head and the embedding as the
+    simulator prices them (compute, recompute and blocking TP/CP communication), once per
+    shard shape (GPUs, tp, cp, micro batch, SP, recompute, TP overlap), then for each candidate:
+    stage ``s`` runs every micro-batch's passes of its chunks on one stream, after the first
+    micro-batch's forward through the stages before it and before the last one's backward
+    through them, ``T >= sum_{v<s} (F_v + B_v) + m * sum_{v on s} (F_v + B_v)``. Under ZeRO-3
+    the stage's data-parallel stream also all-gathers its parameters before every pass and
+    reduce-scatters its gradients after every backward. If the simulator's building blocks
+    cannot be used, :func:`lower_bound_s` is kept (logged once).
+    """
+
+    def __init__(self, base: Base) -> None:
+        self.base = base
+        self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
+        self.failed: str | None = None
+
+    def cheap(self, key: MemoryKey) -> float:
+        return lower_bound_s(key, self.base)
+
+    def _pass_times(self, c: Candidate, cfg: Any) -> tuple[dict[bool, float], float, float]:
+        """(forward + backward of one layer by is-MoE, of the head, of the embedding)."""
+        m = c.mem
+        key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
+               c.tp_comm_overlap)
+        hit = self._passes.get(key)
+        if hit is None:
+            from trainsim.simulator import Pricer
+            from trainsim.workload.layers import (
+                backward_of,
+                embedding_backward,
+                embedding_forward,
+                head_backward,
+                head_forward,
+                layer_forward,
+                layer_recompute,
+                shard_of,
+            )
+
+            pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
+            layer = {}
+            for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
+                lf = layer_forward(cfg, sh, moe=moe)
+                layer[moe] = (pricer.price(lf).duration_s
+                              + pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
+                              .duration_s)
+            hf = head_forward(cfg, sh)
+            head = pricer.price(hf).duration_s + pricer.price(head_backward(cfg, sh, hf)).duration_s
+            emb = (pricer.price(embedding_forward(cfg, sh)).duration_s
+                   + pricer.price(embedding_backward(cfg, sh)).duration_s)
+            hit = self._passes[key] = (layer, head, emb)
+        return hit
+
+    def refined(self, c: Candidate) -> float:
+        cheap = self.cheap(c.mem)
+        if self.failed:
+            return cheap
+        try:
+            return max(cheap, BOUND_SAFETY * self._pipeline_bound(c))
+        except Exception as exc:  # noqa: BLE001 - an internal API changed: keep the FLOP bound
+            self.failed = repr(exc)
+            log.warning("search: refined bound unavailable (%r); using the FLOP bound", exc)
+            return cheap
+
+    def _pipeline_bound(self, c: Candidate) -> float:
+        from trainsim.memory import stage_param_split
+        from trainsim.simulator import Pricer
+        from trainsim.workload.ops import Comm
+
+        cfg = c.to_config(self.base)
+        layer, head, emb = self._pass_times(c, cfg)
+        p, model, m = cfg.parallel, cfg.model, cfg.num_microbatches
+        ranges = cfg.virtual_stage_layers()
+        work = [sum(layer[model.is_moe_layer(i)] for i in r) for r in ranges]
+        work[0] += emb
+        work[-1] += head
+        pp, n_virtual = p.pp, len(ranges)
+        bound = max(sum(work[:s]) + m * sum(work[s:n_virtual:pp]) for s in range(pp))
+        zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+        if zero >= 3 and cfg.dp * p.cp > 1:
+            pricer = Pricer(cfg)
+            grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+            sizes = {"dp_cp": cfg.dp * p.cp, "edp": cfg.edp if model.is_moe else 1}
+            for s in range(pp):
+                dp_busy = 0.0
+                for params, group in zip(stage_param_split(cfg, s), ("dp_cp", "edp")):
+                    if sizes[group] > 1 and params > 0:
+                        chunk = params / p.vpp
+                        gather = pricer.comm_time(Comm("g", "all_gather", chunk * 2, group))
+                        scatter = pricer.comm_time(Comm("r", "reduce_scatter", chunk * grad_bytes,
+                                                        group))
+                        dp_busy += m * p.vpp * (2 * gather + scatter)
+                bound = max(bound, dp_busy)
+        return bound
 
 
 @dataclass(frozen=True)
@@ -86,6 +187,11 @@ class Evaluation:
                 "breakdown": dict(self.breakdown), "exposed_comm": dict(self.exposed_comm)}
 
 
+def refined_bound_s(candidate: Candidate, base: Base) -> float:
+    """The refined lower bound of one candidate (see :class:`Bounds`; no cache kept)."""
+    return Bounds(base).refined(candidate)
+
+
 def evaluate(candidate: Candidate, base: Base) -> Evaluation:
     """Simulate one candidate (in this process)."""
     cfg = candidate.to_config(base)
@@ -101,4 +207,5 @@ def evaluate_batch(base: Base, candidates: list[Candidate]) -> list[Evaluation]:
     return [evaluate(c, base) for c in candidates]
 
 
-__all__ = ["BOUND_SAFETY", "Evaluation", "evaluate", "evaluate_batch", "lower_bound_s"]
+__all__ = ["BOUND_SAFETY", "Bounds", "Evaluation", "evaluate", "evaluate_batch", "lower_bound_s",
+           "refined_bound_s"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
-from typing import Callable, Protocol, Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from trainsim.errors import ConfigError
 from trainsim.search.evaluate import Evaluation, evaluate_batch

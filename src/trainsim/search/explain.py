@@ -7,7 +7,8 @@ differs and explains it (more recompute, a deeper pipeline, no gradient-reduce o
 
 from __future__ import annotations
 
-from typing import Sequence
+import bisect
+from collections.abc import Sequence
 
 from trainsim.search.evaluate import Evaluation
 from trainsim.search.space import ZERO_LABELS, Candidate
@@ -20,7 +21,8 @@ MAX_REASONS = 3
 def _parts(e: Evaluation) -> dict[str, float]:
     b, x = e.breakdown, e.exposed_comm
     return {"compute": b.get("compute_s", 0.0), "bubble": b.get("pipeline_bubble_s", 0.0),
-            "tp": x.get("tp", 0.0), "cp": x.get("cp", 0.0), "pp": x.get("pp", 0.0),
+            "tp": x.get("tp", 0.0), "cp": x.get("cp", 0.0), "ep": x.get("ep", 0.0),
+            "pp": x.get("pp", 0.0),
             "dp": x.get("dp", 0.0), "optimizer": b.get("optimizer_s", 0.0),
             "other": b.get("other_s", 0.0)}
 
@@ -49,17 +51,18 @@ def _diff(a: Candidate, b: Candidate, fields: Sequence[str]) -> str:
 
 
 _CAUSES = {
-    "compute": ("recompute", "micro_batch", "tp", "cp", "sequence_parallel"),
+    "compute": ("recompute", "micro_batch", "tp", "cp", "sequence_parallel", "pp"),
     "bubble": ("pp", "vpp", "micro_batch", "dp"),
     "tp": ("tp", "sequence_parallel", "tp_comm_overlap", "micro_batch"),
     "cp": ("cp",),
+    "ep": (),
     "pp": ("pp", "vpp", "overlap_p2p_comm"),
-    "dp": ("dp", "zero", "overlap_grad_reduce", "overlap_param_gather", "cp"),
+    "dp": ("dp", "zero", "overlap_grad_reduce", "overlap_param_gather", "cp", "pp", "tp"),
     "optimizer": ("zero", "dp", "pp", "tp"),
     "other": (),
 }
 _TITLES = {"compute": "compute", "bubble": "pipeline bubble", "tp": "exposed TP comm",
-           "cp": "exposed CP comm", "pp": "exposed PP comm", "dp": "exposed DP comm",
+           "cp": "exposed CP comm", "ep": "exposed EP comm", "pp": "exposed PP comm", "dp": "exposed DP comm",
            "optimizer": "optimizer step", "other": "other"}
 
 
@@ -76,26 +79,39 @@ def why_slower(best: Evaluation, other: Evaluation) -> tuple[str, ...]:
             break
         cause = _diff(other.candidate, best.candidate, _CAUSES[k])
         if k == "bubble" and other.num_microbatches != best.num_microbatches:
-            cause = ", ".join(filter(None, [cause, f"{other.num_microbatches} vs "
-                                            f"{best.num_microbatches} micro-batches"]))
+            micro = f"{other.num_microbatches} vs {best.num_microbatches} micro-batches"
+            cause = ", ".join(filter(None, [cause, micro]))
         out.append(f"+{d:.3g} s {_TITLES[k]}" + (f" ({cause})" if cause else ""))
     return tuple(out) or (f"+{gap:.3g} s spread over several parts",)
 
 
+def _r(x: float) -> float:
+    """Nine significant digits: variants whose simulated times differ only by float rounding
+    (summation order) tie."""
+    return float(f"{x:.9g}")
+
+
+def rank_key(e: Evaluation) -> tuple:
+    """Ranking order: faster first; of equal times the one with more overlap switches on
+    (the search evaluates those first), then candidate order. Deterministic."""
+    c = e.candidate
+    on = c.overlap_grad_reduce + c.overlap_param_gather + c.tp_comm_overlap + c.overlap_p2p_comm
+    return (_r(e.iteration_time_s), -on, c)
+
+
 def dominates(a: Evaluation, b: Evaluation) -> bool:
     """a is at least as good as b on throughput, memory headroom and GPU count, and better on one."""
-    ge = (a.tokens_per_s >= b.tokens_per_s and a.memory_headroom_bytes >= b.memory_headroom_bytes
-          and a.num_gpus <= b.num_gpus)
-    gt = (a.tokens_per_s > b.tokens_per_s or a.memory_headroom_bytes > b.memory_headroom_bytes
-          or a.num_gpus < b.num_gpus)
+    ta, tb = _r(a.tokens_per_s), _r(b.tokens_per_s)
+    ge = ta >= tb and a.memory_headroom_bytes >= b.memory_headroom_bytes and a.num_gpus <= b.num_gpus
+    gt = ta > tb or a.memory_headroom_bytes > b.memory_headroom_bytes or a.num_gpus < b.num_gpus
     return ge and gt
 
 
 def pareto_front(evals: Sequence[Evaluation]) -> list[Evaluation]:
     """Evaluations no other one dominates (throughput up, memory headroom up, GPUs down),
-    fastest first; of exact ties the first in candidate order is kept."""
-    order = sorted(evals, key=lambda e: (-e.tokens_per_s, -e.memory_headroom_bytes, e.num_gpus,
-                                         e.candidate))
+    fastest first; of ties the first in :func:`rank_key` order is kept."""
+    order = sorted(evals, key=lambda e: (-_r(e.tokens_per_s), -e.memory_headroom_bytes,
+                                         e.num_gpus, rank_key(e)))
     front: list[Evaluation] = []
     for e in order:
         if any(dominates(f, e) or _same(f, e) for f in front):
@@ -104,9 +120,43 @@ def pareto_front(evals: Sequence[Evaluation]) -> list[Evaluation]:
     return front
 
 
+class FrontIndex:
+    """Dominance queries against the evaluations so far, in O(log n) per GPU count.
+
+    Per GPU count it keeps the 2-D front (tokens/s down, headroom up); an evaluation dominates
+    a query point exactly when the front of some GPU count <= the query's does.
+    """
+
+    def __init__(self) -> None:
+        self._fronts: dict[int, list[tuple[float, float]]] = {}  # (-tokens/s, headroom) sorted
+
+    def add(self, e: Evaluation) -> None:
+        front = self._fronts.setdefault(e.num_gpus, [])
+        key = (-e.tokens_per_s, e.memory_headroom_bytes)
+        i = bisect.bisect_left(front, key)
+        if i > 0 and front[i - 1][1] >= key[1]:
+            return  # a faster point with at least as much headroom exists
+        if i < len(front) and front[i][0] == key[0] and front[i][1] >= key[1]:
+            return
+        j = i
+        while j < len(front) and front[j][1] <= key[1]:
+            j += 1  # slower points with no more headroom are dominated now
+        front[i:j] = [key]
+
+    def dominated(self, tokens_per_s: float, headroom: float, num_gpus: int) -> bool:
+        """True if an evaluation is at least as fast, with as much headroom, on no more GPUs."""
+        for n, front in self._fronts.items():
+            if n > num_gpus:
+                continue
+            k = bisect.bisect_right(front, (-tokens_per_s, float("inf")))
+            if k and front[k - 1][1] >= headroom:
+                return True
+        return False
+
+
 def _same(a: Evaluation, b: Evaluation) -> bool:
-    return (a.tokens_per_s == b.tokens_per_s and a.memory_headroom_bytes == b.memory_headroom_bytes
-            and a.num_gpus == b.num_gpus)
+    return (_r(a.tokens_per_s) == _r(b.tokens_per_s)
+            and a.memory_headroom_bytes == b.memory_headroom_bytes and a.num_gpus == b.num_gpus)
 
 
-__all__ = ["dominates", "pareto_front", "why_slower"]
+__all__ = ["FrontIndex", "dominates", "pareto_front", "rank_key", "why_slower"]

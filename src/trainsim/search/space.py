@@ -14,8 +14,9 @@ groups (:class:`MemoryKey`) first, each checked once, then expanded into switch 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, Literal
+from typing import Literal
 
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError
@@ -271,5 +272,12 @@ def check_memory(key: MemoryKey, base: Base) -> MemoryCheck | None:
     return MemoryCheck(peak <= hbm, peak, hbm - peak)
 
 
-__all__ = ["Base", "Candidate", "MemoryCheck", "MemoryKey", "SearchSpace", "check_memory",
-           "ZERO_LABELS"]
+__all__ = [
+    "ZERO_LABELS",
+    "Base",
+    "Candidate",
+    "MemoryCheck",
+    "MemoryKey",
+    "SearchSpace",
+    "check_memory",
+]

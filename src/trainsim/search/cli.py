@@ -1,0 +1,351 @@
+"""Click commands `search`, `plan` and `sweep` (registered on trainsim's main group).
+
+    trainsim search llama3-70b --gpus 64 --gpu h100-sxm-80gb --global-batch 128 --seq 8192
+    trainsim plan llama3-70b --tokens 15T --days 60 --gpu h100-sxm-80gb
+    trainsim sweep examples/llama3-70b-h100-64.yaml --vary cluster.nvlink_gbps=300:1800 --out out/
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from trainsim.errors import ConfigError, TrainsimError
+
+out = Console()
+err = Console(stderr=True)
+
+
+def _fail(exc: Exception) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    sys.exit(2)
+
+
+def _ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        vals = tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
+    except ValueError:
+        raise ConfigError(f"--{name}={text!r}: expected integers separated by commas") from None
+    if not vals or any(v < least for v in vals):
+        raise ConfigError(f"--{name}={text!r}: expected integers >= {least}")
+    return vals
+
+
+def _model_spec(model: str) -> Any:
+    """A preset name, a Hugging Face config.json, or a YAML/JSON model (or run config) file."""
+    path = Path(model)
+    if not path.is_file():
+        return model
+    from trainsim.catalog import read_config_file
+
+    data = read_config_file(path)
+    data.pop("_base_dir", None)
+    if path.suffix == ".json" and "model" not in data and "num_layers" not in data:
+        return {"hf_config": str(path.resolve())}  # a Hugging Face config.json
+    return data.get("model", data)
+
+
+def _gpu_spec(gpu: str) -> Any:
+    """A catalog GPU name or a YAML file holding a GPU spec (catalog units)."""
+    path = Path(gpu)
+    if path.is_file():
+        from trainsim.catalog import read_config_file
+
+        data = read_config_file(path)
+        data.pop("_base_dir", None)
+        return data.get("gpu", data) if isinstance(data.get("gpu"), dict) else data
+    return gpu
+
+
+def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
+               gpus_per_node: int, nic_gbps: float, dtype: str, overrides: tuple[str, ...] = ()):
+    """The fixed part of a search (model, training, cluster) from command-line values."""
+    from trainsim.catalog import apply_overrides, run_config_from_dict
+    from trainsim.search.space import Base
+
+    for name, v in (("global-batch", global_batch), ("seq", seq), ("gpus-per-node", gpus_per_node)):
+        if v < 1:
+            raise ConfigError(f"--{name}={v} must be positive")
+    raw = {"model": _model_spec(model),
+           # validated as a pure data-parallel run; the search replaces the batch split
+           "training": {"global_batch_size": num_gpus, "micro_batch_size": 1,
+                        "seq_length": seq, "dtype": dtype},
+           "cluster": {"gpu": _gpu_spec(gpu), "num_gpus": num_gpus, "gpus_per_node": gpus_per_node,
+                       "nic_gbps_per_gpu": nic_gbps}}
+    cfg = run_config_from_dict(apply_overrides(raw, list(overrides)))
+    training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
+    return Base(cfg.model, training, cfg.cluster)
+
+
+def parse_reference(text: str, base: Any, num_gpus: int):
+    """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
+    import yaml
+
+    from trainsim.config import ParallelConfig, RunConfig
+    from trainsim.config._build import build
+    from trainsim.config.parallel import ALIASES
+    from trainsim.search.space import Candidate
+
+    names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
+             **ALIASES}
+    parallel: dict[str, Any] = {}
+    micro = 1
+    for item in text.replace(";", ",").split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise ConfigError(f"--reference {item!r}: expected field=value")
+        k, v = (s.strip() for s in item.split("=", 1))
+        value = yaml.safe_load(v)
+        if k in ("mb", "micro_batch_size"):
+            micro = value
+        else:
+            parallel[names.get(k, k)] = value
+    p = build(ParallelConfig, parallel, "--reference")
+    training = dataclasses.replace(base.training, micro_batch_size=int(micro))
+    return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True,
+                  disable=not err.is_terminal) as bar:
+        tasks: dict[str, Any] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(f"{label}: {phase}", total=total)
+            bar.update(tasks[phase], completed=done, total=total)
+
+        yield update
+
+
+def _common(f):
+    for deco in reversed((
+        click.argument("model"),
+        click.option("--gpu", default="h100-sxm-80gb", show_default=True,
+                     help="GPU catalog name, or a YAML file with a GPU spec."),
+        click.option("--gpus-per-node", type=int, default=8, show_default=True),
+        click.option("--nic-gbps", type=float, default=400.0, show_default=True,
+                     help="Inter-node Gbit/s per GPU."),
+        click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16",
+                     show_default=True),
+        click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
+                     help="Override a fixed field, e.g. cluster.gpu_overrides.hbm_bw_gbps=4000."),
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+                     show_default=True, help="Local worker processes, or Ray tasks."),
+        click.option("--workers", type=int, default=None,
+                     help="Worker processes (local) or CPUs of a local Ray instance; default: all."),
+        click.option("--ray-address", default=None, help="Join this Ray cluster (ray.init)."),
+        click.option("--tp", "tp_", default=None, help="TP sizes to try, e.g. 4,8."),
+        click.option("--pp", "pp_", default=None, help="PP sizes to try."),
+        click.option("--cp", "cp_", default=None, help="CP sizes to try."),
+        click.option("--max-vpp", type=int, default=8, show_default=True),
+        click.option("--max-micro-batch", type=int, default=8, show_default=True),
+        click.option("--recompute", default="none,selective,full", show_default=True),
+        click.option("--zero", default="0,1,2,3", show_default=True,
+                     help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO."),
+        click.option("--overlap", type=click.Choice(["search", "on", "off"]), default="search",
+                     show_default=True, help="Try overlap switches on and off, or fix them."),
+    )):
+        f = deco(f)
+    return f
+
+
+def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap):
+    from trainsim.search.space import SearchSpace
+
+    rc = tuple(s.strip() for s in recompute.split(",") if s.strip())
+    return SearchSpace(tp=_ints(tp_, "tp"), pp=_ints(pp_, "pp"), cp=_ints(cp_, "cp"),
+                       max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
+                       zero=_ints(zero, "zero", least=0) or (), overlap=overlap)
+
+
+@click.command("search")
+@_common
+@click.option("--gpus", required=True, help="GPU count, or several to compare: 512,1024.")
+@click.option("--global-batch", type=int, required=True, help="Sequences per optimizer step.")
+@click.option("--seq", type=int, required=True, help="Tokens per sequence.")
+@click.option("--top", "top_k", type=int, default=10, show_default=True)
+@click.option("--rank-by", type=click.Choice(["split", "layout", "config"]), default="split",
+              show_default=True, help="Rank distinct GPU splits, layouts, or every configuration.")
+@click.option("--reference", default=None, metavar="tp=8,pp=8,...",
+              help="Also rank this configuration (e.g. a published one).")
+@click.option("--exhaustive", is_flag=True, help="Simulate every candidate that fits (slow).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Write a scatter PNG of the simulated configurations.")
+def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers,
+               ray_address, tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap,
+               gpus, global_batch, seq, top_k, rank_by, reference, exhaustive, fmt, plot_path):
+    """Find the fastest parallel configurations of MODEL on --gpus GPUs."""
+    from trainsim.search.core import search
+    from trainsim.search.executors import make_executor
+    from trainsim.search.render import render_search, search_csv, search_json
+
+    ex = None
+    try:
+        counts = _ints(gpus, "gpus") or ()
+        base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps, dtype,
+                          overrides)
+        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap)
+        ref = parse_reference(reference, base, counts[0]) if reference else None
+        ex = make_executor(executor, workers, ray_address)
+        with _progress("search") as update:
+            result = search(base, counts, space, top_k=top_k, executor=ex, rank_by=rank_by,
+                            exhaustive=exhaustive, reference=ref, progress=update)
+        if not result.top:
+            raise ConfigError("no configuration fits in memory; try more GPUs, a smaller "
+                              "--global-batch or --seq, or allow recompute/ZeRO")
+        if plot_path:
+            from trainsim.report.plots import plot_search
+
+            plot_search(result.evaluated, plot_path, result.pareto, result.best)
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    finally:
+        if ex is not None:
+            ex.close()
+    if fmt == "json":
+        click.echo(search_json(result))
+    elif fmt == "csv":
+        click.echo(search_csv(result), nl=False)
+    else:
+        out.print(render_search(result))
+        if plot_path:
+            out.print(f"scatter written to {plot_path}")
+
+
+@click.command("plan")
+@_common
+@click.option("--tokens", required=True, help="Training tokens, e.g. 15T.")
+@click.option("--days", type=float, required=True, help="Wall-clock deadline in days.")
+@click.option("--global-batch", type=int, default=None,
+              help="Sequences per step; default: about 4M tokens (a power of two).")
+@click.option("--seq", type=int, default=8192, show_default=True)
+@click.option("--max-gpus", type=int, default=65536, show_default=True)
+@click.option("--price", type=float, default=None, help="USD per GPU-hour (default: catalog).")
+@click.option("--pue", type=float, default=None, help="Datacenter PUE (default: cluster.pue, 1.2).")
+@click.option("--grid", "grid_g", type=float, default=400.0, show_default=True,
+              help="Grid carbon intensity, g CO2e per kWh.")
+@click.option("--gpu-idle-fraction", type=float, default=0.15, show_default=True)
+@click.option("--node-overhead", type=float, default=0.5, show_default=True,
+              help="Non-GPU node power per GPU, as a fraction of the GPU's TDP.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers, ray_address,
+             tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, tokens, days,
+             global_batch, seq, max_gpus, price, pue, grid_g, gpu_idle_fraction, node_overhead, fmt):
+    """How many GPUs to train MODEL on --tokens within --days, the best configuration, cost,
+    energy and CO2."""
+    from trainsim.search.executors import make_executor
+    from trainsim.search.plan import EnergyModel, plan
+    from trainsim.search.render import rows_table
+    from trainsim.search.sweep import parse_number
+
+    ex = None
+    try:
+        n_tokens = parse_number(tokens, "--tokens")
+        gb = global_batch or max(1, 2 ** round(__import__("math").log2(4 * 2**20 / seq)))
+        base = build_base(model, gpu, gpus_per_node, gb, seq, gpus_per_node, nic_gbps, dtype,
+                          overrides)
+        energy = EnergyModel(gpu_idle_fraction, node_overhead, pue, grid_g)
+        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap)
+        ex = make_executor(executor, workers, ray_address)
+        with _progress("plan") as update:
+            result = plan(base, n_tokens, days, space=space, executor=ex, max_gpus=max_gpus,
+                          energy=energy, price_per_gpu_hour=price, progress=update)
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    finally:
+        if ex is not None:
+            ex.close()
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        return
+    steps = [{"GPUs": s.num_gpus, "best configuration": s.best.label if s.best else "no valid configuration fits",
+              "days": s.days if s.days is not None else "-",
+              "meets deadline": "yes" if s.meets_deadline else "no", "simulated": s.simulated}
+             for s in result.steps]
+    out.print(rows_table(steps, f"GPU counts tried for {n_tokens:.3g} tokens in {days:g} days "
+                                f"({result.required_tokens_per_s:,.0f} tokens/s needed)"))
+    if result.best is None or result.cost is None:
+        best = result.closest
+        msg = f"no GPU count up to {max_gpus} meets the deadline"
+        if best is not None:
+            msg += (f"; fastest found: {best.label} on {best.num_gpus} GPUs, "
+                    f"{n_tokens / best.tokens_per_s / 86400:.1f} days")
+        out.print(f"[bold red]{msg}[/]")
+        sys.exit(1)
+    e, c = result.best, result.cost
+    rows = [("GPUs needed", (f"{e.num_gpus:,} ({e.num_gpus // gpus_per_node:,} nodes of "
+                             f"{gpus_per_node})")),
+            ("best configuration", e.label),
+            ("iteration", (f"{e.iteration_time_s:.3f} s, MFU {100 * e.mfu:.1f}%, "
+                           f"{e.tokens_per_s:,.0f} tokens/s")),
+            ("wall-clock", f"{c.days:.1f} days"), ("GPU-hours", f"{c.gpu_hours:,.0f}"),
+            ("cost", f"${c.cost_usd:,.0f} at ${c.price_per_gpu_hour:.2f}/GPU-hour"),
+            ("power", (f"{c.gpu_power_w:.0f} W per GPU (utilisation {100 * c.utilization:.0f}%), "
+                       f"{c.facility_power_w / 1e6:.2f} MW facility at PUE {c.pue:g}")),
+            ("energy", f"{c.energy_mwh:,.0f} MWh"),
+            ("CO2", f"{c.co2_tonnes:,.0f} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
+    out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {base.model.name} on "
+                         f"{base.cluster.gpu.name}, batch {gb} x {seq}"))
+
+
+@click.command("sweep")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--vary", "varies", multiple=True, required=True, metavar="PATH=LO:HI|a,b,c",
+              help="A field to vary (repeatable), e.g. cluster.nvlink_gbps=300:1800.")
+@click.option("--steps", type=int, default=5, show_default=True, help="Values per LO:HI range.")
+@click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Write sweep.csv/.json/.png/.html here.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
+    """Simulate CONFIG over a grid of varied fields (hardware what-ifs)."""
+    from trainsim.catalog import read_config_file
+    from trainsim.search.render import render_sweep, rows_csv
+    from trainsim.search.sweep import Vary, sweep, write_sweep
+
+    files: list[Path] = []
+    try:
+        if steps < 1:
+            raise ConfigError(f"--steps={steps} must be >= 1")
+        vs = [Vary.parse(v, steps) for v in varies]
+        raw = read_config_file(config)
+        with _progress("sweep") as update:
+            result = sweep(raw, vs, overrides, progress=lambda d, t: update("simulate", d, t))
+        if out_dir:
+            files = write_sweep(result, out_dir)
+    except TrainsimError as exc:
+        _fail(exc)
+        return
+    rows = result.rows()
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+    elif fmt == "csv":
+        click.echo(rows_csv(rows), nl=False)
+    else:
+        out.print(render_sweep(rows, [v.path for v in result.varies], f"sweep of {config}"))
+        for f in files:
+            out.print(f"wrote {f}")
+
+
+COMMANDS = (search_cmd, plan_cmd, sweep_cmd)
+
+__all__ = ["COMMANDS", "build_base", "parse_reference", "plan_cmd", "search_cmd", "sweep_cmd"]

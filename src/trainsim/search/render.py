@@ -1,0 +1,162 @@
+"""Terminal tables, JSON and CSV of search, plan and sweep results."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from trainsim.search.core import SearchResult
+from trainsim.search.evaluate import Evaluation
+
+GiB = 2**30
+
+
+def _t(x: float) -> str:
+    return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.3f} s"
+
+
+def render_search(r: SearchResult, pareto: bool = True) -> Group:
+    b = r.base
+    counts = ", ".join(str(n) for n in r.gpu_counts)
+    what = {"split": "GPU splits (tp, pp, cp, dp), each with its fastest settings",
+            "layout": "layouts (split, vpp, micro batch), each with its fastest settings",
+            "config": "configurations"}[r.rank_by]
+    top = Table(title=f"top {len(r.top)} {what}: {b.model.name} on {counts} x {b.cluster.gpu.name}, "
+                f"batch {b.training.global_batch_size} x {b.training.seq_length}, "
+                f"{b.training.dtype}", title_justify="left")
+    for col, just in (("#", "right"), ("configuration", "left"), ("iteration", "right"),
+                      ("tokens/s/GPU", "right"), ("MFU", "right"), ("mem GiB", "right"),
+                      ("vs best", "right")):
+        top.add_column(col, justify=just)  # type: ignore[arg-type]
+    best = r.best
+    for row in r.top:
+        e = row.evaluation
+        vs = "" if best is None or row.rank == 1 else \
+            f"+{100 * (e.iteration_time_s / best.iteration_time_s - 1):.1f}%"
+        top.add_row(str(row.rank), e.label, _t(e.iteration_time_s),
+                    f"{e.tokens_per_s / e.num_gpus:,.0f}", f"{100 * e.mfu:.1f}%",
+                    f"{e.peak_memory_bytes / GiB:.1f}", vs)
+    parts: list[Any] = [top]
+    why = [f"  #{row.rank}: " + "; ".join(row.reasons) for row in r.top[1:]]
+    if why:
+        parts.append(Text("why each is slower than #1:\n" + "\n".join(why)))
+    if r.reference is not None:
+        ref = r.reference
+        e = ref.evaluation
+        rank = f"{ref.rank}" if ref.exact else f"> {ref.rank - 1} (at least {ref.rank})"
+        t = Table(title="reference configuration", show_header=False, title_justify="left")
+        t.add_column("k", style="bold")
+        t.add_column("v")
+        t.add_row("configuration", e.label + ("" if e.fits else "  [red](does not fit)[/]"))
+        t.add_row("iteration", f"{_t(e.iteration_time_s)}, MFU {100 * e.mfu:.1f}%")
+        t.add_row("rank as given", rank)
+        if ref.group_rank is not None:
+            t.add_row(f"rank of its {r.rank_by}", f"{ref.group_rank} (with its fastest settings)")
+        if ref.reasons:
+            t.add_row("why slower than #1", "; ".join(ref.reasons))
+        parts.append(t)
+    if pareto and r.pareto:
+        p = Table(title="Pareto front (tokens/s up, memory headroom up, GPUs down)",
+                  title_justify="left")
+        for col in ("configuration", "GPUs", "iteration", "tokens/s", "headroom GiB"):
+            p.add_column(col, justify="left" if col == "configuration" else "right")
+        for e in r.pareto:
+            p.add_row(e.label, str(e.num_gpus), _t(e.iteration_time_s), f"{e.tokens_per_s:,.0f}",
+                      f"{e.memory_headroom_bytes / GiB:.1f}")
+        parts.append(p)
+    parts.append(stats_line(r))
+    return Group(*parts)
+
+
+def stats_line(r: SearchResult) -> str:
+    s = r.stats
+    return (f"{s.enumerated:,} candidates enumerated: {s.memory_pruned:,} pruned by memory, "
+            f"{s.bound_pruned:,} by the time bound, {s.simulated:,} simulated"
+            f"{f' ({s.cache_hits:,} cached)' if s.cache_hits else ''} in {s.elapsed_s:.1f} s "
+            f"({s.candidates_per_s:,.0f} candidates/s, {s.simulated_per_s:,.1f} simulations/s, "
+            f"{s.executor} x {s.workers})")
+
+
+def search_json(r: SearchResult) -> str:
+    return json.dumps(r.to_dict(), indent=2, sort_keys=True)
+
+
+CSV_COLUMNS = ("rank", "num_gpus", "tp", "pp", "cp", "dp", "vpp", "micro_batch_size", "recompute",
+               "sequence_parallel", "optimizer_sharding", "overlap_grad_reduce",
+               "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm", "iteration_time_s",
+               "tokens_per_s", "mfu", "peak_memory_bytes", "memory_headroom_bytes",
+               "compute_s", "pipeline_bubble_s", "exposed_tp_s", "exposed_cp_s", "exposed_pp_s",
+               "exposed_dp_s", "optimizer_s", "why_slower")
+
+
+def _csv_row(rank: int | str, e: Evaluation, why: Sequence[str]) -> dict[str, Any]:
+    b, x = e.breakdown, e.exposed_comm
+    return {"rank": rank, **e.candidate.to_dict(), "iteration_time_s": e.iteration_time_s,
+            "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "peak_memory_bytes": e.peak_memory_bytes,
+            "memory_headroom_bytes": e.memory_headroom_bytes,
+            "compute_s": b.get("compute_s", 0.0), "pipeline_bubble_s": b.get("pipeline_bubble_s", 0.0),
+            "exposed_tp_s": x.get("tp", 0.0), "exposed_cp_s": x.get("cp", 0.0),
+            "exposed_pp_s": x.get("pp", 0.0), "exposed_dp_s": x.get("dp", 0.0),
+            "optimizer_s": b.get("optimizer_s", 0.0), "why_slower": "; ".join(why)}
+
+
+def search_csv(r: SearchResult) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w.writeheader()
+    for row in r.top:
+        w.writerow(_csv_row(row.rank, row.evaluation, row.reasons))
+    if r.reference is not None:
+        w.writerow(_csv_row("reference", r.reference.evaluation, r.reference.reasons))
+    return buf.getvalue()
+
+
+def rows_csv(rows: Sequence[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    if rows:
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+    return buf.getvalue()
+
+
+def rows_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    if not rows:
+        return t
+    for col, v in rows[0].items():
+        t.add_column(col, justify="left" if isinstance(v, str) else "right")
+    for r in rows:
+        t.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()))
+    return t
+
+
+def render_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], title: str) -> Table:
+    """The sweep as a compact table: varied values, iteration time, MFU, memory."""
+    t = Table(title=title, title_justify="left")
+    for v in varied:
+        name = v.split(".")[-1]
+        t.add_column(name, justify="right", min_width=len(name))
+    for col in ("iteration", "MFU", "tokens/s", "peak GiB"):
+        t.add_column(col, justify="right", min_width=len(col))
+    t.add_column("note", max_width=32)
+    for r in rows:
+        vals = [str(r[v]) for v in varied]
+        if r.get("iteration_time_s") is None:
+            why = str(r.get("error")).split(";")[0]
+            t.add_row(*vals, "-", "-", "-", "-", f"[red]{why}[/]")
+            continue
+        note = "" if r.get("fits_in_memory") else "[red]does not fit[/]"
+        t.add_row(*vals, _t(r["iteration_time_s"]), f"{100 * r['mfu']:.1f}%",
+                  f"{r['tokens_per_s']:,.0f}", f"{r['peak_memory_gib']:.1f}", note)
+    return t
+
+
+__all__ = ["render_search", "render_sweep", "rows_csv", "rows_table", "search_csv", "search_json", "stats_line"]

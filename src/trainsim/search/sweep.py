@@ -1,0 +1,191 @@
+"""Hardware and setting what-ifs: simulate one config over a grid of varied fields.
+
+``--vary cluster.nvlink_gbps=300:1800`` takes ``steps`` evenly spaced values (ends included),
+``--vary parallel.tp=1,2,4,8`` a list. Paths are ``--set`` paths
+(:func:`trainsim.catalog.apply_overrides`), so anything a config file can say can be varied:
+``cluster.gpu_overrides.hbm_bw_gbps`` makes a what-if GPU from the catalog one,
+``cluster.gpu`` may name a catalog GPU or be a whole mapping (a new GPU in YAML, no code).
+Numbers take SI suffixes: k, M, G, T (10^3 ... 10^12).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainsim.catalog import apply_overrides, run_config_from_dict
+from trainsim.errors import ConfigError, TrainsimError
+from trainsim.result import Result
+from trainsim.simulator import simulate
+
+SI = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def parse_number(text: str, where: str) -> float:
+    """'400', '1.5e3', '300G', '15T' -> float (SI multiples of 1000)."""
+    t = text.strip()
+    mult = 1.0
+    if t and t[-1] in SI:
+        t, mult = t[:-1], SI[t[-1]]
+    try:
+        v = float(t) * mult
+    except ValueError:
+        raise ConfigError(f"{where}: {text!r} is not a number (suffixes k, M, G, T allowed)") from None
+    if not math.isfinite(v):
+        raise ConfigError(f"{where}: {text!r} is not a finite number")
+    return v
+
+
+def _tidy(v: float) -> float | int:
+    return int(v) if float(v).is_integer() and abs(v) < 2**53 else v
+
+
+@dataclass(frozen=True)
+class Vary:
+    """One varied field and its values."""
+
+    path: str
+    values: tuple[Any, ...]
+
+    @classmethod
+    def parse(cls, text: str, steps: int = 5) -> Vary:
+        """'a.b=LO:HI' (``steps`` values, ends included; 'LO:HI:N' sets N) or 'a.b=v1,v2,...'."""
+        if "=" not in text:
+            raise ConfigError(f"--vary {text!r}: expected section.field=LO:HI or section.field=a,b,c")
+        path, spec = (s.strip() for s in text.split("=", 1))
+        if len(path.split(".")) < 2:
+            raise ConfigError(f"--vary {text!r}: the path needs a section, e.g. cluster.nvlink_gbps")
+        where = f"--vary {path}"
+        if ":" in spec:
+            parts = spec.split(":")
+            if len(parts) not in (2, 3):
+                raise ConfigError(f"{where}: expected LO:HI or LO:HI:STEPS, got {spec!r}")
+            lo, hi = parse_number(parts[0], where), parse_number(parts[1], where)
+            n = int(parse_number(parts[2], where)) if len(parts) == 3 else steps
+            if n < 1:
+                raise ConfigError(f"{where}: steps={n} must be >= 1")
+            vals = [lo] if n == 1 else [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+            return cls(path, tuple(_tidy(v) for v in vals))
+        items = [s.strip() for s in spec.split(",") if s.strip()]
+        if not items:
+            raise ConfigError(f"{where}: no values")
+        vals: list[Any] = []
+        for s in items:
+            try:
+                vals.append(_tidy(parse_number(s, where)))
+            except ConfigError:
+                vals.append(s)  # a name: a catalog GPU, a recompute mode, true/false ...
+        return cls(path, tuple(vals))
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    values: tuple[Any, ...]
+    result: Result | None
+    error: str | None = None
+
+    def row(self, varies: Sequence[Vary]) -> dict[str, Any]:
+        out: dict[str, Any] = {v.path: x for v, x in zip(varies, self.values)}
+        r = self.result
+        if r is None:
+            out.update(iteration_time_s=None, mfu=None, tokens_per_s=None,
+                       peak_memory_gib=None, fits_in_memory=None, error=self.error)
+            return out
+        out.update(iteration_time_s=r.iteration_time_s, mfu=r.mfu, tokens_per_s=r.tokens_per_s,
+                   peak_memory_gib=r.peak_memory_bytes / 2**30, fits_in_memory=r.fits_in_memory,
+                   compute_s=r.breakdown.get("compute_s", 0.0),
+                   exposed_comm_s=r.breakdown.get("exposed_comm_s", 0.0),
+                   pipeline_bubble_s=r.breakdown.get("pipeline_bubble_s", 0.0), error=None)
+        return out
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    varies: tuple[Vary, ...]
+    points: tuple[SweepPoint, ...]
+
+    def rows(self) -> list[dict[str, Any]]:
+        rows = [p.row(self.varies) for p in self.points]
+        keys = list(dict.fromkeys(k for r in rows for k in r))
+        return [{k: r.get(k) for k in keys} for r in rows]
+
+    def series(self):
+        """Plot series: x is the first varied field, one line per value of the others."""
+        from trainsim.report.plots import SweepSeries
+
+        lines: dict[tuple, list[SweepPoint]] = {}
+        for p in self.points:
+            if p.result is not None and isinstance(p.values[0], (int, float)):
+                lines.setdefault(p.values[1:], []).append(p)
+        out = []
+        for key, pts in lines.items():
+            name = ", ".join(f"{v.path}={x}" for v, x in zip(self.varies[1:], key))
+            out.append(SweepSeries(name, tuple(float(p.values[0]) for p in pts),
+                                   tuple(p.result.iteration_time_s for p in pts),  # type: ignore[union-attr]
+                                   tuple(p.result.mfu for p in pts)))  # type: ignore[union-attr]
+        return out
+
+
+MAX_POINTS = 10_000
+
+
+def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] = (),
+          progress: Callable[[int, int], None] | None = None) -> SweepResult:
+    """Simulate ``raw`` (a config mapping as read from YAML) at every grid point of ``varies``.
+    A point the config rejects is kept with its error; the others still run."""
+    if not varies:
+        raise ConfigError("sweep needs at least one --vary")
+    if len({v.path for v in varies}) != len(varies):
+        raise ConfigError("--vary: the same field is varied twice")
+    grid = list(itertools.product(*(v.values for v in varies)))
+    if len(grid) > MAX_POINTS:
+        raise ConfigError(f"--vary: {len(grid)} grid points, more than {MAX_POINTS}; use fewer steps")
+    base = apply_overrides(raw, list(overrides))
+    points = []
+    for i, values in enumerate(grid):
+        sets = [f"{v.path}={x}" for v, x in zip(varies, values)]
+        try:
+            cfg = run_config_from_dict(apply_overrides(base, sets))
+            points.append(SweepPoint(values, simulate(cfg)))
+        except TrainsimError as exc:
+            points.append(SweepPoint(values, None, str(exc)))
+        if progress:
+            progress(i + 1, len(grid))
+    if all(p.result is None for p in points):
+        raise ConfigError(f"no point of the sweep is a valid config; first error: {points[0].error}")
+    return SweepResult(tuple(varies), tuple(points))
+
+
+def write_sweep(result: SweepResult, out_dir: str | Path) -> list[Path]:
+    """sweep.csv, sweep.json, sweep.png, sweep.html (and breakdown.png) in ``out_dir``."""
+    import json
+
+    from trainsim.report.plots import plot_breakdown, plot_sweep, write_sweep_html
+    from trainsim.search.render import rows_csv
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = result.rows()
+    files = [out / "sweep.csv", out / "sweep.json"]
+    files[0].write_text(rows_csv(rows))
+    files[1].write_text(json.dumps({"varied": [v.path for v in result.varies], "rows": rows},
+                                   indent=2))
+    series = result.series()
+    x = result.varies[0].path
+    if series:
+        files.append(plot_sweep(series, x, out / "sweep.png"))
+        files.append(write_sweep_html(series, x, out / "sweep.html", rows))
+    ok = [p for p in result.points if p.result is not None]
+    if 0 < len(ok) <= 40:
+        labels = [", ".join(f"{v.path.split('.')[-1]}={x}" for v, x in zip(result.varies, p.values))
+                  for p in ok]
+        files.append(plot_breakdown([p.result for p in ok], out / "breakdown.png",  # type: ignore[misc]
+                                    labels=labels))
+    return files
+
+
+__all__ = ["SweepPoint", "SweepResult", "Vary", "parse_number", "sweep", "write_sweep"]

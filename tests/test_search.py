@@ -1,0 +1,237 @@
+"""The configuration search: enumeration, memory pruning, bounds, ranking, Pareto front."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+import trainsim
+from trainsim.errors import ConfigError
+from trainsim.search import (
+    Base,
+    Candidate,
+    LocalExecutor,
+    SearchSpace,
+    SerialExecutor,
+    evaluate,
+    search,
+)
+from trainsim.search.core import EvaluationCache
+from trainsim.search.evaluate import Bounds, lower_bound_s
+from trainsim.search.explain import FrontIndex, dominates, pareto_front, why_slower
+from trainsim.search.space import MemoryKey, check_memory
+
+TINY_MODEL = {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+              "num_kv_heads": 4, "vocab_size": 32000, "activation": "swiglu",
+              "position_embedding": "rope", "normalization": "rmsnorm",
+              "tied_embeddings": False, "add_bias_linear": False}
+SMALL_SPACE = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4, max_cp=2)
+
+
+def make_base(model=TINY_MODEL, gpus=16, batch=32, seq=2048, gpu="h100-sxm-80gb", dtype="bf16",
+              **cluster) -> Base:
+    cfg = trainsim.run_config_from_dict({
+        "model": model, "training": {"global_batch_size": gpus, "seq_length": seq, "dtype": dtype},
+        "cluster": {"gpu": gpu, "num_gpus": gpus, "gpus_per_node": 8, **cluster}})
+    return Base(cfg.model, dataclasses.replace(cfg.training, global_batch_size=batch), cfg.cluster)
+
+
+@pytest.fixture(scope="module")
+def base() -> Base:
+    return make_base()
+
+
+def test_every_enumerated_group_is_a_valid_config(base):
+    """Memory groups only hold combinations RunConfig accepts (tp within a node, even splits)."""
+    keys = list(SearchSpace().memory_keys(base, 16))
+    assert len(keys) > 500
+    for k in keys:
+        cfg = Candidate(k).to_config(base)
+        assert cfg.parallel.tp <= 8 and cfg.dp == k.dp
+        assert cfg.model.num_layers % cfg.parallel.pp == 0
+
+
+def test_variants_are_canonical(base):
+    """A switch that cannot change the run takes one value: no two variants are the same run."""
+    space = SearchSpace()
+    for k in space.memory_keys(base, 16):
+        variants = space.variants(k)
+        assert len(set(variants)) == len(variants)
+        for v in variants:
+            assert not (v.overlap_p2p_comm and k.pp == 1)
+            assert not (v.tp_comm_overlap and k.tp == 1)
+            assert not (v.overlap_param_gather and k.zero not in (1, 2))
+        if k.tp == 1:
+            assert not k.sequence_parallel
+    assert len(SearchSpace(overlap="on").variants(MemoryKey(16, 2, 2, 1, 1, 1, "none", True, 1))) == 1
+
+
+def test_memory_check_matches_the_simulated_peak(base):
+    """The memory verdict of a group is the simulated peak memory of its configurations."""
+    key = MemoryKey(16, 2, 2, 1, 2, 2, "none", True, 1)
+    mc = check_memory(key, base)
+    e = evaluate(SearchSpace().variants(key)[-1], base)
+    assert mc is not None and mc.fits
+    assert mc.peak_bytes == pytest.approx(e.peak_memory_bytes)
+
+
+@pytest.mark.parametrize("args", [
+    {}, {"dtype": "fp8"}, {"gpus": 32, "batch": 32, "seq": 4096},
+    {"model": "gpt-22b", "gpus": 16, "batch": 16, "gpu": "a100-sxm-80gb"},
+])
+def test_bounds_never_exceed_the_simulated_time(args):
+    """Both lower bounds stay below the simulated iteration time (branch and bound is exact)."""
+    b = make_base(**args)
+    rng = random.Random(0)
+    space = SearchSpace()
+    keys = list(space.memory_keys(b, b.cluster.num_gpus))
+    bounds = Bounds(b)
+    for k in rng.sample(keys, 25):
+        c = rng.choice(space.variants(k))
+        t = evaluate(c, b).iteration_time_s
+        assert lower_bound_s(k, b) < t
+        assert bounds.refined(c) < t
+    assert bounds.failed is None
+
+
+def _flags(c: Candidate) -> tuple[bool, ...]:
+    return (c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap, c.overlap_p2p_comm)
+
+
+def test_turning_an_overlap_on_never_slows_the_iteration(base):
+    """The search relies on it: a memory group's all-overlaps variant bounds its siblings."""
+    space = SearchSpace()
+    rng = random.Random(1)
+    keys = [k for k in space.memory_keys(base, 16) if k.pp > 1 and k.dp > 1 and k.tp > 1]
+    for k in rng.sample(keys, 6):
+        times = {v: evaluate(v, base).iteration_time_s for v in space.variants(k)}
+        for a, ta in times.items():
+            for c, tc in times.items():
+                if all(x <= y for x, y in zip(_flags(a), _flags(c))):
+                    assert tc <= ta * (1 + 1e-9)
+
+
+def test_pruned_search_equals_exhaustive():
+    """Branch and bound returns the same top k and Pareto front as simulating everything
+    (a small GPU, so that memory prunes too)."""
+    b = make_base(gpus=8, batch=16, gpu_overrides={"hbm_gib": 3})
+    space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4, max_cp=2,
+                        max_vpp=2)
+    cache = EvaluationCache()  # the second exhaustive search reuses the first's simulations
+    for rank_by in ("split", "config"):
+        fast = search(b, [8], space, top_k=5, rank_by=rank_by, cache=None)
+        full = search(b, [8], space, top_k=5, rank_by=rank_by, exhaustive=True, cache=cache)
+        assert fast.stats.simulated < full.stats.enumerated - full.stats.memory_pruned
+        assert fast.stats.memory_pruned > 0
+        assert [r.evaluation.candidate for r in fast.top] == \
+            [r.evaluation.candidate for r in full.top]
+        assert [e.candidate for e in fast.pareto] == [e.candidate for e in full.pareto]
+        s = fast.stats
+        assert s.enumerated == s.memory_pruned + s.bound_pruned + s.simulated
+
+
+def test_results_do_not_depend_on_the_executor(base):
+    """Local worker processes give the same ranking, front and counts as this process."""
+    serial = search(base, [16], SMALL_SPACE, executor=SerialExecutor(), cache=None)
+    ex = LocalExecutor(2)
+    try:
+        local = search(base, [16], SMALL_SPACE, executor=ex, cache=None)
+    finally:
+        ex.close()
+    assert [r.to_dict() for r in serial.top] == [r.to_dict() for r in local.top]
+    assert [e.candidate for e in serial.pareto] == [e.candidate for e in local.pareto]
+    assert serial.stats.simulated == local.stats.simulated
+
+
+def test_top_k_are_distinct_splits_and_sorted(base):
+    """rank_by='split' lists each GPU split once, fastest first, each with reasons but the best."""
+    r = search(base, [16], SMALL_SPACE, top_k=6)
+    splits = [x.evaluation.candidate.layout[:4] for x in r.top]
+    assert len(set(splits)) == len(splits) == 6
+    times = [x.evaluation.iteration_time_s for x in r.top]
+    assert times == sorted(times)
+    assert r.top[0].reasons == () and all(x.reasons for x in r.top[1:])
+
+
+def test_pareto_front_is_non_dominated(base):
+    """No front member dominates another, and every evaluation is dominated by or on the front."""
+    r = search(base, [8, 16], SMALL_SPACE, cache=None)
+    front = list(r.pareto)
+    assert front and {e.num_gpus for e in r.evaluated} == {8, 16}
+    for a in front:
+        assert not any(dominates(b, a) for b in front)
+
+
+def test_front_index_agrees_with_brute_force():
+    """The O(log n) dominance index answers as a scan of all points does."""
+    rng = random.Random(3)
+    key = MemoryKey(8, 1, 1, 1, 1, 1, "none", False, 0)
+    pts = []
+    idx = FrontIndex()
+    for i in range(300):
+        e = trainsim.search.Evaluation(Candidate(dataclasses.replace(key, num_gpus=rng.choice(
+            [8, 16]))), 1.0, rng.uniform(1, 100), 0.5, 0.0, rng.uniform(0, 50), {}, {}, 1)
+        pts.append(e)
+        idx.add(e)
+        t, h, n = rng.uniform(1, 100), rng.uniform(0, 50), rng.choice([8, 16])
+        brute = any(p.tokens_per_s >= t and p.memory_headroom_bytes >= h and p.num_gpus <= n
+                    for p in pts)
+        assert idx.dominated(t, h, n) == brute
+
+
+def test_why_slower_names_the_setting(base):
+    """Full recompute loses on compute, and the reason says so."""
+    fast = evaluate(Candidate(MemoryKey(16, 1, 1, 1, 1, 2, "none", False, 1), True, True), base)
+    slow = evaluate(Candidate(MemoryKey(16, 1, 1, 1, 1, 2, "full", False, 1), True, True), base)
+    reasons = why_slower(fast, slow)
+    assert "compute" in reasons[0] and "recompute full vs none" in reasons[0]
+    assert pareto_front([fast, slow]) == [fast, slow]  # full recompute leaves more headroom
+
+
+def test_reference_rank(base):
+    """The best configuration given as reference ranks 1; a slow one ranks lower, exactly."""
+    r = search(base, [16], SMALL_SPACE, top_k=10)
+    best = r.top[0].evaluation.candidate
+    again = search(base, [16], SMALL_SPACE, top_k=10, reference=best)
+    assert again.reference.rank == 1 and again.reference.exact
+    third = r.top[2].evaluation.candidate
+    ref = search(base, [16], SMALL_SPACE, top_k=10, reference=third).reference
+    assert ref.rank == 3 and ref.exact and ref.group_rank == 3 and ref.reasons
+
+
+def test_cache_avoids_simulating_twice(base):
+    """A repeated search takes its evaluations from the cache."""
+    cache = EvaluationCache()
+    first = search(base, [16], SMALL_SPACE, cache=cache)
+    second = search(base, [16], SMALL_SPACE, cache=cache)
+    assert first.stats.simulated > 0 and second.stats.simulated == 0
+    assert second.stats.cache_hits == first.stats.simulated
+    assert [r.to_dict() for r in first.top] == [r.to_dict() for r in second.top]
+
+
+def test_nothing_fits_returns_an_empty_ranking():
+    """A model far too big for the GPUs: everything is pruned by memory, nothing simulated."""
+    b = make_base(model="gpt-175b", gpus=8, batch=8)
+    r = search(b, [8], SearchSpace(recompute=("full",), zero=(3,)))
+    assert r.top == () and r.stats.simulated == 0
+    assert r.stats.memory_pruned == r.stats.enumerated > 0
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"top_k": 0}, "top"), ({"rank_by": "fastest"}, "rank_by"),
+    ({"pareto_slowdown": 0.5}, "pareto_slowdown"),
+])
+def test_bad_search_arguments_name_the_field(base, kwargs, field):
+    with pytest.raises(ConfigError, match=field):
+        search(base, [16], SMALL_SPACE, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"recompute": ("some",)}, "recompute"), ({"zero": (4,)}, "zero"),
+    ({"tp": (0,)}, "tp"), ({"max_vpp": 0}, "max_vpp"), ({"overlap": "maybe"}, "overlap"),
+])
+def test_bad_search_space_names_the_field(kwargs, field):
+    with pytest.raises(ConfigError, match=field):
+        SearchSpace(**kwargs)
