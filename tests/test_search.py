@@ -19,7 +19,7 @@ from trainsim.search import (
     search,
 )
 from trainsim.search.core import EvaluationCache
-from trainsim.search.evaluate import Bounds, lower_bound_s
+from trainsim.search.evaluation import Bounds, lower_bound_s
 from trainsim.search.explain import FrontIndex, dominates, pareto_front, why_slower
 from trainsim.search.space import MemoryKey, check_memory
 

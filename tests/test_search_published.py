@@ -23,8 +23,8 @@ CASES = {
     # NeMo 24.07 performance summary: TP 4 x PP 4 (vpp 5) x CP 2, distributed optimizer and
     # NeMo's default communication overlaps; here in bf16
     "llama3-70b": ("llama3-70b", "h100-sxm-80gb", 64, 128, 8192, 400.0,
-                   "tp=4,pp=4,cp=2,vpp=5,sp=1,distopt=1,tp_comm_overlap=1,overlap_grad_reduce=1,"
-                   "overlap_param_gather=1,overlap_p2p_comm=1"),
+                   ("tp=4,pp=4,cp=2,vpp=5,sp=1,distopt=1,tp_comm_overlap=1,overlap_grad_reduce=1,"
+                    "overlap_param_gather=1,overlap_p2p_comm=1")),
 }
 
 

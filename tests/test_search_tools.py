@@ -14,10 +14,10 @@ from test_search import TINY_MODEL, make_base
 
 from trainsim.errors import ConfigError
 from trainsim.search import EnergyModel, Vary, evaluate, plan, run_cost, sweep, write_sweep
+from trainsim.search.capacity import gpu_ladder
 from trainsim.search.cli import COMMANDS
-from trainsim.search.plan import gpu_ladder
 from trainsim.search.space import Candidate, MemoryKey, SearchSpace
-from trainsim.search.sweep import parse_number
+from trainsim.search.whatif import parse_number
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SPACE = SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2, max_cp=1, max_vpp=2,

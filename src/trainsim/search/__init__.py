@@ -11,6 +11,7 @@ Executors (local processes by default, Ray on request) only decide where simulat
 results do not depend on them.
 """
 
+from trainsim.search.capacity import EnergyModel, PlanResult, RunCost, plan, run_cost
 from trainsim.search.core import (
            EvaluationCache,
            Ranked,
@@ -19,12 +20,11 @@ from trainsim.search.core import (
            SearchStats,
            search,
 )
-from trainsim.search.evaluate import Bounds, Evaluation, evaluate, lower_bound_s
+from trainsim.search.evaluation import Bounds, Evaluation, evaluate, lower_bound_s
 from trainsim.search.executors import LocalExecutor, RayExecutor, SerialExecutor, make_executor
 from trainsim.search.explain import pareto_front, why_slower
-from trainsim.search.plan import EnergyModel, PlanResult, RunCost, plan, run_cost
 from trainsim.search.space import Base, Candidate, MemoryKey, SearchSpace
-from trainsim.search.sweep import SweepResult, Vary, sweep, write_sweep
+from trainsim.search.whatif import SweepResult, Vary, sweep, write_sweep
 
 __all__ = [
            "Base",

@@ -185,12 +185,15 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap):
 @click.option("--reference", default=None, metavar="tp=8,pp=8,...",
               help="Also rank this configuration (e.g. a published one).")
 @click.option("--exhaustive", is_flag=True, help="Simulate every candidate that fits (slow).")
+@click.option("--pareto-slowdown", type=float, default=1.25, show_default=True,
+              help="The Pareto front keeps configurations up to this much slower than the best.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a scatter PNG of the simulated configurations.")
 def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers,
                ray_address, tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap,
-               gpus, global_batch, seq, top_k, rank_by, reference, exhaustive, fmt, plot_path):
+               gpus, global_batch, seq, top_k, rank_by, reference, exhaustive, pareto_slowdown, fmt,
+               plot_path):
     """Find the fastest parallel configurations of MODEL on --gpus GPUs."""
     from trainsim.search.core import search
     from trainsim.search.executors import make_executor
@@ -206,7 +209,8 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
         ex = make_executor(executor, workers, ray_address)
         with _progress("search") as update:
             result = search(base, counts, space, top_k=top_k, executor=ex, rank_by=rank_by,
-                            exhaustive=exhaustive, reference=ref, progress=update)
+                            exhaustive=exhaustive, reference=ref, progress=update,
+                            pareto_slowdown=pareto_slowdown)
         if not result.top:
             raise ConfigError("no configuration fits in memory; try more GPUs, a smaller "
                               "--global-batch or --seq, or allow recompute/ZeRO")
@@ -251,10 +255,10 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
              global_batch, seq, max_gpus, price, pue, grid_g, gpu_idle_fraction, node_overhead, fmt):
     """How many GPUs to train MODEL on --tokens within --days, the best configuration, cost,
     energy and CO2."""
+    from trainsim.search.capacity import EnergyModel, plan
     from trainsim.search.executors import make_executor
-    from trainsim.search.plan import EnergyModel, plan
     from trainsim.search.render import rows_table
-    from trainsim.search.sweep import parse_number
+    from trainsim.search.whatif import parse_number
 
     ex = None
     try:
@@ -320,7 +324,7 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     """Simulate CONFIG over a grid of varied fields (hardware what-ifs)."""
     from trainsim.catalog import read_config_file
     from trainsim.search.render import render_sweep, rows_csv
-    from trainsim.search.sweep import Vary, sweep, write_sweep
+    from trainsim.search.whatif import Vary, sweep, write_sweep
 
     files: list[Path] = []
     try:

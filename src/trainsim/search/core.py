@@ -3,7 +3,7 @@
 1. Every canonical candidate of the space is enumerated (and checked by RunConfig), grouped
    by what memory depends on. Each group is represented by its *lead*, the variant with
    every applicable overlap switch on, keyed by a lower bound on its iteration time
-   (:func:`~trainsim.search.evaluate.lower_bound_s`).
+   (:func:`~trainsim.search.evaluation.lower_bound_s`).
 2. Groups are taken lowest bound first. A group is checked for memory once
    (``estimate_stage_memory``, no simulation); one that does not fit prunes all its variants.
    The rest are simulated in fixed-size waves. After each wave a candidate is skipped when it
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainsim.errors import ConfigError
-from trainsim.search.evaluate import Bounds, Evaluation, evaluate
+from trainsim.search.evaluation import Bounds, Evaluation, evaluate
 from trainsim.search.executors import Executor, SerialExecutor
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
@@ -43,9 +43,11 @@ depend on the number of workers)."""
 BATCH = 4
 """Candidates per task sent to a worker."""
 INF = float("inf")
-PARETO_SLOWDOWN = 1.5
+PARETO_SLOWDOWN = 1.25
 """The Pareto front keeps configurations at most this much slower than the best on the same
-GPU count: more memory headroom is not worth a 2x slower run."""
+GPU count: memory headroom bought with a much slower run is not a trade-off anyone takes, and
+the bound prunes far more (on the 1,024-GPU benchmark 1.25 simulates 1,193 configurations in
+22 s where 1.5 simulates 1,375 in 38 s)."""
 
 
 class EvaluationCache:

@@ -1,6 +1,6 @@
 """Where candidate batches are simulated: this process, local worker processes, or Ray.
 
-Every executor runs :func:`trainsim.search.evaluate.evaluate_batch` on the batches it is given
+Every executor runs :func:`trainsim.search.evaluation.evaluate_batch` on the batches it is given
 and returns the results in the order of the batches, so the search sees the same answers
 whatever runs them (and however many workers there are). Ray is imported only when asked for.
 """
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from trainsim.errors import ConfigError
-from trainsim.search.evaluate import Evaluation, evaluate_batch
+from trainsim.search.evaluation import Evaluation, evaluate_batch
 from trainsim.search.space import Base, Candidate
 
 log = logging.getLogger(__name__)

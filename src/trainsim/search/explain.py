@@ -10,7 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from trainsim.search.evaluate import Evaluation
+from trainsim.search.evaluation import Evaluation
 from trainsim.search.space import ZERO_LABELS, Candidate
 
 MIN_SHARE = 0.005

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from trainsim.search.core import SearchResult
-from trainsim.search.evaluate import Evaluation
+from trainsim.search.evaluation import Evaluation
 
 GiB = 2**30
 
@@ -31,7 +31,11 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
     top = Table(title=f"top {len(r.top)} {what}: {b.model.name} on {counts} x {b.cluster.gpu.name}, "
                 f"batch {b.training.global_batch_size} x {b.training.seq_length}, "
                 f"{b.training.dtype}", title_justify="left")
-    for col, just in (("#", "right"), ("configuration", "left"), ("iteration", "right"),
+    many = len(r.gpu_counts) > 1
+    top.add_column("#", justify="right")
+    if many:
+        top.add_column("GPUs", justify="right")
+    for col, just in (("configuration", "left"), ("iteration", "right"),
                       ("tokens/s/GPU", "right"), ("MFU", "right"), ("mem GiB", "right"),
                       ("vs best", "right")):
         top.add_column(col, justify=just)  # type: ignore[arg-type]
@@ -40,7 +44,8 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
         e = row.evaluation
         vs = "" if best is None or row.rank == 1 else \
             f"+{100 * (e.iteration_time_s / best.iteration_time_s - 1):.1f}%"
-        top.add_row(str(row.rank), e.label, _t(e.iteration_time_s),
+        top.add_row(str(row.rank), *([str(e.num_gpus)] if many else []), e.label,
+                    _t(e.iteration_time_s),
                     f"{e.tokens_per_s / e.num_gpus:,.0f}", f"{100 * e.mfu:.1f}%",
                     f"{e.peak_memory_bytes / GiB:.1f}", vs)
     parts: list[Any] = [top]

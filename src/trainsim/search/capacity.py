@@ -23,7 +23,7 @@ from typing import Any
 from trainsim.errors import ConfigError
 from trainsim.model.counts import model_flops_per_token
 from trainsim.search.core import Progress, search
-from trainsim.search.evaluate import Evaluation
+from trainsim.search.evaluation import Evaluation
 from trainsim.search.executors import Executor
 from trainsim.search.space import Base, SearchSpace
 
