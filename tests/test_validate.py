@@ -77,3 +77,28 @@ def test_public_collectives_file_is_read_and_predicted():
     kind, res = validate_file(SHARED / "collectives_public.csv")
     assert kind == "collectives"
     assert all(r.predicted is not None for r in res)
+
+
+@pytest.mark.skipif(not (SHARED / "collectives_public.csv").exists(), reason="no shared/validation")
+def test_public_collectives_meet_the_communication_bar():
+    """Issue 3, acceptance 1: every published collective row within 10%, MAPE <= 5%."""
+    _, res = validate_file(SHARED / "collectives_public.csv")
+    s = summarize(res)
+    assert s["failed"] == 0
+    assert s["max_ape"] <= 0.10
+    assert s["mape"] <= 0.05
+
+
+COLL_HEADER = ("id,source,gpu,num_gpus,gpus_per_node,nic_gbps_per_gpu,collective,message_bytes,"
+               "algorithm,measured_busbw_GBps,note")
+
+
+def test_per_nic_rows_are_compared_per_nic(tmp_path):
+    """A row whose note states a per-NIC figure gets the predicted busbw divided by the NICs
+    the group uses in a node; the same row without that note is compared as a whole."""
+    p = tmp_path / "c.csv"
+    row = "x,t,h100-sxm-80gb,16,8,400,all_reduce,1073741824,ring,47,"
+    p.write_text("\n".join([COLL_HEADER, row + "46-48 GB/s per NIC", row + "whole"]) + "\n")
+    _, (per_nic, whole) = validate_file(p)
+    assert per_nic.chosen["unit"] == "busbw per NIC" and "unit" not in whole.chosen
+    assert per_nic.predicted == pytest.approx(whole.predicted / 8)

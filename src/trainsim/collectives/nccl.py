@@ -98,6 +98,8 @@ class Fabric:
     """The NVSwitch can reduce in the switch (NVLink SHARP)."""
     collnet: bool = False
     """The network switches can reduce (InfiniBand SHARP)."""
+    nvls_efficiency: float = 0.85
+    """NVLS traffic's share of the ring's achievable NVLink rate (GPUSpec.nvls_efficiency)."""
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,19 @@ class CollectiveCost:
 
 
 def _ring_busbw(span: GroupSpan, f: Fabric) -> float:
-    """Bottleneck bus bandwidth of NCCL's rings: NVLink inside a node; across nodes, one ring
-    per NIC of the group's ranks in a node (rail-optimized), so k NICs serve the ring traffic."""
+    """Bottleneck bus bandwidth of NCCL's rings.
+
+    Inside a node every ring step is an NVLink transfer. Across nodes NCCL builds one ring per
+    NIC (rail-optimized): in each ring, one of a node's k ranks sends off-node through its own
+    NIC instead of over NVLink, and each rank is that sender in 1/k of the rings. So a rank's
+    NVLink carries (k-1)/k of its ring traffic and its NIC 1/k: the bound is the smaller of
+    k/(k-1) times the NVLink rate and k times the NIC rate.
+    """
     if span.nodes == 1:
         return f.intra.busbw_Bps
-    return min(f.intra.busbw_Bps, span.per_node * f.inter.busbw_Bps)
+    k = span.per_node
+    nic = k * f.inter.busbw_Bps
+    return nic if k == 1 else min(f.intra.busbw_Bps * k / (k - 1), nic)
 
 
 def _candidates(kind: str, span: GroupSpan, f: Fabric) -> list[str]:
@@ -164,10 +174,11 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     # NVLS: all_reduce pushes each rank's S through multimem reduce loads (S out, S/k in) and
     # multicast stores (S/k out, S in): (1 + 1/k) S per direction per GPU (NVIDIA, NVLink
     # SHARP in NCCL 2.17 release notes / H100 whitepaper). All-gather / reduce-scatter move
-    # (k-1)/k S but in one switch hop instead of k-1.
+    # (k-1)/k S but in one switch hop instead of k-1. The multimem operations reach a smaller
+    # share of the link than the ring's copies (Fabric.nvls_efficiency, NCCL's own figure).
     per_gpu = (1 + 1 / k) * size if kind == "all_reduce" else (k - 1) / k * size
     lat = _BASE_US["nvls"]["Simple"] + intra_hop
-    t = per_gpu / f.intra.busbw_Bps
+    t = per_gpu / (f.intra.busbw_Bps * f.nvls_efficiency)
     if algo == "nvls_tree":  # NVLS inside each node, a tree of NICs across nodes
         depth = math.ceil(math.log2(nodes))
         lat += 2 * depth * net_hop

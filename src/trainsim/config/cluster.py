@@ -36,6 +36,10 @@ class GPUSpec:
     vendor: str = "nvidia"
     nvls: bool = False
     """NVLink SHARP in the NVSwitch (H100 generation and later)."""
+    nvls_efficiency: float = 0.85
+    """Achieved fraction of the NVLink rate that NVLS's multimem reduce/multicast traffic gets,
+    relative to a ring's. NCCL's own tuning model uses 0.85 on Hopper and 0.74 on Blackwell
+    (src/graph/tuning.cc, ``nvlsEfficiency``)."""
     source: str = ""
 
     def __post_init__(self) -> None:
