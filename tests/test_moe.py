@@ -117,3 +117,31 @@ def test_deepseek_v3_run_simulates_and_dispatch_tricks_help():
     assert plain.exposed_comm["ep"] > fp8.exposed_comm["ep"] > limited.exposed_comm["ep"] \
         > hidden.exposed_comm["ep"]
     assert hidden.iteration_time_s < limited.iteration_time_s
+
+
+def test_gpt_oss_sizes_match_the_model_card():
+    """gpt-oss model card Table 1: 116.83B / 20.91B total; 5.13B / 3.61B active. The card
+    counts the unembedding but not the embedding lookup among active parameters."""
+    from trainsim.model.counts import embedding_params
+    for name, total, active in (("gpt-oss-120b", 116.83e9, 5.13e9), ("gpt-oss-20b", 20.91e9, 3.61e9)):
+        m = model(name)
+        assert total_params(m) == pytest.approx(total, rel=0.005)
+        assert active_params(m) - embedding_params(m) == pytest.approx(active, rel=0.01)
+
+
+def test_gpt_oss_alternates_windowed_and_full_attention():
+    """Layers 0, 2, 4... attend to 128 tokens, layers 1, 3, 5... to the whole sequence (HF
+    layer_types); the HF config imports to the same model, and a windowed layer is cheaper."""
+    m = model("gpt-oss-120b")
+    assert [m.layer_window(i) for i in range(4)] == [128, None, 128, None]
+    hf = model_from_hf_config(EXAMPLES / "hf" / "gpt-oss-120b" / "config.json")
+    assert (hf.sliding_window, hf.window_attn_skip_freq) == (128, 2)
+    run = {"model": "gpt-oss-120b", "parallel": {"pp": 4, "ep": 8, "distributed_optimizer": True},
+           "training": {"global_batch_size": 64, "seq_length": 8192},
+           "cluster": {"node": "dgx-h100", "num_gpus": 64}}
+    alternating = simulate(run_config_from_dict(run)).iteration_time_s
+    run["model"] = {"preset": "gpt-oss-120b", "window_attn_skip_freq": 1}  # every layer full
+    all_full = simulate(run_config_from_dict(run)).iteration_time_s
+    run["model"] = {"preset": "gpt-oss-120b", "window_attn_skip_freq": None}  # every layer windowed
+    all_windowed = simulate(run_config_from_dict(run)).iteration_time_s
+    assert all_windowed < alternating < all_full

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import compute_model_for
@@ -153,19 +153,28 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     """Priced chunks by virtual stage index v = chunk * pp + stage."""
     m = cfg.model
     source = layer_source or (lambda c, s, moe: layer_forward(c, s, moe=moe))
-    layer_f: dict[bool, Priced] = {}
-    layer_b: dict[bool, Priced] = {}
-    for moe in {m.is_moe_layer(i) for i in range(m.num_layers)}:
-        lf = source(cfg, sh, moe)
-        layer_f[moe] = pricer.price(lf)
-        layer_b[moe] = pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
+
+    def kind(i: int) -> tuple[bool, bool]:  # (routed experts, windowed attention)
+        return m.is_moe_layer(i), m.layer_window(i) is not None
+
+    # A full-attention layer of a model with a sliding window is built from the same config
+    # with the window removed, so layer sources keep their (config, shard, moe) signature.
+    full_cfg = cfg if m.sliding_window is None else \
+        replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
+    layer_f: dict[tuple[bool, bool], Priced] = {}
+    layer_b: dict[tuple[bool, bool], Priced] = {}
+    for k in sorted({kind(i) for i in range(m.num_layers)}):
+        c = cfg if k[1] else full_cfg
+        lf = source(c, sh, k[0])
+        layer_f[k] = pricer.price(lf)
+        layer_b[k] = pricer.price(layer_recompute(c, sh, lf) + backward_of(lf, sh))
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
-        last_moe = m.is_moe_layer(m.num_layers - 1)
+        last = kind(m.num_layers - 1)
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype)]
-        mtp_f = pricer.price(proj) + layer_f[last_moe] + head_f
-        mtp_b = head_b + layer_b[last_moe] + pricer.price(backward_of(proj, sh))
+        mtp_f = pricer.price(proj) + layer_f[last] + head_f
+        mtp_b = head_b + layer_b[last] + pricer.price(backward_of(proj, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers
         head_b = mtp_b * m.mtp_num_layers + head_b
     emb_f, emb_b = pricer.price(embedding_forward(cfg, sh)), pricer.price(embedding_backward(cfg, sh))
@@ -174,7 +183,7 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     out = {}
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
-        kinds = [m.is_moe_layer(i) for i in layers]
+        kinds = [kind(i) for i in layers]
         fwd = _concat([emb_f if first else empty] + [layer_f[k] for k in kinds]
                       + [head_f if last else empty])
         out[v] = _Chunk(fwd, head_b if last else empty,

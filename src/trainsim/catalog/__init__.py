@@ -131,6 +131,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         hidden_dropout=float(get("hidden_dropout", "resid_pdrop", default=0.0)),
         sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
     )
+    if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
+        fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], path)
     experts = get("num_local_experts", "num_experts", "n_routed_experts")
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
         shared = get("shared_expert_intermediate_size")
@@ -150,6 +152,19 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       v_head_dim=get("v_head_dim", default=128), head_dim=None)
     fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
     return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+
+
+def _window_skip_freq(layer_types: list[str], path: Path) -> int | None:
+    """Megatron's window_attn_skip_freq from HF ``layer_types`` (GPT-OSS, Gemma, Qwen):
+    N when every N-th layer is "full_attention" and the rest "sliding_attention"."""
+    full = [t == "full_attention" for t in layer_types]
+    if not any(full):
+        return None
+    n = full.index(True) + 1
+    if all(f == ((i + 1) % n == 0) for i, f in enumerate(full)):
+        return n
+    raise ConfigError(f"{path}: layer_types is not a periodic pattern of sliding layers with "
+                      "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
 
 
 # ---------------------------------------------------------------------------- run configs

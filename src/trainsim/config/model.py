@@ -41,6 +41,10 @@ class ModelConfig:
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
+    window_attn_skip_freq: int | None = None
+    """With a sliding window, every N-th layer keeps full attention (Megatron-core's
+    ``window_attn_skip_freq``: N-1 windowed layers, then a full one). GPT-OSS alternates, N=2;
+    None = every layer is windowed."""
     # --- multi-head latent attention (DeepSeek-V2/V3; Megatron-core MLATransformerConfig names)
     q_lora_rank: int | None = None
     """Rank of the query down-projection; None = full-rank queries."""
@@ -83,7 +87,8 @@ class ModelConfig:
                          num_kv_heads=self.num_kv_heads, head_dim=self.head_dim,
                          ffn_hidden_size=self.ffn_hidden_size,
                          max_position_embeddings=self.max_position_embeddings,
-                         sliding_window=self.sliding_window)
+                         sliding_window=self.sliding_window,
+                         window_attn_skip_freq=self.window_attn_skip_freq)
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"model.num_attention_heads={self.num_attention_heads} does not divide "
@@ -156,6 +161,13 @@ class ModelConfig:
         """Whether global layer ``index`` (0-based) has routed experts."""
         return (self.num_experts is not None and index >= self.moe_first_dense_layers
                 and (index - self.moe_first_dense_layers) % self.moe_layer_freq == 0)
+
+    def layer_window(self, index: int) -> int | None:
+        """Attention span of global layer ``index`` (0-based); None = full causal attention."""
+        if self.sliding_window is None:
+            return None
+        freq = self.window_attn_skip_freq
+        return None if freq and (index + 1) % freq == 0 else self.sliding_window
 
     @property
     def num_moe_layers(self) -> int:

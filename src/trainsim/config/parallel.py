@@ -21,6 +21,11 @@ class ParallelConfig:
     tensor_model_parallel_size: int = 1
     pipeline_model_parallel_size: int = 1
     context_parallel_size: int = 1
+    cp_comm_type: Literal["p2p", "a2a", "all_gather"] = "p2p"
+    """How context-parallel attention gets the keys it needs (Megatron-core --cp-comm-type):
+    ``p2p`` ring attention, KV blocks passed around the CP ring behind the attention compute;
+    ``a2a`` DeepSpeed-Ulysses, all-to-alls re-shard Q/K/V from sequence to heads and back;
+    ``all_gather`` (Llama 3) all-gathers K/V over the CP group before attention."""
     expert_model_parallel_size: int = 1
     expert_tensor_parallel_size: int | None = None
     """Tensor parallelism inside each expert; None = 1 (Megatron-core's usual MoE setting)."""
@@ -58,6 +63,9 @@ class ParallelConfig:
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
                          vpp=self.virtual_pipeline_model_parallel_size,
                          ddp_bucket_size=self.ddp_bucket_size)
+        if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
+            raise ConfigError(f"parallel.cp_comm_type='{self.cp_comm_type}' is unknown; "
+                              "use p2p (ring attention), a2a (Ulysses) or all_gather")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
         if self.sequence_parallel and self.tp == 1:

@@ -39,6 +39,10 @@ class RunConfig:
             raise ConfigError(
                 f"training.global_batch_size={t.global_batch_size} is not divisible by "
                 f"micro_batch_size*dp={t.micro_batch_size}*{self.dp}={per_step}")
+        if p.cp > 1 and p.cp_comm_type == "a2a" and m.num_attention_heads % (p.tp * p.cp):
+            raise ConfigError(f"cp_comm_type=a2a (Ulysses) shards attention heads over tp*cp="
+                              f"{p.tp}*{p.cp}: model.num_attention_heads={m.num_attention_heads} "
+                              "must be divisible by it; use p2p (ring attention) instead")
         if t.seq_length % (2 * p.cp) and p.cp > 1:
             raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
                               " (load-balanced causal sharding)")

@@ -108,13 +108,15 @@ def _matmul_params(m: ModelConfig) -> int:
             + m.mtp_num_layers * per_mtp)
 
 
-def _attention_span(m: ModelConfig, seq_length: int) -> int:
-    return min(seq_length, m.sliding_window) if m.sliding_window else seq_length
-
-
-def _attention_width(m: ModelConfig) -> int:
-    """Score (QK^T) plus context (AV) matmul width summed over layers: 2 l a d for MHA/GQA."""
-    return (m.num_layers + m.mtp_num_layers) * (m.qk_dim + m.v_dim)
+def _attention_work(m: ModelConfig, seq_length: int) -> int:
+    """Score (QK^T) plus context (AV) matmul width times the keys each query sees, summed over
+    layers: 2 l a d s for MHA/GQA; a windowed layer sees min(s, window) keys. MTP modules
+    repeat the last layer."""
+    def span(i: int) -> int:
+        w = m.layer_window(i)
+        return seq_length if w is None else min(seq_length, w)
+    spans = sum(span(i) for i in range(m.num_layers)) + m.mtp_num_layers * span(m.num_layers - 1)
+    return (m.qk_dim + m.v_dim) * spans
 
 
 def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
@@ -125,7 +127,7 @@ def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
     PaLM (Chowdhery et al. 2022, App. B) and Megatron (Narayanan et al. 2021, eq. 3 without
     the recompute pass). This is what MFU divides by.
     """
-    return 6.0 * _matmul_params(m) + 6.0 * _attention_width(m) * _attention_span(m, seq_length)
+    return 6.0 * _matmul_params(m) + 6.0 * _attention_work(m, seq_length)
 
 
 def hardware_flops_per_iteration(cfg: RunConfig) -> float:
@@ -139,7 +141,7 @@ def hardware_flops_per_iteration(cfg: RunConfig) -> float:
     s = cfg.training.seq_length
     base = model_flops_per_token(m, s) * tokens
     layer_fwd = 2.0 * (_matmul_params(m) - m.vocab_size * m.hidden_size) \
-        + 2.0 * _attention_width(m) * _attention_span(m, s)
-    attn_fwd = 2.0 * _attention_width(m) * _attention_span(m, s)
+        + 2.0 * _attention_work(m, s)
+    attn_fwd = 2.0 * _attention_work(m, s)
     extra = {"none": 0.0, "full": layer_fwd, "selective": attn_fwd}[cfg.parallel.recompute]
     return base + extra * tokens

@@ -31,6 +31,7 @@ class Shard:
     dtype: str  # GEMM dtype
     attention_impl: str
     parallel_block: bool = False
+    cp_comm: str = "p2p"  # parallel.cp_comm_type
 
     @property
     def norm_tokens(self) -> int:
@@ -43,7 +44,8 @@ def shard_of(cfg: RunConfig) -> Shard:
     q_len = t.seq_length // p.cp
     return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
-                 attention_impl=t.attention, parallel_block=cfg.model.parallel_block)
+                 attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
+                 cp_comm=p.cp_comm_type)
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
@@ -102,15 +104,27 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if m.position_embedding == "rope":
             ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
-    ops.append(Attention("attn_core", batch=sh.batch, heads=m.num_attention_heads // t,
-                         kv_heads=kv_heads, q_len=sh.q_len, kv_len=sh.seq,
+    heads, q_len = m.num_attention_heads // t, sh.q_len
+    kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
+    ulysses = sh.cp > 1 and sh.cp_comm == "a2a"
+    if ulysses:  # all-to-all Q, K, V from sequence shards to head shards (DeepSpeed-Ulysses)
+        q_width = heads * (m.qk_dim // m.num_attention_heads)
+        ops.append(Comm("attn_core.cp_a2a_qkv", "all_to_all", T * (q_width + kv_width) * ACT, "cp"))
+        heads, kv_heads = heads // sh.cp, max(kv_heads // sh.cp, 1)
+        q_len = sh.seq
+    elif sh.cp > 1 and sh.cp_comm == "all_gather":  # K and V of the whole sequence (Llama 3)
+        ops.append(Comm("attn_core.cp_kv_all_gather", "all_gather", sh.cp * T * kv_width * ACT, "cp"))
+    ops.append(Attention("attn_core", batch=sh.batch, heads=heads,
+                         kv_heads=kv_heads, q_len=q_len, kv_len=sh.seq,
                          head_dim=head_dim, window=m.sliding_window,
                          impl=sh.attention_impl,  # type: ignore[arg-type]
                          dropout=m.attention_dropout > 0))
-    if sh.cp > 1:  # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
-        kv_block = T * (2 * kv_heads * head_dim if m.is_mla else kv_loc * 2) * ACT
-        ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * kv_block, "cp",
-                        overlap_with_previous=True))
+    if sh.cp > 1 and sh.cp_comm == "p2p":
+        # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
+        ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * T * kv_width * ACT,
+                        "cp", overlap_with_previous=True))
+    if ulysses:  # and the context back from head shards to sequence shards
+        ops.append(Comm("attn_core.cp_a2a_out", "all_to_all", T * (m.v_dim // t) * ACT, "cp"))
     _gemm(ops, sh, "out_proj", T, h, m.v_dim // t)
     if parallel:
         mlp()
@@ -215,7 +229,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 continue  # the forward cast has no backward; the gradient's cast is added above
             ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops))
         elif isinstance(op, Comm):
-            if op.group == "cp":  # dKV travels back around the ring as well as KV
+            if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,
                                 op.overlap_with_previous))
                 # keep it after the attention backward it overlaps with
