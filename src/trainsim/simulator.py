@@ -429,6 +429,29 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
     return breakdown, exposed
 
 
+def data_loading_s(cfg: RunConfig, step_s: float) -> float:
+    """Exposed time to load one step's data on the busiest node.
+
+    Each rank needs global_batch / dp sequences of seq + 1 tokens (2-byte ids below a 65,536
+    vocabulary, else 4, as Megatron's indexed datasets store them). Without a shared loader
+    every GPU of a node reads its own copy; with one (MegaScale §3.5) the node reads each of its
+    data-parallel replicas' samples once. Workers collate in parallel. Asynchronous loaders
+    prefetch during the previous step, so only the excess over a step is exposed.
+    """
+    t, c, p = cfg.training, cfg.cluster, cfg.parallel
+    samples = t.global_batch_size // cfg.dp
+    prep = samples * t.data_prep_s_per_sample / t.num_workers
+    read = 0.0
+    if t.data_read_bw_Bps:
+        token_bytes = 2 if cfg.model.vocab_size <= 65536 else 4
+        per_node = c.gpus_per_node
+        if t.data_loader_per_node:  # distinct replicas in a node: its GPUs over tp * cp
+            per_node = max(1, c.gpus_per_node // min(c.gpus_per_node, p.tp * p.cp))
+        read = per_node * samples * (t.seq_length + 1) * token_bytes / t.data_read_bw_Bps
+    load = prep + read
+    return max(0.0, load - step_s) if t.data_loader_async else load
+
+
 def simulate(cfg: RunConfig, keep_timeline: bool = False,
              layer_source: LayerSource | None = None) -> Result:
     """Simulate one training iteration of ``cfg`` (``layer_source``: where each layer's forward
@@ -445,6 +468,9 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
             busy[t.stream[0]] += t.duration_s
     stage = max(range(len(ends)), key=lambda s: (round(busy[s], 12), tl.end_s[ends[s]], -s))
     breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage], iteration_s)
+    loading = data_loading_s(cfg, iteration_s)
+    iteration_s += loading
+    breakdown["data_loading_s"] = loading
     memory = [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
     tokens = cfg.tokens_per_iteration
     return Result(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config._build import require_positive
+from trainsim.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,29 @@ class TrainingConfig:
     """flash: FlashAttention (no s*s tensors, causal blocks skipped); unfused: QK^T/softmax/V."""
     train_tokens: float | None = None
     """Tokens of the whole run, for days/cost (None: per-iteration results only)."""
+    # --- data loading (MegaScale §3.5): reading token files and collating micro-batches
+    data_read_bw_Bps: float | None = None
+    """Storage read bandwidth one node gets for training data, bytes/s (None: free reads)."""
+    data_prep_s_per_sample: float = 0.0
+    """CPU time of a loader worker to fetch and collate one sequence."""
+    num_workers: int = 2
+    """Loader worker processes per rank (Megatron --num-workers)."""
+    data_loader_async: bool = True
+    """Workers prefetch the next step's batches while this one computes; only what does not
+    fit in a step is exposed. False: loading blocks the step's start."""
+    data_loader_per_node: bool = False
+    """One shared loader per node whose GPUs take their slices from shared memory (MegaScale's
+    redundant-dataloader elimination); False: every rank reads its own copy, so the tensor-
+    and context-parallel ranks of a node read the same samples again."""
 
     def __post_init__(self) -> None:
         require_positive("training", global_batch_size=self.global_batch_size,
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
-                         train_tokens=self.train_tokens)
+                         train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
+                         num_workers=self.num_workers)
+        if self.data_prep_s_per_sample < 0:
+            raise ConfigError(f"training.data_prep_s_per_sample={self.data_prep_s_per_sample} "
+                              "must be >= 0")
 
     @property
     def compute_dtype_bytes(self) -> int:

@@ -27,7 +27,8 @@ PARTS = (("compute_s", "compute", "#4c72b0"), ("tp", "exposed TP comm", "#dd8452
          ("cp", "exposed CP comm", "#937860"), ("ep", "exposed EP comm", "#ccb974"),
          ("pp", "exposed PP comm", "#8172b3"),
          ("dp", "exposed DP comm", "#c44e52"), ("pipeline_bubble_s", "pipeline bubble", "#bbbbbb"),
-         ("optimizer_s", "optimizer step", "#55a868"), ("other_s", "other", "#da8bc3"))
+         ("optimizer_s", "optimizer step", "#55a868"), ("data_loading_s", "data loading", "#64b5cd"),
+         ("other_s", "other", "#da8bc3"))
 MEMORY_PARTS = (("weights", "#4c72b0"), ("gradients", "#dd8452"), ("optimizer", "#55a868"),
                 ("activations", "#c44e52"), ("buffers", "#8172b3"))
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",

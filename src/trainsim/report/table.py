@@ -51,6 +51,8 @@ def render_result(r: Result) -> Group:
     rows += [(f"exposed {k.upper()} communication", v) for k, v in r.exposed_comm.items() if v > 0]
     rows += [("pipeline bubble", r.breakdown["pipeline_bubble_s"]),
              ("optimizer step", r.breakdown["optimizer_s"])]
+    if r.breakdown.get("data_loading_s", 0) > 1e-9:
+        rows.append(("data loading", r.breakdown["data_loading_s"]))
     if r.breakdown.get("other_s", 0) > 1e-9:
         rows.append(("other", r.breakdown["other_s"]))
     for name, v in rows:

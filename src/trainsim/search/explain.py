@@ -24,7 +24,7 @@ def _parts(e: Evaluation) -> dict[str, float]:
             "tp": x.get("tp", 0.0), "cp": x.get("cp", 0.0), "ep": x.get("ep", 0.0),
             "pp": x.get("pp", 0.0),
             "dp": x.get("dp", 0.0), "optimizer": b.get("optimizer_s", 0.0),
-            "other": b.get("other_s", 0.0)}
+            "data loading": b.get("data_loading_s", 0.0), "other": b.get("other_s", 0.0)}
 
 
 def _diff(a: Candidate, b: Candidate, fields: Sequence[str]) -> str:
