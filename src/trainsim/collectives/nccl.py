@@ -5,8 +5,12 @@ NCCL (src/graph/tuning.cc, 2.18-2.23) predicts each (algorithm, protocol) pair's
 otherwise. We do the same:
 
 * latency = a base cost per collective launch plus a per-hop cost that depends on the link
-  (NVLink, PCIe, network) and protocol. The microsecond values are NCCL's published defaults
-  (tuning.cc ``baseLat`` / ``hwLat`` tables).
+  (NVLink, PCIe, network) and protocol. The microsecond values are NCCL's defaults (tuning.cc
+  ``baseLat`` / ``hwLat`` tables), except the network hop of the LL protocol, which is measured
+  (``NET_HOP_LL_US``), and NVLink LL hops of multi-node collectives, which are slower
+  (``MULTINODE_LL_INTRA_FACTOR``). NCCL's tables rank algorithms against each other; they are not
+  measurements, and they put a 2 x 8-GPU all_reduce of 8 B at 25 us where nccl-tests measure
+  36-62 us (see ``NET_HOP_LL_US``).
 * bandwidth = the bottleneck per-rank link bandwidth times the protocol's payload efficiency:
   LL sends 4 bytes of data per 8-byte flag+data line (50 %), LL128 120 of every 128 bytes
   (93.75 %), Simple all of it but with the highest latency (NCCL docs, "NCCL_PROTO").
@@ -32,13 +36,36 @@ _BASE_US = {"tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
             "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
             "nvls": {"LL": 0.0, "LL128": 0.0, "Simple": 25.0},
             "collnet": {"LL": 0.0, "LL128": 0.0, "Simple": 10.0}}
+
+NET_HOP_LL_US = 7.3
+"""One network hop of the LL protocol (GPU -> proxy -> NIC -> switch -> NIC -> GPU), measured.
+
+NCCL's table has 5.0 us (tree) and 2.7 us (ring). Measured: on two Azure NDm A100 v4 nodes with
+one GPU each (HDR InfiniBand, NCCL 2.17.1), nccl-tests all_reduce of 1 KiB takes 21.27 us
+(microsoft/mscclpp docs/performance-ndmv4.md, in-place). With one GPU per node the ring has no
+NVLink step: 2 network steps after the LL launch base (6.6 us), so one hop is
+(21.27 - 6.6) / 2 = 7.3 us; the 1 KiB payload adds < 0.1 us. A hop is a hop whatever the
+algorithm, so the same value serves the ring and the tree. LL128 and Simple keep NCCL's values:
+no published measurement isolates them. With it a 2 x 8-GPU all_reduce of 8 B-64 KiB takes
+36-37 us, inside the published 2 x 8 reports: 35.85 us (the same page, 1 KiB), 47.60 us (2 x 8
+H20, NDR, NVLSTree; NVIDIA/nccl #1244), 61.58 us (2 x 8 H100, 128 B; NVIDIA/nccl #1453)."""
+
+MULTINODE_LL_INTRA_FACTOR = 1.8
+"""NVLink/PCIe LL hops of a collective that spans nodes cost 1.8x a single-node hop.
+
+NCCL's own model had this rule (tuning.cc of the NCCL 2.7-2.8 era:
+``if (nNodes > 1 && p == LL) intraLat *= 1.8``; later versions keep a similar penalty for rings
+only, ``getNetOverhead``). The same NDm A100 v4 page confirms it: all_reduce of 1 KiB takes
+35.85 us on 2 x 8 GPUs against 21.27 us on 2 x 1, and the 14 chain hops of the 2 x 8 tree (7 up,
+7 down) account for the 14.6 us between them: 1.04 us per hop = 1.7x NCCL's 0.6 us."""
+
 # ... and per hop, by link kind:
 _HOP_US = {"nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
                       "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}},
            "pcie": {"tree": {"LL": 1.0, "LL128": 1.9, "Simple": 6.0},
                     "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7}},
-           "net": {"tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
-                   "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0}}}
+           "net": {"tree": {"LL": NET_HOP_LL_US, "LL128": 8.5, "Simple": 14.0},
+                   "ring": {"LL": NET_HOP_LL_US, "LL128": 4.0, "Simple": 14.0}}}
 
 BUS_FACTOR = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
@@ -147,6 +174,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     fam = "tree" if algo in ("tree", "pat", "nvls_tree") else "ring"
     intra_hop = _HOP_US[f.intra.kind][fam][proto]
     net_hop = _HOP_US[f.inter.kind][fam][proto]
+    if nodes > 1 and proto == "LL":
+        intra_hop *= MULTINODE_LL_INTRA_FACTOR
     if algo == "direct":  # all_to_all / p2p: every peer at once, off-node data over own NIC
         off = (n - k) / n * size / (f.inter.busbw_Bps * eff) if nodes > 1 else 0.0
         on = (k - 1) / n * size / (f.intra.busbw_Bps * eff) if kind == "all_to_all" else \
@@ -156,8 +185,12 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     factor = BUS_FACTOR[kind](n)
     phases = 2 if kind == "all_reduce" else 1
     if algo == "ring":
+        # A chunk travels n-1 consecutive ring edges per phase. Of the ring's n edges, `nodes`
+        # cross the network; n-1 consecutive edges miss only one edge, so the slowest chunk
+        # crosses all `nodes` of them when a node holds more than one rank (NCCL's tuning.cc
+        # counts 2 * nNodes network steps for a ring all_reduce), nodes-1 when each rank is a node.
         steps = phases * (n - 1)
-        inter_steps = phases * (nodes - 1) if nodes > 1 else 0
+        inter_steps = phases * ((nodes if k > 1 else nodes - 1) if nodes > 1 else 0)
         lat = _BASE_US["ring"][proto] + (steps - inter_steps) * intra_hop + inter_steps * net_hop
         return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
     if algo in ("tree", "pat"):
