@@ -51,12 +51,13 @@ def test_ulysses_reshards_qkv_and_output_with_all_to_alls():
 
 
 def test_ring_hides_its_kv_exchange_and_ulysses_does_not():
-    """Ring attention overlaps the KV exchange with attention blocks; Ulysses' all-to-alls sit
-    on the critical path, so at equal sizes they show up as exposed CP time."""
+    """Ring attention overlaps the KV exchange with attention blocks (exposing only the SMs
+    it takes from them); Ulysses' all-to-alls sit on the critical path, so at equal sizes they
+    show up as exposed CP time."""
     ring = simulate(cfg("p2p"))
     ulysses = simulate(cfg("a2a"))
     gather = simulate(cfg("all_gather"))
-    assert ring.exposed_comm["cp"] == 0.0
+    assert ring.exposed_comm["cp"] < 0.5 * min(ulysses.exposed_comm["cp"], gather.exposed_comm["cp"])
     assert ulysses.exposed_comm["cp"] > 0 and gather.exposed_comm["cp"] > 0
     assert ulysses.hardware_flops == pytest.approx(ring.hardware_flops)
 

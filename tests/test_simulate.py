@@ -146,9 +146,18 @@ def test_public_api_is_importable():
 
 
 def test_parallel_block_halves_tp_communication():
-    """A parallel attention+MLP block (MegaScale PTB) has one TP exit per layer, not two."""
+    """A parallel attention+MLP block (MegaScale PTB) has one TP entry and exit per layer, not
+    two, so half the TP collectives and about half the exposed TP time."""
+    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+    from trainsim.workload.ops import Comm
+
+    def tp_comms(c) -> int:
+        fwd = layer_forward(c, shard_of(c))
+        return sum(isinstance(op, Comm) and op.group == "tp" for op in fwd + backward_of(fwd, shard_of(c)))
+
+    assert tp_comms(cfg(model__parallel_block=True)) * 2 == tp_comms(cfg(model__parallel_block=False))
     serial = simulate(cfg(model__parallel_block=False))
     parallel = simulate(cfg(model__parallel_block=True))
-    assert parallel.exposed_comm["tp"] == pytest.approx(serial.exposed_comm["tp"] / 2, rel=0.1)
+    assert parallel.exposed_comm["tp"] == pytest.approx(serial.exposed_comm["tp"] / 2, rel=0.15)
     assert parallel.iteration_time_s < serial.iteration_time_s
     assert parallel.memory[0].activations < serial.memory[0].activations

@@ -102,3 +102,13 @@ def test_per_nic_rows_are_compared_per_nic(tmp_path):
     _, (per_nic, whole) = validate_file(p)
     assert per_nic.chosen["unit"] == "busbw per NIC" and "unit" not in whole.chosen
     assert per_nic.predicted == pytest.approx(whole.predicted / 8)
+
+
+def test_sliding_window_option_takes_half_the_sequence(tmp_path):
+    """The file has no window column: a row with the sliding_window option simulates with a
+    window of half its sequence, which is faster than the same row without it."""
+    base = GOOD.replace(",bf16,,", ",bf16,fused_kernels,")
+    windowed = base.replace("ok,", "swa,", 1).replace(",fused_kernels,", ",fused_kernels;sliding_window,")
+    _, res = validate_file(write(tmp_path, base, windowed))
+    assert res[1].error is None
+    assert res[1].predicted < res[0].predicted

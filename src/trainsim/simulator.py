@@ -36,6 +36,12 @@ from trainsim.workload.schedule import schedule
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
                                      "dp_comm", "optimizer")
+COMM_SMS = 16
+"""SMs a collective occupies while it runs beside compute: NCCL runs one thread block per
+channel, and Transformer Engine's overlap kernels are given 16-24 of an H100's 132 SMs for
+pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen4096: proj_fprop
+24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
+t seconds still costs t * COMM_SMS / num_sms."""
 OPTIMIZER_BYTES_PER_PARAM = 4 + 8 + (4 + 3 * 8) + (4 + 2) + 4
 """Megatron's optimizer step, bytes per local parameter: gradient-norm read of the fp32 main
 gradient (4), clipping scale in place (8), fused Adam reading the gradient and reading/writing
@@ -91,34 +97,64 @@ class Pricer:
     def comm_time(self, op: Comm) -> float:
         return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
 
+    def hidden_behind(self, comm_s: float, compute_s: float) -> float:
+        """Exposed time of a collective run beside ``compute_s`` of compute: what the compute
+        cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile."""
+        share = COMM_SMS / self.cfg.cluster.gpu.num_sms
+        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * share
+
     def price(self, ops: list[Op]) -> Priced:
-        """Segments of an op list. Communication runs blocking, except: ``overlap_with_previous``
-        (and TP comm under tp_comm_overlap) hides behind the preceding compute op; with
-        moe_overlap_ep_comm, expert all-to-alls hide behind the list's whole compute, as when
-        one micro-batch's dispatch runs under another's attention and MLP (DeepSeek-V3's
-        DualPipe, Megatron-core's overlapped 1F1B)."""
+        """Segments of an op list (see ``price_ops``)."""
+        return self.price_ops(ops)[0]
+
+    def price_ops(self, ops: list[Op]) -> tuple[Priced, list[Op]]:
+        """Segments of an op list, and the op behind each segment.
+
+        Communication runs blocking, except: ``overlap_with_previous`` hides behind the
+        preceding compute op; under tp_comm_overlap a TP all-gather hides behind the GEMM that
+        consumes it (its exposed rest is placed after that GEMM) and other TP collectives behind
+        the GEMM that produced them (Transformer Engine userbuffers, MegaScale §3.2: the GEMM is
+        split into chunks pipelined with the ring exchange); with moe_overlap_ep_comm, expert
+        all-to-alls hide behind the list's whole compute, as when one micro-batch's dispatch
+        runs under another's attention and MLP (DeepSeek-V3's DualPipe, Megatron-core's
+        overlapped 1F1B)."""
         segs: list[tuple[str, float, str]] = []
+        order: list[Op] = []
         p = self.cfg.parallel
-        pooled: list[tuple[str, float, str]] = []
+        pooled: list[tuple[tuple[str, float, str], Comm]] = []
+        gather: tuple[tuple[str, float, str], Comm] | None = None  # waits for its GEMM
+
+        def add(seg: tuple[str, float, str], op: Op) -> None:
+            segs.append(seg)
+            order.append(op)
+
         for op in ops:
             if isinstance(op, Comm):
                 t = self.comm_time(op)
                 cat = {"tp": TP, "cp": CP, "pp": PP, "ep": EP, "etp": EP}.get(op.group, DP)
                 if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
-                    pooled.append((cat, t, op.name))
+                    pooled.append(((cat, t, op.name), op))
                     continue
-                if (op.overlap_with_previous or (p.tp_comm_overlap and op.group == "tp")) and segs:
-                    hidden = segs[-1][1] if segs[-1][0] == COMPUTE else 0.0
-                    t = max(0.0, t - hidden)
-                segs.append((cat, t, op.name))
+                tp_overlap = p.tp_comm_overlap and op.group == "tp"
+                if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
+                    gather = ((cat, t, op.name), op)
+                    continue
+                if (op.overlap_with_previous or tp_overlap) and segs and segs[-1][0] == COMPUTE:
+                    t = self.hidden_behind(t, segs[-1][1])
+                add((cat, t, op.name), op)
             else:
-                segs.append((COMPUTE, self.compute.time(op), op.name))
-        if pooled:
-            budget = sum(t for cat, t, _ in segs if cat == COMPUTE)
-            for cat, t, name in pooled:
-                segs.append((cat, max(0.0, t - budget), name))
-                budget = max(0.0, budget - t)
-        return Priced(tuple(segs))
+                add((COMPUTE, self.compute.time(op), op.name), op)
+                if gather is not None and isinstance(op, Gemm):
+                    (cat, t, name), comm = gather
+                    add((cat, self.hidden_behind(t, segs[-1][1]), name), comm)
+                    gather = None
+        if gather is not None:
+            add(*gather)
+        budget = sum(t for cat, t, _ in segs if cat == COMPUTE)
+        for (cat, t, name), op in pooled:
+            add((cat, self.hidden_behind(t, budget), name), op)
+            budget = max(0.0, budget - t)
+        return Priced(tuple(segs)), order
 
 
 @dataclass(eq=False)

@@ -37,7 +37,7 @@ from trainsim.capture.capture import Capture
 from trainsim.capture.kernels import KernelRecord
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
-from trainsim.workload.layers import ACT, FP8_CAST_TRANSPOSE_BYTES, Shard
+from trainsim.workload.layers import ACT, FP8_CAST_TRANSPOSE_BYTES, Shard, tp_enter, tp_exit
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 ATTN_RE = re.compile(r"attn|attention", re.IGNORECASE)
@@ -184,8 +184,7 @@ def layer_ops(cap: Capture, path: str, cfg: RunConfig, sh: Shard) -> list[Op]:
         rec = k.rec
         if k.block in ("attn", "mlp", "shared") and k.block not in started:
             started.add(k.block)
-            if t > 1 and sh.sp:
-                ops.append(Comm(f"{k.block}.all_gather", "all_gather", sh.tokens * h * ACT, "tp"))
+            tp_enter(ops, sh, h, k.block)
         if i == expert_first:
             _moe_dispatch(ops, cfg, sh)
         if rec.kind == "gemm":
@@ -236,10 +235,8 @@ def layer_ops(cap: Capture, path: str, cfg: RunConfig, sh: Shard) -> list[Op]:
             ops.append(Elementwise(f"{k.rel or 'layer'}.{rec.short_op}", bytes=rec.bytes * scale))
         if i == expert_last:
             _moe_combine(ops, cfg, sh)
-        if k.block in ("attn", "mlp", "shared") and last_of[k.block] == i and t > 1:
-            kind = "reduce_scatter" if sh.sp else "all_reduce"
-            ops.append(Comm(f"{k.block}.{kind}", kind,  # type: ignore[arg-type]
-                            sh.tokens * h * ACT, "tp"))
+        if k.block in ("attn", "mlp", "shared") and last_of[k.block] == i:
+            tp_exit(ops, sh, h, k.block)
     return ops
 
 

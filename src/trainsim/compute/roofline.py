@@ -27,6 +27,13 @@ from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 ATTN_FWD_OF_GEMM = 0.70
 ATTN_BWD_OF_GEMM = 0.58
+FLASH1_OF_FLASH2 = 0.5
+"""The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
+compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100)."""
+ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
+"""Fused attention with dropout generates a Philox random number per score, in the forward
+and again in the backward: measured at 75-85 % (forward) and 60-70 % (backward) of the
+no-dropout rate for cuDNN and FlashAttention kernels (Dao-AILab/flash-attention PR #2597)."""
 HBM_EFFICIENCY = 0.85
 LAUNCH_S = 3e-6
 TILE = 128
@@ -69,6 +76,10 @@ class RooflineModel:
             if op.impl == "unfused":  # batched GEMMs for QK^T and AV plus softmax round trips
                 return op.flops / peak + op.bytes / bw + 4 * LAUNCH_S
             frac = ATTN_BWD_OF_GEMM if op.backward else ATTN_FWD_OF_GEMM
+            if op.impl == "flash1":
+                frac *= FLASH1_OF_FLASH2
+            if op.dropout:
+                frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
             return max(op.flops / (peak * frac), op.bytes / bw) + LAUNCH_S
         if isinstance(op, Elementwise):
             return op.bytes / bw + LAUNCH_S

@@ -22,8 +22,10 @@ class TrainingConfig:
     optimizer: Literal["adam", "sgd"] = "adam"
     grad_reduce_in_fp32: bool = True
     """Accumulate and reduce gradients in fp32 (Megatron's default for bf16/fp16 training)."""
-    attention: Literal["flash", "unfused"] = "flash"
-    """flash: FlashAttention (no s*s tensors, causal blocks skipped); unfused: QK^T/softmax/V."""
+    attention: Literal["flash", "flash1", "unfused"] = "flash"
+    """flash: FlashAttention-2 (no s*s tensors, causal blocks skipped); flash1: the first
+    FlashAttention (Megatron-LM's --use-flash-attn from January 2023), same work at about half
+    the speed; unfused: Megatron's QK^T / fused softmax / V with the score matrix in memory."""
     train_tokens: float | None = None
     """Tokens of the whole run, for days/cost (None: per-iteration results only)."""
     # --- data loading (MegaScale §3.5): reading token files and collating micro-batches

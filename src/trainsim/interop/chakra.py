@@ -132,15 +132,10 @@ class _RecordingPricer(Pricer):
     def price(self, ops: list[Op]):
         self._pricing += 1
         try:
-            priced = super().price(ops)
+            priced, order = self.price_ops(ops)
         finally:
             self._pricing -= 1
-        p = self.cfg.parallel
-        pooled = [op for op in ops if isinstance(op, Comm) and p.moe_overlap_ep_comm
-                  and op.group in ("ep", "etp")]
-        pooled_ids = {id(op) for op in pooled}
-        ordered = [op for op in ops if id(op) not in pooled_ids] + pooled
-        for seg, op in zip(priced.segments, ordered):
+        for seg, op in zip(priced.segments, order):
             self.seg_op[id(seg)] = op
         self._keep.append(priced)
         return priced
@@ -286,6 +281,12 @@ class _Builder:
                 branch = self.add(stage, f"{t.label}: {name}", COMM_COLL_NODE, cat, full,
                                   compute.data + compute.ctrl, comm=op)
                 head = [last, branch]
+                # the compute's slowdown from the SMs the collective held (Pricer.hidden_behind)
+                slowdown = dur - max(0.0, full - segs[k - 1][1])
+                if slowdown > 0:
+                    last = self.add(stage, f"{t.label}: {name} (SM contention)", COMP_NODE,
+                                    stream, slowdown, head)
+                    head = [last]
                 k += 1
                 continue
             flush()

@@ -90,7 +90,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
     sharded = T * (qkv + 2 * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
-    if cfg.training.attention == "flash":
+    if cfg.training.attention in ("flash", "flash1"):
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
     elif recompute == "selective":
         scores = 0.0

@@ -60,17 +60,26 @@ def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: in
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
 
 
-def _tp_enter(ops: list[Op], sh: Shard, h: int, name: str) -> None:
-    """Forward entry of a TP region: all-gather the sequence-sharded input under SP."""
+def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
+    """Forward entry of a TP region (column-parallel GEMMs): all-gather the sequence-sharded
+    input under SP. Transformer Engine casts the input to fp8 before gathering it when the
+    GEMM runs in fp8 (``LayerNormLinear`` writes its norm output in fp8), so the gather moves
+    one byte per element; the input gradient it pairs with is reduced in 16 bits."""
     if sh.tp > 1 and sh.sp:
-        ops.append(Comm(f"{name}.all_gather", "all_gather", sh.tokens * h * ACT, "tp"))
+        elem = 1 if (gemm_dtype or sh.dtype) == "fp8" else ACT
+        ops.append(Comm(f"{name}.all_gather", "all_gather", sh.tokens * h * elem, "tp",
+                        grad_bytes=sh.tokens * h * ACT))
 
 
-def _tp_exit(ops: list[Op], sh: Shard, h: int, name: str) -> None:
-    """Forward exit of a TP region: all-reduce (or reduce-scatter under SP) the partial sums."""
+def tp_exit(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
+    """Forward exit of a TP region (row-parallel GEMMs): all-reduce (or reduce-scatter under SP)
+    the 16-bit partial sums. In backward, SP all-gathers the output gradient, in fp8 when the
+    GEMM runs in fp8 (Transformer Engine casts it before the gather)."""
     if sh.tp > 1:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
-        ops.append(Comm(f"{name}.{kind}", kind, sh.tokens * h * ACT, "tp"))
+        elem = 1 if (gemm_dtype or sh.dtype) == "fp8" else ACT
+        ops.append(Comm(f"{name}.{kind}", kind, sh.tokens * h * ACT, "tp",
+                        grad_bytes=sh.tokens * h * elem))
 
 
 def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
@@ -94,7 +103,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2))
-    _tp_enter(ops, sh, h, "attn")
+    tp_enter(ops, sh, h, "attn")
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
         head_dim = (m.qk_dim + m.v_dim) // (2 * m.num_attention_heads)  # mean of QK and V widths
@@ -128,7 +137,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     _gemm(ops, sh, "out_proj", T, h, m.v_dim // t)
     if parallel:
         mlp()
-    _tp_exit(ops, sh, h, "attn")
+    tp_exit(ops, sh, h, "attn")
     ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
     if parallel:
         return ops
@@ -138,9 +147,9 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         _moe_block(ops, cfg, sh)
         ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
         return ops
-    _tp_enter(ops, sh, h, "mlp")
+    tp_enter(ops, sh, h, "mlp")
     mlp()
-    _tp_exit(ops, sh, h, "mlp")
+    tp_exit(ops, sh, h, "mlp")
     ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
     return ops
 
@@ -205,22 +214,32 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT))
     shared = m.moe_shared_expert_intermediate_size
     if shared:
-        _tp_enter(ops, sh, h, "shared_expert")
+        tp_enter(ops, sh, h, "shared_expert")
         _gemm(ops, sh, "shared_fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h)
         ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
         _gemm(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
-        _tp_exit(ops, sh, h, "shared_expert")
+        tp_exit(ops, sh, h, "shared_expert")
 
 
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
-    """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM)."""
+    """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM).
+
+    TP communication follows Megatron's ``LinearWithGradAccumulationAndAsyncCommunication``
+    and Transformer Engine's column-parallel linears (Korthikanti et al. 2022 Fig. 5 for the
+    conjugates): a row-parallel GEMM's output gradient is all-gathered before its dgrad under
+    SP (blocking); a column-parallel GEMM re-gathers its saved input shard while its dgrad
+    runs, then reduces the input gradient (reduce-scatter under SP, all-reduce without)
+    while its wgrad runs, both asynchronously on the communication stream.
+    """
     ops: list[Op] = []
+    dgrad_at: int | None = None  # index in ``ops`` of the last GEMM's dgrad
     for op in reversed(fwd):
         if isinstance(op, Gemm):
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * FP8_CAST_TRANSPOSE_BYTES))
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
+            dgrad_at = len(ops) - 1
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
@@ -235,17 +254,24 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 # keep it after the attention backward it overlaps with
                 ops[-1], ops[-2] = ops[-2], ops[-1]
                 continue
-            # Conjugates (Korthikanti et al. 2022 Fig. 5): all-gather <-> reduce-scatter,
-            # all-reduce in forward (g) <-> identity... and identity (f) <-> all-reduce.
+            grad = op.bytes if op.grad_bytes is None else op.grad_bytes
+            if op.group == "tp" and op.kind == "all_gather" and dgrad_at is not None:
+                # column-parallel entry: re-gather the saved input under the consumer's dgrad,
+                # reduce-scatter the input gradient under its wgrad (just emitted)
+                ops.insert(dgrad_at + 1, Comm(f"{op.name}.bwd_regather", "all_gather", op.bytes,
+                                              "tp", overlap_with_previous=True))
+                ops.append(Comm(f"{op.name}.bwd", "reduce_scatter", grad, "tp",
+                                overlap_with_previous=True))
+                continue
             conj = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
                     "all_to_all": "all_to_all"}
-            if op.kind in conj:
-                ops.append(Comm(f"{op.name}.bwd", conj[op.kind], op.bytes, op.group))  # type: ignore[arg-type]
+            if op.kind in conj:  # all-reduce (g) has the identity as its conjugate
+                ops.append(Comm(f"{op.name}.bwd", conj[op.kind], grad, op.group))  # type: ignore[arg-type]
         else:  # pragma: no cover - exhaustive
             raise TypeError(op)
     if sh.tp > 1 and not sh.sp:
         # The f operator (identity forward) all-reduces input gradients of the QKV and FC1 GEMMs
-        # (once for both in a parallel block, where they share their input).
+        # (once for both in a parallel block, where they share their input), under the wgrad.
         first = next(op.name for op in fwd if isinstance(op, Gemm))  # qkv_proj, or MLA's first
         names = (first,) if sh.parallel_block else (first, "fc1")
         _insert_after_dgrad(ops, tuple(f"{n}.dgrad" for n in names), sh)
@@ -256,7 +282,8 @@ def _insert_after_dgrad(ops: list[Op], names: tuple[str, ...], sh: Shard) -> Non
     for name in names:
         for i, op in enumerate(ops):
             if isinstance(op, Gemm) and op.name == name:  # all-reduce its input gradient (T x k)
-                ops.insert(i + 2, Comm(f"{name}.all_reduce", "all_reduce", sh.tokens * op.n * ACT, "tp"))
+                ops.insert(i + 2, Comm(f"{name}.all_reduce", "all_reduce", sh.tokens * op.n * ACT,
+                                       "tp", overlap_with_previous=True))
                 break
 
 
@@ -299,8 +326,9 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
     ops: list[Op] = [Elementwise("final_norm", bytes=sh.norm_tokens * h * ACT * 2)]
-    _tp_enter(ops, sh, h, "head")
-    ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype="bf16" if sh.dtype == "fp8" else sh.dtype))
+    dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
+    tp_enter(ops, sh, h, "head", dtype)
+    ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype=dtype))
     # read 16-bit logits, softmax in fp32 kept for backward (Megatron vocab-parallel CE)
     ops.append(Elementwise("cross_entropy", bytes=sh.tokens * v * (ACT + 4 + 4)))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
@@ -313,9 +341,13 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     ops: list[Op] = [Elementwise("cross_entropy.bwd", bytes=sh.tokens * v * (4 + ACT))]
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
+    if sh.tp > 1 and sh.sp:  # the output layer is column-parallel: as in backward_of
+        ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
+                        overlap_with_previous=True))
     ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
     if sh.tp > 1:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
-        ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp"))
+        ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
+                        overlap_with_previous=True))
     ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3))
     return ops

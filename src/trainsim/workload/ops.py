@@ -60,14 +60,15 @@ class Attention:
     causal: bool = True
     window: int | None = None
     backward: bool = False
-    impl: Literal["flash", "unfused"] = "flash"
+    impl: Literal["flash", "flash1", "unfused"] = "flash"
     dropout: bool = False
 
     @property
     def pairs(self) -> float:
         """Query-key pairs computed per head."""
-        if self.impl == "unfused":  # full score matrix, masked afterwards
-            return float(self.q_len) * self.kv_len
+        if self.impl == "unfused":  # every score in each query's span, masked afterwards
+            span = self.kv_len if self.window is None else min(self.window, self.kv_len)
+            return float(self.q_len) * span
         if not self.causal:
             span = self.kv_len if self.window is None else min(self.window, self.kv_len)
             return float(self.q_len) * span
@@ -95,7 +96,7 @@ class Attention:
         # dropout output read for dV (2), dropout backward (5), softmax backward (6), dQK read (2).
         # Without attention dropout its 5 bytes drop out of each direction.
         per = (17.0 if self.backward else 13.0) - (0.0 if self.dropout else 5.0)
-        return qo + kv + self.batch * self.heads * self.q_len * self.kv_len * per
+        return qo + kv + self.batch * self.heads * self.pairs * per
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,9 @@ class Comm:
     overlap_with_previous: bool = False
     """Runs concurrently with the preceding compute op (ring attention KV exchange, TP overlap):
     only the part longer than that op is exposed."""
+    grad_bytes: float | None = None
+    """Bytes of its conjugate in the backward pass; None = ``bytes``. (Transformer Engine's fp8
+    gathers move 1-byte tensors while the gradients they pair with reduce in 16 bits.)"""
 
 
 Op = Union[Gemm, Attention, Elementwise, Comm]
