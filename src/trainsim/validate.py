@@ -32,8 +32,10 @@ COLLECTIVE_REQUIRED = ["id", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_g
                        "message_bytes", "measured_busbw_GBps"]
 SHAPE_COLUMNS = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
                  "ffn_hidden_size", "vocab_size", "activation"]
-OPTION_FIELDS = {"tp_overlap": "tp_comm_overlap", "pp_overlap": "overlap_p2p_comm",
-                 "dp_overlap": "overlap_grad_reduce"}
+OPTION_FIELDS = {"tp_overlap": ("tp_comm_overlap",), "pp_overlap": ("overlap_p2p_comm",),
+                 # DP overlap "including the first all-gather and last reduce-scatter" (MegaScale
+                 # §3.2): gradients reduce under the backward, parameters gather ahead of forward
+                 "dp_overlap": ("overlap_grad_reduce", "overlap_param_gather")}
 KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels"}
 
 
@@ -133,8 +135,9 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
         model["sliding_window"] = int(row["seq_length"]) // 2
     parallel: dict[str, Any] = {"tp": row["tp"], "pp": row["pp"], "cp": _cell(row, "cp") or 1,
                                 "ep": _cell(row, "ep") or 1}
-    for opt, fieldname in OPTION_FIELDS.items():
-        parallel[fieldname] = opt in options
+    for opt, fieldnames in OPTION_FIELDS.items():
+        for fieldname in fieldnames:
+            parallel[fieldname] = opt in options
     training: dict[str, Any] = {"global_batch_size": row["global_batch_size"],
                                 "seq_length": row["seq_length"],
                                 "dtype": _cell(row, "dtype") or "bf16",
