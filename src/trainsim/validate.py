@@ -127,7 +127,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
         raise ConfigError(f"unknown option(s) {sorted(unknown_opts)}")
     if "parallel_block" in options:
         model["parallel_block"] = True
-    if "sliding_window" in options and model_dict_window(model) is None:
+    if "sliding_window" in options and _preset_window(model) is None:
         # The file has no column for the window: take half the sequence, the common choice
         # (Mistral 7B and Gemma 2: 4,096 of 8,192 tokens). MegaScale (Jiang et al. 2024) does not
         # state its window; its Table 2 MFU-to-speed ratios imply attention work near 60 % of full
@@ -178,7 +178,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     return raw, unknown
 
 
-def model_dict_window(model: dict[str, Any]) -> int | None:
+def _preset_window(model: dict[str, Any]) -> int | None:
     """The sliding window a row's model already has (its preset's), if any."""
     if "preset" not in model:
         return None

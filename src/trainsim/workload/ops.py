@@ -66,15 +66,12 @@ class Attention:
     @property
     def pairs(self) -> float:
         """Query-key pairs computed per head."""
-        if self.impl == "unfused":  # every score in each query's span, masked afterwards
-            span = self.kv_len if self.window is None else min(self.window, self.kv_len)
-            return float(self.q_len) * span
-        if not self.causal:
-            span = self.kv_len if self.window is None else min(self.window, self.kv_len)
-            return float(self.q_len) * span
+        w = self.kv_len if self.window is None else min(self.window, self.kv_len)
+        if self.impl == "unfused" or not self.causal:
+            # unfused kernels compute every score in a query's span and mask the future after
+            return float(self.q_len) * w
         # Causal: query i sees min(i + 1, window) keys. Local queries are a balanced share
         # of the sequence (load-balanced CP sharding), so take that share of the total.
-        w = self.kv_len if self.window is None else min(self.window, self.kv_len)
         total = self.kv_len * w - w * (w - 1) / 2.0
         return total * self.q_len / self.kv_len
 
