@@ -4,6 +4,7 @@ moves MFU the published way (issue 5, acceptance 2; figures in benchmarks/RESULT
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 
@@ -24,8 +25,8 @@ def ablation():
 def test_each_technique_moves_mfu_the_published_way(ablation):
     """PTB, sliding window, TP/PP/DP overlap, efficient operators and LAMB's bigger batch each
     raise the predicted MFU, as each raised the measured one."""
-    mod, rows = ablation
-    for (prev, prev_mfu, _), (step, mfu, _) in zip(rows, rows[1:]):
+    _, rows = ablation
+    for (prev, prev_mfu, _), (step, mfu, _) in itertools.pairwise(rows):
         if step.modelled:
             assert (mfu - prev_mfu) * (step.published_mfu - prev.published_mfu) > 0, step.label
 

@@ -21,7 +21,8 @@ class TrainingConfig:
     """Compute precision of GEMMs; fp8 as Transformer Engine (fp8 GEMMs, bf16 elsewhere)."""
     optimizer: Literal["adam", "sgd"] = "adam"
     grad_reduce_in_fp32: bool = True
-    """Accumulate and reduce gradients in fp32 (Megatron's default for bf16/fp16 training)."""
+    """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
+    and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
     attention: Literal["flash", "flash1", "unfused"] = "flash"
     """flash: FlashAttention-2 (no s*s tensors, causal blocks skipped); flash1: the first
     FlashAttention (Megatron-LM's --use-flash-attn from January 2023), same work at about half

@@ -114,8 +114,9 @@ class Comm:
     bytes: float
     group: Group
     overlap_with_previous: bool = False
-    """Runs concurrently with the preceding compute op (ring attention KV exchange, TP overlap):
-    only the part longer than that op is exposed."""
+    """Runs concurrently with the preceding compute op (ring attention KV exchange, the async
+    backward TP collectives under dgrad/wgrad): only the part longer than that op is exposed,
+    plus the SMs it takes from it (``Pricer.hidden_behind``)."""
     grad_bytes: float | None = None
     """Bytes of its conjugate in the backward pass; None = ``bytes``. (Transformer Engine's fp8
     gathers move 1-byte tensors while the gradients they pair with reduce in 16 bits.)"""
