@@ -95,6 +95,24 @@ def test_overlapping_grad_reduce_is_never_slower():
     assert over.exposed_comm["dp"] < base.exposed_comm["dp"]
 
 
+def test_interleaved_grad_reduce_runs_in_the_order_buckets_become_ready():
+    """With virtual stages, the last chunk finishes its backward first; its gradients are
+    reduced while the other chunks' last backward passes still run (DDP reduces buckets as
+    their hooks fire), so only the first chunk's reduction is left after the backward."""
+    c = cfg(parallel__vpp=2, parallel__distributed_optimizer=True, cluster__num_gpus=64,
+            training__global_batch_size=64, parallel__overlap_grad_reduce=True)
+    tl = simulate(c, keep_timeline=True).timeline
+    for stage in range(c.parallel.pp):
+        reduces = [i for i, t in enumerate(tl.tasks)
+                   if t.stream == (stage, "dp") and t.label.startswith("grad ")]
+        backward_end = max(tl.end_s[i] for i, t in enumerate(tl.tasks)
+                           if t.stream == (stage, "compute") and t.label.startswith("B"))
+        chunks = [tl.tasks[i].label.split()[3] for i in reduces]
+        assert chunks[0] == "c1" and chunks[-1] == "c0", chunks
+        assert tl.start_s[reduces[0]] < backward_end
+        assert all(tl.start_s[i] <= tl.start_s[j] for i, j in zip(reduces, reduces[1:]))
+
+
 def test_full_recompute_costs_about_one_extra_forward():
     """Full recomputation adds roughly a third to compute (4 passes instead of 3)."""
     none = simulate(cfg(parallel__recompute="none"))

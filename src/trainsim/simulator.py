@@ -399,15 +399,21 @@ class _TaskGraph:
         for s in range(pp):
             last = last_compute[s]
             dp_tasks = list(self.fsdp_reduce[s])
+            # Buckets are reduced in the order the backward makes them ready (DDP's gradient
+            # hooks): under the interleaved schedule the last chunk finishes its backward first,
+            # so its reduction overlaps the other chunks' last backward passes.
+            buckets = []
             for c in range(0 if self.fsdp else vpp):
                 ready = self.last_bwd.get(c * pp + s, [last])
                 for k, r in enumerate(ready):
                     dep = r if p.overlap_grad_reduce else last
-                    for params, group, size in self.groups[s]:
-                        if size > 1 and params > 0:
-                            dp_tasks.append(self.comm(
-                                s, "grad_reduce", kind, params / vpp / len(ready) * self.grad_bytes,
-                                group, [dep], f"grad {kind} {group} c{c} b{k}"))
+                    buckets.append((dep, c, k, len(ready)))
+            for dep, c, k, n_ready in sorted(buckets):
+                for params, group, size in self.groups[s]:
+                    if size > 1 and params > 0:
+                        dp_tasks.append(self.comm(
+                            s, "grad_reduce", kind, params / vpp / n_ready * self.grad_bytes,
+                            group, [dep], f"grad {kind} {group} c{c} b{k}"))
             if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
                 size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
