@@ -179,3 +179,22 @@ def test_parallel_block_halves_tp_communication():
     assert parallel.exposed_comm["tp"] == pytest.approx(serial.exposed_comm["tp"] / 2, rel=0.15)
     assert parallel.iteration_time_s < serial.iteration_time_s
     assert parallel.memory[0].activations < serial.memory[0].activations
+
+
+def test_lamb_costs_more_optimizer_time_than_adam_and_the_same_memory():
+    """LAMB keeps Adam's two moments (same memory) and moves 70 bytes per parameter in its step
+    against Adam's 50 (two more passes for the per-tensor norms and the trust-ratio update); a
+    sharded LAMB also all-reduces its per-tensor norms over the data-parallel group."""
+    over = dict(parallel__pp=1, parallel__distributed_optimizer=True, cluster__num_gpus=64,
+                training__global_batch_size=64)
+    adam = simulate(cfg(**over), keep_timeline=True)
+    lamb = simulate(cfg(training__optimizer="lamb", **over), keep_timeline=True)
+    assert lamb.memory[0].optimizer == adam.memory[0].optimizer
+    # memory-bound step: time follows bytes (the bandwidth reached grows a little with size)
+    assert lamb.breakdown["optimizer_s"] / adam.breakdown["optimizer_s"] == pytest.approx(70 / 50,
+                                                                                      rel=0.03)
+    norms = [t for t in lamb.timeline.tasks if t.label.startswith("LAMB")]
+    assert len(norms) == 2 and all(t.stream[1] == "dp" for t in norms)
+    assert not any(t.label.startswith("LAMB") for t in adam.timeline.tasks)
+    sgd = simulate(cfg(training__optimizer="sgd", **over))
+    assert sgd.memory[0].optimizer == pytest.approx(adam.memory[0].optimizer * 8 / 12)

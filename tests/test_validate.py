@@ -112,3 +112,12 @@ def test_sliding_window_option_takes_half_the_sequence(tmp_path):
     _, res = validate_file(write(tmp_path, base, windowed))
     assert res[1].error is None
     assert res[1].predicted < res[0].predicted
+
+
+def test_lamb_option_trains_with_lamb(tmp_path):
+    """A row with the lamb option runs LAMB's heavier optimizer step (MegaScale's runs)."""
+    base = GOOD.replace(",bf16,,", ",bf16,fused_kernels,")
+    lamb = base.replace("ok,", "lamb,", 1).replace(",fused_kernels,", ",fused_kernels;lamb,")
+    _, res = validate_file(write(tmp_path, base, lamb))
+    assert res[1].error is None
+    assert res[1].predicted > res[0].predicted

@@ -42,11 +42,30 @@ channel, and Transformer Engine's overlap kernels are given 16-24 of an H100's 1
 pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen4096: proj_fprop
 24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
 t seconds still costs t * COMM_SMS / num_sms."""
-OPTIMIZER_BYTES_PER_PARAM = 4 + 8 + (4 + 3 * 8) + (4 + 2) + 4
-"""Megatron's optimizer step, bytes per local parameter: gradient-norm read of the fp32 main
-gradient (4), clipping scale in place (8), fused Adam reading the gradient and reading/writing
-the fp32 master weight and both moments (4 + 24), copying master weights to the 16-bit model
-weights (4 + 2) and zeroing the gradient buffer (4). Memory-bound multi-tensor kernels."""
+_STEP_FRAME_BYTES = 4 + 8 + (4 + 2) + 4
+"""Bytes per local parameter around any optimizer in Megatron's step: gradient-norm read of the
+fp32 main gradient (4), clipping scale in place (8), copying master weights to the 16-bit model
+weights (4 + 2) and zeroing the gradient buffer (4)."""
+
+OPTIMIZER_BYTES_PER_PARAM = {
+    # fused Adam: read the gradient, read/write the fp32 master weight and both moments
+    "adam": _STEP_FRAME_BYTES + 4 + 3 * 8,
+    # apex FusedLAMB (csrc/multi_tensor_lamb.cu): per-tensor weight norms (read 4), stage 1
+    # reads gradient, weight and both moments and writes the moments and the update over the
+    # gradient (16 + 12), per-tensor update norms (read 4), stage 2 reads weight and update and
+    # writes the weight (8 + 4)
+    "lamb": _STEP_FRAME_BYTES + 4 + 28 + 4 + 12,
+    # SGD with momentum: read gradient, read/write weight and momentum
+    "sgd": _STEP_FRAME_BYTES + 4 + 2 * 8,
+}
+"""Megatron's optimizer step, bytes moved per local parameter, by optimizer: memory-bound
+multi-tensor kernels (Adam 50, LAMB 70, SGD 42)."""
+
+LAMB_NORMS_PER_LAYER = 16
+"""Parameter tensors of one transformer layer whose norms LAMB needs (weights, biases and norm
+scales; a GPT layer has 12, a Llama layer 9, MoE routers and MLA more): with a sharded
+optimizer every norm is a sum over data-parallel shards, one fp32 all-reduce for the weight
+norms and one for the update norms."""
 
 
 @dataclass(frozen=True)
@@ -420,7 +439,16 @@ class _TaskGraph:
                                           "tied embedding all-reduce"))
             local = sum(params / (size if self.zero >= 1 else 1)
                         for params, _, size in self.groups[s])
-            step = Elementwise("optimizer_step", bytes=local * OPTIMIZER_BYTES_PER_PARAM)
+            opt = cfg.training.optimizer
+            if opt == "lamb" and self.zero >= 1:
+                layers = sum(self.chunks[c * pp + s].layers for c in range(vpp))
+                norms = (layers * LAMB_NORMS_PER_LAYER + 2) * 4
+                for group, size in {(g, n) for _, g, n in self.groups[s] if n > 1}:
+                    for what in ("weight", "update"):
+                        dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
+                                                  [last] + dp_tasks[-1:],
+                                                  f"LAMB {what} norms {group}"))
+            step = Elementwise("optimizer_step", bytes=local * OPTIMIZER_BYTES_PER_PARAM[opt])
             end = self.add((s, "compute"), self.pricer.compute.time(step), [last] + dp_tasks,
                            "optimizer step", OPT)
             if self.zero in (1, 2) and not p.overlap_param_gather:

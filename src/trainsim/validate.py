@@ -36,7 +36,7 @@ OPTION_FIELDS = {"tp_overlap": ("tp_comm_overlap",), "pp_overlap": ("overlap_p2p
                  # DP overlap "including the first all-gather and last reduce-scatter" (MegaScale
                  # §3.2): gradients reduce under the backward, parameters gather ahead of forward
                  "dp_overlap": ("overlap_grad_reduce", "overlap_param_gather")}
-KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels"}
+KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb"}
 
 
 @dataclass
@@ -147,6 +147,8 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
                                 "attention": "flash" if ("fused_kernels" in options or
                                                          _cell(row, "dtype") == "fp8")
                                 else "unfused"}
+    if "lamb" in options:
+        training["optimizer"] = "lamb"
     cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
                                "gpus_per_node": row["gpus_per_node"]}
     if _cell(row, "nic_gbps_per_gpu"):

@@ -19,7 +19,9 @@ class TrainingConfig:
     """Tokens per sequence."""
     dtype: Literal["fp16", "bf16", "fp8"] = "bf16"
     """Compute precision of GEMMs; fp8 as Transformer Engine (fp8 GEMMs, bf16 elsewhere)."""
-    optimizer: Literal["adam", "sgd"] = "adam"
+    optimizer: Literal["adam", "lamb", "sgd"] = "adam"
+    """adam; lamb (layer-wise adaptive, You et al. 2020, as MegaScale trains with at 3x the
+    batch): Adam's state plus per-tensor norms; sgd: with momentum."""
     grad_reduce_in_fp32: bool = True
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""

@@ -164,7 +164,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     sharded = dense / (cfg.dp * p.cp) + experts / cfg.edp
     weight_bytes = 3.0 if t.dtype == "fp8" else 2.0  # TE caches fp8 copies of the weights
     grad_bytes = 4.0 if t.grad_reduce_in_fp32 else 2.0
-    opt_bytes = 12.0 if t.optimizer == "adam" else 8.0
+    opt_bytes = 8.0 if t.optimizer == "sgd" else 12.0  # LAMB keeps Adam's two moments
     zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
     full = dense + experts
     weights = (sharded if zero >= 3 else full) * weight_bytes

@@ -34,7 +34,7 @@ from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 ADAM_BYTES_PER_PARAM = 4 + 3 * 8
 """Fused Adam on fp32 master weights: read the gradient, read and write the weight and both
-moments (as in trainsim.simulator.OPTIMIZER_BYTES_PER_PARAM's Adam term)."""
+moments (as in trainsim.simulator.OPTIMIZER_BYTES_PER_PARAM["adam"])."""
 
 QUICK_SEQ_DIVISOR = 64
 """--quick shrinks sequence lengths by this factor (4096 -> 64)."""
