@@ -18,7 +18,7 @@ from trainsim.search import (
     evaluate,
     search,
 )
-from trainsim.search.core import EvaluationCache
+from trainsim.search.core import OVERLAP_SLOWDOWN, EvaluationCache
 from trainsim.search.evaluation import Bounds, lower_bound_s
 from trainsim.search.explain import FrontIndex, dominates, pareto_front, why_slower
 from trainsim.search.space import MemoryKey, check_memory
@@ -101,7 +101,8 @@ def _flags(c: Candidate) -> tuple[bool, ...]:
 
 
 def test_turning_an_overlap_on_never_slows_the_iteration(base):
-    """The search relies on it: a memory group's all-overlaps variant bounds its siblings."""
+    """The search relies on it: a memory group's all-overlaps variant, less OVERLAP_SLOWDOWN
+    (the SMs hidden collectives take from compute), bounds its siblings."""
     space = SearchSpace()
     rng = random.Random(1)
     keys = [k for k in space.memory_keys(base, 16) if k.pp > 1 and k.dp > 1 and k.tp > 1]
@@ -110,7 +111,7 @@ def test_turning_an_overlap_on_never_slows_the_iteration(base):
         for a, ta in times.items():
             for c, tc in times.items():
                 if all(x <= y for x, y in zip(_flags(a), _flags(c))):
-                    assert tc <= ta * (1 + 1e-9)
+                    assert tc * (1 - OVERLAP_SLOWDOWN) <= ta * (1 + 1e-9)
 
 
 def test_pruned_search_equals_exhaustive():

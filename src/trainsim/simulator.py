@@ -47,6 +47,11 @@ _STEP_FRAME_BYTES = 4 + 8 + (4 + 2) + 4
 fp32 main gradient (4), clipping scale in place (8), copying master weights to the 16-bit model
 weights (4 + 2) and zeroing the gradient buffer (4)."""
 
+P2P_SMS = 2
+"""SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
+channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's init log, e.g.
+NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
+
 OPTIMIZER_BYTES_PER_PARAM = {
     # fused Adam: read the gradient, read/write the fp32 master weight and both moments
     "adam": _STEP_FRAME_BYTES + 4 + 3 * 8,
@@ -262,6 +267,8 @@ class _TaskGraph:
         sh = shard_of(cfg)
         self.chunks = _chunks(cfg, pricer, sh, layer_source)
         self.tasks: list[Task] = []
+        sms = cfg.cluster.gpu.num_sms
+        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
         self.dp_size = cfg.dp * p.cp
@@ -281,10 +288,14 @@ class _TaskGraph:
 
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
+        # a collective on a side stream holds SMs the stage's compute stream then lacks
+        share = self.sm_share.get(stream[1])
+        slows = None if share is None else ((stream[0], "compute"), share)
         if isinstance(priced, Priced):
-            self.tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced))
+            self.tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced,
+                                   slows))
         else:
-            self.tasks.append(Task(stream, priced, deps, label, ((cat, priced),)))
+            self.tasks.append(Task(stream, priced, deps, label, ((cat, priced),), None, slows))
         return len(self.tasks) - 1
 
     def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
@@ -475,6 +486,7 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
     bubble = 0.0
     prev_end = 0.0
     tasks = tl.tasks
+    dp_side = any(t.stream == (stage, "dp") for t in tasks)
     for i, t in enumerate(tasks):
         if t.stream != (stage, "compute"):
             continue
@@ -487,6 +499,9 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
                 bubble += gap
         for cat, dur in t.segments:
             cats[cat] = cats.get(cat, 0.0) + dur
+        # slowed by collectives running beside it on the data-parallel (or, with overlapped
+        # p2p, the pipeline) stream: their SMs' share of its time is exposed communication
+        cats[DP if dp_side else PP] += tl.stretch_s(i)
         prev_end = tl.end_s[i]
     tail = tl.end_s[end_task] - prev_end  # exposed parameter all-gather after the step
     cats[DP] += max(0.0, tail)

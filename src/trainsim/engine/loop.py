@@ -3,7 +3,9 @@ task they depend on has finished. A heap of (time, sequence) finish events drive
 sequence number breaks ties, so the same input always gives the same timeline.
 
 The engine knows nothing about transformers: a task is a duration on a stream, with
-dependencies and an opaque label.
+dependencies and an opaque label. A task may also ``slow`` another stream while it runs (a
+collective holding SMs that the compute stream then lacks): that stream's running task advances
+at 1 - (sum of the shares held) of its rate, and its finish time is moved accordingly.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import heapq
 from dataclasses import dataclass, field
 
 from trainsim.errors import TrainsimError
+
+MIN_RATE = 0.05
+"""Floor on a slowed stream's rate, so that shares adding past 1 cannot stall it."""
 
 
 @dataclass(slots=True)
@@ -25,6 +30,9 @@ class Task:
     """Optional split of the duration into categories (compute, tp_comm, ...), for reports."""
     detail: object = None
     """Opaque payload for reports (the caller's ordered op-level segments)."""
+    slows: tuple[tuple[int, str], float] | None = None
+    """(stream, share): while this task runs, tasks on ``stream`` progress at 1 - share of
+    their rate (shares of concurrent tasks add up)."""
 
 
 @dataclass
@@ -36,6 +44,10 @@ class Timeline:
     @property
     def makespan_s(self) -> float:
         return max(self.end_s, default=0.0)
+
+    def stretch_s(self, i: int) -> float:
+        """How much longer task ``i`` ran than its duration, slowed by other streams' tasks."""
+        return max(0.0, self.end_s[i] - self.start_s[i] - self.tasks[i].duration_s)
 
 
 def run(tasks: list[Task]) -> Timeline:
@@ -66,8 +78,18 @@ def run(tasks: list[Task]) -> Timeline:
     start = [0.0] * n
     end = [0.0] * n
     duration = [t.duration_s for t in tasks]
-    events: list[tuple[float, int]] = []
+    events: list[tuple[float, int, int]] = []  # (finish time, task, version)
     push, pop = heapq.heappush, heapq.heappop
+    # contention: per stream, the share of it other running tasks hold, and for its running
+    # task the work left at the last rate change
+    slows = [(stream_ids.get(t.slows[0]), t.slows[1]) if t.slows else None for t in tasks]
+    held = [0.0] * len(queues)
+    left = [0.0] * n
+    since = [0.0] * n
+    version = [0] * n
+
+    def rate(sid: int) -> float:
+        return max(1.0 - held[sid], MIN_RATE)
 
     def try_start(sid: int, now: float) -> None:
         q = queues[sid]
@@ -79,20 +101,49 @@ def run(tasks: list[Task]) -> Timeline:
             return
         busy[sid] = True
         start[i] = now
-        end[i] = e = now + duration[i]
-        push(events, (e, i))
+        if held[sid]:
+            left[i], since[i] = duration[i], now
+            end[i] = e = now + duration[i] / rate(sid)
+        else:
+            end[i] = e = now + duration[i]
+        push(events, (e, i, 0))
+        if slows[i] is not None:
+            hold(slows[i], now, 1.0)
+
+    def hold(target: tuple[int | None, float], now: float, sign: float) -> None:
+        tsid, share = target
+        if tsid is None:
+            return
+        running = queues[tsid][head[tsid]] if busy[tsid] else None
+        if running is not None:
+            if held[tsid] == 0.0:  # it ran at full rate until now
+                left[running] = end[running] - now
+            else:
+                left[running] -= (now - since[running]) * rate(tsid)
+        held[tsid] = max(0.0, held[tsid] + sign * share)
+        if held[tsid] < 1e-12:
+            held[tsid] = 0.0
+        if running is not None:
+            since[running] = now
+            end[running] = e = now + max(left[running], 0.0) / rate(tsid)
+            version[running] += 1
+            push(events, (e, running, version[running]))
 
     for sid in range(len(queues)):
         try_start(sid, 0.0)
     finished = [False] * n
     done = 0
     while events:
-        now, i = pop(events)
+        now, i, ver = pop(events)
+        if ver != version[i]:
+            continue  # rescheduled by a change of contention
         finished[i] = True
         done += 1
         sid = stream_of[i]
         busy[sid] = False
         head[sid] += 1
+        if slows[i] is not None:
+            hold(slows[i], now, -1.0)
         for j in dependents[i]:
             waiting[j] -= 1
             if not waiting[j]:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config import RunConfig
-from trainsim.engine import Task, run
+from trainsim.engine import Task, Timeline, run
 from trainsim.errors import TrainsimError
 from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     COMM_COLL_NODE,
@@ -176,8 +176,11 @@ def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
 
 class _Builder:
     def __init__(self, cfg: RunConfig, pricer: _RecordingPricer, tasks: list[Task],
-                 per_kernel: bool) -> None:
+                 per_kernel: bool, timeline: Timeline | None = None) -> None:
         self.cfg, self.pricer, self.tasks, self.per_kernel = cfg, pricer, tasks, per_kernel
+        # how much each task ran longer than its duration, slowed by side-stream collectives
+        self.stretch = [timeline.stretch_s(i) for i in range(len(tasks))] if timeline else \
+            [0.0] * len(tasks)
         self.nodes: dict[int, list[_Proto]] = defaultdict(list)
         self.last_on_stream: dict[tuple[int, str], int] = {}
         self.task_last: dict[int, int] = {}
@@ -215,6 +218,9 @@ class _Builder:
                     deps.append(self.add(stage, f"recv {self.tasks[d].label}", COMM_RECV_NODE,
                                          f"recv.{d}", 0.0, [], peer_stage=src, tag=d,
                                          comm=Comm("p2p", "send_recv", size, "pp")))
+            if self.stretch[i] > 0:  # the SMs that DP/PP collectives beside it held
+                deps = [self.add(stage, f"{t.label} (SM contention)", COMP_NODE, stream,
+                                 self.stretch[i], deps)]
             if t.detail is None:
                 last = self._plain(i, t, deps)
             else:
@@ -371,7 +377,7 @@ def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource 
     tasks, ends = build_tasks(cfg, pricer, layer_source)
     timeline = run(tasks)
     iteration = max(timeline.end_s[e] for e in ends)
-    builder = _Builder(cfg, pricer, tasks, per_kernel)
+    builder = _Builder(cfg, pricer, tasks, per_kernel, timeline)
     builder.build()
     layout = Layout(cfg)
     prefix = Path(prefix)
