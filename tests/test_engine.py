@@ -226,3 +226,29 @@ def test_run_does_not_mutate_tasks(tasks):
     before = [(t.stream, t.duration_s, list(t.deps)) for t in tasks]
     run(tasks)
     assert [(t.stream, t.duration_s, list(t.deps)) for t in tasks] == before
+
+
+def test_a_task_slows_the_stream_it_holds_a_share_of():
+    """A 0.5 s side task holding 20 % of stream A, started with A's 1 s task: A advances 0.4 s
+    of work in the first 0.5 s, then the remaining 0.6 s at full rate, ending at 1.1 s."""
+    tl = run([Task(A, 1.0), Task(C, 0.5, slows=(A, 0.2))])
+    assert tl.end_s[0] == pytest.approx(1.1)
+    assert tl.stretch_s(0) == pytest.approx(0.1) and tl.stretch_s(1) == 0.0
+
+
+def test_shares_add_up_and_later_tasks_start_slowed():
+    """Two side tasks hold 25 % of stream A each, over [0.2, 0.6] and [0.2, 0.8]. A's first task
+    (0.5 s of work) runs 0.2 at full rate, 0.2 at 50 % and the last 0.1 at 75 %: it ends at
+    0.7333. The next starts slowed (75 % until 0.8), then runs at full rate: it ends at 1.15."""
+    tasks = [Task(A, 0.5), Task(A, 0.4), Task(C, 0.2),
+             Task(C, 0.4, [2], slows=(A, 0.25)), Task((0, "x"), 0.6, [2], slows=(A, 0.25))]
+    tl = run(tasks)
+    assert tl.end_s[0] == pytest.approx(0.2 + 0.4 + 0.1 / 0.75)
+    assert tl.start_s[1] == pytest.approx(tl.end_s[0])
+    assert tl.end_s[1] == pytest.approx(0.8 + (0.4 - (0.8 - tl.end_s[0]) * 0.75))
+
+
+def test_a_share_on_a_stream_with_no_tasks_changes_nothing():
+    """Holding a share of a stream nobody uses leaves every time as it was."""
+    tl = run([Task(A, 1.0), Task(C, 0.5, slows=((7, "compute"), 0.5))])
+    assert tl.end_s == [1.0, 0.5]
