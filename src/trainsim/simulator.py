@@ -117,6 +117,10 @@ class Pricer:
             "etp": self.net.span(p.etp, 1),
             "edp": self.net.span(cfg.edp, p.etp * p.ep),
         }
+        sms = cfg.cluster.gpu.num_sms
+        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
+        """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
+        pipeline send hold while they run beside compute."""
 
     def comm_time(self, op: Comm) -> float:
         return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
@@ -124,8 +128,7 @@ class Pricer:
     def hidden_behind(self, comm_s: float, compute_s: float) -> float:
         """Exposed time of a collective run beside ``compute_s`` of compute: what the compute
         cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile."""
-        share = COMM_SMS / self.cfg.cluster.gpu.num_sms
-        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * share
+        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
 
     def price(self, ops: list[Op]) -> Priced:
         """Segments of an op list (see ``price_ops``)."""
@@ -267,8 +270,6 @@ class _TaskGraph:
         sh = shard_of(cfg)
         self.chunks = _chunks(cfg, pricer, sh, layer_source)
         self.tasks: list[Task] = []
-        sms = cfg.cluster.gpu.num_sms
-        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
         self.dp_size = cfg.dp * p.cp
@@ -289,7 +290,7 @@ class _TaskGraph:
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
         # a collective on a side stream holds SMs the stage's compute stream then lacks
-        share = self.sm_share.get(stream[1])
+        share = self.pricer.sm_share.get(stream[1])
         slows = None if share is None else ((stream[0], "compute"), share)
         if isinstance(priced, Priced):
             self.tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced,
@@ -454,11 +455,10 @@ class _TaskGraph:
             if opt == "lamb" and self.zero >= 1:
                 layers = sum(self.chunks[c * pp + s].layers for c in range(vpp))
                 norms = (layers * LAMB_NORMS_PER_LAYER + 2) * 4
-                for group, size in {(g, n) for _, g, n in self.groups[s] if n > 1}:
+                for group in dict.fromkeys(g for _, g, n in self.groups[s] if n > 1):
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
-                                                  [last] + dp_tasks[-1:],
-                                                  f"LAMB {what} norms {group}"))
+                                                  [last], f"LAMB {what} norms {group}"))
             step = Elementwise("optimizer_step", bytes=local * OPTIMIZER_BYTES_PER_PARAM[opt])
             end = self.add((s, "compute"), self.pricer.compute.time(step), [last] + dp_tasks,
                            "optimizer step", OPT)

@@ -100,12 +100,9 @@ def run(tasks: list[Task]) -> Timeline:
         if waiting[i]:
             return
         busy[sid] = True
-        start[i] = now
-        if held[sid]:
-            left[i], since[i] = duration[i], now
-            end[i] = e = now + duration[i] / rate(sid)
-        else:
-            end[i] = e = now + duration[i]
+        start[i] = since[i] = now
+        left[i] = duration[i]
+        end[i] = e = now + (duration[i] / rate(sid) if held[sid] else duration[i])
         push(events, (e, i, 0))
         if slows[i] is not None:
             hold(slows[i], now, 1.0)
@@ -115,11 +112,8 @@ def run(tasks: list[Task]) -> Timeline:
         if tsid is None:
             return
         running = queues[tsid][head[tsid]] if busy[tsid] else None
-        if running is not None:
-            if held[tsid] == 0.0:  # it ran at full rate until now
-                left[running] = end[running] - now
-            else:
-                left[running] -= (now - since[running]) * rate(tsid)
+        if running is not None:  # the work it did since the last change, at the old rate
+            left[running] -= (now - since[running]) * rate(tsid)
         held[tsid] = max(0.0, held[tsid] + sign * share)
         if held[tsid] < 1e-12:
             held[tsid] = 0.0
