@@ -59,6 +59,23 @@ only, ``getNetOverhead``). The same NDm A100 v4 page confirms it: all_reduce of 
 35.85 us on 2 x 8 GPUs against 21.27 us on 2 x 1, and the 14 chain hops of the 2 x 8 tree (7 up,
 7 down) account for the 14.6 us between them: 1.04 us per hop = 1.7x NCCL's 0.6 us."""
 
+ONE_RANK_PER_NODE_NET_SHARE = 0.71
+"""Share of a NIC's achievable rate that a collective with one rank per node reaches.
+
+With one rank per node every ring (or tree) step crosses the network, and the one GPU drives
+its NIC alone. NCCL 2.17.1 on two Azure NDm A100 v4 nodes with one GPU each (HDR 200 Gb/s)
+reaches 15.84 GB/s bus bandwidth in all_gather, 18.65 in all_reduce and 15.48 in all_to_all at
+1 GiB (microsoft/mscclpp docs/performance-ndmv4.md, in-place), against the 24 GB/s each HDR
+NIC carries when a node has eight ranks (the same page's 2 x 8 all_reduce, 183.82 GB/s over 8
+NICs; NVIDIA/nccl #812: 192 GB/s). The middle of the three, 17.07 GB/s, is 0.71 of 24 GB/s and
+puts each of them within 10 %. It is the shape of Megatron's data-parallel groups under TP = 8
+(one rank per node on each rail).
+Point-to-point send/recv keeps the full rate: sendrecv_perf, each rank sending to one peer on
+the next node, reaches 24.2 GB/s over 200 Gb/s links on 2-4 nodes of 4 GH200 (NVIDIA/nccl
+#1272), and no published measurement shows a lower rate for one pair.
+Measured on HDR only; assumed the same for later NICs until a one-rank-per-node figure on one
+is published."""
+
 # ... and per hop, by link kind:
 _HOP_US = {"nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
                       "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}},
@@ -149,8 +166,13 @@ def _ring_busbw(span: GroupSpan, f: Fabric) -> float:
     if span.nodes == 1:
         return f.intra.busbw_Bps
     k = span.per_node
-    nic = k * f.inter.busbw_Bps
+    nic = k * _net_busbw(span, f)
     return nic if k == 1 else min(f.intra.busbw_Bps * k / (k - 1), nic)
+
+
+def _net_busbw(span: GroupSpan, f: Fabric) -> float:
+    """A rank's achievable network rate in a collective (ONE_RANK_PER_NODE_NET_SHARE)."""
+    return f.inter.busbw_Bps * (ONE_RANK_PER_NODE_NET_SHARE if span.per_node == 1 else 1.0)
 
 
 def _candidates(kind: str, span: GroupSpan, f: Fabric) -> list[str]:
@@ -177,7 +199,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     if nodes > 1 and proto == "LL":
         intra_hop *= MULTINODE_LL_INTRA_FACTOR
     if algo == "direct":  # all_to_all / p2p: every peer at once, off-node data over own NIC
-        off = (n - k) / n * size / (f.inter.busbw_Bps * eff) if nodes > 1 else 0.0
+        net = _net_busbw(span, f) if kind == "all_to_all" else f.inter.busbw_Bps  # p2p: full
+        off = (n - k) / n * size / (net * eff) if nodes > 1 else 0.0
         on = (k - 1) / n * size / (f.intra.busbw_Bps * eff) if kind == "all_to_all" else \
             size / ((f.inter if nodes > 1 else f.intra).busbw_Bps * eff)
         lat = _BASE_US["ring"][proto] + (net_hop if nodes > 1 else intra_hop)
