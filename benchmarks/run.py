@@ -36,8 +36,9 @@ def main() -> None:
     import trainsim
     from trainsim.validate import predict_training_row, read_rows
 
-    lines = [f"## {datetime.date.today().isoformat()} ({platform.processor() or platform.machine()}, "
-             f"{platform.python_version()}, trainsim {trainsim.__version__})", ""]
+    lines = [(f"## {datetime.date.today().isoformat()} "
+              f"({platform.processor() or platform.machine()}, "
+              f"{platform.python_version()}, trainsim {trainsim.__version__})"), ""]
     exe = [sys.executable, "-m", "trainsim.cli"]
     t, _ = wall(exe + ["validate", str(HERE / "gpt175b_12288.csv")])
     _, rows = read_rows(HERE / "gpt175b_12288.csv")

@@ -139,6 +139,6 @@ def test_unknown_names_are_clear_errors():
 def test_nvls_all_reduce_matches_maintainer_figure():
     """8 H100s, NVLink SHARP all-reduce: ~480 GB/s busbw (nccl-tests #212), above the ring's
     370, with NCCL's Hopper NVLS efficiency (0.85) on the multimem traffic."""
-    bw, c = busbw("all_reduce", 2**30, 8, H100, algorithm="nvls")
+    bw, _ = busbw("all_reduce", 2**30, 8, H100, algorithm="nvls")
     ring, _ = busbw("all_reduce", 2**30, 8, H100, algorithm="ring")
     assert bw == pytest.approx(480e9, rel=0.10) and bw > ring

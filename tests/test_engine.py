@@ -23,7 +23,7 @@ def run_with_timeout(tasks, timeout_s=5.0):
     def target():
         try:
             box["result"] = run(tasks)
-        except BaseException as exc:  # re-raised in the test thread
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test thread
             box["error"] = exc
 
     t = threading.Thread(target=target, daemon=True)

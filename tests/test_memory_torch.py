@@ -24,8 +24,8 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 F = torch.nn.functional
 
-import trainsim  # noqa: E402
-from trainsim.memory.estimate import activation_bytes_per_layer  # noqa: E402
+import trainsim
+from trainsim.memory.estimate import activation_bytes_per_layer
 
 DT = torch.bfloat16
 TOL = 0.05

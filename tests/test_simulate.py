@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -110,7 +111,7 @@ def test_interleaved_grad_reduce_runs_in_the_order_buckets_become_ready():
         chunks = [tl.tasks[i].label.split()[3] for i in reduces]
         assert chunks[0] == "c1" and chunks[-1] == "c0", chunks
         assert tl.start_s[reduces[0]] < backward_end
-        assert all(tl.start_s[i] <= tl.start_s[j] for i, j in zip(reduces, reduces[1:]))
+        assert all(tl.start_s[i] <= tl.start_s[j] for i, j in itertools.pairwise(reduces))
 
 
 def test_full_recompute_costs_about_one_extra_forward():

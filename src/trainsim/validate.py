@@ -7,13 +7,13 @@ memory and report the choice ("unknown means tuned").
 
 from __future__ import annotations
 
-import re
-
 import csv
 import itertools
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model_dict, run_config_from_dict

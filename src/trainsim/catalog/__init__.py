@@ -39,7 +39,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _entries(kind: str) -> dict[str, Path]:
     return {p.stem: p for p in sorted((_ROOT / kind).glob("*.yaml"))}
 
@@ -53,7 +53,7 @@ def _lookup(kind: str, name: str) -> dict[str, Any]:
     return dict(_lookup_cached(kind, name))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     entries = _entries(kind)
     key = name.strip().lower()
@@ -82,7 +82,7 @@ def gpu_from_dict(d: dict[str, Any]) -> GPUSpec:
     return build(GPUSpec, _gpu_si(d), "gpu")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def gpu(name: str) -> GPUSpec:
     return gpu_from_dict(_lookup("gpus", name))
 
@@ -106,7 +106,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         cfg = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read Hugging Face config {path}: {exc}") from None
-    get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)  # noqa: E731
+    get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get("hidden_size", "n_embd", "d_model")
     if hidden is None:
         raise ConfigError(f"{path}: no hidden_size / n_embd in the Hugging Face config")

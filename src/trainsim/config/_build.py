@@ -121,7 +121,7 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def require_positive(where: str, **values: float | int | None) -> None:
+def require_positive(where: str, **values: float | None) -> None:
     for name, v in values.items():
         if v is not None and not v > 0:  # also rejects NaN
             raise ConfigError(f"{where}.{name}={v} must be positive")

@@ -19,5 +19,15 @@ def network_for(cluster: ClusterConfig) -> AnalyticalNetwork | FlowNetwork:
     return AnalyticalNetwork(cluster)
 
 
-__all__ = ["AnalyticalNetwork", "FlowNetwork", "FlowResult", "NIC_EFFICIENCY", "NVLINK_EFFICIENCY",
-           "Router", "Topology", "load_topology", "network_for", "topology_names"]
+__all__ = [
+    "NIC_EFFICIENCY",
+    "NVLINK_EFFICIENCY",
+    "AnalyticalNetwork",
+    "FlowNetwork",
+    "FlowResult",
+    "Router",
+    "Topology",
+    "load_topology",
+    "network_for",
+    "topology_names",
+]
