@@ -138,14 +138,21 @@ class FlowNetwork:
                    protocol: str | None = None):
         """A ``CollectiveCost`` for a group laid out as ``span``: ``span.nodes`` nodes from
         node 0, ``span.per_node`` GPUs in each spread over the rails as Megatron's strided
-        groups are. The flow model has no protocols: ``protocol`` is reported, not priced."""
+        groups are. The flow model has no protocols: ``protocol`` is reported, not priced.
+        A collective with one rank per node moves its data as if the NICs ran at NCCL's
+        measured share for that shape (ONE_RANK_PER_NODE_NET_SHARE; every step of it crosses
+        the network, so this scales its transfers and not its latencies), as the analytical
+        backend does; ``collective_time`` stays the bare link model."""
         from trainsim.collectives import BUS_FACTOR, CollectiveCost
+        from trainsim.collectives.nccl import ONE_RANK_PER_NODE_NET_SHARE
 
         algo = resolve_algorithm(kind, algorithm or "auto")
         key = (kind, size_bytes, span, algo)
         if key not in self._costs:
             ranks = self.ranks_of(span.nodes, span.per_node)
-            t = self.collective_time(kind, size_bytes, ranks, algo)
+            one_per_node = span.per_node == 1 and span.nodes > 1 and kind != "send_recv"
+            moved = size_bytes / ONE_RANK_PER_NODE_NET_SHARE if one_per_node else size_bytes
+            t = self.collective_time(kind, moved, ranks, algo)
             factor = BUS_FACTOR[kind](len(ranks)) if kind in BUS_FACTOR else 1.0
             busbw = factor * size_bytes / t if t > 0 else 0.0
             self._costs[key] = CollectiveCost(time_s=t, algorithm=algo,
