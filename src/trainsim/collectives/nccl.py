@@ -68,7 +68,7 @@ reaches 15.84 GB/s bus bandwidth in all_gather, 18.65 in all_reduce and 15.48 in
 1 GiB (microsoft/mscclpp docs/performance-ndmv4.md, in-place), against the 24 GB/s each HDR
 NIC carries when a node has eight ranks (the same page's 2 x 8 all_reduce, 183.82 GB/s over 8
 NICs; NVIDIA/nccl #812: 192 GB/s). The middle of the three, 17.07 GB/s, is 0.71 of 24 GB/s and
-puts each of them within 10 %. It is the shape of Megatron's data-parallel groups under TP = 8
+puts each of them within about 10 %. It is the shape of Megatron's data-parallel groups under TP = 8
 (one rank per node on each rail).
 Point-to-point send/recv keeps the full rate: sendrecv_perf, each rank sending to one peer on
 the next node, reaches 24.2 GB/s over 200 Gb/s links on 2-4 nodes of 4 GH200 (NVIDIA/nccl
