@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -70,10 +71,31 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
 
 
 @main.command()
-@click.argument("csv_file", type=click.Path(dir_okay=False))
+@click.argument("csv_file", type=click.Path(dir_okay=False), required=False)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
-def validate(csv_file: str, fmt: str) -> None:
-    """Predict every row of a published-measurement CSV and report the error."""
+def validate(csv_file: str | None, fmt: str) -> None:
+    """Predict every row of a published-measurement CSV and report the error.
+
+    Without a file, runs the published kernels, collectives and training files bundled with
+    trainsim (their sources are in trainsim/data/validation/README.md)."""
+    from trainsim.validate import bundled_files
+
+    files = [csv_file] if csv_file else bundled_files()
+    report = {}
+    for path in files:
+        if not csv_file and fmt == "table":
+            click.echo(f"== {Path(path).name} (bundled)")
+        got = _validate_one(str(path), fmt)
+        if got is None:
+            return
+        report[Path(path).name] = got
+    if fmt == "json":
+        click.echo(json.dumps(report[Path(files[0]).name] if csv_file else report, indent=2,
+                              sort_keys=True))
+
+
+def _validate_one(csv_file: str, fmt: str) -> dict | None:
+    """Validate one file: print its table (table format) or return its JSON object."""
     from rich.progress import Progress
 
     from trainsim.report import render_validation
@@ -82,20 +104,19 @@ def validate(csv_file: str, fmt: str) -> None:
     try:
         kind, rows = read_rows(csv_file)
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task("simulating rows", total=len(rows))
+            task = bar.add_task(f"predicting {Path(csv_file).name}", total=len(rows))
             kind, results = validate_file(csv_file,
                                           progress=lambda i, n: bar.update(task, completed=i))
     except TrainsimError as exc:
         _fail(exc)
-        return
+        return None
     summary = summarize(results)
     if fmt == "json":
-        click.echo(json.dumps({"rows": [r.to_dict() for r in results], "summary": summary},
-                              indent=2, sort_keys=True))
-        return
-    unit = "s/iteration" if kind == "training" else "busbw GB/s"
-    out.print(render_validation(kind, results, unit))
+        return {"rows": [r.to_dict() for r in results], "summary": summary}
+    unit = {"training": "s/iteration", "collectives": "busbw GB/s", "kernels": ""}[kind]
+    out.print(render_validation(kind, results, unit, summary))
     click.echo(summary_line(summary))
+    return {}
 
 
 @main.command()

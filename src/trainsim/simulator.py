@@ -217,20 +217,22 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     m = cfg.model
     source = layer_source or (lambda c, s, moe: layer_forward(c, s, moe=moe))
 
-    def kind(i: int) -> tuple[bool, bool]:  # (routed experts, windowed attention)
-        return m.is_moe_layer(i), m.layer_window(i) is not None
+    recomputed = cfg.recomputed_layers
+
+    def kind(i: int) -> tuple[bool, bool, bool]:  # (routed experts, windowed, recomputed)
+        return m.is_moe_layer(i), m.layer_window(i) is not None, i in recomputed
 
     # A full-attention layer of a model with a sliding window is built from the same config
     # with the window removed, so layer sources keep their (config, shard, moe) signature.
     full_cfg = cfg if m.sliding_window is None else \
         replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
-    layer_f: dict[tuple[bool, bool], Priced] = {}
-    layer_b: dict[tuple[bool, bool], Priced] = {}
+    layer_f: dict[tuple[bool, bool, bool], Priced] = {}
+    layer_b: dict[tuple[bool, bool, bool], Priced] = {}
     for k in sorted({kind(i) for i in range(m.num_layers)}):
         c = cfg if k[1] else full_cfg
         lf = source(c, sh, k[0])
         layer_f[k] = pricer.price(lf)
-        layer_b[k] = pricer.price(layer_recompute(c, sh, lf) + backward_of(lf, sh))
+        layer_b[k] = pricer.price(layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh))
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head

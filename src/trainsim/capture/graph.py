@@ -224,7 +224,7 @@ def layer_ops(cap: Capture, path: str, cfg: RunConfig, sh: Shard) -> list[Op]:
             ops.append(Attention("attn_core", batch=sh.batch, heads=shard(heads, "heads"),
                                  kv_heads=kv_loc, q_len=sh.q_len, kv_len=sh.seq, head_dim=d,
                                  causal=bool(rec.args.get("is_causal", True)),
-                                 window=m.sliding_window, impl="flash",
+                                 window=m.sliding_window, impl="flash2",
                                  dropout=rec.args.get("dropout_p", 0.0) > 0))
             if cp > 1:  # ring attention: (cp - 1) K/V blocks pass each rank, hidden behind it
                 kv_block = sh.tokens * kv_loc * d * 2 * ACT

@@ -22,6 +22,7 @@ from trainsim.config import (
     TrainingConfig,
 )
 from trainsim.config._build import build, suggest
+from trainsim.catalog.defaults import apply_framework
 from trainsim.config.parallel import ALIASES
 from trainsim.errors import CatalogError, ConfigError
 
@@ -293,10 +294,15 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
             if full in parallel_raw:
                 raise ConfigError(f"parallel.{short} and parallel.{full} are the same field; give one")
             parallel_raw[full] = parallel_raw.pop(short)
+    training_raw = dict(data.get("training") or {})
+    cluster_raw = data["cluster"] if isinstance(data["cluster"], dict) else {}
+    gpu_name = cluster_raw.get("gpu") or (node(str(cluster_raw["node"]))["gpu"]
+                                          if "node" in cluster_raw else None)
+    apply_framework(parallel_raw, training_raw, gpu_name)
     return RunConfig(
         model=_model_section(data["model"], base_dir),
         parallel=build(ParallelConfig, parallel_raw, "parallel"),
-        training=build(TrainingConfig, dict(data.get("training") or {}), "training"),
+        training=build(TrainingConfig, training_raw, "training"),
         cluster=_cluster_section(data["cluster"]),
     )
 

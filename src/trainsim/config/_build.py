@@ -31,7 +31,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if isinstance(value, str):
             value = value.strip().lower()
         if value not in allowed:
-            raise ConfigError(f"{where}={value!r} is not one of {list(allowed)}")
+            hint = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else ""
+            raise ConfigError(f"{where}={value!r} is not one of {list(allowed)}{hint}")
         return value
     if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]

@@ -11,6 +11,39 @@ from trainsim.errors import ConfigError
 SUSTAINED_OF_BURST = 0.85
 """Sustained (power-saturated) over burst matmul throughput; see GPUSpec.gemm_ceiling."""
 
+POWER_EXPONENT = 0.6
+"""Sustained matmul rate ~ (board power limit)^0.6 below the TDP; see power_limited_rate."""
+
+
+def power_limited_rate(power_limit_w: float | None, tdp_w: float) -> float:
+    """Sustained large-GEMM rate under a board power limit, relative to the rate at the TDP.
+
+    A power-saturated GEMM runs at the highest clock whose power fits the limit. Dynamic power
+    grows as f·V² and the voltage rises with the clock, so the clock (and the GEMM rate, SMs x
+    clock) grows slower than the power: rate ~ P^a. ``a`` is fitted to measurements of one die
+    at two board powers: AMD's CDNA3 (304 CUs, the same peak FLOP/s) as MI300X at 750 W and as
+    MI325X at 1000 W, Max-Achievable FLOPs with median clocks (ROCm blog "Measuring
+    Max-Achievable FLOPs - Part 2", Table 1), and torch.matmul MAMF (stas00/ml-engineering
+    compute/accelerator/README.md @744d01e1):
+
+    =========================  ===========================  ========================
+    dtype, source              TFLOP/s 750 W -> 1000 W      a = ln(ratio)/ln(4/3)
+    =========================  ===========================  ========================
+    bf16, AMD hipBLASLt        708 -> 843 (1207->1447 MHz)  0.61
+    fp16, AMD hipBLASLt        654 -> 794 (1115->1354 MHz)  0.67
+    fp8, AMD hipBLASLt         1273 -> 1519 (1230->1464)    0.61
+    bf16, ml-engineering MAMF  668.4 -> 784.9               0.56
+    =========================  ===========================  ========================
+
+    Mean 0.61, rounded to 0.6; the rate ratios equal the clock ratios within 1 %, i.e. the
+    limit acts through the SM clock. On an H100 capped at 500 W of 700 W this gives 0.82 of
+    the TDP rate. A limit at or above the TDP changes nothing. Only compute-bound work is
+    scaled: the HBM clock stays fixed, so memory-bound kernels keep their bandwidth.
+    """
+    if power_limit_w is None or power_limit_w >= tdp_w:
+        return 1.0
+    return (power_limit_w / tdp_w) ** POWER_EXPONENT
+
 
 @dataclass(frozen=True)
 class GPUSpec:
@@ -31,6 +64,9 @@ class GPUSpec:
     mamf_fraction_fp8: float | None = None
     """The same for fp8 GEMMs against the fp8 peak; None = mamf_fraction."""
     tdp_w: float = 700.0
+    power_limit_w: float | None = None
+    """Board power limit the GPUs run under (``nvidia-smi -pl``); None = tdp_w. A limit below
+    the TDP lowers the sustained matmul rate (``power_limited_rate``), not the HBM bandwidth."""
     price_per_hour: float = 2.0
     """Indicative on-demand USD per GPU-hour; override in the cluster config."""
     vendor: str = "nvidia"
@@ -44,9 +80,14 @@ class GPUSpec:
 
     def __post_init__(self) -> None:
         require_positive(f"gpu[{self.name}]", hbm_bytes=self.hbm_bytes, hbm_bw_Bps=self.hbm_bw_Bps,
-                         nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms)
+                         nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms,
+                         tdp_w=self.tdp_w, power_limit_w=self.power_limit_w)
         if not self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
+        if self.power_limit_w is not None and self.power_limit_w > self.tdp_w:
+            raise ConfigError(
+                f"gpu[{self.name}].power_limit_w={self.power_limit_w:g} exceeds "
+                f"tdp_w={self.tdp_w:g}; a power limit can only lower the board power")
 
     def gemm_ceiling(self, dtype: str) -> float:
         """Sustained FLOP/s of the best large GEMM in ``dtype`` during training.
@@ -54,12 +95,23 @@ class GPUSpec:
         MAMF is a boost-clock burst; a GPU in a training job runs power-saturated, at the
         sustained rate (MSMF). Bekman's measurements with all 8 GPUs of a node busy give
         MSMF/MAMF = 701/826 = 0.85 on H200 and 1439/1758 = 0.82 on B200 (ml-engineering,
-        mamf-finder "alone vs all-8 concurrent"); we use 0.85 for every GPU.
+        mamf-finder "alone vs all-8 concurrent"); we use 0.85 for every GPU. A board power
+        limit below the TDP lowers it further (``power_limited_rate``).
         """
         frac = self.mamf_fraction
         if dtype == "fp8" and "fp8" in self.peak_flops:
             frac = self.mamf_fraction_fp8 or self.mamf_fraction
-        return self.flops(dtype) * frac * SUSTAINED_OF_BURST
+        return self.flops(dtype) * frac * SUSTAINED_OF_BURST * self.power_scale
+
+    @property
+    def board_power_w(self) -> float:
+        """The power the board runs at when busy: the power limit, else the TDP."""
+        return self.power_limit_w if self.power_limit_w is not None else self.tdp_w
+
+    @property
+    def power_scale(self) -> float:
+        """Sustained matmul rate at the power limit over the rate at the TDP (<= 1)."""
+        return power_limited_rate(self.power_limit_w, self.tdp_w)
 
     def flops(self, dtype: str) -> float:
         """Peak FLOP/s for ``dtype``; fp8 falls back to the 16-bit peak where the GPU has none."""

@@ -5,8 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import require_positive
+from trainsim.config._build import require_positive, suggest
+from trainsim.config.layout import first_last, is_first_last, parse_layout
 from trainsim.errors import ConfigError
+
+RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe",
+                     "shared_experts")
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,14 @@ class ParallelConfig:
     sequence_parallel: bool = False
     """Shard LayerNorm/dropout activations over TP ranks (Korthikanti et al. 2022)."""
     recompute: Literal["none", "selective", "full"] = "none"
-    """Activation recomputation: Megatron's --recompute-granularity (full = uniform, all layers)."""
+    """Activation recomputation: Megatron's --recompute-granularity."""
+    recompute_num_layers: int | None = None
+    """With full recompute: layers recomputed in each model chunk, its first ones (Megatron's
+    --recompute-method block --recompute-num-layers N); None = every layer."""
+    recompute_modules: tuple[str, ...] | None = None
+    """With selective recompute: the submodules re-run in backward (Megatron-core
+    --recompute-modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts);
+    None = core_attn."""
     zero_stage: int = 0
     """ZeRO stage 0-3 (DeepSpeed). 1 is equivalent to Megatron's distributed optimizer."""
     distributed_optimizer: bool = False
@@ -50,12 +61,28 @@ class ParallelConfig:
     moe_overlap_ep_comm: bool = False
     """Hide expert-parallel all-to-alls behind compute of another micro-batch (Megatron-core
     --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe does the same)."""
+    moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep"] = "alltoall"
+    """How routed tokens reach their experts (Megatron-core --moe-token-dispatcher-type;
+    ``deepep`` is its flex dispatcher with --moe-enable-deepep): ``alltoall`` permutes locally
+    and exchanges token copies over EP; ``allgather`` gathers every token of the EP group on
+    each rank and reduce-scatters the outputs back; ``deepep`` sends a token once per
+    destination node over the network and fans it out over NVLink, with permutation fused
+    into its communication kernels (deepseek-ai/DeepEP)."""
     moe_dispatch_fp8: bool = False
     """Send dispatched tokens in fp8 (DeepSeek-V3 §3.3); the combine stays 16-bit."""
     decoder_first_pipeline_num_layers: int | None = None
     """Layers on the first pipeline stage (uneven split); None = even split."""
     decoder_last_pipeline_num_layers: int | None = None
     """Layers on the last pipeline stage (uneven split); None = even split."""
+    pipeline_model_parallel_layout: str | None = None
+    """Layers of every virtual stage (Megatron-core --pipeline-model-parallel-layout, e.g.
+    ``Et|(tt|)*62tL``; see ``config.layout``); ``first:N,last:M`` sets the two fields above.
+    Without vpp, vpp is the number of virtual stages over pp. ``balanced``: the most even
+    layout with the embedding and loss counted as layers (``config.layout.balanced_layout``)."""
+    account_for_embedding_in_pipeline_split: bool = False
+    """Count the embedding as one layer when splitting layers evenly (Megatron-core)."""
+    account_for_loss_in_pipeline_split: bool = False
+    """Count the loss (output layer) as one layer when splitting layers evenly (Megatron-core)."""
     ddp_bucket_size: int | None = None
     """Parameters per gradient bucket; None = Megatron's max(40M, 1M * dp)."""
 
@@ -63,6 +90,7 @@ class ParallelConfig:
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
                          vpp=self.virtual_pipeline_model_parallel_size,
                          ddp_bucket_size=self.ddp_bucket_size)
+        self._check_layout()
         if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
             raise ConfigError(f"parallel.cp_comm_type='{self.cp_comm_type}' is unknown; "
                               "use p2p (ring attention), a2a (Ulysses) or all_gather")
@@ -78,7 +106,38 @@ class ParallelConfig:
             v = getattr(self, name)
             if v is not None and v < 0:
                 raise ConfigError(f"parallel.{name}={v} must be >= 0")
+        require_positive("parallel", recompute_num_layers=self.recompute_num_layers)
+        if self.recompute_num_layers is not None and self.recompute != "full":
+            raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
+                              "block method recomputes whole layers)")
+        if self.recompute_modules is not None:
+            unknown = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
+            if unknown:
+                raise ConfigError(f"parallel.recompute_modules: unknown module '{unknown[0]}'"
+                                  f"{suggest(unknown[0], RECOMPUTE_MODULES)}; known: "
+                                  f"{', '.join(RECOMPUTE_MODULES)}")
+            if self.recompute != "selective":
+                raise ConfigError("parallel.recompute_modules needs recompute=selective")
 
+    def _check_layout(self) -> None:
+        text = self.pipeline_model_parallel_layout
+        if text is None or text == "balanced":
+            return
+        if is_first_last(text):
+            first, last = first_last(text)
+            object.__setattr__(self, "decoder_first_pipeline_num_layers", first)
+            object.__setattr__(self, "decoder_last_pipeline_num_layers", last)
+            object.__setattr__(self, "pipeline_model_parallel_layout", None)
+            return
+        stages = len(parse_layout(text))
+        if self.virtual_pipeline_model_parallel_size is None and stages % self.pp == 0:
+            vpp = stages // self.pp
+            object.__setattr__(self, "virtual_pipeline_model_parallel_size",
+                               vpp if vpp > 1 else None)
+        if self.decoder_first_pipeline_num_layers is not None or \
+                self.decoder_last_pipeline_num_layers is not None:
+            raise ConfigError("parallel.pipeline_model_parallel_layout and decoder_first/last_"
+                              "pipeline_num_layers both place layers; give one of them")
     # Short names used throughout the code (the Megatron names stay the config keys).
     @property
     def tp(self) -> int:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from trainsim.config.cluster import ClusterConfig
+from trainsim.config.layout import balanced_layout, check_layout, even_layout, parse_layout
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
 from trainsim.config.training import TrainingConfig
@@ -47,7 +49,7 @@ class RunConfig:
             raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
                               " (load-balanced causal sharding)")
         stage_layers = self.stage_layer_counts  # validates the split
-        if p.vpp > 1 and any(n % p.vpp for n in stage_layers):
+        if p.vpp > 1 and self._layout is None and any(n % p.vpp for n in stage_layers):
             raise ConfigError(
                 f"layers per pipeline stage {sorted(set(stage_layers))} are not divisible by "
                 f"virtual_pipeline_model_parallel_size={p.vpp}")
@@ -85,10 +87,32 @@ class RunConfig:
         """Micro-batches per pipeline per iteration (gradient-accumulation steps)."""
         return self.training.global_batch_size // (self.training.micro_batch_size * self.dp)
 
+    @functools.cached_property
+    def _layout(self) -> tuple[str, ...] | None:
+        """Slots of each virtual stage when a layout places the layers, else None."""
+        p, m = self.parallel, self.model
+        if p.pipeline_model_parallel_layout == "balanced":
+            return balanced_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp)
+        if p.pipeline_model_parallel_layout is not None:
+            stages = parse_layout(p.pipeline_model_parallel_layout)
+            check_layout(stages, p.pipeline_model_parallel_layout, m.num_layers,
+                         m.mtp_num_layers, p.pp, p.vpp)
+            return stages
+        if p.account_for_embedding_in_pipeline_split or p.account_for_loss_in_pipeline_split:
+            return even_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp,
+                               p.account_for_embedding_in_pipeline_split,
+                               p.account_for_loss_in_pipeline_split)
+        return None
+
     @property
     def stage_layer_counts(self) -> tuple[int, ...]:
         """Transformer layers on each pipeline stage (Megatron's uneven-split options)."""
         p, n = self.parallel, self.model.num_layers
+        if self._layout is not None:
+            counts = [0] * p.pp
+            for v, slots in enumerate(self._layout):
+                counts[v % p.pp] += slots.count("t")
+            return tuple(counts)
         first, last = p.decoder_first_pipeline_num_layers, p.decoder_last_pipeline_num_layers
         if p.pp == 1:
             return (n,)
@@ -101,8 +125,9 @@ class RunConfig:
             if first is None and last is None:
                 raise ConfigError(
                     f"parallel.pp={p.pp} does not divide model.num_layers={n}; set "
-                    "decoder_first_pipeline_num_layers / decoder_last_pipeline_num_layers "
-                    "for an uneven split")
+                    "pipeline_model_parallel_layout (or decoder_first_pipeline_num_layers / "
+                    "decoder_last_pipeline_num_layers, or account_for_embedding/"
+                    "loss_in_pipeline_split) for an uneven split")
             raise ConfigError(f"the {rest} layers left for the {middle_stages} middle stages do "
                               "not split evenly")
         each = rest // middle_stages if middle_stages else 0
@@ -122,13 +147,31 @@ class RunConfig:
     def virtual_stage_layers(self) -> list[range]:
         """Global layer indices of each virtual stage v = chunk * pp + stage (Megatron order:
         chunk 0 of every stage, then chunk 1, ...)."""
-        p, counts = self.parallel, self.stage_layer_counts
+        return list(self._virtual_ranges)
+
+    @functools.cached_property
+    def _virtual_ranges(self) -> tuple[range, ...]:
+        p = self.parallel
+        if self._layout is not None:
+            sizes = [slots.count("t") for slots in self._layout]
+        else:
+            counts = self.stage_layer_counts
+            sizes = [counts[v % p.pp] // p.vpp for v in range(p.pp * p.vpp)]
         out, start = [], 0
-        for v in range(p.pp * p.vpp):
-            n = counts[v % p.pp] // p.vpp
+        for n in sizes:
             out.append(range(start, start + n))
             start += n
-        return out
+        return tuple(out)
+
+    @functools.cached_property
+    def recomputed_layers(self) -> frozenset[int]:
+        """Layers whose whole forward is re-run before their backward (full recompute: the
+        first ``recompute_num_layers`` of every model chunk, or all of them)."""
+        p = self.parallel
+        if p.recompute != "full":
+            return frozenset()
+        n = p.recompute_num_layers
+        return frozenset(i for r in self._virtual_ranges for i in (r if n is None else r[:n]))
 
     @property
     def tokens_per_iteration(self) -> int:

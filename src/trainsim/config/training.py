@@ -25,10 +25,30 @@ class TrainingConfig:
     grad_reduce_in_fp32: bool = True
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
-    attention: Literal["flash", "flash1", "unfused"] = "flash"
-    """flash: FlashAttention-2 (no s*s tensors, causal blocks skipped); flash1: the first
-    FlashAttention (Megatron-LM's --use-flash-attn from January 2023), same work at about half
-    the speed; unfused: Megatron's QK^T / fused softmax / V with the score matrix in memory."""
+    attention: Literal["unfused", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa",
+                       "triton", "flex", "flash"] = "flash2"
+    """The attention kernel (``workload.ops.AttentionImpl``): unfused (Megatron's QK^T / fused
+    softmax / V with the score matrix in memory), flash1 (the first FlashAttention, Megatron-LM's
+    --use-flash-attn from January 2023), flash2, flash3 (Hopper), flash4 (Blackwell), cudnn
+    (Transformer Engine's fused attention), sdpa (PyTorch's scaled_dot_product_attention),
+    triton (llm-foundry's Triton FlashAttention-2), flex (torch FlexAttention).
+    ``flash`` is read as flash2."""
+    fp8_recipe: Literal["delayed", "current", "blockwise", "mxfp8"] = "delayed"
+    """How fp8 tensors are scaled (Transformer Engine recipes): ``delayed`` per-tensor scale
+    from an amax history (the cast reads its input once); ``current`` per-tensor scale from this
+    tensor's amax (one more read of the input before the cast); ``blockwise`` 1x128 / 128x128
+    block scales (DeepSeek-V3 §3.3.1); ``mxfp8`` Blackwell's MX format, one 8-bit scale per 32
+    elements. Used only when dtype is fp8."""
+    cuda_graphs: bool = False
+    """Capture each layer's kernels in CUDA graphs (Megatron-core --enable-cuda-graph, NeMo
+    ``enable_cuda_graph``): kernels launch without the host's per-kernel cost."""
+    compile: bool = False
+    """torch.compile the model (torchtitan ``compile.enable``): fused elementwise kernels."""
+    framework: str | None = None
+    """The training software (``trainsim catalog frameworks``): its profile fills the settings a
+    config leaves out, as that framework did by default at ``framework_version``."""
+    framework_version: str | None = None
+    """Release or date of the framework (e.g. ``24.07``, ``2022-03``); None = its newest."""
     train_tokens: float | None = None
     """Tokens of the whole run, for days/cost (None: per-iteration results only)."""
     # --- data loading (MegaScale §3.5): reading token files and collating micro-batches
@@ -47,6 +67,8 @@ class TrainingConfig:
     and context-parallel ranks of a node read the same samples again."""
 
     def __post_init__(self) -> None:
+        if self.attention == "flash":  # the name before implementations were told apart
+            object.__setattr__(self, "attention", "flash2")
         require_positive("training", global_batch_size=self.global_batch_size,
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,

@@ -134,14 +134,14 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     mb: list[Row] = []
     emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
     mb += _rows("embedding", _pieces(emb_f, pricer), _pieces(emb_b, pricer))
-    cache: dict[bool, tuple[list, list]] = {}
+    cache: dict[tuple[bool, bool], tuple[list, list]] = {}
     for i in cfg.virtual_stage_layers()[0]:
-        moe = m.is_moe_layer(i)
-        if moe not in cache:
-            f = source(cfg, sh, moe)
-            cache[moe] = (_pieces(f, pricer),
-                          _pieces(layer_recompute(cfg, sh, f) + backward_of(f, sh), pricer))
-        mb += _rows(f"layer{i}", *cache[moe])
+        key = (m.is_moe_layer(i), i in cfg.recomputed_layers)
+        if key not in cache:
+            f = source(cfg, sh, key[0])
+            cache[key] = (_pieces(f, pricer), _pieces(
+                layer_recompute(cfg, sh, f, whole=key[1]) + backward_of(f, sh), pricer))
+        mb += _rows(f"layer{i}", *cache[key])
     if p.pp == 1:
         hf = head_forward(cfg, sh)
         mb += _rows("head", _pieces(hf, pricer), _pieces(head_backward(cfg, sh, hf), pricer))

@@ -90,7 +90,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
     sharded = T * (qkv + 2 * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
-    if cfg.training.attention in ("flash", "flash1"):
+    if cfg.training.attention != "unfused":
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
     elif recompute == "selective":
         scores = 0.0
@@ -100,7 +100,46 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     total = shared + sharded + scores
     if moe:  # swap the dense MLP's tensors for the expert block's
         total += _moe_block_bytes(cfg) - _mlp_block_bytes(cfg, f, shared_div)
+    if recompute == "selective":
+        total -= _selective_savings(cfg, moe, T, shared_div)
     return total
+
+
+def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> float:
+    """Bytes that Megatron-core's ``--recompute-modules`` frees per layer: each checkpointed
+    module keeps its input and drops what it saved inside (``core_attn``'s scores are handled
+    with the attention term above)."""
+    m, p = cfg.model, cfg.parallel
+    modules = set(p.recompute_modules or ("core_attn",))
+    h, t = m.hidden_size, p.tp
+    out = 0.0
+    if "layernorm" in modules:  # the norm outputs (QKV and FC1 inputs); the inputs stay
+        out += T * h * 2 * (1 if m.parallel_block else 2) / shared_div
+    if "mla_up_proj" in modules and m.is_mla:  # per-head Q, K, V; the latents stay
+        out += T * 2 * (2 * m.qk_dim + m.v_dim) / t
+    if "mlp" in modules and not moe:  # the MLP's inner tensors; its input stays
+        inner = (3 * 2 * m.ffn_size) if m.activation == "swiglu" else (2 * 2 * m.ffn_size)
+        out += T * inner / t
+    if moe and "moe" in modules:  # the whole expert block but its input
+        out += _moe_block_bytes(cfg) - T * h * 2 / shared_div
+    elif moe:
+        if "moe_act" in modules:  # the activation's output (the FC2 input) of every copy
+            out += _moe_recv(cfg) * p.etp * 2 * m.expert_ffn_size / p.etp
+        if "shared_experts" in modules and m.moe_shared_expert_intermediate_size:
+            shared = m.moe_shared_expert_intermediate_size
+            out += T * ((3 * 2 * shared) if m.activation == "swiglu" else (2 * 2 * shared)) / t
+    return out
+
+
+def _moe_recv(cfg: RunConfig) -> float:
+    """Token copies the busiest expert rank receives per micro-batch (dropless: the imbalance;
+    token dropping: at most the capacity)."""
+    m, p, tr = cfg.model, cfg.parallel, cfg.training
+    T = tr.micro_batch_size * tr.seq_length / p.cp
+    routed = (T / p.tp if p.sequence_parallel else T) * m.moe_router_topk
+    if m.moe_capacity_factor is not None:  # padded to the capacity: static shapes
+        return routed * m.moe_capacity_factor
+    return routed * m.moe_token_imbalance
 
 
 def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
@@ -120,9 +159,7 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     tokens = T / p.tp if p.sequence_parallel else T
     h, k = m.hidden_size, m.moe_router_topk
     routed = tokens * k
-    recv = routed * m.moe_token_imbalance
-    if m.moe_capacity_factor is not None:
-        recv = min(recv, routed * m.moe_capacity_factor)
+    recv = _moe_recv(cfg)
     f = m.expert_ffn_size / p.etp
     inner = (3 * 2 * f) if m.activation == "swiglu" else (2 * 2 * f)
     out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
@@ -172,13 +209,19 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     optimizer = (sharded if zero >= 1 else full) * opt_bytes
 
     m = cfg.model
-    dense_layer = activation_bytes_per_layer(cfg)
-    moe_layer = activation_bytes_per_layer(cfg, moe=True) if m.is_moe else dense_layer
-    chunk_bytes = [sum(moe_layer if m.is_moe_layer(i) else dense_layer for i in r)
+    kept: dict[tuple[bool, bool], float] = {}  # by (routed experts, recomputed whole)
+
+    def layer_bytes(i: int) -> float:
+        key = (m.is_moe_layer(i), i in cfg.recomputed_layers)
+        if key not in kept:
+            mode = "full" if key[1] else ("none" if p.recompute == "full" else p.recompute)
+            kept[key] = activation_bytes_per_layer(cfg, recompute=mode, moe=key[0])
+        return kept[key]
+
+    chunk_bytes = [sum(layer_bytes(i) for i in r)
                    for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage]
     if stage == p.pp - 1 and m.mtp_num_layers:  # MTP layers sit after the last chunk's layers
-        last_kind = moe_layer if m.is_moe_layer(m.num_layers - 1) else dense_layer
-        chunk_bytes[-1] += m.mtp_num_layers * last_kind
+        chunk_bytes[-1] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
     if len(set(chunk_bytes)) == 1:
         activations = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * chunk_bytes[0]
     else:

@@ -151,7 +151,7 @@ def op_case(op: Any, cfg: RunConfig, sh: Shard) -> tuple[Kernel, dict[str, Any]]
         return (_k("gemm", m=op.m, n=op.n, k=op.k, dtype=op.dtype, batch=op.batch),
                 _gemm_record(op))
     if isinstance(op, Attention):
-        if op.impl != "flash" or op.window is not None or op.dropout:
+        if op.impl not in ("flash2", "sdpa") or op.window is not None or op.dropout:
             return f"attention impl={op.impl} window={op.window} dropout={op.dropout}"
         ring = op.kv_len // op.q_len if op.causal and op.kv_len > op.q_len else 1
         return (_k("attention", batch=op.batch, heads=op.heads, kv_heads=op.kv_heads,

@@ -71,7 +71,10 @@ def render_result(r: Result) -> Group:
     return Group(head, time, mem)
 
 
-def render_validation(kind: str, rows: list[Any], unit: str) -> Table:
+def render_validation(kind: str, rows: list[Any], unit: str,
+                      summary: dict[str, Any] | None = None) -> Table | Group:
+    """The rows, then (given the summary) the error of each source and, for kernels, of each
+    kind/implementation/dtype."""
     t = Table(title=f"validation ({kind})", title_justify="left")
     t.add_column("id")
     t.add_column(f"measured {unit}", justify="right")
@@ -79,14 +82,30 @@ def render_validation(kind: str, rows: list[Any], unit: str) -> Table:
     t.add_column("error", justify="right")
     t.add_column("chosen / note")
     for r in rows:
+        u = f" {r.extra['unit']}" if "unit" in r.extra else ""
         if r.predicted is None:
-            t.add_row(r.id, f"{r.measured:g}", "-", "failed", f"[red]{r.error}[/]")
+            t.add_row(r.id, f"{r.measured:g}{u}", "-", "failed", f"[red]{r.error}[/]")
             continue
         err = (r.predicted - r.measured) / r.measured
         color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
         note = ", ".join(f"{k}={v}" for k, v in r.chosen.items())
         if r.fits_in_memory is False:
             note = "[red]does not fit in memory[/] " + note
-        t.add_row(r.id, f"{r.measured:.4g}", f"{r.predicted:.4g}", f"[{color}]{100 * err:+.1f}%[/]",
-                  note)
+        t.add_row(r.id, f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",
+                  f"[{color}]{100 * err:+.1f}%[/]", note)
+    groups = [(title, (summary or {}).get(key)) for key, title in
+              (("by_source", "error by source"), ("by_kind", "error by kind/implementation/dtype"))]
+    tables = [_error_table(title, g) for title, g in groups if g]
+    return Group(t, *tables) if tables else t
+
+
+def _error_table(title: str, groups: dict[str, dict[str, Any]]) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("group")
+    t.add_column("rows", justify="right")
+    t.add_column("MAPE", justify="right")
+    t.add_column("mean signed error", justify="right")
+    for name, g in groups.items():
+        t.add_row(name, str(g["n"]), f"{100 * g['mape']:.1f}%",
+                  f"{100 * g['mean_signed_error']:+.1f}%")
     return t

@@ -96,7 +96,10 @@ class Bounds:
             for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
                 lf = layer_forward(cfg, sh, moe=moe)
                 layer[moe] = (pricer.price(lf).duration_s
-                              + pricer.price(layer_recompute(cfg, sh, lf) + backward_of(lf, sh))
+                              # a partial recompute may skip any layer: price none (a bound)
+                              + pricer.price(layer_recompute(
+                                  cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
+                                  + backward_of(lf, sh))
                               .duration_s)
             hf = head_forward(cfg, sh)
             head = pricer.price(hf).duration_s + pricer.price(head_backward(cfg, sh, hf)).duration_s

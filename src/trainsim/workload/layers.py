@@ -32,6 +32,12 @@ class Shard:
     attention_impl: str
     parallel_block: bool = False
     cp_comm: str = "p2p"  # parallel.cp_comm_type
+    fp8_recipe: str = "delayed"  # training.fp8_recipe
+
+    @property
+    def fp8_cast_bytes(self) -> float:
+        """Bytes per element of casting a 16-bit GEMM input to fp8 under this shard's recipe."""
+        return FP8_CAST_TRANSPOSE_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
 
     @property
     def norm_tokens(self) -> int:
@@ -45,18 +51,24 @@ def shard_of(cfg: RunConfig) -> Shard:
     return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
                  attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
-                 cp_comm=p.cp_comm_type)
+                 cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe)
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
 """Transformer Engine's cast_transpose per element: read 16 bits, write fp8 and its fp8
 transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
+FP8_RECIPE_EXTRA_BYTES = {"delayed": 0.0, "current": ACT, "blockwise": 2 * 4 / 128,
+                          "mxfp8": 2 * 1 / 32}
+"""What each Transformer Engine recipe adds per element to that cast: delayed scaling takes its
+scale from the amax history, so one pass casts; current scaling needs this tensor's amax first,
+one more read of the 16-bit input (TE ``Float8CurrentScaling``); blockwise writes an fp32 scale
+per 128 elements for each of the two layouts; MXFP8 an 8-bit scale per 32 elements for each."""
 
 
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1) -> None:
     if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed
         ops.append(Elementwise(f"{name}.cast_transpose",
-                               bytes=batch * m * k * FP8_CAST_TRANSPOSE_BYTES))
+                               bytes=batch * m * k * sh.fp8_cast_bytes))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
 
 
@@ -185,18 +197,22 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     ops.append(Gemm("router", m=tokens, n=E, k=h, dtype="bf16"))
     ops.append(Elementwise("router_topk_softmax", bytes=tokens * E * 4 * 2))
     routed = tokens * k  # token copies leaving this rank
-    ops.append(Elementwise("permute", bytes=routed * h * ACT * 2))
-    # Copies on the wire: node-limited routing sends a token once to each of at most M nodes,
-    # which fan it out over NVLink (DeepSeek-V3 §3.2.2)
-    wire = tokens * min(k, m.moe_router_group_topk or k)
-    if p.ep > 1:
-        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all",
-                        wire * h * (1 if p.moe_dispatch_fp8 else ACT), "ep"))
-    # With uniform routing each rank receives as many copies as it sent; the busiest rank
-    # receives moe_token_imbalance times that (dropless), or at most the capacity.
-    recv = routed * m.moe_token_imbalance
+    dispatcher = p.moe_token_dispatcher_type
+    if dispatcher != "deepep":  # DeepEP writes tokens expert-major inside its own kernels
+        ops.append(Elementwise("permute", bytes=routed * h * ACT * 2))
+    wire = tokens * moe_wire_copies(cfg)
+    elem = 1 if p.moe_dispatch_fp8 else ACT
+    if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
+        ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
+    elif p.ep > 1:
+        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
+    # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
+    # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
+    # shapes are static (Megatron-core --moe-pad-expert-input-to-capacity).
     if m.moe_capacity_factor is not None:
-        recv = min(recv, routed * m.moe_capacity_factor)
+        recv = routed * m.moe_capacity_factor
+    else:
+        recv = routed * m.moe_token_imbalance
     recv = math.ceil(recv)
     if p.etp > 1:
         ops.append(Comm("moe.etp_all_gather", "all_gather", recv * p.etp * h * ACT, "etp"))
@@ -209,9 +225,13 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local)
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
-    if p.ep > 1:
+    if p.ep > 1 and dispatcher == "allgather":
+        ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
+                        "ep"))
+    elif p.ep > 1:
         ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
-    ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT))
+    if dispatcher != "deepep":
+        ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT))
     shared = m.moe_shared_expert_intermediate_size
     if shared:
         tp_enter(ops, sh, h, "shared_expert")
@@ -219,6 +239,21 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
         ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
         _gemm(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
         tp_exit(ops, sh, h, "shared_expert")
+
+
+def moe_wire_copies(cfg: RunConfig) -> float:
+    """Copies of one token the dispatch sends over EP. Node-limited routing sends a token once to
+    each of at most M nodes, which fan it out over NVLink (DeepSeek-V3 §3.2.2); DeepEP does the
+    same for any routing: one copy per distinct destination node, expected
+    ``N (1 - (1 - 1/N)^k)`` for k experts spread uniformly over the N nodes of the EP group."""
+    m, p, c = cfg.model, cfg.parallel, cfg.cluster
+    k = m.moe_router_topk
+    copies = float(min(k, m.moe_router_group_topk or k))
+    if p.moe_token_dispatcher_type == "deepep":
+        nodes = max(1, p.ep * p.etp // c.gpus_per_node)
+        if nodes > 1:
+            copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
+    return copies
 
 
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
@@ -237,7 +272,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         if isinstance(op, Gemm):
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
-                                       bytes=op.batch * op.m * op.n * FP8_CAST_TRANSPOSE_BYTES))
+                                       bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes))
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
             dgrad_at = len(ops) - 1
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
@@ -287,14 +322,40 @@ def _insert_after_dgrad(ops: list[Op], names: tuple[str, ...], sh: Shard) -> Non
                 break
 
 
-def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
-    """Ops re-run before a layer's backward (Megatron recompute granularity)."""
-    mode = cfg.parallel.recompute
-    if mode == "full":
-        return [_renamed(op, "recompute.") for op in fwd]
-    if mode == "selective" and sh.attention_impl == "unfused":
-        return [_renamed(op, "recompute.") for op in fwd if isinstance(op, Attention)]
-    return []  # FlashAttention's backward already recomputes the scores: selective is free
+RECOMPUTED_OPS = {
+    "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
+    "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
+    "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
+    "moe_act": frozenset({"expert_act"}),
+    "moe": frozenset({"router", "router_topk_softmax", "permute", "moe", "expert_fc1",
+                      "expert_act", "expert_fc2", "unpermute"}),
+    "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
+}
+"""Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
+(``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
+submodules); ``core_attn`` is the attention op itself."""
+
+
+def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True) -> list[Op]:
+    """Ops re-run before a layer's backward (Megatron's recompute granularity): the whole
+    forward under full recompute (``whole``: this layer is among the recomputed ones), else the
+    selective modules' ops."""
+    p = cfg.parallel
+    if p.recompute == "full":
+        return [_renamed(op, "recompute.") for op in fwd] if whole else []
+    if p.recompute != "selective":
+        return []
+    modules = p.recompute_modules or ("core_attn",)
+    names = frozenset().union(*(RECOMPUTED_OPS.get(x, ()) for x in modules))
+    out = []
+    for op in fwd:
+        if isinstance(op, Attention):
+            # FlashAttention's backward recomputes the scores anyway: core_attn is free there
+            if "core_attn" in modules and op.impl == "unfused":
+                out.append(_renamed(op, "recompute."))
+        elif op.name.split(".")[0] in names:
+            out.append(_renamed(op, "recompute."))
+    return out
 
 
 def _renamed(op: Op, prefix: str) -> Op:

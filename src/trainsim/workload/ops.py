@@ -7,9 +7,20 @@ a communication (collective over a named process group, or pipeline point-to-poi
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal, Union, get_args
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+
+AttentionImpl = Literal["unfused", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa",
+                        "triton", "flex"]
+"""Attention kernels, each priced as its own kernel: ``unfused`` is Megatron's QK^T / softmax /
+AV with the s*s score matrix in memory; ``flash1``-``flash4`` are Dao-AILab's FlashAttention
+generations (FA3 is Hopper's, FA4 Blackwell's); ``cudnn`` is cuDNN's fused attention as
+Transformer Engine calls it; ``sdpa`` is PyTorch's scaled_dot_product_attention (its flash
+backend for 16-bit inputs without a mask); ``triton`` is the Triton FlashAttention-2 port
+llm-foundry uses by default; ``flex`` is torch's FlexAttention (torchtitan)."""
+ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
+FUSED_ATTENTION = frozenset(ATTENTION_IMPLS) - {"unfused"}
 
 Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd", "ep", "etp", "edp"]
 """Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks;
@@ -60,7 +71,7 @@ class Attention:
     causal: bool = True
     window: int | None = None
     backward: bool = False
-    impl: Literal["flash", "flash1", "unfused"] = "flash"
+    impl: AttentionImpl = "flash2"
     dropout: bool = False
 
     @property

@@ -1,0 +1,113 @@
+"""Fill what a run config leaves out from its framework's profile, and refuse what it cannot do.
+
+A config that names ``training.framework`` (and ``framework_version``) gets that framework's
+defaults for the settings it does not give: the attention kernel, the gradient-reduce dtype,
+the fp8 recipe, the MoE dispatcher, how the pipeline split counts the embedding and loss, CUDA
+graphs and the DDP bucket size. A setting the framework could not run at that version (sequence
+parallelism in Megatron-DeepSpeed 2022, say) is an error that cites the profile's source.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainsim.errors import ConfigError
+
+GRAD_REDUCE_DTYPES = ("fp32", "bf16", "fp16")
+
+# (section, config field, profile feature it needs) for switches a framework may lack
+_NEEDS_FEATURE = (
+    ("parallel", "sequence_parallel", "sequence_parallel"),
+    ("parallel", "distributed_optimizer", "distributed_optimizer"),
+    ("parallel", "tp_comm_overlap", "tp_comm_overlap"),
+    ("training", "cuda_graphs", "cuda_graphs"),
+)
+# (section, config field, profile default) filled when the config leaves the field out
+_DEFAULTED = (
+    ("training", "fp8_recipe", "fp8_recipe"),
+    ("training", "cuda_graphs", "cuda_graphs"),
+    ("parallel", "moe_token_dispatcher_type", "moe_dispatcher"),
+    ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
+)
+_PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
+              "decoder_last_pipeline_num_layers")
+
+
+def grad_reduce_field(training: dict[str, Any]) -> None:
+    """Read ``training.grad_reduce_dtype`` (format v2's name) into ``grad_reduce_in_fp32``."""
+    if "grad_reduce_dtype" not in training:
+        return
+    value = str(training.pop("grad_reduce_dtype")).strip().lower()
+    if value not in GRAD_REDUCE_DTYPES:
+        raise ConfigError(f"training.grad_reduce_dtype={value!r} is not one of "
+                          f"{list(GRAD_REDUCE_DTYPES)}")
+    if "grad_reduce_in_fp32" in training:
+        raise ConfigError("training.grad_reduce_dtype and training.grad_reduce_in_fp32 say the "
+                          "same thing; give one")
+    training["grad_reduce_in_fp32"] = value == "fp32"
+
+
+def _given(value: Any) -> bool:
+    return value is not None and not (isinstance(value, str) and not value.strip())
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def gpu_arch(gpu: Any) -> str | None:
+    """Tensor-core generation of a catalog GPU as framework kernels select by it: sm80 (Ampere),
+    sm90 (Hopper: fp8 tensor cores) or sm100 (Blackwell: fp4 tensor cores); None if unknown."""
+    from trainsim.catalog import gpu as catalog_gpu
+
+    try:
+        spec = catalog_gpu(str(gpu)) if not isinstance(gpu, dict) else None
+    except ConfigError:
+        return None
+    if spec is None or spec.vendor != "nvidia":
+        return None
+    return "sm100" if "fp4" in spec.peak_flops else "sm90" if "fp8" in spec.peak_flops else "sm80"
+
+
+def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
+                    gpu: Any = None) -> None:
+    """Fill missing fields of the raw ``parallel`` and ``training`` sections in place from
+    ``training.framework``'s profile; raise where a given setting contradicts it."""
+    grad_reduce_field(training)
+    name = training.get("framework")
+    if not _given(name):
+        return
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(name), str(version) if _given(version) else None)
+    training["framework"] = profile.name
+    where = f"{profile.name} {profile.version}"
+    sections = {"parallel": parallel, "training": training}
+    for sec, key, feature in _NEEDS_FEATURE:
+        if _truthy(sections[sec].get(key)) and profile.supports(feature) is False:
+            raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
+                              f"(source: {profile.source})")
+    vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
+    if _given(vpp) and int(float(vpp)) > 1 and profile.supports("interleaved_pipeline") is False:
+        raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
+                          f"(source: {profile.source})")
+    if "attention" not in training:
+        attention = profile.attention_for(gpu_arch(gpu) if gpu is not None else None)
+        if attention is not None:
+            training["attention"] = attention
+    for sec, key, default in _DEFAULTED:
+        value = profile.defaults.get(default)
+        if key not in sections[sec] and value is not None:
+            sections[sec][key] = value
+    if "grad_reduce_in_fp32" not in training:
+        reduce = profile.grad_reduce_dtype(str(training.get("dtype", "bf16")).lower())
+        if reduce is not None:
+            training["grad_reduce_in_fp32"] = reduce == "fp32"
+    if not any(_given(parallel.get(k)) for k in _PLACEMENT):
+        for key in ("account_for_embedding_in_pipeline_split",
+                    "account_for_loss_in_pipeline_split"):
+            if key not in parallel and profile.defaults.get(key):
+                parallel[key] = True

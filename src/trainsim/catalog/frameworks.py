@@ -1,0 +1,427 @@
+"""Framework profiles: which mechanisms a training framework had, and what it did by default,
+at each of its versions.
+
+One YAML file per framework lives in ``catalog/frameworks/``. A profile selects mechanisms
+(the attention kernel, the dtype of the data-parallel gradient reduction, whether the backward
+tensor-parallel reduction overlaps the weight-gradient GEMM, how ZeRO-3/FSDP issues its
+all-gathers, ...) and defaults; it never carries a speed or efficiency multiplier.
+
+File layout::
+
+    name: megatron-lm
+    description: one line
+    versions:                 # oldest first
+      - since: "2021-04"      # "YYYY-MM" / "YYYY" for git-dated frameworks, "24.07" / "0.8" for releases
+        source: "<repo>@<commit> <file>; ..."
+        features: {...}       # what the framework could do at that version
+        defaults: {...}       # what it did when the user said nothing
+        notes: optional text
+
+A run's version selects the latest entry whose ``since`` is not after it; a version older than
+the first entry selects the first entry. Entries after the first list only what changed: a key
+they leave out keeps the value of the entry before (nested mappings such as
+``grad_reduce_dtype`` are merged key by key). Every value may be ``null``: unknown, or not
+applicable; the YAML comment beside it says which.
+
+Dates compare as dates ("2023" reads as January 2023); release numbers compare as numeric
+tuples ("0.12" > "0.8", "26.04.01" > "26.04"). All entries of one profile use one style.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainsim.config._build import suggest
+from trainsim.errors import CatalogError
+
+_DIR = Path(__file__).parent / "frameworks"
+
+# ---------------------------------------------------------------------------- vocabulary
+
+#: attention implementations. ``triton``: a FlashAttention-style kernel written in Triton
+#: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated).
+ATTENTION = ("unfused", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton", "flex")
+TRAINING_DTYPES = ("fp16", "bf16", "fp8")
+REDUCE_DTYPES = ("fp32", "bf16", "fp16")
+FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
+MOE_DISPATCHERS = ("alltoall", "allgather", "deepep")
+UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition")
+TP_BACKWARD_ALLREDUCE = ("async", "blocking")
+ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
+
+#: words that would make a key a speed knob; a profile may not contain them.
+FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")
+
+_ARCH = re.compile(r"^sm\d{2,3}$")
+
+
+def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda v: None if v is None else check(v)
+
+
+def _bool(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "expected true, false or null"
+
+
+def _enum(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"{v!r} is not one of {list(choices)}"
+
+
+def _int(v: Any) -> str | None:
+    ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    return None if ok else "expected a non-negative integer or null"
+
+
+def _prob(v: Any) -> str | None:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
+    return None if ok else "expected a probability in [0, 1] or null"
+
+
+def _str(v: Any) -> str | None:
+    return None if isinstance(v, str) and v.strip() else "expected a non-empty string or null"
+
+
+def _attention_list(v: Any) -> str | None:
+    if not isinstance(v, list) or not v:
+        return "expected a non-empty list of attention implementations or null"
+    bad = [x for x in v if x not in ATTENTION]
+    return f"{bad} not in {list(ATTENTION)}" if bad else None
+
+
+def _grad_reduce(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {fp16: ..., bf16: ..., fp8: ...}"
+    for k, x in v.items():
+        if k not in TRAINING_DTYPES:
+            return f"training dtype {k!r} is not one of {list(TRAINING_DTYPES)}"
+        if x is not None and x not in REDUCE_DTYPES:
+            return f"{k}: {x!r} is not one of {list(REDUCE_DTYPES)} or null"
+    return None
+
+
+def _by_arch(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {smNN: attention}"
+    for k, x in v.items():
+        if not (isinstance(k, str) and _ARCH.match(k)):
+            return f"key {k!r} is not a compute capability like 'sm80'"
+        if x not in ATTENTION:
+            return f"{k}: {x!r} is not one of {list(ATTENTION)}"
+    return None
+
+
+FEATURES: dict[str, Callable[[Any], str | None]] = {
+    "sequence_parallel": _nullable(_bool),
+    "interleaved_pipeline": _nullable(_bool),
+    "distributed_optimizer": _nullable(_bool),
+    "tp_comm_overlap": _nullable(_bool),
+    "cuda_graphs": _nullable(_bool),
+    "overlap_grad_reduce": _nullable(_bool),  # data-parallel reduction can overlap the backward
+    "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
+    "attention_kernels": _nullable(_attention_list),  # attention implementations the user may pick
+}
+
+DEFAULTS: dict[str, Callable[[Any], str | None]] = {
+    "attention": _nullable(_enum(ATTENTION)),
+    "attention_by_arch": _nullable(_by_arch),  # overrides ``attention`` on these GPUs
+    "grad_reduce_dtype": _nullable(_grad_reduce),
+    "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
+    "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
+    "account_for_embedding_in_pipeline_split": _nullable(_bool),
+    "account_for_loss_in_pipeline_split": _nullable(_bool),
+    "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
+    "tp_backward_allreduce": _nullable(_enum(TP_BACKWARD_ALLREDUCE)),
+    "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
+    "overlap_grad_reduce": _nullable(_bool),
+    "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
+    "zero3_prefetch": _nullable(_int),
+    "cuda_graphs": _nullable(_bool),
+    "attention_dropout": _nullable(_prob),
+    "hidden_dropout": _nullable(_prob),
+}
+
+#: keys an entry may leave out even when it is the first one.
+_OPTIONAL = {"attention_by_arch", "pipeline_partition_method"}
+_MERGED = {"grad_reduce_dtype", "attention_by_arch"}  # nested mappings merged key by key
+
+_TOP_KEYS = {"name", "description", "versions"}
+_ENTRY_KEYS = {"since", "source", "features", "defaults", "notes"}
+
+
+# ---------------------------------------------------------------------------- versions
+
+_DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$")
+_RELEASE = re.compile(r"^(?:core_v|core_r|v|r)?(\d+(?:\.\d+)*)$")
+
+
+def _parse_date(text: str) -> tuple[int, ...] | None:
+    m = _DATE.match(text)
+    if not m or not 1990 <= int(m.group(1)) <= 2100:
+        return None
+    year, month, day = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return None
+    return (year, month, day)
+
+
+def _parse_release(text: str) -> tuple[int, ...] | None:
+    m = _RELEASE.match(text)
+    if not m:
+        return None
+    parts = [int(p) for p in m.group(1).split(".")]
+    while len(parts) > 1 and parts[-1] == 0:  # "4.0" == "4", "0.8.0" == "0.8"
+        parts.pop()
+    return tuple(parts)
+
+
+def _style_of(sinces: list[str]) -> str | None:
+    if all(_parse_date(s) for s in sinces):
+        return "date"
+    if all(_parse_release(s) for s in sinces):
+        return "release"
+    return None
+
+
+def _key(style: str, text: str) -> tuple[int, ...] | None:
+    return _parse_date(text) if style == "date" else _parse_release(text)
+
+
+# ---------------------------------------------------------------------------- profiles
+
+
+@dataclass(frozen=True)
+class FrameworkProfile:
+    """What one framework could do, and did by default, at one version."""
+
+    name: str
+    version: str  # the ``since`` of the selected entry
+    source: str  # where the selected entry's values were read
+    features: dict[str, Any]
+    defaults: dict[str, Any]
+    description: str = ""
+    notes: str = ""
+    #: (since, source) of every entry merged into this profile, oldest first; a value the
+    #: selected entry does not list was read at the source of the entry that set it.
+    sources: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+
+    def grad_reduce_dtype(self, dtype: str) -> str | None:
+        """Dtype of the data-parallel gradient reduction for training in ``dtype``
+        (fp16, bf16, fp8); None where the profile does not know or the framework lacks it."""
+        key = str(dtype).strip().lower()
+        if key == "fp32":
+            return "fp32"  # fp32 training has fp32 gradients
+        table = self.defaults.get("grad_reduce_dtype") or {}
+        return table.get(key)
+
+    def supports(self, feature: str) -> bool | None:
+        """Whether the framework could do ``feature`` at this version; None when unknown.
+
+        ``feature`` is a key of ``features`` or an attention implementation name (``flash2``)."""
+        if feature in self.features:
+            value = self.features[feature]
+            if value is None or isinstance(value, bool):
+                return value
+            if isinstance(value, str):  # uneven_pipeline
+                return value != "none"
+            return bool(value)
+        if feature in ATTENTION:
+            kernels = self.features.get("attention_kernels")
+            return None if kernels is None else feature in kernels
+        raise CatalogError(f"unknown framework feature '{feature}'{suggest(feature, FEATURES)}; "
+                           f"known: {', '.join(FEATURES)}")
+
+    def attention_for(self, arch: str | None = None) -> str | None:
+        """Default attention implementation, on GPU architecture ``arch`` (``"sm90"``) if given."""
+        by_arch = self.defaults.get("attention_by_arch") or {}
+        if arch is not None:
+            key = str(arch).strip().lower().replace("_", "")
+            if key in by_arch:
+                return by_arch[key]
+        return self.defaults.get("attention")
+
+
+def _fail(path: Path, where: str, msg: str) -> CatalogError:
+    return CatalogError(f"{path.name}: {where}: {msg}")
+
+
+def _check_words(path: Path, data: Any, where: str = "") -> None:
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if isinstance(k, str) and any(w in k.lower() for w in FORBIDDEN_KEY_WORDS):
+                raise _fail(path, f"{where}{k}", "a profile selects mechanisms; "
+                            "it may not carry a speed or efficiency factor")
+            _check_words(path, v, f"{where}{k}.")
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            _check_words(path, v, f"{where}[{i}].")
+
+
+def _check_section(path: Path, where: str, section: Any,
+                   schema: dict[str, Callable[[Any], str | None]], complete: bool) -> dict[str, Any]:
+    if not isinstance(section, dict):
+        raise _fail(path, where, "expected a mapping")
+    for key, value in section.items():
+        if key not in schema:
+            raise _fail(path, f"{where}.{key}", f"unknown key{suggest(str(key), schema)}; "
+                        f"known: {', '.join(schema)}")
+        problem = schema[key](value)
+        if problem:
+            raise _fail(path, f"{where}.{key}", problem)
+    if complete:
+        missing = [k for k in schema if k not in section and k not in _OPTIONAL]
+        if missing:
+            raise _fail(path, where, f"the first entry must give every key; missing {missing}")
+    return section
+
+
+@dataclass(frozen=True)
+class _Entry:
+    since: str
+    key: tuple[int, ...]
+    source: str
+    notes: str
+    features: dict[str, Any]
+    defaults: dict[str, Any]
+    sources: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class _Profile:
+    name: str
+    description: str
+    style: str
+    entries: tuple[_Entry, ...]
+
+
+def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in update.items():
+        if k in _MERGED and isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = {**out[k], **copy.deepcopy(v)}
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def _read(path: Path) -> _Profile:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path.name}: expected a mapping with name, description, versions")
+    _check_words(path, data)
+    for key in data:
+        if key not in _TOP_KEYS:
+            raise _fail(path, str(key), f"unknown key{suggest(str(key), _TOP_KEYS)}; "
+                        f"known: {', '.join(sorted(_TOP_KEYS))}")
+    if data.get("name") != path.stem:
+        raise _fail(path, "name", f"{data.get('name')!r} must equal the file name {path.stem!r}")
+    versions = data.get("versions")
+    if not isinstance(versions, list) or not versions:
+        raise _fail(path, "versions", "expected a non-empty list of entries")
+    sinces = []
+    for i, entry in enumerate(versions):
+        where = f"versions[{i}]"
+        if not isinstance(entry, dict):
+            raise _fail(path, where, "expected a mapping")
+        for key in entry:
+            if key not in _ENTRY_KEYS:
+                raise _fail(path, f"{where}.{key}", f"unknown key{suggest(str(key), _ENTRY_KEYS)}; "
+                            f"known: {', '.join(sorted(_ENTRY_KEYS))}")
+        since = entry.get("since")
+        if not isinstance(since, str) or not since.strip():
+            raise _fail(path, f"{where}.since", "expected a quoted version string such as "
+                        "\"2021-04\" or \"24.07\"")
+        sinces.append(since.strip())
+    style = _style_of(sinces)
+    if style is None:
+        raise _fail(path, "versions", f"since values {sinces} must all be dates (YYYY-MM) or all "
+                    "release numbers (24.07)")
+    entries: list[_Entry] = []
+    features: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    chain: tuple[tuple[str, str], ...] = ()
+    for i, (entry, since) in enumerate(zip(versions, sinces)):
+        where = f"versions[{i}]"
+        key = _key(style, since)
+        assert key is not None
+        if entries and key <= entries[-1].key:
+            raise _fail(path, f"{where}.since", f"{since!r} is not after {entries[-1].since!r}; "
+                        "list entries oldest first")
+        source = entry.get("source")
+        if not isinstance(source, str) or not source.strip():
+            raise _fail(path, f"{where}.source", "every entry names where its values were read")
+        notes = entry.get("notes") or ""
+        if not isinstance(notes, str):
+            raise _fail(path, f"{where}.notes", "expected text")
+        first = not entries
+        missing = None if first else {}  # later entries may leave a section out
+        feats = _check_section(path, f"{where}.features", entry.get("features", missing),
+                               FEATURES, first)
+        defs = _check_section(path, f"{where}.defaults", entry.get("defaults", missing),
+                              DEFAULTS, first)
+        features = _merge(features, feats)
+        defaults = _merge(defaults, defs)
+        chain = chain + ((since, source.strip()),)
+        entries.append(_Entry(since, key, source.strip(), notes.strip(), features, defaults, chain))
+    description = data.get("description") or ""
+    if not isinstance(description, str):
+        raise _fail(path, "description", "expected one line of text")
+    return _Profile(path.stem, description.strip(), style, tuple(entries))
+
+
+@functools.cache
+def _files() -> dict[str, Path]:
+    return {p.stem: p for p in sorted(_DIR.glob("*.yaml"))}
+
+
+@functools.cache
+def _load(name: str) -> _Profile:
+    return _read(_files()[name])
+
+
+def framework_names() -> list[str]:
+    """Names of the frameworks with a profile (the validation CSV's ``framework`` values)."""
+    return list(_files())
+
+
+def framework_profile(name: str, version: str | None = None) -> FrameworkProfile:
+    """The profile of framework ``name`` at ``version`` (None or "" = its newest entry)."""
+    files = _files()
+    key = str(name).strip().lower()
+    if key not in files:
+        raise CatalogError(f"unknown framework '{name}'{suggest(key, files)}; "
+                           f"known: {', '.join(files)}")
+    profile = _load(key)
+    entry = profile.entries[-1]
+    text = "" if version is None else str(version).strip()
+    if text:
+        wanted = _key(profile.style, text)
+        if wanted is None:
+            example = profile.entries[0].since
+            kind = "dates (YYYY-MM)" if profile.style == "date" else "release numbers"
+            raise CatalogError(f"framework '{key}' version '{text}': {key} versions are {kind} "
+                               f"such as '{example}'")
+        entry = profile.entries[0]  # older than the first entry: the first entry
+        for candidate in profile.entries:
+            if candidate.key <= wanted:
+                entry = candidate
+    return FrameworkProfile(
+        name=key,
+        version=entry.since,
+        source=entry.source,
+        features=copy.deepcopy(entry.features),
+        defaults=copy.deepcopy(entry.defaults),
+        description=profile.description,
+        notes=entry.notes,
+        sources=entry.sources,
+    )

@@ -1,0 +1,118 @@
+"""Pipeline layouts: which layers sit on which (virtual) pipeline stage.
+
+Megatron-core's ``--pipeline-model-parallel-layout`` names every slot of the model in order:
+``E`` the embedding, ``t`` a transformer layer, ``m`` a multi-token-prediction layer, ``L`` the
+loss (output layer); ``|`` ends a virtual stage, ``x*n`` and ``(...)*n`` repeat, and commas and
+spaces only separate. Virtual stages are listed in model order, so stage ``v`` runs on pipeline
+rank ``v % pp`` as its chunk ``v // pp`` (Megatron-core
+``transformer/pipeline_parallel_layer_layout.py``; its docs split DeepSeek-V3's 61 layers and an
+MTP layer over PP16 x VPP2 as ``Et*3|(tt|)*29,m|L``).
+
+The other forms reduce to the same list: Megatron's ``--decoder-first/last-pipeline-num-layers``
+(``first:N,last:M``; also BLOOM's DeepSpeed ``type:transformer|embedding`` partition, which
+counts each embedding as a layer and so leaves one layer fewer on the first and last stage), and
+Megatron-core's ``account_for_embedding_in_pipeline_split`` /
+``account_for_loss_in_pipeline_split``, which count the embedding and the loss as one layer each
+when splitting evenly (Megatron-Bridge's Llama 3.1 405B recipe: 126 layers + 2 = 128 slots over
+PP8 x VPP8).
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainsim.errors import ConfigError
+
+SLOTS = frozenset("EtmL")
+_REPEAT_GROUP = re.compile(r"\(([^()]*)\)\*(\d+)")
+_REPEAT_ONE = re.compile(r"([EtmL])\*(\d+)")
+_FIRST_LAST = re.compile(r"^\s*(first\s*:\s*\d+)?\s*,?\s*(last\s*:\s*\d+)?\s*$", re.IGNORECASE)
+
+
+def is_first_last(text: str) -> bool:
+    """Whether ``text`` is the ``first:N,last:M`` form (either part may be missing)."""
+    return bool(text.strip()) and bool(_FIRST_LAST.match(text))
+
+
+def first_last(text: str) -> tuple[int | None, int | None]:
+    """Layers on the first and last pipeline stage of a ``first:N,last:M`` layout."""
+    found = dict(re.findall(r"(first|last)\s*:\s*(\d+)", text.lower()))
+    first, last = found.get("first"), found.get("last")
+    return (int(first) if first else None, int(last) if last else None)
+
+
+def parse_layout(text: str) -> tuple[str, ...]:
+    """Virtual stages of a Megatron-core layout string, each as its slot letters in order."""
+    s = re.sub(r"[\s,]", "", text)
+    for _ in range(64):  # innermost groups first; nesting deeper than this is not a layout
+        expanded = _REPEAT_GROUP.sub(lambda g: g.group(1) * int(g.group(2)), s)
+        if expanded == s:
+            break
+        s = expanded
+    s = _REPEAT_ONE.sub(lambda g: g.group(1) * int(g.group(2)), s)
+    bad = sorted(set(s) - SLOTS - {"|"})
+    if bad:
+        raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r}: unknown slot(s) "
+                          f"{bad}; use E (embedding), t (layer), m (MTP layer), L (loss), | "
+                          "between stages, x*n and (...)*n to repeat")
+    return tuple(s.split("|"))
+
+
+def check_layout(stages: tuple[str, ...], text: str, num_layers: int, mtp_layers: int,
+                 pp: int, vpp: int) -> None:
+    """Raise a ConfigError naming both counts when the layout does not fit the model or pipeline."""
+    where = f"parallel.pipeline_model_parallel_layout={text!r}"
+    if len(stages) != pp * vpp:
+        raise ConfigError(f"{where} has {len(stages)} virtual stages but pp*vpp={pp}*{vpp}="
+                          f"{pp * vpp}")
+    joined = "".join(stages)
+    if joined.count("t") != num_layers:
+        raise ConfigError(f"{where} places {joined.count('t')} transformer layers (t) but "
+                          f"model.num_layers={num_layers}")
+    if joined.count("m") != mtp_layers:
+        raise ConfigError(f"{where} places {joined.count('m')} MTP layers (m) but "
+                          f"model.mtp_num_layers={mtp_layers}")
+    if joined.count("E") != 1 or "E" not in stages[0]:
+        raise ConfigError(f"{where}: the embedding (E) must appear once, in the first stage")
+    if joined.count("L") != 1 or "L" not in stages[-1]:
+        raise ConfigError(f"{where}: the loss (L) must appear once, in the last stage")
+
+
+def even_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int, embedding: bool,
+                loss: bool) -> tuple[str, ...]:
+    """Megatron-core's even split with the embedding and/or loss counted as one layer each."""
+    slots = ("E" if embedding else "") + "t" * num_layers + "m" * mtp_layers * loss + \
+        ("L" if loss else "")
+    n = pp * vpp
+    if len(slots) % n:
+        parts = [f"{num_layers} layers"] + (["the embedding"] if embedding else []) + \
+            ([f"{mtp_layers} MTP layers", "the loss"] if loss else [])
+        raise ConfigError(f"{' + '.join(parts)} = {len(slots)} slots do not split evenly over "
+                          f"pp*vpp={pp}*{vpp}={n} virtual stages; give "
+                          "parallel.pipeline_model_parallel_layout")
+    each = len(slots) // n
+    stages = [slots[i * each:(i + 1) * each] for i in range(n)]
+    if not embedding:
+        stages[0] = "E" + stages[0]
+    if not loss:
+        stages[-1] = stages[-1] + "m" * mtp_layers + "L"
+    return tuple(stages)
+
+
+def balanced_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int) -> tuple[str, ...]:
+    """The most even layout with the embedding and the loss (and MTP layers) counted as one
+    layer each, for models whose layers no even split fits (Megatron-Bridge recipes write such
+    layouts by hand): every virtual stage gets ``slots // (pp*vpp)`` slots and the remainder
+    goes one each to the stages in the middle of the model, away from the embedding and loss."""
+    n = pp * vpp
+    slots = ["E"] + ["t"] * num_layers + ["m"] * mtp_layers + ["L"]
+    each, extra = divmod(len(slots), n)
+    if each == 0:
+        raise ConfigError(f"{num_layers} layers cannot fill pp*vpp={pp}*{vpp}={n} virtual stages")
+    start = (n - extra) // 2
+    sizes = [each + (start <= v < start + extra) for v in range(n)]
+    out, i = [], 0
+    for size in sizes:
+        out.append("".join(slots[i:i + size]))
+        i += size
+    return tuple(out)

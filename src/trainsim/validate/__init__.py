@@ -1,0 +1,74 @@
+"""Predict published measurements: training iterations, collective bandwidths and kernels.
+
+The file kind is told by its columns (see shared ``validation/README.md``).
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Callable
+from pathlib import Path
+
+from trainsim.errors import ConfigError
+from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
+from trainsim.validate.common import RowResult, summarize, summary_line
+from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
+from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, tune
+
+
+def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
+    """Read a validation CSV; returns its kind ('training', 'collectives' or 'kernels') and rows."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            columns = reader.fieldnames or []
+            rows = list(reader)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    if "measured_iteration_s" in columns:
+        kind, required = "training", TRAINING_REQUIRED
+    elif "measured_busbw_GBps" in columns:
+        kind, required = "collectives", COLLECTIVE_REQUIRED
+    elif "measured_unit" in columns and "kind" in columns:
+        kind, required = "kernels", KERNEL_REQUIRED
+    else:
+        raise ConfigError(f"{path}: not a training file (needs measured_iteration_s), a "
+                          "collectives file (needs measured_busbw_GBps) or a kernels file "
+                          "(needs kind and measured_unit)")
+    missing = [c for c in required if c not in columns]
+    if missing:
+        raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
+    return kind, rows
+
+
+BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "validation"
+BUNDLED_FILES = ("kernels_published.csv", "collectives_public.csv", "training_public.csv")
+"""Published measurements shipped with the package (a copy of shared/validation, with its
+README naming every source), run by ``trainsim validate`` without a file; training last, so
+the last line printed is the training summary."""
+
+
+def bundled_files() -> list[Path]:
+    """The bundled published files, in the order ``trainsim validate`` runs them."""
+    return [BUNDLED_DIR / name for name in BUNDLED_FILES if (BUNDLED_DIR / name).exists()]
+
+
+PREDICT: dict[str, Callable[[dict[str, str]], RowResult]] = {
+    "training": predict_training_row, "collectives": predict_collective_row,
+    "kernels": predict_kernel_row}
+
+
+def validate_file(path: str | Path, progress: Callable[[int, int], None] | None = None
+                  ) -> tuple[str, list[RowResult]]:
+    kind, rows = read_rows(path)
+    predict = PREDICT[kind]
+    out = []
+    for i, row in enumerate(rows):
+        out.append(predict(row))
+        if progress:
+            progress(i + 1, len(rows))
+    return kind, out
+
+
+__all__ = ["BUNDLED_DIR", "RowResult", "bundled_files", "predict_collective_row", "predict_kernel_row", "predict_training_row",
+           "read_rows", "summarize", "summary_line", "tune", "validate_file"]

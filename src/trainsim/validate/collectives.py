@@ -1,0 +1,57 @@
+"""Collective rows: nccl-tests bus bandwidth predicted by the network model."""
+
+from __future__ import annotations
+
+import re
+
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.collectives import BUS_FACTOR
+from trainsim.config import ClusterConfig
+from trainsim.errors import TrainsimError
+from trainsim.network import AnalyticalNetwork
+from trainsim.validate.common import RowResult, _cell
+
+COLLECTIVE_REQUIRED = ["id", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "collective",
+                       "message_bytes", "measured_busbw_GBps"]
+
+
+def predict_collective_row(row: dict[str, str]) -> RowResult:
+    res = RowResult(id=row.get("id", "?"), measured=float(row["measured_busbw_GBps"]))
+    try:
+        spec = catalog_gpu(row["gpu"])
+        cluster = ClusterConfig(gpu=spec, num_gpus=int(row["num_gpus"]),
+                                gpus_per_node=int(row["gpus_per_node"]),
+                                nic_bw_Bps=float(row["nic_gbps_per_gpu"]) * 1e9 / 8)
+        net = AnalyticalNetwork(cluster)
+        kind = row["collective"].strip()
+        algo = (_cell(row, "algorithm") or "auto").lower()
+        size = float(row["message_bytes"])
+        n = cluster.num_gpus
+        span = net.span(n, 1)
+        cost = net.collective(kind, size, span, algo)
+        t, algo_used = cost.time_s, f"{cost.algorithm}/{cost.protocol}"
+        busbw = BUS_FACTOR[kind](n) * size / t
+    except (TrainsimError, ValueError, KeyError) as exc:
+        res.error = str(exc)
+        return res
+    res.chosen = {"algorithm": algo_used}
+    if _per_nic(row) and span.nodes > 1:
+        # The published figure is the bus bandwidth each NIC carries (how NCCL's maintainers
+        # quote network expectations); a rail-optimized node gives each of its ranks one NIC.
+        busbw /= span.per_node
+        res.chosen["unit"] = "busbw per NIC"
+    res.predicted = busbw / 1e9
+    res.extra = {"time_s": t}
+    return res
+
+
+_PER_NIC = re.compile(r"\bper[- ]?nic\b", re.IGNORECASE)
+
+
+def _per_nic(row: dict[str, str]) -> bool:
+    """A row states a per-NIC figure by a ``unit`` cell of ``per_nic`` or by saying "per NIC"
+    in its note (nccl-tests issue #290: "46-48 GB/s per NIC")."""
+    unit = (_cell(row, "unit") or "").lower().replace("-", "_")
+    return unit == "per_nic" or bool(_PER_NIC.search(row.get("note") or ""))
+
+

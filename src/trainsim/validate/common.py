@@ -1,0 +1,109 @@
+"""What every validation file kind shares: a row's result, cells, and the summary."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+GiB = 2**30
+
+
+@dataclass
+class RowResult:
+    id: str
+    measured: float
+    predicted: float | None = None
+    error: str | None = None
+    chosen: dict[str, Any] = field(default_factory=dict)
+    measured_memory_gib: float | None = None
+    predicted_memory_gib: float | None = None
+    fits_in_memory: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ape(self) -> float | None:
+        if self.predicted is None or not self.measured:
+            return None
+        return abs(self.predicted - self.measured) / self.measured
+
+    @property
+    def memory_ape(self) -> float | None:
+        if self.predicted_memory_gib is None or not self.measured_memory_gib:
+            return None
+        return abs(self.predicted_memory_gib - self.measured_memory_gib) / self.measured_memory_gib
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"id": self.id, "predicted": self.predicted, "measured": self.measured,
+             "ape": self.ape, "chosen": self.chosen, "error": self.error}
+        if self.fits_in_memory is not None:
+            d["fits_in_memory"] = self.fits_in_memory
+            d["predicted_peak_memory_gib"] = self.predicted_memory_gib
+        if self.measured_memory_gib is not None:
+            d["measured_peak_memory_gib"] = self.measured_memory_gib
+            d["memory_ape"] = self.memory_ape
+        d.update(self.extra)
+        return d
+
+
+def _cell(row: dict[str, str], key: str) -> str | None:
+    v = (row.get(key) or "").strip()
+    return v or None
+
+
+def error_table(results: list[RowResult], key: Callable[[RowResult], str | None]
+                ) -> dict[str, dict[str, Any]]:
+    """Rows grouped by ``key`` (rows whose key is None are left out): per group the rows
+    priced, their MAPE and their mean signed error (pred - meas) / meas, as fractions."""
+    groups: dict[str, list[float]] = {}
+    for r in results:
+        name = key(r)
+        if name is None or r.predicted is None or not r.measured:
+            continue
+        groups.setdefault(name, []).append((r.predicted - r.measured) / r.measured)
+    return {name: {"n": len(errs), "mape": sum(abs(e) for e in errs) / len(errs),
+                   "mean_signed_error": sum(errs) / len(errs)}
+            for name, errs in sorted(groups.items())}
+
+
+def _kind_key(r: RowResult) -> str | None:
+    """kind/implementation/dtype of a kernels row (None for other files)."""
+    e = r.extra
+    if "kind" not in e:
+        return None
+    return f"{e['kind']}/{e.get('implementation', '?')}/{e.get('dtype', '?')}"
+
+
+def summarize(results: list[RowResult]) -> dict[str, Any]:
+    """Counts and errors of a validation run. ``by_source`` groups rows by
+    ``extra["source_key"]`` (each predict function sets it: the framework of a training row,
+    the implementation of a kernels row); ``by_kind`` groups kernels rows by kind,
+    implementation and dtype."""
+    apes = [r.ape for r in results if r.ape is not None]
+    mem = [r.memory_ape for r in results if r.memory_ape is not None]
+    return {
+        "n": len(results),
+        "mape": sum(apes) / len(apes) if apes else None,
+        "max_ape": max(apes) if apes else None,
+        "failed": sum(1 for r in results if r.predicted is None),
+        "memory_n": len(mem),
+        "memory_mape": sum(mem) / len(mem) if mem else None,
+        "memory_max_ape": max(mem) if mem else None,
+        "by_source": error_table(results, lambda r: r.extra.get("source_key")),
+        "by_kind": error_table(results, _kind_key),
+    }
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.1f}%"
+
+    line = f"{s['n']} rows, MAPE {pct(s['mape'])}, max {pct(s['max_ape'])}"
+    if s["failed"]:
+        line += f" ({s['failed']} failed)"
+    if s["memory_n"]:
+        line += (f"; memory: {s['memory_n']} rows, MAPE {pct(s['memory_mape'])}, "
+                 f"max {pct(s['memory_max_ape'])}")
+    return line
+
+

@@ -1,0 +1,184 @@
+"""Kernel rows: one kernel's time or FLOP rate on one GPU, priced by the simulator's compute model.
+
+A row becomes the simulator's own op records (``workload.ops``: ``Gemm``, ``Attention``,
+``Elementwise``; an MoE block is built by the workload's own MoE builder) and is priced by the
+compute chain a simulation uses (``compute_model_for(gpu, "auto", ...)``: a bundled measured
+database for that GPU where one exists, else the roofline), so this check tests the real path.
+
+Rates are compared in the row's unit with the source's FLOP convention (shared
+``validation/README.md``): a GEMM does 2mnk FLOPs; attention 4*b*s^2*h*d forward, halved when
+causal, backward 2.5x forward. That is the benchmark convention, not the simulator's exact
+count of causal query-key pairs (s(s+1)/2): the predicted rate is the source's FLOPs over the
+predicted time, so the two differ only by the time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.compute import ChainModel, compute_model_for
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.errors import ConfigError, TrainsimError
+from trainsim.validate.common import RowResult, _cell
+from trainsim.workload.layers import _moe_block, shard_of
+from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
+
+KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
+                   "measured_unit"]
+KINDS = ("gemm", "gemm_grouped", "attention_fwd", "attention_bwd", "attention_fwd_bwd",
+         "memory_bound", "moe_block")
+TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
+RATE_UNIT = "TFLOP/s"
+
+ATTENTION_IMPL = {
+    "unfused": "unfused", "flash1": "flash1", "flash2": "flash2", "flash3": "flash3",
+    "flash4": "flash4", "cudnn": "cudnn", "sdpa": "sdpa",
+    # PyTorch SDPA's memory-efficient backend is xFormers' CUTLASS kernel, which runs at about
+    # the first FlashAttention's rate (Dao 2023, FlashAttention-2, Figs. 4-6: "xformers" beside
+    # "FlashAttention"); both issue Ampere's mma.sync.
+    "mem_efficient": "flash1", "xformers": "flash1",
+    # the FlashAttention papers' figure labels
+    "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "unfused",
+}
+"""Kernel library named in a row -> the simulator's ``AttentionImpl``."""
+
+_NOTE_IMPL = re.compile(r"\bimpl=([\w.-]+)")
+
+MOE_ROUTER_OPS = ("router", "router_topk_softmax")
+"""Ops of the workload's MoE block that a kernels row excludes (README: router excluded)."""
+
+
+@functools.cache
+def _model(gpu_name: str) -> ChainModel:
+    return compute_model_for(catalog_gpu(gpu_name), "auto", catalog_gpu)
+
+
+def _int(row: dict[str, str], key: str) -> int:
+    v = _cell(row, key)
+    if v is None:
+        raise ConfigError(f"a {row.get('kind')} row needs the '{key}' column")
+    try:
+        return int(float(v))
+    except ValueError:
+        raise ConfigError(f"column '{key}'={v!r} is not a number") from None
+
+
+def _dtype(row: dict[str, str]) -> str:
+    """'bf16/fp16' (a source that measured both at one rate) reads as bf16."""
+    return (_cell(row, "dtype") or "bf16").split("/")[0].lower()
+
+
+def _causal(row: dict[str, str]) -> bool:
+    return (_cell(row, "causal") or "0").lower() in ("1", "true", "yes")
+
+
+def implementation(row: dict[str, str]) -> str:
+    """The kernel library a row measured. A note's ``impl=NAME`` names it where one figure
+    compares several kernels (the FlashAttention papers' rows carry the paper's kernel in the
+    implementation column and the bar's kernel in the note)."""
+    m = _NOTE_IMPL.search(row.get("note") or "")
+    return (m.group(1) if m else (row.get("implementation") or "")).strip().lower()
+
+
+def _attention(row: dict[str, str], backward: bool) -> Attention:
+    lib = implementation(row)
+    impl = ATTENTION_IMPL.get(lib)
+    if impl is None:
+        raise ConfigError(f"unknown attention implementation {lib!r}; known: "
+                          f"{', '.join(sorted(ATTENTION_IMPL))}")
+    s, heads = _int(row, "seq_len"), _int(row, "heads")
+    kv = _int(row, "kv_heads") if _cell(row, "kv_heads") else heads
+    return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
+                     kv_len=s, head_dim=_int(row, "head_dim"), causal=_causal(row),
+                     backward=backward, impl=impl)  # type: ignore[arg-type]
+
+
+def _moe_ops(row: dict[str, str]) -> list[Op]:
+    """The forward of one MoE block without its router, from the workload's own builder: a
+    one-GPU model (no EP, no TP) whose one micro-batch is the row's tokens. Experts are SwiGLU
+    (gate and up in one GEMM), as in every MoE-block source in the kernels files."""
+    tokens, dtype = _int(row, "tokens"), _dtype(row)
+    model = ModelConfig(name="moe-block", hidden_size=_int(row, "hidden"), num_layers=1,
+                        num_attention_heads=1, ffn_hidden_size=_int(row, "ffn"),
+                        activation="swiglu", num_experts=_int(row, "experts"),
+                        moe_router_topk=_int(row, "top_k"), moe_ffn_hidden_size=_int(row, "ffn"))
+    training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=tokens,
+                              dtype=dtype)  # type: ignore[arg-type]
+    cfg = RunConfig(model=model, parallel=ParallelConfig(), training=training,
+                    cluster=ClusterConfig(gpu=catalog_gpu(row["gpu"]), num_gpus=1,
+                                          gpus_per_node=1))
+    ops: list[Op] = []
+    _moe_block(ops, cfg, shard_of(cfg))
+    return [op for op in ops if op.name not in MOE_ROUTER_OPS]
+
+
+def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
+    """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
+    kind = row["kind"].strip()
+    dtype = _dtype(row)
+    if kind in ("gemm", "gemm_grouped"):
+        m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
+        groups = _int(row, "groups") if kind == "gemm_grouped" else 1
+        # m counts the rows of all groups; equal groups run as one batched GEMM
+        return [Gemm(kind, math.ceil(m / groups), n, k, dtype, groups)], 2.0 * m * n * k
+    if kind.startswith("attention_"):
+        b, s, h = _int(row, "batch"), _int(row, "seq_len"), _int(row, "heads")
+        fwd_flops = 4.0 * b * s * s * h * _int(row, "head_dim") * (0.5 if _causal(row) else 1.0)
+        if kind == "attention_fwd":
+            return [_attention(row, False)], fwd_flops
+        if kind == "attention_bwd":
+            return [_attention(row, True)], 2.5 * fwd_flops
+        if kind == "attention_fwd_bwd":
+            return [_attention(row, False), _attention(row, True)], 3.5 * fwd_flops
+    if kind == "memory_bound":
+        bytes_ = _cell(row, "bytes")
+        if bytes_ is None:
+            raise ConfigError("a memory_bound row needs the 'bytes' column")
+        return [Elementwise("memory_bound", float(bytes_))], None
+    if kind == "moe_block":
+        ops = _moe_ops(row)
+        return ops, sum(op.flops for op in ops if isinstance(op, Gemm))
+    raise ConfigError(f"unknown kernel kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+def predict_kernel_row(row: dict[str, str]) -> RowResult:
+    """The row's kernel priced by the compute chain, in the row's unit."""
+    unit = (row.get("measured_unit") or "").strip()
+    try:
+        measured = float(row["measured_value"])
+    except (TypeError, ValueError):
+        return RowResult(id=row.get("id", "?"), measured=0.0,
+                         error=f"measured_value {row.get('measured_value')!r} is not a number")
+    res = RowResult(id=row.get("id", "?"), measured=measured)
+    impl = implementation(row)
+    res.extra = {"kind": (row.get("kind") or "").strip(), "implementation": impl,
+                 "gpu": (row.get("gpu") or "").strip(), "dtype": _dtype(row),
+                 "unit": unit, "source_key": impl}
+    try:
+        if unit not in TIME_UNITS and unit != RATE_UNIT:
+            raise ConfigError(f"unknown measured_unit {unit!r}; known: {RATE_UNIT}, "
+                              f"{', '.join(TIME_UNITS)}")
+        ops, flops = kernel_ops(row)
+        model = _model(row["gpu"].strip())
+        priced = [model.explain(op) for op in ops]
+        time_s = sum(t for t, _ in priced)
+        if unit == RATE_UNIT:
+            if flops is None:
+                raise ConfigError(f"a {res.extra['kind']} row has no FLOP convention; "
+                                  "give its time (ms or s)")
+            res.predicted = flops / time_s / 1e12
+        else:
+            res.predicted = time_s / TIME_UNITS[unit]
+    except (TrainsimError, ValueError, KeyError) as exc:
+        res.error = str(exc)
+        return res
+    res.chosen = {"model": "+".join(sorted({how for _, how in priced}))}
+    attn = next((op.impl for op in ops if isinstance(op, Attention)), None)
+    if attn is not None:
+        res.chosen["attention"] = attn
+    res.extra["time_s"] = time_s
+    return res
+

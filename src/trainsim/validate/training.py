@@ -1,0 +1,242 @@
+"""Training rows: the iteration time (and memory) of a published run.
+
+Empty cells in a row are settings the source did not state: the named framework's default at
+that version where the framework decides, else a setting the authors tuned, so we choose the
+fastest setting that fits in memory and report the choice ("unknown means tuned").
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+from trainsim.catalog import model_dict, names, run_config_from_dict
+from trainsim.config import RunConfig
+from trainsim.config._build import suggest
+from trainsim.errors import ConfigError, TrainsimError
+from trainsim.memory import estimate_stage_memory
+from trainsim.simulator import simulate
+from trainsim.validate.common import GiB, RowResult, _cell
+
+TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
+                     "global_batch_size", "seq_length", "measured_iteration_s"]
+SHAPE_COLUMNS = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
+                 "ffn_hidden_size", "vocab_size", "activation", "tied_embeddings",
+                 "attention_dropout", "hidden_dropout"]
+# option -> (section, fields it turns on)
+OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
+                 "pp_overlap": ("parallel", ("overlap_p2p_comm",)),
+                 # DP overlap "including the first all-gather and last reduce-scatter" (MegaScale
+                 # §3.2): gradients reduce under the backward, parameters gather ahead of forward
+                 "dp_overlap": ("parallel", ("overlap_grad_reduce", "overlap_param_gather")),
+                 "ep_overlap": ("parallel", ("moe_overlap_ep_comm",)),
+                 "cuda_graphs": ("training", ("cuda_graphs",)),
+                 "compile": ("training", ("compile",))}
+KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb"}
+# format v2 column -> (section, config field), copied when the cell is not empty
+COLUMN_FIELDS = {
+    "cp": ("parallel", "cp"), "ep": ("parallel", "ep"),
+    "vpp": ("parallel", "vpp"), "sequence_parallel": ("parallel", "sequence_parallel"),
+    "recompute": ("parallel", "recompute"), "zero_stage": ("parallel", "zero_stage"),
+    "distributed_optimizer": ("parallel", "distributed_optimizer"),
+    "recompute_num_layers": ("parallel", "recompute_num_layers"),
+    "recompute_modules": ("parallel", "recompute_modules"),
+    "pipeline_layout": ("parallel", "pipeline_model_parallel_layout"),
+    "cp_comm_type": ("parallel", "cp_comm_type"),
+    "moe_dispatcher": ("parallel", "moe_token_dispatcher_type"),
+    "micro_batch_size": ("training", "micro_batch_size"),
+    "dtype": ("training", "dtype"), "attention": ("training", "attention"),
+    "grad_reduce_dtype": ("training", "grad_reduce_dtype"),
+    "fp8_recipe": ("training", "fp8_recipe"), "framework": ("training", "framework"),
+    "framework_version": ("training", "framework_version"),
+    "moe_capacity_factor": ("model", "moe_capacity_factor"),
+}
+
+
+def _profile(row: dict[str, str]) -> Any:
+    """The framework profile a row names, or None."""
+    from trainsim.catalog.frameworks import framework_profile
+
+    name = _cell(row, "framework")
+    return framework_profile(name, _cell(row, "framework_version")) if name else None
+
+
+def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Raw config of a row plus the candidate values of each unknown (empty) cell."""
+    model: dict[str, Any] = {"preset": row["model"]}
+    try:
+        model_dict(row["model"])
+    except ConfigError as exc:  # not a preset: the shape columns must describe the model
+        needed = ["hidden_size", "num_layers", "num_attention_heads", "vocab_size"]
+        missing = [c for c in needed if _cell(row, c) is None]
+        if missing:
+            raise ConfigError(f"{exc}; or give the shape columns {', '.join(missing)}") from None
+        model = {"name": row["model"]}
+    for col in SHAPE_COLUMNS:
+        if _cell(row, col) is not None:
+            model[col] = _cell(row, col)
+    for col, fieldname in (("num_experts", "num_experts"), ("moe_top_k", "moe_router_topk"),
+                           ("moe_ffn_hidden_size", "moe_ffn_hidden_size")):
+        if _cell(row, col) is not None:
+            model[fieldname] = _cell(row, col)
+    options = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+    unknown_opts = options - KNOWN_OPTIONS
+    if unknown_opts:
+        name = min(unknown_opts)
+        raise ConfigError(f"unknown option '{name}'{suggest(name, KNOWN_OPTIONS)}; known: "
+                          f"{', '.join(sorted(KNOWN_OPTIONS))}")
+    if "parallel_block" in options:
+        model["parallel_block"] = True
+    if "sliding_window" in options and _preset_window(model) is None:
+        # The file has no column for the window: take half the sequence, the common choice
+        # (Mistral 7B and Gemma 2: 4,096 of 8,192 tokens). MegaScale (Jiang et al. 2024) does not
+        # state its window; its Table 2 MFU-to-speed ratios imply attention work near 60 % of full
+        # causal, which a window of s/2 (75 %) to s/3 gives.
+        model["sliding_window"] = int(row["seq_length"]) // 2
+    parallel: dict[str, Any] = {"tp": row["tp"], "pp": row["pp"]}
+    training: dict[str, Any] = {"global_batch_size": row["global_batch_size"],
+                                "seq_length": row["seq_length"], "dtype": "bf16"}
+    for opt, (sec, fieldnames) in OPTION_FIELDS.items():
+        for fieldname in fieldnames:
+            (parallel if sec == "parallel" else training)[fieldname] = opt in options
+    if "lamb" in options:
+        training["optimizer"] = "lamb"
+    cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
+                               "gpus_per_node": row["gpus_per_node"]}
+    if _cell(row, "nic_gbps_per_gpu"):
+        cluster["nic_gbps_per_gpu"] = row["nic_gbps_per_gpu"]
+    raw = {"model": model, "parallel": parallel, "training": training, "cluster": cluster}
+    for col, (sec, key) in COLUMN_FIELDS.items():
+        v = _cell(row, col)
+        if v is not None:
+            raw[sec][key] = v
+    profile = _profile(row)
+    if "attention" not in training and (profile is None or "fused_kernels" in options):
+        # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
+        # "efficient operators" option is FlashAttention-2; otherwise Megatron's unfused path.
+        fused = "fused_kernels" in options or training["dtype"] == "fp8"
+        training["attention"] = "flash2" if fused else "unfused"
+    return raw, _unknowns(row, profile)
+
+
+def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
+    """Candidate values of each empty cell the authors chose, the usual first choice first
+    (the search starts from it), limited to what the row's framework could run."""
+    def can(feature: str) -> bool:
+        return profile is None or profile.supports(feature) is not False
+
+    unknown: dict[str, list[Any]] = {}
+    if _cell(row, "micro_batch_size") is None:
+        unknown["micro_batch_size"] = [1, 2, 4, 8]
+    if _cell(row, "vpp") is None and _cell(row, "pipeline_layout") is None:
+        unknown["vpp"] = [1, 2, 3, 4, 6, 8] if can("interleaved_pipeline") else [1]
+    if _cell(row, "sequence_parallel") is None:
+        unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
+            can("sequence_parallel") else [False]
+    if _cell(row, "recompute") is None:
+        unknown["recompute"] = ["none", "selective", "full"]
+    layers = _cell(row, "num_layers")
+    if layers is None and row["model"] in names("models"):
+        layers = model_dict(row["model"]).get("num_layers")
+    if _cell(row, "pipeline_layout") is None and layers and int(layers) % int(row["pp"]) and \
+            (profile is None or profile.supports("uneven_pipeline") is not False):
+        # the even split cannot run: the authors placed the layers by hand
+        unknown["pipeline_model_parallel_layout"] = ["balanced"]
+    if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0"):
+        unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
+            else [False]
+    return unknown
+
+
+def _preset_window(model: dict[str, Any]) -> int | None:
+    """The sliding window a row's model already has (its preset's), if any."""
+    if "preset" not in model:
+        return None
+    return model_dict(model["preset"]).get("sliding_window")
+
+
+def _with(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    for key, value in choice.items():
+        sec = "training" if key == "micro_batch_size" else "parallel"
+        out[sec][key] = value
+    return out
+
+
+def _fits(cfg: RunConfig) -> bool:
+    hbm = cfg.cluster.gpu.hbm_bytes
+    return all(estimate_stage_memory(cfg, s).total <= hbm for s in range(cfg.parallel.pp))
+
+
+def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
+         evaluate: Callable[[RunConfig], float]) -> tuple[RunConfig, dict[str, Any]]:
+    """Fastest setting of the unknown fields among those that fit in memory.
+
+    Memory is checked for every combination (cheap, no simulation); the time is minimised by
+    coordinate descent over the feasible set, one field at a time, until no single change
+    helps. If nothing fits, the least-memory setting is returned (and flagged by the caller).
+    """
+    names = list(unknown)
+    feasible: dict[tuple, RunConfig] = {}
+    fallback: tuple[float, tuple, RunConfig] | None = None
+    first_error: str | None = None
+    for values in itertools.product(*(unknown[n] for n in names)):
+        try:
+            cfg = run_config_from_dict(_with(raw, dict(zip(names, values))))
+        except ConfigError as exc:
+            first_error = first_error or str(exc)
+            continue
+        mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
+        if mem <= cfg.cluster.gpu.hbm_bytes:
+            feasible[values] = cfg
+        elif fallback is None or mem < fallback[0]:
+            fallback = (mem, values, cfg)
+    if not feasible:
+        if fallback is None:
+            raise ConfigError(first_error or "no valid setting")
+        return fallback[2], dict(zip(names, fallback[1]))
+    times: dict[tuple, float] = {}
+
+    def cost(values: tuple) -> float:
+        if values not in times:
+            times[values] = evaluate(feasible[values])
+        return times[values]
+
+    current = next(iter(feasible))
+    improved = True
+    while improved:
+        improved = False
+        for d, name in enumerate(names):
+            for value in unknown[name]:
+                cand = current[:d] + (value,) + current[d + 1:]
+                if cand != current and cand in feasible and cost(cand) < cost(current):
+                    current, improved = cand, True
+    return feasible[current], dict(zip(names, current))
+
+
+def predict_training_row(row: dict[str, str]) -> RowResult:
+    res = RowResult(id=row.get("id", "?"), measured=float(row["measured_iteration_s"]))
+    source_key = _cell(row, "framework") or "unknown"
+    res.extra = {"source_key": source_key}
+    if _cell(row, "measured_peak_memory_gib"):
+        res.measured_memory_gib = float(row["measured_peak_memory_gib"])
+    try:
+        raw, unknown = _training_base(row)
+        cfg, choice = tune(raw, unknown, lambda c: simulate(c).iteration_time_s)
+        result = simulate(cfg)
+    except (TrainsimError, ValueError, KeyError) as exc:
+        res.error = str(exc)
+        return res
+    res.predicted = result.iteration_time_s
+    res.chosen = {k: v for k, v in choice.items()}
+    res.predicted_memory_gib = result.peak_memory_bytes / GiB
+    res.fits_in_memory = result.fits_in_memory
+    t, p = cfg.training, cfg.parallel
+    res.extra = {"mfu": result.mfu, "breakdown": result.breakdown, "source_key": source_key,
+                 # what the framework profile (or the tool) used where the row is silent
+                 "settings": {"attention": t.attention, "fp8_recipe": t.fp8_recipe,
+                              "grad_reduce_in_fp32": t.grad_reduce_in_fp32,
+                              "stage_layers": list(cfg.stage_layer_counts),
+                              "moe_token_dispatcher_type": p.moe_token_dispatcher_type}}
+    return res

@@ -1,0 +1,94 @@
+"""Attention kernels priced apart: the orderings their papers report."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim.catalog import gpu
+from trainsim.compute import RooflineModel
+from trainsim.compute.roofline import ATTENTION_OF_GEMM, attention_fraction
+from trainsim.workload.ops import FUSED_ATTENTION, Attention
+
+CATALOG = ["a100-sxm-80gb", "h100-sxm-80gb", "h800-sxm-80gb", "h200-sxm-141gb",
+           "b200-sxm-180gb", "mi300x"]
+
+
+def rate(gpu_name: str, impl: str, backward: bool = False) -> float:
+    """Achieved FLOP/s of a long causal attention (8 x 4k tokens, 32 heads of 128)."""
+    op = Attention("a", 8, 32, 32, 4096, 4096, 128, causal=True, backward=backward,
+                   impl=impl)  # type: ignore[arg-type]
+    return op.flops / RooflineModel(gpu(gpu_name)).time(op)
+
+
+@pytest.mark.parametrize("name", CATALOG)
+@pytest.mark.parametrize("impl", sorted(FUSED_ATTENTION))
+def test_every_fused_kernel_has_a_rate_below_the_gemm_ceiling(name, impl):
+    """Each fused implementation prices on each catalog GPU, below the GEMM ceiling, and its
+    backward runs at a lower rate than its forward."""
+    g = gpu(name)
+    fwd, bwd = (attention_fraction(impl, b, g) for b in (False, True))
+    assert 0 < bwd < fwd < 1
+
+
+@pytest.mark.parametrize("name", ["a100-sxm-80gb", "h100-sxm-80gb"])
+@pytest.mark.parametrize("backward", [False, True])
+def test_flash1_runs_at_half_flash2(name, backward):
+    """FlashAttention-2 is about twice as fast as the first FlashAttention (FA2 abstract)."""
+    assert rate(name, "flash1", backward) < 0.6 * rate(name, "flash2", backward)
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_flash3_is_faster_than_flash2_on_hopper(backward):
+    """FA3 runs 1.5-2x faster than FA2 on H100 (FA3 abstract, §4.1)."""
+    speedup = rate("h100-sxm-80gb", "flash3", backward) / rate("h100-sxm-80gb", "flash2", backward)
+    assert 1.5 <= speedup <= 2.5
+
+
+def test_flash2_uses_less_of_hopper_than_of_ampere():
+    """FA2 reaches up to 73% of A100's peak but only 35% of H100's (FA2 and FA3 abstracts);
+    typical shapes at the sustained clock stay under that 35%."""
+    def util(name: str) -> float:
+        return rate(name, "flash2") / gpu(name).flops("bf16")
+
+    assert util("h100-sxm-80gb") < 0.6 * util("a100-sxm-80gb")
+    assert 0.2 < util("h100-sxm-80gb") < 0.35
+
+
+def test_flash3_stays_under_its_headline_peak():
+    """FA3's typical forward rate is below its 75%-of-peak headline and above FA2's 35%."""
+    util = rate("h100-sxm-80gb", "flash3") / gpu("h100-sxm-80gb").flops("bf16")
+    assert 0.35 < util < 0.75
+
+
+def test_cudnn_matches_flash3_and_beats_flash2_on_hopper():
+    """cuDNN's fused attention runs with FA3 on H100 (FA3 paper Figs. 5-6), ahead of FA2."""
+    h100 = "h100-sxm-80gb"
+    assert rate(h100, "cudnn") == pytest.approx(rate(h100, "flash3"))
+    assert rate(h100, "cudnn") > 1.5 * rate(h100, "flash2")
+
+
+def test_sdpa_is_flash2():
+    """PyTorch SDPA's 16-bit path is its FlashAttention-2 backend."""
+    for name in ("a100-sxm-80gb", "h100-sxm-80gb"):
+        assert rate(name, "sdpa") == rate(name, "flash2")
+        assert rate(name, "sdpa", True) == rate(name, "flash2", True)
+
+
+def test_flash4_on_blackwell_beats_flash2():
+    """FA4 on B200 runs far above FA2's Ampere-style kernel on the same GPU."""
+    assert rate("b200-sxm-180gb", "flash4") > 2 * rate("b200-sxm-180gb", "flash2")
+
+
+def test_ampere_kernels_keep_their_rate_off_nvidia_hopper():
+    """The Hopper penalty applies to NVIDIA GPUs with wgmma only: not to A100 or MI300X."""
+    for name in ("a100-sxm-80gb", "mi300x"):
+        assert attention_fraction("flash2", False, gpu(name)) == ATTENTION_OF_GEMM["flash2"][0]
+
+
+def test_unfused_attention_is_slowest_at_long_sequences():
+    """Megatron's unfused attention (score matrix in HBM) is slower than every fused kernel."""
+    for name in ("a100-sxm-80gb", "h100-sxm-80gb"):
+        op = Attention("a", 8, 32, 32, 4096, 4096, 128, impl="unfused")
+        fused = Attention("a", 8, 32, 32, 4096, 4096, 128, impl="flash1")
+        m = RooflineModel(gpu(name))
+        assert m.time(op) > m.time(fused)

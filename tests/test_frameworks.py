@@ -1,0 +1,312 @@
+"""Framework profiles (catalog/frameworks/*.yaml): loading, version selection, validation."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainsim.catalog import frameworks as fw
+from trainsim.catalog.frameworks import FrameworkProfile, framework_names, framework_profile
+from trainsim.errors import CatalogError
+
+ROOT = Path(__file__).resolve().parents[1]
+PROFILE_DIR = ROOT / "src" / "trainsim" / "catalog" / "frameworks"
+CSV_CANDIDATES = [ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv",
+                  Path("/work/shared/validation/training_public.csv")]
+
+EXPECTED = ["megatron-lm", "megatron-core", "megatron-deepspeed", "deepspeed", "nemo",
+            "megatron-bridge", "mlperf-nemo", "megascale", "torchtitan", "llm-foundry",
+            "automodel", "meta-llama3", "pytorch"]
+
+
+def _raw(name: str) -> dict:
+    return yaml.safe_load((PROFILE_DIR / f"{name}.yaml").read_text())
+
+
+def _csv_pairs() -> set[tuple[str, str]]:
+    for path in CSV_CANDIDATES:
+        if path.exists():
+            with path.open() as f:
+                return {(r["framework"], r["framework_version"]) for r in csv.DictReader(f)}
+    pytest.skip("no training_public.csv available")
+
+
+# ------------------------------------------------------------------ every profile loads
+
+def test_every_framework_has_a_profile():
+    assert sorted(framework_names()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_every_profile_loads_at_every_version(name):
+    raw = _raw(name)
+    assert raw["name"] == name
+    for entry in raw["versions"]:
+        p = framework_profile(name, entry["since"])
+        assert isinstance(p, FrameworkProfile)
+        assert p.name == name and p.version == entry["since"]
+        assert set(p.features) >= set(fw.FEATURES) - fw._OPTIONAL
+        assert set(p.defaults) >= set(fw.DEFAULTS) - fw._OPTIONAL
+    newest = framework_profile(name)
+    assert newest.version == raw["versions"][-1]["since"]
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_every_entry_names_its_source(name):
+    for entry in _raw(name)["versions"]:
+        assert isinstance(entry.get("source"), str) and entry["source"].strip(), entry.get("since")
+    p = framework_profile(name)
+    assert p.source and all(src for _, src in p.sources)
+
+
+def _keys(node, path=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield f"{path}{k}", str(k)
+            yield from _keys(v, f"{path}{k}.")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _keys(v, f"{path}[{i}].")
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_no_profile_carries_a_speed_factor(name):
+    for where, key in _keys(_raw(name)):
+        low = key.lower()
+        assert not any(w in low for w in ("efficiency", "factor", "speed", "mfu")), where
+
+
+def test_every_validation_pair_resolves():
+    for framework, version in sorted(_csv_pairs()):
+        p = framework_profile(framework, version)
+        assert p.name == framework
+        # the selected entry is not newer than the run
+        style = fw._load(framework).style
+        assert fw._key(style, p.version) <= fw._key(style, version) or \
+            p.version == _raw(framework)["versions"][0]["since"]
+
+
+# ------------------------------------------------------------------ version selection
+
+def test_megatron_lm_2021_is_unfused_blocking_no_sp():
+    p = framework_profile("megatron-lm", "2021-04")
+    assert p.attention_for() == "unfused"
+    assert p.defaults["tp_backward_allreduce"] == "blocking"
+    assert p.supports("sequence_parallel") is False
+    assert p.supports("interleaved_pipeline") is True
+    assert p.grad_reduce_dtype("fp16") == "fp16"
+    assert p.grad_reduce_dtype("bf16") == "fp32"
+
+
+def test_megatron_lm_year_only_reads_as_january():
+    p = framework_profile("megatron-lm", "2021")
+    assert p.version == "2021-01"
+    assert p.supports("interleaved_pipeline") is False
+    assert p.grad_reduce_dtype("bf16") is None
+
+
+def test_megatron_lm_features_arrive_in_order():
+    assert framework_profile("megatron-lm", "2021-10").defaults["tp_backward_allreduce"] == "async"
+    assert framework_profile("megatron-lm", "2022-05").supports("sequence_parallel") is True
+    assert framework_profile("megatron-lm", "2022-05").supports("distributed_optimizer") is False
+    assert framework_profile("megatron-lm", "2022-07").supports("distributed_optimizer") is True
+    assert framework_profile("megatron-lm", "2023-02").supports("flash1") is True
+    assert framework_profile("megatron-lm", "2023-02").attention_for() == "unfused"
+
+
+def test_megatron_core_2024_uses_a_fused_kernel():
+    p = framework_profile("megatron-core", "0.8")
+    assert p.version == "0.7"
+    assert p.attention_for() in {"cudnn", "flash2", "flash3"}
+    assert p.attention_for("sm90") == "cudnn"
+    assert p.attention_for("sm80") == "flash2"
+    assert framework_profile("megatron-core", "0.4").attention_for() == "unfused"
+
+
+def test_release_numbers_compare_as_tuples():
+    assert framework_profile("megatron-core", "0.12").version == "0.12"
+    assert framework_profile("megatron-core", "0.13.0").version == "0.13"
+    assert framework_profile("megatron-core", "core_v0.19.0").version == "0.13"
+    assert framework_profile("megatron-bridge", "26.04.01").version == "26.04"
+    assert framework_profile("mlperf-nemo", "4").version == "4.0"
+
+
+def test_older_than_first_entry_uses_first():
+    assert framework_profile("megatron-lm", "2019-06").version == "2021-01"
+    assert framework_profile("megatron-core", "0.1").version == "0.4"
+    assert framework_profile("nemo", "23.11").version == "24.07"
+
+
+def test_empty_version_means_newest():
+    assert framework_profile("megatron-bridge", "").version == framework_profile(
+        "megatron-bridge").version
+
+
+def test_wrong_version_style_is_an_error():
+    with pytest.raises(CatalogError, match="megatron-core.*release"):
+        framework_profile("megatron-core", "2024-05")
+    with pytest.raises(CatalogError, match="dates"):
+        framework_profile("megatron-lm", "0.8")
+
+
+def test_named_defaults_from_sources():
+    assert framework_profile("nemo", "24.07").grad_reduce_dtype("fp8") == "bf16"
+    assert framework_profile("nemo", "24.07").grad_reduce_dtype("bf16") == "fp32"
+    assert framework_profile("megatron-bridge", "25.09").defaults["fp8_recipe"] == "delayed"
+    assert framework_profile("megatron-bridge", "25.11").defaults["fp8_recipe"] == "current"
+    assert framework_profile("megatron-bridge", "25.11").grad_reduce_dtype("bf16") == "bf16"
+    ds = framework_profile("megatron-deepspeed", "2022-03")
+    assert ds.supports("sequence_parallel") is False and ds.supports("interleaved_pipeline") is False
+    assert ds.defaults["tp_backward_allreduce"] == "blocking"
+    assert ds.grad_reduce_dtype("bf16") == "fp32"
+    z3 = framework_profile("deepspeed", "2021-03")
+    assert z3.defaults["zero3_gather"] == "per_parameter"
+    assert framework_profile("torchtitan", "2025-01").defaults["zero3_gather"] == "per_block"
+    assert framework_profile("pytorch", "2.4").attention_for() == "sdpa"
+    assert framework_profile("pytorch", "2.4").grad_reduce_dtype("bf16") == "fp32"
+
+
+# ------------------------------------------------------------------ API behaviour
+
+def test_unknown_name_suggests_the_closest():
+    with pytest.raises(CatalogError) as exc:
+        framework_profile("megatron-lmm")
+    msg = str(exc.value)
+    assert "did you mean 'megatron-lm'" in msg and "\n" not in msg
+
+
+def test_name_is_case_insensitive():
+    assert framework_profile("Megatron-Core", "0.8").name == "megatron-core"
+
+
+def test_supports_and_grad_reduce_edge_cases():
+    p = framework_profile("megascale", "2023")
+    assert p.supports("sequence_parallel") is None
+    assert p.supports("tp_comm_overlap") is True
+    assert p.supports("flash2") is None  # attention kernels unknown
+    q = framework_profile("megatron-lm", "2025-07")
+    assert q.supports("uneven_pipeline") is True
+    assert framework_profile("megatron-lm", "2021-04").supports("uneven_pipeline") is False
+    assert q.grad_reduce_dtype("FP32") == "fp32"
+    assert q.grad_reduce_dtype("int8") is None
+    with pytest.raises(CatalogError, match="sequence_parallel"):
+        q.supports("sequence_paralel")
+
+
+def test_returned_profiles_do_not_share_state():
+    a = framework_profile("megatron-lm", "2021-04")
+    a.defaults["grad_reduce_dtype"]["bf16"] = "bf16"
+    a.features["sequence_parallel"] = True
+    b = framework_profile("megatron-lm", "2021-04")
+    assert b.grad_reduce_dtype("bf16") == "fp32"
+    assert b.features["sequence_parallel"] is False
+
+
+# ------------------------------------------------------------------ validation on load
+
+GOOD = {
+    "name": "x",
+    "description": "test",
+    "versions": [{
+        "since": "2024-01",
+        "source": "somewhere@abc file.py",
+        "features": {k: None for k in fw.FEATURES},
+        "defaults": {k: None for k in fw.DEFAULTS if k not in fw._OPTIONAL},
+    }],
+}
+
+
+def _write(tmp_path: Path, data: dict, name: str = "x") -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _variant(**changes) -> dict:
+    import copy
+    data = copy.deepcopy(GOOD)
+    entry = data["versions"][0]
+    for dotted, value in changes.items():
+        section, _, key = dotted.partition("__")
+        if key:
+            entry[section][key] = value
+        else:
+            entry[section] = value
+    return data
+
+
+def test_good_file_reads(tmp_path):
+    prof = fw._read(_write(tmp_path, GOOD))
+    assert prof.style == "date" and len(prof.entries) == 1
+
+
+@pytest.mark.parametrize("changes, needle", [
+    ({"defaults__attention": "fastest"}, "defaults.attention"),
+    ({"defaults__grad_reduce_dtype": {"bf16": "int8"}}, "grad_reduce_dtype"),
+    ({"features__sequence_parallel": "yes"}, "features.sequence_parallel"),
+    ({"features__pipeline_magic": True}, "features.pipeline_magic"),
+    ({"defaults__attention_by_arch": {"hopper": "cudnn"}}, "attention_by_arch"),
+    ({"defaults__attention_dropout": 1.5}, "attention_dropout"),
+    ({"source": ""}, "source"),
+])
+def test_bad_values_name_file_and_key(tmp_path, changes, needle):
+    path = _write(tmp_path, _variant(**changes))
+    with pytest.raises(CatalogError) as exc:
+        fw._read(path)
+    assert "x.yaml" in str(exc.value) and needle in str(exc.value)
+
+
+def test_speed_factor_key_is_rejected(tmp_path):
+    data = _variant(defaults__compute_efficiency=0.8)
+    with pytest.raises(CatalogError, match="x.yaml.*compute_efficiency"):
+        fw._read(_write(tmp_path, data))
+
+
+def test_first_entry_must_be_complete(tmp_path):
+    data = _variant()
+    del data["versions"][0]["defaults"]["attention"]
+    with pytest.raises(CatalogError, match="x.yaml.*attention"):
+        fw._read(_write(tmp_path, data))
+
+
+def test_entries_must_be_ordered_and_one_style(tmp_path):
+    import copy
+    data = copy.deepcopy(GOOD)
+    data["versions"].append({"since": "2023-06", "source": "s", "defaults": {}})
+    with pytest.raises(CatalogError, match="oldest first"):
+        fw._read(_write(tmp_path, data))
+    data["versions"][1]["since"] = "24.07"
+    with pytest.raises(CatalogError, match="dates"):
+        fw._read(_write(tmp_path, data))
+
+
+def test_unquoted_numeric_since_is_rejected(tmp_path):
+    path = tmp_path / "x.yaml"
+    text = re.sub(r"since: '?2024-01'?", "since: 4.10", yaml.safe_dump(GOOD))
+    assert "since: 4.10" in text
+    path.write_text(text)
+    with pytest.raises(CatalogError, match="since"):
+        fw._read(path)
+
+
+def test_name_must_match_file(tmp_path):
+    with pytest.raises(CatalogError, match="name"):
+        fw._read(_write(tmp_path, GOOD, name="y"))
+
+
+def test_later_entries_inherit_and_merge(tmp_path):
+    import copy
+    data = copy.deepcopy(GOOD)
+    data["versions"][0]["defaults"]["grad_reduce_dtype"] = {"fp16": "fp16", "bf16": None}
+    data["versions"][0]["defaults"]["attention"] = "unfused"
+    data["versions"].append({"since": "2024-06", "source": "later",
+                             "defaults": {"grad_reduce_dtype": {"bf16": "fp32"}}})
+    prof = fw._read(_write(tmp_path, data))
+    last = prof.entries[-1]
+    assert last.defaults["grad_reduce_dtype"] == {"fp16": "fp16", "bf16": "fp32"}
+    assert last.defaults["attention"] == "unfused"
+    assert [s for s, _ in last.sources] == ["2024-01", "2024-06"]
