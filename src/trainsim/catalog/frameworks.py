@@ -37,8 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trainsim.config._build import suggest
 from trainsim.errors import CatalogError
 
@@ -312,12 +310,9 @@ def _merge(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read(path: Path) -> _Profile:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
-    if not isinstance(data, dict):
-        raise CatalogError(f"{path.name}: expected a mapping with name, description, versions")
+    from trainsim.catalog import _read_yaml
+
+    data = _read_yaml(path)
     _check_words(path, data)
     for key in data:
         if key not in _TOP_KEYS:
