@@ -183,6 +183,13 @@ def pipeline_cfg(m, *, recompute="none"):
                     num_gpus=32, global_batch=m)
 
 
+def embedding_mask(cfg):
+    """Stage 0 also keeps, per micro-batch in flight, the embedding output's 1-byte dropout
+    mask (sequence-parallel: a 1/t slice), which no layer's saved tensors include."""
+    t = cfg.training
+    return t.micro_batch_size * t.seq_length * cfg.model.hidden_size / cfg.parallel.tp
+
+
 @pytest.mark.parametrize("m", [PP, 2 * PP, 8 * PP])
 def test_first_stage_holds_pp_microbatches(m):
     """Under 1F1B with m >= pp, stage 0 holds pp micro-batches of its layers' activations."""
@@ -190,7 +197,7 @@ def test_first_stage_holds_pp_microbatches(m):
     assert cfg.num_microbatches == m and cfg.stage_layer_counts[0] == 12
     per_layer = activation_bytes_per_layer(cfg)
     mem = estimate_stage_memory(cfg, 0)
-    assert mem.activations == pytest.approx(PP * 12 * per_layer, rel=1e-9)
+    assert mem.activations == pytest.approx(PP * (12 * per_layer + embedding_mask(cfg)), rel=1e-9)
 
 
 @pytest.mark.parametrize("stage", range(PP))
@@ -199,14 +206,16 @@ def test_stage_k_holds_pp_minus_k_microbatches(stage):
     cfg = pipeline_cfg(4 * PP)
     per_layer = activation_bytes_per_layer(cfg)
     mem = estimate_stage_memory(cfg, stage)
-    assert mem.activations == pytest.approx((PP - stage) * 12 * per_layer, rel=1e-9)
+    extra = embedding_mask(cfg) if stage == 0 else 0.0
+    assert mem.activations == pytest.approx((PP - stage) * (12 * per_layer + extra), rel=1e-9)
 
 
 def test_fewer_microbatches_than_stages():
     """With m < pp, stage 0 holds only the m micro-batches there are."""
     cfg = pipeline_cfg(2)
     per_layer = activation_bytes_per_layer(cfg)
-    assert estimate_stage_memory(cfg, 0).activations == pytest.approx(2 * 12 * per_layer, rel=1e-9)
+    assert estimate_stage_memory(cfg, 0).activations == pytest.approx(
+        2 * (12 * per_layer + embedding_mask(cfg)), rel=1e-9)
 
 
 # ---------------------------------------------------------------------------- model state

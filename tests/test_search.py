@@ -117,7 +117,7 @@ def test_turning_an_overlap_on_never_slows_the_iteration(base):
 def test_pruned_search_equals_exhaustive():
     """Branch and bound returns the same top k and Pareto front as simulating everything
     (a small GPU, so that memory prunes too)."""
-    b = make_base(gpus=8, batch=16, gpu_overrides={"hbm_gib": 3})
+    b = make_base(gpus=8, batch=16, gpu_overrides={"hbm_gib": 5})
     space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4, max_cp=2,
                         max_vpp=2)
     cache = EvaluationCache()  # the second exhaustive search reuses the first's simulations

@@ -59,6 +59,7 @@ class Result:
 
     @property
     def peak_memory_bytes(self) -> float:
+        """What must fit in HBM at the busiest stage: allocated peak plus the CUDA context."""
         return max(m.total for m in self.memory)
 
     @property
@@ -96,6 +97,10 @@ class Result:
             "memory": {"stage": self.peak_memory_stage, "weights_bytes": mem.weights,
                        "gradients_bytes": mem.gradients, "optimizer_bytes": mem.optimizer,
                        "activations_bytes": mem.activations, "buffers_bytes": mem.buffers,
+                       "context_bytes": mem.context,
+                       "allocated_bytes": mem.allocated, "reserved_bytes": mem.reserved,
+                       "device_bytes": mem.device, "peak_at": mem.peak_at,
+                       "temporaries": [{"name": n, "bytes": b} for n, b in mem.temporaries],
                        "per_stage_bytes": [m.total for m in self.memory]},
             "breakdown": dict(self.breakdown),
             "exposed_comm": dict(self.exposed_comm),

@@ -28,6 +28,9 @@ _DEFAULTED = (
     ("training", "cuda_graphs", "cuda_graphs"),
     ("parallel", "moe_token_dispatcher_type", "moe_dispatcher"),
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
+    ("parallel", "data_parallel_impl", "data_parallel_impl"),
+    ("training", "expandable_segments", "expandable_segments"),
+    ("training", "fp8_param_gather", "fp8_param_gather"),
 )
 _PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")

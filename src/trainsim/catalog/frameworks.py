@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config._build import suggest
+from trainsim.config.parallel import DATA_PARALLEL_IMPLS
 from trainsim.errors import CatalogError
 
 _DIR = Path(__file__).parent / "frameworks"
@@ -138,6 +139,9 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
     "tp_backward_allreduce": _nullable(_enum(TP_BACKWARD_ALLREDUCE)),
     "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
+    "data_parallel_impl": _nullable(_enum(DATA_PARALLEL_IMPLS)),  # model-state memory layout
+    "expandable_segments": _nullable(_bool),
+    "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
     "overlap_grad_reduce": _nullable(_bool),
     "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
     "zero3_prefetch": _nullable(_int),
@@ -147,7 +151,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-_OPTIONAL = {"attention_by_arch", "pipeline_partition_method"}
+_OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
+             "fp8_param_gather"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

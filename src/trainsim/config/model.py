@@ -34,6 +34,9 @@ class ModelConfig:
     position_embedding: Literal["learned", "rope"] = "learned"
     tied_embeddings: bool = True
     """Share the input embedding with the output projection."""
+    embedding_norm: bool = False
+    """A norm right after the word embedding (BLOOM's ``--embed-layernorm``, Hugging Face
+    ``BloomModel.word_embeddings_layernorm``)."""
     add_bias_linear: bool = True
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0

@@ -9,6 +9,7 @@ from trainsim.config._build import require_positive, suggest
 from trainsim.config.layout import first_last, is_first_last, parse_layout
 from trainsim.errors import ConfigError
 
+DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe",
                      "shared_experts")
 
@@ -85,6 +86,12 @@ class ParallelConfig:
     """Count the loss (output layer) as one layer when splitting layers evenly (Megatron-core)."""
     ddp_bucket_size: int | None = None
     """Parameters per gradient bucket; None = Megatron's max(40M, 1M * dp)."""
+    data_parallel_impl: Literal["megatron", "deepspeed", "fsdp1", "fsdp2", "ddp"] = "megatron"
+    """Who lays out the model state in memory (``memory.state``): ``megatron`` (Megatron-core
+    DDP and distributed optimizer; Megatron-FSDP with zero_stage 3), ``deepspeed`` (ZeRO stages
+    and, with pp > 1, its PipelineEngine), ``fsdp1`` / ``fsdp2`` (PyTorch FSDP: FlatParameter
+    units / per-parameter DTensor shards), ``ddp`` (PyTorch DistributedDataParallel with fp32
+    parameters under autocast). A framework profile sets it."""
 
     def __post_init__(self) -> None:
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
@@ -94,6 +101,10 @@ class ParallelConfig:
         if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
             raise ConfigError(f"parallel.cp_comm_type='{self.cp_comm_type}' is unknown; "
                               "use p2p (ring attention), a2a (Ulysses) or all_gather")
+        if self.data_parallel_impl not in DATA_PARALLEL_IMPLS:
+            raise ConfigError(f"parallel.data_parallel_impl='{self.data_parallel_impl}' is "
+                              f"unknown{suggest(self.data_parallel_impl, DATA_PARALLEL_IMPLS)}; "
+                              f"known: {', '.join(DATA_PARALLEL_IMPLS)}")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
         if self.sequence_parallel and self.tp == 1:

@@ -39,9 +39,17 @@ class TrainingConfig:
     tensor's amax (one more read of the input before the cast); ``blockwise`` 1x128 / 128x128
     block scales (DeepSeek-V3 §3.3.1); ``mxfp8`` Blackwell's MX format, one 8-bit scale per 32
     elements. Used only when dtype is fp8."""
+    fp8_param_gather: bool = False
+    """Keep the matmul weights only in fp8 and all-gather them in fp8 (Megatron
+    --fp8-param-gather, Megatron-Bridge's fp8 mixed-precision recipes): no 16-bit copy of them.
+    Used only when dtype is fp8."""
     cuda_graphs: bool = False
     """Capture each layer's kernels in CUDA graphs (Megatron-core --enable-cuda-graph, NeMo
     ``enable_cuda_graph``): kernels launch without the host's per-kernel cost."""
+    expandable_segments: bool = False
+    """PyTorch's caching allocator with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
+    (torch >= 2.1): segments grow in place, so freed blocks are not stranded between fixed
+    segments and reserved memory stays close to allocated (``memory.allocator``)."""
     compile: bool = False
     """torch.compile the model (torchtitan ``compile.enable``): fused elementwise kernels."""
     framework: str | None = None

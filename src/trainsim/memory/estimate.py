@@ -27,12 +27,11 @@ from trainsim.model.counts import (
     mtp_params,
     output_layer_params,
 )
+from trainsim.memory.allocator import context_bytes, reserved_bytes
+from trainsim.memory.state import model_state
 from trainsim.workload.schedule import peak_in_flight, schedule
 
 GiB = 2**30
-CONTEXT_RESERVE_BYTES = 1.0 * GiB
-"""CUDA context, cuBLAS workspaces and NCCL channel buffers: ~0.5-1.5 GiB measured per GPU with
-nvidia-smi vs torch.cuda.memory_allocated on A100/H100 (PyTorch CUDA semantics docs)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -43,16 +42,50 @@ def _peak_chunks(stage: int, pp: int, vpp: int, m: int) -> float:
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
+    """One rank's memory at its peak moment, in bytes.
+
+    ``allocated`` (live tensors, what ``torch.cuda.max_memory_allocated`` reports) is weights +
+    gradients + optimizer + activations + buffers; ``reserved`` adds what the caching allocator
+    holds beyond that; ``device`` adds the CUDA context (what nvidia-smi shows). ``total`` is
+    what must fit in HBM: the allocated peak plus the context (the allocator frees cached blocks
+    and retries before it fails)."""
+
     weights: float
     gradients: float
     optimizer: float
     activations: float
     buffers: float
-    """Largest temporary buffers (logits, a recomputed layer) plus the context reserve."""
+    """Framework buffers and temporaries alive at the peak (see ``temporaries``)."""
+    context: float = 0.0
+    """CUDA context, library kernels and workspaces: outside PyTorch's allocator."""
+    cached: float = 0.0
+    """Reserved by the caching allocator beyond the allocated peak (freed blocks it keeps)."""
+    peak_at: str = ""
+    """When in the iteration the allocated peak happens."""
+    temporaries: tuple[tuple[str, float], ...] = ()
+    """The buffers counted in ``buffers``, largest first."""
+
+    @property
+    def allocated(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
+
+    @property
+    def reserved(self) -> float:
+        return self.allocated + self.cached
+
+    @property
+    def device(self) -> float:
+        return self.reserved + self.context
 
     @property
     def total(self) -> float:
-        return self.weights + self.gradients + self.optimizer + self.activations + self.buffers
+        return self.allocated + self.context
+
+    def of_kind(self, kind: str) -> float:
+        """The figure a measurement of ``kind`` (allocated, reserved, device) compares with."""
+        if kind not in ("allocated", "reserved", "device"):
+            raise ValueError(f"memory kind {kind!r} is not allocated, reserved or device")
+        return float(getattr(self, kind))
 
 
 def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
@@ -70,12 +103,13 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     shared_div = t if sp else 1
     if recompute == "full":
         return 2.0 * T * h / shared_div
+    x = gemm_input_bytes(cfg)
     # replicated over TP unless sequence parallel: two norm inputs, QKV and FC1 inputs, masks
     # (a parallel block has one norm whose output feeds both QKV and FC1, and one mask)
-    per_token = (2 + 2 + mask) if m.parallel_block else (2 + 2 + mask + 2 + 2 + mask)
+    per_token = (2 + x + mask) if m.parallel_block else (2 + x + mask + 2 + x + mask)
     shared = T * h * per_token / shared_div
     # sharded over TP: Q, K, V, attention output (out-proj input), MLP intermediates
-    mlp_inner = (3 * 2 * f) if m.activation == "swiglu" else (2 * 2 * f)
+    mlp_inner = _inner_bytes(cfg, f)
     # Q, K, V as attention's backward keeps them (measured with saved_tensors_hooks on
     # Megatron-style layers, tests/test_memory_torch.py): slices of the fused QKV output stay
     # views of it; RoPE writes new rotated Q and K; Megatron's unfused attention expands K and V
@@ -88,7 +122,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
-    sharded = T * (qkv + 2 * m.v_dim / t) + T * mlp_inner / t
+    sharded = T * (qkv + x * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
     if cfg.training.attention != "unfused":
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
@@ -118,17 +152,38 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
     if "mla_up_proj" in modules and m.is_mla:  # per-head Q, K, V; the latents stay
         out += T * 2 * (2 * m.qk_dim + m.v_dim) / t
     if "mlp" in modules and not moe:  # the MLP's inner tensors; its input stays
-        inner = (3 * 2 * m.ffn_size) if m.activation == "swiglu" else (2 * 2 * m.ffn_size)
-        out += T * inner / t
+        out += T * _inner_bytes(cfg, m.ffn_size) / t
     if moe and "moe" in modules:  # the whole expert block but its input
         out += _moe_block_bytes(cfg) - T * h * 2 / shared_div
     elif moe:
         if "moe_act" in modules:  # the activation's output (the FC2 input) of every copy
-            out += _moe_recv(cfg) * p.etp * 2 * m.expert_ffn_size / p.etp
+            out += _moe_recv(cfg) * p.etp * gemm_input_bytes(cfg) * m.expert_ffn_size / p.etp
         if "shared_experts" in modules and m.moe_shared_expert_intermediate_size:
-            shared = m.moe_shared_expert_intermediate_size
-            out += T * ((3 * 2 * shared) if m.activation == "swiglu" else (2 * 2 * shared)) / t
+            out += T * _inner_bytes(cfg, m.moe_shared_expert_intermediate_size) / t
     return out
+
+
+FP8_SAVED_INPUT_BYTES = {"delayed": 1.0, "current": 1.0, "blockwise": 1.0 + 4 / 128,
+                         "mxfp8": 1.0 + 1 / 32}
+"""Bytes per element of a GEMM input that Transformer Engine saves for the backward under fp8:
+the 8-bit cast (the copy the weight-gradient GEMM reads) instead of the 16-bit tensor, plus its
+scales (blockwise: an fp32 scale per 1x128 tile; MXFP8: an E8M0 byte per 32 elements).
+TransformerEngine transformer_engine/pytorch/module/linear.py, layernorm_linear.py and
+layernorm_mlp.py save ``inputmat`` / ``ln_out`` / the activation output in fp8 when fp8 is on;
+the LayerNorm input and the FC1 output (the activation's input) stay 16-bit."""
+
+
+def gemm_input_bytes(cfg: RunConfig) -> float:
+    """Bytes a saved GEMM input takes per element: 2 in 16-bit training, ~1 under fp8."""
+    t = cfg.training
+    return FP8_SAVED_INPUT_BYTES[t.fp8_recipe] if t.dtype == "fp8" else 2.0
+
+
+def _inner_bytes(cfg: RunConfig, width: float) -> float:
+    """Saved bytes per token of an MLP of inner ``width``: the activation's 16-bit input (both
+    halves for SwiGLU) and its output, which is FC2's GEMM input."""
+    x = gemm_input_bytes(cfg)
+    return (2 * 2 * width + x * width) if cfg.model.activation == "swiglu" else (2 * width + x * width)
 
 
 def _moe_recv(cfg: RunConfig) -> float:
@@ -147,8 +202,8 @@ def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     T = tr.micro_batch_size * tr.seq_length / p.cp
     mask = 1.0 if m.hidden_dropout > 0 else 0.0
-    inner = (3 * 2 * width) if m.activation == "swiglu" else (2 * 2 * width)
-    return T * m.hidden_size * (2 + 2 + mask) / shared_div + T * inner / p.tp
+    x = gemm_input_bytes(cfg)
+    return T * m.hidden_size * (2 + x + mask) / shared_div + T * _inner_bytes(cfg, width) / p.tp
 
 
 def _moe_block_bytes(cfg: RunConfig) -> float:
@@ -160,14 +215,13 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     h, k = m.hidden_size, m.moe_router_topk
     routed = tokens * k
     recv = _moe_recv(cfg)
-    f = m.expert_ffn_size / p.etp
-    inner = (3 * 2 * f) if m.activation == "swiglu" else (2 * 2 * f)
+    x = gemm_input_bytes(cfg)
+    inner = _inner_bytes(cfg, m.expert_ffn_size / p.etp)
     out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
-    out += recv * p.etp * (2 * h + inner) + routed * 2 * h  # expert inputs/inner, combine
+    out += recv * p.etp * (x * h + inner) + routed * 2 * h  # expert inputs/inner, combine
     if m.moe_shared_expert_intermediate_size:
         shared = m.moe_shared_expert_intermediate_size
-        inner_s = (3 * 2 * shared) if m.activation == "swiglu" else (2 * 2 * shared)
-        out += T * h * 2 / (p.tp if p.sequence_parallel else 1) + T * inner_s / p.tp
+        out += T * h * x / (p.tp if p.sequence_parallel else 1) + T * _inner_bytes(cfg, shared) / p.tp
     return out
 
 
@@ -194,21 +248,10 @@ def stage_params(cfg: RunConfig, stage: int) -> float:
     return sum(stage_param_split(cfg, stage))
 
 
-def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
-    p, t = cfg.parallel, cfg.training
-    dense, experts = stage_param_split(cfg, stage)
-    # state is sharded over the data-parallel (with CP) group; experts over expert-DP
-    sharded = dense / (cfg.dp * p.cp) + experts / cfg.edp
-    weight_bytes = 3.0 if t.dtype == "fp8" else 2.0  # TE caches fp8 copies of the weights
-    grad_bytes = 4.0 if t.grad_reduce_in_fp32 else 2.0
-    opt_bytes = 8.0 if t.optimizer == "sgd" else 12.0  # LAMB keeps Adam's two moments
-    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
-    full = dense + experts
-    weights = (sharded if zero >= 3 else full) * weight_bytes
-    grads = (sharded if zero >= 2 else full) * grad_bytes
-    optimizer = (sharded if zero >= 1 else full) * opt_bytes
-
-    m = cfg.model
+def _activations(cfg: RunConfig, stage: int) -> tuple[float, float]:
+    """(bytes of the micro-batches in flight at the peak, bytes of one in-flight micro-batch's
+    largest chunk) on one rank of ``stage``."""
+    p, m = cfg.parallel, cfg.model
     kept: dict[tuple[bool, bool], float] = {}  # by (routed experts, recomputed whole)
 
     def layer_bytes(i: int) -> float:
@@ -222,18 +265,59 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
                    for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage]
     if stage == p.pp - 1 and m.mtp_num_layers:  # MTP layers sit after the last chunk's layers
         chunk_bytes[-1] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
+    if stage == 0:  # the embedding output's dropout mask and the embedding norm's input,
+        # kept beside the first layer's (no layer checkpoints them)
+        per = (1.0 if m.hidden_dropout > 0 else 0.0) + (2.0 if m.embedding_norm else 0.0)
+        tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
+        chunk_bytes[0] += tokens * m.hidden_size * per / (p.tp if p.sequence_parallel else 1)
+    if p.data_parallel_impl == "deepspeed" and p.pp > 1 and stage < p.pp - 1:
+        # DeepSpeed's PipelineEngine keeps each in-flight micro-batch's stage output in its
+        # pipe buffers until that micro-batch's backward, as a 1/tp slice when tp > 1
+        # (deepspeed/runtime/pipe/engine.py _exec_forward_pass, v0.5.10-v0.6.0)
+        out = 2.0 * cfg.training.micro_batch_size * cfg.training.seq_length / p.cp \
+            * m.hidden_size / p.tp
+        chunk_bytes = [b + out for b in chunk_bytes]
     if len(set(chunk_bytes)) == 1:
-        activations = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * chunk_bytes[0]
+        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * chunk_bytes[0]
     else:
-        activations = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches),
-                                     dict(enumerate(chunk_bytes)))
+        inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches),
+                                  dict(enumerate(chunk_bytes)))
+    return inflight, max(chunk_bytes)
 
+
+def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
+    """Activation buffers alive beside the in-flight ones at the backward's peak."""
+    p, t, m = cfg.parallel, cfg.training, cfg.model
     T = t.micro_batch_size * t.seq_length / p.cp
-    temp = 0.0
+    temps: list[tuple[str, float]] = []
     if stage == p.pp - 1:  # 16-bit logits and fp32 softmax of the vocab-parallel cross-entropy
-        temp = max(temp, T * m.vocab_size / p.tp * (2 + 4))
+        temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * (2 + 4)))
     if p.recompute == "full":  # one layer's full activations live during its backward
-        temp = max(temp, activation_bytes_per_layer(cfg, recompute="none", moe=m.is_moe))
-    if zero >= 3:  # gathered parameters of the current and the prefetched layer
-        temp = max(temp, 2 * 2.0 * max(layer_params(m, i) for i in range(m.num_layers)) / p.tp)
-    return MemoryBreakdown(weights, grads, optimizer, activations, temp + CONTEXT_RESERVE_BYTES)
+        temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
+                                                                       moe=m.is_moe)))
+    # the loss backward and a recomputed layer's backward do not overlap: the larger one counts
+    return [max(temps, key=lambda x: x[1])] if temps else []
+
+
+def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
+    """Peak memory of one rank of pipeline stage ``stage``: the larger of the backward's peak
+    (model state, the micro-batches in flight, the loss or a recomputed layer, the framework's
+    backward buffers) and the optimizer step's (model state and the step's buffers)."""
+    state = model_state(cfg, stage)
+    inflight, _ = _activations(cfg, stage)
+    backward = list(state.persistent) + list(state.backward) + _backward_temporaries(cfg, stage)
+    step = list(state.persistent) + list(state.step)
+    base = state.weights + state.gradients + state.optimizer
+    backward_peak = base + inflight + sum(b for _, b in backward)
+    step_peak = base + sum(b for _, b in step)
+    step_only = sum(b for _, b in state.step)
+    if backward_peak >= step_peak:
+        activations, temps, peak_at = inflight, backward, "backward (1F1B steady state)"
+    else:
+        activations, temps, peak_at = 0.0, step, "optimizer step"
+    reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only)
+    return MemoryBreakdown(
+        state.weights, state.gradients, state.optimizer, activations,
+        sum(b for _, b in temps), context=context_bytes(cfg),
+        cached=reserved - max(backward_peak, step_peak), peak_at=peak_at,
+        temporaries=tuple(sorted(temps, key=lambda x: -x[1])))

@@ -64,9 +64,9 @@ def layer_expert_params(m: ModelConfig, index: int) -> int:
 
 
 def embedding_params(m: ModelConfig) -> int:
-    """Input word embedding plus learned position embedding (if any)."""
+    """Input word embedding plus learned position embedding and embedding norm (if any)."""
     pos = m.max_position_embeddings * m.hidden_size if m.position_embedding == "learned" else 0
-    return m.vocab_size * m.hidden_size + pos
+    return m.vocab_size * m.hidden_size + pos + (norm_params(m) if m.embedding_norm else 0)
 
 
 def output_layer_params(m: ModelConfig) -> int:

@@ -63,11 +63,20 @@ def render_result(r: Result) -> Group:
     mem.add_column("part")
     mem.add_column("GiB", justify="right")
     for name, v in (("weights", m.weights), ("gradients", m.gradients), ("optimizer state", m.optimizer),
-                    ("activations", m.activations), ("buffers and context", m.buffers)):
+                    ("activations", m.activations), ("buffers", m.buffers)):
         mem.add_row(name, f"{v / GiB:.2f}")
+    for name, v in m.temporaries[:3]:
+        mem.add_row(f"  [dim]{name}[/]", f"[dim]{v / GiB:.2f}[/]")
+    mem.add_row("allocated (torch max_memory_allocated)", f"{m.allocated / GiB:.2f}")
+    mem.add_row("reserved (caching allocator)", f"{m.reserved / GiB:.2f}")
+    mem.add_row("device (nvidia-smi: reserved + CUDA context)", f"{m.device / GiB:.2f}")
     hbm = c.cluster.gpu.hbm_bytes / GiB
     verdict = "[green]fits[/]" if r.fits_in_memory else "[bold red]DOES NOT FIT[/]"
-    mem.add_row("[bold]total[/]", f"[bold]{m.total / GiB:.2f}[/] of {hbm:.0f} {verdict}")
+    mem.add_row("[bold]needed (allocated + context)[/]",
+                f"[bold]{m.total / GiB:.2f}[/] of {hbm:.0f} {verdict}")
+    if m.peak_at:
+        mem.caption = f"peak during the {m.peak_at}"
+        mem.caption_justify = "left"
     return Group(head, time, mem)
 
 

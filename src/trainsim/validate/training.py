@@ -230,7 +230,13 @@ def predict_training_row(row: dict[str, str]) -> RowResult:
         return res
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}
-    res.predicted_memory_gib = result.peak_memory_bytes / GiB
+    kind = _cell(row, "memory_kind")
+    if kind is not None and kind not in ("allocated", "reserved", "device"):
+        res.error = f"memory_kind={kind!r} is not allocated, reserved or device"
+        return res
+    # a figure of the kind the row measured, at the stage whose figure is largest
+    res.predicted_memory_gib = max(m.of_kind(kind) for m in result.memory) / GiB if kind \
+        else result.peak_memory_bytes / GiB
     res.fits_in_memory = result.fits_in_memory
     t, p = cfg.training, cfg.parallel
     res.extra = {"mfu": result.mfu, "breakdown": result.breakdown, "source_key": source_key,

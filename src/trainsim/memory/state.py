@@ -1,0 +1,227 @@
+"""Model state of one rank as each data-parallel implementation lays it out in memory.
+
+Weights, gradients and optimizer state are not the same bytes in every framework: Megatron's
+gradient buffer is in the reduce dtype, DeepSpeed keeps fp16 gradients and makes an fp32 copy
+of its partition at the step, PyTorch FSDP shards fp32 parameters and gathers 16-bit copies one
+wrapped unit at a time, plain DDP keeps fp32 everything plus a bucket copy of the gradients.
+Each layout below cites the source it was read from. ``P`` is the parameters the rank holds
+before data-parallel sharding (after tensor, pipeline and expert parallelism); ``S`` the same
+parameters sharded over the data-parallel group (dense over dp x cp, experts over expert-dp).
+
+Per parameter (Adam; LAMB keeps the same two moments, SGD one momentum):
+
+=================  ==========  ================  ============  =======================
+layout             weights     gradients         optimizer     temporaries
+=================  ==========  ================  ============  =======================
+megatron           2 P         g P (buffer)      (4 + o) S|P   fp32 grad copy at step
+deepspeed 0/1/2    2 P         2 P (1: full)     (4 + o) S|P   fp32 grad partition at
+                               2 S (2) + bucket                step, reduce bucket
+deepspeed 3        2 S         2 S               (4 + o) S     gathered layers, bucket
+fsdp1 / fsdp2      4 S         4 S               o S           unsharded 16-bit units
+ddp                4 P         4 P + 4 P bucket  o P           autocast 16-bit copies
+=================  ==========  ================  ============  =======================
+
+``g`` is 4 with fp32 gradient reduction, else 2; ``o`` is 8 for Adam/LAMB and 4 for SGD.
+Megatron with ``zero_stage: 3`` is Megatron-FSDP; fp8 training adds Transformer Engine's 8-bit
+weight copies (weight and transpose) to the 16-bit ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainsim.config import RunConfig
+from trainsim.model.counts import embedding_params, layer_params, output_layer_params
+
+DEEPSPEED_REDUCE_BUCKET = 500_000_000
+"""DeepSpeed's ``reduce_bucket_size`` default, elements (deepspeed/runtime/zero/constants.py
+ZERO_OPTIMIZATION_REDUCE_BUCKET_SIZE_DEFAULT = 500000000, unchanged from v0.3 to v0.16)."""
+DEEPSPEED_PREFETCH_BUCKET = 50_000_000
+"""ZeRO-3 ``stage3_prefetch_bucket_size`` default, elements (same constants file)."""
+FP8_WEIGHT_LAYOUT_BYTES = {"delayed": (1.0, 1.0), "current": (1.0, 1.0),
+                           "blockwise": (1.0 + 4 / 128**2, 1.0 + 4 / 128**2),
+                           "mxfp8": (1.0 + 1 / 32, 1.0 + 1 / 32)}
+"""Bytes per Linear weight element of the fp8 copies Transformer Engine keeps across
+micro-batches (``is_first_microbatch``): (row-wise, column-wise). The forward GEMM reads the
+row-wise copy and the dgrad GEMM the column-wise (transposed) one; blockwise adds an fp32 scale
+per 128x128 block, MXFP8 one E8M0 byte per 32 elements. On Blackwell the per-tensor recipes need
+no transposed copy (TE checks the architecture before it makes one). TransformerEngine@v2.4
+transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxfp8_tensor.py."""
+
+
+def _blackwell(cfg: RunConfig) -> bool:
+    """Tensor cores that take fp8 operands in either layout (sm100: the GPUs with fp4)."""
+    return "fp4" in cfg.cluster.gpu.peak_flops
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """Bytes of model state on one rank, and the temporary buffers its implementation adds."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    persistent: tuple[tuple[str, float], ...] = ()
+    """Framework buffers allocated once and kept (DeepSpeed's reduce bucket)."""
+    backward: tuple[tuple[str, float], ...] = ()
+    """Buffers alive while a layer runs its backward (gathered parameters, unsharded grads)."""
+    step: tuple[tuple[str, float], ...] = ()
+    """Buffers alive during the optimizer step (fp32 gradient copies)."""
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + sum(b for _, b in self.persistent)
+
+
+def _split(cfg: RunConfig, stage: int) -> tuple[float, float, float]:
+    """(held, sharded, linear) parameters of a stage's rank: what it holds unsharded, the same
+    sharded over data parallelism, and the share inside transformer layers' matmuls (the weights
+    fp8 GEMMs read)."""
+    from trainsim.memory.estimate import stage_param_split
+
+    p, m = cfg.parallel, cfg.model
+    dense, experts = stage_param_split(cfg, stage)
+    held = dense + experts
+    sharded = dense / (cfg.dp * p.cp) + experts / cfg.edp
+    outside = 0.0
+    if stage == 0:
+        outside += embedding_params(m) / p.tp
+    if stage == p.pp - 1:
+        outside += output_layer_params(m) / p.tp
+        if m.tied_embeddings and p.pp > 1:
+            outside += m.vocab_size * m.hidden_size / p.tp
+    return held, sharded, max(0.0, held - outside)
+
+
+def _unit_params(cfg: RunConfig) -> float:
+    """Parameters of the largest FSDP / ZeRO-3 unit on a rank: one transformer layer (every
+    framework here wraps or gathers per layer), sliced by tensor and expert parallelism."""
+    m, p = cfg.model, cfg.parallel
+    return max(layer_params(m, i) for i in range(m.num_layers)) / (p.tp * max(1, p.ep))
+
+
+def _largest_matrix(cfg: RunConfig) -> float:
+    """Elements of the largest weight matrix on a rank (fused QKV, fused or plain FC1, FC2)."""
+    m, p = cfg.model, cfg.parallel
+    h = m.hidden_size
+    fc1 = m.ffn_size * h * (2 if m.activation == "swiglu" else 1)
+    return max(h * (m.q_size + 2 * m.kv_size), fc1, m.ffn_size * h) / p.tp
+
+
+def _optimizer_bytes(cfg: RunConfig) -> float:
+    """Optimizer moments per parameter: Adam and LAMB two fp32 moments, SGD one momentum."""
+    return 4.0 if cfg.training.optimizer == "sgd" else 8.0
+
+
+def _fp8_copies(cfg: RunConfig, linear: float) -> float:
+    """Bytes of Transformer Engine's cached fp8 weights for ``linear`` matmul parameters."""
+    t = cfg.training
+    if t.dtype != "fp8":
+        return 0.0
+    row, col = FP8_WEIGHT_LAYOUT_BYTES[t.fp8_recipe]
+    if _blackwell(cfg) and t.fp8_recipe in ("delayed", "current"):
+        col = 0.0
+    return linear * (row + col)
+
+
+def _weights(cfg: RunConfig, held: float, linear: float) -> float:
+    """16-bit parameters plus fp8 copies; with ``fp8_param_gather`` (Megatron
+    --fp8-param-gather) the matmul weights are stored only in fp8 (the parameter buffer is
+    uint8), so the 16-bit copy of those is gone."""
+    if cfg.training.dtype == "fp8" and cfg.training.fp8_param_gather:
+        return 2.0 * (held - linear) + _fp8_copies(cfg, linear)
+    return 2.0 * held + _fp8_copies(cfg, linear)
+
+
+def _megatron(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
+    """Megatron-core DDP (megatron/core/distributed/param_and_grad_buffer.py): parameters in a
+    contiguous 16-bit buffer, gradients in a contiguous buffer of the reduce dtype
+    (``grad_reduce_in_fp32``); the optimizer keeps fp32 main parameters and moments, sharded over
+    data-parallel ranks with the distributed optimizer (optimizer/distrib_optimizer.py), whole
+    without it. 16-bit gradients are cast to fp32 main gradients at the step."""
+    p, t = cfg.parallel, cfg.training
+    g = 4.0 if t.grad_reduce_in_fp32 else 2.0
+    moments = _optimizer_bytes(cfg)
+    if p.zero_stage >= 3:  # Megatron-FSDP: everything sharded, one layer gathered at a time
+        unit = _unit_params(cfg)
+        return ModelState(2.0 * sharded, g * sharded, (4.0 + moments) * sharded,
+                          backward=(("gathered layer parameters (current + prefetched)",
+                                     2 * 2.0 * unit + _fp8_copies(cfg, unit)),
+                                    ("unsharded layer gradients", g * unit)))
+    shard = sharded if p.shards_optimizer else held
+    step = () if g == 4.0 else (("fp32 main gradients", 4.0 * shard),)
+    return ModelState(_weights(cfg, held, linear), g * held, (4.0 + moments) * shard, step=step)
+
+
+def _deepspeed(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
+    """DeepSpeed's ZeRO optimizers (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py; the fp16
+    optimizer of runtime/fp16 for stage 0): 16-bit parameters flattened per group, 16-bit
+    gradients (stage 1 keeps every gradient until the step, stage 2 only its partition),
+    fp32 master partition and moments; at the step the gradient partition is flattened and
+    cast to fp32. Gradients are copied into a reduce bucket of ``reduce_bucket_size`` elements
+    (``contiguous_gradients``) before each reduction."""
+    p = cfg.parallel
+    moments = _optimizer_bytes(cfg)
+    bucket_elems = min(float(p.ddp_bucket_size or DEEPSPEED_REDUCE_BUCKET), held)
+    bucket = (("reduce bucket", 2.0 * bucket_elems),) if cfg.dp > 1 else ()
+    if p.zero_stage >= 3:
+        # ZeRO-3 gathers each submodule's own parameters before it runs (stage3.py
+        # fetch_sub_module) and prefetches up to stage3_prefetch_bucket_size elements ahead
+        gathered = 2.0 * (_largest_matrix(cfg) + min(DEEPSPEED_PREFETCH_BUCKET, held))
+        return ModelState(2.0 * sharded, 2.0 * sharded, (4.0 + moments) * sharded, bucket,
+                          backward=(("gathered submodule parameters (current + prefetched)",
+                                     gathered),),
+                          step=(("fp32 gradient partition", 4.0 * sharded),))
+    shard = sharded if p.shards_optimizer else held
+    grads = 2.0 * (sharded if p.zero_stage == 2 else held)
+    # stage 1 flattens its gradients into a bucket only at the accumulation boundary, after
+    # the last backward; stage 2 copies them in as the backward makes them (persistent)
+    persistent = bucket if p.zero_stage == 2 else ()
+    step = (() if p.zero_stage == 2 else bucket) + (
+        ("flat 16-bit gradient partition", 2.0 * shard), ("fp32 gradient partition", 4.0 * shard))
+    return ModelState(_weights(cfg, held, linear), grads, (4.0 + moments) * shard,
+                      persistent, step=step)
+
+
+def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
+    """PyTorch FSDP with mixed precision (torch/distributed/fsdp/_flat_param.py for FSDP1,
+    _composable/fsdp for FSDP2): each rank keeps its shard of the fp32 parameters and their fp32
+    gradients, Adam's moments for that shard (the fp32 parameter is the master copy); each wrapped
+    unit (a transformer layer) is all-gathered in the 16-bit ``param_dtype`` for its forward and
+    backward, with the next one prefetched, and its gradient is reduce-scattered in
+    ``reduce_dtype``. SHARD_GRAD_OP (zero_stage 2) keeps the gathered parameters from forward to
+    backward."""
+    p, t = cfg.parallel, cfg.training
+    g = 4.0 if t.grad_reduce_in_fp32 else 2.0
+    unit = _unit_params(cfg)
+    backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
+    weights = 4.0 * sharded
+    if p.zero_stage >= 3:
+        backward = (("gathered layer parameters (current + prefetched)",
+                     2 * 2.0 * unit + _fp8_copies(cfg, unit)),) + backward
+    else:  # SHARD_GRAD_OP / ZeRO-2: 16-bit parameters stay gathered through the step
+        weights += 2.0 * held
+    return ModelState(weights, 4.0 * sharded, _optimizer_bytes(cfg) * sharded, backward=backward)
+
+
+def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
+    """A plain PyTorch loop (torch/nn/parallel/distributed.py): fp32 parameters and gradients,
+    the optimizer's fp32 moments; DistributedDataParallel's reducer copies gradients into fp32
+    buckets (``gradient_as_bucket_view=False``, the default) when there is more than one rank;
+    ``torch.autocast`` casts each weight to 16 bits for its matmul and the backward keeps the
+    cast copy."""
+    buckets = (("DDP gradient buckets", 4.0 * held),) if cfg.dp > 1 else ()
+    autocast = (("autocast 16-bit weight copies", 2.0 * linear),)
+    return ModelState(4.0 * held, 4.0 * held, _optimizer_bytes(cfg) * held, buckets,
+                      backward=autocast)
+
+
+_LAYOUTS = {"megatron": _megatron, "deepspeed": _deepspeed, "fsdp1": _fsdp, "fsdp2": _fsdp,
+            "ddp": _ddp}
+
+
+def model_state(cfg: RunConfig, stage: int) -> ModelState:
+    """Model-state bytes of one rank of pipeline stage ``stage`` under the config's
+    ``parallel.data_parallel_impl``."""
+    held, sharded, linear = _split(cfg, stage)
+    return _LAYOUTS[cfg.parallel.data_parallel_impl](cfg, held, sharded, linear)
