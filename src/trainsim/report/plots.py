@@ -30,7 +30,7 @@ PARTS = (("compute_s", "compute", "#4c72b0"), ("tp", "exposed TP comm", "#dd8452
          ("optimizer_s", "optimizer step", "#55a868"), ("data_loading_s", "data loading", "#64b5cd"),
          ("other_s", "other", "#da8bc3"))
 MEMORY_PARTS = (("weights", "#4c72b0"), ("gradients", "#dd8452"), ("optimizer", "#55a868"),
-                ("activations", "#c44e52"), ("buffers", "#8172b3"))
+                ("activations", "#c44e52"), ("buffers", "#8172b3"), ("context", "#8c8c8c"))
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3",
            "#8c8c8c", "#ccb974", "#64b5cd")
 
