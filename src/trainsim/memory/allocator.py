@@ -24,10 +24,6 @@ from __future__ import annotations
 
 from trainsim.config import RunConfig
 
-GiB = 2**30
-ROUND_LARGE_BYTES = 2 * 2**20
-"""Large allocations are rounded up to multiples of 2 MiB (kRoundLarge)."""
-
 CUDA_CONTEXT_BYTES = 1573 * 2**20
 """CUDA context with PyTorch's, cuBLAS's and cuDNN's kernels loaded: 1573 MiB measured by
 nvidia-smi on an A100 with nothing allocated (bigscience-workshop/bigscience

@@ -32,6 +32,8 @@ from trainsim.memory.state import model_state
 from trainsim.workload.schedule import peak_in_flight, schedule
 
 GiB = 2**30
+MEMORY_KINDS = ("allocated", "reserved", "device")
+"""What a published memory figure counts (validation README ``memory_kind``)."""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -83,7 +85,7 @@ class MemoryBreakdown:
 
     def of_kind(self, kind: str) -> float:
         """The figure a measurement of ``kind`` (allocated, reserved, device) compares with."""
-        if kind not in ("allocated", "reserved", "device"):
+        if kind not in MEMORY_KINDS:
             raise ValueError(f"memory kind {kind!r} is not allocated, reserved or device")
         return float(getattr(self, kind))
 
@@ -225,13 +227,20 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     return out
 
 
+def _stage_layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters of the transformer layers on pipeline stage
+    ``stage``, before tensor and expert parallelism."""
+    m, p = cfg.model, cfg.parallel
+    layers = [i for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage for i in r]
+    experts = sum(layer_expert_params(m, i) for i in layers)
+    return sum(layer_params(m, i) for i in layers) - experts, experts
+
+
 def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters held by one rank of pipeline stage ``stage``:
     non-expert parameters are sharded over TP, experts over EP x expert-TP."""
     m, p = cfg.model, cfg.parallel
-    layers = [i for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage for i in r]
-    experts = sum(layer_expert_params(m, i) for i in layers)
-    dense = sum(layer_params(m, i) for i in layers) - experts
+    dense, experts = _stage_layer_split(cfg, stage)
     if stage == 0:
         dense += embedding_params(m)
     if stage == p.pp - 1:  # the head, and any multi-token-prediction modules
@@ -243,14 +252,24 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     return dense / p.tp, experts / (p.ep * p.etp)
 
 
+def stage_layer_params(cfg: RunConfig, stage: int) -> float:
+    """Parameters of the transformer (and multi-token-prediction) layers one rank of ``stage``
+    holds: the matmul weights fp8 GEMMs read, with their small norms; no embedding or head."""
+    m, p = cfg.model, cfg.parallel
+    dense, experts = _stage_layer_split(cfg, stage)
+    if stage == p.pp - 1 and m.mtp_num_layers:
+        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
+        dense, experts = dense + mtp_params(m) - mtp_experts, experts + mtp_experts
+    return dense / p.tp + experts / (p.ep * p.etp)
+
+
 def stage_params(cfg: RunConfig, stage: int) -> float:
     """Parameters held by one rank of pipeline stage ``stage``."""
     return sum(stage_param_split(cfg, stage))
 
 
-def _activations(cfg: RunConfig, stage: int) -> tuple[float, float]:
-    """(bytes of the micro-batches in flight at the peak, bytes of one in-flight micro-batch's
-    largest chunk) on one rank of ``stage``."""
+def _activations(cfg: RunConfig, stage: int) -> float:
+    """Bytes of the micro-batches in flight at the peak on one rank of ``stage``."""
     p, m = cfg.parallel, cfg.model
     kept: dict[tuple[bool, bool], float] = {}  # by (routed experts, recomputed whole)
 
@@ -282,7 +301,7 @@ def _activations(cfg: RunConfig, stage: int) -> tuple[float, float]:
     else:
         inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches),
                                   dict(enumerate(chunk_bytes)))
-    return inflight, max(chunk_bytes)
+    return inflight
 
 
 def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
@@ -304,7 +323,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     (model state, the micro-batches in flight, the loss or a recomputed layer, the framework's
     backward buffers) and the optimizer step's (model state and the step's buffers)."""
     state = model_state(cfg, stage)
-    inflight, _ = _activations(cfg, stage)
+    inflight = _activations(cfg, stage)
     backward = list(state.persistent) + list(state.backward) + _backward_temporaries(cfg, stage)
     step = list(state.persistent) + list(state.step)
     base = state.weights + state.gradients + state.optimizer

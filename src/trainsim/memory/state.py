@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
-from trainsim.model.counts import embedding_params, layer_params, output_layer_params
+from trainsim.model.counts import layer_params
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
 """DeepSpeed's ``reduce_bucket_size`` default, elements (deepspeed/runtime/zero/constants.py
@@ -77,20 +77,11 @@ def _split(cfg: RunConfig, stage: int) -> tuple[float, float, float]:
     """(held, sharded, linear) parameters of a stage's rank: what it holds unsharded, the same
     sharded over data parallelism, and the share inside transformer layers' matmuls (the weights
     fp8 GEMMs read)."""
-    from trainsim.memory.estimate import stage_param_split
+    from trainsim.memory.estimate import stage_layer_params, stage_param_split
 
-    p, m = cfg.parallel, cfg.model
     dense, experts = stage_param_split(cfg, stage)
-    held = dense + experts
-    sharded = dense / (cfg.dp * p.cp) + experts / cfg.edp
-    outside = 0.0
-    if stage == 0:
-        outside += embedding_params(m) / p.tp
-    if stage == p.pp - 1:
-        outside += output_layer_params(m) / p.tp
-        if m.tied_embeddings and p.pp > 1:
-            outside += m.vocab_size * m.hidden_size / p.tp
-    return held, sharded, max(0.0, held - outside)
+    sharded = dense / (cfg.dp * cfg.parallel.cp) + experts / cfg.edp
+    return dense + experts, sharded, stage_layer_params(cfg, stage)
 
 
 def _unit_params(cfg: RunConfig) -> float:

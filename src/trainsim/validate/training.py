@@ -16,6 +16,7 @@ from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory import estimate_stage_memory
+from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell
 
@@ -231,7 +232,7 @@ def predict_training_row(row: dict[str, str]) -> RowResult:
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}
     kind = _cell(row, "memory_kind")
-    if kind is not None and kind not in ("allocated", "reserved", "device"):
+    if kind is not None and kind not in MEMORY_KINDS:
         res.error = f"memory_kind={kind!r} is not allocated, reserved or device"
         return res
     # a figure of the kind the row measured, at the stage whose figure is largest
