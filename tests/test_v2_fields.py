@@ -192,3 +192,35 @@ def test_attention_implementations_are_separate_kernels():
     assert cfg(training={"attention": "flash"}).training.attention == "flash2"
     with pytest.raises(ConfigError, match="did you mean 'flash3'"):
         cfg(training={"attention": "flash33"})
+
+
+def _bridge_moe_row(**cells: str) -> dict[str, str]:
+    row = {"id": "t", "model": "deepseek-v3", "gpu": "b200-sxm-180gb", "num_gpus": "256",
+           "gpus_per_node": "8", "tp": "1", "pp": "8", "ep": "32", "global_batch_size": "4096",
+           "seq_length": "4096", "micro_batch_size": "1", "framework": "megatron-bridge",
+           "framework_version": "26.04", "measured_iteration_s": "1"}
+    row.update(cells)
+    return row
+
+
+def test_tuner_tries_recipe_recompute_modules_and_deepep_where_the_framework_has_them():
+    from trainsim.validate.training import _training_base, _with
+
+    raw, unknown = _training_base(_bridge_moe_row())
+    assert "selective:mla_up_proj;mlp" in unknown["recompute"]  # MLA + MoE model
+    assert "selective:layernorm;moe_act" in unknown["recompute"]
+    assert unknown["moe_token_dispatcher_type"] == ["alltoall", "deepep"]
+    cfg = run_config_from_dict(_with(raw, {"recompute": "selective:mla_up_proj;mlp",
+                                           "moe_token_dispatcher_type": "deepep",
+                                           "pipeline_model_parallel_layout": "balanced"}))
+    assert cfg.parallel.recompute_modules == ("mla_up_proj", "mlp")
+    assert cfg.parallel.moe_token_dispatcher_type == "deepep"
+    # a stated dispatcher is kept; a framework without recompute modules gets none, and a
+    # dense model only core attention
+    _, stated = _training_base(_bridge_moe_row(moe_dispatcher="alltoall"))
+    assert "moe_token_dispatcher_type" not in stated
+    _, old = _training_base(_bridge_moe_row(framework="megatron-core", framework_version="0.9"))
+    assert old["recompute"] == ["none", "selective", "full"]
+    assert "moe_token_dispatcher_type" not in old
+    _, dense = _training_base(_bridge_moe_row(model="llama3-70b", ep="1"))
+    assert dense["recompute"] == ["none", "selective", "full"]

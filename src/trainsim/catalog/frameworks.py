@@ -95,6 +95,13 @@ def _attention_list(v: Any) -> str | None:
     return f"{bad} not in {list(ATTENTION)}" if bad else None
 
 
+def _dispatcher_list(v: Any) -> str | None:
+    if not isinstance(v, list) or not v:
+        return "expected a non-empty list of MoE token dispatchers or null"
+    bad = [x for x in v if x not in MOE_DISPATCHERS]
+    return f"{bad} not in {list(MOE_DISPATCHERS)}" if bad else None
+
+
 def _grad_reduce(v: Any) -> str | None:
     if not isinstance(v, dict):
         return "expected a mapping {fp16: ..., bf16: ..., fp8: ...}"
@@ -126,6 +133,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "overlap_grad_reduce": _nullable(_bool),  # data-parallel reduction can overlap the backward
     "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
     "attention_kernels": _nullable(_attention_list),  # attention implementations the user may pick
+    "moe_dispatchers": _nullable(_dispatcher_list),  # MoE token dispatchers the user may pick
+    "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -227,7 +236,8 @@ class FrameworkProfile:
     def supports(self, feature: str) -> bool | None:
         """Whether the framework could do ``feature`` at this version; None when unknown.
 
-        ``feature`` is a key of ``features`` or an attention implementation name (``flash2``)."""
+        ``feature`` is a key of ``features``, an attention implementation name (``flash2``) or
+        a MoE token dispatcher (``deepep``)."""
         if feature in self.features:
             value = self.features[feature]
             if value is None or isinstance(value, bool):
@@ -238,6 +248,9 @@ class FrameworkProfile:
         if feature in ATTENTION:
             kernels = self.features.get("attention_kernels")
             return None if kernels is None else feature in kernels
+        if feature in MOE_DISPATCHERS:
+            dispatchers = self.features.get("moe_dispatchers")
+            return None if dispatchers is None else feature in dispatchers
         raise CatalogError(f"unknown framework feature '{feature}'{suggest(feature, FEATURES)}; "
                            f"known: {', '.join(FEATURES)}")
 

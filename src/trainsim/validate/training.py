@@ -135,11 +135,17 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
     if _cell(row, "sequence_parallel") is None:
         unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
             can("sequence_parallel") else [False]
+    preset = model_dict(row["model"]) if row["model"] in names("models") else {}
     if _cell(row, "recompute") is None:
-        unknown["recompute"] = ["none", "selective", "full"]
-    layers = _cell(row, "num_layers")
-    if layers is None and row["model"] in names("models"):
-        layers = model_dict(row["model"]).get("num_layers")
+        unknown["recompute"] = ["none", "selective", *_selective_sets(row, preset, profile),
+                                "full"]
+    if _cell(row, "moe_dispatcher") is None and int(_cell(row, "ep") or 1) > 1 and \
+            profile is not None and profile.supports("deepep"):
+        # the perf recipes of Megatron-based frameworks pick the flex (DeepEP) dispatcher for
+        # cross-node expert parallelism; the profile's default is the first choice
+        default = profile.defaults.get("moe_dispatcher") or "alltoall"
+        unknown["moe_token_dispatcher_type"] = [default, "deepep"]
+    layers = _cell(row, "num_layers") or preset.get("num_layers")
     if _cell(row, "pipeline_layout") is None and layers and int(layers) % int(row["pp"]) and \
             (profile is None or profile.supports("uneven_pipeline") is not False):
         # the even split cannot run: the authors placed the layers by hand
@@ -148,6 +154,24 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+#: Megatron-core ``--recompute-modules`` sets that MoE and MLA recipes use besides core
+#: attention (Megatron-Bridge DeepSeek-V3 ``mla_up_proj;mlp``, gpt-oss ``layernorm;moe_act``,
+#: Megatron MoE model zoo Qwen3 ``layernorm;moe_act`` and ``moe``).
+MOE_RECOMPUTE_SETS = ("moe_act", "layernorm;moe_act", "moe")
+MLA_RECOMPUTE_SETS = ("mla_up_proj", "mla_up_proj;mlp", "mla_up_proj;layernorm;moe_act")
+
+
+def _selective_sets(row: dict[str, str], preset: dict[str, Any], profile: Any) -> list[str]:
+    """Selective-recompute candidates beyond core attention, as ``selective:<modules>``, for
+    frameworks with Megatron-core's ``--recompute-modules`` (its profile lists the layout)."""
+    if profile is None or not profile.supports("recompute_modules"):
+        return []
+    moe = (_cell(row, "num_experts") or preset.get("num_experts") or 0) not in (0, "0", "1")
+    mla = preset.get("kv_lora_rank") is not None
+    sets = (MOE_RECOMPUTE_SETS if moe else ()) + (MLA_RECOMPUTE_SETS if mla else ())
+    return [f"selective:{m}" for m in sets]
 
 
 def _preset_window(model: dict[str, Any]) -> int | None:
@@ -161,6 +185,8 @@ def _with(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for key, value in choice.items():
         sec = "training" if key == "micro_batch_size" else "parallel"
+        if key == "recompute" and value.startswith("selective:"):
+            value, out[sec]["recompute_modules"] = "selective", value.split(":", 1)[1].split(";")
         out[sec][key] = value
     return out
 
