@@ -9,9 +9,12 @@ The constants are global and physical, each with its source:
   Below the ceiling, wave quantization: output tiles of 128x128 are spread over the SMs in
   whole waves, so a GEMM with 1.1 waves of tiles runs at 1.1/2 of the ceiling
   (NVIDIA, *Matrix Multiplication Background User's Guide*, "wave quantization").
-* Fused attention: each implementation runs at its own fraction of the GEMM ceiling, forward
-  and backward (``ATTENTION_OF_GEMM``, sources there); kernels written for Ampere lose half
-  of it on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``).
+* Fused attention: each implementation's matmuls run at its own fraction of the GEMM ceiling,
+  forward and backward (``ATTENTION_OF_GEMM``); the softmax exponentials on the special-function
+  units and a fixed cost per query row come on top; kernels written for Ampere lose half of the
+  rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``).
+* GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
+  idle SMs when the output has too few tiles.
 * Memory-bound kernels reach ~85 % of HBM bandwidth (STREAM-like copy kernels on A100/H100).
 * Each kernel launch costs ~3 us of GPU time that cannot overlap its own work (stream
   serialization, tail effects); NVIDIA Nsight traces of Megatron show 2-5 us gaps.
@@ -26,45 +29,47 @@ from trainsim.config import GPUSpec
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
-    "flash2": (0.70, 0.58),
-    "flash3": (0.77, 0.64),
-    "cudnn": (0.77, 0.64),
-    "flash4": (0.76, 0.63),
+    "flash2": (1.04, 0.79),
+    "cudnn": (1.12, 0.67),
 }
-"""(forward, backward) rate of each fused attention kernel as a fraction of the GEMM ceiling
-of the GPU it was written for, at typical training shapes (2k-16k tokens, head dim 64-128).
+"""(forward, backward) rate of a fused attention kernel's matmuls as a fraction of the GEMM
+ceiling of the GPU it was written for; the softmax exponentials and each query row's fixed
+work are priced beside it (``SOFTMAX_EXP_EXPOSED``, ``ATTN_ROW_OVERHEAD_KEYS``), so a rate can
+pass 1: the main loop of a long-sequence kernel outruns a general GEMM's measured maximum.
 
-* ``flash2``: Dao 2023 (FlashAttention-2, arXiv:2307.08691) Figs. 4-6 on A100: ~190-230
-  TFLOP/s forward and ~160-190 backward against cuBLAS' ~270. Its abstract's peak, "up to 73%
-  of the theoretical maximum" (228 of 312 TFLOP/s = 0.85 of A100's MAMF), puts the typical
-  rate at 0.70 / 0.85 = 0.82 of the peak; the other papers' headline peaks are turned into
-  typical rates by that same 0.82.
-* ``flash3``: Shah et al. 2024 (FlashAttention-3, arXiv:2407.08608) abstract: "up to 740
-  TFLOPs/s (75% utilization)" in FP16 on H100, i.e. 0.93 of H100's MAMF (792), times 0.82.
-* ``cudnn``: the same as FA3 on Hopper: the FA3 paper's Figs. 5-6 (H100, cuDNN 9) put cuDNN's
-  fused attention within ~10% of FA3, ahead at short sequences and behind at long ones.
-* ``flash4``: Zadouri et al. 2026 (FlashAttention-4, arXiv:2603.05451) abstract: "up to 1613
-  TFLOPs/s (71% utilization)" in BF16 on B200, i.e. 0.92 of B200's MAMF (1745), times 0.82.
-
-Backward rates without a headline figure (FA3, cuDNN, FA4) keep FA2's backward/forward ratio
-(0.58 / 0.70 = 0.83): five matmuls and the dS recomputation weigh on every generation alike.
-``sdpa`` is PyTorch's flash backend, i.e. FA2; ``flash1`` runs at ``FLASH1_OF_FLASH2`` of FA2;
-``triton`` (llm-foundry's default, Tri Dao's Triton port of the FA2 algorithm,
-``flash_attn_triton.py``) is priced as FA2 (Ampere-style ``mma`` like it); ``flex``
-(torch FlexAttention) at ``FLEX_OF_FLASH2``.
+Two families: ``flash2`` (Ampere's synchronous ``mma``: FA2, and FA1 at ``FLASH1_OF_FLASH2``,
+PyTorch SDPA's flash backend, llm-foundry's Triton port, FlexAttention at ``FLEX_OF_FLASH2``)
+and ``cudnn`` (warp-specialised, asynchronous ``wgmma``/``tcgen05`` kernels: cuDNN's fused
+attention and FlashAttention-3 and -4, which the FA3 paper's Figs. 5-6 put within ~10 % of
+cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
 """
+ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "triton": "flash2",
+                    "flex": "flash2", "flash3": "cudnn", "cudnn": "cudnn", "flash4": "cudnn"}
+ATTN_ROW_OVERHEAD_KEYS = 150
+"""Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
+rescale and the output write cost as much as ~150 more keys, so short sequences run below the
+long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate).
+Causal kernels also compute the diagonal block in full: +64 keys per row (128-wide blocks).
+Fitted with ``ATTENTION_OF_GEMM``."""
+ATTN_BLOCK = 128
+SOFTMAX_EXP_EXPOSED = 1.0
+"""Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
+not hidden under the matmuls (the fit finds 1.01: none is hidden). It is what makes head dim 64 slower per FLOP than 128 (half the
+matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
+FMA units (Zadouri et al. 2026, §3), so it pays half. Fitted with ``ATTENTION_OF_GEMM``."""
 FLEX_OF_FLASH2 = (0.90, 0.85)
 """FlexAttention reaches "90% of FlashAttention2's performance in the forward pass and 85% in
 the backward pass" (PyTorch blog, "FlexAttention: The Flexibility of PyTorch with the
 Performance of FlashAttention", August 2024)."""
-FLASH1_OF_FLASH2 = 0.5
+FLASH1_OF_FLASH2 = 0.43
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
-compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100)."""
+compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.43."""
 AMPERE_KERNEL_ON_HOPPER = 0.51
 """FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
 runs at "only 35% utilization on the H100" (FA3 paper, abstract: 0.44 of H100's MAMF) against
-73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51."""
+73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51 (the kernel fit
+finds 0.51 too)."""
 AMPERE_KERNELS = frozenset({"flash1", "flash2", "sdpa", "triton", "flex"})
 ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
 """Fused attention with dropout generates a Philox random number per score, in the forward
@@ -73,6 +78,16 @@ no-dropout rate for cuDNN and FlashAttention kernels (Dao-AILab/flash-attention 
 HBM_EFFICIENCY = 0.85
 LAUNCH_S = 3e-6
 TILE = 128
+GEMM_TILE_OVERHEAD_K = 251
+"""Fixed cost of one 128x128 output tile (prologue: pipeline fill; epilogue: convert and store
+C), in k-steps of the 16-bit main loop: a tile's time is ~ (k + 251) / k of its main loop, so
+short-k GEMMs fall below the ceiling (measured fp8 M=N=8192 rises from 569 to 1,541 TFLOP/s as
+k grows). The cost is a time, the same in every dtype, so in k-steps it scales with the dtype's
+rate: x1.77 for fp8 on H100. Fitted by ``benchmarks/fit_kernels.py`` to the GEMM rows of
+``kernels_h100_measured.csv`` and ``kernels_published.csv`` (fit sources; see RESULTS.md)."""
+SPLIT_K_MIN = 512
+"""cuBLAS and CUTLASS split the k loop over idle SMs when the output has fewer tiles than the
+GPU has SMs, keeping each split at least this deep (the fit is flat from 256 to 1,024)."""
 
 
 def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
@@ -83,8 +98,7 @@ def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
 
 def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
     """Fraction of ``gpu``'s GEMM ceiling a fused attention kernel ``impl`` reaches."""
-    base = "flash2" if impl in ("flash1", "sdpa", "triton", "flex") else impl
-    fwd, bwd = ATTENTION_OF_GEMM[base]
+    fwd, bwd = ATTENTION_OF_GEMM[ATTENTION_FAMILY[impl]]
     frac = bwd if backward else fwd
     if impl == "flash1":
         frac *= FLASH1_OF_FLASH2
@@ -111,10 +125,16 @@ class RooflineModel:
         self._cache: dict[object, float] = {}
 
     def gemm_efficiency(self, op: Gemm) -> float:
-        """Fraction of the GEMM ceiling left after wave quantization."""
+        """Fraction of the GEMM ceiling left after wave quantization (with split-k when the
+        tiles cannot fill the GPU) and each tile's fixed prologue and epilogue."""
+        sms = self.gpu.num_sms
         tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
-        waves = tiles / self.gpu.num_sms
-        return waves / math.ceil(waves)
+        split = max(1, min(sms // tiles, op.k // SPLIT_K_MIN)) if tiles < sms else 1
+        waves = tiles * split / sms
+        k = op.k / split
+        overhead_k = GEMM_TILE_OVERHEAD_K * (self.gpu.gemm_ceiling(op.dtype)
+                                             / self.gpu.gemm_ceiling("bf16"))
+        return waves / math.ceil(waves) * k / (k + overhead_k)
 
     def time(self, op: Gemm | Attention | Elementwise) -> float:
         t = self._cache.get(op)
@@ -134,7 +154,13 @@ class RooflineModel:
             frac = attention_fraction(op.impl, op.backward, self.gpu)
             if op.dropout:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
-            return max(op.flops / (peak * frac), op.bytes / bw) + LAUNCH_S
+            # each query row's fixed work and the causal diagonal block, in key columns
+            extra = ATTN_ROW_OVERHEAD_KEYS + (ATTN_BLOCK / 2 if op.causal else 0)
+            scores = op.batch * op.heads * (op.pairs + op.q_len * extra)
+            mma = op.flops * scores / (op.batch * op.heads * op.pairs) / (peak * frac)
+            exp_rate = self.gpu.flops("bf16") / self.gpu.flops_per_exp
+            exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
+            return max(mma + exposed * scores / exp_rate, op.bytes / bw) + LAUNCH_S
         if isinstance(op, Elementwise):
             return op.bytes / bw + LAUNCH_S
         raise TypeError(f"not a compute op: {op!r}")

@@ -63,6 +63,15 @@ class GPUSpec:
     GPU: best large GEMM, e.g. Bekman's MAMF finder)."""
     mamf_fraction_fp8: float | None = None
     """The same for fp8 GEMMs against the fp8 peak; None = mamf_fraction."""
+    flops_per_exp: float = 256.0
+    """Tensor-core 16-bit FLOPs per special-function (exp) result at the same clock: the SMs'
+    MUFU units give 16 results per clock per SM while the tensor cores' rate doubles each
+    generation, so 128 on Ampere (A100: 312 TFLOP/s vs 108 SMs x 16 x 1.41 GHz), 256 on
+    Hopper ("989 TFLOPS of FP16 matmul but only 3.9 TFLOPS of special functions", FA3 paper
+    §3.1) and 512 on Blackwell (FA4 paper §1). Softmax in attention pays one exp per score."""
+    sustained_of_burst: float = SUSTAINED_OF_BURST
+    """Matmul rate during training over the rate of one GPU benchmarked alone (see
+    ``gemm_ceiling``); 1.0 prices a kernel microbenchmark, which runs at the burst clock."""
     tdp_w: float = 700.0
     power_limit_w: float | None = None
     """Board power limit the GPUs run under (``nvidia-smi -pl``); None = tdp_w. A limit below
@@ -81,9 +90,13 @@ class GPUSpec:
     def __post_init__(self) -> None:
         require_positive(f"gpu[{self.name}]", hbm_bytes=self.hbm_bytes, hbm_bw_Bps=self.hbm_bw_Bps,
                          nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms,
-                         tdp_w=self.tdp_w, power_limit_w=self.power_limit_w)
+                         tdp_w=self.tdp_w, power_limit_w=self.power_limit_w,
+                         flops_per_exp=self.flops_per_exp)
         if not self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
+        if not 0 < self.sustained_of_burst <= 1:
+            raise ConfigError(f"gpu[{self.name}].sustained_of_burst={self.sustained_of_burst:g} "
+                              "must be in (0, 1]")
         if self.power_limit_w is not None and self.power_limit_w > self.tdp_w:
             raise ConfigError(
                 f"gpu[{self.name}].power_limit_w={self.power_limit_w:g} exceeds "
@@ -95,13 +108,14 @@ class GPUSpec:
         MAMF is a boost-clock burst; a GPU in a training job runs power-saturated, at the
         sustained rate (MSMF). Bekman's measurements with all 8 GPUs of a node busy give
         MSMF/MAMF = 701/826 = 0.85 on H200 and 1439/1758 = 0.82 on B200 (ml-engineering,
-        mamf-finder "alone vs all-8 concurrent"); we use 0.85 for every GPU. A board power
+        mamf-finder "alone vs all-8 concurrent"); we use 0.85 for every GPU
+        (``sustained_of_burst``; 1.0 for a kernel benchmarked alone). A board power
         limit below the TDP lowers it further (``power_limited_rate``).
         """
         frac = self.mamf_fraction
         if dtype == "fp8" and "fp8" in self.peak_flops:
             frac = self.mamf_fraction_fp8 or self.mamf_fraction
-        return self.flops(dtype) * frac * SUSTAINED_OF_BURST * self.power_scale
+        return self.flops(dtype) * frac * self.sustained_of_burst * self.power_scale
 
     @property
     def board_power_w(self) -> float:

@@ -42,7 +42,8 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
 
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "validation"
-BUNDLED_FILES = ("kernels_published.csv", "collectives_public.csv", "training_public.csv")
+BUNDLED_FILES = ("kernels_published.csv", "kernels_h100_measured.csv", "collectives_public.csv",
+                 "training_public.csv")
 """Published measurements shipped with the package (a copy of shared/validation, with its
 README naming every source), run by ``trainsim validate`` without a file; training last, so
 the last line printed is the training summary."""

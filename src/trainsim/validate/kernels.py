@@ -14,6 +14,7 @@ predicted time, so the two differ only by the time.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -53,7 +54,10 @@ MOE_ROUTER_OPS = ("router", "router_topk_softmax")
 
 @functools.cache
 def _model(gpu_name: str) -> ChainModel:
-    return compute_model_for(catalog_gpu(gpu_name), "auto", catalog_gpu)
+    """A kernel benchmark runs one GPU alone at its burst clock, not power-saturated beside
+    seven others as in training (``GPUSpec.sustained_of_burst``)."""
+    gpu = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)
+    return compute_model_for(gpu, "auto", catalog_gpu)
 
 
 def _int(row: dict[str, str], key: str) -> int:
