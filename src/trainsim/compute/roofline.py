@@ -54,8 +54,8 @@ Fitted with ``ATTENTION_OF_GEMM``."""
 ATTN_BLOCK = 128
 SOFTMAX_EXP_EXPOSED = 1.0
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
-not hidden under the matmuls (the fit finds 1.01: none is hidden). It is what makes head dim 64 slower per FLOP than 128 (half the
-matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
+not hidden under the matmuls (the fit finds 1.01: none is hidden). It is what makes head dim
+64 slower per FLOP than 128 (half the matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
 FMA units (Zadouri et al. 2026, §3), so it pays half. Fitted with ``ATTENTION_OF_GEMM``."""
 FLEX_OF_FLASH2 = (0.90, 0.85)
 """FlexAttention reaches "90% of FlashAttention2's performance in the forward pass and 85% in
@@ -70,7 +70,7 @@ Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` wit
 runs at "only 35% utilization on the H100" (FA3 paper, abstract: 0.44 of H100's MAMF) against
 73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51 (the kernel fit
 finds 0.51 too)."""
-AMPERE_KERNELS = frozenset({"flash1", "flash2", "sdpa", "triton", "flex"})
+AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
 ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
 """Fused attention with dropout generates a Philox random number per score, in the forward
 and again in the backward: measured at 75-85 % (forward) and 60-70 % (backward) of the
@@ -156,8 +156,9 @@ class RooflineModel:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
             # each query row's fixed work and the causal diagonal block, in key columns
             extra = ATTN_ROW_OVERHEAD_KEYS + (ATTN_BLOCK / 2 if op.causal else 0)
-            scores = op.batch * op.heads * (op.pairs + op.q_len * extra)
-            mma = op.flops * scores / (op.batch * op.heads * op.pairs) / (peak * frac)
+            stretch = 1.0 + op.q_len * extra / op.pairs  # scores computed per useful score
+            scores = op.batch * op.heads * op.pairs * stretch
+            mma = op.flops * stretch / (peak * frac)
             exp_rate = self.gpu.flops("bf16") / self.gpu.flops_per_exp
             exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
             return max(mma + exposed * scores / exp_rate, op.bytes / bw) + LAUNCH_S

@@ -165,10 +165,10 @@ MLA_RECOMPUTE_SETS = ("mla_up_proj", "mla_up_proj;mlp", "mla_up_proj;layernorm;m
 
 def _selective_sets(row: dict[str, str], preset: dict[str, Any], profile: Any) -> list[str]:
     """Selective-recompute candidates beyond core attention, as ``selective:<modules>``, for
-    frameworks with Megatron-core's ``--recompute-modules`` (its profile lists the layout)."""
+    frameworks whose profile has Megatron-core's ``--recompute-modules``."""
     if profile is None or not profile.supports("recompute_modules"):
         return []
-    moe = (_cell(row, "num_experts") or preset.get("num_experts") or 0) not in (0, "0", "1")
+    moe = int(_cell(row, "num_experts") or preset.get("num_experts") or 0) > 1
     mla = preset.get("kv_lora_rank") is not None
     sets = (MOE_RECOMPUTE_SETS if moe else ()) + (MLA_RECOMPUTE_SETS if mla else ())
     return [f"selective:{m}" for m in sets]
