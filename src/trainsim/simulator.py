@@ -30,6 +30,7 @@ from trainsim.workload.layers import (
     layer_forward,
     layer_recompute,
     shard_of,
+    zero3_tensor_gathers,
 )
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.schedule import schedule
@@ -286,8 +287,26 @@ class _TaskGraph:
         self.send = Priced(((PP, pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp")),
                              "p2p send"),))
         self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
+        self._gathered: dict[tuple[int, int], Priced] = {}
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
+        self.blocking = self._blocking_gathers() if (
+            self.fsdp and p.zero3_gather == "per_parameter") else {}
+
+    def _blocking_gathers(self) -> dict[int, tuple[Priced, Priced]]:
+        """(before the forward, before the backward) of each virtual stage under per-tensor
+        ZeRO-3: every gather waits for the previous one and the module waits for all of them;
+        a recomputed layer gathers its tensors again for the recompute."""
+        cfg, out = self.cfg, {}
+        ranges = cfg.virtual_stage_layers()
+        recomputed = cfg.recomputed_layers
+        for v, layers in enumerate(ranges):
+            first, last = v == 0, v == len(ranges) - 1
+            fwd = self.pricer.price(zero3_tensor_gathers(cfg, layers, first, last))
+            again = [i for i in layers if i in recomputed]
+            redo = self.pricer.price(zero3_tensor_gathers(cfg, again, False, False))
+            out[v] = (fwd, fwd + redo)
+        return out
 
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
@@ -372,13 +391,30 @@ class _TaskGraph:
                 raise RuntimeError("pipeline schedule has a cycle")
 
     def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
-        if self.fsdp:
+        work = self.chunks[v].fwd
+        if v in self.blocking:
+            work = self._with_gathers(work, self.blocking[v][0])
+        elif self.fsdp:
             deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"F mb{mb}")
-        return self.pass_and_send(s, self.chunks[v].fwd, deps, f"F mb{mb} c{chunk}",
+        return self.pass_and_send(s, work, deps, f"F mb{mb} c{chunk}",
                                   v < self.pp * self.vpp - 1)
+
+    def _with_gathers(self, work: Priced, gathers: Priced) -> Priced:
+        """A pass preceded by its blocking gathers (one long-lived Priced per pass, so
+        ``pass_and_send`` can cache on its id)."""
+        key = (id(work), id(gathers))
+        out = self._gathered.get(key)
+        if out is None:
+            out = self._gathered[key] = gathers + work
+        return out
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
         ch = self.chunks[v]
+        if v in self.blocking:
+            i, out = self.pass_and_send(s, self._with_gathers(ch.bwd, self.blocking[v][1]), deps,
+                                        f"B mb{mb} c{chunk}", v > 0)
+            self._reduce_scatter(s, i, mb)
+            return out
         if self.fsdp:
             deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"B mb{mb}")
         reduces_grads = any(size > 1 for _, _, size in self.groups[s])
@@ -389,14 +425,18 @@ class _TaskGraph:
             stream = "pp" if self.p.overlap_p2p_comm else "compute"
             return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
         i, out = self.pass_and_send(s, ch.bwd, deps, f"B mb{mb} c{chunk}", v > 0)
-        if self.fsdp:  # gradients reduce-scattered after every backward pass
-            for params, group, size in self.groups[s]:
-                if size > 1 and params > 0:
-                    self.fsdp_reduce[s].append(self.comm(
-                        s, "grad_reduce_scatter", "reduce_scatter",
-                        params / self.vpp * self.grad_bytes, group, [i],
-                        f"ZeRO-3 grad reduce-scatter {group} mb{mb}"))
+        if self.fsdp:
+            self._reduce_scatter(s, i, mb)
         return out
+
+    def _reduce_scatter(self, s: int, after: int, mb: int) -> None:
+        """ZeRO-3 gradients, reduce-scattered after every backward pass."""
+        for params, group, size in self.groups[s]:
+            if size > 1 and params > 0:
+                self.fsdp_reduce[s].append(self.comm(
+                    s, "grad_reduce_scatter", "reduce_scatter",
+                    params / self.vpp * self.grad_bytes, group, [after],
+                    f"ZeRO-3 grad reduce-scatter {group} mb{mb}"))
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward, split where gradient buckets become ready."""

@@ -29,6 +29,7 @@ _DEFAULTED = (
     ("parallel", "moe_token_dispatcher_type", "moe_dispatcher"),
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
     ("parallel", "data_parallel_impl", "data_parallel_impl"),
+    ("parallel", "zero3_gather", "zero3_gather"),
     ("training", "expandable_segments", "expandable_segments"),
     ("training", "fp8_param_gather", "fp8_param_gather"),
 )

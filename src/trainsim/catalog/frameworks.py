@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config._build import suggest
-from trainsim.config.parallel import DATA_PARALLEL_IMPLS
+from trainsim.config.parallel import DATA_PARALLEL_IMPLS, ZERO3_GATHER
 from trainsim.errors import CatalogError
 
 _DIR = Path(__file__).parent / "frameworks"
@@ -54,7 +54,6 @@ FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
 MOE_DISPATCHERS = ("alltoall", "allgather", "deepep")
 UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition")
 TP_BACKWARD_ALLREDUCE = ("async", "blocking")
-ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
 
 #: words that would make a key a speed knob; a profile may not contain them.
 FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")

@@ -163,5 +163,5 @@ class RooflineModel:
             exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
             return max(mma + exposed * scores / exp_rate, op.bytes / bw) + LAUNCH_S
         if isinstance(op, Elementwise):
-            return op.bytes / bw + LAUNCH_S
+            return op.bytes / bw + op.kernels * LAUNCH_S
         raise TypeError(f"not a compute op: {op!r}")

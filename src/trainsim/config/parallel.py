@@ -10,6 +10,7 @@ from trainsim.config.layout import first_last, is_first_last, parse_layout
 from trainsim.errors import ConfigError
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
+ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe",
                      "shared_experts")
 
@@ -92,6 +93,13 @@ class ParallelConfig:
     and, with pp > 1, its PipelineEngine), ``fsdp1`` / ``fsdp2`` (PyTorch FSDP: FlatParameter
     units / per-parameter DTensor shards), ``ddp`` (PyTorch DistributedDataParallel with fp32
     parameters under autocast). A framework profile sets it."""
+    zero3_gather: Literal["per_parameter", "per_unit", "per_block"] | None = None
+    """How ZeRO-3 / FSDP gathers parameters before a pass: ``per_block`` / ``per_unit`` (FSDP:
+    one all-gather per wrapped unit, prefetched ahead of the compute that needs it) or
+    ``per_parameter`` (DeepSpeed ZeRO-3 of 2021: one blocking all-gather per parameter tensor,
+    issued and waited for by the module hook before the module runs, again before its
+    recompute and before its backward). None: gathered per pass, prefetched. A framework
+    profile sets it."""
 
     def __post_init__(self) -> None:
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
@@ -105,6 +113,9 @@ class ParallelConfig:
             raise ConfigError(f"parallel.data_parallel_impl='{self.data_parallel_impl}' is "
                               f"unknown{suggest(self.data_parallel_impl, DATA_PARALLEL_IMPLS)}; "
                               f"known: {', '.join(DATA_PARALLEL_IMPLS)}")
+        if self.zero3_gather is not None and self.zero3_gather not in ZERO3_GATHER:
+            raise ConfigError(f"parallel.zero3_gather='{self.zero3_gather}' is unknown; "
+                              f"known: {', '.join(ZERO3_GATHER)}")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
         if self.sequence_parallel and self.tp == 1:

@@ -63,6 +63,42 @@ def layer_expert_params(m: ModelConfig, index: int) -> int:
     return expert_params(m) if m.is_moe_layer(index) else 0
 
 
+def layer_tensors(m: ModelConfig, index: int = 0) -> list[tuple[int, bool]]:
+    """Parameter tensors of layer ``index`` as Megatron lays them out, as (elements, routed
+    expert): fused QKV, output projection, fc1 (gate and up fused for SwiGLU), fc2, their
+    biases and the norms; for an MoE layer the router, shared experts and every routed
+    expert's fc1 and fc2. Frameworks that gather parameters one tensor at a time (DeepSpeed
+    ZeRO-3) issue one collective per tensor. Their sum is ``layer_params``."""
+    h = m.hidden_size
+    mats = 3 if m.activation == "swiglu" else 2
+    bias = m.add_bias_linear
+    norms = [(h, False)] * (2 if m.normalization == "layernorm" else 1)
+    attn = attention_params(m)
+    qkv = attention_matrices(m) - m.v_dim * h
+    out: list[tuple[int, bool]] = [(qkv, False), (m.v_dim * h, False), *norms, *norms]
+    rest = attn - qkv - m.v_dim * h  # biases and MLA's norms
+    if rest:
+        out.append((rest - (h if bias else 0), False))
+        if bias:
+            out.append((h, False))
+
+    def mlp(width: int, expert: bool) -> list[tuple[int, bool]]:
+        t = [((mats - 1) * h * width, expert), (width * h, expert)]
+        if bias:
+            t += [((mats - 1) * width, expert), (h, expert)]
+        return t
+
+    if m.is_moe_layer(index):
+        out.append((h * (m.num_experts or 0), False))
+        if m.moe_shared_expert_intermediate_size:
+            out += mlp(m.moe_shared_expert_intermediate_size, False)
+        for _ in range(m.num_experts or 0):
+            out += mlp(m.expert_ffn_size, True)
+    else:
+        out += mlp(m.ffn_size, False)
+    return [t for t in out if t[0] > 0]
+
+
 def embedding_params(m: ModelConfig) -> int:
     """Input word embedding plus learned position embedding and embedding norm (if any)."""
     pos = m.max_position_embeddings * m.hidden_size if m.position_embedding == "learned" else 0

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
+from trainsim.model.counts import layer_tensors
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 ACT = 2  # bytes of a 16-bit activation element
@@ -411,4 +412,40 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True))
     ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3))
+    return ops
+
+
+ZERO3_PERSISTENCE_THRESHOLD = 100_000
+"""DeepSpeed ZeRO-3 keeps parameters of fewer elements than this gathered for the whole step
+(``stage3_param_persistence_threshold``, default 1e5 since v0.3.13: biases and norms of any
+sizeable model), so only larger tensors are gathered before each use."""
+
+
+def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
+                         last: bool) -> list[Op]:
+    """One all-gather per parameter tensor of ``layers`` (plus the word embedding on the first
+    virtual stage and the output layer on the last), as DeepSpeed's 2021 ZeRO-3 issues them: a
+    tensor at a time, each over its data-parallel group (routed experts over theirs), 16-bit.
+    Tensors under ``ZERO3_PERSISTENCE_THRESHOLD`` elements stay gathered."""
+    m, p = cfg.model, cfg.parallel
+    sizes: list[tuple[int, bool]] = []
+    for i in layers:
+        sizes += [(n // p.tp if not expert else n // p.etp, expert)
+                  for n, expert in layer_tensors(m, i)]
+    vocab = m.vocab_size * m.hidden_size // p.tp
+    sizes += [(vocab, False)] * (int(first) + int(last and not m.tied_embeddings))
+    if last and m.tied_embeddings and not first:  # the head's copy of the tied embedding
+        sizes.append((vocab, False))
+    ops: list[Op] = []
+    for n, expert in sizes:
+        if n < ZERO3_PERSISTENCE_THRESHOLD:
+            continue
+        group = "edp" if expert else "dp_cp"
+        ops.append(Comm("zero3_param_all_gather", "all_gather", n * ACT, group))
+        ranks = (cfg.edp if expert else cfg.dp * p.cp)
+        # torch.distributed.all_gather into a list of per-rank views (DeepSpeed's
+        # _allgather_param) gathers into a flat buffer, then copies each rank's piece out: one
+        # copy per rank, reading and writing the whole tensor (pytorch/pytorch#33924; the
+        # copies went away with _all_gather_base, pytorch/pytorch#57769)
+        ops.append(Elementwise("zero3_gather_unflatten", bytes=2 * n * ACT, kernels=ranks))
     return ops

@@ -114,6 +114,9 @@ class Elementwise:
     name: str
     bytes: float
     flops: float = 0.0
+    kernels: int = 1
+    """Kernel launches the op stands for (an eager multi-kernel norm, a copy per rank): each
+    pays its launch cost (``compute.roofline.LAUNCH_S``)."""
 
 
 @dataclass(frozen=True)

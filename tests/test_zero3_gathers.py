@@ -1,0 +1,72 @@
+"""How ZeRO-3 gathers its parameters (issue 17, framework mechanisms): DeepSpeed's 2021 stage 3
+gathers one tensor at a time and waits for each; FSDP prefetches whole units."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim import simulate
+from trainsim.catalog import model as catalog_model
+from trainsim.catalog import run_config_from_dict
+from trainsim.errors import ConfigError
+from trainsim.model.counts import layer_params, layer_tensors
+from trainsim.workload.layers import ZERO3_PERSISTENCE_THRESHOLD, zero3_tensor_gathers
+from trainsim.workload.ops import Comm, Elementwise
+
+
+def cfg(gpus=64, gather=None, recompute="full", framework=None, **training):
+    parallel = {"zero_stage": 3, "recompute": recompute}
+    if gather:
+        parallel["zero3_gather"] = gather
+    raw = {"model": {"preset": "gpt3-175b", "num_layers": 8},
+           "parallel": parallel,
+           "training": {"global_batch_size": gpus, "micro_batch_size": 1, "seq_length": 2048,
+                        "dtype": "fp16", **training},
+           "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": gpus, "gpus_per_node": 8}}
+    if framework:
+        raw["training"].update(framework=framework[0], framework_version=framework[1])
+    return run_config_from_dict(raw)
+
+
+@pytest.mark.parametrize("name", ["gpt3-175b", "llama3-8b", "qwen3-30b-a3b", "deepseek-v3"])
+def test_layer_tensors_add_up_to_the_layer(name):
+    m = catalog_model(name)
+    for i in (0, m.num_layers - 1):
+        assert sum(n for n, _ in layer_tensors(m, i)) == layer_params(m, i)
+
+
+def test_small_tensors_stay_gathered_and_each_large_one_is_gathered_and_unflattened():
+    c = cfg()
+    ops = zero3_tensor_gathers(c, range(1), False, False)
+    gathers = [op for op in ops if isinstance(op, Comm)]
+    # GPT layer: QKV, projection, fc1, fc2 are large; biases and layer norms stay gathered
+    assert len(gathers) == 4
+    assert all(op.bytes >= 2 * ZERO3_PERSISTENCE_THRESHOLD for op in gathers)
+    copies = [op for op in ops if isinstance(op, Elementwise)]
+    assert [op.kernels for op in copies] == [64] * 4  # one copy out per rank
+
+
+def test_per_tensor_blocking_gathers_are_slower_and_grow_with_the_group():
+    prefetched = {n: simulate(cfg(n)).iteration_time_s for n in (64, 512)}
+    blocking = {n: simulate(cfg(n, "per_parameter")).iteration_time_s for n in (64, 512)}
+    assert blocking[64] > prefetched[64] * 1.05
+    # same work per GPU (one micro-batch each); the per-rank copies and ring steps grow with n
+    assert blocking[512] - prefetched[512] > 1.5 * (blocking[64] - prefetched[64])
+
+
+def test_recompute_gathers_again():
+    full = simulate(cfg(64, "per_parameter", "full")).iteration_time_s
+    none = simulate(cfg(64, "per_parameter", "none")).iteration_time_s
+    full_prefetched = simulate(cfg(64, None, "full")).iteration_time_s
+    none_prefetched = simulate(cfg(64, None, "none")).iteration_time_s
+    assert full - none > full_prefetched - none_prefetched
+
+
+def test_deepspeed_2021_profile_gathers_per_tensor():
+    c = cfg(framework=("deepspeed", "2021-03"))
+    assert c.parallel.zero3_gather == "per_parameter"
+
+
+def test_unknown_gather_mode_is_refused():
+    with pytest.raises(ConfigError, match="zero3_gather"):
+        cfg(gather="per_layer")
