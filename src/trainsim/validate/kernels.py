@@ -24,8 +24,9 @@ from trainsim.compute import ChainModel, compute_model_for
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell
+from trainsim.workload.elementwise import memory_op
 from trainsim.workload.layers import _moe_block, shard_of
-from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
+from trainsim.workload.ops import DTYPE_BYTES, Attention, Elementwise, Gemm, Op
 
 KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
                    "measured_unit"]
@@ -119,6 +120,48 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
     return [op for op in ops if op.name not in MOE_ROUTER_OPS]
 
 
+MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
+    # (pattern in the row's id or note, family, implementation), first match wins
+    (r"cross-?entropy.*(fp32|upcast)", "cross_entropy", "eager"),
+    (r"cross-?entropy", "cross_entropy", "fused"),
+    (r"adamw.*foreach", "adamw", "foreach"),
+    (r"adamw", "adamw", "fused"),
+    (r"rmsnorm-eager|llamarmsnorm \(eager, several kernels", "rmsnorm", "eager"),
+    (r"rmsnorm", "rmsnorm", "fused"),
+    (r"layernorm|layer_norm", "layernorm", "fused"),
+    (r"swiglu.*(eager|two kernels)", "swiglu", "eager"),
+    (r"swiglu|siluandmul|mlp_act", "swiglu", "fused"),
+    (r"gelu|residual-add|\bcopy\b", "pointwise", "fused"),
+)
+"""How a memory-bound row's description names its op and kernel structure (the kernels file
+has no column for it): a multi-kernel eager RMSNorm ('rmsnorm-eager', Hugging Face's
+LlamaRMSNorm), a cross-entropy on logits upcast to fp32, a foreach AdamW, an eager SwiGLU
+(silu, then the product). Anything else is priced as one fused pass over the row's bytes."""
+
+
+def _memory_bound(row: dict[str, str]) -> list[Op]:
+    bytes_ = _cell(row, "bytes")
+    if bytes_ is None:
+        raise ConfigError("a memory_bound row needs the 'bytes' column")
+    text = f"{row.get('id', '')} {row.get('note', '')}".lower()
+    e = DTYPE_BYTES.get(_dtype(row), 2)
+    for pattern, family, impl in MEMORY_VARIANTS:
+        if not re.search(pattern, text):
+            continue
+        tokens = _cell(row, "tokens")
+        width = _cell(row, "ffn") if family == "swiglu" else _cell(row, "hidden")
+        if tokens is None or (width is None and family != "adamw"):
+            break
+        n = float(tokens) * (1.0 if family == "adamw" else float(width))  # type: ignore[arg-type]
+        if family == "adamw":
+            return [memory_op("adamw", family, impl, n, 4)]
+        ops = [memory_op(family, family, impl, n, e)]
+        if family == "cross_entropy" and re.search(r"fwdbwd|forward\+backward", text):
+            ops.append(memory_op("cross_entropy.bwd", "cross_entropy.bwd", impl, n, e))
+        return ops
+    return [Elementwise("memory_bound", float(bytes_))]
+
+
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
     kind = row["kind"].strip()
@@ -138,10 +181,7 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         if kind == "attention_fwd_bwd":
             return [_attention(row, False), _attention(row, True)], 3.5 * fwd_flops
     if kind == "memory_bound":
-        bytes_ = _cell(row, "bytes")
-        if bytes_ is None:
-            raise ConfigError("a memory_bound row needs the 'bytes' column")
-        return [Elementwise("memory_bound", float(bytes_))], None
+        return _memory_bound(row), None
     if kind == "moe_block":
         ops = _moe_ops(row)
         return ops, sum(op.flops for op in ops if isinstance(op, Gemm))

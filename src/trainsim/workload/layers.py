@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
 from trainsim.model.counts import layer_tensors
+from trainsim.workload.elementwise import memory_op
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 ACT = 2  # bytes of a 16-bit activation element
@@ -392,7 +393,7 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     tp_enter(ops, sh, h, "head", dtype)
     ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype=dtype))
     # read 16-bit logits, softmax in fp32 kept for backward (Megatron vocab-parallel CE)
-    ops.append(Elementwise("cross_entropy", bytes=sh.tokens * v * (ACT + 4 + 4)))
+    ops.append(memory_op("cross_entropy", "cross_entropy", "fused", sh.tokens * v, ACT))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
         ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
     return ops
@@ -400,7 +401,8 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
 
 def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
-    ops: list[Op] = [Elementwise("cross_entropy.bwd", bytes=sh.tokens * v * (4 + ACT))]
+    ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd", "fused", sh.tokens * v,
+                               ACT)]
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
     if sh.tp > 1 and sh.sp:  # the output layer is column-parallel: as in backward_of

@@ -1,0 +1,59 @@
+"""Memory-bound ops as each implementation runs them: the bytes every kernel moves and how many
+kernels it launches, derived from the sequence of PyTorch ops the implementation issues.
+
+A fused kernel reads its input once and writes its output once. An eager implementation runs
+one kernel per PyTorch op, each reading and writing a whole tensor, often upcast to fp32: Hugging
+Face's ``LlamaRMSNorm`` moves 9x the bytes of a fused RMSNorm in 8 kernels, which is why the
+published eager rows run ~10x slower (Liger-Kernel's benchmark data; the H100 rows of
+``kernels_h100_measured.csv``). Bytes are per element of the op's tensor; ``e`` is the input
+element size (2 for bf16/fp16, 4 for fp32); reductions over a row write a negligible T values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from trainsim.workload.ops import Elementwise
+
+F32 = 4
+
+# (family, implementation) -> (bytes per element as a function of e, kernels)
+IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
+    # fused norm: read x, write y (TE, apex, torch's native layer_norm / rms_norm, Liger, Triton)
+    ("rmsnorm", "fused"): (lambda e: 2 * e, 1),
+    ("layernorm", "fused"): (lambda e: 2 * e, 1),
+    # HF LlamaRMSNorm: x.to(fp32) (e + 4), pow(2) (8), mean (4), + eps and rsqrt on T values
+    # (2 tiny kernels), x * rsqrt (8), .to(dtype) (4 + e), weight * x (2e)
+    ("rmsnorm", "eager"): (lambda e: (e + F32) + 8 + 4 + 8 + (F32 + e) + 2 * e, 8),
+    # a pointwise op (copy, residual add of an input to itself, GELU): one kernel, read, write
+    ("pointwise", "fused"): (lambda e: 2 * e, 1),
+    # SwiGLU per output element: fused reads gate and up, writes the product; eager runs
+    # silu(gate) (read, write) and then the product (read two, write)
+    ("swiglu", "fused"): (lambda e: 3 * e, 1),
+    ("swiglu", "eager"): (lambda e: 2 * e + 3 * e, 2),
+    # cross-entropy per logit, forward. Fused (Megatron's vocab-parallel CE, flash-attn's):
+    # read the 16-bit logit, keep the fp32 softmax for the backward. PyTorch's
+    # F.cross_entropy(logits.float()): the upcast (e + 4), log_softmax reading its input three
+    # times (max, sum of exp, output) and writing fp32 (16); the loss gathers T values.
+    ("cross_entropy", "fused"): (lambda e: e + F32 + F32, 1),
+    ("cross_entropy", "eager"): (lambda e: (e + F32) + 3 * F32 + F32, 3),
+    # ... and its backward: fused reads the saved softmax and writes the 16-bit gradient;
+    # eager zero-fills the fp32 gradient of log-probs and scatters -1 (4), log_softmax backward
+    # reads gradient (twice: the row sum, then the output) and output, writes (16), the upcast's
+    # backward casts down (4 + e)
+    ("cross_entropy.bwd", "fused"): (lambda e: F32 + e, 1),
+    ("cross_entropy.bwd", "eager"): (lambda e: F32 + 4 * F32 + (F32 + e), 4),
+    # AdamW per fp32 parameter. Fused (apex, torch fused=True): read p, g, m, v; write p, m, v.
+    # torch's foreach AdamW: p *= 1 - lr wd (8), m.lerp_(g) (12), v *= b2 (8), v += (1-b2) g g
+    # (12), sqrt(v) (8), / bias correction (8), + eps (8), p.addcdiv_(m, denom) (16)
+    ("adamw", "fused"): (lambda e: 7 * F32, 1),
+    ("adamw", "foreach"): (lambda e: 80.0, 8),
+}
+FAMILIES = frozenset(f for f, _ in IMPLEMENTATIONS)
+
+
+def memory_op(name: str, family: str, impl: str, elements: float, elem_bytes: int = 2
+              ) -> Elementwise:
+    """``family`` run by ``impl`` over ``elements`` elements of ``elem_bytes`` each."""
+    per, kernels = IMPLEMENTATIONS[(family, impl)]
+    return Elementwise(name, bytes=elements * per(elem_bytes), kernels=kernels)

@@ -1,0 +1,49 @@
+"""Memory-bound ops as their implementations run them (issue 17, scope 1): eager multi-kernel
+norms, fp32 cross-entropy and foreach AdamW move several times a fused kernel's bytes, and the
+H100 measurements bundled with trainsim show it."""
+
+from __future__ import annotations
+
+import csv
+from importlib import resources
+
+import pytest
+
+from trainsim.validate.kernels import predict_kernel_row
+from trainsim.workload.elementwise import IMPLEMENTATIONS, memory_op
+
+
+def measured_rows(pattern: str) -> list[dict[str, str]]:
+    path = resources.files("trainsim.data.validation") / "kernels_h100_measured.csv"
+    with path.open() as f:
+        return [r for r in csv.DictReader(f) if r["kind"] == "memory_bound" and pattern in r["id"]]
+
+
+def mape(rows: list[dict[str, str]]) -> float:
+    results = [predict_kernel_row(r) for r in rows]
+    assert all(r.error is None for r in results), [r.error for r in results]
+    return sum(r.ape for r in results) / len(results)
+
+
+def test_eager_rmsnorm_moves_nine_times_the_fused_bytes_in_eight_kernels():
+    fused = memory_op("n", "rmsnorm", "fused", 1000)
+    eager = memory_op("n", "rmsnorm", "eager", 1000)
+    assert eager.bytes == 9 * fused.bytes and eager.kernels == 8 and fused.kernels == 1
+
+
+def test_every_implementation_moves_at_least_the_fused_bytes():
+    for (family, impl), (per, kernels) in IMPLEMENTATIONS.items():
+        fused, _ = IMPLEMENTATIONS[(family, "fused")]
+        assert per(2) >= fused(2) and kernels >= 1, (family, impl)
+
+
+@pytest.mark.parametrize("pattern,bound", [
+    ("crossentropy-fp32", 0.10),   # 22 and 48 bytes per logit: within 10 % (a fused pass: -83 %)
+    ("adamw-foreach", 0.20),       # 80 bytes per parameter over 8 kernels (fused pricing: -70 %)
+    ("adamw-fused", 0.10),
+    ("rmsnorm-eager", 0.35),       # 9x the bytes (one fused pass: -92 %)
+])
+def test_measured_h100_rows_by_implementation(pattern, bound):
+    rows = measured_rows(pattern)
+    assert len(rows) >= 2
+    assert mape(rows) <= bound
