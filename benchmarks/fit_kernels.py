@@ -40,7 +40,7 @@ import numpy as np
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
-from trainsim.validate.kernels import TIME_UNITS, kernel_ops
+from trainsim.validate.kernels import L2_RESIDENT, TIME_UNITS, kernel_ops
 
 FILES = ("kernels_published.csv", "kernels_h100_measured.csv")
 HOLD_OUT = 0.20
@@ -65,6 +65,8 @@ def load(files: Sequence[Path]) -> list[Row]:
     for path in files:
         with open(path, newline="") as fh:
             for r in csv.DictReader(fh):
+                if L2_RESIDENT.search(r.get("note") or ""):
+                    continue  # not an HBM figure (the validator leaves these out too)
                 ops, flops = kernel_ops(r)
                 value, unit = float(r["measured_value"]), r["measured_unit"].strip()
                 t = flops / (value * 1e12) if unit == "TFLOP/s" else value * TIME_UNITS[unit]

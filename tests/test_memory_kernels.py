@@ -47,3 +47,14 @@ def test_measured_h100_rows_by_implementation(pattern, bound):
     rows = measured_rows(pattern)
     assert len(rows) >= 2
     assert mape(rows) <= bound
+
+
+def test_l2_resident_rows_are_priced_but_left_out_of_the_errors():
+    from trainsim.validate import summarize
+
+    rows = [r for r in measured_rows("copy")]
+    results = [predict_kernel_row(r) for r in rows]
+    cached = [r for r in results if r.extra.get("excluded")]
+    assert cached and all(r.predicted for r in cached)
+    s = summarize(results)
+    assert s["excluded"] == len(cached) and s["n"] == len(results) - len(cached)

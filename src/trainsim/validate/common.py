@@ -78,11 +78,15 @@ def summarize(results: list[RowResult]) -> dict[str, Any]:
     """Counts and errors of a validation run. ``by_source`` groups rows by
     ``extra["source_key"]`` (each predict function sets it: the framework of a training row,
     the implementation of a kernels row); ``by_kind`` groups kernels rows by kind,
-    implementation and dtype."""
+    implementation and dtype. Rows marked ``extra["excluded"]`` (a measurement that is not of
+    what the model prices) are priced but counted apart."""
+    excluded = sum(1 for r in results if r.extra.get("excluded"))
+    results = [r for r in results if not r.extra.get("excluded")]
     apes = [r.ape for r in results if r.ape is not None]
     mem = [r.memory_ape for r in results if r.memory_ape is not None]
     return {
         "n": len(results),
+        "excluded": excluded,
         "mape": sum(apes) / len(apes) if apes else None,
         "max_ape": max(apes) if apes else None,
         "failed": sum(1 for r in results if r.predicted is None),
@@ -101,6 +105,8 @@ def summary_line(s: dict[str, Any]) -> str:
     line = f"{s['n']} rows, MAPE {pct(s['mape'])}, max {pct(s['max_ape'])}"
     if s["failed"]:
         line += f" ({s['failed']} failed)"
+    if s.get("excluded"):
+        line += f" (+{s['excluded']} excluded)"
     if s["memory_n"]:
         line += (f"; memory: {s['memory_n']} rows, MAPE {pct(s['memory_mape'])}, "
                  f"max {pct(s['memory_max_ape'])}")
