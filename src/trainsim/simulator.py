@@ -32,6 +32,7 @@ from trainsim.workload.layers import (
     shard_of,
     zero3_tensor_gathers,
 )
+from trainsim.workload.elementwise import OPTIMIZER_BYTES_PER_PARAM
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.schedule import schedule
 
@@ -43,29 +44,12 @@ channel, and Transformer Engine's overlap kernels are given 16-24 of an H100's 1
 pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen4096: proj_fprop
 24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
 t seconds still costs t * COMM_SMS / num_sms."""
-_STEP_FRAME_BYTES = 4 + 8 + (4 + 2) + 4
-"""Bytes per local parameter around any optimizer in Megatron's step: gradient-norm read of the
-fp32 main gradient (4), clipping scale in place (8), copying master weights to the 16-bit model
-weights (4 + 2) and zeroing the gradient buffer (4)."""
 
 P2P_SMS = 2
 """SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
 channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's init log, e.g.
 NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
 
-OPTIMIZER_BYTES_PER_PARAM = {
-    # fused Adam: read the gradient, read/write the fp32 master weight and both moments
-    "adam": _STEP_FRAME_BYTES + 4 + 3 * 8,
-    # apex FusedLAMB (csrc/multi_tensor_lamb.cu): per-tensor weight norms (read 4), stage 1
-    # reads gradient, weight and both moments and writes the moments and the update over the
-    # gradient (16 + 12), per-tensor update norms (read 4), stage 2 reads weight and update and
-    # writes the weight (8 + 4)
-    "lamb": _STEP_FRAME_BYTES + 4 + 28 + 4 + 12,
-    # SGD with momentum: read gradient, read/write weight and momentum
-    "sgd": _STEP_FRAME_BYTES + 4 + 2 * 8,
-}
-"""Megatron's optimizer step, bytes moved per local parameter, by optimizer: memory-bound
-multi-tensor kernels (Adam 50, LAMB 70, SGD 42)."""
 
 LAMB_NORMS_PER_LAYER = 16
 """Parameter tensors of one transformer layer whose norms LAMB needs (weights, biases and norm

@@ -57,3 +57,23 @@ def memory_op(name: str, family: str, impl: str, elements: float, elem_bytes: in
     """``family`` run by ``impl`` over ``elements`` elements of ``elem_bytes`` each."""
     per, kernels = IMPLEMENTATIONS[(family, impl)]
     return Elementwise(name, bytes=elements * per(elem_bytes), kernels=kernels)
+
+
+_STEP_FRAME_BYTES = 4 + 8 + (4 + 2) + 4
+"""Bytes per local parameter around any optimizer in Megatron's step: gradient-norm read of the
+fp32 main gradient (4), clipping scale in place (8), copying master weights to the 16-bit model
+weights (4 + 2) and zeroing the gradient buffer (4)."""
+
+OPTIMIZER_BYTES_PER_PARAM = {
+    # fused Adam: read the gradient, read/write the fp32 master weight and both moments
+    "adam": _STEP_FRAME_BYTES + 4 + 3 * 8,
+    # apex FusedLAMB (csrc/multi_tensor_lamb.cu): per-tensor weight norms (read 4), stage 1
+    # reads gradient, weight and both moments and writes the moments and the update over the
+    # gradient (16 + 12), per-tensor update norms (read 4), stage 2 reads weight and update and
+    # writes the weight (8 + 4)
+    "lamb": _STEP_FRAME_BYTES + 4 + 28 + 4 + 12,
+    # SGD with momentum: read gradient, read/write weight and momentum
+    "sgd": _STEP_FRAME_BYTES + 4 + 2 * 8,
+}
+"""Megatron's optimizer step, bytes moved per local parameter, by optimizer: memory-bound
+multi-tensor kernels (Adam 50, LAMB 70, SGD 42)."""
