@@ -271,16 +271,15 @@ class _TaskGraph:
         self.send = Priced(((PP, pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp")),
                              "p2p send"),))
         self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
-        self._gathered: dict[tuple[int, int], Priced] = {}
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         self.blocking = self._blocking_gathers() if (
             self.fsdp and p.zero3_gather == "per_parameter") else {}
 
     def _blocking_gathers(self) -> dict[int, tuple[Priced, Priced]]:
-        """(before the forward, before the backward) of each virtual stage under per-tensor
-        ZeRO-3: every gather waits for the previous one and the module waits for all of them;
-        a recomputed layer gathers its tensors again for the recompute."""
+        """(forward, backward) pass of each virtual stage under per-tensor ZeRO-3, each led by
+        its gathers: every gather waits for the previous one and the module waits for all of
+        them; a recomputed layer gathers its tensors again for the recompute."""
         cfg, out = self.cfg, {}
         ranges = cfg.virtual_stage_layers()
         recomputed = cfg.recomputed_layers
@@ -289,7 +288,7 @@ class _TaskGraph:
             fwd = self.pricer.price(zero3_tensor_gathers(cfg, layers, first, last))
             again = [i for i in layers if i in recomputed]
             redo = self.pricer.price(zero3_tensor_gathers(cfg, again, False, False))
-            out[v] = (fwd, fwd + redo)
+            out[v] = (fwd + self.chunks[v].fwd, fwd + redo + self.chunks[v].bwd)
         return out
 
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
@@ -377,26 +376,16 @@ class _TaskGraph:
     def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
         work = self.chunks[v].fwd
         if v in self.blocking:
-            work = self._with_gathers(work, self.blocking[v][0])
+            work = self.blocking[v][0]
         elif self.fsdp:
             deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"F mb{mb}")
         return self.pass_and_send(s, work, deps, f"F mb{mb} c{chunk}",
                                   v < self.pp * self.vpp - 1)
 
-    def _with_gathers(self, work: Priced, gathers: Priced) -> Priced:
-        """A pass preceded by its blocking gathers (one long-lived Priced per pass, so
-        ``pass_and_send`` can cache on its id)."""
-        key = (id(work), id(gathers))
-        out = self._gathered.get(key)
-        if out is None:
-            out = self._gathered[key] = gathers + work
-        return out
-
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
         ch = self.chunks[v]
         if v in self.blocking:
-            i, out = self.pass_and_send(s, self._with_gathers(ch.bwd, self.blocking[v][1]), deps,
-                                        f"B mb{mb} c{chunk}", v > 0)
+            i, out = self.pass_and_send(s, self.blocking[v][1], deps, f"B mb{mb} c{chunk}", v > 0)
             self._reduce_scatter(s, i, mb)
             return out
         if self.fsdp:

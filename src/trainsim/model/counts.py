@@ -92,8 +92,7 @@ def layer_tensors(m: ModelConfig, index: int = 0) -> list[tuple[int, bool]]:
         out.append((h * (m.num_experts or 0), False))
         if m.moe_shared_expert_intermediate_size:
             out += mlp(m.moe_shared_expert_intermediate_size, False)
-        for _ in range(m.num_experts or 0):
-            out += mlp(m.expert_ffn_size, True)
+        out += mlp(m.expert_ffn_size, True) * (m.num_experts or 0)
     else:
         out += mlp(m.ffn_size, False)
     return [t for t in out if t[0] > 0]

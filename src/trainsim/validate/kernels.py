@@ -152,11 +152,11 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
     for pattern, family, impl in MEMORY_VARIANTS:
         if not re.search(pattern, text):
             continue
-        tokens = _cell(row, "tokens")
-        width = _cell(row, "ffn") if family == "swiglu" else _cell(row, "hidden")
-        if tokens is None or (width is None and family != "adamw"):
-            break
-        n = float(tokens) * (1.0 if family == "adamw" else float(width))  # type: ignore[arg-type]
+        tokens = _cell(row, "tokens")  # parameters, for an optimizer
+        width = "1" if family == "adamw" else _cell(row, "ffn" if family == "swiglu" else "hidden")
+        if tokens is None or width is None:
+            break  # no element count: priced by the row's bytes below
+        n = float(tokens) * float(width)
         if family == "adamw":
             return [memory_op("adamw", family, impl, n, 4)]
         ops = [memory_op(family, family, impl, n, e)]

@@ -47,9 +47,8 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # torch's foreach AdamW: p *= 1 - lr wd (8), m.lerp_(g) (12), v *= b2 (8), v += (1-b2) g g
     # (12), sqrt(v) (8), / bias correction (8), + eps (8), p.addcdiv_(m, denom) (16)
     ("adamw", "fused"): (lambda e: 7 * F32, 1),
-    ("adamw", "foreach"): (lambda e: 80.0, 8),
+    ("adamw", "foreach"): (lambda e: 8 + 12 + 8 + 12 + 8 + 8 + 8 + 16, 8),
 }
-FAMILIES = frozenset(f for f, _ in IMPLEMENTATIONS)
 
 
 def memory_op(name: str, family: str, impl: str, elements: float, elem_bytes: int = 2
@@ -66,7 +65,7 @@ weights (4 + 2) and zeroing the gradient buffer (4)."""
 
 OPTIMIZER_BYTES_PER_PARAM = {
     # fused Adam: read the gradient, read/write the fp32 master weight and both moments
-    "adam": _STEP_FRAME_BYTES + 4 + 3 * 8,
+    "adam": _STEP_FRAME_BYTES + IMPLEMENTATIONS[("adamw", "fused")][0](F32),
     # apex FusedLAMB (csrc/multi_tensor_lamb.cu): per-tensor weight norms (read 4), stage 1
     # reads gradient, weight and both moments and writes the moments and the update over the
     # gradient (16 + 12), per-tensor update norms (read 4), stage 2 reads weight and update and

@@ -434,17 +434,17 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     for i in layers:
         sizes += [(n // p.tp if not expert else n // p.etp, expert)
                   for n, expert in layer_tensors(m, i)]
-    vocab = m.vocab_size * m.hidden_size // p.tp
-    sizes += [(vocab, False)] * (int(first) + int(last and not m.tied_embeddings))
-    if last and m.tied_embeddings and not first:  # the head's copy of the tied embedding
-        sizes.append((vocab, False))
+    # the word embedding on the first stage; the output layer (or the tied embedding's copy on
+    # the last stage) unless one stage holds both ends of a tied model
+    heads = int(first) + int(last and not (first and m.tied_embeddings))
+    sizes += [(m.vocab_size * m.hidden_size // p.tp, False)] * heads
     ops: list[Op] = []
     for n, expert in sizes:
-        if n < ZERO3_PERSISTENCE_THRESHOLD:
+        ranks = cfg.edp if expert else cfg.dp * p.cp
+        if n < ZERO3_PERSISTENCE_THRESHOLD or ranks == 1:
             continue
         group = "edp" if expert else "dp_cp"
         ops.append(Comm("zero3_param_all_gather", "all_gather", n * ACT, group))
-        ranks = (cfg.edp if expert else cfg.dp * p.cp)
         # torch.distributed.all_gather into a list of per-rank views (DeepSpeed's
         # _allgather_param) gathers into a flat buffer, then copies each rank's piece out: one
         # copy per rank, reading and writing the whole tensor (pytorch/pytorch#33924; the
