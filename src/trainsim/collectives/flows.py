@@ -347,14 +347,17 @@ def chain_reduce(ranks: Sequence[int], size_bytes: float, root: int | None = Non
 
 def send_recv(ranks: Sequence[int], size_bytes: float, gpus_per_node: int | None = None,
               pxn: bool = True) -> FlowSchedule:
-    """One transfer from ``ranks[0]`` to ``ranks[1]``."""
+    """Two ranks: one transfer from ``ranks[0]`` to ``ranks[1]`` (a pipeline send). More: a
+    ring shift, every rank sending ``size_bytes`` to the next at once (ring attention passes
+    its key/value block around the context-parallel ring this way)."""
     r = _check(ranks, size_bytes)
-    if len(r) != 2:
-        raise ConfigError(f"send_recv needs exactly two ranks (src, dst), got {r}")
+    if len(r) < 2:
+        raise ConfigError(f"send_recv needs at least two ranks, got {r}")
     if size_bytes == 0:
         return EMPTY
-    return FlowSchedule((Flow(r[0], r[1], size_bytes, 0, 0,
-                              pxn_relay(r[0], r[1], gpus_per_node, pxn)),))
+    pairs = [(r[0], r[1])] if len(r) == 2 else [(a, r[(i + 1) % len(r)]) for i, a in enumerate(r)]
+    return FlowSchedule(tuple(Flow(a, b, size_bytes, 0, c, pxn_relay(a, b, gpus_per_node, pxn))
+                              for c, (a, b) in enumerate(pairs)))
 
 
 def resolve_algorithm(kind: str, algorithm: str = "auto") -> str:

@@ -216,6 +216,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         inter_steps = phases * ((nodes if k > 1 else nodes - 1) if nodes > 1 else 0)
         lat = _BASE_US["ring"][proto] + (steps - inter_steps) * intra_hop + inter_steps * net_hop
         return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
+    if algo == "pat" and proto != "Simple":
+        return math.inf  # NCCL runs PAT with the Simple protocol only (tuning.cc, NCCL 2.23)
     if algo in ("tree", "pat"):
         depth = math.ceil(math.log2(nodes))
         lat = _BASE_US["tree"][proto] + phases * ((k - 1) * intra_hop + depth * net_hop)
@@ -259,6 +261,8 @@ def collective_cost(kind: str, size_bytes: float, span: GroupSpan, fabric: Fabri
     n = span.size
     if n <= 1 or size_bytes <= 0:
         return CollectiveCost(0.0, "none", "none", 0.0)
+    if kind in ("all_to_all", "send_recv"):
+        algorithm = "auto"  # NCCL_ALGO picks among collective algorithms; p2p has none to pick
     allowed = _candidates(kind, span, fabric)
     if algorithm != "auto":
         if algorithm not in allowed:

@@ -146,6 +146,8 @@ class FlowNetwork:
         from trainsim.collectives import BUS_FACTOR, CollectiveCost
         from trainsim.collectives.nccl import ONE_RANK_PER_NODE_NET_SHARE
 
+        if span.size <= 1 or size_bytes <= 0:  # a group of one (pp=1's pipeline) moves nothing
+            return CollectiveCost(0.0, "none", "none", 0.0)
         algo = resolve_algorithm(kind, algorithm or "auto")
         key = (kind, size_bytes, span, algo)
         if key not in self._costs:
