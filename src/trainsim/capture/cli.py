@@ -19,14 +19,14 @@ from typing import Any
 import click
 from rich.console import Console
 
+from trainsim.cli_guard import POSITIVE_INT, fail
 from trainsim.errors import TrainsimError
 
 err = Console(stderr=True)
 
 
 def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
-    sys.exit(2)
+    fail(exc)
 
 
 def _emit(text: str | None, renderable: Any, out: str | None) -> None:
@@ -40,16 +40,16 @@ def _emit(text: str | None, renderable: Any, out: str | None) -> None:
 
 
 _PARALLEL = [
-    click.option("--tp", type=int, default=None, help="Tensor-parallel size."),
+    click.option("--tp", type=POSITIVE_INT, default=None, help="Tensor-parallel size."),
     click.option("--sp/--no-sp", default=None,
                  help="Sequence parallelism (default: on when tp > 1)."),
-    click.option("--cp", type=int, default=None, help="Context-parallel size."),
-    click.option("--ep", type=int, default=None, help="Expert-parallel size."),
-    click.option("--seq", type=int, default=None, help="Sequence length (default 4096)."),
-    click.option("--mbs", type=int, default=None, help="Micro-batch size (default 1)."),
+    click.option("--cp", type=POSITIVE_INT, default=None, help="Context-parallel size."),
+    click.option("--ep", type=POSITIVE_INT, default=None, help="Expert-parallel size."),
+    click.option("--seq", type=POSITIVE_INT, default=None, help="Sequence length (default 4096)."),
+    click.option("--mbs", type=POSITIVE_INT, default=None, help="Micro-batch size (default 1)."),
     click.option("--gpu", default=None, help="GPU catalog name (default: the node's, H100)."),
-    click.option("--gpus", type=int, default=None, help="GPUs in the run."),
-    click.option("--gbs", type=int, default=None, help="Global batch size."),
+    click.option("--gpus", type=POSITIVE_INT, default=None, help="GPUs in the run."),
+    click.option("--gbs", type=POSITIVE_INT, default=None, help="Global batch size."),
     click.option("--set", "set_args", multiple=True, metavar="SECTION.FIELD=VALUE",
                  help="Override a run-config field (repeatable)."),
 ]
@@ -131,6 +131,17 @@ def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bo
         _emit(None, Group(*parts), None)
 
 
+def _rank_list(text: str, num_gpus: int) -> list[int]:
+    """--ranks 0,8 -> [0, 8]; each a rank of the run."""
+    out = []
+    for item in text.split(","):
+        if not item.strip().isdigit() or not int(item) < num_gpus:
+            raise TrainsimError(f"--ranks {text!r}: give ranks 0..{num_gpus - 1} separated by "
+                                "commas")
+        out.append(int(item))
+    return out
+
+
 @click.command()
 @click.argument("config")
 @_parallel_options
@@ -165,7 +176,7 @@ def export(config: str, chakra_prefix: str | None, per_kernel: bool, ranks: str 
         if chakra_prefix:
             from trainsim.interop.chakra import export_chakra
 
-            rank_list = [int(r) for r in ranks.split(",")] if ranks else None
+            rank_list = _rank_list(ranks, cfg.cluster.num_gpus) if ranks else None
             ex = export_chakra(cfg, chakra_prefix, layer_source, per_kernel, rank_list)
             nodes = sum(ex.nodes_per_rank.values())
             click.echo(f"chakra: {len(ex.paths)} traces ({nodes} nodes) -> "

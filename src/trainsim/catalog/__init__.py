@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from trainsim.config import (
     ClusterConfig,
@@ -24,6 +24,7 @@ from trainsim.config import (
 from trainsim.config._build import build, suggest
 from trainsim.catalog.defaults import apply_framework
 from trainsim.config.parallel import ALIASES
+from trainsim.config.safe_load import load_file, parse, parse_value, read_text
 from trainsim.errors import CatalogError, ConfigError
 
 _ROOT = Path(__file__).parent
@@ -32,9 +33,9 @@ GiB = 2**30
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: not valid YAML ({exc})") from None
+        data = load_file(path, "catalog file")
+    except ConfigError as exc:
+        raise CatalogError(str(exc)) from None
     if not isinstance(data, dict):
         raise CatalogError(f"{path}: expected a mapping")
     return data
@@ -65,22 +66,40 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     return _read_yaml(entries[key])
 
 
-def _gpu_si(d: dict[str, Any]) -> dict[str, Any]:
-    """Convert catalog units (TFLOP/s, GiB, GB/s, MiB) to SI keys; SI keys pass through."""
+GPU_UNITS = {"hbm_gib": ("hbm_bytes", GiB), "hbm_bw_gbps": ("hbm_bw_Bps", 1e9),
+             "nvlink_gbps": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20)}
+"""Catalog unit (as a user writes it) -> SI field of GPUSpec and its scale."""
+
+
+def _gpu_si(d: Any, where: str = "gpu") -> dict[str, Any]:
+    """Convert catalog units (TFLOP/s, GiB, GB/s, MiB) to SI keys; SI keys pass through.
+    Values in catalog units are checked here, so errors name the field the user wrote."""
+    if not isinstance(d, dict):
+        raise ConfigError(f"{where} must be a mapping of GPU fields (peak_tflops, hbm_gib, ...), "
+                          f"got {_kind(d)}")
     out = dict(d)
     if "peak_tflops" in out:
-        out["peak_flops"] = {k: float(v) * 1e12 for k, v in out.pop("peak_tflops").items()}
-    conversions = {"hbm_gib": ("hbm_bytes", GiB), "hbm_bw_gbps": ("hbm_bw_Bps", 1e9),
-                   "nvlink_gbps": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20)}
-    for key, (si, scale) in conversions.items():
+        peaks = out.pop("peak_tflops")
+        if not isinstance(peaks, dict):
+            raise ConfigError(f"{where}.peak_tflops must be a mapping of dtype to TFLOP/s "
+                              f"(e.g. {{bf16: 989.4, fp8: 1978.9}}), got {_kind(peaks)}")
+        out["peak_flops"] = {str(k): _positive(v, f"{where}.peak_tflops.{k}") * 1e12
+                             for k, v in peaks.items()}
+    for key, (si, scale) in GPU_UNITS.items():
         if key in out:
-            out[si] = float(out.pop(key)) * scale
+            value = out.pop(key)
+            out[si] = (_number(value, f"{where}.{key}") if key == "l2_mib"
+                       else _positive(value, f"{where}.{key}")) * scale
     return out
 
 
-def gpu_from_dict(d: dict[str, Any]) -> GPUSpec:
+def gpu_from_dict(d: dict[str, Any], where: str = "gpu") -> GPUSpec:
     """A GPU spec from catalog units (TFLOP/s, GiB, GB/s) or SI keys."""
-    return build(GPUSpec, _gpu_si(d), "gpu")
+    si = _gpu_si(d, where)
+    try:
+        return build(GPUSpec, si, where)
+    except ConfigError as exc:  # GPUSpec names itself gpu[name]; say where the user wrote it
+        raise ConfigError(str(exc).replace(f"gpu[{si.get('name')}]", where)) from None
 
 
 @functools.cache
@@ -103,10 +122,9 @@ def model(name: str) -> ModelConfig:
 def model_from_hf_config(path: str | Path) -> ModelConfig:
     """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2 style)."""
     path = Path(path)
-    try:
-        cfg = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read Hugging Face config {path}: {exc}") from None
+    cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get("hidden_size", "n_embd", "d_model")
     if hidden is None:
@@ -128,18 +146,21 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
         tied_embeddings=bool(cfg.get("tie_word_embeddings", not gated)),
         add_bias_linear=bool(get("attention_bias", "mlp_bias", default=not gated)),
-        attention_dropout=float(get("attention_dropout", "attn_pdrop", default=0.0)),
-        hidden_dropout=float(get("hidden_dropout", "resid_pdrop", default=0.0)),
+        attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
+        hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
     )
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
+        if not all(isinstance(t, str) for t in cfg["layer_types"]):
+            raise ConfigError(f"{path}: layer_types must be a list of names")
         fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], path)
     experts = get("num_local_experts", "num_experts", "n_routed_experts")
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
         shared = get("shared_expert_intermediate_size")
         n_shared = cfg.get("n_shared_experts")
         if shared is None and n_shared:
-            shared = n_shared * get("moe_intermediate_size")
+            shared = (_positive(n_shared, f"{path}: n_shared_experts")
+                      * _positive(get("moe_intermediate_size"), f"{path}: moe_intermediate_size"))
         fields.update(num_experts=experts,
                       moe_router_topk=get("num_experts_per_tok", "moe_topk", default=2),
                       moe_ffn_hidden_size=get("moe_intermediate_size"),
@@ -172,27 +193,11 @@ def _window_skip_freq(layer_types: list[str], path: Path) -> int | None:
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path} is not valid YAML/JSON: not UTF-8 text") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{path} is not valid YAML/JSON: {str(exc).splitlines()[0]}") from None
+    data = load_file(path, "config")
     if not isinstance(data, dict):
         raise ConfigError(f"{path} must hold a mapping with sections model, parallel, training, cluster")
     data.setdefault("_base_dir", str(path.parent))
     return data
-
-
-def _parse_value(text: str) -> Any:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
 
 
 def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
@@ -224,7 +229,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
                 leaf = full
             elif short and short in node_:
                 leaf = short
-        node_[leaf] = _parse_value(value)
+        node_[leaf] = parse_value(value, f"--set {key.strip()}")
     return data
 
 
@@ -238,11 +243,19 @@ def _model_section(raw: Any, base_dir: Path) -> ModelConfig:
     if "preset" in raw:
         base = model_dict(str(raw.pop("preset")))
     elif "hf_config" in raw:
+        if not isinstance(raw["hf_config"], str):
+            raise ConfigError(f"model.hf_config must be a path to a config.json, got "
+                              f"{_kind(raw['hf_config'])}")
         hf = Path(raw.pop("hf_config"))
         hf = hf if hf.is_absolute() else base_dir / hf
         base = {k: v for k, v in model_from_hf_config(hf).__dict__.items()}
     if "seq_length" in raw:
         raise ConfigError("model.seq_length: the sequence length is training.seq_length")
+    if base and "name" in raw and str(raw["name"]).strip().lower() in _entries("models") \
+            and str(raw["name"]).strip().lower() != str(base.get("name", "")).lower():
+        raise ConfigError(f"model.name={raw['name']!r} names another preset but only labels this "
+                          f"model ({base.get('name')}); set model.preset={raw['name']} to simulate "
+                          "that model")
     return build(ModelConfig, {**base, **raw}, "model")
 
 
@@ -262,17 +275,74 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         raise ConfigError("cluster.gpu is required (a catalog name such as h100-sxm-80gb)")
     gpu_overrides = fields.pop("gpu_overrides", None) or {}
     if isinstance(g, dict):
-        spec = gpu_from_dict(g)
+        spec = gpu_from_dict(g, "cluster.gpu")
+    elif isinstance(g, str):
+        spec = gpu(g)
     else:
-        spec = gpu(str(g))
+        raise ConfigError(f"cluster.gpu must be a catalog name (e.g. h100-sxm-80gb) or a "
+                          f"mapping of GPU fields, got {_kind(g)}")
     if gpu_overrides:  # a what-if GPU: catalog spec with some numbers changed
-        spec = gpu_from_dict({**spec.__dict__, **_gpu_si(gpu_overrides)})
+        over = _gpu_si(gpu_overrides, "cluster.gpu_overrides")
+        if isinstance(over.get("peak_flops"), dict):  # override some dtypes, keep the others
+            over["peak_flops"] = {**spec.peak_flops, **over["peak_flops"]}
+        spec = gpu_from_dict({**spec.__dict__, **over}, "cluster.gpu_overrides")
     if "nic_gbps_per_gpu" in fields:
-        fields["nic_bw_Bps"] = float(fields.pop("nic_gbps_per_gpu")) * 1e9 / 8
+        fields["nic_bw_Bps"] = _positive(fields.pop("nic_gbps_per_gpu"),
+                                         "cluster.nic_gbps_per_gpu") * 1e9 / 8
     if "nvlink_gbps" in fields:
-        fields["intra_node_bw_Bps"] = float(fields.pop("nvlink_gbps")) * 1e9
+        fields["intra_node_bw_Bps"] = _positive(fields.pop("nvlink_gbps"),
+                                                "cluster.nvlink_gbps") * 1e9
     fields["gpu"] = spec
+    db = fields.get("compute_db")
+    if isinstance(db, str) and db not in ("auto", ""):
+        _check_kernel_db(db)
     return build(ClusterConfig, fields, "cluster")
+
+
+def _check_kernel_db(path: str) -> None:
+    """cluster.compute_db names a measured-kernel database (``trainsim profile``'s JSON): a
+    mapping with a list of kernel rows, each with a positive time. Checked here so a wrong
+    file is named by its field."""
+    where = f"cluster.compute_db={path}"
+    try:
+        data = load_file(path, "kernel database")
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    rows = data.get("kernels") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise ConfigError(f"{where} is not a kernel database (a JSON mapping with a 'kernels' "
+                          "list, as trainsim profile writes)")
+    for i, row in enumerate(rows):
+        if not _number(row.get("time_s"), f"{where}: kernels[{i}].time_s") > 0:
+            raise ConfigError(f"{where}: kernels[{i}].time_s must be positive")
+
+
+def _kind(value: Any) -> str:
+    """How an error names a value of the wrong kind: 'a list', 'the text 'fast''."""
+    if isinstance(value, str):
+        return f"the text {value!r}"
+    return {list: "a list", bool: "a boolean", int: "a number", float: "a number",
+            type(None): "nothing"}.get(type(value), f"a {type(value).__name__}")
+
+
+def _number(value: Any, where: str) -> float:
+    """A finite number from a config field that a unit conversion reads."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ConfigError(f"{where} must be a number, got {_kind(value)}")
+    try:
+        f = float(value)
+    except (ValueError, OverflowError):
+        raise ConfigError(f"{where} must be a number, got {_kind(value)}") from None
+    if not math.isfinite(f):
+        raise ConfigError(f"{where} must be a finite number, got {value!r}")
+    return f
+
+
+def _positive(value: Any, where: str) -> float:
+    f = _number(value, where)
+    if not f > 0:
+        raise ConfigError(f"{where}={value!r} must be positive")
+    return f
 
 
 def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
@@ -288,6 +358,10 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     for key in ("model", "cluster"):
         if key not in data:
             raise ConfigError(f"the config has no '{key}' section")
+    for key in ("parallel", "training", "cluster"):
+        if data.get(key) is not None and not isinstance(data[key], dict):
+            raise ConfigError(f"{key} must be a mapping of fields (e.g. {key}: {{...}}), "
+                              f"got {_kind(data[key])}")
     parallel_raw = dict(data.get("parallel") or {})
     for short, full in ALIASES.items():
         if short in parallel_raw:

@@ -25,10 +25,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from trainsim.config.cluster import ALGORITHMS, PROTOCOLS  # the names a config may force
 from trainsim.errors import ConfigError
 
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "direct")
-PROTOCOLS = ("LL", "LL128", "Simple")
 PROTOCOL_EFFICIENCY = {"LL": 0.5, "LL128": 120 / 128, "Simple": 1.0}
 
 # NCCL tuning.cc defaults, microseconds. Base latency per launch, by algorithm family:

@@ -13,6 +13,19 @@ from trainsim.errors import ConfigError
 
 T = TypeVar("T")
 
+MAX_INT = 2**53
+"""Largest integer a config field takes: every count and size is exact in a float below it."""
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: short, and its kind when it is not a scalar."""
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
 
 def suggest(name: str, choices: typing.Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice (a prefix match first), or ''."""
@@ -32,7 +45,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             value = value.strip().lower()
         if value not in allowed:
             hint = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else ""
-            raise ConfigError(f"{where}={value!r} is not one of {list(allowed)}{hint}")
+            raise ConfigError(f"{where}={_shown(value)} is not one of {list(allowed)}{hint}")
         return value
     if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
@@ -45,12 +58,14 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if isinstance(value, str):
             value = [v for v in value.replace(";", ",").split(",") if v.strip()]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where} must be a list, got {value!r}")
+            raise ConfigError(f"{where} must be a list, got {_shown(value)}")
         return tuple(_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, dict):
-            raise ConfigError(f"{where} must be a mapping, got {value!r}")
-        return dict(value)
+            raise ConfigError(f"{where} must be a mapping, got {_shown(value)}")
+        key_tp, value_tp = get_args(tp) or (Any, Any)
+        return {_coerce(k, key_tp, where): _coerce(v, value_tp, f"{where}.{k}")
+                for k, v in value.items()}
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -58,30 +73,35 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             return bool(value)
         if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
             return value.strip().lower() in ("1", "true", "yes", "on")
-        raise ConfigError(f"{where} must be true/false, got {value!r}")
+        raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
     if tp is int:
-        if isinstance(value, bool):
-            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{where} must be an integer, got {_shown(value)}")
         if isinstance(value, str):
             value = value.strip()
         try:
             f = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where} must be an integer, got {value!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{where} must be an integer, got {_shown(value)}") from None
         if not math.isfinite(f) or f != int(f):
-            raise ConfigError(f"{where} must be an integer, got {value!r}")
-        return int(f)
+            raise ConfigError(f"{where} must be an integer, got {_shown(value)}")
+        n = value if isinstance(value, int) else int(f)
+        if abs(n) > MAX_INT:
+            raise ConfigError(f"{where}={_shown(value)} is out of range (at most 2**53)")
+        return n
     if tp is float:
-        if isinstance(value, bool):
-            raise ConfigError(f"{where} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{where} must be a number, got {_shown(value)}")
         try:
             f = float(value)
-        except (TypeError, ValueError):
-            raise ConfigError(f"{where} must be a number, got {value!r}") from None
-        if math.isnan(f):
-            raise ConfigError(f"{where} must be a number, got {value!r}")
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{where} must be a number, got {_shown(value)}") from None
+        if not math.isfinite(f):
+            raise ConfigError(f"{where} must be a finite number, got {_shown(value)}")
         return f
     if tp is str:
+        if isinstance(value, (dict, list, tuple)):
+            raise ConfigError(f"{where} must be text, got {_shown(value)}")
         return str(value)
     if dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
@@ -124,5 +144,18 @@ def to_dict(obj: Any) -> Any:
 
 def require_positive(where: str, **values: float | None) -> None:
     for name, v in values.items():
-        if v is not None and not v > 0:  # also rejects NaN
-            raise ConfigError(f"{where}.{name}={v} must be positive")
+        if v is not None and not 0 < v < math.inf:  # also rejects NaN
+            raise ConfigError(f"{where}.{name}={v} must be a positive finite number")
+
+
+def require_fraction(where: str, **values: float | None) -> None:
+    """Each value, where given, in (0, 1]: a fraction of a peak or of a rate."""
+    for name, v in values.items():
+        if v is not None and not 0 < v <= 1:
+            raise ConfigError(f"{where}.{name}={v} must be in (0, 1] (a fraction of the peak)")
+
+
+def require_nonnegative(where: str, **values: float | None) -> None:
+    for name, v in values.items():
+        if v is not None and not 0 <= v < math.inf:
+            raise ConfigError(f"{where}.{name}={v} must be >= 0 and finite")

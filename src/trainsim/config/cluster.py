@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from trainsim.config._build import require_positive
+from trainsim.config._build import (
+    require_fraction,
+    require_nonnegative,
+    require_positive,
+    suggest,
+)
 from trainsim.errors import ConfigError
+
+DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
+"""Datatypes a GPU's peak_flops may list."""
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "direct")
+"""NCCL_ALGO values (collectives.nccl prices each)."""
+PROTOCOLS = ("LL", "LL128", "Simple")
 
 SUSTAINED_OF_BURST = 0.85
 """Sustained (power-saturated) over burst matmul throughput; see GPUSpec.gemm_ceiling."""
@@ -94,6 +106,21 @@ class GPUSpec:
                          flops_per_exp=self.flops_per_exp)
         if not self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
+        for dtype, peak in self.peak_flops.items():
+            if dtype not in DTYPES:
+                raise ConfigError(f"gpu[{self.name}].peak_flops: unknown dtype '{dtype}'"
+                                  f"{suggest(dtype, DTYPES)}; known: {', '.join(DTYPES)}")
+            if not 0 < peak < math.inf:
+                raise ConfigError(f"gpu[{self.name}].peak_flops.{dtype}={peak:g} must be a "
+                                  "positive finite FLOP/s")
+        if "bf16" not in self.peak_flops and "fp16" not in self.peak_flops:
+            raise ConfigError(f"gpu[{self.name}].peak_flops needs a 16-bit peak (bf16 or fp16): "
+                              "utilization is reported against it")
+        require_fraction(f"gpu[{self.name}]", mamf_fraction=self.mamf_fraction,
+                         mamf_fraction_fp8=self.mamf_fraction_fp8,
+                         nvls_efficiency=self.nvls_efficiency)
+        require_nonnegative(f"gpu[{self.name}]", l2_bytes=self.l2_bytes,
+                            price_per_hour=self.price_per_hour)
         if not 0 < self.sustained_of_burst <= 1:
             raise ConfigError(f"gpu[{self.name}].sustained_of_burst={self.sustained_of_burst:g} "
                               "must be in (0, 1]")
@@ -175,6 +202,17 @@ class ClusterConfig:
     def __post_init__(self) -> None:
         require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
+        require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
+        if not 1 <= self.pue < math.inf:
+            raise ConfigError(f"cluster.pue={self.pue} must be >= 1 (facility power over IT "
+                              "power; 1.0 is a datacenter with no overhead)")
+        if self.nccl_algo.lower() not in ("auto",) + ALGORITHMS:
+            raise ConfigError(f"cluster.nccl_algo='{self.nccl_algo}' is unknown"
+                              f"{suggest(self.nccl_algo.lower(), ALGORITHMS)}; known: auto, "
+                              f"{', '.join(ALGORITHMS)}")
+        if self.nccl_proto not in ("auto",) + PROTOCOLS:
+            raise ConfigError(f"cluster.nccl_proto='{self.nccl_proto}' is unknown; known: auto, "
+                              f"{', '.join(PROTOCOLS)}")
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise ConfigError(
                 f"cluster.num_gpus={self.num_gpus} is not a multiple of "

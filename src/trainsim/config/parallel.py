@@ -103,6 +103,7 @@ class ParallelConfig:
 
     def __post_init__(self) -> None:
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
+                         expert_tensor_parallel_size=self.expert_tensor_parallel_size,
                          vpp=self.virtual_pipeline_model_parallel_size,
                          ddp_bucket_size=self.ddp_bucket_size)
         self._check_layout()

@@ -31,6 +31,10 @@ class RunConfig:
                 f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the other")
         if m.ffn_size % p.tp:
             raise ConfigError(f"parallel.tp={p.tp} does not divide model.ffn_hidden_size={m.ffn_size}")
+        if t.dtype == "fp8" and "fp8" not in c.gpu.peak_flops:
+            raise ConfigError(f"training.dtype=fp8 needs fp8 tensor cores; cluster.gpu "
+                              f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "
+                              "use bf16 or a Hopper-or-later GPU")
         model_ranks = p.tp * p.pp * p.cp
         if c.num_gpus % model_ranks:
             raise ConfigError(

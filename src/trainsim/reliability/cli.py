@@ -7,38 +7,44 @@ file is a run config with an optional ``reliability:`` section (see examples/goo
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from typing import Any
 
 import click
 
+from trainsim.cli_guard import POSITIVE, POSITIVE_INT
 from trainsim.errors import ConfigError, TrainsimError
 
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
 _TIME = {"": 1.0, "S": 1.0, "M": 60.0, "MIN": 60.0, "H": 3600.0, "D": 86400.0}
 
 
+_NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+"""A decimal number as typed: 15, 1.5, .5, 1.5e13 (one point, digits)."""
+
+
 def parse_tokens(text: str) -> float:
     """'15T', '300B', '1.5e13' -> tokens (decimal multiples: K, M, B/G, T, P)."""
-    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]?)\s*", text)
+    m = re.fullmatch(rf"\s*({_NUMBER})\s*([a-zA-Z]?)\s*", text)
     if not m or m.group(2).upper() not in _SI:
         raise ConfigError(f"--tokens {text!r}: use a number with an optional K/M/B/T suffix, "
                           "e.g. 15T")
     value = float(m.group(1)) * _SI[m.group(2).upper()]
-    if not value > 0:
-        raise ConfigError(f"--tokens {text!r} must be positive")
+    if not 0 < value < math.inf:
+        raise ConfigError(f"--tokens {text!r} must be positive and finite")
     return value
 
 
 def parse_duration(text: str) -> float:
     """'1800', '30m', '2h', '1.5d' -> seconds."""
-    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?[0-9]+)?)\s*([a-zA-Z]*)\s*", text)
+    m = re.fullmatch(rf"\s*({_NUMBER})\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).upper() not in _TIME:
         raise ConfigError(f"--interval {text!r}: use seconds or a s/m/h/d suffix, e.g. 30m")
     value = float(m.group(1)) * _TIME[m.group(2).upper()]
-    if not value > 0:
-        raise ConfigError(f"--interval {text!r} must be positive")
+    if not 0 < value < math.inf:
+        raise ConfigError(f"--interval {text!r} must be positive and finite")
     return value
 
 
@@ -65,15 +71,15 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--tokens", default=None, metavar="N",
               help="Tokens of the whole run: 15T, 300B, 1.5e13 (default: training.train_tokens).")
-@click.option("--days", type=float, default=None,
+@click.option("--days", type=POSITIVE, default=None,
               help="Simulate a window of wall-clock days instead (e.g. 54, as Llama 3 reports).")
-@click.option("--gpus", type=int, default=None, help="Override cluster.num_gpus.")
+@click.option("--gpus", type=POSITIVE_INT, default=None, help="Override cluster.num_gpus.")
 @click.option("--failures", default=None, metavar="PROFILE",
               help="Failure profile: a catalog/failures name or a YAML path.")
 @click.option("--interval", default=None, metavar="TIME",
               help="Checkpoint interval: seconds or 30m/2h (default: Daly's optimum).")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--trials", type=int, default=1000, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--trials", type=POSITIVE_INT, default=1000, show_default=True)
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
               help="Override a field, e.g. --set reliability.checkpoint.mode=blocking.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")

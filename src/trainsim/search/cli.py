@@ -18,6 +18,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from trainsim.cli_guard import NONNEGATIVE, POSITIVE, POSITIVE_INT, FiniteFloat, fail
 from trainsim.errors import ConfigError, TrainsimError
 
 out = Console()
@@ -25,8 +26,7 @@ err = Console(stderr=True)
 
 
 def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
-    sys.exit(2)
+    fail(exc)
 
 
 def _ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
@@ -89,10 +89,9 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
 
 def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
-    import yaml
-
     from trainsim.config import ParallelConfig, RunConfig
     from trainsim.config._build import build
+    from trainsim.config.safe_load import parse_value
     from trainsim.config.parallel import ALIASES
     from trainsim.search.space import Candidate
 
@@ -106,13 +105,14 @@ def parse_reference(text: str, base: Any, num_gpus: int):
         if "=" not in item:
             raise ConfigError(f"--reference {item!r}: expected field=value")
         k, v = (s.strip() for s in item.split("=", 1))
-        value = yaml.safe_load(v)
+        value = parse_value(v, f"--reference {k}")
         if k in ("mb", "micro_batch_size"):
             micro = value
         else:
             parallel[names.get(k, k)] = value
     p = build(ParallelConfig, parallel, "--reference")
-    training = dataclasses.replace(base.training, micro_batch_size=int(micro))
+    micro = build(type(base.training), {"micro_batch_size": micro}, "--reference").micro_batch_size
+    training = dataclasses.replace(base.training, micro_batch_size=micro)
     return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
 
 
@@ -138,8 +138,8 @@ def _common(f):
         click.argument("model"),
         click.option("--gpu", default="h100-sxm-80gb", show_default=True,
                      help="GPU catalog name, or a YAML file with a GPU spec."),
-        click.option("--gpus-per-node", type=int, default=8, show_default=True),
-        click.option("--nic-gbps", type=float, default=400.0, show_default=True,
+        click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True),
+        click.option("--nic-gbps", type=POSITIVE, default=400.0, show_default=True,
                      help="Inter-node Gbit/s per GPU."),
         click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16",
                      show_default=True),
@@ -147,14 +147,14 @@ def _common(f):
                      help="Override a fixed field, e.g. cluster.gpu_overrides.hbm_bw_gbps=4000."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
                      show_default=True, help="Local worker processes, or Ray tasks."),
-        click.option("--workers", type=int, default=None,
+        click.option("--workers", type=POSITIVE_INT, default=None,
                      help="Worker processes (local) or CPUs of a local Ray instance; default: all."),
         click.option("--ray-address", default=None, help="Join this Ray cluster (ray.init)."),
         click.option("--tp", "tp_", default=None, help="TP sizes to try, e.g. 4,8."),
         click.option("--pp", "pp_", default=None, help="PP sizes to try."),
         click.option("--cp", "cp_", default=None, help="CP sizes to try."),
-        click.option("--max-vpp", type=int, default=8, show_default=True),
-        click.option("--max-micro-batch", type=int, default=8, show_default=True),
+        click.option("--max-vpp", type=POSITIVE_INT, default=8, show_default=True),
+        click.option("--max-micro-batch", type=POSITIVE_INT, default=8, show_default=True),
         click.option("--recompute", default="none,selective,full", show_default=True),
         click.option("--zero", default="0,1,2,3", show_default=True,
                      help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO."),
@@ -177,15 +177,15 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap):
 @click.command("search")
 @_common
 @click.option("--gpus", required=True, help="GPU count, or several to compare: 512,1024.")
-@click.option("--global-batch", type=int, required=True, help="Sequences per optimizer step.")
-@click.option("--seq", type=int, required=True, help="Tokens per sequence.")
-@click.option("--top", "top_k", type=int, default=10, show_default=True)
+@click.option("--global-batch", type=POSITIVE_INT, required=True, help="Sequences per optimizer step.")
+@click.option("--seq", type=POSITIVE_INT, required=True, help="Tokens per sequence.")
+@click.option("--top", "top_k", type=POSITIVE_INT, default=10, show_default=True)
 @click.option("--rank-by", type=click.Choice(["split", "layout", "config"]), default="split",
               show_default=True, help="Rank distinct GPU splits, layouts, or every configuration.")
 @click.option("--reference", default=None, metavar="tp=8,pp=8,...",
               help="Also rank this configuration (e.g. a published one).")
 @click.option("--exhaustive", is_flag=True, help="Simulate every candidate that fits (slow).")
-@click.option("--pareto-slowdown", type=float, default=1.25, show_default=True,
+@click.option("--pareto-slowdown", type=FiniteFloat(min=1), default=1.25, show_default=True,
               help="The Pareto front keeps configurations up to this much slower than the best.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -237,17 +237,17 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
 @click.command("plan")
 @_common
 @click.option("--tokens", required=True, help="Training tokens, e.g. 15T.")
-@click.option("--days", type=float, required=True, help="Wall-clock deadline in days.")
-@click.option("--global-batch", type=int, default=None,
+@click.option("--days", type=POSITIVE, required=True, help="Wall-clock deadline in days.")
+@click.option("--global-batch", type=POSITIVE_INT, default=None,
               help="Sequences per step; default: about 4M tokens (a power of two).")
-@click.option("--seq", type=int, default=8192, show_default=True)
-@click.option("--max-gpus", type=int, default=65536, show_default=True)
-@click.option("--price", type=float, default=None, help="USD per GPU-hour (default: catalog).")
-@click.option("--pue", type=float, default=None, help="Datacenter PUE (default: cluster.pue, 1.2).")
-@click.option("--grid", "grid_g", type=float, default=400.0, show_default=True,
+@click.option("--seq", type=POSITIVE_INT, default=8192, show_default=True)
+@click.option("--max-gpus", type=POSITIVE_INT, default=65536, show_default=True)
+@click.option("--price", type=NONNEGATIVE, default=None, help="USD per GPU-hour (default: catalog).")
+@click.option("--pue", type=FiniteFloat(min=1), default=None, help="Datacenter PUE (default: cluster.pue, 1.2).")
+@click.option("--grid", "grid_g", type=NONNEGATIVE, default=400.0, show_default=True,
               help="Grid carbon intensity, g CO2e per kWh.")
-@click.option("--gpu-idle-fraction", type=float, default=0.15, show_default=True)
-@click.option("--node-overhead", type=float, default=0.5, show_default=True,
+@click.option("--gpu-idle-fraction", type=FiniteFloat(min=0, max=1), default=0.15, show_default=True)
+@click.option("--node-overhead", type=NONNEGATIVE, default=0.5, show_default=True,
               help="Non-GPU node power per GPU, as a fraction of the GPU's TDP.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers, ray_address,
@@ -315,7 +315,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--vary", "varies", multiple=True, required=True, metavar="PATH=LO:HI|a,b,c",
               help="A field to vary (repeatable), e.g. cluster.nvlink_gbps=300:1800.")
-@click.option("--steps", type=int, default=5, show_default=True, help="Values per LO:HI range.")
+@click.option("--steps", type=POSITIVE_INT, default=5, show_default=True, help="Values per LO:HI range.")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write sweep.csv/.json/.png/.html here.")

@@ -1,0 +1,93 @@
+"""How the command line ends on bad input: one line on stderr and a nonzero exit, never a
+traceback.
+
+``GuardedGroup`` wraps every subcommand: a :class:`TrainsimError` (bad config, impossible
+combination, work over a limit), a ``ValueError`` from parsing what the user typed, or an
+``OSError`` from a file the user named (a missing directory, ``/dev/full``) becomes
+``error: <message>`` and exit status 2. Anything else is a bug in trainsim: it is reported in
+one line as an internal error (exit 3). With ``TRAINSIM_DEBUG=1`` every exception other than a
+TrainsimError keeps its traceback: the fuzz tests run that way, so an input that only this
+safety net catches still fails them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from typing import Any, NoReturn
+
+import click
+
+from trainsim.errors import TrainsimError
+
+USAGE_EXIT = 2
+"""Exit status of a refused input (as click's own usage errors)."""
+INTERNAL_EXIT = 3
+"""Exit status of an unexpected exception (a trainsim bug)."""
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: newlines become '; ', runs of spaces one space."""
+    parts = [" ".join(line.split()) for line in str(text).splitlines()]
+    return "; ".join(p for p in parts if p)
+
+
+def describe(exc: BaseException) -> str:
+    """The message a user sees for ``exc``."""
+    if isinstance(exc, OSError) and not isinstance(exc, TrainsimError):
+        what = exc.strerror or str(exc) or type(exc).__name__
+        return f"{exc.filename}: {what}" if exc.filename else what
+    return one_line(str(exc)) or type(exc).__name__
+
+
+def fail(exc: BaseException) -> NoReturn:
+    """Print ``error: <message>`` on stderr and exit with USAGE_EXIT."""
+    _echo_err(f"{click.style('error:', fg='red', bold=True)} {describe(exc)}")
+    sys.exit(USAGE_EXIT)
+
+
+def _echo_err(line: str) -> None:
+    try:
+        click.echo(line, err=True)
+    except OSError:  # stderr itself is gone; the exit status still tells
+        pass
+
+
+class GuardedGroup(click.Group):
+    """A click group whose subcommands end in one error line instead of a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise
+        except TrainsimError as exc:
+            fail(exc)
+        except Exception as exc:
+            if os.environ.get("TRAINSIM_DEBUG"):
+                raise
+            if isinstance(exc, (ValueError, OSError, RecursionError)):
+                fail(exc)  # from what the user gave, where no check named it first
+            _echo_err(f"{click.style('internal error:', fg='red', bold=True)} "
+                      f"{type(exc).__name__}: {describe(exc)} (a trainsim bug; rerun with "
+                      "TRAINSIM_DEBUG=1 for the traceback and report it)")
+            sys.exit(INTERNAL_EXIT)
+
+
+class FiniteFloat(click.FloatRange):
+    """A float option within a range that also refuses nan and infinities."""
+
+    name = "finite float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return rv
+
+
+POSITIVE_INT = click.IntRange(min=1)
+"""Counts and sizes: GPUs, tokens per sequence, trials."""
+POSITIVE = FiniteFloat(min=0, min_open=True)
+NONNEGATIVE = FiniteFloat(min=0)

@@ -1,0 +1,155 @@
+"""Reading user files safely: bounded size, plain-data YAML/JSON, bounded nesting and numbers.
+
+Every file a user hands trainsim (run configs, GPU specs, failure profiles, Hugging Face
+``config.json``, measured-kernel databases) goes through here, so that bad input is a
+:class:`ConfigError` naming the file, never a traceback or a hang:
+
+- at most ``MAX_FILE_BYTES`` are read (``/dev/zero`` or a multi-GB file stops there);
+- YAML is plain data: mappings, lists, strings, numbers, booleans, null. Dates,
+  ``!!binary``, ``!!set``, ``!!omap`` and ``!!python/...`` tags are refused (a date would
+  reach the simulator as a ``datetime`` and a set is not JSON);
+- aliases are expanded at most to ``MAX_NODES`` values in total (a "billion laughs" alias
+  bomb is a few hundred bytes of YAML) and nesting is at most ``MAX_DEPTH`` deep;
+- integers have at most ``MAX_INT_DIGITS`` digits (Python refuses to parse more than 4,300
+  and no trainsim field needs more than a few).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainsim.errors import ConfigError
+
+MAX_FILE_BYTES = 16 * 2**20
+"""Largest input file read (16 MiB; a measured-kernel database is a few hundred KiB)."""
+MAX_NODES = 1_000_000
+"""Values in one file after alias expansion."""
+MAX_DEPTH = 64
+"""Nesting depth of mappings and lists."""
+MAX_INT_DIGITS = 30
+"""Digits of an integer literal (2**64 has 20)."""
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader without timestamps, binary, sets and ordered maps."""
+
+
+def _refuse(message: str):
+    def construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:  # noqa: ARG001
+        value = node.value if isinstance(node.value, str) else ""
+        raise ConfigError(f"line {node.start_mark.line + 1}: " + message.format(value=value))
+    return construct
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    digits = sum(ch.isdigit() for ch in str(node.value))
+    if digits > MAX_INT_DIGITS:
+        raise ConfigError(f"line {node.start_mark.line + 1}: an integer of {digits} digits is "
+                          f"out of range (at most {MAX_INT_DIGITS})")
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp",
+                        _refuse("{value!r} reads as a date; quote it if you mean text"))
+for _tag in ("binary", "set", "omap", "pairs"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(
+        f"a !!{_tag} value is not plain data; use a number, text, list or mapping"))
+_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def read_text(path: str | Path, what: str = "config") -> str:
+    """The UTF-8 text of ``path``, at most MAX_FILE_BYTES of it."""
+    path = Path(path)
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError(f"{what} {path} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
+                          "trainsim reads configs and databases up to that size")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {path} is not UTF-8 text") from None
+
+
+def _json_int(text: str) -> int:
+    if sum(ch.isdigit() for ch in text) > MAX_INT_DIGITS:
+        raise ConfigError(f"an integer of {len(text)} digits is out of range "
+                          f"(at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _json_constant(name: str) -> Any:
+    raise ConfigError(f"{name} is not a JSON number; give a finite number")
+
+
+def parse(text: str, source: str, fmt: str = "yaml") -> Any:
+    """Plain data (dict/list/str/int/float/bool/None) from YAML or JSON ``text``.
+
+    ``source`` names the input in errors (a path, or ``--set parallel.tp``)."""
+    try:
+        if fmt == "json":
+            data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
+        else:
+            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except (yaml.YAMLError, json.JSONDecodeError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        what = "JSON" if fmt == "json" else "YAML"
+        raise ConfigError(f"{source} is not valid {what}: {first}") from None
+    return plain(data, source)
+
+
+def plain(data: Any, source: str) -> Any:
+    """A fresh copy of ``data`` as a tree (aliases expanded), within the size and depth bounds;
+    mapping keys must be text."""
+    budget = [MAX_NODES]
+
+    def walk(value: Any, depth: int) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ConfigError(f"{source}: more than {MAX_NODES:,} values once its YAML aliases "
+                              "are expanded; write the data out or use fewer aliases")
+        if depth > MAX_DEPTH:
+            raise ConfigError(f"{source}: nested too deeply (at most {MAX_DEPTH} levels)")
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise ConfigError(f"{source}: mapping key {key!r} is not text; field names "
+                                      "are words such as tp or num_gpus")
+                out[key] = walk(item, depth + 1)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [walk(item, depth + 1) for item in value]
+        if value is None or isinstance(value, (str, bool, int, float)):
+            return value
+        raise ConfigError(f"{source}: a {type(value).__name__} value is not plain data")
+
+    return walk(data, 0)
+
+
+def load_file(path: str | Path, what: str = "config") -> Any:
+    """Plain data from a YAML or JSON file (JSON when the name ends in .json)."""
+    path = Path(path)
+    fmt = "json" if path.suffix.lower() == ".json" else "yaml"
+    return parse(read_text(path, what), str(path), fmt)
+
+
+def parse_value(text: str, source: str) -> Any:
+    """A command-line value (``--set a.b=VALUE``): YAML's reading of it (4 -> int, true ->
+    bool, [1, 2] -> list) when that is plain data, else the text itself, which the field's
+    type check then judges."""
+    try:
+        return parse(text, source)
+    except ConfigError:
+        return text
