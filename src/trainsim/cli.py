@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail
 from trainsim.errors import TrainsimError
 
 # Wide enough for validation ids and notes when output goes to a file or a pipe (rich
@@ -19,23 +21,29 @@ err = Console(stderr=True)
 
 
 def _fail(exc: Exception) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
-    sys.exit(2)
+    fail(exc)
+
+
+MAX_MESSAGE_BYTES = 2**50
+"""Largest message `collective` prices (1 PiB; nccl-tests sizes are at most a few GiB)."""
 
 
 def _size(text: str) -> int:
     """'8', '64K', '1M', '8G' (binary multiples, as nccl-tests' -b/-e)."""
     t = text.strip().upper().rstrip("B")
     mult = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+    scale = mult[t[-1]] if t and t[-1] in mult else 1
     try:
-        if t and t[-1] in mult:
-            return int(float(t[:-1]) * mult[t[-1]])
-        return int(t)
+        value = float(t[:-1] if scale > 1 else t)
     except ValueError:
-        raise TrainsimError(f"bad size '{text}': use bytes or a K/M/G suffix") from None
+        value = math.nan
+    if not 0 < value * scale <= MAX_MESSAGE_BYTES:
+        raise TrainsimError(f"bad size '{text}': use bytes or a K/M/G/T suffix, from 1 byte "
+                            "to 1 PiB")
+    return int(value * scale)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GuardedGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="trainsim")
 def main() -> None:
     """trainsim: predict LLM training time, memory and cost before renting a GPU."""
@@ -121,9 +129,9 @@ def _validate_one(csv_file: str, fmt: str) -> dict | None:
 
 @main.command()
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU catalog name.")
-@click.option("--gpus", "num_gpus", type=int, default=8, show_default=True)
-@click.option("--gpus-per-node", type=int, default=8, show_default=True)
-@click.option("--nic-gbps", type=float, default=400.0, show_default=True,
+@click.option("--gpus", "num_gpus", type=POSITIVE_INT, default=8, show_default=True)
+@click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True)
+@click.option("--nic-gbps", type=POSITIVE, default=400.0, show_default=True,
               help="Inter-node Gbit/s per GPU.")
 @click.option("--op", "kind", default="all_reduce", show_default=True,
               type=click.Choice(["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
