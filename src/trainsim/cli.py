@@ -207,8 +207,10 @@ def _register() -> None:
     from trainsim.profile.cli import profile
     from trainsim.reliability.cli import goodput
     from trainsim.search.cli import plan_cmd, search_cmd, sweep_cmd
+    from trainsim.service.cli import COMMANDS as service_commands
 
-    for command in (capture, export, profile, goodput, search_cmd, plan_cmd, sweep_cmd):
+    for command in (capture, export, profile, goodput, search_cmd, plan_cmd, sweep_cmd,
+                    *service_commands):
         main.add_command(command)
 
 

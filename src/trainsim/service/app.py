@@ -1,0 +1,288 @@
+"""The HTTP API (FastAPI) over the job store, and the web UI's static files.
+
+Every ``/api/v1`` route but health needs ``Authorization: Bearer <token>``. Errors are JSON
+``{"error": "<one line>", "field": "<the request field at fault>"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from trainsim.errors import TrainsimError
+from trainsim.service import catalog as service_catalog
+from trainsim.service import jobs
+from trainsim.service.settings import Settings
+from trainsim.service.store import Job, Store
+from trainsim.service.worker import WorkerPool
+
+STATIC = Path(__file__).parent / "static"
+API = "/api/v1"
+
+JobKind = Literal["simulate", "search", "validate", "sweep", "goodput", "plan"]
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, field: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.field, self.message = status, field, message
+
+
+class JobRequest(BaseModel):
+    kind: JobKind
+    config: dict[str, Any] = Field(default_factory=dict,
+                                   description="A run config as in YAML (model, parallel, "
+                                               "training, cluster, ...).")
+    options: dict[str, Any] = Field(default_factory=dict,
+                                    description="The CLI command's flags, with underscores.")
+
+
+class SimulateRequest(BaseModel):
+    config: dict[str, Any]
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobCreated(BaseModel):
+    id: str
+    status: str
+
+
+class JobView(BaseModel):
+    id: str
+    kind: str
+    status: str
+    progress: float
+    phase: str | None
+    result: Any = Field(description="What the CLI prints with --format json for this job.")
+    error: str | None
+    has_trace: bool
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+
+
+def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
+    return {"id": job.id, "kind": job.kind, "status": job.status, "progress": job.progress,
+            "phase": job.phase,
+            "result": json.loads(job.result) if with_result and job.result else None,
+            "error": job.error, "has_trace": job.has_trace, "created_at": job.created_at,
+            "started_at": job.started_at, "finished_at": job.finished_at}
+
+
+class _BodyLimit:
+    """ASGI middleware: 413 for a body over the limit, declared or streamed."""
+
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            return await self._reject(send)
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise ApiError(413, "body", self._message())
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except ApiError:
+            await self._reject(send)
+
+    def _message(self) -> str:
+        return f"request body over {self.max_bytes} bytes (max_body_bytes)"
+
+    async def _reject(self, send: Any) -> None:
+        body = json.dumps({"error": self._message(), "field": "body"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def create_app(settings: Settings | None = None, start_workers: bool = True) -> FastAPI:
+    """The API and UI over ``settings.db_url``; workers start with the app's lifespan."""
+    settings = settings or Settings()
+    store = Store(settings.db_url)
+    pool = WorkerPool(settings, store)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> Any:
+        if start_workers:
+            pool.start()
+        try:
+            yield
+        finally:
+            if start_workers:
+                pool.stop()
+            store.close()
+
+    app = FastAPI(title="trainsim", version="1", lifespan=lifespan,
+                  openapi_url=f"{API}/openapi.json", docs_url="/docs", redoc_url=None,
+                  description="Simulate LLM training runs: the trainsim CLI as a service.")
+    app.state.store, app.state.pool, app.state.settings = store, pool, settings
+    app.add_middleware(_BodyLimit, max_bytes=settings.limits.max_body_bytes)
+    bearer = HTTPBearer(auto_error=False)
+
+    @app.exception_handler(ApiError)
+    async def _api_error(_r: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid"}
+        loc = [str(p) for p in first.get("loc", ()) if p != "body"] or ["body"]
+        field = ".".join(loc)
+        return JSONResponse({"error": f"{field}: {first.get('msg', 'invalid')}", "field": field},
+                            status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_r: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail), "field": "path"},
+                            status_code=exc.status_code)
+
+    async def caller(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
+        if creds is None or creds.scheme.lower() != "bearer":
+            raise ApiError(401, "authorization", "missing 'Authorization: Bearer <token>' "
+                           "(create one with: trainsim token create NAME)")
+        token_id = await run_in_threadpool(store.token_id, creds.credentials)
+        if token_id is None:
+            raise ApiError(401, "authorization", "unknown or revoked token")
+        return token_id
+
+    def _check(kind: str, config: Any, options: Any) -> None:
+        try:
+            jobs.check(kind, config, options, settings)
+        except jobs.RequestError as exc:
+            raise ApiError(exc.status, exc.field, str(exc)) from None
+        except TrainsimError as exc:  # the CLI's own message, e.g. "tp=3 does not divide ..."
+            raise ApiError(422, "config", str(exc)) from None
+
+    def _submit(token_id: str, kind: str, config: Any, options: Any) -> str:
+        _check(kind, config, options)
+        limit = settings.limits.max_active_jobs
+        if store.active_count(token_id) >= limit:
+            raise ApiError(429, "max_active_jobs", f"this token already has {limit} jobs queued "
+                           "or running (max_active_jobs); wait for one to finish")
+        job_id = store.create_job(token_id, kind, {"config": config, "options": options})
+        pool.notify()
+        return job_id
+
+    def _own(job_id: str, token_id: str) -> Job:
+        job = store.get_job(job_id, token_id)
+        if job is None:
+            raise ApiError(404, "id", f"no job {job_id}")
+        return job
+
+    @app.get(f"{API}/health", tags=["service"])
+    def health() -> dict[str, str]:
+        """Liveness: no token needed."""
+        return {"status": "ok"}
+
+    @app.post(f"{API}/jobs", status_code=202, response_model=JobCreated, tags=["jobs"])
+    def create_job(body: JobRequest, token_id: str = Depends(caller)) -> dict[str, str]:
+        """Queue a job; it is stored before this answers, so it survives a server restart."""
+        return {"id": _submit(token_id, body.kind, body.config, body.options), "status": "queued"}
+
+    @app.get(f"{API}/jobs", response_model=list[JobView], tags=["jobs"])
+    def list_jobs(limit: int = 100, offset: int = 0, token_id: str = Depends(caller)) -> Any:
+        """The caller's jobs, newest first (results left out: read them one job at a time)."""
+        jobs_ = store.list_jobs(token_id, max(1, min(limit, 1000)), max(0, offset))
+        return [_view(j, with_result=False) for j in jobs_]
+
+    @app.get(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
+    def get_job(job_id: str, token_id: str = Depends(caller)) -> Any:
+        return _view(_own(job_id, token_id))
+
+    @app.get(f"{API}/jobs/{{job_id}}/result", tags=["jobs"],
+             responses={200: {"content": {"application/json": {}}}})
+    def get_result(job_id: str, token_id: str = Depends(caller)) -> Response:
+        """The result as the CLI prints it with --format json, byte for byte."""
+        job = _own(job_id, token_id)
+        if job.result is None:
+            raise ApiError(409, "status", f"job {job_id} is {job.status}: no result")
+        return Response(job.result, media_type="application/json")
+
+    @app.delete(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
+    def cancel_job(job_id: str, token_id: str = Depends(caller)) -> Any:
+        """Cancel a queued or running job; a finished job is left as it is."""
+        _own(job_id, token_id)
+        return _view(store.cancel(job_id, token_id) or _own(job_id, token_id))
+
+    @app.get(f"{API}/jobs/{{job_id}}/trace", tags=["jobs"],
+             responses={200: {"content": {"application/json": {}}}})
+    def get_trace(job_id: str, token_id: str = Depends(caller)) -> Response:
+        """The Chrome/Perfetto trace of a simulate job run with options.trace = true."""
+        job = _own(job_id, token_id)
+        trace = store.trace(job_id, token_id) if job.has_trace else None
+        if trace is None:
+            raise ApiError(404, "trace", f"job {job_id} has no trace (submit a simulate job "
+                           "with options.trace = true)")
+        return Response(trace, media_type="application/json", headers={
+            "Content-Disposition": f'attachment; filename="trainsim-{job_id}-trace.json"'})
+
+    @app.post(f"{API}/simulate", tags=["jobs"],
+              responses={200: {"content": {"application/json": {}}}})
+    async def simulate_now(body: SimulateRequest, token_id: str = Depends(caller)) -> Response:
+        """One simulation, answered when done (504 past the server's sync_timeout_s)."""
+        job_id = await run_in_threadpool(_submit, token_id, "simulate", body.config, body.options)
+        deadline = time.monotonic() + settings.limits.sync_timeout_s
+        import asyncio
+
+        while time.monotonic() < deadline:
+            job = await run_in_threadpool(store.get_job, job_id)
+            if job is not None and job.status == "done" and job.result is not None:
+                return Response(job.result, media_type="application/json",
+                                headers={"X-Job-Id": job_id})
+            if job is not None and job.status in ("failed", "cancelled"):
+                raise ApiError(422, "config", job.error or f"job {job.status}")
+            await asyncio.sleep(0.02)
+        await run_in_threadpool(store.cancel, job_id, token_id)
+        raise ApiError(504, "sync_timeout_s", f"no result within {settings.limits.sync_timeout_s:g}"
+                       f" s (sync_timeout_s); submit it to {API}/jobs instead")
+
+    @app.get(f"{API}/catalog/{{kind}}", tags=["catalog"])
+    def catalog(kind: service_catalog.Kind, _token: str = Depends(caller)) -> Any:
+        """Catalog entries with their specs, in catalog units."""
+        return service_catalog.entries(kind)
+
+    @app.get(f"{API}/validation/files", tags=["catalog"])
+    def validation_files(_token: str = Depends(caller)) -> list[str]:
+        """The bundled published-measurement files a validate job can name."""
+        from trainsim.validate import bundled_files
+
+        return [p.name for p in bundled_files()]
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/static/plotly.min.js", include_in_schema=False)
+    def plotly_js() -> Response:
+        path = service_catalog.plotly_js()
+        if path is None:
+            raise ApiError(404, "path", "plotly is not installed; the UI draws SVG instead")
+        return FileResponse(path, media_type="text/javascript")
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return app

@@ -1,0 +1,89 @@
+"""``trainsim serve`` and ``trainsim token create``: registered on the main group by
+``trainsim.cli``. FastAPI, SQLAlchemy and uvicorn are imported only when these run."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+_MISSING = ("the service needs its extra: pip install 'trainsim[service]' "
+            "(FastAPI, SQLAlchemy, uvicorn)")
+
+
+def _need_service() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import sqlalchemy  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        click.echo(f"error: {_MISSING}; missing {exc.name}", err=True)
+        sys.exit(2)
+
+
+def _db_option(f):  # type: ignore[no-untyped-def]
+    return click.option("--db", "db_url", default=None, metavar="URL",
+                        help="Job store: sqlite:///FILE or postgresql://USER@HOST/DB "
+                             "(default: an SQLite file under the user's data directory).")(f)
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=8000, show_default=True)
+@_db_option
+@click.option("--workers", type=int, default=2, show_default=True,
+              help="Worker processes that run jobs.")
+@click.option("--max-active-jobs", type=int, default=None,
+              help="Jobs one token may have queued or running at once (default 16).")
+@click.option("--sync-timeout", type=float, default=None,
+              help="Seconds POST /api/v1/simulate waits for its result (default 30).")
+def serve(host: str, port: int, db_url: str | None, workers: int,
+          max_active_jobs: int | None, sync_timeout: float | None) -> None:
+    """Run the HTTP API, its worker processes and the web UI (http://HOST:PORT/)."""
+    _need_service()
+    import uvicorn
+
+    from trainsim.service.app import create_app
+    from trainsim.service.settings import Settings, default_db_url
+
+    if workers < 0:
+        click.echo(f"error: --workers={workers} must be >= 0", err=True)
+        sys.exit(2)
+    settings = Settings(db_url=db_url or default_db_url(), workers=workers)
+    changes = {k: v for k, v in (("max_active_jobs", max_active_jobs),
+                                 ("sync_timeout_s", sync_timeout)) if v is not None}
+    if changes:
+        settings = settings.with_limits(**changes)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    click.echo(f"trainsim service on http://{host}:{port}/ (API docs /docs), "
+               f"job store {settings.db_url}, {workers} worker(s)", err=True)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+
+
+@click.group("token")
+def token() -> None:
+    """API tokens of the service."""
+
+
+@token.command("create")
+@click.argument("name")
+@_db_option
+def token_create(name: str, db_url: str | None) -> None:
+    """Create an API token for NAME and print it (shown once; only its hash is stored)."""
+    _need_service()
+    from trainsim.errors import TrainsimError
+    from trainsim.service.settings import default_db_url
+    from trainsim.service.store import Store
+
+    store = Store(db_url or default_db_url())
+    try:
+        click.echo(store.create_token(name))
+    except TrainsimError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    finally:
+        store.close()
+
+
+COMMANDS = (serve, token)

@@ -1,0 +1,431 @@
+"""The six job kinds: check a request before it is queued, run it in a worker.
+
+Each kind calls the same public functions as its CLI command and formats its result the way
+that command prints it with ``--format json`` (``trainsim simulate``, ``search``, ``plan``,
+``sweep``, ``goodput``, ``validate``), so a job's result is byte-for-byte the CLI's output;
+tests/test_service_jobs.py holds each kind to that.
+
+``config`` is a run config as in YAML; ``options`` are the command's flags with underscores
+(``{"set": ["parallel.tp=4"], "trace": true}``, ``{"gpus": "8,16", "top": 5}``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainsim.errors import ConfigError, TrainsimError
+from trainsim.service.settings import Limits, Settings
+
+KINDS = ("simulate", "search", "validate", "sweep", "goodput", "plan")
+
+Progress = Callable[[float, str], None]
+"""progress(fraction done in [0, 1], phase)."""
+
+
+class RequestError(TrainsimError):
+    """A request the server will not run: ``field`` names the part of the request at fault."""
+
+    def __init__(self, field: str, message: str, status: int = 422) -> None:
+        super().__init__(message)
+        self.field = field
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Output:
+    result: str
+    """Exactly what the CLI prints to stdout with ``--format json`` (newline included)."""
+    trace: str | None = None
+    """Chrome/Perfetto trace JSON (simulate with ``options.trace``)."""
+
+
+def _dumps(obj: Any, sort_keys: bool = True) -> str:
+    # click.echo's newline included: the stored text is the CLI's stdout
+    return json.dumps(obj, indent=2, sort_keys=sort_keys) + "\n"
+
+
+# ------------------------------------------------------------------------------ options
+
+_COMMON_SEARCH = {"model": None, "gpu": None, "gpus_per_node": None, "nic_gbps": None,
+                  "dtype": None, "set": [], "tp": None, "pp": None, "cp": None, "max_vpp": 8,
+                  "max_micro_batch": 8, "recompute": "none,selective,full", "zero": "0,1,2,3",
+                  "overlap": "search"}
+OPTIONS: dict[str, dict[str, Any]] = {
+    "simulate": {"set": [], "trace": False},
+    "sweep": {"vary": [], "steps": 5, "set": []},
+    "goodput": {"tokens": None, "days": None, "gpus": None, "failures": None, "interval": None,
+                "seed": 0, "trials": 1000, "set": [], "sweep": False},
+    "validate": {"file": None, "csv": None},
+    "search": {**_COMMON_SEARCH, "gpus": None, "global_batch": None, "seq": None, "top": 10,
+               "rank_by": "split", "reference": None, "exhaustive": False,
+               "pareto_slowdown": 1.25},
+    "plan": {**_COMMON_SEARCH, "tokens": None, "days": None, "global_batch": None, "seq": None,
+             "max_gpus": 65536, "price": None, "pue": None, "grid": 400.0,
+             "gpu_idle_fraction": 0.15, "node_overhead": 0.5},
+}
+
+
+def _options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
+    known = OPTIONS[kind]
+    for key in options:
+        if key not in known:
+            raise RequestError(f"options.{key}", f"options.{key}: not an option of {kind}; "
+                               f"known: {', '.join(known)}")
+    out = {**known, **{k: v for k, v in options.items() if v is not None}}
+    for key in ("set", "vary"):
+        if key in out:
+            v = out[key]
+            v = [v] if isinstance(v, str) else v
+            if not isinstance(v, list) or not all(isinstance(s, str) for s in v):
+                raise RequestError(f"options.{key}", f"options.{key}: expected a list of strings")
+            out[key] = list(v)
+    return out
+
+
+def _no_server_files(config: dict[str, Any]) -> None:
+    """A client may not make the server read its own files (hf_config, failure profile paths)."""
+    model = config.get("model")
+    if isinstance(model, dict) and "hf_config" in model:
+        raise RequestError("config.model.hf_config", "config.model.hf_config: the server does "
+                           "not read files; give the model's fields instead")
+    rel = config.get("reliability")
+    failures = rel.get("failures") if isinstance(rel, dict) else None
+    if isinstance(failures, str) and ("/" in failures or "\\" in failures):
+        raise RequestError("config.reliability.failures", "config.reliability.failures: give "
+                           "a catalog profile name or a mapping, not a path")
+
+
+@contextmanager
+def _workdir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="trainsim-job-") as d:
+        yield Path(d)
+
+
+def _write(path: Path, data: Any) -> str:
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def _int(opts: dict[str, Any], key: str, least: int = 0) -> int:
+    v = opts[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected an integer >= {least}")
+    return v
+
+
+def _text(v: Any) -> str | None:
+    """An option the CLI takes as text ('8,16', '15T'): numbers and lists become that text."""
+    if v is None:
+        return None
+    if isinstance(v, list):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+# ------------------------------------------------------------------------------ simulate
+
+def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Path,
+              run: bool) -> Output | None:
+    from trainsim.catalog import load_run_config
+
+    cfg = load_run_config(_write(wd / "config.json", config), opts["set"])
+    _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
+    if not run:
+        return None
+    from trainsim.report import write_chrome_trace
+    from trainsim.simulator import simulate
+
+    trace_path = wd / "trace.json" if opts["trace"] else None
+    result = simulate(cfg, keep_timeline=trace_path is not None)
+    trace = None
+    if trace_path is not None and result.timeline is not None:
+        write_chrome_trace(result.timeline, trace_path, title=cfg.model.name)
+        trace = trace_path.read_text()
+    return Output(_dumps(result.to_dict()), trace)
+
+
+def _bound_gpus(n: int, field: str, limits: Limits) -> None:
+    if n > limits.max_gpus:
+        raise RequestError(field, f"{field}={n} is more GPUs than this server simulates "
+                           f"(max_gpus={limits.max_gpus})")
+
+
+# ------------------------------------------------------------------------------ sweep
+
+def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Path,
+           run: bool, progress: Progress) -> Output | None:
+    from trainsim.catalog import read_config_file
+    from trainsim.search.whatif import Vary, sweep
+
+    steps = _int(opts, "steps", 1)
+    vs = [Vary.parse(v, steps) for v in opts["vary"]]
+    if not vs:
+        raise RequestError("options.vary", "options.vary: sweep needs at least one field to vary")
+    points = math.prod(len(v.values) for v in vs)
+    if points > limits.max_sweep_points:
+        raise RequestError("options.vary", f"options.vary: {points} grid points, more than this "
+                           f"server's max_sweep_points={limits.max_sweep_points}")
+    raw = read_config_file(_write(wd / "config.json", config))
+    if not run:
+        from trainsim.catalog import apply_overrides, run_config_from_dict
+
+        cfg = run_config_from_dict(apply_overrides(raw, opts["set"]))
+        _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
+        return None
+    result = sweep(raw, vs, opts["set"], progress=lambda d, t: progress(d / t, "simulate"))
+    return Output(_dumps(result.rows(), sort_keys=False))
+
+
+# ------------------------------------------------------------------------------ goodput
+
+def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Path,
+             run: bool) -> Output | None:
+    from trainsim.reliability.cli import load_goodput_config, parse_duration, parse_tokens
+
+    trials = _int(opts, "trials", 1)
+    if trials > limits.max_trials:
+        raise RequestError("options.trials", f"options.trials={trials}: more than this server's "
+                           f"max_trials={limits.max_trials}")
+    failures = opts["failures"]
+    if failures is not None and ("/" in str(failures) or "\\" in str(failures)):
+        raise RequestError("options.failures", "options.failures: give a catalog profile name")
+    gpus = None if opts["gpus"] is None else _int(opts, "gpus", 1)
+    cfg, rel = load_goodput_config(_write(wd / "config.json", config), tuple(opts["set"]), gpus,
+                                   failures)
+    _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
+    if opts["interval"] is not None:
+        rel = dataclasses.replace(rel, checkpoint=dataclasses.replace(
+            rel.checkpoint, interval_s=parse_duration(_text(opts["interval"]) or "")))
+    tokens = parse_tokens(_text(opts["tokens"]) or "") if opts["tokens"] is not None else None
+    if not run:
+        return None
+    from trainsim.reliability.goodput import goodput
+
+    days = None if opts["days"] is None else float(opts["days"])
+    result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials,
+                     seed=_int(opts, "seed"), sweep=bool(opts["sweep"]))
+    return Output(_dumps(result.to_dict()))
+
+
+# ------------------------------------------------------------------------------ validate
+
+def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
+              progress: Progress) -> Output | None:
+    from trainsim.validate import BUNDLED_DIR, bundled_files, read_rows, summarize, validate_file
+
+    single = opts["file"] is not None or opts["csv"] is not None
+    if opts["csv"] is not None:
+        if not isinstance(opts["csv"], str):
+            raise RequestError("options.csv", "options.csv: expected the CSV file's text")
+        files = [wd / "upload.csv"]
+        files[0].write_text(opts["csv"])
+    elif opts["file"] is not None:
+        names = [p.name for p in bundled_files()]
+        if opts["file"] not in names:
+            raise RequestError("options.file", f"options.file={opts['file']!r}: not a bundled "
+                               f"file; known: {', '.join(names)}")
+        files = [BUNDLED_DIR / opts["file"]]
+    else:
+        files = bundled_files()
+    counts = [len(read_rows(f)[1]) for f in files]
+    if sum(counts) > limits.max_validate_rows:
+        raise RequestError("options.csv", f"options.csv: {sum(counts)} rows, more than this "
+                           f"server's max_validate_rows={limits.max_validate_rows}")
+    if not run:
+        return None
+    report: dict[str, Any] = {}
+    done = 0
+    for path, n in zip(files, counts):
+        _, results = validate_file(path, progress=lambda i, _n, d=done: progress(
+            (d + i) / max(1, sum(counts)), f"predicting {path.name}"))
+        done += n
+        report[path.name] = {"rows": [r.to_dict() for r in results],
+                             "summary": summarize(results)}
+    return Output(_dumps(report[files[0].name] if single else report))
+
+
+# ------------------------------------------------------------------------------ search, plan
+
+def _defaults_from_config(config: dict[str, Any], opts: dict[str, Any], wd: Path) -> None:
+    """Fill the search/plan flags the request left out from its run config."""
+    from trainsim import catalog
+
+    cluster = config.get("cluster") if isinstance(config.get("cluster"), dict) else {}
+    training = config.get("training") if isinstance(config.get("training"), dict) else {}
+    node = catalog.node(str(cluster["node"])) if "node" in cluster else {}
+    model = opts["model"] if opts["model"] is not None else config.get("model")
+    if model is None:
+        raise RequestError("config.model", "config.model: a search needs a model")
+    opts["model"] = model if isinstance(model, str) else _write(wd / "model.json", {"model": model})
+    gpu = opts["gpu"] or cluster.get("gpu") or node.get("gpu") or "h100-sxm-80gb"
+    opts["gpu"] = gpu if isinstance(gpu, str) else _write(wd / "gpu.json", {"gpu": gpu})
+    fill = {"gpus_per_node": cluster.get("gpus_per_node", node.get("gpus_per_node", 8)),
+            "nic_gbps": cluster.get("nic_gbps_per_gpu", node.get("nic_gbps_per_gpu", 400.0)),
+            "dtype": training.get("dtype", "bf16"), "gpus": cluster.get("num_gpus"),
+            "global_batch": training.get("global_batch_size"),
+            "seq": training.get("seq_length", 8192 if "max_gpus" in opts else None)}
+    for key, value in fill.items():
+        if key in opts and opts[key] is None:
+            opts[key] = value
+
+
+def _space(opts: dict[str, Any]) -> Any:
+    from trainsim.search.cli import _ints
+    from trainsim.search.space import SearchSpace
+
+    rc = tuple(s.strip() for s in str(opts["recompute"]).split(",") if s.strip())
+    return SearchSpace(tp=_ints(_text(opts["tp"]), "tp"), pp=_ints(_text(opts["pp"]), "pp"),
+                       cp=_ints(_text(opts["cp"]), "cp"), max_vpp=_int(opts, "max_vpp", 1),
+                       max_micro_batch=_int(opts, "max_micro_batch", 1), recompute=rc,
+                       zero=_ints(_text(opts["zero"]), "zero", least=0) or (),
+                       overlap=opts["overlap"])
+
+
+def _bound_candidates(base: Any, counts: tuple[int, ...], space: Any, limits: Limits) -> None:
+    n = 0
+    for gpus in counts:
+        for key in space.memory_keys(base, gpus):
+            n += len(space.variants(key))
+            if n > limits.max_candidates:
+                raise RequestError("options", f"options: the search space holds more than "
+                                   f"{limits.max_candidates} candidates (max_candidates); "
+                                   "narrow it with tp, pp, cp, recompute, zero or overlap")
+
+
+def _executor(settings: Settings) -> Any:
+    """The executor of one search or plan job, starting from an empty evaluation cache: the job
+    answers as a fresh ``trainsim search`` process does (the cache's hits show in its stats)."""
+    from trainsim.search.core import DEFAULT_CACHE
+    from trainsim.search.executors import make_executor
+
+    DEFAULT_CACHE.__init__(DEFAULT_CACHE.max_entries)  # type: ignore[misc]
+
+    if settings.search_executor == "ray":
+        return make_executor("ray", None, settings.ray_address)
+    return make_executor("serial")  # the service's worker pool is the parallelism
+
+
+def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
+            run: bool, progress: Progress) -> Output | None:
+    from trainsim.search.cli import _ints, build_base, parse_reference
+    from trainsim.search.core import search
+
+    _defaults_from_config(config, opts, wd)
+    for key in ("gpus", "global_batch", "seq"):
+        if opts[key] is None:
+            raise RequestError(f"options.{key}", f"options.{key} is required (or give it in "
+                               "the config's cluster/training section)")
+    counts = _ints(_text(opts["gpus"]), "gpus") or ()
+    for n in counts:
+        _bound_gpus(n, "options.gpus", settings.limits)
+    base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
+                      _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
+                      float(opts["nic_gbps"]), opts["dtype"], tuple(opts["set"]))
+    space = _space(opts)
+    ref = parse_reference(opts["reference"], base, counts[0]) if opts["reference"] else None
+    _bound_candidates(base, counts, space, settings.limits)
+    if not run:
+        return None
+    ex = _executor(settings)
+    try:
+        result = search(base, counts, space, top_k=_int(opts, "top", 1), executor=ex,
+                        rank_by=opts["rank_by"], exhaustive=bool(opts["exhaustive"]),
+                        reference=ref, pareto_slowdown=float(opts["pareto_slowdown"]),
+                        progress=lambda phase, d, t: progress(d / max(1, t), phase))
+    finally:
+        ex.close()
+    if not result.top:
+        raise ConfigError("no configuration fits in memory; try more GPUs, a smaller "
+                          "--global-batch or --seq, or allow recompute/ZeRO")
+    from trainsim.search.render import search_json
+
+    return Output(search_json(result) + "\n")
+
+
+def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
+          run: bool, progress: Progress) -> Output | None:
+    from trainsim.search.capacity import EnergyModel, plan
+    from trainsim.search.cli import build_base
+    from trainsim.search.whatif import parse_number
+
+    _defaults_from_config(config, opts, wd)
+    for key in ("tokens", "days"):
+        if opts[key] is None:
+            raise RequestError(f"options.{key}", f"options.{key} is required")
+    max_gpus = _int(opts, "max_gpus", 1)
+    _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
+    n_tokens = parse_number(_text(opts["tokens"]) or "", "--tokens")
+    seq = _int(opts, "seq", 1)
+    gb = opts["global_batch"] or max(1, 2 ** round(math.log2(4 * 2**20 / seq)))
+    gpn = _int(opts, "gpus_per_node", 1)
+    base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn, float(opts["nic_gbps"]),
+                      opts["dtype"], tuple(opts["set"]))
+    energy = EnergyModel(float(opts["gpu_idle_fraction"]), float(opts["node_overhead"]),
+                         None if opts["pue"] is None else float(opts["pue"]),
+                         float(opts["grid"]))
+    space = _space(opts)
+    if not run:
+        return None
+    ex = _executor(settings)
+    try:
+        result = plan(base, n_tokens, float(opts["days"]), space=space, executor=ex,
+                      max_gpus=max_gpus, energy=energy,
+                      price_per_gpu_hour=None if opts["price"] is None else float(opts["price"]),
+                      progress=lambda phase, d, t: progress(d / max(1, t), phase))
+    finally:
+        ex.close()
+    return Output(_dumps(result.to_dict()))
+
+
+# ------------------------------------------------------------------------------ entry points
+
+def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: bool,
+              progress: Progress) -> Output | None:
+    if kind not in KINDS:
+        raise RequestError("kind", f"kind={kind!r}: expected one of {', '.join(KINDS)}")
+    if not isinstance(config, dict):
+        raise RequestError("config", "config: expected a run config mapping (as in YAML)")
+    if not isinstance(options, dict):
+        raise RequestError("options", "options: expected a mapping of the command's flags")
+    _no_server_files(config)
+    opts = _options(kind, options)
+    limits = settings.limits
+    try:
+        with _workdir() as wd:
+            if kind == "simulate":
+                return _simulate(config, opts, limits, wd, run)
+            if kind == "sweep":
+                return _sweep(config, opts, limits, wd, run, progress)
+            if kind == "goodput":
+                return _goodput(config, opts, limits, wd, run)
+            if kind == "validate":
+                return _validate(opts, limits, wd, run, progress)
+            if kind == "search":
+                return _search(config, opts, settings, wd, run, progress)
+            return _plan(config, opts, settings, wd, run, progress)
+    except (TypeError, ValueError) as exc:  # an option of the wrong type
+        if isinstance(exc, TrainsimError):
+            raise
+        raise RequestError("options", f"options: {exc}") from None
+
+
+def check(kind: str, config: Any, options: Any, settings: Settings) -> None:
+    """Raise RequestError (or the CLI's ConfigError) if the job cannot or may not run."""
+    _dispatch(kind, config, options, settings, run=False, progress=lambda f, p: None)
+
+
+def run(kind: str, config: Any, options: Any, settings: Settings,
+        progress: Progress = lambda f, p: None) -> Output:
+    """Run one job to its CLI-identical result (raises what the CLI would report)."""
+    out = _dispatch(kind, config, options, settings, run=True, progress=progress)
+    if out is None:  # every kind returns an Output when run
+        raise RuntimeError(f"job kind {kind} produced no output")
+    return out

@@ -1,0 +1,289 @@
+"""The job store: tokens and jobs in one SQL database (SQLite file by default, PostgreSQL by URL).
+
+A job is written before the API answers 202, and workers claim jobs from the database, so the
+database alone is the queue: a server killed at any moment loses nothing. Claims are fenced:
+each claim gets a fresh ``claim`` id, and a worker can finish a job only while the job still
+carries its claim, so a job queued again after its worker vanished is never finished twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Column,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    event,
+    func,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine
+
+from trainsim.errors import ConfigError
+
+ACTIVE = ("queued", "running")
+FINISHED = ("done", "failed", "cancelled")
+TOKEN_PREFIX = "tsk_"
+
+metadata = MetaData()
+
+tokens = Table(
+    "tokens", metadata,
+    Column("id", String(32), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+)
+
+jobs = Table(
+    "jobs", metadata,
+    Column("id", String(32), primary_key=True),
+    Column("token_id", String(32), nullable=False),
+    Column("kind", String(20), nullable=False),
+    Column("status", String(12), nullable=False),
+    Column("request", Text, nullable=False),
+    Column("progress", Float, nullable=False, default=0.0),
+    Column("phase", String(200), nullable=True),
+    Column("result", Text, nullable=True),
+    Column("trace", Text, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("started_at", Float, nullable=True),
+    Column("finished_at", Float, nullable=True),
+    Column("claim", String(32), nullable=True),
+    Column("worker", String(200), nullable=True),
+    Column("heartbeat_at", Float, nullable=True),
+    Column("attempts", Integer, nullable=False, default=0),
+    Index("ix_jobs_status_created", "status", "created_at"),
+    Index("ix_jobs_token_created", "token_id", "created_at"),
+)
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of a token: tokens are 256-bit random, so a fast hash cannot be brute-forced."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    token_id: str
+    kind: str
+    status: str
+    request: dict[str, Any]
+    progress: float
+    phase: str | None
+    result: str | None
+    error: str | None
+    has_trace: bool
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    claim: str | None
+    worker: str | None
+    attempts: int
+
+
+def _job(row: Any) -> Job:
+    m = row._mapping
+    return Job(id=m["id"], token_id=m["token_id"], kind=m["kind"], status=m["status"],
+               request=json.loads(m["request"]), progress=m["progress"], phase=m["phase"],
+               result=m["result"], error=m["error"], has_trace=bool(m["has_trace"]),
+               created_at=m["created_at"], started_at=m["started_at"],
+               finished_at=m["finished_at"], claim=m["claim"], worker=m["worker"],
+               attempts=m["attempts"])
+
+
+_JOB_COLUMNS = [c for c in jobs.c if c.name not in ("trace",)]
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+    cur.execute("PRAGMA synchronous=NORMAL")  # durable across a process crash in WAL mode
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.close()
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``: ``sqlite:///path`` (directory created, WAL) or ``postgresql://``."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    if url.startswith("postgresql://"):  # psycopg 3 is the driver trainsim installs
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return create_engine(url, pool_pre_ping=True)
+
+
+class Store:
+    """Tokens and jobs. Safe to use from many threads and processes at once."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        self._skip_locked = self.engine.dialect.name == "postgresql"
+        metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -------------------------------------------------------------------------- tokens
+
+    def create_token(self, name: str) -> str:
+        """A new API token for ``name``; returned once, only its hash is kept."""
+        name = name.strip()
+        if not name:
+            raise ConfigError("token name must not be empty")
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with self.engine.begin() as c:
+            c.execute(tokens.insert().values(id=uuid.uuid4().hex, name=name[:200],
+                                             token_hash=hash_token(token), created_at=time.time()))
+        return token
+
+    def token_id(self, token: str) -> str | None:
+        """The id of the token whose hash matches ``token``, or None."""
+        with self.engine.connect() as c:
+            return c.execute(select(tokens.c.id).where(
+                tokens.c.token_hash == hash_token(token))).scalar_one_or_none()
+
+    # -------------------------------------------------------------------------- jobs
+
+    def create_job(self, token_id: str, kind: str, request: dict[str, Any]) -> str:
+        job_id = uuid.uuid4().hex
+        with self.engine.begin() as c:
+            c.execute(jobs.insert().values(
+                id=job_id, token_id=token_id, kind=kind, status="queued",
+                request=json.dumps(request, sort_keys=True), progress=0.0,
+                created_at=time.time(), attempts=0))
+        return job_id
+
+    def _select(self) -> Any:
+        return select(*_JOB_COLUMNS, (jobs.c.trace.is_not(None)).label("has_trace"))
+
+    def get_job(self, job_id: str, token_id: str | None = None) -> Job | None:
+        """The job, or None when it does not exist or belongs to another token."""
+        q = self._select().where(jobs.c.id == job_id)
+        if token_id is not None:
+            q = q.where(jobs.c.token_id == token_id)
+        with self.engine.connect() as c:
+            row = c.execute(q).first()
+        return _job(row) if row is not None else None
+
+    def list_jobs(self, token_id: str, limit: int = 100, offset: int = 0) -> list[Job]:
+        q = (self._select().where(jobs.c.token_id == token_id)
+             .order_by(jobs.c.created_at.desc(), jobs.c.id).limit(limit).offset(offset))
+        with self.engine.connect() as c:
+            return [_job(r) for r in c.execute(q)]
+
+    def trace(self, job_id: str, token_id: str) -> str | None:
+        with self.engine.connect() as c:
+            return c.execute(select(jobs.c.trace).where(
+                jobs.c.id == job_id, jobs.c.token_id == token_id)).scalar_one_or_none()
+
+    def active_count(self, token_id: str) -> int:
+        with self.engine.connect() as c:
+            return c.execute(select(func.count()).select_from(jobs).where(
+                jobs.c.token_id == token_id, jobs.c.status.in_(ACTIVE))).scalar_one()
+
+    def counts(self) -> dict[str, int]:
+        """Jobs by status, over all tokens."""
+        with self.engine.connect() as c:
+            rows = c.execute(select(jobs.c.status, func.count()).group_by(jobs.c.status))
+            return {s: n for s, n in rows}
+
+    def cancel(self, job_id: str, token_id: str) -> Job | None:
+        """Cancel a queued or running job (a finished one stays as it is)."""
+        with self.engine.begin() as c:
+            c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.token_id == token_id,
+                                         jobs.c.status.in_(ACTIVE))
+                      .values(status="cancelled", finished_at=time.time()))
+        return self.get_job(job_id, token_id)
+
+    # -------------------------------------------------------------------------- workers
+
+    def claim(self, worker: str) -> Job | None:
+        """Take the oldest queued job for ``worker``, or None when none is queued."""
+        claim = uuid.uuid4().hex
+        oldest = (select(jobs.c.id).where(jobs.c.status == "queued")
+                  .order_by(jobs.c.created_at, jobs.c.id).limit(1))
+        if self._skip_locked:
+            oldest = oldest.with_for_update(skip_locked=True)
+        now = time.time()
+        with self.engine.begin() as c:
+            n = c.execute(update(jobs).where(jobs.c.id == oldest.scalar_subquery(),
+                                             jobs.c.status == "queued")
+                          .values(status="running", claim=claim, worker=worker, started_at=now,
+                                  heartbeat_at=now, attempts=jobs.c.attempts + 1)).rowcount
+        if not n:
+            return None
+        with self.engine.connect() as c:
+            row = c.execute(self._select().where(jobs.c.claim == claim)).first()
+        return _job(row) if row is not None else None
+
+    def _fenced(self, job_id: str, claim: str, **values: Any) -> bool:
+        with self.engine.begin() as c:
+            return bool(c.execute(update(jobs).where(
+                jobs.c.id == job_id, jobs.c.claim == claim, jobs.c.status == "running")
+                .values(**values)).rowcount)
+
+    def heartbeat(self, job_id: str, claim: str) -> bool:
+        """Keep the claim alive; False once the job was cancelled or taken from this worker."""
+        return self._fenced(job_id, claim, heartbeat_at=time.time())
+
+    def progress(self, job_id: str, claim: str, fraction: float, phase: str | None) -> bool:
+        return self._fenced(job_id, claim, progress=max(0.0, min(1.0, fraction)),
+                            phase=phase[:200] if phase else None, heartbeat_at=time.time())
+
+    def finish(self, job_id: str, claim: str, result: str, trace: str | None = None) -> bool:
+        return self._fenced(job_id, claim, status="done", result=result, trace=trace,
+                            progress=1.0, finished_at=time.time())
+
+    def fail(self, job_id: str, claim: str, error: str) -> bool:
+        return self._fenced(job_id, claim, status="failed", error=error, finished_at=time.time())
+
+    def requeue_orphans(self, lease_s: float, dead_servers: frozenset[str] = frozenset()) -> int:
+        """Queue again running jobs whose worker stopped reporting ``lease_s`` ago, or whose
+        worker belonged to a server (``host:pid`` prefix) now known to be dead."""
+        stale = time.time() - lease_s
+        cond = jobs.c.heartbeat_at < stale
+        for server in dead_servers:
+            cond = cond | jobs.c.worker.like(f"{server}:%")
+        with self.engine.begin() as c:
+            return c.execute(update(jobs).where(jobs.c.status == "running", cond).values(
+                status="queued", claim=None, worker=None, heartbeat_at=None,
+                progress=0.0, phase="queued again after its worker stopped")).rowcount
+
+    def running_jobs_of(self, worker: str) -> list[tuple[str, str]]:
+        """(id, claim) of the jobs ``worker`` holds."""
+        with self.engine.connect() as c:
+            return [(i, cl) for i, cl in c.execute(select(jobs.c.id, jobs.c.claim).where(
+                jobs.c.status == "running", jobs.c.worker == worker))]
+
+    def running_workers(self) -> list[str]:
+        with self.engine.connect() as c:
+            return [w for (w,) in c.execute(select(jobs.c.worker).where(
+                jobs.c.status == "running", jobs.c.worker.is_not(None)))]
+
+
+def this_host() -> str:
+    return socket.gethostname()

@@ -1,0 +1,233 @@
+"""The HTTP API in-process (FastAPI's TestClient) with real worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+
+from click.testing import CliRunner  # noqa: E402
+from fastapi.testclient import TestClient  # noqa: E402
+
+from trainsim.cli import main  # noqa: E402
+from trainsim.service import Settings, create_app  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "llama3-8b-h100.yaml"
+# a search that runs for minutes: long enough to cancel or crash under
+LONG_SEARCH = {"kind": "search", "config": {"model": "llama3-8b"},
+               "options": {"gpus": 8, "global_batch": 128, "seq": 8192}}
+
+
+def example() -> dict:
+    return yaml.safe_load(EXAMPLE.read_text())
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """An app with one worker process, and two tokens."""
+    db = tmp_path_factory.mktemp("service") / "jobs.db"
+    app = create_app(Settings(db_url=f"sqlite:///{db}", workers=1, lease_s=5.0))
+    with TestClient(app) as client:
+        store = app.state.store
+        a, b = store.create_token("alice"), store.create_token("bob")
+        yield client, app, {"Authorization": f"Bearer {a}"}, {"Authorization": f"Bearer {b}"}
+
+
+@pytest.fixture
+def idle(tmp_path):
+    """An app whose jobs stay queued (no workers), with small limits."""
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0).with_limits(
+        max_body_bytes=4096, max_active_jobs=2, sync_timeout_s=0.3)
+    app = create_app(settings, start_workers=False)
+    with TestClient(app) as client:
+        token = app.state.store.create_token("t")
+        yield client, {"Authorization": f"Bearer {token}"}
+
+
+def wait(client, job_id, headers, until=("done", "failed", "cancelled"), timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        job = client.get(f"/api/v1/jobs/{job_id}", headers=headers).json()
+        if job["status"] in until:
+            return job
+        time.sleep(0.05)
+    raise AssertionError(f"job {job_id} still {job['status']} after {timeout_s} s")
+
+
+def test_health_needs_no_token(served):
+    client, *_ = served
+    assert client.get("/api/v1/health").json() == {"status": "ok"}
+
+
+@pytest.mark.parametrize(("method", "path"), [
+    ("GET", "/api/v1/jobs"), ("POST", "/api/v1/jobs"), ("GET", "/api/v1/jobs/x"),
+    ("DELETE", "/api/v1/jobs/x"), ("GET", "/api/v1/jobs/x/trace"),
+    ("POST", "/api/v1/simulate"), ("GET", "/api/v1/catalog/gpus")])
+def test_every_other_route_needs_a_valid_token(served, method, path):
+    client, *_ = served
+    for headers in ({}, {"Authorization": "Bearer tsk_not-a-token"},
+                    {"Authorization": "Basic dXNlcjpwYXNz"}):
+        r = client.request(method, path, headers=headers, json={"kind": "simulate"})
+        assert r.status_code == 401 and r.json()["field"] == "authorization"
+
+
+def test_a_simulate_job_gives_the_cli_output_byte_for_byte(served):
+    client, _, alice, _ = served
+    r = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example()},
+                    headers=alice)
+    assert r.status_code == 202 and r.json()["status"] == "queued"
+    job = wait(client, r.json()["id"], alice)
+    assert job["status"] == "done" and job["error"] is None and job["progress"] == 1.0
+    cli = CliRunner().invoke(main, ["simulate", str(EXAMPLE), "--format", "json"]).stdout
+    raw = client.get(f"/api/v1/jobs/{job['id']}/result", headers=alice)
+    assert raw.text == cli
+    assert job["result"] == json.loads(cli)
+
+
+def test_another_token_cannot_see_or_cancel_a_job(served):
+    client, _, alice, bob = served
+    job_id = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example()},
+                         headers=alice).json()["id"]
+    for method, path in (("GET", ""), ("GET", "/result"), ("GET", "/trace"), ("DELETE", "")):
+        r = client.request(method, f"/api/v1/jobs/{job_id}{path}", headers=bob)
+        assert r.status_code == 404, path
+    assert job_id not in [j["id"] for j in client.get("/api/v1/jobs", headers=bob).json()]
+    assert job_id in [j["id"] for j in client.get("/api/v1/jobs", headers=alice).json()]
+    assert wait(client, job_id, alice)["status"] == "done"
+
+
+def test_an_invalid_config_is_a_422_with_the_cli_message(served):
+    client, _, alice, _ = served
+    cfg = example()
+    cfg["parallel"]["tp"] = 3
+    r = client.post("/api/v1/jobs", json={"kind": "simulate", "config": cfg}, headers=alice)
+    cli = CliRunner().invoke(main, ["simulate", str(EXAMPLE), "--set", "parallel.tp=3"])
+    assert r.status_code == 422 and r.json()["field"] == "config"
+    assert cli.exit_code == 2 and cli.stderr.strip() == f"error: {r.json()['error']}"
+
+
+def test_a_malformed_request_names_its_field(served):
+    client, _, alice, _ = served
+    r = client.post("/api/v1/jobs", json={"kind": "train", "config": {}}, headers=alice)
+    assert r.status_code == 422 and r.json()["field"] == "kind"
+    r = client.post("/api/v1/jobs", json={"kind": "goodput", "config": example(),
+                                          "options": {"trials": 10**7}}, headers=alice)
+    assert r.status_code == 422 and r.json()["field"] == "options.trials"
+
+
+def test_sync_simulate_answers_with_the_cli_output(served):
+    client, _, alice, _ = served
+    r = client.post("/api/v1/simulate", json={"config": example(),
+                                              "options": {"set": ["parallel.tp=4"]}},
+                    headers=alice)
+    cli = CliRunner().invoke(main, ["simulate", str(EXAMPLE), "--set", "parallel.tp=4",
+                                    "--format", "json"]).stdout
+    assert r.status_code == 200 and r.text == cli
+
+
+def test_a_trace_is_perfetto_json(served):
+    client, _, alice, _ = served
+    job_id = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example(),
+                                               "options": {"trace": True}},
+                         headers=alice).json()["id"]
+    assert wait(client, job_id, alice)["has_trace"]
+    trace = client.get(f"/api/v1/jobs/{job_id}/trace", headers=alice).json()
+    assert {"ph", "ts", "name"} <= set(trace["traceEvents"][-1])
+
+
+@pytest.mark.parametrize("kind", ["gpus", "nodes", "models", "frameworks", "topologies"])
+def test_the_catalog_lists_entries_with_specs(served, kind):
+    client, _, alice, _ = served
+    got = client.get(f"/api/v1/catalog/{kind}", headers=alice).json()
+    assert got and all("name" in e for e in got) and all(len(e) > 1 for e in got)
+    if kind == "gpus":
+        h100 = next(e for e in got if e["name"] == "h100-sxm-80gb")
+        assert h100["hbm_gib"] == 80 and h100["peak_tflops"]["bf16"] > 900
+
+
+def test_an_unknown_catalog_kind_is_a_422(served):
+    client, _, alice, _ = served
+    assert client.get("/api/v1/catalog/racks", headers=alice).status_code == 422
+
+
+def test_openapi_and_docs_are_served(served):
+    client, *_ = served
+    paths = client.get("/api/v1/openapi.json").json()["paths"]
+    assert {"/api/v1/health", "/api/v1/jobs", "/api/v1/jobs/{job_id}", "/api/v1/simulate",
+            "/api/v1/catalog/{kind}", "/api/v1/jobs/{job_id}/trace"} <= set(paths)
+    assert "swagger" in client.get("/docs").text.lower()
+
+
+def test_cancelling_a_running_job_frees_its_worker(served):
+    client, _, alice, _ = served
+    job_id = client.post("/api/v1/jobs", json=LONG_SEARCH, headers=alice).json()["id"]
+    wait(client, job_id, alice, until=("running",))
+    assert client.delete(f"/api/v1/jobs/{job_id}", headers=alice).json()["status"] == "cancelled"
+    after = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example()},
+                        headers=alice).json()["id"]
+    assert wait(client, after, alice)["status"] == "done"
+    assert wait(client, job_id, alice)["status"] == "cancelled"
+
+
+def test_a_worker_crash_fails_its_job_with_the_reason(served):
+    client, app, alice, _ = served
+    job_id = client.post("/api/v1/jobs", json=LONG_SEARCH, headers=alice).json()["id"]
+    wait(client, job_id, alice, until=("running",))
+    for pid in app.state.pool.pids():
+        os.kill(pid, signal.SIGKILL)
+    job = wait(client, job_id, alice, until=("failed",), timeout_s=15)
+    assert "worker process" in job["error"] and "SIGKILL" in job["error"]
+    after = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example()},
+                        headers=alice).json()["id"]
+    assert wait(client, after, alice)["status"] == "done"  # a new worker took over
+
+
+def test_a_body_over_the_limit_is_a_413(idle):
+    client, headers = idle
+    big = {"kind": "simulate", "config": {"description": "x" * 5000}}
+    r = client.post("/api/v1/jobs", json=big, headers=headers)
+    assert r.status_code == 413 and r.json()["field"] == "body"
+
+
+def test_too_many_active_jobs_is_a_429(idle):
+    client, headers = idle
+    body = {"kind": "simulate", "config": example()}
+    assert [client.post("/api/v1/jobs", json=body, headers=headers).status_code
+            for _ in range(2)] == [202, 202]
+    r = client.post("/api/v1/jobs", json=body, headers=headers)
+    assert r.status_code == 429 and r.json()["field"] == "max_active_jobs"
+    first = client.get("/api/v1/jobs", headers=headers).json()[0]["id"]
+    client.delete(f"/api/v1/jobs/{first}", headers=headers)
+    assert client.post("/api/v1/jobs", json=body, headers=headers).status_code == 202
+
+
+def test_a_queued_job_can_be_cancelled_and_stays_cancelled(idle):
+    client, headers = idle
+    job_id = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example()},
+                         headers=headers).json()["id"]
+    job = client.delete(f"/api/v1/jobs/{job_id}", headers=headers).json()
+    assert job["status"] == "cancelled" and job["result"] is None
+    assert client.get(f"/api/v1/jobs/{job_id}/result", headers=headers).status_code == 409
+
+
+def test_sync_simulate_past_its_time_limit_is_a_504(idle):
+    client, headers = idle  # no worker: the job cannot finish in time
+    r = client.post("/api/v1/simulate", json={"config": example()}, headers=headers)
+    assert r.status_code == 504 and r.json()["field"] == "sync_timeout_s"
+    assert client.get("/api/v1/jobs", headers=headers).json()[0]["status"] == "cancelled"
+
+
+def test_the_web_ui_is_served_offline(served):
+    client, *_ = served
+    page = client.get("/").text
+    assert "<script" in page and "http" not in page.split("<body", 1)[-1].replace(
+        "http-equiv", "")

@@ -1,0 +1,148 @@
+"""Each job kind gives exactly what its CLI command prints with --format json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from trainsim.cli import main
+from trainsim.errors import TrainsimError
+from trainsim.service import Settings, jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "llama3-8b-h100.yaml"
+SETTINGS = Settings(db_url="sqlite://", workers=0)
+SMALL_SPACE = ["--tp", "2", "--pp", "1", "--cp", "1", "--recompute", "none", "--zero", "1",
+               "--overlap", "on", "--max-micro-batch", "1", "--workers", "1"]
+SMALL_OPTIONS = {"tp": "2", "pp": "1", "cp": "1", "recompute": "none", "zero": "1",
+                 "overlap": "on", "max_micro_batch": 1}
+
+
+def cli(*args: str) -> str:
+    """The CLI's stdout, as a fresh process prints it (no search evaluations cached)."""
+    from trainsim.search.core import DEFAULT_CACHE
+
+    DEFAULT_CACHE.__init__(DEFAULT_CACHE.max_entries)
+    res = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    assert res.exit_code == 0, res.stderr
+    return res.stdout
+
+
+def example() -> dict:
+    return yaml.safe_load(EXAMPLE.read_text())
+
+
+def test_simulate_result_is_the_cli_output_byte_for_byte():
+    out = jobs.run("simulate", example(), {"set": ["parallel.tp=4"]}, SETTINGS)
+    assert out.result == cli("simulate", str(EXAMPLE), "--set", "parallel.tp=4",
+                             "--format", "json")
+    assert out.trace is None
+
+
+def test_simulate_with_trace_keeps_a_perfetto_trace():
+    out = jobs.run("simulate", example(), {"trace": True}, SETTINGS)
+    events = json.loads(out.trace)["traceEvents"]
+    assert any(e.get("ph") == "X" for e in events)
+    assert out.result == cli("simulate", str(EXAMPLE), "--format", "json")
+
+
+def test_sweep_result_is_the_cli_output():
+    vary = "cluster.nic_gbps_per_gpu=200,400"
+    out = jobs.run("sweep", example(), {"vary": [vary]}, SETTINGS)
+    assert out.result == cli("sweep", str(EXAMPLE), "--vary", vary, "--format", "json")
+
+
+def test_goodput_result_is_the_cli_output():
+    path = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
+    out = jobs.run("goodput", yaml.safe_load(path.read_text()),
+                   {"trials": 40, "seed": 3, "interval": "30m"}, SETTINGS)
+    assert out.result == cli("goodput", str(path), "--trials", "40", "--seed", "3",
+                             "--interval", "30m", "--format", "json")
+
+
+def test_validate_result_is_the_cli_output(tmp_path):
+    from trainsim.validate import BUNDLED_DIR
+
+    lines = (BUNDLED_DIR / "training_public.csv").read_text().splitlines(keepends=True)[:3]
+    csv = tmp_path / "few.csv"
+    csv.write_text("".join(lines))
+    out = jobs.run("validate", {}, {"csv": csv.read_text()}, SETTINGS)
+    assert out.result == cli("validate", str(csv), "--format", "json")
+
+
+def _without_clock(text: str) -> dict:
+    """The search stats that the CLI itself changes from run to run (wall-clock rates)."""
+    data = json.loads(text)
+    for key in ("elapsed_s", "candidates_per_s", "simulated_per_s"):
+        data["stats"].pop(key)
+    return data
+
+
+def test_search_result_is_the_cli_output_but_for_its_clock():
+    seen: list[tuple[float, str]] = []
+    out = jobs.run("search", {"model": "llama3-8b"},
+                   {"gpus": 8, "global_batch": 32, "seq": 2048, **SMALL_OPTIONS}, SETTINGS,
+                   progress=lambda f, p: seen.append((f, p)))
+    want = cli("search", "llama3-8b", "--gpus", "8", "--global-batch", "32", "--seq", "2048",
+               *SMALL_SPACE, "--format", "json")
+    assert _without_clock(out.result) == _without_clock(want)
+    assert seen and all(0 <= f <= 1 for f, _ in seen)
+
+
+def test_search_takes_its_defaults_from_the_run_config():
+    cfg = example()
+    cfg["training"]["global_batch_size"], cfg["training"]["seq_length"] = 32, 2048
+    out = jobs.run("search", cfg, SMALL_OPTIONS, SETTINGS)
+    data = json.loads(out.result)
+    assert data["gpu_counts"] == [8] and data["seq_length"] == 2048
+    assert data["global_batch_size"] == 32 and data["gpu"] == "h100-sxm-80gb"
+
+
+def test_plan_result_is_the_cli_output():
+    out = jobs.run("plan", {"model": "llama3-8b"},
+                   {"tokens": "1T", "days": 30, "seq": 2048, **SMALL_OPTIONS}, SETTINGS)
+    assert out.result == cli("plan", "llama3-8b", "--tokens", "1T", "--days", "30", "--seq",
+                             "2048", *SMALL_SPACE, "--format", "json")
+
+
+def test_an_invalid_config_raises_the_cli_message():
+    cfg = example()
+    cfg["parallel"]["tp"] = 3
+    with pytest.raises(TrainsimError) as exc:
+        jobs.check("simulate", cfg, {}, SETTINGS)
+    res = CliRunner().invoke(main, ["simulate", str(EXAMPLE), "--set", "parallel.tp=3"])
+    assert res.exit_code == 2 and str(exc.value) in res.stderr
+
+
+@pytest.mark.parametrize(("kind", "config", "options", "field"), [
+    ("simulate", {"model": "llama3-8b"}, {"bogus": 1}, "options.bogus"),
+    ("simulate", {"model": {"hf_config": "/etc/passwd"}}, {}, "config.model.hf_config"),
+    ("goodput", {}, {"failures": "../../x.yaml"}, "options.failures"),
+    ("validate", {}, {"file": "nope.csv"}, "options.file"),
+    ("sweep", {"model": "llama3-8b"}, {"vary": []}, "options.vary"),
+    ("nope", {}, {}, "kind"),
+    ("simulate", [], {}, "config"),
+])
+def test_a_bad_request_names_its_field(kind, config, options, field):
+    with pytest.raises(jobs.RequestError) as exc:
+        jobs.check(kind, config, options, SETTINGS)
+    assert exc.value.field == field and field in str(exc.value)
+
+
+def test_work_over_the_server_bounds_is_refused():
+    tight = SETTINGS.with_limits(max_gpus=4, max_trials=10, max_sweep_points=2,
+                                 max_candidates=1)
+    with pytest.raises(jobs.RequestError, match="max_gpus") as exc:
+        jobs.check("simulate", example(), {}, tight)
+    assert exc.value.field == "config.cluster.num_gpus"
+    with pytest.raises(jobs.RequestError, match="max_trials"):
+        jobs.check("goodput", example(), {"trials": 11}, tight)
+    with pytest.raises(jobs.RequestError, match="max_sweep_points"):
+        jobs.check("sweep", example(), {"vary": ["cluster.nic_gbps_per_gpu=100,200,400"]}, tight)
+    with pytest.raises(jobs.RequestError, match="max_candidates"):
+        jobs.check("search", {"model": "llama3-8b"},
+                   {"gpus": 8, "global_batch": 32, "seq": 2048}, tight.with_limits(max_gpus=8))
