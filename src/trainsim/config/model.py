@@ -8,6 +8,10 @@ from typing import Literal
 from trainsim.config._build import require_positive
 from trainsim.errors import ConfigError
 
+MAX_LAYERS = 100_000
+"""Most transformer layers a model may have (the deepest published LLMs have ~200): the
+pipeline-layout search and per-layer accounting loop over them."""
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -104,6 +108,10 @@ class ModelConfig:
                          qk_head_dim=self.qk_head_dim, v_head_dim=self.v_head_dim)
         if self.mtp_num_layers < 0:
             raise ConfigError(f"model.mtp_num_layers={self.mtp_num_layers} must be >= 0")
+        if self.num_layers > MAX_LAYERS or self.mtp_num_layers > self.num_layers:
+            raise ConfigError(f"model.num_layers={self.num_layers} (mtp_num_layers="
+                              f"{self.mtp_num_layers}) is out of range: at most {MAX_LAYERS:,} "
+                              "layers, and no more prediction modules than layers")
         if self.num_experts is not None:
             require_positive("model", num_experts=self.num_experts, moe_router_topk=self.moe_router_topk,
                              moe_ffn_hidden_size=self.moe_ffn_hidden_size,

@@ -30,6 +30,7 @@ import numpy as np
 
 from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_algorithm
 from trainsim.errors import ConfigError, TrainsimError
+from trainsim.limits import check_flows
 from trainsim.network.topology import Router, Topology, from_cluster
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ class FlowNetwork:
                         algorithm: str = "auto", channels: int | None = None, pxn: bool = True,
                         background: Iterable[Flow] | FlowSchedule | None = None) -> float:
         """Seconds for collective ``kind`` of ``size_bytes`` over GPU ``ranks``."""
+        check_flows(kind, len(ranks), channels or self.topology.gpus_per_node)
         sched = self.collective_flows(kind, size_bytes, ranks, algorithm, channels, pxn)
         return self.run(sched, background).makespan_s
 

@@ -80,6 +80,9 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
               help="Checkpoint interval: seconds or 30m/2h (default: Daly's optimum).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--trials", type=POSITIVE_INT, default=1000, show_default=True)
+@click.option("--max-trial-rounds", type=POSITIVE_INT, default=None,
+              help="Refuse runs whose trials x interruptions exceed this (default 5e6; "
+                   "TRAINSIM_MAX_TRIALS).")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
               help="Override a field, e.g. --set reliability.checkpoint.mode=blocking.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
@@ -89,9 +92,13 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
               help="Write a PNG: the time budget and the interval sweep.")
 def goodput(config: str, tokens: str | None, days: float | None, gpus: int | None,
             failures: str | None, interval: str | None, seed: int, trials: int,
-            overrides: tuple[str, ...], fmt: str, sweep: bool, plot_path: str | None) -> None:
+            max_trial_rounds: int | None, overrides: tuple[str, ...], fmt: str, sweep: bool,
+            plot_path: str | None) -> None:
     """Goodput of a whole run of CONFIG: failures, checkpoints, restarts (Monte Carlo)."""
+    from trainsim.limits import set_limit
     from trainsim.reliability.goodput import goodput as run_goodput
+
+    set_limit("TRAINSIM_MAX_TRIALS", max_trial_rounds)
 
     try:
         cfg, rel = load_goodput_config(config, overrides, gpus, failures)

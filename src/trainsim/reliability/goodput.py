@@ -10,6 +10,7 @@ from trainsim.config import RunConfig
 from trainsim.config._build import to_dict
 from trainsim.errors import ConfigError
 from trainsim.reliability.config import ReliabilityConfig
+from trainsim.limits import check_goodput
 from trainsim.reliability.montecarlo import Summary, Sweep, run, summarize, sweep_interval
 from trainsim.reliability.plan import (
     CheckpointCosts,
@@ -118,11 +119,15 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     plan, ck = build_plan(cfg, rel)
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
+    rate = float(sum(plan.mode_rates))
+    check_goodput(trials, rate, work_s, horizon_s, plan.effective_interval_s, plan.stall_s)
     outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
     sw = None
     if sweep:
-        sw = sweep_interval(plan, work_s=work_s, horizon_s=horizon_s,
-                            trials=sweep_trials or min(trials, 300), seed=seed)
+        sweep_k = sweep_trials or min(trials, 300)
+        check_goodput(sweep_k * 13, rate, work_s, horizon_s, plan.effective_interval_s / 4,
+                      plan.stall_s)  # 13 intervals, the shortest a quarter of Young's
+        sw = sweep_interval(plan, work_s=work_s, horizon_s=horizon_s, trials=sweep_k, seed=seed)
     return GoodputResult(config=cfg, reliability=rel, plan=plan, checkpoint=ck,
                          summary=summarize(outcome, plan, seed), ideal_s=ideal,
                          horizon_s=horizon, tokens=tokens, iteration_time_s=iteration_time_s,

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainsim.errors import ConfigError
+from trainsim.limits import check, limit
 from trainsim.search.evaluation import Bounds, Evaluation, evaluate
 from trainsim.search.executors import Executor, SerialExecutor
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
@@ -223,7 +224,21 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
 
     # 1. enumerate: every valid canonical candidate, one heap entry per memory group (its
     #    lead variant), ordered by the lower bound of its iteration time
-    keys = [k for n in counts for k in space.memory_keys(base, n)]
+    # the cheapest candidate: pp=1, every GPU a data-parallel rank, the largest micro-batch
+    t, layers = base.training, base.model.num_layers + base.model.mtp_num_layers
+    fewest = t.global_batch_size / (max(counts) * space.max_micro_batch)
+    check("TRAINSIM_MAX_TASKS", 2 * fewest + 2 * layers, "simulated tasks in one iteration of "
+          "every candidate", "", f"global batch {t.global_batch_size:,} is "
+          f"at least {fewest:,.0f} micro-batches per replica")
+    keys = []
+    cap = limit("TRAINSIM_MAX_CANDIDATES")
+    for n in counts:
+        for k in space.memory_keys(base, n):
+            keys.append(k)
+            if len(keys) > cap:
+                check("TRAINSIM_MAX_CANDIDATES", len(keys), "search candidates (memory groups)",
+                      "",
+                      "fix some of --tp/--pp/--cp or lower --max-vpp/--max-micro-batch")
     bounds = Bounds(base)
     enumerated = 0
     # (bound, order, candidate, headroom or None, bound refined?)

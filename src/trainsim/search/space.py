@@ -14,12 +14,14 @@ groups (:class:`MemoryKey`) first, each checked once, then expanded into switch 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError
+from trainsim.limits import limit, simulation_tasks
 from trainsim.memory import estimate_stage_memory
 
 ZERO_LABELS = {0: "none", 1: "distopt", 2: "zero2", 3: "zero3"}
@@ -140,8 +142,12 @@ class Candidate:
                    p.overlap_p2p_comm)
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+def _divisors(n: int, upto: int | None = None) -> list[int]:
+    """Divisors of ``n`` in increasing order (those <= ``upto``), in O(sqrt n) steps or fewer."""
+    if upto is not None and upto * upto <= n:
+        return [d for d in range(1, upto + 1) if n % d == 0]
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return small + [n // d for d in reversed(small) if d * d != n]
 
 
 def _check_choices(name: str, values: tuple, allowed: tuple) -> None:
@@ -209,8 +215,8 @@ class SearchSpace:
                         continue
                     per_replica = t.global_batch_size // dp
                     mbs = self.micro_batch or tuple(
-                        b for b in _divisors(per_replica) if b <= self.max_micro_batch)
-                    vpps = [1] if pp == 1 else [v for v in _divisors(per_stage) if v <= self.max_vpp]
+                        b for b in _divisors(per_replica, self.max_micro_batch) if b <= self.max_micro_batch)
+                    vpps = [1] if pp == 1 else [v for v in _divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
                     sps = tuple(dict.fromkeys(self.sequence_parallel)) if tp > 1 else (False,)
                     zeros = tuple(dict.fromkeys(self.zero)) if dp * cp > 1 else (0,)
                     for mb in mbs:
@@ -256,10 +262,13 @@ class MemoryCheck:
 
 
 def check_memory(key: MemoryKey, base: Base) -> MemoryCheck | None:
-    """Memory of a memory group; None if RunConfig rejects the combination."""
+    """Memory of a memory group; None if RunConfig rejects the combination or its iteration
+    is over the task limit (trainsim.limits: it could not be simulated)."""
     try:
         cfg = Candidate(key).to_config(base)
     except ConfigError:
+        return None
+    if simulation_tasks(cfg) > limit("TRAINSIM_MAX_TASKS"):
         return None
     hbm = cfg.cluster.gpu.hbm_bytes
     pp = cfg.parallel.pp

@@ -1,0 +1,132 @@
+"""Bounded work: every command estimates how much it will simulate before it starts, and
+refuses a run over the limit in one line that names the override.
+
+The estimates are counts of the units each simulator loops over, computed from the inputs
+alone (no simulation):
+
+=====================  ==========================================  ====================  =======
+what                   estimate                                    override (env)        default
+=====================  ==========================================  ====================  =======
+one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_TASKS    500,000
+                       (a forward and a backward pass per chunk)
+                       + 2 x layers (gradient buckets) + pp
+goodput Monte Carlo    trials x interruption rounds (the expected  TRAINSIM_MAX_TRIALS   5e6
+                       interruptions over the expected wall clock
+                       of the run, + 1)
+flow collective        flow-steps: 2 x ranks^2 x channels (a ring  TRAINSIM_MAX_FLOWS    5e7
+                       moves ranks x channels flows per step for
+                       2 (ranks - 1) steps), per collective priced
+search                 candidates to simulate                      TRAINSIM_MAX_CANDIDATES  20,000
+=====================  ==========================================  ====================  =======
+
+Measured on the development machine (one core): 40-50 us per engine task (64,008 tasks of a
+32,000-layer model in 3.1 s), so 500,000 tasks take about 20-25 s; about 1.2 us per goodput
+trial-round (2,000,000 in 2.5 s), so 5e6 take about 6-10 s; about 0.25 us per flow-step (a
+1 MiB all_reduce over 1,024 GPUs, 1.7e7 flow-steps, in 3.3 s), so 5e7 take about 12 s. The commands' ``--max-work`` style flags
+set the same variables (``simulate --max-tasks``, ``goodput --max-trial-rounds``,
+``collective --max-flows``); search reads the variables (it skips candidates over the task
+limit, and refuses a search whose every candidate is over it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import TYPE_CHECKING
+
+from trainsim.errors import TrainsimError
+
+if TYPE_CHECKING:
+    from trainsim.config import RunConfig
+
+DEFAULTS = {
+    "TRAINSIM_MAX_TASKS": 500_000,
+    "TRAINSIM_MAX_TRIALS": 5_000_000,
+    "TRAINSIM_MAX_FLOWS": 50_000_000,
+    "TRAINSIM_MAX_CANDIDATES": 20_000,
+}
+
+
+class WorkLimitError(TrainsimError):
+    """A run whose estimated work is over its limit."""
+
+
+def limit(name: str) -> float:
+    """The limit ``name`` (a key of DEFAULTS): the environment's value, else the default."""
+    text = os.environ.get(name)
+    if text is None or not text.strip():
+        return DEFAULTS[name]
+    try:
+        value = float(text)
+    except ValueError:
+        raise WorkLimitError(f"{name}={text!r} must be a number") from None
+    if not value > 0:
+        raise WorkLimitError(f"{name}={text!r} must be positive")
+    return value
+
+
+def set_limit(name: str, value: float | None) -> None:
+    """Set limit ``name`` for this process and the worker processes it starts (a CLI flag)."""
+    if value is not None:
+        os.environ[name] = repr(float(value))
+
+
+def check(name: str, estimate: float, what: str, flag: str, fix: str = "") -> None:
+    """Raise WorkLimitError when ``estimate`` is over limit ``name``."""
+    cap = limit(name)
+    if not estimate <= cap:  # also catches nan and inf
+        shown = (("unbounded" if not math.isfinite(estimate) else f"{estimate:.3g}")
+                 if not estimate < 1e12 else f"{estimate:,.0f}")
+        raise WorkLimitError(f"{what}: about {shown}, over the limit of {cap:,.0f}"
+                             f"{'; ' + fix if fix else ''}; raise the limit with "
+                             f"{flag + ' or ' if flag else ''}{name}=N if you mean it")
+
+
+# ---------------------------------------------------------------------------- estimates
+
+def simulation_tasks(cfg: RunConfig) -> float:
+    """Engine tasks of one iteration of ``cfg`` (see the module table)."""
+    p = cfg.parallel
+    return (2.0 * cfg.num_microbatches * p.pp * p.vpp
+            + 2.0 * (cfg.model.num_layers + cfg.model.mtp_num_layers) + p.pp)
+
+
+def check_simulation(cfg: RunConfig) -> None:
+    check("TRAINSIM_MAX_TASKS", simulation_tasks(cfg), "simulated tasks in one iteration",
+          "simulate --max-tasks N",
+          f"{cfg.num_microbatches:,} micro-batches x pp={cfg.parallel.pp} x "
+          f"vpp={cfg.parallel.vpp} x {cfg.model.num_layers:,} layers; fewer micro-batches "
+          "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
+
+
+def flow_steps(ranks: int, channels: int) -> float:
+    """Flow-steps of a collective on the flow backend: a ring moves ``ranks x channels`` flows
+    per step for up to ``2 (ranks - 1)`` steps (an all-to-all has ranks^2 flows in one)."""
+    return 2.0 * ranks * ranks * max(channels, 1)
+
+
+def check_flows(kind: str, ranks: int, channels: int) -> None:
+    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels),
+          f"flow-steps of one {kind} over {ranks:,} GPUs on the flow backend",
+          "collective --max-flows N",
+          "the analytical backend prices any size at once")
+
+
+def trial_rounds(trials: int, interruptions_per_run: float) -> float:
+    """Trial-rounds of the goodput Monte Carlo: every round draws the next interruption of
+    every trial still running."""
+    return float(trials) * (interruptions_per_run + 1.0)
+
+
+def check_goodput(trials: int, rate_per_s: float, work_s: float, horizon_s: float,
+                  interval_s: float, stall_s: float) -> None:
+    """Refuse a Monte Carlo whose expected interruptions over the run, times the trials, are
+    over the limit. The expected wall clock of the run is the work stretched by the
+    checkpoint stalls (interval + stall per interval of training), or the window."""
+    stretch = 1.0 if math.isinf(interval_s) else (interval_s + stall_s) / interval_s
+    wall = min(work_s * stretch, horizon_s)
+    interruptions = rate_per_s * wall if rate_per_s > 0 else 0.0
+    check("TRAINSIM_MAX_TRIALS", trial_rounds(trials, interruptions),
+          "goodput trial-rounds (trials x interruptions per run)", "goodput --max-trial-rounds N",
+          f"{trials:,} trials x {interruptions:,.3g} interruptions; fewer --trials, a shorter "
+          "--days window or a longer --interval run faster")
