@@ -56,8 +56,15 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="Write a Chrome/Perfetto trace of the simulated timeline.")
-def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str | None) -> None:
+@click.option("--max-tasks", type=POSITIVE_INT, default=None,
+              help="Refuse iterations estimated above this many tasks (default 500,000; "
+                   "TRAINSIM_MAX_TASKS).")
+def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str | None,
+             max_tasks: int | None) -> None:
     """Simulate one training iteration of CONFIG (YAML or JSON)."""
+    from trainsim.limits import set_limit
+
+    set_limit("TRAINSIM_MAX_TASKS", max_tasks)
     from trainsim.catalog import load_run_config
     from trainsim.report import render_result, write_chrome_trace
     from trainsim.simulator import simulate as run_sim
@@ -139,15 +146,23 @@ def _validate_one(csv_file: str, fmt: str) -> dict | None:
 @click.option("--sizes", default="8:8G", show_default=True,
               help="MIN:MAX message bytes, doubling (nccl-tests -b/-e -f 2).")
 @click.option("--algorithm", default="auto", show_default=True,
-              help="Like NCCL_ALGO: auto, ring, tree, nvls, nvls_tree, collnet, pat.")
+              help="Like NCCL_ALGO: auto, ring, tree, nvls, nvls_tree, collnet, pat "
+                   "(all_to_all, like NCCL's point-to-point, has none to pick).")
 @click.option("--protocol", default="auto", show_default=True,
               help="Like NCCL_PROTO: auto, LL, LL128, Simple.")
 @click.option("--backend", type=click.Choice(["analytical", "flow"]), default="analytical",
               show_default=True, help="flow: max-min fair sharing on a rail-optimized fat-tree.")
+@click.option("--max-flows", type=POSITIVE_INT, default=None,
+              help="flow backend: refuse collectives above this many flow-steps (default 5e7; "
+                   "TRAINSIM_MAX_FLOWS).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
-               sizes: str, algorithm: str, protocol: str, backend: str, fmt: str) -> None:
+               sizes: str, algorithm: str, protocol: str, backend: str, max_flows: int | None,
+               fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
+    from trainsim.limits import set_limit
+
+    set_limit("TRAINSIM_MAX_FLOWS", max_flows)
     from rich.table import Table
 
     from trainsim.catalog import gpu as catalog_gpu
