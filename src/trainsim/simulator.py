@@ -16,6 +16,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import compute_model_for
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
+from trainsim.limits import check_simulation
 from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.network import network_for
@@ -556,6 +557,7 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
              layer_source: LayerSource | None = None) -> Result:
     """Simulate one training iteration of ``cfg`` (``layer_source``: where each layer's forward
     ops come from; the analytical builder by default)."""
+    check_simulation(cfg)  # bounded work: refuse a run over the task limit before building it
     pricer = Pricer(cfg)
     tasks, ends = build_tasks(cfg, pricer, layer_source)
     tl = run(tasks)
