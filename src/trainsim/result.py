@@ -46,7 +46,14 @@ class Result:
 
     @property
     def peak_flops(self) -> float:
-        """MFU denominator: the GPU's dense 16-bit peak (also for fp8 runs, as NeMo reports)."""
+        """MFU denominator: the GPU's dense peak in the run's compute dtype (training.dtype),
+        so an fp8 run is measured against the fp8 peak and no utilization exceeds 1."""
+        return self.config.cluster.gpu.flops(self.config.training.dtype)
+
+    @property
+    def peak_flops_16bit(self) -> float:
+        """The dense 16-bit peak: the denominator NeMo and Megatron-Bridge report fp8 runs'
+        MFU against (``mfu_16bit``), which can exceed 1 for fp8."""
         return self.config.cluster.gpu.flops("bf16")
 
     @property
@@ -56,6 +63,15 @@ class Result:
     @property
     def hfu(self) -> float:
         return self.hardware_flops / self.iteration_time_s / self.num_gpus / self.peak_flops
+
+    @property
+    def mfu_16bit(self) -> float:
+        """MFU against the 16-bit peak whatever the dtype (equal to ``mfu`` for bf16/fp16)."""
+        return self.mfu * self.peak_flops / self.peak_flops_16bit
+
+    @property
+    def hfu_16bit(self) -> float:
+        return self.hfu * self.peak_flops / self.peak_flops_16bit
 
     @property
     def peak_memory_bytes(self) -> float:
@@ -92,6 +108,8 @@ class Result:
             "model_tflops_per_gpu": self.model_tflops_per_gpu,
             "mfu": self.mfu,
             "hfu": self.hfu,
+            "mfu_16bit": self.mfu_16bit,
+            "hfu_16bit": self.hfu_16bit,
             "peak_memory_bytes": self.peak_memory_bytes,
             "fits_in_memory": self.fits_in_memory,
             "memory": {"stage": self.peak_memory_stage, "weights_bytes": mem.weights,

@@ -36,7 +36,10 @@ def render_result(r: Result) -> Group:
     head.add_row("tokens/s", f"{r.tokens_per_s:,.0f}")
     head.add_row("tokens/s/GPU", f"{r.tokens_per_s_per_gpu:,.1f}")
     head.add_row("model TFLOP/s per GPU", f"{r.model_tflops_per_gpu:.1f}")
-    head.add_row("MFU / HFU", f"{100 * r.mfu:.1f}% / {100 * r.hfu:.1f}%")
+    head.add_row("MFU / HFU", f"{100 * r.mfu:.1f}% / {100 * r.hfu:.1f}%"
+                 + (f" of the {r.config.training.dtype} peak ({100 * r.mfu_16bit:.1f}% / "
+                    f"{100 * r.hfu_16bit:.1f}% of the 16-bit peak)"
+                    if r.peak_flops != r.peak_flops_16bit else ""))
     run = r.run_estimate()
     if run:
         head.add_row("whole run", f"{run['days']:.1f} days, {run['gpu_hours']:,.0f} GPU-hours, "

@@ -6,9 +6,12 @@ The file kind is told by its columns (see shared ``validation/README.md``).
 from __future__ import annotations
 
 import csv
+import io
+import math
 from collections.abc import Callable
 from pathlib import Path
 
+from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
 from trainsim.validate.common import RowResult, summarize, summary_line
@@ -19,12 +22,11 @@ from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, 
 def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     """Read a validation CSV; returns its kind ('training', 'collectives' or 'kernels') and rows."""
     try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            columns = reader.fieldnames or []
-            rows = list(reader)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        reader = csv.DictReader(io.StringIO(read_text(path, "validation file"), newline=""))
+        columns = reader.fieldnames or []
+        rows = list(reader)
+    except csv.Error as exc:
+        raise ConfigError(f"{path} is not a valid CSV file: {exc}") from None
     if "measured_iteration_s" in columns:
         kind, required = "training", TRAINING_REQUIRED
     elif "measured_busbw_GBps" in columns:
@@ -38,7 +40,25 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     missing = [c for c in required if c not in columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
+    measured = {"training": "measured_iteration_s", "collectives": "measured_busbw_GBps",
+                "kernels": "measured_value"}[kind]
+    for i, row in enumerate(rows, start=1):
+        for column in (measured, "measured_peak_memory_gib"):
+            text = row.get(column)
+            if column != measured and not (text or "").strip():
+                continue  # an optional measurement left empty
+            if not _positive_number(text):
+                raise ConfigError(f"{path} row {i} (id {row.get('id') or '?'}): {column}="
+                                  f"{text!r} must be a positive number: the error is relative "
+                                  "to it")
     return kind, rows
+
+
+def _positive_number(text: str | None) -> bool:
+    try:
+        return 0 < float(text or "") < math.inf
+    except ValueError:
+        return False
 
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "validation"
