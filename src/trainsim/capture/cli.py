@@ -135,7 +135,7 @@ def _rank_list(text: str, num_gpus: int) -> list[int]:
     """--ranks 0,8 -> [0, 8]; each a rank of the run."""
     out = []
     for item in text.split(","):
-        if not item.strip().isdigit() or not int(item) < num_gpus:
+        if not (item.strip().isascii() and item.strip().isdigit()) or not int(item) < num_gpus:
             raise TrainsimError(f"--ranks {text!r}: give ranks 0..{num_gpus - 1} separated by "
                                 "commas")
         out.append(int(item))

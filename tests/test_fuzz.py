@@ -1,0 +1,284 @@
+"""Fuzzing (issue 18): random configs and command lines end in a result with sane values or in
+one clean error line; never a traceback, a hang, or a refusal of a valid config.
+
+The default run tries a few hundred inputs (about 15 s); ``-m slow`` runs 10,000 configs and
+600 command lines. Three properties:
+
+- *valid configs are simulated*: configs built to satisfy every documented rule (divisibility,
+  GPU features, MoE placement) must simulate, with sane values;
+- *any config is handled*: a valid config with random fields replaced by junk (wrong types,
+  negative, huge, nan, nested, unknown) either simulates with sane values or raises
+  TrainsimError with a one-line message;
+- *any command line is handled*: the CLI, run in-process with ``TRAINSIM_DEBUG=1`` (so only a
+  TrainsimError or click's usage error is turned into a message; anything else escapes and
+  fails the test), exits 0, or exits 2 with one ``error:`` line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.cli import main
+from trainsim.errors import TrainsimError
+from trainsim.simulator import simulate
+
+FAST = settings(max_examples=120, deadline=timedelta(seconds=20), derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SLOW_CONFIGS = settings(FAST, max_examples=5000)
+SLOW_CLI = settings(FAST, max_examples=600)
+
+
+# ---------------------------------------------------------------------------- valid configs
+
+@st.composite
+def valid_configs(draw) -> dict:
+    """A small config that satisfies every rule RunConfig documents (so none may be refused)."""
+    head_dim = draw(st.sampled_from([16, 32, 64]))
+    heads = draw(st.sampled_from([4, 8, 16]))
+    kv = draw(st.sampled_from([d for d in (1, 2, 4, 8, 16) if heads % d == 0]))
+    moe = draw(st.booleans())
+    tp = draw(st.sampled_from([t for t in (1, 2, 4) if heads % t == 0
+                               and (kv % t == 0 or t % kv == 0)]))
+    pp = draw(st.sampled_from([1, 2, 4]))
+    vpp = draw(st.sampled_from([1, 2])) if pp > 1 else 1
+    cp = draw(st.sampled_from([1, 2, 3, 4]))
+    dp = draw(st.sampled_from([1, 2, 4]))
+    layers = pp * vpp * draw(st.integers(1, 3))
+    gpus = tp * pp * cp * dp
+    per_node = draw(st.sampled_from([g for g in (1, 2, 4, 8) if g >= gpus or gpus % g == 0]))
+    mbs = draw(st.sampled_from([1, 2]))
+    micro = pp * draw(st.integers(1, 3)) if vpp > 1 else draw(st.integers(1, 6))
+    model: dict = {"hidden_size": heads * head_dim, "num_layers": layers,
+                   "num_attention_heads": heads, "num_kv_heads": kv, "vocab_size": 1024,
+                   "ffn_hidden_size": 4 * heads * head_dim,
+                   "activation": draw(st.sampled_from(["gelu", "swiglu"]))}
+    parallel: dict = {"tp": tp, "pp": pp, "cp": cp, "vpp": vpp if vpp > 1 else None,
+                      "sequence_parallel": tp > 1 and (moe or draw(st.booleans())),
+                      "recompute": draw(st.sampled_from(["none", "selective", "full"])),
+                      "zero_stage": draw(st.sampled_from([0, 1, 2, 3])),
+                      "overlap_grad_reduce": draw(st.booleans()),
+                      "tp_comm_overlap": draw(st.booleans()),
+                      "cp_comm_type": draw(st.sampled_from(
+                          ["p2p", "all_gather"] + (["a2a"] if heads % (tp * cp) == 0 else [])))}
+    if moe:
+        experts = draw(st.sampled_from([4, 8]))
+        ep = draw(st.sampled_from([e for e in (1, 2, 4) if experts % e == 0
+                                   and (tp * cp * dp) % e == 0]))
+        model.update(num_experts=experts, moe_router_topk=draw(st.sampled_from([1, 2])),
+                     moe_ffn_hidden_size=2 * head_dim * heads)
+        parallel["ep"] = ep
+    gpu = draw(st.sampled_from(["h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb"]))
+    dtype = draw(st.sampled_from(["bf16", "fp16"] + (["fp8"] if gpu != "a100-sxm-80gb" else [])))
+    cluster = {"gpu": gpu, "num_gpus": gpus, "gpus_per_node": per_node,
+               "network_backend": draw(st.sampled_from(["analytical", "flow"])),
+               "nccl_algo": draw(st.sampled_from(["auto", "ring"])), "compute_db": None}
+    seq = 2 * cp * draw(st.sampled_from([32, 64, 128]))
+    training = {"global_batch_size": mbs * dp * micro, "micro_batch_size": mbs,
+                "seq_length": seq, "dtype": dtype}
+    return {"model": model, "parallel": {k: v for k, v in parallel.items() if v is not None},
+            "training": training, "cluster": cluster}
+
+
+def assert_sane(result) -> None:
+    """Values a simulated iteration can have."""
+    t = result.iteration_time_s
+    assert math.isfinite(t) and t > 0
+    for name in ("mfu", "hfu"):
+        value = getattr(result, name)
+        assert 0 < value <= 1, (name, value)
+    assert result.peak_memory_bytes > 0
+    assert all(v >= -1e-12 and math.isfinite(v) for v in result.breakdown.values())
+    assert sum(result.breakdown.values()) == pytest.approx(t, rel=1e-6)
+    assert result.tokens_per_s > 0
+
+
+def check_valid(cfg: dict) -> None:
+    try:
+        result = simulate(run_config_from_dict(cfg))
+    except TrainsimError as exc:
+        pytest.fail(f"a valid config was refused: {exc}\n{cfg}")
+    assert_sane(result)
+
+
+@FAST
+@given(valid_configs())
+def test_valid_configs_are_simulated_with_sane_values(cfg):
+    """Every config built to satisfy the documented rules simulates; MFU and HFU in (0, 1]."""
+    check_valid(cfg)
+
+
+@pytest.mark.slow
+@SLOW_CONFIGS
+@given(valid_configs())
+def test_valid_configs_are_simulated_slow(cfg):
+    check_valid(cfg)
+
+
+# ---------------------------------------------------------------------------- any config
+
+JUNK = st.one_of(
+    st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(allow_nan=True),
+    st.text(max_size=12), st.sampled_from(["", "nan", "inf", "-1", "1e400", "2020-01-01",
+                                           "fast", "0", "1.5", "[1,2]", "{}", "auto"]),
+    st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(),
+                                                         max_size=2))
+FIELDS = {
+    "model": ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
+              "ffn_hidden_size", "vocab_size", "activation", "num_experts", "moe_router_topk",
+              "mtp_num_layers", "sliding_window", "name", "preset", "hf_config", "bogus"],
+    "parallel": ["tp", "pp", "cp", "ep", "etp", "vpp", "sequence_parallel", "recompute",
+                 "recompute_num_layers", "zero_stage", "pipeline_model_parallel_layout",
+                 "decoder_first_pipeline_num_layers", "cp_comm_type", "bogus"],
+    "training": ["global_batch_size", "micro_batch_size", "seq_length", "dtype", "optimizer",
+                 "attention", "framework", "train_tokens", "num_workers", "bogus"],
+    "cluster": ["gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "nvlink_gbps",
+                "network_backend", "nccl_algo", "nccl_proto", "pue", "price_per_gpu_hour",
+                "compute_db", "gpu_overrides", "node", "bogus"],
+}
+GPU_FIELDS = ["peak_tflops", "hbm_gib", "hbm_bw_gbps", "nvlink_gbps", "mamf_fraction",
+              "mamf_fraction_fp8", "tdp_w", "power_limit_w", "price_per_hour", "num_sms"]
+
+
+@st.composite
+def mutated_configs(draw) -> dict:
+    cfg = draw(valid_configs())
+    for _ in range(draw(st.integers(1, 3))):
+        where = draw(st.sampled_from(["section"] + list(FIELDS) * 3 + ["gpu"]))
+        if where == "section":
+            cfg[draw(st.sampled_from(list(FIELDS) + ["extra"]))] = draw(JUNK)
+        elif where == "gpu":
+            over = cfg["cluster"].setdefault("gpu_overrides", {})
+            if isinstance(over, dict):
+                over[draw(st.sampled_from(GPU_FIELDS))] = draw(JUNK)
+        elif isinstance(cfg.get(where), dict):
+            cfg[where][draw(st.sampled_from(FIELDS[where]))] = draw(JUNK)
+    return cfg
+
+
+def check_any(cfg: dict) -> None:
+    try:
+        result = simulate(run_config_from_dict(cfg))
+    except TrainsimError as exc:
+        assert "\n" not in str(exc) and str(exc), repr(str(exc))
+        return
+    assert_sane(result)
+
+
+@FAST
+@given(mutated_configs())
+def test_any_config_simulates_or_is_one_clean_error(cfg):
+    """A config with junk fields: a sane result or a one-line TrainsimError, nothing else."""
+    check_any(cfg)
+
+
+@pytest.mark.slow
+@SLOW_CONFIGS
+@given(mutated_configs())
+def test_any_config_slow(cfg):
+    check_any(cfg)
+
+
+# ---------------------------------------------------------------------------- command lines
+
+TINY = """model: {hidden_size: 256, num_layers: 2, num_attention_heads: 4, vocab_size: 1024}
+training: {global_batch_size: 8, seq_length: 256}
+cluster: {gpu: h100-sxm-80gb, num_gpus: 8, compute_db: null}
+"""
+VALUES = st.one_of(st.sampled_from(["1", "2", "8", "0", "-1", "nan", "inf", "1e400", "abc",
+                                    "1.2.3", "tp=[", "8:infG", "99", "", "2020-01-01",
+                                    "16:1K", "30m", "15T", "1e-300", "tp=2,pp=2", "ring",
+                                    "fp8", "flow", "json", "/dev/full", "missing/dir/x"]),
+                   st.text(max_size=8))
+SETS = st.tuples(st.sampled_from([f"{s}.{f}" for s, fs in FIELDS.items() for f in fs]),
+                 VALUES).map(lambda kv: f"{kv[0]}={kv[1]}")
+
+
+@st.composite
+def command_lines(draw) -> list[str]:
+    cmd = draw(st.sampled_from(["simulate", "simulate", "collective", "catalog", "goodput",
+                                "validate", "export", "bogus"]))
+    args = [cmd]
+    if cmd == "simulate":
+        args.append(draw(st.sampled_from(["tiny.yaml", "tiny.yaml", "missing.yaml",
+                                          "/dev/null", "bad.yaml"])))
+        for s in draw(st.lists(SETS, max_size=3)):
+            args += ["--set", s]
+        if draw(st.booleans()):
+            args += ["--format", "json"]
+        if draw(st.integers(0, 4)) == 0:
+            args += ["--trace", draw(st.sampled_from(["t.json", "no/dir/t.json", "/dev/full"]))]
+        if draw(st.integers(0, 4)) == 0:
+            args += ["--max-tasks", draw(VALUES)]
+    elif cmd == "collective":
+        for opt in draw(st.lists(st.sampled_from(
+                ["--gpus", "--gpus-per-node", "--nic-gbps", "--op", "--sizes", "--algorithm",
+                 "--protocol", "--backend", "--max-flows"]), max_size=4, unique=True)):
+            value = draw(VALUES)
+            if opt == "--gpus":  # keep the valid ones small: this is about handling, not speed
+                value = draw(st.sampled_from(["1", "2", "16", "0", "-4", "x", "64"]))
+            args += [opt, value]
+    elif cmd == "catalog":
+        args.append(draw(st.sampled_from(["gpus", "nodes", "models", "bogus"])))
+    elif cmd == "goodput":
+        args += ["tiny.yaml", "--tokens", draw(VALUES), "--trials",
+                 draw(st.sampled_from(["1", "10", "0", "-1", "1e8", "x"]))]
+        for opt in draw(st.lists(st.sampled_from(["--days", "--interval", "--seed", "--gpus"]),
+                                 max_size=2, unique=True)):
+            args += [opt, draw(VALUES)]
+    elif cmd == "validate":
+        args.append(draw(st.sampled_from(["bad.csv", "missing.csv", "tiny.yaml", "/dev/null"])))
+    elif cmd == "export":
+        args += ["tiny.yaml", "--chakra", draw(st.sampled_from(["out/x", "missing/dir/x"])),
+                 "--ranks", draw(VALUES)]
+    return args
+
+
+@pytest.fixture(scope="module")
+def cli_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("cli")
+    (d / "tiny.yaml").write_text(TINY)
+    (d / "bad.yaml").write_text("model: [1, 2\n")
+    (d / "bad.csv").write_text("id,model,measured_iteration_s\nx,y,abc\n")
+    (d / "out").mkdir()
+    return d
+
+
+def check_cli(args: list[str], cli_dir) -> None:
+    cwd = os.getcwd()
+    os.chdir(cli_dir)
+    try:
+        result = CliRunner().invoke(main, args, env={"TRAINSIM_DEBUG": "1"})
+    finally:
+        os.chdir(cwd)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception  # a traceback: the test fails with it
+    assert "Traceback" not in result.output
+    if result.exit_code:
+        assert result.exit_code == 2, (args, result.exit_code, result.output)
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        assert lines and (lines[-1].startswith("error: ") or lines[-1].startswith("Error: ")), \
+            (args, result.stderr)
+        if lines[-1].startswith("error: "):
+            assert len(lines) == 1, (args, result.stderr)
+
+
+@FAST
+@given(command_lines())
+def test_any_command_line_exits_cleanly(cli_dir, args):
+    """A command line: exit 0, or exit 2 with one error line; never a traceback."""
+    check_cli(args, cli_dir)
+
+
+@pytest.mark.slow
+@SLOW_CLI
+@given(command_lines())
+def test_any_command_line_slow(cli_dir, args):
+    check_cli(args, cli_dir)
