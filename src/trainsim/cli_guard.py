@@ -6,8 +6,8 @@ combination, work over a limit), a ``ValueError`` from parsing what the user typ
 ``OSError`` from a file the user named (a missing directory, ``/dev/full``) becomes
 ``error: <message>`` and exit status 2. Anything else is a bug in trainsim: it is reported in
 one line as an internal error (exit 3). With ``TRAINSIM_DEBUG=1`` every exception other than a
-TrainsimError keeps its traceback: the fuzz tests run that way, so an input that only this
-safety net catches still fails them.
+TrainsimError or an OSError keeps its traceback: the fuzz tests run that way, so a ValueError
+that only this safety net catches still fails them.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ class GuardedGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
-        except TrainsimError as exc:
+        except (TrainsimError, OSError) as exc:  # OSError: a file or directory the user named
             fail(exc)
         except Exception as exc:
             if os.environ.get("TRAINSIM_DEBUG"):
                 raise
-            if isinstance(exc, (ValueError, OSError, RecursionError)):
+            if isinstance(exc, (ValueError, RecursionError)):
                 fail(exc)  # from what the user gave, where no check named it first
             _echo_err(f"{click.style('internal error:', fg='red', bold=True)} "
                       f"{type(exc).__name__}: {describe(exc)} (a trainsim bug; rerun with "

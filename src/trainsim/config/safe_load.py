@@ -26,7 +26,7 @@ from trainsim.errors import ConfigError
 
 MAX_FILE_BYTES = 16 * 2**20
 """Largest input file read (16 MiB; a measured-kernel database is a few hundred KiB)."""
-MAX_NODES = 1_000_000
+MAX_NODES = 250_000
 """Values in one file after alias expansion."""
 MAX_DEPTH = 64
 """Nesting depth of mappings and lists."""

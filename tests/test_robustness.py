@@ -1,0 +1,261 @@
+"""Regression tests for issue 18, one per category it lists: bad input is one clean error line,
+big input is refused before it runs, valid input is not refused, and no value is impossible."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from trainsim.catalog import load_run_config, run_config_from_dict
+from trainsim.cli import main
+from trainsim.collectives import Fabric, GroupSpan, LinkTier, collective_cost
+from trainsim.config.safe_load import load_file
+from trainsim.errors import ConfigError, TrainsimError
+from trainsim.limits import WorkLimitError
+from trainsim.simulator import simulate
+
+BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}
+training: {global_batch_size: 16, seq_length: 512}
+cluster: {gpu: h100-sxm-80gb, num_gpus: 8, gpus_per_node: 8, compute_db: null}
+"""
+
+
+@pytest.fixture
+def base(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text(BASE)
+    return path
+
+
+def cli(*args: str, cwd=None):
+    """Run the CLI in-process; with TRAINSIM_DEBUG=1 anything but a TrainsimError or a click
+    usage error escapes as the exception it is."""
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, list(args), env={"TRAINSIM_DEBUG": "1"})
+    finally:
+        os.chdir(old)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result
+
+
+def one_error_line(result) -> str:
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert lines[-1].startswith(("error: ", "Error: ")), result.stderr
+    if lines[-1].startswith("error: "):
+        assert len(lines) == 1, result.stderr
+    return lines[-1]
+
+
+# ---------------------------------------------------------------------------- tracebacks
+
+@pytest.mark.parametrize("text, match", [
+    ("when: 2020-01-01\n", "date"),
+    ("x: !!binary aGVsbG8=\n", "!!binary"),
+    ("x: !!set {a: null}\n", "!!set"),
+    ("x: !!python/object:os.system {}\n", "not valid YAML"),
+    ("x: " + "9" * 5000 + "\n", "digits"),
+    ("x: " + "[" * 200 + "]" * 200 + "\n", "nested too deeply"),
+    ("a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in zip("abcdefg", "bcdefgh")),
+     "aliases"),
+])
+def test_yaml_that_is_not_plain_data_is_refused(tmp_path, text, match):
+    """Dates, binary/set/python tags, huge integers, deep nesting and alias bombs: ConfigError."""
+    path = tmp_path / "x.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_file(path)
+
+
+def test_an_endless_file_is_read_up_to_the_size_limit():
+    """/dev/zero is refused after 16 MiB, not read forever."""
+    with pytest.raises(ConfigError, match="larger than"):
+        load_file("/dev/zero")
+
+
+@pytest.mark.parametrize("section, value, match", [
+    ("parallel", [1, 2], "parallel must be a mapping"),
+    ("training", "fast", "training must be a mapping"),
+])
+def test_a_section_that_is_not_a_mapping_names_itself(section, value, match):
+    raw = {"model": "llama3-8b", "cluster": {"node": "dgx-h100"}, section: value}
+    with pytest.raises(ConfigError, match=match):
+        run_config_from_dict(raw)
+
+
+@pytest.mark.parametrize("override, match", [
+    ("cluster.gpu_overrides.peak_tflops=3", r"cluster.gpu_overrides.peak_tflops must be a map"),
+    ("cluster.gpu_overrides=[1]", r"cluster.gpu_overrides must be a mapping"),
+    ("cluster.gpu={name: x, peak_tflops: 5}", r"cluster.gpu.peak_tflops must be a mapping"),
+    ("cluster.nic_gbps_per_gpu=fast", r"cluster.nic_gbps_per_gpu must be a number"),
+    ("cluster.nvlink_gbps=fast", r"cluster.nvlink_gbps must be a number"),
+    ("model.mtp_num_layers=1e21", r"model.mtp_num_layers=.* out of range"),
+    ("model.num_layers=" + "9" * 40, r"model.num_layers"),
+])
+def test_wrong_types_and_sizes_name_the_field_as_written(base, override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_run_config(base, [override])
+
+
+def test_bad_hugging_face_fields_and_kernel_databases_are_config_errors(base, tmp_path):
+    hf = tmp_path / "config.json"
+    hf.write_text(json.dumps({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads":
+                              4, "vocab_size": 10, "attention_dropout": "x"}))
+    run = tmp_path / "hf.yaml"
+    run.write_text(BASE.replace(BASE.splitlines()[0], f"model: {{hf_config: {hf}}}"))
+    with pytest.raises(ConfigError, match="attention_dropout must be a number"):
+        load_run_config(run)
+    db = tmp_path / "db.json"
+    db.write_text("[1, 2]")
+    with pytest.raises(ConfigError, match="not a kernel database"):
+        load_run_config(base, [f"cluster.compute_db={db}"])
+
+
+@pytest.mark.parametrize("value", ["", "abc", "0", "-1", "nan"])
+def test_validate_rows_need_a_positive_measured_value(tmp_path, value):
+    path = tmp_path / "rows.csv"
+    path.write_text("id,model,gpu,num_gpus,gpus_per_node,tp,pp,global_batch_size,seq_length,"
+                    f"measured_iteration_s\nr1,llama3-8b,h100-sxm-80gb,8,8,1,1,8,2048,{value}\n")
+    assert "measured_iteration_s" in one_error_line(cli("validate", str(path)))
+
+
+@pytest.mark.parametrize("args", [
+    ("collective", "--sizes", "8:infG"),
+    ("search", "llama3-8b", "--gpus", "8", "--global-batch", "16", "--seq", "2048",
+     "--reference", "tp=["),
+    ("plan", "llama3-8b", "--tokens", "1T", "--days", "10", "--seq", "0"),
+    ("goodput", "run.yaml", "--tokens", "1.2.3"),
+    ("goodput", "run.yaml", "--tokens", "1T", "--seed", "-1"),
+    ("export", "run.yaml", "--chakra", "x", "--ranks", "99"),
+    ("simulate", "run.yaml", "--trace", "/dev/full"),
+    ("simulate", "run.yaml", "--set", "training.dtype=2020-01-01"),
+])
+def test_bad_command_lines_end_in_one_error_line(base, args):
+    one_error_line(cli(*args, cwd=base.parent))
+
+
+def test_a_trace_into_a_missing_directory_is_handled(base):
+    """Written (the directory is made) or refused in one line; never a traceback."""
+    result = cli("simulate", "run.yaml", "--trace", "no/such/dir/t.json", cwd=base.parent)
+    if result.exit_code:
+        one_error_line(result)
+    else:
+        assert (base.parent / "no/such/dir/t.json").exists()
+
+
+# ---------------------------------------------------------------------------- hangs
+
+@pytest.mark.parametrize("override", ["training.global_batch_size=1000000000",
+                                      "training.global_batch_size=1e15"])
+def test_an_iteration_over_the_task_limit_is_refused_before_it_runs(base, override):
+    cfg = load_run_config(base, [override])
+    with pytest.raises(WorkLimitError, match="TRAINSIM_MAX_TASKS"):
+        simulate(cfg)
+
+
+def test_the_task_limit_can_be_raised_and_lowered(base, monkeypatch):
+    cfg = load_run_config(base)
+    monkeypatch.setenv("TRAINSIM_MAX_TASKS", "5")
+    with pytest.raises(WorkLimitError, match="over the limit of 5"):
+        simulate(cfg)
+    assert "--max-tasks" in one_error_line(cli("simulate", str(base), "--max-tasks", "5"))
+
+
+@pytest.mark.parametrize("args, flag", [
+    (("search", "llama3-8b", "--gpus", "8", "--global-batch", "1000000000000000", "--seq",
+      "2048"), "TRAINSIM_MAX_TASKS"),
+    (("collective", "--backend", "flow", "--gpus", "4096", "--sizes", "1M"), "--max-flows"),
+    (("goodput", "run.yaml", "--tokens", "1T", "--trials", "100000000"), "--max-trial-rounds"),
+    (("goodput", "run.yaml", "--days", "1e9"), "--max-trial-rounds"),
+])
+def test_big_work_is_refused_in_one_line_naming_the_override(base, args, flag):
+    assert flag in one_error_line(cli(*args, cwd=base.parent))
+
+
+def test_checkpoints_so_frequent_the_run_never_ends_are_refused():
+    """GPT-3 175B checkpoints every 1e-300 s: its stalls stretch the run without end."""
+    example = os.path.join(os.path.dirname(__file__), "..", "examples",
+                           "goodput-gpt3-175b-1k.yaml")
+    assert "--max-trial-rounds" in one_error_line(cli("goodput", example, "--interval",
+                                                      "1e-300"))
+
+
+def test_absurd_layer_counts_are_out_of_range(base):
+    with pytest.raises(ConfigError, match="at most 100,000 layers"):
+        load_run_config(base, ["model.num_layers=10000000"])
+
+
+# ---------------------------------------------------------------------------- wrong refusals
+
+@pytest.mark.parametrize("overrides", [
+    ["cluster.network_backend=flow"],  # one node, pp=1: there is no pipeline send
+    ["cluster.network_backend=flow", "parallel.cp=4"],  # ring attention over 4 ranks
+    ["cluster.network_backend=flow", "parallel.cp=3", "cluster.num_gpus=6",
+     "cluster.gpus_per_node=6", "training.seq_length=600", "training.global_batch_size=4"],
+    ["cluster.nccl_algo=ring", "parallel.pp=2"],  # NCCL_ALGO does not govern p2p sends
+    ["cluster.nccl_algo=ring", "parallel.pp=2", "cluster.network_backend=flow"],
+])
+def test_valid_configs_that_were_refused_now_simulate(base, overrides):
+    r = simulate(load_run_config(base, overrides))
+    assert r.iteration_time_s > 0
+
+
+# ---------------------------------------------------------------------------- silent nonsense
+
+def test_fp8_utilization_is_against_the_fp8_peak(base):
+    r = simulate(load_run_config(base, ["training.dtype=fp8"]))
+    gpu = r.config.cluster.gpu
+    assert 0 < r.mfu <= 1 and 0 < r.hfu <= 1
+    assert r.mfu_16bit == pytest.approx(r.mfu * gpu.flops("fp8") / gpu.flops("bf16"))
+    d = r.to_dict()
+    assert d["mfu"] == r.mfu and d["mfu_16bit"] == r.mfu_16bit
+
+
+def test_bf16_utilization_is_the_same_under_both_names(base):
+    r = simulate(load_run_config(base))
+    assert r.mfu_16bit == r.mfu
+
+
+@pytest.mark.parametrize("override, match", [
+    ("cluster.gpu_overrides.peak_tflops.bf16=-5", "must be positive"),
+    ("cluster.gpu_overrides.mamf_fraction=5", r"mamf_fraction=5.0 must be in \(0, 1\]"),
+    ("cluster.gpu_overrides.hbm_bw_gbps=0", "must be positive"),
+    ("cluster.pue=-1", "pue=-1.0 must be >= 1"),
+    ("cluster.price_per_gpu_hour=-2", "must be >= 0"),
+    ("parallel.etp=0", "expert_tensor_parallel_size=0"),
+    ("cluster.nccl_algo=rnig", "did you mean 'ring'"),
+])
+def test_impossible_values_are_refused(base, override, match):
+    with pytest.raises(ConfigError, match=match):
+        load_run_config(base, [override])
+
+
+def test_a_preset_keeps_its_name(base):
+    """--set model.name=llama3-70b on an 8B preset would relabel it; set model.preset instead."""
+    with pytest.raises(ConfigError, match="model.preset=llama3-70b"):
+        load_run_config(base, ["model.preset=llama3-8b", "model.name=llama3-70b"])
+    assert load_run_config(base, ["model.name=my-run"]).model.name == "my-run"
+
+
+def test_fp8_needs_a_gpu_with_fp8_tensor_cores(base):
+    with pytest.raises(ConfigError, match="fp8 tensor cores"):
+        load_run_config(base, ["cluster.gpu=a100-sxm-80gb", "training.dtype=fp8"])
+
+
+def test_pat_runs_the_simple_protocol_only():
+    """NCCL runs PAT with Simple; auto never picks it with LL/LL128, and forcing them fails."""
+    fabric = Fabric(LinkTier(400e9, 0.8, "nvlink"), LinkTier(50e9, 0.96, "net"))
+    span = GroupSpan(16, 1)  # one rank per node: PAT's case
+    for size in (8.0, 1e3, 1e5, 1e7):
+        c = collective_cost("all_gather", size, span, fabric)
+        assert c.algorithm != "pat" or c.protocol == "Simple"
+    with pytest.raises(TrainsimError):
+        collective_cost("all_gather", 1e3, span, fabric, "pat", "LL")
