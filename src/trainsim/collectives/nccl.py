@@ -125,6 +125,8 @@ def group_span(size: int, stride: int, gpus_per_node: int) -> GroupSpan:
     """Span of a group of ``size`` ranks spaced ``stride`` apart in Megatron's rank order."""
     if size <= 1:
         return GroupSpan(max(size, 1), max(size, 1))
+    if (size - 1) * stride < gpus_per_node:  # every rank on the first node (any stride)
+        return GroupSpan(size, size)
     if stride >= gpus_per_node:
         return GroupSpan(size, 1)
     per_node = min(size, max(1, gpus_per_node // stride))

@@ -29,6 +29,9 @@ class RunConfig:
         if m.kv_heads % p.tp and p.tp % m.kv_heads:
             raise ConfigError(
                 f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the other")
+        if m.vocab_size < p.tp:
+            raise ConfigError(f"model.vocab_size={m.vocab_size} is smaller than parallel.tp="
+                              f"{p.tp}: every tensor-parallel rank holds a slice of the vocabulary")
         if m.ffn_size % p.tp:
             raise ConfigError(f"parallel.tp={p.tp} does not divide model.ffn_hidden_size={m.ffn_size}")
         if t.dtype == "fp8" and "fp8" not in c.gpu.peak_flops:
