@@ -8,6 +8,7 @@ import json
 import pytest
 
 import trainsim
+import trainsim.compute.host as host
 from trainsim import run_config_from_dict, simulate
 
 
@@ -59,8 +60,10 @@ def test_pipeline_bubble_shrinks_with_more_microbatches():
         many.breakdown["pipeline_bubble_s"] / many.iteration_time_s
 
 
-def test_bubble_matches_1f1b_theory_for_uniform_stages():
-    """With equal stages and free sends the bubble is (p-1)/m of the ideal time (Narayanan §2.2)."""
+def test_bubble_matches_1f1b_theory_for_uniform_stages(monkeypatch):
+    """With equal stages and free sends the bubble is (p-1)/m of the ideal time (Narayanan §2.2).
+    (A free host too: this small model's passes would otherwise wait for kernel launches.)"""
+    monkeypatch.setattr(host, "HOST_S_PER_KERNEL", 0.0)
     c = cfg(parallel__tp=1, parallel__pp=4, parallel__sequence_parallel=False,
             cluster__num_gpus=4, cluster__gpus_per_node=8, training__global_batch_size=16,
             parallel__overlap_p2p_comm=True, model__num_layers=32, model__vocab_size=1024)

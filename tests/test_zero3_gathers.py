@@ -11,6 +11,7 @@ from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params, layer_tensors
 from trainsim.workload.layers import ZERO3_PERSISTENCE_THRESHOLD, zero3_tensor_gathers
+from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.ops import Comm, Elementwise
 
 
@@ -42,8 +43,10 @@ def test_small_tensors_stay_gathered_and_each_large_one_is_gathered_and_unflatte
     # GPT layer: QKV, projection, fc1, fc2 are large; biases and layer norms stay gathered
     assert len(gathers) == 4
     assert all(op.bytes >= 2 * ZERO3_PERSISTENCE_THRESHOLD for op in gathers)
-    copies = [op for op in ops if isinstance(op, Elementwise)]
+    copies = [op for op in ops if isinstance(op, Elementwise) and not op.host_sync]
     assert [op.kernels for op in copies] == [64] * 4  # one copy out per rank
+    # and the host waits for the device before each gather (torch.cuda.synchronize())
+    assert sum(isinstance(op, Elementwise) and op.host_sync for op in ops) == 4
 
 
 def test_per_tensor_blocking_gathers_are_slower_and_grow_with_the_group():
@@ -70,3 +73,25 @@ def test_deepspeed_2021_profile_gathers_per_tensor():
 def test_unknown_gather_mode_is_refused():
     with pytest.raises(ConfigError, match="zero3_gather"):
         cfg(gather="per_layer")
+
+
+def test_one_ahead_prefetch_exposes_the_first_unit_and_only_the_deficits():
+    """FSDP gathers unit i+1 while unit i computes: the first gather is exposed whole, a later
+    one only by what it outlasts the compute before it."""
+    assert prefetch_exposed_s([2.0, 1.0, 1.0], [5.0, 5.0, 5.0]) == pytest.approx(2.0)
+    # gathers of 4 behind computes of 1: each unit waits for the next gather's remainder
+    assert prefetch_exposed_s([4.0, 4.0, 4.0], [1.0, 1.0, 1.0]) == pytest.approx(4 + 3 + 3)
+    assert prefetch_exposed_s([], []) == 0.0
+
+
+def test_fsdp_units_wait_more_on_a_slower_network():
+    """Per-unit FSDP gathers hide behind compute on a fast network and show on a slow one."""
+    raw = {"model": {"preset": "llama3-8b"},
+           "parallel": {"zero_stage": 3, "zero3_gather": "per_block"},
+           "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048},
+           "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}}
+    times = {}
+    for nic in (400, 25):
+        raw["cluster"]["nic_gbps_per_gpu"] = nic
+        times[nic] = simulate(run_config_from_dict(raw)).breakdown["exposed_comm_s"]
+    assert times[25] > 4 * times[400] > 0

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
-from trainsim.compute import compute_model_for
+from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
 from trainsim.limits import check_simulation
@@ -26,6 +26,7 @@ from trainsim.workload.layers import (
     backward_of,
     embedding_backward,
     embedding_forward,
+    fsdp_unit_gathers,
     head_backward,
     head_forward,
     layer_forward,
@@ -35,10 +36,11 @@ from trainsim.workload.layers import (
 )
 from trainsim.workload.elementwise import OPTIMIZER_BYTES_PER_PARAM
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
-from trainsim.workload.schedule import schedule
+from trainsim.workload.schedule import prefetch_exposed_s, schedule
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
                                      "dp_comm", "optimizer")
+HOST = "host"  # the GPU waiting for the host to launch (compute.host); reported in other_s
 COMM_SMS = 16
 """SMs a collective occupies while it runs beside compute: NCCL runs one thread block per
 channel, and Transformer Engine's overlap kernels are given 16-24 of an H100's 132 SMs for
@@ -103,6 +105,8 @@ class Pricer:
             "etp": self.net.span(p.etp, 1),
             "edp": self.net.span(cfg.edp, p.etp * p.ep),
         }
+        # CUDA graphs replay each layer's kernels without the host (compute.host)
+        self.host_s_per_kernel = 0.0 if cfg.training.cuda_graphs else host.HOST_S_PER_KERNEL
         sms = cfg.cluster.gpu.num_sms
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
@@ -167,6 +171,9 @@ class Pricer:
         for (cat, t, name), op in pooled:
             add((cat, self.hidden_behind(t, budget), name), op)
             budget = max(0.0, budget - t)
+        idle = host.exposed_s(order, [seg[1] for seg in segs], self.host_s_per_kernel)
+        if idle > 0.0:
+            add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
         return Priced(tuple(segs)), order
 
 
@@ -174,7 +181,7 @@ class Pricer:
 class _Chunk:
     """Priced forward and backward of one model chunk (virtual pipeline stage)."""
 
-    fwd: Priced
+    fwd_parts: tuple[Priced, ...]  # embedding (first virtual stage), each layer, head (last)
     bwd_head: Priced  # head backward (last virtual stage only; empty otherwise)
     bwd_layers: tuple[Priced, ...]  # recompute + backward of each layer, in backward order
     bwd_tail: Priced  # embedding backward (first virtual stage only)
@@ -182,6 +189,10 @@ class _Chunk:
     @property
     def layers(self) -> int:
         return len(self.bwd_layers)
+
+    @functools.cached_property
+    def fwd(self) -> Priced:
+        return _concat(self.fwd_parts)
 
     @functools.cached_property
     def bwd(self) -> Priced:
@@ -235,8 +246,7 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         kinds = [kind(i) for i in layers]
-        fwd = _concat([emb_f if first else empty] + [layer_f[k] for k in kinds]
-                      + [head_f if last else empty])
+        fwd = (emb_f if first else empty, *(layer_f[k] for k in kinds), head_f if last else empty)
         out[v] = _Chunk(fwd, head_b if last else empty,
                         tuple(layer_b[k] for k in reversed(kinds)), emb_b if first else empty)
     return out
@@ -276,6 +286,38 @@ class _TaskGraph:
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         self.blocking = self._blocking_gathers() if (
             self.fsdp and p.zero3_gather == "per_parameter") else {}
+        self.unit_waits = self._unit_gather_waits() if (
+            self.fsdp and p.zero3_gather != "per_parameter") else {}
+
+    def _unit_gather_waits(self) -> dict[int, tuple[Priced, Priced]]:
+        """(forward, backward) wait of each virtual stage for its FSDP units' parameters, each
+        unit gathered one ahead of its compute (``workload.schedule.prefetch_exposed_s``). The
+        root unit stays gathered through the backward (FSDP does not reshard the root after
+        forward); every block is gathered again before its backward."""
+        cfg, out = self.cfg, {}
+        ranges = cfg.virtual_stage_layers()
+        for v, layers in enumerate(ranges):
+            first, last = v == 0, v == len(ranges) - 1
+            units = fsdp_unit_gathers(cfg, layers, first, last)
+            gather = [sum(self.pricer.comm_time(c) for c in unit) for unit in units]
+            ch = self.chunks[v]
+            parts = [p.duration_s for p in ch.fwd_parts]
+            # forward units: root with the embedding, blocks; the head runs in the last unit
+            compute = ([parts[0]] if first or last else []) + parts[1:-1]
+            compute[-1] += parts[-1]
+            blocks = gather[len(gather) - len(layers):][::-1]
+            back = [p.duration_s for p in ch.bwd_layers]
+            back[0] += ch.bwd_head.duration_s
+            back[-1] += ch.bwd_tail.duration_s
+            # exposed waits, plus the SMs the hidden gathers take from the compute beside them
+            share = self.pricer.sm_share["dp"]
+            exposed = prefetch_exposed_s(gather, compute)
+            fwd = exposed + (sum(gather) - exposed) * share
+            exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
+            bwd = exposed + (sum(blocks) - exposed) * share
+            out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd,
+                      Priced(((DP, bwd, "FSDP unit all-gathers"),)) + ch.bwd)
+        return out
 
     def _blocking_gathers(self) -> dict[int, tuple[Priced, Priced]]:
         """(forward, backward) pass of each virtual stage under per-tensor ZeRO-3, each led by
@@ -378,8 +420,8 @@ class _TaskGraph:
         work = self.chunks[v].fwd
         if v in self.blocking:
             work = self.blocking[v][0]
-        elif self.fsdp:
-            deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"F mb{mb}")
+        elif v in self.unit_waits:
+            work = self.unit_waits[v][0]
         return self.pass_and_send(s, work, deps, f"F mb{mb} c{chunk}",
                                   v < self.pp * self.vpp - 1)
 
@@ -389,8 +431,7 @@ class _TaskGraph:
             i, out = self.pass_and_send(s, self.blocking[v][1], deps, f"B mb{mb} c{chunk}", v > 0)
             self._reduce_scatter(s, i, mb)
             return out
-        if self.fsdp:
-            deps = deps + self.param_gathers(s, 1 / self.vpp, [], f"B mb{mb}")
+        work = self.unit_waits[v][1] if v in self.unit_waits else ch.bwd
         reduces_grads = any(size > 1 for _, _, size in self.groups[s])
         if mb == self.m - 1 and reduces_grads and not self.fsdp:
             i = self.split_last_backward(s, v, chunk, deps)
@@ -398,7 +439,7 @@ class _TaskGraph:
                 return i
             stream = "pp" if self.p.overlap_p2p_comm else "compute"
             return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
-        i, out = self.pass_and_send(s, ch.bwd, deps, f"B mb{mb} c{chunk}", v > 0)
+        i, out = self.pass_and_send(s, work, deps, f"B mb{mb} c{chunk}", v > 0)
         if self.fsdp:
             self._reduce_scatter(s, i, mb)
         return out

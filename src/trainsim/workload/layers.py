@@ -68,9 +68,10 @@ per 128 elements for each of the two layouts; MXFP8 an 8-bit scale per 32 elemen
 
 
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1) -> None:
-    if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed
+    if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed,
+        # split per expert for a grouped GEMM (Transformer Engine's GroupedLinear)
         ops.append(Elementwise(f"{name}.cast_transpose",
-                               bytes=batch * m * k * sh.fp8_cast_bytes))
+                               bytes=batch * m * k * sh.fp8_cast_bytes, kernels=batch))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
 
 
@@ -202,6 +203,10 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     dispatcher = p.moe_token_dispatcher_type
     if dispatcher != "deepep":  # DeepEP writes tokens expert-major inside its own kernels
         ops.append(Elementwise("permute", bytes=routed * h * ACT * 2))
+    if m.moe_capacity_factor is None:
+        # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
+        # GEMM's m_splits) and waits for them (compute.host)
+        ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True))
     wire = tokens * moe_wire_copies(cfg)
     elem = 1 if p.moe_dispatch_fp8 else ACT
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
@@ -274,14 +279,15 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         if isinstance(op, Gemm):
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
-                                       bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes))
+                                       bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
+                                       kernels=op.batch))
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
             dgrad_at = len(ops) - 1
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
-            if op.name.endswith("cast_transpose"):
+            if op.name.endswith("cast_transpose") or op.host_sync:
                 continue  # the forward cast has no backward; the gradient's cast is added above
             ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops))
         elif isinstance(op, Comm):
@@ -329,8 +335,8 @@ RECOMPUTED_OPS = {
     "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
     "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
     "moe_act": frozenset({"expert_act"}),
-    "moe": frozenset({"router", "router_topk_softmax", "permute", "moe", "expert_fc1",
-                      "expert_act", "expert_fc2", "unpermute"}),
+    "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
+                      "expert_fc1", "expert_act", "expert_fc2", "unpermute"}),
     "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
@@ -444,6 +450,9 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
         if n < ZERO3_PERSISTENCE_THRESHOLD or ranks == 1:
             continue
         group = "edp" if expert else "dp_cp"
+        # _allgather_param calls torch.cuda.synchronize() before each gather (DeepSpeed
+        # v0.3-0.4 partition_parameters.py): the host waits, then launches the rest
+        ops.append(Elementwise("zero3_synchronize", bytes=0.0, kernels=0, host_sync=True))
         ops.append(Comm("zero3_param_all_gather", "all_gather", n * ACT, group))
         # torch.distributed.all_gather into a list of per-rank views (DeepSpeed's
         # _allgather_param) gathers into a flat buffer, then copies each rank's piece out: one
@@ -451,3 +460,30 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
         # copies went away with _all_gather_base, pytorch/pytorch#57769)
         ops.append(Elementwise("zero3_gather_unflatten", bytes=2 * n * ACT, kernels=ranks))
     return ops
+
+
+def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
+                      last: bool) -> list[list[Comm]]:
+    """All-gathers of each FSDP unit of a virtual stage in forward order, 16-bit: the root unit
+    (word embedding, final norm and output layer; gathered when the first or last stage runs)
+    and one unit per transformer block, its dense tensors over the data-parallel group and its
+    routed experts over theirs."""
+    m, p = cfg.model, cfg.parallel
+    units: list[list[tuple[float, bool]]] = []
+    if first or last:
+        heads = int(first) + int(last and not (first and m.tied_embeddings))
+        units.append([(heads * m.vocab_size * m.hidden_size / p.tp, False)])
+    for i in layers:
+        t = layer_tensors(m, i)
+        units.append([(sum(n for n, e in t if not e) / p.tp, False),
+                      (sum(n for n, e in t if e) / p.etp, True)])
+    out = []
+    for unit in units:
+        comms = []
+        for n, expert in unit:
+            ranks = cfg.edp if expert else cfg.dp * p.cp
+            if n > 0 and ranks > 1:
+                comms.append(Comm("fsdp_unit_all_gather", "all_gather", n * ACT,
+                                  "edp" if expert else "dp_cp"))
+        out.append(comms)
+    return out

@@ -116,7 +116,10 @@ class Elementwise:
     flops: float = 0.0
     kernels: int = 1
     """Kernel launches the op stands for (an eager multi-kernel norm, a copy per rank): each
-    pays its launch cost (``compute.roofline.LAUNCH_S``)."""
+    pays its launch cost (``compute.roofline.LAUNCH_S``) and the host's (``compute.host``)."""
+    host_sync: bool = False
+    """The host waits for this op's result before issuing the next (a device-to-host copy of
+    values Python needs, e.g. dropless MoE's tokens per expert): see ``compute.host``."""
 
 
 @dataclass(frozen=True)

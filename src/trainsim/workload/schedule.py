@@ -67,3 +67,19 @@ def peak_in_flight(order: list[Pass], weight: dict[int, float] | None = None) ->
         live += w if p.kind == "F" else -w
         peak = max(peak, live)
     return peak
+
+
+def prefetch_exposed_s(gather_s: list[float], compute_s: list[float]) -> float:
+    """Time a pass waits for its units' parameters when each unit's all-gather is issued as the
+    unit before it starts computing (one unit ahead, on one communication stream): PyTorch
+    FSDP's pre-forward/backward unshard with the CPU running ahead and ``limit_all_gathers``
+    capping the gathers in flight at two (``torch/distributed/fsdp/_runtime_utils.py``), and
+    FSDP2's one-block prefetch. The first unit's gather is exposed whole; a later one only where
+    it outlasts the computation it hides behind."""
+    comm_free = compute_end = compute_start = 0.0
+    for g, c in zip(gather_s, compute_s):
+        gathered = max(comm_free, compute_start) + g  # issued when the previous unit starts
+        comm_free = gathered
+        compute_start = max(compute_end, gathered)
+        compute_end = compute_start + c
+    return max(0.0, compute_end - sum(compute_s))

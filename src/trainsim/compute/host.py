@@ -1,0 +1,71 @@
+"""Host (CPU) launch overhead: the GPU idles when the host issues kernels slower than they run.
+
+An eager PyTorch program issues every kernel from Python: the interpreter, the ATen dispatcher
+(autograd recording included) and ``cudaLaunchKernel`` cost a few microseconds of CPU per
+kernel, whatever its size (PyTorch's operator micro-benchmarks put a view-only op at ~3 us,
+pytorch/pytorch#32194; a launching op costs more). Normally the host runs ahead of the GPU and
+the cost hides behind the kernels already queued. It shows when kernels are smaller than
+their launch (a small model, a fine-grained MoE's per-expert GEMMs) and after every point where
+the host waits for the GPU (a device-to-host copy whose value Python needs): the queue is then
+empty and the GPU waits for each launch until the host gets ahead again.
+
+Evidence for the mechanisms (not for the constant, which ``benchmarks/fit_host.py`` fits):
+* Transformer Engine's ``GroupedLinear`` runs one cuBLAS GEMM per expert and splits and
+  quantizes its input per expert on the host ("CPU overheads of PyTorch ops, such as
+  torch.split() and torch.empty() (2x num_gemms calls)", NVIDIA/TransformerEngine#1499;
+  the fp8 ``te.Linear`` takes over twice the host time of the bf16 one, #761).
+* Megatron-core's dropless token dispatchers copy the tokens-per-expert counts to the host
+  before the all-to-all (the split sizes are Python lists), and ``GroupedLinear`` needs
+  ``m_splits`` on the host: one synchronisation per MoE layer forward.
+* CUDA graphs replay a captured layer with one launch (Megatron-core ``--enable-cuda-graph``):
+  no per-kernel host cost inside the graph.
+
+``exposed_s`` runs two clocks over an op list in issue order: the host's (each op adds its
+launch cost; a synchronising op first waits for the GPU to drain) and the GPU's (an op starts
+when both the previous op has finished and its launch is done). What the GPU clock gains over
+the sum of the op times is the exposed host time. The host is assumed to have launched the
+list's first op during the previous list (it usually runs ahead), so a GPU-bound list exposes
+nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
+
+HOST_S_PER_KERNEL = 30e-6
+"""CPU seconds to issue one kernel from eager PyTorch (Python, dispatcher with autograd, CUDA
+launch), Transformer Engine's module bookkeeping spread over its kernels. Fitted 2026-11-23 by
+``benchmarks/fit_host.py`` to the 138 published training runs on a grid bounded by what one
+eager op can plausibly cost (0-30 us); the fit sits at that bound in every leave-one-framework-
+out fold (figures in ``benchmarks/RESULTS.md``), so the launches counted here are likely fewer
+than the frameworks issue. A measured host cost per op would replace it."""
+
+
+def launches(op: Op) -> int:
+    """Host-issued launches an op stands for: a GEMM batched over experts is one cuBLAS call per
+    expert (Transformer Engine's ``GroupedLinear``), an elementwise op its kernel count (an
+    eager multi-kernel norm, a per-expert quantization), a collective one NCCL launch."""
+    if isinstance(op, Gemm):
+        return op.batch
+    if isinstance(op, Elementwise):
+        return op.kernels
+    if isinstance(op, (Attention, Comm)):
+        return 1
+    raise TypeError(op)  # pragma: no cover - exhaustive
+
+
+def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float) -> float:
+    """GPU idle time waiting for the host over ``ops`` (issued in order, each taking
+    ``gpu_s[i]`` on the GPU once started). ``per_kernel_s`` 0 (CUDA graphs) exposes nothing."""
+    if per_kernel_s <= 0.0 or not ops:
+        return 0.0
+    host = -launches(ops[0]) * per_kernel_s  # the first op was launched ahead
+    gpu = 0.0
+    for op, busy in zip(ops, gpu_s):
+        if isinstance(op, Elementwise) and op.host_sync:
+            host = max(host, gpu)  # Python waits for the value the GPU is computing
+        host += launches(op) * per_kernel_s
+        gpu = max(gpu, host) + busy
+    return max(0.0, gpu - sum(gpu_s))

@@ -1,0 +1,88 @@
+"""Host launch overhead: two clocks over an op list, syncs of dropless MoE, CUDA graphs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+import trainsim.compute.host as host
+from trainsim import run_config_from_dict, simulate
+from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.ops import Comm, Elementwise, Gemm
+
+US = 1e-6
+
+
+def _ops(n: int) -> list:
+    return [Elementwise(f"k{i}", bytes=1.0) for i in range(n)]
+
+
+def test_gpu_bound_list_exposes_nothing():
+    """Kernels longer than their launch keep the GPU fed: no idle time."""
+    assert host.exposed_s(_ops(10), [50 * US] * 10, 10 * US) == 0.0
+
+
+def test_host_bound_list_runs_at_the_launch_rate():
+    """Ten 1 us kernels launched 10 us apart take ~10 launches, not 10 us."""
+    ops = _ops(10)
+    idle = host.exposed_s(ops, [1 * US] * 10, 10 * US)
+    # first op launched ahead; the other nine each wait out the rest of their launch
+    assert idle == pytest.approx(9 * (10 - 1) * US)
+
+
+def test_a_sync_drains_the_queue_and_exposes_the_next_launches():
+    """After the host waits for the GPU, the kernels it issues next start late, even when each
+    is longer than its launch."""
+    ops = _ops(4)
+    gpu = [100 * US] * 4
+    free = host.exposed_s(ops, gpu, 10 * US)
+    synced = host.exposed_s([ops[0], replace(ops[1], host_sync=True), *ops[2:]], gpu, 10 * US)
+    assert free == 0.0
+    assert synced == pytest.approx(10 * US)  # the launch after the sync
+
+
+def test_grouped_gemm_launches_once_per_expert():
+    """Transformer Engine's GroupedLinear issues one cuBLAS GEMM per expert."""
+    assert host.launches(Gemm("expert_fc1", 256, 1536, 2048, batch=16)) == 16
+    assert host.launches(Comm("a2a", "all_to_all", 1e6, "ep")) == 1
+
+
+def _moe(**over):
+    raw = {"model": {"preset": "qwen3-30b-a3b"},
+           "parallel": {"ep": 8, "distributed_optimizer": True},
+           "training": {"global_batch_size": 64, "seq_length": 4096, "micro_batch_size": 1},
+           "cluster": {"node": "dgx-h100", "num_gpus": 8}}
+    for section, values in over.items():
+        raw[section] = {**raw.get(section, {}), **values}
+    return run_config_from_dict(raw)
+
+
+def test_dropless_moe_forward_syncs_once_and_backward_never():
+    """Dropless routing needs the tokens per expert on the host once per layer forward;
+    padding to capacity has static shapes and no sync; the backward reuses the splits."""
+    cfg = _moe()
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, moe=True)
+    syncs = [op for op in fwd if isinstance(op, Elementwise) and op.host_sync]
+    assert len(syncs) == 1
+    assert not any(getattr(op, "host_sync", False) for op in backward_of(fwd, sh))
+    padded = _moe(model={"moe_capacity_factor": 1.0})
+    assert not any(getattr(op, "host_sync", False)
+                   for op in layer_forward(padded, shard_of(padded), moe=True))
+
+
+def test_host_cost_slows_a_fine_grained_moe_and_cuda_graphs_remove_it(monkeypatch):
+    """With a slower host the iteration of a many-expert MoE gets longer (monotone); with CUDA
+    graphs the host cost is gone and the time equals the free-host time."""
+    cfg = _moe()
+    monkeypatch.setattr(host, "HOST_S_PER_KERNEL", 0.0)
+    free = simulate(cfg).iteration_time_s
+    times = []
+    for c in (10 * US, 40 * US):
+        monkeypatch.setattr(host, "HOST_S_PER_KERNEL", c)
+        times.append(simulate(cfg).iteration_time_s)
+    assert free < times[0] < times[1]
+    graphs = simulate(replace(cfg, training=replace(cfg.training, cuda_graphs=True)))
+    assert graphs.iteration_time_s == pytest.approx(free)
+    assert simulate(cfg).breakdown["other_s"] > 0  # host waits are reported as "other"
