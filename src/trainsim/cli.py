@@ -77,6 +77,10 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
     except TrainsimError as exc:
         _fail(exc)
         return
+    if not result.fits_in_memory:
+        err.print(f"warning: {result.peak_memory_bytes / 2**30:.1f} GiB per GPU does not fit the "
+                  f"{cfg.cluster.gpu.hbm_bytes / 2**30:.0f} GiB of {cfg.cluster.gpu.name} "
+                  "(fits_in_memory: false)", highlight=False, soft_wrap=True)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:
@@ -208,12 +212,28 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
 
 @main.command()
 @click.argument("kind", type=click.Choice(["gpus", "nodes", "models"]))
-def catalog(kind: str) -> None:
-    """List the built-in GPU, node or model presets."""
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "names"]), default="table")
+def catalog(kind: str, fmt: str) -> None:
+    """The built-in GPU, node or model presets with their headline specs."""
+    from rich.table import Table
+
     from trainsim import catalog as cat
 
-    for name in cat.names(kind):
-        click.echo(name)
+    rows = cat.specs(kind)
+    if fmt == "names":
+        for r in rows:
+            click.echo(r["name"])
+        return
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    t = Table(title=f"trainsim catalog {kind}")
+    for col in rows[0]:
+        t.add_column(col, justify="left" if col in ("name", "gpu") else "right")
+    for r in rows:
+        t.add_row(*("-" if v is None else f"{v:g}" if isinstance(v, float) else str(v)
+                    for v in r.values()))
+    out.print(t)
 
 
 def _register() -> None:

@@ -51,6 +51,30 @@ def names(kind: str) -> list[str]:
     return list(_entries(kind))
 
 
+def specs(kind: str) -> list[dict[str, Any]]:
+    """One row of headline specs per preset of ``kind``, in the units the catalog uses
+    (TFLOP/s, GiB, GB/s, Gbit/s), for ``trainsim catalog``."""
+    rows = []
+    for name in names(kind):
+        if kind == "gpus":
+            g = gpu(name)
+            rows.append({"name": name, "bf16_tflops": g.flops("bf16") / 1e12,
+                         "fp8_tflops": g.peak_flops["fp8"] / 1e12 if "fp8" in g.peak_flops
+                         else None, "hbm_gib": g.hbm_bytes / GiB, "hbm_gbps": g.hbm_bw_Bps / 1e9,
+                         "nvlink_gbps": g.nvlink_bw_Bps / 1e9, "tdp_w": g.tdp_w,
+                         "usd_per_hour": g.price_per_hour})
+        elif kind == "nodes":
+            n = node(name)
+            rows.append({"name": name, "gpu": n.get("gpu"), "gpus_per_node": n.get("gpus_per_node"),
+                         "nic_gbps_per_gpu": n.get("nic_gbps_per_gpu")})
+        else:
+            m = model(name)
+            rows.append({"name": name, "layers": m.num_layers, "hidden_size": m.hidden_size,
+                         "heads": m.num_attention_heads, "kv_heads": m.kv_heads,
+                         "experts": m.num_experts, "vocab_size": m.vocab_size})
+    return rows
+
+
 def _lookup(kind: str, name: str) -> dict[str, Any]:
     return dict(_lookup_cached(kind, name))
 
