@@ -259,3 +259,13 @@ def test_pat_runs_the_simple_protocol_only():
         assert c.algorithm != "pat" or c.protocol == "Simple"
     with pytest.raises(TrainsimError):
         collective_cost("all_gather", 1e3, span, fabric, "pat", "LL")
+
+
+def test_sweep_ranges_of_counts_stay_integers():
+    """--vary parallel.tp=1:8 gives whole sizes (not tp=2.75); a huge grid is refused."""
+    from trainsim.search.whatif import Vary
+
+    assert Vary.parse("parallel.tp=1:8").values == (1, 3, 4, 6, 8)
+    assert Vary.parse("cluster.nvlink_gbps=300:900:3").values == (300, 600, 900)
+    with pytest.raises(WorkLimitError, match="sweep values"):
+        Vary.parse("parallel.tp=1:8:1000000000")

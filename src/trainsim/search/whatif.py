@@ -19,6 +19,7 @@ from typing import Any
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.errors import ConfigError, TrainsimError
+from trainsim.limits import check
 from trainsim.result import Result
 from trainsim.simulator import simulate
 
@@ -68,7 +69,11 @@ class Vary:
             n = int(parse_number(parts[2], where)) if len(parts) == 3 else steps
             if n < 1:
                 raise ConfigError(f"{where}: steps={n} must be >= 1")
+            check("TRAINSIM_MAX_CANDIDATES", n, f"{where}: sweep values", "",
+                  "fewer steps (LO:HI:STEPS or --steps)")
             vals = [lo] if n == 1 else [lo + (hi - lo) * i / (n - 1) for i in range(n)]
+            if all(_is_int_literal(x) for x in parts[:2]):  # counts (tp=1:8) stay integers
+                vals = list(dict.fromkeys(round(v) for v in vals))
             return cls(path, tuple(_tidy(v) for v in vals))
         items = [s.strip() for s in spec.split(",") if s.strip()]
         if not items:
@@ -80,6 +85,11 @@ class Vary:
             except ConfigError:
                 vals.append(s)  # a name: a catalog GPU, a recompute mode, true/false ...
         return cls(path, tuple(vals))
+
+
+def _is_int_literal(text: str) -> bool:
+    t = text.strip().lstrip("+-")
+    return t.isascii() and t.isdigit()
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,8 @@ def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] 
         raise ConfigError("sweep needs at least one --vary")
     if len({v.path for v in varies}) != len(varies):
         raise ConfigError("--vary: the same field is varied twice")
+    check("TRAINSIM_MAX_CANDIDATES", math.prod(len(v.values) for v in varies),
+          "sweep grid points", "", "fewer --vary values or --steps")
     grid = list(itertools.product(*(v.values for v in varies)))
     if len(grid) > MAX_POINTS:
         raise ConfigError(f"--vary: {len(grid)} grid points, more than {MAX_POINTS}; use fewer steps")
