@@ -15,11 +15,11 @@ import yaml
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from click.testing import CliRunner  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
 
-from trainsim.cli import main  # noqa: E402
-from trainsim.service import Settings, create_app  # noqa: E402
+from trainsim.cli import main
+from trainsim.service import Settings, create_app
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "llama3-8b-h100.yaml"
@@ -46,7 +46,7 @@ def served(tmp_path_factory):
 @pytest.fixture
 def idle(tmp_path):
     """An app whose jobs stay queued (no workers), with small limits."""
-    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0).with_limits(
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0, checkers=0).with_limits(
         max_body_bytes=4096, max_active_jobs=2, sync_timeout_s=0.3)
     app = create_app(settings, start_workers=False)
     with TestClient(app) as client:

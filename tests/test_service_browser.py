@@ -34,20 +34,23 @@ def browser():
         try:
             b = p.chromium.launch(executable_path=executable,
                                   args=["--no-sandbox", "--disable-gpu"])
-        except Exception as exc:  # a Chromium that cannot start here
+        except Exception as exc:  # noqa: BLE001 -- a Chromium that cannot start here
             pytest.skip(f"browser test skipped: Chromium did not start ({exc})")
         yield b
         b.close()
 
 
 def test_a_run_from_the_form_shows_its_result(browser, tmp_path):
-    from trainsim.service.testing import create_token, server
+    from trainsim.service.store import Store
+    from trainsim.service.testing import server
 
     shots = Path(os.environ.get("TRAINSIM_SCREENSHOT_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{tmp_path / 'ui.db'}"
-    token = create_token(db, "browser")
-    with server(db, workers=1) as srv:
+    store = Store(db)
+    token = store.create_token("browser")
+    store.close()
+    with server(db, workers=1, extra=("--checkers", "0")) as srv:
         page = browser.new_page(viewport={"width": 1366, "height": 900})
         page.goto(srv.base + "/")
         page.fill("#token", token)

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("sqlalchemy")
 
-from trainsim.service.store import Store, hash_token  # noqa: E402
+from trainsim.service.store import Store, hash_token
 
 
 @pytest.fixture(scope="module")

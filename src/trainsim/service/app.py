@@ -6,13 +6,18 @@ Every ``/api/v1`` route but health needs ``Authorization: Bearer <token>``. Erro
 
 from __future__ import annotations
 
+import asyncio
 import json
+import multiprocessing
+import os
 import time
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -21,7 +26,6 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from trainsim.errors import TrainsimError
 from trainsim.service import catalog as service_catalog
 from trainsim.service import jobs
 from trainsim.service.settings import Settings
@@ -81,6 +85,50 @@ def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
             "started_at": job.started_at, "finished_at": job.finished_at}
 
 
+def _lower_priority() -> None:
+    """Checker processes yield the CPU to the API process, as workers do."""
+    if hasattr(os, "nice"):
+        os.nice(5)
+
+
+class _Waiters:
+    """Requests waiting for jobs to end; the worker pool wakes them (from its thread)."""
+
+    def __init__(self) -> None:
+        self._events: dict[str, set[asyncio.Event]] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def notify(self, job_id: str) -> None:
+        if self.loop is not None and job_id in self._events:
+            self.loop.call_soon_threadsafe(self._set, job_id)
+
+    def _set(self, job_id: str) -> None:
+        for event in self._events.get(job_id, ()):
+            event.set()
+
+    async def until_ended(self, job_id: str, read: Any, wait_s: float) -> Job:
+        """The job from ``read()``, once ended or after ``wait_s`` seconds. The database is
+        read again every second too: another server, or the supervisor, may end it."""
+        event = asyncio.Event()
+        self._events.setdefault(job_id, set()).add(event)
+        deadline = time.monotonic() + wait_s
+        try:
+            while True:
+                event.clear()
+                job = await run_in_threadpool(read)
+                left = deadline - time.monotonic()
+                if job.status not in ("queued", "running") or left <= 0:
+                    return job
+                try:
+                    await asyncio.wait_for(event.wait(), min(left, 1.0))
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            self._events[job_id].discard(event)
+            if not self._events[job_id]:
+                del self._events[job_id]
+
+
 class _BodyLimit:
     """ASGI middleware: 413 for a body over the limit, declared or streamed."""
 
@@ -125,14 +173,23 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     settings = settings or Settings()
     store = Store(settings.db_url)
     pool = WorkerPool(settings, store)
+    waiters = _Waiters()
+    pool.on_finished(waiters.notify)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
+        waiters.loop = asyncio.get_running_loop()
+        if settings.checkers > 0:  # start and warm the checkers now, not on a first request
+            await run_in_threadpool(_checker_pool)
+            await waiters.loop.run_in_executor(checkers[0], jobs.problem, "simulate",
+                                               {"model": "llama3-8b"}, {}, settings)
         if start_workers:
             pool.start()
         try:
             yield
         finally:
+            for ex in checkers:
+                ex.shutdown(wait=False, cancel_futures=True)
             if start_workers:
                 pool.stop()
             store.close()
@@ -143,6 +200,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     app.state.store, app.state.pool, app.state.settings = store, pool, settings
     app.add_middleware(_BodyLimit, max_bytes=settings.limits.max_body_bytes)
     bearer = HTTPBearer(auto_error=False)
+    known: dict[str, str] = {}
 
     @app.exception_handler(ApiError)
     async def _api_error(_r: Request, exc: ApiError) -> JSONResponse:
@@ -165,21 +223,16 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         if creds is None or creds.scheme.lower() != "bearer":
             raise ApiError(401, "authorization", "missing 'Authorization: Bearer <token>' "
                            "(create one with: trainsim token create NAME)")
-        token_id = await run_in_threadpool(store.token_id, creds.credentials)
+        token_id = known.get(creds.credentials)
+        if token_id is None:
+            token_id = await run_in_threadpool(store.token_id, creds.credentials)
+            if token_id is not None:
+                known[creds.credentials] = token_id  # tokens are never revoked while serving
         if token_id is None:
             raise ApiError(401, "authorization", "unknown or revoked token")
         return token_id
 
-    def _check(kind: str, config: Any, options: Any) -> None:
-        try:
-            jobs.check(kind, config, options, settings)
-        except jobs.RequestError as exc:
-            raise ApiError(exc.status, exc.field, str(exc)) from None
-        except TrainsimError as exc:  # the CLI's own message, e.g. "tp=3 does not divide ..."
-            raise ApiError(422, "config", str(exc)) from None
-
-    def _submit(token_id: str, kind: str, config: Any, options: Any) -> str:
-        _check(kind, config, options)
+    def _enqueue(token_id: str, kind: str, config: Any, options: Any) -> str:
         limit = settings.limits.max_active_jobs
         if store.active_count(token_id) >= limit:
             raise ApiError(429, "max_active_jobs", f"this token already has {limit} jobs queued "
@@ -188,6 +241,35 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         pool.notify()
         return job_id
 
+    # Checking a config is CPU work: done in checker processes (settings.checkers), it leaves
+    # the GIL of this process to the event loop, so health checks stay fast under load.
+    checkers: list[Any] = []
+    in_threads = asyncio.Semaphore(2)
+
+    def _checker_pool() -> None:
+        if not checkers:
+            ctx = multiprocessing.get_context("spawn")
+            checkers.append(ProcessPoolExecutor(settings.checkers, mp_context=ctx,
+                                                initializer=_lower_priority))
+
+    async def submit(token_id: str, kind: str, config: Any, options: Any) -> str:
+        args = (kind, config, options, settings)
+        if settings.checkers > 0:
+            if not checkers:
+                await run_in_threadpool(_checker_pool)
+            loop = asyncio.get_running_loop()
+            try:
+                bad = await loop.run_in_executor(checkers[0], jobs.problem, *args)
+            except BrokenProcessPool:  # a checker died (e.g. out of memory): start afresh
+                checkers.pop().shutdown(wait=False, cancel_futures=True)
+                raise ApiError(503, "config", "the config checker stopped; retry") from None
+        else:
+            async with in_threads:
+                bad = await run_in_threadpool(jobs.problem, *args)
+        if bad is not None:
+            raise ApiError(*bad)
+        return await run_in_threadpool(_enqueue, token_id, kind, config, options)
+
     def _own(job_id: str, token_id: str) -> Job:
         job = store.get_job(job_id, token_id)
         if job is None:
@@ -195,14 +277,15 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return job
 
     @app.get(f"{API}/health", tags=["service"])
-    def health() -> dict[str, str]:
+    async def health() -> dict[str, str]:
         """Liveness: no token needed."""
         return {"status": "ok"}
 
     @app.post(f"{API}/jobs", status_code=202, response_model=JobCreated, tags=["jobs"])
-    def create_job(body: JobRequest, token_id: str = Depends(caller)) -> dict[str, str]:
+    async def create_job(body: JobRequest, token_id: str = Depends(caller)) -> dict[str, str]:
         """Queue a job; it is stored before this answers, so it survives a server restart."""
-        return {"id": _submit(token_id, body.kind, body.config, body.options), "status": "queued"}
+        job_id = await submit(token_id, body.kind, body.config, body.options)
+        return {"id": job_id, "status": "queued"}
 
     @app.get(f"{API}/jobs", response_model=list[JobView], tags=["jobs"])
     def list_jobs(limit: int = 100, offset: int = 0, token_id: str = Depends(caller)) -> Any:
@@ -211,8 +294,11 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return [_view(j, with_result=False) for j in jobs_]
 
     @app.get(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
-    def get_job(job_id: str, token_id: str = Depends(caller)) -> Any:
-        return _view(_own(job_id, token_id))
+    async def get_job(job_id: str, wait_s: float = Query(0.0, ge=0.0, le=60.0, description=(
+            "Answer once the job has ended, or after this many seconds (long poll).")),
+            token_id: str = Depends(caller)) -> Any:
+        job = await waiters.until_ended(job_id, lambda: _own(job_id, token_id), wait_s)
+        return JSONResponse(_view(job))  # polled often: no re-validation
 
     @app.get(f"{API}/jobs/{{job_id}}/result", tags=["jobs"],
              responses={200: {"content": {"application/json": {}}}})
@@ -245,18 +331,14 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
               responses={200: {"content": {"application/json": {}}}})
     async def simulate_now(body: SimulateRequest, token_id: str = Depends(caller)) -> Response:
         """One simulation, answered when done (504 past the server's sync_timeout_s)."""
-        job_id = await run_in_threadpool(_submit, token_id, "simulate", body.config, body.options)
-        deadline = time.monotonic() + settings.limits.sync_timeout_s
-        import asyncio
-
-        while time.monotonic() < deadline:
-            job = await run_in_threadpool(store.get_job, job_id)
-            if job is not None and job.status == "done" and job.result is not None:
-                return Response(job.result, media_type="application/json",
-                                headers={"X-Job-Id": job_id})
-            if job is not None and job.status in ("failed", "cancelled"):
-                raise ApiError(422, "config", job.error or f"job {job.status}")
-            await asyncio.sleep(0.02)
+        job_id = await submit(token_id, "simulate", body.config, body.options)
+        job = await waiters.until_ended(job_id, lambda: _own(job_id, token_id),
+                                        settings.limits.sync_timeout_s)
+        if job.status == "done" and job.result is not None:
+            return Response(job.result, media_type="application/json",
+                            headers={"X-Job-Id": job_id})
+        if job.status in ("failed", "cancelled"):
+            raise ApiError(422, "config", job.error or f"job {job.status}")
         await run_in_threadpool(store.cancel, job_id, token_id)
         raise ApiError(504, "sync_timeout_s", f"no result within {settings.limits.sync_timeout_s:g}"
                        f" s (sync_timeout_s); submit it to {API}/jobs instead")

@@ -52,7 +52,7 @@ def _model_sizes(name: str) -> dict[str, Any]:
 
         m = model(name)
         return {"params": float(total_params(m)), "active_params": float(active_params(m))}
-    except Exception:  # a preset the counter does not know how to size: list it all the same
+    except Exception:  # noqa: BLE001 -- a preset the counter does not know how to size: list it all the same
         return {"params": None, "active_params": None}
 
 

@@ -34,11 +34,13 @@ def _db_option(f):  # type: ignore[no-untyped-def]
 @_db_option
 @click.option("--workers", type=int, default=2, show_default=True,
               help="Worker processes that run jobs.")
+@click.option("--checkers", type=int, default=1, show_default=True,
+              help="Processes that check submitted configs (0: threads of the API process).")
 @click.option("--max-active-jobs", type=int, default=None,
               help="Jobs one token may have queued or running at once (default 16).")
 @click.option("--sync-timeout", type=float, default=None,
               help="Seconds POST /api/v1/simulate waits for its result (default 30).")
-def serve(host: str, port: int, db_url: str | None, workers: int,
+def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
           max_active_jobs: int | None, sync_timeout: float | None) -> None:
     """Run the HTTP API, its worker processes and the web UI (http://HOST:PORT/)."""
     _need_service()
@@ -47,10 +49,11 @@ def serve(host: str, port: int, db_url: str | None, workers: int,
     from trainsim.service.app import create_app
     from trainsim.service.settings import Settings, default_db_url
 
-    if workers < 0:
-        click.echo(f"error: --workers={workers} must be >= 0", err=True)
-        sys.exit(2)
-    settings = Settings(db_url=db_url or default_db_url(), workers=workers)
+    for name, value in (("workers", workers), ("checkers", checkers)):
+        if value < 0:
+            click.echo(f"error: --{name}={value} must be >= 0", err=True)
+            sys.exit(2)
+    settings = Settings(db_url=db_url or default_db_url(), workers=workers, checkers=checkers)
     changes = {k: v for k, v in (("max_active_jobs", max_active_jobs),
                                  ("sync_timeout_s", sync_timeout)) if v is not None}
     if changes:

@@ -244,8 +244,8 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
     report: dict[str, Any] = {}
     done = 0
     for path, n in zip(files, counts):
-        _, results = validate_file(path, progress=lambda i, _n, d=done: progress(
-            (d + i) / max(1, sum(counts)), f"predicting {path.name}"))
+        _, results = validate_file(path, progress=lambda i, _n, d=done, name=path.name: progress(
+            (d + i) / max(1, sum(counts)), f"predicting {name}"))
         done += n
         report[path.name] = {"rows": [r.to_dict() for r in results],
                              "summary": summarize(results)}
@@ -420,6 +420,19 @@ def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: boo
 def check(kind: str, config: Any, options: Any, settings: Settings) -> None:
     """Raise RequestError (or the CLI's ConfigError) if the job cannot or may not run."""
     _dispatch(kind, config, options, settings, run=False, progress=lambda f, p: None)
+
+
+def problem(kind: str, config: Any, options: Any, settings: Settings
+            ) -> tuple[int, str, str] | None:
+    """(HTTP status, field, message) of what is wrong with a request, or None. Plain data,
+    so a checker process can answer it."""
+    try:
+        check(kind, config, options, settings)
+    except RequestError as exc:
+        return exc.status, exc.field, str(exc)
+    except TrainsimError as exc:  # the CLI's own message, e.g. "tp=3 does not divide ..."
+        return 422, "config", str(exc)
+    return None
 
 
 def run(kind: str, config: Any, options: Any, settings: Settings,

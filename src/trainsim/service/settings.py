@@ -60,6 +60,8 @@ class Settings:
     """A running job whose worker has not reported for this long is queued again."""
     poll_s: float = 0.25
     """How often an idle worker looks for a queued job."""
+    checkers: int = 1
+    """Processes that check submitted configs (0: threads of the API process)."""
 
     def with_limits(self, **changes: object) -> Settings:
         return dataclasses.replace(self, limits=dataclasses.replace(self.limits, **changes))

@@ -127,7 +127,9 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        # as many pooled connections as the server has threads: opening one is the slow part
+        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
+                               pool_size=40, max_overflow=40)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
     if url.startswith("postgresql://"):  # psycopg 3 is the driver trainsim installs

@@ -150,10 +150,12 @@ def postgres_server() -> Iterator[str]:
     env = {**os.environ, "LC_ALL": "C"}
     try:
         subprocess.run([*as_user, str(bindir / "initdb"), "-D", str(data), "-A", "trust",
-                        "-U", "trainsim", "-E", "UTF8", "--no-sync"], check=True, capture_output=True, env=env)
+                        "-U", "trainsim", "-E", "UTF8", "--no-sync"], check=True,
+                       capture_output=True, env=env)
+        server_opts = f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1 -c fsync=off"
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                        str(tmp / "log"), "-o", f"-p {port} -k {tmp} -c listen_addresses=127.0.0.1"
-                        " -c fsync=off", "start"], check=True, capture_output=True, env=env)
+                        str(tmp / "log"), "-o", server_opts, "start"], check=True,
+                       capture_output=True, env=env)
     except subprocess.CalledProcessError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {exc.stderr.decode()[-500:]}") from None
@@ -161,5 +163,5 @@ def postgres_server() -> Iterator[str]:
         yield f"postgresql://trainsim@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                        "stop"], capture_output=True, env=env)
+                        "stop"], capture_output=True, env=env, check=False)
         shutil.rmtree(tmp, ignore_errors=True)

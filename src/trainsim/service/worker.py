@@ -12,9 +12,11 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +75,12 @@ class _Stop(Exception):
     """The job was cancelled or taken away: stop without writing anything."""
 
 
-def _worker_main(settings: Settings, worker_id: str, current: Any, wake: Any,
+def _worker_main(settings: Settings, worker_id: str, current: Any, wake: Any, finished: Any,
                  parent_pid: int) -> None:
     """Entry point of a worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when workers stop
+    if hasattr(os, "nice"):
+        os.nice(5)  # simulations yield the CPU to the API: health checks stay fast under load
     store = Store(settings.db_url)
     held: dict[str, str] = {}
 
@@ -105,6 +109,7 @@ def _worker_main(settings: Settings, worker_id: str, current: Any, wake: Any,
         finally:
             held.clear()
             current.value = b""
+            finished.put(job.id)  # wakes the API's waiters on this job
 
 
 @dataclass
@@ -126,6 +131,8 @@ class WorkerPool:
         self.store = store
         self._ctx = mp.get_context("spawn")  # no fork of a threaded server
         self.wake = self._ctx.Event()
+        self.finished = self._ctx.Queue()
+        self._listeners: list[Callable[[str], None]] = []
         self._slots: list[_Slot] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -138,6 +145,22 @@ class WorkerPool:
         self._thread = threading.Thread(target=self._supervise, name="trainsim-workers",
                                         daemon=True)
         self._thread.start()
+        threading.Thread(target=self._relay, name="trainsim-finished", daemon=True).start()
+
+    def on_finished(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(job_id)`` (from a thread of the pool) when a worker ends a job."""
+        self._listeners.append(listener)
+
+    def _relay(self) -> None:
+        while not self._stop.is_set():
+            try:
+                job_id = self.finished.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            except (EOFError, OSError):  # the queue was closed at shutdown
+                return
+            for listener in self._listeners:
+                listener(job_id)
 
     def recover(self) -> int:
         """Queue again the jobs that were running under a server of this host that is gone,
@@ -160,7 +183,8 @@ class WorkerPool:
         worker_id = f"{_server_prefix()}:{index}.{self._serial}"
         current = self._ctx.Array("c", _ID_BYTES)
         p = self._ctx.Process(target=_worker_main, name=f"trainsim-worker-{index}",
-                              args=(self.settings, worker_id, current, self.wake, os.getpid()))
+                              args=(self.settings, worker_id, current, self.wake, self.finished,
+                                    os.getpid()))
         p.start()
         return _Slot(worker_id, p, current, time.monotonic())
 
@@ -213,6 +237,8 @@ class WorkerPool:
         slot.current.value = b""
         for job_id, claim in self.store.running_jobs_of(slot.worker_id):
             self.store.fail(job_id, claim, f"the worker process running this job died ({reason})")
+            for listener in self._listeners:
+                listener(job_id)
 
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots]
