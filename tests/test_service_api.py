@@ -98,7 +98,8 @@ def test_another_token_cannot_see_or_cancel_a_job(served):
     client, _, alice, bob = served
     job_id = client.post("/api/v1/jobs", json={"kind": "simulate", "config": example()},
                          headers=alice).json()["id"]
-    for method, path in (("GET", ""), ("GET", "/result"), ("GET", "/trace"), ("DELETE", "")):
+    for method, path in (("GET", ""), ("GET", "/result"), ("GET", "/trace"), ("GET", "/plot"),
+                         ("DELETE", "")):
         r = client.request(method, f"/api/v1/jobs/{job_id}{path}", headers=bob)
         assert r.status_code == 404, path
     assert job_id not in [j["id"] for j in client.get("/api/v1/jobs", headers=bob).json()]
@@ -143,6 +144,18 @@ def test_a_trace_is_perfetto_json(served):
     assert wait(client, job_id, alice)["has_trace"]
     trace = client.get(f"/api/v1/jobs/{job_id}/trace", headers=alice).json()
     assert {"ph", "ts", "name"} <= set(trace["traceEvents"][-1])
+
+
+def test_a_goodput_job_with_plot_serves_the_png(served):
+    client, _, alice, _ = served
+    cfg = yaml.safe_load((ROOT / "examples" / "goodput-gpt3-175b-1k.yaml").read_text())
+    job_id = client.post("/api/v1/jobs", json={"kind": "goodput", "config": cfg,
+                                               "options": {"trials": 20, "plot": True}},
+                         headers=alice).json()["id"]
+    job = wait(client, job_id, alice)
+    assert job["status"] == "done" and job["has_plot"] and job["result"]["interval_sweep"]
+    png = client.get(f"/api/v1/jobs/{job_id}/plot", headers=alice)
+    assert png.headers["content-type"] == "image/png" and png.content[:4] == b"\x89PNG"
 
 
 @pytest.mark.parametrize("kind", ["gpus", "nodes", "models", "frameworks", "topologies"])

@@ -64,6 +64,16 @@ def test_goodput_result_is_the_cli_output():
                              "--interval", "30m", "--format", "json")
 
 
+def test_goodput_plot_is_the_cli_plot_with_the_same_json(tmp_path):
+    path = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
+    out = jobs.run("goodput", yaml.safe_load(path.read_text()), {"trials": 20, "plot": True},
+                   SETTINGS)
+    png = tmp_path / "g.png"
+    assert out.result == cli("goodput", str(path), "--trials", "20", "--plot", str(png),
+                             "--format", "json")
+    assert out.plot[:8] == b"\x89PNG\r\n\x1a\n" and png.read_bytes()[:8] == out.plot[:8]
+
+
 def test_validate_result_is_the_cli_output(tmp_path):
     from trainsim.validate import BUNDLED_DIR
 

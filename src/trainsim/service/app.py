@@ -72,6 +72,7 @@ class JobView(BaseModel):
     result: Any = Field(description="What the CLI prints with --format json for this job.")
     error: str | None
     has_trace: bool
+    has_plot: bool
     created_at: float
     started_at: float | None
     finished_at: float | None
@@ -81,7 +82,8 @@ def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
     return {"id": job.id, "kind": job.kind, "status": job.status, "progress": job.progress,
             "phase": job.phase,
             "result": json.loads(job.result) if with_result and job.result else None,
-            "error": job.error, "has_trace": job.has_trace, "created_at": job.created_at,
+            "error": job.error, "has_trace": job.has_trace, "has_plot": job.has_plot,
+            "created_at": job.created_at,
             "started_at": job.started_at, "finished_at": job.finished_at}
 
 
@@ -326,6 +328,17 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
                            "with options.trace = true)")
         return Response(trace, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="trainsim-{job_id}-trace.json"'})
+
+    @app.get(f"{API}/jobs/{{job_id}}/plot", tags=["jobs"],
+             responses={200: {"content": {"image/png": {}}}})
+    def get_plot(job_id: str, token_id: str = Depends(caller)) -> Response:
+        """The PNG the CLI writes with --plot (search and goodput jobs with options.plot)."""
+        job = _own(job_id, token_id)
+        png = store.plot(job_id, token_id) if job.has_plot else None
+        if png is None:
+            raise ApiError(404, "plot", f"job {job_id} has no plot (submit a search or goodput "
+                           "job with options.plot = true)")
+        return Response(png, media_type="image/png")
 
     @app.post(f"{API}/simulate", tags=["jobs"],
               responses={200: {"content": {"application/json": {}}}})

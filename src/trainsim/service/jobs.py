@@ -45,6 +45,8 @@ class Output:
     """Exactly what the CLI prints to stdout with ``--format json`` (newline included)."""
     trace: str | None = None
     """Chrome/Perfetto trace JSON (simulate with ``options.trace``)."""
+    plot: bytes | None = None
+    """The PNG the CLI writes with ``--plot`` (search and goodput with ``options.plot``)."""
 
 
 def _dumps(obj: Any, sort_keys: bool = True) -> str:
@@ -62,11 +64,11 @@ OPTIONS: dict[str, dict[str, Any]] = {
     "simulate": {"set": [], "trace": False},
     "sweep": {"vary": [], "steps": 5, "set": []},
     "goodput": {"tokens": None, "days": None, "gpus": None, "failures": None, "interval": None,
-                "seed": 0, "trials": 1000, "set": [], "sweep": False},
+                "seed": 0, "trials": 1000, "set": [], "sweep": False, "plot": False},
     "validate": {"file": None, "csv": None},
     "search": {**_COMMON_SEARCH, "gpus": None, "global_batch": None, "seq": None, "top": 10,
                "rank_by": "split", "reference": None, "exhaustive": False,
-               "pareto_slowdown": 1.25},
+               "pareto_slowdown": 1.25, "plot": False},
     "plan": {**_COMMON_SEARCH, "tokens": None, "days": None, "global_batch": None, "seq": None,
              "max_gpus": 65536, "price": None, "pue": None, "grid": 400.0,
              "gpu_idle_fraction": 0.15, "node_overhead": 0.5},
@@ -211,8 +213,13 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
 
     days = None if opts["days"] is None else float(opts["days"])
     result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials,
-                     seed=_int(opts, "seed"), sweep=bool(opts["sweep"]))
-    return Output(_dumps(result.to_dict()))
+                     seed=_int(opts, "seed"), sweep=bool(opts["sweep"]) or bool(opts["plot"]))
+    plot = None
+    if opts["plot"]:  # as `trainsim goodput --plot FILE`, which also sweeps the interval
+        from trainsim.reliability.plot import plot_goodput
+
+        plot = plot_goodput(result, wd / "plot.png").read_bytes()
+    return Output(_dumps(result.to_dict()), plot=plot)
 
 
 # ------------------------------------------------------------------------------ validate
@@ -347,7 +354,13 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
                           "--global-batch or --seq, or allow recompute/ZeRO")
     from trainsim.search.render import search_json
 
-    return Output(search_json(result) + "\n")
+    plot = None
+    if opts["plot"]:  # as `trainsim search --plot FILE`
+        from trainsim.report.plots import plot_search
+
+        plot = plot_search(result.evaluated, wd / "plot.png", result.pareto,
+                           result.best).read_bytes()
+    return Output(search_json(result) + "\n", plot=plot)
 
 
 def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,

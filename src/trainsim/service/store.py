@@ -23,6 +23,7 @@ from sqlalchemy import (
     Float,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -62,6 +63,7 @@ jobs = Table(
     Column("phase", String(200), nullable=True),
     Column("result", Text, nullable=True),
     Column("trace", Text, nullable=True),
+    Column("plot", LargeBinary, nullable=True),
     Column("error", Text, nullable=True),
     Column("created_at", Float, nullable=False),
     Column("started_at", Float, nullable=True),
@@ -92,6 +94,7 @@ class Job:
     result: str | None
     error: str | None
     has_trace: bool
+    has_plot: bool
     created_at: float
     started_at: float | None
     finished_at: float | None
@@ -105,12 +108,13 @@ def _job(row: Any) -> Job:
     return Job(id=m["id"], token_id=m["token_id"], kind=m["kind"], status=m["status"],
                request=json.loads(m["request"]), progress=m["progress"], phase=m["phase"],
                result=m["result"], error=m["error"], has_trace=bool(m["has_trace"]),
+               has_plot=bool(m["has_plot"]),
                created_at=m["created_at"], started_at=m["started_at"],
                finished_at=m["finished_at"], claim=m["claim"], worker=m["worker"],
                attempts=m["attempts"])
 
 
-_JOB_COLUMNS = [c for c in jobs.c if c.name not in ("trace",)]
+_JOB_COLUMNS = [c for c in jobs.c if c.name not in ("trace", "plot")]
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -180,7 +184,8 @@ class Store:
         return job_id
 
     def _select(self) -> Any:
-        return select(*_JOB_COLUMNS, (jobs.c.trace.is_not(None)).label("has_trace"))
+        return select(*_JOB_COLUMNS, (jobs.c.trace.is_not(None)).label("has_trace"),
+                      (jobs.c.plot.is_not(None)).label("has_plot"))
 
     def get_job(self, job_id: str, token_id: str | None = None) -> Job | None:
         """The job, or None when it does not exist or belongs to another token."""
@@ -200,6 +205,11 @@ class Store:
     def trace(self, job_id: str, token_id: str) -> str | None:
         with self.engine.connect() as c:
             return c.execute(select(jobs.c.trace).where(
+                jobs.c.id == job_id, jobs.c.token_id == token_id)).scalar_one_or_none()
+
+    def plot(self, job_id: str, token_id: str) -> bytes | None:
+        with self.engine.connect() as c:
+            return c.execute(select(jobs.c.plot).where(
                 jobs.c.id == job_id, jobs.c.token_id == token_id)).scalar_one_or_none()
 
     def active_count(self, token_id: str) -> int:
@@ -256,9 +266,10 @@ class Store:
         return self._fenced(job_id, claim, progress=max(0.0, min(1.0, fraction)),
                             phase=phase[:200] if phase else None, heartbeat_at=time.time())
 
-    def finish(self, job_id: str, claim: str, result: str, trace: str | None = None) -> bool:
+    def finish(self, job_id: str, claim: str, result: str, trace: str | None = None,
+               plot: bytes | None = None) -> bool:
         return self._fenced(job_id, claim, status="done", result=result, trace=trace,
-                            progress=1.0, finished_at=time.time())
+                            plot=plot, progress=1.0, finished_at=time.time())
 
     def fail(self, job_id: str, claim: str, error: str) -> bool:
         return self._fenced(job_id, claim, status="failed", error=error, finished_at=time.time())

@@ -68,7 +68,7 @@ def run_claimed(store: Store, settings: Settings, job: Any) -> None:
         log.exception("job %s failed", job.id)
         store.fail(job.id, job.claim, f"internal error: {type(exc).__name__}: {exc}")
         return
-    store.finish(job.id, job.claim, out.result, out.trace)
+    store.finish(job.id, job.claim, out.result, out.trace, out.plot)
 
 
 class _Stop(Exception):

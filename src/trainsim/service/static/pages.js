@@ -124,6 +124,14 @@ function genericResult(job, root) {
   root.append(h("pre", {}, JSON.stringify(job.result, null, 2).slice(0, 20000)));
 }
 
+function plotImage(id) {
+  // the PNG needs the token, so it is fetched and shown from a blob
+  const img = h("img", { alt: "plot", class: "plot" });
+  fetch(`/api/v1/jobs/${id}/plot`, { headers: { Authorization: `Bearer ${token()}` } })
+    .then(r => r.ok ? r.blob() : null).then(b => { if (b) img.src = URL.createObjectURL(b); });
+  return img;
+}
+
 async function viewJob(id) {
   const r = await api("GET", `/jobs/${id}`);
   if (r.status === 401) return needToken();
@@ -139,6 +147,7 @@ async function viewJob(id) {
   } else if (job.status === "done") {
     ({ simulate: simulateResult, search: searchResult, validate: validateResult,
        goodput: goodputResult }[job.kind] || genericResult)(job, root);
+    if (job.has_plot) root.append(h("h3", {}, "The CLI's plot"), plotImage(job.id));
   } else if (job.error) root.append(errorBox(job.error));
   view().replaceChildren(root);
 }
@@ -191,7 +200,7 @@ async function viewSearch() {
     ["pp", "PP sizes (blank: all)", ""], ["top", "Top", "10", "number"]],
   () => {
     const options = { gpu: val("gpu"), gpus: val("gpus"), global_batch: +val("global_batch"),
-                      seq: +val("seq"), top: +val("top") };
+                      seq: +val("seq"), top: +val("top"), plot: true };
     if (val("tp")) options.tp = val("tp");
     if (val("pp")) options.pp = val("pp");
     return submitJob("search", { model: val("model") }, options);
@@ -224,7 +233,7 @@ function viewGoodput() {
       $("#form-error").replaceChildren(errorBox(`YAML: ${e.message}`));
       return;
     }
-    const options = { trials: +val("trials") };
+    const options = { trials: +val("trials"), plot: true };
     if (val("interval")) options.interval = val("interval");
     return submitJob("goodput", cfg, options);
   }, "Failures, checkpoints and restarts over the run (Monte Carlo).");
