@@ -154,7 +154,7 @@ def mutated_configs(draw) -> dict:
         where = draw(st.sampled_from(["section"] + list(FIELDS) * 3 + ["gpu"]))
         if where == "section":
             cfg[draw(st.sampled_from(list(FIELDS) + ["extra"]))] = draw(JUNK)
-        elif where == "gpu":
+        elif where == "gpu" and isinstance(cfg.get("cluster"), dict):
             over = cfg["cluster"].setdefault("gpu_overrides", {})
             if isinstance(over, dict):
                 over[draw(st.sampled_from(GPU_FIELDS))] = draw(JUNK)
