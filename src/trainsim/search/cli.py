@@ -21,7 +21,7 @@ from rich.console import Console
 from trainsim.cli_guard import NONNEGATIVE, POSITIVE, POSITIVE_INT, FiniteFloat, fail
 from trainsim.errors import ConfigError, TrainsimError
 
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80 columns
 err = Console(stderr=True)
 
 
