@@ -47,7 +47,8 @@ _DIR = Path(__file__).parent / "frameworks"
 
 #: attention implementations. ``triton``: a FlashAttention-style kernel written in Triton
 #: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated).
-ATTENTION = ("unfused", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton", "flex")
+ATTENTION = ("unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton",
+             "flex")
 TRAINING_DTYPES = ("fp16", "bf16", "fp8")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")

@@ -151,6 +151,13 @@ class RooflineModel:
             peak = self.gpu.gemm_ceiling("bf16")
             if op.impl == "unfused":  # batched GEMMs for QK^T and AV plus softmax round trips
                 return op.flops / peak + op.bytes / bw + 4 * LAUNCH_S
+            if op.impl == "eager":
+                # the score matmuls as batched GEMMs (tiles, waves: K is the head dim for QK^T
+                # and dP), then the score matrix's round trips through memory, kernel by kernel
+                gemms = op.score_gemms()
+                mma = sum(g.flops / (self.gpu.gemm_ceiling(g.dtype) * self.gemm_efficiency(g))
+                          for g in gemms)
+                return mma + op.bytes / bw + (len(gemms) + 6) * LAUNCH_S
             frac = attention_fraction(op.impl, op.backward, self.gpu)
             if op.dropout:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD

@@ -25,10 +25,11 @@ class TrainingConfig:
     grad_reduce_in_fp32: bool = True
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
-    attention: Literal["unfused", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa",
-                       "triton", "flex", "flash"] = "flash2"
+    attention: Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
+                       "sdpa", "triton", "flex", "flash"] = "flash2"
     """The attention kernel (``workload.ops.AttentionImpl``): unfused (Megatron's QK^T / fused
-    softmax / V with the score matrix in memory), flash1 (the first FlashAttention, Megatron-LM's
+    softmax / V with the score matrix in memory), eager (the same in plain PyTorch ops: matmul,
+    mask add, softmax, dropout, matmul), flash1 (the first FlashAttention, Megatron-LM's
     --use-flash-attn from January 2023), flash2, flash3 (Hopper), flash4 (Blackwell), cudnn
     (Transformer Engine's fused attention), sdpa (PyTorch's scaled_dot_product_attention),
     triton (llm-foundry's Triton FlashAttention-2), flex (torch FlexAttention).

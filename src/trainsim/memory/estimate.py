@@ -29,6 +29,7 @@ from trainsim.model.counts import (
 )
 from trainsim.memory.allocator import context_bytes, reserved_bytes
 from trainsim.memory.state import model_state
+from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.schedule import peak_in_flight, schedule
 
 GiB = 2**30
@@ -120,13 +121,13 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     rope = m.position_embedding == "rope"
     if m.is_mla:  # Q, K (with rotary parts), V per head, plus the compressed latents
         qkv = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * ((m.q_lora_rank or 0) + (m.kv_lora_rank or 0))
-    elif cfg.training.attention == "unfused" and kv_loc < q / t:
+    elif cfg.training.attention in MATERIALIZED_SCORES and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
     sharded = T * (qkv + x * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
-    if cfg.training.attention != "unfused":
+    if cfg.training.attention not in MATERIALIZED_SCORES:
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
     elif recompute == "selective":
         scores = 0.0

@@ -36,14 +36,14 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 RATE_UNIT = "TFLOP/s"
 
 ATTENTION_IMPL = {
-    "unfused": "unfused", "flash1": "flash1", "flash2": "flash2", "flash3": "flash3",
-    "flash4": "flash4", "cudnn": "cudnn", "sdpa": "sdpa",
+    "unfused": "unfused", "eager": "eager", "flash1": "flash1", "flash2": "flash2",
+    "flash3": "flash3", "flash4": "flash4", "cudnn": "cudnn", "sdpa": "sdpa",
     # PyTorch SDPA's memory-efficient backend is xFormers' CUTLASS kernel, which runs at about
     # the first FlashAttention's rate (Dao 2023, FlashAttention-2, Figs. 4-6: "xformers" beside
     # "FlashAttention"); both issue Ampere's mma.sync.
     "mem_efficient": "flash1", "xformers": "flash1",
     # the FlashAttention papers' figure labels
-    "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "unfused",
+    "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "eager",
 }
 """Kernel library named in a row -> the simulator's ``AttentionImpl``."""
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from trainsim.config import RunConfig
 from trainsim.model.counts import layer_tensors
 from trainsim.workload.elementwise import memory_op
-from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
+from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Elementwise, Gemm, Op
 
 ACT = 2  # bytes of a 16-bit activation element
 
@@ -359,7 +359,7 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
     for op in fwd:
         if isinstance(op, Attention):
             # FlashAttention's backward recomputes the scores anyway: core_attn is free there
-            if "core_attn" in modules and op.impl == "unfused":
+            if "core_attn" in modules and op.impl in MATERIALIZED_SCORES:
                 out.append(_renamed(op, "recompute."))
         elif op.name.split(".")[0] in names:
             out.append(_renamed(op, "recompute."))

@@ -10,17 +10,22 @@ from dataclasses import dataclass
 from typing import Literal, Union, get_args
 
 DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
+ACT_BYTES = 2  # a 16-bit activation element
 
-AttentionImpl = Literal["unfused", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa",
-                        "triton", "flex"]
+AttentionImpl = Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
+                        "sdpa", "triton", "flex"]
 """Attention kernels, each priced as its own kernel: ``unfused`` is Megatron's QK^T / softmax /
-AV with the s*s score matrix in memory; ``flash1``-``flash4`` are Dao-AILab's FlashAttention
+AV with the s*s score matrix in memory; ``eager`` is the same in plain PyTorch ops (matmul, a
+mask add when causal, softmax, dropout, matmul, with the head-layout copies ``einsum`` makes:
+the FlashAttention papers' "PyTorch" baseline); ``flash1``-``flash4`` are Dao-AILab's FlashAttention
 generations (FA3 is Hopper's, FA4 Blackwell's); ``cudnn`` is cuDNN's fused attention as
 Transformer Engine calls it; ``sdpa`` is PyTorch's scaled_dot_product_attention (its flash
 backend for 16-bit inputs without a mask); ``triton`` is the Triton FlashAttention-2 port
 llm-foundry uses by default; ``flex`` is torch's FlexAttention (torchtitan)."""
 ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
-FUSED_ATTENTION = frozenset(ATTENTION_IMPLS) - {"unfused"}
+MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
+"""Implementations that write the s*s score matrix to memory (and keep it for backward)."""
+FUSED_ATTENTION = frozenset(ATTENTION_IMPLS) - MATERIALIZED_SCORES
 
 Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd", "ep", "etp", "edp"]
 """Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks;
@@ -78,7 +83,7 @@ class Attention:
     def pairs(self) -> float:
         """Query-key pairs computed per head."""
         w = self.kv_len if self.window is None else min(self.window, self.kv_len)
-        if self.impl == "unfused" or not self.causal:
+        if self.impl in MATERIALIZED_SCORES or not self.causal:
             # unfused kernels compute every score in a query's span and mask the future after
             return float(self.q_len) * w
         # Causal: query i sees min(i + 1, window) keys. Local queries are a balanced share
@@ -96,15 +101,36 @@ class Attention:
     def bytes(self) -> float:
         qo = 2 * self.batch * self.q_len * self.heads * self.head_dim * 2
         kv = 2 * self.batch * self.kv_len * self.kv_heads * self.head_dim * 2
-        if self.impl != "unfused":
+        if self.impl not in MATERIALIZED_SCORES:
             return (qo + kv) * (2 if self.backward else 1)
+        scores = self.batch * self.heads * self.pairs
+        if self.impl == "eager":
+            # per score: QK^T writes it (2), the causal mask add reads it and the mask and
+            # writes it (6), softmax reads and writes (4), dropout as below (5), AV reads (2);
+            # backward: dP written (2), P read for dV (2), dropout (5), softmax backward (6), dS
+            # read by the dQ and dK matmuls (4). einsum copies Q, K, V and the output to and
+            # from the head-major layout (read + write, 16 bits): 4 tensors each way.
+            drop = 5.0 if self.dropout else 0.0
+            per = 14.0 + drop if self.backward else 8.0 + drop + (6.0 if self.causal else 0.0)
+            copies = 4 * 2 * ACT_BYTES * self.batch * self.q_len * self.heads * self.head_dim
+            return qo + kv + copies + scores * per
         # Unfused (Megatron's baddbmm + fused scale-mask-softmax + dropout + bmm), bytes per
         # score element: forward writes scores (2), softmax reads/writes (4), dropout reads,
         # writes and stores its mask (5), AV reads (2); backward: d(probs) written (2) and the
         # dropout output read for dV (2), dropout backward (5), softmax backward (6), dQK read (2).
         # Without attention dropout its 5 bytes drop out of each direction.
         per = (17.0 if self.backward else 13.0) - (0.0 if self.dropout else 5.0)
-        return qo + kv + self.batch * self.heads * self.pairs * per
+        return qo + kv + scores * per
+
+    def score_gemms(self) -> list[Gemm]:
+        """The batched matmuls of an implementation that materializes the scores, one batch per
+        (sequence, head): QK^T and PV forward; dP = dO V^T, dV = P^T dO, dQ = dS K and
+        dK = dS^T Q backward (K and V shared by a GQA group are read per query head)."""
+        b, s, kv, d = self.batch * self.heads, self.q_len, self.kv_len, self.head_dim
+        if not self.backward:
+            return [Gemm("qk", s, kv, d, batch=b), Gemm("pv", s, d, kv, batch=b)]
+        return [Gemm("dp", s, kv, d, batch=b), Gemm("dv", kv, d, s, batch=b),
+                Gemm("dq", s, d, kv, batch=b), Gemm("dk", kv, d, s, batch=b)]
 
 
 @dataclass(frozen=True)
