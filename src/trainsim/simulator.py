@@ -26,6 +26,7 @@ from trainsim.workload.layers import (
     backward_of,
     embedding_backward,
     embedding_forward,
+    fp32_grad_accumulation,
     fsdp_unit_gathers,
     head_backward,
     head_forward,
@@ -184,7 +185,7 @@ class _Chunk:
     fwd_parts: tuple[Priced, ...]  # embedding (first virtual stage), each layer, head (last)
     bwd_head: Priced  # head backward (last virtual stage only; empty otherwise)
     bwd_layers: tuple[Priced, ...]  # recompute + backward of each layer, in backward order
-    bwd_tail: Priced  # embedding backward (first virtual stage only)
+    bwd_tail: Priced  # embedding backward (first virtual stage), gradient accumulation pass
 
     @property
     def layers(self) -> int:
@@ -247,8 +248,11 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         first, last = v == 0, v == len(ranges) - 1
         kinds = [kind(i) for i in layers]
         fwd = (emb_f if first else empty, *(layer_f[k] for k in kinds), head_f if last else empty)
+        # what the framework does with the gradients after each backward pass
+        after = pricer.price(fp32_grad_accumulation(cfg, layers, first, last))
         out[v] = _Chunk(fwd, head_b if last else empty,
-                        tuple(layer_b[k] for k in reversed(kinds)), emb_b if first else empty)
+                        tuple(layer_b[k] for k in reversed(kinds)),
+                        (emb_b if first else empty) + after)
     return out
 
 

@@ -487,3 +487,24 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
                                   "edp" if expert else "dp_cp"))
         out.append(comms)
     return out
+
+
+def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
+                           last: bool) -> list[Op]:
+    """DeepSpeed's BF16 optimizer (ZeRO 0-1 with bf16, fp32 gradient accumulation) copies the
+    16-bit gradients into its fp32 gradients after every backward pass, one parameter at a
+    time: ``hp_grad.add_(lp.grad.to(fp32))`` (deepspeed/runtime/bf16_optimizer.py
+    ``update_hp_grads``, called by the PipelineEngine after each micro-batch's backward). Per
+    element: the cast reads 2 and writes 4 bytes, the add reads 4 + 4 and writes 4; two kernels
+    per tensor. Other stacks accumulate inside the weight-gradient GEMM (Megatron's
+    ``gradient_accumulation_fusion``) or in 16 bits: nothing to add."""
+    m, p, t = cfg.model, cfg.parallel, cfg.training
+    if not (p.data_parallel_impl == "deepspeed" and t.dtype == "bf16"
+            and t.grad_reduce_in_fp32 and p.zero_stage <= 1):
+        return []
+    tensors = [(n / (p.ep * p.etp) if expert else n / p.tp)
+               for i in layers for n, expert in layer_tensors(m, i)]
+    ends = int(first) + int(last and not (first and m.tied_embeddings))
+    tensors += [m.vocab_size * m.hidden_size / p.tp] * ends
+    return [Elementwise("bf16_grads_to_fp32", bytes=18.0 * sum(tensors),
+                        kernels=2 * len(tensors))]

@@ -1,0 +1,43 @@
+"""DeepSpeed's BF16 optimizer copies every micro-batch's 16-bit gradients into fp32."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim import run_config_from_dict, simulate
+from trainsim.model.counts import layer_params
+from trainsim.workload.layers import fp32_grad_accumulation
+
+
+def cfg(dtype="bf16", framework=("megatron-deepspeed", "2022-03"), mbs=1):
+    training = {"framework": framework[0], "framework_version": framework[1]} if framework else {}
+    return run_config_from_dict({
+        "model": {"preset": "gpt3-175b", "num_layers": 8},
+        "parallel": {"tp": 8, "pp": 2, "distributed_optimizer": True},
+        "training": {"global_batch_size": 64, "micro_batch_size": mbs, "seq_length": 2048,
+                     "dtype": dtype, **training},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+
+
+def test_bf16_deepspeed_adds_an_fp32_pass_per_micro_batch():
+    """18 bytes per parameter (cast 2+4, add 4+4+4), two kernels per tensor, for the
+    parameters of the virtual stage's layers; fp16 (gradients accumulate in 16 bits) and
+    Megatron (accumulation fused into the weight-gradient GEMM) have none."""
+    c = cfg()
+    ops = fp32_grad_accumulation(c, range(4), False, False)
+    assert len(ops) == 1
+    assert ops[0].bytes == pytest.approx(18 * 4 * layer_params(c.model, 0) / 8)
+    assert fp32_grad_accumulation(cfg("fp16"), range(4), False, False) == []
+    megatron = cfg(framework=None)
+    assert fp32_grad_accumulation(megatron, range(4), False, False) == []
+
+
+def test_the_pass_costs_more_with_more_micro_batches():
+    """The same global batch in smaller micro-batches pays the pass more often (4x the passes;
+    the fp16 run also differs by its 16-bit gradient reduction, the same at both sizes)."""
+    extra = {}
+    for mbs in (1, 4):
+        with_pass = simulate(cfg(mbs=mbs)).iteration_time_s
+        without = simulate(cfg("fp16", mbs=mbs)).iteration_time_s
+        extra[mbs] = with_pass - without
+    assert extra[1] > 2 * extra[4] > 0
