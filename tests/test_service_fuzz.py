@@ -23,7 +23,7 @@ from trainsim.service.jobs import KINDS, OPTIONS  # noqa: E402
 EXAMPLE = yaml.safe_load((Path(__file__).resolve().parents[1] / "examples" /
                           "llama3-8b-h100.yaml").read_text())
 SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
-                    st.floats(allow_nan=False), st.text(max_size=12))
+                    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12))
 JSON = st.recursive(SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=3)),
     max_leaves=8)

@@ -206,15 +206,17 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
 
     @app.exception_handler(ApiError)
     async def _api_error(_r: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse({"error": exc.message, "field": exc.field}, status_code=exc.status)
+        # one line, even when it quotes a value with a line break in it
+        message = exc.message.replace("\r", "\\r").replace("\n", "\\n")
+        return JSONResponse({"error": message, "field": exc.field}, status_code=exc.status)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_r: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid"}
         loc = [str(p) for p in first.get("loc", ()) if p != "body"] or ["body"]
         field = ".".join(loc)
-        return JSONResponse({"error": f"{field}: {first.get('msg', 'invalid')}", "field": field},
-                            status_code=422)
+        message = f"{field}: {first.get('msg', 'invalid')}".replace("\n", "\\n")
+        return JSONResponse({"error": message, "field": field}, status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_r: Request, exc: StarletteHTTPException) -> JSONResponse:

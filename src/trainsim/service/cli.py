@@ -36,12 +36,17 @@ def _db_option(f):  # type: ignore[no-untyped-def]
               help="Worker processes that run jobs.")
 @click.option("--checkers", type=int, default=1, show_default=True,
               help="Processes that check submitted configs (0: threads of the API process).")
+@click.option("--search-executor", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True, help="Where search and plan jobs evaluate candidates: in the "
+                                      "worker process, or as Ray tasks.")
+@click.option("--ray-address", default=None, help="Ray cluster to join (ray.init address).")
 @click.option("--max-active-jobs", type=int, default=None,
               help="Jobs one token may have queued or running at once (default 16).")
 @click.option("--sync-timeout", type=float, default=None,
               help="Seconds POST /api/v1/simulate waits for its result (default 30).")
 def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
-          max_active_jobs: int | None, sync_timeout: float | None) -> None:
+          search_executor: str, ray_address: str | None, max_active_jobs: int | None,
+          sync_timeout: float | None) -> None:
     """Run the HTTP API, its worker processes and the web UI (http://HOST:PORT/)."""
     _need_service()
     import uvicorn
@@ -53,7 +58,8 @@ def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
         if value < 0:
             click.echo(f"error: --{name}={value} must be >= 0", err=True)
             sys.exit(2)
-    settings = Settings(db_url=db_url or default_db_url(), workers=workers, checkers=checkers)
+    settings = Settings(db_url=db_url or default_db_url(), workers=workers, checkers=checkers,
+                        search_executor=search_executor, ray_address=ray_address)
     changes = {k: v for k, v in (("max_active_jobs", max_active_jobs),
                                  ("sync_timeout_s", sync_timeout)) if v is not None}
     if changes:
