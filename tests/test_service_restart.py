@@ -23,9 +23,24 @@ def _jobs(base: str, token: str) -> list[dict]:
     return jobs
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'jobs.db'}"
+        return
+    from trainsim.service.testing import postgres_server
+
+    try:
+        cm = postgres_server()
+        url = cm.__enter__()
+    except RuntimeError as exc:
+        pytest.skip(f"PostgreSQL restart test skipped: {exc}")
+    yield url
+    cm.__exit__(None, None, None)
+
+
 @pytest.mark.slow
-def test_sigkill_and_restart_loses_and_duplicates_no_job(tmp_path):
-    db = f"sqlite:///{tmp_path / 'jobs.db'}"
+def test_sigkill_and_restart_loses_and_duplicates_no_job(db):
     token = create_token(db, "restart")
     with server(db, workers=2, extra=("--max-active-jobs", "100")) as srv:
         status, _ = call(srv.base, "POST", "/api/v1/simulate", token,
