@@ -44,7 +44,7 @@ def test_rows_replay_the_compute_of_the_rank(monkeypatch):
     optimizer step); TP collectives keep trainsim's kinds and sizes. The SM contention of the
     collectives trainsim hides behind compute, and the GPU's waits for the host (``other_s``:
     SimAI has no host), go into the compute rows."""
-    import trainsim.simulator as sim
+    import trainsim.pricing as pricing
 
     cfg = cfg_for(tp=2, sequence_parallel=True)
     rows = simai_rows(cfg)
@@ -53,7 +53,7 @@ def test_rows_replay_the_compute_of_the_rank(monkeypatch):
     b = result.breakdown
     expected = b["compute_s"] + b["optimizer_s"] + b["other_s"]
     assert expected < compute < expected * 1.05
-    monkeypatch.setattr(sim, "COMM_SMS", 0)
+    monkeypatch.setattr(pricing, "COMM_SMS", 0)
     uncontended = sum(r.fwd[0] + r.ig[0] + r.wg[0] for r in simai_rows(cfg))
     assert uncontended == pytest.approx(expected, rel=1e-3)
     fwd = {r.fwd[1] for r in rows} | {r.ig[1] for r in rows}

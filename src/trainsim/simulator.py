@@ -12,14 +12,12 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from trainsim.catalog import gpu as catalog_gpu
-from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline, run
 from trainsim.limits import check_simulation
 from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
-from trainsim.network import network_for
+from trainsim.pricing import COMPUTE, CP, DP, EP, OPT, PP, TP, Priced, Pricer
 from trainsim.result import Result
 from trainsim.workload.layers import (
     Shard,
@@ -39,143 +37,11 @@ from trainsim.workload.elementwise import OPTIMIZER_BYTES_PER_PARAM
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
 
-COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
-                                     "dp_comm", "optimizer")
-HOST = "host"  # the GPU waiting for the host to launch (compute.host); reported in other_s
-COMM_SMS = 16
-"""SMs a collective occupies while it runs beside compute: NCCL runs one thread block per
-channel, and Transformer Engine's overlap kernels are given 16-24 of an H100's 132 SMs for
-pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen4096: proj_fprop
-24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
-t seconds still costs t * COMM_SMS / num_sms."""
-
-P2P_SMS = 2
-"""SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
-channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's init log, e.g.
-NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
-
-
 LAMB_NORMS_PER_LAYER = 16
 """Parameter tensors of one transformer layer whose norms LAMB needs (weights, biases and norm
 scales; a GPT layer has 12, a Llama layer 9, MoE routers and MLA more): with a sharded
 optimizer every norm is a sum over data-parallel shards, one fp32 all-reduce for the weight
 norms and one for the update norms."""
-
-
-@dataclass(frozen=True)
-class Priced:
-    """An op list priced into an ordered list of (category, seconds, name) segments."""
-
-    segments: tuple[tuple[str, float, str], ...]
-
-    @functools.cached_property
-    def duration_s(self) -> float:
-        return sum(s[1] for s in self.segments)
-
-    def __add__(self, other: Priced) -> Priced:
-        return Priced(self.segments + other.segments)
-
-    def __mul__(self, n: int) -> Priced:
-        return Priced(self.segments * n)
-
-    @functools.cached_property
-    def summary(self) -> tuple[tuple[str, float], ...]:
-        out: dict[str, float] = {}
-        for cat, dur, _ in self.segments:
-            out[cat] = out.get(cat, 0.0) + dur
-        return tuple(out.items())
-
-
-class Pricer:
-    """Prices ops on the configured compute model and network."""
-
-    def __init__(self, cfg: RunConfig) -> None:
-        self.cfg = cfg
-        self.compute = compute_model_for(cfg.cluster.gpu, cfg.cluster.compute_db, catalog_gpu)
-        self.net = network_for(cfg.cluster)
-        p = cfg.parallel
-        self.spans = {
-            "tp": self.net.span(p.tp, 1),
-            "cp": self.net.span(p.cp, p.tp),
-            "dp": self.net.span(cfg.dp, p.tp * p.cp),
-            "dp_cp": self.net.span(cfg.dp * p.cp, p.tp),
-            "pp": self.net.span(min(p.pp, 2), p.tp * p.cp * cfg.dp),  # pp=1: no send
-            "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),
-            # Megatron-core's expert rank order: etp-ep-edp-pp
-            "ep": self.net.span(p.ep, p.etp),
-            "etp": self.net.span(p.etp, 1),
-            "edp": self.net.span(cfg.edp, p.etp * p.ep),
-        }
-        # CUDA graphs replay each layer's kernels without the host (compute.host)
-        self.host_s_per_kernel = 0.0 if cfg.training.cuda_graphs else host.HOST_S_PER_KERNEL
-        sms = cfg.cluster.gpu.num_sms
-        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
-        """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
-        pipeline send hold while they run beside compute."""
-
-    def comm_time(self, op: Comm) -> float:
-        return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
-
-    def hidden_behind(self, comm_s: float, compute_s: float) -> float:
-        """Exposed time of a collective run beside ``compute_s`` of compute: what the compute
-        cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile."""
-        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
-
-    def price(self, ops: list[Op]) -> Priced:
-        """Segments of an op list (see ``price_ops``)."""
-        return self.price_ops(ops)[0]
-
-    def price_ops(self, ops: list[Op]) -> tuple[Priced, list[Op]]:
-        """Segments of an op list, and the op behind each segment.
-
-        Communication runs blocking, except: ``overlap_with_previous`` hides behind the
-        preceding compute op; under tp_comm_overlap a TP all-gather hides behind the GEMM that
-        consumes it (its exposed rest is placed after that GEMM) and other TP collectives behind
-        the GEMM that produced them (Transformer Engine userbuffers, MegaScale §3.2: the GEMM is
-        split into chunks pipelined with the ring exchange); with moe_overlap_ep_comm, expert
-        all-to-alls hide behind the list's whole compute, as when one micro-batch's dispatch
-        runs under another's attention and MLP (DeepSeek-V3's DualPipe, Megatron-core's
-        overlapped 1F1B)."""
-        segs: list[tuple[str, float, str]] = []
-        order: list[Op] = []
-        p = self.cfg.parallel
-        pooled: list[tuple[tuple[str, float, str], Comm]] = []
-        gather: tuple[tuple[str, float, str], Comm] | None = None  # waits for its GEMM
-
-        def add(seg: tuple[str, float, str], op: Op) -> None:
-            segs.append(seg)
-            order.append(op)
-
-        for op in ops:
-            if isinstance(op, Comm):
-                t = self.comm_time(op)
-                cat = {"tp": TP, "cp": CP, "pp": PP, "ep": EP, "etp": EP}.get(op.group, DP)
-                if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
-                    pooled.append(((cat, t, op.name), op))
-                    continue
-                tp_overlap = p.tp_comm_overlap and op.group == "tp"
-                if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
-                    gather = ((cat, t, op.name), op)
-                    continue
-                if (op.overlap_with_previous or tp_overlap) and segs and segs[-1][0] == COMPUTE:
-                    t = self.hidden_behind(t, segs[-1][1])
-                add((cat, t, op.name), op)
-            else:
-                add((COMPUTE, self.compute.time(op), op.name), op)
-                if gather is not None and isinstance(op, Gemm):
-                    (cat, t, name), comm = gather
-                    add((cat, self.hidden_behind(t, segs[-1][1]), name), comm)
-                    gather = None
-        if gather is not None:
-            add(*gather)
-        budget = sum(t for cat, t, _ in segs if cat == COMPUTE)
-        for (cat, t, name), op in pooled:
-            add((cat, self.hidden_behind(t, budget), name), op)
-            budget = max(0.0, budget - t)
-        idle = host.exposed_s(order, [seg[1] for seg in segs], self.host_s_per_kernel)
-        if idle > 0.0:
-            add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
-        return Priced(tuple(segs)), order
 
 
 @dataclass(eq=False)
