@@ -93,8 +93,14 @@ def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bo
         seq = cfg.training.seq_length if cfg else (kw["seq"] or 4096)
         mbs = cfg.training.micro_batch_size if cfg else (kw["mbs"] or 1)
         dtype = "bf16" if cfg is None or cfg.training.dtype == "fp8" else cfg.training.dtype
-        cap = run_capture(source, batch=mbs, seq=seq, dtype=dtype, attention=attention,
-                          fuse=not eager)
+        try:
+            cap = run_capture(source, batch=mbs, seq=seq, dtype=dtype, attention=attention,
+                              fuse=not eager)
+        except ValueError as exc:  # transformers: this architecture has no SDPA attention
+            if "attention implementation" not in str(exc):
+                raise
+            raise TrainsimError(f"{str(exc).splitlines()[0].split('. ')[0]}; capture it with "
+                                "--attention eager") from None
         if cfg is None:
             from trainsim.catalog import gpu as catalog_gpu
             gpu = catalog_gpu(kw["gpu"] or "h100-sxm-80gb")

@@ -235,7 +235,8 @@ def apply_patches(model: nn.Module, fuse: bool) -> tuple[str, ...]:
         gate_up, down = getattr(m, "gate_up_proj", None), getattr(m, "down_proj", None)
         if isinstance(gate_up, nn.Parameter) and gate_up.dim() == 3 and \
                 isinstance(down, nn.Parameter):
-            m.forward = types.MethodType(_uniform_experts(fuse and _is_silu(m.act_fn)), m)
+            fused = fuse and _is_silu(getattr(m, "act_fn", None))  # GPT-OSS: its own gate
+            m.forward = types.MethodType(_uniform_experts(fused), m)
             done.append(f"{name}: uniform routing, grouped GEMMs")
             continue
         if not fuse:
@@ -292,9 +293,21 @@ def _uniform_experts(fused: bool):
         w1 = self.gate_up_proj if self.gate_up_proj.shape[-1] == h else \
             self.gate_up_proj.transpose(1, 2)  # [E, 2f, h]
         w2 = self.down_proj if self.down_proj.shape[-2] == h else self.down_proj.transpose(1, 2)
-        gate, up = torch.bmm(x, w1.transpose(1, 2)).chunk(2, dim=-1)
-        act = FusedSwiGLU.apply(gate, up) if fused else self.act_fn(gate) * up
-        y = torch.bmm(act, w2.transpose(1, 2)).reshape(E * rows, h)[: T * k].view(T, k, h)
+        gate_up = torch.bmm(x, w1.transpose(1, 2))
+        bias = getattr(self, "gate_up_proj_bias", None)
+        if isinstance(bias, torch.Tensor):
+            gate_up = gate_up + bias.unsqueeze(1)
+        if not hasattr(self, "act_fn") and hasattr(self, "_apply_gate"):
+            # GPT-OSS: its own clamped, interleaved SwiGLU with alpha (no act_fn)
+            act = self._apply_gate(gate_up)
+        else:
+            gate, up = gate_up.chunk(2, dim=-1)
+            act = FusedSwiGLU.apply(gate, up) if fused else self.act_fn(gate) * up
+        y = torch.bmm(act, w2.transpose(1, 2))
+        bias = getattr(self, "down_proj_bias", None)
+        if isinstance(bias, torch.Tensor):
+            y = y + bias.unsqueeze(1)
+        y = y.reshape(E * rows, h)[: T * k].view(T, k, h)
         # unpermute: weight each copy by its router probability and sum a token's copies
         return (y * top_k_weights.unsqueeze(-1).to(y.dtype)).sum(dim=1)
     return forward
