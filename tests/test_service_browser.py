@@ -62,6 +62,7 @@ def test_a_run_from_the_form_shows_its_result(browser, tmp_path):
         error = page.wait_for_selector(".field-error")
         assert "does not divide" in error.inner_text()
         assert page.eval_on_selector("#f-tp", "e => e.classList.contains('invalid')")
+        page.screenshot(path=str(shots / "trainsim-field-error.png"))
         page.fill("#f-tp", "2")
         page.click("#run")
         page.wait_for_selector("#status:text('done')", timeout=60_000)
