@@ -12,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-
+from trainsim.catalog.defaults import apply_framework
 from trainsim.config import (
     ClusterConfig,
     GPUSpec,
@@ -22,7 +22,6 @@ from trainsim.config import (
     TrainingConfig,
 )
 from trainsim.config._build import build, suggest
-from trainsim.catalog.defaults import apply_framework
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse, parse_value, read_text
 from trainsim.errors import CatalogError, ConfigError

@@ -39,7 +39,7 @@ class _Loader(yaml.SafeLoader):
 
 
 def _refuse(message: str):
-    def construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:  # noqa: ARG001
+    def construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         value = node.value if isinstance(node.value, str) else ""
         raise ConfigError(f"line {node.start_mark.line + 1}: " + message.format(value=value))
     return construct
@@ -97,7 +97,7 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
         if fmt == "json":
             data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
         else:
-            data = yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is a SafeLoader
+            data = yaml.load(text, Loader=_Loader)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except RecursionError:

@@ -9,8 +9,8 @@ from typing import Any
 from trainsim.config import RunConfig
 from trainsim.config._build import to_dict
 from trainsim.errors import ConfigError
-from trainsim.reliability.config import ReliabilityConfig
 from trainsim.limits import check_goodput
+from trainsim.reliability.config import ReliabilityConfig
 from trainsim.reliability.montecarlo import Summary, Sweep, run, summarize, sweep_interval
 from trainsim.reliability.plan import (
     CheckpointCosts,

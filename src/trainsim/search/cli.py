@@ -91,8 +91,8 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
     from trainsim.config import ParallelConfig, RunConfig
     from trainsim.config._build import build
-    from trainsim.config.safe_load import parse_value
     from trainsim.config.parallel import ALIASES
+    from trainsim.config.safe_load import parse_value
     from trainsim.search.space import Candidate
 
     names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
