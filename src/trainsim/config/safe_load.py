@@ -97,7 +97,7 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
         if fmt == "json":
             data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
         else:
-            data = yaml.load(text, Loader=_Loader)
+            data = yaml.load(text, Loader=_Loader)  # safe: _Loader is a SafeLoader subclass
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except RecursionError:
