@@ -127,7 +127,8 @@ def test_valid_configs_are_simulated_slow(cfg):
 JUNK = st.one_of(
     st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(allow_nan=True),
     st.text(max_size=12), st.sampled_from(["", "nan", "inf", "-1", "1e400", "2020-01-01",
-                                           "fast", "0", "1.5", "[1,2]", "{}", "auto"]),
+                                           "fast", "0", "1.5", "[1,2]", "{}", "auto",
+                                           "Et*99999999999|L", "Et|tL", "balanced"]),
     st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(),
                                                          max_size=2))
 FIELDS = {

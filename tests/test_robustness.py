@@ -191,6 +191,9 @@ def test_checkpoints_so_frequent_the_run_never_ends_are_refused():
 def test_absurd_layer_counts_are_out_of_range(base):
     with pytest.raises(ConfigError, match="at most 100,000 layers"):
         load_run_config(base, ["model.num_layers=10000000"])
+    for layout in ("Et*99999999999|L", "((((((((((t*9)*9)*9)*9)*9)*9)*9)*9)*9)*9)"):
+        with pytest.raises(ConfigError, match="expands to more than"):  # not a MemoryError
+            load_run_config(base, [f"parallel.pipeline_model_parallel_layout={layout}"])
 
 
 # ---------------------------------------------------------------------------- wrong refusals

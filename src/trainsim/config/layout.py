@@ -41,15 +41,33 @@ def first_last(text: str) -> tuple[int | None, int | None]:
     return (int(first) if first else None, int(last) if last else None)
 
 
+MAX_LAYOUT_SLOTS = 1_000_000
+"""Most slots a layout string may expand to (model.num_layers is at most 100,000)."""
+
+
+def _repeat(text: str, count: str, layout: str) -> str:
+    """``text`` ``count`` times, refusing an expansion past MAX_LAYOUT_SLOTS before making it."""
+    if len(count) > 7 or len(text) * int(count) > MAX_LAYOUT_SLOTS:
+        raise ConfigError(f"parallel.pipeline_model_parallel_layout={layout!r} expands to more "
+                          f"than {MAX_LAYOUT_SLOTS:,} slots")
+    return text * int(count)
+
+
 def parse_layout(text: str) -> tuple[str, ...]:
     """Virtual stages of a Megatron-core layout string, each as its slot letters in order."""
     s = re.sub(r"[\s,]", "", text)
     for _ in range(64):  # innermost groups first; nesting deeper than this is not a layout
-        expanded = _REPEAT_GROUP.sub(lambda g: g.group(1) * int(g.group(2)), s)
+        expanded = _REPEAT_GROUP.sub(lambda g: _repeat(g.group(1), g.group(2), text), s)
+        if len(expanded) > MAX_LAYOUT_SLOTS:
+            raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r} expands to "
+                              f"more than {MAX_LAYOUT_SLOTS:,} slots")
         if expanded == s:
             break
         s = expanded
-    s = _REPEAT_ONE.sub(lambda g: g.group(1) * int(g.group(2)), s)
+    s = _REPEAT_ONE.sub(lambda g: _repeat(g.group(1), g.group(2), text), s)
+    if len(s) > MAX_LAYOUT_SLOTS:
+        raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r} expands to more "
+                          f"than {MAX_LAYOUT_SLOTS:,} slots")
     bad = sorted(set(s) - SLOTS - {"|"})
     if bad:
         raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r}: unknown slot(s) "
