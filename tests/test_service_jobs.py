@@ -64,14 +64,24 @@ def test_goodput_result_is_the_cli_output():
                              "--interval", "30m", "--format", "json")
 
 
-def test_goodput_plot_is_the_cli_plot_with_the_same_json(tmp_path):
+def test_goodput_with_plot_sweeps_the_interval_as_the_cli_does(tmp_path, monkeypatch):
+    import trainsim.reliability.plot as plot_module
+
     path = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
+    seen = {}
+
+    def fake_plot(result, out):  # the JSON is the point here; the API test draws a real PNG
+        seen["result"] = result
+        Path(out).write_bytes(b"\x89PNG fake")
+        return Path(out)
+
+    monkeypatch.setattr(plot_module, "plot_goodput", fake_plot)
     out = jobs.run("goodput", yaml.safe_load(path.read_text()), {"trials": 20, "plot": True},
                    SETTINGS)
-    png = tmp_path / "g.png"
-    assert out.result == cli("goodput", str(path), "--trials", "20", "--plot", str(png),
-                             "--format", "json")
-    assert out.plot[:8] == b"\x89PNG\r\n\x1a\n" and png.read_bytes()[:8] == out.plot[:8]
+    want = cli("goodput", str(path), "--trials", "20", "--plot", str(tmp_path / "g.png"),
+               "--format", "json")
+    assert out.result == want and "interval_sweep" in json.loads(out.result)
+    assert out.plot == b"\x89PNG fake" and seen["result"].sweep is not None
 
 
 def test_validate_result_is_the_cli_output(tmp_path):
