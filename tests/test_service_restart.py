@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,7 +57,12 @@ def test_sigkill_and_restart_loses_and_duplicates_no_job(db):
                 break
             time.sleep(0.1)
         before = {j["id"]: j["status"] for j in _jobs(srv.base, token)}
+        children = srv.children()
         srv.kill()
+    deadline = time.monotonic() + 15  # its workers and checkers leave with it
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in children):
+        time.sleep(0.2)
+    assert children and not [pid for pid in children if Path(f"/proc/{pid}").exists()]
     active = [i for i in ids if before[i] in ("queued", "running")]
     assert len(active) == 20 and "running" in before.values()
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import multiprocessing
 import os
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -87,10 +88,18 @@ def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
             "started_at": job.started_at, "finished_at": job.finished_at}
 
 
-def _lower_priority() -> None:
-    """Checker processes yield the CPU to the API process, as workers do."""
+def _start_checker(server_pid: int) -> None:
+    """A checker process yields the CPU to the API process, as workers do, and leaves when
+    the server is gone (even killed with SIGKILL)."""
     if hasattr(os, "nice"):
         os.nice(5)
+
+    def watch() -> None:
+        while os.getppid() == server_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 class _Waiters:
@@ -254,7 +263,8 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         if not checkers:
             ctx = multiprocessing.get_context("spawn")
             checkers.append(ProcessPoolExecutor(settings.checkers, mp_context=ctx,
-                                                initializer=_lower_priority))
+                                                initializer=_start_checker,
+                                                initargs=(os.getpid(),)))
 
     async def submit(token_id: str, kind: str, config: Any, options: Any) -> str:
         args = (kind, config, options, settings)

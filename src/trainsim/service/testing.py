@@ -84,6 +84,20 @@ class ServerProcess:
     def output(self) -> str:
         return Path(self.log.name).read_text(errors="replace")
 
+    def children(self) -> list[int]:
+        """Pids of the server's child processes (workers, checkers), from /proc (Linux)."""
+        if self.proc is None:
+            return []
+        out = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[-1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == self.proc.pid:
+                out.append(int(stat.parent.name))
+        return out
+
     def kill(self) -> None:
         """SIGKILL the server process alone (its workers notice and leave)."""
         if self.proc is not None and self.proc.poll() is None:
