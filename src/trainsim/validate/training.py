@@ -250,8 +250,14 @@ def predict_training_row(row: dict[str, str]) -> RowResult:
         res.measured_memory_gib = float(row["measured_peak_memory_gib"])
     try:
         raw, unknown = _training_base(row)
-        cfg, choice = tune(raw, unknown, lambda c: simulate(c).iteration_time_s)
-        result = simulate(cfg)
+        simulated: dict[int, Any] = {}  # the tuner's results, by candidate, reused below
+
+        def evaluate(c: RunConfig) -> float:
+            simulated[id(c)] = simulate(c)
+            return simulated[id(c)].iteration_time_s
+
+        cfg, choice = tune(raw, unknown, evaluate)
+        result = simulated.get(id(cfg)) or simulate(cfg)
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res
