@@ -272,3 +272,12 @@ def test_sweep_ranges_of_counts_stay_integers():
     assert Vary.parse("cluster.nvlink_gbps=300:900:3").values == (300, 600, 900)
     with pytest.raises(WorkLimitError, match="sweep values"):
         Vary.parse("parallel.tp=1:8:1000000000")
+
+
+@pytest.mark.parametrize("override", ["reliability.straggler.slowdown=1e300",
+                                      "reliability.checkpoint.weight_bytes_per_param=1e300"])
+def test_goodput_runs_that_never_end_are_refused(base, override):
+    """Steps 1e300 times slower, or checkpoints whose restore outlasts every gap between
+    failures: refused before the Monte Carlo, not a hang."""
+    assert "over the limit" in one_error_line(
+        cli("goodput", "run.yaml", "--tokens", "1T", "--set", override, cwd=base.parent))

@@ -120,13 +120,16 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
     rate = float(sum(plan.mode_rates))
-    check_goodput(trials, rate, work_s, horizon_s, plan.effective_interval_s, plan.stall_s)
+    recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
+    slow_work_s = work_s * plan.straggler_factor  # stragglers stretch every step
+    check_goodput(trials, rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s,
+                  recovery)
     outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
     sw = None
     if sweep:
         sweep_k = sweep_trials or min(trials, 300)
-        check_goodput(sweep_k * 13, rate, work_s, horizon_s, plan.effective_interval_s / 4,
-                      plan.stall_s)  # 13 intervals, the shortest a quarter of Young's
+        check_goodput(sweep_k * 13, rate, slow_work_s, horizon_s,
+                      plan.effective_interval_s / 4, plan.stall_s, recovery)  # 13 intervals, the shortest a quarter of Young's
         sw = sweep_interval(plan, work_s=work_s, horizon_s=horizon_s, trials=sweep_k, seed=seed)
     return GoodputResult(config=cfg, reliability=rel, plan=plan, checkpoint=ck,
                          summary=summarize(outcome, plan, seed), ideal_s=ideal,

@@ -167,6 +167,11 @@ def run(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float = math.inf,
         pending, cur = failed & (t < horizon_s), mode
         active &= pending | ~failed
         while pending.any():
+            passes += 1
+            if passes > _MAX_PASSES:
+                raise TrainsimError("the run does not finish: interruptions come faster than "
+                                    "recoveries end (check the failure rates and recovery "
+                                    "times, checkpoint sizes included)")
             x, new_mode = draw(rng_rec)
             need_s = rec_total[cur]
             hit = pending & (x < need_s)
