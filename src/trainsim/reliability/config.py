@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from trainsim.config._build import build, require_positive, suggest
+from trainsim.config.safe_load import load_file
 from trainsim.errors import CatalogError, ConfigError
 
 DAY_S = 86400.0
@@ -140,11 +139,11 @@ def load_profile(name_or_path: str) -> FailureProfile:
                                f"known: {', '.join(names)} (or a path to a YAML file)")
         path = _CATALOG / f"{key}.yaml"
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"cannot read failure profile {path}: {exc}") from None
-    except yaml.YAMLError as exc:
-        raise CatalogError(f"{path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+        data = load_file(path, "failure profile")  # bounded, plain-data YAML
+    except ConfigError as exc:
+        raise CatalogError(str(exc)) from None
+    if not isinstance(data, dict):
+        raise CatalogError(f"{path}: a failure profile is a mapping of fields")
     return profile_from_dict(data, where=f"failures[{path.stem}]")
 
 
