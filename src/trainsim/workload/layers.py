@@ -42,6 +42,11 @@ class Shard:
         return FP8_CAST_TRANSPOSE_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
 
     @property
+    def fp8_cast_kernels(self) -> int:
+        """Kernels that cast one tensor to fp8 under this shard's recipe."""
+        return FP8_RECIPE_KERNELS[self.fp8_recipe]
+
+    @property
     def norm_tokens(self) -> int:
         """Tokens a norm/dropout kernel touches on this rank (SP shards them over TP)."""
         return self.tokens // self.tp if self.sp else self.tokens
@@ -65,13 +70,19 @@ FP8_RECIPE_EXTRA_BYTES = {"delayed": 0.0, "current": ACT, "blockwise": 2 * 4 / 1
 scale from the amax history, so one pass casts; current scaling needs this tensor's amax first,
 one more read of the 16-bit input (TE ``Float8CurrentScaling``); blockwise writes an fp32 scale
 per 128 elements for each of the two layouts; MXFP8 an 8-bit scale per 32 elements for each."""
+FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
+"""Kernels per cast: current scaling computes the amax, then the scale from it, then casts
+(TransformerEngine pytorch/csrc quantizer.cpp ``Float8CurrentScalingQuantizer::quantize_impl``:
+``nvte_compute_amax``, ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); the other
+recipes cast with the scale in one kernel."""
 
 
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1) -> None:
     if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed,
         # split per expert for a grouped GEMM (Transformer Engine's GroupedLinear)
         ops.append(Elementwise(f"{name}.cast_transpose",
-                               bytes=batch * m * k * sh.fp8_cast_bytes, kernels=batch))
+                               bytes=batch * m * k * sh.fp8_cast_bytes,
+                               kernels=batch * sh.fp8_cast_kernels))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
 
 
@@ -280,7 +291,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
-                                       kernels=op.batch))
+                                       kernels=op.batch * sh.fp8_cast_kernels))
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
             dgrad_at = len(ops) - 1
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
