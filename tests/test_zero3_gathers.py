@@ -10,7 +10,7 @@ from trainsim.catalog import model as catalog_model
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params, layer_tensors
-from trainsim.workload.layers import ZERO3_PERSISTENCE_THRESHOLD, zero3_tensor_gathers
+from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, zero3_tensor_gathers
 from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.ops import Comm, Elementwise
 

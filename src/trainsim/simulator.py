@@ -24,18 +24,20 @@ from trainsim.workload.layers import (
     backward_of,
     embedding_backward,
     embedding_forward,
-    fp32_grad_accumulation,
-    fsdp_unit_gathers,
     head_backward,
     head_forward,
     layer_forward,
     layer_recompute,
     shard_of,
-    zero3_tensor_gathers,
 )
 from trainsim.workload.elementwise import OPTIMIZER_BYTES_PER_PARAM
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
+from trainsim.workload.sharding import (
+    fp32_grad_accumulation,
+    fsdp_unit_gathers,
+    zero3_tensor_gathers,
+)
 
 LAMB_NORMS_PER_LAYER = 16
 """Parameter tensors of one transformer layer whose norms LAMB needs (weights, biases and norm

@@ -12,11 +12,18 @@ import math
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
-from trainsim.model.counts import layer_tensors
 from trainsim.workload.elementwise import memory_op
-from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Elementwise, Gemm, Op
+from trainsim.workload.ops import (
+    ACT_BYTES,
+    MATERIALIZED_SCORES,
+    Attention,
+    Comm,
+    Elementwise,
+    Gemm,
+    Op,
+)
 
-ACT = 2  # bytes of a 16-bit activation element
+ACT = ACT_BYTES  # bytes of a 16-bit activation element
 
 
 @dataclass(frozen=True)
@@ -432,90 +439,3 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
                         overlap_with_previous=True))
     ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3))
     return ops
-
-
-ZERO3_PERSISTENCE_THRESHOLD = 100_000
-"""DeepSpeed ZeRO-3 keeps parameters of fewer elements than this gathered for the whole step
-(``stage3_param_persistence_threshold``, default 1e5 since v0.3.13: biases and norms of any
-sizeable model), so only larger tensors are gathered before each use."""
-
-
-def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
-                         last: bool) -> list[Op]:
-    """One all-gather per parameter tensor of ``layers`` (plus the word embedding on the first
-    virtual stage and the output layer on the last), as DeepSpeed's 2021 ZeRO-3 issues them: a
-    tensor at a time, each over its data-parallel group (routed experts over theirs), 16-bit.
-    Tensors under ``ZERO3_PERSISTENCE_THRESHOLD`` elements stay gathered."""
-    m, p = cfg.model, cfg.parallel
-    sizes: list[tuple[int, bool]] = []
-    for i in layers:
-        sizes += [(n // p.tp if not expert else n // p.etp, expert)
-                  for n, expert in layer_tensors(m, i)]
-    # the word embedding on the first stage; the output layer (or the tied embedding's copy on
-    # the last stage) unless one stage holds both ends of a tied model
-    heads = int(first) + int(last and not (first and m.tied_embeddings))
-    sizes += [(m.vocab_size * m.hidden_size // p.tp, False)] * heads
-    ops: list[Op] = []
-    for n, expert in sizes:
-        ranks = cfg.edp if expert else cfg.dp * p.cp
-        if n < ZERO3_PERSISTENCE_THRESHOLD or ranks == 1:
-            continue
-        group = "edp" if expert else "dp_cp"
-        # _allgather_param calls torch.cuda.synchronize() before each gather (DeepSpeed
-        # v0.3-0.4 partition_parameters.py): the host waits, then launches the rest
-        ops.append(Elementwise("zero3_synchronize", bytes=0.0, kernels=0, host_sync=True))
-        ops.append(Comm("zero3_param_all_gather", "all_gather", n * ACT, group))
-        # torch.distributed.all_gather into a list of per-rank views (DeepSpeed's
-        # _allgather_param) gathers into a flat buffer, then copies each rank's piece out: one
-        # copy per rank, reading and writing the whole tensor (pytorch/pytorch#33924; the
-        # copies went away with _all_gather_base, pytorch/pytorch#57769)
-        ops.append(Elementwise("zero3_gather_unflatten", bytes=2 * n * ACT, kernels=ranks))
-    return ops
-
-
-def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
-                      last: bool) -> list[list[Comm]]:
-    """All-gathers of each FSDP unit of a virtual stage in forward order, 16-bit: the root unit
-    (word embedding, final norm and output layer; gathered when the first or last stage runs)
-    and one unit per transformer block, its dense tensors over the data-parallel group and its
-    routed experts over theirs."""
-    m, p = cfg.model, cfg.parallel
-    units: list[list[tuple[float, bool]]] = []
-    if first or last:
-        heads = int(first) + int(last and not (first and m.tied_embeddings))
-        units.append([(heads * m.vocab_size * m.hidden_size / p.tp, False)])
-    for i in layers:
-        t = layer_tensors(m, i)
-        units.append([(sum(n for n, e in t if not e) / p.tp, False),
-                      (sum(n for n, e in t if e) / p.etp, True)])
-    out = []
-    for unit in units:
-        comms = []
-        for n, expert in unit:
-            ranks = cfg.edp if expert else cfg.dp * p.cp
-            if n > 0 and ranks > 1:
-                comms.append(Comm("fsdp_unit_all_gather", "all_gather", n * ACT,
-                                  "edp" if expert else "dp_cp"))
-        out.append(comms)
-    return out
-
-
-def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
-                           last: bool) -> list[Op]:
-    """DeepSpeed's BF16 optimizer (ZeRO 0-1 with bf16, fp32 gradient accumulation) copies the
-    16-bit gradients into its fp32 gradients after every backward pass, one parameter at a
-    time: ``hp_grad.add_(lp.grad.to(fp32))`` (deepspeed/runtime/bf16_optimizer.py
-    ``update_hp_grads``, called by the PipelineEngine after each micro-batch's backward). Per
-    element: the cast reads 2 and writes 4 bytes, the add reads 4 + 4 and writes 4; two kernels
-    per tensor. Other stacks accumulate inside the weight-gradient GEMM (Megatron's
-    ``gradient_accumulation_fusion``) or in 16 bits: nothing to add."""
-    m, p, t = cfg.model, cfg.parallel, cfg.training
-    if not (p.data_parallel_impl == "deepspeed" and t.dtype == "bf16"
-            and t.grad_reduce_in_fp32 and p.zero_stage <= 1):
-        return []
-    tensors = [(n / (p.ep * p.etp) if expert else n / p.tp)
-               for i in layers for n, expert in layer_tensors(m, i)]
-    ends = int(first) + int(last and not (first and m.tied_embeddings))
-    tensors += [m.vocab_size * m.hidden_size / p.tp] * ends
-    return [Elementwise("bf16_grads_to_fp32", bytes=18.0 * sum(tensors),
-                        kernels=2 * len(tensors))]
