@@ -107,7 +107,8 @@ class Pricer:
         split into chunks pipelined with the ring exchange); with moe_overlap_ep_comm, expert
         all-to-alls hide behind the list's whole compute, as when one micro-batch's dispatch
         runs under another's attention and MLP (DeepSeek-V3's DualPipe, Megatron-core's
-        overlapped 1F1B)."""
+        overlapped 1F1B). Where the host cannot launch the list as fast as the GPU runs it
+        (``compute.host``), a last ``host`` segment holds the GPU's wait."""
         segs: list[tuple[str, float, str]] = []
         order: list[Op] = []
         p = self.cfg.parallel
