@@ -95,3 +95,19 @@ def test_fsdp_units_wait_more_on_a_slower_network():
         raw["cluster"]["nic_gbps_per_gpu"] = nic
         times[nic] = simulate(run_config_from_dict(raw)).breakdown["exposed_comm_s"]
     assert times[25] > 4 * times[400] > 0
+
+
+def test_a_rank_gathers_only_its_own_experts():
+    """Under expert parallelism an FSDP unit's expert gather holds this rank's num_experts / ep
+    experts, the same share the memory model gives the rank (stage_param_split)."""
+    from trainsim.memory import stage_param_split
+    from trainsim.workload.sharding import fsdp_unit_gathers
+
+    c = run_config_from_dict({
+        "model": {"preset": "qwen3-30b-a3b", "num_layers": 4},
+        "parallel": {"ep": 8, "zero_stage": 3, "zero3_gather": "per_block"},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+    units = fsdp_unit_gathers(c, range(4), False, False)
+    expert_bytes = sum(op.bytes for unit in units for op in unit if op.group == "edp")
+    assert expert_bytes == pytest.approx(2 * stage_param_split(c, 0)[1])

@@ -11,6 +11,26 @@ from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
 
 
+def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
+    """(elements on this rank, routed expert) of each parameter tensor of ``layers`` as a rank
+    holds them: dense tensors sharded over TP, routed experts over expert TP, and only this
+    rank's ``num_experts / ep`` experts (every expert's tensors are alike)."""
+    m, p = cfg.model, cfg.parallel
+    out: list[tuple[float, bool]] = []
+    for i in layers:
+        tensors = layer_tensors(m, i)
+        dense = [(n / p.tp, False) for n, expert in tensors if not expert]
+        experts = [(n / p.etp, True) for n, expert in tensors if expert]
+        out += dense + experts[:len(experts) // p.ep]
+    return out
+
+
+def _end_matrices(cfg: RunConfig, first: bool, last: bool) -> int:
+    """Vocabulary-sized matrices a virtual stage holds: the word embedding on the first, the
+    output layer (or a tied embedding's copy) on the last, one for a tied model holding both."""
+    return int(first) + int(last and not (first and cfg.model.tied_embeddings))
+
+
 ZERO3_PERSISTENCE_THRESHOLD = 100_000
 """DeepSpeed ZeRO-3 keeps parameters of fewer elements than this gathered for the whole step
 (``stage3_param_persistence_threshold``, default 1e5 since v0.3.13: biases and norms of any
@@ -24,14 +44,8 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     tensor at a time, each over its data-parallel group (routed experts over theirs), 16-bit.
     Tensors under ``ZERO3_PERSISTENCE_THRESHOLD`` elements stay gathered."""
     m, p = cfg.model, cfg.parallel
-    sizes: list[tuple[int, bool]] = []
-    for i in layers:
-        sizes += [(n // p.tp if not expert else n // p.etp, expert)
-                  for n, expert in layer_tensors(m, i)]
-    # the word embedding on the first stage; the output layer (or the tied embedding's copy on
-    # the last stage) unless one stage holds both ends of a tied model
-    heads = int(first) + int(last and not (first and m.tied_embeddings))
-    sizes += [(m.vocab_size * m.hidden_size // p.tp, False)] * heads
+    sizes = _rank_tensors(cfg, layers)
+    sizes += [(m.vocab_size * m.hidden_size / p.tp, False)] * _end_matrices(cfg, first, last)
     ops: list[Op] = []
     for n, expert in sizes:
         ranks = cfg.edp if expert else cfg.dp * p.cp
@@ -59,12 +73,11 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     m, p = cfg.model, cfg.parallel
     units: list[list[tuple[float, bool]]] = []
     if first or last:
-        heads = int(first) + int(last and not (first and m.tied_embeddings))
-        units.append([(heads * m.vocab_size * m.hidden_size / p.tp, False)])
+        units.append([(_end_matrices(cfg, first, last) * m.vocab_size * m.hidden_size / p.tp,
+                       False)])
     for i in layers:
-        t = layer_tensors(m, i)
-        units.append([(sum(n for n, e in t if not e) / p.tp, False),
-                      (sum(n for n, e in t if e) / p.etp, True)])
+        t = _rank_tensors(cfg, [i])
+        units.append([(sum(n for n, e in t if not e), False), (sum(n for n, e in t if e), True)])
     out = []
     for unit in units:
         comms = []
@@ -90,9 +103,7 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
     if not (p.data_parallel_impl == "deepspeed" and t.dtype == "bf16"
             and t.grad_reduce_in_fp32 and p.zero_stage <= 1):
         return []
-    tensors = [(n / (p.ep * p.etp) if expert else n / p.tp)
-               for i in layers for n, expert in layer_tensors(m, i)]
-    ends = int(first) + int(last and not (first and m.tied_embeddings))
-    tensors += [m.vocab_size * m.hidden_size / p.tp] * ends
+    tensors = [n for n, _ in _rank_tensors(cfg, layers)]
+    tensors += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
     return [Elementwise("bf16_grads_to_fp32", bytes=18.0 * sum(tensors),
                         kernels=2 * len(tensors))]
