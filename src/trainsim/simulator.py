@@ -156,10 +156,11 @@ class _TaskGraph:
         self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
-        self.blocking = self._blocking_gathers() if (
-            self.fsdp and p.zero3_gather == "per_parameter") else {}
-        self.unit_waits = self._unit_gather_waits() if (
-            self.fsdp and p.zero3_gather != "per_parameter") else {}
+        # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
+        self.gathered: dict[int, tuple[Priced, Priced]] = {}
+        if self.fsdp:
+            self.gathered = self._blocking_gathers() if p.zero3_gather == "per_parameter" \
+                else self._unit_gather_waits()
 
     def _unit_gather_waits(self) -> dict[int, tuple[Priced, Priced]]:
         """(forward, backward) wait of each virtual stage for its FSDP units' parameters, each
@@ -173,12 +174,12 @@ class _TaskGraph:
             units = fsdp_unit_gathers(cfg, layers, first, last)
             gather = [sum(self.pricer.comm_time(c) for c in unit) for unit in units]
             ch = self.chunks[v]
-            parts = [p.duration_s for p in ch.fwd_parts]
+            parts = [part.duration_s for part in ch.fwd_parts]
             # forward units: root with the embedding, blocks; the head runs in the last unit
             compute = ([parts[0]] if first or last else []) + parts[1:-1]
             compute[-1] += parts[-1]
             blocks = gather[len(gather) - len(layers):][::-1]
-            back = [p.duration_s for p in ch.bwd_layers]
+            back = [part.duration_s for part in ch.bwd_layers]
             back[0] += ch.bwd_head.duration_s
             back[-1] += ch.bwd_tail.duration_s
             # exposed waits, plus the SMs the hidden gathers take from the compute beside them
@@ -289,21 +290,12 @@ class _TaskGraph:
                 raise RuntimeError("pipeline schedule has a cycle")
 
     def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
-        work = self.chunks[v].fwd
-        if v in self.blocking:
-            work = self.blocking[v][0]
-        elif v in self.unit_waits:
-            work = self.unit_waits[v][0]
+        work = self.gathered[v][0] if v in self.gathered else self.chunks[v].fwd
         return self.pass_and_send(s, work, deps, f"F mb{mb} c{chunk}",
                                   v < self.pp * self.vpp - 1)
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
-        ch = self.chunks[v]
-        if v in self.blocking:
-            i, out = self.pass_and_send(s, self.blocking[v][1], deps, f"B mb{mb} c{chunk}", v > 0)
-            self._reduce_scatter(s, i, mb)
-            return out
-        work = self.unit_waits[v][1] if v in self.unit_waits else ch.bwd
+        work = self.gathered[v][1] if v in self.gathered else self.chunks[v].bwd
         reduces_grads = any(size > 1 for _, _, size in self.groups[s])
         if mb == self.m - 1 and reduces_grads and not self.fsdp:
             i = self.split_last_backward(s, v, chunk, deps)
