@@ -5,10 +5,11 @@ The file kind is told by its columns (see shared ``validation/README.md``).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from trainsim.config.safe_load import read_text
@@ -86,19 +87,17 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     kind, rows = read_rows(path)
     predict = PREDICT[kind]
     out: list[RowResult] = []
-    if workers > 1 and len(rows) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    with contextlib.ExitStack() as stack:
+        results: Iterable[RowResult] = map(predict, rows)
+        if workers > 1 and len(rows) > 1:
+            from concurrent.futures import ProcessPoolExecutor
 
-        with ProcessPoolExecutor(max_workers=min(workers, len(rows))) as pool:
-            for result in pool.map(predict, rows, chunksize=1):
-                out.append(result)
-                if progress:
-                    progress(len(out), len(rows))
-        return kind, out
-    for i, row in enumerate(rows):
-        out.append(predict(row))
-        if progress:
-            progress(i + 1, len(rows))
+            pool = stack.enter_context(ProcessPoolExecutor(min(workers, len(rows))))
+            results = pool.map(predict, rows)
+        for result in results:
+            out.append(result)
+            if progress:
+                progress(len(out), len(rows))
     return kind, out
 
 

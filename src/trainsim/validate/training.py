@@ -17,6 +17,7 @@ from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory import estimate_stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
+from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell
 
@@ -250,7 +251,7 @@ def predict_training_row(row: dict[str, str]) -> RowResult:
         res.measured_memory_gib = float(row["measured_peak_memory_gib"])
     try:
         raw, unknown = _training_base(row)
-        simulated: dict[int, Any] = {}  # the tuner's results, by candidate, reused below
+        simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
 
         def evaluate(c: RunConfig) -> float:
             simulated[id(c)] = simulate(c)
