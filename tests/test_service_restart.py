@@ -29,15 +29,9 @@ def db(request, tmp_path):
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'jobs.db'}"
         return
-    from trainsim.service.testing import postgres_server
+    from trainsim.service.testing import postgres_or_skip
 
-    try:
-        cm = postgres_server()
-        url = cm.__enter__()
-    except RuntimeError as exc:
-        pytest.skip(f"PostgreSQL restart test skipped: {exc}")
-    yield url
-    cm.__exit__(None, None, None)
+    yield from postgres_or_skip("PostgreSQL restart test")
 
 
 @pytest.mark.slow

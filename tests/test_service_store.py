@@ -14,15 +14,9 @@ from trainsim.service.store import Store, hash_token
 
 @pytest.fixture(scope="module")
 def pg_url():
-    from trainsim.service.testing import postgres_server
+    from trainsim.service.testing import postgres_or_skip
 
-    try:
-        cm = postgres_server()
-        url = cm.__enter__()
-    except RuntimeError as exc:
-        pytest.skip(f"PostgreSQL store tests skipped: {exc}")
-    yield url
-    cm.__exit__(None, None, None)
+    yield from postgres_or_skip("PostgreSQL store tests")
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

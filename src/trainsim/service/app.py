@@ -290,6 +290,15 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
             raise ApiError(404, "id", f"no job {job_id}")
         return job
 
+    def _artifact(job_id: str, token_id: str, what: str, submit: str) -> Any:
+        """A caller's job's stored ``what`` ("trace" or "plot"), or a 404 saying how to get
+        one."""
+        job = _own(job_id, token_id)
+        data = getattr(store, what)(job_id, token_id) if getattr(job, f"has_{what}") else None
+        if data is None:
+            raise ApiError(404, what, f"job {job_id} has no {what} (submit {submit})")
+        return data
+
     @app.get(f"{API}/health", tags=["service"])
     async def health() -> dict[str, str]:
         """Liveness: no token needed."""
@@ -333,11 +342,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
              responses={200: {"content": {"application/json": {}}}})
     def get_trace(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The Chrome/Perfetto trace of a simulate job run with options.trace = true."""
-        job = _own(job_id, token_id)
-        trace = store.trace(job_id, token_id) if job.has_trace else None
-        if trace is None:
-            raise ApiError(404, "trace", f"job {job_id} has no trace (submit a simulate job "
-                           "with options.trace = true)")
+        trace = _artifact(job_id, token_id, "trace", "a simulate job with options.trace = true")
         return Response(trace, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="trainsim-{job_id}-trace.json"'})
 
@@ -345,11 +350,8 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
              responses={200: {"content": {"image/png": {}}}})
     def get_plot(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The PNG the CLI writes with --plot (search and goodput jobs with options.plot)."""
-        job = _own(job_id, token_id)
-        png = store.plot(job_id, token_id) if job.has_plot else None
-        if png is None:
-            raise ApiError(404, "plot", f"job {job_id} has no plot (submit a search or goodput "
-                           "job with options.plot = true)")
+        png = _artifact(job_id, token_id, "plot",
+                        "a search or goodput job with options.plot = true")
         return Response(png, media_type="image/png")
 
     @app.post(f"{API}/simulate", tags=["jobs"],

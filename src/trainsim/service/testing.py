@@ -179,3 +179,19 @@ def postgres_server() -> Iterator[str]:
         subprocess.run([*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
                         "stop"], capture_output=True, env=env, check=False)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def postgres_or_skip(what: str) -> Iterator[str]:
+    """For a pytest fixture (``yield from``): the URL of a throwaway PostgreSQL server, stopped
+    afterwards, or a skip of ``what`` saying why none could start."""
+    import pytest
+
+    try:
+        cm = postgres_server()
+        url = cm.__enter__()
+    except RuntimeError as exc:
+        pytest.skip(f"{what} skipped: {exc}")
+    try:
+        yield url
+    finally:
+        cm.__exit__(None, None, None)
