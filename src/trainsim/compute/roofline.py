@@ -157,7 +157,10 @@ class RooflineModel:
                 gemms = op.score_gemms()
                 mma = sum(g.flops / (self.gpu.gemm_ceiling(g.dtype) * self.gemm_efficiency(g))
                           for g in gemms)
-                return mma + op.bytes / bw + (len(gemms) + 6) * LAUNCH_S
+                # softmax (or its backward), einsum's four layout copies, the causal mask add
+                # (forward) and dropout, as ``Attention.bytes`` counts them
+                kernels = len(gemms) + 1 + 4 + int(op.causal and not op.backward) + int(op.dropout)
+                return mma + op.bytes / bw + kernels * LAUNCH_S
             frac = attention_fraction(op.impl, op.backward, self.gpu)
             if op.dropout:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
