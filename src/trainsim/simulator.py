@@ -138,6 +138,7 @@ class _TaskGraph:
         self.cfg, self.p, self.pricer = cfg, p, pricer
         self.pp, self.vpp, self.m = p.pp, p.vpp, cfg.num_microbatches
         sh = shard_of(cfg)
+        self.layer_source = layer_source
         self.chunks = _chunks(cfg, pricer, sh, layer_source)
         self.tasks: list[Task] = []
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
@@ -251,7 +252,12 @@ class _TaskGraph:
     # -- pipeline ---------------------------------------------------------------------------
     def pipeline(self) -> None:
         """Passes in each stage's schedule order. Tasks must be created after the tasks they
-        depend on: walk the per-stage orders round-robin until all are placed."""
+        depend on: walk the per-stage orders round-robin until all are placed. A schedule
+        other than Megatron's (``parallel.pipeline_schedule``) is placed by ``pipeline``."""
+        if self.p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
+            from trainsim.pipeline import ScheduledPipeline
+            ScheduledPipeline(self).place()
+            return
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
         # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.

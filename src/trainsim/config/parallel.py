@@ -11,6 +11,32 @@ from trainsim.errors import ConfigError
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
+PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_2p", "zb_v",
+                      "interleaved_zb", "dualpipe", "dualpipe_v")
+SCHEDULE_NAMES = {
+    **{name.replace("_", ""): name for name in PIPELINE_SCHEDULES},
+    "zb1p": "zb_h1",  # Qi et al. Table 5: the search at a pM_B limit finds ZB-H1's schedule
+    # torchtitan / torch.distributed.pipelining class names
+    "schedulegpipe": "gpipe", "schedule1f1b": "1f1b", "scheduleinterleaved1f1b": "interleaved_1f1b",
+    "zbvzerobubble": "zb_v", "schedulezbvzerobubble": "zb_v",
+    "interleavedzerobubble": "interleaved_zb", "scheduleinterleavedzerobubble": "interleaved_zb",
+    "scheduledualpipev": "dualpipe_v",
+}
+"""Accepted spellings (case, '-' and '_' ignored) -> the schedule's name in trainsim."""
+V_SCHEDULES = ("zb_v", "dualpipe_v")
+"""Schedules that place 2 model chunks per rank as a V (rank r: virtual stages r, 2pp-1-r)."""
+
+
+def schedule_name(text: str) -> str:
+    key = text.lower().replace("-", "").replace("_", "")
+    if key not in SCHEDULE_NAMES:
+        raise ConfigError(f"parallel.pipeline_schedule='{text}' is unknown"
+                          f"{suggest(text, PIPELINE_SCHEDULES)}; known: "
+                          f"{', '.join(PIPELINE_SCHEDULES)} (and torchtitan's GPipe, 1F1B, "
+                          "Interleaved1F1B, ZBVZeroBubble, InterleavedZeroBubble, DualPipeV)")
+    return SCHEDULE_NAMES[key]
+
+
 RECOMPUTE_MODULES = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "moe",
                      "shared_experts")
 
@@ -93,6 +119,11 @@ class ParallelConfig:
     and, with pp > 1, its PipelineEngine), ``fsdp1`` / ``fsdp2`` (PyTorch FSDP: FlatParameter
     units / per-parameter DTensor shards), ``ddp`` (PyTorch DistributedDataParallel with fp32
     parameters under autocast). A framework profile sets it."""
+    pipeline_schedule: str | None = None
+    """Order of the pipeline passes (``workload.pipeline_schedules``): gpipe, 1f1b,
+    interleaved_1f1b, zb_h1 (= zb_1p), zb_h2, zb_2p, zb_v, interleaved_zb, dualpipe,
+    dualpipe_v, or torchtitan's names (GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble,
+    InterleavedZeroBubble, DualPipeV). None: 1F1B, interleaved when vpp > 1 (Megatron)."""
     zero3_gather: Literal["per_parameter", "per_unit", "per_block"] | None = None
     """How ZeRO-3 / FSDP gathers parameters before a pass: ``per_block`` / ``per_unit`` (FSDP:
     one all-gather per wrapped unit, prefetched ahead of the compute that needs it) or
@@ -107,6 +138,7 @@ class ParallelConfig:
                          vpp=self.virtual_pipeline_model_parallel_size,
                          ddp_bucket_size=self.ddp_bucket_size)
         self._check_layout()
+        self._check_schedule()
         if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
             raise ConfigError(f"parallel.cp_comm_type='{self.cp_comm_type}' is unknown; "
                               "use p2p (ring attention), a2a (Ulysses) or all_gather")
@@ -141,6 +173,28 @@ class ParallelConfig:
                                   f"{', '.join(RECOMPUTE_MODULES)}")
             if self.recompute != "selective":
                 raise ConfigError("parallel.recompute_modules needs recompute=selective")
+
+    def _check_schedule(self) -> None:
+        if self.pipeline_schedule is None:
+            return
+        name = schedule_name(self.pipeline_schedule)
+        object.__setattr__(self, "pipeline_schedule", name)
+        if name in V_SCHEDULES and self.virtual_pipeline_model_parallel_size is None:
+            object.__setattr__(self, "virtual_pipeline_model_parallel_size", 2)
+        if name in V_SCHEDULES and self.vpp != 2:
+            raise ConfigError(f"pipeline_schedule={name} places two chunks per rank as a V: "
+                              f"virtual_pipeline_model_parallel_size must be 2, not {self.vpp}")
+        interleaved = name in ("interleaved_1f1b", "interleaved_zb")
+        if interleaved and self.vpp == 1:
+            raise ConfigError(f"pipeline_schedule={name} needs "
+                              "virtual_pipeline_model_parallel_size > 1")
+        if name not in V_SCHEDULES and not interleaved and self.vpp > 1:
+            raise ConfigError(f"pipeline_schedule={name} runs one model chunk per rank; "
+                              f"virtual_pipeline_model_parallel_size={self.vpp} needs "
+                              "interleaved_1f1b, interleaved_zb, zb_v or dualpipe_v")
+        if name == "dualpipe" and self.pp % 2:
+            raise ConfigError(f"pipeline_schedule=dualpipe needs an even "
+                              f"pipeline_model_parallel_size, not {self.pp}")
 
     def _check_layout(self) -> None:
         text = self.pipeline_model_parallel_layout

@@ -60,7 +60,16 @@ class RunConfig:
             raise ConfigError(
                 f"layers per pipeline stage {sorted(set(stage_layers))} are not divisible by "
                 f"virtual_pipeline_model_parallel_size={p.vpp}")
-        if p.vpp > 1 and self.num_microbatches % p.pp:
+        m_ = self.num_microbatches
+        if p.pipeline_schedule in ("dualpipe", "dualpipe_v") and p.pp > 1:
+            need = 2 * p.pp
+            if m_ < need or (p.pipeline_schedule == "dualpipe" and m_ % 2):
+                raise ConfigError(
+                    f"pipeline_schedule={p.pipeline_schedule} needs at least 2*pp={need} "
+                    f"micro-batches{' (an even number)' if p.pipeline_schedule == 'dualpipe' else ''}"
+                    f", not {m_} (deepseek-ai/DualPipe asserts it); raise the global batch or "
+                    "lower the micro-batch size")
+        if p.vpp > 1 and p.pipeline_schedule not in ("zb_v", "dualpipe_v") and m_ % p.pp:
             raise ConfigError(
                 f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
                 f"a multiple of pipeline_model_parallel_size={p.pp}")
@@ -163,7 +172,10 @@ class RunConfig:
             sizes = [slots.count("t") for slots in self._layout]
         else:
             counts = self.stage_layer_counts
-            sizes = [counts[v % p.pp] // p.vpp for v in range(p.pp * p.vpp)]
+            # a V (zb_v, dualpipe_v) puts virtual stage v >= pp on rank 2pp - 1 - v
+            v_shape = p.pipeline_schedule in ("zb_v", "dualpipe_v")
+            sizes = [counts[2 * p.pp - 1 - v if v_shape and v >= p.pp else v % p.pp] // p.vpp
+                     for v in range(p.pp * p.vpp)]
         out, start = [], 0
         for n in sizes:
             out.append(range(start, start + n))

@@ -30,6 +30,7 @@ from trainsim.model.counts import (
 from trainsim.memory.allocator import context_bytes, reserved_bytes
 from trainsim.memory.state import model_state
 from trainsim.workload.ops import MATERIALIZED_SCORES
+from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.schedule import peak_in_flight, schedule
 
 GiB = 2**30
@@ -38,9 +39,10 @@ MEMORY_KINDS = ("allocated", "reserved", "device")
 
 
 @functools.lru_cache(maxsize=4096)
-def _peak_chunks(stage: int, pp: int, vpp: int, m: int) -> float:
-    """Peak number of model chunks whose activations are alive, from the actual schedule."""
-    return peak_in_flight(schedule(stage, pp, vpp, m))
+def _peak_chunks(stage: int, pp: int, vpp: int, m: int, name: str | None = None) -> float:
+    """Peak number of model chunks whose activations are alive, from the actual schedule
+    (``name``: parallel.pipeline_schedule)."""
+    return peak_in_flight(schedule(stage, pp, vpp, m, name))
 
 
 @dataclass(frozen=True)
@@ -232,7 +234,8 @@ def _stage_layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of the transformer layers on pipeline stage
     ``stage``, before tensor and expert parallelism."""
     m, p = cfg.model, cfg.parallel
-    layers = [i for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage for i in r]
+    ranges = cfg.virtual_stage_layers()
+    layers = [i for v in rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp) for i in ranges[v]]
     experts = sum(layer_expert_params(m, i) for i in layers)
     return sum(layer_params(m, i) for i in layers) - experts, experts
 
@@ -242,9 +245,11 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     non-expert parameters are sharded over TP, experts over EP x expert-TP."""
     m, p = cfg.model, cfg.parallel
     dense, experts = _stage_layer_split(cfg, stage)
-    if stage == 0:
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    if 0 in held:
         dense += embedding_params(m)
-    if stage == p.pp - 1:  # the head, and any multi-token-prediction modules
+    if p.pp * p.vpp - 1 in held or (p.pipeline_schedule == "dualpipe" and p.pp - 1 in held):
+        # the head, and any multi-token-prediction modules
         mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
         experts += mtp_experts
         dense += output_layer_params(m) + mtp_params(m) - mtp_experts
@@ -281,15 +286,16 @@ def _activations(cfg: RunConfig, stage: int) -> float:
             kept[key] = activation_bytes_per_layer(cfg, recompute=mode, moe=key[0])
         return kept[key]
 
-    chunk_bytes = [sum(layer_bytes(i) for i in r)
-                   for v, r in enumerate(cfg.virtual_stage_layers()) if v % p.pp == stage]
-    if stage == p.pp - 1 and m.mtp_num_layers:  # MTP layers sit after the last chunk's layers
-        chunk_bytes[-1] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
-    if stage == 0:  # the embedding output's dropout mask and the embedding norm's input,
+    ranges = cfg.virtual_stage_layers()
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)  # virtual stage of each chunk
+    chunk_bytes = [sum(layer_bytes(i) for i in ranges[v]) for v in held]
+    if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP layers follow the last layers
+        chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
+    if 0 in held:  # the embedding output's dropout mask and the embedding norm's input,
         # kept beside the first layer's (no layer checkpoints them)
         per = (1.0 if m.hidden_dropout > 0 else 0.0) + (2.0 if m.embedding_norm else 0.0)
         tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
-        chunk_bytes[0] += tokens * m.hidden_size * per / (p.tp if p.sequence_parallel else 1)
+        chunk_bytes[held.index(0)] += tokens * m.hidden_size * per / (p.tp if p.sequence_parallel else 1)
     if p.data_parallel_impl == "deepspeed" and p.pp > 1 and stage < p.pp - 1:
         # DeepSpeed's PipelineEngine keeps each in-flight micro-batch's stage output in its
         # pipe buffers until that micro-batch's backward, as a 1/tp slice when tp > 1
@@ -298,10 +304,11 @@ def _activations(cfg: RunConfig, stage: int) -> float:
             * m.hidden_size / p.tp
         chunk_bytes = [b + out for b in chunk_bytes]
     if len(set(chunk_bytes)) == 1:
-        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches) * chunk_bytes[0]
+        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches,
+                                p.pipeline_schedule) * chunk_bytes[0]
     else:
-        inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches),
-                                  dict(enumerate(chunk_bytes)))
+        inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches,
+                                           p.pipeline_schedule), dict(enumerate(chunk_bytes)))
     return inflight
 
 

@@ -2,7 +2,8 @@
 
 1F1B (PipeDream-Flush; Narayanan et al. 2021 §2.2.1) and interleaved 1F1B (ibid. §2.2.2),
 with Megatron-LM's warm-up counts and micro-batch/chunk numbering
-(``megatron/core/pipeline_parallel/schedules.py``). GPipe is 1F1B's order with all warm-up.
+(``megatron/core/pipeline_parallel/schedules.py``), the defaults. The other schedules (GPipe,
+zero-bubble, DualPipe) are in ``workload.pipeline_schedules``; ``schedule(..., name)`` picks.
 """
 
 from __future__ import annotations
@@ -11,9 +12,22 @@ from typing import NamedTuple
 
 
 class Pass(NamedTuple):
-    kind: str  # "F" or "B"
+    kind: str  # "F", "B" (whole backward), or a split backward's "I" (input) and "W" (weights)
     microbatch: int
     chunk: int  # model chunk (virtual stage) on this rank
+
+
+class Overlapped(NamedTuple):
+    """DualPipe's forward of one micro-batch run together with the backward of another."""
+
+    f: Pass
+    b: Pass
+
+
+W_MEMORY_FRACTION = 32 / 34
+"""Share of a micro-batch's activations a split backward keeps from its I pass until its W
+pass: Qi et al. 2024 Table 1, M_W = 32sbh against M_B = sb(34h + 5as); with FlashAttention the
+5as score term is not stored (Korthikanti et al. 2022 §4), leaving 32/34."""
 
 
 def one_f_one_b(stage: int, pp: int, m: int) -> list[Pass]:
@@ -50,22 +64,37 @@ def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int) -> list[Pass]
     return order
 
 
-def schedule(stage: int, pp: int, vpp: int, m: int) -> list[Pass]:
-    if vpp > 1:
-        return interleaved_one_f_one_b(stage, pp, vpp, m)
-    return one_f_one_b(stage, pp, m)
+def schedule(stage: int, pp: int, vpp: int, m: int,
+             name: str | None = None) -> list[Pass | Overlapped]:
+    """One rank's order; ``name``: a ``parallel.pipeline_schedule`` (None: Megatron's)."""
+    if name is None or name in ("1f1b", "interleaved_1f1b"):
+        if vpp > 1:
+            return interleaved_one_f_one_b(stage, pp, vpp, m)
+        return one_f_one_b(stage, pp, m)
+    from trainsim.workload.pipeline_schedules import orders
+    return orders(name, pp, vpp, m)[stage]
 
 
-def peak_in_flight(order: list[Pass], weight: dict[int, float] | None = None) -> float:
-    """Largest weighted number of forward passes whose backward has not run yet.
+def peak_in_flight(order: list[Pass | Overlapped],
+                   weight: dict[int, float] | None = None) -> float:
+    """Largest weighted number of forward passes whose backward has not run yet (a split
+    backward frees ``1 - W_MEMORY_FRACTION`` of it at its I pass, the rest at its W pass).
 
     With ``weight`` (chunk -> activation bytes), this is the peak activation memory of a rank.
     """
     live = peak = 0.0
-    for p in order:
-        w = 1.0 if weight is None else weight[p.chunk]
-        live += w if p.kind == "F" else -w
-        peak = max(peak, live)
+    for step in order:
+        for p in (step if isinstance(step, Overlapped) else (step,)):
+            w = 1.0 if weight is None else weight[p.chunk]
+            if p.kind == "F":
+                live += w
+            elif p.kind == "I":
+                live -= w * (1.0 - W_MEMORY_FRACTION)
+            elif p.kind == "W":
+                live -= w * W_MEMORY_FRACTION
+            else:
+                live -= w
+            peak = max(peak, live)
     return peak
 
 

@@ -1,0 +1,226 @@
+"""A named pipeline schedule placed in the event engine (``parallel.pipeline_schedule``).
+
+Each rank's order (``workload.pipeline_schedules``) becomes tasks on its compute stream; a pass
+waits for its input from the neighbouring virtual stage (a forward for the previous one's
+output, a backward for the next one's input gradient), sent over the pipeline stream or on the
+compute stream as Megatron's blocking p2p does. The engine times them: the bubble is what
+falls out, not a formula.
+
+A split backward (zero-bubble schedules, DualPipe) prices its two halves from the same op list
+as the whole backward: the W pass holds the weight-gradient GEMMs (``*.wgrad``), the embedding
+gradient and the gradient-accumulation pass; the I pass the rest (recompute, input-gradient
+GEMMs, attention and elementwise backward, and the collectives with them).
+
+DualPipe's overlapped forward & backward pair is one task: both passes' compute, with the
+expert-parallel all-to-alls of each hidden behind compute (priced as ``moe_overlap_ep_comm``
+prices them, each pass's all-to-alls behind its own compute), which is how DeepSeek-V3 §3.2.1
+describes the pair hiding each other's communication. Passes outside pairs keep the
+configured pricing. Approximations: the pair's two halves run back to back on the compute
+stream (DeepSeek splits them into finer chunks and interleaves attention, dispatch, MLP and
+combine; the all-to-all SMs' share of the GPU is charged as for any hidden collective), and
+DualPipe's second copy of the parameters adds no gradient traffic (its two copies' gradients
+are summed by the data-parallel reduction, which trainsim prices once per rank).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from trainsim.errors import ConfigError
+from trainsim.pricing import Priced, Pricer
+from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
+from trainsim.workload.schedule import Overlapped, Pass
+
+if TYPE_CHECKING:
+    from trainsim.simulator import _TaskGraph
+
+WEIGHT_GRAD_OPS = ("embedding_grad", "bf16_grads_to_fp32")
+"""Op names (besides every ``*.wgrad`` GEMM) that belong to a split backward's W pass."""
+
+
+def split_backward(work: Priced) -> tuple[Priced, Priced]:
+    """(I, W) halves of a priced backward, by op name."""
+    i_segs, w_segs = [], []
+    for seg in work.segments:
+        name = seg[2]
+        weight = name.endswith(".wgrad") or name.split(".")[0] in WEIGHT_GRAD_OPS
+        (w_segs if weight else i_segs).append(seg)
+    return Priced(tuple(i_segs)), Priced(tuple(w_segs))
+
+
+class ScheduledPipeline:
+    """Places ``graph``'s passes in the order of ``graph.p.pipeline_schedule``."""
+
+    def __init__(self, graph: _TaskGraph) -> None:
+        self.g = graph
+        p = graph.p
+        self.name = p.pipeline_schedule
+        self.pp = p.pp
+        n_virtual = len(graph.chunks)
+        self.last_v = n_virtual - 1
+        if graph.fsdp:
+            raise ConfigError(f"pipeline_schedule={self.name} with ZeRO-3/FSDP gathers is not "
+                              "modelled; use 1f1b or interleaved_1f1b with zero_stage 3")
+        self.fwd = {v: ch.fwd for v, ch in graph.chunks.items()}
+        self.bwd = {v: ch.bwd for v, ch in graph.chunks.items()}
+        self.split = {v: split_backward(ch.bwd) for v, ch in graph.chunks.items()}
+        self.pair_fwd, self.pair_bwd = self.fwd, self.bwd
+        if self.name == "dualpipe" or self.name == "dualpipe_v":
+            self._pair_pricing()
+
+    def _pair_pricing(self) -> None:
+        """Forward and backward of each virtual stage priced with the all-to-alls hidden."""
+        from trainsim.simulator import _chunks  # the simulator's pricing of passes
+        from trainsim.workload.layers import shard_of
+        g = self.g
+        if g.p.moe_overlap_ep_comm or not g.cfg.model.is_moe:
+            return
+        cfg = replace(g.cfg, parallel=replace(g.p, moe_overlap_ep_comm=True))
+        chunks = _chunks(cfg, Pricer(cfg), shard_of(cfg), g.layer_source)
+        self.pair_fwd = {v: ch.fwd for v, ch in chunks.items()}
+        self.pair_bwd = {v: ch.bwd for v, ch in chunks.items()}
+
+    def _times(self) -> tuple[list[float], list[float], list[float], float]:
+        """Per-stage F, I and W seconds (all chunks of a rank) and the send, for zb_2p."""
+        t_f, t_i, t_w = [0.0] * self.pp, [0.0] * self.pp, [0.0] * self.pp
+        for v in self.fwd:
+            s = rank_of(self.name, v, 0, self.pp)
+            t_f[s] += self.fwd[v].duration_s
+            t_i[s] += self.split[v][0].duration_s
+            t_w[s] += self.split[v][1].duration_s
+        return t_f, t_i, t_w, self.g.send.duration_s
+
+    def sends(self, s: int, v: int, chunk: int, forward: bool) -> bool:
+        """Whether a pass of virtual stage ``v`` on rank ``s`` sends to another rank."""
+        nxt = v + 1 if forward else v - 1
+        return 0 <= nxt <= self.last_v and rank_of(self.name, nxt, chunk, self.pp) != s
+
+    def place(self) -> None:
+        g = self.g
+        pp = self.pp
+        times = self._times() if self.name == "zb_2p" else None
+        plan = orders(self.name, pp, g.vpp, g.m, times)  # type: ignore[arg-type]
+        first_fwd_deps: dict[tuple[int, int], list[int]] = {}
+        if g.zero in (1, 2) and g.p.overlap_param_gather:
+            chunks = 2 if self.name == "dualpipe" else g.vpp
+            first_fwd_deps = {(s, c): g.param_gathers(s, 1 / chunks, [], f"chunk {c}")
+                              for s in range(pp) for c in range(chunks)}
+        self.sent: dict[tuple[str, int, int], int] = {}
+        self.own: dict[tuple[str, int, int], int] = {}  # (F|B, mb, v) -> compute task
+        self.first_fwd_deps = first_fwd_deps
+        self.seen_fwd: set[tuple[int, int]] = set()
+        cursor = [0] * pp
+        while any(cursor[s] < len(plan[s]) for s in range(pp)):
+            progressed = False
+            for s in range(pp):
+                while cursor[s] < len(plan[s]):
+                    if not self._try(s, plan[s][cursor[s]]):
+                        break
+                    cursor[s] += 1
+                    progressed = True
+            if not progressed:  # pragma: no cover - the orders are deadlock-free
+                raise RuntimeError(f"pipeline schedule {self.name} has a cycle")
+
+    # -- one step ---------------------------------------------------------------------------
+    def _upstream(self, s: int, p: Pass) -> list[int] | None:
+        """Tasks pass ``p`` waits for, or None when one is not created yet."""
+        v = virtual_stage(self.name, s, p.chunk, self.pp)
+        deps: list[int] = []
+        if p.kind == "F":
+            if v > 0:
+                key = ("F", p.microbatch, v - 1)
+                if key not in self.sent:
+                    return None
+                deps.append(self.sent[key])
+            if (s, p.chunk) not in self.seen_fwd:
+                deps += self.first_fwd_deps.get((s, p.chunk), [])
+            return deps
+        if p.kind == "W":
+            return [self.own[("B", p.microbatch, v)]]
+        if v < self.last_v:
+            key = ("B", p.microbatch, v + 1)
+            if key not in self.sent:
+                return None
+            deps.append(self.sent[key])
+        deps.append(self.own[("F", p.microbatch, v)])
+        return deps
+
+    def _try(self, s: int, step: Pass | Overlapped) -> bool:
+        steps = step if isinstance(step, Overlapped) else (step,)
+        ups = [self._upstream(s, p) for p in steps]
+        if any(u is None for u in ups):
+            return False
+        deps = [d for u in ups for d in u]  # type: ignore[union-attr]
+        if isinstance(step, Overlapped):
+            self._pair(s, step, deps)
+        else:
+            self._single(s, step, deps)
+        for p in steps:
+            if p.kind == "F":
+                self.seen_fwd.add((s, p.chunk))
+        return True
+
+    def _single(self, s: int, p: Pass, deps: list[int]) -> None:
+        g = self.g
+        v = virtual_stage(self.name, s, p.chunk, self.pp)
+        label = f"{p.kind} mb{p.microbatch} c{p.chunk}"
+        if p.kind == "F":
+            work = self.fwd[v]
+        elif p.kind == "B":
+            work = self.bwd[v]
+        elif p.kind == "I":
+            work = self.split[v][0]
+        else:
+            work = self.split[v][1]
+        if p.kind == "W":
+            i = g.add((s, "compute"), work, deps, label)
+            self._grads_ready(s, p, i)
+            return
+        forward = p.kind == "F"
+        i, out = g.pass_and_send(s, work, deps, label, self.sends(s, v, p.chunk, forward))
+        key = ("F" if forward else "B", p.microbatch, v)
+        self.own[key] = i
+        self.sent[key] = out
+        if p.kind == "B":
+            self._grads_ready(s, p, i)
+
+    def _pair(self, s: int, step: Overlapped, deps: list[int]) -> None:
+        g = self.g
+        f, b = step
+        vf = virtual_stage(self.name, s, f.chunk, self.pp)
+        vb = virtual_stage(self.name, s, b.chunk, self.pp)
+        work = self.pair_fwd[vf] + self.pair_bwd[vb]
+        send_f = self.sends(s, vf, f.chunk, True)
+        send_b = self.sends(s, vb, b.chunk, False)
+        label = f"F mb{f.microbatch} c{f.chunk} & B mb{b.microbatch} c{b.chunk}"
+        if g.p.overlap_p2p_comm:
+            i = g.add((s, "compute"), work, deps, label)
+            out_f = g.add((s, "pp"), g.send, [i], f"send F mb{f.microbatch}") if send_f else i
+            out_b = g.add((s, "pp"), g.send, [i], f"send B mb{b.microbatch}") if send_b else i
+        else:
+            for flag in (send_f, send_b):
+                if flag:
+                    work = work + g.send
+            i = out_f = out_b = g.add((s, "compute"), work, deps, label)
+        self.own[("F", f.microbatch, vf)] = i
+        self.sent[("F", f.microbatch, vf)] = out_f
+        self.own[("B", b.microbatch, vb)] = i
+        self.sent[("B", b.microbatch, vb)] = out_b
+        self._grads_ready(s, b, i)
+
+    def _grads_ready(self, s: int, p: Pass, task: int) -> None:
+        """The last pass that writes a chunk's weight gradients releases its reduction
+        (``optimizer_steps`` reads ``last_bwd`` by Megatron's key chunk * pp + stage)."""
+        if p.microbatch != self._last_mb(p.chunk):
+            return
+        chunk = 0 if self.name == "dualpipe" else p.chunk
+        key = chunk * self.pp + s
+        prev = self.g.last_bwd.get(key)
+        if prev is None or prev[0] < task:
+            self.g.last_bwd[key] = [task]
+
+    def _last_mb(self, chunk: int) -> int:
+        if self.name == "dualpipe":
+            return self.g.m // 2 - 1 if chunk == 0 else self.g.m - 1
+        return self.g.m - 1

@@ -1,0 +1,408 @@
+"""Pipeline schedules beyond 1F1B: the order of passes on every pipeline rank.
+
+A pass is ``F`` (forward), ``B`` (whole backward), or, where a schedule splits the backward
+(Qi et al., ICLR 2024, "Zero Bubble Pipeline Parallelism" §2), ``I`` (the gradient of the
+input, the paper's *B*: what the previous stage waits for) and ``W`` (the gradient of the
+weights, free to run any time before the optimizer step). DualPipe's overlapped pairs are an
+:class:`Overlapped` (DeepSeek-V3 report §3.2.1: the forward of one micro-batch and the backward
+of another run together so that each one's all-to-alls hide behind the other's compute).
+
+The orders only say *which* pass a rank runs next; the event engine times them, with every
+pass waiting for its input from the neighbouring stage. Where a published implementation
+exists the order is its order, cited at each function:
+
+- ``gpipe``: every forward, then every backward (torch ``ScheduleGPipe``; Huang et al. 2019).
+- ``zb_h1`` / ``zb_h2``: the handcrafted schedules of Qi et al. §2 (Figure 3). ZB-H1 is 1F1B
+  with the backward split and rank i (1-based) delaying its W passes by i-1 backward passes,
+  so that it holds (p-i+1) M_B + (i-1) M_W (§2.3); ZB-H2 warms up with 2(p-i) forwards and
+  delays W by 2(i-1), holding (2p-2i+1) M_B + (2i-2) M_W (§2.3). ``zb_1p`` is ZB-H1: the
+  paper's automatic search at a p M_B limit finds ZB-H1's bubble in every setting (Table 5).
+- ``zb_2p``: the paper's heuristic (§3.1) at a 2p M_B activation limit, from the priced pass
+  times (``zb_greedy``).
+- ``zb_v``: ZB-V (§6), torch's ``ScheduleZBVZeroBubble`` order; the model in 2p chunks placed
+  as a V (rank r holds chunks r and 2p-1-r).
+- ``interleaved_zb``: Megatron's interleaved 1F1B with the backward split and W delayed by the
+  rank's index (torch ``ScheduleInterleavedZeroBubble`` delays W the same way).
+- ``dualpipe`` / ``dualpipe_v``: the eight steps of deepseek-ai/DualPipe ``dualpipe.py`` and
+  ``dualpipev.py`` (the figures of the DeepSeek-V3 report §3.2.1 and of that repository).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from trainsim.workload.schedule import (
+    W_MEMORY_FRACTION,
+    Overlapped,
+    Pass,
+    interleaved_one_f_one_b,
+    one_f_one_b,
+)
+
+Step = Pass | Overlapped
+
+
+def gpipe(stage: int, pp: int, m: int) -> list[Step]:
+    """Every forward, then every backward, both in micro-batch order (torch ``ScheduleGPipe``)."""
+    return [Pass("F", i, 0) for i in range(m)] + [Pass("B", i, 0) for i in range(m)]
+
+
+def _delayed_w(order: list[Pass], delay: int) -> list[Step]:
+    """Split every backward into I and W; the W of the k-th backward runs right after the
+    (k + delay)-th one (torch ``_get_1f1b_rank_ops`` with ``num_1f1b_microbatches = delay``);
+    the W passes still pending at the end follow in order."""
+    out: list[Step] = []
+    pending: deque[Pass] = deque()
+    seen = 0
+    for p in order:
+        if p.kind != "B":
+            out.append(p)
+            continue
+        out.append(Pass("I", p.microbatch, p.chunk))
+        pending.append(Pass("W", p.microbatch, p.chunk))
+        seen += 1
+        if seen > delay:
+            out.append(pending.popleft())
+    out.extend(pending)
+    return out
+
+
+def _one_f_one_b(stage: int, warmup: int, m: int) -> list[Pass]:
+    warmup = min(warmup, m)
+    order = [Pass("F", i, 0) for i in range(warmup)]
+    for i in range(m - warmup):
+        order += [Pass("F", warmup + i, 0), Pass("B", i, 0)]
+    return order + [Pass("B", i, 0) for i in range(m - warmup, m)]
+
+
+def zb_h1(stage: int, pp: int, m: int) -> list[Step]:
+    """ZB-H1 (Qi et al. §2.1): 1F1B's warm-up, W delayed by the rank's index."""
+    return _delayed_w(_one_f_one_b(stage, pp - stage - 1, m), stage)
+
+
+def zb_h2(stage: int, pp: int, m: int) -> list[Step]:
+    """ZB-H2 (Qi et al. §2.2): 2(p-1-s) warm-up forwards, W delayed by 2s."""
+    return _delayed_w(_one_f_one_b(stage, 2 * (pp - stage - 1), m), 2 * stage)
+
+
+def interleaved_zb(stage: int, pp: int, vpp: int, m: int) -> list[Step]:
+    """Megatron's interleaved order with the backward split, W delayed by the rank's index."""
+    return _delayed_w(interleaved_one_f_one_b(stage, pp, vpp, m), stage)
+
+
+def zb_v(stage: int, pp: int, m: int) -> list[Step]:
+    """ZB-V (Qi et al. §6, Figure 8) as torch's ``ScheduleZBVZeroBubble`` orders it: chunk 0
+    is virtual stage ``stage``, chunk 1 is ``2pp - 1 - stage``. Orders are built for at least
+    2pp - 1 micro-batches and the passes of missing ones dropped, as torch does."""
+    n = max(2 * pp - 1, m)
+    r = stage
+    out: list[Step] = []
+    f, b = [0, 0], [0, 0]
+
+    def fwd(c: int) -> None:
+        out.append(Pass("F", f[c], c))
+        f[c] += 1
+
+    def i_and_w(c: int) -> None:
+        out.extend((Pass("I", b[c], c), Pass("W", b[c], c)))
+        b[c] += 1
+
+    for _ in range(2 * (pp - r) - 1):
+        fwd(0)
+    for _ in range(r):
+        fwd(1)
+        fwd(0)
+    for _ in range(pp - r):
+        fwd(1)
+        i_and_w(1)
+    while f[1] < f[0] or f[0] < n:
+        if f[0] < n:
+            fwd(0)
+        i_and_w(0)
+        fwd(1)
+        i_and_w(1)
+    w = list(b)
+    for _ in range(r):
+        for c in (0, 1):
+            out.append(Pass("I", b[c], c))
+            b[c] += 1
+    for _ in range(pp - r):
+        out.append(Pass("I", b[0], 0))
+        b[0] += 1
+        out.append(Pass("W", w[0], 0))
+        w[0] += 1
+    for c in (1, 0):
+        out.extend(Pass("W", k, c) for k in range(w[c], b[c]))
+    return [p for p in out if p.microbatch < m]
+
+
+class _Dual:
+    """Builds one rank's DualPipe(V) order: per-direction micro-batch counters and the FIFO of
+    weight gradients an input-only backward leaves (DualPipe's ``WeightGradStore``)."""
+
+    def __init__(self, first_mb: tuple[int, int], flip: bool) -> None:
+        self.out: list[Step] = []
+        self.f = list(first_mb)
+        self.b = list(first_mb)
+        self.flip = flip  # DualPipe's second half of ranks swaps the meaning of the phases
+        self.wq: deque[Pass] = deque()
+
+    def _chunk(self, phase: int) -> int:
+        return phase ^ self.flip
+
+    def fwd(self, phase: int) -> Pass:
+        c = self._chunk(phase)
+        p = Pass("F", self.f[c], c)
+        self.f[c] += 1
+        return p
+
+    def bwd(self, phase: int, zb: bool = False) -> Pass:
+        c = self._chunk(phase)
+        p = Pass("I" if zb else "B", self.b[c], c)
+        if zb:
+            self.wq.append(Pass("W", self.b[c], c))
+        self.b[c] += 1
+        return p
+
+    def add(self, *steps: Step) -> None:
+        self.out.extend(steps)
+
+    def weight(self) -> None:
+        self.out.append(self.wq.popleft())
+
+
+def _dual_steps(d: _Dual, n: int, rank: int, last: bool, chunks: int) -> list[Step]:
+    """The eight steps of DualPipe's ``step`` for a rank at distance ``rank`` from its end of
+    the pipeline, ``n`` ranks in that half (DualPipeV: the whole pipeline), ``chunks``
+    micro-batches per direction (DualPipeV: all of them); ``last``: the middle rank, whose
+    first steady pair does not overlap."""
+    for _ in range((n - rank - 1) * 2):  # 1: nF0
+        d.add(d.fwd(0))
+    for _ in range(rank + 1):  # 2: nF0F1
+        d.add(d.fwd(0), d.fwd(1))
+    for _ in range(n - rank - 1):  # 3: nB1W1F1 (zero bubble)
+        d.add(d.bwd(1, zb=True))
+        d.weight()
+        d.add(d.fwd(1))
+    for i in range(chunks - 2 * n + rank + 1):  # 4: nF0B1F1B0
+        if i == 0 and last:
+            d.add(d.fwd(0), d.bwd(1))
+        else:
+            d.add(Overlapped(d.fwd(0), d.bwd(1)))
+        d.add(Overlapped(d.fwd(1), d.bwd(0)))
+    for _ in range(n - rank - 1):  # 5: nB1F1B0
+        d.add(d.bwd(1))
+        d.add(Overlapped(d.fwd(1), d.bwd(0)))
+    zb = False
+    steps6 = rank + 1
+    for i in range(steps6):  # 6: nB1B0, the second half with zero bubble
+        if i == steps6 // 2 and rank % 2 == 1:
+            zb = True
+        d.add(d.bwd(1, zb))
+        if i == steps6 // 2 and rank % 2 == 0:
+            zb = True
+        d.add(d.bwd(0, zb))
+    for _ in range(n - rank - 1):  # 7: nWB0 (zero bubble)
+        d.weight()
+        d.add(d.bwd(0, zb=True))
+    for _ in range(rank + 1):  # 8: nW
+        d.weight()
+    return d.out
+
+
+def dualpipe(stage: int, pp: int, m: int) -> list[Step]:
+    """DualPipe (deepseek-ai/DualPipe ``dualpipe.py``): ``pp`` (even) ranks, m/2 micro-batches
+    entering at each end. Chunk 0 is the direction entering at rank 0 (micro-batches 0..m/2-1,
+    rank r runs its stage r), chunk 1 the one entering at rank pp-1 (micro-batches m/2..m-1,
+    rank r runs its stage pp-1-r)."""
+    half = pp // 2
+    hr = min(stage, pp - 1 - stage)
+    second = stage >= half
+    d = _Dual((0, m // 2), second)
+    return _dual_steps(d, half, hr, hr == half - 1, m // 2)
+
+
+def dualpipe_v(stage: int, pp: int, m: int) -> list[Step]:
+    """DualPipeV (deepseek-ai/DualPipe ``dualpipev.py``, Sea AI Lab's "cut-in-half"): the model
+    in 2pp chunks placed as a V; chunk 0 is virtual stage ``stage``, chunk 1 ``2pp-1-stage``."""
+    d = _Dual((0, 0), False)
+    return _dual_steps(d, pp, stage, stage == pp - 1, m)
+
+
+def zb_greedy(pp: int, m: int, t_f: list[float], t_i: list[float], t_w: list[float],
+              comm_s: float, limit: float, fill: float = 1.0) -> list[list[Step]]:
+    """Qi et al. §3.1's heuristic, as described there, from each stage's pass times: every
+    stage runs as many forwards as its activation limit (``limit`` micro-batches) allows
+    before its first I; then an I as soon as its input has arrived, else a forward, and a W to
+    fill a wait at least ``fill`` times as long as the W, or to free memory at the limit; the
+    W passes left run at the end. Returns every stage's order."""
+    order: list[list[Step]] = [[] for _ in range(pp)]
+    t = [0.0] * pp  # when each stage is free
+    nf, ni = [0] * pp, [0] * pp
+    f_end: list[dict[int, float]] = [{} for _ in range(pp)]
+    i_end: list[dict[int, float]] = [{} for _ in range(pp)]
+    pend: list[deque[int]] = [deque() for _ in range(pp)]
+    mem = [0.0] * pp
+    wf = W_MEMORY_FRACTION
+
+    def arrival_f(s: int) -> float | None:
+        if nf[s] >= m:
+            return None
+        if s == 0:
+            return 0.0
+        end = f_end[s - 1].get(nf[s])
+        return None if end is None else end + comm_s
+
+    def arrival_i(s: int) -> float | None:
+        if ni[s] >= nf[s]:
+            return None
+        if s == pp - 1:
+            return f_end[s][ni[s]]
+        end = i_end[s + 1].get(ni[s])
+        return None if end is None else end + comm_s
+
+    def run(s: int, kind: str, start: float) -> None:
+        if kind == "F":
+            f_end[s][nf[s]] = t[s] = start + t_f[s]
+            order[s].append(Pass("F", nf[s], 0))
+            nf[s] += 1
+            mem[s] += 1.0
+        elif kind == "I":
+            i_end[s][ni[s]] = t[s] = start + t_i[s]
+            order[s].append(Pass("I", ni[s], 0))
+            pend[s].append(ni[s])
+            ni[s] += 1
+            mem[s] -= 1.0 - wf
+        else:
+            t[s] = start + t_w[s]
+            order[s].append(Pass("W", pend[s].popleft(), 0))
+            mem[s] -= wf
+
+    done = [False] * pp
+    waiting = [False] * pp  # cannot act until another stage at the same time has acted
+    while not all(done):
+        s = min((x for x in range(pp) if not done[x]), key=lambda x: (t[x], waiting[x], x))
+        if ni[s] == m:  # forwards and input gradients done: the W passes left
+            while pend[s]:
+                run(s, "W", t[s])
+            done[s] = True
+            continue
+        ai, af = arrival_i(s), arrival_f(s)
+        f_ok = af is not None and mem[s] + 1.0 <= limit + 1e-9
+        acted = True
+        if ai is not None and ai <= t[s]:
+            run(s, "I", t[s])
+        elif f_ok and af is not None and af <= t[s]:
+            run(s, "F", t[s])
+        else:
+            # the earliest an input can arrive: known, or after a neighbour's next pass
+            known = [a for a in (ai, af if f_ok else None) if a is not None]
+            later = [t[x] for x in range(pp) if x != s and not done[x] and t[x] > t[s]]
+            same = [x for x in range(pp) if x != s and not done[x] and t[x] == t[s]
+                    and not waiting[x]]
+            nxt = min(known) if known else (min(later) if later else t[s])
+            if pend[s] and (nxt - t[s] >= fill * t_w[s] or (not f_ok and ai is None)):
+                run(s, "W", t[s])
+            elif known:
+                t[s] = nxt
+            elif same:  # let the stages at this time act first
+                waiting[s] = True
+                acted = False
+            elif later:
+                t[s] = min(later)
+            elif pend[s]:
+                run(s, "W", t[s])
+            else:  # pragma: no cover - every stage waiting on another cannot happen
+                raise RuntimeError("zb_greedy: no stage can progress")
+        if acted:
+            waiting = [False] * pp
+    return order
+
+
+def orders(name: str, pp: int, vpp: int, m: int,
+           times: tuple[list[float], list[float], list[float], float] | None = None
+           ) -> list[list[Step]]:
+    """Every rank's order under schedule ``name``. ``times`` (per-stage F, I and W seconds and
+    the send time) feed ``zb_2p``'s search; without them its passes count as equal."""
+    if name == "zb_2p":
+        return zb_2p(pp, m, times or ([1.0] * pp, [1.0] * pp, [1.0] * pp, 0.0))
+    one = {
+        "gpipe": lambda s: gpipe(s, pp, m),
+        "1f1b": lambda s: list(one_f_one_b(s, pp, m)),
+        "interleaved_1f1b": lambda s: list(interleaved_one_f_one_b(s, pp, vpp, m)),
+        "zb_h1": lambda s: zb_h1(s, pp, m),
+        "zb_h2": lambda s: zb_h2(s, pp, m),
+        "zb_v": lambda s: zb_v(s, pp, m),
+        "interleaved_zb": lambda s: interleaved_zb(s, pp, vpp, m),
+        "dualpipe": lambda s: dualpipe(s, pp, m),
+        "dualpipe_v": lambda s: dualpipe_v(s, pp, m),
+    }[name]
+    return [one(s) for s in range(pp)]
+
+
+def virtual_stage(name: str | None, stage: int, chunk: int, pp: int) -> int:
+    """The virtual stage a rank's chunk runs: Megatron's ``chunk * pp + stage``; a V puts
+    chunk 1 on ``2pp - 1 - stage``; DualPipe's chunk 1 (the reverse direction) runs stage
+    ``pp - 1 - stage`` of a pp-stage model."""
+    if name in ("zb_v", "dualpipe_v"):
+        return stage if chunk == 0 else 2 * pp - 1 - stage
+    if name == "dualpipe":
+        return stage if chunk == 0 else pp - 1 - stage
+    return chunk * pp + stage
+
+
+def rank_of(name: str | None, v: int, chunk: int, pp: int) -> int:
+    """The rank that runs virtual stage ``v`` for a micro-batch of ``chunk``'s direction."""
+    if name in ("zb_v", "dualpipe_v"):
+        return v if v < pp else 2 * pp - 1 - v
+    if name == "dualpipe":
+        return v if chunk == 0 else pp - 1 - v
+    return v % pp
+
+
+def rank_chunks(name: str | None, stage: int, pp: int, vpp: int) -> list[int]:
+    """The virtual stage of each chunk a rank holds (DualPipe: two copies of pp stages)."""
+    chunks = 2 if name == "dualpipe" and pp > 1 else vpp
+    return [virtual_stage(name, stage, c, pp) for c in range(chunks)]
+
+
+def makespan_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: list[float],
+               comm_s: float) -> float:
+    """When the last rank finishes a one-chunk plan, each pass starting when its rank is free
+    and its input has arrived (``comm_s`` after the neighbour's pass): how the search of
+    Qi et al. §3 scores a candidate order before the engine times the chosen one."""
+    pp = len(plan)
+    end: dict[tuple[str, int, int], float] = {}
+    free = [0.0] * pp
+    cursor = [0] * pp
+    while any(cursor[s] < len(plan[s]) for s in range(pp)):
+        for s in range(pp):
+            while cursor[s] < len(plan[s]):
+                p = plan[s][cursor[s]]
+                assert isinstance(p, Pass)
+                if p.kind == "F":
+                    dep = ("F", p.microbatch, s - 1) if s > 0 else None
+                    dur = t_f[s]
+                elif p.kind == "W":
+                    dep, dur = None, t_w[s]
+                else:
+                    dep = ("I", p.microbatch, s + 1) if s < pp - 1 else None
+                    dur = t_i[s] + (t_w[s] if p.kind == "B" else 0.0)
+                if dep is not None and dep not in end:
+                    break
+                ready = end[dep] + comm_s if dep is not None else 0.0
+                free[s] = max(free[s], ready) + dur
+                end[("I" if p.kind in "IB" else p.kind, p.microbatch, s)] = free[s]
+                cursor[s] += 1
+    return max(free)
+
+
+def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float]
+          ) -> list[list[Step]]:
+    """ZB-2p: the best of the §3.1 heuristic's variants (Qi et al. grid-search its binary
+    choices; here how long a wait must be before a W fills it) and the handcrafted ZB-H2,
+    all within 2p micro-batches of activations, scored by ``makespan_s``."""
+    t_f, t_i, t_w, comm = times
+    candidates = [zb_greedy(pp, m, t_f, t_i, t_w, comm, 2.0 * pp, fill)
+                  for fill in (0.0, 0.5, 1.0, 2.0)]
+    candidates.append([zb_h2(s, pp, m) for s in range(pp)])
+    return min(candidates, key=lambda plan: makespan_s(plan, t_f, t_i, t_w, comm))
