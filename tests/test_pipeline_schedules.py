@@ -261,3 +261,16 @@ def test_peak_in_flight_counts_w_memory():
     order = [Pass("F", 0, 0), Pass("I", 0, 0), Pass("F", 1, 0), Pass("W", 0, 0)]
     assert peak_in_flight(order) == pytest.approx(2 - (1 - 32 / 34))
     assert dualpipe(0, 4, 8) and dualpipe_v(0, 4, 8)
+
+
+def test_post_validation_period_is_longest_stage_span():
+    """With the optimizer validated after the step (Qi et al. §4) the period is the longest
+    stage's span, shorter than the makespan that a synchronized step waits for; the breakdown
+    still sums to it."""
+    sync = trainsim.simulate(_cfg("zb_2p", "training.global_batch_size=32"), keep_timeline=True)
+    post = trainsim.simulate(_cfg("zb_2p", "training.global_batch_size=32",
+                                  "parallel.optimizer_post_validation=true"))
+    from trainsim.pipeline import stage_starts
+    starts = stage_starts(sync.timeline, 4)
+    assert max(starts) > 0 and post.iteration_time_s < sync.iteration_time_s
+    assert sum(v for k, v in post.breakdown.items()) == pytest.approx(post.iteration_time_s)

@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import Priced, Pricer
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
@@ -47,6 +48,17 @@ def split_backward(work: Priced) -> tuple[Priced, Priced]:
         weight = name.endswith(".wgrad") or name.split(".")[0] in WEIGHT_GRAD_OPS
         (w_segs if weight else i_segs).append(seg)
     return Priced(tuple(i_segs)), Priced(tuple(w_segs))
+
+
+def stage_starts(tl: Timeline, pp: int) -> list[float]:
+    """When each stage's first pass starts: under optimizer post-validation (Qi et al. §4) a
+    stage's next iteration starts once its own optimizer step is done, so stage s's start
+    offset overlaps the previous iteration and the period is the longest stage's span."""
+    start = [float("inf")] * pp
+    for i, t in enumerate(tl.tasks):
+        if t.stream[1] == "compute" and tl.start_s[i] < start[t.stream[0]]:
+            start[t.stream[0]] = tl.start_s[i]
+    return [0.0 if x == float("inf") else x for x in start]
 
 
 class ScheduledPipeline:

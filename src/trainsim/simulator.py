@@ -405,13 +405,14 @@ def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
 
 
 def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
-               iteration_s: float) -> tuple[dict, dict]:
+               iteration_s: float, origin_s: float = 0.0) -> tuple[dict, dict]:
     """Attribute the iteration to one stage's timeline: busy categories on its compute stream,
     gaps by the reason it waited (pipeline bubble, or data-parallel communication), and the
-    wait for slower stages after it finished (bubble too)."""
+    wait for slower stages after it finished (bubble too). ``origin_s``: when the stage's
+    iteration starts (its first pass under optimizer post-validation, else 0)."""
     cats = {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0}
     bubble = 0.0
-    prev_end = 0.0
+    prev_end = origin_s
     tasks = tl.tasks
     dp_side = any(t.stream == (stage, "dp") for t in tasks)
     for i, t in enumerate(tasks):
@@ -432,7 +433,7 @@ def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
         prev_end = tl.end_s[i]
     tail = tl.end_s[end_task] - prev_end  # exposed parameter all-gather after the step
     cats[DP] += max(0.0, tail)
-    bubble += iteration_s - tl.end_s[end_task]
+    bubble += iteration_s - (tl.end_s[end_task] - origin_s)
     total = iteration_s
     exposed = {"tp": cats[TP], "cp": cats[CP], "ep": cats[EP], "pp": cats[PP], "dp": cats[DP]}
     breakdown = {"compute_s": cats[COMPUTE], "exposed_comm_s": sum(exposed.values()),
@@ -472,7 +473,11 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
     pricer = Pricer(cfg)
     tasks, ends = build_tasks(cfg, pricer, layer_source)
     tl = run(tasks)
-    iteration_s = max(tl.end_s[e] for e in ends)
+    origin = [0.0] * len(ends)
+    if cfg.parallel.optimizer_post_validation:  # stages overlap consecutive iterations
+        from trainsim.pipeline import stage_starts
+        origin = stage_starts(tl, len(ends))
+    iteration_s = max(tl.end_s[e] - origin[s] for s, e in enumerate(ends))
     # The stage that bounds throughput: the most work on its compute stream (ties: the one
     # that finishes last, then the lowest index)
     busy = [0.0] * len(ends)
@@ -480,7 +485,7 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
         if t.stream[1] == "compute":
             busy[t.stream[0]] += t.duration_s
     stage = max(range(len(ends)), key=lambda s: (round(busy[s], 12), tl.end_s[ends[s]], -s))
-    breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage], iteration_s)
+    breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage], iteration_s, origin[stage])
     loading = data_loading_s(cfg, iteration_s)
     iteration_s += loading
     breakdown["data_loading_s"] = loading

@@ -124,6 +124,11 @@ class ParallelConfig:
     interleaved_1f1b, zb_h1 (= zb_1p), zb_h2, zb_2p, zb_v, interleaved_zb, dualpipe,
     dualpipe_v, or torchtitan's names (GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble,
     InterleavedZeroBubble, DualPipeV). None: 1F1B, interleaved when vpp > 1 (Megatron)."""
+    optimizer_post_validation: bool = False
+    """Validate the optimizer step after the fact instead of synchronizing every pipeline
+    stage before it (Qi et al. 2024 §4, the zero-bubble code's --enable-optimizer-post-
+    validation): a stage starts its next iteration as soon as its own step is done, so the
+    iteration period is the longest stage's span (first pass to step), not the makespan."""
     zero3_gather: Literal["per_parameter", "per_unit", "per_block"] | None = None
     """How ZeRO-3 / FSDP gathers parameters before a pass: ``per_block`` / ``per_unit`` (FSDP:
     one all-gather per wrapped unit, prefetched ahead of the compute that needs it) or
