@@ -37,13 +37,36 @@ and ~688 MB for three or more on A100s with NVLink (NVIDIA/nccl#964, 2023): chan
 for each protocol (NCCL_BUFFSIZE 4 MiB for Simple, plus LL and LL128) per peer and channel."""
 
 
-def communicator_sizes(cfg: RunConfig) -> list[int]:
-    """Sizes of the NCCL communicators one rank uses: the world group (startup barrier, loss
-    and overflow reductions) and each parallel group with more than one rank."""
+def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
+    """Sizes of the NCCL communicators one rank of pipeline stage ``stage`` holds once a step
+    has run a collective in each (NCCL allocates a communicator's buffers when it is created,
+    and PyTorch creates it at the group's first collective):
+
+    - the world group (startup barrier) and each parallel group of more than one rank;
+    - with pipeline parallelism, the model-parallel group (tp x pp) in which Megatron and
+      DeepSpeed all-reduce the gradient norm and the overflow flag (Megatron
+      ``clip_grad_norm_fp32`` / ``_unscale_main_grads_and_check_for_nan``; DeepSpeed
+      ``get_grad_norm_direct``), and, with tied embeddings, the two-rank group in which the
+      first and last stage all-reduce the word embedding's gradient (Megatron's embedding
+      group, DeepSpeed's ``tied_comms``);
+    - DeepSpeed's pipeline engine builds its own groups beside the model's
+      (deepspeed/runtime/pipe/topology.py ``PipelineParallelGrid``, v0.5.10): it gathers the
+      stage outputs in its slice group (the tensor-parallel ranks again) and broadcasts the loss
+      in the pipeline group (runtime/pipe/engine.py).
+
+    Pipeline sends and receives are not counted: PyTorch gives each (rank, peer) pair a
+    communicator of its own that holds only point-to-point buffers, whose size no measurement
+    here gives."""
     p = cfg.parallel
-    groups = [cfg.cluster.num_gpus, p.tp, p.cp, cfg.dp, p.pp]
+    groups = [cfg.cluster.num_gpus, p.tp, p.cp, cfg.dp]
     if p.ep > 1:
         groups += [p.ep, cfg.edp]
+    if p.pp > 1:
+        groups.append(p.tp * p.pp)
+        if stage in (0, p.pp - 1) and cfg.model.tied_embeddings:
+            groups.append(2)
+        if p.data_parallel_impl == "deepspeed":
+            groups += [p.tp, p.pp]
     return [g for g in groups if g > 1]
 
 
@@ -57,9 +80,9 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
     return max(allocated, backward_peak + step_temporaries)
 
 
-def context_bytes(cfg: RunConfig) -> float:
-    """Device memory outside PyTorch's allocator on one GPU: the CUDA context and NCCL's
-    buffers."""
+def context_bytes(cfg: RunConfig, stage: int = 0) -> float:
+    """Device memory outside PyTorch's allocator on one GPU of pipeline stage ``stage``: the CUDA
+    context and NCCL's buffers."""
     nccl = sum(NCCL_PAIR_COMM_BYTES if g == 2 else NCCL_GROUP_COMM_BYTES
-               for g in communicator_sizes(cfg))
+               for g in communicator_sizes(cfg, stage))
     return CUDA_CONTEXT_BYTES + nccl

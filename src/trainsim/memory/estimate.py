@@ -336,15 +336,17 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     step = list(state.persistent) + list(state.step)
     base = state.weights + state.gradients + state.optimizer
     backward_peak = base + inflight + sum(b for _, b in backward)
-    step_peak = base + sum(b for _, b in step)
+    held_at_step = state.gradients if state.step_gradients is None else state.step_gradients
+    step_peak = base - state.gradients + held_at_step + sum(b for _, b in step)
     step_only = sum(b for _, b in state.step)
     if backward_peak >= step_peak:
-        activations, temps, peak_at = inflight, backward, "backward (1F1B steady state)"
+        grads, activations, temps = state.gradients, inflight, backward
+        peak_at = "backward (1F1B steady state)"
     else:
-        activations, temps, peak_at = 0.0, step, "optimizer step"
+        grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only)
     return MemoryBreakdown(
-        state.weights, state.gradients, state.optimizer, activations,
-        sum(b for _, b in temps), context=context_bytes(cfg),
+        state.weights, grads, state.optimizer, activations,
+        sum(b for _, b in temps), context=context_bytes(cfg, stage),
         cached=reserved - max(backward_peak, step_peak), peak_at=peak_at,
         temporaries=tuple(sorted(temps, key=lambda x: -x[1])))

@@ -67,6 +67,9 @@ class ModelState:
     """Buffers alive while a layer runs its backward (gathered parameters, unsharded grads)."""
     step: tuple[tuple[str, float], ...] = ()
     """Buffers alive during the optimizer step (fp32 gradient copies)."""
+    step_gradients: float | None = None
+    """Gradient bytes still held at the step when the implementation has moved them into one of
+    the ``step`` buffers and freed the rest (None: ``gradients``)."""
 
     @property
     def total(self) -> float:
@@ -170,8 +173,17 @@ def _deepspeed(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mo
     persistent = bucket if p.zero_stage == 2 else ()
     step = (() if p.zero_stage == 2 else bucket) + (
         ("flat 16-bit gradient partition", 2.0 * shard), ("fp32 gradient partition", 4.0 * shard))
+    if p.zero_stage == 2:
+        return ModelState(_weights(cfg, held, linear), grads, (4.0 + moments) * shard,
+                          persistent, step=step)
+    # stage 1 with contiguous_gradients (the default): at the boundary each reduced gradient of
+    # the rank's partition is copied into one contiguous buffer (copy_grads_in_partition,
+    # ``grads_in_partition``), the per-parameter gradients are freed (zero_grad), and the step
+    # flattens that partition and casts it to fp32 while the buffer is still referenced
+    # (``averaged_gradients``): three partition-sized buffers at the step
+    step = step[:1] + (("contiguous 16-bit gradient partition", 2.0 * shard),) + step[1:]
     return ModelState(_weights(cfg, held, linear), grads, (4.0 + moments) * shard,
-                      persistent, step=step)
+                      persistent, step=step, step_gradients=0.0)
 
 
 def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:

@@ -1,0 +1,136 @@
+"""Model-state layouts that tests/test_memory_state.py does not cover, each against a hand
+calculation from the framework's source, and the NCCL communicators a pipeline rank holds
+(issue 16, acceptance 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+import trainsim
+from trainsim.memory import estimate_stage_memory
+from trainsim.memory.allocator import (
+    CUDA_CONTEXT_BYTES,
+    NCCL_GROUP_COMM_BYTES,
+    NCCL_PAIR_COMM_BYTES,
+    communicator_sizes,
+)
+from trainsim.memory.estimate import stage_params
+from trainsim.memory.state import DEEPSPEED_PREFETCH_BUCKET, DEEPSPEED_REDUCE_BUCKET, model_state
+from trainsim.model.counts import layer_params
+
+
+def cfg_of(*, impl="megatron", zero=0, do=False, dp=8, tp=1, pp=1, dtype="bf16",
+           fp32_grads=True, optimizer="adam", preset="llama3-8b", tied=None, vpp=1):
+    model = {"preset": preset}
+    if tied is not None:
+        model["tied_embeddings"] = tied
+    return trainsim.run_config_from_dict({
+        "model": model,
+        "parallel": {"tp": tp, "pp": pp, "vpp": vpp, "zero_stage": zero,
+                     "distributed_optimizer": do, "data_parallel_impl": impl},
+        "training": {"global_batch_size": 16 * dp, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": dtype, "grad_reduce_in_fp32": fp32_grads, "optimizer": optimizer},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": tp * pp * dp, "gpus_per_node": 8},
+    })
+
+
+def test_deepspeed_zero1_step_holds_three_gradient_partitions():
+    """DeepSpeed v0.5.10 stage_1_and_2.py, ZeRO-1 with contiguous_gradients (its default): at
+    the boundary the reduced gradients of the rank's partition are copied into one contiguous
+    16-bit buffer (copy_grads_in_partition) and every per-parameter gradient is freed
+    (zero_grad); step() flattens that partition (2 bytes) and casts it to fp32 (4 bytes) while
+    averaged_gradients still holds the buffer: the step holds 2P + 12P/dp + (2 + 2 + 4) P/dp
+    (+ the reduce bucket when dp > 1) and no per-parameter gradient."""
+    dp = 4
+    cfg = cfg_of(impl="deepspeed", zero=1, dp=dp, dtype="fp16", fp32_grads=False)
+    P = stage_params(cfg, 0)
+    s = model_state(cfg, 0)
+    step = dict(s.step)
+    assert step["contiguous 16-bit gradient partition"] == pytest.approx(2 * P / dp)
+    assert step["flat 16-bit gradient partition"] == pytest.approx(2 * P / dp)
+    assert step["fp32 gradient partition"] == pytest.approx(4 * P / dp)
+    assert s.step_gradients == 0.0
+    # one data-parallel rank (no reduction, no bucket): the step is the peak
+    one = cfg_of(impl="deepspeed", zero=1, dp=1, dtype="fp16", fp32_grads=False)
+    m = estimate_stage_memory(one, 0)
+    P1 = stage_params(one, 0)
+    assert m.peak_at == "optimizer step" and m.gradients == 0.0
+    assert m.allocated == pytest.approx(2 * P1 + 12 * P1 + 8 * P1)
+
+
+def test_deepspeed_zero3_layout():
+    """DeepSpeed stage3.py: 16-bit parameters, 16-bit gradients, fp32 master and Adam moments
+    all partitioned (2 + 2 + 12 bytes over dp); a layer's backward holds the submodule it
+    gathered plus up to stage3_prefetch_bucket_size (5e7) elements prefetched; the step casts
+    the gradient partition to fp32 (4 over dp); the reduce bucket (5e8 elements) persists."""
+    dp = 8
+    cfg = cfg_of(impl="deepspeed", zero=3, dp=dp)
+    P = stage_params(cfg, 0)
+    s = model_state(cfg, 0)
+    assert (s.weights, s.gradients, s.optimizer) == pytest.approx((2 * P / dp, 2 * P / dp,
+                                                                   12 * P / dp))
+    m = cfg.model
+    largest = max(m.hidden_size * (m.q_size + 2 * m.kv_size), 2 * m.ffn_size * m.hidden_size)
+    gathered = dict(s.backward)["gathered submodule parameters (current + prefetched)"]
+    assert gathered == pytest.approx(2 * (largest + DEEPSPEED_PREFETCH_BUCKET))
+    assert dict(s.step)["fp32 gradient partition"] == pytest.approx(4 * P / dp)
+    assert dict(s.persistent)["reduce bucket"] == pytest.approx(2 * DEEPSPEED_REDUCE_BUCKET)
+
+
+def test_megatron_fsdp_layout():
+    """Megatron-FSDP (megatron/core/distributed/fsdp, ``--use-megatron-fsdp`` with
+    ``optim_grads_params``): 16-bit parameters, reduce-dtype gradients, fp32 main parameters and
+    Adam moments all sharded over dp; a transformer layer is all-gathered for its compute with
+    the next one prefetched (2 x 2 bytes per layer parameter) and its unsharded gradient is held
+    until the reduce-scatter (4 bytes with fp32 reduction)."""
+    dp = 8
+    cfg = cfg_of(zero=3, dp=dp)
+    P = stage_params(cfg, 0)
+    s = model_state(cfg, 0)
+    assert s.weights + s.gradients + s.optimizer == pytest.approx((2 + 4 + 12) * P / dp)
+    layer = layer_params(cfg.model, 0)
+    back = dict(s.backward)
+    assert back["gathered layer parameters (current + prefetched)"] == pytest.approx(4 * layer)
+    assert back["unsharded layer gradients"] == pytest.approx(4 * layer)
+    half = model_state(cfg_of(zero=3, dp=dp, fp32_grads=False), 0)
+    assert dict(half.backward)["unsharded layer gradients"] == pytest.approx(2 * layer)
+
+
+@pytest.mark.parametrize(("optimizer", "moments"), [("adam", 8), ("lamb", 8), ("sgd", 4)])
+def test_optimizer_states(optimizer, moments):
+    """torch.optim.Adam / apex FusedAdam and apex FusedLAMB keep exp_avg and exp_avg_sq (two
+    fp32 moments, 8 bytes); torch.optim.SGD with momentum keeps momentum_buffer (4 bytes).
+    Megatron's distributed optimizer shards them with the fp32 main parameter over dp."""
+    dp = 8
+    cfg = cfg_of(do=True, dp=dp, optimizer=optimizer)
+    P = stage_params(cfg, 0)
+    assert model_state(cfg, 0).optimizer == pytest.approx((4 + moments) * P / dp)
+
+
+def test_pipeline_ranks_hold_the_model_parallel_and_embedding_groups():
+    """With pp > 1 every rank all-reduces the gradient norm in the model-parallel group
+    (tp x pp; Megatron clip_grad_norm_fp32); with tied embeddings the first and last stage also
+    hold the two-rank embedding group; the middle stages do not."""
+    cfg = cfg_of(tp=2, pp=4, dp=2, preset="gpt3-175b")
+    assert cfg.model.tied_embeddings
+    assert sorted(communicator_sizes(cfg, 0)) == sorted([16, 2, 2, 8, 2])
+    assert sorted(communicator_sizes(cfg, 1)) == sorted([16, 2, 2, 8])
+    untied = cfg_of(tp=2, pp=4, dp=2, preset="gpt3-175b", tied=False)
+    assert sorted(communicator_sizes(untied, 3)) == sorted([16, 2, 2, 8])
+    ctx = estimate_stage_memory(cfg, 0).context - estimate_stage_memory(cfg, 1).context
+    assert ctx == pytest.approx(NCCL_PAIR_COMM_BYTES)
+
+
+def test_deepspeed_pipeline_engine_builds_its_own_groups():
+    """DeepSpeed's PipelineParallelGrid (runtime/pipe/topology.py, v0.5.10) gathers stage outputs
+    in its own slice group (the tp ranks again) and broadcasts the loss in the pipeline group:
+    two more communicators than a Megatron rank of the same layout."""
+    ds = cfg_of(impl="deepspeed", zero=1, tp=8, pp=4, dp=2, preset="gpt3-175b")
+    mg = cfg_of(tp=8, pp=4, dp=2, preset="gpt3-175b")
+    extra = sorted(communicator_sizes(ds, 1))
+    for g in communicator_sizes(mg, 1):
+        extra.remove(g)
+    assert extra == [4, 8]
+    sizes = communicator_sizes(ds, 1)  # world, tp, dp (2 ranks), tp x pp, slice, pp
+    assert estimate_stage_memory(ds, 1).context == pytest.approx(
+        CUDA_CONTEXT_BYTES + NCCL_GROUP_COMM_BYTES * (len(sizes) - 1) + NCCL_PAIR_COMM_BYTES)
