@@ -1,0 +1,94 @@
+"""Issue 16, acceptance 2: do the runs that ran fit, and does the tuner choose the recipes'
+recompute where a row leaves it empty?
+
+    python benchmarks/memory_fit.py ../shared/validation/training_public.csv
+    trainsim validate FILE.csv --format json > rows.json && \
+        python benchmarks/memory_fit.py FILE.csv --json rows.json     # reuse a validate run
+
+For every row whose recompute and micro-batch cells are stated (the settings ran as written;
+the tuner fills only the other empty cells), whether the predicted peak that must fit in HBM
+(allocated + CUDA context + NCCL, the figure the tuner tests) fits the GPU's memory; the GiB
+column is that peak, or the figure of the row's ``memory_kind`` where it has one. For rows
+whose recompute cell is empty, the recompute setting the tuner chose, against the framework
+recipes named in the issue (NeMo 24.07 and Megatron-Bridge fp8: none; DeepSeek-V3 in Bridge:
+``mla_up_proj``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+
+GiB = 2**30
+
+
+def _rows_from_json(path: str) -> dict[str, dict]:
+    with open(path) as f:
+        return {r["id"]: r for r in json.load(f)["rows"]}
+
+
+def _predict(rows: list[dict[str, str]]) -> dict[str, dict]:
+    from trainsim.validate import predict_training_row
+
+    return {r["id"]: predict_training_row(r).to_dict() for r in rows}
+
+
+def _recipe_recompute(row: dict[str, str]) -> str | None:
+    """The recompute the issue's named recipes use for an empty cell, else None: NeMo 24.07's
+    performance recipes set none; Megatron-Bridge's fp8 performance configs set none, except
+    that the multi-head-latent-attention models (DeepSeek-V3) recompute ``mla_up_proj``
+    (Megatron-Bridge scripts/performance configs ``cfg.model.recompute_modules``)."""
+    from trainsim.catalog import model_dict, names
+
+    fw, version = row.get("framework", ""), row.get("framework_version", "")
+    if fw == "nemo" and version.startswith("24.07"):
+        return "none"
+    if fw == "megatron-bridge" and row.get("dtype") == "fp8":
+        preset = model_dict(row["model"]) if row["model"] in names("models") else {}
+        return "selective:mla_up_proj" if preset.get("kv_lora_rank") else "none"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv")
+    ap.add_argument("--json", help="rows of `trainsim validate FILE --format json`")
+    args = ap.parse_args(argv)
+    from trainsim.catalog import gpu
+
+    with open(args.csv) as f:
+        rows = list(csv.DictReader(f))
+    got = _rows_from_json(args.json) if args.json else _predict(rows)
+    stated = fit = 0
+    recipe = match = 0
+    print("| row | GPU | stated | predicted GiB | HBM GiB | fits | tuner's recompute |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for row in rows:
+        r = got[row["id"]]
+        if r.get("error"):
+            print(f"| {row['id']} | {row['gpu']} | | error: {r['error']} | | | |")
+            continue
+        is_stated = bool(row.get("recompute", "").strip() and row.get("micro_batch_size", "").strip())
+        hbm = gpu(row["gpu"]).hbm_bytes / GiB
+        peak = r["predicted_peak_memory_gib"]  # as the row's memory_kind says, if it has one
+        chosen = (r.get("chosen") or {}).get("recompute", "")
+        want = _recipe_recompute(row) if not row.get("recompute", "").strip() else None
+        if is_stated:
+            stated += 1
+            fit += bool(r["fits_in_memory"])
+        if want is not None:
+            recipe += 1
+            match += chosen == want
+        if is_stated or want is not None:
+            flag = "" if (r["fits_in_memory"] and (want is None or chosen == want)) else " **"
+            print(f"| {row['id']}{flag} | {row['gpu']} | {'yes' if is_stated else 'no'} | "
+                  f"{peak:.1f} | {hbm:.1f} | {r['fits_in_memory']} | {chosen or '(stated)'} |")
+    print(f"\nrows with stated recompute and micro-batch predicted to fit: {fit} / {stated}")
+    print(f"empty recompute cells where the tuner chose the recipes' setting: {match} / {recipe}")
+    return 0 if fit == stated and match == recipe else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
