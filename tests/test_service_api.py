@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import re
@@ -251,3 +252,42 @@ def test_the_web_ui_is_served_offline(served):
         # nothing fetched from elsewhere: the only URL is the SVG namespace
         assert re.findall(r"https?://[^\s\"'`]+", text) in ([], ["http://www.w3.org/2000/svg"])
         assert "/api/v1" in text or not src.endswith("app.js")
+
+
+def test_a_revoked_token_is_refused_once_its_cache_time_is_over(tmp_path):
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0, checkers=0,
+                        token_cache_s=0.2)
+    app = create_app(settings, start_workers=False)
+    with TestClient(app) as client:
+        store = app.state.store
+        headers = {"Authorization": f"Bearer {store.create_token('ci')}"}
+        assert client.get("/api/v1/jobs", headers=headers).status_code == 200
+        store.revoke_token("ci")  # as `trainsim token revoke ci` from another process
+        time.sleep(0.3)
+        r = client.get("/api/v1/jobs", headers=headers)
+        assert r.status_code == 401
+        assert r.json() == {"error": "unknown or revoked token", "field": "authorization"}
+
+
+def _nice_and_policy(pid: int) -> tuple[int, int]:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    return int(fields[16]), int(fields[38])  # stat fields 19 (nice) and 41 (policy)
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH") or not Path("/proc/self/stat").exists(),
+                    reason="reads Linux scheduling from /proc")
+def test_workers_run_as_batch_work_below_the_api(served):
+    _, app, *_ = served
+    api_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    deadline = time.monotonic() + 60
+    while True:  # a worker lowers its priority as it starts
+        seen = [_nice_and_policy(pid) for pid in app.state.pool.pids()]
+        if all(s == (min(19, api_nice + 10), os.SCHED_BATCH) for s in seen) or \
+                time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert seen and all(s == (min(19, api_nice + 10), os.SCHED_BATCH) for s in seen), seen
+
+
+def test_a_serving_app_keeps_its_startup_objects_out_of_the_collector(served):
+    assert gc.get_freeze_count() > 10_000  # FastAPI, pydantic, SQLAlchemy: ~90,000

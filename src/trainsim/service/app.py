@@ -7,12 +7,13 @@ Every ``/api/v1`` route but health needs ``Authorization: Bearer <token>``. Erro
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import multiprocessing
 import os
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -31,7 +32,7 @@ from trainsim.service import catalog as service_catalog
 from trainsim.service import jobs
 from trainsim.service.settings import Settings
 from trainsim.service.store import Job, Store
-from trainsim.service.worker import WorkerPool
+from trainsim.service.worker import WorkerPool, lower_priority
 
 STATIC = Path(__file__).parent / "static"
 API = "/api/v1"
@@ -88,11 +89,14 @@ def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
             "started_at": job.started_at, "finished_at": job.finished_at}
 
 
+_serving: list[FastAPI] = []
+"""Apps of this process within their lifespan."""
+
+
 def _start_checker(server_pid: int) -> None:
     """A checker process yields the CPU to the API process, as workers do, and leaves when
     the server is gone (even killed with SIGKILL)."""
-    if hasattr(os, "nice"):
-        os.nice(5)
+    lower_priority()
 
     def watch() -> None:
         while os.getppid() == server_pid:
@@ -118,15 +122,15 @@ class _Waiters:
             event.set()
 
     async def until_ended(self, job_id: str, read: Any, wait_s: float) -> Job:
-        """The job from ``read()``, once ended or after ``wait_s`` seconds. The database is
-        read again every second too: another server, or the supervisor, may end it."""
+        """The job from ``await read()``, once ended or after ``wait_s`` seconds. The database
+        is read again every second too: another server, or the supervisor, may end it."""
         event = asyncio.Event()
         self._events.setdefault(job_id, set()).add(event)
         deadline = time.monotonic() + wait_s
         try:
             while True:
                 event.clear()
-                job = await run_in_threadpool(read)
+                job = await read()
                 left = deadline - time.monotonic()
                 if job.status not in ("queued", "running") or left <= 0:
                     return job
@@ -190,19 +194,30 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> Any:
         waiters.loop = asyncio.get_running_loop()
+        await _start_db_threads()
         if settings.checkers > 0:  # start and warm the checkers now, not on a first request
-            await run_in_threadpool(_checker_pool)
+            await db(_checker_pool)
             await waiters.loop.run_in_executor(checkers[0], jobs.problem, "simulate",
                                                {"model": "llama3-8b"}, {}, settings)
         if start_workers:
-            pool.start()
+            await db(pool.start)
+        # A full collection walks every object the imports made (~90,000: FastAPI, pydantic,
+        # SQLAlchemy); under load it stopped the event loop for 85-360 ms, the slow health
+        # checks of the load test. Frozen, they are never walked again.
+        gc.collect()
+        gc.freeze()
+        _serving.append(_app)
         try:
             yield
         finally:
+            _serving.remove(_app)
+            if not _serving:  # the last app of this process to stop (tests run several)
+                gc.unfreeze()
             for ex in checkers:
                 ex.shutdown(wait=False, cancel_futures=True)
             if start_workers:
                 pool.stop()
+            db_pool.shutdown(wait=False, cancel_futures=True)
             store.close()
 
     app = FastAPI(title="trainsim", version="1", lifespan=lifespan,
@@ -211,7 +226,20 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     app.state.store, app.state.pool, app.state.settings = store, pool, settings
     app.add_middleware(_BodyLimit, max_bytes=settings.limits.max_body_bytes)
     bearer = HTTPBearer(auto_error=False)
-    known: dict[str, str] = {}
+    known: dict[str, tuple[str, float]] = {}  # token -> (its id, when to look it up again)
+
+    # Database calls block: they run on a few threads started with the app, never on the event
+    # loop, and never on threads started on demand (a thread start waited 50-60 ms for the CPU
+    # under load). Few threads also means few contend with the event loop for the GIL.
+    db_pool = ThreadPoolExecutor(settings.db_threads, thread_name_prefix="trainsim-db")
+
+    async def db(fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(db_pool, fn, *args)
+
+    async def _start_db_threads() -> None:
+        ready = threading.Barrier(settings.db_threads)
+        await asyncio.gather(*(asyncio.wrap_future(db_pool.submit(ready.wait, 10.0))
+                               for _ in range(settings.db_threads)))
 
     @app.exception_handler(ApiError)
     async def _api_error(_r: Request, exc: ApiError) -> JSONResponse:
@@ -236,11 +264,14 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         if creds is None or creds.scheme.lower() != "bearer":
             raise ApiError(401, "authorization", "missing 'Authorization: Bearer <token>' "
                            "(create one with: trainsim token create NAME)")
-        token_id = known.get(creds.credentials)
-        if token_id is None:
-            token_id = await run_in_threadpool(store.token_id, creds.credentials)
+        token_id, until = known.get(creds.credentials, (None, 0.0))
+        if time.monotonic() >= until:  # a revoked token is refused within token_cache_s
+            token_id = await db(store.token_id, creds.credentials)
+            known.pop(creds.credentials, None)
             if token_id is not None:
-                known[creds.credentials] = token_id  # tokens are never revoked while serving
+                if len(known) > 10000:
+                    known.clear()
+                known[creds.credentials] = (token_id, time.monotonic() + settings.token_cache_s)
         if token_id is None:
             raise ApiError(401, "authorization", "unknown or revoked token")
         return token_id
@@ -270,7 +301,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         args = (kind, config, options, settings)
         if settings.checkers > 0:
             if not checkers:
-                await run_in_threadpool(_checker_pool)
+                await db(_checker_pool)
             loop = asyncio.get_running_loop()
             try:
                 bad = await loop.run_in_executor(checkers[0], jobs.problem, *args)
@@ -282,7 +313,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
                 bad = await run_in_threadpool(jobs.problem, *args)
         if bad is not None:
             raise ApiError(*bad)
-        return await run_in_threadpool(_enqueue, token_id, kind, config, options)
+        return await db(_enqueue, token_id, kind, config, options)
 
     def _own(job_id: str, token_id: str) -> Job:
         job = store.get_job(job_id, token_id)
@@ -311,47 +342,49 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return {"id": job_id, "status": "queued"}
 
     @app.get(f"{API}/jobs", response_model=list[JobView], tags=["jobs"])
-    def list_jobs(limit: int = 100, offset: int = 0, token_id: str = Depends(caller)) -> Any:
+    async def list_jobs(limit: int = 100, offset: int = 0,
+                        token_id: str = Depends(caller)) -> Any:
         """The caller's jobs, newest first (results left out: read them one job at a time)."""
-        jobs_ = store.list_jobs(token_id, max(1, min(limit, 1000)), max(0, offset))
+        jobs_ = await db(store.list_jobs, token_id, max(1, min(limit, 1000)), max(0, offset))
         return [_view(j, with_result=False) for j in jobs_]
 
     @app.get(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
     async def get_job(job_id: str, wait_s: float = Query(0.0, ge=0.0, le=60.0, description=(
             "Answer once the job has ended, or after this many seconds (long poll).")),
             token_id: str = Depends(caller)) -> Any:
-        job = await waiters.until_ended(job_id, lambda: _own(job_id, token_id), wait_s)
+        job = await waiters.until_ended(job_id, lambda: db(_own, job_id, token_id), wait_s)
         return JSONResponse(_view(job))  # polled often: no re-validation
 
     @app.get(f"{API}/jobs/{{job_id}}/result", tags=["jobs"],
              responses={200: {"content": {"application/json": {}}}})
-    def get_result(job_id: str, token_id: str = Depends(caller)) -> Response:
+    async def get_result(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The result as the CLI prints it with --format json, byte for byte."""
-        job = _own(job_id, token_id)
+        job = await db(_own, job_id, token_id)
         if job.result is None:
             raise ApiError(409, "status", f"job {job_id} is {job.status}: no result")
         return Response(job.result, media_type="application/json")
 
     @app.delete(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
-    def cancel_job(job_id: str, token_id: str = Depends(caller)) -> Any:
+    async def cancel_job(job_id: str, token_id: str = Depends(caller)) -> Any:
         """Cancel a queued or running job; a finished job is left as it is."""
-        _own(job_id, token_id)
-        return _view(store.cancel(job_id, token_id) or _own(job_id, token_id))
+        await db(_own, job_id, token_id)
+        return _view(await db(store.cancel, job_id, token_id) or await db(_own, job_id, token_id))
 
     @app.get(f"{API}/jobs/{{job_id}}/trace", tags=["jobs"],
              responses={200: {"content": {"application/json": {}}}})
-    def get_trace(job_id: str, token_id: str = Depends(caller)) -> Response:
+    async def get_trace(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The Chrome/Perfetto trace of a simulate job run with options.trace = true."""
-        trace = _artifact(job_id, token_id, "trace", "a simulate job with options.trace = true")
+        trace = await db(_artifact, job_id, token_id, "trace",
+                         "a simulate job with options.trace = true")
         return Response(trace, media_type="application/json", headers={
             "Content-Disposition": f'attachment; filename="trainsim-{job_id}-trace.json"'})
 
     @app.get(f"{API}/jobs/{{job_id}}/plot", tags=["jobs"],
              responses={200: {"content": {"image/png": {}}}})
-    def get_plot(job_id: str, token_id: str = Depends(caller)) -> Response:
+    async def get_plot(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The PNG the CLI writes with --plot (search and goodput jobs with options.plot)."""
-        png = _artifact(job_id, token_id, "plot",
-                        "a search or goodput job with options.plot = true")
+        png = await db(_artifact, job_id, token_id, "plot",
+                       "a search or goodput job with options.plot = true")
         return Response(png, media_type="image/png")
 
     @app.post(f"{API}/simulate", tags=["jobs"],
@@ -359,14 +392,14 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     async def simulate_now(body: SimulateRequest, token_id: str = Depends(caller)) -> Response:
         """One simulation, answered when done (504 past the server's sync_timeout_s)."""
         job_id = await submit(token_id, "simulate", body.config, body.options)
-        job = await waiters.until_ended(job_id, lambda: _own(job_id, token_id),
+        job = await waiters.until_ended(job_id, lambda: db(_own, job_id, token_id),
                                         settings.limits.sync_timeout_s)
         if job.status == "done" and job.result is not None:
             return Response(job.result, media_type="application/json",
                             headers={"X-Job-Id": job_id})
         if job.status in ("failed", "cancelled"):
             raise ApiError(422, "config", job.error or f"job {job.status}")
-        await run_in_threadpool(store.cancel, job_id, token_id)
+        await db(store.cancel, job_id, token_id)
         raise ApiError(504, "sync_timeout_s", f"no result within {settings.limits.sync_timeout_s:g}"
                        f" s (sync_timeout_s); submit it to {API}/jobs instead")
 

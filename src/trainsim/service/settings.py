@@ -62,6 +62,11 @@ class Settings:
     """How often an idle worker looks for a queued job."""
     checkers: int = 1
     """Processes that check submitted configs (0: threads of the API process)."""
+    db_threads: int = 4
+    """Threads of the API process that make its database calls."""
+    token_cache_s: float = 2.0
+    """How long the API trusts a token it has looked up: a revoked token is refused after
+    at most this long."""
 
     def with_limits(self, **changes: object) -> Settings:
         return dataclasses.replace(self, limits=dataclasses.replace(self.limits, **changes))
