@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from trainsim.service import Settings, create_app  # noqa: E402
-from trainsim.service.jobs import KINDS, OPTIONS  # noqa: E402
+from trainsim.service import Settings, create_app
+from trainsim.service.jobs import KINDS, OPTIONS
 
 EXAMPLE = yaml.safe_load((Path(__file__).resolve().parents[1] / "examples" /
                           "llama3-8b-h100.yaml").read_text())

@@ -1,10 +1,15 @@
-"""``trainsim serve`` and ``trainsim token create``: registered on the main group by
+"""``trainsim serve`` and ``trainsim token create|list|revoke``: registered on the main group by
 ``trainsim.cli``. FastAPI, SQLAlchemy and uvicorn are imported only when these run."""
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import Any
 
 import click
 
@@ -19,6 +24,26 @@ def _need_service() -> None:
         import uvicorn  # noqa: F401
     except ImportError as exc:
         click.echo(f"error: {_MISSING}; missing {exc.name}", err=True)
+        sys.exit(2)
+
+
+@contextmanager
+def _store(db_url: str | None) -> Iterator[Any]:
+    """The job store at ``db_url``; its errors (e.g. a schema newer than this trainsim) end
+    the command with ``error: ...`` and exit status 2."""
+    _need_service()
+    from trainsim.errors import TrainsimError
+    from trainsim.service.settings import default_db_url
+    from trainsim.service.store import Store
+
+    try:
+        store = Store(db_url or default_db_url())
+        try:
+            yield store
+        finally:
+            store.close()
+    except TrainsimError as exc:
+        click.echo(f"error: {exc}", err=True)
         sys.exit(2)
 
 
@@ -67,7 +92,14 @@ def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     click.echo(f"trainsim service on http://{host}:{port}/ (API docs /docs), "
                f"job store {settings.db_url}, {workers} worker(s)", err=True)
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+    from trainsim.errors import TrainsimError
+
+    try:
+        app = create_app(settings)
+    except TrainsimError as exc:  # e.g. a job store newer than this trainsim
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 @click.group("token")
@@ -80,19 +112,49 @@ def token() -> None:
 @_db_option
 def token_create(name: str, db_url: str | None) -> None:
     """Create an API token for NAME and print it (shown once; only its hash is stored)."""
-    _need_service()
-    from trainsim.errors import TrainsimError
-    from trainsim.service.settings import default_db_url
-    from trainsim.service.store import Store
-
-    store = Store(db_url or default_db_url())
-    try:
+    with _store(db_url) as store:
         click.echo(store.create_token(name))
-    except TrainsimError as exc:
-        click.echo(f"error: {exc}", err=True)
+
+
+def _when(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@token.command("list")
+@_db_option
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def token_list(db_url: str | None, fmt: str) -> None:
+    """List the tokens (id, name, created, revoked); never their values."""
+    with _store(db_url) as store:
+        found = store.list_tokens()
+    if fmt == "json":
+        click.echo(json.dumps([{"id": t.id, "name": t.name, "created_at": t.created_at,
+                                "revoked_at": t.revoked_at} for t in found], indent=2))
+        return
+    rows = [(t.id, t.name, _when(t.created_at), _when(t.revoked_at)) for t in found]
+    header = ("ID", "NAME", "CREATED", "REVOKED")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    for r in [header, *rows]:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+
+
+@token.command("revoke")
+@click.argument("name_or_id", metavar="NAME|ID")
+@_db_option
+def token_revoke(name_or_id: str, db_url: str | None) -> None:
+    """Revoke the token with this ID, or every token named NAME. A running server refuses it
+    (401) within a few seconds; its jobs stay as they are."""
+    with _store(db_url) as store:
+        revoked = store.revoke_token(name_or_id)
+    if not revoked:
+        click.echo(f"error: no unrevoked token has the id or name {name_or_id!r} "
+                   "(see: trainsim token list)", err=True)
         sys.exit(2)
-    finally:
-        store.close()
+    for t in revoked:
+        click.echo(f"revoked {t.id} ({t.name})")
 
 
 COMMANDS = (serve, token)

@@ -1,5 +1,9 @@
 """The job store: tokens and jobs in one SQL database (SQLite file by default, PostgreSQL by URL).
 
+The schema carries a version (table ``schema_version``): opening an older store upgrades it
+in place (``_UPGRADES``, one transaction per step), and a store newer than this trainsim is
+refused with a ConfigError saying so.
+
 A job is written before the API answers 202, and workers claim jobs from the database, so the
 database alone is the queue: a server killed at any moment loses nothing. Claims are fenced:
 each claim gets a fresh ``claim`` id, and a worker can finish a job only while the job still
@@ -10,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import secrets
 import socket
 import time
@@ -31,13 +36,19 @@ from sqlalchemy import (
     create_engine,
     event,
     func,
+    inspect,
     select,
+    text,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from trainsim.errors import ConfigError
 
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2
+"""1: the layout before versioning (jobs.plot may be missing); 2: tokens.revoked_at."""
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
 TOKEN_PREFIX = "tsk_"
@@ -50,6 +61,12 @@ tokens = Table(
     Column("name", String(200), nullable=False),
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)
+
+schema_version = Table(
+    "schema_version", metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
 )
 
 jobs = Table(
@@ -80,6 +97,14 @@ jobs = Table(
 def hash_token(token: str) -> str:
     """SHA-256 of a token: tokens are 256-bit random, so a fast hash cannot be brute-forced."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class TokenInfo:
+    id: str
+    name: str
+    created_at: float
+    revoked_at: float | None
 
 
 @dataclass(frozen=True)
@@ -141,6 +166,67 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+# ------------------------------------------------------------------------------ schema
+
+def _add_missing(c: Connection, table: Table, *names: str) -> None:
+    have = {col["name"] for col in inspect(c).get_columns(table.name)}
+    for name in names:
+        if name not in have:
+            kind = table.c[name].type.compile(c.dialect)
+            c.exec_driver_sql(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}")
+
+
+def _to_2(c: Connection) -> None:
+    _add_missing(c, jobs, "plot")  # stores made before plots existed lack it
+    _add_missing(c, tokens, "revoked_at")
+
+
+_UPGRADES: dict[int, Any] = {1: _to_2}
+"""The step from version k to k + 1. A change of the tables above is a new step here and
+SCHEMA_VERSION + 1; ``create_all`` afterwards adds whole new tables and indexes."""
+
+
+def stored_version(c: Connection) -> int | None:
+    """The schema version of the store behind ``c``; None for an empty database."""
+    names = set(inspect(c).get_table_names())
+    if "schema_version" in names:
+        found = c.execute(select(func.max(schema_version.c.version))).scalar()
+        if found is not None:
+            return int(found)
+    return 1 if names & {"tokens", "jobs"} else None
+
+
+def upgrade(engine: Engine) -> int | None:
+    """Create the store's tables in an empty database, or bring an older store up to
+    SCHEMA_VERSION; returns the version found (None: it was empty). One process at a time
+    changes it (SQLite's write lock, a PostgreSQL advisory lock), each step in one
+    transaction with the new version number."""
+    with engine.connect() as c:
+        found = stored_version(c)
+        c.rollback()
+        if found == SCHEMA_VERSION:
+            return found
+        if c.dialect.name == "sqlite":
+            c.exec_driver_sql("BEGIN IMMEDIATE")  # DDL inside the transaction, writers wait
+        elif c.dialect.name == "postgresql":
+            c.execute(text("SELECT pg_advisory_xact_lock(7226312019)"))
+        found = stored_version(c)  # again, under the lock: another process may have done it
+        if found is not None and found > SCHEMA_VERSION:
+            where = engine.url.render_as_string(hide_password=True)
+            raise ConfigError(f"the job store {where} has schema version {found}, newer than "
+                              f"this trainsim's {SCHEMA_VERSION}: upgrade trainsim, or give "
+                              "another --db")
+        for v in range(found or SCHEMA_VERSION, SCHEMA_VERSION):
+            log.warning("upgrading the job store from schema version %d to %d", v, v + 1)
+            _UPGRADES[v](c)
+        metadata.create_all(c)
+        if found != SCHEMA_VERSION:
+            c.execute(schema_version.delete())
+            c.execute(schema_version.insert().values(version=SCHEMA_VERSION))
+        c.commit()
+    return found
+
+
 class Store:
     """Tokens and jobs. Safe to use from many threads and processes at once."""
 
@@ -148,7 +234,7 @@ class Store:
         self.url = url
         self.engine = make_engine(url)
         self._skip_locked = self.engine.dialect.name == "postgresql"
-        metadata.create_all(self.engine)
+        upgrade(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -167,10 +253,31 @@ class Store:
         return token
 
     def token_id(self, token: str) -> str | None:
-        """The id of the token whose hash matches ``token``, or None."""
+        """The id of the unrevoked token whose hash matches ``token``, or None."""
         with self.engine.connect() as c:
             return c.execute(select(tokens.c.id).where(
-                tokens.c.token_hash == hash_token(token))).scalar_one_or_none()
+                tokens.c.token_hash == hash_token(token),
+                tokens.c.revoked_at.is_(None))).scalar_one_or_none()
+
+    def list_tokens(self) -> list[TokenInfo]:
+        """Every token (never its value), oldest first."""
+        q = select(tokens.c.id, tokens.c.name, tokens.c.created_at, tokens.c.revoked_at)
+        with self.engine.connect() as c:
+            return [TokenInfo(*row) for row in c.execute(q.order_by(tokens.c.created_at,
+                                                                    tokens.c.id))]
+
+    def revoke_token(self, name_or_id: str) -> list[TokenInfo]:
+        """Revoke the token with this id, or else every unrevoked token with this name; the
+        tokens revoked (none: nothing unrevoked matched). Their jobs stay as they are."""
+        now = time.time()
+        with self.engine.begin() as c:
+            for match in (tokens.c.id == name_or_id, tokens.c.name == name_or_id.strip()):
+                q = select(tokens.c.id).where(match, tokens.c.revoked_at.is_(None))
+                ids = [i for (i,) in c.execute(q)]
+                if ids:
+                    c.execute(update(tokens).where(tokens.c.id.in_(ids)).values(revoked_at=now))
+                    break
+        return [t for t in self.list_tokens() if t.id in ids]
 
     # -------------------------------------------------------------------------- jobs
 
