@@ -46,6 +46,31 @@ class ApiError(Exception):
         self.status, self.field, self.message = status, field, message
 
 
+class ErrorBody(BaseModel):
+    error: str = Field(description="One line: what is wrong and how to fix it.")
+    field: str = Field(description="The request field (or limit) at fault.")
+
+
+_WHY = {401: "No token, or an unknown or revoked one.",
+        404: "No such job among this token's, or no such artifact.",
+        409: "The job has no result (yet).",
+        413: "Body over max_body_bytes.",
+        422: "An invalid request or config, or work over the server's bounds.",
+        429: "This token has max_active_jobs jobs queued or running.",
+        503: "The config checker stopped; retry.",
+        504: "No result within sync_timeout_s."}
+
+
+def _errors(*codes: int, **more: Any) -> dict[int | str, Any]:
+    """OpenAPI ``responses`` for the errors a route answers (``more``: its other answers)."""
+    out: dict[int | str, Any] = {c: {"model": ErrorBody, "description": _WHY[c]}
+                                 for c in (401, *codes)}
+    return {**out, **{int(k.lstrip("_")): v for k, v in more.items()}}
+
+
+_JSON_200 = {"content": {"application/json": {}}}
+
+
 class JobRequest(BaseModel):
     kind: JobKind
     config: dict[str, Any] = Field(default_factory=dict,
@@ -335,20 +360,24 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         """Liveness: no token needed."""
         return {"status": "ok"}
 
-    @app.post(f"{API}/jobs", status_code=202, response_model=JobCreated, tags=["jobs"])
+    @app.post(f"{API}/jobs", status_code=202, response_model=JobCreated, tags=["jobs"],
+              responses=_errors(413, 422, 429, 503))
     async def create_job(body: JobRequest, token_id: str = Depends(caller)) -> dict[str, str]:
         """Queue a job; it is stored before this answers, so it survives a server restart."""
         job_id = await submit(token_id, body.kind, body.config, body.options)
         return {"id": job_id, "status": "queued"}
 
-    @app.get(f"{API}/jobs", response_model=list[JobView], tags=["jobs"])
-    async def list_jobs(limit: int = 100, offset: int = 0,
+    @app.get(f"{API}/jobs", response_model=list[JobView], tags=["jobs"],
+             responses=_errors(422))
+    async def list_jobs(limit: int = Query(100, ge=1, le=1000),
+                        offset: int = Query(0, ge=0, le=2**62),
                         token_id: str = Depends(caller)) -> Any:
         """The caller's jobs, newest first (results left out: read them one job at a time)."""
-        jobs_ = await db(store.list_jobs, token_id, max(1, min(limit, 1000)), max(0, offset))
+        jobs_ = await db(store.list_jobs, token_id, limit, offset)
         return [_view(j, with_result=False) for j in jobs_]
 
-    @app.get(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
+    @app.get(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"],
+             responses=_errors(404, 422))
     async def get_job(job_id: str, wait_s: float = Query(0.0, ge=0.0, le=60.0, description=(
             "Answer once the job has ended, or after this many seconds (long poll).")),
             token_id: str = Depends(caller)) -> Any:
@@ -356,7 +385,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return JSONResponse(_view(job))  # polled often: no re-validation
 
     @app.get(f"{API}/jobs/{{job_id}}/result", tags=["jobs"],
-             responses={200: {"content": {"application/json": {}}}})
+             responses=_errors(404, 409, _200=_JSON_200))
     async def get_result(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The result as the CLI prints it with --format json, byte for byte."""
         job = await db(_own, job_id, token_id)
@@ -364,14 +393,15 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
             raise ApiError(409, "status", f"job {job_id} is {job.status}: no result")
         return Response(job.result, media_type="application/json")
 
-    @app.delete(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"])
+    @app.delete(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"],
+                responses=_errors(404))
     async def cancel_job(job_id: str, token_id: str = Depends(caller)) -> Any:
         """Cancel a queued or running job; a finished job is left as it is."""
         await db(_own, job_id, token_id)
         return _view(await db(store.cancel, job_id, token_id) or await db(_own, job_id, token_id))
 
     @app.get(f"{API}/jobs/{{job_id}}/trace", tags=["jobs"],
-             responses={200: {"content": {"application/json": {}}}})
+             responses=_errors(404, _200=_JSON_200))
     async def get_trace(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The Chrome/Perfetto trace of a simulate job run with options.trace = true."""
         trace = await db(_artifact, job_id, token_id, "trace",
@@ -380,7 +410,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
             "Content-Disposition": f'attachment; filename="trainsim-{job_id}-trace.json"'})
 
     @app.get(f"{API}/jobs/{{job_id}}/plot", tags=["jobs"],
-             responses={200: {"content": {"image/png": {}}}})
+             responses=_errors(404, _200={"content": {"image/png": {}}}))
     async def get_plot(job_id: str, token_id: str = Depends(caller)) -> Response:
         """The PNG the CLI writes with --plot (search and goodput jobs with options.plot)."""
         png = await db(_artifact, job_id, token_id, "plot",
@@ -388,7 +418,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return Response(png, media_type="image/png")
 
     @app.post(f"{API}/simulate", tags=["jobs"],
-              responses={200: {"content": {"application/json": {}}}})
+              responses=_errors(413, 422, 429, 503, 504, _200=_JSON_200))
     async def simulate_now(body: SimulateRequest, token_id: str = Depends(caller)) -> Response:
         """One simulation, answered when done (504 past the server's sync_timeout_s)."""
         job_id = await submit(token_id, "simulate", body.config, body.options)
@@ -403,12 +433,12 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         raise ApiError(504, "sync_timeout_s", f"no result within {settings.limits.sync_timeout_s:g}"
                        f" s (sync_timeout_s); submit it to {API}/jobs instead")
 
-    @app.get(f"{API}/catalog/{{kind}}", tags=["catalog"])
+    @app.get(f"{API}/catalog/{{kind}}", tags=["catalog"], responses=_errors(422))
     def catalog(kind: service_catalog.Kind, _token: str = Depends(caller)) -> Any:
         """Catalog entries with their specs, in catalog units."""
         return service_catalog.entries(kind)
 
-    @app.get(f"{API}/validation/files", tags=["catalog"])
+    @app.get(f"{API}/validation/files", tags=["catalog"], responses=_errors())
     def validation_files(_token: str = Depends(caller)) -> list[str]:
         """The bundled published-measurement files a validate job can name."""
         from trainsim.validate import bundled_files
