@@ -11,7 +11,8 @@ torch = pytest.importorskip("torch")
 
 from click.testing import CliRunner
 
-from trainsim.compute.database import KernelDatabase
+from trainsim.catalog import gpu
+from trainsim.compute.database import PROFILED_IMPL, KernelDatabase
 from trainsim.profile import layer as layer_mod
 from trainsim.profile.cli import profile
 from trainsim.profile.device import Budget, CpuDevice, measure, rotation
@@ -51,8 +52,16 @@ def test_quick_cpu_run_writes_a_valid_database(db):
     assert all(k["time_s"] > 0 and k["repeats"] >= 3 for k in db["kernels"])
     names = {k.get("kernel") for k in db["kernels"] if k["op"] == "elementwise"}
     assert {"rmsnorm", "rmsnorm.bwd", "swiglu", "rope.bwd", "residual_add", "cross_entropy",
-            "embedding", "adam"} <= names
+            "embedding", "adamw"} <= names
+    # the gradient of a residual add without dropout runs no kernel: not a record
+    assert "residual_add.bwd" not in names
+    assert any("residual_add.bwd without dropout" in n for n in db["notes"])
     assert any(k["op"] == "attention" and k["backward"] for k in db["kernels"])
+    # each attention record names the SDPA backend it ran; each elementwise record how the
+    # profiler implements it (swiglu is silu(gate) * up: eager, with eager SwiGLU's bytes)
+    assert {k["impl"] for k in db["kernels"] if k["op"] == "attention"} == {"cudnn", "flash2"}
+    impl = {k["kernel"]: k["impl"] for k in db["kernels"] if k["op"] == "elementwise"}
+    assert impl["rmsnorm"] == "fused" and impl["swiglu"] == impl["rope"] == "eager"
 
 
 def test_layers_are_timed_at_three_granularities(db):
@@ -69,12 +78,14 @@ def test_layers_are_timed_at_three_granularities(db):
 
 def test_every_simulated_op_is_an_exact_database_hit(db_path):
     """The compute model's database reader finds every op of the profiled configs exactly."""
-    reader = KernelDatabase.load(db_path)
+    reader = KernelDatabase.load(db_path, gpu)
     fp8, _ = fp8_supported(CpuDevice())
     cfgs = sweep_configs(["llama3-8b"], [1, 2], [4096], "h100-sxm-80gb", quick=True,
                          dtypes=("bf16", "fp8") if fp8 else ("bf16",))
     ops = [op for c in cfgs for op in simulator_ops(c)
-           if isinstance(op, (Gemm, Attention, Elementwise))]
+           if isinstance(op, (Gemm, Attention)) or (isinstance(op, Elementwise) and op.impl
+                                                     == PROFILED_IMPL.get(op.kernel.split(".")[0]))
+           and op.kernel != "residual_add.bwd"]
     assert ops and all((reader.lookup(op) or (0, "missing"))[1] == "exact" for op in ops)
 
 

@@ -189,8 +189,9 @@ def test_lamb_costs_more_optimizer_time_than_adam_and_the_same_memory():
     """LAMB keeps Adam's two moments (same memory) and moves 70 bytes per parameter in its step
     against Adam's 50 (two more passes for the per-tensor norms and the trust-ratio update); a
     sharded LAMB also all-reduces its per-tensor norms over the data-parallel group."""
+    # the analytic model alone: a kernel database prices Adam's step from its measured kernel
     over = dict(parallel__pp=1, parallel__distributed_optimizer=True, cluster__num_gpus=64,
-                training__global_batch_size=64)
+                training__global_batch_size=64, cluster__compute_db=None)
     adam = simulate(cfg(**over), keep_timeline=True)
     lamb = simulate(cfg(training__optimizer="lamb", **over), keep_timeline=True)
     assert lamb.memory[0].optimizer == adam.memory[0].optimizer

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from trainsim.catalog import gpu
 from trainsim.cli import main
-from trainsim.compute import RooflineModel
+from trainsim.compute import RooflineModel, compute_model_for
 from trainsim.compute.roofline import HBM_EFFICIENCY, LAUNCH_S
 from trainsim.validate import read_rows, summarize, summary_line, validate_file
 from trainsim.workload.ops import Attention, Gemm
@@ -68,7 +68,7 @@ def test_grouped_gemm_is_priced_as_equal_groups(results):
     one GPU benchmarked alone (burst clock)."""
     op = Gemm("g", 32768 // 4, 4096, 7168, "fp8", batch=4)
     alone = dataclasses.replace(gpu("h800-sxm-80gb"), sustained_of_burst=1.0)
-    t = RooflineModel(alone).time(op)
+    t = compute_model_for(alone, "auto", gpu).time(op)
     assert results["grouped"].predicted == pytest.approx(2 * 32768 * 4096 * 7168 / t / 1e12)
 
 

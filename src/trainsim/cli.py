@@ -12,7 +12,7 @@ import click
 from rich.console import Console
 
 from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail
-from trainsim.errors import TrainsimError
+from trainsim.errors import ConfigError, TrainsimError
 
 # Wide enough for validation ids and notes when output goes to a file or a pipe (rich
 # defaults to 80 columns there and would cut them).
@@ -92,19 +92,29 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
 @main.command()
 @click.argument("csv_file", type=click.Path(dir_okay=False), required=False)
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
-def validate(csv_file: str | None, fmt: str) -> None:
+@click.option("--compute-db", default="auto", show_default=True, metavar="auto|none|PATH",
+              help="Kernel database pricing kernel and training rows: auto (the one bundled "
+                   "for the row's GPU, scaled from the H100's for other GPUs), none (the "
+                   "analytic model alone) or a trainsim profile JSON.")
+def validate(csv_file: str | None, fmt: str, compute_db: str) -> None:
     """Predict every row of a published-measurement CSV and report the error.
 
     Without a file, runs the published kernels, collectives and training files bundled with
-    trainsim (their sources are in trainsim/data/validation/README.md)."""
+    trainsim (their sources are in trainsim/data/validation/README.md). A kernel database
+    (trainsim profile's JSON) is checked instead: its layer records against the layers
+    composed from its kernel records."""
     from trainsim.validate import bundled_files
 
+    db = None if compute_db.lower() == "none" else compute_db
+    if db not in (None, "auto") and not Path(db).is_file():
+        _fail(ConfigError(f"--compute-db {db}: no such file"))
+        return
     files = [csv_file] if csv_file else bundled_files()
     report = {}
     for path in files:
         if not csv_file and fmt == "table":
             click.echo(f"== {Path(path).name} (bundled)")
-        got = _validate_one(str(path), fmt)
+        got = _validate_one(str(path), fmt, db)
         if got is None:
             return
         report[Path(path).name] = got
@@ -113,19 +123,21 @@ def validate(csv_file: str | None, fmt: str) -> None:
                               sort_keys=True))
 
 
-def _validate_one(csv_file: str, fmt: str) -> dict | None:
+def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto") -> dict | None:
     """Validate one file: print its table (table format) or return its JSON object."""
     from rich.progress import Progress
 
     from trainsim.report import render_validation
     from trainsim.validate import read_rows, summarize, summary_line, validate_file
+    from trainsim.validate.kernel_db import is_kernel_db
 
     try:
-        kind, rows = read_rows(csv_file)
+        rows = [] if is_kernel_db(csv_file) else read_rows(csv_file)[1]
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(f"predicting {Path(csv_file).name}", total=len(rows))
             kind, results = validate_file(csv_file,
-                                          progress=lambda i, n: bar.update(task, completed=i))
+                                          progress=lambda i, n: bar.update(task, completed=i),
+                                          compute_db=compute_db)
     except TrainsimError as exc:
         _fail(exc)
         return None

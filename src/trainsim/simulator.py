@@ -30,8 +30,8 @@ from trainsim.workload.layers import (
     layer_recompute,
     shard_of,
 )
-from trainsim.workload.elementwise import OPTIMIZER_BYTES_PER_PARAM
-from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
+from trainsim.workload.elementwise import optimizer_step
+from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
 from trainsim.workload.sharding import (
     fp32_grad_accumulation,
@@ -386,7 +386,7 @@ class _TaskGraph:
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
-            step = Elementwise("optimizer_step", bytes=local * OPTIMIZER_BYTES_PER_PARAM[opt])
+            step = optimizer_step(local, opt)
             end = self.add((s, "compute"), self.pricer.compute.time(step), [last] + dp_tasks,
                            "optimizer step", OPT)
             if self.zero in (1, 2) and not p.overlap_param_gather:

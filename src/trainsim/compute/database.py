@@ -1,133 +1,263 @@
-"""Measured kernel times: exact hits, interpolation in shape space, cross-GPU scaling.
+"""Measured kernel times: a database of records, each checked against the GPU it ran on.
 
-The database is the JSON written by ``trainsim profile`` (format ``trainsim-kernel-db/1``).
-A lookup tries, in order:
+The database is the JSON written by ``trainsim profile`` (``trainsim-kernel-db/2``; format 1,
+the first profiler's, is read too). Every record is a simulator op (``workload.ops``) with its
+measured time on one GPU, alone, at its boost clock.
 
-1. an exact hit (same op kind and shape);
-2. interpolation among measured ops of the same kind and dtype: the achieved rate (FLOP/s for
-   GEMMs and attention, bytes/s for memory-bound ops) is interpolated linearly in log(work)
-   between the nearest smaller and larger measured ops; outside the measured range the nearest
-   point's rate is used, never extrapolated upward;
-3. otherwise the next model in the chain (the roofline).
+**Keys.** A record answers only ops of its own kind of kernel:
 
-When the database was measured on another GPU, each hit is scaled as SimAI does: an op that
-is compute-bound on the measured GPU (arithmetic intensity above its ridge point) by the ratio
-of sustained matmul FLOP/s, a memory-bound one by the ratio of HBM bandwidth
-(Wang et al. 2025, SimAI, §4.2).
+* GEMMs by dtype, located in (m, n, k, batch);
+* attention by implementation (``cudnn``, ``flash2``, ...), head dim, causality, direction,
+  dropout and window, located in (query length, key length, GQA ratio, batch x heads);
+* memory-bound ops by kernel family and implementation (``rmsnorm``/``fused``,
+  ``swiglu``/``eager``, ``rmsnorm.bwd``/``fused``, ...; ``Elementwise.kernel``), located in bytes.
+
+An op with no record of its kind is not priced here (the chain falls back to the analytic
+model): a LayerNorm never borrows an RMSNorm's time, a fused SwiGLU never an eager one's.
+
+**Lookup.** An exact record is its measured time. Otherwise each record of the op's kind says
+how far the analytic model (``compute.roofline``, on the database's GPU at its boost clock) was
+from the measurement: the log of measured over modelled time. The op takes the Gaussian-
+weighted mean of its neighbours' log ratios (width: a factor of ``NEIGHBOUR_FACTOR`` in each
+coordinate), pulled toward the mean over all records of its kind by a prior of weight
+``PRIOR_WEIGHT``. Near measured shapes the measurements decide; far outside the measured range
+the answer is the analytic model calibrated on this same database, never an extrapolated rate.
+
+**Another GPU.** The ratio carries over: the op's time on the target GPU is the analytic model
+of the target (tensor rate per dtype, HBM bandwidth, SM count and waves, clocks and power
+limit) times the measured ratio. On the measured GPU at its boost clock this is the
+measurement itself; a training GPU running at its sustained clock, or an H200, B200 or a
+hypothetical GPU, is priced from the same measurements scaled by the bound that limits each
+kernel, as SimAI scales measured kernels to new GPUs (Wang et al. 2025, §4.2).
+
+**Physics.** On load every record is checked against its GPU: none may run faster than the
+GPU's peak FLOP/s or HBM bandwidth (a backward that launches no kernel, timed as 1 us for
+100 MB, is not a measurement). A failing record is an error that names it.
 """
 
 from __future__ import annotations
 
-import bisect
+import dataclasses
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from trainsim.compute.roofline import RooflineModel
 from trainsim.config import GPUSpec
 from trainsim.errors import ConfigError
-from trainsim.workload.ops import Attention, Elementwise, Gemm
+from trainsim.workload.elementwise import bytes_relative_to_fused
+from trainsim.workload.ops import ATTENTION_IMPLS, Attention, Elementwise, Gemm
 
-FORMAT = "trainsim-kernel-db/1"
+FORMAT = "trainsim-kernel-db/2"
+FORMATS = ("trainsim-kernel-db/1", FORMAT)
 ComputeOp = Gemm | Attention | Elementwise
 
+NEIGHBOUR_FACTOR = 2.0
+"""Width of a record's influence: a record a factor of 2 away in one coordinate (m, n, k,
+sequence, bytes) weighs exp(-1/2) of an exact neighbour."""
+PRIOR_WEIGHT = math.exp(-2.0)
+"""Weight of the kind's mean log ratio: as much as one record 2 widths away, so the records
+decide wherever one lies within a factor of 4, and the calibrated model beyond."""
 
-def _key(op: ComputeOp) -> tuple:
-    if isinstance(op, Gemm):
-        return ("gemm", op.m, op.n, op.k, op.dtype, op.batch)
-    if isinstance(op, Attention):
-        return ("attention", op.batch, op.heads, op.kv_heads, op.q_len, op.kv_len, op.head_dim,
-                op.causal, op.backward)
-    return ("elementwise", op.name.split(".")[0], round(op.bytes))
+PROFILED_IMPL = {"rmsnorm": "fused", "layernorm": "fused", "residual_add": "fused",
+                 "gelu": "fused", "swiglu": "eager", "rope": "eager", "cross_entropy": "eager",
+                 "embedding": "fused", "fp8_cast_transpose": "eager", "adamw": "fused"}
+"""What ``trainsim profile`` runs for each memory-bound family (``profile/kernels.py``):
+torch's native ``F.rms_norm``/``F.layer_norm`` (one kernel each), the residual add, tanh-GeLU
+and the embedding gather are single kernels; SwiGLU is ``silu(gate) * up`` (two kernels), RoPE
+is Hugging Face's rotate-half (chunk, neg, cat, two products and a sum), cross-entropy upcasts
+the logits to fp32 before ``F.cross_entropy``, the fp8 cast takes the amax, scales, casts and
+transposes in separate ops, Adam is ``torch.optim.Adam(fused=True)``. Format-1 records carry
+no implementation, so they are read with these."""
+FAMILY_ALIASES = {"adam": "adamw"}
+"""Format-1 family names that the simulator spells differently."""
 
 
-def _family(op: ComputeOp) -> tuple:
+def _family(op: ComputeOp) -> tuple | None:
+    """The kind of kernel an op is: records answer only ops of their own kind."""
     if isinstance(op, Gemm):
         return ("gemm", op.dtype)
     if isinstance(op, Attention):
-        return ("attention", op.head_dim, op.backward)
-    return ("elementwise",)
+        return ("attention", op.impl, op.head_dim, op.causal, op.backward, op.dropout, op.window)
+    if op.kernel:
+        return ("elementwise", op.kernel, op.impl)
+    return None
 
 
-def _work(op: ComputeOp) -> float:
-    return op.bytes if isinstance(op, Elementwise) else op.flops
+def _coords(op: ComputeOp) -> tuple[float, ...]:
+    """Where an op lies among the records of its kind (log sizes; ``_family`` fixes the rest)."""
+    if isinstance(op, Gemm):
+        return (math.log(op.m), math.log(op.n), math.log(op.k), math.log(op.batch))
+    if isinstance(op, Attention):
+        return (math.log(op.q_len), math.log(op.kv_len), math.log(op.heads / op.kv_heads),
+                math.log(op.batch * op.heads))
+    return (math.log(max(op.bytes, 1.0)),)
+
+
+def _exact_key(op: ComputeOp) -> tuple:
+    if isinstance(op, Elementwise):
+        return (_family(op), round(op.bytes))
+    return (_family(op), _coords(op))
+
+
+def physical_violation(op: ComputeOp, time_s: float, gpu: GPUSpec) -> str | None:
+    """Why ``time_s`` cannot be a measurement of ``op`` on ``gpu`` (None when it can): no
+    kernel beats the GPU's peak FLOP/s in its dtype or its peak HBM bandwidth."""
+    if not (time_s > 0 and math.isfinite(time_s)):
+        return f"time {time_s!r} s is not a positive number"
+    dtype = op.dtype if isinstance(op, Gemm) else "bf16"
+    flops, nbytes = op.flops, op.bytes
+    if flops and dtype in gpu.peak_flops and flops / time_s > gpu.flops(dtype):
+        return (f"{flops / time_s / 1e12:.0f} TFLOP/s is above the {gpu.name} peak of "
+                f"{gpu.flops(dtype) / 1e12:.0f} TFLOP/s ({dtype})")
+    if nbytes / time_s > gpu.hbm_bw_Bps:
+        return (f"{nbytes / 1e6:.1f} MB in {time_s * 1e6:.2f} us is {nbytes / time_s / 1e12:.1f}"
+                f" TB/s, above the {gpu.name} HBM peak of {gpu.hbm_bw_Bps / 1e12:.2f} TB/s")
+    return None
+
+
+@dataclass
+class _Kind:
+    """The records of one kind of kernel, as coordinates and log(measured / modelled)."""
+
+    coords: list[tuple[float, ...]] = field(default_factory=list)
+    log_ratio: list[float] = field(default_factory=list)
+    _arrays: tuple[np.ndarray, np.ndarray, float] | None = None
+
+    def add(self, coords: tuple[float, ...], log_ratio: float) -> None:
+        self.coords.append(coords)
+        self.log_ratio.append(log_ratio)
+        self._arrays = None
+
+    def ratio(self, x: tuple[float, ...]) -> tuple[float, bool]:
+        """(log ratio at ``x``, whether measured neighbours outweigh the prior)."""
+        if self._arrays is None:
+            r = np.array(self.log_ratio)
+            self._arrays = (np.array(self.coords), r, float(r.mean()))
+        pts, r, prior = self._arrays
+        d2 = (((pts - np.array(x)) / math.log(NEIGHBOUR_FACTOR)) ** 2).sum(axis=1)
+        w = np.exp(-0.5 * d2)
+        total = float(w.sum())
+        return (float(w @ r) + PRIOR_WEIGHT * prior) / (total + PRIOR_WEIGHT), total >= PRIOR_WEIGHT
 
 
 @dataclass
 class KernelDatabase:
-    gpu: str
+    """Measured kernels of one GPU (``spec``), priced against ``analytic`` on that GPU."""
+
+    spec: GPUSpec
     meta: dict[str, Any]
+    analytic: RooflineModel
     exact: dict[tuple, float] = field(default_factory=dict)
-    curves: dict[tuple, list[tuple[float, float]]] = field(default_factory=dict)
-    """family -> sorted (log work, rate) points."""
+    kinds: dict[tuple, _Kind] = field(default_factory=dict)
+    layers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def gpu(self) -> str:
+        return self.spec.name
 
     @classmethod
-    def load(cls, path: str | Path) -> KernelDatabase:
+    def empty(cls, spec: GPUSpec, meta: dict[str, Any] | None = None) -> KernelDatabase:
+        """A database of ``spec``, priced against its analytic model at the boost clock (a
+        kernel measured alone: ``sustained_of_burst`` 1)."""
+        burst = dataclasses.replace(spec, sustained_of_burst=1.0)
+        return cls(spec=burst, meta=meta or {}, analytic=RooflineModel(burst))
+
+    @classmethod
+    def load(cls, path: str | Path, lookup_gpu: Callable[[str], GPUSpec]) -> KernelDatabase:
         try:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read kernel database {path}: {exc}") from None
-        if data.get("format") != FORMAT:
-            raise ConfigError(f"{path}: not a {FORMAT} kernel database")
-        db = cls(gpu=data["gpu"], meta={k: v for k, v in data.items() if k != "kernels"})
-        for row in data.get("kernels", []):
-            db.add(_op_from_row(row), float(row["time_s"]))
+        if not isinstance(data, dict) or data.get("format") not in FORMATS:
+            raise ConfigError(f"{path}: not a kernel database (format {' or '.join(FORMATS)})")
+        try:
+            spec = lookup_gpu(str(data["gpu"]))
+        except KeyError:
+            raise ConfigError(f"{path}: kernel database names no 'gpu'") from None
+        db = cls.empty(spec, {k: v for k, v in data.items() if k not in ("kernels", "layers")})
+        for i, row in enumerate(data.get("kernels") or []):
+            op = op_from_record(row, where=f"{path}: kernels[{i}]")
+            why = physical_violation(op, float(row.get("time_s", 0)), db.spec)
+            if why:
+                raise ConfigError(f"{path}: kernels[{i}] ({record_label(row)}) is not a "
+                                  f"measurement on {db.gpu}: {why}")
+            db.add(op, float(row["time_s"]))
+        db.layers = [r for r in data.get("layers") or [] if isinstance(r, dict)]
         return db
 
     def add(self, op: ComputeOp, time_s: float) -> None:
-        if time_s <= 0:
-            raise ConfigError(f"kernel database entry {_key(op)} has a non-positive time")
-        self.exact[_key(op)] = time_s
-        pts = self.curves.setdefault(_family(op), [])
-        bisect.insort(pts, (math.log(_work(op)), _work(op) / time_s))
+        """Record ``op`` measured at ``time_s`` (checked against the GPU's peaks)."""
+        why = physical_violation(op, time_s, self.spec)
+        if why:
+            raise ConfigError(f"kernel record {op!r} is not a measurement on {self.gpu}: {why}")
+        family = _family(op)
+        if family is None:
+            raise ConfigError(f"kernel record {op.name!r} names no kernel family")
+        self.exact[_exact_key(op)] = time_s
+        self.kinds.setdefault(family, _Kind()).add(
+            _coords(op), math.log(time_s / self.analytic.time(op)))
 
     def lookup(self, op: ComputeOp) -> tuple[float, str] | None:
-        """(seconds on the database's GPU, 'exact' | 'interpolated'), or None."""
-        t = self.exact.get(_key(op))
+        """(seconds on the database's GPU alone, 'exact' | 'interpolated' | 'calibrated'), or
+        None when no record is of the op's kind."""
+        family = _family(op)
+        kind = self.kinds.get(family) if family is not None else None
+        if kind is None:
+            return None
+        t = self.exact.get(_exact_key(op))
         if t is not None:
             return t, "exact"
-        pts = self.curves.get(_family(op))
-        work = _work(op)
-        if not pts or work <= 0:
-            return None
-        x = math.log(work)
-        i = bisect.bisect_left(pts, (x, -math.inf))
-        if i == 0:
-            rate = pts[0][1]
-        elif i == len(pts):
-            rate = pts[-1][1]
-        else:
-            (x0, r0), (x1, r1) = pts[i - 1], pts[i]
-            w = 0.0 if x1 == x0 else (x - x0) / (x1 - x0)
-            rate = r0 + w * (r1 - r0)
-        return work / rate, "interpolated"
+        log_ratio, near = kind.ratio(_coords(op))
+        return self.analytic.time(op) * math.exp(log_ratio), (
+            "interpolated" if near else "calibrated")
 
 
-def _op_from_row(row: dict[str, Any]) -> ComputeOp:
+def record_label(row: dict[str, Any]) -> str:
+    """A record as an error message names it."""
+    if row.get("op") == "elementwise":
+        return f"elementwise {row.get('name')} ({row.get('kernel', '?')})"
+    keys = ("m", "n", "k", "dtype") if row.get("op") == "gemm" else (
+        "impl", "heads", "kv_heads", "q_len", "head_dim", "causal", "backward")
+    return f"{row.get('op')} " + " ".join(f"{k}={row[k]}" for k in keys if k in row)
+
+
+def op_from_record(row: dict[str, Any], where: str = "kernel database") -> ComputeOp:
+    """The simulator op a database record measured."""
+    if not isinstance(row, dict):
+        raise ConfigError(f"{where} is not a record")
     kind = row.get("op")
     try:
         if kind == "gemm":
-            return Gemm("db", int(row["m"]), int(row["n"]), int(row["k"]), row.get("dtype", "bf16"),
-                        int(row.get("batch", 1)))
+            return Gemm("db", int(row["m"]), int(row["n"]), int(row["k"]),
+                        str(row.get("dtype", "bf16")), int(row.get("batch", 1)))
         if kind == "attention":
+            impl = str(row.get("impl", "sdpa"))
+            if impl not in ATTENTION_IMPLS:
+                raise ConfigError(f"{where}: unknown attention impl {impl!r}")
+            window = row.get("window")
             return Attention("db", int(row["batch"]), int(row["heads"]), int(row["kv_heads"]),
                              int(row["q_len"]), int(row["kv_len"]), int(row["head_dim"]),
-                             bool(row.get("causal", True)), backward=bool(row.get("backward", False)))
+                             bool(row.get("causal", True)), None if window is None else int(window),
+                             backward=bool(row.get("backward", False)), impl=impl,  # type: ignore[arg-type]
+                             dropout=bool(row.get("dropout", False)))
         if kind == "elementwise":
-            return Elementwise(str(row["name"]), float(row["bytes"]))
-    except KeyError as exc:
-        raise ConfigError(f"kernel database row {row} lacks {exc}") from None
-    raise ConfigError(f"kernel database row has unknown op {kind!r}")
-
-
-def cross_gpu_scale(op: ComputeOp, measured: GPUSpec, target: GPUSpec) -> float:
-    """Factor to turn a time measured on ``measured`` into one on ``target`` (SimAI §4.2)."""
-    if measured.name == target.name:
-        return 1.0
-    dtype = op.dtype if isinstance(op, Gemm) else "bf16"
-    ridge = measured.gemm_ceiling(dtype) / measured.hbm_bw_Bps
-    intensity = (op.flops / op.bytes) if op.bytes else math.inf
-    if not isinstance(op, Elementwise) and intensity >= ridge:
-        return measured.gemm_ceiling(dtype) / target.gemm_ceiling(dtype)
-    return measured.hbm_bw_Bps / target.hbm_bw_Bps
+            name = str(row["name"])
+            family = str(row.get("kernel") or name.split(".")[0])
+            base = family.removesuffix(".bwd")
+            base = FAMILY_ALIASES.get(base, base)
+            family = base + (".bwd" if family.endswith(".bwd") else "")
+            impl = str(row.get("impl") or PROFILED_IMPL.get(base, "fused"))
+            nbytes = float(row["bytes"])
+            if "impl" not in row:  # format 1 wrote the fused op's bytes for every kernel
+                nbytes *= bytes_relative_to_fused(family, impl)
+            return Elementwise(name, nbytes, kernels=int(row.get("kernels", 1)), kernel=family,
+                               impl=impl)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"{where} ({record_label(row)}): bad or missing field {exc}") from None
+    raise ConfigError(f"{where} has unknown op {kind!r} (gemm, attention or elementwise)")

@@ -36,7 +36,8 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.memory import stage_param_split
-from trainsim.simulator import OPTIMIZER_BYTES_PER_PARAM, LayerSource, Pricer
+from trainsim.simulator import LayerSource, Pricer
+from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.layers import (
     backward_of,
     embedding_backward,
@@ -47,7 +48,7 @@ from trainsim.workload.layers import (
     layer_recompute,
     shard_of,
 )
-from trainsim.workload.ops import Comm, Elementwise, Op
+from trainsim.workload.ops import Comm, Op
 
 KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",
          "all_to_all": "ALLTOALL"}
@@ -127,8 +128,7 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
                             wg=(0.0, "REDUCESCATTER" + suffix, int(params * grad_bytes))))
             rows.append(Row(f"grad_gather{suffix.lower()}",
                             wg=(0.0, "ALLGATHER" + suffix, int(params * 2))))
-    step = Elementwise("optimizer_step",
-                       bytes=local * OPTIMIZER_BYTES_PER_PARAM[cfg.training.optimizer])
+    step = optimizer_step(local, cfg.training.optimizer)
     rows.append(Row("optimizer", ig=(pricer.compute.time(step), "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
     mb: list[Row] = []

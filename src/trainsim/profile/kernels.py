@@ -9,14 +9,15 @@ Implementations are what eager PyTorch runs in training:
 
 * GEMM: ``x @ w.T`` (``F.linear``'s layout); fp8 with ``torch._scaled_mm`` (e4m3 operands,
   bf16 output) where the device has it.
-* Attention: ``F.scaled_dot_product_attention`` (on CUDA restricted to the fused
-  flash/cuDNN/memory-efficient backends), GQA via ``enable_gqa``. A context-parallel rank
+* Attention: ``F.scaled_dot_product_attention`` (on CUDA with one fused backend at a time:
+  cuDNN, flash or memory-efficient, as the record's ``impl`` names), GQA via ``enable_gqa``. A context-parallel rank
   (``ring`` > 1, load-balanced causal ring attention as in Transformer Engine) runs one causal
   block over its own keys and ``ring - 1`` full blocks over half-length key chunks, which is
   the work the simulator's attention op prices.
 * Elementwise: ``F.rms_norm``/``F.layer_norm``, residual add (+ dropout), SwiGLU, tanh-GeLU,
   rotate-half RoPE, fp32 cross-entropy, fp8 cast + transpose with amax, embedding lookup,
-  fused Adam on fp32 state.
+  fused Adam on fp32 state (``compute.database.PROFILED_IMPL`` says which are one fused kernel
+  and which eager multi-kernel code; records carry it).
 """
 
 from __future__ import annotations
@@ -66,15 +67,21 @@ def fp8_supported(dev: Device) -> tuple[bool, str]:
     return True, ""
 
 
-def sdpa_context(dev: Device) -> contextlib.AbstractContextManager[Any]:
+SDPA_BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash2": "FLASH_ATTENTION",
+                 "flash1": "EFFICIENT_ATTENTION"}
+"""The simulator's attention implementation -> the SDPA backend that runs it."""
+
+
+def sdpa_context(dev: Device, impl: str | None = None) -> contextlib.AbstractContextManager[Any]:
     """Fused attention backends only on CUDA: a silent fallback to the math backend would
-    time an unfused kernel under FlashAttention's name."""
+    time an unfused kernel under FlashAttention's name. With ``impl``, that backend alone, so
+    a record names the kernel that ran (a backend that cannot run the shape raises)."""
     if dev.kind != "cuda":
         return contextlib.nullcontext()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION,
-                        SDPBackend.EFFICIENT_ATTENTION])
+    names = [SDPA_BACKENDS[impl]] if impl else list(SDPA_BACKENDS.values())
+    return sdpa_kernel([getattr(SDPBackend, n) for n in names])
 
 
 def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -142,7 +149,7 @@ def _attention(s: dict[str, Any], dev: Device) -> Recipe:
     ring, causal, bwd = s["ring"], s["causal"], s["backward"]
 
     def fwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-        with sdpa_context(dev):
+        with sdpa_context(dev, s.get("impl")):
             return ring_attention(q, k, v, ring) if ring > 1 else sdpa(q, k, v, causal)
 
     def make() -> Any:

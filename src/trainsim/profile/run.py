@@ -142,7 +142,12 @@ def run_profile(opts: ProfileOptions, progress: Progress | None = None,
                 notes.append(f"failed: {label}: {str(exc).splitlines()[0][:200]}")
                 log.warning("kernel %s failed: %s", label, exc)
             else:
-                kernels += [{**r, "time_s": t.median_s, "repeats": t.repeats} for r in case.records]
+                for r in case.records:
+                    why = unphysical(r, t.median_s, opts.gpu)
+                    if why:  # e.g. a backward that launched no kernel
+                        notes.append(f"not a measurement, dropped: {label}: {why}")
+                        continue
+                    kernels.append({**r, "time_s": t.median_s, "repeats": t.repeats})
             _free(torch, dev)
             if progress:
                 progress(label)
@@ -165,6 +170,15 @@ def run_profile(opts: ProfileOptions, progress: Progress | None = None,
     return snapshot(work.total)
 
 
+def unphysical(record: dict[str, Any], time_s: float, gpu_name: str) -> str | None:
+    """Why a record cannot be a measurement on ``gpu_name`` (faster than its peak FLOP/s or
+    HBM bandwidth: ``compute.database.physical_violation``), or None."""
+    from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.compute.database import op_from_record, physical_violation
+
+    return physical_violation(op_from_record(record), time_s, catalog_gpu(gpu_name))
+
+
 def _free(torch: Any, dev: Any) -> None:
     if dev.kind == "cuda":
         torch.cuda.empty_cache()
@@ -183,7 +197,9 @@ def write_db(db: dict[str, Any], out: str | Path, base: dict[str, Any] | None = 
     out = Path(out)
     if base is not None:
         db = merge(base, db)
-    errors = validate_db(db)
+    errors = validate_db(db) + [
+        f"kernels[{i}]: {why}" for i, r in enumerate(db.get("kernels") or [])
+        if (why := unphysical(r, r["time_s"], db["gpu"]))]
     if errors:
         raise ProfileError("the measured database is invalid: " + "; ".join(errors[:5]))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,23 +1,26 @@
-"""The kernel database format written by ``trainsim profile`` (``trainsim-kernel-db/1``).
+"""The kernel database format written by ``trainsim profile`` (``trainsim-kernel-db/2``).
 
 One JSON object::
 
-    {"format": "trainsim-kernel-db/1", "gpu": "h100-sxm-80gb", "device_name": "NVIDIA H100 ...",
+    {"format": "trainsim-kernel-db/2", "gpu": "h100-sxm-80gb", "device_name": "NVIDIA H100 ...",
      "driver": "550.54.15", "torch": "2.13.0", "cuda": "12.8", "created": "2025-...",
      "command": "trainsim profile ...", "compile": false, "notes": ["..."],
      "kernels": [{"op": "gemm", "m", "n", "k", "dtype", "batch", "time_s", "repeats"},
-                 {"op": "attention", "batch", "heads", "kv_heads", "q_len", "kv_len",
+                 {"op": "attention", "impl", "batch", "heads", "kv_heads", "q_len", "kv_len",
                   "head_dim", "causal", "backward", "time_s", "repeats"},
-                 {"op": "elementwise", "name", "bytes", "time_s", "repeats"}],
+                 {"op": "elementwise", "name", "kernel", "impl", "bytes", "time_s", "repeats"}],
      "layers": [{"model", "tp", "seq_length", "micro_batch_size", "dtype", "granularity",
                  "fwd_s", "bwd_s", "peak_memory_bytes", "compile",
                  "submodules": {"attention": {"fwd_s", "bwd_s"}, "mlp": {...}},
                  "kernels": [{"name", "time_s", "calls"}]}]}
 
 Kernel records carry the simulator op's own shape fields (``trainsim.workload.ops``), so a
-database lookup for an op is an exact match on :func:`kernel_key`. Elementwise records are
-named by kernel family (:func:`trainsim.profile.shapes.kernel_name` maps a simulator op name
-such as ``attn_norm.bwd`` to ``rmsnorm.bwd``) and keyed by the op's ``bytes``. Times are
+database lookup for an op is an exact match on :func:`kernel_key`. Attention records name the
+backend that ran (``impl``: ``cudnn``, ``flash2``, ``flash1`` for SDPA's memory-efficient
+kernel); elementwise records name their kernel family (``rmsnorm.bwd``; the simulator op's
+``Elementwise.kernel``) and the implementation the profiler ran (``fused``, ``eager``), with
+the bytes that implementation moves. Format 1 (no ``impl``) is still read by
+``trainsim.compute.database``. Times are
 medians in seconds; ``driver`` and ``cuda`` are null on a CPU dry run. This module does not
 import torch.
 """
@@ -28,15 +31,15 @@ from typing import Any
 
 from trainsim.errors import TrainsimError
 
-FORMAT = "trainsim-kernel-db/1"
+FORMAT = "trainsim-kernel-db/2"
 
 TOP_KEYS = ("format", "gpu", "device_name", "driver", "torch", "cuda", "created", "command",
             "compile", "kernels", "layers")
 KERNEL_KEYS = {
     "gemm": ("m", "n", "k", "dtype", "batch"),
-    "attention": ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal",
+    "attention": ("impl", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "causal",
                   "backward"),
-    "elementwise": ("name", "bytes"),
+    "elementwise": ("kernel", "impl", "bytes"),
 }
 LAYER_KEYS = ("model", "tp", "seq_length", "micro_batch_size", "dtype", "granularity", "fwd_s",
               "bwd_s", "peak_memory_bytes", "compile", "submodules", "kernels")

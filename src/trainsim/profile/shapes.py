@@ -18,7 +18,9 @@ from trainsim.catalog import model as catalog_model
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params
+from trainsim.compute.database import FAMILY_ALIASES, PROFILED_IMPL
 from trainsim.profile.schema import ProfileError, kernel_key
+from trainsim.workload.elementwise import bytes_relative_to_fused
 from trainsim.workload.layers import (
     FP8_CAST_TRANSPOSE_BYTES,
     Shard,
@@ -139,8 +141,14 @@ def _gemm_record(op: Gemm) -> dict[str, Any]:
     return {"op": "gemm", "m": op.m, "n": op.n, "k": op.k, "dtype": op.dtype, "batch": op.batch}
 
 
+PROFILED_ATTENTION = ("cudnn", "flash2", "flash1")
+"""Attention kernels the profiler runs, each as one SDPA backend (``profile.kernels``): cuDNN's
+fused attention, the FlashAttention-2 backend and the memory-efficient (xFormers) backend,
+which the simulator prices as the first FlashAttention's family."""
+
+
 def _attention_record(op: Attention) -> dict[str, Any]:
-    return {"op": "attention", "batch": op.batch, "heads": op.heads, "kv_heads": op.kv_heads,
+    return {"op": "attention", "impl": op.impl, "batch": op.batch, "heads": op.heads, "kv_heads": op.kv_heads,
             "q_len": op.q_len, "kv_len": op.kv_len, "head_dim": op.head_dim,
             "causal": op.causal, "backward": op.backward}
 
@@ -151,10 +159,10 @@ def op_case(op: Any, cfg: RunConfig, sh: Shard) -> tuple[Kernel, dict[str, Any]]
         return (_k("gemm", m=op.m, n=op.n, k=op.k, dtype=op.dtype, batch=op.batch),
                 _gemm_record(op))
     if isinstance(op, Attention):
-        if op.impl not in ("flash2", "sdpa") or op.window is not None or op.dropout:
+        if op.impl not in PROFILED_ATTENTION or op.window is not None or op.dropout:
             return f"attention impl={op.impl} window={op.window} dropout={op.dropout}"
         ring = op.kv_len // op.q_len if op.causal and op.kv_len > op.q_len else 1
-        return (_k("attention", batch=op.batch, heads=op.heads, kv_heads=op.kv_heads,
+        return (_k("attention", impl=op.impl, batch=op.batch, heads=op.heads, kv_heads=op.kv_heads,
                    q_len=op.q_len, kv_len=op.kv_len, head_dim=op.head_dim, causal=op.causal,
                    backward=op.backward, ring=ring), _attention_record(op))
     if isinstance(op, Elementwise):
@@ -162,17 +170,28 @@ def op_case(op: Any, cfg: RunConfig, sh: Shard) -> tuple[Kernel, dict[str, Any]]
         if family is None:
             return f"elementwise '{op.name}'"
         dims = _elementwise_dims(family, op, cfg, sh)
-        # The name is the simulator op's: the database reader keys elementwise ops by name.
-        return _k(family, **dims), {"op": "elementwise", "name": op.name, "kernel": family,
-                                    "bytes": op.bytes}
+        if family == "residual_add.bwd" and not dims["dropout"]:
+            # the gradient of x + y is passed through by autograd: no kernel runs
+            return "residual_add.bwd without dropout (autograd launches no kernel)"
+        return _k(family, **dims), _elementwise_record(op.name, family, op.bytes)
     return type(op).__name__  # communication or an op kind added later
 
 
 def adam_case(cfg: RunConfig) -> tuple[Kernel, dict[str, Any]]:
     """The optimizer step over one layer's local parameters (fused Adam, fp32 state)."""
     n = layer_params(cfg.model) // cfg.parallel.tp
-    return _k("adam", params=n), {"op": "elementwise", "name": "adam", "kernel": "adam",
-                                  "bytes": n * ADAM_BYTES_PER_PARAM}
+    return _k("adam", params=n), _elementwise_record("adam", "adam", n * ADAM_BYTES_PER_PARAM)
+
+
+def _elementwise_record(name: str, family: str, fused_bytes: float) -> dict[str, Any]:
+    """A record of what the profiler runs for ``family``: the database's family name, the
+    implementation (``PROFILED_IMPL``) and the bytes that implementation moves."""
+    base = family.removesuffix(".bwd")
+    base = FAMILY_ALIASES.get(base, base)
+    kernel = base + family[len(family.removesuffix(".bwd")):]
+    impl = PROFILED_IMPL.get(base, "fused")
+    return {"op": "elementwise", "name": name, "kernel": kernel, "impl": impl,
+            "bytes": fused_bytes * bytes_relative_to_fused(kernel, impl)}
 
 
 def simulator_ops(cfg: RunConfig) -> list[Any]:
@@ -209,9 +228,10 @@ def distinct_cases(cfgs: list[RunConfig], notes: list[str] | None = None) -> lis
 
 
 def _reader_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    """The key compute/database.py looks ops up by (elementwise: base name and bytes)."""
+    """The key compute/database.py looks ops up by (elementwise: family, implementation and
+    bytes, whichever simulator op it came from)."""
     if record["op"] == "elementwise":
-        return ("elementwise", record["name"].split(".")[0], round(record["bytes"]))
+        return ("elementwise", record["kernel"], record["impl"], round(record["bytes"]))
     return kernel_key(record)
 
 
@@ -228,8 +248,10 @@ def quick_model(m: ModelConfig) -> ModelConfig:
 
 def sweep_configs(models: list[str], tps: list[int], seqs: list[int], gpu: str,
                   cps: tuple[int, ...] = (1,), micro_batch_size: int = 1,
-                  dtypes: tuple[str, ...] = ("bf16",), quick: bool = False) -> list[RunConfig]:
-    """Run configs of the grid; TP > 1 with and without sequence parallelism."""
+                  dtypes: tuple[str, ...] = ("bf16",), quick: bool = False,
+                  attentions: tuple[str, ...] = ("cudnn", "flash2")) -> list[RunConfig]:
+    """Run configs of the grid; TP > 1 with and without sequence parallelism; attention by
+    each backend in ``attentions``."""
     try:
         spec = catalog_gpu(gpu)
         mcfgs = [catalog_model(name) for name in models]
@@ -247,19 +269,22 @@ def sweep_configs(models: list[str], tps: list[int], seqs: list[int], gpu: str,
                     s = max(16, seq // QUICK_SEQ_DIVISOR) if quick else seq
                     for dtype in dtypes:
                         for sp in ((False, True) if tp > 1 else (False,)):
-                            out.append(_config(m, tp, cp, sp, s, micro_batch_size, dtype, spec))
+                            for attn in attentions:
+                                out.append(_config(m, tp, cp, sp, s, micro_batch_size, dtype,
+                                                   spec, attn))
     return out
 
 
 def _config(m: ModelConfig, tp: int, cp: int, sp: bool, seq: int, mbs: int, dtype: str,
-            spec: Any) -> RunConfig:
+            spec: Any, attention: str = "flash2") -> RunConfig:
     try:
         return RunConfig(
             model=m,
             parallel=ParallelConfig(tensor_model_parallel_size=tp, context_parallel_size=cp,
                                     sequence_parallel=sp),
             training=TrainingConfig(global_batch_size=mbs, micro_batch_size=mbs,
-                                    seq_length=seq, dtype=dtype),  # type: ignore[arg-type]
+                                    seq_length=seq, dtype=dtype,  # type: ignore[arg-type]
+                                    attention=attention),  # type: ignore[arg-type]
             cluster=ClusterConfig(gpu=spec, num_gpus=tp * cp, gpus_per_node=max(8, tp * cp)))
     except ConfigError as exc:
         raise ProfileError(f"{m.name} tp={tp} cp={cp} seq={seq}: {exc}") from None

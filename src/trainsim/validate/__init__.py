@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import math
 from collections.abc import Callable, Iterable
@@ -16,6 +17,7 @@ from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
 from trainsim.validate.common import RowResult, summarize, summary_line
+from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, tune
 
@@ -81,11 +83,21 @@ PREDICT: dict[str, Callable[[dict[str, str]], RowResult]] = {
 
 
 def validate_file(path: str | Path, progress: Callable[[int, int], None] | None = None,
-                  workers: int = 1) -> tuple[str, list[RowResult]]:
-    """Predict every row of a validation file, in file order; ``workers`` > 1 predicts rows in
-    that many processes (the results are the same: each row is predicted alone)."""
+                  workers: int = 1, compute_db: str | None = "auto") -> tuple[str, list[RowResult]]:
+    """Predict every row of a validation file (a kernel database: its layer records against
+    its kernels, ``validate.kernel_db``), in file order; ``workers`` > 1 predicts rows in
+    that many processes (the results are the same: each row is predicted alone).
+    ``compute_db`` is the kernel database that prices kernel and training rows ('auto': the
+    one bundled for each row's GPU; None: the analytic model alone; or a path)."""
+    if is_kernel_db(path):
+        results = validate_kernel_db(path)
+        if progress:
+            progress(len(results), len(results))
+        return "kernels", results
     kind, rows = read_rows(path)
     predict = PREDICT[kind]
+    if kind != "collectives":
+        predict = functools.partial(predict, compute_db=compute_db)
     out: list[RowResult] = []
     with contextlib.ExitStack() as stack:
         results: Iterable[RowResult] = map(predict, rows)

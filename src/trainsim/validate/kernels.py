@@ -58,11 +58,11 @@ MOE_ROUTER_OPS = ("router", "router_topk_softmax")
 
 
 @functools.cache
-def _model(gpu_name: str) -> ChainModel:
+def _model(gpu_name: str, compute_db: str | None = "auto") -> ChainModel:
     """A kernel benchmark runs one GPU alone at its burst clock, not power-saturated beside
     seven others as in training (``GPUSpec.sustained_of_burst``)."""
     gpu = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)
-    return compute_model_for(gpu, "auto", catalog_gpu)
+    return compute_model_for(gpu, compute_db, catalog_gpu)
 
 
 def _int(row: dict[str, str], key: str) -> int:
@@ -135,7 +135,9 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"layernorm|layer_norm", "layernorm", "fused"),
     (r"swiglu.*(eager|two kernels)", "swiglu", "eager"),
     (r"swiglu|siluandmul|mlp_act", "swiglu", "fused"),
-    (r"gelu|residual-add|\bcopy\b", "pointwise", "fused"),
+    (r"gelu", "gelu", "fused"),
+    (r"residual-add", "residual_add", "fused"),
+    (r"\bcopy\b", "copy", "fused"),
 )
 """How a memory-bound row's description names its op and kernel structure (the kernels file
 has no column for it): a multi-kernel eager RMSNorm ('rmsnorm-eager', Hugging Face's
@@ -192,8 +194,9 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     raise ConfigError(f"unknown kernel kind {kind!r}; known: {', '.join(KINDS)}")
 
 
-def predict_kernel_row(row: dict[str, str]) -> RowResult:
-    """The row's kernel priced by the compute chain, in the row's unit."""
+def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
+    """The row's kernel priced by the compute chain (with the kernel database ``compute_db``:
+    'auto', None or a path), in the row's unit."""
     unit = (row.get("measured_unit") or "").strip()
     try:
         measured = float(row["measured_value"])
@@ -210,7 +213,7 @@ def predict_kernel_row(row: dict[str, str]) -> RowResult:
             raise ConfigError(f"unknown measured_unit {unit!r}; known: {RATE_UNIT}, "
                               f"{', '.join(TIME_UNITS)}")
         ops, flops = kernel_ops(row)
-        model = _model(row["gpu"].strip())
+        model = _model(row["gpu"].strip(), compute_db)
         priced = [model.explain(op) for op in ops]
         time_s = sum(t for t, _ in priced)
         if unit == RATE_UNIT:

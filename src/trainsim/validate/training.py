@@ -243,7 +243,10 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     return feasible[current], dict(zip(names, current))
 
 
-def predict_training_row(row: dict[str, str]) -> RowResult:
+def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
+    """The row's iteration simulated as its framework ran it (empty cells tuned), with the
+    kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
+    analytic model only; or a path)."""
     res = RowResult(id=row.get("id", "?"), measured=float(row["measured_iteration_s"]))
     source_key = _cell(row, "framework") or "unknown"
     res.extra = {"source_key": source_key}
@@ -251,6 +254,7 @@ def predict_training_row(row: dict[str, str]) -> RowResult:
         res.measured_memory_gib = float(row["measured_peak_memory_gib"])
     try:
         raw, unknown = _training_base(row)
+        raw["cluster"]["compute_db"] = compute_db
         simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
 
         def evaluate(c: RunConfig) -> float:

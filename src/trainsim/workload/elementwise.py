@@ -25,8 +25,11 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # HF LlamaRMSNorm: x.to(fp32) (e + 4), pow(2) (8), mean (4), + eps and rsqrt on T values
     # (2 tiny kernels), x * rsqrt (8), .to(dtype) (4 + e), weight * x (2e)
     ("rmsnorm", "eager"): (lambda e: (e + F32) + 8 + 4 + 8 + (F32 + e) + 2 * e, 8),
-    # a pointwise op (copy, residual add of an input to itself, GELU): one kernel, read, write
-    ("pointwise", "fused"): (lambda e: 2 * e, 1),
+    # a pointwise op (GELU, a copy, the kernels files' residual add of a tensor to itself,
+    # x + x): one kernel, read, write
+    ("gelu", "fused"): (lambda e: 2 * e, 1),
+    ("copy", "fused"): (lambda e: 2 * e, 1),
+    ("residual_add", "fused"): (lambda e: 2 * e, 1),
     # SwiGLU per output element: fused reads gate and up, writes the product; eager runs
     # silu(gate) (read, write) and then the product (read two, write)
     ("swiglu", "fused"): (lambda e: 3 * e, 1),
@@ -43,6 +46,12 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # backward casts down (4 + e)
     ("cross_entropy.bwd", "fused"): (lambda e: F32 + e, 1),
     ("cross_entropy.bwd", "eager"): (lambda e: F32 + 4 * F32 + (F32 + e), 4),
+    # rotary embedding per element of Q and K: a fused kernel (TE, apex, Megatron) reads and
+    # writes; Hugging Face's rotate-half runs x * cos (read, write), the negated half and the
+    # concatenation (read and write half, then all), x' * sin (read, write) and the sum (read
+    # two, write), cos and sin being small tables
+    ("rope", "fused"): (lambda e: 2 * e, 1),
+    ("rope", "eager"): (lambda e: 2 * e + e + 2 * e + 2 * e + 3 * e, 5),
     # AdamW per fp32 parameter. Fused (apex, torch fused=True): read p, g, m, v; write p, m, v.
     # torch's foreach AdamW: p *= 1 - lr wd (8), m.lerp_(g) (12), v *= b2 (8), v += (1-b2) g g
     # (12), sqrt(v) (8), / bias correction (8), + eps (8), p.addcdiv_(m, denom) (16)
@@ -51,11 +60,22 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
 }
 
 
+def bytes_relative_to_fused(family: str, impl: str) -> float:
+    """Bytes ``impl`` moves for ``family`` (forward or ``.bwd``) per byte its fused kernel
+    moves (1 where the table has no entry): how a record of an eager kernel whose size was
+    written as the fused op's bytes is restated in its own implementation's bytes."""
+    base = family if (family, impl) in IMPLEMENTATIONS else family.removesuffix(".bwd")
+    if impl == "fused" or (base, impl) not in IMPLEMENTATIONS or (base, "fused") not in IMPLEMENTATIONS:
+        return 1.0
+    return IMPLEMENTATIONS[(base, impl)][0](2) / IMPLEMENTATIONS[(base, "fused")][0](2)
+
+
 def memory_op(name: str, family: str, impl: str, elements: float, elem_bytes: int = 2
               ) -> Elementwise:
     """``family`` run by ``impl`` over ``elements`` elements of ``elem_bytes`` each."""
     per, kernels = IMPLEMENTATIONS[(family, impl)]
-    return Elementwise(name, bytes=elements * per(elem_bytes), kernels=kernels)
+    return Elementwise(name, bytes=elements * per(elem_bytes), kernels=kernels, kernel=family,
+                       impl=impl)
 
 
 _STEP_FRAME_BYTES = 4 + 8 + (4 + 2) + 4
@@ -76,3 +96,15 @@ OPTIMIZER_BYTES_PER_PARAM = {
 }
 """Megatron's optimizer step, bytes moved per local parameter, by optimizer: memory-bound
 multi-tensor kernels (Adam 50, LAMB 70, SGD 42)."""
+
+
+OPTIMIZER_KERNEL = {"adam": "adamw", "lamb": "lamb", "sgd": "sgd"}
+"""The kernel family of each optimizer's multi-tensor step (what a database keys it by)."""
+
+
+def optimizer_step(local_params: float, optimizer: str) -> Elementwise:
+    """Megatron's optimizer step over ``local_params`` parameters: the optimizer's fused
+    multi-tensor kernel and the frame around it (``OPTIMIZER_BYTES_PER_PARAM``), keyed as the
+    optimizer's kernel so a database prices the step at its measured efficiency."""
+    return Elementwise("optimizer_step", bytes=local_params * OPTIMIZER_BYTES_PER_PARAM[optimizer],
+                       kernel=OPTIMIZER_KERNEL[optimizer])

@@ -71,6 +71,7 @@ def shard_of(cfg: RunConfig) -> Shard:
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
 """Transformer Engine's cast_transpose per element: read 16 bits, write fp8 and its fp8
 transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
+CAST_KERNEL = "fp8_cast_transpose"
 FP8_RECIPE_EXTRA_BYTES = {"delayed": 0.0, "current": ACT, "blockwise": 2 * 4 / 128,
                           "mxfp8": 2 * 1 / 32}
 """What each Transformer Engine recipe adds per element to that cast: delayed scaling takes its
@@ -89,7 +90,7 @@ def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: in
         # split per expert for a grouped GEMM (Transformer Engine's GroupedLinear)
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * sh.fp8_cast_bytes,
-                               kernels=batch * sh.fp8_cast_kernels))
+                               kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
 
 
@@ -129,13 +130,13 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
 
     def mlp() -> None:
         _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
-        ops.append(Elementwise("swiglu" if gated else "gelu",
-                               bytes=T * f_loc * ACT * (3 if gated else 2)))
+        act = "swiglu" if gated else "gelu"
+        ops.append(Elementwise(act, bytes=T * f_loc * ACT * (3 if gated else 2), kernel=act))
         _gemm(ops, sh, "fc2", T, h, f_loc)
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
-    ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2))
+    ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2, kernel=m.normalization))
     tp_enter(ops, sh, h, "attn")
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
@@ -144,7 +145,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     else:
         _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
         if m.position_embedding == "rope":
-            ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2))
+            ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2, kernel="rope"))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     heads, q_len = m.num_attention_heads // t, sh.q_len
     kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
@@ -171,19 +172,22 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     if parallel:
         mlp()
     tp_exit(ops, sh, h, "attn")
-    ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+    ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask),
+                           kernel="residual_add"))
     if parallel:
         return ops
     # --- MLP block
-    ops.append(Elementwise("mlp_norm", bytes=nt * h * ACT * 2))
+    ops.append(Elementwise("mlp_norm", bytes=nt * h * ACT * 2, kernel=m.normalization))
     if moe:
         _moe_block(ops, cfg, sh)
-        ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+        ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask),
+                               kernel="residual_add"))
         return ops
     tp_enter(ops, sh, h, "mlp")
     mlp()
     tp_exit(ops, sh, h, "mlp")
-    ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask)))
+    ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask),
+                           kernel="residual_add"))
     return ops
 
 
@@ -196,15 +200,16 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     heads, rope = m.num_attention_heads // t, m.qk_pos_emb_head_dim
     if m.q_lora_rank:
         _gemm(ops, sh, "q_down_proj", T, m.q_lora_rank, h)
-        ops.append(Elementwise("q_norm", bytes=T * m.q_lora_rank * ACT * 2))
+        ops.append(Elementwise("q_norm", bytes=T * m.q_lora_rank * ACT * 2,
+                               kernel=m.normalization))
         _gemm(ops, sh, "q_up_proj", T, heads * (m.qk_head_dim + rope), m.q_lora_rank)
     else:
         _gemm(ops, sh, "q_proj", T, heads * (m.qk_head_dim + rope), h)
     kv_lora = m.kv_lora_rank or 0
     _gemm(ops, sh, "kv_down_proj", T, kv_lora + rope, h)
-    ops.append(Elementwise("kv_norm", bytes=T * kv_lora * ACT * 2))
+    ops.append(Elementwise("kv_norm", bytes=T * kv_lora * ACT * 2, kernel=m.normalization))
     _gemm(ops, sh, "kv_up_proj", T, heads * (m.qk_head_dim + m.v_head_dim), kv_lora)
-    ops.append(Elementwise("rope", bytes=T * heads * 2 * rope * ACT * 2))
+    ops.append(Elementwise("rope", bytes=T * heads * 2 * rope * ACT * 2, kernel="rope"))
 
 
 def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
@@ -298,7 +303,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
-                                       kernels=op.batch * sh.fp8_cast_kernels))
+                                       kernels=op.batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
             dgrad_at = len(ops) - 1
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
@@ -307,7 +312,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         elif isinstance(op, Elementwise):
             if op.name.endswith("cast_transpose") or op.host_sync:
                 continue  # the forward cast has no backward; the gradient's cast is added above
-            ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops))
+            ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops,
+                                   kernel=op.kernel and f"{op.kernel}.bwd", impl=op.impl))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,
@@ -390,12 +396,14 @@ def _renamed(op: Op, prefix: str) -> Op:
 
 def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     h = cfg.model.hidden_size
-    ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2)]
+    ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2,
+                                 kernel="embedding")]
     if sh.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"embedding.{kind}", kind, sh.tokens * h * ACT, "tp"))
     if cfg.model.position_embedding == "learned" or cfg.model.hidden_dropout > 0:
-        ops.append(Elementwise("embedding_add_dropout", bytes=sh.norm_tokens * h * ACT * 3))
+        ops.append(Elementwise("embedding_add_dropout", bytes=sh.norm_tokens * h * ACT * 3,
+                               kernel="residual_add"))
     return ops
 
 
@@ -405,14 +413,16 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     if sh.tp > 1 and sh.sp:
         ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp"))
     # scatter-add of token gradients into the fp32 embedding gradient
-    ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4)))
+    ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4),
+                           kernel="embedding.bwd"))
     return ops
 
 
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
-    ops: list[Op] = [Elementwise("final_norm", bytes=sh.norm_tokens * h * ACT * 2)]
+    ops: list[Op] = [Elementwise("final_norm", bytes=sh.norm_tokens * h * ACT * 2,
+                                 kernel=cfg.model.normalization)]
     dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
     tp_enter(ops, sh, h, "head", dtype)
     ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype=dtype))
@@ -437,5 +447,6 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True))
-    ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3))
+    ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3,
+                           kernel=f"{cfg.model.normalization}.bwd"))
     return ops

@@ -146,6 +146,15 @@ class Elementwise:
     host_sync: bool = False
     """The host waits for this op's result before issuing the next (a device-to-host copy of
     values Python needs, e.g. dropless MoE's tokens per expert): see ``compute.host``."""
+    kernel: str = ""
+    """The kernel family it runs (``rmsnorm``, ``layernorm``, ``residual_add``, ``swiglu``,
+    ``gelu``, ``rope``, ``cross_entropy``, ``embedding``, ``fp8_cast_transpose``, ``adamw``;
+    ``.bwd`` for a backward): what a measured-kernel database keys it by (``compute.database``).
+    Empty: an op no database prices (routing, framework bookkeeping)."""
+    impl: str = "fused"
+    """How that family is implemented: ``fused`` (one kernel: Transformer Engine, apex,
+    torch's native norms, Megatron's fused kernels) or ``eager`` (one kernel per PyTorch op,
+    e.g. Hugging Face's modules); see ``workload.elementwise``."""
 
 
 @dataclass(frozen=True)

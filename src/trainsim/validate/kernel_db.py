@@ -1,0 +1,122 @@
+"""A kernel database checked against itself: its layer records against its kernel records.
+
+``trainsim profile`` times whole decoder layers beside the kernels they are made of. Here each
+layer record is rebuilt as the simulator's ops for that layer (``workload.layers``, one TP
+slice alone: no communication), each op priced by the database (exact records, neighbours, or
+the analytic model calibrated on it), and the sum is compared with the layer's measured forward
+plus backward. Memory-bound ops are priced as the profiler implements them
+(``compute.database.PROFILED_IMPL``: eager SwiGLU and RoPE, fused norms), because that is what
+the layer ran; the residual's backward without dropout runs no kernel. The disagreement is
+what composing kernels misses: launch gaps, the kernels no record covers, caching effects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.catalog import model as catalog_model
+from trainsim.compute.chain import ChainModel
+from trainsim.compute.database import FORMATS, PROFILED_IMPL, KernelDatabase
+from trainsim.config import ClusterConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.safe_load import read_text
+from trainsim.errors import ConfigError
+from trainsim.validate.common import RowResult
+from trainsim.workload.elementwise import bytes_relative_to_fused
+from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
+
+
+def is_kernel_db(path: str | Path) -> bool:
+    """A JSON file in a kernel database format (told by its first bytes, without parsing)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return head.lstrip().startswith("{") and any(f'"{f}"' in head for f in FORMATS)
+
+
+def _as_profiled(op: Op, dropout: bool) -> Op | None:
+    """The op as the profiler's layer runs it (None: it launches no kernel)."""
+    if not isinstance(op, Elementwise) or not op.kernel:
+        return op
+    if op.kernel == "residual_add.bwd" and not dropout:
+        return None
+    base = op.kernel.removesuffix(".bwd")
+    impl = PROFILED_IMPL.get(base, op.impl)
+    if impl == op.impl:
+        return op
+    return dataclasses.replace(op, impl=impl, bytes=op.bytes * bytes_relative_to_fused(op.kernel, impl))
+
+
+def _layer_config(rec: dict[str, Any], gpu_name: str, attention: str) -> RunConfig:
+    name = str(rec["model"])
+    if name.endswith("-quick"):  # a --quick dry run's tiny model
+        from trainsim.profile.shapes import quick_model
+
+        model = quick_model(catalog_model(name.removesuffix("-quick")))
+    else:
+        model = catalog_model(name)
+    mbs, seq, tp = int(rec["micro_batch_size"]), int(rec["seq_length"]), int(rec["tp"])
+    return RunConfig(model=model,
+                     parallel=ParallelConfig(tensor_model_parallel_size=tp),
+                     training=TrainingConfig(global_batch_size=mbs, micro_batch_size=mbs,
+                                             seq_length=seq, dtype=rec.get("dtype", "bf16"),
+                                             attention=attention),  # type: ignore[arg-type]
+                     cluster=ClusterConfig(gpu=catalog_gpu(gpu_name), num_gpus=tp,
+                                           gpus_per_node=max(8, tp)))
+
+
+def _priced(ops: list[Op], chain: ChainModel, dropout: bool) -> tuple[float, dict[str, int]]:
+    total, sources = 0.0, {}
+    for op in ops:
+        op = _as_profiled(op, dropout)
+        if isinstance(op, (Gemm, Attention, Elementwise)):
+            t, how = chain.explain(op)
+            total += t
+            sources[how] = sources.get(how, 0) + 1
+    return total, sources
+
+
+def validate_kernel_db(path: str | Path) -> list[RowResult]:
+    """One row per layer record: measured forward + backward against the composed kernels."""
+    try:
+        data = json.loads(read_text(path, "kernel database"))
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path} is not JSON: {exc}") from None
+    db = KernelDatabase.load(path, catalog_gpu)
+    chain = ChainModel(db.spec, db)  # the measured GPU alone, at its boost clock
+    impls = {k.get("impl") for k in data.get("kernels", []) if k.get("op") == "attention"}
+    attention = impls.pop() if len(impls) == 1 and None not in impls else "cudnn"
+    out = []
+    for rec in db.layers:
+        if rec.get("compile"):
+            continue  # torch.compile fuses kernels the records measured apart
+        rid = f"{rec.get('model')}-tp{rec.get('tp')}-s{rec.get('seq_length')}-mbs{rec.get('micro_batch_size')}"
+        res = RowResult(id=rid, measured=float(rec["fwd_s"]) + float(rec["bwd_s"]))
+        res.extra = {"kind": "layer", "implementation": "composed", "source_key": "layer",
+                     "dtype": rec.get("dtype", "bf16"), "unit": "s"}
+        try:
+            cfg = _layer_config(rec, db.gpu, attention)
+        except ConfigError as exc:
+            res.error = str(exc)
+            out.append(res)
+            continue
+        fwd = layer_forward(cfg, shard_of(cfg))
+        dropout = cfg.model.hidden_dropout > 0
+        t_fwd, src_f = _priced(fwd, chain, dropout)
+        t_bwd, src_b = _priced(backward_of(fwd, shard_of(cfg)), chain, dropout)
+        res.predicted = t_fwd + t_bwd
+        res.chosen = {"attention": attention}
+        res.extra.update(fwd_s=t_fwd, bwd_s=t_bwd, measured_fwd_s=rec["fwd_s"],
+                         measured_bwd_s=rec["bwd_s"],
+                         sources={k: src_f.get(k, 0) + src_b.get(k, 0)
+                                  for k in sorted({*src_f, *src_b})})
+        out.append(res)
+    if not out:
+        raise ConfigError(f"{path}: the kernel database has no eager layer records to check")
+    return out
