@@ -105,7 +105,5 @@ def test_500_jobs_from_50_clients_while_health_checks_answer(tmp_path):
           f"{server_cpu_s:.1f} s ({100 * server_cpu_s / wall:.0f}% of one core)")
     assert not errors, errors[:5]
     assert len(latencies) == CLIENTS * JOBS_PER_CLIENT
-    # every health check answered; 95 % within 100 ms. On a shared 2-core machine a few
-    # checks wait longer for the CPU (the printed figures say how many).
-    assert max(health) < 1.0
-    assert _pct(health, 0.95) < 0.1
+    # acceptance 4 of issue 19: every health check answered within 100 ms throughout
+    assert len(health) > 50 and max(health) < 0.1, sorted(health)[-5:]

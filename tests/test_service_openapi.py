@@ -16,12 +16,12 @@ pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 hypothesis_jsonschema = pytest.importorskip("hypothesis_jsonschema")
 
-from fastapi.testclient import TestClient  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-from jsonschema import Draft202012Validator  # noqa: E402
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
 
-from trainsim.service import Settings, create_app  # noqa: E402
+from trainsim.service import Settings, create_app
 
 
 def _settings(directory: Path) -> Settings:
