@@ -79,8 +79,10 @@ def test_every_public_training_run_is_expressed_and_does_not_regress():
     lm = s["by_source"]["megatron-lm"]  # the framework the tool was developed on
     assert lm["n"] == 33 and lm["mape"] <= 0.06
     # Issue 16: published peak memory (BLOOM's nvidia-smi figures, compared as `device`) was
-    # 30.6 % off before framework-aware model state; 9.7 % when that landed (RESULTS.md)
-    assert s["memory_n"] == 11 and s["memory_mape"] <= 0.10
+    # 30.6 % off before framework-aware model state; 9.7 % when that landed; 5.7 % (max 31 %, the
+    # 196B pp6 mb2 snapshot above its own mb4 sibling) with ZeRO-1's step partitions and the
+    # communicators each stage holds (RESULTS.md)
+    assert s["memory_n"] == 11 and s["memory_mape"] <= 0.06 and s["memory_max_ape"] <= 0.32
     # Issue 16, acceptance 2: every run whose recompute and micro-batch are stated is predicted
     # to fit (it ran)
     with (PUBLISHED / "training_public.csv").open() as f:

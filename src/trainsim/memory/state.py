@@ -14,8 +14,9 @@ Per parameter (Adam; LAMB keeps the same two moments, SGD one momentum):
 layout             weights     gradients         optimizer     temporaries
 =================  ==========  ================  ============  =======================
 megatron           2 P         g P (buffer)      (4 + o) S|P   fp32 grad copy at step
-deepspeed 0/1/2    2 P         2 P (1: full)     (4 + o) S|P   fp32 grad partition at
-                               2 S (2) + bucket                step, reduce bucket
+deepspeed 0/1/2    2 P         2 P (1: full)     (4 + o) S|P   at the step: 16-bit
+                               2 S (2) + bucket                partition (1: and its
+                                                               copy), fp32 cast; bucket
 deepspeed 3        2 S         2 S               (4 + o) S     gathered layers, bucket
 fsdp1 / fsdp2      4 S         4 S               o S           unsharded 16-bit units
 ddp                4 P         4 P + 4 P bucket  o P           autocast 16-bit copies
