@@ -134,3 +134,19 @@ def test_deepspeed_pipeline_engine_builds_its_own_groups():
     sizes = communicator_sizes(ds, 1)  # world, tp, dp (2 ranks), tp x pp, slice, pp
     assert estimate_stage_memory(ds, 1).context == pytest.approx(
         CUDA_CONTEXT_BYTES + NCCL_GROUP_COMM_BYTES * (len(sizes) - 1) + NCCL_PAIR_COMM_BYTES)
+
+
+def test_deepspeed_bf16_optimizer_keeps_fp32_gradients_of_every_parameter():
+    """DeepSpeed's BF16 optimizer (runtime/bf16_optimizer.py, v0.6.3; ZeRO 0-1, bf16 with fp32
+    gradient accumulation): bf16 parameters 2, bf16 gradients 2, a flat fp32 gradient of every
+    parameter 4 (zeros_like the bf16 flat buffer), fp32 master partition and Adam moments 12
+    over dp; the optimizer steps on views of the fp32 gradients, so the step adds nothing. The
+    fp16 ZeRO-1 optimizer keeps 2 + 2 bytes and copies partitions at the step instead."""
+    dp = 8
+    cfg = cfg_of(impl="deepspeed", zero=1, dp=dp, dtype="bf16", fp32_grads=True)
+    P = stage_params(cfg, 0)
+    s = model_state(cfg, 0)
+    assert (s.weights, s.gradients, s.optimizer) == pytest.approx((2 * P, 6 * P, 12 * P / dp))
+    assert s.step == () and s.persistent == ()
+    fp16 = model_state(cfg_of(impl="deepspeed", zero=1, dp=dp, dtype="fp16", fp32_grads=False), 0)
+    assert fp16.gradients == pytest.approx(2 * P) and fp16.step

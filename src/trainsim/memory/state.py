@@ -168,6 +168,15 @@ def _deepspeed(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mo
                                      gathered),),
                           step=(("fp32 gradient partition", 4.0 * sharded),))
     shard = sharded if p.shards_optimizer else held
+    t = cfg.training
+    if t.dtype == "bf16" and t.grad_reduce_in_fp32 and p.zero_stage <= 1:
+        # DeepSpeed's BF16 optimizer (runtime/bf16_optimizer.py, v0.6.3+): a flat fp32 gradient
+        # of every parameter (fp32_groups_gradients_flat, zeros_like the bf16 flat buffer)
+        # that each backward's bf16 gradients are added into (update_hp_grads; the bf16 ones
+        # stay until the next backward clears them); the partition the optimizer steps on is a
+        # view of it, so the step adds no buffer
+        return ModelState(_weights(cfg, held, linear), (2.0 + 4.0) * held,
+                          (4.0 + moments) * shard)
     grads = 2.0 * (sharded if p.zero_stage == 2 else held)
     # stage 1 flattens its gradients into a bucket only at the accumulation boundary, after
     # the last backward; stage 2 copies them in as the backward makes them (persistent)
