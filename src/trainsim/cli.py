@@ -130,9 +130,10 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto") -> d
     from trainsim.report import render_validation
     from trainsim.validate import read_rows, summarize, summary_line, validate_file
     from trainsim.validate.kernel_db import is_kernel_db
+    from trainsim.validate.layers import is_layers_file
 
     try:
-        rows = [] if is_kernel_db(csv_file) else read_rows(csv_file)[1]
+        rows = [] if is_kernel_db(csv_file) or is_layers_file(csv_file) else read_rows(csv_file)[1]
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
             task = bar.add_task(f"predicting {Path(csv_file).name}", total=len(rows))
             kind, results = validate_file(csv_file,

@@ -32,6 +32,7 @@ _DEFAULTED = (
     ("parallel", "zero3_gather", "zero3_gather"),
     ("training", "expandable_segments", "expandable_segments"),
     ("training", "fp8_param_gather", "fp8_param_gather"),
+    ("training", "modules", "modules"),
 )
 _PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")
@@ -98,10 +99,15 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if _given(vpp) and int(float(vpp)) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
                           f"(source: {profile.source})")
+    arch = gpu_arch(gpu) if gpu is not None else None
     if "attention" not in training:
-        attention = profile.attention_for(gpu_arch(gpu) if gpu is not None else None)
+        attention = profile.attention_for(arch)
         if attention is not None:
             training["attention"] = attention
+    sdpa = (profile.defaults.get("sdpa_by_arch") or {}).get(arch)
+    if sdpa and str(training.get("attention", "")).lower() == "sdpa":
+        # SDPA is a dispatcher: which kernel it runs is this torch release's choice on this GPU
+        training["attention"] = sdpa
     for sec, key, default in _DEFAULTED:
         value = profile.defaults.get(default)
         if key not in sections[sec] and value is not None:

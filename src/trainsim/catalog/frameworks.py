@@ -140,6 +140,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "attention": _nullable(_enum(ATTENTION)),
     "attention_by_arch": _nullable(_by_arch),  # overrides ``attention`` on these GPUs
+    "sdpa_by_arch": _nullable(_by_arch),  # the kernel torch's SDPA dispatches to on these GPUs
+    "modules": _nullable(_enum(("fused", "eager"))),  # norms, activations, RoPE, loss
     "grad_reduce_dtype": _nullable(_grad_reduce),
     "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
@@ -161,8 +163,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather"}
-_MERGED = {"grad_reduce_dtype", "attention_by_arch"}  # nested mappings merged key by key
+             "fp8_param_gather", "sdpa_by_arch", "modules"}
+_MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}
 _ENTRY_KEYS = {"since", "source", "features", "defaults", "notes"}

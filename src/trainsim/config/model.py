@@ -44,6 +44,9 @@ class ModelConfig:
     add_bias_linear: bool = True
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
+    qk_layernorm: bool = False
+    """Per-head norms of the queries and keys before RoPE (Megatron ``--qk-layernorm``;
+    Qwen3's and OLMo 2's ``q_norm``/``k_norm``)."""
     parallel_block: bool = False
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
     sliding_window: int | None = None

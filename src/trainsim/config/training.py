@@ -53,6 +53,12 @@ class TrainingConfig:
     segments and reserved memory stays close to allocated (``memory.allocator``)."""
     compile: bool = False
     """torch.compile the model (torchtitan ``compile.enable``): fused elementwise kernels."""
+    modules: Literal["fused", "eager"] = "fused"
+    """How the model's norms, activations, rotary embedding and loss run: ``fused`` kernels
+    (Megatron, Transformer Engine, apex, torch's native norms) or ``eager``, one kernel per
+    PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half RoPE,
+    ``act_fn(gate) * up``, the loss on logits upcast to fp32); ``compile`` fuses them again.
+    A framework profile sets it (``pytorch``: eager)."""
     framework: str | None = None
     """The training software (``trainsim catalog frameworks``): its profile fills the settings a
     config leaves out, as that framework did by default at ``framework_version``."""

@@ -19,6 +19,7 @@ from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collectiv
 from trainsim.validate.common import RowResult, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
+from trainsim.validate.layers import is_layers_file, validate_layers
 from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, tune
 
 
@@ -65,8 +66,8 @@ def _positive_number(text: str | None) -> bool:
 
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "validation"
-BUNDLED_FILES = ("kernels_published.csv", "kernels_h100_measured.csv", "collectives_public.csv",
-                 "training_public.csv")
+BUNDLED_FILES = ("kernels_published.csv", "kernels_h100_measured.csv", "layers_h100_measured.jsonl",
+                 "collectives_public.csv", "training_public.csv")
 """Published measurements shipped with the package (a copy of shared/validation, with its
 README naming every source), run by ``trainsim validate`` without a file; training last, so
 the last line printed is the training summary."""
@@ -89,6 +90,11 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     that many processes (the results are the same: each row is predicted alone).
     ``compute_db`` is the kernel database that prices kernel and training rows ('auto': the
     one bundled for each row's GPU; None: the analytic model alone; or a path)."""
+    if is_layers_file(path):
+        results = validate_layers(path)
+        if progress:
+            progress(len(results), len(results))
+        return "kernels", results
     if is_kernel_db(path):
         results = validate_kernel_db(path)
         if progress:

@@ -60,6 +60,27 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
 }
 
 
+BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
+    # HF LlamaRMSNorm's autograd backward, per element: weight * y (dy: read, write 2e; dw:
+    # product and row sums, 3e + e), y.to(dtype) (e + 4), x_f * rsqrt (dx: 8; d rsqrt: product
+    # and row sums, 16), pow(2) (8), the two paths into x_f summed (12), x.to(fp32) (4 + e)
+    ("rmsnorm", "eager"): (lambda e: 2 * e + 4 * e + (e + F32) + 8 + 16 + 8 + 12 + (F32 + e), 11),
+}
+"""Backward of memory-bound ops whose kernels the generic rule (read the saved input and the
+output gradient, write the input gradient: 1.5x the forward's bytes) misses."""
+BACKWARD_OF_FORWARD = 1.5
+
+
+def backward_bytes(op: Elementwise) -> tuple[float, int]:
+    """(bytes, kernels) of the backward of ``op``: ``BACKWARD`` where it has the op's family
+    and implementation (scaled from the forward's bytes at 16-bit elements), else 1.5x."""
+    entry = BACKWARD.get((op.kernel, op.impl))
+    if entry is None or (op.kernel, op.impl) not in IMPLEMENTATIONS:
+        return op.bytes * BACKWARD_OF_FORWARD, op.kernels
+    per_bwd, kernels = entry
+    return op.bytes * per_bwd(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2), kernels
+
+
 def bytes_relative_to_fused(family: str, impl: str) -> float:
     """Bytes ``impl`` moves for ``family`` (forward or ``.bwd``) per byte its fused kernel
     moves (1 where the table has no entry): how a record of an eager kernel whose size was
@@ -108,3 +129,26 @@ def optimizer_step(local_params: float, optimizer: str) -> Elementwise:
     optimizer's kernel so a database prices the step at its measured efficiency."""
     return Elementwise("optimizer_step", bytes=local_params * OPTIMIZER_BYTES_PER_PARAM[optimizer],
                        kernel=OPTIMIZER_KERNEL[optimizer])
+
+
+def norm_op(name: str, normalization: str, elements: float, eager: bool,
+            elem_bytes: int = 2) -> Elementwise:
+    """A norm over ``elements`` elements of ``elem_bytes``: fused (one pass), or Hugging
+    Face's eager ``LlamaRMSNorm`` (an RMSNorm written in PyTorch ops). ``nn.LayerNorm`` is
+    torch's native fused kernel whoever calls it."""
+    impl = "eager" if eager and normalization == "rmsnorm" else "fused"
+    return memory_op(name, normalization, impl, elements, elem_bytes)
+
+
+def rope_op(name: str, elements: float, eager: bool) -> Elementwise:
+    """Rotary embedding of ``elements`` query and key elements: a fused kernel, or Hugging
+    Face's ``apply_rotary_pos_emb`` (rotate-half in five PyTorch ops)."""
+    return memory_op(name, "rope", "eager" if eager else "fused", elements)
+
+
+def activation_op(gated: bool, elements: float, eager: bool) -> Elementwise:
+    """The MLP's activation over ``elements`` outputs: SwiGLU fused (one kernel) or eager
+    (``act_fn(gate) * up``: two); GeLU is one kernel either way (``F.gelu``)."""
+    if gated:
+        return memory_op("swiglu", "swiglu", "eager" if eager else "fused", elements)
+    return memory_op("gelu", "gelu", "fused", elements)

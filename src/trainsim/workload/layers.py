@@ -12,7 +12,13 @@ import math
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
-from trainsim.workload.elementwise import memory_op
+from trainsim.workload.elementwise import (
+    activation_op,
+    backward_bytes,
+    memory_op,
+    norm_op,
+    rope_op,
+)
 from trainsim.workload.ops import (
     ACT_BYTES,
     MATERIALIZED_SCORES,
@@ -42,6 +48,16 @@ class Shard:
     parallel_block: bool = False
     cp_comm: str = "p2p"  # parallel.cp_comm_type
     fp8_recipe: str = "delayed"  # training.fp8_recipe
+    eager: bool = False  # training.modules == "eager" and not compiled: one kernel per op
+    hf_modules: bool = False  # Hugging Face's module structure (separate projections)
+    autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
+
+    @property
+    def stream_bytes(self) -> int:
+        """Bytes of a residual-stream element: under autocast the embedding (not an autocast
+        op) returns fp32 and ``fp32 + bf16`` stays fp32, so norms and residual adds run in
+        fp32; 16 bits otherwise."""
+        return 4 if self.autocast else ACT
 
     @property
     def fp8_cast_bytes(self) -> float:
@@ -65,7 +81,9 @@ def shard_of(cfg: RunConfig) -> Shard:
     return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
                  attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
-                 cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe)
+                 cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
+                 eager=t.modules == "eager" and not t.compile, hf_modules=t.modules == "eager",
+                 autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8")
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
@@ -85,13 +103,23 @@ FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
 recipes cast with the scale in one kernel."""
 
 
-def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1) -> None:
+AUTOCAST_CAST_BYTES = 4 + ACT
+"""torch.autocast casts an fp32 weight to 16 bits for each matmul (read 4, write 2 bytes per
+parameter; cached for the forward, so once per micro-batch), and the backward of that cast
+turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
+
+
+def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
+          shares_input: bool = False) -> None:
+    if sh.autocast:
+        ops.append(Elementwise(f"{name}.autocast_weight", bytes=batch * n * k * AUTOCAST_CAST_BYTES,
+                               kernels=1, kernel="copy"))
     if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed,
         # split per expert for a grouped GEMM (Transformer Engine's GroupedLinear)
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * sh.fp8_cast_bytes,
                                kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
-    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch))
+    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input))
 
 
 def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
@@ -124,28 +152,46 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     q_loc = m.q_size // t
     f_loc = m.ffn_size // t
     dropout_mask = 1 if m.hidden_dropout > 0 else 0
+    # x + dropout(y): one fused kernel (Megatron's bias-dropout-add) reads both and writes; the
+    # eager dropout is a kernel of its own (read, write and its mask) before the add
+    split = sh.eager and dropout_mask > 0
+    residual_bytes = 3 * sh.stream_bytes + dropout_mask * (1 + (2 * ACT if split else 0))
+
+    def residual(name: str) -> Elementwise:
+        return Elementwise(name, bytes=nt * h * residual_bytes, kernels=2 if split else 1,
+                           kernel="residual_add", impl="eager" if split else "fused")
     ops: list[Op] = []
     parallel = m.parallel_block and not moe
     gated = m.activation == "swiglu"
 
     def mlp() -> None:
-        _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
-        act = "swiglu" if gated else "gelu"
-        ops.append(Elementwise(act, bytes=T * f_loc * ACT * (3 if gated else 2), kernel=act))
+        if gated and sh.hf_modules:  # LlamaMLP: gate_proj and up_proj
+            _gemm(ops, sh, "gate_proj", T, f_loc, h)
+            _gemm(ops, sh, "up_proj", T, f_loc, h, shares_input=True)
+        else:
+            _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
+        ops.append(activation_op(gated, T * f_loc, sh.eager))
         _gemm(ops, sh, "fc2", T, h, f_loc)
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
-    ops.append(Elementwise("attn_norm", bytes=nt * h * ACT * 2, kernel=m.normalization))
+    ops.append(norm_op("attn_norm", m.normalization, nt * h, sh.eager, sh.stream_bytes))
     tp_enter(ops, sh, h, "attn")
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
         head_dim = (m.qk_dim + m.v_dim) // (2 * m.num_attention_heads)  # mean of QK and V widths
         kv_heads = m.num_attention_heads // t
     else:
-        _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
+        if sh.hf_modules:  # q_proj, k_proj, v_proj
+            _gemm(ops, sh, "q_proj", T, q_loc, h)
+            _gemm(ops, sh, "k_proj", T, kv_loc, h, shares_input=True)
+            _gemm(ops, sh, "v_proj", T, kv_loc, h, shares_input=True)
+        else:
+            _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
         if m.position_embedding == "rope":
-            ops.append(Elementwise("rope", bytes=T * (q_loc + kv_loc) * ACT * 2, kernel="rope"))
+            if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
+                ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), sh.eager))
+            ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     heads, q_len = m.num_attention_heads // t, sh.q_len
     kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
@@ -172,22 +218,19 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     if parallel:
         mlp()
     tp_exit(ops, sh, h, "attn")
-    ops.append(Elementwise("attn_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask),
-                           kernel="residual_add"))
+    ops.append(residual("attn_bias_dropout_add"))
     if parallel:
         return ops
     # --- MLP block
-    ops.append(Elementwise("mlp_norm", bytes=nt * h * ACT * 2, kernel=m.normalization))
+    ops.append(norm_op("mlp_norm", m.normalization, nt * h, sh.eager, sh.stream_bytes))
     if moe:
         _moe_block(ops, cfg, sh)
-        ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask),
-                               kernel="residual_add"))
+        ops.append(residual("mlp_bias_dropout_add"))
         return ops
     tp_enter(ops, sh, h, "mlp")
     mlp()
     tp_exit(ops, sh, h, "mlp")
-    ops.append(Elementwise("mlp_bias_dropout_add", bytes=nt * h * (3 * ACT + dropout_mask),
-                           kernel="residual_add"))
+    ops.append(residual("mlp_bias_dropout_add"))
     return ops
 
 
@@ -306,14 +349,22 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                                        kernels=op.batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
             dgrad_at = len(ops) - 1
+            if op.shares_input:  # its input gradient is added to its siblings'
+                ops.append(Elementwise(f"{op.name}.grad_sum", bytes=3 * ACT * op.batch * op.m * op.k,
+                                       kernel="residual_add"))
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
             if op.name.endswith("cast_transpose") or op.host_sync:
                 continue  # the forward cast has no backward; the gradient's cast is added above
-            ops.append(Elementwise(f"{op.name}.bwd", bytes=op.bytes * 1.5, flops=op.flops,
-                                   kernel=op.kernel and f"{op.kernel}.bwd", impl=op.impl))
+            # the backward of autocast's weight cast casts the gradient back to fp32: as many
+            # bytes; other memory-bound ops read their saved input and the output gradient
+            nbytes, kernels = (op.bytes, 1) if op.name.endswith("autocast_weight") else \
+                backward_bytes(op)
+            ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
+                                   kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
+                                   impl=op.impl))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,
@@ -421,13 +472,18 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
-    ops: list[Op] = [Elementwise("final_norm", bytes=sh.norm_tokens * h * ACT * 2,
-                                 kernel=cfg.model.normalization)]
+    ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, sh.eager,
+                             sh.stream_bytes)]
     dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
     tp_enter(ops, sh, h, "head", dtype)
+    if sh.autocast:
+        ops.append(Elementwise("logits.autocast_weight", bytes=v * h * AUTOCAST_CAST_BYTES,
+                               kernel="copy"))
     ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype=dtype))
     # read 16-bit logits, softmax in fp32 kept for backward (Megatron vocab-parallel CE)
-    ops.append(memory_op("cross_entropy", "cross_entropy", "fused", sh.tokens * v, ACT))
+    # fused: Megatron's vocab-parallel CE; eager: the loss on logits upcast to fp32
+    ce = "eager" if sh.eager else "fused"
+    ops.append(memory_op("cross_entropy", "cross_entropy", ce, sh.tokens * v, ACT))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
         ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
     return ops
@@ -435,18 +491,24 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
 
 def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
-    ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd", "fused", sh.tokens * v,
-                               ACT)]
+    ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
+                               "eager" if sh.eager else "fused", sh.tokens * v, ACT)]
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
     if sh.tp > 1 and sh.sp:  # the output layer is column-parallel: as in backward_of
         ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True))
     ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
+    if sh.autocast:
+        ops.append(Elementwise("logits.autocast_weight.bwd", bytes=v * h * AUTOCAST_CAST_BYTES,
+                               kernel="copy"))
     if sh.tp > 1:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True))
-    ops.append(Elementwise("final_norm.bwd", bytes=sh.norm_tokens * h * ACT * 3,
-                           kernel=f"{cfg.model.normalization}.bwd"))
+    norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, sh.eager,
+                   sh.stream_bytes)
+    nbytes, kernels = backward_bytes(norm)
+    ops.append(Elementwise("final_norm.bwd", bytes=nbytes, kernels=kernels,
+                           kernel=f"{norm.kernel}.bwd", impl=norm.impl))
     return ops

@@ -46,6 +46,9 @@ class Gemm:
     k: int
     dtype: str = "bf16"
     batch: int = 1
+    shares_input: bool = False
+    """Reads the same input as the GEMM before it (Hugging Face's separate q/k/v and gate/up
+    projections): autograd sums the input gradients, one add kernel per extra consumer."""
 
     @property
     def flops(self) -> float:

@@ -1,0 +1,149 @@
+"""Whole decoder layers measured alone on one GPU (``layers_*.jsonl``, shared validation README):
+forward plus backward time and the activation bytes a layer keeps for its backward.
+
+Each record is a Hugging Face transformers layer (bf16 weights, SDPA) run eagerly or under
+``torch.compile``: a one-layer model of the record's shape (``-tpN`` labels are the per-GPU
+slice, measured without communication) built as the ``pytorch`` framework profile builds it at
+the record's torch release (its modules eager, SDPA dispatched to the kernel that release
+picks on that GPU), priced op by op like a training step (compute chain, launch overhead of
+the host) on one GPU alone at its boost clock. ``compile`` fuses the memory-bound modules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.catalog.defaults import gpu_arch
+from trainsim.catalog.frameworks import framework_profile
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.safe_load import read_text
+from trainsim.errors import ConfigError, TrainsimError
+from trainsim.memory.estimate import activation_bytes_per_layer
+from trainsim.validate.common import GiB, RowResult
+from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.ops import Elementwise, Gemm
+
+FAMILIES: dict[str, dict[str, Any]] = {
+    # Hugging Face modelling files: LlamaDecoderLayer, Qwen3DecoderLayer (q_norm, k_norm),
+    # GPTNeoXLayer (use_parallel_residual, LayerNorm, biases, GeLU), Qwen3MoeDecoderLayer
+    "llama": {"normalization": "rmsnorm", "activation": "swiglu"},
+    "qwen3": {"normalization": "rmsnorm", "activation": "swiglu", "qk_layernorm": True},
+    "qwen3moe": {"normalization": "rmsnorm", "activation": "swiglu", "qk_layernorm": True},
+    "neox": {"normalization": "layernorm", "activation": "gelu", "parallel_block": True,
+             "add_bias_linear": True},
+}
+"""Architecture of each record ``family``: what the shape does not say."""
+
+DEVICES = {"H100 80GB HBM3": "h100-sxm-80gb", "H200": "h200-sxm-141gb", "H100": "h100-sxm-80gb",
+           "B200": "b200-sxm-180gb", "A100-SXM4-80GB": "a100-sxm-80gb"}
+"""CUDA device names -> catalog GPUs (first match wins)."""
+
+
+def is_layers_file(path: str | Path) -> bool:
+    """A JSON-lines file of layer records (its first record has ``kind: layer``)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.readline(65536).decode("utf-8", "replace")
+        return json.loads(head).get("kind") == "layer"
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _gpu(rec: dict[str, Any]) -> str:
+    if rec.get("gpu"):
+        return str(rec["gpu"])
+    device = str(rec.get("device", ""))
+    for key, name in DEVICES.items():
+        if key in device:
+            return name
+    raise ConfigError(f"unknown device {device!r}; give a 'gpu' catalog name")
+
+
+def layer_config(rec: dict[str, Any]) -> RunConfig:
+    """A one-layer, one-GPU run of the record's shape, as the pytorch profile runs it."""
+    family = str(rec.get("family", "llama"))
+    if family not in FAMILIES:
+        raise ConfigError(f"unknown layer family {family!r}; known: {', '.join(FAMILIES)}")
+    sh, seq, mbs = rec["shape"], int(rec["seq"]), int(rec.get("mbs", 1))
+    moe = {}
+    if "experts" in sh:
+        moe = {"num_experts": int(sh["experts"]), "moe_router_topk": int(sh["topk"]),
+               "moe_ffn_hidden_size": int(sh["moe_ffn"])}
+    model = ModelConfig(name=str(rec.get("label", "layer")), hidden_size=int(sh["h"]),
+                        num_layers=1, num_attention_heads=int(sh["heads"]),
+                        num_kv_heads=int(sh.get("kv", sh["heads"])),
+                        head_dim=int(sh["hd"]) if "hd" in sh else None,
+                        ffn_hidden_size=int(sh["ffn"]), vocab_size=32000,
+                        position_embedding="rope", **FAMILIES[family], **moe)
+    gpu_name = _gpu(rec)
+    spec = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)  # alone
+    profile = framework_profile("pytorch", str(rec.get("torch", "")).split("+")[0] or None)
+    attention = str(rec.get("attn", "sdpa"))
+    if attention == "sdpa":
+        attention = (profile.defaults.get("sdpa_by_arch") or {}).get(gpu_arch(gpu_name), "sdpa")
+    compiled = rec.get("mode") == "compile"
+    return RunConfig(
+        model=model, parallel=ParallelConfig(),
+        training=TrainingConfig(global_batch_size=mbs, micro_batch_size=mbs, seq_length=seq,
+                                dtype=str(rec.get("dtype", "bf16")),  # type: ignore[arg-type]
+                                attention=attention,  # type: ignore[arg-type]
+                                modules=profile.defaults.get("modules") or "eager",
+                                compile=compiled),
+        cluster=ClusterConfig(gpu=spec, num_gpus=1, gpus_per_node=1))
+
+
+def _grad_accumulation(fwd: list) -> list[Elementwise]:
+    """The records' protocol: after the first repeat each weight gradient is added into the
+    existing ``.grad`` by autograd's AccumulateGrad, one add kernel per weight (read both,
+    write: 3 x 2 bytes per 16-bit parameter), which no fused GEMM epilogue hides."""
+    return [Elementwise(f"{op.name}.grad_accumulate", bytes=3 * 2 * op.batch * op.n * op.k,
+                        kernel="residual_add") for op in fwd if isinstance(op, Gemm)]
+
+
+def predict_layer(rec: dict[str, Any]) -> tuple[float, float, float]:
+    """(forward s, forward + backward s, activation bytes kept) of one layer record."""
+    from trainsim.pricing import Pricer
+
+    cfg = layer_config(rec)
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, moe=cfg.model.is_moe)
+    pricer = Pricer(cfg)
+    t_fwd = pricer.price_ops(fwd)[0].duration_s
+    t_bwd = pricer.price_ops(backward_of(fwd, sh) + _grad_accumulation(fwd))[0].duration_s
+    # what the layer keeps for its backward, plus its output (the record's memory delta)
+    output = sh.tokens * cfg.model.hidden_size * 2
+    kept = activation_bytes_per_layer(cfg, moe=cfg.model.is_moe) + output
+    return t_fwd, t_fwd + t_bwd, kept
+
+
+def validate_layers(path: str | Path) -> list[RowResult]:
+    out: list[RowResult] = []
+    for i, line in enumerate(read_text(path, "layers file").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path} line {i} is not JSON: {exc}") from None
+        rid = f"{rec.get('label')}-s{rec.get('seq')}-b{rec.get('mbs', 1)}-{rec.get('mode', 'eager')}"
+        res = RowResult(id=rid, measured=float(rec.get("fwd_bwd_ms", 0.0)) * 1e-3)
+        res.extra = {"kind": "layer", "implementation": str(rec.get("mode", "eager")),
+                     "dtype": rec.get("dtype", "bf16"), "unit": "s",
+                     "source_key": f"{rec.get('family')}/{rec.get('mode', 'eager')}"}
+        if rec.get("saved_activation_bytes"):
+            res.measured_memory_gib = float(rec["saved_activation_bytes"]) / GiB
+        try:
+            t_fwd, t_total, kept = predict_layer(rec)
+        except (TrainsimError, KeyError, TypeError, ValueError) as exc:
+            res.error = f"{type(exc).__name__}: {exc}"
+            out.append(res)
+            continue
+        res.predicted = t_total
+        res.predicted_memory_gib = kept / GiB
+        res.extra.update(fwd_s=t_fwd, measured_fwd_s=float(rec.get("fwd_ms", 0.0)) * 1e-3)
+        out.append(res)
+    return out
