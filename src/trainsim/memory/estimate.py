@@ -27,6 +27,7 @@ from trainsim.model.counts import (
     mtp_params,
     output_layer_params,
 )
+from trainsim.memory import hf
 from trainsim.memory.allocator import context_bytes, reserved_bytes
 from trainsim.memory.state import model_state
 from trainsim.workload.ops import MATERIALIZED_SCORES
@@ -99,6 +100,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     routed experts in place of the dense MLP)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     recompute = recompute or p.recompute
+    if hf.applies(cfg, recompute, moe):  # Hugging Face's modules, as autograd saves them
+        return hf.hf_layer_bytes(cfg)
     t, sp = p.tp, p.sequence_parallel
     T = tr.micro_batch_size * tr.seq_length / p.cp  # local tokens
     b, q_len, kv_len = tr.micro_batch_size, tr.seq_length / p.cp, tr.seq_length
@@ -318,7 +321,10 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     T = t.micro_batch_size * t.seq_length / p.cp
     temps: list[tuple[str, float]] = []
     if stage == p.pp - 1:  # 16-bit logits and fp32 softmax of the vocab-parallel cross-entropy
-        temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * (2 + 4)))
+        # (HF's loss upcasts the logits: at its backward the 16-bit logits, the saved fp32
+        # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2)
+        per = 12 if t.modules == "eager" else 2 + 4
+        temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * per))
     if p.recompute == "full":  # one layer's full activations live during its backward
         temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
                                                                        moe=m.is_moe)))

@@ -38,6 +38,7 @@ class RowResult:
              "ape": self.ape, "chosen": self.chosen, "error": self.error}
         if self.fits_in_memory is not None:
             d["fits_in_memory"] = self.fits_in_memory
+        if self.predicted_memory_gib is not None:
             d["predicted_peak_memory_gib"] = self.predicted_memory_gib
         if self.measured_memory_gib is not None:
             d["measured_peak_memory_gib"] = self.measured_memory_gib

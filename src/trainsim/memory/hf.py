@@ -1,0 +1,50 @@
+"""Activations a Hugging Face decoder layer keeps for its backward, as autograd saves them.
+
+The eager modules save what their PyTorch ops need (``LlamaRMSNorm``: the fp32 upcast and the
+16-bit normalized tensor; rotate-half RoPE: nothing but the cos/sin tables; SDPA: the rotated
+queries and keys, the values, its output and the log-sum-exp; ``act_fn(gate) * up``: the gate
+and up projections, the activation and the product the down projection reads), each linear its
+input. Under ``torch.compile`` Inductor recomputes the cheap elementwise ops in the backward and
+keeps the norms' inputs, the attention tensors and the MLP's gate, up and product.
+
+Per token, with ``h`` the hidden size and ``q``, ``kv``, ``f`` the local query, key/value and
+MLP widths (16-bit elements, bytes), the layer's output included:
+
+* eager: ``16 h + 4 q + 4 kv + 8 f``; Qwen3's per-head q/k norms add ``6 (q + kv)``;
+* compiled: ``6 h + 4 q + 4 kv + 6 f``.
+
+Checked on the 33 layers of ``layers_h100_measured.jsonl`` (transformers 5.17, torch 2.11,
+``torch.cuda.memory_allocated`` around the forward): over the 20 eager Llama layers a least-
+squares fit of bytes per token on (h, q, kv, f) returns 16.0, 4.0, 4.0 and 8.0, and the seven
+compiled ones sit on 6, 4, 4, 6 within 0.3 %; Qwen3's q/k norms on 6.
+"""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+
+EAGER_PER_TOKEN = {"h": 16, "q": 4, "kv": 4, "f": 8, "qk_norm": 6}
+COMPILED_PER_TOKEN = {"h": 6, "q": 4, "kv": 4, "f": 6, "qk_norm": 2}
+OUTPUT_PER_H = 2
+"""The layer's 16-bit output, counted in the per-token sums above; not kept by this layer."""
+
+
+def applies(cfg: RunConfig, recompute: str, moe: bool) -> bool:
+    """The Hugging Face layout: HF modules, a dense RMSNorm/gated layer, no recompute."""
+    m = cfg.model
+    return (cfg.training.modules == "eager" and recompute == "none" and not moe
+            and not m.is_mla and not m.parallel_block and m.normalization == "rmsnorm"
+            and m.activation == "swiglu")
+
+
+def hf_layer_bytes(cfg: RunConfig) -> float:
+    """Bytes one Hugging Face layer keeps for its backward per micro-batch on one rank."""
+    m, p, t = cfg.model, cfg.parallel, cfg.training
+    per = COMPILED_PER_TOKEN if t.compile else EAGER_PER_TOKEN
+    tokens = t.micro_batch_size * t.seq_length / p.cp
+    q, kv = m.q_size / p.tp, max(m.kv_size / p.tp, m.kv_channels)
+    width = (per["h"] - OUTPUT_PER_H) * m.hidden_size + per["q"] * q + per["kv"] * kv \
+        + per["f"] * m.ffn_size / p.tp
+    if m.qk_layernorm:
+        width += per["qk_norm"] * (q + kv)
+    return tokens * width
