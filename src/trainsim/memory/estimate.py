@@ -20,6 +20,9 @@ import functools
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
+from trainsim.memory import hf
+from trainsim.memory.allocator import context_bytes, reserved_bytes
+from trainsim.memory.state import model_state
 from trainsim.model.counts import (
     embedding_params,
     layer_expert_params,
@@ -27,9 +30,6 @@ from trainsim.model.counts import (
     mtp_params,
     output_layer_params,
 )
-from trainsim.memory import hf
-from trainsim.memory.allocator import context_bytes, reserved_bytes
-from trainsim.memory.state import model_state
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.schedule import peak_in_flight, schedule
