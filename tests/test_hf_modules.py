@@ -123,3 +123,12 @@ def test_layers_file_is_told_by_its_records(tmp_path):
     p = tmp_path / "x.jsonl"
     p.write_text('{"kind": "layer"}\n')
     assert is_layers_file(p) and not is_layers_file(Path(__file__))
+
+
+def test_plain_loop_optimizer_step_has_no_master_copy():
+    """fp32 parameters step in place: fused AdamW (28 B per parameter) and the gradient
+    clipping's read and scale (12); no master-to-16-bit copy, no gradient-buffer zeroing."""
+    from trainsim.workload.elementwise import OPTIMIZER_BYTES_PER_PARAM, optimizer_step
+
+    assert optimizer_step(1.0, "adam", master_weights=False).bytes == 28 + 12
+    assert optimizer_step(1.0, "adam").bytes == OPTIMIZER_BYTES_PER_PARAM["adam"] == 50

@@ -386,7 +386,7 @@ class _TaskGraph:
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
-            step = optimizer_step(local, opt)
+            step = optimizer_step(local, opt, p.data_parallel_impl != "ddp")
             end = self.add((s, "compute"), self.pricer.compute.time(step), [last] + dp_tasks,
                            "optimizer step", OPT)
             if self.zero in (1, 2) and not p.overlap_param_gather:

@@ -128,7 +128,8 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
                             wg=(0.0, "REDUCESCATTER" + suffix, int(params * grad_bytes))))
             rows.append(Row(f"grad_gather{suffix.lower()}",
                             wg=(0.0, "ALLGATHER" + suffix, int(params * 2))))
-    step = optimizer_step(local, cfg.training.optimizer)
+    step = optimizer_step(local, cfg.training.optimizer,
+                          cfg.parallel.data_parallel_impl != "ddp")
     rows.append(Row("optimizer", ig=(pricer.compute.time(step), "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
     mb: list[Row] = []

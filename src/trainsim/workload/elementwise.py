@@ -123,11 +123,22 @@ OPTIMIZER_KERNEL = {"adam": "adamw", "lamb": "lamb", "sgd": "sgd"}
 """The kernel family of each optimizer's multi-tensor step (what a database keys it by)."""
 
 
-def optimizer_step(local_params: float, optimizer: str) -> Elementwise:
-    """Megatron's optimizer step over ``local_params`` parameters: the optimizer's fused
-    multi-tensor kernel and the frame around it (``OPTIMIZER_BYTES_PER_PARAM``), keyed as the
-    optimizer's kernel so a database prices the step at its measured efficiency."""
-    return Elementwise("optimizer_step", bytes=local_params * OPTIMIZER_BYTES_PER_PARAM[optimizer],
+PLAIN_STEP_FRAME_BYTES = 4 + 8
+"""A plain PyTorch loop's frame around the optimizer (fp32 parameters, no master copy):
+``clip_grad_norm_`` reads each gradient (4) and scales it in place (8); ``zero_grad`` sets the
+gradients to None (torch >= 2.0), which frees rather than writes them."""
+
+
+def optimizer_step(local_params: float, optimizer: str, master_weights: bool = True
+                   ) -> Elementwise:
+    """The optimizer step over ``local_params`` parameters: the optimizer's fused multi-tensor
+    kernel and the frame around it (Megatron's ``OPTIMIZER_BYTES_PER_PARAM``; without master
+    weights, a plain loop's ``PLAIN_STEP_FRAME_BYTES``), keyed as the optimizer's kernel so a
+    database prices the step at its measured efficiency."""
+    per = OPTIMIZER_BYTES_PER_PARAM[optimizer]
+    if not master_weights:
+        per += PLAIN_STEP_FRAME_BYTES - _STEP_FRAME_BYTES
+    return Elementwise("optimizer_step", bytes=local_params * per,
                        kernel=OPTIMIZER_KERNEL[optimizer])
 
 
