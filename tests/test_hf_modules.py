@@ -44,7 +44,7 @@ def test_pytorch_runs_hugging_face_modules():
     logits, and autocast's per-matmul weight casts; Megatron runs none of these."""
     c = cfg()
     sh = shard_of(c)
-    assert sh.eager and sh.hf_modules and sh.autocast
+    assert sh.eager and sh.split_projections and sh.autocast
     ops = layer_forward(c, sh)
     names = [op.name for op in ops]
     assert {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"} <= set(names)
@@ -60,7 +60,7 @@ def test_pytorch_runs_hugging_face_modules():
 def test_compile_fuses_modules_but_keeps_projections():
     c = cfg(compile=True)
     sh = shard_of(c)
-    assert not sh.eager and sh.hf_modules
+    assert not sh.eager and sh.split_projections
     ops = layer_forward(c, sh)
     assert all(op.impl == "fused" for op in ops if isinstance(op, Elementwise))
     assert "k_proj" in [op.name for op in ops]

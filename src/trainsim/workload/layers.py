@@ -49,7 +49,9 @@ class Shard:
     cp_comm: str = "p2p"  # parallel.cp_comm_type
     fp8_recipe: str = "delayed"  # training.fp8_recipe
     eager: bool = False  # training.modules == "eager" and not compiled: one kernel per op
-    hf_modules: bool = False  # Hugging Face's module structure (separate projections)
+    split_projections: bool = False
+    """Hugging Face's Llama-family modules (RMSNorm models): separate q/k/v and gate/up
+    projections; GPT-2's ``c_attn`` and GPT-NeoX's ``query_key_value`` stay one GEMM."""
     autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
 
     @property
@@ -82,7 +84,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
                  attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
                  cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
-                 eager=t.modules == "eager" and not t.compile, hf_modules=t.modules == "eager",
+                 eager=t.modules == "eager" and not t.compile, split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8")
 
 
@@ -165,7 +167,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     gated = m.activation == "swiglu"
 
     def mlp() -> None:
-        if gated and sh.hf_modules:  # LlamaMLP: gate_proj and up_proj
+        if gated and sh.split_projections:  # LlamaMLP: gate_proj and up_proj
             _gemm(ops, sh, "gate_proj", T, f_loc, h)
             _gemm(ops, sh, "up_proj", T, f_loc, h, shares_input=True)
         else:
@@ -182,7 +184,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         head_dim = (m.qk_dim + m.v_dim) // (2 * m.num_attention_heads)  # mean of QK and V widths
         kv_heads = m.num_attention_heads // t
     else:
-        if sh.hf_modules:  # q_proj, k_proj, v_proj
+        if sh.split_projections:  # q_proj, k_proj, v_proj
             _gemm(ops, sh, "q_proj", T, q_loc, h)
             _gemm(ops, sh, "k_proj", T, kv_loc, h, shares_input=True)
             _gemm(ops, sh, "v_proj", T, kv_loc, h, shares_input=True)
