@@ -60,8 +60,6 @@ def convert(src: dict) -> dict:
     for i, row in enumerate(src["kernels"]):
         row = dict(row)
         if row["op"] == "elementwise":
-            family = row.get("kernel") or row["name"].split(".")[0]
-            base = family.removesuffix(".bwd")
             op = op_from_record(row)  # read as format 1: the kernel's own bytes
             row.update(kernel=op.kernel, impl=op.impl, bytes=op.bytes)
         elif row["op"] == "attention":

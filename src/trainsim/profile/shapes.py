@@ -15,10 +15,10 @@ from typing import Any
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model as catalog_model
+from trainsim.compute.database import FAMILY_ALIASES, PROFILED_IMPL
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params
-from trainsim.compute.database import FAMILY_ALIASES, PROFILED_IMPL
 from trainsim.profile.schema import ProfileError, kernel_key
 from trainsim.workload.elementwise import bytes_relative_to_fused
 from trainsim.workload.layers import (
