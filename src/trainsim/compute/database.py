@@ -181,13 +181,21 @@ class KernelDatabase:
         except KeyError:
             raise ConfigError(f"{path}: kernel database names no 'gpu'") from None
         db = cls.empty(spec, {k: v for k, v in data.items() if k not in ("kernels", "layers")})
-        for i, row in enumerate(data.get("kernels") or []):
+        rows = data.get("kernels") or []
+        if not isinstance(rows, list):
+            raise ConfigError(f"{path}: 'kernels' is not a list of records")
+        for i, row in enumerate(rows):
             op = op_from_record(row, where=f"{path}: kernels[{i}]")
-            why = physical_violation(op, float(row.get("time_s", 0)), db.spec)
+            try:
+                time_s = float(row.get("time_s", 0))
+            except (TypeError, ValueError):
+                raise ConfigError(f"{path}: kernels[{i}].time_s={row.get('time_s')!r} is not "
+                                  "a number") from None
+            why = physical_violation(op, time_s, db.spec)
             if why:
                 raise ConfigError(f"{path}: kernels[{i}] ({record_label(row)}) is not a "
                                   f"measurement on {db.gpu}: {why}")
-            db.add(op, float(row["time_s"]))
+            db.add(op, time_s)
         db.layers = [r for r in data.get("layers") or [] if isinstance(r, dict)]
         return db
 

@@ -129,8 +129,17 @@ def validate_layers(path: str | Path) -> list[RowResult]:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} line {i} is not JSON: {exc}") from None
+        if not isinstance(rec, dict):
+            raise ConfigError(f"{path} line {i} is not a layer record (a JSON object)")
         rid = f"{rec.get('label')}-s{rec.get('seq')}-b{rec.get('mbs', 1)}-{rec.get('mode', 'eager')}"
-        res = RowResult(id=rid, measured=float(rec.get("fwd_bwd_ms", 0.0)) * 1e-3)
+        try:
+            measured = float(rec.get("fwd_bwd_ms", 0.0)) * 1e-3
+        except (TypeError, ValueError):
+            measured = 0.0
+        if not measured > 0:
+            raise ConfigError(f"{path} line {i}: fwd_bwd_ms={rec.get('fwd_bwd_ms')!r} must be a "
+                              "positive number: the error is relative to it")
+        res = RowResult(id=rid, measured=measured)
         res.extra = {"kind": "layer", "implementation": str(rec.get("mode", "eager")),
                      "dtype": rec.get("dtype", "bf16"), "unit": "s",
                      "source_key": f"{rec.get('family')}/{rec.get('mode', 'eager')}"}
@@ -138,7 +147,7 @@ def validate_layers(path: str | Path) -> list[RowResult]:
             res.measured_memory_gib = float(rec["saved_activation_bytes"]) / GiB
         try:
             t_fwd, t_total, kept = predict_layer(rec)
-        except (TrainsimError, KeyError, TypeError, ValueError) as exc:
+        except (TrainsimError, KeyError, TypeError, ValueError, AttributeError) as exc:
             res.error = f"{type(exc).__name__}: {exc}"
             out.append(res)
             continue
