@@ -14,10 +14,11 @@ GEMMs, attention and elementwise backward, and the collectives with them).
 DualPipe's overlapped forward & backward pair is one task: both passes' compute, with the
 expert-parallel all-to-alls of each hidden behind compute (priced as ``moe_overlap_ep_comm``
 prices them, each pass's all-to-alls behind its own compute), which is how DeepSeek-V3 §3.2.1
-describes the pair hiding each other's communication. Passes outside pairs keep the
-configured pricing. Approximations: the pair's two halves run back to back on the compute
-stream (DeepSeek splits them into finer chunks and interleaves attention, dispatch, MLP and
-combine; the all-to-all SMs' share of the GPU is charged as for any hidden collective), and
+describes the pair hiding each other's communication, with the pair's compute on the SMs the
+communication kernels leave (``DUALPIPE_COMM_SMS``). Passes outside pairs keep the configured
+pricing. Approximations: the pair's two halves run back to back on the compute stream
+(DeepSeek splits them into finer chunks and interleaves attention, dispatch, MLP and combine),
+and
 DualPipe's second copy of the parameters adds no gradient traffic (its two copies' gradients
 are summed by the data-parallel reduction, which trainsim prices once per rank).
 """
@@ -29,13 +30,17 @@ from typing import TYPE_CHECKING
 
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
-from trainsim.pricing import Priced, Pricer
+from trainsim.pricing import COMPUTE, Priced, Pricer
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
 from trainsim.workload.schedule import Overlapped, Pass
 
 if TYPE_CHECKING:
     from trainsim.simulator import _TaskGraph
 
+DUALPIPE_COMM_SMS = 20
+"""SMs DeepSeek-V3's all-to-all kernels hold while DualPipe overlaps them with computation
+(DeepSeek-V3 report §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB
+and NVLink"); the pair's compute runs on the rest."""
 WEIGHT_GRAD_OPS = ("embedding_grad", "bf16_grads_to_fp32")
 """Op names (besides every ``*.wgrad`` GEMM) that belong to a split backward's W pass."""
 
@@ -78,20 +83,33 @@ class ScheduledPipeline:
         self.bwd = {v: ch.bwd for v, ch in graph.chunks.items()}
         self.split = {v: split_backward(ch.bwd) for v, ch in graph.chunks.items()}
         self.pair_fwd, self.pair_bwd = self.fwd, self.bwd
+        self._pairs: dict[tuple[int, int, bool, bool], Priced] = {}
         if self.name == "dualpipe" or self.name == "dualpipe_v":
             self._pair_pricing()
 
     def _pair_pricing(self) -> None:
-        """Forward and backward of each virtual stage priced with the all-to-alls hidden."""
+        """Forward and backward of each virtual stage as they run in an overlapped pair: the
+        all-to-alls hidden behind the pair's compute, and that compute on the SMs the
+        communication kernels leave (DeepSeek-V3 §3.2.2: DUALPIPE_COMM_SMS of the H800's 132
+        SMs run the all-to-alls, so the hidden communication costs no other share)."""
         from trainsim.simulator import _chunks  # the simulator's pricing of passes
         from trainsim.workload.layers import shard_of
         g = self.g
-        if g.p.moe_overlap_ep_comm or not g.cfg.model.is_moe:
+        if not g.cfg.model.is_moe or g.p.ep == 1:
             return
         cfg = replace(g.cfg, parallel=replace(g.p, moe_overlap_ep_comm=True))
-        chunks = _chunks(cfg, Pricer(cfg), shard_of(cfg), g.layer_source)
-        self.pair_fwd = {v: ch.fwd for v, ch in chunks.items()}
-        self.pair_bwd = {v: ch.bwd for v, ch in chunks.items()}
+        pricer = Pricer(cfg)
+        pricer.sm_share = {**pricer.sm_share, "dp": 0.0}
+        chunks = _chunks(cfg, pricer, shard_of(cfg), g.layer_source)
+        sms = g.cfg.cluster.gpu.num_sms
+        slow = sms / max(sms - DUALPIPE_COMM_SMS, 1)
+
+        def on_fewer_sms(work: Priced) -> Priced:
+            return Priced(tuple((c, d * slow if c == COMPUTE else d, n)
+                                for c, d, n in work.segments))
+
+        self.pair_fwd = {v: on_fewer_sms(ch.fwd) for v, ch in chunks.items()}
+        self.pair_bwd = {v: on_fewer_sms(ch.bwd) for v, ch in chunks.items()}
 
     def _times(self) -> tuple[list[float], list[float], list[float], float]:
         """Per-stage F, I and W seconds (all chunks of a rank) and the send, for zb_2p."""
@@ -202,18 +220,21 @@ class ScheduledPipeline:
         f, b = step
         vf = virtual_stage(self.name, s, f.chunk, self.pp)
         vb = virtual_stage(self.name, s, b.chunk, self.pp)
-        work = self.pair_fwd[vf] + self.pair_bwd[vb]
         send_f = self.sends(s, vf, f.chunk, True)
         send_b = self.sends(s, vb, b.chunk, False)
+        blocking = not g.p.overlap_p2p_comm
+        key = (vf, vb, send_f and blocking, send_b and blocking)
+        work = self._pairs.get(key)
+        if work is None:  # one Priced per kind of pair: its summary is computed once
+            work = self.pair_fwd[vf] + self.pair_bwd[vb]
+            work = work + g.send * (key[2] + key[3]) if blocking else work
+            self._pairs[key] = work
         label = f"F mb{f.microbatch} c{f.chunk} & B mb{b.microbatch} c{b.chunk}"
-        if g.p.overlap_p2p_comm:
+        if not blocking:
             i = g.add((s, "compute"), work, deps, label)
             out_f = g.add((s, "pp"), g.send, [i], f"send F mb{f.microbatch}") if send_f else i
             out_b = g.add((s, "pp"), g.send, [i], f"send B mb{b.microbatch}") if send_b else i
         else:
-            for flag in (send_f, send_b):
-                if flag:
-                    work = work + g.send
             i = out_f = out_b = g.add((s, "compute"), work, deps, label)
         self.own[("F", f.microbatch, vf)] = i
         self.sent[("F", f.microbatch, vf)] = out_f

@@ -82,9 +82,23 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
                         "seq_length": seq, "dtype": dtype},
            "cluster": {"gpu": _gpu_spec(gpu), "num_gpus": num_gpus, "gpus_per_node": gpus_per_node,
                        "nic_gbps_per_gpu": nic_gbps}}
-    cfg = run_config_from_dict(apply_overrides(raw, list(overrides)))
+    raw = apply_overrides(raw, list(overrides))
+    fixed = _fixed_parallel(raw.pop("parallel", None) or {})
+    cfg = run_config_from_dict(raw)
     training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
-    return Base(cfg.model, training, cfg.cluster)
+    return Base(cfg.model, training, cfg.cluster, fixed)
+
+
+def _fixed_parallel(given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Parallel fields fixed with --set parallel.X=V, by their full names, checked by
+    ParallelConfig (unknown names and bad values are errors, never dropped)."""
+    from trainsim.config import ParallelConfig
+    from trainsim.config._build import build
+    from trainsim.config.parallel import ALIASES
+
+    full = {ALIASES.get(k, k): v for k, v in given.items()}
+    p = build(ParallelConfig, full, "--set parallel")
+    return tuple(sorted((k, getattr(p, k)) for k in full))
 
 
 def parse_reference(text: str, base: Any, num_gpus: int):
@@ -110,6 +124,12 @@ def parse_reference(text: str, base: Any, num_gpus: int):
             micro = value
         else:
             parallel[names.get(k, k)] = value
+    parallel = {**dict(base.fixed), **parallel}
+    placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
+              "decoder_last_pipeline_num_layers")
+    pp = int(parallel.get("pipeline_model_parallel_size", 1))
+    if base.model.num_layers % pp and not any(parallel.get(k) for k in placed):
+        parallel["pipeline_model_parallel_layout"] = "balanced"
     p = build(ParallelConfig, parallel, "--reference")
     micro = build(type(base.training), {"micro_batch_size": micro}, "--reference").micro_batch_size
     training = dataclasses.replace(base.training, micro_batch_size=micro)
@@ -156,22 +176,42 @@ def _common(f):
         click.option("--max-vpp", type=POSITIVE_INT, default=8, show_default=True),
         click.option("--max-micro-batch", type=POSITIVE_INT, default=8, show_default=True),
         click.option("--recompute", default="none,selective,full", show_default=True),
-        click.option("--zero", default="0,1,2,3", show_default=True,
-                     help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO."),
+        click.option("--zero", default=None,
+                     help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO "
+                          "(default: 0,1,2,3; MoE: 1)."),
         click.option("--overlap", type=click.Choice(["search", "on", "off"]), default="search",
                      show_default=True, help="Try overlap switches on and off, or fix them."),
+        click.option("--ep", "ep_", default=None,
+                     help="Expert-parallel sizes to try (MoE), e.g. 8,16,64."),
+        click.option("--etp", "etp_", default=None, help="Expert tensor-parallel sizes (MoE)."),
+        click.option("--dispatcher", default=None,
+                     help="Token dispatchers to try (MoE): alltoall,allgather,deepep."),
+        click.option("--schedules", default=None,
+                     help="Pipeline schedules to try, e.g. 1f1b,zb_v,dualpipe "
+                          "(default: 1F1B; MoE also dualpipe)."),
     )):
         f = deco(f)
     return f
 
 
-def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap):
+def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_=None,
+           etp_=None, dispatcher=None, schedules=None, base=None):
+    from trainsim.config.parallel import schedule_name
     from trainsim.search.space import SearchSpace
 
     rc = tuple(s.strip() for s in recompute.split(",") if s.strip())
-    return SearchSpace(tp=_ints(tp_, "tp"), pp=_ints(pp_, "pp"), cp=_ints(cp_, "cp"),
-                       max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
-                       zero=_ints(zero, "zero", least=0) or (), overlap=overlap)
+    scheds = None
+    if schedules is not None:
+        names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
+        scheds = tuple(dict.fromkeys("" if n in ("1f1b", "interleaved_1f1b") else n
+                                     for n in names))
+    disp = tuple(x.strip() for x in dispatcher.split(",") if x.strip()) if dispatcher else None
+    space = SearchSpace(tp=_ints(tp_, "tp"), pp=_ints(pp_, "pp"), cp=_ints(cp_, "cp"),
+                        max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
+                        zero=_ints(zero, "zero", least=0), overlap=overlap,
+                        ep=_ints(ep_, "ep"), etp=_ints(etp_, "etp"), dispatcher=disp,
+                        schedules=scheds)
+    return space.fixed_by(base.fixed) if base is not None else space
 
 
 @click.command("search")
@@ -192,7 +232,7 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap):
               help="Write a scatter PNG of the simulated configurations.")
 def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers,
                ray_address, tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap,
-               gpus, global_batch, seq, top_k, rank_by, reference, exhaustive, pareto_slowdown, fmt,
+               ep_, etp_, dispatcher, schedules, gpus, global_batch, seq, top_k, rank_by, reference, exhaustive, pareto_slowdown, fmt,
                plot_path):
     """Find the fastest parallel configurations of MODEL on --gpus GPUs."""
     from trainsim.search.core import search
@@ -204,7 +244,8 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
         counts = _ints(gpus, "gpus") or ()
         base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps, dtype,
                           overrides)
-        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap)
+        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
+                       etp_, dispatcher, schedules, base)
         ref = parse_reference(reference, base, counts[0]) if reference else None
         ex = make_executor(executor, workers, ray_address)
         with _progress("search") as update:
@@ -251,7 +292,8 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
               help="Non-GPU node power per GPU, as a fraction of the GPU's TDP.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers, ray_address,
-             tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, tokens, days,
+             tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_, etp_,
+             dispatcher, schedules, tokens, days,
              global_batch, seq, max_gpus, price, pue, grid_g, gpu_idle_fraction, node_overhead, fmt):
     """How many GPUs to train MODEL on --tokens within --days, the best configuration, cost,
     energy and CO2."""
@@ -267,7 +309,8 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
         base = build_base(model, gpu, gpus_per_node, gb, seq, gpus_per_node, nic_gbps, dtype,
                           overrides)
         energy = EnergyModel(gpu_idle_fraction, node_overhead, pue, grid_g)
-        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap)
+        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
+                       etp_, dispatcher, schedules, base)
         ex = make_executor(executor, workers, ray_address)
         with _progress("plan") as update:
             result = plan(base, n_tokens, days, space=space, executor=ex, max_gpus=max_gpus,

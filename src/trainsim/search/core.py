@@ -168,6 +168,7 @@ class SearchResult:
                 "global_batch_size": b.training.global_batch_size,
                 "seq_length": b.training.seq_length, "dtype": b.training.dtype,
                 "rank_by": self.rank_by, "stats": self.stats.to_dict(),
+                "fixed": {k: v for k, v in b.fixed},
                 "top": [r.to_dict() for r in self.top],
                 "pareto": [e.to_dict() for e in self.pareto],
                 "reference": self.reference.to_dict() if self.reference else None}
@@ -192,8 +193,9 @@ def _lead(variants: list[Candidate]) -> int:
     return max(range(len(variants)), key=lambda i: (sum(_flags(variants[i])), -i))
 
 
-def _flags(c: Candidate) -> tuple[bool, bool, bool, bool]:
-    return (c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap, c.overlap_p2p_comm)
+def _flags(c: Candidate) -> tuple[bool, ...]:
+    return (c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap, c.overlap_p2p_comm,
+            c.moe_overlap_ep_comm)
 
 
 def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = None, *,

@@ -45,8 +45,12 @@ def lower_bound_s(key: MemoryKey, base: Base) -> float:
     head = 6.0 * m.vocab_size * h * tokens / key.tp
     n_micro = t.global_batch_size // (key.dp * key.micro_batch)
     layers = m.num_layers // key.pp
+    if m.num_layers % key.pp:  # a balanced layout: the embedding and loss take a layer's place
+        layers = max(0, layers - 2)
     last_stage = n_micro * (layers * per_layer + head)
     fill_drain = (key.pp - 1) * (layers // key.vpp) * per_layer
+    if key.schedule:  # other schedules move the head and fill the bubble differently
+        last_stage, fill_drain = n_micro * layers * per_layer, 0.0
     return BOUND_SAFETY * (last_stage + fill_drain) / rate
 
 
@@ -76,7 +80,7 @@ class Bounds:
         """(forward + backward of one layer by is-MoE, of the head, of the embedding)."""
         m = c.mem
         key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
-               c.tp_comm_overlap)
+               c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm)
         hit = self._passes.get(key)
         if hit is None:
             from trainsim.simulator import Pricer
@@ -132,7 +136,15 @@ class Bounds:
         work[0] += emb
         work[-1] += head
         pp, n_virtual = p.pp, len(ranges)
-        bound = max(sum(work[:s]) + m * sum(work[s:n_virtual:pp]) for s in range(pp))
+        if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
+            bound = max(sum(work[:s]) + m * sum(work[s:n_virtual:pp]) for s in range(pp))
+        elif p.pipeline_schedule in ("dualpipe", "dualpipe_v"):
+            # their pairs hide the all-to-alls the passes priced here expose: FLOPs only
+            return 0.0
+        else:  # every rank runs all micro-batches of the chunks it holds
+            from trainsim.workload.pipeline_schedules import rank_chunks
+            bound = max(m * sum(work[v] for v in rank_chunks(p.pipeline_schedule, s, pp, p.vpp))
+                        for s in range(pp))
         zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         if zero >= 3 and cfg.dp * p.cp > 1:
             pricer = Pricer(cfg)

@@ -30,7 +30,9 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
             "config": "configurations"}[r.rank_by]
     top = Table(title=f"top {len(r.top)} {what}: {b.model.name} on {counts} x {b.cluster.gpu.name}, "
                 f"batch {b.training.global_batch_size} x {b.training.seq_length}, "
-                f"{b.training.dtype}", title_justify="left")
+                f"{b.training.dtype}"
+                + (", fixed: " + ", ".join(f"{k}={v}" for k, v in b.fixed) if b.fixed else ""),
+                title_justify="left")
     many = len(r.gpu_counts) > 1
     top.add_column("#", justify="right")
     if many:
@@ -95,7 +97,9 @@ def search_json(r: SearchResult) -> str:
 
 CSV_COLUMNS = ("rank", "num_gpus", "tp", "pp", "cp", "dp", "vpp", "micro_batch_size", "recompute",
                "sequence_parallel", "optimizer_sharding", "overlap_grad_reduce",
-               "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm", "iteration_time_s",
+               "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm", "ep", "etp",
+               "moe_token_dispatcher_type", "pipeline_schedule", "moe_overlap_ep_comm",
+               "iteration_time_s",
                "tokens_per_s", "mfu", "peak_memory_bytes", "memory_headroom_bytes",
                "compute_s", "pipeline_bubble_s", "exposed_tp_s", "exposed_cp_s", "exposed_pp_s",
                "exposed_dp_s", "optimizer_s", "why_slower")

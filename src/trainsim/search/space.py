@@ -1,8 +1,9 @@
 """The design space of a search: which parallel layouts and switches are candidates.
 
 A :class:`Candidate` is one point: the parallel sizes (tp, pp, cp, vpp; dp is derived), the
-micro-batch, recompute, sequence parallelism, optimizer sharding and the four overlap
-switches. Only *canonical* candidates are enumerated: a switch that cannot change anything
+micro-batch, recompute, sequence parallelism, optimizer sharding, for mixture-of-experts models
+expert parallelism (EP, expert TP, the token dispatcher) and the pipeline schedule, and the
+overlap switches (expert all-to-all overlap among them). Only *canonical* candidates are enumerated: a switch that cannot change anything
 (sequence parallel without TP, p2p overlap without PP, gradient overlap or ZeRO without data
 parallelism, parameter-gather overlap without a sharded optimizer) takes one value, so no two
 candidates describe the same run.
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.parallel import ALIASES, schedule_name
 from trainsim.errors import ConfigError
 from trainsim.limits import limit, simulation_tasks
 from trainsim.memory import estimate_stage_memory
@@ -40,6 +42,9 @@ class Base:
     model: ModelConfig
     training: TrainingConfig
     cluster: ClusterConfig
+    fixed: tuple[tuple[str, object], ...] = ()
+    """Parallel fields the user fixed (``--set parallel.X=V``): every candidate has them, and a
+    searched dimension they name takes only that value (``SearchSpace.fixed_by``)."""
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         if num_gpus == self.cluster.num_gpus:
@@ -65,6 +70,11 @@ class MemoryKey:
     sequence_parallel: bool
     zero: int
     """0 none, 1 distributed optimizer (ZeRO-1), 2 ZeRO-2, 3 ZeRO-3."""
+    ep: int = 1
+    etp: int = 1
+    dispatcher: str = "alltoall"
+    schedule: str = ""
+    """parallel.pipeline_schedule; "" = Megatron's 1F1B (interleaved when vpp > 1)."""
 
     @property
     def dp(self) -> int:
@@ -80,6 +90,7 @@ class Candidate:
     overlap_param_gather: bool = False
     tp_comm_overlap: bool = False
     overlap_p2p_comm: bool = False
+    moe_overlap_ep_comm: bool = False
 
     @property
     def layout(self) -> tuple[int, int, int, int, int, int]:
@@ -98,11 +109,23 @@ class Candidate:
                 "overlap_grad_reduce": self.overlap_grad_reduce,
                 "overlap_param_gather": self.overlap_param_gather,
                 "tp_comm_overlap": self.tp_comm_overlap,
-                "overlap_p2p_comm": self.overlap_p2p_comm}
+                "overlap_p2p_comm": self.overlap_p2p_comm,
+                "expert_model_parallel_size": m.ep,
+                "expert_tensor_parallel_size": m.etp if m.etp > 1 else None,
+                "moe_token_dispatcher_type": m.dispatcher,
+                "pipeline_schedule": m.schedule or None,
+                "moe_overlap_ep_comm": self.moe_overlap_ep_comm}
 
     def to_config(self, base: Base) -> RunConfig:
-        """The RunConfig of this candidate (ConfigError if the combination is invalid)."""
-        return RunConfig(base.model, ParallelConfig(**self.parallel_fields()),  # type: ignore[arg-type]
+        """The RunConfig of this candidate (ConfigError if the combination is invalid): its
+        fields over the user's fixed ones; layers that do not split evenly over the stages are
+        placed by Megatron-core's balanced layout unless a layout is fixed."""
+        fields = {**dict(base.fixed), **self.parallel_fields()}
+        placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
+                  "decoder_last_pipeline_num_layers")
+        if base.model.num_layers % self.mem.pp and not any(fields.get(k) for k in placed):
+            fields["pipeline_model_parallel_layout"] = "balanced"
+        return RunConfig(base.model, ParallelConfig(**fields),  # type: ignore[arg-type]
                          dataclasses.replace(base.training, micro_batch_size=self.mem.micro_batch),
                          base.cluster_for(self.mem.num_gpus))
 
@@ -116,9 +139,14 @@ class Candidate:
             parts.append(f"rc={m.recompute}")
         if m.zero:
             parts.append(ZERO_LABELS[m.zero])
+        if m.ep > 1:
+            parts.append(f"EP{m.ep}" + (f" ETP{m.etp}" if m.etp > 1 else "") + f" {m.dispatcher}")
+        if m.schedule:
+            parts.append(m.schedule)
         flags = [s for s, on in (("grad", self.overlap_grad_reduce),
                                  ("param", self.overlap_param_gather),
-                                 ("tp", self.tp_comm_overlap), ("p2p", self.overlap_p2p_comm)) if on]
+                                 ("tp", self.tp_comm_overlap), ("p2p", self.overlap_p2p_comm),
+                                 ("ep", self.moe_overlap_ep_comm)) if on]
         if flags:
             parts.append("ov:" + ",".join(flags))
         return " ".join(parts)
@@ -130,16 +158,20 @@ class Candidate:
                 "sequence_parallel": m.sequence_parallel, "optimizer_sharding": ZERO_LABELS[m.zero],
                 "overlap_grad_reduce": self.overlap_grad_reduce,
                 "overlap_param_gather": self.overlap_param_gather,
-                "tp_comm_overlap": self.tp_comm_overlap, "overlap_p2p_comm": self.overlap_p2p_comm}
+                "tp_comm_overlap": self.tp_comm_overlap, "overlap_p2p_comm": self.overlap_p2p_comm,
+                "ep": m.ep, "etp": m.etp, "moe_token_dispatcher_type": m.dispatcher,
+                "pipeline_schedule": m.schedule or None,
+                "moe_overlap_ep_comm": self.moe_overlap_ep_comm}
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> Candidate:
         p = cfg.parallel
         zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         key = MemoryKey(cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.vpp, cfg.training.micro_batch_size,
-                        p.recompute, p.sequence_parallel, zero)
+                        p.recompute, p.sequence_parallel, zero, p.ep, p.etp,
+                        p.moe_token_dispatcher_type, p.pipeline_schedule or "")
         return cls(key, p.overlap_grad_reduce, p.overlap_param_gather, p.tp_comm_overlap,
-                   p.overlap_p2p_comm)
+                   p.overlap_p2p_comm, p.moe_overlap_ep_comm)
 
 
 def _divisors(n: int, upto: int | None = None) -> list[int]:
@@ -148,6 +180,19 @@ def _divisors(n: int, upto: int | None = None) -> list[int]:
         return [d for d in range(1, upto + 1) if n % d == 0]
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return small + [n // d for d in reversed(small) if d * d != n]
+
+
+MOE_CP_FROM_SEQ = 16384
+"""Default CP sizes for MoE models below this sequence length: 1 (their published runs at 4k
+use none; with EP the search space is otherwise too large to enumerate)."""
+MAX_EXPERTS_PER_RANK = 16
+"""Default EP sizes keep at most this many routed experts on a rank: fewer EP ranks hold the
+weights of more experts than any published MoE run does (DeepSeek-V3 4 per GPU, Mixtral and
+Qwen3 recipes 1-16), and they would only be pruned by memory after costing enumeration."""
+
+
+def _powers_of_two(n: int) -> list[int]:
+    return [1 << k for k in range(n.bit_length()) if n % (1 << k) == 0]
 
 
 def _check_choices(name: str, values: tuple, allowed: tuple) -> None:
@@ -174,14 +219,27 @@ class SearchSpace:
     max_micro_batch: int = 8
     recompute: tuple[str, ...] = RECOMPUTE
     sequence_parallel: tuple[bool, ...] = (False, True)
-    zero: tuple[int, ...] = (0, 1, 2, 3)
-    """Optimizer sharding to try: 0 none, 1 distributed optimizer, 2 ZeRO-2, 3 ZeRO-3."""
+    zero: tuple[int, ...] | None = None
+    """Optimizer sharding to try: 0 none, 1 distributed optimizer, 2 ZeRO-2, 3 ZeRO-3; None =
+    all four, for MoE models the distributed optimizer (Megatron-core's MoE recipes)."""
     overlap: OverlapMode = "search"
     """'search' tries every overlap switch on and off, 'on' / 'off' fixes all of them."""
+    vpp: tuple[int, ...] | None = None
+    """Model chunks per rank; None = divisors of the layers per stage up to max_vpp."""
+    ep: tuple[int, ...] | None = None
+    """Expert-parallel sizes (MoE); None = powers of two dividing the experts that leave at
+    most MAX_EXPERTS_PER_RANK experts on a rank."""
+    etp: tuple[int, ...] | None = None
+    """Expert tensor-parallel sizes (MoE); None = 1 and the TP size (Megatron-core's choices)."""
+    dispatcher: tuple[str, ...] | None = None
+    """Token dispatchers (MoE, EP > 1); None = alltoall, and deepep when EP leaves the node."""
+    schedules: tuple[str, ...] | None = None
+    """Pipeline schedules (pp > 1; "" = Megatron's 1F1B); None = "" for dense models, "" and
+    dualpipe for MoE (DeepSeek-V3's; it hides the expert all-to-alls)."""
 
     def __post_init__(self) -> None:
         _check_choices("recompute", self.recompute, RECOMPUTE)
-        _check_choices("zero", self.zero, (0, 1, 2, 3))
+        _check_choices("zero", self.zero or (), (0, 1, 2, 3))
         _check_choices("overlap", (self.overlap,), ("search", "on", "off"))
         for name in ("tp", "pp", "cp", "micro_batch"):
             vals = getattr(self, name)
@@ -191,7 +249,79 @@ class SearchSpace:
             if getattr(self, name) < 1:
                 raise ConfigError(f"search space: {name} must be >= 1")
 
+    def fixed_by(self, fixed: tuple[tuple[str, object], ...]) -> SearchSpace:
+        """This space with the dimensions a fixed parallel field names narrowed to its value
+        (ConfigError when the space already lists other values for it)."""
+        f = dict(fixed)
+        dims = {"tensor_model_parallel_size": "tp", "pipeline_model_parallel_size": "pp",
+                "context_parallel_size": "cp", "virtual_pipeline_model_parallel_size": "vpp",
+                "expert_model_parallel_size": "ep", "expert_tensor_parallel_size": "etp",
+                "moe_token_dispatcher_type": "dispatcher", "pipeline_schedule": "schedules",
+                "recompute": "recompute", "sequence_parallel": "sequence_parallel"}
+        out = self
+        for name, dim in dims.items():
+            if name not in f or f[name] is None:
+                continue
+            value = f[name]
+            if dim == "schedules":
+                value = schedule_name(str(value))
+                value = "" if value in ("1f1b", "interleaved_1f1b") else value
+            have = getattr(self, dim)
+            if have is not None and dim not in ("recompute", "sequence_parallel") \
+                    and tuple(have) != (value,):
+                raise ConfigError(f"parallel.{name}={value} is fixed (--set) but the search "
+                                  f"was also given {dim}={list(have)}; give one of them")
+            out = dataclasses.replace(out, **{dim: (value,)})
+        if "zero_stage" in f or "distributed_optimizer" in f:
+            z = int(f.get("zero_stage") or 0)
+            out = dataclasses.replace(out, zero=(1 if z == 0 and f.get("distributed_optimizer")
+                                                 else z,))
+        return out
+
     # ------------------------------------------------------------------ enumeration
+    def _moe_choices(self, base: Base, tp: int, cp: int, dp: int
+                     ) -> Iterator[tuple[int, int, str]]:
+        """(ep, expert tp, dispatcher) of a MoE model on tp x cp x dp ranks of a stage."""
+        m, gpn = base.model, base.cluster.gpus_per_node
+        if not m.is_moe:
+            yield 1, 1, "alltoall"
+            return
+        experts = m.num_experts or 1
+        ranks = tp * cp * dp
+        eps = self.ep or tuple(e for e in _powers_of_two(experts)
+                               if experts // e <= MAX_EXPERTS_PER_RANK)
+        etps = self.etp or tuple(dict.fromkeys((1, tp)))
+        for ep in eps:
+            for etp in etps:
+                if experts % ep or ranks % (ep * etp):
+                    continue
+                if self.dispatcher is not None:
+                    disps = self.dispatcher
+                elif ep == 1:
+                    disps = ("alltoall",)
+                else:  # DeepEP sends a token once per node: it matters across nodes
+                    disps = ("alltoall", "deepep") if ep * etp > gpn else ("alltoall",)
+                for d in disps:
+                    yield ep, etp, d
+
+    def _schedules(self, base: Base, pp: int, vpp: int, n_micro: int) -> tuple[str, ...]:
+        if pp == 1:
+            return ("",)
+        names = self.schedules if self.schedules is not None else \
+            (("", "dualpipe") if base.model.is_moe else ("",))
+        out = []
+        for name in names:
+            if name in ("zb_v", "dualpipe_v") and vpp != 2:
+                continue
+            if name == "dualpipe" and (vpp > 1 or pp % 2 or n_micro < 2 * pp or n_micro % 2):
+                continue
+            if name not in ("", "zb_v", "dualpipe_v", "interleaved_zb") and vpp > 1:
+                continue
+            if name == "interleaved_zb" and vpp == 1:
+                continue
+            out.append(name)
+        return tuple(out)
+
     def memory_keys(self, base: Base, num_gpus: int) -> Iterator[MemoryKey]:
         """Memory groups that pass the arithmetic checks of RunConfig, in a fixed order."""
         m, t = base.model, base.training
@@ -203,10 +333,15 @@ class SearchSpace:
                 continue
             pps = self.pp or tuple(_divisors(num_gpus // tp))
             for pp in pps:
-                if num_gpus % (tp * pp) or m.num_layers % pp:
+                # layers that do not split evenly are placed by a balanced layout (MoE models,
+                # whose published runs do so: DeepSeek-V3's 61 layers over 16 stages)
+                uneven = bool(m.num_layers % pp)
+                if num_gpus % (tp * pp) or (uneven and (not m.is_moe or pp > m.num_layers)):
                     continue
                 per_stage = m.num_layers // pp
                 cps = self.cp or tuple(c for c in (1, 2, 4, 8, 16, 32) if c <= self.max_cp)
+                if self.cp is None and m.is_moe and t.seq_length < MOE_CP_FROM_SEQ:
+                    cps = (1,)
                 for cp in cps:
                     if num_gpus % (tp * pp * cp) or (cp > 1 and t.seq_length % (2 * cp)):
                         continue
@@ -216,20 +351,33 @@ class SearchSpace:
                     per_replica = t.global_batch_size // dp
                     mbs = self.micro_batch or tuple(
                         b for b in _divisors(per_replica, self.max_micro_batch) if b <= self.max_micro_batch)
-                    vpps = [1] if pp == 1 else [v for v in _divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
+                    vpps = [1] if pp == 1 or uneven else \
+                        [v for v in _divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
+                    if self.vpp is not None:
+                        vpps = [v for v in self.vpp if v == 1 or v in vpps]
+                    # Megatron-core needs sequence parallelism for MoE with TP
                     sps = tuple(dict.fromkeys(self.sequence_parallel)) if tp > 1 else (False,)
-                    zeros = tuple(dict.fromkeys(self.zero)) if dp * cp > 1 else (0,)
+                    if m.is_moe and tp > 1:
+                        sps = tuple(sp for sp in sps if sp) or sps
+                    zero = self.zero if self.zero is not None else \
+                        ((1,) if m.is_moe else (0, 1, 2, 3))
+                    zeros = tuple(dict.fromkeys(zero)) if dp * cp > 1 else (0,)
+                    moe = list(self._moe_choices(base, tp, cp, dp))
                     for mb in mbs:
                         if per_replica % mb:
                             continue
                         n_micro = per_replica // mb
                         for vpp in vpps:
-                            if vpp > 1 and n_micro % pp:
+                            scheds = self._schedules(base, pp, vpp, n_micro)
+                            if vpp > 1 and n_micro % pp and scheds == ("",):
                                 continue
                             for rc in self.recompute:
                                 for sp in sps:
                                     for z in zeros:
-                                        yield MemoryKey(num_gpus, tp, pp, cp, vpp, mb, rc, sp, z)
+                                        for ep, etp, disp in moe:
+                                            for sch in scheds:
+                                                yield MemoryKey(num_gpus, tp, pp, cp, vpp, mb, rc,
+                                                                sp, z, ep, etp, disp, sch)
 
     def variants(self, key: MemoryKey) -> list[Candidate]:
         """The overlap-switch variants of a memory group (only switches that can matter)."""
@@ -239,6 +387,8 @@ class SearchSpace:
             "overlap_param_gather": sharded_dp and key.zero in (1, 2),
             "tp_comm_overlap": key.tp > 1,
             "overlap_p2p_comm": key.pp > 1,
+            # DualPipe's pairs hide the all-to-alls themselves
+            "moe_overlap_ep_comm": key.ep > 1 and key.schedule != "dualpipe",
         }
         if self.overlap == "off":
             return [Candidate(key)]
