@@ -72,6 +72,26 @@ def test_dropless_moe_forward_syncs_once_and_backward_never():
                    for op in layer_forward(padded, shard_of(padded), moe=True))
 
 
+def test_moe_layer_launches_what_megatron_core_issues():
+    """Megatron-core 0.13's MoE layer with TE's fused permutation, counted from its code:
+    about 43 kernels forward plus two GEMMs per local expert, about 21 backward plus four per
+    expert, beside the attention block's (workload.layers.MOE_KERNELS)."""
+    cfg = _moe()
+    sh = shard_of(cfg)
+    local = cfg.model.num_experts // cfg.parallel.ep
+
+    def launches(ops):
+        return sum(host.launches(op) for op in ops if not isinstance(op, Comm))
+
+    fwd, fwd_dense = layer_forward(cfg, sh, moe=True), layer_forward(cfg, sh, moe=False)
+    bwd, bwd_dense = backward_of(fwd, sh), backward_of(fwd_dense, sh)
+    mlp_fwd, mlp_bwd = 3, 5  # the dense MLP's fc1, activation, fc2 and their backward
+    moe_fwd = launches(fwd) - launches(fwd_dense) + mlp_fwd
+    moe_bwd = launches(bwd) - launches(bwd_dense) + mlp_bwd
+    assert 40 <= moe_fwd - 2 * local <= 50
+    assert 18 <= moe_bwd - 4 * local <= 26
+
+
 def test_host_cost_slows_a_fine_grained_moe_and_cuda_graphs_remove_it(monkeypatch):
     """With a slower host the iteration of a many-expert MoE gets longer (monotone); with CUDA
     graphs the host cost is gone and the time equals the free-host time."""

@@ -76,7 +76,8 @@ def backward_bytes(op: Elementwise) -> tuple[float, int]:
     and implementation (scaled from the forward's bytes at 16-bit elements), else 1.5x."""
     entry = BACKWARD.get((op.kernel, op.impl))
     if entry is None or (op.kernel, op.impl) not in IMPLEMENTATIONS:
-        return op.bytes * BACKWARD_OF_FORWARD, op.kernels
+        return op.bytes * BACKWARD_OF_FORWARD, (
+            op.kernels if op.bwd_kernels is None else op.bwd_kernels)
     per_bwd, kernels = entry
     return op.bytes * per_bwd(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2), kernels
 

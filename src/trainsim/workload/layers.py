@@ -257,6 +257,25 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     ops.append(Elementwise("rope", bytes=T * heads * 2 * rope * ACT * 2, kernel="rope"))
 
 
+MOE_KERNELS = {
+    "router": (28, 12),
+    "preprocess": (10, 0),
+    "permute": (4, 3),
+    "expert_act": (1, 2),
+    "unpermute": (3, 2),
+}
+"""Kernel launches (forward, backward) of the MoE layer's memory-bound stages as Megatron-core
+issues them (core_v0.13.0, c550cf6, megatron/core/transformer/moe/, with Transformer Engine
+2.5's fused permutation, ``moe_permute_fusion``): the router's top-k and softmax with its
+probability and routing-map scatters (``moe_utils.topk_softmax_with_capacity``: 13) and the
+load-balancing loss (``router.aux_loss_load_balancing``, ``switch_load_balancing_loss_func``
+and its tracker: 15), about 12 backward; the all-to-all dispatcher's ``preprocess`` (6
+reductions) and the device-to-host copies of the split sizes (4); TE's
+``moe_permute_with_probs`` (3) and ``sort_chunks_by_idx`` (1), backward 3; the weighted SwiGLU
+(1, backward 2); the unsort and ``unpermute_with_mask_map`` (3, backward 2). Counted from the
+code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
+
+
 def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
     router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
@@ -266,15 +285,20 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
     ops.append(Gemm("router", m=tokens, n=E, k=h, dtype="bf16"))
-    ops.append(Elementwise("router_topk_softmax", bytes=tokens * E * 4 * 2))
+    ops.append(Elementwise("router_topk_softmax", bytes=tokens * E * 4 * 2,
+                           kernels=MOE_KERNELS["router"][0], bwd_kernels=MOE_KERNELS["router"][1]))
     routed = tokens * k  # token copies leaving this rank
     dispatcher = p.moe_token_dispatcher_type
     if dispatcher != "deepep":  # DeepEP writes tokens expert-major inside its own kernels
-        ops.append(Elementwise("permute", bytes=routed * h * ACT * 2))
+        ops.append(Elementwise("permute", bytes=routed * h * ACT * 2,
+                               kernels=MOE_KERNELS["permute"][0],
+                               bwd_kernels=MOE_KERNELS["permute"][1]))
     if m.moe_capacity_factor is None:
         # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
-        # GEMM's m_splits) and waits for them (compute.host)
-        ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True))
+        # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
+        # them and the copies that bring them over
+        ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
+                               kernels=MOE_KERNELS["preprocess"][0]))
     wire = tokens * moe_wire_copies(cfg)
     elem = 1 if p.moe_dispatch_fp8 else ACT
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
@@ -296,7 +320,8 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"
     _gemm(ops, sh, "expert_fc1", rows, f * (2 if gated else 1), h, batch=local)
-    ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2)))
+    ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
+                           bwd_kernels=MOE_KERNELS["expert_act"][1]))
     _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local)
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
@@ -306,7 +331,9 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     elif p.ep > 1:
         ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
     if dispatcher != "deepep":
-        ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT))
+        ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
+                               kernels=MOE_KERNELS["unpermute"][0],
+                               bwd_kernels=MOE_KERNELS["unpermute"][1]))
     shared = m.moe_shared_expert_intermediate_size
     if shared:
         tp_enter(ops, sh, h, "shared_expert")
