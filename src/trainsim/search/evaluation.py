@@ -76,11 +76,14 @@ class Bounds:
     def cheap(self, key: MemoryKey) -> float:
         return lower_bound_s(key, self.base)
 
-    def _pass_times(self, c: Candidate, cfg: Any) -> tuple[dict[bool, float], float, float]:
-        """(forward + backward of one layer by is-MoE, of the head, of the embedding)."""
+    def _pass_times(self, c: Candidate, cfg: Any, compute_only: bool = False
+                    ) -> tuple[dict[bool, float], float, float]:
+        """(forward + backward of one layer by is-MoE, of the head, of the embedding);
+        ``compute_only``: their compute segments alone (what no overlap can hide)."""
         m = c.mem
         key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
-               c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm)
+               c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm,
+               compute_only)
         hit = self._passes.get(key)
         if hit is None:
             from trainsim.simulator import Pricer
@@ -95,20 +98,27 @@ class Bounds:
                 shard_of,
             )
 
+            from trainsim.pricing import COMPUTE
+
             pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
+
+            def t(ops: Any) -> float:
+                priced = pricer.price(ops)
+                if compute_only:
+                    return sum(d for cat, d, _ in priced.segments if cat == COMPUTE)
+                return priced.duration_s
+
             layer = {}
             for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
                 lf = layer_forward(cfg, sh, moe=moe)
-                layer[moe] = (pricer.price(lf).duration_s
+                layer[moe] = (t(lf)
                               # a partial recompute may skip any layer: price none (a bound)
-                              + pricer.price(layer_recompute(
+                              + t(layer_recompute(
                                   cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
-                                  + backward_of(lf, sh))
-                              .duration_s)
+                                  + backward_of(lf, sh)))
             hf = head_forward(cfg, sh)
-            head = pricer.price(hf).duration_s + pricer.price(head_backward(cfg, sh, hf)).duration_s
-            emb = (pricer.price(embedding_forward(cfg, sh)).duration_s
-                   + pricer.price(embedding_backward(cfg, sh)).duration_s)
+            head = t(hf) + t(head_backward(cfg, sh, hf))
+            emb = t(embedding_forward(cfg, sh)) + t(embedding_backward(cfg, sh))
             hit = self._passes[key] = (layer, head, emb)
         return hit
 
@@ -129,7 +139,9 @@ class Bounds:
         from trainsim.workload.ops import Comm
 
         cfg = c.to_config(self.base)
-        layer, head, emb = self._pass_times(c, cfg)
+        # DualPipe's pairs hide the communication the passes priced alone expose: compute only
+        paired = cfg.parallel.pipeline_schedule in ("dualpipe", "dualpipe_v")
+        layer, head, emb = self._pass_times(c, cfg, compute_only=paired)
         p, model, m = cfg.parallel, cfg.model, cfg.num_microbatches
         ranges = cfg.virtual_stage_layers()
         work = [sum(layer[model.is_moe_layer(i)] for i in r) for r in ranges]
@@ -138,12 +150,11 @@ class Bounds:
         pp, n_virtual = p.pp, len(ranges)
         if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
             bound = max(sum(work[:s]) + m * sum(work[s:n_virtual:pp]) for s in range(pp))
-        elif p.pipeline_schedule in ("dualpipe", "dualpipe_v"):
-            # their pairs hide the all-to-alls the passes priced here expose: FLOPs only
-            return 0.0
-        else:  # every rank runs all micro-batches of the chunks it holds
+        else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
             from trainsim.workload.pipeline_schedules import rank_chunks
-            bound = max(m * sum(work[v] for v in rank_chunks(p.pipeline_schedule, s, pp, p.vpp))
+            per_chunk = m / 2 if p.pipeline_schedule == "dualpipe" else m
+            bound = max(per_chunk * sum(work[v] for v in
+                                        rank_chunks(p.pipeline_schedule, s, pp, p.vpp))
                         for s in range(pp))
         zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         if zero >= 3 and cfg.dp * p.cp > 1:

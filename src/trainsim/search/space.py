@@ -351,8 +351,13 @@ class SearchSpace:
                     per_replica = t.global_batch_size // dp
                     mbs = self.micro_batch or tuple(
                         b for b in _divisors(per_replica, self.max_micro_batch) if b <= self.max_micro_batch)
-                    vpps = [1] if pp == 1 or uneven else \
-                        [v for v in _divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
+                    if uneven:  # balanced layouts that give every virtual stage equal slots
+                        slots = m.num_layers + m.mtp_num_layers + 2
+                        vpps = [1] + [v for v in range(2, self.max_vpp + 1)
+                                      if slots % (pp * v) == 0]
+                    else:
+                        vpps = [1] if pp == 1 else \
+                            [v for v in _divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
                     if self.vpp is not None:
                         vpps = [v for v in self.vpp if v == 1 or v in vpps]
                     # Megatron-core needs sequence parallelism for MoE with TP

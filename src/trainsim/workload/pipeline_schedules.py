@@ -29,6 +29,7 @@ exists the order is its order, cited at each function:
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from trainsim.workload.schedule import (
     W_MEMORY_FRACTION,
@@ -318,6 +319,15 @@ def zb_greedy(pp: int, m: int, t_f: list[float], t_i: list[float], t_w: list[flo
     return order
 
 
+@functools.lru_cache(maxsize=1024)
+def stage_order(name: str, stage: int, pp: int, vpp: int, m: int) -> tuple[Step, ...]:
+    """One rank's order (``zb_2p`` with equal pass times), cached: memory estimates ask for
+    the same orders again and again."""
+    if name == "zb_2p":
+        return tuple(orders(name, pp, vpp, m)[stage])
+    return tuple(_ONE_RANK[name](stage, pp, vpp, m))
+
+
 def orders(name: str, pp: int, vpp: int, m: int,
            times: tuple[list[float], list[float], list[float], float] | None = None
            ) -> list[list[Step]]:
@@ -325,18 +335,22 @@ def orders(name: str, pp: int, vpp: int, m: int,
     the send time) feed ``zb_2p``'s search; without them its passes count as equal."""
     if name == "zb_2p":
         return zb_2p(pp, m, times or ([1.0] * pp, [1.0] * pp, [1.0] * pp, 0.0))
-    one = {
-        "gpipe": lambda s: gpipe(s, pp, m),
-        "1f1b": lambda s: list(one_f_one_b(s, pp, m)),
-        "interleaved_1f1b": lambda s: list(interleaved_one_f_one_b(s, pp, vpp, m)),
-        "zb_h1": lambda s: zb_h1(s, pp, m),
-        "zb_h2": lambda s: zb_h2(s, pp, m),
-        "zb_v": lambda s: zb_v(s, pp, m),
-        "interleaved_zb": lambda s: interleaved_zb(s, pp, vpp, m),
-        "dualpipe": lambda s: dualpipe(s, pp, m),
-        "dualpipe_v": lambda s: dualpipe_v(s, pp, m),
-    }[name]
-    return [one(s) for s in range(pp)]
+    one = _ONE_RANK[name]
+    return [list(one(s, pp, vpp, m)) for s in range(pp)]
+
+
+_ONE_RANK = {
+    "gpipe": lambda s, pp, vpp, m: gpipe(s, pp, m),
+    "1f1b": lambda s, pp, vpp, m: one_f_one_b(s, pp, m),
+    "interleaved_1f1b": lambda s, pp, vpp, m: interleaved_one_f_one_b(s, pp, vpp, m),
+    "zb_h1": lambda s, pp, vpp, m: zb_h1(s, pp, m),
+    "zb_h2": lambda s, pp, vpp, m: zb_h2(s, pp, m),
+    "zb_v": lambda s, pp, vpp, m: zb_v(s, pp, m),
+    "interleaved_zb": lambda s, pp, vpp, m: interleaved_zb(s, pp, vpp, m),
+    "dualpipe": lambda s, pp, vpp, m: dualpipe(s, pp, m),
+    "dualpipe_v": lambda s, pp, vpp, m: dualpipe_v(s, pp, m),
+}
+"""Schedules whose rank orders are built one rank at a time."""
 
 
 def virtual_stage(name: str | None, stage: int, chunk: int, pp: int) -> int:

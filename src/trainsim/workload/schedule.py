@@ -71,8 +71,8 @@ def schedule(stage: int, pp: int, vpp: int, m: int,
         if vpp > 1:
             return interleaved_one_f_one_b(stage, pp, vpp, m)
         return one_f_one_b(stage, pp, m)
-    from trainsim.workload.pipeline_schedules import orders
-    return orders(name, pp, vpp, m)[stage]
+    from trainsim.workload.pipeline_schedules import stage_order
+    return list(stage_order(name, stage, pp, vpp, m))
 
 
 def peak_in_flight(order: list[Pass | Overlapped],
