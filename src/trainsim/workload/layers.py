@@ -84,7 +84,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
                  attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
                  cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
-                 eager=t.modules == "eager" and not t.compile, split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
+                 eager=t.modules == "eager" and not t.compile,
+                 split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8")
 
 
@@ -190,9 +191,9 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             _gemm(ops, sh, "v_proj", T, kv_loc, h, shares_input=True)
         else:
             _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
+        if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
+            ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), sh.eager))
         if m.position_embedding == "rope":
-            if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
-                ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), sh.eager))
             ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     heads, q_len = m.num_attention_heads // t, sh.q_len
