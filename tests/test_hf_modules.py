@@ -132,3 +132,22 @@ def test_plain_loop_optimizer_step_has_no_master_copy():
 
     assert optimizer_step(1.0, "adam", master_weights=False).bytes == 28 + 12
     assert optimizer_step(1.0, "adam").bytes == OPTIMIZER_BYTES_PER_PARAM["adam"] == 50
+
+
+def test_qwen3_normalizes_queries_and_keys():
+    """Qwen3's attention norms q and k per head (modeling_qwen3 q_norm/k_norm, Megatron
+    --qk-layernorm): one more norm in the layer, and its 16-bit input kept for the backward."""
+    from dataclasses import replace
+
+    from trainsim.memory.estimate import activation_bytes_per_layer
+
+    c = run_config_from_dict({"model": "qwen3-30b-a3b", "parallel": {"ep": 8},
+                              "training": {"global_batch_size": 8, "seq_length": 4096},
+                              "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    assert c.model.qk_layernorm
+    names = [op.name for op in layer_forward(c, shard_of(c), moe=True)]
+    assert "qk_norm" in names
+    plain = replace(c, model=replace(c.model, qk_layernorm=False))
+    assert "qk_norm" not in [op.name for op in layer_forward(plain, shard_of(plain), moe=True)]
+    extra = activation_bytes_per_layer(c, moe=True) - activation_bytes_per_layer(plain, moe=True)
+    assert extra == pytest.approx(4096 * 2 * (c.model.q_size + c.model.kv_size))

@@ -130,6 +130,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
+    if m.qk_layernorm:  # the per-head q/k norms keep their 16-bit inputs
+        qkv += 2 * (q / t + kv_loc)
     sharded = T * (qkv + x * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
     if cfg.training.attention not in MATERIALIZED_SCORES:
