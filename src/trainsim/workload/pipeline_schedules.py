@@ -379,14 +379,16 @@ def rank_chunks(name: str | None, stage: int, pp: int, vpp: int) -> list[int]:
     return [virtual_stage(name, stage, c, pp) for c in range(chunks)]
 
 
-def makespan_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: list[float],
+def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: list[float],
                comm_s: float) -> float:
-    """When the last rank finishes a one-chunk plan, each pass starting when its rank is free
-    and its input has arrived (``comm_s`` after the neighbour's pass): how the search of
-    Qi et al. §3 scores a candidate order before the engine times the chosen one."""
+    """The longest stage's execution time (its first pass's start to its last pass's end) of
+    a one-chunk plan, each pass starting when its rank is free and its input has arrived
+    (``comm_s`` after the neighbour's pass): the cost by which Qi et al. §5.3 score a schedule,
+    used here to pick a candidate order before the engine times the chosen one."""
     pp = len(plan)
     end: dict[tuple[str, int, int], float] = {}
     free = [0.0] * pp
+    first = [-1.0] * pp
     cursor = [0] * pp
     while any(cursor[s] < len(plan[s]) for s in range(pp)):
         for s in range(pp):
@@ -404,19 +406,22 @@ def makespan_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w: 
                 if dep is not None and dep not in end:
                     break
                 ready = end[dep] + comm_s if dep is not None else 0.0
-                free[s] = max(free[s], ready) + dur
+                start = max(free[s], ready)
+                if first[s] < 0:
+                    first[s] = start
+                free[s] = start + dur
                 end[("I" if p.kind in "IB" else p.kind, p.microbatch, s)] = free[s]
                 cursor[s] += 1
-    return max(free)
+    return max(f - max(b, 0.0) for f, b in zip(free, first))
 
 
 def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float]
           ) -> list[list[Step]]:
     """ZB-2p: the best of the §3.1 heuristic's variants (Qi et al. grid-search its binary
     choices; here how long a wait must be before a W fills it) and the handcrafted ZB-H2,
-    all within 2p micro-batches of activations, scored by ``makespan_s``."""
+    all within 2p micro-batches of activations, scored by ``stage_span_s``."""
     t_f, t_i, t_w, comm = times
     candidates = [zb_greedy(pp, m, t_f, t_i, t_w, comm, 2.0 * pp, fill)
                   for fill in (0.0, 0.5, 1.0, 2.0)]
     candidates.append([zb_h2(s, pp, m) for s in range(pp)])
-    return min(candidates, key=lambda plan: makespan_s(plan, t_f, t_i, t_w, comm))
+    return min(candidates, key=lambda plan: stage_span_s(plan, t_f, t_i, t_w, comm))
