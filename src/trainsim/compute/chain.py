@@ -56,16 +56,9 @@ class ChainModel:
         return model, "roofline"
 
 
-def bundled_database(gpu: GPUSpec, lookup_gpu: Callable[[str], GPUSpec] | None = None
-                     ) -> Path | None:
-    """The database shipped for ``gpu`` (by catalog name); with ``lookup_gpu``, for a GPU that
-    has none, the one measured on a GPU of the same vendor, to be scaled (kernel libraries,
-    and so the measured-over-modelled ratios, are a vendor's; an AMD GPU is never priced from
-    NVIDIA measurements)."""
+def bundled_database(gpu: GPUSpec) -> Path | None:
+    """The database shipped for ``gpu`` (by catalog name), if one was measured."""
     name = BUNDLED.get(gpu.name)
-    if name is None and lookup_gpu is not None:
-        name = next((file for measured, file in BUNDLED.items()
-                     if lookup_gpu(measured).vendor == gpu.vendor), None)
     return DATA_DIR / name if name and (DATA_DIR / name).exists() else None
 
 

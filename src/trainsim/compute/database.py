@@ -78,6 +78,17 @@ FAMILY_ALIASES = {"adam": "adamw"}
 """Format-1 family names that the simulator spells differently."""
 
 
+def as_profiled(family: str, fused_bytes: float) -> tuple[str, str, float]:
+    """(database family, implementation, bytes) of what ``trainsim profile`` runs for a
+    memory-bound ``family`` (``rmsnorm.bwd``, format 1's ``adam``) sized by the fused op's
+    bytes: the family in the simulator's spelling, ``PROFILED_IMPL``'s implementation and the
+    bytes that implementation moves."""
+    base = family.removesuffix(".bwd")
+    kernel = FAMILY_ALIASES.get(base, base) + family[len(base):]
+    impl = PROFILED_IMPL.get(kernel.removesuffix(".bwd"), "fused")
+    return kernel, impl, fused_bytes * bytes_relative_to_fused(kernel, impl)
+
+
 def _family(op: ComputeOp) -> tuple | None:
     """The kind of kernel an op is: records answer only ops of their own kind."""
     if isinstance(op, Gemm):
@@ -257,13 +268,10 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database") -> Compu
         if kind == "elementwise":
             name = str(row["name"])
             family = str(row.get("kernel") or name.split(".")[0])
-            base = family.removesuffix(".bwd")
-            base = FAMILY_ALIASES.get(base, base)
-            family = base + (".bwd" if family.endswith(".bwd") else "")
-            impl = str(row.get("impl") or PROFILED_IMPL.get(base, "fused"))
-            nbytes = float(row["bytes"])
-            if "impl" not in row:  # format 1 wrote the fused op's bytes for every kernel
-                nbytes *= bytes_relative_to_fused(family, impl)
+            if "impl" in row:
+                impl, nbytes = str(row["impl"]), float(row["bytes"])
+            else:  # format 1: the fused op's bytes beside what the profiler ran
+                family, impl, nbytes = as_profiled(family, float(row["bytes"]))
             return Elementwise(name, nbytes, kernels=int(row.get("kernels", 1)), kernel=family,
                                impl=impl)
     except (KeyError, TypeError, ValueError) as exc:

@@ -15,12 +15,11 @@ from typing import Any
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model as catalog_model
-from trainsim.compute.database import FAMILY_ALIASES, PROFILED_IMPL
+from trainsim.compute.database import as_profiled
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params
 from trainsim.profile.schema import ProfileError, kernel_key
-from trainsim.workload.elementwise import bytes_relative_to_fused
 from trainsim.workload.layers import (
     FP8_CAST_TRANSPOSE_BYTES,
     Shard,
@@ -184,14 +183,9 @@ def adam_case(cfg: RunConfig) -> tuple[Kernel, dict[str, Any]]:
 
 
 def _elementwise_record(name: str, family: str, fused_bytes: float) -> dict[str, Any]:
-    """A record of what the profiler runs for ``family``: the database's family name, the
-    implementation (``PROFILED_IMPL``) and the bytes that implementation moves."""
-    base = family.removesuffix(".bwd")
-    base = FAMILY_ALIASES.get(base, base)
-    kernel = base + family[len(family.removesuffix(".bwd")):]
-    impl = PROFILED_IMPL.get(base, "fused")
-    return {"op": "elementwise", "name": name, "kernel": kernel, "impl": impl,
-            "bytes": fused_bytes * bytes_relative_to_fused(kernel, impl)}
+    """A record of what the profiler runs for ``family`` (``compute.database.as_profiled``)."""
+    kernel, impl, nbytes = as_profiled(family, fused_bytes)
+    return {"op": "elementwise", "name": name, "kernel": kernel, "impl": impl, "bytes": nbytes}
 
 
 def simulator_ops(cfg: RunConfig) -> list[Any]:
@@ -270,13 +264,15 @@ def sweep_configs(models: list[str], tps: list[int], seqs: list[int], gpu: str,
                     for dtype in dtypes:
                         for sp in ((False, True) if tp > 1 else (False,)):
                             for attn in attentions:
-                                out.append(_config(m, tp, cp, sp, s, micro_batch_size, dtype,
+                                out.append(run_config(m, tp, cp, sp, s, micro_batch_size, dtype,
                                                    spec, attn))
     return out
 
 
-def _config(m: ModelConfig, tp: int, cp: int, sp: bool, seq: int, mbs: int, dtype: str,
-            spec: Any, attention: str = "flash2") -> RunConfig:
+def run_config(m: ModelConfig, tp: int, cp: int, sp: bool, seq: int, mbs: int, dtype: str,
+               spec: Any, attention: str = "flash2") -> RunConfig:
+    """The one-node run the profiler measures a layer of (the database's layer records name
+    its model, TP, sequence, micro-batch and dtype)."""
     try:
         return RunConfig(
             model=m,

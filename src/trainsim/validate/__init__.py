@@ -90,16 +90,12 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     that many processes (the results are the same: each row is predicted alone).
     ``compute_db`` is the kernel database that prices kernel and training rows ('auto': the
     one bundled for each row's GPU; None: the analytic model alone; or a path)."""
-    if is_layers_file(path):
-        results = validate_layers(path)
-        if progress:
-            progress(len(results), len(results))
-        return "kernels", results
-    if is_kernel_db(path):
-        results = validate_kernel_db(path)
-        if progress:
-            progress(len(results), len(results))
-        return "kernels", results
+    for is_kind, check in ((is_layers_file, validate_layers), (is_kernel_db, validate_kernel_db)):
+        if is_kind(path):  # JSON files, priced whole
+            results = check(path)
+            if progress:
+                progress(len(results), len(results))
+            return "kernels", results
     kind, rows = read_rows(path)
     predict = PREDICT[kind]
     if kind != "collectives":

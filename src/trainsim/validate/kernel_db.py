@@ -20,12 +20,11 @@ from typing import Any
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model as catalog_model
 from trainsim.compute.chain import ChainModel
-from trainsim.compute.database import FORMATS, PROFILED_IMPL, KernelDatabase
-from trainsim.config import ClusterConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.compute.database import FORMATS, KernelDatabase, as_profiled
+from trainsim.config import GPUSpec, RunConfig
 from trainsim.config.safe_load import read_text
-from trainsim.errors import ConfigError
+from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult
-from trainsim.workload.elementwise import bytes_relative_to_fused
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
 
@@ -46,29 +45,22 @@ def _as_profiled(op: Op, dropout: bool) -> Op | None:
         return op
     if op.kernel == "residual_add.bwd" and not dropout:
         return None
-    base = op.kernel.removesuffix(".bwd")
-    impl = PROFILED_IMPL.get(base, op.impl)
-    if impl == op.impl:
+    if op.impl != "fused":
         return op
-    return dataclasses.replace(op, impl=impl, bytes=op.bytes * bytes_relative_to_fused(op.kernel, impl))
+    _, impl, nbytes = as_profiled(op.kernel, op.bytes)
+    return dataclasses.replace(op, impl=impl, bytes=nbytes)
 
 
-def _layer_config(rec: dict[str, Any], gpu_name: str, attention: str) -> RunConfig:
+def _layer_config(rec: dict[str, Any], spec: GPUSpec, attention: str) -> RunConfig:
+    """The run the profiler built for this layer record (``profile.shapes.run_config``)."""
+    from trainsim.profile.shapes import quick_model, run_config
+
     name = str(rec["model"])
+    model = catalog_model(name.removesuffix("-quick"))
     if name.endswith("-quick"):  # a --quick dry run's tiny model
-        from trainsim.profile.shapes import quick_model
-
-        model = quick_model(catalog_model(name.removesuffix("-quick")))
-    else:
-        model = catalog_model(name)
-    mbs, seq, tp = int(rec["micro_batch_size"]), int(rec["seq_length"]), int(rec["tp"])
-    return RunConfig(model=model,
-                     parallel=ParallelConfig(tensor_model_parallel_size=tp),
-                     training=TrainingConfig(global_batch_size=mbs, micro_batch_size=mbs,
-                                             seq_length=seq, dtype=rec.get("dtype", "bf16"),
-                                             attention=attention),  # type: ignore[arg-type]
-                     cluster=ClusterConfig(gpu=catalog_gpu(gpu_name), num_gpus=tp,
-                                           gpus_per_node=max(8, tp)))
+        model = quick_model(model)
+    return run_config(model, int(rec["tp"]), 1, False, int(rec["seq_length"]),
+                      int(rec["micro_batch_size"]), str(rec.get("dtype", "bf16")), spec, attention)
 
 
 def _priced(ops: list[Op], chain: ChainModel, dropout: bool) -> tuple[float, dict[str, int]]:
@@ -101,8 +93,8 @@ def validate_kernel_db(path: str | Path) -> list[RowResult]:
         res.extra = {"kind": "layer", "implementation": "composed", "source_key": "layer",
                      "dtype": rec.get("dtype", "bf16"), "unit": "s"}
         try:
-            cfg = _layer_config(rec, db.gpu, attention)
-        except ConfigError as exc:
+            cfg = _layer_config(rec, db.spec, attention)
+        except TrainsimError as exc:
             res.error = str(exc)
             out.append(res)
             continue
