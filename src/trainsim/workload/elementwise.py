@@ -73,11 +73,12 @@ BACKWARD_OF_FORWARD = 1.5
 
 def backward_bytes(op: Elementwise) -> tuple[float, int]:
     """(bytes, kernels) of the backward of ``op``: ``BACKWARD`` where it has the op's family
-    and implementation (scaled from the forward's bytes at 16-bit elements), else 1.5x."""
+    and implementation (scaled from the forward's bytes at 16-bit elements), else the op's own
+    ``bwd_bytes``/``bwd_kernels`` where it states them, else 1.5x its bytes and its kernels."""
     entry = BACKWARD.get((op.kernel, op.impl))
     if entry is None or (op.kernel, op.impl) not in IMPLEMENTATIONS:
-        return op.bytes * BACKWARD_OF_FORWARD, (
-            op.kernels if op.bwd_kernels is None else op.bwd_kernels)
+        nbytes = op.bytes * BACKWARD_OF_FORWARD if op.bwd_bytes is None else op.bwd_bytes
+        return nbytes, op.kernels if op.bwd_kernels is None else op.bwd_kernels
     per_bwd, kernels = entry
     return op.bytes * per_bwd(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2), kernels
 

@@ -115,8 +115,9 @@ turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
           shares_input: bool = False) -> None:
     if sh.autocast:
-        ops.append(Elementwise(f"{name}.autocast_weight", bytes=batch * n * k * AUTOCAST_CAST_BYTES,
-                               kernels=1, kernel="copy"))
+        cast = batch * n * k * AUTOCAST_CAST_BYTES
+        ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
+                               bwd_bytes=cast))
     if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed,
         # split per expert for a grouped GEMM (Transformer Engine's GroupedLinear)
         ops.append(Elementwise(f"{name}.cast_transpose",
@@ -388,10 +389,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         elif isinstance(op, Elementwise):
             if op.name.endswith("cast_transpose") or op.host_sync:
                 continue  # the forward cast has no backward; the gradient's cast is added above
-            # the backward of autocast's weight cast casts the gradient back to fp32: as many
-            # bytes; other memory-bound ops read their saved input and the output gradient
-            nbytes, kernels = (op.bytes, 1) if op.name.endswith("autocast_weight") else \
-                backward_bytes(op)
+            nbytes, kernels = backward_bytes(op)
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
                                    impl=op.impl))

@@ -154,6 +154,9 @@ class Elementwise:
     ``gelu``, ``rope``, ``cross_entropy``, ``embedding``, ``fp8_cast_transpose``, ``adamw``;
     ``.bwd`` for a backward): what a measured-kernel database keys it by (``compute.database``).
     Empty: an op no database prices (routing, framework bookkeeping)."""
+    bwd_bytes: float | None = None
+    """Bytes of its backward where the generic rule does not hold (a cast's backward casts the
+    gradient back: as many bytes); None: ``workload.elementwise.backward_bytes``."""
     bwd_kernels: int | None = None
     """Kernels of its backward where they differ from the forward's (Megatron's router: 28
     forward, ~12 backward); None: as the forward (``workload.elementwise.backward_bytes``)."""
