@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
+
 from trainsim.workload.schedule import (
     W_MEMORY_FRACTION,
     Overlapped,
