@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import sys
-from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -43,7 +43,7 @@ def _errors(args: tuple[float, str]) -> dict[str, float]:
 
 
 def _mape(errs: list[float]) -> float:
-    ok = [abs(e) for e in errs if e == e]
+    ok = [abs(e) for e in errs if not math.isnan(e)]
     return 100.0 * sum(ok) / len(ok) if ok else float("nan")
 
 

@@ -41,7 +41,7 @@ def engine_run(name, pp, m, t_f=1.0, t_i=1.0, t_w=1.0, vpp=1, plan=None, comm=0.
     plan = plan or orders(name, pp, vpp, m)
     n_v = pp * vpp if name != "dualpipe" else pp
     dur = {"F": t_f, "I": t_i, "W": t_w, "B": t_i + t_w}
-    ids, tasks, done = {}, [], set()
+    ids, tasks = {}, []
     cursor = [0] * pp
 
     def up(s, p):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.config.parallel import ALIASES, schedule_name
+from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
 from trainsim.limits import limit, simulation_tasks
 from trainsim.memory import estimate_stage_memory
