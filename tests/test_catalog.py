@@ -54,7 +54,7 @@ def test_every_node_loads(name):
         "cluster": {"node": name, "num_gpus": 2 * n["gpus_per_node"]}})
     assert cfg.cluster.gpu == catalog.gpu(n["gpu"])
     assert cfg.cluster.num_nodes == 2
-    assert cfg.cluster.nic_bw_Bps == pytest.approx(n["nic_gbps_per_gpu"] * 1e9 / 8)
+    assert cfg.cluster.nic_bw_Bps == pytest.approx(n["nic_gbit_s_per_gpu"] * 1e9 / 8)
 
 
 @pytest.mark.parametrize("name", catalog.names("models"))

@@ -111,7 +111,7 @@ def test_gb200_is_faster_than_b200_per_gpu():
 def test_gb200_nvl72_node_is_one_nvlink_domain():
     """gb200-nvl72: 72 GPUs per NVLink domain, one 400 Gb/s ConnectX-7 per GPU."""
     n = catalog.node("gb200-nvl72")
-    assert (n["gpu"], n["gpus_per_node"], n["nic_gbps_per_gpu"]) == ("gb200", 72, 400)
+    assert (n["gpu"], n["gpus_per_node"], n["nic_gbit_s_per_gpu"]) == ("gb200", 72, 400)
 
 
 def test_gb200_nvl72_rack_simulates():

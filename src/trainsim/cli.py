@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail
+from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail, renamed_option
 from trainsim.errors import ConfigError, TrainsimError
 
 # Wide enough for validation ids and notes when output goes to a file or a pipe (rich
@@ -155,8 +155,8 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto") -> d
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU catalog name.")
 @click.option("--gpus", "num_gpus", type=POSITIVE_INT, default=8, show_default=True)
 @click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True)
-@click.option("--nic-gbps", type=POSITIVE, default=400.0, show_default=True,
-              help="Inter-node Gbit/s per GPU.")
+@renamed_option("--nic-gbit-s", "--nic-gbps", "nic_gbps", 400.0, type=POSITIVE,
+                help="Inter-node Gbit/s per GPU.")
 @click.option("--op", "kind", default="all_reduce", show_default=True,
               type=click.Choice(["all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                                  "broadcast", "reduce"]))

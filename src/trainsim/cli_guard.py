@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 import os
 import sys
+import warnings
 from typing import Any, NoReturn
 
 import click
 
+from trainsim.config._build import DeprecatedName
 from trainsim.errors import TrainsimError
 
 USAGE_EXIT = 2
@@ -54,10 +56,28 @@ def _echo_err(line: str) -> None:
         pass
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: Any = None, line: str | None = None) -> None:
+    """A deprecation as one ``warning:`` line on stderr; other warnings as Python shows them."""
+    if issubclass(category, DeprecatedName):
+        _echo_err(f"{click.style('warning:', fg='yellow', bold=True)} {one_line(str(message))}")
+    else:
+        _SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
+_SHOW_WARNING = warnings.showwarning
+
+
 class GuardedGroup(click.Group):
     """A click group whose subcommands end in one error line instead of a traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default", DeprecatedName)
+            warnings.showwarning = _show_warning
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
@@ -91,3 +111,26 @@ POSITIVE_INT = click.IntRange(min=1)
 """Counts and sizes: GPUs, tokens per sequence, trials."""
 POSITIVE = FiniteFloat(min=0, min_open=True)
 NONNEGATIVE = FiniteFloat(min=0)
+
+
+def renamed_option(new: str, old: str, name: str, default: Any, **kwargs: Any) -> Any:
+    """A click option ``new`` that still accepts its deprecated spelling ``old`` (hidden from
+    --help) with one ``warning:`` line; the value reaches the command as ``name``."""
+    key = f"renamed_option:{name}"
+
+    def take_old(ctx: click.Context, param: click.Parameter, value: Any) -> None:
+        if value is not None:
+            warnings.warn(f"{old} is deprecated; write {new} (the same number)", DeprecatedName,
+                          stacklevel=2)
+            ctx.meta[key] = value
+
+    def take_new(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        return value if value is not None else ctx.meta.get(key, default)
+
+    def decorate(f: Any) -> Any:
+        f = click.option(new, name, default=None, callback=take_new,
+                         help=f"{kwargs.pop('help', '')} [default: {default:g}]", **kwargs)(f)
+        return click.option(old, type=kwargs.get("type"), default=None, hidden=True,
+                            expose_value=False, callback=take_old)(f)
+
+    return decorate

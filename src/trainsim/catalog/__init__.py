@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from trainsim.config import (
     RunConfig,
     TrainingConfig,
 )
-from trainsim.config._build import build, suggest
+from trainsim.config._build import DeprecatedName, build, suggest
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse, parse_value, read_text
 from trainsim.errors import CatalogError, ConfigError
@@ -59,13 +60,14 @@ def specs(kind: str) -> list[dict[str, Any]]:
             g = gpu(name)
             rows.append({"name": name, "bf16_tflops": g.flops("bf16") / 1e12,
                          "fp8_tflops": g.peak_flops["fp8"] / 1e12 if "fp8" in g.peak_flops
-                         else None, "hbm_gib": g.hbm_bytes / GiB, "hbm_gbps": g.hbm_bw_Bps / 1e9,
-                         "nvlink_gbps": g.nvlink_bw_Bps / 1e9, "tdp_w": g.tdp_w,
+                         else None, "hbm_gib": g.hbm_bytes / GiB,
+                         "hbm_gbyte_s": g.hbm_bw_Bps / 1e9,
+                         "nvlink_gbyte_s": g.nvlink_bw_Bps / 1e9, "tdp_w": g.tdp_w,
                          "usd_per_hour": g.price_per_hour})
         elif kind == "nodes":
             n = node(name)
             rows.append({"name": name, "gpu": n.get("gpu"), "gpus_per_node": n.get("gpus_per_node"),
-                         "nic_gbps_per_gpu": n.get("nic_gbps_per_gpu")})
+                         "nic_gbit_s_per_gpu": n.get("nic_gbit_s_per_gpu")})
         else:
             m = model(name)
             rows.append({"name": name, "layers": m.num_layers, "hidden_size": m.hidden_size,
@@ -89,9 +91,35 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     return _read_yaml(entries[key])
 
 
-GPU_UNITS = {"hbm_gib": ("hbm_bytes", GiB), "hbm_bw_gbps": ("hbm_bw_Bps", 1e9),
-             "nvlink_gbps": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20)}
+GPU_UNITS = {"hbm_gib": ("hbm_bytes", GiB), "hbm_gbyte_s": ("hbm_bw_Bps", 1e9),
+             "nvlink_gbyte_s": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20)}
 """Catalog unit (as a user writes it) -> SI field of GPUSpec and its scale."""
+CLUSTER_UNITS = {"nic_gbit_s_per_gpu": ("nic_bw_Bps", 1e9 / 8),
+                 "nvlink_gbyte_s": ("intra_node_bw_Bps", 1e9)}
+"""The same for ClusterConfig. Every bandwidth a user writes names its unit: ``_gbyte_s`` is
+GB/s (10^9 bytes per second), ``_gbit_s`` Gbit/s (10^9 bits per second, as NICs are sold)."""
+RENAMED = {"hbm_bw_gbps": "hbm_gbyte_s", "nvlink_gbps": "nvlink_gbyte_s",
+           "nic_gbps_per_gpu": "nic_gbit_s_per_gpu"}
+"""Deprecated bandwidth names (whose ``gbps`` meant GB/s for some, Gbit/s for others) -> the
+name that says its unit; the value keeps its meaning."""
+
+
+def _renamed(d: dict[str, Any], where: str, rename: bool = False) -> dict[str, Any]:
+    """Warn (once per name and process) of each deprecated bandwidth name in ``d``; both names
+    of one field is an error. Errors about the value still name the field as written, so the
+    old name stays (a unit table below reads either) unless ``rename``."""
+    out = dict(d)
+    for old, new in RENAMED.items():
+        if old in out:
+            if new in out:
+                raise ConfigError(f"{where}.{old} and {where}.{new} are the same field; give "
+                                  f"{new} only")
+            unit = "Gbit/s" if "_gbit_s" in new else "GB/s"
+            warnings.warn(f"{where}.{old} is deprecated; write {where}.{new} (the same number, "
+                          f"{unit})", DeprecatedName, stacklevel=2)
+            if rename:
+                out[new] = out.pop(old)
+    return out
 
 
 def _gpu_si(d: Any, where: str = "gpu") -> dict[str, Any]:
@@ -100,7 +128,7 @@ def _gpu_si(d: Any, where: str = "gpu") -> dict[str, Any]:
     if not isinstance(d, dict):
         raise ConfigError(f"{where} must be a mapping of GPU fields (peak_tflops, hbm_gib, ...), "
                           f"got {_kind(d)}")
-    out = dict(d)
+    out = _renamed(d, where)
     if "peak_tflops" in out:
         peaks = out.pop("peak_tflops")
         if not isinstance(peaks, dict):
@@ -109,6 +137,7 @@ def _gpu_si(d: Any, where: str = "gpu") -> dict[str, Any]:
         out["peak_flops"] = {str(k): _positive(v, f"{where}.peak_tflops.{k}") * 1e12
                              for k, v in peaks.items()}
     for key, (si, scale) in GPU_UNITS.items():
+        key = next((old for old, now in RENAMED.items() if now == key and old in out), key)
         if key in out:
             value = out.pop(key)
             out[si] = (_number(value, f"{where}.{key}") if key == "l2_mib"
@@ -131,7 +160,7 @@ def gpu(name: str) -> GPUSpec:
 
 
 def node(name: str) -> dict[str, Any]:
-    return _lookup("nodes", name)
+    return _renamed(_lookup("nodes", name), f"node {name}", rename=True)
 
 
 def model_dict(name: str) -> dict[str, Any]:
@@ -285,13 +314,13 @@ def _model_section(raw: Any, base_dir: Path) -> ModelConfig:
 def _cluster_section(raw: Any) -> ClusterConfig:
     if not isinstance(raw, dict):
         raise ConfigError("cluster must be a mapping (gpu, num_gpus, gpus_per_node, ...)")
-    raw = dict(raw)
+    raw = _renamed(raw, "cluster")
     fields: dict[str, Any] = {}
     if "node" in raw:  # the node preset fills what the user did not set
         n = node(str(raw.pop("node")))
         fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])
-        if "nic_bw_Bps" not in raw:
-            fields["nic_gbps_per_gpu"] = n["nic_gbps_per_gpu"]
+        if not {"nic_bw_Bps", "nic_gbit_s_per_gpu", "nic_gbps_per_gpu"} & set(raw):
+            fields["nic_gbit_s_per_gpu"] = n["nic_gbit_s_per_gpu"]
     fields.update(raw)
     g = fields.pop("gpu", None)
     if g is None:
@@ -309,12 +338,10 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         if isinstance(over.get("peak_flops"), dict):  # override some dtypes, keep the others
             over["peak_flops"] = {**spec.peak_flops, **over["peak_flops"]}
         spec = gpu_from_dict({**spec.__dict__, **over}, "cluster.gpu_overrides")
-    if "nic_gbps_per_gpu" in fields:
-        fields["nic_bw_Bps"] = _positive(fields.pop("nic_gbps_per_gpu"),
-                                         "cluster.nic_gbps_per_gpu") * 1e9 / 8
-    if "nvlink_gbps" in fields:
-        fields["intra_node_bw_Bps"] = _positive(fields.pop("nvlink_gbps"),
-                                                "cluster.nvlink_gbps") * 1e9
+    for key, (si, scale) in CLUSTER_UNITS.items():
+        key = next((old for old, now in RENAMED.items() if now == key and old in fields), key)
+        if key in fields:
+            fields[si] = _positive(fields.pop(key), f"cluster.{key}") * scale
     fields["gpu"] = spec
     db = fields.get("compute_db")
     if isinstance(db, str) and db not in ("auto", ""):

@@ -13,6 +13,10 @@ from trainsim.errors import ConfigError
 
 T = TypeVar("T")
 
+class DeprecatedName(FutureWarning):
+    """A config used a deprecated field name; the CLI prints it as one ``warning:`` line."""
+
+
 MAX_INT = 2**53
 """Largest integer a config field takes: every count and size is exact in a float below it."""
 

@@ -2,7 +2,7 @@
 
     trainsim search llama3-70b --gpus 64 --gpu h100-sxm-80gb --global-batch 128 --seq 8192
     trainsim plan llama3-70b --tokens 15T --days 60 --gpu h100-sxm-80gb
-    trainsim sweep examples/llama3-70b-h100-64.yaml --vary cluster.nvlink_gbps=300:1800 --out out/
+    trainsim sweep examples/llama3-70b-h100-64.yaml --vary cluster.nvlink_gbyte_s=300:1800 --out out/
 """
 
 from __future__ import annotations
@@ -18,7 +18,14 @@ from typing import Any
 import click
 from rich.console import Console
 
-from trainsim.cli_guard import NONNEGATIVE, POSITIVE, POSITIVE_INT, FiniteFloat, fail
+from trainsim.cli_guard import (
+    NONNEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    FiniteFloat,
+    fail,
+    renamed_option,
+)
 from trainsim.errors import ConfigError, TrainsimError
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80 columns
@@ -81,7 +88,7 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
            "training": {"global_batch_size": num_gpus, "micro_batch_size": 1,
                         "seq_length": seq, "dtype": dtype},
            "cluster": {"gpu": _gpu_spec(gpu), "num_gpus": num_gpus, "gpus_per_node": gpus_per_node,
-                       "nic_gbps_per_gpu": nic_gbps}}
+                       "nic_gbit_s_per_gpu": nic_gbps}}
     raw = apply_overrides(raw, list(overrides))
     fixed = _fixed_parallel(raw.pop("parallel", None) or {})
     cfg = run_config_from_dict(raw)
@@ -159,12 +166,12 @@ def _common(f):
         click.option("--gpu", default="h100-sxm-80gb", show_default=True,
                      help="GPU catalog name, or a YAML file with a GPU spec."),
         click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True),
-        click.option("--nic-gbps", type=POSITIVE, default=400.0, show_default=True,
-                     help="Inter-node Gbit/s per GPU."),
+        renamed_option("--nic-gbit-s", "--nic-gbps", "nic_gbps", 400.0, type=POSITIVE,
+                       help="Inter-node Gbit/s per GPU."),
         click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16",
                      show_default=True),
         click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
-                     help="Override a fixed field, e.g. cluster.gpu_overrides.hbm_bw_gbps=4000."),
+                     help="Override a fixed field, e.g. cluster.gpu_overrides.hbm_gbyte_s=4000."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
                      show_default=True, help="Local worker processes, or Ray tasks."),
         click.option("--workers", type=POSITIVE_INT, default=None,
@@ -357,7 +364,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
 @click.command("sweep")
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--vary", "varies", multiple=True, required=True, metavar="PATH=LO:HI|a,b,c",
-              help="A field to vary (repeatable), e.g. cluster.nvlink_gbps=300:1800.")
+              help="A field to vary (repeatable), e.g. cluster.nvlink_gbyte_s=300:1800.")
 @click.option("--steps", type=POSITIVE_INT, default=5, show_default=True, help="Values per LO:HI range.")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,

@@ -1,9 +1,9 @@
 """Hardware and setting what-ifs: simulate one config over a grid of varied fields.
 
-``--vary cluster.nvlink_gbps=300:1800`` takes ``steps`` evenly spaced values (ends included),
+``--vary cluster.nvlink_gbyte_s=300:1800`` takes ``steps`` evenly spaced values (ends included),
 ``--vary parallel.tp=1,2,4,8`` a list. Paths are ``--set`` paths
 (:func:`trainsim.catalog.apply_overrides`), so anything a config file can say can be varied:
-``cluster.gpu_overrides.hbm_bw_gbps`` makes a what-if GPU from the catalog one,
+``cluster.gpu_overrides.hbm_gbyte_s`` makes a what-if GPU from the catalog one,
 ``cluster.gpu`` may name a catalog GPU or be a whole mapping (a new GPU in YAML, no code).
 Numbers take SI suffixes: k, M, G, T (10^3 ... 10^12).
 """
@@ -59,7 +59,7 @@ class Vary:
             raise ConfigError(f"--vary {text!r}: expected section.field=LO:HI or section.field=a,b,c")
         path, spec = (s.strip() for s in text.split("=", 1))
         if len(path.split(".")) < 2:
-            raise ConfigError(f"--vary {text!r}: the path needs a section, e.g. cluster.nvlink_gbps")
+            raise ConfigError(f"--vary {text!r}: the path needs a section, e.g. cluster.nvlink_gbyte_s")
         where = f"--vary {path}"
         if ":" in spec:
             parts = spec.split(":")

@@ -275,7 +275,8 @@ def _defaults_from_config(config: dict[str, Any], opts: dict[str, Any], wd: Path
     gpu = opts["gpu"] or cluster.get("gpu") or node.get("gpu") or "h100-sxm-80gb"
     opts["gpu"] = gpu if isinstance(gpu, str) else _write(wd / "gpu.json", {"gpu": gpu})
     fill = {"gpus_per_node": cluster.get("gpus_per_node", node.get("gpus_per_node", 8)),
-            "nic_gbps": cluster.get("nic_gbps_per_gpu", node.get("nic_gbps_per_gpu", 400.0)),
+            "nic_gbps": cluster.get("nic_gbit_s_per_gpu", cluster.get(
+                "nic_gbps_per_gpu", node.get("nic_gbit_s_per_gpu", 400.0))),
             "dtype": training.get("dtype", "bf16"), "gpus": cluster.get("num_gpus"),
             "global_batch": training.get("global_batch_size"),
             "seq": training.get("seq_length", 8192 if "max_gpus" in opts else None)}

@@ -107,7 +107,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
                                "gpus_per_node": row["gpus_per_node"]}
     if _cell(row, "nic_gbps_per_gpu"):
-        cluster["nic_gbps_per_gpu"] = row["nic_gbps_per_gpu"]
+        cluster["nic_gbit_s_per_gpu"] = row["nic_gbps_per_gpu"]
     raw = {"model": model, "parallel": parallel, "training": training, "cluster": cluster}
     for col, (sec, key) in COLUMN_FIELDS.items():
         v = _cell(row, col)
