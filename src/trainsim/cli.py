@@ -169,13 +169,16 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto") -> d
               help="Like NCCL_PROTO: auto, LL, LL128, Simple.")
 @click.option("--backend", type=click.Choice(["analytical", "flow"]), default="analytical",
               show_default=True, help="flow: max-min fair sharing on a rail-optimized fat-tree.")
+@click.option("--topology", default="rail-optimized", show_default=True,
+              help="rail-optimized, spine-leaf, nvl72 (72 GPUs per NVLink domain) or torus; "
+                   "the flow backend builds it link by link.")
 @click.option("--max-flows", type=POSITIVE_INT, default=None,
               help="flow backend: refuse collectives above this many flow-steps (default 5e7; "
                    "TRAINSIM_MAX_FLOWS).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
-               sizes: str, algorithm: str, protocol: str, backend: str, max_flows: int | None,
-               fmt: str) -> None:
+               sizes: str, algorithm: str, protocol: str, backend: str, topology: str,
+               max_flows: int | None, fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
     from trainsim.limits import set_limit
 
@@ -194,7 +197,8 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
             raise TrainsimError(f"--sizes {sizes}: need 0 < MIN <= MAX")
         cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
                                 gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8,
-                                network_backend=backend)  # type: ignore[arg-type]
+                                network_backend=backend,  # type: ignore[arg-type]
+                                topology=topology)
         net = network_for(cluster)
         span = net.span(num_gpus, 1)
         rows: list[dict[str, Any]] = []

@@ -23,6 +23,7 @@ from trainsim.config import (
     TrainingConfig,
 )
 from trainsim.config._build import DeprecatedName, build, suggest
+from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse, parse_value, read_text
 from trainsim.errors import CatalogError, ConfigError
@@ -322,6 +323,9 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         if not {"nic_bw_Bps", "nic_gbit_s_per_gpu", "nic_gbps_per_gpu"} & set(raw):
             fields["nic_gbit_s_per_gpu"] = n["nic_gbit_s_per_gpu"]
     fields.update(raw)
+    topology = str(raw.get("topology", "")).strip().lower().replace("_", "-")
+    if TOPOLOGY_ALIASES.get(topology, topology) == "nvl72" and "gpus_per_node" not in raw:
+        fields["gpus_per_node"] = NVL72_GPUS  # the NVLink domain is the rack (any node's GPU)
     g = fields.pop("gpu", None)
     if g is None:
         raise ConfigError("cluster.gpu is required (a catalog name such as h100-sxm-80gb)")

@@ -20,6 +20,13 @@ ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "direct")
 """NCCL_ALGO values (collectives.nccl prices each)."""
 PROTOCOLS = ("LL", "LL128", "Simple")
 
+TOPOLOGIES = ("rail-optimized", "spine-leaf", "nvl72", "torus")
+"""Networks a cluster config can name (``cluster.topology``); network.topology builds each."""
+TOPOLOGY_ALIASES = {"rail-optimised": "rail-optimized", "rail": "rail-optimized",
+                    "leaf-spine": "spine-leaf", "gb200-nvl72": "nvl72", "nvl-72": "nvl72"}
+NVL72_GPUS = 72
+"""GPUs in one GB200 NVL72 NVLink domain (18 compute trays x 4 GPUs)."""
+
 SUSTAINED_OF_BURST = 0.85
 """Sustained (power-saturated) over burst matmul throughput; see GPUSpec.gemm_ceiling."""
 
@@ -197,6 +204,23 @@ class ClusterConfig:
     """USD per GPU-hour; None = the GPU's catalog value."""
     pue: float = 1.2
     """Datacenter power usage effectiveness for energy estimates."""
+    topology: str = "rail-optimized"
+    """The network between GPUs: ``rail-optimized`` (NVIDIA DGX SuperPOD: NIC i of every node
+    on the rail-i leaf of its group), ``spine-leaf`` (top-of-rack leaves: all NICs of a node on
+    one leaf), ``nvl72`` (GB200 NVL72 racks: 72 GPUs on one NVLink fabric, so gpus_per_node is
+    72; trays of 4 GPUs on a rail-optimized scale-out) or ``torus`` (ASTRA-sim's
+    multi-dimensional network: the nodes on a ring per dimension of ``torus_dims``, each GPU
+    linked to its counterparts in the neighbouring nodes at the NIC rate). The flow backend
+    builds it link by link; the analytical one sees its tiers (the NVLink domain, the NIC rate,
+    the leaves' oversubscription)."""
+    nodes_per_leaf: int = 32
+    """Nodes under one leaf switch (per rail when rail-optimized)."""
+    oversubscription: float = 1.0
+    """Leaf downlink over uplink capacity (1 = non-blocking); traffic of a group spanning more
+    than ``nodes_per_leaf`` nodes shares the leaf uplinks."""
+    torus_dims: tuple[int, ...] | None = None
+    """Nodes along each torus dimension (product = number of nodes); None = the squarest 2-D
+    grid."""
     extra: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -213,6 +237,7 @@ class ClusterConfig:
         if self.nccl_proto not in ("auto",) + PROTOCOLS:
             raise ConfigError(f"cluster.nccl_proto='{self.nccl_proto}' is unknown; known: auto, "
                               f"{', '.join(PROTOCOLS)}")
+        self._check_topology()
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise ConfigError(
                 f"cluster.num_gpus={self.num_gpus} is not a multiple of "
@@ -222,9 +247,45 @@ class ClusterConfig:
     def num_nodes(self) -> int:
         return max(1, self.num_gpus // self.gpus_per_node)
 
+    def _check_topology(self) -> None:
+        name = str(self.topology).strip().lower().replace("_", "-")
+        name = TOPOLOGY_ALIASES.get(name, name)
+        if name not in TOPOLOGIES:
+            raise ConfigError(f"cluster.topology='{self.topology}' is unknown"
+                              f"{suggest(name, TOPOLOGIES)}; known: {', '.join(TOPOLOGIES)}")
+        object.__setattr__(self, "topology", name)
+        require_positive("cluster", nodes_per_leaf=self.nodes_per_leaf)
+        if not 1 <= self.oversubscription < math.inf:
+            raise ConfigError(f"cluster.oversubscription={self.oversubscription} must be >= 1 "
+                              "(leaf downlink over uplink capacity; 1 is non-blocking)")
+        if name == "nvl72" and self.gpus_per_node != NVL72_GPUS:
+            raise ConfigError(f"cluster.topology=nvl72 is a {NVL72_GPUS}-GPU NVLink domain: "
+                              f"cluster.gpus_per_node must be {NVL72_GPUS}, not "
+                              f"{self.gpus_per_node}")
+        if name == "torus":
+            if self.oversubscription != 1:
+                raise ConfigError("cluster.oversubscription applies to leaf switches; a torus "
+                                  "(cluster.topology=torus) has none")
+            if self.torus_dims is not None and (
+                    not self.torus_dims or min(self.torus_dims) < 1
+                    or math.prod(self.torus_dims) != self.num_nodes):
+                raise ConfigError(f"cluster.torus_dims={list(self.torus_dims)} must be positive "
+                                  f"and multiply to the number of nodes ({self.num_nodes})")
+        elif self.torus_dims is not None:
+            raise ConfigError(f"cluster.torus_dims needs cluster.topology=torus, not {name}")
+
     @property
     def nvlink_bw_Bps(self) -> float:
         return self.intra_node_bw_Bps or self.gpu.nvlink_bw_Bps
+
+    @property
+    def torus_shape(self) -> tuple[int, ...]:
+        """Nodes along each torus dimension: ``torus_dims``, else the squarest 2-D grid."""
+        if self.torus_dims is not None:
+            return self.torus_dims
+        n = self.num_nodes
+        a = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
+        return (a, n // a) if a > 1 else (n,)
 
     @property
     def gpu_price_per_hour(self) -> float:

@@ -9,6 +9,8 @@ per 200G NIC (12 GB/s for 100G NICs)"; nccl-tests #319: "around 48GB/s from each
 
 from __future__ import annotations
 
+import dataclasses
+
 from trainsim.collectives import (
     CollectiveCost,
     Fabric,
@@ -34,6 +36,11 @@ class AnalyticalNetwork:
         self.fabric = Fabric(self.intra, self.inter, nvls=cluster.gpu.nvls and cluster.nvls,
                              collnet=cluster.in_network_reduction,
                              nvls_efficiency=cluster.gpu.nvls_efficiency)
+        # A group spanning more nodes than one leaf holds crosses the spines: under an
+        # oversubscribed leaf each GPU gets its NIC rate over the oversubscription.
+        self.spine_fabric = self.fabric if cluster.oversubscription == 1 else dataclasses.replace(
+            self.fabric, inter=LinkTier(cluster.nic_bw_Bps / cluster.oversubscription,
+                                        NIC_EFFICIENCY, "net"))
         self._cache: dict[tuple, CollectiveCost] = {}
 
     def span(self, size: int, stride: int) -> GroupSpan:
@@ -46,6 +53,8 @@ class AnalyticalNetwork:
         key = (kind, size_bytes, span, algorithm, protocol)
         c = self._cache.get(key)
         if c is None:
-            c = self._cache[key] = collective_cost(kind, size_bytes, span, self.fabric,
-                                                   algorithm, protocol)
+            fabric = self.fabric if span.nodes <= self.cluster.nodes_per_leaf \
+                else self.spine_fabric
+            c = self._cache[key] = collective_cost(kind, size_bytes, span, fabric, algorithm,
+                                                   protocol)
         return c

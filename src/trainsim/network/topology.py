@@ -309,11 +309,12 @@ def nvl_domain(domains: int = 1, gpus_per_domain: int = 72, gpus_per_host: int =
 
 def torus(dims: tuple[int, ...] = (4, 4, 4), dim_bw_Bps: tuple[float, ...] = (100e9,) * 3,
           kinds: tuple[str, ...] | None = None, dim_latency_s: tuple[float, ...] | None = None,
-          name: str = "torus") -> Topology:
+          gpus_per_node: int = 1, name: str = "torus") -> Topology:
     """Multi-dimensional network, ASTRA-sim style: GPU ``(x0, x1, ...)`` (x0 fastest) has a
     router; in dimension ``d`` routers form a ring (``'ring'``: a torus; ``dim_bw_Bps[d]`` per
     link and direction), share a switch (``'switch'``: that much per GPU) or are all linked
-    (``'fully_connected'``: that much per GPU split over its ``k-1`` peers)."""
+    (``'fully_connected'``: that much per GPU split over its ``k-1`` peers). ``gpus_per_node``
+    consecutive GPUs form one scale-up domain (usually ``dims[0]`` behind a switch)."""
     dims = tuple(int(k) for k in dims)
     kinds = tuple(kinds or ("ring",) * len(dims))
     lat = tuple(dim_latency_s or (0.5e-6,) * len(dims))
@@ -351,7 +352,7 @@ def torus(dims: tuple[int, ...] = (4, 4, 4), dim_bw_Bps: tuple[float, ...] = (10
             else:
                 raise ConfigError(f"torus kind '{kind}' unknown; use ring, switch or "
                                   "fully_connected")
-    return b.build(name, 1)
+    return b.build(name, gpus_per_node)
 
 
 BUILDERS = {f.__name__: f for f in (nvswitch_node, pcie_node, rail_fat_tree, spine_leaf,
@@ -410,18 +411,43 @@ def load_topology(name: str | Path, **overrides: Any) -> Topology:
     return topology_from_dict(spec, **overrides)
 
 
-def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int = 32,
+def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int | None = None,
                  nvlink_efficiency: float = 1.0, nic_efficiency: float = 1.0) -> Topology:
-    """The rail-optimized fat-tree a :class:`ClusterConfig` implies (1:1, shared spines).
+    """The network ``cluster.topology`` names, sized by the cluster config.
 
-    Link capacities are the cluster's rates times the efficiencies (1.0: raw link rate; pass
-    the analytical backend's NVLINK_EFFICIENCY / NIC_EFFICIENCY to price protocol overhead
-    the same way)."""
+    ``rail-optimized``: :func:`rail_fat_tree`, shared spines; ``spine-leaf``:
+    :func:`spine_leaf`; both with the config's leaf size and oversubscription. ``nvl72``:
+    :func:`nvl_domain`, one NVLink fabric per node of ``gpus_per_node`` (72) GPUs, trays of 4
+    with one NIC per GPU on rail leaves. ``torus``: :func:`torus` with the node's GPUs on one
+    switch (NVLink) as dimension 0 and the nodes on rings of ``cluster.torus_shape``, GPU i of
+    a node linked to GPU i of its neighbours at the NIC rate. Link capacities are the
+    cluster's rates times the efficiencies (1.0: raw link rate; pass the analytical backend's
+    NVLINK_EFFICIENCY / NIC_EFFICIENCY to price protocol overhead the same way)."""
     gpn = min(cluster.num_gpus, cluster.gpus_per_node)
-    return rail_fat_tree(nodes=cluster.num_nodes, gpus_per_node=gpn,
-                         nic_bw_Bps=cluster.nic_bw_Bps * nic_efficiency,
-                         nvlink_bw_Bps=cluster.nvlink_bw_Bps * nvlink_efficiency,
-                         nodes_per_leaf=nodes_per_leaf, name=f"{cluster.node}-fat-tree")
+    per_leaf = nodes_per_leaf or cluster.nodes_per_leaf
+    nic = cluster.nic_bw_Bps * nic_efficiency
+    nvl = cluster.nvlink_bw_Bps * nvlink_efficiency
+    name = f"{cluster.node}-{cluster.topology}"
+    if cluster.topology == "spine-leaf":
+        return spine_leaf(nodes=cluster.num_nodes, gpus_per_node=gpn, nic_bw_Bps=nic,
+                          nvlink_bw_Bps=nvl, nodes_per_leaf=per_leaf,
+                          oversubscription=cluster.oversubscription, name=name)
+    if cluster.topology == "nvl72":
+        per_tray = 4 if gpn % 4 == 0 else 1
+        return nvl_domain(domains=cluster.num_nodes, gpus_per_domain=gpn, gpus_per_host=per_tray,
+                          nvlink_bw_Bps=nvl, nic_bw_Bps=nic,
+                          nodes_per_leaf=per_leaf * (gpn // per_tray),
+                          oversubscription=cluster.oversubscription, name=name)
+    if cluster.topology == "torus":
+        shape = cluster.torus_shape
+        return torus(dims=(gpn, *shape), dim_bw_Bps=(nvl,) + (nic,) * len(shape),
+                     kinds=("switch",) + ("ring",) * len(shape),
+                     dim_latency_s=(0.5e-6,) + (0.6e-6,) * len(shape), gpus_per_node=gpn,
+                     name=name)
+    return rail_fat_tree(nodes=cluster.num_nodes, gpus_per_node=gpn, nic_bw_Bps=nic,
+                         nvlink_bw_Bps=nvl, nodes_per_leaf=per_leaf,
+                         oversubscription=cluster.oversubscription,
+                         name=f"{cluster.node}-fat-tree")
 
 
 class Router:
