@@ -134,8 +134,8 @@ def test_a_bad_name_is_one_line_naming_the_choices():
     result = CliRunner().invoke(main, ["collective", "--topology", "dragonfly"])
     assert result.exit_code == 2
     assert result.stderr.strip().splitlines() == [
-        "error: cluster.topology='dragonfly' is unknown; known: rail-optimized, spine-leaf, "
-        "nvl72, torus"]
+        ("error: cluster.topology='dragonfly' is unknown; known: rail-optimized, spine-leaf, "
+         "nvl72, torus")]
 
 
 def test_oversubscription_is_checked():
