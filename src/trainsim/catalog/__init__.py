@@ -93,7 +93,8 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
 
 
 GPU_UNITS = {"hbm_gib": ("hbm_bytes", GiB), "hbm_gbyte_s": ("hbm_bw_Bps", 1e9),
-             "nvlink_gbyte_s": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20)}
+             "nvlink_gbyte_s": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20),
+             "host_link_gbyte_s": ("host_link_bw_Bps", 1e9)}
 """Catalog unit (as a user writes it) -> SI field of GPUSpec and its scale."""
 CLUSTER_UNITS = {"nic_gbit_s_per_gpu": ("nic_bw_Bps", 1e9 / 8),
                  "nvlink_gbyte_s": ("intra_node_bw_Bps", 1e9)}

@@ -135,6 +135,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "attention_kernels": _nullable(_attention_list),  # attention implementations the user may pick
     "moe_dispatchers": _nullable(_dispatcher_list),  # MoE token dispatchers the user may pick
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
+    "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -163,7 +164,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather", "sdpa_by_arch", "modules"}
+             "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}
@@ -253,6 +254,8 @@ class FrameworkProfile:
         if feature in MOE_DISPATCHERS:
             dispatchers = self.features.get("moe_dispatchers")
             return None if dispatchers is None else feature in dispatchers
+        if feature in _OPTIONAL:  # a feature a profile need not state: unknown
+            return None
         raise CatalogError(f"unknown framework feature '{feature}'{suggest(feature, FEATURES)}; "
                            f"known: {', '.join(FEATURES)}")
 

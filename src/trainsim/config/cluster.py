@@ -97,6 +97,9 @@ class GPUSpec:
     the TDP lowers the sustained matmul rate (``power_limited_rate``), not the HBM bandwidth."""
     price_per_hour: float = 2.0
     """Indicative on-demand USD per GPU-hour; override in the cluster config."""
+    host_link_bw_Bps: float | None = None
+    """GPU-to-host-memory bandwidth, one direction (PCIe Gen5 x16: 64e9; GB200's NVLink-C2C:
+    450e9); None = not stated. Activation CPU offloading copies over it (``memory.offload``)."""
     vendor: str = "nvidia"
     nvls: bool = False
     """NVLink SHARP in the NVSwitch (H100 generation and later)."""
@@ -126,6 +129,7 @@ class GPUSpec:
         require_fraction(f"gpu[{self.name}]", mamf_fraction=self.mamf_fraction,
                          mamf_fraction_fp8=self.mamf_fraction_fp8,
                          nvls_efficiency=self.nvls_efficiency)
+        require_positive(f"gpu[{self.name}]", host_link_bw_Bps=self.host_link_bw_Bps)
         require_nonnegative(f"gpu[{self.name}]", l2_bytes=self.l2_bytes,
                             price_per_hour=self.price_per_hour)
         if not 0 < self.sustained_of_burst <= 1:

@@ -74,6 +74,12 @@ class ParallelConfig:
     """With selective recompute: the submodules re-run in backward (Megatron-core
     --recompute-modules: core_attn, layernorm, mla_up_proj, mlp, moe_act, moe, shared_experts);
     None = core_attn."""
+    cpu_offloading_num_layers: int = 0
+    """Offload the saved activations of the first N transformer layers to host memory in the
+    forward and reload them for the backward (Megatron-core --cpu-offloading
+    --cpu-offloading-num-layers N, Transformer Engine's ``get_cpu_offload_context``); 0 = off.
+    As Megatron-core requires (transformer_config.py): no pipeline parallelism, no
+    recomputation, N below the model's layers (``memory.offload``)."""
     zero_stage: int = 0
     """ZeRO stage 0-3 (DeepSpeed). 1 is equivalent to Megatron's distributed optimizer."""
     distributed_optimizer: bool = False
@@ -178,6 +184,21 @@ class ParallelConfig:
                                   f"{', '.join(RECOMPUTE_MODULES)}")
             if self.recompute != "selective":
                 raise ConfigError("parallel.recompute_modules needs recompute=selective")
+        self._check_offloading()
+
+    def _check_offloading(self) -> None:
+        """Megatron-core's checks (megatron/core/transformer/transformer_config.py, core_r0.16)."""
+        n = self.cpu_offloading_num_layers
+        if n < 0:
+            raise ConfigError(f"parallel.cpu_offloading_num_layers={n} must be >= 0")
+        if n and self.pp > 1:
+            raise ConfigError("parallel.cpu_offloading_num_layers needs "
+                              "pipeline_model_parallel_size=1 (Megatron-core has no CPU "
+                              "offloading with pipeline parallelism)")
+        if n and self.recompute != "none":
+            raise ConfigError("parallel.cpu_offloading_num_layers needs recompute=none "
+                              "(Megatron-core: CPU offloading does not work with activation "
+                              "recomputation)")
 
     def _check_schedule(self) -> None:
         if self.pipeline_schedule is None:

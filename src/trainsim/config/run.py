@@ -73,6 +73,9 @@ class RunConfig:
             raise ConfigError(
                 f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
                 f"a multiple of pipeline_model_parallel_size={p.pp}")
+        if p.cpu_offloading_num_layers >= m.num_layers:
+            raise ConfigError(f"parallel.cpu_offloading_num_layers={p.cpu_offloading_num_layers}"
+                              f" must be below model.num_layers={m.num_layers} (Megatron-core)")
         if not m.is_moe and (p.ep > 1 or p.etp > 1):
             raise ConfigError("parallel.ep / expert_tensor_parallel_size > 1 need a mixture-of-"
                               "experts model (model.num_experts)")

@@ -293,7 +293,9 @@ def _activations(cfg: RunConfig, stage: int) -> float:
 
     ranges = cfg.virtual_stage_layers()
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)  # virtual stage of each chunk
-    chunk_bytes = [sum(layer_bytes(i) for i in ranges[v]) for v in held]
+    # with CPU offloading the first N layers' activations leave the GPU (memory.offload)
+    gone = range(p.cpu_offloading_num_layers)
+    chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
     if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP layers follow the last layers
         chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
     if 0 in held:  # the embedding output's dropout mask and the embedding norm's input,

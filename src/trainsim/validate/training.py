@@ -17,6 +17,7 @@ from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory import estimate_stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
+from trainsim.memory.offload import copies_hidden
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell
@@ -140,13 +141,19 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
     if _cell(row, "recompute") is None:
         unknown["recompute"] = ["none", "selective", *_selective_sets(row, preset, profile),
                                 "full"]
+    layers = _cell(row, "num_layers") or preset.get("num_layers")
+    if _cell(row, "recompute") is None and int(row["pp"]) == 1 and layers and \
+            profile is not None and profile.supports("cpu_offloading"):
+        # the recipes offload a share of the layers' activations instead of recomputing
+        # (Megatron-core --cpu-offloading-num-layers; only with recompute none and pp 1)
+        n = int(layers)
+        unknown["cpu_offloading_num_layers"] = [0, n // 4, n // 2, 3 * n // 4]
     if _cell(row, "moe_dispatcher") is None and int(_cell(row, "ep") or 1) > 1 and \
             profile is not None and profile.supports("deepep"):
         # the perf recipes of Megatron-based frameworks pick the flex (DeepEP) dispatcher for
         # cross-node expert parallelism; the profile's default is the first choice
         default = profile.defaults.get("moe_dispatcher") or "alltoall"
         unknown["moe_token_dispatcher_type"] = [default, "deepep"]
-    layers = _cell(row, "num_layers") or preset.get("num_layers")
     if _cell(row, "pipeline_layout") is None and layers and int(layers) % int(row["pp"]) and \
             (profile is None or profile.supports("uneven_pipeline") is not False):
         # the even split cannot run: the authors placed the layers by hand
@@ -216,6 +223,8 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             first_error = first_error or str(exc)
             continue
         mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
+        if not copies_hidden(cfg):  # offload copies the engine does not price: only if hidden
+            continue
         if mem <= cfg.cluster.gpu.hbm_bytes:
             feasible[values] = cfg
         elif fallback is None or mem < fallback[0]:
