@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -77,9 +78,15 @@ def valid_configs(draw) -> dict:
         parallel["ep"] = ep
     gpu = draw(st.sampled_from(["h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb"]))
     dtype = draw(st.sampled_from(["bf16", "fp16"] + (["fp8"] if gpu != "a100-sxm-80gb" else [])))
-    cluster = {"gpu": gpu, "num_gpus": gpus, "gpus_per_node": per_node,
+    topology = draw(st.sampled_from(["rail-optimized", "spine-leaf", "torus"]
+                                    + (["nvl72"] if gpus <= 72 else [])))
+    cluster = {"gpu": gpu, "num_gpus": gpus,
+               "gpus_per_node": 72 if topology == "nvl72" else per_node,
                "network_backend": draw(st.sampled_from(["analytical", "flow"])),
-               "nccl_algo": draw(st.sampled_from(["auto", "ring"])), "compute_db": None}
+               "nccl_algo": draw(st.sampled_from(["auto", "ring"])), "compute_db": None,
+               "topology": topology, "nodes_per_leaf": draw(st.sampled_from([1, 2, 32]))}
+    if topology != "torus":
+        cluster["oversubscription"] = draw(st.sampled_from([1, 1.5, 4]))
     seq = 2 * cp * draw(st.sampled_from([32, 64, 128]))
     training = {"global_batch_size": mbs * dp * micro, "micro_batch_size": mbs,
                 "seq_length": seq, "dtype": dtype}
@@ -128,7 +135,8 @@ JUNK = st.one_of(
     st.none(), st.booleans(), st.integers(-10**30, 10**30), st.floats(allow_nan=True),
     st.text(max_size=12), st.sampled_from(["", "nan", "inf", "-1", "1e400", "2020-01-01",
                                            "fast", "0", "1.5", "[1,2]", "{}", "auto",
-                                           "Et*99999999999|L", "Et|tL", "balanced"]),
+                                           "Et*99999999999|L", "Et|tL", "balanced",
+                                           "torus", "nvl72", "spine_leaf", "2,2", "[4]"]),
     st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=4), st.integers(),
                                                          max_size=2))
 FIELDS = {
@@ -141,10 +149,12 @@ FIELDS = {
     "training": ["global_batch_size", "micro_batch_size", "seq_length", "dtype", "optimizer",
                  "attention", "framework", "train_tokens", "num_workers", "bogus"],
     "cluster": ["gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "nvlink_gbps",
-                "network_backend", "nccl_algo", "nccl_proto", "pue", "price_per_gpu_hour",
-                "compute_db", "gpu_overrides", "node", "bogus"],
+                "nic_gbit_s_per_gpu", "nvlink_gbyte_s", "network_backend", "nccl_algo",
+                "nccl_proto", "pue", "price_per_gpu_hour", "compute_db", "gpu_overrides", "node",
+                "topology", "nodes_per_leaf", "oversubscription", "torus_dims", "bogus"],
 }
-GPU_FIELDS = ["peak_tflops", "hbm_gib", "hbm_bw_gbps", "nvlink_gbps", "mamf_fraction",
+GPU_FIELDS = ["peak_tflops", "hbm_gib", "hbm_bw_gbps", "nvlink_gbps", "hbm_gbyte_s",
+              "nvlink_gbyte_s", "mamf_fraction",
               "mamf_fraction_fp8", "tdp_w", "power_limit_w", "price_per_hour", "num_sms"]
 
 
@@ -193,6 +203,11 @@ TINY = """model: {hidden_size: 256, num_layers: 2, num_attention_heads: 4, vocab
 training: {global_batch_size: 8, seq_length: 256}
 cluster: {gpu: h100-sxm-80gb, num_gpus: 8, compute_db: null}
 """
+HF_CONFIG = """{"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 64,
+"num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+"intermediate_size": 128, "vocab_size": 256, "max_position_embeddings": 512,
+"rms_norm_eps": 1e-5, "hidden_act": "silu", "bos_token_id": 0, "eos_token_id": 1}"""
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 VALUES = st.one_of(st.sampled_from(["1", "2", "8", "0", "-1", "nan", "inf", "1e400", "abc",
                                     "1.2.3", "tp=[", "8:infG", "99", "", "2020-01-01",
                                     "16:1K", "30m", "15T", "1e-300", "tp=2,pp=2", "ring",
@@ -202,10 +217,86 @@ SETS = st.tuples(st.sampled_from([f"{s}.{f}" for s, fs in FIELDS.items() for f i
                  VALUES).map(lambda kv: f"{kv[0]}={kv[1]}")
 
 
+GPUS = st.sampled_from(["8", "8", "4,8", "16", "0", "-8", "x", "1e15", "8,,16", "3"])
+COUNTS = st.sampled_from(["1", "2", "8", "0", "-1", "x", "1e9", "1.5"])
+TOKENS = st.one_of(st.sampled_from(["1B", "300B", "1T", "15T", "1e9", "0", "-1", "1.2.3", "x",
+                                    "1e400", "inf"]), st.text(max_size=5))
+MODELS = st.sampled_from(["tiny_model.yaml", "tiny_model.yaml", "tiny.yaml", "hf.json",
+                          "bogus-model", "missing.yaml", "bad.yaml"])
+"""Search inputs; a real model's search is bounded but takes longer than a fuzz example (a
+Llama 3 8B search over two GPU counts on one worker: about 30 s, with a progress bar)."""
+VARY = st.one_of(st.sampled_from([
+    "cluster.nvlink_gbyte_s=300:900", "cluster.nvlink_gbps=300,900", "parallel.tp=1:8",
+    "parallel.tp=1,2,4", "cluster.topology=torus,spine-leaf", "training.seq_length=1e15",
+    "cluster.nic_gbit_s_per_gpu=100:800", "cluster.gpu_overrides.hbm_gbyte_s=1000:4000",
+    "nvlink=1:2", "cluster.nvlink_gbyte_s", "cluster.nvlink_gbyte_s=a:b", "x=1",
+    "cluster.oversubscription=1,4", "cluster.num_gpus=8:1e12"]), SETS)
+
+
+def _options(draw, table: dict) -> list[str]:
+    """A few of ``table``'s options (name -> strategy of values, or None for a flag)."""
+    args: list[str] = []
+    for opt in draw(st.lists(st.sampled_from(sorted(table)), max_size=4, unique=True)):
+        args += [opt] if table[opt] is None else [opt, draw(table[opt])]
+    return args
+
+
+SEARCH_OPTS = {
+    "--top": COUNTS, "--rank-by": st.sampled_from(["split", "layout", "config", "x"]),
+    "--reference": st.sampled_from(["tp=2,pp=1", "tp=[", "tp=3", "", "pp=2,cp=2", "bogus=1"]),
+    "--pareto-slowdown": st.sampled_from(["1.25", "0.5", "nan", "x"]),
+    "--format": st.sampled_from(["table", "json", "csv"]), "--exhaustive": None,
+    "--tp": st.sampled_from(["1,2", "3", "0", "x", "1e9"]), "--pp": st.sampled_from(["1,2", "0"]),
+    "--cp": st.sampled_from(["1,2", "-1"]), "--recompute": st.sampled_from(["none", "x", ""]),
+    "--zero": st.sampled_from(["0,1", "4", "x"]), "--overlap": st.sampled_from(["on", "off"]),
+    "--gpu": st.sampled_from(["a100-sxm-80gb", "bogus", "gpu.yaml", "tiny.yaml"]),
+    "--gpus-per-node": st.sampled_from(["4", "8", "0", "72"]),
+    "--nic-gbit-s": st.sampled_from(["200", "0", "nan"]), "--nic-gbps": st.sampled_from(["100"]),
+    "--dtype": st.sampled_from(["bf16", "fp8", "fp4"]), "--set": SETS,
+    "--max-vpp": COUNTS, "--max-micro-batch": COUNTS,
+    "--schedules": st.sampled_from(["1f1b,zb_v", "dualpipe", "bogus"]),
+    "--executor": st.sampled_from(["local", "ray"]),
+    "--plot": st.sampled_from(["out/s.png", "missing/dir/s.png", "/dev/full"]),
+}
+PLAN_OPTS = {
+    "--global-batch": COUNTS, "--seq": st.sampled_from(["256", "0", "1e9"]),
+    "--max-gpus": st.sampled_from(["8", "16", "0", "x"]),
+    "--price": st.sampled_from(["2", "-1", "nan"]), "--pue": st.sampled_from(["1.2", "0.5"]),
+    "--grid": st.sampled_from(["400", "-1"]), "--gpu-idle-fraction": st.sampled_from(["0.1", "2"]),
+    "--node-overhead": st.sampled_from(["0.5", "inf"]), "--format": st.sampled_from(["json"]),
+    "--gpu": SEARCH_OPTS["--gpu"], "--dtype": SEARCH_OPTS["--dtype"], "--set": SETS,
+    "--tp": SEARCH_OPTS["--tp"],
+}
+SWEEP_OPTS = {"--steps": st.sampled_from(["2", "3", "0", "x", "1e9"]), "--set": SETS,
+              "--out": st.sampled_from(["out/sw", "missing/dir/sw", "/dev/full", "tiny.yaml"]),
+              "--format": st.sampled_from(["table", "json", "csv"])}
+CAPTURE_OPTS = {
+    "--tp": st.sampled_from(["1", "2", "3", "0", "x"]), "--seq": st.sampled_from(["64", "0"]),
+    "--gpus": st.sampled_from(["1", "2", "0"]), "--gbs": st.sampled_from(["2", "3", "0"]),
+    "--gpu": st.sampled_from(["a100-sxm-80gb", "bogus"]), "--eager": None, "--kernels": None,
+    "--attention": st.sampled_from(["sdpa", "eager", "x"]), "--simulate": None,
+    "--format": st.sampled_from(["json"]), "--set": SETS,
+    "--out": st.sampled_from(["out/c.txt", "missing/dir/c.txt", "/dev/full"]),
+}
+EXPORT_OPTS = {
+    "--chakra": st.sampled_from(["out/x", "missing/dir/x", "/dev/full/x"]),
+    "--simai": st.sampled_from(["out/w.txt", "missing/dir/w.txt", "/dev/full"]),
+    "--ranks": VALUES, "--per-kernel": None, "--tp": st.sampled_from(["2", "3", "0"]),
+    "--gpus": st.sampled_from(["8", "16", "5"]), "--set": SETS,
+}
+PROFILE_OPTS = {
+    "--models": st.sampled_from(["llama3-8b", "bogus", "", "llama3-8b,,"]),
+    "--tp": st.sampled_from(["1", "0", "x", "1,2"]), "--seq": st.sampled_from(["4096", "-1", ""]),
+    "--cp": st.sampled_from(["1", "0"]), "--mbs": st.sampled_from(["1", "0", "x"]),
+    "--merge": None, "--no-layers": None, "--no-kernels": None,
+}
+
+
 @st.composite
-def command_lines(draw) -> list[str]:
-    cmd = draw(st.sampled_from(["simulate", "simulate", "collective", "catalog", "goodput",
-                                "validate", "export", "bogus"]))
+def command_lines(draw, commands=("simulate", "simulate", "collective", "catalog", "goodput",
+                                  "validate", "export", "search", "plan", "sweep", "capture",
+                                  "profile", "bogus")) -> list[str]:
+    cmd = draw(st.sampled_from(commands))
     args = [cmd]
     if cmd == "simulate":
         args.append(draw(st.sampled_from(["tiny.yaml", "tiny.yaml", "missing.yaml",
@@ -220,25 +311,59 @@ def command_lines(draw) -> list[str]:
             args += ["--max-tasks", draw(VALUES)]
     elif cmd == "collective":
         for opt in draw(st.lists(st.sampled_from(
-                ["--gpus", "--gpus-per-node", "--nic-gbps", "--op", "--sizes", "--algorithm",
-                 "--protocol", "--backend", "--max-flows"]), max_size=4, unique=True)):
+                ["--gpus", "--gpus-per-node", "--nic-gbps", "--nic-gbit-s", "--op", "--sizes",
+                 "--algorithm", "--protocol", "--backend", "--topology", "--max-flows"]),
+                max_size=4, unique=True)):
             value = draw(VALUES)
             if opt == "--gpus":  # keep the valid ones small: this is about handling, not speed
                 value = draw(st.sampled_from(["1", "2", "16", "0", "-4", "x", "64"]))
+            elif opt == "--topology":
+                value = draw(st.sampled_from(["torus", "spine-leaf", "nvl72", "rail", "x"]))
             args += [opt, value]
     elif cmd == "catalog":
         args.append(draw(st.sampled_from(["gpus", "nodes", "models", "bogus"])))
     elif cmd == "goodput":
-        args += ["tiny.yaml", "--tokens", draw(VALUES), "--trials",
+        args += ["tiny.yaml", "--tokens", draw(TOKENS), "--trials",
                  draw(st.sampled_from(["1", "10", "0", "-1", "1e8", "x"]))]
-        for opt in draw(st.lists(st.sampled_from(["--days", "--interval", "--seed", "--gpus"]),
+        for opt in draw(st.lists(st.sampled_from(["--days", "--interval", "--seed", "--gpus",
+                                                  "--set", "--failures", "--format"]),
                                  max_size=2, unique=True)):
             args += [opt, draw(VALUES)]
     elif cmd == "validate":
         args.append(draw(st.sampled_from(["bad.csv", "missing.csv", "tiny.yaml", "/dev/null"])))
     elif cmd == "export":
-        args += ["tiny.yaml", "--chakra", draw(st.sampled_from(["out/x", "missing/dir/x"])),
-                 "--ranks", draw(VALUES)]
+        args += [draw(st.sampled_from(["tiny.yaml", "tiny.yaml", "hf.json", "missing.yaml"]))]
+        args += _options(draw, EXPORT_OPTS)
+    elif cmd in ("search", "plan"):
+        args += [draw(MODELS if cmd == "search" else st.one_of(MODELS, st.just("llama3-8b"))),
+                 "--workers", "1"]
+        if cmd == "search":
+            args += ["--gpus", draw(GPUS), "--global-batch",
+                     draw(st.sampled_from(["8", "16", "0", "1e15", "x"])), "--seq",
+                     draw(st.sampled_from(["256", "512", "0", "x"]))]
+        else:
+            args += ["--tokens", draw(TOKENS), "--days",
+                     draw(st.sampled_from(["30", "0.01", "1e9", "0", "x"])),
+                     "--max-gpus", "16", "--seq", "256"]
+        args += _options(draw, SEARCH_OPTS if cmd == "search" else PLAN_OPTS)
+    elif cmd == "sweep":
+        args += [draw(st.sampled_from(["tiny.yaml", "tiny.yaml", "missing.yaml", "bad.yaml"]))]
+        for v in draw(st.lists(VARY, min_size=1, max_size=2)):
+            args += ["--vary", v]
+        args += _options(draw, SWEEP_OPTS)
+    elif cmd == "capture":
+        args += [draw(st.sampled_from(["hf.json", "hf.json", "tiny.yaml", "missing.json",
+                                       "bad.yaml", "os:getcwd", "no_such_module:f"]))]
+        args += ["--seq", "64"] + _options(draw, CAPTURE_OPTS)
+    elif cmd == "profile":
+        args += ["--gpu", draw(st.sampled_from(["h100-sxm-80gb", "bogus"])), "--out",
+                 draw(st.sampled_from(["out/p.json", "missing/dir/p.json", "/dev/full",
+                                       "bad.csv"]))]
+        # no CUDA here: cuda is one clean error; cpu runs the quick dry run of one shape
+        if draw(st.booleans()):
+            args += ["--device", "cpu", "--quick", "--models", "llama3-8b", "--tp", "1",
+                     "--seq", "4096", "--no-layers"]
+        args += _options(draw, PROFILE_OPTS)
     return args
 
 
@@ -246,6 +371,9 @@ def command_lines(draw) -> list[str]:
 def cli_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
     (d / "tiny.yaml").write_text(TINY)
+    (d / "tiny_model.yaml").write_text(TINY.splitlines()[0] + "\n")
+    (d / "hf.json").write_text(HF_CONFIG)
+    (d / "gpu.yaml").write_text((EXAMPLES / "gpu-hypothetical.yaml").read_text())
     (d / "bad.yaml").write_text("model: [1, 2\n")
     (d / "bad.csv").write_text("id,model,measured_iteration_s\nx,y,abc\n")
     (d / "out").mkdir()
@@ -264,7 +392,8 @@ def check_cli(args: list[str], cli_dir) -> None:
     assert "Traceback" not in result.output
     if result.exit_code:
         assert result.exit_code == 2, (args, result.exit_code, result.output)
-        lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+        lines = [ln for ln in result.stderr.splitlines()
+                 if ln.strip() and not ln.startswith("warning: ")]
         assert lines and (lines[-1].startswith("error: ") or lines[-1].startswith("Error: ")), \
             (args, result.stderr)
         if lines[-1].startswith("error: "):

@@ -142,6 +142,15 @@ def test_bad_command_lines_end_in_one_error_line(base, args):
     one_error_line(cli(*args, cwd=base.parent))
 
 
+def test_plan_reads_token_counts_as_goodput_does():
+    """plan --tokens 300B means 300 billion, as goodput reads it (it was refused)."""
+    from trainsim.search.whatif import parse_number
+
+    assert parse_number("300B", "--tokens") == parse_number("300G", "--tokens") == 3e11
+    with pytest.raises(ConfigError, match="B/G"):
+        parse_number("300X", "--tokens")
+
+
 def test_a_trace_into_a_missing_directory_is_handled(base):
     """Written (the directory is made) or refused in one line; never a traceback."""
     result = cli("simulate", "run.yaml", "--trace", "no/such/dir/t.json", cwd=base.parent)

@@ -92,3 +92,11 @@ def test_cli_option_old_spelling_still_works():
     assert old.exit_code == new.exit_code == 0
     assert old.stdout == new.stdout != default.stdout
     assert "warning: --nic-gbps is deprecated; write --nic-gbit-s" in old.stderr
+
+
+def test_cli_option_both_spellings_is_a_usage_error():
+    """--nic-gbps with --nic-gbit-s is refused in either order (the value would be ambiguous)."""
+    for pair in (["--nic-gbps", "100", "--nic-gbit-s", "200"],
+                 ["--nic-gbit-s", "0.5", "--nic-gbps", "100"]):
+        r = CliRunner().invoke(main, ["collective", "--sizes", "1K:1K", *pair])
+        assert r.exit_code == 2 and "are the same option; give --nic-gbit-s only" in r.stderr

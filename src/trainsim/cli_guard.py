@@ -115,22 +115,33 @@ NONNEGATIVE = FiniteFloat(min=0)
 
 def renamed_option(new: str, old: str, name: str, default: Any, **kwargs: Any) -> Any:
     """A click option ``new`` that still accepts its deprecated spelling ``old`` (hidden from
-    --help) with one ``warning:`` line; the value reaches the command as ``name``."""
+    --help) with one ``warning:`` line; the value reaches the command as ``name``. Giving
+    both is a usage error."""
     key = f"renamed_option:{name}"
+
+    def both(ctx: click.Context) -> None:
+        raise click.UsageError(f"{old} and {new} are the same option; give {new} only", ctx)
 
     def take_old(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         if value is not None:
             warnings.warn(f"{old} is deprecated; write {new} (the same number)", DeprecatedName,
                           stacklevel=2)
+            if ctx.meta.get(key + ":new"):
+                both(ctx)
             ctx.meta[key] = value
 
     def take_new(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
-        return value if value is not None else ctx.meta.get(key, default)
+        if value is None:
+            return ctx.meta.get(key, default)
+        if key in ctx.meta:
+            both(ctx)
+        ctx.meta[key + ":new"] = True
+        return value
 
     def decorate(f: Any) -> Any:
         f = click.option(new, name, default=None, callback=take_new,
                          help=f"{kwargs.pop('help', '')} [default: {default:g}]", **kwargs)(f)
-        return click.option(old, type=kwargs.get("type"), default=None, hidden=True,
-                            expose_value=False, callback=take_old)(f)
+        return click.option(old, f"{name}_deprecated", type=kwargs.get("type"), default=None,
+                            hidden=True, expose_value=False, callback=take_old)(f)
 
     return decorate

@@ -247,10 +247,6 @@ class ClusterConfig:
                 f"cluster.num_gpus={self.num_gpus} is not a multiple of "
                 f"cluster.gpus_per_node={self.gpus_per_node}; use whole nodes")
 
-    @property
-    def num_nodes(self) -> int:
-        return max(1, self.num_gpus // self.gpus_per_node)
-
     def _check_topology(self) -> None:
         name = str(self.topology).strip().lower().replace("_", "-")
         name = TOPOLOGY_ALIASES.get(name, name)
@@ -279,8 +275,8 @@ class ClusterConfig:
             raise ConfigError(f"cluster.torus_dims needs cluster.topology=torus, not {name}")
 
     @property
-    def nvlink_bw_Bps(self) -> float:
-        return self.intra_node_bw_Bps or self.gpu.nvlink_bw_Bps
+    def num_nodes(self) -> int:
+        return max(1, self.num_gpus // self.gpus_per_node)
 
     @property
     def torus_shape(self) -> tuple[int, ...]:
@@ -290,6 +286,10 @@ class ClusterConfig:
         n = self.num_nodes
         a = max(d for d in range(1, math.isqrt(n) + 1) if n % d == 0)
         return (a, n // a) if a > 1 else (n,)
+
+    @property
+    def nvlink_bw_Bps(self) -> float:
+        return self.intra_node_bw_Bps or self.gpu.nvlink_bw_Bps
 
     @property
     def gpu_price_per_hour(self) -> float:

@@ -23,11 +23,12 @@ from trainsim.limits import check
 from trainsim.result import Result
 from trainsim.simulator import simulate
 
-SI = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+SI = {"k": 1e3, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12}
+"""Decimal multiples; B is a billion, as token counts are written (300B), like goodput's."""
 
 
 def parse_number(text: str, where: str) -> float:
-    """'400', '1.5e3', '300G', '15T' -> float (SI multiples of 1000)."""
+    """'400', '1.5e3', '300G', '300B', '15T' -> float (SI multiples of 1000)."""
     t = text.strip()
     mult = 1.0
     if t and t[-1] in SI:
@@ -35,7 +36,7 @@ def parse_number(text: str, where: str) -> float:
     try:
         v = float(t) * mult
     except ValueError:
-        raise ConfigError(f"{where}: {text!r} is not a number (suffixes k, M, G, T allowed)") from None
+        raise ConfigError(f"{where}: {text!r} is not a number (suffixes k, M, B/G, T allowed)") from None
     if not math.isfinite(v):
         raise ConfigError(f"{where}: {text!r} is not a finite number")
     return v
