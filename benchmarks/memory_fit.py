@@ -35,10 +35,18 @@ def _predict(rows: list[dict[str, str]]) -> dict[str, dict]:
     return {r["id"]: predict_training_row(r).to_dict() for r in rows}
 
 
+BRIDGE_2604_MLA_RECOMPUTE = {"gb200": "selective:mlp", "b200-sxm-180gb": "selective:mla_up_proj"}
+"""DeepSeek-V3's ``recompute_modules`` in Megatron-Bridge 26.04 (v0.4.0
+scripts/performance/configs/deepseek/deepseek_workload_base_configs.py): GB200 ``["mlp"]``
+(which Megatron-core applies to the dense layers only: transformer_layer.py sets
+``recompute_mlp`` when ``not self.is_moe_layer``), B200 ``["mla_up_proj"]``. Earlier releases
+(v0.2.0 workload_base_configs.py) recompute ``mla_up_proj`` on both."""
+
+
 def _recipe_recompute(row: dict[str, str]) -> str | None:
     """The recompute the issue's named recipes use for an empty cell, else None: NeMo 24.07's
     performance recipes set none; Megatron-Bridge's fp8 performance configs set none, except
-    that the multi-head-latent-attention models (DeepSeek-V3) recompute ``mla_up_proj``
+    for the multi-head-latent-attention models (DeepSeek-V3, ``BRIDGE_2604_MLA_RECOMPUTE``)
     (Megatron-Bridge scripts/performance configs ``cfg.model.recompute_modules``)."""
     from trainsim.catalog import model_dict, names
 
@@ -47,7 +55,11 @@ def _recipe_recompute(row: dict[str, str]) -> str | None:
         return "none"
     if fw == "megatron-bridge" and row.get("dtype") == "fp8":
         preset = model_dict(row["model"]) if row["model"] in names("models") else {}
-        return "selective:mla_up_proj" if preset.get("kv_lora_rank") else "none"
+        if not preset.get("kv_lora_rank"):
+            return "none"
+        if version >= "26.04":
+            return BRIDGE_2604_MLA_RECOMPUTE.get(row["gpu"], "selective:mla_up_proj")
+        return "selective:mla_up_proj"
     return None
 
 

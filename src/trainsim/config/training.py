@@ -9,6 +9,11 @@ from trainsim.config._build import require_positive
 from trainsim.errors import ConfigError
 
 
+OPTIMIZER_STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
+"""Bytes per element of an optimizer state in each dtype Megatron-core's precision-aware
+optimizer takes (megatron/core/optimizer/optimizer_config.py, core_r0.16)."""
+
+
 @dataclass(frozen=True)
 class TrainingConfig:
     global_batch_size: int = 512
@@ -44,6 +49,19 @@ class TrainingConfig:
     """Keep the matmul weights only in fp8 and all-gather them in fp8 (Megatron
     --fp8-param-gather, Megatron-Bridge's fp8 mixed-precision recipes): no 16-bit copy of them.
     Used only when dtype is fp8."""
+    activation_func_fp8_input_store: bool = False
+    """Keep the SwiGLU input saved for the backward in fp8, one byte per element, and cast it
+    back for the backward (Megatron-core --activation-func-fp8-input-store,
+    megatron/core/fusions/fused_bias_swiglu.py; DeepSeek-V3 report §3.3.3 caches the SwiGLU
+    inputs of the MoE in fp8). SwiGLU only."""
+    use_precision_aware_optimizer: bool = False
+    """Let the optimizer keep its states in lower precision (Megatron-core
+    --use-precision-aware-optimizer: Transformer Engine's FusedAdam); needed for the moment
+    dtypes below to be other than fp32."""
+    exp_avg_dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "fp32"
+    """dtype of Adam's first moment (Megatron-core --exp-avg-dtype; DeepSeek-V3 §3.3.3: bf16)."""
+    exp_avg_sq_dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "fp32"
+    """dtype of Adam's second moment (Megatron-core --exp-avg-sq-dtype)."""
     cuda_graphs: bool = False
     """Capture each layer's kernels in CUDA graphs (Megatron-core --enable-cuda-graph, NeMo
     ``enable_cuda_graph``): kernels launch without the host's per-kernel cost."""
@@ -88,6 +106,17 @@ class TrainingConfig:
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
                          num_workers=self.num_workers)
+        moments = {"exp_avg_dtype": self.exp_avg_dtype, "exp_avg_sq_dtype": self.exp_avg_sq_dtype}
+        for name, value in moments.items():
+            if value not in OPTIMIZER_STATE_BYTES:
+                raise ConfigError(f"training.{name}='{value}' is unknown; known: "
+                                  f"{', '.join(OPTIMIZER_STATE_BYTES)}")
+            if value != "fp32" and not self.use_precision_aware_optimizer:
+                raise ConfigError(f"training.{name}={value} needs use_precision_aware_optimizer"
+                                  "=true (Megatron-core: only TE's FusedAdam keeps them below fp32)")
+            if value != "fp32" and self.optimizer != "adam":
+                raise ConfigError(f"training.{name}={value} needs optimizer=adam (Megatron-core's "
+                                  "precision-aware optimizer is Adam only)")
         if self.data_prep_s_per_sample < 0:
             raise ConfigError(f"training.data_prep_s_per_sample={self.data_prep_s_per_sample} "
                               "must be >= 0")

@@ -37,6 +37,45 @@ and ~688 MB for three or more on A100s with NVLink (NVIDIA/nccl#964, 2023): chan
 for each protocol (NCCL_BUFFSIZE 4 MiB for Simple, plus LL and LL128) per peer and channel."""
 
 
+DEEPEP_NVL_RECV_TOKENS = {2: 256, 4: 256, 8: 256, 16: 288, 24: 288, 32: 288, 64: 288,
+                          128: 560, 144: 720, 160: 720}
+"""``num_max_nvl_chunked_recv_tokens`` of DeepEP's recommended dispatch and combine configs by
+EP group size (deepseek-ai/DeepEP v1.2.1 deep_ep/buffer.py ``get_dispatch_config`` /
+``get_combine_config``; both give the same receive sizes, and every one keeps 128 RDMA receive
+tokens)."""
+DEEPEP_RDMA_RECV_TOKENS = 128
+DEEPEP_NUM_SMS = 20
+"""``Buffer.num_sms`` (Megatron-core ``moe_deepep_num_sms`` default): a channel per 2 SMs."""
+NVL_PEERS = 8
+
+
+def deepep_buffer_bytes(cfg: RunConfig) -> float:
+    """Device bytes of DeepEP's communication buffer, which Megatron-core's flex dispatcher
+    sizes for the EP group before the first dispatch (megatron/core/transformer/moe/
+    fused_a2a.py ``get_buffer``: the larger of the dispatch and combine configs' hints for
+    ``hidden * max(element_size, 2)`` bytes per token) and keeps for the whole run. Both
+    buffers are allocated outside PyTorch's allocator (CUDA IPC memory for NVLink peers,
+    NVSHMEM for RDMA). The hints are DeepEP v1.2.1 csrc/config.hpp: per channel and peer, a
+    ring of received tokens with the token, its 8-byte source meta, 128 top-k indices (int64)
+    and weights (fp32) and 128 fp32 scales; the RDMA ring is doubled (send and receive)."""
+    p = cfg.parallel
+    ranks = p.ep * p.etp
+    if p.moe_token_dispatcher_type != "deepep" or ranks <= 1:
+        return 0.0
+    key = min(DEEPEP_NVL_RECV_TOKENS, key=lambda k: (abs(k - ranks), k))
+    channels = DEEPEP_NUM_SMS // 2
+    hidden = cfg.model.hidden_size * 2
+    extra = 8 + 128 * 8 + 128 * 4 + 128 * 4
+    nvl_ranks, rdma_ranks = min(ranks, NVL_PEERS), max(ranks // NVL_PEERS, 1)
+    nvl = channels * nvl_ranks * (DEEPEP_NVL_RECV_TOKENS[key] * (hidden + extra)
+                                  + (2 * rdma_ranks + 3) * 4)
+    rdma = 0.0
+    if ranks > NVL_PEERS:
+        rdma = channels * rdma_ranks * (DEEPEP_RDMA_RECV_TOKENS * (hidden + extra + 16) * 2
+                                        + (NVL_PEERS * 2 + 2) * 2 * 4)
+    return nvl + rdma
+
+
 def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
     """Sizes of the NCCL communicators one rank of pipeline stage ``stage`` holds once a step
     has run a collective in each (NCCL allocates a communicator's buffers when it is created,
@@ -82,7 +121,7 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
 
 def context_bytes(cfg: RunConfig, stage: int = 0) -> float:
     """Device memory outside PyTorch's allocator on one GPU of pipeline stage ``stage``: the CUDA
-    context and NCCL's buffers."""
+    context, NCCL's buffers and DeepEP's."""
     nccl = sum(NCCL_PAIR_COMM_BYTES if g == 2 else NCCL_GROUP_COMM_BYTES
                for g in communicator_sizes(cfg, stage))
-    return CUDA_CONTEXT_BYTES + nccl
+    return CUDA_CONTEXT_BYTES + nccl + deepep_buffer_bytes(cfg)

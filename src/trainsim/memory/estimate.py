@@ -191,9 +191,14 @@ def gemm_input_bytes(cfg: RunConfig) -> float:
 
 def _inner_bytes(cfg: RunConfig, width: float) -> float:
     """Saved bytes per token of an MLP of inner ``width``: the activation's 16-bit input (both
-    halves for SwiGLU) and its output, which is FC2's GEMM input."""
+    halves for SwiGLU; one fp8 byte each with ``activation_func_fp8_input_store``, as
+    megatron/core/fusions/fused_bias_swiglu.py saves ``input.to(torch.float8_e4m3fn)``) and its
+    output, which is FC2's GEMM input."""
     x = gemm_input_bytes(cfg)
-    return (2 * 2 * width + x * width) if cfg.model.activation == "swiglu" else (2 * width + x * width)
+    if cfg.model.activation == "swiglu":
+        a = 1.0 if cfg.training.activation_func_fp8_input_store else 2.0
+        return a * 2 * width + x * width
+    return 2 * width + x * width
 
 
 def _moe_recv(cfg: RunConfig) -> float:
@@ -218,7 +223,12 @@ def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
 
 def _moe_block_bytes(cfg: RunConfig) -> float:
     """Saved tensors of the expert block: norm input, router input and probabilities, the
-    permuted tokens each expert GEMM saves, the expert inner tensors and the combine input."""
+    permuted tokens each expert GEMM saves, the expert inner tensors and the permuted
+    probabilities. Since Megatron-core 0.13 ("memory efficient token permutation", MR 2668)
+    the routing probabilities multiply the expert activation's output inside the expert
+    (megatron/core/transformer/moe/experts.py ``weighted_bias_swiglu_impl``, which saves the
+    fp32 ``permuted_probs``) and the combine is a plain unpermute that saves no token copies
+    (token_dispatcher.py calls ``unpermute`` without probs)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     T = tr.micro_batch_size * tr.seq_length / p.cp
     tokens = T / p.tp if p.sequence_parallel else T
@@ -228,7 +238,7 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     x = gemm_input_bytes(cfg)
     inner = _inner_bytes(cfg, m.expert_ffn_size / p.etp)
     out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
-    out += recv * p.etp * (x * h + inner) + routed * 2 * h  # expert inputs/inner, combine
+    out += recv * p.etp * (x * h + inner + 4)  # expert inputs and inner tensors, probs
     if m.moe_shared_expert_intermediate_size:
         shared = m.moe_shared_expert_intermediate_size
         out += T * h * x / (p.tp if p.sequence_parallel else 1) + T * _inner_bytes(cfg, shared) / p.tp

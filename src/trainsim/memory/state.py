@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
+from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.model.counts import layer_params
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -104,8 +105,14 @@ def _largest_matrix(cfg: RunConfig) -> float:
 
 
 def _optimizer_bytes(cfg: RunConfig) -> float:
-    """Optimizer moments per parameter: Adam and LAMB two fp32 moments, SGD one momentum."""
-    return 4.0 if cfg.training.optimizer == "sgd" else 8.0
+    """Optimizer moments per parameter: Adam and LAMB two fp32 moments, SGD one momentum.
+    Megatron-core's precision-aware optimizer keeps Adam's moments in ``exp_avg_dtype`` and
+    ``exp_avg_sq_dtype`` (TE FusedAdam, megatron/core/optimizer/optimizer_config.py
+    core_r0.16; DeepSeek-V3 keeps them in bf16, report §3.3.3)."""
+    t = cfg.training
+    if t.optimizer == "sgd":
+        return 4.0
+    return float(OPTIMIZER_STATE_BYTES[t.exp_avg_dtype] + OPTIMIZER_STATE_BYTES[t.exp_avg_sq_dtype])
 
 
 def _fp8_copies(cfg: RunConfig, linear: float) -> float:

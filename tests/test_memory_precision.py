@@ -1,0 +1,86 @@
+"""Low-precision optimizer states and saved activations as Megatron-core stores them
+(DeepSeek-V3 report §3.3.3; issue 20 acceptance 4), and the MoE block's saved tensors."""
+
+from __future__ import annotations
+
+import pytest
+
+import trainsim
+from trainsim.errors import ConfigError
+from trainsim.memory.estimate import _moe_block_bytes, activation_bytes_per_layer
+from trainsim.memory.state import model_state
+
+
+def cfg_of(model="llama3-8b", **training):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": model},
+        "parallel": {"distributed_optimizer": True},
+        "training": {"global_batch_size": 64, "seq_length": 4096, **training},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8},
+    })
+
+
+def test_bf16_moments_halve_adams_state():
+    """TE FusedAdam with exp_avg_dtype = exp_avg_sq_dtype = bf16 keeps 2 + 2 bytes of moments
+    per parameter beside the fp32 master copy: 4 + 4 instead of 4 + 8 bytes (sharded)."""
+    fp32 = model_state(cfg_of(), 0).optimizer
+    bf16 = model_state(cfg_of(use_precision_aware_optimizer=True, exp_avg_dtype="bf16",
+                              exp_avg_sq_dtype="bf16"), 0).optimizer
+    assert bf16 / fp32 == pytest.approx((4 + 2 + 2) / (4 + 4 + 4))
+
+
+def test_low_precision_moments_need_the_precision_aware_optimizer():
+    """Megatron-core's optimizer_config.py asserts exp_avg_dtype is fp32 without it."""
+    with pytest.raises(ConfigError, match="use_precision_aware_optimizer"):
+        cfg_of(exp_avg_dtype="bf16")
+    with pytest.raises(ConfigError, match="adam"):
+        cfg_of(optimizer="sgd", use_precision_aware_optimizer=True, exp_avg_sq_dtype="bf16")
+
+
+def test_swiglu_input_stored_in_fp8_saves_one_byte_per_element():
+    """fused_bias_swiglu.py saves input.to(torch.float8_e4m3fn): the FC1 output (2f per token,
+    both SwiGLU halves) drops from 2 bytes to 1 per element."""
+    base = cfg_of(dtype="fp8")
+    fp8 = cfg_of(dtype="fp8", activation_func_fp8_input_store=True)
+    m = base.model
+    tokens = 4096
+    saved = activation_bytes_per_layer(base) - activation_bytes_per_layer(fp8)
+    assert saved == pytest.approx(tokens * 2 * m.ffn_size * 1.0)
+
+
+def test_moe_combine_keeps_no_token_copies():
+    """Megatron-core >= 0.13 multiplies the routing probabilities inside the expert and
+    unpermutes without them: besides the norm and router inputs and the router's fp32 scores
+    only the expert side holds routed copies (inputs, inner tensors, fp32 probabilities)."""
+    cfg = cfg_of("qwen3-30b-a3b")
+    m = cfg.model
+    tokens = 4096
+    routed = tokens * m.moe_router_topk * m.moe_token_imbalance
+    inner = 2 * 2 * m.expert_ffn_size + 2 * m.expert_ffn_size
+    want = tokens * m.hidden_size * 4 + tokens * m.num_experts * 4 \
+        + routed * (2 * m.hidden_size + inner + 4)
+    assert _moe_block_bytes(cfg) == pytest.approx(want)
+
+
+def test_deepep_buffers_as_its_size_hints_give_them():
+    """DeepSeek-V3 (hidden 7168, 14,336 bytes per token) over 64 EP ranks, DeepEP v1.2.1
+    config.hpp with 20 SMs (10 channels): NVLink ring 10 x 8 peers x (288 tokens x (14,336 +
+    8 + 1,024 + 512 + 512) + 19 x 4) and RDMA ring 10 x 8 x (128 x (16,392 + 16) x 2 + 144),
+    outside PyTorch's allocator; nothing without the flex dispatcher."""
+    from trainsim.memory.allocator import context_bytes, deepep_buffer_bytes
+
+    def ds(dispatcher):
+        return trainsim.run_config_from_dict({
+            "model": {"preset": "deepseek-v3"},
+            "parallel": {"pp": 16, "ep": 64, "moe_token_dispatcher_type": dispatcher,
+                         "decoder_first_pipeline_num_layers": 4,
+                         "decoder_last_pipeline_num_layers": 1},
+            "training": {"global_batch_size": 1024, "seq_length": 4096},
+            "cluster": {"gpu": "h800-sxm-80gb", "num_gpus": 1024, "gpus_per_node": 8},
+        })
+
+    nvl = 10 * 8 * (288 * (14336 + 8 + 1024 + 512 + 512) + 19 * 4)
+    rdma = 10 * 8 * (128 * (14336 + 8 + 1024 + 512 + 512 + 16) * 2 + 144)
+    assert deepep_buffer_bytes(ds("deepep")) == nvl + rdma
+    assert deepep_buffer_bytes(ds("alltoall")) == 0
+    assert context_bytes(ds("deepep")) - context_bytes(ds("alltoall")) == nvl + rdma
