@@ -7,8 +7,11 @@ Data: the kernel files bundled with trainsim (``kernels_published.csv``: papers,
 benchmark PRs; ``kernels_h100_measured.csv``: one H100 measured by the team). Each kind's
 rows are split by *source* (the ``source`` column up to its first space after the repository
 or paper name): sources are ordered by a hash of their name and held out in that order until
-at least 20 % of the kind's rows are out; the largest source always stays in the fit. The
-split depends only on the source names, never on the errors.
+at least 20 % of the kind's rows are out. The largest source stays, but it is itself split
+by *shape family* (``family``: the model and tensor-parallel size a GEMM was cut from, the
+sequence length of an attention row), families held out by the same hash order until at least
+20 % of that source's rows are out, so no constant sees more than 80 % of any source. The
+split depends only on source and family names, never on the errors.
 
 Constants fitted (their names in ``trainsim.compute.roofline``):
 
@@ -29,6 +32,7 @@ import csv
 import dataclasses
 import hashlib
 import math
+import re
 import sys
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -53,6 +57,26 @@ class Row:
     source: str
     ops: list[Any]
     measured_s: float
+    family: str = ""
+
+
+MODEL_TP = re.compile(r"^([a-z][a-z0-9.]*-[0-9.]+[bm]-tp\d+)-")
+"""A GEMM row's shape family in a measured file: the model and TP size whose layer it is
+(``llama3-70b-tp4-qkv-fwd-m1024`` -> ``llama3-70b-tp4``), from the row's note or id."""
+
+
+def family(r: dict[str, str]) -> str:
+    """Rows that share a shape: a GEMM's model and TP size, an attention row's sequence
+    length, otherwise the row alone."""
+    if r["kind"].strip().startswith("attention"):
+        return f"s{r.get('seq_len', '').strip()}"
+    for text in ((r.get("note") or "").split(";")[0].strip(), r["id"].split("-", 3)[-1]):
+        m = MODEL_TP.match(text)
+        if m:
+            return m.group(1)
+    # otherwise the id's words without sizes: ``h100m-gemm-fp8-odd-m128-n2112`` -> ``odd``
+    words = [w for w in r["id"].split("-")[3:] if not any(c.isdigit() for c in w)]
+    return "-".join(words) or r["id"]
 
 
 def source_key(source: str) -> str:
@@ -71,27 +95,52 @@ def load(files: Sequence[Path]) -> list[Row]:
                 value, unit = float(r["measured_value"]), r["measured_unit"].strip()
                 t = flops / (value * 1e12) if unit == "TFLOP/s" else value * TIME_UNITS[unit]
                 rows.append(Row(r["kind"].strip(), r["gpu"].strip(), source_key(r["source"]),
-                                ops, t))
+                                ops, t, family(r)))
     return rows
 
 
+FITTED = ("gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd")
+
+
+def _hash_order(names: set[str]) -> list[str]:
+    return sorted(names, key=lambda s: hashlib.sha1(s.encode()).hexdigest())
+
+
 def split(rows: list[Row]) -> dict[str, set[str]]:
-    """Held-out sources per kind (see the module docstring)."""
+    """Held-out groups per kind: whole sources, and shape families (``source|family``) of
+    the largest source (see the module docstring)."""
     out: dict[str, set[str]] = {}
     by_kind: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    families: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         by_kind[r.kind][r.source] += 1
     for kind, counts in by_kind.items():
         total, held = sum(counts.values()), 0
         largest = max(counts, key=lambda s: counts[s])
         out[kind] = set()
-        for src in sorted(counts, key=lambda s: hashlib.sha1(s.encode()).hexdigest()):
+        for src in _hash_order(set(counts)):
             if held >= HOLD_OUT * total:
                 break
             if src != largest:
                 out[kind].add(src)
                 held += counts[src]
+        if kind not in FITTED:
+            continue  # not fitted here: every row is reported as held out
+        for r in rows:
+            if r.kind == kind and r.source == largest:
+                families[kind][r.family] += 1
+        held = 0
+        for fam in _hash_order(set(families[kind])):
+            if held >= HOLD_OUT * counts[largest] or len(families[kind]) < 2:
+                break
+            out[kind].add(f"{largest}|{fam}")
+            held += families[kind][fam]
     return out
+
+
+def is_held(r: Row, held: dict[str, set[str]]) -> bool:
+    groups = held.get(r.kind, set())
+    return r.source in groups or f"{r.source}|{r.family}" in groups
 
 
 def predict(rows: list[Row]) -> np.ndarray:
@@ -177,7 +226,7 @@ def attention_params() -> list[float]:
 
 
 def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
-    train = [r for r in rows if r.source not in held.get(r.kind, set())]
+    train = [r for r in rows if not is_held(r, held)]
     gemms = [r for r in train if r.kind == "gemm"]
 
     def gemm_loss(k0: float) -> float:
@@ -209,8 +258,9 @@ def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, s
     errors = ape(rows)
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r, e in zip(rows, errors):
-        part = "held-out" if r.source in held.get(r.kind, set()) or r.kind not in (
-            "gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd") else "fit"
+        part = "held-out" if is_held(r, held) or r.kind not in FITTED else "fit"
+        if f"{r.source}|{r.family}" in held.get(r.kind, set()):
+            part = "held-out family"  # of the kind's largest source, fitted on the rest
         kind = "attention" if r.kind.startswith("attention") else r.kind
         groups[(kind, r.gpu, part)].append(float(e))
     return [(k, g, p, len(v), float(np.mean(v))) for (k, g, p), v in sorted(groups.items())]
@@ -223,12 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = load([BUNDLED_DIR / f for f in FILES])
     held = split(rows)
-    n_held = sum(r.source in held.get(r.kind, set()) for r in rows)
-    print(f"{len(rows)} kernel rows; held out by source: {n_held} "
+    n_held = sum(is_held(r, held) for r in rows)
+    print(f"{len(rows)} kernel rows; held out: {n_held} "
           f"({n_held / len(rows):.0%}); per kind:")
     for kind, srcs in sorted(held.items()):
         n = sum(r.kind == kind for r in rows)
-        k = sum(r.kind == kind and r.source in srcs for r in rows)
+        k = sum(r.kind == kind and is_held(r, held) for r in rows)
         print(f"  {kind}: {k}/{n} held out ({', '.join(sorted(srcs)) or '-'})")
     if not args.no_fit:
         for name, value in fit(rows, held).items():
