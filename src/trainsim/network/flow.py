@@ -11,8 +11,13 @@ flow of step ``k`` has ended (NCCL channels progress step by step).
 
 Speed: steps are instantiated lazily from a :class:`FlowSchedule`'s template (a ring's
 ``2(n-1)`` identical steps are one template), the water-filling is vectorized with numpy and
-memoized on the set of active flows, so repeated identical steps cost a lookup. Results are
-exact for the flows simulated.
+memoized on the set of active flows, so repeated identical steps cost a lookup. Once the
+state at a step start (each channel's place in its template, the active flows' remaining
+bytes, pending start times) repeats that of an earlier step start, the interval between
+them is a period of the fluid model and whole periods are skipped (``steady_state=False``
+simulates every step; the two agree to 1e-9, see tests/test_flow_speed.py): a 16,384-GPU
+ring runs a few of its 32,766 steps. Routes come from
+:class:`~trainsim.network.routing.ShortestPathRouter`, the same paths as ``Router``.
 
 Bad input never hangs: every active flow has a positive rate, each event retires a flow or
 starts a step, and unroutable flows raise :class:`~trainsim.errors.ConfigError`.
@@ -31,7 +36,8 @@ import numpy as np
 from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_algorithm
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.limits import check_flows
-from trainsim.network.topology import Router, Topology, from_cluster
+from trainsim.network.routing import ShortestPathRouter
+from trainsim.network.topology import Topology, from_cluster
 
 if TYPE_CHECKING:
     from trainsim.config import ClusterConfig
@@ -40,6 +46,10 @@ _RATE_FLOOR = 1e-12
 """Smallest rate, as a fraction of the slowest link, so float round-off never stalls a flow."""
 _CACHE_LIMIT = 4_000_000
 """Rates kept in the memo (floats, about 32 MB) before it is cleared."""
+_PERIOD_RTOL = 1e-12
+"""How close (relative) two states must be for the steady-state jump to treat them as one."""
+_HISTORY = 8
+"""Step-start states kept to find a period (a period of up to this many step starts)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ class FlowResult:
     """End time of each flow of ``schedule.flows``, in its last repetition."""
     events: int
     """Simulation events (flow drains and step starts) processed."""
+    skipped_periods: int = 0
+    """Steady-state periods extrapolated instead of simulated (see ``FlowNetwork``)."""
 
     def throughput_Bps(self, flows: Sequence[Flow]) -> tuple[float, ...]:
         """Bytes over end time of each flow (for flows that all start at t=0)."""
@@ -91,15 +103,18 @@ def max_min_rates(paths: np.ndarray, capacity: np.ndarray) -> np.ndarray:
 
 class FlowNetwork:
     """The flow backend on ``topology``; ``seed`` picks the ECMP hash, ``overhead_s`` is a
-    per-flow software latency added to each path's link latencies."""
+    per-flow software latency added to each path's link latencies; ``steady_state=False``
+    simulates every step instead of extrapolating repeated periods."""
 
     name = "flow"
 
-    def __init__(self, topology: Topology, seed: int = 0, overhead_s: float = 0.0) -> None:
+    def __init__(self, topology: Topology, seed: int = 0, overhead_s: float = 0.0,
+                 steady_state: bool = True) -> None:
         if overhead_s < 0:
             raise ConfigError(f"overhead_s={overhead_s} must be >= 0")
         self.topology = topology
-        self.router = Router(topology, seed)
+        self.steady_state = steady_state
+        self.router = ShortestPathRouter(topology, seed)
         self.overhead_s = overhead_s
         self._capacity = np.array([lk.bw_Bps for lk in topology.links], float)
         self._latency = np.array([lk.latency_s for lk in topology.links], float)
@@ -205,6 +220,7 @@ class _Simulation:
 
     def __init__(self, net: FlowNetwork, scheds: list[FlowSchedule]) -> None:
         self.net = net
+        self.steady_state = net.steady_state
         self.memo: dict[bytes, np.ndarray] = {}
         self.memo_size = 0
         self.fg_count = len(scheds[0].flows)
@@ -226,24 +242,29 @@ class _Simulation:
                 chan.append(c)
                 step.append(f.step)
         m = len(nbytes)
-        width = max((len(p) for p in src_paths), default=0)
+        self.plen = np.fromiter(map(len, src_paths), np.int64, m)
+        width = int(self.plen.max()) if m else 0
         self.paths = np.full((m, max(width, 1)), -1, np.int64)
-        for i, p in enumerate(src_paths):
-            self.paths[i, : len(p)] = p
-        self.plen = np.array([len(p) for p in src_paths], np.int64)
-        self.lat = np.array([net._latency[list(p)].sum() + net.overhead_s if p else 0.0
-                             for p in src_paths])
+        if m and width:
+            rows = np.repeat(np.arange(m), self.plen)
+            cols = np.arange(rows.size) - np.repeat(np.cumsum(self.plen) - self.plen, self.plen)
+            self.paths[rows, cols] = np.fromiter(
+                (lk for p in src_paths for lk in p), np.int64, rows.size)
+        lat = np.where(self.paths >= 0, net._latency[self.paths], 0.0).sum(axis=1)
+        self.lat = np.where(self.plen > 0, lat + net.overhead_s, 0.0)
         self.bytes = np.array(nbytes, float)
         self.chan = np.array(chan, np.int64)
         steps = np.array(step, np.int64)
-        self.steps: list[list[int]] = []
-        self.members: list[dict[int, np.ndarray]] = []
+        self.steps: list[list[int]] = [[] for _ in self.repeat]
+        self.members: list[dict[int, np.ndarray]] = [{} for _ in self.repeat]
         order = np.lexsort((steps, self.chan)) if m else np.array([], np.int64)
-        for c in range(len(self.repeat)):
-            idx = order[self.chan[order] == c]
-            uniq = sorted(set(steps[idx].tolist()))
-            self.steps.append(uniq)
-            self.members.append({s: idx[steps[idx] == s] for s in uniq})
+        ch_sorted, st_sorted = self.chan[order], steps[order]
+        cut = np.flatnonzero((np.diff(ch_sorted) != 0) | (np.diff(st_sorted) != 0)) + 1
+        for idx in np.split(order, cut) if m else []:
+            c, s = int(self.chan[idx[0]]), int(steps[idx[0]])
+            self.steps[c].append(s)
+            self.members[c][s] = idx
+        self.total = [len(st) * r for st, r in zip(self.steps, self.repeat)]
 
     def run(self) -> FlowResult:
         m, nch = self.bytes.size, len(self.repeat)
@@ -257,6 +278,8 @@ class _Simulation:
         self.heap: list[tuple[float, int, int]] = [(0.0, c, c) for c in range(nch)]
         self.seq = nch
         self.fg_left = sum(self.foreground)
+        self.history: list[tuple] = []
+        self.skipped = 0
         t, events = 0.0, 0
         dirty, act, rate = True, np.zeros(0, np.int64), np.zeros(0)
         while self.fg_left:
@@ -286,12 +309,70 @@ class _Simulation:
                 if act.size:
                     self.rem[act] -= rate * (t_start - t)
                 t = t_start
+            started = False
             while self.heap and self.heap[0][0] <= t:
                 _, _, c = heapq.heappop(self.heap)
                 dirty |= self._start(c, t)
+                started = True
+            if started and self.steady_state and self.fg_left:
+                t = self._skip_periods(t, act if not dirty else np.flatnonzero(self.active))
         fg_end = [e for e, fg in zip(self.chan_end, self.foreground) if fg]
         return FlowResult(max(fg_end, default=0.0),
-                          tuple(self.ends[: self.fg_count].tolist()), events)
+                          tuple(self.ends[: self.fg_count].tolist()), events, self.skipped)
+
+    def _skip_periods(self, t: float, act: np.ndarray) -> float:
+        """Jump over whole periods of a steady state; the new time.
+
+        Called after channels started steps at ``t``. The state that decides what happens
+        next is each channel's place in its template, the active flows and their remaining
+        bytes, and the times (relative to now) at which pending steps start and running
+        steps' finished flows ended. When it equals, to 1e-12 relative, the state at an
+        earlier step start, every channel having advanced by whole templates since, the
+        fluid model repeats that interval exactly: advance every channel by as many periods
+        as all of them have left, keeping at least one to simulate so that every template
+        step runs again (flows of a running step that already ended move with the jump),
+        then simulate the rest.
+        """
+        nch = len(self.repeat)
+        phase = tuple((p % len(st)) if st else 0 for p, st in zip(self.pos, self.steps))
+        finished = tuple(p >= tot for p, tot in zip(self.pos, self.total))
+        pending = sorted((c, when - t) for when, _, c in self.heap)
+        running = np.flatnonzero(self.outstanding > 0)
+        key = (phase, finished, tuple(c for c, _ in pending), tuple(running.tolist()),
+               np.packbits(self.active).tobytes())
+        floats = (np.array([d for _, d in pending]), self.stepmax[running] - t, self.rem[act])
+        for j, (t0, key0, pos0, floats0) in enumerate(self.history):
+            if key0 != key:
+                continue
+            period = t - t0
+            gain = [p - p0 for p, p0 in zip(self.pos, pos0)]
+            if not period > 0 or any(g <= 0 for g, f in zip(gain, finished) if not f):
+                continue
+            scale = (period, period, self.bytes[act])
+            if not all(np.all(np.abs(a - b) <= _PERIOD_RTOL * s)
+                       for a, b, s in zip(floats, floats0, scale)):
+                continue
+            skip = min(((tot - p) // g for p, g, tot, f in
+                        zip(self.pos, gain, self.total, finished) if not f), default=0) - 1
+            if skip < 1:
+                break
+            shift = skip * period
+            self.heap = [(when + shift, seq, c) for when, seq, c in self.heap]
+            heapq.heapify(self.heap)
+            self.stepmax += shift
+            for c in running.tolist():  # flows of the running step that already ended
+                idx = self.members[c][self.steps[c][phase[c]]]
+                self.ends[idx[~self.active[idx]]] += shift
+            for c in range(nch):
+                if not finished[c]:
+                    self.pos[c] += skip * gain[c]
+            self.skipped += skip
+            self.history.clear()
+            return t + shift
+        self.history.append((t, key, list(self.pos), floats))
+        if len(self.history) > _HISTORY:
+            del self.history[0]
+        return t
 
     def _rates(self, act: np.ndarray) -> np.ndarray:
         """Max-min rates of the active flows, memoized on the active set: a ring's identical
