@@ -10,6 +10,7 @@ import time
 import pytest
 
 from trainsim.collectives.flows import FLOW_ALGORITHMS, Flow, FlowSchedule
+from trainsim.errors import ConfigError
 from trainsim.network.flow import FlowNetwork
 from trainsim.network.routing import ShortestPathRouter, same_paths
 from trainsim.network.topology import (
@@ -80,8 +81,8 @@ def test_steady_state_jumps_match_the_full_simulation(name):
                 try:
                     sched = net.collective_flows(kind, size, ranks, algo, None, pxn)
                     FlowNetwork(topo, seed, steady_state=False).run(sched)
-                except Exception:  # unroutable without PXN: both must fail, checked below
-                    with pytest.raises(Exception):
+                except ConfigError:  # unroutable without PXN: both must refuse it
+                    with pytest.raises(ConfigError):
                         net.run(net.collective_flows(kind, size, ranks, algo, None, pxn))
                     continue
                 assert same_result(topo, seed, rng.choice([0.0, 2e-6]), sched), (kind, algo)
