@@ -145,3 +145,16 @@ def test_a_1_gib_all_reduce_over_16384_gpus_takes_under_10_s():
     t = net.collective_time("all_reduce", GiB, list(range(16384)))
     assert time.perf_counter() - start < 10.0
     assert t >= 2 * 16383 / 16384 * GiB / (8 * 50e9)
+
+
+def test_a_schedule_that_never_settles_stops_at_the_flow_limit(monkeypatch):
+    """The work limit holds while the simulation runs: a 64-GPU ring simulated step by step
+    passes 20,000 flow-steps and is refused; with steady-state jumps it stays under."""
+    from trainsim.limits import WorkLimitError
+
+    topo = load_topology("dgx-h100-superpod", nodes=8)
+    sched = FlowNetwork(topo).collective_flows("all_reduce", GiB, list(range(64)))
+    monkeypatch.setenv("TRAINSIM_MAX_FLOWS", "20000")
+    with pytest.raises(WorkLimitError, match="TRAINSIM_MAX_FLOWS"):
+        FlowNetwork(topo, steady_state=False).run(sched)
+    assert FlowNetwork(topo).run(sched).skipped_periods > 100

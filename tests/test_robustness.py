@@ -181,7 +181,8 @@ def test_the_task_limit_can_be_raised_and_lowered(base, monkeypatch):
 @pytest.mark.parametrize("args, flag", [
     (("search", "llama3-8b", "--gpus", "8", "--global-batch", "1000000000000000", "--seq",
       "2048"), "TRAINSIM_MAX_TASKS"),
-    (("collective", "--backend", "flow", "--gpus", "4096", "--sizes", "1M"), "--max-flows"),
+    (("collective", "--backend", "flow", "--gpus", "16384", "--op", "all_to_all", "--sizes",
+      "1M"), "--max-flows"),
     (("goodput", "run.yaml", "--tokens", "1T", "--trials", "100000000"), "--max-trial-rounds"),
     (("goodput", "run.yaml", "--days", "1e9"), "--max-trial-rounds"),
 ])

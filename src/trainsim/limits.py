@@ -13,16 +13,24 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
 goodput Monte Carlo    trials x interruption rounds (the expected  TRAINSIM_MAX_TRIALS   5e6
                        interruptions over the expected wall clock
                        of the run, + 1)
-flow collective        flow-steps: 2 x ranks^2 x channels (a ring  TRAINSIM_MAX_FLOWS    5e7
-                       moves ranks x channels flows per step for
-                       2 (ranks - 1) steps), per collective priced
+flow collective        flow-steps: each flow of the schedule's      TRAINSIM_MAX_FLOWS    5e7
+                       template counts 20 for its set-up (route,
+                       index) plus each step it is simulated in (a
+                       ring: ranks x channels flows, simulated for
+                       up to 18 steps before its steady state
+                       repeats; all-to-all ranks^2 flows once),
+                       per collective priced; counted again while
+                       it runs, which stops at the limit
 search                 candidates to simulate                      TRAINSIM_MAX_CANDIDATES  20,000
 =====================  ==========================================  ====================  =======
 
 Measured on the development machine (one core): 40-50 us per engine task (64,008 tasks of a
 32,000-layer model in 3.1 s), so 500,000 tasks take about 20-25 s; about 1.2 us per goodput
-trial-round (2,000,000 in 2.5 s), so 5e6 take about 6-10 s; about 0.25 us per flow-step (a
-1 MiB all_reduce over 1,024 GPUs, 1.7e7 flow-steps, in 3.3 s), so 5e7 take about 12 s. The commands' ``--max-work`` style flags
+trial-round (2,000,000 in 2.5 s), so 5e6 take about 6-10 s; about 0.3-0.5 us per flow-step
+(a 1 GiB ring all_reduce over 16,384 GPUs, 131,072 template flows, 5.0e6 flow-steps, in about
+5 s; a tree all_reduce over 1,024 GPUs, 2.2e7, in about 10 s) and about 1.3 us for an
+all_to_all's (each pair its own route: 512 GPUs, 5.5e6, in about 7 s), so 5e7 take 25 s (a
+minute for an all_to_all). The commands' ``--max-work`` style flags
 set the same variables (``simulate --max-tasks``, ``goodput --max-trial-rounds``,
 ``collective --max-flows``); search reads the variables (it skips candidates over the task
 limit, and refuses a search whose every candidate is over it).
@@ -99,16 +107,42 @@ def check_simulation(cfg: RunConfig) -> None:
           "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
 
 
-def flow_steps(ranks: int, channels: int) -> float:
-    """Flow-steps of a collective on the flow backend: a ring moves ``ranks x channels`` flows
-    per step for up to ``2 (ranks - 1)`` steps (an all-to-all has ranks^2 flows in one)."""
-    return 2.0 * ranks * ranks * max(channels, 1)
+FLOW_SETUP_STEPS = 20
+"""A flow's set-up (routing, indexing) costs about as much as 20 steps of simulating it."""
+FLOW_STEADY_STEPS = 18
+"""Steps of a repeated template (a ring's) simulated before the steady state is seen: the flow
+backend compares each step start with the 8 before it, and a ring's period is one step."""
+MAX_CHUNKS = 64
+"""Pipelining chunks of a tree or chain collective at most (collectives.flows.MAX_CHUNKS)."""
 
 
-def check_flows(kind: str, ranks: int, channels: int) -> None:
-    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels),
+def flow_steps(ranks: int, channels: int, kind: str = "all_reduce",
+               algorithm: str = "ring") -> float:
+    """Flow-steps of a collective on the flow backend (an upper bound): its template's flows
+    (a ring ``ranks x channels``, a tree or chain ``2 (ranks - 1) x channels`` per chunk, an
+    all-to-all ``ranks^2``) set up and simulated, a ring's for up to FLOW_STEADY_STEPS steps."""
+    n, c = float(ranks), float(max(channels, 1))
+    if kind == "all_to_all":
+        return (FLOW_SETUP_STEPS + 1) * n * n
+    if kind == "send_recv":
+        return (FLOW_SETUP_STEPS + 1) * n
+    if kind in ("broadcast", "reduce") or algorithm == "tree":
+        return (FLOW_SETUP_STEPS + 1) * 2 * n * c * MAX_CHUNKS
+    return (FLOW_SETUP_STEPS + min(2 * (n - 1), FLOW_STEADY_STEPS)) * n * c
+
+
+def check_flows(kind: str, ranks: int, channels: int, algorithm: str = "ring") -> None:
+    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels, kind, algorithm),
           f"flow-steps of one {kind} over {ranks:,} GPUs on the flow backend",
           "collective --max-flows N",
+          "the analytical backend prices any size at once")
+
+
+def check_flow_run(steps: float) -> None:
+    """The flow backend's count while it runs (set-up plus flows started so far): a schedule
+    whose steady state never comes stops here instead of running for hours."""
+    check("TRAINSIM_MAX_FLOWS", steps, "flow-steps of a flow-backend simulation (no steady "
+          "state reached)", "collective --max-flows N",
           "the analytical backend prices any size at once")
 
 

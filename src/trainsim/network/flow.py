@@ -35,7 +35,7 @@ import numpy as np
 
 from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_algorithm
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.limits import check_flows
+from trainsim.limits import FLOW_SETUP_STEPS, check_flow_run, check_flows, limit
 from trainsim.network.routing import ShortestPathRouter
 from trainsim.network.topology import Topology, from_cluster
 
@@ -139,7 +139,8 @@ class FlowNetwork:
                         algorithm: str = "auto", channels: int | None = None, pxn: bool = True,
                         background: Iterable[Flow] | FlowSchedule | None = None) -> float:
         """Seconds for collective ``kind`` of ``size_bytes`` over GPU ``ranks``."""
-        check_flows(kind, len(ranks), channels or self.topology.gpus_per_node)
+        check_flows(kind, len(ranks), channels or self.topology.gpus_per_node,
+                    resolve_algorithm(kind, algorithm))
         sched = self.collective_flows(kind, size_bytes, ranks, algorithm, channels, pxn)
         return self.run(sched, background).makespan_s
 
@@ -280,6 +281,7 @@ class _Simulation:
         self.fg_left = sum(self.foreground)
         self.history: list[tuple] = []
         self.skipped = 0
+        self.work, self.work_cap = FLOW_SETUP_STEPS * m, limit("TRAINSIM_MAX_FLOWS")
         t, events = 0.0, 0
         dirty, act, rate = True, np.zeros(0, np.int64), np.zeros(0)
         while self.fg_left:
@@ -396,6 +398,9 @@ class _Simulation:
         self.ends[now] = t + self.lat[now]
         self.stepmax[c] = max(t, float(self.ends[now].max())) if now.size else t
         live = idx[~instant]
+        self.work += idx.size
+        if self.work > self.work_cap:
+            check_flow_run(self.work)
         self.rem[live] = self.bytes[live]
         self.active[live] = True
         self.outstanding[c] = live.size
