@@ -7,18 +7,19 @@ Data: the kernel files bundled with trainsim (``kernels_published.csv``: papers,
 benchmark PRs; ``kernels_h100_measured.csv``: one H100 measured by the team). Each kind's
 rows are split by *source* (the ``source`` column up to its first space after the repository
 or paper name): sources are ordered by a hash of their name and held out in that order until
-at least 20 % of the kind's rows are out. The largest source stays, but it is itself split
-by *shape family* (``family``: the model and tensor-parallel size a GEMM was cut from, the
-sequence length of an attention row), families held out by the same hash order until at least
-20 % of that source's rows are out, so no constant sees more than 80 % of any source. The
+at least 20 % of the kind's rows are out; the largest source always stays. Each source left
+in the fit is then split by *shape family* (``family``: the model and tensor-parallel size a
+GEMM was cut from, the sequence length of an attention row), families held out by the same
+hash order until at least 20 % of that source's rows are out, so no constant sees more than
+80 % of any source. The
 split depends only on source and family names, never on the errors.
 
 Constants fitted (their names in ``trainsim.compute.roofline``):
 
 * GEMM: ``GEMM_TILE_OVERHEAD_K`` (one parameter; golden-section search).
 * Attention: ``ATTENTION_OF_GEMM`` (forward, backward) of its two kernel families (flash2,
-  cudnn), ``AMPERE_KERNEL_ON_HOPPER``, ``FLASH1_OF_FLASH2``,
-  ``ATTN_ROW_OVERHEAD_KEYS`` and ``SOFTMAX_EXP_EXPOSED`` (Nelder-Mead on the mean absolute
+  cudnn), ``FLASH1_OF_FLASH2``,
+  ``ATTN_ROW_OVERHEAD_KEYS`` (forward and ``_BWD``) and ``SOFTMAX_EXP_EXPOSED`` (Nelder-Mead on the mean absolute
   relative error of the time).
 
 Grouped GEMMs, MoE blocks and memory-bound kernels are not fitted here: every such row is
@@ -108,10 +109,9 @@ def _hash_order(names: set[str]) -> list[str]:
 
 def split(rows: list[Row]) -> dict[str, set[str]]:
     """Held-out groups per kind: whole sources, and shape families (``source|family``) of
-    the largest source (see the module docstring)."""
+    the sources left in the fit (see the module docstring)."""
     out: dict[str, set[str]] = {}
     by_kind: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    families: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         by_kind[r.kind][r.source] += 1
     for kind, counts in by_kind.items():
@@ -126,15 +126,17 @@ def split(rows: list[Row]) -> dict[str, set[str]]:
                 held += counts[src]
         if kind not in FITTED:
             continue  # not fitted here: every row is reported as held out
-        for r in rows:
-            if r.kind == kind and r.source == largest:
-                families[kind][r.family] += 1
-        held = 0
-        for fam in _hash_order(set(families[kind])):
-            if held >= HOLD_OUT * counts[largest] or len(families[kind]) < 2:
-                break
-            out[kind].add(f"{largest}|{fam}")
-            held += families[kind][fam]
+        for src in set(counts) - out[kind]:  # each source left in the fit, by shape family
+            fams: dict[str, int] = defaultdict(int)
+            for r in rows:
+                if r.kind == kind and r.source == src:
+                    fams[r.family] += 1
+            held = 0
+            for fam in _hash_order(set(fams)):
+                if held >= HOLD_OUT * counts[src] or len(fams) < 2:
+                    break
+                out[kind].add(f"{src}|{fam}")
+                held += fams[fam]
     return out
 
 
@@ -214,15 +216,17 @@ ATTN_IMPLS = tuple(roofline.ATTENTION_OF_GEMM)
 def set_attention(p: np.ndarray) -> None:
     for i, impl in enumerate(ATTN_IMPLS):
         roofline.ATTENTION_OF_GEMM[impl] = (float(p[2 * i]), float(p[2 * i + 1]))
-    (roofline.AMPERE_KERNEL_ON_HOPPER, roofline.FLASH1_OF_FLASH2,
-     roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.SOFTMAX_EXP_EXPOSED) = (
+    (roofline.FLASH1_OF_FLASH2,
+     roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.ATTN_ROW_OVERHEAD_KEYS_BWD,
+     roofline.SOFTMAX_EXP_EXPOSED) = (
         float(x) for x in p[2 * len(ATTN_IMPLS):])
 
 
 def attention_params() -> list[float]:
     return [x for impl in ATTN_IMPLS for x in roofline.ATTENTION_OF_GEMM[impl]] + [
-        roofline.AMPERE_KERNEL_ON_HOPPER, roofline.FLASH1_OF_FLASH2,
-        roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.SOFTMAX_EXP_EXPOSED]
+        roofline.FLASH1_OF_FLASH2,
+        roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.ATTN_ROW_OVERHEAD_KEYS_BWD,
+        roofline.SOFTMAX_EXP_EXPOSED]
 
 
 def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
@@ -247,9 +251,9 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
     return {"GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
                                   for k, v in roofline.ATTENTION_OF_GEMM.items()},
-            "AMPERE_KERNEL_ON_HOPPER": round(roofline.AMPERE_KERNEL_ON_HOPPER, 2),
             "FLASH1_OF_FLASH2": round(roofline.FLASH1_OF_FLASH2, 2),
             "ATTN_ROW_OVERHEAD_KEYS": round(roofline.ATTN_ROW_OVERHEAD_KEYS),
+            "ATTN_ROW_OVERHEAD_KEYS_BWD": round(roofline.ATTN_ROW_OVERHEAD_KEYS_BWD),
             "SOFTMAX_EXP_EXPOSED": round(roofline.SOFTMAX_EXP_EXPOSED, 2)}
 
 
@@ -260,7 +264,7 @@ def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, s
     for r, e in zip(rows, errors):
         part = "held-out" if is_held(r, held) or r.kind not in FITTED else "fit"
         if f"{r.source}|{r.family}" in held.get(r.kind, set()):
-            part = "held-out family"  # of the kind's largest source, fitted on the rest
+            part = "held-out family"  # of a source whose other families are fitted
         kind = "attention" if r.kind.startswith("attention") else r.kind
         groups[(kind, r.gpu, part)].append(float(e))
     return [(k, g, p, len(v), float(np.mean(v))) for (k, g, p), v in sorted(groups.items())]

@@ -29,8 +29,8 @@ from trainsim.config import GPUSpec
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
-    "flash2": (1.08, 0.76),
-    "cudnn": (1.19, 0.64),
+    "flash2": (1.03, 0.82),
+    "cudnn": (1.22, 0.70),
 }
 """(forward, backward) rate of a fused attention kernel's matmuls as a fraction of the GEMM
 ceiling of the GPU it was written for; the softmax exponentials and each query row's fixed
@@ -45,16 +45,22 @@ cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
 """
 ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "triton": "flash2",
                     "flex": "flash2", "flash3": "cudnn", "cudnn": "cudnn", "flash4": "cudnn"}
-ATTN_ROW_OVERHEAD_KEYS = 150
+ATTN_ROW_OVERHEAD_KEYS = 106
 """Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
 rescale and the output write cost as much as ~150 more keys, so short sequences run below the
 long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate).
 Causal kernels also compute the diagonal block in full: +64 keys per row (128-wide blocks).
 Fitted with ``ATTENTION_OF_GEMM``."""
+ATTN_ROW_OVERHEAD_KEYS_BWD = 328
+"""The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
+preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
+so short sequences fall further below the long-sequence rate than in the forward (measured
+H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388 forward). Fitted
+with ``ATTENTION_OF_GEMM``."""
 ATTN_BLOCK = 128
-SOFTMAX_EXP_EXPOSED = 0.99
+SOFTMAX_EXP_EXPOSED = 1.05
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
-not hidden under the matmuls (the fit finds 0.99: none is hidden). It is what makes head dim
+not hidden under the matmuls (the fit finds 1.05: none is hidden). It is what makes head dim
 64 slower per FLOP than 128 (half the matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
 FMA units (Zadouri et al. 2026, §3), so it pays half. Fitted with ``ATTENTION_OF_GEMM``."""
 FLEX_OF_FLASH2 = (0.90, 0.85)
@@ -64,12 +70,12 @@ Performance of FlashAttention", August 2024)."""
 FLASH1_OF_FLASH2 = 0.46
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
 compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.46."""
-AMPERE_KERNEL_ON_HOPPER = 0.49
+AMPERE_KERNEL_ON_HOPPER = 0.51
 """FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
 runs at "only 35% utilization on the H100" (FA3 paper, abstract: 0.44 of H100's MAMF) against
-73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51 (the kernel fit
-finds 0.49)."""
+73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51. Not fitted: on H100 rows alone it
+trades one for one against the FA2 family's own fraction."""
 AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
 ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
 """Fused attention with dropout generates a Philox random number per score, in the forward
@@ -166,7 +172,8 @@ class RooflineModel:
             if op.dropout:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
             # each query row's fixed work and the causal diagonal block, in key columns
-            extra = ATTN_ROW_OVERHEAD_KEYS + (ATTN_BLOCK / 2 if op.causal else 0)
+            row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
+            extra = row + (ATTN_BLOCK / 2 if op.causal else 0)
             stretch = 1.0 + op.q_len * extra / op.pairs  # scores computed per useful score
             scores = op.batch * op.heads * op.pairs * stretch
             mma = op.flops * stretch / (peak * frac)
