@@ -225,24 +225,27 @@ class _Simulation:
         self.memo: dict[bytes, np.ndarray] = {}
         self.memo_size = 0
         self.fg_count = len(scheds[0].flows)
-        channel_of: dict[tuple[int, int], int] = {}
-        src_paths, nbytes, chan, step = [], [], [], []
+        src_paths: list[tuple[int, ...]] = []
+        nbytes, chan, step = [], [], []
         self.repeat: list[int] = []
         self.foreground: list[bool] = []
         for k, sched in enumerate(scheds):
-            for f in sched.flows:
-                if not (f.bytes >= 0 and math.isfinite(f.bytes)):
-                    raise ConfigError(f"flow {f} has bytes={f.bytes}; must be finite and >= 0")
-                c = channel_of.get((k, f.channel))
-                if c is None:
-                    c = channel_of[(k, f.channel)] = len(self.repeat)
-                    self.repeat.append(sched.repeat)
-                    self.foreground.append(k == 0)
-                src_paths.append(net._path(f, (k << 32) | (f.channel & 0xFFFFFFFF)))
-                nbytes.append(f.bytes)
-                chan.append(c)
-                step.append(f.step)
-        m = len(nbytes)
+            flows = sched.flows
+            size = np.fromiter((f.bytes for f in flows), float, len(flows))
+            bad = np.flatnonzero(~(np.isfinite(size) & (size >= 0)))
+            if bad.size:
+                f = flows[int(bad[0])]
+                raise ConfigError(f"flow {f} has bytes={f.bytes}; must be finite and >= 0")
+            channels = [f.channel for f in flows]
+            channel_of = {ch: len(self.repeat) + i for i, ch in enumerate(dict.fromkeys(channels))}
+            self.repeat += [sched.repeat] * len(channel_of)
+            self.foreground += [k == 0] * len(channel_of)
+            path = net._path
+            src_paths += [path(f, (k << 32) | (f.channel & 0xFFFFFFFF)) for f in flows]
+            nbytes.append(size)
+            chan += [channel_of[ch] for ch in channels]
+            step += [f.step for f in flows]
+        m = len(src_paths)
         self.plen = np.fromiter(map(len, src_paths), np.int64, m)
         width = int(self.plen.max()) if m else 0
         self.paths = np.full((m, max(width, 1)), -1, np.int64)
@@ -253,7 +256,7 @@ class _Simulation:
                 (lk for p in src_paths for lk in p), np.int64, rows.size)
         lat = np.where(self.paths >= 0, net._latency[self.paths], 0.0).sum(axis=1)
         self.lat = np.where(self.plen > 0, lat + net.overhead_s, 0.0)
-        self.bytes = np.array(nbytes, float)
+        self.bytes = np.concatenate(nbytes) if nbytes else np.zeros(0)
         self.chan = np.array(chan, np.int64)
         steps = np.array(step, np.int64)
         self.steps: list[list[int]] = [[] for _ in self.repeat]

@@ -34,25 +34,31 @@ class ShortestPathRouter(Router):
         preds = self._src_state[self._in_links].tolist()
         self._pred: list[list[int]] = [preds[ptr[s]:ptr[s + 1]] for s in range(n_states)]
         self._succ: list[list[int]] = [[nxt for _, nxt in out] for out in self._out]
+        self._between: dict[tuple[int, int], list[int]] = {}
+        """Links from one state to another, in link order (the order of ``_out``)."""
+        for lk, (a, b) in enumerate(zip(self._src_state.tolist(), self._dst_state)):
+            self._between.setdefault((a, b), []).append(lk)
         self._gpu: list[bool] = self._is_gpu.tolist()
         self._keyless: dict[tuple[int, int], tuple[int, ...]] = {}
+        self._num_gpus = topology.num_gpus
 
     def path(self, src: int, dst: int, key: int = 0) -> tuple[int, ...]:
         """Links from GPU rank ``src`` to GPU rank ``dst`` for connection ``key``."""
-        cached = self._paths.get((src, dst, key))
-        if cached is not None:
-            return cached
-        topo = self.topology
-        for r in (src, dst):
-            if not 0 <= r < topo.num_gpus:
-                raise ConfigError(f"GPU {r} is not in topology {topo.name} "
-                                  f"({topo.num_gpus} GPUs)")
         out = self._keyless.get((src, dst))
-        if out is None:
-            out, chose = self._walk(src, dst, key)
-            if not chose:
-                self._keyless[(src, dst)] = out
-        self._paths[(src, dst, key)] = out
+        if out is not None:
+            return out
+        out = self._paths.get((src, dst, key))
+        if out is not None:
+            return out
+        for r in (src, dst):
+            if not 0 <= r < self._num_gpus:
+                raise ConfigError(f"GPU {r} is not in topology {self.topology.name} "
+                                  f"({self._num_gpus} GPUs)")
+        out, chose = self._walk(src, dst, key)
+        if chose:
+            self._paths[(src, dst, key)] = out
+        else:
+            self._keyless[(src, dst)] = out
         return out
 
     def _walk(self, src: int, dst: int, key: int) -> tuple[tuple[int, ...], bool]:
@@ -71,7 +77,10 @@ class ShortestPathRouter(Router):
         while cur != z:
             i += 1
             layer = on_path[i]
-            cands = [lk for lk, nxt in self._out[cur] if nxt in layer]
+            if len(layer) == 1:
+                cands = self._between.get((cur, next(iter(layer))), [])
+            else:
+                cands = sorted(lk for nxt in layer for lk in self._between.get((cur, nxt), ()))
             if len(cands) == 1:
                 lk = cands[0]
             else:
