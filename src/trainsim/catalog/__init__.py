@@ -87,7 +87,7 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     key = name.strip().lower()
     if key not in entries:
         what = {"gpus": "GPU", "nodes": "node", "models": "model"}[kind]
-        raise CatalogError(f"unknown {what} '{name}'{suggest(key, entries)}; "
+        raise CatalogError(f"unknown {what} {name!r}{suggest(key, entries)}; "
                            f"known: {', '.join(entries)}")
     return _read_yaml(entries[key])
 
@@ -408,11 +408,11 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     allowed = {"model", "parallel", "training", "cluster", "name", "description", "reliability"}
     for key in data:
         if key not in allowed:
-            raise ConfigError(f"unknown section '{key}'{suggest(key, allowed)}; "
+            raise ConfigError(f"unknown section {key!r}{suggest(key, allowed)}; "
                               "expected model, parallel, training, cluster")
     for key in ("model", "cluster"):
         if key not in data:
-            raise ConfigError(f"the config has no '{key}' section")
+            raise ConfigError(f"the config has no {key!r} section")
     for key in ("parallel", "training", "cluster"):
         if data.get(key) is not None and not isinstance(data[key], dict):
             raise ConfigError(f"{key} must be a mapping of fields (e.g. {key}: {{...}}), "

@@ -256,7 +256,7 @@ class FrameworkProfile:
             return None if dispatchers is None else feature in dispatchers
         if feature in _OPTIONAL:  # a feature a profile need not state: unknown
             return None
-        raise CatalogError(f"unknown framework feature '{feature}'{suggest(feature, FEATURES)}; "
+        raise CatalogError(f"unknown framework feature {feature!r}{suggest(feature, FEATURES)}; "
                            f"known: {', '.join(FEATURES)}")
 
     def attention_for(self, arch: str | None = None) -> str | None:
@@ -417,7 +417,7 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
     files = _files()
     key = str(name).strip().lower()
     if key not in files:
-        raise CatalogError(f"unknown framework '{name}'{suggest(key, files)}; "
+        raise CatalogError(f"unknown framework {name!r}{suggest(key, files)}; "
                            f"known: {', '.join(files)}")
     profile = _load(key)
     entry = profile.entries[-1]
@@ -427,7 +427,7 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
         if wanted is None:
             example = profile.entries[0].since
             kind = "dates (YYYY-MM)" if profile.style == "date" else "release numbers"
-            raise CatalogError(f"framework '{key}' version '{text}': {key} versions are {kind} "
+            raise CatalogError(f"framework '{key}' version {text!r}: {key} versions are {kind} "
                                f"such as '{example}'")
         entry = profile.entries[0]  # older than the first entry: the first entry
         for candidate in profile.entries:

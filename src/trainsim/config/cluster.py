@@ -118,7 +118,7 @@ class GPUSpec:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
         for dtype, peak in self.peak_flops.items():
             if dtype not in DTYPES:
-                raise ConfigError(f"gpu[{self.name}].peak_flops: unknown dtype '{dtype}'"
+                raise ConfigError(f"gpu[{self.name}].peak_flops: unknown dtype {dtype!r}"
                                   f"{suggest(dtype, DTYPES)}; known: {', '.join(DTYPES)}")
             if not 0 < peak < math.inf:
                 raise ConfigError(f"gpu[{self.name}].peak_flops.{dtype}={peak:g} must be a "
@@ -235,11 +235,11 @@ class ClusterConfig:
             raise ConfigError(f"cluster.pue={self.pue} must be >= 1 (facility power over IT "
                               "power; 1.0 is a datacenter with no overhead)")
         if self.nccl_algo.lower() not in ("auto",) + ALGORITHMS:
-            raise ConfigError(f"cluster.nccl_algo='{self.nccl_algo}' is unknown"
+            raise ConfigError(f"cluster.nccl_algo={self.nccl_algo!r} is unknown"
                               f"{suggest(self.nccl_algo.lower(), ALGORITHMS)}; known: auto, "
                               f"{', '.join(ALGORITHMS)}")
         if self.nccl_proto not in ("auto",) + PROTOCOLS:
-            raise ConfigError(f"cluster.nccl_proto='{self.nccl_proto}' is unknown; known: auto, "
+            raise ConfigError(f"cluster.nccl_proto={self.nccl_proto!r} is unknown; known: auto, "
                               f"{', '.join(PROTOCOLS)}")
         self._check_topology()
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
@@ -251,7 +251,7 @@ class ClusterConfig:
         name = str(self.topology).strip().lower().replace("_", "-")
         name = TOPOLOGY_ALIASES.get(name, name)
         if name not in TOPOLOGIES:
-            raise ConfigError(f"cluster.topology='{self.topology}' is unknown"
+            raise ConfigError(f"cluster.topology={self.topology!r} is unknown"
                               f"{suggest(name, TOPOLOGIES)}; known: {', '.join(TOPOLOGIES)}")
         object.__setattr__(self, "topology", name)
         require_positive("cluster", nodes_per_leaf=self.nodes_per_leaf)

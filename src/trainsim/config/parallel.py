@@ -30,7 +30,7 @@ V_SCHEDULES = ("zb_v", "dualpipe_v")
 def schedule_name(text: str) -> str:
     key = text.lower().replace("-", "").replace("_", "")
     if key not in SCHEDULE_NAMES:
-        raise ConfigError(f"parallel.pipeline_schedule='{text}' is unknown"
+        raise ConfigError(f"parallel.pipeline_schedule={text!r} is unknown"
                           f"{suggest(text, PIPELINE_SCHEDULES)}; known: "
                           f"{', '.join(PIPELINE_SCHEDULES)} (and torchtitan's GPipe, 1F1B, "
                           "Interleaved1F1B, ZBVZeroBubble, InterleavedZeroBubble, DualPipeV)")
@@ -151,10 +151,10 @@ class ParallelConfig:
         self._check_layout()
         self._check_schedule()
         if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
-            raise ConfigError(f"parallel.cp_comm_type='{self.cp_comm_type}' is unknown; "
+            raise ConfigError(f"parallel.cp_comm_type={self.cp_comm_type!r} is unknown; "
                               "use p2p (ring attention), a2a (Ulysses) or all_gather")
         if self.data_parallel_impl not in DATA_PARALLEL_IMPLS:
-            raise ConfigError(f"parallel.data_parallel_impl='{self.data_parallel_impl}' is "
+            raise ConfigError(f"parallel.data_parallel_impl={self.data_parallel_impl!r} is "
                               f"unknown{suggest(self.data_parallel_impl, DATA_PARALLEL_IMPLS)}; "
                               f"known: {', '.join(DATA_PARALLEL_IMPLS)}")
         if self.zero3_gather is not None and self.zero3_gather not in ZERO3_GATHER:

@@ -109,7 +109,7 @@ class TrainingConfig:
         moments = {"exp_avg_dtype": self.exp_avg_dtype, "exp_avg_sq_dtype": self.exp_avg_sq_dtype}
         for name, value in moments.items():
             if value not in OPTIMIZER_STATE_BYTES:
-                raise ConfigError(f"training.{name}='{value}' is unknown; known: "
+                raise ConfigError(f"training.{name}={value!r} is unknown; known: "
                                   f"{', '.join(OPTIMIZER_STATE_BYTES)}")
             if value != "fp32" and not self.use_precision_aware_optimizer:
                 raise ConfigError(f"training.{name}={value} needs use_precision_aware_optimizer"

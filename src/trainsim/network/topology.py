@@ -160,7 +160,7 @@ def _server(b: _Builder, host: int, gpus: int, scale_up: str, nvlink_bw_Bps: flo
                     nics.append(b.node(f"n{host}.nic{i}", "nic", host))
                     b.duplex(sw, nics[-1], pcie_bw_Bps, pcie_latency_s)
     else:
-        raise ConfigError(f"scale_up='{scale_up}' unknown; use nvswitch or pcie")
+        raise ConfigError(f"scale_up={scale_up!r} unknown; use nvswitch or pcie")
     return nics
 
 
@@ -196,7 +196,7 @@ def _fabric(b: _Builder, host_nics: list[list[int]], nic_bw_Bps: float, rails: b
     if nodes_per_leaf < 1 or oversubscription <= 0 or core_oversubscription <= 0:
         raise ConfigError("nodes_per_leaf must be >= 1 and oversubscription ratios > 0")
     if planes not in ("shared", "isolated"):
-        raise ConfigError(f"planes='{planes}' unknown; use shared or isolated")
+        raise ConfigError(f"planes={planes!r} unknown; use shared or isolated")
     if tiers not in (2, 3):
         raise ConfigError(f"tiers={tiers}: fat-trees here have 2 or 3 tiers")
     hosts = len(host_nics)
@@ -350,7 +350,7 @@ def torus(dims: tuple[int, ...] = (4, 4, 4), dim_bw_Bps: tuple[float, ...] = (10
                     for c in members[i + 1:]:
                         b.duplex(routers[a], routers[c], bw / (k - 1), lat[d])
             else:
-                raise ConfigError(f"torus kind '{kind}' unknown; use ring, switch or "
+                raise ConfigError(f"torus kind {kind!r} unknown; use ring, switch or "
                                   "fully_connected")
     return b.build(name, gpus_per_node)
 
@@ -384,7 +384,7 @@ def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
     spec.pop("source", None)
     builder = spec.pop("builder", None)
     if builder not in BUILDERS:
-        raise ConfigError(f"topology builder '{builder}' unknown; known: {', '.join(BUILDERS)}")
+        raise ConfigError(f"topology builder {builder!r} unknown; known: {', '.join(BUILDERS)}")
     args = dict(_si(k, v) for k, v in {**spec, **overrides}.items())
     known = inspect.signature(BUILDERS[builder]).parameters
     unknown = sorted(set(args) - set(known))
@@ -401,7 +401,7 @@ def load_topology(name: str | Path, **overrides: Any) -> Topology:
     if not path.suffix:
         path = PRESET_DIR / f"{str(name).strip().lower()}.yaml"
         if not path.exists():
-            raise CatalogError(f"unknown topology '{name}'; known: {', '.join(topology_names())}")
+            raise CatalogError(f"unknown topology {name!r}; known: {', '.join(topology_names())}")
     try:
         spec = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:

@@ -203,7 +203,11 @@ def write_db(db: dict[str, Any], out: str | Path, base: dict[str, Any] | None = 
     if errors:
         raise ProfileError("the measured database is invalid: " + "; ".join(errors[:5]))
     out.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(db, indent=1) + "\n"
+    if out.exists() and not out.is_file():  # a device or a pipe (/dev/full): write through it;
+        out.write_text(text)                # replacing it would destroy the device node
+        return db
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(db, indent=1) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, out)
     return db
