@@ -11,7 +11,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from trainsim.catalog import model_dict, names, run_config_from_dict
+from trainsim.catalog import model_dict, names, node, run_config_from_dict
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
@@ -106,7 +106,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     if "lamb" in options:
         training["optimizer"] = "lamb"
     cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
-                               "gpus_per_node": row["gpus_per_node"]}
+                               "gpus_per_node": _cell(row, "gpus_per_node") or _node_size(row)}
     if _cell(row, "nic_gbps_per_gpu"):
         cluster["nic_gbit_s_per_gpu"] = row["nic_gbps_per_gpu"]
     raw = {"model": model, "parallel": parallel, "training": training, "cluster": cluster}
@@ -121,6 +121,17 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
         fused = "fused_kernels" in options or training["dtype"] == "fp8"
         training["attention"] = "flash2" if fused else "unfused"
     return raw, _unknowns(row, profile)
+
+
+def _node_size(row: dict[str, str]) -> int:
+    """GPUs per NVLink domain where the row is silent: the catalog node built around the
+    row's GPU (8 for DGX/HGX, 72 for a GB200 NVL72 rack), at most the row's GPU count."""
+    nodes = (node(n) for n in names("nodes"))
+    size = int(next((n["gpus_per_node"] for n in nodes if n.get("gpu") == row["gpu"]), 8))
+    try:
+        return max(1, min(size, int(row["num_gpus"])))
+    except ValueError:
+        return size  # the config reports the bad GPU count
 
 
 def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
@@ -210,7 +221,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
 
     Memory is checked for every combination (cheap, no simulation); the time is minimised by
     coordinate descent over the feasible set, one field at a time, until no single change
-    helps. If nothing fits, the least-memory setting is returned (and flagged by the caller).
+    helps, once for each recompute choice. If nothing fits, the least-memory setting is returned (and flagged by the caller).
     """
     names = list(unknown)
     feasible: dict[tuple, RunConfig] = {}
@@ -240,16 +251,26 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             times[values] = evaluate(feasible[values])
         return times[values]
 
-    current = next(iter(feasible))
-    improved = True
-    while improved:
-        improved = False
-        for d, name in enumerate(names):
-            for value in unknown[name]:
-                cand = current[:d] + (value,) + current[d + 1:]
-                if cand != current and cand in feasible and cost(cand) < cost(current):
-                    current, improved = cand, True
-    return feasible[current], dict(zip(names, current))
+    def descend(current: tuple, fixed: int | None = None) -> tuple:
+        improved = True
+        while improved:
+            improved = False
+            for d, name in enumerate(names):
+                for value in unknown[name] if d != fixed else ():
+                    cand = current[:d] + (value,) + current[d + 1:]
+                    if cand != current and cand in feasible and cost(cand) < cost(current):
+                        current, improved = cand, True
+        return current
+
+    # recompute is enumerated, the rest descended for each choice: recomputing frees the
+    # memory that deeper interleaving or larger micro-batches need, a pair of changes no
+    # single step of a descent makes
+    d = names.index("recompute") if "recompute" in names else None
+    starts = [next(v for v in feasible if d is None or v[d] == r)
+              for r in (unknown["recompute"] if d is not None else [None])
+              if any(d is None or v[d] == r for v in feasible)]
+    best = min((descend(start, d) for start in starts), key=cost)
+    return feasible[best], dict(zip(names, best))
 
 
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:

@@ -1,0 +1,47 @@
+"""The validator's tuner and its defaults for silent cells."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from trainsim.validate import training
+
+
+def test_an_empty_gpus_per_node_is_the_catalog_node_of_the_gpu():
+    assert training._node_size({"gpu": "gb200", "num_gpus": "256"}) == 72  # NVL72 rack
+    assert training._node_size({"gpu": "h100-sxm-80gb", "num_gpus": "1024"}) == 8
+    assert training._node_size({"gpu": "h100-sxm-80gb", "num_gpus": "4"}) == 4
+
+
+def _fake_configs(monkeypatch, memory, hbm=80.0):
+    """tune() over plain choices: a config is its choice; memory(choice) decides the fit."""
+    def build(raw):
+        choice = dict(raw["parallel"], **raw["training"])
+        return SimpleNamespace(choice=choice, parallel=SimpleNamespace(pp=1),
+                               cluster=SimpleNamespace(gpu=SimpleNamespace(hbm_bytes=hbm)))
+    monkeypatch.setattr(training, "run_config_from_dict", build)
+    monkeypatch.setattr(training, "copies_hidden", lambda cfg: True)
+    monkeypatch.setattr(training, "estimate_stage_memory",
+                        lambda cfg, s: SimpleNamespace(total=memory(cfg.choice)))
+
+
+def test_the_tuner_finds_a_setting_two_single_steps_away(monkeypatch):
+    """Deeper interleaving fits only with recompute, and recompute alone is slower: a descent
+    from (none, vpp 1) never moves, one from the first recompute setting finds (full, vpp 8)."""
+    _fake_configs(monkeypatch, lambda c: 70.0 if c["vpp"] == 1 or c["recompute"] == "full"
+                  else 90.0)
+    times = {("none", 1): 10.0, ("full", 1): 12.0, ("none", 8): 5.0, ("full", 8): 7.0}
+    raw = {"parallel": {}, "training": {}}
+    unknown = {"recompute": ["none", "full"], "vpp": [1, 8]}
+    cfg, choice = training.tune(raw, unknown,
+                                lambda c: times[(c.choice["recompute"], c.choice["vpp"])])
+    assert choice == {"recompute": "full", "vpp": 8}
+
+
+def test_the_tuner_without_a_fitting_setting_returns_the_least_memory(monkeypatch):
+    _fake_configs(monkeypatch, lambda c: 100.0 - c["vpp"])
+    cfg, choice = training.tune({"parallel": {}, "training": {}}, {"vpp": [1, 2]},
+                                lambda c: pytest.fail("nothing fits: nothing is simulated"))
+    assert choice == {"vpp": 2}
