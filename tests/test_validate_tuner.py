@@ -35,13 +35,13 @@ def test_the_tuner_finds_a_setting_two_single_steps_away(monkeypatch):
     times = {("none", 1): 10.0, ("full", 1): 12.0, ("none", 8): 5.0, ("full", 8): 7.0}
     raw = {"parallel": {}, "training": {}}
     unknown = {"recompute": ["none", "full"], "vpp": [1, 8]}
-    cfg, choice = training.tune(raw, unknown,
-                                lambda c: times[(c.choice["recompute"], c.choice["vpp"])])
+    _, choice = training.tune(raw, unknown,
+                              lambda c: times[(c.choice["recompute"], c.choice["vpp"])])
     assert choice == {"recompute": "full", "vpp": 8}
 
 
 def test_the_tuner_without_a_fitting_setting_returns_the_least_memory(monkeypatch):
     _fake_configs(monkeypatch, lambda c: 100.0 - c["vpp"])
-    cfg, choice = training.tune({"parallel": {}, "training": {}}, {"vpp": [1, 2]},
+    _, choice = training.tune({"parallel": {}, "training": {}}, {"vpp": [1, 2]},
                                 lambda c: pytest.fail("nothing fits: nothing is simulated"))
     assert choice == {"vpp": 2}
