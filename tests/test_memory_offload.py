@@ -33,8 +33,8 @@ def test_offloading_keeps_the_activations_of_the_layers_not_offloaded():
     assert offloaded_bytes(off) == pytest.approx(12 * layer)
 
 
-@pytest.mark.parametrize("kwargs", [dict(n=4, pp=2), dict(n=4, recompute="full"),
-                                    dict(n=4, recompute="selective"), dict(n=32), dict(n=-1)])
+@pytest.mark.parametrize("kwargs", [{"n": 4, "pp": 2}, {"n": 4, "recompute": "full"},
+                                    {"n": 4, "recompute": "selective"}, {"n": 32}, {"n": -1}])
 def test_megatron_core_refuses_what_it_cannot_run(kwargs):
     """Megatron-core's transformer_config.py: no offloading with pipeline parallelism or with
     recomputation, and fewer offloaded layers than the model has."""

@@ -8,7 +8,6 @@ from typing import Literal
 from trainsim.config._build import require_positive
 from trainsim.errors import ConfigError
 
-
 OPTIMIZER_STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 """Bytes per element of an optimizer state in each dtype Megatron-core's precision-aware
 optimizer takes (megatron/core/optimizer/optimizer_config.py, core_r0.16)."""

@@ -232,8 +232,7 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     T = tr.micro_batch_size * tr.seq_length / p.cp
     tokens = T / p.tp if p.sequence_parallel else T
-    h, k = m.hidden_size, m.moe_router_topk
-    routed = tokens * k
+    h = m.hidden_size
     recv = _moe_recv(cfg)
     x = gemm_input_bytes(cfg)
     inner = _inner_bytes(cfg, m.expert_ffn_size / p.etp)
