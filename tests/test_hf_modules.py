@@ -66,6 +66,17 @@ def test_compile_fuses_modules_but_keeps_projections():
     assert "k_proj" in [op.name for op in ops]
 
 
+def test_torchtitan_runs_its_own_eager_modules_until_compiled():
+    """torchtitan's Llama: eager RMSNorm, complex RoPE and SwiGLU, separate projections, no
+    autocast (FSDP2 casts the parameters); compile.enable fuses the modules and is faster."""
+    from trainsim.simulator import simulate
+    eager, compiled = cfg("torchtitan", "2024-12"), cfg("torchtitan", "2024-12", compile=True)
+    sh = shard_of(eager)
+    assert sh.eager and sh.split_projections and not sh.autocast
+    assert not shard_of(compiled).eager
+    assert simulate(compiled).iteration_time_s < simulate(eager).iteration_time_s
+
+
 def test_split_projections_sum_their_input_gradients():
     """k_proj and v_proj read q_proj's input, up_proj gate_proj's: autograd adds each extra
     input gradient (one add kernel each: three 16-bit tensors of the input's size)."""
