@@ -45,3 +45,21 @@ def test_the_tuner_without_a_fitting_setting_returns_the_least_memory(monkeypatc
     _, choice = training.tune({"parallel": {}, "training": {}}, {"vpp": [1, 2]},
                                 lambda c: pytest.fail("nothing fits: nothing is simulated"))
     assert choice == {"vpp": 2}
+
+
+def test_a_bug_on_one_row_fails_that_row_only(monkeypatch):
+    """An unexpected exception while simulating a row is that row's error (named as a bug);
+    the file's other rows are still predicted."""
+    import csv
+
+    from trainsim.validate import BUNDLED_DIR
+
+    with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
+        row = next(csv.DictReader(fh))
+
+    def broken(cfg):
+        raise IndexError("list index out of range")
+
+    monkeypatch.setattr(training, "simulate", broken)
+    res = training.predict_training_row(row)
+    assert res.predicted is None and res.error.startswith("internal error: IndexError")

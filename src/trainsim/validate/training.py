@@ -296,6 +296,10 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res
+    except (ArithmeticError, LookupError, TypeError, AttributeError, RecursionError) as exc:
+        # a trainsim bug on this row fails the row, not the file of rows after it
+        res.error = f"internal error: {type(exc).__name__}: {exc} (a trainsim bug; please report)"
+        return res
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}
     kind = _cell(row, "memory_kind")
