@@ -135,6 +135,18 @@ def test_same_paths_notices_a_different_route():
     assert any(ref.path(a, b, k) != other.path(a, b, k) for a, b in pairs for k in range(4))
 
 
+def test_the_flow_limit_admits_a_16384_gpu_ring_and_refuses_its_all_to_all():
+    """A ring's estimate is its template (ranks x channels flows) and a few steps; an
+    all-to-all's every pair of ranks, each routed on its own."""
+    from trainsim.limits import DEFAULTS, flow_steps
+
+    cap = DEFAULTS["TRAINSIM_MAX_FLOWS"]
+    assert flow_steps(16384, 8, "all_reduce", "ring") < cap / 5
+    assert flow_steps(65536, 8, "all_gather", "ring") < cap
+    assert flow_steps(16384, 8, "all_to_all", "direct") > cap
+    assert flow_steps(4096, 8, "all_reduce", "tree") > cap
+
+
 # --- issue 21 acceptance 5 (slow: run with -m slow) -----------------------------------------
 
 @pytest.mark.slow
