@@ -72,6 +72,9 @@ def _concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
     return Priced(tuple(seg for part in parts for seg in part.segments))
 
 
+BEFORE, AFTER = -1, 1 << 60
+"""Schedule-position tags of the tasks placed before any pass and after every pass."""
+
 LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]
 """Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
 ``workload.layers.layer_forward``; ``trainsim capture`` supplies ops recorded from PyTorch."""
@@ -133,10 +136,17 @@ class _TaskGraph:
     """Builds one iteration's tasks: pipeline passes with their sends, then per stage the
     data-parallel gradient reduction, the optimizer step and the parameter all-gather."""
 
-    def __init__(self, cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None) -> None:
+    def __init__(self, cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+                 microbatches: int | None = None) -> None:
         p = cfg.parallel
         self.cfg, self.p, self.pricer = cfg, p, pricer
-        self.pp, self.vpp, self.m = p.pp, p.vpp, cfg.num_microbatches
+        self.pp, self.vpp = p.pp, p.vpp
+        self.m = microbatches or cfg.num_microbatches  # fewer: a truncated steady state
+        self.tags: list[int] = []
+        """Per task: the position in its stage's schedule of the pass it belongs to (BEFORE
+        for tasks placed ahead of the passes, AFTER for the optimizer's), for steady_state."""
+        self.tag = BEFORE
+        self.ends: list[int] = []
         sh = shard_of(cfg)
         self.layer_source = layer_source
         self.chunks = _chunks(cfg, pricer, sh, layer_source)
@@ -213,6 +223,7 @@ class _TaskGraph:
         # a collective on a side stream holds SMs the stage's compute stream then lacks
         share = self.pricer.sm_share.get(stream[1])
         slows = None if share is None else ((stream[0], "compute"), share)
+        self.tags.append(self.tag)
         if isinstance(priced, Priced):
             self.tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced,
                                    slows))
@@ -281,6 +292,7 @@ class _TaskGraph:
                     if has_upstream and upstream not in sent:
                         break  # the stage waits for a pass not yet created
                     deps = [sent[upstream]] if has_upstream else []
+                    self.tag = cursor[s]
                     if ps.kind == "F":
                         if ps.microbatch == 0:
                             deps += first_fwd_deps.get((s, ps.chunk), [])
@@ -348,6 +360,7 @@ class _TaskGraph:
         overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
         Returns the last task of each stage."""
         cfg, p, pp, vpp = self.cfg, self.p, self.pp, self.vpp
+        self.tag = AFTER
         last_compute = {}
         for i, t in enumerate(self.tasks):
             if t.stream[1] == "compute":
@@ -399,41 +412,104 @@ class _TaskGraph:
 def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
                 ) -> tuple[list[Task], list[int]]:
     """The task graph of one iteration; returns tasks and the last task of each stage."""
-    graph = _TaskGraph(cfg, pricer, layer_source)
+    graph = build_graph(cfg, pricer, layer_source)
+    return graph.tasks, graph.ends
+
+
+def build_graph(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None,
+                microbatches: int | None = None) -> _TaskGraph:
+    """The task graph of one iteration (of ``microbatches`` instead of the configured number,
+    for a truncated steady state); ``.tasks``, ``.ends`` (last task of each stage), ``.tags``."""
+    graph = _TaskGraph(cfg, pricer, layer_source, microbatches)
     graph.pipeline()
-    return graph.tasks, graph.optimizer_steps()
+    graph.ends = graph.optimizer_steps()
+    return graph
 
 
-def _breakdown(cfg: RunConfig, tl: Timeline, stage: int, end_task: int,
-               iteration_s: float, origin_s: float = 0.0) -> tuple[dict, dict]:
-    """Attribute the iteration to one stage's timeline: busy categories on its compute stream,
-    gaps by the reason it waited (pipeline bubble, or data-parallel communication), and the
-    wait for slower stages after it finished (bubble too). ``origin_s``: when the stage's
-    iteration starts (its first pass under optimizer post-validation, else 0)."""
-    cats = {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0}
-    bubble = 0.0
-    prev_end = origin_s
-    tasks = tl.tasks
-    dp_side = any(t.stream == (stage, "dp") for t in tasks)
+@dataclass
+class Summary:
+    """What the result needs from an iteration's timeline, per stage: when its last task ends,
+    when its iteration starts, the work on its compute stream, and (for the stages listed)
+    the additive parts of its breakdown (:func:`stage_sums`)."""
+
+    end_s: list[float]
+    origin_s: list[float]
+    busy_s: list[float]
+    sums: dict[int, dict[str, float]]
+
+
+def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
+               stages: list[int]) -> dict[int, dict[str, float]]:
+    """Additive parts of the breakdown of each of ``stages``, in one pass over the tasks: busy
+    categories on its compute stream, gaps by the reason it waited (data-parallel
+    communication, else '_bubble'), '_tail' (its last task's end past its last compute task)
+    and '_end' (that end less the stage's origin)."""
+    tasks, start, end = tl.tasks, tl.start_s, tl.end_s
+    dp_side = {t.stream[0] for t in tasks if t.stream[1] == "dp"}
+    out = {s: {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0,
+               "_bubble": 0.0} for s in stages}
+    prev_end = {s: origin[s] for s in stages}
     for i, t in enumerate(tasks):
-        if t.stream != (stage, "compute"):
+        stage, kind = t.stream
+        if kind != "compute" or stage not in out:
             continue
-        gap = tl.start_s[i] - prev_end
+        cats = out[stage]
+        gap = start[i] - prev_end[stage]
         if gap > 0:
-            waited_on = max(t.deps, key=lambda d: tl.end_s[d], default=None)
+            waited_on = max(t.deps, key=lambda d: end[d], default=None)
             if waited_on is not None and tasks[waited_on].stream == (stage, "dp"):
                 cats[DP] += gap
             else:
-                bubble += gap
+                cats["_bubble"] += gap
         for cat, dur in t.segments:
             cats[cat] = cats.get(cat, 0.0) + dur
         # slowed by collectives running beside it on the data-parallel (or, with overlapped
         # p2p, the pipeline) stream: their SMs' share of its time is exposed communication
-        cats[DP if dp_side else PP] += tl.stretch_s(i)
-        prev_end = tl.end_s[i]
-    tail = tl.end_s[end_task] - prev_end  # exposed parameter all-gather after the step
-    cats[DP] += max(0.0, tail)
-    bubble += iteration_s - (tl.end_s[end_task] - origin_s)
+        cats[DP if stage in dp_side else PP] += max(0.0, end[i] - start[i] - t.duration_s)
+        prev_end[stage] = end[i]
+    for s in stages:
+        out[s]["_tail"] = end[ends[s]] - prev_end[s]  # exposed parameter all-gather after the step
+        out[s]["_end"] = end[ends[s]] - origin[s]
+    return out
+
+
+def summarize(cfg: RunConfig, tl: Timeline, ends: list[int], all_stages: bool = False
+              ) -> Summary:
+    """The summary of a timeline (the breakdown parts of the critical stage, or of all)."""
+    pp = len(ends)
+    origin = [0.0] * pp
+    if cfg.parallel.optimizer_post_validation:  # stages overlap consecutive iterations
+        from trainsim.pipeline import stage_starts
+        origin = stage_starts(tl, pp)
+    busy = [0.0] * pp
+    for t in tl.tasks:
+        if t.stream[1] == "compute":
+            busy[t.stream[0]] += t.duration_s
+    end = [tl.end_s[e] for e in ends]
+    stages = list(range(pp)) if all_stages else [critical_stage(busy, end)]
+    return Summary(end, origin, busy, stage_sums(tl, ends, origin, stages))
+
+
+TIE = 1e-9
+"""Relative difference under which two stages' work (or end times) count as equal: sums of
+the same durations in another order differ in their last bits."""
+
+
+def critical_stage(busy: list[float], end: list[float]) -> int:
+    """The stage that bounds throughput: the most work on its compute stream (ties: the one
+    that finishes last, then the lowest index)."""
+    top = max(busy)
+    tied = [s for s, b in enumerate(busy) if b >= top - TIE * abs(top)]
+    last = max(end[s] for s in tied)
+    return next(s for s in tied if end[s] >= last - TIE * abs(last))
+
+
+def breakdown_of(sums: dict[str, float], iteration_s: float) -> tuple[dict, dict]:
+    """The breakdown of the critical stage from its :func:`stage_sums`: the wait for slower
+    stages after it finished is bubble too."""
+    cats = {k: v for k, v in sums.items() if not k.startswith("_")}
+    cats[DP] += max(0.0, sums["_tail"])
+    bubble = sums["_bubble"] + (iteration_s - sums["_end"])
     total = iteration_s
     exposed = {"tp": cats[TP], "cp": cats[CP], "ep": cats[EP], "pp": cats[PP], "dp": cats[DP]}
     breakdown = {"compute_s": cats[COMPUTE], "exposed_comm_s": sum(exposed.values()),
@@ -471,21 +547,17 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
     ops come from; the analytical builder by default)."""
     check_simulation(cfg)  # bounded work: refuse a run over the task limit before building it
     pricer = Pricer(cfg)
-    tasks, ends = build_tasks(cfg, pricer, layer_source)
-    tl = run(tasks)
-    origin = [0.0] * len(ends)
-    if cfg.parallel.optimizer_post_validation:  # stages overlap consecutive iterations
-        from trainsim.pipeline import stage_starts
-        origin = stage_starts(tl, len(ends))
-    iteration_s = max(tl.end_s[e] - origin[s] for s, e in enumerate(ends))
-    # The stage that bounds throughput: the most work on its compute stream (ties: the one
-    # that finishes last, then the lowest index)
-    busy = [0.0] * len(ends)
-    for t in tl.tasks:
-        if t.stream[1] == "compute":
-            busy[t.stream[0]] += t.duration_s
-    stage = max(range(len(ends)), key=lambda s: (round(busy[s], 12), tl.end_s[ends[s]], -s))
-    breakdown, exposed = _breakdown(cfg, tl, stage, ends[stage], iteration_s, origin[stage])
+    summary, tl = None, None
+    if not keep_timeline:  # the periodic steady state extrapolated, where it is proven
+        from trainsim.steady_state import steady_summary
+        summary = steady_summary(cfg, pricer, layer_source)
+    if summary is None:
+        graph = build_graph(cfg, pricer, layer_source)
+        tl = run(graph.tasks)
+        summary = summarize(cfg, tl, graph.ends)
+    iteration_s = max(e - o for e, o in zip(summary.end_s, summary.origin_s))
+    stage = critical_stage(summary.busy_s, summary.end_s)
+    breakdown, exposed = breakdown_of(summary.sums[stage], iteration_s)
     loading = data_loading_s(cfg, iteration_s)
     iteration_s += loading
     breakdown["data_loading_s"] = loading
@@ -500,9 +572,9 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
         model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
         hardware_flops=hardware_flops_per_iteration(cfg),
         critical_stage=stage,
-        timeline=tl if keep_timeline else None,
+        timeline=tl,
         compute_sources=dict(sorted(pricer.compute.sources.items())),
     )
 
 
-__all__ = ["LayerSource", "Pricer", "build_tasks", "simulate"]
+__all__ = ["LayerSource", "Pricer", "Summary", "build_graph", "build_tasks", "simulate"]
