@@ -330,3 +330,14 @@ def test_a_name_with_a_newline_is_still_one_error_line(section, field, value):
     with pytest.raises(TrainsimError) as exc:
         run_config_from_dict(cfg)
     assert "\n" not in str(exc.value) and "\\n" in str(exc.value)
+
+
+def test_profile_merge_reads_a_bounded_database(tmp_path):
+    """profile --merge reads its --out database up to the size limit (from /dev/full it read
+    endless bytes until the machine ran out of memory)."""
+    from trainsim.profile.run import read_db
+
+    big = tmp_path / "db.json"
+    big.write_bytes(b" " * (17 * 2**20))
+    with pytest.raises(TrainsimError, match="larger than 16 MiB"):
+        read_db(big)

@@ -185,8 +185,12 @@ def _free(torch: Any, dev: Any) -> None:
 
 
 def read_db(path: str | Path) -> dict[str, Any]:
+    """A kernel database, read up to safe_load's size limit (``--merge --out /dev/full`` read
+    the device's endless bytes until the process ran out of memory)."""
+    from trainsim.config.safe_load import read_text
+
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(read_text(path, "kernel database"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"cannot read kernel database {path}: {exc}") from None
 
