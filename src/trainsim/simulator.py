@@ -147,6 +147,8 @@ class _TaskGraph:
         for tasks placed ahead of the passes, AFTER for the optimizer's), for steady_state."""
         self.tag = BEFORE
         self.ends: list[int] = []
+        self._slows: dict[tuple[int, str], tuple] = {}  # stream -> (its Task.slows,)
+        self._known: dict[int, tuple[float, tuple]] = {}  # id(Priced) -> duration, summary
         sh = shard_of(cfg)
         self.layer_source = layer_source
         self.chunks = _chunks(cfg, pricer, sh, layer_source)
@@ -172,6 +174,8 @@ class _TaskGraph:
         if self.fsdp:
             self.gathered = self._blocking_gathers() if p.zero3_gather == "per_parameter" \
                 else self._unit_gather_waits()
+        # (forward, backward) pass of each virtual stage
+        self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
 
     def _unit_gather_waits(self) -> dict[int, tuple[Priced, Priced]]:
         """(forward, backward) wait of each virtual stage for its FSDP units' parameters, each
@@ -221,14 +225,20 @@ class _TaskGraph:
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
         # a collective on a side stream holds SMs the stage's compute stream then lacks
-        share = self.pricer.sm_share.get(stream[1])
-        slows = None if share is None else ((stream[0], "compute"), share)
+        slows = self._slows.get(stream)
+        if slows is None:
+            share = self.pricer.sm_share.get(stream[1])
+            slows = self._slows[stream] = (None if share is None else
+                                           ((stream[0], "compute"), share), )
         self.tags.append(self.tag)
         if isinstance(priced, Priced):
-            self.tasks.append(Task(stream, priced.duration_s, deps, label, priced.summary, priced,
-                                   slows))
+            # every Priced given here stays alive in its task, so its id is its own
+            known = self._known.get(id(priced))
+            if known is None:
+                known = self._known[id(priced)] = (priced.duration_s, priced.summary)
+            self.tasks.append(Task(stream, known[0], deps, label, known[1], priced, slows[0]))
         else:
-            self.tasks.append(Task(stream, priced, deps, label, ((cat, priced),), None, slows))
+            self.tasks.append(Task(stream, priced, deps, label, ((cat, priced),), None, slows[0]))
         return len(self.tasks) - 1
 
     def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
@@ -280,42 +290,55 @@ class _TaskGraph:
         fwd_task: dict[tuple[int, int], int] = {}
         orders = [schedule(s, pp, vpp, self.m) for s in range(pp)]
         cursor = [0] * pp
-        while any(cursor[s] < len(orders[s]) for s in range(pp)):
+        remaining = sum(len(o) for o in orders)
+        while remaining:
             progressed = False
             for s in range(pp):
-                while cursor[s] < len(orders[s]):
-                    ps = orders[s][cursor[s]]
-                    v = ps.chunk * pp + s
-                    upstream = ("F", ps.microbatch, v - 1) if ps.kind == "F" else \
-                        ("B", ps.microbatch, v + 1)
-                    has_upstream = v > 0 if ps.kind == "F" else v < last_v
-                    if has_upstream and upstream not in sent:
-                        break  # the stage waits for a pass not yet created
-                    deps = [sent[upstream]] if has_upstream else []
-                    self.tag = cursor[s]
-                    if ps.kind == "F":
-                        if ps.microbatch == 0:
-                            deps += first_fwd_deps.get((s, ps.chunk), [])
-                        i, out = self.forward(s, v, ps.microbatch, ps.chunk, deps)
-                        fwd_task[(ps.microbatch, v)] = i
+                order, k0 = orders[s], cursor[s]
+                k, n = k0, len(order)
+                while k < n:
+                    kind, mb, chunk = order[k]
+                    v = chunk * pp + s
+                    if kind == "F":
+                        if v > 0:
+                            up = sent.get(("F", mb, v - 1))
+                            if up is None:
+                                break  # the stage waits for a pass not yet created
+                            deps = [up]
+                        else:
+                            deps = []
+                        self.tag = k
+                        if mb == 0:
+                            deps += first_fwd_deps.get((s, chunk), [])
+                        i, out = self.forward(s, v, mb, chunk, deps)
+                        fwd_task[(mb, v)] = i
                     else:
-                        deps.append(fwd_task[(ps.microbatch, v)])
-                        out = self.backward(s, v, ps.microbatch, ps.chunk, deps)
-                    sent[(ps.kind, ps.microbatch, v)] = out
-                    cursor[s] += 1
+                        if v < last_v:
+                            up = sent.get(("B", mb, v + 1))
+                            if up is None:
+                                break
+                            deps = [up, fwd_task[(mb, v)]]
+                        else:
+                            deps = [fwd_task[(mb, v)]]
+                        self.tag = k
+                        out = self.backward(s, v, mb, chunk, deps)
+                    sent[(kind, mb, v)] = out
+                    k += 1
+                if k != k0:
+                    cursor[s] = k
+                    remaining -= k - k0
                     progressed = True
             if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
                 raise RuntimeError("pipeline schedule has a cycle")
 
     def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
-        work = self.gathered[v][0] if v in self.gathered else self.chunks[v].fwd
+        work = self.work[v][0]
         return self.pass_and_send(s, work, deps, f"F mb{mb} c{chunk}",
                                   v < self.pp * self.vpp - 1)
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
-        work = self.gathered[v][1] if v in self.gathered else self.chunks[v].bwd
-        reduces_grads = any(size > 1 for _, _, size in self.groups[s])
-        if mb == self.m - 1 and reduces_grads and not self.fsdp:
+        work = self.work[v][1]
+        if mb == self.m - 1 and not self.fsdp and any(size > 1 for _, _, size in self.groups[s]):
             i = self.split_last_backward(s, v, chunk, deps)
             if v == 0:
                 return i

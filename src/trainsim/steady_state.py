@@ -37,9 +37,8 @@ log = logging.getLogger(__name__)
 MIN_TASKS = 2_000
 """Iterations with fewer pipeline passes than this are simulated in full (a few ms): the
 shortcut is for the long ones, and small runs keep the full loop's last bits."""
-PERIODS_BEFORE_CUT = (2, 4)
-"""Steady periods run A has before the cut, tried in turn until the period is proven (the
-first steady pair of a stage still follows its warm-up, so one is seldom enough)."""
+ATTEMPTS = 2
+"""Truncated lengths tried (one period longer each time) before simulating in full."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
 
 
@@ -62,14 +61,17 @@ def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     q = pp if vpp > 1 else 1  # micro-batches per period (interleaving needs m % pp == 0)
     unit = q * vpp  # steady (F, B) pairs per stage per period
     warm0 = 2 * (pp - 1) + (vpp - 1) * pp if vpp > 1 else pp - 1  # stage 0's, the longest
-    for before in PERIODS_BEFORE_CUT:
-        cut = before * unit  # pair index where B's extra period goes
-        m_a = q * math.ceil((warm0 + cut + unit) / unit)
-        if m_a + q >= m // 2:
+    # A's shortest length: warm-up, one period, a pair more; longer ones give the transient
+    # after warm-up more time. The cut is at stage 0's last steady pair that has a full
+    # period before it (the other stages, warming up less, have more steady pairs after it).
+    m_a = q * math.ceil((warm0 + unit + 1) / unit)
+    for _ in range(ATTEMPTS):
+        if m_a + q > m // 2:
             return None  # not enough to gain: simulate in full
-        summary = _extrapolate(cfg, pricer, layer_source, m_a, q, cut, unit)
+        summary = _extrapolate(cfg, pricer, layer_source, m_a, q, m_a * vpp - warm0, unit)
         if summary is not None:
             return summary
+        m_a += q
     log.debug("steady state not proven for %s; simulating every micro-batch", cfg.model.name)
     return None
 

@@ -8,6 +8,8 @@ zero-bubble, DualPipe) are in ``workload.pipeline_schedules``; ``schedule(..., n
 
 from __future__ import annotations
 
+import functools
+import itertools
 from typing import NamedTuple
 
 
@@ -31,13 +33,7 @@ pass: Qi et al. 2024 Table 1, M_W = 32sbh against M_B = sb(34h + 5as); with Flas
 
 
 def one_f_one_b(stage: int, pp: int, m: int) -> list[Pass]:
-    warmup = min(pp - stage - 1, m)
-    order = [Pass("F", i, 0) for i in range(warmup)]
-    for i in range(m - warmup):
-        order.append(Pass("F", warmup + i, 0))
-        order.append(Pass("B", i, 0))
-    order.extend(Pass("B", i, 0) for i in range(m - warmup, m))
-    return order
+    return _warmup_pairs_cooldown(min(pp - stage - 1, m), *_passes(pp, 1, m))
 
 
 def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int) -> list[Pass]:
@@ -47,32 +43,51 @@ def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int) -> list[Pass]
         warmup = total
     else:
         warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
+    return _warmup_pairs_cooldown(warmup, *_passes(pp, vpp, m))
 
-    def fwd(k: int) -> Pass:
-        group, within = divmod(k, pp * vpp)
-        return Pass("F", group * pp + within % pp, (k // pp) % vpp)
 
-    def bwd(k: int) -> Pass:
-        group, within = divmod(k, pp * vpp)
-        return Pass("B", group * pp + within % pp, vpp - 1 - (k // pp) % vpp)
-
-    order = [fwd(k) for k in range(warmup)]
-    for i in range(total - warmup):
-        order.append(fwd(warmup + i))
-        order.append(bwd(i))
-    order.extend(bwd(k) for k in range(total - warmup, total))
+def _warmup_pairs_cooldown(warmup: int, fwd: tuple[Pass, ...], bwd: tuple[Pass, ...]
+                           ) -> list[Pass]:
+    """``warmup`` forwards, then (forward, backward) pairs, then the remaining backwards."""
+    total = len(fwd)
+    steady = total - warmup
+    order: list[Pass] = [None] * (2 * total)  # type: ignore[list-item]
+    order[:warmup] = fwd[:warmup]
+    order[warmup:warmup + 2 * steady:2] = fwd[warmup:]
+    order[warmup + 1:warmup + 2 * steady:2] = bwd[:steady]
+    order[warmup + 2 * steady:] = bwd[steady:]
     return order
+
+
+@functools.lru_cache(maxsize=64)
+def _passes(pp: int, vpp: int, m: int) -> tuple[tuple[Pass, ...], tuple[Pass, ...]]:
+    """The k-th forward and backward of every rank (the same on all ranks: only the warm-up
+    differs), in Megatron's micro-batch and chunk numbering: groups of pp micro-batches go
+    through the chunks in turn, backwards through them in reverse."""
+    fwd, bwd = [], []
+    for k in range(m * vpp):
+        group, within = divmod(k, pp * vpp)
+        mb, chunk = group * pp + within % pp, (k // pp) % vpp
+        fwd.append(Pass("F", mb, chunk))
+        bwd.append(Pass("B", mb, vpp - 1 - chunk))
+    return tuple(fwd), tuple(bwd)
 
 
 def schedule(stage: int, pp: int, vpp: int, m: int,
              name: str | None = None) -> list[Pass | Overlapped]:
     """One rank's order; ``name``: a ``parallel.pipeline_schedule`` (None: Megatron's)."""
+    return list(_order(stage, pp, vpp, m, name))
+
+
+@functools.lru_cache(maxsize=1024)
+def _order(stage: int, pp: int, vpp: int, m: int, name: str | None) -> tuple[Pass | Overlapped, ...]:
+    """The order, built once per process (a search and the tuner ask for the same ones)."""
     if name is None or name in ("1f1b", "interleaved_1f1b"):
         if vpp > 1:
-            return interleaved_one_f_one_b(stage, pp, vpp, m)
-        return one_f_one_b(stage, pp, m)
+            return tuple(interleaved_one_f_one_b(stage, pp, vpp, m))
+        return tuple(one_f_one_b(stage, pp, m))
     from trainsim.workload.pipeline_schedules import stage_order
-    return list(stage_order(name, stage, pp, vpp, m))
+    return tuple(stage_order(name, stage, pp, vpp, m))
 
 
 def peak_in_flight(order: list[Pass | Overlapped],
@@ -82,6 +97,10 @@ def peak_in_flight(order: list[Pass | Overlapped],
 
     With ``weight`` (chunk -> activation bytes), this is the peak activation memory of a rank.
     """
+    if weight is None and all(type(step) is Pass and step.kind in ("F", "B") for step in order):
+        # whole forwards and backwards, unweighted: counts of +-1, exact in any order
+        return max(0.0, *itertools.accumulate(1.0 if step.kind == "F" else -1.0
+                                              for step in order)) if order else 0.0
     live = peak = 0.0
     for step in order:
         for p in (step if isinstance(step, Overlapped) else (step,)):
