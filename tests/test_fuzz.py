@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from trainsim.catalog import run_config_from_dict
 from trainsim.cli import main
 from trainsim.errors import TrainsimError
+from trainsim.limits import DEFAULTS
 from trainsim.simulator import simulate
 
 FAST = settings(max_examples=120, deadline=timedelta(seconds=20), derandomize=True,
@@ -384,7 +385,10 @@ def check_cli(args: list[str], cli_dir) -> None:
     cwd = os.getcwd()
     os.chdir(cli_dir)
     try:
-        result = CliRunner().invoke(main, args, env={"TRAINSIM_DEBUG": "1"})
+        # each command line starts as a fresh process would: a --max-* flag sets its limit in
+        # the environment, which would otherwise refuse every later example in this process
+        env = {"TRAINSIM_DEBUG": "1", **dict.fromkeys(DEFAULTS)}
+        result = CliRunner().invoke(main, args, env=env)
     finally:
         os.chdir(cwd)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
