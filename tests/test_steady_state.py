@@ -25,7 +25,7 @@ def random_config(rng: random.Random) -> dict:
     heads = 16
     moe = rng.random() < 0.2
     mbs = rng.choice([1, 2])
-    micro = pp * rng.randint(8, 24) if vpp > 1 else rng.randint(3 * pp + 8, 6 * pp + 40)
+    micro = pp * rng.randint(20, 32) if vpp > 1 else rng.randint(8 * pp + 16, 12 * pp + 64)
     layers = pp * vpp * rng.randint(1, 3)
     model = {"name": "tiny", "hidden_size": 64 * heads, "num_layers": layers,
              "num_attention_heads": heads, "num_kv_heads": rng.choice([4, 16]),

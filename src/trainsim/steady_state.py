@@ -66,8 +66,8 @@ def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     # period before it (the other stages, warming up less, have more steady pairs after it).
     m_a = q * math.ceil((warm0 + unit + 1) / unit)
     for _ in range(ATTEMPTS):
-        if m_a + q > m // 2:
-            return None  # not enough to gain: simulate in full
+        if 4 * (m_a + q) > m:
+            return None  # the two runs would cost half the full one or more: simulate in full
         summary = _extrapolate(cfg, pricer, layer_source, m_a, q, m_a * vpp - warm0, unit)
         if summary is not None:
             return summary
