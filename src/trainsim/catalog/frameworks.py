@@ -136,6 +136,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "moe_dispatchers": _nullable(_dispatcher_list),  # MoE token dispatchers the user may pick
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
+    # routing probabilities applied inside the expert, the combine saving no token copies
+    # (Megatron-core >= 0.13, "memory efficient token permutation")
+    "moe_probs_in_expert": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -164,7 +167,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading"}
+             "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
+             "moe_probs_in_expert"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

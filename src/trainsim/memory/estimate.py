@@ -221,6 +221,16 @@ def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
     return T * m.hidden_size * (2 + x + mask) / shared_div + T * _inner_bytes(cfg, width) / p.tp
 
 
+def _probs_in_expert(cfg: RunConfig) -> bool:
+    """Whether the framework applies the routing probabilities inside the expert."""
+    t = cfg.training
+    if not t.framework:
+        return False
+    from trainsim.catalog.frameworks import framework_profile  # data, loaded once per version
+    return framework_profile(t.framework, t.framework_version).supports(
+        "moe_probs_in_expert") is True
+
+
 def _moe_block_bytes(cfg: RunConfig) -> float:
     """Saved tensors of the expert block: norm input, router input and probabilities, the
     permuted tokens each expert GEMM saves, the expert inner tensors and the permuted
@@ -228,7 +238,9 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     the routing probabilities multiply the expert activation's output inside the expert
     (megatron/core/transformer/moe/experts.py ``weighted_bias_swiglu_impl``, which saves the
     fp32 ``permuted_probs``) and the combine is a plain unpermute that saves no token copies
-    (token_dispatcher.py calls ``unpermute`` without probs)."""
+    (token_dispatcher.py calls ``unpermute`` without probs): the framework profile's
+    ``moe_probs_in_expert``. Elsewhere (older Megatron-core, Hugging Face's loop over experts)
+    the combine weighs each expert's output by its probability and keeps those copies."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     T = tr.micro_batch_size * tr.seq_length / p.cp
     tokens = T / p.tp if p.sequence_parallel else T
@@ -238,6 +250,8 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     inner = _inner_bytes(cfg, m.expert_ffn_size / p.etp)
     out = tokens * h * 2 * 2 + tokens * (m.num_experts or 0) * 4  # norm + router in, probs
     out += recv * p.etp * (x * h + inner + 4)  # expert inputs and inner tensors, probs
+    if not _probs_in_expert(cfg):
+        out += recv * p.etp * 2 * h  # the combine's weighted copies of the expert outputs
     if m.moe_shared_expert_intermediate_size:
         shared = m.moe_shared_expert_intermediate_size
         out += T * h * x / (p.tp if p.sequence_parallel else 1) + T * _inner_bytes(cfg, shared) / p.tp
