@@ -595,7 +595,7 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
         model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
         hardware_flops=hardware_flops_per_iteration(cfg),
         critical_stage=stage,
-        timeline=tl,
+        timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute.sources.items())),
     )
 
