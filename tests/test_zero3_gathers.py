@@ -111,3 +111,20 @@ def test_a_rank_gathers_only_its_own_experts():
     units = fsdp_unit_gathers(c, range(4), False, False)
     expert_bytes = sum(op.bytes for unit in units for op in unit if op.group == "edp")
     assert expert_bytes == pytest.approx(2 * stage_param_split(c, 0)[1])
+
+
+def test_fsdp_with_a_chunk_of_only_the_embedding_or_the_head():
+    """A balanced interleaved layout can leave the first and last virtual stages without a
+    transformer layer (the embedding and the loss count as layers): their FSDP gathers have
+    no block to wait for in the backward and the pass is priced once."""
+    import trainsim
+
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"pp": 4, "vpp": 8, "zero_stage": 3, "data_parallel_impl": "fsdp2",
+                     "pipeline_model_parallel_layout": "balanced"},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 32, "gpus_per_node": 8}})
+    ranges = cfg.virtual_stage_layers()
+    assert len(ranges[0]) == 0 and len(ranges[-1]) == 0
+    assert trainsim.simulate(cfg).iteration_time_s > 0

@@ -192,11 +192,13 @@ class _TaskGraph:
             parts = [part.duration_s for part in ch.fwd_parts]
             # forward units: root with the embedding, blocks; the head runs in the last unit
             compute = ([parts[0]] if first or last else []) + parts[1:-1]
-            compute[-1] += parts[-1]
-            blocks = gather[len(gather) - len(layers):][::-1]
+            if len(parts) > 1:  # a chunk of only the embedding or the head is one part
+                compute[-1] += parts[-1]
+            blocks = gather[len(gather) - len(layers):][::-1] if layers else []
             back = [part.duration_s for part in ch.bwd_layers]
-            back[0] += ch.bwd_head.duration_s
-            back[-1] += ch.bwd_tail.duration_s
+            if back:  # a chunk without layers gathers no block for its backward
+                back[0] += ch.bwd_head.duration_s
+                back[-1] += ch.bwd_tail.duration_s
             # exposed waits, plus the SMs the hidden gathers take from the compute beside them
             share = self.pricer.sm_share["dp"]
             exposed = prefetch_exposed_s(gather, compute)
