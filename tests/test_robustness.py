@@ -341,3 +341,28 @@ def test_profile_merge_reads_a_bounded_database(tmp_path):
     big.write_bytes(b" " * (17 * 2**20))
     with pytest.raises(TrainsimError, match="larger than 16 MiB"):
         read_db(big)
+
+
+def test_a_missing_optional_dependency_is_one_line_naming_its_install(monkeypatch, tmp_path):
+    """capture without PyTorch: one error line with the install command, not a traceback."""
+    import builtins
+
+    from click.testing import CliRunner
+
+    from trainsim.cli import main as cli_main
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, '
+                   '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 256}')
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    result = CliRunner().invoke(cli_main, ["capture", str(cfg), "--seq", "64"])
+    assert result.exit_code == 2, result.output
+    assert 'pip install -e ".[torch]"' in result.output
+    assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1

@@ -68,6 +68,13 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
 _SHOW_WARNING = warnings.showwarning
 
 
+#: optional packages a command may import, and how to install each
+OPTIONAL_EXTRAS = {"torch": 'pip install -e ".[torch]"',
+                   "transformers": "pip install transformers",
+                   **{m: 'pip install -e ".[service]"' for m in ("fastapi", "sqlalchemy", "uvicorn")},
+                   "ray": "pip install ray"}
+
+
 class GuardedGroup(click.Group):
     """A click group whose subcommands end in one error line instead of a traceback."""
 
@@ -84,6 +91,12 @@ class GuardedGroup(click.Group):
             raise
         except (TrainsimError, OSError) as exc:  # OSError: a file or directory the user named
             fail(exc)
+        except ModuleNotFoundError as exc:  # an optional dependency this command needs
+            how = OPTIONAL_EXTRAS.get((exc.name or "").split(".")[0])
+            if how is None or os.environ.get("TRAINSIM_DEBUG"):
+                raise
+            fail(ModuleNotFoundError(f"this command needs {exc.name}, which is not installed: "
+                                     f"{how}"))
         except Exception as exc:
             if os.environ.get("TRAINSIM_DEBUG"):
                 raise
