@@ -94,7 +94,7 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 @click.option("--compute-db", default="auto", show_default=True, metavar="auto|none|PATH",
               help="Kernel database pricing kernel and training rows: auto (the one bundled "
-                   "for the row's GPU, scaled from the H100's for other GPUs), none (the "
+                   "for the row's GPU; GPUs without one use the analytic model), none (the "
                    "analytic model alone) or a trainsim profile JSON.")
 def validate(csv_file: str | None, fmt: str, compute_db: str) -> None:
     """Predict every row of a published-measurement CSV and report the error.
