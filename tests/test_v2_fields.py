@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 import trainsim.compute.host as host
-
 from trainsim import simulate
 from trainsim.catalog import run_config_from_dict
 from trainsim.config.layout import even_layout, parse_layout

@@ -10,9 +10,9 @@ from trainsim.catalog import model as catalog_model
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params, layer_tensors
-from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, zero3_tensor_gathers
-from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.ops import Comm, Elementwise
+from trainsim.workload.schedule import prefetch_exposed_s
+from trainsim.workload.sharding import ZERO3_PERSISTENCE_THRESHOLD, zero3_tensor_gathers
 
 
 def cfg(gpus=64, gather=None, recompute="full", framework=None, **training):

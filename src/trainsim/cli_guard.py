@@ -71,7 +71,8 @@ _SHOW_WARNING = warnings.showwarning
 #: optional packages a command may import, and how to install each
 OPTIONAL_EXTRAS = {"torch": 'pip install -e ".[torch]"',
                    "transformers": "pip install transformers",
-                   **{m: 'pip install -e ".[service]"' for m in ("fastapi", "sqlalchemy", "uvicorn")},
+                   **dict.fromkeys(("fastapi", "sqlalchemy", "uvicorn"),
+                                   'pip install -e ".[service]"'),
                    "ray": "pip install ray"}
 
 

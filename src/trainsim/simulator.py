@@ -19,6 +19,7 @@ from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.pricing import COMPUTE, CP, DP, EP, OPT, PP, TP, Priced, Pricer
 from trainsim.result import Result
+from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.layers import (
     Shard,
     backward_of,
@@ -30,7 +31,6 @@ from trainsim.workload.layers import (
     layer_recompute,
     shard_of,
 )
-from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
 from trainsim.workload.sharding import (
@@ -111,7 +111,8 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         mtp_b = head_b + layer_b[last] + pricer.price(backward_of(proj, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers
         head_b = mtp_b * m.mtp_num_layers + head_b
-    emb_f, emb_b = pricer.price(embedding_forward(cfg, sh)), pricer.price(embedding_backward(cfg, sh))
+    emb_f = pricer.price(embedding_forward(cfg, sh))
+    emb_b = pricer.price(embedding_backward(cfg, sh))
     empty = Priced(())
     ranges = cfg.virtual_stage_layers()
     out = {}

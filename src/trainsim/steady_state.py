@@ -114,7 +114,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     sums = {}
     for s in range(pp):
         sa, sb = a.sums[s], b.sums[s]
-        sums[s] = {key: more(sa.get(key, 0.0), sb.get(key, 0.0)) for key in dict.fromkeys([*sb, *sa])}
+        sums[s] = {key: more(sa.get(key, 0.0), sb.get(key, 0.0))
+                   for key in dict.fromkeys([*sb, *sa])}
     return Summary([more(x, y) for x, y in zip(a.end_s, b.end_s)],
                    [more(x, y) for x, y in zip(a.origin_s, b.origin_s)],
                    [more(x, y) for x, y in zip(a.busy_s, b.busy_s)], sums)

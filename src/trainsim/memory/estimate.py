@@ -224,11 +224,13 @@ def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
 def _probs_in_expert(cfg: RunConfig) -> bool:
     """Whether the framework applies the routing probabilities inside the expert."""
     t = cfg.training
-    if not t.framework:
-        return False
-    from trainsim.catalog.frameworks import framework_profile  # data, loaded once per version
-    return framework_profile(t.framework, t.framework_version).supports(
-        "moe_probs_in_expert") is True
+    return bool(t.framework) and _profile_probs_in_expert(t.framework, t.framework_version)
+
+
+@functools.cache
+def _profile_probs_in_expert(framework: str, version: str | None) -> bool:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+    return framework_profile(framework, version).supports("moe_probs_in_expert") is True
 
 
 def _moe_block_bytes(cfg: RunConfig) -> float:
@@ -254,7 +256,8 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
         out += recv * p.etp * 2 * h  # the combine's weighted copies of the expert outputs
     if m.moe_shared_expert_intermediate_size:
         shared = m.moe_shared_expert_intermediate_size
-        out += T * h * x / (p.tp if p.sequence_parallel else 1) + T * _inner_bytes(cfg, shared) / p.tp
+        sp = p.tp if p.sequence_parallel else 1
+        out += T * h * x / sp + T * _inner_bytes(cfg, shared) / p.tp
     return out
 
 
@@ -325,7 +328,8 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         # kept beside the first layer's (no layer checkpoints them)
         per = (1.0 if m.hidden_dropout > 0 else 0.0) + (2.0 if m.embedding_norm else 0.0)
         tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
-        chunk_bytes[held.index(0)] += tokens * m.hidden_size * per / (p.tp if p.sequence_parallel else 1)
+        sp = p.tp if p.sequence_parallel else 1
+        chunk_bytes[held.index(0)] += tokens * m.hidden_size * per / sp
     if p.data_parallel_impl == "deepspeed" and p.pp > 1 and stage < p.pp - 1:
         # DeepSpeed's PipelineEngine keeps each in-flight micro-batch's stage output in its
         # pipe buffers until that micro-batch's backward, as a 1/tp slice when tp > 1

@@ -86,6 +86,7 @@ class Bounds:
                compute_only)
         hit = self._passes.get(key)
         if hit is None:
+            from trainsim.pricing import COMPUTE
             from trainsim.simulator import Pricer
             from trainsim.workload.layers import (
                 backward_of,
@@ -97,8 +98,6 @@ class Bounds:
                 layer_recompute,
                 shard_of,
             )
-
-            from trainsim.pricing import COMPUTE
 
             pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
 

@@ -221,7 +221,8 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
 
     Memory is checked for every combination (cheap, no simulation); the time is minimised by
     coordinate descent over the feasible set, one field at a time, until no single change
-    helps, once for each recompute choice. If nothing fits, the least-memory setting is returned (and flagged by the caller).
+    helps, once for each recompute choice. If nothing fits, the least-memory setting is
+    returned (and flagged by the caller).
     """
     names = list(unknown)
     feasible: dict[tuple, RunConfig] = {}
