@@ -80,6 +80,9 @@ class Pricer:
         }
         # CUDA graphs replay each layer's kernels without the host (compute.host)
         self.host_s_per_kernel = 0.0 if cfg.training.cuda_graphs else host.HOST_S_PER_KERNEL
+        self.blocking = cfg.training.cuda_launch_blocking
+        """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
+        compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
@@ -123,6 +126,9 @@ class Pricer:
             if isinstance(op, Comm):
                 t = self.comm_time(op)
                 cat = {"tp": TP, "cp": CP, "pp": PP, "ep": EP, "etp": EP}.get(op.group, DP)
+                if self.blocking:  # the launch returns when the collective is done
+                    add((cat, t, op.name), op)
+                    continue
                 if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
                     pooled.append(((cat, t, op.name), op))
                     continue
@@ -145,7 +151,8 @@ class Pricer:
         for (cat, t, name), op in pooled:
             add((cat, self.hidden_behind(t, budget), name), op)
             budget = max(0.0, budget - t)
-        idle = host.exposed_s(order, [seg[1] for seg in segs], self.host_s_per_kernel)
+        idle = host.exposed_s(order, [seg[1] for seg in segs], self.host_s_per_kernel,
+                              self.blocking)
         if idle > 0.0:
             add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
         return Priced(tuple(segs)), order

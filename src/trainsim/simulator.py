@@ -403,7 +403,9 @@ class _TaskGraph:
             for c in range(0 if self.fsdp else vpp):
                 ready = self.last_bwd.get(c * pp + s, [last])
                 for k, r in enumerate(ready):
-                    dep = r if p.overlap_grad_reduce else last
+                    # CUDA_LAUNCH_BLOCKING: the backward cannot go on beside a reduction
+                    overlap = p.overlap_grad_reduce and not cfg.training.cuda_launch_blocking
+                    dep = r if overlap else last
                     buckets.append((dep, c, k, len(ready)))
             for dep, c, k, n_ready in sorted(buckets):
                 for params, group, size in self.groups[s]:

@@ -56,11 +56,16 @@ def launches(op: Op) -> int:
     raise TypeError(op)  # pragma: no cover - exhaustive
 
 
-def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float) -> float:
+def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
+              blocking: bool = False) -> float:
     """GPU idle time waiting for the host over ``ops`` (issued in order, each taking
-    ``gpu_s[i]`` on the GPU once started). ``per_kernel_s`` 0 (CUDA graphs) exposes nothing."""
+    ``gpu_s[i]`` on the GPU once started). ``per_kernel_s`` 0 (CUDA graphs) exposes nothing.
+    ``blocking`` (``CUDA_LAUNCH_BLOCKING=1``): every launch returns when its kernel is done, so
+    each op waits for the GPU before its launch and no launch is ahead, not even the first."""
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
+    if blocking:
+        return per_kernel_s * sum(launches(op) for op in ops)
     host = -launches(ops[0]) * per_kernel_s  # the first op was launched ahead
     gpu = 0.0
     for op, busy in zip(ops, gpu_s):

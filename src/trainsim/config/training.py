@@ -64,6 +64,12 @@ class TrainingConfig:
     cuda_graphs: bool = False
     """Capture each layer's kernels in CUDA graphs (Megatron-core --enable-cuda-graph, NeMo
     ``enable_cuda_graph``): kernels launch without the host's per-kernel cost."""
+    cuda_launch_blocking: bool = False
+    """Run with ``CUDA_LAUNCH_BLOCKING=1``: every kernel launch (NCCL's included) returns only
+    when the kernel has finished, so the host's per-kernel cost adds to the GPU's instead of
+    hiding behind queued kernels, and nothing overlaps across streams. A debugging switch that
+    some runs kept as a workaround (BigScience's BLOOM-176B launch script: "do not remove or
+    the training will hang")."""
     expandable_segments: bool = False
     """PyTorch's caching allocator with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
     (torch >= 2.1): segments grow in place, so freed blocks are not stranded between fixed

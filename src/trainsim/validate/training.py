@@ -35,7 +35,8 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "dp_overlap": ("parallel", ("overlap_grad_reduce", "overlap_param_gather")),
                  "ep_overlap": ("parallel", ("moe_overlap_ep_comm",)),
                  "cuda_graphs": ("training", ("cuda_graphs",)),
-                 "compile": ("training", ("compile",))}
+                 "compile": ("training", ("compile",)),
+                 "launch_blocking": ("training", ("cuda_launch_blocking",))}
 KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb"}
 # format v2 column -> (section, config field), copied when the cell is not empty
 COLUMN_FIELDS = {
