@@ -150,3 +150,38 @@ def test_deepspeed_bf16_optimizer_keeps_fp32_gradients_of_every_parameter():
     assert s.step == () and s.persistent == ()
     fp16 = model_state(cfg_of(impl="deepspeed", zero=1, dp=dp, dtype="fp16", fp32_grads=False), 0)
     assert fp16.gradients == pytest.approx(2 * P) and fp16.step
+
+
+def _titan(pp: int, version: str = "2024-12"):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 1, "pp": pp, "zero_stage": 3, "data_parallel_impl": "fsdp2"},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "bf16", "grad_reduce_in_fp32": True,
+                     "framework": "torchtitan", "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8 * pp, "gpus_per_node": 8},
+    })
+
+
+def test_torchtitan_fsdp_under_pipeline_keeps_the_stage_unsharded():
+    """torchtitan applies fully_shard(reshard_after_forward=False) when PP is on
+    (parallelisms/parallelize_llama.py apply_fsdp, 2024-07 on), and torch.distributed.pipelining
+    (stage.py backward_maybe_with_nosync) turns off gradient sync and reshard-after-backward
+    until the last micro-batch, so FSDP2 keeps each unsharded 16-bit gradient as an fp32
+    accumulator (_fsdp_param.py to_accumulated_grad_if_needed): through the schedule a rank
+    holds its fp32 shard (4 P/dp), the stage's 16-bit parameters (2 P) and fp32 gradients (4 P);
+    the step holds the fp32 gradient shard (4 P/dp) instead. Without PP the units reshard."""
+    dp = 8
+    cfg = _titan(pp=2)
+    P = stage_params(cfg, 0)
+    s = model_state(cfg, 0)
+    assert s.weights == pytest.approx(4 * P / dp + 2 * P)
+    assert s.gradients == pytest.approx(4 * P)
+    assert s.optimizer == pytest.approx(8 * P / dp)
+    assert s.step_gradients == pytest.approx(4 * P / dp)
+    flat = model_state(_titan(pp=1), 0)
+    P1 = stage_params(_titan(pp=1), 0)
+    assert flat.weights == pytest.approx(4 * P1 / dp) and flat.gradients == pytest.approx(4 * P1 / dp)
+    # before torchtitan had pipeline parallelism (2024-04 profile) the mechanism is not selected
+    old = model_state(_titan(pp=2, version="2024-05"), 0)
+    assert old.gradients == pytest.approx(4 * P / dp)

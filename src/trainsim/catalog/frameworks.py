@@ -139,6 +139,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
     "moe_probs_in_expert": _nullable(_bool),
+    # with pipeline parallelism every FSDP unit stays unsharded from its first forward to the
+    # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
+    # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
+    "fsdp_pp_unsharded": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -168,7 +172,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
-             "moe_probs_in_expert"}
+             "moe_probs_in_expert", "fsdp_pp_unsharded"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

@@ -29,6 +29,7 @@ weight copies (weight and transpose) to the 16-bit ones.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
@@ -49,6 +50,18 @@ row-wise copy and the dgrad GEMM the column-wise (transposed) one; blockwise add
 per 128x128 block, MXFP8 one E8M0 byte per 32 elements. On Blackwell the per-tensor recipes need
 no transposed copy (TE checks the architecture before it makes one). TransformerEngine@v2.4
 transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxfp8_tensor.py."""
+
+
+@functools.cache
+def _profile_feature(framework: str, version: str | None, feature: str) -> bool:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+    return framework_profile(framework, version).supports(feature) is True
+
+
+def _feature(cfg: RunConfig, feature: str) -> bool:
+    """Whether the config's framework profile has the memory mechanism ``feature``."""
+    t = cfg.training
+    return bool(t.framework) and _profile_feature(t.framework, t.framework_version, feature)
 
 
 def _blackwell(cfg: RunConfig) -> bool:
@@ -214,6 +227,15 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     p, t = cfg.parallel, cfg.training
     g = 4.0 if t.grad_reduce_in_fp32 else 2.0
     unit = _unit_params(cfg)
+    if p.pp > 1 and p.zero_stage >= 3 and _feature(cfg, "fsdp_pp_unsharded"):
+        # every unit of the stage stays gathered from its first forward to the last
+        # micro-batch's backward, and each backward adds its 16-bit gradients into an unsharded
+        # accumulator of the reduce dtype (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed,
+        # accumulate_unsharded_grad_if_needed); the reduce-scatter after the last backward
+        # leaves the fp32 gradient shard for the step and frees both
+        return ModelState(4.0 * sharded + 2.0 * held, g * held, _optimizer_bytes(cfg) * sharded,
+                          backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
+                          step_gradients=4.0 * sharded)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
     weights = 4.0 * sharded
     if p.zero_stage >= 3:
