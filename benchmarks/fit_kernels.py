@@ -21,9 +21,14 @@ Constants fitted (their names in ``trainsim.compute.roofline``):
   cudnn), ``FLASH1_OF_FLASH2``,
   ``ATTN_ROW_OVERHEAD_KEYS`` (forward and ``_BWD``) and ``SOFTMAX_EXP_EXPOSED`` (Nelder-Mead on the mean absolute
   relative error of the time).
+* Grouped GEMMs: ``GROUPED_OF_GEMM`` of each one-kernel implementation family (cutlass,
+  triton, deepgemm), each by golden-section search on the rows of that family. The
+  ``gemm_grouped`` and ``moe_block`` rows measure the same kernels, so they are split and
+  fitted together (one domain, ``grouped``); per-expert cuBLAS (``multi_stream``, ``loop``)
+  has no constant of its own.
 
-Grouped GEMMs, MoE blocks and memory-bound kernels are not fitted here: every such row is
-held out and reported. The loss is the mean absolute relative error of the kernel time.
+Memory-bound kernels are not fitted here: every such row is held out and reported. The loss
+is the mean absolute relative error of the kernel time.
 """
 
 from __future__ import annotations
@@ -100,7 +105,20 @@ def load(files: Sequence[Path]) -> list[Row]:
     return rows
 
 
-FITTED = ("gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd")
+FITTED = ("gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd", "grouped")
+DOMAIN = {"gemm_grouped": "grouped", "moe_block": "grouped"}
+"""Kinds whose rows inform the same constants, split and fitted as one."""
+
+
+def domain(r: Row) -> str:
+    return DOMAIN.get(r.kind, r.kind)
+
+
+def grouped_family(r: Row) -> str | None:
+    """The one-kernel grouped implementation a row's GEMMs run (None: not one)."""
+    impls = {op.grouped for op in r.ops if getattr(op, "grouped", "")}
+    impls &= set(roofline.GROUPED_OF_GEMM)
+    return impls.pop() if len(impls) == 1 else None
 
 
 def _hash_order(names: set[str]) -> list[str]:
@@ -113,7 +131,7 @@ def split(rows: list[Row]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     by_kind: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
-        by_kind[r.kind][r.source] += 1
+        by_kind[domain(r)][r.source] += 1
     for kind, counts in by_kind.items():
         total, held = sum(counts.values()), 0
         largest = max(counts, key=lambda s: counts[s])
@@ -129,7 +147,7 @@ def split(rows: list[Row]) -> dict[str, set[str]]:
         for src in set(counts) - out[kind]:  # each source left in the fit, by shape family
             fams: dict[str, int] = defaultdict(int)
             for r in rows:
-                if r.kind == kind and r.source == src:
+                if domain(r) == kind and r.source == src:
                     fams[r.family] += 1
             held = 0
             for fam in _hash_order(set(fams)):
@@ -141,7 +159,7 @@ def split(rows: list[Row]) -> dict[str, set[str]]:
 
 
 def is_held(r: Row, held: dict[str, set[str]]) -> bool:
-    groups = held.get(r.kind, set())
+    groups = held.get(domain(r), set())
     return r.source in groups or f"{r.source}|{r.family}" in groups
 
 
@@ -248,7 +266,18 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
         return float(np.mean(ape(attn)))
 
     set_attention(nelder_mead(attn_loss, attention_params()))
-    return {"GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
+    for impl in roofline.GROUPED_OF_GEMM:  # after the tile overhead they build on
+        fam = [r for r in train if domain(r) == "grouped" and grouped_family(r) == impl]
+        if not fam:
+            continue
+
+        def grouped_loss(x: float, fam: list[Row] = fam, impl: str = impl) -> float:
+            roofline.GROUPED_OF_GEMM[impl] = x
+            return float(np.mean(ape(fam)))
+
+        roofline.GROUPED_OF_GEMM[impl] = round(golden(grouped_loss, 0.2, 1.5, tol=0.005), 2)
+    return {"GROUPED_OF_GEMM": dict(roofline.GROUPED_OF_GEMM),
+            "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
                                   for k, v in roofline.ATTENTION_OF_GEMM.items()},
             "FLASH1_OF_FLASH2": round(roofline.FLASH1_OF_FLASH2, 2),
@@ -262,8 +291,8 @@ def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, s
     errors = ape(rows)
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r, e in zip(rows, errors):
-        part = "held-out" if is_held(r, held) or r.kind not in FITTED else "fit"
-        if f"{r.source}|{r.family}" in held.get(r.kind, set()):
+        part = "held-out" if is_held(r, held) or domain(r) not in FITTED else "fit"
+        if f"{r.source}|{r.family}" in held.get(domain(r), set()):
             part = "held-out family"  # of a source whose other families are fitted
         kind = "attention" if r.kind.startswith("attention") else r.kind
         groups[(kind, r.gpu, part)].append(float(e))
@@ -281,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(rows)} kernel rows; held out: {n_held} "
           f"({n_held / len(rows):.0%}); per kind:")
     for kind, srcs in sorted(held.items()):
-        n = sum(r.kind == kind for r in rows)
-        k = sum(r.kind == kind and is_held(r, held) for r in rows)
+        n = sum(domain(r) == kind for r in rows)
+        k = sum(domain(r) == kind and is_held(r, held) for r in rows)
         print(f"  {kind}: {k}/{n} held out ({', '.join(sorted(srcs)) or '-'})")
     if not args.no_fit:
         for name, value in fit(rows, held).items():

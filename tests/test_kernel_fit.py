@@ -61,9 +61,9 @@ def fit_script():
 def test_fit_holds_out_a_fifth_of_each_fitted_kind_by_source(fit_script):
     rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
     held = fit_script.split(rows)
-    for kind in ("gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd"):
-        n = sum(r.kind == kind for r in rows)
-        out = sum(r.kind == kind and fit_script.is_held(r, held) for r in rows)
+    for kind in fit_script.FITTED:
+        n = sum(fit_script.domain(r) == kind for r in rows)
+        out = sum(fit_script.domain(r) == kind and fit_script.is_held(r, held) for r in rows)
         assert out >= 0.2 * n and out < n
 
 
@@ -75,7 +75,7 @@ def test_no_source_is_fitted_on_more_than_four_fifths_of_its_rows(fit_script):
     for kind in fit_script.FITTED:
         counts: dict[str, list[int]] = {}
         for r in rows:
-            if r.kind == kind:
+            if fit_script.domain(r) == kind:
                 c = counts.setdefault(r.source, [0, 0])
                 c[0] += 1
                 c[1] += fit_script.is_held(r, held)
@@ -84,7 +84,7 @@ def test_no_source_is_fitted_on_more_than_four_fifths_of_its_rows(fit_script):
         # a family is held out whole or not at all
         fams: dict[str, set[bool]] = {}
         for r in rows:
-            if r.kind == kind:
+            if fit_script.domain(r) == kind:
                 fams.setdefault(f"{r.source}|{r.family}", set()).add(fit_script.is_held(r, held))
         assert all(len(v) == 1 for v in fams.values())
 
@@ -104,6 +104,7 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
              roofline.AMPERE_KERNEL_ON_HOPPER, roofline.FLASH1_OF_FLASH2,
              roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.SOFTMAX_EXP_EXPOSED,
              roofline.ATTN_ROW_OVERHEAD_KEYS_BWD)
+    grouped = dict(roofline.GROUPED_OF_GEMM)
     try:
         rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
         fitted = fit_script.fit(rows, fit_script.split(rows))
@@ -113,6 +114,8 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
          roofline.SOFTMAX_EXP_EXPOSED, roofline.ATTN_ROW_OVERHEAD_KEYS_BWD) = saved
         roofline.ATTENTION_OF_GEMM.clear()
         roofline.ATTENTION_OF_GEMM.update(attn)
+        roofline.GROUPED_OF_GEMM.update(grouped)
+    assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
     assert fitted["GEMM_TILE_OVERHEAD_K"] == pytest.approx(saved[1], rel=0.05)
     for impl, pair in fitted["ATTENTION_OF_GEMM"].items():
         assert pair == pytest.approx(saved[0][impl], rel=0.05)

@@ -167,12 +167,15 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "cuda_graphs": _nullable(_bool),
     "attention_dropout": _nullable(_prob),
     "hidden_dropout": _nullable(_prob),
+    # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
+    "grouped_gemm": _nullable(_enum(("multi_stream", "loop", "cutlass", "triton", "deepgemm"))),
 }
 
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
-             "moe_probs_in_expert", "fsdp_pp_unsharded"}
+             "moe_probs_in_expert", "grouped_gemm",
+             "fsdp_pp_unsharded"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

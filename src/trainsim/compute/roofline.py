@@ -97,6 +97,63 @@ SPLIT_K_MIN = 512
 GPU has SMs, keeping each split at least this deep (the fit is flat from 256 to 1,024)."""
 
 
+GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.70, "deepgemm": 1.03}
+"""Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
+GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
+on their own, the tiles of every group spread over the SMs together) and the dense tile
+overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and the Triton MoE
+kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kernel) while
+DeepGEMM's grouped kernels run at its dense rate (DeepGEMM README). Fitted by
+``benchmarks/fit_kernels.py`` (its held-out sources excluded). Per-expert cuBLAS GEMMs
+(``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no fraction."""
+GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
+"""GEMMs in flight at once for implementations that launch one GEMM per group: Transformer
+Engine's ``GroupedLinear`` issues each expert's cuBLAS GEMM on one of 4 compute streams in
+turn (TransformerEngine common/util/multi_stream.cpp ``num_compute_streams = 4``,
+common/gemm/cublaslt_gemm.cu ``multi_stream_cublas_gemm``); a plain loop runs one at a time."""
+
+
+def _group_row_tiles(op: Gemm) -> float:
+    """Row tiles one group launches: ragged groups (dropless routing) hold ``m`` rows on
+    average, their last tile half full on average (at least one tile)."""
+    if op.ragged:
+        return max(1.0, op.m / TILE + 0.5)
+    return float(math.ceil(op.m / TILE))
+
+
+def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
+    """Fraction of the GEMM ceiling a grouped GEMM reaches: useful rows over launched row
+    tiles, whole waves, each tile's fixed cost. One-kernel implementations spread every
+    group's tiles over the SMs together (no split-k) at ``GROUPED_OF_GEMM`` of the dense
+    rate; per-group GEMMs (``GROUPED_STREAMS``) are tiled each on its own, ``streams`` of
+    them sharing the SMs at a time (split-k where their tiles leave SMs idle), in
+    ``ceil(groups / streams)`` rounds."""
+    sms = gpu.num_sms
+    row_tiles = _group_row_tiles(op)
+    useful = op.m / TILE / row_tiles
+    overhead_k = GEMM_TILE_OVERHEAD_K * gpu.gemm_ceiling(op.dtype) / gpu.gemm_ceiling("bf16")
+    n_tiles = math.ceil(op.n / TILE)
+    streams = GROUPED_STREAMS.get(op.grouped)
+    if streams is None:
+        waves = op.batch * row_tiles * n_tiles / sms
+        return (useful * waves / math.ceil(waves) * op.k / (op.k + overhead_k)
+                * GROUPED_OF_GEMM[op.grouped])
+    together = min(streams, op.batch)
+    tiles = together * row_tiles * n_tiles
+    split = max(1, min(int(sms // tiles), op.k // SPLIT_K_MIN)) if tiles < sms else 1
+    waves = tiles * split / sms
+    k = op.k / split
+    rounds = op.batch / together
+    return (useful * waves / math.ceil(waves) * k / (k + overhead_k)
+            * rounds / math.ceil(rounds))
+
+
+def grouped_launches(op: Gemm) -> int:
+    """Kernels a GEMM op launches one after another on the GPU (each pays ``LAUNCH_S``)."""
+    streams = GROUPED_STREAMS.get(op.grouped)
+    return math.ceil(op.batch / streams) if streams else 1
+
+
 def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
     """An NVIDIA GPU of the Hopper generation or later: fp8 tensor cores arrived with Hopper's
     ``wgmma`` (an fp8-capable Ada GPU would be misread as one; the catalog holds none)."""
@@ -133,7 +190,10 @@ class RooflineModel:
 
     def gemm_efficiency(self, op: Gemm) -> float:
         """Fraction of the GEMM ceiling left after wave quantization (with split-k when the
-        tiles cannot fill the GPU) and each tile's fixed prologue and epilogue."""
+        tiles cannot fill the GPU) and each tile's fixed prologue and epilogue; a grouped
+        GEMM's by its implementation (``compute.grouped``)."""
+        if op.grouped:
+            return grouped_efficiency(self.gpu, op)
         sms = self.gpu.num_sms
         tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
         split = max(1, min(sms // tiles, op.k // SPLIT_K_MIN)) if tiles < sms else 1
@@ -153,7 +213,7 @@ class RooflineModel:
         bw = self.gpu.hbm_bw_Bps * HBM_EFFICIENCY
         if isinstance(op, Gemm):
             ceiling = self.gpu.gemm_ceiling(op.dtype) * self.gemm_efficiency(op)
-            return max(op.flops / ceiling, op.bytes / bw) + LAUNCH_S
+            return max(op.flops / ceiling, op.bytes / bw) + LAUNCH_S * grouped_launches(op)
         if isinstance(op, Attention):
             peak = self.gpu.gemm_ceiling("bf16")
             if op.impl == "unfused":  # batched GEMMs for QK^T and AV plus softmax round trips

@@ -26,7 +26,7 @@ from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell
 from trainsim.workload.elementwise import memory_op
 from trainsim.workload.layers import _moe_block, shard_of
-from trainsim.workload.ops import DTYPE_BYTES, Attention, Elementwise, Gemm, Op
+from trainsim.workload.ops import DTYPE_BYTES, Attention, Elementwise, Gemm, GroupedImpl, Op
 
 KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
                    "measured_unit"]
@@ -48,6 +48,32 @@ ATTENTION_IMPL = {
 """Kernel library named in a row -> the simulator's ``AttentionImpl``."""
 
 _NOTE_IMPL = re.compile(r"\bimpl=([\w.-]+)")
+
+GROUPED_IMPL = {
+    "cublas": "loop", "te": "multi_stream", "transformer_engine": "multi_stream",
+    "cutlass": "cutlass", "torch": "cutlass", "triton": "triton", "liger": "triton",
+    "vllm": "triton", "deepgemm": "deepgemm",
+}
+"""Kernel library of a grouped-GEMM or MoE-block row -> ``workload.ops.GroupedImpl``: cuBLAS
+runs one GEMM per group (tgale96/grouped_gemm's cuBLAS mode loops over the experts);
+``torch._grouped_mm`` is PyTorch's CUTLASS grouped kernel (aten GroupMM.cu); Liger's and
+vLLM's fused MoE are Triton kernels. A note naming ``torch._grouped_mm`` overrides the column
+(VeOmni's rows compare it with its Triton kernel under one implementation)."""
+_GROUPED_MM = re.compile(r"torch\._grouped_mm")
+_RAGGED = re.compile(r"unequal|random offsets|skew", re.I)
+"""A grouped-GEMM row whose groups differ in size (the ``groups`` column gives equal ones)."""
+
+
+def grouped_impl(row: dict[str, str]) -> str:
+    """The grouped-GEMM implementation a ``gemm_grouped`` or ``moe_block`` row measured."""
+    if _GROUPED_MM.search(row.get("note") or ""):
+        return "cutlass"
+    lib = implementation(row)
+    impl = GROUPED_IMPL.get(lib)
+    if impl is None:
+        raise ConfigError(f"unknown grouped-GEMM implementation {lib!r}; known: "
+                          f"{', '.join(sorted(GROUPED_IMPL))}")
+    return impl
 
 L2_RESIDENT = re.compile(r"\bL2-resident\b")
 """A note marking a memory-bound measurement whose working set stayed in L2 (shared
@@ -120,7 +146,7 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
                     cluster=ClusterConfig(gpu=catalog_gpu(row["gpu"]), num_gpus=1,
                                           gpus_per_node=1))
     ops: list[Op] = []
-    _moe_block(ops, cfg, shard_of(cfg))
+    _moe_block(ops, cfg, shard_of(cfg), grouped=grouped_impl(row))  # type: ignore[arg-type]
     return [op for op in ops if op.name not in MOE_ROUTER_OPS]
 
 
@@ -174,9 +200,14 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     dtype = _dtype(row)
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
-        groups = _int(row, "groups") if kind == "gemm_grouped" else 1
-        # m counts the rows of all groups; equal groups run as one batched GEMM
-        return [Gemm(kind, math.ceil(m / groups), n, k, dtype, groups)], 2.0 * m * n * k
+        if kind == "gemm":
+            return [Gemm(kind, m, n, k, dtype)], 2.0 * m * n * k
+        # m counts the rows of all groups, equal unless the note says they differ
+        groups = _int(row, "groups")
+        ragged = bool(_RAGGED.search(row.get("note") or ""))
+        impl: GroupedImpl = grouped_impl(row)  # type: ignore[assignment]
+        op = Gemm(kind, math.ceil(m / groups), n, k, dtype, groups, grouped=impl, ragged=ragged)
+        return [op], 2.0 * m * n * k
     if kind.startswith("attention_"):
         b, s, h = _int(row, "batch"), _int(row, "seq_len"), _int(row, "heads")
         fwd_flops = 4.0 * b * s * s * h * _int(row, "head_dim") * (0.5 if _causal(row) else 1.0)

@@ -8,6 +8,7 @@ after each block; norms and dropout on s/t tokens).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -26,6 +27,7 @@ from trainsim.workload.ops import (
     Comm,
     Elementwise,
     Gemm,
+    GroupedImpl,
     Op,
 )
 
@@ -113,7 +115,7 @@ turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
 
 
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
-          shares_input: bool = False) -> None:
+          shares_input: bool = False, grouped: GroupedImpl = "", ragged: bool = False) -> None:
     if sh.autocast:
         cast = batch * n * k * AUTOCAST_CAST_BYTES
         ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
@@ -123,7 +125,8 @@ def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: in
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * sh.fp8_cast_bytes,
                                kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
-    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input))
+    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
+                    grouped=grouped, ragged=ragged))
 
 
 def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
@@ -278,12 +281,17 @@ reductions) and the device-to-host copies of the split sizes (4); TE's
 code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
 
 
-def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
+def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None
+               ) -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
     router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
     back -> unpermute; shared experts run as a TP-parallel dense MLP. Under SP each TP rank
-    routes its own s/t tokens; expert TP all-gathers tokens inside the expert-TP group."""
+    routes its own s/t tokens; expert TP all-gathers tokens inside the expert-TP group. The
+    grouped GEMMs run as ``grouped`` implements them (default: the framework's,
+    ``grouped_gemm_impl``); dropless routing leaves each expert a varying row count."""
     m, p = cfg.model, cfg.parallel
+    impl = grouped_gemm_impl(cfg) if grouped is None else grouped
+    ragged = m.moe_capacity_factor is None
     h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
     ops.append(Gemm("router", m=tokens, n=E, k=h, dtype="bf16"))
@@ -321,10 +329,11 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     rows = math.ceil(recv * p.etp / local)
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"
-    _gemm(ops, sh, "expert_fc1", rows, f * (2 if gated else 1), h, batch=local)
+    _gemm(ops, sh, "expert_fc1", rows, f * (2 if gated else 1), h, batch=local, grouped=impl,
+          ragged=ragged)
     ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
                            bwd_kernels=MOE_KERNELS["expert_act"][1]))
-    _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local)
+    _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
     if p.ep > 1 and dispatcher == "allgather":
@@ -343,6 +352,24 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
         ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
         _gemm(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
         tp_exit(ops, sh, h, "shared_expert")
+
+
+@functools.cache
+def _profile_grouped(framework: str, version: str | None) -> GroupedImpl:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+
+    return framework_profile(framework, version).defaults.get("grouped_gemm") or ""
+
+
+def grouped_gemm_impl(cfg: RunConfig) -> GroupedImpl:
+    """How the run's framework runs the experts' GEMMs (its profile's ``grouped_gemm``: e.g.
+    Megatron-core's ``TEGroupedMLP`` is Transformer Engine's per-expert ``multi_stream``);
+    none named: one batched kernel (``""``)."""
+    t = cfg.training
+    framework = getattr(t, "framework", None)
+    if not framework:
+        return ""
+    return _profile_grouped(str(framework), getattr(t, "framework_version", None))
 
 
 def moe_wire_copies(cfg: RunConfig) -> float:
@@ -383,7 +410,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if op.shares_input:  # its input gradient is added to its siblings'
                 ops.append(Elementwise(f"{op.name}.grad_sum", bytes=3 * ACT * op.batch * op.m * op.k,
                                        kernel="residual_add"))
-            ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m))
+            # the wgrad's ragged dimension is its k (tokens), not its rows
+            ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):

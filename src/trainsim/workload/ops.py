@@ -32,6 +32,15 @@ Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd", "ep", "etp", "edp"]
 embd joins the first and last pipeline stages (tied embedding gradients); ep / etp are the
 expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""
 
+GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "deepgemm"]
+"""Grouped-GEMM implementations: ``multi_stream`` is Transformer Engine's ``GroupedLinear``
+(one cuBLAS GEMM per group on a pool of streams, TE ``multi_stream_cublas_gemm``); ``loop``
+one GEMM per group in turn (tgale96/grouped_gemm's cuBLAS mode, Hugging Face's expert loop);
+``cutlass`` one persistent kernel over every group's tiles (CUTLASS grouped GEMM, PyTorch's
+``torch._grouped_mm``, cuBLASLt grouped GEMM); ``triton`` a Triton grouped kernel (Liger's and
+vLLM's fused MoE); ``deepgemm`` DeepSeek's DeepGEMM m-grouped kernels."""
+GROUPED_IMPLS: tuple[str, ...] = get_args(GroupedImpl)
+
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                      "send_recv"]
 
@@ -49,6 +58,13 @@ class Gemm:
     shares_input: bool = False
     """Reads the same input as the GEMM before it (Hugging Face's separate q/k/v and gate/up
     projections): autograd sums the input gradients, one add kernel per extra consumer."""
+    grouped: GroupedImpl = ""
+    """How the ``batch`` groups run when they are a grouped GEMM (an MoE layer's experts):
+    ``""`` one batched kernel whose tiles fill the GPU together (cuBLAS strided-batched);
+    otherwise the implementation (``GROUPED_IMPLS``), priced by ``compute.roofline``."""
+    ragged: bool = False
+    """The groups' row counts (``m``) vary around ``m`` (dropless routing, random offsets):
+    each group's last row tile is on average half full."""
 
     @property
     def flops(self) -> float:

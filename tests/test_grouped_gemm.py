@@ -1,0 +1,87 @@
+"""Grouped GEMMs (an MoE layer's experts) priced by how their implementation runs them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainsim.catalog import gpu
+from trainsim.catalog.frameworks import framework_profile
+from trainsim.compute import RooflineModel, roofline
+from trainsim.workload.ops import Gemm
+
+H100 = dataclasses.replace(gpu("h100-sxm-80gb"), sustained_of_burst=1.0)
+
+
+def _rate(op: Gemm) -> float:
+    return op.flops / RooflineModel(H100).time(op)
+
+
+def _experts(rows: int, impl: str, ragged: bool = False, groups: int = 16) -> Gemm:
+    return Gemm("expert_fc1", rows, 1536, 2048, "bf16", groups,
+                grouped=impl, ragged=ragged)  # type: ignore[arg-type]
+
+
+def test_per_expert_gemms_waste_partial_waves_when_experts_get_few_tokens():
+    """Transformer Engine tiles each expert's GEMM on its own: 256 rows per expert fill few
+    SMs per GEMM, so the rate falls well below that of 4,096 rows per expert."""
+    small, large = _rate(_experts(256, "multi_stream")), _rate(_experts(4096, "multi_stream"))
+    assert small < 0.85 * large
+
+
+def test_large_experts_run_per_expert_near_the_batched_rate():
+    """With thousands of rows per expert each GEMM fills the GPU: within 5 % of the same GEMMs
+    as one batched kernel, never faster."""
+    batched = _rate(Gemm("g", 4096, 1536, 2048, "bf16", 16))
+    per_expert = _rate(_experts(4096, "multi_stream"))
+    assert 0.95 * batched < per_expert <= batched
+
+
+def test_streams_fill_what_one_expert_leaves_idle():
+    """Four streams of per-expert GEMMs run faster than the same GEMMs one after another."""
+    assert _rate(_experts(256, "multi_stream")) > 1.2 * _rate(_experts(256, "loop"))
+
+
+def test_ragged_groups_cost_a_half_tile_each():
+    """Dropless routing leaves each expert's last row tile half full on average."""
+    for impl in ("multi_stream", "cutlass"):
+        assert _rate(_experts(1024, impl, ragged=True)) < _rate(_experts(1024, impl))
+
+
+def test_one_kernel_grouped_gemms_run_at_their_fitted_fraction():
+    """A CUTLASS grouped GEMM with full tiles: the dense batched rate times its fraction."""
+    batched = _rate(Gemm("g", 4096, 1536, 2048, "bf16", 16))
+    frac = roofline.GROUPED_OF_GEMM["cutlass"]
+    assert _rate(_experts(4096, "cutlass")) == pytest.approx(batched * frac, rel=0.02)
+
+
+def test_per_expert_gemms_launch_one_kernel_per_stream_round():
+    assert roofline.grouped_launches(_experts(256, "multi_stream")) == 4
+    assert roofline.grouped_launches(_experts(256, "loop")) == 16
+    assert roofline.grouped_launches(_experts(256, "cutlass")) == 1
+
+
+def test_megatron_bridge_runs_experts_on_transformer_engine_grouped_linear():
+    """The profile names a mechanism (TE GroupedLinear's per-expert cuBLAS GEMMs), not a speed."""
+    assert framework_profile("megatron-bridge", "26.04").defaults["grouped_gemm"] == "multi_stream"
+
+
+def test_moe_block_uses_the_framework_grouped_gemm():
+    from trainsim.config import (ClusterConfig, ModelConfig, ParallelConfig, RunConfig,
+                                 TrainingConfig)
+    from trainsim.workload.layers import _moe_block, shard_of
+
+    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
+                        ffn_hidden_size=512, activation="swiglu", num_experts=8,
+                        moe_router_topk=2, moe_ffn_hidden_size=512)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=1, gpus_per_node=1)
+    for framework, want in (("megatron-bridge", "multi_stream"), (None, "")):
+        training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=1024,
+                                  framework=framework)
+        cfg = RunConfig(model=model, parallel=ParallelConfig(), training=training,
+                        cluster=cluster)
+        ops: list = []
+        _moe_block(ops, cfg, shard_of(cfg))
+        experts = [op for op in ops if isinstance(op, Gemm) and op.name.startswith("expert")]
+        assert experts and all(op.grouped == want and op.ragged for op in experts)
