@@ -343,7 +343,23 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     else:
         inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches,
                                            p.pipeline_schedule), dict(enumerate(chunk_bytes)))
+    if _a2a_overlap_extra_forward(cfg):
+        inflight += max(chunk_bytes)
     return inflight
+
+
+def _a2a_overlap_extra_forward(cfg: RunConfig) -> bool:
+    """Whether Megatron-core's expert all-to-all overlap runs one more forward ahead of the
+    backwards: its combined 1F1B step runs the forward of the next micro-batch beside the
+    backward of an earlier one, so the interleaved schedule adds one warm-up forward
+    (megatron/core/pipeline_parallel/schedules.py get_pp_rank_microbatches: "we schedule one
+    extra micro-batch forward step before the 1f1b stages") and without pipelining two
+    micro-batches are alive at once (combined_1f1b_schedule_for_no_pipelining). Megatron-core
+    requires interleaving for it when pp > 1 (transformer_config.py)."""
+    p = cfg.parallel
+    return (p.moe_overlap_ep_comm and p.ep > 1 and cfg.num_microbatches > 1
+            and p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b")
+            and (p.pp == 1 or p.vpp > 1))
 
 
 def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
