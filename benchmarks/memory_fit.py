@@ -35,18 +35,27 @@ def _predict(rows: list[dict[str, str]]) -> dict[str, dict]:
     return {r["id"]: predict_training_row(r).to_dict() for r in rows}
 
 
-BRIDGE_2604_MLA_RECOMPUTE = {"gb200": "selective:mlp", "b200-sxm-180gb": "selective:mla_up_proj"}
-"""DeepSeek-V3's ``recompute_modules`` in Megatron-Bridge 26.04 (v0.4.0
-scripts/performance/configs/deepseek/deepseek_workload_base_configs.py): GB200 ``["mlp"]``
-(which Megatron-core applies to the dense layers only: transformer_layer.py sets
-``recompute_mlp`` when ``not self.is_moe_layer``), B200 ``["mla_up_proj"]``. Earlier releases
-(v0.2.0 workload_base_configs.py) recompute ``mla_up_proj`` on both."""
+BRIDGE_DSV3_RECIPES = {
+    # (gpu, pp, vpp, ep): recompute_modules
+    ("gb200", 4, 4, 64): "selective:mlp",
+    ("b200-sxm-180gb", 16, 1, 8): "selective:mla_up_proj",
+    ("b200-sxm-180gb", 8, 2, 32): "selective:mla_up_proj;mlp",
+}
+"""DeepSeek-V3's ``recompute_modules`` in Megatron-Bridge's fp8 performance configs, by the
+parallel layout that identifies the recipe (scripts/performance/configs/deepseek/
+deepseek_workload_base_configs.py): GB200 pp 4, vpp 4, ep 64 ``["mlp"]`` (v0.4.0 and branch
+r0.4.0 ``DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1``; Megatron-core applies ``mlp`` to the dense
+layers only: transformer_layer.py sets ``recompute_mlp`` when ``not self.is_moe_layer``);
+B200 pp 16, ep 8 ``["mla_up_proj"]`` (tag v0.4.0, the 26.04 container's table) and pp 8, vpp 2,
+ep 32 ``["mla_up_proj", "mlp"]`` (branch r0.4.0 @ 2026-05-28 ``B200_FP8_MX_V2``, with DeepEP,
+``moe_a2a_overlap=True``, layout ``Et*4|(t*4|)*14tmL`` and TE CUDA graphs: the 26.04.01
+container's table). Other layouts: ``mla_up_proj`` (every release since v0.2.0)."""
 
 
 def _recipe_recompute(row: dict[str, str]) -> str | None:
     """The recompute the issue's named recipes use for an empty cell, else None: NeMo 24.07's
     performance recipes set none; Megatron-Bridge's fp8 performance configs set none, except
-    for the multi-head-latent-attention models (DeepSeek-V3, ``BRIDGE_2604_MLA_RECOMPUTE``)
+    for the multi-head-latent-attention models (DeepSeek-V3, ``BRIDGE_DSV3_RECIPES``)
     (Megatron-Bridge scripts/performance configs ``cfg.model.recompute_modules``)."""
     from trainsim.catalog import model_dict, names
 
@@ -57,9 +66,8 @@ def _recipe_recompute(row: dict[str, str]) -> str | None:
         preset = model_dict(row["model"]) if row["model"] in names("models") else {}
         if not preset.get("kv_lora_rank"):
             return "none"
-        if version >= "26.04":
-            return BRIDGE_2604_MLA_RECOMPUTE.get(row["gpu"], "selective:mla_up_proj")
-        return "selective:mla_up_proj"
+        key = (row["gpu"], int(row["pp"] or 1), int(row.get("vpp") or 1), int(row["ep"] or 1))
+        return BRIDGE_DSV3_RECIPES.get(key, "selective:mla_up_proj")
     return None
 
 
@@ -75,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     got = _rows_from_json(args.json) if args.json else _predict(rows)
     stated = fit = 0
     recipe = match = 0
-    print("| row | GPU | stated | predicted GiB | HBM GiB | fits | tuner's recompute |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| row | GPU | stated | predicted GiB | HBM GiB | fits | tuner's recompute | recipe's |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
         r = got[row["id"]]
         if r.get("error"):
-            print(f"| {row['id']} | {row['gpu']} | | error: {r['error']} | | | |")
+            print(f"| {row['id']} | {row['gpu']} | | error: {r['error']} | | | | |")
             continue
         is_stated = bool(row.get("recompute", "").strip() and row.get("micro_batch_size", "").strip())
         hbm = gpu(row["gpu"]).hbm_bytes / GiB
@@ -96,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         if is_stated or want is not None:
             flag = "" if (r["fits_in_memory"] and (want is None or chosen == want)) else " **"
             print(f"| {row['id']}{flag} | {row['gpu']} | {'yes' if is_stated else 'no'} | "
-                  f"{peak:.1f} | {hbm:.1f} | {r['fits_in_memory']} | {chosen or '(stated)'} |")
+                  f"{peak:.1f} | {hbm:.1f} | {r['fits_in_memory']} | {chosen or '(stated)'} | "
+                  f"{want or ''} |")
     print(f"\nrows with stated recompute and micro-batch predicted to fit: {fit} / {stated}")
     print(f"empty recompute cells where the tuner chose the recipes' setting: {match} / {recipe}")
     return 0 if fit == stated and match == recipe else 1
