@@ -181,7 +181,8 @@ def test_torchtitan_fsdp_under_pipeline_keeps_the_stage_unsharded():
     assert s.step_gradients == pytest.approx(4 * P / dp)
     flat = model_state(_titan(pp=1), 0)
     P1 = stage_params(_titan(pp=1), 0)
-    assert flat.weights == pytest.approx(4 * P1 / dp) and flat.gradients == pytest.approx(4 * P1 / dp)
+    assert flat.weights == pytest.approx(4 * P1 / dp)
+    assert flat.gradients == pytest.approx(4 * P1 / dp)
     # before torchtitan had pipeline parallelism (2024-04 profile) the mechanism is not selected
     old = model_state(_titan(pp=2, version="2024-05"), 0)
     assert old.gradients == pytest.approx(4 * P / dp)
