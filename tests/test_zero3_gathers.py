@@ -128,3 +128,20 @@ def test_fsdp_with_a_chunk_of_only_the_embedding_or_the_head():
     ranges = cfg.virtual_stage_layers()
     assert len(ranges[0]) == 0 and len(ranges[-1]) == 0
     assert trainsim.simulate(cfg).iteration_time_s > 0
+
+
+def test_fsdp_reduces_each_units_gradients_under_the_backward_of_the_next():
+    """One micro-batch (torchtitan's local batch = micro-batch): FSDP reduce-scatters a unit's
+    gradients from its post-backward hook while the units before it run their backward, so
+    only about the last unit's reduction is left after the backward (not the whole model's)."""
+    c = cfg(gather="per_block", recompute="none")
+    res = simulate(c, keep_timeline=True)
+    tl = res.timeline
+    spans = [(tl.start_s[i], t.duration_s, t.label) for i, t in enumerate(tl.tasks)
+             if t.stream == (0, "dp") and "reduce-scatter" in t.label]
+    compute_end = max(tl.start_s[i] + t.duration_s for i, t in enumerate(tl.tasks)
+                      if t.stream == (0, "compute") and t.label.startswith("B"))
+    total = sum(d for _, d, _ in spans)
+    after = sum(max(0.0, s + d - max(s, compute_end)) for s, d, _ in spans)
+    assert len(spans) >= c.model.num_layers  # one per unit
+    assert total > 0 and after < 2 * total / c.model.num_layers

@@ -341,8 +341,9 @@ class _TaskGraph:
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
         work = self.work[v][1]
-        if mb == self.m - 1 and not self.fsdp and any(size > 1 for _, _, size in self.groups[s]):
-            i = self.split_last_backward(s, v, chunk, deps)
+        if mb == self.m - 1 and any(size > 1 for _, _, size in self.groups[s]):
+            i = (self._fsdp_last_backward if self.fsdp else self.split_last_backward)(
+                s, v, chunk, deps)
             if v == 0:
                 return i
             stream = "pp" if self.p.overlap_p2p_comm else "compute"
@@ -352,14 +353,35 @@ class _TaskGraph:
             self._reduce_scatter(s, i, mb)
         return out
 
-    def _reduce_scatter(self, s: int, after: int, mb: int) -> None:
-        """ZeRO-3 gradients, reduce-scattered after every backward pass."""
+    def _reduce_scatter(self, s: int, after: int, mb: int, part: tuple[int, int] = (0, 1)
+                        ) -> None:
+        """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: the
+        share of one layer's unit in the last micro-batch's backward)."""
+        k, n = part
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
                 self.fsdp_reduce[s].append(self.comm(
                     s, "grad_reduce_scatter", "reduce_scatter",
-                    params / self.vpp * self.grad_bytes, group, [after],
-                    f"ZeRO-3 grad reduce-scatter {group} mb{mb}"))
+                    params / self.vpp / n * self.grad_bytes, group, [after],
+                    f"ZeRO-3 grad reduce-scatter {group} mb{mb}" + (f" part{k}" if n > 1 else "")))
+
+    def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
+        """The last micro-batch's backward under ZeRO-3 / FSDP, a task per layer whose
+        gradients are reduce-scattered as soon as its backward ends (FSDP's post-backward hook
+        per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
+        the reductions run under the layers still to go and only the last one is exposed."""
+        ch = self.chunks[v]
+        work = self.work[v][1]  # the FSDP gather waits, then the chunk's backward
+        lead = Priced(work.segments[:len(work.segments) - len(ch.bwd.segments)])
+        layers = list(ch.bwd_layers) or [Priced(())]
+        parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
+        parts[-1] = parts[-1] + ch.bwd_tail
+        ids: list[int] = []
+        for k, part in enumerate(parts):
+            ids.append(self.add((s, "compute"), part, list(deps) if k == 0 else [ids[-1]],
+                                f"B last c{chunk} part{k}"))
+            self._reduce_scatter(s, ids[-1], self.m - 1, (k, len(parts)))
+        return ids[-1]
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward, split where gradient buckets become ready."""
