@@ -143,6 +143,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
     "fsdp_pp_unsharded": _nullable(_bool),
+    # ``recompute: selective`` is per-op selective checkpointing: the block's input and the
+    # outputs of every other matmul, attention and reduce-scatter are saved, the rest recomputed
+    "per_op_sac": _nullable(_bool),
+    # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
+    "compiled_loss": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -175,7 +180,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm",
-             "fsdp_pp_unsharded"}
+             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

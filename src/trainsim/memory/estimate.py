@@ -111,6 +111,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     shared_div = t if sp else 1
     if recompute == "full":
         return 2.0 * T * h / shared_div
+    if recompute == "selective" and not moe and not m.is_mla and _feature(cfg, "per_op_sac"):
+        return _per_op_sac_bytes(cfg)
     x = gemm_input_bytes(cfg)
     # replicated over TP unless sequence parallel: two norm inputs, QKV and FC1 inputs, masks
     # (a parallel block has one norm whose output feeds both QKV and FC1, and one mask)
@@ -147,6 +149,40 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     if recompute == "selective":
         total -= _selective_savings(cfg, moe, T, shared_div)
     return total
+
+
+def _per_op_sac_bytes(cfg: RunConfig) -> float:
+    """Bytes a block keeps under per-op selective checkpointing (torchtitan's ``selective_ac_
+    option = 'op'``, parallelize_llama.py): the checkpoint's input, then by the policy the
+    outputs of the 1st, 3rd, 5th and 7th ``aten.mm`` of the block (wq, wv, w1, w2 in the order
+    the Llama block runs wq, wk, wv, wo, w1, w3, w2), the SDPA output with its fp32
+    log-sum-exp, and under sequence parallelism the reduce-scatter outputs of wo and w2; norms,
+    RoPE, SiLU and the other matmuls are recomputed. The row-parallel w2's mm output is its
+    partial sum over the whole hidden size. Float8 linears save the same: torchao's
+    Float8Linear calls ``torch.mm`` on its float8 tensor subclass, and a dispatch mode (the
+    checkpoint policy) sees that ``aten.mm`` before the subclass turns it into
+    ``_scaled_mm``; the output stays 16-bit."""
+    m, p, tr = cfg.model, cfg.parallel, cfg.training
+    t, sp = p.tp, p.sequence_parallel
+    T = tr.micro_batch_size * tr.seq_length / p.cp
+    h, q, f = m.hidden_size, m.q_size / t, m.ffn_size / t
+    kv = max(m.kv_size / t, m.kv_channels)
+    per = 2 * h / (t if sp else 1) + 2 * (q + kv + f + h) + 2 * q + 4 * m.num_attention_heads / t
+    if t > 1 and sp:
+        per += 2 * (2 * h / t)
+    return T * per
+
+
+def _feature(cfg: RunConfig, feature: str) -> bool:
+    """Whether the config's framework profile has the memory mechanism ``feature``."""
+    t = cfg.training
+    return bool(t.framework) and _profile_feature(t.framework, t.framework_version, feature)
+
+
+@functools.cache
+def _profile_feature(framework: str, version: str | None, feature: str) -> bool:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+    return framework_profile(framework, version).supports(feature) is True
 
 
 def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> float:
@@ -369,8 +405,13 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     temps: list[tuple[str, float]] = []
     if stage == p.pp - 1:  # 16-bit logits and fp32 softmax of the vocab-parallel cross-entropy
         # (HF's loss upcasts the logits: at its backward the 16-bit logits, the saved fp32
-        # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2)
-        per = 12 if t.modules == "eager" else 2 + 4
+        # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2).
+        # A compiled loss fuses the upcast, log-softmax and NLL: it saves the 16-bit logits
+        # (and a log-sum-exp per token) and its backward writes the 16-bit gradient: 2+2
+        if t.modules == "eager" and t.compile and _feature(cfg, "compiled_loss"):
+            per = 2 + 2
+        else:
+            per = 12 if t.modules == "eager" else 2 + 4
         temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * per))
     if p.recompute == "full":  # one layer's full activations live during its backward
         temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
