@@ -274,3 +274,34 @@ def test_post_validation_period_is_longest_stage_span():
     starts = stage_starts(sync.timeline, 4)
     assert max(starts) > 0 and post.iteration_time_s < sync.iteration_time_s
     assert sum(v for k, v in post.breakdown.items()) == pytest.approx(post.iteration_time_s)
+
+
+def test_split_backward_prices_weight_gradient_gemms_apart():
+    """W holds exactly the weight-gradient GEMMs; I the rest (input-gradient GEMMs, attention
+    and elementwise backward, the embedding's scatter-add). Priced apart under TP without
+    sequence parallelism, the input gradient's all-reduce that hid behind a wgrad GEMM in the
+    whole backward is exposed in I, so I + W exceeds B; with TP 1 they sum to B."""
+    from trainsim.pipeline import ScheduledPipeline
+    from trainsim.pricing import COMPUTE, Pricer
+    from trainsim.simulator import _TaskGraph
+
+    def passes(*sets):
+        cfg = _cfg("zb_h1", *sets)
+        return ScheduledPipeline(_TaskGraph(cfg, Pricer(cfg), None))
+
+    one = passes()
+    for v, (i, w) in one.split.items():
+        assert {n for _, _, n in w.segments} and all(
+            n.endswith(".wgrad") for _, _, n in w.segments)
+        assert not any(n.endswith(".wgrad") for _, _, n in i.segments)
+        assert i.duration_s + w.duration_s == pytest.approx(one.bwd[v].duration_s)
+    assert "embedding_grad" in {n for _, _, n in one.split[0][0].segments}
+    assert any(n.endswith(".dgrad") for _, _, n in one.split[1][0].segments)
+    tp = passes("parallel.tp=2", "parallel.sequence_parallel=false", "cluster.num_gpus=8")
+    i, w = tp.split[1]
+    whole = tp.bwd[1]
+    assert i.duration_s + w.duration_s > whole.duration_s
+    # the compute is the same; only the exposed communication differs
+    def compute(p):
+        return sum(d for c, d, _ in p.segments if c == COMPUTE)
+    assert compute(i) + compute(w) == pytest.approx(compute(whole))

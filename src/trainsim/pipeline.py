@@ -6,10 +6,14 @@ output, a backward for the next one's input gradient), sent over the pipeline st
 compute stream as Megatron's blocking p2p does. The engine times them: the bubble is what
 falls out, not a formula.
 
-A split backward (zero-bubble schedules, DualPipe) prices its two halves from the same op list
-as the whole backward: the W pass holds the weight-gradient GEMMs (``*.wgrad``), the embedding
-gradient and the gradient-accumulation pass; the I pass the rest (recompute, input-gradient
-GEMMs, attention and elementwise backward, and the collectives with them).
+A split backward (zero-bubble schedules, DualPipe) prices its two halves as two op lists, each
+as it runs: the W pass holds the weight-gradient GEMMs (``*.wgrad``) and the accumulation of
+their output into fp32 gradients; the I pass everything else (recompute, input-gradient GEMMs,
+attention and elementwise backward, the embedding's scatter-add, and the collectives), as
+Megatron's ``--delay-wgrad-compute`` and the zero-bubble code base defer only the linear layers'
+weight gradients. Priced apart, a collective that hid behind a weight-gradient GEMM in the
+whole backward (the input gradient's reduce-scatter, an overlapped all-to-all) is exposed in
+the I pass unless other compute of that pass covers it.
 
 DualPipe's overlapped forward & backward pair is one task: both passes' compute, with the
 expert-parallel all-to-alls of each hidden behind compute (priced as ``moe_overlap_ep_comm``
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
+from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
 from trainsim.workload.schedule import Overlapped, Pass
 
@@ -41,18 +46,48 @@ DUALPIPE_COMM_SMS = 20
 """SMs DeepSeek-V3's all-to-all kernels hold while DualPipe overlaps them with computation
 (DeepSeek-V3 report §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB
 and NVLink"); the pair's compute runs on the rest."""
-WEIGHT_GRAD_OPS = ("embedding_grad", "bf16_grads_to_fp32")
-"""Op names (besides every ``*.wgrad`` GEMM) that belong to a split backward's W pass."""
+WEIGHT_GRAD_ACCUMULATION = "bf16_grads_to_fp32"
+"""The op that adds a backward's 16-bit weight gradients into fp32 ones (DeepSpeed's BF16
+optimizer, ``workload.sharding.fp32_grad_accumulation``): it follows the weight gradients into
+the W pass."""
 
 
-def split_backward(work: Priced) -> tuple[Priced, Priced]:
-    """(I, W) halves of a priced backward, by op name."""
-    i_segs, w_segs = [], []
-    for seg in work.segments:
-        name = seg[2]
-        weight = name.endswith(".wgrad") or name.split(".")[0] in WEIGHT_GRAD_OPS
-        (w_segs if weight else i_segs).append(seg)
-    return Priced(tuple(i_segs)), Priced(tuple(w_segs))
+def is_weight_grad(op: Op) -> bool:
+    """Whether ``op`` belongs to a split backward's W pass: a weight-gradient GEMM, or the
+    accumulation of weight gradients."""
+    return (isinstance(op, Gemm) and op.name.endswith(".wgrad")) \
+        or op.name == WEIGHT_GRAD_ACCUMULATION
+
+
+class _Half:
+    """A pricer that prices only the I (``weights`` false) or W ops of each list it is given;
+    a collective that hid behind an op of the other pass runs exposed."""
+
+    def __init__(self, pricer: Pricer, weights: bool) -> None:
+        self.pricer, self.weights = pricer, weights
+
+    def price(self, ops: list[Op]) -> Priced:
+        kept: list[Op] = []
+        dropped = False  # whether the op before this one went to the other pass
+        for op in ops:
+            if is_weight_grad(op) != self.weights:
+                dropped = True
+                continue
+            if isinstance(op, Comm) and op.overlap_with_previous and dropped:
+                op = replace(op, overlap_with_previous=False)  # what it hid behind is gone
+            kept.append(op)
+            dropped = False
+        return self.pricer.price(kept)
+
+
+def split_backward(graph: _TaskGraph) -> dict[int, tuple[Priced, Priced]]:
+    """(I, W) passes of every virtual stage of ``graph``, each priced as its own op list."""
+    from trainsim.simulator import _chunks  # the simulator's assembly of a chunk's passes
+    from trainsim.workload.layers import shard_of
+    cfg, sh = graph.cfg, shard_of(graph.cfg)
+    i = _chunks(cfg, _Half(graph.pricer, False), sh, graph.layer_source)  # type: ignore[arg-type]
+    w = _chunks(cfg, _Half(graph.pricer, True), sh, graph.layer_source)  # type: ignore[arg-type]
+    return {v: (i[v].bwd, w[v].bwd) for v in graph.chunks}
 
 
 def stage_starts(tl: Timeline, pp: int) -> list[float]:
@@ -81,7 +116,7 @@ class ScheduledPipeline:
                               "modelled; use 1f1b or interleaved_1f1b with zero_stage 3")
         self.fwd = {v: ch.fwd for v, ch in graph.chunks.items()}
         self.bwd = {v: ch.bwd for v, ch in graph.chunks.items()}
-        self.split = {v: split_backward(ch.bwd) for v, ch in graph.chunks.items()}
+        self.split = split_backward(graph)
         self.pair_fwd, self.pair_bwd = self.fwd, self.bwd
         self._pairs: dict[tuple[int, int, bool, bool], Priced] = {}
         if self.name == "dualpipe" or self.name == "dualpipe_v":
