@@ -15,6 +15,11 @@ The constants are global and physical, each with its source:
   rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``).
 * GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
   idle SMs when the output has too few tiles.
+* Grouped GEMMs (an MoE layer's experts) by implementation (``Gemm.grouped``): per-expert
+  cuBLAS GEMMs (Transformer Engine's ``GroupedLinear``: ``GROUPED_STREAMS``) are tiled each on
+  its own, so few rows per expert leave SMs idle; one-kernel grouped GEMMs (CUTLASS,
+  ``torch._grouped_mm``, Triton, DeepGEMM) spread all groups' tiles at ``GROUPED_OF_GEMM`` of
+  the dense rate; dropless routing half-fills each expert's last row tile (``Gemm.ragged``).
 * Memory-bound kernels reach ~85 % of HBM bandwidth (STREAM-like copy kernels on A100/H100).
 * Each kernel launch costs ~3 us of GPU time that cannot overlap its own work (stream
   serialization, tail effects); NVIDIA Nsight traces of Megatron show 2-5 us gaps.
