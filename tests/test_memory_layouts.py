@@ -213,3 +213,49 @@ def test_expert_a2a_overlap_keeps_one_more_forward_in_flight(pp, vpp):
     layers = cfg.model.num_layers // (pp * vpp)
     chunk = layers * activation_bytes_per_layer(cfg, moe=True)
     assert on.activations - off.activations == pytest.approx(chunk, rel=0.02)
+
+
+def _titan_layer(*, tp: int = 1, version: str = "2024-12", dtype: str = "bf16",
+                 compile_: bool = False, recompute: str = "selective"):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": tp, "pp": 1, "zero_stage": 3, "data_parallel_impl": "fsdp2",
+                     "sequence_parallel": tp > 1, "recompute": recompute},
+        "training": {"global_batch_size": 16, "micro_batch_size": 2, "seq_length": 8192,
+                     "dtype": dtype, "compile": compile_,
+                     "framework": "torchtitan", "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8},
+    })
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_torchtitan_per_op_sac_saves_every_other_matmul(tp):
+    """torchtitan's selective AC 'op' (parallelize_llama.py no_recompute_list / _save_list and
+    _custom_policy): the block keeps its input, the outputs of the 1st, 3rd, 5th and 7th mm
+    (wq, wv, w1 and the row-parallel w2's full-width partial sum), SDPA's output and fp32
+    log-sum-exp, and with sequence parallelism wo's and w2's reduce-scatter outputs. Llama 3
+    8B per token: 2h/t + 2(q/t + kv/t + f/t + h) + 2q/t + 4 heads/t (+ 4h/t with SP)."""
+    cfg = _titan_layer(tp=tp)
+    m = cfg.model
+    h, q, kv, f, heads = (m.hidden_size, m.q_size / tp, m.kv_size / tp, m.ffn_size / tp,
+                          m.num_attention_heads / tp)
+    per = 2 * h / tp + 2 * (q + kv + f + h) + 2 * q + 4 * heads + (4 * h / tp if tp > 1 else 0)
+    assert activation_bytes_per_layer(cfg) == pytest.approx(2 * 8192 * per)
+
+
+def test_torchtitan_compiles_its_loss_since_2025_04():
+    """components/loss.py build_cross_entropy_loss (bbb1b616e, 2025-04) wraps the loss in
+    torch.compile when training.compile is on: the fused upcast/log-softmax/NLL keeps the
+    16-bit logits and writes a 16-bit gradient (4 bytes per logit at its backward) where the
+    eager loss of 2024-12 (train.py: pred.float(), F.cross_entropy) peaks at 12."""
+    tokens, vocab = 2 * 8192, 128256
+
+    def loss_bytes(cfg):
+        return dict(estimate_stage_memory(cfg, 0).temporaries).get("logits and fp32 softmax")
+
+    assert loss_bytes(_titan_layer(version="2025-06", compile_=True, recompute="full")) == \
+        pytest.approx(4 * tokens * vocab)
+    assert loss_bytes(_titan_layer(version="2024-12", compile_=True, recompute="full")) == \
+        pytest.approx(12 * tokens * vocab)
+    assert loss_bytes(_titan_layer(version="2025-06", recompute="full")) == \
+        pytest.approx(12 * tokens * vocab)
