@@ -122,3 +122,17 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
     assert [fitted[k] for k in ("FLASH1_OF_FLASH2", "ATTN_ROW_OVERHEAD_KEYS",
                                 "SOFTMAX_EXP_EXPOSED", "ATTN_ROW_OVERHEAD_KEYS_BWD")] == \
         pytest.approx(list(saved[3:]), rel=0.05)
+
+
+def test_leave_one_source_out_refits_without_the_source_and_restores(fit_script):
+    """Each grouped-GEMM source is priced by constants fitted on the others; the shipped
+    constants are back afterwards."""
+    shipped = dict(roofline.GROUPED_OF_GEMM)
+    rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+    out = fit_script.leave_one_source_out(rows)
+    assert roofline.GROUPED_OF_GEMM == shipped
+    by_source = {src: consts for src, _, _, consts in out}
+    assert len(by_source) >= 4
+    # without DeepGEMM's rows nothing says DeepGEMM runs at the dense rate
+    deepgemm = next(c for s, c in by_source.items() if "DeepGEMM" in s)
+    assert deepgemm["deepgemm"] < shipped["deepgemm"]
