@@ -77,6 +77,17 @@ def test_unknown_fixed_parallel_field_is_an_error(tiny_base):
         tiny_base(("parallel.expert_paralel=8",))
 
 
+def test_reference_field_the_search_does_not_carry_is_an_error(tiny_base):
+    """--reference with a field no candidate carries (fp8 dispatch) is refused with the fix
+    (--set it for every candidate), not dropped; once fixed with --set it is accepted."""
+    from trainsim.search.cli import parse_reference
+    ref = "tp=1,pp=2,ep=8,moe_dispatch_fp8=1,mb=1"
+    with pytest.raises(ConfigError, match="moe_dispatch_fp8.*--set parallel"):
+        parse_reference(ref, tiny_base(), 32)
+    base = tiny_base(("parallel.moe_dispatch_fp8=true",))
+    assert parse_reference(ref, base, 32).to_config(base).parallel.moe_dispatch_fp8
+
+
 def test_bounds_stay_below_simulated_moe_and_schedule_candidates(tiny_base):
     """The lower bounds hold for EP, dispatcher and schedule candidates too."""
     base = tiny_base()

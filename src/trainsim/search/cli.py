@@ -114,7 +114,7 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     from trainsim.config._build import build
     from trainsim.config.parallel import ALIASES
     from trainsim.config.safe_load import parse_value
-    from trainsim.search.space import Candidate
+    from trainsim.search.space import Candidate, MemoryKey
 
     names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
              **ALIASES}
@@ -131,6 +131,11 @@ def parse_reference(text: str, base: Any, num_gpus: int):
             micro = value
         else:
             parallel[names.get(k, k)] = value
+    searched = Candidate(MemoryKey(1, 1, 1, 1, 1, 1, "none", False, 0)).parallel_fields()
+    dropped = sorted(k for k in parallel if k not in searched and k not in dict(base.fixed))
+    if dropped:  # a Candidate carries only the searched fields: never drop one silently
+        raise ConfigError(f"--reference {', '.join(dropped)}: not a field the search varies; "
+                          "fix it for every candidate with --set parallel.FIELD=VALUE")
     parallel = {**dict(base.fixed), **parallel}
     placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")
