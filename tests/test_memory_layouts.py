@@ -259,3 +259,20 @@ def test_torchtitan_compiles_its_loss_since_2025_04():
         pytest.approx(12 * tokens * vocab)
     assert loss_bytes(_titan_layer(version="2025-06", recompute="full")) == \
         pytest.approx(12 * tokens * vocab)
+
+
+def test_torchtitan_loss_parallel_backward_holds_four_fp32_logit_tensors():
+    """With TP, torchtitan trains under torch.distributed.tensor.parallel.loss_parallel
+    (train.py; --training.enable_loss_parallel default True, later disable_loss_parallel
+    default False), whose cross-entropy backward is decomposed (tensor/parallel/loss.py
+    _nll_loss_and_log_softmax_backward): the saved fp32 log-softmax, zeros_like of it, its exp
+    and their sum are alive at once, 16 bytes per local logit, where the native kernels of the
+    eager loss without TP peak at 12."""
+    tokens, vocab = 2 * 8192, 128256
+
+    def loss_bytes(cfg):
+        return dict(estimate_stage_memory(cfg, 0).temporaries).get("logits and fp32 softmax")
+
+    assert loss_bytes(_titan_layer(tp=2, recompute="full")) == \
+        pytest.approx(16 * tokens * vocab / 2)
+    assert loss_bytes(_titan_layer(tp=1, recompute="full")) == pytest.approx(12 * tokens * vocab)

@@ -148,6 +148,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "per_op_sac": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
+    # with TP the cross-entropy runs on vocab-sharded DTensor logits under
+    # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
+    "loss_parallel": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -180,7 +183,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm",
-             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss"}
+             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
+             "loss_parallel"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

@@ -408,8 +408,13 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2).
         # A compiled loss fuses the upcast, log-softmax and NLL: it saves the 16-bit logits
         # (and a log-sum-exp per token) and its backward writes the 16-bit gradient: 2+2
+        # Under DTensor's loss_parallel (torch/distributed/tensor/parallel/loss.py) the eager
+        # backward is decomposed: beside the saved fp32 log-softmax it makes zeros_like,
+        # exp and their sum before the product with the incoming gradient: 4+4+4+4
         if t.modules == "eager" and t.compile and _feature(cfg, "compiled_loss"):
             per = 2 + 2
+        elif t.modules == "eager" and p.tp > 1 and _feature(cfg, "loss_parallel"):
+            per = 16
         else:
             per = 12 if t.modules == "eager" else 2 + 4
         temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * per))
