@@ -276,3 +276,28 @@ def test_torchtitan_loss_parallel_backward_holds_four_fp32_logit_tensors():
     assert loss_bytes(_titan_layer(tp=2, recompute="full")) == \
         pytest.approx(16 * tokens * vocab / 2)
     assert loss_bytes(_titan_layer(tp=1, recompute="full")) == pytest.approx(12 * tokens * vocab)
+
+
+def test_torchtitan_pipelining_keeps_per_microbatch_buffers():
+    """torch.distributed.pipelining stage.py: PipelineStage._prepare_forward_infra allocates a
+    receive buffer per micro-batch for every stage but the first, _create_grad_recv_info one
+    for the output gradient of every stage but the last, and the last stage appends each
+    micro-batch's output to output_chunks until the step returns. A middle stage of 1F1B
+    holds 2 n boundary tensors; the last stage n, plus n 16-bit logit tensors."""
+    pp, dp = 4, 2
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 1, "pp": pp, "zero_stage": 3, "data_parallel_impl": "fsdp2",
+                     "recompute": "full"},
+        "training": {"global_batch_size": 16, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "bf16", "framework": "torchtitan", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": pp * dp, "gpus_per_node": 8},
+    })
+    n = cfg.num_microbatches
+    boundary = 2 * 2048 * cfg.model.hidden_size
+    middle = dict(estimate_stage_memory(cfg, 1).temporaries)
+    assert middle["pipelining receive buffers (per micro-batch)"] == pytest.approx(2 * n * boundary)
+    last = dict(estimate_stage_memory(cfg, pp - 1).temporaries)
+    assert last["pipelining receive buffers (per micro-batch)"] == pytest.approx(n * boundary)
+    assert last["last stage's outputs kept for the step"] == \
+        pytest.approx(n * 2 * 2048 * cfg.model.vocab_size)

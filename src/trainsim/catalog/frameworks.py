@@ -151,6 +151,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # with TP the cross-entropy runs on vocab-sharded DTensor logits under
     # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
     "loss_parallel": _nullable(_bool),
+    # pipeline stages of torch.distributed.pipelining: receive buffers per micro-batch, the last
+    # stage's outputs kept until the step returns
+    "pipelining_buffers": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -184,7 +187,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
-             "loss_parallel"}
+             "loss_parallel", "pipelining_buffers"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

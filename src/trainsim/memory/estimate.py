@@ -425,14 +425,40 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     return [max(temps, key=lambda x: x[1])] if temps else []
 
 
+def _pipelining_buffers(cfg: RunConfig, stage: int) -> tuple[list[tuple[str, float]],
+                                                              list[tuple[str, float]]]:
+    """torch.distributed.pipelining's per-micro-batch buffers on one rank (profile feature
+    ``pipelining_buffers``): each pipeline stage object allocates, before the first step and for
+    good, a receive buffer per micro-batch for its input activations (all but the first stage;
+    stage.py ``PipelineStage._prepare_forward_infra``) and one for its output gradients (all but
+    the last; ``_create_grad_recv_info`` via ``_prepare_backward_infra``); the last stage keeps
+    every micro-batch's output (the 16-bit logits) in ``output_chunks`` until the step returns
+    them. Returns (receive buffers, kept outputs)."""
+    p, t, m = cfg.parallel, cfg.training, cfg.model
+    if p.pp == 1 or not _feature(cfg, "pipelining_buffers"):
+        return [], []
+    n = cfg.num_microbatches
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    last = p.pp * p.vpp - 1
+    tokens = t.micro_batch_size * t.seq_length / p.cp
+    boundary = 2.0 * tokens * m.hidden_size / (p.tp if p.sequence_parallel else 1)
+    ends = sum(v != 0 for v in held) + sum(v != last for v in held)
+    recv = [("pipelining receive buffers (per micro-batch)", n * ends * boundary)]
+    outputs = [("last stage's outputs kept for the step", n * 2.0 * tokens * m.vocab_size / p.tp)] \
+        if last in held else []
+    return recv, outputs
+
+
 def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     """Peak memory of one rank of pipeline stage ``stage``: the larger of the backward's peak
     (model state, the micro-batches in flight, the loss or a recomputed layer, the framework's
     backward buffers) and the optimizer step's (model state and the step's buffers)."""
     state = model_state(cfg, stage)
     inflight = _activations(cfg, stage)
-    backward = list(state.persistent) + list(state.backward) + _backward_temporaries(cfg, stage)
-    step = list(state.persistent) + list(state.step)
+    recv, outputs = _pipelining_buffers(cfg, stage)
+    backward = list(state.persistent) + list(state.backward) + _backward_temporaries(cfg, stage) \
+        + recv + outputs
+    step = list(state.persistent) + list(state.step) + recv
     base = state.weights + state.gradients + state.optimizer
     backward_peak = base + inflight + sum(b for _, b in backward)
     held_at_step = state.gradients if state.step_gradients is None else state.step_gradients
