@@ -48,6 +48,16 @@ def test_grouped_gemm_launches_once_per_expert():
     assert host.launches(Comm("a2a", "all_to_all", 1e6, "ep")) == 1
 
 
+@pytest.mark.parametrize("impl", ["cutlass", "triton", "deepgemm"])
+def test_one_kernel_grouped_gemm_launches_once(impl):
+    """A one-kernel grouped GEMM (torch._grouped_mm, Triton MoE, DeepGEMM) is one launch for all
+    its experts; TE's per-expert GEMMs on streams and a loop stay one launch per expert."""
+    experts = Gemm("expert_fc1", 256, 1536, 2048, batch=16)
+    assert host.launches(replace(experts, grouped=impl)) == 1
+    assert host.launches(replace(experts, grouped="multi_stream")) == 16
+    assert host.launches(replace(experts, grouped="loop")) == 16
+
+
 def _moe(**over):
     raw = {"model": {"preset": "qwen3-30b-a3b"},
            "parallel": {"ep": 8, "distributed_optimizer": True},

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from trainsim.compute.roofline import GROUPED_STREAMS
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 HOST_S_PER_KERNEL = 30e-6
@@ -45,10 +46,13 @@ than the frameworks issue. A measured host cost per op would replace it."""
 
 def launches(op: Op) -> int:
     """Host-issued launches an op stands for: a GEMM batched over experts is one cuBLAS call per
-    expert (Transformer Engine's ``GroupedLinear``), an elementwise op its kernel count (an
-    eager multi-kernel norm, a per-expert quantization), a collective one NCCL launch."""
+    expert where its implementation launches a GEMM per group (Transformer Engine's
+    ``GroupedLinear``, a loop; also an expert GEMM with no implementation named), one launch
+    for a one-kernel grouped GEMM (CUTLASS / ``torch._grouped_mm``, Triton, DeepGEMM: the
+    group offsets are a device tensor); an elementwise op its kernel count (an eager
+    multi-kernel norm, a per-expert quantization), a collective one NCCL launch."""
     if isinstance(op, Gemm):
-        return op.batch
+        return op.batch if not op.grouped or op.grouped in GROUPED_STREAMS else 1
     if isinstance(op, Elementwise):
         return op.kernels
     if isinstance(op, (Attention, Comm)):
