@@ -425,6 +425,19 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     return [max(temps, key=lambda x: x[1])] if temps else []
 
 
+def _backward_moment(cfg: RunConfig, temps: list[tuple[str, float]]) -> str:
+    """Where in the backward the peak falls: at the loss (its logits and softmax are the
+    largest temporary), while a layer is recomputed, or in a layer's backward; with pipeline
+    parallelism in the schedule's steady state, when the most micro-batches are in flight."""
+    p = cfg.parallel
+    what = temps[0][0] if temps else ""
+    at = (", at the loss" if what.startswith("logits") else
+          ", recomputing a layer" if what == "recomputed layer" else "")
+    if p.pp == 1:
+        return f"backward{at}"
+    return f"backward{at} ({p.pipeline_schedule or '1F1B'} steady state)"
+
+
 def _pipelining_buffers(cfg: RunConfig, stage: int) -> tuple[list[tuple[str, float]],
                                                               list[tuple[str, float]]]:
     """torch.distributed.pipelining's per-micro-batch buffers on one rank (profile feature
@@ -466,7 +479,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     step_only = sum(b for _, b in state.step)
     if backward_peak >= step_peak:
         grads, activations, temps = state.gradients, inflight, backward
-        peak_at = "backward (1F1B steady state)"
+        peak_at = _backward_moment(cfg, _backward_temporaries(cfg, stage))
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only)
