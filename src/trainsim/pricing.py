@@ -10,7 +10,7 @@ them on streams and the report sums them by category.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import compute_model_for, host
@@ -27,6 +27,10 @@ channel, and Transformer Engine's overlap kernels are given 16-24 of an H100's 1
 pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen4096: proj_fprop
 24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
 t seconds still costs t * COMM_SMS / num_sms."""
+
+TE_PIPELINE_SPLITS = 4
+"""Chunks of a GEMM whose output Transformer Engine reduce-scatters with its ``pipeline``
+userbuffer overlap (``num_splits`` default in ``initialize_ub``, pytorch/module/base.py)."""
 
 P2P_SMS = 2
 """SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
@@ -96,6 +100,27 @@ class Pricer:
         cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile."""
         return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
 
+    def _overlap_splits(self, ops: list[Op]) -> dict[int, int]:
+        """Chunks each GEMM runs in under Transformer Engine's userbuffer TP overlap (TE
+        ``initialize_ub`` defaults, pytorch/module/base.py): a GEMM fed by an overlapped
+        all-gather (qkv and fc1 forward, proj and fc2 dgrad: ``ring_exchange``) runs as tp
+        GEMMs of m/tp rows, one per ring step; a GEMM whose output is reduce-scattered
+        (proj and fc2 forward: ``pipeline``) as ``num_splits`` = 4 GEMMs of m/4 rows. Bulk
+        overlaps (the backward's re-gather and input-gradient reduce-scatter, flagged
+        ``overlap_with_previous``) leave their GEMM whole. Smaller GEMMs lose more to their
+        tile and wave tails: at one 4k-token micro-batch a tp-8 chunk is 512 rows."""
+        out: dict[int, int] = {}
+        for i, op in enumerate(ops):
+            if not (isinstance(op, Comm) and op.group == "tp") or op.overlap_with_previous:
+                continue
+            if op.kind == "all_gather":
+                j = next((j for j in range(i + 1, len(ops)) if isinstance(ops[j], Gemm)), None)
+                if j is not None and not ops[j].grouped:
+                    out[j] = self.cfg.parallel.tp
+            elif i > 0 and isinstance(ops[i - 1], Gemm) and not ops[i - 1].grouped:
+                out[i - 1] = TE_PIPELINE_SPLITS
+        return out
+
     def price(self, ops: list[Op]) -> Priced:
         """Segments of an op list (see ``price_ops``)."""
         return self.price_ops(ops)[0]
@@ -122,7 +147,8 @@ class Pricer:
             segs.append(seg)
             order.append(op)
 
-        for op in ops:
+        split = self._overlap_splits(ops) if p.tp_comm_overlap else {}
+        for i, op in enumerate(ops):
             if isinstance(op, Comm):
                 t = self.comm_time(op)
                 cat = {"tp": TP, "cp": CP, "pp": PP, "ep": EP, "etp": EP}.get(op.group, DP)
@@ -140,7 +166,14 @@ class Pricer:
                     t = self.hidden_behind(t, segs[-1][1])
                 add((cat, t, op.name), op)
             else:
-                add((COMPUTE, self.compute.time(op), op.name), op)
+                chunks = split.get(i, 1)
+                if chunks > 1:  # one GEMM in chunks on TE's userbuffer streams
+                    chunk = replace(op, m=-(-op.m // chunks),  # type: ignore[arg-type]
+                                    batch=op.batch * chunks, grouped="userbuffers")
+                    t = self.compute.time(chunk)
+                else:
+                    t = self.compute.time(op)
+                add((COMPUTE, t, op.name), op)
                 if gather is not None and isinstance(op, Gemm):
                     (cat, t, name), comm = gather
                     add((cat, self.hidden_behind(t, segs[-1][1]), name), comm)

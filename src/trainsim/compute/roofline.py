@@ -115,7 +115,11 @@ GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
 """GEMMs in flight at once for implementations that launch one GEMM per group: Transformer
 Engine's ``GroupedLinear`` issues each expert's cuBLAS GEMM on one of 4 compute streams in
 turn (TransformerEngine common/util/multi_stream.cpp ``num_compute_streams = 4``,
-common/gemm/cublaslt_gemm.cu ``multi_stream_cublas_gemm``); a plain loop runs one at a time."""
+common/gemm/cublaslt_gemm.cu ``multi_stream_cublas_gemm``); a plain loop runs one at a time.
+The chunks of a GEMM overlapped with a TP collective (``userbuffers``) are cuBLAS's dense
+GEMMs issued round-robin on 3 streams (TE pytorch/module/base.py ``_NUM_MAX_UB_STREAMS = 3``),
+each chunk's last wave filled by the next chunk's tiles: priced as one grid of every chunk's
+tiles at the dense rate."""
 
 
 def _group_row_tiles(op: Gemm) -> float:
@@ -142,7 +146,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
     if streams is None:
         waves = op.batch * row_tiles * n_tiles / sms
         return (useful * waves / math.ceil(waves) * op.k / (op.k + overhead_k)
-                * GROUPED_OF_GEMM[op.grouped])
+                * GROUPED_OF_GEMM.get(op.grouped, 1.0))  # userbuffers chunks: dense cuBLAS
     together = min(streams, op.batch)
     tiles = together * row_tiles * n_tiles
     split = max(1, min(int(sms // tiles), op.k // SPLIT_K_MIN)) if tiles < sms else 1

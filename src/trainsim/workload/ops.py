@@ -32,13 +32,15 @@ Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd", "ep", "etp", "edp"]
 embd joins the first and last pipeline stages (tied embedding gradients); ep / etp are the
 expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""
 
-GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "deepgemm"]
+GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "deepgemm", "userbuffers"]
 """Grouped-GEMM implementations: ``multi_stream`` is Transformer Engine's ``GroupedLinear``
 (one cuBLAS GEMM per group on a pool of streams, TE ``multi_stream_cublas_gemm``); ``loop``
 one GEMM per group in turn (tgale96/grouped_gemm's cuBLAS mode, Hugging Face's expert loop);
 ``cutlass`` one persistent kernel over every group's tiles (CUTLASS grouped GEMM, PyTorch's
 ``torch._grouped_mm``, cuBLASLt grouped GEMM); ``triton`` a Triton grouped kernel (Liger's and
-vLLM's fused MoE); ``deepgemm`` DeepSeek's DeepGEMM m-grouped kernels."""
+vLLM's fused MoE); ``deepgemm`` DeepSeek's DeepGEMM m-grouped kernels; ``userbuffers`` the
+chunks of one GEMM that Transformer Engine's TP overlap runs on its own streams
+(``pricing.Pricer``)."""
 GROUPED_IMPLS: tuple[str, ...] = get_args(GroupedImpl)
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
