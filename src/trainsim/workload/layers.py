@@ -334,6 +334,8 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
                            bwd_kernels=MOE_KERNELS["expert_act"][1]))
     _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
+    if m.add_bias_linear and impl == "multi_stream":
+        ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
     if p.ep > 1 and dispatcher == "allgather":
@@ -352,6 +354,30 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
         _gemm(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
         tp_exit(ops, sh, h, "shared_expert")
+
+
+EXPERT_BIAS_BYTES = (6 * ACT, 8 * ACT)
+"""Bytes per element of the experts' output that ``TEGroupedMLP._apply_bias`` moves (forward,
+backward). Transformer Engine's ``GroupedLinear`` adds fc1's bias in its GEMMs, but fc2's is
+skipped (``skip_bias_add=True``) and added afterwards, weighted by each token's routing
+probability, one expert at a time in Python (Megatron-core megatron/core/transformer/moe/
+experts.py ``_apply_bias``, since a329dd6 "Enable bias in expert mlp [gpt-oss 5/5]",
+2025-09): per expert ``b * p`` (writes the expert's rows) and ``t + b * p`` (reads two,
+writes one), then ``torch.cat`` (reads and writes all rows): 6 element passes. Backward:
+autograd's ``MulBackward`` forms ``grad * p`` and ``grad * b`` (each read and written) and
+sums them (read), and the split of the GEMM output concatenates its gradient: 8 passes."""
+EXPERT_BIAS_KERNELS = (2, 4)
+"""Kernels per local expert of ``_apply_bias`` (forward: mul, add; backward: two products and
+their two sums), plus one concatenation each way."""
+
+
+def expert_fc2_bias(rows: int, h: int, local: int) -> Elementwise:
+    """The per-expert bias loop after the experts' fc2 (``EXPERT_BIAS_BYTES``)."""
+    elements = rows * local * h
+    return Elementwise("expert_fc2_bias", bytes=elements * EXPERT_BIAS_BYTES[0],
+                       kernels=EXPERT_BIAS_KERNELS[0] * local + 1,
+                       bwd_bytes=elements * EXPERT_BIAS_BYTES[1],
+                       bwd_kernels=EXPERT_BIAS_KERNELS[1] * local + 1, impl="eager")
 
 
 @functools.cache
