@@ -412,7 +412,8 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         # backward is decomposed: beside the saved fp32 log-softmax it makes zeros_like,
         # exp and their sum before the product with the incoming gradient: 4+4+4+4
         if t.modules == "eager" and t.compile and _feature(cfg, "compiled_loss"):
-            per = 2 + 2
+            # (the saved logits are the stage output that pipelining keeps: counted there)
+            per = 2 if p.pp > 1 and _feature(cfg, "pipelining_buffers") else 2 + 2
         elif t.modules == "eager" and p.tp > 1 and _feature(cfg, "loss_parallel"):
             per = 16
         else:
