@@ -102,6 +102,26 @@ def _dispatcher_list(v: Any) -> str | None:
     return f"{bad} not in {list(MOE_DISPATCHERS)}" if bad else None
 
 
+#: run options (``validate`` options column) a profile's ``moe_recipe_options`` may name
+RECIPE_OPTIONS = ("ep_overlap", "cuda_graphs", "tp_overlap", "pp_overlap", "dp_overlap")
+
+
+def _recipe_options(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {gpu: {fp8 recipe or dtype: [options]}}"
+    for gpu_name, by_recipe in v.items():
+        if not isinstance(by_recipe, dict):
+            return f"{gpu_name}: expected a mapping {{fp8 recipe or dtype: [options]}}"
+        kinds = FP8_RECIPES + TRAINING_DTYPES
+        for recipe, options in by_recipe.items():
+            if recipe not in kinds:
+                return f"{gpu_name}: {recipe!r} is not one of {list(kinds)}"
+            bad = [o for o in options or () if o not in RECIPE_OPTIONS]
+            if not isinstance(options, list) or bad:
+                return f"{gpu_name}.{recipe}: expected a list of {list(RECIPE_OPTIONS)}"
+    return None
+
+
 def _grad_reduce(v: Any) -> str | None:
     if not isinstance(v, dict):
         return "expected a mapping {fp16: ..., bf16: ..., fp8: ...}"
@@ -180,12 +200,15 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "hidden_dropout": _nullable(_prob),
     # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
     "grouped_gemm": _nullable(_enum(("multi_stream", "loop", "cutlass", "triton", "deepgemm"))),
+    # what the framework's performance recipes switch on for MoE runs, by GPU (catalog name)
+    # and fp8 recipe (or dtype): the run options where a run states none (mechanisms only)
+    "moe_recipe_options": _nullable(_recipe_options),
 }
 
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
-             "moe_probs_in_expert", "grouped_gemm",
+             "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key

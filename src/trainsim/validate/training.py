@@ -85,6 +85,7 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
         if _cell(row, col) is not None:
             model[fieldname] = _cell(row, col)
     options = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+    options = options or _recipe_options(row, model)
     unknown_opts = options - KNOWN_OPTIONS
     if unknown_opts:
         name = min(unknown_opts)
@@ -122,6 +123,19 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
         fused = "fused_kernels" in options or training["dtype"] == "fp8"
         training["attention"] = "flash2" if fused else "unfused"
     return raw, _unknowns(row, profile)
+
+
+def _recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
+    """Options the row's framework's performance recipes switch on for an expert-parallel MoE
+    run on its GPU and fp8 recipe (profile ``moe_recipe_options``), for a row that states
+    none."""
+    profile = _profile(row)
+    preset = model_dict(model["preset"]) if "preset" in model else {}
+    experts = int(model.get("num_experts") or preset.get("num_experts") or 0)
+    if profile is None or experts <= 1 or int(_cell(row, "ep") or 1) <= 1:
+        return set()
+    by_gpu = (profile.defaults.get("moe_recipe_options") or {}).get(row["gpu"]) or {}
+    return set(by_gpu.get(_cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16", ()))
 
 
 def _node_size(row: dict[str, str]) -> int:
@@ -318,5 +332,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
                  "settings": {"attention": t.attention, "fp8_recipe": t.fp8_recipe,
                               "grad_reduce_in_fp32": t.grad_reduce_in_fp32,
                               "stage_layers": list(cfg.stage_layer_counts),
-                              "moe_token_dispatcher_type": p.moe_token_dispatcher_type}}
+                              "moe_token_dispatcher_type": p.moe_token_dispatcher_type,
+                              "moe_overlap_ep_comm": p.moe_overlap_ep_comm,
+                              "cuda_graphs": t.cuda_graphs}}
     return res
