@@ -111,3 +111,16 @@ def test_search_cli_reports_fixed_and_moe_fields(model_file):
     d = json.loads(r.output)
     assert d["fixed"] == {"expert_model_parallel_size": 4}
     assert all(x["config"]["ep"] == 4 and "pipeline_schedule" in x["config"] for x in d["top"])
+
+
+def test_ranking_and_front_keep_only_configurations_that_fit():
+    """The memory check of a group runs with its overlap switches off; the expert all-to-all
+    overlap keeps one more forward in flight, so a sibling can exceed the GPU's memory: it is
+    simulated but never ranked nor on the Pareto front (Mixtral-8x22B, TP 2 x PP 4, EP 8)."""
+    base = build_base("mixtral-8x22b", "h100-sxm-80gb", 128, 512, 4096, 8, 400.0, "bf16")
+    space = _space("2", "4", "1", 7, 1, "none", "1", "search", ep_="8", etp_="2",
+                   dispatcher="deepep", base=base)
+    r = search(base, [128], space, top_k=3, cache=None)
+    assert any(not e.fits for e in r.evaluated)
+    assert r.top and all(x.evaluation.fits for x in r.top)
+    assert r.pareto and all(e.fits for e in r.pareto)

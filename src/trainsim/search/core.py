@@ -325,11 +325,14 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         fresh.sort(key=lambda x: x[1].candidate)
         for lb, e, headroom in fresh:
             evaluated.append(e)
-            index.add(e)
             c, t = e.candidate, e.iteration_time_s
-            g = group_of(c, rank_by)
-            best_of[g] = min(best_of.get(g, t), t)
-            best_n[c.mem.num_gpus] = min(best_n.get(c.mem.num_gpus, t), t)
+            # an overlap switch can add memory its group's check (switches off) did not see
+            # (the expert all-to-all overlap's extra forward in flight): rank only what fits
+            if e.fits:
+                index.add(e)
+                g = group_of(c, rank_by)
+                best_of[g] = min(best_of.get(g, t), t)
+                best_n[c.mem.num_gpus] = min(best_n.get(c.mem.num_gpus, t), t)
             # Turning an overlap switch on slows the simulated iteration by at most
             # OVERLAP_SLOWDOWN (tests check it), so the lead's time bounds its siblings.
             for s in siblings.pop(c, ()):
@@ -345,6 +348,8 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     # 3. rank
     best_eval: dict[object, Evaluation] = {}
     for e in evaluated:
+        if not e.fits:
+            continue
         g = group_of(e.candidate, rank_by)
         cur = best_eval.get(g)
         if cur is None or rank_key(e) < rank_key(cur):
@@ -352,8 +357,8 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     ordered = sorted(best_eval.values(), key=rank_key)
     top = tuple(Ranked(i + 1, e, why_slower(ordered[0], e) if i else ())
                 for i, e in enumerate(ordered[:top_k]))
-    front = pareto_front([e for e in evaluated
-                          if e.iteration_time_s <= pareto_slowdown * best_n[e.num_gpus]])
+    front = pareto_front([e for e in evaluated if e.fits and
+                          e.iteration_time_s <= pareto_slowdown * best_n[e.num_gpus]])
     ref = None
     if reference is not None:
         ref = _rank_reference(reference, base, ordered, top_k, rank_by, cache, bkey)
