@@ -1,21 +1,31 @@
-"""Transformer Engine's userbuffer TP overlap runs the GEMMs it overlaps in chunks (TE
-``initialize_ub`` defaults): tp ring steps for an all-gather's consumer, 4 pipeline splits for a
-reduce-scatter's producer, whole GEMMs under bulk overlaps; the chunks share 3 streams."""
+"""How a TP overlap runs the GEMMs it hides communication behind (``tp_comm_overlap_method``):
+Transformer Engine's userbuffers (``initialize_ub`` defaults) split an all-gather's consumer into
+tp ring steps and a reduce-scatter's producer into 4 pipeline chunks on 3 streams, and run the
+pipeline and bulk overlaps' GEMMs on the SMs their 16 communication SMs leave; PyTorch's async
+TP splits both into tp chunks on copy engines; a fused kernel keeps the GEMM whole."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from trainsim.catalog import run_config_from_dict
-from trainsim.pricing import TE_PIPELINE_SPLITS, Pricer
+from trainsim.errors import ConfigError
+from trainsim.pricing import TE_PIPELINE_SPLITS, UB_COMM_SMS, Pricer
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Gemm
 
+RING = ("qkv_proj", "fc1", "out_proj.dgrad", "fc2.dgrad")
+PIPELINE = ("out_proj", "fc2")
+BULK = ("qkv_proj.dgrad", "qkv_proj.wgrad", "fc1.dgrad", "fc1.wgrad")
 
-def _cfg(overlap: bool, tp: int = 8, mbs: int = 1):
+
+def _cfg(overlap: bool, method: str = "userbuffers", mbs: int = 1):
     return run_config_from_dict({
         "model": {"preset": "gpt3-175b"},
-        "parallel": {"tp": tp, "sequence_parallel": True, "tp_comm_overlap": overlap},
+        "parallel": {"tp": 8, "sequence_parallel": True, "tp_comm_overlap": overlap,
+                     "tp_comm_overlap_method": method},
         "training": {"global_batch_size": 64, "micro_batch_size": mbs, "seq_length": 2048},
         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "compute_db": None}})
 
@@ -32,26 +42,44 @@ def _times(cfg):
     return pricer, out
 
 
-def test_overlapped_gemms_run_in_ring_steps_and_pipeline_splits():
+def _chunked(pricer, op, chunks):
+    return pricer.compute.time(replace(op, m=-(-op.m // chunks), batch=chunks,
+                                       grouped="userbuffers"))
+
+
+def test_userbuffers_split_ring_and_pipeline_gemms_and_take_sms_from_pipeline_and_bulk():
     pricer, split = _times(_cfg(True))
     _, whole = _times(_cfg(False))
-    tp = 8
-    for name, chunks in (("qkv_proj", tp), ("fc1", tp), ("out_proj.dgrad", tp),
-                         ("fc2.dgrad", tp), ("out_proj", TE_PIPELINE_SPLITS),
-                         ("fc2", TE_PIPELINE_SPLITS)):
+    margin = 132 / (132 - UB_COMM_SMS)
+    for name in RING:  # copy engines: the GEMM keeps its SMs
         t, op = split[name]
-        chunk = replace(op, m=-(-op.m // chunks), batch=chunks, grouped="userbuffers")
-        assert t == pricer.compute.time(chunk), name
-        # never faster than the whole GEMM; the streams keep the loss to the chunks' tails
+        assert t == pytest.approx(_chunked(pricer, op, 8)), name
         assert whole[name][0] <= t < 1.1 * whole[name][0], name
-    for name in ("qkv_proj.dgrad", "qkv_proj.wgrad", "fc1.dgrad", "fc2.wgrad"):  # bulk
-        assert split[name][0] == whole[name][0], name
+    for name in PIPELINE:
+        t, op = split[name]
+        assert t == pytest.approx(_chunked(pricer, op, TE_PIPELINE_SPLITS) * margin), name
+    for name in BULK:  # whole GEMMs, on fewer SMs
+        assert split[name][0] == pytest.approx(whole[name][0] * margin), name
+
+
+def test_async_tp_splits_both_kinds_into_tp_chunks_and_fused_keeps_gemms_whole():
+    pricer, p2p = _times(_cfg(True, "p2p"))
+    _, fused = _times(_cfg(True, "fused"))
+    _, whole = _times(_cfg(False))
+    for name in RING + PIPELINE:
+        assert p2p[name][0] == pytest.approx(_chunked(pricer, p2p[name][1], 8)), name
+    for name in RING + PIPELINE + BULK:
+        assert fused[name][0] == whole[name][0], name
 
 
 def test_chunks_on_one_stream_would_lose_their_wave_tails():
-    """The 3 streams matter: at one 2k-token micro-batch a tp-8 chunk is 256 rows, too few
-    tiles for an H100 on its own; priced one after another the chunks cost far more."""
+    """The streams matter: at one 2k-token micro-batch a tp-8 chunk is 256 rows, too few tiles
+    for an H100 on its own; priced one after another the chunks cost far more."""
     pricer, split = _times(_cfg(True))
     t, op = split["qkv_proj"]
-    serial = 8 * pricer.compute.time(replace(op, m=op.m // 8))
-    assert serial > 1.3 * t
+    assert 8 * pricer.compute.time(replace(op, m=op.m // 8)) > 1.3 * t
+
+
+def test_unknown_method_is_one_clear_error():
+    with pytest.raises(ConfigError, match="tp_comm_overlap_method"):
+        _cfg(True, "magic")

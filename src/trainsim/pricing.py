@@ -28,6 +28,12 @@ pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen409
 24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
 t seconds still costs t * COMM_SMS / num_sms."""
 
+UB_COMM_SMS = 16
+"""SMs Transformer Engine's ``pipeline`` and ``bulk`` userbuffer overlaps give their
+communication kernels, taken from the GEMM they overlap for the whole GEMM (TE ``initialize_ub``
+defaults ``num_sm`` 16 with ``set_sm_margin``); its ``ring_exchange`` moves chunks with copy
+engines and leaves the GEMM its SMs."""
+
 TE_PIPELINE_SPLITS = 4
 """Chunks of a GEMM whose output Transformer Engine reduce-scatters with its ``pipeline``
 userbuffer overlap (``num_splits`` default in ``initialize_ub``, pytorch/module/base.py)."""
@@ -89,6 +95,9 @@ class Pricer:
         compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
+        self.ub_margin = sms / (sms - UB_COMM_SMS)
+        """Slowdown of a GEMM that Transformer Engine's pipeline or bulk TP overlap runs beside
+        its communication kernels (``UB_COMM_SMS``)."""
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
         pipeline send hold while they run beside compute."""
 
@@ -101,14 +110,18 @@ class Pricer:
         return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
 
     def _overlap_splits(self, ops: list[Op]) -> dict[int, int]:
-        """Chunks each GEMM runs in under Transformer Engine's userbuffer TP overlap (TE
-        ``initialize_ub`` defaults, pytorch/module/base.py): a GEMM fed by an overlapped
-        all-gather (qkv and fc1 forward, proj and fc2 dgrad: ``ring_exchange``) runs as tp
-        GEMMs of m/tp rows, one per ring step; a GEMM whose output is reduce-scattered
-        (proj and fc2 forward: ``pipeline``) as ``num_splits`` = 4 GEMMs of m/4 rows. Bulk
-        overlaps (the backward's re-gather and input-gradient reduce-scatter, flagged
-        ``overlap_with_previous``) leave their GEMM whole. Smaller GEMMs lose more to their
-        tile and wave tails: at one 4k-token micro-batch a tp-8 chunk is 512 rows."""
+        """Chunks each GEMM runs in under the TP overlap (``tp_comm_overlap_method``).
+        Transformer Engine's userbuffers (TE ``initialize_ub`` defaults, pytorch/module/base.py):
+        a GEMM fed by an overlapped all-gather (qkv and fc1 forward, proj and fc2 dgrad:
+        ``ring_exchange``) runs as tp GEMMs of m/tp rows, one per ring step; a GEMM whose output
+        is reduce-scattered (proj and fc2 forward: ``pipeline``) as ``num_splits`` = 4 GEMMs of
+        m/4 rows. PyTorch's async TP splits both kinds into tp chunks. Bulk overlaps (the
+        backward's re-gather and input-gradient reduce-scatter, flagged
+        ``overlap_with_previous``) and fused kernels leave their GEMM whole."""
+        method = self.cfg.parallel.tp_comm_overlap_method
+        if method == "fused":
+            return {}
+        scatter_chunks = TE_PIPELINE_SPLITS if method == "userbuffers" else self.cfg.parallel.tp
         out: dict[int, int] = {}
         for i, op in enumerate(ops):
             if not (isinstance(op, Comm) and op.group == "tp") or op.overlap_with_previous:
@@ -118,7 +131,7 @@ class Pricer:
                 if j is not None and not ops[j].grouped:
                     out[j] = self.cfg.parallel.tp
             elif i > 0 and isinstance(ops[i - 1], Gemm) and not ops[i - 1].grouped:
-                out[i - 1] = TE_PIPELINE_SPLITS
+                out[i - 1] = scatter_chunks
         return out
 
     def price(self, ops: list[Op]) -> Priced:
@@ -131,8 +144,8 @@ class Pricer:
         Communication runs blocking, except: ``overlap_with_previous`` hides behind the
         preceding compute op; under tp_comm_overlap a TP all-gather hides behind the GEMM that
         consumes it (its exposed rest is placed after that GEMM) and other TP collectives behind
-        the GEMM that produced them (Transformer Engine userbuffers, MegaScale §3.2: the GEMM is
-        split into chunks pipelined with the ring exchange); with moe_overlap_ep_comm, expert
+        the GEMM that produced them, the GEMM in chunks and on fewer SMs as the framework's
+        ``tp_comm_overlap_method`` runs it (``_overlap_splits``, ``UB_COMM_SMS``); with moe_overlap_ep_comm, expert
         all-to-alls hide behind the list's whole compute, as when one micro-batch's dispatch
         runs under another's attention and MLP (DeepSeek-V3's DualPipe, Megatron-core's
         overlapped 1F1B). Where the host cannot launch the list as fast as the GPU runs it
@@ -148,6 +161,7 @@ class Pricer:
             order.append(op)
 
         split = self._overlap_splits(ops) if p.tp_comm_overlap else {}
+        method = p.tp_comm_overlap_method
         for i, op in enumerate(ops):
             if isinstance(op, Comm):
                 t = self.comm_time(op)
@@ -162,7 +176,15 @@ class Pricer:
                 if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
                     gather = ((cat, t, op.name), op)
                     continue
-                if (op.overlap_with_previous or tp_overlap) and segs and segs[-1][0] == COMPUTE:
+                if tp_overlap and method != "fused" and segs and segs[-1][0] == COMPUTE:
+                    # userbuffers' pipeline and bulk overlaps run the GEMM on the SMs their
+                    # communication kernels leave (set_sm_margin); copy engines take none
+                    c_cat, gemm, c_name = segs[-1]
+                    gemm *= self.ub_margin if method == "userbuffers" else 1.0
+                    segs[-1] = (c_cat, gemm, c_name)
+                    t = max(0.0, t - gemm)
+                elif (op.overlap_with_previous or tp_overlap) and segs \
+                        and segs[-1][0] == COMPUTE:
                     t = self.hidden_behind(t, segs[-1][1])
                 add((cat, t, op.name), op)
             else:
@@ -176,7 +198,11 @@ class Pricer:
                 add((COMPUTE, t, op.name), op)
                 if gather is not None and isinstance(op, Gemm):
                     (cat, t, name), comm = gather
-                    add((cat, self.hidden_behind(t, segs[-1][1]), name), comm)
+                    # a ring exchange moves the chunks with copy engines: the GEMM keeps its
+                    # SMs; a fused kernel shares them while the collective runs
+                    t = self.hidden_behind(t, segs[-1][1]) if method == "fused" \
+                        else max(0.0, t - segs[-1][1])
+                    add((cat, t, name), comm)
                     gather = None
         if gather is not None:
             add(*gather)

@@ -30,6 +30,7 @@ _DEFAULTED = (
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
     ("parallel", "data_parallel_impl", "data_parallel_impl"),
     ("parallel", "zero3_gather", "zero3_gather"),
+    ("parallel", "tp_comm_overlap_method", "tp_comm_overlap_method"),
     ("training", "expandable_segments", "expandable_segments"),
     ("training", "fp8_param_gather", "fp8_param_gather"),
     ("training", "modules", "modules"),

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config._build import suggest
-from trainsim.config.parallel import DATA_PARALLEL_IMPLS, ZERO3_GATHER
+from trainsim.config.parallel import DATA_PARALLEL_IMPLS, TP_OVERLAP_METHODS, ZERO3_GATHER
 from trainsim.errors import CatalogError
 
 _DIR = Path(__file__).parent / "frameworks"
@@ -194,6 +194,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
     "overlap_grad_reduce": _nullable(_bool),
     "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
+    "tp_comm_overlap_method": _nullable(_enum(TP_OVERLAP_METHODS)),
     "zero3_prefetch": _nullable(_int),
     "cuda_graphs": _nullable(_bool),
     "attention_dropout": _nullable(_prob),
@@ -210,7 +211,8 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
-             "loss_parallel", "pipelining_buffers"}
+             "loss_parallel", "pipelining_buffers",
+             "tp_comm_overlap_method"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

@@ -11,6 +11,7 @@ from trainsim.errors import ConfigError
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
+TP_OVERLAP_METHODS = ("userbuffers", "p2p", "fused")
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_2p", "zb_v",
                       "interleaved_zb", "dualpipe", "dualpipe_v")
 SCHEDULE_NAMES = {
@@ -89,7 +90,16 @@ class ParallelConfig:
     overlap_param_gather: bool = False
     """Overlap the distributed optimizer's parameter all-gather with the next forward."""
     tp_comm_overlap: bool = False
-    """Overlap TP communication with GEMMs (Transformer Engine userbuffers)."""
+    """Overlap TP communication with GEMMs (``tp_comm_overlap_method``)."""
+    tp_comm_overlap_method: Literal["userbuffers", "p2p", "fused"] = "userbuffers"
+    """How tp_comm_overlap hides the TP collectives (``pricing.Pricer``): ``userbuffers``
+    (Transformer Engine, Megatron-core's --tp-comm-overlap: an all-gather's consumer GEMM in tp
+    ring steps moved by copy engines, a reduce-scatter's producer in 4 pipelined chunks and the
+    backward's bulk overlaps on the SMs their 16 communication SMs leave); ``p2p`` (PyTorch's
+    async TP, torch.distributed._symmetric_memory: every overlapped GEMM in tp chunks, the
+    exchange on copy engines); ``fused`` (communication inside the GEMM kernel's tiles,
+    ByteDance's Flux as MegaScale's §3.2 fuses it: the GEMM whole, the collective's SMs shared
+    while it runs). A framework profile sets it."""
     overlap_p2p_comm: bool = False
     """Pipeline send/recv on a separate stream, not blocking compute."""
     moe_overlap_ep_comm: bool = False
@@ -157,6 +167,9 @@ class ParallelConfig:
             raise ConfigError(f"parallel.data_parallel_impl={self.data_parallel_impl!r} is "
                               f"unknown{suggest(self.data_parallel_impl, DATA_PARALLEL_IMPLS)}; "
                               f"known: {', '.join(DATA_PARALLEL_IMPLS)}")
+        if self.tp_comm_overlap_method not in TP_OVERLAP_METHODS:
+            raise ConfigError(f"parallel.tp_comm_overlap_method={self.tp_comm_overlap_method!r}"
+                              f" is unknown; known: {', '.join(TP_OVERLAP_METHODS)}")
         if self.zero3_gather is not None and self.zero3_gather not in ZERO3_GATHER:
             raise ConfigError(f"parallel.zero3_gather='{self.zero3_gather}' is unknown; "
                               f"known: {', '.join(ZERO3_GATHER)}")
