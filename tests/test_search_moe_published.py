@@ -65,6 +65,10 @@ def test_moe_search_uses_ep_and_beats_the_published_layout(name, executor, reque
     r = search(base, [gpus], top_k=10, executor=executor,
                reference=parse_reference(ref, base, gpus))
     assert r.best is not None and r.reference is not None
+    ref = r.reference.evaluation
+    print(f"\n{name}: best {r.best.label} {r.best.iteration_time_s:.2f} s; published "
+          f"{ref.label} {ref.iteration_time_s:.2f} s, {ref.peak_memory_bytes / 2**30:.1f} GiB, "
+          f"rank {r.reference.rank}{'' if r.reference.exact else '+'}")
     assert r.best.candidate.mem.ep > 1
     assert r.best.fits
     assert r.best.iteration_time_s <= r.reference.evaluation.iteration_time_s
