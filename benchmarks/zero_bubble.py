@@ -23,8 +23,9 @@ zero-bubble runs do; 1F1B and 1F1B-I are Megatron-LM's, synchronized.
 
 Known gaps. ZB-1p's gain is (p-1) x W over 1F1B's bubble, so it follows W's share of a pass:
 the W pass holds exactly the weight-gradient GEMMs, yet it is 28-35 % of F + B + W here
-against about 20-28 % in the paper's profiled times (its Table 5), whose forward is 20-45 %
-slower than trainsim's while its W is as fast or faster (compute pricing, not the split).
+against roughly a fifth to a quarter in the paper's profiled pass times (its Table 5), where
+the forward takes longer next to W than trainsim prices it (compute pricing, not the split;
+trainsim prices a wgrad GEMM over 1,024 tokens ~20 % slower than its forward GEMM).
 Simulated 1F1B-I speed-ups sit within 2 points of the bubble ratio (m + p - 1) / (m + (p - 1)
 / v); the published ones sit 3-8 % below it in every row, as if each extra chunk boundary cost
 ~0.5 ms per micro-batch, where a 10-28 MB send is priced at 0.05-0.13 ms inside a node (and
