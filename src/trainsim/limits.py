@@ -9,7 +9,11 @@ what                   estimate                                    override (env
 =====================  ==========================================  ====================  =======
 one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_TASKS    500,000
                        (a forward and a backward pass per chunk)
-                       + 2 x layers (gradient buckets) + pp
+                       + 2 x layers (gradient buckets) + pp; with
+                       the steady-state shortcut, the same count
+                       for each truncated run it may simulate;
+                       and the memory estimate's schedule walk,
+                       2 x micro-batches x vpp x pp positions / 20
 goodput Monte Carlo    trials x interruption rounds (the expected  TRAINSIM_MAX_TRIALS   5e6
                        interruptions over the expected wall clock
                        of the run, + 1)
@@ -92,19 +96,35 @@ def check(name: str, estimate: float, what: str, flag: str, fix: str = "") -> No
 
 # ---------------------------------------------------------------------------- estimates
 
-def simulation_tasks(cfg: RunConfig) -> float:
-    """Engine tasks of one iteration of ``cfg`` (see the module table)."""
+def simulation_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
+    """Engine tasks of one iteration of ``cfg`` (see the module table), or of a truncated one of
+    ``microbatches`` (the steady-state shortcut's runs)."""
     p = cfg.parallel
-    return (2.0 * cfg.num_microbatches * p.pp * p.vpp
+    m = cfg.num_microbatches if microbatches is None else microbatches
+    return (2.0 * m * p.pp * p.vpp
             + 2.0 * (cfg.model.num_layers + cfg.model.mtp_num_layers) + p.pp)
 
 
-def check_simulation(cfg: RunConfig) -> None:
-    check("TRAINSIM_MAX_TASKS", simulation_tasks(cfg), "simulated tasks in one iteration",
-          "simulate --max-tasks N",
-          f"{cfg.num_microbatches:,} micro-batches x pp={cfg.parallel.pp} x "
-          f"vpp={cfg.parallel.vpp} x {cfg.model.num_layers:,} layers; fewer micro-batches "
-          "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
+POSITIONS_PER_TASK = 20
+"""Schedule positions the memory estimate walks (``memory.estimate``: each stage's pipeline
+order, 2 x micro-batches x vpp positions, for the micro-batches in flight) that cost as much
+as one engine task (about 0.2 us against 5-10 us, measured on PP64)."""
+
+
+def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "") -> None:
+    """Refuse a simulation of ``tasks`` engine tasks (default: the full iteration's), or one
+    whose memory estimate walks more schedule positions than the same limit allows (their
+    count grows with the micro-batches even where the steady-state shortcut does not)."""
+    p = cfg.parallel
+    fix = (f"{cfg.num_microbatches:,} micro-batches x pp={p.pp} x vpp={p.vpp} x "
+           f"{cfg.model.num_layers:,} layers; fewer micro-batches "
+           "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
+    check("TRAINSIM_MAX_TASKS", simulation_tasks(cfg) if tasks is None else tasks,
+          f"simulated tasks in one iteration{what}", "simulate --max-tasks N", fix)
+    positions = 2.0 * cfg.num_microbatches * p.vpp * p.pp
+    check("TRAINSIM_MAX_TASKS", positions / POSITIONS_PER_TASK,
+          f"pipeline schedule positions the memory estimate walks, in tasks' worth "
+          f"({positions:,.0f} / {POSITIONS_PER_TASK})", "simulate --max-tasks N", fix)
 
 
 FLOW_SETUP_STEPS = 20

@@ -27,6 +27,10 @@ class Result:
     timeline: Timeline | None = field(default=None, compare=False, repr=False)
     compute_sources: dict[str, int] = field(default_factory=dict)
     """How many distinct kernels each compute model priced (database hits, roofline)."""
+    simulation: dict[str, str] = field(default_factory=dict, compare=False)
+    """How the iteration was simulated: ``method`` 'steady-state' (two truncated runs, the
+    periodic rest extrapolated; ``trainsim.steady_state``) or 'full' (every micro-batch), and
+    ``reason``: what was proven, or why the shortcut did not apply."""
 
     @property
     def num_gpus(self) -> int:
@@ -126,6 +130,7 @@ class Result:
             "num_microbatches": self.config.num_microbatches,
             "stage_layers": list(self.config.stage_layer_counts),
             "compute_sources": dict(self.compute_sources),
+            "simulation": dict(self.simulation),
             "dp": self.config.dp,
             "run": self.run_estimate(),
             "config": to_dict(self.config),

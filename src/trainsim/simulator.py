@@ -13,12 +13,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
-from trainsim.engine import Task, Timeline, run
+from trainsim.engine import Task, gc_paused, run
 from trainsim.limits import check_simulation
 from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.pricing import COMPUTE, CP, DP, EP, OPT, PP, TP, Priced, Pricer
 from trainsim.result import Result
+from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
+    TIE,
+    Summary,
+    breakdown_of,
+    critical_stage,
+    data_loading_s,
+    stage_sums,
+    summarize,
+)
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.layers import (
     Shard,
@@ -476,132 +485,29 @@ def build_graph(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
     return graph
 
 
-@dataclass
-class Summary:
-    """What the result needs from an iteration's timeline, per stage: when its last task ends,
-    when its iteration starts, the work on its compute stream, and (for the stages listed)
-    the additive parts of its breakdown (:func:`stage_sums`)."""
-
-    end_s: list[float]
-    origin_s: list[float]
-    busy_s: list[float]
-    sums: dict[int, dict[str, float]]
-
-
-def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
-               stages: list[int]) -> dict[int, dict[str, float]]:
-    """Additive parts of the breakdown of each of ``stages``, in one pass over the tasks: busy
-    categories on its compute stream, gaps by the reason it waited (data-parallel
-    communication, else '_bubble'), '_tail' (its last task's end past its last compute task)
-    and '_end' (that end less the stage's origin)."""
-    tasks, start, end = tl.tasks, tl.start_s, tl.end_s
-    dp_side = {t.stream[0] for t in tasks if t.stream[1] == "dp"}
-    out = {s: {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0,
-               "_bubble": 0.0} for s in stages}
-    prev_end = {s: origin[s] for s in stages}
-    for i, t in enumerate(tasks):
-        stage, kind = t.stream
-        if kind != "compute" or stage not in out:
-            continue
-        cats = out[stage]
-        gap = start[i] - prev_end[stage]
-        if gap > 0:
-            waited_on = max(t.deps, key=lambda d: end[d], default=None)
-            if waited_on is not None and tasks[waited_on].stream == (stage, "dp"):
-                cats[DP] += gap
-            else:
-                cats["_bubble"] += gap
-        for cat, dur in t.segments:
-            cats[cat] = cats.get(cat, 0.0) + dur
-        # slowed by collectives running beside it on the data-parallel (or, with overlapped
-        # p2p, the pipeline) stream: their SMs' share of its time is exposed communication
-        cats[DP if stage in dp_side else PP] += max(0.0, end[i] - start[i] - t.duration_s)
-        prev_end[stage] = end[i]
-    for s in stages:
-        out[s]["_tail"] = end[ends[s]] - prev_end[s]  # exposed parameter all-gather after the step
-        out[s]["_end"] = end[ends[s]] - origin[s]
-    return out
-
-
-def summarize(cfg: RunConfig, tl: Timeline, ends: list[int], all_stages: bool = False
-              ) -> Summary:
-    """The summary of a timeline (the breakdown parts of the critical stage, or of all)."""
-    pp = len(ends)
-    origin = [0.0] * pp
-    if cfg.parallel.optimizer_post_validation:  # stages overlap consecutive iterations
-        from trainsim.pipeline import stage_starts
-        origin = stage_starts(tl, pp)
-    busy = [0.0] * pp
-    for t in tl.tasks:
-        if t.stream[1] == "compute":
-            busy[t.stream[0]] += t.duration_s
-    end = [tl.end_s[e] for e in ends]
-    stages = list(range(pp)) if all_stages else [critical_stage(busy, end)]
-    return Summary(end, origin, busy, stage_sums(tl, ends, origin, stages))
-
-
-TIE = 1e-9
-"""Relative difference under which two stages' work (or end times) count as equal: sums of
-the same durations in another order differ in their last bits."""
-
-
-def critical_stage(busy: list[float], end: list[float]) -> int:
-    """The stage that bounds throughput: the most work on its compute stream (ties: the one
-    that finishes last, then the lowest index)."""
-    top = max(busy)
-    tied = [s for s, b in enumerate(busy) if b >= top - TIE * abs(top)]
-    last = max(end[s] for s in tied)
-    return next(s for s in tied if end[s] >= last - TIE * abs(last))
-
-
-def breakdown_of(sums: dict[str, float], iteration_s: float) -> tuple[dict, dict]:
-    """The breakdown of the critical stage from its :func:`stage_sums`: the wait for slower
-    stages after it finished is bubble too."""
-    cats = {k: v for k, v in sums.items() if not k.startswith("_")}
-    cats[DP] += max(0.0, sums["_tail"])
-    bubble = sums["_bubble"] + (iteration_s - sums["_end"])
-    total = iteration_s
-    exposed = {"tp": cats[TP], "cp": cats[CP], "ep": cats[EP], "pp": cats[PP], "dp": cats[DP]}
-    breakdown = {"compute_s": cats[COMPUTE], "exposed_comm_s": sum(exposed.values()),
-                 "pipeline_bubble_s": bubble, "optimizer_s": cats[OPT]}
-    breakdown["other_s"] = max(0.0, total - sum(breakdown.values()))
-    return breakdown, exposed
-
-
-def data_loading_s(cfg: RunConfig, step_s: float) -> float:
-    """Exposed time to load one step's data on the busiest node.
-
-    Each rank needs global_batch / dp sequences of seq + 1 tokens (2-byte ids below a 65,536
-    vocabulary, else 4, as Megatron's indexed datasets store them). Without a shared loader
-    every GPU of a node reads its own copy; with one (MegaScale §3.5) the node reads each of its
-    data-parallel replicas' samples once. Workers collate in parallel. Asynchronous loaders
-    prefetch during the previous step, so only the excess over a step is exposed.
-    """
-    t, c, p = cfg.training, cfg.cluster, cfg.parallel
-    samples = t.global_batch_size // cfg.dp
-    prep = samples * t.data_prep_s_per_sample / t.num_workers
-    read = 0.0
-    if t.data_read_bw_Bps:
-        token_bytes = 2 if cfg.model.vocab_size <= 65536 else 4
-        per_node = c.gpus_per_node
-        if t.data_loader_per_node:  # distinct replicas in a node: its GPUs over tp * cp
-            per_node = max(1, c.gpus_per_node // min(c.gpus_per_node, p.tp * p.cp))
-        read = per_node * samples * (t.seq_length + 1) * token_bytes / t.data_read_bw_Bps
-    load = prep + read
-    return max(0.0, load - step_s) if t.data_loader_async else load
-
-
 def simulate(cfg: RunConfig, keep_timeline: bool = False,
              layer_source: LayerSource | None = None) -> Result:
     """Simulate one training iteration of ``cfg`` (``layer_source``: where each layer's forward
-    ops come from; the analytical builder by default)."""
-    check_simulation(cfg)  # bounded work: refuse a run over the task limit before building it
+    ops come from; the analytical builder by default). Long Megatron pipelines take the periodic
+    steady-state shortcut (:mod:`trainsim.steady_state`) unless a timeline is asked for;
+    ``Result.simulation`` says which way it went and why."""
+    with gc_paused():
+        return _simulate(cfg, keep_timeline, layer_source)
+
+
+def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None) -> Result:
+    from trainsim import steady_state
+
+    # bounded work: refuse a run over the task limit before building it (counting what the
+    # shortcut simulates where it applies; the full graph is checked again before a fallback)
+    check_simulation(cfg, None if keep_timeline else steady_state.simulated_tasks(cfg))
     pricer = Pricer(cfg)
-    summary, tl = None, None
+    summary, tl, reason = None, None, "a timeline was asked for"
     if not keep_timeline:  # the periodic steady state extrapolated, where it is proven
-        from trainsim.steady_state import steady_summary
-        summary = steady_summary(cfg, pricer, layer_source)
+        summary, reason = steady_state.attempt(cfg, pricer, layer_source)
+    method = "steady-state" if summary is not None else "full"
     if summary is None:
+        check_simulation(cfg, what=f" (simulated in full: {reason})")
         graph = build_graph(cfg, pricer, layer_source)
         tl = run(graph.tasks)
         summary = summarize(cfg, tl, graph.ends)
@@ -624,6 +530,7 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute.sources.items())),
+        simulation={"method": method, "reason": reason},
     )
 
 

@@ -24,12 +24,15 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import dataclass
 
 from trainsim.config import RunConfig
 from trainsim.engine import run
 from trainsim.engine.periodic import period_s
+from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
-from trainsim.simulator import AFTER, BEFORE, LayerSource, Summary, build_graph, summarize
+from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
+from trainsim.summary import Summary, summarize
 from trainsim.workload.schedule import schedule
 
 log = logging.getLogger(__name__)
@@ -37,8 +40,6 @@ log = logging.getLogger(__name__)
 MIN_TASKS = 2_000
 """Iterations with fewer pipeline passes than this are simulated in full (a few ms): the
 shortcut is for the long ones, and small runs keep the full loop's last bits."""
-ATTEMPTS = 2
-"""Truncated lengths tried (one period longer each time) before simulating in full."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
 
 
@@ -48,16 +49,29 @@ def _warmup(order: list) -> int:
     return first_b - 1
 
 
-def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
-                   ) -> Summary | None:
-    """The iteration's :class:`~trainsim.simulator.Summary` from two truncated runs, or None
-    when the shortcut does not apply or the period is not proven (simulate in full)."""
+@dataclass(frozen=True)
+class Plan:
+    """The truncated runs of a shortcut: A with ``m_a`` micro-batches, B with ``m_a + q``."""
+
+    m_a: int
+    q: int
+    """Micro-batches per period (``pp`` when interleaved, else 1)."""
+    cut: int
+    """Steady pairs of stage 0 before the cut, in A."""
+    unit: int
+    """Steady (F, B) pairs per stage per period."""
+
+
+
+def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
+    """The first pair of truncated runs to try for ``cfg``, or None and why the shortcut does
+    not apply (then every micro-batch is simulated)."""
     p = cfg.parallel
     if p.pipeline_schedule not in MEGATRON:
-        return None
+        return None, f"pipeline schedule {p.pipeline_schedule} has no periodic shortcut"
     m, pp, vpp = cfg.num_microbatches, p.pp, p.vpp
     if 2 * m * vpp * pp < MIN_TASKS:
-        return None
+        return None, f"short iteration ({2 * m * vpp * pp:,} passes < {MIN_TASKS:,})"
     q = pp if vpp > 1 else 1  # micro-batches per period (interleaving needs m % pp == 0)
     unit = q * vpp  # steady (F, B) pairs per stage per period
     warm0 = 2 * (pp - 1) + (vpp - 1) * pp if vpp > 1 else pp - 1  # stage 0's, the longest
@@ -65,15 +79,74 @@ def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
     # after warm-up more time. The cut is at stage 0's last steady pair that has a full
     # period before it (the other stages, warming up less, have more steady pairs after it).
     m_a = q * math.ceil((warm0 + unit + 1) / unit)
-    for _ in range(ATTEMPTS):
-        if 4 * (m_a + q) > m:
-            return None  # the two runs would cost half the full one or more: simulate in full
-        summary = _extrapolate(cfg, pricer, layer_source, m_a, q, m_a * vpp - warm0, unit)
+    if 4 * (m_a + q) > m:  # the two runs would cost half the full one or more
+        return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}) "
+                      "would cost a quarter of the full simulation or more")
+    return Plan(m_a, q, m_a * vpp - warm0, unit), ""
+
+
+def attempts(cfg: RunConfig) -> list[Plan]:
+    """The truncated lengths the shortcut tries for ``cfg``, in order (none where it does not
+    apply): the shortest first, then 1, 3, 7, ... periods longer (a transient that outlasts the
+    short runs, e.g. stages of unequal work filling a pipeline, settles in a longer one), each
+    pair of runs costing at most half the full simulation and all of them together at most
+    the full simulation (counted in micro-batches simulated)."""
+    first, _ = plan(cfg)
+    if first is None:
+        return []
+    m, out, spent, extra = cfg.num_microbatches, [], 0, 0
+    while True:
+        current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
+                       first.unit)
+        cost = 2 * current.m_a + current.q
+        if 4 * (current.m_a + current.q) > m or spent + cost > m:
+            return out
+        out.append(current)
+        spent += cost
+        extra = 2 * extra + 1
+
+
+def _tasks(cfg: RunConfig, attempt: Plan) -> float:
+    return simulation_tasks(cfg, attempt.m_a) + simulation_tasks(cfg, attempt.m_a + attempt.q)
+
+
+def simulated_tasks(cfg: RunConfig) -> float:
+    """Engine tasks the shortcut simulates for ``cfg`` when its first attempt proves the
+    period (later attempts stop at the task limit), or the full iteration's where it does not
+    apply (``limits.simulation_tasks``)."""
+    tries = attempts(cfg)
+    return _tasks(cfg, tries[0]) if tries else simulation_tasks(cfg)
+
+
+def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
+                   ) -> Summary | None:
+    """The iteration's :class:`~trainsim.summary.Summary` from two truncated runs, or None
+    when the shortcut does not apply or the period is not proven (simulate in full)."""
+    return attempt(cfg, pricer, layer_source)[0]
+
+
+def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
+            ) -> tuple[Summary | None, str]:
+    """:func:`steady_summary`, and what was done or why not (``Result.simulation``)."""
+    first, reason = plan(cfg)
+    if first is None:
+        return None, reason
+    tries, spent, cap, longest = attempts(cfg), 0.0, limit("TRAINSIM_MAX_TASKS"), 0
+    for current in tries:
+        spent += _tasks(cfg, current)
+        if spent > cap:
+            break  # the full simulation's own check says so
+        summary = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q, current.cut,
+                               current.unit)
         if summary is not None:
-            return summary
-        m_a += q
+            return summary, (f"period proven on truncated runs of {current.m_a:,} and "
+                             f"{current.m_a + current.q:,} micro-batches, the rest extrapolated")
+        longest = current.m_a + current.q
     log.debug("steady state not proven for %s; simulating every micro-batch", cfg.model.name)
-    return None
+    if not longest:
+        return None, "the truncated runs are over the task limit"
+    return None, (f"period not proven on truncated runs of up to {longest:,} micro-batches (a "
+                  "transient or contention that does not repeat)")
 
 
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
@@ -121,4 +194,4 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
                    [more(x, y) for x, y in zip(a.busy_s, b.busy_s)], sums)
 
 
-__all__ = ["MIN_TASKS", "steady_summary"]
+__all__ = ["MIN_TASKS", "Plan", "attempt", "attempts", "plan", "simulated_tasks", "steady_summary"]

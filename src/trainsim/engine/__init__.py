@@ -1,5 +1,5 @@
 """One discrete-event loop over tasks on streams, with dependencies."""
 
-from trainsim.engine.loop import Task, Timeline, run
+from trainsim.engine.loop import Task, Timeline, gc_paused, run
 
-__all__ = ["Task", "Timeline", "run"]
+__all__ = ["Task", "Timeline", "gc_paused", "run"]

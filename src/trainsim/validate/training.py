@@ -11,6 +11,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from trainsim.bound import lower_bound_s
 from trainsim.catalog import model_dict, names, node, run_config_from_dict
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
@@ -231,41 +232,53 @@ def _fits(cfg: RunConfig) -> bool:
 
 
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
-         evaluate: Callable[[RunConfig], float]) -> tuple[RunConfig, dict[str, Any]]:
+         evaluate: Callable[[RunConfig], float],
+         bound: Callable[[RunConfig], float] | None = None) -> tuple[RunConfig, dict[str, Any]]:
     """Fastest setting of the unknown fields among those that fit in memory.
 
-    Memory is checked for every combination (cheap, no simulation); the time is minimised by
-    coordinate descent over the feasible set, one field at a time, until no single change
-    helps, once for each recompute choice. If nothing fits, the least-memory setting is
-    returned (and flagged by the caller).
+    The time is minimised by coordinate descent over the settings that fit, one field at a
+    time, until no single change helps, once for each recompute choice. A setting is built and
+    its memory checked (no simulation) when the descent first reaches it, in the same order
+    as checking every combination first would give, so the answer is the same. With
+    ``bound`` (a lower bound on ``evaluate``), a change whose bound is already no faster than
+    the current setting is rejected without simulating it: it could not have been chosen.
+    If nothing fits, the least-memory setting is returned (and flagged by the caller).
     """
     names = list(unknown)
-    feasible: dict[tuple, RunConfig] = {}
-    fallback: tuple[float, tuple, RunConfig] | None = None
-    first_error: str | None = None
-    for values in itertools.product(*(unknown[n] for n in names)):
-        try:
-            cfg = run_config_from_dict(_with(raw, dict(zip(names, values))))
-        except ConfigError as exc:
-            first_error = first_error or str(exc)
-            continue
-        mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
-        if not copies_hidden(cfg):  # offload copies the engine does not price: only if hidden
-            continue
-        if mem <= cfg.cluster.gpu.hbm_bytes:
-            feasible[values] = cfg
-        elif fallback is None or mem < fallback[0]:
-            fallback = (mem, values, cfg)
-    if not feasible:
-        if fallback is None:
-            raise ConfigError(first_error or "no valid setting")
-        return fallback[2], dict(zip(names, fallback[1]))
+    status: dict[tuple, tuple[RunConfig | None, float | None, str | None]] = {}
+
+    def check(values: tuple) -> tuple[RunConfig | None, float | None, str | None]:
+        """(config, peak memory, error) of a setting; memory None when its offload copies
+        would not hide (the engine does not price them)."""
+        hit = status.get(values)
+        if hit is None:
+            try:
+                cfg = run_config_from_dict(_with(raw, dict(zip(names, values))))
+            except ConfigError as exc:
+                hit = (None, None, str(exc))
+            else:
+                mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
+                hit = (cfg, mem if copies_hidden(cfg) else None, None)
+            status[values] = hit
+        return hit
+
+    def fits(values: tuple) -> bool:
+        cfg, mem, _ = check(values)
+        return cfg is not None and mem is not None and mem <= cfg.cluster.gpu.hbm_bytes
+
     times: dict[tuple, float] = {}
 
     def cost(values: tuple) -> float:
         if values not in times:
-            times[values] = evaluate(feasible[values])
+            times[values] = evaluate(status[values][0])  # type: ignore[arg-type]
         return times[values]
+
+    def faster(cand: tuple, current: tuple) -> bool:
+        now = cost(current)
+        if bound is not None and cand not in times and \
+                bound(status[cand][0]) >= now:  # type: ignore[arg-type]
+            return False
+        return cost(cand) < now
 
     def descend(current: tuple, fixed: int | None = None) -> tuple:
         improved = True
@@ -274,19 +287,34 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             for d, name in enumerate(names):
                 for value in unknown[name] if d != fixed else ():
                     cand = current[:d] + (value,) + current[d + 1:]
-                    if cand != current and cand in feasible and cost(cand) < cost(current):
+                    if cand != current and fits(cand) and faster(cand, current):
                         current, improved = cand, True
         return current
 
     # recompute is enumerated, the rest descended for each choice: recomputing frees the
     # memory that deeper interleaving or larger micro-batches need, a pair of changes no
-    # single step of a descent makes
+    # single step of a descent makes. Each descent starts from the first setting that fits
+    # with its recompute choice (in the order of the candidate lists).
     d = names.index("recompute") if "recompute" in names else None
-    starts = [next(v for v in feasible if d is None or v[d] == r)
-              for r in (unknown["recompute"] if d is not None else [None])
-              if any(d is None or v[d] == r for v in feasible)]
+    starts = []
+    for r in unknown["recompute"] if d is not None else [None]:
+        lists = [[r] if i == d else unknown[n] for i, n in enumerate(names)]
+        start = next((v for v in itertools.product(*lists) if fits(v)), None)
+        if start is not None:
+            starts.append(start)
+    if not starts:
+        fallback: tuple[float, tuple, RunConfig] | None = None
+        first_error: str | None = None
+        for values in itertools.product(*(unknown[n] for n in names)):
+            cfg, mem, error = check(values)
+            first_error = first_error or error
+            if cfg is not None and mem is not None and (fallback is None or mem < fallback[0]):
+                fallback = (mem, values, cfg)
+        if fallback is None:
+            raise ConfigError(first_error or "no valid setting")
+        return fallback[2], dict(zip(names, fallback[1]))
     best = min((descend(start, d) for start in starts), key=cost)
-    return feasible[best], dict(zip(names, best))
+    return status[best][0], dict(zip(names, best))  # type: ignore[return-value]
 
 
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
@@ -307,7 +335,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
             simulated[id(c)] = simulate(c)
             return simulated[id(c)].iteration_time_s
 
-        cfg, choice = tune(raw, unknown, evaluate)
+        cfg, choice = tune(raw, unknown, evaluate, lower_bound_s)
         result = simulated.get(id(cfg)) or simulate(cfg)
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)

@@ -1,0 +1,109 @@
+"""Speed shortcuts that must not change an answer: the tuner's lower bound, the simulation
+method a result reports, and the work limit counting what the steady-state shortcut runs."""
+
+from __future__ import annotations
+
+import csv
+import random
+
+import pytest
+
+import trainsim.steady_state as steady
+from trainsim import run_config_from_dict, simulate
+from trainsim.bound import lower_bound_s
+from trainsim.errors import ConfigError
+from trainsim.limits import WorkLimitError, simulation_tasks
+from trainsim.validate import BUNDLED_DIR, training
+from tests.test_steady_state import random_config
+
+
+def _configs(n: int, seed: int = 7):
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        raw = random_config(rng)
+        if rng.random() < 0.5:  # short runs too: the bound must hold on full simulations
+            raw["training"]["global_batch_size"] = raw["training"]["micro_batch_size"] * \
+                max(1, raw["cluster"]["num_gpus"] // (raw["parallel"]["tp"] * raw["parallel"]["pp"]
+                                                      * raw["parallel"]["cp"])) * \
+                (raw["parallel"]["pp"] * rng.randint(1, 3))
+        try:
+            out.append(run_config_from_dict(raw))
+        except ConfigError:
+            continue
+    return out
+
+
+def test_the_lower_bound_is_never_above_the_simulated_time():
+    """Over 60 random configs (ZeRO 0-3, overlap switches, MoE, interleaving, short and long
+    runs) the bound the tuner prunes with is below the simulated iteration, and not vacuous."""
+    ratios = []
+    for cfg in _configs(60):
+        bound, t = lower_bound_s(cfg), simulate(cfg).iteration_time_s
+        assert bound <= t, (cfg.parallel, bound, t)
+        if bound:
+            ratios.append(bound / t)
+    assert len(ratios) >= 40 and sum(ratios) / len(ratios) > 0.5
+
+
+def test_the_tuner_with_the_bound_chooses_what_it_chooses_without():
+    """The bound only skips settings that could not have been chosen: same choice and the
+    same predicted time, with fewer simulations."""
+    with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
+        rows = [r for r in csv.DictReader(fh) if r["id"] in ("megatron21-t1-1.7B",
+                                                            "megatron21-t1-18.4B")]
+    assert rows
+    for row in rows:
+        raw, unknown = training._training_base(row)
+        raw["cluster"]["compute_db"] = "auto"
+        calls = {True: 0, False: 0}
+        out = {}
+        for use_bound in (False, True):
+            def evaluate(cfg, use_bound=use_bound):
+                calls[use_bound] += 1
+                return simulate(cfg).iteration_time_s
+            cfg, choice = training.tune(raw, unknown, evaluate,
+                                        lower_bound_s if use_bound else None)
+            out[use_bound] = (choice, simulate(cfg).iteration_time_s)
+        assert out[True] == out[False]
+        assert calls[True] <= calls[False]
+
+
+def test_a_result_says_how_it_was_simulated():
+    cfg = run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                  "vocab_size": 1024},
+        "parallel": {"pp": 4},
+        "training": {"global_batch_size": 2048, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                    "compute_db": None}})
+    fast, full = simulate(cfg), simulate(cfg, keep_timeline=True)
+    assert fast.simulation["method"] == "steady-state"
+    assert full.simulation == {"method": "full", "reason": "a timeline was asked for"}
+    assert fast.to_dict()["simulation"]["method"] == "steady-state"
+    assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9)
+    r = simulate(run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                  "vocab_size": 1024},
+        "training": {"global_batch_size": 16, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                    "compute_db": None}}))
+    assert r.simulation["method"] == "full" and "short iteration" in r.simulation["reason"]
+
+
+def test_the_task_limit_counts_what_the_shortcut_simulates(monkeypatch):
+    """A long pipeline whose full graph is over the limit runs when the truncated runs are
+    under it; asking for its timeline (every micro-batch) is refused."""
+    cfg = run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 256, "num_layers": 8, "num_attention_heads": 4,
+                  "vocab_size": 1024},
+        "parallel": {"pp": 8},
+        "training": {"global_batch_size": 4096, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                    "compute_db": None}})
+    full, short = simulation_tasks(cfg), steady.simulated_tasks(cfg)
+    assert short < full / 10  # the first attempt proves it
+    monkeypatch.setenv("TRAINSIM_MAX_TASKS", str(int(full / 2)))
+    assert simulate(cfg).simulation["method"] == "steady-state"
+    with pytest.raises(WorkLimitError, match="TRAINSIM_MAX_TASKS"):
+        simulate(cfg, keep_timeline=True)
