@@ -22,7 +22,6 @@ from trainsim.workload.elementwise import (
 )
 from trainsim.workload.ops import (
     ACT_BYTES,
-    MATERIALIZED_SCORES,
     Attention,
     Comm,
     Elementwise,
@@ -30,6 +29,7 @@ from trainsim.workload.ops import (
     GroupedImpl,
     Op,
 )
+from trainsim.workload.recompute import RECOMPUTED_OPS, layer_recompute  # noqa: F401 (re-export)
 
 ACT = ACT_BYTES  # bytes of a 16-bit activation element
 
@@ -485,46 +485,6 @@ def _insert_after_dgrad(ops: list[Op], names: tuple[str, ...], sh: Shard) -> Non
                 ops.insert(i + 2, Comm(f"{name}.all_reduce", "all_reduce", sh.tokens * op.n * ACT,
                                        "tp", overlap_with_previous=True))
                 break
-
-
-RECOMPUTED_OPS = {
-    "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
-    "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
-    "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
-    "moe_act": frozenset({"expert_act"}),
-    "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
-                      "expert_fc1", "expert_act", "expert_fc2", "unpermute"}),
-    "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
-}
-"""Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
-(``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
-submodules); ``core_attn`` is the attention op itself."""
-
-
-def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True) -> list[Op]:
-    """Ops re-run before a layer's backward (Megatron's recompute granularity): the whole
-    forward under full recompute (``whole``: this layer is among the recomputed ones), else the
-    selective modules' ops."""
-    p = cfg.parallel
-    if p.recompute == "full":
-        return [_renamed(op, "recompute.") for op in fwd] if whole else []
-    if p.recompute != "selective":
-        return []
-    modules = p.recompute_modules or ("core_attn",)
-    names = frozenset().union(*(RECOMPUTED_OPS.get(x, ()) for x in modules))
-    out = []
-    for op in fwd:
-        if isinstance(op, Attention):
-            # FlashAttention's backward recomputes the scores anyway: core_attn is free there
-            if "core_attn" in modules and op.impl in MATERIALIZED_SCORES:
-                out.append(_renamed(op, "recompute."))
-        elif op.name.split(".")[0] in names:
-            out.append(_renamed(op, "recompute."))
-    return out
-
-
-def _renamed(op: Op, prefix: str) -> Op:
-    return replace(op, name=prefix + op.name)
 
 
 def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:

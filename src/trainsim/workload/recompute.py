@@ -1,0 +1,90 @@
+"""Which forward ops a layer re-runs before its backward (activation recomputation).
+
+Megatron's granularities: ``full`` re-runs the whole forward of a recomputed layer;
+``selective`` the ops of the checkpointed ``--recompute-modules`` (``RECOMPUTED_OPS``).
+torchtitan's ``selective`` is per-op selective checkpointing instead (its profile's
+``per_op_sac``): autograd keeps the outputs of a fixed set of ops and re-runs the rest.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from trainsim.config import RunConfig
+from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
+
+if TYPE_CHECKING:  # layers imports this module
+    from trainsim.workload.layers import Shard
+
+RECOMPUTED_OPS = {
+    "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
+    "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
+    "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
+    "moe_act": frozenset({"expert_act"}),
+    "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
+                      "expert_fc1", "expert_act", "expert_fc2", "unpermute"}),
+    "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
+}
+"""Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
+(``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
+submodules); ``core_attn`` is the attention op itself."""
+
+
+def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True) -> list[Op]:
+    """Ops re-run before a layer's backward (Megatron's recompute granularity): the whole
+    forward under full recompute (``whole``: this layer is among the recomputed ones), else the
+    selective modules' ops, or what per-op checkpointing did not save."""
+    p = cfg.parallel
+    if p.recompute == "full":
+        return [_renamed(op, "recompute.") for op in fwd] if whole else []
+    if p.recompute != "selective":
+        return []
+    if _per_op_sac(cfg) and not any(isinstance(op, Gemm) and op.grouped for op in fwd):
+        return per_op_sac_recompute(fwd)
+    modules = p.recompute_modules or ("core_attn",)
+    names = frozenset().union(*(RECOMPUTED_OPS.get(x, ()) for x in modules))
+    out = []
+    for op in fwd:
+        if isinstance(op, Attention):
+            # FlashAttention's backward recomputes the scores anyway: core_attn is free there
+            if "core_attn" in modules and op.impl in MATERIALIZED_SCORES:
+                out.append(_renamed(op, "recompute."))
+        elif op.name.split(".")[0] in names:
+            out.append(_renamed(op, "recompute."))
+    return out
+
+
+def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
+    """What torchtitan's per-op selective checkpointing re-runs (``selective_ac_option = 'op'``,
+    parallelize_llama.py: ``_save_list`` and its policy): it keeps the output of every other
+    ``aten.mm`` (the 1st, 3rd, 5th and 7th of a Llama block: wq, wv, w1, w2), the attention's
+    output and the tensor-parallel reduce-scatters'; norms, RoPE, casts, the activation, the
+    other matmuls (wk, wo, w3) and the sequence-parallel all-gathers run again."""
+    out, mm = [], 0
+    for op in fwd:
+        if isinstance(op, Gemm):
+            mm += 1
+            if mm % 2 == 1:
+                continue
+        elif isinstance(op, Attention) or (isinstance(op, Comm) and op.kind == "reduce_scatter"):
+            continue
+        out.append(_renamed(op, "recompute."))
+    return out
+
+
+def _per_op_sac(cfg: RunConfig) -> bool:
+    t = cfg.training
+    return bool(t.framework) and _profile_supports(t.framework, t.framework_version, "per_op_sac")
+
+
+@functools.cache
+def _profile_supports(framework: str, version: str | None, feature: str) -> bool:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+
+    return framework_profile(framework, version).supports(feature) is True
+
+
+def _renamed(op: Op, prefix: str) -> Op:
+    return replace(op, name=prefix + op.name)

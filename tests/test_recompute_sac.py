@@ -1,0 +1,47 @@
+"""torchtitan's selective recompute is per-op checkpointing (parallelize_llama.py ``_save_list``
+with its every-other-matmul policy): the backward re-runs what the policy did not save."""
+
+from __future__ import annotations
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.workload.layers import layer_forward, layer_recompute, shard_of
+from trainsim.workload.ops import Attention, Comm, Gemm
+
+
+def _cfg(framework: str, version: str, tp: int = 1):
+    return run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": tp, "sequence_parallel": tp > 1, "recompute": "selective"},
+        "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 8192,
+                     "framework": framework, "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+
+
+def _redo(cfg):
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh)
+    return fwd, layer_recompute(cfg, sh, fwd)
+
+
+def test_per_op_sac_reruns_every_other_matmul_and_what_no_policy_saves():
+    fwd, redo = _redo(_cfg("torchtitan", "2024-12"))
+    gemms = [op.name for op in fwd if isinstance(op, Gemm)]
+    assert len(gemms) == 7  # wq, wk, wv, wo, w1, w3, w2 as separate projections
+    again = [op.name.removeprefix("recompute.") for op in redo]
+    assert [g for g in gemms if g in again] == gemms[1::2]  # wk, wo, w3
+    assert not any(isinstance(op, Attention) for op in redo)  # SDPA output and LSE saved
+    for name in ("attn_norm", "mlp_norm", "rope"):
+        assert any(n.startswith(name) for n in again), name
+    assert len(redo) > len(gemms[1::2])  # the elementwise ops run again too
+
+
+def test_per_op_sac_under_sequence_parallel_regathers_but_keeps_reduce_scatters():
+    _, redo = _redo(_cfg("torchtitan", "2024-12", tp=2))
+    comms = [op for op in redo if isinstance(op, Comm)]
+    assert comms and all(op.kind == "all_gather" for op in comms)
+
+
+def test_megatron_selective_recompute_stays_module_based():
+    # Megatron-core's default --recompute-modules core_attn: FlashAttention re-runs nothing
+    _, redo = _redo(_cfg("megatron-core", "0.8"))
+    assert redo == []
