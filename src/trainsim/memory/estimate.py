@@ -130,6 +130,11 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * ((m.q_lora_rank or 0) + (m.kv_lora_rank or 0))
     elif cfg.training.attention in MATERIALIZED_SCORES and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
+    elif rope and _feature(cfg, "separate_qkv"):
+        # three projections (profile ``separate_qkv``): nothing keeps the unrotated Q and K
+        # (RoPE's backward needs only its cos/sin tables), so only rotated Q and K and the V
+        # projection's output stay: as many bytes as one fused QKV buffer
+        qkv = fused
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
     if m.qk_layernorm:  # the per-head q/k norms keep their 16-bit inputs
