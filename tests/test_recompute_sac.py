@@ -45,3 +45,24 @@ def test_megatron_selective_recompute_stays_module_based():
     # Megatron-core's default --recompute-modules core_attn: FlashAttention re-runs nothing
     _, redo = _redo(_cfg("megatron-core", "0.8"))
     assert redo == []
+
+
+def _fp8_torchtitan(compile_: bool):
+    return run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 1},
+        "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": "fp8", "compile": compile_, "framework": "torchtitan",
+                     "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+
+
+def test_compiled_float8_casts_a_shared_input_once():
+    """torchao's Float8Linear casts its own input; eager, q, k and v (and gate and up) each cast
+    the same tensor, compiled AOTAutograd's CSE leaves one cast per input."""
+    def casts(cfg):
+        return [op.name for op in layer_forward(cfg, shard_of(cfg)) if "cast" in op.name]
+    eager, compiled = casts(_fp8_torchtitan(False)), casts(_fp8_torchtitan(True))
+    assert len(eager) == 7  # one per projection
+    assert compiled == ["q_proj.cast_transpose", "out_proj.cast_transpose",
+                        "gate_proj.cast_transpose", "fc2.cast_transpose"]

@@ -55,6 +55,10 @@ class Shard:
     """Hugging Face's Llama-family modules (RMSNorm models): separate q/k/v and gate/up
     projections; GPT-2's ``c_attn`` and GPT-NeoX's ``query_key_value`` stay one GEMM."""
     autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
+    compiled: bool = False
+    """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
+    compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
+    separate projections make of their shared input into one."""
 
     @property
     def stream_bytes(self) -> int:
@@ -88,7 +92,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
                  eager=t.modules == "eager" and not t.compile,
                  split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
-                 autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8")
+                 autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
+                 compiled=t.compile)
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
@@ -120,8 +125,9 @@ def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: in
         cast = batch * n * k * AUTOCAST_CAST_BYTES
         ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
                                bwd_bytes=cast))
-    if sh.dtype == "fp8":  # the activation input is cast (with amax) to fp8 and transposed,
-        # split per expert for a grouped GEMM (Transformer Engine's GroupedLinear)
+    if sh.dtype == "fp8" and not (shares_input and sh.compiled):
+        # the activation input is cast (with amax) to fp8 and transposed, split per expert for
+        # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * sh.fp8_cast_bytes,
                                kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
