@@ -12,10 +12,13 @@ Published layouts (each with the settings its source gives that the search does 
 - Qwen3-235B-A22B on 256 H100, Megatron-Bridge performance config
   ``QWEN3_235B_A22B_PRETRAIN_CONFIG_H100_BF16_V1`` (scripts/performance/configs/qwen/
   qwen3_workload_base_configs.py): TP 2, PP 8, VPP 4, EP 32, global batch 2048, sequence 4096,
-  expert all-to-all overlap, 16-bit gradient reduction, no recompute.
+  expert all-to-all overlap, 16-bit gradient reduction, no recompute; Bridge's DDP and
+  communication-overlap defaults (gradient reduce and parameter gather overlapped, p2p
+  overlapped as it turns on for interleaving).
 - Mixtral-8x22B on 128 H100: Megatron-Bridge has no Mixtral recipe; NeMo 2's
   ``nemo/collections/llm/recipes/mixtral_8x22b.py`` (16 nodes): TP 2, PP 4, VPP 14, CP 2, EP 8,
-  SP, distributed optimizer, global batch 512, sequence 4096.
+  SP, distributed optimizer with gradient reduce and parameter gather overlapped, global
+  batch 512, sequence 4096.
 
 Where trainsim's memory estimate puts a published layout above the GPU's memory, the layout is
 still simulated and ranked (after every configuration that fits); that check is marked as the
@@ -45,9 +48,12 @@ CASES = {
                     "mb=1", False),
     "qwen3-235b-a22b": ("qwen3-235b-a22b", "h100-sxm-80gb", 256, 2048, 4096, "bf16",
                         ("training.grad_reduce_in_fp32=false",),
-                        "tp=2,pp=8,vpp=4,ep=32,sp=1,distopt=1,moe_overlap_ep_comm=1,mb=1", False),
+                        ("tp=2,pp=8,vpp=4,ep=32,sp=1,distopt=1,moe_overlap_ep_comm=1,"
+                         "overlap_grad_reduce=1,overlap_param_gather=1,overlap_p2p_comm=1,mb=1"),
+                        False),
     "mixtral-8x22b": ("mixtral-8x22b", "h100-sxm-80gb", 128, 512, 4096, "bf16", (),
-                      "tp=2,pp=4,vpp=14,cp=2,ep=8,sp=1,distopt=1,mb=1", True),
+                      ("tp=2,pp=4,vpp=14,cp=2,ep=8,sp=1,distopt=1,overlap_grad_reduce=1,"
+                       "overlap_param_gather=1,mb=1"), True),
 }
 
 
