@@ -2,6 +2,8 @@
 
     python benchmarks/search_speed.py                 # local processes, all cores
     python benchmarks/search_speed.py --workers 2 --executor ray
+    python benchmarks/search_speed.py --model gpt-22b --gpu a100-sxm-80gb --gpus 64 \
+        --global-batch 512 --seq 2048 --workers 2     # issue 21's 22B-on-64-A100 search
 
 Llama 3 70B on 1,024 H100 SXM (8 per node, 400 Gbit/s per GPU), global batch 1,024 x 4,096
 tokens (4M tokens), bf16; the default search space (tp 1-8, every even pp, cp 1-8, vpp up to 8,
@@ -25,6 +27,7 @@ def main() -> int:
     ap.add_argument("--executor", default="local", choices=["local", "ray", "serial"])
     ap.add_argument("--workers", type=int, default=None)
     ap.add_argument("--model", default="llama3-70b")
+    ap.add_argument("--gpu", default="h100-sxm-80gb")
     ap.add_argument("--gpus", type=int, default=1024)
     ap.add_argument("--global-batch", type=int, default=1024)
     ap.add_argument("--seq", type=int, default=4096)
@@ -35,7 +38,7 @@ def main() -> int:
     from trainsim.search import make_executor, search
     from trainsim.search.cli import build_base
 
-    base = build_base(args.model, "h100-sxm-80gb", args.gpus, args.global_batch, args.seq, 8, 400.0,
+    base = build_base(args.model, args.gpu, args.gpus, args.global_batch, args.seq, 8, 400.0,
                       "bf16")
     ex = make_executor(args.executor, args.workers)
     try:
@@ -44,11 +47,12 @@ def main() -> int:
         ex.close()
     total = time.perf_counter() - t0
     s, best = r.stats, r.best
-    print(f"{datetime.date.today().isoformat()} search {args.model} on {args.gpus} x h100-sxm-80gb "
+    print(f"{datetime.date.today().isoformat()} search {args.model} on {args.gpus} x {args.gpu} "
           f"(batch {args.global_batch} x {args.seq}): {s.enumerated:,} candidates enumerated, "
           f"{s.memory_pruned:,} pruned by memory, {s.bound_pruned:,} by the time bound, "
           f"{s.simulated:,} simulated in {s.elapsed_s:.1f} s ({total:.1f} s with imports): "
-          f"{s.candidates_per_s:,.0f} candidates/s, {s.simulated_per_s:.1f} simulations/s; "
+          f"{s.candidates_per_s:,.0f} candidates/s, {s.simulated_per_s:.1f} simulations/s "
+          f"({s.simulated_per_s / s.workers:.1f} per worker; issue 21 asks >= 1,000 per core); "
           f"{s.executor} x {s.workers} on {os.cpu_count()} cores ({platform.machine()}, Python "
           f"{platform.python_version()}, trainsim {trainsim.__version__}); best "
           f"{best.label if best else '-'} "
