@@ -177,6 +177,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the model's attention projects Q, K and V with three separate linears (not one fused QKV
     # GEMM): under RoPE the unrotated Q and K are freed, no fused buffer stays alive beside V
     "separate_qkv": _nullable(_bool),
+    # FSDP shards a model already cast to the 16-bit training dtype: 16-bit shards and
+    # gradients, no fp32 master copy, torch.optim's moments in that dtype too
+    "params_16bit": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -214,7 +217,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
-             "loss_parallel", "pipelining_buffers", "separate_qkv",
+             "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "tp_comm_overlap_method"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 

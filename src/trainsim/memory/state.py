@@ -227,23 +227,29 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     p, t = cfg.parallel, cfg.training
     g = 4.0 if t.grad_reduce_in_fp32 else 2.0
     unit = _unit_params(cfg)
+    # master: bytes of a sharded parameter and of its gradient shard; opt: of its moments.
+    # With profile ``params_16bit`` the model is cast to the 16-bit dtype before sharding (no
+    # fp32 master copy), so shards and gradients are 16-bit and torch.optim's Adam, whose
+    # moments are ``zeros_like(param)``, keeps them in 16 bits too
+    bits16 = _feature(cfg, "params_16bit")
+    master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
     if p.pp > 1 and p.zero_stage >= 3 and _feature(cfg, "fsdp_pp_unsharded"):
         # every unit of the stage stays gathered from its first forward to the last
         # micro-batch's backward, and each backward adds its 16-bit gradients into an unsharded
         # accumulator of the reduce dtype (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed,
         # accumulate_unsharded_grad_if_needed); the reduce-scatter after the last backward
         # leaves the fp32 gradient shard for the step and frees both
-        return ModelState(4.0 * sharded + 2.0 * held, g * held, _optimizer_bytes(cfg) * sharded,
+        return ModelState(master * sharded + 2.0 * held, g * held, opt * sharded,
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
-                          step_gradients=4.0 * sharded)
+                          step_gradients=master * sharded)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
-    weights = 4.0 * sharded
+    weights = master * sharded
     if p.zero_stage >= 3:
         backward = (("gathered layer parameters (current + prefetched)",
                      2 * 2.0 * unit + _fp8_copies(cfg, unit)),) + backward
     else:  # SHARD_GRAD_OP / ZeRO-2: 16-bit parameters stay gathered through the step
         weights += 2.0 * held
-    return ModelState(weights, 4.0 * sharded, _optimizer_bytes(cfg) * sharded, backward=backward)
+    return ModelState(weights, master * sharded, opt * sharded, backward=backward)
 
 
 def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
