@@ -14,7 +14,7 @@ def _cfg(framework: str, version: str, *, optimizer: str = "adam", pp: int = 1):
     return trainsim.run_config_from_dict({
         "model": {"preset": "llama3-8b"},
         "parallel": {"tp": 1, "pp": pp, "zero_stage": 3, "data_parallel_impl": "fsdp2"},
-        "training": {"global_batch_size": 16, "micro_batch_size": 1, "seq_length": 4096,
+        "training": {"global_batch_size": 8 * pp, "micro_batch_size": 1, "seq_length": 4096,
                      "dtype": "bf16", "optimizer": optimizer, "grad_reduce_in_fp32": False,
                      "framework": framework,
                      "framework_version": version},
