@@ -1,0 +1,49 @@
+"""The errata of the published training file (benchmarks/training_errata.csv) and the MLPerf
+profile's fp8 parameter setting they sit beside."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from trainsim.catalog.frameworks import framework_profile
+from trainsim.validate import BUNDLED_DIR
+
+ERRATA = Path(__file__).resolve().parents[1] / "benchmarks" / "training_errata.csv"
+FIELDS = ["id", "field", "file_value", "corrected_value", "evidence"]
+
+
+def _errata() -> list[dict[str, str]]:
+    with open(ERRATA, newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == FIELDS
+        return list(reader)
+
+
+def test_errata_lines_end_in_crlf():
+    raw = ERRATA.read_bytes()
+    assert raw.endswith(b"\r\n")
+    assert raw.count(b"\n") == raw.count(b"\r\n")
+
+
+def test_each_cell_is_corrected_once():
+    keys = [(e["id"], e["field"]) for e in _errata()]
+    assert len(keys) == len(set(keys))
+
+
+def test_every_erratum_names_a_cell_that_still_says_what_it_quotes():
+    with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    for e in _errata():
+        assert e["id"] in rows, e["id"]
+        assert e["field"] in rows[e["id"]], (e["id"], e["field"])
+        assert rows[e["id"]][e["field"]] == e["file_value"], (e["id"], e["field"])
+        assert e["corrected_value"] != e["file_value"] and e["evidence"].strip()
+
+
+def test_mlperf_gathers_fp8_parameters_from_round_4():
+    """FP8_PARAMS=True in config_common.sh of the v4.0 and v4.1 GPT-3 submissions; v3.1's
+    NeMo had no such option."""
+    assert framework_profile("mlperf-nemo", "3.1").defaults["fp8_param_gather"] is False
+    assert framework_profile("mlperf-nemo", "4.0").defaults["fp8_param_gather"] is True
+    assert framework_profile("mlperf-nemo", "4.1").defaults["fp8_param_gather"] is True
