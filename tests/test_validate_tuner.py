@@ -63,3 +63,17 @@ def test_a_bug_on_one_row_fails_that_row_only(monkeypatch):
     monkeypatch.setattr(training, "simulate", broken)
     res = training.predict_training_row(row)
     assert res.predicted is None and res.error.startswith("internal error: IndexError")
+
+
+def test_an_moe_row_silent_on_ep_tries_every_expert_parallel_size_that_divides():
+    row = {"model": "gpt-oss-120b", "gpu": "h100-sxm-80gb", "num_gpus": "64", "tp": "1",
+           "pp": "1", "ep": "", "micro_batch_size": "1", "vpp": "1", "recompute": "full",
+           "sequence_parallel": "0"}
+    unknown = training._unknowns(row, None)
+    assert unknown["ep"] == [1, 2, 4, 8, 16, 32, 64]  # 128 experts over 64 ranks
+    row.update(tp="2", num_gpus="16")
+    assert training._unknowns(row, None)["ep"] == [1, 2, 4, 8]
+    row.update(ep="8")
+    assert "ep" not in training._unknowns(row, None)
+    row.update(model="llama3-8b", ep="")
+    assert "ep" not in training._unknowns(row, None)  # dense: nothing to spread

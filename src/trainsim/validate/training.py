@@ -185,6 +185,13 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
             (profile is None or profile.supports("uneven_pipeline") is not False):
         # the even split cannot run: the authors placed the layers by hand
         unknown["pipeline_model_parallel_layout"] = ["balanced"]
+    experts = int(_cell(row, "num_experts") or preset.get("num_experts") or 1)
+    if _cell(row, "ep") is None and experts > 1:
+        # an MoE run that does not say how its experts are spread: every expert-parallel size
+        # that divides the experts and the ranks beside tensor and pipeline parallelism
+        ranks = int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]))
+        unknown["ep"] = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+                         if experts % e == 0 and ranks % e == 0]
     if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0"):
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
