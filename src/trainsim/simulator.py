@@ -276,6 +276,23 @@ class _TaskGraph:
         i = self.add((s, "compute"), with_send, deps, label)
         return i, i
 
+    def _pass_spec(self, s: int, work: Priced, sends: bool) -> tuple:
+        """(stream, duration, segments, detail, send, slows) of a pass as :meth:`pass_and_send`
+        adds it; ``send``: the separate send task's (stream, duration, segments, detail, slows)
+        under overlap_p2p_comm, else None (none, or folded into the pass)."""
+        if sends and not self.p.overlap_p2p_comm:
+            work = self._plus_send.get(id(work)) or \
+                self._plus_send.setdefault(id(work), work + self.send)
+        send = None
+        if sends and self.p.overlap_p2p_comm:
+            stream = (s, "pp")
+            share = self.pricer.sm_share.get("pp")
+            send = (stream, self.send.duration_s, self.send.summary, self.send,
+                    None if share is None else ((s, "compute"), share))
+        share = self.pricer.sm_share.get("compute")
+        slows = None if share is None else ((s, "compute"), share)
+        return ((s, "compute"), work.duration_s, work.summary, work, send, slows)
+
     def param_gathers(self, s: int, fraction: float, deps: list[int], label: str) -> list[int]:
         """All-gathers of ``fraction`` of stage ``s``'s 16-bit parameters, one per group."""
         return [self.comm(s, "param_all_gather", "all_gather", params * fraction * 2, group,
@@ -298,6 +315,26 @@ class _TaskGraph:
         if self.zero in (1, 2) and self.p.overlap_param_gather:
             first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
                               for s in range(pp) for c in range(vpp)}
+        # the tasks of each virtual stage's forward and backward pass, resolved once: the
+        # same tasks pass_and_send would add (the last micro-batch's split backward and
+        # ZeRO-3's per-pass reduce-scatters still go through ``backward``)
+        fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v) for v in range(last_v + 1)]
+        bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
+        slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
+        last_mb = self.m - 1
+        tasks, tags = self.tasks, self.tags
+
+        def place(spec: tuple, deps: list[int], label: str, tag: int) -> tuple[int, int]:
+            stream, duration, segments, detail, send, slows = spec
+            tags.append(tag)
+            tasks.append(Task(stream, duration, deps, label, segments, detail, slows))
+            i = len(tasks) - 1
+            if send is None:
+                return i, i
+            tags.append(tag)
+            tasks.append(Task(send[0], send[1], [i], "send " + label, send[2], send[3], send[4]))
+            return i, i + 1
+
         sent: dict[tuple[str, int, int], int] = {}  # (kind, micro-batch, v) -> transfer task
         fwd_task: dict[tuple[int, int], int] = {}
         orders = [schedule(s, pp, vpp, self.m) for s in range(pp)]
@@ -322,7 +359,7 @@ class _TaskGraph:
                         self.tag = k
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
-                        i, out = self.forward(s, v, mb, chunk, deps)
+                        i, out = place(fwd_spec[v], deps, f"F mb{mb} c{chunk}", k)
                         fwd_task[(mb, v)] = i
                     else:
                         if v < last_v:
@@ -333,7 +370,10 @@ class _TaskGraph:
                         else:
                             deps = [fwd_task[(mb, v)]]
                         self.tag = k
-                        out = self.backward(s, v, mb, chunk, deps)
+                        if slow_bwd[s] and (self.fsdp or mb == last_mb):
+                            out = self.backward(s, v, mb, chunk, deps)
+                        else:
+                            out = place(bwd_spec[v], deps, f"B mb{mb} c{chunk}", k)[1]
                     sent[(kind, mb, v)] = out
                     k += 1
                 if k != k0:

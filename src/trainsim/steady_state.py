@@ -32,7 +32,7 @@ from trainsim.engine.periodic import period_s
 from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
-from trainsim.summary import Summary, summarize
+from trainsim.summary import Summary, critical_stage, stage_sums, totals
 from trainsim.workload.schedule import schedule
 
 log = logging.getLogger(__name__)
@@ -177,21 +177,22 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     period = period_s(ta, tb, counterpart, after)
     if period is None:
         return None
-    a = summarize(cfg, ta, ga.ends, all_stages=True)
-    b = summarize(cfg, tb, gb.ends, all_stages=True)
     k = (m - m_a - q) // q
 
     def more(xa: float, xb: float) -> float:
         return xb + k * (xb - xa)
 
-    sums = {}
-    for s in range(pp):
-        sa, sb = a.sums[s], b.sums[s]
-        sums[s] = {key: more(sa.get(key, 0.0), sb.get(key, 0.0))
-                   for key in dict.fromkeys([*sb, *sa])}
-    return Summary([more(x, y) for x, y in zip(a.end_s, b.end_s)],
-                   [more(x, y) for x, y in zip(a.origin_s, b.origin_s)],
-                   [more(x, y) for x, y in zip(a.busy_s, b.busy_s)], sums)
+    # the critical stage from the extrapolated totals; only its breakdown parts are needed
+    (end_a, origin_a, busy_a), (end_b, origin_b, busy_b) = (totals(cfg, ta, ga.ends),
+                                                            totals(cfg, tb, gb.ends))
+    end = [more(x, y) for x, y in zip(end_a, end_b)]
+    busy = [more(x, y) for x, y in zip(busy_a, busy_b)]
+    stage = critical_stage(busy, end)
+    sa = stage_sums(ta, ga.ends, origin_a, [stage])[stage]
+    sb = stage_sums(tb, gb.ends, origin_b, [stage])[stage]
+    sums = {stage: {key: more(sa.get(key, 0.0), sb.get(key, 0.0))
+                    for key in dict.fromkeys([*sb, *sa])}}
+    return Summary(end, [more(x, y) for x, y in zip(origin_a, origin_b)], busy, sums)
 
 
 __all__ = ["MIN_TASKS", "Plan", "attempt", "attempts", "plan", "simulated_tasks", "steady_summary"]

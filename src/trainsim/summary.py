@@ -58,9 +58,10 @@ def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
     return out
 
 
-def summarize(cfg: RunConfig, tl: Timeline, ends: list[int], all_stages: bool = False
-              ) -> Summary:
-    """The summary of a timeline (the breakdown parts of the critical stage, or of all)."""
+def totals(cfg: RunConfig, tl: Timeline, ends: list[int]
+           ) -> tuple[list[float], list[float], list[float]]:
+    """Per stage: when its last task ends, when its iteration starts, the work on its compute
+    stream (what picks the critical stage)."""
     pp = len(ends)
     origin = [0.0] * pp
     if cfg.parallel.optimizer_post_validation:  # stages overlap consecutive iterations
@@ -70,8 +71,14 @@ def summarize(cfg: RunConfig, tl: Timeline, ends: list[int], all_stages: bool = 
     for t in tl.tasks:
         if t.stream[1] == "compute":
             busy[t.stream[0]] += t.duration_s
-    end = [tl.end_s[e] for e in ends]
-    stages = list(range(pp)) if all_stages else [critical_stage(busy, end)]
+    return [tl.end_s[e] for e in ends], origin, busy
+
+
+def summarize(cfg: RunConfig, tl: Timeline, ends: list[int], all_stages: bool = False
+              ) -> Summary:
+    """The summary of a timeline (the breakdown parts of the critical stage, or of all)."""
+    end, origin, busy = totals(cfg, tl, ends)
+    stages = list(range(len(ends))) if all_stages else [critical_stage(busy, end)]
     return Summary(end, origin, busy, stage_sums(tl, ends, origin, stages))
 
 
@@ -127,4 +134,5 @@ def data_loading_s(cfg: RunConfig, step_s: float) -> float:
 
 
 __all__ = ["TIE", "Summary", "breakdown_of", "critical_stage", "data_loading_s", "stage_sums",
-           "summarize"]
+           "summarize",
+           "totals"]
