@@ -130,13 +130,8 @@ def run(tasks: list[Task]) -> Timeline:
             version[running] += 1
             push(events, (e, running, version[running]))
 
-    def try_start(sid: int, now: float) -> None:
-        k = head[sid]
-        if busy[sid] or k >= size[sid]:
-            return
-        i = queues[sid][k]
-        if waiting[i]:
-            return
+    def begin(sid: int, i: int, now: float) -> None:
+        """Start task ``i``, the ready head of idle stream ``sid``."""
         busy[sid] = True
         start[i] = since[i] = now
         d = left[i] = duration[i]
@@ -148,8 +143,12 @@ def run(tasks: list[Task]) -> Timeline:
             hold(target[0], target[1], now, 1.0)
 
     for sid in range(n_streams):
-        try_start(sid, 0.0)
+        if size[sid] and not waiting[queues[sid][0]] and not busy[sid]:
+            begin(sid, queues[sid][0], 0.0)
     done = 0
+    # A stream starts its head task as soon as it is idle and the task is ready, so a task
+    # made ready here starts only if it is its stream's head and the stream is idle; and a
+    # stream whose task ended starts its next one if that is ready.
     while events:
         now, i, ver = pop(events)
         if ver != version[i]:
@@ -164,8 +163,14 @@ def run(tasks: list[Task]) -> Timeline:
         for j in dependents[i]:
             w = waiting[j] = waiting[j] - 1
             if not w:
-                try_start(stream_of[j], now)
-        try_start(sid, now)
+                sj = stream_of[j]
+                if not busy[sj] and queues[sj][head[sj]] == j:
+                    begin(sj, j, now)
+        k = head[sid]
+        if k < size[sid] and not busy[sid]:
+            nxt = queues[sid][k]
+            if not waiting[nxt]:
+                begin(sid, nxt, now)
     if done != n:
         stuck = next(i for i in range(n) if waiting[i] or
                      head[stream_of[i]] <= queues[stream_of[i]].index(i))
