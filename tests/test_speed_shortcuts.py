@@ -7,6 +7,7 @@ import csv
 import random
 
 import pytest
+from test_steady_state import random_config
 
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
@@ -14,7 +15,6 @@ from trainsim.bound import lower_bound_s
 from trainsim.errors import ConfigError
 from trainsim.limits import WorkLimitError, simulation_tasks
 from trainsim.validate import BUNDLED_DIR, training
-from tests.test_steady_state import random_config
 
 
 def _configs(n: int, seed: int = 7):

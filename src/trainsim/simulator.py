@@ -17,7 +17,7 @@ from trainsim.engine import Task, gc_paused, run
 from trainsim.limits import check_simulation
 from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
-from trainsim.pricing import COMPUTE, CP, DP, EP, OPT, PP, TP, Priced, Pricer
+from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer
 from trainsim.result import Result
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     TIE,
