@@ -29,7 +29,9 @@ search                 candidates to simulate                      TRAINSIM_MAX_
 =====================  ==========================================  ====================  =======
 
 Measured on the development machine (one core): 40-50 us per engine task (64,008 tasks of a
-32,000-layer model in 3.1 s), so 500,000 tasks take about 20-25 s; about 1.2 us per goodput
+32,000-layer model in 3.1 s), so 500,000 tasks take about 20-25 s (a long pipeline's passes,
+built, run and summarized, about 5 us each since 2026-11-24: PP64 vpp 2's 114,688 in 0.61 s,
+``benchmarks/pp64_speed.py``); about 1.2 us per goodput
 trial-round (2,000,000 in 2.5 s), so 5e6 take about 6-10 s; about 0.3-0.5 us per flow-step
 (a 1 GiB ring all_reduce over 16,384 GPUs, 131,072 template flows, 5.0e6 flow-steps, in about
 5 s; a tree all_reduce over 1,024 GPUs, 2.2e7, in about 10 s) and about 1.3 us for an
