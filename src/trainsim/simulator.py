@@ -543,7 +543,10 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     check_simulation(cfg, None if keep_timeline else steady_state.simulated_tasks(cfg))
     pricer = Pricer(cfg)
     summary, tl, reason = None, None, "a timeline was asked for"
-    if not keep_timeline:  # the periodic steady state extrapolated, where it is proven
+    if keep_timeline:  # say so only where the shortcut would have run: the reason otherwise
+        shortcut, why = steady_state.plan(cfg)
+        reason = reason if shortcut is not None else why
+    else:  # the periodic steady state extrapolated, where it is proven
         summary, reason = steady_state.attempt(cfg, pricer, layer_source)
     method = "steady-state" if summary is not None else "full"
     if summary is None:
