@@ -68,8 +68,13 @@ def test_megatron_bridge_runs_experts_on_transformer_engine_grouped_linear():
 
 
 def test_moe_block_uses_the_framework_grouped_gemm():
-    from trainsim.config import (ClusterConfig, ModelConfig, ParallelConfig, RunConfig,
-                                 TrainingConfig)
+    from trainsim.config import (
+        ClusterConfig,
+        ModelConfig,
+        ParallelConfig,
+        RunConfig,
+        TrainingConfig,
+    )
     from trainsim.workload.layers import _moe_block, shard_of
 
     model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,

@@ -6,8 +6,14 @@ import pytest
 
 from trainsim.catalog import gpu
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import (ACT, EXPERT_BIAS_BYTES, EXPERT_BIAS_KERNELS, _moe_block,
-                                      backward_of, shard_of)
+from trainsim.workload.layers import (
+    ACT,
+    EXPERT_BIAS_BYTES,
+    EXPERT_BIAS_KERNELS,
+    _moe_block,
+    backward_of,
+    shard_of,
+)
 from trainsim.workload.ops import Elementwise
 
 EXPERTS, H = 8, 1024

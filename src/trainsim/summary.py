@@ -11,6 +11,7 @@ from trainsim.config import RunConfig
 from trainsim.engine import Timeline
 from trainsim.pricing import COMPUTE, CP, DP, EP, OPT, PP, TP
 
+
 @dataclass
 class Summary:
     """What the result needs from an iteration's timeline, per stage: when its last task ends,
