@@ -310,3 +310,19 @@ def test_later_entries_inherit_and_merge(tmp_path):
     assert last.defaults["grad_reduce_dtype"] == {"fp16": "fp16", "bf16": "fp32"}
     assert last.defaults["attention"] == "unfused"
     assert [s for s, _ in last.sources] == ["2024-01", "2024-06"]
+
+
+def test_a_config_naming_a_framework_gets_its_gradient_reduce_overlap_unless_it_says():
+    """The profile's overlap_grad_reduce (Megatron-Bridge's DDP config overlaps, Megatron-LM's
+    local DDP of 2021 reduces after the backward) fills a config that does not set it."""
+    from trainsim.catalog import run_config_from_dict
+
+    def cfg(framework, version, **parallel):
+        return run_config_from_dict({
+            "model": {"preset": "llama3-8b"}, "parallel": {"tp": 1, **parallel},
+            "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                         "framework": framework, "framework_version": version},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16}})
+    assert cfg("megatron-bridge", "26.04").parallel.overlap_grad_reduce
+    assert not cfg("megatron-lm", "2021-04").parallel.overlap_grad_reduce
+    assert not cfg("megatron-bridge", "26.04", overlap_grad_reduce=False).parallel.overlap_grad_reduce

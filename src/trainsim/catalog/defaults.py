@@ -3,7 +3,7 @@
 A config that names ``training.framework`` (and ``framework_version``) gets that framework's
 defaults for the settings it does not give: the attention kernel, the gradient-reduce dtype,
 the fp8 recipe, the MoE dispatcher, how the pipeline split counts the embedding and loss, CUDA
-graphs and the DDP bucket size. A setting the framework could not run at that version (sequence
+graphs, the DDP bucket size and whether the gradient reduction overlaps the backward. A setting the framework could not run at that version (sequence
 parallelism in Megatron-DeepSpeed 2022, say) is an error that cites the profile's source.
 """
 
@@ -31,6 +31,7 @@ _DEFAULTED = (
     ("parallel", "data_parallel_impl", "data_parallel_impl"),
     ("parallel", "zero3_gather", "zero3_gather"),
     ("parallel", "tp_comm_overlap_method", "tp_comm_overlap_method"),
+    ("parallel", "overlap_grad_reduce", "overlap_grad_reduce"),
     ("training", "expandable_segments", "expandable_segments"),
     ("training", "fp8_param_gather", "fp8_param_gather"),
     ("training", "modules", "modules"),
