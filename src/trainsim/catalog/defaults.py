@@ -3,8 +3,9 @@
 A config that names ``training.framework`` (and ``framework_version``) gets that framework's
 defaults for the settings it does not give: the attention kernel, the gradient-reduce dtype,
 the fp8 recipe, the MoE dispatcher, how the pipeline split counts the embedding and loss, CUDA
-graphs, the DDP bucket size and whether the gradient reduction overlaps the backward. A setting the framework could not run at that version (sequence
-parallelism in Megatron-DeepSpeed 2022, say) is an error that cites the profile's source.
+graphs, the DDP bucket size and whether the gradient reduction overlaps the backward. A setting
+the framework could not run at that version (sequence parallelism in Megatron-DeepSpeed 2022,
+say) is an error that cites the profile's source.
 """
 
 from __future__ import annotations
