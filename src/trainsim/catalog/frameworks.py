@@ -180,6 +180,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # FSDP shards a model already cast to the 16-bit training dtype: 16-bit shards and
     # gradients, no fp32 master copy, torch.optim's moments in that dtype too
     "params_16bit": _nullable(_bool),
+    # the model repeats GQA's K and V heads to every query head before SDPA (torchtitan's
+    # repeat_kv): what a context-parallel exchange of K and V moves
+    "sdpa_repeat_kv": _nullable(_bool),
+    # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
+    # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
+    "cp_sdpa_ring": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -218,6 +224,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
+             "sdpa_repeat_kv", "cp_sdpa_ring",
              "tp_comm_overlap_method"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 

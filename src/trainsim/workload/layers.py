@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
+from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
     activation_op,
     backward_bytes,
@@ -49,6 +50,12 @@ class Shard:
     attention_impl: str
     parallel_block: bool = False
     cp_comm: str = "p2p"  # parallel.cp_comm_type
+    cp_ring: bool = False
+    """CP is PyTorch's experimental ``context_parallel``: one SDPA per ring step, merged by
+    log-sum-exp (``workload.context_parallel``); the framework profile's ``cp_sdpa_ring``."""
+    kv_repeat: bool = False
+    """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
+    ``sdpa_repeat_kv``): what a CP exchange moves."""
     fp8_recipe: str = "delayed"  # training.fp8_recipe
     eager: bool = False  # training.modules == "eager" and not compiled: one kernel per op
     split_projections: bool = False
@@ -93,7 +100,20 @@ def shard_of(cfg: RunConfig) -> Shard:
                  eager=t.modules == "eager" and not t.compile,
                  split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
-                 compiled=t.compile)
+                 compiled=t.compile,
+                 cp_ring=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
+                                                       "cp_sdpa_ring"),
+                 kv_repeat=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
+                                                         "sdpa_repeat_kv"))
+
+
+@functools.cache
+def _profile_feature(framework: str | None, version: str | None, feature: str) -> bool:
+    if not framework:
+        return False
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+
+    return framework_profile(framework, version).supports(feature) is True
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
@@ -208,20 +228,26 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     heads, q_len = m.num_attention_heads // t, sh.q_len
     kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
+    if sh.kv_repeat and not m.is_mla:  # torchtitan's repeat_kv: SDPA gets every query head's
+        kv_width = 2 * heads * head_dim
+    ring = sh.cp_ring and sh.cp_comm in ("all_gather", "p2p")
     ulysses = sh.cp > 1 and sh.cp_comm == "a2a"
     if ulysses:  # all-to-all Q, K, V from sequence shards to head shards (DeepSpeed-Ulysses)
         q_width = heads * (m.qk_dim // m.num_attention_heads)
         ops.append(Comm("attn_core.cp_a2a_qkv", "all_to_all", T * (q_width + kv_width) * ACT, "cp"))
         heads, kv_heads = heads // sh.cp, max(kv_heads // sh.cp, 1)
         q_len = sh.seq
-    elif sh.cp > 1 and sh.cp_comm == "all_gather":  # K and V of the whole sequence (Llama 3)
+    elif sh.cp > 1 and sh.cp_comm == "all_gather" and not ring:  # whole-sequence K, V (Llama 3)
         ops.append(Comm("attn_core.cp_kv_all_gather", "all_gather", sh.cp * T * kv_width * ACT, "cp"))
-    ops.append(Attention("attn_core", batch=sh.batch, heads=heads,
-                         kv_heads=kv_heads, q_len=q_len, kv_len=sh.seq,
-                         head_dim=head_dim, window=m.sliding_window,
-                         impl=sh.attention_impl,  # type: ignore[arg-type]
-                         dropout=m.attention_dropout > 0))
-    if sh.cp > 1 and sh.cp_comm == "p2p":
+    core = Attention("attn_core", batch=sh.batch, heads=heads, kv_heads=kv_heads, q_len=q_len,
+                     kv_len=q_len if ring else sh.seq, head_dim=head_dim,
+                     window=m.sliding_window, impl=sh.attention_impl,  # type: ignore[arg-type]
+                     dropout=m.attention_dropout > 0)
+    if ring:  # torch's context_parallel: one SDPA per ring step
+        ops.extend(ring_forward(core, sh.cp_comm, sh.cp, T, sh.kv_repeat, sh.compiled))
+    else:
+        ops.append(core)
+    if sh.cp > 1 and sh.cp_comm == "p2p" and not ring:
         # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
         ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * T * kv_width * ACT,
                         "cp", overlap_with_previous=True))
@@ -431,7 +457,13 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     """
     ops: list[Op] = []
     dgrad_at: int | None = None  # index in ``ops`` of the last GEMM's dgrad
+    ring = sh.cp > 1 and sh.cp_ring and sh.cp_comm in ("all_gather", "p2p")
     for op in reversed(fwd):
+        if ring and is_ring_op(op):
+            continue  # ring_backward below replaces the ring's forward ops
+        if ring and isinstance(op, Attention) and op.name == "attn_core":
+            ops.extend(ring_backward(op, sh.cp_comm, sh.cp, sh.tokens, sh.kv_repeat, sh.compiled))
+            continue
         if isinstance(op, Gemm):
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",

@@ -1,0 +1,120 @@
+"""Context parallelism as PyTorch's experimental ``context_parallel`` runs it (torchtitan's CP).
+
+torch.distributed.tensor.experimental._attention (pytorch/pytorch, read at 0123248a; the
+torch 2.6-era copy, ROCm/pytorch 10b22ea5's pre-merge side, has the same lines) turns one
+causal SDPA into a loop over the ring, ``_templated_ring_attention``:
+
+- sequence sharding is round-robin load-balanced (``enable_load_balance = True``): each rank
+  holds chunks r and 2cp-1-r of the 2cp chunks;
+- step 0 runs SDPA on the local Q, K, V with ``is_causal=True`` (the diagonal); steps 1..cp-1
+  run it with ``is_causal=False`` on half the pairs: ``key.chunk(2)[0]`` against all local
+  queries where ``i <= rank``, ``query.chunk(2)[1]`` against all local keys otherwise;
+- K and V are concatenated and exchanged by a rotater: ``_AllGatherRotater`` (the default
+  ``rotate_method = ALL_GATHER``, torchtitan ``--experimental.context_parallel_rotate_method``
+  default "allgather" @ 9dec370a) all-gathers once, issued before step 0's SDPA and waited
+  before step 1's; ``_AllToAllRotater`` permutes to the next rank before each step's SDPA;
+- ``_SDPAMerger`` merges each step's output by its log-sum-exp in fp32
+  (``convert_to_f32 = True``): ``out - sigmoid(block_lse - lse) * (out - block_out)``;
+- the backward (``_templated_ring_attention_backward``) runs the same loop: K and V again
+  through the rotater, one SDPA backward per step, dQ, dK, dV accumulated in fp32, and the
+  dK/dV accumulator passed on to the next rank every step through an all-to-all rotater
+  (``dkv_rotater = _create_rotater(..., method=_RotateMethod.ALL_TO_ALL)``, fp32): the
+  exchange issued at step i is waited on after step i+1's SDPA backward, the last one after
+  the loop.
+
+The rank that sets the pace is the last one (``i <= rank`` at every step: all local queries
+against half the keys); every layer's exchange makes the others wait for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from trainsim.workload.ops import ACT_BYTES, Attention, Comm, Elementwise, Op
+
+F32 = 4
+FWD_MERGE_PASSES = (38, 10)
+"""Bytes moved per output element by one step's ``_SDPAMerger.step`` + ``_merge_one``, eager
+and compiled. Eager: ``out.to(float32)`` (read 2, write 4), ``out - block_out`` (read 8,
+write 4), the sigmoid-weighted product (read 4, write 4), the subtraction (read 8, write 4):
+38. Compiled, Inductor fuses them: read the fp32 accumulator and the 16-bit block, write the
+accumulator: 10."""
+FWD_MERGE_KERNELS = (5, 1)
+BWD_ACC_PASSES = (52, 28)
+"""Bytes per output element of one backward step's fp32 accumulation. Eager: ``grad_query +=``
+the step's 16-bit dQ (read 6, write 4), ``_partial_update`` of dK and dV (the add on one chunk
+and ``torch.cat``: 13 each), ``torch.cat`` of dK and dV into the buffer sent on (read 8,
+write 8): 52. Compiled: read and write the dQ accumulator and the received dK/dV buffer once,
+read the step's 16-bit gradients: 28."""
+BWD_ACC_KERNELS = (8, 2)
+
+
+def kv_width(diag: Attention, repeat_kv: bool) -> int:
+    """K and V elements per token that SDPA receives: every query head's where the model
+    repeats the KV heads before it (torchtitan's ``repeat_kv``)."""
+    return 2 * (diag.heads if repeat_kv else diag.kv_heads) * diag.head_dim
+
+
+def ring_forward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bool,
+                 compiled: bool) -> list[Op]:
+    """Forward ops of one rank's ring attention: ``diag`` is step 0's causal SDPA on the local
+    chunks, ``comm`` the rotate method (``all_gather``; ``p2p`` for the all-to-all rotater),
+    ``tokens`` the rank's tokens, ``compiled`` whether torch.compile fuses the merges."""
+    kv_bytes = tokens * kv_width(diag, repeat_kv) * ACT_BYTES
+    out = diag.batch * diag.heads * diag.q_len * diag.head_dim
+    k = 1 if compiled else 0
+    step = replace(diag, kv_len=diag.q_len // 2, causal=False)
+    ops: list[Op] = [diag]
+    # all-gather: once, under step 0; all-to-all: step i+1's KV moves under step i's SDPA
+    ops.append(Comm("attn_core.ring_kv_all_gather", "all_gather", cp * kv_bytes, "cp",
+                    overlap_with_previous=True) if comm == "all_gather" else
+               Comm("attn_core.ring1.kv_send", "send_recv", kv_bytes, "cp",
+                    overlap_with_previous=True))
+    for i in range(1, cp):
+        ops.append(replace(step, name=f"attn_core.ring{i}"))
+        if comm != "all_gather" and i < cp - 1:
+            ops.append(Comm(f"attn_core.ring{i + 1}.kv_send", "send_recv", kv_bytes, "cp",
+                            overlap_with_previous=True))
+        ops.append(Elementwise(f"attn_core.ring{i}.merge", bytes=out * FWD_MERGE_PASSES[k],
+                               kernels=FWD_MERGE_KERNELS[k]))
+    # step 0's cast to fp32 and the final cast back to 16 bits
+    ops.append(Elementwise("attn_core.ring_merge_casts", bytes=out * 2 * (ACT_BYTES + F32),
+                           kernels=2))
+    return ops
+
+
+def ring_backward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bool,
+                  compiled: bool) -> list[Op]:
+    """Backward ops of one rank's ring attention (see the module docstring). With the
+    all-to-all rotater, the KV for the next step and the dK/dV accumulator from the last one
+    move together under each step's SDPA backward."""
+    width = kv_width(diag, repeat_kv)
+    kv_bytes, dkv_bytes = tokens * width * ACT_BYTES, tokens * width * F32
+    out = diag.batch * diag.heads * diag.q_len * diag.head_dim
+    k = 1 if compiled else 0
+    acc = out * BWD_ACC_PASSES[k]
+    step = replace(diag, kv_len=diag.q_len // 2, causal=False, backward=True)
+    ops: list[Op] = [replace(diag, name="attn_core.bwd", backward=True)]
+    ops.append(Comm("attn_core.ring_kv_all_gather.bwd", "all_gather", cp * kv_bytes, "cp",
+                    overlap_with_previous=True) if comm == "all_gather" else
+               Comm("attn_core.ring1.kv_send.bwd", "send_recv", kv_bytes, "cp",
+                    overlap_with_previous=True))
+    ops.append(Elementwise("attn_core.ring0.grad_acc", bytes=acc, kernels=BWD_ACC_KERNELS[k]))
+    for i in range(1, cp):
+        ops.append(replace(step, name=f"attn_core.ring{i}.bwd"))
+        # the dK/dV accumulator sent at step i-1 arrives under this step's SDPA backward
+        nbytes = dkv_bytes + (kv_bytes if comm != "all_gather" and i < cp - 1 else 0)
+        ops.append(Comm(f"attn_core.ring{i}.dkv_send", "send_recv", nbytes, "cp",
+                        overlap_with_previous=True))
+        ops.append(Elementwise(f"attn_core.ring{i}.grad_acc", bytes=acc,
+                               kernels=BWD_ACC_KERNELS[k]))
+    # the last step's dK/dV, waited on after the loop, and the casts back to 16 bits
+    ops.append(Comm("attn_core.ring_dkv_send_last", "send_recv", dkv_bytes, "cp"))
+    ops.append(Elementwise("attn_core.ring_grad_casts",
+                           bytes=(out + tokens * width) * (F32 + ACT_BYTES), kernels=3))
+    return ops
+
+
+def is_ring_op(op: Op) -> bool:
+    """A forward op of the ring other than step 0's SDPA (``ring_backward`` replaces them)."""
+    return op.name.startswith("attn_core.ring")

@@ -1,0 +1,109 @@
+"""Context parallelism as torch's experimental ``context_parallel`` runs it (torchtitan)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim import run_config_from_dict, simulate
+from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.ops import Attention, Comm, Elementwise
+
+
+def cfg(framework="torchtitan", version="2024-12", cp=4, comm="all_gather", compile=True):
+    training = {"global_batch_size": 8, "seq_length": 32768, "dtype": "bf16", "compile": compile}
+    if framework:
+        training |= {"framework": framework, "framework_version": version}
+    return run_config_from_dict({
+        "model": "llama3-8b",
+        "parallel": {"tp": 1, "pp": 1, "cp": cp, "cp_comm_type": comm},
+        "training": training,
+        "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+
+
+def ops_of(c):
+    sh = shard_of(c)
+    fwd = layer_forward(c, sh)
+    return sh, fwd, backward_of(fwd, sh)
+
+
+def attention(ops):
+    return [op for op in ops if isinstance(op, Attention)]
+
+
+def test_one_sdpa_per_ring_step_causal_only_on_the_diagonal():
+    """Step 0 is causal on the local chunks; the cp-1 others are non-causal on half the pairs
+    (load-balanced chunks): all local queries against half the keys on the pacing rank."""
+    c = cfg()
+    sh, fwd, bwd = ops_of(c)
+    steps = attention(fwd)
+    assert len(steps) == 4 and len(attention(bwd)) == 4
+    assert steps[0].causal and (steps[0].q_len, steps[0].kv_len) == (sh.q_len, sh.q_len)
+    assert all(not s.causal and (s.q_len, s.kv_len) == (sh.q_len, sh.q_len // 2)
+               for s in steps[1:])
+    assert all(s.backward for s in attention(bwd))
+
+
+def test_the_ring_does_the_same_attention_work_as_one_call():
+    """The split changes the kernels, not the causal FLOPs of the rank's queries."""
+    def flops(c):
+        _, fwd, bwd = ops_of(c)
+        return sum(op.flops for op in attention(fwd + bwd))
+    assert flops(cfg()) == pytest.approx(flops(cfg(framework=None)), rel=1e-3)
+
+
+def test_kv_exchange_moves_every_query_head_while_the_model_repeats_kv():
+    """torchtitan's repeat_kv (until ff0829c10, 2026-01) hands SDPA, and so the all-gather,
+    K and V of all 32 query heads; after it, the 8 KV heads."""
+    def gathered(version):
+        c = cfg(version=version)
+        sh, fwd, _ = ops_of(c)
+        ag = [op for op in fwd if isinstance(op, Comm) and op.kind == "all_gather"]
+        assert len(ag) == 1 and ag[0].group == "cp" and ag[0].overlap_with_previous
+        return ag[0].bytes / (sh.cp * sh.tokens * 2 * 2 * c.model.kv_channels)
+    assert gathered("2024-12") == 32
+    assert gathered("2026-02") == 8
+
+
+def test_backward_passes_fp32_dkv_around_the_ring_the_last_exposed():
+    """dK/dV go to the next rank every step in fp32; each hides under the next step's SDPA
+    backward except the last, waited on after the loop."""
+    sh, _, bwd = ops_of(cfg())
+    dkv = [op for op in bwd if isinstance(op, Comm) and op.kind == "send_recv"]
+    assert len(dkv) == sh.cp
+    assert all(op.bytes == sh.tokens * 2 * 32 * 128 * 4 for op in dkv)
+    assert [op.overlap_with_previous for op in dkv] == [True] * (sh.cp - 1) + [False]
+    assert any(isinstance(op, Comm) and op.kind == "all_gather" for op in bwd)
+    assert not any(isinstance(op, Comm) and op.kind == "reduce_scatter" for op in bwd)
+
+
+def test_eager_merges_move_more_bytes_than_compiled():
+    """Uncompiled, the fp32 log-sum-exp merge runs kernel by kernel."""
+    def merge_bytes(compile):
+        _, fwd, bwd = ops_of(cfg(compile=compile))
+        return sum(op.bytes for op in fwd + bwd
+                   if isinstance(op, Elementwise) and op.name.startswith("attn_core.ring"))
+    assert merge_bytes(False) > 2 * merge_bytes(True) > 0
+
+
+def test_other_frameworks_keep_one_attention_call():
+    """Without the profile's cp_sdpa_ring (Megatron's all-gather CP, Llama 3) attention stays
+    one call over the gathered sequence, its gradient reduce-scattered."""
+    sh, fwd, bwd = ops_of(cfg(framework=None))
+    (core,) = attention(fwd)
+    assert core.kv_len == sh.seq
+    assert any(isinstance(op, Comm) and op.kind == "reduce_scatter" and op.group == "cp"
+               for op in bwd)
+
+
+def test_more_cp_ranks_cost_more_at_equal_tokens_per_rank():
+    """At 32k tokens per rank, doubling CP doubles each rank's attention and its exchanges."""
+    def time(cp):
+        c = run_config_from_dict({
+            "model": "llama3-8b", "parallel": {"tp": 1, "pp": 1, "cp": cp,
+                                               "cp_comm_type": "all_gather"},
+            "training": {"global_batch_size": 8 // cp, "seq_length": 32768 * cp,
+                         "dtype": "bf16", "framework": "torchtitan",
+                         "framework_version": "2024-12"},
+            "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+        return simulate(c).iteration_time_s
+    assert time(2) < time(4) < time(8)
