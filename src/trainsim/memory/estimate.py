@@ -193,13 +193,26 @@ def _profile_feature(framework: str, version: str | None, feature: str) -> bool:
 def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> float:
     """Bytes that Megatron-core's ``--recompute-modules`` frees per layer: each checkpointed
     module keeps its input and drops what it saved inside (``core_attn``'s scores are handled
-    with the attention term above)."""
+    with the attention term above). Files cited are Megatron-LM's megatron/core at d98e8a64
+    (2026-08-22)."""
     m, p = cfg.model, cfg.parallel
     modules = set(p.recompute_modules or ("core_attn",))
     h, t = m.hidden_size, p.tp
+    x = gemm_input_bytes(cfg)
     out = 0.0
-    if "layernorm" in modules:  # the norm outputs (QKV and FC1 inputs); the inputs stay
-        out += T * h * 2 * (1 if m.parallel_block else 2) / shared_div
+    if "layernorm" in modules:  # what the norms' outputs fed; the norms' inputs stay
+        # (transformer_layer.py: CheckpointWithoutOutput over input_layernorm and
+        # pre_mlp_layernorm; under fp8 the linears they feed save the original, discarded,
+        # input: set_for_recompute_input_layernorm, set_save_original_input(linear_fc1), and
+        # for MoE the shared experts' fc1, moe_layer.py set_for_recompute_pre_mlp_layernorm)
+        per = x  # the QKV (MLA: down-projection) input
+        if moe and "moe" not in modules:
+            # the router's 16-bit input (moe_utils.py RouterGatingLinearFunction
+            # ``ctx.save_for_backward(inp, weight, bias)``), the shared experts' fp8 copy
+            per += 2 + (x if x != 2 and m.moe_shared_expert_intermediate_size else 0)
+        elif not m.parallel_block:
+            per += x  # the FC1 input
+        out += T * h * per / shared_div
     if "mla_up_proj" in modules and m.is_mla:  # per-head Q, K, V; the latents stay
         out += T * 2 * (2 * m.qk_dim + m.v_dim) / t
     if "mlp" in modules and not moe:  # the MLP's inner tensors; its input stays
@@ -208,7 +221,16 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         out += _moe_block_bytes(cfg) - T * h * 2 / shared_div
     elif moe:
         if "moe_act" in modules:  # the activation's output (the FC2 input) of every copy
-            out += _moe_recv(cfg) * p.etp * gemm_input_bytes(cfg) * m.expert_ffn_size / p.etp
+            f = m.expert_ffn_size / p.etp
+            freed = x * f
+            if (_feature(cfg, "recompute_modules") and m.activation == "swiglu"
+                    and cfg.training.activation_func_fp8_input_store):
+                # Megatron-core's checkpoint keeps its input, the 16-bit FC1 output
+                # (random.py CheckpointWithoutOutputFunction: ``_save_args_to_ctx(ctx, args)``;
+                # the SwiGLU runs under no_grad, so its fp8 input store saves nothing), and
+                # FC2 saves the discarded original (experts.py set_save_original_input)
+                freed -= (2 - 1) * 2 * f
+            out += _moe_recv(cfg) * p.etp * freed
         if "shared_experts" in modules and m.moe_shared_expert_intermediate_size:
             out += T * _inner_bytes(cfg, m.moe_shared_expert_intermediate_size) / t
     return out
@@ -263,9 +285,15 @@ def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
 
 
 def _probs_in_expert(cfg: RunConfig) -> bool:
-    """Whether the framework applies the routing probabilities inside the expert."""
+    """Whether the framework applies the routing probabilities inside the expert. A named
+    framework says so in its profile; with none named, the MoE block is the one trainsim prices
+    (workload/layers.py ``MOE_KERNELS``: Megatron-core 0.13's weighted SwiGLU, experts.py
+    ``weighted_bias_swiglu_impl(intermediate_parallel, bias_parallel, permuted_probs, ...)``),
+    so its memory is that block's too: the probabilities are applied in the expert."""
     t = cfg.training
-    return bool(t.framework) and _profile_probs_in_expert(t.framework, t.framework_version)
+    if not t.framework:
+        return True
+    return _profile_probs_in_expert(t.framework, t.framework_version)
 
 
 @functools.cache
@@ -298,7 +326,8 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     if m.moe_shared_expert_intermediate_size:
         shared = m.moe_shared_expert_intermediate_size
         sp = p.tp if p.sequence_parallel else 1
-        out += T * h * x / sp + T * _inner_bytes(cfg, shared) / p.tp
+        # its FC1 input is the router's input in 16-bit; under fp8 its own quantized copy
+        out += T * h * (x if x != 2 else 0.0) / sp + T * _inner_bytes(cfg, shared) / p.tp
     return out
 
 
