@@ -107,3 +107,16 @@ def test_more_cp_ranks_cost_more_at_equal_tokens_per_rank():
             "cluster": {"node": "dgx-h100", "num_gpus": 8}})
         return simulate(c).iteration_time_s
     assert time(2) < time(4) < time(8)
+
+
+def test_all_to_all_rotater_moves_each_step_kv_under_the_step_before():
+    """rotate_method 'alltoall': the KV of step i+1 is sent before step i's SDPA and hides
+    under it; cp-1 sends forward, and in the backward they ride with the dK/dV sends."""
+    sh, fwd, bwd = ops_of(cfg(comm="p2p"))
+    sends = [i for i, op in enumerate(fwd) if isinstance(op, Comm) and op.group == "cp"]
+    assert len(sends) == sh.cp - 1
+    assert all(isinstance(fwd[i - 1], Attention) and fwd[i].overlap_with_previous for i in sends)
+    assert not any(isinstance(op, Comm) and op.kind == "all_gather" for op in fwd + bwd)
+    kv = sh.tokens * 2 * 32 * 128
+    assert sum(op.bytes for op in bwd if isinstance(op, Comm)) == (sh.cp - 1) * kv * 2 \
+        + sh.cp * kv * 4
