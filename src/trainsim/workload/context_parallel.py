@@ -22,6 +22,11 @@ causal SDPA into a loop over the ring, ``_templated_ring_attention``:
   exchange issued at step i is waited on after step i+1's SDPA backward, the last one after
   the loop.
 
+torchtitan compiles each TransformerBlock with ``torch.compile(transformer_block,
+fullgraph=True)`` (parallelisms/parallelize_llama.py apply_compile @ 9dec370a), so a compiled
+CP run has the whole ring, functional collectives included, in the block's graph and Inductor
+fuses each step's merge; uncompiled, the merges run op by op.
+
 The rank that sets the pace is the last one (``i <= rank`` at every step: all local queries
 against half the keys); every layer's exchange makes the others wait for it.
 """
