@@ -45,12 +45,12 @@ CASES = {
     "deepseek-v3": ("deepseek-v3", "h800-sxm-80gb", 2048, 15360, 4096, "fp8", DEEPSEEK_RECIPE,
                     "tp=1,pp=16,ep=64,pipeline_schedule=dualpipe,distopt=1,recompute=selective,"
                     "overlap_grad_reduce=1,overlap_p2p_comm=1,"
-                    "mb=1", False),
+                    "mb=1", True),
     "qwen3-235b-a22b": ("qwen3-235b-a22b", "h100-sxm-80gb", 256, 2048, 4096, "bf16",
                         ("training.grad_reduce_in_fp32=false",),
                         ("tp=2,pp=8,vpp=4,ep=32,sp=1,distopt=1,moe_overlap_ep_comm=1,"
                          "overlap_grad_reduce=1,overlap_param_gather=1,overlap_p2p_comm=1,mb=1"),
-                        False),
+                        True),
     "mixtral-8x22b": ("mixtral-8x22b", "h100-sxm-80gb", 128, 512, 4096, "bf16", (),
                       ("tp=2,pp=4,vpp=14,cp=2,ep=8,sp=1,distopt=1,overlap_grad_reduce=1,"
                        "overlap_param_gather=1,mb=1"), True),
