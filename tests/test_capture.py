@@ -29,6 +29,7 @@ from trainsim.capture.report import (
     summarize,
 )
 from trainsim.memory import activation_bytes_per_layer
+from trainsim.memory import estimate as memory_estimate
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Attention, Comm, Gemm
 
@@ -70,12 +71,17 @@ def test_layer_flops_equal_the_analytical_layer(name, request):
 
 
 @pytest.mark.parametrize("name", ["llama", "mixtral"])
-def test_activation_bytes_match_the_memory_model(name, request):
+def test_activation_bytes_match_the_memory_model(name, request, monkeypatch):
     """Bytes saved for backward (saved_tensors_hooks, storages deduplicated) match
-    activation_bytes_per_layer within 5 %, once Megatron's fused-QKV buffer is taken out."""
+    activation_bytes_per_layer within 5 %, once Megatron's fused-QKV buffer is taken out.
+    Hugging Face's Mixtral weighs each expert's output by its routing probability in the
+    combine and keeps those copies, as Megatron-core did before 0.13; the model without a
+    framework prices 0.13's block (probabilities applied inside the expert), so the capture is
+    compared with the combine Hugging Face runs."""
     cap = request.getfixturevalue(name)
     cfg = single_device(run_cfg("llama3-8b" if name == "llama" else "mixtral-8x7b"))
     moe = name == "mixtral"
+    monkeypatch.setattr(memory_estimate, "_probs_in_expert", lambda cfg: False)
     model = activation_bytes_per_layer(cfg, moe=moe) - separate_qkv_bytes(cfg)
     assert cap.activation_bytes[cap.layer(moe)] == pytest.approx(model, rel=0.05)
 
