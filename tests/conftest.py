@@ -17,3 +17,13 @@ def _work_limits_do_not_leak():
         if k not in saved:
             del os.environ[k]
     os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def executor():
+    """A local search executor, shared by a module's searches and closed after them."""
+    from trainsim.search import LocalExecutor
+
+    ex = LocalExecutor()
+    yield ex
+    ex.close()

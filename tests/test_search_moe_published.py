@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainsim.search import LocalExecutor, search
+from trainsim.search import search
 from trainsim.search.cli import build_base, parse_reference
 
 pytestmark = pytest.mark.slow
@@ -55,13 +55,6 @@ CASES = {
                       ("tp=2,pp=4,vpp=14,cp=2,ep=8,sp=1,distopt=1,overlap_grad_reduce=1,"
                        "overlap_param_gather=1,mb=1"), True),
 }
-
-
-@pytest.fixture(scope="module")
-def executor():
-    ex = LocalExecutor()
-    yield ex
-    ex.close()
 
 
 @pytest.mark.parametrize("name", list(CASES))

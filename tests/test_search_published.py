@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainsim.search import LocalExecutor, search
+from trainsim.search import search
 from trainsim.search.cli import build_base, parse_reference
 
 pytestmark = pytest.mark.slow
@@ -26,13 +26,6 @@ CASES = {
                    ("tp=4,pp=4,cp=2,vpp=5,sp=1,distopt=1,tp_comm_overlap=1,overlap_grad_reduce=1,"
                     "overlap_param_gather=1,overlap_p2p_comm=1")),
 }
-
-
-@pytest.fixture(scope="module")
-def executor():
-    ex = LocalExecutor()
-    yield ex
-    ex.close()
 
 
 @pytest.mark.parametrize("name", list(CASES))

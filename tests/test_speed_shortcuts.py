@@ -17,6 +17,17 @@ from trainsim.limits import WorkLimitError, simulation_tasks
 from trainsim.validate import BUNDLED_DIR, training
 
 
+def _tiny(layers: int, batch: int, pp: int | None = None):
+    """A 4-head toy model on one H100 node, priced analytically."""
+    return run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 256, "num_layers": layers,
+                  "num_attention_heads": 4, "vocab_size": 1024},
+        "parallel": {"pp": pp} if pp else {},
+        "training": {"global_batch_size": batch, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                    "compute_db": None}})
+
+
 def _configs(n: int, seed: int = 7):
     rng = random.Random(seed)
     out = []
@@ -70,37 +81,20 @@ def test_the_tuner_with_the_bound_chooses_what_it_chooses_without():
 
 
 def test_a_result_says_how_it_was_simulated():
-    cfg = run_config_from_dict({
-        "model": {"name": "tiny", "hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
-                  "vocab_size": 1024},
-        "parallel": {"pp": 4},
-        "training": {"global_batch_size": 2048, "seq_length": 512},
-        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
-                    "compute_db": None}})
+    cfg = _tiny(4, 2048, pp=4)
     fast, full = simulate(cfg), simulate(cfg, keep_timeline=True)
     assert fast.simulation["method"] == "steady-state"
     assert full.simulation == {"method": "full", "reason": "a timeline was asked for"}
     assert fast.to_dict()["simulation"]["method"] == "steady-state"
     assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9)
-    r = simulate(run_config_from_dict({
-        "model": {"name": "tiny", "hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
-                  "vocab_size": 1024},
-        "training": {"global_batch_size": 16, "seq_length": 512},
-        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
-                    "compute_db": None}}))
+    r = simulate(_tiny(4, 16))
     assert r.simulation["method"] == "full" and "short iteration" in r.simulation["reason"]
 
 
 def test_the_task_limit_counts_what_the_shortcut_simulates(monkeypatch):
     """A long pipeline whose full graph is over the limit runs when the truncated runs are
     under it; asking for its timeline (every micro-batch) is refused."""
-    cfg = run_config_from_dict({
-        "model": {"name": "tiny", "hidden_size": 256, "num_layers": 8, "num_attention_heads": 4,
-                  "vocab_size": 1024},
-        "parallel": {"pp": 8},
-        "training": {"global_batch_size": 4096, "seq_length": 512},
-        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
-                    "compute_db": None}})
+    cfg = _tiny(8, 4096, pp=8)
     full, short = simulation_tasks(cfg), steady.simulated_tasks(cfg)
     assert short < full / 10  # the first attempt proves it
     monkeypatch.setenv("TRAINSIM_MAX_TASKS", str(int(full / 2)))
