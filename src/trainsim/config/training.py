@@ -67,9 +67,11 @@ class TrainingConfig:
     cuda_launch_blocking: bool = False
     """Run with ``CUDA_LAUNCH_BLOCKING=1``: every kernel launch (NCCL's included) returns only
     when the kernel has finished, so the host's per-kernel cost adds to the GPU's instead of
-    hiding behind queued kernels, and nothing overlaps across streams. A debugging switch that
-    some runs kept as a workaround (BigScience's BLOOM-176B launch script: "do not remove or
-    the training will hang")."""
+    hiding behind queued kernels, and no collective overlaps compute (modelled for the
+    collectives inside a pass and the gradient reduction; the parameter all-gathers of ZeRO-3 /
+    FSDP and of the distributed optimizer are still priced as overlapped). A debugging switch
+    that some runs kept as a workaround (BigScience's BLOOM-176B launch script: "do not remove
+    or the training will hang")."""
     expandable_segments: bool = False
     """PyTorch's caching allocator with ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
     (torch >= 2.1): segments grow in place, so freed blocks are not stranded between fixed
