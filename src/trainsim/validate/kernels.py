@@ -60,7 +60,7 @@ runs one GEMM per group (tgale96/grouped_gemm's cuBLAS mode loops over the exper
 vLLM's fused MoE are Triton kernels. A note naming ``torch._grouped_mm`` overrides the column
 (VeOmni's rows compare it with its Triton kernel under one implementation)."""
 _GROUPED_MM = re.compile(r"torch\._grouped_mm")
-_RAGGED = re.compile(r"unequal|random offsets|skew", re.I)
+_RAGGED = re.compile(r"unequal|random offsets|skew", re.IGNORECASE)
 """A grouped-GEMM row whose groups differ in size (the ``groups`` column gives equal ones)."""
 
 
@@ -157,7 +157,10 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"adamw.*foreach", "adamw", "foreach"),
     (r"adamw", "adamw", "fused"),
     (r"rmsnorm-eager|llamarmsnorm \(eager, several kernels", "rmsnorm", "eager"),
+    (r"rmsnorm.*(torch\.nn\.rmsnorm|f\.rms_norm|vllm|library=(torch|vllm)$)", "rmsnorm", "two_pass"),
     (r"rmsnorm", "rmsnorm", "fused"),
+    (r"(layernorm|layer_norm).*(torch\.nn\.layernorm|f\.layer_norm|library=(torch|vllm)$)",
+     "layernorm", "two_pass"),
     (r"layernorm|layer_norm", "layernorm", "fused"),
     (r"swiglu.*(eager|two kernels)", "swiglu", "eager"),
     (r"swiglu|siluandmul|mlp_act", "swiglu", "fused"),
@@ -167,15 +170,18 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
 )
 """How a memory-bound row's description names its op and kernel structure (the kernels file
 has no column for it): a multi-kernel eager RMSNorm ('rmsnorm-eager', Hugging Face's
-LlamaRMSNorm), a cross-entropy on logits upcast to fp32, a foreach AdamW, an eager SwiGLU
-(silu, then the product). Anything else is priced as one fused pass over the row's bytes."""
+LlamaRMSNorm), a two-pass norm (PyTorch's native ``nn.LayerNorm``/``F.rms_norm`` kernels and
+vLLM's RMSNorm read the row once for its statistics and again to normalise it; the row's
+library, ``library=...``, counts), a cross-entropy on logits upcast to fp32, a foreach AdamW,
+an eager SwiGLU (silu, then the product). Anything else is priced as one fused pass over the
+row's bytes."""
 
 
 def _memory_bound(row: dict[str, str]) -> list[Op]:
     bytes_ = _cell(row, "bytes")
     if bytes_ is None:
         raise ConfigError("a memory_bound row needs the 'bytes' column")
-    text = f"{row.get('id', '')} {row.get('note', '')}".lower()
+    text = f"{row.get('id', '')} {row.get('note', '')} library={implementation(row)}".lower()
     e = DTYPE_BYTES.get(_dtype(row), 2)
     for pattern, family, impl in MEMORY_VARIANTS:
         if not re.search(pattern, text):
