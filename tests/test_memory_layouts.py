@@ -301,3 +301,20 @@ def test_torchtitan_pipelining_keeps_per_microbatch_buffers():
     assert last["pipelining receive buffers (per micro-batch)"] == pytest.approx(n * boundary)
     assert last["last stage's outputs kept for the step"] == \
         pytest.approx(n * 2 * 2048 * cfg.model.vocab_size)
+
+
+@pytest.mark.parametrize("impl", ["fsdp1", "fsdp2"])
+def test_fsdp_root_unit_stays_gathered_through_the_backward(impl):
+    """FSDP does not reshard the root unit after its forward (FSDP2 _fsdp_state.py _lazy_init:
+    the root's post_forward_mesh_info = None; FSDP1 _runtime_utils.py _post_forward_reshard
+    frees the unsharded flat parameter only for non-root states), so what no wrapped layer owns
+    (Llama 3 8B: the embedding, the final norm and the untied output layer) is held gathered in
+    16 bits beside the two layers in flight: 2 (2 V h + h) bytes at tp 1."""
+    cfg = cfg_of(impl=impl, zero=3, dp=8)
+    m = cfg.model
+    root = 2 * (2 * m.vocab_size * m.hidden_size + m.hidden_size)
+    backward = dict(model_state(cfg, 0).backward)
+    assert backward["gathered root parameters (embedding, head)"] == pytest.approx(root)
+    # SHARD_GRAD_OP (zero 2) keeps every 16-bit parameter gathered already: nothing extra
+    assert "gathered root parameters (embedding, head)" not in \
+        dict(model_state(cfg_of(impl=impl, zero=2, dp=8), 0).backward)

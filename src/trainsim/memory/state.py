@@ -247,6 +247,15 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     if p.zero_stage >= 3:
         backward = (("gathered layer parameters (current + prefetched)",
                      2 * 2.0 * unit + _fp8_copies(cfg, unit)),) + backward
+        if held > linear:
+            # the root unit (what no wrapped layer owns: embedding, final norm, output layer)
+            # is not resharded after its forward, so its 16-bit parameters stay gathered from
+            # the first forward op to the end of the backward (FSDP2 _fsdp_state.py _lazy_init
+            # sets the root's post_forward_mesh_info = None; FSDP1 _runtime_utils.py
+            # _post_forward_reshard frees the unsharded flat parameter only ``not
+            # state._is_root``)
+            backward = (("gathered root parameters (embedding, head)",
+                         2.0 * (held - linear)),) + backward
     else:  # SHARD_GRAD_OP / ZeRO-2: 16-bit parameters stay gathered through the step
         weights += 2.0 * held
     return ModelState(weights, master * sharded, opt * sharded, backward=backward)
