@@ -1,4 +1,5 @@
-"""DeepSpeed's BF16 optimizer copies every micro-batch's 16-bit gradients into fp32."""
+"""DeepSpeed's BF16 optimizer copies every micro-batch's 16-bit gradients into fp32; with 16-bit
+gradients autograd adds each micro-batch's into ``.grad``."""
 
 from __future__ import annotations
 
@@ -21,15 +22,28 @@ def cfg(dtype="bf16", framework=("megatron-deepspeed", "2022-03"), mbs=1):
 
 def test_bf16_deepspeed_adds_an_fp32_pass_per_micro_batch():
     """18 bytes per parameter (cast 2+4, add 4+4+4), two kernels per tensor, for the
-    parameters of the virtual stage's layers; fp16 (gradients accumulate in 16 bits) and
-    Megatron (accumulation fused into the weight-gradient GEMM) have none."""
+    parameters of the virtual stage's layers; Megatron (accumulation fused into the
+    weight-gradient GEMM) has none."""
     c = cfg()
     ops = fp32_grad_accumulation(c, range(4), False, False)
     assert len(ops) == 1
     assert ops[0].bytes == pytest.approx(18 * 4 * layer_params(c.model, 0) / 8)
-    assert fp32_grad_accumulation(cfg("fp16"), range(4), False, False) == []
     megatron = cfg(framework=None)
     assert fp32_grad_accumulation(megatron, range(4), False, False) == []
+
+
+def test_fp16_deepspeed_adds_each_micro_batch_into_the_16bit_grads():
+    """fp16 under DeepSpeed ZeRO-1: autograd's AccumulateGrad adds the fresh weight gradient
+    into ``.grad`` in place, 6 bytes per parameter (read 2 + 2, write 2), one kernel per
+    tensor; the word embedding's on the first stage counts too."""
+    c = cfg("fp16")
+    ops = fp32_grad_accumulation(c, range(4), False, False)
+    assert [op.name for op in ops] == ["grads_accumulate_16bit"]
+    assert ops[0].bytes == pytest.approx(6 * 4 * layer_params(c.model, 0) / 8)
+    first = fp32_grad_accumulation(c, range(4), True, False)[0]
+    assert first.bytes - ops[0].bytes == pytest.approx(
+        6 * c.model.vocab_size * c.model.hidden_size / 8)
+    assert first.kernels == ops[0].kernels + 1
 
 
 def test_the_pass_costs_more_with_more_micro_batches():

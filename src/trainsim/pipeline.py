@@ -38,6 +38,7 @@ from trainsim.pricing import COMPUTE, Priced, Pricer
 from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
 from trainsim.workload.schedule import Overlapped, Pass
+from trainsim.workload.sharding import FP32_ACCUMULATION, GRAD16_ACCUMULATION
 
 if TYPE_CHECKING:
     from trainsim.simulator import _TaskGraph
@@ -46,17 +47,18 @@ DUALPIPE_COMM_SMS = 20
 """SMs DeepSeek-V3's all-to-all kernels hold while DualPipe overlaps them with computation
 (DeepSeek-V3 report §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB
 and NVLink"); the pair's compute runs on the rest."""
-WEIGHT_GRAD_ACCUMULATION = "bf16_grads_to_fp32"
-"""The op that adds a backward's 16-bit weight gradients into fp32 ones (DeepSpeed's BF16
-optimizer, ``workload.sharding.fp32_grad_accumulation``): it follows the weight gradients into
-the W pass."""
+WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION)
+"""The ops that add a backward's weight gradients into the accumulated ones (DeepSpeed's BF16
+optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits;
+``workload.sharding.fp32_grad_accumulation``): they follow the weight gradients into the W
+pass."""
 
 
 def is_weight_grad(op: Op) -> bool:
     """Whether ``op`` belongs to a split backward's W pass: a weight-gradient GEMM, or the
     accumulation of weight gradients."""
     return (isinstance(op, Gemm) and op.name.endswith(".wgrad")) \
-        or op.name == WEIGHT_GRAD_ACCUMULATION
+        or op.name in WEIGHT_GRAD_ACCUMULATION
 
 
 class _Half:

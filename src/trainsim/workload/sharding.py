@@ -10,6 +10,11 @@ from trainsim.model.counts import layer_tensors
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
 
+FP32_ACCUMULATION = "bf16_grads_to_fp32"
+"""Name of the op that adds a backward's 16-bit weight gradients into fp32 ones."""
+GRAD16_ACCUMULATION = "grads_accumulate_16bit"
+"""Name of the op that adds a backward's weight gradients into the 16-bit ``.grad``."""
+
 
 def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
     """(elements on this rank, routed expert) of each parameter tensor of ``layers`` as a rank
@@ -92,18 +97,30 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
 
 def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
                            last: bool) -> list[Op]:
-    """DeepSpeed's BF16 optimizer (ZeRO 0-1 with bf16, fp32 gradient accumulation) copies the
-    16-bit gradients into its fp32 gradients after every backward pass, one parameter at a
-    time: ``hp_grad.add_(lp.grad.to(fp32))`` (deepspeed/runtime/bf16_optimizer.py
-    ``update_hp_grads``, called by the PipelineEngine after each micro-batch's backward). Per
-    element: the cast reads 2 and writes 4 bytes, the add reads 4 + 4 and writes 4; two kernels
-    per tensor. Other stacks accumulate inside the weight-gradient GEMM (Megatron's
-    ``gradient_accumulation_fusion``) or in 16 bits: nothing to add."""
+    """The pass DeepSpeed's engine (ZeRO 0-1) runs over the weight gradients after every
+    backward pass of a micro-batch, one parameter tensor at a time.
+
+    * bf16 with fp32 accumulation (the BF16 optimizer): ``hp_grad.add_(lp.grad.to(fp32))``
+      (deepspeed/runtime/bf16_optimizer.py ``update_hp_grads``, called by the PipelineEngine
+      after each micro-batch's backward). Per element: the cast reads 2 and writes 4 bytes, the
+      add reads 4 + 4 and writes 4; two kernels per tensor.
+    * 16-bit gradients (fp16, or bf16 without fp32 accumulation): the weight-gradient GEMM
+      writes a fresh tensor and autograd's ``AccumulateGrad`` adds it into the parameter's
+      ``.grad`` in place (``variable_grad += new_grad``, torch/csrc/autograd/functions/
+      accumulate_grad.h, torch 1.x-2.x), since DeepSpeed's ZeRO-1 keeps the gradients in
+      ``param.grad`` until the boundary (deepspeed/runtime/zero/stage_1_and_2.py v0.5.10:
+      stage 1 forces ``contiguous_gradients`` off and reduces only at the boundary). Per
+      element: reads 2 + 2, writes 2 bytes; one kernel per tensor. (The first micro-batch's
+      gradient is stolen, not added; the pass is priced on every backward.)
+
+    Other stacks accumulate inside the weight-gradient GEMM (Megatron's
+    ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
-    if not (p.data_parallel_impl == "deepspeed" and t.dtype == "bf16"
-            and t.grad_reduce_in_fp32 and p.zero_stage <= 1):
+    if not (p.data_parallel_impl == "deepspeed" and p.zero_stage <= 1):
         return []
     tensors = [n for n, _ in _rank_tensors(cfg, layers)]
     tensors += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
-    return [Elementwise("bf16_grads_to_fp32", bytes=18.0 * sum(tensors),
-                        kernels=2 * len(tensors))]
+    if t.dtype == "bf16" and t.grad_reduce_in_fp32:
+        return [Elementwise(FP32_ACCUMULATION, bytes=18.0 * sum(tensors),
+                            kernels=2 * len(tensors))]
+    return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors), kernels=len(tensors))]
