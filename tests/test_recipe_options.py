@@ -42,3 +42,48 @@ def test_profile_names_mechanisms_only():
     assert _recipe_options({"gb200": {"mxfp8": ["ep_overlap", "faster"]}})
     assert _recipe_options({"gb200": {"fp9": ["ep_overlap"]}})
     assert _recipe_options({"gb200": {"mxfp8": ["ep_overlap", "cuda_graphs"]}}) is None
+
+
+DENSE = {**ROW, "model": "llama3-70b", "gpu": "h100-sxm-80gb", "gpus_per_node": "8",
+         "num_gpus": "64", "tp": "4", "pp": "8", "vpp": "5", "ep": "", "fp8_recipe": "current",
+         "framework_version": "26.04", "global_batch_size": "256", "micro_batch_size": "1"}
+
+
+def _overlaps(**cells: str) -> tuple[bool, bool, bool, bool]:
+    raw, _ = _training_base({**DENSE, **cells})
+    p = raw["parallel"]
+    return (p["overlap_grad_reduce"], p["overlap_param_gather"], p["overlap_p2p_comm"],
+            p["tp_comm_overlap"])
+
+
+def test_bridge_run_without_options_gets_the_recipes_dp_and_interleaved_pp_overlap():
+    # recipes/common.py DDP config and CommOverlapConfig: DP overlap always, PP overlap with vp > 1
+    assert _overlaps() == (True, True, True, False)
+    assert _overlaps(vpp="1") == (True, True, False, False)  # batch_p2p_comm, no overlap
+    assert _overlaps(vpp="") == (True, True, False, False)  # tuned vpp: no overlap assumed
+    assert _overlaps(options="tp_overlap") == (False, False, False, True)  # stated: kept
+    # another framework's empty cell still reads as no options
+    assert _overlaps(framework="megatron-core", framework_version="0.14") == \
+        (False, False, False, False)
+
+
+def test_bridge_tp_overlap_is_tuned_and_needs_sequence_parallelism():
+    from trainsim.errors import ConfigError
+    from trainsim.validate.training import _with
+
+    raw, unknown = _training_base(DENSE)
+    assert unknown["tp_comm_overlap"] == [False, True]
+    assert "tp_comm_overlap" not in _training_base({**DENSE, "tp": "1"})[1]
+    assert "tp_comm_overlap" not in _training_base({**DENSE, "options": "dp_overlap"})[1]
+    assert _with(raw, {"tp_comm_overlap": True, "sequence_parallel": True})["parallel"][
+        "tp_comm_overlap"] is True
+    with pytest.raises(ConfigError, match="sequence_parallel"):
+        _with(raw, {"tp_comm_overlap": True, "sequence_parallel": False})
+
+
+def test_run_options_name_mechanisms_only():
+    from trainsim.catalog.frameworks import _option_list
+
+    assert _option_list(["dp_overlap", "pp_overlap"]) is None
+    assert _option_list(["dp_overlap", "faster"])
+    assert _option_list("dp_overlap")

@@ -122,6 +122,12 @@ def _recipe_options(v: Any) -> str | None:
     return None
 
 
+def _option_list(v: Any) -> str | None:
+    if not isinstance(v, list) or any(o not in RECIPE_OPTIONS for o in v):
+        return f"expected a list of {list(RECIPE_OPTIONS)}"
+    return None
+
+
 def _grad_reduce(v: Any) -> str | None:
     if not isinstance(v, dict):
         return "expected a mapping {fp16: ..., bf16: ..., fp8: ...}"
@@ -216,12 +222,18 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     # what the framework's performance recipes switch on for MoE runs, by GPU (catalog name)
     # and fp8 recipe (or dtype): the run options where a run states none (mechanisms only)
     "moe_recipe_options": _nullable(_recipe_options),
+    # options the framework itself switches on for every run that states none, each where its
+    # own condition holds (pp_overlap: interleaved pipelines only; dp_overlap: dp > 1), and
+    # options it leaves to each recipe, which the tuner tries for a run that states none
+    "run_options": _nullable(_option_list),
+    "tuned_options": _nullable(_option_list),
 }
 
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
+             "run_options", "tuned_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring",

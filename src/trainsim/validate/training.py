@@ -127,16 +127,26 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
 
 
 def _recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
-    """Options the row's framework's performance recipes switch on for an expert-parallel MoE
-    run on its GPU and fp8 recipe (profile ``moe_recipe_options``), for a row that states
-    none."""
+    """Options the row's framework switches on for a row that states none: those it turns on
+    for every run (profile ``run_options``) where their condition holds, and those its
+    performance recipes switch on for an expert-parallel MoE run on the row's GPU and fp8
+    recipe (profile ``moe_recipe_options``)."""
     profile = _profile(row)
+    if profile is None:
+        return set()
+    out = {o for o in profile.defaults.get("run_options") or () if o != "pp_overlap"}
+    if "pp_overlap" in (profile.defaults.get("run_options") or ()) and int(row["pp"]) > 1 and \
+            int(_cell(row, "vpp") or 1) > 1:
+        # Megatron-core overlaps pipeline sends with compute in the interleaved schedule only
+        # (pipeline_parallel/schedules.py: forward_backward_pipelining_without_interleaving
+        # never reads overlap_p2p_comm); a row whose vpp is tuned gets no pipeline overlap
+        out.add("pp_overlap")
     preset = model_dict(model["preset"]) if "preset" in model else {}
     experts = int(model.get("num_experts") or preset.get("num_experts") or 0)
-    if profile is None or experts <= 1 or int(_cell(row, "ep") or 1) <= 1:
-        return set()
+    if experts <= 1 or int(_cell(row, "ep") or 1) <= 1:
+        return out
     by_gpu = (profile.defaults.get("moe_recipe_options") or {}).get(row["gpu"]) or {}
-    return set(by_gpu.get(_cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16", ()))
+    return out | set(by_gpu.get(_cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16", ()))
 
 
 def _node_size(row: dict[str, str]) -> int:
@@ -192,6 +202,11 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         ranks = int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]))
         unknown["ep"] = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
                          if experts % e == 0 and ranks % e == 0]
+    if _cell(row, "options") is None and int(row["tp"]) > 1 and profile is not None and \
+            "tp_overlap" in (profile.defaults.get("tuned_options") or ()):
+        # the framework leaves TP overlap to each recipe: the authors chose it (it needs
+        # sequence parallelism, ``_with``)
+        unknown["tp_comm_overlap"] = [False, True]
     if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0"):
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
@@ -230,7 +245,15 @@ def _with(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
         if key == "recompute" and value.startswith("selective:"):
             value, out[sec]["recompute_modules"] = "selective", value.split(":", 1)[1].split(";")
         out[sec][key] = value
+    if choice.get("tp_comm_overlap") and not _truthy(out["parallel"].get("sequence_parallel")):
+        # Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only
+        # when sequence parallelism is enabled"; Megatron-Bridge's CommOverlapConfig turns it off
+        raise ConfigError("tp_comm_overlap needs sequence_parallel")
     return out
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
 def _fits(cfg: RunConfig) -> bool:
