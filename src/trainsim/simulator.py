@@ -462,7 +462,8 @@ class _TaskGraph:
         for i, t in enumerate(self.tasks):
             if t.stream[1] == "compute":
                 last_compute[t.stream[0]] = i
-        kind = "all_reduce" if self.zero == 0 else "reduce_scatter"
+        kind = "all_reduce" if self.zero == 0 or (
+            self.zero == 1 and p.zero1_grad_reduce == "all_reduce") else "reduce_scatter"
         ends = []
         for s in range(pp):
             last = last_compute[s]

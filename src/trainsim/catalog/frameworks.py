@@ -211,6 +211,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "expandable_segments": _nullable(_bool),
     "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
     "overlap_grad_reduce": _nullable(_bool),
+    "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
     "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
     "tp_comm_overlap_method": _nullable(_enum(TP_OVERLAP_METHODS)),
     "zero3_prefetch": _nullable(_int),
@@ -237,7 +238,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring",
-             "tp_comm_overlap_method"}
+             "tp_comm_overlap_method", "zero1_grad_reduce"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

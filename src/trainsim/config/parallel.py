@@ -135,6 +135,13 @@ class ParallelConfig:
     and, with pp > 1, its PipelineEngine), ``fsdp1`` / ``fsdp2`` (PyTorch FSDP: FlatParameter
     units / per-parameter DTensor shards), ``ddp`` (PyTorch DistributedDataParallel with fp32
     parameters under autocast). A framework profile sets it."""
+    zero1_grad_reduce: Literal["reduce_scatter", "all_reduce"] = "reduce_scatter"
+    """How ZeRO-1 (distributed optimizer) reduces the gradients at the end of the step before
+    each rank updates its shard: ``reduce_scatter`` (Megatron's distributed optimizer), or
+    ``all_reduce`` of the whole gradient, each rank then keeping its shard (DeepSpeed's stage 1
+    with non-contiguous gradients, ``buffered_reduce_fallback``, and its BF16 optimizer's
+    ``_bf16_reduce_grads``). The parameters are all-gathered after the step either way. A
+    framework profile sets it."""
     pipeline_schedule: str | None = None
     """Order of the pipeline passes (``workload.pipeline_schedules``): gpipe, 1f1b,
     interleaved_1f1b, zb_h1 (= zb_1p), zb_h2, zb_2p, zb_v, interleaved_zb, dualpipe,
