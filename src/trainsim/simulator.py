@@ -41,6 +41,7 @@ from trainsim.workload.layers import (
     shard_of,
 )
 from trainsim.workload.ops import Comm, Gemm, Op
+from trainsim.workload.pipe_engine import deepspeed_pipe_exchange, deepspeed_pipe_gathers
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
 from trainsim.workload.sharding import (
     fp32_grad_accumulation,
@@ -124,14 +125,17 @@ def _chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     emb_b = pricer.price(embedding_backward(cfg, sh))
     empty = Priced(())
     ranges = cfg.virtual_stage_layers()
+    # DeepSpeed's PipelineEngine rebuilds the TP-partitioned tensors it receives (all-gathers)
+    gather_f, gather_b = (pricer.price(g) for g in deepspeed_pipe_gathers(cfg, sh))
     out = {}
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         kinds = [kind(i) for i in layers]
-        fwd = (emb_f if first else empty, *(layer_f[k] for k in kinds), head_f if last else empty)
+        fwd = (empty if first else gather_f, emb_f if first else empty,
+               *(layer_f[k] for k in kinds), head_f if last else empty)
         # what the framework does with the gradients after each backward pass
         after = pricer.price(fp32_grad_accumulation(cfg, layers, first, last))
-        out[v] = _Chunk(fwd, head_b if last else empty,
+        out[v] = _Chunk(fwd, head_b if last else gather_b,
                         tuple(layer_b[k] for k in reversed(kinds)),
                         (emb_b if first else empty) + after)
     return out
@@ -172,10 +176,14 @@ class _TaskGraph:
         edp = cfg.edp if cfg.model.is_moe else 1
         self.groups = [[(dense, "dp_cp", self.dp_size), (experts, "edp", edp)]
                        for dense, experts in (stage_param_split(cfg, s) for s in range(self.pp))]
-        # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation.
+        # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
+        # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
-        self.send = Priced(((PP, pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp")),
-                             "p2p send"),))
+        send = pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp"))
+        segs: tuple[tuple[str, float, str], ...] = ((PP, send, "p2p send"),)
+        if p.data_parallel_impl == "deepspeed":
+            segs = deepspeed_pipe_exchange(cfg, pricer, send)
+        self.send = Priced(segs)
         self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}

@@ -1,0 +1,49 @@
+"""DeepSpeed's PipelineEngine: two blocking transfers per step, TP-partitioned sends rebuilt by
+all-gathers on the receiving stage."""
+
+from __future__ import annotations
+
+from trainsim import run_config_from_dict
+from trainsim.pricing import Pricer
+from trainsim.simulator import build_graph
+
+
+def cfg(framework="megatron-deepspeed", tp=8, pp=4, **parallel):
+    training = {"framework": framework, "framework_version": "2022-02"} if framework else {}
+    return run_config_from_dict({
+        "model": {"preset": "gpt3-175b", "num_layers": 8},
+        "parallel": {"tp": tp, "pp": pp, "distributed_optimizer": True, **parallel},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "fp16", **training},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 8 * tp * pp, "gpus_per_node": 8}})
+
+
+def _gathers(priced):
+    return [name for _, _, name in priced.segments if name == "pipe_partition_all_gather"]
+
+
+def test_a_sending_pass_waits_for_its_send_and_the_serialized_receive():
+    """Megatron sends once after a pass; DeepSpeed's step sends and receives one after the
+    other, each a 1/tp slice and its meta tensor."""
+    c = cfg()
+    ds = build_graph(c, Pricer(c)).send
+    m = cfg(framework=None)
+    megatron = build_graph(m, Pricer(m)).send
+    assert len(megatron.segments) == 1 and len(ds.segments) == 2
+    assert ds.duration_s > 2 * megatron.duration_s
+
+
+def test_receiving_stages_all_gather_the_partitioned_tensors():
+    """A forward that received its input gathers it once; a backward that received a gradient
+    gathers twice (the output it partitioned, the gradient); the first stage's forward and the
+    last stage's backward receive nothing."""
+    c = cfg()
+    chunks = build_graph(c, Pricer(c)).chunks
+    assert _gathers(chunks[0].fwd) == [] and len(_gathers(chunks[1].fwd)) == 1
+    assert len(_gathers(chunks[0].bwd)) == 2 and _gathers(chunks[3].bwd) == []
+    m = cfg(framework=None)
+    assert all(_gathers(ch.fwd) + _gathers(ch.bwd) == []
+               for ch in build_graph(m, Pricer(m)).chunks.values())
+    one = cfg(tp=1)
+    assert all(_gathers(ch.fwd) + _gathers(ch.bwd) == []
+               for ch in build_graph(one, Pricer(one)).chunks.values())
