@@ -31,6 +31,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.layers import (
     Shard,
+    _profile_feature,
     backward_of,
     embedding_backward,
     embedding_forward,
@@ -45,7 +46,9 @@ from trainsim.workload.pipe_engine import deepspeed_pipe_exchange, deepspeed_pip
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
 from trainsim.workload.sharding import (
     fp32_grad_accumulation,
+    fsdp_optimizer_pieces,
     fsdp_unit_gathers,
+    per_tensor_optimizer,
     zero3_tensor_gathers,
 )
 
@@ -507,9 +510,14 @@ class _TaskGraph:
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
-            step = optimizer_step(local, opt, p.data_parallel_impl != "ddp")
-            end = self.add((s, "compute"), self.pricer.compute.time(step), [last] + dp_tasks,
-                           "optimizer step", OPT)
+            step: Priced | float = self.pricer.compute.time(
+                optimizer_step(local, opt, p.data_parallel_impl != "ddp"))
+            if _profile_feature(cfg.training.framework, cfg.training.framework_version,
+                                "per_tensor_optimizer"):
+                priced = self.pricer.price_ops(per_tensor_optimizer(
+                    fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
+                step = Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
+            end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
             if self.zero in (1, 2) and not p.overlap_param_gather:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
                     end = g

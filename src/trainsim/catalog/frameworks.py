@@ -192,6 +192,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
     # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
     "cp_sdpa_ring": _nullable(_bool),
+    # the optimizer loops over parameter tensors in Python and reads each one's step count from
+    # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
+    # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
+    "per_tensor_optimizer": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -237,7 +241,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "run_options", "tuned_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
-             "sdpa_repeat_kv", "cp_sdpa_ring",
+             "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer",
              "tp_comm_overlap_method", "zero1_grad_reduce"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
