@@ -331,10 +331,13 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
                            kernels=MOE_KERNELS["router"][0], bwd_kernels=MOE_KERNELS["router"][1]))
     routed = tokens * k  # token copies leaving this rank
     dispatcher = p.moe_token_dispatcher_type
-    if dispatcher != "deepep":  # DeepEP writes tokens expert-major inside its own kernels
-        ops.append(Elementwise("permute", bytes=routed * h * ACT * 2,
-                               kernels=MOE_KERNELS["permute"][0],
-                               bwd_kernels=MOE_KERNELS["permute"][1]))
+    permute = Elementwise("permute", bytes=routed * h * ACT * 2, kernels=MOE_KERNELS["permute"][0],
+                          bwd_kernels=MOE_KERNELS["permute"][1])
+    unpermute = Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
+                            kernels=MOE_KERNELS["unpermute"][0],
+                            bwd_kernels=MOE_KERNELS["unpermute"][1])
+    if dispatcher != "deepep":
+        ops.append(permute)
     if m.moe_capacity_factor is None:
         # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
         # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
@@ -347,6 +350,12 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
     elif p.ep > 1:
         ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
+    if dispatcher == "deepep":
+        # DeepEP delivers tokens in source order: Megatron-core sorts them by local expert after
+        # the dispatch and back before the combine (core_v0.14.0-v0.17.0 moe/token_dispatcher.py
+        # _DeepepManager.get_permuted/get_restored_hidden_states_by_experts; HybridEP, core >=
+        # 0.16, permutes inside its kernels and is not modelled)
+        ops.append(permute)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
     # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
     # shapes are static (Megatron-core --moe-pad-expert-input-to-capacity).
@@ -370,15 +379,15 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
+    if dispatcher == "deepep":
+        ops.append(unpermute)
     if p.ep > 1 and dispatcher == "allgather":
         ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
                         "ep"))
     elif p.ep > 1:
         ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
     if dispatcher != "deepep":
-        ops.append(Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
-                               kernels=MOE_KERNELS["unpermute"][0],
-                               bwd_kernels=MOE_KERNELS["unpermute"][1]))
+        ops.append(unpermute)
     shared = m.moe_shared_expert_intermediate_size
     if shared:
         tp_enter(ops, sh, h, "shared_expert")
