@@ -260,8 +260,16 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
     attn = [r for r in train if r.kind.startswith("attention") and
             all(getattr(op, "impl", None) != "unfused" for op in r.ops)]
 
+    # no family's main loop above the tensor-core peak of the GPUs its rows ran on (the model
+    # caps it there: ``roofline.attention_fraction``), so the fit cannot wander past the cap
+    top = {impl: min(1.0 / catalog_gpu(r.gpu).mamf_fraction for r in attn
+                     if any(roofline.ATTENTION_FAMILY.get(getattr(op, "impl", "")) == impl
+                            for op in r.ops))
+           for impl in ATTN_IMPLS}
+    cap = np.array([top[impl] for impl in ATTN_IMPLS for _ in range(2)])
+
     def attn_loss(p: np.ndarray) -> float:
-        if min(p) <= 0:
+        if min(p) <= 0 or np.any(p[:len(cap)] > cap):
             return 1e9
         set_attention(p)
         return float(np.mean(ape(attn)))

@@ -41,6 +41,29 @@ def test_head_dim_64_runs_below_128_and_short_sequences_below_long():
     assert _rate(attn(512, 128)) < 0.75 * _rate(attn(8192, 128))
 
 
+def test_a_causal_forward_with_few_heads_waits_for_its_heaviest_query_blocks():
+    """Query block i of a causal forward does i + 1 key blocks and a head's blocks launch
+    lightest first: 8 heads of 32 blocks on 132 SMs take 1.66x their mean load, thousands of
+    blocks almost none; the same work in 8 sequences of 8 heads runs near the mean."""
+    assert roofline.causal_forward_tail(8, 32, 132) == pytest.approx(1.66, abs=0.01)
+    assert roofline.causal_forward_tail(1024, 128, 132) < 1.01
+    assert roofline.causal_forward_tail(1, 32, 132) == pytest.approx(32 / (32 * 33 / 2 / 132))
+
+    def attn(b: int, backward: bool = False) -> Attention:
+        return Attention("a", b, 8, 8, 4096, 4096, 128, causal=True, backward=backward,
+                         impl="flash2")
+    assert _rate(attn(1)) < 0.7 * _rate(attn(8))
+    assert _rate(attn(1, True)) > 0.9 * _rate(attn(8, True))  # heaviest key blocks first
+
+
+def test_no_attention_main_loop_outruns_the_tensor_cores():
+    """A fitted fraction of the GEMM ceiling is capped at the dense peak (1 / MAMF)."""
+    for name in ("a100-sxm-80gb", "h100-sxm-80gb", "b200-sxm-180gb"):
+        g = gpu(name)
+        for impl in roofline.ATTENTION_FAMILY:
+            assert roofline.attention_fraction(impl, False, g) <= 1 / g.mamf_fraction
+
+
 def test_flops_per_exp_doubles_each_nvidia_generation():
     assert [gpu(n).flops_per_exp for n in ("a100-sxm-80gb", "h100-sxm-80gb",
                                            "b200-sxm-180gb")] == [128, 256, 512]

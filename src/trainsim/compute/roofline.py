@@ -7,12 +7,15 @@ The constants are global and physical, each with its source:
 * GEMM ceiling: the GPU's measured *maximum achievable matmul FLOP/s* (``GPUSpec.mamf_fraction``,
   e.g. A100 267.9 of 312 TFLOP/s, H100 792 of 989; Bekman, ml-engineering MAMF table).
   Below the ceiling, wave quantization: output tiles of 128x128 are spread over the SMs in
-  whole waves, so a GEMM with 1.1 waves of tiles runs at 1.1/2 of the ceiling
-  (NVIDIA, *Matrix Multiplication Background User's Guide*, "wave quantization").
+  whole waves, so a GEMM with 5.1 waves of tiles runs at 5.1/6 of the ceiling
+  (NVIDIA, *Matrix Multiplication Background User's Guide*, "wave quantization"); under two
+  waves the last, partial wave is split along k (``SPLIT_K_MAX_WAVES``).
 * Fused attention: each implementation's matmuls run at its own fraction of the GEMM ceiling,
   forward and backward (``ATTENTION_OF_GEMM``); the softmax exponentials on the special-function
   units and a fixed cost per query row come on top; kernels written for Ampere lose half of the
-  rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``).
+  rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``); a
+  causal forward waits for each head's heaviest query blocks, launched last
+  (``causal_forward_tail``).
 * GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
   idle SMs when the output has too few tiles.
 * Grouped GEMMs (an MoE layer's experts) by implementation (``Gemm.grouped``): per-expert
@@ -27,6 +30,8 @@ The constants are global and physical, each with its source:
 
 from __future__ import annotations
 
+import functools
+import heapq
 import math
 from typing import Protocol
 
@@ -34,8 +39,8 @@ from trainsim.config import GPUSpec
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
-    "flash2": (1.03, 0.82),
-    "cudnn": (1.22, 0.70),
+    "flash2": (1.08, 0.81),
+    "cudnn": (1.25, 0.71),
 }
 """(forward, backward) rate of a fused attention kernel's matmuls as a fraction of the GEMM
 ceiling of the GPU it was written for; the softmax exponentials and each query row's fixed
@@ -50,20 +55,20 @@ cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
 """
 ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "triton": "flash2",
                     "flex": "flash2", "flash3": "cudnn", "cudnn": "cudnn", "flash4": "cudnn"}
-ATTN_ROW_OVERHEAD_KEYS = 106
+ATTN_ROW_OVERHEAD_KEYS = 118
 """Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
 rescale and the output write cost as much as ~150 more keys, so short sequences run below the
 long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate).
 Causal kernels also compute the diagonal block in full: +64 keys per row (128-wide blocks).
 Fitted with ``ATTENTION_OF_GEMM``."""
-ATTN_ROW_OVERHEAD_KEYS_BWD = 328
+ATTN_ROW_OVERHEAD_KEYS_BWD = 352
 """The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
 preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
 so short sequences fall further below the long-sequence rate than in the forward (measured
 H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388 forward). Fitted
 with ``ATTENTION_OF_GEMM``."""
 ATTN_BLOCK = 128
-SOFTMAX_EXP_EXPOSED = 1.05
+SOFTMAX_EXP_EXPOSED = 1.02
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
 not hidden under the matmuls (the fit finds 1.05: none is hidden). It is what makes head dim
 64 slower per FLOP than 128 (half the matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
@@ -72,7 +77,7 @@ FLEX_OF_FLASH2 = (0.90, 0.85)
 """FlexAttention reaches "90% of FlashAttention2's performance in the forward pass and 85% in
 the backward pass" (PyTorch blog, "FlexAttention: The Flexibility of PyTorch with the
 Performance of FlashAttention", August 2024)."""
-FLASH1_OF_FLASH2 = 0.46
+FLASH1_OF_FLASH2 = 0.49
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
 compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.46."""
 AMPERE_KERNEL_ON_HOPPER = 0.51
@@ -174,6 +179,31 @@ def grouped_launches(op: Gemm) -> int:
     return math.ceil(op.batch / streams) if streams else 1
 
 
+CAUSAL_TAIL_EXACT_BLOCKS = 1 << 16
+"""Query blocks up to which ``causal_forward_tail`` simulates the dispatch; beyond, the
+closed form (the makespan passes the mean by half the longest block, within 0.1 %)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
+    """Makespan over mean load when a causal forward's query blocks run as one CTA each, SM by
+    SM in launch order: block i of a head does i + 1 key blocks of work, and the grid lists a
+    head's blocks lightest first (FlashAttention-2's forward grid is (query block, batch,
+    head), ``m_block = blockIdx.x``), so each head's heaviest blocks start last and finish
+    after the other SMs have run dry. Few heads per GPU (tensor parallelism, one sequence per
+    micro-batch) leave a long tail: 8 heads of 32 blocks on 132 SMs take 1.66x the mean. The
+    FA3 paper's causal forward figures show it (head dim 256, 8 heads: 15-48 % below the
+    non-causal rate at 16k tokens, against 5 % for 16 heads of dim 128)."""
+    total = heads * blocks * (blocks + 1) / 2.0
+    if heads * blocks > CAUSAL_TAIL_EXACT_BLOCKS:
+        return 1.0 + blocks / 2.0 / (total / sms)
+    free = [0] * sms  # when each SM frees, in key-block units
+    for _ in range(heads):
+        for work in range(1, blocks + 1):
+            heapq.heapreplace(free, free[0] + work)
+    return max(free) / (total / sms)
+
+
 def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
     """An NVIDIA GPU of the Hopper generation or later: fp8 tensor cores arrived with Hopper's
     ``wgmma`` (an fp8-capable Ada GPU would be misread as one; the catalog holds none)."""
@@ -190,7 +220,9 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
         frac *= FLEX_OF_FLASH2[1] if backward else FLEX_OF_FLASH2[0]
     if impl in AMPERE_KERNELS and has_hopper_tensor_cores(gpu):
         frac *= AMPERE_KERNEL_ON_HOPPER
-    return frac
+    # a main loop may outrun the best general GEMM (no epilogue, no waves) but not the
+    # tensor cores: at most the dense 16-bit peak, 1 / mamf_fraction of the ceiling
+    return min(frac, 1.0 / gpu.mamf_fraction)
 
 
 class ComputeModel(Protocol):
@@ -264,10 +296,13 @@ class RooflineModel:
             mma = op.flops * stretch / (peak * frac)
             exp_rate = self.gpu.flops("bf16") / self.gpu.flops_per_exp
             exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
+            work = mma + exposed * scores / exp_rate
+            if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
+                work *= causal_forward_tail(op.batch * op.heads,
+                                            math.ceil(op.q_len / ATTN_BLOCK), self.gpu.num_sms)
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
-            return max(mma + exposed * scores / exp_rate, op.bytes / bw,
-                       op.flops / peak) + LAUNCH_S
+            return max(work, op.bytes / bw, op.flops / peak) + LAUNCH_S
         if isinstance(op, Elementwise):
             return op.bytes / bw + op.kernels * LAUNCH_S
         raise TypeError(f"not a compute op: {op!r}")
