@@ -21,7 +21,8 @@ Constants fitted (their names in ``trainsim.compute.roofline``):
 * Attention: ``ATTENTION_OF_GEMM`` (forward, backward) of its two kernel families (flash2,
   cudnn), ``FLASH1_OF_FLASH2``,
   ``ATTN_ROW_OVERHEAD_KEYS`` (forward and ``_BWD``) and ``SOFTMAX_EXP_EXPOSED`` (Nelder-Mead on the mean absolute
-  relative error of the time).
+  relative error of the time; each family's fractions bounded by the dense 16-bit peak of the
+  GPUs its rows ran on, where the model caps them).
 * Grouped GEMMs: ``GROUPED_OF_GEMM`` of each one-kernel implementation family (cutlass,
   triton, deepgemm), each by golden-section search on the rows of that family. The
   ``gemm_grouped`` and ``moe_block`` rows measure the same kernels, so they are split and

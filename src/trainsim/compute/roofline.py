@@ -70,7 +70,7 @@ with ``ATTENTION_OF_GEMM``."""
 ATTN_BLOCK = 128
 SOFTMAX_EXP_EXPOSED = 1.02
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
-not hidden under the matmuls (the fit finds 1.05: none is hidden). It is what makes head dim
+not hidden under the matmuls (the fit finds 1.02: none is hidden). It is what makes head dim
 64 slower per FLOP than 128 (half the matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
 FMA units (Zadouri et al. 2026, §3), so it pays half. Fitted with ``ATTENTION_OF_GEMM``."""
 FLEX_OF_FLASH2 = (0.90, 0.85)
@@ -79,7 +79,7 @@ the backward pass" (PyTorch blog, "FlexAttention: The Flexibility of PyTorch wit
 Performance of FlashAttention", August 2024)."""
 FLASH1_OF_FLASH2 = 0.49
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
-compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.46."""
+compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.49."""
 AMPERE_KERNEL_ON_HOPPER = 0.51
 """FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
@@ -191,7 +191,8 @@ def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
     head's blocks lightest first (FlashAttention-2's forward grid is (query block, batch,
     head), ``m_block = blockIdx.x``), so each head's heaviest blocks start last and finish
     after the other SMs have run dry. Few heads per GPU (tensor parallelism, one sequence per
-    micro-batch) leave a long tail: 8 heads of 32 blocks on 132 SMs take 1.66x the mean. The
+    micro-batch) leave a long tail: 8 heads of 32 blocks on 132 SMs take 1.66x the mean (one
+    CTA per SM at a time, as FA3's and cuDNN's warp-specialised kernels run). The
     FA3 paper's causal forward figures show it (head dim 256, 8 heads: 15-48 % below the
     non-causal rate at 16k tokens, against 5 % for 16 heads of dim 128)."""
     total = heads * blocks * (blocks + 1) / 2.0
