@@ -52,7 +52,7 @@ import numpy as np
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
-from trainsim.validate.kernels import L2_RESIDENT, TIME_UNITS, kernel_ops
+from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
 
 FILES = ("kernels_published.csv", "kernels_h100_measured.csv")
 HOLD_OUT = 0.20
@@ -66,6 +66,8 @@ class Row:
     ops: list[Any]
     measured_s: float
     family: str = ""
+    sustained: bool = False
+    """Measured at the power-limited sustained clock (``validate.kernels.SUSTAINED``)."""
 
 
 MODEL_TP = re.compile(r"^([a-z][a-z0-9.]*-[0-9.]+[bm]-tp\d+)-")
@@ -103,7 +105,7 @@ def load(files: Sequence[Path]) -> list[Row]:
                 value, unit = float(r["measured_value"]), r["measured_unit"].strip()
                 t = flops / (value * 1e12) if unit == "TFLOP/s" else value * TIME_UNITS[unit]
                 rows.append(Row(r["kind"].strip(), r["gpu"].strip(), source_key(r["source"]),
-                                ops, t, family(r)))
+                                ops, t, family(r), bool(SUSTAINED.search(r.get("note") or ""))))
     return rows
 
 
@@ -166,14 +168,18 @@ def is_held(r: Row, held: dict[str, set[str]]) -> bool:
 
 
 def predict(rows: list[Row]) -> np.ndarray:
-    """Kernel times by the roofline as its module constants stand, each GPU alone (burst)."""
-    models: dict[str, roofline.RooflineModel] = {}
+    """Kernel times by the roofline as its module constants stand, each GPU alone (burst;
+    a row measured at the power limit at the sustained rate)."""
+    models: dict[tuple[str, bool], roofline.RooflineModel] = {}
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
-        if r.gpu not in models:
-            gpu = dataclasses.replace(catalog_gpu(r.gpu), sustained_of_burst=1.0)
-            models[r.gpu] = roofline.RooflineModel(gpu)
-        out[i] = sum(models[r.gpu].time(op) for op in r.ops)
+        key = (r.gpu, r.sustained)
+        if key not in models:
+            gpu = catalog_gpu(r.gpu)
+            if not r.sustained:
+                gpu = dataclasses.replace(gpu, sustained_of_burst=1.0)
+            models[key] = roofline.RooflineModel(gpu)
+        out[i] = sum(models[key].time(op) for op in r.ops)
     return out
 
 

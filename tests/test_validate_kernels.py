@@ -183,3 +183,13 @@ def test_attention_op_of_a_row_matches_the_simulator_record():
                                       .split(",")], strict=True))
     (op,), _ = kernel_ops(row)
     assert op == Attention("attn", 8, 16, 4, 2048, 2048, 128, causal=True, impl="flash3")
+
+
+def test_a_power_saturated_row_is_priced_at_the_sustained_rate(tmp_path):
+    """A row whose note names MSMF (the GEMM run until the board sits at its power limit) is
+    priced at the catalog's sustained rate; the same row without it at the burst clock."""
+    cells = "b200-sxm-180gb,gemm,cublas,bf16,8192,8192,16384,,,,,,,,,,,,,,1500,TFLOP/s,"
+    _, res = validate_file(write(tmp_path, {"burst": cells + "MAMF", "msmf": cells + "MSMF"}))
+    by = {r.id: r.predicted for r in res}
+    assert by["msmf"] == pytest.approx(by["burst"] * gpu("b200-sxm-180gb").sustained_of_burst,
+                                       rel=0.01)

@@ -83,11 +83,21 @@ MOE_ROUTER_OPS = ("router", "router_topk_softmax")
 """Ops of the workload's MoE block that a kernels row excludes (README: router excluded)."""
 
 
+SUSTAINED = re.compile(r"\bMSMF\b")
+"""A note naming the *maximum sustained* matmul FLOP/s (Bekman's MSMF: the GEMM repeated until
+the board sits at its power limit and the clock has dropped) marks a row measured at the
+sustained rate a training GPU runs at, not at the burst clock."""
+
+
 @functools.cache
-def _model(gpu_name: str, compute_db: str | None = "auto") -> ChainModel:
+def _model(gpu_name: str, compute_db: str | None = "auto", sustained: bool = False
+           ) -> ChainModel:
     """A kernel benchmark runs one GPU alone at its burst clock, not power-saturated beside
-    seven others as in training (``GPUSpec.sustained_of_burst``)."""
-    gpu = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)
+    seven others as in training (``GPUSpec.sustained_of_burst``), unless it ran the GPU to
+    its power limit (``SUSTAINED``)."""
+    gpu = catalog_gpu(gpu_name)
+    if not sustained:
+        gpu = dataclasses.replace(gpu, sustained_of_burst=1.0)
     return compute_model_for(gpu, compute_db, catalog_gpu)
 
 
@@ -250,7 +260,8 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
             raise ConfigError(f"unknown measured_unit {unit!r}; known: {RATE_UNIT}, "
                               f"{', '.join(TIME_UNITS)}")
         ops, flops = kernel_ops(row)
-        model = _model(row["gpu"].strip(), compute_db)
+        model = _model(row["gpu"].strip(), compute_db,
+                       bool(SUSTAINED.search(row.get("note") or "")))
         priced = [model.explain(op) for op in ops]
         time_s = sum(t for t, _ in priced)
         if unit == RATE_UNIT:
