@@ -68,3 +68,39 @@ def test_composer_step_costs_host_time_beyond_the_fused_step():
     # 1.3B parameters; the per-tensor loop is ~100 tensors, each a sync and 8 launches
     assert base.breakdown["optimizer_s"] < 2e-3
     assert foundry.breakdown["optimizer_s"] > 0.02
+
+
+def test_fsdp1_copies_each_gradient_and_casts_it_for_an_fp32_reduction():
+    from trainsim.workload.sharding import fsdp1_grad_copies
+
+    n = layer_params(cfg().model, 0)
+    # DEFAULT (reduce in fp32): concatenate 2+2, cast 2+4, divide 4+4 bytes per parameter
+    default = fsdp1_grad_copies(cfg(grad_reduce_dtype="fp32"), range(1), False, False)[0]
+    # PURE (reduce in bf16): no cast, the division in 16 bits
+    pure = fsdp1_grad_copies(cfg(grad_reduce_dtype="bf16"), range(1), False, False)[0]
+    assert default.bytes == 18 * n and pure.bytes == 8 * n
+    assert fsdp1_grad_copies(cfg(1, zero=3), range(1), False, False) == []
+
+
+def test_fsdp1_backward_pays_for_its_gradient_copies():
+    one = {impl: simulate(cfg(8, framework=None, impl=impl)) for impl in ("fsdp1", "fsdp2")}
+    extra = one["fsdp1"].breakdown["compute_s"] - one["fsdp2"].breakdown["compute_s"]
+    # ~1.3e9 parameters x 18 bytes at ~3 TB/s: ~8 ms per micro-batch
+    assert 4e-3 < extra < 20e-3
+
+
+def test_shard_grad_op_gathers_each_unit_for_the_forward_only():
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    labels = {}
+    for z in (2, 3):
+        c = cfg(16, framework=None, impl="fsdp1", zero=z)
+        labels[z] = [t.label for t in build_graph(c, Pricer(c)).tasks]
+    # FSDP's SHARD_GRAD_OP reduce-scatters each unit after its backward, as FULL_SHARD does,
+    # and gathers in the forward only: no Megatron-style gather after the step
+    for z in (2, 3):
+        assert any("grad reduce-scatter" in x for x in labels[z])
+        assert not any(x.startswith("param all-gather") for x in labels[z])
+    sgo, full = (simulate(cfg(16, framework=None, impl="fsdp1", zero=z)) for z in (2, 3))
+    assert sgo.iteration_time_s < full.iteration_time_s

@@ -46,6 +46,7 @@ from trainsim.workload.pipe_engine import deepspeed_pipe_exchange, deepspeed_pip
 from trainsim.workload.schedule import prefetch_exposed_s, schedule
 from trainsim.workload.sharding import (
     fp32_grad_accumulation,
+    fsdp1_grad_copies,
     fsdp_optimizer_pieces,
     fsdp_unit_gathers,
     per_tensor_optimizer,
@@ -173,7 +174,10 @@ class _TaskGraph:
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
         self.dp_size = cfg.dp * p.cp
-        self.fsdp = self.zero >= 3 and self.dp_size > 1
+        # PyTorch FSDP's SHARD_GRAD_OP (zero 2) gathers each unit for its forward and keeps it
+        # through the backward; like FULL_SHARD it reduce-scatters each unit after its backward
+        self.fsdp = self.dp_size > 1 and (self.zero >= 3 or (
+            self.zero == 2 and p.data_parallel_impl in ("fsdp1", "fsdp2")))
         # (params, group, group size) per stage: non-expert parameters reduce over the data-
         # parallel (with CP) ranks, routed experts over their expert-data-parallel group
         edp = cfg.edp if cfg.model.is_moe else 1
@@ -215,7 +219,9 @@ class _TaskGraph:
             compute = ([parts[0]] if first or last else []) + parts[1:-1]
             if len(parts) > 1:  # a chunk of only the embedding or the head is one part
                 compute[-1] += parts[-1]
-            blocks = gather[len(gather) - len(layers):][::-1] if layers else []
+            # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
+            blocks = gather[len(gather) - len(layers):][::-1] \
+                if layers and self.zero >= 3 else []
             back = [part.duration_s for part in ch.bwd_layers]
             if back:  # a chunk without layers gathers no block for its backward
                 back[0] += ch.bwd_head.duration_s
@@ -226,8 +232,10 @@ class _TaskGraph:
             fwd = exposed + (sum(gather) - exposed) * share
             exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
             bwd = exposed + (sum(blocks) - exposed) * share
-            out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd,
-                      Priced(((DP, bwd, "FSDP unit all-gathers"),)) + ch.bwd)
+            lead = Priced(((DP, bwd, "FSDP unit all-gathers"),))
+            if cfg.parallel.data_parallel_impl == "fsdp1":
+                lead = lead + self.pricer.price(fsdp1_grad_copies(cfg, layers, first, last))
+            out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, lead + ch.bwd)
         return out
 
     def _blocking_gathers(self) -> dict[int, tuple[Priced, Priced]]:
@@ -323,7 +331,7 @@ class _TaskGraph:
         # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
         # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
         first_fwd_deps = {}
-        if self.zero in (1, 2) and self.p.overlap_param_gather:
+        if self.zero in (1, 2) and self.p.overlap_param_gather and not self.fsdp:
             first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
                               for s in range(pp) for c in range(vpp)}
         # the tasks of each virtual stage's forward and backward pass, resolved once: the
@@ -518,7 +526,7 @@ class _TaskGraph:
                     fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
                 step = Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
             end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
-            if self.zero in (1, 2) and not p.overlap_param_gather:
+            if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
                     end = g
             ends.append(end)
