@@ -196,6 +196,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
     # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
     "per_tensor_optimizer": _nullable(_bool),
+    # the model unpads Q, K and V before FlashAttention's varlen kernel and pads its output,
+    # every layer, waiting for the GPU twice per unpad (llm-foundry's MPT, ``workload.unpad``)
+    "flash_unpad": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -241,7 +244,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "run_options", "tuned_options",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
-             "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer",
+             "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer", "flash_unpad",
              "tp_comm_overlap_method", "zero1_grad_reduce"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 

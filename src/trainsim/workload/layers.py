@@ -31,6 +31,7 @@ from trainsim.workload.ops import (
     Op,
 )
 from trainsim.workload.recompute import RECOMPUTED_OPS, layer_recompute  # noqa: F401 (re-export)
+from trainsim.workload.unpad import pad_op, unpad_ops
 
 ACT = ACT_BYTES  # bytes of a 16-bit activation element
 
@@ -62,6 +63,7 @@ class Shard:
     """Hugging Face's Llama-family modules (RMSNorm models): separate q/k/v and gate/up
     projections; GPT-2's ``c_attn`` and GPT-NeoX's ``query_key_value`` stay one GEMM."""
     autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
+    flash_unpad: bool = False  # MPT's varlen FlashAttention (``workload.unpad``)
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -101,6 +103,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile,
+                 flash_unpad=t.attention in ("flash1", "flash2") and _profile_feature(
+                     t.framework, t.framework_version, "flash_unpad"),
                  cp_ring=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
                                                        "cp_sdpa_ring"),
                  kv_repeat=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
@@ -245,6 +249,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                      dropout=m.attention_dropout > 0)
     if ring:  # torch's context_parallel: one SDPA per ring step
         ops.extend(ring_forward(core, sh.cp_comm, sh.cp, T, sh.kv_repeat, sh.compiled))
+    elif sh.flash_unpad:
+        ops += [*unpad_ops(T, q_loc, kv_loc), core, pad_op(T, m.v_dim // t)]
     else:
         ops.append(core)
     if sh.cp > 1 and sh.cp_comm == "p2p" and not ring:
