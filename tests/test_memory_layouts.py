@@ -318,3 +318,24 @@ def test_fsdp_root_unit_stays_gathered_through_the_backward(impl):
     # SHARD_GRAD_OP (zero 2) keeps every 16-bit parameter gathered already: nothing extra
     assert "gathered root parameters (embedding, head)" not in \
         dict(model_state(cfg_of(impl=impl, zero=2, dp=8), 0).backward)
+
+
+def _loss_bytes(framework: str, version: str) -> float:
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 2, "pp": 1, "distributed_optimizer": True},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": "bf16", "framework": framework, "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8},
+    })
+    return dict(estimate_stage_memory(cfg, 0).temporaries)["logits and fp32 softmax"]
+
+
+def test_bridge_loss_is_te_cross_entropy():
+    """Megatron-Bridge's perf configs set cross_entropy_fusion_impl 'te' with
+    cross_entropy_loss_fusion on, so the loss is TE's parallel_cross_entropy, which saves the
+    16-bit logits and writes their gradient into them: 2 bytes per local logit, where
+    Megatron-core's vocab-parallel cross-entropy keeps an fp32 softmax beside them (2 + 4)."""
+    local = 8192 * 128256 / 2
+    assert _loss_bytes("megatron-bridge", "25.09") == pytest.approx(2 * local)
+    assert _loss_bytes("megatron-core", "0.13") == pytest.approx(6 * local)

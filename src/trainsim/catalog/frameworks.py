@@ -174,6 +174,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "per_op_sac": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
+    # the cross-entropy is Transformer Engine's parallel_cross_entropy: it saves the 16-bit
+    # logits and writes their gradient into them in place (2 bytes per logit in all)
+    "te_cross_entropy": _nullable(_bool),
     # with TP the cross-entropy runs on vocab-sharded DTensor logits under
     # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
     "loss_parallel": _nullable(_bool),
@@ -242,7 +245,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
              "run_options", "tuned_options",
-             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
+             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer", "flash_unpad",
              "tp_comm_overlap_method", "zero1_grad_reduce"}

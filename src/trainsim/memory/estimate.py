@@ -450,6 +450,8 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
             per = 2 if p.pp > 1 and _feature(cfg, "pipelining_buffers") else 2 + 2
         elif t.modules == "eager" and p.tp > 1 and _feature(cfg, "loss_parallel"):
             per = 16
+        elif _feature(cfg, "te_cross_entropy"):  # the 16-bit logits hold their own gradient
+            per = 2
         else:
             per = 12 if t.modules == "eager" else 2 + 4
         temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * per))
