@@ -14,7 +14,7 @@ from trainsim.memory.allocator import (
     NCCL_PAIR_COMM_BYTES,
     communicator_sizes,
 )
-from trainsim.memory.estimate import activation_bytes_per_layer, stage_params
+from trainsim.memory.estimate import activation_bytes_per_layer, stage_layer_params, stage_params
 from trainsim.memory.state import DEEPSPEED_PREFETCH_BUCKET, DEEPSPEED_REDUCE_BUCKET, model_state
 from trainsim.model.counts import layer_params
 
@@ -318,6 +318,37 @@ def test_fsdp_root_unit_stays_gathered_through_the_backward(impl):
     # SHARD_GRAD_OP (zero 2) keeps every 16-bit parameter gathered already: nothing extra
     assert "gathered root parameters (embedding, head)" not in \
         dict(model_state(cfg_of(impl=impl, zero=2, dp=8), 0).backward)
+
+
+def _bridge(*, gpu="gb200", dtype="fp8", fp8_param_gather=True, pp=1, version="26.04"):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-70b"},
+        "parallel": {"tp": 1, "pp": pp, "zero_stage": 3, "recompute": "full"},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": dtype, "fp8_recipe": "current", "fp8_param_gather": fp8_param_gather,
+                     "framework": "megatron-bridge", "framework_version": version},
+        "cluster": {"gpu": gpu, "num_gpus": 64 * pp, "gpus_per_node": 4},
+    })
+
+
+def test_megatron_fsdp_keeps_fp8_weights_with_fp8_param_gather():
+    """Megatron-FSDP with --fp8-param-gather (Megatron-Bridge 26.04's fp8 recipes) stores the
+    matmul weights as Float8Tensors in uint8 buffers (megatron_fsdp param_and_grad_buffer.py):
+    the shard is 1 byte per matmul weight (Blackwell, per-tensor scaling: no transposed copy)
+    and 2 for the rest; the two gathered units are 1 byte per element. Without it the shard is
+    16-bit and each gathered unit is 16-bit plus its fp8 cast."""
+    cfg = _bridge()
+    s = model_state(cfg, 0)
+    held, linear = stage_params(cfg, 0), stage_layer_params(cfg, 0)
+    dp = cfg.dp
+    assert s.weights == pytest.approx(2 * (held - linear) / dp + linear / dp)
+    unit = layer_params(cfg.model, 0)
+    assert dict(s.backward)["gathered layer parameters (current + prefetched)"] == \
+        pytest.approx(2 * unit)
+    plain = model_state(_bridge(fp8_param_gather=False), 0)
+    assert plain.weights == pytest.approx(2 * held / dp)
+    assert dict(plain.backward)["gathered layer parameters (current + prefetched)"] == \
+        pytest.approx(2 * 2 * unit + unit)
 
 
 def _loss_bytes(framework: str, version: str) -> float:

@@ -159,9 +159,17 @@ def _megatron(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mod
     moments = _optimizer_bytes(cfg)
     if p.zero_stage >= 3:  # Megatron-FSDP: everything sharded, one layer gathered at a time
         unit = _unit_params(cfg)
-        return ModelState(2.0 * sharded, g * sharded, (4.0 + moments) * sharded,
-                          backward=(("gathered layer parameters (current + prefetched)",
-                                     2 * 2.0 * unit + _fp8_copies(cfg, unit)),
+        gathered = 2 * 2.0 * unit + _fp8_copies(cfg, unit)
+        weights = 2.0 * sharded
+        if t.dtype == "fp8" and t.fp8_param_gather:
+            # with --fp8-param-gather the matmul weights are Float8Tensors whose data Megatron-FSDP
+            # keeps in uint8 buffers (megatron_fsdp param_and_grad_buffer.py groups
+            # is_float8tensor params as torch.uint8): the shard and the gathered units are fp8
+            lin = linear * sharded / held
+            weights = 2.0 * (sharded - lin) + _fp8_copies(cfg, lin)
+            gathered = 2 * _fp8_copies(cfg, unit)
+        return ModelState(weights, g * sharded, (4.0 + moments) * sharded,
+                          backward=(("gathered layer parameters (current + prefetched)", gathered),
                                     ("unsharded layer gradients", g * unit)))
     shard = sharded if p.shards_optimizer else held
     step = () if g == 4.0 else (("fp32 main gradients", 4.0 * shard),)
