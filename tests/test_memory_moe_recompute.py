@@ -81,14 +81,15 @@ def test_moe_act_in_megatron_core_keeps_the_16bit_fc1_output():
 def test_deepseek_v3_moe_layer_under_its_reports_recipe():
     """One MoE layer of DeepSeek-V3 per token (TP 1, fp8 blockwise x = 1 + 4/128, RMSNorm and
     MLA up-projections recomputed, SwiGLU inputs in fp8 with its output recomputed):
-    attention: norm input 2h, latents 2 (q_lora + kv_lora), out-projection input x v, fp32
-    log-sum-exp 4 per head; MoE: norm input 2h, fp32 router scores 4E, per routed copy
+    attention: norm input 2h, latents 2 (q_lora + kv_lora), out-projection input x v beside
+    the fused attention's own 16-bit output 2 v (mla_up_proj recomputes Q, K, V, not the
+    attention), fp32 log-sum-exp 4 per head; MoE: norm input 2h, fp32 router scores 4E, per routed copy
     (x h + 2f + 4), the shared expert's SwiGLU input 2s and FC2 input x s."""
     cfg = cfg_of("deepseek-v3", modules=("layernorm", "mla_up_proj", "moe_act"), dtype="fp8",
                  fp8_recipe="blockwise", activation_func_fp8_input_store=True)
     m = cfg.model
     x, h, f, s = 1 + 4 / 128, m.hidden_size, m.expert_ffn_size, m.moe_shared_expert_intermediate_size
     k = m.moe_router_topk * m.moe_token_imbalance
-    per = (2 * h + 2 * (m.q_lora_rank + m.kv_lora_rank) + x * m.v_dim + 4 * m.num_attention_heads
+    per = (2 * h + 2 * (m.q_lora_rank + m.kv_lora_rank) + (x + 2) * m.v_dim + 4 * m.num_attention_heads
            + 2 * h + 4 * m.num_experts + k * (x * h + 2 * f + 4) + 2 * s + x * s)
     assert activation_bytes_per_layer(cfg, moe=True) == pytest.approx(T * per)

@@ -91,3 +91,21 @@ def test_deepep_buffers_as_its_size_hints_give_them():
     assert deepep_buffer_bytes(ds("deepep")) == nvl + rdma
     assert deepep_buffer_bytes(ds("alltoall")) == 0
     assert context_bytes(ds("deepep")) - context_bytes(ds("alltoall")) == nvl + rdma
+
+
+@pytest.mark.parametrize("attention", ["cudnn", "unfused"])
+def test_fp8_attention_output_is_kept_twice_by_a_fused_attention_kernel(attention):
+    """Under fp8 the out-projection saves its own 8-bit cast of the attention output
+    (TE linear.py saves the quantized input), while a fused attention kernel also keeps the
+    16-bit output it wrote for its own backward (TE FusedAttnFunc saves ``out``); Megatron's
+    unfused attention saves only the softmax and V, so there the 8-bit copy is alone. Against
+    bf16 (one shared 16-bit tensor) the fp8 layer changes the QKV and FC1 inputs (2 -> 1 byte,
+    h per token each), FC2's input (f) and the attention output (q: 2 -> 1 + 2, or 2 -> 1)."""
+    bf16 = cfg_of(dtype="bf16", attention=attention)
+    fp8 = cfg_of(dtype="fp8", fp8_recipe="current", attention=attention)
+    m = bf16.model
+    tokens = 4096
+    out = +1 if attention == "cudnn" else -1
+    want = tokens * (-2 * m.hidden_size - m.ffn_size + out * m.q_size)
+    assert activation_bytes_per_layer(fp8) - activation_bytes_per_layer(bf16) == \
+        pytest.approx(want)

@@ -139,7 +139,17 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
     if m.qk_layernorm:  # the per-head q/k norms keep their 16-bit inputs
         qkv += 2 * (q / t + kv_loc)
-    sharded = T * (qkv + x * m.v_dim / t) + T * mlp_inner / t
+    # the attention output, the out-projection's GEMM input: under fp8 that GEMM saves its own
+    # 8-bit cast (x), while a fused attention kernel also keeps the 16-bit output it wrote for
+    # its own backward (TransformerEngine dot_product_attention/backends.py FusedAttnFunc
+    # saves ``out`` beside q, k, v unless fp8_dpa; flash-attn saves ``out`` with the
+    # log-sum-exp); in 16-bit both save the same tensor. Recomputing core attention keeps only
+    # the projection's copy
+    out = x
+    if x != 2 and cfg.training.attention not in MATERIALIZED_SCORES and not (
+            recompute == "selective" and "core_attn" in (p.recompute_modules or ("core_attn",))):
+        out += 2
+    sharded = T * (qkv + out * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
     if cfg.training.attention not in MATERIALIZED_SCORES:
         scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
