@@ -29,8 +29,11 @@ Constants fitted (their names in ``trainsim.compute.roofline``):
   fitted together (one domain, ``grouped``); per-expert cuBLAS (``multi_stream``, ``loop``)
   has no constant of its own.
 
-Memory-bound kernels are not fitted here: every such row is held out and reported. The loss
-is the mean absolute relative error of the kernel time.
+* Memory-bound: ``SCALAR_HBM_EFFICIENCY`` only (golden section on the fitted rows whose kernels
+  load one 16-bit element at a time, ``workload.elementwise.SCALAR_LOADS``); the other
+  memory-bound rows inform no constant here (``HBM_EFFICIENCY`` is a measured copy rate).
+
+The loss is the mean absolute relative error of the kernel time.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
+from trainsim.workload.elementwise import SCALAR_LOADS
 
 FILES = ("kernels_published.csv", "kernels_h100_measured.csv")
 HOLD_OUT = 0.20
@@ -109,7 +113,7 @@ def load(files: Sequence[Path]) -> list[Row]:
     return rows
 
 
-FITTED = ("gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd", "grouped")
+FITTED = ("gemm", "attention_fwd", "attention_bwd", "attention_fwd_bwd", "grouped", "memory_bound")
 DOMAIN = {"gemm_grouped": "grouped", "moe_block": "grouped"}
 """Kinds whose rows inform the same constants, split and fitted as one."""
 
@@ -283,7 +287,17 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
 
     set_attention(nelder_mead(attn_loss, attention_params()))
     fit_grouped(train)  # after the tile overhead they build on
+    scalar = [r for r in train if r.kind == "memory_bound" and
+              any(getattr(op, "impl", "") in SCALAR_LOADS for op in r.ops)]
+
+    def scalar_loss(x: float) -> float:
+        roofline.SCALAR_HBM_EFFICIENCY = x
+        return float(np.mean(ape(scalar)))
+
+    if scalar:
+        roofline.SCALAR_HBM_EFFICIENCY = round(golden(scalar_loss, 0.1, 1.0, tol=0.005), 2)
     return {"GROUPED_OF_GEMM": dict(roofline.GROUPED_OF_GEMM),
+            "SCALAR_HBM_EFFICIENCY": roofline.SCALAR_HBM_EFFICIENCY,
             "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
                                   for k, v in roofline.ATTENTION_OF_GEMM.items()},
@@ -340,6 +354,9 @@ def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, s
         part = "held-out" if is_held(r, held) or domain(r) not in FITTED else "fit"
         if f"{r.source}|{r.family}" in held.get(domain(r), set()):
             part = "held-out family"  # of a source whose other families are fitted
+        if part == "fit" and r.kind == "memory_bound" and not any(
+                getattr(op, "impl", "") in SCALAR_LOADS for op in r.ops):
+            part = "unfitted"  # no constant is fitted to this kind of memory-bound kernel
         kind = "attention" if r.kind.startswith("attention") else r.kind
         groups[(kind, r.gpu, part)].append(float(e))
     return [(k, g, p, len(v), float(np.mean(v))) for (k, g, p), v in sorted(groups.items())]

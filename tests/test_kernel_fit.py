@@ -128,6 +128,7 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
              roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.SOFTMAX_EXP_EXPOSED,
              roofline.ATTN_ROW_OVERHEAD_KEYS_BWD)
     grouped = dict(roofline.GROUPED_OF_GEMM)
+    scalar = roofline.SCALAR_HBM_EFFICIENCY
     try:
         rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
         fitted = fit_script.fit(rows, fit_script.split(rows))
@@ -138,7 +139,9 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
         roofline.ATTENTION_OF_GEMM.clear()
         roofline.ATTENTION_OF_GEMM.update(attn)
         roofline.GROUPED_OF_GEMM.update(grouped)
+        roofline.SCALAR_HBM_EFFICIENCY = scalar
     assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
+    assert fitted["SCALAR_HBM_EFFICIENCY"] == pytest.approx(scalar, rel=0.05)
     assert fitted["GEMM_TILE_OVERHEAD_K"] == pytest.approx(saved[1], rel=0.05)
     for impl, pair in fitted["ATTENTION_OF_GEMM"].items():
         assert pair == pytest.approx(saved[0][impl], rel=0.05)

@@ -167,13 +167,16 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"adamw.*foreach", "adamw", "foreach"),
     (r"adamw", "adamw", "fused"),
     (r"rmsnorm-eager|llamarmsnorm \(eager, several kernels", "rmsnorm", "eager"),
-    (r"rmsnorm.*(torch\.nn\.rmsnorm|f\.rms_norm|vllm|library=(torch|vllm)$)", "rmsnorm", "two_pass"),
+    (r"rmsnorm.*(vllm|library=vllm$)", "rmsnorm", "scalar_two_pass"),
+    (r"rmsnorm.*(torch\.nn\.rmsnorm|f\.rms_norm|library=torch$)", "rmsnorm", "two_pass"),
     (r"rmsnorm", "rmsnorm", "fused"),
     (r"(layernorm|layer_norm).*(torch\.nn\.layernorm|f\.layer_norm|library=(torch|vllm)$)",
      "layernorm", "two_pass"),
     (r"layernorm|layer_norm", "layernorm", "fused"),
     (r"swiglu.*(eager|two kernels)", "swiglu", "eager"),
+    (r"(swiglu|siluandmul|mlp_act).*library=vllm$", "swiglu", "scalar"),
     (r"swiglu|siluandmul|mlp_act", "swiglu", "fused"),
+    (r"(rope|rotary).*library=vllm$", "rope", "scalar"),
     (r"gelu", "gelu", "fused"),
     (r"residual-add", "residual_add", "fused"),
     (r"\bcopy\b", "copy", "fused"),
@@ -182,7 +185,8 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
 has no column for it): a multi-kernel eager RMSNorm ('rmsnorm-eager', Hugging Face's
 LlamaRMSNorm), a two-pass norm (PyTorch's native ``nn.LayerNorm``/``F.rms_norm`` kernels and
 vLLM's RMSNorm read the row once for its statistics and again to normalise it; the row's
-library, ``library=...``, counts), a cross-entropy on logits upcast to fp32, a foreach AdamW,
+library, ``library=...``, counts), vLLM's early kernels with one 16-bit load per thread at a
+time (``scalar``), a cross-entropy on logits upcast to fp32, a foreach AdamW,
 an eager SwiGLU (silu, then the product). Anything else is priced as one fused pass over the
 row's bytes."""
 
@@ -196,6 +200,8 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
     for pattern, family, impl in MEMORY_VARIANTS:
         if not re.search(pattern, text):
             continue
+        if family == "rope":  # queries and keys: their count is in the row's minimal bytes
+            return [memory_op(family, family, impl, float(bytes_) / (2 * e), e)]
         tokens = _cell(row, "tokens")  # parameters, for an optimizer
         width = "1" if family == "adamw" else _cell(row, "ffn" if family == "swiglu" else "hidden")
         if tokens is None or width is None:

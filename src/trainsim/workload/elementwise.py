@@ -34,6 +34,13 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # HF LlamaRMSNorm: x.to(fp32) (e + 4), pow(2) (8), mean (4), + eps and rsqrt on T values
     # (2 tiny kernels), x * rsqrt (8), .to(dtype) (4 + e), weight * x (2e)
     ("rmsnorm", "eager"): (lambda e: (e + F32) + 8 + 4 + 8 + (F32 + e) + 2 * e, 8),
+    # the same kernels written with one 16-bit load per thread per element (no 128-bit vector
+    # loads; ``SCALAR_LOADS``): vLLM's early rotary, SiluAndMul and two-pass RMSNorm kernels
+    # (csrc/pos_encoding_kernels.cu, activation_kernels.cu, layernorm_kernels.cu: a loop of
+    # ``input[token * d + idx]`` over idx), priced at ``compute.roofline.SCALAR_HBM_EFFICIENCY``
+    ("rope", "scalar"): (lambda e: 2 * e, 1),
+    ("swiglu", "scalar"): (lambda e: 3 * e, 1),
+    ("rmsnorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
     # a pointwise op (GELU, a copy, the kernels files' residual add of a tensor to itself,
     # x + x): one kernel, read, write
     ("gelu", "fused"): (lambda e: 2 * e, 1),
@@ -67,6 +74,11 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     ("adamw", "fused"): (lambda e: 7 * F32, 1),
     ("adamw", "foreach"): (lambda e: 8 + 12 + 8 + 12 + 8 + 8 + 8 + 16, 8),
 }
+
+
+SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass"})
+"""Implementations whose kernels load one 16-bit element per thread per instruction: they keep
+too few bytes in flight to saturate HBM (``compute.roofline.SCALAR_HBM_EFFICIENCY``)."""
 
 
 BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
