@@ -174,10 +174,12 @@ class _TaskGraph:
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
         self.dp_size = cfg.dp * p.cp
-        # PyTorch FSDP's SHARD_GRAD_OP (zero 2) gathers each unit for its forward and keeps it
-        # through the backward; like FULL_SHARD it reduce-scatters each unit after its backward
+        # FSDP1's SHARD_GRAD_OP (zero 2) gathers each unit for its forward and keeps it through
+        # the backward; like FULL_SHARD it reduce-scatters each unit after every backward (no
+        # no_sync: Composer syncs every micro-batch). FSDP2 users with zero 2 (Meta's Llama 3
+        # under pipelining) reduce once per step: not this path.
         self.fsdp = self.dp_size > 1 and (self.zero >= 3 or (
-            self.zero == 2 and p.data_parallel_impl in ("fsdp1", "fsdp2")))
+            self.zero == 2 and p.data_parallel_impl == "fsdp1"))
         # (params, group, group size) per stage: non-expert parameters reduce over the data-
         # parallel (with CP) ranks, routed experts over their expert-data-parallel group
         edp = cfg.edp if cfg.model.is_moe else 1
