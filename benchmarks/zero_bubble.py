@@ -12,20 +12,26 @@ Settings the paper gives: GPT-3-like models (4h MLP, GELU, learned positions), s
 the micro-batch sizes and counts of Table 3, every GPU one pipeline stage (TP 1, DP 1), one
 transformer layer fewer on the first and last stage (the embedding and the loss each counted as
 a layer, §5.1), 1F1B-I with one layer per chunk (§5.1: "each transformer layer serves as a
-chunk"), nodes of 8 GPUs. Settings it does not give, taken from its Megatron-LM code base's
-example script (sail-sg/zero-bubble-pipeline-parallelism ``examples/pretrain_zero_bubble.sh``):
-fp16, FlashAttention, untied embeddings, a SentencePiece vocabulary (``VOCAB``); the network is
-the DGX A100 node's (8 x 200 Gb/s per node; the paper says RoCE). Schedules map as the paper
-defines them: ZB-1p = zb_h1 (its Table 5 gives ZB-1p ZB-H1's bubble in every setting), ZB-2p =
+chunk"), nodes of 8 GPUs. Settings it does not give, taken from its code base as the paper
+ran it (sail-sg/zero-bubble-pipeline-parallelism, branch ``arxiv``: "for arxiv paper",
+2023-11-29, a fork of Megatron-LM main of 2023-11-17) and its ``examples/pretrain_zero_bubble.sh``
+there: fp16, a SentencePiece vocabulary (``VOCAB``), and Megatron's defaults for every flag the
+script leaves out (``MEGATRON``): the local transformer without ``--use-flash-attn`` (unfused
+attention), dropout 0.1, tied embeddings, no distributed optimizer, fp16 gradients (the script
+on that repository's main branch, 2024-08, adds flash attention and untied embeddings; the
+paper's runs predate it). The network is the DGX A100 node's (8 x 200 Gb/s per node; the paper
+says RoCE). Schedules map as the paper defines them: ZB-1p = zb_h1 (its Table 5 gives ZB-1p ZB-H1's bubble in every setting), ZB-2p =
 zb_2p (the §3.1 heuristic at a 2p M_B limit on the simulated pass times); both run with the
 optimizer post-validation of §4 (``parallel.optimizer_post_validation``), as the paper's
 zero-bubble runs do; 1F1B and 1F1B-I are Megatron-LM's, synchronized.
 
 Known gaps. ZB-1p's gain is (p-1) x W over 1F1B's bubble, so it follows W's share of a pass:
-the W pass holds exactly the weight-gradient GEMMs, yet it is 28-35 % of F + B + W here
-against roughly a fifth to a quarter in the paper's profiled pass times (its Table 5), where
-the forward takes longer next to W than trainsim prices it (compute pricing, not the split;
-trainsim prices a wgrad GEMM over 1,024 tokens ~20 % slower than its forward GEMM).
+the W pass holds exactly the weight-gradient GEMMs, 23-33 % of F + B + W here (unfused
+attention and its dropout add to F and B, not to W) against roughly a fifth to a quarter in
+the paper's profiled pass times (its Table 5); trainsim prices a wgrad GEMM over 1,024 tokens
+~20 % slower than its forward GEMM. With FlashAttention and no dropout (this script before
+2026-11-24) W was 28-35 %, ZB-1p 6 of 12 rows within 3 points (max +5.2) and 1F1B 2-24 %
+faster than published; with the code base's settings 10 of 12 (max +3.7) and 1F1B within 7 %.
 Simulated 1F1B-I speed-ups sit within 2 points of the bubble ratio (m + p - 1) / (m + (p - 1)
 / v); the published ones sit 3-8 % below it in every row. ``excess_per_pass`` measures it from
 the published table alone: the published 1F1B-I iteration less the ideal (1F1B's iteration
@@ -59,6 +65,14 @@ VOCAB = 32000
 """The code base's sample dataset ships a SentencePiece ``tokenizer.model`` (LLaMA's 32,000
 tokens assumed); the paper takes one layer off the first and last stage for the embedding and
 the loss, which matches a head of about one layer's cost at this vocabulary."""
+MEGATRON = "2023-11"
+"""The Megatron-LM its code base forks (the ``arxiv`` branch, "for arxiv paper" 2023-11-29, is
+Megatron-LM main of 2023-11-17 plus the zero-bubble commits): its profile gives Megatron's
+defaults of then, which the example script leaves alone (local transformer, no
+``--use-flash-attn``: unfused attention; fp16 gradients reduced in fp16)."""
+DROPOUT = 0.1
+"""``--attention-dropout`` and ``--hidden-dropout`` defaults of that Megatron-LM (the script sets
+neither)."""
 SCHEDULES = {"1F1B": "1f1b", "1F1B-I": "interleaved_1f1b", "ZB-1p": "zb_h1", "ZB-2p": "zb_2p"}
 
 
@@ -71,17 +85,18 @@ def config(row: dict[str, str]):
         "model": {"name": f"gpt-{row['model']}", "hidden_size": int(row["hidden_size"]),
                   "num_layers": layers, "num_attention_heads": int(row["num_attention_heads"]),
                   "vocab_size": VOCAB, "activation": "gelu", "normalization": "layernorm",
-                  "position_embedding": "learned", "tied_embeddings": False,
-                  "add_bias_linear": True, "max_position_embeddings": int(row["seq_length"])},
+                  "position_embedding": "learned", "tied_embeddings": True,
+                  "add_bias_linear": True, "max_position_embeddings": int(row["seq_length"]),
+                  "attention_dropout": DROPOUT, "hidden_dropout": DROPOUT},
         "parallel": {"tp": 1, "pp": gpus, "vpp": vpp, "pipeline_schedule": sched,
                      "account_for_embedding_in_pipeline_split": True,
                      "account_for_loss_in_pipeline_split": True,
-                     "distributed_optimizer": True,
+                     "distributed_optimizer": False,
                      # the zero-bubble runs validate the optimizer step after it (§4)
                      "optimizer_post_validation": row["schedule"].startswith("ZB")},
         "training": {"global_batch_size": mbs * m, "micro_batch_size": mbs,
                      "seq_length": int(row["seq_length"]), "dtype": "fp16",
-                     "attention": "flash2"},
+                     "framework": "megatron-lm", "framework_version": MEGATRON},
         "cluster": {"node": "dgx-a100", "num_gpus": gpus},
     })
 
