@@ -203,6 +203,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
+        activation_clamp=get("swiglu_limit"),  # gpt-oss
     )
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):

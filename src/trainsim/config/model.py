@@ -34,6 +34,9 @@ class ModelConfig:
     max_position_embeddings: int = 4096
     activation: Literal["gelu", "swiglu"] = "gelu"
     """`gelu`: 2-matrix MLP; `swiglu`: gated MLP with 3 matrices."""
+    activation_clamp: float | None = None
+    """A gated MLP's inputs clamped before the activation (gate <= c, -c <= up <= c): gpt-oss's
+    ``swiglu_limit`` 7.0, Megatron-core's ``activation_func_clamp_value``; None = none."""
     normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
     position_embedding: Literal["learned", "rope"] = "learned"
     tied_embeddings: bool = True
@@ -98,7 +101,8 @@ class ModelConfig:
                          ffn_hidden_size=self.ffn_hidden_size,
                          max_position_embeddings=self.max_position_embeddings,
                          sliding_window=self.sliding_window,
-                         window_attn_skip_freq=self.window_attn_skip_freq)
+                         window_attn_skip_freq=self.window_attn_skip_freq,
+                         activation_clamp=self.activation_clamp)
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"model.num_attention_heads={self.num_attention_heads} does not divide "

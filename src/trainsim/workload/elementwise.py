@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trainsim.workload.ops import Elementwise
+from trainsim.workload.ops import ACT_BYTES, Elementwise
 
 F32 = 4
 
@@ -186,3 +186,17 @@ def activation_op(gated: bool, elements: float, eager: bool) -> Elementwise:
     if gated:
         return memory_op("swiglu", "swiglu", "eager" if eager else "fused", elements)
     return memory_op("gelu", "gelu", "fused", elements)
+
+
+def clamp_op(name: str, rows: int, width: int) -> Elementwise:
+    """The clamp of a gated MLP's ``[rows, 2 * width]`` input before its fused activation, as
+    Megatron-core's ``weighted_bias_quick_geglu_impl`` runs it for gpt-oss (core_v0.15.0-v0.17.0
+    megatron/core/fusions/fused_bias_geglu.py, ``clamp_value``): ``chunk``, the gate's and the
+    linear half's ``clamp`` (each reads and writes ``width``) and ``torch.cat`` of the two (reads
+    and writes ``2 * width``), eager, outside the fused function: 8 ``width`` elements moved in 3
+    kernels. The backward: each clamp's gradient reads the gradient and its saved input and
+    writes (3 each), and the chunk's gradient concatenates them (4): 10 in 3 kernels."""
+    elements = rows * width * ACT_BYTES
+    return Elementwise(name, bytes=8 * elements, kernels=3, bwd_bytes=10 * elements,
+                       bwd_kernels=3, kernel="copy", impl="eager")
+

@@ -17,6 +17,7 @@ from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_f
 from trainsim.workload.elementwise import (
     activation_op,
     backward_bytes,
+    clamp_op,
     memory_op,
     norm_op,
     rope_op,
@@ -378,6 +379,8 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     gated = m.activation == "swiglu"
     _gemm(ops, sh, "expert_fc1", rows, f * (2 if gated else 1), h, batch=local, grouped=impl,
           ragged=ragged)
+    if gated and m.activation_clamp is not None:
+        ops.append(clamp_op("expert_act_clamp", rows * local, f))
     ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
                            bwd_kernels=MOE_KERNELS["expert_act"][1]))
     _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)

@@ -22,9 +22,10 @@ RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
     "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
     "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
-    "moe_act": frozenset({"expert_act"}),
+    "moe_act": frozenset({"expert_act_clamp", "expert_act"}),  # bias_act_func, clamp included
     "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
-                      "expert_fc1", "expert_act", "expert_fc2", "unpermute"}),
+                      "expert_fc1", "expert_act_clamp", "expert_act", "expert_fc2",
+                      "unpermute"}),
     "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
