@@ -37,6 +37,7 @@ _DEFAULTED = (
     ("training", "expandable_segments", "expandable_segments"),
     ("training", "fp8_param_gather", "fp8_param_gather"),
     ("training", "modules", "modules"),
+    ("training", "cross_entropy", "cross_entropy"),
 )
 _PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")

@@ -209,6 +209,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "attention_by_arch": _nullable(_by_arch),  # overrides ``attention`` on these GPUs
     "sdpa_by_arch": _nullable(_by_arch),  # the kernel torch's SDPA dispatches to on these GPUs
     "modules": _nullable(_enum(("fused", "eager"))),  # norms, activations, RoPE, loss
+    "cross_entropy": _nullable(_enum(("fused", "unfused"))),  # vocab-parallel CE of fused modules
     "grad_reduce_dtype": _nullable(_grad_reduce),
     "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
@@ -248,7 +249,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer", "flash_unpad",
-             "tp_comm_overlap_method", "zero1_grad_reduce"}
+             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

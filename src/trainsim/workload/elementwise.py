@@ -56,12 +56,21 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # times (max, sum of exp, output) and writing fp32 (16); the loss gathers T values.
     ("cross_entropy", "fused"): (lambda e: e + F32 + F32, 1),
     ("cross_entropy", "eager"): (lambda e: (e + F32) + 3 * F32 + F32, 3),
+    # Megatron's unfused vocab-parallel CE (megatron/mpu/cross_entropy.py, 2021-2023, on
+    # ``logits.float()``): the upcast (e + 4), max (4), sub_ (8), exp out= (8), sum (4), div_
+    # keeping the softmax (8); 6 passes, 10 more kernels over T values (the target mask,
+    # masked target, gather of the target logits, log and the loss)
+    ("cross_entropy", "unfused"): (lambda e: (e + F32) + F32 + 2 * F32 + 2 * F32 + F32 + 2 * F32,
+                                   16),
     # ... and its backward: fused reads the saved softmax and writes the 16-bit gradient;
     # eager zero-fills the fp32 gradient of log-probs and scatters -1 (4), log_softmax backward
     # reads gradient (twice: the row sum, then the output) and output, writes (16), the upcast's
     # backward casts down (4 + e)
     ("cross_entropy.bwd", "fused"): (lambda e: F32 + e, 1),
     ("cross_entropy.bwd", "eager"): (lambda e: F32 + 4 * F32 + (F32 + e), 4),
+    # unfused: the target's -1 (an index_put on T values), mul_ by the loss gradient (8), the
+    # upcast's backward casting the gradient down (4 + e)
+    ("cross_entropy.bwd", "unfused"): (lambda e: 2 * F32 + (F32 + e), 6),
     # rotary embedding per element of Q and K: a fused kernel (TE, apex, Megatron) reads and
     # writes; Hugging Face's rotate-half runs x * cos (read, write), the negated half and the
     # concatenation (read and write half, then all), x' * sin (read, write) and the sum (read

@@ -578,9 +578,10 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
         ops.append(Elementwise("logits.autocast_weight", bytes=v * h * AUTOCAST_CAST_BYTES,
                                kernel="copy"))
     ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype=dtype))
-    # read 16-bit logits, softmax in fp32 kept for backward (Megatron vocab-parallel CE)
-    # fused: Megatron's vocab-parallel CE; eager: the loss on logits upcast to fp32
-    ce = "eager" if sh.eager else "fused"
+    # fused: read the 16-bit logits once, keep the fp32 softmax for the backward; unfused:
+    # Megatron's mpu/cross_entropy.py op by op on logits.float(); eager: F.cross_entropy on
+    # logits upcast to fp32 (training.cross_entropy, training.modules)
+    ce = "eager" if sh.eager else cfg.training.cross_entropy
     ops.append(memory_op("cross_entropy", "cross_entropy", ce, sh.tokens * v, ACT))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
         ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
@@ -590,7 +591,8 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
 def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
     ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
-                               "eager" if sh.eager else "fused", sh.tokens * v, ACT)]
+                               "eager" if sh.eager else cfg.training.cross_entropy,
+                               sh.tokens * v, ACT)]
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
     if sh.tp > 1 and sh.sp:  # the output layer is column-parallel: as in backward_of

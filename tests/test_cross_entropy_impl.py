@@ -1,0 +1,41 @@
+"""Megatron's unfused vocab-parallel cross-entropy runs op by op on logits cast to fp32."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim import run_config_from_dict
+from trainsim.workload.layers import head_backward, head_forward, shard_of
+
+
+def cfg(framework=None):
+    training = {"framework": framework, "framework_version": "2022-02"} if framework else {}
+    return run_config_from_dict({
+        "model": {"preset": "gpt3-175b", "num_layers": 8},
+        "parallel": {"tp": 8, "pp": 2},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "fp16", **training},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+
+
+def _ce(c):
+    sh = shard_of(c)
+    fwd = head_forward(c, sh)
+    f = next(op for op in fwd if op.name == "cross_entropy")
+    b = next(op for op in head_backward(c, sh, fwd) if op.name == "cross_entropy.bwd")
+    return f, b, sh.tokens * c.model.vocab_size // 8
+
+
+def test_megatron_deepspeed_runs_the_unfused_cross_entropy():
+    """Its profile selects ``unfused``: 38 bytes per logit forward (upcast 2 + 4, max 4, sub 8,
+    exp 8, sum 4, div 8) and 14 backward (mul 8, down-cast 4 + 2), against the fused pass's
+    10 and 6."""
+    c = cfg("megatron-deepspeed")
+    assert c.training.cross_entropy == "unfused"
+    f, b, logits = _ce(c)
+    assert f.bytes == pytest.approx(38 * logits) and b.bytes == pytest.approx(14 * logits)
+    plain = cfg()
+    assert plain.training.cross_entropy == "fused"
+    f0, b0, _ = _ce(plain)
+    assert f0.bytes == pytest.approx(10 * logits) and b0.bytes == pytest.approx(6 * logits)
+    assert f.kernels > f0.kernels
