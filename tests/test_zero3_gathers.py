@@ -43,8 +43,11 @@ def test_small_tensors_stay_gathered_and_each_large_one_is_gathered_and_unflatte
     # GPT layer: QKV, projection, fc1, fc2 are large; biases and layer norms stay gathered
     assert len(gathers) == 4
     assert all(op.bytes >= 2 * ZERO3_PERSISTENCE_THRESHOLD for op in gathers)
-    copies = [op for op in ops if isinstance(op, Elementwise) and not op.host_sync]
+    copies = [op for op in ops if isinstance(op, Elementwise) and "unflatten" in op.name]
     assert [op.kernels for op in copies] == [64] * 4  # one copy out per rank
+    # each gathered tensor is first allocated with torch.zeros: a fill of its 16-bit bytes
+    fills = [op for op in ops if isinstance(op, Elementwise) and "zeros" in op.name]
+    assert [op.bytes for op in fills] == [op.bytes for op in gathers]
     # and the host waits for the device before each gather (torch.cuda.synchronize())
     assert sum(isinstance(op, Elementwise) and op.host_sync for op in ops) == 4
 
@@ -145,3 +148,19 @@ def test_fsdp_reduces_each_units_gradients_under_the_backward_of_the_next():
     after = sum(max(0.0, s + d - max(s, compute_end)) for s, d, _ in spans)
     assert len(spans) >= c.model.num_layers  # one per unit
     assert total > 0 and after < 2 * total / c.model.num_layers
+
+
+def test_deepspeed_2021_backward_waits_for_each_layers_reduce_scatter():
+    """Its torch.cuda.synchronize() before every gather waits for the reduction stream too:
+    the next layer's backward starts after the previous layer's gradients are reduced."""
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    def waits(gather):
+        c = cfg(64, gather, "none")
+        tasks = build_graph(c, Pricer(c)).tasks
+        return sum(any("reduce-scatter" in tasks[d].label for d in t.deps)
+                   for t in tasks if t.label.startswith("B last"))
+
+    assert waits("per_parameter") == 8 - 1  # every layer but the first to run its backward
+    assert waits(None) == 0

@@ -446,11 +446,18 @@ class _TaskGraph:
         layers = list(ch.bwd_layers) or [Priced(())]
         parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
         parts[-1] = parts[-1] + ch.bwd_tail
+        # DeepSpeed's 2021 stage 3 calls torch.cuda.synchronize() before every parameter gather
+        # (``_allgather_param``), the next layer's included: it waits for the reductions too
+        waits = self.p.zero3_gather == "per_parameter"
         ids: list[int] = []
+        reduced: list[int] = []
         for k, part in enumerate(parts):
-            ids.append(self.add((s, "compute"), part, list(deps) if k == 0 else [ids[-1]],
+            ids.append(self.add((s, "compute"), part,
+                                list(deps) if k == 0 else [ids[-1]] + (reduced if waits else []),
                                 f"B last c{chunk} part{k}"))
+            n = len(self.fsdp_reduce[s])
             self._reduce_scatter(s, ids[-1], self.m - 1, (k, len(parts)))
+            reduced = self.fsdp_reduce[s][n:]
         return ids[-1]
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:

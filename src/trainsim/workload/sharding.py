@@ -59,8 +59,10 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
         if n < ZERO3_PERSISTENCE_THRESHOLD or ranks == 1:
             continue
         group = "edp" if expert else "dp_cp"
-        # _allgather_param calls torch.cuda.synchronize() before each gather (DeepSpeed
-        # v0.3-0.4 partition_parameters.py): the host waits, then launches the rest
+        # _allgather_param allocates the gathered tensor with torch.zeros (a fill of all of it)
+        # and calls torch.cuda.synchronize() before each gather (DeepSpeed v0.3-0.4
+        # partition_parameters.py): the host waits, then launches the rest
+        ops.append(Elementwise("zero3_gather_buffer_zeros", bytes=n * ACT))
         ops.append(Elementwise("zero3_synchronize", bytes=0.0, kernels=0, host_sync=True))
         ops.append(Comm("zero3_param_all_gather", "all_gather", n * ACT, group))
         # torch.distributed.all_gather into a list of per-rank views (DeepSpeed's
