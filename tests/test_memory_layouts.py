@@ -370,3 +370,21 @@ def test_bridge_loss_is_te_cross_entropy():
     local = 8192 * 128256 / 2
     assert _loss_bytes("megatron-bridge", "25.09") == pytest.approx(2 * local)
     assert _loss_bytes("megatron-core", "0.13") == pytest.approx(6 * local)
+
+
+def test_fsdp2_all_gather_buffers_hold_a_pool_of_their_own():
+    """FSDP2 all-gathers each unit into a flat 16-bit buffer allocated on its all-gather
+    copy-in stream (_fsdp_collectives.py foreach_all_gather) and copies the parameters out into
+    default-stream tensors; the previous buffer is freed only after the next one is allocated
+    (_fsdp_param_group.py wait_for_unshard), and blocks belong to their stream, so the reserved
+    memory holds the root unit's buffer plus the first layer's beside the default stream's
+    peak: Llama 3 8B, 2 (2 V h + h + layer) bytes. FSDP1 gathers into the parameters' own
+    flat storage (no second copy)."""
+    cfg = _titan_layer()
+    m = cfg.model
+    root = 2 * m.vocab_size * m.hidden_size + m.hidden_size
+    pool = 2 * (root + layer_params(m, 0))
+    assert model_state(cfg, 0).side_pool == pytest.approx(pool)
+    mem = estimate_stage_memory(cfg, 0)
+    assert mem.reserved - mem.allocated == pytest.approx(pool)  # expandable segments (2024-10 on)
+    assert model_state(cfg_of(impl="fsdp1", zero=3, dp=8), 0).side_pool == 0.0

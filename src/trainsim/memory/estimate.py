@@ -529,7 +529,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
         peak_at = _backward_moment(cfg, _backward_temporaries(cfg, stage))
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
-    reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only)
+    reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool)
     return MemoryBreakdown(
         state.weights, grads, state.optimizer, activations,
         sum(b for _, b in temps), context=context_bytes(cfg, stage),

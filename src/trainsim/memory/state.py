@@ -85,6 +85,10 @@ class ModelState:
     step_gradients: float | None = None
     """Gradient bytes still held at the step when the implementation has moved them into one of
     the ``step`` buffers and freed the rest (None: ``gradients``)."""
+    side_pool: float = 0.0
+    """Bytes the caching allocator reserves for a side stream's own allocations, which the
+    default stream cannot reuse (blocks belong to the stream that allocated them): reserved,
+    not part of the allocated peak."""
 
     @property
     def total(self) -> float:
@@ -240,6 +244,15 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     # fp32 master copy), so shards and gradients are 16-bit and torch.optim's Adam, whose
     # moments are ``zeros_like(param)``, keeps them in 16 bits too
     bits16 = _feature(cfg, "params_16bit")
+    # FSDP2 all-gathers into one flat buffer per unit allocated on its all-gather copy-in
+    # stream (_fsdp_collectives.py foreach_all_gather: ``all_gather_output`` is made inside
+    # ``stream(all_gather_copy_in_stream)``, read at pytorch 01d66d21 (2024) and 010ae4a8
+    # (2026, _fully_shard/)), then copies the parameters out into default-stream tensors. In
+    # the forward the previous unit's buffer is freed only once the next unit's has been
+    # allocated (_fsdp_param_group.py wait_for_unshard keeps it in comm_ctx.all_gather_state),
+    # so that pool peaks at the root unit's buffer beside the first layer's
+    root = held - linear if p.zero_stage >= 3 else 0.0
+    side = 2.0 * max(2 * unit, root + unit) if p.data_parallel_impl == "fsdp2" else 0.0
     master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
     if p.pp > 1 and p.zero_stage >= 3 and _feature(cfg, "fsdp_pp_unsharded"):
         # every unit of the stage stays gathered from its first forward to the last
@@ -249,7 +262,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
         # leaves the fp32 gradient shard for the step and frees both
         return ModelState(master * sharded + 2.0 * held, g * held, opt * sharded,
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
-                          step_gradients=master * sharded)
+                          step_gradients=master * sharded, side_pool=side)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
     weights = master * sharded
     if p.zero_stage >= 3:
@@ -266,7 +279,8 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
                          2.0 * (held - linear)),) + backward
     else:  # SHARD_GRAD_OP / ZeRO-2: 16-bit parameters stay gathered through the step
         weights += 2.0 * held
-    return ModelState(weights, master * sharded, opt * sharded, backward=backward)
+    return ModelState(weights, master * sharded, opt * sharded, backward=backward,
+                      side_pool=side if p.zero_stage >= 3 else 0.0)
 
 
 def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
