@@ -38,7 +38,10 @@ class ModelConfig:
     """A gated MLP's inputs clamped before the activation (gate <= c, -c <= up <= c): gpt-oss's
     ``swiglu_limit`` 7.0, Megatron-core's ``activation_func_clamp_value``; None = none."""
     normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
-    position_embedding: Literal["learned", "rope"] = "learned"
+    position_embedding: Literal["learned", "rope", "alibi"] = "learned"
+    """``learned`` (a position table added after the word embedding), ``rope`` (rotary, on Q
+    and K) or ``alibi`` (Press et al. 2022: a per-head linear bias added to the attention scores,
+    no table; BLOOM)."""
     tied_embeddings: bool = True
     """Share the input embedding with the output projection."""
     embedding_norm: bool = False

@@ -24,6 +24,7 @@ from trainsim.workload.elementwise import (
 )
 from trainsim.workload.ops import (
     ACT_BYTES,
+    MATERIALIZED_SCORES,
     Attention,
     Comm,
     Elementwise,
@@ -253,6 +254,13 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     elif sh.flash_unpad:
         ops += [*unpad_ops(T, q_loc, kv_loc), core, pad_op(T, m.v_dim // t)]
     else:
+        if m.position_embedding == "alibi" and core.impl in MATERIALIZED_SCORES:
+            # Megatron-DeepSpeed's ALiBi (bigscience megatron/model/transformer.py): the scores
+            # are torch.baddbmm(alibi, Q, K^T, beta=...) on the [b*np, 1, sk] bias, so PyTorch
+            # first copies the broadcast bias into the [b*np, sq, sk] output (write 2 bytes a
+            # score) and the GEMM reads it back for beta (2); no backward (the bias is constant)
+            ops.append(Elementwise("alibi_bias", bytes=4 * core.batch * core.heads * core.pairs,
+                                   kernel="copy", bwd_bytes=0.0, bwd_kernels=0))
         ops.append(core)
     if sh.cp > 1 and sh.cp_comm == "p2p" and not ring:
         # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
