@@ -275,10 +275,18 @@ class _TaskGraph:
         return len(self.tasks) - 1
 
     def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
-             label: str) -> int:
-        """A data-parallel-stream collective on stage ``s``."""
-        t = self.pricer.comm_time(Comm(name, kind, size, group))  # type: ignore[arg-type]
+             label: str, count: int = 1) -> int:
+        """A data-parallel-stream collective on stage ``s`` (``count`` equal collectives of
+        size / count, one after another: fixed-size buckets, each paying its own latency)."""
+        t = count * self.pricer.comm_time(Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         return self.add((s, "dp"), t, deps, label, DP)
+
+    def fixed_buckets(self, params: float) -> int:
+        """Collectives that carry ``params`` parameters under fixed-size buckets (Apex
+        DistributedFusedAdam, ``dp_buckets='fixed'``); one otherwise."""
+        if self.p.dp_buckets != "fixed" or not self.p.ddp_bucket_size:
+            return 1
+        return max(1, math.ceil(params / self.p.ddp_bucket_size))
 
     def pass_and_send(self, s: int, work: Priced, deps: list[int], label: str,
                       sends: bool) -> tuple[int, int]:
@@ -317,7 +325,8 @@ class _TaskGraph:
     def param_gathers(self, s: int, fraction: float, deps: list[int], label: str) -> list[int]:
         """All-gathers of ``fraction`` of stage ``s``'s 16-bit parameters, one per group."""
         return [self.comm(s, "param_all_gather", "all_gather", params * fraction * 2, group,
-                          deps, f"param all-gather {group} {label}")
+                          deps, f"param all-gather {group} {label}",
+                          self.fixed_buckets(params * fraction))
                 for params, group, size in self.groups[s] if size > 1 and params > 0]
 
     # -- pipeline ---------------------------------------------------------------------------
@@ -465,6 +474,8 @@ class _TaskGraph:
         ch = self.chunks[v]
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
         n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / _bucket_params(self.cfg))))
+        if self.p.dp_buckets == "first_chunk" and (s or chunk):
+            n_buckets = 1  # see ParallelConfig.dp_buckets
         per = ch.layers / n_buckets
         bounds = [round(per * k) for k in range(n_buckets + 1)]
         ids: list[int] = []
@@ -512,7 +523,8 @@ class _TaskGraph:
                     if size > 1 and params > 0:
                         dp_tasks.append(self.comm(
                             s, "grad_reduce", kind, params / vpp / n_ready * self.grad_bytes,
-                            group, [dep], f"grad {kind} {group} c{c} b{k}"))
+                            group, [dep], f"grad {kind} {group} c{c} b{k}",
+                            self.fixed_buckets(params / vpp / n_ready)))
             if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
                 size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],

@@ -29,6 +29,7 @@ _DEFAULTED = (
     ("training", "cuda_graphs", "cuda_graphs"),
     ("parallel", "moe_token_dispatcher_type", "moe_dispatcher"),
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
+    ("parallel", "dp_buckets", "dp_buckets"),
     ("parallel", "data_parallel_impl", "data_parallel_impl"),
     ("parallel", "zero3_gather", "zero3_gather"),
     ("parallel", "tp_comm_overlap_method", "tp_comm_overlap_method"),

@@ -38,7 +38,12 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config._build import suggest
-from trainsim.config.parallel import DATA_PARALLEL_IMPLS, TP_OVERLAP_METHODS, ZERO3_GATHER
+from trainsim.config.parallel import (
+    DATA_PARALLEL_IMPLS,
+    DP_BUCKETS,
+    TP_OVERLAP_METHODS,
+    ZERO3_GATHER,
+)
 from trainsim.errors import CatalogError
 
 _DIR = Path(__file__).parent / "frameworks"
@@ -218,6 +223,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
     "tp_backward_allreduce": _nullable(_enum(TP_BACKWARD_ALLREDUCE)),
     "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
+    "dp_buckets": _nullable(_enum(DP_BUCKETS)),  # which chunks are bucketed (ParallelConfig)
     "data_parallel_impl": _nullable(_enum(DATA_PARALLEL_IMPLS)),  # model-state memory layout
     "expandable_segments": _nullable(_bool),
     "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
@@ -249,7 +255,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer", "flash_unpad",
-             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy"}
+             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

@@ -11,6 +11,7 @@ from trainsim.errors import ConfigError
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
+DP_BUCKETS = ("every_chunk", "first_chunk", "fixed")
 TP_OVERLAP_METHODS = ("userbuffers", "p2p", "fused")
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_2p", "zb_v",
                       "interleaved_zb", "dualpipe", "dualpipe_v")
@@ -129,6 +130,18 @@ class ParallelConfig:
     """Count the loss (output layer) as one layer when splitting layers evenly (Megatron-core)."""
     ddp_bucket_size: int | None = None
     """Parameters per gradient bucket; None = Megatron's max(40M, 1M * dp)."""
+    dp_buckets: Literal["every_chunk", "first_chunk", "fixed"] | None = None
+    """How the data-parallel reduction is cut into buckets, each one NCCL collective that pays
+    its own launch and ring latency. ``every_chunk`` (None): every model chunk's last backward
+    is split where buckets of ``ddp_bucket_size`` fill, one collective per part.
+    ``first_chunk``: Megatron-core's DDP (core_v0.7-0.15 distributed_data_parallel.py and
+    training.py ``disable_bucketing=(model_chunk_idx > 0)``): only pipeline rank 0's first chunk
+    is bucketed; every other chunk is one bucket, reduced when its last backward ends.
+    ``fixed``: Apex DistributedFusedAdam (NeMo's distributed_fused_adam): buckets of a fixed
+    ``ddp_bucket_size`` elements whatever the data-parallel size, launched as they fill during
+    a chunk's last backward (its gradient hooks; NeMo's grad_sync_func sends the rest when the
+    chunk's backward ends), its parameters gathered bucket by bucket before its first forward.
+    A framework profile sets it."""
     data_parallel_impl: Literal["megatron", "deepspeed", "fsdp1", "fsdp2", "ddp"] = "megatron"
     """Who lays out the model state in memory (``memory.state``): ``megatron`` (Megatron-core
     DDP and distributed optimizer; Megatron-FSDP with zero_stage 3), ``deepspeed`` (ZeRO stages
@@ -177,6 +190,9 @@ class ParallelConfig:
         if self.tp_comm_overlap_method not in TP_OVERLAP_METHODS:
             raise ConfigError(f"parallel.tp_comm_overlap_method={self.tp_comm_overlap_method!r}"
                               f" is unknown; known: {', '.join(TP_OVERLAP_METHODS)}")
+        if self.dp_buckets is not None and self.dp_buckets not in DP_BUCKETS:
+            raise ConfigError(f"parallel.dp_buckets={self.dp_buckets!r} is unknown; "
+                              f"known: {', '.join(DP_BUCKETS)}")
         if self.zero3_gather is not None and self.zero3_gather not in ZERO3_GATHER:
             raise ConfigError(f"parallel.zero3_gather='{self.zero3_gather}' is unknown; "
                               f"known: {', '.join(ZERO3_GATHER)}")

@@ -1,0 +1,73 @@
+"""How the data-parallel gradient reduction is cut into buckets (ParallelConfig.dp_buckets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim import run_config_from_dict, simulate
+from trainsim.catalog.frameworks import framework_profile
+from trainsim.errors import ConfigError
+
+
+def cfg(**parallel):
+    return run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+                  "vocab_size": 32000, "activation": "swiglu", "normalization": "rmsnorm",
+                  "position_embedding": "rope", "tied_embeddings": False,
+                  "add_bias_linear": False},
+        "parallel": {"tp": 2, "pp": 2, "vpp": 2, "sequence_parallel": True,
+                     "distributed_optimizer": True, "overlap_grad_reduce": True,
+                     "overlap_param_gather": True, **parallel},
+        "training": {"global_batch_size": 256, "micro_batch_size": 1, "seq_length": 2048},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 256, "gpus_per_node": 8,
+                    "nic_gbit_s_per_gpu": 400},
+    })
+
+
+def _tasks(c, prefix):
+    tl = simulate(c, keep_timeline=True).timeline
+    return [(t.stream, t.label, t.duration_s) for t in tl.tasks if t.label.startswith(prefix)]
+
+
+def test_fixed_buckets_pay_one_latency_per_bucket():
+    """Apex's fixed buckets: a chunk's gradients go out as one collective per bucket, each with
+    its own ring latency, so smaller buckets make the same bytes take longer."""
+    per_chunk = {}
+    for mode, size in (("every_chunk", 10_000_000), ("fixed", 10_000_000), ("fixed", 2_000_000)):
+        grads = _tasks(cfg(dp_buckets=mode, ddp_bucket_size=size), "grad reduce_scatter")
+        gathers = _tasks(cfg(dp_buckets=mode, ddp_bucket_size=size), "param all-gather")
+        per_chunk[(mode, size)] = (sum(d for *_, d in grads), sum(d for *_, d in gathers))
+    one = per_chunk[("every_chunk", 10_000_000)]
+    big = per_chunk[("fixed", 10_000_000)]
+    small = per_chunk[("fixed", 2_000_000)]
+    assert big[0] > one[0] and big[1] > one[1]
+    assert small[0] > big[0] and small[1] > big[1]
+
+
+def test_megatron_core_buckets_only_the_first_chunk_of_the_first_stage():
+    """Megatron-core DDP splits only pipeline rank 0's first model chunk into buckets; every
+    other chunk is one bucket (disable_bucketing for chunks after the first, bucket_size None
+    on pipeline ranks > 0)."""
+    every = _tasks(cfg(dp_buckets="every_chunk", ddp_bucket_size=2_000_000), "B last")
+    first = _tasks(cfg(dp_buckets="first_chunk", ddp_bucket_size=2_000_000), "B last")
+    split = {(stream[0], label.split()[2]) for stream, label, _ in every if "part1" in label}
+    assert split == {(0, "c0"), (0, "c1"), (1, "c0"), (1, "c1")}
+    split = {(stream[0], label.split()[2]) for stream, label, _ in first if "part1" in label}
+    assert split == {(0, "c0")}
+
+
+def test_profiles_select_the_bucketing_of_their_optimizer():
+    """MLPerf's NeMo runs Apex DistributedFusedAdam (100 MiB buckets in 3.1, 200 MiB from 4.0,
+    of bf16 gradients); Megatron-core from 0.7 buckets the first chunk, max(40M, 1M x dp)."""
+    v31, v40 = framework_profile("mlperf-nemo", "3.1"), framework_profile("mlperf-nemo", "4.0")
+    assert v31.defaults["dp_buckets"] == v40.defaults["dp_buckets"] == "fixed"
+    assert v31.defaults["ddp_bucket_size"] == 100 * 2**20 // 2
+    assert v40.defaults["ddp_bucket_size"] == 200 * 2**20 // 2
+    core = framework_profile("megatron-core", "0.8")
+    assert core.defaults["dp_buckets"] == "first_chunk"
+    assert core.defaults["ddp_bucket_size"] is None
+
+
+def test_unknown_bucketing_is_refused():
+    with pytest.raises(ConfigError, match="dp_buckets"):
+        cfg(dp_buckets="per_layer")
