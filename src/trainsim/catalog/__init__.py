@@ -204,6 +204,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
         activation_clamp=get("swiglu_limit"),  # gpt-oss
+        rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
+        else None,
     )
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):

@@ -200,6 +200,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
     # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
     "cp_sdpa_ring": _nullable(_bool),
+    # RoPE is fused only for plain RoPE positions: a scaled one (YaRN) runs Megatron-core's
+    # unfused _apply_rotary_pos_emb_bshd (Megatron-LM arguments.py and Megatron-Bridge's
+    # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
+    "scaled_rope_unfused": _nullable(_bool),
     # the optimizer loops over parameter tensors in Python and reads each one's step count from
     # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
     # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
@@ -251,7 +255,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
-             "run_options", "tuned_options",
+             "run_options", "tuned_options", "scaled_rope_unfused",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer", "flash_unpad",

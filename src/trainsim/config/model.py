@@ -42,6 +42,9 @@ class ModelConfig:
     """``learned`` (a position table added after the word embedding), ``rope`` (rotary, on Q
     and K) or ``alibi`` (Press et al. 2022: a per-head linear bias added to the attention scores,
     no table; BLOOM)."""
+    rope_scaling: Literal["yarn"] | None = None
+    """RoPE frequencies rescaled for long context (HF ``rope_scaling.rope_type``; gpt-oss and
+    Megatron-core ``position_embedding_type='yarn'``); None = plain RoPE."""
     tied_embeddings: bool = True
     """Share the input embedding with the output projection."""
     embedding_norm: bool = False

@@ -77,6 +77,11 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # two, write), cos and sin being small tables
     ("rope", "fused"): (lambda e: 2 * e, 1),
     ("rope", "eager"): (lambda e: 2 * e + e + 2 * e + 2 * e + 3 * e, 5),
+    # Megatron-core's unfused RoPE (core_v0.15.0-v0.17.0 models/common/embeddings/rope_utils.py
+    # _apply_rotary_pos_emb_bshd), called for Q and for K: the same rotate-half products plus
+    # the closing torch.cat((t, t_pass)) (read, write); per call its cos and sin tables cost six
+    # small kernels (cos, * mscale, .to; sin, * mscale, .to) beside the seven over t
+    ("rope", "unfused"): (lambda e: 2 * e + e + 2 * e + 2 * e + 3 * e + 2 * e, 26),
     # AdamW per fp32 parameter. Fused (apex, torch fused=True): read p, g, m, v; write p, m, v.
     # torch's foreach AdamW: p *= 1 - lr wd (8), m.lerp_(g) (12), v *= b2 (8), v += (1-b2) g g
     # (12), sqrt(v) (8), / bias correction (8), + eps (8), p.addcdiv_(m, denom) (16)
@@ -95,6 +100,10 @@ BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # product and row sums, 3e + e), y.to(dtype) (e + 4), x_f * rsqrt (dx: 8; d rsqrt: product
     # and row sums, 16), pow(2) (8), the two paths into x_f summed (12), x.to(fp32) (4 + e)
     ("rmsnorm", "eager"): (lambda e: 2 * e + 4 * e + (e + F32) + 8 + 16 + 8 + 12 + (F32 + e), 11),
+    # Megatron-core's unfused RoPE, per call (Q, K): the gradient times cos and times sin (read,
+    # write each), the negation's backward (half read, half written), the halves re-joined
+    # (read, write) and the two paths summed (read two, write); the tables need no gradient
+    ("rope", "unfused"): (lambda e: 2 * e + 2 * e + e + 2 * e + 3 * e, 10),
 }
 """Backward of memory-bound ops whose kernels the generic rule (read the saved input and the
 output gradient, write the input gradient: 1.5x the forward's bytes) misses."""
@@ -183,10 +192,12 @@ def norm_op(name: str, normalization: str, elements: float, eager: bool,
     return memory_op(name, normalization, impl, elements, elem_bytes)
 
 
-def rope_op(name: str, elements: float, eager: bool) -> Elementwise:
-    """Rotary embedding of ``elements`` query and key elements: a fused kernel, or Hugging
-    Face's ``apply_rotary_pos_emb`` (rotate-half in five PyTorch ops)."""
-    return memory_op(name, "rope", "eager" if eager else "fused", elements)
+def rope_op(name: str, elements: float, eager: bool, unfused: bool = False) -> Elementwise:
+    """Rotary embedding of ``elements`` query and key elements: a fused kernel, Hugging Face's
+    ``apply_rotary_pos_emb`` (rotate-half in five PyTorch ops) or Megatron-core's unfused
+    function (``unfused``)."""
+    impl = "eager" if eager else "unfused" if unfused else "fused"
+    return memory_op(name, "rope", impl, elements)
 
 
 def activation_op(gated: bool, elements: float, eager: bool) -> Elementwise:
@@ -209,3 +220,26 @@ def clamp_op(name: str, rows: int, width: int) -> Elementwise:
     return Elementwise(name, bytes=8 * elements, kernels=3, bwd_bytes=10 * elements,
                        bwd_kernels=3, kernel="copy", impl="eager")
 
+
+EXPERT_BIAS_BYTES = (6 * ACT_BYTES, 8 * ACT_BYTES)
+"""Bytes per element of the experts' output that ``TEGroupedMLP._apply_bias`` moves (forward,
+backward). Transformer Engine's ``GroupedLinear`` adds fc1's bias in its GEMMs, but fc2's is
+skipped (``skip_bias_add=True``) and added afterwards, weighted by each token's routing
+probability, one expert at a time in Python (Megatron-core megatron/core/transformer/moe/
+experts.py ``_apply_bias``, since a329dd6 "Enable bias in expert mlp [gpt-oss 5/5]",
+2025-09): per expert ``b * p`` (writes the expert's rows) and ``t + b * p`` (reads two,
+writes one), then ``torch.cat`` (reads and writes all rows): 6 element passes. Backward:
+autograd's ``MulBackward`` forms ``grad * p`` and ``grad * b`` (each read and written) and
+sums them (read), and the split of the GEMM output concatenates its gradient: 8 passes."""
+EXPERT_BIAS_KERNELS = (2, 4)
+"""Kernels per local expert of ``_apply_bias`` (forward: mul, add; backward: two products and
+their two sums), plus one concatenation each way."""
+
+
+def expert_fc2_bias(rows: int, h: int, local: int) -> Elementwise:
+    """The per-expert bias loop after the experts' fc2 (``EXPERT_BIAS_BYTES``)."""
+    elements = rows * local * h
+    return Elementwise("expert_fc2_bias", bytes=elements * EXPERT_BIAS_BYTES[0],
+                       kernels=EXPERT_BIAS_KERNELS[0] * local + 1,
+                       bwd_bytes=elements * EXPERT_BIAS_BYTES[1],
+                       bwd_kernels=EXPERT_BIAS_KERNELS[1] * local + 1, impl="eager")

@@ -15,9 +15,12 @@ from dataclasses import dataclass, replace
 from trainsim.config import RunConfig
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
+    EXPERT_BIAS_BYTES,  # noqa: F401 (re-export)
+    EXPERT_BIAS_KERNELS,  # noqa: F401 (re-export)
     activation_op,
     backward_bytes,
     clamp_op,
+    expert_fc2_bias,
     memory_op,
     norm_op,
     rope_op,
@@ -56,6 +59,7 @@ class Shard:
     cp_ring: bool = False
     """CP is PyTorch's experimental ``context_parallel``: one SDPA per ring step, merged by
     log-sum-exp (``workload.context_parallel``); the framework profile's ``cp_sdpa_ring``."""
+    scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
     kv_repeat: bool = False
     """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
     ``sdpa_repeat_kv``): what a CP exchange moves."""
@@ -110,7 +114,9 @@ def shard_of(cfg: RunConfig) -> Shard:
                  cp_ring=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
                                                        "cp_sdpa_ring"),
                  kv_repeat=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
-                                                         "sdpa_repeat_kv"))
+                                                         "sdpa_repeat_kv"),
+                 scaled_rope_unfused=_profile_feature(t.framework, t.framework_version,
+                                                      "scaled_rope_unfused"))
 
 
 @functools.cache
@@ -230,7 +236,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), sh.eager))
         if m.position_embedding == "rope":
-            ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager))
+            ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager,
+                               unfused=m.rope_scaling is not None and sh.scaled_rope_unfused))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     heads, q_len = m.num_attention_heads // t, sh.q_len
     kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
@@ -366,10 +373,8 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     elif p.ep > 1:
         ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
     if dispatcher == "deepep":
-        # DeepEP delivers tokens in source order: Megatron-core sorts them by local expert after
-        # the dispatch and back before the combine (core_v0.14.0-v0.17.0 moe/token_dispatcher.py
-        # _DeepepManager.get_permuted/get_restored_hidden_states_by_experts; HybridEP, core >=
-        # 0.16, permutes inside its kernels and is not modelled)
+        # tokens arrive in source order: sorted by expert here, back before the combine (core
+        # 0.14-0.17 token_dispatcher.py _DeepepManager; HybridEP's in-kernel permute not modelled)
         ops.append(permute)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
     # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
@@ -412,30 +417,6 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
         _gemm(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
         tp_exit(ops, sh, h, "shared_expert")
-
-
-EXPERT_BIAS_BYTES = (6 * ACT, 8 * ACT)
-"""Bytes per element of the experts' output that ``TEGroupedMLP._apply_bias`` moves (forward,
-backward). Transformer Engine's ``GroupedLinear`` adds fc1's bias in its GEMMs, but fc2's is
-skipped (``skip_bias_add=True``) and added afterwards, weighted by each token's routing
-probability, one expert at a time in Python (Megatron-core megatron/core/transformer/moe/
-experts.py ``_apply_bias``, since a329dd6 "Enable bias in expert mlp [gpt-oss 5/5]",
-2025-09): per expert ``b * p`` (writes the expert's rows) and ``t + b * p`` (reads two,
-writes one), then ``torch.cat`` (reads and writes all rows): 6 element passes. Backward:
-autograd's ``MulBackward`` forms ``grad * p`` and ``grad * b`` (each read and written) and
-sums them (read), and the split of the GEMM output concatenates its gradient: 8 passes."""
-EXPERT_BIAS_KERNELS = (2, 4)
-"""Kernels per local expert of ``_apply_bias`` (forward: mul, add; backward: two products and
-their two sums), plus one concatenation each way."""
-
-
-def expert_fc2_bias(rows: int, h: int, local: int) -> Elementwise:
-    """The per-expert bias loop after the experts' fc2 (``EXPERT_BIAS_BYTES``)."""
-    elements = rows * local * h
-    return Elementwise("expert_fc2_bias", bytes=elements * EXPERT_BIAS_BYTES[0],
-                       kernels=EXPERT_BIAS_KERNELS[0] * local + 1,
-                       bwd_bytes=elements * EXPERT_BIAS_BYTES[1],
-                       bwd_kernels=EXPERT_BIAS_KERNELS[1] * local + 1, impl="eager")
 
 
 @functools.cache
