@@ -23,7 +23,7 @@ def _fake_configs(monkeypatch, memory, hbm=80.0):
                                cluster=SimpleNamespace(gpu=SimpleNamespace(hbm_bytes=hbm)))
     monkeypatch.setattr(training, "run_config_from_dict", build)
     monkeypatch.setattr(training, "copies_hidden", lambda cfg: True)
-    monkeypatch.setattr(training, "estimate_stage_memory",
+    monkeypatch.setattr(training, "stage_memory",
                         lambda cfg, s: SimpleNamespace(total=memory(cfg.choice)))
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.limits import check_simulation
+from trainsim.memo import per_config
 from trainsim.memory import estimate_stage_memory, stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer
@@ -88,6 +89,10 @@ def _concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
 
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
+
+stage_memory = per_config(estimate_stage_memory)
+"""``estimate_stage_memory(cfg, stage)``, computed once per config object in a process: the
+tuner and the search check a config's memory before ``simulate`` reports it."""
 
 LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]
 """Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
@@ -606,7 +611,7 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     loading = data_loading_s(cfg, iteration_s)
     iteration_s += loading
     breakdown["data_loading_s"] = loading
-    memory = [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
+    memory = [stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
     tokens = cfg.tokens_per_iteration
     return Result(
         config=cfg,
@@ -623,4 +628,5 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     )
 
 
-__all__ = ["LayerSource", "Pricer", "Summary", "build_graph", "build_tasks", "simulate"]
+__all__ = ["LayerSource", "Pricer", "Summary", "build_graph", "build_tasks", "simulate",
+           "stage_memory"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import math
 import types
 import typing
@@ -114,14 +115,20 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+@functools.cache
+def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+    """(type hints, init fields) of a dataclass, resolved once per class: resolving the
+    string annotations (``typing.get_type_hints``) costs more than building the instance."""
+    return get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
+
+
 def build(cls: type[T], data: Any, where: str) -> T:
     """Instantiate dataclass ``cls`` from ``data``; ``where`` prefixes field names in errors."""
     if isinstance(data, cls):
         return data
     if not isinstance(data, dict):
         raise ConfigError(f"{where} must be a mapping of fields, got {type(data).__name__}")
-    hints = get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints, fields = _schema(cls)
     kwargs = {}
     for key, value in data.items():
         if key not in fields:

@@ -24,7 +24,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
 from trainsim.limits import limit, simulation_tasks
-from trainsim.memory import estimate_stage_memory
+from trainsim.simulator import stage_memory
 
 ZERO_LABELS = {0: "none", 1: "distopt", 2: "zero2", 3: "zero3"}
 """Optimizer sharding: 1 is Megatron's distributed optimizer (= ZeRO-1)."""
@@ -430,9 +430,9 @@ def check_memory(key: MemoryKey, base: Base) -> MemoryCheck | None:
     # The first stage holds the most micro-batches in flight and the last one the logits:
     # check those two first and skip the middle stages when one already does not fit.
     ends = {0, pp - 1}
-    peak = max(estimate_stage_memory(cfg, s).total for s in ends)
+    peak = max(stage_memory(cfg, s).total for s in ends)
     if peak <= hbm:
-        peak = max([peak] + [estimate_stage_memory(cfg, s).total for s in range(pp) if s not in ends])
+        peak = max([peak] + [stage_memory(cfg, s).total for s in range(pp) if s not in ends])
     return MemoryCheck(peak <= hbm, peak, hbm - peak)
 
 

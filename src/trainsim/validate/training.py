@@ -16,11 +16,10 @@ from trainsim.catalog import model_dict, names, node, run_config_from_dict
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.memory import estimate_stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
 from trainsim.result import Result
-from trainsim.simulator import simulate
+from trainsim.simulator import simulate, stage_memory
 from trainsim.validate.common import GiB, RowResult, _cell
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -258,7 +257,7 @@ def _truthy(value: Any) -> bool:
 
 def _fits(cfg: RunConfig) -> bool:
     hbm = cfg.cluster.gpu.hbm_bytes
-    return all(estimate_stage_memory(cfg, s).total <= hbm for s in range(cfg.parallel.pp))
+    return all(stage_memory(cfg, s).total <= hbm for s in range(cfg.parallel.pp))
 
 
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
@@ -287,7 +286,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             except ConfigError as exc:
                 hit = (None, None, str(exc))
             else:
-                mem = max(estimate_stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
+                mem = max(stage_memory(cfg, s).total for s in range(cfg.parallel.pp))
                 hit = (cfg, mem if copies_hidden(cfg) else None, None)
             status[values] = hit
         return hit
