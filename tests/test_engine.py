@@ -252,3 +252,35 @@ def test_a_share_on_a_stream_with_no_tasks_changes_nothing():
     """Holding a share of a stream nobody uses leaves every time as it was."""
     tl = run([Task(A, 1.0), Task(C, 0.5, slows=((7, "compute"), 0.5))])
     assert tl.end_s == [1.0, 0.5]
+
+
+def _random_graph(rng, n: int, slow_p: float) -> list[Task]:
+    streams = [(r, k) for r in range(3) for k in ("compute", "dp", "pp")]
+    tasks = []
+    for i in range(n):
+        deps = rng.sample(range(i), rng.randint(0, min(i, 3))) if i else []
+        slows = (rng.choice(streams), rng.choice([0.1, 0.5, 0.99])) \
+            if rng.random() < slow_p else None
+        tasks.append(Task(rng.choice(streams), rng.choice([0.0, 0.5, 1.0, rng.random()]), deps,
+                          f"t{i}", (), None, slows))
+    return tasks
+
+
+def test_the_uncontended_prefix_is_the_event_loops_own_timeline():
+    """Up to the first task that slows a stream, run() times tasks in one pass and hands the
+    rest to the event loop: every start and end is the loop's alone, to the bit, whether
+    contention starts late, early, never or at once."""
+    import random
+
+    rng = random.Random(21)
+    late = 0
+    for trial in range(400):
+        tasks = _random_graph(rng, rng.randint(1, 80), rng.choice([0.0, 0.02, 0.1, 0.5]))
+        if trial % 4 == 0:  # contention only at the end, as a gradient reduction's
+            for t in tasks[: len(tasks) * 3 // 4]:
+                t.slows = None
+        fast, plain = run(tasks), run(tasks, prefix=False)
+        assert fast.start_s == plain.start_s and fast.end_s == plain.end_s
+        late += any(t.slows for t in tasks) and min(
+            s for s, t in zip(plain.start_s, tasks) if t.slows) > 0
+    assert late > 50
