@@ -404,6 +404,14 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
     if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP layers follow the last layers
         chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
+    if len(ranges) - 1 in held:  # the head, which no layer checkpoint covers: the final norm
+        # keeps its 16-bit input and the output GEMM its 16-bit input (the norm's output; under
+        # sequence parallelism Megatron's linear saves the sharded input and gathers it again
+        # in the backward: tensor_parallel/layers.py LinearWithGradAccumulationAndAsync
+        # Communication ``ctx.save_for_backward(input, weight)``)
+        tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
+        sp = p.tp if p.sequence_parallel else 1
+        chunk_bytes[held.index(len(ranges) - 1)] += tokens * m.hidden_size * (2 + 2) / sp
     if 0 in held:  # the embedding output's dropout mask and the embedding norm's input,
         # kept beside the first layer's (no layer checkpoints them)
         per = (1.0 if m.hidden_dropout > 0 else 0.0) + (2.0 if m.embedding_norm else 0.0)
