@@ -195,8 +195,10 @@ class _TaskGraph:
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
         send = pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp"))
         segs: tuple[tuple[str, float, str], ...] = ((PP, send, "p2p send"),)
-        if p.data_parallel_impl == "deepspeed":
-            segs = deepspeed_pipe_exchange(cfg, pricer, send)
+        if p.data_parallel_impl == "deepspeed":  # its send, then the step's receive
+            names = ("p2p send", "p2p receive (same step)")
+            segs = tuple((PP, sum(pricer.comm_time(c) for c in comms), name)
+                         for comms, name in zip(deepspeed_pipe_exchange(cfg, act_bytes), names))
         self.send = Priced(segs)
         self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids

@@ -29,7 +29,6 @@ from trainsim.workload.ops import ACT_BYTES, Comm, Op
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
-    from trainsim.pricing import Pricer
     from trainsim.workload.layers import Shard
 
 META_BYTES = 8 * 8
@@ -38,16 +37,14 @@ number of dimensions, shape, partition count, rank and partition offsets; a few 
 for a 3-d activation over up to 8 ranks), sent before every partitioned slice."""
 
 
-def deepspeed_pipe_exchange(cfg: RunConfig, pricer: Pricer, send_s: float
-                            ) -> tuple[tuple[str, float, str], ...]:
-    """The (category, seconds, name) segments a sending pass waits for under DeepSpeed's
-    PipelineEngine: its send and the transfer it receives in the same step, one after the
-    other, each a slice plus its meta tensor when TP partitions it."""
-    from trainsim.pricing import PP
-
-    meta = pricer.comm_time(Comm("p2p_meta", "send_recv", META_BYTES, "pp")) \
-        if cfg.parallel.tp > 1 else 0.0
-    return ((PP, send_s + meta, "p2p send"), (PP, send_s + meta, "p2p receive (same step)"))
+def deepspeed_pipe_exchange(cfg: RunConfig, act_bytes: float) -> list[list[Comm]]:
+    """The transfers a sending pass waits for under DeepSpeed's PipelineEngine, in order: its
+    send, then the transfer it receives in the same step, each a slice of ``act_bytes`` plus
+    its meta tensor when TP partitions it. One list per transfer (priced as one segment)."""
+    one = [Comm("p2p", "send_recv", act_bytes, "pp")]
+    if cfg.parallel.tp > 1:
+        one.append(Comm("p2p_meta", "send_recv", META_BYTES, "pp"))
+    return [one, list(one)]
 
 
 def deepspeed_pipe_gathers(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
