@@ -77,3 +77,23 @@ def test_an_moe_row_silent_on_ep_tries_every_expert_parallel_size_that_divides()
     assert "ep" not in training._unknowns(row, None)
     row.update(model="llama3-8b", ep="")
     assert "ep" not in training._unknowns(row, None)  # dense: nothing to spread
+
+
+def test_torchtitan_pipeline_defaults_fix_micro_batches_and_looped_stages():
+    """torchtitan at 2024-12 (pipelining_utils.py @ 9dec370a) runs as many micro-batches as PP
+    ranks and gives a looped schedule 2 stages per rank unless the user splits the layers:
+    a row silent on both gets local batch / pp and vpp 1 or 2, not the whole tuned range."""
+    row = {"model": "llama3.1-405b", "gpu": "h100-sxm-96gb-500w", "num_gpus": "512",
+           "tp": "8", "pp": "8", "cp": "1", "global_batch_size": "256",
+           "micro_batch_size": "", "vpp": "", "recompute": "full", "sequence_parallel": "1",
+           "framework": "torchtitan", "framework_version": "2024-12"}
+    unknown = training._unknowns(row, training._profile(row))
+    assert unknown["micro_batch_size"] == [4]  # local batch 32 over 8 micro-batches
+    assert unknown["vpp"] == [1, 2]
+    later = dict(row, framework_version="2025-06")  # micro-batch size and layers per stage
+    unknown = training._unknowns(later, training._profile(later))
+    assert unknown["micro_batch_size"] == [1, 2, 4, 8]
+    assert unknown["vpp"] == [1, 2, 3, 4, 6, 8]
+    unpiped = dict(row, pp="1")
+    assert training._unknowns(unpiped, training._profile(unpiped))["micro_batch_size"] == \
+        [1, 2, 4, 8]

@@ -249,6 +249,12 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     # options it leaves to each recipe, which the tuner tries for a run that states none
     "run_options": _nullable(_option_list),
     "tuned_options": _nullable(_option_list),
+    # micro-batches per step where the user sets none: "pp" = the pipeline degree (torchtitan's
+    # pipeline_parallel_microbatches default before 2025-01)
+    "pipeline_microbatches": _nullable(_enum(("pp",))),
+    # model chunks per rank of a looped (interleaved) schedule whose split the user did not
+    # give (torchtitan's generated split points)
+    "pipeline_stages_per_rank": _nullable(_int),
 }
 
 #: keys an entry may leave out even when it is the first one.
@@ -259,7 +265,8 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "per_tensor_optimizer", "flash_unpad",
-             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets"}
+             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
+             "pipeline_microbatches", "pipeline_stages_per_rank"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

@@ -167,9 +167,13 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
 
     unknown: dict[str, list[Any]] = {}
     if _cell(row, "micro_batch_size") is None:
-        unknown["micro_batch_size"] = [1, 2, 4, 8]
+        unknown["micro_batch_size"] = _default_micro_batch(row, profile) or [1, 2, 4, 8]
     if _cell(row, "vpp") is None and _cell(row, "pipeline_layout") is None:
-        unknown["vpp"] = [1, 2, 3, 4, 6, 8] if can("interleaved_pipeline") else [1]
+        looped = profile.defaults.get("pipeline_stages_per_rank") if profile else None
+        # the framework splits the layers itself: its single-stage default schedule, or a
+        # looped one with its own number of chunks per rank
+        unknown["vpp"] = [1, looped] if looped and int(row["pp"]) > 1 else \
+            [1, 2, 3, 4, 6, 8] if can("interleaved_pipeline") else [1]
     if _cell(row, "sequence_parallel") is None:
         unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
             can("sequence_parallel") else [False]
@@ -210,6 +214,21 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+def _default_micro_batch(row: dict[str, str], profile: Any) -> list[int] | None:
+    """The micro-batch size a pipelined run gets from its framework's default number of
+    micro-batches (profile ``pipeline_microbatches``: "pp", as many as pipeline ranks), where
+    the local batch divides into them; None where the framework leaves it to the user."""
+    pp = int(row["pp"])
+    if pp <= 1 or profile is None or profile.defaults.get("pipeline_microbatches") != "pp":
+        return None
+    try:
+        ranks = int(row["tp"]) * pp * int(_cell(row, "cp") or 1)
+        local, rest = divmod(int(row["global_batch_size"]), int(row["num_gpus"]) // ranks)
+    except (ValueError, ZeroDivisionError):
+        return None  # the config reports the bad sizes
+    return [local // pp] if rest == 0 and local % pp == 0 and local >= pp else None
 
 
 #: Megatron-core ``--recompute-modules`` sets that MoE and MLA recipes use besides core
