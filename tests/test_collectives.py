@@ -142,3 +142,16 @@ def test_nvls_all_reduce_matches_maintainer_figure():
     bw, _ = busbw("all_reduce", 2**30, 8, H100, algorithm="nvls")
     ring, _ = busbw("all_reduce", 2**30, 8, H100, algorithm="ring")
     assert bw == pytest.approx(480e9, rel=0.10) and bw > ring
+
+
+def test_gather_and_scatter_across_nodes_run_the_ring():
+    """NCCL runs reduce_scatter / all_gather with ring, NVLS or CollNet only, and disables NVLS
+    across nodes without CollNet (tuning.cc, 2.19-2.23): NVLSTree is all_reduce's alone."""
+    span = group_span(256, 4, 8)  # a data-parallel group beside TP 4: 2 ranks on each node
+    for kind in ("reduce_scatter", "all_gather"):
+        assert collective_cost(kind, 2**27, span, H100).algorithm == "ring"
+        with pytest.raises(ConfigError, match="all_reduce"):
+            collective_cost(kind, 2**27, span, H100, algorithm="nvls_tree")
+    assert collective_cost("all_reduce", 2**27, span, H100, algorithm="nvls_tree").time_s > 0
+    assert collective_cost("all_gather", 2**27, group_span(8, 1, 8), H100,
+                           algorithm="nvls").time_s > 0  # inside a node NVLS may run it

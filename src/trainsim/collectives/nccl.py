@@ -182,8 +182,14 @@ def _candidates(kind: str, span: GroupSpan, f: Fabric) -> list[str]:
     algos = ["ring"]
     if kind == "all_reduce" and span.nodes > 1:
         algos.append("tree")
-    if f.nvls and kind in ("all_reduce", "all_gather", "reduce_scatter") and span.per_node > 1:
-        algos.append("nvls" if span.nodes == 1 else "nvls_tree")
+    # NCCL 2.19-2.23 src/graph/tuning.cc: reduce_scatter and all_gather run only ring, NVLS or
+    # CollNet Direct (NVLSTree is all_reduce's), and NVLS is disabled across nodes unless
+    # CollNet (in-network reduction) is supported ("if (nNodes > 1) algoEnable[NVLS] = 0")
+    if f.nvls and span.per_node > 1:
+        if span.nodes == 1 and kind in ("all_reduce", "all_gather", "reduce_scatter"):
+            algos.append("nvls")
+        elif kind == "all_reduce":
+            algos.append("nvls_tree")
     if f.collnet and kind == "all_reduce" and span.nodes > 1:
         algos.append("collnet")
     if kind in ("all_gather", "reduce_scatter") and span.per_node == 1 and span.nodes > 1:
@@ -268,7 +274,7 @@ def collective_cost(kind: str, size_bytes: float, span: GroupSpan, fabric: Fabri
     if algorithm != "auto":
         if algorithm not in allowed:
             why = {"nvls": "NVLink SHARP (an NVSwitch with NVLS: H100 and later) inside one node",
-                   "nvls_tree": "NVLink SHARP and more than one node",
+                   "nvls_tree": "an all_reduce, NVLink SHARP and more than one node",
                    "collnet": "in-network reduction (SHARP switches) and more than one node",
                    "tree": "an all_reduce across more than one node",
                    "pat": "all_gather/reduce_scatter with one rank per node"}.get(algorithm, "")
