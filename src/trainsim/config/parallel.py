@@ -106,13 +106,15 @@ class ParallelConfig:
     moe_overlap_ep_comm: bool = False
     """Hide expert-parallel all-to-alls behind compute of another micro-batch (Megatron-core
     --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe does the same)."""
-    moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep"] = "alltoall"
+    moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep", "hybridep"] = "alltoall"
     """How routed tokens reach their experts (Megatron-core --moe-token-dispatcher-type;
     ``deepep`` is its flex dispatcher with --moe-enable-deepep): ``alltoall`` permutes locally
     and exchanges token copies over EP; ``allgather`` gathers every token of the EP group on
     each rank and reduce-scatters the outputs back; ``deepep`` sends a token once per
     destination node over the network and fans it out over NVLink, with permutation fused
-    into its communication kernels (deepseek-ai/DeepEP)."""
+    into its communication kernels (deepseek-ai/DeepEP); ``hybridep`` is the flex dispatcher's
+    HybridEP backend (core >= 0.16, moe_flex_dispatcher_backend), which also sorts the tokens by
+    expert inside its kernels (``workload.moe_dispatch``)."""
     moe_dispatch_fp8: bool = False
     """Send dispatched tokens in fp8 (DeepSeek-V3 §3.3); the combine stays 16-bit."""
     decoder_first_pipeline_num_layers: int | None = None

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
+from trainsim.workload import moe_dispatch as disp
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
     EXPERT_BIAS_BYTES,  # noqa: F401 (re-export)
@@ -358,7 +359,7 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     unpermute = Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
                             kernels=MOE_KERNELS["unpermute"][0],
                             bwd_kernels=MOE_KERNELS["unpermute"][1])
-    if dispatcher != "deepep":
+    if disp.permute_before_exchange(dispatcher):
         ops.append(permute)
     if m.moe_capacity_factor is None:
         # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
@@ -367,14 +368,13 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
                                kernels=MOE_KERNELS["preprocess"][0]))
     wire = tokens * moe_wire_copies(cfg)
-    elem = 1 if p.moe_dispatch_fp8 else ACT
+    elem = disp.dispatch_element_bytes(dispatcher, p.moe_dispatch_fp8, ACT)
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
         ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
     elif p.ep > 1:
         ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
-    if dispatcher == "deepep":
-        # tokens arrive in source order: sorted by expert here, back before the combine (core
-        # 0.14-0.17 token_dispatcher.py _DeepepManager; HybridEP's in-kernel permute not modelled)
+    if disp.permute_after_exchange(dispatcher):
+        # DeepEP delivers tokens in source order: sorted here, back before the combine
         ops.append(permute)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
     # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
@@ -401,14 +401,14 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
-    if dispatcher == "deepep":
+    if disp.permute_after_exchange(dispatcher):
         ops.append(unpermute)
     if p.ep > 1 and dispatcher == "allgather":
         ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
                         "ep"))
     elif p.ep > 1:
         ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
-    if dispatcher != "deepep":
+    if disp.permute_before_exchange(dispatcher):
         ops.append(unpermute)
     shared = m.moe_shared_expert_intermediate_size
     if shared:
@@ -445,7 +445,7 @@ def moe_wire_copies(cfg: RunConfig) -> float:
     m, p, c = cfg.model, cfg.parallel, cfg.cluster
     k = m.moe_router_topk
     copies = float(min(k, m.moe_router_group_topk or k))
-    if p.moe_token_dispatcher_type == "deepep":
+    if disp.dedups_per_node(p.moe_token_dispatcher_type):
         nodes = max(1, p.ep * p.etp // c.gpus_per_node)
         if nodes > 1:
             copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))

@@ -1,0 +1,51 @@
+"""What each MoE token dispatcher backend does around its exchange: where the tokens are sorted
+by local expert, whether a token crosses to a remote NVLink domain once or once per expert, and
+whether the dispatch may travel in fp8.
+
+Megatron-core's dispatchers (megatron/core/transformer/moe/token_dispatcher.py, core_v0.16.0):
+
+- ``alltoall`` (``MoEAlltoAllTokenDispatcher``) and ``allgather`` permute locally before the
+  exchange and unpermute after it (TE ``moe_permute_with_probs`` / ``moe_unpermute``).
+- ``deepep`` (flex dispatcher, ``_DeepepManager``): DeepEP's fused dispatch sends one copy per
+  destination node and delivers tokens in source order; the manager then sorts them by local
+  expert (``get_permuted_hidden_states_by_experts``) and restores the order before the combine
+  (``get_restored_hidden_states_by_experts``), both TE permute kernels.
+- ``hybridep`` (flex dispatcher with ``moe_flex_dispatcher_backend="hybridep"``,
+  ``_HybridEPManager``, core >= 0.16): ``HybridEPBuffer.dispatch_with_permute`` and
+  ``combine_with_unpermute`` (deepseek-ai/DeepEP ``hybrid-ep`` branch, called from
+  megatron/core/transformer/moe/fused_a2a.py) permute for the exchange, exchange and permute for
+  the experts in one kernel, so the manager's permute hooks return their input unchanged; the
+  exchange is hierarchical like DeepEP's (NVLink inside the domain, one copy per remote domain)
+  and the dispatch stays 16-bit (``init_hybrid_ep_buffer`` asserts ``not fp8_dispatch``). Its
+  kernels hold ``moe_hybridep_num_sms`` SMs (16 by default, 32 in Megatron-Bridge's 26.08 perf
+  recipes), the same order as a collective beside compute (``pricing.COMM_SMS``).
+"""
+
+from __future__ import annotations
+
+#: dispatchers whose exchange kernels sort tokens by expert themselves (no local permute)
+FUSED_PERMUTE = frozenset({"hybridep"})
+#: dispatchers that send a token once per destination NVLink domain and fan it out there
+NODE_DEDUP = frozenset({"deepep", "hybridep"})
+#: dispatchers that cannot send the dispatch in fp8
+NO_FP8_DISPATCH = frozenset({"hybridep"})
+
+
+def permute_before_exchange(dispatcher: str) -> bool:
+    """The local permute runs before the exchange (``alltoall``, ``allgather``)."""
+    return dispatcher not in FUSED_PERMUTE and dispatcher not in NODE_DEDUP
+
+
+def permute_after_exchange(dispatcher: str) -> bool:
+    """The local permute runs after the exchange, on tokens in source order (``deepep``)."""
+    return dispatcher in NODE_DEDUP and dispatcher not in FUSED_PERMUTE
+
+
+def dedups_per_node(dispatcher: str) -> bool:
+    """A token crosses to each remote NVLink domain once, whatever experts it goes to there."""
+    return dispatcher in NODE_DEDUP
+
+
+def dispatch_element_bytes(dispatcher: str, fp8_dispatch: bool, act_bytes: int) -> int:
+    """Bytes per element of the dispatched tokens."""
+    return 1 if fp8_dispatch and dispatcher not in NO_FP8_DISPATCH else act_bytes
