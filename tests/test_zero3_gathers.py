@@ -164,3 +164,29 @@ def test_deepspeed_2021_backward_waits_for_each_layers_reduce_scatter():
 
     assert waits("per_parameter") == 8 - 1  # every layer but the first to run its backward
     assert waits(None) == 0
+
+
+def test_fp8_param_gather_moves_the_blocks_matrices_in_one_byte():
+    """torchao's float8 all-gather (torchtitan --float8.enable_fsdp_float8_all_gather, on in
+    the torchtitan profile) gathers each block's matmul weights in fp8: a block unit moves
+    one byte per matrix element and two per norm element; the root unit stays 16-bit."""
+    from trainsim.model.counts import norm_params
+    from trainsim.workload.sharding import fsdp_unit_gathers
+
+    def units(**training):
+        c = run_config_from_dict({
+            "model": {"preset": "llama3-8b", "num_layers": 2},
+            "parallel": {"zero_stage": 3, "zero3_gather": "per_block"},
+            "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 2048,
+                         **training},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+        return [sum(op.bytes for op in u) for u in fsdp_unit_gathers(c, range(2), True, False)]
+
+    m = catalog_model("llama3-8b")
+    root, block = units(dtype="fp8")[0], units(dtype="fp8")[1]
+    root8, block8 = units(dtype="fp8", fp8_param_gather=True)[:2]
+    norms = 2 * norm_params(m)
+    assert block == 2 * layer_params(m, 0)
+    assert block8 == pytest.approx(layer_params(m, 0) + norms)
+    assert root8 == root
+    assert units(dtype="bf16", fp8_param_gather=True)[1] == block  # 16-bit GEMMs: 16-bit gather

@@ -73,27 +73,44 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     return ops
 
 
+FP8_GATHER_MIN_ELEMENTS = 16
+"""A block's tensor of at least this many times ``hidden_size`` elements is a matmul weight
+(the smallest, a K or V projection, has ``hidden_size * head_dim``); norms and biases have a
+few ``hidden_size`` at most and stay 16-bit."""
+
+
 def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
                       last: bool) -> list[list[Comm]]:
     """All-gathers of each FSDP unit of a virtual stage in forward order, 16-bit: the root unit
     (word embedding, final norm and output layer; gathered when the first or last stage runs)
     and one unit per transformer block, its dense tensors over the data-parallel group and its
-    routed experts over theirs."""
-    m, p = cfg.model, cfg.parallel
+    routed experts over theirs.
+
+    With fp8 GEMMs and ``fp8_param_gather`` the blocks' matmul weights are gathered in fp8:
+    torchao's float8 training with ``enable_fsdp_float8_all_gather`` (torchtitan
+    --float8.enable_fsdp_float8_all_gather, torchtitan/float8.py @ 9515a140 and 9dec370a: the
+    weight is cast to fp8 before FSDP2's all-gather "so we can communicate in float8 to save
+    bandwidth", docs/float8.md) and Megatron-FSDP's --fp8-param-gather both move 1 byte per
+    element; the root unit (embedding, and the output layer torchtitan leaves in 16 bits)
+    does not."""
+    m, p, t = cfg.model, cfg.parallel, cfg.training
+    fp8 = t.dtype == "fp8" and t.fp8_param_gather
+    matrix = FP8_GATHER_MIN_ELEMENTS * m.hidden_size / p.tp
     units: list[list[tuple[float, bool]]] = []
     if first or last:
-        units.append([(_end_matrices(cfg, first, last) * m.vocab_size * m.hidden_size / p.tp,
-                       False)])
+        units.append([(_end_matrices(cfg, first, last) * m.vocab_size * m.hidden_size / p.tp
+                       * ACT, False)])
     for i in layers:
-        t = _rank_tensors(cfg, [i])
-        units.append([(sum(n for n, e in t if not e), False), (sum(n for n, e in t if e), True)])
+        sizes = [(n * (1 if fp8 and n >= matrix else ACT), e) for n, e in _rank_tensors(cfg, [i])]
+        units.append([(sum(b for b, e in sizes if not e), False),
+                      (sum(b for b, e in sizes if e), True)])
     out = []
     for unit in units:
         comms = []
-        for n, expert in unit:
+        for nbytes, expert in unit:
             ranks = cfg.edp if expert else cfg.dp * p.cp
-            if n > 0 and ranks > 1:
-                comms.append(Comm("fsdp_unit_all_gather", "all_gather", n * ACT,
+            if nbytes > 0 and ranks > 1:
+                comms.append(Comm("fsdp_unit_all_gather", "all_gather", nbytes,
                                   "edp" if expert else "dp_cp"))
         out.append(comms)
     return out
