@@ -99,6 +99,12 @@ class ModelConfig:
     moe_token_imbalance: float = 1.0
     """Tokens on the busiest expert-parallel rank over the mean (1.0 = uniform routing, as
     SimAI assumes); the slowest rank sets the pace of every all-to-all."""
+    moe_router: Literal["learned", "fake_balanced"] = "learned"
+    """How tokens pick their experts: ``learned`` (a router; the experts of a token are taken
+    as spread uniformly) or ``fake_balanced``, the gate NeMo Automodel's performance runs use
+    (``FakeBalancedGate``, nemo_automodel/components/moe/layers.py @ 89e3a9fd): token t goes to
+    experts t*k ... t*k+k-1 modulo the experts, k contiguous experts on as few ranks as the
+    contiguous expert blocks of expert parallelism allow, every expert equally loaded."""
 
     def __post_init__(self) -> None:
         require_positive("model", hidden_size=self.hidden_size, num_layers=self.num_layers,

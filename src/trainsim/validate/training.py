@@ -37,7 +37,8 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "cuda_graphs": ("training", ("cuda_graphs",)),
                  "compile": ("training", ("compile",)),
                  "launch_blocking": ("training", ("cuda_launch_blocking",))}
-KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb"}
+KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb",
+                                       "fake_balanced_gate"}
 # format v2 column -> (section, config field), copied when the cell is not empty
 COLUMN_FIELDS = {
     "cp": ("parallel", "cp"), "ep": ("parallel", "ep"),
@@ -93,6 +94,8 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
                           f"{', '.join(sorted(KNOWN_OPTIONS))}")
     if "parallel_block" in options:
         model["parallel_block"] = True
+    if "fake_balanced_gate" in options:  # Automodel's benchmark gate (model.moe_router)
+        model["moe_router"] = "fake_balanced"
     if "sliding_window" in options and _preset_window(model) is None:
         # The file has no column for the window: take half the sequence, the common choice
         # (Mistral 7B and Gemma 2: 4,096 of 8,192 tokens). MegaScale (Jiang et al. 2024) does not

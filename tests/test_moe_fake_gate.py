@@ -1,0 +1,49 @@
+"""NeMo Automodel's FakeBalancedGate (its published MoE benchmarks): token t's experts are
+t*k ... t*k+k-1 modulo E, so DeepEP sends a token to the few ranks those contiguous experts
+live on, not to the ~N(1-(1-1/N)^k) ranks of a learned router."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.validate import training
+from trainsim.workload.layers import fake_balanced_destinations, moe_wire_copies
+
+
+def _cfg(experts, k, ep, gpus_per_node=8, etp=1):
+    return SimpleNamespace(model=SimpleNamespace(num_experts=experts, moe_router_topk=k),
+                           parallel=SimpleNamespace(ep=ep, etp=etp),
+                           cluster=SimpleNamespace(gpus_per_node=gpus_per_node))
+
+
+def test_contiguous_experts_meet_the_ranks_they_span():
+    assert fake_balanced_destinations(_cfg(128, 8, 8)) == 1.0  # Qwen3-30B-A3B, EP 8: one rank
+    assert fake_balanced_destinations(_cfg(16, 4, 8)) == 2.0  # 2 experts per rank: always 2
+    # 4 experts per rank, k = 3: starts 0, 3, 6, ... mod 16 span one or two blocks, half each
+    assert fake_balanced_destinations(_cfg(16, 3, 4)) == pytest.approx(1.5)
+    # DeepSeek-V3, EP 64 over 8-GPU nodes: 32 experts a node, 8 contiguous ones: one node
+    assert fake_balanced_destinations(_cfg(256, 8, 64)) == 1.0
+
+
+def _qwen3(options, dispatcher="deepep"):
+    row = {"id": "x", "model": "qwen3-30b-a3b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
+           "gpus_per_node": "8", "tp": "1", "pp": "1", "ep": "8", "zero_stage": "3",
+           "global_batch_size": "64", "micro_batch_size": "1", "seq_length": "4096",
+           "vpp": "1", "recompute": "full", "sequence_parallel": "0",
+           "moe_dispatcher": dispatcher, "options": options,
+           "framework": "automodel", "framework_version": "0.1", "measured_iteration_s": "1"}
+    raw, _ = training._training_base(row)
+    return run_config_from_dict(raw)
+
+
+def test_the_row_option_switches_the_router_and_only_deepep_dispatch_shrinks():
+    learned, fake = _qwen3(""), _qwen3("fake_balanced_gate")
+    assert learned.model.moe_router == "learned"
+    assert fake.model.moe_router == "fake_balanced"
+    assert moe_wire_copies(learned) == 8  # one copy per routed expert inside the domain
+    assert moe_wire_copies(fake) == 1.0
+    # Megatron's all-to-all sends a copy per routed expert whatever the gate
+    assert moe_wire_copies(_qwen3("fake_balanced_gate", "alltoall")) == 8
