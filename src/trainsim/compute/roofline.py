@@ -252,8 +252,11 @@ class RooflineModel:
         """Fraction of the GEMM ceiling left after wave quantization (with split-k of the last,
         partial wave when the tiles fill fewer than ``SPLIT_K_MAX_WAVES`` waves) and each
         tile's fixed prologue and epilogue; a grouped
-        GEMM's by its implementation (``compute.grouped``)."""
-        if op.grouped:
+        GEMM's by its implementation (``compute.grouped``). The chunks of a GEMM overlapped
+        with a TP collective (``userbuffers``) are one dense grid of every chunk's tiles, its
+        last partial wave split along k like any dense GEMM's, each chunk's last row tile
+        filled only as far as its rows go."""
+        if op.grouped and op.grouped != "userbuffers":
             return grouped_efficiency(self.gpu, op)
         sms = self.gpu.num_sms
         tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
@@ -266,7 +269,8 @@ class RooflineModel:
         if rest:  # the partial wave's tiles split along k over the SMs it leaves idle
             split = max(1, min(sms // rest, op.k // SPLIT_K_MIN))
             steps += math.ceil(rest * split / sms) * (op.k / split + overhead_k)
-        return tiles * op.k / sms / steps
+        filled = op.m / TILE / math.ceil(op.m / TILE) if op.grouped else 1.0
+        return filled * tiles * op.k / sms / steps
 
     def time(self, op: Gemm | Attention | Elementwise) -> float:
         t = self._cache.get(op)
