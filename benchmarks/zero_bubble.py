@@ -32,21 +32,23 @@ the paper's profiled pass times (its Table 5); trainsim prices a wgrad GEMM over
 ~20 % slower than its forward GEMM. With FlashAttention and no dropout (this script before
 2026-11-24) W was 28-35 %, ZB-1p 6 of 12 rows within 3 points (max +5.2) and 1F1B 2-24 %
 faster than published; with the code base's settings 10 of 12 (max +3.7) and 1F1B within 7 %.
-Simulated 1F1B-I speed-ups sit within 2 points of the bubble ratio (m + p - 1) / (m + (p - 1)
-/ v); the published ones sit 3-8 % below it in every row. ``excess_per_pass`` measures it from
-the published table alone: the published 1F1B-I iteration less the ideal (1F1B's iteration
-scaled by the bubble ratio), regressed on m, grows by 0.44-0.49 ms per extra pass (2 (v - 1)
-per micro-batch per stage) at 8 and 16 stages and 0.3 ms at 32, whether a send carries 10.5 MB
-(14.6B) or 28 MB (1.5B) and whatever the hidden size: a fixed cost per pass, not a transfer.
-Mechanisms tried against it (2026-11-24, not adopted): a p2p bandwidth bound of 2 NCCL channels
-per peer (NCCL gives a communicator inside one NVSwitch node 32 p2p channels per peer; 2 only
-where it spans nodes); Megatron's one exchange per forward+backward step of the non-overlapped
-interleaved schedule (send_forward_backward_recv_forward_backward: the forward's output leaves
-with the backward's gradient, the next forward waits for both receives), which moves the
-speed-ups by < 1 point, upwards, since the two sends run at once; the sends between stages on
-different nodes priced over the NIC (7 -> 8 and the wrap 15 -> 0 of the 16- and 32-stage
-runs), 1-2 points down on those rows. The last two are real and belong in the simulator; the
-per-pass cost is still unexplained.
+1F1B-I: the published speed-ups sit 3-8 % below the bubble ratio (m + p - 1) / (m + (p - 1)
+/ v). ``excess_per_pass`` measures it from the published table alone: the published 1F1B-I
+iteration less the ideal (1F1B's iteration scaled by that ratio), regressed on m, grows by
+0.43-0.47 ms per extra pass (2 (v - 1) per micro-batch per stage) at 8 and 16 stages, 0.3 ms at
+32 (whose two-digit throughputs make it the noisiest). At 16 and 32 stages that is the send of
+a pipeline that crosses nodes: with one stage per GPU the hops 7 -> 8, ... leave the node over a
+200 Gb/s NIC, and in lock-step the slowest hop paces every stage (``pipeline.pipeline_send_s``;
+10.5-12.6 MB at 25 GB/s: 0.42-0.50 ms a send). With it the 14.6B and 28.3B rows of 1F1B-I come
+within 3 points (+7.9 -> +2.6 at most). The 8-stage runs (1.5B, 6.2B) stay in one NVLink node
+and keep a gap of 3-6.5 points; their 25-28 MB sends cost 0.1 ms on NVLink, so the same 0.45 ms
+per pass there is not the transfer. Tried against it (not adopted): a p2p bandwidth bound of 2
+NCCL channels per peer for every hop of a batched exchange on a multi-node communicator (NCCL
+takes the smallest channel count over a communicator's peers, ``ncclTopoComputeP2pChannels``,
+and PyTorch runs ``batch_isend_irecv`` on the group's communicator): on DGX A100 it prices the
+same 25 GB/s as the NIC, so this table cannot tell the two apart, it does not reach the
+single-node rows, and no measurement here gives a channel's rate; Megatron's one exchange per
+forward+backward step of the non-overlapped interleaved schedule (< 1 point).
 """
 
 from __future__ import annotations

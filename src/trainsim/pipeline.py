@@ -41,6 +41,7 @@ from trainsim.workload.schedule import Overlapped, Pass
 from trainsim.workload.sharding import FP32_ACCUMULATION, GRAD16_ACCUMULATION
 
 if TYPE_CHECKING:
+    from trainsim.config import RunConfig
     from trainsim.simulator import _TaskGraph
 
 DUALPIPE_COMM_SMS = 20
@@ -52,6 +53,27 @@ WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION)
 optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits;
 ``workload.sharding.fp32_grad_accumulation``): they follow the weight gradients into the W
 pass."""
+
+
+def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
+    """Seconds of one pipeline send of ``size_bytes``: its slowest hop's.
+
+    Stage s and s + 1 sit ``tp * cp * dp`` ranks apart (Megatron's rank order, tp innermost
+    and pp outermost: megatron/core/parallel_state.py ``RankGenerator``). Where that stride is
+    smaller than a node, most hops stay on NVLink but every hop that leaves a node goes over the
+    NIC: on 8-GPU nodes with a stride of 1, the hops 7 -> 8, 15 -> 16, ... A pipeline moves in
+    lock-step (each stage's next pass waits for its neighbour's send, and under Megatron's
+    blocking exchange each send also waits for the receiver: ``_batched_p2p_ops`` then
+    ``torch.cuda.synchronize``, megatron/core/pipeline_parallel/p2p_communication.py), so
+    the slowest stage, the one sending over the NIC, paces all of them and every send is priced
+    at that hop. A stride of a node or more puts every hop on the network already."""
+    t = pricer.comm_time(Comm("p2p", "send_recv", size_bytes, "pp"))
+    p = cfg.parallel
+    stride, gpn = p.tp * p.cp * cfg.dp, cfg.cluster.gpus_per_node
+    if p.pp > 1 and stride < gpn and pricer.net.span(p.pp, stride).nodes > 1:
+        across = pricer.net.collective("send_recv", size_bytes, pricer.net.span(2, gpn))
+        t = max(t, across.time_s)
+    return t
 
 
 def is_weight_grad(op: Op) -> bool:

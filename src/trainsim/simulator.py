@@ -193,7 +193,8 @@ class _TaskGraph:
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
-        send = pricer.comm_time(Comm("p2p", "send_recv", act_bytes, "pp"))
+        from trainsim.pipeline import pipeline_send_s  # the pipeline group's slowest hop
+        send = pipeline_send_s(cfg, pricer, act_bytes)
         segs: tuple[tuple[str, float, str], ...] = ((PP, send, "p2p send"),)
         if p.data_parallel_impl == "deepspeed":  # its send, then the step's receive
             names = ("p2p send", "p2p receive (same step)")
