@@ -83,3 +83,34 @@ def test_chunks_on_one_stream_would_lose_their_wave_tails():
 def test_unknown_method_is_one_clear_error():
     with pytest.raises(ConfigError, match="tp_comm_overlap_method"):
         _cfg(True, "magic")
+
+
+def test_async_tp_sums_the_reduce_scatter_partials_on_the_compute_stream():
+    """PyTorch's fused matmul-reduce-scatter (_symmetric_memory
+    _fused_matmul_reduce_scatter_impl) sends each chunk's partial product to its owner and
+    then sums the tp partials in one kernel: a memory-bound op after every reduce-scatter
+    it overlaps, reading the rank's whole output and writing a 1/tp shard; userbuffers and
+    a plain reduce-scatter have none."""
+    from trainsim.workload.ops import Comm
+
+    def sums(cfg):
+        pricer, sh = Pricer(cfg), shard_of(cfg)
+        fwd = layer_forward(cfg, sh)
+        found = []
+        for ops in (fwd, backward_of(fwd, sh)):
+            priced, order = pricer.price_ops(ops)
+            scatters = {op.name: op for op in ops
+                        if isinstance(op, Comm) and op.kind == "reduce_scatter"}
+            for (_, t, name), op in zip(priced.segments, order):
+                if name.endswith(".partials_sum"):
+                    rs = scatters[name.removesuffix(".partials_sum")]
+                    assert op.bytes == pytest.approx(rs.bytes * (1 + 1 / 8))
+                    assert t == pytest.approx(pricer.compute.time(op))
+                    found.append(name)
+        return found
+
+    assert sums(_cfg(True, "p2p")) and {"attn.reduce_scatter.partials_sum",
+                                        "mlp.reduce_scatter.partials_sum"} <= set(
+        sums(_cfg(True, "p2p")))
+    assert sums(_cfg(True, "userbuffers")) == []
+    assert sums(_cfg(False, "p2p")) == []

@@ -134,6 +134,16 @@ class Pricer:
                 out[i - 1] = scatter_chunks
         return out
 
+    def _partials_sum(self, op: Comm) -> Elementwise:
+        """PyTorch's async TP matmul-reduce-scatter (torch/distributed/_symmetric_memory
+        ``_fused_matmul_reduce_scatter_impl``) writes each chunk's partial product to its
+        owner (``_pipelined_produce_and_all2all`` into ``stacked_partials``, tp chunks of the
+        rank's output rows) and then sums them in one reduction kernel (``torch.sum`` over the
+        tp partials): it reads the tp partials, ``op.bytes`` in all, and writes one ``1/tp``
+        shard, on the compute stream after the last chunk arrives."""
+        return Elementwise(f"{op.name}.partials_sum",
+                           bytes=op.bytes * (1 + 1 / self.cfg.parallel.tp))
+
     def price(self, ops: list[Op]) -> Priced:
         """Segments of an op list (see ``price_ops``)."""
         return self.price_ops(ops)[0]
@@ -183,6 +193,9 @@ class Pricer:
                     gemm *= self.ub_margin if method == "userbuffers" else 1.0
                     segs[-1] = (c_cat, gemm, c_name)
                     t = max(0.0, t - gemm)
+                    if method == "p2p" and op.kind == "reduce_scatter":
+                        total = self._partials_sum(op)
+                        add((COMPUTE, self.compute.time(total), total.name), total)
                 elif (op.overlap_with_previous or tp_overlap) and segs \
                         and segs[-1][0] == COMPUTE:
                     t = self.hidden_behind(t, segs[-1][1])
