@@ -71,3 +71,17 @@ def test_profiles_select_the_bucketing_of_their_optimizer():
 def test_unknown_bucketing_is_refused():
     with pytest.raises(ConfigError, match="dp_buckets"):
         cfg(dp_buckets="per_layer")
+
+
+def test_megatron_core_gathers_the_first_chunk_one_bucket_ahead():
+    """overlap_param_gather on the bucketed chunk: the first forward waits for the first
+    bucket, the others are gathered one ahead under the layers (distrib_optimizer.py
+    _finish_param_sync_helper), not the whole chunk before the first layer runs."""
+    c = cfg(pp=1, vpp=1, dp_buckets="first_chunk", ddp_bucket_size=2_000_000)
+    whole = cfg(pp=1, vpp=1, dp_buckets="first_chunk", ddp_bucket_size=10**12)
+    tl = simulate(c, keep_timeline=True).timeline
+    first = next(t for t in tl.tasks if t.label == "F mb0 c0")
+    wait = sum(d for _, d, name in first.detail.segments if name == "param all-gather wait")
+    gathers = [t for t in tl.tasks if t.label.startswith("param all-gather")]
+    assert len(gathers) > 1 and 0 < wait < sum(t.duration_s for t in gathers)
+    assert simulate(c).exposed_comm["dp"] < simulate(whole).exposed_comm["dp"]

@@ -350,13 +350,20 @@ class _TaskGraph:
         # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
         # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
         first_fwd_deps = {}
+        first_wait: dict[int, Priced] = {}  # virtual stage -> wait before its first forward
         if self.zero in (1, 2) and self.p.overlap_param_gather and not self.fsdp:
+            bucketed = self._bucketed_first_chunk() if self.p.dp_buckets == "first_chunk" else 1
+            whole = [(s, c) for s in range(pp) for c in range(vpp) if bucketed == 1 or s or c]
             first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
-                              for s in range(pp) for c in range(vpp)}
+                              for s, c in whole}
+            if bucketed > 1:
+                first_wait[0] = self._bucket_gather_wait(bucketed)
         # the tasks of each virtual stage's forward and backward pass, resolved once: the
         # same tasks pass_and_send would add (the last micro-batch's split backward and
         # ZeRO-3's per-pass reduce-scatters still go through ``backward``)
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v) for v in range(last_v + 1)]
+        first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v)
+                      for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
         last_mb = self.m - 1
@@ -397,7 +404,8 @@ class _TaskGraph:
                         self.tag = k
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
-                        i, out = place(fwd_spec[v], deps, f"F mb{mb} c{chunk}", k)
+                        spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
+                        i, out = place(spec, deps, f"F mb{mb} c{chunk}", k)
                         fwd_task[(mb, v)] = i
                     else:
                         if v < last_v:
@@ -420,6 +428,29 @@ class _TaskGraph:
                     progressed = True
             if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
                 raise RuntimeError("pipeline schedule has a cycle")
+
+    def _bucketed_first_chunk(self) -> int:
+        """Buckets of pipeline rank 0's first chunk under Megatron-core's DDP (see
+        ParallelConfig.dp_buckets), the same split as its last backward's."""
+        ch = self.chunks[0]
+        chunk_params = sum(params for params, _, _ in self.groups[0]) / self.vpp
+        return max(1, min(ch.layers, math.ceil(chunk_params / _bucket_params(self.cfg))))
+
+    def _bucket_gather_wait(self, n: int) -> Priced:
+        """Megatron-core's overlap_param_gather on a bucketed chunk: zero_grad dispatches the
+        first bucket's all-gather and each bucket's forward pre-hook, once it has waited for
+        its own, the next one's (core_v0.8.0 optimizer/distrib_optimizer.py
+        ``_finish_param_sync_helper``: never all at once, so as not to block compute kernels
+        under CUDA_DEVICE_MAX_CONNECTIONS=1). The first forward waits for the first bucket and
+        then only where a gather outlasts the layers before it (``prefetch_exposed_s``)."""
+        gathers = [self.param_gathers(0, 1 / self.vpp / n, [], f"chunk 0 bucket {k}")
+                   for k in range(n)]
+        gather = sum(self.tasks[i].duration_s for i in gathers[0])
+        parts = [part.duration_s for part in self.chunks[0].fwd_parts]
+        per = len(parts) / n
+        compute = [sum(parts[round(per * k):round(per * (k + 1))]) for k in range(n)]
+        wait = prefetch_exposed_s([gather] * n, compute)
+        return Priced(((DP, wait, "param all-gather wait"),)) if wait > 0 else Priced(())
 
     def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
         work = self.work[v][0]
