@@ -10,7 +10,8 @@ import pytest
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.validate import training
-from trainsim.workload.layers import fake_balanced_destinations, moe_wire_copies
+from trainsim.workload.layers import moe_wire_copies
+from trainsim.workload.moe_dispatch import fake_balanced_destinations
 
 
 def _cfg(experts, k, ep, gpus_per_node=8, etp=1):

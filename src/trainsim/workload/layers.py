@@ -445,31 +445,13 @@ def moe_wire_copies(cfg: RunConfig) -> float:
     m, p, c = cfg.model, cfg.parallel, cfg.cluster
     k = m.moe_router_topk
     if m.moe_router == "fake_balanced" and disp.dedups_per_node(p.moe_token_dispatcher_type):
-        return fake_balanced_destinations(cfg)
+        return disp.fake_balanced_destinations(cfg)
     copies = float(min(k, m.moe_router_group_topk or k))
     if disp.dedups_per_node(p.moe_token_dispatcher_type):
         nodes = max(1, p.ep * p.etp // c.gpus_per_node)
         if nodes > 1:
             copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
     return copies
-
-
-def fake_balanced_destinations(cfg: RunConfig) -> float:
-    """Copies of a token a per-destination dispatcher (DeepEP: one copy per destination rank
-    inside the NVLink domain, ``is_token_in_rank``; one per remote domain across it) sends under
-    Automodel's ``FakeBalancedGate``: token t's experts are t*k ... t*k+k-1 modulo E, and
-    expert parallelism gives each rank a contiguous block of E / ep experts, so a token meets
-    the ranks (or NVLink domains) its k contiguous experts span, averaged over the E / gcd(E, k)
-    tokens after which the pattern repeats."""
-    m, p, c = cfg.model, cfg.parallel, cfg.cluster
-    experts, k = m.num_experts or 1, m.moe_router_topk
-    block = experts // p.ep  # experts of one rank
-    ranks = p.ep * p.etp
-    if ranks > c.gpus_per_node:  # across domains: one copy per domain
-        block *= max(1, c.gpus_per_node // p.etp)
-    period = experts // math.gcd(experts, k)
-    spans = sum(len({(t * k + j) % experts // block for j in range(k)}) for t in range(period))
-    return spans / period
 
 
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:

@@ -23,6 +23,12 @@ Megatron-core's dispatchers (megatron/core/transformer/moe/token_dispatcher.py, 
 
 from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainsim.config import RunConfig
+
 #: dispatchers whose exchange kernels sort tokens by expert themselves (no local permute)
 FUSED_PERMUTE = frozenset({"hybridep"})
 #: dispatchers that send a token once per destination NVLink domain and fan it out there
@@ -49,3 +55,21 @@ def dedups_per_node(dispatcher: str) -> bool:
 def dispatch_element_bytes(dispatcher: str, fp8_dispatch: bool, act_bytes: int) -> int:
     """Bytes per element of the dispatched tokens."""
     return 1 if fp8_dispatch and dispatcher not in NO_FP8_DISPATCH else act_bytes
+
+
+def fake_balanced_destinations(cfg: RunConfig) -> float:
+    """Copies of a token a per-destination dispatcher (DeepEP: one copy per destination rank
+    inside the NVLink domain, ``is_token_in_rank``; one per remote domain across it) sends under
+    Automodel's ``FakeBalancedGate``: token t's experts are t*k ... t*k+k-1 modulo E, and
+    expert parallelism gives each rank a contiguous block of E / ep experts, so a token meets
+    the ranks (or NVLink domains) its k contiguous experts span, averaged over the E / gcd(E, k)
+    tokens after which the pattern repeats."""
+    m, p, c = cfg.model, cfg.parallel, cfg.cluster
+    experts, k = m.num_experts or 1, m.moe_router_topk
+    block = experts // p.ep  # experts of one rank
+    ranks = p.ep * p.etp
+    if ranks > c.gpus_per_node:  # across domains: one copy per domain
+        block *= max(1, c.gpus_per_node // p.etp)
+    period = experts // math.gcd(experts, k)
+    spans = sum(len({(t * k + j) % experts // block for j in range(k)}) for t in range(period))
+    return spans / period
