@@ -26,7 +26,8 @@ from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, 
 def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     """Read a validation CSV; returns its kind ('training', 'collectives' or 'kernels') and rows."""
     try:
-        reader = csv.DictReader(io.StringIO(read_text(path, "validation file"), newline=""))
+        text = read_text(path, "validation file").removeprefix("\ufeff")  # Excel's UTF-8 BOM
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         columns = reader.fieldnames or []
         rows = list(reader)
     except csv.Error as exc:
@@ -83,6 +84,19 @@ PREDICT: dict[str, Callable[[dict[str, str]], RowResult]] = {
     "kernels": predict_kernel_row}
 
 
+def _guarded(predict: Callable[[dict[str, str]], RowResult], row: dict[str, str]) -> RowResult:
+    """``predict(row)``; a trainsim bug on one row fails that row (with its reason), not the
+    rows after it."""
+    try:
+        return predict(row)
+    except Exception as exc:  # noqa: BLE001 - reported on the row, as the README asks
+        measured = row.get("measured_iteration_s") or row.get("measured_busbw_GBps") or \
+            row.get("measured_value")
+        return RowResult(id=row.get("id") or "?", measured=float(measured or 0),
+                         error=f"internal error: {type(exc).__name__}: {exc} (a trainsim bug; "
+                               "please report)")
+
+
 def validate_file(path: str | Path, progress: Callable[[int, int], None] | None = None,
                   workers: int = 1, compute_db: str | None = "auto") -> tuple[str, list[RowResult]]:
     """Predict every row of a validation file (a kernel database: its layer records against
@@ -100,6 +114,7 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     predict = PREDICT[kind]
     if kind != "collectives":
         predict = functools.partial(predict, compute_db=compute_db)
+    predict = functools.partial(_guarded, predict)
     out: list[RowResult] = []
     with contextlib.ExitStack() as stack:
         results: Iterable[RowResult] = map(predict, rows)

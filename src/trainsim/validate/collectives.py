@@ -9,7 +9,7 @@ from trainsim.collectives import BUS_FACTOR
 from trainsim.config import ClusterConfig
 from trainsim.errors import TrainsimError
 from trainsim.network import AnalyticalNetwork
-from trainsim.validate.common import RowResult, _cell
+from trainsim.validate.common import RowResult, _cell, count_cell, positive_cell
 
 COLLECTIVE_REQUIRED = ["id", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "collective",
                        "message_bytes", "measured_busbw_GBps"]
@@ -19,13 +19,13 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
     res = RowResult(id=row.get("id", "?"), measured=float(row["measured_busbw_GBps"]))
     try:
         spec = catalog_gpu(row["gpu"])
-        cluster = ClusterConfig(gpu=spec, num_gpus=int(row["num_gpus"]),
-                                gpus_per_node=int(row["gpus_per_node"]),
-                                nic_bw_Bps=float(row["nic_gbps_per_gpu"]) * 1e9 / 8)
+        cluster = ClusterConfig(gpu=spec, num_gpus=count_cell(row, "num_gpus"),
+                                gpus_per_node=count_cell(row, "gpus_per_node"),
+                                nic_bw_Bps=positive_cell(row, "nic_gbps_per_gpu") * 1e9 / 8)
         net = AnalyticalNetwork(cluster)
         kind = row["collective"].strip()
         algo = (_cell(row, "algorithm") or "auto").lower()
-        size = float(row["message_bytes"])
+        size = positive_cell(row, "message_bytes")
         n = cluster.num_gpus
         span = net.span(n, 1)
         cost = net.collective(kind, size, span, algo)

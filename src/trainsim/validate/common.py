@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from trainsim.errors import ConfigError
 
 GiB = 2**30
 
@@ -50,6 +53,38 @@ class RowResult:
 def _cell(row: dict[str, str], key: str) -> str | None:
     v = (row.get(key) or "").strip()
     return v or None
+
+
+MAX_COUNT = 2**53
+"""Largest count a cell takes (as a config field: exact in a float below it)."""
+
+
+def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
+    """The whole number in ``row[key]`` (a size or a count: GPUs, tp, m, heads), at least
+    ``least``; a ConfigError naming the column otherwise (never a ZeroDivisionError later)."""
+    text = _cell(row, key)
+    try:
+        value = float(text) if text is not None else math.nan
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value == int(value) and least <= value <= MAX_COUNT):
+        shown = "empty" if text is None else repr(text)
+        raise ConfigError(f"column '{key}' is {shown}; it must be a whole number >= {least}")
+    return int(value)
+
+
+def positive_cell(row: dict[str, str], key: str) -> float:
+    """The positive finite number in ``row[key]`` (bytes, Gbit/s), or a ConfigError naming
+    the column."""
+    text = _cell(row, key)
+    try:
+        value = float(text) if text is not None else math.nan
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        shown = "empty" if text is None else repr(text)
+        raise ConfigError(f"column '{key}' is {shown}; it must be a positive number")
+    return value
 
 
 def error_table(results: list[RowResult], key: Callable[[RowResult], str | None]

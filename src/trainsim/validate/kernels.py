@@ -23,7 +23,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import ChainModel, compute_model_for
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.validate.common import RowResult, _cell
+from trainsim.validate.common import MAX_COUNT, RowResult, _cell, positive_cell
 from trainsim.workload.elementwise import memory_op
 from trainsim.workload.layers import _moe_block, shard_of
 from trainsim.workload.ops import DTYPE_BYTES, Attention, Elementwise, Gemm, GroupedImpl, Op
@@ -102,13 +102,16 @@ def _model(gpu_name: str, compute_db: str | None = "auto", sustained: bool = Fal
 
 
 def _int(row: dict[str, str], key: str) -> int:
-    v = _cell(row, key)
-    if v is None:
+    if _cell(row, key) is None:
         raise ConfigError(f"a {row.get('kind')} row needs the '{key}' column")
+    text = _cell(row, key)
     try:
-        return int(float(v))
+        value = float(text)  # type: ignore[arg-type]
     except ValueError:
-        raise ConfigError(f"column '{key}'={v!r} is not a number") from None
+        raise ConfigError(f"column '{key}'={text!r} is not a number") from None
+    if not 1 <= value <= MAX_COUNT:  # a size: no empty, negative or endless kernel
+        raise ConfigError(f"column '{key}'={text!r} must be a number from 1 to 2**53")
+    return int(value)
 
 
 def _dtype(row: dict[str, str]) -> str:
@@ -192,9 +195,9 @@ row's bytes."""
 
 
 def _memory_bound(row: dict[str, str]) -> list[Op]:
-    bytes_ = _cell(row, "bytes")
-    if bytes_ is None:
+    if _cell(row, "bytes") is None:
         raise ConfigError("a memory_bound row needs the 'bytes' column")
+    bytes_ = positive_cell(row, "bytes")
     text = f"{row.get('id', '')} {row.get('note', '')} library={implementation(row)}".lower()
     e = DTYPE_BYTES.get(_dtype(row), 2)
     for pattern, family, impl in MEMORY_VARIANTS:
@@ -206,7 +209,8 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
         width = "1" if family == "adamw" else _cell(row, "ffn" if family == "swiglu" else "hidden")
         if tokens is None or width is None:
             break  # no element count: priced by the row's bytes below
-        n = float(tokens) * float(width)
+        n = positive_cell(row, "tokens") * (1.0 if family == "adamw" else positive_cell(
+            row, "ffn" if family == "swiglu" else "hidden"))
         if family == "adamw":
             return [memory_op("adamw", family, impl, n, 4)]
         ops = [memory_op(family, family, impl, n, e)]

@@ -20,7 +20,7 @@ from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
 from trainsim.result import Result
 from trainsim.simulator import simulate, stage_memory
-from trainsim.validate.common import GiB, RowResult, _cell
+from trainsim.validate.common import GiB, RowResult, _cell, count_cell
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
                      "global_batch_size", "seq_length", "measured_iteration_s"]
@@ -57,6 +57,29 @@ COLUMN_FIELDS = {
     "framework_version": ("training", "framework_version"),
     "moe_capacity_factor": ("model", "moe_capacity_factor"),
 }
+
+
+COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "global_batch_size",
+                 "micro_batch_size", "seq_length", "num_layers", "hidden_size",
+                 "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
+                 "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
+                 "recompute_num_layers")
+"""Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
+NEEDED_COUNTS = ("num_gpus", "tp", "pp", "global_batch_size", "seq_length")
+"""Count columns that may not be empty (gpus_per_node may: the GPU's catalog node)."""
+
+
+def _counts_checked(row: dict[str, str]) -> dict[str, str]:
+    """``row`` with its count cells written as plain integers ('8.0' -> '8'), after checking
+    each is a whole number >= 1: the tuner reads some with ``int()`` and divides by them."""
+    out = dict(row)
+    for col in COUNT_COLUMNS:
+        if col in NEEDED_COUNTS or _cell(row, col) is not None:
+            out[col] = str(count_cell(row, col))
+    if _cell(row, "model") is None:
+        raise ConfigError("column 'model' is empty; give a preset name (e.g. llama3-8b) or a "
+                          "name with the shape columns")
+    return out
 
 
 def _profile(row: dict[str, str]) -> Any:
@@ -378,7 +401,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     if _cell(row, "measured_peak_memory_gib"):
         res.measured_memory_gib = float(row["measured_peak_memory_gib"])
     try:
-        raw, unknown = _training_base(row)
+        raw, unknown = _training_base(_counts_checked(row))
         raw["cluster"]["compute_db"] = compute_db
         simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
 
