@@ -239,3 +239,31 @@ def test_any_validation_file_is_read_or_refused_in_one_line(tmp_path, data):
 @given(data=validation_files())
 def test_any_validation_file_slow(tmp_path, data):
     check_validate(data, tmp_path)
+
+
+# ---------------------------------------------------------------------------- config files
+
+BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}
+training: {global_batch_size: 16, seq_length: 512}
+cluster: {gpu: h100-sxm-80gb, num_gpus: 8, gpus_per_node: 8, compute_db: null}
+"""
+
+
+@pytest.mark.parametrize("name, text, key", [
+    ("dup.yaml", BASE.replace("num_layers: 4", "num_layers: 4, num_layers: 8"), "num_layers"),
+    ("dup.yaml", BASE + "parallel: {tp: 2}\nparallel: {tp: 4}\n", "parallel"),
+    ("dup.json", '{"model": "llama3-8b", "model": "llama3-70b"}', "model"),
+])
+def test_a_key_given_twice_is_refused_not_silently_overwritten(tmp_path, name, text, key):
+    """YAML and JSON loaders keep the last of two equal keys: the first setting was ignored."""
+    (tmp_path / name).write_text(text)
+    line = one_error_line(cli("simulate", name, cwd=tmp_path))
+    assert f"'{key}' is given twice" in line
+
+
+def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
+    """``<<: *base`` then a key of the base is YAML's override, not a duplicate."""
+    from trainsim.config.safe_load import parse
+
+    data = parse("a: &x {n: 8, g: h}\nb: {<<: *x, n: 16}\n", "t")
+    assert data["b"] == {"n": 16, "g": "h"}

@@ -35,7 +35,22 @@ MAX_INT_DIGITS = 30
 
 
 class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader without timestamps, binary, sets and ordered maps."""
+    """PyYAML's safe loader without timestamps, binary, sets and ordered maps, and without
+    duplicate keys (PyYAML keeps the last silently: ``tp: 2`` then ``tp: 8`` ran tp 8)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or \
+                        not isinstance(key_node, yaml.ScalarNode):
+                    continue  # a merge (<<) may be overridden; other keys are refused later
+                key, line = self.construct_object(key_node), key_node.start_mark.line + 1
+                if key in seen:
+                    raise ConfigError(f"line {line}: key {key!r} is given twice (also on line "
+                                      f"{seen[key]}); give each field once")
+                seen[key] = line
+        return super().construct_mapping(node, deep)
 
 
 def _refuse(message: str):
@@ -85,6 +100,15 @@ def _json_int(text: str) -> int:
     return int(text)
 
 
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ConfigError(f"key {key!r} is given twice in one object; give each field once")
+        out[key] = value
+    return out
+
+
 def _json_constant(name: str) -> Any:
     raise ConfigError(f"{name} is not a JSON number; give a finite number")
 
@@ -95,7 +119,8 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
     ``source`` names the input in errors (a path, or ``--set parallel.tp``)."""
     try:
         if fmt == "json":
-            data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant)
+            data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant,
+                              object_pairs_hook=_json_object)
         else:
             data = yaml.load(text, Loader=_Loader)  # safe: _Loader is a SafeLoader subclass
     except ConfigError as exc:
