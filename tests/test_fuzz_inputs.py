@@ -267,3 +267,16 @@ def test_a_yaml_merge_key_may_still_be_overridden(tmp_path):
 
     data = parse("a: &x {n: 8, g: h}\nb: {<<: *x, n: 16}\n", "t")
     assert data["b"] == {"n": 16, "g": "h"}
+
+
+@pytest.mark.parametrize("override", ["model.moe_router_topk=4", "model.moe_ffn_hidden_size=128",
+                                      "model.moe_capacity_factor=1.25",
+                                      "model.moe_first_dense_layers=1"])
+def test_a_moe_setting_on_a_dense_model_is_refused_not_ignored(tmp_path, override):
+    """Nothing prices an expert setting on a dense model: it was silently ignored."""
+    (tmp_path / "run.yaml").write_text(BASE)
+    line = one_error_line(cli("simulate", "run.yaml", "--set", override, cwd=tmp_path))
+    assert override.split("=")[0] in line and "dense" in line
+    ok = cli("simulate", "run.yaml", "--set", override, "--set", "model.num_experts=8",
+             "--format", "json", cwd=tmp_path)
+    assert ok.exit_code == 0, ok.output

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
@@ -11,6 +12,13 @@ from trainsim.errors import ConfigError
 MAX_LAYERS = 100_000
 """Most transformer layers a model may have (the deepest published LLMs have ~200): the
 pipeline-layout search and per-layer accounting loop over them."""
+
+
+MOE_ONLY_FIELDS = ("moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
+                   "moe_layer_freq", "moe_first_dense_layers", "moe_router_group_topk",
+                   "moe_capacity_factor", "moe_token_imbalance")
+"""Model fields that only an MoE model (``num_experts`` set) reads; ``moe_router`` is left out:
+a framework profile may pick its benchmark gate for every run."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,14 @@ class ModelConfig:
             if self.moe_token_imbalance < 1.0:
                 raise ConfigError(f"model.moe_token_imbalance={self.moe_token_imbalance} must be "
                                   ">= 1 (busiest rank over the mean)")
+        else:
+            dense_default = {f.name: f.default for f in dataclasses.fields(self)
+                             if f.name in MOE_ONLY_FIELDS}
+            given = [n for n, d in dense_default.items() if getattr(self, n) != d]
+            if given:  # nothing prices them on a dense model: refused, not ignored
+                raise ConfigError(f"model.{given[0]}={getattr(self, given[0])!r} is a "
+                                  "mixture-of-experts setting but the model is dense; set "
+                                  "model.num_experts too, or leave it out")
         for name in ("attention_dropout", "hidden_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"model.{name}={getattr(self, name)} must be in [0, 1)")
