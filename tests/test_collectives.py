@@ -155,3 +155,41 @@ def test_gather_and_scatter_across_nodes_run_the_ring():
     assert collective_cost("all_reduce", 2**27, span, H100, algorithm="nvls_tree").time_s > 0
     assert collective_cost("all_gather", 2**27, group_span(8, 1, 8), H100,
                            algorithm="nvls").time_s > 0  # inside a node NVLS may run it
+
+
+def test_pat_trades_bandwidth_for_log_latency():
+    """At one rank per node PAT wins small all_gathers and the ring wins large ones: NCCL prices
+    PAT at 3/4 of the ring's bandwidth (tuning.cc), so a 4 GiB gather over 64 nodes is a ring."""
+    span = group_span(64, 8, 8)
+    assert collective_cost("all_gather", 2**20, span, H100).algorithm == "pat"
+    big = collective_cost("all_gather", 2**32, span, H100)
+    assert big.algorithm == "ring"
+    pat = collective_cost("all_gather", 2**32, span, H100, algorithm="pat")
+    assert pat.time_s > 1.3 * big.time_s
+
+
+def test_pat_latency_keeps_a_linear_part():
+    """PAT's latency grows with the rank count (2.8 us per rank in NCCL's model): a 1 KiB gather
+    over 512 single-GPU nodes takes well over a millisecond, not a few log2 hops."""
+    c = collective_cost("all_gather", 1024, group_span(512, 8, 8), H100, algorithm="pat")
+    assert c.time_s > 1.4e-3
+
+
+def test_one_rank_per_node_ring_pays_the_tree_network_hop():
+    """With one rank per node no NVLink step hides a network hop: NCCL prices the ring's hops
+    at the tree's network latency (LL128 8.5 us instead of 4.0), so 64 hops cost > 0.5 ms."""
+    c = collective_cost("all_gather", 2**16, group_span(65, 8, 8), A100,
+                        algorithm="ring", protocol="LL128")
+    assert c.time_s > 64 * 8.5e-6
+
+
+def test_ring_simple_all_reduce_plateau_across_nodes():
+    """A multi-node ring/Simple all_reduce pays 1.4x its step latencies (NCCL's "plateau effect
+    of ring"); an all_gather over the same ring does not."""
+    span = group_span(1024, 1, 8)
+    ar = collective_cost("all_reduce", 2**24, span, H100, algorithm="ring", protocol="Simple")
+    ag = collective_cost("all_gather", 2**24, span, H100, algorithm="ring", protocol="Simple")
+    bw = 2 * 1023 / 1024 * 2**24 / (8 * 0.94 * 50e9)
+    lat_ar = ar.time_s - bw
+    lat_ag = ag.time_s - bw / 2
+    assert lat_ar > 2.6 * lat_ag  # twice the steps, times 1.4

@@ -17,7 +17,8 @@ otherwise. We do the same:
 * algorithms: ring (all collectives); double binary tree (all_reduce across nodes, log-depth
   latency); NVLS (NVLink SHARP, in-switch reduction on NVSwitch generations that have it) and
   NVLS+tree across nodes; CollNet (in-network reduction, needs SHARP switches); PAT (all_gather
-  / reduce_scatter with one rank per node, log-depth, NCCL >= 2.23); direct all_to_all.
+  / reduce_scatter with one rank per node, NCCL >= 2.23: log-depth plus a linear part per rank,
+  3/4 of the ring's bandwidth); direct all_to_all.
 """
 
 from __future__ import annotations
@@ -74,6 +75,27 @@ the next node, reaches 24.2 GB/s over 200 Gb/s links on 2-4 nodes of 4 GH200 (NV
 #1272), and no published measurement shows a lower rate for one pair.
 Measured on HDR only; assumed the same for later NICs until a one-rank-per-node figure on one
 is published."""
+
+RING_PLATEAU_FACTOR = 1.4
+"""A multi-node ring all_reduce on the Simple protocol takes 1.4x its step latencies.
+
+NCCL's tuner (src/graph/tuning.cc, ``ncclTopoGetAlgoTime``, 2.12-2.23) multiplies the latency of
+ring/Simple all_reduce across nodes by 1.4 on Ampere and later (1.9 before) whenever each rank's
+share per channel is at least 64 B ("Plateau effect of ring"): the Simple protocol's chunks wait
+on a flag and a network flush at every one of the 2(n-1) steps, so a long ring pays its step
+latencies again while the pipeline fills and drains. It is NCCL's own figure, not ours."""
+
+PLATEAU_MIN_BYTES_PER_RANK = 64 * 32
+"""The plateau applies from 64 B per rank per channel; NCCL runs at most 32 channels
+(MAXCHANNELS), so from 2 KiB per rank on every channel count."""
+
+PAT_BW_FACTOR = 0.75
+"""PAT (all_gather / reduce_scatter at one rank per node, NCCL >= 2.23) reaches 3/4 of the ring's
+bus bandwidth (tuning.cc: ``if (a == NCCL_ALGO_PAT) busBw *= .75``)."""
+
+PAT_PER_RANK_US = 2.8
+"""PAT's latency keeps a linear part: 8 us + log2(nodes) * (network hop / 3.5) + 2.8 us per rank
+(tuning.cc, NCCL 2.23: "Still a linear part; hopefully we'll manage to remove it")."""
 
 # ... and per hop, by link kind:
 _HOP_US = {"nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
@@ -205,6 +227,10 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     net_hop = _HOP_US[f.inter.kind][fam][proto]
     if nodes > 1 and proto == "LL":
         intra_hop *= MULTINODE_LL_INTRA_FACTOR
+    if k == 1 and nodes > 1:
+        # "With ppn=1 latencies are fully exposed, use the Tree network latency" (tuning.cc):
+        # no NVLink step hides a network hop behind it
+        net_hop = _HOP_US[f.inter.kind]["tree"][proto]
     if algo == "direct":  # all_to_all / p2p: every peer at once, off-node data over own NIC
         net = _net_busbw(span, f) if kind == "all_to_all" else f.inter.busbw_Bps  # p2p: full
         off = (n - k) / n * size / (net * eff) if nodes > 1 else 0.0
@@ -222,10 +248,17 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         steps = phases * (n - 1)
         inter_steps = phases * ((nodes if k > 1 else nodes - 1) if nodes > 1 else 0)
         lat = _BASE_US["ring"][proto] + (steps - inter_steps) * intra_hop + inter_steps * net_hop
+        if (kind == "all_reduce" and proto == "Simple" and nodes > 1
+                and size / n >= PLATEAU_MIN_BYTES_PER_RANK):
+            lat *= RING_PLATEAU_FACTOR
         return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
     if algo == "pat" and proto != "Simple":
         return math.inf  # NCCL runs PAT with the Simple protocol only (tuning.cc, NCCL 2.23)
-    if algo in ("tree", "pat"):
+    if algo == "pat":
+        depth = math.ceil(math.log2(nodes))
+        lat = 8.0 + depth * net_hop / 3.5 + n * PAT_PER_RANK_US
+        return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff * PAT_BW_FACTOR)
+    if algo == "tree":
         depth = math.ceil(math.log2(nodes))
         lat = _BASE_US["tree"][proto] + phases * ((k - 1) * intra_hop + depth * net_hop)
         return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
