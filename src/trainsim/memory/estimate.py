@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from trainsim.config import RunConfig
 from trainsim.memory import hf
 from trainsim.memory.allocator import context_bytes, reserved_bytes
+from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.state import model_state
 from trainsim.model.counts import (
     embedding_params,
@@ -425,6 +426,15 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         out = 2.0 * cfg.training.micro_batch_size * cfg.training.seq_length / p.cp \
             * m.hidden_size / p.tp
         chunk_bytes = [b + out for b in chunk_bytes]
+    if p.pp > 1 and _feature(cfg, "pipelining_buffers"):
+        # torch.distributed.pipelining keeps each in-flight micro-batch's stage output in
+        # ``fwd_cache`` until that micro-batch's backward pops it (stage.py
+        # ``forward_one_chunk``, torch 2.5-2.6): the last layer's output, which no layer saves
+        # (the last stage's outputs are counted in ``_pipelining_buffers``)
+        last = p.pp * p.vpp - 1
+        out = 2.0 * cfg.training.micro_batch_size * cfg.training.seq_length / p.cp \
+            * m.hidden_size / (p.tp if p.sequence_parallel else 1)
+        chunk_bytes = [b + (out if v != last else 0.0) for b, v in zip(chunk_bytes, held)]
     if len(set(chunk_bytes)) == 1:
         inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches,
                                 p.pipeline_schedule) * chunk_bytes[0]
@@ -476,7 +486,14 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     if p.recompute == "full":  # one layer's full activations live during its backward
         temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
                                                                        moe=m.is_moe)))
-    # the loss backward and a recomputed layer's backward do not overlap: the larger one counts
+    if _feature(cfg, "cp_sdpa_ring"):  # torch's ring attention: memory.ring_attention
+        block_inputs = m.hidden_size * (2 + gemm_input_bytes(cfg)) \
+            / (p.tp if p.sequence_parallel else 1)  # the norm's and the QKV GEMM's inputs
+        ring = ring_backward_bytes(cfg, _feature(cfg, "sdpa_repeat_kv"), block_inputs)
+        if ring:
+            temps.append(("ring attention backward (K/V, fp32 dQ/dK/dV)", ring))
+    # the loss backward, a recomputed layer's backward and its attention's do not overlap:
+    # the larger one counts
     return [max(temps, key=lambda x: x[1])] if temps else []
 
 
@@ -487,7 +504,8 @@ def _backward_moment(cfg: RunConfig, temps: list[tuple[str, float]]) -> str:
     p = cfg.parallel
     what = temps[0][0] if temps else ""
     at = (", at the loss" if what.startswith("logits") else
-          ", recomputing a layer" if what == "recomputed layer" else "")
+          ", recomputing a layer" if what == "recomputed layer" else
+          ", in a ring attention's backward" if what.startswith("ring attention") else "")
     if p.pp == 1:
         return f"backward{at}"
     return f"backward{at} ({p.pipeline_schedule or '1F1B'} steady state)"

@@ -1,0 +1,60 @@
+"""torchtitan's memory under torch's ring attention and torch.distributed.pipelining, against
+hand calculations from the torch sources cited in memory/ring_attention.py and estimate.py."""
+
+from __future__ import annotations
+
+import pytest
+
+import trainsim
+from trainsim.memory import estimate_stage_memory
+
+RING = "ring attention backward (K/V, fp32 dQ/dK/dV)"
+
+
+def _titan(*, cp: int = 1, pp: int = 2, rotate: str = "all_gather", recompute: str = "full",
+           seq: int = 32768, batch: int = 8):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 1, "pp": pp, "cp": cp, "cp_comm_type": rotate, "zero_stage": 3,
+                     "data_parallel_impl": "fsdp2", "recompute": recompute},
+        "training": {"global_batch_size": batch, "micro_batch_size": 1, "seq_length": seq,
+                     "dtype": "bf16", "framework": "torchtitan", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8 * pp, "gpus_per_node": 8},
+    })
+
+
+def test_all_gather_ring_backward_holds_the_gathered_kv_and_fp32_gradients():
+    """_templated_ring_attention_backward (torch 2.6): Llama 3 8B, K/V repeated to 32 heads
+    (q = k = 2 * 4096 bytes per token), cp 4 on 8192 local tokens, full recompute:
+    gathered K/V 4 * 2k, K/V concatenation 2k, fp32 dQ 2q, fp32 dK/dV received and sent
+    2 * 2 * 2k, the step's dQ/dK/dV q + 2k; recomputed q, k, v, out, d(out) 3q + 2k and the
+    block's norm and QKV inputs 2 * 2 * 4096."""
+    q = k = 2 * 4096
+    per = 4 * 2 * k + 2 * k + 2 * q + 8 * k + q + 2 * k + 3 * q + 2 * k + 4 * 4096
+    temps = dict(estimate_stage_memory(_titan(cp=4), 0).temporaries)
+    assert temps[RING] == pytest.approx(8192 * per)
+    assert estimate_stage_memory(_titan(cp=4), 0).peak_at.startswith(
+        "backward, in a ring attention's backward")
+
+
+def test_all_to_all_rotater_holds_one_received_kv():
+    """The all-to-all rotater (cp_comm_type p2p) holds the previous rank's K/V only: the
+    all-gather one's buffer is cp times that, so the two differ by (cp - 1) * 2k per token."""
+    k = 2 * 4096
+    gathered = dict(estimate_stage_memory(_titan(cp=4), 0).temporaries)[RING]
+    rotated = dict(estimate_stage_memory(_titan(cp=4, rotate="p2p"), 0).temporaries)[RING]
+    assert gathered - rotated == pytest.approx(8192 * 3 * 2 * k)
+
+
+def test_no_ring_buffers_without_context_parallelism():
+    assert RING not in dict(estimate_stage_memory(_titan(cp=1, seq=8192), 0).temporaries)
+
+
+def test_pipelining_keeps_each_in_flight_stage_output():
+    """stage.py forward_one_chunk keeps output_tuple in fwd_cache until backward_one_chunk:
+    under full recompute the first of 2 stages holds, per in-flight micro-batch (2 in 1F1B),
+    its 16 layers' inputs and its own output, 2 * 8192 * 4096 bytes each."""
+    cfg = _titan(cp=1, seq=8192, batch=32)
+    assert cfg.stage_layer_counts[0] == 16 and cfg.num_microbatches == 4
+    boundary = 2 * 8192 * 4096
+    assert estimate_stage_memory(cfg, 0).activations == pytest.approx(2 * 17 * boundary)
