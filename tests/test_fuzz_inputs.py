@@ -280,3 +280,63 @@ def test_a_moe_setting_on_a_dense_model_is_refused_not_ignored(tmp_path, overrid
     ok = cli("simulate", "run.yaml", "--set", override, "--set", "model.num_experts=8",
              "--format", "json", cwd=tmp_path)
     assert ok.exit_code == 0, ok.output
+
+
+# ---------------------------------------------------------------------------- Python API
+
+def _api_cases():
+    import dataclasses
+
+    from trainsim import (
+        ModelConfig,
+        ParallelConfig,
+        RunConfig,
+        TrainingConfig,
+        load_run_config,
+        run_config_from_dict,
+        simulate,
+    )
+    from trainsim.catalog import apply_overrides
+    from trainsim.config.safe_load import parse
+
+    raw = parse(BASE, "base")
+    cfg = run_config_from_dict(raw)
+    model = {"name": "x", "hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+             "vocab_size": 1024}
+    return [
+        (lambda: simulate(raw), "simulate() takes a RunConfig"),  # AttributeError
+        (lambda: simulate("llama3-8b"), "simulate() takes a RunConfig"),
+        (lambda: run_config_from_dict(None), "must be a mapping"),  # TypeError
+        (lambda: run_config_from_dict("x"), "must be a mapping"),  # ValueError (dict("x"))
+        (lambda: load_run_config(None), "needs the path"),  # TypeError
+        (lambda: apply_overrides(raw, [5]), "an override must be text"),  # TypeError
+        (lambda: ModelConfig(**{**model, "hidden_size": "256"}), "model.hidden_size='256'"),
+        (lambda: ModelConfig(**{**model, "hidden_size": None}), "model.hidden_size is required"),
+        (lambda: ParallelConfig(tensor_model_parallel_size="2"), "tensor_model_parallel_size"),
+        (lambda: TrainingConfig(global_batch_size=8, seq_length=512, dtype="int8"),
+         "training.dtype='int8' must be one of"),  # accepted, then mispriced
+        (lambda: dataclasses.replace(cfg.model, num_experts=8, moe_token_imbalance=float("nan")),
+         "moe_token_imbalance=nan"),  # accepted: nan < 1.0 is False
+        (lambda: dataclasses.replace(cfg.training, data_prep_s_per_sample=float("nan")),
+         "data_prep_s_per_sample=nan"),
+        (lambda: RunConfig(cfg.model, cfg.parallel, cfg.training, None), "RunConfig.cluster"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(13))
+def test_the_python_api_refuses_bad_values_with_a_config_error(case):
+    """The public functions and config classes built directly: a ConfigError naming the
+    field, not an AttributeError / TypeError from deep inside, nor a value silently kept."""
+    from trainsim.errors import ConfigError
+
+    call, match = _api_cases()[case]
+    with pytest.raises(ConfigError, match=match.replace("(", r"\(").replace(")", r"\)")):
+        call()
+
+
+def test_one_override_given_as_text_is_one_override(tmp_path):
+    """load_run_config(path, 'parallel.tp=2') applied 'p', 'a', ... as overrides."""
+    from trainsim import load_run_config
+
+    (tmp_path / "run.yaml").write_text(BASE)
+    assert load_run_config(tmp_path / "run.yaml", "parallel.tp=2").parallel.tp == 2

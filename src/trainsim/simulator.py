@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
+from trainsim.errors import ConfigError
 from trainsim.limits import check_simulation
 from trainsim.memo import per_config
 from trainsim.memory import estimate_stage_memory, stage_param_split
@@ -616,6 +617,10 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
     ops come from; the analytical builder by default). Long Megatron pipelines take the periodic
     steady-state shortcut (:mod:`trainsim.steady_state`) unless a timeline is asked for;
     ``Result.simulation`` says which way it went and why."""
+    if not isinstance(cfg, RunConfig):
+        raise ConfigError(f"simulate() takes a RunConfig, got {type(cfg).__name__}; build one "
+                          "with trainsim.run_config_from_dict(mapping) or "
+                          "trainsim.load_run_config(path)")
     with gc_paused():
         return _simulate(cfg, keep_timeline, layer_source)
 

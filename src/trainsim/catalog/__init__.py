@@ -261,6 +261,9 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
     """Apply ``a.b=v`` overrides (``--set parallel.tp=4``) to a raw config mapping."""
     data = json.loads(json.dumps(data))  # deep copy of plain data
     for item in overrides:
+        if not isinstance(item, str):
+            raise ConfigError(f"an override must be text such as 'parallel.tp=4', got "
+                              f"{_kind(item)}")
         if "=" not in item:
             raise ConfigError(f"--set {item!r}: expected section.field=value")
         key, value = item.split("=", 1)
@@ -405,6 +408,9 @@ def _positive(value: Any, where: str) -> float:
 
 def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     """Resolve presets and build a RunConfig from a raw mapping (as read from YAML)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"a run config must be a mapping with sections model, parallel, "
+                          f"training, cluster; got {_kind(data)}")
     data = dict(data)
     base_dir = Path(data.pop("_base_dir", "."))
     # "reliability" belongs to `trainsim goodput` (trainsim.reliability); one iteration ignores it
@@ -441,4 +447,8 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
 
 def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:
     """Read a YAML/JSON run config, apply ``--set`` overrides, resolve presets."""
+    if not isinstance(path, (str, Path)):
+        raise ConfigError(f"load_run_config needs the path of a YAML/JSON file, got {_kind(path)}")
+    if isinstance(overrides, str):  # one override, not its characters
+        overrides = [overrides]
     return run_config_from_dict(apply_overrides(read_config_file(path), overrides))

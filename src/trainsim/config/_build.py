@@ -6,6 +6,7 @@ import dataclasses
 import difflib
 import functools
 import math
+import numbers
 import types
 import typing
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
@@ -120,6 +121,57 @@ def _schema(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
     """(type hints, init fields) of a dataclass, resolved once per class: resolving the
     string annotations (``typing.get_type_hints``) costs more than building the instance."""
     return get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
+
+
+@functools.cache
+def _scalar_checks(cls: type) -> tuple[tuple[str, str, tuple, bool], ...]:
+    """(field, kind, allowed choices, may be None) of each scalar field of dataclass ``cls``:
+    what ``check_fields`` checks on an instance built directly (not through ``build``)."""
+    hints, fields = _schema(cls)
+    out = []
+    for name in fields:
+        tp, optional = hints[name], False
+        if get_origin(tp) in (typing.Union, types.UnionType):
+            args = [a for a in get_args(tp) if a is not type(None)]
+            optional = type(None) in get_args(tp)
+            if len(args) != 1:
+                continue
+            tp = args[0]
+        if get_origin(tp) is Literal:
+            out.append((name, "literal", get_args(tp), optional))
+        elif tp in (int, float, bool, str):
+            out.append((name, tp.__name__, (), optional))
+    return tuple(out)
+
+
+def check_fields(obj: Any, where: str) -> None:
+    """A ConfigError naming the first scalar field of dataclass ``obj`` whose value is of the
+    wrong kind (a string where a number goes, a name outside its choices, None where a value
+    is required): the Python API builds configs directly, bypassing ``build``'s coercion."""
+    for name, kind, allowed, optional in _scalar_checks(type(obj)):
+        value = getattr(obj, name)
+        tp = type(value)
+        if tp is int and kind in ("int", "float", "bool") or tp is float and kind == "float" and \
+                -math.inf < value < math.inf or tp is str and kind == "str":
+            continue  # the common cases, cheaply (configs are rebuilt often by the tuners)
+        if value is None:
+            if optional:
+                continue
+            raise ConfigError(f"{where}.{name} is required, got None")
+        if kind == "literal":
+            ok = value in allowed
+        elif kind in ("int", "float"):
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+                math.isfinite(value) and (kind == "float" or value == int(value))
+        elif kind == "bool":
+            ok = isinstance(value, (bool, numbers.Integral))
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            what = f"one of {list(allowed)}" if kind == "literal" else \
+                {"int": "a whole number", "float": "a finite number", "bool": "true/false",
+                 "str": "text"}[kind]
+            raise ConfigError(f"{where}.{name}={_shown(value)} must be {what}")
 
 
 def build(cls: type[T], data: Any, where: str) -> T:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trainsim.config._build import (
+    check_fields,
     require_fraction,
     require_nonnegative,
     require_positive,
@@ -110,6 +111,7 @@ class GPUSpec:
     source: str = ""
 
     def __post_init__(self) -> None:
+        check_fields(self, f"gpu[{self.name}]")
         require_positive(f"gpu[{self.name}]", hbm_bytes=self.hbm_bytes, hbm_bw_Bps=self.hbm_bw_Bps,
                          nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms,
                          tdp_w=self.tdp_w, power_limit_w=self.power_limit_w,
@@ -228,6 +230,7 @@ class ClusterConfig:
     extra: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_fields(self, "cluster")
         require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)

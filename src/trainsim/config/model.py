@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import require_positive
+from trainsim.config._build import check_fields, require_positive
 from trainsim.errors import ConfigError
 
 MAX_LAYERS = 100_000
@@ -115,6 +116,7 @@ class ModelConfig:
     contiguous expert blocks of expert parallelism allow, every expert equally loaded."""
 
     def __post_init__(self) -> None:
+        check_fields(self, "model")
         require_positive("model", hidden_size=self.hidden_size, num_layers=self.num_layers,
                          num_attention_heads=self.num_attention_heads, vocab_size=self.vocab_size,
                          num_kv_heads=self.num_kv_heads, head_dim=self.head_dim,
@@ -147,7 +149,7 @@ class ModelConfig:
             if self.moe_router_topk > self.num_experts:
                 raise ConfigError(f"model.moe_router_topk={self.moe_router_topk} exceeds "
                                   f"model.num_experts={self.num_experts}")
-            if self.moe_token_imbalance < 1.0:
+            if not 1.0 <= self.moe_token_imbalance < math.inf:
                 raise ConfigError(f"model.moe_token_imbalance={self.moe_token_imbalance} must be "
                                   ">= 1 (busiest rank over the mean)")
         else:

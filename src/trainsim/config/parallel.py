@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import require_positive, suggest
+from trainsim.config._build import check_fields, require_positive, suggest
 from trainsim.config.layout import first_last, is_first_last, parse_layout
 from trainsim.errors import ConfigError
 
@@ -176,6 +176,7 @@ class ParallelConfig:
     profile sets it."""
 
     def __post_init__(self) -> None:
+        check_fields(self, "parallel")
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
                          expert_tensor_parallel_size=self.expert_tensor_parallel_size,
                          vpp=self.virtual_pipeline_model_parallel_size,

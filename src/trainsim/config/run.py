@@ -21,6 +21,11 @@ class RunConfig:
     cluster: ClusterConfig
 
     def __post_init__(self) -> None:
+        for name, cls in (("model", ModelConfig), ("parallel", ParallelConfig),
+                          ("training", TrainingConfig), ("cluster", ClusterConfig)):
+            if not isinstance(getattr(self, name), cls):
+                raise ConfigError(f"RunConfig.{name} must be a {cls.__name__}, got "
+                                  f"{type(getattr(self, name)).__name__}")
         m, p, t, c = self.model, self.parallel, self.training, self.cluster
         if m.num_attention_heads % p.tp:
             raise ConfigError(

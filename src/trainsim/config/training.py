@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import require_positive
+from trainsim.config._build import check_fields, require_positive
 from trainsim.errors import ConfigError
 
 OPTIMIZER_STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -117,6 +118,7 @@ class TrainingConfig:
     def __post_init__(self) -> None:
         if self.attention == "flash":  # the name before implementations were told apart
             object.__setattr__(self, "attention", "flash2")
+        check_fields(self, "training")
         require_positive("training", global_batch_size=self.global_batch_size,
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
@@ -132,7 +134,7 @@ class TrainingConfig:
             if value != "fp32" and self.optimizer != "adam":
                 raise ConfigError(f"training.{name}={value} needs optimizer=adam (Megatron-core's "
                                   "precision-aware optimizer is Adam only)")
-        if self.data_prep_s_per_sample < 0:
+        if not 0 <= self.data_prep_s_per_sample < math.inf:
             raise ConfigError(f"training.data_prep_s_per_sample={self.data_prep_s_per_sample} "
                               "must be >= 0")
 
