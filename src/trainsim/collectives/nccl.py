@@ -97,6 +97,17 @@ PAT_PER_RANK_US = 2.8
 """PAT's latency keeps a linear part: 8 us + log2(nodes) * (network hop / 3.5) + 2.8 us per rank
 (tuning.cc, NCCL 2.23: "Still a linear part; hopefully we'll manage to remove it")."""
 
+TREE_BW_FACTOR = 0.92
+"""Beyond two nodes a tree all_reduce reaches 0.92 of the ring's bus bandwidth.
+
+NCCL's tuner (tuning.cc, ``ncclTopoTuneModel``, 2.8-2.23: ``if (a == NCCL_ALGO_TREE && coll ==
+AllReduce) busBw = min(busBw*.92, ...)``) prices the tree so, which makes a large all_reduce run
+as a ring and a small one as a tree. Measurements put the tree lower still: 150 against the ring's
+190 GB/s on 5 nodes of 8 H100 (NVIDIA/nccl #1368), 36.8 against 43.6 GB/s on 8 nodes
+(NVIDIA/nccl #319). On two nodes NCCL prices the tree at the intra-node rate (it can beat the
+network: #812, #946), which the ring's NIC-bound rate used here already undercuts, so the factor
+applies from three nodes on."""
+
 # ... and per hop, by link kind:
 _HOP_US = {"nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
                       "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4}},
@@ -261,7 +272,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     if algo == "tree":
         depth = math.ceil(math.log2(nodes))
         lat = _BASE_US["tree"][proto] + phases * ((k - 1) * intra_hop + depth * net_hop)
-        return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
+        bw = _ring_busbw(span, f) * eff * (TREE_BW_FACTOR if nodes > 2 else 1.0)
+        return lat * 1e-6 + factor * size / bw
     if proto != "Simple":
         return math.inf  # NVLS and CollNet run the Simple protocol only
     if algo == "collnet":  # the switches reduce: each rank sends and receives its data once
