@@ -10,9 +10,13 @@ never reused while its answer is kept. The cache is bounded (least recently used
 from __future__ import annotations
 
 import functools
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
+
+from trainsim.memory import estimate_stage_memory
+from trainsim.pricing import Pricer
 
 R = TypeVar("R")
 
@@ -42,4 +46,23 @@ def per_config(fn: Callable[..., R], maxsize: int = MAXSIZE) -> Callable[..., R]
     return wrapper
 
 
-__all__ = ["MAXSIZE", "per_config"]
+stage_memory = per_config(estimate_stage_memory)
+"""``estimate_stage_memory(cfg, stage)``, computed once per config object: the tuner and the
+search check a config's memory before ``simulate`` reports it."""
+
+_PER_PRICER: weakref.WeakKeyDictionary[Pricer, dict] = weakref.WeakKeyDictionary()
+
+
+def per_pricer(cfg: Any, pricer: Pricer, layer_source: Hashable) -> dict:
+    """A dict that every task graph of ``cfg`` priced by ``pricer`` from ``layer_source``
+    shares (one ``simulate`` builds up to three from its pricer: the steady state's truncated
+    runs and a fallback's full graph): the simulator keeps its priced passes there. Kept as
+    long as the pricer is, so a pricer built after a module constant changed prices anew."""
+    kept = _PER_PRICER.setdefault(pricer, {})
+    hit = kept.get(layer_source)
+    if hit is None or hit[0] is not cfg:
+        hit = kept[layer_source] = (cfg, {})
+    return hit[1]
+
+
+__all__ = ["MAXSIZE", "per_config", "per_pricer", "stage_memory"]

@@ -16,8 +16,8 @@ from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.limits import check_simulation
-from trainsim.memo import per_config
-from trainsim.memory import estimate_stage_memory, stage_param_split
+from trainsim.memo import per_pricer, stage_memory
+from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer
 from trainsim.result import Result
@@ -90,10 +90,6 @@ def _concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
 
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
-
-stage_memory = per_config(estimate_stage_memory)
-"""``estimate_stage_memory(cfg, stage)``, computed once per config object in a process: the
-tuner and the search check a config's memory before ``simulate`` reports it."""
 
 LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]
 """Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
@@ -175,7 +171,10 @@ class _TaskGraph:
         self._known: dict[int, tuple[float, tuple]] = {}  # id(Priced) -> duration, summary
         sh = shard_of(cfg)
         self.layer_source = layer_source
-        self.chunks = _chunks(cfg, pricer, sh, layer_source)
+        shared = per_pricer(cfg, pricer, layer_source)
+        if "chunks" not in shared:
+            shared["chunks"] = _chunks(cfg, pricer, sh, layer_source)
+        self.chunks: dict[int, _Chunk] = shared["chunks"]
         self.tasks: list[Task] = []
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
@@ -202,14 +201,18 @@ class _TaskGraph:
             segs = tuple((PP, sum(pricer.comm_time(c) for c in comms), name)
                          for comms, name in zip(deepspeed_pipe_exchange(cfg, act_bytes), names))
         self.send = Priced(segs)
-        self._plus_send: dict[int, Priced] = {}  # by id of a chunk's (long-lived) Priced pass
+        # a pass with its send, by id of the pass (kept beside it, so the id is its own)
+        self._plus_send: dict[int, tuple[Priced, Priced]] = shared.setdefault("plus_send", {})
+        self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
         self.gathered: dict[int, tuple[Priced, Priced]] = {}
         if self.fsdp:
-            self.gathered = self._blocking_gathers() if p.zero3_gather == "per_parameter" \
-                else self._unit_gather_waits()
+            if "gathered" not in shared:
+                shared["gathered"] = self._blocking_gathers() \
+                    if p.zero3_gather == "per_parameter" else self._unit_gather_waits()
+            self.gathered = shared["gathered"]
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
 
@@ -308,19 +311,22 @@ class _TaskGraph:
         if self.p.overlap_p2p_comm:
             i = self.add((s, "compute"), work, deps, label)
             return i, self.add((s, "pp"), self.send, [i], f"send {label}")
-        with_send = self._plus_send.get(id(work))
-        if with_send is None:
-            with_send = self._plus_send[id(work)] = work + self.send
-        i = self.add((s, "compute"), with_send, deps, label)
+        i = self.add((s, "compute"), self._with_send(work), deps, label)
         return i, i
+
+    def _with_send(self, work: Priced) -> Priced:
+        """``work`` followed by the blocking send, built once per pass."""
+        hit = self._plus_send.get(id(work))
+        if hit is None or hit[0] is not work:
+            hit = self._plus_send[id(work)] = (work, work + self.send)
+        return hit[1]
 
     def _pass_spec(self, s: int, work: Priced, sends: bool) -> tuple:
         """(stream, duration, segments, detail, send, slows) of a pass as :meth:`pass_and_send`
         adds it; ``send``: the separate send task's (stream, duration, segments, detail, slows)
         under overlap_p2p_comm, else None (none, or folded into the pass)."""
         if sends and not self.p.overlap_p2p_comm:
-            work = self._plus_send.get(id(work)) or \
-                self._plus_send.setdefault(id(work), work + self.send)
+            work = self._with_send(work)
         send = None
         if sends and self.p.overlap_p2p_comm:
             stream = (s, "pp")
@@ -370,19 +376,22 @@ class _TaskGraph:
         last_mb = self.m - 1
         tasks, tags = self.tasks, self.tags
 
-        def place(spec: tuple, deps: list[int], label: str, tag: int) -> tuple[int, int]:
+        def place(spec: tuple, deps: list[int], label: str, tag: int) -> int:
+            """Add a pass and its send; returns the task its receiver waits on."""
             stream, duration, segments, detail, send, slows = spec
             tags.append(tag)
             tasks.append(Task(stream, duration, deps, label, segments, detail, slows))
             i = len(tasks) - 1
             if send is None:
-                return i, i
+                return i
             tags.append(tag)
             tasks.append(Task(send[0], send[1], [i], "send " + label, send[2], send[3], send[4]))
-            return i, i + 1
+            return i + 1
 
-        sent: dict[tuple[str, int, int], int] = {}  # (kind, micro-batch, v) -> transfer task
-        fwd_task: dict[tuple[int, int], int] = {}
+        # by micro-batch * (pp * vpp) + virtual stage: the forward's task, and the tasks the
+        # next (forward) and previous (backward) virtual stage wait on; -1 until created
+        nv = last_v + 1
+        fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
         orders = [schedule(s, pp, vpp, self.m) for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
@@ -394,34 +403,39 @@ class _TaskGraph:
                 while k < n:
                     kind, mb, chunk = order[k]
                     v = chunk * pp + s
+                    at = mb * nv + v
                     if kind == "F":
                         if v > 0:
-                            up = sent.get(("F", mb, v - 1))
-                            if up is None:
+                            up = sent_f[at - 1]
+                            if up < 0:
                                 break  # the stage waits for a pass not yet created
                             deps = [up]
                         else:
                             deps = []
-                        self.tag = k
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
-                        i, out = place(spec, deps, f"F mb{mb} c{chunk}", k)
-                        fwd_task[(mb, v)] = i
+                        if spec[4] is None:  # no separate send: the pass is what the next waits on
+                            tags.append(k)
+                            tasks.append(Task(spec[0], spec[1], deps, f"F mb{mb} c{chunk}",
+                                              spec[2], spec[3], spec[5]))
+                            fwd_task[at] = sent_f[at] = len(tasks) - 1
+                        else:
+                            sent_f[at] = place(spec, deps, f"F mb{mb} c{chunk}", k)
+                            fwd_task[at] = sent_f[at] - 1
                     else:
                         if v < last_v:
-                            up = sent.get(("B", mb, v + 1))
-                            if up is None:
+                            up = sent_b[at + 1]
+                            if up < 0:
                                 break
-                            deps = [up, fwd_task[(mb, v)]]
+                            deps = [up, fwd_task[at]]
                         else:
-                            deps = [fwd_task[(mb, v)]]
-                        self.tag = k
+                            deps = [fwd_task[at]]
                         if slow_bwd[s] and (self.fsdp or mb == last_mb):
-                            out = self.backward(s, v, mb, chunk, deps)
+                            self.tag = k
+                            sent_b[at] = self.backward(s, v, mb, chunk, deps)
                         else:
-                            out = place(bwd_spec[v], deps, f"B mb{mb} c{chunk}", k)[1]
-                    sent[(kind, mb, v)] = out
+                            sent_b[at] = place(bwd_spec[v], deps, f"B mb{mb} c{chunk}", k)
                     k += 1
                 if k != k0:
                     cursor[s] = k
@@ -516,16 +530,21 @@ class _TaskGraph:
         n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / _bucket_params(self.cfg))))
         if self.p.dp_buckets == "first_chunk" and (s or chunk):
             n_buckets = 1  # see ParallelConfig.dp_buckets
-        per = ch.layers / n_buckets
-        bounds = [round(per * k) for k in range(n_buckets + 1)]
+        buckets = self._splits.get((v, n_buckets))
+        if buckets is None:
+            per = ch.layers / n_buckets
+            bounds = [round(per * k) for k in range(n_buckets + 1)]
+            buckets = self._splits[(v, n_buckets)] = []
+            for k in range(n_buckets):
+                parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
+                if k == 0:
+                    parts.insert(0, ch.bwd_head)
+                if k == n_buckets - 1:
+                    parts.append(ch.bwd_tail)
+                buckets.append(_concat(parts))
         ids: list[int] = []
-        for k in range(n_buckets):
-            parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
-            if k == 0:
-                parts.insert(0, ch.bwd_head)
-            if k == n_buckets - 1:
-                parts.append(ch.bwd_tail)
-            ids.append(self.add((s, "compute"), _concat(parts), list(deps) if k == 0 else [ids[-1]],
+        for k, bucket in enumerate(buckets):
+            ids.append(self.add((s, "compute"), bucket, list(deps) if k == 0 else [ids[-1]],
                                 f"B last c{chunk} part{k}"))
         self.last_bwd[v] = ids
         return ids[-1]

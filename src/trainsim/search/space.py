@@ -24,7 +24,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
 from trainsim.limits import limit, simulation_tasks
-from trainsim.simulator import stage_memory
+from trainsim.memo import stage_memory
 
 ZERO_LABELS = {0: "none", 1: "distopt", 2: "zero2", 3: "zero3"}
 """Optimizer sharding: 1 is Megatron's distributed optimizer (= ZeRO-1)."""

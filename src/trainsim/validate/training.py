@@ -16,10 +16,11 @@ from trainsim.catalog import model_dict, names, node, run_config_from_dict
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
+from trainsim.memo import stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
 from trainsim.result import Result
-from trainsim.simulator import simulate, stage_memory
+from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
