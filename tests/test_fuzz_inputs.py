@@ -340,3 +340,15 @@ def test_one_override_given_as_text_is_one_override(tmp_path):
 
     (tmp_path / "run.yaml").write_text(BASE)
     assert load_run_config(tmp_path / "run.yaml", "parallel.tp=2").parallel.tp == 2
+
+
+@pytest.mark.parametrize("override, option", [("training.seq_length=99", "--seq"),
+                                              ("cluster.num_gpus=4", "--gpus"),
+                                              ("training.global_batch_size=32", "--global-batch"),
+                                              ("cluster.nic_gbps_per_gpu=100", "--nic-gbit-s")])
+def test_search_refuses_a_set_that_its_own_option_sets(tmp_path, override, option):
+    """search --seq 512 --set training.seq_length=99 searched one of the two silently."""
+    (tmp_path / "m.yaml").write_text(BASE.splitlines()[0] + "\n")
+    line = one_error_line(cli("search", "m.yaml", "--gpus", "8", "--global-batch", "16", "--seq",
+                              "512", "--workers", "1", "--set", override, cwd=tmp_path))
+    assert override.split("=")[0] in line and option in line

@@ -74,6 +74,17 @@ def _gpu_spec(gpu: str) -> Any:
     return gpu
 
 
+OWN_OPTIONS = {("training", "global_batch_size"): "--global-batch",
+               ("training", "micro_batch_size"): "--max-micro-batch (the search varies it)",
+               ("training", "seq_length"): "--seq", ("training", "dtype"): "--dtype",
+               ("cluster", "num_gpus"): "--gpus / --max-gpus", ("cluster", "gpu"): "--gpu",
+               ("cluster", "gpus_per_node"): "--gpus-per-node",
+               ("cluster", "nic_gbit_s_per_gpu"): "--nic-gbit-s",
+               ("cluster", "nic_gbps_per_gpu"): "--nic-gbit-s",
+               ("cluster", "nic_bw_Bps"): "--nic-gbit-s"}
+"""Fields a search or plan sets from its own options; ``--set`` may not set them too."""
+
+
 def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
                gpus_per_node: int, nic_gbps: float, dtype: str, overrides: tuple[str, ...] = ()):
     """The fixed part of a search (model, training, cluster) from command-line values."""
@@ -89,7 +100,14 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
                         "seq_length": seq, "dtype": dtype},
            "cluster": {"gpu": _gpu_spec(gpu), "num_gpus": num_gpus, "gpus_per_node": gpus_per_node,
                        "nic_gbit_s_per_gpu": nic_gbps}}
-    raw = apply_overrides(raw, list(overrides))
+    given = apply_overrides(raw, list(overrides))
+    for (section, key), option in OWN_OPTIONS.items():
+        if given.get(section, {}).get(key) != raw.get(section, {}).get(key) or \
+                (key not in raw[section] and key in given.get(section, {})):
+            # the search sets it from its option (and replaces the batch split): an override
+            # would be dropped, or would disagree with the option silently
+            raise ConfigError(f"--set {section}.{key}: {option} sets it; give {option} instead")
+    raw = given
     fixed = _fixed_parallel(raw.pop("parallel", None) or {})
     cfg = run_config_from_dict(raw)
     training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
