@@ -58,3 +58,13 @@ def test_pipelining_keeps_each_in_flight_stage_output():
     assert cfg.stage_layer_counts[0] == 16 and cfg.num_microbatches == 4
     boundary = 2 * 8192 * 4096
     assert estimate_stage_memory(cfg, 0).activations == pytest.approx(2 * 17 * boundary)
+
+
+def test_pipelining_stage_input_is_its_receive_buffer():
+    """The last of 2 stages (1 micro-batch in flight under 1F1B) keeps its 16 layers' inputs,
+    of which the first is the preallocated receive buffer (counted with the pipelining
+    buffers, stage.py _retrieve_recv_activations), and the head's final-norm and output-GEMM
+    inputs: 15 + 2 boundary tensors."""
+    cfg = _titan(cp=1, seq=8192, batch=32)
+    boundary = 2 * 8192 * 4096
+    assert estimate_stage_memory(cfg, 1).activations == pytest.approx(17 * boundary)

@@ -430,11 +430,15 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         # torch.distributed.pipelining keeps each in-flight micro-batch's stage output in
         # ``fwd_cache`` until that micro-batch's backward pops it (stage.py
         # ``forward_one_chunk``, torch 2.5-2.6): the last layer's output, which no layer saves
-        # (the last stage's outputs are counted in ``_pipelining_buffers``)
+        # (the last stage's outputs are counted in ``_pipelining_buffers``); its first
+        # layer's saved input is the stage's per-micro-batch receive buffer
+        # (``_retrieve_recv_activations`` hands the preallocated buffer itself to the
+        # forward), which ``_pipelining_buffers`` counts already
         last = p.pp * p.vpp - 1
         out = 2.0 * cfg.training.micro_batch_size * cfg.training.seq_length / p.cp \
             * m.hidden_size / (p.tp if p.sequence_parallel else 1)
-        chunk_bytes = [b + (out if v != last else 0.0) for b, v in zip(chunk_bytes, held)]
+        chunk_bytes = [b + (out if v != last else 0.0) - (min(out, b) if v != 0 else 0.0)
+                       for b, v in zip(chunk_bytes, held)]
     if len(set(chunk_bytes)) == 1:
         inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches,
                                 p.pipeline_schedule) * chunk_bytes[0]
