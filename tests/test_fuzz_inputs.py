@@ -352,3 +352,140 @@ def test_search_refuses_a_set_that_its_own_option_sets(tmp_path, override, optio
     line = one_error_line(cli("search", "m.yaml", "--gpus", "8", "--global-batch", "16", "--seq",
                               "512", "--workers", "1", "--set", override, cwd=tmp_path))
     assert override.split("=")[0] in line and option in line
+
+
+
+@pytest.mark.parametrize("vpp", ["full", "nan", "1e400", "[1]"])
+def test_a_framework_run_with_a_vpp_that_is_no_number_names_the_field(tmp_path, vpp):
+    """training.framework + parallel.vpp=full: 'could not convert string to float' (a
+    ValueError from the framework defaults, before the field's own check)."""
+    (tmp_path / "run.yaml").write_text(BASE)
+    line = one_error_line(cli("simulate", "run.yaml", "--set", "training.framework=megatron-core",
+                              "--set", f"parallel.vpp={vpp}", cwd=tmp_path))
+    assert "virtual_pipeline_model_parallel_size" in line
+
+
+# ---------------------------------------------------------------------------- --set fuzz
+
+SET_KEYS = {
+    "model": ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
+              "ffn_hidden_size", "vocab_size", "activation", "num_experts", "moe_router_topk",
+              "moe_ffn_hidden_size", "moe_capacity_factor", "sliding_window", "mtp_num_layers",
+              "kv_lora_rank", "tied_embeddings", "attention_dropout", "preset", "parallel_block",
+              "max_position_embeddings", "moe_router", "bogus"],
+    "parallel": ["tp", "pp", "cp", "ep", "vpp", "etp", "sequence_parallel", "recompute",
+                 "recompute_num_layers", "recompute_modules", "zero_stage", "cp_comm_type",
+                 "pipeline_schedule", "pipeline_model_parallel_layout", "tp_comm_overlap",
+                 "overlap_grad_reduce", "distributed_optimizer", "moe_token_dispatcher_type",
+                 "cpu_offloading_num_layers", "bogus"],
+    "training": ["global_batch_size", "micro_batch_size", "seq_length", "dtype", "fp8_recipe",
+                 "attention", "optimizer", "framework", "framework_version", "grad_reduce_dtype",
+                 "train_tokens", "cuda_graphs", "compile", "bogus"],
+    "cluster": ["gpu", "num_gpus", "gpus_per_node", "nic_gbit_s_per_gpu", "nvlink_gbyte_s",
+                "network_backend", "nccl_algo", "topology", "oversubscription", "nodes_per_leaf",
+                "pue", "price_per_gpu_hour", "gpu_overrides.hbm_gib", "gpu_overrides.num_sms",
+                "node", "bogus"],
+    "bogus": ["x"], "": ["tp"],
+}
+SET_VALUES = st.one_of(
+    st.sampled_from(["1", "2", "3", "4", "8", "16", "0", "-1", "7", "1.5", "1e400", "nan",
+                     "-inf", "", " ", "true", "null", "[]", "{}", "[1, 2]", "x", "ü", "∞",
+                     "fp8", "bf16", "a100-sxm-80gb", "b200-sxm-180gb", "mi300x", "llama3-8b",
+                     "full", "selective", "a2a", "p2p", "zb_v", "dualpipe", "deepep", "flow",
+                     "torus", "nvl72", "megatron-core", "torchtitan", "2024-01", "1T", "0.5",
+                     "Et|tL", "first:1,last:1", "mxfp8", "blockwise", "fake_balanced"]),
+    st.text(max_size=6))
+PLAUSIBLE = {k: list(v) for k, v in {
+    "tp": "1248", "pp": "124", "cp": "12", "ep": "1248", "vpp": "12", "etp": "12",
+    "zero_stage": "0123", "num_experts": "48", "moe_router_topk": "12", "num_gpus": "8",
+    "gpus_per_node": "48", "micro_batch_size": "12", "global_batch_size": "8", "num_layers": "248",
+    "num_kv_heads": "124", "recompute_num_layers": "12", "mtp_num_layers": "01",
+    "cpu_offloading_num_layers": "012", "nodes_per_leaf": "12",
+    **dict.fromkeys(["sequence_parallel", "tp_comm_overlap", "overlap_grad_reduce",
+                     "distributed_optimizer", "cuda_graphs", "compile", "parallel_block",
+                     "tied_embeddings"], "01"),
+}.items()} | {
+    "recompute": ["none", "selective", "full"], "dtype": ["bf16", "fp16", "fp8"],
+    "fp8_recipe": ["delayed", "current", "blockwise", "mxfp8"],
+    "cp_comm_type": ["p2p", "a2a", "all_gather"], "attention": ["flash2", "cudnn", "unfused"],
+    "pipeline_schedule": ["1f1b", "interleaved", "zb_v", "dualpipe", "gpipe"],
+    "gpu": ["h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb", "mi300x", "gb200"],
+    "network_backend": ["analytical", "flow"], "topology": ["spine-leaf", "torus", "nvl72"],
+    "framework": ["megatron-core", "torchtitan", "deepspeed", "nemo", "megatron-lm"],
+    "moe_token_dispatcher_type": ["alltoall", "allgather", "deepep", "flex"],
+    "seq_length": ["512", "1024", "4096"], "activation": ["gelu", "swiglu"],
+    "oversubscription": ["1", "2"], "sliding_window": ["128", "4096"],
+}
+"""Values that often make a valid config (so the fuzz reaches the simulator)."""
+
+
+@st.composite
+def set_items(draw) -> str:
+    section = draw(st.sampled_from(["model", "parallel", "parallel", "training", "cluster"] * 4
+                                   + ["bogus", ""]))
+    key = draw(st.sampled_from(SET_KEYS[section]))
+    if key in PLAUSIBLE and draw(st.integers(0, 2)):
+        value = draw(st.sampled_from(PLAUSIBLE[key]))
+    else:
+        value = draw(SET_VALUES)
+    return f"{section}.{key}={value}" if section else f"{key}={value}"
+
+
+SET_ITEMS = set_items()
+
+
+def assert_sane_json(text: str) -> None:
+    """A simulated iteration: every number finite, times and counts not negative, MFU in (0, 1],
+    the breakdown summing to the iteration."""
+    import math
+
+    d = json.loads(text)
+    t = d["iteration_time_s"]
+    assert 0 < t < math.inf and 0 < d["mfu"] <= 1 and d["peak_memory_bytes"] > 0, d
+    assert d["tokens_per_s"] > 0
+    parts = d["breakdown"]
+    assert all(0 <= v < math.inf or abs(v) < 1e-12 for v in parts.values()), parts
+    assert sum(parts.values()) == pytest.approx(t, rel=1e-6)
+
+    def walk(v):
+        if isinstance(v, float):
+            assert math.isfinite(v), v
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+    walk({k: v for k, v in d.items() if k != "config"})
+
+
+def check_sets(items: list[str], cwd) -> None:
+    args = ["simulate", "run.yaml", "--format", "json"]
+    for item in items:
+        args += ["--set", item]
+    result = cli(*args, cwd=cwd)
+    if result.exit_code:
+        one_error_line(result)
+    else:
+        assert_sane_json(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("sets")
+    (d / "run.yaml").write_text(BASE)
+    return d
+
+
+@FAST
+@given(items=st.lists(SET_ITEMS, min_size=1, max_size=4))
+def test_any_set_overrides_simulate_sanely_or_fail_in_one_line(run_dir, items):
+    """simulate with random --set pairs: a sane JSON result, or one error line."""
+    check_sets(items, run_dir)
+
+
+@pytest.mark.slow
+@SLOW
+@given(items=st.lists(SET_ITEMS, min_size=1, max_size=4))
+def test_any_set_overrides_slow(run_dir, items):
+    check_sets(items, run_dir)

@@ -10,6 +10,7 @@ say) is an error that cites the profile's source.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from trainsim.errors import ConfigError
@@ -62,6 +63,16 @@ def _given(value: Any) -> bool:
     return value is not None and not (isinstance(value, str) and not value.strip())
 
 
+def _number(value: Any) -> float:
+    """``value`` as a number where it reads as one, else 0 (the field's own check reports it:
+    'parallel.vpp=full' is a type error of that field, not a ValueError from here)."""
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return n if math.isfinite(n) else 0.0
+
+
 def _truthy(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
@@ -102,7 +113,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
             raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
                               f"(source: {profile.source})")
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
-    if _given(vpp) and int(float(vpp)) > 1 and profile.supports("interleaved_pipeline") is False:
+    if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
                           f"(source: {profile.source})")
     arch = gpu_arch(gpu) if gpu is not None else None
