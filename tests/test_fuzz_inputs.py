@@ -365,6 +365,38 @@ def test_a_framework_run_with_a_vpp_that_is_no_number_names_the_field(tmp_path, 
     assert "virtual_pipeline_model_parallel_size" in line
 
 
+
+HF = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "intermediate_size": 512, "vocab_size": 1024, "hidden_act": "silu",
+      "rms_norm_eps": 1e-5}
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"rope_scaling": "yarn"}, "rope_scaling must be a mapping"),  # AttributeError: 'str'.get
+    ({"rope_scaling": [1]}, "rope_scaling must be a mapping"),
+    ({"num_hidden_layers": None}, "no num_hidden_layers"),  # silently the default 32 layers
+    ({"vocab_size": None}, "no vocab_size"),  # silently 32,000
+    ({"n_routed_experts": 8, "first_k_dense_replace": -1}, "moe_first_dense_layers=-1"),
+])
+def test_a_bad_hugging_face_config_is_one_error_naming_the_field(tmp_path, change, match):
+    from trainsim.catalog import model_from_hf_config
+    from trainsim.errors import ConfigError
+
+    (tmp_path / "config.json").write_text(json.dumps({**HF, **change}))
+    with pytest.raises(ConfigError, match=match):
+        model_from_hf_config(tmp_path / "config.json")
+
+
+@pytest.mark.parametrize("override", ["model.moe_router_group_topk=0",
+                                      "model.moe_shared_expert_intermediate_size=-1",
+                                      "model.moe_first_dense_layers=99"])
+def test_impossible_moe_sizes_are_refused(tmp_path, override):
+    (tmp_path / "run.yaml").write_text(BASE)
+    line = one_error_line(cli("simulate", "run.yaml", "--set", "model.num_experts=8", "--set",
+                              override, cwd=tmp_path))
+    assert override.split("=")[0] in line
+
+
 # ---------------------------------------------------------------------------- --set fuzz
 
 SET_KEYS = {

@@ -183,6 +183,13 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     hidden = get("hidden_size", "n_embd", "d_model")
     if hidden is None:
         raise ConfigError(f"{path}: no hidden_size / n_embd in the Hugging Face config")
+    for keys in (("num_hidden_layers", "n_layer", "num_layers"), ("num_attention_heads", "n_head"),
+                 ("vocab_size",)):
+        if get(*keys) is None:  # not the ModelConfig default of a 7B model, silently
+            raise ConfigError(f"{path}: no {' / '.join(keys)} in the Hugging Face config")
+    if not isinstance(cfg.get("rope_scaling") or {}, dict):
+        raise ConfigError(f"{path}: rope_scaling must be a mapping (or null), got "
+                          f"{_kind(cfg['rope_scaling'])}")
     act = str(get("hidden_act", "activation_function", default="gelu")).lower()
     gated = act in ("silu", "swiglu", "swish") or "llama" in str(cfg.get("model_type", ""))
     fields = dict(

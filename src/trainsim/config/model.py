@@ -145,7 +145,13 @@ class ModelConfig:
             require_positive("model", num_experts=self.num_experts, moe_router_topk=self.moe_router_topk,
                              moe_ffn_hidden_size=self.moe_ffn_hidden_size,
                              moe_layer_freq=self.moe_layer_freq,
-                             moe_capacity_factor=self.moe_capacity_factor)
+                             moe_capacity_factor=self.moe_capacity_factor,
+                             moe_router_group_topk=self.moe_router_group_topk,
+                             moe_shared_expert_intermediate_size=(
+                                 self.moe_shared_expert_intermediate_size))
+            if not 0 <= self.moe_first_dense_layers <= self.num_layers:
+                raise ConfigError(f"model.moe_first_dense_layers={self.moe_first_dense_layers} "
+                                  f"must be from 0 to model.num_layers={self.num_layers}")
             if self.moe_router_topk > self.num_experts:
                 raise ConfigError(f"model.moe_router_topk={self.moe_router_topk} exceeds "
                                   f"model.num_experts={self.num_experts}")
