@@ -68,3 +68,22 @@ def test_pipelining_stage_input_is_its_receive_buffer():
     cfg = _titan(cp=1, seq=8192, batch=32)
     boundary = 2 * 8192 * 4096
     assert estimate_stage_memory(cfg, 1).activations == pytest.approx(17 * boundary)
+
+
+
+def test_dtensor_sequence_parallel_output_projection_saves_the_gathered_input():
+    """torchtitan's TP plan (parallelize_llama.py apply_tp: "output" ColwiseParallel with
+    input_layouts Shard(1)) all-gathers the final norm's output before the output projection,
+    whose matmul saves it whole. The last of 2 stages at tp 2 (1 micro-batch in flight, full
+    recompute): 15 layer inputs (the first is the receive buffer) and the final norm's input,
+    each 2 * 8192 * 4096 / 2 bytes, plus the output projection's 2 * 8192 * 4096."""
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"tp": 2, "pp": 2, "zero_stage": 3, "data_parallel_impl": "fsdp2",
+                     "sequence_parallel": True, "recompute": "full"},
+        "training": {"global_batch_size": 32, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": "bf16", "framework": "torchtitan", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8},
+    })
+    full = 2 * 8192 * 4096
+    assert estimate_stage_memory(cfg, 1).activations == pytest.approx(16 * full / 2 + full)

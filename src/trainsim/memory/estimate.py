@@ -412,7 +412,8 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         # Communication ``ctx.save_for_backward(input, weight)``)
         tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
         sp = p.tp if p.sequence_parallel else 1
-        chunk_bytes[held.index(len(ranges) - 1)] += tokens * m.hidden_size * (2 + 2) / sp
+        gemm_in = 2.0 * (sp if _feature(cfg, "sp_gathered_gemm_inputs") else 1)  # (DTensor SP)
+        chunk_bytes[held.index(len(ranges) - 1)] += tokens * m.hidden_size * (2 + gemm_in) / sp
     if 0 in held:  # the embedding output's dropout mask and the embedding norm's input,
         # kept beside the first layer's (no layer checkpoints them)
         per = (1.0 if m.hidden_dropout > 0 else 0.0) + (2.0 if m.embedding_norm else 0.0)
@@ -491,8 +492,9 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
                                                                        moe=m.is_moe)))
     if _feature(cfg, "cp_sdpa_ring"):  # torch's ring attention: memory.ring_attention
-        block_inputs = m.hidden_size * (2 + gemm_input_bytes(cfg)) \
-            / (p.tp if p.sequence_parallel else 1)  # the norm's and the QKV GEMM's inputs
+        sp = p.tp if p.sequence_parallel else 1  # the norm's and the QKV GEMM's inputs
+        block_inputs = m.hidden_size * (2 / sp + gemm_input_bytes(cfg) * (
+            1 if _feature(cfg, "sp_gathered_gemm_inputs") else 1 / sp))
         ring = ring_backward_bytes(cfg, _feature(cfg, "sdpa_repeat_kv"), block_inputs)
         if ring:
             temps.append(("ring attention backward (K/V, fp32 dQ/dK/dV)", ring))
