@@ -8,7 +8,11 @@ measured time on one GPU, alone, at its boost clock.
 
 * GEMMs by dtype, located in (m, n, k, batch);
 * attention by implementation (``cudnn``, ``flash2``, ...), head dim, causality, direction,
-  dropout and window, located in (query length, key length, GQA ratio, batch x heads);
+  dropout and window, located in (query length, key length, GQA ratio, batch x heads); an
+  attention with dropout and no record of its own is the same kernel's dropout-free
+  measurement times the analytic model's dropout slowdown (``ATTN_DROPOUT_FWD``/``_BWD``:
+  a Philox number per score), so a profile taken without dropout still prices training
+  runs that use it;
 * memory-bound ops by kernel family and implementation (``rmsnorm``/``fused``,
   ``swiglu``/``eager``, ``rmsnorm.bwd``/``fused``, ...; ``Elementwise.kernel``), located in bytes.
 
@@ -227,6 +231,14 @@ class KernelDatabase:
         None when no record is of the op's kind."""
         family = _family(op)
         kind = self.kinds.get(family) if family is not None else None
+        if kind is None and isinstance(op, Attention) and op.dropout:
+            # the measured kernel without dropout, slowed by what dropout costs it in the model
+            base = dataclasses.replace(op, dropout=False)
+            hit = self.lookup(base)
+            if hit is None:
+                return None
+            return (hit[0] * self.analytic.time(op) / self.analytic.time(base),
+                    f"{hit[1]}, dropout modelled")
         if kind is None:
             return None
         t = self.exact.get(_exact_key(op))
