@@ -241,6 +241,43 @@ def test_any_validation_file_slow(tmp_path, data):
     check_validate(data, tmp_path)
 
 
+
+LAYER = {"kind": "layer", "family": "llama", "label": "l", "gpu": "h100-sxm-80gb",
+         "shape": {"h": 256, "ffn": 512, "heads": 4, "kv": 2}, "seq": 256, "mbs": 1,
+         "mode": "eager", "dtype": "bf16", "attn": "sdpa", "fwd_ms": 0.1, "fwd_bwd_ms": 0.3,
+         "saved_activation_bytes": 1e6}
+
+
+@pytest.mark.parametrize("change, column", [
+    ({"shape": {"h": 1e400, "ffn": 512, "heads": 4}}, "shape.h"),  # OverflowError: the file
+    ({"seq": "x"}, "seq"),  # "invalid literal for int() with base 10: 'x'"
+    ({"shape": [256]}, "shape"),  # "list indices must be integers"
+    ({"shape": {"h": 256, "ffn": 512, "heads": 4, "experts": 8}}, "shape.topk is missing"),
+])
+def test_a_bad_layer_record_fails_alone_naming_the_field(tmp_path, change, column):
+    path = tmp_path / "layers.jsonl"
+    path.write_text(json.dumps({**LAYER, **change, "label": "bad"}) + "\n" + json.dumps(LAYER)
+                    + "\n")
+    rows = validate_rows(path)
+    bad = next(r for i, r in rows.items() if i.startswith("bad"))
+    assert column in bad["error"]
+    assert rows["l-s256-b1-eager"]["predicted"] > 0
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"fwd_bwd_ms": 1e400}, "fwd_bwd_ms"),  # measured inf: an APE of nan
+    ({"saved_activation_bytes": -1}, "saved_activation_bytes"),  # a negative memory APE
+    ({"saved_activation_bytes": [1]}, "saved_activation_bytes"),  # TypeError: the file
+    ({"fwd_ms": "x"}, "fwd_ms"),  # ValueError after the prediction
+])
+def test_a_layer_record_with_a_bad_measurement_refuses_the_file(tmp_path, change, key):
+    """As a CSV's measured columns: the errors are relative to them."""
+    path = tmp_path / "layers.jsonl"
+    path.write_text(json.dumps({**LAYER, **change}) + "\n")
+    line = one_error_line(cli("validate", str(path)))
+    assert f"line 1: {key}=" in line
+
+
 # ---------------------------------------------------------------------------- config files
 
 BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}

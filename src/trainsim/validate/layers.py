@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory.estimate import activation_bytes_per_layer
-from trainsim.validate.common import GiB, RowResult
+from trainsim.validate.common import MAX_COUNT, GiB, RowResult
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Elementwise, Gemm
 
@@ -63,21 +64,62 @@ def _gpu(rec: dict[str, Any]) -> str:
     raise ConfigError(f"unknown device {device!r}; give a 'gpu' catalog name")
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _count(rec: dict[str, Any], key: str, default: Any = None, where: str = "") -> int:
+    """A whole number >= 1 of a record (a size or a count), or a ConfigError naming it."""
+    value = rec.get(key, default)
+    if value is None:
+        raise ConfigError(f"{where}{key} is missing")
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        n = math.nan
+    if isinstance(value, bool) or not (1 <= n <= MAX_COUNT and n == int(n)):
+        raise ConfigError(f"{where}{key}={_shown(value)} must be a whole number >= 1")
+    return int(n)
+
+
+def _measurement(rec: dict[str, Any], key: str, path: Any, line: int) -> float | None:
+    """An optional measured value of a record: positive and finite where given (the errors
+    are relative to it), else the file is refused naming the line, as for the required one."""
+    value = rec.get(key)
+    if value is None:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if isinstance(value, bool) or not 0 < x < math.inf:
+        raise ConfigError(f"{path} line {line}: {key}={_shown(value)} must be a positive number: "
+                          "the error is relative to it")
+    return x
+
+
 def layer_config(rec: dict[str, Any]) -> RunConfig:
     """A one-layer, one-GPU run of the record's shape, as the pytorch profile runs it."""
     family = str(rec.get("family", "llama"))
     if family not in FAMILIES:
         raise ConfigError(f"unknown layer family {family!r}; known: {', '.join(FAMILIES)}")
-    sh, seq, mbs = rec["shape"], int(rec["seq"]), int(rec.get("mbs", 1))
+    sh = rec.get("shape")
+    if not isinstance(sh, dict):
+        raise ConfigError(f"shape={_shown(sh)} must be an object with h, heads, ffn (and kv, hd, "
+                          "experts, topk, moe_ffn)")
+    seq, mbs = _count(rec, "seq"), _count(rec, "mbs", 1)
     moe = {}
     if "experts" in sh:
-        moe = {"num_experts": int(sh["experts"]), "moe_router_topk": int(sh["topk"]),
-               "moe_ffn_hidden_size": int(sh["moe_ffn"])}
-    model = ModelConfig(name=str(rec.get("label", "layer")), hidden_size=int(sh["h"]),
-                        num_layers=1, num_attention_heads=int(sh["heads"]),
-                        num_kv_heads=int(sh.get("kv", sh["heads"])),
-                        head_dim=int(sh["hd"]) if "hd" in sh else None,
-                        ffn_hidden_size=int(sh["ffn"]), vocab_size=32000,
+        moe = {"num_experts": _count(sh, "experts", where="shape."),
+               "moe_router_topk": _count(sh, "topk", where="shape."),
+               "moe_ffn_hidden_size": _count(sh, "moe_ffn", where="shape.")}
+    heads = _count(sh, "heads", where="shape.")
+    model = ModelConfig(name=str(rec.get("label", "layer")),
+                        hidden_size=_count(sh, "h", where="shape."), num_layers=1,
+                        num_attention_heads=heads, num_kv_heads=_count(sh, "kv", heads, "shape."),
+                        head_dim=_count(sh, "hd", where="shape.") if "hd" in sh else None,
+                        ffn_hidden_size=_count(sh, "ffn", where="shape."), vocab_size=32000,
                         position_embedding="rope", **FAMILIES[family], **moe)
     gpu_name = _gpu(rec)
     spec = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)  # alone
@@ -132,27 +174,27 @@ def validate_layers(path: str | Path) -> list[RowResult]:
         if not isinstance(rec, dict):
             raise ConfigError(f"{path} line {i} is not a layer record (a JSON object)")
         rid = f"{rec.get('label')}-s{rec.get('seq')}-b{rec.get('mbs', 1)}-{rec.get('mode', 'eager')}"
-        try:
-            measured = float(rec.get("fwd_bwd_ms", 0.0)) * 1e-3
-        except (TypeError, ValueError):
-            measured = 0.0
-        if not measured > 0:
-            raise ConfigError(f"{path} line {i}: fwd_bwd_ms={rec.get('fwd_bwd_ms')!r} must be a "
-                              "positive number: the error is relative to it")
+        if rec.get("fwd_bwd_ms") is None:
+            raise ConfigError(f"{path} line {i}: fwd_bwd_ms=None must be a positive number: the "
+                              "error is relative to it")
+        measured = _measurement(rec, "fwd_bwd_ms", path, i) * 1e-3  # type: ignore[operator]
+        saved = _measurement(rec, "saved_activation_bytes", path, i)
+        fwd_ms = _measurement(rec, "fwd_ms", path, i)
         res = RowResult(id=rid, measured=measured)
         res.extra = {"kind": "layer", "implementation": str(rec.get("mode", "eager")),
                      "dtype": rec.get("dtype", "bf16"), "unit": "s",
                      "source_key": f"{rec.get('family')}/{rec.get('mode', 'eager')}"}
-        if rec.get("saved_activation_bytes"):
-            res.measured_memory_gib = float(rec["saved_activation_bytes"]) / GiB
+        if saved:
+            res.measured_memory_gib = saved / GiB
         try:
             t_fwd, t_total, kept = predict_layer(rec)
-        except (TrainsimError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        except (TrainsimError, KeyError, TypeError, ValueError, AttributeError,
+                ArithmeticError) as exc:
             res.error = f"{type(exc).__name__}: {exc}"
             out.append(res)
             continue
         res.predicted = t_total
         res.predicted_memory_gib = kept / GiB
-        res.extra.update(fwd_s=t_fwd, measured_fwd_s=float(rec.get("fwd_ms", 0.0)) * 1e-3)
+        res.extra.update(fwd_s=t_fwd, measured_fwd_s=(fwd_ms or 0.0) * 1e-3)
         out.append(res)
     return out
