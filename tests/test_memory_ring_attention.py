@@ -87,3 +87,15 @@ def test_dtensor_sequence_parallel_output_projection_saves_the_gathered_input():
     })
     full = 2 * 8192 * 4096
     assert estimate_stage_memory(cfg, 1).activations == pytest.approx(16 * full / 2 + full)
+
+
+def test_torch_interleaved_warmup_holds_when_microbatches_equal_stages():
+    """torch's ScheduleInterleaved1F1B (pipelining/schedules.py get_rank_warmup_ops) warms up
+    with (v-1) pp + 2 (pp-1-rank) forwards, capped at m v, also when m == pp, where Megatron
+    runs all m v forwards first. pp 4, v 2, m 4: the last rank 4 warm-up forwards, then
+    pairs (5 in flight at the first backward); rank 0 min(4 + 6, 8) = 8."""
+    from trainsim.workload.schedule import peak_in_flight, schedule
+
+    assert peak_in_flight(schedule(3, 4, 2, 4)) == 8  # Megatron: every forward first
+    assert peak_in_flight(schedule(3, 4, 2, 4, torch_warmup=True)) == 5
+    assert peak_in_flight(schedule(0, 4, 2, 4, torch_warmup=True)) == 8

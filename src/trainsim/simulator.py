@@ -45,7 +45,7 @@ from trainsim.workload.layers import (
 )
 from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange, deepspeed_pipe_gathers
-from trainsim.workload.schedule import prefetch_exposed_s, schedule
+from trainsim.workload.schedule import prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
     fp32_grad_accumulation,
     fsdp1_grad_copies,
@@ -392,7 +392,8 @@ class _TaskGraph:
         # next (forward) and previous (backward) virtual stage wait on; -1 until created
         nv = last_v + 1
         fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
-        orders = [schedule(s, pp, vpp, self.m) for s in range(pp)]
+        orders = [schedule(s, pp, vpp, self.m, torch_warmup=torch_warmup(self.cfg))
+                  for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
         while remaining:

@@ -33,7 +33,7 @@ from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.summary import Summary, critical_stage, stage_sums, totals
-from trainsim.workload.schedule import schedule
+from trainsim.workload.schedule import schedule, torch_warmup
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     ga = build_graph(cfg, pricer, layer_source, m_a)
     gb = build_graph(cfg, pricer, layer_source, m_a + q)
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
-    cut_at = [_warmup(schedule(s, pp, vpp, m_a)) + 2 * cut for s in range(pp)]
+    cut_at = [_warmup(schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg))) + 2 * cut
+              for s in range(pp)]
     shift = 2 * unit  # positions one period takes
     index: dict[tuple, int] = {}
     seen: dict[tuple, int] = {}

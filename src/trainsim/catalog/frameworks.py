@@ -205,6 +205,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # saves the all-gathered, full-length input for its backward (not a 1/tp shard gathered
     # again in the backward, as Megatron's linears do)
     "sp_gathered_gemm_inputs": _nullable(_bool),
+    # interleaved 1F1B is torch.distributed.pipelining's ScheduleInterleaved1F1B: its warm-up,
+    # (vpp-1) pp + 2 (pp-1-rank) forwards, holds even when m == pp, where Megatron runs every
+    # forward first
+    "torch_interleaved_warmup": _nullable(_bool),
     # RoPE is fused only for plain RoPE positions: a scaled one (YaRN) runs Megatron-core's
     # unfused _apply_rotary_pos_emb_bshd (Megatron-LM arguments.py and Megatron-Bridge's
     # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
@@ -269,7 +273,8 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "run_options", "tuned_options", "scaled_rope_unfused",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
-             "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "per_tensor_optimizer", "flash_unpad",
+             "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
+             "per_tensor_optimizer", "flash_unpad",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key

@@ -33,7 +33,7 @@ from trainsim.model.counts import (
 )
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.schedule import peak_in_flight, schedule
+from trainsim.workload.schedule import peak_in_flight, schedule, torch_warmup
 
 GiB = 2**30
 MEMORY_KINDS = ("allocated", "reserved", "device")
@@ -41,10 +41,11 @@ MEMORY_KINDS = ("allocated", "reserved", "device")
 
 
 @functools.lru_cache(maxsize=4096)
-def _peak_chunks(stage: int, pp: int, vpp: int, m: int, name: str | None = None) -> float:
+def _peak_chunks(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
+                 torch: bool = False) -> float:
     """Peak number of model chunks whose activations are alive, from the actual schedule
-    (``name``: parallel.pipeline_schedule)."""
-    return peak_in_flight(schedule(stage, pp, vpp, m, name))
+    (``name``: parallel.pipeline_schedule; ``torch``: torch's interleaved warm-up)."""
+    return peak_in_flight(schedule(stage, pp, vpp, m, name, torch))
 
 
 @dataclass(frozen=True)
@@ -442,10 +443,11 @@ def _activations(cfg: RunConfig, stage: int) -> float:
                        for b, v in zip(chunk_bytes, held)]
     if len(set(chunk_bytes)) == 1:
         inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches,
-                                p.pipeline_schedule) * chunk_bytes[0]
+                                p.pipeline_schedule, torch_warmup(cfg)) * chunk_bytes[0]
     else:
         inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches,
-                                           p.pipeline_schedule), dict(enumerate(chunk_bytes)))
+                                           p.pipeline_schedule, torch_warmup(cfg)),
+                                  dict(enumerate(chunk_bytes)))
     if _a2a_overlap_extra_forward(cfg):
         inflight += max(chunk_bytes)
     return inflight

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import functools
 import itertools
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from trainsim.config import RunConfig
 
 
 class Pass(NamedTuple):
@@ -36,10 +39,15 @@ def one_f_one_b(stage: int, pp: int, m: int) -> list[Pass]:
     return _warmup_pairs_cooldown(min(pp - stage - 1, m), *_passes(pp, 1, m))
 
 
-def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int) -> list[Pass]:
-    """Megatron's interleaved schedule; needs m % pp == 0 (checked by RunConfig)."""
+def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int,
+                            torch_warmup: bool = False) -> list[Pass]:
+    """Megatron's interleaved schedule; needs m % pp == 0 (checked by RunConfig). Megatron
+    runs every forward first when m == pp (schedules.py ``all_warmup_microbatches``); torch's
+    ``ScheduleInterleaved1F1B`` (``torch_warmup``, torch/distributed/pipelining/schedules.py
+    ``get_rank_warmup_ops``, torch 2.4-2.6) keeps ``(vpp-1) pp + 2 (pp-1-stage)`` warm-up
+    forwards, capped at ``m vpp``, whatever m, and otherwise orders the passes the same way."""
     total = m * vpp
-    if m == pp:
+    if m == pp and not torch_warmup:
         warmup = total
     else:
         warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
@@ -73,18 +81,29 @@ def _passes(pp: int, vpp: int, m: int) -> tuple[tuple[Pass, ...], tuple[Pass, ..
     return tuple(fwd), tuple(bwd)
 
 
-def schedule(stage: int, pp: int, vpp: int, m: int,
-             name: str | None = None) -> list[Pass | Overlapped]:
-    """One rank's order; ``name``: a ``parallel.pipeline_schedule`` (None: Megatron's)."""
-    return list(_order(stage, pp, vpp, m, name))
+def torch_warmup(cfg: RunConfig) -> bool:
+    """Whether the config's framework interleaves with torch.distributed.pipelining's warm-up
+    count (profile feature ``torch_interleaved_warmup``)."""
+    from trainsim.workload.layers import _profile_feature
+    t = cfg.training
+    return _profile_feature(t.framework, t.framework_version, "torch_interleaved_warmup")
+
+
+def schedule(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
+             torch_warmup: bool = False) -> list[Pass | Overlapped]:
+    """One rank's order; ``name``: a ``parallel.pipeline_schedule`` (None: Megatron's);
+    ``torch_warmup``: interleaving with torch.distributed.pipelining's warm-up count (the
+    framework profile's ``torch_interleaved_warmup``)."""
+    return list(_order(stage, pp, vpp, m, name, torch_warmup))
 
 
 @functools.lru_cache(maxsize=1024)
-def _order(stage: int, pp: int, vpp: int, m: int, name: str | None) -> tuple[Pass | Overlapped, ...]:
+def _order(stage: int, pp: int, vpp: int, m: int, name: str | None,
+           torch_warmup: bool = False) -> tuple[Pass | Overlapped, ...]:
     """The order, built once per process (a search and the tuner ask for the same ones)."""
     if name is None or name in ("1f1b", "interleaved_1f1b"):
         if vpp > 1:
-            return tuple(interleaved_one_f_one_b(stage, pp, vpp, m))
+            return tuple(interleaved_one_f_one_b(stage, pp, vpp, m, torch_warmup))
         return tuple(one_f_one_b(stage, pp, m))
     from trainsim.workload.pipeline_schedules import stage_order
     return tuple(stage_order(name, stage, pp, vpp, m))
