@@ -278,6 +278,62 @@ def test_a_layer_record_with_a_bad_measurement_refuses_the_file(tmp_path, change
     assert f"line 1: {key}=" in line
 
 
+
+def _kernel_db(tmp_path, kernel=None, layer=None, **top):
+    """The bundled H100 database with one kernel record and one layer record changed."""
+    from trainsim.validate.kernel_db import is_kernel_db  # noqa: F401 - the module under test
+
+    src = os.path.join(os.path.dirname(__file__), "..", "src", "trainsim", "data", "kernels",
+                       "h100-sxm-80gb.json")
+    with open(src) as fh:
+        data = json.load(fh)
+    data["layers"] = data["layers"][:2]
+    if kernel:
+        data["kernels"][0].update(kernel)
+    if layer:
+        data["layers"][0].update(layer)
+    data.update(top)
+    path = tmp_path / "db.json"
+    path.write_text(json.dumps(data).replace("Infinity", "1e400"))
+    return path
+
+
+@pytest.mark.parametrize("kernel, key", [
+    ({"op": "gemm", "m": 0, "n": 64, "k": 64}, "m=0"),  # math domain error (log 0)
+    ({"op": "gemm", "m": 64, "n": 64, "k": 64, "dtype": "int3"}, "dtype='int3'"),  # KeyError
+    ({"op": "gemm", "m": 1e400, "n": 64, "k": 64}, "m=inf"),  # OverflowError
+    ({"op": "elementwise", "bytes": -5}, "bytes=-5"),
+    ({"time_s": float("nan")}, "time_s=nan"),  # NaN reached the database's log ratios
+])
+def test_a_bad_kernel_record_is_one_error_naming_it(tmp_path, kernel, key):
+    path = _kernel_db(tmp_path, kernel=kernel)
+    assert key in one_error_line(cli("validate", str(path)))
+    run = tmp_path / "run.yaml"
+    run.write_text(BASE.replace("compute_db: null", f"compute_db: {path}"))
+    line = one_error_line(cli("simulate", str(run)))  # its safe reader refuses NaN first
+    assert key in line or "NaN is not a JSON number" in line
+
+
+@pytest.mark.parametrize("layer, key", [({"tp": "x"}, "tp='x'"), ({"seq_length": ""}, "seq_length"),
+                                        ({"micro_batch_size": 1e400}, "micro_batch_size")])
+def test_a_bad_layer_record_of_a_kernel_database_fails_alone(tmp_path, layer, key):
+    """int(rec['tp']) crashed the command (ValueError, TypeError, OverflowError)."""
+    rows = validate_rows(_kernel_db(tmp_path, layer=layer))
+    errors = [r["error"] for r in rows.values() if r["error"]]
+    assert len(errors) == 1 and key in errors[0]
+    assert sum(r["predicted"] is not None for r in rows.values()) >= 1
+
+
+@pytest.mark.parametrize("change, key", [({"layer": {"fwd_s": None}}, "fwd_s=None"),
+                                         ({"layer": {"bwd_s": "x"}}, "bwd_s='x'"),
+                                         ({"layers": 5}, "'layers' is not a list"),
+                                         ({"kernels": None, "layers": []}, "no eager layer")])
+def test_a_kernel_database_with_a_bad_measurement_refuses_the_file(tmp_path, change, key):
+    layer = change.pop("layer", None)
+    assert key in one_error_line(cli("validate", str(_kernel_db(tmp_path, layer=layer,
+                                                                **change))))
+
+
 # ---------------------------------------------------------------------------- config files
 
 BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}

@@ -55,7 +55,7 @@ from trainsim.compute.roofline import RooflineModel
 from trainsim.config import GPUSpec
 from trainsim.errors import ConfigError
 from trainsim.workload.elementwise import bytes_relative_to_fused
-from trainsim.workload.ops import ATTENTION_IMPLS, Attention, Elementwise, Gemm
+from trainsim.workload.ops import ATTENTION_IMPLS, DTYPE_BYTES, Attention, Elementwise, Gemm
 
 FORMAT = "trainsim-kernel-db/2"
 FORMATS = ("trainsim-kernel-db/1", FORMAT)
@@ -204,14 +204,19 @@ class KernelDatabase:
             try:
                 time_s = float(row.get("time_s", 0))
             except (TypeError, ValueError):
+                time_s = math.nan
+            if isinstance(row.get("time_s"), bool) or not 0 < time_s < math.inf:
                 raise ConfigError(f"{path}: kernels[{i}].time_s={row.get('time_s')!r} is not "
-                                  "a number") from None
+                                  "a positive number") from None
             why = physical_violation(op, time_s, db.spec)
             if why:
                 raise ConfigError(f"{path}: kernels[{i}] ({record_label(row)}) is not a "
                                   f"measurement on {db.gpu}: {why}")
             db.add(op, time_s)
-        db.layers = [r for r in data.get("layers") or [] if isinstance(r, dict)]
+        layers = data.get("layers") or []
+        if not isinstance(layers, list):
+            raise ConfigError(f"{path}: 'layers' is not a list of records")
+        db.layers = [r for r in layers if isinstance(r, dict)]
         return db
 
     def add(self, op: ComputeOp, time_s: float) -> None:
@@ -263,29 +268,57 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database") -> Compu
     if not isinstance(row, dict):
         raise ConfigError(f"{where} is not a record")
     kind = row.get("op")
+
+    def size(key: str, default: Any = None) -> int:
+        value = row.get(key, default)
+        try:
+            n = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            n = math.nan
+        if isinstance(value, bool) or not (1 <= n <= 2**53 and n == int(n)):
+            raise ConfigError(f"{where} ({record_label(row)}): {key}={value!r} must be a whole "
+                              "number >= 1")
+        return int(n)
+
+    def flag(key: str, default: bool) -> bool:
+        value = row.get(key, default)
+        if not isinstance(value, bool) and value not in (0, 1):
+            raise ConfigError(f"{where} ({record_label(row)}): {key}={value!r} must be true or "
+                              "false")
+        return bool(value)
+
     try:
         if kind == "gemm":
-            return Gemm("db", int(row["m"]), int(row["n"]), int(row["k"]),
-                        str(row.get("dtype", "bf16")), int(row.get("batch", 1)))
+            dtype = str(row.get("dtype", "bf16"))
+            if dtype not in DTYPE_BYTES:
+                raise ConfigError(f"{where} ({record_label(row)}): dtype={dtype!r} is not one of "
+                                  f"{', '.join(DTYPE_BYTES)}")
+            return Gemm("db", size("m"), size("n"), size("k"), dtype, size("batch", 1))
         if kind == "attention":
             impl = str(row.get("impl", "sdpa"))
             if impl not in ATTENTION_IMPLS:
                 raise ConfigError(f"{where}: unknown attention impl {impl!r}")
             window = row.get("window")
-            return Attention("db", int(row["batch"]), int(row["heads"]), int(row["kv_heads"]),
-                             int(row["q_len"]), int(row["kv_len"]), int(row["head_dim"]),
-                             bool(row.get("causal", True)), None if window is None else int(window),
-                             backward=bool(row.get("backward", False)), impl=impl,  # type: ignore[arg-type]
-                             dropout=bool(row.get("dropout", False)))
+            return Attention("db", size("batch"), size("heads"), size("kv_heads"),
+                             size("q_len"), size("kv_len"), size("head_dim"),
+                             flag("causal", True), None if window is None else size("window"),
+                             backward=flag("backward", False), impl=impl,  # type: ignore[arg-type]
+                             dropout=flag("dropout", False))
         if kind == "elementwise":
             name = str(row["name"])
             family = str(row.get("kernel") or name.split(".")[0])
+            nbytes = float(row["bytes"])
+            if not 0 < nbytes < math.inf:
+                raise ConfigError(f"{where} ({record_label(row)}): bytes={row['bytes']!r} must "
+                                  "be a positive number")
             if "impl" in row:
-                impl, nbytes = str(row["impl"]), float(row["bytes"])
+                impl = str(row["impl"])
             else:  # format 1: the fused op's bytes beside what the profiler ran
-                family, impl, nbytes = as_profiled(family, float(row["bytes"]))
-            return Elementwise(name, nbytes, kernels=int(row.get("kernels", 1)), kernel=family,
+                family, impl, nbytes = as_profiled(family, nbytes)
+            return Elementwise(name, nbytes, kernels=size("kernels", 1), kernel=family,
                                impl=impl)
     except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
         raise ConfigError(f"{where} ({record_label(row)}): bad or missing field {exc}") from None
     raise ConfigError(f"{where} has unknown op {kind!r} (gemm, attention or elementwise)")

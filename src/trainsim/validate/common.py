@@ -87,6 +87,26 @@ def positive_cell(row: dict[str, str], key: str) -> float:
     return value
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def record_count(rec: dict[str, Any], key: str, default: Any = None, where: str = "") -> int:
+    """A whole number >= 1 of a JSON record (a size or a count), or a ConfigError naming it
+    (``where`` prefixes the key: 'shape.')."""
+    value = rec.get(key, default)
+    if value is None:
+        raise ConfigError(f"{where}{key} is missing")
+    try:
+        n = float(value)
+    except (TypeError, ValueError):
+        n = math.nan
+    if isinstance(value, bool) or not (1 <= n <= MAX_COUNT and n == int(n)):
+        raise ConfigError(f"{where}{key}={_shown(value)} must be a whole number >= 1")
+    return int(n)
+
+
 def error_table(results: list[RowResult], key: Callable[[RowResult], str | None]
                 ) -> dict[str, dict[str, Any]]:
     """Rows grouped by ``key`` (rows whose key is None are left out): per group the rows

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from trainsim.compute.database import FORMATS, KernelDatabase, as_profiled
 from trainsim.config import GPUSpec, RunConfig
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.validate.common import RowResult
+from trainsim.validate.common import RowResult, record_count
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
 
@@ -51,16 +52,33 @@ def _as_profiled(op: Op, dropout: bool) -> Op | None:
     return dataclasses.replace(op, impl=impl, bytes=nbytes)
 
 
+def _time(rec: dict[str, Any], key: str, path: Any, i: int) -> float:
+    """A measured time of a layer record: positive and finite (the error is relative to it),
+    else the file is refused naming the record, as a CSV with a bad measured value."""
+    value = rec.get(key)
+    try:
+        t = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        t = math.nan
+    if isinstance(value, bool) or not 0 < t < math.inf:
+        raise ConfigError(f"{path}: layers[{i}].{key}={value!r} must be a positive number of "
+                          "seconds: the error is relative to it")
+    return t
+
+
 def _layer_config(rec: dict[str, Any], spec: GPUSpec, attention: str) -> RunConfig:
     """The run the profiler built for this layer record (``profile.shapes.run_config``)."""
     from trainsim.profile.shapes import quick_model, run_config
 
+    if "model" not in rec:
+        raise ConfigError("the layer record names no model")
     name = str(rec["model"])
     model = catalog_model(name.removesuffix("-quick"))
     if name.endswith("-quick"):  # a --quick dry run's tiny model
         model = quick_model(model)
-    return run_config(model, int(rec["tp"]), 1, False, int(rec["seq_length"]),
-                      int(rec["micro_batch_size"]), str(rec.get("dtype", "bf16")), spec, attention)
+    return run_config(model, record_count(rec, "tp"), 1, False, record_count(rec, "seq_length"),
+                      record_count(rec, "micro_batch_size"), str(rec.get("dtype", "bf16")), spec,
+                      attention)
 
 
 def _priced(ops: list[Op], chain: ChainModel, dropout: bool) -> tuple[float, dict[str, int]]:
@@ -82,19 +100,20 @@ def validate_kernel_db(path: str | Path) -> list[RowResult]:
         raise ConfigError(f"{path} is not JSON: {exc}") from None
     db = KernelDatabase.load(path, catalog_gpu)
     chain = ChainModel(db.spec, db)  # the measured GPU alone, at its boost clock
-    impls = {k.get("impl") for k in data.get("kernels", []) if k.get("op") == "attention"}
+    impls = {k.get("impl") for k in data.get("kernels") or [] if k.get("op") == "attention"}
     attention = impls.pop() if len(impls) == 1 and None not in impls else "cudnn"
     out = []
-    for rec in db.layers:
+    for i, rec in enumerate(db.layers):
         if rec.get("compile"):
             continue  # torch.compile fuses kernels the records measured apart
         rid = f"{rec.get('model')}-tp{rec.get('tp')}-s{rec.get('seq_length')}-mbs{rec.get('micro_batch_size')}"
-        res = RowResult(id=rid, measured=float(rec["fwd_s"]) + float(rec["bwd_s"]))
+        res = RowResult(id=rid, measured=sum(_time(rec, key, path, i)
+                                             for key in ("fwd_s", "bwd_s")))
         res.extra = {"kind": "layer", "implementation": "composed", "source_key": "layer",
                      "dtype": rec.get("dtype", "bf16"), "unit": "s"}
         try:
             cfg = _layer_config(rec, db.spec, attention)
-        except TrainsimError as exc:
+        except TrainsimError as exc:  # the record's own fields: that row fails, with the reason
             res.error = str(exc)
             out.append(res)
             continue

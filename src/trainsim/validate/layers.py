@@ -24,7 +24,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory.estimate import activation_bytes_per_layer
-from trainsim.validate.common import MAX_COUNT, GiB, RowResult
+from trainsim.validate.common import GiB, RowResult, _shown, record_count
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Elementwise, Gemm
 
@@ -64,25 +64,6 @@ def _gpu(rec: dict[str, Any]) -> str:
     raise ConfigError(f"unknown device {device!r}; give a 'gpu' catalog name")
 
 
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _count(rec: dict[str, Any], key: str, default: Any = None, where: str = "") -> int:
-    """A whole number >= 1 of a record (a size or a count), or a ConfigError naming it."""
-    value = rec.get(key, default)
-    if value is None:
-        raise ConfigError(f"{where}{key} is missing")
-    try:
-        n = float(value)
-    except (TypeError, ValueError):
-        n = math.nan
-    if isinstance(value, bool) or not (1 <= n <= MAX_COUNT and n == int(n)):
-        raise ConfigError(f"{where}{key}={_shown(value)} must be a whole number >= 1")
-    return int(n)
-
-
 def _measurement(rec: dict[str, Any], key: str, path: Any, line: int) -> float | None:
     """An optional measured value of a record: positive and finite where given (the errors
     are relative to it), else the file is refused naming the line, as for the required one."""
@@ -108,18 +89,18 @@ def layer_config(rec: dict[str, Any]) -> RunConfig:
     if not isinstance(sh, dict):
         raise ConfigError(f"shape={_shown(sh)} must be an object with h, heads, ffn (and kv, hd, "
                           "experts, topk, moe_ffn)")
-    seq, mbs = _count(rec, "seq"), _count(rec, "mbs", 1)
+    seq, mbs = record_count(rec, "seq"), record_count(rec, "mbs", 1)
     moe = {}
     if "experts" in sh:
-        moe = {"num_experts": _count(sh, "experts", where="shape."),
-               "moe_router_topk": _count(sh, "topk", where="shape."),
-               "moe_ffn_hidden_size": _count(sh, "moe_ffn", where="shape.")}
-    heads = _count(sh, "heads", where="shape.")
+        moe = {"num_experts": record_count(sh, "experts", where="shape."),
+               "moe_router_topk": record_count(sh, "topk", where="shape."),
+               "moe_ffn_hidden_size": record_count(sh, "moe_ffn", where="shape.")}
+    heads = record_count(sh, "heads", where="shape.")
     model = ModelConfig(name=str(rec.get("label", "layer")),
-                        hidden_size=_count(sh, "h", where="shape."), num_layers=1,
-                        num_attention_heads=heads, num_kv_heads=_count(sh, "kv", heads, "shape."),
-                        head_dim=_count(sh, "hd", where="shape.") if "hd" in sh else None,
-                        ffn_hidden_size=_count(sh, "ffn", where="shape."), vocab_size=32000,
+                        hidden_size=record_count(sh, "h", where="shape."), num_layers=1,
+                        num_attention_heads=heads, num_kv_heads=record_count(sh, "kv", heads, "shape."),
+                        head_dim=record_count(sh, "hd", where="shape.") if "hd" in sh else None,
+                        ffn_hidden_size=record_count(sh, "ffn", where="shape."), vocab_size=32000,
                         position_embedding="rope", **FAMILIES[family], **moe)
     gpu_name = _gpu(rec)
     spec = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)  # alone
