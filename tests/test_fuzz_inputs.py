@@ -490,6 +490,18 @@ def test_impossible_moe_sizes_are_refused(tmp_path, override):
     assert override.split("=")[0] in line
 
 
+
+@pytest.mark.parametrize("override, match", [
+    ("cluster.extra.nic_latency_s=1", "cluster.extra.nic_latency_s is not read"),
+    ("training.framework_version=2024-01", "framework_version='2024-01' needs training.framework"),
+])
+def test_a_setting_nothing_reads_is_refused_not_ignored(tmp_path, override, match):
+    """cluster.extra (a skeleton placeholder no model reads) and a framework_version without
+    a framework were accepted and silently ignored."""
+    (tmp_path / "run.yaml").write_text(BASE)
+    assert match in one_error_line(cli("simulate", "run.yaml", "--set", override, cwd=tmp_path))
+
+
 # ---------------------------------------------------------------------------- --set fuzz
 
 SET_KEYS = {

@@ -100,6 +100,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     grad_reduce_field(training)
     name = training.get("framework")
     if not _given(name):
+        if _given(training.get("framework_version")):  # it dates a framework's defaults
+            raise ConfigError(f"training.framework_version={training['framework_version']!r} "
+                              "needs training.framework (whose defaults at that version apply)")
         return
     from trainsim.catalog.frameworks import framework_profile
 

@@ -231,6 +231,9 @@ class ClusterConfig:
 
     def __post_init__(self) -> None:
         check_fields(self, "cluster")
+        if self.extra:  # a placeholder nothing reads: a value here would be silently ignored
+            raise ConfigError(f"cluster.extra.{next(iter(self.extra))} is not read by any model; "
+                              "remove it")
         require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
