@@ -303,7 +303,8 @@ def _kernel_db(tmp_path, kernel=None, layer=None, **top):
     ({"op": "gemm", "m": 64, "n": 64, "k": 64, "dtype": "int3"}, "dtype='int3'"),  # KeyError
     ({"op": "gemm", "m": 1e400, "n": 64, "k": 64}, "m=inf"),  # OverflowError
     ({"op": "elementwise", "bytes": -5}, "bytes=-5"),
-    ({"time_s": float("nan")}, "time_s=nan"),  # NaN reached the database's log ratios
+    ({"time_s": float("nan")}, "NaN is not a JSON number"),  # NaN reached the log ratios
+    ({"time_s": -1e-3}, "time_s=-0.001"),
 ])
 def test_a_bad_kernel_record_is_one_error_naming_it(tmp_path, kernel, key):
     path = _kernel_db(tmp_path, kernel=kernel)
@@ -311,7 +312,21 @@ def test_a_bad_kernel_record_is_one_error_naming_it(tmp_path, kernel, key):
     run = tmp_path / "run.yaml"
     run.write_text(BASE.replace("compute_db: null", f"compute_db: {path}"))
     line = one_error_line(cli("simulate", str(run)))  # its safe reader refuses NaN first
-    assert key in line or "NaN is not a JSON number" in line
+    assert key.split("=")[0] in line or "NaN is not a JSON number" in line
+
+
+def test_validate_checks_its_compute_db_once_up_front(tmp_path):
+    """--compute-db of a file that is no database failed every row alike (or crashed on a
+    deeply nested one); it is now one error line."""
+    (tmp_path / "rows.csv").write_text(f"{TRAINING_HEADER}\n{GOOD_TRAINING}\n")
+    (tmp_path / "deep.json").write_text('{"format": "trainsim-kernel-db/2", "gpu": '
+                                        '"h100-sxm-80gb", "x": ' + "[" * 200 + "]" * 200 + "}")
+    (tmp_path / "list.json").write_text("[1, 2]")
+    for db, match in (("deep.json", "nested too deeply"), ("list.json", "not a kernel database")):
+        line = one_error_line(cli("validate", "rows.csv", "--compute-db", db, cwd=tmp_path))
+        assert line.startswith(f"error: --compute-db {db}") and match in line
+    assert "nested too deeply" in one_error_line(cli("validate", "deep.json", cwd=tmp_path))
+    assert cli("validate", "rows.csv", "--compute-db", "AUTO", cwd=tmp_path).exit_code == 0
 
 
 @pytest.mark.parametrize("layer, key", [({"tp": "x"}, "tp='x'"), ({"seq_length": ""}, "seq_length"),

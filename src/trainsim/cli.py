@@ -105,10 +105,19 @@ def validate(csv_file: str | None, fmt: str, compute_db: str) -> None:
     composed from its kernel records."""
     from trainsim.validate import bundled_files
 
-    db = None if compute_db.lower() == "none" else compute_db
-    if db not in (None, "auto") and not Path(db).is_file():
-        _fail(ConfigError(f"--compute-db {db}: no such file"))
-        return
+    db = {"none": None, "auto": "auto"}.get(compute_db.strip().lower(), compute_db)
+    if db not in (None, "auto"):
+        if not Path(db).is_file():
+            _fail(ConfigError(f"--compute-db {db}: no such file"))
+            return
+        from trainsim.catalog import gpu as catalog_gpu
+        from trainsim.compute.database import KernelDatabase
+
+        try:  # a file that is no database: one error now, not the same error on every row
+            KernelDatabase.load(db, catalog_gpu)
+        except TrainsimError as exc:
+            _fail(ConfigError(f"--compute-db {db}: {exc}"))
+            return
     files = [csv_file] if csv_file else bundled_files()
     report = {}
     for path in files:

@@ -42,7 +42,6 @@ GPU's peak FLOP/s or HBM bandwidth (a backward that launches no kernel, timed as
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -185,10 +184,7 @@ class KernelDatabase:
 
     @classmethod
     def load(cls, path: str | Path, lookup_gpu: Callable[[str], GPUSpec]) -> KernelDatabase:
-        try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read kernel database {path}: {exc}") from None
+        data = _read_json(path)
         if not isinstance(data, dict) or data.get("format") not in FORMATS:
             raise ConfigError(f"{path}: not a kernel database (format {' or '.join(FORMATS)})")
         try:
@@ -261,6 +257,13 @@ def record_label(row: dict[str, Any]) -> str:
     keys = ("m", "n", "k", "dtype") if row.get("op") == "gemm" else (
         "impl", "heads", "kv_heads", "q_len", "head_dim", "causal", "backward")
     return f"{row.get('op')} " + " ".join(f"{k}={row[k]}" for k in keys if k in row)
+
+
+def _read_json(path: str | Path) -> Any:
+    """A database file's data, read within the safe loader's bounds (size, nesting, numbers)."""
+    from trainsim.config.safe_load import parse, read_text
+
+    return parse(read_text(path, "kernel database"), str(path), "json")
 
 
 def op_from_record(row: dict[str, Any], where: str = "kernel database") -> ComputeOp:

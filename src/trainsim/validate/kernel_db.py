@@ -13,7 +13,6 @@ what composing kernels misses: launch gaps, the kernels no record covers, cachin
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,8 @@ from typing import Any
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model as catalog_model
 from trainsim.compute.chain import ChainModel
-from trainsim.compute.database import FORMATS, KernelDatabase, as_profiled
+from trainsim.compute.database import FORMATS, KernelDatabase, _read_json, as_profiled
 from trainsim.config import GPUSpec, RunConfig
-from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, record_count
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
@@ -94,11 +92,8 @@ def _priced(ops: list[Op], chain: ChainModel, dropout: bool) -> tuple[float, dic
 
 def validate_kernel_db(path: str | Path) -> list[RowResult]:
     """One row per layer record: measured forward + backward against the composed kernels."""
-    try:
-        data = json.loads(read_text(path, "kernel database"))
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path} is not JSON: {exc}") from None
-    db = KernelDatabase.load(path, catalog_gpu)
+    db = KernelDatabase.load(path, catalog_gpu)  # checked: a mapping with records
+    data = _read_json(path)
     chain = ChainModel(db.spec, db)  # the measured GPU alone, at its boost clock
     impls = {k.get("impl") for k in data.get("kernels") or [] if k.get("op") == "attention"}
     attention = impls.pop() if len(impls) == 1 and None not in impls else "cudnn"

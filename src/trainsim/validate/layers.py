@@ -50,7 +50,7 @@ def is_layers_file(path: str | Path) -> bool:
         with open(path, "rb") as fh:
             head = fh.readline(65536).decode("utf-8", "replace")
         return json.loads(head).get("kind") == "layer"
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 
