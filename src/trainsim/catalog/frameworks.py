@@ -213,6 +213,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # unfused _apply_rotary_pos_emb_bshd (Megatron-LM arguments.py and Megatron-Bridge's
     # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
     "scaled_rope_unfused": _nullable(_bool),
+    # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
+    # arguments out of order, so the kernel's rows per block follow the heads per TP rank and
+    # some micro-batch sizes run the PyTorch softmax in fp32 (workload.softmax)
+    "softmax_args_swapped": _nullable(_bool),
     # the optimizer loops over parameter tensors in Python and reads each one's step count from
     # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
     # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
@@ -270,7 +274,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
-             "run_options", "tuned_options", "scaled_rope_unfused",
+             "run_options", "tuned_options", "scaled_rope_unfused", "softmax_args_swapped",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",

@@ -37,6 +37,7 @@ from trainsim.workload.ops import (
     Op,
 )
 from trainsim.workload.recompute import RECOMPUTED_OPS, layer_recompute  # noqa: F401 (re-export)
+from trainsim.workload.softmax import fused_softmax_runs, torch_softmax_fallback
 from trainsim.workload.unpad import pad_op, unpad_ops
 
 ACT = ACT_BYTES  # bytes of a 16-bit activation element
@@ -61,6 +62,7 @@ class Shard:
     """CP is PyTorch's experimental ``context_parallel``: one SDPA per ring step, merged by
     log-sum-exp (``workload.context_parallel``); the framework profile's ``cp_sdpa_ring``."""
     scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
+    softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
     kv_repeat: bool = False
     """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
     ``sdpa_repeat_kv``): what a CP exchange moves."""
@@ -117,7 +119,9 @@ def shard_of(cfg: RunConfig) -> Shard:
                  kv_repeat=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
                                                          "sdpa_repeat_kv"),
                  scaled_rope_unfused=_profile_feature(t.framework, t.framework_version,
-                                                      "scaled_rope_unfused"))
+                                                      "scaled_rope_unfused"),
+                 softmax_args_swapped=_profile_feature(t.framework, t.framework_version,
+                                                       "softmax_args_swapped"))
 
 
 @functools.cache
@@ -270,6 +274,9 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             ops.append(Elementwise("alibi_bias", bytes=4 * core.batch * core.heads * core.pairs,
                                    kernel="copy", bwd_bytes=0.0, bwd_kernels=0))
         ops.append(core)
+        if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
+                core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
+            ops.append(torch_softmax_fallback(core.batch * core.heads * core.pairs))
     if sh.cp > 1 and sh.cp_comm == "p2p" and not ring:
         # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
         ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * T * kv_width * ACT,

@@ -1,0 +1,69 @@
+"""When Megatron's fused scale-mask-softmax falls back to PyTorch ops.
+
+Megatron's unfused attention (``megatron/model/fused_softmax.py`` ``FusedScaleMaskSoftmax``)
+runs its one-kernel CUDA softmax only where ``is_kernel_available`` allows it; otherwise
+``forward_torch_softmax`` runs the softmax as separate PyTorch ops. For causal self-attention
+the check is: 16-bit input, a mask, ``16 < sq <= 2048``, ``sk % 4 == 0``, ``b * np % 4 == 0`` and
+``b * np`` a multiple of the kernel's batches per thread block (``get_batch_per_block`` in
+``fused_kernels/scaled_masked_softmax.h``: 128 threads per block, one warp of
+``min(next_pow2(key_len), 32)`` threads per row, two rows per warp where ``next_pow2(key_len)
+<= 128``).
+
+BigScience's Megatron-DeepSpeed from 2021-07 (``dc4e0cba``) until 2022-03-06 (``1cb76a64``,
+"sync the whole Meg-LM fused_kernels sub-tree") called that function with its arguments out
+of order: ``is_kernel_available`` passes ``(sq, sk, b, np)`` to a static method declared
+``(b, np, sq, sk)``, which hands ``(sq, sk, b, np)`` of its own names on, so the CUDA side sees
+the number of heads per TP rank as the key length. With 64 heads over TP 8 (np = 8) a block
+then holds 32 rows and ``b * np`` must be a multiple of 32: micro-batches 1, 2 and 6 run the
+PyTorch softmax, 4 and 8 the fused kernel (the BLOOM team saw a constraint on
+``(HEADS/TP)*MBS`` in their 2022-02 sweep, chronicles-prequel.md 'NHEADs comparison').
+
+The fallback under ``--apply-query-key-layer-scaling`` (on by default; it forces
+``attention_softmax_in_fp32``): ``input.float()`` (read 2, write 4 bytes a score), ``* scale``
+(4 + 4), ``masked_fill_`` in place (4 + 4), ``Softmax`` (4 + 4) and ``.half()`` (4 + 2): 36
+bytes in 5 kernels where the fused kernel reads and writes 16 bits (4 bytes, 1 kernel). Its
+backward is autograd's reverse of each: the cast (2 + 4), softmax backward reading the
+gradient and the fp32 output (4 + 4 + 4), the masked fill (4 + 4), the scale (4 + 4) and the
+cast back (4 + 2): 40 bytes in 5 kernels where the fused backward reads the gradient and the
+output and writes 16 bits (6 bytes). The attention op keeps the fused kernel's bytes; the op
+built here adds the difference.
+"""
+
+from __future__ import annotations
+
+from trainsim.workload.ops import Elementwise
+
+THREADS_PER_BLOCK = 128  # scaled_masked_softmax.h get_batch_per_block
+WARP = 32
+FUSED_MAX_SEQ = 2048  # ``16 < sq <= 2048`` before the 2022-03 sync
+FUSED_MAX_SEQ_SYNCED = 4096  # ``16 < sk <= 4096`` after it
+
+FALLBACK_FWD_BYTES = 36.0 - 4.0  # per score, over the fused kernel's read and write
+FALLBACK_BWD_BYTES = 40.0 - 6.0
+FALLBACK_EXTRA_KERNELS = 4  # 5 PyTorch ops in place of 1 kernel, each direction
+
+
+def batches_per_block(key_len: int) -> int:
+    """Rows of scores one thread block of the fused kernel takes (``get_batch_per_block``)."""
+    pow2 = 1 << max(key_len - 1, 0).bit_length()
+    warp = min(pow2, WARP)
+    return (THREADS_PER_BLOCK // warp) * (2 if pow2 <= 128 else 1)
+
+
+def fused_softmax_runs(b: int, np: int, sq: int, sk: int, args_swapped: bool) -> bool:
+    """Whether Megatron's causal ``FusedScaleMaskSoftmax`` takes its fused kernel for scores of
+    shape [b, np, sq, sk] (16-bit, masked); ``args_swapped``: the 2021-07..2022-03
+    Megatron-DeepSpeed call, where the kernel's key length is ``np``."""
+    batches = b * np
+    seq_ok = 16 < sq <= FUSED_MAX_SEQ if args_swapped else 16 < sk <= FUSED_MAX_SEQ_SYNCED
+    if not (seq_ok and sk % 4 == 0 and batches % 4 == 0):
+        return False
+    return batches % batches_per_block(np if args_swapped else sk) == 0
+
+
+def torch_softmax_fallback(scores: float) -> Elementwise:
+    """What the PyTorch softmax costs beyond the fused kernel over ``scores`` score elements."""
+    return Elementwise("softmax_torch_fallback", bytes=FALLBACK_FWD_BYTES * scores,
+                       kernels=FALLBACK_EXTRA_KERNELS, impl="eager",
+                       bwd_bytes=FALLBACK_BWD_BYTES * scores,
+                       bwd_kernels=FALLBACK_EXTRA_KERNELS)
