@@ -49,17 +49,19 @@ and PyTorch runs ``batch_isend_irecv`` on the group's communicator): on DGX A100
 same 25 GB/s as the NIC, so this table cannot tell the two apart, it does not reach the
 single-node rows, and no measurement here gives a channel's rate; Megatron's one exchange per
 forward+backward step of the non-overlapped interleaved schedule (< 1 point).
-Megatron's exchange as a rendezvous (measured 2026-11-24 outside the engine on the engine's own
-pass and send times, Megatron 2023-11's exchange lists: ``_communicate`` posts one
-``batch_isend_irecv`` group and ``torch.cuda.synchronize()``s under ``batch_p2p_sync``, so a group
-ends only when every peer has posted its matching group; interleaved steady state runs F, B, then
-one group with the ``forward_k - (pp - 1)`` receive flags of schedules.py): 1F1B-I's speed-up
-falls 1.0-1.6 points at 1.5B, 0.6-0.8 at 6.2B, where the sends are 0.1 ms, and 2.7-3.8 at 14.6B
-and 28.3B, where they are the NIC's 0.46-0.55 ms; 1F1B moves < 0.2 %. The launch ramp after each
-synchronize is one launch (30 us: the pass's later launches hide behind its first GEMMs), < 0.1
-point. The excess tracks passes, not exchanges: interleaving adds 2 (v - 1) passes but v - 2
-synchronizes per micro-batch and stage (F and B share one group), so a per-synchronize host gap
-would have to be 1.9 ms at 1.5B and 1.3 ms at 6.2B, where the per-pass excess is 0.47 and 0.43.
+Megatron's exchange groups (measured 2026-11-24 outside the engine on the engine's own pass and
+send times, Megatron 2023-11's exchange lists: ``_communicate`` posts one ``batch_isend_irecv``
+group and ``torch.cuda.synchronize()``s under ``batch_p2p_sync``; interleaved steady state runs F,
+B, then one group with the ``forward_k - (pp - 1)`` receive flags of schedules.py, so F's output
+leaves after B and the next pass waits for every receive of the group): 1F1B-I's speed-up falls
+1.0-1.6 points at 1.5B, 0.6-0.8 at 6.2B, where the sends are 0.1 ms, and 2.7-3.8 at 14.6B and
+28.3B, where they are the NIC's 0.46-0.55 ms; 1F1B moves < 0.2 %. Deferring F's send alone gives
+about half of it; making each send also wait for its receiver (a rendezvous) adds nothing with
+these deterministic passes. The launch ramp after each synchronize is one launch (30 us: the
+pass's later launches hide behind its first GEMMs), < 0.1 point. The excess tracks passes, not
+exchanges: interleaving adds 2 (v - 1) passes but v - 2 synchronizes per micro-batch and stage,
+so a per-synchronize host gap would have to be 1.9 ms at 1.5B and 1.3 ms at 6.2B, where the
+per-pass excess is 0.47 and 0.43.
 """
 
 from __future__ import annotations
