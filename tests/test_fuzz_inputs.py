@@ -162,6 +162,22 @@ def test_search_refuses_a_set_that_its_own_option_sets(tmp_path, override, optio
     assert override.split("=")[0] in line and option in line
 
 
+def test_plan_refuses_a_global_batch_set_beside_its_own():
+    """plan's batch is --global-batch (default about 4M tokens); --set training.global_batch_size
+    equal to the validation placeholder (the node's GPU count) slipped through and was dropped."""
+    from trainsim.errors import ConfigError
+    from trainsim.search.cli import build_base
+
+    with pytest.raises(ConfigError, match="--global-batch"):
+        build_base("llama3-8b", "h100-sxm-80gb", 8, 512, 8192, 8, 400.0, "bf16",
+                   ("training.global_batch_size=8",))
+    assert build_base("llama3-8b", "h100-sxm-80gb", 8, 512, 8192, 8, 400.0, "bf16",
+                      ("training.global_batch_size=512",)).training.global_batch_size == 512
+    for varied in ("cluster.num_gpus=8", "training.micro_batch_size=1"):  # varied: never kept
+        with pytest.raises(ConfigError, match="sets it"):
+            build_base("llama3-8b", "h100-sxm-80gb", 8, 512, 8192, 8, 400.0, "bf16", (varied,))
+
+
 
 @pytest.mark.parametrize("vpp", ["full", "nan", "1e400", "[1]"])
 def test_a_framework_run_with_a_vpp_that_is_no_number_names_the_field(tmp_path, vpp):

@@ -82,7 +82,9 @@ OWN_OPTIONS = {("training", "global_batch_size"): "--global-batch",
                ("cluster", "nic_gbit_s_per_gpu"): "--nic-gbit-s",
                ("cluster", "nic_gbps_per_gpu"): "--nic-gbit-s",
                ("cluster", "nic_bw_Bps"): "--nic-gbit-s"}
-"""Fields a search or plan sets from its own options; ``--set`` may not set them too."""
+"""Fields a search or plan sets from its own options; ``--set`` may not set them too (a value
+equal to the option's is let through, except for the fields the command varies, ``VARIED``)."""
+VARIED = ("num_gpus", "micro_batch_size")
 
 
 def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
@@ -101,12 +103,16 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
            "cluster": {"gpu": _gpu_spec(gpu), "num_gpus": num_gpus, "gpus_per_node": gpus_per_node,
                        "nic_gbit_s_per_gpu": nic_gbps}}
     given = apply_overrides(raw, list(overrides))
+    touched = apply_overrides({"training": {}, "cluster": {}}, list(overrides))  # what --set set
+    own = {**{k: raw[k[0]].get(k[1]) for k in OWN_OPTIONS},
+           ("training", "global_batch_size"): global_batch}  # raw holds a placeholder there
     for (section, key), option in OWN_OPTIONS.items():
-        if given.get(section, {}).get(key) != raw.get(section, {}).get(key) or \
-                (key not in raw[section] and key in given.get(section, {})):
+        if isinstance(touched.get(section), dict) and key in touched[section] and \
+                (touched[section][key] != own[section, key] or key in VARIED):
             # the search sets it from its option (and replaces the batch split): an override
             # would be dropped, or would disagree with the option silently
             raise ConfigError(f"--set {section}.{key}: {option} sets it; give {option} instead")
+    given["training"]["global_batch_size"] = num_gpus  # the placeholder the check runs with
     raw = given
     fixed = _fixed_parallel(raw.pop("parallel", None) or {})
     cfg = run_config_from_dict(raw)
