@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from trainsim.chunks import chunks as priced_chunks
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
@@ -106,11 +107,10 @@ class _Half:
 
 def split_backward(graph: _TaskGraph) -> dict[int, tuple[Priced, Priced]]:
     """(I, W) passes of every virtual stage of ``graph``, each priced as its own op list."""
-    from trainsim.simulator import _chunks  # the simulator's assembly of a chunk's passes
     from trainsim.workload.layers import shard_of
     cfg, sh = graph.cfg, shard_of(graph.cfg)
-    i = _chunks(cfg, _Half(graph.pricer, False), sh, graph.layer_source)  # type: ignore[arg-type]
-    w = _chunks(cfg, _Half(graph.pricer, True), sh, graph.layer_source)  # type: ignore[arg-type]
+    i = priced_chunks(cfg, _Half(graph.pricer, False), sh, graph.layer_source)  # type: ignore[arg-type]
+    w = priced_chunks(cfg, _Half(graph.pricer, True), sh, graph.layer_source)  # type: ignore[arg-type]
     return {v: (i[v].bwd, w[v].bwd) for v in graph.chunks}
 
 
@@ -151,7 +151,6 @@ class ScheduledPipeline:
         all-to-alls hidden behind the pair's compute, and that compute on the SMs the
         communication kernels leave (DeepSeek-V3 §3.2.2: DUALPIPE_COMM_SMS of the H800's 132
         SMs run the all-to-alls, so the hidden communication costs no other share)."""
-        from trainsim.simulator import _chunks  # the simulator's pricing of passes
         from trainsim.workload.layers import shard_of
         g = self.g
         if not g.cfg.model.is_moe or g.p.ep == 1:
@@ -159,7 +158,7 @@ class ScheduledPipeline:
         cfg = replace(g.cfg, parallel=replace(g.p, moe_overlap_ep_comm=True))
         pricer = Pricer(cfg)
         pricer.sm_share = {**pricer.sm_share, "dp": 0.0}
-        chunks = _chunks(cfg, pricer, shard_of(cfg), g.layer_source)
+        chunks = priced_chunks(cfg, pricer, shard_of(cfg), g.layer_source)
         sms = g.cfg.cluster.gpu.num_sms
         slow = sms / max(sms - DUALPIPE_COMM_SMS, 1)
 

@@ -1,0 +1,110 @@
+"""A pipeline stage's model chunks, priced: the forward and backward passes of each virtual
+stage, assembled from one priced copy of each kind of layer (routed experts or dense, windowed
+or full attention, recomputed or not), the embedding, the head (with DeepSeek-V3's
+multi-token-prediction modules) and what the framework does to the gradients after each
+backward pass. The simulator, the pipeline closed forms and the steady-state cut all place
+these passes."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from trainsim.config import RunConfig
+from trainsim.pricing import Priced, Pricer
+from trainsim.workload.layers import (
+    Shard,
+    backward_of,
+    embedding_backward,
+    embedding_forward,
+    head_backward,
+    head_forward,
+    layer_forward,
+    layer_recompute,
+)
+from trainsim.workload.ops import Gemm, Op
+from trainsim.workload.pipe_engine import deepspeed_pipe_gathers
+from trainsim.workload.sharding import fp32_grad_accumulation
+
+
+@dataclass(eq=False)
+class Chunk:
+    """Priced forward and backward of one model chunk (virtual pipeline stage)."""
+
+    fwd_parts: tuple[Priced, ...]  # embedding (first virtual stage), each layer, head (last)
+    bwd_head: Priced  # head backward (last virtual stage only; empty otherwise)
+    bwd_layers: tuple[Priced, ...]  # recompute + backward of each layer, in backward order
+    bwd_tail: Priced  # embedding backward (first virtual stage), gradient accumulation pass
+
+    @property
+    def layers(self) -> int:
+        return len(self.bwd_layers)
+
+    @functools.cached_property
+    def fwd(self) -> Priced:
+        return concat(self.fwd_parts)
+
+    @functools.cached_property
+    def bwd(self) -> Priced:
+        return concat((self.bwd_head, *self.bwd_layers, self.bwd_tail))
+
+
+def concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
+    return Priced(tuple(seg for part in parts for seg in part.segments))
+
+
+LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]
+"""Builds one layer's forward ops for (config, shard, is_moe); the analytical builder is
+``workload.layers.layer_forward``; ``trainsim capture`` supplies ops recorded from PyTorch."""
+
+
+def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
+            layer_source: LayerSource | None = None) -> dict[int, Chunk]:
+    """Priced chunks by virtual stage index v = chunk * pp + stage."""
+    m = cfg.model
+    source = layer_source or (lambda c, s, moe: layer_forward(c, s, moe=moe))
+
+    recomputed = cfg.recomputed_layers
+
+    def kind(i: int) -> tuple[bool, bool, bool]:  # (routed experts, windowed, recomputed)
+        return m.is_moe_layer(i), m.layer_window(i) is not None, i in recomputed
+
+    # A full-attention layer of a model with a sliding window is built from the same config
+    # with the window removed, so layer sources keep their (config, shard, moe) signature.
+    full_cfg = cfg if m.sliding_window is None else \
+        replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
+    layer_f: dict[tuple[bool, bool, bool], Priced] = {}
+    layer_b: dict[tuple[bool, bool, bool], Priced] = {}
+    for k in sorted({kind(i) for i in range(m.num_layers)}):
+        c = cfg if k[1] else full_cfg
+        lf = source(c, sh, k[0])
+        layer_f[k] = pricer.price(lf)
+        layer_b[k] = pricer.price(layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh))
+    hf = head_forward(cfg, sh)
+    head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
+    if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
+        last = kind(m.num_layers - 1)
+        proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype)]
+        mtp_f = pricer.price(proj) + layer_f[last] + head_f
+        mtp_b = head_b + layer_b[last] + pricer.price(backward_of(proj, sh))
+        head_f = head_f + mtp_f * m.mtp_num_layers
+        head_b = mtp_b * m.mtp_num_layers + head_b
+    emb_f = pricer.price(embedding_forward(cfg, sh))
+    emb_b = pricer.price(embedding_backward(cfg, sh))
+    empty = Priced(())
+    ranges = cfg.virtual_stage_layers()
+    # DeepSpeed's PipelineEngine rebuilds the TP-partitioned tensors it receives (all-gathers)
+    gather_f, gather_b = (pricer.price(g) for g in deepspeed_pipe_gathers(cfg, sh))
+    out = {}
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        kinds = [kind(i) for i in layers]
+        fwd = (empty if first else gather_f, emb_f if first else empty,
+               *(layer_f[k] for k in kinds), head_f if last else empty)
+        # what the framework does with the gradients after each backward pass
+        after = pricer.price(fp32_grad_accumulation(cfg, layers, first, last))
+        out[v] = Chunk(fwd, head_b if last else gather_b,
+                        tuple(layer_b[k] for k in reversed(kinds)),
+                        (emb_b if first else empty) + after)
+    return out
