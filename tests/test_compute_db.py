@@ -255,3 +255,23 @@ def test_validate_compute_db_option(tmp_path):
 
 def test_compute_model_for_none_is_the_roofline():
     assert compute_model_for(gpu(H100), None, gpu).db is None
+
+
+def test_validate_checks_a_profiler_database_without_its_non_measurements(tmp_path):
+    """The database ``trainsim profile`` wrote on the H100 holds no-kernel backwards (1.3 us for
+    151 MB): loading it for pricing refuses it, naming the record, but checking its layer
+    records against its kernels leaves such records out with one warning line."""
+    src = json.loads(bundled_database(gpu(H100)).read_text())
+    bad = elem("residual_add.bwd", 151e6, 1.28e-6)
+    path = tmp_path / "profiled.json"
+    path.write_text(json.dumps({**src, "kernels": [bad, *src["kernels"]]}))
+    with pytest.raises(ConfigError, match=r"kernels\[0\].*HBM peak"):
+        KernelDatabase.load(path, gpu)
+    skipped: list[str] = []
+    db = KernelDatabase.load(path, gpu, skipped)
+    assert len(skipped) == 1 and "kernels[0]" in skipped[0]
+    assert len(db.exact) == len(KernelDatabase.load(bundled_database(gpu(H100)), gpu).exact)
+    r = CliRunner().invoke(main, ["validate", str(path), "--format", "json"])
+    assert r.exit_code == 0, r.output
+    assert "warning: 1 kernel record(s) left out" in r.stderr
+    assert json.loads(r.stdout)["summary"]["n"] == 16

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 import click
 
 from trainsim.config._build import DeprecatedName
-from trainsim.errors import TrainsimError
+from trainsim.errors import TrainsimError, TrainsimWarning
 
 USAGE_EXIT = 2
 """Exit status of a refused input (as click's own usage errors)."""
@@ -58,8 +58,9 @@ def _echo_err(line: str) -> None:
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: Any = None, line: str | None = None) -> None:
-    """A deprecation as one ``warning:`` line on stderr; other warnings as Python shows them."""
-    if issubclass(category, DeprecatedName):
+    """A deprecation or a trainsim warning as one ``warning:`` line on stderr; other warnings
+    as Python shows them."""
+    if issubclass(category, (DeprecatedName, TrainsimWarning)):
         _echo_err(f"{click.style('warning:', fg='yellow', bold=True)} {one_line(str(message))}")
     else:
         _SHOW_WARNING(message, category, filename, lineno, file, line)

@@ -13,3 +13,11 @@ class ConfigError(TrainsimError, ValueError):
 
 class CatalogError(ConfigError):
     """An unknown preset name (GPU, node, model) or a malformed catalog file."""
+
+
+class TrainsimWarning(UserWarning):
+    """Root of trainsim's warnings: the CLI shows each as one ``warning:`` line."""
+
+
+class NotAMeasurement(TrainsimWarning):
+    """A kernel record faster than its GPU's peaks, left out of a database's self-check."""

@@ -183,7 +183,11 @@ class KernelDatabase:
         return cls(spec=burst, meta=meta or {}, analytic=RooflineModel(burst))
 
     @classmethod
-    def load(cls, path: str | Path, lookup_gpu: Callable[[str], GPUSpec]) -> KernelDatabase:
+    def load(cls, path: str | Path, lookup_gpu: Callable[[str], GPUSpec],
+             skipped: list[str] | None = None) -> KernelDatabase:
+        """The database at ``path``. A record that cannot be a measurement on its GPU is an
+        error naming it; with a ``skipped`` list it is left out and its reason appended (the
+        database checked against itself, ``validate.kernel_db``, reads the rest)."""
         data = _read_json(path)
         if not isinstance(data, dict) or data.get("format") not in FORMATS:
             raise ConfigError(f"{path}: not a kernel database (format {' or '.join(FORMATS)})")
@@ -206,8 +210,12 @@ class KernelDatabase:
                                   "a positive number") from None
             why = physical_violation(op, time_s, db.spec)
             if why:
-                raise ConfigError(f"{path}: kernels[{i}] ({record_label(row)}) is not a "
-                                  f"measurement on {db.gpu}: {why}")
+                msg = (f"{path}: kernels[{i}] ({record_label(row)}) is not a measurement on "
+                       f"{db.gpu}: {why}")
+                if skipped is None:
+                    raise ConfigError(msg)
+                skipped.append(msg)
+                continue
             db.add(op, time_s)
         layers = data.get("layers") or []
         if not isinstance(layers, list):
