@@ -8,9 +8,9 @@ import os
 
 import pytest
 from click.testing import CliRunner
+from test_fuzz_inputs import cli  # the CLI in-process, tracebacks escaping
 
 from trainsim.catalog import load_run_config, run_config_from_dict
-from trainsim.cli import main
 from trainsim.collectives import Fabric, GroupSpan, LinkTier, collective_cost
 from trainsim.config.safe_load import load_file
 from trainsim.errors import ConfigError, TrainsimError
@@ -28,21 +28,6 @@ def base(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(BASE)
     return path
-
-
-def cli(*args: str, cwd=None):
-    """Run the CLI in-process; with TRAINSIM_DEBUG=1 anything but a TrainsimError or a click
-    usage error escapes as the exception it is."""
-    old = os.getcwd()
-    if cwd:
-        os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(main, list(args), env={"TRAINSIM_DEBUG": "1"})
-    finally:
-        os.chdir(old)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    return result
 
 
 def one_error_line(result) -> str:
@@ -346,8 +331,6 @@ def test_profile_merge_reads_a_bounded_database(tmp_path):
 def test_a_missing_optional_dependency_is_one_line_naming_its_install(monkeypatch, tmp_path):
     """capture without PyTorch: one error line with the install command, not a traceback."""
     import builtins
-
-    from click.testing import CliRunner
 
     from trainsim.cli import main as cli_main
 
