@@ -146,7 +146,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
                 hold_on[i] = (tsid, sl[1])
     head = [0] * n_streams
     size = [len(q) for q in queues]
-    busy = [False] * n_streams
+    running = [-1] * n_streams  # per stream, its running task (-1: idle)
     start = [0.0] * n
     end = [0.0] * n
     events: list[tuple[float, int, int]] = []  # (finish time, task, version)
@@ -163,7 +163,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
                 for j in dependents[i]:
                     waiting[j] -= 1
             elif start[i] < cut:  # begun before any contention, runs across the cut
-                busy[stream_of[i]] = True
+                running[stream_of[i]] = i
                 since[i] = start[i]
                 left[i] = duration[i]
                 events.append((end[i], i, 0))
@@ -171,34 +171,54 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     push, pop = heapq.heappush, heapq.heappop
     held = [0.0] * n_streams
     version = [0] * n
-
-    def hold(tsid: int, share: float, now: float, sign: float) -> None:
-        running = queues[tsid][head[tsid]] if busy[tsid] else -1
-        if running >= 0:  # the work it did since the last change, at the old rate
-            left[running] -= (now - since[running]) * max(1.0 - held[tsid], MIN_RATE)
-        h = max(0.0, held[tsid] + sign * share)
-        held[tsid] = h = 0.0 if h < 1e-12 else h
-        if running >= 0:
-            since[running] = now
-            end[running] = e = now + max(left[running], 0.0) / max(1.0 - h, MIN_RATE)
-            version[running] += 1
-            push(events, (e, running, version[running]))
+    # Where a task slows a stream, from its start to its end, that stream's running task has
+    # its work done at the old rate booked and its finish moved (a new heap entry; the old one
+    # is skipped by its version). Written out at both places (a call per task costs more than
+    # the body), with the arithmetic of max(1 - held, MIN_RATE), max(0, held +- share) and
+    # max(left, 0) on the same operands: the same timeline to the bit.
 
     def begin(sid: int, i: int, now: float) -> None:
         """Start task ``i``, the ready head of idle stream ``sid``."""
-        busy[sid] = True
+        running[sid] = i
         start[i] = since[i] = now
         d = left[i] = duration[i]
         h = held[sid]
-        end[i] = e = now + (d / max(1.0 - h, MIN_RATE) if h else d)
+        if h:
+            rate = 1.0 - h
+            if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                rate = MIN_RATE
+            d = d / rate
+        end[i] = e = now + d
         push(events, (e, i, 0))
         target = hold_on[i]
         if target is not None:
-            hold(target[0], target[1], now, 1.0)
+            tsid = target[0]
+            h = held[tsid]
+            r = running[tsid]
+            if r >= 0:  # the work it did since the last change, at the old rate
+                rate = 1.0 - h
+                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                    rate = MIN_RATE
+                left[r] -= (now - since[r]) * rate
+            h = h + target[1]
+            if not h >= 1e-12:  # max(0, h), and a rounding residue is none
+                h = 0.0
+            held[tsid] = h
+            if r >= 0:
+                since[r] = now
+                lf = left[r]
+                if lf < 0.0:  # noqa: PLR1730 - no call per task
+                    lf = 0.0
+                rate = 1.0 - h
+                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                    rate = MIN_RATE
+                end[r] = e = now + lf / rate
+                v = version[r] = version[r] + 1
+                push(events, (e, r, v))
 
     if not cut:
         for sid in range(n_streams):
-            if size[sid] and not waiting[queues[sid][0]] and not busy[sid]:
+            if size[sid] and not waiting[queues[sid][0]] and running[sid] < 0:
                 begin(sid, queues[sid][0], 0.0)
     # A stream starts its head task as soon as it is idle and the task is ready, so a task
     # made ready here starts only if it is its stream's head and the stream is idle; and a
@@ -209,19 +229,40 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
             continue  # rescheduled by a change of contention
         done += 1
         sid = stream_of[i]
-        busy[sid] = False
-        head[sid] += 1
+        running[sid] = -1
+        k = head[sid] = head[sid] + 1
         target = hold_on[i]
-        if target is not None:
-            hold(target[0], target[1], now, -1.0)
+        if target is not None:  # the share it held is given back
+            tsid = target[0]
+            h = held[tsid]
+            r = running[tsid]
+            if r >= 0:
+                rate = 1.0 - h
+                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                    rate = MIN_RATE
+                left[r] -= (now - since[r]) * rate
+            h = h - target[1]
+            if not h >= 1e-12:
+                h = 0.0
+            held[tsid] = h
+            if r >= 0:
+                since[r] = now
+                lf = left[r]
+                if lf < 0.0:  # noqa: PLR1730 - no call per task
+                    lf = 0.0
+                rate = 1.0 - h
+                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                    rate = MIN_RATE
+                end[r] = e = now + lf / rate
+                v = version[r] = version[r] + 1
+                push(events, (e, r, v))
         for j in dependents[i]:
             w = waiting[j] = waiting[j] - 1
             if not w:
                 sj = stream_of[j]
-                if not busy[sj] and queues[sj][head[sj]] == j:
+                if running[sj] < 0 and queues[sj][head[sj]] == j:
                     begin(sj, j, now)
-        k = head[sid]
-        if k < size[sid] and not busy[sid]:
+        if k < size[sid] and running[sid] < 0:
             nxt = queues[sid][k]
             if not waiting[nxt]:
                 begin(sid, nxt, now)
