@@ -368,6 +368,9 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
                             bwd_kernels=MOE_KERNELS["unpermute"][1])
     if disp.permute_before_exchange(dispatcher):
         ops.append(permute)
+    counts = disp.split_sizes_gather(cfg)
+    if counts is not None:
+        ops.append(counts)
     if m.moe_capacity_factor is None:
         # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
         # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
@@ -509,6 +512,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 ops[-1], ops[-2] = ops[-2], ops[-1]
                 continue
             grad = op.bytes if op.grad_bytes is None else op.grad_bytes
+            if grad == 0:
+                continue  # an integer tensor's collective (routing counts): no gradient
             if op.group == "tp" and op.kind == "all_gather" and dgrad_at is not None:
                 # column-parallel entry: re-gather the saved input under the consumer's dgrad,
                 # reduce-scatter the input gradient under its wgrad (just emitted)

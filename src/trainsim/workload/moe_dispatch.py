@@ -26,6 +26,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from trainsim.workload.ops import Comm
+
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
 
@@ -73,3 +75,21 @@ def fake_balanced_destinations(cfg: RunConfig) -> float:
     period = experts // math.gcd(experts, k)
     spans = sum(len({(t * k + j) % experts // block for j in range(k)}) for t in range(period))
     return spans / period
+
+
+def split_sizes_gather(cfg: RunConfig) -> Comm | None:
+    """The all-to-all dispatcher's exchange of the routing counts before its exchange of tokens:
+    ``MoEAlltoAllTokenDispatcher.preprocess`` all-gathers every rank's tokens per expert
+    (``num_local_tokens_per_expert``, int64, one per expert) over the expert tensor-and-model
+    parallel group (``gather_from_sequence_parallel_region(..., group=self.tp_ep_group)``,
+    core_v0.13.0-core_v0.17.0 megatron/core/transformer/moe/token_dispatcher.py) on the compute
+    stream, and the host then waits for the split sizes it yields (``before_ep_alltoall``).
+    It runs whenever the group has more than one rank, dropless or not; the tensor carries no
+    gradient, so nothing runs in the backward. The flex dispatchers (DeepEP, HybridEP) count
+    inside their own notify kernels instead."""
+    p, m = cfg.parallel, cfg.model
+    ranks = p.ep * p.etp
+    if p.moe_token_dispatcher_type != "alltoall" or ranks < 2:
+        return None
+    return Comm("moe.tokens_per_expert_all_gather", "all_gather",
+                ranks * (m.num_experts or 1) * 8, "ep", grad_bytes=0)
