@@ -132,12 +132,13 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
     if first is None:
         return None, reason
     tries, spent, cap, longest = attempts(cfg), 0.0, limit("TRAINSIM_MAX_TASKS"), 0
+    runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
     for current in tries:
         spent += _tasks(cfg, current)
         if spent > cap:
             break  # the full simulation's own check says so
         summary = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q, current.cut,
-                               current.unit)
+                               current.unit, runs)
         if summary is not None:
             return summary, (f"period proven on truncated runs of {current.m_a:,} and "
                              f"{current.m_a + current.q:,} micro-batches, the rest extrapolated")
@@ -150,10 +151,15 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
 
 
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
-                 q: int, cut: int, unit: int) -> Summary | None:
+                 q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None
+                 ) -> Summary | None:
+    """``runs``: graphs and timelines by micro-batch count, from an earlier attempt (the
+    same cfg and pricer build the same graph and the loop gives the same timeline, so a run
+    of that length is not done again); this attempt's B is left there for the next one."""
     p = cfg.parallel
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
-    ga = build_graph(cfg, pricer, layer_source, m_a)
+    runs = {} if runs is None else runs
+    ga, ta = runs.pop(m_a, None) or (build_graph(cfg, pricer, layer_source, m_a), None)
     gb = build_graph(cfg, pricer, layer_source, m_a + q)
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
     cut_at = [_warmup(schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg))) + 2 * cut
@@ -174,9 +180,11 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
         mapped = tag - shift if late and tag != AFTER else tag
         counterpart.append(index.get((t.stream, mapped, n), -1))
         after.append(late)
-    ta, tb = run(ga.tasks), run(gb.tasks)
+    ta, tb = ta or run(ga.tasks), run(gb.tasks)
     period = period_s(ta, tb, counterpart, after)
     if period is None:
+        runs.clear()
+        runs[m_a + q] = (gb, tb)
         return None
     k = (m - m_a - q) // q
 
