@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict
-from trainsim.workload.layers import head_backward, head_forward, shard_of
+from trainsim.workload.head import head_backward, head_forward
+from trainsim.workload.layers import shard_of
 
 
 def cfg(framework=None):

@@ -13,13 +13,15 @@ from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
 from trainsim.pricing import Priced, Pricer
-from trainsim.workload.layers import (
-    Shard,
-    backward_of,
+from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
     head_backward,
     head_forward,
+)
+from trainsim.workload.layers import (
+    Shard,
+    backward_of,
     layer_forward,
     layer_recompute,
 )

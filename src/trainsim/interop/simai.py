@@ -38,12 +38,14 @@ from trainsim.config import RunConfig
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer
 from trainsim.workload.elementwise import optimizer_step
-from trainsim.workload.layers import (
-    backward_of,
+from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
     head_backward,
     head_forward,
+)
+from trainsim.workload.layers import (
+    backward_of,
     layer_forward,
     layer_recompute,
     shard_of,

@@ -20,14 +20,16 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.errors import ConfigError
 from trainsim.model.counts import layer_params
 from trainsim.profile.schema import ProfileError, kernel_key
-from trainsim.workload.layers import (
-    FP8_CAST_TRANSPOSE_BYTES,
-    Shard,
-    backward_of,
+from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
     head_backward,
     head_forward,
+)
+from trainsim.workload.layers import (
+    FP8_CAST_TRANSPOSE_BYTES,
+    Shard,
+    backward_of,
     layer_forward,
     shard_of,
 )

@@ -88,12 +88,14 @@ class Bounds:
         if hit is None:
             from trainsim.pricing import COMPUTE
             from trainsim.simulator import Pricer
-            from trainsim.workload.layers import (
-                backward_of,
+            from trainsim.workload.head import (
                 embedding_backward,
                 embedding_forward,
                 head_backward,
                 head_forward,
+            )
+            from trainsim.workload.layers import (
+                backward_of,
                 layer_forward,
                 layer_recompute,
                 shard_of,

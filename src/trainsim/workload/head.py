@@ -1,0 +1,82 @@
+"""The ends of the model around the decoder layers: the (vocab-parallel) embedding, and the
+head: final norm, logits GEMM (kept 16-bit under fp8) and cross-entropy as the framework runs
+it (``training.cross_entropy``: fused, Megatron's unfused vocab-parallel pass, or eager on fp32
+logits), with the tensor-parallel collectives each needs."""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+from trainsim.workload.elementwise import backward_bytes, memory_op, norm_op
+from trainsim.workload.layers import ACT, AUTOCAST_CAST_BYTES, Shard, tp_enter
+from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
+
+
+def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    h = cfg.model.hidden_size
+    ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2,
+                                 kernel="embedding")]
+    if sh.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
+        kind = "reduce_scatter" if sh.sp else "all_reduce"
+        ops.append(Comm(f"embedding.{kind}", kind, sh.tokens * h * ACT, "tp"))
+    if cfg.model.position_embedding == "learned" or cfg.model.hidden_dropout > 0:
+        ops.append(Elementwise("embedding_add_dropout", bytes=sh.norm_tokens * h * ACT * 3,
+                               kernel="residual_add"))
+    return ops
+
+
+def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    h = cfg.model.hidden_size
+    ops: list[Op] = []
+    if sh.tp > 1 and sh.sp:
+        ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp"))
+    # scatter-add of token gradients into the fp32 embedding gradient
+    ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4),
+                           kernel="embedding.bwd"))
+    return ops
+
+
+def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
+    h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
+    ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, sh.eager,
+                             sh.stream_bytes)]
+    dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
+    tp_enter(ops, sh, h, "head", dtype)
+    if sh.autocast:
+        ops.append(Elementwise("logits.autocast_weight", bytes=v * h * AUTOCAST_CAST_BYTES,
+                               kernel="copy"))
+    ops.append(Gemm("logits", m=sh.tokens, n=v, k=h, dtype=dtype))
+    # fused: read the 16-bit logits once, keep the fp32 softmax for the backward; unfused:
+    # Megatron's mpu/cross_entropy.py op by op on logits.float(); eager: F.cross_entropy on
+    # logits upcast to fp32 (training.cross_entropy, training.modules)
+    ce = "eager" if sh.eager else cfg.training.cross_entropy
+    ops.append(memory_op("cross_entropy", "cross_entropy", ce, sh.tokens * v, ACT))
+    if sh.tp > 1:  # max, sum of exp and target logit, each T floats
+        ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
+    return ops
+
+
+def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
+    h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
+    ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
+                               "eager" if sh.eager else cfg.training.cross_entropy,
+                               sh.tokens * v, ACT)]
+    logits = next(op for op in fwd if isinstance(op, Gemm))
+    ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
+    if sh.tp > 1 and sh.sp:  # the output layer is column-parallel: as in backward_of
+        ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
+                        overlap_with_previous=True))
+    ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
+    if sh.autocast:
+        ops.append(Elementwise("logits.autocast_weight.bwd", bytes=v * h * AUTOCAST_CAST_BYTES,
+                               kernel="copy"))
+    if sh.tp > 1:
+        kind = "reduce_scatter" if sh.sp else "all_reduce"
+        ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
+                        overlap_with_previous=True))
+    norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, sh.eager,
+                   sh.stream_bytes)
+    nbytes, kernels = backward_bytes(norm)
+    ops.append(Elementwise("final_norm.bwd", bytes=nbytes, kernels=kernels,
+                           kernel=f"{norm.kernel}.bwd", impl=norm.impl))
+    return ops
