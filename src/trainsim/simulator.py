@@ -114,12 +114,11 @@ class _TaskGraph:
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
-        self.gathered: dict[int, tuple[Priced, Priced]] = {}
-        if self.fsdp:
-            if "gathered" not in shared:
-                shared["gathered"] = self._blocking_gathers() \
-                    if p.zero3_gather == "per_parameter" else self._unit_gather_waits()
-            self.gathered = shared["gathered"]
+        self.side_s = shared.setdefault("side_s", [0.0] * self.pp)  # FSDP1's post-backward
+        if self.fsdp and "gathered" not in shared:
+            shared["gathered"] = self._blocking_gathers() \
+                if p.zero3_gather == "per_parameter" else self._unit_gather_waits()
+        self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
 
@@ -154,8 +153,10 @@ class _TaskGraph:
             exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
             bwd = exposed + (sum(blocks) - exposed) * share
             lead = Priced(((DP, bwd, "FSDP unit all-gathers"),))
-            if cfg.parallel.data_parallel_impl == "fsdp1":
-                lead = lead + self.pricer.price(fsdp1_grad_copies(cfg, layers, first, last))
+            if cfg.parallel.data_parallel_impl == "fsdp1":  # the side stream's, before the RS
+                on_compute, side = map(self.pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
+                lead = lead + on_compute
+                self.side_s[v % self.pp] += side.duration_s / self.vpp
             out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, lead + ch.bwd)
         return out
 
@@ -399,6 +400,8 @@ class _TaskGraph:
         """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: the
         share of one layer's unit in the last micro-batch's backward)."""
         k, n = part
+        if self.side_s[s]:  # FSDP1's casts and divides on the reduce-scatter's stream
+            after = self.add((s, "dp"), self.side_s[s] / n, [after], f"FSDP1 grad casts mb{mb}")
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
                 self.fsdp_reduce[s].append(self.comm(

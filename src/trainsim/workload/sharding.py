@@ -247,31 +247,34 @@ def per_tensor_optimizer(pieces: list[float], group: str) -> list[Op]:
 
 
 def fsdp1_grad_copies(cfg: RunConfig, layers: range | list[int], first: bool,
-                      last: bool) -> list[Op]:
+                      last: bool) -> tuple[list[Op], list[Op]]:
     """What FSDP1 (torch 2.1) does to the gradients of a virtual stage's units after each
-    backward pass, beyond the reduce-scatter. Autograd's backward of the ``split`` that made the
-    parameters views of the unsharded flat parameter (``_use_unsharded_views``) concatenates
-    their 16-bit gradients into one flat gradient (read, write). The post-backward hook casts
-    it to the reduce dtype when that differs (Composer's mixed precision DEFAULT reduces in
-    fp32: read 2, write 4 bytes) and divides it in place by the pre-divide factor (read, write
-    in the reduce dtype; the factor exceeds 1 on two ranks or more:
-    ``_get_gradient_predivide_factor``), on FSDP's post-backward stream beside the backward:
-    they take the SMs and memory bandwidth they would alone. On the local shard: the post-
-    divide, the cast back to fp32 after a 16-bit reduction, the sum into the saved gradient
-    shard, and each gather's cast of the fp32 shard to 16 bits (twice under FULL_SHARD: the
-    forward and the backward gather). torch/distributed/fsdp/_runtime_utils.py
-    (``_post_backward_hook``, ``_reduce_grad``, ``_div_if_needed``, ``_cast_grad_to_param_dtype``)
-    and flat_param.py (``_use_unsharded_views``, ``_use_low_precision_shard``), torch 2.1."""
+    backward pass, beyond the reduce-scatter: (ops on the compute stream, ops on FSDP's side
+    streams). On the compute stream, inside the backward: autograd's backward of the ``split``
+    that made the parameters views of the unsharded flat parameter (``_use_unsharded_views``)
+    concatenates their 16-bit gradients into one flat gradient (read, write). The rest runs in
+    ``_post_backward_hook`` under ``_post_backward_stream``, after that stream waits for the
+    compute stream, so it overlaps the backward of the units still to go, serialised with the
+    reduce-scatter it feeds: the cast to the reduce dtype when that differs (Composer's mixed
+    precision DEFAULT reduces in fp32: read 2, write 4 bytes), the in-place pre-divide (read,
+    write in the reduce dtype; the factor exceeds 1 on two ranks or more:
+    ``_get_gradient_predivide_factor``), and on the local shard the post-divide, the cast back
+    to fp32 after a 16-bit reduction and the sum into the saved gradient shard; each gather's
+    cast of the fp32 shard to 16 bits (twice under FULL_SHARD: the forward and the backward
+    gather) runs on the pre-unshard stream. torch/distributed/fsdp/_runtime_utils.py
+    (``_post_backward_hook``, ``_reduce_grad``, ``_div_if_needed``, ``_unshard``) and
+    flat_param.py (``_use_unsharded_views``, ``_use_low_precision_shard``), torch 2.1."""
     p, t = cfg.parallel, cfg.training
     world = cfg.dp * p.cp
     if world == 1:
-        return []
+        return [], []
     n = sum(x for x, _ in _rank_tensors(cfg, layers))
     n += cfg.model.vocab_size * cfg.model.hidden_size / p.tp * _end_matrices(cfg, first, last)
     rb = 4 if t.grad_reduce_in_fp32 else ACT
-    per_param = 2 * ACT + (ACT + rb if rb != ACT else 0) + 2 * rb
+    side_per_param = (ACT + rb if rb != ACT else 0) + 2 * rb
     gathers = 2 if p.zero_stage >= 3 else 1
     per_shard = 2 * rb + (ACT + 4 if rb != 4 else 0) + 3 * 4 + gathers * (4 + ACT)
-    return [Elementwise("fsdp_grad_flatten_cast_divide", bytes=n * per_param,
-                        kernels=2 + int(rb != ACT)),
-            Elementwise("fsdp_shard_casts", bytes=n / world * per_shard, kernels=3 + gathers)]
+    return ([Elementwise("fsdp_grad_flatten", bytes=n * 2 * ACT)],
+            [Elementwise("fsdp_grad_cast_divide", bytes=n * side_per_param,
+                         kernels=1 + int(rb != ACT)),
+             Elementwise("fsdp_shard_casts", bytes=n / world * per_shard, kernels=3 + gathers)])
