@@ -35,7 +35,7 @@ from trainsim.workload.layers import (
 )
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
-from trainsim.workload.schedule import prefetch_exposed_s, schedule, torch_warmup
+from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
     fsdp_optimizer_pieces,
@@ -304,6 +304,7 @@ class _TaskGraph:
                   for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
+        label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}
         while remaining:
             progressed = False
             for s in range(pp):
@@ -326,11 +327,11 @@ class _TaskGraph:
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
                         if spec[4] is None:  # no separate send: the pass is what the next waits on
                             tags.append(k)
-                            tasks.append(Task(spec[0], spec[1], deps, f"F mb{mb} c{chunk}",
+                            tasks.append(Task(spec[0], spec[1], deps, label["F"][chunk][mb],
                                               spec[2], spec[3], spec[5]))
                             fwd_task[at] = sent_f[at] = len(tasks) - 1
                         else:
-                            sent_f[at] = place(spec, deps, f"F mb{mb} c{chunk}", k)
+                            sent_f[at] = place(spec, deps, label["F"][chunk][mb], k)
                             fwd_task[at] = sent_f[at] - 1
                     else:
                         if v < last_v:
@@ -344,7 +345,7 @@ class _TaskGraph:
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps)
                         else:
-                            sent_b[at] = place(bwd_spec[v], deps, f"B mb{mb} c{chunk}", k)
+                            sent_b[at] = place(bwd_spec[v], deps, label["B"][chunk][mb], k)
                     k += 1
                 if k != k0:
                     cursor[s] = k

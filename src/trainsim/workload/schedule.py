@@ -150,3 +150,15 @@ def prefetch_exposed_s(gather_s: list[float], compute_s: list[float]) -> float:
         compute_start = max(compute_end, gathered)
         compute_end = compute_start + c
     return max(0.0, compute_end - sum(compute_s))
+
+
+_LABELS: dict[tuple[str, int], list[str]] = {}  # (kind, chunk) -> label by micro-batch
+
+
+def pass_labels(kind: str, chunk: int, m: int) -> list[str]:
+    """Task labels of a pass ('F mb3 c1') for micro-batches 0..m-1 of ``chunk``, made once per
+    process: a graph builder indexes them instead of formatting one per pass."""
+    out = _LABELS.get((kind, chunk))
+    if out is None or len(out) < m:  # a new list, never one extended under a reader
+        out = _LABELS[(kind, chunk)] = [f"{kind} mb{mb} c{chunk}" for mb in range(m)]
+    return out
