@@ -87,6 +87,18 @@ def positive_cell(row: dict[str, str], key: str) -> float:
     return value
 
 
+def positive_value(value: Any) -> float | None:
+    """``value`` as a positive finite float (a record's measured time, say), or None when it
+    is not one (missing, text, a bool, zero, negative, NaN or infinite)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if 0 < x < math.inf else None
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."

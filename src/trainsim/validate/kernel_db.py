@@ -13,7 +13,6 @@ what composing kernels misses: launch gaps, the kernels no record covers, cachin
 from __future__ import annotations
 
 import dataclasses
-import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from trainsim.compute.chain import ChainModel
 from trainsim.compute.database import FORMATS, KernelDatabase, _read_json, as_profiled
 from trainsim.config import GPUSpec, RunConfig
 from trainsim.errors import ConfigError, NotAMeasurement, TrainsimError
-from trainsim.validate.common import RowResult, record_count
+from trainsim.validate.common import RowResult, positive_value, record_count
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
 
@@ -55,11 +54,8 @@ def _time(rec: dict[str, Any], key: str, path: Any, i: int) -> float:
     """A measured time of a layer record: positive and finite (the error is relative to it),
     else the file is refused naming the record, as a CSV with a bad measured value."""
     value = rec.get(key)
-    try:
-        t = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        t = math.nan
-    if isinstance(value, bool) or not 0 < t < math.inf:
+    t = positive_value(value)
+    if t is None:
         raise ConfigError(f"{path}: layers[{i}].{key}={value!r} must be a positive number of "
                           "seconds: the error is relative to it")
     return t

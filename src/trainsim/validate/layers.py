@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory.estimate import activation_bytes_per_layer
-from trainsim.validate.common import GiB, RowResult, _shown, record_count
+from trainsim.validate.common import GiB, RowResult, _shown, positive_value, record_count
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Elementwise, Gemm
 
@@ -70,11 +69,8 @@ def _measurement(rec: dict[str, Any], key: str, path: Any, line: int) -> float |
     value = rec.get(key)
     if value is None:
         return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if isinstance(value, bool) or not 0 < x < math.inf:
+    x = positive_value(value)
+    if x is None:
         raise ConfigError(f"{path} line {line}: {key}={_shown(value)} must be a positive number: "
                           "the error is relative to it")
     return x
