@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from test_recipe_options import overlaps  # the validator's overlap flags of a row
+
 from trainsim.validate.training import _training_base
 
 ROW = {"id": "r", "model": "llama2-70b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
@@ -11,19 +13,12 @@ ROW = {"id": "r", "model": "llama2-70b", "gpu": "h100-sxm-80gb", "num_gpus": "64
        "options": ""}
 
 
-def _overlaps(**cells: str) -> tuple[bool, bool, bool, bool]:
-    raw, _ = _training_base({**ROW, **cells})
-    p = raw["parallel"]
-    return (p["overlap_grad_reduce"], p["overlap_param_gather"], p["overlap_p2p_comm"],
-            p["tp_comm_overlap"])
-
-
 def test_nemo_recipes_overlap_the_data_parallel_sync_and_interleaved_sends():
     # distributed_fused_adam overlap_grad_sync / overlap_param_sync in every recipe;
     # overlap_p2p_comm in the interleaved ones
-    assert _overlaps() == (True, True, True, False)
-    assert _overlaps(vpp="1") == (True, True, False, False)
-    assert _overlaps(options="pp_overlap") == (False, False, True, False)  # stated: kept
+    assert overlaps(ROW) == (True, True, True, False)
+    assert overlaps(ROW, vpp="1") == (True, True, False, False)
+    assert overlaps(ROW, options="pp_overlap") == (False, False, True, False)  # stated: kept
 
 
 def test_nemo_tp_overlap_is_the_recipes_choice():

@@ -49,8 +49,10 @@ DENSE = {**ROW, "model": "llama3-70b", "gpu": "h100-sxm-80gb", "gpus_per_node": 
          "framework_version": "26.04", "global_batch_size": "256", "micro_batch_size": "1"}
 
 
-def _overlaps(**cells: str) -> tuple[bool, bool, bool, bool]:
-    raw, _ = _training_base({**DENSE, **cells})
+def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]:
+    """(grad reduce, param gather, p2p, TP) overlap of ``row`` with ``cells`` changed, as the
+    validator reads it."""
+    raw, _ = _training_base({**row, **cells})
     p = raw["parallel"]
     return (p["overlap_grad_reduce"], p["overlap_param_gather"], p["overlap_p2p_comm"],
             p["tp_comm_overlap"])
@@ -58,12 +60,12 @@ def _overlaps(**cells: str) -> tuple[bool, bool, bool, bool]:
 
 def test_bridge_run_without_options_gets_the_recipes_dp_and_interleaved_pp_overlap():
     # recipes/common.py DDP config and CommOverlapConfig: DP overlap always, PP overlap with vp > 1
-    assert _overlaps() == (True, True, True, False)
-    assert _overlaps(vpp="1") == (True, True, False, False)  # batch_p2p_comm, no overlap
-    assert _overlaps(vpp="") == (True, True, False, False)  # tuned vpp: no overlap assumed
-    assert _overlaps(options="tp_overlap") == (False, False, False, True)  # stated: kept
+    assert overlaps(DENSE) == (True, True, True, False)
+    assert overlaps(DENSE, vpp="1") == (True, True, False, False)  # batch_p2p_comm, no overlap
+    assert overlaps(DENSE, vpp="") == (True, True, False, False)  # tuned vpp: no overlap assumed
+    assert overlaps(DENSE, options="tp_overlap") == (False, False, False, True)  # stated: kept
     # another framework's empty cell still reads as no options
-    assert _overlaps(framework="megatron-core", framework_version="0.14") == \
+    assert overlaps(DENSE, framework="megatron-core", framework_version="0.14") == \
         (False, False, False, False)
 
 
