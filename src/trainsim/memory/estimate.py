@@ -550,8 +550,8 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     state = model_state(cfg, stage)
     inflight = _activations(cfg, stage)
     recv, outputs = _pipelining_buffers(cfg, stage)
-    backward = list(state.persistent) + list(state.backward) + _backward_temporaries(cfg, stage) \
-        + recv + outputs
+    temporaries = _backward_temporaries(cfg, stage)
+    backward = list(state.persistent) + list(state.backward) + temporaries + recv + outputs
     step = list(state.persistent) + list(state.step) + recv
     base = state.weights + state.gradients + state.optimizer
     backward_peak = base + inflight + sum(b for _, b in backward)
@@ -560,7 +560,7 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     step_only = sum(b for _, b in state.step)
     if backward_peak >= step_peak:
         grads, activations, temps = state.gradients, inflight, backward
-        peak_at = _backward_moment(cfg, _backward_temporaries(cfg, stage))
+        peak_at = _backward_moment(cfg, temporaries)
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool)

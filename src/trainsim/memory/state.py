@@ -169,8 +169,7 @@ def _megatron(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mod
             # with --fp8-param-gather the matmul weights are Float8Tensors whose data Megatron-FSDP
             # keeps in uint8 buffers (megatron_fsdp param_and_grad_buffer.py groups
             # is_float8tensor params as torch.uint8): the shard and the gathered units are fp8
-            lin = linear * sharded / held
-            weights = 2.0 * (sharded - lin) + _fp8_copies(cfg, lin)
+            weights = _weights(cfg, sharded, linear * sharded / held)
             gathered = 2 * _fp8_copies(cfg, unit)
         return ModelState(weights, g * sharded, (4.0 + moments) * sharded,
                           backward=(("gathered layer parameters (current + prefetched)", gathered),
