@@ -190,3 +190,23 @@ def test_fp8_param_gather_moves_the_blocks_matrices_in_one_byte():
     assert block8 == pytest.approx(layer_params(m, 0) + norms)
     assert root8 == root
     assert units(dtype="bf16", fp8_param_gather=True)[1] == block  # 16-bit GEMMs: 16-bit gather
+
+
+def test_each_fsdp_unit_gather_is_walked_against_its_own_compute(monkeypatch):
+    """The forward prefetch walk pairs unit k's gather with unit k's compute: as many compute
+    parts as gathers (root with the embedding, the blocks, the head in the last unit). The pipe
+    engine's receive slot at the front of a chunk's forward parts (4a858aa) had shifted the
+    compute list by one, dropping the last unit from the walk."""
+    import trainsim.simulator as sim
+    from trainsim.pricing import Pricer
+
+    walks = []
+
+    def recording(gathers, compute):
+        walks.append((len(gathers), len(compute)))
+        return prefetch_exposed_s(gathers, compute)
+
+    monkeypatch.setattr(sim, "prefetch_exposed_s", recording)
+    c = cfg(64, None, "none")
+    sim.build_graph(c, Pricer(c))
+    assert walks and all(g == n for g, n in walks), walks

@@ -134,7 +134,9 @@ class _TaskGraph:
             units = fsdp_unit_gathers(cfg, layers, first, last)
             gather = [sum(self.pricer.comm_time(c) for c in unit) for unit in units]
             ch = self.chunks[v]
-            parts = [part.duration_s for part in ch.fwd_parts]
+            # the pipe engine's receive gathers (empty under FSDP) run with the embedding part
+            lead, *parts = (part.duration_s for part in ch.fwd_parts)
+            parts[0] += lead
             # forward units: root with the embedding, blocks; the head runs in the last unit
             compute = ([parts[0]] if first or last else []) + parts[1:-1]
             if len(parts) > 1:  # a chunk of only the embedding or the head is one part
@@ -371,7 +373,8 @@ class _TaskGraph:
         gathers = [self.param_gathers(0, 1 / self.vpp / n, [], f"chunk 0 bucket {k}")
                    for k in range(n)]
         gather = sum(self.tasks[i].duration_s for i in gathers[0])
-        parts = [part.duration_s for part in self.chunks[0].fwd_parts]
+        lead, *parts = (part.duration_s for part in self.chunks[0].fwd_parts)
+        parts[0] += lead  # the pipe engine's receive gathers (empty here) with the embedding
         per = len(parts) / n
         compute = [sum(parts[round(per * k):round(per * (k + 1))]) for k in range(n)]
         wait = prefetch_exposed_s([gather] * n, compute)
