@@ -43,15 +43,26 @@ def test_the_fully_optimised_run_is_near_the_published_mfu(ablation):
     assert abs(mfu - step.published_mfu) < 0.04
 
 
-def test_the_six_techniques_gain_is_within_three_points_of_the_published_gain(ablation):
-    """Issue 5, acceptance 2: PTB, sliding window, TP/PP/DP overlap and efficient operators
-    together raise MFU by within 3 points of the published 47.7 % -> 61.2 % (+13.5). Not met:
-    a regression guard at 4.5 points. Predicted +10.9, then +9.8 after the 2026-11-23 kernel
-    refit, +9.5 after the 2026-11-24 attention refit (0a4dd83: windowed flash 0.01 s slower per
-    step). The misses are the parallel block (+2.0 vs +4.6) and PP overlap (+0.7 vs +2.5), see
-    benchmarks/megascale_ablation.py."""
+def _six_technique_gain(ablation) -> tuple[float, float]:
+    """(published, predicted) MFU gain of PTB, sliding window, TP/PP/DP overlap and efficient
+    operators together."""
     mod, rows = ablation
     (base, base_mfu, _), (last, last_mfu, _) = rows[0], rows[len(mod.SWITCHES)]
-    published = last.published_mfu - base.published_mfu
+    return last.published_mfu - base.published_mfu, last_mfu - base_mfu
+
+
+@pytest.mark.xfail(strict=True, reason="issue 5 acceptance 2 not met: predicted +9.5 vs "
+                   "+13.5; the parallel block (+2.0 vs +4.6) and PP overlap (+0.7 vs +2.5)")
+def test_the_six_techniques_gain_is_within_three_points_of_the_published_gain(ablation):
+    """Issue 5, acceptance 2: the six techniques raise MFU by within 3 points of the published
+    47.7 % -> 61.2 % (+13.5)."""
+    published, predicted = _six_technique_gain(ablation)
     assert published == pytest.approx(0.135)
-    assert abs((last_mfu - base_mfu) - published) < 0.045
+    assert abs(predicted - published) < 0.03
+
+
+def test_the_six_techniques_gain_stays_where_it_was_measured(ablation):
+    """A regression guard both ways on the predicted gain: +10.9 points, then +9.8 after the
+    2026-11-23 kernel refit, +9.5 after the 2026-11-24 attention refit (0a4dd83). A model
+    change that moves it by more than half a point must say why here."""
+    assert _six_technique_gain(ablation)[1] == pytest.approx(0.095, abs=0.005)
