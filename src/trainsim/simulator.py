@@ -380,11 +380,6 @@ class _TaskGraph:
         wait = prefetch_exposed_s([gather] * n, compute)
         return Priced(((DP, wait, "param all-gather wait"),)) if wait > 0 else Priced(())
 
-    def forward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> tuple[int, int]:
-        work = self.work[v][0]
-        return self.pass_and_send(s, work, deps, f"F mb{mb} c{chunk}",
-                                  v < self.pp * self.vpp - 1)
-
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
         work = self.work[v][1]
         if mb == self.m - 1 and any(size > 1 for _, _, size in self.groups[s]):
@@ -513,13 +508,15 @@ class _TaskGraph:
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
-            step: Priced | float = self.pricer.compute.time(
-                optimizer_step(local, opt, p.data_parallel_impl != "ddp"))
+            step: Priced | float
             if _profile_feature(cfg.training.framework, cfg.training.framework_version,
                                 "per_tensor_optimizer"):
                 priced = self.pricer.price_ops(per_tensor_optimizer(
                     fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
                 step = Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
+            else:
+                step = self.pricer.compute.time(
+                    optimizer_step(local, opt, p.data_parallel_impl != "ddp"))
             end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
