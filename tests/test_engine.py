@@ -132,7 +132,7 @@ def test_deadlock_through_stream_order():
         Task(B, 1.0, deps=[0], label="b1"),
         Task(B, 1.0, label="b2"),  # could run, but sits behind b1 on stream B
     ]
-    with pytest.raises(TrainsimError, match="deadlock"):
+    with pytest.raises(TrainsimError, match=r"deadlock: 3 tasks never ran \(first: a0\)"):
         run_with_timeout(tasks)
 
 

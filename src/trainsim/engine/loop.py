@@ -267,7 +267,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
             if not waiting[nxt]:
                 begin(sid, nxt, now)
     if done != n:
-        stuck = next(i for i in range(n) if waiting[i] or
-                     head[stream_of[i]] <= queues[stream_of[i]].index(i))
+        # each stream's queue is in task order: its first unfinished task is at its head
+        stuck = min(q[head[sid]] for sid, q in enumerate(queues) if head[sid] < len(q))
         raise TrainsimError(f"deadlock: {n - done} tasks never ran (first: {tasks[stuck].label})")
     return Timeline(tasks, start, end)

@@ -16,7 +16,7 @@ from pathlib import Path
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
-from trainsim.validate.common import RowResult, summarize, summary_line
+from trainsim.validate.common import RowResult, positive_value, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
@@ -92,7 +92,7 @@ def _guarded(predict: Callable[[dict[str, str]], RowResult], row: dict[str, str]
     except Exception as exc:  # noqa: BLE001 - reported on the row, as the README asks
         measured = row.get("measured_iteration_s") or row.get("measured_busbw_GBps") or \
             row.get("measured_value")
-        return RowResult(id=row.get("id") or "?", measured=float(measured or 0),
+        return RowResult(id=row.get("id") or "?", measured=positive_value(measured) or 0.0,
                          error=f"internal error: {type(exc).__name__}: {exc} (a trainsim bug; "
                                "please report)")
 
