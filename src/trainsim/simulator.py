@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from trainsim.catalog.frameworks import framework_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
@@ -30,7 +31,6 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
 )
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.layers import (
-    _profile_feature,
     shard_of,
 )
 from trainsim.workload.ops import Comm
@@ -509,7 +509,7 @@ class _TaskGraph:
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
             step: Priced | float
-            if _profile_feature(cfg.training.framework, cfg.training.framework_version,
+            if framework_supports(cfg.training.framework, cfg.training.framework_version,
                                 "per_tensor_optimizer"):
                 priced = self.pricer.price_ops(per_tensor_optimizer(
                     fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]

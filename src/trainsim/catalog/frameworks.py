@@ -559,3 +559,16 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
         notes=entry.notes,
         sources=entry.sources,
     )
+
+
+@functools.cache
+def framework_supports(framework: str | None, version: str | None, feature: str) -> bool:
+    """Whether the profile of ``framework`` at ``version`` has the mechanism ``feature``
+    (False for a run that names no framework)."""
+    return bool(framework) and framework_profile(framework, version).supports(feature) is True
+
+
+def profile_supports(cfg: Any, feature: str) -> bool:
+    """Whether the framework profile of the run ``cfg`` has the mechanism ``feature``."""
+    t = cfg.training
+    return framework_supports(t.framework, t.framework_version, feature)

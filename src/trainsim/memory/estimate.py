@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.memory import hf
 from trainsim.memory.allocator import context_bytes, reserved_bytes
@@ -113,7 +114,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     shared_div = t if sp else 1
     if recompute == "full":
         return 2.0 * T * h / shared_div
-    if recompute == "selective" and not moe and not m.is_mla and _feature(cfg, "per_op_sac"):
+    if recompute == "selective" and not moe and not m.is_mla and profile_supports(cfg, "per_op_sac"):
         return _per_op_sac_bytes(cfg)
     x = gemm_input_bytes(cfg)
     # replicated over TP unless sequence parallel: two norm inputs, QKV and FC1 inputs, masks
@@ -132,7 +133,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * ((m.q_lora_rank or 0) + (m.kv_lora_rank or 0))
     elif cfg.training.attention in MATERIALIZED_SCORES and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
-    elif rope and _feature(cfg, "separate_qkv"):
+    elif rope and profile_supports(cfg, "separate_qkv"):
         # three projections (profile ``separate_qkv``): nothing keeps the unrotated Q and K
         # (RoPE's backward needs only its cos/sin tables), so only rotated Q and K and the V
         # projection's output stay: as many bytes as one fused QKV buffer
@@ -190,18 +191,6 @@ def _per_op_sac_bytes(cfg: RunConfig) -> float:
     return T * per
 
 
-def _feature(cfg: RunConfig, feature: str) -> bool:
-    """Whether the config's framework profile has the memory mechanism ``feature``."""
-    t = cfg.training
-    return bool(t.framework) and _profile_feature(t.framework, t.framework_version, feature)
-
-
-@functools.cache
-def _profile_feature(framework: str, version: str | None, feature: str) -> bool:
-    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
-    return framework_profile(framework, version).supports(feature) is True
-
-
 def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> float:
     """Bytes that Megatron-core's ``--recompute-modules`` frees per layer: each checkpointed
     module keeps its input and drops what it saved inside (``core_attn``'s scores are handled
@@ -235,7 +224,7 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         if "moe_act" in modules:  # the activation's output (the FC2 input) of every copy
             f = m.expert_ffn_size / p.etp
             freed = x * f
-            if (_feature(cfg, "recompute_modules") and m.activation == "swiglu"
+            if (profile_supports(cfg, "recompute_modules") and m.activation == "swiglu"
                     and cfg.training.activation_func_fp8_input_store):
                 # Megatron-core's checkpoint keeps its input, the 16-bit FC1 output
                 # (random.py CheckpointWithoutOutputFunction: ``_save_args_to_ctx(ctx, args)``;
@@ -413,7 +402,7 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         # Communication ``ctx.save_for_backward(input, weight)``)
         tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
         sp = p.tp if p.sequence_parallel else 1
-        gemm_in = 2.0 * (sp if _feature(cfg, "sp_gathered_gemm_inputs") else 1)  # (DTensor SP)
+        gemm_in = 2.0 * (sp if profile_supports(cfg, "sp_gathered_gemm_inputs") else 1)  # (DTensor SP)
         chunk_bytes[held.index(len(ranges) - 1)] += tokens * m.hidden_size * (2 + gemm_in) / sp
     if 0 in held:  # the embedding output's dropout mask and the embedding norm's input,
         # kept beside the first layer's (no layer checkpoints them)
@@ -428,7 +417,7 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         out = 2.0 * cfg.training.micro_batch_size * cfg.training.seq_length / p.cp \
             * m.hidden_size / p.tp
         chunk_bytes = [b + out for b in chunk_bytes]
-    if p.pp > 1 and _feature(cfg, "pipelining_buffers"):
+    if p.pp > 1 and profile_supports(cfg, "pipelining_buffers"):
         # torch.distributed.pipelining keeps each in-flight micro-batch's stage output in
         # ``fwd_cache`` until that micro-batch's backward pops it (stage.py
         # ``forward_one_chunk``, torch 2.5-2.6): the last layer's output, which no layer saves
@@ -480,12 +469,12 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         # Under DTensor's loss_parallel (torch/distributed/tensor/parallel/loss.py) the eager
         # backward is decomposed: beside the saved fp32 log-softmax it makes zeros_like,
         # exp and their sum before the product with the incoming gradient: 4+4+4+4
-        if t.modules == "eager" and t.compile and _feature(cfg, "compiled_loss"):
+        if t.modules == "eager" and t.compile and profile_supports(cfg, "compiled_loss"):
             # (the saved logits are the stage output that pipelining keeps: counted there)
-            per = 2 if p.pp > 1 and _feature(cfg, "pipelining_buffers") else 2 + 2
-        elif t.modules == "eager" and p.tp > 1 and _feature(cfg, "loss_parallel"):
+            per = 2 if p.pp > 1 and profile_supports(cfg, "pipelining_buffers") else 2 + 2
+        elif t.modules == "eager" and p.tp > 1 and profile_supports(cfg, "loss_parallel"):
             per = 16
-        elif _feature(cfg, "te_cross_entropy"):  # the 16-bit logits hold their own gradient
+        elif profile_supports(cfg, "te_cross_entropy"):  # the 16-bit logits hold their own gradient
             per = 2
         else:
             per = 12 if t.modules == "eager" else 2 + 4
@@ -493,11 +482,11 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
     if p.recompute == "full":  # one layer's full activations live during its backward
         temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
                                                                        moe=m.is_moe)))
-    if _feature(cfg, "cp_sdpa_ring"):  # torch's ring attention: memory.ring_attention
+    if profile_supports(cfg, "cp_sdpa_ring"):  # torch's ring attention: memory.ring_attention
         sp = p.tp if p.sequence_parallel else 1  # the norm's and the QKV GEMM's inputs
         block_inputs = m.hidden_size * (2 / sp + gemm_input_bytes(cfg) * (
-            1 if _feature(cfg, "sp_gathered_gemm_inputs") else 1 / sp))
-        ring = ring_backward_bytes(cfg, _feature(cfg, "sdpa_repeat_kv"), block_inputs)
+            1 if profile_supports(cfg, "sp_gathered_gemm_inputs") else 1 / sp))
+        ring = ring_backward_bytes(cfg, profile_supports(cfg, "sdpa_repeat_kv"), block_inputs)
         if ring:
             temps.append(("ring attention backward (K/V, fp32 dQ/dK/dV)", ring))
     # the loss backward, a recomputed layer's backward and its attention's do not overlap:
@@ -529,7 +518,7 @@ def _pipelining_buffers(cfg: RunConfig, stage: int) -> tuple[list[tuple[str, flo
     every micro-batch's output (the 16-bit logits) in ``output_chunks`` until the step returns
     them. Returns (receive buffers, kept outputs)."""
     p, t, m = cfg.parallel, cfg.training, cfg.model
-    if p.pp == 1 or not _feature(cfg, "pipelining_buffers"):
+    if p.pp == 1 or not profile_supports(cfg, "pipelining_buffers"):
         return [], []
     n = cfg.num_microbatches
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)

@@ -29,9 +29,9 @@ weight copies (weight and transpose) to the 16-bit ones.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.model.counts import layer_params
@@ -50,18 +50,6 @@ row-wise copy and the dgrad GEMM the column-wise (transposed) one; blockwise add
 per 128x128 block, MXFP8 one E8M0 byte per 32 elements. On Blackwell the per-tensor recipes need
 no transposed copy (TE checks the architecture before it makes one). TransformerEngine@v2.4
 transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxfp8_tensor.py."""
-
-
-@functools.cache
-def _profile_feature(framework: str, version: str | None, feature: str) -> bool:
-    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
-    return framework_profile(framework, version).supports(feature) is True
-
-
-def _feature(cfg: RunConfig, feature: str) -> bool:
-    """Whether the config's framework profile has the memory mechanism ``feature``."""
-    t = cfg.training
-    return bool(t.framework) and _profile_feature(t.framework, t.framework_version, feature)
 
 
 def _blackwell(cfg: RunConfig) -> bool:
@@ -242,7 +230,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     # With profile ``params_16bit`` the model is cast to the 16-bit dtype before sharding (no
     # fp32 master copy), so shards and gradients are 16-bit and torch.optim's Adam, whose
     # moments are ``zeros_like(param)``, keeps them in 16 bits too
-    bits16 = _feature(cfg, "params_16bit")
+    bits16 = profile_supports(cfg, "params_16bit")
     # FSDP2 all-gathers into one flat buffer per unit allocated on its all-gather copy-in
     # stream (_fsdp_collectives.py foreach_all_gather: ``all_gather_output`` is made inside
     # ``stream(all_gather_copy_in_stream)``, read at pytorch 01d66d21 (2024) and 010ae4a8
@@ -253,7 +241,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     root = held - linear if p.zero_stage >= 3 else 0.0
     side = 2.0 * max(2 * unit, root + unit) if p.data_parallel_impl == "fsdp2" else 0.0
     master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
-    if p.pp > 1 and p.zero_stage >= 3 and _feature(cfg, "fsdp_pp_unsharded"):
+    if p.pp > 1 and p.zero_stage >= 3 and profile_supports(cfg, "fsdp_pp_unsharded"):
         # every unit of the stage stays gathered from its first forward to the last
         # micro-batch's backward, and each backward adds its 16-bit gradients into an unsharded
         # accumulator of the reduce dtype (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed,

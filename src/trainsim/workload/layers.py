@@ -12,6 +12,7 @@ import functools
 import math
 from dataclasses import dataclass, replace
 
+from trainsim.catalog.frameworks import framework_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_dispatch as disp
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
@@ -111,25 +112,16 @@ def shard_of(cfg: RunConfig) -> Shard:
                  split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile,
-                 flash_unpad=t.attention in ("flash1", "flash2") and _profile_feature(
+                 flash_unpad=t.attention in ("flash1", "flash2") and framework_supports(
                      t.framework, t.framework_version, "flash_unpad"),
-                 cp_ring=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
+                 cp_ring=p.cp > 1 and framework_supports(t.framework, t.framework_version,
                                                        "cp_sdpa_ring"),
-                 kv_repeat=p.cp > 1 and _profile_feature(t.framework, t.framework_version,
+                 kv_repeat=p.cp > 1 and framework_supports(t.framework, t.framework_version,
                                                          "sdpa_repeat_kv"),
-                 scaled_rope_unfused=_profile_feature(t.framework, t.framework_version,
+                 scaled_rope_unfused=framework_supports(t.framework, t.framework_version,
                                                       "scaled_rope_unfused"),
-                 softmax_args_swapped=_profile_feature(t.framework, t.framework_version,
+                 softmax_args_swapped=framework_supports(t.framework, t.framework_version,
                                                        "softmax_args_swapped"))
-
-
-@functools.cache
-def _profile_feature(framework: str | None, version: str | None, feature: str) -> bool:
-    if not framework:
-        return False
-    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
-
-    return framework_profile(framework, version).supports(feature) is True
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2

@@ -8,10 +8,10 @@ torchtitan's ``selective`` is per-op selective checkpointing instead (its profil
 
 from __future__ import annotations
 
-import functools
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
 
@@ -42,7 +42,7 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
         return [_renamed(op, "recompute.") for op in fwd] if whole else []
     if p.recompute != "selective":
         return []
-    if _per_op_sac(cfg) and not any(isinstance(op, Gemm) and op.grouped for op in fwd):
+    if profile_supports(cfg, "per_op_sac") and not any(isinstance(op, Gemm) and op.grouped for op in fwd):
         return per_op_sac_recompute(fwd)
     modules = p.recompute_modules or ("core_attn",)
     names = frozenset().union(*(RECOMPUTED_OPS.get(x, ()) for x in modules))
@@ -73,18 +73,6 @@ def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
             continue
         out.append(_renamed(op, "recompute."))
     return out
-
-
-def _per_op_sac(cfg: RunConfig) -> bool:
-    t = cfg.training
-    return bool(t.framework) and _profile_supports(t.framework, t.framework_version, "per_op_sac")
-
-
-@functools.cache
-def _profile_supports(framework: str, version: str | None, feature: str) -> bool:
-    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
-
-    return framework_profile(framework, version).supports(feature) is True
 
 
 def _renamed(op: Op, prefix: str) -> Op:

@@ -84,9 +84,9 @@ def _passes(pp: int, vpp: int, m: int) -> tuple[tuple[Pass, ...], tuple[Pass, ..
 def torch_warmup(cfg: RunConfig) -> bool:
     """Whether the config's framework interleaves with torch.distributed.pipelining's warm-up
     count (profile feature ``torch_interleaved_warmup``)."""
-    from trainsim.workload.layers import _profile_feature
+    from trainsim.catalog.frameworks import framework_supports
     t = cfg.training
-    return _profile_feature(t.framework, t.framework_version, "torch_interleaved_warmup")
+    return framework_supports(t.framework, t.framework_version, "torch_interleaved_warmup")
 
 
 def schedule(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
