@@ -443,3 +443,24 @@ def test_section_dataclasses_are_frozen():
                        (TrainingConfig(), "seq_length")]:
         with pytest.raises(dataclasses.FrozenInstanceError):
             setattr(obj, field, 3)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("sequence_parallel", 5), ("sequence_parallel", 1), ("sequence_parallel", 0),
+    ("sequence_parallel", 2.0), ("tensor_model_parallel_size", 2**60),
+    ("tensor_model_parallel_size", 2.0), ("tensor_model_parallel_size", 2.5),
+])
+def test_a_config_built_directly_accepts_what_a_file_accepts(field, value):
+    """The Python API's check (``check_fields``) and a file's coercion (``build``) agree on
+    every scalar value: a bool field takes 0/1 but not 5, an int field nothing past 2**53."""
+    from_file = None
+    try:
+        run_config_from_dict(base(parallel={field: value}))
+    except ConfigError as exc:
+        from_file = str(exc)
+    direct = None
+    try:
+        ParallelConfig(**{field: value})
+    except ConfigError as exc:
+        direct = str(exc)
+    assert (from_file is None) == (direct is None), (from_file, direct)

@@ -151,8 +151,10 @@ def check_fields(obj: Any, where: str) -> None:
     for name, kind, allowed, optional in _scalar_checks(type(obj)):
         value = getattr(obj, name)
         tp = type(value)
-        if tp is int and kind in ("int", "float", "bool") or tp is float and kind == "float" and \
-                -math.inf < value < math.inf or tp is str and kind == "str":
+        if tp is int and (kind in ("int", "float") and -MAX_INT <= value <= MAX_INT
+                          or kind == "bool" and value in (0, 1)) or \
+                tp is float and kind == "float" and -math.inf < value < math.inf or \
+                tp is str and kind == "str" or tp is bool and kind == "bool":
             continue  # the common cases, cheaply (configs are rebuilt often by the tuners)
         if value is None:
             if optional:
@@ -161,10 +163,14 @@ def check_fields(obj: Any, where: str) -> None:
         if kind == "literal":
             ok = value in allowed
         elif kind in ("int", "float"):
+            # what ``_coerce`` accepts from a file: a finite number, whole and within 2**53
+            # for an int field
             ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
-                math.isfinite(value) and (kind == "float" or value == int(value))
+                math.isfinite(value) and (kind == "float" or value == int(value)
+                                          and abs(value) <= MAX_INT)
         elif kind == "bool":
-            ok = isinstance(value, (bool, numbers.Integral))
+            ok = isinstance(value, bool) or isinstance(value, numbers.Integral) and \
+                value in (0, 1)
         else:
             ok = isinstance(value, str)
         if not ok:
