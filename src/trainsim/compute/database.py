@@ -52,6 +52,7 @@ import numpy as np
 
 from trainsim.compute.roofline import RooflineModel
 from trainsim.config import GPUSpec
+from trainsim.config.records import positive_value, record_count
 from trainsim.errors import ConfigError
 from trainsim.workload.elementwise import bytes_relative_to_fused
 from trainsim.workload.ops import ATTENTION_IMPLS, DTYPE_BYTES, Attention, Elementwise, Gemm
@@ -201,11 +202,8 @@ class KernelDatabase:
             raise ConfigError(f"{path}: 'kernels' is not a list of records")
         for i, row in enumerate(rows):
             op = op_from_record(row, where=f"{path}: kernels[{i}]")
-            try:
-                time_s = float(row.get("time_s", 0))
-            except (TypeError, ValueError):
-                time_s = math.nan
-            if isinstance(row.get("time_s"), bool) or not 0 < time_s < math.inf:
+            time_s = positive_value(row.get("time_s"))
+            if time_s is None:
                 raise ConfigError(f"{path}: kernels[{i}].time_s={row.get('time_s')!r} is not "
                                   "a positive number") from None
             why = physical_violation(op, time_s, db.spec)
@@ -281,15 +279,7 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database") -> Compu
     kind = row.get("op")
 
     def size(key: str, default: Any = None) -> int:
-        value = row.get(key, default)
-        try:
-            n = float(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            n = math.nan
-        if isinstance(value, bool) or not (1 <= n <= 2**53 and n == int(n)):
-            raise ConfigError(f"{where} ({record_label(row)}): {key}={value!r} must be a whole "
-                              "number >= 1")
-        return int(n)
+        return record_count(row, key, default, f"{where} ({record_label(row)}): ")
 
     def flag(key: str, default: bool) -> bool:
         value = row.get(key, default)

@@ -55,9 +55,9 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         return value
     if origin in (typing.Union, types.UnionType):
         args = [a for a in get_args(tp) if a is not type(None)]
-        if value is None or (isinstance(value, str) and value.strip() == ""):
-            if type(None) in get_args(tp):
-                return None
+        if (value is None or isinstance(value, str) and value.strip() == "") and \
+                type(None) in get_args(tp):
+            return None
         return _coerce(value, args[0], where)
     if origin in (tuple, list):
         inner = get_args(tp)[0] if get_args(tp) else Any

@@ -13,10 +13,11 @@ import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from trainsim.config.records import positive_value
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
-from trainsim.validate.common import RowResult, positive_value, summarize, summary_line
+from trainsim.validate.common import RowResult, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError
 
 GiB = 2**30
@@ -55,8 +56,6 @@ def _cell(row: dict[str, str], key: str) -> str | None:
     return v or None
 
 
-MAX_COUNT = 2**53
-"""Largest count a cell takes (as a config field: exact in a float below it)."""
 
 
 def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
@@ -85,38 +84,6 @@ def positive_cell(row: dict[str, str], key: str) -> float:
         shown = "empty" if text is None else repr(text)
         raise ConfigError(f"column '{key}' is {shown}; it must be a positive number")
     return value
-
-
-def positive_value(value: Any) -> float | None:
-    """``value`` as a positive finite float (a record's measured time, say), or None when it
-    is not one (missing, text, a bool, zero, negative, NaN or infinite)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        return None
-    return x if 0 < x < math.inf else None
-
-
-def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def record_count(rec: dict[str, Any], key: str, default: Any = None, where: str = "") -> int:
-    """A whole number >= 1 of a JSON record (a size or a count), or a ConfigError naming it
-    (``where`` prefixes the key: 'shape.')."""
-    value = rec.get(key, default)
-    if value is None:
-        raise ConfigError(f"{where}{key} is missing")
-    try:
-        n = float(value)
-    except (TypeError, ValueError):
-        n = math.nan
-    if isinstance(value, bool) or not (1 <= n <= MAX_COUNT and n == int(n)):
-        raise ConfigError(f"{where}{key}={_shown(value)} must be a whole number >= 1")
-    return int(n)
 
 
 def error_table(results: list[RowResult], key: Callable[[RowResult], str | None]

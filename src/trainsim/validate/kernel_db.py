@@ -22,8 +22,9 @@ from trainsim.catalog import model as catalog_model
 from trainsim.compute.chain import ChainModel
 from trainsim.compute.database import FORMATS, KernelDatabase, _read_json, as_profiled
 from trainsim.config import GPUSpec, RunConfig
+from trainsim.config.records import positive_value, record_count
 from trainsim.errors import ConfigError, NotAMeasurement, TrainsimError
-from trainsim.validate.common import RowResult, positive_value, record_count
+from trainsim.validate.common import RowResult
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
 

@@ -22,8 +22,9 @@ import re
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import ChainModel, compute_model_for
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.validate.common import MAX_COUNT, RowResult, _cell, positive_cell
+from trainsim.validate.common import RowResult, _cell, positive_cell
 from trainsim.workload.elementwise import memory_op
 from trainsim.workload.layers import _moe_block, shard_of
 from trainsim.workload.ops import DTYPE_BYTES, Attention, Elementwise, Gemm, GroupedImpl, Op

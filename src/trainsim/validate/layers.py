@@ -20,10 +20,11 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog.defaults import gpu_arch
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.records import positive_value, record_count, shown
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory.estimate import activation_bytes_per_layer
-from trainsim.validate.common import GiB, RowResult, _shown, positive_value, record_count
+from trainsim.validate.common import GiB, RowResult
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Elementwise, Gemm
 
@@ -71,7 +72,7 @@ def _measurement(rec: dict[str, Any], key: str, path: Any, line: int) -> float |
         return None
     x = positive_value(value)
     if x is None:
-        raise ConfigError(f"{path} line {line}: {key}={_shown(value)} must be a positive number: "
+        raise ConfigError(f"{path} line {line}: {key}={shown(value)} must be a positive number: "
                           "the error is relative to it")
     return x
 
@@ -83,7 +84,7 @@ def layer_config(rec: dict[str, Any]) -> RunConfig:
         raise ConfigError(f"unknown layer family {family!r}; known: {', '.join(FAMILIES)}")
     sh = rec.get("shape")
     if not isinstance(sh, dict):
-        raise ConfigError(f"shape={_shown(sh)} must be an object with h, heads, ffn (and kv, hd, "
+        raise ConfigError(f"shape={shown(sh)} must be an object with h, heads, ffn (and kv, hd, "
                           "experts, topk, moe_ffn)")
     seq, mbs = record_count(rec, "seq"), record_count(rec, "mbs", 1)
     moe = {}
