@@ -326,3 +326,21 @@ def test_a_config_naming_a_framework_gets_its_gradient_reduce_overlap_unless_it_
     assert cfg("megatron-bridge", "26.04").parallel.overlap_grad_reduce
     assert not cfg("megatron-lm", "2021-04").parallel.overlap_grad_reduce
     assert not cfg("megatron-bridge", "26.04", overlap_grad_reduce=False).parallel.overlap_grad_reduce
+
+
+@pytest.mark.parametrize("framework,version,expected", [
+    ("torchtitan", "2024-12", "all_gather"),  # its rotate method's default since CP landed
+    ("megatron-core", "0.8", "p2p"),  # TE's ring exchange, ParallelConfig's own default
+    (None, None, "p2p"),
+])
+def test_a_cp_run_that_names_no_exchange_gets_its_frameworks(framework, version, expected):
+    """parallel.cp_comm_type left out: the framework's default exchange, not p2p for all."""
+    from trainsim.catalog import run_config_from_dict
+
+    training = {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 8192}
+    if framework:
+        training.update(framework=framework, framework_version=version)
+    cfg = run_config_from_dict({
+        "model": "llama3-8b", "parallel": {"context_parallel_size": 2}, "training": training,
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    assert cfg.parallel.cp_comm_type == expected

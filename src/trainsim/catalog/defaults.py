@@ -2,7 +2,7 @@
 
 A config that names ``training.framework`` (and ``framework_version``) gets that framework's
 defaults for the settings it does not give: the attention kernel, the gradient-reduce dtype,
-the fp8 recipe, the MoE dispatcher, how the pipeline split counts the embedding and loss, CUDA
+the fp8 recipe, the MoE dispatcher, the context-parallel exchange, how the pipeline split counts the embedding and loss, CUDA
 graphs, the DDP bucket size and whether the gradient reduction overlaps the backward. A setting
 the framework could not run at that version (sequence parallelism in Megatron-DeepSpeed 2022,
 say) is an error that cites the profile's source.
@@ -40,6 +40,7 @@ _DEFAULTED = (
     ("training", "fp8_param_gather", "fp8_param_gather"),
     ("training", "modules", "modules"),
     ("training", "cross_entropy", "cross_entropy"),
+    ("parallel", "cp_comm_type", "cp_comm_type"),
 )
 _PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")

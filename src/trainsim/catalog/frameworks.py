@@ -257,6 +257,9 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     # what the framework's performance recipes switch on for MoE runs, by GPU (catalog name)
     # and fp8 recipe (or dtype): the run options where a run states none (mechanisms only)
     "moe_recipe_options": _nullable(_recipe_options),
+    # how context parallelism exchanges K/V where the run does not say (parallel.cp_comm_type):
+    # torchtitan's rotate method defaults to all-gather, Megatron-core's to p2p
+    "cp_comm_type": _nullable(_enum(("p2p", "a2a", "all_gather"))),
     # options the framework itself switches on for every run that states none, each where its
     # own condition holds (pp_overlap: interleaved pipelines only; dp_overlap: dp > 1), and
     # options it leaves to each recipe, which the tuner tries for a run that states none
@@ -274,7 +277,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
-             "run_options", "tuned_options", "scaled_rope_unfused", "softmax_args_swapped",
+             "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused", "softmax_args_swapped",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
