@@ -28,6 +28,7 @@ def test_bridge_2606_gb200_mxfp8_moe_recipes_overlap_and_graph_the_iteration():
 @pytest.mark.parametrize("cells", [
     {"framework_version": "26.04"},  # the 26.04 recipes did neither for these workloads
     {"gpu": "b200-sxm-180gb", "gpus_per_node": "8"},  # nor the B200 workloads of 26.06
+    {"gpus_per_node": "8"},  # keyed by the system (an NVLink rack), not by the GPU's name
     {"fp8_recipe": "current"},
     {"ep": "1"},  # not expert-parallel
     {"model": "llama3-8b"},  # dense
@@ -39,9 +40,17 @@ def test_recipe_options_apply_only_where_the_recipe_states_them(cells):
 
 def test_profile_names_mechanisms_only():
     assert framework_profile("megatron-bridge", "26.04").defaults.get("moe_recipe_options") is None
-    assert _recipe_options({"gb200": {"mxfp8": ["ep_overlap", "faster"]}})
-    assert _recipe_options({"gb200": {"fp9": ["ep_overlap"]}})
-    assert _recipe_options({"gb200": {"mxfp8": ["ep_overlap", "cuda_graphs"]}}) is None
+    assert _recipe_options({"rack": {"mxfp8": ["ep_overlap", "faster"]}})
+    assert _recipe_options({"rack": {"fp9": ["ep_overlap"]}})
+    assert "GPU name" in _recipe_options({"gb200": {"mxfp8": ["ep_overlap"]}})
+    assert _recipe_options({"rack": {"mxfp8": ["ep_overlap", "cuda_graphs"]}}) is None
+
+
+def test_rack_scope_follows_the_nvlink_domain_not_the_gpu():
+    # a B200 in a (hypothetical) 72-GPU NVLink domain gets the rack recipes' options; the
+    # GB200's own domain comes from the catalog node when the cell is empty
+    assert _flags(gpu="b200-sxm-180gb", gpus_per_node="72") == (True, True)
+    assert _flags(gpus_per_node="", num_gpus="64") == (True, True)
 
 
 DENSE = {**ROW, "model": "llama3-70b", "gpu": "h100-sxm-80gb", "gpus_per_node": "8",

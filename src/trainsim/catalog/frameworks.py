@@ -109,21 +109,29 @@ def _dispatcher_list(v: Any) -> str | None:
 
 #: run options (``validate`` options column) a profile's ``moe_recipe_options`` may name
 RECIPE_OPTIONS = ("ep_overlap", "cuda_graphs", "tp_overlap", "pp_overlap", "dp_overlap")
+#: the systems a profile's ``moe_recipe_options`` may single out, by the run's NVLink domain
+#: (``cluster.gpus_per_node``): ``any`` every run; ``rack`` an NVLink domain larger than one
+#: 8-GPU board, i.e. a multi-node NVLink rack (GB200/GB300 NVL72), whose performance recipes
+#: keep the expert all-to-all inside NVLink
+NVLINK_SCOPES = {"any": 0, "rack": 8}
+"""scope -> the NVLink domain size (GPUs) a run's must exceed for the scope to apply"""
 
 
 def _recipe_options(v: Any) -> str | None:
     if not isinstance(v, dict):
-        return "expected a mapping {gpu: {fp8 recipe or dtype: [options]}}"
-    for gpu_name, by_recipe in v.items():
+        return "expected a mapping {nvlink scope: {fp8 recipe or dtype: [options]}}"
+    for scope, by_recipe in v.items():
+        if scope not in NVLINK_SCOPES:
+            return f"{scope!r} is not one of {list(NVLINK_SCOPES)} (a system, never a GPU name)"
         if not isinstance(by_recipe, dict):
-            return f"{gpu_name}: expected a mapping {{fp8 recipe or dtype: [options]}}"
+            return f"{scope}: expected a mapping {{fp8 recipe or dtype: [options]}}"
         kinds = FP8_RECIPES + TRAINING_DTYPES
         for recipe, options in by_recipe.items():
             if recipe not in kinds:
-                return f"{gpu_name}: {recipe!r} is not one of {list(kinds)}"
+                return f"{scope}: {recipe!r} is not one of {list(kinds)}"
             bad = [o for o in options or () if o not in RECIPE_OPTIONS]
             if not isinstance(options, list) or bad:
-                return f"{gpu_name}.{recipe}: expected a list of {list(RECIPE_OPTIONS)}"
+                return f"{scope}.{recipe}: expected a list of {list(RECIPE_OPTIONS)}"
     return None
 
 
@@ -254,8 +262,9 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "hidden_dropout": _nullable(_prob),
     # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
     "grouped_gemm": _nullable(_enum(("multi_stream", "loop", "cutlass", "triton", "deepgemm"))),
-    # what the framework's performance recipes switch on for MoE runs, by GPU (catalog name)
-    # and fp8 recipe (or dtype): the run options where a run states none (mechanisms only)
+    # what the framework's performance recipes switch on for expert-parallel MoE runs, by the
+    # run's NVLink domain (``NVLINK_SCOPES``) and fp8 recipe (or dtype): the run options where
+    # a run states none (mechanisms only)
     "moe_recipe_options": _nullable(_recipe_options),
     # how context parallelism exchanges K/V where the run does not say (parallel.cp_comm_type):
     # torchtitan's rotate method defaults to all-gather, Megatron-core's to p2p

@@ -13,6 +13,7 @@ from typing import Any
 
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import model_dict, names, node, run_config_from_dict
+from trainsim.catalog.frameworks import NVLINK_SCOPES
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.errors import ConfigError, TrainsimError
@@ -155,8 +156,9 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
 def _recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
     """Options the row's framework switches on for a row that states none: those it turns on
     for every run (profile ``run_options``) where their condition holds, and those its
-    performance recipes switch on for an expert-parallel MoE run on the row's GPU and fp8
-    recipe (profile ``moe_recipe_options``)."""
+    performance recipes switch on for an expert-parallel MoE run on the row's kind of system
+    (its NVLink domain, ``catalog.frameworks.NVLINK_SCOPES``) and fp8 recipe (profile
+    ``moe_recipe_options``)."""
     profile = _profile(row)
     if profile is None:
         return set()
@@ -171,8 +173,12 @@ def _recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
     experts = int(model.get("num_experts") or preset.get("num_experts") or 0)
     if experts <= 1 or int(_cell(row, "ep") or 1) <= 1:
         return out
-    by_gpu = (profile.defaults.get("moe_recipe_options") or {}).get(row["gpu"]) or {}
-    return out | set(by_gpu.get(_cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16", ()))
+    domain = int(_cell(row, "gpus_per_node") or _node_size(row))
+    kind = _cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16"
+    for scope, by_recipe in (profile.defaults.get("moe_recipe_options") or {}).items():
+        if domain > NVLINK_SCOPES[scope]:
+            out |= set(by_recipe.get(kind, ()))
+    return out
 
 
 def _node_size(row: dict[str, str]) -> int:
