@@ -4,8 +4,9 @@
 
 ``benchmarks/training_errata.csv`` lists cells of the shared file that its own sources
 contradict (each with the evidence). The scoreboard stays the file as given; this script
-shows what the errors become once the cells say what the sources say. Nothing here is fed
-back into trainsim.
+shows what the errors (time, and memory where rows publish it) become once the cells say what
+the sources say; a corrected value left empty withdraws a measurement the source contradicts.
+Nothing here is fed back into trainsim.
 """
 
 from __future__ import annotations
@@ -32,8 +33,10 @@ def corrected(path: Path, errata: Path) -> Path:
             e = fixes.pop((row["id"], field), None)
             if e is not None:
                 if row[field] != e["file_value"]:
-                    raise SystemExit(f"erratum {row['id']}.{field}: the file now says "
-                                     f"{row[field]!r}, not {e['file_value']!r}")
+                    raise SystemExit(
+                        f"erratum {row['id']}.{field}: the file now says "
+                        f"{row[field]!r}, not {e['file_value']!r}"
+                    )
                 row[field] = e["corrected_value"]
     if fixes:
         raise SystemExit(f"errata for rows not in the file: {sorted(fixes)}")
@@ -47,14 +50,25 @@ def corrected(path: Path, errata: Path) -> Path:
 
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else BUNDLED_DIR / "training_public.csv"
-    for label, p in (("as given", path), ("errata applied", corrected(
-            path, HERE / "training_errata.csv"))):
+    for label, p in (
+        ("as given", path),
+        ("errata applied", corrected(path, HERE / "training_errata.csv")),
+    ):
         s = summarize(validate_file(p, workers=2)[1])
-        print(f"{label}: {s['n']} rows, {s['failed']} failed, MAPE {s['mape']:.2%}, "
-              f"max {s['max_ape']:.1%}")
+        print(
+            f"{label}: {s['n']} rows, {s['failed']} failed, MAPE {s['mape']:.2%}, "
+            f"max {s['max_ape']:.1%}"
+        )
+        if s.get("memory_n"):
+            print(
+                f"  memory: {s['memory_n']} rows, MAPE {s['memory_mape']:.2%}, "
+                f"max {s['memory_max_ape']:.1%}"
+            )
         for name, v in sorted(s["by_source"].items()):
-            print(f"  {name:20s} n={v['n']:3d} MAPE {v['mape']:6.1%} "
-                  f"mean signed {v['mean_signed_error']:+6.1%}")
+            print(
+                f"  {name:20s} n={v['n']:3d} MAPE {v['mape']:6.1%} "
+                f"mean signed {v['mean_signed_error']:+6.1%}"
+            )
     return 0
 
 
