@@ -29,8 +29,8 @@ Constants fitted (their names in ``trainsim.compute.roofline``):
   fitted together (one domain, ``grouped``); per-expert cuBLAS (``multi_stream``, ``loop``)
   has no constant of its own.
 
-* Memory-bound: ``SCALAR_HBM_EFFICIENCY`` only (golden section on the fitted rows whose kernels
-  load one 16-bit element at a time, ``workload.elementwise.SCALAR_LOADS``); the other
+* Memory-bound: ``SCALAR_HBM_EFFICIENCY`` only (golden section on the fitted rows with kernels
+  that load one 16-bit element at a time, ``workload.elementwise.strided_share``); the other
   memory-bound rows inform no constant here (``HBM_EFFICIENCY`` is a measured copy rate).
 
 The loss is the mean absolute relative error of the kernel time.
@@ -56,7 +56,8 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
-from trainsim.workload.elementwise import SCALAR_LOADS
+from trainsim.workload.elementwise import strided_share
+from trainsim.workload.ops import Elementwise
 
 FILES = ("kernels_published.csv", "kernels_h100_measured.csv")
 HOLD_OUT = 0.20
@@ -288,7 +289,7 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
     set_attention(nelder_mead(attn_loss, attention_params()))
     fit_grouped(train)  # after the tile overhead they build on
     scalar = [r for r in train if r.kind == "memory_bound" and
-              any(getattr(op, "impl", "") in SCALAR_LOADS for op in r.ops)]
+              any(isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops)]
 
     def scalar_loss(x: float) -> float:
         roofline.SCALAR_HBM_EFFICIENCY = x
@@ -355,7 +356,7 @@ def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, s
         if f"{r.source}|{r.family}" in held.get(domain(r), set()):
             part = "held-out family"  # of a source whose other families are fitted
         if part == "fit" and r.kind == "memory_bound" and not any(
-                getattr(op, "impl", "") in SCALAR_LOADS for op in r.ops):
+                isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops):
             part = "unfitted"  # no constant is fitted to this kind of memory-bound kernel
         kind = "attention" if r.kind.startswith("attention") else r.kind
         groups[(kind, r.gpu, part)].append(float(e))

@@ -36,7 +36,7 @@ import math
 from typing import Protocol
 
 from trainsim.config import GPUSpec
-from trainsim.workload.elementwise import SCALAR_LOADS
+from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
@@ -93,12 +93,14 @@ ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
 and again in the backward: measured at 75-85 % (forward) and 60-70 % (backward) of the
 no-dropout rate for cuDNN and FlashAttention kernels (Dao-AILab/flash-attention PR #2597)."""
 HBM_EFFICIENCY = 0.85
-SCALAR_HBM_EFFICIENCY = 0.52
+SCALAR_HBM_EFFICIENCY = 0.54
 """Fraction of HBM bandwidth a memory-bound kernel reaches when each thread loads one 16-bit
 element at a time (``workload.elementwise.SCALAR_LOADS``: vLLM's early rotary, SiluAndMul and
-RMSNorm kernels) instead of 128-bit vectors: a few bytes in flight per thread cannot cover the
-memory latency (Little's law). Fitted by ``benchmarks/fit_kernels.py`` to vidur's A100 and H100
-profiles of those kernels (their held-out sources excluded)."""
+RMSNorm kernels; PyTorch's non-vectorized path for strided or broadcast operands,
+``workload.elementwise.STRIDED_LOADS``) instead of 128-bit vectors: a few bytes in flight per
+thread cannot cover the memory latency (Little's law). Fitted by ``benchmarks/fit_kernels.py``
+to vidur's A100 and H100 profiles of those kernels and the H100 file's eager chunked SwiGLU and
+eager RMSNorm rows (their held-out sources and families excluded)."""
 LAUNCH_S = 3e-6
 TILE = 128
 GEMM_TILE_OVERHEAD_K = 266
@@ -316,7 +318,10 @@ class RooflineModel:
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
             return max(work, op.bytes / bw, op.flops / peak) + LAUNCH_S
         if isinstance(op, Elementwise):
-            if op.impl in SCALAR_LOADS:
-                bw = self.gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY
-            return op.bytes / bw + op.kernels * LAUNCH_S
+            # bytes moved one element per thread at a time (vLLM's scalar kernels, PyTorch's
+            # non-vectorized path for strided or broadcast operands) at their own rate
+            strided = strided_share(op)
+            scalar_bw = self.gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY
+            return (op.bytes * (1.0 - strided) / bw + op.bytes * strided / scalar_bw
+                    + op.kernels * LAUNCH_S)
         raise TypeError(f"not a compute op: {op!r}")

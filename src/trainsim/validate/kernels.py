@@ -177,6 +177,7 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"(layernorm|layer_norm).*(torch\.nn\.layernorm|f\.layer_norm|library=(torch|vllm)$)",
      "layernorm", "two_pass"),
     (r"layernorm|layer_norm", "layernorm", "fused"),
+    (r"swiglu.*chunked", "swiglu", "eager_chunked"),
     (r"swiglu.*(eager|two kernels)", "swiglu", "eager"),
     (r"(swiglu|siluandmul|mlp_act).*library=vllm$", "swiglu", "scalar"),
     (r"swiglu|siluandmul|mlp_act", "swiglu", "fused"),

@@ -50,6 +50,10 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # silu(gate) (read, write) and then the product (read two, write)
     ("swiglu", "fused"): (lambda e: 3 * e, 1),
     ("swiglu", "eager"): (lambda e: 2 * e + 3 * e, 2),
+    # the same two kernels on the halves of one [T, 2f] tensor (``x.chunk(2, -1)``, as
+    # ``trainsim profile`` and Megatron's unfused ``swiglu`` run them): each half is a strided
+    # view, so both run PyTorch's non-vectorized path (``STRIDED_LOADS``)
+    ("swiglu", "eager_chunked"): (lambda e: 2 * e + 3 * e, 2),
     # cross-entropy per logit, forward. Fused (Megatron's vocab-parallel CE, flash-attn's):
     # read the 16-bit logit, keep the fp32 softmax for the backward. PyTorch's
     # F.cross_entropy(logits.float()): the upcast (e + 4), log_softmax reading its input three
@@ -90,9 +94,36 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
 }
 
 
-SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass"})
+SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass", "eager_chunked"})
 """Implementations whose kernels load one 16-bit element per thread per instruction: they keep
 too few bytes in flight to saturate HBM (``compute.roofline.SCALAR_HBM_EFFICIENCY``)."""
+
+
+STRIDED_LOADS: dict[tuple[str, str], Callable[[int], float]] = {
+    # HF LlamaRMSNorm: ``hidden_states * torch.rsqrt(variance + eps)`` broadcasts the [T, 1]
+    # statistics (8 bytes per element) and ``self.weight * hidden_states.to(dtype)`` the [h]
+    # weight (2e)
+    ("rmsnorm", "eager"): lambda e: 8 + 2 * e,
+}
+"""Bytes per element that an eager implementation moves through kernels with a broadcast or
+strided operand. PyTorch's elementwise kernels take the vectorized path only when every
+operand is contiguous; otherwise they index each element through an ``OffsetCalculator``,
+one element per thread per load (aten/src/ATen/native/cuda/CUDALoops.cuh,
+``gpu_kernel_impl_nocast``: ``if (contiguous) launch_vectorized_kernel ... else
+launch_legacy_kernel``), the access pattern of ``SCALAR_LOADS``. Measured on H100
+(kernels_h100_measured.csv): the chunked eager SwiGLU moves its bytes at 1.7-1.8 TB/s,
+against 3.0-3.1 TB/s for a contiguous add or copy."""
+
+
+def strided_share(op: Elementwise) -> float:
+    """Share of ``op``'s bytes moved by non-vectorized kernels (``SCALAR_LOADS``: all;
+    ``STRIDED_LOADS``: its broadcast kernels; otherwise none)."""
+    if op.impl in SCALAR_LOADS:
+        return 1.0
+    per = STRIDED_LOADS.get((op.kernel, op.impl))
+    if per is None or (op.kernel, op.impl) not in IMPLEMENTATIONS:
+        return 0.0
+    return per(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2)
 
 
 BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
