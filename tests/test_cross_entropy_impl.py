@@ -40,3 +40,16 @@ def test_megatron_deepspeed_runs_the_unfused_cross_entropy():
     f0, b0, _ = _ce(plain)
     assert f0.bytes == pytest.approx(10 * logits) and b0.bytes == pytest.approx(6 * logits)
     assert f.kernels > f0.kernels
+
+
+def test_transformer_engines_cross_entropy_works_in_place_on_the_16_bit_logits():
+    """``te`` (Megatron-Bridge's default): two passes reading the 16-bit logits, the second
+    writing their gradient over them, then one in-place scaling in the backward: 6 and 4
+    bytes per fp16 logit, and no fp32 softmax kept."""
+    import dataclasses
+
+    c = cfg()
+    te = dataclasses.replace(c, training=dataclasses.replace(c.training, cross_entropy="te"))
+    f, b, logits = _ce(te)
+    assert f.bytes == pytest.approx(6 * logits) and b.bytes == pytest.approx(4 * logits)
+    assert f.kernels == 2 and b.kernels == 1

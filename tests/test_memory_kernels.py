@@ -32,9 +32,14 @@ def test_eager_rmsnorm_moves_nine_times_the_fused_bytes_in_eight_kernels():
 
 
 def test_every_implementation_moves_at_least_the_fused_bytes():
+    """The fused kernel is the floor of its family, except Transformer Engine's cross-entropy,
+    which keeps no fp32 softmax (it writes the gradient over the 16-bit logits): still at least
+    one read of its input."""
+    in_place = {("cross_entropy", "te"), ("cross_entropy.bwd", "te")}
     for (family, impl), (per, kernels) in IMPLEMENTATIONS.items():
         fused, _ = IMPLEMENTATIONS[(family, "fused")]
-        assert per(2) >= fused(2) and kernels >= 1, (family, impl)
+        floor = 2 if (family, impl) in in_place else fused(2)
+        assert per(2) >= floor and kernels >= 1, (family, impl)
 
 
 @pytest.mark.parametrize("pattern,bound", [

@@ -187,9 +187,6 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "per_op_sac": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
-    # the cross-entropy is Transformer Engine's parallel_cross_entropy: it saves the 16-bit
-    # logits and writes their gradient into them in place (2 bytes per logit in all)
-    "te_cross_entropy": _nullable(_bool),
     # with TP the cross-entropy runs on vocab-sharded DTensor logits under
     # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
     "loss_parallel": _nullable(_bool),
@@ -239,7 +236,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "attention_by_arch": _nullable(_by_arch),  # overrides ``attention`` on these GPUs
     "sdpa_by_arch": _nullable(_by_arch),  # the kernel torch's SDPA dispatches to on these GPUs
     "modules": _nullable(_enum(("fused", "eager"))),  # norms, activations, RoPE, loss
-    "cross_entropy": _nullable(_enum(("fused", "unfused"))),  # vocab-parallel CE of fused modules
+    # vocab-parallel CE of fused modules (training.cross_entropy): fused, unfused or te
+    "cross_entropy": _nullable(_enum(("fused", "unfused", "te"))),
     "grad_reduce_dtype": _nullable(_grad_reduce),
     "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
@@ -287,7 +285,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
              "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused", "softmax_args_swapped",
-             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss", "te_cross_entropy",
+             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
              "per_tensor_optimizer", "flash_unpad",

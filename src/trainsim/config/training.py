@@ -85,14 +85,17 @@ class TrainingConfig:
     PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half RoPE,
     ``act_fn(gate) * up``, the loss on logits upcast to fp32); ``compile`` fuses them again.
     A framework profile sets it (``pytorch``: eager)."""
-    cross_entropy: Literal["fused", "unfused"] = "fused"
+    cross_entropy: Literal["fused", "unfused", "te"] = "fused"
     """How the vocab-parallel cross-entropy of ``fused`` modules runs: ``fused``, one pass that
     reads the 16-bit logits and keeps the fp32 softmax (Megatron-core's
     ``cross_entropy_loss_fusion``, Transformer Engine's parallel cross-entropy), or
     ``unfused``, Megatron's ``mpu/cross_entropy.py`` on logits cast to fp32 with ``.float()``:
     max, subtract, exp, sum and divide as separate PyTorch ops over the [tokens, vocab / tp]
-    matrix (``workload.elementwise``). Eager modules run PyTorch's ``F.cross_entropy`` either
-    way. A framework profile sets it."""
+    matrix (``workload.elementwise``); or ``te``, Transformer Engine's Triton
+    ``parallel_cross_entropy`` (Megatron-core ``cross_entropy_fusion_impl="te"``), which writes
+    the logits' gradient into the 16-bit logits in its forward and scales it in place in the
+    backward, keeping no fp32 softmax. Eager modules run PyTorch's ``F.cross_entropy`` whatever
+    this says. A framework profile sets it."""
     framework: str | None = None
     """The training software (``trainsim catalog frameworks``): its profile fills the settings a
     config leaves out, as that framework did by default at ``framework_version``."""

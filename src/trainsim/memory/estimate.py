@@ -474,7 +474,7 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
             per = 2 if p.pp > 1 and profile_supports(cfg, "pipelining_buffers") else 2 + 2
         elif t.modules == "eager" and p.tp > 1 and profile_supports(cfg, "loss_parallel"):
             per = 16
-        elif profile_supports(cfg, "te_cross_entropy"):  # the 16-bit logits hold their own gradient
+        elif t.cross_entropy == "te":  # the 16-bit logits hold their own gradient
             per = 2
         else:
             per = 12 if t.modules == "eager" else 2 + 4

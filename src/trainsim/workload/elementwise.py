@@ -66,6 +66,13 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # masked target, gather of the target logits, log and the loss)
     ("cross_entropy", "unfused"): (lambda e: (e + F32) + F32 + 2 * F32 + 2 * F32 + F32 + 2 * F32,
                                    16),
+    # Transformer Engine's parallel_cross_entropy (transformer_engine/common/triton/
+    # cross_entropy.py, pytorch/triton/cross_entropy.py): online_softmax_kernel reads the
+    # logits for the row max and sum, cross_entropy_kernel reads them again and writes the
+    # gradient over them in place (3 passes); the backward's element_mul_kernel scales that
+    # gradient in place (read, write)
+    ("cross_entropy", "te"): (lambda e: 3 * e, 2),
+    ("cross_entropy.bwd", "te"): (lambda e: 2 * e, 1),
     # ... and its backward: fused reads the saved softmax and writes the 16-bit gradient;
     # eager zero-fills the fp32 gradient of log-probs and scatters -1 (4), log_softmax backward
     # reads gradient (twice: the row sum, then the output) and output, writes (16), the upcast's
