@@ -374,6 +374,9 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
         ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
     elif p.ep > 1:
         ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
+    probs = disp.probs_all_to_all(cfg, wire)
+    if probs is not None:
+        ops.append(probs)
     if disp.permute_after_exchange(dispatcher):
         # DeepEP delivers tokens in source order: sorted here, back before the combine
         ops.append(permute)

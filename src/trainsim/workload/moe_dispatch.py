@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.workload.ops import Comm
 
 if TYPE_CHECKING:
@@ -93,3 +94,24 @@ def split_sizes_gather(cfg: RunConfig) -> Comm | None:
         return None
     return Comm("moe.tokens_per_expert_all_gather", "all_gather",
                 ranks * (m.num_experts or 1) * 8, "ep", grad_bytes=0)
+
+
+PROBS_BYTES = 4
+"""Bytes of a routing probability as the dispatcher exchanges it: fp32 (Megatron-core
+``moe_router_dtype="fp32"``, set by Megatron-Bridge's Qwen, DeepSeek, GLM and OLMoE
+providers)."""
+
+
+def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
+    """The all-to-all dispatcher's second exchange, of ``copies`` routing probabilities (one
+    per token copy the rank sends): since Megatron-core 0.13 the probabilities travel with the
+    tokens and weigh the expert's output inside the expert (profile ``moe_probs_in_expert``),
+    so ``MoEAlltoAllTokenDispatcher.token_dispatch`` sends the permuted probabilities by an
+    all-to-all of their own after the tokens' one (``global_probs = all_to_all(self.ep_group,
+    permuted_probs, ...)``, core_v0.13.0-core_v0.16.0 megatron/core/transformer/moe/
+    token_dispatcher.py); their gradient comes back the same way in the backward. The flex
+    dispatchers (DeepEP, HybridEP) carry the probabilities inside their token exchange."""
+    if cfg.parallel.moe_token_dispatcher_type != "alltoall" or cfg.parallel.ep < 2 or \
+            not profile_supports(cfg, "moe_probs_in_expert"):
+        return None
+    return Comm("moe.dispatch_probs_all_to_all", "all_to_all", copies * PROBS_BYTES, "ep")
