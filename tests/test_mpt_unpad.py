@@ -1,11 +1,14 @@
-"""llm-foundry's MPT around FlashAttention's varlen kernel (issue 17, framework mechanisms):
-every layer unpads Q, K and V (two host waits each) and pads the output back."""
+"""llm-foundry's MPT around its attention kernels (issue 17, framework mechanisms): with
+``attn_impl: flash`` every layer unpads Q, K and V (two host waits each) and pads the output
+back; with ``attn_impl: triton`` nothing is unpadded and the backward concatenates dq, dk, dv."""
 
 from __future__ import annotations
 
+from trainsim.catalog import gpu as load_gpu
 from trainsim.catalog import run_config_from_dict
+from trainsim.compute.roofline import RooflineModel, attention_fraction
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
-from trainsim.workload.ops import Elementwise
+from trainsim.workload.ops import Attention, Elementwise
 
 
 def cfg(attention="flash2", framework=("llm-foundry", "2024-01")):
@@ -41,3 +44,28 @@ def test_mpt_flash_unpads_qkv_and_pads_the_output():
 def test_only_mpts_flash_path_unpads():
     for c in (cfg("triton"), cfg(framework=None)):
         assert _padding(layer_forward(c, shard_of(c))) == []
+
+
+def test_mpt_triton_backward_concatenates_dq_dk_dv_and_nothing_else():
+    c = cfg("triton")
+    sh = shard_of(c)
+    fwd = layer_forward(c, sh)
+    extra = [op for op in fwd if isinstance(op, Elementwise) and op.name.startswith("triton")]
+    assert len(extra) == 1 and extra[0].bytes == 0 and extra[0].kernels == 0
+    assert not any(isinstance(op, Elementwise) and op.host_sync for op in fwd)
+    back = [op for op in backward_of(fwd, sh) if op.name.startswith("triton")]
+    h, T = c.model.hidden_size, sh.tokens
+    assert sum(op.bytes for op in back) == 12 * h * T  # read and write dq, dk, dv (MHA)
+
+
+def test_mpt_triton_kernel_runs_at_the_first_flashattentions_rate():
+    for gpu in ("a100-sxm-80gb", "h100-sxm-80gb"):
+        g = load_gpu(gpu)
+        for backward in (False, True):
+            tri = attention_fraction("triton", backward, g)
+            assert tri == attention_fraction("flash1", backward, g)
+            assert tri < 0.6 * attention_fraction("flash2", backward, g)
+        op = Attention("a", batch=1, heads=32, kv_heads=32, q_len=65536, kv_len=65536,
+                       head_dim=128, impl="triton")
+        model = RooflineModel(g)
+        assert model.time(op) > 1.8 * model.time(Attention(**{**op.__dict__, "impl": "flash2"}))

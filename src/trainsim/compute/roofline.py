@@ -48,8 +48,8 @@ ceiling of the GPU it was written for; the softmax exponentials and each query r
 work are priced beside it (``SOFTMAX_EXP_EXPOSED``, ``ATTN_ROW_OVERHEAD_KEYS``), so a rate can
 pass 1: the main loop of a long-sequence kernel outruns a general GEMM's measured maximum.
 
-Two families: ``flash2`` (Ampere's synchronous ``mma``: FA2, and FA1 at ``FLASH1_OF_FLASH2``,
-PyTorch SDPA's flash backend, llm-foundry's Triton port, FlexAttention at ``FLEX_OF_FLASH2``)
+Two families: ``flash2`` (Ampere's synchronous ``mma``: FA2; FA1 and llm-foundry's Triton
+port at ``FLASH1_OF_FLASH2``; PyTorch SDPA's flash backend; FlexAttention at ``FLEX_OF_FLASH2``)
 and ``cudnn`` (warp-specialised, asynchronous ``wgmma``/``tcgen05`` kernels: cuDNN's fused
 attention and FlashAttention-3 and -4, which the FA3 paper's Figs. 5-6 put within ~10 % of
 cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
@@ -81,6 +81,17 @@ Performance of FlashAttention", August 2024)."""
 FLASH1_OF_FLASH2 = 0.49
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
 compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.49."""
+AT_FLASH1_RATE = frozenset({"flash1", "triton"})
+"""Kernels priced at the first FlashAttention's rate (``FLASH1_OF_FLASH2``): FA1 itself and
+llm-foundry's ``attn_impl: triton`` kernel (llmfoundry/models/layers/flash_attn_triton.py, a
+copy of Dao-AILab's flash_attn/flash_attn_triton.py compiled with the pre-MLIR Triton 2.0
+fork ``triton-pre-mlir``: 128x128 blocks, ``num_stages=1``). Its docstring: "Triton forward
+is generally faster than CUDA forward, while Triton backward is generally slower than CUDA
+backward. Overall Triton forward + backward is slightly slower" than FlashAttention (v1)'s
+CUDA kernels; llm-foundry's TUTORIAL.md (v0.3.0): "triton is slightly faster than flash" (its
+flash-attn 1.0.9 path with unpadding); FlashAttention-2 paper Fig. 4 (A100, causal, head dim
+128, 16k): FlashAttention Triton 80, FlashAttention 83, FlashAttention-2 189 TFLOP/s. Not
+fitted; no row of the kernel files measures it."""
 AMPERE_KERNEL_ON_HOPPER = 0.51
 """FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
@@ -224,7 +235,7 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
     """Fraction of ``gpu``'s GEMM ceiling a fused attention kernel ``impl`` reaches."""
     fwd, bwd = ATTENTION_OF_GEMM[ATTENTION_FAMILY[impl]]
     frac = bwd if backward else fwd
-    if impl == "flash1":
+    if impl in AT_FLASH1_RATE:
         frac *= FLASH1_OF_FLASH2
     if impl == "flex":
         frac *= FLEX_OF_FLASH2[1] if backward else FLEX_OF_FLASH2[0]

@@ -37,7 +37,7 @@ class TrainingConfig:
     mask add, softmax, dropout, matmul), flash1 (the first FlashAttention, Megatron-LM's
     --use-flash-attn from January 2023), flash2, flash3 (Hopper), flash4 (Blackwell), cudnn
     (Transformer Engine's fused attention), sdpa (PyTorch's scaled_dot_product_attention),
-    triton (llm-foundry's Triton FlashAttention-2), flex (torch FlexAttention).
+    triton (llm-foundry's Triton FlashAttention, pre-MLIR Triton), flex (torch FlexAttention).
     ``flash`` is read as flash2."""
     fp8_recipe: Literal["delayed", "current", "blockwise", "mxfp8"] = "delayed"
     """How fp8 tensors are scaled (Transformer Engine recipes): ``delayed`` per-tensor scale

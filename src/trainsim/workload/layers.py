@@ -38,7 +38,7 @@ from trainsim.workload.ops import (
 )
 from trainsim.workload.recompute import RECOMPUTED_OPS, layer_recompute  # noqa: F401 (re-export)
 from trainsim.workload.softmax import fused_softmax_runs, torch_softmax_fallback
-from trainsim.workload.unpad import pad_op, unpad_ops
+from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
 ACT = ACT_BYTES  # bytes of a 16-bit activation element
 
@@ -256,6 +256,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         ops.extend(ring_forward(core, sh.cp_comm, sh.cp, T, sh.kv_repeat, sh.compiled))
     elif sh.flash_unpad:
         ops += [*unpad_ops(T, q_loc, kv_loc), core, pad_op(T, m.v_dim // t)]
+    elif core.impl == "triton":  # llm-foundry's Triton kernel: dq, dk, dv concatenated after
+        ops += [core, triton_grad_op(T, q_loc, kv_loc)]
     else:
         if m.position_embedding == "alibi" and core.impl in MATERIALIZED_SCORES:
             # Megatron-DeepSpeed's ALiBi (bigscience megatron/model/transformer.py): the scores

@@ -20,8 +20,9 @@ mask add when causal, softmax, dropout, matmul, with the head-layout copies ``ei
 the FlashAttention papers' "PyTorch" baseline); ``flash1``-``flash4`` are Dao-AILab's FlashAttention
 generations (FA3 is Hopper's, FA4 Blackwell's); ``cudnn`` is cuDNN's fused attention as
 Transformer Engine calls it; ``sdpa`` is PyTorch's scaled_dot_product_attention (its flash
-backend for 16-bit inputs without a mask); ``triton`` is the Triton FlashAttention-2 port
-llm-foundry uses by default; ``flex`` is torch's FlexAttention (torchtitan)."""
+backend for 16-bit inputs without a mask); ``triton`` is llm-foundry's Triton FlashAttention
+(its default ``attn_impl``, priced at the first FlashAttention's rate); ``flex`` is torch's
+FlexAttention (torchtitan)."""
 ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
 MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
 """Implementations that write the s*s score matrix to memory (and keep it for backward)."""

@@ -1,5 +1,7 @@
-"""Variable-length FlashAttention as llm-foundry's MPT called it (``attn_impl: flash``): every
-layer unpads its queries, keys and values before the kernel and pads the output after it.
+"""The copies around the attention kernel in llm-foundry's MPT, by ``attn_impl``.
+
+``flash`` (variable-length FlashAttention): every layer unpads its queries, keys and values
+before the kernel and pads the output after it.
 
 mosaicml/llm-foundry@5e85bd62 (2024-01-06, the benchmark tables' commit)
 llmfoundry/models/layers/attention.py ``flash_attn_fn`` calls flash-attn's
@@ -13,6 +15,10 @@ output and scatters the tokens into it (``index_put_first_axis``). Backward: the
 backward zero-fills each input's gradient and scatters into it, the scatter's backward gathers;
 and since the varlen kernel returns separate dq, dk, dv, autograd's backward of ``chunk``
 concatenates them into the fused QKV gradient.
+
+``triton`` (llm-foundry's Triton FlashAttention, the harness's and the pretrain YAMLs'
+default): no unpadding (the padding mask is an additive key bias the kernel reads), but the
+backward's concatenation of dq, dk and dv (``triton_grad_op``).
 """
 
 from __future__ import annotations
@@ -47,3 +53,15 @@ def pad_op(tokens: int, width: int) -> Elementwise:
     (write; read, write); its backward gathers the gradient's tokens (read, write)."""
     return Elementwise("pad_output", bytes=3 * tokens * width * ACT, kernels=2,
                        bwd_bytes=2 * tokens * width * ACT, bwd_kernels=1)
+
+
+def triton_grad_op(tokens: int, q_width: int, kv_width: int) -> Elementwise:
+    """Backward of MPT's ``attn_impl: triton`` outside the kernel (mosaicml/llm-foundry@5e85bd62
+    llmfoundry/models/layers/flash_attn_triton.py ``FlashAttnFunc.backward``; attention.py
+    ``GroupedQueryAttention.forward``): the kernel returns dq, dk and dv as tensors of their own,
+    so the backward of ``qkv.split`` concatenates them into the fused QKV gradient (read, write).
+    The kernel's fp32 dQ buffer (zero-filled, converted to 16 bits after) is FlashAttention's
+    too and sits in the kernel's measured rate. Nothing runs in the forward."""
+    grad = 2 * tokens * (q_width + 2 * kv_width) * ACT
+    return Elementwise("triton_attn_dqkv_cat", bytes=0.0, kernels=0, bwd_bytes=grad,
+                       bwd_kernels=1)
