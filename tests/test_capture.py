@@ -5,7 +5,7 @@ equal the analytical builder's within 1 %, and the bytes the layer saves for bac
 trainsim's memory model within 5 %. The memory model describes Megatron's layer, whose fused
 QKV projection stays alive behind the V slice attention saves; Hugging Face models project
 Q, K and V separately, so the comparison subtracts exactly that buffer
-(:func:`trainsim.capture.report.separate_qkv_bytes`). Captures run with fused norm and SwiGLU
+(``activation_bytes_per_layer(..., separate_qkv=True)``). Captures run with fused norm and SwiGLU
 kernels (as Megatron/Transformer Engine run); eager Hugging Face code keeps much more, which
 one test shows.
 """
@@ -24,7 +24,6 @@ import trainsim
 from trainsim.capture import capture, captured_layer_source, layer_ops
 from trainsim.capture.report import (
     analytical_layer_flops,
-    separate_qkv_bytes,
     single_device,
     summarize,
 )
@@ -82,7 +81,7 @@ def test_activation_bytes_match_the_memory_model(name, request, monkeypatch):
     cfg = single_device(run_cfg("llama3-8b" if name == "llama" else "mixtral-8x7b"))
     moe = name == "mixtral"
     monkeypatch.setattr(memory_estimate, "_probs_in_expert", lambda cfg: False)
-    model = activation_bytes_per_layer(cfg, moe=moe) - separate_qkv_bytes(cfg)
+    model = activation_bytes_per_layer(cfg, moe=moe, separate_qkv=True)
     assert cap.activation_bytes[cap.layer(moe)] == pytest.approx(model, rel=0.05)
 
 

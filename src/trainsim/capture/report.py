@@ -59,17 +59,6 @@ def analytical_layer_flops(cfg: RunConfig, moe: bool) -> float:
     return sum(op.flops for op in fwd + backward_of(fwd, sh) if isinstance(op, (Gemm, Attention)))
 
 
-def separate_qkv_bytes(cfg: RunConfig) -> float:
-    """Bytes trainsim's memory model counts for Megatron's fused QKV output that a model with
-    separate Q/K/V projections does not keep: the memory model keeps the whole fused buffer
-    (the V slice attention saves is a view of it) plus the rotated Q and K; with separate
-    projections only rotated Q, rotated K and V stay, i.e. ``T (q + kv) x 2`` bytes less."""
-    m, p, tr = cfg.model, cfg.parallel, cfg.training
-    tokens = tr.micro_batch_size * tr.seq_length / p.cp
-    kv_loc = max(m.kv_size / p.tp, m.kv_channels)
-    return tokens * 2 * (m.q_size / p.tp + kv_loc)
-
-
 def summarize(cap: Capture, cfg: RunConfig | None, gpu: GPUSpec,
               include_kernels: bool = False) -> dict[str, Any]:
     """Everything ``trainsim capture`` shows, as plain data."""
@@ -117,7 +106,8 @@ def summarize(cap: Capture, cfg: RunConfig | None, gpu: GPUSpec,
             entry["analytical_flops"] = analytical_layer_flops(one, moe)
             model = activation_bytes_per_layer(one, moe=moe)
             entry["memory_model_activation_bytes"] = model
-            entry["memory_model_separate_qkv_bytes"] = model - separate_qkv_bytes(one)
+            entry["memory_model_separate_qkv_bytes"] = activation_bytes_per_layer(
+                one, moe=moe, separate_qkv=True)
         layers[path] = entry
     out: dict[str, Any] = {
         "source": cap.source, "micro_batch_size": cap.batch, "seq_length": cap.seq,

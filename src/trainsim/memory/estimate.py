@@ -32,6 +32,7 @@ from trainsim.model.counts import (
     mtp_params,
     output_layer_params,
 )
+from trainsim.workload.layers import separate_projections
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.schedule import peak_in_flight, schedule, torch_warmup
@@ -98,9 +99,10 @@ class MemoryBreakdown:
 
 
 def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
-                               moe: bool = False) -> float:
+                               moe: bool = False, separate_qkv: bool | None = None) -> float:
     """Bytes one layer keeps for backward, per micro-batch, on one rank (``moe``: a layer with
-    routed experts in place of the dense MLP)."""
+    routed experts in place of the dense MLP; ``separate_qkv``: whether Q, K and V come from
+    three projections, by default as ``workload.layers.separate_projections`` says)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     recompute = recompute or p.recompute
     if hf.applies(cfg, recompute, moe):  # Hugging Face's modules, as autograd saves them
@@ -133,8 +135,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * ((m.q_lora_rank or 0) + (m.kv_lora_rank or 0))
     elif cfg.training.attention in MATERIALIZED_SCORES and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
-    elif rope and profile_supports(cfg, "separate_qkv"):
-        # three projections (profile ``separate_qkv``): nothing keeps the unrotated Q and K
+    elif rope and (separate_projections(cfg) if separate_qkv is None else separate_qkv):
+        # three projections (workload.layers.separate_projections): nothing keeps the unrotated Q and K
         # (RoPE's backward needs only its cos/sin tables), so only rotated Q and K and the V
         # projection's output stay: as many bytes as one fused QKV buffer
         qkv = fused

@@ -68,9 +68,7 @@ class Shard:
     ``sdpa_repeat_kv``): what a CP exchange moves."""
     fp8_recipe: str = "delayed"  # training.fp8_recipe
     eager: bool = False  # training.modules == "eager" and not compiled: one kernel per op
-    split_projections: bool = False
-    """Hugging Face's Llama-family modules (RMSNorm models): separate q/k/v and gate/up
-    projections; GPT-2's ``c_attn`` and GPT-NeoX's ``query_key_value`` stay one GEMM."""
+    split_projections: bool = False  # separate q/k/v and gate/up GEMMs (separate_projections)
     autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
     flash_unpad: bool = False  # MPT's varlen FlashAttention (``workload.unpad``)
     compiled: bool = False
@@ -101,6 +99,18 @@ class Shard:
         return self.tokens // self.tp if self.sp else self.tokens
 
 
+def separate_projections(cfg: RunConfig) -> bool:
+    """The model's own modules project Q, K and V (and a gated MLP's gate and up) with separate
+    weights: Hugging Face's and torchtitan's Llama-family modules (RMSNorm models run eagerly:
+    ``q_proj``/``k_proj``/``v_proj``, ``gate_proj``/``up_proj``) and frameworks whose profile
+    says so (``separate_qkv``: Meta's released Llama 3, ``wq``/``wk``/``wv`` and ``w1``/``w3``);
+    GPT-2's ``c_attn``, GPT-NeoX's ``query_key_value`` and Megatron's fused QKV are one GEMM.
+    Time (three GEMMs) and memory (no unrotated Q and K kept) both read it."""
+    t = cfg.training
+    return t.modules == "eager" and cfg.model.normalization == "rmsnorm" or \
+        bool(framework_supports(t.framework, t.framework_version, "separate_qkv"))
+
+
 def shard_of(cfg: RunConfig) -> Shard:
     t, p = cfg.training, cfg.parallel
     q_len = t.seq_length // p.cp
@@ -109,7 +119,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
                  cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
                  eager=t.modules == "eager" and not t.compile,
-                 split_projections=t.modules == "eager" and cfg.model.normalization == "rmsnorm",
+                 split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile,
                  flash_unpad=t.attention in ("flash1", "flash2") and framework_supports(
