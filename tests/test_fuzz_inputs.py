@@ -7,55 +7,15 @@ fuzzer that found them (fast by default; ``-m slow`` runs more examples). Valida
 from __future__ import annotations
 
 import json
-import os
 import re
-from datetime import timedelta
 
 import pytest
-from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from helpers import BASE, FAST, SLOW, cli, one_error_line
+from hypothesis import given
 from hypothesis import strategies as st
-
-from trainsim.cli import main
-
-FAST = settings(max_examples=25, deadline=timedelta(seconds=20), derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                       HealthCheck.function_scoped_fixture])
-SLOW = settings(FAST, max_examples=400)
-
-
-def cli(*args: str, cwd=None):
-    """The CLI in-process with TRAINSIM_DEBUG=1: anything but a TrainsimError or a click usage
-    error escapes as the exception it is (and fails the test with its traceback)."""
-    old = os.getcwd()
-    if cwd:
-        os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(main, list(args), env={"TRAINSIM_DEBUG": "1"})
-    finally:
-        os.chdir(old)
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    assert "Traceback" not in result.output
-    return result
-
-
-def one_error_line(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines()
-             if ln.strip() and not ln.startswith("warning: ")]
-    assert lines and lines[-1].startswith(("error: ", "Error: ")), result.stderr
-    if lines[-1].startswith("error: "):
-        assert len(lines) == 1, result.stderr
-    return lines[-1]
-
 
 # ---------------------------------------------------------------------------- config files
 
-BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}
-training: {global_batch_size: 16, seq_length: 512}
-cluster: {gpu: h100-sxm-80gb, num_gpus: 8, gpus_per_node: 8, compute_db: null}
-"""
 
 
 @pytest.mark.parametrize("name, text, key", [

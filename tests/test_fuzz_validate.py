@@ -9,9 +9,9 @@ import json
 import os
 
 import pytest
+from helpers import BASE, FAST, SLOW, cli, one_error_line
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fuzz_inputs import BASE, FAST, SLOW, cli, one_error_line
 
 TRAINING_HEADER = ("id,model,gpu,num_gpus,gpus_per_node,tp,pp,global_batch_size,seq_length,"
                    "measured_iteration_s")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_recipe_options import overlaps  # the validator's overlap flags of a row
+from helpers import overlaps  # the validator's overlap flags of a row
 
 from trainsim.validate.training import _training_base
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_search import make_base
+from helpers import make_base
 
 import trainsim
 from trainsim.report.plots import (

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import overlaps
 
 from trainsim.catalog.frameworks import _recipe_options, framework_profile
 from trainsim.validate.training import _training_base
@@ -56,15 +57,6 @@ def test_rack_scope_follows_the_nvlink_domain_not_the_gpu():
 DENSE = {**ROW, "model": "llama3-70b", "gpu": "h100-sxm-80gb", "gpus_per_node": "8",
          "num_gpus": "64", "tp": "4", "pp": "8", "vpp": "5", "ep": "", "fp8_recipe": "current",
          "framework_version": "26.04", "global_batch_size": "256", "micro_batch_size": "1"}
-
-
-def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]:
-    """(grad reduce, param gather, p2p, TP) overlap of ``row`` with ``cells`` changed, as the
-    validator reads it."""
-    raw, _ = _training_base({**row, **cells})
-    p = raw["parallel"]
-    return (p["overlap_grad_reduce"], p["overlap_param_gather"], p["overlap_p2p_comm"],
-            p["tp_comm_overlap"])
 
 
 def test_bridge_run_without_options_gets_the_recipes_dp_and_interleaved_pp_overlap():

@@ -8,7 +8,7 @@ import os
 
 import pytest
 from click.testing import CliRunner
-from test_fuzz_inputs import cli  # the CLI in-process, tracebacks escaping
+from helpers import cli  # the CLI in-process, tracebacks escaping
 
 from trainsim.catalog import load_run_config, run_config_from_dict
 from trainsim.collectives import Fabric, GroupSpan, LinkTier, collective_cost

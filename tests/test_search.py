@@ -6,6 +6,7 @@ import dataclasses
 import random
 
 import pytest
+from helpers import make_base
 
 import trainsim
 from trainsim.errors import ConfigError
@@ -23,19 +24,7 @@ from trainsim.search.evaluation import Bounds, lower_bound_s
 from trainsim.search.explain import FrontIndex, dominates, pareto_front, why_slower
 from trainsim.search.space import MemoryKey, check_memory
 
-TINY_MODEL = {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
-              "num_kv_heads": 4, "vocab_size": 32000, "activation": "swiglu",
-              "position_embedding": "rope", "normalization": "rmsnorm",
-              "tied_embeddings": False, "add_bias_linear": False}
 SMALL_SPACE = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4, max_cp=2)
-
-
-def make_base(model=TINY_MODEL, gpus=16, batch=32, seq=2048, gpu="h100-sxm-80gb", dtype="bf16",
-              **cluster) -> Base:
-    cfg = trainsim.run_config_from_dict({
-        "model": model, "training": {"global_batch_size": gpus, "seq_length": seq, "dtype": dtype},
-        "cluster": {"gpu": gpu, "num_gpus": gpus, "gpus_per_node": 8, **cluster}})
-    return Base(cfg.model, dataclasses.replace(cfg.training, global_batch_size=batch), cfg.cluster)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from test_search import make_base
+from helpers import make_base
 
 from trainsim.search import LocalExecutor, RayExecutor, SearchSpace, search
 

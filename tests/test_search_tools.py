@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-from test_search import TINY_MODEL, make_base
+from helpers import TINY_MODEL, make_base
 
 from trainsim.errors import ConfigError
 from trainsim.search import EnergyModel, Vary, evaluate, plan, run_cost, sweep, write_sweep

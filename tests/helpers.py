@@ -1,0 +1,114 @@
+"""What several test modules share: the CLI run in-process, the fuzzers' settings, the tiny
+search base, the validator's overlap flags of a row, and a one-layer MoE config. Test modules
+import from here, never from each other."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from datetime import timedelta
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
+
+import trainsim
+from trainsim.catalog import gpu
+from trainsim.cli import main
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+
+# ---------------------------------------------------------------------------- the CLI, fuzzing
+
+FAST = settings(max_examples=25, deadline=timedelta(seconds=20), derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                       HealthCheck.function_scoped_fixture])
+SLOW = settings(FAST, max_examples=400)
+
+BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}
+training: {global_batch_size: 16, seq_length: 512}
+cluster: {gpu: h100-sxm-80gb, num_gpus: 8, gpus_per_node: 8, compute_db: null}
+"""
+"""A small valid run config file (its text), for the fuzzers to break."""
+
+
+def cli(*args: str, cwd=None):
+    """The CLI in-process with TRAINSIM_DEBUG=1: anything but a TrainsimError or a click usage
+    error escapes as the exception it is (and fails the test with its traceback)."""
+    old = os.getcwd()
+    if cwd:
+        os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, list(args), env={"TRAINSIM_DEBUG": "1"})
+    finally:
+        os.chdir(old)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    assert "Traceback" not in result.output
+    return result
+
+
+def one_error_line(result) -> str:
+    """The one ``error:`` line a refused input ends with (exit code 2)."""
+    assert result.exit_code == 2, result.output
+    lines = [ln for ln in result.stderr.splitlines()
+             if ln.strip() and not ln.startswith("warning: ")]
+    assert lines and lines[-1].startswith(("error: ", "Error: ")), result.stderr
+    if lines[-1].startswith("error: "):
+        assert len(lines) == 1, result.stderr
+    return lines[-1]
+
+
+# ---------------------------------------------------------------------------- search
+
+TINY_MODEL = {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+              "num_kv_heads": 4, "vocab_size": 32000, "activation": "swiglu",
+              "position_embedding": "rope", "normalization": "rmsnorm",
+              "tied_embeddings": False, "add_bias_linear": False}
+
+
+def make_base(model=TINY_MODEL, gpus=16, batch=32, seq=2048, gpu="h100-sxm-80gb", dtype="bf16",
+              **cluster):
+    """A search base: ``model`` on ``gpus`` GPUs (8 per node), global batch ``batch``."""
+    from trainsim.search import Base
+
+    cfg = trainsim.run_config_from_dict({
+        "model": model, "training": {"global_batch_size": gpus, "seq_length": seq, "dtype": dtype},
+        "cluster": {"gpu": gpu, "num_gpus": gpus, "gpus_per_node": 8, **cluster}})
+    return Base(cfg.model, dataclasses.replace(cfg.training, global_batch_size=batch), cfg.cluster)
+
+
+# ---------------------------------------------------------------------------- validation rows
+
+def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]:
+    """(grad reduce, param gather, p2p, TP) overlap of ``row`` with ``cells`` changed, as the
+    validator reads it."""
+    from trainsim.validate.training import _training_base
+
+    raw, _ = _training_base({**row, **cells})
+    p = raw["parallel"]
+    return (p["overlap_grad_reduce"], p["overlap_param_gather"], p["overlap_p2p_comm"],
+            p["tp_comm_overlap"])
+
+
+# ---------------------------------------------------------------------------- MoE layers
+
+def moe_layer_cfg(dispatcher: str = "alltoall", ep: int = 16, framework: str | None = None,
+                  version: str | None = None) -> RunConfig:
+    """One MoE layer (64 experts, top 8, h 1024) on 16 H100, expert parallel ``ep``."""
+    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
+                        ffn_hidden_size=512, activation="swiglu", num_experts=64,
+                        moe_router_topk=8, moe_ffn_hidden_size=512)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=16, gpus_per_node=8)
+    training = TrainingConfig(global_batch_size=16, micro_batch_size=1, seq_length=1024,
+                              framework=framework, framework_version=version)
+    parallel = ParallelConfig(expert_model_parallel_size=ep, moe_token_dispatcher_type=dispatcher)
+    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+
+
+def moe_layer_ops(cfg: RunConfig) -> tuple[list, list]:
+    """(forward, backward) ops of ``cfg``'s MoE block on one rank."""
+    from trainsim.workload.layers import _moe_block, backward_of, shard_of
+
+    sh = shard_of(cfg)
+    fwd: list = []
+    _moe_block(fwd, cfg, sh)
+    return fwd, backward_of(fwd, sh)
