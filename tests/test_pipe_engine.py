@@ -10,12 +10,20 @@ from trainsim.simulator import build_graph
 
 def cfg(framework="megatron-deepspeed", tp=8, pp=4, **parallel):
     training = {"framework": framework, "framework_version": "2022-02"} if framework else {}
-    return run_config_from_dict({
-        "model": {"preset": "gpt3-175b", "num_layers": 8},
-        "parallel": {"tp": tp, "pp": pp, "distributed_optimizer": True, **parallel},
-        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
-                     "dtype": "fp16", **training},
-        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 8 * tp * pp, "gpus_per_node": 8}})
+    return run_config_from_dict(
+        {
+            "model": {"preset": "gpt3-175b", "num_layers": 8},
+            "parallel": {"tp": tp, "pp": pp, "distributed_optimizer": True, **parallel},
+            "training": {
+                "global_batch_size": 64,
+                "micro_batch_size": 1,
+                "seq_length": 2048,
+                "dtype": "fp16",
+                **training,
+            },
+            "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 8 * tp * pp, "gpus_per_node": 8},
+        }
+    )
 
 
 def _gathers(priced):
@@ -42,8 +50,35 @@ def test_receiving_stages_all_gather_the_partitioned_tensors():
     assert _gathers(chunks[0].fwd) == [] and len(_gathers(chunks[1].fwd)) == 1
     assert len(_gathers(chunks[0].bwd)) == 2 and _gathers(chunks[3].bwd) == []
     m = cfg(framework=None)
-    assert all(_gathers(ch.fwd) + _gathers(ch.bwd) == []
-               for ch in build_graph(m, Pricer(m)).chunks.values())
+    assert all(
+        _gathers(ch.fwd) + _gathers(ch.bwd) == []
+        for ch in build_graph(m, Pricer(m)).chunks.values()
+    )
     one = cfg(tp=1)
-    assert all(_gathers(ch.fwd) + _gathers(ch.bwd) == []
-               for ch in build_graph(one, Pricer(one)).chunks.values())
+    assert all(
+        _gathers(ch.fwd) + _gathers(ch.bwd) == []
+        for ch in build_graph(one, Pricer(one)).chunks.values()
+    )
+
+
+def test_rebuilding_a_partition_costs_its_copies_and_a_host_wait():
+    """PartitionedTensor.full() after from_meta: the host reads the meta (a wait), the flat
+    buffer is zero-filled, the list all-gather copies each TP rank's piece out (tp copies of
+    the whole tensor's bytes, read and written) and the result is cloned; the forward also
+    clones what it received. Each rebuild is priced above its all-gather."""
+    from trainsim.workload.layers import shard_of
+    from trainsim.workload.ops import Comm, Elementwise
+    from trainsim.workload.pipe_engine import deepspeed_pipe_gathers
+
+    c = cfg()
+    sh = shard_of(c)
+    fwd, bwd = deepspeed_pipe_gathers(c, sh)
+    full = sh.tokens * c.model.hidden_size * 2
+    out = [op for op in fwd if op.name == "pipe_partition_unflatten"]
+    assert len(out) == 1 and out[0].kernels == 8 and out[0].bytes == 2 * full
+    assert sum(isinstance(op, Elementwise) and op.host_sync for op in fwd) == 1
+    assert sum(isinstance(op, Elementwise) and op.host_sync for op in bwd) == 2
+    assert [op.name for op in fwd if isinstance(op, Comm)] == ["pipe_partition_all_gather"]
+    pricer = Pricer(c)
+    gather = pricer.price([op for op in fwd if isinstance(op, Comm)])
+    assert pricer.price(fwd).duration_s > gather.duration_s

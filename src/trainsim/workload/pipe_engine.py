@@ -17,15 +17,28 @@ deepspeed/runtime/pipe/schedule.py ``TrainSchedule`` and deepspeed/runtime/pipe/
   all-gathers twice: the output it partitioned after its forward (``_exec_backward_pass``
   restores it) and the partitioned gradient it received (``part_grad.full()``).
 
+* Rebuilding a partitioned tensor is more than the all-gather (deepspeed/runtime/utils.py
+  ``PartitionedTensor``): ``from_meta`` reads the received meta tensor with ``meta.tolist()``
+  (a device-to-host copy: the host waits for the GPU); ``full()`` fills a flat buffer with
+  ``torch.zeros``, copies its own slice in, calls ``dist.all_gather`` with a list of per-rank
+  views of that buffer (ProcessGroupNCCL gathers into a flat buffer of its own, then copies
+  each rank's piece out: one copy per rank, pytorch/pytorch#33924) and returns a ``.clone()``
+  of the whole. ``_exec_recv_activations`` and ``_exec_forward_pass`` each ``.clone()`` what
+  was received (the meta and the 1/tp slice) before the forward uses it.
+
 The attention mask is not sent: Megatron-DeepSpeed keeps the constant causal mask in
 ``args.attn_mask`` (pretrain_gpt.py ``model_provider``), so only the hidden states travel.
+
+Not modelled: the ``.clone()`` of the 1/tp slice a sender partitions and its ``to_meta()``
+host-to-device copy (a stream synchronisation on the sending pass, next to a transfer the
+step blocks on anyway).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainsim.workload.ops import ACT_BYTES, Comm, Op
+from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise, Op
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -47,13 +60,33 @@ def deepspeed_pipe_exchange(cfg: RunConfig, act_bytes: float) -> list[list[Comm]
     return [one, list(one)]
 
 
+def partitioned_full(cfg: RunConfig, full_bytes: float) -> list[Op]:
+    """``PartitionedTensor.from_meta(...).full()`` of a tensor of ``full_bytes`` over the TP
+    group: the meta read by the host, the zero-filled flat buffer, the rank's own slice copied
+    in, the all-gather into per-rank views (gathered flat, then one copy out per rank) and the
+    clone returned."""
+    tp = cfg.parallel.tp
+    return [
+        Elementwise("pipe_partition_meta_tolist", bytes=META_BYTES, host_sync=True),
+        Elementwise("pipe_partition_zeros", bytes=full_bytes),
+        Elementwise("pipe_partition_local_copy", bytes=2 * full_bytes / tp),
+        Comm("pipe_partition_all_gather", "all_gather", full_bytes, "tp"),
+        Elementwise("pipe_partition_unflatten", bytes=2 * full_bytes, kernels=tp),
+        Elementwise("pipe_partition_clone", bytes=2 * full_bytes),
+    ]
+
+
 def deepspeed_pipe_gathers(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
-    """(forward, backward) TP all-gathers of a stage that receives under DeepSpeed's
-    PipelineEngine with TP > 1: one before a forward that received its input, two before a
-    backward that received its output's gradient. Empty otherwise."""
+    """(forward, backward) ops of a stage that receives under DeepSpeed's PipelineEngine with
+    TP > 1: a forward that received its input clones what arrived (twice: the receive and the
+    forward each clone the meta and the slice) and rebuilds it once; a backward that received
+    its output's gradient rebuilds twice (the output it partitioned, the gradient). Empty
+    otherwise."""
     p = cfg.parallel
     if p.data_parallel_impl != "deepspeed" or p.pp < 2 or p.tp < 2:
         return [], []
     full = sh.tokens * cfg.model.hidden_size * ACT_BYTES
-    gather = Comm("pipe_partition_all_gather", "all_gather", full, "tp")
-    return [gather], [gather, gather]
+    clones = Elementwise(
+        "pipe_received_clones", bytes=2 * 2 * (full / p.tp + META_BYTES), kernels=4
+    )
+    return [clones, *partitioned_full(cfg, full)], [*partitioned_full(cfg, full)] * 2
