@@ -210,3 +210,39 @@ def test_each_fsdp_unit_gather_is_walked_against_its_own_compute(monkeypatch):
     c = cfg(64, None, "none")
     sim.build_graph(c, Pricer(c))
     assert walks and all(g == n for g, n in walks), walks
+
+
+def test_after_a_recompute_the_layer_tail_under_the_reuse_distance_stays_gathered():
+    """stage3_max_reuse_distance (1e9 elements): a recomputed layer's backward gathers again
+    only the tensors with at least that many elements of the layer after them. GPT-3 175B
+    (h 12288): fc2 (nothing after it) and fc1 (4h^2 = 0.6e9 after it) stay; the projection
+    (8h^2 after it) and QKV are gathered again. At h 20480 only fc2 stays."""
+    from trainsim.workload.sharding import ZERO3_MAX_REUSE_DISTANCE
+
+    def regathered(hidden):
+        raw = {"model": {"preset": "gpt3-175b", "num_layers": 8, "hidden_size": hidden,
+                         "num_attention_heads": 128, "ffn_hidden_size": 4 * hidden},
+               "parallel": {"zero_stage": 3, "recompute": "full"},
+               "training": {"global_batch_size": 64, "micro_batch_size": 1,
+                            "seq_length": 2048, "dtype": "fp16"},
+               "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}}
+        c = run_config_from_dict(raw)
+        ops = zero3_tensor_gathers(c, range(1), False, False, after_recompute=True)
+        return [op.bytes / 2 / hidden**2 for op in ops if isinstance(op, Comm)]
+
+    assert ZERO3_MAX_REUSE_DISTANCE == 1e9
+    assert regathered(12288) == pytest.approx([1.0, 3.0])  # projection, QKV (backward order)
+    assert regathered(20480) == pytest.approx([4.0, 1.0, 3.0])  # fc1 too
+
+
+def test_deepspeed_2021_backward_regathers_less_than_three_passes():
+    """The backward of a recomputed per-tensor ZeRO-3 stage gathers fewer bytes than the
+    forward twice (recompute plus backward), since the layer tail stays gathered."""
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    c = cfg(gather="per_parameter")
+    work = build_graph(c, Pricer(c)).work[0]
+    gathered = [sum(t for cat, t, name in p.segments if name == "zero3_param_all_gather")
+                for p in work]
+    assert 1.0 < gathered[1] / gathered[0] < 2.0

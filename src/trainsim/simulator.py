@@ -165,7 +165,8 @@ class _TaskGraph:
     def _blocking_gathers(self) -> dict[int, tuple[Priced, Priced]]:
         """(forward, backward) pass of each virtual stage under per-tensor ZeRO-3, each led by
         its gathers: every gather waits for the previous one and the module waits for all of
-        them; a recomputed layer gathers its tensors again for the recompute."""
+        them; a recomputed layer gathers its tensors again for the recompute, and for its
+        backward only those released after the recompute (``ZERO3_MAX_REUSE_DISTANCE``)."""
         cfg, out = self.cfg, {}
         ranges = cfg.virtual_stage_layers()
         recomputed = cfg.recomputed_layers
@@ -173,8 +174,12 @@ class _TaskGraph:
             first, last = v == 0, v == len(ranges) - 1
             fwd = self.pricer.price(zero3_tensor_gathers(cfg, layers, first, last))
             again = [i for i in layers if i in recomputed]
+            plain = [i for i in layers if i not in recomputed]
             redo = self.pricer.price(zero3_tensor_gathers(cfg, again, False, False))
-            out[v] = (fwd + self.chunks[v].fwd, fwd + redo + self.chunks[v].bwd)
+            # after a recompute the layer's last tensors are still gathered for its backward
+            back = self.pricer.price(zero3_tensor_gathers(cfg, plain, first, last)
+                                     + zero3_tensor_gathers(cfg, again, False, False, True))
+            out[v] = (fwd + self.chunks[v].fwd, back + redo + self.chunks[v].bwd)
         return out
 
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,

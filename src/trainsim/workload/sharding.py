@@ -44,14 +44,44 @@ ZERO3_PERSISTENCE_THRESHOLD = 100_000
 sizeable model), so only larger tensors are gathered before each use."""
 
 
+ZERO3_MAX_REUSE_DISTANCE = 1_000_000_000
+"""DeepSpeed ZeRO-3 does not release a parameter after its module ran when the parameters
+used before its next use hold fewer elements than this (``stage3_max_reuse_distance``,
+default 1e9 in v0.3.13 zero/constants.py; ``PartitionedParameterCoordinator._keep_for_later``
+measures the distance on the module trace recorded in the first step). Under activation
+recompute a layer's backward follows its recompute forward at once, so the tensors at the end
+of the layer stay gathered between the two."""
+
+
+def _released_after_recompute(cfg: RunConfig, layers: range | list[int]
+                              ) -> list[tuple[float, bool]]:
+    """The tensors of recomputed ``layers`` that the backward gathers again after the
+    recompute forward: those whose reuse distance (the elements of the layer's tensors after
+    it in forward order, which the backward reaches first) is at least the limit."""
+    out: list[tuple[float, bool]] = []
+    for i in layers:
+        tensors = _rank_tensors(cfg, [i])
+        after = 0.0
+        for n, expert in reversed(tensors):
+            if after >= ZERO3_MAX_REUSE_DISTANCE:
+                out.append((n, expert))
+            after += n
+    return out
+
+
 def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
-                         last: bool) -> list[Op]:
+                         last: bool, after_recompute: bool = False) -> list[Op]:
     """One all-gather per parameter tensor of ``layers`` (plus the word embedding on the first
     virtual stage and the output layer on the last), as DeepSpeed's 2021 ZeRO-3 issues them: a
     tensor at a time, each over its data-parallel group (routed experts over theirs), 16-bit.
-    Tensors under ``ZERO3_PERSISTENCE_THRESHOLD`` elements stay gathered."""
+    Tensors under ``ZERO3_PERSISTENCE_THRESHOLD`` elements stay gathered. ``after_recompute``:
+    the backward's gathers of recomputed layers, only the tensors released after the
+    recompute (``ZERO3_MAX_REUSE_DISTANCE``)."""
     m, p = cfg.model, cfg.parallel
-    sizes = _rank_tensors(cfg, layers)
+    if after_recompute:
+        sizes = _released_after_recompute(cfg, layers)
+    else:
+        sizes = _rank_tensors(cfg, layers)
     sizes += [(m.vocab_size * m.hidden_size / p.tp, False)] * _end_matrices(cfg, first, last)
     ops: list[Op] = []
     for n, expert in sizes:
