@@ -4,6 +4,7 @@ over the NIC, and the slowest hop paces every send (``pipeline.pipeline_send_s``
 from __future__ import annotations
 
 from trainsim.catalog import run_config_from_dict
+from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels
 from trainsim.pipeline import pipeline_send_s
 from trainsim.pricing import Pricer
 
@@ -12,12 +13,14 @@ NIC = 200e9 / 8  # DGX A100: 200 Gb/s per GPU
 NVLINK = 300e9
 
 
-def cfg(gpus: int, tp: int = 1, pp: int | None = None):
+def cfg(gpus: int, tp: int = 1, pp: int | None = None, framework: str | None = None,
+        overlap_p2p_comm: bool = False):
+    fw = {"framework": framework, "framework_version": "2023-11"} if framework else {}
     return run_config_from_dict({
         "model": {"name": "toy", "hidden_size": 1024, "num_layers": 32,
                   "num_attention_heads": 8, "vocab_size": 32000},
-        "parallel": {"tp": tp, "pp": pp or gpus},
-        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 1024},
+        "parallel": {"tp": tp, "pp": pp or gpus, "overlap_p2p_comm": overlap_p2p_comm},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 1024, **fw},
         "cluster": {"node": "dgx-a100", "num_gpus": gpus},
     })
 
@@ -38,3 +41,30 @@ def test_hops_all_on_the_network_keep_their_pricing():
     c = cfg(32, tp=8, pp=4)
     assert send_s(c) >= MB / NIC
     assert send_s(c) < MB / NIC * 1.2
+
+
+def test_nccl_spreads_a_grouped_send_over_its_share_of_channels():
+    """NCCL gives one send of a group p2pnChannels / nranks channels (32 / 8 = 4), more only for
+    chunks above 16 MiB a channel, at most 4 x 32 / nranks; a two-rank communicator gets 16."""
+    assert batched_p2p_channels(28e6, 8) == 4
+    assert batched_p2p_channels(28e6, 2) == 16
+    assert batched_p2p_channels(100e6, 8) == 8
+    assert batched_p2p_channels(1e9, 8) == 16
+    assert batched_p2p_channels(1e6, 32) == 1
+
+
+def test_megatron_batched_exchange_in_one_node_runs_on_few_channels():
+    """Megatron-LM's batch_isend_irecv on an 8-stage group in one node: 4 channels, so a send
+    takes at least its bytes over 4 channel rates, about 4x the NVLink price; a lone isend
+    (overlap_p2p_comm) or a framework that does not batch keeps the NVLink price."""
+    batched = send_s(cfg(8, framework="megatron-lm"))
+    assert batched >= MB / (4 * P2P_CHANNEL_Bps)
+    assert batched < MB / (4 * P2P_CHANNEL_Bps) * 1.05
+    nvlink = send_s(cfg(8))
+    assert nvlink < batched / 3
+    assert send_s(cfg(8, framework="megatron-lm", overlap_p2p_comm=True)) == nvlink
+
+
+def test_batched_exchange_across_nodes_keeps_the_nic_price():
+    """16 stages over two nodes: the NIC hop paces the pipeline as before."""
+    assert send_s(cfg(16, framework="megatron-lm")) == send_s(cfg(16))

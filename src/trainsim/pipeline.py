@@ -32,7 +32,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks as priced_chunks
+from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
@@ -67,13 +69,24 @@ def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
     blocking exchange each send also waits for the receiver: ``_batched_p2p_ops`` then
     ``torch.cuda.synchronize``, megatron/core/pipeline_parallel/p2p_communication.py), so
     the slowest stage, the one sending over the NIC, paces all of them and every send is priced
-    at that hop. A stride of a node or more puts every hop on the network already."""
+    at that hop. A stride of a node or more puts every hop on the network already.
+
+    Where the framework batches each exchange (``batched_p2p``: Megatron's
+    ``_batched_p2p_ops``, ``torch.distributed.batch_isend_irecv`` on the pipeline group, unless
+    ``overlap_p2p_comm`` sends each tensor alone) and the pipeline group sits in one node, NCCL
+    spreads a send over only ``p2pnChannels / pp`` channels
+    (``collectives.nccl.batched_p2p_channels``): 4 channels of ``P2P_CHANNEL_Bps`` each for 8
+    stages, 56 GB/s, where the links would carry 230. Across nodes the NIC bounds the send
+    already and NCCL gives each network peer the channels it needs (not modelled here)."""
     t = pricer.comm_time(Comm("p2p", "send_recv", size_bytes, "pp"))
     p = cfg.parallel
     stride, gpn = p.tp * p.cp * cfg.dp, cfg.cluster.gpus_per_node
     if p.pp > 1 and stride < gpn and pricer.net.span(p.pp, stride).nodes > 1:
         across = pricer.net.collective("send_recv", size_bytes, pricer.net.span(2, gpn))
         t = max(t, across.time_s)
+    elif (p.pp > 1 and not p.overlap_p2p_comm and profile_supports(cfg, "batched_p2p")
+          and pricer.net.span(p.pp, stride).nodes == 1):
+        t = max(t, size_bytes / (batched_p2p_channels(size_bytes, p.pp) * P2P_CHANNEL_Bps))
     return t
 
 

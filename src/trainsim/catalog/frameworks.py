@@ -174,6 +174,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "attention_kernels": _nullable(_attention_list),  # attention implementations the user may pick
     "moe_dispatchers": _nullable(_dispatcher_list),  # MoE token dispatchers the user may pick
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
+    # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
+    # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
+    "batched_p2p": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
@@ -290,7 +293,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
              "per_tensor_optimizer", "flash_unpad",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
-             "pipeline_microbatches", "pipeline_stages_per_rank"}
+             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 
 _TOP_KEYS = {"name", "description", "versions"}

@@ -116,6 +116,50 @@ _HOP_US = {"nvlink": {"tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
            "net": {"tree": {"LL": NET_HOP_LL_US, "LL128": 8.5, "Simple": 14.0},
                    "ring": {"LL": NET_HOP_LL_US, "LL128": 4.0, "Simple": 14.0}}}
 
+P2P_CHANNELS = 32
+"""``p2pnChannels`` of a communicator inside an NVLink node: NCCL takes its collective channel
+count and rounds it up to a power of two (src/graph/paths.cc ``ncclTopoComputeP2pChannels``,
+2.12-2.2x), and an NVLink peer allows 2 channels per link (``ncclTopoGetNchannels``). Eight
+A100 on NVSwitch run 24 collective channels (NVIDIA/nccl-tests #100 log: "Channel 23/24"), hence
+32 p2p channels and 32 per peer; a 4-GPU A100 board logs "24 coll channels, ..., 32 p2p
+channels"."""
+
+P2P_NVL_CHUNK_BYTES = 512 * 1024
+"""``NCCL_P2P_NVL_CHUNKSIZE`` default: the p2p step when every peer is on NVLink ("P2P
+Chunksize set to 524288" in NCCL's logs)."""
+
+P2P_CHANNEL_Bps = 14e9
+"""What one NCCL p2p channel (one CTA copying a chunk at a time) carries: 14 GB/s, NCCL's own
+figure (src/graph/paths.cc ``NCCL_P2P_PER_CHANNEL_NET_BW`` default, by which it sizes the
+channels a peer gets). Assumed for NVLink too: one CTA reading its peer's buffer over NVLink
+(``P2P/IPC/read`` on A100) is bound by the bytes it keeps in flight, not by the links. No
+single-channel NVLink measurement was found; the zero-bubble table's 8-stage rows imply 15
+(benchmarks/zero_bubble.py), which is a check, not where the figure comes from."""
+
+
+def batched_p2p_channels(size_bytes: float, nranks: int) -> int:
+    """Channels NCCL gives one send of ``size_bytes`` inside a group (``ncclGroupStart`` /
+    ``ncclGroupEnd``, which PyTorch's ``batch_isend_irecv`` issues on the process group's own
+    communicator) of ``nranks`` ranks, all in one NVLink node.
+
+    NCCL 2.12-2.2x (src/enqueue.cc ``scheduleP2pTasksToPlan`` and ``calcP2pChunkSize``) starts
+    from ``p2pnChannels / nranks`` channels per peer (so that one channel serves each
+    operation), halving a power of two, and doubles it only while a channel's share exceeds 32
+    p2p steps (16 MiB on NVLink), up to ``4 p2pnChannels / nranks``. An 8-rank pipeline group
+    sends a 28 MB activation on 4 channels; a 2-rank communicator (a lone ``isend``) on 16."""
+    per_peer = P2P_CHANNELS
+    lo = per_peer
+    while lo * nranks > P2P_CHANNELS and lo > 1:
+        lo //= 2
+    hi = per_peer
+    while hi * nranks > 4 * P2P_CHANNELS and hi > 1:
+        hi //= 2
+    n = lo
+    while size_bytes / n > 32 * P2P_NVL_CHUNK_BYTES and n <= hi // 2:
+        n *= 2
+    return n
+
+
 BUS_FACTOR = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
