@@ -40,28 +40,19 @@ iteration less the ideal (1F1B's iteration scaled by that ratio), regressed on m
 a pipeline that crosses nodes: with one stage per GPU the hops 7 -> 8, ... leave the node over a
 200 Gb/s NIC, and in lock-step the slowest hop paces every stage (``pipeline.pipeline_send_s``;
 10.5-12.6 MB at 25 GB/s: 0.42-0.50 ms a send). With it the 14.6B and 28.3B rows of 1F1B-I come
-within 3 points (+7.9 -> +2.6 at most). The 8-stage runs (1.5B, 6.2B) stay in one NVLink node
-and keep a gap of 3-6.5 points; their 25-28 MB sends cost 0.1 ms on NVLink, so the same 0.45 ms
-per pass there is not the transfer. Tried against it (not adopted): a p2p bandwidth bound of 2
-NCCL channels per peer for every hop of a batched exchange on a multi-node communicator (NCCL
-takes the smallest channel count over a communicator's peers, ``ncclTopoComputeP2pChannels``,
-and PyTorch runs ``batch_isend_irecv`` on the group's communicator): on DGX A100 it prices the
-same 25 GB/s as the NIC, so this table cannot tell the two apart, it does not reach the
-single-node rows, and no measurement here gives a channel's rate; Megatron's one exchange per
-forward+backward step of the non-overlapped interleaved schedule (< 1 point).
-Megatron's exchange groups (measured 2026-11-24 outside the engine on the engine's own pass and
-send times, Megatron 2023-11's exchange lists: ``_communicate`` posts one ``batch_isend_irecv``
-group and ``torch.cuda.synchronize()``s under ``batch_p2p_sync``; interleaved steady state runs F,
-B, then one group with the ``forward_k - (pp - 1)`` receive flags of schedules.py, so F's output
-leaves after B and the next pass waits for every receive of the group): 1F1B-I's speed-up falls
-1.0-1.6 points at 1.5B, 0.6-0.8 at 6.2B, where the sends are 0.1 ms, and 2.7-3.8 at 14.6B and
-28.3B, where they are the NIC's 0.46-0.55 ms; 1F1B moves < 0.2 %. Deferring F's send alone gives
-about half of it; making each send also wait for its receiver (a rendezvous) adds nothing with
-these deterministic passes. The launch ramp after each synchronize is one launch (30 us: the
-pass's later launches hide behind its first GEMMs), < 0.1 point. The excess tracks passes, not
-exchanges: interleaving adds 2 (v - 1) passes but v - 2 synchronizes per micro-batch and stage,
-so a per-synchronize host gap would have to be 1.9 ms at 1.5B and 1.3 ms at 6.2B, where the
-per-pass excess is 0.47 and 0.43.
+within 3 points (+7.9 -> +2.6 at most). The 8-stage runs (1.5B, 6.2B) stay in one NVLink node,
+where the same 0.45 ms per pass is the send too: Megatron posts each exchange as one
+``batch_isend_irecv`` on the pipeline group's 8-rank communicator, and NCCL gives one send of
+such a group p2pnChannels / 8 = 4 channels (src/enqueue.cc ``calcP2pChunkSize``: more only above
+16 MiB a channel), 4 x 14 GB/s (``collectives.nccl.P2P_CHANNEL_Bps``, NCCL's own per-channel
+figure) = 56 GB/s: 0.50 ms for the 1.5B's 28 MB, 0.45 for the 6.2B's 25 MB, against 0.47 and
+0.43 implied by the published table (``batched_p2p`` in the megatron-lm profile,
+``pipeline.pipeline_send_s``). With it 1F1B-I's 12 rows are within 3 points (8 stages: +6.5 ->
++3.0 at most). Tried before it (not adopted): a p2p bound of 2 NCCL channels per peer for every
+hop of a batched exchange on a multi-node communicator (it prices the NIC's 25 GB/s on DGX A100,
+so this table cannot tell the two apart); Megatron's exchange groups as a rendezvous, replayed
+outside the engine (a fifth of the then 8-stage gap); the launch ramp after each synchronize
+(< 0.1 point). See benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations

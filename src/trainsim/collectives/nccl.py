@@ -129,12 +129,13 @@ P2P_NVL_CHUNK_BYTES = 512 * 1024
 Chunksize set to 524288" in NCCL's logs)."""
 
 P2P_CHANNEL_Bps = 14e9
-"""What one NCCL p2p channel (one CTA copying a chunk at a time) carries: 14 GB/s, NCCL's own
-figure (src/graph/paths.cc ``NCCL_P2P_PER_CHANNEL_NET_BW`` default, by which it sizes the
-channels a peer gets). Assumed for NVLink too: one CTA reading its peer's buffer over NVLink
-(``P2P/IPC/read`` on A100) is bound by the bytes it keeps in flight, not by the links. No
-single-channel NVLink measurement was found; the zero-bubble table's 8-stage rows imply 15
-(benchmarks/zero_bubble.py), which is a check, not where the figure comes from."""
+"""What one NCCL p2p channel (one CTA moving a chunk at a time) carries: 14 GB/s, NCCL's own
+figure (src/graph/paths.cc ``NCCL_P2P_PER_CHANNEL_NET_BW``, default 14 GB/s: a network peer gets
+its NICs' GB/s / 14 channels, so that the channels keep the NIC busy). Assumed for NVLink too:
+one CTA reading its peer's buffer (``P2P/IPC/read`` on A100) is bound by the bytes it keeps in
+flight, not by the twelve links. No single-channel NVLink measurement was found; the zero-bubble
+table's 8-stage rows imply 14.6-15 GB/s (benchmarks/zero_bubble.py: 0.43-0.47 ms per 25-28 MB
+send on 4 channels), a check, not where the figure comes from."""
 
 
 def batched_p2p_channels(size_bytes: float, nranks: int) -> int:
