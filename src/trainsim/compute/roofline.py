@@ -138,13 +138,14 @@ the GEMM rows' MAPE is 7.87 % with no partial-wave split, 7.44 % at 2 waves, 7.4
 7.87 % with every grid split (benchmarks/fit_kernels.py rows, ``GEMM_TILE_OVERHEAD_K`` = 266)."""
 
 
-GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.70, "deepgemm": 1.03}
+GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.70, "deepgemm": 0.92}
 """Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
 GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
 on their own, the tiles of every group spread over the SMs together) and the dense tile
 overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and the Triton MoE
 kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kernel) while
-DeepGEMM's grouped kernels run at its dense rate (DeepGEMM README). Fitted by
+DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.92 of the fp8
+rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
 ``benchmarks/fit_kernels.py`` (its held-out sources excluded). Per-expert cuBLAS GEMMs
 (``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no fraction."""
 GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
@@ -156,6 +157,24 @@ The chunks of a GEMM overlapped with a TP collective (``userbuffers``) are cuBLA
 GEMMs issued round-robin on 3 streams (TE pytorch/module/base.py ``_NUM_MAX_UB_STREAMS = 3``),
 each chunk's last wave filled by the next chunk's tiles: priced as one grid of every chunk's
 tiles at the dense rate."""
+
+
+FP8_OWN_PROMOTION = frozenset({"deepgemm"})
+"""Grouped-GEMM implementations whose fp8 kernels never use cuBLAS's split accumulator:
+DeepGEMM promotes on the CUDA cores, overlapped with the tensor cores (its README)."""
+
+
+def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
+    """The GEMM ceiling ``op`` runs at (FLOP/s). The GPU's fp8 MAMF was measured through
+    cuBLAS's split accumulator (``torch._scaled_mm`` without ``use_fast_accum``), which
+    periodically promotes Hopper's limited-precision fp8 tensor-core sums to fp32 (DeepSeek-V3
+    report, §3.3.2): on H100 it keeps 0.709 of the fp8 peak against 0.801 of the 16-bit one.
+    A kernel that does without it (``Gemm.fp8_fast_accum``) reaches the 16-bit fraction of the
+    fp8 peak; on Blackwell the two fractions nearly agree (0.763, 0.776)."""
+    fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION
+    if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:
+        return gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
+    return gpu.gemm_ceiling(op.dtype)
 
 
 def _group_row_tiles(op: Gemm) -> float:
@@ -176,7 +195,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
     sms = gpu.num_sms
     row_tiles = _group_row_tiles(op)
     useful = op.m / TILE / row_tiles
-    overhead_k = GEMM_TILE_OVERHEAD_K * gpu.gemm_ceiling(op.dtype) / gpu.gemm_ceiling("bf16")
+    overhead_k = GEMM_TILE_OVERHEAD_K * gemm_rate(gpu, op) / gpu.gemm_ceiling("bf16")
     n_tiles = math.ceil(op.n / TILE)
     streams = GROUPED_STREAMS.get(op.grouped)
     if streams is None:
@@ -273,7 +292,7 @@ class RooflineModel:
             return grouped_efficiency(self.gpu, op)
         sms = self.gpu.num_sms
         tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
-        overhead_k = GEMM_TILE_OVERHEAD_K * (self.gpu.gemm_ceiling(op.dtype)
+        overhead_k = GEMM_TILE_OVERHEAD_K * (gemm_rate(self.gpu, op)
                                              / self.gpu.gemm_ceiling("bf16"))
         full, rest = divmod(tiles, sms)
         if full >= SPLIT_K_MAX_WAVES:  # whole waves of whole tiles
@@ -294,7 +313,7 @@ class RooflineModel:
     def _time(self, op: Gemm | Attention | Elementwise) -> float:
         bw = self.gpu.hbm_bw_Bps * HBM_EFFICIENCY
         if isinstance(op, Gemm):
-            ceiling = self.gpu.gemm_ceiling(op.dtype) * self.gemm_efficiency(op)
+            ceiling = gemm_rate(self.gpu, op) * self.gemm_efficiency(op)
             return max(op.flops / ceiling, op.bytes / bw) + LAUNCH_S * grouped_launches(op)
         if isinstance(op, Attention):
             peak = self.gpu.gemm_ceiling("bf16")

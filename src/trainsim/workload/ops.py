@@ -68,6 +68,11 @@ class Gemm:
     ragged: bool = False
     """The groups' row counts (``m``) vary around ``m`` (dropless routing, random offsets):
     each group's last row tile is on average half full."""
+    fp8_fast_accum: bool = False
+    """An fp8 GEMM whose kernel does without cuBLAS's split accumulator (its default, and
+    ``torch._scaled_mm``'s): it accumulates in the tensor cores' registers (TileLang, CUTLASS
+    fast-accumulation schedules) or promotes on the CUDA cores beside them (DeepGEMM), priced
+    by ``compute.roofline.gemm_rate``."""
 
     @property
     def flops(self) -> float:
