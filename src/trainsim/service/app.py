@@ -17,9 +17,10 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -35,6 +36,10 @@ from trainsim.service.store import Job, Store
 from trainsim.service.worker import WorkerPool, lower_priority
 
 STATIC = Path(__file__).parent / "static"
+JobId = Annotated[str, PathParam(pattern="^[0-9a-f]{32}$", description=(
+    "A job's id: 32 hex digits, as the submitting call answered it."))]
+"""A job id in a path: anything else (a '/', a dot segment) is a 422 naming it, not a routing
+miss answered with a status the schema does not list."""
 API = "/api/v1"
 
 JobKind = Literal["simulate", "search", "validate", "sweep", "goodput", "plan"]
@@ -378,15 +383,15 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
 
     @app.get(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"],
              responses=_errors(404, 422))
-    async def get_job(job_id: str, wait_s: float = Query(0.0, ge=0.0, le=60.0, description=(
+    async def get_job(job_id: JobId, wait_s: float = Query(0.0, ge=0.0, le=60.0, description=(
             "Answer once the job has ended, or after this many seconds (long poll).")),
             token_id: str = Depends(caller)) -> Any:
         job = await waiters.until_ended(job_id, lambda: db(_own, job_id, token_id), wait_s)
         return JSONResponse(_view(job))  # polled often: no re-validation
 
     @app.get(f"{API}/jobs/{{job_id}}/result", tags=["jobs"],
-             responses=_errors(404, 409, _200=_JSON_200))
-    async def get_result(job_id: str, token_id: str = Depends(caller)) -> Response:
+             responses=_errors(404, 409, 422, _200=_JSON_200))
+    async def get_result(job_id: JobId, token_id: str = Depends(caller)) -> Response:
         """The result as the CLI prints it with --format json, byte for byte."""
         job = await db(_own, job_id, token_id)
         if job.result is None:
@@ -394,15 +399,15 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return Response(job.result, media_type="application/json")
 
     @app.delete(f"{API}/jobs/{{job_id}}", response_model=JobView, tags=["jobs"],
-                responses=_errors(404))
-    async def cancel_job(job_id: str, token_id: str = Depends(caller)) -> Any:
+                responses=_errors(404, 422))
+    async def cancel_job(job_id: JobId, token_id: str = Depends(caller)) -> Any:
         """Cancel a queued or running job; a finished job is left as it is."""
         await db(_own, job_id, token_id)
         return _view(await db(store.cancel, job_id, token_id) or await db(_own, job_id, token_id))
 
     @app.get(f"{API}/jobs/{{job_id}}/trace", tags=["jobs"],
-             responses=_errors(404, _200=_JSON_200))
-    async def get_trace(job_id: str, token_id: str = Depends(caller)) -> Response:
+             responses=_errors(404, 422, _200=_JSON_200))
+    async def get_trace(job_id: JobId, token_id: str = Depends(caller)) -> Response:
         """The Chrome/Perfetto trace of a simulate job run with options.trace = true."""
         trace = await db(_artifact, job_id, token_id, "trace",
                          "a simulate job with options.trace = true")
@@ -410,8 +415,8 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
             "Content-Disposition": f'attachment; filename="trainsim-{job_id}-trace.json"'})
 
     @app.get(f"{API}/jobs/{{job_id}}/plot", tags=["jobs"],
-             responses=_errors(404, _200={"content": {"image/png": {}}}))
-    async def get_plot(job_id: str, token_id: str = Depends(caller)) -> Response:
+             responses=_errors(404, 422, _200={"content": {"image/png": {}}}))
+    async def get_plot(job_id: JobId, token_id: str = Depends(caller)) -> Response:
         """The PNG the CLI writes with --plot (search and goodput jobs with options.plot)."""
         png = await db(_artifact, job_id, token_id, "plot",
                        "a search or goodput job with options.plot = true")
