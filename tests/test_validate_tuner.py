@@ -40,6 +40,30 @@ def test_the_tuner_finds_a_setting_two_single_steps_away(monkeypatch):
     assert choice == {"recompute": "full", "vpp": 8}
 
 
+def test_a_recompute_choice_its_bounds_rule_out_is_not_descended(monkeypatch):
+    """Once a descent has found 5.0, a recompute choice whose every fitting setting is bounded
+    at 5.0 or more is skipped (never simulated); one with a single setting bounded below is
+    descended; equal times keep the earlier recompute choice, as without the bound."""
+    _fake_configs(monkeypatch, lambda c: 70.0)
+    times = {("none", 1): 6.0, ("none", 8): 5.0, ("selective", 1): 7.0, ("selective", 8): 5.0,
+             ("full", 1): 9.0, ("full", 8): 8.0}
+    bounds = {("selective", 1): 4.0, ("selective", 8): 4.9, ("full", 1): 5.0, ("full", 8): 7.0}
+    raw = {"parallel": {}, "training": {}}
+    unknown = {"recompute": ["none", "selective", "full"], "vpp": [1, 8]}
+    key = lambda c: (c.choice["recompute"], c.choice["vpp"])  # noqa: E731
+    seen: list[tuple] = []
+
+    def evaluate(c):
+        seen.append(key(c))
+        return times[key(c)]
+
+    _, choice = training.tune(raw, unknown, evaluate, lambda c: bounds.get(key(c), 0.0))
+    assert choice == {"recompute": "none", "vpp": 8}  # selective ties at 5.0: the first wins
+    assert ("selective", 1) in seen and not any(r == "full" for r, _ in seen)
+    _, without = training.tune(raw, unknown, lambda c: times[key(c)])
+    assert without == choice
+
+
 def test_the_tuner_without_a_fitting_setting_returns_the_least_memory(monkeypatch):
     _fake_configs(monkeypatch, lambda c: 100.0 - c["vpp"])
     _, choice = training.tune({"parallel": {}, "training": {}}, {"vpp": [1, 2]},
@@ -57,7 +81,7 @@ def test_a_bug_on_one_row_fails_that_row_only(monkeypatch):
     with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
         row = next(csv.DictReader(fh))
 
-    def broken(cfg):
+    def broken(cfg, **kwargs):
         raise IndexError("list index out of range")
 
     monkeypatch.setattr(training, "simulate", broken)

@@ -30,9 +30,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     summarize,
 )
 from trainsim.workload.elementwise import optimizer_step
-from trainsim.workload.layers import (
-    shard_of,
-)
+from trainsim.workload.layers import shard_of
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
@@ -548,26 +546,30 @@ def build_graph(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
 
 
 def simulate(cfg: RunConfig, keep_timeline: bool = False,
-             layer_source: LayerSource | None = None) -> Result:
+             layer_source: LayerSource | None = None, *, pricer: Pricer | None = None) -> Result:
     """Simulate one training iteration of ``cfg`` (``layer_source``: where each layer's forward
     ops come from; the analytical builder by default). Long Megatron pipelines take the periodic
     steady-state shortcut (:mod:`trainsim.steady_state`) unless a timeline is asked for;
-    ``Result.simulation`` says which way it went and why."""
+    ``Result.simulation`` says which way it went and why. ``pricer``: a ``Pricer`` of this
+    ``cfg`` built earlier (e.g. by its lower bound), whose priced passes are reused."""
     if not isinstance(cfg, RunConfig):
         raise ConfigError(f"simulate() takes a RunConfig, got {type(cfg).__name__}; build one "
                           "with trainsim.run_config_from_dict(mapping) or "
                           "trainsim.load_run_config(path)")
+    if pricer is not None and pricer.cfg is not cfg:
+        raise ValueError("simulate(cfg, pricer=...) takes a Pricer built for that cfg")
     with gc_paused():
-        return _simulate(cfg, keep_timeline, layer_source)
+        return _simulate(cfg, keep_timeline, layer_source, pricer)
 
 
-def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None) -> Result:
+def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None,
+              pricer: Pricer | None) -> Result:
     from trainsim import steady_state
 
     # bounded work: refuse a run over the task limit before building it (counting what the
     # shortcut simulates where it applies; the full graph is checked again before a fallback)
     check_simulation(cfg, None if keep_timeline else steady_state.simulated_tasks(cfg))
-    pricer = Pricer(cfg)
+    pricer = pricer or Pricer(cfg)
     summary, tl, reason = None, None, "a timeline was asked for"
     if keep_timeline:  # say so only where the shortcut would have run: the reason otherwise
         shortcut, why = steady_state.plan(cfg)

@@ -340,8 +340,13 @@ def _stage_layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     m, p = cfg.model, cfg.parallel
     ranges = cfg.virtual_stage_layers()
     layers = [i for v in rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp) for i in ranges[v]]
-    experts = sum(layer_expert_params(m, i) for i in layers)
-    return sum(layer_params(m, i) for i in layers) - experts, experts
+    # a layer's parameters depend only on whether it has routed experts: count each kind once
+    moe = [i for i in layers if m.is_moe_layer(i)]
+    dense = len(layers) - len(moe)
+    experts = len(moe) * layer_expert_params(m, moe[0]) if moe else 0
+    total = (len(moe) * layer_params(m, moe[0]) if moe else 0) + \
+        (dense * layer_params(m, next(i for i in layers if not m.is_moe_layer(i))) if dense else 0)
+    return total - experts, experts
 
 
 def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:

@@ -98,7 +98,9 @@ def _unit_params(cfg: RunConfig) -> float:
     """Parameters of the largest FSDP / ZeRO-3 unit on a rank: one transformer layer (every
     framework here wraps or gathers per layer), sliced by tensor and expert parallelism."""
     m, p = cfg.model, cfg.parallel
-    return max(layer_params(m, i) for i in range(m.num_layers)) / (p.tp * max(1, p.ep))
+    # a layer's parameters depend only on whether it has routed experts: one of each kind
+    kinds = {m.is_moe_layer(i): i for i in range(m.num_layers)}
+    return max(layer_params(m, i) for i in kinds.values()) / (p.tp * max(1, p.ep))
 
 
 def _largest_matrix(cfg: RunConfig) -> float:

@@ -20,6 +20,7 @@ from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memo import stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
+from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
@@ -322,7 +323,9 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     its memory checked (no simulation) when the descent first reaches it, in the same order
     as checking every combination first would give, so the answer is the same. With
     ``bound`` (a lower bound on ``evaluate``), a change whose bound is already no faster than
-    the current setting is rejected without simulating it: it could not have been chosen.
+    the current setting is rejected without simulating it, and a recompute choice whose every
+    fitting setting is bounded (or simulated) no faster than the best descent so far is not
+    descended: neither could have been chosen.
     If nothing fits, the least-memory setting is returned (and flagged by the caller).
     """
     names = list(unknown)
@@ -354,11 +357,15 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             times[values] = evaluate(status[values][0])  # type: ignore[arg-type]
         return times[values]
 
+    bounds: dict[tuple, float] = {}  # a setting's bound, computed once for every sweep
+
     def faster(cand: tuple, current: tuple) -> bool:
         now = cost(current)
-        if bound is not None and cand not in times and \
-                bound(status[cand][0]) >= now:  # type: ignore[arg-type]
-            return False
+        if bound is not None and cand not in times:
+            if cand not in bounds:
+                bounds[cand] = bound(status[cand][0])  # type: ignore[arg-type]
+            if bounds[cand] >= now:
+                return False
         return cost(cand) < now
 
     def descend(current: tuple, fixed: int | None = None) -> tuple:
@@ -394,8 +401,29 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         if fallback is None:
             raise ConfigError(first_error or "no valid setting")
         return fallback[2], dict(zip(names, fallback[1]))
-    best = min((descend(start, d) for start in starts), key=cost)
-    return status[best][0], dict(zip(names, best))  # type: ignore[return-value]
+    def ruled_out(start: tuple, best_s: float) -> bool:
+        """Whether no setting that fits with ``start``'s recompute choice can be faster than
+        ``best_s``: every one's simulated time or lower bound is at least that."""
+        lists = [[start[d]] if i == d else unknown[n] for i, n in enumerate(names)]
+        for v in itertools.product(*lists):
+            if not fits(v):
+                continue
+            if v not in times and v not in bounds:
+                bounds[v] = bound(status[v][0])  # type: ignore[misc, arg-type]
+            if times.get(v, bounds.get(v, 0.0)) < best_s:
+                return False
+        return True
+
+    # the fastest descent's end, the first one on ties (as ``min`` over them would pick); a
+    # descent that the bounds of its recompute choice rule out could not be faster: skipped
+    best: tuple | None = None
+    for start in starts:
+        if best is not None and bound is not None and ruled_out(start, cost(best)):
+            continue
+        found = descend(start, d)
+        if best is None or cost(found) < cost(best):
+            best = found
+    return status[best][0], dict(zip(names, best))  # type: ignore[index, arg-type]
 
 
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
@@ -411,12 +439,24 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
         raw, unknown = _training_base(_counts_checked(row))
         raw["cluster"]["compute_db"] = compute_db
         simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
+        # a candidate's pricer, shared by its bound and its simulation (the passes the bound
+        # priced are not priced again); kept for this row only, so nothing outlives a setting
+        pricers: dict[int, tuple[RunConfig, Pricer]] = {}
+
+        def pricer_of(c: RunConfig) -> Pricer:
+            hit = pricers.get(id(c))
+            if hit is None or hit[0] is not c:
+                hit = pricers[id(c)] = (c, Pricer(c))
+            return hit[1]
 
         def evaluate(c: RunConfig) -> float:
-            simulated[id(c)] = simulate(c)
+            simulated[id(c)] = simulate(c, pricer=pricer_of(c))
             return simulated[id(c)].iteration_time_s
 
-        cfg, choice = tune(raw, unknown, evaluate, lower_bound_s)
+        def bound(c: RunConfig) -> float:
+            return lower_bound_s(c, pricer_of(c))
+
+        cfg, choice = tune(raw, unknown, evaluate, bound)
         result = simulated.get(id(cfg)) or simulate(cfg)
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
