@@ -445,22 +445,27 @@ def test_section_dataclasses_are_frozen():
             setattr(obj, field, 3)
 
 
-@pytest.mark.parametrize("field,value", [
-    ("sequence_parallel", 5), ("sequence_parallel", 1), ("sequence_parallel", 0),
-    ("sequence_parallel", 2.0), ("tensor_model_parallel_size", 2**60),
-    ("tensor_model_parallel_size", 2.0), ("tensor_model_parallel_size", 2.5),
+@pytest.mark.parametrize("field,value,typed", [
+    ("sequence_parallel", 5, None), ("sequence_parallel", 1, True), ("sequence_parallel", 0, False),
+    ("sequence_parallel", 1.0, True), ("sequence_parallel", True, True),
+    ("sequence_parallel", 2.0, None), ("tensor_model_parallel_size", 2**60, None),
+    ("tensor_model_parallel_size", float(2**60), None), ("tensor_model_parallel_size", 2.0, 2),
+    ("tensor_model_parallel_size", 2.5, None), ("tensor_model_parallel_size", True, None),
 ])
-def test_a_config_built_directly_accepts_what_a_file_accepts(field, value):
-    """The Python API's check (``check_fields``) and a file's coercion (``build``) agree on
-    every scalar value: a bool field takes 0/1 but not 5, an int field nothing past 2**53."""
-    from_file = None
-    try:
-        run_config_from_dict(base(parallel={field: value}))
-    except ConfigError as exc:
-        from_file = str(exc)
-    direct = None
-    try:
-        ParallelConfig(**{field: value})
-    except ConfigError as exc:
-        direct = str(exc)
-    assert (from_file is None) == (direct is None), (from_file, direct)
+def test_a_config_built_directly_takes_what_a_file_takes(field, value, typed):
+    """The Python API's check (``check_fields``) and a file's coercion (``build``) accept the
+    same values and make the same typed field of them (None: both refuse): a bool field takes
+    0/1 but not 5, an int field a whole number up to 2**53 and holds it as an int."""
+    given = {field: value, **({"tensor_model_parallel_size": 2}
+                              if field == "sequence_parallel" else {})}  # SP needs TP
+    results = []
+    for make in (lambda: getattr(run_config_from_dict(base(parallel=given)).parallel, field),
+                 lambda: getattr(ParallelConfig(**given), field)):
+        try:
+            got = make()
+        except ConfigError:
+            results.append(None)
+        else:
+            results.append((type(got), got))
+    expected = None if typed is None else (type(typed), typed)
+    assert results == [expected, expected]

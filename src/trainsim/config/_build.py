@@ -151,8 +151,7 @@ def check_fields(obj: Any, where: str) -> None:
     for name, kind, allowed, optional in _scalar_checks(type(obj)):
         value = getattr(obj, name)
         tp = type(value)
-        if tp is int and (kind in ("int", "float") and -MAX_INT <= value <= MAX_INT
-                          or kind == "bool" and value in (0, 1)) or \
+        if tp is int and kind == "int" and -MAX_INT <= value <= MAX_INT or \
                 tp is float and kind == "float" and -math.inf < value < math.inf or \
                 tp is str and kind == "str" or tp is bool and kind == "bool":
             continue  # the common cases, cheaply (configs are rebuilt often by the tuners)
@@ -160,24 +159,28 @@ def check_fields(obj: Any, where: str) -> None:
             if optional:
                 continue
             raise ConfigError(f"{where}.{name} is required, got None")
+        # what ``_coerce`` accepts from a file, and the type it would have made of it
+        number = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
+            math.isfinite(value)
         if kind == "literal":
-            ok = value in allowed
-        elif kind in ("int", "float"):
-            # what ``_coerce`` accepts from a file: a finite number, whole and within 2**53
-            # for an int field
-            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and \
-                math.isfinite(value) and (kind == "float" or value == int(value)
-                                          and abs(value) <= MAX_INT)
+            ok, typed = value in allowed, value
+        elif kind == "int":
+            ok = number and value == int(value) and abs(value) <= MAX_INT
+            typed = int(value) if ok else value
+        elif kind == "float":
+            ok, typed = number, float(value) if number else value
         elif kind == "bool":
-            ok = isinstance(value, bool) or isinstance(value, numbers.Integral) and \
-                value in (0, 1)
+            ok = isinstance(value, bool) or number and value in (0, 1)
+            typed = bool(value) if ok else value
         else:
-            ok = isinstance(value, str)
+            ok, typed = isinstance(value, str), value
         if not ok:
             what = f"one of {list(allowed)}" if kind == "literal" else \
                 {"int": "a whole number", "float": "a finite number", "bool": "true/false",
                  "str": "text"}[kind]
             raise ConfigError(f"{where}.{name}={_shown(value)} must be {what}")
+        if type(typed) is not tp:  # 2.0 in an int field is 2, as a file's value would be
+            object.__setattr__(obj, name, typed)
 
 
 def build(cls: type[T], data: Any, where: str) -> T:
