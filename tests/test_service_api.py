@@ -291,3 +291,13 @@ def test_workers_run_as_batch_work_below_the_api(served):
 
 def test_a_serving_app_keeps_its_startup_objects_out_of_the_collector(served):
     assert gc.get_freeze_count() > 10_000  # FastAPI, pydantic, SQLAlchemy: ~90,000
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+@pytest.mark.parametrize("job_id", ["%2F", "..%2F..", "0" * 32 + "/nothing", "x y"])
+def test_a_job_id_that_is_no_id_is_a_422_naming_it(served, method, job_id):
+    """An id with a slash never reaches a job route: the answer is still the documented 422
+    naming the id (not a 405, nor the job list behind a redirect)."""
+    client, _, alice, _ = served
+    r = client.request(method, f"/api/v1/jobs/{job_id}", headers=alice)
+    assert r.status_code == 422 and r.json()["field"] in ("job_id", "path.job_id"), r.text

@@ -422,6 +422,14 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
                        "a search or goodput job with options.plot = true")
         return Response(png, media_type="image/png")
 
+    @app.api_route(f"{API}/jobs/{{rest:path}}", methods=["GET", "DELETE"],
+                   include_in_schema=False)
+    async def not_a_job_path(rest: str, token_id: str = Depends(caller)) -> Any:
+        """What no job route matched: an id that is no path segment ('/', '%2F'), or an
+        unknown artifact; answered as the documented 422 naming the id, not a routing miss
+        (405 for DELETE, or a slash-redirect to the job list for GET)."""
+        raise ApiError(422, "job_id", f"'{rest}' is not a job id (32 hex digits) and artifact")
+
     @app.post(f"{API}/simulate", tags=["jobs"],
               responses=_errors(413, 422, 429, 503, 504, _200=_JSON_200))
     async def simulate_now(body: SimulateRequest, token_id: str = Depends(caller)) -> Response:
