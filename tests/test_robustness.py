@@ -150,9 +150,15 @@ def test_a_trace_into_a_missing_directory_is_handled(base):
 @pytest.mark.parametrize("override", ["training.global_batch_size=1000000000",
                                       "training.global_batch_size=1e15"])
 def test_an_iteration_over_the_task_limit_is_refused_before_it_runs(base, override):
+    """Every micro-batch simulated (a timeline asked for) is refused; without a timeline the
+    steady-state shortcut's truncated runs and the memory estimate's O(pp x vpp) peak cost the
+    same whatever the micro-batches, so the iteration is simulated."""
     cfg = load_run_config(base, [override])
     with pytest.raises(WorkLimitError, match="TRAINSIM_MAX_TASKS"):
-        simulate(cfg)
+        simulate(cfg, keep_timeline=True)
+    result = simulate(cfg)
+    assert result.simulation["method"] == "steady-state"
+    assert result.iteration_time_s > 1e-4 * cfg.num_microbatches  # every micro-batch counted
 
 
 def test_the_task_limit_can_be_raised_and_lowered(base, monkeypatch):

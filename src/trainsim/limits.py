@@ -12,8 +12,9 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
                        + 2 x layers (gradient buckets) + pp; with
                        the steady-state shortcut, the same count
                        for each truncated run it may simulate;
-                       and the memory estimate's schedule walk,
-                       2 x micro-batches x vpp x pp positions / 20
+                       and the memory estimate's schedule walk
+                       (not Megatron's 1F1B / interleaved), 2 x
+                       micro-batches x vpp x pp positions / 20
 goodput Monte Carlo    trials x interruption rounds (the expected  TRAINSIM_MAX_TRIALS   5e6
                        interruptions over the expected wall clock
                        of the run, + 1)
@@ -116,13 +117,16 @@ as one engine task (about 0.2 us against 5-10 us, measured on PP64)."""
 def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "") -> None:
     """Refuse a simulation of ``tasks`` engine tasks (default: the full iteration's), or one
     whose memory estimate walks more schedule positions than the same limit allows (their
-    count grows with the micro-batches even where the steady-state shortcut does not)."""
+    count grows with the micro-batches; Megatron's 1F1B and interleaved schedules are not
+    walked: ``workload.schedule.schedule_peak_in_flight``)."""
     p = cfg.parallel
     fix = (f"{cfg.num_microbatches:,} micro-batches x pp={p.pp} x vpp={p.vpp} x "
            f"{cfg.model.num_layers:,} layers; fewer micro-batches "
            "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
     check("TRAINSIM_MAX_TASKS", simulation_tasks(cfg) if tasks is None else tasks,
           f"simulated tasks in one iteration{what}", "simulate --max-tasks N", fix)
+    if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
+        return  # Megatron's schedules: the peak in O(pp x vpp), whatever the micro-batches
     positions = 2.0 * cfg.num_microbatches * p.vpp * p.pp
     check("TRAINSIM_MAX_TASKS", positions / POSITIONS_PER_TASK,
           f"pipeline schedule positions the memory estimate walks, in tasks' worth "

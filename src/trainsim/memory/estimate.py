@@ -35,7 +35,7 @@ from trainsim.model.counts import (
 from trainsim.workload.layers import separate_projections
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.schedule import peak_in_flight, schedule, torch_warmup
+from trainsim.workload.schedule import schedule_peak_in_flight, torch_warmup
 
 GiB = 2**30
 MEMORY_KINDS = ("allocated", "reserved", "device")
@@ -47,7 +47,7 @@ def _peak_chunks(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
                  torch: bool = False) -> float:
     """Peak number of model chunks whose activations are alive, from the actual schedule
     (``name``: parallel.pipeline_schedule; ``torch``: torch's interleaved warm-up)."""
-    return peak_in_flight(schedule(stage, pp, vpp, m, name, torch))
+    return schedule_peak_in_flight(stage, pp, vpp, m, name, torch)
 
 
 @dataclass(frozen=True)
@@ -441,9 +441,9 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches,
                                 p.pipeline_schedule, torch_warmup(cfg)) * chunk_bytes[0]
     else:
-        inflight = peak_in_flight(schedule(stage, p.pp, p.vpp, cfg.num_microbatches,
-                                           p.pipeline_schedule, torch_warmup(cfg)),
-                                  dict(enumerate(chunk_bytes)))
+        inflight = schedule_peak_in_flight(stage, p.pp, p.vpp, cfg.num_microbatches,
+                                           p.pipeline_schedule, torch_warmup(cfg),
+                                           dict(enumerate(chunk_bytes)))
     if _a2a_overlap_extra_forward(cfg):
         inflight += max(chunk_bytes)
     return inflight

@@ -136,6 +136,49 @@ def peak_in_flight(order: list[Pass | Overlapped],
     return peak
 
 
+def schedule_peak_in_flight(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
+                            torch_warmup: bool = False,
+                            weight: dict[int, float] | None = None) -> float:
+    """:func:`peak_in_flight` of ``schedule(stage, pp, vpp, m, name, torch_warmup)``, in
+    O(pp x vpp) steps for Megatron's 1F1B and interleaved 1F1B whatever ``m`` (other schedules
+    walk their order; so do negative weights).
+
+    Megatron's order is W warm-up forwards, (forward, backward) pairs, then backwards
+    (Narayanan et al. 2021 §2.2; ``_warmup_pairs_cooldown``). The k-th forward's chunk and the
+    k-th backward's depend on k only through ``(k // pp) % vpp`` (``_passes``), so the change
+    over one pair, the (W + j + 1)-th forward's weight less the j-th backward's, repeats every
+    pp x vpp pairs, and over such a run it sums to zero (each chunk forwarded and backwarded pp
+    times). The live weight after each pair's forward therefore repeats with that period, the
+    cool-down only frees, and weights are not negative: the peak is reached within the warm-up
+    and the first pp x vpp pairs. Those steps are walked with the same additions, in the same
+    order, as the whole walk; later periods reach the same values (to rounding, from adding
+    and subtracting the same weights again)."""
+    if name not in (None, "1f1b", "interleaved_1f1b") or (
+            weight is not None and min(weight.values(), default=0.0) < 0):
+        return peak_in_flight(schedule(stage, pp, vpp, m, name, torch_warmup), weight)
+    total = m * vpp
+    if vpp == 1:
+        warmup = min(pp - stage - 1, m)
+    elif m == pp and not torch_warmup:
+        warmup = total
+    else:
+        warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
+    if weight is None:  # counts of +-1, exact: the warm-up, and one more forward if any pair
+        return float(warmup + (1 if warmup < total else 0))
+    w_fwd = [weight[(k // pp) % vpp] for k in range(pp * vpp)]
+    w_bwd = [weight[vpp - 1 - (k // pp) % vpp] for k in range(pp * vpp)]
+    live = peak = 0.0
+    for k in range(warmup):
+        live += w_fwd[k % (pp * vpp)]
+        peak = max(peak, live)
+    for j in range(min(total - warmup, pp * vpp)):
+        live += w_fwd[(warmup + j) % (pp * vpp)]
+        peak = max(peak, live)
+        live -= w_bwd[j]  # cannot raise the peak (weights >= 0); walked as peak_in_flight does
+        peak = max(peak, live)
+    return peak
+
+
 def prefetch_exposed_s(gather_s: list[float], compute_s: list[float]) -> float:
     """Time a pass waits for its units' parameters when each unit's all-gather is issued as the
     unit before it starts computing (one unit ahead, on one communication stream): PyTorch
