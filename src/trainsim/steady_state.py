@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import logging
 import math
+from bisect import bisect_left
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
-from trainsim.engine import run
+from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import period_s
 from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
@@ -150,6 +151,35 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
                   "transient or contention that does not repeat)")
 
 
+def _counterparts(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[int],
+                  cut_at: list[int], shift: int) -> tuple[list[int], list[bool]] | None:
+    """Per task of B, its counterpart in A and whether it is from the cut on (the arguments of
+    :func:`period_s`), or None where B's tasks are not A's with one period inserted.
+
+    On each stream, tasks are placed in schedule order, so their tags (positions) never
+    decrease: B's tasks before the stage's cut are A's first ones, tag for tag, and B's from the
+    cut on are A's from one period before the cut on, their tags one period (``shift``
+    positions) apart (the optimizer's, AFTER, the same). Matched stream by stream, in order: the
+    k-th task of a tag with the k-th of its counterpart tag."""
+    counterpart, after = [-1] * len(tb.tasks), [False] * len(tb.tasks)
+    if ta.queues.keys() != tb.queues.keys():
+        return None
+    for stream, queue_b in tb.queues.items():
+        queue_a, c = ta.queues[stream], cut_at[stream[0]]
+        seq_a, seq_b = [tags_a[i] for i in queue_a], [tags_b[i] for i in queue_b]
+        if sorted(seq_a) != seq_a or sorted(seq_b) != seq_b:
+            return None  # not placed in schedule order: no positional match
+        early, start = bisect_left(seq_b, c), bisect_left(seq_a, c - shift)
+        if (start > early or seq_a[:early] != seq_b[:early]
+                or seq_a[start:] != [t if t == AFTER else t - shift for t in seq_b[early:]]):
+            return None
+        for i, j in zip(queue_b, queue_a[:early] + queue_a[start:]):
+            counterpart[i] = j
+        for i in queue_b[early:]:
+            after[i] = True
+    return counterpart, after
+
+
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
                  q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None
                  ) -> Summary | None:
@@ -164,24 +194,9 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
     cut_at = [_warmup(schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg))) + 2 * cut
               for s in range(pp)]
-    shift = 2 * unit  # positions one period takes
-    index: dict[tuple, int] = {}
-    seen: dict[tuple, int] = {}
-    for j, (t, tag) in enumerate(zip(ga.tasks, ga.tags)):
-        key = (t.stream, tag)
-        n = seen[key] = seen.get(key, -1) + 1
-        index[(t.stream, tag, n)] = j
-    counterpart, after = [], []
-    seen.clear()
-    for t, tag in zip(gb.tasks, gb.tags):
-        key = (t.stream, tag)
-        n = seen[key] = seen.get(key, -1) + 1
-        late = tag == AFTER or (tag != BEFORE and tag >= cut_at[t.stream[0]])
-        mapped = tag - shift if late and tag != AFTER else tag
-        counterpart.append(index.get((t.stream, mapped, n), -1))
-        after.append(late)
     ta, tb = ta or run(ga.tasks), run(gb.tasks)
-    period = period_s(ta, tb, counterpart, after)
+    pairs = _counterparts(ta, tb, ga.tags, gb.tags, cut_at, 2 * unit)
+    period = None if pairs is None else period_s(ta, tb, *pairs)
     if period is None:
         runs.clear()
         runs[m_a + q] = (gb, tb)

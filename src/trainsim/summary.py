@@ -26,19 +26,21 @@ class Summary:
 
 def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
                stages: list[int]) -> dict[int, dict[str, float]]:
-    """Additive parts of the breakdown of each of ``stages``, in one pass over the tasks: busy
+    """Additive parts of the breakdown of each of ``stages``, from its compute tasks: busy
     categories on its compute stream, gaps by the reason it waited (data-parallel
     communication, else '_bubble'), '_tail' (its last task's end past its last compute task)
     and '_end' (that end less the stage's origin)."""
     tasks, start, end = tl.tasks, tl.start_s, tl.end_s
-    dp_side = {t.stream[0] for t in tasks if t.stream[1] == "dp"}
+    streams = tl.queues or _queues(tasks)
+    dp_side = {stage for stage, kind in streams if kind == "dp"}
     out = {s: {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0,
                "_bubble": 0.0} for s in stages}
     prev_end = {s: origin[s] for s in stages}
-    for i, t in enumerate(tasks):
-        stage, kind = t.stream
-        if kind != "compute" or stage not in out:
-            continue
+    # each stage's compute tasks in task order (its stream's queue), stage by stage: the
+    # same additions, in the same order, as one pass over every task
+    for i in (i for s in stages for i in streams.get((s, "compute"), ())):
+        t = tasks[i]
+        stage = t.stream[0]
         cats = out[stage]
         gap = start[i] - prev_end[stage]
         if gap > 0:
@@ -69,10 +71,23 @@ def totals(cfg: RunConfig, tl: Timeline, ends: list[int]
         from trainsim.pipeline import stage_starts
         origin = stage_starts(tl, pp)
     busy = [0.0] * pp
-    for t in tl.tasks:
-        if t.stream[1] == "compute":
-            busy[t.stream[0]] += t.duration_s
+    tasks = tl.tasks
+    for (stage, kind), queue in (tl.queues or _queues(tasks)).items():
+        if kind == "compute":
+            b = busy[stage]
+            for i in queue:  # in task order, as a pass over all tasks adds them
+                b += tasks[i].duration_s
+            busy[stage] = b
     return [tl.end_s[e] for e in ends], origin, busy
+
+
+def _queues(tasks: list) -> dict[tuple[int, str], list[int]]:
+    """Per stream, its tasks' indices in order (``Timeline.queues`` of a timeline made
+    elsewhere)."""
+    out: dict[tuple[int, str], list[int]] = {}
+    for i, t in enumerate(tasks):
+        out.setdefault(t.stream, []).append(i)
+    return out
 
 
 def summarize(cfg: RunConfig, tl: Timeline, ends: list[int], all_stages: bool = False

@@ -44,6 +44,8 @@ class Timeline:
     tasks: list[Task]
     start_s: list[float]
     end_s: list[float]
+    queues: dict[tuple[int, str], list[int]] = field(default_factory=dict)
+    """Per stream, its tasks' indices in submission order (what the loop ran them in)."""
 
     @property
     def makespan_s(self) -> float:
@@ -106,8 +108,6 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     takes over from the state it leaves: what ended before that moment, what runs across it
     (``prefix=False``: the event loop from the start, for tests)."""
     n = len(tasks)
-    waiting = [0] * n
-    dependents: list[list[int]] = [[] for _ in range(n)]
     stream_of = [0] * n
     duration = [0.0] * n
     stream_ids: dict[tuple[int, str], int] = {}
@@ -118,15 +118,11 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
         d = duration[i] = t.duration_s
         if not d >= 0:
             raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration {d}")
-        deps = t.deps
-        if deps:
-            waiting[i] = len(deps)
-            for dep in deps:
-                if not 0 <= dep < i:
-                    if not 0 <= dep < n or dep == i:
-                        raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
-                    ordered = False
-                dependents[dep].append(i)
+        for dep in t.deps:
+            if not 0 <= dep < i:
+                if not 0 <= dep < n or dep == i:
+                    raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
+                ordered = False
         sid = stream_ids.get(t.stream)
         if sid is None:
             sid = stream_ids[t.stream] = len(queues)
@@ -155,18 +151,38 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     done = 0
     cut = _uncontended_prefix(tasks, stream_of, duration, hold_on, n_streams, start, end) \
         if prefix and ordered and n else 0.0
+    by_stream = {stream: queues[sid] for stream, sid in stream_ids.items()}
+    if cut == math.inf:  # nothing slows any stream: the one pass is the whole timeline
+        return Timeline(tasks, start, end, by_stream)
+    # per task, its dependencies not yet ended, and per task, the tasks waiting for it (in
+    # task order): only those still to finish when the loop starts
+    waiting = [0] * n
+    dependents: list[list[int]] = [[] for _ in range(n)]
     if cut:  # the loop's state at the cut: what ended before it is done, what started runs on
         for i in range(n):
             if end[i] < cut:  # its finish event handled
                 done += 1
                 head[stream_of[i]] += 1
-                for j in dependents[i]:
-                    waiting[j] -= 1
-            elif start[i] < cut:  # begun before any contention, runs across the cut
+                continue
+            if start[i] < cut:  # begun before any contention (its dependencies done), runs on
                 running[stream_of[i]] = i
                 since[i] = start[i]
                 left[i] = duration[i]
                 events.append((end[i], i, 0))
+                continue
+            w = 0
+            for dep in tasks[i].deps:
+                if not end[dep] < cut:
+                    dependents[dep].append(i)
+                    w += 1
+            waiting[i] = w
+    else:
+        for i, t in enumerate(tasks):
+            deps = t.deps
+            if deps:
+                waiting[i] = len(deps)
+                for dep in deps:
+                    dependents[dep].append(i)
     heapq.heapify(events)
     push, pop = heapq.heappush, heapq.heappop
     held = [0.0] * n_streams
@@ -270,4 +286,4 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
         # each stream's queue is in task order: its first unfinished task is at its head
         stuck = min(q[head[sid]] for sid, q in enumerate(queues) if head[sid] < len(q))
         raise TrainsimError(f"deadlock: {n - done} tasks never ran (first: {tasks[stuck].label})")
-    return Timeline(tasks, start, end)
+    return Timeline(tasks, start, end, by_stream)

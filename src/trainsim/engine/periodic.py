@@ -14,6 +14,8 @@ drifts, a pattern longer than the period), the check fails and the caller simula
 
 from __future__ import annotations
 
+import numpy as np
+
 from trainsim.engine.loop import Timeline
 
 REL_TOL = 1e-11
@@ -33,18 +35,22 @@ def period_s(a: Timeline, b: Timeline, counterpart: list[int], after: list[bool]
     period = b.makespan_s - a.makespan_s
     if not period > 0:
         return None
+    j = np.asarray(counterpart, dtype=np.int64)
+    if len(j) and j.min() < 0:
+        return None
+    # the same float operations as a loop over the tasks, element by element
+    dur_a = np.fromiter((t.duration_s for t in a.tasks), float, len(a.tasks))
+    dur_b = np.fromiter((t.duration_s for t in b.tasks), float, len(b.tasks))
+    if not np.array_equal(dur_a[j], dur_b):
+        return None
+    shift = np.where(np.asarray(after, dtype=bool), period, 0.0)
     tol = rel_tol * b.makespan_s
-    covered = [False] * len(a.tasks)
-    a_start, a_end, b_start, b_end = a.start_s, a.end_s, b.start_s, b.end_s
-    a_tasks, b_tasks = a.tasks, b.tasks
-    for i, j in enumerate(counterpart):
-        if j < 0 or a_tasks[j].duration_s != b_tasks[i].duration_s:
+    for times_a, times_b in ((a.start_s, b.start_s), (a.end_s, b.end_s)):
+        if not np.all(np.abs(np.asarray(times_b) - np.asarray(times_a)[j] - shift) <= tol):
             return None
-        shift = period if after[i] else 0.0
-        if abs(b_start[i] - a_start[j] - shift) > tol or abs(b_end[i] - a_end[j] - shift) > tol:
-            return None
-        covered[j] = True
-    return period if all(covered) else None
+    covered = np.zeros(len(a.tasks), dtype=bool)
+    covered[j] = True
+    return period if covered.all() else None
 
 
 __all__ = ["REL_TOL", "period_s"]
