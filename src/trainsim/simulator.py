@@ -469,10 +469,13 @@ class _TaskGraph:
         Returns the last task of each stage."""
         cfg, p, pp, vpp = self.cfg, self.p, self.pp, self.vpp
         self.tag = AFTER
-        last_compute = {}
-        for i, t in enumerate(self.tasks):
-            if t.stream[1] == "compute":
-                last_compute[t.stream[0]] = i
+        last_compute: dict[int, int] = {}  # per stage, its last compute task: from the end
+        for i in range(len(self.tasks) - 1, -1, -1):
+            stage, kind = self.tasks[i].stream
+            if kind == "compute" and stage not in last_compute:
+                last_compute[stage] = i
+                if len(last_compute) == pp:
+                    break
         kind = "all_reduce" if self.zero == 0 or (
             self.zero == 1 and p.zero1_grad_reduce == "all_reduce") else "reduce_scatter"
         ends = []
