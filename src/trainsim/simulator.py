@@ -15,7 +15,7 @@ from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.limits import check_simulation
-from trainsim.memo import per_pricer, stage_memory
+from trainsim.memo import per_config, per_pricer, stage_memory
 from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer
@@ -48,6 +48,11 @@ scales; a GPT layer has 12, a Llama layer 9, MoE routers and MLA more): with a s
 optimizer every norm is a sum over data-parallel shards, one fp32 all-reduce for the weight
 norms and one for the update norms."""
 
+
+_param_split = per_config(stage_param_split)
+"""``stage_param_split(cfg, stage)`` once per config object: every task graph of a simulation
+(the truncated runs, a fallback's full graph) and every candidate the tuner simulates twice
+(its bound and its simulation) read each stage's."""
 
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
@@ -94,7 +99,7 @@ class _TaskGraph:
         # parallel (with CP) ranks, routed experts over their expert-data-parallel group
         edp = cfg.edp if cfg.model.is_moe else 1
         self.groups = [[(dense, "dp_cp", self.dp_size), (experts, "edp", edp)]
-                       for dense, experts in (stage_param_split(cfg, s) for s in range(self.pp))]
+                       for dense, experts in (_param_split(cfg, s) for s in range(self.pp))]
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp

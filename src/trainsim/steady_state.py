@@ -32,7 +32,7 @@ from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import period_s
 from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
-from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
+from trainsim.simulator import AFTER, LayerSource, build_graph
 from trainsim.summary import Summary, critical_stage, stage_sums, totals
 from trainsim.workload.schedule import schedule, torch_warmup
 
