@@ -127,4 +127,3 @@ def test_measured_chunked_swiglu_rows_within_ten_percent():
     rows = measured_rows("swiglu-eager")
     assert len(rows) >= 4
     assert mape(rows) <= 0.10
-

@@ -21,5 +21,6 @@ def test_alltoall_gathers_the_counts_before_the_host_waits_and_not_in_backward()
 
 
 def test_no_gather_for_flex_dispatchers_or_a_single_rank():
-    for cfg in (moe_layer_cfg("deepep", 16), moe_layer_cfg("hybridep", 16), moe_layer_cfg("alltoall", 1)):
+    for dispatcher, ep in (("deepep", 16), ("hybridep", 16), ("alltoall", 1)):
+        cfg = moe_layer_cfg(dispatcher, ep)
         assert NAME not in [op.name for op in moe_layer_ops(cfg)[0]]

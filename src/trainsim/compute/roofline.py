@@ -160,8 +160,9 @@ tiles at the dense rate."""
 
 
 FP8_OWN_PROMOTION = frozenset({"deepgemm"})
-"""Grouped-GEMM implementations whose fp8 kernels never use cuBLAS's split accumulator:
-DeepGEMM promotes on the CUDA cores, overlapped with the tensor cores (its README)."""
+"""Kernel libraries (and grouped-GEMM implementations) whose fp8 GEMMs never use cuBLAS's split
+accumulator: DeepGEMM promotes the sums on the CUDA cores every 128 k, overlapped with the next
+block's tensor-core work (deepseek-ai/DeepGEMM README: "up to 1550 TFLOPS" on H800)."""
 
 
 def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:

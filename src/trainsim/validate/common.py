@@ -56,8 +56,6 @@ def _cell(row: dict[str, str], key: str) -> str | None:
     return v or None
 
 
-
-
 def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
     """The whole number in ``row[key]`` (a size or a count: GPUs, tp, m, heads), at least
     ``least``; a ConfigError naming the column otherwise (never a ZeroDivisionError later)."""

@@ -21,6 +21,7 @@ import re
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import ChainModel, compute_model_for
+from trainsim.compute.roofline import FP8_OWN_PROMOTION
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
@@ -222,11 +223,10 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
     return [Elementwise("memory_bound", float(bytes_))]
 
 
-FP8_FAST_ACCUM = frozenset({"tilelang", "deepgemm"})
+FP8_FAST_ACCUM = FP8_OWN_PROMOTION | {"tilelang"}
 """Kernel libraries whose fp8 GEMMs do without cuBLAS's split accumulator
-(``Gemm.fp8_fast_accum``): TileLang's ``T.gemm`` keeps the sums in the tensor cores' fp32
-fragments; DeepGEMM promotes them on the CUDA cores every 128 k, overlapped with the next
-block's tensor-core work (deepseek-ai/DeepGEMM README: "up to 1550 TFLOPS" on H800)."""
+(``Gemm.fp8_fast_accum``): those that promote on their own (``compute.roofline``) and TileLang,
+whose ``T.gemm`` keeps the sums in the tensor cores' fp32 fragments."""
 
 
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
