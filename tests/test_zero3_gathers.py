@@ -235,14 +235,23 @@ def test_after_a_recompute_the_layer_tail_under_the_reuse_distance_stays_gathere
     assert regathered(20480) == pytest.approx([4.0, 1.0, 3.0])  # fc1 too
 
 
-def test_deepspeed_2021_backward_regathers_less_than_three_passes():
-    """The backward of a recomputed per-tensor ZeRO-3 stage gathers fewer bytes than the
-    forward twice (recompute plus backward), since the layer tail stays gathered."""
+def test_deepspeed_2021_backward_regathers_less_when_the_layer_tail_stays_gathered(monkeypatch):
+    """The backward of a recomputed per-tensor ZeRO-3 stage gathers again only what its
+    recompute released: with the default reuse distance the layer tail stays gathered, so the
+    backward moves clearly fewer bytes than with a distance of 0 (every tensor gathered again),
+    which itself is under twice the forward (the embedding and output layers gather once)."""
     from trainsim.pricing import Pricer
     from trainsim.simulator import build_graph
+    from trainsim.workload import sharding
 
-    c = cfg(gather="per_parameter")
-    work = build_graph(c, Pricer(c)).work[0]
-    gathered = [sum(t for cat, t, name in p.segments if name == "zero3_param_all_gather")
-                for p in work]
-    assert 1.0 < gathered[1] / gathered[0] < 2.0
+    def ratio() -> float:
+        c = cfg(gather="per_parameter")
+        work = build_graph(c, Pricer(c)).work[0]
+        gathered = [sum(t for cat, t, name in p.segments if name == "zero3_param_all_gather")
+                    for p in work]
+        return gathered[1] / gathered[0]
+
+    kept = ratio()
+    monkeypatch.setattr(sharding, "ZERO3_MAX_REUSE_DISTANCE", 0)
+    released = ratio()
+    assert 1.0 < kept < 0.8 * released < 2.0
