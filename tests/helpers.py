@@ -112,3 +112,15 @@ def moe_layer_ops(cfg: RunConfig) -> tuple[list, list]:
     fwd: list = []
     _moe_block(fwd, cfg, sh)
     return fwd, backward_of(fwd, sh)
+
+
+# ---------------------------------------------------------------------------- kernel rows
+
+def published_kernel_rows(keep=lambda row: True) -> list[dict[str, str]]:
+    """The rows of the bundled ``kernels_published.csv`` that ``keep`` accepts."""
+    import csv
+
+    from trainsim.validate import BUNDLED_DIR
+
+    with open(BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
+        return [r for r in csv.DictReader(fh) if keep(r)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from helpers import published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel
@@ -101,13 +102,10 @@ def test_eager_pytorch_attention_matches_the_flashattention_papers_baseline():
     matmuls priced as batched GEMMs and its score round trips counted from the ops it runs,
     with no constant of its own, land within 25 % of every bar and 10 % on average (Megatron's
     fused-softmax pricing, which these rows had before, was 54 % off on average)."""
-    import csv
 
-    from trainsim.validate import BUNDLED_DIR
     from trainsim.validate.kernels import predict_kernel_row
 
-    with (BUNDLED_DIR / "kernels_published.csv").open() as f:
-        rows = [r for r in csv.DictReader(f) if "impl=pytorch" in r["note"]]
+    rows = published_kernel_rows(lambda r: "impl=pytorch" in r["note"])
     assert len(rows) == 40
     errors = [abs(r.predicted / r.measured - 1) for r in map(predict_kernel_row, rows)]
     assert max(errors) < 0.25 and sum(errors) / len(errors) < 0.10

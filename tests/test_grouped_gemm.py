@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from helpers import published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.catalog.frameworks import framework_profile
@@ -96,14 +97,11 @@ def test_published_grouped_rows_of_the_fitted_families():
     """PyTorch's torch._grouped_mm (pytorch/ao #2490), Liger's Triton fused MoE and DeepGEMM's
     grouped kernels: mean error within 10 %, every row within 35 % (DeepGEMM's 4 groups of 256
     rows, where each group's weights stream beside its tiles, is the worst at +30 %)."""
-    import csv
 
-    from trainsim.validate import BUNDLED_DIR
     from trainsim.validate.kernels import predict_kernel_row
 
-    with open(BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["kind"] in ("gemm_grouped", "moe_block")
-                and r["id"].split("-")[0] in ("ao2490", "liger", "deepgemm")]
+    rows = published_kernel_rows(lambda r: r["kind"] in ("gemm_grouped", "moe_block")
+                                 and r["id"].split("-")[0] in ("ao2490", "liger", "deepgemm"))
     assert len(rows) >= 15
     errors = []
     for row in rows:

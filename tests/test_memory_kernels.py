@@ -8,6 +8,7 @@ import csv
 from importlib import resources
 
 import pytest
+from helpers import published_kernel_rows
 
 from trainsim.validate.kernels import predict_kernel_row
 from trainsim.workload.elementwise import IMPLEMENTATIONS, memory_op
@@ -66,9 +67,7 @@ def test_l2_resident_rows_are_priced_but_left_out_of_the_errors():
 
 
 def published_rows(pattern: str) -> list[dict[str, str]]:
-    path = resources.files("trainsim.data.validation") / "kernels_published.csv"
-    with path.open() as f:
-        return [r for r in csv.DictReader(f) if r["kind"] == "memory_bound" and pattern in r["id"]]
+    return published_kernel_rows(lambda r: r["kind"] == "memory_bound" and pattern in r["id"])
 
 
 def test_torch_native_norms_read_the_row_twice():
