@@ -53,3 +53,32 @@ def test_transformer_engines_cross_entropy_works_in_place_on_the_16_bit_logits()
     f, b, logits = _ce(te)
     assert f.bytes == pytest.approx(6 * logits) and b.bytes == pytest.approx(4 * logits)
     assert f.kernels == 2 and b.kernels == 1
+
+
+def test_eager_modules_run_pytorchs_loss_whatever_the_profile_fills_in():
+    """Megatron-Bridge fills in cross_entropy te; with eager modules the loss is still PyTorch's
+    F.cross_entropy on upcast logits, in time (the ops) and in memory (no 16-bit in-place
+    gradient): the two read one rule."""
+    from trainsim.memory.estimate import estimate_stage_memory
+    from trainsim.workload.head import cross_entropy_impl
+
+    def run(modules):
+        return run_config_from_dict({
+            "model": {"preset": "llama3-8b", "num_layers": 2},
+            "parallel": {"tp": 1},
+            "training": {"global_batch_size": 32, "micro_batch_size": 4, "seq_length": 8192,
+                         "framework": "megatron-bridge", "framework_version": "25.11",
+                         "modules": modules},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+
+    fused, eager = run("fused"), run("eager")
+    assert fused.training.cross_entropy == eager.training.cross_entropy == "te"
+    assert cross_entropy_impl(fused) == "te" and cross_entropy_impl(eager) == "eager"
+    f, _, _ = _ce(eager)
+    assert f.impl == "eager"
+    logits = 4 * 8192 * 128256  # the loss outweighs the other temporaries here
+
+    def loss_bytes(c):
+        return dict(estimate_stage_memory(c, 0).temporaries)["logits and fp32 softmax"]
+    assert loss_bytes(fused) == pytest.approx(2 * logits)
+    assert loss_bytes(eager) == pytest.approx(12 * logits)

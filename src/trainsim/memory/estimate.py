@@ -32,6 +32,7 @@ from trainsim.model.counts import (
     mtp_params,
     output_layer_params,
 )
+from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.layers import separate_projections
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
@@ -481,7 +482,7 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
             per = 2 if p.pp > 1 and profile_supports(cfg, "pipelining_buffers") else 2 + 2
         elif t.modules == "eager" and p.tp > 1 and profile_supports(cfg, "loss_parallel"):
             per = 16
-        elif t.cross_entropy == "te":  # the 16-bit logits hold their own gradient
+        elif cross_entropy_impl(cfg) == "te":  # the 16-bit logits hold their own gradient
             per = 2
         else:
             per = 12 if t.modules == "eager" else 2 + 4

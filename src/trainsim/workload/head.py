@@ -11,6 +11,14 @@ from trainsim.workload.layers import ACT, AUTOCAST_CAST_BYTES, Shard, tp_enter
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 
 
+def cross_entropy_impl(cfg: RunConfig) -> str:
+    """How the loss runs: PyTorch's ``F.cross_entropy`` on upcast logits for eager modules run
+    as written (``eager``), else ``training.cross_entropy`` (fused, unfused or te). Time and
+    memory both read it."""
+    t = cfg.training
+    return "eager" if t.modules == "eager" and not t.compile else t.cross_entropy
+
+
 def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     h = cfg.model.hidden_size
     ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2,
@@ -49,7 +57,7 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     # fused: read the 16-bit logits once, keep the fp32 softmax for the backward; unfused:
     # Megatron's mpu/cross_entropy.py op by op on logits.float(); eager: F.cross_entropy on
     # logits upcast to fp32 (training.cross_entropy, training.modules)
-    ce = "eager" if sh.eager else cfg.training.cross_entropy
+    ce = cross_entropy_impl(cfg)
     ops.append(memory_op("cross_entropy", "cross_entropy", ce, sh.tokens * v, ACT))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
         ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
@@ -59,7 +67,7 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
 def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
     ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
-                               "eager" if sh.eager else cfg.training.cross_entropy,
+                               cross_entropy_impl(cfg),
                                sh.tokens * v, ACT)]
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
