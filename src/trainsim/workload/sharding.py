@@ -48,16 +48,20 @@ ZERO3_MAX_REUSE_DISTANCE = 1_000_000_000
 """DeepSpeed ZeRO-3 does not release a parameter after its module ran when the parameters
 used before its next use hold fewer elements than this (``stage3_max_reuse_distance``,
 default 1e9 in v0.3.13 zero/constants.py; ``PartitionedParameterCoordinator._keep_for_later``
-measures the distance on the module trace recorded in the first step). Under activation
-recompute a layer's backward follows its recompute forward at once, so the tensors at the end
-of the layer stay gathered between the two."""
+measures the distance on the module trace recorded in the first step: ``_distance_in_numel``
+adds the parameters of every module step between the release and the next use). Under
+activation recompute a layer's backward follows its recompute forward at once: between a
+tensor's recompute and its backward, every later module of the layer runs twice (its
+recompute forward, then its backward), so only the tensors at the very end of the layer stay
+gathered between the two."""
 
 
 def _released_after_recompute(cfg: RunConfig, layers: range | list[int]
                               ) -> list[tuple[float, bool]]:
     """The tensors of recomputed ``layers`` that the backward gathers again after the
-    recompute forward: those whose reuse distance (the elements of the layer's tensors after
-    it in forward order, which the backward reaches first) is at least the limit."""
+    recompute forward: those whose reuse distance (twice the elements of the layer's tensors
+    after it in forward order: recomputed, then run backward, before the backward reaches it)
+    is at least the limit."""
     out: list[tuple[float, bool]] = []
     for i in layers:
         tensors = _rank_tensors(cfg, [i])
@@ -65,7 +69,7 @@ def _released_after_recompute(cfg: RunConfig, layers: range | list[int]
         for n, expert in reversed(tensors):
             if after >= ZERO3_MAX_REUSE_DISTANCE:
                 out.append((n, expert))
-            after += n
+            after += 2 * n
     return out
 
 
