@@ -225,3 +225,21 @@ def test_bad_search_arguments_name_the_field(base, kwargs, field):
 def test_bad_search_space_names_the_field(kwargs, field):
     with pytest.raises(ConfigError, match=field):
         SearchSpace(**kwargs)
+
+
+def test_the_flops_bound_runs_gemms_at_the_fastest_rate_the_model_gives_any(monkeypatch):
+    """An fp8 run's bound divides by the rate of an fp8 GEMM without the split accumulator
+    (DeepGEMM's, ``roofline.gemm_rate``), which is above the fp8 ceiling: a bound at the
+    ceiling could exceed a simulated time where such kernels run."""
+    from trainsim.compute.roofline import gemm_rate
+    from trainsim.search import evaluation
+    from trainsim.workload.ops import Gemm
+
+    b = make_base(dtype="fp8")
+    key = next(iter(SearchSpace().memory_keys(b, b.cluster.num_gpus)))
+    gpu = b.cluster.gpu
+    fast = gemm_rate(gpu, Gemm("g", 1, 1, 1, "fp8", 8, grouped="deepgemm"))
+    assert fast > gpu.gemm_ceiling("fp8")
+    bound = lower_bound_s(key, b)
+    monkeypatch.setattr(evaluation, "gemm_rate", lambda g, op: g.gemm_ceiling(op.dtype))
+    assert bound == pytest.approx(lower_bound_s(key, b) * gpu.gemm_ceiling("fp8") / fast)

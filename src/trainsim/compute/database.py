@@ -205,7 +205,7 @@ class KernelDatabase:
             time_s = positive_value(row.get("time_s"))
             if time_s is None:
                 raise ConfigError(f"{path}: kernels[{i}].time_s={row.get('time_s')!r} is not "
-                                  "a positive number") from None
+                                  "a positive number")
             why = physical_violation(op, time_s, db.spec)
             if why:
                 msg = (f"{path}: kernels[{i}] ({record_label(row)}) is not a measurement on "

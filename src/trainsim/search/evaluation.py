@@ -11,8 +11,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from trainsim.compute.roofline import gemm_rate
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.simulator import simulate
+from trainsim.workload.ops import Gemm
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +26,9 @@ cannot make it exceed a simulated time (tests check bound <= simulation)."""
 def lower_bound_s(key: MemoryKey, base: Base) -> float:
     """A lower bound on the iteration time, from matmul FLOPs alone (no simulation).
 
-    Every GEMM runs at most at the GPU's sustained matmul ceiling (``GPUSpec.gemm_ceiling``,
-    the fastest rate any op reaches in the roofline model). The last pipeline stage runs the
+    Every GEMM runs at most at the fastest rate the roofline model gives a GEMM of the run's
+    dtype or bf16 (``compute.roofline.gemm_rate``; an fp8 kernel without the split accumulator,
+    such as DeepGEMM's grouped GEMMs, runs above the fp8 ``GPUSpec.gemm_ceiling``). The last pipeline stage runs the
     matmuls of all its micro-batches (layers and the logit layer, ``6 N`` FLOPs per token,
     Narayanan et al. 2021 eq. 3, plus one more forward of the layers under full recompute),
     and it cannot start before the first micro-batch has gone forward through the other
@@ -36,7 +39,8 @@ def lower_bound_s(key: MemoryKey, base: Base) -> float:
     communication are left out, so the bound is always below the simulated time.
     """
     m, t, gpu = base.model, base.training, base.cluster.gpu
-    rate = max(gpu.gemm_ceiling(t.dtype), gpu.gemm_ceiling("bf16"))
+    rate = max(gemm_rate(gpu, Gemm("bound", 1, 1, 1, dtype, fp8_fast_accum=True))
+               for dtype in {t.dtype, "bf16"})
     tokens = key.micro_batch * t.seq_length / key.cp
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
