@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import random
 from datetime import timedelta
 
 from click.testing import CliRunner
@@ -124,3 +125,41 @@ def published_kernel_rows(keep=lambda row: True) -> list[dict[str, str]]:
 
     with open(BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
         return [r for r in csv.DictReader(fh) if keep(r)]
+
+
+# ---------------------------------------------------------------------------- random configs
+
+def random_config(rng: random.Random) -> dict:
+    """A small valid-looking config with a long pipeline steady phase and random switches."""
+    pp = rng.choice([1, 2, 2, 4, 4, 8])
+    vpp = rng.choice([1, 1, 2, 3]) if pp > 1 else 1
+    tp, dp, cp = rng.choice([1, 2, 4]), rng.choice([1, 2, 4]), rng.choice([1, 1, 2])
+    heads = 16
+    moe = rng.random() < 0.2
+    mbs = rng.choice([1, 2])
+    micro = pp * rng.randint(20, 32) if vpp > 1 else rng.randint(8 * pp + 16, 12 * pp + 64)
+    layers = pp * vpp * rng.randint(1, 3)
+    model = {"name": "tiny", "hidden_size": 64 * heads, "num_layers": layers,
+             "num_attention_heads": heads, "num_kv_heads": rng.choice([4, 16]),
+             "vocab_size": rng.choice([32000, 50257]), "activation": rng.choice(["gelu", "swiglu"]),
+             "tied_embeddings": rng.random() < 0.3}
+    parallel = {"tp": tp, "pp": pp, "cp": cp, "vpp": vpp if vpp > 1 else None,
+                "sequence_parallel": tp > 1 and rng.random() < 0.7,
+                "recompute": rng.choice(["none", "selective", "full"]),
+                "zero_stage": rng.choice([0, 0, 1, 2, 3]),
+                "distributed_optimizer": rng.random() < 0.5,
+                "overlap_grad_reduce": rng.random() < 0.6,
+                "overlap_param_gather": rng.random() < 0.5,
+                "overlap_p2p_comm": rng.random() < 0.5,
+                "tp_comm_overlap": rng.random() < 0.3}
+    if rng.random() < 0.15:
+        parallel["optimizer_post_validation"] = True
+    if moe:
+        model.update(num_experts=8, moe_router_topk=2, moe_ffn_hidden_size=2048)
+        parallel["ep"] = rng.choice([e for e in (1, 2, 4) if (tp * cp * dp) % e == 0])
+    gpus = tp * pp * cp * dp
+    training = {"global_batch_size": micro * mbs * dp, "micro_batch_size": mbs,
+                "seq_length": 1024 * cp, "optimizer": rng.choice(["adam", "adam", "lamb"])}
+    cluster = {"gpu": rng.choice(["h100-sxm-80gb", "a100-sxm-80gb"]), "num_gpus": gpus,
+               "gpus_per_node": min(8, gpus), "compute_db": None}
+    return {"model": model, "parallel": parallel, "training": training, "cluster": cluster}

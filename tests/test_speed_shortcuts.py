@@ -7,7 +7,7 @@ import csv
 import random
 
 import pytest
-from test_steady_state import random_config
+from helpers import random_config
 
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
