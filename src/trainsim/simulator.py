@@ -20,6 +20,7 @@ from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer
 from trainsim.result import Result
+from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     TIE,
     Summary,
@@ -35,11 +36,8 @@ from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
-    fsdp1_grad_copies,
     fsdp_optimizer_pieces,
-    fsdp_unit_gathers,
     per_tensor_optimizer,
-    zero3_tensor_gathers,
 )
 
 LAMB_NORMS_PER_LAYER = 16
@@ -119,71 +117,12 @@ class _TaskGraph:
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
         self.side_s = shared.setdefault("side_s", [0.0] * self.pp)  # FSDP1's post-backward
         if self.fsdp and "gathered" not in shared:
-            shared["gathered"] = self._blocking_gathers() \
-                if p.zero3_gather == "per_parameter" else self._unit_gather_waits()
+            shared["gathered"] = blocking_gathers(cfg, pricer, self.chunks) \
+                if p.zero3_gather == "per_parameter" else \
+                unit_gather_waits(cfg, pricer, self.chunks, self.side_s)
         self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
-
-    def _unit_gather_waits(self) -> dict[int, tuple[Priced, Priced]]:
-        """(forward, backward) wait of each virtual stage for its FSDP units' parameters, each
-        unit gathered one ahead of its compute (``workload.schedule.prefetch_exposed_s``). The
-        root unit stays gathered through the backward (FSDP does not reshard the root after
-        forward); every block is gathered again before its backward."""
-        cfg, out = self.cfg, {}
-        ranges = cfg.virtual_stage_layers()
-        for v, layers in enumerate(ranges):
-            first, last = v == 0, v == len(ranges) - 1
-            units = fsdp_unit_gathers(cfg, layers, first, last)
-            gather = [sum(self.pricer.comm_time(c) for c in unit) for unit in units]
-            ch = self.chunks[v]
-            # the pipe engine's receive gathers (empty under FSDP) run with the embedding part
-            lead, *parts = (part.duration_s for part in ch.fwd_parts)
-            parts[0] += lead
-            # forward units: root with the embedding, blocks; the head runs in the last unit
-            compute = ([parts[0]] if first or last else []) + parts[1:-1]
-            if len(parts) > 1:  # a chunk of only the embedding or the head is one part
-                compute[-1] += parts[-1]
-            # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
-            blocks = gather[len(gather) - len(layers):][::-1] \
-                if layers and self.zero >= 3 else []
-            back = [part.duration_s for part in ch.bwd_layers]
-            if back:  # a chunk without layers gathers no block for its backward
-                back[0] += ch.bwd_head.duration_s
-                back[-1] += ch.bwd_tail.duration_s
-            # exposed waits, plus the SMs the hidden gathers take from the compute beside them
-            share = self.pricer.sm_share["dp"]
-            exposed = prefetch_exposed_s(gather, compute)
-            fwd = exposed + (sum(gather) - exposed) * share
-            exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
-            bwd = exposed + (sum(blocks) - exposed) * share
-            lead = Priced(((DP, bwd, "FSDP unit all-gathers"),))
-            if cfg.parallel.data_parallel_impl == "fsdp1":  # the side stream's, before the RS
-                on_compute, side = map(self.pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
-                lead = lead + on_compute
-                self.side_s[v % self.pp] += side.duration_s / self.vpp
-            out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, lead + ch.bwd)
-        return out
-
-    def _blocking_gathers(self) -> dict[int, tuple[Priced, Priced]]:
-        """(forward, backward) pass of each virtual stage under per-tensor ZeRO-3, each led by
-        its gathers: every gather waits for the previous one and the module waits for all of
-        them; a recomputed layer gathers its tensors again for the recompute, and for its
-        backward only those released after the recompute (``ZERO3_MAX_REUSE_DISTANCE``)."""
-        cfg, out = self.cfg, {}
-        ranges = cfg.virtual_stage_layers()
-        recomputed = cfg.recomputed_layers
-        for v, layers in enumerate(ranges):
-            first, last = v == 0, v == len(ranges) - 1
-            fwd = self.pricer.price(zero3_tensor_gathers(cfg, layers, first, last))
-            again = [i for i in layers if i in recomputed]
-            plain = [i for i in layers if i not in recomputed]
-            redo = self.pricer.price(zero3_tensor_gathers(cfg, again, False, False))
-            # after a recompute the layer's last tensors are still gathered for its backward
-            back = self.pricer.price(zero3_tensor_gathers(cfg, plain, first, last)
-                                     + zero3_tensor_gathers(cfg, again, False, False, True))
-            out[v] = (fwd + self.chunks[v].fwd, back + redo + self.chunks[v].bwd)
-        return out
 
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:

@@ -1,0 +1,78 @@
+"""Pipeline passes of a sharded-parameter run (ZeRO-3 / FSDP) with their parameter gathers:
+per tensor and blocking (DeepSpeed 2021), or per FSDP unit, each gathered one unit ahead of its
+compute. The task graph (``simulator``) places what these return in place of the plain passes.
+"""
+
+from __future__ import annotations
+
+from trainsim.chunks import Chunk
+from trainsim.config import RunConfig
+from trainsim.pricing import DP, Priced, Pricer
+from trainsim.workload.schedule import prefetch_exposed_s
+from trainsim.workload.sharding import fsdp1_grad_copies, fsdp_unit_gathers, zero3_tensor_gathers
+
+
+def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
+                      side_s: list[float]) -> dict[int, tuple[Priced, Priced]]:
+    """(forward, backward) pass of each virtual stage led by its wait for its FSDP units'
+    parameters, each unit gathered one ahead of its compute (``workload.schedule.
+    prefetch_exposed_s``). The root unit stays gathered through the backward (FSDP does not
+    reshard the root after forward); every block is gathered again before its backward. FSDP1's
+    gradient casts on its side stream are added to ``side_s`` (per stage, per micro-batch)."""
+    out: dict[int, tuple[Priced, Priced]] = {}
+    pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
+    ranges = cfg.virtual_stage_layers()
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        units = fsdp_unit_gathers(cfg, layers, first, last)
+        gather = [sum(pricer.comm_time(c) for c in unit) for unit in units]
+        ch = chunks[v]
+        # the pipe engine's receive gathers (empty under FSDP) run with the embedding part
+        lead, *parts = (part.duration_s for part in ch.fwd_parts)
+        parts[0] += lead
+        # forward units: root with the embedding, blocks; the head runs in the last unit
+        compute = ([parts[0]] if first or last else []) + parts[1:-1]
+        if len(parts) > 1:  # a chunk of only the embedding or the head is one part
+            compute[-1] += parts[-1]
+        # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
+        blocks = gather[len(gather) - len(layers):][::-1] \
+            if layers and cfg.parallel.zero_stage >= 3 else []
+        back = [part.duration_s for part in ch.bwd_layers]
+        if back:  # a chunk without layers gathers no block for its backward
+            back[0] += ch.bwd_head.duration_s
+            back[-1] += ch.bwd_tail.duration_s
+        # exposed waits, plus the SMs the hidden gathers take from the compute beside them
+        share = pricer.sm_share["dp"]
+        exposed = prefetch_exposed_s(gather, compute)
+        fwd = exposed + (sum(gather) - exposed) * share
+        exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
+        bwd = exposed + (sum(blocks) - exposed) * share
+        wait = Priced(((DP, bwd, "FSDP unit all-gathers"),))
+        if cfg.parallel.data_parallel_impl == "fsdp1":  # the side stream's, before the RS
+            on_compute, side = map(pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
+            wait = wait + on_compute
+            side_s[v % pp] += side.duration_s / vpp
+        out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)
+    return out
+
+
+def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk]
+                     ) -> dict[int, tuple[Priced, Priced]]:
+    """(forward, backward) pass of each virtual stage under per-tensor ZeRO-3, each led by its
+    gathers: every gather waits for the previous one and the module waits for all of them; a
+    recomputed layer gathers its tensors again for the recompute, and for its backward only
+    those released after the recompute (``workload.sharding.ZERO3_MAX_REUSE_DISTANCE``)."""
+    out: dict[int, tuple[Priced, Priced]] = {}
+    ranges = cfg.virtual_stage_layers()
+    recomputed = cfg.recomputed_layers
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        fwd = pricer.price(zero3_tensor_gathers(cfg, layers, first, last))
+        again = [i for i in layers if i in recomputed]
+        plain = [i for i in layers if i not in recomputed]
+        redo = pricer.price(zero3_tensor_gathers(cfg, again, False, False))
+        # after a recompute the layer's last tensors are still gathered for its backward
+        back = pricer.price(zero3_tensor_gathers(cfg, plain, first, last)
+                            + zero3_tensor_gathers(cfg, again, False, False, True))
+        out[v] = (fwd + chunks[v].fwd, back + redo + chunks[v].bwd)
+    return out
