@@ -197,6 +197,7 @@ def test_each_fsdp_unit_gather_is_walked_against_its_own_compute(monkeypatch):
     parts as gathers (root with the embedding, the blocks, the head in the last unit). The pipe
     engine's receive slot at the front of a chunk's forward parts (4a858aa) had shifted the
     compute list by one, dropping the last unit from the walk."""
+    import trainsim.sharded_passes as passes
     import trainsim.simulator as sim
     from trainsim.pricing import Pricer
 
@@ -206,7 +207,7 @@ def test_each_fsdp_unit_gather_is_walked_against_its_own_compute(monkeypatch):
         walks.append((len(gathers), len(compute)))
         return prefetch_exposed_s(gathers, compute)
 
-    monkeypatch.setattr(sim, "prefetch_exposed_s", recording)
+    monkeypatch.setattr(passes, "prefetch_exposed_s", recording)
     c = cfg(64, None, "none")
     sim.build_graph(c, Pricer(c))
     assert walks and all(g == n for g, n in walks), walks
