@@ -275,3 +275,20 @@ def test_validate_checks_a_profiler_database_without_its_non_measurements(tmp_pa
     assert r.exit_code == 0, r.output
     assert "warning: 1 kernel record(s) left out" in r.stderr
     assert json.loads(r.stdout)["summary"]["n"] == len(src["layers"])  # none dropped
+
+
+def test_split_accumulator_records_do_not_answer_fast_accumulation_gemms(tmp_path):
+    """An fp8 record measured through cuBLAS's split accumulator is not the kernel a forward
+    fp8 GEMM without it runs (compute.roofline.gemm_rate), nor a dense record a grouped GEMM:
+    exact keys and interpolation families differ by ``fp8_fast_accum`` and ``grouped``."""
+    db = load(tmp_path, [gemm(8192, 8192, 8192, 1.6e-3, "fp8")])
+    split = Gemm("x", 8192, 8192, 8192, "fp8")
+    assert db.lookup(split) == (1.6e-3, "exact")
+    assert db.lookup(dataclasses.replace(split, fp8_fast_accum=True)) is None
+    assert db.lookup(dataclasses.replace(split, grouped="multi_stream")) is None
+    # a GEMM's chunks on TE's userbuffer streams are the dense cuBLAS kernel
+    assert db.lookup(dataclasses.replace(split, grouped="userbuffers")) is not None
+    fast = dict(gemm(8192, 8192, 8192, 1.3e-3, "fp8"), fp8_fast_accum=True)
+    both = load(tmp_path, [gemm(8192, 8192, 8192, 1.6e-3, "fp8"), fast])
+    assert both.lookup(split) == (1.6e-3, "exact")
+    assert both.lookup(dataclasses.replace(split, fp8_fast_accum=True)) == (1.3e-3, "exact")

@@ -61,3 +61,53 @@ def test_h800_fp8_rows_without_the_split_accumulator(impl, bound, monkeypatch):
     without = mape()
     monkeypatch.setattr(kernels, "FP8_FAST_ACCUM", frozenset())
     assert without <= bound < mape()
+
+
+def _moe_run(dtype: str, framework: str | None = "megatron-bridge"):
+    from trainsim.config import (
+        ClusterConfig,
+        ModelConfig,
+        ParallelConfig,
+        RunConfig,
+        TrainingConfig,
+    )
+
+    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
+                        ffn_hidden_size=512, activation="swiglu", num_experts=8,
+                        moe_router_topk=2, moe_ffn_hidden_size=512)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=1, gpus_per_node=1)
+    training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=1024,
+                              framework=framework, dtype=dtype)
+    return RunConfig(model=model, parallel=ParallelConfig(), training=training, cluster=cluster)
+
+
+@pytest.mark.parametrize("framework", ["megatron-bridge", None])
+def test_training_fprop_gemms_skip_the_split_accumulator_and_gradients_keep_it(framework):
+    """Transformer Engine (``_2X_ACC_FPROP = False``, ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``)
+    and torchao (``gemm_config_output`` fast, the grad GEMMs not): a layer's forward fp8 GEMMs,
+    the MoE experts' grouped ones included, carry the flag; their dgrad and wgrad do not."""
+    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+
+    cfg = _moe_run("fp8", framework)
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, moe=True)
+    gemms = [op for op in fwd if isinstance(op, Gemm) and op.dtype == "fp8"]
+    assert {"qkv_proj", "out_proj", "expert_fc1", "expert_fc2"} <= {op.name for op in gemms}
+    assert all(op.fp8_fast_accum for op in gemms)
+    grads = [op for op in backward_of(fwd, sh) if isinstance(op, Gemm) and op.dtype == "fp8"]
+    assert {op.name.rsplit(".", 1)[1] for op in grads} == {"dgrad", "wgrad"}
+    assert len(grads) == 2 * len(gemms)
+    assert not any(op.fp8_fast_accum for op in grads)
+    # the backward is priced slower per FLOP than the forward it mirrors
+    h100 = gpu("h100-sxm-80gb")
+    assert gemm_rate(h100, grads[0]) < gemm_rate(h100, gemms[-1])
+
+
+def test_16_bit_training_gemms_never_carry_the_flag():
+    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+
+    cfg = _moe_run("bf16")
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, moe=True)
+    ops = [op for op in fwd + backward_of(fwd, sh) if isinstance(op, Gemm)]
+    assert len(ops) > 8 and not any(op.fp8_fast_accum for op in ops)

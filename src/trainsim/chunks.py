@@ -87,7 +87,8 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         last = kind(m.num_layers - 1)
-        proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype)]
+        proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
+                     fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (layers._gemm)
         mtp_f = pricer.price(proj) + layer_f[last] + head_f
         mtp_b = head_b + layer_b[last] + pricer.price(backward_of(proj, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers

@@ -96,7 +96,12 @@ def as_profiled(family: str, fused_bytes: float) -> tuple[str, str, float]:
 def _family(op: ComputeOp) -> tuple | None:
     """The kind of kernel an op is: records answer only ops of their own kind."""
     if isinstance(op, Gemm):
-        return ("gemm", op.dtype)
+        # a split-accumulator fp8 record never answers a fast-accumulation op, nor a dense
+        # record a grouped implementation's (their rates differ: compute.roofline.gemm_rate,
+        # grouped_efficiency); a GEMM's chunks on TE's userbuffer streams are cuBLAS's dense
+        # GEMM, priced at its rate (roofline.GROUPED_STREAMS), so dense records answer them
+        grouped = "" if op.grouped == "userbuffers" else op.grouped
+        return ("gemm", op.dtype, op.dtype == "fp8" and op.fp8_fast_accum, grouped)
     if isinstance(op, Attention):
         return ("attention", op.impl, op.head_dim, op.causal, op.backward, op.dropout, op.window)
     if op.kernel:
@@ -294,7 +299,10 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database") -> Compu
             if dtype not in DTYPE_BYTES:
                 raise ConfigError(f"{where} ({record_label(row)}): dtype={dtype!r} is not one of "
                                   f"{', '.join(DTYPE_BYTES)}")
-            return Gemm("db", size("m"), size("n"), size("k"), dtype, size("batch", 1))
+            # fp8_fast_accum: measured without the split accumulator (torch._scaled_mm
+            # use_fast_accum=True); absent, the split-accumulator default
+            return Gemm("db", size("m"), size("n"), size("k"), dtype, size("batch", 1),
+                        fp8_fast_accum=flag("fp8_fast_accum", False))
         if kind == "attention":
             impl = str(row.get("impl", "sdpa"))
             if impl not in ATTENTION_IMPLS:

@@ -8,7 +8,8 @@ repeat replays only ``torch.autograd.grad(..., retain_graph=True)``.
 Implementations are what eager PyTorch runs in training:
 
 * GEMM: ``x @ w.T`` (``F.linear``'s layout); fp8 with ``torch._scaled_mm`` (e4m3 operands,
-  bf16 output) where the device has it.
+  bf16 output) where the device has it, ``use_fast_accum`` as the op runs (forward GEMMs
+  without the split accumulator: ``workload.layers._gemm``).
 * Attention: ``F.scaled_dot_product_attention`` (on CUDA with one fused backend at a time:
   cuDNN, flash or memory-efficient, as the record's ``impl`` names), GQA via ``enable_gqa``. A context-parallel rank
   (``ring`` > 1, load-balanced causal ring attention as in Transformer Engine) runs one causal
@@ -123,8 +124,9 @@ def _gemm(s: dict[str, Any], dev: Device) -> Recipe:
         def make_fp8() -> Any:
             return _randn(m, k, dev=dev).to(FP8), _randn(n, k, dev=dev).to(FP8)
 
+        fast = bool(s.get("fp8_fast_accum", False))  # the op's accumulation (Gemm.fp8_fast_accum)
         return Recipe(m * k + n * k + 2 * m * n, make_fp8, lambda ab: torch._scaled_mm(
-            ab[0], ab[1].t(), scale_a=one, scale_b=one, out_dtype=ACT))
+            ab[0], ab[1].t(), scale_a=one, scale_b=one, out_dtype=ACT, use_fast_accum=fast))
     td = DTYPES[dtype]
     lead = (b,) if b > 1 else ()
     size = torch.tensor([], dtype=td).element_size()

@@ -5,7 +5,8 @@ One JSON object::
     {"format": "trainsim-kernel-db/2", "gpu": "h100-sxm-80gb", "device_name": "NVIDIA H100 ...",
      "driver": "550.54.15", "torch": "2.13.0", "cuda": "12.8", "created": "2025-...",
      "command": "trainsim profile ...", "compile": false, "notes": ["..."],
-     "kernels": [{"op": "gemm", "m", "n", "k", "dtype", "batch", "time_s", "repeats"},
+     "kernels": [{"op": "gemm", "m", "n", "k", "dtype", "batch", ["fp8_fast_accum"], "time_s",
+                  "repeats"},
                  {"op": "attention", "impl", "batch", "heads", "kv_heads", "q_len", "kv_len",
                   "head_dim", "causal", "backward", "time_s", "repeats"},
                  {"op": "elementwise", "name", "kernel", "impl", "bytes", "time_s", "repeats"}],
@@ -19,7 +20,9 @@ database lookup for an op is an exact match on :func:`kernel_key`. Attention rec
 backend that ran (``impl``: ``cudnn``, ``flash2``, ``flash1`` for SDPA's memory-efficient
 kernel); elementwise records name their kernel family (``rmsnorm.bwd``; the simulator op's
 ``Elementwise.kernel``) and the implementation the profiler ran (``fused``, ``eager``), with
-the bytes that implementation moves. Format 1 (no ``impl``) is still read by
+the bytes that implementation moves. An fp8 GEMM record run without cuBLAS's split
+accumulator (``torch._scaled_mm(use_fast_accum=True)``, the simulator's forward fp8 GEMMs)
+says ``"fp8_fast_accum": true``; absent, it ran with it. Format 1 (no ``impl``) is still read by
 ``trainsim.compute.database``. Times are
 medians in seconds; ``driver`` and ``cuda`` are null on a CPU dry run. This module does not
 import torch.
@@ -52,7 +55,8 @@ class ProfileError(TrainsimError):
 def kernel_key(record: dict[str, Any]) -> tuple[Any, ...]:
     """Identity of a kernel record: its op kind and shape fields (not its time)."""
     op = record["op"]
-    return (op, *(record[k] for k in KERNEL_KEYS[op]))
+    optional = (bool(record.get("fp8_fast_accum", False)),) if op == "gemm" else ()
+    return (op, *(record[k] for k in KERNEL_KEYS[op]), *optional)
 
 
 def layer_key(record: dict[str, Any]) -> tuple[Any, ...]:

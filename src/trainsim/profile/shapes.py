@@ -139,7 +139,10 @@ def _elementwise_dims(family: str, op: Elementwise, cfg: RunConfig, sh: Shard) -
 
 
 def _gemm_record(op: Gemm) -> dict[str, Any]:
-    return {"op": "gemm", "m": op.m, "n": op.n, "k": op.k, "dtype": op.dtype, "batch": op.batch}
+    rec = {"op": "gemm", "m": op.m, "n": op.n, "k": op.k, "dtype": op.dtype, "batch": op.batch}
+    if op.fp8_fast_accum and op.dtype == "fp8":
+        rec["fp8_fast_accum"] = True
+    return rec
 
 
 PROFILED_ATTENTION = ("cudnn", "flash2", "flash1")
@@ -157,7 +160,9 @@ def _attention_record(op: Attention) -> dict[str, Any]:
 def op_case(op: Any, cfg: RunConfig, sh: Shard) -> tuple[Kernel, dict[str, Any]] | str:
     """(kernel to run, database record) for a simulator op, or why it is not measured."""
     if isinstance(op, Gemm):
-        return (_k("gemm", m=op.m, n=op.n, k=op.k, dtype=op.dtype, batch=op.batch),
+        fast = op.fp8_fast_accum and op.dtype == "fp8"
+        return (_k("gemm", m=op.m, n=op.n, k=op.k, dtype=op.dtype, batch=op.batch,
+                   **({"fp8_fast_accum": True} if fast else {})),
                 _gemm_record(op))
     if isinstance(op, Attention):
         if op.impl not in PROFILED_ATTENTION or op.window is not None or op.dropout:

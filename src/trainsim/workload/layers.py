@@ -159,6 +159,11 @@ turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
 
 def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
           shares_input: bool = False, grouped: GroupedImpl = "", ragged: bool = False) -> None:
+    """A forward (fprop) linear: its fp8 GEMM runs without cuBLAS's split accumulator, as
+    Transformer Engine runs it (pytorch/module/base.py ``_2X_ACC_FPROP = False``, passed as
+    ``use_split_accumulator`` by Linear, LayerNormLinear, LayerNormMLP and GroupedLinear) and
+    torchao's float8 training (float8/config.py ``gemm_config_output =
+    Float8GemmConfig(use_fast_accum=True)``); ``backward_of`` clears it for dgrad and wgrad."""
     if sh.autocast:
         cast = batch * n * k * AUTOCAST_CAST_BYTES
         ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
@@ -170,7 +175,7 @@ def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: in
                                bytes=batch * m * k * sh.fp8_cast_bytes,
                                kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
-                    grouped=grouped, ragged=ragged))
+                    grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8"))
 
 
 def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
@@ -494,13 +499,17 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
                                        kernels=op.batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
-            ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n))
+            # dgrad and wgrad keep cuBLAS's split accumulator: Transformer Engine
+            # ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``, torchao ``gemm_config_grad_input`` and
+            # ``gemm_config_grad_weight`` default ``use_fast_accum=False``
+            ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n, fp8_fast_accum=False))
             dgrad_at = len(ops) - 1
             if op.shares_input:  # its input gradient is added to its siblings'
                 ops.append(Elementwise(f"{op.name}.grad_sum", bytes=3 * ACT * op.batch * op.m * op.k,
                                        kernel="residual_add"))
             # the wgrad's ragged dimension is its k (tokens), not its rows
-            ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False))
+            ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
+                               fp8_fast_accum=False))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
