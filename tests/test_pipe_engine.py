@@ -82,3 +82,19 @@ def test_rebuilding_a_partition_costs_its_copies_and_a_host_wait():
     pricer = Pricer(c)
     gather = pricer.price([op for op in fwd if isinstance(op, Comm)])
     assert pricer.price(fwd).duration_s > gather.duration_s
+
+
+def test_the_pipe_rebuild_and_zero3_share_one_list_all_gather_rule():
+    """A partition rebuild and a ZeRO-3 parameter gather both all-gather into a list of views:
+    the same fill, gather and one copy out per rank (sharding.list_all_gather_ops), each with
+    its own step before the gather (the rank's slice copied in; the host synchronize)."""
+    from trainsim.workload.layers import shard_of
+    from trainsim.workload.pipe_engine import partitioned_full
+    from trainsim.workload.sharding import list_all_gather_ops
+
+    c = cfg()
+    full = shard_of(c).tokens * c.model.hidden_size * 2
+    shared = [op for op in list_all_gather_ops("pipe_partition", full, 8, "tp")]
+    ops = partitioned_full(c, full)
+    assert [op for op in ops if op.name in {o.name for o in shared}] == shared
+    assert [op.name for op in ops].index("pipe_partition_local_copy") == 2

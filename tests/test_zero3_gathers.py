@@ -250,7 +250,7 @@ def test_deepspeed_2021_backward_regathers_less_when_the_layer_tail_stays_gather
     def ratio() -> float:
         c = cfg(gather="per_parameter")
         work = build_graph(c, Pricer(c)).work[0]
-        gathered = [sum(t for cat, t, name in p.segments if name == "zero3_param_all_gather")
+        gathered = [sum(t for cat, t, name in p.segments if name == "zero3_gather_all_gather")
                     for p in work]
         return gathered[1] / gathered[0]
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise, Op
+from trainsim.workload.sharding import list_all_gather_ops
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -66,12 +67,10 @@ def partitioned_full(cfg: RunConfig, full_bytes: float) -> list[Op]:
     in, the all-gather into per-rank views (gathered flat, then one copy out per rank) and the
     clone returned."""
     tp = cfg.parallel.tp
+    own = Elementwise("pipe_partition_local_copy", bytes=2 * full_bytes / tp)
     return [
         Elementwise("pipe_partition_meta_tolist", bytes=META_BYTES, host_sync=True),
-        Elementwise("pipe_partition_zeros", bytes=full_bytes),
-        Elementwise("pipe_partition_local_copy", bytes=2 * full_bytes / tp),
-        Comm("pipe_partition_all_gather", "all_gather", full_bytes, "tp"),
-        Elementwise("pipe_partition_unflatten", bytes=2 * full_bytes, kernels=tp),
+        *list_all_gather_ops("pipe_partition", full_bytes, tp, "tp", before_gather=[own]),
         Elementwise("pipe_partition_clone", bytes=2 * full_bytes),
     ]
 

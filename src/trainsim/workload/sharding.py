@@ -93,18 +93,28 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
         if n < ZERO3_PERSISTENCE_THRESHOLD or ranks == 1:
             continue
         group = "edp" if expert else "dp_cp"
-        # _allgather_param allocates the gathered tensor with torch.zeros (a fill of all of it)
-        # and calls torch.cuda.synchronize() before each gather (DeepSpeed v0.3-0.4
+        # _allgather_param allocates the gathered tensor with torch.zeros and calls
+        # torch.cuda.synchronize() before each gather (DeepSpeed v0.3-0.4
         # partition_parameters.py): the host waits, then launches the rest
-        ops.append(Elementwise("zero3_gather_buffer_zeros", bytes=n * ACT))
-        ops.append(Elementwise("zero3_synchronize", bytes=0.0, kernels=0, host_sync=True))
-        ops.append(Comm("zero3_param_all_gather", "all_gather", n * ACT, group))
-        # torch.distributed.all_gather into a list of per-rank views (DeepSpeed's
-        # _allgather_param) gathers into a flat buffer, then copies each rank's piece out: one
-        # copy per rank, reading and writing the whole tensor (pytorch/pytorch#33924; the
-        # copies went away with _all_gather_base, pytorch/pytorch#57769)
-        ops.append(Elementwise("zero3_gather_unflatten", bytes=2 * n * ACT, kernels=ranks))
+        sync = Elementwise("zero3_synchronize", bytes=0.0, kernels=0, host_sync=True)
+        ops += list_all_gather_ops("zero3_gather", n * ACT, ranks, group, before_gather=[sync])
     return ops
+
+
+def list_all_gather_ops(name: str, size_bytes: float, ranks: int, group: str,
+                        before_gather: list[Op] | None = None) -> list[Op]:
+    """``torch.distributed.all_gather`` of a tensor of ``size_bytes`` (gathered) into a list
+    of per-rank views of a buffer its caller fills with ``torch.zeros`` (DeepSpeed's ZeRO-3
+    ``_allgather_param``, ``PartitionedTensor.full()``): the fill, ``before_gather``, the
+    gather, then ProcessGroupNCCL's copies out of its own flat buffer, one per rank, reading
+    and writing the whole tensor (pytorch/pytorch#33924; the copies went away with
+    ``_all_gather_base``, pytorch/pytorch#57769)."""
+    return [
+        Elementwise(f"{name}_zeros", bytes=size_bytes),
+        *(before_gather or []),
+        Comm(f"{name}_all_gather", "all_gather", size_bytes, group),
+        Elementwise(f"{name}_unflatten", bytes=2 * size_bytes, kernels=ranks),
+    ]
 
 
 FP8_GATHER_MIN_ELEMENTS = 16
