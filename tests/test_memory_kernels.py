@@ -126,3 +126,34 @@ def test_measured_chunked_swiglu_rows_within_ten_percent():
     rows = measured_rows("swiglu-eager")
     assert len(rows) >= 4
     assert mape(rows) <= 0.10
+
+
+def test_an_eager_gated_mlp_runs_the_chunked_swiglu_only_on_a_fused_fc1():
+    """Eager SwiGLU on one fused fc1's output chunks a [T, 2f] tensor into strided halves
+    (``eager_chunked``); on separate gate and up GEMMs it reads two contiguous tensors; the
+    fused kernel is the same either way."""
+    from trainsim.workload.elementwise import activation_op
+
+    assert activation_op(True, 1e6, eager=True, fused_fc1=True).impl == "eager_chunked"
+    assert activation_op(True, 1e6, eager=True, fused_fc1=False).impl == "eager"
+    assert activation_op(True, 1e6, eager=False, fused_fc1=True).impl == "fused"
+    assert activation_op(False, 1e6, eager=True, fused_fc1=True).impl == "fused"
+
+
+def test_layer_forward_picks_the_chunked_swiglu_where_gate_and_up_are_one_gemm():
+    """Eager modules with a LayerNorm gated model keep one fused fc1 (no separate projections):
+    its SwiGLU runs on the chunked halves; an RMSNorm (Llama-family) model's gate_proj and
+    up_proj feed the contiguous eager SwiGLU."""
+    from trainsim import run_config_from_dict
+    from trainsim.workload.layers import layer_forward, shard_of
+
+    def impl(norm):
+        c = run_config_from_dict({
+            "model": {"preset": "gpt3-175b", "num_layers": 2, "activation": "swiglu",
+                      "normalization": norm},
+            "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 1024,
+                         "dtype": "bf16", "modules": "eager"},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+        return [op.impl for op in layer_forward(c, shard_of(c)) if op.name == "swiglu"]
+
+    assert impl("layernorm") == ["eager_chunked"] and impl("rmsnorm") == ["eager"]

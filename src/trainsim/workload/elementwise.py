@@ -238,11 +238,15 @@ def rope_op(name: str, elements: float, eager: bool, unfused: bool = False) -> E
     return memory_op(name, "rope", impl, elements)
 
 
-def activation_op(gated: bool, elements: float, eager: bool) -> Elementwise:
+def activation_op(gated: bool, elements: float, eager: bool, fused_fc1: bool = False
+                  ) -> Elementwise:
     """The MLP's activation over ``elements`` outputs: SwiGLU fused (one kernel) or eager
-    (``act_fn(gate) * up``: two); GeLU is one kernel either way (``F.gelu``)."""
+    (``act_fn(gate) * up``: two), on two separate GEMM outputs or, when one fused fc1 wrote
+    gate and up as halves of one tensor (``fused_fc1``), on its strided ``chunk`` views
+    (``eager_chunked``); GeLU is one kernel either way (``F.gelu``)."""
     if gated:
-        return memory_op("swiglu", "swiglu", "eager" if eager else "fused", elements)
+        impl = "fused" if not eager else "eager_chunked" if fused_fc1 else "eager"
+        return memory_op("swiglu", "swiglu", impl, elements)
     return memory_op("gelu", "gelu", "fused", elements)
 
 

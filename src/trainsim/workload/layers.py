@@ -226,7 +226,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             _gemm(ops, sh, "up_proj", T, f_loc, h, shares_input=True)
         else:
             _gemm(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
-        ops.append(activation_op(gated, T * f_loc, sh.eager))
+        ops.append(activation_op(gated, T * f_loc, sh.eager, not sh.split_projections))
         _gemm(ops, sh, "fc2", T, h, f_loc)
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
