@@ -29,6 +29,7 @@ _DEFAULTED = (
     ("training", "fp8_recipe", "fp8_recipe"),
     ("training", "cuda_graphs", "cuda_graphs"),
     ("parallel", "moe_token_dispatcher_type", "moe_dispatcher"),
+    ("parallel", "moe_router_dtype", "moe_router_dtype"),
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
     ("parallel", "dp_buckets", "dp_buckets"),
     ("parallel", "data_parallel_impl", "data_parallel_impl"),

@@ -244,6 +244,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "grad_reduce_dtype": _nullable(_grad_reduce),
     "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
+    "moe_router_dtype": _nullable(_enum(("fp32", "fp64"))),  # null: the run's 16-bit dtype
     "account_for_embedding_in_pipeline_split": _nullable(_bool),
     "account_for_loss_in_pipeline_split": _nullable(_bool),
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method

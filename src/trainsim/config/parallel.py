@@ -115,6 +115,11 @@ class ParallelConfig:
     into its communication kernels (deepseek-ai/DeepEP); ``hybridep`` is the flex dispatcher's
     HybridEP backend (core >= 0.16, moe_flex_dispatcher_backend), which also sorts the tokens by
     expert inside its kernels (``workload.moe_dispatch``)."""
+    moe_router_dtype: Literal["fp32", "fp64"] | None = None
+    """Dtype of the router's logits and routing probabilities (Megatron-core
+    --moe-router-dtype, TransformerConfig.moe_router_dtype: "None means no changes for
+    dtype", the probabilities stay in the run's 16-bit dtype); what the all-to-all dispatcher
+    sends them in (``workload.moe_dispatch.probs_all_to_all``). A framework profile sets it."""
     moe_dispatch_fp8: bool = False
     """Send dispatched tokens in fp8 (DeepSeek-V3 §3.3); the combine stays 16-bit."""
     decoder_first_pipeline_num_layers: int | None = None

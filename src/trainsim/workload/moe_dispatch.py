@@ -27,7 +27,7 @@ import math
 from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports
-from trainsim.workload.ops import Comm
+from trainsim.workload.ops import ACT_BYTES, Comm
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -96,10 +96,11 @@ def split_sizes_gather(cfg: RunConfig) -> Comm | None:
                 ranks * (m.num_experts or 1) * 8, "ep", grad_bytes=0)
 
 
-PROBS_BYTES = 4
-"""Bytes of a routing probability as the dispatcher exchanges it: fp32 (Megatron-core
-``moe_router_dtype="fp32"``, set by Megatron-Bridge's Qwen, DeepSeek, GLM and OLMoE
-providers)."""
+ROUTER_DTYPE_BYTES = {None: ACT_BYTES, "fp32": 4, "fp64": 8}
+"""Bytes of a routing probability by ``parallel.moe_router_dtype``: the router computes its
+logits in that dtype (``router_gating_linear(..., router_dtype)``, core_v0.13.0
+megatron/core/transformer/moe/router.py ``gating``) and the dispatcher permutes and sends the
+probabilities without a cast; None (Megatron-core's default) keeps them 16-bit."""
 
 
 def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
@@ -114,4 +115,5 @@ def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
     if cfg.parallel.moe_token_dispatcher_type != "alltoall" or cfg.parallel.ep < 2 or \
             not profile_supports(cfg, "moe_probs_in_expert"):
         return None
-    return Comm("moe.dispatch_probs_all_to_all", "all_to_all", copies * PROBS_BYTES, "ep")
+    probs_bytes = ROUTER_DTYPE_BYTES[cfg.parallel.moe_router_dtype]
+    return Comm("moe.dispatch_probs_all_to_all", "all_to_all", copies * probs_bytes, "ep")
