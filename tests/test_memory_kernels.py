@@ -157,3 +157,14 @@ def test_layer_forward_picks_the_chunked_swiglu_where_gate_and_up_are_one_gemm()
         return [op.impl for op in layer_forward(c, shard_of(c)) if op.name == "swiglu"]
 
     assert impl("layernorm") == ["eager_chunked"] and impl("rmsnorm") == ["eager"]
+
+
+def test_the_strided_share_is_evaluated_at_the_ops_own_element_size():
+    """HF LlamaRMSNorm's broadcast products move 8 + 2e of its 28 + 4e bytes per element: 12 of
+    36 at 16 bits, 16 of 44 on fp32 tensors (not the 16-bit share applied to fp32 bytes)."""
+    from trainsim.workload.elementwise import strided_share
+
+    fp32 = memory_op("n", "rmsnorm", "eager", 1e6, elem_bytes=4)
+    assert fp32.bytes == pytest.approx(1e6 * 44)
+    assert strided_share(fp32) == pytest.approx(16 / 44)
+    assert strided_share(memory_op("n", "rmsnorm", "eager", 1e6)) == pytest.approx(12 / 36)

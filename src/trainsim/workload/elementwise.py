@@ -124,13 +124,14 @@ against 3.0-3.1 TB/s for a contiguous add or copy."""
 
 def strided_share(op: Elementwise) -> float:
     """Share of ``op``'s bytes moved by non-vectorized kernels (``SCALAR_LOADS``: all;
-    ``STRIDED_LOADS``: its broadcast kernels; otherwise none)."""
+    ``STRIDED_LOADS``: its broadcast kernels, per element of ``op.elem_bytes``, over all its
+    bytes per element; otherwise none)."""
     if op.impl in SCALAR_LOADS:
         return 1.0
     per = STRIDED_LOADS.get((op.kernel, op.impl))
     if per is None or (op.kernel, op.impl) not in IMPLEMENTATIONS:
         return 0.0
-    return per(2) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](2)
+    return per(op.elem_bytes) / IMPLEMENTATIONS[(op.kernel, op.impl)][0](op.elem_bytes)
 
 
 BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
@@ -175,7 +176,7 @@ def memory_op(name: str, family: str, impl: str, elements: float, elem_bytes: in
     """``family`` run by ``impl`` over ``elements`` elements of ``elem_bytes`` each."""
     per, kernels = IMPLEMENTATIONS[(family, impl)]
     return Elementwise(name, bytes=elements * per(elem_bytes), kernels=kernels, kernel=family,
-                       impl=impl)
+                       impl=impl, elem_bytes=elem_bytes)
 
 
 _STEP_FRAME_BYTES = 4 + 8 + (4 + 2) + 4

@@ -518,7 +518,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             nbytes, kernels = backward_bytes(op)
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
-                                   impl=op.impl))
+                                   impl=op.impl, elem_bytes=op.elem_bytes))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,

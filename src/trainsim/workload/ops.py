@@ -188,6 +188,9 @@ class Elementwise:
     """How that family is implemented: ``fused`` (one kernel: Transformer Engine, apex,
     torch's native norms, Megatron's fused kernels) or ``eager`` (one kernel per PyTorch op,
     e.g. Hugging Face's modules); see ``workload.elementwise``."""
+    elem_bytes: int = ACT_BYTES
+    """Bytes of one element of the tensor it runs over (2 for 16-bit, 4 for fp32): what a
+    per-element byte formula of ``workload.elementwise`` is evaluated at."""
 
 
 @dataclass(frozen=True)
