@@ -98,6 +98,11 @@ def config(row: dict[str, str]):
                      "account_for_embedding_in_pipeline_split": True,
                      "account_for_loss_in_pipeline_split": True,
                      "distributed_optimizer": False,
+                     # examples/pretrain_zero_bubble.sh passes --no-overlap-p2p-communication
+                     # (seen at sail-sg/zero-bubble-pipeline-parallelism@064369d6, main; the arxiv
+                     # branch's copy not checked), against Megatron-LM's default from 2023-10
+                     # (overlap for interleaved pipelines): batched, blocking exchanges
+                     "overlap_p2p_comm": False,
                      # the zero-bubble runs validate the optimizer step after it (§4)
                      "optimizer_post_validation": row["schedule"].startswith("ZB")},
         "training": {"global_batch_size": mbs * m, "micro_batch_size": mbs,

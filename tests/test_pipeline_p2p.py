@@ -14,8 +14,8 @@ NVLINK = 300e9
 
 
 def cfg(gpus: int, tp: int = 1, pp: int | None = None, framework: str | None = None,
-        overlap_p2p_comm: bool = False):
-    fw = {"framework": framework, "framework_version": "2023-11"} if framework else {}
+        overlap_p2p_comm: bool = False, version: str = "2023-11"):
+    fw = {"framework": framework, "framework_version": version} if framework else {}
     return run_config_from_dict({
         "model": {"name": "toy", "hidden_size": 1024, "num_layers": 32,
                   "num_attention_heads": 8, "vocab_size": 32000},
@@ -68,3 +68,15 @@ def test_megatron_batched_exchange_in_one_node_runs_on_few_channels():
 def test_batched_exchange_across_nodes_keeps_the_nic_price():
     """16 stages over two nodes: the NIC hop paces the pipeline as before."""
     assert send_s(cfg(16, framework="megatron-lm")) == send_s(cfg(16))
+
+
+def test_megatron_2021_batches_on_two_rank_communicators():
+    """Before PyTorch 1.12 (pytorch/pytorch#74701) batch_isend_irecv ran each pair on its own
+    two-rank communicator, so a Megatron-LM run of 2021 gets no p2pnChannels / pp cap; from the
+    2022-07 entry (torch 1.12.0, 2022-06-28) it does."""
+    def at(version):
+        return cfg(8, framework="megatron-lm", version=version)
+    nvlink = send_s(cfg(8))
+    assert send_s(at("2021-04")) == nvlink
+    assert send_s(at("2022-06")) == nvlink
+    assert send_s(at("2022-07")) >= MB / (4 * P2P_CHANNEL_Bps)
