@@ -93,14 +93,17 @@ def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]
 # ---------------------------------------------------------------------------- MoE layers
 
 def moe_layer_cfg(dispatcher: str = "alltoall", ep: int = 16, framework: str | None = None,
-                  version: str | None = None) -> RunConfig:
-    """One MoE layer (64 experts, top 8, h 1024) on 16 H100, expert parallel ``ep``."""
+                  version: str | None = None, *, experts: int = 64, topk: int = 8,
+                  gpus: int = 16, dtype: str = "bf16") -> RunConfig:
+    """One MoE layer (``experts`` experts, top ``topk``, h 1024) on ``gpus`` H100, expert
+    parallel ``ep``."""
     model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
-                        ffn_hidden_size=512, activation="swiglu", num_experts=64,
-                        moe_router_topk=8, moe_ffn_hidden_size=512)
-    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=16, gpus_per_node=8)
-    training = TrainingConfig(global_batch_size=16, micro_batch_size=1, seq_length=1024,
-                              framework=framework, framework_version=version)
+                        ffn_hidden_size=512, activation="swiglu", num_experts=experts,
+                        moe_router_topk=topk, moe_ffn_hidden_size=512)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=gpus,
+                            gpus_per_node=min(8, gpus))
+    training = TrainingConfig(global_batch_size=gpus, micro_batch_size=1, seq_length=1024,
+                              framework=framework, framework_version=version, dtype=dtype)
     parallel = ParallelConfig(expert_model_parallel_size=ep, moe_token_dispatcher_type=dispatcher)
     return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
 

@@ -5,7 +5,7 @@ fraction of the fp8 peak (``compute.roofline.gemm_rate``)."""
 from __future__ import annotations
 
 import pytest
-from helpers import published_kernel_rows
+from helpers import moe_layer_cfg, published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.compute.roofline import gemm_rate
@@ -64,21 +64,7 @@ def test_h800_fp8_rows_without_the_split_accumulator(impl, bound, monkeypatch):
 
 
 def _moe_run(dtype: str, framework: str | None = "megatron-bridge"):
-    from trainsim.config import (
-        ClusterConfig,
-        ModelConfig,
-        ParallelConfig,
-        RunConfig,
-        TrainingConfig,
-    )
-
-    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
-                        ffn_hidden_size=512, activation="swiglu", num_experts=8,
-                        moe_router_topk=2, moe_ffn_hidden_size=512)
-    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=1, gpus_per_node=1)
-    training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=1024,
-                              framework=framework, dtype=dtype)
-    return RunConfig(model=model, parallel=ParallelConfig(), training=training, cluster=cluster)
+    return moe_layer_cfg(ep=1, framework=framework, experts=8, topk=2, gpus=1, dtype=dtype)
 
 
 @pytest.mark.parametrize("framework", ["megatron-bridge", None])

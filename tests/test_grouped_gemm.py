@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from helpers import published_kernel_rows
+from helpers import moe_layer_cfg, published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.catalog.frameworks import framework_profile
@@ -69,24 +69,10 @@ def test_megatron_bridge_runs_experts_on_transformer_engine_grouped_linear():
 
 
 def test_moe_block_uses_the_framework_grouped_gemm():
-    from trainsim.config import (
-        ClusterConfig,
-        ModelConfig,
-        ParallelConfig,
-        RunConfig,
-        TrainingConfig,
-    )
     from trainsim.workload.layers import _moe_block, shard_of
 
-    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
-                        ffn_hidden_size=512, activation="swiglu", num_experts=8,
-                        moe_router_topk=2, moe_ffn_hidden_size=512)
-    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=1, gpus_per_node=1)
     for framework, want in (("megatron-bridge", "multi_stream"), (None, "")):
-        training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=1024,
-                                  framework=framework)
-        cfg = RunConfig(model=model, parallel=ParallelConfig(), training=training,
-                        cluster=cluster)
+        cfg = moe_layer_cfg(ep=1, framework=framework, experts=8, topk=2, gpus=1)
         ops: list = []
         _moe_block(ops, cfg, shard_of(cfg))
         experts = [op for op in ops if isinstance(op, Gemm) and op.name.startswith("expert")]
