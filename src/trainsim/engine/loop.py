@@ -189,9 +189,34 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     version = [0] * n
     # Where a task slows a stream, from its start to its end, that stream's running task has
     # its work done at the old rate booked and its finish moved (a new heap entry; the old one
-    # is skipped by its version). Written out at both places (a call per task costs more than
-    # the body), with the arithmetic of max(1 - held, MIN_RATE), max(0, held +- share) and
-    # max(left, 0) on the same operands: the same timeline to the bit.
+    # is skipped by its version): ``shift``, called only for the tasks that hold SMs, with the
+    # arithmetic of max(1 - held, MIN_RATE), max(0, held + share) and max(left, 0) inline.
+
+    def shift(tsid: int, share: float, now: float) -> None:
+        """Stream ``tsid`` loses ``share`` more of its SMs (less where negative) at ``now``:
+        its running task's work so far is booked at the old rate and its finish moved."""
+        h = held[tsid]
+        r = running[tsid]
+        if r >= 0:  # the work it did since the last change, at the old rate
+            rate = 1.0 - h
+            if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                rate = MIN_RATE
+            left[r] -= (now - since[r]) * rate
+        h = h + share
+        if not h >= 1e-12:  # max(0, h), and a rounding residue is none
+            h = 0.0
+        held[tsid] = h
+        if r >= 0:
+            since[r] = now
+            lf = left[r]
+            if lf < 0.0:  # noqa: PLR1730 - no call per task
+                lf = 0.0
+            rate = 1.0 - h
+            if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                rate = MIN_RATE
+            end[r] = e = now + lf / rate
+            v = version[r] = version[r] + 1
+            push(events, (e, r, v))
 
     def begin(sid: int, i: int, now: float) -> None:
         """Start task ``i``, the ready head of idle stream ``sid``."""
@@ -208,29 +233,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
         push(events, (e, i, 0))
         target = hold_on[i]
         if target is not None:
-            tsid = target[0]
-            h = held[tsid]
-            r = running[tsid]
-            if r >= 0:  # the work it did since the last change, at the old rate
-                rate = 1.0 - h
-                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
-                    rate = MIN_RATE
-                left[r] -= (now - since[r]) * rate
-            h = h + target[1]
-            if not h >= 1e-12:  # max(0, h), and a rounding residue is none
-                h = 0.0
-            held[tsid] = h
-            if r >= 0:
-                since[r] = now
-                lf = left[r]
-                if lf < 0.0:  # noqa: PLR1730 - no call per task
-                    lf = 0.0
-                rate = 1.0 - h
-                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
-                    rate = MIN_RATE
-                end[r] = e = now + lf / rate
-                v = version[r] = version[r] + 1
-                push(events, (e, r, v))
+            shift(target[0], target[1], now)
 
     if not cut:
         for sid in range(n_streams):
@@ -249,29 +252,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
         k = head[sid] = head[sid] + 1
         target = hold_on[i]
         if target is not None:  # the share it held is given back
-            tsid = target[0]
-            h = held[tsid]
-            r = running[tsid]
-            if r >= 0:
-                rate = 1.0 - h
-                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
-                    rate = MIN_RATE
-                left[r] -= (now - since[r]) * rate
-            h = h - target[1]
-            if not h >= 1e-12:
-                h = 0.0
-            held[tsid] = h
-            if r >= 0:
-                since[r] = now
-                lf = left[r]
-                if lf < 0.0:  # noqa: PLR1730 - no call per task
-                    lf = 0.0
-                rate = 1.0 - h
-                if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
-                    rate = MIN_RATE
-                end[r] = e = now + lf / rate
-                v = version[r] = version[r] + 1
-                push(events, (e, r, v))
+            shift(target[0], -target[1], now)
         for j in dependents[i]:
             w = waiting[j] = waiting[j] - 1
             if not w:
