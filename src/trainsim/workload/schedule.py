@@ -35,8 +35,19 @@ pass: Qi et al. 2024 Table 1, M_W = 32sbh against M_B = sb(34h + 5as); with Flas
 5as score term is not stored (Korthikanti et al. 2022 §4), leaving 32/34."""
 
 
+def megatron_warmup(stage: int, pp: int, vpp: int, m: int, torch_warmup: bool = False) -> int:
+    """Forward passes before a stage's first (forward, backward) pair in Megatron's 1F1B
+    (``pp - stage - 1``) and interleaved 1F1B (below), at most all ``m vpp`` of them."""
+    total = m * vpp
+    if vpp == 1:
+        return min(pp - stage - 1, m)
+    if m == pp and not torch_warmup:
+        return total
+    return min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
+
+
 def one_f_one_b(stage: int, pp: int, m: int) -> list[Pass]:
-    return _warmup_pairs_cooldown(min(pp - stage - 1, m), *_passes(pp, 1, m))
+    return _warmup_pairs_cooldown(megatron_warmup(stage, pp, 1, m), *_passes(pp, 1, m))
 
 
 def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int,
@@ -46,11 +57,7 @@ def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int,
     ``ScheduleInterleaved1F1B`` (``torch_warmup``, torch/distributed/pipelining/schedules.py
     ``get_rank_warmup_ops``, torch 2.4-2.6) keeps ``(vpp-1) pp + 2 (pp-1-stage)`` warm-up
     forwards, capped at ``m vpp``, whatever m, and otherwise orders the passes the same way."""
-    total = m * vpp
-    if m == pp and not torch_warmup:
-        warmup = total
-    else:
-        warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
+    warmup = megatron_warmup(stage, pp, vpp, m, torch_warmup)
     return _warmup_pairs_cooldown(warmup, *_passes(pp, vpp, m))
 
 
@@ -157,12 +164,7 @@ def schedule_peak_in_flight(stage: int, pp: int, vpp: int, m: int, name: str | N
             weight is not None and min(weight.values(), default=0.0) < 0):
         return peak_in_flight(schedule(stage, pp, vpp, m, name, torch_warmup), weight)
     total = m * vpp
-    if vpp == 1:
-        warmup = min(pp - stage - 1, m)
-    elif m == pp and not torch_warmup:
-        warmup = total
-    else:
-        warmup = min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
+    warmup = megatron_warmup(stage, pp, vpp, m, torch_warmup)
     if weight is None:  # counts of +-1, exact: the warm-up, and one more forward if any pair
         return float(warmup + (1 if warmup < total else 0))
     w_fwd = [weight[(k // pp) % vpp] for k in range(pp * vpp)]
