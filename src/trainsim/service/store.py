@@ -17,6 +17,7 @@ import json
 import logging
 import secrets
 import socket
+import sqlite3
 import time
 import uuid
 from dataclasses import dataclass
@@ -142,11 +143,28 @@ def _job(row: Any) -> Job:
 _JOB_COLUMNS = [c for c in jobs.c if c.name not in ("trace", "plot")]
 
 
+_BUSY_S = 30.0
+"""How long a connection waits for another's lock before it reports the database locked."""
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+    cur.execute(f"PRAGMA busy_timeout={int(_BUSY_S * 1000)}")
+    # Switching a new database to WAL takes an exclusive lock and SQLite answers "database is
+    # locked" at once, without its busy handler, while another connection holds any lock (four
+    # stores opened at once on an empty file hit it about one time in fifteen): retry it here.
+    deadline = time.monotonic() + _BUSY_S
+    pause = 0.001
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(2 * pause, 0.1)
     cur.execute("PRAGMA synchronous=NORMAL")  # durable across a process crash in WAL mode
-    cur.execute("PRAGMA busy_timeout=30000")
     cur.close()
 
 
@@ -157,7 +175,7 @@ def make_engine(url: str) -> Engine:
         if path and path != ":memory:":
             Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         # as many pooled connections as the server has threads: opening one is the slow part
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False},
+        engine = create_engine(url, connect_args={"timeout": _BUSY_S, "check_same_thread": False},
                                pool_size=40, max_overflow=40)
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
