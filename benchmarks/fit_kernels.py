@@ -17,7 +17,9 @@ split depends only on source and family names, never on the errors.
 
 Constants fitted (their names in ``trainsim.compute.roofline``):
 
-* GEMM: ``GEMM_TILE_OVERHEAD_K`` (one parameter; golden-section search).
+* GEMM: ``GEMM_TILE_OVERHEAD_K`` (one parameter; golden-section search). A block-scaled fp8
+  kernel's serial promotion (``block_promotion_k``) has no constant: it is the GPU's fp8 tensor
+  rate over its fp32 rate per 128-deep k block, from the catalog's peaks.
 * Attention: ``ATTENTION_OF_GEMM`` (forward, backward) of its two kernel families (flash2,
   cudnn), ``FLASH1_OF_FLASH2``,
   ``ATTN_ROW_OVERHEAD_KEYS`` (forward and ``_BWD``) and ``SOFTMAX_EXP_EXPOSED`` (Nelder-Mead on the mean absolute

@@ -286,6 +286,8 @@ def test_split_accumulator_records_do_not_answer_fast_accumulation_gemms(tmp_pat
     assert db.lookup(split) == (1.6e-3, "exact")
     assert db.lookup(dataclasses.replace(split, fp8_fast_accum=True)) is None
     assert db.lookup(dataclasses.replace(split, grouped="multi_stream")) is None
+    # nor a per-tensor-scaled record a block-scaled GEMM (roofline.block_promotion_k)
+    assert db.lookup(dataclasses.replace(split, fp8_block_scales="serial")) is None
     # a GEMM's chunks on TE's userbuffer streams are the dense cuBLAS kernel
     assert db.lookup(dataclasses.replace(split, grouped="userbuffers")) is not None
     fast = dict(gemm(8192, 8192, 8192, 1.3e-3, "fp8"), fp8_fast_accum=True)

@@ -4,11 +4,13 @@ fraction of the fp8 peak (``compute.roofline.gemm_rate``)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from helpers import moe_layer_cfg, published_kernel_rows
 
 from trainsim.catalog import gpu
-from trainsim.compute.roofline import gemm_rate
+from trainsim.compute.roofline import RooflineModel, block_promotion_k, gemm_rate
 from trainsim.validate.kernels import kernel_ops, predict_kernel_row
 from trainsim.workload.ops import Gemm
 
@@ -97,3 +99,35 @@ def test_16_bit_training_gemms_never_carry_the_flag():
     fwd = layer_forward(cfg, sh, moe=True)
     ops = [op for op in fwd + backward_of(fwd, sh) if isinstance(op, Gemm)]
     assert len(ops) > 8 and not any(op.fp8_fast_accum for op in ops)
+
+
+def test_serial_block_promotion_costs_the_cuda_core_ffma_of_each_128_k_block():
+    """CUTLASS's SM90 block-scaled mainloop drains the tensor cores after every 128-deep k tile
+    and adds the tile's accumulator, times its scales, on the CUDA cores (one FFMA per element):
+    on H100 that is 0.801 x 1979 / 66.9 / 128 = 0.185 of the main loop; DeepGEMM overlaps it."""
+    h100 = gpu("h100-sxm-80gb")
+    model = RooflineModel(h100)
+    fast = Gemm("g", 8192, 8192, 65536, "fp8", fp8_fast_accum=True)
+    serial = dataclasses.replace(fast, fp8_fast_accum=False, fp8_block_scales="serial")
+    overlapped = dataclasses.replace(serial, fp8_block_scales="overlapped")
+    # a block-scaled kernel promotes on its own: no split accumulator, the 16-bit fraction
+    assert gemm_rate(h100, serial) == gemm_rate(h100, fast)
+    assert model.time(overlapped) == model.time(fast)
+    assert 1.15 < model.time(serial) / model.time(fast) < 1.19  # long k: the main loop's share
+    # a shallow GEMM's tile overhead dilutes it; 16-bit GEMMs never carry block scales
+    short = dataclasses.replace(serial, k=512)
+    assert 1.0 < model.time(short) / model.time(dataclasses.replace(fast, k=512)) < 1.15
+    assert block_promotion_k(h100, dataclasses.replace(serial, dtype="bf16")) == 0.0
+    # more CUDA-core FLOP/s per tensor FLOP/s (MI300X: 163 fp32 vs 2615 fp8) costs less
+    assert block_promotion_k(gpu("mi300x"), serial) < block_promotion_k(h100, serial)
+
+
+def test_rows_name_their_block_scales():
+    """A row whose note names block scales is block-scaled: DeepGEMM's kernels overlap the
+    promotion, any other library's (vLLM's CUTLASS kernel) run it between k blocks."""
+    (cutlass,), _ = kernel_ops(published("cutlass")[0])
+    assert cutlass.fp8_block_scales == "serial" and not cutlass.fp8_fast_accum
+    row = dict(published("deepgemm")[0], note="1x128 and 128x128 block scales")
+    assert kernel_ops(row)[0][0].fp8_block_scales == "overlapped"
+    assert kernel_ops(published("deepgemm")[0])[0][0].fp8_block_scales == ""
+    assert kernel_ops(dict(row, dtype="bf16"))[0][0].fp8_block_scales == ""

@@ -96,12 +96,15 @@ def as_profiled(family: str, fused_bytes: float) -> tuple[str, str, float]:
 def _family(op: ComputeOp) -> tuple | None:
     """The kind of kernel an op is: records answer only ops of their own kind."""
     if isinstance(op, Gemm):
-        # a split-accumulator fp8 record never answers a fast-accumulation op, nor a dense
-        # record a grouped implementation's (their rates differ: compute.roofline.gemm_rate,
+        # a split-accumulator fp8 record never answers a fast-accumulation op, nor a
+        # per-tensor-scaled record a block-scaled op, nor a dense record a grouped
+        # implementation's (their rates differ: compute.roofline.gemm_rate, block_promotion_k,
         # grouped_efficiency); a GEMM's chunks on TE's userbuffer streams are cuBLAS's dense
         # GEMM, priced at its rate (roofline.GROUPED_STREAMS), so dense records answer them
         grouped = "" if op.grouped == "userbuffers" else op.grouped
-        return ("gemm", op.dtype, op.dtype == "fp8" and op.fp8_fast_accum, grouped)
+        fp8 = op.dtype == "fp8"
+        return ("gemm", op.dtype, fp8 and op.fp8_fast_accum, fp8 and op.fp8_block_scales,
+                grouped)
     if isinstance(op, Attention):
         return ("attention", op.impl, op.head_dim, op.causal, op.backward, op.dropout, op.window)
     if op.kernel:

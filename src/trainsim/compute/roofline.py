@@ -17,7 +17,9 @@ The constants are global and physical, each with its source:
   causal forward waits for each head's heaviest query blocks, launched last
   (``causal_forward_tail``).
 * GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
-  idle SMs when the output has too few tiles.
+  idle SMs when the output has too few tiles. fp8 GEMMs with a scale per 128-deep k block whose
+  kernel promotes the partial sums between blocks (CUTLASS's SM90 block-scaled mainloop) add
+  the CUDA cores' FFMA of each block's accumulator to the main loop (``block_promotion_k``).
 * Grouped GEMMs (an MoE layer's experts) by implementation (``Gemm.grouped``): per-expert
   cuBLAS GEMMs (Transformer Engine's ``GroupedLinear``: ``GROUPED_STREAMS``) are tiled each on
   its own, so few rows per expert leave SMs idle; one-kernel grouped GEMMs (CUTLASS,
@@ -165,17 +167,48 @@ accumulator: DeepGEMM promotes the sums on the CUDA cores every 128 k, overlappe
 block's tensor-core work (deepseek-ai/DeepGEMM README: "up to 1550 TFLOPS" on H800)."""
 
 
+FP8_SCALE_BLOCK_K = 128
+"""k depth of one scale block of a block-scaled fp8 GEMM (DeepSeek-V3 report §3.3.1: 1x128
+activation and 128x128 weight tiles; CUTLASS ``ScaleGranularityK``, vLLM ``block_size``)."""
+
+
 def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     """The GEMM ceiling ``op`` runs at (FLOP/s). The GPU's fp8 MAMF was measured through
     cuBLAS's split accumulator (``torch._scaled_mm`` without ``use_fast_accum``), which
     periodically promotes Hopper's limited-precision fp8 tensor-core sums to fp32 (DeepSeek-V3
     report, §3.3.2): on H100 it keeps 0.709 of the fp8 peak against 0.801 of the 16-bit one.
     A kernel that does without it (``Gemm.fp8_fast_accum``) reaches the 16-bit fraction of the
-    fp8 peak; on Blackwell the two fractions nearly agree (0.763, 0.776)."""
-    fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION
+    fp8 peak; on Blackwell the two fractions nearly agree (0.763, 0.776). A block-scaled kernel
+    (``Gemm.fp8_block_scales``) promotes on its own, once per scale block, and pays for that in
+    ``block_promotion_k`` instead."""
+    fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or bool(op.fp8_block_scales)
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:
         return gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
     return gpu.gemm_ceiling(op.dtype)
+
+
+def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
+    """Exposed cost of applying an fp8 GEMM's block scales, in k-steps of its main loop per
+    k-step (0 unless ``op.fp8_block_scales == "serial"``).
+
+    CUTLASS's SM90 block-scaled mainloop (``sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_
+    scaling.hpp``, ``GmmaFP8Accumulation::scale_core`` in ``fp8_accumulation.hpp``) runs each
+    128-deep k tile's wgmma into a temporary accumulator, then waits for the tensor cores to
+    drain (``warpgroup_wait<0>``) and adds it, times its scales, into the fp32 accumulator with
+    one FFMA per element before it issues the next tile; the cooperative schedule's two math
+    warpgroups share one output tile, so the tensor cores idle meanwhile. A 128x128 tile's
+    accumulator is TILE^2 FFMAs at the SM's fp32 rate per TILE^2 x 128 multiply-adds at its
+    tensor rate: ``rate / fp32 peak`` k-steps per 128-k block (H100 at the 16-bit MAMF
+    fraction of its fp8 peak: 0.801 x 1979 / 66.9 = 23.7 k-steps, 18.5 % of the block). A
+    floor: the drain and restart of the tensor-core pipeline come on top and have no measured
+    figure here. DeepGEMM (``overlapped``) promotes on the CUDA cores while the other math
+    warpgroup's wgmma runs (DeepGEMM README; DeepSeek-V3 §3.3.2) and pays none. Derived from
+    the catalog's peaks, not fitted."""
+    fp32 = gpu.peak_flops.get("fp32")
+    if op.dtype != "fp8" or op.fp8_block_scales != "serial" or not fp32:
+        return 0.0
+    rate = gpu.mamf_fraction * gpu.flops("fp8")  # the burst main-loop rate, like the fp32 peak
+    return rate / fp32 / FP8_SCALE_BLOCK_K
 
 
 def _group_row_tiles(op: Gemm) -> float:
@@ -197,11 +230,12 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
     row_tiles = _group_row_tiles(op)
     useful = op.m / TILE / row_tiles
     overhead_k = GEMM_TILE_OVERHEAD_K * gemm_rate(gpu, op) / gpu.gemm_ceiling("bf16")
+    stretch = 1.0 + block_promotion_k(gpu, op)  # main-loop k-steps per useful k-step
     n_tiles = math.ceil(op.n / TILE)
     streams = GROUPED_STREAMS.get(op.grouped)
     if streams is None:
         waves = op.batch * row_tiles * n_tiles / sms
-        return (useful * waves / math.ceil(waves) * op.k / (op.k + overhead_k)
+        return (useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k)
                 * GROUPED_OF_GEMM.get(op.grouped, 1.0))  # userbuffers chunks: dense cuBLAS
     together = min(streams, op.batch)
     tiles = together * row_tiles * n_tiles
@@ -209,7 +243,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
     waves = tiles * split / sms
     k = op.k / split
     rounds = op.batch / together
-    return (useful * waves / math.ceil(waves) * k / (k + overhead_k)
+    return (useful * waves / math.ceil(waves) * k / (k * stretch + overhead_k)
             * rounds / math.ceil(rounds))
 
 
@@ -283,8 +317,9 @@ class RooflineModel:
 
     def gemm_efficiency(self, op: Gemm) -> float:
         """Fraction of the GEMM ceiling left after wave quantization (with split-k of the last,
-        partial wave when the tiles fill fewer than ``SPLIT_K_MAX_WAVES`` waves) and each
-        tile's fixed prologue and epilogue; a grouped
+        partial wave when the tiles fill fewer than ``SPLIT_K_MAX_WAVES`` waves), each
+        tile's fixed prologue and epilogue and a block-scaled kernel's serial promotion
+        (``block_promotion_k``); a grouped
         GEMM's by its implementation (``compute.grouped``). The chunks of a GEMM overlapped
         with a TP collective (``userbuffers``) are one dense grid of every chunk's tiles, its
         last partial wave split along k like any dense GEMM's, each chunk's last row tile
@@ -295,13 +330,14 @@ class RooflineModel:
         tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
         overhead_k = GEMM_TILE_OVERHEAD_K * (gemm_rate(self.gpu, op)
                                              / self.gpu.gemm_ceiling("bf16"))
+        stretch = 1.0 + block_promotion_k(self.gpu, op)  # main-loop k-steps per useful one
         full, rest = divmod(tiles, sms)
         if full >= SPLIT_K_MAX_WAVES:  # whole waves of whole tiles
             full, rest = math.ceil(tiles / sms), 0
-        steps = full * (op.k + overhead_k)  # time in k-steps of one tile
+        steps = full * (op.k * stretch + overhead_k)  # time in k-steps of one tile
         if rest:  # the partial wave's tiles split along k over the SMs it leaves idle
             split = max(1, min(sms // rest, op.k // SPLIT_K_MIN))
-            steps += math.ceil(rest * split / sms) * (op.k / split + overhead_k)
+            steps += math.ceil(rest * split / sms) * (op.k / split * stretch + overhead_k)
         filled = op.m / TILE / math.ceil(op.m / TILE) if op.grouped else 1.0
         return filled * tiles * op.k / sms / steps
 

@@ -28,7 +28,15 @@ from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
 from trainsim.workload.elementwise import memory_op
 from trainsim.workload.layers import _moe_block, shard_of
-from trainsim.workload.ops import DTYPE_BYTES, Attention, Elementwise, Gemm, GroupedImpl, Op
+from trainsim.workload.ops import (
+    DTYPE_BYTES,
+    Attention,
+    Elementwise,
+    Fp8BlockScales,
+    Gemm,
+    GroupedImpl,
+    Op,
+)
 
 KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
                    "measured_unit"]
@@ -229,6 +237,20 @@ FP8_FAST_ACCUM = FP8_OWN_PROMOTION | {"tilelang"}
 whose ``T.gemm`` keeps the sums in the tensor cores' fp32 fragments."""
 
 
+_BLOCK_SCALES = re.compile(r"\bblock[- ]?(wise[- ])?scal|\bblock-fp8\b", re.IGNORECASE)
+"""A note saying the fp8 operands carry a scale per block of k (e.g. "128x128 block scales",
+"blockwise scaling"); the kernels files have no recipe column."""
+
+
+def block_scales(row: dict[str, str]) -> Fp8BlockScales:
+    """How a block-scaled fp8 row's kernel promotes its partial sums (``Gemm.fp8_block_scales``):
+    DeepGEMM (``FP8_OWN_PROMOTION``) beside the tensor cores, any other library between k
+    blocks (CUTLASS's SM90 block-scaled mainloop, the one such kernel in the files)."""
+    if _dtype(row) != "fp8" or not _BLOCK_SCALES.search(row.get("note") or ""):
+        return ""
+    return "overlapped" if implementation(row) in FP8_OWN_PROMOTION else "serial"
+
+
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
     kind = row["kind"].strip()
@@ -236,14 +258,16 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
         fast = dtype == "fp8" and implementation(row) in FP8_FAST_ACCUM
+        blocks = block_scales(row)
         if kind == "gemm":
-            return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast)], 2.0 * m * n * k
+            return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast,
+                         fp8_block_scales=blocks)], 2.0 * m * n * k
         # m counts the rows of all groups, equal unless the note says they differ
         groups = _int(row, "groups")
         ragged = bool(_RAGGED.search(row.get("note") or ""))
         impl: GroupedImpl = grouped_impl(row)  # type: ignore[assignment]
         op = Gemm(kind, math.ceil(m / groups), n, k, dtype, groups, grouped=impl, ragged=ragged,
-                  fp8_fast_accum=fast)
+                  fp8_fast_accum=fast, fp8_block_scales=blocks)
         return [op], 2.0 * m * n * k
     if kind.startswith("attention_"):
         b, s, h = _int(row, "batch"), _int(row, "seq_len"), _int(row, "heads")

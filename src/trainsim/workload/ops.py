@@ -44,6 +44,9 @@ chunks of one GEMM that Transformer Engine's TP overlap runs on its own streams
 (``pricing.Pricer``)."""
 GROUPED_IMPLS: tuple[str, ...] = get_args(GroupedImpl)
 
+Fp8BlockScales = Literal["", "overlapped", "serial"]
+"""How an fp8 GEMM with a scale per 128-wide block of k applies it (``Gemm.fp8_block_scales``)."""
+
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                      "send_recv"]
 
@@ -73,6 +76,14 @@ class Gemm:
     ``torch._scaled_mm``'s): it accumulates in the tensor cores' registers (TileLang, CUTLASS
     fast-accumulation schedules) or promotes on the CUDA cores beside them (DeepGEMM), priced
     by ``compute.roofline.gemm_rate``."""
+    fp8_block_scales: Fp8BlockScales = ""
+    """fp8 operands scaled per 128-wide block of k (DeepSeek-V3's 1x128 activation and 128x128
+    weight tiles, report §3.3.1) instead of per tensor: the kernel multiplies each block's
+    partial sums by their scales and adds them into fp32 accumulators on the CUDA cores, in its
+    main loop. ``overlapped``: while the tensor cores run the next block (DeepGEMM's two math
+    warpgroups); ``serial``: between blocks, the tensor cores idle (CUTLASS's SM90
+    ``KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum``, vLLM's block-fp8 kernel);
+    ``""``: per-tensor scales, applied in the epilogue. Priced by ``compute.roofline``."""
 
     @property
     def flops(self) -> float:
