@@ -288,7 +288,11 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
         set_attention(p)
         return float(np.mean(ape(attn)))
 
-    set_attention(nelder_mead(attn_loss, attention_params()))
+    # start inside the bounds: a shipped fraction rounded up past its cap would make every
+    # vertex of the first simplex infeasible and stop the search where it began
+    x0 = np.array(attention_params())
+    x0[:len(cap)] = np.minimum(x0[:len(cap)], cap * (1 - 1e-9))
+    set_attention(nelder_mead(attn_loss, x0))
     fit_grouped(train)  # after the tile overhead they build on
     scalar = [r for r in train if r.kind == "memory_bound" and
               any(isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops)]

@@ -150,6 +150,29 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
         pytest.approx(list(saved[3:]), rel=0.05)
 
 
+def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
+    """The attention search starts from the shipped constants; one of them set wrong is fitted
+    back near its shipped value, so the check above is a real refit (a start past a family's
+    cap once left every vertex infeasible and returned the start unchanged)."""
+    shipped = dict(roofline.ATTENTION_OF_GEMM)
+    scalars = (roofline.FLASH1_OF_FLASH2, roofline.ATTN_ROW_OVERHEAD_KEYS,
+               roofline.ATTN_ROW_OVERHEAD_KEYS_BWD, roofline.SOFTMAX_EXP_EXPOSED,
+               roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY)
+    grouped = dict(roofline.GROUPED_OF_GEMM)
+    try:
+        roofline.ATTENTION_OF_GEMM["flash2"] = (1.2, shipped["flash2"][1])
+        rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+        fitted = fit_script.fit(rows, fit_script.split(rows))["ATTENTION_OF_GEMM"]
+    finally:
+        roofline.ATTENTION_OF_GEMM.clear()
+        roofline.ATTENTION_OF_GEMM.update(shipped)
+        roofline.GROUPED_OF_GEMM.update(grouped)
+        (roofline.FLASH1_OF_FLASH2, roofline.ATTN_ROW_OVERHEAD_KEYS,
+         roofline.ATTN_ROW_OVERHEAD_KEYS_BWD, roofline.SOFTMAX_EXP_EXPOSED,
+         roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY) = scalars
+    assert fitted["flash2"][0] == pytest.approx(shipped["flash2"][0], rel=0.05)
+
+
 def test_leave_one_source_out_refits_without_the_source_and_restores(fit_script):
     """Each grouped-GEMM source is priced by constants fitted on the others; the shipped
     constants are back afterwards."""
