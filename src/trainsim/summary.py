@@ -30,22 +30,30 @@ def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
     categories on its compute stream, gaps by the reason it waited (data-parallel
     communication, else '_bubble'), '_tail' (its last task's end past its last compute task)
     and '_end' (that end less the stage's origin)."""
-    tasks, start, end = tl.tasks, tl.start_s, tl.end_s
-    streams = tl.queues or _queues(tasks)
+    streams = tl.queues or _queues(tl.tasks)
     dp_side = {stage for stage, kind in streams if kind == "dp"}
     out = {s: {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0,
                "_bubble": 0.0} for s in stages}
-    prev_end = {s: origin[s] for s in stages}
-    # each stage's compute tasks in task order (its stream's queue), stage by stage: the
-    # same additions, in the same order, as one pass over every task
-    for i in (i for s in stages for i in streams.get((s, "compute"), ())):
+    prev_end = {s: add_compute(tl, streams.get((s, "compute"), ()), origin[s], out[s],
+                               s in dp_side) for s in stages}
+    end = tl.end_s
+    for s in stages:
+        out[s]["_tail"] = end[ends[s]] - prev_end[s]  # exposed parameter all-gather after the step
+        out[s]["_end"] = end[ends[s]] - origin[s]
+    return out
+
+
+def add_compute(tl: Timeline, queue: list[int] | tuple, prev_end: float,
+                cats: dict[str, float], dp_side: bool) -> float:
+    """Add to ``cats`` the breakdown parts of ``queue`` (one stage's compute tasks, in order,
+    the first after ``prev_end``); returns the last one's end."""
+    tasks, start, end = tl.tasks, tl.start_s, tl.end_s
+    for i in queue:
         t = tasks[i]
-        stage = t.stream[0]
-        cats = out[stage]
-        gap = start[i] - prev_end[stage]
+        gap = start[i] - prev_end
         if gap > 0:
             waited_on = max(t.deps, key=lambda d: end[d], default=None)
-            if waited_on is not None and tasks[waited_on].stream == (stage, "dp"):
+            if waited_on is not None and tasks[waited_on].stream == (t.stream[0], "dp"):
                 cats[DP] += gap
             else:
                 cats["_bubble"] += gap
@@ -53,12 +61,9 @@ def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
             cats[cat] = cats.get(cat, 0.0) + dur
         # slowed by collectives running beside it on the data-parallel (or, with overlapped
         # p2p, the pipeline) stream: their SMs' share of its time is exposed communication
-        cats[DP if stage in dp_side else PP] += max(0.0, end[i] - start[i] - t.duration_s)
-        prev_end[stage] = end[i]
-    for s in stages:
-        out[s]["_tail"] = end[ends[s]] - prev_end[s]  # exposed parameter all-gather after the step
-        out[s]["_end"] = end[ends[s]] - origin[s]
-    return out
+        cats[DP if dp_side else PP] += max(0.0, end[i] - start[i] - t.duration_s)
+        prev_end = end[i]
+    return prev_end
 
 
 def totals(cfg: RunConfig, tl: Timeline, ends: list[int]
@@ -149,6 +154,5 @@ def data_loading_s(cfg: RunConfig, step_s: float) -> float:
     return max(0.0, load - step_s) if t.data_loader_async else load
 
 
-__all__ = ["TIE", "Summary", "breakdown_of", "critical_stage", "data_loading_s", "stage_sums",
-           "summarize",
-           "totals"]
+__all__ = ["TIE", "Summary", "add_compute", "breakdown_of", "critical_stage", "data_loading_s",
+           "stage_sums", "summarize", "totals"]

@@ -14,6 +14,10 @@ drifts, a pattern longer than the period), the check fails and the caller simula
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_right
+from collections.abc import Callable
+
 import numpy as np
 
 from trainsim.engine.loop import Timeline
@@ -53,4 +57,108 @@ def period_s(a: Timeline, b: Timeline, counterpart: list[int], after: list[bool]
     return period if covered.all() else None
 
 
-__all__ = ["REL_TOL", "period_s"]
+FIXED = -2
+"""What ``twin`` answers for a task that is the same in every run (placed before any pass)."""
+
+
+def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tuple[int, int]],
+                    twin: Callable[[int], int], rel_tol: float = REL_TOL) -> float | None:
+    """The period ``P`` proven on one run, or None.
+
+    The run is a prefix (``part[i] == 0``), one period (1) and a tail (2); ``bounds[stream]``
+    says where its queue's period and tail begin. The same graph with ``k`` more periods is
+    the prefix, the period ``k + 1`` times and the tail. ``twin(i)``: for a prefix task, its
+    counterpart one period later (a task of the period), -1 if none, or FIXED.
+
+    Until a task that slows a stream starts, the loop's times are a max-plus recurrence: a
+    task starts at the latest end among its stream's previous task and its dependencies (on
+    other streams: one on its own stream ended before its previous task). So the period and
+    what follows depend on the prefix only through the ends of the prefix tasks they wait on.
+    If each of those ends exactly ``P`` before its twin, the period repeats ``P`` later, and
+    again, by induction; the tail waits on the last period as it waits on the one here, so it
+    runs ``k P`` later. That needs: no prefix or period task waits on a tail task (the tail's
+    schedule positions are other passes in a longer run); no task slows a stream while the
+    stream runs the period (a task of the prefix that does has ended before that stream's
+    period starts; one of the tail starts once it has ended: contention is among the prefix's
+    tasks or the tail's alone, the same in the longer run, and the loop is unchanged by a
+    shift of time); and a tail task waiting on a FIXED task starts when a task that moves
+    does. This is :func:`period_s`'s conclusion (B is A with a period inserted) without
+    simulating B: A's state at the cut and one period earlier are compared instead."""
+    tasks, start, end = tl.tasks, tl.start_s, tl.end_s
+    n = len(tasks)
+    if len(part) != n or not n:
+        return None
+    streams = tl.queues
+    tail_from = min((q[i2] for stream, q in streams.items()
+                     for i2 in (bounds.get(stream, (len(q), len(q)))[1],) if i2 < len(q)),
+                    default=n)
+    # a task slows the stream it names while it runs: those of the prefix must have ended
+    # before that stream's period starts, those of the tail start after it has ended
+    for i, t in enumerate(tasks):
+        if t.slows is not None and t.slows[0] in streams:
+            queue = streams[t.slows[0]]
+            i1, i2 = bounds.get(t.slows[0], (len(queue), len(queue)))
+            if part[i] == 1 or (part[i] == 0 and i1 < len(queue) and
+                                not end[i] < start[queue[i1]]) or (
+                    part[i] == 2 and i2 and not start[i] >= end[queue[i2 - 1]]):
+                return None
+    tol = rel_tol * max(end)
+    period: list[float] = []  # the first twin's shift, which all others must equal
+    moved: dict[int, bool] = {}  # prefix task -> whether its twin ends one period later
+
+    def moves(h: int) -> bool:
+        ok = moved.get(h)
+        if ok is None:
+            j = twin(h)
+            ok = j >= 0 and part[j] == 1 and tasks[j].duration_s == tasks[h].duration_s
+            if ok:
+                shift = end[j] - end[h]
+                if not period:
+                    period.append(shift)
+                ok = abs(shift - period[0]) <= tol
+            moved[h] = ok
+        return ok
+
+    def tail_starts(x: int, k: int, stream: tuple[int, str]) -> bool:
+        """Whether tail task ``x`` (``k``-th of its stream), waiting on a prefix task that
+        does not move, starts when one that moves ends: then, the others FIXED, it moves."""
+        latest = -math.inf
+        for d in ([queue_of[stream][k - 1]] if k else []) + [
+                d for d in tasks[x].deps if tasks[d].stream != stream]:
+            if part[d] or moves(d):
+                latest = max(latest, end[d])
+            elif twin(d) != FIXED:
+                return False
+        return latest >= start[x] - tol
+
+    queue_of = streams
+    for stream, queue in streams.items():
+        i1, i2 = bounds.get(stream, (len(queue), len(queue)))
+        if i1 < i2 and not (i1 and moves(queue[i1 - 1])):  # the stream's state at the cut
+            return None
+        for x in queue[i1:i2]:  # the period: what it waits on must move with it
+            for d in tasks[x].deps:
+                pd = part[d]
+                if pd == 2 or (pd == 0 and tasks[d].stream != stream and not moves(d)):
+                    return None
+        for k in range(i2, len(queue)):  # the tail: started by what moves
+            x = queue[k]
+            if k == i2 and k and not part[queue[k - 1]] and not moves(queue[k - 1]):
+                if not tail_starts(x, k, stream):
+                    return None
+                continue
+            for d in tasks[x].deps:
+                if not part[d] and tasks[d].stream != stream and not moves(d):
+                    if not tail_starts(x, k, stream):
+                        return None
+                    break
+        # the prefix waits on nothing of the tail (a task waits only on earlier ones)
+        for x in queue[bisect_right(queue, tail_from, 0, i1):i1]:
+            if any(part[d] == 2 for d in tasks[x].deps):
+                return None
+    if not period or not period[0] > 0:
+        return None
+    return period[0]
+
+
+__all__ = ["FIXED", "REL_TOL", "period_in_run_s", "period_s"]
