@@ -33,6 +33,9 @@ import logging
 import math
 from bisect import bisect_left
 from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
 
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline, run
@@ -41,7 +44,7 @@ from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
-from trainsim.workload.schedule import schedule, torch_warmup
+from trainsim.workload.schedule import Pass, schedule, torch_warmup
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +52,7 @@ MIN_TASKS = 2_000
 """Iterations with fewer pipeline passes than this are simulated in full (a few ms): the
 shortcut is for the long ones, and small runs keep the full loop's last bits."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
+_duration = attrgetter("duration_s")
 
 
 def _warmup(order: list) -> int:
@@ -189,13 +193,13 @@ def _counterparts(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[in
     return counterpart, after
 
 
-def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, cut_at: list[int], shift: int,
-             q: int) -> Summary | None:
+def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int], cut: int,
+             shift: int, q: int) -> Summary | None:
     """The summary from run A alone, where :func:`engine.periodic.period_in_run_s` proves the
-    period on it: A's last period before the cut (schedule positions ``cut - shift`` to
-    ``cut`` of each stage) repeated ``k + 1`` times, ``k = (m - m_a) / q``, is the iteration.
-    Every end after the cut moves by ``(k + 1) P``; every sum grows by ``k + 1`` times the
-    period's part of it."""
+    period on it: with A's period before the cut (schedule positions ``cut - shift`` to
+    ``cut``, stage 0's cut, on every stage) ``k + 1`` times, ``k = (m - m_a) / q``, A is the
+    iteration. Every end after the cut moves by ``k P``; every sum grows by ``k`` times the
+    period's part of it. ``warm``: each stage's warm-up forwards."""
     pp, m_a, tags, tasks = len(orders), graph.m, graph.tags, tl.tasks
     # One schedule position for every stage, stage 0's cut: a pass waits on passes of the
     # neighbouring stages (and, interleaved, of the last stage for the next chunk) at most
@@ -204,25 +208,21 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, cut_at: list[int
     # The period must be plain pairs on every stage: the graph builder gives the first
     # micro-batch's forwards and the last one's backwards other tasks (parameter gathers, a
     # split backward), which a longer run has at its ends only.
-    cut, last = cut_at[0], m_a - 1
-    if not all(w <= cut - shift and cut <= len(order) - w and not any(
-            ps.microbatch == (0 if ps.kind == "F" else last) for ps in order[cut - shift:cut])
-               for order in orders for w in (_warmup(order),)):
+    ends = {Pass(kind, mb, c) for c in range(cfg.parallel.vpp)
+            for kind, mb in (("F", 0), ("B", m_a - 1))}
+    if not all(w <= cut - shift and cut <= len(order) - w
+               and ends.isdisjoint(order[cut - shift:cut]) for order, w in zip(orders, warm)):
         return None
-    first, cut_at = [cut - shift] * pp, [cut] * pp
-    part = bytearray(len(tasks))
+    part = np.zeros(len(tasks), dtype=np.uint8)
     bounds: dict[tuple[int, str], tuple[int, int]] = {}
     seqs: dict[tuple[int, str], list[int]] = {}
     for stream, queue in tl.queues.items():
-        seq = seqs[stream] = [tags[i] for i in queue]
-        i1, i2 = bisect_left(seq, first[stream[0]]), bisect_left(seq, cut_at[stream[0]])
+        seq = seqs[stream] = list(map(tags.__getitem__, queue))
         if seq != sorted(seq):
             return None  # not placed in schedule order: no positional twin
-        bounds[stream] = (i1, i2)
-        for i in queue[i1:i2]:
-            part[i] = 1
-        for i in queue[i2:]:
-            part[i] = 2
+        i1, i2 = bounds[stream] = bisect_left(seq, cut - shift), bisect_left(seq, cut)
+        part[queue[i1:i2]] = 1
+        part[queue[i2:]] = 2
 
     def twin(h: int) -> int:
         """The pass one period after prefix task ``h``: the same pass, micro-batch + q."""
@@ -231,7 +231,7 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, cut_at: list[int
             return FIXED
         stream = tasks[h].stream
         order, later = orders[stream[0]], tag + shift
-        if not 0 <= tag < later < cut_at[stream[0]]:
+        if not 0 <= tag < later < cut:
             return -1
         kind, mb, chunk = order[tag]
         if order[later] != (kind, mb + q, chunk):
@@ -241,20 +241,17 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, cut_at: list[int
         k = bisect_left(seq, later) + queue.index(h, j) - j
         return queue[k] if k < len(seq) and seq[k] == later else -1
 
-    period = period_in_run_s(tl, bytes(part), bounds, twin)
+    period = period_in_run_s(tl, part.tobytes(), bounds, twin)
     if period is None:
         return None
     k = (cfg.num_microbatches - m_a) // q  # periods to insert
     end_a, origin, busy_a = totals(cfg, tl, graph.ends)
     end = [e + k * period for e in end_a]
     busy = []
-    for s in range(pp):
+    for s in range(pp):  # the period's work on each stage's compute stream
         queue = tl.queues.get((s, "compute"), [])
         i1, i2 = bounds.get((s, "compute"), (0, 0))
-        b = 0.0
-        for i in queue[i1:i2]:
-            b += tasks[i].duration_s
-        busy.append(busy_a[s] + k * b)
+        busy.append(busy_a[s] + k * sum(map(_duration, map(tasks.__getitem__, queue[i1:i2]))))
     stage = critical_stage(busy, end)
     sums = stage_sums(tl, graph.ends, origin, [stage])[stage]
     queue = tl.queues.get((stage, "compute"), [])
@@ -281,9 +278,10 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     ga, ta = runs.pop(m_a, None) or (build_graph(cfg, pricer, layer_source, m_a), None)
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
     orders = [schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg)) for s in range(pp)]
-    cut_at = [_warmup(order) + 2 * cut for order in orders]
+    warm = [_warmup(order) for order in orders]
+    cut_at = [w + 2 * cut for w in warm]
     ta = ta or run(ga.tasks)
-    one = _one_run(cfg, ga, ta, orders, cut_at, 2 * unit, q)
+    one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], 2 * unit, q)
     if one is not None:
         return one, True
     gb = build_graph(cfg, pricer, layer_source, m_a + q)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Callable
+from operator import attrgetter
 
 import numpy as np
 
@@ -94,10 +95,11 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
                     default=n)
     # a task slows the stream it names while it runs: those of the prefix must have ended
     # before that stream's period starts, those of the tail start after it has ended
-    for i, t in enumerate(tasks):
-        if t.slows is not None and t.slows[0] in streams:
-            queue = streams[t.slows[0]]
-            i1, i2 = bounds.get(t.slows[0], (len(queue), len(queue)))
+    slows = list(map(attrgetter("slows"), tasks))
+    for i in (i for i, sl in enumerate(slows) if sl is not None) if any(slows) else ():
+        queue = streams.get(slows[i][0])
+        if queue is not None:
+            i1, i2 = bounds.get(slows[i][0], (len(queue), len(queue)))
             if part[i] == 1 or (part[i] == 0 and i1 < len(queue) and
                                 not end[i] < start[queue[i1]]) or (
                     part[i] == 2 and i2 and not start[i] >= end[queue[i2 - 1]]):
@@ -123,7 +125,7 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
         """Whether tail task ``x`` (``k``-th of its stream), waiting on a prefix task that
         does not move, starts when one that moves ends: then, the others FIXED, it moves."""
         latest = -math.inf
-        for d in ([queue_of[stream][k - 1]] if k else []) + [
+        for d in ([streams[stream][k - 1]] if k else []) + [
                 d for d in tasks[x].deps if tasks[d].stream != stream]:
             if part[d] or moves(d):
                 latest = max(latest, end[d])
@@ -131,25 +133,22 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
                 return False
         return latest >= start[x] - tol
 
-    queue_of = streams
     for stream, queue in streams.items():
         i1, i2 = bounds.get(stream, (len(queue), len(queue)))
         if i1 < i2 and not (i1 and moves(queue[i1 - 1])):  # the stream's state at the cut
             return None
+        if 0 < i2 < len(queue) and not part[queue[i2 - 1]] and not moves(queue[i2 - 1]) \
+                and not tail_starts(queue[i2], i2, stream):
+            return None
         for x in queue[i1:i2]:  # the period: what it waits on must move with it
             for d in tasks[x].deps:
                 pd = part[d]
-                if pd == 2 or (pd == 0 and tasks[d].stream != stream and not moves(d)):
+                if pd != 1 and (pd or (tasks[d].stream != stream and not moves(d))):
                     return None
         for k in range(i2, len(queue)):  # the tail: started by what moves
-            x = queue[k]
-            if k == i2 and k and not part[queue[k - 1]] and not moves(queue[k - 1]):
-                if not tail_starts(x, k, stream):
-                    return None
-                continue
-            for d in tasks[x].deps:
+            for d in tasks[queue[k]].deps:
                 if not part[d] and tasks[d].stream != stream and not moves(d):
-                    if not tail_starts(x, k, stream):
+                    if not tail_starts(queue[k], k, stream):
                         return None
                     break
         # the prefix waits on nothing of the tail (a task waits only on earlier ones)
