@@ -28,7 +28,7 @@ class Result:
     compute_sources: dict[str, int] = field(default_factory=dict)
     """How many distinct kernels each compute model priced (database hits, roofline)."""
     simulation: dict[str, str] = field(default_factory=dict, compare=False)
-    """How the iteration was simulated: ``method`` 'steady-state' (two truncated runs, the
+    """How the iteration was simulated: ``method`` 'steady-state' (one or two truncated runs, the
     periodic rest extrapolated; ``trainsim.steady_state``) or 'full' (every micro-batch), and
     ``reason``: what was proven, or why the shortcut did not apply."""
 

@@ -125,14 +125,15 @@ def _tasks(cfg: RunConfig, attempt: Plan) -> float:
 def simulated_tasks(cfg: RunConfig) -> float:
     """Engine tasks the shortcut simulates for ``cfg`` when its first attempt proves the
     period (later attempts stop at the task limit), or the full iteration's where it does not
-    apply (``limits.simulation_tasks``)."""
+    apply (``limits.simulation_tasks``). Both runs are counted: whether A alone proves it is
+    known only once A has run."""
     tries = attempts(cfg)
     return _tasks(cfg, tries[0]) if tries else simulation_tasks(cfg)
 
 
 def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
                    ) -> Summary | None:
-    """The iteration's :class:`~trainsim.summary.Summary` from two truncated runs, or None
+    """The iteration's :class:`~trainsim.summary.Summary` from one or two truncated runs, or None
     when the shortcut does not apply or the period is not proven (simulate in full)."""
     return attempt(cfg, pricer, layer_source)[0]
 
