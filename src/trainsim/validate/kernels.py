@@ -156,8 +156,11 @@ def _attention(row: dict[str, str], backward: bool) -> Attention:
 
 def _moe_ops(row: dict[str, str]) -> list[Op]:
     """The forward of one MoE block without its router, from the workload's own builder: a
-    one-GPU model (no EP, no TP) whose one micro-batch is the row's tokens. Experts are SwiGLU
-    (gate and up in one GEMM), as in every MoE-block source in the kernels files."""
+    one-GPU model (no EP, no TP) whose one micro-batch is the row's tokens. Experts are SwiGLU,
+    as in every MoE-block source in the kernels files: gate and up in one GEMM and a fused
+    activation, except where the row measured ``torch._grouped_mm`` experts, which run as
+    torchtitan's eager ``GroupedExperts`` (``workload.moe_experts``: padding permutation, gate
+    and up as two grouped GEMMs, SwiGLU in two kernels)."""
     tokens, dtype = _int(row, "tokens"), _dtype(row)
     model = ModelConfig(name="moe-block", hidden_size=_int(row, "hidden"), num_layers=1,
                         num_attention_heads=1, ffn_hidden_size=_int(row, "ffn"),
@@ -169,7 +172,9 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
                     cluster=ClusterConfig(gpu=catalog_gpu(row["gpu"]), num_gpus=1,
                                           gpus_per_node=1))
     ops: list[Op] = []
-    _moe_block(ops, cfg, shard_of(cfg), grouped=grouped_impl(row))  # type: ignore[arg-type]
+    eager = bool(_GROUPED_MM.search(row.get("note") or ""))
+    _moe_block(ops, cfg, shard_of(cfg), grouped=grouped_impl(row),  # type: ignore[arg-type]
+               eager_experts=eager)
     return [op for op in ops if op.name not in MOE_ROUTER_OPS]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_dispatch as disp
+from trainsim.workload import moe_experts
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
     EXPERT_BIAS_BYTES,  # noqa: F401 (re-export)
@@ -351,14 +352,15 @@ reductions) and the device-to-host copies of the split sizes (4); TE's
 code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
 
 
-def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None
-               ) -> None:
+def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None,
+               eager_experts: bool = False) -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
     router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
     back -> unpermute; shared experts run as a TP-parallel dense MLP. Under SP each TP rank
     routes its own s/t tokens; expert TP all-gathers tokens inside the expert-TP group. The
     grouped GEMMs run as ``grouped`` implements them (default: the framework's,
-    ``grouped_gemm_impl``); dropless routing leaves each expert a varying row count."""
+    ``grouped_gemm_impl``); dropless routing leaves each expert a varying row count.
+    ``eager_experts``: torchtitan's eager ``torch._grouped_mm`` experts (``moe_experts``)."""
     m, p = cfg.model, cfg.parallel
     impl = grouped_gemm_impl(cfg) if grouped is None else grouped
     ragged = m.moe_capacity_factor is None
@@ -411,13 +413,22 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     rows = math.ceil(recv * p.etp / local)
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"
-    _gemm(ops, sh, "expert_fc1", rows, f * (2 if gated else 1), h, batch=local, grouped=impl,
-          ragged=ragged)
+    eager = eager_experts and gated  # torch._grouped_mm experts run eagerly (moe_experts)
+    if eager:
+        ops.append(moe_experts.pad_permute(rows * local, h))
+    for name in ("expert_fc1", "expert_fc3") if eager else ("expert_fc1",):
+        _gemm(ops, sh, name, rows, f * (2 if gated and not eager else 1), h, batch=local,
+              grouped=impl, ragged=ragged)
     if gated and m.activation_clamp is not None:
         ops.append(clamp_op("expert_act_clamp", rows * local, f))
-    ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
-                           bwd_kernels=MOE_KERNELS["expert_act"][1]))
+    if eager:
+        ops.extend(moe_experts.eager_swiglu(rows * local, f))
+    else:
+        ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
+                               bwd_kernels=MOE_KERNELS["expert_act"][1]))
     _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
+    if eager:
+        ops.append(moe_experts.pad_unpermute(rows * local, h))
     if m.add_bias_linear and impl == "multi_stream":
         ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:
