@@ -1,8 +1,10 @@
 """The published training file with its known errata applied, side by side with the file.
 
     python benchmarks/errata.py [training.csv]   # default: the copy bundled with trainsim
+    python benchmarks/errata.py kernels_published.csv   # its errata: kernels_errata.csv
 
-``benchmarks/training_errata.csv`` lists cells of the shared file that its own sources
+``benchmarks/training_errata.csv`` (and ``kernels_errata.csv`` for a kernels file, by its
+name) lists cells of the shared file that its own sources
 contradict (each with the evidence; ``trainsim.validate.errata`` applies them). The scoreboard
 stays the file as given; this script shows what the errors (time, and memory where rows
 publish it) become once the cells say what the sources say. Nothing here is fed back into
@@ -23,7 +25,8 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else BUNDLED_DIR / "training_public.csv"
-    fixed, withdrawn = corrected_file(path, HERE / "training_errata.csv", tempfile.mkdtemp())
+    kind = "kernels" if path.name.startswith("kernels") else "training"
+    fixed, withdrawn = corrected_file(path, HERE / f"{kind}_errata.csv", tempfile.mkdtemp())
     for label, p in (("as given", path), ("errata applied", fixed)):
         s = summarize(validate_file(p, workers=2)[1])
         print(

@@ -109,6 +109,29 @@ def test_moe_block_leaves_the_router_out(results):
                                                for g in gemms)
 
 
+def test_a_torch_grouped_mm_moe_block_runs_torchtitans_eager_experts(tmp_path):
+    """A block whose note names torch._grouped_mm pads the groups by a second permutation,
+    runs gate and up as two grouped GEMMs of ffn columns and SwiGLU in two kernels: the same
+    FLOPs as the fused block, more bytes, more time."""
+    from trainsim.validate.kernels import kernel_ops
+
+    note = "torch._grouped_mm; uniform routing"
+    cells = {"fused": ROWS["moe"].replace(",triton,", ",cutlass,"),
+             "eager": ROWS["moe"].replace(",triton,", ",cutlass,").rstrip(",") + "," + note}
+    ops = {}
+    for name, c in cells.items():
+        row = dict(zip(HEADER.split(","), [name, "test", *c.split(",")], strict=True))
+        ops[name] = kernel_ops(row)
+    (fused, f_flops), (eager, e_flops) = ops["fused"], ops["eager"]
+    assert e_flops == pytest.approx(f_flops)
+    names = [op.name for op in eager]
+    assert {"expert_pad_permute", "expert_fc3", "expert_pad_unpermute"} <= set(names)
+    assert [g.n for g in eager if isinstance(g, Gemm)] == [768, 768, 2048]
+    assert [g.n for g in fused if isinstance(g, Gemm)] == [1536, 2048]
+    _, res = validate_file(write(tmp_path, cells))
+    assert res[1].extra["time_s"] > res[0].extra["time_s"]
+
+
 def test_a_note_names_the_kernel_of_a_comparison_figure(tmp_path):
     """'impl=fa1' in the note prices the first FlashAttention, grouped under fa1."""
     rows = {"paper-fa2": ROWS["fa2"], "paper-fa1": ROWS["fa2"].rstrip(",") + ",impl=fa1; figure"}

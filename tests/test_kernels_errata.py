@@ -1,0 +1,40 @@
+"""The errata of the published kernels file (benchmarks/kernels_errata.csv): each names a cell
+that still says what it quotes, once, with its evidence."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from trainsim.validate import BUNDLED_DIR
+
+ERRATA = Path(__file__).resolve().parents[1] / "benchmarks" / "kernels_errata.csv"
+FIELDS = ["id", "field", "file_value", "corrected_value", "evidence"]
+
+
+def _errata() -> list[dict[str, str]]:
+    with open(ERRATA, newline="") as fh:
+        reader = csv.DictReader(fh)
+        assert reader.fieldnames == FIELDS
+        return list(reader)
+
+
+def test_each_cell_is_corrected_once_and_still_says_what_it_quotes():
+    with open(BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    keys = [(e["id"], e["field"]) for e in _errata()]
+    assert len(keys) == len(set(keys))
+    for e in _errata():
+        assert rows[e["id"]][e["field"]] == e["file_value"], (e["id"], e["field"])
+        assert e["corrected_value"] != e["file_value"] and e["evidence"].strip()
+
+
+def test_the_kernels_errata_apply_to_the_bundled_file(tmp_path):
+    from trainsim.validate.errata import corrected_file
+
+    out, withdrawn = corrected_file(BUNDLED_DIR / "kernels_published.csv", ERRATA, tmp_path)
+    with open(out, newline="") as fh:
+        fixed = {r["id"]: r for r in csv.DictReader(fh)}
+    for e in _errata():
+        assert fixed[e["id"]][e["field"]] == e["corrected_value"]
+    assert withdrawn == []
