@@ -181,6 +181,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
     "moe_probs_in_expert": _nullable(_bool),
+    # fp8 experts pad each expert's rows to the fp8 alignment with a copy in and out
+    # (TEGroupedMLP's Fp8Padding/Fp8Unpadding); with the second, DeepEP's permute pads them
+    "moe_fp8_padding": _nullable(_bool),
+    "moe_deepep_permute_pads": _nullable(_bool),
     # with pipeline parallelism every FSDP unit stays unsharded from its first forward to the
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
@@ -287,7 +291,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
-             "moe_probs_in_expert", "grouped_gemm", "moe_recipe_options",
+             "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads",
+             "grouped_gemm", "moe_recipe_options",
              "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused", "softmax_args_swapped",
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",

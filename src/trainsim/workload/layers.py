@@ -414,6 +414,9 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"
     eager = eager_experts and gated  # torch._grouped_mm experts run eagerly (moe_experts)
+    fp8_pad = disp.fp8_padding_ops(rows * local, h) if disp.fp8_padding(cfg, dispatcher) else None
+    if fp8_pad:
+        ops.append(fp8_pad[0])
     if eager:
         ops.append(moe_experts.pad_permute(rows * local, h))
     for name in ("expert_fc1", "expert_fc3") if eager else ("expert_fc1",):
@@ -429,6 +432,8 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     _gemm(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
     if eager:
         ops.append(moe_experts.pad_unpermute(rows * local, h))
+    if fp8_pad:
+        ops.append(fp8_pad[1])
     if m.add_bias_linear and impl == "multi_stream":
         ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:

@@ -27,7 +27,7 @@ import math
 from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports
-from trainsim.workload.ops import ACT_BYTES, Comm
+from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -48,6 +48,30 @@ def permute_before_exchange(dispatcher: str) -> bool:
 def permute_after_exchange(dispatcher: str) -> bool:
     """The local permute runs after the exchange, on tokens in source order (``deepep``)."""
     return dispatcher in NODE_DEDUP and dispatcher not in FUSED_PERMUTE
+
+
+def fp8_padding(cfg: RunConfig, dispatcher: str) -> bool:
+    """Whether fp8 experts copy their tokens in and out to pad each expert's rows to the fp8
+    alignment (16 rows, 32 for MXFP8): Megatron-core's ``TEGroupedMLP`` runs Transformer
+    Engine's ``Fp8Padding`` and ``Fp8Unpadding`` (``fused_multi_row_padding``: every row read
+    and written, forward and backward) unless every expert's count is already aligned
+    (profile ``moe_fp8_padding``). Dropless routing leaves the counts unaligned unless the
+    dispatcher pads them: HybridEP's dispatch, DeepEP's permute from Megatron-core 0.17
+    (``moe_deepep_permute_pads``); token dropping pads to the capacity."""
+    if cfg.training.dtype != "fp8" or cfg.model.moe_capacity_factor is not None:
+        return False
+    if not profile_supports(cfg, "moe_fp8_padding") or dispatcher in FUSED_PERMUTE:
+        return False
+    return not (dispatcher == "deepep" and profile_supports(cfg, "moe_deepep_permute_pads"))
+
+
+def fp8_padding_ops(rows: int, hidden: int) -> tuple[Elementwise, Elementwise]:
+    """``Fp8Padding`` of the ``rows`` routed tokens (and of their probabilities: a second,
+    tiny kernel) and ``Fp8Unpadding`` of the experts' output; each backward runs the other
+    copy on the gradient."""
+    copy = rows * hidden * ACT_BYTES * 2
+    return (Elementwise("expert_fp8_pad", bytes=copy, kernels=2, bwd_bytes=copy),
+            Elementwise("expert_fp8_unpad", bytes=copy, kernels=1, bwd_bytes=copy))
 
 
 def dedups_per_node(dispatcher: str) -> bool:

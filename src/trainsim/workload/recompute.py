@@ -25,7 +25,7 @@ RECOMPUTED_OPS = {
     "moe_act": frozenset({"expert_act_clamp", "expert_act"}),  # bias_act_func, clamp included
     "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
                       "expert_fc1", "expert_act_clamp", "expert_act", "expert_fc2",
-                      "unpermute"}),
+                      "unpermute", "expert_fp8_pad", "expert_fp8_unpad"}),
     "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
