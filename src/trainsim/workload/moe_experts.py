@@ -15,7 +15,12 @@ eagerly, kernel by kernel:
 * ``w1`` and ``w3`` are two grouped GEMMs of ``ffn`` columns each (not one of ``2 ffn``);
 * SwiGLU is ``F.silu`` then the product, two kernels (``elementwise`` ``swiglu``/``eager``);
 * VeOmni multiplies the activation by the routing weights in one more pass
-  (``h = h * gate_weights``); torchtitan scales the routed input instead (same order of bytes).
+  (``h = h * gate_weights``). torchtitan scales the routed input instead, in fp32, before the
+  experts (``score_before_experts``: three eager passes over ``rows x hidden``); that is its
+  dispatcher's, not priced here.
+
+Only the kernels files' ``torch._grouped_mm`` MoE-block rows are built this way
+(``validate.kernels``); no training profile runs torchtitan's MoE before #2774.
 """
 
 from __future__ import annotations
