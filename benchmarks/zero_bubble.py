@@ -21,7 +21,9 @@ attention), dropout 0.1, tied embeddings, no distributed optimizer, fp16 gradien
 on that repository's main branch, 2024-08, adds flash attention and untied embeddings; the
 paper's runs predate it). The network is the DGX A100 node's (8 x 200 Gb/s per node; the paper
 says RoCE). Schedules map as the paper defines them: ZB-1p = zb_h1 (its Table 5 gives ZB-1p ZB-H1's bubble in every setting), ZB-2p =
-zb_2p (the §3.1 heuristic at a 2p M_B limit on the simulated pass times); both run with the
+zb_2p (the §3.1 heuristic at a 2p M_B limit on the simulated pass times, a pending W counted
+as 32h / (34h + 5as) of a micro-batch as the code base's scheduler budgets it:
+``pipeline_schedules.zb_w_fraction``); both run with the
 optimizer post-validation of §4 (``parallel.optimizer_post_validation``), as the paper's
 zero-bubble runs do; 1F1B and 1F1B-I are Megatron-LM's, synchronized.
 

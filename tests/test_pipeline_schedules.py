@@ -305,3 +305,34 @@ def test_split_backward_prices_weight_gradient_gemms_apart():
     def compute(p):
         return sum(d for c, d, _ in p.segments if c == COMPUTE)
     assert compute(i) + compute(w) == pytest.approx(compute(whole))
+
+
+def test_zb_w_fraction_is_the_zero_bubble_schedulers_budget():
+    """Qi et al. Table 1 as the code base's scheduler counts it: 32h of 34h + 5as per token."""
+    from trainsim.workload.pipeline_schedules import zb_w_fraction
+
+    assert zb_w_fraction(4096, 32, 1024) == pytest.approx(32 * 4096 / (34 * 4096 + 5 * 32 * 1024))
+    assert zb_w_fraction(2304, 24, 1024) == pytest.approx(0.3664, abs=1e-4)
+
+
+def test_zb_greedy_keeps_its_memory_limit_with_a_cheap_w():
+    """With W holding less of a micro-batch, the heuristic runs more forwards ahead, never past
+    its limit counted with that share."""
+    from trainsim.workload.pipeline_schedules import zb_greedy
+
+    pp, m = 4, 16
+    t_f, t_i, t_w = [1.0] * pp, [1.0] * pp, [0.6] * pp
+    peaks = {}
+    for wf in (32 / 34, 0.4):
+        plan = zb_greedy(pp, m, t_f, t_i, t_w, 0.05, 2.0 * pp, 1.0, wf)
+        peak_f = 0
+        for order in plan:
+            f = i = w = 0
+            for p in order:
+                f += p.kind == "F"
+                i += p.kind == "I"
+                w += p.kind == "W"
+                assert (f - i) + wf * (i - w) <= 2.0 * pp + 1e-9
+                peak_f = max(peak_f, f - w)
+        peaks[wf] = peak_f
+    assert peaks[0.4] > peaks[32 / 34]

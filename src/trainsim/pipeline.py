@@ -39,7 +39,7 @@ from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
 from trainsim.workload.ops import Comm, Gemm, Op
-from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage
+from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage, zb_w_fraction
 from trainsim.workload.schedule import Overlapped, Pass
 from trainsim.workload.sharding import FP32_ACCUMULATION, GRAD16_ACCUMULATION
 
@@ -201,7 +201,9 @@ class ScheduledPipeline:
         g = self.g
         pp = self.pp
         times = self._times() if self.name == "zb_2p" else None
-        plan = orders(self.name, pp, g.vpp, g.m, times)  # type: ignore[arg-type]
+        m = g.cfg.model  # ZB-2p's memory limit budgeted as the zero-bubble scheduler does
+        wf = zb_w_fraction(m.hidden_size, m.num_attention_heads, g.cfg.training.seq_length)
+        plan = orders(self.name, pp, g.vpp, g.m, times, wf)  # type: ignore[arg-type]
         first_fwd_deps: dict[tuple[int, int], list[int]] = {}
         if g.zero in (1, 2) and g.p.overlap_param_gather:
             chunks = 2 if self.name == "dualpipe" else g.vpp

@@ -230,13 +230,28 @@ def dualpipe_v(stage: int, pp: int, m: int) -> list[Step]:
     return _dual_steps(d, pp, stage, stage == pp - 1, m)
 
 
+def zb_w_fraction(hidden_size: int, num_heads: int, seq_length: int) -> float:
+    """Share of a micro-batch's activations the zero-bubble scheduler counts as held from a
+    stage's I pass until its W pass: Qi et al. 2024 Table 1, M_W = 32sbh against M_B =
+    sb(34h + 5as), the attention-score term included. The code base's scheduler budgets its
+    memory limit with exactly these per-layer figures whatever the attention kernel
+    (sail-sg/zero-bubble-pipeline-parallelism, branch ``arxiv``, zb_schedules.py
+    ``get_zero_bubble_forward_backward_func``: ``f_mem = 34h + 5as``, ``w_mem = -32h``,
+    ``max_mem = limit * f_mem``), so its ZB-2p keeps more forwards in flight than a 32/34
+    share (``W_MEMORY_FRACTION``, FlashAttention's) would allow."""
+    h = hidden_size
+    return 32 * h / (34 * h + 5 * num_heads * seq_length)
+
+
 def zb_greedy(pp: int, m: int, t_f: list[float], t_i: list[float], t_w: list[float],
-              comm_s: float, limit: float, fill: float = 1.0) -> list[list[Step]]:
+              comm_s: float, limit: float, fill: float = 1.0,
+              w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
     """Qi et al. §3.1's heuristic, as described there, from each stage's pass times: every
     stage runs as many forwards as its activation limit (``limit`` micro-batches) allows
     before its first I; then an I as soon as its input has arrived, else a forward, and a W to
     fill a wait at least ``fill`` times as long as the W, or to free memory at the limit; the
-    W passes left run at the end. Returns every stage's order."""
+    W passes left run at the end; a W frees ``w_fraction`` of a micro-batch (its I the rest).
+    Returns every stage's order."""
     order: list[list[Step]] = [[] for _ in range(pp)]
     t = [0.0] * pp  # when each stage is free
     nf, ni = [0] * pp, [0] * pp
@@ -244,7 +259,7 @@ def zb_greedy(pp: int, m: int, t_f: list[float], t_i: list[float], t_w: list[flo
     i_end: list[dict[int, float]] = [{} for _ in range(pp)]
     pend: list[deque[int]] = [deque() for _ in range(pp)]
     mem = [0.0] * pp
-    wf = W_MEMORY_FRACTION
+    wf = w_fraction
 
     def arrival_f(s: int) -> float | None:
         if nf[s] >= m:
@@ -330,12 +345,12 @@ def stage_order(name: str, stage: int, pp: int, vpp: int, m: int) -> tuple[Step,
 
 
 def orders(name: str, pp: int, vpp: int, m: int,
-           times: tuple[list[float], list[float], list[float], float] | None = None
-           ) -> list[list[Step]]:
+           times: tuple[list[float], list[float], list[float], float] | None = None,
+           w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
     """Every rank's order under schedule ``name``. ``times`` (per-stage F, I and W seconds and
     the send time) feed ``zb_2p``'s search; without them its passes count as equal."""
     if name == "zb_2p":
-        return zb_2p(pp, m, times or ([1.0] * pp, [1.0] * pp, [1.0] * pp, 0.0))
+        return zb_2p(pp, m, times or ([1.0] * pp, [1.0] * pp, [1.0] * pp, 0.0), w_fraction)
     one = _ONE_RANK[name]
     return [list(one(s, pp, vpp, m)) for s in range(pp)]
 
@@ -416,13 +431,14 @@ def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w
     return max(f - max(b, 0.0) for f, b in zip(free, first))
 
 
-def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float]
-          ) -> list[list[Step]]:
+def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float],
+          w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
     """ZB-2p: the best of the §3.1 heuristic's variants (Qi et al. grid-search its binary
     choices; here how long a wait must be before a W fills it) and the handcrafted ZB-H2,
-    all within 2p micro-batches of activations, scored by ``stage_span_s``."""
+    all within 2p micro-batches of activations (a pending W counted as ``w_fraction`` of
+    one, ``zb_w_fraction``), scored by ``stage_span_s``."""
     t_f, t_i, t_w, comm = times
-    candidates = [zb_greedy(pp, m, t_f, t_i, t_w, comm, 2.0 * pp, fill)
+    candidates = [zb_greedy(pp, m, t_f, t_i, t_w, comm, 2.0 * pp, fill, w_fraction)
                   for fill in (0.0, 0.5, 1.0, 2.0)]
     candidates.append([zb_h2(s, pp, m) for s in range(pp)])
     return min(candidates, key=lambda plan: stage_span_s(plan, t_f, t_i, t_w, comm))
