@@ -270,3 +270,31 @@ def test_the_flops_bound_runs_gemms_at_the_fastest_rate_the_model_gives_any(monk
     bound = lower_bound_s(key, b)
     monkeypatch.setattr(evaluation, "gemm_rate", lambda g, op: g.gemm_ceiling(op.dtype))
     assert bound == pytest.approx(lower_bound_s(key, b) * gpu.gemm_ceiling("fp8") / fast)
+
+
+def test_the_zero3_floor_counts_only_what_the_data_parallel_stream_runs():
+    """ZeRO-3's parameter gathers are waits inside the passes, not tasks of the data-parallel
+    stream: a floor that added them to the reduce-scatters bounded a 6.8 s iteration at 11 s
+    (22B, TP4 CP2 DP2 on 16 H100, 32 micro-batches), which pruned it wrongly."""
+    b = make_base("gpt-22b", gpus=16, batch=64)
+    c = Candidate(MemoryKey(16, 4, 1, 2, 1, 1, "none", False, 3), overlap_grad_reduce=True)
+    t = evaluate(c, b).iteration_time_s
+    bound = Bounds(b).refined(c)
+    assert 0.5 * t < bound < t
+
+
+def test_the_bound_counts_what_follows_the_last_pass():
+    """Without gradient-reduce overlap a stage reduces every bucket after its last pass, then
+    steps the optimizer, then (without the gather overlap) gathers its parameters: with one
+    pipeline stage nothing else runs beside the passes, so the bound is the simulated time
+    (to rounding), and each overlap switched on lowers it."""
+    b = make_base("gpt-22b", gpus=16, batch=64, gpu="a100-sxm-80gb")
+    key = MemoryKey(16, 8, 1, 1, 1, 2, "selective", True, 1)
+    bounds = Bounds(b)
+    off = Candidate(key)
+    t = evaluate(off, b).iteration_time_s
+    assert t * (1 - 1e-6) < bounds.refined(off) < t
+    grad = Candidate(key, overlap_grad_reduce=True)
+    both = Candidate(key, overlap_grad_reduce=True, overlap_param_gather=True)
+    assert bounds.refined(both) < bounds.refined(grad) < bounds.refined(off)
+    assert bounds.refined(both) < evaluate(both, b).iteration_time_s

@@ -258,7 +258,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     siblings: dict[Candidate, list[Candidate]] = {}
     for i, key in enumerate(keys):
         try:
-            Candidate(key).to_config(base)
+            bounds.prime(key, Candidate(key).to_config(base))
         except ConfigError:
             continue
         variants = space.variants(key)
@@ -372,7 +372,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
                 classes.setdefault(_pricing(s), []).append(s)
             for s in classes.pop(_pricing(c), ()):
                 order += 1
-                sib = lb if exhaustive else max(lb, t * (1 - OVERLAP_SLOWDOWN))
+                sib = lb if exhaustive else max(bounds.refined(s), t * (1 - OVERLAP_SLOWDOWN))
                 heapq.heappush(heap, (sib, order, s, headroom, True))
             for _, rest in sorted(classes.items()):
                 sub = rest.pop(_lead(rest))

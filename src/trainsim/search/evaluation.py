@@ -8,6 +8,8 @@ what ``trainsim simulate`` would for the same configuration.
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,24 +72,30 @@ class Bounds:
     shard shape (GPUs, tp, cp, micro batch, SP, recompute, TP overlap), then for each candidate:
     stage ``s`` runs every micro-batch's passes of its chunks on one stream, after the first
     micro-batch's forward through the stages before it and before the last one's backward
-    through them, ``T >= sum_{v<s} (F_v + B_v) + m * sum_{v on s} (F_v + B_v)``. Under ZeRO-3
-    the stage's data-parallel stream also all-gathers its parameters before every pass and
-    reduce-scatters its gradients after every backward. If the simulator's building blocks
-    cannot be used, :func:`lower_bound_s` is kept (logged once).
+    through them, ``T >= sum_{v<s} (F_v + B_v) + m * sum_{v on s} (F_v + B_v)``. After its
+    last pass a stage still reduces gradients, steps the optimizer and gathers parameters
+    (:meth:`_after_passes`); under ZeRO-3 its data-parallel stream reduce-scatters the
+    gradients of every backward and slows the passes beside it. If the simulator's building
+    blocks cannot be used, :func:`lower_bound_s` is kept (logged once).
     """
 
     def __init__(self, base: Base) -> None:
         self.base = base
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
+        self._shapes: dict[MemoryKey, _Shape] = {}
+        self._pricers: dict[tuple, Any] = {}
+        self._layouts: dict[tuple, tuple] = {}
+        self._refined: dict[tuple, float] = {}
         self.failed: str | None = None
 
     def cheap(self, key: MemoryKey) -> float:
         return lower_bound_s(key, self.base)
 
-    def _pass_times(self, c: Candidate, cfg: Any, compute_only: bool = False
+    def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False
                     ) -> tuple[dict[bool, float], float, float]:
         """(forward + backward of one layer by is-MoE, of the head, of the embedding);
-        ``compute_only``: their compute segments alone (what no overlap can hide)."""
+        ``compute_only``: their compute segments alone (what no overlap can hide). ``config``
+        builds the candidate's config, needed only the first time a shard shape is priced."""
         m = c.mem
         key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
                c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm,
@@ -109,6 +117,7 @@ class Bounds:
                 shard_of,
             )
 
+            cfg = config()
             pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
 
             def t(ops: Any) -> float:
@@ -132,55 +141,207 @@ class Bounds:
         return hit
 
     def refined(self, c: Candidate) -> float:
+        key = (c.mem, c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap,
+               c.moe_overlap_ep_comm)
+        hit = self._refined.get(key)
+        if hit is not None:
+            return hit
         cheap = self.cheap(c.mem)
         if self.failed:
             return cheap
         try:
-            return max(cheap, REFINED_SAFETY * self._pipeline_bound(c))
+            hit = self._refined[key] = max(cheap, REFINED_SAFETY * self._pipeline_bound(c))
         except Exception as exc:  # noqa: BLE001 - an internal API changed: keep the FLOP bound
             self.failed = repr(exc)
             log.warning("search: refined bound unavailable (%r); using the FLOP bound", exc)
             return cheap
+        return hit
 
     def _pipeline_bound(self, c: Candidate) -> float:
-        from trainsim.memory import stage_param_split
-        from trainsim.simulator import Pricer
-        from trainsim.workload.ops import Comm
-
-        cfg = c.to_config(self.base)
-        # DualPipe's pairs hide the communication the passes priced alone expose: compute only
-        paired = cfg.parallel.pipeline_schedule in ("dualpipe", "dualpipe_v")
-        layer, head, emb = self._pass_times(c, cfg, compute_only=paired)
-        p, model, m = cfg.parallel, cfg.model, cfg.num_microbatches
-        ranges = cfg.virtual_stage_layers()
-        work = [sum(layer[model.is_moe_layer(i)] for i in r) for r in ranges]
+        sh = self._shape(c.mem)
+        layer, head, emb = self._pass_times(c, lambda: c.to_config(self.base),
+                                            compute_only=sh.paired)
+        moe, pp, m = sh.moe, sh.pp, sh.m
+        work = [sum(layer[moe[i]] for i in r) for r in sh.ranges]
         work[0] += emb
         work[-1] += head
-        pp, n_virtual = p.pp, len(ranges)
-        if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
+        n_virtual = len(sh.ranges)
+        if sh.schedule in (None, "1f1b", "interleaved_1f1b"):
             bound = max(sum(work[:s]) + m * sum(work[s:n_virtual:pp]) for s in range(pp))
+            if sh.tails:  # what stage s still runs after its last pass, or beside its passes
+                tail = sh.tails[(c.overlap_grad_reduce, c.overlap_param_gather)]
+                for s in range(pp):
+                    busy = m * sum(work[s:n_virtual:pp])
+                    bound = max(bound, busy + tail[s], busy + sh.contention[s])
         else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
             from trainsim.workload.pipeline_schedules import rank_chunks
-            per_chunk = m / 2 if p.pipeline_schedule == "dualpipe" else m
-            bound = max(per_chunk * sum(work[v] for v in
-                                        rank_chunks(p.pipeline_schedule, s, pp, p.vpp))
+            per_chunk = m / 2 if sh.schedule == "dualpipe" else m
+            bound = max(per_chunk * sum(work[v] for v in rank_chunks(sh.schedule, s, pp, sh.vpp))
                         for s in range(pp))
+        return max(bound, sh.floor)
+
+    def _pricer(self, cfg: Any) -> Any:
+        """A Pricer for the collectives and the optimizer step of ``cfg``'s layout: its spans
+        depend on the GPUs and the tp, pp, cp, ep and etp sizes only (the rest is the base's)."""
+        from trainsim.pricing import Pricer
+
+        p = cfg.parallel
+        key = (cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.ep, p.etp)
+        hit = self._pricers.get(key)
+        if hit is None:
+            hit = self._pricers[key] = Pricer(cfg)
+        return hit
+
+    def _shape(self, key: MemoryKey) -> _Shape:
+        hit = self._shapes.get(key)
+        if hit is None:
+            hit = self._shapes[key] = self._shape_of(Candidate(key).to_config(self.base))
+        return hit
+
+    def prime(self, key: MemoryKey, cfg: Any) -> None:
+        """Keep the shape of a memory group whose config the caller has built anyway."""
+        if key not in self._shapes and not self.failed:
+            try:
+                self._shapes[key] = self._shape_of(cfg)
+            except Exception as exc:  # noqa: BLE001 - refined() keeps the FLOP bound then
+                log.debug("search: no bound shape for %s (%r)", key, exc)
+
+    def _shape_of(self, cfg: Any) -> _Shape:
+        p, model, m = cfg.parallel, cfg.model, cfg.num_microbatches
+        ranges = tuple(cfg.virtual_stage_layers())
+        unit_floor, tails, scatter = self._layout_costs(cfg, ranges)
+        return _Shape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
+                      m, p.pp, p.vpp, ranges,
+                      [model.is_moe_layer(i) for i in range(model.num_layers)],
+                      max((max(0, m - 1) * f for f in unit_floor), default=0.0), tails,
+                      [max(0, m - 1) * x for x in scatter])
+
+    def _layout_costs(self, cfg: Any, ranges: tuple[range, ...]) -> tuple:
+        """The collectives and optimizer step of a layout (the same for every micro-batch size
+        and recompute mode): per stage, ZeRO-3's gathers and reduce-scatters of one
+        micro-batch, what runs after the last pass and the slowdown of one micro-batch's
+        passes (:meth:`_after_passes`)."""
+        p = cfg.parallel
+        key = (cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.vpp, p.zero_stage,
+               p.distributed_optimizer, p.sequence_parallel, p.ep, p.etp, p.pipeline_schedule)
+        hit = self._layouts.get(key)
+        if hit is not None:
+            return hit
+        from trainsim.memory import stage_param_split
+        from trainsim.workload.ops import Comm
+
+        pricer = self._pricer(cfg)
+        grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+        sizes = {"dp_cp": cfg.dp * p.cp, "edp": cfg.edp if cfg.model.is_moe else 1}
+        split = [stage_param_split(cfg, s) for s in range(p.pp)]
+        # ZeRO-3 reduce-scatters each backward pass's gradients on the data-parallel stream
+        # (the last micro-batch's layer by layer: not counted). Its parameter gathers are not
+        # tasks of that stream but waits inside the passes (sharded_passes): a floor that
+        # added them exceeded the simulated time 1.6x (22B, TP4 CP2 DP2 zero3 on 16 H100).
+        unit_floor = []
         zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         if zero >= 3 and cfg.dp * p.cp > 1:
-            pricer = Pricer(cfg)
-            grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
-            sizes = {"dp_cp": cfg.dp * p.cp, "edp": cfg.edp if model.is_moe else 1}
-            for s in range(pp):
-                dp_busy = 0.0
-                for params, group in zip(stage_param_split(cfg, s), ("dp_cp", "edp")):
-                    if sizes[group] > 1 and params > 0:
-                        chunk = params / p.vpp
-                        gather = pricer.comm_time(Comm("g", "all_gather", chunk * 2, group))
-                        scatter = pricer.comm_time(Comm("r", "reduce_scatter", chunk * grad_bytes,
-                                                        group))
-                        dp_busy += m * p.vpp * (2 * gather + scatter)
-                bound = max(bound, dp_busy)
-        return bound
+            for s in range(p.pp):
+                unit_floor.append(p.vpp * sum(
+                    pricer.comm_time(Comm("r", "reduce_scatter", params / p.vpp * grad_bytes,
+                                          group))
+                    for params, group in zip(split[s], ("dp_cp", "edp"))
+                    if sizes[group] > 1 and params > 0))
+        tails: dict[tuple[bool, bool], list[float]] = {}
+        scatter_s = [0.0] * p.pp
+        if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
+                not p.optimizer_post_validation:
+            tails, scatter_s = self._after_passes(cfg, pricer, ranges, split, zero)
+        hit = self._layouts[key] = (unit_floor, tails, scatter_s)
+        return hit
+
+    def _after_passes(self, cfg: Any, pricer: Any, ranges: tuple[range, ...],
+                      split: list[tuple[float, float]], zero: int
+                      ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
+        """Per stage, what the simulator's task graph (``simulator._TaskGraph``) runs after the
+        stage's last pass ends, by (overlap_grad_reduce, overlap_param_gather): the gradient
+        reductions that wait for that pass (every bucket without the overlap, else the last
+        bucket of chunk 0), the optimizer step after them on the compute stream, and without
+        the gather overlap the parameter all-gathers after the step, one after another on the
+        data-parallel stream; and the compute stream's slowdown under ZeRO-3 / FSDP's per-pass
+        gradient reduce-scatters of one micro-batch, as every backward but the last micro-batch's
+        runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
+        of their rate, so ``T >= passes + share x reductions``)."""
+        from trainsim.catalog.frameworks import framework_supports
+        from trainsim.simulator import _bucket_params
+        from trainsim.workload.elementwise import optimizer_step
+        from trainsim.workload.ops import Comm
+
+        p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
+        grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+        dp_size = cfg.dp * p.cp
+        sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
+        fsdp = dp_size > 1 and (zero >= 3 or (zero == 2 and p.data_parallel_impl == "fsdp1"))
+        kind = "all_reduce" if zero == 0 or (zero == 1 and p.zero1_grad_reduce == "all_reduce") \
+            else "reduce_scatter"
+        fixed = p.ddp_bucket_size if p.dp_buckets == "fixed" and p.ddp_bucket_size else None
+
+        def comm(kind: str, params: float, width: float, group: str) -> float:
+            count = max(1, math.ceil(params / fixed)) if fixed else 1
+            return count * pricer.comm_time(Comm("b", kind, params * width / count, group))
+
+        per_tensor = framework_supports(cfg.training.framework, cfg.training.framework_version,
+                                        "per_tensor_optimizer")
+        share = pricer.sm_share["dp"]
+        tails = {(og, op): [0.0] * pp for og in (False, True) for op in (False, True)}
+        contention = [0.0] * pp
+        for s in range(pp):
+            groups = [(params, group) for params, group in zip(split[s], ("dp_cp", "edp"))
+                      if sizes[group] > 1 and params > 0]
+            every = last = gathers = 0.0
+            if groups and not fsdp:
+                chunk_params = sum(split[s]) / vpp
+                for c in range(vpp):
+                    layers = len(ranges[c * pp + s])
+                    n = max(1, min(layers, math.ceil(chunk_params / _bucket_params(cfg))))
+                    if p.dp_buckets == "first_chunk" and (s or c):
+                        n = 1
+                    bucket = sum(comm(kind, params / vpp / n, grad_bytes, group)
+                                 for params, group in groups)
+                    every += n * bucket
+                    if c == 0:
+                        last = bucket
+                if zero in (1, 2):
+                    gathers = sum(comm("all_gather", params, 2, group) for params, group in groups)
+            elif groups:  # every backward but the last micro-batch's reduce-scatters whole
+                contention[s] = share * vpp * sum(
+                    pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * grad_bytes, group))
+                    for params, group in groups)
+            step = 0.0
+            if not per_tensor:
+                local = sum(params / (sizes[group] if zero >= 1 else 1)
+                            for params, group in zip(split[s], ("dp_cp", "edp")))
+                step = pricer.compute.time(optimizer_step(
+                    local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
+            for (og, op), tail in tails.items():
+                tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
+                    + step + (0.0 if op else gathers)
+        return tails, contention
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the pipeline bound takes from a memory group's config (the same for all its
+    overlap variants)."""
+
+    paired: bool
+    """DualPipe's pairs hide the communication the passes priced alone expose: compute only."""
+    schedule: str | None
+    m: int
+    pp: int
+    vpp: int
+    ranges: tuple[range, ...]
+    moe: list[bool]
+    floor: float
+    """ZeRO-3's gradient reduce-scatters, one after another on the data-parallel stream."""
+    tails: dict[tuple[bool, bool], list[float]]
+    """Per stage, after its last pass, by (overlap_grad_reduce, overlap_param_gather)."""
+    contention: list[float]
 
 
 @dataclass(frozen=True)
