@@ -236,6 +236,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the model unpads Q, K and V before FlashAttention's varlen kernel and pads its output,
     # every layer, waiting for the GPU twice per unpad (llm-foundry's MPT, ``workload.unpad``)
     "flash_unpad": _nullable(_bool),
+    # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
+    # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
+    "fp8_module_scale_update": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -297,7 +300,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
-             "per_tensor_optimizer", "flash_unpad",
+             "per_tensor_optimizer", "flash_unpad", "fp8_module_scale_update",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key

@@ -286,3 +286,25 @@ def expert_fc2_bias(rows: int, h: int, local: int) -> Elementwise:
                        kernels=EXPERT_BIAS_KERNELS[0] * local + 1,
                        bwd_bytes=elements * EXPERT_BIAS_BYTES[1],
                        bwd_kernels=EXPERT_BIAS_KERNELS[1] * local + 1, impl="eager")
+
+
+FP8_SCALE_UPDATE_KERNEL = "fp8_scale_update"
+FP8_SCALE_UPDATE_KERNELS = 3
+"""Kernels one Transformer Engine module launches to update its fp8 delayed-scaling state at
+the start of its forward (``TransformerEngineBaseModule.prepare_forward``) and again at the
+start of its backward (``_prepare_backward``) up to TE 1.5 (NVIDIA/TransformerEngine@09ba842,
+pytorch/module/base.py and fp8.py, unchanged through v1.5): the reduced amax copied back into
+the module's history (``copy_amax_from_global_buffer``, one copy) and ``amax_and_scale_update``,
+whose ``_fused_amax_and_scale_update`` is compiled by ``torch.compile`` (``jit_fuser``,
+pytorch/jit.py): the max over the history with the scale and its inverse fused behind it, and
+the rolled history (Inductor may fold the roll into the reduction: 2-3 kernels). The tensors
+are a few KB; the cost is the launches. TE 1.6 (PR #575) replaced the per-module updates by
+one fused update of all modules' tensors at each ``fp8_autocast`` exit."""
+
+
+def fp8_scale_update_op(name: str) -> Elementwise:
+    """One module's fp8 scaling update (``FP8_SCALE_UPDATE_KERNELS``); the backward's own update
+    is placed by ``workload.layers.backward_of``, at the start of the module's backward."""
+    return Elementwise(f"{name}.fp8_scale_update", bytes=0.0,
+                       kernels=FP8_SCALE_UPDATE_KERNELS, kernel=FP8_SCALE_UPDATE_KERNEL,
+                       bwd_bytes=0.0, bwd_kernels=0)

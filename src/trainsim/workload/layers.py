@@ -24,6 +24,7 @@ from trainsim.workload.elementwise import (
     backward_bytes,
     clamp_op,
     expert_fc2_bias,
+    fp8_scale_update_op,
     norm_op,
     rope_op,
 )
@@ -72,6 +73,9 @@ class Shard:
     split_projections: bool = False  # separate q/k/v and gate/up GEMMs (separate_projections)
     autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
     flash_unpad: bool = False  # MPT's varlen FlashAttention (``workload.unpad``)
+    fp8_module_scale_update: bool = False
+    """Each fp8 module updates its delayed-scaling state at the start of its forward and of
+    its backward (TE <= 1.5, the profile's ``fp8_module_scale_update``; ``fp8_scale_update_op``)."""
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -123,6 +127,9 @@ def shard_of(cfg: RunConfig) -> Shard:
                  split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile,
+                 fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
+                 and framework_supports(t.framework, t.framework_version,
+                                        "fp8_module_scale_update"),
                  flash_unpad=t.attention in ("flash1", "flash2") and framework_supports(
                      t.framework, t.framework_version, "flash_unpad"),
                  cp_ring=p.cp > 1 and framework_supports(t.framework, t.framework_version,
@@ -152,6 +159,12 @@ FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
 recipes cast with the scale in one kernel."""
 
 
+LAYERNORM_MLP = ("fc1", "fc2")
+"""The MLP's GEMMs, one Transformer Engine module (``LayerNormMLP`` in TE's ``TransformerLayer``,
+which NeMo's GPT runs with ``transformer_engine: True``): one fp8 scaling update for both, before
+fc1 in the forward and before fc2 in the backward."""
+
+
 AUTOCAST_CAST_BYTES = 4 + ACT
 """torch.autocast casts an fp32 weight to 16 bits for each matmul (read 4, write 2 bytes per
 parameter; cached for the forward, so once per micro-batch), and the backward of that cast
@@ -169,6 +182,8 @@ def _gemm(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: in
         cast = batch * n * k * AUTOCAST_CAST_BYTES
         ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
                                bwd_bytes=cast))
+    if sh.fp8_module_scale_update and not grouped and name != LAYERNORM_MLP[1]:
+        ops.append(fp8_scale_update_op(name))
     if sh.dtype == "fp8" and not (shares_input and sh.compiled):
         # the activation input is cast (with amax) to fp8 and transposed, split per expert for
         # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
@@ -511,6 +526,9 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             ops.extend(ring_backward(op, sh.cp_comm, sh.cp, sh.tokens, sh.kv_repeat, sh.compiled))
             continue
         if isinstance(op, Gemm):
+            if sh.fp8_module_scale_update and not op.grouped and op.name != LAYERNORM_MLP[0]:
+                update = fp8_scale_update_op(op.name)  # the module's backward starts here
+                ops.append(replace(update, name=f"{update.name}.bwd"))
             if op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
@@ -529,8 +547,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
-            if op.name.endswith("cast_transpose") or op.host_sync:
-                continue  # the forward cast has no backward; the gradient's cast is added above
+            if op.name.endswith(("cast_transpose", "fp8_scale_update")) or op.host_sync:
+                continue  # no backward of its own; the gradient's cast and update are added above
             nbytes, kernels = backward_bytes(op)
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
