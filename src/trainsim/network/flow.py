@@ -160,9 +160,10 @@ class FlowNetwork:
         A collective with one rank per node moves its data as if the NICs ran at NCCL's
         measured share for that shape (ONE_RANK_PER_NODE_NET_SHARE; every step of it crosses
         the network, so this scales its transfers and not its latencies), as the analytical
-        backend does; ``collective_time`` stays the bare link model."""
+        backend does; an all-to-all across nodes likewise at ALL_TO_ALL_NET_SHARE of it;
+        ``collective_time`` stays the bare link model."""
         from trainsim.collectives import BUS_FACTOR, CollectiveCost
-        from trainsim.collectives.nccl import ONE_RANK_PER_NODE_NET_SHARE
+        from trainsim.collectives.nccl import ALL_TO_ALL_NET_SHARE, ONE_RANK_PER_NODE_NET_SHARE
 
         if span.size <= 1 or size_bytes <= 0:  # a group of one (pp=1's pipeline) moves nothing
             return CollectiveCost(0.0, "none", "none", 0.0)
@@ -172,6 +173,8 @@ class FlowNetwork:
             ranks = self.ranks_of(span.nodes, span.per_node)
             one_per_node = span.per_node == 1 and span.nodes > 1 and kind != "send_recv"
             moved = size_bytes / ONE_RANK_PER_NODE_NET_SHARE if one_per_node else size_bytes
+            if kind == "all_to_all" and span.nodes > 1:
+                moved /= ALL_TO_ALL_NET_SHARE
             t = self.collective_time(kind, moved, ranks, algo)
             factor = BUS_FACTOR[kind](len(ranks)) if kind in BUS_FACTOR else 1.0
             busbw = factor * size_bytes / t if t > 0 else 0.0
