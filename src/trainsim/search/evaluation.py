@@ -85,6 +85,7 @@ class Bounds:
         self._shapes: dict[MemoryKey, _Shape] = {}
         self._pricers: dict[tuple, Any] = {}
         self._layouts: dict[tuple, tuple] = {}
+        self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
         self._refined: dict[tuple, float] = {}
         self.failed: str | None = None
 
@@ -161,8 +162,10 @@ class Bounds:
         sh = self._shape(c.mem)
         layer, head, emb = self._pass_times(c, lambda: c.to_config(self.base),
                                             compute_only=sh.paired)
-        moe, pp, m = sh.moe, sh.pp, sh.m
-        work = [sum(layer[moe[i]] for i in r) for r in sh.ranges]
+        pp, m = sh.pp, sh.m
+        # n x a layer's passes, not n additions: the same to ~n ulps, far inside REFINED_SAFETY
+        work = [(dense * layer[False] if dense else 0.0) + (moe * layer[True] if moe else 0.0)
+                for dense, moe in sh.kinds]
         work[0] += emb
         work[-1] += head
         n_virtual = len(sh.ranges)
@@ -207,14 +210,23 @@ class Bounds:
                 log.debug("search: no bound shape for %s (%r)", key, exc)
 
     def _shape_of(self, cfg: Any) -> _Shape:
-        p, model, m = cfg.parallel, cfg.model, cfg.num_microbatches
+        p, m = cfg.parallel, cfg.num_microbatches
         ranges = tuple(cfg.virtual_stage_layers())
         unit_floor, tails, scatter = self._layout_costs(cfg, ranges)
         return _Shape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
                       m, p.pp, p.vpp, ranges,
-                      [model.is_moe_layer(i) for i in range(model.num_layers)],
+                      self._kinds_of(ranges),
                       max((max(0, m - 1) * f for f in unit_floor), default=0.0), tails,
                       [max(0, m - 1) * x for x in scatter])
+
+    def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
+        """(dense, routed-expert) layers of each virtual stage."""
+        hit = self._kinds.get(ranges)
+        if hit is None:
+            moe = self.base.model.is_moe_layer
+            hit = self._kinds[ranges] = tuple(
+                (len(r) - n, n) for r in ranges for n in [sum(moe(i) for i in r)])
+        return hit
 
     def _layout_costs(self, cfg: Any, ranges: tuple[range, ...]) -> tuple:
         """The collectives and optimizer step of a layout (the same for every micro-batch size
@@ -336,7 +348,8 @@ class _Shape:
     pp: int
     vpp: int
     ranges: tuple[range, ...]
-    moe: list[bool]
+    kinds: tuple[tuple[int, int], ...]
+    """(dense, routed-expert) layers of each virtual stage."""
     floor: float
     """ZeRO-3's gradient reduce-scatters, one after another on the data-parallel stream."""
     tails: dict[tuple[bool, bool], list[float]]

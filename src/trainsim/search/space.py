@@ -15,6 +15,7 @@ groups (:class:`MemoryKey`) first, each checked once, then expanded into switch 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -399,11 +400,10 @@ class SearchSpace:
             return [Candidate(key)]
         if self.overlap == "on":
             return [Candidate(key, **{k: v for k, v in options.items()})]
-        out = [Candidate(key)]
-        for name, applies in options.items():
-            if applies:
-                out = out + [dataclasses.replace(c, **{name: True}) for c in out]
-        return sorted(out)
+        # every combination of the switches that apply (Candidate's fields in this order;
+        # built directly: dataclasses.replace was a tenth of a large search's own time)
+        choices = [(False, True) if applies else (False,) for applies in options.values()]
+        return sorted(Candidate(key, *flags) for flags in itertools.product(*choices))
 
 
 @dataclass(frozen=True)
