@@ -30,10 +30,15 @@ zero-bubble runs do; 1F1B and 1F1B-I are Megatron-LM's, synchronized.
 Known gaps. ZB-1p's gain is (p-1) x W over 1F1B's bubble, so it follows W's share of a pass:
 the W pass holds exactly the weight-gradient GEMMs, 23-33 % of F + B + W here (unfused
 attention and its dropout add to F and B, not to W) against roughly a fifth to a quarter in
-the paper's profiled pass times (its Table 5); trainsim prices a wgrad GEMM over 1,024 tokens
-~20 % slower than its forward GEMM. With FlashAttention and no dropout (this script before
-2026-11-24) W was 28-35 %, ZB-1p 6 of 12 rows within 3 points (max +5.2) and 1F1B 2-24 %
-faster than published; with the code base's settings 10 of 12 (max +3.7) and 1F1B within 7 %.
+the paper's profiled pass times (its Table 5). That share is not the wgrad GEMM's price: over
+3,072-6,144 tokens (1.5B, 6.2B) a wgrad runs at its forward GEMM's rate and W is still 23-28 % of
+a layer's compute (it has F's GEMM FLOPs and none of its attention or elementwise work); over
+1,024 tokens (14.6B, 28.3B) the tile overhead prices it 16-17 % slower, the overhead that puts
+the H100's measured 1,024-token wgrads 6 % behind their forward GEMMs (modelled 10 %:
+tests/test_wgrad_pricing.py; benchmarks/RESULTS.md, 12th session). With FlashAttention and no
+dropout (this script before 2026-11-24) W was 28-35 %, ZB-1p 6 of 12 rows within 3 points
+(max +5.2) and 1F1B 2-24 % faster than published; with the code base's settings 10 of 12 (max
++3.7) and 1F1B within 7 %.
 1F1B-I: the published speed-ups sit 3-8 % below the bubble ratio (m + p - 1) / (m + (p - 1)
 / v). ``excess_per_pass`` measures it from the published table alone: the published 1F1B-I
 iteration less the ideal (1F1B's iteration scaled by that ratio), regressed on m, grows by
