@@ -119,7 +119,11 @@ def test_serial_block_promotion_costs_the_cuda_core_ffma_of_each_128_k_block():
     assert 1.0 < model.time(short) / model.time(dataclasses.replace(fast, k=512)) < 1.15
     assert block_promotion_k(h100, dataclasses.replace(serial, dtype="bf16")) == 0.0
     # more CUDA-core FLOP/s per tensor FLOP/s (MI300X: 163 fp32 vs 2615 fp8) costs less
-    assert block_promotion_k(gpu("mi300x"), serial) < block_promotion_k(h100, serial)
+    assert 0.0 < block_promotion_k(gpu("mi300x"), serial) < block_promotion_k(h100, serial)
+    # Blackwell's tensor cores apply block scales in the MMA: nothing to promote
+    b200 = gpu("b200-sxm-180gb")
+    assert block_promotion_k(b200, serial) == 0.0
+    assert RooflineModel(b200).time(serial) == RooflineModel(b200).time(fast)
 
 
 def test_rows_name_their_block_scales():

@@ -187,6 +187,12 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     return gpu.gemm_ceiling(op.dtype)
 
 
+def has_block_scaled_mma(gpu: GPUSpec) -> bool:
+    """Tensor cores that take per-block scale factors in the MMA itself: the generation that
+    brought fp4 (Blackwell, MI355X) brought the microscaling formats with it."""
+    return "fp4" in gpu.peak_flops
+
+
 def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     """Exposed cost of applying an fp8 GEMM's block scales, in k-steps of its main loop per
     k-step (0 unless ``op.fp8_block_scales == "serial"``).
@@ -203,9 +209,15 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     floor: the drain and restart of the tensor-core pipeline come on top and have no measured
     figure here. DeepGEMM (``overlapped``) promotes on the CUDA cores while the other math
     warpgroup's wgmma runs (DeepGEMM README; DeepSeek-V3 §3.3.2) and pays none. Derived from
-    the catalog's peaks, not fitted."""
+    the catalog's peaks, not fitted.
+
+    Only GPUs whose tensor cores cannot apply block scales themselves pay it: block-scaled MMA
+    came in hardware with the OCP microscaling formats and fp4 (Blackwell's
+    ``tcgen05.mma ... block_scale``, PTX ISA 8.7; MI355X's MX instructions), so a GPU that lists
+    an fp4 peak multiplies the scales inside the tensor core and promotes nothing."""
     fp32 = gpu.peak_flops.get("fp32")
-    if op.dtype != "fp8" or op.fp8_block_scales != "serial" or not fp32:
+    if (op.dtype != "fp8" or op.fp8_block_scales != "serial" or not fp32
+            or has_block_scaled_mma(gpu)):
         return 0.0
     rate = gpu.mamf_fraction * gpu.flops("fp8")  # the burst main-loop rate, like the fp32 peak
     return rate / fp32 / FP8_SCALE_BLOCK_K
