@@ -52,3 +52,10 @@ def test_each_copy_reads_and_writes_every_routed_row():
     gemm = next(op for op in fwd if op.name == "expert_fc1" and hasattr(op, "batch"))
     pad = next(op for op in fwd if op.name == "expert_fp8_pad")
     assert pad.bytes == gemm.m * gemm.batch * cfg.model.hidden_size * 2 * 2
+
+
+def test_fp8_padding_arrived_with_megatron_core_0_10():
+    """TEGroupedMLP builds Fp8Padding / Fp8Unpadding under config.fp8 from core_v0.10.0
+    (megatron/core/transformer/moe/experts.py); core_v0.9.0's has neither."""
+    assert PADS <= set(_names("alltoall", "0.10", framework="megatron-core")[0])
+    assert not PADS & set(_names("alltoall", "0.9", framework="megatron-core")[0])
