@@ -3,8 +3,8 @@
     python benchmarks/errata.py [training.csv]   # default: the copy bundled with trainsim
     python benchmarks/errata.py kernels_published.csv   # its errata: kernels_errata.csv
 
-``benchmarks/training_errata.csv`` (and ``kernels_errata.csv`` for a kernels file, by its
-name) lists cells of the shared file that its own sources
+``benchmarks/training_errata.csv`` (and ``kernels_errata.csv`` for a file in the kernels
+format) lists cells of the shared file that its own sources
 contradict (each with the evidence; ``trainsim.validate.errata`` applies them). The scoreboard
 stays the file as given; this script shows what the errors (time, and memory where rows
 publish it) become once the cells say what the sources say. Nothing here is fed back into
@@ -13,21 +13,33 @@ trainsim.
 
 from __future__ import annotations
 
+import csv
 import sys
 import tempfile
 from pathlib import Path
 
 from trainsim.validate import BUNDLED_DIR, summarize, validate_file
-from trainsim.validate.errata import corrected_file
+from trainsim.validate.errata import corrected_file, read_errata
 
 HERE = Path(__file__).resolve().parent
 
 
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else BUNDLED_DIR / "training_public.csv"
-    kind = "kernels" if path.name.startswith("kernels") else "training"
-    fixed, withdrawn = corrected_file(path, HERE / f"{kind}_errata.csv", tempfile.mkdtemp())
+    with open(path, newline="") as fh:
+        reader = csv.DictReader(fh)
+        kind = "kernels" if "measured_value" in (reader.fieldnames or []) else "training"
+        ids = {row["id"] for row in reader}
+    errata = HERE / f"{kind}_errata.csv"
+    if not ids & {row_id for row_id, _ in read_errata(errata)}:
+        # errata name the rows of the file they were written for; stale ones there are errors
+        print(f"{errata.name} corrects no row of {path.name}: the file as given")
+        fixed, withdrawn = None, []
+    else:
+        fixed, withdrawn = corrected_file(path, errata, tempfile.mkdtemp())
     for label, p in (("as given", path), ("errata applied", fixed)):
+        if p is None:
+            continue
         s = summarize(validate_file(p, workers=2)[1])
         print(
             f"{label}: {s['n']} rows, {s['failed']} failed, MAPE {s['mape']:.2%}, "

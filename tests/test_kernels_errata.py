@@ -7,16 +7,13 @@ import csv
 from pathlib import Path
 
 from trainsim.validate import BUNDLED_DIR
+from trainsim.validate.errata import read_errata
 
 ERRATA = Path(__file__).resolve().parents[1] / "benchmarks" / "kernels_errata.csv"
-FIELDS = ["id", "field", "file_value", "corrected_value", "evidence"]
 
 
 def _errata() -> list[dict[str, str]]:
-    with open(ERRATA, newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == FIELDS
-        return list(reader)
+    return list(read_errata(ERRATA).values())
 
 
 def test_each_cell_is_corrected_once_and_still_says_what_it_quotes():
@@ -38,3 +35,24 @@ def test_the_kernels_errata_apply_to_the_bundled_file(tmp_path):
     for e in _errata():
         assert fixed[e["id"]][e["field"]] == e["corrected_value"]
     assert withdrawn == []
+
+
+def test_a_withdrawn_kernel_measurement_takes_its_row_out(tmp_path):
+    """Withdrawing a kernel row's ``measured_value`` (an empty corrected value) drops the row,
+    as a withdrawn iteration time drops a training row; other rows stay as given."""
+    from trainsim.validate.errata import FIELDS, corrected_file
+
+    with open(BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    errata = tmp_path / "errata.csv"
+    with open(errata, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(FIELDS)
+        w.writerow([first["id"], "measured_value", first["measured_value"], "", "evidence"])
+    (tmp_path / "out").mkdir()
+    out, withdrawn = corrected_file(BUNDLED_DIR / "kernels_published.csv", errata,
+                                    tmp_path / "out")
+    with open(out, newline="") as fh:
+        ids = [r["id"] for r in csv.DictReader(fh)]
+    assert withdrawn == [(first["id"], "measured_value")] and first["id"] not in ids
+    assert len(ids) > 600

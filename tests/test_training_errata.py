@@ -8,16 +8,13 @@ from pathlib import Path
 
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.validate import BUNDLED_DIR
+from trainsim.validate.errata import FIELDS, read_errata
 
 ERRATA = Path(__file__).resolve().parents[1] / "benchmarks" / "training_errata.csv"
-FIELDS = ["id", "field", "file_value", "corrected_value", "evidence"]
 
 
 def _errata() -> list[dict[str, str]]:
-    with open(ERRATA, newline="") as fh:
-        reader = csv.DictReader(fh)
-        assert reader.fieldnames == FIELDS
-        return list(reader)
+    return list(read_errata(ERRATA).values())
 
 
 def test_errata_lines_end_in_crlf():

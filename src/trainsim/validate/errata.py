@@ -1,10 +1,12 @@
-"""Known errata of a published training file applied to a copy of it.
+"""Known errata of a published validation file applied to a copy of it.
 
-An errata file (``benchmarks/training_errata.csv``: id, field, file_value, corrected_value and
-the evidence) lists cells that their own sources contradict. The scoreboard stays the file as
-given; this shows what the errors become once the cells say what the sources say. An empty
-corrected value withdraws a measurement: a withdrawn peak memory leaves the row's time; a
-withdrawn iteration time takes the row out (it has nothing left to compare).
+An errata file (``benchmarks/training_errata.csv`` for the training file,
+``benchmarks/kernels_errata.csv`` for the published kernels: id, field, file_value,
+corrected_value and the evidence) lists cells that their own sources contradict. The scoreboard
+stays the file as given; this shows what the errors become once the cells say what the sources
+say. An empty corrected value withdraws a measurement: a withdrawn peak memory leaves the row's
+time; a withdrawn iteration time or kernel measurement takes the row out (it has nothing left
+to compare).
 """
 
 from __future__ import annotations
@@ -15,14 +17,20 @@ from pathlib import Path
 
 from trainsim.errors import ConfigError
 
-TIME = "measured_iteration_s"
+FIELDS = ["id", "field", "file_value", "corrected_value", "evidence"]
+MEASURED = frozenset({"measured_iteration_s", "measured_value"})
+"""A row's own measurement (training, kernels): withdrawing it takes the row out."""
 
 
 def read_errata(path: str | Path) -> dict[tuple[str, str], dict[str, str]]:
     """The errata of ``path`` by (row id, field); one cell corrected twice is an error."""
     out: dict[tuple[str, str], dict[str, str]] = {}
     with open(path, newline="") as fh:
-        for line, e in enumerate(csv.DictReader(fh), start=2):
+        reader = csv.DictReader(fh)
+        if reader.fieldnames != FIELDS:
+            raise ConfigError(f"{path}: errata columns are {', '.join(FIELDS)}, not "
+                              f"{', '.join(reader.fieldnames or [])}")
+        for line, e in enumerate(reader, start=2):
             key = (e["id"], e["field"])
             if key in out:
                 raise ConfigError(f"{path} line {line}: a second erratum for {key[0]}.{key[1]}")
@@ -53,7 +61,7 @@ def corrected_file(path: str | Path, errata: str | Path, out_dir: str | Path,
             row[field] = e["corrected_value"]
             if wanted and not row[field].strip():
                 withdrawn.append((row["id"], field))
-        if wanted and (row["id"], TIME) not in withdrawn:
+        if wanted and not any((row["id"], f) in withdrawn for f in MEASURED):
             kept.append(row)
     if fixes:
         raise ConfigError(f"errata for rows not in the file: {sorted(fixes)}")
