@@ -260,3 +260,18 @@ def test_deepspeed_2021_backward_regathers_less_when_the_layer_tail_stays_gather
     # fc2 (4h^2 of a layer's 12h^2) stays gathered: a third of the layers' second gathers
     assert 1.0 < kept < released < 2.0
     assert (released - kept) / (released - 1.0) == pytest.approx(1 / 3, rel=0.1)
+
+
+def test_zero3_with_an_empty_first_stage_under_interleaving_simulates():
+    """``decoder_first_pipeline_num_layers: 0`` with vpp leaves stage 0's later chunks without
+    layers: no FSDP unit and nothing to compute there (it raised IndexError before)."""
+    cfg = run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 36,
+                  "num_attention_heads": 16, "vocab_size": 50257},
+        "parallel": {"tp": 1, "pp": 4, "cp": 2, "vpp": 3, "zero_stage": 3,
+                     "distributed_optimizer": True, "overlap_param_gather": True,
+                     "decoder_first_pipeline_num_layers": 0},
+        "training": {"global_batch_size": 92, "micro_batch_size": 1, "seq_length": 2048},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    assert [len(r) for r in cfg.virtual_stage_layers()][:1] == [0]
+    assert 0 < simulate(cfg).iteration_time_s < 100

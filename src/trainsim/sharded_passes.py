@@ -32,7 +32,9 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         parts[0] += lead
         # forward units: root with the embedding, blocks; the head runs in the last unit
         compute = ([parts[0]] if first or last else []) + parts[1:-1]
-        if len(parts) > 1:  # a chunk of only the embedding or the head is one part
+        # a chunk of only the embedding or the head is one part; a middle chunk without
+        # layers (an empty first stage's later chunks) has no unit and nothing to compute
+        if len(parts) > 1 and compute:
             compute[-1] += parts[-1]
         # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
         blocks = gather[len(gather) - len(layers):][::-1] \
