@@ -36,6 +36,7 @@ from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
+    ddp_bucket_prep,
     fsdp_optimizer_pieces,
     per_tensor_optimizer,
 )
@@ -391,6 +392,11 @@ class _TaskGraph:
         if buckets is None:
             per = ch.layers / n_buckets
             bounds = [round(per * k) for k in range(n_buckets + 1)]
+            # what the framework's DDP runs over each bucket before its collective, where the
+            # bucket becomes ready: one per Megatron bucket (one bucket without the overlap)
+            real = 1 if n_buckets == 1 or not self.p.overlap_grad_reduce else \
+                max(n_buckets, math.ceil(chunk_params / _bucket_params(self.cfg)))
+            prep = self.pricer.price(ddp_bucket_prep(self.cfg, chunk_params / real))
             buckets = self._splits[(v, n_buckets)] = []
             for k in range(n_buckets):
                 parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
@@ -398,6 +404,8 @@ class _TaskGraph:
                     parts.insert(0, ch.bwd_head)
                 if k == n_buckets - 1:
                     parts.append(ch.bwd_tail)
+                parts.append(prep * (round(real * (k + 1) / n_buckets)
+                                     - round(real * k / n_buckets)))
                 buckets.append(concat(parts))
         ids: list[int] = []
         for k, bucket in enumerate(buckets):

@@ -239,6 +239,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
     "fp8_module_scale_update": _nullable(_bool),
+    # Megatron's DDP, before each gradient bucket's data-parallel collective: the bucket's norm
+    # and a host wait on its isnan (check_for_nan_in_grad), and the bucket scaled by 1/dp in
+    # place (workload.sharding.ddp_bucket_prep)
+    "ddp_nan_check": _nullable(_bool),
+    "ddp_grad_scale": _nullable(_bool),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -301,6 +306,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
              "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
              "per_tensor_optimizer", "flash_unpad", "fp8_module_scale_update",
+             "ddp_nan_check", "ddp_grad_scale",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 
+from trainsim.catalog.frameworks import framework_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import attention_matrices, layer_tensors
 from trainsim.workload.ops import ACT_BYTES as ACT
@@ -189,6 +190,36 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
         return [Elementwise(FP32_ACCUMULATION, bytes=18.0 * sum(tensors),
                             kernels=2 * len(tensors))]
     return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors), kernels=len(tensors))]
+
+
+def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
+    """What Megatron's DDP runs over a gradient bucket of ``params`` parameters before its
+    data-parallel collective, on the compute stream where the bucket becomes ready
+    (``Bucket.start_grad_sync``), as the run's framework profile selects:
+
+    * ``ddp_nan_check``: ``norm = grad_data.norm(p=2)`` then ``assert not norm.isnan()``: a
+      reduction reading the bucket, and the host waits for the GPU to reach it
+      (Megatron-LM@core_v0.6.0 to core_v0.8.0 megatron/core/distributed/
+      param_and_grad_buffer.py, ``check_for_nan_in_grad`` from ``--no-check-for-nan-in-loss-
+      and-grad``, on unless fp16 runs with dynamic loss scaling: megatron/training/arguments.py);
+    * ``ddp_grad_scale``: the bucket scaled in place by 1/dp before a summing collective
+      (core_v0.6.0+ ``grad_data *= gradient_scaling_factor`` with ``average_in_collective``
+      off; core_v0.4.0 grad_buffer.py and the 2021 megatron/model/distributed.py
+      ``buffer_.data /= data_parallel_world_size``): reads and writes the bucket.
+
+    The bucket holds gradients in the reduce dtype (``grad_reduce_in_fp32``)."""
+    p, t = cfg.parallel, cfg.training
+    if p.data_parallel_impl != "megatron" or params <= 0:
+        return []
+    grad = (4 if t.grad_reduce_in_fp32 else 2) * params
+    ops: list[Op] = []
+    if t.dtype != "fp16" and framework_supports(t.framework, t.framework_version,
+                                                "ddp_nan_check"):
+        ops += [Elementwise("grad_bucket_norm", bytes=grad, kernels=2),
+                Elementwise("grad_bucket_isnan_to_host", bytes=0.0, kernels=1, host_sync=True)]
+    if cfg.dp > 1 and framework_supports(t.framework, t.framework_version, "ddp_grad_scale"):
+        ops.append(Elementwise("grad_bucket_scale", bytes=2 * grad))
+    return ops
 
 
 def _module_order(cfg: RunConfig, i: int) -> list[float]:

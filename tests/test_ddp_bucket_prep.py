@@ -1,0 +1,69 @@
+"""Megatron's DDP runs over each gradient bucket before its collective: the NaN check's norm
+with a host wait (Megatron-core >= 0.6, not fp16) and the in-place 1/dp scaling."""
+
+from __future__ import annotations
+
+import pytest
+
+import trainsim.simulator as sim
+from trainsim import run_config_from_dict, simulate
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.compute.roofline import HBM_EFFICIENCY
+from trainsim.workload.sharding import ddp_bucket_prep
+
+
+def cfg(framework="megatron-core", version="0.8", dtype="bf16", gpus=32, tp=8, **parallel):
+    return run_config_from_dict({
+        "model": {"preset": "gpt3-175b", "num_layers": 4},
+        "parallel": {"tp": tp, "pp": 1, "distributed_optimizer": True,
+                     "overlap_grad_reduce": True, **parallel},
+        "training": {"global_batch_size": gpus // tp, "micro_batch_size": 1,
+                     "seq_length": 2048, "dtype": dtype, "framework": framework,
+                     "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": gpus, "gpus_per_node": 8}})
+
+
+def _names(ops):
+    return [op.name for op in ops]
+
+
+def test_megatron_core_checks_then_scales_each_bucket():
+    """core_v0.8.0 start_grad_sync: norm of the bucket's fp32 gradients (4 B each), the isnan
+    read by the host, then grad_data *= 1/dp (read and write: 8 B each)."""
+    c = cfg()
+    assert c.training.grad_reduce_in_fp32
+    ops = ddp_bucket_prep(c, 1e8)
+    assert _names(ops) == ["grad_bucket_norm", "grad_bucket_isnan_to_host", "grad_bucket_scale"]
+    assert ops[0].bytes == pytest.approx(4e8) and ops[2].bytes == pytest.approx(8e8)
+    assert ops[1].host_sync and not ops[0].host_sync and not ops[2].host_sync
+
+
+def test_which_frameworks_and_runs_pay_which_pass():
+    """fp16 turns the NaN check off (dynamic loss scaling); before core_v0.6 and in Megatron-LM
+    before 2023-12 only the scaling runs; one data-parallel rank scales nothing; DeepSpeed's
+    engine has neither."""
+    assert _names(ddp_bucket_prep(cfg(dtype="fp16"), 1e8)) == ["grad_bucket_scale"]
+    assert _names(ddp_bucket_prep(cfg(version="0.5"), 1e8)) == ["grad_bucket_scale"]
+    assert _names(ddp_bucket_prep(cfg("megatron-lm", "2023"), 1e8)) == ["grad_bucket_scale"]
+    assert len(ddp_bucket_prep(cfg("megatron-lm", "2024-04"), 1e8)) == 3
+    assert _names(ddp_bucket_prep(cfg(gpus=8), 1e8)) == ["grad_bucket_norm",
+                                                         "grad_bucket_isnan_to_host"]
+    ds = cfg("megatron-deepspeed", "2022-02", dtype="fp16", overlap_grad_reduce=False)
+    assert ddp_bucket_prep(ds, 1e8) == []
+
+
+def test_iteration_pays_the_passes_once(monkeypatch):
+    """One micro-batch, dp 2 inside one node (its reductions hide behind the backward): the
+    iteration grows by the bucket passes over the rank's fp32 gradients, 12 B per parameter at
+    the HBM rate (hand count), plus a few microseconds of launches and host wait per bucket."""
+    c = cfg(gpus=8, tp=4)
+    with_prep = simulate(c).iteration_time_s
+    monkeypatch.setattr(sim, "ddp_bucket_prep", lambda cfg, params: [])
+    without = simulate(c).iteration_time_s
+    m = c.model
+    layer = 12 * m.hidden_size ** 2 + 13 * m.hidden_size  # GPT-3 layer: weights, biases, norms
+    params = (m.num_layers * layer + 2 * m.vocab_size * m.hidden_size) / c.parallel.tp
+    g = catalog_gpu("h100-sxm-80gb")
+    hand = 12 * params / (g.hbm_bw_Bps * HBM_EFFICIENCY)
+    buckets = -(-params // max(40_000_000, 1_000_000 * c.dp))
+    assert hand < with_prep - without < hand + buckets * 100e-6
