@@ -37,6 +37,7 @@ from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
     ddp_bucket_prep,
+    zeroed_grad_buffer,
     fsdp_optimizer_pieces,
     per_tensor_optimizer,
 )
@@ -476,6 +477,11 @@ class _TaskGraph:
                 step = self.pricer.compute.time(
                     optimizer_step(local, opt, p.data_parallel_impl != "ddp"))
             end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
+            rest = sum(params for params, _, _ in self.groups[s]) - local
+            if p.data_parallel_impl == "megatron" and rest > 0:  # the step's frame zeroes the
+                # shard; zero_grad_buffer, before the next forward, the whole buffer
+                zero = self.pricer.compute.time(zeroed_grad_buffer(rest * self.grad_bytes))
+                end = self.add((s, "compute"), zero, [end], "zero_grad_buffer")
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
                     end = g

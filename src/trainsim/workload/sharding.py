@@ -222,6 +222,16 @@ def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
     return ops
 
 
+def zeroed_grad_buffer(size_bytes: float) -> Elementwise:
+    """Megatron's DDP zeroes its whole gradient buffer at the start of every iteration
+    (``zero_grad_buffer`` -> ``ParamAndGradBuffer.reset``: ``grad_data.zero_()``,
+    Megatron-LM@core_v0.8.0 megatron/core/distributed/, called from training.py ``train_step``;
+    the 2021-2023 megatron/model/distributed.py ``zero_grad_buffer`` likewise). Under the
+    distributed optimizer the step's frame (``workload.elementwise.OPTIMIZER_BYTES_PER_PARAM``)
+    counts the zeroing of the rank's shard only; this is the write of the rest of the buffer."""
+    return Elementwise("grad_buffer_zero", bytes=size_bytes)
+
+
 def _module_order(cfg: RunConfig, i: int) -> list[float]:
     """Elements of layer ``i``'s parameter tensors on this rank in the order the module
     registers them, as a FlatParameter lays them end to end: the first norm, the QKV weight and
