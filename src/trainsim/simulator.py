@@ -37,9 +37,9 @@ from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
     ddp_bucket_prep,
-    zeroed_grad_buffer,
     fsdp_optimizer_pieces,
     per_tensor_optimizer,
+    zeroed_grad_buffer,
 )
 
 LAMB_NORMS_PER_LAYER = 16

@@ -51,6 +51,7 @@ from trainsim.workload.layers import (
     shard_of,
 )
 from trainsim.workload.ops import Comm, Op
+from trainsim.workload.sharding import ddp_bucket_prep, zeroed_grad_buffer
 
 KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",
          "all_to_all": "ALLTOALL"}
@@ -132,7 +133,12 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
                             wg=(0.0, "ALLGATHER" + suffix, int(params * 2))))
     step = optimizer_step(local, cfg.training.optimizer,
                           cfg.parallel.data_parallel_impl != "ddp")
-    rows.append(Row("optimizer", ig=(pricer.compute.time(step), "NONE", 0)))
+    step_s = pricer.compute.time(step)
+    if p.data_parallel_impl == "megatron":  # Megatron's DDP outside the layers: the buckets'
+        # NaN check and scaling (priced as one bucket) and the rest of the buffer zeroed
+        step_s += pricer.price(ddp_bucket_prep(cfg, dense + experts)).duration_s
+        step_s += pricer.compute.time(zeroed_grad_buffer((dense + experts - local) * grad_bytes))
+    rows.append(Row("optimizer", ig=(step_s, "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
     mb: list[Row] = []
     emb_f, emb_b = embedding_forward(cfg, sh), embedding_backward(cfg, sh)
