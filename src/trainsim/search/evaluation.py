@@ -283,6 +283,7 @@ class Bounds:
         from trainsim.simulator import _bucket_params
         from trainsim.workload.elementwise import optimizer_step
         from trainsim.workload.ops import Comm
+        from trainsim.workload.sharding import zeroed_grad_buffer
 
         p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
         grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
@@ -330,6 +331,10 @@ class Bounds:
                             for params, group in zip(split[s], ("dp_cp", "edp")))
                 step = pricer.compute.time(optimizer_step(
                     local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
+                if p.data_parallel_impl == "megatron" and sum(split[s]) > local:
+                    # the simulator's zero_grad_buffer task after the step (the whole buffer)
+                    step += pricer.compute.time(
+                        zeroed_grad_buffer((sum(split[s]) - local) * grad_bytes))
             for (og, op), tail in tails.items():
                 tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
                     + step + (0.0 if op else gathers)
