@@ -239,9 +239,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
     "fp8_module_scale_update": _nullable(_bool),
-    # Megatron's DDP, before each gradient bucket's data-parallel collective: the bucket's norm
-    # and a host wait on its isnan (check_for_nan_in_grad), and the bucket scaled by 1/dp in
-    # place (workload.sharding.ddp_bucket_prep)
+    # Megatron's DDP before each gradient bucket's collective: its norm and a host wait on
+    # isnan (check_for_nan_in_grad); its 1/dp scaling in place (workload.sharding)
     "ddp_nan_check": _nullable(_bool),
     "ddp_grad_scale": _nullable(_bool),
 }
