@@ -284,3 +284,25 @@ def test_the_uncontended_prefix_is_the_event_loops_own_timeline():
         late += any(t.slows for t in tasks) and min(
             s for s, t in zip(plain.start_s, tasks) if t.slows) > 0
     assert late > 50
+
+
+def test_heads_released_together_start_in_task_order():
+    """Two heads waiting for one task start, when it ends, in task order (not in the order they
+    began to wait), so the shares they take of a stream add up in that order: held 0.1, then
+    + 0.2 (task 4) + 0.15 (task 6) = 0.45000000000000007, not (0.1 + 0.15) + 0.2 = 0.45."""
+    a, q, p, x = (0, "compute"), (0, "q"), (0, "p"), (0, "x")
+    tasks = [
+        Task(a, 1.0),
+        Task(q, 0.1),  # stream q's head waits for x from 0.1 on ...
+        Task(x, 0.5),
+        Task(p, 0.3),  # ... stream p's from 0.3 on
+        Task(p, 10.0, [2], slows=(a, 0.2)),
+        Task((0, "c"), 10.0, slows=(a, 0.1)),
+        Task(q, 10.0, [2], slows=(a, 0.15)),
+    ]
+    held = (0.1 + 0.2) + 0.15
+    assert held != (0.1 + 0.15) + 0.2
+    left = 1.0 - 0.5 * (1.0 - 0.1)  # a's work left when x ends
+    tl = run(tasks)
+    assert tl.end_s[0] == 0.5 + left / (1.0 - held)
+    assert tl.end_s[0] != 0.5 + left / (1.0 - ((0.1 + 0.15) + 0.2))
