@@ -57,6 +57,26 @@ def test_the_lower_bound_is_never_above_the_simulated_time():
     assert len(ratios) >= 40 and sum(ratios) / len(ratios) > 0.5
 
 
+def test_the_bound_counts_the_sends_and_the_optimizer_step():
+    """Beyond the passes alone (fill, every pass of a stage, drain), the bound counts the sends
+    the simulator places on the compute stream or between stages and the first stage's
+    optimizer step after the drain, and still stays below the simulated iteration."""
+    from trainsim.bound import SAFETY
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import _TaskGraph
+
+    for cfg in (_tiny(8, 256, pp=4), _tiny(8, 64, pp=2)):
+        graph = _TaskGraph(cfg, Pricer(cfg), None)
+        pp, m = cfg.parallel.pp, cfg.num_microbatches
+        f, b = ([graph.work[s][k].duration_s for s in range(pp)] for k in (0, 1))
+        passes_only = max(sum(f[:s]) + m * (f[s] + b[s]) + sum(b[:s]) for s in range(pp))
+        step = graph.optimizer_step(0)
+        step = getattr(step, "duration_s", step)
+        bound, t = lower_bound_s(cfg), simulate(cfg).iteration_time_s
+        assert graph.send.duration_s > 0 and step > 0
+        assert SAFETY * (passes_only + step) < bound <= t
+
+
 def test_the_tuner_with_the_bound_chooses_what_it_chooses_without():
     """The bound only skips settings that could not have been chosen: same choice and the
     same predicted time, with fewer simulations."""

@@ -7,18 +7,22 @@ task lasts at least its duration (contention only stretches it) and tasks on one
 at a time, so stage ``s`` of a Megatron pipeline cannot start before its first pass's
 micro-batch has gone forward through the virtual stages before it, then runs the forward and
 backward of every micro-batch of its chunks, and the backward of its last pass still has to go
-back through the virtual stages before that one:
+back through the virtual stages before that one, after which the first stage runs its
+optimizer step (and stage ``s`` its own after its last pass):
 
-    T >= sum_{u < v_first} F_u + m * sum_{v on s} (F_v + B_v) + sum_{u < v_last} B_u
+    T >= sum_{u < v_first} (F_u + S_u) + m * sum_{v on s} (F_v + B_v)
+         + max(S_{v_last} + sum_{u < v_last} (B_u + S_u) + O_0, O_s)
 
-(Narayanan et al. 2021 §2.2: the pipeline fill and drain of 1F1B and its interleaved form).
-Sends, collectives, the optimizer step and data loading only add to it.
+(Narayanan et al. 2021 §2.2: the pipeline fill and drain of 1F1B and its interleaved form),
+with F and B a pass's task on the compute stream (a blocking send folded in, as the simulator
+places it), S a send on its own stream (overlap_p2p_comm; else 0) and O the optimizer step.
+Collectives, contention and data loading only add to it.
 """
 
 from __future__ import annotations
 
 from trainsim.config import RunConfig
-from trainsim.pricing import Pricer
+from trainsim.pricing import Priced, Pricer
 from trainsim.workload.schedule import _passes
 
 SAFETY = 1 - 1e-9
@@ -37,16 +41,28 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
 
     graph = _TaskGraph(cfg, pricer or Pricer(cfg), None)
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
-    fwd = [graph.work[v][0].duration_s for v in range(pp * vpp)]
-    bwd = [graph.work[v][1].duration_s for v in range(pp * vpp)]
+    nv = pp * vpp
+    # each virtual stage's forward and backward pass as the simulator places them: a task on
+    # the compute stream (with a blocking send folded in) and a send of its own on the
+    # pipeline stream under overlap_p2p_comm (which a send's receiver waits for too)
+    fwd = [graph._pass_spec(v % pp, graph.work[v][0], v < nv - 1) for v in range(nv)]
+    bwd = [graph._pass_spec(v % pp, graph.work[v][1], v > 0) for v in range(nv)]
+    f_on, b_on = [spec[1] for spec in fwd], [spec[1] for spec in bwd]
+    f_sent, b_sent = ([spec[4][1] if spec[4] else 0.0 for spec in specs] for specs in (fwd, bwd))
+    # after its last pass, each stage's compute stream runs its optimizer step
+    step = [x.duration_s if isinstance(x, Priced) else x
+            for x in (graph.optimizer_step(s) for s in range(pp))]
     # every stage's order starts with the first forward and ends with the last backward
     # (Megatron's warm-up, steady pairs, cool-down: workload.schedule)
     first_fwd, last_bwd = (passes[k] for passes, k in zip(_passes(pp, vpp, m), (0, -1)))
     best = 0.0
     for s in range(pp):
         v_first, v_last = first_fwd.chunk * pp + s, last_bwd.chunk * pp + s
-        busy = m * sum(fwd[v] + bwd[v] for v in range(s, pp * vpp, pp))
-        best = max(best, sum(fwd[:v_first]) + busy + sum(bwd[:v_last]))
+        fill = sum(f_on[u] + f_sent[u] for u in range(v_first))
+        busy = m * sum(f_on[v] + b_on[v] for v in range(s, nv, pp))
+        # the last backward's gradient goes back to the first stage, whose step follows
+        drain = b_sent[v_last] + sum(b_on[u] + b_sent[u] for u in range(v_last)) + step[0]
+        best = max(best, fill + busy + max(drain, step[s]))
     return SAFETY * best
 
 

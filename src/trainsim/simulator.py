@@ -416,6 +416,18 @@ class _TaskGraph:
         return ids[-1]
 
     # -- data parallelism and the optimizer -------------------------------------------------
+    def optimizer_step(self, s: int) -> Priced | float:
+        """Stage ``s``'s optimizer step, a task on its compute stream."""
+        cfg, p = self.cfg, self.p
+        if framework_supports(cfg.training.framework, cfg.training.framework_version,
+                              "per_tensor_optimizer"):
+            priced = self.pricer.price_ops(per_tensor_optimizer(
+                fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
+            return Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
+        local = sum(params / (size if self.zero >= 1 else 1) for params, _, size in self.groups[s])
+        return self.pricer.compute.time(
+            optimizer_step(local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
+
     def optimizer_steps(self) -> list[int]:
         """Per stage: gradient reduction (bucketed; overlapped with the last backward when
         overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
@@ -457,25 +469,14 @@ class _TaskGraph:
                 size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
                                           "tied embedding all-reduce"))
-            local = sum(params / (size if self.zero >= 1 else 1)
-                        for params, _, size in self.groups[s])
-            opt = cfg.training.optimizer
-            if opt == "lamb" and self.zero >= 1:
+            if cfg.training.optimizer == "lamb" and self.zero >= 1:
                 layers = sum(self.chunks[c * pp + s].layers for c in range(vpp))
                 norms = (layers * LAMB_NORMS_PER_LAYER + 2) * 4
                 for group in dict.fromkeys(g for _, g, n in self.groups[s] if n > 1):
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
-            step: Priced | float
-            if framework_supports(cfg.training.framework, cfg.training.framework_version,
-                                "per_tensor_optimizer"):
-                priced = self.pricer.price_ops(per_tensor_optimizer(
-                    fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
-                step = Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
-            else:
-                step = self.pricer.compute.time(
-                    optimizer_step(local, opt, p.data_parallel_impl != "ddp"))
+            step = self.optimizer_step(s)
             end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
             rest = sum(params for params, _, _ in self.groups[s]) - local
             if p.data_parallel_impl == "megatron" and rest > 0:  # the step's frame zeroes the
