@@ -43,12 +43,14 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
     nv = pp * vpp
     # each virtual stage's forward and backward pass as the simulator places them: a task on
-    # the compute stream (with a blocking send folded in) and a send of its own on the
-    # pipeline stream under overlap_p2p_comm (which a send's receiver waits for too)
-    fwd = [graph._pass_spec(v % pp, graph.work[v][0], v < nv - 1) for v in range(nv)]
-    bwd = [graph._pass_spec(v % pp, graph.work[v][1], v > 0) for v in range(nv)]
-    f_on, b_on = [spec[1] for spec in fwd], [spec[1] for spec in bwd]
-    f_sent, b_sent = ([spec[4][1] if spec[4] else 0.0 for spec in specs] for specs in (fwd, bwd))
+    # the compute stream, with a blocking send folded in, or a send of its own on the
+    # pipeline stream under overlap_p2p_comm (which the send's receiver waits for too)
+    send = graph.send.duration_s
+    folded, own = (0.0, send) if p.overlap_p2p_comm else (send, 0.0)
+    f_on = [graph.work[v][0].duration_s + (folded if v < nv - 1 else 0.0) for v in range(nv)]
+    b_on = [graph.work[v][1].duration_s + (folded if v > 0 else 0.0) for v in range(nv)]
+    f_sent = [own if v < nv - 1 else 0.0 for v in range(nv)]
+    b_sent = [own if v > 0 else 0.0 for v in range(nv)]
     # after its last pass, each stage's compute stream runs its optimizer step
     step = [x.duration_s if isinstance(x, Priced) else x
             for x in (graph.optimizer_step(s) for s in range(pp))]
