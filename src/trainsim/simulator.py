@@ -478,6 +478,8 @@ class _TaskGraph:
                                                   [last], f"LAMB {what} norms {group}"))
             step = self.optimizer_step(s)
             end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
+            local = sum(params / (size if self.zero >= 1 else 1)
+                        for params, _, size in self.groups[s])  # what this rank's step updates
             rest = sum(params for params, _, _ in self.groups[s]) - local
             if p.data_parallel_impl == "megatron" and rest > 0:  # the step's frame zeroes the
                 # shard; zero_grad_buffer, before the next forward, the whole buffer
