@@ -1,15 +1,22 @@
-"""A periodic steady state, proven on two runs of the same event loop.
+"""A periodic steady state, proven on two runs of the same event loop or on one.
 
-Run A and run B are two task graphs where B is A with one more repetition (a *period*) of a
-repeated pattern inserted at a cut, e.g. one more group of micro-batches in a pipeline's steady
-phase. Each task of B names its counterpart in A: itself before the cut, the same task one
-period earlier from the cut on. If every task of B before the cut runs when its counterpart
-does, and every task from the cut on runs exactly ``P`` later than its counterpart, then the
-loop's whole state at the cut (what runs, what waits, on every stream) repeats ``P`` later.
-The loop is deterministic and unchanged by a shift of time, so inserting ``k`` periods moves
-everything after the cut by ``k * P``, and any sum over the tasks grows by ``k`` times B's less
-A's: the rest is extrapolated, not simulated. Where the state does not repeat (contention that
-drifts, a pattern longer than the period), the check fails and the caller simulates in full.
+Two runs (:func:`period_s`): run A and run B are two task graphs where B is A with one more
+repetition (a *period*) of a repeated pattern inserted at a cut, e.g. one more group of
+micro-batches in a pipeline's steady phase. Each task of B names its counterpart in A: itself
+before the cut, the same task one period earlier from the cut on. If every task of B before the
+cut runs when its counterpart does, and every task from the cut on runs exactly ``P`` later than
+its counterpart, then the loop's whole state at the cut (what runs, what waits, on every stream)
+repeats ``P`` later. The loop is deterministic and unchanged by a shift of time, so inserting
+``k`` periods moves everything after the cut by ``k * P``, and any sum over the tasks grows by
+``k`` times B's less A's: the rest is extrapolated, not simulated.
+
+One run (:func:`period_in_run_s`): where nothing slows a stream while it runs the period, the
+loop's times there are a max-plus recurrence (a task starts at the latest end of its inputs),
+so run A alone shows what B would: the ends the period waits on, at A's cut and one period
+earlier, are compared instead of simulating B.
+
+Where the state does not repeat (contention that drifts, a pattern longer than the period),
+the check fails and the caller simulates in full.
 """
 
 from __future__ import annotations
@@ -67,24 +74,46 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
     """The period ``P`` proven on one run, or None.
 
     The run is a prefix (``part[i] == 0``), one period (1) and a tail (2); ``bounds[stream]``
-    says where its queue's period and tail begin. The same graph with ``k`` more periods is
-    the prefix, the period ``k + 1`` times and the tail. ``twin(i)``: for a prefix task, its
-    counterpart one period later (a task of the period), -1 if none, or FIXED.
+    says where its queue's period and tail begin; tasks wait only on earlier tasks (as the
+    graph builder places them). ``twin(i)``: for a prefix task, its counterpart one period
+    later (a task of the period), -1 if none, or FIXED (the same in every run). The same graph
+    with ``k`` more periods, G_k, has on each stream the prefix, ``k + 1`` copies of the
+    period and the tail, with the same durations; copy ``j`` waits on copy ``j`` where the
+    period waits on the period, and on copy ``j - 1``'s ``twin(h)`` where it waits on a prefix
+    task ``h`` of another stream (copy 0: on ``h``); the tail waits on copy ``k`` where it waits on the period, on
+    copy ``k - 1``'s ``twin(h)`` where on such an ``h``, and on the same task where on a FIXED
+    one. The claim: in G_k, copy ``j`` runs ``j P`` after the period here and the tail ``k P``
+    after its own time here.
 
-    Until a task that slows a stream starts, the loop's times are a max-plus recurrence: a
-    task starts at the latest end among its stream's previous task and its dependencies (on
-    other streams: one on its own stream ended before its previous task). So the period and
-    what follows depend on the prefix only through the ends of the prefix tasks they wait on.
-    If each of those ends exactly ``P`` before its twin, the period repeats ``P`` later, and
-    again, by induction; the tail waits on the last period as it waits on the one here, so it
-    runs ``k P`` later. That needs: no prefix or period task waits on a tail task (the tail's
-    schedule positions are other passes in a longer run); no task slows a stream while the
-    stream runs the period (a task of the prefix that does has ended before that stream's
-    period starts; one of the tail starts once it has ended: contention is among the prefix's
-    tasks or the tail's alone, the same in the longer run, and the loop is unchanged by a
-    shift of time); and a tail task waiting on a FIXED task starts when a task that moves
-    does. This is :func:`period_s`'s conclusion (B is A with a period inserted) without
-    simulating B: A's state at the cut and one period earlier are compared instead."""
+    A task starts at the latest end among its *inputs*: its stream's previous task and its
+    dependencies (one on its own stream ended before the previous task: it is never the
+    latest). Without contention, that and its duration give its end, so by induction in the
+    loop's order the claim holds where every input of copy ``j``'s task ends ``j P`` after its
+    counterpart's input here, and every tail task starts when an input that moves by ``k P``
+    ends. Checked, each a reason to return None:
+
+    - *slows*: no task slows a stream while that stream runs the period; one of the prefix has
+      ended before that stream's period (or tail) starts, one of the tail starts once that
+      stream's period has ended (contention is among the prefix's tasks or the tail's alone,
+      the same in G_k, and the loop is unchanged by a shift of time);
+    - *cut*: on a stream with a period, its last prefix task's twin is its last period task and
+      ends ``P`` after it (copy ``j``'s first task waits on copy ``j - 1``'s last as the period's
+      on that prefix task, ``P`` earlier); the one ``P``, more than 0, is the same for every
+      twin compared;
+    - *period inputs*: the period waits on nothing of the tail and, on another stream, only on
+      the period or a prefix task whose twin (of the period, the same duration) ends ``P``
+      after it (a *moving* prefix task);
+    - *tail inputs*: every tail task has an input that moves by ``k P`` (the period, the tail,
+      a moving prefix task) ending when it starts, and its other inputs are the same in G_k:
+      FIXED tasks, or the previous task of a stream without a period. A tail task with none
+      (a root; one that waits on FIXED tasks alone) does not move; one that waits on another
+      prefix task is refused, its counterpart in G_k unknown. Only those with such an input
+      are checked, or that start their stream's tail with no period before it: the others
+      have the previous task of their stream, which moves, and nothing that does not;
+    - *prefix inputs*: the prefix waits on nothing of the tail (G_k's prefix is this one).
+
+    This is :func:`period_s`'s conclusion (B is A with a period inserted) without simulating
+    B: A's state at the cut and one period earlier are compared instead."""
     tasks, start, end = tl.tasks, tl.start_s, tl.end_s
     n = len(tasks)
     if len(part) != n or not n:
@@ -121,24 +150,24 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
             moved[h] = ok
         return ok
 
-    def tail_starts(x: int, k: int, stream: tuple[int, str]) -> bool:
-        """Whether tail task ``x`` (``k``-th of its stream), waiting on a prefix task that
-        does not move, starts when one that moves ends: then, the others FIXED, it moves."""
+    def tail_moves(x: int, k: int, stream: tuple[int, str]) -> bool:
+        """Whether tail task ``x`` (``k``-th of its stream) starts when an input that moves
+        ends, its others the same in G_k (the stream's previous task of the prefix, FIXED)."""
         latest = -math.inf
-        for d in ([streams[stream][k - 1]] if k else []) + [
-                d for d in tasks[x].deps if tasks[d].stream != stream]:
-            if part[d] or moves(d):
-                latest = max(latest, end[d])
-            elif twin(d) != FIXED:
-                return False
+        if k and part[streams[stream][k - 1]]:
+            latest = end[streams[stream][k - 1]]
+        for d in tasks[x].deps:
+            if tasks[d].stream != stream:
+                if part[d] or moves(d):
+                    latest = max(latest, end[d])
+                elif twin(d) != FIXED:
+                    return False
         return latest >= start[x] - tol
 
     for stream, queue in streams.items():
         i1, i2 = bounds.get(stream, (len(queue), len(queue)))
-        if i1 < i2 and not (i1 and moves(queue[i1 - 1])):  # the stream's state at the cut
-            return None
-        if 0 < i2 < len(queue) and not part[queue[i2 - 1]] and not moves(queue[i2 - 1]) \
-                and not tail_starts(queue[i2], i2, stream):
+        if i1 < i2 and not (i1 and twin(queue[i1 - 1]) == queue[i2 - 1]
+                            and moves(queue[i1 - 1])):  # the stream's state at the cut
             return None
         for x in queue[i1:i2]:  # the period: what it waits on must move with it
             for d in tasks[x].deps:
@@ -146,9 +175,13 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
                 if pd != 1 and (pd or (tasks[d].stream != stream and not moves(d))):
                     return None
         for k in range(i2, len(queue)):  # the tail: started by what moves
+            if k == i2 and not (k and part[queue[k - 1]]):  # its stream has no period
+                if not tail_moves(queue[k], k, stream):
+                    return None
+                continue
             for d in tasks[queue[k]].deps:
                 if not part[d] and tasks[d].stream != stream and not moves(d):
-                    if not tail_starts(queue[k], k, stream):
+                    if not tail_moves(queue[k], k, stream):
                         return None
                     break
         # the prefix waits on nothing of the tail (a task waits only on earlier ones)
