@@ -4,6 +4,7 @@ live on, not to the ~N(1-(1-1/N)^k) ranks of a learned router."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -48,3 +49,17 @@ def test_the_row_option_switches_the_router_and_only_deepep_dispatch_shrinks():
     assert moe_wire_copies(fake) == 1.0
     # Megatron's all-to-all sends a copy per routed expert whatever the gate
     assert moe_wire_copies(_qwen3("fake_balanced_gate", "alltoall")) == 8
+
+
+def test_node_limited_routing_only_shrinks_a_dispatch_that_dedups_per_node():
+    """DeepSeek-V3's node-limited routing (at most 4 nodes per token) lets a per-node dispatch
+    (DeepEP) send a token once per node; Megatron's all-to-all dispatcher permutes one copy per
+    routed expert (token_dispatcher.py MoEAlltoAllTokenDispatcher), so it still sends k."""
+    from trainsim.catalog import load_run_config
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "deepseek-v3-h800.yaml"
+    deepep = load_run_config(path)
+    assert deepep.model.moe_router_group_topk == 4 and deepep.parallel.ep == 64
+    assert moe_wire_copies(deepep) == 4
+    a2a = load_run_config(path, ["parallel.moe_token_dispatcher_type=alltoall"])
+    assert moe_wire_copies(a2a) == 8

@@ -37,7 +37,14 @@ from trainsim.capture.capture import Capture
 from trainsim.capture.kernels import KernelRecord
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
-from trainsim.workload.layers import ACT, FP8_CAST_TRANSPOSE_BYTES, Shard, tp_enter, tp_exit
+from trainsim.workload.layers import (
+    ACT,
+    FP8_CAST_TRANSPOSE_BYTES,
+    Shard,
+    moe_wire_copies,
+    tp_enter,
+    tp_exit,
+)
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 ATTN_RE = re.compile(r"attn|attention", re.IGNORECASE)
@@ -244,7 +251,7 @@ def _moe_dispatch(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     m, p = cfg.model, cfg.parallel
     tokens = sh.norm_tokens
     k = m.moe_router_topk
-    wire = tokens * min(k, m.moe_router_group_topk or k)
+    wire = tokens * moe_wire_copies(cfg)
     if p.ep > 1:
         ops.append(Comm("moe.dispatch_all_to_all", "all_to_all",
                         wire * m.hidden_size * (1 if p.moe_dispatch_fp8 else ACT), "ep"))
@@ -263,7 +270,7 @@ def _moe_combine(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter",
                         recv * p.etp * m.hidden_size * ACT, "etp"))
     if p.ep > 1:
-        wire = tokens * min(k, m.moe_router_group_topk or k)
+        wire = tokens * moe_wire_copies(cfg)
         ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * m.hidden_size * ACT, "ep"))
 
 

@@ -498,11 +498,12 @@ def moe_wire_copies(cfg: RunConfig) -> float:
     k = m.moe_router_topk
     if m.moe_router == "fake_balanced" and disp.dedups_per_node(p.moe_token_dispatcher_type):
         return disp.fake_balanced_destinations(cfg)
+    if not disp.dedups_per_node(p.moe_token_dispatcher_type):
+        return float(k)  # one permuted copy per routed expert, whatever node it lies on
     copies = float(min(k, m.moe_router_group_topk or k))
-    if disp.dedups_per_node(p.moe_token_dispatcher_type):
-        nodes = max(1, p.ep * p.etp // c.gpus_per_node)
-        if nodes > 1:
-            copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
+    nodes = max(1, p.ep * p.etp // c.gpus_per_node)
+    if nodes > 1:
+        copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
     return copies
 
 
