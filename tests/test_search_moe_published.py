@@ -41,11 +41,18 @@ DEEPSEEK_RECIPE = ("training.fp8_recipe=blockwise", "training.activation_func_fp
                    "parallel.recompute_modules=[layernorm,mla_up_proj,moe_act]",
                    "parallel.moe_dispatch_fp8=true")
 CASES = {
-    # name: (model, gpu, gpus, global batch, seq, dtype, --set overrides, reference, fits)
+    # name: (model, gpu, gpus, global batch, seq, dtype, --set overrides, reference,
+    #        fits: True, or why the estimate puts the published layout above the GPU's memory)
     "deepseek-v3": ("deepseek-v3", "h800-sxm-80gb", 2048, 15360, 4096, "fp8", DEEPSEEK_RECIPE,
-                    "tp=1,pp=16,ep=64,pipeline_schedule=dualpipe,distopt=1,recompute=selective,"
+                    # the report's node-limited dispatch kernels, open-sourced as DeepEP
+                    ("tp=1,pp=16,ep=64,moe_token_dispatcher_type=deepep,"
+                    "pipeline_schedule=dualpipe,distopt=1,recompute=selective,"
                     "overlap_grad_reduce=1,overlap_p2p_comm=1,"
-                    "mb=1", True),
+                    "mb=1"),
+                    ("the report's uneven layout (4 layers on the first stage, 1 and MTP on the "
+                     "last) is not a field the search varies; trainsim puts the balanced layout "
+                     "with DualPipe's two parameter copies at 82.3 GiB on 80 GB H800s; the run "
+                     "fitted")),
     "qwen3-235b-a22b": ("qwen3-235b-a22b", "h100-sxm-80gb", 256, 2048, 4096, "bf16",
                         ("training.grad_reduce_in_fp32=false",),
                         ("tp=2,pp=8,vpp=4,ep=32,sp=1,distopt=1,moe_overlap_ep_comm=1,"
@@ -72,8 +79,6 @@ def test_moe_search_uses_ep_and_beats_the_published_layout(name, executor, reque
     assert r.best.fits
     assert r.best.iteration_time_s <= r.reference.evaluation.iteration_time_s
     assert r.reference.rank >= 1
-    if not fits:
-        request.applymarker(pytest.mark.xfail(
-            strict=True, reason="trainsim's memory estimate puts the published layout above "
-                                "80 GiB (activations); the run fitted"))
+    if fits is not True:  # the reason the published layout is estimated not to fit
+        request.applymarker(pytest.mark.xfail(strict=True, reason=fits))
     assert r.reference.evaluation.fits
