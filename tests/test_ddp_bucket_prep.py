@@ -82,3 +82,14 @@ def test_distributed_optimizer_zeroes_the_whole_buffer(monkeypatch):
     params = total_params(c.model) / c.parallel.tp
     hand = 4 * params * (1 - 1 / c.dp) / (catalog_gpu("h100-sxm-80gb").hbm_bw_Bps * HBM_EFFICIENCY)
     assert 0.99 * hand < with_zero - without < 1.01 * hand + 10e-6
+
+
+def test_the_rerun_state_machine_sets_how_often_the_host_waits():
+    """From core_v0.10.0 the check is ``rerun_state_machine.validate_result(norm, isnan)``:
+    under the default ``--rerun-mode disabled`` it returns before isnan (the norm still runs);
+    core_v0.14.0 defaults to ``validate_results`` and checks isnan and isinf, each on the host."""
+    waits = {v: _names(ddp_bucket_prep(cfg(version=v), 1e8)).count("grad_bucket_isnan_to_host")
+             for v in ("0.8", "0.10", "0.13", "0.14", "0.17")}
+    assert waits == {"0.8": 1, "0.10": 0, "0.13": 0, "0.14": 2, "0.17": 2}
+    for v in ("0.10", "0.14"):
+        assert _names(ddp_bucket_prep(cfg(version=v), 1e8))[0] == "grad_bucket_norm"

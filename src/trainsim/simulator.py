@@ -57,7 +57,7 @@ _param_split = per_config(stage_param_split)
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
 
-def _bucket_params(cfg: RunConfig) -> float:
+def bucket_params(cfg: RunConfig) -> float:
     """Megatron DDP bucket size: max(40M, 1M * dp) parameters unless configured."""
     return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
 
@@ -310,7 +310,7 @@ class _TaskGraph:
         ParallelConfig.dp_buckets), the same split as its last backward's."""
         ch = self.chunks[0]
         chunk_params = sum(params for params, _, _ in self.groups[0]) / self.vpp
-        return max(1, min(ch.layers, math.ceil(chunk_params / _bucket_params(self.cfg))))
+        return max(1, min(ch.layers, math.ceil(chunk_params / bucket_params(self.cfg))))
 
     def _bucket_gather_wait(self, n: int) -> Priced:
         """Megatron-core's overlap_param_gather on a bucketed chunk: zero_grad dispatches the
@@ -386,7 +386,7 @@ class _TaskGraph:
         """The last micro-batch's backward, split where gradient buckets become ready."""
         ch = self.chunks[v]
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
-        n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / _bucket_params(self.cfg))))
+        n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / bucket_params(self.cfg))))
         if self.p.dp_buckets == "first_chunk" and (s or chunk):
             n_buckets = 1  # see ParallelConfig.dp_buckets
         buckets = self._splits.get((v, n_buckets))
@@ -396,7 +396,7 @@ class _TaskGraph:
             # what the framework's DDP runs over each bucket before its collective, where the
             # bucket becomes ready: one per Megatron bucket (one bucket without the overlap)
             real = 1 if n_buckets == 1 or not self.p.overlap_grad_reduce else \
-                max(n_buckets, math.ceil(chunk_params / _bucket_params(self.cfg)))
+                max(n_buckets, math.ceil(chunk_params / bucket_params(self.cfg)))
             prep = self.pricer.price(ddp_bucket_prep(self.cfg, chunk_params / real))
             buckets = self._splits[(v, n_buckets)] = []
             for k in range(n_buckets):
@@ -405,8 +405,10 @@ class _TaskGraph:
                     parts.insert(0, ch.bwd_head)
                 if k == n_buckets - 1:
                     parts.append(ch.bwd_tail)
-                parts.append(prep * (round(real * (k + 1) / n_buckets)
-                                     - round(real * k / n_buckets)))
+                # one bucket (no overlap) is checked from finish_grad_sync, after the backward
+                count = int(k == n_buckets - 1) if real == 1 else \
+                    round(real * (k + 1) / n_buckets) - round(real * k / n_buckets)
+                parts.append(prep * count)
                 buckets.append(concat(parts))
         ids: list[int] = []
         for k, bucket in enumerate(buckets):
@@ -482,7 +484,8 @@ class _TaskGraph:
                         for params, _, size in self.groups[s])  # what this rank's step updates
             rest = sum(params for params, _, _ in self.groups[s]) - local
             if p.data_parallel_impl == "megatron" and rest > 0:  # the step's frame zeroes the
-                # shard; zero_grad_buffer, before the next forward, the whole buffer
+                # shard; zero_grad_buffer (Megatron DDP, Apex's DistributedFusedAdam under
+                # NeMo), before the next forward, the whole buffer
                 zero = self.pricer.compute.time(zeroed_grad_buffer(rest * self.grad_bytes))
                 end = self.add((s, "compute"), zero, [end], "zero_grad_buffer")
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:

@@ -239,9 +239,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
     "fp8_module_scale_update": _nullable(_bool),
-    # Megatron's DDP before each gradient bucket's collective: its norm and a host wait on
-    # isnan (check_for_nan_in_grad); its 1/dp scaling in place (workload.sharding)
+    # Megatron's DDP before each gradient bucket's collective: its norm, the host's waits on
+    # isnan / isinf (their count), its 1/dp scaling in place (workload.sharding)
     "ddp_nan_check": _nullable(_bool),
+    "ddp_nan_check_syncs": _nullable(_int),
     "ddp_grad_scale": _nullable(_bool),
 }
 
@@ -298,14 +299,13 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
-             "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads",
-             "grouped_gemm", "moe_recipe_options",
-             "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused", "softmax_args_swapped",
-             "fsdp_pp_unsharded", "per_op_sac", "compiled_loss",
-             "loss_parallel", "pipelining_buffers", "separate_qkv", "params_16bit",
-             "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs", "torch_interleaved_warmup",
-             "per_tensor_optimizer", "flash_unpad", "fp8_module_scale_update",
-             "ddp_nan_check", "ddp_grad_scale",
+             "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
+             "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
+             "scaled_rope_unfused", "softmax_args_swapped", "fsdp_pp_unsharded", "per_op_sac",
+             "compiled_loss", "loss_parallel", "pipelining_buffers", "separate_qkv",
+             "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
+             "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",
+             "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key

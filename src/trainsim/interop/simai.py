@@ -31,12 +31,13 @@ written (SimAI replicates it over stages and adds ``pp_comm`` sends).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.memory import stage_param_split
-from trainsim.simulator import LayerSource, Pricer
+from trainsim.simulator import LayerSource, Pricer, bucket_params
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.head import (
     embedding_backward,
@@ -134,10 +135,14 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     step = optimizer_step(local, cfg.training.optimizer,
                           cfg.parallel.data_parallel_impl != "ddp")
     step_s = pricer.compute.time(step)
-    if p.data_parallel_impl == "megatron":  # Megatron's DDP outside the layers: the buckets'
-        # NaN check and scaling (priced as one bucket) and the rest of the buffer zeroed
-        step_s += pricer.price(ddp_bucket_prep(cfg, dense + experts)).duration_s
-        step_s += pricer.compute.time(zeroed_grad_buffer((dense + experts - local) * grad_bytes))
+    if p.data_parallel_impl == "megatron":  # Megatron's DDP outside the layers: each bucket's
+        # NaN check and scaling (one bucket without the overlap, as the simulator has it) and
+        # the rest of the buffer zeroed, where the optimizer's shard leaves any
+        params = dense + experts
+        n = math.ceil(params / bucket_params(cfg)) if p.overlap_grad_reduce else 1
+        step_s += n * pricer.price(ddp_bucket_prep(cfg, params / max(1, n))).duration_s
+        if params > local:
+            step_s += pricer.compute.time(zeroed_grad_buffer((params - local) * grad_bytes))
     rows.append(Row("optimizer", ig=(step_s, "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
     mb: list[Row] = []

@@ -280,7 +280,7 @@ class Bounds:
         runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
         of their rate, so ``T >= passes + share x reductions``)."""
         from trainsim.catalog.frameworks import framework_supports
-        from trainsim.simulator import _bucket_params
+        from trainsim.simulator import bucket_params
         from trainsim.workload.elementwise import optimizer_step
         from trainsim.workload.ops import Comm
         from trainsim.workload.sharding import zeroed_grad_buffer
@@ -311,7 +311,7 @@ class Bounds:
                 chunk_params = sum(split[s]) / vpp
                 for c in range(vpp):
                     layers = len(ranges[c * pp + s])
-                    n = max(1, min(layers, math.ceil(chunk_params / _bucket_params(cfg))))
+                    n = max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
                     if p.dp_buckets == "first_chunk" and (s or c):
                         n = 1
                     bucket = sum(comm(kind, params / vpp / n, grad_bytes, group)

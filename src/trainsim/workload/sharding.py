@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 
-from trainsim.catalog.frameworks import framework_supports
+from trainsim.catalog.frameworks import framework_profile, framework_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import attention_matrices, layer_tensors
 from trainsim.workload.ops import ACT_BYTES as ACT
@@ -201,7 +201,11 @@ def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
       reduction reading the bucket, and the host waits for the GPU to reach it
       (Megatron-LM@core_v0.6.0 to core_v0.8.0 megatron/core/distributed/
       param_and_grad_buffer.py, ``check_for_nan_in_grad`` from ``--no-check-for-nan-in-loss-
-      and-grad``, on unless fp16 runs with dynamic loss scaling: megatron/training/arguments.py);
+      and-grad``, on unless fp16 runs with dynamic loss scaling: megatron/training/arguments.py).
+      From core_v0.10.0 the check goes through ``rerun_state_machine.validate_result``, which
+      returns before the rejection function under ``--rerun-mode disabled`` (the default
+      until core_v0.14.0): the norm is still computed, nothing waits; from core_v0.14.0
+      (``validate_results``) isnan and isinf each wait (``ddp_nan_check_syncs``: 1 unstated);
     * ``ddp_grad_scale``: the bucket scaled in place by 1/dp before a summing collective
       (core_v0.6.0+ ``grad_data *= gradient_scaling_factor`` with ``average_in_collective``
       off; core_v0.4.0 grad_buffer.py and the 2021 megatron/model/distributed.py
@@ -215,8 +219,11 @@ def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
     ops: list[Op] = []
     if t.dtype != "fp16" and framework_supports(t.framework, t.framework_version,
                                                 "ddp_nan_check"):
-        ops += [Elementwise("grad_bucket_norm", bytes=grad, kernels=2),
-                Elementwise("grad_bucket_isnan_to_host", bytes=0.0, kernels=1, host_sync=True)]
+        syncs = framework_profile(t.framework, t.framework_version).features.get(
+            "ddp_nan_check_syncs")
+        ops.append(Elementwise("grad_bucket_norm", bytes=grad, kernels=2))
+        ops += [Elementwise("grad_bucket_isnan_to_host", bytes=0.0, kernels=1, host_sync=True)
+                for _ in range(1 if syncs is None else int(syncs))]
     if cfg.dp > 1 and framework_supports(t.framework, t.framework_version, "ddp_grad_scale"):
         ops.append(Elementwise("grad_bucket_scale", bytes=2 * grad))
     return ops
@@ -226,7 +233,11 @@ def zeroed_grad_buffer(size_bytes: float) -> Elementwise:
     """Megatron's DDP zeroes its whole gradient buffer at the start of every iteration
     (``zero_grad_buffer`` -> ``ParamAndGradBuffer.reset``: ``grad_data.zero_()``,
     Megatron-LM@core_v0.8.0 megatron/core/distributed/, called from training.py ``train_step``;
-    the 2021-2023 megatron/model/distributed.py ``zero_grad_buffer`` likewise). Under the
+    the 2021-2023 megatron/model/distributed.py ``zero_grad_buffer`` likewise; NeMo's
+    data-parallel path, Apex's ``DistributedFusedAdam.zero_grad``, zeroes its contiguous
+    gradient buffers the same way: apex/contrib/optimizers/distributed_fused_adam.py
+    ``grad_buffer.zero_()``, with NeMo's ``contiguous_grad_buffer`` on by default,
+    nemo/collections/nlp/models/language_modeling/megatron_base_model.py). Under the
     distributed optimizer the step's frame (``workload.elementwise.OPTIMIZER_BYTES_PER_PARAM``)
     counts the zeroing of the rank's shard only; this is the write of the rest of the buffer."""
     return Elementwise("grad_buffer_zero", bytes=size_bytes)
