@@ -31,19 +31,22 @@ def test_each_technique_moves_mfu_the_published_way(ablation):
             assert (mfu - prev_mfu) * (step.published_mfu - prev.published_mfu) > 0, step.label
 
 
+@pytest.mark.xfail(strict=True, reason="57.19 % predicted against 61.2 % published, 4.01 "
+                   "points: the six techniques' gain is short (next test)")
 def test_the_fully_optimised_run_is_near_the_published_mfu(ablation):
-    """After the six techniques the predicted MFU is within 4.5 points of the published 61.2 %.
+    """After the six techniques the predicted MFU is within 4 points of the published 61.2 %.
 
     (3 points until the 2026-11-23 kernel refit: fitted GEMM tile and attention row costs
     slowed every step by ~4 %; the baseline moved from 50.2 % to 47.9 % against 47.7 %
-    published, the last step from 61.1 % to 57.7 %. 4 points until 2026-11-24: the last step
-    stood at 57.21 % (3.99 points off) when Megatron's DDP zeroing of its whole gradient buffer
-    each iteration (the 2023 megatron/model/distributed.py zero_grad_buffer, as in
-    Megatron-core) moved it to 57.19 %. See RESULTS.md.)"""
+    published, the last step from 61.1 % to 57.7 %. On 2026-11-24 the last step stood at
+    57.21 % (3.99 points off) when Megatron's DDP zeroing of its whole gradient buffer each
+    iteration (the 2023 megatron/model/distributed.py zero_grad_buffer, as in Megatron-core)
+    moved it to 57.19 %: the bound is kept and the miss marked, not the bound widened. See
+    RESULTS.md.)"""
     mod, rows = ablation
     step, mfu, _ = rows[len(mod.SWITCHES)]
     assert step.published_mfu == 0.612
-    assert abs(mfu - step.published_mfu) < 0.045
+    assert abs(mfu - step.published_mfu) < 0.04
 
 
 def _six_technique_gain(ablation) -> tuple[float, float]:
