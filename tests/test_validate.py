@@ -78,6 +78,11 @@ def test_every_public_training_run_is_expressed_and_does_not_regress():
     s = summarize(res)
     assert s["n"] == 138 and s["failed"] == 0
     assert s["mape"] <= 0.11 and s["max_ape"] <= 0.52
+    # the rows whose cells no erratum corrects hold the tighter guard (24.2 % on 2026-11-24,
+    # megatron21-t2-zero3-529.6B-2240)
+    with (Path(__file__).resolve().parents[1] / "benchmarks" / "training_errata.csv").open() as f:
+        corrected = {e["id"] for e in csv.DictReader(f)}
+    assert max(r.ape for r in res if r.id not in corrected and r.ape is not None) <= 0.30
     assert {"megatron-lm", "llm-foundry", "megatron-bridge", "deepspeed"} <= set(s["by_source"])
     lm = s["by_source"]["megatron-lm"]  # the framework the tool was developed on
     assert lm["n"] == 33 and lm["mape"] <= 0.06
