@@ -16,8 +16,8 @@
    data-parallel or p2p overlap on hides communication and slows the simulated iteration by
    at most ``OVERLAP_SLOWDOWN`` (the SMs its hidden collectives hold), so a lead's simulated
    time, less that share, bounds its siblings of the same pricing class; the other classes
-   are queued as groups of their own. This is branch and bound: the top k and the front are those of simulating everything
-   (``exhaustive=True`` does that). Waves do not depend on the executor or the number of
+   are queued as groups of their own. This is branch and bound: the top k and the front are
+   those of simulating everything (``exhaustive=True`` does that). Waves do not depend on the executor or the number of
    workers, so local processes and Ray give the same answer.
 3. Evaluations are cached by (base, candidate): a plan or a repeated search does not simulate
    a configuration twice; memory and the bound are computed once per memory group and shared
