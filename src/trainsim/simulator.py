@@ -32,7 +32,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
 )
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.layers import shard_of
-from trainsim.workload.ops import Comm
+from trainsim.workload.ops import Comm, Elementwise
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
 from trainsim.workload.sharding import (
@@ -60,6 +60,25 @@ BEFORE, AFTER = -1, 1 << 60
 def bucket_params(cfg: RunConfig) -> float:
     """Megatron DDP bucket size: max(40M, 1M * dp) parameters unless configured."""
     return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
+
+
+def dp_bucket_count(cfg: RunConfig, layers: int, chunk_params: float, stage: int,
+                    chunk: int) -> int:
+    """Gradient buckets of one model chunk (at most one per layer); under ``dp_buckets:
+    first_chunk`` only pipeline rank 0's first chunk is bucketed (see ParallelConfig)."""
+    if cfg.parallel.dp_buckets == "first_chunk" and (stage or chunk):
+        return 1
+    return max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
+
+
+def grad_buffer_rest(cfg: RunConfig, total: float, local: float,
+                     grad_bytes: int) -> Elementwise | None:
+    """Megatron DDP's ``zero_grad_buffer`` beyond the shard the optimizer step's frame zeroes
+    (``workload.sharding.zeroed_grad_buffer``; Apex's DistributedFusedAdam under NeMo), or
+    None where nothing is left to zero."""
+    if cfg.parallel.data_parallel_impl != "megatron" or total <= local:
+        return None
+    return zeroed_grad_buffer((total - local) * grad_bytes)
 
 
 class _TaskGraph:
@@ -310,7 +329,7 @@ class _TaskGraph:
         ParallelConfig.dp_buckets), the same split as its last backward's."""
         ch = self.chunks[0]
         chunk_params = sum(params for params, _, _ in self.groups[0]) / self.vpp
-        return max(1, min(ch.layers, math.ceil(chunk_params / bucket_params(self.cfg))))
+        return dp_bucket_count(self.cfg, ch.layers, chunk_params, 0, 0)
 
     def _bucket_gather_wait(self, n: int) -> Priced:
         """Megatron-core's overlap_param_gather on a bucketed chunk: zero_grad dispatches the
@@ -386,9 +405,7 @@ class _TaskGraph:
         """The last micro-batch's backward, split where gradient buckets become ready."""
         ch = self.chunks[v]
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
-        n_buckets = max(1, min(ch.layers, math.ceil(chunk_params / bucket_params(self.cfg))))
-        if self.p.dp_buckets == "first_chunk" and (s or chunk):
-            n_buckets = 1  # see ParallelConfig.dp_buckets
+        n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
         buckets = self._splits.get((v, n_buckets))
         if buckets is None:
             per = ch.layers / n_buckets
@@ -482,12 +499,11 @@ class _TaskGraph:
             end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
             local = sum(params / (size if self.zero >= 1 else 1)
                         for params, _, size in self.groups[s])  # what this rank's step updates
-            rest = sum(params for params, _, _ in self.groups[s]) - local
-            if p.data_parallel_impl == "megatron" and rest > 0:  # the step's frame zeroes the
-                # shard; zero_grad_buffer (Megatron DDP, Apex's DistributedFusedAdam under
-                # NeMo), before the next forward, the whole buffer
-                zero = self.pricer.compute.time(zeroed_grad_buffer(rest * self.grad_bytes))
-                end = self.add((s, "compute"), zero, [end], "zero_grad_buffer")
+            rest = grad_buffer_rest(cfg, sum(params for params, _, _ in self.groups[s]), local,
+                                    self.grad_bytes)
+            if rest is not None:  # before the next forward
+                end = self.add((s, "compute"), self.pricer.compute.time(rest), [end],
+                               "zero_grad_buffer")
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
                     end = g

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.memory import stage_param_split
-from trainsim.simulator import LayerSource, Pricer, bucket_params
+from trainsim.simulator import LayerSource, Pricer, bucket_params, grad_buffer_rest
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.head import (
     embedding_backward,
@@ -52,7 +52,7 @@ from trainsim.workload.layers import (
     shard_of,
 )
 from trainsim.workload.ops import Comm, Op
-from trainsim.workload.sharding import ddp_bucket_prep, zeroed_grad_buffer
+from trainsim.workload.sharding import ddp_bucket_prep
 
 KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",
          "all_to_all": "ALLTOALL"}
@@ -141,8 +141,9 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
         params = dense + experts
         n = math.ceil(params / bucket_params(cfg)) if p.overlap_grad_reduce else 1
         step_s += n * pricer.price(ddp_bucket_prep(cfg, params / max(1, n))).duration_s
-        if params > local:
-            step_s += pricer.compute.time(zeroed_grad_buffer((params - local) * grad_bytes))
+        rest = grad_buffer_rest(cfg, params, local, grad_bytes)
+        if rest is not None:
+            step_s += pricer.compute.time(rest)
     rows.append(Row("optimizer", ig=(step_s, "NONE", 0)))
     # one micro-batch: embedding, the stage's layers, the head when it is on this stage
     mb: list[Row] = []

@@ -280,10 +280,9 @@ class Bounds:
         runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
         of their rate, so ``T >= passes + share x reductions``)."""
         from trainsim.catalog.frameworks import framework_supports
-        from trainsim.simulator import bucket_params
+        from trainsim.simulator import dp_bucket_count, grad_buffer_rest
         from trainsim.workload.elementwise import optimizer_step
         from trainsim.workload.ops import Comm
-        from trainsim.workload.sharding import zeroed_grad_buffer
 
         p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
         grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
@@ -310,10 +309,7 @@ class Bounds:
             if groups and not fsdp:
                 chunk_params = sum(split[s]) / vpp
                 for c in range(vpp):
-                    layers = len(ranges[c * pp + s])
-                    n = max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
-                    if p.dp_buckets == "first_chunk" and (s or c):
-                        n = 1
+                    n = dp_bucket_count(cfg, len(ranges[c * pp + s]), chunk_params, s, c)
                     bucket = sum(comm(kind, params / vpp / n, grad_bytes, group)
                                  for params, group in groups)
                     every += n * bucket
@@ -331,10 +327,9 @@ class Bounds:
                             for params, group in zip(split[s], ("dp_cp", "edp")))
                 step = pricer.compute.time(optimizer_step(
                     local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
-                if p.data_parallel_impl == "megatron" and sum(split[s]) > local:
-                    # the simulator's zero_grad_buffer task after the step (the whole buffer)
-                    step += pricer.compute.time(
-                        zeroed_grad_buffer((sum(split[s]) - local) * grad_bytes))
+                rest = grad_buffer_rest(cfg, sum(split[s]), local, grad_bytes)
+                if rest is not None:  # the simulator's zero_grad_buffer task after the step
+                    step += pricer.compute.time(rest)
             for (og, op), tail in tails.items():
                 tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
                     + step + (0.0 if op else gathers)
