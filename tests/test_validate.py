@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import pytest
@@ -202,3 +203,32 @@ def test_rows_predicted_in_processes_equal_rows_predicted_in_turn(tmp_path):
     one = validate_file(small)[1]
     two = validate_file(small, workers=2)[1]
     assert [(r.id, r.predicted) for r in one] == [(r.id, r.predicted) for r in two]
+
+
+def test_row_passes_orders_rows_for_workers_by_their_stated_passes():
+    """row_passes: 2 x micro-batches x pp x vpp from the cells (empty micro-batch size, cp
+    and vpp as 1), 0.0 where a needed cell is not a count (such a row fails alone later)."""
+    from trainsim.validate.training import row_passes
+
+    row = {"num_gpus": "64", "tp": "2", "pp": "4", "global_batch_size": "256"}
+    assert row_passes(row) == 2 * 32 * 4  # dp 8, 32 micro-batches of 1
+    assert row_passes({**row, "micro_batch_size": "2", "vpp": "3", "cp": "2"}) == 2 * 32 * 4 * 3
+    assert row_passes({**row, "pp": "four"}) == 0.0
+
+
+def test_cli_validate_workers_give_the_same_json(tmp_path):
+    """``trainsim validate --workers 2`` (rows handed out longest first) prints the JSON
+    that one process prints, rows in file order."""
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+
+    lines = (BUNDLED_DIR / "training_public.csv").read_text().splitlines()
+    small = tmp_path / "few.csv"
+    small.write_text("\n".join([lines[0]] + [lines[i] for i in (2, 41, 81, 120)]) + "\n")
+    out = [CliRunner().invoke(main, ["validate", str(small), "--format", "json", "--workers", w])
+           for w in ("1", "2")]
+    assert [o.exit_code for o in out] == [0, 0]
+    assert out[0].output == out[1].output
+    assert [r["id"] for r in json.loads(out[1].output)["rows"]] == \
+        [r["id"] for r in read_rows(small)[1]]

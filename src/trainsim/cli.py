@@ -96,7 +96,10 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
               help="Kernel database pricing kernel and training rows: auto (the one bundled "
                    "for the row's GPU; GPUs without one use the analytic model), none (the "
                    "analytic model alone) or a trainsim profile JSON.")
-def validate(csv_file: str | None, fmt: str, compute_db: str) -> None:
+@click.option("--workers", type=POSITIVE_INT, default=None,
+              help="Processes predicting rows side by side (each row is predicted alone: the "
+                   "same results); default: the CPUs this process may use.")
+def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | None) -> None:
     """Predict every row of a published-measurement CSV and report the error.
 
     Without a file, runs the published kernels, collectives and training files bundled with
@@ -123,7 +126,7 @@ def validate(csv_file: str | None, fmt: str, compute_db: str) -> None:
     for path in files:
         if not csv_file and fmt == "table":
             click.echo(f"== {Path(path).name} (bundled)")
-        got = _validate_one(str(path), fmt, db)
+        got = _validate_one(str(path), fmt, db, workers or _cpus())
         if got is None:
             return
         report[Path(path).name] = got
@@ -132,7 +135,16 @@ def validate(csv_file: str | None, fmt: str, compute_db: str) -> None:
                               sort_keys=True))
 
 
-def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto") -> dict | None:
+def _cpus() -> int:
+    """CPUs this process may run on (its affinity where the platform tells it)."""
+    import os
+
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
+def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
+                  workers: int = 1) -> dict | None:
     """Validate one file: print its table (table format) or return its JSON object."""
     from rich.progress import Progress
 
@@ -147,7 +159,7 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto") -> d
             task = bar.add_task(f"predicting {Path(csv_file).name}", total=len(rows))
             kind, results = validate_file(csv_file,
                                           progress=lambda i, n: bar.update(task, completed=i),
-                                          compute_db=compute_db)
+                                          workers=workers, compute_db=compute_db)
     except TrainsimError as exc:
         _fail(exc)
         return None

@@ -5,12 +5,11 @@ The file kind is told by its columns (see shared ``validation/README.md``).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import functools
 import io
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from trainsim.config.records import positive_value
@@ -21,7 +20,7 @@ from trainsim.validate.common import RowResult, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
-from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, tune
+from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, row_passes, tune
 
 
 def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
@@ -116,19 +115,32 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     if kind != "collectives":
         predict = functools.partial(predict, compute_db=compute_db)
     predict = functools.partial(_guarded, predict)
+    if workers > 1 and len(rows) > 1:
+        return kind, _in_workers(predict, rows, workers, progress,
+                                 row_passes if kind == "training" else None)
     out: list[RowResult] = []
-    with contextlib.ExitStack() as stack:
-        results: Iterable[RowResult] = map(predict, rows)
-        if workers > 1 and len(rows) > 1:
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = stack.enter_context(ProcessPoolExecutor(min(workers, len(rows))))
-            results = pool.map(predict, rows)
-        for result in results:
-            out.append(result)
-            if progress:
-                progress(len(out), len(rows))
+    for result in map(predict, rows):
+        out.append(result)
+        if progress:
+            progress(len(out), len(rows))
     return kind, out
+
+
+def _in_workers(predict: Callable[[dict[str, str]], RowResult], rows: list[dict[str, str]],
+                workers: int, progress: Callable[[int, int], None] | None,
+                cost: Callable[[dict[str, str]], float] | None) -> list[RowResult]:
+    """``predict`` of every row in ``workers`` processes, returned in file order. Rows are
+    handed out by ``cost`` (a rough estimate of their work), the largest first, so that a
+    long row is not left last while the other processes idle."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    order = sorted(range(len(rows)), key=lambda i: -cost(rows[i])) if cost else range(len(rows))
+    with ProcessPoolExecutor(min(workers, len(rows))) as pool:
+        futures = {i: pool.submit(predict, rows[i]) for i in order}
+        for done, _ in enumerate(as_completed(futures.values()), start=1):
+            if progress:
+                progress(done, len(rows))
+        return [futures[i].result() for i in range(len(rows))]
 
 
 __all__ = ["BUNDLED_DIR", "RowResult", "bundled_files", "predict_collective_row", "predict_kernel_row", "predict_training_row",

@@ -426,6 +426,21 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     return status[best][0], dict(zip(names, best))  # type: ignore[index, arg-type]
 
 
+def row_passes(row: dict[str, str]) -> float:
+    """Pipeline passes of one iteration as the row's cells state it (2 x micro-batches x pp x
+    vpp; an empty cp, micro-batch size or vpp taken as 1), 0.0 where a needed cell is not a
+    count: a rough key for the order in which worker processes take rows (the longest
+    first), never an input of a prediction."""
+    try:
+        n = {c: count_cell(row, c) if c in NEEDED_COUNTS or _cell(row, c) else 1
+             for c in ("num_gpus", "tp", "pp", "cp", "global_batch_size", "micro_batch_size",
+                       "vpp")}
+    except ConfigError:
+        return 0.0
+    dp = max(1.0, n["num_gpus"] / (n["tp"] * n["pp"] * n["cp"]))
+    return 2.0 * n["global_batch_size"] / (n["micro_batch_size"] * dp) * n["pp"] * n["vpp"]
+
+
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
     """The row's iteration simulated as its framework ran it (empty cells tuned), with the
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
