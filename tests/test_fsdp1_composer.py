@@ -100,7 +100,7 @@ def test_fsdp1_casts_and_divides_on_the_post_backward_stream():
 
     c = cfg(8, framework=None, impl="fsdp1")
     tasks = build_graph(c, Pricer(c)).tasks
-    casts = [t for t in tasks if t.label.startswith("FSDP1 grad casts")]
+    casts = [t for t in tasks if t.label.startswith("grad prep")]
     # torch 2.1 _post_backward_hook: the cast and _reduce_grad's divides run on
     # _post_backward_stream, before the reduce-scatter that waits for them, not in the backward
     assert casts and all(t.stream[1] == "dp" for t in casts)

@@ -275,3 +275,38 @@ def test_zero3_with_an_empty_first_stage_under_interleaving_simulates():
         "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
     assert [len(r) for r in cfg.virtual_stage_layers()][:1] == [0]
     assert 0 < simulate(cfg).iteration_time_s < 100
+
+
+def test_deepspeed_2021_reduce_bucket_copies_and_divides_by_hand():
+    from dataclasses import replace
+
+    from trainsim.workload.sharding import zero3_reduce_bucket_ops
+
+    c = cfg(64, "per_parameter")
+    c = replace(c, parallel=replace(c.parallel, ddp_bucket_size=500_000_000))
+    h = 12288
+    copy, divide = zero3_reduce_bucket_ops(c, range(1), False, False)
+    # backward order: fc2 b (copied), fc2 W (6.0e8 > bucket: flush 1, left in place), fc1 b
+    # (flush 2: fc2 W), fc1 W (flush 3), norm (flush 4: fc1 W), norm, proj b, proj W (1.5e8:
+    # copied), QKV b, QKV W (4.5e8: the bucket would hold 6.0e8, flush 5, then copied), norm,
+    # norm, the epilogue's flush 6. Each flush divides the whole bucket buffer, and the large
+    # tensor with it.
+    small = [h, 4 * h, h, h, h, 3 * h, h, h]
+    assert copy.bytes == 4 * (sum(small) + h * h + 3 * h * h)
+    assert copy.kernels == len(small) + 2
+    assert divide.kernels == 6 + 2
+    assert divide.bytes == 4 * (6 * 500_000_000 + 2 * 4 * h * h)
+    # other data-parallel implementations run no such pass
+    assert zero3_reduce_bucket_ops(cfg(64), range(1), False, False) == []
+
+
+def test_deepspeed_2021_bucket_pass_runs_before_each_reduce_scatter():
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    c = cfg(64, framework=("deepspeed", "2021-03"))
+    tasks = build_graph(c, Pricer(c)).tasks
+    prep = [i for i, t in enumerate(tasks) if t.label.startswith("grad prep")]
+    scatters = [t for t in tasks if "reduce-scatter" in t.label]
+    assert prep and all(tasks[i].stream[1] == "dp" and tasks[i].duration_s > 0 for i in prep)
+    assert all(any(i in t.deps for i in prep) for t in scatters)

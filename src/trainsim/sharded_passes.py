@@ -9,7 +9,12 @@ from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer
 from trainsim.workload.schedule import prefetch_exposed_s
-from trainsim.workload.sharding import fsdp1_grad_copies, fsdp_unit_gathers, zero3_tensor_gathers
+from trainsim.workload.sharding import (
+    fsdp1_grad_copies,
+    fsdp_unit_gathers,
+    zero3_reduce_bucket_ops,
+    zero3_tensor_gathers,
+)
 
 
 def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
@@ -58,12 +63,16 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     return out
 
 
-def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk]
-                     ) -> dict[int, tuple[Priced, Priced]]:
+def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
+                     side_s: list[float]) -> dict[int, tuple[Priced, Priced]]:
     """(forward, backward) pass of each virtual stage under per-tensor ZeRO-3, each led by its
     gathers: every gather waits for the previous one and the module waits for all of them; a
     recomputed layer gathers its tensors again for the recompute, and for its backward only
-    those released after the recompute (``workload.sharding.ZERO3_MAX_REUSE_DISTANCE``)."""
+    those released after the recompute (``workload.sharding.ZERO3_MAX_REUSE_DISTANCE``).
+    The reduce bucket's copies and divides (``zero3_reduce_bucket_ops``) are added to
+    ``side_s`` (per stage, per micro-batch): they run ahead of the reduce-scatters, which the
+    next gather's ``torch.cuda.synchronize()`` waits for."""
+    pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     out: dict[int, tuple[Priced, Priced]] = {}
     ranges = cfg.virtual_stage_layers()
     recomputed = cfg.recomputed_layers
@@ -76,5 +85,7 @@ def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk]
         # after a recompute the layer's last tensors are still gathered for its backward
         back = pricer.price(zero3_tensor_gathers(cfg, plain, first, last)
                             + zero3_tensor_gathers(cfg, again, False, False, True))
+        side_s[v % pp] += pricer.price(
+            zero3_reduce_bucket_ops(cfg, layers, first, last)).duration_s / vpp
         out[v] = (fwd + chunks[v].fwd, back + redo + chunks[v].bwd)
     return out

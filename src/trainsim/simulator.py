@@ -136,9 +136,10 @@ class _TaskGraph:
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
-        self.side_s = shared.setdefault("side_s", [0.0] * self.pp)  # FSDP1's post-backward
+        # what runs on the reduce-scatter's stream before it (FSDP1 casts, DeepSpeed's bucket)
+        self.side_s = shared.setdefault("side_s", [0.0] * self.pp)
         if self.fsdp and "gathered" not in shared:
-            shared["gathered"] = blocking_gathers(cfg, pricer, self.chunks) \
+            shared["gathered"] = blocking_gathers(cfg, pricer, self.chunks, self.side_s) \
                 if p.zero3_gather == "per_parameter" else \
                 unit_gather_waits(cfg, pricer, self.chunks, self.side_s)
         self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
@@ -367,8 +368,8 @@ class _TaskGraph:
         """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: the
         share of one layer's unit in the last micro-batch's backward)."""
         k, n = part
-        if self.side_s[s]:  # FSDP1's casts and divides on the reduce-scatter's stream
-            after = self.add((s, "dp"), self.side_s[s] / n, [after], f"FSDP1 grad casts mb{mb}")
+        if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
+            after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
                 self.fsdp_reduce[s].append(self.comm(

@@ -374,3 +374,43 @@ def fsdp1_grad_copies(cfg: RunConfig, layers: range | list[int], first: bool,
             [Elementwise("fsdp_grad_cast_divide", bytes=n * side_per_param,
                          kernels=1 + int(rb != ACT)),
              Elementwise("fsdp_shard_casts", bytes=n / world * per_shard, kernels=3 + gathers)])
+
+
+def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bool,
+                            last: bool) -> list[Op]:
+    """What DeepSpeed's 2021 stage 3 does to a virtual stage's 16-bit gradients around its
+    per-parameter reduce-scatters, after every backward pass (microsoft/DeepSpeed v0.3.13 -
+    v0.5.10 deepspeed/runtime/zero/stage3.py). Gradients arrive one tensor at a time, in
+    reverse module order (``reduce_independent_p_g_buckets_and_remove_grads``). When the next
+    one would overflow the reduce bucket (``reduce_bucket_size``, the profile's
+    ``ddp_bucket_size``), the bucket is flushed (``reduce_ipg_grads``). A tensor of up to the
+    bucket size is copied into the bucket buffer (``contiguous_gradients``: read 2, write 2
+    bytes per element). A larger one stays where it is and goes with the next flush. Every
+    flush runs ``average_tensor``, which divides the whole bucket buffer in place (all
+    ``reduce_bucket_size`` elements, however full) and the large tensor with it: read 2,
+    write 2 bytes per element, one kernel each. The per-rank reduce-scatters are priced by
+    the task graph. Empty for other data-parallel implementations."""
+    p, m = cfg.parallel, cfg.model
+    bucket = p.ddp_bucket_size
+    if p.zero3_gather != "per_parameter" or not bucket or cfg.dp * p.cp == 1:
+        return []
+    order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
+    order += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    copied = divided = 0.0
+    copies = flushes = 0
+    filled, large = 0.0, 0.0
+    for n in [*order, None]:  # None: the epilogue's flush after the backward
+        if filled and (n is None or filled + n > bucket):
+            flushes += 1 + int(large > 0)
+            divided += bucket + large
+            filled, large = 0.0, 0.0
+        if n is None:
+            break
+        if n > bucket:
+            large = n
+        else:
+            copied += n
+            copies += 1
+        filled += n
+    return [Elementwise("zero3_grad_to_bucket", bytes=2 * ACT * copied, kernels=copies),
+            Elementwise("zero3_bucket_divide", bytes=2 * ACT * divided, kernels=flushes)]
