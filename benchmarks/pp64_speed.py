@@ -8,7 +8,8 @@ Llama-3-70B's shape with 128 layers, tp 8, pp 64 on 512 H100 (dp 1), global batc
 after a warm-up run, so the kernel pricing caches are warm; the warm-up run's own time as
 "first", cold caches for 1F1B, which runs first), how it was simulated (``Result.simulation``)
 and the iteration time. Exits 1 while either schedule is over issue 21's 50 ms target (vpp 2
-is, at ~115-140 ms on the CI machine in November 2026), and says which.
+was, at ~115-140 ms on the CI machine, until run A went onto the grid of ``steady_grid``:
+~20 ms, first call ~85 ms with the grid's structure built), and says which.
 """
 
 from __future__ import annotations

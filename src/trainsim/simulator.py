@@ -224,14 +224,10 @@ class _TaskGraph:
                 for params, group, size in self.groups[s] if size > 1 and params > 0]
 
     # -- pipeline ---------------------------------------------------------------------------
-    def pipeline(self) -> None:
-        """Passes in each stage's schedule order. Tasks must be created after the tasks they
-        depend on: walk the per-stage orders round-robin until all are placed. A schedule
-        other than Megatron's (``parallel.pipeline_schedule``) is placed by ``pipeline``."""
-        if self.p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
-            from trainsim.pipeline import ScheduledPipeline
-            ScheduledPipeline(self).place()
-            return
+    def pass_specs(self) -> tuple[dict, list, dict, list, list[bool]]:
+        """Megatron's passes, resolved once: each chunk's first forward's gathers (added here),
+        each virtual stage's forward, first forward and backward (:meth:`_pass_spec`), and
+        per stage whether backwards go through :meth:`backward` (split, ZeRO-3)."""
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
         # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
@@ -244,14 +240,24 @@ class _TaskGraph:
                               for s, c in whole}
             if bucketed > 1:
                 first_wait[0] = self._bucket_gather_wait(bucketed)
-        # the tasks of each virtual stage's forward and backward pass, resolved once: the
-        # same tasks pass_and_send would add (the last micro-batch's split backward and
-        # ZeRO-3's per-pass reduce-scatters still go through ``backward``)
+        # the same tasks pass_and_send would add
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v) for v in range(last_v + 1)]
         first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v)
                       for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
+        return first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd
+
+    def pipeline(self) -> None:
+        """Passes in each stage's schedule order. Tasks must be created after the tasks they
+        depend on: walk the per-stage orders round-robin until all are placed. A schedule
+        other than Megatron's (``parallel.pipeline_schedule``) is placed by ``pipeline``."""
+        if self.p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
+            from trainsim.pipeline import ScheduledPipeline
+            ScheduledPipeline(self).place()
+            return
+        pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
+        first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()
         last_mb = self.m - 1
         tasks, tags = self.tasks, self.tags
 
@@ -448,6 +454,17 @@ class _TaskGraph:
         return self.pricer.compute.time(
             optimizer_step(local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
 
+    def step_tasks(self, s: int) -> list[tuple[Priced | float, str, str]]:
+        """Stage ``s``'s compute tasks after its reductions: the step, then zero_grad_buffer's."""
+        out = [(self.optimizer_step(s), "optimizer step", OPT)]
+        local = sum(params / (size if self.zero >= 1 else 1)
+                    for params, _, size in self.groups[s])  # what this rank's step updates
+        rest = grad_buffer_rest(self.cfg, sum(params for params, _, _ in self.groups[s]), local,
+                                self.grad_bytes)
+        if rest is not None:
+            out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
+        return out
+
     def optimizer_steps(self) -> list[int]:
         """Per stage: gradient reduction (bucketed; overlapped with the last backward when
         overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
@@ -496,15 +513,10 @@ class _TaskGraph:
                     for what in ("weight", "update"):
                         dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
                                                   [last], f"LAMB {what} norms {group}"))
-            step = self.optimizer_step(s)
-            end = self.add((s, "compute"), step, [last] + dp_tasks, "optimizer step", OPT)
-            local = sum(params / (size if self.zero >= 1 else 1)
-                        for params, _, size in self.groups[s])  # what this rank's step updates
-            rest = grad_buffer_rest(cfg, sum(params for params, _, _ in self.groups[s]), local,
-                                    self.grad_bytes)
-            if rest is not None:  # before the next forward
-                end = self.add((s, "compute"), self.pricer.compute.time(rest), [end],
-                               "zero_grad_buffer")
+            (step, label, cat), *more = self.step_tasks(s)
+            end = self.add((s, "compute"), step, [last] + dp_tasks, label, cat)
+            for priced, label, cat in more:
+                end = self.add((s, "compute"), priced, [end], label, cat)
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
                 for g in self.param_gathers(s, 1.0, [end], "after the step"):
                     end = g

@@ -39,10 +39,11 @@ import numpy as np
 
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline, run
-from trainsim.engine.periodic import FIXED, period_in_run_s, period_s
+from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_s
 from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
+from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
 from trainsim.workload.schedule import Pass, schedule, torch_warmup
 
@@ -245,16 +246,26 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
     period = period_in_run_s(tl, part.tobytes(), bounds, twin)
     if period is None:
         return None
-    k = (cfg.num_microbatches - m_a) // q  # periods to insert
-    end_a, origin, busy_a = totals(cfg, tl, graph.ends)
-    end = [e + k * period for e in end_a]
-    busy = []
+    work = []
     for s in range(pp):  # the period's work on each stage's compute stream
         queue = tl.queues.get((s, "compute"), [])
         i1, i2 = bounds.get((s, "compute"), (0, 0))
-        busy.append(busy_a[s] + k * sum(map(_duration, map(tasks.__getitem__, queue[i1:i2]))))
+        work.append(sum(map(_duration, map(tasks.__getitem__, queue[i1:i2]))))
+    return _one_run_summary(cfg, tl, graph.ends, totals(cfg, tl, graph.ends), bounds, work,
+                            period, (cfg.num_microbatches - m_a) // q)
+
+
+def _one_run_summary(cfg: RunConfig, tl: Timeline, ends: list[int], tot: tuple,
+                     bounds: dict[tuple[int, str], tuple[int, int]], work: list[float],
+                     period: float, k: int) -> Summary:
+    """Run A's summary with its period ``k + 1`` times: ``tot``, its ``summary.totals``;
+    ``bounds``, where each stream's period and tail begin; ``work``, each stage's compute
+    work in the period."""
+    end_a, origin, busy_a = tot
+    end = [e + k * period for e in end_a]
+    busy = [b + k * w for b, w in zip(busy_a, work)]
     stage = critical_stage(busy, end)
-    sums = stage_sums(tl, graph.ends, origin, [stage])[stage]
+    sums = stage_sums(tl, ends, origin, [stage])[stage]
     queue = tl.queues.get((stage, "compute"), [])
     i1, i2 = bounds.get((stage, "compute"), (0, 0))
     per = dict.fromkeys(sums, 0.0)
@@ -263,6 +274,24 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
     out = {key: value + k * per.get(key, 0.0) for key, value in sums.items()}
     out["_tail"], out["_end"] = sums["_tail"], sums["_end"] + k * period
     return Summary(end, origin, busy, {stage: out})
+
+
+def _grid_one_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
+                  warm: list[int], cut: int, shift: int, q: int) -> Summary | None:
+    """:func:`_one_run` on run A computed without a task graph (:mod:`trainsim.steady_grid`),
+    where nothing in it contends; None where that does not apply or proves nothing."""
+    grid_run = uncontended_run(cfg, pricer, layer_source, m_a)
+    if grid_run is None:
+        return None
+    period = period_on_grid(grid_run, warm, cut, shift, q, m_a, REL_TOL)
+    if period is None:
+        return None
+    tl = grid_run.timeline
+    bounds = {(s, "compute"): (cut - shift, cut) for s in range(len(warm))}
+    work = [sum(row[cut - shift:cut].tolist()) for row in grid_run.duration]
+    tot = ([tl.end_s[e] for e in grid_run.ends], [0.0] * len(warm), grid_run.busy)
+    return _one_run_summary(cfg, tl, grid_run.ends, tot, bounds, work, period,
+                            (cfg.num_microbatches - m_a) // q)
 
 
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
@@ -276,11 +305,16 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     p = cfg.parallel
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
     runs = {} if runs is None else runs
-    ga, ta = runs.pop(m_a, None) or (build_graph(cfg, pricer, layer_source, m_a), None)
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
     orders = [schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg)) for s in range(pp)]
     warm = [_warmup(order) for order in orders]
     cut_at = [w + 2 * cut for w in warm]
+    earlier = runs.pop(m_a, None)
+    if earlier is None:  # nothing contends: run A on the grid, no task graph
+        one = _grid_one_run(cfg, pricer, layer_source, m_a, warm, cut_at[0], 2 * unit, q)
+        if one is not None:
+            return one, True
+    ga, ta = earlier or (build_graph(cfg, pricer, layer_source, m_a), None)
     ta = ta or run(ga.tasks)
     one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], 2 * unit, q)
     if one is not None:
