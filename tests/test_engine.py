@@ -306,3 +306,35 @@ def test_heads_released_together_start_in_task_order():
     tl = run(tasks)
     assert tl.end_s[0] == 0.5 + left / (1.0 - held)
     assert tl.end_s[0] != 0.5 + left / (1.0 - ((0.1 + 0.15) + 0.2))
+
+
+def test_runs_shared_reuses_a_timeline_only_for_the_same_graph():
+    """Inside runs_shared, a graph equal in stream, duration, dependencies and slows to one
+    run before gets that run's times (labels and payloads may differ; the returned timeline
+    holds the new tasks); a graph that differs in any of them, even with the same total
+    duration (the memo's first key), is run anew, with the times run() gives it alone."""
+    from trainsim.engine import loop
+
+    def graph(label="x", d=0.5, deps=(0,), share=0.2, stream=C):
+        return [Task(A, 1.0, label=label), Task(stream, d, list(deps), slows=(A, share)),
+                Task(A, 1.5 - d, [1])]
+
+    variants = [graph(d=0.4), graph(deps=()), graph(share=0.3), graph(stream=(0, "pp"))]
+    alone = [run(g) for g in [graph()] + variants]
+    calls = []
+    inner = loop._run
+    try:
+        loop._run = lambda tasks, prefix: calls.append(len(tasks)) or inner(tasks, prefix)
+        with loop.runs_shared():
+            first, again = run(graph()), run(graph(label="other"))
+            others = [run(g) for g in variants]
+        outside = run(graph())
+    finally:
+        loop._run = inner
+    assert len(calls) == 2 + len(variants)  # the relabelled graph did not run the loop
+    assert (again.start_s, again.end_s, again.queues) == (first.start_s, first.end_s,
+                                                           first.queues)
+    assert again.tasks[0].label == "other" and again.start_s is not first.start_s
+    for tl, ref in zip([first, *others], alone):
+        assert (tl.start_s, tl.end_s) == (ref.start_s, ref.end_s)
+    assert outside.end_s == alone[0].end_s and not loop._SHARED

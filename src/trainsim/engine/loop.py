@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from trainsim.errors import TrainsimError
 
@@ -98,6 +99,35 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+_SHARED: list[dict[tuple[int, bool, float], tuple[list[Task], Timeline]]] = []
+"""The timelines :func:`run` keeps inside :func:`runs_shared` (innermost last)."""
+SHARED_TASKS = 2_000_000
+"""Tasks whose timelines one :func:`runs_shared` keeps at most (a few hundred MB at most)."""
+
+
+@contextmanager
+def runs_shared() -> Iterator[None]:
+    """Inside it, :func:`run` of tasks equal in every field it reads (stream, duration,
+    dependencies, what they slow) to a graph run earlier inside it returns that run's times
+    instead of running the loop again: the timeline is a function of those fields alone (the
+    loop is deterministic). A tuner whose candidates differ in a setting that leaves the task
+    graph as it was (e.g. selective recompute of core attention where FlashAttention's backward
+    recomputes the scores anyway) then runs that graph once. The graphs are kept until it
+    exits: enter it around one question's simulations, not a whole search."""
+    _SHARED.append({})
+    try:
+        yield
+    finally:
+        _SHARED.pop()
+
+
+def _same_graph(a: list[Task], b: list[Task]) -> bool:
+    """Whether the loop reads the same of ``a`` as of ``b`` (its labels and payloads aside)."""
+    return len(a) == len(b) and all(
+        x.duration_s == y.duration_s and x.stream == y.stream and x.deps == y.deps
+        and x.slows == y.slows for x, y in zip(a, b))
+
+
 def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     """Simulate ``tasks`` (ids are list indices; deps must point to existing tasks).
 
@@ -107,6 +137,26 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     ``max`` and ``+`` of the same floats as the event loop: bit-identical), and the event loop
     takes over from the state it leaves: what ended before that moment, what runs across it
     (``prefix=False``: the event loop from the start, for tests)."""
+    if not _SHARED:
+        return _run(tasks, prefix)
+    kept = _SHARED[-1]
+    key = (len(tasks), prefix, sum(map(_duration, tasks)))
+    hit = kept.get(key)
+    if hit is not None and _same_graph(hit[0], tasks):
+        tl = hit[1]
+        return Timeline(tasks, list(tl.start_s), list(tl.end_s),
+                        {stream: list(queue) for stream, queue in tl.queues.items()})
+    tl = _run(tasks, prefix)
+    if hit is None and sum(len(t) for t, _ in kept.values()) + len(tasks) <= SHARED_TASKS:
+        kept[key] = (tasks, Timeline(tasks, list(tl.start_s), list(tl.end_s),
+                                     {stream: list(queue) for stream, queue in tl.queues.items()}))
+    return tl
+
+
+_duration = attrgetter("duration_s")
+
+
+def _run(tasks: list[Task], prefix: bool) -> Timeline:
     n = len(tasks)
     stream_of = [0] * n
     duration = [0.0] * n

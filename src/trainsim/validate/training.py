@@ -16,6 +16,7 @@ from trainsim.catalog import model_dict, names, node, run_config_from_dict
 from trainsim.catalog.frameworks import NVLINK_SCOPES
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
+from trainsim.engine.loop import runs_shared
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memo import stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
@@ -471,8 +472,10 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
         def bound(c: RunConfig) -> float:
             return lower_bound_s(c, pricer_of(c))
 
-        cfg, choice = tune(raw, unknown, evaluate, bound)
-        result = simulated.get(id(cfg)) or simulate(cfg)
+        # candidates whose task graphs are equal run the event loop once (engine.runs_shared)
+        with runs_shared():
+            cfg, choice = tune(raw, unknown, evaluate, bound)
+            result = simulated.get(id(cfg)) or simulate(cfg)
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res
