@@ -294,3 +294,19 @@ def test_split_accumulator_records_do_not_answer_fast_accumulation_gemms(tmp_pat
     both = load(tmp_path, [gemm(8192, 8192, 8192, 1.6e-3, "fp8"), fast])
     assert both.lookup(split) == (1.6e-3, "exact")
     assert both.lookup(dataclasses.replace(split, fp8_fast_accum=True)) == (1.3e-3, "exact")
+
+
+def test_bundled_rms_norm_records_are_the_two_pass_kernel_they_timed():
+    """The profiler's ``F.rms_norm`` is torch's ``vectorized_layer_norm_kernel``, which reads
+    each row twice: its bundled records are ``two_pass`` at 1.5x the fused op's bytes, so a
+    one-pass fused RMSNorm (TE, Liger) of the same size is priced by the roofline, not at the
+    two-pass kernel's time (Liger's 4096 x 16384 RMSNorm: 95 us; F.rms_norm's: 142 us)."""
+    db = bundled_database(gpu(H100))
+    reader = KernelDatabase.load(db, gpu)
+    elements = 4096 * 16384
+    two_pass = reader.lookup(memory_op("n", "rmsnorm", "two_pass", elements))
+    assert two_pass is not None and two_pass[1] == "exact"
+    assert two_pass[0] == pytest.approx(142.2e-6, rel=0.01)
+    assert reader.lookup(memory_op("n", "rmsnorm", "fused", elements)) is None
+    # its backward keeps the label the training op looks up (one kernel, no claim on passes)
+    assert ("elementwise", "rmsnorm.bwd", "fused") in reader.kinds

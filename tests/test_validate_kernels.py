@@ -216,3 +216,25 @@ def test_a_power_saturated_row_is_priced_at_the_sustained_rate(tmp_path):
     by = {r.id: r.predicted for r in res}
     assert by["msmf"] == pytest.approx(by["burst"] * gpu("b200-sxm-180gb").sustained_of_burst,
                                        rel=0.01)
+
+
+def test_a_compiled_rms_norm_over_long_rows_reads_them_twice():
+    """Inductor reduces rows of up to 1,024 elements in one persistent pass and longer rows
+    in a loop that loads the row again for the output: a compiled RMSNorm of 8,192 columns is
+    the two-pass kernel (1.5x a fused pass's bytes), one of 1,024 columns a fused pass."""
+    from trainsim.validate.kernels import kernel_ops
+
+    header = HEADER.split(",")
+
+    def row(hidden: int) -> dict[str, str]:
+        r = dict.fromkeys(header, "")
+        r.update(id=f"m-rmsnorm-compiled-h{hidden}", source="test", gpu="h100-sxm-80gb",
+                 kind="memory_bound", implementation="torch", dtype="bf16", tokens="4096",
+                 hidden=str(hidden), bytes=str(4 * 4096 * hidden), measured_value="0.1",
+                 measured_unit="ms", note="rmsnorm-compiled")
+        return r
+
+    (long_op,), _ = kernel_ops(row(8192))
+    (short_op,), _ = kernel_ops(row(1024))
+    assert long_op.impl == "two_pass" and long_op.bytes == pytest.approx(6 * 4096 * 8192)
+    assert short_op.impl == "fused" and short_op.bytes == pytest.approx(4 * 4096 * 1024)

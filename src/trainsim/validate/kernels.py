@@ -185,6 +185,7 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"adamw.*foreach", "adamw", "foreach"),
     (r"adamw", "adamw", "fused"),
     (r"rmsnorm-eager|llamarmsnorm \(eager, several kernels", "rmsnorm", "eager"),
+    (r"rmsnorm.*(compiled|torch\.compile)", "rmsnorm", "inductor"),
     (r"rmsnorm.*(vllm|library=vllm$)", "rmsnorm", "scalar_two_pass"),
     (r"rmsnorm.*(torch\.nn\.rmsnorm|f\.rms_norm|library=torch$)", "rmsnorm", "two_pass"),
     (r"rmsnorm", "rmsnorm", "fused"),
@@ -206,8 +207,16 @@ LlamaRMSNorm), a two-pass norm (PyTorch's native ``nn.LayerNorm``/``F.rms_norm``
 vLLM's RMSNorm read the row once for its statistics and again to normalise it; the row's
 library, ``library=...``, counts), vLLM's early kernels with one 16-bit load per thread at a
 time (``scalar``), a cross-entropy on logits upcast to fp32, a foreach AdamW,
-an eager SwiGLU (silu, then the product). Anything else is priced as one fused pass over the
-row's bytes."""
+an eager SwiGLU (silu, then the product), a ``torch.compile``d RMSNorm (``inductor``:
+``INDUCTOR_PERSISTENT_MAX``). Anything else is priced as one fused pass over the row's bytes."""
+
+INDUCTOR_PERSISTENT_MAX = 1024
+"""Longest row Inductor reduces in one persistent pass (``should_use_persistent_reduction``:
+``ReductionHint.INNER`` threshold 1024, in torch/_inductor/codegen/triton.py from torch 2.0 and
+torch/_inductor/choices.py since; without ``multi_kernel``). A compiled norm
+over longer rows is a looped reduction: one loop over the row for its sum of squares, a second
+that loads the row again to write the output, the ``two_pass`` kernel; over shorter rows, one
+fused pass."""
 
 
 def _memory_bound(row: dict[str, str]) -> list[Op]:
@@ -227,6 +236,8 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
             break  # no element count: priced by the row's bytes below
         n = positive_cell(row, "tokens") * (1.0 if family == "adamw" else positive_cell(
             row, "ffn" if family == "swiglu" else "hidden"))
+        if impl == "inductor":
+            impl = "two_pass" if positive_cell(row, "hidden") > INDUCTOR_PERSISTENT_MAX else "fused"
         if family == "adamw":
             return [memory_op("adamw", family, impl, n, 4)]
         ops = [memory_op(family, family, impl, n, e)]

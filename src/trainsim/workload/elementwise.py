@@ -19,7 +19,7 @@ F32 = 4
 
 # (family, implementation) -> (bytes per element as a function of e, kernels)
 IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
-    # fused norm: read x, write y (TE, apex, torch's native layer_norm / rms_norm, Liger, Triton)
+    # fused norm: read x, write y (TE, apex, Liger, Triton; torch's native norms are two_pass)
     ("rmsnorm", "fused"): (lambda e: 2 * e, 1),
     ("layernorm", "fused"): (lambda e: 2 * e, 1),
     # two-pass norm, one block per row: a first loop over the row for its statistics, then a
