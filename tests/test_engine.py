@@ -338,3 +338,27 @@ def test_runs_shared_reuses_a_timeline_only_for_the_same_graph():
     for tl, ref in zip([first, *others], alone):
         assert (tl.start_s, tl.end_s) == (ref.start_s, ref.end_s)
     assert outside.end_s == alone[0].end_s and not loop._SHARED
+
+
+def test_runs_shared_leaves_the_collector_as_it_found_it():
+    """runs_shared freezes the kept graphs out of the collector's scans only where nothing was
+    frozen before, and unfreezes on exit; where something was frozen (the service freezes its
+    imports), it freezes nothing and leaves that frozen."""
+    import gc
+
+    from trainsim.engine import loop
+
+    tasks = [Task(A, 1.0), Task(C, 0.5, [0], slows=(A, 0.2))]
+    assert gc.get_freeze_count() == 0
+    with loop.runs_shared():
+        run(tasks)
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with loop.runs_shared():
+            run([Task(A, 2.0)])
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

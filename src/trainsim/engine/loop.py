@@ -99,8 +99,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_SHARED: list[dict[tuple[int, bool, float], tuple[list[Task], Timeline]]] = []
-"""The timelines :func:`run` keeps inside :func:`runs_shared` (innermost last)."""
+_SHARED: list[tuple[bool, dict[tuple[int, bool, float], tuple[list[Task], Timeline]]]] = []
+"""Per :func:`runs_shared` entered (innermost last): whether it freezes the collector's objects
+(the outermost, where nothing was frozen before), and the timelines :func:`run` keeps."""
 SHARED_TASKS = 2_000_000
 """Tasks whose timelines one :func:`runs_shared` keeps at most (a few hundred MB at most)."""
 
@@ -113,12 +114,21 @@ def runs_shared() -> Iterator[None]:
     loop is deterministic). A tuner whose candidates differ in a setting that leaves the task
     graph as it was (e.g. selective recompute of core attention where FlashAttention's backward
     recomputes the scores anyway) then runs that graph once. The graphs are kept until it
-    exits: enter it around one question's simulations, not a whole search."""
-    _SHARED.append({})
+    exits: enter it around one question's simulations, not a whole search.
+
+    The kept graphs are hundreds of thousands of objects that the cyclic garbage collector
+    would scan again at every collection after each ``simulate`` (about a tenth of a tuned
+    row's time): where nothing was frozen before, each kept graph is frozen out of its scans
+    (``gc.freeze``, all objects alive then) and everything is unfrozen on exit, as before. The
+    collector only finds cycles: nothing is computed differently, and a cycle made meanwhile is
+    collected after the exit."""
+    _SHARED.append((not _SHARED and not gc.get_freeze_count(), {}))
     try:
         yield
     finally:
-        _SHARED.pop()
+        freezes, _ = _SHARED.pop()
+        if freezes:
+            gc.unfreeze()
 
 
 def _same_graph(a: list[Task], b: list[Task]) -> bool:
@@ -139,7 +149,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     (``prefix=False``: the event loop from the start, for tests)."""
     if not _SHARED:
         return _run(tasks, prefix)
-    kept = _SHARED[-1]
+    kept = _SHARED[-1][1]
     key = (len(tasks), prefix, sum(map(_duration, tasks)))
     hit = kept.get(key)
     if hit is not None and _same_graph(hit[0], tasks):
@@ -150,6 +160,8 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     if hit is None and sum(len(t) for t, _ in kept.values()) + len(tasks) <= SHARED_TASKS:
         kept[key] = (tasks, Timeline(tasks, list(tl.start_s), list(tl.end_s),
                                      {stream: list(queue) for stream, queue in tl.queues.items()}))
+        if _SHARED[0][0]:  # the kept graphs out of the collector's scans (runs_shared)
+            gc.freeze()
     return tl
 
 
