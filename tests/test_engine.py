@@ -362,3 +362,17 @@ def test_runs_shared_leaves_the_collector_as_it_found_it():
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_runs_shared_keeps_no_more_tasks_than_its_cap(monkeypatch):
+    """Past SHARED_TASKS kept tasks, a new graph is run but not kept (run again if repeated)."""
+    from trainsim.engine import loop
+
+    monkeypatch.setattr(loop, "SHARED_TASKS", 3)
+    small, large = [Task(A, 1.0), Task(C, 0.5, [0])], [Task(A, 2.0), Task(C, 1.0), Task(A, 1.0)]
+    with loop.runs_shared():
+        run(small)
+        run(large)  # 2 + 3 > 3: not kept
+        kept = loop._SHARED[-1][1]
+        assert [len(t) for t, _ in kept.values()] == [2]
+        assert run(large).end_s == run([Task(A, 2.0), Task(C, 1.0), Task(A, 1.0)]).end_s

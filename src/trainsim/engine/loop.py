@@ -102,8 +102,9 @@ def gc_paused() -> Iterator[None]:
 _SHARED: list[tuple[bool, dict[tuple[int, bool, float], tuple[list[Task], Timeline]]]] = []
 """Per :func:`runs_shared` entered (innermost last): whether it freezes the collector's objects
 (the outermost, where nothing was frozen before), and the timelines :func:`run` keeps."""
-SHARED_TASKS = 2_000_000
-"""Tasks whose timelines one :func:`runs_shared` keeps at most (a few hundred MB at most)."""
+SHARED_TASKS = 1_000_000
+"""Tasks whose timelines one :func:`runs_shared` keeps at most (~335 bytes each with their
+times, so ~340 MB; the public validation file's largest row keeps 176,456)."""
 
 
 @contextmanager
