@@ -18,7 +18,7 @@ exists the order is its order, cited at each function:
   delays W by 2(i-1), holding (2p-2i+1) M_B + (2i-2) M_W (§2.3). ``zb_1p`` is ZB-H1: the
   paper's automatic search at a p M_B limit finds ZB-H1's bubble in every setting (Table 5).
 - ``zb_2p``: the paper's heuristic (§3.1) at a 2p M_B activation limit, from the priced pass
-  times (``zb_greedy``).
+  times, as the code base's runtime runs it (``zb_search``).
 - ``zb_v``: ZB-V (§6), torch's ``ScheduleZBVZeroBubble`` order; the model in 2p chunks placed
   as a V (rank r holds chunks r and 2p-1-r).
 - ``interleaved_zb``: Megatron's interleaved 1F1B with the backward split and W delayed by the
@@ -39,6 +39,7 @@ from trainsim.workload.schedule import (
     interleaved_one_f_one_b,
     one_f_one_b,
 )
+from trainsim.workload.zb_search import search, upper_median
 
 Step = Pass | Overlapped
 
@@ -243,98 +244,6 @@ def zb_w_fraction(hidden_size: int, num_heads: int, seq_length: int) -> float:
     return 32 * h / (34 * h + 5 * num_heads * seq_length)
 
 
-def zb_greedy(pp: int, m: int, t_f: list[float], t_i: list[float], t_w: list[float],
-              comm_s: float, limit: float, fill: float = 1.0,
-              w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
-    """Qi et al. §3.1's heuristic, as described there, from each stage's pass times: every
-    stage runs as many forwards as its activation limit (``limit`` micro-batches) allows
-    before its first I; then an I as soon as its input has arrived, else a forward, and a W to
-    fill a wait at least ``fill`` times as long as the W, or to free memory at the limit; the
-    W passes left run at the end; a W frees ``w_fraction`` of a micro-batch (its I the rest).
-    Returns every stage's order."""
-    order: list[list[Step]] = [[] for _ in range(pp)]
-    t = [0.0] * pp  # when each stage is free
-    nf, ni = [0] * pp, [0] * pp
-    f_end: list[dict[int, float]] = [{} for _ in range(pp)]
-    i_end: list[dict[int, float]] = [{} for _ in range(pp)]
-    pend: list[deque[int]] = [deque() for _ in range(pp)]
-    mem = [0.0] * pp
-    wf = w_fraction
-
-    def arrival_f(s: int) -> float | None:
-        if nf[s] >= m:
-            return None
-        if s == 0:
-            return 0.0
-        end = f_end[s - 1].get(nf[s])
-        return None if end is None else end + comm_s
-
-    def arrival_i(s: int) -> float | None:
-        if ni[s] >= nf[s]:
-            return None
-        if s == pp - 1:
-            return f_end[s][ni[s]]
-        end = i_end[s + 1].get(ni[s])
-        return None if end is None else end + comm_s
-
-    def run(s: int, kind: str, start: float) -> None:
-        if kind == "F":
-            f_end[s][nf[s]] = t[s] = start + t_f[s]
-            order[s].append(Pass("F", nf[s], 0))
-            nf[s] += 1
-            mem[s] += 1.0
-        elif kind == "I":
-            i_end[s][ni[s]] = t[s] = start + t_i[s]
-            order[s].append(Pass("I", ni[s], 0))
-            pend[s].append(ni[s])
-            ni[s] += 1
-            mem[s] -= 1.0 - wf
-        else:
-            t[s] = start + t_w[s]
-            order[s].append(Pass("W", pend[s].popleft(), 0))
-            mem[s] -= wf
-
-    done = [False] * pp
-    waiting = [False] * pp  # cannot act until another stage at the same time has acted
-    while not all(done):
-        s = min((x for x in range(pp) if not done[x]), key=lambda x: (t[x], waiting[x], x))
-        if ni[s] == m:  # forwards and input gradients done: the W passes left
-            while pend[s]:
-                run(s, "W", t[s])
-            done[s] = True
-            continue
-        ai, af = arrival_i(s), arrival_f(s)
-        f_ok = af is not None and mem[s] + 1.0 <= limit + 1e-9
-        acted = True
-        if ai is not None and ai <= t[s]:
-            run(s, "I", t[s])
-        elif f_ok and af is not None and af <= t[s]:
-            run(s, "F", t[s])
-        else:
-            # the earliest an input can arrive: known, or after a neighbour's next pass
-            known = [a for a in (ai, af if f_ok else None) if a is not None]
-            later = [t[x] for x in range(pp) if x != s and not done[x] and t[x] > t[s]]
-            same = [x for x in range(pp) if x != s and not done[x] and t[x] == t[s]
-                    and not waiting[x]]
-            nxt = min(known) if known else (min(later) if later else t[s])
-            if pend[s] and (nxt - t[s] >= fill * t_w[s] or (not f_ok and ai is None)):
-                run(s, "W", t[s])
-            elif known:
-                t[s] = nxt
-            elif same:  # let the stages at this time act first
-                waiting[s] = True
-                acted = False
-            elif later:
-                t[s] = min(later)
-            elif pend[s]:
-                run(s, "W", t[s])
-            else:  # pragma: no cover - every stage waiting on another cannot happen
-                raise RuntimeError("zb_greedy: no stage can progress")
-        if acted:
-            waiting = [False] * pp
-    return order
-
-
 @functools.lru_cache(maxsize=1024)
 def stage_order(name: str, stage: int, pp: int, vpp: int, m: int) -> tuple[Step, ...]:
     """One rank's order (``zb_2p`` with equal pass times), cached: memory estimates ask for
@@ -399,8 +308,8 @@ def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w
                comm_s: float) -> float:
     """The longest stage's execution time (its first pass's start to its last pass's end) of
     a one-chunk plan, each pass starting when its rank is free and its input has arrived
-    (``comm_s`` after the neighbour's pass): the cost by which Qi et al. §5.3 score a schedule,
-    used here to pick a candidate order before the engine times the chosen one."""
+    (``comm_s`` after the neighbour's pass): the cost by which Qi et al. §5.3 score a schedule
+    and from which their bubble rates are computed."""
     pp = len(plan)
     end: dict[tuple[str, int, int], float] = {}
     free = [0.0] * pp
@@ -433,12 +342,11 @@ def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w
 
 def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float],
           w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
-    """ZB-2p: the best of the §3.1 heuristic's variants (Qi et al. grid-search its binary
-    choices; here how long a wait must be before a W fills it) and the handcrafted ZB-H2,
-    all within 2p micro-batches of activations (a pending W counted as ``w_fraction`` of
-    one, ``zb_w_fraction``), scored by ``stage_span_s``."""
+    """ZB-2p: the zero-bubble code base's search (``zb_search.search``, its
+    auto_schedule.py ``initial_solution``) at a 2p M_B activation limit, fed the upper medians
+    of the stages' F, I and W times and the send time as its runtime feeds it, a pending W
+    counted as ``w_fraction`` of a micro-batch (``zb_w_fraction``). With the paper's profiled
+    pass times it gives the paper's ZB-2p bubble rates (tests/test_pipeline_schedules.py)."""
     t_f, t_i, t_w, comm = times
-    candidates = [zb_greedy(pp, m, t_f, t_i, t_w, comm, 2.0 * pp, fill, w_fraction)
-                  for fill in (0.0, 0.5, 1.0, 2.0)]
-    candidates.append([zb_h2(s, pp, m) for s in range(pp)])
-    return min(candidates, key=lambda plan: stage_span_s(plan, t_f, t_i, t_w, comm))
+    cost = (upper_median(t_f), upper_median(t_i), upper_median(t_w))
+    return search(pp, m, cost, comm, 2.0 * pp, w_fraction)
