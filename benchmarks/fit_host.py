@@ -30,7 +30,7 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "validation" / "traini
 def _errors(args: tuple[float, str]) -> dict[str, float]:
     """Signed relative error of every row's iteration time with the host cost set to ``us``."""
     us, path = args
-    import trainsim.compute.host as host
+    from trainsim.compute import host
     from trainsim.validate.training import predict_training_row
 
     host.HOST_S_PER_KERNEL = us * 1e-6
@@ -64,10 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     best = min(GRID_US, key=lambda us: (round(mape(us, lambda f: True), 6), us))
     rows = []
     for fw in sorted(set(framework.values())):
-        refit = min(GRID_US, key=lambda us: (round(mape(us, lambda f: f != fw), 6), us))
+        refit = min(GRID_US, key=lambda us: (round(mape(us, lambda f, fw=fw: f != fw), 6), us))
         errs = [e for rid, e in grid[refit].items() if framework[rid] == fw]
         signed = 100.0 * sum(errs) / len(errs)
-        rows.append((fw, len(errs), refit, _mape(errs), signed, mape(best, lambda f: f == fw)))
+        rows.append((fw, len(errs), refit, _mape(errs), signed, mape(best, lambda f, fw=fw: f == fw)))
     p = print
     p(f"grid (us): {', '.join(f'{us:g}' for us in GRID_US)}")
     p("all-row MAPE per grid value: " + ", ".join(

@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-import trainsim.compute.host as host
 from trainsim import run_config_from_dict, simulate
+from trainsim.compute import host
 from trainsim.workload.layers import backward_of, layer_forward, shard_of
 from trainsim.workload.ops import Comm, Elementwise, Gemm
 

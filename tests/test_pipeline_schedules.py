@@ -87,14 +87,14 @@ def engine_run(name, pp, m, t_f=1.0, t_i=1.0, t_w=1.0, vpp=1, plan=None, comm=0.
 # micro-batches": devices 0-3 read left to right (lower case: the chunk with white numbers,
 # virtual stage 2pp-1-r; a pair: the cells sharing a black border).
 DUALPIPE_V_FIGURE = [
-    "F0 F1 F2 F3 F4 F5 F6 f0 i0 w0 f1 i1 w1 f2 i2 w2 f3 F7&b3 f4&B0 F8&b4 f5&B1 F9&b5 f6&B2 "
-    "b6 f7&B3 b7 f8&B4 b8 f9&B5 b9 I6 W6 I7 W7 I8 W8 I9 W9",
-    "F0 F1 F2 F3 F4 f0 F5 f1 i0 w0 f2 i1 w1 f3 F6&b2 f4&B0 F7&b3 f5&B1 F8&b4 f6&B2 F9&b5 "
-    "f7&B3 b6 f8&B4 b7 f9&B5 b8 B6 i9 I7 w9 I8 W7 I9 W8 W9",
-    "F0 F1 F2 f0 F3 f1 F4 f2 i0 w0 f3 F5&b1 f4&B0 F6&b2 f5&B1 F7&b3 f6&B2 F8&b4 f7&B3 F9&b5 "
-    "f8&B4 b6 f9&B5 b7 B6 b8 I7 i9 I8 W7 I9 w9 W8 W9",
-    "F0 f0 F1 f1 F2 f2 F3 f3 F4 b0 f4&B0 F5&b1 f5&B1 F6&b2 f6&B2 F7&b3 f7&B3 F8&b4 f8&B4 "
-    "F9&b5 f9&B5 b6 B6 b7 B7 i8 I8 i9 I9 w8 W8 w9 W9",
+    ("F0 F1 F2 F3 F4 F5 F6 f0 i0 w0 f1 i1 w1 f2 i2 w2 f3 F7&b3 f4&B0 F8&b4 f5&B1 F9&b5 f6&B2 "
+    "b6 f7&B3 b7 f8&B4 b8 f9&B5 b9 I6 W6 I7 W7 I8 W8 I9 W9"),
+    ("F0 F1 F2 F3 F4 f0 F5 f1 i0 w0 f2 i1 w1 f3 F6&b2 f4&B0 F7&b3 f5&B1 F8&b4 f6&B2 F9&b5 "
+    "f7&B3 b6 f8&B4 b7 f9&B5 b8 B6 i9 I7 w9 I8 W7 I9 W8 W9"),
+    ("F0 F1 F2 f0 F3 f1 F4 f2 i0 w0 f3 F5&b1 f4&B0 F6&b2 f5&B1 F7&b3 f6&B2 F8&b4 f7&B3 F9&b5 "
+    "f8&B4 b6 f9&B5 b7 B6 b8 I7 i9 I8 W7 I9 w9 W8 W9"),
+    ("F0 f0 F1 f1 F2 f2 F3 f3 F4 b0 f4&B0 F5&b1 f5&B1 F6&b2 f6&B2 F7&b3 f7&B3 F8&b4 f8&B4 "
+    "F9&b5 f9&B5 b6 B6 b7 B7 i8 I8 i9 I9 w8 W8 w9 W9"),
 ]
 
 # DeepSeek-V3 report §3.2.1 Figure 5 (8 PP ranks, 20 micro-batches in two directions; the

@@ -44,7 +44,7 @@ def test_rows_replay_the_compute_of_the_rank(monkeypatch):
     optimizer step); TP collectives keep trainsim's kinds and sizes. The SM contention of the
     collectives trainsim hides behind compute, and the GPU's waits for the host (``other_s``:
     SimAI has no host), go into the compute rows."""
-    import trainsim.pricing as pricing
+    from trainsim import pricing
 
     cfg = cfg_for(tp=2, sequence_parallel=True)
     rows = simai_rows(cfg)

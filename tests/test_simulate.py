@@ -8,8 +8,8 @@ import json
 import pytest
 
 import trainsim
-import trainsim.compute.host as host
 from trainsim import run_config_from_dict, simulate
+from trainsim.compute import host
 
 
 def cfg(**over):
@@ -190,8 +190,8 @@ def test_lamb_costs_more_optimizer_time_than_adam_and_the_same_memory():
     against Adam's 50 (two more passes for the per-tensor norms and the trust-ratio update); a
     sharded LAMB also all-reduces its per-tensor norms over the data-parallel group."""
     # the analytic model alone: a kernel database prices Adam's step from its measured kernel
-    over = dict(parallel__pp=1, parallel__distributed_optimizer=True, cluster__num_gpus=64,
-                training__global_batch_size=64, cluster__compute_db=None)
+    over = {"parallel__pp": 1, "parallel__distributed_optimizer": True, "cluster__num_gpus": 64,
+            "training__global_batch_size": 64, "cluster__compute_db": None}
     adam = simulate(cfg(**over), keep_timeline=True)
     lamb = simulate(cfg(training__optimizer="lamb", **over), keep_timeline=True)
     assert lamb.memory[0].optimizer == adam.memory[0].optimizer

@@ -92,7 +92,7 @@ def test_the_tuner_with_the_bound_chooses_what_it_chooses_without():
         calls = {True: 0, False: 0}
         out = {}
         for use_bound in (False, True):
-            def evaluate(cfg, use_bound=use_bound):
+            def evaluate(cfg, use_bound=use_bound, calls=calls):
                 calls[use_bound] += 1
                 return simulate(cfg).iteration_time_s
             cfg, choice = training.tune(raw, unknown, evaluate,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import trainsim.compute.host as host
 from trainsim import simulate
 from trainsim.catalog import run_config_from_dict
+from trainsim.compute import host
 from trainsim.config.layout import even_layout, parse_layout
 from trainsim.errors import ConfigError
 from trainsim.interop.simai import simai_rows

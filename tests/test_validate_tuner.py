@@ -50,7 +50,7 @@ def test_a_recompute_choice_its_bounds_rule_out_is_not_descended(monkeypatch):
     bounds = {("selective", 1): 4.0, ("selective", 8): 4.9, ("full", 1): 5.0, ("full", 8): 7.0}
     raw = {"parallel": {}, "training": {}}
     unknown = {"recompute": ["none", "selective", "full"], "vpp": [1, 8]}
-    key = lambda c: (c.choice["recompute"], c.choice["vpp"])  # noqa: E731
+    key = lambda c: (c.choice["recompute"], c.choice["vpp"])
     seen: list[tuple] = []
 
     def evaluate(c):

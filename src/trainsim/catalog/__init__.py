@@ -192,7 +192,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                           f"{_kind(cfg['rope_scaling'])}")
     act = str(get("hidden_act", "activation_function", default="gelu")).lower()
     gated = act in ("silu", "swiglu", "swish") or "llama" in str(cfg.get("model_type", ""))
-    fields = dict(
+    fields = dict(  # noqa: C408 - keyword names mirror the config fields
         name=str(cfg.get("_name_or_path") or cfg.get("model_type") or path.parent.name),
         hidden_size=hidden,
         num_layers=get("num_hidden_layers", "n_layer", "num_layers"),

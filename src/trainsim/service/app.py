@@ -290,7 +290,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         return JSONResponse({"error": str(exc.detail), "field": "path"},
                             status_code=exc.status_code)
 
-    async def caller(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:
+    async def caller(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> str:  # noqa: B008
         if creds is None or creds.scheme.lower() != "bearer":
             raise ApiError(401, "authorization", "missing 'Authorization: Bearer <token>' "
                            "(create one with: trainsim token create NAME)")

@@ -61,7 +61,7 @@ class ServerProcess:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = tempfile.NamedTemporaryFile(prefix="trainsim-serve-", suffix=".log",
+        self.log = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open for the serverprefix="trainsim-serve-", suffix=".log",
                                                delete=False)
 
     def start(self, timeout_s: float = 60.0) -> ServerProcess:

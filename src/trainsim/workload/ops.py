@@ -221,4 +221,4 @@ class Comm:
     gathers move 1-byte tensors while the gradients they pair with reduce in 16 bits.)"""
 
 
-Op = Union[Gemm, Attention, Elementwise, Comm]
+Op = Union[Gemm, Attention, Elementwise, Comm]  # noqa: UP007 - get_args reads it
