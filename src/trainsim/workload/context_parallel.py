@@ -27,6 +27,15 @@ fullgraph=True)`` (parallelisms/parallelize_llama.py apply_compile @ 9dec370a), 
 CP run has the whole ring, functional collectives included, in the block's graph and Inductor
 fuses each step's merge; uncompiled, the merges run op by op.
 
+Compiled, the ring's collectives are waited where they are issued: a functional collective
+traced by Dynamo/AOTAutograd returns ``wait_tensor(out)`` at once ("wait_tensor() op is
+immediately called, no AsyncTensor subclass needed", torch/distributed/_functional_collectives.py
+``_maybe_wrap_tensor``: ``if _are_we_tracing(): return wait_tensor(self)``), and only Inductor's
+``reorder_for_compute_comm_overlap`` pass (off by default, torch/_inductor/config.py; torchtitan
+9dec370a sets only ``_micro_pipeline_tp``) would sink the wait past the step's SDPA. So the
+all-gather and each dK/dV permute run exposed, between the ring's kernels; eager, the
+``AsyncCollectiveTensor`` is waited at first use and hides under the next SDPA.
+
 The rank that sets the pace is the last one (``i <= rank`` at every step: all local queries
 against half the keys); every layer's exchange makes the others wait for it.
 """
@@ -71,15 +80,16 @@ def ring_forward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bo
     step = replace(diag, kv_len=diag.q_len // 2, causal=False)
     ops: list[Op] = [diag]
     # all-gather: once, under step 0; all-to-all: step i+1's KV moves under step i's SDPA
+    hide = not compiled  # traced collectives are waited where they are issued
     ops.append(Comm("attn_core.ring_kv_all_gather", "all_gather", cp * kv_bytes, "cp",
-                    overlap_with_previous=True) if comm == "all_gather" else
+                    overlap_with_previous=hide) if comm == "all_gather" else
                Comm("attn_core.ring1.kv_send", "send_recv", kv_bytes, "cp",
-                    overlap_with_previous=True))
+                    overlap_with_previous=hide))
     for i in range(1, cp):
         ops.append(replace(step, name=f"attn_core.ring{i}"))
         if comm != "all_gather" and i < cp - 1:
             ops.append(Comm(f"attn_core.ring{i + 1}.kv_send", "send_recv", kv_bytes, "cp",
-                            overlap_with_previous=True))
+                            overlap_with_previous=hide))
         ops.append(Elementwise(f"attn_core.ring{i}.merge", bytes=out * FWD_MERGE_PASSES[k],
                                kernels=FWD_MERGE_KERNELS[k]))
     # step 0's cast to fp32 and the final cast back to 16 bits
@@ -100,17 +110,18 @@ def ring_backward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: b
     acc = out * BWD_ACC_PASSES[k]
     step = replace(diag, kv_len=diag.q_len // 2, causal=False, backward=True)
     ops: list[Op] = [replace(diag, name="attn_core.bwd", backward=True)]
+    hide = not compiled  # traced collectives are waited where they are issued
     ops.append(Comm("attn_core.ring_kv_all_gather.bwd", "all_gather", cp * kv_bytes, "cp",
-                    overlap_with_previous=True) if comm == "all_gather" else
+                    overlap_with_previous=hide) if comm == "all_gather" else
                Comm("attn_core.ring1.kv_send.bwd", "send_recv", kv_bytes, "cp",
-                    overlap_with_previous=True))
+                    overlap_with_previous=hide))
     ops.append(Elementwise("attn_core.ring0.grad_acc", bytes=acc, kernels=BWD_ACC_KERNELS[k]))
     for i in range(1, cp):
         ops.append(replace(step, name=f"attn_core.ring{i}.bwd"))
         # the dK/dV accumulator sent at step i-1 arrives under this step's SDPA backward
         nbytes = dkv_bytes + (kv_bytes if comm != "all_gather" and i < cp - 1 else 0)
         ops.append(Comm(f"attn_core.ring{i}.dkv_send", "send_recv", nbytes, "cp",
-                        overlap_with_previous=True))
+                        overlap_with_previous=hide))
         ops.append(Elementwise(f"attn_core.ring{i}.grad_acc", bytes=acc,
                                kernels=BWD_ACC_KERNELS[k]))
     # the last step's dK/dV, waited on after the loop, and the casts back to 16 bits
