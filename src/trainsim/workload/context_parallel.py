@@ -33,8 +33,10 @@ immediately called, no AsyncTensor subclass needed", torch/distributed/_function
 ``_maybe_wrap_tensor``: ``if _are_we_tracing(): return wait_tensor(self)``), and only Inductor's
 ``reorder_for_compute_comm_overlap`` pass (off by default, torch/_inductor/config.py; torchtitan
 9dec370a sets only ``_micro_pipeline_tp``) would sink the wait past the step's SDPA. So the
-all-gather and each dK/dV permute run exposed, between the ring's kernels; eager, the
-``AsyncCollectiveTensor`` is waited at first use and hides under the next SDPA.
+all-gather and each dK/dV permute run exposed, between the ring's kernels (as profiled in
+pytorch/pytorch#179858: all_to_all_single interleaved with matmuls in a fullgraph compile runs
+synchronously); eager, the ``AsyncCollectiveTensor`` is waited at first use and hides under
+the next SDPA.
 
 The rank that sets the pace is the last one (``i <= rank`` at every step: all local queries
 against half the keys); every layer's exchange makes the others wait for it.
