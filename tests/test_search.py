@@ -150,7 +150,8 @@ def test_pruned_search_equals_exhaustive():
 
 
 def test_results_do_not_depend_on_the_executor(base):
-    """Local worker processes give the same ranking, front and counts as this process."""
+    """Local worker processes give the same ranking, front and counts as this process (where
+    the search prepares memory checks and bounds while the workers simulate)."""
     serial = search(base, [16], SMALL_SPACE, executor=SerialExecutor(), cache=None)
     ex = LocalExecutor(2)
     try:
@@ -160,6 +161,8 @@ def test_results_do_not_depend_on_the_executor(base):
     assert [r.to_dict() for r in serial.top] == [r.to_dict() for r in local.top]
     assert [e.candidate for e in serial.pareto] == [e.candidate for e in local.pareto]
     assert serial.stats.simulated == local.stats.simulated
+    assert (serial.stats.memory_pruned, serial.stats.bound_pruned) == \
+        (local.stats.memory_pruned, local.stats.bound_pruned)
 
 
 def test_top_k_are_distinct_splits_and_sorted(base):

@@ -35,7 +35,7 @@ from typing import Any, Literal
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
 from trainsim.search.evaluation import Bounds, Evaluation, evaluate
-from trainsim.search.executors import Executor, SerialExecutor
+from trainsim.search.executors import Executor, SerialExecutor, submit
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
 
@@ -47,6 +47,8 @@ WAVE = 64
 depend on the number of workers)."""
 BATCH = 4
 """Candidates per task sent to a worker."""
+AHEAD = 32 * WAVE
+"""Heap entries the search prepares (memory checks, refined bounds) while workers simulate."""
 INF = float("inf")
 PARETO_SLOWDOWN = 1.25
 """The Pareto front keeps configurations at most this much slower than the best on the same
@@ -310,6 +312,24 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         siblings[best[1]] = [x for x in members if x is not best[1]]
         return best
 
+    memory: dict = {}  # memory group -> check_memory's answer, worked out ahead
+
+    def prepare(lb: float, _: int, c: Candidate, headroom: float | None, refined: bool) -> None:
+        """Work out ahead what popping this heap entry asks (regroup's refined bounds, the
+        memory check), unless the pruning state already rules it out."""
+        if headroom is None and not may_rank(lb, c) and \
+                lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
+            return
+        if not refined:
+            classes: dict[tuple[bool, ...], list[Candidate]] = {}
+            for x in (c, *siblings.get(c, ())):
+                classes.setdefault(_pricing(x), []).append(x)
+            lb = min(bounds.refined(cl[_lead(cl)]) for cl in classes.values())
+            if not may_rank(lb, c) and not on_front(lb, c, INF):
+                return
+        if headroom is None and c.mem not in memory:
+            memory[c.mem] = check_memory(c.mem, base)
+
     while heap:
         todo: list[tuple[float, Candidate, float]] = []
         fresh: list[tuple[float, Evaluation, float]] = []
@@ -328,7 +348,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
                 heapq.heappush(heap, (lb, order, c, headroom, True))
                 continue
             if headroom is None:  # a lead not yet checked for memory
-                mc = check_memory(c.mem, base)
+                mc = memory[c.mem] if c.mem in memory else check_memory(c.mem, base)
                 if mc is None or not mc.fits:
                     siblings.pop(c, None)
                     memory_pruned += group_size
@@ -346,7 +366,14 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
             else:
                 todo.append((lb, c, headroom))
         batches = [[c for _, c, _ in todo[i:i + batch]] for i in range(0, len(todo), batch)]
-        results = [e for res in executor.map(base, batches) for e in res]
+        pending = submit(executor, base, batches)
+        # while the workers simulate, what the next waves will ask first: pure functions of
+        # the candidate, kept, so the answer is the same (fewer serial seconds on few cores)
+        for entry in heapq.nsmallest(AHEAD, heap) if not pending.done() else ():
+            if pending.done():
+                break
+            prepare(*entry)
+        results = [e for res in pending.result() for e in res]
         for (lb, _, headroom), e in zip(todo, results):
             if cache:
                 cache.put(bkey, e)

@@ -52,6 +52,55 @@ class SerialExecutor:
         pass
 
 
+class Pending(Protocol):
+    """Batches handed to an executor: whether all are simulated, and their results in order."""
+
+    def done(self) -> bool: ...
+
+    def result(self) -> list[list[Evaluation]]: ...
+
+
+class _Ready:
+    """Batches already simulated (an executor that only maps)."""
+
+    def __init__(self, out: list[list[Evaluation]]) -> None:
+        self.out = out
+
+    def done(self) -> bool:
+        return True
+
+    def result(self) -> list[list[Evaluation]]:
+        return self.out
+
+
+class _Futures:
+    """Batches running in a process pool."""
+
+    def __init__(self, futures: list[cf.Future], batches: Sequence[Batch],
+                 on_done: OnDone | None) -> None:
+        self.futures, self.batches, self.on_done = futures, batches, on_done
+
+    def done(self) -> bool:
+        return all(f.done() for f in self.futures)
+
+    def result(self) -> list[list[Evaluation]]:
+        index = {f: i for i, f in enumerate(self.futures)}
+        out: list[list[Evaluation]] = [[] for _ in self.batches]
+        for fut in cf.as_completed(index):
+            i = index[fut]
+            out[i] = fut.result()
+            if self.on_done:
+                self.on_done(len(self.batches[i]))
+        return out
+
+
+def submit(executor: Executor, base: Base, batches: Sequence[Batch]) -> Pending:
+    """``executor.map(base, batches)`` started without waiting where the executor can (local
+    processes), so that the caller works meanwhile; else mapped at once."""
+    start = getattr(executor, "submit", None)
+    return start(base, batches) if start else _Ready(executor.map(base, batches))
+
+
 class LocalExecutor:
     """A pool of local worker processes (concurrent.futures), kept for the executor's life."""
 
@@ -65,16 +114,15 @@ class LocalExecutor:
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
             ) -> list[list[Evaluation]]:
+        return self.submit(base, batches, on_done).result()
+
+    def submit(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
+               ) -> _Futures:
+        """:meth:`map` without waiting: the workers start on the batches at once."""
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(max_workers=self.workers)
-        futures = {self._pool.submit(evaluate_batch, base, b): i for i, b in enumerate(batches)}
-        out: list[list[Evaluation]] = [[] for _ in batches]
-        for fut in cf.as_completed(futures):
-            i = futures[fut]
-            out[i] = fut.result()
-            if on_done:
-                on_done(len(batches[i]))
-        return out
+        return _Futures([self._pool.submit(evaluate_batch, base, b) for b in batches],
+                        batches, on_done)
 
     def close(self) -> None:
         if self._pool is not None:
