@@ -28,14 +28,14 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
 from trainsim.search.evaluation import Bounds, Evaluation, evaluate
-from trainsim.search.executors import Executor, SerialExecutor, submit
+from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
 
@@ -330,9 +330,24 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         if headroom is None and c.mem not in memory:
             memory[c.mem] = check_memory(c.mem, base)
 
+    def work_ahead(todo: list[tuple[float, Candidate, float]]) -> Iterator[None]:
+        """:func:`prepare` step by step: the refined bounds the simulated candidates' siblings
+        are queued with, then the heap entries popped first."""
+        if not exhaustive:
+            for _, c, _ in todo:
+                own = _pricing(c)
+                for x in siblings.get(c, ()):
+                    if _pricing(x) == own:
+                        bounds.refined(x)
+                yield
+        for entry in heapq.nsmallest(AHEAD, heap):
+            prepare(*entry)
+            yield
+
     while heap:
         todo: list[tuple[float, Candidate, float]] = []
         fresh: list[tuple[float, Evaluation, float]] = []
+        stream = Stream(executor, base)
         while heap and len(todo) + len(fresh) < wave:
             lb, _, c, headroom, refined = heapq.heappop(heap)
             group_size = 1 + len(siblings.get(c, ()))
@@ -365,15 +380,17 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
                 fresh.append((lb, hit, headroom))
             else:
                 todo.append((lb, c, headroom))
-        batches = [[c for _, c, _ in todo[i:i + batch]] for i in range(0, len(todo), batch)]
-        pending = submit(executor, base, batches)
-        # while the workers simulate, what the next waves will ask first: pure functions of
-        # the candidate, kept, so the answer is the same (fewer serial seconds on few cores)
-        for entry in heapq.nsmallest(AHEAD, heap) if not pending.done() else ():
-            if pending.done():
+                if len(todo) % batch == 0:  # the wave's batches start as they are made
+                    stream.add([c for _, c, _ in todo[-batch:]])
+        if len(todo) % batch:
+            stream.add([c for _, c, _ in todo[len(todo) - len(todo) % batch:]])
+        # while the workers simulate, what this wave's results and the next waves will ask
+        # first: pure functions of the candidate, kept, so the answer is the same (fewer
+        # serial seconds on few cores)
+        for _ in work_ahead(todo) if stream.busy() else ():
+            if not stream.busy():
                 break
-            prepare(*entry)
-        results = [e for res in pending.result() for e in res]
+        results = stream.results()
         for (lb, _, headroom), e in zip(todo, results):
             if cache:
                 cache.put(bkey, e)

@@ -52,27 +52,6 @@ class SerialExecutor:
         pass
 
 
-class Pending(Protocol):
-    """Batches handed to an executor: whether all are simulated, and their results in order."""
-
-    def done(self) -> bool: ...
-
-    def result(self) -> list[list[Evaluation]]: ...
-
-
-class _Ready:
-    """Batches already simulated (an executor that only maps)."""
-
-    def __init__(self, out: list[list[Evaluation]]) -> None:
-        self.out = out
-
-    def done(self) -> bool:
-        return True
-
-    def result(self) -> list[list[Evaluation]]:
-        return self.out
-
-
 class _Futures:
     """Batches running in a process pool."""
 
@@ -94,11 +73,32 @@ class _Futures:
         return out
 
 
-def submit(executor: Executor, base: Base, batches: Sequence[Batch]) -> Pending:
-    """``executor.map(base, batches)`` started without waiting where the executor can (local
-    processes), so that the caller works meanwhile; else mapped at once."""
-    start = getattr(executor, "submit", None)
-    return start(base, batches) if start else _Ready(executor.map(base, batches))
+class Stream:
+    """Batches handed to an executor one at a time: each started at once where the executor
+    can (local processes: ``submit``), so that the caller goes on working meanwhile; else all
+    mapped together when the results are asked for (this process, Ray), as ``map`` does."""
+
+    def __init__(self, executor: Executor, base: Base) -> None:
+        self.executor, self.base = executor, base
+        self.start = getattr(executor, "submit", None)
+        self.started: list[_Futures] = []
+        self.held: list[Batch] = []
+
+    def add(self, batch: Batch) -> None:
+        if self.start is not None:
+            self.started.append(self.start(self.base, [batch]))
+        else:
+            self.held.append(batch)
+
+    def busy(self) -> bool:
+        """Whether batches are being simulated elsewhere now (worth working beside)."""
+        return any(not f.done() for f in self.started)
+
+    def results(self) -> list[Evaluation]:
+        """Every batch's evaluations, in the order the batches were added."""
+        out = [e for f in self.started for res in f.result() for e in res]
+        return out + [e for res in self.executor.map(self.base, self.held) for e in res] \
+            if self.held else out
 
 
 class LocalExecutor:
