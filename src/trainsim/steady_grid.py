@@ -117,8 +117,11 @@ def grid(pp: int, vpp: int, m: int, torch_warm: bool) -> Grid:
         return np.where(d >= 0, inv[np.maximum(d, 0)], n)
 
     bounds = np.concatenate(([0], np.cumsum(np.bincount(lev)))).tolist()
-    return Grid(length, is_b, mb, chunk, v, up, own, perm, inv,
-                (slots(prev), slots(up), slots(own)), tuple(itertools.pairwise(bounds)))
+    waits = (slots(prev), slots(up), slots(own))
+    for a in (is_b, mb, chunk, v, up, own, perm, inv, *waits):
+        a.flags.writeable = False  # shared by every run of this schedule in the process
+    return Grid(length, is_b, mb, chunk, v, up, own, perm, inv, waits,
+                tuple(itertools.pairwise(bounds)))
 
 
 def _duration(priced: Priced | float) -> float:
