@@ -31,7 +31,7 @@ import numpy as np
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline
 from trainsim.pricing import Priced, Pricer
-from trainsim.simulator import AFTER, LayerSource, _TaskGraph
+from trainsim.simulator import LayerSource, _TaskGraph
 from trainsim.workload.schedule import pass_labels, schedule, torch_warmup
 
 
@@ -131,8 +131,8 @@ def _duration(priced: Priced | float) -> float:
 class _Tasks(Sequence):
     """The run's tasks, each made when asked for (the summary reads one stage's)."""
 
-    def __init__(self, g: Grid, specs: tuple, pp: int, tail: list[Task]) -> None:
-        self.g, self.specs, self.pp, self.tail = g, specs, pp, tail
+    def __init__(self, g: Grid, specs: tuple, tail: list[Task]) -> None:
+        self.g, self.specs, self.tail = g, specs, tail
         self.n = len(g.perm)
         self.made: dict[int, Task] = {}
 
@@ -229,7 +229,7 @@ def uncontended_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
             tail_end.append(t)
         ends.append(dep)
         busy[s] = b
-    tasks = _Tasks(g, (fwd, first, bwd, m), pp, tail)
+    tasks = _Tasks(g, (fwd, first, bwd, m), tail)
     tl = Timeline(tasks, start.tolist() + tail_start, end.tolist() + tail_end,  # type: ignore[arg-type]
                   queues)
     return Run(tl, ends, end, durations, g, busy)
@@ -278,4 +278,4 @@ def period_on_grid(run: Run, warm: list[int], cut: int, shift: int, q: int, m: i
     return period
 
 
-__all__ = ["AFTER", "Grid", "Run", "grid", "period_on_grid", "uncontended_run"]
+__all__ = ["Grid", "Run", "grid", "period_on_grid", "uncontended_run"]
