@@ -90,16 +90,41 @@ def test_split_projections_sum_their_input_gradients():
 
 
 def test_eager_rmsnorm_backward_counts_its_kernels():
-    """HF LlamaRMSNorm's backward moves 68 B per element in 11 kernels (36 and 8 forward):
+    """HF LlamaRMSNorm's backward moves 68 B per element in 16 kernels (36 and 8 forward):
     more than the generic 1.5x of the forward."""
     n = 1e6
     fwd = norm_op("n", "rmsnorm", n, eager=True)
     assert fwd.bytes == pytest.approx(36 * n)
     nbytes, kernels = backward_bytes(fwd)
-    assert nbytes == pytest.approx(68 * n) and kernels == 11
+    assert nbytes == pytest.approx(68 * n) and kernels == 16
     fused = norm_op("n", "rmsnorm", n, eager=False)
     assert backward_bytes(fused) == (pytest.approx(1.5 * fused.bytes), 1)
     assert ("rmsnorm", "eager") in IMPLEMENTATIONS
+
+
+def _kernels(ops, name):
+    return next(op.kernels for op in ops if op.name == name)
+
+
+def test_eager_layer_counts_each_pytorch_op():
+    """An eager layer launches what its PyTorch code dispatches: HF's rotate-half RoPE five
+    kernels per call, called for Q and for K (14 in the backward), torchtitan's complex RoPE
+    three per call (8 back); SwiGLU's backward three kernels on separate gate/up outputs, four
+    on one fused fc1's chunk halves (the cat); compiled or fused modules stay one kernel."""
+    for c, rope in ((cfg(), (10, 14)), (cfg("torchtitan", "2024-12"), (6, 8))):
+        sh = shard_of(c)
+        fwd = layer_forward(c, sh)
+        bwd = backward_of(fwd, sh)
+        assert (_kernels(fwd, "rope"), _kernels(bwd, "rope.bwd")) == rope
+        assert (_kernels(fwd, "swiglu"), _kernels(bwd, "swiglu.bwd")) == (2, 3)
+        assert _kernels(bwd, "attn_norm.bwd") == 16
+    from trainsim.workload.elementwise import activation_op
+    chunked = activation_op(True, 1e6, eager=True, fused_fc1=True)
+    assert chunked.impl == "eager_chunked" and backward_bytes(chunked)[1] == 4
+    c = cfg("torchtitan", "2024-12", compile=True)
+    sh = shard_of(c)
+    bwd = backward_of(layer_forward(c, sh), sh)
+    assert _kernels(bwd, "rope.bwd") == 1 and _kernels(bwd, "swiglu.bwd") == 1
 
 
 @pytest.mark.skipif(not LAYERS.exists(), reason="layers file not bundled")

@@ -225,6 +225,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # unfused _apply_rotary_pos_emb_bshd (Megatron-LM arguments.py and Megatron-Bridge's
     # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
     "scaled_rope_unfused": _nullable(_bool),
+    # eager RoPE on complex views (torchtitan's apply_rotary_emb), not HF's rotate-half
+    "complex_rope": _nullable(_bool),
     # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
     # arguments out of order, so the kernel's rows per block follow the heads per TP rank and
     # some micro-batch sizes run the PyTorch softmax in fp32 (workload.softmax)
@@ -301,7 +303,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
-             "scaled_rope_unfused", "softmax_args_swapped", "fsdp_pp_unsharded", "per_op_sac",
+             "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded", "per_op_sac",
              "compiled_loss", "loss_parallel", "pipelining_buffers", "separate_qkv",
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
              "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",

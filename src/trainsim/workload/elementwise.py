@@ -12,6 +12,7 @@ element size (2 for bf16/fp16, 4 for fp32); reductions over a row write a neglig
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from trainsim.workload.ops import ACT_BYTES, Elementwise
 
@@ -85,9 +86,11 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # rotary embedding per element of Q and K: a fused kernel (TE, apex, Megatron) reads and
     # writes; Hugging Face's rotate-half runs x * cos (read, write), the negated half and the
     # concatenation (read and write half, then all), x' * sin (read, write) and the sum (read
-    # two, write), cos and sin being small tables
+    # two, write), cos and sin being small tables: five kernels per call, called for Q and for
+    # K (``apply_rotary_pos_emb``; ``trainsim profile``'s apply_rope likewise: the H100
+    # database's 16 layer records count 4 mul, 2 neg, 2 cat and 2 add kernels for it)
     ("rope", "fused"): (lambda e: 2 * e, 1),
-    ("rope", "eager"): (lambda e: 2 * e + e + 2 * e + 2 * e + 3 * e, 5),
+    ("rope", "eager"): (lambda e: 2 * e + e + 2 * e + 2 * e + 3 * e, 10),
     # Megatron-core's unfused RoPE (core_v0.15.0-v0.17.0 models/common/embeddings/rope_utils.py
     # _apply_rotary_pos_emb_bshd), called for Q and for K: the same rotate-half products plus
     # the closing torch.cat((t, t_pass)) (read, write); per call its cos and sin tables cost six
@@ -137,8 +140,13 @@ def strided_share(op: Elementwise) -> float:
 BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # HF LlamaRMSNorm's autograd backward, per element: weight * y (dy: read, write 2e; dw:
     # product and row sums, 3e + e), y.to(dtype) (e + 4), x_f * rsqrt (dx: 8; d rsqrt: product
-    # and row sums, 16), pow(2) (8), the two paths into x_f summed (12), x.to(fp32) (4 + e)
-    ("rmsnorm", "eager"): (lambda e: 2 * e + 4 * e + (e + F32) + 8 + 16 + 8 + 12 + (F32 + e), 11),
+    # and row sums, 16), pow(2) (8), the two paths into x_f summed (12), x.to(fp32) (4 + e).
+    # Kernels, as autograd's formulas issue them (tools/autograd/derivatives.yaml; counted by
+    # dispatching HF's and torchtitan's RMSNorm, the same code, under TorchDispatchMode): the
+    # weight product's mul, mul and sum; the cast back; x_f * rsqrt's mul, mul and row sum;
+    # rsqrt's pow(r, 3), * -0.5 and mul; mean's division; pow(2)'s pow(x, 1), * 2 and mul; the
+    # sum of the two paths; the cast to fp32: 16
+    ("rmsnorm", "eager"): (lambda e: 2 * e + 4 * e + (e + F32) + 8 + 16 + 8 + 12 + (F32 + e), 16),
     # Megatron-core's unfused RoPE, per call (Q, K): the gradient times cos and times sin (read,
     # write each), the negation's backward (half read, half written), the halves re-joined
     # (read, write) and the two paths summed (read two, write); the tables need no gradient
@@ -231,12 +239,43 @@ def norm_op(name: str, normalization: str, elements: float, eager: bool,
     return memory_op(name, normalization, impl, elements, elem_bytes)
 
 
-def rope_op(name: str, elements: float, eager: bool, unfused: bool = False) -> Elementwise:
+ROPE_EAGER_BWD_KERNELS = 14
+"""Backward kernels of Hugging Face's ``apply_rotary_pos_emb`` for Q and K: per call the
+gradient times cos and times sin, the negation's ``neg``, a ``slice_backward`` for each half
+(``x[..., :d/2]``, ``x[..., d/2:]``) and two adds joining the three paths into x: 7 (counted by
+dispatching transformers 5.23's function under TorchDispatchMode; ``trainsim profile``'s
+``chunk`` form runs one ``cat`` for the two halves and one add: 5 per call, as the H100
+database's layer records count)."""
+
+ROPE_COMPLEX_KERNELS = (6, 8)
+"""(forward, backward) kernels of torchtitan's ``apply_rotary_emb`` for Q and K
+(pytorch/torchtitan@e846b6946 torchtitan/models/llama/model.py): per call ``x.float()``, the
+complex product with ``freqs_cis`` and ``type_as`` (views between them: ``view_as_complex``,
+``view_as_real``, ``flatten``); backward, per call, the two casts' gradients, the product with
+the conjugate and the conjugate's materialising copy (counted under TorchDispatchMode). The
+bytes match rotate-half's at 16-bit elements (2 + 4, 4 + 4 and 4 + 2 per element: 20)."""
+
+
+def rope_op(name: str, elements: float, eager: bool, unfused: bool = False,
+            complex_rope: bool = False) -> Elementwise:
     """Rotary embedding of ``elements`` query and key elements: a fused kernel, Hugging Face's
-    ``apply_rotary_pos_emb`` (rotate-half in five PyTorch ops) or Megatron-core's unfused
-    function (``unfused``)."""
+    ``apply_rotary_pos_emb`` (rotate-half in five PyTorch ops per call) or, where the profile
+    says ``complex_rope``, torchtitan's ``apply_rotary_emb`` on complex views (three per call;
+    ``ROPE_COMPLEX_KERNELS``), or Megatron-core's unfused function (``unfused``)."""
     impl = "eager" if eager else "unfused" if unfused else "fused"
-    return memory_op(name, "rope", impl, elements)
+    op = memory_op(name, "rope", impl, elements)
+    if impl == "eager":
+        fwd, bwd = ROPE_COMPLEX_KERNELS if complex_rope else (op.kernels, ROPE_EAGER_BWD_KERNELS)
+        op = replace(op, kernels=fwd, bwd_kernels=bwd)
+    return op
+
+
+SWIGLU_EAGER_BWD_KERNELS = {"eager": 3, "eager_chunked": 4}
+"""Backward kernels of ``silu(gate) * up``: the product's two (gradient times up, gradient
+times silu(gate)) and ``silu_backward``; on ``chunk`` halves of one fused fc1 output also the
+``cat`` that joins the halves' gradients (the H100 database's 16 layer records: one
+silu_backward, three mul kernels with the forward's, and a cat for the chunk). Separate gate and
+up GEMMs sum their input gradients in ``grad_sum`` (``workload.layers.backward_of``)."""
 
 
 def activation_op(gated: bool, elements: float, eager: bool, fused_fc1: bool = False
@@ -244,10 +283,12 @@ def activation_op(gated: bool, elements: float, eager: bool, fused_fc1: bool = F
     """The MLP's activation over ``elements`` outputs: SwiGLU fused (one kernel) or eager
     (``act_fn(gate) * up``: two), on two separate GEMM outputs or, when one fused fc1 wrote
     gate and up as halves of one tensor (``fused_fc1``), on its strided ``chunk`` views
-    (``eager_chunked``); GeLU is one kernel either way (``F.gelu``)."""
+    (``eager_chunked``); GeLU is one kernel either way (``F.gelu``). The eager backward
+    (``SWIGLU_EAGER_BWD_KERNELS``) has more kernels than the forward."""
     if gated:
         impl = "fused" if not eager else "eager_chunked" if fused_fc1 else "eager"
-        return memory_op("swiglu", "swiglu", impl, elements)
+        op = memory_op("swiglu", "swiglu", impl, elements)
+        return replace(op, bwd_kernels=SWIGLU_EAGER_BWD_KERNELS[impl]) if eager else op
     return memory_op("gelu", "gelu", "fused", elements)
 
 

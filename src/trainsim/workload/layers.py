@@ -64,6 +64,7 @@ class Shard:
     """CP is PyTorch's experimental ``context_parallel``: one SDPA per ring step, merged by
     log-sum-exp (``workload.context_parallel``); the framework profile's ``cp_sdpa_ring``."""
     scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
+    complex_rope: bool = False  # the profile's ``complex_rope`` (elementwise.rope_op)
     softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
     kv_repeat: bool = False
     """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
@@ -138,6 +139,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                                                          "sdpa_repeat_kv"),
                  scaled_rope_unfused=framework_supports(t.framework, t.framework_version,
                                                       "scaled_rope_unfused"),
+                 complex_rope=framework_supports(t.framework, t.framework_version,
+                                                 "complex_rope"),
                  softmax_args_swapped=framework_supports(t.framework, t.framework_version,
                                                        "softmax_args_swapped"))
 
@@ -264,7 +267,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), sh.eager))
         if m.position_embedding == "rope":
             ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager,
-                               unfused=m.rope_scaling is not None and sh.scaled_rope_unfused))
+                               unfused=m.rope_scaling is not None and sh.scaled_rope_unfused,
+                               complex_rope=sh.complex_rope))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
     heads, q_len = m.num_attention_heads // t, sh.q_len
     kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
