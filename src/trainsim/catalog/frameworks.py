@@ -194,6 +194,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "per_op_sac": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
+    # the training loop drops the 16-bit logits before ``loss.backward()`` (torchtitan's
+    # ``del pred``): the eager loss's fp32 buffers then sit above a freed hole
+    "logits_freed_before_backward": _nullable(_bool),
     # with TP the cross-entropy runs on vocab-sharded DTensor logits under
     # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
     "loss_parallel": _nullable(_bool),
@@ -303,8 +306,9 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
-             "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded", "per_op_sac",
-             "compiled_loss", "loss_parallel", "pipelining_buffers", "separate_qkv",
+             "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+             "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
+             "pipelining_buffers", "separate_qkv",
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
              "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",

@@ -22,6 +22,7 @@ allocated peak.
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 
 CUDA_CONTEXT_BYTES = 1573 * 2**20
@@ -127,3 +128,24 @@ def context_bytes(cfg: RunConfig, stage: int = 0) -> float:
     nccl = sum(NCCL_PAIR_COMM_BYTES if g == 2 else NCCL_GROUP_COMM_BYTES
                for g in communicator_sizes(cfg, stage))
     return CUDA_CONTEXT_BYTES + nccl + deepep_buffer_bytes(cfg)
+
+
+def freed_logits_hole(cfg: RunConfig, stage: int) -> float:
+    """Bytes the caching allocator keeps reserved, but free, at the eager loss's backward when
+    the training loop drops the 16-bit logits before ``loss.backward()`` (profile feature
+    ``logits_freed_before_backward``: torchtitan train.py ``del pred``, e29b6b4d4, 2024-06-12;
+    without pipelining, whose schedule keeps each micro-batch's output). The forward lays
+    out, at the segment's end, the logits (2 bytes per logit), their fp32 copy (4) and the
+    fp32 log-softmax (4; loss_parallel's ``shifted`` and ``result`` likewise); the copy is
+    freed after the forward and the logits by ``del pred``, a free block of 6. The backward's
+    first fp32 buffer (``zeros_like``) takes 4 of it, so the next one finds 2 free where it
+    needs 4 and maps (or, without expandable segments, mallocs) new memory: reserved stays
+    2 bytes per logit above the allocated peak (c10/cuda/CUDACachingAllocator.cpp best-fit
+    over free blocks of the stream's pool; tests/test_memory_torchtitan.py). A compiled loss
+    saves the logits themselves: nothing is freed."""
+    p, t, m = cfg.parallel, cfg.training, cfg.model
+    if (p.pp > 1 or stage != p.pp - 1 or t.modules != "eager"
+            or not profile_supports(cfg, "logits_freed_before_backward")
+            or (t.compile and profile_supports(cfg, "compiled_loss"))):
+        return 0.0
+    return 2.0 * t.micro_batch_size * t.seq_length / p.cp * m.vocab_size / p.tp

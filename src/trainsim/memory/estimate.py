@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.memory import hf
-from trainsim.memory.allocator import context_bytes, reserved_bytes
+from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.state import model_state
 from trainsim.model.counts import (
@@ -182,15 +182,23 @@ def _per_op_sac_bytes(cfg: RunConfig) -> float:
     partial sum over the whole hidden size. Float8 linears save the same: torchao's
     Float8Linear calls ``torch.mm`` on its float8 tensor subclass, and a dispatch mode (the
     checkpoint policy) sees that ``aten.mm`` before the subclass turns it into
-    ``_scaled_mm``; the output stays 16-bit."""
+    ``_scaled_mm``; the output stays 16-bit.
+
+    Eager, the policy's dispatch mode stores every MUST_SAVE output until the recomputation
+    replays it (torch/utils/checkpoint.py ``_CachingTorchDispatchMode``), needed or not; under
+    torch.compile the policy only tags the graph, and the min-cut partitioner
+    (torch/_functorch/partitioners.py) saves no tensor the backward does not read: the w2
+    output (and under SP its reduce-scatter), which only the residual add consumes, is not
+    kept (measured, tests/test_memory_torchtitan.py: 3616 -> 3104 B per token)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     t, sp = p.tp, p.sequence_parallel
     T = tr.micro_batch_size * tr.seq_length / p.cp
     h, q, f = m.hidden_size, m.q_size / t, m.ffn_size / t
     kv = max(m.kv_size / t, m.kv_channels)
-    per = 2 * h / (t if sp else 1) + 2 * (q + kv + f + h) + 2 * q + 4 * m.num_attention_heads / t
-    if t > 1 and sp:
-        per += 2 * (2 * h / t)
+    w2_out = 0.0 if tr.compile else 2 * h  # the last block matmul's (partial-sum) output
+    per = 2 * h / (t if sp else 1) + 2 * (q + kv + f) + w2_out + 2 * q + 4 * m.num_attention_heads / t
+    if t > 1 and sp:  # the reduce-scatter outputs of wo and (eager) w2
+        per += 2 * h / t * (1 if tr.compile else 2)
     return T * per
 
 
@@ -464,29 +472,36 @@ def _a2a_overlap_extra_forward(cfg: RunConfig) -> bool:
             and (p.pp == 1 or p.vpp > 1))
 
 
-def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
-    """Activation buffers alive beside the in-flight ones at the backward's peak."""
+def _loss_temporary(cfg: RunConfig) -> float:
+    """Bytes the last stage's loss holds at its backward beyond the micro-batches in flight:
+    16-bit logits and fp32 softmax of the (vocab-parallel) cross-entropy."""
     p, t, m = cfg.parallel, cfg.training, cfg.model
     T = t.micro_batch_size * t.seq_length / p.cp
+    # (HF's loss upcasts the logits: at its backward the 16-bit logits, the saved fp32
+    # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2).
+    # A compiled loss fuses the upcast, log-softmax and NLL: it saves the 16-bit logits
+    # (and a log-sum-exp per token) and its backward writes the 16-bit gradient: 2+2
+    # Under DTensor's loss_parallel (torch/distributed/tensor/parallel/loss.py) the eager
+    # backward is decomposed: beside the saved fp32 log-softmax it makes zeros_like,
+    # exp and their sum before the product with the incoming gradient: 4+4+4+4
+    if t.modules == "eager" and t.compile and profile_supports(cfg, "compiled_loss"):
+        # (the saved logits are the stage output that pipelining keeps: counted there)
+        per = 2 if p.pp > 1 and profile_supports(cfg, "pipelining_buffers") else 2 + 2
+    elif t.modules == "eager" and p.tp > 1 and profile_supports(cfg, "loss_parallel"):
+        per = 16
+    elif cross_entropy_impl(cfg) == "te":  # the 16-bit logits hold their own gradient
+        per = 2
+    else:
+        per = 12 if t.modules == "eager" else 2 + 4
+    return T * m.vocab_size / p.tp * per
+
+
+def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
+    """Activation buffers alive beside the in-flight ones at the backward's peak."""
+    p, m = cfg.parallel, cfg.model
     temps: list[tuple[str, float]] = []
-    if stage == p.pp - 1:  # 16-bit logits and fp32 softmax of the vocab-parallel cross-entropy
-        # (HF's loss upcasts the logits: at its backward the 16-bit logits, the saved fp32
-        # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2).
-        # A compiled loss fuses the upcast, log-softmax and NLL: it saves the 16-bit logits
-        # (and a log-sum-exp per token) and its backward writes the 16-bit gradient: 2+2
-        # Under DTensor's loss_parallel (torch/distributed/tensor/parallel/loss.py) the eager
-        # backward is decomposed: beside the saved fp32 log-softmax it makes zeros_like,
-        # exp and their sum before the product with the incoming gradient: 4+4+4+4
-        if t.modules == "eager" and t.compile and profile_supports(cfg, "compiled_loss"):
-            # (the saved logits are the stage output that pipelining keeps: counted there)
-            per = 2 if p.pp > 1 and profile_supports(cfg, "pipelining_buffers") else 2 + 2
-        elif t.modules == "eager" and p.tp > 1 and profile_supports(cfg, "loss_parallel"):
-            per = 16
-        elif cross_entropy_impl(cfg) == "te":  # the 16-bit logits hold their own gradient
-            per = 2
-        else:
-            per = 12 if t.modules == "eager" else 2 + 4
-        temps.append(("logits and fp32 softmax", T * m.vocab_size / p.tp * per))
+    if stage == p.pp - 1:
+        temps.append(("logits and fp32 softmax", _loss_temporary(cfg)))
     if p.recompute == "full":  # one layer's full activations live during its backward
         temps.append(("recomputed layer", activation_bytes_per_layer(cfg, recompute="none",
                                                                        moe=m.is_moe)))
@@ -561,6 +576,10 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool)
+    hole = freed_logits_hole(cfg, stage)
+    if hole:  # reserved at the loss's backward: what is allocated then, plus the free hole
+        at_loss = backward_peak - sum(b for _, b in temporaries) + _loss_temporary(cfg)
+        reserved = max(reserved, at_loss + hole + state.side_pool)
     return MemoryBreakdown(
         state.weights, grads, state.optimizer, activations,
         sum(b for _, b in temps), context=context_bytes(cfg, stage),
