@@ -232,3 +232,28 @@ def test_cli_validate_workers_give_the_same_json(tmp_path):
     assert out[0].output == out[1].output
     assert [r["id"] for r in json.loads(out[1].output)["rows"]] == \
         [r["id"] for r in read_rows(small)[1]]
+
+
+def _slow_row(row):
+    import time
+
+    from trainsim.validate import RowResult
+    time.sleep(0.5)
+    return RowResult(id=row["id"], measured=1.0, predicted=1.0)
+
+
+def test_workers_stop_at_an_error_without_predicting_the_rows_not_started():
+    # 12 rows of 0.5 s on 2 processes take 3 s; a failure at the first finished row must not
+    # wait for the other rows (the queued ones are cancelled)
+    import time
+
+    from trainsim.validate import _in_workers
+
+    def stop(done, total):
+        raise KeyboardInterrupt
+
+    rows = [{"id": f"r{i}"} for i in range(12)]
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        _in_workers(_slow_row, rows, 2, stop, None)
+    assert time.perf_counter() - t0 < 2.0

@@ -126,13 +126,19 @@ def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | Non
     for path in files:
         if not csv_file and fmt == "table":
             click.echo(f"== {Path(path).name} (bundled)")
-        got = _validate_one(str(path), fmt, db, workers or _cpus())
+        got = _validate_one(str(path), fmt, db, workers or min(_cpus(), MAX_DEFAULT_WORKERS))
         if got is None:
             return
         report[Path(path).name] = got
     if fmt == "json":
         click.echo(json.dumps(report[Path(files[0]).name] if csv_file else report, indent=2,
                               sort_keys=True))
+
+
+MAX_DEFAULT_WORKERS = 8
+"""validate's default process count is at most this: each worker keeps its own memo of task
+graphs (``engine.runs_shared``, up to ~0.3 GB), so every CPU of a large machine would cost
+memory for little gain on a file of a few hundred rows."""
 
 
 def _cpus() -> int:

@@ -135,12 +135,19 @@ def _in_workers(predict: Callable[[dict[str, str]], RowResult], rows: list[dict[
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     order = sorted(range(len(rows)), key=lambda i: -cost(rows[i])) if cost else range(len(rows))
-    with ProcessPoolExecutor(min(workers, len(rows))) as pool:
+    pool = ProcessPoolExecutor(min(workers, len(rows)))
+    try:
         futures = {i: pool.submit(predict, rows[i]) for i in order}
         for done, _ in enumerate(as_completed(futures.values()), start=1):
             if progress:
                 progress(done, len(rows))
-        return [futures[i].result() for i in range(len(rows))]
+        out = [futures[i].result() for i in range(len(rows))]
+    except BaseException:
+        # Ctrl-C or a failure: drop the rows not started instead of predicting them all first
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return out
 
 
 __all__ = ["BUNDLED_DIR", "RowResult", "bundled_files", "predict_collective_row", "predict_kernel_row", "predict_training_row",
