@@ -69,9 +69,9 @@ def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     gathers: every gather waits for the previous one and the module waits for all of them; a
     recomputed layer gathers its tensors again for the recompute, and for its backward only
     those released after the recompute (``workload.sharding.ZERO3_MAX_REUSE_DISTANCE``).
-    The reduce bucket's copies and divides (``zero3_reduce_bucket_ops``) are added to
-    ``side_s`` (per stage, per micro-batch): they run ahead of the reduce-scatters, which the
-    next gather's ``torch.cuda.synchronize()`` waits for."""
+    The reduce bucket's copies (``zero3_reduce_bucket_ops``) end the backward, on the compute
+    stream; its divides are added to ``side_s`` (per stage, per micro-batch): they run ahead of
+    the reduce-scatters, which the next gather's ``torch.cuda.synchronize()`` waits for."""
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     out: dict[int, tuple[Priced, Priced]] = {}
     ranges = cfg.virtual_stage_layers()
@@ -85,7 +85,12 @@ def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         # after a recompute the layer's last tensors are still gathered for its backward
         back = pricer.price(zero3_tensor_gathers(cfg, plain, first, last)
                             + zero3_tensor_gathers(cfg, again, False, False, True))
+        # the copy into the bucket runs in the gradient's autograd hook, on the compute stream
+        # (``reduce_independent_p_g_buckets_and_remove_grads``: no stream context); only
+        # ``average_tensor``'s divide runs on the reduction stream
+        bucket = zero3_reduce_bucket_ops(cfg, layers, first, last)
+        copy = pricer.price([op for op in bucket if op.name == "zero3_grad_to_bucket"])
         side_s[v % pp] += pricer.price(
-            zero3_reduce_bucket_ops(cfg, layers, first, last)).duration_s / vpp
-        out[v] = (fwd + chunks[v].fwd, back + redo + chunks[v].bwd)
+            [op for op in bucket if op.name != "zero3_grad_to_bucket"]).duration_s / vpp
+        out[v] = (fwd + chunks[v].fwd, back + redo + chunks[v].bwd + copy)
     return out
