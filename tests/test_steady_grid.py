@@ -149,3 +149,21 @@ def test_the_grid_proof_refuses_what_the_task_graph_proof_refuses(cfg):
                 assert (task is None) == (on_grid is None), (s, k, delta)
                 refused += on_grid is None
     assert refused > 0
+
+
+def test_grid_tasks_read_negative_indices_from_the_end():
+    from trainsim.steady_grid import _Tasks
+
+    class _G:
+        perm = (0, 1)
+
+    tail = ["opt0", "opt1"]  # stand-ins: only the tail is read below
+    tasks = _Tasks(_G(), (None, None, None, 0), tail)  # type: ignore[arg-type]
+    assert len(tasks) == 4
+    assert tasks[-1] == "opt1" and tasks[-2] == "opt0" and tasks[3] == "opt1"
+    with pytest.raises(IndexError):
+        tasks[4]
+    with pytest.raises(IndexError):
+        tasks[-5]
+    with pytest.raises(TypeError):
+        tasks[0:2]

@@ -98,7 +98,7 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
                    "analytic model alone) or a trainsim profile JSON.")
 @click.option("--workers", type=POSITIVE_INT, default=None,
               help="Processes predicting rows side by side (each row is predicted alone: the "
-                   "same results); default: the CPUs this process may use.")
+                   "same results); default: the CPUs this process may use, at most 8.")
 def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | None) -> None:
     """Predict every row of a published-measurement CSV and report the error.
 

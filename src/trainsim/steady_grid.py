@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -140,6 +141,11 @@ class _Tasks(Sequence):
         return self.n + len(self.tail)
 
     def __getitem__(self, i):  # type: ignore[override]
+        i = operator.index(i)  # one task at a time: a slice is refused (TypeError)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
         if i >= self.n:
             return self.tail[i - self.n]
         t = self.made.get(i)
