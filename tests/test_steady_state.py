@@ -34,13 +34,14 @@ def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
     1e-9 on the iteration time and every breakdown entry, and the shortcut is proven on most
     of them (not a test of the fallback alone)."""
     monkeypatch.setattr(steady, "MIN_TASKS", 0)  # take the shortcut on small runs too
-    proven = one_run = 0
+    proven = one_run = state = 0
     for cfg in _configs(N_CONFIGS):
         full = simulate(cfg, keep_timeline=True)  # a timeline asked for: every micro-batch
         if steady.steady_summary(cfg, Pricer(cfg)) is not None:
             proven += 1
         fast = simulate(cfg)
         one_run += fast.simulation["reason"].startswith("period proven on a truncated run ")
+        state += fast.simulation["reason"].startswith("period proven on the loop's state ")
         assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9, abs=0)
         for key, value in full.breakdown.items():
             assert fast.breakdown[key] == pytest.approx(value, rel=1e-9,
@@ -49,9 +50,11 @@ def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
                                                   abs=1e-9 * full.iteration_time_s)
         assert fast.critical_stage == full.critical_stage
     assert proven >= 0.8 * N_CONFIGS
-    # both proofs are exercised: run A alone (nothing slows a stream while it runs the
-    # period) and A against B (contention in every period: overlapped sends, ZeRO-3)
+    # both one-run proofs are exercised: nothing slows a stream while it runs the period
+    # (max-plus), and the loop's whole state repeating (contention in every period:
+    # overlapped sends, ZeRO-3)
     assert 0.2 * N_CONFIGS <= one_run <= proven - 0.2 * N_CONFIGS
+    assert state >= 0.2 * N_CONFIGS, state
 
 
 def test_steady_state_cost_does_not_grow_with_microbatches():

@@ -20,7 +20,13 @@ ZeRO-3 reductions per pass), A alone is enough (:func:`_one_run`): up to the cut
 times are a max-plus recurrence, so the rest depends on what came before only through the
 ends of the tasks it waits on, and :func:`engine.periodic.period_in_run_s` compares those at
 A's cut and one period earlier instead of simulating B (the same conclusion; PP64 vpp 2:
-49k tasks instead of 114k).
+49k tasks instead of 114k). Where tasks slow each other in every period, one run is enough
+too where the loop's whole state (what has ended, what runs, with its work left and what
+slows it, what waits on what) one period before the cut repeats at it
+(:func:`engine.periodic.period_of_state_s`): that run is B, whose cut has a steady period
+before it on every stage (A's period follows the warm-up), and A is simulated only where B
+does not prove it. One run costing at most half the full simulation, the shortcut is tried
+down to iterations of twice B's micro-batches.
 
 Where the period does not repeat within the truncated runs (a longer transient, contention
 that drifts) the check fails, longer runs are tried, and else :func:`steady_summary` returns
@@ -39,7 +45,7 @@ import numpy as np
 
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline, run
-from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_s
+from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_state_s, period_s
 from trainsim.limits import limit, simulation_tasks
 from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
@@ -54,6 +60,7 @@ MIN_TASKS = 2_000
 shortcut is for the long ones, and small runs keep the full loop's last bits."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
 _duration = attrgetter("duration_s")
+_slows = attrgetter("slows")
 
 
 def _warmup(order: list) -> int:
@@ -92,9 +99,9 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     # after warm-up more time. The cut is at stage 0's last steady pair that has a full
     # period before it (the other stages, warming up less, have more steady pairs after it).
     m_a = q * math.ceil((warm0 + unit + 1) / unit)
-    if 4 * (m_a + q) > m:  # the two runs would cost half the full one or more
+    if 2 * (m_a + q) > m:  # B alone (which proves most periods) would cost half or more
         return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}) "
-                      "would cost a quarter of the full simulation or more")
+                      "would cost half the full simulation or more")
     return Plan(m_a, q, m_a * vpp - warm0, unit), ""
 
 
@@ -102,8 +109,9 @@ def attempts(cfg: RunConfig) -> list[Plan]:
     """The truncated lengths the shortcut tries for ``cfg``, in order (none where it does not
     apply): the shortest first, then 1, 3, 7, ... periods longer (a transient that outlasts the
     short runs, e.g. stages of unequal work filling a pipeline, settles in a longer one), each
-    pair of runs costing at most half the full simulation and all of them together at most
-    the full simulation (counted in micro-batches simulated)."""
+    B (which alone proves most periods) costing at most half the full simulation and all the
+    runs together at most twice it (counted in micro-batches simulated; A is run only where B
+    alone does not prove the period)."""
     first, _ = plan(cfg)
     if first is None:
         return []
@@ -112,7 +120,7 @@ def attempts(cfg: RunConfig) -> list[Plan]:
         current = Plan(first.m_a + extra * first.q, first.q, first.cut + extra * first.unit,
                        first.unit)
         cost = 2 * current.m_a + current.q
-        if 4 * (current.m_a + current.q) > m or spent + cost > m:
+        if 2 * (current.m_a + current.q) > m or spent + cost > 2 * m:
             return out
         out.append(current)
         spent += cost
@@ -151,13 +159,13 @@ def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = N
         spent += _tasks(cfg, current)
         if spent > cap:
             break  # the full simulation's own check says so
-        summary, one = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q,
-                                    current.cut, current.unit, runs)
+        summary, how, mb = _extrapolate(cfg, pricer, layer_source, current.m_a, current.q,
+                                        current.cut, current.unit, runs)
         if summary is not None:
-            runs_s = (f"a truncated run of {current.m_a:,}" if one else
-                      f"truncated runs of {current.m_a:,} and {current.m_a + current.q:,}")
-            return summary, (f"period proven on {runs_s} micro-batches, the rest "
-                             "extrapolated")
+            runs_s = {"one": f"a truncated run of {mb:,}",
+                      "state": f"the loop's state repeating in a truncated run of {mb:,}"}.get(
+                how, f"truncated runs of {current.m_a:,} and {mb:,}")
+            return summary, f"period proven on {runs_s} micro-batches, the rest extrapolated"
         longest = current.m_a + current.q
     log.debug("steady state not proven for %s; simulating every micro-batch", cfg.model.name)
     if not longest:
@@ -196,12 +204,14 @@ def _counterparts(ta: Timeline, tb: Timeline, tags_a: list[int], tags_b: list[in
 
 
 def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int], cut: int,
-             shift: int, q: int) -> Summary | None:
+             shift: int, q: int, state: bool = False) -> Summary | None:
     """The summary from run A alone, where :func:`engine.periodic.period_in_run_s` proves the
-    period on it: with A's period before the cut (schedule positions ``cut - shift`` to
-    ``cut``, stage 0's cut, on every stage) ``k + 1`` times, ``k = (m - m_a) / q``, A is the
-    iteration. Every end after the cut moves by ``k P``; every sum grows by ``k`` times the
-    period's part of it. ``warm``: each stage's warm-up forwards."""
+    period on it (``state``: :func:`engine.periodic.period_of_state_s`, which holds where
+    tasks slow each other in the period too): with A's period before the cut (schedule
+    positions ``cut - shift`` to ``cut``, stage 0's cut, on every stage) ``k + 1`` times,
+    ``k = (m - m_a) / q``, A is the iteration. Every end after the cut moves by ``k P``; every
+    sum grows by ``k`` times the period's part of it. ``warm``: each stage's warm-up
+    forwards."""
     pp, m_a, tags, tasks = len(orders), graph.m, graph.tags, tl.tasks
     # One schedule position for every stage, stage 0's cut: a pass waits on passes of the
     # neighbouring stages (and, interleaved, of the last stage for the next chunk) at most
@@ -243,7 +253,11 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
         k = bisect_left(seq, later) + queue.index(h, j) - j
         return queue[k] if k < len(seq) and seq[k] == later else -1
 
-    period = period_in_run_s(tl, part.tobytes(), bounds, twin)
+    if state:
+        later = [twin(h) if not p else -1 for h, p in enumerate(part.tolist())]
+        period = period_of_state_s(tl, part.tobytes(), bounds, later)
+    else:
+        period = period_in_run_s(tl, part.tobytes(), bounds, twin)
     if period is None:
         return None
     work = []
@@ -296,9 +310,11 @@ def _grid_one_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | No
 
 def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None, m_a: int,
                  q: int, cut: int, unit: int, runs: dict[int, tuple] | None = None
-                 ) -> tuple[Summary | None, bool]:
-    """The summary, and whether run A alone proved the period (:func:`_one_run`; else B
-    was simulated too). ``runs``: graphs and timelines by micro-batch count, from an earlier
+                 ) -> tuple[Summary | None, str, int]:
+    """The summary, how the period was proven ("one": one run where nothing slows the period,
+    the grid's A or B, :func:`_one_run`; "state": B alone, its loop state repeating; "two": A
+    against B; "" where it was not) and the micro-batches of the longest run it took.
+    ``runs``: graphs and timelines by micro-batch count, from an earlier
     attempt (the same cfg and pricer build the same graph and the loop gives the same
     timeline, so a run of that length is not done again); this attempt's B is left there
     for the next one."""
@@ -313,20 +329,36 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     if earlier is None:  # nothing contends: run A on the grid, no task graph
         one = _grid_one_run(cfg, pricer, layer_source, m_a, warm, cut_at[0], 2 * unit, q)
         if one is not None:
-            return one, True
+            return one, "one", m_a
+    # Where tasks slow each other, B first: B alone proves the period where the loop's state
+    # one period before B's cut repeats at it (A's period is right after the warm-up, with
+    # nothing a period earlier to compare; B has one period more); else A against B. Where
+    # nothing slows anything, A alone (max-plus), as the grid does, else A against B.
+    gb = build_graph(cfg, pricer, layer_source, m_a + q)
+    tb = None
+    if any(map(_slows, gb.tasks)):
+        tb = run(gb.tasks)
+        orders_b = [schedule(s, pp, vpp, m_a + q, torch_warmup=torch_warmup(cfg))
+                    for s in range(pp)]
+        cut_b = cut_at[0] + 2 * unit
+        warm_b = [_warmup(o) for o in orders_b]
+        for state in (False, True):
+            one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, 2 * unit, q, state)
+            if one is not None:
+                return one, "state" if state else "one", m_a + q
     ga, ta = earlier or (build_graph(cfg, pricer, layer_source, m_a), None)
     ta = ta or run(ga.tasks)
-    one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], 2 * unit, q)
-    if one is not None:
-        return one, True
-    gb = build_graph(cfg, pricer, layer_source, m_a + q)
-    tb = run(gb.tasks)
+    if tb is None:
+        one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], 2 * unit, q)
+        if one is not None:
+            return one, "one", m_a
+        tb = run(gb.tasks)
     pairs = _counterparts(ta, tb, ga.tags, gb.tags, cut_at, 2 * unit)
     period = None if pairs is None else period_s(ta, tb, *pairs)
     if period is None:
         runs.clear()
         runs[m_a + q] = (gb, tb)
-        return None, False
+        return None, "", 0
     k = (m - m_a - q) // q
 
     def more(xa: float, xb: float) -> float:
@@ -342,7 +374,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     sb = stage_sums(tb, gb.ends, origin_b, [stage])[stage]
     sums = {stage: {key: more(sa.get(key, 0.0), sb.get(key, 0.0))
                     for key in dict.fromkeys([*sb, *sa])}}
-    return Summary(end, [more(x, y) for x, y in zip(origin_a, origin_b)], busy, sums), False
+    return Summary(end, [more(x, y) for x, y in zip(origin_a, origin_b)], busy, sums), "two", m_a + q
 
 
 __all__ = ["MIN_TASKS", "Plan", "attempt", "attempts", "plan", "simulated_tasks", "steady_summary"]

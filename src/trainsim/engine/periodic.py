@@ -193,4 +193,154 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
     return period[0]
 
 
-__all__ = ["FIXED", "REL_TOL", "period_in_run_s", "period_s"]
+def period_of_state_s(tl: Timeline, part: bytes,
+                      bounds: dict[tuple[int, str], tuple[int, int]], later: list[int],
+                      rel_tol: float = REL_TOL) -> float | None:
+    """The period ``P`` proven on one run by the loop's *state* repeating, contended or not; or
+    None. ``part`` and ``bounds`` as for :func:`period_in_run_s`; ``later[i]``: the task one
+    period after task ``i`` (the same pass, micro-batch + q), -1 if none, FIXED if ``i`` is the
+    same in every run. The claim is :func:`period_in_run_s`'s: in G_k copy ``j`` of the period
+    runs ``j P`` after the period here, the tail ``k P`` after its own time here.
+
+    The loop's state at an instant ``T`` (every event before it handled) is: per stream, how
+    many of its tasks have ended (its queue runs in order); per running task, its start and the
+    work it has left, which is its duration less its work so far at ``1 - held`` of its rate,
+    the shares held on its stream by the tasks that slowed it since it started; the shares
+    held now (those of the running tasks); the pending finish events (the running tasks' ends
+    at the current rates); per task not started, its dependencies not ended. The loop is
+    deterministic and unchanged by a shift of time, so two states equal up to a shift of time
+    and of task identities have the same futures wherever the graphs ahead are equal too.
+
+    ``T2`` is before the first moment a stream ends its period or a tail task starts, halfway
+    between the last two events before it that are more than the tolerance apart, and
+    ``T1 = T2 - P``. Until ``T2``, G_k (the same prefix and
+    period; the copies and the tail start only after a period ends) runs as this run. Checked,
+    each a reason to return None:
+
+    - *frontier*: on each stream with a period, the first task not ended at ``T2`` is
+      ``later`` of the first not ended at ``T1``, ``L`` (its period's length) places on; on
+      each stream without one, the same count has ended at both and what is left is tail
+      that has not started;
+    - *running*: that task has started at ``T2`` exactly when its counterpart had at ``T1``,
+      ``P`` later; every task that slowed it since (a slowing task on another stream, which
+      ended after it started) is ``later`` of one that slowed its counterpart, started ``P``
+      later and, where it has ended, ended ``P`` later, with as many on either side;
+    - *graph ahead*: from those frontiers to the period's end, each task has the duration and
+      the slowing of the one ``L`` before it, and its dependencies not ended at ``T2`` are
+      ``later`` of that one's not ended at ``T1``; the period waits on the period, its
+      stream's own earlier tasks (ended before the task can start: they never delay it), or
+      prefix tasks whose ``later`` is in the period and ended by ``T2`` where they had by
+      ``T1`` (*moving*); the tail on what moves (the period, the tail, moving prefix tasks),
+      its stream's own tasks, or FIXED tasks ended by ``T1``;
+      a stream without a period has its first task left wait on a stream that has one
+      (so it does not start before ``T2`` in G_k); the prefix on nothing of the tail.
+
+    Then G_k from ``T2`` is G_(k-1) from ``T1``, ``P`` later and one period on (by induction
+    from G_0, this run): the claim. Times are compared to ``rel_tol`` of the makespan (events
+    at the same instant are handled in task order, so sums of shares may differ in their last
+    bits)."""
+    tasks, start, end = tl.tasks, tl.start_s, tl.end_s
+    n = len(tasks)
+    if len(part) != n or len(later) != n or not n:
+        return None
+    streams = tl.queues
+    spans = {stream: bounds.get(stream, (len(q), len(q))) for stream, q in streams.items()}
+    with_period = [stream for stream, (i1, i2) in spans.items() if i1 < i2]
+    if not with_period:
+        return None
+    starts, ends = np.asarray(start), np.asarray(end)
+    tol = rel_tol * float(ends.max())
+    q0 = streams[with_period[0]]
+    i1, i2 = spans[with_period[0]]
+    if not i1 or later[q0[i1 - 1]] != q0[i2 - 1]:
+        return None
+    period = end[q0[i2 - 1]] - end[q0[i1 - 1]]
+    if not period > 0:
+        return None
+    t2 = min(end[streams[s][spans[s][1] - 1]] for s in with_period)
+    tail = np.frombuffer(part, dtype=np.uint8) == 2
+    if tail.any():
+        t2 = min(t2, float(starts[tail].min()))
+    # the latest gap between events before it that the tolerance keeps apart on both sides
+    times = np.unique(np.concatenate((starts[starts < t2], ends[ends < t2], [t2])))
+    gaps = np.flatnonzero(np.diff(times) > 4 * tol)
+    if not len(gaps):
+        return None
+    t2 = float(times[gaps[-1]] + times[gaps[-1] + 1]) / 2
+    t1 = t2 - period
+    slowing: dict[tuple[int, str], list[int]] = {}
+    for i, t in enumerate(tasks):
+        if t.slows is not None and t.slows[0] in streams:
+            slowing.setdefault(t.slows[0], []).append(i)
+
+    def near(a: float, b: float) -> bool:
+        return abs(a - b - period) <= tol
+
+    def ended(queue: list[int], at: float) -> int:
+        return int(np.count_nonzero(ends[queue] < at))
+
+    def slowed(r: int, at: float) -> list[int]:
+        """The tasks that slowed ``r`` from its start up to ``at``."""
+        return [y for y in slowing.get(tasks[r].stream, ())
+                if start[y] < at and end[y] > start[r] + tol]
+
+    def moves(d: int) -> bool:
+        """Whether prefix task ``d``'s ``later`` is of the period, ended by ``T2`` where ``d``
+        had by ``T1`` (a copy waits on the copy before's ``later(d)`` where the period waits
+        on ``d``: what it has left to wait on is the same)."""
+        j = later[d]
+        return j >= 0 and part[j] == 1 and (end[d] < t1) == (end[j] < t2)
+
+    for stream, queue in streams.items():
+        i1, i2 = spans[stream]
+        f2, f1 = ended(queue, t2), ended(queue, t1)
+        if i1 == i2:  # no period: the same ended, the rest tail not started
+            if f1 != f2 or (f2 < len(queue) and not (
+                    part[queue[f2]] == 2 and any(
+                        part[d] and spans[tasks[d].stream][0] < spans[tasks[d].stream][1]
+                        for d in tasks[queue[f2]].deps))):
+                return None
+            continue
+        if f1 != f2 - (i2 - i1) or f1 < 0:
+            return None
+        r1, r2 = queue[f1], queue[f2]
+        if (start[r1] < t1) != (start[r2] < t2) or (start[r2] < t2 and not (
+                near(start[r2], start[r1]) and _same_slowing(
+                    slowed(r1, t1), slowed(r2, t2), later, start, end, t1, near))):
+            return None
+        for p in range(f1, i1):  # the graph ahead repeats the one a period earlier
+            x, x2 = queue[p], queue[p + i2 - i1]
+            if later[x] != x2 or tasks[x].duration_s != tasks[x2].duration_s or \
+                    tasks[x].slows != tasks[x2].slows:
+                return None
+            ahead = [later[d] for d in tasks[x].deps if not end[d] < t1]
+            if min(ahead, default=0) < 0 or sorted(ahead) != sorted(
+                    d for d in tasks[x2].deps if not end[d] < t2):
+                return None
+        for x in queue[i1:i2]:  # the period: its copies wait on what moves with them
+            for d in tasks[x].deps:
+                pd = part[d]
+                if pd == 2 or (not pd and tasks[d].stream != stream and not moves(d)):
+                    return None
+        for x in queue[i2:]:  # the tail: on what moves, or on what is the same in every run
+            for d in tasks[x].deps:
+                if not part[d] and tasks[d].stream != stream and not (
+                        moves(d) or (later[d] == FIXED and end[d] < t1)):
+                    return None
+        for x in queue[:i1]:  # the prefix waits on nothing of the tail
+            if any(part[d] == 2 for d in tasks[x].deps):
+                return None
+    return period
+
+
+def _same_slowing(ys1: list[int], ys2: list[int], later: list[int], start: list[float],
+                  end: list[float], t1: float, near: Callable[[float, float], bool]) -> bool:
+    """Whether the tasks that slowed a running task up to ``T2`` (``ys2``) are ``later`` of
+    those that slowed its counterpart up to ``T1`` (``ys1``), each ``P`` later."""
+    if len(ys1) != len(ys2) or sorted(later[y] for y in ys1) != sorted(ys2):
+        return False
+    return all(near(start[later[y]], start[y])
+               and (not end[y] < t1 or near(end[later[y]], end[y])) for y in ys1)
+
+
+__all__ = ["FIXED", "REL_TOL", "period_in_run_s", "period_of_state_s", "period_s"]
