@@ -50,7 +50,7 @@ def _prove(period, tail) -> tuple[float | None, float]:
         ps = [part[i] for i in queue]
         bounds[stream] = (ps.count(0), ps.count(0) + ps.count(1))
     later = [FIXED if c < 0 else i + n_per if c < 2 else -1 for i, c in enumerate(copy)]
-    proven = period_of_state_s(tl, part, bounds, later)
+    proven = period_of_state_s(tl, part, bounds, later.__getitem__)
     last = 1 + 2 * n_per
     p = proven if proven is not None else tl.end_s[last] - tl.end_s[last - n_per]
     longer = run(_graph(period, tail, 3 + K)[0])
@@ -94,4 +94,4 @@ def test_a_running_task_started_under_another_slowdown_is_refused():
     part = bytes(0 if c < 2 else 1 if c == 2 else 2 for c in copy)
     bounds = {(0, "x"): (2, 3), (0, "w"): (1, 1), (0, "z"): (1, 1)}
     later = [FIXED if c < 0 else i + 1 if c < 2 else -1 for i, c in enumerate(copy)]
-    assert period_of_state_s(tl, part, bounds, later) is None
+    assert period_of_state_s(tl, part, bounds, later.__getitem__) is None

@@ -50,16 +50,16 @@ def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
                                                   abs=1e-9 * full.iteration_time_s)
         assert fast.critical_stage == full.critical_stage
     assert proven >= 0.8 * N_CONFIGS
-    # both one-run proofs are exercised: nothing slows a stream while it runs the period
-    # (max-plus), and the loop's whole state repeating (contention in every period:
-    # overlapped sends, ZeRO-3)
-    assert 0.2 * N_CONFIGS <= one_run <= proven - 0.2 * N_CONFIGS
-    assert state >= 0.2 * N_CONFIGS, state
+    # both one-run proofs are exercised: the loop's whole state repeating (contention in every
+    # period: overlapped sends, ZeRO-3; tried first), nothing slows a stream while it runs
+    # the period (max-plus)
+    assert one_run >= 0.03 * N_CONFIGS and state >= 0.5 * N_CONFIGS, (one_run, state)
+    assert one_run + state <= proven - 0.1 * N_CONFIGS  # and A against B, where they refuse
 
 
 def test_steady_state_cost_does_not_grow_with_microbatches():
     """Eight times the micro-batches of a 1F1B pipeline cost the shortcut the same one
-    truncated run (nothing slows a stream there, so run A proves the period alone), and the
+    truncated run (one run proves the period alone: its state repeats), and the
     iteration grows by exactly seven times the added periods."""
     def cfg(m: int):
         return run_config_from_dict({
@@ -82,7 +82,9 @@ def test_steady_state_cost_does_not_grow_with_microbatches():
     finally:
         steady.build_graph = real
     assert len(built) == 2 and built[0] == built[1]
-    assert b.simulation["reason"].startswith("period proven on a truncated run of ")
+    assert b.simulation["reason"].startswith((
+        "period proven on a truncated run of ",
+        "period proven on the loop's state repeating in a truncated run of "))
     full = simulate(cfg(4096), keep_timeline=True)
     assert b.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9)
     assert b.iteration_time_s > 7 * a.iteration_time_s

@@ -194,10 +194,11 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
 
 
 def period_of_state_s(tl: Timeline, part: bytes,
-                      bounds: dict[tuple[int, str], tuple[int, int]], later: list[int],
+                      bounds: dict[tuple[int, str], tuple[int, int]],
+                      later: Callable[[int], int],
                       rel_tol: float = REL_TOL) -> float | None:
     """The period ``P`` proven on one run by the loop's *state* repeating, contended or not; or
-    None. ``part`` and ``bounds`` as for :func:`period_in_run_s`; ``later[i]``: the task one
+    None. ``part`` and ``bounds`` as for :func:`period_in_run_s`; ``later(i)``: the task one
     period after task ``i`` (the same pass, micro-batch + q), -1 if none, FIXED if ``i`` is the
     same in every run. The claim is :func:`period_in_run_s`'s: in G_k copy ``j`` of the period
     runs ``j P`` after the period here, the tail ``k P`` after its own time here.
@@ -233,7 +234,8 @@ def period_of_state_s(tl: Timeline, part: bytes,
       ``T1`` (*moving*); the tail on what moves (the period, the tail, moving prefix tasks),
       its stream's own tasks, or FIXED tasks ended by ``T1``;
       a stream without a period has its first task left wait on a stream that has one
-      (so it does not start before ``T2`` in G_k); the prefix on nothing of the tail.
+      (so it does not start before ``T2`` in G_k); the prefix on nothing of the tail (what
+      ended or runs at ``T2`` cannot, the rest is ahead of a frontier).
 
     Then G_k from ``T2`` is G_(k-1) from ``T1``, ``P`` later and one period on (by induction
     from G_0, this run): the claim. Times are compared to ``rel_tol`` of the makespan (events
@@ -241,8 +243,16 @@ def period_of_state_s(tl: Timeline, part: bytes,
     bits)."""
     tasks, start, end = tl.tasks, tl.start_s, tl.end_s
     n = len(tasks)
-    if len(part) != n or len(later) != n or not n:
+    if len(part) != n or not n:
         return None
+    known: dict[int, int] = {}
+
+    def later_of(i: int) -> int:
+        j = known.get(i)
+        if j is None:
+            j = known[i] = later(i)
+        return j
+
     streams = tl.queues
     spans = {stream: bounds.get(stream, (len(q), len(q))) for stream, q in streams.items()}
     with_period = [stream for stream, (i1, i2) in spans.items() if i1 < i2]
@@ -252,7 +262,7 @@ def period_of_state_s(tl: Timeline, part: bytes,
     tol = rel_tol * float(ends.max())
     q0 = streams[with_period[0]]
     i1, i2 = spans[with_period[0]]
-    if not i1 or later[q0[i1 - 1]] != q0[i2 - 1]:
+    if not i1 or later_of(q0[i1 - 1]) != q0[i2 - 1]:
         return None
     period = end[q0[i2 - 1]] - end[q0[i1 - 1]]
     if not period > 0:
@@ -268,10 +278,10 @@ def period_of_state_s(tl: Timeline, part: bytes,
         return None
     t2 = float(times[gaps[-1]] + times[gaps[-1] + 1]) / 2
     t1 = t2 - period
-    slowing: dict[tuple[int, str], list[int]] = {}
-    for i, t in enumerate(tasks):
-        if t.slows is not None and t.slows[0] in streams:
-            slowing.setdefault(t.slows[0], []).append(i)
+    slowing: dict[tuple[int, str], list[int]] = {}  # per stream, the tasks that slow it
+    for i, sl in enumerate(map(attrgetter("slows"), tasks)):
+        if sl is not None:
+            slowing.setdefault(sl[0], []).append(i)
 
     def near(a: float, b: float) -> bool:
         return abs(a - b - period) <= tol
@@ -288,7 +298,7 @@ def period_of_state_s(tl: Timeline, part: bytes,
         """Whether prefix task ``d``'s ``later`` is of the period, ended by ``T2`` where ``d``
         had by ``T1`` (a copy waits on the copy before's ``later(d)`` where the period waits
         on ``d``: what it has left to wait on is the same)."""
-        j = later[d]
+        j = later_of(d)
         return j >= 0 and part[j] == 1 and (end[d] < t1) == (end[j] < t2)
 
     for stream, queue in streams.items():
@@ -306,14 +316,14 @@ def period_of_state_s(tl: Timeline, part: bytes,
         r1, r2 = queue[f1], queue[f2]
         if (start[r1] < t1) != (start[r2] < t2) or (start[r2] < t2 and not (
                 near(start[r2], start[r1]) and _same_slowing(
-                    slowed(r1, t1), slowed(r2, t2), later, start, end, t1, near))):
+                    slowed(r1, t1), slowed(r2, t2), later_of, start, end, t1, near))):
             return None
         for p in range(f1, i1):  # the graph ahead repeats the one a period earlier
             x, x2 = queue[p], queue[p + i2 - i1]
-            if later[x] != x2 or tasks[x].duration_s != tasks[x2].duration_s or \
+            if later_of(x) != x2 or tasks[x].duration_s != tasks[x2].duration_s or \
                     tasks[x].slows != tasks[x2].slows:
                 return None
-            ahead = [later[d] for d in tasks[x].deps if not end[d] < t1]
+            ahead = [later_of(d) for d in tasks[x].deps if not end[d] < t1]
             if min(ahead, default=0) < 0 or sorted(ahead) != sorted(
                     d for d in tasks[x2].deps if not end[d] < t2):
                 return None
@@ -325,22 +335,22 @@ def period_of_state_s(tl: Timeline, part: bytes,
         for x in queue[i2:]:  # the tail: on what moves, or on what is the same in every run
             for d in tasks[x].deps:
                 if not part[d] and tasks[d].stream != stream and not (
-                        moves(d) or (later[d] == FIXED and end[d] < t1)):
+                        moves(d) or (later_of(d) == FIXED and end[d] < t1)):
                     return None
-        for x in queue[:i1]:  # the prefix waits on nothing of the tail
-            if any(part[d] == 2 for d in tasks[x].deps):
-                return None
+    # (a prefix task waiting on the tail: ended or running by T2 it cannot, the tail not
+    # started; otherwise it is ahead of a frontier, and no ``later`` is of the tail)
     return period
 
 
-def _same_slowing(ys1: list[int], ys2: list[int], later: list[int], start: list[float],
-                  end: list[float], t1: float, near: Callable[[float, float], bool]) -> bool:
+def _same_slowing(ys1: list[int], ys2: list[int], later: Callable[[int], int],
+                  start: list[float], end: list[float], t1: float,
+                  near: Callable[[float, float], bool]) -> bool:
     """Whether the tasks that slowed a running task up to ``T2`` (``ys2``) are ``later`` of
     those that slowed its counterpart up to ``T1`` (``ys1``), each ``P`` later."""
-    if len(ys1) != len(ys2) or sorted(later[y] for y in ys1) != sorted(ys2):
+    if len(ys1) != len(ys2) or sorted(map(later, ys1)) != sorted(ys2):
         return False
-    return all(near(start[later[y]], start[y])
-               and (not end[y] < t1 or near(end[later[y]], end[y])) for y in ys1)
+    return all(near(start[later(y)], start[y])
+               and (not end[y] < t1 or near(end[later(y)], end[y])) for y in ys1)
 
 
 __all__ = ["FIXED", "REL_TOL", "period_in_run_s", "period_of_state_s", "period_s"]
