@@ -1,167 +1,317 @@
-"""The zero-bubble code base's schedule search, as its runtime builds ZB-1p / ZB-2p orders.
+"""ZB-1p / ZB-2p orders: the greedy construction of Qi et al., "Zero Bubble Pipeline
+Parallelism" (ICLR 2024, §3.1), run as the paper's own runtime runs it.
 
-Ported from sail-sg/zero-bubble-pipeline-parallelism, branch ``arxiv`` ("for arxiv paper",
-2023-11-29, the code the paper's runs used), megatron/core/pipeline_parallel/auto_schedule.py:
-``Graph.manual_order`` (the §3.1 heuristic) and ``initial_solution`` (the best of its eight
-flag combinations by the longest stage's span). ``auto_schedule`` runs only this (its ILP is
-disabled: ``if graph.nnodes < 0``), and zb_schedules.py ``update_schedule`` feeds it one F,
-B and W time for all stages, the upper medians over ranks, and the measured send time;
-``ilp_results`` then orders each stage's passes by their planned start, which is the order
-``manual_order`` places them in. Memory counts in micro-batches: an F adds 1, a B frees
-1 - ``w_fraction`` and its W the rest (the code base's ``f_mem = 34h + 5as``,
-``w_mem = -32h``: ``pipeline_schedules.zb_w_fraction``); the limit is ``limit`` micro-batches
-(``max_mem = mem * f_mem``, mem = p or 2p for ZB-1p and ZB-2p).
+The idea. Splitting a backward into I (the gradient for the layer's input, which the previous
+stage waits for) and W (the gradient for the weights, needed only by the optimizer step) lets a
+stage run W whenever it would otherwise wait for a neighbour. Under a cap on the activations a
+stage may hold, the schedule is built one micro-batch at a time:
+
+1. warm-up: every stage runs micro-batch 0's forward; then, last stage first, each stage runs
+   as many more forwards as fit (under the cap) before micro-batch 0's input gradient reaches
+   it, fewer than the stage before it, and then that gradient's I pass;
+2. a steady round per further micro-batch: the forwards, stage 0 first, then the I passes,
+   last stage first. Before each pass a stage runs the W passes it needs to get under the cap,
+   and W passes that fit into its wait for the neighbour's output;
+3. drain: each stage's remaining W passes.
+
+Three yes/no choices (``Variant``) shape the heuristic; all eight are built and the one whose
+longest stage span (first forward's start to last W's end) is shortest is kept.
+
+Reference for behaviour, cited not copied: sail-sg/zero-bubble-pipeline-parallelism, branch
+``arxiv`` (f68d3879, the code of the paper's runs), megatron/core/pipeline_parallel/
+auto_schedule.py ``Graph.manual_order`` (one variant) and ``initial_solution`` (the best of
+eight). ``auto_schedule`` runs only that search (its ILP is disabled: ``if graph.nnodes < 0``),
+fed by zb_schedules.py ``update_schedule`` one F, B and W time for all stages (the upper
+medians over ranks, ``upper_median``) and the measured send time. Its ``ilp_results`` orders
+each stage's passes by planned start, which is the order they are placed in here.
+
+Memory counts in micro-batches of activations: a forward adds 1, its I frees all but the
+``w_fraction`` its W still needs, and the W frees the rest (the code base's ``f_mem = 34h +
+5as``, ``w_mem = -32h``: ``pipeline_schedules.zb_w_fraction``); the cap is ``limit``
+micro-batches (its ``max_mem = mem * f_mem``, mem = p for ZB-1p, 2p for ZB-2p).
+
+Times are floats in the caller's unit (seconds in trainsim, ms in the paper's profile),
+compared exactly. The code base compares integers: ``update_schedule`` truncates each time to
+whole microseconds (at least 1), so its sums are exact and exact ties are common (equal waits,
+equal spans of two variants), and ``<=`` settles them; in floats the same sums round, and such
+a tie falls by an ulp either way. This does change the orders: fed the paper's profile
+(benchmarks/zero_bubble_profile.csv) as integer microseconds instead of float ms, single
+variants' orders differ in 23 of the 24 settings and the chosen order in 19 (the chosen
+variant in 5), yet the chosen order's span, counted exactly in microseconds, is the same in
+all 24, so the bubble rates are too (tests/test_pipeline_schedules.py checks them from the
+float times). On trainsim's own pass times, quantizing zb_2p's inputs to whole microseconds
+moves 6 of benchmarks/zero_bubble.py's 12 ZB-2p speed-ups by 0.2-0.4 points (either way; the
+table's max 3.1 -> 3.3 points off). We keep floats with no slack on time comparisons, as
+before this rewrite: trainsim's times are SI seconds on no microsecond grid, and a tolerance
+would be one more arbitrary tie-break; matching the code base's ties exactly would mean
+truncating the times as ``update_schedule`` does.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from itertools import product
+
 from trainsim.workload.schedule import Pass
 
 EPS = 1e-9
-"""Slack on memory comparisons: the code base counts in integers, this port in fractions."""
+"""Slack on memory comparisons: the code base counts memory in integers, this module in
+fractions of a micro-batch, whose sums round."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """The three choices of the heuristic (the code base's flag for each in brackets)."""
+
+    idle_before_first_backward: bool
+    """Warm-up: a stage stops adding forwards once the next would end after micro-batch 0's
+    input gradient arrives, accepting idle time; otherwise it adds them while it is still busy
+    before the arrival, so the last may delay that gradient (``allow_bubble_before_first_b``)."""
+    backward_first: bool
+    """Steady rounds: a stage two or more forwards ahead of its successor skips its forward
+    when the forward would delay the successor's next input gradient and the wait for it is
+    affordable (``prioritize_b``)."""
+    fill_short_waits: bool
+    """A wait for a neighbour that the stage can afford as idle time (see ``bubble_budget``)
+    also gets a W; a longer wait always does (``no_bubble_greedy``)."""
+
+
+VARIANTS = tuple(Variant(*choice) for choice in product((True, False), repeat=3))
+"""All eight, in the order the code base tries them (equal spans go to the first)."""
+
+
+class _Builder:
+    """Places one variant's passes, tracking per stage how many of each kind it has run, when
+    it is next free, the activations it holds, its idle time since its first forward, and its
+    order."""
+
+    def __init__(self, pp: int, m: int, cost: tuple[float, float, float], comm: float,
+                 limit: float, w_fraction: float, variant: Variant) -> None:
+        self.pp, self.m, self.comm, self.limit, self.variant = pp, m, comm, limit, variant
+        self.duration = dict(zip("FIW", cost))
+        self.memory_change = {"F": 1.0, "I": -(1.0 - w_fraction), "W": -w_fraction}
+        self.placed = [dict.fromkeys("FIW", 0) for _ in range(pp)]
+        self.free_at = [0.0] * pp
+        self.held = [0.0] * pp
+        self.idle = [0.0] * pp
+        self.end: dict[tuple[str, int, int], float] = {}
+        self.orders: list[list[Pass]] = [[] for _ in range(pp)]
+
+    # ---------------------------------------------------------------- state
+
+    def finished(self, kind: str, stage: int, microbatch: int) -> float:
+        """When a pass ends; 0 for one not placed yet. The code base reads a zero-filled table
+        the same way, which matters once: in the warm-up a stage's extra forwards are placed
+        before the previous stage's, so only the stage's own chain of forwards times them."""
+        return self.end.get((kind, stage, microbatch), 0.0)
+
+    def input_arrival(self, kind: str, stage: int, microbatch: int) -> float | None:
+        """When a pass's input from a neighbour arrives (None: it needs none). A W's input is
+        its own stage's I, which runs before it."""
+        if kind == "F" and stage > 0:
+            return self.finished("F", stage - 1, microbatch) + self.comm
+        if kind == "I" and stage < self.pp - 1:
+            return self.finished("I", stage + 1, microbatch) + self.comm
+        return None
+
+    def pending_w(self, stage: int) -> bool:
+        return self.placed[stage]["W"] < self.placed[stage]["I"]
+
+    def bubble_budget(self, stage: int) -> float:
+        """Idle time a stage can still take without idling longer than the idlest stage so far;
+        the heuristic treats a wait within it as free (the span is set by the idlest stage)."""
+        return max(self.idle) - self.idle[stage]
+
+    def fits(self, stage: int, kind: str) -> bool:
+        return self.held[stage] + self.memory_change[kind] <= self.limit + EPS
+
+    # ---------------------------------------------------------------- placing
+
+    def place(self, stage: int, kind: str) -> None:
+        """Run the stage's next pass of ``kind``: it starts when the stage is free and its input
+        has arrived; any wait after the stage's first forward counts as idle time."""
+        if not self.fits(stage, kind):
+            # The code base asserts this. It holds by construction for a cap of at least one
+            # micro-batch: forwards are placed only after make_room or under the warm-up's own
+            # cap check, and I and W free memory; a cap under 1 trips it at the first forward.
+            raise ValueError(f"zero-bubble search: stage {stage} would hold "
+                             f"{self.held[stage] + self.memory_change[kind]:.3f} micro-batches, "
+                             f"over its limit of {self.limit}")
+        microbatch = self.placed[stage][kind]
+        duration = self.duration[kind]
+        unhindered_end = self.free_at[stage] + duration
+        end = unhindered_end
+        arrival = self.input_arrival(kind, stage, microbatch)
+        if arrival is not None:
+            end = max(end, arrival + duration)
+        if self.placed[stage]["F"] > 0:
+            self.idle[stage] += end - unhindered_end
+        self.free_at[stage] = self.end[kind, stage, microbatch] = end
+        self.held[stage] += self.memory_change[kind]
+        self.orders[stage].append(Pass(kind, microbatch, 0))
+        self.placed[stage][kind] += 1
+
+    def make_room(self, stage: int, kind: str) -> None:
+        """Run W passes until the next pass of ``kind`` fits under the cap."""
+        while not self.fits(stage, kind):
+            if not self.pending_w(stage):
+                raise ValueError("zero-bubble search: cannot fit the memory limit")
+            self.place(stage, "W")
+
+    def fill_wait_with_w(self, stage: int, arrival: float) -> None:
+        """Before a pass whose input arrives at ``arrival``: W passes while each ends by then;
+        if the stage would still wait, one more W (ending a little after the arrival), unless
+        the wait fits the bubble budget and the variant leaves such waits idle."""
+        while self.pending_w(stage) and self.free_at[stage] + self.duration["W"] <= arrival:
+            self.place(stage, "W")
+        if self.pending_w(stage) and self.free_at[stage] < arrival:
+            affordable = arrival - self.free_at[stage] <= self.bubble_budget(stage)
+            if not affordable or self.variant.fill_short_waits:
+                self.place(stage, "W")
+
+    def drain_w(self, stage: int) -> None:
+        while self.pending_w(stage):
+            self.place(stage, "W")
+
+    # ---------------------------------------------------------------- warm-up
+
+    def warm_up(self) -> None:
+        """Micro-batch 0 through the pipeline and back, with the extra forwards each stage
+        runs before its first I."""
+        for stage in range(self.pp):
+            self.place(stage, "F")
+        extra = self.staggered(self.forwards_before_first_backward())
+        for stage in reversed(range(self.pp)):
+            for _ in range(extra[stage]):
+                self.place(stage, "F")
+            self.place(stage, "I")
+
+    def forwards_before_first_backward(self) -> list[int]:
+        """How many more forwards each stage can run before micro-batch 0's input gradient
+        reaches it, estimated last stage first: that gradient leaves a stage when its I ends,
+        one I after the later of the stage's forwards and the gradient's arrival."""
+        extra = [0] * self.pp
+        gradient_sent = self.finished("F", self.pp - 1, 0) + self.duration["I"]
+        for stage in range(self.pp - 2, -1, -1):
+            arrival = gradient_sent + self.comm
+            held, busy_until = self.held[stage], self.free_at[stage]
+            while (self.placed[stage]["F"] + extra[stage] < self.m
+                   and held + self.memory_change["F"] <= self.limit + EPS):
+                if self.variant.idle_before_first_backward:
+                    if busy_until + self.duration["F"] > arrival:
+                        break
+                elif busy_until >= arrival:
+                    break
+                held += self.memory_change["F"]
+                busy_until += self.duration["F"]
+                extra[stage] += 1
+            gradient_sent = max(busy_until, arrival) + self.duration["I"]
+        return extra
+
+    def staggered(self, extra: list[int]) -> list[int]:
+        """Each stage runs fewer warm-up forwards than the one before it, unless trimming would
+        stop it short of running every remaining micro-batch."""
+        extra = list(extra)
+        for stage in range(1, self.pp):
+            while (extra[stage] > 0 and extra[stage] >= extra[stage - 1]
+                   and self.placed[stage]["F"] + extra[stage] < self.m):
+                extra[stage] -= 1
+        return extra
+
+    # ---------------------------------------------------------------- steady rounds
+
+    def steady_round(self, microbatch: int) -> None:
+        """One forward per stage that wants one (and whose later stages all do), then the I
+        passes of ``microbatch`` from the last stage back."""
+        runs_forward = [self.wants_forward(stage) for stage in range(self.pp)]
+        for stage in range(self.pp - 2, -1, -1):
+            runs_forward[stage] = runs_forward[stage] and runs_forward[stage + 1]
+        for stage in range(self.pp):
+            if runs_forward[stage]:
+                self.make_room(stage, "F")
+                if stage > 0:
+                    next_forward = self.placed[stage]["F"]
+                    self.fill_wait_with_w(stage, self.finished("F", stage - 1, next_forward)
+                                          + self.comm)
+                self.place(stage, "F")
+        for stage in reversed(range(self.pp)):
+            self.make_room(stage, "I")
+            if stage < self.pp - 1:
+                self.fill_wait_with_w(stage, self.finished("I", stage + 1, microbatch)
+                                      + self.comm)
+            if stage == 0 and self.placed[stage]["F"] == self.m:
+                self.drain_w(stage)
+            self.place(stage, "I")
+
+    def wants_forward(self, stage: int) -> bool:
+        """Whether a stage runs a forward this round. With ``backward_first``, a stage two or
+        more forwards ahead of its successor holds its forward back when the successor's next
+        gradient is due before the forward (and any W needed to make room for it) would end,
+        and waiting for that gradient is within its bubble budget."""
+        if self.placed[stage]["F"] >= self.m:
+            return False
+        if not (self.variant.backward_first and stage + 1 < self.pp
+                and self.placed[stage]["F"] >= self.placed[stage + 1]["F"] + 2):
+            return True
+        # earliest the successor's next gradient arrives: after its own forward and I
+        gradient_due = (self.free_at[stage + 1] + self.duration["F"] + self.duration["I"]
+                        + self.comm)
+        if self.free_at[stage] >= gradient_due:
+            return False
+        if self.free_at[stage] + self.duration["F"] + self.w_time_to_fit_forward(stage) \
+                <= gradient_due:
+            return True
+        return gradient_due - self.free_at[stage] > self.bubble_budget(stage)
+
+    def w_time_to_fit_forward(self, stage: int) -> float:
+        """Time of the W passes the stage would run before its next forward fits the cap."""
+        time, waiting, held = 0.0, 0, self.held[stage] + self.memory_change["F"]
+        while (held > self.limit + EPS
+               and self.placed[stage]["W"] + waiting < self.placed[stage]["I"]):
+            time += self.duration["W"]
+            held += self.memory_change["W"]
+            waiting += 1
+        return time
+
+    # ---------------------------------------------------------------- result
+
+    def span(self) -> float:
+        """The longest stage's first forward's start to its last W's end."""
+        return max(self.finished("W", stage, self.m - 1) - self.finished("F", stage, 0)
+                   + self.duration["F"] for stage in range(self.pp))
+
+
+def build_order(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
+                w_fraction: float, variant: Variant) -> tuple[list[list[Pass]], float]:
+    """One variant's per-stage orders of F, I and W passes and its longest stage span, for
+    ``pp`` stages and ``m`` micro-batches with pass times ``cost`` (F, I, W), send time
+    ``comm`` and a cap of ``limit`` micro-batches of activations."""
+    builder = _Builder(pp, m, cost, comm, limit, w_fraction, variant)
+    builder.warm_up()
+    for microbatch in range(1, m):
+        builder.steady_round(microbatch)
+    for stage in range(pp):
+        builder.drain_w(stage)
+    return builder.orders, builder.span()
 
 
 def manual_order(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
                  w_fraction: float, allow_bubble_before_first_b: bool, prioritize_b: bool,
                  no_bubble_greedy: bool) -> tuple[list[list[Pass]], float]:
-    """One flag combination of ``Graph.manual_order``: every stage's order and the longest
-    stage's span (first F's start to last W's end)."""
-    mem_of = (1.0, -(1.0 - w_fraction), -w_fraction)
-    f, b, w = [0] * pp, [0] * pp, [0] * pp
-    e = [0.0] * pp
-    mem = [0.0] * pp
-    bubble = [0.0] * pp
-    t: dict[tuple[int, int, int], float] = {}
-    order: list[list[Pass]] = [[] for _ in range(pp)]
-    count = (f, b, w)
-
-    def max_bubble() -> float:
-        return max(bubble)
-
-    def put(j: int, k: int) -> None:
-        i = count[k][j]
-        tmp = e[j] + cost[k]
-        no_bubble = tmp
-        # a pass not placed yet reads 0, as in the code base's zero-filled list (in the first
-        # micro-batch's warm-up stage j's extra forwards go in before stage j - 1's; the F
-        # chain's own delay keeps them after their inputs, which the code base asserts)
-        if j > 0 and k == 0:
-            tmp = max(tmp, t.get((0, j - 1, i), 0.0) + comm + cost[k])
-        if j < pp - 1 and k == 1:
-            tmp = max(tmp, t.get((1, j + 1, i), 0.0) + comm + cost[k])
-        if f[j] > 0:
-            bubble[j] += tmp - no_bubble
-        e[j] = t[k, j, i] = tmp
-        mem[j] += mem_of[k]
-        order[j].append(Pass("FIW"[k], i, 0))
-        count[k][j] += 1
-
-    def fill_w_before(j: int, ready: float) -> None:
-        """W passes while they fit before the input at ``ready`` arrives, and one more to
-        cover the wait unless the wait is within the largest bubble so far."""
-        while w[j] < b[j] and e[j] + cost[2] <= ready:
-            put(j, 2)
-        if w[j] < b[j] and e[j] < ready:
-            if ready - e[j] <= max_bubble() - bubble[j]:
-                if no_bubble_greedy:
-                    put(j, 2)
-            else:
-                put(j, 2)
-
-    def free_for(j: int, k: int) -> None:
-        while mem[j] + mem_of[k] > limit + EPS:
-            if w[j] >= b[j]:
-                raise ValueError("zero-bubble search: cannot fit the memory limit")
-            put(j, 2)
-
-    for i in range(m):
-        if i == 0:
-            for j in range(pp):
-                put(j, 0)
-            need = [0] * pp
-            last_t = 0.0
-            for j in range(pp - 1, -1, -1):
-                if j == pp - 1:
-                    last_t = t[0, j, i] + cost[1]
-                    continue
-                held, busy = mem[j], e[j]
-                while f[j] + need[j] < m and held + mem_of[0] <= limit + EPS:
-                    if allow_bubble_before_first_b:
-                        if busy + cost[0] > last_t + comm:
-                            break
-                    elif busy >= last_t + comm:
-                        break
-                    held += mem_of[0]
-                    busy += cost[0]
-                    need[j] += 1
-                last_t = max(busy, last_t + comm) + cost[1]
-            for j in range(pp):
-                while j > 0 and 0 < need[j] and need[j] >= need[j - 1] and f[j] + need[j] < m:
-                    need[j] -= 1
-            for j in range(pp - 1, -1, -1):
-                for _ in range(need[j]):
-                    put(j, 0)
-                put(j, 1)
-            continue
-        need = [0] * pp
-        for j in range(pp):
-            if f[j] >= m:
-                continue
-            if j + 1 < pp and f[j] >= f[j + 1] + 2 and prioritize_b:
-                next_plus_fw = e[j + 1] + cost[0] + cost[1] + comm
-                if e[j] >= next_plus_fw:
-                    continue
-                w_cost, w_cnt, with_w = 0.0, 0, mem[j] + mem_of[0]
-                while with_w > limit + EPS and w[j] + w_cnt < b[j]:
-                    w_cost += cost[2]
-                    with_w += mem_of[2]
-                    w_cnt += 1
-                if e[j] + cost[0] + w_cost <= next_plus_fw:
-                    need[j] = 1
-                    continue
-                if next_plus_fw - e[j] <= max_bubble() - bubble[j]:
-                    continue
-            need[j] = 1
-        for j in range(pp - 2, -1, -1):
-            need[j] = min(need[j], need[j + 1])
-        for j in range(pp):
-            if need[j] == 0:
-                continue
-            free_for(j, 0)
-            if j > 0:
-                fill_w_before(j, t[0, j - 1, f[j]] + comm)
-            put(j, 0)
-        for j in range(pp - 1, -1, -1):
-            free_for(j, 1)
-            if j + 1 < pp:
-                fill_w_before(j, t[1, j + 1, i] + comm)
-            if j == 0 and f[j] == m:
-                while w[j] < b[j]:
-                    put(j, 2)
-            put(j, 1)
-    for j in range(pp):
-        while w[j] < m:
-            put(j, 2)
-    span = max(t[2, j, m - 1] - t[0, j, 0] + cost[0] for j in range(pp))
-    return order, span
+    """``build_order`` with the variant given by the code base's three flag names."""
+    variant = Variant(allow_bubble_before_first_b, prioritize_b, no_bubble_greedy)
+    return build_order(pp, m, cost, comm, limit, w_fraction, variant)
 
 
 def search(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
            w_fraction: float) -> list[list[Pass]]:
-    """``initial_solution``: the orders of the flag combination with the shortest span (the
-    first one found among equals, in the code base's loop order)."""
-    best: tuple[float, list[list[Pass]]] | None = None
-    for allow in (True, False):
-        for prioritize in (True, False):
-            for greedy in (True, False):
-                order, span = manual_order(pp, m, cost, comm, limit, w_fraction, allow,
-                                           prioritize, greedy)
-                if best is None or span < best[0]:
-                    best = (span, order)
-    assert best is not None
-    return best[1]
+    """The orders of the variant with the shortest span (the first tried among equals)."""
+    built = (build_order(pp, m, cost, comm, limit, w_fraction, v) for v in VARIANTS)
+    orders, _ = min(built, key=lambda result: result[1])
+    return orders
 
 
 def upper_median(xs: list[float]) -> float:
-    """zb_schedules.py ``update_schedule``: ``sorted(x)[len(x) // 2]`` over the ranks."""
+    """The value the code base's ``update_schedule`` feeds the search for a pass time measured
+    on every rank: ``sorted(x)[len(x) // 2]``."""
     return sorted(xs)[len(xs) // 2]
