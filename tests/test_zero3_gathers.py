@@ -310,3 +310,43 @@ def test_deepspeed_2021_bucket_pass_runs_before_each_reduce_scatter():
     scatters = [t for t in tasks if "reduce-scatter" in t.label]
     assert prep and all(tasks[i].stream[1] == "dp" and tasks[i].duration_s > 0 for i in prep)
     assert all(any(i in t.deps for i in prep) for t in scatters)
+
+
+def test_deepspeed_2021_profile_keeps_its_per_tensor_gathers_and_whole_bucket_divide():
+    from trainsim.workload.sharding import zero3_reduce_bucket_ops
+
+    c = cfg(64, framework=("deepspeed", "2021-03"))
+    assert c.parallel.zero3_gather == "per_parameter"
+    h = 12288
+    _, divide = zero3_reduce_bucket_ops(c, range(1), False, False)
+    # the hand count of test_deepspeed_2021_reduce_bucket_copies_and_divides_by_hand
+    assert divide.kernels == 6 + 2
+    assert divide.bytes == 4 * (6 * 500_000_000 + 2 * 4 * h * h)
+
+
+def test_deepspeed_2022_zero3_coalesces_prefetches_and_divides_only_the_bucket():
+    """DeepSpeed v0.6.0: fetch_sub_module's all_gather_coalesced (no torch.cuda.synchronize,
+    prefetched) and __avg_scatter_grads' cat + div_ of the bucket's own gradients."""
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+    from trainsim.workload.sharding import zero3_reduce_bucket_ops
+
+    c = cfg(64, framework=("deepspeed", "2022-04"))
+    assert c.parallel.zero3_gather == "per_block"
+    h = 12288
+    ops = {op.name: op for op in zero3_reduce_bucket_ops(c, range(1), False, False)}
+    # backward order as in the 2021 hand count; flushes: [fc2 b], [fc2 W], [fc1 b], [fc1 W],
+    # [norm, norm, proj b, proj W, QKV b] (cat), [QKV W, norm, norm] (cat, the epilogue's):
+    # every gradient divided once, never the empty rest of the 5e8-element buffer
+    layer = 12 * h * h + 13 * h
+    assert ops["zero3_bucket_divide"].kernels == 6
+    assert ops["zero3_bucket_divide"].bytes == 4 * layer
+    assert ops["zero3_bucket_interleave"].kernels == 2
+    assert ops["zero3_bucket_interleave"].bytes == 4 * (h * h + 6 * h + 3 * h * h + 2 * h)
+    assert ops["zero3_grad_to_bucket"].bytes == 4 * (layer - 8 * h * h)
+    # the pass runs on the reduce stream before the reduce-scatters; no host waits per gather
+    tasks = build_graph(c, Pricer(c)).tasks
+    prep = [i for i, t in enumerate(tasks) if t.label.startswith("grad prep")]
+    assert prep and all(tasks[i].stream[1] == "dp" for i in prep)
+    old = cfg(64, framework=("deepspeed", "2021-03"))
+    assert simulate(c).iteration_time_s < simulate(old).iteration_time_s

@@ -23,7 +23,8 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     parameters, each unit gathered one ahead of its compute (``workload.schedule.
     prefetch_exposed_s``). The root unit stays gathered through the backward (FSDP does not
     reshard the root after forward); every block is gathered again before its backward. FSDP1's
-    gradient casts on its side stream are added to ``side_s`` (per stage, per micro-batch)."""
+    gradient casts on its side stream, and DeepSpeed's (>= 0.6) reduce-bucket pass, are added
+    to ``side_s`` (per stage, per micro-batch)."""
     out: dict[int, tuple[Priced, Priced]] = {}
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     ranges = cfg.virtual_stage_layers()
@@ -59,6 +60,9 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             on_compute, side = map(pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
             wait = wait + on_compute
             side_s[v % pp] += side.duration_s / vpp
+        # DeepSpeed >= 0.6: the bucket copies, cat and divide, all on the reduce stream
+        side_s[v % pp] += pricer.price(zero3_reduce_bucket_ops(cfg, layers, first, last)
+                                       ).duration_s / vpp
         out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)
     return out
 

@@ -244,11 +244,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
     "fp8_module_scale_update": _nullable(_bool),
-    # Megatron's DDP before each gradient bucket's collective: its norm, the host's waits on
-    # isnan / isinf (their count), its 1/dp scaling in place (workload.sharding)
+    # Megatron DDP before each bucket's collective: norm, isnan/isinf host waits, 1/dp scaling
     "ddp_nan_check": _nullable(_bool),
     "ddp_nan_check_syncs": _nullable(_int),
     "ddp_grad_scale": _nullable(_bool),
+    "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -308,7 +308,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
-             "pipelining_buffers", "separate_qkv",
+             "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
              "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",

@@ -389,21 +389,36 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
     flush runs ``average_tensor``, which divides the whole bucket buffer in place (all
     ``reduce_bucket_size`` elements, however full) and the large tensor with it: read 2,
     write 2 bytes per element, one kernel each. The per-rank reduce-scatters are priced by
-    the task graph. Empty for other data-parallel implementations."""
-    p, m = cfg.parallel, cfg.model
+    the task graph. Empty for other data-parallel implementations.
+
+    From v0.6.0 (profile feature ``zero3_avg_scatter_grads``) the same buckets fill and flush
+    (``__add_grad_to_ipg_bucket``, now on the reduce stream), but each flush runs
+    ``__avg_scatter_grads`` -> ``runtime/comm/coalesced_collectives.py``
+    ``reduce_scatter_coalesced``: the bucket's gradients interleaved into one buffer by
+    ``torch.cat`` (skipped for a lone tensor) and that buffer divided in place (``div_``, the
+    pre-divide): only the gradients the bucket holds, then one reduce-scatter."""
+    p, m, t = cfg.parallel, cfg.model, cfg.training
     bucket = p.ddp_bucket_size
-    if p.zero3_gather != "per_parameter" or not bucket or cfg.dp * p.cp == 1:
+    deepspeed = p.zero3_gather == "per_parameter" or p.data_parallel_impl == "deepspeed"
+    if not deepspeed or p.zero_stage < 3 or not bucket or cfg.dp * p.cp == 1:
         return []
+    scatter = framework_supports(t.framework, t.framework_version, "zero3_avg_scatter_grads")
     order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
     order += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
-    copied = divided = 0.0
-    copies = flushes = 0
-    filled, large = 0.0, 0.0
+    copied = divided = interleaved = 0.0
+    copies = flushes = cats = 0
+    filled, large, held = 0.0, 0.0, 0
     for n in [*order, None]:  # None: the epilogue's flush after the backward
         if filled and (n is None or filled + n > bucket):
-            flushes += 1 + int(large > 0)
-            divided += bucket + large
-            filled, large = 0.0, 0.0
+            if scatter:  # the bucket's own gradients: one cat (unless alone), one divide
+                flushes += 1
+                divided += filled
+                cats += int(held > 1)
+                interleaved += filled if held > 1 else 0.0
+            else:  # average_tensor: the whole buffer, and the large tensor apart
+                flushes += 1 + int(large > 0)
+                divided += bucket + large
+            filled, large, held = 0.0, 0.0, 0
         if n is None:
             break
         if n > bucket:
@@ -412,5 +427,10 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
             copied += n
             copies += 1
         filled += n
-    return [Elementwise("zero3_grad_to_bucket", bytes=2 * ACT * copied, kernels=copies),
-            Elementwise("zero3_bucket_divide", bytes=2 * ACT * divided, kernels=flushes)]
+        held += 1
+    ops = [Elementwise("zero3_grad_to_bucket", bytes=2 * ACT * copied, kernels=copies),
+           Elementwise("zero3_bucket_divide", bytes=2 * ACT * divided, kernels=flushes)]
+    if cats:
+        ops.append(Elementwise("zero3_bucket_interleave", bytes=2 * ACT * interleaved,
+                               kernels=cats))
+    return ops
