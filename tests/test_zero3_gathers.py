@@ -344,9 +344,38 @@ def test_deepspeed_2022_zero3_coalesces_prefetches_and_divides_only_the_bucket()
     assert ops["zero3_bucket_interleave"].kernels == 2
     assert ops["zero3_bucket_interleave"].bytes == 4 * (h * h + 6 * h + 3 * h * h + 2 * h)
     assert ops["zero3_grad_to_bucket"].bytes == 4 * (layer - 8 * h * h)
+    # a profile that does not say which reduce path its DeepSpeed runs prices none
+    md = cfg(64, framework=("megatron-deepspeed", "2022-03"))
+    assert md.parallel.data_parallel_impl == "deepspeed"
+    assert zero3_reduce_bucket_ops(md, range(1), False, False) == []
     # the pass runs on the reduce stream before the reduce-scatters; no host waits per gather
     tasks = build_graph(c, Pricer(c)).tasks
     prep = [i for i, t in enumerate(tasks) if t.label.startswith("grad prep")]
     assert prep and all(tasks[i].stream[1] == "dp" for i in prep)
     old = cfg(64, framework=("deepspeed", "2021-03"))
     assert simulate(c).iteration_time_s < simulate(old).iteration_time_s
+
+
+def test_deepspeed_2022_backward_gathers_again_what_the_recompute_released():
+    from dataclasses import replace
+
+    from trainsim.pricing import Pricer
+    from trainsim.sharded_passes import unit_gather_waits
+    from trainsim.simulator import build_graph
+    from trainsim.workload.sharding import zero3_regathers
+
+    c = cfg(64, framework=("deepspeed", "2022-04"))
+    h = 12288
+    # TP1: after the QKV, projection and fc1 weights the rest of the layer runs twice
+    # (recompute, backward) over more than 1e9 elements; fc2's weight and the biases stay
+    assert sorted(op.bytes for op in zero3_regathers(c, 0)) == [2 * h * h, 6 * h * h, 8 * h * h]
+    # TP8: the rest of the layer after any tensor is under 1e9 elements twice over
+    tp8 = replace(c, parallel=replace(c.parallel, tensor_model_parallel_size=8))
+    assert zero3_regathers(tp8, 0) == []
+    pricer = Pricer(c)
+    chunks = build_graph(c, pricer).chunks
+    ds = unit_gather_waits(c, pricer, chunks, [0.0] * c.parallel.pp)
+    plain = replace(c, parallel=replace(c.parallel, data_parallel_impl="fsdp2"))
+    fsdp = unit_gather_waits(plain, pricer, chunks, [0.0] * c.parallel.pp)
+    assert ds[0][1].duration_s > fsdp[0][1].duration_s
+    assert ds[0][0].duration_s == fsdp[0][0].duration_s

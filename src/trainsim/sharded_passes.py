@@ -13,6 +13,7 @@ from trainsim.workload.sharding import (
     fsdp1_grad_copies,
     fsdp_unit_gathers,
     zero3_reduce_bucket_ops,
+    zero3_regathers,
     zero3_tensor_gathers,
 )
 
@@ -45,6 +46,12 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
         blocks = gather[len(gather) - len(layers):][::-1] \
             if layers and cfg.parallel.zero_stage >= 3 else []
+        if blocks and cfg.parallel.data_parallel_impl == "deepspeed":
+            # DeepSpeed gathers a recomputed block for its recompute forward, then again
+            # what that forward released by reuse distance (``zero3_regathers``)
+            redo = cfg.recomputed_layers
+            blocks = [g + sum(pricer.comm_time(c) for c in zero3_regathers(cfg, i))
+                      if i in redo else g for g, i in zip(blocks, reversed(list(layers)))]
         back = [part.duration_s for part in ch.bwd_layers]
         if back:  # a chunk without layers gathers no block for its backward
             back[0] += ch.bwd_head.duration_s

@@ -102,6 +102,20 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     return ops
 
 
+def zero3_regathers(cfg: RunConfig, layer: int) -> list[Comm]:
+    """DeepSpeed's (>= 0.6) all-gathers before the backward of recomputed ``layer``: the tensors
+    its recompute forward released (``ZERO3_MAX_REUSE_DISTANCE``; ``PartitionedParameter
+    Coordinator.__params_to_release``, v0.6.0 stage3.py), each its submodule's own
+    ``all_gather_coalesced`` of one large tensor (``_all_gather_base``, no copies)."""
+    out: list[Comm] = []
+    for n, expert in _released_after_recompute(cfg, [layer]):
+        ranks = cfg.edp if expert else cfg.dp * cfg.parallel.cp
+        if n >= ZERO3_PERSISTENCE_THRESHOLD and ranks > 1:
+            out.append(Comm("zero3_regather", "all_gather", n * ACT,
+                            "edp" if expert else "dp_cp"))
+    return out
+
+
 def list_all_gather_ops(name: str, size_bytes: float, ranks: int, group: str,
                         before_gather: list[Op] | None = None) -> list[Op]:
     """``torch.distributed.all_gather`` of a tensor of ``size_bytes`` (gathered) into a list
@@ -399,10 +413,11 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
     pre-divide): only the gradients the bucket holds, then one reduce-scatter."""
     p, m, t = cfg.parallel, cfg.model, cfg.training
     bucket = p.ddp_bucket_size
-    deepspeed = p.zero3_gather == "per_parameter" or p.data_parallel_impl == "deepspeed"
+    scatter = framework_supports(t.framework, t.framework_version, "zero3_avg_scatter_grads")
+    deepspeed = p.zero3_gather == "per_parameter" or (scatter and p.data_parallel_impl
+                                                      == "deepspeed")
     if not deepspeed or p.zero_stage < 3 or not bucket or cfg.dp * p.cp == 1:
         return []
-    scatter = framework_supports(t.framework, t.framework_version, "zero3_avg_scatter_grads")
     order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
     order += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
     copied = divided = interleaved = 0.0
