@@ -41,6 +41,7 @@ _DEFAULTED = (
     ("training", "fp8_param_gather", "fp8_param_gather"),
     ("training", "modules", "modules"),
     ("training", "cross_entropy", "cross_entropy"),
+    ("training", "norm", "norm"),
     ("parallel", "cp_comm_type", "cp_comm_type"),
 )
 _PLACEMENT = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",

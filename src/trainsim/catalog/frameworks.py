@@ -258,6 +258,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "modules": _nullable(_enum(("fused", "eager"))),  # norms, activations, RoPE, loss
     # vocab-parallel CE of fused modules (training.cross_entropy): fused, unfused or te
     "cross_entropy": _nullable(_enum(("fused", "unfused", "te"))),
+    "norm": _nullable(_enum(("fused", "two_pass", "scalar_two_pass"))),  # training.norm
     "grad_reduce_dtype": _nullable(_grad_reduce),
     "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
@@ -312,7 +313,7 @@ _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segme
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
              "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
-             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "dp_buckets",
+             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
 _MERGED = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}  # nested mappings merged key by key
 

@@ -81,10 +81,16 @@ class TrainingConfig:
     """torch.compile the model (torchtitan ``compile.enable``): fused elementwise kernels."""
     modules: Literal["fused", "eager"] = "fused"
     """How the model's norms, activations, rotary embedding and loss run: ``fused`` kernels
-    (Megatron, Transformer Engine, apex, torch's native norms) or ``eager``, one kernel per
-    PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half RoPE,
+    (Megatron, Transformer Engine, apex, torch's native norms; ``norm`` says how their norms
+    run) or ``eager``, one kernel per PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half RoPE,
     ``act_fn(gate) * up``, the loss on logits upcast to fp32); ``compile`` fuses them again.
     A framework profile sets it (``pytorch``: eager)."""
+    norm: Literal["fused", "two_pass", "scalar_two_pass"] = "fused"
+    """How the norms of ``fused`` modules run: ``fused``, one pass holding the row in registers
+    (Transformer Engine, apex contrib's FastLayerNorm, Liger), ``two_pass``, reading each row
+    twice (torch's native ``F.layer_norm``), or ``scalar_two_pass``, twice with one 16-bit load
+    per thread (apex's FusedLayerNorm, Megatron's MixedFusedLayerNorm; ``workload.elementwise``).
+    A framework profile sets it."""
     cross_entropy: Literal["fused", "unfused", "te"] = "fused"
     """How the vocab-parallel cross-entropy of ``fused`` modules runs: ``fused``, one pass that
     reads the 16-bit logits and keeps the fp32 softmax (Megatron-core's

@@ -26,7 +26,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
-from trainsim.workload.elementwise import memory_op
+from trainsim.workload.elementwise import INDUCTOR_PERSISTENT_MAX, memory_op
 from trainsim.workload.layers import _moe_block, shard_of
 from trainsim.workload.ops import (
     DTYPE_BYTES,
@@ -209,15 +209,6 @@ library, ``library=...``, counts), vLLM's early kernels with one 16-bit load per
 time (``scalar``), a cross-entropy on logits upcast to fp32, a foreach AdamW,
 an eager SwiGLU (silu, then the product), a ``torch.compile``d RMSNorm (``inductor``:
 ``INDUCTOR_PERSISTENT_MAX``). Anything else is priced as one fused pass over the row's bytes."""
-
-INDUCTOR_PERSISTENT_MAX = 1024
-"""Longest row Inductor reduces in one persistent pass (``should_use_persistent_reduction``:
-``ReductionHint.INNER`` threshold 1024, in torch/_inductor/codegen/triton.py from torch 2.0 and
-torch/_inductor/choices.py since; without ``multi_kernel``). A compiled norm
-over longer rows is a looped reduction: one loop over the row for its sum of squares, a second
-that loads the row again to write the output, the ``two_pass`` kernel; over shorter rows, one
-fused pass."""
-
 
 def _memory_bound(row: dict[str, str]) -> list[Op]:
     if _cell(row, "bytes") is None:

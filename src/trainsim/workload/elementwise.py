@@ -20,7 +20,9 @@ F32 = 4
 
 # (family, implementation) -> (bytes per element as a function of e, kernels)
 IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
-    # fused norm: read x, write y (TE, apex, Liger, Triton; torch's native norms are two_pass)
+    # fused norm: read x, write y, the row held in registers (Transformer Engine's
+    # rmsnorm_fwd_tuned_kernel / ln_fwd_tuned_kernel, apex contrib's FastLayerNorm, Liger's
+    # Triton kernels); torch's native norms are two_pass, apex's FusedLayerNorm scalar_two_pass
     ("rmsnorm", "fused"): (lambda e: 2 * e, 1),
     ("layernorm", "fused"): (lambda e: 2 * e, 1),
     # two-pass norm, one block per row: a first loop over the row for its statistics, then a
@@ -38,10 +40,15 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # the same kernels written with one 16-bit load per thread per element (no 128-bit vector
     # loads; ``SCALAR_LOADS``): vLLM's early rotary, SiluAndMul and two-pass RMSNorm kernels
     # (csrc/pos_encoding_kernels.cu, activation_kernels.cu, layernorm_kernels.cu: a loop of
-    # ``input[token * d + idx]`` over idx), priced at ``compute.roofline.SCALAR_HBM_EFFICIENCY``
+    # ``input[token * d + idx]`` over idx), priced at ``compute.roofline.SCALAR_HBM_EFFICIENCY``;
+    # apex's FusedLayerNorm/FusedRMSNorm and Megatron's copy, MixedFusedLayerNorm
+    # (csrc/layer_norm_cuda_kernel.cu and megatron/fused_kernels/layer_norm_cuda_kernel.cu
+    # cuApplyLayerNorm: cuWelfordMuSigma2's loop of ``lvals[l + k]``, 16-bit loads (half2 for
+    # fp16), then ``curr = lvals[i]`` over the row again, one element per thread)
     ("rope", "scalar"): (lambda e: 2 * e, 1),
     ("swiglu", "scalar"): (lambda e: 3 * e, 1),
     ("rmsnorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
+    ("layernorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
     # a pointwise op (GELU, a copy, the kernels files' residual add of a tensor to itself,
     # x + x): one kernel, read, write
     ("gelu", "fused"): (lambda e: 2 * e, 1),
@@ -151,10 +158,28 @@ BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # write each), the negation's backward (half read, half written), the halves re-joined
     # (read, write) and the two paths summed (read two, write); the tables need no gradient
     ("rope", "unfused"): (lambda e: 2 * e + 2 * e + e + 2 * e + 3 * e, 10),
+    # a two-pass norm's backward is its library's one backward kernel (torch's
+    # layer_norm_grad_input_kernel, apex's cuComputeGradInput), read and written as the fused
+    # norm's backward is (3 bytes per 2 of the fused forward): the H100 database's
+    # ``rmsnorm.bwd``/``fused`` records are torch's own (compute.database.PROFILED_IMPL)
+    ("rmsnorm", "two_pass"): (lambda e: 3 * e, 1),
+    ("layernorm", "two_pass"): (lambda e: 3 * e, 1),
+    ("layernorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
 }
+BACKWARD_IMPL = {"two_pass": "fused", "scalar_two_pass": "fused"}
+"""Implementation label of a backward whose kernel count, not its passes, names it (as the
+database's backward records are labelled)."""
 """Backward of memory-bound ops whose kernels the generic rule (read the saved input and the
 output gradient, write the input gradient: 1.5x the forward's bytes) misses."""
 BACKWARD_OF_FORWARD = 1.5
+
+
+INDUCTOR_PERSISTENT_MAX = 1024
+"""Longest row Inductor reduces in one persistent pass (``should_use_persistent_reduction``:
+``ReductionHint.INNER`` threshold 1024, in torch/_inductor/codegen/triton.py from torch 2.0 and
+torch/_inductor/choices.py since; without ``multi_kernel``). A compiled norm over longer rows is
+a looped reduction: one loop over the row for its statistics, a second that loads the row again
+to write the output, the ``two_pass`` kernel; over shorter rows, one fused pass."""
 
 
 def backward_bytes(op: Elementwise) -> tuple[float, int]:
@@ -230,12 +255,23 @@ def optimizer_step(local_params: float, optimizer: str, master_weights: bool = T
                        kernel=OPTIMIZER_KERNEL[optimizer])
 
 
-def norm_op(name: str, normalization: str, elements: float, eager: bool,
+def norm_impl(normalization: str, row: int, eager: bool, compiled: bool, kernel: str) -> str:
+    """How a norm over rows of ``row`` elements runs. Eager modules: Hugging Face's
+    ``LlamaRMSNorm`` (``eager``) or ``nn.LayerNorm``, torch's native kernel (``two_pass``:
+    aten/src/ATen/native/cuda/layer_norm_kernel.cu reads each row twice); ``torch.compile``d:
+    Inductor's persistent one-pass reduction up to ``INDUCTOR_PERSISTENT_MAX`` elements a row,
+    its looped two-pass one beyond; the framework's own modules: ``kernel``
+    (``training.norm``)."""
+    if compiled:
+        return "two_pass" if row > INDUCTOR_PERSISTENT_MAX else "fused"
+    if eager:
+        return "eager" if normalization == "rmsnorm" else "two_pass"
+    return kernel
+
+
+def norm_op(name: str, normalization: str, elements: float, impl: str,
             elem_bytes: int = 2) -> Elementwise:
-    """A norm over ``elements`` elements of ``elem_bytes``: fused (one pass), or Hugging
-    Face's eager ``LlamaRMSNorm`` (an RMSNorm written in PyTorch ops). ``nn.LayerNorm`` is
-    torch's native fused kernel whoever calls it."""
-    impl = "eager" if eager and normalization == "rmsnorm" else "fused"
+    """A norm over ``elements`` elements of ``elem_bytes`` run by ``impl`` (``norm_impl``)."""
     return memory_op(name, normalization, impl, elements, elem_bytes)
 
 

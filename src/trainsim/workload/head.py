@@ -6,7 +6,13 @@ logits), with the tensor-parallel collectives each needs."""
 from __future__ import annotations
 
 from trainsim.config import RunConfig
-from trainsim.workload.elementwise import backward_bytes, memory_op, norm_op
+from trainsim.workload.elementwise import (
+    BACKWARD_IMPL,
+    backward_bytes,
+    memory_op,
+    norm_impl,
+    norm_op,
+)
 from trainsim.workload.layers import ACT, AUTOCAST_CAST_BYTES, Shard, tp_enter
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 
@@ -46,7 +52,8 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
-    ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, sh.eager,
+    ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h,
+                             norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm),
                              sh.stream_bytes)]
     dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
     tp_enter(ops, sh, h, "head", dtype)
@@ -82,9 +89,11 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True))
-    norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, sh.eager,
+    norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h,
+                   norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm),
                    sh.stream_bytes)
     nbytes, kernels = backward_bytes(norm)
     ops.append(Elementwise("final_norm.bwd", bytes=nbytes, kernels=kernels,
-                           kernel=f"{norm.kernel}.bwd", impl=norm.impl))
+                           kernel=f"{norm.kernel}.bwd",
+                           impl=BACKWARD_IMPL.get(norm.impl, norm.impl)))
     return ops

@@ -18,6 +18,7 @@ from trainsim.workload import moe_dispatch as disp
 from trainsim.workload import moe_experts
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
+    BACKWARD_IMPL,
     EXPERT_BIAS_BYTES,  # noqa: F401 (re-export)
     EXPERT_BIAS_KERNELS,  # noqa: F401 (re-export)
     activation_op,
@@ -25,6 +26,7 @@ from trainsim.workload.elementwise import (
     clamp_op,
     expert_fc2_bias,
     fp8_scale_update_op,
+    norm_impl,
     norm_op,
     rope_op,
 )
@@ -77,6 +79,7 @@ class Shard:
     fp8_module_scale_update: bool = False
     """Each fp8 module updates its delayed-scaling state at the start of its forward and of
     its backward (TE <= 1.5, the profile's ``fp8_module_scale_update``; ``fp8_scale_update_op``)."""
+    norm: str = "fused"  # training.norm: how the framework's own norms run
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -127,7 +130,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  eager=t.modules == "eager" and not t.compile,
                  split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
-                 compiled=t.compile,
+                 compiled=t.compile, norm=t.norm,
                  fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
                  and framework_supports(t.framework, t.framework_version,
                                         "fp8_module_scale_update"),
@@ -250,7 +253,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
-    ops.append(norm_op("attn_norm", m.normalization, nt * h, sh.eager, sh.stream_bytes))
+    norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
+    ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes))
     tp_enter(ops, sh, h, "attn")
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
@@ -264,7 +268,9 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         else:
             _gemm(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
-            ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), sh.eager))
+            ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc),
+                               norm_impl(m.normalization, m.kv_channels, sh.eager,
+                                         sh.compiled, sh.norm)))
         if m.position_embedding == "rope":
             ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager,
                                unfused=m.rope_scaling is not None and sh.scaled_rope_unfused,
@@ -319,7 +325,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     if parallel:
         return ops
     # --- MLP block
-    ops.append(norm_op("mlp_norm", m.normalization, nt * h, sh.eager, sh.stream_bytes))
+    ops.append(norm_op("mlp_norm", m.normalization, nt * h, norm, sh.stream_bytes))
     if moe:
         _moe_block(ops, cfg, sh)
         ops.append(residual("mlp_bias_dropout_add"))
@@ -557,7 +563,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             nbytes, kernels = backward_bytes(op)
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
-                                   impl=op.impl, elem_bytes=op.elem_bytes))
+                                   impl=BACKWARD_IMPL.get(op.impl, op.impl),
+                                   elem_bytes=op.elem_bytes))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,

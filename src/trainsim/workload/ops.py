@@ -196,9 +196,10 @@ class Elementwise:
     """Kernels of its backward where they differ from the forward's (Megatron's router: 28
     forward, ~12 backward); None: as the forward (``workload.elementwise.backward_bytes``)."""
     impl: str = "fused"
-    """How that family is implemented: ``fused`` (one kernel: Transformer Engine, apex,
-    torch's native norms, Megatron's fused kernels) or ``eager`` (one kernel per PyTorch op,
-    e.g. Hugging Face's modules); see ``workload.elementwise``."""
+    """How that family is implemented: ``fused`` (one kernel, one pass: Transformer Engine,
+    Megatron's fused kernels), ``two_pass`` (a norm reading each row twice: torch's native
+    norms), ``eager`` (one kernel per PyTorch op, e.g. Hugging Face's modules), ...; see
+    ``workload.elementwise``."""
     elem_bytes: int = ACT_BYTES
     """Bytes of one element of the tensor it runs over (2 for 16-bit, 4 for fp32): what a
     per-element byte formula of ``workload.elementwise`` is evaluated at."""
