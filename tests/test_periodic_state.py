@@ -95,3 +95,43 @@ def test_a_running_task_started_under_another_slowdown_is_refused():
     bounds = {(0, "x"): (2, 3), (0, "w"): (1, 1), (0, "z"): (1, 1)}
     later = [FIXED if c < 0 else i + 1 if c < 2 else -1 for i, c in enumerate(copy)]
     assert period_of_state_s(tl, part, bounds, later.__getitem__) is None
+
+
+def _share_graph(copies: int, s_prefix: float, s_period: float
+                 ) -> tuple[list[Task], list[int]]:
+    """Streams z, x, y: each copy y's first task slows x by a share and ends while x still runs;
+    the prefix's copies (0 and 1) slow it by ``s_prefix``, the period's by ``s_period``."""
+    tasks, copy = [Task((0, "w"), 0.25)], [-1]
+    first: list[int] = []
+    for c in range(copies):
+        share = s_prefix if c < 2 else s_period
+        first.append(len(tasks))
+        prev = first[c - 1] + 2 if c else 0
+        tasks += [Task((0, "z"), 0.7, [prev]), Task((0, "x"), 1.0, [] if c else [0]),
+                  Task((0, "x"), 0.5, []),
+                  Task((0, "y"), 0.4, [prev], slows=((0, "x"), share)), Task((0, "y"), 1.0, [])]
+        copy += [c] * 5
+    tasks.append(Task((0, "x"), 1.0, [first[-1]]))
+    copy.append(copies)
+    return tasks, copy
+
+
+@pytest.mark.parametrize("s_prefix", [0.5, 0.2])
+def test_an_ended_slower_with_another_share_is_refused(s_prefix):
+    # the running task's work left depends on the share of a slower that has already ended:
+    # copies slowing it by 0.5 are not the period's (0.2), whatever their times say
+    tasks, copy = _share_graph(3, s_prefix, 0.2)
+    tl = run(tasks)
+    part = bytes(0 if c < 2 else 1 if c == 2 else 2 for c in copy)
+    bounds = {}
+    for s, q in tl.queues.items():
+        ps = [part[i] for i in q]
+        bounds[s] = (ps.count(0), ps.count(0) + ps.count(1))
+    later = [FIXED if c < 0 else i + 5 if c < 2 else -1 for i, c in enumerate(copy)]
+    period = period_of_state_s(tl, part, bounds, later.__getitem__)
+    if s_prefix != 0.2:
+        assert period is None
+        return
+    assert period is not None  # equal shares: proven, and the extrapolation is exact
+    longer, _ = _share_graph(3 + K, 0.2, 0.2)
+    assert max(run(longer).end_s) == pytest.approx(max(tl.end_s) + K * period, rel=1e-12)

@@ -23,12 +23,12 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from operator import attrgetter
 
 import numpy as np
 
-from trainsim.engine.loop import Timeline
+from trainsim.engine.loop import Task, Timeline
 
 REL_TOL = 1e-11
 """Largest difference, relative to B's makespan, between a task's time and its counterpart's
@@ -316,7 +316,7 @@ def period_of_state_s(tl: Timeline, part: bytes,
         r1, r2 = queue[f1], queue[f2]
         if (start[r1] < t1) != (start[r2] < t2) or (start[r2] < t2 and not (
                 near(start[r2], start[r1]) and _same_slowing(
-                    slowed(r1, t1), slowed(r2, t2), later_of, start, end, t1, near))):
+                    slowed(r1, t1), slowed(r2, t2), later_of, start, end, t1, near, tasks))):
             return None
         for p in range(f1, i1):  # the graph ahead repeats the one a period earlier
             x, x2 = queue[p], queue[p + i2 - i1]
@@ -344,12 +344,13 @@ def period_of_state_s(tl: Timeline, part: bytes,
 
 def _same_slowing(ys1: list[int], ys2: list[int], later: Callable[[int], int],
                   start: list[float], end: list[float], t1: float,
-                  near: Callable[[float, float], bool]) -> bool:
+                  near: Callable[[float, float], bool], tasks: Sequence[Task]) -> bool:
     """Whether the tasks that slowed a running task up to ``T2`` (``ys2``) are ``later`` of
-    those that slowed its counterpart up to ``T1`` (``ys1``), each ``P`` later."""
+    those that slowed its counterpart up to ``T1`` (``ys1``), each ``P`` later and by the same
+    share (the work the running task has left depends on it, an ended slower's included)."""
     if len(ys1) != len(ys2) or sorted(map(later, ys1)) != sorted(ys2):
         return False
-    return all(near(start[later(y)], start[y])
+    return all(near(start[later(y)], start[y]) and tasks[y].slows == tasks[later(y)].slows
                and (not end[y] < t1 or near(end[later(y)], end[y])) for y in ys1)
 
 

@@ -143,7 +143,9 @@ def _in_workers(predict: Callable[[dict[str, str]], RowResult], rows: list[dict[
                 progress(done, len(rows))
         out = [futures[i].result() for i in range(len(rows))]
     except BaseException:
-        # Ctrl-C or a failure: drop the rows not started instead of predicting them all first
+        # Ctrl-C or a failure here (the progress callback): drop the rows not started instead
+        # of predicting them all first. A row's own errors come back as its result
+        # (``_guarded``); anything else a worker raises surfaces at ``result()``, after the rest
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown()
