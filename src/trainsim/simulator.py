@@ -35,8 +35,10 @@ from trainsim.workload.layers import shard_of
 from trainsim.workload.ops import Comm, Elementwise
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
-from trainsim.workload.sharding import (
+from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
+    bucket_params,
     ddp_bucket_prep,
+    dp_bucket_count,
     fsdp_optimizer_pieces,
     per_tensor_optimizer,
     zeroed_grad_buffer,
@@ -56,20 +58,6 @@ _param_split = per_config(stage_param_split)
 
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
-
-def bucket_params(cfg: RunConfig) -> float:
-    """Megatron DDP bucket size: max(40M, 1M * dp) parameters unless configured."""
-    return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
-
-
-def dp_bucket_count(cfg: RunConfig, layers: int, chunk_params: float, stage: int,
-                    chunk: int) -> int:
-    """Gradient buckets of one model chunk (at most one per layer); under ``dp_buckets:
-    first_chunk`` only pipeline rank 0's first chunk is bucketed (see ParallelConfig)."""
-    if cfg.parallel.dp_buckets == "first_chunk" and (stage or chunk):
-        return 1
-    return max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
-
 
 def grad_buffer_rest(cfg: RunConfig, total: float, local: float,
                      grad_bytes: int) -> Elementwise | None:
@@ -133,6 +121,7 @@ class _TaskGraph:
         # a pass with its send, by id of the pass (kept beside it, so the id is its own)
         self._plus_send: dict[int, tuple[Priced, Priced]] = shared.setdefault("plus_send", {})
         self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
+        self._comms: dict[tuple, float] = shared.setdefault("comms", {})  # comm()'s seconds
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
@@ -169,7 +158,11 @@ class _TaskGraph:
              label: str, count: int = 1) -> int:
         """A data-parallel-stream collective on stage ``s`` (``count`` equal collectives of
         size / count, one after another: fixed-size buckets, each paying its own latency)."""
-        t = count * self.pricer.comm_time(Comm(name, kind, size / count, group))  # type: ignore[arg-type]
+        key = (name, kind, size, group, count)  # priced once per graph (ZeRO-3: per backward)
+        t = self._comms.get(key)
+        if t is None:
+            t = self._comms[key] = count * self.pricer.comm_time(
+                Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         return self.add((s, "dp"), t, deps, label, DP)
 
     def fixed_buckets(self, params: float) -> int:

@@ -343,12 +343,36 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     return out
 
 
+_SPLITS: dict[tuple[int, int], tuple[RunConfig, tuple[float, float]]] = {}
+"""_stage_layer_split's answers by (config identity, stage), each kept with its config (so an
+identity is never reused while kept): a memory check asks twice per stage (the rank's
+parameters, then its layers' for fp8 copies); cleared when it reaches _SPLITS_KEPT."""
+
+_SPLITS_KEPT = 4096
+
+
 def _stage_layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of the transformer layers on pipeline stage
     ``stage``, before tensor and expert parallelism."""
+    key = (id(cfg), stage)
+    hit = _SPLITS.get(key)
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    if len(_SPLITS) >= _SPLITS_KEPT:
+        _SPLITS.clear()
+    out = _SPLITS[key] = (cfg, _layer_split(cfg, stage))
+    return out[1]
+
+
+def _layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     m, p = cfg.model, cfg.parallel
     ranges = cfg.virtual_stage_layers()
-    layers = [i for v in rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp) for i in ranges[v]]
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    if m.num_experts is None:  # no layer has routed experts: the count and the first layer
+        n = sum(len(ranges[v]) for v in held)
+        return (n * layer_params(m, next(r[0] for r in (ranges[v] for v in held) if r))
+                if n else 0), 0
+    layers = [i for v in held for i in ranges[v]]
     # a layer's parameters depend only on whether it has routed experts: count each kind once
     moe = [i for i in layers if m.is_moe_layer(i)]
     dense = len(layers) - len(moe)
@@ -408,7 +432,15 @@ def _activations(cfg: RunConfig, stage: int) -> float:
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)  # virtual stage of each chunk
     # with CPU offloading the first N layers' activations leave the GPU (memory.offload)
     gone = range(p.cpu_offloading_num_layers)
-    chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
+    rec = cfg.recomputed_layers
+    if m.num_experts is None and not gone and (not rec or len(rec) == sum(map(len, ranges))):
+        # every layer keeps the same bytes (none or all recomputed): the same sums, added in
+        # the same order, without a call per layer
+        first = next((r[0] for r in (ranges[v] for v in held) if r), None)
+        one = [] if first is None else [layer_bytes(first)]
+        chunk_bytes = [sum(one * len(ranges[v])) for v in held]
+    else:
+        chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
     if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP layers follow the last layers
         chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
     if len(ranges) - 1 in held:  # the head, which no layer checkpoint covers: the final norm

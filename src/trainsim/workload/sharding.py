@@ -6,6 +6,7 @@ simulator decides where they run."""
 from __future__ import annotations
 
 import functools
+import math
 
 from trainsim.catalog.frameworks import framework_profile, framework_supports
 from trainsim.config import RunConfig
@@ -241,6 +242,20 @@ def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
     if cfg.dp > 1 and framework_supports(t.framework, t.framework_version, "ddp_grad_scale"):
         ops.append(Elementwise("grad_bucket_scale", bytes=2 * grad))
     return ops
+
+
+def bucket_params(cfg: RunConfig) -> float:
+    """Megatron DDP bucket size: max(40M, 1M * dp) parameters unless configured."""
+    return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
+
+
+def dp_bucket_count(cfg: RunConfig, layers: int, chunk_params: float, stage: int,
+                    chunk: int) -> int:
+    """Gradient buckets of one model chunk (at most one per layer); under ``dp_buckets:
+    first_chunk`` only pipeline rank 0's first chunk is bucketed (see ParallelConfig)."""
+    if cfg.parallel.dp_buckets == "first_chunk" and (stage or chunk):
+        return 1
+    return max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
 
 
 def zeroed_grad_buffer(size_bytes: float) -> Elementwise:
