@@ -32,7 +32,10 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         units = fsdp_unit_gathers(cfg, layers, first, last)
-        gather = [sum(pricer.comm_time(c) for c in unit) for unit in units]
+        summed: dict[int, float] = {}  # by id of a unit's list (blocks of one kind share one)
+        gather = [summed[id(unit)] if id(unit) in summed else
+                  summed.setdefault(id(unit), sum(pricer.comm_time(c) for c in unit))
+                  for unit in units]
         ch = chunks[v]
         # the pipe engine's receive gathers (empty under FSDP) run with the embedding part
         lead, *parts = (part.duration_s for part in ch.fwd_parts)

@@ -152,27 +152,30 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     weight is cast to fp8 before FSDP2's all-gather "so we can communicate in float8 to save
     bandwidth", docs/float8.md) and Megatron-FSDP's --fp8-param-gather both move 1 byte per
     element; the root unit (embedding, and the output layer torchtitan leaves in 16 bits)
-    does not."""
+    does not. Blocks of one kind (with or without routed experts: all ``layer_tensors`` reads
+    of the index) share one list, built once."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
     fp8 = t.dtype == "fp8" and t.fp8_param_gather
     matrix = FP8_GATHER_MIN_ELEMENTS * m.hidden_size / p.tp
-    units: list[list[tuple[float, bool]]] = []
+
+    def comms(unit: list[tuple[float, bool]]) -> list[Comm]:
+        return [Comm("fsdp_unit_all_gather", "all_gather", nbytes, "edp" if expert else "dp_cp")
+                for nbytes, expert in unit
+                if nbytes > 0 and (cfg.edp if expert else cfg.dp * p.cp) > 1]
+
+    out: list[list[Comm]] = []
     if first or last:
-        units.append([(_end_matrices(cfg, first, last) * m.vocab_size * m.hidden_size / p.tp
-                       * ACT, False)])
+        out.append(comms([(_end_matrices(cfg, first, last) * m.vocab_size * m.hidden_size / p.tp
+                           * ACT, False)]))
+    kinds: dict[bool, list[Comm]] = {}  # a block's unit by whether it has routed experts
     for i in layers:
-        sizes = [(n * (1 if fp8 and n >= matrix else ACT), e) for n, e in _rank_tensors(cfg, [i])]
-        units.append([(sum(b for b, e in sizes if not e), False),
-                      (sum(b for b, e in sizes if e), True)])
-    out = []
-    for unit in units:
-        comms = []
-        for nbytes, expert in unit:
-            ranks = cfg.edp if expert else cfg.dp * p.cp
-            if nbytes > 0 and ranks > 1:
-                comms.append(Comm("fsdp_unit_all_gather", "all_gather", nbytes,
-                                  "edp" if expert else "dp_cp"))
-        out.append(comms)
+        kind = m.is_moe_layer(i)
+        if kind not in kinds:
+            sizes = [(n * (1 if fp8 and n >= matrix else ACT), e)
+                     for n, e in _rank_tensors(cfg, [i])]
+            kinds[kind] = comms([(sum(b for b, e in sizes if not e), False),
+                                 (sum(b for b, e in sizes if e), True)])
+        out.append(kinds[kind])
     return out
 
 
