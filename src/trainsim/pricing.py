@@ -55,7 +55,13 @@ class Priced:
         return sum(s[1] for s in self.segments)
 
     def __add__(self, other: Priced) -> Priced:
-        return Priced(self.segments + other.segments)
+        out = Priced(self.segments + other.segments)
+        if "summary" in self.__dict__:  # go on from this one's sums, as summary would add
+            sums = dict(self.summary)
+            for cat, dur, _ in other.segments:
+                sums[cat] = sums.get(cat, 0.0) + dur
+            out.__dict__["summary"] = tuple(sums.items())
+        return out
 
     def __mul__(self, n: int) -> Priced:
         return Priced(self.segments * n)

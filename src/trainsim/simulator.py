@@ -311,9 +311,13 @@ class _TaskGraph:
                             deps = [up, fwd_task[at]]
                         else:
                             deps = [fwd_task[at]]
-                        if slow_bwd[s] and (self.fsdp or mb == last_mb):
+                        if slow_bwd[s] and mb == last_mb:
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps)
+                        elif slow_bwd[s] and self.fsdp:  # backward()'s pass, its reduce-scatter
+                            self.tag = k
+                            sent_b[at] = place(bwd_spec[v], deps, label["B"][chunk][mb], k)
+                            self._reduce_scatter(s, sent_b[at] - (bwd_spec[v][4] is not None), mb)
                         else:
                             sent_b[at] = place(bwd_spec[v], deps, label["B"][chunk][mb], k)
                     k += 1
