@@ -18,15 +18,17 @@ from trainsim.engine.periodic import FIXED, period_of_state_s
 K = 4  # copies added in the longer run
 
 
-def _graph(period, tail, copies: int) -> tuple[list[Task], list[int]]:
+def _graph(period, tail, copies: int, prefix=None) -> tuple[list[Task], list[int]]:
     """``period``: (stream, duration, deps on the copy before, deps in this copy, slows);
-    ``tail``: (stream, duration, deps on the last copy). A warm-up task on stream z (FIXED)
-    starts everything. Returns the tasks and each one's copy (-1 warm-up, ``copies`` tail)."""
+    ``tail``: (stream, duration, deps on the last copy); ``prefix``: the same for the prefix's
+    copies (0 and 1; default ``period``), the same tasks otherwise parametrised. A warm-up task
+    on stream z (FIXED) starts everything. Returns the tasks and each one's copy (-1 warm-up,
+    ``copies`` tail)."""
     tasks, copy = [Task((0, "z"), 0.25)], [-1]
     first = []
     for c in range(copies):
         first.append(len(tasks))
-        for stream, d, before, this, slows in period:
+        for stream, d, before, this, slows in (prefix or period) if c < 2 else period:
             deps = [first[c - 1] + j for j in before] if c else [0]
             tasks.append(Task((0, stream), d, deps + [first[c] + j for j in this],
                               slows=((0, slows[0]), slows[1]) if slows else None))
@@ -37,11 +39,11 @@ def _graph(period, tail, copies: int) -> tuple[list[Task], list[int]]:
     return tasks, copy
 
 
-def _prove(period, tail) -> tuple[float | None, float]:
+def _prove(period, tail, prefix=None) -> tuple[float | None, float]:
     """The proof on the run with three copies, and the largest difference between the run with
     ``K`` more copies and the extrapolation with ``P`` (the proof's, else the last copy's shift
     from the one before: what a proof without the check would take)."""
-    tasks, copy = _graph(period, tail, 3)
+    tasks, copy = _graph(period, tail, 3, prefix)
     tl = run(tasks)
     n_per = len(period)
     part = bytes(0 if c < 2 else 1 if c == 2 else 2 for c in copy)
@@ -53,7 +55,7 @@ def _prove(period, tail) -> tuple[float | None, float]:
     proven = period_of_state_s(tl, part, bounds, later.__getitem__)
     last = 1 + 2 * n_per
     p = proven if proven is not None else tl.end_s[last] - tl.end_s[last - n_per]
-    longer = run(_graph(period, tail, 3 + K)[0])
+    longer = run(_graph(period, tail, 3 + K, prefix)[0])
     err = 0.0
     for i, c in enumerate(copy):  # before the period the same; the period and tail K P later
         j = i if c < 2 else i + K * n_per
@@ -79,11 +81,13 @@ def test_contention_that_drifts_is_refused():
     assert proven is None and err > 1e-3
 
 
-def test_a_running_task_started_under_another_slowdown_is_refused():
-    """x's copy 1 starts while a long prefix task on w still slows x (until 3.1), the period's
-    copy does not: the proof compares the running tasks' starts and what slowed them (one
-    sufficient form of their work left), which differ, so it refuses (conservatively: from 3.1
-    on the run is periodic, and a longer truncated run proves it)."""
+def test_a_stream_without_a_period_ending_a_task_between_the_instants_is_refused():
+    """A long prefix task on w (no period) slows x until 3.35 and ends between ``T1`` (3.3)
+    and ``T2`` (4.3): w has not ended as many tasks at both instants, which the frontier check
+    of a stream without a period refuses (conservatively: from 3.35 on the run is periodic,
+    and a longer truncated run proves it). x's copy 1, started under w's slowdown, would also
+    fail the running-task comparison, but that check is not reached here: see
+    test_independent_chains_are_refused_by_the_running_tasks_starts for one that is."""
     tasks_period = [("x", 1.0, [0], [], None)]
     tasks, copy = _graph(tasks_period, [("x", 1.0, [0])], 3)
     tasks.insert(1, Task((0, "w"), 3.1, [0], slows=((0, "x"), 0.5)))
@@ -131,7 +135,77 @@ def test_an_ended_slower_with_another_share_is_refused(s_prefix):
     period = period_of_state_s(tl, part, bounds, later.__getitem__)
     if s_prefix != 0.2:
         assert period is None
+        # without the share compared, the proof takes z's shift (1.7; 1.58 from copy 3 on)
+        longer, _ = _share_graph(3 + K, s_prefix, 0.2)
+        shift = tl.end_s[11] - tl.end_s[6]
+        assert abs(max(run(longer).end_s) - max(tl.end_s) - K * shift) > 0.1
         return
     assert period is not None  # equal shares: proven, and the extrapolation is exact
     longer, _ = _share_graph(3 + K, 0.2, 0.2)
     assert max(run(longer).end_s) == pytest.approx(max(tl.end_s) + K * period, rel=1e-12)
+
+
+# Each graph below is refused by one check alone (removing it from period_of_state_s makes the
+# proof accept the shift of the last copy, which the longer run contradicts: ``err``).
+
+
+def test_independent_chains_are_refused_by_the_running_tasks_starts():
+    """Uncontended: y's copies chain at 1.0 each, x's (2.0) run back to back on their own.
+    The proof's ``P`` (y's, 1.0) leaves x's frontier one task on at ``T2`` as at ``T1`` (x_1
+    runs at ``T2``, x_0 at ``T1``), but x_1 started 2.0 after x_0, not ``P``: the running
+    tasks' starts alone tell that x is not in step."""
+    period = [("y", 1.0, [0], [], None), ("x", 2.0, [], [], None)]
+    proven, err = _prove(period, [("y", 1.0, [0])])
+    assert proven is None and err > 1.0  # P = 1.0 would put x's copies 4.0 early
+
+
+def test_a_running_task_slowed_by_more_tasks_than_its_counterpart_is_refused():
+    """w ticks at 2.0; y (2.0) follows w's copy, x (0.5) follows y and slows y by 0.2. y's
+    copy 0 ran alone, copy 1 started 2.0 later (in step) but was slowed by x's copy 0: the same
+    start, not the same work left (y drifts 0.1 a copy). Only the count of slowers differs."""
+    period = [("w", 2.0, [], [], None), ("y", 2.0, [], [0], None),
+              ("x", 0.5, [], [1], ("y", 0.2))]
+    proven, err = _prove(period, [("w", 1.0, [0])])
+    assert proven is None and err > 0.1
+
+
+def test_a_running_task_whose_ended_slower_ended_out_of_step_is_refused():
+    """w (2.0, after y's first task) and x (1.5) slow each other. At ``T1`` (5.14) x_1 runs,
+    slowed by w_0 (ended at 3.875) and w_1; at ``T2`` (8.14, ``P`` = 3.0 later) x_2 runs, slowed
+    by w_1 (ended at 7.03) and w_2. w_1 started ``P`` after w_0 but ended 3.16 after it (x
+    slowed it longer), so x_2 was slowed for longer than x_1: only those ends differ."""
+    period = [("y", 1.5, [], [], None), ("w", 2.0, [], [0], ("x", 0.5)),
+              ("y", 1.5, [3], [], None), ("x", 1.5, [2], [], ("w", 0.2))]
+    proven, err = _prove(period, [("y", 1.0, [0])])
+    assert proven is None and err > 0.01
+
+
+def test_a_prefix_task_ahead_with_another_duration_is_refused():
+    """x (0.3) and w (after x) alternate; w's prefix copies take 1.0, the period's 2.0. At
+    ``T1`` w_1 (1.0) is ahead of w's frontier, at ``T2`` w_2 (2.0): the same state, not the
+    same graph ahead. The shift seen (1.3) is the prefix's, the period's is 2.3."""
+    period = [("x", 0.3, [1], [], None), ("w", 2.0, [], [0], None)]
+    prefix = [("x", 0.3, [1], [], None), ("w", 1.0, [], [0], None)]
+    proven, err = _prove(period, [("x", 1.0, [0])], prefix)
+    assert proven is None and err > 1.0
+
+
+def test_a_prefix_task_ahead_that_slows_otherwise_is_refused():
+    """x runs back to back, y (after x's copy) overlaps x's next copy; the prefix's y slows x
+    by 0.5, the period's does not. x_2 is slowed by y_1 (shift 1.5), later copies are not
+    (1.0): the tasks ahead at ``T1`` and ``T2`` differ only in what they slow."""
+    period = [("x", 1.0, [0], [], None), ("y", 1.0, [1], [0], None)]
+    prefix = [("x", 1.0, [0], [], None), ("y", 1.0, [1], [0], ("x", 0.5))]
+    proven, err = _prove(period, [("x", 1.0, [0])], prefix)
+    assert proven is None and err > 1.0
+
+
+def test_a_prefix_task_ahead_waiting_on_another_task_is_refused():
+    """x (1.0) -> y (1.0) -> next x, w (2.0) after x on its own; the prefix's y also waits on
+    w. At ``T1`` y_1 waits on x_1 and w_1, at ``T2`` y_2 on x_2 alone: the dependencies not
+    ended differ (shift 4.0 in the prefix, 2.0 from the period on)."""
+    period = [("x", 1.0, [2], [], None), ("w", 2.0, [], [0], None), ("y", 1.0, [], [0], None)]
+    prefix = [("x", 1.0, [2], [], None), ("w", 2.0, [], [0], None),
+              ("y", 1.0, [], [0, 1], None)]
+    proven, err = _prove(period, [("x", 1.0, [0])], prefix)
+    assert proven is None and err > 1.0
