@@ -52,10 +52,23 @@ def moe_dense_params(m: ModelConfig) -> int:
     return m.hidden_size * (m.num_experts or 0) + (mlp_params(m, shared) if shared else 0)
 
 
+_LAYER_PARAMS: dict[tuple[int, bool], tuple[ModelConfig, int]] = {}
+"""layer_params by (model identity, routed experts), each kept with its (frozen) model so an
+identity is never reused while kept: a search asks it of one model ~50,000 times."""
+
+
 def layer_params(m: ModelConfig, index: int = 0) -> int:
     """Parameters of transformer layer ``index`` (two norms, attention, MLP or MoE block)."""
-    ffn = moe_dense_params(m) + expert_params(m) if m.is_moe_layer(index) else mlp_params(m)
-    return attention_params(m) + ffn + 2 * norm_params(m)
+    moe = m.is_moe_layer(index)
+    hit = _LAYER_PARAMS.get((id(m), moe))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_LAYER_PARAMS) >= 4096:
+        _LAYER_PARAMS.clear()
+    ffn = moe_dense_params(m) + expert_params(m) if moe else mlp_params(m)
+    n = attention_params(m) + ffn + 2 * norm_params(m)
+    _LAYER_PARAMS[(id(m), moe)] = (m, n)
+    return n
 
 
 def layer_expert_params(m: ModelConfig, index: int) -> int:
