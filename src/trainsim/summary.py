@@ -48,6 +48,7 @@ def add_compute(tl: Timeline, queue: list[int] | tuple, prev_end: float,
     """Add to ``cats`` the breakdown parts of ``queue`` (one stage's compute tasks, in order,
     the first after ``prev_end``); returns the last one's end."""
     tasks, start, end = tl.tasks, tl.start_s, tl.end_s
+    side = DP if dp_side else PP
     for i in queue:
         t = tasks[i]
         gap = start[i] - prev_end
@@ -61,7 +62,8 @@ def add_compute(tl: Timeline, queue: list[int] | tuple, prev_end: float,
             cats[cat] = cats.get(cat, 0.0) + dur
         # slowed by collectives running beside it on the data-parallel (or, with overlapped
         # p2p, the pipeline) stream: their SMs' share of its time is exposed communication
-        cats[DP if dp_side else PP] += max(0.0, end[i] - start[i] - t.duration_s)
+        slowed = end[i] - start[i] - t.duration_s
+        cats[side] += slowed if slowed > 0.0 else 0.0  # noqa: FURB136 - no call per task
         prev_end = end[i]
     return prev_end
 
