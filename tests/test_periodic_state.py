@@ -209,3 +209,25 @@ def test_a_prefix_task_ahead_waiting_on_another_task_is_refused():
               ("y", 1.0, [], [0, 1], None)]
     proven, err = _prove(period, [("x", 1.0, [0])], prefix)
     assert proven is None and err > 1.0
+
+
+def test_a_running_task_whose_ended_slower_started_out_of_step_is_refused():
+    """x runs back to back, its first task slowing w's own chain by 0.5; that task takes 1.0
+    in the prefix, 0.5 in the period. At ``T1`` (4.625) w_1 runs, slowed by x_1's first task
+    (3.25 to 4.25, ended); at ``T2`` (``P`` = 2.5 later) w_2 runs, slowed by x_2's (6.25 to
+    6.75). Starts of w and ends of the slowers are in step; the slowers' starts are not (3.0
+    apart), so w_2 was slowed for half as long: only those starts differ."""
+    period = [("x", 0.5, [], [], ("w", 0.5)), ("w", 2.0, [], [], None), ("x", 2.0, [], [], None)]
+    prefix = [("x", 1.0, [], [], ("w", 0.5)), ("w", 2.0, [], [], None), ("x", 2.0, [], [], None)]
+    proven, err = _prove(period, [("x", 1.0, [0])], prefix)
+    assert proven is None and err > 0.1
+
+
+# No test refuses by moves()'s "(end[d] < t1) == (end[j] < t2)" alone: with a ``later`` that
+# maps a stream's prefix task to a task of the same stream and no two to the same one (the test
+# builders' i + n_per; steady_state's twin, the same pass at micro-batch + q), it follows from
+# the frontier check. On d's stream (it has a period: j is in it) tasks end in queue order, so
+# "ended by T" is a queue prefix; with f1 = f2 - L and later(queue[p]) == queue[p + L] for p in
+# [f1, i1): if d is not ended at T1 it is such a queue[p], so j = queue[p + L] is not ended at
+# T2; if d ended at T1 but j = queue[i1 + m] had not at T2, then queue[i1 + m - L] (in
+# [f1, i1)) also has later j, so ``later`` maps two tasks to j.
