@@ -16,7 +16,8 @@ so run A alone shows what B would: the ends the period waits on, at A's cut and 
 earlier, are compared instead of simulating B.
 
 Where the state does not repeat (contention that drifts, a pattern longer than the period),
-the check fails and the caller simulates in full.
+or repeats only within the tolerance on an orbit that contention makes unstable (a deviation
+that grows every period, :data:`GROWTH_TOL`), the check fails and the caller simulates in full.
 """
 
 from __future__ import annotations
@@ -34,14 +35,51 @@ REL_TOL = 1e-11
 """Largest difference, relative to B's makespan, between a task's time and its counterpart's
 (shifted) that still counts as equal: the same times reached by another chain of additions
 differ in their last bits (~1e-14 of the makespan); a state that truly drifts differs by far
-more, and extrapolating k periods multiplies what is accepted here by at most k."""
+more. Where nothing slows a stream, the loop is max-plus, which never widens a deviation
+between task times, so extrapolating k periods multiplies what is accepted here by at most k;
+where tasks slow each other it can widen it (see :data:`GROWTH_TOL`)."""
+
+GROWTH_TOL = 1e-14
+"""Where tasks slow each other, a deviation can grow every period: a task that starts before
+another that slows it by share ``s`` and ends while that one runs ends ``1 / (1 - s)`` later
+for every second it starts later, so one on a fixed clock amplifies any deviation of the other
+(at ``s = 0.5`` it doubles each period: 1e-13 accepted by :data:`REL_TOL` is 0.5 s off after
+40 periods, tests/test_periodic_growth.py). A tolerance accepts such a deviation; extrapolating
+it is not sound. So where tasks slow a stream the proofs also compare the *spread* of the
+ends' one-period shifts (the largest less the smallest across the tasks of a copy: a common
+shift of time leaves it 0, and it is 0 on an orbit that truly repeats) between two consecutive
+copies, and refuse where the later one is wider by more than this fraction of the makespan;
+where there is no earlier copy, where it is wider than this. The argument: near a periodic
+orbit, one period of the loop maps a small deviation linearly (the loop is piecewise affine in
+its start times, and within one piece the same events follow in the same order), so the
+spread is multiplied by the same factor every period; a spread that did not widen over one
+period has a factor of at most 1 and the ``k`` bound holds. Its limits: a copy still in the
+warm-up's transient is wider, which can hide the growth of the next (on the public file every
+state proof's earlier copy is far wider than its later one); and growth under this floor is
+accepted, a deviation of rounding size that the full simulation's own rounding meets the same
+way (a shift that is 1e-15 of the makespan doubling each period; the floor is ~45 ulps, and a
+stable contended orbit's spread goes from 1/4 to 1/2 ulp by rounding alone)."""
+
+
+def _spread(shifts: np.ndarray) -> float:
+    """The latest less the earliest of some one-period shifts (0 where there are none)."""
+    return float(shifts.max() - shifts.min()) if len(shifts) else 0.0
+
+
+def _grows(early: float | None, late: float, makespan: float) -> bool:
+    """Whether a spread of shifts grew over a period (``early``: a period earlier, None where
+    there is none: then ``late`` must be rounding), by :data:`GROWTH_TOL` of the makespan."""
+    floor = GROWTH_TOL * makespan
+    return late > floor if early is None else late > early + floor
 
 
 def period_s(a: Timeline, b: Timeline, counterpart: list[int], after: list[bool],
              rel_tol: float = REL_TOL) -> float | None:
     """The period ``P`` by which B's tasks from the cut on follow their counterparts in A
     (``counterpart[i]``: index in A of B's task ``i``, -1 if none; ``after[i]``: whether it is
-    from the cut on), or None when B is not A with one period inserted."""
+    from the cut on), or None when B is not A with one period inserted. Where tasks of B slow
+    a stream, also None where the spread of B's ends less their counterparts' grows from the
+    first copy after the cut to the next (:data:`GROWTH_TOL`)."""
     if len(counterpart) != len(b.tasks) or len(after) != len(b.tasks):
         return None
     period = b.makespan_s - a.makespan_s
@@ -62,7 +100,29 @@ def period_s(a: Timeline, b: Timeline, counterpart: list[int], after: list[bool]
             return None
     covered = np.zeros(len(a.tasks), dtype=bool)
     covered[j] = True
+    if any(t.slows is not None for t in b.tasks) and _tail_grows(a, b, j, after):
+        return None
     return period if covered.all() else None
+
+
+def _tail_grows(a: Timeline, b: Timeline, j: np.ndarray, after: list[bool]) -> bool:
+    """Whether the spread of B's ends less their counterparts' grows from the first copy
+    after the cut (on each stream, its first ``L`` tasks from the cut on, ``L`` the tasks B
+    has more there) to the next (:data:`GROWTH_TOL`): at the cut B is A one period on, up to
+    what the tolerance accepts, and a deviation that contention widens grows copy by copy."""
+    early: list[int] = []
+    late: list[int] = []
+    for stream, queue in b.queues.items():
+        span = len(queue) - len(a.queues.get(stream, ()))
+        tail = [i for i in queue if after[i]]
+        if span > 0:
+            early += tail[:span]
+            late += tail[span:2 * span]
+    shift = np.asarray(b.end_s) - np.asarray(a.end_s)[j]
+    if not late:
+        return False
+    return _grows(_spread(shift[early]) if early else None, _spread(shift[late]),
+                  b.makespan_s)
 
 
 FIXED = -2
@@ -237,6 +297,10 @@ def period_of_state_s(tl: Timeline, part: bytes,
       (so it does not start before ``T2`` in G_k); the prefix on nothing of the tail (what
       ended or runs at ``T2`` cannot, the rest is ahead of a frontier).
 
+    - *growth*: where tasks slow a stream, the spread of the ends' one-period shifts does not
+      grow from the copy before the period's to the last copy before it (:data:`GROWTH_TOL`:
+      what the tolerance accepts, contention could widen every period).
+
     Then G_k from ``T2`` is G_(k-1) from ``T1``, ``P`` later and one period on (by induction
     from G_0, this run): the claim. Times are compared to ``rel_tol`` of the makespan (events
     at the same instant are handled in task order, so sums of shares may differ in their last
@@ -339,7 +403,36 @@ def period_of_state_s(tl: Timeline, part: bytes,
                     return None
     # (a prefix task waiting on the tail: ended or running by T2 it cannot, the tail not
     # started; otherwise it is ahead of a frontier, and no ``later`` is of the tail)
+    if slowing and _state_grows(streams, spans, with_period, later_of, ends):
+        return None
     return period
+
+
+def _state_grows(streams: dict[tuple[int, str], list[int]],
+                 spans: dict[tuple[int, str], tuple[int, int]],
+                 with_period: list[tuple[int, str]], later: Callable[[int], int],
+                 ends: np.ndarray) -> bool:
+    """Whether the spread of the ends' one-period shifts grows (:data:`GROWTH_TOL`) from the
+    copy before the last one before the period (on each stream, ``L`` tasks against those
+    ``L`` places on, ``L`` its period's length) to that last one (its ``L`` tasks against the
+    period's). A copy is compared where its first and last tasks' ``later`` are ``L`` places
+    on (a stream runs its tasks in order, those between them map to those between theirs);
+    checking every task's costs ~5 % of a validation run."""
+    late: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # (tasks, their later)
+    early: tuple[list[np.ndarray], list[np.ndarray]] = ([], [])  # the copy before
+    for stream in with_period:
+        queue = streams[stream]
+        i1, i2 = spans[stream]
+        span = i2 - i1
+        for lo, side in ((i1 - span, late), (i1 - 2 * span, early)):
+            if lo >= 0 and all(later(queue[p]) == queue[p + span] for p in (lo, lo + span - 1)):
+                side[0].append(np.asarray(queue[lo:lo + span]))
+                side[1].append(np.asarray(queue[lo + span:lo + 2 * span]))
+    if not late[0]:
+        return False
+    spread = [_spread(ends[np.concatenate(b)] - ends[np.concatenate(a)]) if a else None
+              for a, b in (early, late)]
+    return _grows(spread[0], spread[1], float(ends.max()))
 
 
 def _same_slowing(ys1: list[int], ys2: list[int], later: Callable[[int], int],
@@ -354,4 +447,4 @@ def _same_slowing(ys1: list[int], ys2: list[int], later: Callable[[int], int],
                and (not end[y] < t1 or near(end[later(y)], end[y])) for y in ys1)
 
 
-__all__ = ["FIXED", "REL_TOL", "period_in_run_s", "period_of_state_s", "period_s"]
+__all__ = ["FIXED", "GROWTH_TOL", "REL_TOL", "period_in_run_s", "period_of_state_s", "period_s"]
