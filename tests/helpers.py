@@ -166,3 +166,19 @@ def random_config(rng: random.Random) -> dict:
     cluster = {"gpu": rng.choice(["h100-sxm-80gb", "a100-sxm-80gb"]), "num_gpus": gpus,
                "gpus_per_node": min(8, gpus), "compute_db": None}
     return {"model": model, "parallel": parallel, "training": training, "cluster": cluster}
+
+
+# ------------------------------------------------------------- the steady-state proofs' inputs
+def state_proof(tl, copy: list[int], n_per: int) -> float | None:
+    """``period_of_state_s`` on a run of copies of a period (``copy``: each task's copy, -1 a
+    FIXED warm-up, 0-1 the prefix, 2 the period, 3 the tail), each prefix task's ``later``
+    ``n_per`` tasks on."""
+    from trainsim.engine.periodic import FIXED, period_of_state_s
+
+    part = bytes(0 if c < 2 else 1 if c == 2 else 2 for c in copy)
+    bounds = {}
+    for stream, queue in tl.queues.items():
+        ps = [part[i] for i in queue]
+        bounds[stream] = (ps.count(0), ps.count(0) + ps.count(1))
+    later = [FIXED if c < 0 else i + n_per if c < 2 else -1 for i, c in enumerate(copy)]
+    return period_of_state_s(tl, part, bounds, later.__getitem__)

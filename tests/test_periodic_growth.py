@@ -7,8 +7,10 @@ off by 0.5 s: the proofs must refuse it (or extrapolate it exactly). A stable co
 
 from __future__ import annotations
 
+from helpers import state_proof
+
 from trainsim.engine import Task, run
-from trainsim.engine.periodic import FIXED, period_of_state_s, period_s
+from trainsim.engine.periodic import period_s
 
 K = 40  # periods added in the longer run
 PER = 4  # tasks per copy
@@ -35,13 +37,7 @@ def _state_error(build) -> float | None:
     makespan (None: refused); the prefix is copies 0 and 1, the period copy 2."""
     tasks, copy = build(3)
     tl = run(tasks)
-    part = bytes(0 if c < 2 else 1 if c == 2 else 2 for c in copy)
-    bounds = {}
-    for stream, queue in tl.queues.items():
-        ps = [part[i] for i in queue]
-        bounds[stream] = (ps.count(0), ps.count(0) + ps.count(1))
-    later = [FIXED if c < 0 else i + PER if c < 2 else -1 for i, c in enumerate(copy)]
-    period = period_of_state_s(tl, part, bounds, later.__getitem__)
+    period = state_proof(tl, copy, PER)
     if period is None:
         return None
     return abs(max(run(build(3 + K)[0]).end_s) - (max(tl.end_s) + K * period))

@@ -11,6 +11,7 @@ differs from the longer run's timeline.
 from __future__ import annotations
 
 import pytest
+from helpers import state_proof
 
 from trainsim.engine import Task, run
 from trainsim.engine.periodic import FIXED, period_of_state_s
@@ -39,18 +40,6 @@ def _graph(period, tail, copies: int, prefix=None) -> tuple[list[Task], list[int
     return tasks, copy
 
 
-def _period_of(tl, copy: list[int], n_per: int) -> float | None:
-    """The proof on a run of three copies (copies 0-1 the prefix, 2 the period, 3 the tail),
-    each prefix task's ``later`` ``n_per`` tasks on."""
-    part = bytes(0 if c < 2 else 1 if c == 2 else 2 for c in copy)
-    bounds = {}
-    for stream, queue in tl.queues.items():
-        ps = [part[i] for i in queue]
-        bounds[stream] = (ps.count(0), ps.count(0) + ps.count(1))
-    later = [FIXED if c < 0 else i + n_per if c < 2 else -1 for i, c in enumerate(copy)]
-    return period_of_state_s(tl, part, bounds, later.__getitem__)
-
-
 def _prove(period, tail, prefix=None) -> tuple[float | None, float]:
     """The proof on the run with three copies, and the largest difference between the run with
     ``K`` more copies and the extrapolation with ``P`` (the proof's, else the last copy's shift
@@ -58,7 +47,7 @@ def _prove(period, tail, prefix=None) -> tuple[float | None, float]:
     tasks, copy = _graph(period, tail, 3, prefix)
     tl = run(tasks)
     n_per = len(period)
-    proven = _period_of(tl, copy, n_per)
+    proven = state_proof(tl, copy, n_per)
     last = 1 + 2 * n_per
     p = proven if proven is not None else tl.end_s[last] - tl.end_s[last - n_per]
     longer = run(_graph(period, tail, 3 + K, prefix)[0])
@@ -132,7 +121,7 @@ def test_an_ended_slower_with_another_share_is_refused(s_prefix):
     # copies slowing it by 0.5 are not the period's (0.2), whatever their times say
     tasks, copy = _share_graph(3, s_prefix, 0.2)
     tl = run(tasks)
-    period = _period_of(tl, copy, 5)
+    period = state_proof(tl, copy, 5)
     if s_prefix != 0.2:
         assert period is None
         # without the share compared, the proof takes z's shift (1.7; 1.58 from copy 3 on)
