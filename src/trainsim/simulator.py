@@ -353,18 +353,15 @@ class _TaskGraph:
         return Priced(((DP, wait, "param all-gather wait"),)) if wait > 0 else Priced(())
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
-        work = self.work[v][1]
-        if mb == self.m - 1 and any(size > 1 for _, _, size in self.groups[s]):
-            i = (self._fsdp_last_backward if self.fsdp else self.split_last_backward)(
-                s, v, chunk, deps)
-            if v == 0:
-                return i
-            stream = "pp" if self.p.overlap_p2p_comm else "compute"
-            return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
-        i, out = self.pass_and_send(s, work, deps, f"B mb{mb} c{chunk}", v > 0)
-        if self.fsdp:
-            self._reduce_scatter(s, i, mb)
-        return out
+        """The last micro-batch's backward on a stage with data-parallel peers (the only one
+        ``pipeline`` does not place from its prepared pass): split per layer so the gradient
+        reductions start under the layers still to go, then its send."""
+        i = (self._fsdp_last_backward if self.fsdp else self.split_last_backward)(
+            s, v, chunk, deps)
+        if v == 0:
+            return i
+        stream = "pp" if self.p.overlap_p2p_comm else "compute"
+        return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
 
     def _reduce_scatter(self, s: int, after: int, mb: int, part: tuple[int, int] = (0, 1)
                         ) -> None:

@@ -81,9 +81,10 @@ class TrainingConfig:
     """torch.compile the model (torchtitan ``compile.enable``): fused elementwise kernels."""
     modules: Literal["fused", "eager"] = "fused"
     """How the model's norms, activations, rotary embedding and loss run: ``fused`` kernels
-    (Megatron, Transformer Engine, apex, torch's native norms; ``norm`` says how their norms
-    run) or ``eager``, one kernel per PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half RoPE,
-    ``act_fn(gate) * up``, the loss on logits upcast to fp32); ``compile`` fuses them again.
+    (Megatron, Transformer Engine, apex; ``norm`` says how their norms run) or ``eager``, one
+    kernel per PyTorch op as Hugging Face's modules are written (``LlamaRMSNorm``, rotate-half
+    RoPE, ``act_fn(gate) * up``, the loss on logits upcast to fp32); ``compile`` fuses them
+    again.
     A framework profile sets it (``pytorch``: eager)."""
     norm: Literal["fused", "two_pass", "scalar_two_pass"] = "fused"
     """How the norms of ``fused`` modules run: ``fused``, one pass holding the row in registers

@@ -141,7 +141,8 @@ def freed_logits_hole(cfg: RunConfig, stage: int) -> float:
     first fp32 buffer (``zeros_like``) takes 4 of it, so the next one finds 2 free where it
     needs 4 and maps (or, without expandable segments, mallocs) new memory: reserved stays
     2 bytes per logit above the allocated peak (c10/cuda/CUDACachingAllocator.cpp best-fit
-    over free blocks of the stream's pool; the hand calculation in tests/test_memory_torchtitan.py). A compiled loss
+    over free blocks of the stream's pool; the hand calculation in
+    tests/test_memory_torchtitan.py). A compiled loss
     saves the logits themselves: nothing is freed."""
     p, t, m = cfg.parallel, cfg.training, cfg.model
     if (p.pp > 1 or stage != p.pp - 1 or t.modules != "eager"

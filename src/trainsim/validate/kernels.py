@@ -26,7 +26,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
-from trainsim.workload.elementwise import INDUCTOR_PERSISTENT_MAX, memory_op
+from trainsim.workload.elementwise import memory_op, norm_impl
 from trainsim.workload.layers import _moe_block, shard_of
 from trainsim.workload.ops import (
     DTYPE_BYTES,
@@ -228,7 +228,7 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
         n = positive_cell(row, "tokens") * (1.0 if family == "adamw" else positive_cell(
             row, "ffn" if family == "swiglu" else "hidden"))
         if impl == "inductor":
-            impl = "two_pass" if positive_cell(row, "hidden") > INDUCTOR_PERSISTENT_MAX else "fused"
+            impl = norm_impl(family, positive_cell(row, "hidden"), False, True, "")
         if family == "adamw":
             return [memory_op("adamw", family, impl, n, 4)]
         ops = [memory_op(family, family, impl, n, e)]

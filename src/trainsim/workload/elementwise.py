@@ -166,11 +166,11 @@ BACKWARD: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     ("layernorm", "two_pass"): (lambda e: 3 * e, 1),
     ("layernorm", "scalar_two_pass"): (lambda e: 3 * e, 1),
 }
+"""Backward of memory-bound ops whose kernels the generic rule (read the saved input and the
+output gradient, write the input gradient: 1.5x the forward's bytes) misses."""
 BACKWARD_IMPL = {"two_pass": "fused", "scalar_two_pass": "fused"}
 """Implementation label of a backward whose kernel count, not its passes, names it (as the
 database's backward records are labelled)."""
-"""Backward of memory-bound ops whose kernels the generic rule (read the saved input and the
-output gradient, write the input gradient: 1.5x the forward's bytes) misses."""
 BACKWARD_OF_FORWARD = 1.5
 
 

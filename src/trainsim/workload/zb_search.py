@@ -295,14 +295,6 @@ def build_order(pp: int, m: int, cost: tuple[float, float, float], comm: float, 
     return builder.orders, builder.span()
 
 
-def manual_order(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
-                 w_fraction: float, allow_bubble_before_first_b: bool, prioritize_b: bool,
-                 no_bubble_greedy: bool) -> tuple[list[list[Pass]], float]:
-    """``build_order`` with the variant given by the code base's three flag names."""
-    variant = Variant(allow_bubble_before_first_b, prioritize_b, no_bubble_greedy)
-    return build_order(pp, m, cost, comm, limit, w_fraction, variant)
-
-
 def search(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
            w_fraction: float) -> list[list[Pass]]:
     """The orders of the variant with the shortest span (the first tried among equals)."""
