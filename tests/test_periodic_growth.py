@@ -7,6 +7,7 @@ off by 0.5 s: the proofs must refuse it (or extrapolate it exactly). A stable co
 
 from __future__ import annotations
 
+import pytest
 from helpers import state_proof
 
 from trainsim.engine import Task, run
@@ -41,6 +42,21 @@ def _state_error(build) -> float | None:
     if period is None:
         return None
     return abs(max(run(build(3 + K)[0]).end_s) - (max(tl.end_s) + K * period))
+
+
+def _shift_error(build) -> float:
+    """How far extrapolating ``K`` periods by the last copy's shift (what a proof that let the
+    deviation through would take) is from the longer run's makespan."""
+    tasks, _ = build(3)
+    tl = run(tasks)
+    x = 1 + 2 * PER  # copy 2's x
+    shift = tl.end_s[x] - tl.end_s[x - PER]
+    return abs(max(run(build(3 + K)[0]).end_s) - (max(tl.end_s) + K * shift))
+
+
+def test_the_fixtures_are_unstable_and_stable():
+    assert _shift_error(_unstable) > 0.1  # the module's 0.5 s
+    assert _shift_error(_stable) < 1e-9
 
 
 def test_the_state_proof_refuses_an_orbit_that_doubles_a_deviation_each_period():
@@ -78,3 +94,7 @@ def _stable(copies: int) -> tuple[list[Task], list[int]]:
 def test_a_stable_contended_orbit_is_still_proven():
     error = _state_error(_stable)
     assert error is not None and error < 1e-9
+    (ta_tasks, _), (tb_tasks, cb) = _stable(3), _stable(4)
+    counterpart = [i if c < 2 else i - PER for i, c in enumerate(cb)]
+    assert period_s(run(ta_tasks), run(tb_tasks), counterpart, [c >= 2 for c in cb]) == \
+        pytest.approx(2.0)
