@@ -77,6 +77,30 @@ def deepep_buffer_bytes(cfg: RunConfig) -> float:
     return nvl + rdma
 
 
+def hybridep_buffer_bytes(cfg: RunConfig) -> float:
+    """Device bytes of HybridEP's communication buffer (Megatron-core's flex dispatcher with
+    ``moe_flex_dispatcher_backend="hybridep"``). Megatron-core sizes it at the first dispatch for
+    the rank's tokens (megatron/core/transformer/moe/fused_a2a.py ``init_hybrid_ep_buffer(...,
+    seq_len=x.shape[-2])``, NVIDIA/Megatron-LM@2edffadb) and keeps it for the run; HybridEP
+    allocates it for the worst case, every token of every rank of the NVLink domain routed to one
+    rank (deepseek-ai/DeepEP branch hybrid-ep @a0d27f1, 2026-03-31, csrc/hybrid_ep/buffer/
+    intranode.cu: ``max_num_of_tokens = max_num_of_tokens_per_rank * num_of_ranks_per_node *
+    num_of_nodes``): with the default shared buffer (deep_ep/hybrid_ep_buffer.py
+    ``use_shared_buffer=True``) one 16-bit token buffer and one fp32 probability per expert of
+    the domain, shared by dispatch and combine, plus the dispatch's fp32 scale per 128 elements.
+    It is fabric memory mapped for the NVLink peers, outside PyTorch's allocator. Buffers for
+    ranks beyond the NVLink domain (RDMA) are not counted."""
+    p, m, t = cfg.parallel, cfg.model, cfg.training
+    ranks = p.ep * p.etp
+    if p.moe_token_dispatcher_type != "hybridep" or ranks <= 1:
+        return 0.0
+    domain = max(1, min(ranks, cfg.cluster.gpus_per_node))
+    tokens = t.micro_batch_size * t.seq_length / p.cp / (p.tp if p.sequence_parallel else 1)
+    worst = tokens * ranks  # per rank, times the ranks of the domain, times the domains
+    experts = (m.num_experts or 0) / ranks * domain
+    return worst * (2 * m.hidden_size + 4 * experts + 4 * m.hidden_size / 128)
+
+
 def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
     """Sizes of the NCCL communicators one rank of pipeline stage ``stage`` holds once a step
     has run a collective in each (NCCL allocates a communicator's buffers when it is created,
@@ -124,10 +148,10 @@ def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
 
 def context_bytes(cfg: RunConfig, stage: int = 0) -> float:
     """Device memory outside PyTorch's allocator on one GPU of pipeline stage ``stage``: the CUDA
-    context, NCCL's buffers and DeepEP's."""
+    context, NCCL's buffers and DeepEP's or HybridEP's."""
     nccl = sum(NCCL_PAIR_COMM_BYTES if g == 2 else NCCL_GROUP_COMM_BYTES
                for g in communicator_sizes(cfg, stage))
-    return CUDA_CONTEXT_BYTES + nccl + deepep_buffer_bytes(cfg)
+    return CUDA_CONTEXT_BYTES + nccl + deepep_buffer_bytes(cfg) + hybridep_buffer_bytes(cfg)
 
 
 def freed_logits_hole(cfg: RunConfig, stage: int) -> float:

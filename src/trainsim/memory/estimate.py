@@ -23,6 +23,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.memory import hf
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
+from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.state import model_state
 from trainsim.model.counts import (
@@ -132,8 +133,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     # to one head per query head for GQA (repeat_interleave), so those are copies too.
     fused = 2 * (q / t + 2 * kv_loc)
     rope = m.position_embedding == "rope"
-    if m.is_mla:  # Q, K (with rotary parts), V per head, plus the compressed latents
-        qkv = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * ((m.q_lora_rank or 0) + (m.kv_lora_rank or 0))
+    if m.is_mla:  # Q, K (with rotary parts), V per head, the latents, projections' copies
+        qkv = mla_attention_bytes(cfg, recompute, x, shared_div)
     elif cfg.training.attention in MATERIALIZED_SCORES and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
     elif rope and (separate_projections(cfg) if separate_qkv is None else separate_qkv):
@@ -391,12 +392,11 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     if 0 in held:
         dense += embedding_params(m)
     if p.pp * p.vpp - 1 in held or (p.pipeline_schedule == "dualpipe" and p.pp - 1 in held):
-        # the head, and any multi-token-prediction modules
-        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
+        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
         experts += mtp_experts
         dense += output_layer_params(m) + mtp_params(m) - mtp_experts
-        if m.tied_embeddings and p.pp > 1:  # last stage keeps its own copy of the word embedding
-            dense += m.vocab_size * m.hidden_size
+        if (m.tied_embeddings or m.mtp_num_layers) and p.pp > 1:  # own word embedding: the tied
+            dense += m.vocab_size * m.hidden_size  # head's; MTP's input (gpt_model.py mtp_process)
     return dense / p.tp, experts / (p.ep * p.etp)
 
 
