@@ -1,7 +1,7 @@
 """DeepSeek-V3 memory as Megatron-core (NVIDIA/Megatron-LM@2edffadb, Megatron-Bridge v0.4.2's pin)
 and its MoE dispatchers allocate it, by hand (issue 16, acceptance 2): what the MLA projections
-save (memory.mla), HybridEP's buffer (memory.allocator) and the word embedding the MTP stage
-builds (memory.estimate.stage_param_split)."""
+save (memory.mla), HybridEP's buffer (memory.allocator), and the MTP stage's word embedding
+(memory.estimate.stage_param_split), saved inputs and logits (memory.mtp)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,13 @@ import pytest
 
 import trainsim
 from trainsim.memory.allocator import context_bytes, hybridep_buffer_bytes
-from trainsim.memory.estimate import activation_bytes_per_layer, stage_param_split
+from trainsim.memory.estimate import (
+    _loss_temporary,
+    activation_bytes_per_layer,
+    stage_param_split,
+)
 from trainsim.memory.mla import mla_attention_bytes
+from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.model.counts import layer_expert_params, mtp_params
 
 T = 4096  # tokens of one micro-batch
@@ -122,3 +127,28 @@ def test_the_mtp_stage_holds_its_own_word_embedding():
 
     assert last(1, 4) - last(0, 4) == 129_280 * 7168
     assert last(1, 1) == pytest.approx(last(0, 1))
+
+
+def test_mtp_depth_keeps_its_norms_projection_and_head_inputs():
+    """Per MTP depth and token (multi_token_prediction.py@2edffadb): enorm's and hnorm's 16-bit
+    inputs (2 + 2 bytes x h), eh_proj's fp8 cast of the 2h-wide concatenation (2X), the final
+    norm's input and the shared output layer's input (2 + 2): (8 + 2X) x 7,168 per token."""
+    want = T * H * (8 + 2 * X)
+    assert mtp_head_bytes(ds(), X) == pytest.approx(want)
+    assert mtp_head_bytes(ds(), X) == pytest.approx(4096 * 72_128)
+
+
+def test_the_last_stage_holds_the_mtp_logits_at_the_loss():
+    """process_mtp_loss computes each depth's logits and TE cross-entropy before the main loss:
+    at the backward two sets of 16-bit logits (2 bytes x 129,280 per token, gradient written in
+    place) instead of one; the last stage's in-flight chunk also grows by mtp_head_bytes."""
+    one = trainsim.run_config_from_dict({
+        "model": {"preset": "deepseek-v3", "mtp_num_layers": 0},
+        "parallel": {"pp": 4, "ep": 64, "pipeline_model_parallel_layout": "balanced"},
+        "training": {"global_batch_size": 4096, "seq_length": T, "dtype": "fp8",
+                     "fp8_recipe": "mxfp8", "framework": "megatron-bridge",
+                     "framework_version": "26.04"},
+        "cluster": {"gpu": "gb200", "num_gpus": 256, "gpus_per_node": 64}})
+    assert loss_logit_sets(ds()) == 2 and loss_logit_sets(one) == 1
+    assert _loss_temporary(ds()) == pytest.approx(2 * _loss_temporary(one))
+    assert _loss_temporary(one) == pytest.approx(T * 129_280 * 2)

@@ -24,6 +24,7 @@ from trainsim.config import RunConfig
 from trainsim.memory import hf
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.mla import mla_attention_bytes
+from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.state import model_state
 from trainsim.model.counts import (
@@ -58,9 +59,8 @@ class MemoryBreakdown:
 
     ``allocated`` (live tensors, what ``torch.cuda.max_memory_allocated`` reports) is weights +
     gradients + optimizer + activations + buffers; ``reserved`` adds what the caching allocator
-    holds beyond that; ``device`` adds the CUDA context (what nvidia-smi shows). ``total`` is
-    what must fit in HBM: the allocated peak plus the context (the allocator frees cached blocks
-    and retries before it fails)."""
+    holds beyond that; ``device`` adds the CUDA context (what nvidia-smi shows). ``total`` must
+    fit in HBM: the allocated peak plus the context (the allocator frees cached blocks first)."""
 
     weights: float
     gradients: float
@@ -205,9 +205,8 @@ def _per_op_sac_bytes(cfg: RunConfig) -> float:
 
 def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> float:
     """Bytes that Megatron-core's ``--recompute-modules`` frees per layer: each checkpointed
-    module keeps its input and drops what it saved inside (``core_attn``'s scores are handled
-    with the attention term above). Files cited are Megatron-LM's megatron/core at d98e8a64
-    (2026-08-22)."""
+    module keeps its input and drops what it saved inside (``core_attn``'s scores: the attention
+    term above). Files cited are Megatron-LM's megatron/core at d98e8a64 (2026-08-22)."""
     m, p = cfg.model, cfg.parallel
     modules = set(p.recompute_modules or ("core_attn",))
     h, t = m.hidden_size, p.tp
@@ -441,8 +440,9 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         chunk_bytes = [sum(one * len(ranges[v])) for v in held]
     else:
         chunk_bytes = [sum(layer_bytes(i) for i in ranges[v] if i not in gone) for v in held]
-    if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP layers follow the last layers
-        chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(m.num_layers - 1)
+    if len(ranges) - 1 in held and m.mtp_num_layers:  # MTP depths follow the last layers
+        chunk_bytes[held.index(len(ranges) - 1)] += m.mtp_num_layers * layer_bytes(
+            m.num_layers - 1) + mtp_head_bytes(cfg, gemm_input_bytes(cfg))  # memory.mtp
     if len(ranges) - 1 in held:  # the head, which no layer checkpoint covers: the final norm
         # keeps its 16-bit input and the output GEMM its 16-bit input (the norm's output; under
         # sequence parallelism Megatron's linear saves the sharded input and gathers it again
@@ -525,7 +525,7 @@ def _loss_temporary(cfg: RunConfig) -> float:
         per = 2
     else:
         per = 12 if t.modules == "eager" else 2 + 4
-    return T * m.vocab_size / p.tp * per
+    return T * m.vocab_size / p.tp * per * loss_logit_sets(cfg)  # MTP's too (memory.mtp)
 
 
 def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
