@@ -185,6 +185,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # (TEGroupedMLP's Fp8Padding/Fp8Unpadding); with the second, DeepEP's permute pads them
     "moe_fp8_padding": _nullable(_bool),
     "moe_deepep_permute_pads": _nullable(_bool),
+    "moe_te_permute_maps": _nullable(_bool),  # TE >= 2.6 permute kernels (workload.moe_dispatch)
+    "moe_router_force_balance": _nullable(_bool),  # random router logits (workload.moe_router)
     # with pipeline parallelism every FSDP unit stays unsharded from its first forward to the
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
@@ -306,6 +308,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 _OPTIONAL = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
+             "moe_te_permute_maps", "moe_router_force_balance",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_dispatch as disp
-from trainsim.workload import moe_experts
+from trainsim.workload import moe_experts, moe_router
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
     BACKWARD_IMPL,
@@ -391,15 +391,16 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     ragged = m.moe_capacity_factor is None
     h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
-    ops.append(Gemm("router", m=tokens, n=E, k=h, dtype="bf16"))
-    ops.append(Elementwise("router_topk_softmax", bytes=tokens * E * 4 * 2,
-                           kernels=MOE_KERNELS["router"][0], bwd_kernels=MOE_KERNELS["router"][1]))
+    ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
     routed = tokens * k  # token copies leaving this rank
     dispatcher = p.moe_token_dispatcher_type
-    permute = Elementwise("permute", bytes=routed * h * ACT * 2, kernels=MOE_KERNELS["permute"][0],
+    local = E // p.ep
+    extra = disp.te_map_sort_extra(cfg, dispatcher, local)
+    permute = Elementwise("permute", bytes=routed * h * ACT * 2,
+                          kernels=MOE_KERNELS["permute"][0] + extra[0],
                           bwd_kernels=MOE_KERNELS["permute"][1])
     unpermute = Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
-                            kernels=MOE_KERNELS["unpermute"][0],
+                            kernels=MOE_KERNELS["unpermute"][0] + extra[1],
                             bwd_kernels=MOE_KERNELS["unpermute"][1])
     if disp.permute_before_exchange(dispatcher):
         ops.append(permute)
@@ -434,7 +435,6 @@ def _moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | 
     recv = math.ceil(recv)
     if p.etp > 1:
         ops.append(Comm("moe.etp_all_gather", "all_gather", recv * p.etp * h * ACT, "etp"))
-    local = E // p.ep
     rows = math.ceil(recv * p.etp / local)
     f = m.expert_ffn_size // p.etp
     gated = m.activation == "swiglu"

@@ -141,3 +141,28 @@ def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
         return None
     probs_bytes = ROUTER_DTYPE_BYTES[cfg.parallel.moe_router_dtype]
     return Comm("moe.dispatch_probs_all_to_all", "all_to_all", copies * probs_bytes, "ep")
+
+
+TE_MAP_SORT_EXTRA = (2, 1)
+"""Forward kernels the permute and the unpermute of Megatron-core's all-to-all dispatcher add
+under Transformer Engine >= 2.6 (profile ``moe_te_permute_maps``) over the TE 2.5 counts of
+``workload.layers.MOE_KERNELS``, where the rank holds more than one expert. TE 2.6 builds the
+permutation's row-id map in three passes, not two (transformer_engine/pytorch/triton/
+permutation.py ``make_row_id_map``: ``_row_id_map_pass_1/2/3_kernel``; v2.5 passes 1 and 2), and
+sorts chunks by first building a map and then sorting by it (pytorch/permutation.py
+``_moe_chunk_sort.forward``: ``make_chunk_sort_map``, ``sort_chunks_by_map``; v2.5 one
+``sort_chunks_by_idx``). The dispatcher sorts the received chunks by local expert after the
+exchange and back before the combine when ``num_local_experts > 1`` (core_v0.13.0-core_v0.15.0
+megatron/core/transformer/moe/token_dispatcher.py ``dispatch_postprocess`` and
+``combine_preprocess``, ``sort_chunks_by_idxs``): the permute gains the third pass and a map,
+the unpermute a map. The backwards reuse the saved maps (unchanged). The other dispatchers
+permute without a chunk sort (the row-id pass they gain is already in the TE 2.5 count)."""
+
+
+def te_map_sort_extra(cfg: RunConfig, dispatcher: str, local_experts: int) -> tuple[int, int]:
+    """(permute, unpermute) forward kernels added to the TE 2.5 counts (``TE_MAP_SORT_EXTRA``);
+    (0, 0) for another dispatcher, a single local expert or an older Transformer Engine."""
+    if dispatcher != "alltoall" or local_experts < 2 or \
+            not profile_supports(cfg, "moe_te_permute_maps"):
+        return 0, 0
+    return TE_MAP_SORT_EXTRA

@@ -1,0 +1,81 @@
+"""The MoE router and permutation launches that depend on the framework's versions, counted by
+hand from the sources (workload.moe_router, workload.moe_dispatch.te_map_sort_extra):
+
+* Megatron-core's RandomSTE (``logits.clone().normal_()``): two forward kernels, none backward,
+  in Megatron-Bridge's performance recipes from 25.11 (moe_router_force_load_balancing);
+* RouterGatingLinearFunction's backward in fp32: four casts (weight and input up, both
+  gradients down);
+* Transformer Engine >= 2.6's permutation: a third row-id pass and a chunk-sort map for the
+  all-to-all dispatcher's permute (4 -> 6 kernels) and a map for its unpermute (3 -> 4)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from helpers import moe_layer_cfg, moe_layer_ops
+
+from trainsim.compute import host
+
+
+def _op(ops, name):
+    return next(op for op in ops if op.name == name)
+
+
+def _names(ops):
+    return [op.name for op in ops]
+
+
+def test_bridge_recipes_draw_random_logits_forward_only():
+    fwd, bwd = moe_layer_ops(moe_layer_cfg("alltoall", 16, "megatron-bridge", "26.04"))
+    random = _op(fwd, "router_random_logits")
+    assert random.kernels == 2
+    # 1024 tokens x 64 experts of 16-bit logits: copied (read + write) and overwritten
+    assert random.bytes == 3 * 1024 * 64 * 2
+    names = _names(fwd)
+    assert names.index("router") < names.index("router_random_logits") < \
+        names.index("router_topk_softmax")
+    assert host.launches(_op(bwd, "router_random_logits.bwd")) == 0
+
+
+def test_no_random_logits_before_bridge_25_11_nor_in_megatron_core():
+    for framework, version in (("megatron-bridge", "25.09"), ("megatron-core", None),
+                               (None, None)):
+        fwd, _ = moe_layer_ops(moe_layer_cfg("alltoall", 16, framework, version))
+        assert "router_random_logits" not in _names(fwd)
+
+
+def test_fp32_router_casts_four_tensors_in_its_backward():
+    cfg = moe_layer_cfg("alltoall", 16)
+    fwd16, bwd16 = moe_layer_ops(cfg)
+    assert "router_fp32_casts" not in _names(fwd16)
+    cfg = replace(cfg, parallel=replace(cfg.parallel, moe_router_dtype="fp32"))
+    fwd, bwd = moe_layer_ops(cfg)
+    assert host.launches(_op(fwd, "router_fp32_casts")) == 0
+    casts = _op(bwd, "router_fp32_casts.bwd")
+    assert casts.kernels == 4
+    # input (1024 x 1024) and weight (64 x 1024), each 2 bytes in + 4 out, then their fp32
+    # gradients 4 in + 2 out
+    assert casts.bytes == 2 * (1024 + 64) * 1024 * 6
+    # after the gating GEMM's gradients, as the backward runs them
+    names = _names(bwd)
+    assert names.index("router.wgrad") < names.index("router_fp32_casts.bwd")
+    extra = sum(host.launches(op) for op in bwd) - sum(host.launches(op) for op in bwd16)
+    assert extra == 4
+
+
+def test_te_2_6_permutation_adds_a_row_id_pass_and_chunk_sort_maps():
+    core = moe_layer_ops(moe_layer_cfg("alltoall", 16, "megatron-core", None))[0]
+    bridge, bridge_bwd = moe_layer_ops(moe_layer_cfg("alltoall", 16, "megatron-bridge", "25.09"))
+    assert (_op(core, "permute").kernels, _op(core, "unpermute").kernels) == (4, 3)
+    assert (_op(bridge, "permute").kernels, _op(bridge, "unpermute").kernels) == (6, 4)
+    assert (_op(bridge_bwd, "permute.bwd").kernels, _op(bridge_bwd, "unpermute.bwd").kernels) \
+        == (3, 2)
+
+
+def test_no_chunk_sort_without_several_local_experts_or_for_deepep():
+    # 64 experts over 64 ranks: one local expert, no chunk sort
+    single = moe_layer_ops(moe_layer_cfg("alltoall", 64, "megatron-bridge", "26.04", gpus=64))[0]
+    assert _op(single, "permute").kernels == 4
+    deepep = moe_layer_ops(moe_layer_cfg("deepep", 16, "megatron-bridge", "26.04"))[0]
+    assert _op(deepep, "permute").kernels == 4
+    assert _op(deepep, "unpermute").kernels == 3
