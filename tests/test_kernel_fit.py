@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel, roofline
+from trainsim.config.cluster import SUSTAINED_OF_BURST
 from trainsim.workload.ops import Attention, Gemm
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,3 +187,35 @@ def test_leave_one_source_out_refits_without_the_source_and_restores(fit_script)
     # without DeepGEMM's rows nothing says DeepGEMM runs at the dense rate
     deepgemm = next(c for s, c in by_source.items() if "DeepGEMM" in s)
     assert deepgemm["deepgemm"] < shipped["deepgemm"]
+
+
+
+def test_power_ramp_experiment_slows_only_long_burst_gemms_and_restores(fit_script):
+    """benchmarks/gemm_power_ramp.py (an experiment, not the model): a GEMM benchmarked alone
+    keeps its boost clock when short and falls to the sustained rate when long; a GEMM priced
+    at the sustained clock (training) and attention are untouched; the model is restored."""
+    spec = importlib.util.spec_from_file_location("gemm_power_ramp",
+                                                  ROOT / "benchmarks" / "gemm_power_ramp.py")
+    ramp = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(ramp)  # imports fit_kernels, registered by the fixture
+    tau = 4e-3
+    factors = [ramp.ramp_factor(t, tau) for t in (0.0, 1e-5, 1e-3, 1e-2, 10.0)]
+    assert factors[0] == 1.0 and factors == sorted(factors) and factors[1] < 1.001
+    assert factors[-1] == pytest.approx(1 / SUSTAINED_OF_BURST, rel=1e-3)
+    specs = (dataclasses.replace(gpu("h100-sxm-80gb"), sustained_of_burst=1.0),
+             gpu("h100-sxm-80gb"))
+    ops = (Gemm("g", 16384, 16384, 16384, "bf16"), Gemm("g", 1024, 1024, 1024, "bf16"),
+           Attention("a", 4, 16, 16, 4096, 4096, 128, causal=True, impl="cudnn"))
+
+    def times() -> list[list[float]]:
+        return [[RooflineModel(s).time(op) for op in ops] for s in specs]
+
+    before = times()
+    with ramp.power_ramp(tau):
+        during = times()
+    assert times() == before
+    (long_b, short_b, attn_b), sustained_b = before
+    (long_d, short_d, attn_d), sustained_d = during
+    assert long_d > 1.1 * long_b and short_d < 1.01 * short_b and attn_d == attn_b
+    assert sustained_d == sustained_b
