@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainsim.catalog import framework_schema as schema
 from trainsim.catalog import frameworks as fw
 from trainsim.catalog.frameworks import FrameworkProfile, framework_names, framework_profile
 from trainsim.errors import CatalogError
@@ -49,8 +50,8 @@ def test_every_profile_loads_at_every_version(name):
         p = framework_profile(name, entry["since"])
         assert isinstance(p, FrameworkProfile)
         assert p.name == name and p.version == entry["since"]
-        assert set(p.features) >= set(fw.FEATURES) - fw._OPTIONAL
-        assert set(p.defaults) >= set(fw.DEFAULTS) - fw._OPTIONAL
+        assert set(p.features) >= set(schema.FEATURES) - schema.OPTIONAL_KEYS
+        assert set(p.defaults) >= set(schema.DEFAULTS) - schema.OPTIONAL_KEYS
     newest = framework_profile(name)
     assert newest.version == raw["versions"][-1]["since"]
 
@@ -215,8 +216,8 @@ GOOD = {
     "versions": [{
         "since": "2024-01",
         "source": "somewhere@abc file.py",
-        "features": {k: None for k in fw.FEATURES},
-        "defaults": {k: None for k in fw.DEFAULTS if k not in fw._OPTIONAL},
+        "features": {k: None for k in schema.FEATURES},
+        "defaults": {k: None for k in schema.DEFAULTS if k not in schema.OPTIONAL_KEYS},
     }],
 }
 

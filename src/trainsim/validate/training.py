@@ -13,7 +13,7 @@ from typing import Any
 
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import model_dict, names, node, run_config_from_dict
-from trainsim.catalog.frameworks import NVLINK_SCOPES
+from trainsim.catalog.framework_schema import NVLINK_SCOPES
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.engine.loop import runs_shared
@@ -159,7 +159,7 @@ def _recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
     """Options the row's framework switches on for a row that states none: those it turns on
     for every run (profile ``run_options``) where their condition holds, and those its
     performance recipes switch on for an expert-parallel MoE run on the row's kind of system
-    (its NVLink domain, ``catalog.frameworks.NVLINK_SCOPES``) and fp8 recipe (profile
+    (its NVLink domain, ``catalog.framework_schema.NVLINK_SCOPES``) and fp8 recipe (profile
     ``moe_recipe_options``)."""
     profile = _profile(row)
     if profile is None:

@@ -1,0 +1,293 @@
+"""What a framework profile may say: the vocabulary of its values, the validator of every
+``features`` and ``defaults`` key, and the keys a profile may leave out.
+
+``catalog.frameworks`` reads the YAML files against these tables and answers queries on the
+result; adding a mechanism to the profiles is adding its key and validator here. A key names a
+mechanism or a default, never a speed or efficiency multiplier (``FORBIDDEN_KEY_WORDS``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from trainsim.config.parallel import (
+    DATA_PARALLEL_IMPLS,
+    DP_BUCKETS,
+    TP_OVERLAP_METHODS,
+    ZERO3_GATHER,
+)
+
+# ---------------------------------------------------------------------------- vocabulary
+
+#: attention implementations. ``triton``: a FlashAttention-style kernel written in Triton
+#: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated).
+ATTENTION = ("unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton",
+             "flex")
+TRAINING_DTYPES = ("fp16", "bf16", "fp8")
+REDUCE_DTYPES = ("fp32", "bf16", "fp16")
+FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
+MOE_DISPATCHERS = ("alltoall", "allgather", "deepep", "hybridep")
+UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition")
+TP_BACKWARD_ALLREDUCE = ("async", "blocking")
+
+#: words that would make a key a speed knob; a profile may not contain them.
+FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")
+
+_ARCH = re.compile(r"^sm\d{2,3}$")
+
+
+def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    return lambda v: None if v is None else check(v)
+
+
+def _bool(v: Any) -> str | None:
+    return None if isinstance(v, bool) else "expected true, false or null"
+
+
+def _enum(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
+    return lambda v: None if v in choices else f"{v!r} is not one of {list(choices)}"
+
+
+def _int(v: Any) -> str | None:
+    ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+    return None if ok else "expected a non-negative integer or null"
+
+
+def _prob(v: Any) -> str | None:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
+    return None if ok else "expected a probability in [0, 1] or null"
+
+
+def _str(v: Any) -> str | None:
+    return None if isinstance(v, str) and v.strip() else "expected a non-empty string or null"
+
+
+def _attention_list(v: Any) -> str | None:
+    if not isinstance(v, list) or not v:
+        return "expected a non-empty list of attention implementations or null"
+    bad = [x for x in v if x not in ATTENTION]
+    return f"{bad} not in {list(ATTENTION)}" if bad else None
+
+
+def _dispatcher_list(v: Any) -> str | None:
+    if not isinstance(v, list) or not v:
+        return "expected a non-empty list of MoE token dispatchers or null"
+    bad = [x for x in v if x not in MOE_DISPATCHERS]
+    return f"{bad} not in {list(MOE_DISPATCHERS)}" if bad else None
+
+
+#: run options (``validate`` options column) a profile's ``moe_recipe_options`` may name
+RECIPE_OPTIONS = ("ep_overlap", "cuda_graphs", "tp_overlap", "pp_overlap", "dp_overlap")
+#: the systems a profile's ``moe_recipe_options`` may single out, by the run's NVLink domain
+#: (``cluster.gpus_per_node``): ``any`` every run; ``rack`` an NVLink domain larger than one
+#: 8-GPU board, i.e. a multi-node NVLink rack (GB200/GB300 NVL72), whose performance recipes
+#: keep the expert all-to-all inside NVLink
+NVLINK_SCOPES = {"any": 0, "rack": 8}
+"""scope -> the NVLink domain size (GPUs) a run's must exceed for the scope to apply"""
+
+
+def _recipe_options(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {nvlink scope: {fp8 recipe or dtype: [options]}}"
+    for scope, by_recipe in v.items():
+        if scope not in NVLINK_SCOPES:
+            return f"{scope!r} is not one of {list(NVLINK_SCOPES)} (a system, never a GPU name)"
+        if not isinstance(by_recipe, dict):
+            return f"{scope}: expected a mapping {{fp8 recipe or dtype: [options]}}"
+        kinds = FP8_RECIPES + TRAINING_DTYPES
+        for recipe, options in by_recipe.items():
+            if recipe not in kinds:
+                return f"{scope}: {recipe!r} is not one of {list(kinds)}"
+            bad = [o for o in options or () if o not in RECIPE_OPTIONS]
+            if not isinstance(options, list) or bad:
+                return f"{scope}.{recipe}: expected a list of {list(RECIPE_OPTIONS)}"
+    return None
+
+
+def _option_list(v: Any) -> str | None:
+    if not isinstance(v, list) or any(o not in RECIPE_OPTIONS for o in v):
+        return f"expected a list of {list(RECIPE_OPTIONS)}"
+    return None
+
+
+def _grad_reduce(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {fp16: ..., bf16: ..., fp8: ...}"
+    for k, x in v.items():
+        if k not in TRAINING_DTYPES:
+            return f"training dtype {k!r} is not one of {list(TRAINING_DTYPES)}"
+        if x is not None and x not in REDUCE_DTYPES:
+            return f"{k}: {x!r} is not one of {list(REDUCE_DTYPES)} or null"
+    return None
+
+
+def _by_arch(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {smNN: attention}"
+    for k, x in v.items():
+        if not (isinstance(k, str) and _ARCH.match(k)):
+            return f"key {k!r} is not a compute capability like 'sm80'"
+        if x not in ATTENTION:
+            return f"{k}: {x!r} is not one of {list(ATTENTION)}"
+    return None
+
+
+FEATURES: dict[str, Callable[[Any], str | None]] = {
+    "sequence_parallel": _nullable(_bool),
+    "interleaved_pipeline": _nullable(_bool),
+    "distributed_optimizer": _nullable(_bool),
+    "tp_comm_overlap": _nullable(_bool),
+    "cuda_graphs": _nullable(_bool),
+    "overlap_grad_reduce": _nullable(_bool),  # data-parallel reduction can overlap the backward
+    "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
+    "attention_kernels": _nullable(_attention_list),  # attention implementations the user may pick
+    "moe_dispatchers": _nullable(_dispatcher_list),  # MoE token dispatchers the user may pick
+    "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
+    # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
+    # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
+    "batched_p2p": _nullable(_bool),
+    "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
+    # routing probabilities applied inside the expert, the combine saving no token copies
+    # (Megatron-core >= 0.13, "memory efficient token permutation")
+    "moe_probs_in_expert": _nullable(_bool),
+    # fp8 experts pad each expert's rows to the fp8 alignment with a copy in and out
+    # (TEGroupedMLP's Fp8Padding/Fp8Unpadding); with the second, DeepEP's permute pads them
+    "moe_fp8_padding": _nullable(_bool),
+    "moe_deepep_permute_pads": _nullable(_bool),
+    "moe_te_permute_maps": _nullable(_bool),  # TE >= 2.6 permute kernels (workload.moe_dispatch)
+    "moe_router_force_balance": _nullable(_bool),  # random router logits (workload.moe_router)
+    # with pipeline parallelism every FSDP unit stays unsharded from its first forward to the
+    # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
+    # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
+    "fsdp_pp_unsharded": _nullable(_bool),
+    # ``recompute: selective`` is per-op selective checkpointing: the block's input and the
+    # outputs of every other matmul, attention and reduce-scatter are saved, the rest recomputed
+    "per_op_sac": _nullable(_bool),
+    # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
+    "compiled_loss": _nullable(_bool),
+    # the training loop drops the 16-bit logits before ``loss.backward()`` (torchtitan's
+    # ``del pred``): the eager loss's fp32 buffers then sit above a freed hole
+    "logits_freed_before_backward": _nullable(_bool),
+    # with TP the cross-entropy runs on vocab-sharded DTensor logits under
+    # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
+    "loss_parallel": _nullable(_bool),
+    # pipeline stages of torch.distributed.pipelining: receive buffers per micro-batch, the last
+    # stage's outputs kept until the step returns
+    "pipelining_buffers": _nullable(_bool),
+    # the model's attention projects Q, K and V with three separate linears (not one fused QKV
+    # GEMM): under RoPE the unrotated Q and K are freed, no fused buffer stays alive beside V
+    "separate_qkv": _nullable(_bool),
+    # FSDP shards a model already cast to the 16-bit training dtype: 16-bit shards and
+    # gradients, no fp32 master copy, torch.optim's moments in that dtype too
+    "params_16bit": _nullable(_bool),
+    # the model repeats GQA's K and V heads to every query head before SDPA (torchtitan's
+    # repeat_kv): what a context-parallel exchange of K and V moves
+    "sdpa_repeat_kv": _nullable(_bool),
+    # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
+    # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
+    "cp_sdpa_ring": _nullable(_bool),
+    # sequence parallelism by DTensor: the block's input is redistributed from sequence-sharded
+    # to replicated before the column-parallel linears (PrepareModuleInput), so each of them
+    # saves the all-gathered, full-length input for its backward (not a 1/tp shard gathered
+    # again in the backward, as Megatron's linears do)
+    "sp_gathered_gemm_inputs": _nullable(_bool),
+    # interleaved 1F1B is torch.distributed.pipelining's ScheduleInterleaved1F1B: its warm-up,
+    # (vpp-1) pp + 2 (pp-1-rank) forwards, holds even when m == pp, where Megatron runs every
+    # forward first
+    "torch_interleaved_warmup": _nullable(_bool),
+    # RoPE is fused only for plain RoPE positions: a scaled one (YaRN) runs Megatron-core's
+    # unfused _apply_rotary_pos_emb_bshd (Megatron-LM arguments.py and Megatron-Bridge's
+    # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
+    "scaled_rope_unfused": _nullable(_bool),
+    # eager RoPE on complex views (torchtitan's apply_rotary_emb), not HF's rotate-half
+    "complex_rope": _nullable(_bool),
+    # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
+    # arguments out of order, so the kernel's rows per block follow the heads per TP rank and
+    # some micro-batch sizes run the PyTorch softmax in fp32 (workload.softmax)
+    "softmax_args_swapped": _nullable(_bool),
+    # the optimizer loops over parameter tensors in Python and reads each one's step count from
+    # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
+    # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
+    "per_tensor_optimizer": _nullable(_bool),
+    # the model unpads Q, K and V before FlashAttention's varlen kernel and pads its output,
+    # every layer, waiting for the GPU twice per unpad (llm-foundry's MPT, ``workload.unpad``)
+    "flash_unpad": _nullable(_bool),
+    # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
+    # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
+    "fp8_module_scale_update": _nullable(_bool),
+    # Megatron DDP before each bucket's collective: norm, isnan/isinf host waits, 1/dp scaling
+    "ddp_nan_check": _nullable(_bool),
+    "ddp_nan_check_syncs": _nullable(_int),
+    "ddp_grad_scale": _nullable(_bool),
+    "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
+}
+
+DEFAULTS: dict[str, Callable[[Any], str | None]] = {
+    "attention": _nullable(_enum(ATTENTION)),
+    "attention_by_arch": _nullable(_by_arch),  # overrides ``attention`` on these GPUs
+    "sdpa_by_arch": _nullable(_by_arch),  # the kernel torch's SDPA dispatches to on these GPUs
+    "modules": _nullable(_enum(("fused", "eager"))),  # norms, activations, RoPE, loss
+    # vocab-parallel CE of fused modules (training.cross_entropy): fused, unfused or te
+    "cross_entropy": _nullable(_enum(("fused", "unfused", "te"))),
+    "norm": _nullable(_enum(("fused", "two_pass", "scalar_two_pass"))),  # training.norm
+    "grad_reduce_dtype": _nullable(_grad_reduce),
+    "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
+    "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
+    "moe_router_dtype": _nullable(_enum(("fp32", "fp64"))),  # null: the run's 16-bit dtype
+    "account_for_embedding_in_pipeline_split": _nullable(_bool),
+    "account_for_loss_in_pipeline_split": _nullable(_bool),
+    "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
+    "tp_backward_allreduce": _nullable(_enum(TP_BACKWARD_ALLREDUCE)),
+    "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
+    "dp_buckets": _nullable(_enum(DP_BUCKETS)),  # which chunks are bucketed (ParallelConfig)
+    "data_parallel_impl": _nullable(_enum(DATA_PARALLEL_IMPLS)),  # model-state memory layout
+    "expandable_segments": _nullable(_bool),  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
+    "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8
+    "overlap_grad_reduce": _nullable(_bool),
+    "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
+    "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
+    "tp_comm_overlap_method": _nullable(_enum(TP_OVERLAP_METHODS)),
+    "zero3_prefetch": _nullable(_int),
+    "cuda_graphs": _nullable(_bool),
+    "attention_dropout": _nullable(_prob),
+    "hidden_dropout": _nullable(_prob),
+    # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
+    "grouped_gemm": _nullable(_enum(("multi_stream", "loop", "cutlass", "triton", "deepgemm"))),
+    # what the framework's performance recipes switch on for expert-parallel MoE runs, by the
+    # run's NVLink domain (``NVLINK_SCOPES``) and fp8 recipe (or dtype): the run options where
+    # a run states none (mechanisms only)
+    "moe_recipe_options": _nullable(_recipe_options),
+    # how context parallelism exchanges K/V where the run does not say (parallel.cp_comm_type):
+    # torchtitan's rotate method defaults to all-gather, Megatron-core's to p2p
+    "cp_comm_type": _nullable(_enum(("p2p", "a2a", "all_gather"))),
+    # options the framework itself switches on for every run that states none, each where its
+    # own condition holds (pp_overlap: interleaved pipelines only; dp_overlap: dp > 1), and
+    # options it leaves to each recipe, which the tuner tries for a run that states none
+    "run_options": _nullable(_option_list),
+    "tuned_options": _nullable(_option_list),
+    # micro-batches per step where the user sets none: "pp" = the pipeline degree (torchtitan's
+    # pipeline_parallel_microbatches default before 2025-01)
+    "pipeline_microbatches": _nullable(_enum(("pp",))),
+    # model chunks per rank of a looped (interleaved) schedule whose split the user did not
+    # give (torchtitan's generated split points)
+    "pipeline_stages_per_rank": _nullable(_int),
+}
+
+#: keys an entry may leave out even when it is the first one.
+OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
+             "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
+             "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
+             "moe_te_permute_maps", "moe_router_force_balance",
+             "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
+             "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+             "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
+             "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
+             "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
+             "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",
+             "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
+             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "norm", "dp_buckets",
+             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
+#: nested mappings a later entry merges key by key into the one before
+MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}
