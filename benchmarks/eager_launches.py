@@ -42,8 +42,9 @@ def database_table(path: Path) -> None:
     from trainsim.compute.host import launches
     from trainsim.validate.kernel_db import _layer_config
     from trainsim.workload.elementwise import activation_op, rope_op
-    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+    from trainsim.workload.layers import backward_of, layer_forward
     from trainsim.workload.ops import Attention, Elementwise, Gemm
+    from trainsim.workload.shard import shard_of
 
     def profiled(op):  # the profiler's implementation, with the builders' kernel counts
         if isinstance(op, Elementwise) and op.kernel == "rope":

@@ -186,7 +186,7 @@ def pass_times(row: dict[str, str]) -> tuple[float, float, float]:
     from trainsim.chunks import chunks
     from trainsim.pipeline import split_backward
     from trainsim.pricing import Pricer
-    from trainsim.workload.layers import shard_of
+    from trainsim.workload.shard import shard_of
     cfg = config({**row, "schedule": "ZB-1p"})
     pricer = Pricer(cfg)
     ch = chunks(cfg, pricer, shard_of(cfg), None)

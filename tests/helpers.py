@@ -110,11 +110,13 @@ def moe_layer_cfg(dispatcher: str = "alltoall", ep: int = 16, framework: str | N
 
 def moe_layer_ops(cfg: RunConfig) -> tuple[list, list]:
     """(forward, backward) ops of ``cfg``'s MoE block on one rank."""
-    from trainsim.workload.layers import _moe_block, backward_of, shard_of
+    from trainsim.workload.layers import backward_of
+    from trainsim.workload.moe_block import moe_block
+    from trainsim.workload.shard import shard_of
 
     sh = shard_of(cfg)
     fwd: list = []
-    _moe_block(fwd, cfg, sh)
+    moe_block(fwd, cfg, sh)
     return fwd, backward_of(fwd, sh)
 
 

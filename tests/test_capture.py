@@ -29,8 +29,9 @@ from trainsim.capture.report import (
 )
 from trainsim.memory import activation_bytes_per_layer
 from trainsim.memory import estimate as memory_estimate
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Comm, Gemm
+from trainsim.workload.shard import shard_of
 
 HF = Path(__file__).resolve().parents[1] / "examples" / "hf"
 SEQ = 2048

@@ -8,8 +8,10 @@ from trainsim import run_config_from_dict
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel
 from trainsim.simulator import Pricer
-from trainsim.workload.layers import backward_of, layer_forward, layer_recompute, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.shard import shard_of
 
 
 def layer_ms(sp: bool, recompute: str) -> tuple[float, float]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trainsim import ConfigError, run_config_from_dict, simulate
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Comm
+from trainsim.workload.shard import shard_of
 
 
 def cfg(cp_comm_type="p2p", cp=2, tp=4, model="llama3-70b", seq=8192, gpus=64):

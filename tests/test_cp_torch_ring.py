@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict, simulate
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Comm, Elementwise
+from trainsim.workload.shard import shard_of
 
 
 def cfg(framework="torchtitan", version="2024-12", cp=4, comm="all_gather", compile=True):

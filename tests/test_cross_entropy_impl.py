@@ -6,7 +6,7 @@ import pytest
 
 from trainsim import run_config_from_dict
 from trainsim.workload.head import head_backward, head_forward
-from trainsim.workload.layers import shard_of
+from trainsim.workload.shard import shard_of
 
 
 def cfg(framework=None):

@@ -74,7 +74,8 @@ def test_training_fprop_gemms_skip_the_split_accumulator_and_gradients_keep_it(f
     """Transformer Engine (``_2X_ACC_FPROP = False``, ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``)
     and torchao (``gemm_config_output`` fast, the grad GEMMs not): a layer's forward fp8 GEMMs,
     the MoE experts' grouped ones included, carry the flag; their dgrad and wgrad do not."""
-    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
 
     cfg = _moe_run("fp8", framework)
     sh = shard_of(cfg)
@@ -92,7 +93,8 @@ def test_training_fprop_gemms_skip_the_split_accumulator_and_gradients_keep_it(f
 
 
 def test_16_bit_training_gemms_never_carry_the_flag():
-    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
 
     cfg = _moe_run("bf16")
     sh = shard_of(cfg)

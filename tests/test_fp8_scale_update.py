@@ -12,7 +12,8 @@ from trainsim.compute.roofline import LAUNCH_S
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.pricing import Pricer
 from trainsim.workload.elementwise import FP8_SCALE_UPDATE_KERNELS
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.shard import shard_of
 
 UPDATE = "fp8_scale_update"
 

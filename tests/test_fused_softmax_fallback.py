@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.shard import shard_of
 from trainsim.workload.softmax import batches_per_block, fused_softmax_runs
 
 

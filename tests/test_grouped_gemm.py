@@ -69,12 +69,13 @@ def test_megatron_bridge_runs_experts_on_transformer_engine_grouped_linear():
 
 
 def test_moe_block_uses_the_framework_grouped_gemm():
-    from trainsim.workload.layers import _moe_block, shard_of
+    from trainsim.workload.moe_block import moe_block
+    from trainsim.workload.shard import shard_of
 
     for framework, want in (("megatron-bridge", "multi_stream"), (None, "")):
         cfg = moe_layer_cfg(ep=1, framework=framework, experts=8, topk=2, gpus=1)
         ops: list = []
-        _moe_block(ops, cfg, shard_of(cfg))
+        moe_block(ops, cfg, shard_of(cfg))
         experts = [op for op in ops if isinstance(op, Gemm) and op.name.startswith("expert")]
         assert experts and all(op.grouped == want and op.ragged for op in experts)
 

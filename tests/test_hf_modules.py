@@ -14,8 +14,9 @@ from trainsim import run_config_from_dict
 from trainsim.cli import main
 from trainsim.validate import BUNDLED_DIR
 from trainsim.workload.elementwise import IMPLEMENTATIONS, backward_bytes, norm_op
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Elementwise, Gemm
+from trainsim.workload.shard import shard_of
 
 LAYERS = BUNDLED_DIR / "layers_h100_measured.jsonl"
 

@@ -8,8 +8,9 @@ import pytest
 
 from trainsim import run_config_from_dict, simulate
 from trainsim.compute import host
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Elementwise, Gemm
+from trainsim.workload.shard import shard_of
 
 US = 1e-6
 
@@ -85,7 +86,7 @@ def test_dropless_moe_forward_syncs_once_and_backward_never():
 def test_moe_layer_launches_what_megatron_core_issues():
     """Megatron-core 0.13's MoE layer with TE's fused permutation, counted from its code:
     about 43 kernels forward plus two GEMMs per local expert, about 21 backward plus four per
-    expert, beside the attention block's (workload.layers.MOE_KERNELS)."""
+    expert, beside the attention block's (workload.moe_block.MOE_KERNELS)."""
     cfg = _moe()
     sh = shard_of(cfg)
     local = cfg.model.num_experts // cfg.parallel.ep

@@ -145,7 +145,8 @@ def test_layer_forward_picks_the_chunked_swiglu_where_gate_and_up_are_one_gemm()
     its SwiGLU runs on the chunked halves; an RMSNorm (Llama-family) model's gate_proj and
     up_proj feed the contiguous eager SwiGLU."""
     from trainsim import run_config_from_dict
-    from trainsim.workload.layers import layer_forward, shard_of
+    from trainsim.workload.layers import layer_forward
+    from trainsim.workload.shard import shard_of
 
     def impl(norm):
         c = run_config_from_dict({

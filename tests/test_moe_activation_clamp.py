@@ -7,8 +7,11 @@ import json
 
 from trainsim.catalog import gpu, model_dict, model_from_hf_config
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import ACT, _moe_block, backward_of, shard_of
+from trainsim.workload.layers import backward_of
+from trainsim.workload.moe_block import moe_block
+from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.recompute import RECOMPUTED_OPS
+from trainsim.workload.shard import shard_of
 
 H, F, TOPK, SEQ = 1024, 512, 2, 1024
 
@@ -22,7 +25,7 @@ def _ops(clamp: float | None) -> list:
     cfg = RunConfig(model=model, parallel=ParallelConfig(), training=training, cluster=cluster)
     sh = shard_of(cfg)
     ops: list = []
-    _moe_block(ops, cfg, sh)
+    moe_block(ops, cfg, sh)
     return ops + backward_of(ops, sh)
 
 

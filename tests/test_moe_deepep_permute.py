@@ -7,7 +7,9 @@ import pytest
 
 from trainsim.catalog import gpu
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import _moe_block, backward_of, shard_of
+from trainsim.workload.layers import backward_of
+from trainsim.workload.moe_block import moe_block
+from trainsim.workload.shard import shard_of
 
 
 def _names(dispatcher: str) -> list[str]:
@@ -21,7 +23,7 @@ def _names(dispatcher: str) -> list[str]:
     cfg = RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
     sh = shard_of(cfg)
     ops: list = []
-    _moe_block(ops, cfg, sh)
+    moe_block(ops, cfg, sh)
     return [op.name for op in ops + backward_of(ops, sh)]
 
 

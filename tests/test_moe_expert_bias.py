@@ -6,15 +6,12 @@ import pytest
 
 from trainsim.catalog import gpu
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import (
-    ACT,
-    EXPERT_BIAS_BYTES,
-    EXPERT_BIAS_KERNELS,
-    _moe_block,
-    backward_of,
-    shard_of,
-)
+from trainsim.workload.elementwise import EXPERT_BIAS_BYTES, EXPERT_BIAS_KERNELS
+from trainsim.workload.layers import backward_of
+from trainsim.workload.moe_block import moe_block
+from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Elementwise
+from trainsim.workload.shard import shard_of
 
 EXPERTS, H = 8, 1024
 
@@ -29,7 +26,7 @@ def _ops(bias: bool, grouped: str | None = None) -> list:
     cfg = RunConfig(model=model, parallel=ParallelConfig(), training=training, cluster=cluster)
     sh = shard_of(cfg)
     ops: list = []
-    _moe_block(ops, cfg, sh, grouped=grouped)  # type: ignore[arg-type]
+    moe_block(ops, cfg, sh, grouped=grouped)  # type: ignore[arg-type]
     return ops + backward_of(ops, sh)
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.validate import training
-from trainsim.workload.layers import moe_wire_copies
+from trainsim.workload.moe_block import moe_wire_copies
 from trainsim.workload.moe_dispatch import fake_balanced_destinations
 
 

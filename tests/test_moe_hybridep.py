@@ -7,7 +7,9 @@ from __future__ import annotations
 from trainsim.catalog import gpu
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import _moe_block, backward_of, moe_wire_copies, shard_of
+from trainsim.workload.layers import backward_of
+from trainsim.workload.moe_block import moe_block, moe_wire_copies
+from trainsim.workload.shard import shard_of
 
 
 def _cfg(dispatcher: str, fp8: bool = False) -> RunConfig:
@@ -24,7 +26,7 @@ def _cfg(dispatcher: str, fp8: bool = False) -> RunConfig:
 def _ops(cfg: RunConfig) -> list:
     sh = shard_of(cfg)
     ops: list = []
-    _moe_block(ops, cfg, sh)
+    moe_block(ops, cfg, sh)
     return ops + backward_of(ops, sh)
 
 

@@ -66,9 +66,9 @@ def test_rebuilding_a_partition_costs_its_copies_and_a_host_wait():
     buffer is zero-filled, the list all-gather copies each TP rank's piece out (tp copies of
     the whole tensor's bytes, read and written) and the result is cloned; the forward also
     clones what it received. Each rebuild is priced above its all-gather."""
-    from trainsim.workload.layers import shard_of
     from trainsim.workload.ops import Comm, Elementwise
     from trainsim.workload.pipe_engine import deepspeed_pipe_gathers
+    from trainsim.workload.shard import shard_of
 
     c = cfg()
     sh = shard_of(c)
@@ -88,8 +88,8 @@ def test_the_pipe_rebuild_and_zero3_share_one_list_all_gather_rule():
     """A partition rebuild and a ZeRO-3 parameter gather both all-gather into a list of views:
     the same fill, gather and one copy out per rank (sharding.list_all_gather_ops), each with
     its own step before the gather (the rank's slice copied in; the host synchronize)."""
-    from trainsim.workload.layers import shard_of
     from trainsim.workload.pipe_engine import partitioned_full
+    from trainsim.workload.shard import shard_of
     from trainsim.workload.sharding import list_all_gather_ops
 
     c = cfg()

@@ -21,8 +21,9 @@ from trainsim.profile.layer import LlamaLayer
 from trainsim.profile.run import ProfileOptions, run_profile
 from trainsim.profile.schema import FORMAT, LAYER_KEYS, validate_db
 from trainsim.profile.shapes import simulator_ops, sweep_configs
-from trainsim.workload.layers import layer_forward, shard_of
+from trainsim.workload.layers import layer_forward
 from trainsim.workload.ops import Attention, Elementwise, Gemm
+from trainsim.workload.shard import shard_of
 
 GRID = ["--models", "llama3-8b", "--tp", "1,2", "--seq", "4096"]
 

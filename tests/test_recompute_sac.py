@@ -4,8 +4,10 @@ with its every-other-matmul policy): the backward re-runs what the policy did no
 from __future__ import annotations
 
 from trainsim.catalog import run_config_from_dict
-from trainsim.workload.layers import layer_forward, layer_recompute, shard_of
+from trainsim.workload.layers import layer_forward
 from trainsim.workload.ops import Attention, Comm, Gemm
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.shard import shard_of
 
 
 def _cfg(framework: str, version: str, tp: int = 1):

@@ -10,7 +10,8 @@ import pytest
 from trainsim.catalog import gpu, model_dict, model_from_hf_config
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.workload.elementwise import IMPLEMENTATIONS, backward_bytes
-from trainsim.workload.layers import layer_forward, shard_of
+from trainsim.workload.layers import layer_forward
+from trainsim.workload.shard import shard_of
 
 
 def _rope(scaling: str | None, framework: str | None = "megatron-bridge"):

@@ -170,8 +170,9 @@ def test_public_api_is_importable():
 def test_parallel_block_halves_tp_communication():
     """A parallel attention+MLP block (MegaScale PTB) has one TP entry and exit per layer, not
     two, so half the TP collectives and about half the exposed TP time."""
-    from trainsim.workload.layers import backward_of, layer_forward, shard_of
+    from trainsim.workload.layers import backward_of, layer_forward
     from trainsim.workload.ops import Comm
+    from trainsim.workload.shard import shard_of
 
     def tp_comms(c) -> int:
         fwd = layer_forward(c, shard_of(c))

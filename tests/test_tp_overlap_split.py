@@ -13,8 +13,9 @@ import pytest
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
 from trainsim.pricing import TE_PIPELINE_SPLITS, UB_COMM_SMS, Pricer
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm
+from trainsim.workload.shard import shard_of
 
 RING = ("qkv_proj", "fc1", "out_proj.dgrad", "fc2.dgrad")
 PIPELINE = ("out_proj", "fc2")

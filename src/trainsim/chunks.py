@@ -19,14 +19,11 @@ from trainsim.workload.head import (
     head_backward,
     head_forward,
 )
-from trainsim.workload.layers import (
-    Shard,
-    backward_of,
-    layer_forward,
-    layer_recompute,
-)
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm, Op
 from trainsim.workload.pipe_engine import deepspeed_pipe_gathers
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.shard import Shard
 from trainsim.workload.sharding import fp32_grad_accumulation
 
 
@@ -88,7 +85,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         last = kind(m.num_layers - 1)
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
-                     fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (layers._gemm)
+                     fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
         mtp_f = pricer.price(proj) + layer_f[last] + head_f
         mtp_b = head_b + layer_b[last] + pricer.price(backward_of(proj, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers

@@ -120,7 +120,7 @@ class _Half:
 
 def split_backward(graph: _TaskGraph) -> dict[int, tuple[Priced, Priced]]:
     """(I, W) passes of every virtual stage of ``graph``, each priced as its own op list."""
-    from trainsim.workload.layers import shard_of
+    from trainsim.workload.shard import shard_of
     cfg, sh = graph.cfg, shard_of(graph.cfg)
     i = priced_chunks(cfg, _Half(graph.pricer, False), sh, graph.layer_source)  # type: ignore[arg-type]
     w = priced_chunks(cfg, _Half(graph.pricer, True), sh, graph.layer_source)  # type: ignore[arg-type]
@@ -164,7 +164,7 @@ class ScheduledPipeline:
         all-to-alls hidden behind the pair's compute, and that compute on the SMs the
         communication kernels leave (DeepSeek-V3 §3.2.2: DUALPIPE_COMM_SMS of the H800's 132
         SMs run the all-to-alls, so the hidden communication costs no other share)."""
-        from trainsim.workload.layers import shard_of
+        from trainsim.workload.shard import shard_of
         g = self.g
         if not g.cfg.model.is_moe or g.p.ep == 1:
             return

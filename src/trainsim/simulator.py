@@ -31,10 +31,10 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     summarize,
 )
 from trainsim.workload.elementwise import optimizer_step
-from trainsim.workload.layers import shard_of
 from trainsim.workload.ops import Comm, Elementwise
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
+from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
     bucket_params,
     ddp_bucket_prep,

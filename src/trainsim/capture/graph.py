@@ -37,15 +37,10 @@ from trainsim.capture.capture import Capture
 from trainsim.capture.kernels import KernelRecord
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
-from trainsim.workload.layers import (
-    ACT,
-    FP8_CAST_TRANSPOSE_BYTES,
-    Shard,
-    moe_wire_copies,
-    tp_enter,
-    tp_exit,
-)
+from trainsim.workload.moe_block import moe_wire_copies
+from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
+from trainsim.workload.shard import FP8_CAST_TRANSPOSE_BYTES, Shard, tp_enter, tp_exit
 
 ATTN_RE = re.compile(r"attn|attention", re.IGNORECASE)
 MLP_RE = re.compile(r"mlp|moe|ffn|feed_forward|experts", re.IGNORECASE)

@@ -16,8 +16,9 @@ from trainsim.capture.graph import _gemm_mnk, layer_ops
 from trainsim.capture.kernels import ATTENTION_BWD, KernelRecord
 from trainsim.compute import RooflineModel
 from trainsim.config import GPUSpec, RunConfig
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
+from trainsim.workload.shard import shard_of
 
 PH = {"forward": "fwd", "backward": "bwd"}
 

@@ -45,13 +45,10 @@ from trainsim.workload.head import (
     head_backward,
     head_forward,
 )
-from trainsim.workload.layers import (
-    backward_of,
-    layer_forward,
-    layer_recompute,
-    shard_of,
-)
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Op
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import ddp_bucket_prep
 
 KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",

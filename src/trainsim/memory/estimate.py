@@ -35,10 +35,10 @@ from trainsim.model.counts import (
     output_layer_params,
 )
 from trainsim.workload.head import cross_entropy_impl
-from trainsim.workload.layers import separate_projections
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.schedule import schedule_peak_in_flight, torch_warmup
+from trainsim.workload.shard import separate_projections
 
 GiB = 2**30
 MEMORY_KINDS = ("allocated", "reserved", "device")
@@ -104,7 +104,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
                                moe: bool = False, separate_qkv: bool | None = None) -> float:
     """Bytes one layer keeps for backward, per micro-batch, on one rank (``moe``: a layer with
     routed experts in place of the dense MLP; ``separate_qkv``: whether Q, K and V come from
-    three projections, by default as ``workload.layers.separate_projections`` says)."""
+    three projections, by default as ``workload.shard.separate_projections`` says)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     recompute = recompute or p.recompute
     if hf.applies(cfg, recompute, moe):  # Hugging Face's modules, as autograd saves them
@@ -138,7 +138,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     elif cfg.training.attention in MATERIALIZED_SCORES and kv_loc < q / t:
         qkv = 2 * q / t * 3 if rope else fused + 2 * 2 * q / t
     elif rope and (separate_projections(cfg) if separate_qkv is None else separate_qkv):
-        # three projections (workload.layers.separate_projections): nothing keeps the unrotated Q and K
+        # three projections (workload.shard.separate_projections): nothing keeps the unrotated Q and K
         # (RoPE's backward needs only its cos/sin tables), so only rotated Q and K and the V
         # projection's output stay: as many bytes as one fused QKV buffer
         qkv = fused
@@ -299,7 +299,7 @@ def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:
 def _probs_in_expert(cfg: RunConfig) -> bool:
     """Whether the framework applies the routing probabilities inside the expert. A named
     framework says so in its profile; with none named, the MoE block is the one trainsim prices
-    (workload/layers.py ``MOE_KERNELS``: Megatron-core 0.13's weighted SwiGLU, experts.py
+    (workload/moe_block.py ``MOE_KERNELS``: Megatron-core 0.13's weighted SwiGLU, experts.py
     ``weighted_bias_swiglu_impl(intermediate_parallel, bias_parallel, permuted_probs, ...)``),
     so its memory is that block's too: the probabilities are applied in the expert."""
     t = cfg.training

@@ -9,7 +9,7 @@ Implementations are what eager PyTorch runs in training:
 
 * GEMM: ``x @ w.T`` (``F.linear``'s layout); fp8 with ``torch._scaled_mm`` (e4m3 operands,
   bf16 output) where the device has it, ``use_fast_accum`` as the op runs (forward GEMMs
-  without the split accumulator: ``workload.layers._gemm``).
+  without the split accumulator: ``workload.shard.linear``).
 * Attention: ``F.scaled_dot_product_attention`` (on CUDA with one fused backend at a time:
   cuDNN, flash or memory-efficient, as the record's ``impl`` names), GQA via ``enable_gqa``. A context-parallel rank
   (``ring`` > 1, load-balanced causal ring attention as in Transformer Engine) runs one causal

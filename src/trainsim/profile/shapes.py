@@ -26,14 +26,9 @@ from trainsim.workload.head import (
     head_backward,
     head_forward,
 )
-from trainsim.workload.layers import (
-    FP8_CAST_TRANSPOSE_BYTES,
-    Shard,
-    backward_of,
-    layer_forward,
-    shard_of,
-)
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Elementwise, Gemm
+from trainsim.workload.shard import FP8_CAST_TRANSPOSE_BYTES, Shard, shard_of
 
 ADAM_BYTES_PER_PARAM = 4 + 3 * 8
 """Fused Adam on fp32 master weights: read the gradient, read and write the weight and both

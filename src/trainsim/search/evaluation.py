@@ -111,12 +111,9 @@ class Bounds:
                 head_backward,
                 head_forward,
             )
-            from trainsim.workload.layers import (
-                backward_of,
-                layer_forward,
-                layer_recompute,
-                shard_of,
-            )
+            from trainsim.workload.layers import backward_of, layer_forward
+            from trainsim.workload.recompute import layer_recompute
+            from trainsim.workload.shard import shard_of
 
             cfg = config()
             pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model

@@ -25,8 +25,9 @@ from trainsim.config import GPUSpec, RunConfig
 from trainsim.config.records import positive_value, record_count
 from trainsim.errors import ConfigError, NotAMeasurement, TrainsimError
 from trainsim.validate.common import RowResult
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Elementwise, Gemm, Op
+from trainsim.workload.shard import shard_of
 
 
 def is_kernel_db(path: str | Path) -> bool:

@@ -27,7 +27,7 @@ from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
 from trainsim.workload.elementwise import memory_op, norm_impl
-from trainsim.workload.layers import _moe_block, shard_of
+from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import (
     DTYPE_BYTES,
     Attention,
@@ -37,6 +37,7 @@ from trainsim.workload.ops import (
     GroupedImpl,
     Op,
 )
+from trainsim.workload.shard import shard_of
 
 KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
                    "measured_unit"]
@@ -173,7 +174,7 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
                                           gpus_per_node=1))
     ops: list[Op] = []
     eager = bool(_GROUPED_MM.search(row.get("note") or ""))
-    _moe_block(ops, cfg, shard_of(cfg), grouped=grouped_impl(row),  # type: ignore[arg-type]
+    moe_block(ops, cfg, shard_of(cfg), grouped=grouped_impl(row),  # type: ignore[arg-type]
                eager_experts=eager)
     return [op for op in ops if op.name not in MOE_ROUTER_OPS]
 

@@ -25,8 +25,9 @@ from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory.estimate import activation_bytes_per_layer
 from trainsim.validate.common import GiB, RowResult
-from trainsim.workload.layers import backward_of, layer_forward, shard_of
+from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Elementwise, Gemm
+from trainsim.workload.shard import shard_of
 
 FAMILIES: dict[str, dict[str, Any]] = {
     # Hugging Face modelling files: LlamaDecoderLayer, Qwen3DecoderLayer (q_norm, k_norm),

@@ -13,8 +13,9 @@ from trainsim.workload.elementwise import (
     norm_impl,
     norm_op,
 )
-from trainsim.workload.layers import ACT, AUTOCAST_CAST_BYTES, Shard, tp_enter
+from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
+from trainsim.workload.shard import AUTOCAST_CAST_BYTES, Shard, tp_enter
 
 
 def cross_entropy_impl(cfg: RunConfig) -> str:

@@ -146,7 +146,7 @@ def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
 TE_MAP_SORT_EXTRA = (2, 1)
 """Forward kernels the permute and the unpermute of Megatron-core's all-to-all dispatcher add
 under Transformer Engine >= 2.6 (profile ``moe_te_permute_maps``) over the TE 2.5 counts of
-``workload.layers.MOE_KERNELS``, where the rank holds more than one expert. TE 2.6 builds the
+``workload.moe_block.MOE_KERNELS``, where the rank holds more than one expert. TE 2.6 builds the
 permutation's row-id map in three passes, not two (transformer_engine/pytorch/triton/
 permutation.py ``make_row_id_map``: ``_row_id_map_pass_1/2/3_kernel``; v2.5 passes 1 and 2), and
 sorts chunks by first building a map and then sorting by it (pytorch/permutation.py

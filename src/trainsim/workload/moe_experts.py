@@ -1,6 +1,6 @@
 """The routed experts as eager PyTorch runs them around ``torch._grouped_mm``.
 
-Megatron-core's experts (``TEGroupedMLP``, the default of ``layers._moe_block``) run gate and
+Megatron-core's experts (``TEGroupedMLP``, the default of ``moe_block.moe_block``) run gate and
 up projections as one GEMM and a fused (weighted) SwiGLU. The reference PyTorch user of
 ``torch._grouped_mm``, torchtitan's ``GroupedExperts`` (torchtitan/models/common/moe/moe.py
 ``_run_experts_grouped_mm`` and moe/utils.py ``indices_padding_wrapper``, up to pytorch/

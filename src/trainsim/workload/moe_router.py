@@ -23,7 +23,7 @@ casts of a router kept in fp32.
   scripts/performance/configs/{deepseek,gpt_oss,qwen}/*.py the same), the profile's
   ``moe_router_force_balance``. At v0.1.0rc3 (25.09) only ``run_script.py``'s DeepEP DeepSeek-V3
   runs set it, so that release's profile leaves it off.
-* Top-k and loss: ``workload.layers.MOE_KERNELS["router"]``, the unfused top-k and load-balancing
+* Top-k and loss: ``workload.moe_block.MOE_KERNELS["router"]``, the unfused top-k and load-balancing
   loss of core 0.13. Megatron-Bridge's recipes also set ``moe_router_fusion`` (Transformer
   Engine's ``fused_topk_with_score_function``, ``fused_compute_score_for_moe_aux_loss`` and
   ``fused_moe_aux_loss``: about 8 kernels forward and 6 backward instead of 28 and 12); that is

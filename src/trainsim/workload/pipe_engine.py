@@ -43,7 +43,7 @@ from trainsim.workload.sharding import list_all_gather_ops
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
-    from trainsim.workload.layers import Shard
+    from trainsim.workload.shard import Shard
 
 META_BYTES = 8 * 8
 """The partition's meta tensor (``PartitionedTensor.to_meta``: an int64 vector of the tensor's

@@ -15,8 +15,8 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
 
-if TYPE_CHECKING:  # layers imports this module
-    from trainsim.workload.layers import Shard
+if TYPE_CHECKING:
+    from trainsim.workload.shard import Shard
 
 RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),

@@ -1,0 +1,177 @@
+"""The MoE block of one layer on one rank: router, token dispatch over expert parallelism, the
+local experts' grouped GEMMs, combine, and the shared experts (Megatron-core's MoE layer).
+
+Its stages' own mechanisms live beside it: ``moe_router`` (the gating's extra launches),
+``moe_dispatch`` (what each token dispatcher does), ``moe_experts`` (torchtitan's eager experts).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from trainsim.config import RunConfig
+from trainsim.workload import moe_dispatch as disp
+from trainsim.workload import moe_experts, moe_router
+from trainsim.workload.elementwise import clamp_op, expert_fc2_bias
+from trainsim.workload.ops import ACT_BYTES as ACT
+from trainsim.workload.ops import Comm, Elementwise, GroupedImpl, Op
+from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
+
+MOE_KERNELS = {
+    "router": (28, 12),
+    "preprocess": (10, 0),
+    "permute": (4, 3),
+    "expert_act": (1, 2),
+    "unpermute": (3, 2),
+}
+"""Kernel launches (forward, backward) of the MoE layer's memory-bound stages as Megatron-core
+issues them (core_v0.13.0, c550cf6, megatron/core/transformer/moe/, with Transformer Engine
+2.5's fused permutation, ``moe_permute_fusion``): the router's top-k and softmax with its
+probability and routing-map scatters (``moe_utils.topk_softmax_with_capacity``: 13) and the
+load-balancing loss (``router.aux_loss_load_balancing``, ``switch_load_balancing_loss_func``
+and its tracker: 15), about 12 backward; the all-to-all dispatcher's ``preprocess`` (6
+reductions) and the device-to-host copies of the split sizes (4); TE's
+``moe_permute_with_probs`` (3) and ``sort_chunks_by_idx`` (1), backward 3; the weighted SwiGLU
+(1, backward 2); the unsort and ``unpermute_with_mask_map`` (3, backward 2). Counted from the
+code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
+
+
+def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None,
+               eager_experts: bool = False) -> None:
+    """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
+    router -> permute -> all-to-all over EP -> grouped GEMMs of the local experts -> all-to-all
+    back -> unpermute; shared experts run as a TP-parallel dense MLP. Under SP each TP rank
+    routes its own s/t tokens; expert TP all-gathers tokens inside the expert-TP group. The
+    grouped GEMMs run as ``grouped`` implements them (default: the framework's,
+    ``grouped_gemm_impl``); dropless routing leaves each expert a varying row count.
+    ``eager_experts``: torchtitan's eager ``torch._grouped_mm`` experts (``moe_experts``)."""
+    m, p = cfg.model, cfg.parallel
+    impl = grouped_gemm_impl(cfg) if grouped is None else grouped
+    ragged = m.moe_capacity_factor is None
+    h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
+    tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
+    ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
+    routed = tokens * k  # token copies leaving this rank
+    dispatcher = p.moe_token_dispatcher_type
+    local = E // p.ep
+    extra = disp.te_map_sort_extra(cfg, dispatcher, local)
+    permute = Elementwise("permute", bytes=routed * h * ACT * 2,
+                          kernels=MOE_KERNELS["permute"][0] + extra[0],
+                          bwd_kernels=MOE_KERNELS["permute"][1])
+    unpermute = Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
+                            kernels=MOE_KERNELS["unpermute"][0] + extra[1],
+                            bwd_kernels=MOE_KERNELS["unpermute"][1])
+    if disp.permute_before_exchange(dispatcher):
+        ops.append(permute)
+    counts = disp.split_sizes_gather(cfg)
+    if counts is not None:
+        ops.append(counts)
+    if m.moe_capacity_factor is None:
+        # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
+        # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
+        # them and the copies that bring them over
+        ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
+                               kernels=MOE_KERNELS["preprocess"][0]))
+    wire = tokens * moe_wire_copies(cfg)
+    elem = disp.dispatch_element_bytes(dispatcher, p.moe_dispatch_fp8, ACT)
+    if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
+        ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
+    elif p.ep > 1:
+        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
+    probs = disp.probs_all_to_all(cfg, wire)
+    if probs is not None:
+        ops.append(probs)
+    if disp.permute_after_exchange(dispatcher):
+        # DeepEP delivers tokens in source order: sorted here, back before the combine
+        ops.append(permute)
+    # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
+    # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
+    # shapes are static (Megatron-core --moe-pad-expert-input-to-capacity).
+    if m.moe_capacity_factor is not None:
+        recv = routed * m.moe_capacity_factor
+    else:
+        recv = routed * m.moe_token_imbalance
+    recv = math.ceil(recv)
+    if p.etp > 1:
+        ops.append(Comm("moe.etp_all_gather", "all_gather", recv * p.etp * h * ACT, "etp"))
+    rows = math.ceil(recv * p.etp / local)
+    f = m.expert_ffn_size // p.etp
+    gated = m.activation == "swiglu"
+    eager = eager_experts and gated  # torch._grouped_mm experts run eagerly (moe_experts)
+    fp8_pad = disp.fp8_padding_ops(rows * local, h) if disp.fp8_padding(cfg, dispatcher) else None
+    if fp8_pad:
+        ops.append(fp8_pad[0])
+    if eager:
+        ops.append(moe_experts.pad_permute(rows * local, h))
+    for name in ("expert_fc1", "expert_fc3") if eager else ("expert_fc1",):
+        linear(ops, sh, name, rows, f * (2 if gated and not eager else 1), h, batch=local,
+              grouped=impl, ragged=ragged)
+    if gated and m.activation_clamp is not None:
+        ops.append(clamp_op("expert_act_clamp", rows * local, f))
+    if eager:
+        ops.extend(moe_experts.eager_swiglu(rows * local, f))
+    else:
+        ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
+                               bwd_kernels=MOE_KERNELS["expert_act"][1]))
+    linear(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
+    if eager:
+        ops.append(moe_experts.pad_unpermute(rows * local, h))
+    if fp8_pad:
+        ops.append(fp8_pad[1])
+    if m.add_bias_linear and impl == "multi_stream":
+        ops.append(expert_fc2_bias(rows, h, local))
+    if p.etp > 1:
+        ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
+    if disp.permute_after_exchange(dispatcher):
+        ops.append(unpermute)
+    if p.ep > 1 and dispatcher == "allgather":
+        ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
+                        "ep"))
+    elif p.ep > 1:
+        ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
+    if disp.permute_before_exchange(dispatcher):
+        ops.append(unpermute)
+    shared = m.moe_shared_expert_intermediate_size
+    if shared:
+        tp_enter(ops, sh, h, "shared_expert")
+        linear(ops, sh, "shared_fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h)
+        ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
+        linear(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
+        tp_exit(ops, sh, h, "shared_expert")
+
+
+@functools.cache
+def _profile_grouped(framework: str, version: str | None) -> GroupedImpl:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+
+    return framework_profile(framework, version).defaults.get("grouped_gemm") or ""
+
+
+def grouped_gemm_impl(cfg: RunConfig) -> GroupedImpl:
+    """How the run's framework runs the experts' GEMMs (its profile's ``grouped_gemm``: e.g.
+    Megatron-core's ``TEGroupedMLP`` is Transformer Engine's per-expert ``multi_stream``);
+    none named: one batched kernel (``""``)."""
+    t = cfg.training
+    framework = getattr(t, "framework", None)
+    if not framework:
+        return ""
+    return _profile_grouped(str(framework), getattr(t, "framework_version", None))
+
+
+def moe_wire_copies(cfg: RunConfig) -> float:
+    """Copies of one token the dispatch sends over EP. Node-limited routing sends a token once to
+    each of at most M nodes, which fan it out over NVLink (DeepSeek-V3 §3.2.2); DeepEP does the
+    same for any routing: one copy per distinct destination node, expected
+    ``N (1 - (1 - 1/N)^k)`` for k experts spread uniformly over the N nodes of the EP group."""
+    m, p, c = cfg.model, cfg.parallel, cfg.cluster
+    k = m.moe_router_topk
+    if m.moe_router == "fake_balanced" and disp.dedups_per_node(p.moe_token_dispatcher_type):
+        return disp.fake_balanced_destinations(cfg)
+    if not disp.dedups_per_node(p.moe_token_dispatcher_type):
+        return float(k)  # one permuted copy per routed expert, whatever node it lies on
+    copies = float(min(k, m.moe_router_group_topk or k))
+    nodes = max(1, p.ep * p.etp // c.gpus_per_node)
+    if nodes > 1:
+        copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
+    return copies

@@ -1,0 +1,195 @@
+"""One rank's share of a micro-batch (``Shard``, built from the run by ``shard_of``) and the
+tensor-parallel pieces every block is made of: a forward linear with the casts around its GEMM
+(fp8 cast-transpose, autocast weight copies, Transformer Engine's fp8 scaling updates), and the
+entry and exit of a tensor-parallel region.
+
+Follows Megatron-LM's tensor parallelism (Shoeybi et al. 2019, Fig. 3: column- then row-
+parallel GEMMs, one all-reduce after attention and one after the MLP in each direction) and
+sequence parallelism (Korthikanti et al. 2022 §4.2.2: all-gather before and reduce-scatter
+after each block; norms and dropout on s/t tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainsim.catalog.frameworks import framework_supports
+from trainsim.config import RunConfig
+from trainsim.workload.elementwise import fp8_scale_update_op
+from trainsim.workload.ops import ACT_BYTES as ACT
+from trainsim.workload.ops import Comm, Elementwise, Gemm, GroupedImpl, Op
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Per-rank sizes of one micro-batch."""
+
+    tokens: int  # b * s / cp: tokens whose activations this rank holds (before TP sharding)
+    batch: int
+    q_len: int  # local sequence length (s / cp)
+    seq: int  # full sequence length
+    tp: int
+    sp: bool
+    cp: int
+    dtype: str  # GEMM dtype
+    attention_impl: str
+    parallel_block: bool = False
+    cp_comm: str = "p2p"  # parallel.cp_comm_type
+    cp_ring: bool = False
+    """CP is PyTorch's experimental ``context_parallel``: one SDPA per ring step, merged by
+    log-sum-exp (``workload.context_parallel``); the framework profile's ``cp_sdpa_ring``."""
+    scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
+    complex_rope: bool = False  # the profile's ``complex_rope`` (elementwise.rope_op)
+    softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
+    kv_repeat: bool = False
+    """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
+    ``sdpa_repeat_kv``): what a CP exchange moves."""
+    fp8_recipe: str = "delayed"  # training.fp8_recipe
+    eager: bool = False  # training.modules == "eager" and not compiled: one kernel per op
+    split_projections: bool = False  # separate q/k/v and gate/up GEMMs (separate_projections)
+    autocast: bool = False  # fp32 weights cast to 16 bits for each matmul (torch.autocast)
+    flash_unpad: bool = False  # MPT's varlen FlashAttention (``workload.unpad``)
+    fp8_module_scale_update: bool = False
+    """Each fp8 module updates its delayed-scaling state at the start of its forward and of
+    its backward (TE <= 1.5, the profile's ``fp8_module_scale_update``; ``fp8_scale_update_op``)."""
+    norm: str = "fused"  # training.norm: how the framework's own norms run
+    compiled: bool = False
+    """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
+    compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
+    separate projections make of their shared input into one."""
+
+    @property
+    def stream_bytes(self) -> int:
+        """Bytes of a residual-stream element: under autocast the embedding (not an autocast
+        op) returns fp32 and ``fp32 + bf16`` stays fp32, so norms and residual adds run in
+        fp32; 16 bits otherwise."""
+        return 4 if self.autocast else ACT
+
+    @property
+    def fp8_cast_bytes(self) -> float:
+        """Bytes per element of casting a 16-bit GEMM input to fp8 under this shard's recipe."""
+        return FP8_CAST_TRANSPOSE_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
+
+    @property
+    def fp8_cast_kernels(self) -> int:
+        """Kernels that cast one tensor to fp8 under this shard's recipe."""
+        return FP8_RECIPE_KERNELS[self.fp8_recipe]
+
+    @property
+    def norm_tokens(self) -> int:
+        """Tokens a norm/dropout kernel touches on this rank (SP shards them over TP)."""
+        return self.tokens // self.tp if self.sp else self.tokens
+
+
+def separate_projections(cfg: RunConfig) -> bool:
+    """The model's own modules project Q, K and V (and a gated MLP's gate and up) with separate
+    weights: Hugging Face's and torchtitan's Llama-family modules (RMSNorm models run eagerly:
+    ``q_proj``/``k_proj``/``v_proj``, ``gate_proj``/``up_proj``) and frameworks whose profile
+    says so (``separate_qkv``: Meta's released Llama 3, ``wq``/``wk``/``wv`` and ``w1``/``w3``);
+    GPT-2's ``c_attn``, GPT-NeoX's ``query_key_value`` and Megatron's fused QKV are one GEMM.
+    Time (three GEMMs) and memory (no unrotated Q and K kept) both read it."""
+    t = cfg.training
+    return t.modules == "eager" and cfg.model.normalization == "rmsnorm" or \
+        bool(framework_supports(t.framework, t.framework_version, "separate_qkv"))
+
+
+def shard_of(cfg: RunConfig) -> Shard:
+    t, p = cfg.training, cfg.parallel
+    q_len = t.seq_length // p.cp
+    return Shard(tokens=t.micro_batch_size * q_len, batch=t.micro_batch_size, q_len=q_len,
+                 seq=t.seq_length, tp=p.tp, sp=p.sequence_parallel, cp=p.cp, dtype=t.dtype,
+                 attention_impl=t.attention, parallel_block=cfg.model.parallel_block,
+                 cp_comm=p.cp_comm_type, fp8_recipe=t.fp8_recipe,
+                 eager=t.modules == "eager" and not t.compile,
+                 split_projections=separate_projections(cfg),
+                 autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
+                 compiled=t.compile, norm=t.norm,
+                 fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
+                 and framework_supports(t.framework, t.framework_version,
+                                        "fp8_module_scale_update"),
+                 flash_unpad=t.attention in ("flash1", "flash2") and framework_supports(
+                     t.framework, t.framework_version, "flash_unpad"),
+                 cp_ring=p.cp > 1 and framework_supports(t.framework, t.framework_version,
+                                                       "cp_sdpa_ring"),
+                 kv_repeat=p.cp > 1 and framework_supports(t.framework, t.framework_version,
+                                                         "sdpa_repeat_kv"),
+                 scaled_rope_unfused=framework_supports(t.framework, t.framework_version,
+                                                      "scaled_rope_unfused"),
+                 complex_rope=framework_supports(t.framework, t.framework_version,
+                                                 "complex_rope"),
+                 softmax_args_swapped=framework_supports(t.framework, t.framework_version,
+                                                       "softmax_args_swapped"))
+
+
+FP8_CAST_TRANSPOSE_BYTES = ACT + 2
+"""Transformer Engine's cast_transpose per element: read 16 bits, write fp8 and its fp8
+transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
+CAST_KERNEL = "fp8_cast_transpose"
+FP8_RECIPE_EXTRA_BYTES = {"delayed": 0.0, "current": ACT, "blockwise": 2 * 4 / 128,
+                          "mxfp8": 2 * 1 / 32}
+"""What each Transformer Engine recipe adds per element to that cast: delayed scaling takes its
+scale from the amax history, so one pass casts; current scaling needs this tensor's amax first,
+one more read of the 16-bit input (TE ``Float8CurrentScaling``); blockwise writes an fp32 scale
+per 128 elements for each of the two layouts; MXFP8 an 8-bit scale per 32 elements for each."""
+FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
+"""Kernels per cast: current scaling computes the amax, then the scale from it, then casts
+(TransformerEngine pytorch/csrc quantizer.cpp ``Float8CurrentScalingQuantizer::quantize_impl``:
+``nvte_compute_amax``, ``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``); the other
+recipes cast with the scale in one kernel."""
+
+
+LAYERNORM_MLP = ("fc1", "fc2")
+"""The MLP's GEMMs, one Transformer Engine module (``LayerNormMLP`` in TE's ``TransformerLayer``,
+which NeMo's GPT runs with ``transformer_engine: True``): one fp8 scaling update for both, before
+fc1 in the forward and before fc2 in the backward."""
+
+
+AUTOCAST_CAST_BYTES = 4 + ACT
+"""torch.autocast casts an fp32 weight to 16 bits for each matmul (read 4, write 2 bytes per
+parameter; cached for the forward, so once per micro-batch), and the backward of that cast
+turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
+
+
+def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
+          shares_input: bool = False, grouped: GroupedImpl = "", ragged: bool = False) -> None:
+    """A forward (fprop) linear: its fp8 GEMM runs without cuBLAS's split accumulator, as
+    Transformer Engine runs it (pytorch/module/base.py ``_2X_ACC_FPROP = False``, passed as
+    ``use_split_accumulator`` by Linear, LayerNormLinear, LayerNormMLP and GroupedLinear) and
+    torchao's float8 training (float8/config.py ``gemm_config_output =
+    Float8GemmConfig(use_fast_accum=True)``); ``backward_of`` clears it for dgrad and wgrad."""
+    if sh.autocast:
+        cast = batch * n * k * AUTOCAST_CAST_BYTES
+        ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
+                               bwd_bytes=cast))
+    if sh.fp8_module_scale_update and not grouped and name != LAYERNORM_MLP[1]:
+        ops.append(fp8_scale_update_op(name))
+    if sh.dtype == "fp8" and not (shares_input and sh.compiled):
+        # the activation input is cast (with amax) to fp8 and transposed, split per expert for
+        # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
+        ops.append(Elementwise(f"{name}.cast_transpose",
+                               bytes=batch * m * k * sh.fp8_cast_bytes,
+                               kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
+    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
+                    grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8"))
+
+
+def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
+    """Forward entry of a TP region (column-parallel GEMMs): all-gather the sequence-sharded
+    input under SP. Transformer Engine casts the input to fp8 before gathering it when the
+    GEMM runs in fp8 (``LayerNormLinear`` writes its norm output in fp8), so the gather moves
+    one byte per element; the input gradient it pairs with is reduced in 16 bits."""
+    if sh.tp > 1 and sh.sp:
+        elem = 1 if (gemm_dtype or sh.dtype) == "fp8" else ACT
+        ops.append(Comm(f"{name}.all_gather", "all_gather", sh.tokens * h * elem, "tp",
+                        grad_bytes=sh.tokens * h * ACT))
+
+
+def tp_exit(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
+    """Forward exit of a TP region (row-parallel GEMMs): all-reduce (or reduce-scatter under SP)
+    the 16-bit partial sums. In backward, SP all-gathers the output gradient, in fp8 when the
+    GEMM runs in fp8 (Transformer Engine casts it before the gather)."""
+    if sh.tp > 1:
+        kind = "reduce_scatter" if sh.sp else "all_reduce"
+        elem = 1 if (gemm_dtype or sh.dtype) == "fp8" else ACT
+        ops.append(Comm(f"{name}.{kind}", kind, sh.tokens * h * ACT, "tp",
+                        grad_bytes=sh.tokens * h * elem))
