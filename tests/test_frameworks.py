@@ -253,6 +253,10 @@ def test_good_file_reads(tmp_path):
     ({"features__pipeline_magic": True}, "features.pipeline_magic"),
     ({"defaults__attention_by_arch": {"hopper": "cudnn"}}, "attention_by_arch"),
     ({"defaults__attention_dropout": 1.5}, "attention_dropout"),
+    ({"features__attention_kernels": ["flash2", "fastest"]}, "features.attention_kernels"),
+    ({"features__attention_kernels": []}, "list of attention implementations"),
+    ({"features__moe_dispatchers": ["alltoall", "p2p"]}, "features.moe_dispatchers"),
+    ({"features__moe_dispatchers": "deepep"}, "list of MoE token dispatchers"),
     ({"source": ""}, "source"),
 ])
 def test_bad_values_name_file_and_key(tmp_path, changes, needle):

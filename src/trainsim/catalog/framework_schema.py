@@ -64,18 +64,14 @@ def _str(v: Any) -> str | None:
     return None if isinstance(v, str) and v.strip() else "expected a non-empty string or null"
 
 
-def _attention_list(v: Any) -> str | None:
-    if not isinstance(v, list) or not v:
-        return "expected a non-empty list of attention implementations or null"
-    bad = [x for x in v if x not in ATTENTION]
-    return f"{bad} not in {list(ATTENTION)}" if bad else None
-
-
-def _dispatcher_list(v: Any) -> str | None:
-    if not isinstance(v, list) or not v:
-        return "expected a non-empty list of MoE token dispatchers or null"
-    bad = [x for x in v if x not in MOE_DISPATCHERS]
-    return f"{bad} not in {list(MOE_DISPATCHERS)}" if bad else None
+def _list_of(choices: tuple[str, ...], what: str) -> Callable[[Any], str | None]:
+    """A validator of a non-empty list of ``choices`` (``what`` names them in the message)."""
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list) or not v:
+            return f"expected a non-empty list of {what} or null"
+        bad = [x for x in v if x not in choices]
+        return f"{bad} not in {list(choices)}" if bad else None
+    return check
 
 
 #: run options (``validate`` options column) a profile's ``moe_recipe_options`` may name
@@ -142,8 +138,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "cuda_graphs": _nullable(_bool),
     "overlap_grad_reduce": _nullable(_bool),  # data-parallel reduction can overlap the backward
     "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
-    "attention_kernels": _nullable(_attention_list),  # attention implementations the user may pick
-    "moe_dispatchers": _nullable(_dispatcher_list),  # MoE token dispatchers the user may pick
+    # the attention implementations and the MoE token dispatchers the user may pick
+    "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
+    "moe_dispatchers": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
