@@ -13,7 +13,8 @@ import itertools
 import pytest
 
 import trainsim
-from trainsim.memory.estimate import activation_bytes_per_layer, estimate_stage_memory, stage_params
+from trainsim.memory.estimate import activation_bytes_per_layer, estimate_stage_memory
+from trainsim.memory.params import stage_params
 
 GPT_PRESETS = ["gpt-22b", "gpt-175b", "gpt-530b", "gpt-1t"]  # Korthikanti et al. Table 3 shapes
 SHAPES = [(1, 2048), (4, 2048), (2, 4096)]  # (micro batch b, sequence length s)

@@ -15,7 +15,8 @@ from trainsim.memory.allocator import (
     communicator_sizes,
     freed_logits_hole,
 )
-from trainsim.memory.estimate import activation_bytes_per_layer, stage_layer_params, stage_params
+from trainsim.memory.estimate import activation_bytes_per_layer
+from trainsim.memory.params import stage_layer_params, stage_params
 from trainsim.memory.state import DEEPSPEED_PREFETCH_BUCKET, DEEPSPEED_REDUCE_BUCKET, model_state
 from trainsim.model.counts import layer_params
 

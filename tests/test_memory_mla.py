@@ -1,7 +1,7 @@
 """DeepSeek-V3 memory as Megatron-core (NVIDIA/Megatron-LM@2edffadb, Megatron-Bridge v0.4.2's pin)
 and its MoE dispatchers allocate it, by hand (issue 16, acceptance 2): what the MLA projections
 save (memory.mla), HybridEP's buffer (memory.allocator), and the MTP stage's word embedding
-(memory.estimate.stage_param_split), saved inputs and logits (memory.mtp)."""
+(memory.params.stage_param_split), saved inputs and logits (memory.mtp)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,10 @@ import pytest
 
 import trainsim
 from trainsim.memory.allocator import context_bytes, hybridep_buffer_bytes
-from trainsim.memory.estimate import (
-    _loss_temporary,
-    activation_bytes_per_layer,
-    stage_param_split,
-)
+from trainsim.memory.estimate import _loss_temporary, activation_bytes_per_layer
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
+from trainsim.memory.params import stage_param_split
 from trainsim.model.counts import layer_expert_params, mtp_params
 
 T = 4096  # tokens of one micro-batch

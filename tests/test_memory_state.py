@@ -12,7 +12,8 @@ from trainsim.memory.allocator import (
     NCCL_GROUP_COMM_BYTES,
     NCCL_PAIR_COMM_BYTES,
 )
-from trainsim.memory.estimate import activation_bytes_per_layer, stage_params
+from trainsim.memory.estimate import activation_bytes_per_layer
+from trainsim.memory.params import stage_params
 from trainsim.memory.state import model_state
 from trainsim.model.counts import layer_params
 

@@ -249,7 +249,7 @@ def test_simulated_schedules_rank_as_their_bubbles_say():
 
 def test_dualpipe_holds_two_parameter_copies():
     """DualPipe keeps two stages' parameters on every rank (DeepSeek-V3 §3.2.1: "two copies")."""
-    from trainsim.memory.estimate import stage_param_split
+    from trainsim.memory.params import stage_param_split
     one = _cfg("1f1b")
     two = _cfg("dualpipe")
     assert sum(stage_param_split(two, 1)) == pytest.approx(

@@ -149,7 +149,7 @@ def test_a_pricer_shared_with_the_bound_changes_no_result():
 def test_stage_parameters_by_layer_kind_equal_the_per_layer_sums(preset, pp, vpp, kinds):
     """Stage parameters are counted once per layer kind (dense, routed experts); that must
     equal summing every layer, on models whose first layers are dense."""
-    from trainsim.memory.estimate import _stage_layer_split
+    from trainsim.memory.params import _stage_layer_split
     from trainsim.memory.state import _unit_params
     from trainsim.model.counts import layer_expert_params, layer_params
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
+from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -87,8 +88,6 @@ def _split(cfg: RunConfig, stage: int) -> tuple[float, float, float]:
     """(held, sharded, linear) parameters of a stage's rank: what it holds unsharded, the same
     sharded over data parallelism, and the share inside transformer layers' matmuls (the weights
     fp8 GEMMs read)."""
-    from trainsim.memory.estimate import stage_layer_params, stage_param_split
-
     dense, experts = stage_param_split(cfg, stage)
     sharded = dense / (cfg.dp * cfg.parallel.cp) + experts / cfg.edp
     return dense + experts, sharded, stage_layer_params(cfg, stage)

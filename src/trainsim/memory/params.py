@@ -1,0 +1,88 @@
+"""Parameters one rank of a pipeline stage holds: the transformer layers of the model chunks it
+runs (``workload.pipeline_schedules.rank_chunks``), the embedding on the first virtual stage, the
+output layer (and multi-token-prediction depths) on the last, sharded over tensor parallelism
+and, for routed experts, over expert x expert-tensor parallelism. Split out of
+``memory.estimate``, which builds the activation and buffer side of the rank's memory on it."""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+from trainsim.model.counts import (
+    embedding_params,
+    layer_expert_params,
+    layer_params,
+    mtp_params,
+    output_layer_params,
+)
+from trainsim.workload.pipeline_schedules import rank_chunks
+
+_SPLITS: dict[tuple[int, int], tuple[RunConfig, tuple[float, float]]] = {}
+"""_stage_layer_split's answers by (config identity, stage), each kept with its config (so an
+identity is never reused while kept): a memory check asks twice per stage (the rank's
+parameters, then its layers' for fp8 copies); cleared when it reaches _SPLITS_KEPT."""
+
+_SPLITS_KEPT = 4096
+
+
+def _stage_layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters of the transformer layers on pipeline stage
+    ``stage``, before tensor and expert parallelism."""
+    key = (id(cfg), stage)
+    hit = _SPLITS.get(key)
+    if hit is not None and hit[0] is cfg:
+        return hit[1]
+    if len(_SPLITS) >= _SPLITS_KEPT:
+        _SPLITS.clear()
+    out = _SPLITS[key] = (cfg, _layer_split(cfg, stage))
+    return out[1]
+
+
+def _layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
+    m, p = cfg.model, cfg.parallel
+    ranges = cfg.virtual_stage_layers()
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    if m.num_experts is None:  # no layer has routed experts: the count and the first layer
+        n = sum(len(ranges[v]) for v in held)
+        return (n * layer_params(m, next(r[0] for r in (ranges[v] for v in held) if r))
+                if n else 0), 0
+    layers = [i for v in held for i in ranges[v]]
+    # a layer's parameters depend only on whether it has routed experts: count each kind once
+    moe = [i for i in layers if m.is_moe_layer(i)]
+    dense = len(layers) - len(moe)
+    experts = len(moe) * layer_expert_params(m, moe[0]) if moe else 0
+    total = (len(moe) * layer_params(m, moe[0]) if moe else 0) + \
+        (dense * layer_params(m, next(i for i in layers if not m.is_moe_layer(i))) if dense else 0)
+    return total - experts, experts
+
+
+def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters held by one rank of pipeline stage ``stage``:
+    non-expert parameters are sharded over TP, experts over EP x expert-TP."""
+    m, p = cfg.model, cfg.parallel
+    dense, experts = _stage_layer_split(cfg, stage)
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    if 0 in held:
+        dense += embedding_params(m)
+    if p.pp * p.vpp - 1 in held or (p.pipeline_schedule == "dualpipe" and p.pp - 1 in held):
+        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
+        experts += mtp_experts
+        dense += output_layer_params(m) + mtp_params(m) - mtp_experts
+        if (m.tied_embeddings or m.mtp_num_layers) and p.pp > 1:  # own word embedding: the tied
+            dense += m.vocab_size * m.hidden_size  # head's; MTP's input (gpt_model.py mtp_process)
+    return dense / p.tp, experts / (p.ep * p.etp)
+
+
+def stage_layer_params(cfg: RunConfig, stage: int) -> float:
+    """Parameters of the transformer (and multi-token-prediction) layers one rank of ``stage``
+    holds: the matmul weights fp8 GEMMs read, with their small norms; no embedding or head."""
+    m, p = cfg.model, cfg.parallel
+    dense, experts = _stage_layer_split(cfg, stage)
+    if stage == p.pp - 1 and m.mtp_num_layers:
+        mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
+        dense, experts = dense + mtp_params(m) - mtp_experts, experts + mtp_experts
+    return dense / p.tp + experts / (p.ep * p.etp)
+
+
+def stage_params(cfg: RunConfig, stage: int) -> float:
+    """Parameters held by one rank of pipeline stage ``stage``."""
+    return sum(stage_param_split(cfg, stage))
