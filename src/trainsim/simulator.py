@@ -33,7 +33,13 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.ops import Comm, Elementwise
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
-from trainsim.workload.schedule import pass_labels, prefetch_exposed_s, schedule, torch_warmup
+from trainsim.workload.schedule import (
+    microbatch_group,
+    pass_labels,
+    prefetch_exposed_s,
+    schedule,
+    torch_warmup,
+)
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
     bucket_params,
@@ -270,8 +276,8 @@ class _TaskGraph:
         # next (forward) and previous (backward) virtual stage wait on; -1 until created
         nv = last_v + 1
         fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
-        orders = [schedule(s, pp, vpp, self.m, torch_warmup=torch_warmup(self.cfg))
-                  for s in range(pp)]
+        orders = [schedule(s, pp, vpp, self.m, torch_warmup=torch_warmup(self.cfg),
+                           group=microbatch_group(self.cfg)) for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
         label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}

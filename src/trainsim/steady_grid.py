@@ -33,7 +33,7 @@ from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline
 from trainsim.pricing import Priced, Pricer
 from trainsim.simulator import LayerSource, _TaskGraph
-from trainsim.workload.schedule import pass_labels, schedule, torch_warmup
+from trainsim.workload.schedule import microbatch_group, pass_labels, schedule, torch_warmup
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,10 @@ class Grid:
 
 
 @functools.lru_cache(maxsize=16)
-def grid(pp: int, vpp: int, m: int, torch_warm: bool) -> Grid:
-    """The grid of Megatron's schedule (``workload.schedule.schedule``) for ``m`` micro-batches."""
-    orders = [schedule(s, pp, vpp, m, torch_warmup=torch_warm) for s in range(pp)]
+def grid(pp: int, vpp: int, m: int, torch_warm: bool, group: int | None = None) -> Grid:
+    """The grid of Megatron's schedule (``workload.schedule.schedule``) for ``m`` micro-batches
+    (``group``: the interleaved order's micro-batch group size)."""
+    orders = [schedule(s, pp, vpp, m, torch_warmup=torch_warm, group=group) for s in range(pp)]
     length = len(orders[0])
     n, nv = pp * length, pp * vpp
     flat = [p for order in orders for p in order]
@@ -194,7 +195,7 @@ def uncontended_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
     if tg.tasks or any(slow_bwd) or any(sp[4] is not None or sp[5] is not None for sp in specs):
         return None  # gathers, gradient reductions, separate sends, contention
     pp, vpp = p.pp, p.vpp
-    g = grid(pp, vpp, m, torch_warmup(cfg))
+    g = grid(pp, vpp, m, torch_warmup(cfg), microbatch_group(cfg))
     n, length = len(g.perm), g.length
     dur_f = np.array([sp[1] for sp in fwd])
     dur = np.where(g.is_b, np.array([sp[1] for sp in bwd])[g.v], dur_f[g.v])

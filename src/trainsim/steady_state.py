@@ -51,7 +51,7 @@ from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
-from trainsim.workload.schedule import Pass, schedule, torch_warmup
+from trainsim.workload.schedule import Pass, microbatch_group, schedule, torch_warmup
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,13 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     m, pp, vpp = cfg.num_microbatches, p.pp, p.vpp
     if 2 * m * vpp * pp < MIN_TASKS:
         return None, f"short iteration ({2 * m * vpp * pp:,} passes < {MIN_TASKS:,})"
-    q = pp if vpp > 1 else 1  # micro-batches per period (interleaving needs m % pp == 0)
+    # micro-batches per period: interleaving's group (pp unless set), whose last group must
+    # be whole for the truncated runs to end as the iteration does
+    q = (microbatch_group(cfg) or pp) if vpp > 1 else 1
+    if m % q:
+        return None, f"{m} micro-batches in groups of {q}: a short last group, no period"
     unit = q * vpp  # steady (F, B) pairs per stage per period
-    warm0 = 2 * (pp - 1) + (vpp - 1) * pp if vpp > 1 else pp - 1  # stage 0's, the longest
+    warm0 = 2 * (pp - 1) + (vpp - 1) * q if vpp > 1 else pp - 1  # stage 0's, the longest
     # A's shortest length: warm-up, one period, a pair more; longer ones give the transient
     # after warm-up more time. The cut is at stage 0's last steady pair that has a full
     # period before it (the other stages, warming up less, have more steady pairs after it).
@@ -322,7 +326,9 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
     runs = {} if runs is None else runs
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
-    orders = [schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg)) for s in range(pp)]
+    group = microbatch_group(cfg)
+    orders = [schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg), group=group)
+              for s in range(pp)]
     warm = [_warmup(order) for order in orders]
     cut_at = [w + 2 * cut for w in warm]
     earlier = runs.pop(m_a, None)
@@ -340,7 +346,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     tb = None
     if any(map(_slows, gb.tasks)):
         tb = run(gb.tasks)
-        orders_b = [schedule(s, pp, vpp, m_a + q, torch_warmup=torch_warmup(cfg))
+        orders_b = [schedule(s, pp, vpp, m_a + q, torch_warmup=torch_warmup(cfg), group=group)
                     for s in range(pp)]
         cut_b = cut_at[0] + 2 * unit
         warm_b = [_warmup(o) for o in orders_b]

@@ -65,6 +65,20 @@ class ParallelConfig:
     """Tensor parallelism inside each expert; None = 1 (Megatron-core's usual MoE setting)."""
     virtual_pipeline_model_parallel_size: int | None = None
     """Model chunks per pipeline rank (interleaved 1F1B); None or 1 = plain 1F1B."""
+    microbatch_group_size_per_vp_stage: int | None = None
+    """N, the micro-batches interleaved 1F1B runs through one model chunk before the next
+    (Megatron-core ``--microbatch-group-size-per-virtual-pipeline-stage``, core_v0.10.0+,
+    pipeline_parallel/schedules.py ``get_schedule_table``): warm-up ``2 (pp-1-rank) +
+    (vpp-1) N`` forwards, so a smaller N keeps fewer micro-batches in flight. None = pp
+    (depth-first); ignored without interleaving, as Megatron ignores it."""
+    microbatch_group_rule: Literal["megatron", "flexible"] | None = None
+    """Which N the framework's interleaved schedule runs (a framework profile sets it):
+    ``megatron``, Megatron-core's checks (pp <= N <= m, and m % N is 0 or at least pp:
+    schedules.py ``forward_backward_pipelining_with_interleaving``; outside them the order
+    deadlocks or stalls, tests/test_microbatch_group.py); ``flexible``, the same and also fewer
+    micro-batches than stages, N = m (Llama 3's schedule, Grattafiori et al. 2024 §3.3.2: "run
+    fewer micro-batches than the number of stages"). None: Megatron's checks, and the
+    pre-core_v0.10.0 order while N is not given (``workload.schedule``)."""
     sequence_parallel: bool = False
     """Shard LayerNorm/dropout activations over TP ranks (Korthikanti et al. 2022)."""
     recompute: Literal["none", "selective", "full"] = "none"
@@ -185,6 +199,7 @@ class ParallelConfig:
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
                          expert_tensor_parallel_size=self.expert_tensor_parallel_size,
                          vpp=self.virtual_pipeline_model_parallel_size,
+                         microbatch_group_size_per_vp_stage=self.microbatch_group_size_per_vp_stage,
                          ddp_bucket_size=self.ddp_bucket_size)
         self._check_layout()
         self._check_schedule()
@@ -212,6 +227,9 @@ class ParallelConfig:
         if self.vpp > 1 and self.pp == 1:
             raise ConfigError("parallel.virtual_pipeline_model_parallel_size > 1 needs "
                               "pipeline_model_parallel_size > 1")
+        if self.microbatch_group_rule not in (None, "megatron", "flexible"):
+            raise ConfigError(f"parallel.microbatch_group_rule={self.microbatch_group_rule!r} "
+                              "is unknown; known: megatron, flexible")
         for name in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
             v = getattr(self, name)
             if v is not None and v < 0:
@@ -262,6 +280,10 @@ class ParallelConfig:
             raise ConfigError(f"pipeline_schedule={name} runs one model chunk per rank; "
                               f"virtual_pipeline_model_parallel_size={self.vpp} needs "
                               "interleaved_1f1b, interleaved_zb, zb_v or dualpipe_v")
+        if self.microbatch_group_size_per_vp_stage is not None and self.vpp > 1 and \
+                name != "interleaved_1f1b":
+            raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage groups Megatron's "
+                              f"interleaved 1F1B; pipeline_schedule={name} orders its own passes")
         if name == "dualpipe" and self.pp % 2:
             raise ConfigError(f"pipeline_schedule=dualpipe needs an even "
                               f"pipeline_model_parallel_size, not {self.pp}")

@@ -74,7 +74,9 @@ class RunConfig:
                     f"micro-batches{' (an even number)' if p.pipeline_schedule == 'dualpipe' else ''}"
                     f", not {m_} (deepseek-ai/DualPipe asserts it); raise the global batch or "
                     "lower the micro-batch size")
-        if p.vpp > 1 and p.pipeline_schedule not in ("zb_v", "dualpipe_v") and m_ % p.pp:
+        if p.vpp > 1 and p.pipeline_schedule in (None, "interleaved_1f1b"):
+            self._check_microbatch_group(m_)
+        elif p.vpp > 1 and p.pipeline_schedule not in ("zb_v", "dualpipe_v") and m_ % p.pp:
             raise ConfigError(
                 f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
                 f"a multiple of pipeline_model_parallel_size={p.pp}")
@@ -100,6 +102,34 @@ class RunConfig:
             if p.tp > 1 and not p.sequence_parallel:
                 raise ConfigError("MoE with tp > 1 needs parallel.sequence_parallel=true "
                                   "(as Megatron-core requires)")
+
+    def _check_microbatch_group(self, m: int) -> None:
+        """Megatron-core's checks of the interleaved schedule's group size N (schedules.py
+        ``forward_backward_pipelining_with_interleaving``, core_v0.10.0-core_v0.15.0); the
+        ``flexible`` rule also runs m < pp micro-batches as one group; without N and a rule,
+        m % pp == 0 as before 0.10."""
+        p = self.parallel
+        n = p.microbatch_group_size_per_vp_stage
+        where = "parallel.microbatch_group_size_per_vp_stage"
+        if p.microbatch_group_rule == "flexible" and m < p.pp:
+            if n is not None and n != m:
+                raise ConfigError(f"{where}={n}: with fewer micro-batches ({m}) than pp={p.pp} "
+                                  f"they run as one group, N = {m}")
+            return
+        if n is None and p.microbatch_group_rule is None:
+            if m % p.pp:
+                raise ConfigError(
+                    f"interleaved 1F1B needs the number of micro-batches ({m}) to be a multiple "
+                    f"of pipeline_model_parallel_size={p.pp} (or set {where}, Megatron-core "
+                    ">= 0.10)")
+            return
+        n = n or p.pp
+        if not p.pp <= n <= m:
+            raise ConfigError(f"{where}={n} must lie in [pp={p.pp}, micro-batches={m}] "
+                              "(Megatron-core schedules.py)")
+        if 0 < m % n < p.pp:
+            raise ConfigError(f"{where}={n} leaves a last group of {m % n} micro-batches, fewer "
+                              f"than pp={p.pp}: Megatron-core needs m % N = 0 or >= pp")
 
     @property
     def dp(self) -> int:

@@ -30,7 +30,7 @@ from trainsim.memory.state import model_state
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.schedule import schedule_peak_in_flight, torch_warmup
+from trainsim.workload.schedule import microbatch_group, schedule_peak_in_flight, torch_warmup
 from trainsim.workload.shard import separate_projections
 
 GiB = 2**30
@@ -40,10 +40,11 @@ MEMORY_KINDS = ("allocated", "reserved", "device")
 
 @functools.lru_cache(maxsize=4096)
 def _peak_chunks(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
-                 torch: bool = False) -> float:
+                 torch: bool = False, group: int | None = None) -> float:
     """Peak number of model chunks whose activations are alive, from the actual schedule
-    (``name``: parallel.pipeline_schedule; ``torch``: torch's interleaved warm-up)."""
-    return schedule_peak_in_flight(stage, pp, vpp, m, name, torch)
+    (``name``: parallel.pipeline_schedule; ``torch``: torch's interleaved warm-up; ``group``:
+    the interleaved order's micro-batch group size, ``workload.schedule.microbatch_group``)."""
+    return schedule_peak_in_flight(stage, pp, vpp, m, name, torch, group=group)
 
 
 @dataclass(frozen=True)
@@ -400,12 +401,12 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         chunk_bytes = [b + (out if v != last else 0.0) - (min(out, b) if v != 0 else 0.0)
                        for b, v in zip(chunk_bytes, held)]
     if len(set(chunk_bytes)) == 1:
-        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches,
-                                p.pipeline_schedule, torch_warmup(cfg)) * chunk_bytes[0]
+        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches, p.pipeline_schedule,
+                                torch_warmup(cfg), microbatch_group(cfg)) * chunk_bytes[0]
     else:
         inflight = schedule_peak_in_flight(stage, p.pp, p.vpp, cfg.num_microbatches,
                                            p.pipeline_schedule, torch_warmup(cfg),
-                                           dict(enumerate(chunk_bytes)))
+                                           dict(enumerate(chunk_bytes)), microbatch_group(cfg))
     if _a2a_overlap_extra_forward(cfg):
         inflight += max(chunk_bytes)
     return inflight

@@ -4,6 +4,15 @@
 with Megatron-LM's warm-up counts and micro-batch/chunk numbering
 (``megatron/core/pipeline_parallel/schedules.py``), the defaults. The other schedules (GPipe,
 zero-bubble, DualPipe) are in ``workload.pipeline_schedules``; ``schedule(..., name)`` picks.
+
+Interleaving runs micro-batches through the model chunks in groups (``group``, Megatron-core's
+``microbatch_group_size_per_vp_stage`` N from core_v0.10.0, ``get_schedule_table``): the
+forwards of micro-batches g..g+N-1 on chunk 0, then the same ones on chunk 1, and so on, the
+last group holding what is left; the k-th backward takes the k-th entry of the same table on
+the mirrored chunk. Warm-up: ``2 (pp - 1 - rank) + (vpp - 1) N`` forwards, at most all
+(``get_pp_rank_microbatches``). ``group=None`` is the order before core_v0.10.0: groups of pp,
+and every forward first when m == pp (core_v0.9.0 ``all_warmup_microbatches``). The Llama 3
+paper's schedule makes N tunable the same way (Grattafiori et al. 2024 §3.3.2, Figure 6).
 """
 
 from __future__ import annotations
@@ -35,15 +44,17 @@ pass: Qi et al. 2024 Table 1, M_W = 32sbh against M_B = sb(34h + 5as); with Flas
 5as score term is not stored (Korthikanti et al. 2022 §4), leaving 32/34."""
 
 
-def megatron_warmup(stage: int, pp: int, vpp: int, m: int, torch_warmup: bool = False) -> int:
+def megatron_warmup(stage: int, pp: int, vpp: int, m: int, torch_warmup: bool = False,
+                    group: int | None = None) -> int:
     """Forward passes before a stage's first (forward, backward) pair in Megatron's 1F1B
-    (``pp - stage - 1``) and interleaved 1F1B (below), at most all ``m vpp`` of them."""
+    (``pp - stage - 1``) and interleaved 1F1B (``2 (pp - stage - 1) + (vpp - 1) N``, N =
+    ``group`` or pp), at most all ``m vpp`` of them."""
     total = m * vpp
     if vpp == 1:
         return min(pp - stage - 1, m)
-    if m == pp and not torch_warmup:
+    if group is None and m == pp and not torch_warmup:
         return total
-    return min((pp - stage - 1) * 2 + (vpp - 1) * pp, total)
+    return min((pp - stage - 1) * 2 + (vpp - 1) * (group or pp), total)
 
 
 def one_f_one_b(stage: int, pp: int, m: int) -> list[Pass]:
@@ -51,14 +62,16 @@ def one_f_one_b(stage: int, pp: int, m: int) -> list[Pass]:
 
 
 def interleaved_one_f_one_b(stage: int, pp: int, vpp: int, m: int,
-                            torch_warmup: bool = False) -> list[Pass]:
-    """Megatron's interleaved schedule; needs m % pp == 0 (checked by RunConfig). Megatron
-    runs every forward first when m == pp (schedules.py ``all_warmup_microbatches``); torch's
-    ``ScheduleInterleaved1F1B`` (``torch_warmup``, torch/distributed/pipelining/schedules.py
-    ``get_rank_warmup_ops``, torch 2.4-2.6) keeps ``(vpp-1) pp + 2 (pp-1-stage)`` warm-up
-    forwards, capped at ``m vpp``, whatever m, and otherwise orders the passes the same way."""
-    warmup = megatron_warmup(stage, pp, vpp, m, torch_warmup)
-    return _warmup_pairs_cooldown(warmup, *_passes(pp, vpp, m))
+                            torch_warmup: bool = False, group: int | None = None) -> list[Pass]:
+    """Megatron's interleaved schedule (RunConfig checks m against the group size). Before
+    core_v0.10.0 Megatron runs every forward first when m == pp (schedules.py
+    ``all_warmup_microbatches``); torch's ``ScheduleInterleaved1F1B`` (``torch_warmup``,
+    torch/distributed/pipelining/schedules.py ``get_rank_warmup_ops``, torch 2.4-2.6) keeps
+    ``(vpp-1) pp + 2 (pp-1-stage)`` warm-up forwards, capped at ``m vpp``, whatever m, and
+    otherwise orders the passes the same way. ``group``: Megatron-core's
+    ``microbatch_group_size_per_vp_stage`` (module docstring)."""
+    warmup = megatron_warmup(stage, pp, vpp, m, torch_warmup, group)
+    return _warmup_pairs_cooldown(warmup, *_passes(pp, vpp, m, group))
 
 
 def _warmup_pairs_cooldown(warmup: int, fwd: tuple[Pass, ...], bwd: tuple[Pass, ...]
@@ -75,17 +88,37 @@ def _warmup_pairs_cooldown(warmup: int, fwd: tuple[Pass, ...], bwd: tuple[Pass, 
 
 
 @functools.lru_cache(maxsize=64)
-def _passes(pp: int, vpp: int, m: int) -> tuple[tuple[Pass, ...], tuple[Pass, ...]]:
+def _passes(pp: int, vpp: int, m: int, group: int | None = None
+            ) -> tuple[tuple[Pass, ...], tuple[Pass, ...]]:
     """The k-th forward and backward of every rank (the same on all ranks: only the warm-up
-    differs), in Megatron's micro-batch and chunk numbering: groups of pp micro-batches go
-    through the chunks in turn, backwards through them in reverse."""
+    differs), in Megatron's micro-batch and chunk numbering: groups of ``group`` (default pp)
+    micro-batches go through the chunks in turn, the last group what is left, backwards
+    through the chunks in reverse (schedules.py ``get_schedule_table`` and
+    ``get_model_chunk_id``, core_v0.10.0-core_v0.15.0)."""
+    n = group or pp
     fwd, bwd = [], []
-    for k in range(m * vpp):
-        group, within = divmod(k, pp * vpp)
-        mb, chunk = group * pp + within % pp, (k // pp) % vpp
-        fwd.append(Pass("F", mb, chunk))
-        bwd.append(Pass("B", mb, vpp - 1 - chunk))
+    for first in range(0, m, n):
+        mbs = range(first, min(first + n, m))
+        for chunk in range(vpp):
+            for mb in mbs:
+                fwd.append(Pass("F", mb, chunk))
+                bwd.append(Pass("B", mb, vpp - 1 - chunk))
     return tuple(fwd), tuple(bwd)
+
+
+def microbatch_group(cfg: RunConfig) -> int | None:
+    """The group size N the config's interleaved 1F1B runs with, None for the order before
+    Megatron-core 0.10 (no ``microbatch_group_size_per_vp_stage`` and no framework rule):
+    ``parallel.microbatch_group_size_per_vp_stage``, else pp (Megatron-core's default,
+    model_parallel_config.py ``__post_init__``), at most m where any N runs (``flexible``)."""
+    p = cfg.parallel
+    if p.vpp == 1 or p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
+        return None
+    n = p.microbatch_group_size_per_vp_stage
+    if n is None and p.microbatch_group_rule is None:
+        return None
+    n = n or p.pp
+    return min(n, cfg.num_microbatches) if p.microbatch_group_rule == "flexible" else n
 
 
 def torch_warmup(cfg: RunConfig) -> bool:
@@ -97,20 +130,22 @@ def torch_warmup(cfg: RunConfig) -> bool:
 
 
 def schedule(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
-             torch_warmup: bool = False) -> list[Pass | Overlapped]:
+             torch_warmup: bool = False, group: int | None = None) -> list[Pass | Overlapped]:
     """One rank's order; ``name``: a ``parallel.pipeline_schedule`` (None: Megatron's);
     ``torch_warmup``: interleaving with torch.distributed.pipelining's warm-up count (the
-    framework profile's ``torch_interleaved_warmup``)."""
-    return list(_order(stage, pp, vpp, m, name, torch_warmup))
+    framework profile's ``torch_interleaved_warmup``); ``group``: the interleaved order's
+    micro-batch group size (:func:`microbatch_group`)."""
+    return list(_order(stage, pp, vpp, m, name, torch_warmup, group))
 
 
 @functools.lru_cache(maxsize=1024)
 def _order(stage: int, pp: int, vpp: int, m: int, name: str | None,
-           torch_warmup: bool = False) -> tuple[Pass | Overlapped, ...]:
+           torch_warmup: bool = False, group: int | None = None
+           ) -> tuple[Pass | Overlapped, ...]:
     """The order, built once per process (a search and the tuner ask for the same ones)."""
     if name is None or name in ("1f1b", "interleaved_1f1b"):
         if vpp > 1:
-            return tuple(interleaved_one_f_one_b(stage, pp, vpp, m, torch_warmup))
+            return tuple(interleaved_one_f_one_b(stage, pp, vpp, m, torch_warmup, group))
         return tuple(one_f_one_b(stage, pp, m))
     from trainsim.workload.pipeline_schedules import stage_order
     return tuple(stage_order(name, stage, pp, vpp, m))
@@ -145,36 +180,40 @@ def peak_in_flight(order: list[Pass | Overlapped],
 
 def schedule_peak_in_flight(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
                             torch_warmup: bool = False,
-                            weight: dict[int, float] | None = None) -> float:
-    """:func:`peak_in_flight` of ``schedule(stage, pp, vpp, m, name, torch_warmup)``, in
-    O(pp x vpp) steps for Megatron's 1F1B and interleaved 1F1B whatever ``m`` (other schedules
-    walk their order; so do negative weights).
+                            weight: dict[int, float] | None = None,
+                            group: int | None = None) -> float:
+    """:func:`peak_in_flight` of ``schedule(stage, pp, vpp, m, name, torch_warmup, group)``,
+    in O(N x vpp) steps for Megatron's 1F1B and interleaved 1F1B whatever ``m`` (N = ``group``
+    or pp; other schedules walk their order; so do negative weights and a short last group).
 
     Megatron's order is W warm-up forwards, (forward, backward) pairs, then backwards
-    (Narayanan et al. 2021 §2.2; ``_warmup_pairs_cooldown``). The k-th forward's chunk and the
-    k-th backward's depend on k only through ``(k // pp) % vpp`` (``_passes``), so the change
-    over one pair, the (W + j + 1)-th forward's weight less the j-th backward's, repeats every
-    pp x vpp pairs, and over such a run it sums to zero (each chunk forwarded and backwarded pp
-    times). The live weight after each pair's forward therefore repeats with that period, the
-    cool-down only frees, and weights are not negative: the peak is reached within the warm-up
-    and the first pp x vpp pairs. Those steps are walked with the same additions, in the same
-    order, as the whole walk; later periods reach the same values (to rounding, from adding
-    and subtracting the same weights again)."""
+    (Narayanan et al. 2021 §2.2; ``_warmup_pairs_cooldown``). Where N divides m, the k-th
+    forward's chunk and the k-th backward's depend on k only through ``(k // N) % vpp``
+    (``_passes``), so the change over one pair, the (W + j + 1)-th forward's weight less the
+    j-th backward's, repeats every N x vpp pairs, and over such a run it sums to zero (each
+    chunk forwarded and backwarded N times). The live weight after each pair's forward
+    therefore repeats with that period, the cool-down only frees, and weights are not
+    negative: the peak is reached within the warm-up and the first N x vpp pairs. Those steps
+    are walked with the same additions, in the same order, as the whole walk; later periods
+    reach the same values (to rounding, from adding and subtracting the same weights again)."""
+    n = group or pp
     if name not in (None, "1f1b", "interleaved_1f1b") or (
-            weight is not None and min(weight.values(), default=0.0) < 0):
-        return peak_in_flight(schedule(stage, pp, vpp, m, name, torch_warmup), weight)
+            weight is not None and min(weight.values(), default=0.0) < 0) or (
+            weight is not None and vpp > 1 and m % n):
+        return peak_in_flight(schedule(stage, pp, vpp, m, name, torch_warmup, group), weight)
     total = m * vpp
-    warmup = megatron_warmup(stage, pp, vpp, m, torch_warmup)
+    warmup = megatron_warmup(stage, pp, vpp, m, torch_warmup, group)
     if weight is None:  # counts of +-1, exact: the warm-up, and one more forward if any pair
         return float(warmup + (1 if warmup < total else 0))
-    w_fwd = [weight[(k // pp) % vpp] for k in range(pp * vpp)]
-    w_bwd = [weight[vpp - 1 - (k // pp) % vpp] for k in range(pp * vpp)]
+    period = n * vpp
+    w_fwd = [weight[(k // n) % vpp] for k in range(period)]
+    w_bwd = [weight[vpp - 1 - (k // n) % vpp] for k in range(period)]
     live = peak = 0.0
     for k in range(warmup):
-        live += w_fwd[k % (pp * vpp)]
+        live += w_fwd[k % period]
         peak = max(peak, live)
-    for j in range(min(total - warmup, pp * vpp)):
-        live += w_fwd[(warmup + j) % (pp * vpp)]
+    for j in range(min(total - warmup, period)):
+        live += w_fwd[(warmup + j) % period]
         peak = max(peak, live)
         live -= w_bwd[j]  # cannot raise the peak (weights >= 0); walked as peak_in_flight does
         peak = max(peak, live)
