@@ -19,7 +19,8 @@ import pytest
 import trainsim
 from trainsim.errors import ConfigError
 from trainsim.memory.estimate import activation_bytes_per_layer, estimate_stage_memory
-from trainsim.workload.schedule import schedule, schedule_peak_in_flight
+from trainsim.validate.training import _training_base, _unknowns
+from trainsim.workload.schedule import microbatch_group, schedule, schedule_peak_in_flight
 
 EXAMPLE = "examples/llama3-8b-h100.yaml"
 
@@ -179,3 +180,27 @@ def test_steady_state_shortcut_agrees_with_the_full_run():
     assert short.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9)
     odd = trainsim.simulate(_cfg(4, 2, 404, 8))
     assert "short last group" in odd.simulation["reason"]
+
+
+def test_profiles_and_the_tuner():
+    """Megatron-core has the flag from 0.10 (before: an error); Llama 3's stack runs m < pp
+    as one group and its rows tune N; a row of another framework does not."""
+    base = ["training.framework=megatron-core"]
+    with pytest.raises(ConfigError, match="microbatch_group_size_per_vp_stage is not in"):
+        _cfg(4, 2, 8, 8, *base, "training.framework_version=core_v0.9.0")
+    assert _cfg(4, 2, 8, 8, *base, "training.framework_version=core_v0.10.0").parallel \
+        .microbatch_group_rule == "megatron"
+    with pytest.raises(ConfigError, match="multiple"):
+        _cfg(4, 2, 2)  # no framework: m % pp == 0 as before
+    meta = _cfg(4, 2, 2, None, "training.framework=meta-llama3")  # 2 micro-batches, pp 4
+    assert meta.parallel.microbatch_group_rule == "flexible" and microbatch_group(meta) == 2
+    with pytest.raises(ConfigError, match="one group, N = 2"):
+        _cfg(4, 2, 2, 4, "training.framework=meta-llama3")
+    row = {"id": "x", "model": "llama3-8b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
+           "gpus_per_node": "8", "tp": "8", "pp": "4", "global_batch_size": "64",
+           "seq_length": "8192", "measured_iteration_s": "1", "framework": "meta-llama3"}
+    _, unknown = _training_base(row)
+    assert unknown["microbatch_group_size_per_vp_stage"] == [None, 8, 16]
+    from trainsim.catalog.frameworks import framework_profile
+    assert "microbatch_group_size_per_vp_stage" not in _unknowns(
+        dict(row, framework="megatron-core"), framework_profile("megatron-core", "0.12"))

@@ -122,6 +122,12 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
                           f"(source: {profile.source})")
+    group = profile.features.get("microbatch_group_size")
+    if _given(parallel.get("microbatch_group_size_per_vp_stage")) and group == "none":
+        raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage is not in {where} "
+                          f"(source: {profile.source})")
+    if group in ("megatron", "flexible") and "microbatch_group_rule" not in parallel:
+        parallel["microbatch_group_rule"] = group  # its table order (workload.schedule)
     arch = gpu_arch(gpu) if gpu is not None else None
     if "attention" not in training:
         attention = profile.attention_for(arch)

@@ -194,6 +194,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # (vpp-1) pp + 2 (pp-1-rank) forwards, holds even when m == pp, where Megatron runs every
     # forward first
     "torch_interleaved_warmup": _nullable(_bool),
+    # which interleaved group sizes N the user may set (parallel.microbatch_group_rule):
+    # ``megatron`` (--microbatch-group-size-per-virtual-pipeline-stage, pp <= N <= m),
+    # ``flexible`` (the same, m < pp as one group, and N tuned per run), ``none`` (N = pp)
+    "microbatch_group_size": _nullable(_enum(("none", "megatron", "flexible"))),
     # RoPE is fused only for plain RoPE positions: a scaled one (YaRN) runs Megatron-core's
     # unfused _apply_rotary_pos_emb_bshd (Megatron-LM arguments.py and Megatron-Bridge's
     # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
@@ -282,7 +286,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
              "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
-             "torch_interleaved_warmup", "per_tensor_optimizer", "flash_unpad",
+             "torch_interleaved_warmup", "microbatch_group_size", "per_tensor_optimizer",
+             "flash_unpad",
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}

@@ -209,6 +209,15 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         # looped one with its own number of chunks per rank
         unknown["vpp"] = [1, looped] if looped and int(row["pp"]) > 1 else \
             [1, 2, 3, 4, 6, 8] if can("interleaved_pipeline") else [1]
+    pp = int(row["pp"])
+    if pp > 1 and profile is not None and \
+            profile.features.get("microbatch_group_size") == "flexible" and \
+            any(v > 1 for v in unknown.get("vpp", [int(_cell(row, "vpp") or 1)])):
+        # the framework makes the interleaved group size tunable and the source does not give
+        # it: depth-first (pp), or 2 pp and 4 pp micro-batches per group, breadth-first as far
+        # as the micro-batches allow (Grattafiori et al. 2024 §3.3.2: N between DFS and BFS
+        # "for the best communication and memory efficiency")
+        unknown["microbatch_group_size_per_vp_stage"] = [None, 2 * pp, 4 * pp]
     if _cell(row, "sequence_parallel") is None:
         unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
             can("sequence_parallel") else [False]
@@ -314,17 +323,22 @@ def _fits(cfg: RunConfig) -> bool:
     return all(stage_memory(cfg, s).total <= hbm for s in range(cfg.parallel.pp))
 
 
+ENUMERATED = ("recompute", "microbatch_group_size_per_vp_stage")
+"""Unknowns the tuner enumerates, descending over the others for each combination."""
+
+
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
          evaluate: Callable[[RunConfig], float],
          bound: Callable[[RunConfig], float] | None = None) -> tuple[RunConfig, dict[str, Any]]:
     """Fastest setting of the unknown fields among those that fit in memory.
 
     The time is minimised by coordinate descent over the settings that fit, one field at a
-    time, until no single change helps, once for each recompute choice. A setting is built and
+    time, until no single change helps, once for each combination of the ``ENUMERATED``
+    choices (recompute, the interleaved group size). A setting is built and
     its memory checked (no simulation) when the descent first reaches it, in the same order
     as checking every combination first would give, so the answer is the same. With
     ``bound`` (a lower bound on ``evaluate``), a change whose bound is already no faster than
-    the current setting is rejected without simulating it, and a recompute choice whose every
+    the current setting is rejected without simulating it, and an enumerated choice whose every
     fitting setting is bounded (or simulated) no faster than the best descent so far is not
     descended: neither could have been chosen.
     If nothing fits, the least-memory setting is returned (and flagged by the caller).
@@ -369,25 +383,26 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
                 return False
         return cost(cand) < now
 
-    def descend(current: tuple, fixed: int | None = None) -> tuple:
+    def descend(current: tuple, fixed: tuple[int, ...] = ()) -> tuple:
         improved = True
         while improved:
             improved = False
             for d, name in enumerate(names):
-                for value in unknown[name] if d != fixed else ():
+                for value in unknown[name] if d not in fixed else ():
                     cand = current[:d] + (value,) + current[d + 1:]
                     if cand != current and fits(cand) and faster(cand, current):
                         current, improved = cand, True
         return current
 
-    # recompute is enumerated, the rest descended for each choice: recomputing frees the
-    # memory that deeper interleaving or larger micro-batches need, a pair of changes no
-    # single step of a descent makes. Each descent starts from the first setting that fits
-    # with its recompute choice (in the order of the candidate lists).
-    d = names.index("recompute") if "recompute" in names else None
+    # recompute (and the interleaved group size) is enumerated, the rest descended for each
+    # choice: recomputing frees the memory that deeper interleaving or larger micro-batches
+    # need, a pair of changes no single step of a descent makes; a group size matters only
+    # with interleaving, which it may make fit. Each descent starts from the first setting
+    # that fits with its enumerated choices (in the order of the candidate lists).
+    d = tuple(names.index(n) for n in ENUMERATED if n in names)
     starts = []
-    for r in unknown["recompute"] if d is not None else [None]:
-        lists = [[r] if i == d else unknown[n] for i, n in enumerate(names)]
+    for combo in itertools.product(*(unknown[names[i]] for i in d)):
+        lists = [[combo[d.index(i)]] if i in d else unknown[n] for i, n in enumerate(names)]
         start = next((v for v in itertools.product(*lists) if fits(v)), None)
         if start is not None:
             starts.append(start)
@@ -403,9 +418,9 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             raise ConfigError(first_error or "no valid setting")
         return fallback[2], dict(zip(names, fallback[1]))
     def ruled_out(start: tuple, best_s: float) -> bool:
-        """Whether no setting that fits with ``start``'s recompute choice can be faster than
+        """Whether no setting that fits with ``start``'s enumerated choices can be faster than
         ``best_s``: every one's simulated time or lower bound is at least that."""
-        lists = [[start[d]] if i == d else unknown[n] for i, n in enumerate(names)]
+        lists = [[start[i]] if i in d else unknown[n] for i, n in enumerate(names)]
         for v in itertools.product(*lists):
             if not fits(v):
                 continue
@@ -416,7 +431,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         return True
 
     # the fastest descent's end, the first one on ties (as ``min`` over them would pick); a
-    # descent that the bounds of its recompute choice rule out could not be faster: skipped
+    # descent that the bounds of its enumerated choices rule out could not be faster: skipped
     best: tuple | None = None
     for start in starts:
         if best is not None and bound is not None and ruled_out(start, cost(best)):
