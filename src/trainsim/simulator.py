@@ -11,6 +11,7 @@ import math
 
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
+from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
@@ -31,7 +32,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     summarize,
 )
 from trainsim.workload.elementwise import optimizer_step
-from trainsim.workload.ops import Comm, Elementwise
+from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.schedule import (
     microbatch_group,
@@ -46,8 +47,8 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     ddp_bucket_prep,
     dp_bucket_count,
     fsdp_optimizer_pieces,
+    grad_buffer_rest,
     per_tensor_optimizer,
-    zeroed_grad_buffer,
 )
 
 LAMB_NORMS_PER_LAYER = 16
@@ -64,16 +65,6 @@ _param_split = per_config(stage_param_split)
 
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
-
-def grad_buffer_rest(cfg: RunConfig, total: float, local: float,
-                     grad_bytes: int) -> Elementwise | None:
-    """Megatron DDP's ``zero_grad_buffer`` beyond the shard the optimizer step's frame zeroes
-    (``workload.sharding.zeroed_grad_buffer``; Apex's DistributedFusedAdam under NeMo), or
-    None where nothing is left to zero."""
-    if cfg.parallel.data_parallel_impl != "megatron" or total <= local:
-        return None
-    return zeroed_grad_buffer((total - local) * grad_bytes)
-
 
 class _TaskGraph:
     """Builds one iteration's tasks: pipeline passes with their sends, then per stage the
@@ -245,6 +236,7 @@ class _TaskGraph:
                       for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
+        self.lone = lone_pass_specs(self, last_v)  # unpaired passes of the combined 1F1B
         return first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd
 
     def pipeline(self) -> None:
@@ -280,6 +272,7 @@ class _TaskGraph:
                            group=microbatch_group(self.cfg)) for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
+        first_b, last_f = unpaired_bounds(orders)
         label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}
         while remaining:
             progressed = False
@@ -301,6 +294,8 @@ class _TaskGraph:
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
+                        if self.lone and k < first_b[s] and v not in first_spec:
+                            spec = self.lone[0][v]  # a warm-up forward: nothing to pair with
                         if spec[4] is None:  # no separate send: the pass is what the next waits on
                             tags.append(k)
                             tasks.append(Task(spec[0], spec[1], deps, label["F"][chunk][mb],
@@ -325,7 +320,9 @@ class _TaskGraph:
                             sent_b[at] = place(bwd_spec[v], deps, label["B"][chunk][mb], k)
                             self._reduce_scatter(s, sent_b[at] - (bwd_spec[v][4] is not None), mb)
                         else:
-                            sent_b[at] = place(bwd_spec[v], deps, label["B"][chunk][mb], k)
+                            lone = self.lone and k > last_f[s]  # a cool-down backward
+                            sent_b[at] = place(self.lone[1][v] if lone else bwd_spec[v], deps,
+                                               label["B"][chunk][mb], k)
                     k += 1
                 if k != k0:
                     cursor[s] = k
@@ -410,7 +407,7 @@ class _TaskGraph:
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward, split where gradient buckets become ready."""
-        ch = self.chunks[v]
+        ch = self.lone[2][v] if self.lone else self.chunks[v]  # a cool-down backward
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
         n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
         buckets = self._splits.get((v, n_buckets))

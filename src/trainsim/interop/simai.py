@@ -37,7 +37,7 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.memory import stage_param_split
-from trainsim.simulator import LayerSource, Pricer, bucket_params, grad_buffer_rest
+from trainsim.simulator import LayerSource, Pricer, bucket_params
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.head import (
     embedding_backward,
@@ -49,7 +49,7 @@ from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Op
 from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.shard import shard_of
-from trainsim.workload.sharding import ddp_bucket_prep
+from trainsim.workload.sharding import ddp_bucket_prep, grad_buffer_rest
 
 KINDS = {"all_reduce": "ALLREDUCE", "all_gather": "ALLGATHER", "reduce_scatter": "REDUCESCATTER",
          "all_to_all": "ALLTOALL"}

@@ -277,9 +277,10 @@ class Bounds:
         runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
         of their rate, so ``T >= passes + share x reductions``)."""
         from trainsim.catalog.frameworks import framework_supports
-        from trainsim.simulator import dp_bucket_count, grad_buffer_rest
+        from trainsim.simulator import dp_bucket_count
         from trainsim.workload.elementwise import optimizer_step
         from trainsim.workload.ops import Comm
+        from trainsim.workload.sharding import grad_buffer_rest
 
         p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
         grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2

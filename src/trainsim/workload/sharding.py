@@ -275,6 +275,16 @@ def zeroed_grad_buffer(size_bytes: float) -> Elementwise:
     return Elementwise("grad_buffer_zero", bytes=size_bytes)
 
 
+def grad_buffer_rest(cfg: RunConfig, total: float, local: float,
+                     grad_bytes: int) -> Elementwise | None:
+    """Megatron DDP's ``zero_grad_buffer`` beyond the shard the optimizer step's frame zeroes
+    (``workload.sharding.zeroed_grad_buffer``; Apex's DistributedFusedAdam under NeMo), or
+    None where nothing is left to zero."""
+    if cfg.parallel.data_parallel_impl != "megatron" or total <= local:
+        return None
+    return zeroed_grad_buffer((total - local) * grad_bytes)
+
+
 def _module_order(cfg: RunConfig, i: int) -> list[float]:
     """Elements of layer ``i``'s parameter tensors on this rank in the order the module
     registers them, as a FlatParameter lays them end to end: the first norm, the QKV weight and
