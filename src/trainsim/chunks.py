@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
-from trainsim.pricing import Priced, Pricer
+from trainsim.pricing import Priced, Pricer, join
 from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
@@ -50,7 +50,7 @@ class Chunk:
 
 
 def concat(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
-    return Priced(tuple(seg for part in parts for seg in part.segments))
+    return join(parts)
 
 
 LayerSource = Callable[[RunConfig, Shard, bool], list[Op]]

@@ -10,6 +10,9 @@ them on streams and the report sums them by category.
 from __future__ import annotations
 
 import functools
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
@@ -55,16 +58,31 @@ class Priced:
         return sum(s[1] for s in self.segments)
 
     def __add__(self, other: Priced) -> Priced:
+        store = _STORE if _ACTIVE else None
+        if store is not None:  # one sum per pair of kept operands (see ``shared``)
+            key = ("+", id(self), id(other))
+            hit = store.joined.get(key)
+            if hit is not None:
+                return hit[1]
         out = Priced(self.segments + other.segments)
         if "summary" in self.__dict__:  # go on from this one's sums, as summary would add
             sums = dict(self.summary)
             for cat, dur, _ in other.segments:
                 sums[cat] = sums.get(cat, 0.0) + dur
             out.__dict__["summary"] = tuple(sums.items())
+        if store is not None:
+            store.keep(key, (self, other), out)
         return out
 
     def __mul__(self, n: int) -> Priced:
-        return Priced(self.segments * n)
+        store = _STORE if _ACTIVE else None
+        if store is None:
+            return Priced(self.segments * n)
+        key = ("*", id(self), n)
+        hit = store.joined.get(key)
+        if hit is None:
+            hit = store.keep(key, (self,), Priced(self.segments * n))
+        return hit[1]
 
     @functools.cached_property
     def summary(self) -> tuple[tuple[str, float], ...]:
@@ -72,6 +90,81 @@ class Priced:
         for cat, dur, _ in self.segments:
             out[cat] = out.get(cat, 0.0) + dur
         return tuple(out.items())
+
+
+def join(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
+    """``parts`` one after another (inside ``shared``: once per tuple of kept parts)."""
+    store = _STORE if _ACTIVE else None
+    if store is None:
+        return Priced(tuple(seg for part in parts for seg in part.segments))
+    key = ("join", *map(id, parts))
+    hit = store.joined.get(key)
+    if hit is None:
+        hit = store.keep(key, tuple(parts),
+                         Priced(tuple(seg for part in parts for seg in part.segments)))
+    return hit[1]
+
+
+def interned(segments: tuple[tuple[str, float, str], ...]) -> Priced:
+    """``Priced(segments)``; inside ``shared``, one object per distinct segments, so that what
+    is built from it (``+``, ``join``) is shared too."""
+    store = _STORE if _ACTIVE else None
+    if store is None:
+        return Priced(segments)
+    hit = store.joined.get(segments)
+    if hit is None:
+        hit = store.keep(segments, (), Priced(segments))
+    return hit[1]
+
+
+class _Store:
+    """What :func:`shared` keeps: priced op lists by (pricer signature, ops), each op's time and
+    model by compute model, and sums of kept ``Priced`` by the identities of their operands
+    (kept alive with them, so an identity is never reused while its entry is kept)."""
+
+    MAX_ENTRIES = 50_000
+    """Entries kept at most (sums of long passes hold a tuple of their segments each); past
+    it everything is dropped and priced again."""
+
+    def __init__(self, token: Hashable) -> None:
+        self.token = token
+        self.prices: dict[tuple, tuple[Priced, tuple[Op, ...], dict[Op, str]]] = {}
+        self.times: dict[object, dict[Op, tuple[float, str]]] = {}
+        self.joined: dict[object, tuple[tuple, Priced]] = {}
+        self.clusters: dict[int, object] = {}  # keeps the clusters whose ids key ``prices``
+
+    def keep(self, key: object, operands: tuple, out: Priced) -> tuple[tuple, Priced]:
+        if len(self.joined) + len(self.prices) >= self.MAX_ENTRIES:
+            self.joined.clear()
+            self.prices.clear()
+        hit = self.joined[key] = (operands, out)
+        return hit
+
+
+_STORE: _Store | None = None
+_ACTIVE = 0
+
+
+@contextmanager
+def shared(token: Hashable) -> Iterator[None]:
+    """Inside it, every ``Pricer`` prices an op list it has priced before (the same ops under
+    the same pricing settings: cluster, group spans, TP and expert overlap, host launches)
+    from what an earlier one of ``token`` kept, and sums of priced passes built from kept
+    operands are made once: the search's workers price the passes its candidates share once
+    per process instead of once per candidate (issue 21: price each distinct op once per
+    process). The same arithmetic on the same floats, so every price is the same to the bit.
+
+    Enter it with one token per question whose prices cannot change between its simulations
+    (one search): a token other than the last one's drops what was kept, so a pricer built
+    after a module constant changed, under another token, prices anew."""
+    global _STORE, _ACTIVE
+    if _STORE is None or _STORE.token != token:
+        _STORE = _Store(token)
+    _ACTIVE += 1
+    try:
+        yield
+    finally:
+        _ACTIVE -= 1
 
 
 class Pricer:
@@ -106,6 +199,30 @@ class Pricer:
         its communication kernels (``UB_COMM_SMS``)."""
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
         pipeline send hold while they run beside compute."""
+        # inside ``shared``: what price_ops reads of this pricer (the cluster names the compute
+        # model, its database and the network; a subclass may price otherwise: never shared)
+        self._store = _STORE if _ACTIVE and type(self) is Pricer else None
+        self._seen: list[dict[Op, str]] = []  # the compute ops kept prices hold, their models
+        if self._store is not None:
+            self._store.clusters[id(cfg.cluster)] = cfg.cluster
+            self._sig = (id(cfg.cluster), tuple(self.spans.values()), p.tp, p.tp_comm_overlap,
+                         p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
+                         self.host_s_per_kernel, self.blocking)
+
+    def compute_sources(self) -> dict[str, int]:
+        """Distinct compute ops this pricer priced, by the model that priced them (the
+        compute model's ``sources``, with the ops of the prices it took from ``shared``)."""
+        if not self._seen:
+            return dict(self.compute.sources)
+        merged: dict[Op, str] = {}
+        for seen in self._seen:
+            merged.update(seen)
+        out = Counter(self.compute.sources)
+        own = self.compute._cache  # what the compute model priced itself is counted there
+        for op, source in merged.items():
+            if op not in own:
+                out[source] += 1
+        return dict(out)
 
     def comm_time(self, op: Comm) -> float:
         return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
@@ -155,6 +272,37 @@ class Pricer:
         return self.price_ops(ops)[0]
 
     def price_ops(self, ops: list[Op]) -> tuple[Priced, list[Op]]:
+        """Segments of an op list, and the op behind each segment (see ``_price_ops``);
+        inside ``shared``, the same list priced under the same settings is priced once."""
+        store = self._store
+        if store is None:
+            return self._price_ops(ops, self.compute.time)
+        key = (self._sig, *ops)
+        try:
+            hit = store.prices.get(key)
+        except TypeError:  # an op with an unhashable field
+            return self._price_ops(ops, self.compute.time)
+        if hit is None:
+            times = store.times.setdefault(self._sig[0], {})
+            seen: dict[Op, str] = {}
+
+            def compute_time(op: Op) -> float:
+                t = times.get(op)
+                if t is None:
+                    t = times[op] = self.compute.explain(op)  # type: ignore[arg-type]
+                seen[op] = t[1]
+                return t[0]
+
+            priced, order = self._price_ops(ops, compute_time)
+            if len(store.joined) + len(store.prices) >= store.MAX_ENTRIES:
+                store.joined.clear()
+                store.prices.clear()
+            hit = store.prices[key] = (priced, tuple(order), seen)
+        self._seen.append(hit[2])
+        return hit[0], list(hit[1])
+
+    def _price_ops(self, ops: list[Op], compute_time: Callable[[Op], float]
+                   ) -> tuple[Priced, list[Op]]:
         """Segments of an op list, and the op behind each segment.
 
         Communication runs blocking, except: ``overlap_with_previous`` hides behind the
@@ -201,7 +349,7 @@ class Pricer:
                     t = max(0.0, t - gemm)
                     if method == "p2p" and op.kind == "reduce_scatter":
                         total = self._partials_sum(op)
-                        add((COMPUTE, self.compute.time(total), total.name), total)
+                        add((COMPUTE, compute_time(total), total.name), total)
                 elif (op.overlap_with_previous or tp_overlap) and segs \
                         and segs[-1][0] == COMPUTE:
                     t = self.hidden_behind(t, segs[-1][1])
@@ -211,9 +359,9 @@ class Pricer:
                 if chunks > 1:  # one GEMM in chunks on TE's userbuffer streams
                     chunk = replace(op, m=-(-op.m // chunks),  # type: ignore[arg-type]
                                     batch=op.batch * chunks, grouped="userbuffers")
-                    t = self.compute.time(chunk)
+                    t = compute_time(chunk)
                 else:
-                    t = self.compute.time(op)
+                    t = compute_time(op)
                 add((COMPUTE, t, op.name), op)
                 if gather is not None and isinstance(op, Gemm):
                     (cat, t, name), comm = gather
@@ -236,4 +384,4 @@ class Pricer:
         return Priced(tuple(segs)), order
 
 
-__all__ = ["COMM_SMS", "P2P_SMS", "Priced", "Pricer"]
+__all__ = ["COMM_SMS", "P2P_SMS", "Priced", "Pricer", "interned", "join", "shared"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
-from trainsim.pricing import DP, Priced, Pricer
+from trainsim.pricing import DP, Priced, Pricer, interned
 from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
@@ -65,7 +65,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         fwd = exposed + (sum(gather) - exposed) * share
         exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
         bwd = exposed + (sum(blocks) - exposed) * share
-        wait = Priced(((DP, bwd, "FSDP unit all-gathers"),))
+        wait = interned(((DP, bwd, "FSDP unit all-gathers"),))
         if cfg.parallel.data_parallel_impl == "fsdp1":  # the side stream's, before the RS
             on_compute, side = map(pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
             wait = wait + on_compute
@@ -73,7 +73,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         # DeepSpeed >= 0.6: the bucket copies, cat and divide, all on the reduce stream
         side_s[v % pp] += pricer.price(zero3_reduce_bucket_ops(cfg, layers, first, last)
                                        ).duration_s / vpp
-        out[v] = (Priced(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)
+        out[v] = (interned(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)
     return out
 
 

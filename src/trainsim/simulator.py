@@ -19,7 +19,7 @@ from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
 from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
-from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer
+from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer, interned
 from trainsim.result import Result
 from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
@@ -114,7 +114,7 @@ class _TaskGraph:
             names = ("p2p send", "p2p receive (same step)")
             segs = tuple((PP, sum(pricer.comm_time(c) for c in comms), name)
                          for comms, name in zip(deepspeed_pipe_exchange(cfg, act_bytes), names))
-        self.send = Priced(segs)
+        self.send = interned(segs)
         # a pass with its send, by id of the pass (kept beside it, so the id is its own)
         self._plus_send: dict[int, tuple[Priced, Priced]] = shared.setdefault("plus_send", {})
         self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
@@ -353,7 +353,7 @@ class _TaskGraph:
         per = len(parts) / n
         compute = [sum(parts[round(per * k):round(per * (k + 1))]) for k in range(n)]
         wait = prefetch_exposed_s([gather] * n, compute)
-        return Priced(((DP, wait, "param all-gather wait"),)) if wait > 0 else Priced(())
+        return interned(((DP, wait, "param all-gather wait"),) if wait > 0 else ())
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward on a stage with data-parallel peers (the only one
@@ -387,8 +387,8 @@ class _TaskGraph:
         the reductions run under the layers still to go and only the last one is exposed."""
         ch = self.chunks[v]
         work = self.work[v][1]  # the FSDP gather waits, then the chunk's backward
-        lead = Priced(work.segments[:len(work.segments) - len(ch.bwd.segments)])
-        layers = list(ch.bwd_layers) or [Priced(())]
+        lead = interned(work.segments[:len(work.segments) - len(ch.bwd.segments)])
+        layers = list(ch.bwd_layers) or [interned(())]
         parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
         parts[-1] = parts[-1] + ch.bwd_tail
         # DeepSpeed's 2021 stage 3 calls torch.cuda.synchronize() before every parameter gather
@@ -593,7 +593,7 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         hardware_flops=hardware_flops_per_iteration(cfg),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
-        compute_sources=dict(sorted(pricer.compute.sources.items())),
+        compute_sources=dict(sorted(pricer.compute_sources().items())),
         simulation={"method": method, "reason": reason},
     )
 

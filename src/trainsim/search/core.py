@@ -27,13 +27,16 @@
 from __future__ import annotations
 
 import heapq
+import itertools
+import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
+from trainsim.pricing import shared
 from trainsim.search.evaluation import Bounds, Evaluation, evaluate
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
@@ -232,6 +235,20 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     space = space or SearchSpace()
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()
+    # this search's prices, shared by its bounds here and its simulations in each worker
+    token = (os.getpid(), next(_SEARCHES), time.time_ns())
+    with shared(token):
+        return _search(base, gpu_counts, space, top_k, executor, rank_by, exhaustive,
+                       reference, pareto_slowdown, progress, cache, wave, batch, t0, token)
+
+
+_SEARCHES = itertools.count()
+
+
+def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: int,
+            executor: Executor, rank_by: RankBy, exhaustive: bool, reference: Candidate | None,
+            pareto_slowdown: float, progress: Progress | None, cache: EvaluationCache | None,
+            wave: int, batch: int, t0: float, token: Hashable) -> SearchResult:
     counts = tuple(dict.fromkeys(int(n) for n in gpu_counts))
     if not counts or any(n < 1 for n in counts):
         raise ConfigError(f"--gpus={list(gpu_counts)} must be positive GPU counts")
@@ -347,7 +364,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     while heap:
         todo: list[tuple[float, Candidate, float]] = []
         fresh: list[tuple[float, Evaluation, float]] = []
-        stream = Stream(executor, base)
+        stream = Stream(executor, base, token)
         while heap and len(todo) + len(fresh) < wave:
             lb, _, c, headroom, refined = heapq.heappop(heap)
             group_size = 1 + len(siblings.get(c, ()))

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from trainsim.compute.roofline import gemm_rate
+from trainsim.pricing import shared
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
@@ -409,9 +410,15 @@ def evaluate(candidate: Candidate, base: Base) -> Evaluation:
                       lower_bound_s(candidate.mem, base))
 
 
-def evaluate_batch(base: Base, candidates: list[Candidate]) -> list[Evaluation]:
-    """The unit of work an executor runs on a worker: one batch of candidates."""
-    return [evaluate(c, base) for c in candidates]
+def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = None
+                   ) -> list[Evaluation]:
+    """The unit of work an executor runs on a worker: one batch of candidates. ``token``: the
+    search's (its batches price the passes they share once per process:
+    :func:`trainsim.pricing.shared`); None prices each candidate on its own."""
+    if token is None:
+        return [evaluate(c, base) for c in candidates]
+    with shared(token):
+        return [evaluate(c, base) for c in candidates]
 
 
 __all__ = ["BOUND_SAFETY", "REFINED_SAFETY", "Bounds", "Evaluation", "evaluate", "evaluate_batch", "lower_bound_s",

@@ -1,8 +1,9 @@
 """Where candidate batches are simulated: this process, local worker processes, or Ray.
 
 Every executor runs :func:`trainsim.search.evaluation.evaluate_batch` on the batches it is given
-and returns the results in the order of the batches, so the search sees the same answers
-whatever runs them (and however many workers there are). Ray is imported only when asked for.
+(with the search's ``token``: a worker shares its priced passes between the batches of one
+search, ``pricing.shared``) and returns the results in the order of the batches, so the search
+sees the same answers whatever runs them (and however many workers there are). Ray is imported only when asked for.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
 from trainsim.errors import ConfigError
@@ -27,8 +28,8 @@ class Executor(Protocol):
     name: str
     workers: int
 
-    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
-            ) -> list[list[Evaluation]]: ...
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
+            token: Hashable = None) -> list[list[Evaluation]]: ...
 
     def close(self) -> None: ...
 
@@ -39,11 +40,11 @@ class SerialExecutor:
     name = "serial"
     workers = 1
 
-    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
-            ) -> list[list[Evaluation]]:
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
+            token: Hashable = None) -> list[list[Evaluation]]:
         out = []
         for b in batches:
-            out.append(evaluate_batch(base, b))
+            out.append(evaluate_batch(base, b, token))
             if on_done:
                 on_done(len(b))
         return out
@@ -78,15 +79,15 @@ class Stream:
     can (local processes: ``submit``), so that the caller goes on working meanwhile; else all
     mapped together when the results are asked for (this process, Ray), as ``map`` does."""
 
-    def __init__(self, executor: Executor, base: Base) -> None:
-        self.executor, self.base = executor, base
+    def __init__(self, executor: Executor, base: Base, token: Hashable = None) -> None:
+        self.executor, self.base, self.token = executor, base, token
         self.start = getattr(executor, "submit", None)
         self.started: list[_Futures] = []
         self.held: list[Batch] = []
 
     def add(self, batch: Batch) -> None:
         if self.start is not None:
-            self.started.append(self.start(self.base, [batch]))
+            self.started.append(self.start(self.base, [batch], token=self.token))
         else:
             self.held.append(batch)
 
@@ -97,8 +98,8 @@ class Stream:
     def results(self) -> list[Evaluation]:
         """Every batch's evaluations, in the order the batches were added."""
         out = [e for f in self.started for res in f.result() for e in res]
-        return out + [e for res in self.executor.map(self.base, self.held) for e in res] \
-            if self.held else out
+        return out + [e for res in self.executor.map(self.base, self.held, token=self.token)
+                      for e in res] if self.held else out
 
 
 class LocalExecutor:
@@ -112,16 +113,16 @@ class LocalExecutor:
         self.workers = workers or os.cpu_count() or 1
         self._pool: cf.ProcessPoolExecutor | None = None
 
-    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
-            ) -> list[list[Evaluation]]:
-        return self.submit(base, batches, on_done).result()
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
+            token: Hashable = None) -> list[list[Evaluation]]:
+        return self.submit(base, batches, on_done, token).result()
 
-    def submit(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
-               ) -> _Futures:
+    def submit(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
+               token: Hashable = None) -> _Futures:
         """:meth:`map` without waiting: the workers start on the batches at once."""
         if self._pool is None:
             self._pool = cf.ProcessPoolExecutor(max_workers=self.workers)
-        return _Futures([self._pool.submit(evaluate_batch, base, b) for b in batches],
+        return _Futures([self._pool.submit(evaluate_batch, base, b, token) for b in batches],
                         batches, on_done)
 
     def close(self) -> None:
@@ -153,12 +154,12 @@ class RayExecutor:
         self._base_ref = None
         self._base: Base | None = None
 
-    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None
-            ) -> list[list[Evaluation]]:
+    def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
+            token: Hashable = None) -> list[list[Evaluation]]:
         ray = self._ray
         if self._base is not base:  # ship the base once per search, not with every batch
             self._base_ref, self._base = ray.put(base), base
-        refs = [self._remote.remote(self._base_ref, b) for b in batches]
+        refs = [self._remote.remote(self._base_ref, b, token) for b in batches]
         index = {r: i for i, r in enumerate(refs)}
         out: list[list[Evaluation]] = [[] for _ in batches]
         pending = list(refs)

@@ -1,0 +1,83 @@
+"""Prices shared by the simulations of one search (``pricing.shared``, issue 21 item 4): every
+result is the one simulated alone, to the bit, and a new token prices anew."""
+
+from __future__ import annotations
+
+import random
+
+from helpers import make_base
+
+from trainsim import simulate
+from trainsim.compute import roofline
+from trainsim.pricing import Pricer, interned, join, shared
+from trainsim.search import SearchSpace
+from trainsim.search.space import Candidate
+from trainsim.workload.layers import layer_forward, shard_of
+
+SPACE = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 3), max_micro_batch=4,
+                    max_cp=2)
+
+
+def _configs(n: int, seed: int = 7) -> list:
+    base = make_base(gpus=16, batch=64)
+    keys = list(SPACE.memory_keys(base, 16))
+    rng = random.Random(seed)
+    out = []
+    for key in rng.sample(keys, n):
+        variants = SPACE.variants(key)
+        out.append(Candidate.to_config(rng.choice(variants), base))
+    return out
+
+
+def _fields(r) -> tuple:
+    return (r.iteration_time_s, r.breakdown, r.exposed_comm, r.memory, r.critical_stage,
+            r.compute_sources, r.simulation, r.model_flops, r.hardware_flops)
+
+
+def test_shared_prices_give_every_result_to_the_bit():
+    """Forty random candidates simulated alone, then twice inside one ``shared`` (the second
+    time every price and every sum of priced passes is taken from the first): equal in every
+    field, the compute models' op counts included."""
+    cfgs = _configs(40)
+    alone = [_fields(simulate(cfg)) for cfg in cfgs]
+    with shared(("test", 1)):
+        first = [_fields(simulate(cfg)) for cfg in cfgs]
+        again = [_fields(simulate(cfg)) for cfg in cfgs]
+    assert first == alone
+    assert again == alone
+
+
+def test_a_pricer_inside_shared_returns_the_kept_price():
+    """The same op list under the same settings is priced once (the same object back); a
+    pricer of other settings (another TP degree) is not handed it."""
+    cfgs = _configs(12, seed=3)
+    with shared(("test", 2)):
+        a, b = Pricer(cfgs[0]), Pricer(cfgs[0])
+        ops = layer_forward(cfgs[0], shard_of(cfgs[0]), moe=False)
+        assert a.price(ops) is b.price(ops)
+        other = next(c for c in cfgs if c.parallel.tp != cfgs[0].parallel.tp)
+        assert Pricer(other).price(ops) is not a.price(ops)
+    assert Pricer(cfgs[0]).price(ops) is not a.price(ops)  # outside: priced anew
+
+
+def test_sums_of_kept_passes_are_made_once():
+    with shared(("test", 3)):
+        x, y = interned((("compute", 1.0, "a"),)), interned((("tp_comm", 2.0, "b"),))
+        assert interned((("compute", 1.0, "a"),)) is x
+        assert x + y is x + y and join([x, y, x]) is join([x, y, x])
+        assert (x + y).segments == join([x, y]).segments
+        assert x * 3 is x * 3
+    assert x + y is not x + y  # outside: a new object each time
+
+
+def test_a_new_token_prices_anew(monkeypatch):
+    """Prices are kept for one token (one search, over which the model cannot change): under
+    a new one a changed constant is priced in."""
+    cfg = _configs(1, seed=5)[0]
+    with shared(("test", 4)):
+        before = simulate(cfg).iteration_time_s
+    monkeypatch.setattr(roofline, "HBM_EFFICIENCY", roofline.HBM_EFFICIENCY / 2)
+    with shared(("test", 5)):
+        after = simulate(cfg).iteration_time_s
+    assert after > before
+    assert after == simulate(cfg).iteration_time_s
