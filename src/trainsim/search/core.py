@@ -345,7 +345,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
             if not may_rank(lb, c) and not on_front(lb, c, INF):
                 return
         if headroom is None and c.mem not in memory:
-            memory[c.mem] = check_memory(c.mem, base)
+            memory[c.mem] = check_memory(c.mem, base, bounds.configs.get(c.mem))
 
     def work_ahead(todo: list[tuple[float, Candidate, float]]) -> Iterator[None]:
         """:func:`prepare` step by step: the refined bounds the simulated candidates' siblings
@@ -380,7 +380,8 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                 heapq.heappush(heap, (lb, order, c, headroom, True))
                 continue
             if headroom is None:  # a lead not yet checked for memory
-                mc = memory[c.mem] if c.mem in memory else check_memory(c.mem, base)
+                mc = memory[c.mem] if c.mem in memory else \
+                    check_memory(c.mem, base, bounds.configs.get(c.mem))
                 if mc is None or not mc.fits:
                     siblings.pop(c, None)
                     memory_pruned += group_size

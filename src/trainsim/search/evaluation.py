@@ -88,10 +88,17 @@ class Bounds:
         self._layouts: dict[tuple, tuple] = {}
         self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
         self._refined: dict[tuple, float] = {}
+        self._cheap: dict[MemoryKey, float] = {}
+        self.configs: dict[MemoryKey, Any] = {}
+        """Each memory group's config as :meth:`prime` was given it (the search's memory check
+        and bound shapes read it again)."""
         self.failed: str | None = None
 
     def cheap(self, key: MemoryKey) -> float:
-        return lower_bound_s(key, self.base)
+        hit = self._cheap.get(key)
+        if hit is None:
+            hit = self._cheap[key] = lower_bound_s(key, self.base)
+        return hit
 
     def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False
                     ) -> tuple[dict[bool, float], float, float]:
@@ -196,11 +203,13 @@ class Bounds:
     def _shape(self, key: MemoryKey) -> _Shape:
         hit = self._shapes.get(key)
         if hit is None:
-            hit = self._shapes[key] = self._shape_of(Candidate(key).to_config(self.base))
+            hit = self._shapes[key] = self._shape_of(
+                self.configs.get(key) or Candidate(key).to_config(self.base))
         return hit
 
     def prime(self, key: MemoryKey, cfg: Any) -> None:
         """Keep the shape of a memory group whose config the caller has built anyway."""
+        self.configs[key] = cfg
         if key not in self._shapes and not self.failed:
             try:
                 self._shapes[key] = self._shape_of(cfg)

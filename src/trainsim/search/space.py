@@ -434,13 +434,16 @@ class MemoryCheck:
     headroom_bytes: float
 
 
-def check_memory(key: MemoryKey, base: Base) -> MemoryCheck | None:
+def check_memory(key: MemoryKey, base: Base, cfg: RunConfig | None = None
+                 ) -> MemoryCheck | None:
     """Memory of a memory group; None if RunConfig rejects the combination or its iteration
-    is over the task limit (trainsim.limits: it could not be simulated)."""
-    try:
-        cfg = Candidate(key).to_config(base)
-    except ConfigError:
-        return None
+    is over the task limit (trainsim.limits: it could not be simulated). ``cfg``: the group's
+    config, ``Candidate(key).to_config(base)``, where the caller has built it already."""
+    if cfg is None:
+        try:
+            cfg = Candidate(key).to_config(base)
+        except ConfigError:
+            return None
     if simulation_tasks(cfg) > limit("TRAINSIM_MAX_TASKS"):
         return None
     hbm = cfg.cluster.gpu.hbm_bytes
