@@ -208,13 +208,10 @@ class Bounds:
         return hit
 
     def prime(self, key: MemoryKey, cfg: Any) -> None:
-        """Keep the shape of a memory group whose config the caller has built anyway."""
+        """Keep the config of a memory group that the caller has built anyway: its bound shape
+        is worked out from it when a refined bound first asks (:meth:`_shape`; most groups
+        are, while the workers simulate, rather than before the first simulation starts)."""
         self.configs[key] = cfg
-        if key not in self._shapes and not self.failed:
-            try:
-                self._shapes[key] = self._shape_of(cfg)
-            except Exception as exc:  # noqa: BLE001 - refined() keeps the FLOP bound then
-                log.debug("search: no bound shape for %s (%r)", key, exc)
 
     def _shape_of(self, cfg: Any) -> _Shape:
         p, m = cfg.parallel, cfg.num_microbatches
