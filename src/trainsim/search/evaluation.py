@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainsim.compute.roofline import gemm_rate
+from trainsim.engine import gc_paused
 from trainsim.pricing import shared
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.simulator import simulate
@@ -423,7 +424,7 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
     :func:`trainsim.pricing.shared`); None prices each candidate on its own."""
     if token is None:
         return [evaluate(c, base) for c in candidates]
-    with shared(token):
+    with shared(token), gc_paused():  # as simulate() does, the configs and results around it
         return [evaluate(c, base) for c in candidates]
 
 

@@ -15,6 +15,7 @@ groups (:class:`MemoryKey`) first, each checked once, then expanded into switch 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 from collections.abc import Iterator
@@ -420,8 +421,13 @@ class SearchSpace:
         # every combination of the switches that apply (Candidate's fields in this order;
         # built directly: dataclasses.replace was a tenth of a large search's own time), in
         # Candidate's order: product's own, False before True field by field
-        choices = [(False, True) if applies else (False,) for applies in options.values()]
-        return [Candidate(key, *flags) for flags in itertools.product(*choices)]
+        return [Candidate(key, *flags) for flags in _switch_products(tuple(options.values()))]
+
+
+@functools.lru_cache(maxsize=64)
+def _switch_products(applies: tuple[bool, ...]) -> tuple[tuple[bool, ...], ...]:
+    """Every combination of the switches that apply (False before True, field by field)."""
+    return tuple(itertools.product(*((False, True) if a else (False,) for a in applies)))
 
 
 @dataclass(frozen=True)
