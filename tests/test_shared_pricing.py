@@ -81,3 +81,26 @@ def test_a_new_token_prices_anew(monkeypatch):
         after = simulate(cfg).iteration_time_s
     assert after > before
     assert after == simulate(cfg).iteration_time_s
+
+
+def test_a_batch_runs_the_loop_once_for_twin_graphs(monkeypatch):
+    """Selective recompute beside FlashAttention (whose backward recomputes the scores anyway)
+    leaves recompute none's passes: in one batch the pair's task graph runs the loop once,
+    and both evaluations are the ones simulated alone."""
+    import dataclasses
+
+    from trainsim.engine import loop
+    from trainsim.search.evaluation import evaluate, evaluate_batch
+
+    base = make_base(gpus=16, batch=64)
+    key = next(k for k in SPACE.memory_keys(base, 16)
+               if k.recompute == "none" and k.pp == 2 and k.dp > 1)
+    pair = [Candidate(key), Candidate(dataclasses.replace(key, recompute="selective"))]
+    alone = [evaluate(c, base) for c in pair]
+    assert alone[0].iteration_time_s == alone[1].iteration_time_s
+    runs = []
+    real = loop._run
+    monkeypatch.setattr(loop, "_run", lambda tasks, prefix: runs.append(1) or real(tasks, prefix))
+    batch = evaluate_batch(base, pair, ("test", 6))
+    assert batch == alone
+    assert len(runs) == 1

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainsim.compute.roofline import gemm_rate
 from trainsim.engine import gc_paused
+from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.simulator import simulate
@@ -424,7 +425,11 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
     :func:`trainsim.pricing.shared`); None prices each candidate on its own."""
     if token is None:
         return [evaluate(c, base) for c in candidates]
-    with shared(token), gc_paused():  # as simulate() does, the configs and results around it
+    # the collector paused as simulate() pauses it, here over the configs and results too; a
+    # task graph equal to one of the batch's earlier candidates' runs the loop once (a
+    # search's candidates in pairs: selective recompute where FlashAttention's backward
+    # recomputes the scores anyway leaves recompute none's passes, at the same bound)
+    with shared(token), gc_paused(), runs_shared():
         return [evaluate(c, base) for c in candidates]
 
 
