@@ -12,7 +12,8 @@ from trainsim.compute import roofline
 from trainsim.pricing import Pricer, interned, join, shared
 from trainsim.search import SearchSpace
 from trainsim.search.space import Candidate
-from trainsim.workload.layers import layer_forward, shard_of
+from trainsim.workload.layers import layer_forward
+from trainsim.workload.shard import shard_of
 
 SPACE = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 3), max_micro_batch=4,
                     max_cp=2)
