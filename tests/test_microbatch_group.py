@@ -190,6 +190,10 @@ def test_profiles_and_the_tuner():
         _cfg(4, 2, 8, 8, *base, "training.framework_version=core_v0.9.0")
     assert _cfg(4, 2, 8, 8, *base, "training.framework_version=core_v0.10.0").parallel \
         .microbatch_group_rule == "megatron"
+    for version in ("25.09", "26.06"):  # Megatron-Bridge runs Megatron-core >= 0.14
+        assert _cfg(4, 2, 8, None, "training.framework=megatron-bridge",
+                    f"training.framework_version={version}").parallel \
+            .microbatch_group_rule == "megatron"
     with pytest.raises(ConfigError, match="multiple"):
         _cfg(4, 2, 2)  # no framework: m % pp == 0 as before
     meta = _cfg(4, 2, 2, None, "training.framework=meta-llama3")  # 2 micro-batches, pp 4
