@@ -2,9 +2,10 @@
 traceback.
 
 ``GuardedGroup`` wraps every subcommand: a :class:`TrainsimError` (bad config, impossible
-combination, work over a limit), a ``ValueError`` from parsing what the user typed, or an
-``OSError`` from a file the user named (a missing directory, ``/dev/full``) becomes
-``error: <message>`` and exit status 2. Anything else is a bug in trainsim: it is reported in
+combination, work over a limit), a ``ValueError`` from parsing what the user typed, an
+``OSError`` from a file the user named (a missing directory, ``/dev/full``) or click's own usage
+error (an option out of its range, an unknown command) becomes ``error: <message>`` and exit
+status 2. Anything else is a bug in trainsim: it is reported in
 one line as an internal error (exit 3). With ``TRAINSIM_DEBUG=1`` every exception other than a
 TrainsimError or an OSError keeps its traceback: the fuzz tests run that way, so a ValueError
 that only this safety net catches still fails them.
@@ -77,8 +78,32 @@ OPTIONAL_EXTRAS = {"torch": 'pip install -e ".[torch]"',
                    "ray": "pip install ray"}
 
 
+def usage_fail(exc: click.UsageError) -> NoReturn:
+    """Click's usage error as one ``error:`` line naming the command's --help (click prints
+    three lines: the usage, a hint and ``Error: ...``)."""
+    path = exc.ctx.command_path if exc.ctx is not None else ""
+    hint = f" (see {path} --help)" if path else ""
+    _echo_err(f"{click.style('error:', fg='red', bold=True)} {one_line(exc.format_message())}"
+              f"{hint}")
+    sys.exit(exc.exit_code)
+
+
+def _asks_for_help(exc: click.UsageError) -> bool:
+    """A group given no subcommand (``trainsim token``): click shows its help, kept as is."""
+    return type(exc).__name__ == "NoArgsIsHelpError"
+
+
 class GuardedGroup(click.Group):
     """A click group whose subcommands end in one error line instead of a traceback."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:  # the group's own options (``trainsim --bogus``)
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            if _asks_for_help(exc):
+                raise
+            usage_fail(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
         with warnings.catch_warnings():
@@ -89,6 +114,10 @@ class GuardedGroup(click.Group):
     def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as exc:  # a subcommand's option or argument, or no such command
+            if _asks_for_help(exc):
+                raise
+            usage_fail(exc)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except (TrainsimError, OSError) as exc:  # OSError: a file or directory the user named

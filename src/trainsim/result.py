@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainsim.config import RunConfig
 from trainsim.config._build import to_dict
 from trainsim.engine import Timeline
+from trainsim.errors import ConfigError
 from trainsim.memory import MemoryBreakdown
 
 
@@ -100,8 +102,13 @@ class Result:
         c = self.config.cluster
         # GPU board power at TDP times PUE: an upper bound (Patterson et al. 2021 use measured power)
         energy_kwh = gpu_hours * c.gpu.tdp_w / 1000 * c.pue
-        return {"days": seconds / 86400, "gpu_hours": gpu_hours,
-                "cost_usd": gpu_hours * c.gpu_price_per_hour, "energy_mwh": energy_kwh / 1000}
+        run = {"days": seconds / 86400, "gpu_hours": gpu_hours,
+               "cost_usd": gpu_hours * c.gpu_price_per_hour, "energy_mwh": energy_kwh / 1000}
+        if not all(math.isfinite(v) for v in run.values()):  # a float overflow, never a total
+            raise ConfigError(f"training.train_tokens={tokens:g} at {self.tokens_per_s:.3g} "
+                              "tokens/s: the run's days, cost or energy exceed any finite "
+                              "number; give fewer tokens or check the GPU's tdp_w and price")
+        return run
 
     def to_dict(self) -> dict[str, Any]:
         mem = self.memory[self.peak_memory_stage]

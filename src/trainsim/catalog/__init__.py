@@ -22,7 +22,7 @@ from trainsim.config import (
     RunConfig,
     TrainingConfig,
 )
-from trainsim.config._build import DeprecatedName, build, suggest
+from trainsim.config._build import DeprecatedName, as_written, build, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse, parse_value, read_text
@@ -434,11 +434,20 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
             raise ConfigError(f"{key} must be a mapping of fields (e.g. {key}: {{...}}), "
                               f"got {_kind(data[key])}")
     parallel_raw = dict(data.get("parallel") or {})
+    written = {full: short for short, full in ALIASES.items() if short in parallel_raw}
     for short, full in ALIASES.items():
         if short in parallel_raw:
             if full in parallel_raw:
                 raise ConfigError(f"parallel.{short} and parallel.{full} are the same field; give one")
             parallel_raw[full] = parallel_raw.pop(short)
+    try:
+        return _run_config(data, parallel_raw, base_dir)
+    except ConfigError as exc:  # name tp=... as the user wrote it, not tensor_model_parallel_size
+        as_written(exc, written)
+        raise
+
+
+def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Path) -> RunConfig:
     training_raw = dict(data.get("training") or {})
     cluster_raw = data["cluster"] if isinstance(data["cluster"], dict) else {}
     gpu_name = cluster_raw.get("gpu") or (node(str(cluster_raw["node"]))["gpu"]

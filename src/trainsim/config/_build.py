@@ -7,6 +7,7 @@ import difflib
 import functools
 import math
 import numbers
+import re
 import types
 import typing
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
@@ -39,6 +40,19 @@ def suggest(name: str, choices: typing.Iterable[str]) -> str:
     prefixed = [c for c in choices if c.startswith(name)] if len(name) >= 2 else []
     close = prefixed or difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def as_written(exc: ConfigError, written: dict[str, str]) -> ConfigError:
+    """``exc`` with each field name ``written`` maps (its canonical name -> the name the user
+    wrote, e.g. tensor_model_parallel_size -> tp) spelled as the user wrote it; returned for
+    ``raise``. Whole names only: pipeline_model_parallel_size inside
+    virtual_pipeline_model_parallel_size is left alone."""
+    text = str(exc)
+    for full, short in written.items():
+        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(full)}(?![A-Za-z0-9_])", short, text)
+    if text != str(exc):
+        exc.args = (text, *exc.args[1:])
+    return exc
 
 
 def _coerce(value: Any, tp: Any, where: str) -> Any:

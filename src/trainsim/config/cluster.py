@@ -19,6 +19,12 @@ DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 """Datatypes a GPU's peak_flops may list."""
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "direct")
 """NCCL_ALGO values (collectives.nccl prices each)."""
+MAX_PUE = 10.0
+"""Largest power usage effectiveness taken: facility power over IT power is about 1.1 for
+hyperscale and 1.6 to 2.5 for older or small datacenters (Uptime Institute surveys); beyond 10
+a value is a typo, and it would scale energy past any finite total."""
+MAX_PRICE_PER_HOUR = 1e6
+"""Largest price of one GPU-hour taken, in USD (rented GPUs cost about 1 to 10)."""
 PROTOCOLS = ("LL", "LL128", "Simple")
 
 TOPOLOGIES = ("rail-optimized", "spine-leaf", "nvl72", "torus")
@@ -237,9 +243,12 @@ class ClusterConfig:
         require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
-        if not 1 <= self.pue < math.inf:
-            raise ConfigError(f"cluster.pue={self.pue} must be >= 1 (facility power over IT "
-                              "power; 1.0 is a datacenter with no overhead)")
+        if self.price_per_gpu_hour is not None and self.price_per_gpu_hour > MAX_PRICE_PER_HOUR:
+            raise ConfigError(f"cluster.price_per_gpu_hour={self.price_per_gpu_hour:g} is out of "
+                              f"range (at most {MAX_PRICE_PER_HOUR:,.0f} USD per GPU-hour)")
+        if not 1 <= self.pue <= MAX_PUE:
+            raise ConfigError(f"cluster.pue={self.pue} must be from 1 to {MAX_PUE:g} (facility "
+                              "power over IT power; 1.0 is a datacenter with no overhead)")
         if self.nccl_algo.lower() not in ("auto",) + ALGORITHMS:
             raise ConfigError(f"cluster.nccl_algo={self.nccl_algo!r} is unknown"
                               f"{suggest(self.nccl_algo.lower(), ALGORITHMS)}; known: auto, "

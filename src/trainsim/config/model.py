@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -155,9 +154,16 @@ class ModelConfig:
             if self.moe_router_topk > self.num_experts:
                 raise ConfigError(f"model.moe_router_topk={self.moe_router_topk} exceeds "
                                   f"model.num_experts={self.num_experts}")
-            if not 1.0 <= self.moe_token_imbalance < math.inf:
+            if not 1.0 <= self.moe_token_imbalance <= self.num_experts:
                 raise ConfigError(f"model.moe_token_imbalance={self.moe_token_imbalance} must be "
-                                  ">= 1 (busiest rank over the mean)")
+                                  f"from 1 to model.num_experts={self.num_experts} (busiest rank "
+                                  "over the mean: at most every token on one rank)")
+            if self.moe_capacity_factor is not None and \
+                    self.moe_capacity_factor > self.num_experts:
+                raise ConfigError(f"model.moe_capacity_factor={self.moe_capacity_factor} exceeds "
+                                  f"model.num_experts={self.num_experts}: an expert's capacity "
+                                  "is then more than every token of the batch; leave it empty "
+                                  "for dropless routing")
         else:
             dense_default = {f.name: f.default for f in dataclasses.fields(self)
                              if f.name in MOE_ONLY_FIELDS}

@@ -113,6 +113,17 @@ def _json_constant(name: str) -> Any:
     raise ConfigError(f"{name} is not a JSON number; give a finite number")
 
 
+def _yaml_problem(exc: Exception) -> str:
+    """What is wrong and where, on one line: PyYAML's first line says only what it was doing
+    ('while scanning for the next token'); its problem and mark say what and where."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        context = f" ({exc.context})" if exc.context else ""
+        return f"{where}{exc.problem}{context}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
 def parse(text: str, source: str, fmt: str = "yaml") -> Any:
     """Plain data (dict/list/str/int/float/bool/None) from YAML or JSON ``text``.
 
@@ -128,9 +139,8 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
     except RecursionError:
         raise ConfigError(f"{source}: nested too deeply (at most {MAX_DEPTH} levels)") from None
     except (yaml.YAMLError, json.JSONDecodeError, ValueError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         what = "JSON" if fmt == "json" else "YAML"
-        raise ConfigError(f"{source} is not valid {what}: {first}") from None
+        raise ConfigError(f"{source} is not valid {what}: {_yaml_problem(exc)}") from None
     return plain(data, source)
 
 

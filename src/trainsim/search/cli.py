@@ -19,13 +19,13 @@ import click
 from rich.console import Console
 
 from trainsim.cli_guard import (
-    NONNEGATIVE,
     POSITIVE,
     POSITIVE_INT,
     FiniteFloat,
     fail,
     renamed_option,
 )
+from trainsim.config.cluster import MAX_PRICE_PER_HOUR, MAX_PUE
 from trainsim.errors import ConfigError, TrainsimError
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80 columns
@@ -85,6 +85,11 @@ OWN_OPTIONS = {("training", "global_batch_size"): "--global-batch",
 """Fields a search or plan sets from its own options; ``--set`` may not set them too (a value
 equal to the option's is let through, except for the fields the command varies, ``VARIED``)."""
 VARIED = ("num_gpus", "micro_batch_size")
+MAX_GRID_G_PER_KWH = 10_000.0
+"""Largest grid carbon intensity plan takes (g CO2e/kWh; coal plants emit about 1,000)."""
+MAX_NODE_OVERHEAD = 10.0
+"""Largest non-GPU node power per GPU plan takes, as a fraction of the GPU's TDP (CPUs, NICs
+and fans of a DGX draw well under one)."""
 
 
 def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
@@ -120,22 +125,42 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     return Base(cfg.model, training, cfg.cluster, fixed)
 
 
+def nothing_found(result: Any) -> ConfigError:
+    """Why a search ranked nothing: no candidate is a valid split at all (the GPU count, the
+    batch and the model's heads and layers admit none), or none fits in memory."""
+    b = result.base
+    if result.stats.enumerated:
+        return ConfigError("no configuration fits in memory; try more GPUs, a smaller "
+                           "--global-batch or --seq, or allow recompute/ZeRO")
+    counts = ",".join(str(n) for n in result.gpu_counts)
+    return ConfigError(
+        f"no parallel configuration of {b.model.name} is valid on {counts} GPUs with global "
+        f"batch {b.training.global_batch_size}: tp*pp*cp*dp must be the GPU count, tp must "
+        f"divide the {b.model.num_attention_heads} attention heads, pp the "
+        f"{b.model.num_layers} layers, and dp*micro batch the global batch; change --gpus or "
+        "--global-batch, or widen --tp/--pp/--cp")
+
+
 def _fixed_parallel(given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     """Parallel fields fixed with --set parallel.X=V, by their full names, checked by
     ParallelConfig (unknown names and bad values are errors, never dropped)."""
     from trainsim.config import ParallelConfig
-    from trainsim.config._build import build
+    from trainsim.config._build import as_written, build
     from trainsim.config.parallel import ALIASES
 
     full = {ALIASES.get(k, k): v for k, v in given.items()}
-    p = build(ParallelConfig, full, "--set parallel")
+    try:
+        p = build(ParallelConfig, full, "--set parallel")
+    except ConfigError as exc:  # named as written: tp, not tensor_model_parallel_size
+        as_written(exc, {ALIASES[k]: k for k in given if k in ALIASES})
+        raise
     return tuple(sorted((k, getattr(p, k)) for k in full))
 
 
 def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
     from trainsim.config import ParallelConfig, RunConfig
-    from trainsim.config._build import build
+    from trainsim.config._build import as_written, build
     from trainsim.config.parallel import ALIASES
     from trainsim.config.safe_load import parse_value
     from trainsim.search.space import Candidate, MemoryKey
@@ -143,6 +168,7 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
              **ALIASES}
     parallel: dict[str, Any] = {}
+    written: dict[str, str] = {}  # full field name -> as the user wrote it
     micro = 1
     for item in text.replace(";", ",").split(","):
         if not item.strip():
@@ -151,10 +177,13 @@ def parse_reference(text: str, base: Any, num_gpus: int):
             raise ConfigError(f"--reference {item!r}: expected field=value")
         k, v = (s.strip() for s in item.split("=", 1))
         value = parse_value(v, f"--reference {k}")
+        if names.get(k, k) in parallel or k in ("mb", "micro_batch_size") and "mb" in written:
+            raise ConfigError(f"--reference {k}: given twice; give each field once")
         if k in ("mb", "micro_batch_size"):
-            micro = value
+            micro, written["mb"] = value, k
         else:
             parallel[names.get(k, k)] = value
+            written[names.get(k, k)] = k
     searched = Candidate(MemoryKey(1, 1, 1, 1, 1, 1, "none", False, 0)).parallel_fields()
     dropped = sorted(k for k in parallel if k not in searched and k not in dict(base.fixed))
     if dropped:  # a Candidate carries only the searched fields: never drop one silently
@@ -163,11 +192,18 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     parallel = {**dict(base.fixed), **parallel}
     placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")
-    pp = int(parallel.get("pipeline_model_parallel_size", 1))
-    if base.model.num_layers % pp and not any(parallel.get(k) for k in placed):
-        parallel["pipeline_model_parallel_layout"] = "balanced"
-    p = build(ParallelConfig, parallel, "--reference")
-    micro = build(type(base.training), {"micro_batch_size": micro}, "--reference").micro_batch_size
+    try:
+        p = build(ParallelConfig, parallel, "--reference")
+        if base.model.num_layers % p.pp and not any(parallel.get(k) for k in placed):
+            p = build(ParallelConfig, {**parallel, "pipeline_model_parallel_layout": "balanced"},
+                      "--reference")
+        micro = build(type(base.training), {"micro_batch_size": micro},
+                      "--reference").micro_batch_size
+    except ConfigError as exc:  # '--reference tp=...' as written
+        as_written(exc, {f"--reference.{full}": f"--reference {short}"
+                         for full, short in written.items()} | {
+                   "--reference.micro_batch_size": f"--reference {written.get('mb', 'mb')}"})
+        raise
     training = dataclasses.replace(base.training, micro_batch_size=micro)
     return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
 
@@ -236,6 +272,8 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
     from trainsim.search.space import SearchSpace
 
     rc = tuple(s.strip() for s in recompute.split(",") if s.strip())
+    if not rc:  # an empty list would leave nothing to search, reported as "nothing fits"
+        raise ConfigError(f"--recompute={recompute!r}: give one or more of none, selective, full")
     scheds = None
     if schedules is not None:
         names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
@@ -289,8 +327,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
                             exhaustive=exhaustive, reference=ref, progress=update,
                             pareto_slowdown=pareto_slowdown)
         if not result.top:
-            raise ConfigError("no configuration fits in memory; try more GPUs, a smaller "
-                              "--global-batch or --seq, or allow recompute/ZeRO")
+            raise nothing_found(result)
         if plot_path:
             from trainsim.report.plots import plot_search
 
@@ -319,12 +356,15 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
               help="Sequences per step; default: about 4M tokens (a power of two).")
 @click.option("--seq", type=POSITIVE_INT, default=8192, show_default=True)
 @click.option("--max-gpus", type=POSITIVE_INT, default=65536, show_default=True)
-@click.option("--price", type=NONNEGATIVE, default=None, help="USD per GPU-hour (default: catalog).")
-@click.option("--pue", type=FiniteFloat(min=1), default=None, help="Datacenter PUE (default: cluster.pue, 1.2).")
-@click.option("--grid", "grid_g", type=NONNEGATIVE, default=400.0, show_default=True,
+@click.option("--price", type=FiniteFloat(min=0, max=MAX_PRICE_PER_HOUR), default=None,
+              help="USD per GPU-hour (default: catalog).")
+@click.option("--pue", type=FiniteFloat(min=1, max=MAX_PUE), default=None, help="Datacenter PUE (default: cluster.pue, 1.2).")
+@click.option("--grid", "grid_g", type=FiniteFloat(min=0, max=MAX_GRID_G_PER_KWH), default=400.0,
+              show_default=True,
               help="Grid carbon intensity, g CO2e per kWh.")
 @click.option("--gpu-idle-fraction", type=FiniteFloat(min=0, max=1), default=0.15, show_default=True)
-@click.option("--node-overhead", type=NONNEGATIVE, default=0.5, show_default=True,
+@click.option("--node-overhead", type=FiniteFloat(min=0, max=MAX_NODE_OVERHEAD), default=0.5,
+              show_default=True,
               help="Non-GPU node power per GPU, as a fraction of the GPU's TDP.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
 def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers, ray_address,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainsim.errors import ConfigError, TrainsimError
+from trainsim.errors import TrainsimError
 from trainsim.service.settings import Limits, Settings
 
 KINDS = ("simulate", "search", "validate", "sweep", "goodput", "plan")
@@ -323,7 +323,7 @@ def _executor(settings: Settings) -> Any:
 
 def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
             run: bool, progress: Progress) -> Output | None:
-    from trainsim.search.cli import _ints, build_base, parse_reference
+    from trainsim.search.cli import _ints, build_base, nothing_found, parse_reference
     from trainsim.search.core import search
 
     _defaults_from_config(config, opts, wd)
@@ -351,8 +351,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
     finally:
         ex.close()
     if not result.top:
-        raise ConfigError("no configuration fits in memory; try more GPUs, a smaller "
-                          "--global-batch or --seq, or allow recompute/ZeRO")
+        raise nothing_found(result)
     from trainsim.search.render import search_json
 
     plot = None

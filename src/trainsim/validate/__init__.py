@@ -27,11 +27,12 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     """Read a validation CSV; returns its kind ('training', 'collectives' or 'kernels') and rows."""
     try:
         text = read_text(path, "validation file").removeprefix("\ufeff")  # Excel's UTF-8 BOM
-        reader = csv.DictReader(io.StringIO(text, newline=""))
-        columns = reader.fieldnames or []
-        rows = list(reader)
-    except csv.Error as exc:
-        raise ConfigError(f"{path} is not a valid CSV file: {exc}") from None
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        records = list(reader)
+    except csv.Error as exc:  # strict: a quote left open runs to the end, not silently
+        raise ConfigError(f"{path} is not a valid CSV file: line {reader.line_num}: {exc} (is "
+                          "a '\"' left open?)") from None
+    columns, rows = _table(path, records)
     if "measured_iteration_s" in columns:
         kind, required = "training", TRAINING_REQUIRED
     elif "measured_busbw_GBps" in columns:
@@ -39,12 +40,17 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     elif "measured_unit" in columns and "kind" in columns:
         kind, required = "kernels", KERNEL_REQUIRED
     else:
+        header = ",".join(columns)
+        hint = "; is it comma-separated?" if any(c in header for c in ";\t|") else ""
         raise ConfigError(f"{path}: not a training file (needs measured_iteration_s), a "
                           "collectives file (needs measured_busbw_GBps) or a kernels file "
-                          "(needs kind and measured_unit)")
+                          f"(needs kind and measured_unit){hint}")
     missing = [c for c in required if c not in columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
+    if not rows:
+        raise ConfigError(f"{path}: no rows under the header; nothing to validate")
+    _check_ids(path, rows)
     measured = {"training": "measured_iteration_s", "collectives": "measured_busbw_GBps",
                 "kernels": "measured_value"}[kind]
     for i, row in enumerate(rows, start=1):
@@ -57,6 +63,46 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
                                   f"{text!r} must be a positive number: the error is relative "
                                   "to it")
     return kind, rows
+
+
+def _table(path: str | Path, records: list[list[str]]) -> tuple[list[str], list[dict[str, str]]]:
+    """(columns, rows as mappings) of CSV ``records``: header names stripped of spaces, blank
+    lines skipped; a column named twice, or a row with more or fewer cells than the header, is
+    refused (csv.DictReader kept the last of two equal columns and set short rows' missing
+    cells to None silently, and put extra cells under no name)."""
+    lines = [(i, r) for i, r in enumerate(records, start=1) if any(c.strip() for c in r)]
+    if not lines:
+        return [], []
+    columns = [c.strip() for c in lines[0][1]]
+    named = [c for c in columns if c]
+    twice = sorted({c for c in named if named.count(c) > 1})
+    if twice:
+        raise ConfigError(f"{path}: column '{twice[0]}' is given twice in the header; give "
+                          "each column once")
+    rows = []
+    for n, (_, cells) in enumerate(lines[1:], start=1):
+        if len(cells) != len(columns):
+            at = columns.index("id") if "id" in columns else len(cells)
+            ident = cells[at].strip() if at < len(cells) else "?"
+            raise ConfigError(f"{path} row {n} (id {ident or '?'}): {len(cells)} cells but the "
+                              f"header has {len(columns)} columns; quote a cell that holds a "
+                              "comma")
+        rows.append({c: v for c, v in zip(columns, cells) if c})
+    return columns, rows
+
+
+def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
+    """Every row has an id, and no two the same: the report and the errata name rows by id,
+    and a row given twice would count twice in the MAPE."""
+    seen: dict[str, int] = {}
+    for n, row in enumerate(rows, start=1):
+        ident = (row.get("id") or "").strip()
+        if not ident:
+            raise ConfigError(f"{path} row {n}: the id cell is empty; give each row an id")
+        if ident in seen:
+            raise ConfigError(f"{path} rows {seen[ident]} and {n} both have id {ident!r}; give "
+                              "each row its own id")
+        seen[ident] = n
 
 
 def _positive_number(text: str | None) -> bool:
