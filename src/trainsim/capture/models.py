@@ -133,8 +133,14 @@ def build_factory(spec: str, batch: int, seq: int) -> Built:
         factory = getattr(importlib.import_module(mod_name), attr)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot import {spec}: {exc}") from None
-    with torch.device("meta"):
-        made = factory()
+    if not callable(factory):
+        raise ConfigError(f"{spec} is a {type(factory).__name__}, not a function returning a "
+                          "torch.nn.Module")
+    try:
+        with torch.device("meta"):
+            made = factory()
+    except Exception as exc:  # noqa: BLE001 - the user's factory failed: say so in one line
+        raise ConfigError(f"{spec}() failed: {type(exc).__name__}: {exc}") from None
     module, inputs = made if isinstance(made, tuple) else (made, None)
     if not isinstance(module, nn.Module):
         raise ConfigError(f"{spec} returned {type(module).__name__}, not a torch.nn.Module")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,8 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     key = name.strip().lower()
     if key not in entries:
         what = {"gpus": "GPU", "nodes": "node", "models": "model"}[kind]
-        raise CatalogError(f"unknown {what} {name!r}{suggest(key, entries)}; "
+        shown = repr(name) if len(name) <= 60 else repr(name[:57]) + "..."
+        raise CatalogError(f"unknown {what} {shown}{suggest(key, entries)}; "
                            f"known: {', '.join(entries)}")
     return _read_yaml(entries[key])
 
@@ -136,15 +138,17 @@ def _gpu_si(d: Any, where: str = "gpu") -> dict[str, Any]:
         if not isinstance(peaks, dict):
             raise ConfigError(f"{where}.peak_tflops must be a mapping of dtype to TFLOP/s "
                               f"(e.g. {{bf16: 989.4, fp8: 1978.9}}), got {_kind(peaks)}")
-        out["peak_flops"] = {str(k): _positive(v, f"{where}.peak_tflops.{k}") * 1e12
+        out["peak_flops"] = {str(k): _scaled(v, f"{where}.peak_tflops.{k}", 1e12)
                              for k, v in peaks.items()}
     for key, (si, scale) in GPU_UNITS.items():
         key = next((old for old, now in RENAMED.items() if now == key and old in out), key)
         if key in out:
-            value = out.pop(key)
-            out[si] = (_number(value, f"{where}.{key}") if key == "l2_mib"
-                       else _positive(value, f"{where}.{key}")) * scale
+            out[si] = _scaled(out.pop(key), f"{where}.{key}", scale, positive=key != "l2_mib")
     return out
+
+
+SI_AS_WRITTEN = {"peak_flops": "peak_tflops", **{si: unit for unit, (si, _) in GPU_UNITS.items()}}
+"""GPUSpec's SI field -> the catalog-unit name a user writes (errors name the latter)."""
 
 
 def gpu_from_dict(d: dict[str, Any], where: str = "gpu") -> GPUSpec:
@@ -153,7 +157,11 @@ def gpu_from_dict(d: dict[str, Any], where: str = "gpu") -> GPUSpec:
     try:
         return build(GPUSpec, si, where)
     except ConfigError as exc:  # GPUSpec names itself gpu[name]; say where the user wrote it
-        raise ConfigError(str(exc).replace(f"gpu[{si.get('name')}]", where)) from None
+        text = str(exc).replace(f"gpu[{si.get('name')}]", where)
+        if "missing required field" in text:  # in the units a user writes: hbm_gib, not bytes
+            for field_si, unit in SI_AS_WRITTEN.items():
+                text = re.sub(rf"\b{field_si}\b", unit, text)
+        raise ConfigError(text) from None
 
 
 @functools.cache
@@ -359,7 +367,7 @@ def _cluster_section(raw: Any) -> ClusterConfig:
     for key, (si, scale) in CLUSTER_UNITS.items():
         key = next((old for old, now in RENAMED.items() if now == key and old in fields), key)
         if key in fields:
-            fields[si] = _positive(fields.pop(key), f"cluster.{key}") * scale
+            fields[si] = _scaled(fields.pop(key), f"cluster.{key}", scale)
     fields["gpu"] = spec
     db = fields.get("compute_db")
     if isinstance(db, str) and db not in ("auto", ""):
@@ -410,6 +418,15 @@ def _positive(value: Any, where: str) -> float:
     f = _number(value, where)
     if not f > 0:
         raise ConfigError(f"{where}={value!r} must be positive")
+    return f
+
+
+def _scaled(value: Any, where: str, scale: float, positive: bool = True) -> float:
+    """A field in catalog units (GB/s, GiB, TFLOP/s) in SI units, checked as written: 1e300
+    GB/s overflows to inf bytes/s, which an error would otherwise name by its SI field."""
+    f = (_positive(value, where) if positive else _number(value, where)) * scale
+    if not math.isfinite(f):
+        raise ConfigError(f"{where}={value!r} is out of range")
     return f
 
 

@@ -299,6 +299,10 @@ class ParallelConfig:
             object.__setattr__(self, "pipeline_model_parallel_layout", None)
             return
         stages = len(parse_layout(text))
+        if self.pp == 1 and stages > 1:  # else reported as a vpp the user never set
+            raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r} has {stages} "
+                              "stages but pipeline_model_parallel_size is 1; set parallel.pp "
+                              "(the layout's stages are pp x vpp)")
         if self.virtual_pipeline_model_parallel_size is None and stages % self.pp == 0:
             vpp = stages // self.pp
             object.__setattr__(self, "virtual_pipeline_model_parallel_size",

@@ -48,10 +48,20 @@ def _ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None
     return vals
 
 
+def _no_such_file(path: Path, what: str) -> None:
+    """A name that is a file's (a .yaml/.json suffix or a directory part) but no such file: say
+    so, rather than 'unknown model' with the list of presets."""
+    if not path.is_file() and (path.suffix.lower() in (".yaml", ".yml", ".json")
+                               or len(path.parts) > 1 or path.is_dir()):
+        why = "is a directory" if path.is_dir() else "no such file"
+        raise ConfigError(f"{what} {str(path)!r}: {why} (give a file or a catalog name)")
+
+
 def _model_spec(model: str) -> Any:
     """A preset name, a Hugging Face config.json, or a YAML/JSON model (or run config) file."""
     path = Path(model)
     if not path.is_file():
+        _no_such_file(path, "MODEL")
         return model
     from trainsim.catalog import read_config_file
 
@@ -65,6 +75,7 @@ def _model_spec(model: str) -> Any:
 def _gpu_spec(gpu: str) -> Any:
     """A catalog GPU name or a YAML file holding a GPU spec (catalog units)."""
     path = Path(gpu)
+    _no_such_file(path, "--gpu")
     if path.is_file():
         from trainsim.catalog import read_config_file
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from trainsim.cli_guard import POSITIVE
+
 _MISSING = ("the service needs its extra: pip install 'trainsim[service]' "
             "(FastAPI, SQLAlchemy, uvicorn)")
 
@@ -55,19 +57,19 @@ def _db_option(f):  # type: ignore[no-untyped-def]
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=int, default=8000, show_default=True)
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @_db_option
-@click.option("--workers", type=int, default=2, show_default=True,
-              help="Worker processes that run jobs.")
-@click.option("--checkers", type=int, default=1, show_default=True,
+@click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Worker processes that run jobs (0: accept jobs, run none).")
+@click.option("--checkers", type=click.IntRange(min=0), default=1, show_default=True,
               help="Processes that check submitted configs (0: threads of the API process).")
 @click.option("--search-executor", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="Where search and plan jobs evaluate candidates: in the "
                                       "worker process, or as Ray tasks.")
 @click.option("--ray-address", default=None, help="Ray cluster to join (ray.init address).")
-@click.option("--max-active-jobs", type=int, default=None,
+@click.option("--max-active-jobs", type=click.IntRange(min=1), default=None,
               help="Jobs one token may have queued or running at once (default 16).")
-@click.option("--sync-timeout", type=float, default=None,
+@click.option("--sync-timeout", type=POSITIVE, default=None,
               help="Seconds POST /api/v1/simulate waits for its result (default 30).")
 def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
           search_executor: str, ray_address: str | None, max_active_jobs: int | None,
