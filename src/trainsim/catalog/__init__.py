@@ -451,7 +451,7 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
             raise ConfigError(f"{key} must be a mapping of fields (e.g. {key}: {{...}}), "
                               f"got {_kind(data[key])}")
     parallel_raw = dict(data.get("parallel") or {})
-    written = {full: short for short, full in ALIASES.items() if short in parallel_raw}
+    written = {full: f"parallel.{short}" for short, full in ALIASES.items() if short in parallel_raw}
     for short, full in ALIASES.items():
         if short in parallel_raw:
             if full in parallel_raw:

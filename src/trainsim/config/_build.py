@@ -42,14 +42,24 @@ def suggest(name: str, choices: typing.Iterable[str]) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def as_written(exc: ConfigError, written: dict[str, str]) -> ConfigError:
-    """``exc`` with each field name ``written`` maps (its canonical name -> the name the user
-    wrote, e.g. tensor_model_parallel_size -> tp) spelled as the user wrote it; returned for
-    ``raise``. Whole names only: pipeline_model_parallel_size inside
-    virtual_pipeline_model_parallel_size is left alone."""
+def as_written(exc: ConfigError, written: dict[str, str], replace: bool = False) -> ConfigError:
+    """``exc`` naming each field as the user wrote it; ``written`` maps a canonical name to the
+    user's (``tensor_model_parallel_size`` -> ``parallel.tp``). The message keeps the canonical
+    name (Megatron's) and ends with ``(parallel.tp is tensor_model_parallel_size)``, or with
+    ``replace`` the user's name takes its place. Whole names only: pipeline_model_parallel_size
+    inside virtual_pipeline_model_parallel_size is left alone. Returned for ``raise``."""
     text = str(exc)
+    notes = []
     for full, short in written.items():
-        text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(full)}(?![A-Za-z0-9_])", short, text)
+        pattern = rf"(?<![A-Za-z0-9_]){re.escape(full)}(?![A-Za-z0-9_])"
+        if not re.search(pattern, text) or short in text:
+            continue
+        if replace:
+            text = re.sub(pattern, short, text)
+        else:
+            notes.append(f"{short} is {full}")
+    if notes:
+        text += f" ({'; '.join(notes)})"
     if text != str(exc):
         exc.args = (text, *exc.args[1:])
     return exc

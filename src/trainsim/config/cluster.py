@@ -247,7 +247,7 @@ class ClusterConfig:
             raise ConfigError(f"cluster.price_per_gpu_hour={self.price_per_gpu_hour:g} is out of "
                               f"range (at most {MAX_PRICE_PER_HOUR:,.0f} USD per GPU-hour)")
         if not 1 <= self.pue <= MAX_PUE:
-            raise ConfigError(f"cluster.pue={self.pue} must be from 1 to {MAX_PUE:g} (facility "
+            raise ConfigError(f"cluster.pue={self.pue} must be >= 1 and at most {MAX_PUE:g} (facility "
                               "power over IT power; 1.0 is a datacenter with no overhead)")
         if self.nccl_algo.lower() not in ("auto",) + ALGORITHMS:
             raise ConfigError(f"cluster.nccl_algo={self.nccl_algo!r} is unknown"

@@ -163,7 +163,8 @@ def _fixed_parallel(given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
     try:
         p = build(ParallelConfig, full, "--set parallel")
     except ConfigError as exc:  # named as written: tp, not tensor_model_parallel_size
-        as_written(exc, {ALIASES[k]: k for k in given if k in ALIASES})
+        as_written(exc, {f"--set parallel.{ALIASES[k]}": f"--set parallel.{k}"
+                         for k in given if k in ALIASES}, replace=True)
         raise
     return tuple(sorted((k, getattr(p, k)) for k in full))
 
@@ -213,7 +214,8 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     except ConfigError as exc:  # '--reference tp=...' as written
         as_written(exc, {f"--reference.{full}": f"--reference {short}"
                          for full, short in written.items()} | {
-                   "--reference.micro_batch_size": f"--reference {written.get('mb', 'mb')}"})
+                   "--reference.micro_batch_size": f"--reference {written.get('mb', 'mb')}"},
+                   replace=True)
         raise
     training = dataclasses.replace(base.training, micro_batch_size=micro)
     return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
