@@ -59,9 +59,9 @@ def _db_option(f):  # type: ignore[no-untyped-def]
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @_db_option
-@click.option("--workers", type=click.IntRange(min=0), default=2, show_default=True,
+@click.option("--workers", type=int, default=2, show_default=True,
               help="Worker processes that run jobs (0: accept jobs, run none).")
-@click.option("--checkers", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--checkers", type=int, default=1, show_default=True,
               help="Processes that check submitted configs (0: threads of the API process).")
 @click.option("--search-executor", type=click.Choice(["local", "ray"]), default="local",
               show_default=True, help="Where search and plan jobs evaluate candidates: in the "

@@ -9,12 +9,13 @@ import csv
 import functools
 import io
 import math
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
 from trainsim.config.records import positive_value
 from trainsim.config.safe_load import read_text
-from trainsim.errors import ConfigError
+from trainsim.errors import ConfigError, TrainsimWarning
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
 from trainsim.validate.common import RowResult, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
@@ -92,17 +93,20 @@ def _table(path: str | Path, records: list[list[str]]) -> tuple[list[str], list[
 
 
 def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
-    """Every row has an id, and no two the same: the report and the errata name rows by id,
-    and a row given twice would count twice in the MAPE."""
+    """A warning for a row without an id and for two rows with the same id: the report and the
+    errata name rows by id, and a row given twice counts twice in the MAPE (both rows are
+    still predicted)."""
     seen: dict[str, int] = {}
     for n, row in enumerate(rows, start=1):
         ident = (row.get("id") or "").strip()
         if not ident:
-            raise ConfigError(f"{path} row {n}: the id cell is empty; give each row an id")
-        if ident in seen:
-            raise ConfigError(f"{path} rows {seen[ident]} and {n} both have id {ident!r}; give "
-                              "each row its own id")
-        seen[ident] = n
+            warnings.warn(f"{path} row {n}: the id cell is empty; give each row an id",
+                          TrainsimWarning, stacklevel=2)
+        elif ident in seen:
+            warnings.warn(f"{path} rows {seen[ident]} and {n} both have id {ident!r}; each "
+                          "counts in the summary", TrainsimWarning, stacklevel=2)
+        else:
+            seen[ident] = n
 
 
 def _positive_number(text: str | None) -> bool:
