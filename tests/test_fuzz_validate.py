@@ -207,6 +207,78 @@ def test_any_validation_file_slow(tmp_path, data):
     check_validate(data, tmp_path)
 
 
+# ---------------------------------------------------------------------------- CSV structure
+# The 2026-11-24 sweep (benchmarks/RESULTS.md): csv.DictReader kept the last of two equal
+# columns, gave a short row None cells, dropped a long row's extra cells, let an open quote
+# swallow the rest of the file, and a header-only file "passed" with 0 rows.
+
+@pytest.mark.parametrize("text, match", [
+    (f"{TRAINING_HEADER},tp\n{GOOD_TRAINING},2\n", "column 'tp' is given twice"),
+    (f"{TRAINING_HEADER}\n{GOOD_TRAINING},1,2\n", "row 1 (id ok): 12 cells but the header has 10"),
+    (f"{TRAINING_HEADER}\nok,llama3-8b\n", "row 1 (id ok): 2 cells"),
+    (f'{TRAINING_HEADER}\n"{GOOD_TRAINING}\n', "a '\"' left open"),
+    (f"{TRAINING_HEADER}\n", "no rows under the header"),
+    (f"{TRAINING_HEADER}\n,,,,,,,,,\n", "no rows under the header"),
+    (TRAINING_HEADER.replace(",", ";") + "\n", "is it comma-separated?"),
+])
+def test_a_malformed_csv_table_is_one_error_line(tmp_path, text, match):
+    (tmp_path / "t.csv").write_text(text)
+    assert match in one_error_line(cli("validate", "t.csv", "--compute-db", "none",
+                                       cwd=tmp_path))
+
+
+def test_duplicate_and_empty_ids_are_a_warning_and_header_spaces_are_ignored(tmp_path):
+    """Rows are named by id: two equal ids (each counts in the MAPE) or none get a warning
+    line; 'id, model, ...' (spaces after the commas) is read as 'id,model,...'."""
+    header = TRAINING_HEADER.replace(",", ", ")
+    (tmp_path / "t.csv").write_text(f"{header}\n{GOOD_TRAINING}\n{GOOD_TRAINING}\n"
+                                    f"{GOOD_TRAINING.replace('ok,', ',', 1)}\n")
+    result = cli("validate", "t.csv", "--compute-db", "none", "--format", "json", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "rows 1 and 2 both have id 'ok'" in result.stderr
+    assert "row 3: the id cell is empty" in result.stderr
+    assert [r["predicted"] > 0 for r in json.loads(result.stdout)["rows"]] == [True] * 3
+
+
+def _mangled_table(rng) -> str:
+    """A training CSV whose structure (not its cells) is broken at random: cells added or
+    dropped, a column repeated, quotes left open or doubled, blank and whitespace lines, CR,
+    CRLF or LF line ends, a BOM."""
+    columns = TRAINING_HEADER.split(",")
+    rows = [GOOD_TRAINING.replace("ok,", f"r{i},", 1).split(",") for i in range(3)]
+    for _ in range(rng.randint(1, 3)):
+        what = rng.choice(["add", "drop", "dup_col", "quote", "blank", "space", "empty"])
+        target = rng.choice(rows) if rows else columns
+        if what == "add":
+            target.insert(rng.randrange(len(target) + 1), rng.choice(["", "x", "1", '""']))
+        elif what == "drop" and target:
+            target.pop(rng.randrange(len(target)))
+        elif what == "dup_col":
+            columns.append(rng.choice(columns))
+        elif what == "quote" and target:
+            i = rng.randrange(len(target))
+            target[i] = rng.choice(['"', '""', '"a"b', 'a"']) + target[i]
+        elif what == "blank":
+            rows.insert(rng.randrange(len(rows) + 1), [""] * rng.randint(0, len(columns)))
+        elif what == "space":
+            columns = [c if rng.random() < 0.7 else f" {c} " for c in columns]
+        elif rows:
+            rows.pop(rng.randrange(len(rows)))
+    end = rng.choice(["\n", "\r\n", "\r"])
+    return rng.choice(["", "\ufeff"]) + end.join(",".join(r) for r in [columns, *rows]) + end
+
+
+@pytest.mark.slow
+def test_any_csv_structure_is_read_or_refused_in_one_line_slow(tmp_path):
+    """Seeded random structural damage to a validation CSV (1,500 files): every file is read
+    (its rows predicted or failed with a reason) or refused in one error line."""
+    import random
+
+    rng = random.Random(20261124)
+    for _ in range(1500):
+        check_validate(_mangled_table(rng).encode(), tmp_path)
+
+
 
 LAYER = {"kind": "layer", "family": "llama", "label": "l", "gpu": "h100-sxm-80gb",
          "shape": {"h": 256, "ffn": 512, "heads": 4, "kv": 2}, "seq": 256, "mbs": 1,

@@ -33,9 +33,7 @@ def base(tmp_path):
 def one_error_line(result) -> str:
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert lines[-1].startswith(("error: ", "Error: ")), result.stderr
-    if lines[-1].startswith("error: "):
-        assert len(lines) == 1, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr  # click's too
     return lines[-1]
 
 
@@ -355,3 +353,140 @@ def test_a_missing_optional_dependency_is_one_line_naming_its_install(monkeypatc
     assert result.exit_code == 2, result.output
     assert 'pip install -e ".[torch]"' in result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------------------- sweep 2026-11-24
+# A fresh adversarial sweep of every CLI surface (benchmarks/RESULTS.md, 13th session): one
+# regression test per failure class it found.
+
+@pytest.mark.parametrize("args, match", [
+    (["bogus"], "No such command 'bogus'"),
+    (["--bogus"], "No such option '--bogus'"),
+    (["simulate"], "Missing argument 'CONFIG'"),
+    (["simulate", "run.yaml", "--format", "xml"], "'xml' is not one of"),
+    (["simulate", "run.yaml", "--max-tasks", "0"], "--max-tasks"),
+    (["plan", "llama3-8b", "--tokens", "1B", "--days", "0"], "--days"),
+    (["catalog", "bogus"], "'bogus' is not one of"),
+    (["token", "bogus"], "No such command 'bogus'"),
+    (["serve", "--port", "-1"], "--port"),  # was an internal error (OverflowError from bind)
+    (["serve", "--port", "99999"], "--port"),
+])
+def test_click_usage_errors_are_one_error_line(tmp_path, args, match):
+    """Click printed three lines (Usage:, Try ..., Error: ...) for its own usage errors."""
+    (tmp_path / "run.yaml").write_text(BASE)
+    line = one_error_line(cli(*args, cwd=tmp_path))
+    assert match in line and "--help)" in line
+
+
+@pytest.mark.parametrize("override, match", [
+    ("model.moe_capacity_factor=1e300", r"moe_capacity_factor=1e\+300 exceeds model.num_experts"),
+    ("model.moe_token_imbalance=1e300", r"moe_token_imbalance=1e\+300 must be from 1 to"),
+])
+def test_moe_factors_beyond_every_token_are_refused(base, override, match):
+    """A capacity factor or a token imbalance of 1e300 reached the pipeline as inf and ended in
+    'max() arg is an empty sequence' (summary.critical_stage); up to num_experts they simulate."""
+    with pytest.raises(ConfigError, match=match):
+        load_run_config(base, ["model.num_experts=8", override])
+    r = simulate(load_run_config(base, ["model.num_experts=8", "model.moe_capacity_factor=8",
+                                        "model.moe_token_imbalance=8"]))
+    assert 0 < r.iteration_time_s < float("inf")
+
+
+@pytest.mark.parametrize("overrides, match", [
+    (["cluster.pue=1e308"], "pue=1e+308 must be >= 1 and at most 10"),
+    (["cluster.price_per_gpu_hour=1e308"], "price_per_gpu_hour=1e+308 is out of range"),
+    (["training.data_prep_s_per_sample=1e300"], "exceed any finite number"),
+])
+def test_run_totals_are_never_infinite(base, overrides, match):
+    """energy_mwh and cost_usd came out as Infinity (invalid JSON) with train_tokens set."""
+    (base.parent / "run.yaml").write_text(BASE)
+    args = ["simulate", str(base), "--format", "json", "--set", "training.train_tokens=1e12"]
+    for o in overrides:
+        args += ["--set", o]
+    assert match in one_error_line(cli(*args))
+
+
+def test_plan_energy_options_are_bounded():
+    """plan --pue 1e308 printed co2_tonnes and energy_mwh as Infinity."""
+    line = one_error_line(cli("plan", "llama3-8b", "--tokens", "1B", "--days", "30", "--pue",
+                              "1e308"))
+    assert "--pue" in line and "1<=x<=10" in line
+
+
+def test_alias_fields_are_named_as_written(base, tmp_path):
+    """--set parallel.tp=abc was reported as tensor_model_parallel_size only; search's
+    --reference pp=abc was a ValueError (int('abc')), tp=2,tp=4 kept the last silently."""
+    with pytest.raises(ConfigError, match=r"\(parallel.tp is tensor_model_parallel_size\)"):
+        load_run_config(base, ["parallel.tp=abc"])
+    (tmp_path / "m.yaml").write_text(BASE.splitlines()[0] + "\n")
+    search = ("search", "m.yaml", "--gpus", "8", "--global-batch", "16", "--seq", "512",
+              "--workers", "1")
+    for extra, match in ((("--set", "parallel.tp=abc"), "--set parallel.tp must be an integer"),
+                         (("--reference", "pp=abc"), "--reference pp must be an integer"),
+                         (("--reference", "tp=2,tp=4"), "--reference tp: given twice")):
+        assert match in one_error_line(cli(*search, *extra, cwd=tmp_path))
+
+
+def test_yaml_errors_say_what_and_where(tmp_path):
+    """'is not valid YAML: while scanning for the next token' named neither the tab nor its
+    line."""
+    path = tmp_path / "tabs.yaml"
+    path.write_text("model:\n\thidden_size: 256\n")
+    with pytest.raises(ConfigError, match=r"line 2, column 1: found character '\\t'"):
+        load_file(path)
+
+
+def test_search_says_when_no_split_is_valid(tmp_path):
+    """--gpus 3 (no tp, pp, dp split of 3 GPUs fits 4 heads, 4 layers and a batch of 16) and
+    --recompute '' were reported as 'no configuration fits in memory'."""
+    (tmp_path / "m.yaml").write_text(BASE.splitlines()[0] + "\n")
+    search = ("search", "m.yaml", "--global-batch", "16", "--seq", "512", "--workers", "1")
+    line = one_error_line(cli(*search, "--gpus", "3", cwd=tmp_path))
+    assert "no parallel configuration of custom is valid on 3 GPUs" in line
+    assert "--recompute=''" in one_error_line(cli(*search, "--gpus", "8", "--recompute", "",
+                                                  cwd=tmp_path))
+    assert "no such file" in one_error_line(cli("search", "missing.yaml", *search[2:], "--gpus",
+                                                "8", cwd=tmp_path))
+
+
+@pytest.mark.parametrize("override, match", [
+    ("cluster.nvlink_gbyte_s=1e300", "cluster.nvlink_gbyte_s='1e300' is out of range"),
+    ("cluster.gpu_overrides.hbm_gib=1e300", "gpu_overrides.hbm_gib='1e300' is out of range"),
+    ("cluster.gpu={name: x, peak_tflops: {bf16: 100}, hbm_gib: 10, hbm_gbyte_s: 1000}",
+     "missing required field(s): nvlink_gbyte_s, num_sms"),
+    ("cluster.gpu=" + "h" * 5000, "unknown GPU 'hhh"),
+    ("parallel.pipeline_model_parallel_layout=Et|tL", "has 2 stages but pipeline_model_"),
+])
+def test_fields_are_named_in_the_units_written(base, override, match):
+    """1e300 GB/s overflowed to inf and was named by its SI field (intra_node_bw_Bps); a GPU
+    mapping's missing fields were its SI names; an unknown name was echoed 5,000 characters
+    long; a layout of 2 stages on pp=1 was reported as a vpp the user never set."""
+    with pytest.raises(ConfigError) as info:
+        load_run_config(base, [override])
+    assert match in str(info.value) and len(str(info.value)) < 600
+
+
+def test_a_capture_factory_that_fails_is_one_error_line():
+    """capture os:system called system() with no argument: a TypeError traceback."""
+    pytest.importorskip("torch")
+    assert "os:system() failed: TypeError" in one_error_line(cli("capture", "os:system",
+                                                                 "--seq", "64"))
+
+
+def test_hfu_counts_only_the_attention_recompute_that_runs(base):
+    """Selective recompute of core_attn under FlashAttention re-runs nothing (its backward
+    recomputes the scores anyway) but HFU counted a forward of it: 1.32 at a 1M-token sequence.
+    With the unfused kernel the scores are recomputed and counted (HFU above MFU)."""
+    from trainsim.model.counts import SCORES_IN_MEMORY
+    from trainsim.workload.ops import MATERIALIZED_SCORES
+
+    assert set(SCORES_IN_MEMORY) == set(MATERIALIZED_SCORES)
+    long = ["model.num_layers=1", "model.num_attention_heads=1", "model.hidden_size=128",
+            "cluster.num_gpus=1", "cluster.gpus_per_node=1", "training.global_batch_size=1",
+            "training.seq_length=1048576", "parallel.recompute=selective"]
+    flash = simulate(load_run_config(base, long))
+    assert 0 < flash.hfu <= 1 and flash.hfu == pytest.approx(flash.mfu)
+    unfused = simulate(load_run_config(base, [*long[:-2], "training.seq_length=4096",
+                                              "parallel.recompute=selective",
+                                              "training.attention=unfused"]))
+    assert unfused.mfu < unfused.hfu <= 1
