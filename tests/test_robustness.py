@@ -490,3 +490,24 @@ def test_hfu_counts_only_the_attention_recompute_that_runs(base):
                                               "parallel.recompute=selective",
                                               "training.attention=unfused"]))
     assert unfused.mfu < unfused.hfu <= 1
+
+
+@pytest.mark.parametrize("override, match", [
+    ("parallel.dp=4", "data-parallel size is derived"),
+    ("parallel.tpp=2", "did you mean 'tp'"),
+    ("parallel.sp=true", "did you mean 'sequence_parallel'"),
+    ("training.batch_size=16", "did you mean 'global_batch_size'"),
+    ("training.mbs=1", "did you mean 'micro_batch_size'"),
+    ("cluster.gpus=8", "did you mean 'num_gpus'"),
+    ("model.heads=4", "did you mean 'num_attention_heads'"),
+    ("training.precision=bf16", "did you mean 'dtype'"),
+])
+def test_other_frameworks_names_suggest_the_field(base, override, match):
+    """parallel.dp suggested dp_buckets, training.batch_size micro_batch_size, model.heads
+    head_dim, cluster.gpus gpus_per_node, parallel.tpp nothing."""
+    from trainsim.config._build import SHORT_NAMES
+    from trainsim.config.parallel import ALIASES
+
+    assert set(SHORT_NAMES["parallel"]) == set(ALIASES)
+    with pytest.raises(ConfigError, match=match):
+        load_run_config(base, [override])

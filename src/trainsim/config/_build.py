@@ -34,6 +34,35 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+_DP = "the data-parallel size is derived: cluster.num_gpus / (tp*pp*cp)"
+SYNONYMS: dict[str, dict[str, str]] = {
+    "parallel": {"dp": _DP, "data_parallel_size": _DP, "data_parallel_shard_degree": _DP,
+                 "dp_size": _DP, "sp": "sequence_parallel", "tp_size": "tp",
+                 "tensor_parallel_size": "tp", "tensor_parallel_degree": "tp",
+                 "pipeline_parallel_size": "pp", "pipeline_parallel_degree": "pp",
+                 "context_parallel_degree": "cp", "ep_size": "ep", "expert_parallel_size": "ep",
+                 "expert_parallel_degree": "ep", "zero": "zero_stage"},
+    "training": {"batch_size": "global_batch_size", "gbs": "global_batch_size",
+                 "global_batch": "global_batch_size", "mbs": "micro_batch_size",
+                 "micro_batch": "micro_batch_size", "seq_len": "seq_length",
+                 "sequence_length": "seq_length", "precision": "dtype", "tokens": "train_tokens"},
+    "model": {"heads": "num_attention_heads", "num_heads": "num_attention_heads",
+              "n_heads": "num_attention_heads", "n_head": "num_attention_heads",
+              "num_key_value_heads": "num_kv_heads", "n_kv_heads": "num_kv_heads",
+              "layers": "num_layers", "n_layers": "num_layers", "n_layer": "num_layers",
+              "num_hidden_layers": "num_layers", "hidden": "hidden_size", "dim": "hidden_size",
+              "d_model": "hidden_size", "intermediate_size": "ffn_hidden_size",
+              "ffn_dim": "ffn_hidden_size", "vocab": "vocab_size"},
+    "cluster": {"gpus": "num_gpus", "world_size": "num_gpus",
+                "nodes": "give cluster.num_gpus, nodes x gpus_per_node",
+                "num_nodes": "give cluster.num_gpus, nodes x gpus_per_node"},
+}
+"""Names other frameworks (Megatron's, torchtitan's, DeepSpeed's, Hugging Face's) or habit give
+a field -> trainsim's field, or why there is none; an unknown-field error says it."""
+SHORT_NAMES = {"parallel": ("tp", "pp", "cp", "ep", "etp", "vpp")}
+"""The short names a section also takes (``config.parallel.ALIASES``), offered as suggestions."""
+
+
 def suggest(name: str, choices: typing.Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice (a prefix match first), or ''."""
     choices = list(choices)
@@ -217,7 +246,11 @@ def build(cls: type[T], data: Any, where: str) -> T:
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
-            raise ConfigError(f"unknown field {where}.{key}{suggest(key, fields)}")
+            known = SYNONYMS.get(where, {}).get(str(key).lower())
+            hint = (f" ({known})" if known and " " in known else
+                    f" (did you mean '{known}'?)" if known else
+                    suggest(key, [*fields, *SHORT_NAMES.get(where, ())]))
+            raise ConfigError(f"unknown field {where}.{key}{hint}")
         kwargs[key] = _coerce(value, hints[key], f"{where}.{key}")
     try:
         return cls(**kwargs)
