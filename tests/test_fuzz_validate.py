@@ -220,6 +220,7 @@ def test_any_validation_file_slow(tmp_path, data):
     (f"{TRAINING_HEADER}\n", "no rows under the header"),
     (f"{TRAINING_HEADER}\n,,,,,,,,,\n", "no rows under the header"),
     (TRAINING_HEADER.replace(",", ";") + "\n", "is it comma-separated?"),
+    (BASE, "not a training file"),  # a run config: said '2 cells but the header has 4'
 ])
 def test_a_malformed_csv_table_is_one_error_line(tmp_path, text, match):
     (tmp_path / "t.csv").write_text(text)

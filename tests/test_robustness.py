@@ -511,3 +511,11 @@ def test_other_frameworks_names_suggest_the_field(base, override, match):
     assert set(SHORT_NAMES["parallel"]) == set(ALIASES)
     with pytest.raises(ConfigError, match=match):
         load_run_config(base, [override])
+
+
+@pytest.mark.parametrize("value, expected", [("none", None), ("None", None), ("AUTO", "auto")])
+def test_compute_db_none_is_the_roofline_as_on_the_command_line(base, value, expected):
+    """cluster.compute_db=none was read as a file named 'none' (validate --compute-db none is
+    the roofline alone)."""
+    cfg = load_run_config(base, [f"cluster.compute_db={value}"])
+    assert cfg.cluster.compute_db == expected

@@ -370,7 +370,9 @@ def _cluster_section(raw: Any) -> ClusterConfig:
             fields[si] = _scaled(fields.pop(key), f"cluster.{key}", scale)
     fields["gpu"] = spec
     db = fields.get("compute_db")
-    if isinstance(db, str) and db not in ("auto", ""):
+    if isinstance(db, str) and db.strip().lower() in ("none", "auto"):
+        db = fields["compute_db"] = db.strip().lower() if db.strip().lower() == "auto" else None
+    if isinstance(db, str) and db not in ("auto", ""):  # 'none' is roofline, as --compute-db
         _check_kernel_db(db)
     return build(ClusterConfig, fields, "cluster")
 

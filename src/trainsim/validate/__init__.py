@@ -33,7 +33,8 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     except csv.Error as exc:  # strict: a quote left open runs to the end, not silently
         raise ConfigError(f"{path} is not a valid CSV file: line {reader.line_num}: {exc} (is "
                           "a '\"' left open?)") from None
-    columns, rows = _table(path, records)
+    lines = [r for r in records if any(c.strip() for c in r)]  # blank lines skipped
+    columns = [c.strip() for c in lines[0]] if lines else []
     if "measured_iteration_s" in columns:
         kind, required = "training", TRAINING_REQUIRED
     elif "measured_busbw_GBps" in columns:
@@ -49,6 +50,7 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     missing = [c for c in required if c not in columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
+    rows = _table(path, columns, lines[1:])
     if not rows:
         raise ConfigError(f"{path}: no rows under the header; nothing to validate")
     _check_ids(path, rows)
@@ -66,22 +68,18 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     return kind, rows
 
 
-def _table(path: str | Path, records: list[list[str]]) -> tuple[list[str], list[dict[str, str]]]:
-    """(columns, rows as mappings) of CSV ``records``: header names stripped of spaces, blank
-    lines skipped; a column named twice, or a row with more or fewer cells than the header, is
-    refused (csv.DictReader kept the last of two equal columns and set short rows' missing
-    cells to None silently, and put extra cells under no name)."""
-    lines = [(i, r) for i, r in enumerate(records, start=1) if any(c.strip() for c in r)]
-    if not lines:
-        return [], []
-    columns = [c.strip() for c in lines[0][1]]
+def _table(path: str | Path, columns: list[str], lines: list[list[str]]) -> list[dict[str, str]]:
+    """The rows under the header ``columns`` as mappings. A column named twice, or a row with
+    more or fewer cells than the header, is refused (csv.DictReader kept the last of two equal
+    columns and set short rows' missing cells to None silently, and put extra cells under no
+    name)."""
     named = [c for c in columns if c]
     twice = sorted({c for c in named if named.count(c) > 1})
     if twice:
         raise ConfigError(f"{path}: column '{twice[0]}' is given twice in the header; give "
                           "each column once")
     rows = []
-    for n, (_, cells) in enumerate(lines[1:], start=1):
+    for n, cells in enumerate(lines, start=1):
         if len(cells) != len(columns):
             at = columns.index("id") if "id" in columns else len(cells)
             ident = cells[at].strip() if at < len(cells) else "?"
@@ -89,7 +87,7 @@ def _table(path: str | Path, records: list[list[str]]) -> tuple[list[str], list[
                               f"header has {len(columns)} columns; quote a cell that holds a "
                               "comma")
         rows.append({c: v for c, v in zip(columns, cells) if c})
-    return columns, rows
+    return rows
 
 
 def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
