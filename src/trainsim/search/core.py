@@ -372,6 +372,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
         todo: list[tuple[float, Candidate, float]] = []
         fresh: list[tuple[float, Evaluation, float]] = []
         stream = Stream(executor, base, token)
+        sent = 0  # candidates of todo handed to the stream
         while heap and len(todo) + len(fresh) < wave:
             lb, _, c, headroom, refined = heapq.heappop(heap)
             group_size = 1 + len(siblings.get(c, ()))
@@ -405,10 +406,14 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                 fresh.append((lb, hit, headroom))
             else:
                 todo.append((lb, c, headroom))
-                if len(todo) % batch == 0:  # the wave's batches start as they are made
-                    stream.add([c for _, c, _ in todo[-batch:]])
-        if len(todo) % batch:
-            stream.add([c for _, c, _ in todo[len(todo) - len(todo) % batch:]])
+                # the wave's batches start as they are made, each of at least ``batch``
+                # candidates and never between two at the same bound (twins whose task
+                # graphs a worker then runs once: evaluate_batch)
+                if len(todo) - sent > batch and lb != todo[-2][0]:
+                    stream.add([c for _, c, _ in todo[sent:-1]])
+                    sent = len(todo) - 1
+        if len(todo) > sent:
+            stream.add([c for _, c, _ in todo[sent:]])
         # while the workers simulate, what this wave's results and the next waves will ask
         # first: pure functions of the candidate, kept, so the answer is the same (fewer
         # serial seconds on few cores)
