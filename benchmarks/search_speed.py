@@ -9,7 +9,9 @@ Llama 3 70B on 1,024 H100 SXM (8 per node, 400 Gbit/s per GPU), global batch 1,0
 tokens (4M tokens), bf16; the default search space (tp 1-8, every even pp, cp 1-8, vpp up to 8,
 micro batch up to 8, three recompute modes, SP, four optimizer shardings, four overlap
 switches). Prints one dated line: candidates enumerated, how many memory and the time bound
-pruned, how many were simulated, the wall time and the rates, and the best configuration.
+pruned, how many were simulated, the wall time and the rates, the CPU time (user + sys of this
+process and its workers, after imports: on a shared machine the wall time is other jobs' too)
+and simulations per CPU-second, and the best configuration.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import datetime
 import os
 import platform
+import resource
 import sys
 import time
 
@@ -38,6 +41,12 @@ def main() -> int:
     from trainsim.search import make_executor, search
     from trainsim.search.cli import build_base
 
+    def cpu_s() -> float:
+        own, kids = resource.getrusage(resource.RUSAGE_SELF), \
+            resource.getrusage(resource.RUSAGE_CHILDREN)
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    cpu0 = cpu_s()
     base = build_base(args.model, args.gpu, args.gpus, args.global_batch, args.seq, 8, 400.0,
                       "bf16")
     ex = make_executor(args.executor, args.workers)
@@ -46,6 +55,7 @@ def main() -> int:
     finally:
         ex.close()
     total = time.perf_counter() - t0
+    cpu = cpu_s() - cpu0  # the workers' counted once they have exited (close waits for them)
     s, best = r.stats, r.best
     print(f"{datetime.date.today().isoformat()} search {args.model} on {args.gpus} x {args.gpu} "
           f"(batch {args.global_batch} x {args.seq}): {s.enumerated:,} candidates enumerated, "
@@ -53,6 +63,8 @@ def main() -> int:
           f"{s.simulated:,} simulated in {s.elapsed_s:.1f} s ({total:.1f} s with imports): "
           f"{s.candidates_per_s:,.0f} candidates/s, {s.simulated_per_s:.1f} simulations/s "
           f"({s.simulated_per_s / s.workers:.1f} per worker; issue 21 asks >= 1,000 per core); "
+          f"{cpu:.1f} s CPU with the workers', {s.simulated / cpu:.1f} simulations per "
+          f"CPU-second; "
           f"{s.executor} x {s.workers} on {os.cpu_count()} cores ({platform.machine()}, Python "
           f"{platform.python_version()}, trainsim {trainsim.__version__}); best "
           f"{best.label if best else '-'} "
