@@ -519,3 +519,17 @@ def test_compute_db_none_is_the_roofline_as_on_the_command_line(base, value, exp
     the roofline alone)."""
     cfg = load_run_config(base, [f"cluster.compute_db={value}"])
     assert cfg.cluster.compute_db == expected
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+@pytest.mark.parametrize("args", [
+    ["simulate", "run.yaml", "--trace", "/dev/full"],
+    ["goodput", "run.yaml", "--tokens", "1B", "--trials", "5", "--plot", "/dev/full"],
+    ["export", "run.yaml", "--simai", "/dev/full"],
+])
+def test_a_full_disk_is_an_error_naming_the_file(tmp_path, args):
+    """A write that fails at the flush (a full disk) said 'No space left on device' without the
+    file, and a plot's savefig passed over it: goodput --plot /dev/full exited 0."""
+    (tmp_path / "run.yaml").write_text(BASE)
+    line = one_error_line(cli(*args, cwd=tmp_path))
+    assert "/dev/full" in line and "No space left on device" in line

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 
 from trainsim.cli_guard import POSITIVE_INT, fail
+from trainsim.config.safe_load import write_output
 from trainsim.errors import TrainsimError
 
 err = Console(stderr=True)
@@ -31,7 +31,7 @@ def _fail(exc: Exception) -> None:
 
 def _emit(text: str | None, renderable: Any, out: str | None) -> None:
     if out:
-        Path(out).write_text(text if text is not None else "")
+        write_output(out, text if text is not None else "")
         err.print(f"written to {out}")
     elif text is not None:
         click.echo(text)

@@ -93,6 +93,21 @@ def read_text(path: str | Path, what: str = "config") -> str:
         raise ConfigError(f"{what} {path} is not UTF-8 text") from None
 
 
+def write_output(path: str | Path, data: str | bytes) -> None:
+    """Write a file the user named (a trace, a plot, a workload); an OSError names the file:
+    a full disk or /dev/full fails at the flush with 'No space left on device' and no name."""
+    path = Path(path)
+    try:
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8")
+    except OSError as exc:
+        if exc.filename:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
+
+
 def _json_int(text: str) -> int:
     if sum(ch.isdigit() for ch in text) > MAX_INT_DIGITS:
         raise ConfigError(f"an integer of {len(text)} digits is out of range "

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainsim.config import RunConfig
+from trainsim.config.safe_load import write_output
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer, bucket_params
 from trainsim.workload.elementwise import optimizer_step
@@ -173,7 +174,7 @@ def write_simai(cfg: RunConfig, path: str | Path, layer_source: LayerSource | No
                 ) -> int:
     """Write the SimAI workload of ``cfg``; returns the number of rows."""
     rows = simai_rows(cfg, layer_source)
-    Path(path).write_text("\n".join([header(cfg), str(len(rows))] + [r.line() for r in rows])
+    write_output(path, "\n".join([header(cfg), str(len(rows))] + [r.line() for r in rows])
                           + "\n")
     return len(rows)
 

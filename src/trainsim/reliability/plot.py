@@ -5,10 +5,12 @@ matplotlib is imported here, lazily, and drawn with the Agg canvas (no display n
 
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trainsim.config.safe_load import write_output
 from trainsim.errors import TrainsimError
 
 if TYPE_CHECKING:
@@ -113,8 +115,10 @@ def plot_sweep(sweep: Sweep, path: str | Path) -> Path:
 
 def _save(fig: Any, path: str | Path) -> Path:
     path = Path(path)
+    buf = io.BytesIO()  # matplotlib's savefig(path) passed over a failed write (/dev/full)
+    fig.savefig(buf, dpi=120, format=path.suffix[1:].lower() or "png")
     try:
-        fig.savefig(path, dpi=120)
+        write_output(path, buf.getvalue())
     except OSError as exc:
         raise TrainsimError(f"cannot write plot {path}: {exc.strerror or exc}") from None
     return path

@@ -13,6 +13,7 @@ canvas is used: no display is needed and no global backend is switched.
 from __future__ import annotations
 
 import html
+import io
 import json
 import math
 from collections.abc import Sequence
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from trainsim.config.safe_load import write_output
 from trainsim.result import Result
 
 GiB = 2**30
@@ -48,7 +50,9 @@ def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path)
+    buf = io.BytesIO()  # matplotlib's savefig(path) passed over a failed write (/dev/full)
+    fig.savefig(buf, format=path.suffix[1:].lower() or "png")
+    write_output(path, buf.getvalue())
     return path
 
 

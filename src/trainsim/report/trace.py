@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from trainsim.config.safe_load import write_output
 from trainsim.engine import Timeline
 
 MAX_DETAIL_EVENTS = 200_000
@@ -57,4 +58,4 @@ def chrome_trace(tl: Timeline, title: str = "trainsim") -> dict[str, Any]:
 
 
 def write_chrome_trace(tl: Timeline, path: str | Path, title: str = "trainsim") -> None:
-    Path(path).write_text(json.dumps(chrome_trace(tl, title)))
+    write_output(path, json.dumps(chrome_trace(tl, title)))
