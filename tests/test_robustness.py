@@ -533,3 +533,13 @@ def test_a_full_disk_is_an_error_naming_the_file(tmp_path, args):
     (tmp_path / "run.yaml").write_text(BASE)
     line = one_error_line(cli(*args, cwd=tmp_path))
     assert "/dev/full" in line and "No space left on device" in line
+
+
+@pytest.mark.parametrize("extra, match", [(("--set", "parallel.ep=3"), "--set parallel.ep > 1"),
+                                          (("--ep", "2"), "--ep/--etp: custom is dense")])
+def test_search_refuses_expert_parallelism_on_a_dense_model(tmp_path, extra, match):
+    """search --set parallel.ep=3 on a dense model reported ep=3 as fixed while every ranked
+    configuration ran ep=1 (simulate refuses the same setting)."""
+    (tmp_path / "m.yaml").write_text(BASE.splitlines()[0] + "\n")
+    assert match in one_error_line(cli("search", "m.yaml", "--gpus", "8", "--global-batch", "16",
+                                       "--seq", "512", "--workers", "1", *extra, cwd=tmp_path))

@@ -107,6 +107,7 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
                gpus_per_node: int, nic_gbps: float, dtype: str, overrides: tuple[str, ...] = ()):
     """The fixed part of a search (model, training, cluster) from command-line values."""
     from trainsim.catalog import apply_overrides, run_config_from_dict
+    from trainsim.config.parallel import ALIASES
     from trainsim.search.space import Base
 
     for name, v in (("global-batch", global_batch), ("seq", seq), ("gpus-per-node", gpus_per_node)):
@@ -132,6 +133,12 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     raw = given
     fixed = _fixed_parallel(raw.pop("parallel", None) or {})
     cfg = run_config_from_dict(raw)
+    expert = [k for k, v in fixed if k in ("expert_model_parallel_size",
+                                            "expert_tensor_parallel_size") and (v or 1) > 1]
+    if expert and not cfg.model.is_moe:  # every candidate would drop it (simulate refuses it)
+        short = {full: k for k, full in ALIASES.items()}.get(expert[0], expert[0])
+        raise ConfigError(f"--set parallel.{short} > 1 needs a mixture-of-experts model "
+                          f"(model.num_experts); {cfg.model.name} is dense")
     training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
     return Base(cfg.model, training, cfg.cluster, fixed)
 
@@ -284,6 +291,10 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
     from trainsim.config.parallel import schedule_name
     from trainsim.search.space import SearchSpace
 
+    if base is not None and not base.model.is_moe and any(
+            v and _ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
+        raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
+                          "expert parallelism needs a mixture-of-experts model")
     rc = tuple(s.strip() for s in recompute.split(",") if s.strip())
     if not rc:  # an empty list would leave nothing to search, reported as "nothing fits"
         raise ConfigError(f"--recompute={recompute!r}: give one or more of none, selective, full")
