@@ -386,3 +386,12 @@ def test_a_kernel_database_with_a_bad_measurement_refuses_the_file(tmp_path, cha
     layer = change.pop("layer", None)
     assert key in one_error_line(cli("validate", str(_kernel_db(tmp_path, layer=layer,
                                                                 **change))))
+
+
+@pytest.mark.parametrize("db, match", [("adir", "'adir': is a directory"),
+                                       ("", "'': empty; give a kernel database file")])
+def test_a_compute_db_that_is_no_file_says_why(tmp_path, db, match):
+    """--compute-db of a directory or of nothing said 'no such file'."""
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "t.csv").write_text(f"{TRAINING_HEADER}\n{GOOD_TRAINING}\n")
+    assert match in one_error_line(cli("validate", "t.csv", "--compute-db", db, cwd=tmp_path))

@@ -111,7 +111,9 @@ def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | Non
     db = {"none": None, "auto": "auto"}.get(compute_db.strip().lower(), compute_db)
     if db not in (None, "auto"):
         if not Path(db).is_file():
-            _fail(ConfigError(f"--compute-db {db}: no such file"))
+            why = ("is a directory" if Path(db).is_dir() else "no such file") if db.strip() \
+                else "empty; give a kernel database file, auto or none"
+            _fail(ConfigError(f"--compute-db {db!r}: {why}"))
             return
         from trainsim.catalog import gpu as catalog_gpu
         from trainsim.compute.database import KernelDatabase
