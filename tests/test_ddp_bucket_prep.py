@@ -10,6 +10,7 @@ from trainsim import run_config_from_dict, simulate
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute.roofline import HBM_EFFICIENCY
 from trainsim.model.counts import total_params
+from trainsim.workload import sharding
 from trainsim.workload.ops import Elementwise
 from trainsim.workload.sharding import ddp_bucket_prep
 
@@ -76,7 +77,7 @@ def test_distributed_optimizer_zeroes_the_whole_buffer(monkeypatch):
     c = cfg(gpus=8, tp=4)
     monkeypatch.setattr(sim, "ddp_bucket_prep", lambda cfg, params: [])
     with_zero = simulate(c).iteration_time_s
-    monkeypatch.setattr(sim, "zeroed_grad_buffer",
+    monkeypatch.setattr(sharding, "zeroed_grad_buffer",
                         lambda size: Elementwise("grad_buffer_zero", bytes=0.0, kernels=0))
     without = simulate(c).iteration_time_s
     params = total_params(c.model) / c.parallel.tp
