@@ -65,6 +65,15 @@ def test_bf16_down_projections_share_the_norm_output():
     assert got == pytest.approx(QKV_PER_HEAD + 2 * 2048 + 2 * 2048)
 
 
+def test_sequence_parallel_splits_the_latents():
+    """Under sequence parallelism the latents are [s / TP, b, rank] (Megatron-LM@2edffadb
+    multi_latent_attention.py ``_qkv_down_projection``): with TP 2 the norms' 16-bit inputs
+    and outputs halve, the per-head Q, K, V halve by heads."""
+    cfg = ds(dtype="bf16", tp=2, sequence_parallel=True)
+    assert mla_attention_bytes(cfg, "none", 2.0, 2) == \
+        pytest.approx(QKV_PER_HEAD / 2 + 2 * 2048 / 2 + 2 * 2048 / 2)
+
+
 def test_other_frameworks_keep_the_former_count():
     """Without Megatron-core's TE modules (no framework named) only the per-head tensors and the
     16-bit latents, as before."""

@@ -190,6 +190,11 @@ def test_profiles_and_the_tuner():
         _cfg(4, 2, 8, 8, *base, "training.framework_version=core_v0.9.0")
     assert _cfg(4, 2, 8, 8, *base, "training.framework_version=core_v0.10.0").parallel \
         .microbatch_group_rule == "megatron"
+    # Megatron-LM from 4295be1a (2024-11-01); before it, N is not a flag
+    with pytest.raises(ConfigError, match="microbatch_group_size_per_vp_stage is not in"):
+        _cfg(4, 2, 8, 8, "training.framework=megatron-lm", "training.framework_version=2024-09")
+    assert _cfg(4, 2, 8, None, "training.framework=megatron-lm",
+                "training.framework_version=2025-01").parallel.microbatch_group_rule == "megatron"
     for version in ("25.09", "26.06"):  # Megatron-Bridge runs Megatron-core >= 0.14
         assert _cfg(4, 2, 8, None, "training.framework=megatron-bridge",
                     f"training.framework_version={version}").parallel \

@@ -44,6 +44,15 @@ def test_no_random_logits_before_bridge_25_11_nor_in_megatron_core():
         assert "router_random_logits" not in _names(fwd)
 
 
+def test_token_dropping_runs_do_not_force_the_balance():
+    """Megatron-Bridge v0.2.0 scripts/performance/utils/helpers.py: ``use_tokendrop`` sets
+    moe_router_force_load_balancing = False (a capacity factor drops tokens)."""
+    cfg = moe_layer_cfg("alltoall", 16, "megatron-bridge", "26.04")
+    dropping = replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0))
+    fwd, _ = moe_layer_ops(dropping)
+    assert "router_random_logits" not in _names(fwd)
+
+
 def test_fp32_router_casts_four_tensors_in_its_backward():
     cfg = moe_layer_cfg("alltoall", 16)
     fwd16, bwd16 = moe_layer_ops(cfg)

@@ -1,9 +1,9 @@
 """Per-rank memory: weights, gradients, optimizer state, activations, buffers."""
 
 from trainsim.memory.estimate import (
-           MemoryBreakdown,
-           activation_bytes_per_layer,
-           estimate_stage_memory,
+    MemoryBreakdown,
+    activation_bytes_per_layer,
+    estimate_stage_memory,
 )
 from trainsim.memory.params import stage_param_split, stage_params
 

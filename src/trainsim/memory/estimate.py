@@ -408,12 +408,13 @@ def _activations(cfg: RunConfig, stage: int) -> float:
                                            p.pipeline_schedule, torch_warmup(cfg),
                                            dict(enumerate(chunk_bytes)), microbatch_group(cfg))
     if _a2a_overlap_extra_forward(cfg):
-        # with pipelining, the extra warm-up forward holds a whole chunk; without it the
-        # combined step pairs the next micro-batch's layer k with the earlier one's layer
-        # L-1-k (core_v0.15.0 models/common/model_chunk_schedule_plan.py run: "forward_layer[0]
-        # + backward_layer[3]", ...), each backward freeing what the forward adds: one layer
-        inflight += max(chunk_bytes) if p.pp > 1 else max(
-            (layer_bytes(i) for i in ranges[0] if i not in gone), default=0.0)
+        # the combined step pairs one micro-batch's forward layer k with another's backward
+        # layer L-1-k (core_v0.15.0 models/common/model_chunk_schedule_plan.py run:
+        # "forward_layer[0] + backward_layer[3]", ...), each backward freeing what the forward
+        # adds: one layer beyond the chunks in flight (which, with interleaving, include the
+        # extra warm-up forward: the plain 1F1B peak's forward-before-backward)
+        inflight += max((layer_bytes(i) for v in held for i in ranges[v] if i not in gone),
+                        default=0.0)
     return inflight
 
 
@@ -422,9 +423,10 @@ def _a2a_overlap_extra_forward(cfg: RunConfig) -> bool:
     backwards: its combined 1F1B step runs the forward of the next micro-batch beside the
     backward of an earlier one, so the interleaved schedule adds one warm-up forward
     (megatron/core/pipeline_parallel/schedules.py get_pp_rank_microbatches: "we schedule one
-    extra micro-batch forward step before the 1f1b stages"); without pipelining
-    (combined_1f1b_schedule_for_no_pipelining) the two micro-batches of a combined step
-    trade layers, so only one layer more is alive. Megatron-core
+    extra micro-batch forward step before the 1f1b stages", taking the place of the plain
+    1F1B's forward ahead of each backward) and without pipelining
+    (combined_1f1b_schedule_for_no_pipelining) the two micro-batches of a combined step trade
+    layers, so only one layer more is alive. Megatron-core
     requires interleaving for it when pp > 1 (transformer_config.py)."""
     p = cfg.parallel
     return (p.moe_overlap_ep_comm and p.ep > 1 and cfg.num_microbatches > 1

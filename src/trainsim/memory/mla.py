@@ -39,8 +39,10 @@ def mla_attention_bytes(cfg: RunConfig, recompute: str, x: float, shared_div: in
     m, t = cfg.model, cfg.parallel.tp
     latents = (m.q_lora_rank or 0) + (m.kv_lora_rank or 0)
     # per-head Q, K (rotary parts included) and V as core attention saves them, and the 16-bit
-    # latents the up-projections' norms keep
-    out = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * latents
+    # latents the up-projections' norms keep, split over the sequence under sequence
+    # parallelism ("q_compressed: [s / TP, b, q_lora_rank]", "kv_compressed: [s / TP, b,
+    # kv_lora_rank]": Megatron-LM@2edffadb multi_latent_attention.py _qkv_down_projection)
+    out = 2 * (2 * m.qk_dim + m.v_dim) / t + 2 * latents / shared_div
     if not profile_supports(cfg, "recompute_modules"):  # not Megatron-core's TE modules
         return out
     modules = set(cfg.parallel.recompute_modules or ("core_attn",)) \

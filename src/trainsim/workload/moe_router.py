@@ -51,8 +51,11 @@ FP32 = 4
 def force_balance_op(cfg: RunConfig, tokens: int, experts: int) -> Elementwise | None:
     """The random logits of a forced-balance benchmark run: the logits (in the router's dtype)
     copied (read and write) and overwritten with normal samples (write); None where the run's
-    framework profile does not force the balance."""
-    if not profile_supports(cfg, "moe_router_force_balance"):
+    framework profile does not force the balance, or where the run drops tokens (Megatron-Bridge
+    v0.2.0 scripts/performance/utils/helpers.py: ``use_tokendrop`` sets
+    ``moe_router_force_load_balancing = False``)."""
+    if not profile_supports(cfg, "moe_router_force_balance") \
+            or cfg.model.moe_capacity_factor is not None:
         return None
     elem = FP32 if cfg.parallel.moe_router_dtype == "fp32" else ACT_BYTES
     return Elementwise("router_random_logits", bytes=3 * tokens * experts * elem,
