@@ -105,7 +105,7 @@ def test_deepep_internode_dispatch_matches_its_readme_table(ep, measured):
     a token, its own included (tests/test_internode.py ``num_rdma_token_sent``). The node copies
     a rank sends, priced as an all-to-all over the EP group, give the README's logical
     bandwidth within 7 % (EP 32 was +9 % at a ring's rate of the NIC; EP 16 is left out: there the 160 GB/s NVLink of the H800 forwarding
-    the tokens is the bound, not the NIC)."""
+    the tokens is the bound, not the NIC: ``Comm.domain_fanout``, benchmarks/moe_exchange.py)."""
     from math import comb
 
     h800 = Fabric(LinkTier(200e9, 0.8, "nvlink"), LinkTier(50e9, 0.96, "net"))

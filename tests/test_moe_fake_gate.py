@@ -45,7 +45,9 @@ def test_the_row_option_switches_the_router_and_only_deepep_dispatch_shrinks():
     learned, fake = _qwen3(""), _qwen3("fake_balanced_gate")
     assert learned.model.moe_router == "learned"
     assert fake.model.moe_router == "fake_balanced"
-    assert moe_wire_copies(learned) == 8  # one copy per routed expert inside the domain
+    # one copy per destination rank inside the domain (DeepEP is_token_in_rank): the 8 experts
+    # of a learned top-8 meet 8 (1 - (7/8)^8) of the 8 ranks on average
+    assert moe_wire_copies(learned) == pytest.approx(8 * (1 - (7 / 8) ** 8))
     assert moe_wire_copies(fake) == 1.0
     # Megatron's all-to-all sends a copy per routed expert whatever the gate
     assert moe_wire_copies(_qwen3("fake_balanced_gate", "alltoall")) == 8

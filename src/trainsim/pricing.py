@@ -225,7 +225,18 @@ class Pricer:
         return dict(out)
 
     def comm_time(self, op: Comm) -> float:
-        return self.net.collective(op.kind, op.bytes, self.spans[op.group]).time_s
+        span = self.spans[op.group]
+        t = self.net.collective(op.kind, op.bytes, span).time_s
+        if op.domain_fanout and span.nodes > 1:
+            # DeepEP's internode kernels (deepseek-ai/DeepEP v1.2.1 csrc/kernels/internode.cu,
+            # ``dispatch``/``combine``): RDMA to the same-index GPU of each destination node,
+            # whose forwarder warps copy every arrival on to its destination ranks over NVLink
+            # while later chunks are still arriving; the slower stage bounds the exchange. The
+            # forward is an all-to-all inside the domain of what the rank forwards.
+            domain = self.net.span(span.per_node, 1)
+            fwd = self.net.collective("all_to_all", op.bytes * op.domain_fanout, domain)
+            t = max(t, fwd.time_s)
+        return t
 
     def hidden_behind(self, comm_s: float, compute_s: float) -> float:
         """Exposed time of a collective run beside ``compute_s`` of compute: what the compute

@@ -233,7 +233,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             conj = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
                     "all_to_all": "all_to_all"}
             if op.kind in conj:  # all-reduce (g) has the identity as its conjugate
-                ops.append(Comm(f"{op.name}.bwd", conj[op.kind], grad, op.group))  # type: ignore[arg-type]
+                ops.append(Comm(f"{op.name}.bwd", conj[op.kind], grad, op.group,  # type: ignore[arg-type]
+                                domain_fanout=op.domain_fanout))
         else:  # pragma: no cover - exhaustive
             raise TypeError(op)
     if sh.tp > 1 and not sh.sp:

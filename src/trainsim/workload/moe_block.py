@@ -74,11 +74,13 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
                                kernels=MOE_KERNELS["preprocess"][0]))
     wire = tokens * moe_wire_copies(cfg)
+    fanout = domain_fanout(cfg)
     elem = disp.dispatch_element_bytes(dispatcher, p.moe_dispatch_fp8, ACT)
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
         ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
     elif p.ep > 1:
-        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep"))
+        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep",
+                        domain_fanout=fanout))
     probs = disp.probs_all_to_all(cfg, wire)
     if probs is not None:
         ops.append(probs)
@@ -129,7 +131,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
                         "ep"))
     elif p.ep > 1:
-        ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep"))
+        ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep",
+                        domain_fanout=fanout))
     if disp.permute_before_exchange(dispatcher):
         ops.append(unpermute)
     shared = m.moe_shared_expert_intermediate_size
@@ -170,8 +173,23 @@ def moe_wire_copies(cfg: RunConfig) -> float:
         return disp.fake_balanced_destinations(cfg)
     if not disp.dedups_per_node(p.moe_token_dispatcher_type):
         return float(k)  # one permuted copy per routed expert, whatever node it lies on
-    copies = float(min(k, m.moe_router_group_topk or k))
     nodes = max(1, p.ep * p.etp // c.gpus_per_node)
-    if nodes > 1:
-        copies = min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
-    return copies
+    if nodes == 1:  # one NVLink domain: DeepEP's intranode kernel, a copy per destination rank
+        return disp.destination_ranks(cfg)
+    copies = float(min(k, m.moe_router_group_topk or k))
+    return min(copies, nodes * (1 - (1 - 1 / nodes) ** k))
+
+
+def domain_fanout(cfg: RunConfig) -> float:
+    """Bytes a rank forwards inside its NVLink domain per byte its exchange sends across
+    domains (``Comm.domain_fanout``): the node copies it sends arrive, by symmetry, as many
+    at its own forwarder, which delivers each to the destination ranks of its node
+    (``disp.destination_ranks`` copies of a token in all, DeepEP v1.2.1 csrc/kernels/
+    internode.cu). 0 for a one-stage exchange: another dispatcher, a single domain, or the
+    fake-balanced gate (whose copies ``moe_wire_copies`` counts per rank already)."""
+    m, p, c = cfg.model, cfg.parallel, cfg.cluster
+    if not disp.dedups_per_node(p.moe_token_dispatcher_type) or m.moe_router == "fake_balanced":
+        return 0.0
+    if p.ep * p.etp <= c.gpus_per_node:
+        return 0.0
+    return disp.destination_ranks(cfg) / moe_wire_copies(cfg)

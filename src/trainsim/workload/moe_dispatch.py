@@ -102,6 +102,25 @@ def fake_balanced_destinations(cfg: RunConfig) -> float:
     return spans / period
 
 
+def destination_ranks(cfg: RunConfig) -> float:
+    """Distinct EP ranks a token's experts lie on, the copies a per-destination dispatcher
+    delivers: DeepEP's kernels send a token once to each rank that holds one of its experts
+    (``get_dispatch_layout`` -> ``is_token_in_rank``; intranode.cu copies a token per rank,
+    internode.cu forwards it once per rank of the destination node; deepseek-ai/DeepEP v1.2.1
+    csrc/kernels/), and the expert permute after the exchange makes the per-expert rows. For
+    k experts spread uniformly over the r ranks a token can reach (its at most
+    ``moe_router_group_topk`` nodes' ranks under node-limited routing), ``r (1 - (1 - 1/r)^k)``."""
+    m, p, c = cfg.model, cfg.parallel, cfg.cluster
+    k = m.moe_router_topk
+    nodes = max(1, p.ep * p.etp // c.gpus_per_node)
+    reach = p.ep
+    if nodes > 1 and m.moe_router_group_topk and m.moe_router_group_topk < nodes:
+        reach = p.ep // nodes * m.moe_router_group_topk
+    if reach <= 1:
+        return 1.0
+    return min(float(k), reach * (1 - (1 - 1 / reach) ** k))
+
+
 def split_sizes_gather(cfg: RunConfig) -> Comm | None:
     """The all-to-all dispatcher's exchange of the routing counts before its exchange of tokens:
     ``MoEAlltoAllTokenDispatcher.preprocess`` all-gathers every rank's tokens per expert

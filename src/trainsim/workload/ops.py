@@ -220,6 +220,10 @@ class Comm:
     grad_bytes: float | None = None
     """Bytes of its conjugate in the backward pass; None = ``bytes``. (Transformer Engine's fp8
     gathers move 1-byte tensors while the gradients they pair with reduce in 16 bits.)"""
+    domain_fanout: float = 0.0
+    """A two-stage exchange across NVLink domains (DeepEP's and HybridEP's internode dispatch
+    and combine): bytes each rank forwards inside its NVLink domain, per byte of ``bytes``,
+    beside the network stage (``Pricer.comm_time``); 0 = a plain collective."""
 
 
 Op = Union[Gemm, Attention, Elementwise, Comm]  # noqa: UP007 - get_args reads it

@@ -1,0 +1,162 @@
+"""Published DeepEP / HybridEP exchange measurements against trainsim's own pricing of the same
+exchange.
+
+    python benchmarks/moe_exchange.py [--csv benchmarks/moe_exchange_published.csv]
+
+Each row of ``benchmarks/moe_exchange_published.csv`` is one published figure (source and tag in
+the row). For the kernels Megatron-core's flex dispatcher calls (DeepEP V1 normal kernels,
+HybridEP), this builds a one-layer MoE config of the benchmark's shape on the benchmark's
+cluster, takes the dispatch or combine ``Comm`` op the workload emits for it
+(``workload.moe_block.moe_block``) and prices it with ``Pricer(cfg).comm_time``.
+
+The published figure is a bandwidth over a byte count the benchmark defines, so the measured
+time is that byte count over the bandwidth. The byte counts depend on the benchmark's random
+routing; they are re-drawn here the way the benchmark draws them (fixed seed):
+- ``rdma_send`` (deepseek-ai/DeepEP v1.2.1 tests/test_internode.py ``num_rdma_token_sent``;
+  hybrid-ep tests/utils.py ``count_rdma_send_from_routing_map``): copies of a token to each
+  distinct destination node, its own node included, times hidden x 2 bytes, x (1 + 4/128) / 2
+  for fp8 (the per-128 fp32 scales); the combine counts the same tokens at 2 bytes;
+- ``nvl_recv`` (tests/test_intranode.py): tokens the rank receives, one per source token with
+  an expert on the rank, at the same bytes per token.
+DeepEP V1's internode test routes each token to the top ``num_topk_groups`` = min(nodes, 4)
+nodes by their best score, then the top-8 experts there (``create_grouped_scores``); the
+intranode test and HybridEP's route uniformly.
+
+Rows of other kernels (DeepEP V2, the low-latency inference kernels) are printed as reference
+and left out of the MAPE: no training workload emits them. Nothing here feeds trainsim.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trainsim.catalog import gpu
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.pricing import Pricer
+from trainsim.workload.moe_block import moe_block
+from trainsim.workload.shard import shard_of
+
+HERE = Path(__file__).resolve().parent
+CSV = HERE / "moe_exchange_published.csv"
+PRICED = {"deepep_v1_normal": "deepep", "hybridep": "hybridep"}
+FP8_FACTOR = (1 + 4 / 128) / 2  # bytes of an fp8 element with its scale, over bf16's 2
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Routing:
+    nodes_per_token: float  # distinct destination nodes, own included
+    ranks_per_token: float  # distinct destination ranks
+
+
+def draw_routing(tokens: int, experts: int, topk: int, ranks: int, per_node: int,
+                 topk_groups: int | None) -> Routing:
+    """The benchmark's routing, re-drawn: |N(0,1)| + 1 scores, grouped by node when
+    ``topk_groups`` is set (DeepEP tests/test_internode.py), top-k experts."""
+    rng = np.random.default_rng(SEED)
+    nodes = max(1, ranks // per_node)
+    scores = np.abs(rng.standard_normal((tokens, experts))) + 1
+    if topk_groups:
+        grouped = scores.reshape(tokens, nodes, -1)
+        best = np.argsort(-grouped.max(axis=2), axis=1)[:, :topk_groups]
+        mask = np.zeros((tokens, nodes), dtype=bool)
+        np.put_along_axis(mask, best, True, axis=1)
+        scores = np.where(mask[:, :, None], grouped, 0.0).reshape(tokens, experts)
+    top = np.argsort(-scores, axis=1)[:, :topk]
+    rank = top // (experts // ranks)
+    node = rank // per_node
+    distinct = [len(set(r)) for r in rank.tolist()]
+    distinct_nodes = [len(set(n)) for n in node.tolist()]
+    return Routing(float(np.mean(distinct_nodes)), float(np.mean(distinct)))
+
+
+def config(row: dict[str, str]) -> RunConfig:
+    ep, per_node = int(row["ep"]), int(row["gpus_per_node"])
+    nodes = max(1, ep // per_node)
+    groups = int(row["topk_groups"]) if row["topk_groups"] else None
+    hidden = int(row["hidden"])
+    model = ModelConfig(name="exchange", hidden_size=hidden, num_layers=1,
+                        num_attention_heads=56, ffn_hidden_size=2048, activation="swiglu",
+                        num_experts=int(row["experts"]), moe_router_topk=int(row["topk"]),
+                        moe_ffn_hidden_size=2048,
+                        moe_router_group_topk=groups if groups and groups < nodes else None)
+    cluster = ClusterConfig(gpu=gpu(row["gpu"]), num_gpus=ep, gpus_per_node=per_node,
+                            nic_bw_Bps=float(row["nic_gbit_s"]) * 1e9 / 8)
+    training = TrainingConfig(global_batch_size=ep, micro_batch_size=1,
+                              seq_length=int(row["tokens"]))
+    parallel = ParallelConfig(expert_model_parallel_size=ep,
+                              moe_token_dispatcher_type=PRICED[row["kernel"]],
+                              moe_dispatch_fp8=row["dispatch_dtype"] == "fp8")
+    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+
+
+def predicted_s(row: dict[str, str]) -> float:
+    """Trainsim's time of the exchange op the workload emits for this shape."""
+    cfg = config(row)
+    ops: list = []
+    moe_block(ops, cfg, shard_of(cfg))
+    name = f"moe.{row['phase']}_all_to_all"
+    op = next(o for o in ops if getattr(o, "name", "") == name)
+    return Pricer(cfg).comm_time(op)
+
+
+def measured_s(row: dict[str, str]) -> float:
+    """The published bandwidth turned back into the time of one exchange."""
+    ep, per_node, tokens = int(row["ep"]), int(row["gpus_per_node"]), int(row["tokens"])
+    groups = int(row["topk_groups"]) if row["topk_groups"] else None
+    r = draw_routing(tokens, int(row["experts"]), int(row["topk"]), ep, per_node, groups)
+    per_token = int(row["hidden"]) * 2.0
+    if row["phase"] == "dispatch" and row["dispatch_dtype"] == "fp8":
+        per_token *= FP8_FACTOR
+    if row["normalisation"] == "rdma_send":
+        counted = tokens * r.nodes_per_token * per_token
+    elif row["normalisation"] == "nvl_recv":  # every rank sends `tokens`: a rank receives
+        counted = tokens * r.ranks_per_token * per_token
+    else:
+        raise ValueError(f"normalisation {row['normalisation']!r} not priced")
+    return counted / (float(row["published"]) * 1e9)
+
+
+def load(path: Path = CSV) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def check(rows: list[dict[str, str]]) -> list[tuple[dict[str, str], float, float]]:
+    """(row, predicted s, measured s) for every row a training workload emits."""
+    return [(r, predicted_s(r), measured_s(r)) for r in rows if r["kernel"] in PRICED]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--csv", type=Path, default=CSV)
+    args = ap.parse_args(argv)
+    rows = load(args.csv)
+    out = check(rows)
+    print(f"{'kernel':18} {'gpu':14} {'ep':>4} {'phase':9} {'pub':>7} {'meas_us':>8} "
+          f"{'pred_us':>8} {'err%':>7}")
+    errs: dict[str, list[float]] = {}
+    for r, pred, meas in out:
+        err = (pred - meas) / meas * 100
+        errs.setdefault(r["kernel"], []).append(abs(err))
+        print(f"{r['kernel']:18} {r['gpu']:14} {r['ep']:>4} {r['phase']:9} {r['published']:>7} "
+              f"{meas * 1e6:8.1f} {pred * 1e6:8.1f} {err:+7.1f}")
+    every = [e for v in errs.values() for e in v]
+    for kernel, v in errs.items():
+        print(f"MAPE {kernel}: {sum(v) / len(v):.1f} % ({len(v)} rows)")
+    print(f"MAPE all: {sum(every) / len(every):.1f} % ({len(every)} rows)")
+    ref = [r for r in rows if r["kernel"] not in PRICED]
+    print(f"reference rows not priced (kernels no training workload emits): {len(ref)}")
+    for r in ref:
+        print(f"  {r['kernel']:22} ep {r['ep']:>4} {r['phase']:9} {r['published']} {r['metric']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The published DeepEP / HybridEP exchange figures (benchmarks/moe_exchange_published.csv) parse,
+and benchmarks/moe_exchange.py prices each row a training workload emits with trainsim's own
+Comm op; the two-stage internode exchange (RDMA, then the NVLink forward) and DeepEP's
+per-rank copies are what bring its EP 8 and EP 16 rows in."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import moe_layer_cfg, moe_layer_ops
+from trainsim.pricing import Pricer
+from trainsim.workload.moe_block import domain_fanout, moe_wire_copies
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("moe_exchange", ROOT / "benchmarks/moe_exchange.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclass looks its module up
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def test_published_file_parses_and_names_its_sources():
+    rows = _script().load()
+    assert len(rows) >= 20
+    for r in rows:
+        assert r["source"].startswith("deepseek-ai/DeepEP") and float(r["published"]) > 0
+        assert r["phase"] in ("dispatch", "combine") and r["metric"] in ("GBps", "us")
+        assert int(r["ep"]) % int(r["gpus_per_node"]) == 0 or int(r["ep"]) < 8
+
+
+def test_script_runs_and_every_priced_row_is_within_40_percent(capsys):
+    mod = _script()
+    assert mod.main([]) == 0
+    out = capsys.readouterr().out
+    assert "MAPE all:" in out
+    errs = {(r["kernel"], r["ep"], r["phase"]): (p - m) / m for r, p, m in mod.check(mod.load())}
+    assert len(errs) == 14 and all(math.isfinite(e) for e in errs.values())
+    assert all(abs(e) < 0.40 for e in errs.values()), errs
+    deepep = [abs(e) for (k, _, _), e in errs.items() if k == "deepep_v1_normal"]
+    assert sum(deepep) / len(deepep) < 0.15  # 20.4 % before the two-stage exchange
+
+
+def test_benchmark_routing_counts_match_their_closed_forms():
+    """Node-limited routing (top-4 of 8 nodes) reaches at most 4 nodes; without limits,
+    2 nodes of 128 experts each are both reached unless all 8 experts miss one."""
+    mod = _script()
+    r = mod.draw_routing(4096, 256, 8, 64, 8, 4)
+    assert 3.5 < r.nodes_per_token <= 4.0
+    r = mod.draw_routing(4096, 256, 8, 16, 8, 2)
+    assert r.nodes_per_token == pytest.approx(2 * (1 - math.comb(128, 8) / math.comb(256, 8)),
+                                              rel=0.01)
+
+
+def test_deepep_sends_one_copy_per_destination_rank_inside_a_node():
+    """Single node: DeepEP's intranode kernel copies a token once per rank holding one of its
+    experts (8 ranks, top-8: 8 (1 - (7/8)^8) = 5.25), the all-to-all dispatcher once per expert."""
+    assert moe_wire_copies(moe_layer_cfg("deepep", ep=8, gpus=8)) == pytest.approx(5.25, rel=0.01)
+    assert moe_wire_copies(moe_layer_cfg("alltoall", ep=8, gpus=8)) == 8
+
+
+def test_internode_exchange_is_bound_by_the_slower_stage():
+    """Across two nodes the forward inside the node carries more than the network stage; on
+    H800 (200 GB/s NVLink) at a 400 Gb/s NIC it binds, so the exchange takes longer than the
+    network stage alone (DeepEP's EP 16 row), and a zero fan-out gives the plain all-to-all."""
+    from dataclasses import replace
+
+    from trainsim.catalog import gpu
+
+    cfg = moe_layer_cfg("deepep", ep=16, gpus=16, experts=256)
+    cfg = replace(cfg, cluster=replace(cfg.cluster, gpu=gpu("h800-sxm-80gb")))
+    assert domain_fanout(cfg) > 2
+    fwd, _ = moe_layer_ops(cfg)
+    op = next(o for o in fwd if getattr(o, "name", "") == "moe.dispatch_all_to_all")
+    pricer = Pricer(cfg)
+    assert pricer.comm_time(op) > 1.2 * pricer.comm_time(replace(op, domain_fanout=0.0))
+    assert domain_fanout(moe_layer_cfg("alltoall", ep=16, gpus=16)) == 0
