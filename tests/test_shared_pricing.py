@@ -105,3 +105,47 @@ def test_a_batch_runs_the_loop_once_for_twin_graphs(monkeypatch):
     batch = evaluate_batch(base, pair, ("test", 6))
     assert batch == alone
     assert len(runs) == 1
+
+
+def test_dualpipe_pair_pricing_shares_nothing_it_changed():
+    """DualPipe prices its overlapped pairs with a pricer whose data-parallel SM share it sets
+    to zero after building it (pipeline._pair_pricing): such a pricer must not hand its prices
+    to a 1F1B run with the expert overlap on the same cluster, nor take theirs, in either
+    order."""
+    import dataclasses
+
+    import trainsim
+    from trainsim import simulate
+    from trainsim.pricing import shared
+    moe = {"name": "tinymoe", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+           "num_kv_heads": 4, "vocab_size": 32000, "activation": "swiglu",
+           "position_embedding": "rope", "normalization": "rmsnorm", "tied_embeddings": False,
+           "add_bias_linear": False, "num_experts": 8, "moe_router_topk": 2,
+           "moe_ffn_hidden_size": 1024}
+
+    def cfg(parallel):
+        return trainsim.run_config_from_dict({
+            "model": moe, "parallel": {"tp": 1, "pp": 2, "ep": 4, **parallel},
+            "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                         "dtype": "bf16"},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8}})
+    dual = cfg({"pipeline_schedule": "dualpipe"})
+    paired = dataclasses.replace(cfg({"moe_overlap_ep_comm": True}), cluster=dual.cluster)
+    alone = (simulate(dual).iteration_time_s, simulate(paired).iteration_time_s)
+    for n, order in enumerate(((dual, paired), (paired, dual))):
+        with shared(("dualpipe-test", n)):
+            got = {id(c): simulate(c).iteration_time_s for c in order}
+        assert (got[id(dual)], got[id(paired)]) == alone
+
+
+def test_a_search_base_makes_one_cluster_per_gpu_count():
+    """The shared prices are kept by the cluster's identity: a base asked twice for a GPU count
+    other than its own must give the same cluster object (else nothing is shared and the store
+    grows by a cluster per simulation)."""
+    import trainsim
+    from trainsim.search.space import Base
+    base = Base.of(trainsim.load_run_config("examples/llama3-8b-h100.yaml"))
+    other = base.cluster.num_gpus * 2
+    assert base.cluster_for(other) is base.cluster_for(other)
+    assert base.cluster_for(other).num_gpus == other
+    assert base.cluster_for(base.cluster.num_gpus) is base.cluster

@@ -171,6 +171,7 @@ class ScheduledPipeline:
         cfg = replace(g.cfg, parallel=replace(g.p, moe_overlap_ep_comm=True))
         pricer = Pricer(cfg)
         pricer.sm_share = {**pricer.sm_share, "dp": 0.0}
+        pricer._store = None  # its SM shares are not its signature's: priced alone, never shared
         chunks = priced_chunks(cfg, pricer, shard_of(cfg), g.layer_source)
         sms = g.cfg.cluster.gpu.num_sms
         slow = sms / max(sms - DUALPIPE_COMM_SMS, 1)

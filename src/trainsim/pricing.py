@@ -119,12 +119,12 @@ def interned(segments: tuple[tuple[str, float, str], ...]) -> Priced:
 
 class _Store:
     """What :func:`shared` keeps: priced op lists by (pricer signature, ops), each op's time and
-    model by compute model, and sums of kept ``Priced`` by the identities of their operands
+    model by cluster (which names the compute model), and sums of kept ``Priced`` by the identities of their operands
     (kept alive with them, so an identity is never reused while its entry is kept)."""
 
     MAX_ENTRIES = 50_000
     """Entries kept at most (sums of long passes hold a tuple of their segments each); past
-    it everything is dropped and priced again."""
+    it the kept op lists and sums are dropped and priced again (each op's time stays)."""
 
     def __init__(self, token: Hashable) -> None:
         self.token = token
@@ -152,7 +152,9 @@ def shared(token: Hashable) -> Iterator[None]:
     from what an earlier one of ``token`` kept, and sums of priced passes built from kept
     operands are made once: the search's workers price the passes its candidates share once
     per process instead of once per candidate (issue 21: price each distinct op once per
-    process). The same arithmetic on the same floats, so every price is the same to the bit.
+    process). The same arithmetic on the same floats, so every price is the same to the bit
+    (a pricer whose settings are changed after it is built, as DualPipe's pair pricing does,
+    must leave the store: ``pricer._store = None``).
 
     Enter it with one token per question whose prices cannot change between its simulations
     (one search): a token other than the last one's drops what was kept, so a pricer built

@@ -236,7 +236,7 @@ class _TaskGraph:
                       for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
-        self.lone = lone_pass_specs(self, last_v)  # unpaired passes of the combined 1F1B
+        self.lone = lone_pass_specs(self, last_v, first_wait)  # combined 1F1B's unpaired
         return first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd
 
     def pipeline(self) -> None:
@@ -294,8 +294,9 @@ class _TaskGraph:
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
-                        if self.lone and k < first_b[s] and v not in first_spec:
-                            spec = self.lone[0][v]  # a warm-up forward: nothing to pair with
+                        if self.lone and k < first_b[s]:  # a warm-up forward: no partner
+                            spec = self.lone[3].get(v, self.lone[0][v]) if mb == 0 \
+                                else self.lone[0][v]
                         if spec[4] is None:  # no separate send: the pass is what the next waits on
                             tags.append(k)
                             tasks.append(Task(spec[0], spec[1], deps, label["F"][chunk][mb],

@@ -9,6 +9,7 @@ sees the same answers whatever runs them (and however many workers there are). R
 from __future__ import annotations
 
 import concurrent.futures as cf
+import gc
 import logging
 import os
 from collections.abc import Callable, Hashable, Sequence
@@ -121,7 +122,9 @@ class LocalExecutor:
                token: Hashable = None) -> _Futures:
         """:meth:`map` without waiting: the workers start on the batches at once."""
         if self._pool is None:
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers)
+            # a pool made inside the search's gc_paused() would fork workers with the
+            # collector off for life: each starts with it on (evaluate_batch pauses it itself)
+            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers, initializer=gc.enable)
         return _Futures([self._pool.submit(evaluate_batch, base, b, token) for b in batches],
                         batches, on_done)
 

@@ -36,6 +36,8 @@ OverlapMode = Literal["search", "on", "off"]
 
 _TRAININGS: dict[tuple[int, int], tuple[TrainingConfig, TrainingConfig]] = {}
 """(id of a base's training config, micro-batch) -> (that config, the one with the micro-batch)."""
+_CLUSTERS: dict[tuple[int, int], tuple[ClusterConfig, ClusterConfig]] = {}
+"""(id of a base's cluster, GPU count) -> (that cluster, the one with the GPU count)."""
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,18 @@ class Base:
     searched dimension they name takes only that value (``SearchSpace.fixed_by``)."""
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
+        """``cluster`` with this GPU count, one object per count and process: the shared
+        prices (``pricing.shared``) are kept by the cluster's identity."""
         if num_gpus == self.cluster.num_gpus:
             return self.cluster
-        return dataclasses.replace(self.cluster, num_gpus=num_gpus)
+        key = (id(self.cluster), num_gpus)
+        hit = _CLUSTERS.get(key)
+        if hit is None or hit[0] is not self.cluster:
+            if len(_CLUSTERS) > 256:
+                _CLUSTERS.clear()
+            hit = _CLUSTERS[key] = (self.cluster, dataclasses.replace(self.cluster,
+                                                                      num_gpus=num_gpus))
+        return hit[1]
 
     def training_for(self, micro_batch: int) -> TrainingConfig:
         """``training`` with this micro-batch size, built once per process: a search makes a
