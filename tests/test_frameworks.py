@@ -121,7 +121,7 @@ def test_megatron_lm_features_arrive_in_order():
 
 def test_megatron_core_2024_uses_a_fused_kernel():
     p = framework_profile("megatron-core", "0.8")
-    assert p.version == "0.7"
+    assert p.version == "0.8"
     assert p.attention_for() in {"cudnn", "flash2", "flash3"}
     assert p.attention_for("sm90") == "cudnn"
     assert p.attention_for("sm80") == "flash2"

@@ -34,6 +34,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
+from trainsim.workload.recompute import core_attn_rerun
 from trainsim.workload.schedule import (
     microbatch_group,
     pass_labels,
@@ -591,7 +592,7 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         exposed_comm=exposed,
         memory=memory,
         model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
-        hardware_flops=hardware_flops_per_iteration(cfg),
+        hardware_flops=hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True)),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute_sources().items())),

@@ -142,6 +142,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
     "moe_dispatchers": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
+    # selective recompute of ``core_attn`` checkpoints a fused (flash, cuDNN) attention too, so
+    # its forward runs again before its backward (Megatron-core attention.py
+    # _checkpointed_attention_forward, whatever the backend); false: only an attention that keeps
+    # the score matrix is checkpointed (legacy Megatron-LM transformer.py: ``if not
+    # self.use_flash_attn: if self.checkpoint_core_attention``); null: not recorded (as false)
+    "checkpointed_fused_attention": _nullable(_bool),
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
     "batched_p2p": _nullable(_bool),
@@ -290,6 +296,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "flash_unpad",
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
              "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "norm", "dp_buckets",
-             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p"}
+             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
+             "checkpointed_fused_attention"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}

@@ -183,22 +183,23 @@ SCORES_IN_MEMORY = ("unfused", "eager")
 the model layer may not import; a test keeps the two equal)."""
 
 
-def hardware_flops_per_iteration(cfg: RunConfig) -> float:
+def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
     Full recompute adds one more forward of every layer (Narayanan et al. 2021, eq. 3:
     factor 4 instead of 3 on the layer terms); selective recompute adds the forward of the
-    attention core (Korthikanti et al. 2022 §4.2) where it is re-run: a fused (flash) kernel's
-    backward recomputes the scores anyway, so checkpointing ``core_attn`` adds no forward
-    there (``workload.recompute.layer_recompute``); counting it gave an HFU above 1 at long
-    sequences.
+    attention core (Korthikanti et al. 2022 §4.2) where it is re-run: always for an attention
+    keeping the score matrix; for a fused (flash, cuDNN) kernel only where the framework
+    checkpoints it too (``checkpointed_fused_attention``, which the caller reads from the
+    run's profile with ``workload.recompute.core_attn_rerun``, the rule the time path uses:
+    Megatron-core re-runs it, legacy Megatron-LM under flash does not).
     """
     m, tokens = cfg.model, cfg.tokens_per_iteration
     s = cfg.training.seq_length
     base = model_flops_per_token(m, s) * tokens
     layer_fwd = 2.0 * (_matmul_params(m) - m.vocab_size * m.hidden_size) \
         + 2.0 * _attention_work(m, s)
-    rerun = cfg.training.attention in SCORES_IN_MEMORY and \
+    rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \
         "core_attn" in (cfg.parallel.recompute_modules or ("core_attn",))
     attn_fwd = 2.0 * _attention_work(m, s) if rerun else 0.0
     extra = {"none": 0.0, "full": layer_fwd, "selective": attn_fwd}[cfg.parallel.recompute]

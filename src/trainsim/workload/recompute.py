@@ -45,16 +45,35 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
     if profile_supports(cfg, "per_op_sac") and not any(isinstance(op, Gemm) and op.grouped for op in fwd):
         return per_op_sac_recompute(fwd)
     modules = p.recompute_modules or ("core_attn",)
+    fused_rerun = core_attn_rerun(cfg, fused=True)
     names = frozenset().union(*(RECOMPUTED_OPS.get(x, ()) for x in modules))
     out = []
     for op in fwd:
         if isinstance(op, Attention):
-            # FlashAttention's backward recomputes the scores anyway: core_attn is free there
-            if "core_attn" in modules and op.impl in MATERIALIZED_SCORES:
+            if "core_attn" in modules and (op.impl in MATERIALIZED_SCORES or fused_rerun):
                 out.append(_renamed(op, "recompute."))
         elif op.name.split(".")[0] in names:
             out.append(_renamed(op, "recompute."))
     return out
+
+
+def core_attn_rerun(cfg: RunConfig, fused: bool | None = None) -> bool:
+    """Whether selective recompute re-runs the attention core's forward before its backward.
+
+    ``fused``: the attention is a fused kernel (flash, cuDNN), not one keeping the score matrix
+    (None: the run's ``training.attention``). An unfused attention is re-run wherever
+    ``core_attn`` is checkpointed (Korthikanti et al. 2022 §4.2). A fused one is re-run only
+    where the framework checkpoints it too (profile feature ``checkpointed_fused_attention``:
+    Megatron-core's attention.py ``_checkpointed_attention_forward`` wraps whatever backend,
+    core_v0.4.0 .. core_v0.15.0); legacy Megatron-LM skips the checkpoint under flash
+    (megatron/model/transformer.py ``if not self.use_flash_attn``), and a run without a profile
+    keeps that rule. ``model.counts.hardware_flops_per_iteration`` counts the same re-run."""
+    p = cfg.parallel
+    if p.recompute != "selective" or "core_attn" not in (p.recompute_modules or ("core_attn",)):
+        return False
+    if fused is None:
+        fused = cfg.training.attention not in MATERIALIZED_SCORES
+    return not fused or profile_supports(cfg, "checkpointed_fused_attention")
 
 
 def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
