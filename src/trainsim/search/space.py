@@ -411,6 +411,8 @@ class SearchSpace:
                                     for z in zeros:
                                         for ep, etp, disp in moe:
                                             for sch in scheds:
+                                                if sch and z == 3:  # pipeline.py: not modelled
+                                                    continue
                                                 yield MemoryKey(num_gpus, tp, pp, cp, vpp, mb, rc,
                                                                 sp, z, ep, etp, disp, sch)
 
@@ -422,8 +424,11 @@ class SearchSpace:
             "overlap_param_gather": sharded_dp and key.zero in (1, 2),
             "tp_comm_overlap": key.tp > 1,
             "overlap_p2p_comm": key.pp > 1,
-            # DualPipe's pairs hide the all-to-alls themselves
-            "moe_overlap_ep_comm": key.ep > 1 and key.schedule != "dualpipe",
+            # DualPipe's pairs hide the all-to-alls themselves; Megatron-core refuses the
+            # overlap with pp > 1 without interleaving, with full recompute and with the
+            # allgather dispatcher (core_v0.15.0 transformer_config.py __post_init__)
+            "moe_overlap_ep_comm": key.ep > 1 and key.schedule == "" and key.recompute != "full"
+            and key.dispatcher in ("alltoall", "deepep") and (key.pp == 1 or key.vpp > 1),
         }
         if self.overlap == "off":
             return [Candidate(key)]
