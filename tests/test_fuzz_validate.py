@@ -228,6 +228,27 @@ def test_a_malformed_csv_table_is_one_error_line(tmp_path, text, match):
                                        cwd=tmp_path))
 
 
+@pytest.mark.parametrize("text", [
+    f"{TRAINING_HEADER},note\n{GOOD_TRAINING}\n",  # the empty trailing note left off
+    f"{TRAINING_HEADER},\n{GOOD_TRAINING}\n",  # a trailing comma on the header only
+    f"{TRAINING_HEADER}\n{GOOD_TRAINING},\n",  # on the rows only
+    f"{TRAINING_HEADER},\n{GOOD_TRAINING},\n",  # on every line
+])
+def test_left_off_optional_cells_and_trailing_commas_are_read(tmp_path, text):
+    """What a text editor's CSV does: an empty trailing optional cell left off, a trailing
+    comma on some lines; the row is predicted as if the cells were there and empty."""
+    (tmp_path / "t.csv").write_text(text)
+    result = cli("validate", "t.csv", "--compute-db", "none", "--format", "json", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+
+
+def test_a_row_missing_a_required_cell_names_the_column(tmp_path):
+    (tmp_path / "t.csv").write_text(f"{TRAINING_HEADER}\n{GOOD_TRAINING.rsplit(',', 1)[0]}\n")
+    last = TRAINING_HEADER.rsplit(",", 1)[1]
+    assert f"required column '{last}' is missing" in one_error_line(
+        cli("validate", "t.csv", "--compute-db", "none", cwd=tmp_path))
+
+
 def test_duplicate_and_empty_ids_are_a_warning_and_header_spaces_are_ignored(tmp_path):
     """Rows are named by id: two equal ids (each counts in the MAPE) or none get a warning
     line; 'id, model, ...' (spaces after the commas) is read as 'id,model,...'."""

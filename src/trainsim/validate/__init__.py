@@ -10,7 +10,7 @@ import functools
 import io
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from trainsim.config.records import positive_value
@@ -50,7 +50,7 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     missing = [c for c in required if c not in columns]
     if missing:
         raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
-    rows = _table(path, columns, lines[1:])
+    rows = _table(path, columns, lines[1:], required)
     if not rows:
         raise ConfigError(f"{path}: no rows under the header; nothing to validate")
     _check_ids(path, rows)
@@ -68,11 +68,13 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     return kind, rows
 
 
-def _table(path: str | Path, columns: list[str], lines: list[list[str]]) -> list[dict[str, str]]:
-    """The rows under the header ``columns`` as mappings. A column named twice, or a row with
-    more or fewer cells than the header, is refused (csv.DictReader kept the last of two equal
-    columns and set short rows' missing cells to None silently, and put extra cells under no
-    name)."""
+def _table(path: str | Path, columns: list[str], lines: list[list[str]],
+           required: Sequence[str] = ()) -> list[dict[str, str]]:
+    """The rows under the header ``columns`` as mappings. A column named twice is refused
+    (csv.DictReader kept the last of two equal columns). A row may leave off empty trailing
+    cells of optional columns (read as empty, as a text editor's CSV has them) and may end in
+    empty extra cells (a trailing comma); a row that leaves off a required column's cell, or
+    has extra cells holding text (an unquoted comma), is refused."""
     named = [c for c in columns if c]
     twice = sorted({c for c in named if named.count(c) > 1})
     if twice:
@@ -80,12 +82,20 @@ def _table(path: str | Path, columns: list[str], lines: list[list[str]]) -> list
                           "each column once")
     rows = []
     for n, cells in enumerate(lines, start=1):
-        if len(cells) != len(columns):
-            at = columns.index("id") if "id" in columns else len(cells)
-            ident = cells[at].strip() if at < len(cells) else "?"
-            raise ConfigError(f"{path} row {n} (id {ident or '?'}): {len(cells)} cells but the "
-                              f"header has {len(columns)} columns; quote a cell that holds a "
-                              "comma")
+        at = columns.index("id") if "id" in columns else len(cells)
+        ident = (cells[at].strip() if at < len(cells) else "") or "?"
+        if len(cells) > len(columns):
+            if any(c.strip() for c in cells[len(columns):]):
+                raise ConfigError(f"{path} row {n} (id {ident}): {len(cells)} cells but the "
+                                  f"header has {len(columns)} columns; quote a cell that "
+                                  "holds a comma")
+            cells = cells[:len(columns)]
+        short = [c for c in columns[len(cells):] if c in required]
+        if short:
+            raise ConfigError(f"{path} row {n} (id {ident}): {len(cells)} cells but the header "
+                              f"has {len(columns)} columns: the cell of required column "
+                              f"'{short[0]}' is missing")
+        cells = cells + [""] * (len(columns) - len(cells))
         rows.append({c: v for c, v in zip(columns, cells) if c})
     return rows
 
