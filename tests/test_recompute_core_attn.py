@@ -50,7 +50,8 @@ def _extra_flops(cfg) -> float:
 
 @pytest.mark.parametrize("framework, version, attention", [
     ("megatron-core", "0.8", "cudnn"), ("megatron-core", "0.15", "flash2"),
-    ("megatron-bridge", "25.09", "cudnn"), ("nemo", "24.07", "flash2")])
+    ("megatron-bridge", "25.09", "cudnn"), ("nemo", "24.07", "flash2"),
+    ("megatron-lm", "2024-06", "cudnn")])  # Megatron-core models by default from 53f901c662
 def test_megatron_core_reruns_the_fused_attention_forward_once(framework, version, attention):
     cfg = _cfg(framework, version, attention)
     attn, redo = _attention_reruns(cfg)
