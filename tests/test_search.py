@@ -301,3 +301,28 @@ def test_the_bound_counts_what_follows_the_last_pass():
     both = Candidate(key, overlap_grad_reduce=True, overlap_param_gather=True)
     assert bounds.refined(both) < bounds.refined(grad) < bounds.refined(off)
     assert bounds.refined(both) < evaluate(both, b).iteration_time_s
+
+
+def test_an_exhaustive_search_keeps_its_batches_small():
+    """An exhaustive search queues a lead's siblings at the lead's bound; batches are not cut
+    between candidates at one bound (twins run once in a worker) only up to TWIN_SPAN batches,
+    so a wave still spreads over the workers (review: one batch a wave left them idle)."""
+    from trainsim.search.core import BATCH, TWIN_SPAN
+    from trainsim.search.executors import SerialExecutor
+
+    class Recording(SerialExecutor):
+        workers = 2
+
+        def __init__(self):
+            self.sizes: list[int] = []
+
+        def map(self, base, batches, on_done=None, token=None):
+            self.sizes.extend(len(b) for b in batches)
+            return super().map(base, batches, on_done, token)
+
+    b = make_base(gpus=8, batch=16)
+    space = SearchSpace(recompute=("none", "selective"), zero=(0, 1), max_micro_batch=2,
+                        max_vpp=2)
+    ex = Recording()
+    search(b, [8], space, top_k=3, exhaustive=True, cache=None, executor=ex)
+    assert ex.sizes and max(ex.sizes) <= (TWIN_SPAN + 1) * BATCH

@@ -51,6 +51,8 @@ WAVE = 64
 depend on the number of workers)."""
 BATCH = 4
 """Candidates per task sent to a worker."""
+TWIN_SPAN = 4
+"""Batches a run of candidates at one bound may fill before it is cut (``_search``)."""
 AHEAD = 32 * WAVE
 """Heap entries the search prepares (memory checks, refined bounds) while workers simulate."""
 INF = float("inf")
@@ -407,9 +409,12 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
             else:
                 todo.append((lb, c, headroom))
                 # the wave's batches start as they are made, each of at least ``batch``
-                # candidates and never between two at the same bound (twins whose task
-                # graphs a worker then runs once: evaluate_batch)
-                if len(todo) - sent > batch and lb != todo[-2][0]:
+                # candidates and not between two at the same bound (twins whose task graphs
+                # a worker then runs once: evaluate_batch) unless the batch has grown to
+                # ``TWIN_SPAN`` batches (an exhaustive search queues a lead's siblings at its
+                # bound: one batch a wave would leave the other workers idle)
+                if len(todo) - sent > batch and (lb != todo[-2][0]
+                                                 or len(todo) - sent > TWIN_SPAN * batch):
                     stream.add([c for _, c, _ in todo[sent:-1]])
                     sent = len(todo) - 1
         if len(todo) > sent:
