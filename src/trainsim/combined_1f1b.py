@@ -16,23 +16,27 @@ from trainsim.pricing import Pricer
 from trainsim.workload.shard import shard_of
 
 
-def lone_pass_specs(graph: Any, last_v: int,
-                    first_wait: dict | None = None) -> tuple[list, list, dict, dict] | None:
+def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
+                    memo: dict) -> tuple[list, list, dict, dict] | None:
     """Per virtual stage, the pass specs of ``graph`` (a ``simulator._TaskGraph``) priced
     without the overlap, forwards then backwards, and the chunks they come from (the last
     micro-batch's split backward is a cool-down backward too), and the first forwards of the
     virtual stages that wait for their parameters first (``first_wait``: virtual stage -> the
     wait, as ``pass_specs`` puts it before the paired forward); None where the run does not pair
-    passes."""
+    passes. The chunks priced without the overlap are kept in ``memo`` (the graph's per-pricer
+    store: a steady-state proof builds several graphs of one config)."""
     cfg, p = graph.cfg, graph.p
     if not (p.moe_overlap_ep_comm and cfg.model.is_moe and not graph.fsdp):
         return None
-    alone_cfg = replace(cfg, parallel=replace(p, moe_overlap_ep_comm=False))
-    alone = chunks(alone_cfg, Pricer(alone_cfg), shard_of(alone_cfg), graph.layer_source)
+    alone = memo.get("lone_chunks")
+    if alone is None:
+        alone_cfg = replace(cfg, parallel=replace(p, moe_overlap_ep_comm=False))
+        alone = memo["lone_chunks"] = chunks(alone_cfg, Pricer(alone_cfg), shard_of(alone_cfg),
+                                             graph.layer_source)
     return ([graph._pass_spec(v % graph.pp, alone[v].fwd, v < last_v) for v in alone],
             [graph._pass_spec(v % graph.pp, alone[v].bwd, v > 0) for v in alone], alone,
             {v: graph._pass_spec(v % graph.pp, wait + alone[v].fwd, v < last_v)
-             for v, wait in (first_wait or {}).items()})
+             for v, wait in first_wait.items()})
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

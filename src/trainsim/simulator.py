@@ -90,6 +90,7 @@ class _TaskGraph:
         if "chunks" not in shared:
             shared["chunks"] = chunks(cfg, pricer, sh, layer_source)
         self.chunks: dict[int, Chunk] = shared["chunks"]
+        self._memo = shared
         self.tasks: list[Task] = []
         self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
@@ -237,7 +238,7 @@ class _TaskGraph:
                       for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
-        self.lone = lone_pass_specs(self, last_v, first_wait)  # combined 1F1B's unpaired
+        self.lone = lone_pass_specs(self, last_v, first_wait, self._memo)  # combined 1F1B
         return first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd
 
     def pipeline(self) -> None:
@@ -273,7 +274,7 @@ class _TaskGraph:
                            group=microbatch_group(self.cfg)) for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
-        first_b, last_f = unpaired_bounds(orders)
+        first_b, last_f = unpaired_bounds(orders) if self.lone else ([], [])
         label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}
         while remaining:
             progressed = False
