@@ -153,8 +153,7 @@ def shared(token: Hashable) -> Iterator[None]:
     operands are made once: the search's workers price the passes its candidates share once
     per process instead of once per candidate (issue 21: price each distinct op once per
     process). The same arithmetic on the same floats, so every price is the same to the bit
-    (a pricer whose settings are changed after it is built, as DualPipe's pair pricing does,
-    must leave the store: ``pricer._store = None``).
+    (what a pricer prices with is fixed when it is built: set its SM shares there).
 
     Enter it with one token per question whose prices cannot change between its simulations
     (one search): a token other than the last one's drops what was kept, so a pricer built
@@ -172,7 +171,7 @@ def shared(token: Hashable) -> Iterator[None]:
 class Pricer:
     """Prices ops on the configured compute model and network."""
 
-    def __init__(self, cfg: RunConfig) -> None:
+    def __init__(self, cfg: RunConfig, sm_share: dict[str, float] | None = None) -> None:
         self.cfg = cfg
         self.compute = compute_model_for(cfg.cluster.gpu, cfg.cluster.compute_db, catalog_gpu)
         self.net = network_for(cfg.cluster)
@@ -195,12 +194,13 @@ class Pricer:
         """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
         compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
-        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms}
+        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, **(sm_share or {})}
+        """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
+        pipeline send hold while they run beside compute (``sm_share`` overrides: DualPipe's
+        pairs, whose all-to-alls run on SMs of their own)."""
         self.ub_margin = sms / (sms - UB_COMM_SMS)
         """Slowdown of a GEMM that Transformer Engine's pipeline or bulk TP overlap runs beside
         its communication kernels (``UB_COMM_SMS``)."""
-        """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
-        pipeline send hold while they run beside compute."""
         # inside ``shared``: what price_ops reads of this pricer (the cluster names the compute
         # model, its database and the network; a subclass may price otherwise: never shared)
         self._store = _STORE if _ACTIVE and type(self) is Pricer else None
@@ -209,7 +209,7 @@ class Pricer:
             self._store.clusters[id(cfg.cluster)] = cfg.cluster
             self._sig = (id(cfg.cluster), tuple(self.spans.values()), p.tp, p.tp_comm_overlap,
                          p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
-                         self.host_s_per_kernel, self.blocking)
+                         self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()))
 
     def compute_sources(self) -> dict[str, int]:
         """Distinct compute ops this pricer priced, by the model that priced them (the
