@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports
+from trainsim.workload.moe_dispatch import ROUTER_DTYPE_BYTES
 from trainsim.workload.ops import ACT_BYTES, Elementwise, Gemm, Op
 
 if TYPE_CHECKING:
@@ -45,7 +46,6 @@ FORCE_BALANCE_KERNELS = 2
 """``RandomSTE.forward``: ``logits.clone()`` and ``.normal_()`` (no backward kernel)."""
 ROUTER_GRAD_CASTS = 4
 """``RouterGatingLinearFunction.backward`` in fp32: weight and input up, both gradients down."""
-FP32 = 4
 
 
 def force_balance_op(cfg: RunConfig, tokens: int, experts: int) -> Elementwise | None:
@@ -57,7 +57,7 @@ def force_balance_op(cfg: RunConfig, tokens: int, experts: int) -> Elementwise |
     if not profile_supports(cfg, "moe_router_force_balance") \
             or cfg.model.moe_capacity_factor is not None:
         return None
-    elem = FP32 if cfg.parallel.moe_router_dtype == "fp32" else ACT_BYTES
+    elem = ROUTER_DTYPE_BYTES[cfg.parallel.moe_router_dtype]
     return Elementwise("router_random_logits", bytes=3 * tokens * experts * elem,
                        kernels=FORCE_BALANCE_KERNELS, bwd_bytes=0.0, bwd_kernels=0)
 
@@ -68,7 +68,7 @@ def fp32_grad_casts(cfg: RunConfig, tokens: int, hidden: int, experts: int) -> E
     bits, 6 bytes per element each way; nothing in the forward. None for a 16-bit router."""
     if cfg.parallel.moe_router_dtype != "fp32":
         return None
-    moved = 2 * (tokens + experts) * hidden * (ACT_BYTES + FP32)
+    moved = 2 * (tokens + experts) * hidden * (ACT_BYTES + ROUTER_DTYPE_BYTES["fp32"])
     return Elementwise("router_fp32_casts", bytes=0.0, kernels=0, bwd_bytes=moved,
                        bwd_kernels=ROUTER_GRAD_CASTS)
 
