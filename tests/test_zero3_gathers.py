@@ -300,28 +300,77 @@ def test_deepspeed_2021_reduce_bucket_copies_and_divides_by_hand():
     assert zero3_reduce_bucket_ops(cfg(64), range(1), False, False) == []
 
 
-def test_deepspeed_2021_bucket_pass_runs_before_each_reduce_scatter():
+@pytest.mark.parametrize("version", ["2021-03", "2021-07"])
+def test_deepspeed_2021_bucket_pass_runs_before_each_gradient_reduction(version):
     from trainsim.pricing import Pricer
     from trainsim.simulator import build_graph
 
-    c = cfg(64, framework=("deepspeed", "2021-03"))
+    c = cfg(64, framework=("deepspeed", version))
     tasks = build_graph(c, Pricer(c)).tasks
     prep = [i for i, t in enumerate(tasks) if t.label.startswith("grad prep")]
-    scatters = [t for t in tasks if "reduce-scatter" in t.label]
+    reductions = [t for t in tasks if t.label.startswith("ZeRO-3 grad")]
     assert prep and all(tasks[i].stream[1] == "dp" and tasks[i].duration_s > 0 for i in prep)
-    assert all(any(i in t.deps for i in prep) for t in scatters)
+    assert reductions and all(any(i in t.deps for i in prep) for t in reductions)
 
 
 def test_deepspeed_2021_profile_keeps_its_per_tensor_gathers_and_whole_bucket_divide():
     from trainsim.workload.sharding import zero3_reduce_bucket_ops
 
-    c = cfg(64, framework=("deepspeed", "2021-03"))
+    c = cfg(64, framework=("deepspeed", "2021-07"))  # contiguous_gradients on by default
     assert c.parallel.zero3_gather == "per_parameter"
     h = 12288
     _, divide = zero3_reduce_bucket_ops(c, range(1), False, False)
     # the hand count of test_deepspeed_2021_reduce_bucket_copies_and_divides_by_hand
     assert divide.kernels == 6 + 2
     assert divide.bytes == 4 * (6 * 500_000_000 + 2 * 4 * h * h)
+
+
+def test_deepspeed_2021_default_all_reduces_each_bucket_by_hand():
+    """v0.3.13 - v0.4.2: stage 3's contiguous_gradients defaults to false (zero/constants.py
+    ZERO3_OPTIMIZATION_CONTIGUOUS_GRADIENTS_DEFAULT), so stage3.py reduce_ipg_grads takes
+    buffered_reduce_fallback -> allreduce_and_copy: each flushed bucket flattened (none for a
+    lone tensor), divided, all-reduced whole and copied back; nothing copied into a bucket
+    buffer. c9fee82 (2021-07-01, v0.4.3) made contiguous_gradients the default."""
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+    from trainsim.workload.sharding import zero3_grad_collective, zero3_reduce_bucket_ops
+
+    c = cfg(64, framework=("deepspeed", "2021-03"))
+    assert c.parallel.zero3_grad_reduce == "all_reduce"
+    assert zero3_grad_collective(c) == "all_reduce"
+    h = 12288
+    ops = {op.name: op for op in zero3_reduce_bucket_ops(c, range(1), False, False)}
+    # the flushes of the hand count above: [fc2 b], [fc2 W], [fc1 b], [fc1 W], [norm, norm,
+    # proj b, proj W, QKV b], [QKV W, norm, norm] (the epilogue's): six divides of the
+    # gradients themselves, two flattens and 5 + 3 copies back of the two shared buckets
+    layer = 12 * h * h + 13 * h
+    shared = (h * h + 6 * h) + (3 * h * h + 2 * h)
+    assert set(ops) == {"zero3_bucket_flatten", "zero3_bucket_divide", "zero3_bucket_copy_back"}
+    assert (ops["zero3_bucket_divide"].kernels, ops["zero3_bucket_divide"].bytes) == \
+        (6, 4 * layer)
+    assert (ops["zero3_bucket_flatten"].kernels, ops["zero3_bucket_flatten"].bytes) == \
+        (2, 4 * shared)
+    assert (ops["zero3_bucket_copy_back"].kernels, ops["zero3_bucket_copy_back"].bytes) == \
+        (5 + 3, 4 * shared)
+    # the task graph all-reduces the gradients where v0.4.3 reduce-scatters them: a ring
+    # all-reduce moves twice a reduce-scatter's bytes
+    new = cfg(64, framework=("deepspeed", "2021-07"))
+    assert new.parallel.zero3_grad_reduce == "reduce_scatter"
+
+    def reductions(c):
+        tasks = build_graph(c, Pricer(c)).tasks
+        return [t for t in tasks if t.label.startswith("ZeRO-3 grad")]
+
+    old_r, new_r = reductions(c), reductions(new)
+    assert len(old_r) == len(new_r) == 8
+    assert all("all-reduce" in t.label for t in old_r)
+    assert all("reduce-scatter" in t.label for t in new_r)
+    assert sum(t.duration_s for t in old_r) > 1.8 * sum(t.duration_s for t in new_r)
+    # FSDP (no DeepSpeed) reduce-scatters whatever the field says
+    from dataclasses import replace
+    fsdp = cfg(64, "per_block")
+    forced = replace(fsdp, parallel=replace(fsdp.parallel, zero3_grad_reduce="all_reduce"))
+    assert zero3_grad_collective(forced) == "reduce_scatter"
 
 
 def test_deepspeed_2022_zero3_coalesces_prefetches_and_divides_only_the_bucket():

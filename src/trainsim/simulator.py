@@ -50,6 +50,7 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     fsdp_optimizer_pieces,
     grad_buffer_rest,
     per_tensor_optimizer,
+    zero3_grad_collective,
 )
 
 LAMB_NORMS_PER_LAYER = 16
@@ -376,12 +377,13 @@ class _TaskGraph:
         k, n = part
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
+        kind = zero3_grad_collective(self.cfg)  # DeepSpeed < 0.6 may all-reduce instead
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
                 self.fsdp_reduce[s].append(self.comm(
-                    s, "grad_reduce_scatter", "reduce_scatter",
-                    params / self.vpp / n * self.grad_bytes, group, [after],
-                    f"ZeRO-3 grad reduce-scatter {group} mb{mb}" + (f" part{k}" if n > 1 else "")))
+                    s, f"grad_{kind}", kind, params / self.vpp / n * self.grad_bytes, group,
+                    [after], f"ZeRO-3 grad {kind.replace('_', '-')} {group} mb{mb}"
+                    + (f" part{k}" if n > 1 else "")))
 
     def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward under ZeRO-3 / FSDP, a task per layer whose

@@ -254,6 +254,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8
     "overlap_grad_reduce": _nullable(_bool),
     "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
+    "zero3_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),  # DeepSpeed < 0.6
     "zero3_gather": _nullable(_enum(ZERO3_GATHER)),
     "tp_comm_overlap_method": _nullable(_enum(TP_OVERLAP_METHODS)),
     "zero3_prefetch": _nullable(_int),
@@ -295,7 +296,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "torch_interleaved_warmup", "microbatch_group_size", "per_tensor_optimizer",
              "flash_unpad",
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
-             "tp_comm_overlap_method", "zero1_grad_reduce", "cross_entropy", "norm", "dp_buckets",
+             "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
+             "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
              "checkpointed_fused_attention"}
 #: nested mappings a later entry merges key by key into the one before

@@ -176,6 +176,13 @@ class ParallelConfig:
     with non-contiguous gradients, ``buffered_reduce_fallback``, and its BF16 optimizer's
     ``_bf16_reduce_grads``). The parameters are all-gathered after the step either way. A
     framework profile sets it."""
+    zero3_grad_reduce: Literal["reduce_scatter", "all_reduce"] = "reduce_scatter"
+    """How DeepSpeed's stage 3 before v0.6 reduces each reduce bucket's gradients:
+    ``reduce_scatter`` (``contiguous_gradients``: the gradients copied into the bucket, each
+    reduce-scattered over the data-parallel group), or ``all_reduce`` of the bucket's whole
+    gradients, each rank then keeping its partition (``contiguous_gradients`` false, the stage-3
+    default from v0.3.13 to v0.4.2: ``reduce_ipg_grads`` -> ``buffered_reduce_fallback``).
+    Other implementations reduce-scatter. A framework profile sets it."""
     pipeline_schedule: str | None = None
     """Order of the pipeline passes (``workload.pipeline_schedules``): gpipe, 1f1b,
     interleaved_1f1b, zb_h1 (= zb_1p), zb_h2, zb_2p, zb_v, interleaved_zb, dualpipe,

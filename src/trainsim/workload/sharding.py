@@ -438,7 +438,15 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
     ``__avg_scatter_grads`` -> ``runtime/comm/coalesced_collectives.py``
     ``reduce_scatter_coalesced``: the bucket's gradients interleaved into one buffer by
     ``torch.cat`` (skipped for a lone tensor) and that buffer divided in place (``div_``, the
-    pre-divide): only the gradients the bucket holds, then one reduce-scatter."""
+    pre-divide): only the gradients the bucket holds, then one reduce-scatter.
+
+    Before v0.6 without ``contiguous_gradients`` (``zero3_grad_collective`` 'all_reduce') the
+    same buckets fill and flush, but nothing is copied into a bucket buffer: each flush runs
+    ``buffered_reduce_fallback`` -> ``allreduce_and_copy`` on the reduction stream, which
+    flattens the bucket's gradients into one tensor (``_flatten_dense_tensors``: a ``torch.cat``,
+    none for a lone tensor), divides it (``allreduce_bucket``: the bucket's own gradients),
+    all-reduces it and copies each gradient back out of it (one copy per tensor of a bucket of
+    several; a lone tensor is reduced in place)."""
     p, m, t = cfg.parallel, cfg.model, cfg.training
     bucket = p.ddp_bucket_size
     scatter = framework_supports(t.framework, t.framework_version, "zero3_avg_scatter_grads")
@@ -448,12 +456,13 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
         return []
     order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
     order += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    fallback = zero3_grad_collective(cfg) == "all_reduce"
     copied = divided = interleaved = 0.0
-    copies = flushes = cats = 0
+    copies = flushes = cats = backs = 0
     filled, large, held = 0.0, 0.0, 0
     for n in [*order, None]:  # None: the epilogue's flush after the backward
         if filled and (n is None or filled + n > bucket):
-            if scatter:  # the bucket's own gradients: one cat (unless alone), one divide
+            if scatter or fallback:  # the bucket's own: one cat (unless alone), one divide
                 flushes += 1
                 divided += filled
                 cats += int(held > 1)
@@ -466,14 +475,32 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
             break
         if n > bucket:
             large = n
-        else:
+        elif not fallback:
             copied += n
             copies += 1
         filled += n
         held += 1
+        backs += int(held == 2) + int(held > 1)  # each tensor of a bucket of several
+    if fallback:
+        return [Elementwise("zero3_bucket_flatten", bytes=2 * ACT * interleaved, kernels=cats),
+                Elementwise("zero3_bucket_divide", bytes=2 * ACT * divided, kernels=flushes),
+                Elementwise("zero3_bucket_copy_back", bytes=2 * ACT * interleaved,
+                            kernels=backs)]
     ops = [Elementwise("zero3_grad_to_bucket", bytes=2 * ACT * copied, kernels=copies),
            Elementwise("zero3_bucket_divide", bytes=2 * ACT * divided, kernels=flushes)]
     if cats:
         ops.append(Elementwise("zero3_bucket_interleave", bytes=2 * ACT * interleaved,
                                kernels=cats))
     return ops
+
+
+def zero3_grad_collective(cfg: RunConfig) -> str:
+    """The collective that reduces a ZeRO-3 / FSDP backward's gradients: ``all_reduce`` for
+    DeepSpeed's stage 3 before v0.6 without ``contiguous_gradients``
+    (``parallel.zero3_grad_reduce``; stage3.py ``reduce_ipg_grads`` ->
+    ``buffered_reduce_fallback``, v0.3.13 - v0.5.10), else ``reduce_scatter``."""
+    p, t = cfg.parallel, cfg.training
+    if p.zero3_grad_reduce == "all_reduce" and p.data_parallel_impl == "deepspeed" and \
+            not framework_supports(t.framework, t.framework_version, "zero3_avg_scatter_grads"):
+        return "all_reduce"
+    return "reduce_scatter"
