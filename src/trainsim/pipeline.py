@@ -169,7 +169,7 @@ class ScheduledPipeline:
         if not g.cfg.model.is_moe or g.p.ep == 1:
             return
         cfg = replace(g.cfg, parallel=replace(g.p, moe_overlap_ep_comm=True))
-        pricer = Pricer(cfg, sm_share={"dp": 0.0})
+        pricer = Pricer(cfg, sm_share={"dp": 0.0, "ep": 0.0})
         chunks = priced_chunks(cfg, pricer, shard_of(cfg), g.layer_source)
         sms = g.cfg.cluster.gpu.num_sms
         slow = sms / max(sms - DUALPIPE_COMM_SMS, 1)

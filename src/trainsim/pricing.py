@@ -19,6 +19,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
+from trainsim.workload.moe_dispatch import exchange_sms
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
@@ -194,10 +195,14 @@ class Pricer:
         """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
         compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
-        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, **(sm_share or {})}
-        """Share of the SMs a collective (on the data-parallel stream, or inside a pass) and a
-        pipeline send hold while they run beside compute (``sm_share`` overrides: DualPipe's
-        pairs, whose all-to-alls run on SMs of their own)."""
+        ep_sms = exchange_sms(p.moe_token_dispatcher_type) or COMM_SMS
+        self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
+                         **(sm_share or {})}
+        """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
+        pipeline send and an expert exchange hidden behind other work (the dispatcher's
+        kernels, ``moe_dispatch.exchange_sms``) hold while they run beside compute
+        (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
+        own)."""
         self.ub_margin = sms / (sms - UB_COMM_SMS)
         """Slowdown of a GEMM that Transformer Engine's pipeline or bulk TP overlap runs beside
         its communication kernels (``UB_COMM_SMS``)."""
@@ -240,10 +245,11 @@ class Pricer:
             t = max(t, fwd.time_s)
         return t
 
-    def hidden_behind(self, comm_s: float, compute_s: float) -> float:
+    def hidden_behind(self, comm_s: float, compute_s: float, stream: str = "dp") -> float:
         """Exposed time of a collective run beside ``compute_s`` of compute: what the compute
-        cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile."""
-        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
+        cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile
+        (the share of ``stream``'s kernels: ``sm_share``)."""
+        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share[stream]
 
     def _overlap_splits(self, ops: list[Op]) -> dict[int, int]:
         """Chunks each GEMM runs in under the TP overlap (``tp_comm_overlap_method``).
@@ -388,7 +394,7 @@ class Pricer:
             add(*gather)
         budget = sum(t for cat, t, _ in segs if cat == COMPUTE)
         for (cat, t, name), op in pooled:
-            add((cat, self.hidden_behind(t, budget), name), op)
+            add((cat, self.hidden_behind(t, budget, "ep"), name), op)
             budget = max(0.0, budget - t)
         idle = host.exposed_s(order, [seg[1] for seg in segs], self.host_s_per_kernel,
                               self.blocking)

@@ -74,6 +74,23 @@ def fp8_padding_ops(rows: int, hidden: int) -> tuple[Elementwise, Elementwise]:
             Elementwise("expert_fp8_unpad", bytes=copy, kernels=1, bwd_bytes=copy))
 
 
+EXCHANGE_SMS = {"deepep": 20, "hybridep": 16}
+"""SMs the fused exchange kernels of a dispatcher backend hold while they run: Megatron-core's
+``moe_deepep_num_sms`` (20, core_v0.13.0-core_v0.17.0 transformer_config.py, passed to
+``Buffer.set_num_sms``; DeepEP's own ``Buffer.num_sms`` default is 20 too, deepseek-ai/DeepEP
+v1.2.1 deep_ep/buffer.py) and ``moe_hybridep_num_sms`` (16, core_v0.16.0-core_v0.17.0, given to
+``hybrid_ep_dispatch`` as ``num_sms_dispatch_api``/``num_sms_combine_api``). DeepEP's normal
+kernels run as one cooperative grid of that many blocks for the whole exchange (csrc/kernels/
+internode.cu: a sender and a forwarder SM per channel); the NCCL all-to-all of the other
+dispatchers takes its channels' blocks (``pricing.COMM_SMS``)."""
+
+
+def exchange_sms(dispatcher: str) -> int | None:
+    """SMs the dispatcher's exchange kernels hold beside compute (``EXCHANGE_SMS``); None for
+    a dispatcher whose exchange is an NCCL collective."""
+    return EXCHANGE_SMS.get(dispatcher)
+
+
 def dedups_per_node(dispatcher: str) -> bool:
     """A token crosses to each remote NVLink domain once, whatever experts it goes to there."""
     return dispatcher in NODE_DEDUP

@@ -1,0 +1,75 @@
+"""An expert exchange hidden behind compute (``moe_overlap_ep_comm``) slows that compute by the
+SMs its kernels hold: DeepEP's normal kernels 20 (Megatron-core ``moe_deepep_num_sms``),
+HybridEP's 16 (``moe_hybridep_num_sms``), an NCCL all-to-all its channels' blocks
+(``pricing.COMM_SMS``); DualPipe's pairs run their exchanges on SMs of their own."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from trainsim.catalog import gpu
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.pricing import COMM_SMS, EP, Pricer
+from trainsim.workload.moe_dispatch import EXCHANGE_SMS
+from trainsim.workload.ops import Comm, Gemm
+
+
+def _cfg(dispatcher: str) -> RunConfig:
+    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
+                        ffn_hidden_size=512, activation="swiglu", num_experts=32,
+                        moe_router_topk=4, moe_ffn_hidden_size=512)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=32, gpus_per_node=8)
+    training = TrainingConfig(global_batch_size=32, micro_batch_size=1, seq_length=1024)
+    parallel = ParallelConfig(expert_model_parallel_size=32, moe_overlap_ep_comm=True,
+                              moe_token_dispatcher_type=dispatcher)
+    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+
+
+# a long GEMM and a short exchange: the exchange hides whole, leaving only the SMs it held
+OPS = [Gemm("expert_fc1", 65536, 8192, 8192, "bf16"),
+       Comm("moe.dispatch_all_to_all", "all_to_all", 4e6, "ep")]
+
+
+def _exposed(pricer: Pricer) -> tuple[float, float]:
+    """(exposed exchange seconds, the exchange's own seconds)."""
+    exposed = sum(t for cat, t, _ in pricer.price(OPS).segments if cat == EP)
+    return exposed, pricer.comm_time(OPS[1])
+
+
+def test_gemm_outlasts_the_exchange():
+    pricer = Pricer(_cfg("alltoall"))
+    gemm = next(t for cat, t, _ in pricer.price(OPS).segments if cat == "compute")
+    assert gemm > 2 * pricer.comm_time(OPS[1]) > 0
+
+
+@pytest.mark.parametrize("dispatcher,sms", [("alltoall", COMM_SMS),
+                                            ("deepep", EXCHANGE_SMS["deepep"]),
+                                            ("hybridep", EXCHANGE_SMS["hybridep"])])
+def test_hidden_exchange_costs_the_sms_its_kernels_hold(dispatcher, sms):
+    exposed, comm = _exposed(Pricer(_cfg(dispatcher)))
+    assert exposed == pytest.approx(comm * sms / 132)
+
+
+def test_deepep_takes_more_sms_than_an_nccl_all_to_all():
+    deepep, comm = _exposed(Pricer(_cfg("deepep")))
+    nccl, comm_nccl = _exposed(Pricer(_cfg("alltoall")))
+    assert comm == comm_nccl  # the same op, priced the same on the wire
+    assert deepep == pytest.approx(nccl * 20 / 16)
+
+
+def test_an_override_of_the_share_wins():
+    """DualPipe's pair pricing (pipeline.py) gives its exchanges SMs of their own."""
+    exposed, _ = _exposed(Pricer(_cfg("deepep"), sm_share={"dp": 0.0, "ep": 0.0}))
+    assert exposed == 0.0
+
+
+def test_the_share_is_part_of_the_shared_price_signature():
+    from trainsim.pricing import shared
+
+    with shared("test_moe_exchange_sms"):
+        a, _ = _exposed(Pricer(_cfg("deepep")))
+        cfg = _cfg("alltoall")
+        b, _ = _exposed(Pricer(replace(cfg, cluster=_cfg("deepep").cluster)))
+    assert a > b
