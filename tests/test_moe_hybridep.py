@@ -50,3 +50,16 @@ def test_hybridep_dispatch_stays_16_bit_where_deepep_sends_fp8():
 def test_bridge_offers_hybridep_from_25_11():
     assert framework_profile("megatron-bridge", "25.09").supports("hybridep") is False
     assert framework_profile("megatron-bridge", "25.11").supports("hybridep") is True
+
+
+def test_hybridep_all_gathers_the_routing_map_once_per_forward():
+    """HybridEP's metadata preprocessing all-gathers every rank's boolean routing map (tokens x
+    experts bytes) over the EP group before the forward dispatch; the combine and the backward
+    reuse the handle, and the other dispatchers never send it."""
+    cfg = _cfg("hybridep")
+    gathers = [op for op in _ops(cfg) if "routing_map" in op.name]
+    tokens = shard_of(cfg).norm_tokens
+    assert [(op.kind, op.group, op.bytes) for op in gathers] == \
+        [("all_gather", "ep", 16 * tokens * 16)]
+    for other in ("deepep", "alltoall"):
+        assert not [op for op in _ops(_cfg(other)) if "routing_map" in op.name]

@@ -64,7 +64,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
                             bwd_kernels=MOE_KERNELS["unpermute"][1])
     if disp.permute_before_exchange(dispatcher):
         ops.append(permute)
-    counts = disp.split_sizes_gather(cfg)
+    counts = disp.split_sizes_gather(cfg) or disp.routing_map_gather(cfg, tokens)
     if counts is not None:
         ops.append(counts)
     if m.moe_capacity_factor is None:

@@ -156,6 +156,24 @@ def split_sizes_gather(cfg: RunConfig) -> Comm | None:
                 ranks * (m.num_experts or 1) * 8, "ep", grad_bytes=0)
 
 
+def routing_map_gather(cfg: RunConfig, tokens: int) -> Comm | None:
+    """HybridEP's exchange of the routing map before its first dispatch of a micro-batch's
+    layer: ``dispatch_with_permute`` without a handle runs ``metadata_preprocessing``, which
+    all-gathers every rank's boolean routing map (tokens x experts, one byte each) over the
+    expert-parallel group (``Executor::allgather_routing_map``: ``torch.distributed.
+    all_gather_into_tensor``; a custom NVLink all-gather inside one domain when enabled, off by
+    default; deepseek-ai/DeepEP hybrid-ep a484936-17cfb81 csrc/hybrid_ep/executor/executor.cu,
+    from c9f647d deep_ep/hybrid_ep_buffer.py) and builds the dispatch's maps from it. Megatron-core
+    calls it so on every forward dispatch (core_v0.16.0 megatron/core/transformer/moe/fused_a2a.py
+    ``HybridEPDispatch.forward``); the combine and both backwards reuse the handle. No gradient."""
+    p, m = cfg.parallel, cfg.model
+    ranks = p.ep * p.etp
+    if p.moe_token_dispatcher_type != "hybridep" or ranks < 2:
+        return None
+    return Comm("moe.routing_map_all_gather", "all_gather",
+                ranks * tokens * (m.num_experts or 1), "ep", grad_bytes=0)
+
+
 ROUTER_DTYPE_BYTES = {None: ACT_BYTES, "fp32": 4, "fp64": 8}
 """Bytes of a routing probability by ``parallel.moe_router_dtype``: the router computes its
 logits in that dtype (``router_gating_linear(..., router_dtype)``, core_v0.13.0
