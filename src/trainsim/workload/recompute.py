@@ -18,6 +18,8 @@ from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
 if TYPE_CHECKING:
     from trainsim.workload.shard import Shard
 
+_SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2"})
+
 RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
     "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
@@ -25,12 +27,15 @@ RECOMPUTED_OPS = {
     "moe_act": frozenset({"expert_act_clamp", "expert_act"}),  # bias_act_func, clamp included
     "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
                       "expert_fc1", "expert_act_clamp", "expert_act", "expert_fc2",
-                      "unpermute", "expert_fp8_pad", "expert_fp8_unpad"}),
-    "shared_experts": frozenset({"shared_fc1", "shared_act", "shared_fc2"}),
+                      "unpermute", "expert_fp8_pad", "expert_fp8_unpad"}) | _SHARED_EXPERT,
+    "shared_experts": _SHARED_EXPERT,
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
 (``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
-submodules); ``core_attn`` is the attention op itself."""
+submodules); ``core_attn`` is the attention op itself. ``moe`` checkpoints the MoE layer's
+whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too (core_v0.14.0
+megatron/core/transformer/moe/moe_layer.py). ``model.counts.hardware_flops_per_iteration``
+counts the matmuls of the same re-runs."""
 
 
 def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True) -> list[Op]:

@@ -1,0 +1,61 @@
+"""Selective recompute of Megatron-core's ``--recompute-modules`` other than ``core_attn``
+(core_v0.14.0 megatron/core/transformer/transformer_layer.py ``recompute_mlp`` for a dense MLP,
+moe/moe_layer.py ``moe_layer_recompute`` around router, dispatch, experts and shared experts,
+moe/shared_experts.py, multi_latent_attention.py ``qkv_up_checkpoint``): the matmuls the time
+path re-runs before each backward are the ones the HFU numerator counts (matmul FLOPs; a norm's
+or an activation's re-run adds none)."""
+
+from __future__ import annotations
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
+from trainsim.workload.layers import layer_forward
+from trainsim.workload.ops import Gemm
+from trainsim.workload.recompute import core_attn_rerun, layer_recompute
+from trainsim.workload.shard import shard_of
+
+
+def _cfg(modules: list[str]):
+    """A small DeepSeek-V3-like model on one GPU: MLA with a query LoRA, one dense layer then
+    MoE layers (16 experts, top 4, a shared expert), one MTP module; flash attention, so
+    ``core_attn`` is not among the re-runs without a framework that checkpoints it."""
+    return run_config_from_dict({
+        "model": {"hidden_size": 512, "num_layers": 3, "num_attention_heads": 8,
+                  "vocab_size": 4096, "ffn_hidden_size": 1536, "activation": "swiglu",
+                  "q_lora_rank": 256, "kv_lora_rank": 128, "qk_head_dim": 64,
+                  "qk_pos_emb_head_dim": 32, "v_head_dim": 64, "num_experts": 16,
+                  "moe_router_topk": 4, "moe_ffn_hidden_size": 256,
+                  "moe_shared_expert_intermediate_size": 256, "moe_first_dense_layers": 1,
+                  "mtp_num_layers": 1},
+        "parallel": {"recompute": "selective", "recompute_modules": modules},
+        "training": {"global_batch_size": 4, "micro_batch_size": 2, "seq_length": 1024,
+                     "attention": "flash2"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 1}})
+
+
+def _rerun_matmul_flops(cfg) -> float:
+    """FLOPs of the GEMMs the time path re-runs in one iteration: per layer (the MTP module's
+    like the last layer's, as ``chunks`` builds it) and micro-batch."""
+    sh, m = shard_of(cfg), cfg.model
+    kinds = [m.is_moe_layer(i) for i in range(m.num_layers)]
+    kinds += [kinds[-1]] * m.mtp_num_layers
+
+    def layer(moe: bool) -> float:
+        redo = layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=moe))
+        return sum(op.flops for op in redo if isinstance(op, Gemm))
+    return cfg.num_microbatches * sum(layer(k) for k in kinds)
+
+
+def _hfu_extra(cfg) -> float:
+    model = model_flops_per_token(cfg.model, cfg.training.seq_length) * cfg.tokens_per_iteration
+    return hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True)) - model
+
+
+def test_moe_module_reruns_the_shared_experts_too():
+    """moe_layer.py ``custom_forward`` (router, dispatch, ``experts_compute`` with the shared
+    experts, combine) is what ``moe`` checkpoints: its re-run runs the shared expert again."""
+    cfg = _cfg(["moe"])
+    sh = shard_of(cfg)
+    names = {op.name for op in layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=True))}
+    assert {"recompute.shared_fc1", "recompute.shared_act", "recompute.shared_fc2",
+            "recompute.router", "recompute.expert_fc1"} <= names
