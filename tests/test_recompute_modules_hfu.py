@@ -7,6 +7,8 @@ or an activation's re-run adds none)."""
 
 from __future__ import annotations
 
+import pytest
+
 from trainsim.catalog import run_config_from_dict
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.workload.layers import layer_forward
@@ -49,6 +51,22 @@ def _rerun_matmul_flops(cfg) -> float:
 def _hfu_extra(cfg) -> float:
     model = model_flops_per_token(cfg.model, cfg.training.seq_length) * cfg.tokens_per_iteration
     return hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True)) - model
+
+
+@pytest.mark.parametrize("modules", [
+    ["mlp"], ["moe"], ["shared_experts"], ["mla_up_proj"], ["mla_up_proj", "mlp"],
+    ["moe", "shared_experts", "mlp"], ["moe_act", "layernorm"]])
+def test_hfu_counts_the_matmuls_each_module_reruns(modules):
+    cfg = _cfg(modules)
+    rerun = _rerun_matmul_flops(cfg)
+    assert _hfu_extra(cfg) == pytest.approx(rerun, rel=1e-9, abs=1.0)
+
+
+def test_every_module_with_matmuls_adds_to_hfu():
+    for modules in (["mlp"], ["moe"], ["shared_experts"], ["mla_up_proj"]):
+        assert _hfu_extra(_cfg(modules)) > 0, modules
+    # norms and the experts' activation run no matmul
+    assert _hfu_extra(_cfg(["moe_act", "layernorm"])) == pytest.approx(0.0, abs=1.0)
 
 
 def test_moe_module_reruns_the_shared_experts_too():

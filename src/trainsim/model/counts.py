@@ -183,12 +183,40 @@ SCORES_IN_MEMORY = ("unfused", "eager")
 the model layer may not import; a test keeps the two equal)."""
 
 
+def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...]) -> int:
+    """Matmul parameters per token whose forward selective recompute re-runs, over all layers
+    (the MTP modules' like the last layer): the Megatron-core ``--recompute-modules`` with
+    matmuls, the pieces ``workload.recompute.RECOMPUTED_OPS`` re-runs. ``mlp``: a dense layer's
+    MLP (transformer_layer.py ``recompute_mlp``, not in an MoE layer); ``moe``: the MoE layer's
+    router, top-k routed experts and shared experts (moe_layer.py ``custom_forward``);
+    ``shared_experts``: the shared experts; ``mla_up_proj``: MLA's query and key/value
+    up-projections (multi_latent_attention.py ``qkv_up_proj_and_rope_apply``). ``layernorm``
+    and ``moe_act`` re-run no matmul; ``core_attn`` is counted apart."""
+    h = m.hidden_size
+    mats = 3 if m.activation == "swiglu" else 2
+    shared = mats * h * (m.moe_shared_expert_intermediate_size or 0)
+    moe = h * (m.num_experts or 0) + m.moe_router_topk * mats * h * m.expert_ffn_size
+    up = 0
+    if m.is_mla and "mla_up_proj" in modules:
+        heads = m.num_attention_heads
+        up = (m.q_lora_rank * m.qk_dim if m.q_lora_rank else 0) + \
+            m.kv_lora_rank * heads * (m.qk_head_dim + m.v_head_dim)
+
+    def layer(i: int) -> int:
+        if not m.is_moe_layer(i):
+            return up + (mats * h * m.ffn_size if "mlp" in modules else 0)
+        return up + (moe if "moe" in modules else 0) + \
+            (shared if "moe" in modules or "shared_experts" in modules else 0)
+    return sum(layer(i) for i in range(m.num_layers)) + m.mtp_num_layers * layer(m.num_layers - 1)
+
+
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
     Full recompute adds one more forward of every layer (Narayanan et al. 2021, eq. 3:
-    factor 4 instead of 3 on the layer terms); selective recompute adds the forward of the
-    attention core (Korthikanti et al. 2022 §4.2) where it is re-run: always for an attention
+    factor 4 instead of 3 on the layer terms); selective recompute adds the forward matmuls of
+    the checkpointed modules (``_rerun_matmul_params``) and of the attention core (Korthikanti
+    et al. 2022 §4.2) where it is re-run: always for an attention
     keeping the score matrix; for a fused (flash, cuDNN) kernel only where the framework
     checkpoints it too (``checkpointed_fused_attention``, which the caller reads from the
     run's profile with ``workload.recompute.core_attn_rerun``, the rule the time path uses:
@@ -199,8 +227,10 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     base = model_flops_per_token(m, s) * tokens
     layer_fwd = 2.0 * (_matmul_params(m) - m.vocab_size * m.hidden_size) \
         + 2.0 * _attention_work(m, s)
+    modules = cfg.parallel.recompute_modules or ("core_attn",)
     rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \
-        "core_attn" in (cfg.parallel.recompute_modules or ("core_attn",))
-    attn_fwd = 2.0 * _attention_work(m, s) if rerun else 0.0
-    extra = {"none": 0.0, "full": layer_fwd, "selective": attn_fwd}[cfg.parallel.recompute]
+        "core_attn" in modules
+    selective = (2.0 * _attention_work(m, s) if rerun else 0.0) + \
+        2.0 * _rerun_matmul_params(m, modules)
+    extra = {"none": 0.0, "full": layer_fwd, "selective": selective}[cfg.parallel.recompute]
     return base + extra * tokens
