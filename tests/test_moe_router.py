@@ -1,17 +1,21 @@
 """The MoE router and permutation launches that depend on the framework's versions, counted by
-hand from the sources (workload.moe_router, workload.moe_dispatch.te_map_sort_extra):
+hand from the sources (workload.moe_router, workload.moe_dispatch.permute_extra_kernels):
 
 * Megatron-core's RandomSTE (``logits.clone().normal_()``): two forward kernels, none backward,
   in Megatron-Bridge's performance recipes from 25.11 (moe_router_force_load_balancing);
 * RouterGatingLinearFunction's backward in fp32: four casts (weight and input up, both
   gradients down);
-* Transformer Engine >= 2.6's permutation: a third row-id pass and a chunk-sort map for the
-  all-to-all dispatcher's permute (4 -> 6 kernels) and a map for its unpermute (3 -> 4)."""
+* Transformer Engine >= 2.6's permutation: a third row-id pass in every permute and a
+  chunk-sort map for the all-to-all dispatcher's permute (4 -> 6 kernels) and a map for its
+  unpermute (3 -> 4);
+* the chunk sort and unsort by local expert only in the all-to-all dispatcher (Megatron-core
+  token_dispatcher.py ``MoEAlltoAllTokenDispatcher``, ``sort_chunks_by_idxs``)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from helpers import moe_layer_cfg, moe_layer_ops
 
 from trainsim.compute import host
@@ -86,5 +90,30 @@ def test_no_chunk_sort_without_several_local_experts_or_for_deepep():
     single = moe_layer_ops(moe_layer_cfg("alltoall", 64, "megatron-bridge", "26.04", gpus=64))[0]
     assert _op(single, "permute").kernels == 4
     deepep = moe_layer_ops(moe_layer_cfg("deepep", 16, "megatron-bridge", "26.04"))[0]
-    assert _op(deepep, "permute").kernels == 4
-    assert _op(deepep, "unpermute").kernels == 3
+    assert _op(deepep, "permute").kernels == 4  # three row-id passes and the permute
+    assert _op(deepep, "unpermute").kernels == 2
+
+
+@pytest.mark.parametrize("dispatcher", ["allgather", "deepep"])
+def test_only_the_alltoall_dispatcher_sorts_chunks(dispatcher):
+    """Transformer Engine 2.5 (Megatron-core): ``moe_permute_with_probs`` is 3 kernels (two
+    row-id passes, the permute), backward 2; the unpermute 2, backward 1. The all-to-all
+    dispatcher adds its chunk sort and unsort (one kernel each way); the all-gather and DeepEP
+    dispatchers permute without one."""
+    alltoall, alltoall_bwd = moe_layer_ops(moe_layer_cfg("alltoall", 16, "megatron-core", None))
+    other, other_bwd = moe_layer_ops(moe_layer_cfg(dispatcher, 16, "megatron-core", None))
+    assert (_op(alltoall, "permute").kernels, _op(alltoall, "unpermute").kernels) == (4, 3)
+    assert (_op(other, "permute").kernels, _op(other, "unpermute").kernels) == (3, 2)
+    assert (_op(alltoall_bwd, "permute.bwd").kernels,
+            _op(alltoall_bwd, "unpermute.bwd").kernels) == (3, 2)
+    assert (_op(other_bwd, "permute.bwd").kernels, _op(other_bwd, "unpermute.bwd").kernels) \
+        == (2, 1)
+
+
+def test_token_dropping_sorts_chunks_by_copies():
+    """``drop_and_pad``: the all-to-all dispatcher transposes the padded chunks with copies
+    (tokens and probabilities after the exchange, tokens before the combine), no TE map."""
+    cfg = moe_layer_cfg("alltoall", 16, "megatron-bridge", "26.04")
+    fwd, bwd = moe_layer_ops(replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0)))
+    assert (_op(fwd, "permute").kernels, _op(fwd, "unpermute").kernels) == (6, 3)
+    assert (_op(bwd, "permute.bwd").kernels, _op(bwd, "unpermute.bwd").kernels) == (4, 2)

@@ -21,9 +21,9 @@ from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
 MOE_KERNELS = {
     "router": (28, 12),
     "preprocess": (10, 0),
-    "permute": (4, 3),
+    "permute": (3, 2),
     "expert_act": (1, 2),
-    "unpermute": (3, 2),
+    "unpermute": (2, 1),
 }
 """Kernel launches (forward, backward) of the MoE layer's memory-bound stages as Megatron-core
 issues them (core_v0.13.0, c550cf6, megatron/core/transformer/moe/, with Transformer Engine
@@ -32,9 +32,10 @@ probability and routing-map scatters (``moe_utils.topk_softmax_with_capacity``: 
 load-balancing loss (``router.aux_loss_load_balancing``, ``switch_load_balancing_loss_func``
 and its tracker: 15), about 12 backward; the all-to-all dispatcher's ``preprocess`` (6
 reductions) and the device-to-host copies of the split sizes (4); TE's
-``moe_permute_with_probs`` (3) and ``sort_chunks_by_idx`` (1), backward 3; the weighted SwiGLU
-(1, backward 2); the unsort and ``unpermute_with_mask_map`` (3, backward 2). Counted from the
-code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
+``moe_permute_with_probs`` (3, backward 2); the weighted SwiGLU (1, backward 2);
+``unpermute_with_mask_map`` (2, backward 1). The all-to-all dispatcher's chunk sort and unsort,
+and Transformer Engine >= 2.6's extra maps, are added by ``moe_dispatch.permute_extra_kernels``.
+Counted from the code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
 
 
 def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None,
@@ -55,13 +56,13 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     routed = tokens * k  # token copies leaving this rank
     dispatcher = p.moe_token_dispatcher_type
     local = E // p.ep
-    extra = disp.te_map_sort_extra(cfg, dispatcher, local)
+    extra = disp.permute_extra_kernels(cfg, dispatcher, local)
     permute = Elementwise("permute", bytes=routed * h * ACT * 2,
-                          kernels=MOE_KERNELS["permute"][0] + extra[0],
-                          bwd_kernels=MOE_KERNELS["permute"][1])
+                          kernels=MOE_KERNELS["permute"][0] + extra[0][0],
+                          bwd_kernels=MOE_KERNELS["permute"][1] + extra[0][1])
     unpermute = Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
-                            kernels=MOE_KERNELS["unpermute"][0] + extra[1],
-                            bwd_kernels=MOE_KERNELS["unpermute"][1])
+                            kernels=MOE_KERNELS["unpermute"][0] + extra[1][0],
+                            bwd_kernels=MOE_KERNELS["unpermute"][1] + extra[1][1])
     if disp.permute_before_exchange(dispatcher):
         ops.append(permute)
     counts = disp.split_sizes_gather(cfg) or disp.routing_map_gather(cfg, tokens)

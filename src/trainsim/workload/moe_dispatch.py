@@ -197,26 +197,47 @@ def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
     return Comm("moe.dispatch_probs_all_to_all", "all_to_all", copies * probs_bytes, "ep")
 
 
-TE_MAP_SORT_EXTRA = (2, 1)
-"""Forward kernels the permute and the unpermute of Megatron-core's all-to-all dispatcher add
-under Transformer Engine >= 2.6 (profile ``moe_te_permute_maps``) over the TE 2.5 counts of
-``workload.moe_block.MOE_KERNELS``, where the rank holds more than one expert. TE 2.6 builds the
-permutation's row-id map in three passes, not two (transformer_engine/pytorch/triton/
-permutation.py ``make_row_id_map``: ``_row_id_map_pass_1/2/3_kernel``; v2.5 passes 1 and 2), and
-sorts chunks by first building a map and then sorting by it (pytorch/permutation.py
-``_moe_chunk_sort.forward``: ``make_chunk_sort_map``, ``sort_chunks_by_map``; v2.5 one
-``sort_chunks_by_idx``). The dispatcher sorts the received chunks by local expert after the
-exchange and back before the combine when ``num_local_experts > 1`` (core_v0.13.0-core_v0.15.0
-megatron/core/transformer/moe/token_dispatcher.py ``dispatch_postprocess`` and
-``combine_preprocess``, ``sort_chunks_by_idxs``): the permute gains the third pass and a map,
-the unpermute a map. The backwards reuse the saved maps (unchanged). The other dispatchers
-permute without a chunk sort (the row-id pass they gain is already in the TE 2.5 count)."""
+CHUNK_SORT_KERNELS = (1, 1)
+"""Kernels (forward, backward) of one sort of the all-to-all dispatcher's received tokens by
+local expert: Transformer Engine's ``moe_sort_chunks_by_index`` (v2.5 pytorch/permutation.py
+``_moe_chunk_sort``: ``sort_chunks_by_idx`` forward, ``sort_chunks_by_map`` backward, the
+probabilities in the same kernel)."""
 
 
-def te_map_sort_extra(cfg: RunConfig, dispatcher: str, local_experts: int) -> tuple[int, int]:
-    """(permute, unpermute) forward kernels added to the TE 2.5 counts (``TE_MAP_SORT_EXTRA``);
-    (0, 0) for another dispatcher, a single local expert or an older Transformer Engine."""
-    if dispatcher != "alltoall" or local_experts < 2 or \
-            not profile_supports(cfg, "moe_te_permute_maps"):
-        return 0, 0
-    return TE_MAP_SORT_EXTRA
+def sorts_chunks(dispatcher: str, local_experts: int) -> bool:
+    """Whether the dispatcher sorts the tokens it received by local expert after its exchange,
+    and back before the combine: only Megatron-core's ``MoEAlltoAllTokenDispatcher``, where the
+    rank holds more than one expert (core_v0.13.0-core_v0.15.0 megatron/core/transformer/moe/
+    token_dispatcher.py ``dispatch_postprocess`` and ``combine_preprocess``, ``if
+    self.num_local_experts > 1``: ``sort_chunks_by_idxs``). The all-gather dispatcher permutes
+    the gathered tokens for its local experts in one ``permute`` (``dispatch_postprocess``), and
+    the flex dispatcher's managers (DeepEP, HybridEP) permute the tokens DeepEP delivers
+    (``get_permuted_hidden_states_by_experts``): neither sorts chunks."""
+    return dispatcher == "alltoall" and local_experts > 1
+
+
+def permute_extra_kernels(cfg: RunConfig, dispatcher: str, local_experts: int
+                          ) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(forward, backward) kernels the permute and the unpermute add to the counts of
+    ``workload.moe_block.MOE_KERNELS`` (Transformer Engine 2.5's ``moe_permute_with_probs`` and
+    ``moe_unpermute``, no chunk sort):
+
+    * the chunk sort and unsort (``sorts_chunks``): ``CHUNK_SORT_KERNELS`` each, or under token
+      dropping (``drop_and_pad``) a ``transpose(0, 1).contiguous()`` copy each way, of the
+      tokens and, on the dispatch side, of the probabilities that travel with them
+      (Megatron-core >= 0.13, profile ``moe_probs_in_expert``);
+    * Transformer Engine >= 2.6 (profile ``moe_te_permute_maps``) builds every permutation's
+      row-id map in three passes, not two (transformer_engine/pytorch/triton/permutation.py
+      ``make_row_id_map``: ``_row_id_map_pass_1/2/3_kernel``; v2.5 passes 1 and 2), and sorts
+      chunks by first building a map and then sorting by it (pytorch/permutation.py
+      ``_moe_chunk_sort.forward``: ``make_chunk_sort_map``, ``sort_chunks_by_map``). The
+      backwards reuse the saved maps (unchanged)."""
+    te_maps = profile_supports(cfg, "moe_te_permute_maps")
+    sort = unsort = (0, 0)
+    if sorts_chunks(dispatcher, local_experts):
+        if cfg.model.moe_capacity_factor is not None:  # drop_and_pad: plain copies
+            probs = int(profile_supports(cfg, "moe_probs_in_expert"))
+            sort, unsort = (1 + probs, 1 + probs), (1, 1)
+        else:
+            sort = unsort = (CHUNK_SORT_KERNELS[0] + int(te_maps), CHUNK_SORT_KERNELS[1])
+    return (sort[0] + int(te_maps), sort[1]), unsort
