@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from trainsim.catalog.frameworks import framework_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
@@ -19,7 +18,13 @@ from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
 from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
-from trainsim.pricing import COMPUTE, DP, OPT, PP, Priced, Pricer, interned
+from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS_PER_LAYER: re-exported
+    AFTER,
+    BEFORE,
+    LAMB_NORMS_PER_LAYER,
+    OptimizerTasks,
+)
+from trainsim.pricing import COMPUTE, DP, PP, Priced, Pricer, interned
 from trainsim.result import Result
 from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
@@ -31,7 +36,6 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     stage_sums,
     summarize,
 )
-from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.recompute import core_attn_rerun
@@ -47,28 +51,15 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     bucket_params,
     ddp_bucket_prep,
     dp_bucket_count,
-    fsdp_optimizer_pieces,
-    grad_buffer_rest,
-    per_tensor_optimizer,
     zero3_grad_collective,
 )
-
-LAMB_NORMS_PER_LAYER = 16
-"""Parameter tensors of one transformer layer whose norms LAMB needs (weights, biases and norm
-scales; a GPT layer has 12, a Llama layer 9, MoE routers and MLA more): with a sharded
-optimizer every norm is a sum over data-parallel shards, one fp32 all-reduce for the weight
-norms and one for the update norms."""
-
 
 _param_split = per_config(stage_param_split)
 """``stage_param_split(cfg, stage)`` once per config object: every task graph of a simulation
 (the truncated runs, a fallback's full graph) and every candidate the tuner simulates twice
 (its bound and its simulation) read each stage's."""
 
-BEFORE, AFTER = -1, 1 << 60
-"""Schedule-position tags of the tasks placed before any pass and after every pass."""
-
-class _TaskGraph:
+class _TaskGraph(OptimizerTasks):
     """Builds one iteration's tasks: pipeline passes with their sends, then per stage the
     data-parallel gradient reduction, the optimizer step and the parameter all-gather."""
 
@@ -442,88 +433,6 @@ class _TaskGraph:
                                 f"B last c{chunk} part{k}"))
         self.last_bwd[v] = ids
         return ids[-1]
-
-    # -- data parallelism and the optimizer -------------------------------------------------
-    def optimizer_step(self, s: int) -> Priced | float:
-        """Stage ``s``'s optimizer step, a task on its compute stream."""
-        cfg, p = self.cfg, self.p
-        if framework_supports(cfg.training.framework, cfg.training.framework_version,
-                              "per_tensor_optimizer"):
-            priced = self.pricer.price_ops(per_tensor_optimizer(
-                fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
-            return Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
-        local = sum(params / (size if self.zero >= 1 else 1) for params, _, size in self.groups[s])
-        return self.pricer.compute.time(
-            optimizer_step(local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
-
-    def step_tasks(self, s: int) -> list[tuple[Priced | float, str, str]]:
-        """Stage ``s``'s compute tasks after its reductions: the step, then zero_grad_buffer's."""
-        out = [(self.optimizer_step(s), "optimizer step", OPT)]
-        local = sum(params / (size if self.zero >= 1 else 1)
-                    for params, _, size in self.groups[s])  # what this rank's step updates
-        rest = grad_buffer_rest(self.cfg, sum(params for params, _, _ in self.groups[s]), local,
-                                self.grad_bytes)
-        if rest is not None:
-            out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
-        return out
-
-    def optimizer_steps(self) -> list[int]:
-        """Per stage: gradient reduction (bucketed; overlapped with the last backward when
-        overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
-        Returns the last task of each stage."""
-        cfg, p, pp, vpp = self.cfg, self.p, self.pp, self.vpp
-        self.tag = AFTER
-        last_compute: dict[int, int] = {}  # per stage, its last compute task: from the end
-        for i in range(len(self.tasks) - 1, -1, -1):
-            stage, kind = self.tasks[i].stream
-            if kind == "compute" and stage not in last_compute:
-                last_compute[stage] = i
-                if len(last_compute) == pp:
-                    break
-        kind = "all_reduce" if self.zero == 0 or (
-            self.zero == 1 and p.zero1_grad_reduce == "all_reduce") else "reduce_scatter"
-        ends = []
-        for s in range(pp):
-            last = last_compute[s]
-            dp_tasks = list(self.fsdp_reduce[s])
-            # Buckets are reduced in the order the backward makes them ready (DDP's gradient
-            # hooks): under the interleaved schedule the last chunk finishes its backward first,
-            # so its reduction overlaps the other chunks' last backward passes.
-            buckets = []
-            for c in range(0 if self.fsdp else vpp):
-                ready = self.last_bwd.get(c * pp + s, [last])
-                for k, r in enumerate(ready):
-                    # CUDA_LAUNCH_BLOCKING: the backward cannot go on beside a reduction
-                    overlap = p.overlap_grad_reduce and not cfg.training.cuda_launch_blocking
-                    dep = r if overlap else last
-                    buckets.append((dep, c, k, len(ready)))
-            for dep, c, k, n_ready in sorted(buckets):
-                for params, group, size in self.groups[s]:
-                    if size > 1 and params > 0:
-                        dp_tasks.append(self.comm(
-                            s, "grad_reduce", kind, params / vpp / n_ready * self.grad_bytes,
-                            group, [dep], f"grad {kind} {group} c{c} b{k}",
-                            self.fixed_buckets(params / vpp / n_ready)))
-            if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
-                size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
-                dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
-                                          "tied embedding all-reduce"))
-            if cfg.training.optimizer == "lamb" and self.zero >= 1:
-                layers = sum(self.chunks[c * pp + s].layers for c in range(vpp))
-                norms = (layers * LAMB_NORMS_PER_LAYER + 2) * 4
-                for group in dict.fromkeys(g for _, g, n in self.groups[s] if n > 1):
-                    for what in ("weight", "update"):
-                        dp_tasks.append(self.comm(s, "lamb_norms", "all_reduce", norms, group,
-                                                  [last], f"LAMB {what} norms {group}"))
-            (step, label, cat), *more = self.step_tasks(s)
-            end = self.add((s, "compute"), step, [last] + dp_tasks, label, cat)
-            for priced, label, cat in more:
-                end = self.add((s, "compute"), priced, [end], label, cat)
-            if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
-                for g in self.param_gathers(s, 1.0, [end], "after the step"):
-                    end = g
-            ends.append(end)
-        return ends
 
 
 def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
