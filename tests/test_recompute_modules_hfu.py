@@ -12,7 +12,7 @@ import pytest
 from trainsim.catalog import run_config_from_dict
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.workload.layers import layer_forward
-from trainsim.workload.ops import Gemm
+from trainsim.workload.ops import Attention, Gemm
 from trainsim.workload.recompute import core_attn_rerun, layer_recompute
 from trainsim.workload.shard import shard_of
 
@@ -77,3 +77,29 @@ def test_moe_module_reruns_the_shared_experts_too():
     names = {op.name for op in layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=True))}
     assert {"recompute.shared_fc1", "recompute.shared_act", "recompute.shared_fc2",
             "recompute.router", "recompute.expert_fc1"} <= names
+
+
+def _full_cfg(layers_per_stage: int | None):
+    """Four layers on two pipeline stages under full recompute; the unfused attention counts
+    every score (as the HFU convention does: causal masking not halved)."""
+    return run_config_from_dict({
+        "model": {"hidden_size": 512, "num_layers": 4, "num_attention_heads": 8,
+                  "vocab_size": 4096, "ffn_hidden_size": 1536, "activation": "swiglu"},
+        "parallel": {"pp": 2, "recompute": "full"}
+        | ({"recompute_num_layers": layers_per_stage} if layers_per_stage else {}),
+        "training": {"global_batch_size": 4, "micro_batch_size": 1, "seq_length": 1024,
+                     "attention": "unfused"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 2}})
+
+
+@pytest.mark.parametrize("layers_per_stage", [None, 1])
+def test_full_recompute_hfu_counts_the_layers_that_rerun(layers_per_stage):
+    """Megatron's block method re-runs the first ``recompute_num_layers`` layers of each
+    stage (``RunConfig.recomputed_layers``, the layers the time path re-runs), not all."""
+    cfg = _full_cfg(layers_per_stage)
+    sh = shard_of(cfg)
+    redo = layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=False))
+    per_layer = sum(op.flops for op in redo if isinstance(op, (Gemm, Attention)))
+    rerun = cfg.num_microbatches * len(cfg.recomputed_layers) * per_layer
+    assert len(cfg.recomputed_layers) == (2 if layers_per_stage else 4)
+    assert _hfu_extra(cfg) == pytest.approx(rerun, rel=1e-9)

@@ -160,11 +160,29 @@ def _attention_work(m: ModelConfig, seq_length: int) -> int:
     """Score (QK^T) plus context (AV) matmul width times the keys each query sees, summed over
     layers: 2 l a d s for MHA/GQA; a windowed layer sees min(s, window) keys. MTP modules
     repeat the last layer."""
-    def span(i: int) -> int:
-        w = m.layer_window(i)
-        return seq_length if w is None else min(seq_length, w)
-    spans = sum(span(i) for i in range(m.num_layers)) + m.mtp_num_layers * span(m.num_layers - 1)
+    spans = sum(_span(m, seq_length, i) for i in range(m.num_layers)) + \
+        m.mtp_num_layers * _span(m, seq_length, m.num_layers - 1)
     return (m.qk_dim + m.v_dim) * spans
+
+
+def _span(m: ModelConfig, seq_length: int, i: int) -> int:
+    """Keys a query of layer ``i`` sees: the sequence, or the window of a windowed layer."""
+    w = m.layer_window(i)
+    return seq_length if w is None else min(seq_length, w)
+
+
+def _layer_forward_flops(m: ModelConfig, seq_length: int, i: int) -> float:
+    """Forward FLOPs per token of transformer layer ``i``: its matmuls (attention projections;
+    dense MLP, or router, shared and top-k routed experts) and its attention core (not halved)."""
+    h = m.hidden_size
+    mats = 3 if m.activation == "swiglu" else 2
+    if m.is_moe_layer(i):
+        ffn = h * (m.num_experts or 0) + mats * h * (m.moe_shared_expert_intermediate_size or 0) \
+            + m.moe_router_topk * mats * h * m.expert_ffn_size
+    else:
+        ffn = mats * h * m.ffn_size
+    return 2.0 * (attention_matrices(m) + ffn) + \
+        2.0 * (m.qk_dim + m.v_dim) * _span(m, seq_length, i)
 
 
 def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
@@ -213,8 +231,10 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...]) -> int:
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
-    Full recompute adds one more forward of every layer (Narayanan et al. 2021, eq. 3:
-    factor 4 instead of 3 on the layer terms); selective recompute adds the forward matmuls of
+    Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
+    eq. 3: factor 4 instead of 3 on the layer terms): ``RunConfig.recomputed_layers``, the first
+    ``recompute_num_layers`` of each model chunk or all, and the MTP modules' layers with the
+    last one, as the time path re-runs them (``chunks``); selective recompute adds the forward matmuls of
     the checkpointed modules (``_rerun_matmul_params``) and of the attention core (Korthikanti
     et al. 2022 §4.2) where it is re-run: always for an attention
     keeping the score matrix; for a fused (flash, cuDNN) kernel only where the framework
@@ -225,12 +245,16 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     m, tokens = cfg.model, cfg.tokens_per_iteration
     s = cfg.training.seq_length
     base = model_flops_per_token(m, s) * tokens
-    layer_fwd = 2.0 * (_matmul_params(m) - m.vocab_size * m.hidden_size) \
-        + 2.0 * _attention_work(m, s)
+    full = 0.0
+    if cfg.parallel.recompute == "full":
+        redo = cfg.recomputed_layers
+        full = sum(_layer_forward_flops(m, s, i) for i in redo)
+        if m.num_layers - 1 in redo:
+            full += m.mtp_num_layers * _layer_forward_flops(m, s, m.num_layers - 1)
     modules = cfg.parallel.recompute_modules or ("core_attn",)
     rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \
         "core_attn" in modules
     selective = (2.0 * _attention_work(m, s) if rerun else 0.0) + \
         2.0 * _rerun_matmul_params(m, modules)
-    extra = {"none": 0.0, "full": layer_fwd, "selective": selective}[cfg.parallel.recompute]
+    extra = {"none": 0.0, "full": full, "selective": selective}[cfg.parallel.recompute]
     return base + extra * tokens
