@@ -3,8 +3,16 @@ expert-parallel all-to-alls hide behind another's compute only where a forward a
 run as a pair (core_v0.15.0 megatron/core/pipeline_parallel/combined_1f1b.py: "The forward
 step for the first microbatch is executed alone, no a2a overlapping", and the last backward
 likewise). The warm-up's forwards and the cool-down's backwards have nothing to pair with, so
-they run as without the overlap, their all-to-alls exposed. (Under FSDP the gathered passes
-keep the overlapped pricing on every pass: not modelled.)"""
+they run as without the overlap, their all-to-alls exposed. The schedule is the same whatever
+shards the parameters: without pipelining (``combined_1f1b_schedule_for_no_pipelining``, which
+``forward_backward_no_pipelining`` calls for any data-parallel wrapper, FSDP included) the
+first forward and the last backward run alone; under ZeRO-3 / FSDP those passes keep their
+parameter gathers, priced from the chunks without the overlap.
+
+The steady pairs are (backward, forward): a stage's forwards up to its first backward are its
+warm-up (Megatron's interleaved warm-up count plus the one extra forward
+``get_pp_rank_microbatches`` schedules with the overlap), each later backward runs beside the
+forward that follows it, and the backwards after its last forward are its cool-down."""
 
 from __future__ import annotations
 
@@ -12,31 +20,46 @@ from dataclasses import replace
 from typing import Any
 
 from trainsim.chunks import chunks
+from trainsim.config import RunConfig
 from trainsim.pricing import Pricer
+from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.workload.shard import shard_of
 
 
+def pairs_passes(cfg: RunConfig) -> bool:
+    """Whether ``cfg`` runs Megatron-core's combined 1F1B (forward and backward in pairs)."""
+    return cfg.parallel.moe_overlap_ep_comm and cfg.model.is_moe
+
+
 def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
-                    memo: dict) -> tuple[list, list, dict, dict] | None:
+                    memo: dict) -> tuple[list, list, dict, dict, dict] | None:
     """Per virtual stage, the pass specs of ``graph`` (a ``simulator._TaskGraph``) priced
-    without the overlap, forwards then backwards, and the chunks they come from (the last
-    micro-batch's split backward is a cool-down backward too), and the first forwards of the
+    without the overlap, forwards then backwards, the chunks they come from (the last
+    micro-batch's split backward is a cool-down backward too), the first forwards of the
     virtual stages that wait for their parameters first (``first_wait``: virtual stage -> the
-    wait, as ``pass_specs`` puts it before the paired forward); None where the run does not pair
-    passes. The chunks priced without the overlap are kept in ``memo`` (the graph's per-pricer
-    store: a steady-state proof builds several graphs of one config)."""
+    wait, as ``pass_specs`` puts it before the paired forward), and the (forward, backward)
+    passes with their ZeRO-3 / FSDP parameter gathers (the chunks' own passes otherwise); None
+    where the run does not pair passes. What is priced without the overlap is kept in ``memo``
+    (the graph's per-pricer store: a steady-state proof builds several graphs of one config)."""
     cfg, p = graph.cfg, graph.p
-    if not (p.moe_overlap_ep_comm and cfg.model.is_moe and not graph.fsdp):
+    if not pairs_passes(cfg):
         return None
-    alone = memo.get("lone_chunks")
-    if alone is None:
+    hit = memo.get("lone_chunks")
+    if hit is None:
         alone_cfg = replace(cfg, parallel=replace(p, moe_overlap_ep_comm=False))
-        alone = memo["lone_chunks"] = chunks(alone_cfg, Pricer(alone_cfg), shard_of(alone_cfg),
-                                             graph.layer_source)
-    return ([graph._pass_spec(v % graph.pp, alone[v].fwd, v < last_v) for v in alone],
-            [graph._pass_spec(v % graph.pp, alone[v].bwd, v > 0) for v in alone], alone,
-            {v: graph._pass_spec(v % graph.pp, wait + alone[v].fwd, v < last_v)
-             for v, wait in first_wait.items()})
+        pricer = Pricer(alone_cfg)
+        alone = chunks(alone_cfg, pricer, shard_of(alone_cfg), graph.layer_source)
+        work = {v: (ch.fwd, ch.bwd) for v, ch in alone.items()}
+        if graph.fsdp:  # the same gathers as the paired passes (side streams counted there)
+            gathers = blocking_gathers if p.zero3_gather == "per_parameter" else \
+                unit_gather_waits
+            work = gathers(alone_cfg, pricer, alone, [0.0] * graph.pp)
+        hit = memo["lone_chunks"] = (alone, work)
+    alone, work = hit
+    return ([graph._pass_spec(v % graph.pp, work[v][0], v < last_v) for v in alone],
+            [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
+            {v: graph._pass_spec(v % graph.pp, wait + work[v][0], v < last_v)
+             for v, wait in first_wait.items()}, work)
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

@@ -336,7 +336,7 @@ class Pricer:
         segs: list[tuple[str, float, str]] = []
         order: list[Op] = []
         p = self.cfg.parallel
-        pooled: list[tuple[tuple[str, float, str], Comm]] = []
+        pooled: list[tuple[tuple[str, float, str], Comm, int]] = []  # (seg, op, issued at)
         gather: tuple[tuple[str, float, str], Comm] | None = None  # waits for its GEMM
 
         def add(seg: tuple[str, float, str], op: Op) -> None:
@@ -353,7 +353,7 @@ class Pricer:
                     add((cat, t, op.name), op)
                     continue
                 if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
-                    pooled.append(((cat, t, op.name), op))
+                    pooled.append(((cat, t, op.name), op, len(segs)))
                     continue
                 tp_overlap = p.tp_comm_overlap and op.group == "tp"
                 if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
@@ -392,15 +392,33 @@ class Pricer:
                     gather = None
         if gather is not None:
             add(*gather)
-        budget = sum(t for cat, t, _ in segs if cat == COMPUTE)
-        for (cat, t, name), op in pooled:
-            add((cat, self.hidden_behind(t, budget, "ep"), name), op)
-            budget = max(0.0, budget - t)
-        idle = host.exposed_s(order, [seg[1] for seg in segs], self.host_s_per_kernel,
+        idle = host.exposed_s(*self._issued(segs, order, pooled), self.host_s_per_kernel,
                               self.blocking)
+        # the pooled all-to-alls run on their own stream beside the compute stream's whole
+        # span, the GPU's waits for the host included (a wait that longer compute fills, a
+        # recomputed forward, hides no less communication than it did); the SMs they hold
+        # slow only the compute they run beside
+        compute = sum(t for cat, t, _ in segs if cat == COMPUTE)
+        budget, share = compute + (idle if pooled else 0.0), self.sm_share["ep"]
+        for (cat, t, name), op, _ in pooled:
+            add((cat, max(0.0, t - budget) + min(t, compute) * share, name), op)
+            budget, compute = max(0.0, budget - t), max(0.0, compute - t)
         if idle > 0.0:
             add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
         return Priced(tuple(segs)), order
+
+    @staticmethod
+    def _issued(segs: list[tuple[str, float, str]], order: list[Op],
+                pooled: list[tuple[tuple[str, float, str], Comm, int]]
+                ) -> tuple[list[Op], list[float]]:
+        """The ops in the order the host issues them, with the compute stream's time each
+        takes: a pooled all-to-all (``moe_overlap_ep_comm``) is launched where the list has it
+        and takes none (it runs on the communication stream)."""
+        ops, busy = list(order), [seg[1] for seg in segs]
+        for _, op, at in reversed(pooled):
+            ops.insert(at, op)
+            busy.insert(at, 0.0)
+        return ops, busy
 
 
 __all__ = ["COMM_SMS", "P2P_SMS", "Priced", "Pricer", "interned", "join", "shared"]

@@ -310,14 +310,13 @@ class _TaskGraph(OptimizerTasks):
                         if slow_bwd[s] and mb == last_mb:
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps)
-                        elif slow_bwd[s] and self.fsdp:  # backward()'s pass, its reduce-scatter
-                            self.tag = k
-                            sent_b[at] = place(bwd_spec[v], deps, label["B"][chunk][mb], k)
-                            self._reduce_scatter(s, sent_b[at] - (bwd_spec[v][4] is not None), mb)
                         else:
-                            lone = self.lone and k > last_f[s]  # a cool-down backward
-                            sent_b[at] = place(self.lone[1][v] if lone else bwd_spec[v], deps,
-                                               label["B"][chunk][mb], k)
+                            spec = self.lone[1][v] if self.lone and k > last_f[s] \
+                                else bwd_spec[v]  # a cool-down backward runs alone
+                            sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
+                            if slow_bwd[s] and self.fsdp:  # and its reduce-scatter
+                                self.tag = k
+                                self._reduce_scatter(s, sent_b[at] - (spec[4] is not None), mb)
                     k += 1
                 if k != k0:
                     cursor[s] = k
@@ -381,8 +380,9 @@ class _TaskGraph(OptimizerTasks):
         gradients are reduce-scattered as soon as its backward ends (FSDP's post-backward hook
         per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
         the reductions run under the layers still to go and only the last one is exposed."""
-        ch = self.chunks[v]
-        work = self.work[v][1]  # the FSDP gather waits, then the chunk's backward
+        # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
+        ch, work = (self.lone[2][v], self.lone[4][v][1]) if self.lone else \
+            (self.chunks[v], self.work[v][1])
         lead = interned(work.segments[:len(work.segments) - len(ch.bwd.segments)])
         layers = list(ch.bwd_layers) or [interned(())]
         parts = [lead + ch.bwd_head + layers[0], *layers[1:]]

@@ -43,6 +43,7 @@ from operator import attrgetter
 
 import numpy as np
 
+from trainsim.combined_1f1b import pairs_passes
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_state_s, period_s
@@ -63,10 +64,12 @@ _duration = attrgetter("duration_s")
 _slows = attrgetter("slows")
 
 
-def _warmup(order: list) -> int:
-    """Forward passes of a 1F1B-style order before its first steady pair."""
+def _warmup(order: list, paired: bool = False) -> int:
+    """Forward passes of a 1F1B-style order before its first steady pair: a (forward,
+    backward) pair, or under Megatron-core's combined 1F1B (``paired``) a (backward, forward)
+    pair, every forward before the first backward running alone (``combined_1f1b``)."""
     first_b = next(i for i, ps in enumerate(order) if ps.kind != "F")
-    return first_b - 1
+    return first_b if paired else first_b - 1
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     # A's shortest length: warm-up, one period, a pair more; longer ones give the transient
     # after warm-up more time. The cut is at stage 0's last steady pair that has a full
     # period before it (the other stages, warming up less, have more steady pairs after it).
+    # Under the combined 1F1B the steady pairs start one forward later (a backward and the
+    # forward after it), so the last pair ends before the cool-down's backwards run alone.
+    warm0 += pairs_passes(cfg)
     m_a = q * math.ceil((warm0 + unit + 1) / unit)
     if 2 * (m_a + q) > m:  # B alone (which proves most periods) would cost half or more
         return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}) "
@@ -329,7 +335,8 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     group = microbatch_group(cfg)
     orders = [schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg), group=group)
               for s in range(pp)]
-    warm = [_warmup(order) for order in orders]
+    paired = pairs_passes(cfg)
+    warm = [_warmup(order, paired) for order in orders]
     cut_at = [w + 2 * cut for w in warm]
     earlier = runs.pop(m_a, None)
     if earlier is None:  # nothing contends: run A on the grid, no task graph
@@ -349,7 +356,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
         orders_b = [schedule(s, pp, vpp, m_a + q, torch_warmup=torch_warmup(cfg), group=group)
                     for s in range(pp)]
         cut_b = cut_at[0] + 2 * unit
-        warm_b = [_warmup(o) for o in orders_b]
+        warm_b = [_warmup(o, paired) for o in orders_b]
         for state in (True, False):
             one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, 2 * unit, q, state)
             if one is not None:
