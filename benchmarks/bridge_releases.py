@@ -1,0 +1,89 @@
+"""The dense Megatron-Bridge workloads across NeMo releases: one recipe, several published speeds.
+
+    python benchmarks/bridge_releases.py
+
+NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @ 067f987 lists the same
+Llama performance workloads (same system, GPUs, TP/PP/CP/VP, precision) for every container
+release; only the global batch changed (Llama-3.1 405B on 1,024 H100: 512 -> 1,536 from 26.02,
+Llama-3 70B on 64 H100: 128 -> 256). The recipes behind them (scripts/performance/configs/
+llama*/ at v0.1.0rc3, v0.2.0, v0.3.0, v0.4.0, v0.4.2) differ in nothing else for these
+workloads, so trainsim predicts one time per (workload, batch) and each release's published
+tokens/s/GPU is checked against it. Two releases at different batches, read as if equally fast per
+sequence, give the per-iteration intercept a and per-micro-batch slope b of ``a + b * m``
+(25.09's table states no precision: fp8, its recipe's scaling not given).
+Nothing here feeds trainsim: the table is a check, not an input.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from trainsim.validate.training import predict_training_row
+
+PUBLIC = Path("/work/shared/validation/training_public.csv")
+SEQ = 8192
+
+# (row id in training_public.csv whose shape and parallel cells are the workload's, release,
+#  global batch, published tokens/s/GPU) from docs/performance-summary-archive.md @ 067f987
+RELEASES = [
+    ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", "25.09", 512, 302),
+    ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", "25.11", 512, 292),
+    ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", "26.02", 1536, 311),
+    ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", "26.04.01", 1536, 328),
+    ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", "26.06", 1536, 326),
+    ("bridge2604p1-llama3-70b-h100-64-gbs256", "25.09", 128, 1619),
+    ("bridge2604p1-llama3-70b-h100-64-gbs256", "25.11", 128, 1602),
+    ("bridge2604p1-llama3-70b-h100-64-gbs256", "26.02", 256, 1621),
+    ("bridge2604p1-llama3-70b-h100-64-gbs256", "26.02.01", 256, 1639),
+    ("bridge2604p1-llama3-70b-h100-64-gbs256", "26.04", 256, 1633),
+    ("bridge2604p1-llama3-70b-h100-64-gbs256", "26.04.01", 256, 1664),
+    ("bridge2604p1-llama3.1-405b-gb200-256", "25.11", 1536, 813),
+    ("bridge2604p1-llama3.1-405b-gb200-256", "26.02", 1536, 793),
+    ("bridge2604p1-llama3.1-405b-gb200-256", "26.02.01", 1536, 818),
+    ("bridge2604p1-llama3.1-405b-gb200-256", "26.04", 1536, 842),
+    ("bridge2604p1-llama3.1-405b-gb200-256", "26.04.01", 1536, 864),
+    ("bridge2604p1-llama3.1-405b-gb200-256", "26.06", 1536, 843),
+]
+
+
+def main() -> None:
+    with open(PUBLIC, newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    predicted: dict[tuple[str, int], float] = {}
+    print("| workload | release | GBS | tok/s/GPU | measured s | predicted s | error |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for rid, release, gbs, tps in RELEASES:
+        row = dict(rows[rid], global_batch_size=str(gbs))
+        if (rid, gbs) not in predicted:
+            predicted[(rid, gbs)] = predict_training_row(row).predicted
+        gpus = int(row["num_gpus"])
+        measured = gbs * SEQ / (tps * gpus)
+        pred = predicted[(rid, gbs)]
+        print(
+            f"| {rid} | {release} | {gbs} | {tps} | {measured:.3f} | {pred:.3f} | "
+            f"{(pred / measured - 1) * 100:+.1f} % |"
+        )
+    print()
+    pairs = [
+        ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", r1, "26.02") for r1 in ("25.09", "25.11")
+    ]
+    pairs += [("bridge2604p1-llama3-70b-h100-64-gbs256", r1, "26.02") for r1 in ("25.09", "25.11")]
+    for rid, r1, r2 in pairs:
+        row = rows[rid]
+        gpus = int(row["num_gpus"])
+        dp = gpus // (int(row["tp"]) * int(row["pp"]) * int(row["cp"] or 1))
+        (g1, t1), (g2, t2) = [
+            (g, g * SEQ / (t * gpus)) for i, rel, g, t in RELEASES if i == rid and rel in (r1, r2)
+        ]
+        b = (t2 - t1) / ((g2 - g1) / dp)
+        p1, p2 = predicted[(rid, g1)], predicted[(rid, g2)]
+        bp = (p2 - p1) / ((g2 - g1) / dp)
+        print(
+            f"{rid}: measured {r1}/{r2} a = {t1 - b * g1 / dp:.2f} s, b = {b * 1e3:.1f} ms per "
+            f"micro-batch; predicted a = {p1 - bp * g1 / dp:.2f} s, b = {bp * 1e3:.1f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
