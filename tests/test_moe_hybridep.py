@@ -1,14 +1,17 @@
 """Megatron-core's flex dispatcher with the HybridEP backend (core >= 0.16, _HybridEPManager)
-permutes inside its exchange kernels, deduplicates tokens per NVLink domain like DeepEP, and
-sends the dispatch in 16 bits even where fp8 dispatch is asked for."""
+permutes with HybridEP's own kernels around its exchange, deduplicates tokens per NVLink domain
+like DeepEP, and sends the dispatch in 16 bits even where fp8 dispatch is asked for."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from trainsim.catalog import gpu
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.workload.layers import backward_of
 from trainsim.workload.moe_block import moe_block, moe_wire_copies
+from trainsim.workload.moe_dispatch import destination_ranks
 from trainsim.workload.shard import shard_of
 
 
@@ -30,10 +33,40 @@ def _ops(cfg: RunConfig) -> list:
     return ops + backward_of(ops, sh)
 
 
-def test_hybridep_runs_no_local_permute_either_way():
-    names = [op.name for op in _ops(_cfg("hybridep"))]
-    assert "moe.dispatch_all_to_all" in names and "moe.combine_all_to_all" in names
-    assert not [n for n in names if "permute" in n]
+def test_hybridep_permutes_after_its_dispatch_kernel_with_one_kernel_each_way():
+    """Megatron-core calls ``dispatch_with_permute`` without fusing the permute (core_v0.16-
+    v0.17.1; ``moe_permute_fusion_into_hybridep`` defaults off): HybridEP's own permute kernel
+    reads each received token once per destination rank from its buffer and writes a row per
+    local expert, after the exchange; the unpermute runs before the combine. No TE permute
+    runs before the exchange (the all-to-all dispatcher's place)."""
+    cfg = _cfg("hybridep")
+    ops = _ops(cfg)
+    names = [op.name for op in ops]
+    assert names.index("moe.dispatch_all_to_all") < names.index("permute") \
+        < names.index("unpermute") < names.index("moe.combine_all_to_all")
+    assert "permute.bwd" in names and "unpermute.bwd" in names
+    perm = next(op for op in ops if op.name == "permute")
+    tokens = shard_of(cfg).norm_tokens
+    recv = tokens * destination_ranks(cfg)
+    assert perm.kernels == 1 and perm.bytes == (recv + tokens * 4) * 1024 * 2
+    te = next(op for op in _ops(_cfg("deepep")) if op.name == "permute")
+    assert te.kernels > perm.kernels
+
+
+def test_hybridep_stages_its_tokens_only_across_nvlink_domains_and_waits_when_dropless():
+    """Across domains ``Executor::dispatch_preprocess`` copies the tokens and fp32 probs into the
+    registered buffer; the metadata preprocessing's host wait is there only when the number of
+    permuted tokens is unknown (dropless)."""
+    def names(cfg):
+        return [op.name for op in _ops(cfg)]
+    assert "hybridep_stage_in" in names(_cfg("hybridep"))
+    cfg = _cfg("hybridep")
+    one = replace(cfg, cluster=replace(cfg.cluster, gpus_per_node=16))
+    assert "hybridep_stage_in" not in names(one)
+    meta = next(op for op in _ops(cfg) if op.name == "moe_tokens_to_host")
+    assert meta.host_sync and meta.bytes == 16 * shard_of(cfg).norm_tokens * (16 + 1)
+    capped = replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0))
+    assert not next(op for op in _ops(capped) if op.name == "moe_tokens_to_host").host_sync
 
 
 def test_hybridep_sends_one_copy_per_domain_like_deepep():

@@ -65,10 +65,13 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
                             bwd_kernels=MOE_KERNELS["unpermute"][1] + extra[1][1])
     if disp.permute_before_exchange(dispatcher):
         ops.append(permute)
-    counts = disp.split_sizes_gather(cfg) or disp.routing_map_gather(cfg, tokens)
+    counts = disp.split_sizes_gather(cfg)
     if counts is not None:
         ops.append(counts)
-    if m.moe_capacity_factor is None:
+    hybrid = dispatcher == "hybridep" and p.ep > 1
+    if hybrid:  # its Torch API's own preprocessing, staging and permutes
+        ops.extend(disp.hybridep_api_ops(cfg, tokens, "dispatch")[0])
+    elif m.moe_capacity_factor is None:
         # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
         # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
         # them and the copies that bring them over
@@ -88,6 +91,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if disp.permute_after_exchange(dispatcher):
         # DeepEP delivers tokens in source order: sorted here, back before the combine
         ops.append(permute)
+    if hybrid:
+        ops.extend(disp.hybridep_api_ops(cfg, tokens, "dispatch")[1])
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
     # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
     # shapes are static (Megatron-core --moe-pad-expert-input-to-capacity).
@@ -128,6 +133,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
     if disp.permute_after_exchange(dispatcher):
         ops.append(unpermute)
+    if hybrid:
+        ops.extend(disp.hybridep_api_ops(cfg, tokens, "combine")[0])
     if p.ep > 1 and dispatcher == "allgather":
         ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
                         "ep"))

@@ -13,12 +13,15 @@ Megatron-core's dispatchers (megatron/core/transformer/moe/token_dispatcher.py, 
 - ``hybridep`` (flex dispatcher with ``moe_flex_dispatcher_backend="hybridep"``,
   ``_HybridEPManager``, core >= 0.16): ``HybridEPBuffer.dispatch_with_permute`` and
   ``combine_with_unpermute`` (deepseek-ai/DeepEP ``hybrid-ep`` branch, called from
-  megatron/core/transformer/moe/fused_a2a.py) permute for the exchange, exchange and permute for
-  the experts in one kernel, so the manager's permute hooks return their input unchanged; the
-  exchange is hierarchical like DeepEP's (NVLink inside the domain, one copy per remote domain)
-  and the dispatch stays 16-bit (``init_hybrid_ep_buffer`` asserts ``not fp8_dispatch``). Its
-  kernels hold ``moe_hybridep_num_sms`` SMs (16 by default, 32 in Megatron-Bridge's 26.08 perf
-  recipes), the same order as a collective beside compute (``pricing.COMM_SMS``).
+  megatron/core/transformer/moe/fused_a2a.py) sort the tokens by local expert themselves, so the
+  manager's permute hooks return their input unchanged; the exchange is hierarchical like
+  DeepEP's (NVLink inside the domain, one copy per remote domain) and the dispatch stays 16-bit
+  (``init_hybrid_ep_buffer`` asserts ``not fp8_dispatch``). Its kernels hold
+  ``moe_hybridep_num_sms`` SMs (16 by default, 32 in Megatron-Bridge's 26.08 perf recipes), the
+  same order as a collective beside compute (``pricing.COMM_SMS``). Around its exchange kernels
+  its Torch API runs more GPU work (``hybridep_api_ops``): the routing-map all-gather, the
+  metadata preprocessing and its host wait, a staging copy across domains, and a standalone
+  permute and unpermute kernel.
 """
 
 from __future__ import annotations
@@ -27,12 +30,12 @@ import math
 from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports
-from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise
+from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise, Op
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
 
-#: dispatchers whose exchange kernels sort tokens by expert themselves (no local permute)
+#: dispatchers whose own API sorts tokens by local expert (no TE permute: ``hybridep_api_ops``)
 FUSED_PERMUTE = frozenset({"hybridep"})
 #: dispatchers that send a token once per destination NVLink domain and fan it out there
 NODE_DEDUP = frozenset({"deepep", "hybridep"})
@@ -172,6 +175,68 @@ def routing_map_gather(cfg: RunConfig, tokens: int) -> Comm | None:
         return None
     return Comm("moe.routing_map_all_gather", "all_gather",
                 ranks * tokens * (m.num_experts or 1), "ep", grad_bytes=0)
+
+
+PROB_BYTES = 4
+"""HybridEP takes and returns the routing probabilities in fp32 (``_HybridEPManager.dispatch``
+casts them: "HybridEP only supports float32 probs"; hybrid_ep.cu asserts ``kFloat32``)."""
+
+
+def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = True
+                     ) -> tuple[list[Op], list[Op]]:
+    """(before, after): what HybridEP's Torch API runs on the compute stream around its
+    ``phase`` ("dispatch" or "combine") exchange kernel, for a rank routing ``tokens`` tokens
+    (deepseek-ai/DeepEP hybrid-ep 1dddd19-94a9f8f deep_ep/hybrid_ep_buffer.py, csrc/hybrid_ep/
+    hybrid_ep.cu and executor/executor.cu). ``permute``: Megatron-core's
+    ``dispatch_with_permute``/``combine_with_unpermute`` (core_v0.16.0-core_v0.17.1 fused_a2a.py;
+    core_v0.17.1's ``moe_permute_fusion_into_hybridep`` fuses the permute, default off); else the
+    plain ``dispatch``/``combine`` the hybrid-ep README's "Torch API" figures time
+    (tests/test_hybrid_ep.py @1dddd19: ``buffer.dispatch`` without a handle).
+
+    Dispatch, before the kernel: the routing map's all-gather (``routing_map_gather``); the
+    metadata preprocessing (``Executor::metadata_preprocess_core``: one kernel over the gathered
+    map, ranks x tokens x experts bytes, which writes each rank's tokens x local-experts map; the
+    permute path adds ``permute_preprocessing`` and ``pad_tokens_per_expert``), after which the
+    host waits for the received-token count (``cudaStreamSynchronize`` on pinned memory when no
+    ``num_permuted_tokens`` is given, Megatron's dropless case; ``.item()`` in the plain
+    dispatch); across NVLink domains a staging copy of the tokens and fp32 probabilities into the
+    registered buffer (``Executor::dispatch_preprocess``, ``cudaMemcpyAsync``). After it: the
+    permute kernel, which reads each received token once per rank (``destination_ranks``) from
+    the buffer and writes a row per local expert (``dispatch_postprocess``, ``permute_launcher``),
+    or the plain API's device-to-device copy of the received tokens and their probabilities out
+    of the buffer. Combine, before the kernel: the unpermute (a row per local expert read, one
+    per rank written into the buffer; ``combine_preprocess``, ``unpermute_launcher``), or the
+    plain API's copy into the buffer; the combine kernel writes its output itself."""
+    m, p, c = cfg.model, cfg.parallel, cfg.cluster
+    h, experts = m.hidden_size, m.num_experts or 1
+    ranks = p.ep * p.etp
+    recv = tokens * destination_ranks(cfg)  # a copy per destination rank, by symmetry
+    local = experts // p.ep
+    per_domain = min(ranks, c.gpus_per_node)  # the plain API returns a prob per domain expert
+    if phase == "combine":
+        if permute:
+            rows = (tokens * m.moe_router_topk + recv) * h * ACT_BYTES
+            return [Elementwise("unpermute", bytes=rows, bwd_bytes=rows)], []
+        copy = 2 * recv * (h * ACT_BYTES + local * per_domain * PROB_BYTES)
+        return [Elementwise("hybridep_copy_in", bytes=copy, kernels=2)], []
+    before: list[Op] = []
+    gather = routing_map_gather(cfg, tokens)
+    if gather is not None:
+        before.append(gather)
+    sync = not permute or m.moe_capacity_factor is None
+    meta = ranks * tokens * (experts + local)
+    before.append(Elementwise("moe_tokens_to_host", bytes=meta, kernels=3 if permute else 1,
+                              host_sync=sync, bwd_bytes=0, bwd_kernels=0))
+    if ranks > c.gpus_per_node:
+        stage = 2 * tokens * (h * ACT_BYTES + experts * PROB_BYTES)
+        # the combine's backward dispatches the gradient through the same staging (no probs)
+        before.append(Elementwise("hybridep_stage_in", bytes=stage, kernels=2,
+                                  bwd_bytes=2 * tokens * h * ACT_BYTES, bwd_kernels=1))
+    if permute:
+        rows = (recv + tokens * m.moe_router_topk) * h * ACT_BYTES
+        return before, [Elementwise("permute", bytes=rows, bwd_bytes=rows)]
+    copy = 2 * recv * (h * ACT_BYTES + local * per_domain * PROB_BYTES)
+    return before, [Elementwise("hybridep_copy_out", bytes=copy, kernels=2)]
 
 
 ROUTER_DTYPE_BYTES = {None: ACT_BYTES, "fp32": 4, "fp64": 8}

@@ -27,7 +27,8 @@ RECOMPUTED_OPS = {
     "moe_act": frozenset({"expert_act_clamp", "expert_act"}),  # bias_act_func, clamp included
     "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
                       "expert_fc1", "expert_act_clamp", "expert_act", "expert_fc2",
-                      "unpermute", "expert_fp8_pad", "expert_fp8_unpad"}) | _SHARED_EXPERT,
+                      "unpermute", "expert_fp8_pad", "expert_fp8_unpad",
+                      "hybridep_stage_in"}) | _SHARED_EXPERT,
     "shared_experts": _SHARED_EXPERT,
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
