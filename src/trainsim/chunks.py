@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
-from trainsim.pricing import Priced, Pricer, join
+from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
@@ -92,7 +92,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         head_b = mtp_b * m.mtp_num_layers + head_b
     emb_f = pricer.price(embedding_forward(cfg, sh))
     emb_b = pricer.price(embedding_backward(cfg, sh))
-    empty = Priced(())
+    empty = interned(())  # one object inside pricing.shared: sums with it are shared too
     ranges = cfg.virtual_stage_layers()
     # DeepSpeed's PipelineEngine rebuilds the TP-partitioned tensors it receives (all-gathers)
     gather_f, gather_b = (pricer.price(g) for g in deepspeed_pipe_gathers(cfg, sh))

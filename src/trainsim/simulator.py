@@ -36,6 +36,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     stage_sums,
     summarize,
 )
+from trainsim.twin_graphs import keep_graph, kept_graph, mark
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.recompute import core_attn_rerun
@@ -445,10 +446,16 @@ def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
 def build_graph(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None,
                 microbatches: int | None = None) -> _TaskGraph:
     """The task graph of one iteration (of ``microbatches`` instead of the configured number,
-    for a truncated steady state); ``.tasks``, ``.ends`` (last task of each stage), ``.tags``."""
+    for a truncated steady state); ``.tasks``, ``.ends`` (last task of each stage), ``.tags``.
+    Inside ``engine.runs_shared`` a twin's graph is handed back (``trainsim.twin_graphs``)."""
+    graph, key = kept_graph(cfg, pricer, layer_source, microbatches)
+    if graph is not None:
+        return graph
+    before = mark(pricer) if key is not None else (0, 0)
     graph = _TaskGraph(cfg, pricer, layer_source, microbatches)
     graph.pipeline()
     graph.ends = graph.optimizer_steps()
+    keep_graph(key, graph, pricer, before)
     return graph
 
 

@@ -99,9 +99,10 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_SHARED: list[tuple[bool, dict[tuple[int, bool, float], tuple[list[Task], Timeline]]]] = []
+_SHARED: list[tuple[bool, dict[tuple[int, bool, float], tuple[list[Task], Timeline]], dict]] = []
 """Per :func:`runs_shared` entered (innermost last): whether it freezes the collector's objects
-(the outermost, where nothing was frozen before), and the timelines :func:`run` keeps."""
+(the outermost, where nothing was frozen before), the timelines :func:`run` keeps, and what
+its callers keep beside them (:func:`shared_store`)."""
 SHARED_TASKS = 1_000_000
 """Tasks whose timelines one :func:`runs_shared` keeps at most (~335 bytes each with their
 times, so ~340 MB; the public validation file's largest row keeps 176,456)."""
@@ -123,13 +124,19 @@ def runs_shared() -> Iterator[None]:
     (``gc.freeze``, all objects alive then) and everything is unfrozen on exit, as before. The
     collector only finds cycles: nothing is computed differently, and a cycle made meanwhile is
     collected after the exit."""
-    _SHARED.append((not _SHARED and not gc.get_freeze_count(), {}))
+    _SHARED.append((not _SHARED and not gc.get_freeze_count(), {}, {}))
     try:
         yield
     finally:
-        freezes, _ = _SHARED.pop()
+        freezes, _, _ = _SHARED.pop()
         if freezes:
             gc.unfreeze()
+
+
+def shared_store() -> dict | None:
+    """A dict kept as long as the innermost :func:`runs_shared` (None outside one), for what
+    its callers build for the graphs it runs (``trainsim.twin_graphs``)."""
+    return _SHARED[-1][2] if _SHARED else None
 
 
 def _same_graph(a: list[Task], b: list[Task]) -> bool:
@@ -153,7 +160,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     kept = _SHARED[-1][1]
     key = (len(tasks), prefix, sum(map(_duration, tasks)))
     hit = kept.get(key)
-    if hit is not None and _same_graph(hit[0], tasks):
+    if hit is not None and (hit[0] is tasks or _same_graph(hit[0], tasks)):
         tl = hit[1]
         return Timeline(tasks, list(tl.start_s), list(tl.end_s),
                         {stream: list(queue) for stream, queue in tl.queues.items()})

@@ -1,0 +1,108 @@
+"""Task graphs kept for twin configs: configs that differ only in their recompute settings and
+whose priced chunks are the very same objects build the same task graph, so inside
+``engine.runs_shared`` the graph is built once and handed to the twin.
+
+A search's candidates come in such pairs (``recompute: selective`` of core attention beside
+FlashAttention, whose backward recomputes the scores anyway, leaves ``recompute: none``'s
+passes: ``workload.recompute.layer_recompute``), and ``runs_shared`` already runs their equal
+graphs' event loop once; this saves building the twin's graph too (over half of a search
+worker's time was building graphs, half of them twins').
+
+Why the key is exact: the graph builder (``simulator._TaskGraph``, with ``chunks``,
+``sharded_passes``, ``combined_1f1b`` and ``pipeline``) reads the recompute settings only
+through the priced chunks (``chunks.chunks``: ``layer_recompute`` per layer kind) and
+``RunConfig.recomputed_layers`` (ZeRO-3's gathers for recomputed layers). Everything else it
+reads is in the key: every other parallel field, the model, training and cluster objects
+(shared by a search's configs), the pricer's pricing signature (``pricing.shared``: the same
+op list priced under it is the same object), the layer source and the micro-batch count. The
+chunks' priced passes are compared by identity, so a key matches only where the twin's
+pricer handed back the same objects; the graph kept holds them, so an identity is never
+reused while its key is kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Hashable
+from typing import Any
+
+from trainsim.chunks import chunks
+from trainsim.config import ParallelConfig, RunConfig
+from trainsim.engine.loop import SHARED_TASKS, shared_store
+from trainsim.memo import per_pricer
+from trainsim.pricing import Pricer
+from trainsim.workload.shard import shard_of
+
+RECOMPUTE_FIELDS = frozenset({"recompute", "recompute_modules", "recompute_num_layers"})
+"""The parallel fields the graph builder reads only through the priced chunks and
+``RunConfig.recomputed_layers``."""
+_OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
+                      if f.name not in RECOMPUTE_FIELDS)
+_TASKS = "tasks kept"  # the store's count of the kept graphs' tasks
+
+
+def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
+              microbatches: int | None) -> Hashable | None:
+    """What the graph of ``cfg`` depends on, with its chunks priced (they are kept where the
+    graph builder looks for them: ``memo.per_pricer``); None where the pricer shares no prices
+    or a field cannot be hashed."""
+    if getattr(pricer, "_store", None) is None:
+        return None
+    shared = per_pricer(cfg, pricer, layer_source)
+    if "chunks" not in shared:
+        shared["chunks"] = chunks(cfg, pricer, shard_of(cfg), layer_source)
+    p = cfg.parallel
+    key = (id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source), microbatches,
+           pricer._sig, cfg.recomputed_layers,
+           tuple(getattr(p, name) for name in _OTHER_FIELDS),
+           tuple((v, tuple(map(id, ch.fwd_parts)), id(ch.bwd_head),
+                  tuple(map(id, ch.bwd_layers)), id(ch.bwd_tail))
+                 for v, ch in shared["chunks"].items()))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def kept_graph(cfg: RunConfig, pricer: Pricer, layer_source: Any,
+               microbatches: int | None) -> tuple[Any, Hashable | None]:
+    """(the twin's graph or None, the key to keep a new one under, or None)."""
+    store = shared_store()
+    if store is None:
+        return None, None
+    key = graph_key(cfg, pricer, layer_source, microbatches)
+    hit = store.get(key) if key is not None else None
+    if hit is None:
+        return None, key
+    graph, seen, ops = hit
+    # what its build priced, as if built here (``Pricer.compute_sources``): the op lists
+    # taken from the shared prices, and the ops priced on the compute model directly
+    pricer._seen.extend(seen)
+    for op in ops:
+        pricer.compute.time(op)
+    return graph, None
+
+
+def mark(pricer: Pricer) -> tuple[int, int]:
+    """Where the pricer's records stand before a build (for :func:`keep_graph`)."""
+    return len(pricer._seen), len(pricer.compute._cache)
+
+
+def keep_graph(key: Hashable | None, graph: Any, pricer: Pricer, before: tuple[int, int]
+               ) -> None:
+    """Keep ``graph`` under ``key`` (from :func:`kept_graph`) with what its build added to the
+    pricer's records since ``before`` (:func:`mark`), within ``engine.loop.SHARED_TASKS``
+    tasks in all."""
+    store = shared_store()
+    if key is None or store is None:
+        return
+    n = store.get(_TASKS, 0) + len(graph.tasks)
+    if n <= SHARED_TASKS:
+        store[_TASKS] = n
+        store[key] = (graph, pricer._seen[before[0]:],
+                      tuple(itertools.islice(pricer.compute._cache, before[1], None)))
+
+
+__all__ = ["RECOMPUTE_FIELDS", "graph_key", "keep_graph", "kept_graph", "mark"]

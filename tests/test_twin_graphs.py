@@ -1,0 +1,76 @@
+"""Twin configs' task graphs built once inside ``engine.runs_shared`` (``trainsim.twin_graphs``,
+issue 21 item 4): every result is the one simulated alone, to the bit, compute sources
+included; a twin's graph is not built again; configs that differ elsewhere are not twins."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from helpers import make_base
+
+from trainsim import simulate, simulator
+from trainsim.engine.loop import runs_shared
+from trainsim.pricing import Pricer, shared
+from trainsim.search import SearchSpace
+from trainsim.search.space import Candidate
+from trainsim.twin_graphs import graph_key
+
+SPACE = SearchSpace(recompute=("none",), zero=(0, 1, 3), max_micro_batch=4, max_cp=2)
+
+
+def _fields(r) -> tuple:
+    return (r.iteration_time_s, r.breakdown, r.exposed_comm, r.memory, r.critical_stage,
+            r.compute_sources, r.simulation, r.model_flops, r.hardware_flops)
+
+
+def _twins(n: int, seed: int) -> list:
+    """``n`` random candidates of recompute none, each followed by its selective and full
+    twins (the same switches)."""
+    base = make_base(gpus=16, batch=64)
+    keys = list(SPACE.memory_keys(base, 16))
+    rng = random.Random(seed)
+    out = []
+    for key in rng.sample(keys, n):
+        c = rng.choice(SPACE.variants(key))
+        for rc in ("none", "selective", "full"):
+            out.append(dataclasses.replace(c, mem=dataclasses.replace(c.mem, recompute=rc))
+                       .to_config(base))
+    return out
+
+
+def test_twins_inside_runs_shared_give_every_result_to_the_bit(monkeypatch):
+    cfgs = _twins(12, seed=11)
+    alone = [_fields(simulate(cfg)) for cfg in cfgs]
+    built = []
+    real = simulator._TaskGraph
+    monkeypatch.setattr(simulator, "_TaskGraph", lambda *a: built.append(1) or real(*a))
+    with shared(("twins", 1)), runs_shared():
+        inside = [_fields(simulate(cfg)) for cfg in cfgs]
+    together = len(built)
+    assert inside == alone
+    with shared(("twins", 2)):  # each in a runs_shared of its own: every graph built
+        for cfg in cfgs:
+            with runs_shared():
+                simulate(cfg)
+    apart = len(built) - together
+    # the selective twins (FlashAttention recomputes the scores anyway) built no graph of
+    # their own (full recompute prices other passes: its own graphs)
+    assert apart - together >= len(cfgs) // 3
+
+
+def test_configs_that_differ_elsewhere_are_no_twins():
+    """An overlap switch or a micro-batch count changes the key; outside ``shared`` (no
+    shared prices, so no identical chunks) there is none."""
+    base = make_base(gpus=16, batch=64)
+    key = next(k for k in SPACE.memory_keys(base, 16) if k.pp == 2 and k.dp > 1)
+    a = Candidate(key).to_config(base)
+    b = Candidate(key, overlap_grad_reduce=True).to_config(base)
+    sel = Candidate(dataclasses.replace(key, recompute="selective")).to_config(base)
+    assert graph_key(a, Pricer(a), None, None) is None
+    with shared(("twins", 3)):
+        ka = graph_key(a, Pricer(a), None, None)
+        assert ka is not None
+        assert graph_key(sel, Pricer(sel), None, None) == ka
+        assert graph_key(b, Pricer(b), None, None) != ka
+        assert graph_key(a, Pricer(a), None, 4) != ka
