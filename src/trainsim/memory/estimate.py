@@ -47,6 +47,15 @@ def _peak_chunks(stage: int, pp: int, vpp: int, m: int, name: str | None = None,
     return schedule_peak_in_flight(stage, pp, vpp, m, name, torch, group=group)
 
 
+@functools.lru_cache(maxsize=4096)
+def _peak_weighted(stage: int, pp: int, vpp: int, m: int, name: str | None, torch: bool,
+                   chunk_bytes: tuple[float, ...], group: int | None) -> float:
+    """:func:`_peak_chunks` where the chunks keep different bytes (``chunk_bytes``, by chunk):
+    memory groups that differ only in what activations do not depend on ask the same."""
+    return schedule_peak_in_flight(stage, pp, vpp, m, name, torch, dict(enumerate(chunk_bytes)),
+                                   group)
+
+
 @dataclass(frozen=True)
 class MemoryBreakdown:
     """One rank's memory at its peak moment, in bytes.
@@ -337,10 +346,26 @@ def _moe_block_bytes(cfg: RunConfig) -> float:
     return out
 
 
+_LAYER_BYTES: dict[int, tuple[RunConfig, dict[tuple[bool, bool], float]]] = {}
+"""A layer's activation bytes by config identity, then by (routed experts, recomputed whole),
+each kept with its config (an identity is never reused while kept): every stage of a memory
+check asks the same (cleared when it reaches ``_LAYER_BYTES_KEPT`` configs)."""
+_LAYER_BYTES_KEPT = 4096
+
+
+def _layer_bytes_kept(cfg: RunConfig) -> dict[tuple[bool, bool], float]:
+    hit = _LAYER_BYTES.get(id(cfg))
+    if hit is None or hit[0] is not cfg:
+        if len(_LAYER_BYTES) >= _LAYER_BYTES_KEPT:
+            _LAYER_BYTES.clear()
+        hit = _LAYER_BYTES[id(cfg)] = (cfg, {})
+    return hit[1]
+
+
 def _activations(cfg: RunConfig, stage: int) -> float:
     """Bytes of the micro-batches in flight at the peak on one rank of ``stage``."""
     p, m = cfg.parallel, cfg.model
-    kept: dict[tuple[bool, bool], float] = {}  # by (routed experts, recomputed whole)
+    kept = _layer_bytes_kept(cfg)  # by (routed experts, recomputed whole)
 
     def layer_bytes(i: int) -> float:
         key = (m.is_moe_layer(i), i in cfg.recomputed_layers)
@@ -404,9 +429,9 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches, p.pipeline_schedule,
                                 torch_warmup(cfg), microbatch_group(cfg)) * chunk_bytes[0]
     else:
-        inflight = schedule_peak_in_flight(stage, p.pp, p.vpp, cfg.num_microbatches,
-                                           p.pipeline_schedule, torch_warmup(cfg),
-                                           dict(enumerate(chunk_bytes)), microbatch_group(cfg))
+        inflight = _peak_weighted(stage, p.pp, p.vpp, cfg.num_microbatches,
+                                  p.pipeline_schedule, torch_warmup(cfg), tuple(chunk_bytes),
+                                  microbatch_group(cfg))
     if _a2a_overlap_extra_forward(cfg):
         # the combined step pairs one micro-batch's forward layer k with another's backward
         # layer L-1-k (core_v0.15.0 models/common/model_chunk_schedule_plan.py run:

@@ -6,7 +6,7 @@ and, for routed experts, over expert x expert-tensor parallelism. Split out of
 
 from __future__ import annotations
 
-from trainsim.config import RunConfig
+from trainsim.config import ModelConfig, RunConfig
 from trainsim.model.counts import (
     embedding_params,
     layer_expert_params,
@@ -37,10 +37,29 @@ def _stage_layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     return out[1]
 
 
+_BY_LAYERS: dict[tuple, tuple[object, tuple[float, float]]] = {}
+"""_layer_split's answers by (model identity, virtual stages' layers, the rank's chunks), each
+kept with its model: the memory groups of a search that place the same layers on a stage (other
+micro-batches, recompute, optimizer sharding) ask the same."""
+
+
 def _layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
-    m, p = cfg.model, cfg.parallel
-    ranges = cfg.virtual_stage_layers()
+    p = cfg.parallel
+    ranges = cfg._virtual_ranges
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    key = (id(cfg.model), ranges, tuple(held))
+    hit = _BY_LAYERS.get(key)
+    if hit is not None and hit[0] is cfg.model:
+        return hit[1]
+    if len(_BY_LAYERS) >= _SPLITS_KEPT:
+        _BY_LAYERS.clear()
+    out = _layers_of(cfg.model, ranges, held)
+    _BY_LAYERS[key] = (cfg.model, out)
+    return out
+
+
+def _layers_of(m: ModelConfig, ranges: tuple[range, ...], held: list[int]) -> tuple[float, float]:
+    """(non-expert, routed-expert) parameters of the layers of virtual stages ``held``."""
     if m.num_experts is None:  # no layer has routed experts: the count and the first layer
         n = sum(len(ranges[v]) for v in held)
         return (n * layer_params(m, next(r[0] for r in (ranges[v] for v in held) if r))
