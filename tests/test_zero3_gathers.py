@@ -428,3 +428,17 @@ def test_deepspeed_2022_backward_gathers_again_what_the_recompute_released():
     fsdp = unit_gather_waits(plain, pricer, chunks, [0.0] * c.parallel.pp)
     assert ds[0][1].duration_s > fsdp[0][1].duration_s
     assert ds[0][0].duration_s == fsdp[0][0].duration_s
+
+
+@pytest.mark.parametrize("version", ["2021-03", "2021-07"])
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_deepspeed_2021_split_last_backward_keeps_the_pass_it_replaces(version, recompute):
+    """The last micro-batch's backward, split per layer, runs the segments of the pass it
+    replaces: the gathers before it and the bucket copies after it, each once."""
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    c = cfg(64, framework=("deepspeed", version), recompute=recompute)
+    tg = build_graph(c, Pricer(c))
+    split = sum(t.duration_s for t in tg.tasks if t.label.startswith("B last c0 part"))
+    assert split == pytest.approx(tg.work[0][1].duration_s, rel=1e-12)

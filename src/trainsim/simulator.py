@@ -384,10 +384,10 @@ class _TaskGraph(OptimizerTasks):
         # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
         ch, work = (self.lone[2][v], self.lone[4][v][1]) if self.lone else \
             (self.chunks[v], self.work[v][1])
-        lead = interned(work.segments[:len(work.segments) - len(ch.bwd.segments)])
+        lead, trail = _around(work, ch.bwd)
         layers = list(ch.bwd_layers) or [interned(())]
         parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
-        parts[-1] = parts[-1] + ch.bwd_tail
+        parts[-1] = parts[-1] + ch.bwd_tail + trail
         # DeepSpeed's 2021 stage 3 calls torch.cuda.synchronize() before every parameter gather
         # (``_allgather_param``), the next layer's included: it waits for the reductions too
         waits = self.p.zero3_gather == "per_parameter"
@@ -434,6 +434,17 @@ class _TaskGraph(OptimizerTasks):
                                 f"B last c{chunk} part{k}"))
         self.last_bwd[v] = ids
         return ids[-1]
+
+
+def _around(work: Priced, bwd: Priced) -> tuple[Priced, Priced]:
+    """The segments of a backward pass ``work`` before and after the chunk's own backward
+    ``bwd`` (``sharded_passes``: FSDP's gather wait before it; DeepSpeed's per-tensor gathers
+    before it and its reduce bucket's copies after it)."""
+    seg, n = work.segments, len(bwd.segments)
+    for i in range(len(seg) - n, -1, -1):  # from the end: an empty backward follows all
+        if seg[i:i + n] == bwd.segments:
+            return interned(seg[:i]), interned(seg[i + n:])
+    raise ValueError("the pass does not hold the chunk's backward")
 
 
 def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
