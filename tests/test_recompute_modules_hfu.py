@@ -103,3 +103,28 @@ def test_full_recompute_hfu_counts_the_layers_that_rerun(layers_per_stage):
     rerun = cfg.num_microbatches * len(cfg.recomputed_layers) * per_layer
     assert len(cfg.recomputed_layers) == (2 if layers_per_stage else 4)
     assert _hfu_extra(cfg) == pytest.approx(rerun, rel=1e-9)
+
+
+@pytest.mark.parametrize("activation", ["swiglu", "gelu"])
+@pytest.mark.parametrize("norm", ["rmsnorm", "layernorm"])
+def test_hfu_counts_the_matmuls_torchtitan_per_op_checkpointing_reruns(activation, norm):
+    """torchtitan's selective recompute (per-op SAC, profile ``per_op_sac``) re-runs every
+    other matmul of a block and saves the attention's output: the HFU extra is those matmuls,
+    with separate Q/K/V and gate/up projections (an eager RMSNorm model) or fused ones."""
+    from trainsim.workload.recompute import per_op_sac_layout
+
+    cfg = run_config_from_dict({
+        "model": {"hidden_size": 512, "num_layers": 2, "num_attention_heads": 8,
+                  "num_kv_heads": 2, "vocab_size": 4096, "ffn_hidden_size": 1536,
+                  "activation": activation, "normalization": norm},
+        "parallel": {"recompute": "selective"},
+        "training": {"global_batch_size": 4, "micro_batch_size": 2, "seq_length": 1024,
+                     "framework": "torchtitan", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 1}})
+    assert per_op_sac_layout(cfg) == (norm == "rmsnorm")
+    rerun = _rerun_matmul_flops(cfg)
+    assert rerun > 0
+    model = model_flops_per_token(cfg.model, cfg.training.seq_length) * cfg.tokens_per_iteration
+    extra = hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True),
+                                         per_op_sac_layout(cfg)) - model
+    assert extra == pytest.approx(rerun, rel=1e-9)

@@ -39,7 +39,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
 from trainsim.twin_graphs import keep_graph, kept_graph, mark
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
-from trainsim.workload.recompute import core_attn_rerun
+from trainsim.workload.recompute import core_attn_rerun, per_op_sac_layout
 from trainsim.workload.schedule import (
     microbatch_group,
     pass_labels,
@@ -522,7 +522,8 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         exposed_comm=exposed,
         memory=memory,
         model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
-        hardware_flops=hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True)),
+        hardware_flops=hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True),
+                                                    per_op_sac_layout(cfg)),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute_sources().items())),

@@ -201,7 +201,30 @@ SCORES_IN_MEMORY = ("unfused", "eager")
 the model layer may not import; a test keeps the two equal)."""
 
 
-def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...]) -> int:
+def _per_op_sac_params(m: ModelConfig, split: bool) -> int:
+    """Matmul parameters per token of a dense (not MLA) layer that torchtitan's per-op
+    selective checkpointing re-runs (``workload.recompute.per_op_sac_recompute``: the policy
+    saves every other ``aten.mm``, the 1st, 3rd, ...), in the order the layer runs them: with
+    ``split`` projections (``workload.shard.separate_projections``; torchtitan's Llama block:
+    wq, wk, wv, wo, w1, w3, w2, torchtitan/models/llama/model.py) wk, wo and w3, else of a fused
+    QKV and a fused gate/up the output projection and the down projection."""
+    h, f, q, kv = m.hidden_size, m.ffn_size, m.q_size, m.kv_size
+    gated = m.activation == "swiglu"
+    if split:
+        gemms = [h * q, h * kv, h * kv, q * h] + ([h * f, h * f] if gated else [h * f])
+    else:
+        gemms = [h * (q + 2 * kv), q * h, (2 if gated else 1) * h * f]
+    return sum((gemms + [f * h])[1::2])
+
+
+def _per_op_layer(m: ModelConfig, i: int) -> bool:
+    """Whether per-op checkpointing re-runs layer ``i``'s matmuls by :func:`_per_op_sac_params`
+    (a dense layer; the time path keeps the module rule for grouped-GEMM MoE layers)."""
+    return not m.is_mla and not m.is_moe_layer(i)
+
+
+def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
+                         per_op_sac: bool | None = None) -> int:
     """Matmul parameters per token whose forward selective recompute re-runs, over all layers
     (the MTP modules' like the last layer): the Megatron-core ``--recompute-modules`` with
     matmuls, the pieces ``workload.recompute.RECOMPUTED_OPS`` re-runs. ``mlp``: a dense layer's
@@ -221,6 +244,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...]) -> int:
             m.kv_lora_rank * heads * (m.qk_head_dim + m.v_head_dim)
 
     def layer(i: int) -> int:
+        if per_op_sac is not None and _per_op_layer(m, i):
+            return _per_op_sac_params(m, per_op_sac)
         if not m.is_moe_layer(i):
             return up + (mats * h * m.ffn_size if "mlp" in modules else 0)
         return up + (moe if "moe" in modules else 0) + \
@@ -228,7 +253,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...]) -> int:
     return sum(layer(i) for i in range(m.num_layers)) + m.mtp_num_layers * layer(m.num_layers - 1)
 
 
-def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False) -> float:
+def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False,
+                                 per_op_sac: bool | None = None) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
     Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
@@ -240,7 +266,10 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     keeping the score matrix; for a fused (flash, cuDNN) kernel only where the framework
     checkpoints it too (``checkpointed_fused_attention``, which the caller reads from the
     run's profile with ``workload.recompute.core_attn_rerun``, the rule the time path uses:
-    Megatron-core re-runs it, legacy Megatron-LM under flash does not).
+    Megatron-core re-runs it, legacy Megatron-LM under flash does not). ``per_op_sac``: under the
+    profile's per-op selective checkpointing (torchtitan), whether the layer projects Q, K, V
+    (and gate, up) separately (None: no per-op checkpointing); its dense layers re-run every
+    other matmul (:func:`_per_op_sac_params`) and keep the attention's output.
     """
     m, tokens = cfg.model, cfg.tokens_per_iteration
     s = cfg.training.seq_length
@@ -254,7 +283,9 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     modules = cfg.parallel.recompute_modules or ("core_attn",)
     rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \
         "core_attn" in modules
+    if per_op_sac is not None and all(_per_op_layer(m, i) for i in range(m.num_layers)):
+        rerun = False  # the policy saves the attention's output
     selective = (2.0 * _attention_work(m, s) if rerun else 0.0) + \
-        2.0 * _rerun_matmul_params(m, modules)
+        2.0 * _rerun_matmul_params(m, modules, per_op_sac)
     extra = {"none": 0.0, "full": full, "selective": selective}[cfg.parallel.recompute]
     return base + extra * tokens

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
+from trainsim.workload.shard import separate_projections
 
 if TYPE_CHECKING:
     from trainsim.workload.shard import Shard
@@ -80,6 +81,15 @@ def core_attn_rerun(cfg: RunConfig, fused: bool | None = None) -> bool:
     if fused is None:
         fused = cfg.training.attention not in MATERIALIZED_SCORES
     return not fused or profile_supports(cfg, "checkpointed_fused_attention")
+
+
+def per_op_sac_layout(cfg: RunConfig) -> bool | None:
+    """For ``model.counts.hardware_flops_per_iteration``: None without per-op selective
+    checkpointing, else whether the layer's projections are separate GEMMs
+    (``separate_projections``), which sets the matmuls :func:`per_op_sac_recompute` re-runs."""
+    if cfg.parallel.recompute != "selective" or not profile_supports(cfg, "per_op_sac"):
+        return None
+    return separate_projections(cfg)
 
 
 def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
