@@ -17,14 +17,14 @@ from trainsim.workload.recompute import core_attn_rerun, layer_recompute
 from trainsim.workload.shard import shard_of
 
 
-def _cfg(modules: list[str]):
+def _cfg(modules: list[str], q_lora_rank: int | None = 256):
     """A small DeepSeek-V3-like model on one GPU: MLA with a query LoRA, one dense layer then
     MoE layers (16 experts, top 4, a shared expert), one MTP module; flash attention, so
     ``core_attn`` is not among the re-runs without a framework that checkpoints it."""
     return run_config_from_dict({
         "model": {"hidden_size": 512, "num_layers": 3, "num_attention_heads": 8,
                   "vocab_size": 4096, "ffn_hidden_size": 1536, "activation": "swiglu",
-                  "q_lora_rank": 256, "kv_lora_rank": 128, "qk_head_dim": 64,
+                  "q_lora_rank": q_lora_rank, "kv_lora_rank": 128, "qk_head_dim": 64,
                   "qk_pos_emb_head_dim": 32, "v_head_dim": 64, "num_experts": 16,
                   "moe_router_topk": 4, "moe_ffn_hidden_size": 256,
                   "moe_shared_expert_intermediate_size": 256, "moe_first_dense_layers": 1,
@@ -60,6 +60,28 @@ def test_hfu_counts_the_matmuls_each_module_reruns(modules):
     cfg = _cfg(modules)
     rerun = _rerun_matmul_flops(cfg)
     assert _hfu_extra(cfg) == pytest.approx(rerun, rel=1e-9, abs=1.0)
+
+
+def test_mla_up_proj_without_a_query_lora_reruns_the_query_projection():
+    """Megatron-core's ``qkv_up_proj_and_rope_apply`` (the ``mla_up_proj`` checkpoint) runs
+    ``linear_q_proj`` where the query has no LoRA (core_v0.14.0 multi_latent_attention.py):
+    time and HFU re-run it; a GQA layer's q_proj is no MLA projection."""
+    cfg = _cfg(["mla_up_proj"], q_lora_rank=None)
+    sh = shard_of(cfg)
+    names = {op.name for op in layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=False))}
+    assert {"recompute.mla_q_proj", "recompute.kv_up_proj"} <= names
+    assert _hfu_extra(cfg) == pytest.approx(_rerun_matmul_flops(cfg), rel=1e-9, abs=1.0)
+    gqa = run_config_from_dict({
+        "model": {"hidden_size": 512, "num_layers": 2, "num_attention_heads": 8,
+                  "num_kv_heads": 2, "vocab_size": 4096, "normalization": "rmsnorm"},
+        "parallel": {"recompute": "selective", "recompute_modules": ["mla_up_proj"]},
+        "training": {"global_batch_size": 4, "micro_batch_size": 2, "seq_length": 1024,
+                     "modules": "eager"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 1}})
+    sh = shard_of(gqa)
+    fwd = layer_forward(gqa, sh, moe=False)
+    assert "q_proj" in {op.name for op in fwd}
+    assert not [op for op in layer_recompute(gqa, sh, fwd) if isinstance(op, Gemm)]
 
 
 def test_every_module_with_matmuls_adds_to_hfu():

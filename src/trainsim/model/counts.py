@@ -231,7 +231,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
     MLP (transformer_layer.py ``recompute_mlp``, not in an MoE layer); ``moe``: the MoE layer's
     router, top-k routed experts and shared experts (moe_layer.py ``custom_forward``);
     ``shared_experts``: the shared experts; ``mla_up_proj``: MLA's query and key/value
-    up-projections (multi_latent_attention.py ``qkv_up_proj_and_rope_apply``). ``layernorm``
+    up-projections, the query's whole projection without a query LoRA (``linear_q_proj``;
+    multi_latent_attention.py ``qkv_up_proj_and_rope_apply``). ``layernorm``
     and ``moe_act`` re-run no matmul; ``core_attn`` is counted apart."""
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
@@ -240,7 +241,7 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
     up = 0
     if m.is_mla and "mla_up_proj" in modules:
         heads = m.num_attention_heads
-        up = (m.q_lora_rank * m.qk_dim if m.q_lora_rank else 0) + \
+        up = (m.q_lora_rank if m.q_lora_rank else h) * m.qk_dim + \
             m.kv_lora_rank * heads * (m.qk_head_dim + m.v_head_dim)
 
     def layer(i: int) -> int:

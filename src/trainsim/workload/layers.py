@@ -156,7 +156,9 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
                                kernel=m.normalization))
         linear(ops, sh, "q_up_proj", T, heads * (m.qk_head_dim + rope), m.q_lora_rank)
     else:
-        linear(ops, sh, "q_proj", T, heads * (m.qk_head_dim + rope), h)
+        # Megatron-core's linear_q_proj (no query LoRA): its own name, since mla_up_proj
+        # re-runs it (``qkv_up_proj_and_rope_apply``) and no GQA q_proj
+        linear(ops, sh, "mla_q_proj", T, heads * (m.qk_head_dim + rope), h)
     kv_lora = m.kv_lora_rank or 0
     linear(ops, sh, "kv_down_proj", T, kv_lora + rope, h)
     ops.append(Elementwise("kv_norm", bytes=T * kv_lora * ACT * 2, kernel=m.normalization))

@@ -23,7 +23,7 @@ _SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2"})
 
 RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
-    "mla_up_proj": frozenset({"q_up_proj", "kv_up_proj", "rope"}),
+    "mla_up_proj": frozenset({"q_up_proj", "mla_q_proj", "kv_up_proj", "rope"}),
     "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
     "moe_act": frozenset({"expert_act_clamp", "expert_act"}),  # bias_act_func, clamp included
     "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
@@ -34,7 +34,9 @@ RECOMPUTED_OPS = {
 }
 """Forward ops (by name before any '.') each Megatron-core ``--recompute-modules`` entry re-runs
 (``transformer/transformer_layer.py`` and ``multi_latent_attention.py`` checkpoint these
-submodules); ``core_attn`` is the attention op itself. ``moe`` checkpoints the MoE layer's
+submodules); ``core_attn`` is the attention op itself. ``mla_up_proj`` checkpoints
+``qkv_up_proj_and_rope_apply``, which runs ``linear_q_proj`` where the query has no LoRA
+(core_v0.14.0 multi_latent_attention.py). ``moe`` checkpoints the MoE layer's
 whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too (core_v0.14.0
 megatron/core/transformer/moe/moe_layer.py). ``model.counts.hardware_flops_per_iteration``
 counts the matmuls of the same re-runs."""
