@@ -150,3 +150,21 @@ def test_hfu_counts_the_matmuls_torchtitan_per_op_checkpointing_reruns(activatio
     extra = hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True),
                                          per_op_sac_layout(cfg)) - model
     assert extra == pytest.approx(rerun, rel=1e-9)
+
+
+@pytest.mark.parametrize("inner,ops", [
+    ("shared_experts", {"shared_fc1", "shared_act", "shared_fc2"}),
+    ("moe_act", {"expert_act"})])
+def test_a_module_checkpointed_inside_moe_reruns_twice(inner, ops):
+    """Megatron-core nests the checkpoints (core_v0.14.0 moe_layer.py ``custom_forward`` under
+    ``moe``'s, the shared experts under ``tensor_parallel.checkpoint``, experts.py's activation
+    under ``CheckpointWithoutOutput``): the outer re-run runs the inner module once, the inner
+    checkpoint's own backward again. Time and HFU count both."""
+    cfg = _cfg(["moe", inner])
+    sh = shard_of(cfg)
+    names = [op.name for op in layer_recompute(cfg, sh, layer_forward(cfg, sh, moe=True))]
+    assert all(names.count(f"recompute.{n}") == 2 for n in ops), names
+    assert names.count("recompute.expert_fc1") == 1
+    assert _hfu_extra(cfg) == pytest.approx(_rerun_matmul_flops(cfg), rel=1e-9, abs=1.0)
+    if inner == "shared_experts":  # the activation runs no matmul
+        assert _hfu_extra(cfg) > _hfu_extra(_cfg(["moe"]))

@@ -249,8 +249,9 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
             return _per_op_sac_params(m, per_op_sac)
         if not m.is_moe_layer(i):
             return up + (mats * h * m.ffn_size if "mlp" in modules else 0)
+        # a selected shared_experts checkpoint nested in moe's re-runs twice (recompute.py)
         return up + (moe if "moe" in modules else 0) + \
-            (shared if "moe" in modules or "shared_experts" in modules else 0)
+            shared * (("moe" in modules) + ("shared_experts" in modules))
     return sum(layer(i) for i in range(m.num_layers)) + m.mtp_num_layers * layer(m.num_layers - 1)
 
 

@@ -38,7 +38,11 @@ submodules); ``core_attn`` is the attention op itself. ``mla_up_proj`` checkpoin
 ``qkv_up_proj_and_rope_apply``, which runs ``linear_q_proj`` where the query has no LoRA
 (core_v0.14.0 multi_latent_attention.py). ``moe`` checkpoints the MoE layer's
 whole ``custom_forward``, whose ``experts_compute`` runs the shared experts too (core_v0.14.0
-megatron/core/transformer/moe/moe_layer.py). ``model.counts.hardware_flops_per_iteration``
+megatron/core/transformer/moe/moe_layer.py). A module checkpointed inside ``moe`` and
+selected too re-runs twice: ``shared_experts`` (``tensor_parallel.checkpoint`` around the shared
+experts inside ``custom_forward``: the outer re-run runs its forward once, its own backward
+again) and ``moe_act`` (experts.py ``CheckpointWithoutOutput``: run again by the outer re-run,
+then by its hook). ``model.counts.hardware_flops_per_iteration``
 counts the matmuls of the same re-runs."""
 
 
@@ -55,14 +59,17 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
         return per_op_sac_recompute(fwd)
     modules = p.recompute_modules or ("core_attn",)
     fused_rerun = core_attn_rerun(cfg, fused=True)
-    names = frozenset().union(*(RECOMPUTED_OPS.get(x, ()) for x in modules))
+    sets = [RECOMPUTED_OPS[x] for x in modules if x in RECOMPUTED_OPS]
     out = []
     for op in fwd:
         if isinstance(op, Attention):
             if "core_attn" in modules and (op.impl in MATERIALIZED_SCORES or fused_rerun):
                 out.append(_renamed(op, "recompute."))
-        elif op.name.split(".")[0] in names:
-            out.append(_renamed(op, "recompute."))
+            continue
+        # a module checkpointed inside another (shared_experts, moe_act inside moe) re-runs
+        # once per checkpoint around it
+        name = op.name.split(".")[0]
+        out += [_renamed(op, "recompute.")] * sum(name in ops for ops in sets)
     return out
 
 
