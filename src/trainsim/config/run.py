@@ -39,6 +39,16 @@ class RunConfig:
                               f"{p.tp}: every tensor-parallel rank holds a slice of the vocabulary")
         if m.ffn_size % p.tp:
             raise ConfigError(f"parallel.tp={p.tp} does not divide model.ffn_hidden_size={m.ffn_size}")
+        shared = m.moe_shared_expert_intermediate_size
+        if m.is_moe and shared and shared % p.tp:
+            # Megatron-core moe/shared_experts.py: SharedExpertMLP is an MLP over the tp group
+            raise ConfigError(f"parallel.tp={p.tp} does not divide model."
+                              f"moe_shared_expert_intermediate_size={shared}")
+        if p.sequence_parallel and p.tp > 1 and (t.seq_length // p.cp) % p.tp:
+            # Megatron-core tensor_parallel/mappings.py _split_along_first_dim asserts it
+            raise ConfigError(f"parallel.sequence_parallel splits each sequence's "
+                              f"seq_length/cp={t.seq_length // p.cp} tokens over tp={p.tp}; "
+                              "training.seq_length must be divisible by tp*cp")
         if t.dtype == "fp8" and "fp8" not in c.gpu.peak_flops:
             raise ConfigError(f"training.dtype=fp8 needs fp8 tensor cores; cluster.gpu "
                               f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "

@@ -1,0 +1,614 @@
+"""A seeded input sweep of every config field, the CLI's --set, goodput's reliability section,
+collective's options and the service's job runner (2026-11-24, fuzz session).
+
+Each input ends in one of: a sane result (finite, positive time; utilisation in (0, 2]; every
+setting that was read back is the one written), one ``TrainsimError`` line, or a failure,
+classed by what went wrong and where (an exception escaping, a non-finite or negative value, a
+setting silently changed, a run over its time limit). The earlier fuzzers (tests/test_fuzz*.py)
+mutate about 70 fields; this one walks all of them with a battery of values of each field's
+kind, on a dense and a MoE base, then random combinations.
+
+    python benchmarks/fuzz_sweep.py [--seed 0] [--random 1000] [--only config,set,...]
+
+prints one line per failure class (with its first input) and the counts; exit 1 on any failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import dataclasses
+import math
+import os
+import random
+import signal
+import sys
+import traceback
+import typing
+from typing import Any, Callable, Iterator, Literal, get_args, get_origin
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.config.cluster import ClusterConfig
+from trainsim.config.model import ModelConfig
+from trainsim.config.parallel import ALIASES, ParallelConfig
+from trainsim.config.training import TrainingConfig
+from trainsim.errors import TrainsimError
+from trainsim.simulator import simulate
+
+DENSE = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                   "vocab_size": 1024},
+         "parallel": {},
+         "training": {"global_batch_size": 16, "seq_length": 512},
+         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                     "compute_db": None}}
+MOE = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                 "vocab_size": 1024, "num_experts": 8, "moe_router_topk": 2,
+                 "moe_ffn_hidden_size": 256},
+       "parallel": {"tp": 2, "pp": 2, "ep": 2, "sequence_parallel": True},
+       "training": {"global_batch_size": 16, "seq_length": 512},
+       "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                   "compute_db": None}}
+BASES = {"dense": DENSE, "moe": MOE}
+SECTIONS = {"model": ModelConfig, "parallel": ParallelConfig, "training": TrainingConfig,
+            "cluster": ClusterConfig}
+CLUSTER_WRITTEN = {"nic_bw_Bps": "nic_gbit_s_per_gpu", "intra_node_bw_Bps": "nvlink_gbyte_s",
+                   "extra": None, "gpu": None}
+"""Cluster fields written under another name (units), or not written (None)."""
+GPU_FIELDS = ["peak_tflops", "hbm_gib", "hbm_gbyte_s", "nvlink_gbyte_s", "mamf_fraction",
+              "mamf_fraction_fp8", "tdp_w", "power_limit_w", "price_per_hour", "num_sms"]
+TIME_LIMIT_S = 60
+
+INTS = [0, -1, 1, 2, 3, 7, 64, 2**31, 2**53, 2**53 + 1, 10**30, 1.5, 2.0, "8", "abc", True,
+        None, math.nan, math.inf, [], {}, "", " 4 ", "1e3"]
+FLOATS = [0, 0.0, -1, -0.0, 1e-300, 0.5, 1, 2, 1e300, math.nan, math.inf, -math.inf, "1.5",
+          "x", True, None, [], {}, 10**400 if False else 10**30]
+BOOLS = [True, False, "yes", "no", "maybe", 0, 1, 2, None, "true", "", [], 1.0]
+STRS = ["", "x", "x" * 500, None, 1, "a\nb", [], {}, "auto", "none"]
+TUPLES = [[], ["core_attn"], "mlp,moe_act", ["bogus"], 5, None, [1], {}]
+
+
+def battery(tp: Any) -> list[Any]:
+    """The values tried for a field of type ``tp``."""
+    origin = get_origin(tp)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return battery(args[0])
+    if origin is Literal:
+        allowed = list(get_args(tp))
+        return allowed + [str(allowed[0]).upper(), "BOGUS", "", None, 1, [], {}]
+    if origin in (tuple, list):
+        return TUPLES
+    if tp is bool:
+        return BOOLS
+    if tp is int:
+        return INTS
+    if tp is float:
+        return FLOATS
+    return STRS
+
+
+def fields_of(section: str) -> Iterator[tuple[str, Any]]:
+    """(name as written, type) of each field of ``section``."""
+    cls = SECTIONS[section]
+    hints = typing.get_type_hints(cls)
+    short = {full: s for s, full in ALIASES.items()}
+    for f in dataclasses.fields(cls):
+        name = f.name
+        if section == "cluster" and name in CLUSTER_WRITTEN:
+            if CLUSTER_WRITTEN[name] is None:
+                continue
+            yield CLUSTER_WRITTEN[name], float
+            continue
+        if section == "parallel" and name in short:
+            yield short[name], hints[name]
+        yield name, hints[name]
+
+
+# ------------------------------------------------------------------------------ outcomes
+
+REFUSED = [0]
+"""Inputs refused with one clean error line (a count, for the summary)."""
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(_sig, _frame):
+    raise Hang()
+
+
+def sane_result(result) -> str | None:
+    """What is wrong with a simulated iteration's values, or None."""
+    t = result.iteration_time_s
+    if not (isinstance(t, float) and math.isfinite(t) and t > 0):
+        return f"iteration time {t!r}"
+    for name in ("mfu", "hfu"):
+        v = getattr(result, name)
+        if not (math.isfinite(v) and 0 < v <= 2):
+            return f"{name} {v!r}"
+    if not (result.peak_memory_bytes > 0 and math.isfinite(result.peak_memory_bytes)):
+        return f"peak memory {result.peak_memory_bytes!r}"
+    for k, v in result.breakdown.items():
+        if not (math.isfinite(v) and v >= -1e-12):
+            return f"breakdown {k}={v!r}"
+    if not (math.isfinite(result.tokens_per_s) and result.tokens_per_s > 0):
+        return f"tokens/s {result.tokens_per_s!r}"
+    return None
+
+
+def read_back(cfg, section: str, name: str, value: Any) -> str | None:
+    """A setting given as a plain valid value that the built config does not hold (a setting
+    silently changed), or None. Values the builder converts (units, aliases) are skipped."""
+    if section == "cluster" and name in ("nic_gbit_s_per_gpu", "nvlink_gbyte_s"):
+        return None
+    full = ALIASES.get(name, name) if section == "parallel" else name
+    got = getattr(getattr(cfg, section), full, None)
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        return None
+    if isinstance(value, (int, float)) and isinstance(got, (int, float)) \
+            and not isinstance(got, bool):
+        if math.isfinite(value) and not math.isclose(got, value, rel_tol=1e-12):
+            return f"{section}.{name}={value!r} read back as {got!r}"
+    return None
+
+
+def classify(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = next((f"{os.path.basename(fr.filename)}:{fr.name}" for fr in reversed(tb)
+                  if "trainsim" in fr.filename), "?")
+    return f"{type(exc).__name__} at {where}"
+
+
+def outcome(thunk: Callable[[], str | None]) -> str | None:
+    """None if the input was handled (a sane answer or one clean error line), else its class."""
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIME_LIMIT_S)
+    try:
+        return thunk()
+    except Hang:
+        return "hang"
+    except TrainsimError as exc:
+        text = str(exc)
+        if not text or "\n" in text.strip():
+            return "multi-line error"
+        REFUSED[0] += 1
+        return None
+    except RecursionError as exc:
+        return classify(exc)
+    except Exception as exc:  # noqa: BLE001 - the thing being looked for
+        return classify(exc)
+    finally:
+        signal.alarm(0)
+
+
+def run_config(cfg: dict, checks: list[tuple[str, str, Any]] = ()) -> str | None:
+    rc = run_config_from_dict(copy.deepcopy(cfg))
+    for section, name, value in checks:
+        bad = read_back(rc, section, name, value)
+        if bad:
+            return "silently changed: " + bad
+    result = simulate(rc)
+    bad = sane_result(result)
+    return f"insane result: {bad}" if bad else None
+
+
+# ------------------------------------------------------------------------------ surfaces
+
+def config_cases(rng: random.Random, n_random: int) -> Iterator[tuple[str, Callable]]:
+    """Every field x its battery on both bases, then random 2-4 field combinations."""
+    table = [(s, name, tp) for s in SECTIONS for name, tp in fields_of(s)]
+    table += [("gpu_overrides", name, float) for name in GPU_FIELDS]
+    for base_name, base in BASES.items():
+        for section, name, tp in table:
+            for value in battery(tp):
+                cfg = copy.deepcopy(base)
+                if section == "gpu_overrides":
+                    cfg["cluster"]["gpu_overrides"] = {name: value}
+                    checks = []
+                else:
+                    cfg[section][name] = value
+                    checks = [(section, name, value)]
+                label = f"{base_name}: {section}.{name}={value!r}"[:160]
+                yield label, (lambda c=cfg, k=checks: run_config(c, k))
+    for _ in range(n_random):
+        base_name = rng.choice(list(BASES))
+        cfg = copy.deepcopy(BASES[base_name])
+        changes = []
+        for _ in range(rng.randint(2, 4)):
+            section, name, tp = rng.choice(table)
+            value = rng.choice(battery(tp))
+            if section == "gpu_overrides":
+                cfg["cluster"].setdefault("gpu_overrides", {})[name] = value
+            else:
+                cfg[section][name] = value
+            changes.append(f"{section}.{name}={value!r}")
+        yield f"{base_name}: " + ", ".join(changes)[:160], (lambda c=cfg: run_config(c))
+
+
+EXTREMES = [
+    {"parallel": {"tp": 3}}, {"parallel": {"tp": 8}, "model": {"num_attention_heads": 4}},
+    {"parallel": {"pp": 8}}, {"parallel": {"pp": 8}, "cluster": {"num_gpus": 8}},
+    {"training": {"global_batch_size": 12, "micro_batch_size": 1}},
+    {"training": {"global_batch_size": 16, "micro_batch_size": 3}},
+    {"training": {"seq_length": 1}}, {"model": {"vocab_size": 1}},
+    {"cluster": {"num_gpus": 1, "gpus_per_node": 1}, "training": {"global_batch_size": 1}},
+    {"cluster": {"num_gpus": 1}}, {"cluster": {"num_gpus": 10**6}},
+    {"cluster": {"num_gpus": 10**6}, "training": {"global_batch_size": 10**6}},
+    {"model": {"num_experts": 4, "moe_router_topk": 8}},
+    {"model": {"num_experts": 6}, "parallel": {"ep": 4}},
+    {"model": {"num_experts": 1, "moe_router_topk": 1}},
+    {"model": {"num_layers": 1}, "parallel": {"pp": 2}},
+    {"model": {"hidden_size": 1, "num_attention_heads": 1}},
+    {"model": {"num_kv_heads": 3}}, {"model": {"num_kv_heads": 8}},
+    {"model": {"head_dim": 1}}, {"model": {"ffn_hidden_size": 1}},
+    {"parallel": {"vpp": 3}}, {"parallel": {"cp": 8}, "training": {"seq_length": 8}},
+    {"parallel": {"cp": 3}}, {"training": {"micro_batch_size": 32}},
+    {"model": {"max_position_embeddings": 1}}, {"model": {"sliding_window": 1}},
+    {"model": {"mtp_num_layers": 100}}, {"parallel": {"recompute_num_layers": 100,
+                                                      "recompute": "full"}},
+    {"model": {"moe_first_dense_layers": 100}}, {"model": {"moe_layer_freq": 100}},
+    {"model": {"moe_shared_expert_intermediate_size": 1}},
+    {"model": {"moe_router_group_topk": 100}}, {"parallel": {"etp": 8}},
+    {"cluster": {"gpus_per_node": 3}}, {"cluster": {"gpus_per_node": 10**6}},
+    {"cluster": {"nodes_per_leaf": 10**6}}, {"cluster": {"torus_dims": [3, 3]}},
+    {"cluster": {"topology": "torus", "torus_dims": [1]}},
+    {"cluster": {"topology": "torus", "torus_dims": [2, 2, 2, 2, 2, 2, 2, 2, 2, 2]}},
+    {"training": {"train_tokens": 1}}, {"training": {"num_workers": 10**6}},
+]
+
+
+def extreme_cases() -> Iterator[tuple[str, Callable]]:
+    for base_name, base in BASES.items():
+        for change in EXTREMES:
+            cfg = copy.deepcopy(base)
+            for section, fields in change.items():
+                cfg[section].update(fields)
+            yield f"{base_name}: {change}", (lambda c=cfg: run_config(c))
+
+
+def _cli(args: list[str]) -> str | None:
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+    from trainsim.limits import DEFAULTS
+    env = {"TRAINSIM_DEBUG": "1", **dict.fromkeys(DEFAULTS)}
+    result = CliRunner().invoke(main, args, env=env)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    if "Traceback" in result.output:
+        return "traceback in output"
+    if result.exit_code == 0:
+        if any(w.strip('",:[]') in ("NaN", "Infinity", "-Infinity")
+               for w in result.stdout.split()):
+            return "non-finite number in output"
+        return None
+    if result.exit_code == 1 and args[0] == "plan" and "meets the deadline" in result.output:
+        return None
+    lines = [ln for ln in result.stderr.splitlines()
+             if ln.strip() and not ln.startswith("warning: ")]
+    if result.exit_code != 2:
+        return f"exit {result.exit_code}"
+    if len(lines) != 1 or not lines[0].startswith("error: "):
+        return "not one error line"
+    REFUSED[0] += 1
+    return None
+
+
+SET_VALUES = ["0", "-1", "1", "3", "1.5", "abc", "nan", "inf", "1e400", "", "true", "[1]",
+              "{a: 1}", "null", "2**8", "0x10", "8:00", " ", "'8'", "1e3"]
+
+
+def set_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
+    """`simulate --set section.field=value` with text values, as a shell gives them."""
+    import yaml
+    path = os.path.join(workdir, "base.yaml")
+    with open(path, "w") as f:
+        yaml.safe_dump(DENSE, f)
+    names = [f"{s}.{name}" for s in SECTIONS for name, _ in fields_of(s)]
+    names += [f"cluster.gpu_overrides.{g}" for g in GPU_FIELDS]
+    names += ["model", "parallel", "bogus.x", "model.bogus", "cluster.gpu_overrides",
+              "model.hidden_size.x", ".tp", "parallel.", "=", "parallel.tp.x.y"]
+    for _ in range(n):
+        key = rng.choice(names)
+        value = rng.choice(SET_VALUES)
+        args = ["simulate", path, "--format", "json", "--set", f"{key}={value}"]
+        yield " ".join(args[4:]), (lambda a=args: _cli(a))
+    for bad in ["tp", "=3", "parallel.tp", "parallel.tp==2", "a=b=c", "\x00=1"]:
+        args = ["simulate", path, "--set", bad]
+        yield " ".join(args[2:]), (lambda a=args: _cli(a))
+
+
+def reliability_fields() -> list[tuple[str, Any]]:
+    """(path under reliability, type) of every reliability field."""
+    from trainsim.reliability.config import (CheckpointConfig, RecoveryConfig,
+                                             ReliabilityConfig, StragglerConfig)
+    out = []
+    for prefix, cls in (("", ReliabilityConfig), ("recovery.", RecoveryConfig),
+                        ("checkpoint.", CheckpointConfig), ("straggler.", StragglerConfig)):
+        hints = typing.get_type_hints(cls)
+        out += [(prefix + f.name, hints[f.name]) for f in dataclasses.fields(cls)
+                if not dataclasses.is_dataclass(hints[f.name])]
+    return out + [("bogus", int), ("checkpoint.bogus", int)]
+
+
+FAILURES = ["llama3-405b-16k-h100", "meta-rsc1-a100", "bogus", "", 1, None, {}, [],
+            {"name": "x", "modes": {}},
+            {"name": "x", "modes": {"gpu": {"rate_per_s": 1e300, "component": "gpu"}}},
+            {"name": "x", "modes": {"gpu": {"rate_per_s": -1, "component": "gpu"}}},
+            {"name": "x", "modes": {"gpu": {"rate_per_s": 1e-3, "component": "x"}}}]
+
+
+def goodput_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
+    """`goodput` of a config with each reliability field set from its battery (the field walk
+    is sampled: n inputs), through the CLI."""
+    import yaml
+    table = reliability_fields()
+    for i in range(n):
+        cfg = copy.deepcopy(DENSE)
+        rel: dict = {}
+        for _ in range(rng.randint(1, 2)):
+            path, tp = rng.choice(table)
+            value = rng.choice(FAILURES if path == "failures" else battery(tp))
+            *parents, leaf = path.split(".")
+            node = rel
+            for p in parents:
+                node = node.setdefault(p, {})
+            node[leaf] = value
+        cfg["reliability"] = rel
+        path = os.path.join(workdir, f"rel{i}.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(cfg, f)
+        args = ["goodput", path, "--tokens", rng.choice(["1B", "1e12", "1"]), "--trials",
+                rng.choice(["1", "20"]), "--format", "json"]
+        yield f"reliability={rel!r}"[:160], (lambda a=args: _cli(a))
+
+
+COLLECTIVE = {"--gpus": ["1", "2", "3", "8", "16", "1024", "0", "-1", "1e9", "1.5", "x"],
+              "--gpus-per-node": ["1", "3", "8", "72", "0", "1000"],
+              "--nic-gbit-s": ["0", "1e-9", "400", "1e300", "nan", "-1"],
+              "--op": ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
+                       "send_recv", "x"],
+              "--sizes": ["1", "0", "8:1G", "1G:8", "1:1e30", "x", "8,16", "-8", "1K:1M:2"],
+              "--algorithm": ["ring", "tree", "nvls", "collnet", "auto", "pat", "x"],
+              "--protocol": ["simple", "ll", "ll128", "auto", "x"],
+              "--topology": ["torus", "spine-leaf", "nvl72", "rail-optimized", "x"],
+              "--backend": ["analytical", "flow", "x"], "--max-flows": ["1", "0", "x"]}
+
+
+def collective_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
+    for _ in range(n):
+        args = ["collective", "--format", "json"]
+        for opt in rng.sample(sorted(COLLECTIVE), rng.randint(1, 4)):
+            args += [opt, rng.choice(COLLECTIVE[opt])]
+        if "--backend" in args and args[args.index("--backend") + 1] == "flow" and \
+                "--gpus" in args and args[args.index("--gpus") + 1] in ("1024", "1e9"):
+            continue  # a 1,024-GPU flow run is minutes: speed, not handling
+        yield " ".join(args[3:]), (lambda a=args: _cli(a))
+
+
+def service_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
+    """Jobs run as a worker runs them (service.jobs.run), with random options."""
+    from trainsim.service import Settings
+    from trainsim.service.jobs import OPTIONS, RequestError, run
+    settings = Settings(db_url="sqlite://", workers=0, checkers=0)
+    values = [None, 0, -1, 1, 2, 10**9, 1.5, "x", "", True, [], {}, ["parallel.tp=3"],
+              ["x=1"], "parallel.tp=abc", ["cluster.num_gpus=1:8"], "8", "15T", "1e400",
+              math.nan]
+    for _ in range(n):
+        kind = rng.choice(["simulate", "sweep", "goodput", "validate"])
+        options = {}
+        for key in rng.sample(sorted(OPTIONS[kind]), min(2, len(OPTIONS[kind]))):
+            options[key] = rng.choice(values)
+        if kind == "sweep" and "vary" not in options:
+            options["vary"] = ["cluster.nvlink_gbyte_s=300:900"]
+        if kind == "goodput":
+            options.setdefault("tokens", "1B")
+            options["trials"] = rng.choice([1, 5, 0, -1, "x"])
+        if kind == "validate" and rng.random() < 0.5:
+            options["csv"] = rng.choice(["", "id\n", "a,b\n1,2\n", "id,model\nx,llama3-8b\n",
+                                         "\x00", 5])
+        cfg = copy.deepcopy(DENSE)
+
+        def thunk(k=kind, c=cfg, o=options):
+            try:
+                out = run(k, c, o, settings)
+            except RequestError as exc:
+                if not exc.field or "\n" in str(exc):
+                    return "request error without a field"
+                return None
+            low = out.result.lower()
+            if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
+                return "non-finite in result"
+            return None
+        yield f"{kind} options={options!r}"[:160], thunk
+
+
+def _write_config(workdir: str, name: str, cfg: dict) -> str:
+    import yaml
+    path = os.path.join(workdir, name)
+    with open(path, "w") as f:
+        yaml.safe_dump(cfg, f)
+    return path
+
+
+def export_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
+    """`export --chakra/--simai` and `simulate --trace` of the edge configs (EXTREMES) and of
+    random field changes."""
+    outs = os.path.join(workdir, "out")
+    os.makedirs(outs, exist_ok=True)
+    table = [(s, name, tp) for s in SECTIONS for name, tp in fields_of(s)]
+    for i in range(n):
+        base_name = rng.choice(list(BASES))
+        cfg = copy.deepcopy(BASES[base_name])
+        if rng.random() < 0.5:
+            change = rng.choice(EXTREMES)
+            for section, fields in change.items():
+                cfg[section].update(fields)
+        else:
+            section, name, tp = rng.choice(table)
+            change = {section: {name: rng.choice(battery(tp))}}
+            cfg[section].update(change[section])
+        path = _write_config(workdir, f"exp{i}.yaml", cfg)
+        kind = rng.choice(["chakra", "simai", "trace"])
+        if kind == "trace":
+            args = ["simulate", path, "--trace", os.path.join(outs, f"t{i}.json")]
+        else:
+            args = ["export", path, f"--{kind}", os.path.join(outs, f"e{i}")]
+            if kind == "chakra":
+                args += ["--ranks", rng.choice(["0", "0,1", "7", "8", "-1", "0-3", "x", ""])]
+            for opt, values in (("--tp", ["1", "2", "3", "8"]), ("--gpus", ["1", "8", "12"]),
+                                ("--gbs", ["1", "16", "7"]), ("--seq", ["1", "64", "100"]),
+                                ("--ep", ["1", "2", "3"]), ("--cp", ["1", "2", "3"])):
+                if rng.random() < 0.2:
+                    args += [opt, rng.choice(values)]
+        label = f"{base_name} {change}: {' '.join(args[2:])}".replace(outs + "/", "")
+        yield label[:200], (lambda a=args: _cli(a))
+
+
+VARY = ["cluster.nvlink_gbyte_s=300:900", "parallel.tp=1,2,3", "training.seq_length=1:8",
+        "model.num_layers=0:4", "cluster.num_gpus=1,8,1000000", "parallel.pp=1:16",
+        "training.global_batch_size=1,7,16", "cluster.gpu_overrides.hbm_gib=0:80",
+        "cluster.gpu_overrides.peak_tflops=1e-9,1e9", "model.num_experts=1,8",
+        "training.dtype=fp8,bf16,x", "cluster.nic_gbit_s_per_gpu=0:400",
+        "parallel.recompute=none,full", "model.vocab_size=1,2", "cluster.pue=0.5:20",
+        "training.micro_batch_size=1:100", "cluster.topology=torus,nvl72",
+        "model.hidden_size=1:256", "parallel.ep=1,2,3"]
+
+
+def sweep_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
+    path = _write_config(workdir, "sweep.yaml", DENSE)
+    mpath = _write_config(workdir, "sweep_moe.yaml", MOE)
+    for _ in range(n):
+        args = ["sweep", rng.choice([path, mpath]), "--format", "json",
+                "--steps", rng.choice(["1", "2", "3"])]
+        for v in rng.sample(VARY, rng.randint(1, 2)):
+            args += ["--vary", v]
+        yield " ".join(args[4:]), (lambda a=args: _cli(a))
+
+
+def search_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
+    """`search` and `plan` of the tiny models on few GPUs (each a bounded search)."""
+    path = _write_config(workdir, "smodel.yaml", {"model": DENSE["model"]})
+    mpath = _write_config(workdir, "smoe.yaml", {"model": MOE["model"]})
+    for _ in range(n):
+        cmd = rng.choice(["search", "plan"])
+        args = [cmd, rng.choice([path, mpath]), "--workers", "1", "--format", "json",
+                "--seq", rng.choice(["1", "2", "256", "3"])]
+        if cmd == "search":
+            args += ["--gpus", rng.choice(["1", "2", "8", "3", "6"]),
+                     "--global-batch", rng.choice(["1", "8", "7", "1024"])]
+        else:
+            args += ["--tokens", rng.choice(["1", "1M", "1B"]), "--days",
+                     rng.choice(["1e-6", "1", "1e6"]), "--max-gpus", rng.choice(["1", "8"]),
+                     "--global-batch", rng.choice(["1", "8", "7"])]
+        for opt, values in (("--tp", ["1", "3", "1,2"]), ("--pp", ["1", "4", "3"]),
+                            ("--cp", ["1", "2"]), ("--zero", ["0", "3"]),
+                            ("--recompute", ["none", "full"]), ("--dtype", ["fp8", "bf16"]),
+                            ("--max-vpp", ["1", "3"]), ("--max-micro-batch", ["1", "3"]),
+                            ("--gpus-per-node", ["1", "3", "8"]),
+                            ("--set", ["model.num_experts=4", "parallel.ep=2",
+                                       "training.micro_batch_size=3", "cluster.pue=1e3",
+                                       "model.moe_router_topk=8", "model.num_layers=1"])):
+            if rng.random() < 0.2:
+                args += [opt, rng.choice(values)]
+        yield " ".join(args[1:]), (lambda a=args: _cli(a))
+
+
+KERNEL_CELLS = {"m": ["1", "0", "-1", "1e9", "1.5", "x", ""], "n": ["1", "0", "1e12"],
+                "k": ["1", "0", "3"], "dtype": ["fp8", "fp4", "x", "int8"],
+                "kind": ["gemm", "attention", "x", "grouped_gemm", "rmsnorm"],
+                "measured_value": ["1e-300", "1e300", "0", "-1", "nan"],
+                "measured_unit": ["TFLOP/s", "us", "ms", "s", "GB/s", "x"],
+                "gpu": ["a100-sxm-80gb", "x", "mi300x"], "groups": ["0", "1", "1e9"],
+                "seq_len": ["1", "0", "1e9"], "heads": ["0", "1", "3"],
+                "head_dim": ["1", "0"], "causal": ["true", "x", "2"]}
+COLLECTIVE_CELLS = {"num_gpus": ["1", "0", "3", "1e9", "x"], "gpus_per_node": ["0", "3", "1e6"],
+                    "nic_gbps_per_gpu": ["0", "1e-300", "1e300", "nan"],
+                    "collective": ["all_to_all", "x", "broadcast"],
+                    "message_bytes": ["0", "1", "1e30", "-1"],
+                    "algorithm": ["tree", "nvls", "x", "collnet", ""],
+                    "measured_busbw_GBps": ["1e-300", "1e300", "0"], "gpu": ["x", "mi300x"]}
+
+
+def validate_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
+    """`validate` of kernel and collective CSVs with cells from each column's battery."""
+    kernel_header = ("id,source,gpu,kind,implementation,dtype,m,n,k,groups,batch,seq_len,heads,"
+                     "kv_heads,head_dim,causal,tokens,hidden,ffn,experts,top_k,bytes,"
+                     "measured_value,measured_unit").split(",")
+    kernel_good = ("ok,x,h100-sxm-80gb,gemm,cublas,bf16,1024,1024,1024,,,,,,,,,,,,,,500,"
+                   "TFLOP/s").split(",")
+    coll_header = ("id,source,gpu,num_gpus,gpus_per_node,nic_gbps_per_gpu,collective,"
+                   "message_bytes,algorithm,measured_busbw_GBps").split(",")
+    coll_good = "ok,x,h100-sxm-80gb,8,8,400,all_reduce,1048576,ring,100".split(",")
+    for i in range(n):
+        if rng.random() < 0.5:
+            header, good, cells = kernel_header, kernel_good, KERNEL_CELLS
+        else:
+            header, good, cells = coll_header, coll_good, COLLECTIVE_CELLS
+        row = dict(zip(header, good))
+        row["id"] = "bad"
+        for col in rng.sample(sorted(cells), rng.randint(1, 3)):
+            row[col] = rng.choice(cells[col])
+        path = os.path.join(workdir, f"v{i}.csv")
+        with open(path, "w") as f:
+            f.write(",".join(header) + "\n" + ",".join(row[h] for h in header) + "\n"
+                    + ",".join(good) + "\n")
+        args = ["validate", path, "--format", "json", "--compute-db",
+                rng.choice(["none", "auto"])]
+        label = ", ".join(f"{k}={v}" for k, v in row.items() if v != dict(zip(header, good))[k])
+        yield label[:160], (lambda a=args: _cli(a))
+
+
+# ------------------------------------------------------------------------------ main
+
+def sweep(seed: int, n_random: int, only: set[str], workdir: str) -> dict:
+    rng = random.Random(seed)
+    surfaces = {
+        "config": lambda: config_cases(rng, n_random),
+        "extreme": extreme_cases,
+        "set": lambda: set_cases(rng, workdir, 400),
+        "goodput": lambda: goodput_cases(rng, workdir, 400),
+        "collective": lambda: collective_cases(rng, 250),
+        "service": lambda: service_cases(rng, 150),
+        "export": lambda: export_cases(rng, workdir, 300),
+        "sweep": lambda: sweep_cases(rng, workdir, 150),
+        "validate": lambda: validate_cases(rng, workdir, 300),
+        "search": lambda: search_cases(rng, workdir, 60),
+    }
+    counts: collections.Counter = collections.Counter()
+    failures: dict[str, list[str]] = collections.defaultdict(list)
+    for surface, cases in surfaces.items():
+        if only and surface not in only:
+            continue
+        for label, thunk in cases():
+            counts[surface] += 1
+            bad = outcome(thunk)
+            if bad:
+                failures[f"{surface}: {bad}"].append(label)
+    return {"counts": counts, "failures": failures}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import tempfile
+    import warnings
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--random", type=int, default=1000, help="random config combinations")
+    ap.add_argument("--only", default="", help="surfaces: config,extreme,set,goodput,...")
+    args = ap.parse_args(argv)
+    warnings.simplefilter("ignore")
+    with tempfile.TemporaryDirectory() as d:
+        out = sweep(args.seed, args.random, {s for s in args.only.split(",") if s}, d)
+    for cls, labels in sorted(out["failures"].items(), key=lambda kv: -len(kv[1])):
+        print(f"{len(labels):5d}  {cls}\n       e.g. {labels[0]}")
+    total = sum(out["counts"].values())
+    print(f"refused in one line: {REFUSED[0]}")
+    print(f"inputs {total}: " + ", ".join(f"{k} {v}" for k, v in out["counts"].items())
+          + f"; failure classes {len(out['failures'])}")
+    return 1 if out["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

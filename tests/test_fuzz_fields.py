@@ -1,0 +1,96 @@
+"""Every config field, goodput's reliability fields, collective's options, export and the
+service's job runner, swept by benchmarks/fuzz_sweep.py (seeded): each input ends in a sane
+result or one clean error line. One regression test per failure class the sweep found (the
+2026-11-24 fuzz session), then a short seeded sweep behind ``-m slow``."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import random
+from pathlib import Path
+
+import pytest
+from helpers import cli, one_error_line
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.errors import ConfigError
+from trainsim.simulator import simulate
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "fuzz_sweep.py"
+
+
+def _sweep_module():
+    spec = importlib.util.spec_from_file_location("fuzz_sweep", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+SWEEP = _sweep_module()
+MOE = SWEEP.MOE
+DENSE = SWEEP.DENSE
+
+
+def _with(base: dict, **sections) -> dict:
+    cfg = copy.deepcopy(base)
+    for section, fields in sections.items():
+        cfg[section].update(fields)
+    return cfg
+
+
+# ---------------------------------------------------------------------------- found classes
+
+@pytest.mark.parametrize("training, parallel, match", [
+    ({"seq_length": 1}, {}, "divisible by tp\\*cp"),  # ZeroDivisionError: a 0-row router GEMM
+    ({"seq_length": 6}, {"cp": 2}, "seq_length/cp=3 tokens over tp=2"),
+    ({"seq_length": 6}, {"tp": 4, "ep": 4}, "seq_length/cp=6 tokens over tp=4"),
+])
+def test_sequence_parallel_needs_a_sequence_tp_can_split(training, parallel, match):
+    """Sequence parallelism scatters each sequence's tokens over the tp ranks (Megatron-core
+    asserts the split is even); a sequence it cannot split was a ZeroDivisionError."""
+    with pytest.raises(ConfigError, match=match):
+        run_config_from_dict(_with(MOE, training=training, parallel=parallel))
+
+
+def test_a_sequence_tp_splits_still_simulates():
+    result = simulate(run_config_from_dict(_with(MOE, training={"seq_length": 2})))
+    assert SWEEP.sane_result(result) is None
+
+
+def test_shared_experts_must_split_over_tp():
+    """A shared expert 1 wide over tp=2 was a 0-column GEMM (ZeroDivisionError)."""
+    cfg = _with(MOE, model={"moe_shared_expert_intermediate_size": 1})
+    with pytest.raises(ConfigError, match="moe_shared_expert_intermediate_size=1"):
+        run_config_from_dict(cfg)
+    cfg["model"]["moe_shared_expert_intermediate_size"] = 2
+    assert SWEEP.sane_result(simulate(run_config_from_dict(cfg))) is None
+
+
+# ---------------------------------------------------------------------------- the sweep
+
+def _failures(surface: str, n: int, seed: int = 0) -> dict:
+    out = SWEEP.sweep(seed, n, {surface}, str(_tmp()))
+    return dict(out["failures"])
+
+
+def _tmp() -> Path:
+    import tempfile
+    return Path(tempfile.mkdtemp(prefix="fuzz-"))
+
+
+def test_a_sample_of_every_field_is_handled():
+    """A deterministic sample of the field walk (every 25th input of it, both bases)."""
+    rng = random.Random(0)
+    bad = []
+    for i, (label, thunk) in enumerate(SWEEP.config_cases(rng, 0)):
+        if i % 25 == 0 and SWEEP.outcome(thunk):
+            bad.append(label)
+    assert not bad, bad
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", ["config", "extreme", "set", "goodput", "collective",
+                                     "service", "validate", "sweep", "search"])
+def test_the_seeded_sweep_finds_nothing_slow(surface):
+    assert not _failures(surface, 200)
