@@ -30,6 +30,10 @@ def _sweep_module():
 SWEEP = _sweep_module()
 MOE = SWEEP.MOE
 DENSE = SWEEP.DENSE
+SWEEP_BASE_TEXT = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024}
+training: {global_batch_size: 16, seq_length: 512}
+cluster: {gpu: h100-sxm-80gb, num_gpus: 8, gpus_per_node: 8, compute_db: null}
+"""
 
 
 def _with(base: dict, **sections) -> dict:
@@ -94,3 +98,18 @@ def test_a_sample_of_every_field_is_handled():
                                      "service", "validate", "sweep", "search"])
 def test_the_seeded_sweep_finds_nothing_slow(surface):
     assert not _failures(surface, 200)
+
+
+@pytest.mark.parametrize("db", ["a\nb", "x\ry.json", "\x00"])
+def test_a_file_name_with_a_line_break_is_echoed_escaped(db):
+    """cluster.compute_db='a\\nb' was a two-line ConfigError (the file name as written)."""
+    with pytest.raises(ConfigError) as exc:
+        run_config_from_dict(_with(DENSE, cluster={"compute_db": db}))
+    assert "\n" not in str(exc.value) and "\r" not in str(exc.value)
+
+
+def test_an_output_file_name_with_a_line_break_is_one_error_line(tmp_path):
+    (tmp_path / "run.yaml").write_text(SWEEP_BASE_TEXT)
+    line = one_error_line(cli("simulate", str(tmp_path / "run.yaml"), "--trace",
+                              str(tmp_path / "no\ndir" / "t.json")))
+    assert "no\\ndir" in line

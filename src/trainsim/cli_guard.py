@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import click
 
 from trainsim.config._build import DeprecatedName
+from trainsim.config.safe_load import shown_path
 from trainsim.errors import TrainsimError, TrainsimWarning
 
 USAGE_EXIT = 2
@@ -40,7 +41,7 @@ def describe(exc: BaseException) -> str:
     """The message a user sees for ``exc``."""
     if isinstance(exc, OSError) and not isinstance(exc, TrainsimError):
         what = exc.strerror or str(exc) or type(exc).__name__
-        return f"{exc.filename}: {what}" if exc.filename else what
+        return one_line(f"{shown_path(exc.filename)}: {what}" if exc.filename else what)
     return one_line(str(exc)) or type(exc).__name__
 
 

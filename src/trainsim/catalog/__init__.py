@@ -26,7 +26,7 @@ from trainsim.config import (
 from trainsim.config._build import DeprecatedName, as_written, build, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
-from trainsim.config.safe_load import load_file, parse, parse_value, read_text
+from trainsim.config.safe_load import load_file, parse, parse_value, read_text, shown_path
 from trainsim.errors import CatalogError, ConfigError
 
 _ROOT = Path(__file__).parent
@@ -381,7 +381,7 @@ def _check_kernel_db(path: str) -> None:
     """cluster.compute_db names a measured-kernel database (``trainsim profile``'s JSON): a
     mapping with a list of kernel rows, each with a positive time. Checked here so a wrong
     file is named by its field."""
-    where = f"cluster.compute_db={path}"
+    where = f"cluster.compute_db={shown_path(path)}"
     try:
         data = load_file(path, "kernel database")
     except ConfigError as exc:

@@ -76,21 +76,30 @@ for _tag in ("binary", "set", "omap", "pairs"):
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
+def shown_path(path: str | Path) -> str:
+    """A file name as an error line shows it: escaped (``'a\\nb'``) when it holds a line break
+    or another character that is not printable, so the message stays one line."""
+    text = str(path)
+    return text if text.isprintable() else ascii(text)
+
+
 def read_text(path: str | Path, what: str = "config") -> str:
     """The UTF-8 text of ``path``, at most MAX_FILE_BYTES of it."""
     path = Path(path)
+    name = shown_path(path)
     try:
         with path.open("rb") as f:
             raw = f.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
+        raise ConfigError(f"cannot read {what} {name}: "
+                          f"{getattr(exc, 'strerror', None) or exc}") from None
     if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(f"{what} {path} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
+        raise ConfigError(f"{what} {name} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
                           "trainsim reads configs and databases up to that size")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ConfigError(f"{what} {path} is not UTF-8 text") from None
+        raise ConfigError(f"{what} {name} is not UTF-8 text") from None
 
 
 def write_output(path: str | Path, data: str | bytes) -> None:
