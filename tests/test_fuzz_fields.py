@@ -113,3 +113,18 @@ def test_an_output_file_name_with_a_line_break_is_one_error_line(tmp_path):
     line = one_error_line(cli("simulate", str(tmp_path / "run.yaml"), "--trace",
                               str(tmp_path / "no\ndir" / "t.json")))
     assert "no\\ndir" in line
+
+
+def test_a_checkpoint_interval_of_1e300_steps_is_finite_json(tmp_path):
+    """An upload at 1e-300 B/s: the interval in steps overflowed to Infinity (invalid JSON),
+    and the text report printed a 300-digit day count."""
+    import json
+    path = tmp_path / "run.yaml"
+    path.write_text(SWEEP_BASE_TEXT + "reliability: {checkpoint: {storage_write_bw_Bps: 1.0e-300}}\n")
+    out = cli("goodput", str(path), "--tokens", "1B", "--trials", "1", "--format", "json")
+    assert out.exit_code == 0, out.output
+    ck = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(c))["checkpoint"]
+    assert ck["interval_steps"] is None and ck["upload_s"] > 1e300
+    text = cli("goodput", str(path), "--tokens", "1B", "--trials", "1").stdout
+    import re
+    assert re.search(r"upload [0-9.]+e\+30\d d", text), text

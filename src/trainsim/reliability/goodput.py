@@ -73,9 +73,9 @@ class GoodputResult:
                 "host_copy_s": ck.host_copy_s, "upload_s": ck.upload_s,
                 "restore_s": ck.restore_s, "stall_s": ck.stall_s, "mode": ck.mode,
                 "interval_s": fin(p.effective_interval_s),
-                "interval_steps": (p.effective_interval_s / self.iteration_time_s
-                                   if self.iteration_time_s and not math.isinf(p.interval_s)
-                                   else None),
+                "interval_steps": fin(p.effective_interval_s / self.iteration_time_s
+                                      if self.iteration_time_s and not math.isinf(p.interval_s)
+                                      else None),  # inf: an upload of 1e300 s overflows it
                 "young_interval_s": fin(self.young_s), "daly_interval_s": fin(self.daly_s)},
             "recovery_s": {name: dict(zip(("detection", "diagnosis", "replacement", "restart",
                                            "init", "restore"), steps))

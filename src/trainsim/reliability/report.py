@@ -23,7 +23,9 @@ def _dur(s: float | None) -> str:
         return f"{s / 60:.1f} min"
     if s < 3 * DAY_S:
         return f"{s / 3600:.2f} h"
-    return f"{s / DAY_S:.2f} d"
+    if s < 1e6 * DAY_S:
+        return f"{s / DAY_S:.2f} d"
+    return f"{s / DAY_S:.3g} d"  # not 300 digits (an upload at 1e-300 B/s)
 
 
 def render_goodput(result: GoodputResult) -> Any:
