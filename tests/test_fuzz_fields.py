@@ -128,3 +128,42 @@ def test_a_checkpoint_interval_of_1e300_steps_is_finite_json(tmp_path):
     text = cli("goodput", str(path), "--tokens", "1B", "--trials", "1").stdout
     import re
     assert re.search(r"upload [0-9.]+e\+30\d d", text), text
+
+
+@pytest.mark.parametrize("args, match", [
+    # 1M GPUs: 2M group memberships (each data-parallel group of 250,000 ranks was built once
+    # per rank and node: over 5 minutes before)
+    (("--chakra", "e", "--ranks", "0", "--set", "cluster.num_gpus=1000000",
+      "--set", "training.global_batch_size=1000000"), "memberships of a 1,000,000-GPU run"),
+    (("--chakra", "e", "--set", "cluster.num_gpus=2048", "--set",
+      "training.global_batch_size=2048"), "--ranks 0,8"),
+    # 40M micro-batches: the graph (chakra) or the rows (SimAI) were built until memory ran out
+    (("--simai", "w.txt", "--set", "training.global_batch_size=80000000"), "micro-batches"),
+    (("--chakra", "e", "--set", "training.global_batch_size=80000000"), "micro-batches"),
+])
+def test_an_export_over_the_task_limit_is_refused_before_it_runs(tmp_path, args, match):
+    import yaml
+    path = tmp_path / "moe.yaml"
+    path.write_text(yaml.safe_dump(MOE))
+    line = one_error_line(cli("export", str(path), *args, cwd=tmp_path))
+    assert "over the limit" in line and match in line
+
+
+def test_chakra_groups_of_a_large_run_are_written_quickly(tmp_path):
+    """16,384 GPUs, one rank: every group's members built once (8 s before, under 3 s now)."""
+    import collections
+    import json
+    import time
+
+    import yaml
+    path = tmp_path / "moe.yaml"
+    path.write_text(yaml.safe_dump(_with(MOE, cluster={"num_gpus": 16384},
+                                         training={"global_batch_size": 16384})))
+    start = time.perf_counter()
+    out = cli("export", str(path), "--chakra", "e", "--ranks", "0", cwd=tmp_path)
+    assert out.exit_code == 0, out.output
+    groups = json.loads((tmp_path / "e.json").read_text())
+    seen = collections.Counter(r for ranks in groups.values() for r in ranks)
+    # every rank in each of the stage's two collective groups (tp and ep pairs), once
+    assert sorted(seen) == list(range(16384)) and set(seen.values()) == {2}
+    assert time.perf_counter() - start < 30

@@ -53,6 +53,7 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     read_et,
     write_et,
 )
+from trainsim.limits import check, check_simulation
 from trainsim.simulator import LayerSource, Pricer, build_tasks
 from trainsim.workload.ops import Comm, Op
 
@@ -69,6 +70,10 @@ class Layout:
         self.world = self.stage_size * self.pp
         self.groups: dict[tuple, int] = {}
         self.members: dict[int, list[int]] = {}
+        self._of_rank: dict[tuple[str, int], tuple[int, int]] = {}
+        """(group, rank) -> (id, size), filled for every member of a group when the group is
+        first met: each group's member list is built once, not once per rank and node (a
+        1M-GPU run's data-parallel groups of 250,000 ranks, built per rank, never ended)."""
 
     def stage(self, rank: int) -> int:
         return rank // self.stage_size
@@ -102,13 +107,19 @@ class Layout:
         raise TrainsimError(f"no Chakra communicator group for process group {group!r}")
 
     def group_id(self, group: str, rank: int) -> tuple[int, int]:
-        """(ASTRA-sim group id, group size) of ``rank``'s ``group``; ids start at 1."""
+        """(ASTRA-sim group id, group size) of ``rank``'s ``group``; ids start at 1, in the
+        order the groups are first met."""
+        known = self._of_rank.get((group, rank))
+        if known is not None:
+            return known
         ranks = self._ranks(group, rank)
         key = (group, tuple(ranks))
         gid = self.groups.get(key)
         if gid is None:
             gid = self.groups[key] = len(self.groups) + 1
             self.members[gid] = ranks
+        for r in ranks:  # a group is the same group seen from each of its members
+            self._of_rank[(group, r)] = (gid, len(ranks))
         return gid, len(ranks)
 
 
@@ -373,6 +384,7 @@ def _materialize(protos: list[_Proto], rank: int, layout: Layout,
 def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource | None = None,
                   per_kernel: bool = False, ranks: list[int] | None = None) -> ChakraExport:
     """Write ``<prefix>.<rank>.et`` for every rank (or ``ranks``) and ``<prefix>.json``."""
+    check_simulation(cfg, what=" (a trace holds the whole iteration)")
     pricer = _RecordingPricer(cfg)
     tasks, ends = build_tasks(cfg, pricer, layer_source)
     timeline = run(tasks)
@@ -380,6 +392,19 @@ def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource 
     builder = _Builder(cfg, pricer, tasks, per_kernel, timeline)
     builder.build()
     layout = Layout(cfg)
+    stage_groups = {s: list(dict.fromkeys(  # each stage's groups in the order first met
+        p.comm.group for p in protos
+        if p.type == COMM_COLL_NODE and p.comm is not None and p.comm.kind in COMM_TYPES))
+        for s, protos in builder.nodes.items()}
+    written = (sum(len(builder.nodes[layout.stage(r)]) for r in ranks) if ranks is not None
+               else sum(map(len, builder.nodes.values())) * layout.stage_size)
+    memberships = sum(map(len, stage_groups.values())) * layout.stage_size
+    n_ranks = len(ranks) if ranks is not None else layout.world
+    check("TRAINSIM_MAX_TASKS", written + memberships,
+          "Chakra trace nodes and communicator-group memberships to write (each a task's "
+          "worth)", "", f"{written:,} nodes of {n_ranks:,} rank(s), {memberships:,} "
+          f"memberships of a {layout.world:,}-GPU run"
+          + ("; fewer ranks (--ranks 0,8) write fewer nodes" if written > memberships else ""))
     prefix = Path(prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     paths, counts = [], {}
@@ -395,9 +420,8 @@ def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource 
         paths.append(path)
         counts[rank] = len(nodes)
     for rank in range(layout.world):  # groups of ranks not written still need ids
-        for p in builder.nodes[layout.stage(rank)]:
-            if p.type == COMM_COLL_NODE and p.comm is not None and p.comm.kind in COMM_TYPES:
-                layout.group_id(p.comm.group, rank)
+        for group in stage_groups[layout.stage(rank)]:
+            layout.group_id(group, rank)
     groups = prefix.parent / f"{prefix.name}.json"
     groups.write_text(json.dumps({str(g): r for g, r in sorted(layout.members.items())}, indent=1))
     return ChakraExport(paths, groups, iteration, counts)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.config.safe_load import write_output
+from trainsim.limits import check, check_simulation
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer, bucket_params
 from trainsim.workload.elementwise import optimizer_step
@@ -105,6 +106,7 @@ def _rows(name: str, fwd: list[tuple[float, str, int]], bwd: list[tuple[float, s
 
 def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[Row]:
     """The rows of one iteration of the first pipeline stage's representative rank."""
+    check_simulation(cfg, what=" (SimAI lists every micro-batch)")
     pricer = Pricer(cfg)
     sh = shard_of(cfg)
     p, m = cfg.parallel, cfg.model
@@ -158,6 +160,9 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     if p.pp == 1:
         hf = head_forward(cfg, sh)
         mb += _rows("head", _pieces(hf, pricer), _pieces(head_backward(cfg, sh, hf), pricer))
+    check("TRAINSIM_MAX_TASKS", len(rows) + len(mb) * cfg.num_microbatches,
+          "SimAI workload rows (every micro-batch's, each a task's worth)", "",
+          f"{cfg.num_microbatches:,} micro-batches x {len(mb):,} rows")
     return rows + mb * cfg.num_microbatches
 
 
