@@ -167,3 +167,13 @@ def test_chakra_groups_of_a_large_run_are_written_quickly(tmp_path):
     # every rank in each of the stage's two collective groups (tp and ep pairs), once
     assert sorted(seen) == list(range(16384)) and set(seen.values()) == {2}
     assert time.perf_counter() - start < 30
+
+
+def test_a_run_whose_wall_clock_overflows_is_refused(tmp_path):
+    """Checkpoints written at 1e-300 B/s over a 1e12-token run: planned stops waited 6e307 s
+    each, and the JSON said "expected_days": Infinity, "p50_days": NaN (with numpy's
+    overflow warnings on stderr)."""
+    path = tmp_path / "run.yaml"
+    path.write_text(SWEEP_BASE_TEXT + "reliability: {checkpoint: {storage_write_bw_Bps: 1.0e-300}}\n")
+    line = one_error_line(cli("goodput", str(path), "--tokens", "1e12", "--trials", "20"))
+    assert "exceeds any finite number" in line and "to write" in line

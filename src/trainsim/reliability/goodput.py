@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from trainsim.config import RunConfig
 from trainsim.config._build import to_dict
 from trainsim.errors import ConfigError
@@ -87,6 +89,18 @@ class GoodputResult:
         return out
 
 
+def _check_finite(summary: Summary, ck: Any, recovery_s: float) -> None:
+    """Refuse a run whose wall clock overflowed (a planned stop waiting 1e307 s for a
+    checkpoint written at 1e-300 B/s: its days were inf and nan, invalid JSON)."""
+    values = [summary.mean_days, summary.p50_days, summary.p90_days, *summary.lost_s.values()]
+    if not all(math.isfinite(v) for v in values):
+        raise ConfigError(
+            f"the run's wall clock exceeds any finite number: a checkpoint takes "
+            f"{ck.host_copy_s + ck.upload_s:.3g} s to write and {ck.restore_s:.3g} s to restore, "
+            f"a recovery {recovery_s:.3g} s; check reliability.checkpoint's and "
+            "reliability.recovery's fields")
+
+
 def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: float | None = None,
             days: float | None = None, iteration_time_s: float | None = None,
             trials: int = 1000, seed: int = 0, sweep: bool = False,
@@ -124,7 +138,10 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     slow_work_s = work_s * plan.straggler_factor  # stragglers stretch every step
     check_goodput(trials, rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s,
                   recovery)
-    outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
+        outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
+        summary = summarize(outcome, plan, seed)
+    _check_finite(summary, ck, recovery)
     sw = None
     if sweep:
         sweep_k = sweep_trials or min(trials, 300)
@@ -132,7 +149,7 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
                       plan.effective_interval_s / 4, plan.stall_s, recovery)  # 13 intervals, the shortest a quarter of Young's
         sw = sweep_interval(plan, work_s=work_s, horizon_s=horizon_s, trials=sweep_k, seed=seed)
     return GoodputResult(config=cfg, reliability=rel, plan=plan, checkpoint=ck,
-                         summary=summarize(outcome, plan, seed), ideal_s=ideal,
+                         summary=summary, ideal_s=ideal,
                          horizon_s=horizon, tokens=tokens, iteration_time_s=iteration_time_s,
                          sweep=sw)
 
