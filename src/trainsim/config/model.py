@@ -134,6 +134,9 @@ class ModelConfig:
                 f"model.num_attention_heads={self.num_attention_heads}")
         require_positive("model", q_lora_rank=self.q_lora_rank, kv_lora_rank=self.kv_lora_rank,
                          qk_head_dim=self.qk_head_dim, v_head_dim=self.v_head_dim)
+        if self.qk_pos_emb_head_dim < 0:  # was accepted: a negative rope width under MLA
+            raise ConfigError(f"model.qk_pos_emb_head_dim={self.qk_pos_emb_head_dim} must be "
+                              ">= 0")
         if self.mtp_num_layers < 0:
             raise ConfigError(f"model.mtp_num_layers={self.mtp_num_layers} must be >= 0")
         if self.num_layers > MAX_LAYERS or self.mtp_num_layers > self.num_layers:

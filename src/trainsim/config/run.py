@@ -70,6 +70,12 @@ class RunConfig:
         if t.seq_length % (2 * p.cp) and p.cp > 1:
             raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
                               " (load-balanced causal sharding)")
+        for name in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
+            v = getattr(p, name)
+            if v is not None and (p.pp == 1 or v > m.num_layers):  # pp 1: nothing reads it
+                raise ConfigError(f"parallel.{name}={v} places layers on one of pp={p.pp} "
+                                  f"stages of model.num_layers={m.num_layers}; it needs pp > 1 "
+                                  "and at most num_layers")
         stage_layers = self.stage_layer_counts  # validates the split
         if p.vpp > 1 and self._layout is None and any(n % p.vpp for n in stage_layers):
             raise ConfigError(
