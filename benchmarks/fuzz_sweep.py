@@ -49,7 +49,18 @@ MOE = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
        "training": {"global_batch_size": 16, "seq_length": 512},
        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
                    "compute_db": None}}
-BASES = {"dense": DENSE, "moe": MOE}
+MLA = {"model": {"hidden_size": 256, "num_layers": 8, "num_attention_heads": 4,
+                 "vocab_size": 1024, "kv_lora_rank": 64, "q_lora_rank": 32, "qk_head_dim": 32,
+                 "v_head_dim": 32, "qk_pos_emb_head_dim": 16, "position_embedding": "rope"},
+       "parallel": {"tp": 2, "pp": 2, "vpp": 2, "sequence_parallel": True,
+                    "recompute": "selective"},
+       "training": {"global_batch_size": 16, "seq_length": 512, "dtype": "fp8",
+                    "framework": "megatron-core"},
+       "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8,
+                   "compute_db": "auto"}}
+"""MLA, interleaved pipeline, fp8, two nodes, the measured-kernel database and a framework
+profile: the fields the other two bases leave unread."""
+BASES = {"dense": DENSE, "moe": MOE, "mla": MLA}
 SECTIONS = {"model": ModelConfig, "parallel": ParallelConfig, "training": TrainingConfig,
             "cluster": ClusterConfig}
 CLUSTER_WRITTEN = {"nic_bw_Bps": "nic_gbit_s_per_gpu", "intra_node_bw_Bps": "nvlink_gbyte_s",

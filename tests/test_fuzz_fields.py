@@ -177,3 +177,11 @@ def test_a_run_whose_wall_clock_overflows_is_refused(tmp_path):
     path.write_text(SWEEP_BASE_TEXT + "reliability: {checkpoint: {storage_write_bw_Bps: 1.0e-300}}\n")
     line = one_error_line(cli("goodput", str(path), "--tokens", "1e12", "--trials", "20"))
     assert "exceeds any finite number" in line and "to write" in line
+
+
+def test_a_window_skip_frequency_needs_a_window():
+    """window_attn_skip_freq without sliding_window was accepted and never read."""
+    with pytest.raises(ConfigError, match="needs model.sliding_window"):
+        run_config_from_dict(_with(DENSE, model={"window_attn_skip_freq": 2}))
+    ok = _with(DENSE, model={"window_attn_skip_freq": 2, "sliding_window": 128})
+    assert SWEEP.sane_result(simulate(run_config_from_dict(ok))) is None

@@ -134,6 +134,10 @@ class ModelConfig:
                 f"model.num_attention_heads={self.num_attention_heads}")
         require_positive("model", q_lora_rank=self.q_lora_rank, kv_lora_rank=self.kv_lora_rank,
                          qk_head_dim=self.qk_head_dim, v_head_dim=self.v_head_dim)
+        if self.window_attn_skip_freq is not None and self.sliding_window is None:
+            raise ConfigError(f"model.window_attn_skip_freq={self.window_attn_skip_freq} makes "
+                              "every N-th sliding-window layer full; it needs "
+                              "model.sliding_window (else every layer is full already)")
         if self.qk_pos_emb_head_dim < 0:  # was accepted: a negative rope width under MLA
             raise ConfigError(f"model.qk_pos_emb_head_dim={self.qk_pos_emb_head_dim} must be "
                               ">= 0")
