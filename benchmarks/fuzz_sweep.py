@@ -26,7 +26,8 @@ import signal
 import sys
 import traceback
 import typing
-from typing import Any, Callable, Iterator, Literal, get_args, get_origin
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, get_args, get_origin
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.config.cluster import ClusterConfig
@@ -158,10 +159,10 @@ def read_back(cfg, section: str, name: str, value: Any) -> str | None:
     got = getattr(getattr(cfg, section), full, None)
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
         return None
-    if isinstance(value, (int, float)) and isinstance(got, (int, float)) \
-            and not isinstance(got, bool):
-        if math.isfinite(value) and not math.isclose(got, value, rel_tol=1e-12):
-            return f"{section}.{name}={value!r} read back as {got!r}"
+    numbers = isinstance(value, (int, float)) and isinstance(got, (int, float)) \
+        and not isinstance(got, bool)
+    if numbers and math.isfinite(value) and not math.isclose(got, value, rel_tol=1e-12):
+        return f"{section}.{name}={value!r} read back as {got!r}"
     return None
 
 
@@ -333,8 +334,12 @@ def set_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, C
 
 def reliability_fields() -> list[tuple[str, Any]]:
     """(path under reliability, type) of every reliability field."""
-    from trainsim.reliability.config import (CheckpointConfig, RecoveryConfig,
-                                             ReliabilityConfig, StragglerConfig)
+    from trainsim.reliability.config import (
+        CheckpointConfig,
+        RecoveryConfig,
+        ReliabilityConfig,
+        StragglerConfig,
+    )
     out = []
     for prefix, cls in (("", ReliabilityConfig), ("recovery.", RecoveryConfig),
                         ("checkpoint.", CheckpointConfig), ("straggler.", StragglerConfig)):
@@ -434,6 +439,45 @@ def service_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
                 return "non-finite in result"
             return None
         yield f"{kind} options={options!r}"[:160], thunk
+
+
+SEARCH_JOB_VALUES = {
+    "gpus": [8, "8", 3, 0, -1, "x", [8, 16], 1.5, None], "global_batch": [8, 7, 0, "x", 1e30],
+    "seq": [1, 256, 3, 0, "abc"], "tp": ["1,2", 3, "x", 0], "pp": [1, "2", 0],
+    "top": [0, 1, -1, "x", 1e9], "rank_by": ["split", "x", 1], "reference": ["tp=2", "x", 3],
+    "pareto_slowdown": [0.5, "nan", math.inf, 1.25], "tokens": ["1B", 0, -1, "x", 1e300],
+    "days": [1, 0, -1, "x", 1e-9], "max_gpus": [8, 0, -1, 2**60], "price": [-1, math.nan, 1e300],
+    "pue": [0.5, 100], "grid": [-1, 1e300], "gpu_idle_fraction": [2, -1],
+    "node_overhead": [math.inf, -1], "dtype": ["fp4", 1], "recompute": ["x", ""],
+    "zero": ["4", 5], "overlap": ["maybe", 1], "max_vpp": [0, -1, 100],
+    "max_micro_batch": [0, 1e9], "exhaustive": ["x", 1], "plot": ["x", 1],
+    "set": [["model.num_experts=4"], "x", [1]], "model": [None, "x", 5], "gpu": ["x", 1],
+    "gpus_per_node": [0, 3, "x"], "nic_gbps": [0, -1, "x"], "cp": [0, 2]}
+
+
+def service_search_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
+    """search and plan jobs of the tiny model (service.jobs.run) with two options changed."""
+    from trainsim.service import Settings
+    from trainsim.service.jobs import OPTIONS, RequestError, run
+    settings = Settings(db_url="sqlite://", workers=0, checkers=0)
+    for _ in range(n):
+        kind = rng.choice(["search", "plan"])
+        opts: dict = ({"gpus": 8, "global_batch": 8, "seq": 256} if kind == "search" else
+                      {"tokens": "1B", "days": 1, "max_gpus": 8, "seq": 256, "global_batch": 8})
+        for key in rng.sample(sorted(OPTIONS[kind]), 2):
+            if key in SEARCH_JOB_VALUES:
+                opts[key] = rng.choice(SEARCH_JOB_VALUES[key])
+
+        def thunk(k=kind, o=opts):
+            try:
+                out = run(k, {"model": dict(DENSE["model"])}, o, settings)
+            except RequestError as exc:
+                return None if exc.field and "\n" not in str(exc) else "request error"
+            low = out.result.lower()
+            if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
+                return "non-finite in result"
+            return None
+        yield f"{kind} options={opts!r}"[:160], thunk
 
 
 def _write_config(workdir: str, name: str, cfg: dict) -> str:
@@ -545,14 +589,15 @@ COLLECTIVE_CELLS = {"num_gpus": ["1", "0", "3", "1e9", "x"], "gpus_per_node": ["
 
 def validate_cases(rng: random.Random, workdir: str, n: int) -> Iterator[tuple[str, Callable]]:
     """`validate` of kernel and collective CSVs with cells from each column's battery."""
+    sep = ","
     kernel_header = ("id,source,gpu,kind,implementation,dtype,m,n,k,groups,batch,seq_len,heads,"
                      "kv_heads,head_dim,causal,tokens,hidden,ffn,experts,top_k,bytes,"
-                     "measured_value,measured_unit").split(",")
+                     "measured_value,measured_unit").split(sep)
     kernel_good = ("ok,x,h100-sxm-80gb,gemm,cublas,bf16,1024,1024,1024,,,,,,,,,,,,,,500,"
-                   "TFLOP/s").split(",")
+                   "TFLOP/s").split(sep)
     coll_header = ("id,source,gpu,num_gpus,gpus_per_node,nic_gbps_per_gpu,collective,"
-                   "message_bytes,algorithm,measured_busbw_GBps").split(",")
-    coll_good = "ok,x,h100-sxm-80gb,8,8,400,all_reduce,1048576,ring,100".split(",")
+                   "message_bytes,algorithm,measured_busbw_GBps").split(sep)
+    coll_good = "ok,x,h100-sxm-80gb,8,8,400,all_reduce,1048576,ring,100".split(sep)
     for i in range(n):
         if rng.random() < 0.5:
             header, good, cells = kernel_header, kernel_good, KERNEL_CELLS
@@ -583,6 +628,7 @@ def sweep(seed: int, n_random: int, only: set[str], workdir: str) -> dict:
         "goodput": lambda: goodput_cases(rng, workdir, 400),
         "collective": lambda: collective_cases(rng, 250),
         "service": lambda: service_cases(rng, 150),
+        "service-search": lambda: service_search_cases(rng, 60),
         "export": lambda: export_cases(rng, workdir, 300),
         "sweep": lambda: sweep_cases(rng, workdir, 150),
         "validate": lambda: validate_cases(rng, workdir, 300),

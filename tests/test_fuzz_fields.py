@@ -95,7 +95,8 @@ def test_a_sample_of_every_field_is_handled():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("surface", ["config", "extreme", "set", "goodput", "collective",
-                                     "service", "validate", "sweep", "search"])
+                                     "service", "service-search", "validate", "sweep", "search",
+                                     "export"])
 def test_the_seeded_sweep_finds_nothing_slow(surface):
     assert not _failures(surface, 200)
 
@@ -185,3 +186,19 @@ def test_a_window_skip_frequency_needs_a_window():
         run_config_from_dict(_with(DENSE, model={"window_attn_skip_freq": 2}))
     ok = _with(DENSE, model={"window_attn_skip_freq": 2, "sliding_window": 128})
     assert SWEEP.sane_result(simulate(run_config_from_dict(ok))) is None
+
+
+@pytest.mark.parametrize("reference", [3, ["tp=2"], 2.5])
+def test_a_search_job_reference_that_is_no_text_is_a_field_error(reference):
+    """options.reference=3 was an AttributeError ('int' has no 'replace') in the worker."""
+    pytest.importorskip("fastapi")
+    from trainsim.service import Settings
+    from trainsim.service.jobs import problem
+    settings = Settings(db_url="sqlite://", workers=0, checkers=0)
+    options = {"gpus": 8, "global_batch": 8, "seq": 256, "reference": reference}
+    answer = problem("search", {"model": dict(DENSE["model"])}, options, settings)
+    if reference == ["tp=2"]:  # a list of one field=value is that text
+        assert answer is None
+    else:
+        status, field, message = answer
+        assert status == 422 and "expected field=value" in message and "\n" not in message

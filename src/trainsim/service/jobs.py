@@ -338,7 +338,8 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
                       _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
                       float(opts["nic_gbps"]), opts["dtype"], tuple(opts["set"]))
     space = _space(opts)
-    ref = parse_reference(opts["reference"], base, counts[0]) if opts["reference"] else None
+    ref = (parse_reference(_text(opts["reference"]) or "", base, counts[0])
+           if opts["reference"] else None)  # as text: 3 was an AttributeError
     _bound_candidates(base, counts, space, settings.limits)
     if not run:
         return None
