@@ -200,5 +200,28 @@ def test_a_search_job_reference_that_is_no_text_is_a_field_error(reference):
     if reference == ["tp=2"]:  # a list of one field=value is that text
         assert answer is None
     else:
-        status, field, message = answer
+        status, _field, message = answer
         assert status == 422 and "expected field=value" in message and "\n" not in message
+
+
+@pytest.mark.parametrize("model, match", [
+    ({"qk_pos_emb_head_dim": -1}, "qk_pos_emb_head_dim=-1 must be >= 0"),  # accepted, unread
+    # under MLA a negative rope width was a ZeroDivisionError
+    ({"kv_lora_rank": 64, "qk_head_dim": 16, "v_head_dim": 16, "qk_pos_emb_head_dim": -16},
+     "qk_pos_emb_head_dim=-16 must be >= 0"),
+])
+def test_a_negative_rope_width_is_refused(model, match):
+    with pytest.raises(ConfigError, match=match):
+        run_config_from_dict(_with(DENSE, model=model))
+
+
+@pytest.mark.parametrize("base, parallel", [
+    (DENSE, {"decoder_first_pipeline_num_layers": 2**40}),  # pp 1: accepted and never read
+    (DENSE, {"decoder_last_pipeline_num_layers": 2}),
+    (MOE, {"decoder_first_pipeline_num_layers": 2**40}),  # pp 2: "do not add up", now named
+])
+def test_first_and_last_stage_layers_need_a_pipeline_that_holds_them(base, parallel):
+    with pytest.raises(ConfigError, match="needs pp > 1 and at most num_layers"):
+        run_config_from_dict(_with(base, parallel=parallel))
+    ok = _with(MOE, parallel={"decoder_first_pipeline_num_layers": 1})
+    assert SWEEP.sane_result(simulate(run_config_from_dict(ok))) is None
