@@ -73,3 +73,48 @@ def test_the_share_is_part_of_the_shared_price_signature():
         cfg = _cfg("alltoall")
         b, _ = _exposed(Pricer(replace(cfg, cluster=_cfg("deepep").cluster)))
     assert a > b
+
+
+def _exposed_of(pricer: Pricer, comm: Comm) -> tuple[float, float]:
+    """(exposed seconds of ``comm`` hidden behind the long GEMM, its own seconds)."""
+    exposed = sum(t for cat, t, _ in pricer.price([OPS[0], comm]).segments if cat == EP)
+    return exposed, pricer.comm_time(comm)
+
+
+@pytest.mark.parametrize("dispatcher", ["deepep", "hybridep"])
+def test_nccl_collectives_beside_a_fused_exchange_take_a_collectives_sms(dispatcher):
+    """Only the dispatcher's own exchange runs on its kernels' SMs; the expert-TP all-gather
+    and reduce-scatter (and the routing-map / token-count all-gathers) are NCCL collectives."""
+    pricer = Pricer(_cfg(dispatcher))
+    sms = pricer.cfg.cluster.gpu.num_sms
+    for comm in (Comm("moe.etp_all_gather", "all_gather", 4e6, "etp"),
+                 Comm("moe.routing_map_all_gather", "all_gather", 4e6, "ep")):
+        exposed, t = _exposed_of(pricer, comm)
+        assert exposed == pytest.approx(t * COMM_SMS / sms)
+    exposed, t = _exposed_of(pricer, OPS[1])
+    assert exposed == pytest.approx(t * EXCHANGE_SMS[dispatcher] / sms)
+
+
+def test_hybridep_sms_follow_the_run_and_its_profile():
+    """Megatron-Bridge's perf overrides set moe_hybridep_num_sms = 32 from v0.3.0 (26.02,
+    scripts/performance/utils/overrides.py); before, Megatron-core's default 16 ran."""
+    from trainsim.catalog import run_config_from_dict
+
+    def bridge(version):
+        return run_config_from_dict({
+            "model": {"hidden_size": 1024, "num_layers": 1, "num_attention_heads": 8,
+                      "vocab_size": 4096, "ffn_hidden_size": 512, "activation": "swiglu",
+                      "num_experts": 32, "moe_router_topk": 4, "moe_ffn_hidden_size": 512},
+            "parallel": {"ep": 8, "moe_token_dispatcher_type": "hybridep",
+                         "moe_overlap_ep_comm": True},
+            "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 1024,
+                         "framework": "megatron-bridge", "framework_version": version},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    assert bridge("25.11").parallel.moe_hybridep_num_sms is None
+    assert bridge("26.02").parallel.moe_hybridep_num_sms == 32
+    cfg = _cfg("hybridep")
+    sms = cfg.cluster.gpu.num_sms
+    assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / sms
+    wide = replace(cfg, parallel=replace(cfg.parallel, moe_hybridep_num_sms=32))
+    exposed, comm = _exposed(Pricer(wide))
+    assert exposed == pytest.approx(comm * 32 / sms)

@@ -195,7 +195,7 @@ class Pricer:
         """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
         compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
-        ep_sms = exchange_sms(p.moe_token_dispatcher_type) or COMM_SMS
+        ep_sms = exchange_sms(cfg) or COMM_SMS
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
                          **(sm_share or {})}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
@@ -399,8 +399,12 @@ class Pricer:
         # recomputed forward, hides no less communication than it did); the SMs they hold
         # slow only the compute they run beside
         compute = sum(t for cat, t, _ in segs if cat == COMPUTE)
-        budget, share = compute + (idle if pooled else 0.0), self.sm_share["ep"]
+        budget = compute + (idle if pooled else 0.0)
         for (cat, t, name), op, _ in pooled:
+            # the expert exchange holds its dispatcher's SMs; the NCCL collectives beside it
+            # (ETP all-gather / reduce-scatter, routing-map and token-count all-gathers) a
+            # collective's channels
+            share = self.sm_share["ep" if op.kind == "all_to_all" else "dp"]
             add((cat, max(0.0, t - budget) + min(t, compute) * share, name), op)
             budget, compute = max(0.0, budget - t), max(0.0, compute - t)
         if idle > 0.0:

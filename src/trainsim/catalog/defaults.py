@@ -30,6 +30,7 @@ _DEFAULTED = (
     ("training", "cuda_graphs", "cuda_graphs"),
     ("parallel", "moe_token_dispatcher_type", "moe_dispatcher"),
     ("parallel", "moe_router_dtype", "moe_router_dtype"),
+    ("parallel", "moe_hybridep_num_sms", "moe_hybridep_num_sms"),
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
     ("parallel", "dp_buckets", "dp_buckets"),
     ("parallel", "data_parallel_impl", "data_parallel_impl"),

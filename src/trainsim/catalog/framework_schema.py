@@ -243,6 +243,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "fp8_recipe": _nullable(_enum(FP8_RECIPES)),
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
     "moe_router_dtype": _nullable(_enum(("fp32", "fp64"))),  # null: the run's 16-bit dtype
+    "moe_hybridep_num_sms": _nullable(_int),  # null: Megatron-core's default (EXCHANGE_SMS)
     "account_for_embedding_in_pipeline_split": _nullable(_bool),
     "account_for_loss_in_pipeline_split": _nullable(_bool),
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
@@ -299,6 +300,6 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
              "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
-             "checkpointed_fused_attention"}
+             "checkpointed_fused_attention", "moe_hybridep_num_sms"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}

@@ -134,6 +134,11 @@ class ParallelConfig:
     --moe-router-dtype, TransformerConfig.moe_router_dtype: "None means no changes for
     dtype", the probabilities stay in the run's 16-bit dtype); what the all-to-all dispatcher
     sends them in (``workload.moe_dispatch.probs_all_to_all``). A framework profile sets it."""
+    moe_hybridep_num_sms: int | None = None
+    """SMs HybridEP's dispatch and combine kernels run on (Megatron-core
+    --moe-hybridep-num-sms, TransformerConfig.moe_hybridep_num_sms; None: its default,
+    ``workload.moe_dispatch.EXCHANGE_SMS``). A framework profile sets it (Megatron-Bridge's
+    perf overrides: 32)."""
     moe_dispatch_fp8: bool = False
     """Send dispatched tokens in fp8 (DeepSeek-V3 §3.3); the combine stays 16-bit."""
     decoder_first_pipeline_num_layers: int | None = None
@@ -241,7 +246,8 @@ class ParallelConfig:
             v = getattr(self, name)
             if v is not None and v < 0:
                 raise ConfigError(f"parallel.{name}={v} must be >= 0")
-        require_positive("parallel", recompute_num_layers=self.recompute_num_layers)
+        require_positive("parallel", recompute_num_layers=self.recompute_num_layers,
+                         moe_hybridep_num_sms=self.moe_hybridep_num_sms)
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
                               "block method recomputes whole layers)")
