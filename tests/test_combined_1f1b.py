@@ -25,18 +25,62 @@ def _passes(overlap: bool, pp: int = 2, zero: int = 0) -> tuple[dict[str, float]
     return out, r.iteration_time_s
 
 
+def _stage0(overlap: bool, **parallel) -> tuple[list[tuple[str, float]], float]:
+    """Stage 0's compute passes in schedule order with their times, and the iteration time:
+    Mixtral on EP 8 with the all-to-all dispatcher, distributed optimizer."""
+    raw = {"model": "mixtral-8x7b",
+           "parallel": {"tp": 1, "ep": 8, "moe_overlap_ep_comm": overlap,
+                        "moe_token_dispatcher_type": "alltoall", "distributed_optimizer": True,
+                        **parallel},
+           "training": {"global_batch_size": 32, "seq_length": 4096, "micro_batch_size": 1},
+           "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8 * parallel.get("pp", 1)}}
+    r = simulate(run_config_from_dict(raw), keep_timeline=True)
+    tl = r.timeline
+    return ([(t.label, tl.end_s[i] - tl.start_s[i]) for i, t in enumerate(tl.tasks)
+             if t.stream == (0, "compute") and t.label[:1] in "FB"], r.iteration_time_s)
+
+
 def test_unpaired_passes_keep_their_all_to_alls_exposed():
-    paired, t_paired = _passes(True)
-    alone, t_alone = _passes(False)
-    # stage 0 of pp 2 over 4 micro-batches: F0 F1 (warm-up), B0 F2 B1 F3 (pairs), B2 B3 (cool-down)
-    for warm in ("F mb0 c0", "F mb1 c0"):
-        assert paired[warm] == alone[warm]
-    for pair in ("F mb2 c0", "F mb3 c0", "B mb0 c0", "B mb1 c0"):
-        assert paired[pair] < alone[pair]
-    assert paired["B mb2 c0"] == alone["B mb2 c0"]
-    last = [k for k in paired if k.startswith("B last")]
-    assert last and sum(paired[k] for k in last) == sum(alone[k] for k in last)
+    """pp 2 with virtual stages (Megatron-core needs them for the overlap): the forwards before
+    stage 0's first backward and the backwards after its last forward run as without the
+    overlap; the passes between are paired."""
+    paired, t_paired = _stage0(True, pp=2, vpp=2)
+    alone, t_alone = _stage0(False, pp=2, vpp=2)
+    assert [label for label, _ in paired] == [label for label, _ in alone]
+    kinds = [label[:1] for label, _ in paired]
+    first_b, last_f = kinds.index("B"), len(kinds) - 1 - kinds[::-1].index("F")
+    assert 1 < first_b < last_f < len(kinds) - 2
+    for k, ((label, t_on), (_, t_off)) in enumerate(zip(paired, alone)):
+        if k < first_b or k > last_f:
+            assert t_on == pytest.approx(t_off, rel=1e-12), label
+        else:
+            assert t_on < t_off, label
     assert t_paired < t_alone
+
+
+def test_time_and_memory_pair_passes_only_where_megatron_core_runs_the_overlap():
+    """One rule (``workload.schedule.combined_1f1b``) for the time path's pairs and the memory
+    estimate's extra forward: Megatron-core asserts EP > 1, virtual stages when pp > 1, no
+    full recompute and the alltoall or flex dispatcher (core_v0.15.0 transformer_config.py).
+    Outside it the flag hides every pass's exchange, the warm-up's first forward included."""
+    from trainsim.combined_1f1b import pairs_passes
+    from trainsim.memory.estimate import _a2a_overlap_extra_forward
+
+    def cfg(**parallel):
+        return run_config_from_dict({
+            "model": "mixtral-8x7b",
+            "parallel": {"tp": 1, "ep": 8, "moe_overlap_ep_comm": True,
+                         "moe_token_dispatcher_type": "alltoall", **parallel},
+            "training": {"global_batch_size": 32, "seq_length": 4096, "micro_batch_size": 1},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16}})
+    cases = {"pp2 vpp2": (cfg(pp=2, vpp=2), True), "pp1": (cfg(), True),
+             "pp2 vpp1": (cfg(pp=2), False), "full": (cfg(recompute="full"), False),
+             "allgather": (cfg(moe_token_dispatcher_type="allgather"), False)}
+    for name, (c, runs) in cases.items():
+        assert pairs_passes(c) == _a2a_overlap_extra_forward(c) == runs, name
+    paired, _ = _stage0(True, pp=2)
+    alone, _ = _stage0(False, pp=2)
+    assert paired[0][0] == "F mb0 c0" and paired[0][1] < alone[0][1]
 
 
 def test_without_pipelining_only_the_first_forward_and_last_backward_run_alone():
@@ -69,6 +113,7 @@ def test_interleaved_warm_up_forwards_run_alone_including_the_first_after_its_ga
     def stage0(overlap: bool) -> list[tuple[str, float]]:
         raw = {"model": "mixtral-8x7b",
                "parallel": {"tp": 1, "pp": 4, "vpp": 2, "ep": 8, "moe_overlap_ep_comm": overlap,
+                            "moe_token_dispatcher_type": "alltoall",
                             "distributed_optimizer": True, "overlap_param_gather": True},
                "training": {"global_batch_size": 128, "seq_length": 4096, "micro_batch_size": 1,
                             "framework": "megatron-core", "framework_version": "0.15"},
@@ -81,7 +126,7 @@ def test_interleaved_warm_up_forwards_run_alone_including_the_first_after_its_ga
     first_b = next(i for i, (label, _) in enumerate(paired) if label.startswith("B"))
     assert first_b > 1
     for (label, t_on), (_, t_off) in zip(paired[:first_b], alone[:first_b]):
-        assert t_on == t_off, label
+        assert t_on == pytest.approx(t_off, rel=1e-12), label
     steady = [i for i in range(first_b, len(paired)) if paired[i][0].startswith("F")]
     assert steady and all(paired[i][1] < alone[i][1] for i in steady)
 

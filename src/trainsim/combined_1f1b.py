@@ -23,12 +23,14 @@ from trainsim.chunks import chunks
 from trainsim.config import RunConfig
 from trainsim.pricing import Pricer
 from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
+from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import shard_of
 
 
 def pairs_passes(cfg: RunConfig) -> bool:
-    """Whether ``cfg`` runs Megatron-core's combined 1F1B (forward and backward in pairs)."""
-    return cfg.parallel.moe_overlap_ep_comm and cfg.model.is_moe
+    """Whether ``cfg`` runs Megatron-core's combined 1F1B (forward and backward in pairs;
+    ``workload.schedule.combined_1f1b``, which the memory estimate reads too)."""
+    return combined_1f1b(cfg)
 
 
 def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,

@@ -30,7 +30,12 @@ from trainsim.memory.state import model_state
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.schedule import microbatch_group, schedule_peak_in_flight, torch_warmup
+from trainsim.workload.schedule import (
+    combined_1f1b,
+    microbatch_group,
+    schedule_peak_in_flight,
+    torch_warmup,
+)
 from trainsim.workload.shard import separate_projections
 
 GiB = 2**30
@@ -451,12 +456,10 @@ def _a2a_overlap_extra_forward(cfg: RunConfig) -> bool:
     extra micro-batch forward step before the 1f1b stages", taking the place of the plain
     1F1B's forward ahead of each backward) and without pipelining
     (combined_1f1b_schedule_for_no_pipelining) the two micro-batches of a combined step trade
-    layers, so only one layer more is alive. Megatron-core
-    requires interleaving for it when pp > 1 (transformer_config.py)."""
-    p = cfg.parallel
-    return (p.moe_overlap_ep_comm and p.ep > 1 and cfg.num_microbatches > 1
-            and p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b")
-            and (p.pp == 1 or p.vpp > 1))
+    layers, so only one layer more is alive. The time path pairs passes by the same rule
+    (``combined_1f1b``; Megatron-core requires interleaving for it when pp > 1,
+    transformer_config.py, which ``ParallelConfig`` checks)."""
+    return combined_1f1b(cfg) and cfg.num_microbatches > 1
 
 
 def _loss_temporary(cfg: RunConfig) -> float:

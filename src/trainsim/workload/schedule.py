@@ -121,6 +121,22 @@ def microbatch_group(cfg: RunConfig) -> int | None:
     return min(n, cfg.num_microbatches) if p.microbatch_group_rule == "flexible" else n
 
 
+def combined_1f1b(cfg: RunConfig) -> bool:
+    """Whether the run pairs one micro-batch's forward with another's backward to hide the
+    expert all-to-alls (Megatron-core's combined 1F1B, --overlap-moe-expert-parallel-comm,
+    core_v0.15.0 megatron/core/pipeline_parallel/combined_1f1b.py): an MoE model under its 1F1B
+    schedules, where Megatron-core accepts the overlap (transformer_config.py __post_init__
+    asserts EP > 1, virtual stages when pp > 1, no full recompute, the alltoall or flex
+    dispatcher). The time path (``trainsim.combined_1f1b``) and the memory estimate both read
+    it. Elsewhere ``moe_overlap_ep_comm`` hides every pass's exchange (the DeepSeek-V3
+    example's stand-in for DualPipe, which pairs its own passes: ``trainsim.pipeline``)."""
+    p = cfg.parallel
+    return (p.moe_overlap_ep_comm and cfg.model.is_moe and p.ep > 1
+            and p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b")
+            and (p.pp == 1 or p.vpp > 1) and p.recompute != "full"
+            and p.moe_token_dispatcher_type != "allgather")
+
+
 def torch_warmup(cfg: RunConfig) -> bool:
     """Whether the config's framework interleaves with torch.distributed.pipelining's warm-up
     count (profile feature ``torch_interleaved_warmup``)."""
