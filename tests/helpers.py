@@ -92,9 +92,9 @@ def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]
 
 def moe_layer_cfg(dispatcher: str = "alltoall", ep: int = 16, framework: str | None = None,
                   version: str | None = None, *, experts: int = 64, topk: int = 8,
-                  gpus: int = 16, dtype: str = "bf16") -> RunConfig:
+                  gpus: int = 16, dtype: str = "bf16", **parallel) -> RunConfig:
     """One MoE layer (``experts`` experts, top ``topk``, h 1024) on ``gpus`` H100, expert
-    parallel ``ep``."""
+    parallel ``ep``; ``parallel``: more ``ParallelConfig`` fields."""
     model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
                         ffn_hidden_size=512, activation="swiglu", num_experts=experts,
                         moe_router_topk=topk, moe_ffn_hidden_size=512)
@@ -102,8 +102,9 @@ def moe_layer_cfg(dispatcher: str = "alltoall", ep: int = 16, framework: str | N
                             gpus_per_node=min(8, gpus))
     training = TrainingConfig(global_batch_size=gpus, micro_batch_size=1, seq_length=1024,
                               framework=framework, framework_version=version, dtype=dtype)
-    parallel = ParallelConfig(expert_model_parallel_size=ep, moe_token_dispatcher_type=dispatcher)
-    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+    return RunConfig(model=model, training=training, cluster=cluster,
+                     parallel=ParallelConfig(expert_model_parallel_size=ep,
+                                             moe_token_dispatcher_type=dispatcher, **parallel))
 
 
 def moe_layer_ops(cfg: RunConfig) -> tuple[list, list]:

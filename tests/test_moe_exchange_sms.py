@@ -8,23 +8,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from helpers import moe_layer_cfg
 
-from trainsim.catalog import gpu
-from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config import RunConfig
 from trainsim.pricing import COMM_SMS, EP, Pricer
 from trainsim.workload.moe_dispatch import EXCHANGE_SMS
 from trainsim.workload.ops import Comm, Gemm
 
 
-def _cfg(dispatcher: str) -> RunConfig:
-    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
-                        ffn_hidden_size=512, activation="swiglu", num_experts=32,
-                        moe_router_topk=4, moe_ffn_hidden_size=512)
-    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=32, gpus_per_node=8)
-    training = TrainingConfig(global_batch_size=32, micro_batch_size=1, seq_length=1024)
-    parallel = ParallelConfig(expert_model_parallel_size=32, moe_overlap_ep_comm=True,
-                              moe_token_dispatcher_type=dispatcher)
-    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+def _cfg(dispatcher: str, **parallel) -> RunConfig:
+    return moe_layer_cfg(dispatcher, ep=32, experts=32, topk=4, gpus=32,
+                         moe_overlap_ep_comm=True, **parallel)
 
 
 # a long GEMM and a short exchange: the exchange hides whole, leaving only the SMs it held
@@ -44,19 +38,27 @@ def test_gemm_outlasts_the_exchange():
     assert gemm > 2 * pricer.comm_time(OPS[1]) > 0
 
 
-@pytest.mark.parametrize("dispatcher,sms", [("alltoall", COMM_SMS),
-                                            ("deepep", EXCHANGE_SMS["deepep"]),
-                                            ("hybridep", EXCHANGE_SMS["hybridep"])])
-def test_hidden_exchange_costs_the_sms_its_kernels_hold(dispatcher, sms):
-    exposed, comm = _exposed(Pricer(_cfg(dispatcher)))
-    assert exposed == pytest.approx(comm * sms / 132)
+@pytest.mark.parametrize("dispatcher,parallel,sms", [
+    ("alltoall", {}, COMM_SMS),
+    ("deepep", {}, EXCHANGE_SMS["deepep"]),
+    ("hybridep", {}, EXCHANGE_SMS["hybridep"]),
+    ("hybridep", {"moe_hybridep_num_sms": 32}, 32)])  # Megatron-Bridge's perf recipes
+def test_hidden_exchange_costs_the_sms_its_kernels_hold(dispatcher, parallel, sms):
+    cfg = _cfg(dispatcher, **parallel)
+    exposed, comm = _exposed(Pricer(cfg))
+    assert exposed == pytest.approx(comm * sms / cfg.cluster.gpu.num_sms)
 
 
-def test_deepep_takes_more_sms_than_an_nccl_all_to_all():
-    deepep, comm = _exposed(Pricer(_cfg("deepep")))
+def test_a_fused_exchange_holding_other_sms_than_a_collective_costs_otherwise():
+    """Where the dispatcher's SMs differ from an NCCL collective's, so does the cost: the
+    parametrized case above cannot tell HybridEP's default 16 from ``COMM_SMS``."""
     nccl, comm_nccl = _exposed(Pricer(_cfg("alltoall")))
-    assert comm == comm_nccl  # the same op, priced the same on the wire
-    assert deepep == pytest.approx(nccl * 20 / 16)
+    for dispatcher, parallel, sms in (("deepep", {}, EXCHANGE_SMS["deepep"]),
+                                      ("hybridep", {"moe_hybridep_num_sms": 32}, 32)):
+        assert sms != COMM_SMS
+        fused, comm = _exposed(Pricer(_cfg(dispatcher, **parallel)))
+        assert comm == comm_nccl  # the same op, priced the same on the wire
+        assert fused == pytest.approx(nccl * sms / COMM_SMS)
 
 
 def test_an_override_of_the_share_wins():
@@ -113,8 +115,4 @@ def test_hybridep_sms_follow_the_run_and_its_profile():
     assert bridge("25.11").parallel.moe_hybridep_num_sms is None
     assert bridge("26.02").parallel.moe_hybridep_num_sms == 32
     cfg = _cfg("hybridep")
-    sms = cfg.cluster.gpu.num_sms
-    assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / sms
-    wide = replace(cfg, parallel=replace(cfg.parallel, moe_hybridep_num_sms=32))
-    exposed, comm = _exposed(Pricer(wide))
-    assert exposed == pytest.approx(comm * 32 / sms)
+    assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / cfg.cluster.gpu.num_sms
