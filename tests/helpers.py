@@ -4,6 +4,7 @@ import from here, never from each other."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import random
@@ -105,6 +106,27 @@ def moe_layer_cfg(dispatcher: str = "alltoall", ep: int = 16, framework: str | N
     return RunConfig(model=model, training=training, cluster=cluster,
                      parallel=ParallelConfig(expert_model_parallel_size=ep,
                                              moe_token_dispatcher_type=dispatcher, **parallel))
+
+
+@contextlib.contextmanager
+def counted_graphs():
+    """The task counts of the graphs ``steady_state`` builds inside the block (a list that
+    fills as they are built)."""
+    import trainsim.steady_state as steady
+
+    built: list[int] = []
+    real = steady.build_graph
+
+    def counting(*args, **kw):
+        g = real(*args, **kw)
+        built.append(len(g.tasks))
+        return g
+
+    steady.build_graph = counting
+    try:
+        yield built
+    finally:
+        steady.build_graph = real
 
 
 def moe_layer_ops(cfg: RunConfig) -> tuple[list, list]:

@@ -6,31 +6,22 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainsim.catalog import gpu
+from helpers import moe_layer_cfg, moe_layer_ops
+
 from trainsim.catalog.frameworks import framework_profile
-from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import backward_of
-from trainsim.workload.moe_block import moe_block, moe_wire_copies
+from trainsim.config import RunConfig
+from trainsim.workload.moe_block import moe_wire_copies
 from trainsim.workload.moe_dispatch import destination_ranks
 from trainsim.workload.shard import shard_of
 
 
 def _cfg(dispatcher: str, fp8: bool = False) -> RunConfig:
-    model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
-                        ffn_hidden_size=512, activation="swiglu", num_experts=16,
-                        moe_router_topk=4, moe_ffn_hidden_size=512)
-    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=16, gpus_per_node=8)
-    training = TrainingConfig(global_batch_size=16, micro_batch_size=1, seq_length=1024)
-    parallel = ParallelConfig(expert_model_parallel_size=16, moe_dispatch_fp8=fp8,
-                              moe_token_dispatcher_type=dispatcher)
-    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+    return moe_layer_cfg(dispatcher, ep=16, experts=16, topk=4, gpus=16, moe_dispatch_fp8=fp8)
 
 
 def _ops(cfg: RunConfig) -> list:
-    sh = shard_of(cfg)
-    ops: list = []
-    moe_block(ops, cfg, sh)
-    return ops + backward_of(ops, sh)
+    fwd, bwd = moe_layer_ops(cfg)
+    return fwd + bwd
 
 
 def test_hybridep_permutes_after_its_dispatch_kernel_with_one_kernel_each_way():

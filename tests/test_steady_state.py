@@ -6,7 +6,7 @@ import math
 import random
 
 import pytest
-from helpers import random_config
+from helpers import counted_graphs, random_config
 
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
@@ -68,19 +68,8 @@ def test_steady_state_cost_does_not_grow_with_microbatches():
             "parallel": {"tp": 1, "pp": 8},
             "training": {"global_batch_size": m, "micro_batch_size": 1, "seq_length": 2048},
             "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
-    built = []
-    real = steady.build_graph
-
-    def counting(*args, **kw):
-        g = real(*args, **kw)
-        built.append(len(g.tasks))
-        return g
-
-    steady.build_graph = counting
-    try:
+    with counted_graphs() as built:
         a, b = simulate(cfg(512)), simulate(cfg(4096))
-    finally:
-        steady.build_graph = real
     assert len(built) == 2 and built[0] == built[1]
     assert b.simulation["reason"].startswith((
         "period proven on a truncated run of ",
