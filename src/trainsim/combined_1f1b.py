@@ -17,7 +17,7 @@ forward that follows it, and the backwards after its last forward are its cool-d
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainsim.chunks import chunks
 from trainsim.config import RunConfig
@@ -33,8 +33,18 @@ def pairs_passes(cfg: RunConfig) -> bool:
     return combined_1f1b(cfg)
 
 
+class LonePasses(NamedTuple):
+    """What a combined-1F1B graph runs without a partner, per virtual stage."""
+
+    fwd: list  # forward pass specs priced without the overlap
+    bwd: list  # backward pass specs priced without the overlap
+    chunks: dict  # the chunks they come from (the last micro-batch's split backward reads them)
+    first: dict  # first forwards led by their parameter wait (virtual stage -> spec)
+    work: dict  # (forward, backward) passes, with their ZeRO-3 / FSDP gathers
+
+
 def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
-                    memo: dict) -> tuple[list, list, dict, dict, dict] | None:
+                    memo: dict) -> LonePasses | None:
     """Per virtual stage, the pass specs of ``graph`` (a ``simulator._TaskGraph``) priced
     without the overlap, forwards then backwards, the chunks they come from (the last
     micro-batch's split backward is a cool-down backward too), the first forwards of the
@@ -58,10 +68,11 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
             work = gathers(alone_cfg, pricer, alone, [0.0] * graph.pp)
         hit = memo["lone_chunks"] = (alone, work)
     alone, work = hit
-    return ([graph._pass_spec(v % graph.pp, work[v][0], v < last_v) for v in alone],
-            [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
-            {v: graph._pass_spec(v % graph.pp, wait + work[v][0], v < last_v)
-             for v, wait in first_wait.items()}, work)
+    return LonePasses(
+        [graph._pass_spec(v % graph.pp, work[v][0], v < last_v) for v in alone],
+        [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
+        {v: graph._pass_spec(v % graph.pp, wait + work[v][0], v < last_v)
+         for v, wait in first_wait.items()}, work)
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

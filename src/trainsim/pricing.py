@@ -245,11 +245,11 @@ class Pricer:
             t = max(t, fwd.time_s)
         return t
 
-    def hidden_behind(self, comm_s: float, compute_s: float, stream: str = "dp") -> float:
+    def hidden_behind(self, comm_s: float, compute_s: float) -> float:
         """Exposed time of a collective run beside ``compute_s`` of compute: what the compute
         cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile
-        (the share of ``stream``'s kernels: ``sm_share``)."""
-        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share[stream]
+        (a collective's share, ``sm_share['dp']``)."""
+        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
 
     def _overlap_splits(self, ops: list[Op]) -> dict[int, int]:
         """Chunks each GEMM runs in under the TP overlap (``tp_comm_overlap_method``).
@@ -418,6 +418,8 @@ class Pricer:
         """The ops in the order the host issues them, with the compute stream's time each
         takes: a pooled all-to-all (``moe_overlap_ep_comm``) is launched where the list has it
         and takes none (it runs on the communication stream)."""
+        if not pooled:
+            return order, [seg[1] for seg in segs]
         ops, busy = list(order), [seg[1] for seg in segs]
         for _, op, at in reversed(pooled):
             ops.insert(at, op)

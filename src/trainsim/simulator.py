@@ -124,6 +124,8 @@ class _TaskGraph(OptimizerTasks):
                 if p.zero3_gather == "per_parameter" else \
                 unit_gather_waits(cfg, pricer, self.chunks, self.side_s)
         self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
+        # the gradient collective after each backward (DeepSpeed < 0.6 may all-reduce instead)
+        self.grad_kind = zero3_grad_collective(cfg) if self.fsdp else "reduce_scatter"
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
 
@@ -290,8 +292,8 @@ class _TaskGraph(OptimizerTasks):
                             deps += first_fwd_deps.get((s, chunk), [])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
                         if self.lone and k < first_b[s]:  # a warm-up forward: no partner
-                            spec = self.lone[3].get(v, self.lone[0][v]) if mb == 0 \
-                                else self.lone[0][v]
+                            spec = self.lone.first.get(v, self.lone.fwd[v]) if mb == 0 \
+                                else self.lone.fwd[v]
                         if spec[4] is None:  # no separate send: the pass is what the next waits on
                             tags.append(k)
                             tasks.append(Task(spec[0], spec[1], deps, label["F"][chunk][mb],
@@ -312,7 +314,7 @@ class _TaskGraph(OptimizerTasks):
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps)
                         else:
-                            spec = self.lone[1][v] if self.lone and k > last_f[s] \
+                            spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
                                 else bwd_spec[v]  # a cool-down backward runs alone
                             sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
                             if slow_bwd[s] and self.fsdp:  # and its reduce-scatter
@@ -368,7 +370,7 @@ class _TaskGraph(OptimizerTasks):
         k, n = part
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
-        kind = zero3_grad_collective(self.cfg)  # DeepSpeed < 0.6 may all-reduce instead
+        kind = self.grad_kind
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
                 self.fsdp_reduce[s].append(self.comm(
@@ -382,7 +384,7 @@ class _TaskGraph(OptimizerTasks):
         per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
         the reductions run under the layers still to go and only the last one is exposed."""
         # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
-        ch, work = (self.lone[2][v], self.lone[4][v][1]) if self.lone else \
+        ch, work = (self.lone.chunks[v], self.lone.work[v][1]) if self.lone else \
             (self.chunks[v], self.work[v][1])
         lead, trail = _around(work, ch.bwd)
         layers = list(ch.bwd_layers) or [interned(())]
@@ -404,7 +406,7 @@ class _TaskGraph(OptimizerTasks):
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward, split where gradient buckets become ready."""
-        ch = self.lone[2][v] if self.lone else self.chunks[v]  # a cool-down backward
+        ch = self.lone.chunks[v] if self.lone else self.chunks[v]  # a cool-down backward
         chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
         n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
         buckets = self._splits.get((v, n_buckets))
