@@ -10,6 +10,7 @@ import random
 from helpers import make_base
 
 from trainsim import simulate, simulator
+from trainsim.bound import lower_bound_s
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import Pricer, shared
 from trainsim.search import SearchSpace
@@ -74,3 +75,19 @@ def test_configs_that_differ_elsewhere_are_no_twins():
         assert graph_key(sel, Pricer(sel), None, None) == ka
         assert graph_key(b, Pricer(b), None, None) != ka
         assert graph_key(a, Pricer(a), None, 4) != ka
+
+
+def test_a_pricer_that_priced_before_the_build_shares_no_graph_with_a_fresh_twin():
+    """A lower bound priced with the same pricer first (as a search does) leaves records the
+    build does not add again; a fresh twin's pricer must not take that build's records as its
+    whole (its ``compute_sources`` would miss them), so the pricer's state is in the key."""
+    base = make_base(gpus=16, batch=64)
+    for i, key in enumerate(list(SPACE.memory_keys(base, 16))[:8]):
+        a = Candidate(key).to_config(base)
+        b = Candidate(dataclasses.replace(key, recompute="selective")).to_config(base)
+        alone = simulate(b).compute_sources
+        with shared(("twins", 4, i)), runs_shared():
+            pa = Pricer(a)
+            lower_bound_s(a, pa)
+            simulate(a, pricer=pa)
+            assert simulate(b).compute_sources == alone

@@ -17,7 +17,9 @@ reads is in the key: every other parallel field, the model, training and cluster
 op list priced under it is the same object), the layer source and the micro-batch count. The
 chunks' priced passes are compared by identity, so a key matches only where the twin's
 pricer handed back the same objects; the graph kept holds them, so an identity is never
-reused while its key is kept.
+reused while its key is kept. The pricer's records (:func:`mark`) are in the key too: a build
+hands its twin only what it added to them, so a pricer that priced before it (a lower bound
+with the same pricer) shares its graph only with a twin whose pricer stands at the same place.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
         shared["chunks"] = chunks(cfg, pricer, shard_of(cfg), layer_source)
     p = cfg.parallel
     key = (id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source), microbatches,
-           pricer._sig, cfg.recomputed_layers,
+           pricer._sig, mark(pricer), cfg.recomputed_layers,
            tuple(getattr(p, name) for name in _OTHER_FIELDS),
            tuple((v, tuple(map(id, ch.fwd_parts)), id(ch.bwd_head),
                   tuple(map(id, ch.bwd_layers)), id(ch.bwd_tail))
