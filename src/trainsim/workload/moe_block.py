@@ -70,7 +70,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(counts)
     hybrid = dispatcher == "hybridep" and p.ep > 1
     if hybrid:  # its Torch API's own preprocessing, staging and permutes
-        ops.extend(disp.hybridep_api_ops(cfg, tokens, "dispatch")[0])
+        api_before, api_after = disp.hybridep_api_ops(cfg, tokens, "dispatch")
+        ops.extend(api_before)
     elif m.moe_capacity_factor is None:
         # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
         # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
@@ -92,7 +93,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         # DeepEP delivers tokens in source order: sorted here, back before the combine
         ops.append(permute)
     if hybrid:
-        ops.extend(disp.hybridep_api_ops(cfg, tokens, "dispatch")[1])
+        ops.extend(api_after)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
     # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
     # shapes are static (Megatron-core --moe-pad-expert-input-to-capacity).
