@@ -55,6 +55,8 @@ def test_hybridep_stages_its_tokens_only_across_nvlink_domains_and_waits_when_dr
     one = replace(cfg, cluster=replace(cfg.cluster, gpus_per_node=16))
     assert "hybridep_stage_in" not in names(one)
     meta = next(op for op in _ops(cfg) if op.name == "moe_tokens_to_host")
+    # the preprocessing kernel and pad_tokens_per_expert (hybrid-ep 17cfb81-94a9f8f executor.cu)
+    assert meta.kernels == 2
     assert meta.host_sync and meta.bytes == 16 * shard_of(cfg).norm_tokens * (16 + 1)
     capped = replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0))
     assert not next(op for op in _ops(capped) if op.name == "moe_tokens_to_host").host_sync

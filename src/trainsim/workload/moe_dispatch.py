@@ -201,7 +201,9 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     Dispatch, before the kernel: the routing map's all-gather (``routing_map_gather``); the
     metadata preprocessing (``Executor::metadata_preprocess_core``: one kernel over the gathered
     map, ranks x tokens x experts bytes, which writes each rank's tokens x local-experts map; the
-    permute path adds ``permute_preprocessing`` and ``pad_tokens_per_expert``), after which the
+    permute path adds a second, ``pad_tokens_per_expert``: 17cfb81-94a9f8f, where
+    ``run_preprocess_kernel`` also writes the permute's maps; a0d27f1-1b8f467 ran a separate
+    ``permute_preprocessing`` between them, a third), after which the
     host waits for the received-token count (``cudaStreamSynchronize`` on pinned memory when no
     ``num_permuted_tokens`` is given, Megatron's dropless case; ``.item()`` in the plain
     dispatch); across NVLink domains a staging copy of the tokens and fp32 probabilities into the
@@ -230,7 +232,7 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
         before.append(gather)
     sync = not permute or m.moe_capacity_factor is None
     meta = ranks * tokens * (experts + local)
-    before.append(Elementwise("moe_tokens_to_host", bytes=meta, kernels=3 if permute else 1,
+    before.append(Elementwise("moe_tokens_to_host", bytes=meta, kernels=2 if permute else 1,
                               host_sync=sync, bwd_bytes=0, bwd_kernels=0))
     if ranks > c.gpus_per_node:
         stage = 2 * tokens * (h * ACT_BYTES + experts * PROB_BYTES)
