@@ -46,7 +46,9 @@ def test_hybridep_permutes_after_its_dispatch_kernel_with_one_kernel_each_way():
 
 def test_hybridep_stages_its_tokens_only_across_nvlink_domains_and_waits_when_dropless():
     """Across domains ``Executor::dispatch_preprocess`` copies the tokens and fp32 probs into the
-    registered buffer; the metadata preprocessing's host wait is there only when the number of
+    registered buffer; the metadata preprocessing reads the gathered routing map (ranks x tokens
+    x experts bytes) and writes the local-expert map (bool) and the int32 sparse-to-dense and
+    dense-to-expert maps (one local expert here); its host wait is there only when the number of
     permuted tokens is unknown (dropless)."""
     def names(cfg):
         return [op.name for op in _ops(cfg)]
@@ -57,7 +59,7 @@ def test_hybridep_stages_its_tokens_only_across_nvlink_domains_and_waits_when_dr
     meta = next(op for op in _ops(cfg) if op.name == "moe_tokens_to_host")
     # the preprocessing kernel and pad_tokens_per_expert (hybrid-ep 17cfb81-94a9f8f executor.cu)
     assert meta.kernels == 2
-    assert meta.host_sync and meta.bytes == 16 * shard_of(cfg).norm_tokens * (16 + 1)
+    assert meta.host_sync and meta.bytes == 16 * shard_of(cfg).norm_tokens * (16 + 1 + 4 + 4)
     capped = replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0))
     assert not next(op for op in _ops(capped) if op.name == "moe_tokens_to_host").host_sync
 

@@ -182,6 +182,10 @@ def routing_map_gather(cfg: RunConfig, tokens: int) -> Comm | None:
                 ranks * tokens * (m.num_experts or 1), "ep", grad_bytes=0)
 
 
+INDEX_BYTES = 4
+"""HybridEP's preprocessing writes its token maps as int32 (``sparse_to_dense_map``,
+``dense_to_expert_map``: ``torch::kInt32`` in ``Executor::metadata_preprocess_core``)."""
+
 PROB_BYTES = 4
 """HybridEP takes and returns the routing probabilities in fp32 (``_HybridEPManager.dispatch``
 casts them: "HybridEP only supports float32 probs"; hybrid_ep.cu asserts ``kFloat32``)."""
@@ -200,9 +204,10 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
 
     Dispatch, before the kernel: the routing map's all-gather (``routing_map_gather``); the
     metadata preprocessing (``Executor::metadata_preprocess_core``: one kernel over the gathered
-    map, ranks x tokens x experts bytes, which writes each rank's tokens x local-experts map; the
-    permute path adds a second, ``pad_tokens_per_expert``: 17cfb81-94a9f8f, where
-    ``run_preprocess_kernel`` also writes the permute's maps; a0d27f1-1b8f467 ran a separate
+    map, ranks x tokens x experts bytes, which writes each rank's tokens x local-experts map (one
+    byte each) and the int32 ``sparse_to_dense_map`` (ranks x tokens), and on the permute path
+    the int32 ``dense_to_expert_map`` (ranks x tokens x local experts); the permute path adds a
+    second kernel, ``pad_tokens_per_expert``: 17cfb81-94a9f8f; a0d27f1-1b8f467 ran a separate
     ``permute_preprocessing`` between them, a third), after which the
     host waits for the received-token count (``cudaStreamSynchronize`` on pinned memory when no
     ``num_permuted_tokens`` is given, Megatron's dropless case; ``.item()`` in the plain
@@ -231,7 +236,7 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     if gather is not None:
         before.append(gather)
     sync = not permute or m.moe_capacity_factor is None
-    meta = ranks * tokens * (experts + local)
+    meta = ranks * tokens * (experts + local + INDEX_BYTES * (1 + (local if permute else 0)))
     before.append(Elementwise("moe_tokens_to_host", bytes=meta, kernels=2 if permute else 1,
                               host_sync=sync, bwd_bytes=0, bwd_kernels=0))
     if ranks > c.gpus_per_node:
