@@ -91,3 +91,18 @@ def test_hybridep_all_gathers_the_routing_map_once_per_forward():
         [("all_gather", "ep", 16 * tokens * 16)]
     for other in ("deepep", "alltoall"):
         assert not [op for op in _ops(_cfg(other)) if "routing_map" in op.name]
+
+
+def test_hybridep_restages_the_gradient_at_the_combines_backward_not_the_dispatchs():
+    """Across domains the combine's backward dispatches the gradient through the staging copy
+    (tokens only): it runs just before that exchange (``moe.combine_all_to_all.bwd``), and the
+    dispatch's backward (a combine) stages nothing."""
+    ops = _ops(_cfg("hybridep"))
+    names = [op.name for op in ops]
+    grad = names.index("hybridep_stage_in_grad.bwd")
+    assert names[grad + 1] == "moe.combine_all_to_all.bwd"
+    assert ops[grad].bytes == 2 * shard_of(_cfg("hybridep")).norm_tokens * 1024 * 2
+    fwd = ops[names.index("hybridep_stage_in_grad")]
+    assert (fwd.bytes, fwd.kernels) == (0, 0)
+    back = ops[names.index("hybridep_stage_in.bwd")]
+    assert (back.bytes, back.kernels) == (0, 0)

@@ -135,13 +135,16 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if disp.permute_after_exchange(dispatcher):
         ops.append(unpermute)
     if hybrid:
-        ops.extend(disp.hybridep_api_ops(cfg, tokens, "combine")[0])
+        api_combine_before, api_combine_after = disp.hybridep_api_ops(cfg, tokens, "combine")
+        ops.extend(api_combine_before)
     if p.ep > 1 and dispatcher == "allgather":
         ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
                         "ep"))
     elif p.ep > 1:
         ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep",
                         domain_fanout=fanout))
+    if hybrid:
+        ops.extend(api_combine_after)
     if disp.permute_before_exchange(dispatcher):
         ops.append(unpermute)
     shared = m.moe_shared_expert_intermediate_size

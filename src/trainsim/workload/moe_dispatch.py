@@ -225,12 +225,18 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     recv = tokens * destination_ranks(cfg)  # a copy per destination rank, by symmetry
     local = experts // p.ep
     per_domain = min(ranks, c.gpus_per_node)  # the plain API returns a prob per domain expert
+    staged = ranks > c.gpus_per_node
     if phase == "combine":
+        # its backward dispatches the gradient through the same staging (no probs): an op
+        # after the combine, so that its backward runs before the gradient's dispatch
+        after = [Elementwise("hybridep_stage_in_grad", bytes=0.0, kernels=0,
+                             bwd_bytes=2 * tokens * h * ACT_BYTES, bwd_kernels=1)] \
+            if staged else []
         if permute:
             rows = (tokens * m.moe_router_topk + recv) * h * ACT_BYTES
-            return [Elementwise("unpermute", bytes=rows, bwd_bytes=rows)], []
+            return [Elementwise("unpermute", bytes=rows, bwd_bytes=rows)], after
         copy = 2 * recv * (h * ACT_BYTES + local * per_domain * PROB_BYTES)
-        return [Elementwise("hybridep_copy_in", bytes=copy, kernels=2)], []
+        return [Elementwise("hybridep_copy_in", bytes=copy, kernels=2)], after
     before: list[Op] = []
     gather = routing_map_gather(cfg, tokens)
     if gather is not None:
@@ -239,11 +245,10 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     meta = ranks * tokens * (experts + local + INDEX_BYTES * (1 + (local if permute else 0)))
     before.append(Elementwise("moe_tokens_to_host", bytes=meta, kernels=2 if permute else 1,
                               host_sync=sync, bwd_bytes=0, bwd_kernels=0))
-    if ranks > c.gpus_per_node:
+    if staged:  # the dispatch's backward (a combine) stages nothing
         stage = 2 * tokens * (h * ACT_BYTES + experts * PROB_BYTES)
-        # the combine's backward dispatches the gradient through the same staging (no probs)
         before.append(Elementwise("hybridep_stage_in", bytes=stage, kernels=2,
-                                  bwd_bytes=2 * tokens * h * ACT_BYTES, bwd_kernels=1))
+                                  bwd_bytes=0.0, bwd_kernels=0))
     if permute:
         rows = (recv + tokens * m.moe_router_topk) * h * ACT_BYTES
         return before, [Elementwise("permute", bytes=rows, bwd_bytes=rows)]
