@@ -217,10 +217,12 @@ class RunConfig:
     def virtual_stage_layers(self) -> list[range]:
         """Global layer indices of each virtual stage v = chunk * pp + stage (Megatron order:
         chunk 0 of every stage, then chunk 1, ...)."""
-        return list(self._virtual_ranges)
+        return list(self.virtual_ranges)
 
     @functools.cached_property
-    def _virtual_ranges(self) -> tuple[range, ...]:
+    def virtual_ranges(self) -> tuple[range, ...]:
+        """:meth:`virtual_stage_layers` as a tuple, computed once per config (hashable: a
+        cache key for what depends only on where the layers are)."""
         p = self.parallel
         if self._layout is not None:
             sizes = [slots.count("t") for slots in self._layout]
@@ -244,7 +246,7 @@ class RunConfig:
         if p.recompute != "full":
             return frozenset()
         n = p.recompute_num_layers
-        return frozenset(i for r in self._virtual_ranges for i in (r if n is None else r[:n]))
+        return frozenset(i for r in self.virtual_ranges for i in (r if n is None else r[:n]))
 
     @property
     def tokens_per_iteration(self) -> int:

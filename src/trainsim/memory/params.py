@@ -45,9 +45,9 @@ micro-batches, recompute, optimizer sharding) ask the same."""
 
 def _layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     p = cfg.parallel
-    ranges = cfg._virtual_ranges
+    ranges = cfg.virtual_ranges
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
-    key = (id(cfg.model), ranges, tuple(held))
+    key = (id(cfg.model), ranges, held)
     hit = _BY_LAYERS.get(key)
     if hit is not None and hit[0] is cfg.model:
         return hit[1]
@@ -58,7 +58,7 @@ def _layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     return out
 
 
-def _layers_of(m: ModelConfig, ranges: tuple[range, ...], held: list[int]) -> tuple[float, float]:
+def _layers_of(m: ModelConfig, ranges: tuple[range, ...], held: tuple[int, ...]) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of the layers of virtual stages ``held``."""
     if m.num_experts is None:  # no layer has routed experts: the count and the first layer
         n = sum(len(ranges[v]) for v in held)

@@ -298,14 +298,10 @@ def rank_of(name: str | None, v: int, chunk: int, pp: int) -> int:
     return v % pp
 
 
-def rank_chunks(name: str | None, stage: int, pp: int, vpp: int) -> list[int]:
-    """The virtual stage of each chunk a rank holds (DualPipe: two copies of pp stages)."""
-    return list(_rank_chunks(name, stage, pp, vpp))
-
-
 @functools.lru_cache(maxsize=4096)
-def _rank_chunks(name: str | None, stage: int, pp: int, vpp: int) -> tuple[int, ...]:
-    """:func:`rank_chunks`, once per process (a search's memory checks ask ~10^5 times)."""
+def rank_chunks(name: str | None, stage: int, pp: int, vpp: int) -> tuple[int, ...]:
+    """The virtual stage of each chunk a rank holds (DualPipe: two copies of pp stages); once
+    per process (a search's memory checks ask ~10^5 times)."""
     chunks = 2 if name == "dualpipe" and pp > 1 else vpp
     return tuple(virtual_stage(name, stage, c, pp) for c in range(chunks))
 
