@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
-from trainsim.memory import hf
+from trainsim.memory import hf, params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
@@ -365,6 +365,16 @@ def _layer_bytes_kept(cfg: RunConfig) -> dict[tuple[bool, bool], float]:
             _LAYER_BYTES.clear()
         hit = _LAYER_BYTES[id(cfg)] = (cfg, {})
     return hit[1]
+
+
+def cache_clear() -> None:
+    """Forget every answer the memory estimate keeps across calls (a layer's activation bytes,
+    the schedules' peaks, the stages' parameter splits), like ``memo.per_config``'s hook: the
+    kept answers are those computed afresh (tests/test_memory_caches.py)."""
+    _LAYER_BYTES.clear()
+    _peak_chunks.cache_clear()
+    _peak_weighted.cache_clear()
+    params.cache_clear()
 
 
 def _activations(cfg: RunConfig, stage: int) -> float:

@@ -58,6 +58,12 @@ def _layer_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     return out
 
 
+def cache_clear() -> None:
+    """Forget the kept layer splits (``_SPLITS``, ``_BY_LAYERS``; ``memory.cache_clear``)."""
+    _SPLITS.clear()
+    _BY_LAYERS.clear()
+
+
 def _layers_of(m: ModelConfig, ranges: tuple[range, ...], held: tuple[int, ...]) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of the layers of virtual stages ``held``."""
     if m.num_experts is None:  # no layer has routed experts: the count and the first layer

@@ -1,0 +1,42 @@
+"""The memory estimate's module caches (a layer's activation bytes by config, the stages'
+parameter splits by config and by layer placement, the schedules' peaks) give the answers
+computed afresh: a search's configs that share a model and place the same layers ask them
+warm; ``memory.cache_clear`` forgets them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from helpers import TINY_MODEL, make_base
+
+from trainsim.memory import cache_clear, estimate_stage_memory
+from trainsim.search import SearchSpace
+from trainsim.search.space import Candidate
+
+MOE = {**TINY_MODEL, "name": "tiny-moe", "num_experts": 8, "moe_router_topk": 2,
+       "moe_ffn_hidden_size": 512, "moe_layer_freq": 2}
+
+
+def _configs() -> list:
+    out = []
+    for model in (TINY_MODEL, MOE):
+        base = make_base(model, gpus=16, batch=64)
+        space = SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=2)
+        keys = list(space.memory_keys(base, 16))
+        for key in keys[:: max(1, len(keys) // 12)]:
+            c = Candidate(key)
+            out.append(c.to_config(base))
+            if key.pp > 1:  # the same placement, another recompute: the splits asked warm
+                other = "full" if key.recompute != "full" else "none"
+                out.append(Candidate(dataclasses.replace(key, recompute=other)).to_config(base))
+    return out
+
+
+def test_cached_answers_equal_the_ones_computed_cold():
+    cfgs = _configs()
+    assert any(c.parallel.pp > 1 for c in cfgs) and any(c.model.num_experts for c in cfgs)
+    cache_clear()
+    warm = [[estimate_stage_memory(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+    for cfg, kept in zip(cfgs, warm):
+        cache_clear()
+        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept
