@@ -30,17 +30,11 @@ import sys
 import tempfile
 from typing import Any
 
-from trainsim.catalog import run_config_from_dict
 from trainsim.compute import host
 from trainsim.pricing import Pricer
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
-from trainsim.validate.training import (
-    _counts_checked,
-    _training_base,
-    _with,
-    predict_training_row,
-)
+from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Op
 from trainsim.workload.recompute import layer_recompute
@@ -105,12 +99,11 @@ def period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kern
 def main(argv: list[str]) -> int:
     row_id = argv[0]
     path = argv[1] if len(argv) > 1 else str(BUNDLED_DIR / "training_public.csv")
-    fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tempfile.mkdtemp())
-    with open(fixed or path, newline="") as fh:
-        row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
-    chosen = predict_training_row(row).chosen or {}
-    raw, _ = _training_base(_counts_checked(row))
-    cfg = run_config_from_dict(_with(raw, chosen))
+    with tempfile.TemporaryDirectory() as tmp:
+        fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tmp)
+        with open(fixed or path, newline="") as fh:
+            row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
+    cfg = row_config(row, predict_training_row(row).chosen)
     pricer, sh = Pricer(cfg), shard_of(cfg)
     lf = layer_forward(cfg, sh, moe=True)
     lb = layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)

@@ -21,7 +21,13 @@ from trainsim.validate.common import RowResult, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
-from trainsim.validate.training import TRAINING_REQUIRED, predict_training_row, row_passes, tune
+from trainsim.validate.training import (
+    TRAINING_REQUIRED,
+    predict_training_row,
+    row_config,
+    row_passes,
+    tune,
+)
 
 
 def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
@@ -211,4 +217,4 @@ def _in_workers(predict: Callable[[dict[str, str]], RowResult], rows: list[dict[
 
 
 __all__ = ["BUNDLED_DIR", "RowResult", "bundled_files", "predict_collective_row", "predict_kernel_row", "predict_training_row",
-           "read_rows", "summarize", "summary_line", "tune", "validate_file"]
+           "read_rows", "row_config", "summarize", "summary_line", "tune", "validate_file"]

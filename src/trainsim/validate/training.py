@@ -457,6 +457,16 @@ def row_passes(row: dict[str, str]) -> float:
     return 2.0 * n["global_batch_size"] / (n["micro_batch_size"] * dp) * n["pp"] * n["vpp"]
 
 
+def row_config(row: dict[str, str], chosen: dict[str, Any] | None = None,
+               compute_db: str | None = "auto") -> RunConfig:
+    """The config :func:`predict_training_row` simulates for ``row``, with ``chosen`` (its
+    ``RowResult.chosen``: the tuner's settings for the row's empty cells) filled in: for tools
+    that look closer at a validated row (benchmarks/pair_timeline.py)."""
+    raw, _ = _training_base(_counts_checked(row))
+    raw["cluster"]["compute_db"] = compute_db
+    return run_config_from_dict(_with(raw, chosen or {}))
+
+
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
     """The row's iteration simulated as its framework ran it (empty cells tuned), with the
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
