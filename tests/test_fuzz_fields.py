@@ -180,12 +180,17 @@ def test_a_run_whose_wall_clock_overflows_is_refused(tmp_path):
     assert "exceeds any finite number" in line and "to write" in line
 
 
-def test_a_window_skip_frequency_needs_a_window():
-    """window_attn_skip_freq without sliding_window was accepted and never read."""
-    with pytest.raises(ConfigError, match="needs model.sliding_window"):
-        run_config_from_dict(_with(DENSE, model={"window_attn_skip_freq": 2}))
-    ok = _with(DENSE, model={"window_attn_skip_freq": 2, "sliding_window": 128})
-    assert SWEEP.sane_result(simulate(run_config_from_dict(ok))) is None
+def test_a_window_skip_frequency_without_a_window_is_ignored():
+    """Megatron-core reads window_attn_skip_freq only when window_size is set (core_v0.19.0
+    transformer/utils.py is_layer_window_attention); refusing it made gpt-oss-20b's
+    natural what-if `--set model.sliding_window=null` fail on the preset's own value."""
+    run = _with(DENSE, training={"seq_length": 1024})
+    run["model"] = {"preset": "gpt-oss-20b", "num_layers": 2, "sliding_window": None}
+    cfg = run_config_from_dict(run)
+    assert cfg.model.sliding_window is None and cfg.model.window_attn_skip_freq == 2
+    assert SWEEP.sane_result(simulate(cfg)) is None
+    alone = run_config_from_dict(_with(DENSE, model={"window_attn_skip_freq": 2}))
+    assert SWEEP.sane_result(simulate(alone)) is None
 
 
 @pytest.mark.parametrize("reference", [3, ["tp=2"], 2.5])

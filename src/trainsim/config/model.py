@@ -134,10 +134,9 @@ class ModelConfig:
                 f"model.num_attention_heads={self.num_attention_heads}")
         require_positive("model", q_lora_rank=self.q_lora_rank, kv_lora_rank=self.kv_lora_rank,
                          qk_head_dim=self.qk_head_dim, v_head_dim=self.v_head_dim)
-        if self.window_attn_skip_freq is not None and self.sliding_window is None:
-            raise ConfigError(f"model.window_attn_skip_freq={self.window_attn_skip_freq} makes "
-                              "every N-th sliding-window layer full; it needs "
-                              "model.sliding_window (else every layer is full already)")
+        # window_attn_skip_freq without sliding_window is accepted and ignored, as
+        # Megatron-core does (core_v0.19.0 transformer/utils.py is_layer_window_attention:
+        # the skip pattern is read only when window_size is set); a preset's value must not make `sliding_window=null` fail.
         if self.qk_pos_emb_head_dim < 0:  # was accepted: a negative rope width under MLA
             raise ConfigError(f"model.qk_pos_emb_head_dim={self.qk_pos_emb_head_dim} must be "
                               ">= 0")
