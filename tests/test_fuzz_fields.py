@@ -220,13 +220,25 @@ def test_a_negative_rope_width_is_refused(model, match):
         run_config_from_dict(_with(DENSE, model=model))
 
 
-@pytest.mark.parametrize("base, parallel", [
-    (DENSE, {"decoder_first_pipeline_num_layers": 2**40}),  # pp 1: accepted and never read
-    (DENSE, {"decoder_last_pipeline_num_layers": 2}),
-    (MOE, {"decoder_first_pipeline_num_layers": 2**40}),  # pp 2: "do not add up", now named
+@pytest.mark.parametrize("base, parallel, match", [
+    (DENSE, {"decoder_first_pipeline_num_layers": 2**40}, "leaves -1099511627772 layers"),
+    (DENSE, {"decoder_last_pipeline_num_layers": 2}, "leaves 2 layers .* for 0 middle"),
+    (DENSE, {"pp": 2, "decoder_first_pipeline_num_layers": 4}, "leaves 0 layers .* for 1 middle"),
+    (MOE, {"decoder_first_pipeline_num_layers": 0}, "decoder_first_pipeline_num_layers=0 "
+     "must be > 0"),
+    (MOE, {"pipeline_model_parallel_layout": "first:0,last:4"},
+     "pipeline_model_parallel_layout='first:0,last:4' puts 0 layers"),
+    (MOE, {"pipeline_model_parallel_layout": "first:4"}, "pipeline_model_parallel_layout"),
+    (DENSE, {"decoder_first_pipeline_num_layers": 2, "decoder_last_pipeline_num_layers": 2},
+     "for -1 middle stages of pp=1"),
 ])
-def test_first_and_last_stage_layers_need_a_pipeline_that_holds_them(base, parallel):
-    with pytest.raises(ConfigError, match="needs pp > 1 and at most num_layers"):
+def test_first_and_last_stage_layers_follow_megatron_core(base, parallel, match):
+    """Megatron-core transformer_config.py (core_v0.19.0, "Uneven PP"): first/last > 0, and
+    the layers left fill the middle stages or there are none; an empty stage (pp 2 with
+    first = num_layers) and first = 0 were accepted, pp 1 with first = num_layers refused."""
+    with pytest.raises(ConfigError, match=match) as err:
         run_config_from_dict(_with(base, parallel=parallel))
-    ok = _with(MOE, parallel={"decoder_first_pipeline_num_layers": 1})
-    assert SWEEP.sane_result(simulate(run_config_from_dict(ok))) is None
+    assert "\n" not in str(err.value)
+    for ok in (_with(MOE, parallel={"decoder_first_pipeline_num_layers": 1}),
+               _with(DENSE, parallel={"decoder_first_pipeline_num_layers": 4})):
+        assert SWEEP.sane_result(simulate(run_config_from_dict(ok))) is None

@@ -244,8 +244,8 @@ class ParallelConfig:
                               "is unknown; known: megatron, flexible")
         for name in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
             v = getattr(self, name)
-            if v is not None and v < 0:
-                raise ConfigError(f"parallel.{name}={v} must be >= 0")
+            if v is not None and v <= 0:  # Megatron-core: "must be larger than 0"
+                raise ConfigError(f"parallel.{name}={v} must be > 0")
         require_positive("parallel", recompute_num_layers=self.recompute_num_layers,
                          moe_hybridep_num_sms=self.moe_hybridep_num_sms)
         if self.recompute_num_layers is not None and self.recompute != "full":
@@ -307,6 +307,9 @@ class ParallelConfig:
             return
         if is_first_last(text):
             first, last = first_last(text)
+            if 0 in (first, last):  # Megatron-core: "must be larger than 0"
+                raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r} puts 0 "
+                                  "layers on a stage; each stage needs at least one")
             object.__setattr__(self, "decoder_first_pipeline_num_layers", first)
             object.__setattr__(self, "decoder_last_pipeline_num_layers", last)
             object.__setattr__(self, "pipeline_model_parallel_layout", None)

@@ -70,12 +70,6 @@ class RunConfig:
         if t.seq_length % (2 * p.cp) and p.cp > 1:
             raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
                               " (load-balanced causal sharding)")
-        for name in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers"):
-            v = getattr(p, name)
-            if v is not None and (p.pp == 1 or v > m.num_layers):  # pp 1: nothing reads it
-                raise ConfigError(f"parallel.{name}={v} places layers on one of pp={p.pp} "
-                                  f"stages of model.num_layers={m.num_layers}; it needs pp > 1 "
-                                  "and at most num_layers")
         stage_layers = self.stage_layer_counts  # validates the split
         if p.vpp > 1 and self._layout is None and any(n % p.vpp for n in stage_layers):
             raise ConfigError(
@@ -184,13 +178,20 @@ class RunConfig:
                 counts[v % p.pp] += slots.count("t")
             return tuple(counts)
         first, last = p.decoder_first_pipeline_num_layers, p.decoder_last_pipeline_num_layers
-        if p.pp == 1:
-            return (n,)
         middle_stages = p.pp - (first is not None) - (last is not None)
         rest = n - (first or 0) - (last or 0)
-        if rest < 0 or (middle_stages == 0 and rest != 0):
-            raise ConfigError(f"decoder_first/last_pipeline_num_layers do not add up to "
-                              f"model.num_layers={n} over pp={p.pp} stages")
+        # Megatron-core transformer_config.py (core_v0.19.0, "Uneven PP"): the layers left
+        # after the first/last stage's must fill the middle stages, or there are neither
+        # (pp 1 with first = num_layers is accepted, an empty middle stage is not)
+        if rest < 0 or middle_stages < 0 or bool(rest) != bool(middle_stages):
+            given = ", ".join(f"decoder_{k}_pipeline_num_layers={v}" for k, v in
+                              (("first", first), ("last", last)) if v is not None)
+            raise ConfigError(f"parallel.{given} (or pipeline_model_parallel_layout first:N,"
+                              f"last:M) leaves {rest} layers of model.num_layers={n} for "
+                              f"{middle_stages} middle stages of pp={p.pp}; give each stage "
+                              "at least one layer")
+        if p.pp == 1:
+            return (n,)
         if middle_stages and rest % middle_stages:
             if first is None and last is None:
                 raise ConfigError(
