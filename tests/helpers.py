@@ -39,7 +39,9 @@ def cli(*args: str, cwd=None):
     if cwd:
         os.chdir(cwd)
     try:
-        result = CliRunner().invoke(main, list(args), env={"TRAINSIM_DEBUG": "1"})
+        # a TRAINSIM_MAX_TASKS in the caller's environment must not bound the tests' runs
+        result = CliRunner().invoke(main, list(args),
+                                    env={"TRAINSIM_DEBUG": "1", "TRAINSIM_MAX_TASKS": None})
     finally:
         os.chdir(old)
     if result.exception is not None and not isinstance(result.exception, SystemExit):

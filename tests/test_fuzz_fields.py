@@ -150,6 +150,18 @@ def test_an_export_over_the_task_limit_is_refused_before_it_runs(tmp_path, args,
     assert "over the limit" in line and match in line
 
 
+@pytest.mark.parametrize("out", [("--chakra", "e"), ("--simai", "w.txt")])
+def test_the_export_limit_is_raised_with_the_exports_own_flag(tmp_path, out):
+    """A full Chakra export of examples/llama3-70b-h100-64.yaml writes 3.2M nodes, over the
+    500k default; export had no --max-tasks and its refusal named simulate's."""
+    import yaml
+    path = tmp_path / "moe.yaml"
+    path.write_text(yaml.safe_dump(MOE))
+    line = one_error_line(cli("export", str(path), *out, "--max-tasks", "20", cwd=tmp_path))
+    assert "over the limit of 20" in line and "export --max-tasks N" in line
+    assert cli("export", str(path), *out, "--max-tasks", "1000000", cwd=tmp_path).exit_code == 0
+
+
 def test_chakra_groups_of_a_large_run_are_written_quickly(tmp_path):
     """16,384 GPUs, one rank: every group's members built once (8 s before, under 3 s now)."""
     import collections

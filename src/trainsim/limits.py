@@ -62,6 +62,10 @@ DEFAULTS = {
 }
 
 
+EXPORT_FLAG = "export --max-tasks N"
+"""The export command's option for TRAINSIM_MAX_TASKS (its traces' nodes and rows)."""
+
+
 class WorkLimitError(TrainsimError):
     """A run whose estimated work is over its limit."""
 
@@ -114,23 +118,25 @@ order, 2 x micro-batches x vpp positions, for the micro-batches in flight) that 
 as one engine task (about 0.2 us against 5-10 us, measured on PP64)."""
 
 
-def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "") -> None:
+def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "",
+                     flag: str = "simulate --max-tasks N") -> None:
     """Refuse a simulation of ``tasks`` engine tasks (default: the full iteration's), or one
     whose memory estimate walks more schedule positions than the same limit allows (their
     count grows with the micro-batches; Megatron's 1F1B and interleaved schedules are not
-    walked: ``workload.schedule.schedule_peak_in_flight``)."""
+    walked: ``workload.schedule.schedule_peak_in_flight``). ``flag`` is the command's own
+    option that raises the limit."""
     p = cfg.parallel
     fix = (f"{cfg.num_microbatches:,} micro-batches x pp={p.pp} x vpp={p.vpp} x "
            f"{cfg.model.num_layers:,} layers; fewer micro-batches "
            "(training.global_batch_size / (micro_batch_size x dp)) simulate faster")
     check("TRAINSIM_MAX_TASKS", simulation_tasks(cfg) if tasks is None else tasks,
-          f"simulated tasks in one iteration{what}", "simulate --max-tasks N", fix)
+          f"simulated tasks in one iteration{what}", flag, fix)
     if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
         return  # Megatron's schedules: the peak in O(pp x vpp), whatever the micro-batches
     positions = 2.0 * cfg.num_microbatches * p.vpp * p.pp
     check("TRAINSIM_MAX_TASKS", positions / POSITIONS_PER_TASK,
           f"pipeline schedule positions the memory estimate walks, in tasks' worth "
-          f"({positions:,.0f} / {POSITIONS_PER_TASK})", "simulate --max-tasks N", fix)
+          f"({positions:,.0f} / {POSITIONS_PER_TASK})", flag, fix)
 
 
 FLOW_SETUP_STEPS = 20

@@ -158,12 +158,18 @@ def _rank_list(text: str, num_gpus: int) -> list[int]:
 @click.option("--ranks", default=None, help="Chakra: only these ranks, e.g. 0,8 (default all).")
 @click.option("--simai", "simai_path", default=None, metavar="FILE",
               help="Write a SimAI workload .txt.")
+@click.option("--max-tasks", type=POSITIVE_INT, default=None,
+              help="Refuse exports estimated above this many tasks: simulated tasks, trace "
+                   "nodes, group memberships, SimAI rows (default 500,000; TRAINSIM_MAX_TASKS).")
 @click.option("--captured", is_flag=True,
               help="Use layers captured from the model's Hugging Face config (needs torch).")
 def export(config: str, chakra_prefix: str | None, per_kernel: bool, ranks: str | None,
-           simai_path: str | None, captured: bool, **kw: Any) -> None:
+           simai_path: str | None, captured: bool, max_tasks: int | None, **kw: Any) -> None:
     """Export a run's simulated workload to Chakra ET (ASTRA-sim) and/or SimAI."""
     try:
+        from trainsim.limits import set_limit
+
+        set_limit("TRAINSIM_MAX_TASKS", max_tasks)
         from trainsim.capture.inputs import resolve
 
         if not chakra_prefix and not simai_path:

@@ -53,7 +53,7 @@ from trainsim.interop.chakra_et import (  # noqa: F401  (re-exported)
     read_et,
     write_et,
 )
-from trainsim.limits import check, check_simulation
+from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.simulator import LayerSource, Pricer, build_tasks
 from trainsim.workload.ops import Comm, Op
 
@@ -384,7 +384,7 @@ def _materialize(protos: list[_Proto], rank: int, layout: Layout,
 def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource | None = None,
                   per_kernel: bool = False, ranks: list[int] | None = None) -> ChakraExport:
     """Write ``<prefix>.<rank>.et`` for every rank (or ``ranks``) and ``<prefix>.json``."""
-    check_simulation(cfg, what=" (a trace holds the whole iteration)")
+    check_simulation(cfg, what=" (a trace holds the whole iteration)", flag=EXPORT_FLAG)
     pricer = _RecordingPricer(cfg)
     tasks, ends = build_tasks(cfg, pricer, layer_source)
     timeline = run(tasks)
@@ -402,7 +402,7 @@ def export_chakra(cfg: RunConfig, prefix: str | Path, layer_source: LayerSource 
     n_ranks = len(ranks) if ranks is not None else layout.world
     check("TRAINSIM_MAX_TASKS", written + memberships,
           "Chakra trace nodes and communicator-group memberships to write (each a task's "
-          "worth)", "", f"{written:,} nodes of {n_ranks:,} rank(s), {memberships:,} "
+          "worth)", EXPORT_FLAG, f"{written:,} nodes of {n_ranks:,} rank(s), {memberships:,} "
           f"memberships of a {layout.world:,}-GPU run"
           + ("; fewer ranks (--ranks 0,8) write fewer nodes" if written > memberships else ""))
     prefix = Path(prefix)

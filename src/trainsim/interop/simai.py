@@ -37,7 +37,7 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.config.safe_load import write_output
-from trainsim.limits import check, check_simulation
+from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer, bucket_params
 from trainsim.workload.elementwise import optimizer_step
@@ -106,7 +106,7 @@ def _rows(name: str, fwd: list[tuple[float, str, int]], bwd: list[tuple[float, s
 
 def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[Row]:
     """The rows of one iteration of the first pipeline stage's representative rank."""
-    check_simulation(cfg, what=" (SimAI lists every micro-batch)")
+    check_simulation(cfg, what=" (SimAI lists every micro-batch)", flag=EXPORT_FLAG)
     pricer = Pricer(cfg)
     sh = shard_of(cfg)
     p, m = cfg.parallel, cfg.model
@@ -161,7 +161,7 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
         hf = head_forward(cfg, sh)
         mb += _rows("head", _pieces(hf, pricer), _pieces(head_backward(cfg, sh, hf), pricer))
     check("TRAINSIM_MAX_TASKS", len(rows) + len(mb) * cfg.num_microbatches,
-          "SimAI workload rows (every micro-batch's, each a task's worth)", "",
+          "SimAI workload rows (every micro-batch's, each a task's worth)", EXPORT_FLAG,
           f"{cfg.num_microbatches:,} micro-batches x {len(mb):,} rows")
     return rows + mb * cfg.num_microbatches
 
