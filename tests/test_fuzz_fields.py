@@ -205,6 +205,26 @@ def test_a_window_skip_frequency_without_a_window_is_ignored():
     assert SWEEP.sane_result(simulate(alone)) is None
 
 
+def test_a_name_with_a_line_break_stays_on_one_line(tmp_path):
+    """Sites that quote a file name raw (an HF config's checks, Chakra's trace files) made a
+    two-line error of 'a\\nb'; TrainsimError escapes its text once for every site."""
+    from trainsim.catalog import model_from_hf_config
+    from trainsim.errors import TrainsimError
+    from trainsim.interop.chakra import trace_files
+    folder = tmp_path / "a\nb\x1b[31m"
+    folder.mkdir()
+    (folder / "config.json").write_text("[]")
+    with pytest.raises(ConfigError, match="holds a mapping") as err:
+        model_from_hf_config(folder / "config.json")
+    with pytest.raises(TrainsimError, match="no Chakra traces") as err2:
+        trace_files(folder / "t")
+    for exc in (err.value, err2.value):
+        assert "\n" not in str(exc) and "\x1b" not in str(exc) and "a\\nb\\x1b[31m" in str(exc)
+    (folder / "run.yaml").write_text("[]")
+    line = one_error_line(cli("simulate", str(folder / "run.yaml")))
+    assert "a\\nb\\x1b[31m/run.yaml must hold a mapping" in line
+
+
 @pytest.mark.parametrize("reference", [3, ["tp=2"], 2.5])
 def test_a_search_job_reference_that_is_no_text_is_a_field_error(reference):
     """options.reference=3 was an AttributeError ('int' has no 'replace') in the worker."""

@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 
+def escaped(text: str) -> str:
+    """``text`` with each character that is not printable (a line break, a tab, a terminal
+    escape) written as its Python escape (``\\n``, ``\\x1b``): an error stays one line
+    whatever file name or value it quotes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
+
+
 class TrainsimError(Exception):
-    """Root of trainsim's exceptions."""
+    """Root of trainsim's exceptions. Its text is one printable line: the names and values a
+    message quotes are escaped once here (``escaped``), not at each site that raises it."""
+
+    def __str__(self) -> str:
+        return escaped(super().__str__())
 
 
 class ConfigError(TrainsimError, ValueError):
