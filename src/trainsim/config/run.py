@@ -44,6 +44,9 @@ class RunConfig:
             # Megatron-core moe/shared_experts.py: SharedExpertMLP is an MLP over the tp group
             raise ConfigError(f"parallel.tp={p.tp} does not divide model."
                               f"moe_shared_expert_intermediate_size={shared}")
+        if t.seq_length % (2 * p.cp) and p.cp > 1:  # before SP's check: it divides by cp
+            raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
+                              " (load-balanced causal sharding)")
         if p.sequence_parallel and p.tp > 1 and (t.seq_length // p.cp) % p.tp:
             # Megatron-core tensor_parallel/mappings.py _split_along_first_dim asserts it
             raise ConfigError(f"parallel.sequence_parallel splits each sequence's "
@@ -67,9 +70,6 @@ class RunConfig:
             raise ConfigError(f"cp_comm_type=a2a (Ulysses) shards attention heads over tp*cp="
                               f"{p.tp}*{p.cp}: model.num_attention_heads={m.num_attention_heads} "
                               "must be divisible by it; use p2p (ring attention) instead")
-        if t.seq_length % (2 * p.cp) and p.cp > 1:
-            raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
-                              " (load-balanced causal sharding)")
         stage_layers = self.stage_layer_counts  # validates the split
         if p.vpp > 1 and self._layout is None and any(n % p.vpp for n in stage_layers):
             raise ConfigError(
