@@ -431,8 +431,8 @@ def service_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
             try:
                 out = run(k, c, o, settings)
             except RequestError as exc:
-                if not exc.field or "\n" in str(exc):
-                    return "request error without a field"
+                if not exc.field.startswith("options.") or "\n" in str(exc):
+                    return f"request error naming {exc.field!r}, not one option"
                 return None
             low = out.result.lower()
             if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
@@ -472,7 +472,9 @@ def service_search_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Call
             try:
                 out = run(k, {"model": dict(DENSE["model"])}, o, settings)
             except RequestError as exc:
-                return None if exc.field and "\n" not in str(exc) else "request error"
+                if not exc.field.startswith("options.") or "\n" in str(exc):
+                    return f"request error naming {exc.field!r}, not one option"
+                return None
             low = out.result.lower()
             if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
                 return "non-finite in result"

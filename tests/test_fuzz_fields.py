@@ -236,6 +236,23 @@ def test_a_name_with_a_line_break_stays_on_one_line(tmp_path):
     assert "a\\nb\\x1b[31m/run.yaml must hold a mapping" in line
 
 
+@pytest.mark.parametrize("kind, options, field", [
+    ("search", {"gpus": 8, "global_batch": 8, "seq": 256, "nic_gbps": "x"}, "options.nic_gbps"),
+    ("plan", {"tokens": "1B", "days": 1, "max_gpus": 8, "seq": 256, "global_batch": "x"},
+     "options.global_batch"),
+    ("plan", {"tokens": "1B", "days": 1, "max_gpus": 8, "seq": 256, "pue": [1]}, "options.pue"),
+])
+def test_a_job_option_that_is_no_number_names_the_option(kind, options, field):
+    """float('x') in the job runner was a ValueError the dispatcher reported against all of
+    `options`, not the option at fault."""
+    pytest.importorskip("fastapi")
+    from trainsim.service import Settings
+    from trainsim.service.jobs import problem
+    settings = Settings(db_url="sqlite://", workers=0, checkers=0)
+    status, named, message = problem(kind, {"model": dict(DENSE["model"])}, options, settings)
+    assert status == 422 and named == field and "\n" not in message
+
+
 @pytest.mark.parametrize("reference", [3, ["tp=2"], 2.5])
 def test_a_search_job_reference_that_is_no_text_is_a_field_error(reference):
     """options.reference=3 was an AttributeError ('int' has no 'replace') in the worker."""

@@ -123,6 +123,18 @@ def _int(opts: dict[str, Any], key: str, least: int = 0) -> int:
     return v
 
 
+def _float(opts: dict[str, Any], key: str, optional: bool = False) -> float | None:
+    """Option ``key`` as a number (None stays None if ``optional``), or a RequestError
+    naming it."""
+    v = opts[key]
+    if v is None and optional:
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected a number") from None
+
+
 def _text(v: Any) -> str | None:
     """An option the CLI takes as text ('8,16', '15T'): numbers and lists become that text."""
     if v is None:
@@ -211,7 +223,7 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
         return None
     from trainsim.reliability.goodput import goodput
 
-    days = None if opts["days"] is None else float(opts["days"])
+    days = _float(opts, "days", optional=True)
     result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials,
                      seed=_int(opts, "seed"), sweep=bool(opts["sweep"]) or bool(opts["plot"]))
     plot = None
@@ -336,7 +348,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
         _bound_gpus(n, "options.gpus", settings.limits)
     base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
                       _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
-                      float(opts["nic_gbps"]), opts["dtype"], tuple(opts["set"]))
+                      _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
     space = _space(opts)
     ref = (parse_reference(_text(opts["reference"]) or "", base, counts[0])
            if opts["reference"] else None)  # as text: 3 was an AttributeError
@@ -347,7 +359,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
     try:
         result = search(base, counts, space, top_k=_int(opts, "top", 1), executor=ex,
                         rank_by=opts["rank_by"], exhaustive=bool(opts["exhaustive"]),
-                        reference=ref, pareto_slowdown=float(opts["pareto_slowdown"]),
+                        reference=ref, pareto_slowdown=_float(opts, "pareto_slowdown"),
                         progress=lambda phase, d, t: progress(d / max(1, t), phase))
     finally:
         ex.close()
@@ -378,21 +390,20 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
     _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
     n_tokens = parse_number(_text(opts["tokens"]) or "", "--tokens")
     seq = _int(opts, "seq", 1)
-    gb = opts["global_batch"] or max(1, 2 ** round(math.log2(4 * 2**20 / seq)))
+    gb = _int(opts, "global_batch", 1) if opts["global_batch"] else max(1, 2 ** round(math.log2(4 * 2**20 / seq)))
     gpn = _int(opts, "gpus_per_node", 1)
-    base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn, float(opts["nic_gbps"]),
+    base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn, _float(opts, "nic_gbps"),
                       opts["dtype"], tuple(opts["set"]))
-    energy = EnergyModel(float(opts["gpu_idle_fraction"]), float(opts["node_overhead"]),
-                         None if opts["pue"] is None else float(opts["pue"]),
-                         float(opts["grid"]))
+    energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
+                         _float(opts, "pue", optional=True), _float(opts, "grid"))
     space = _space(opts)
     if not run:
         return None
     ex = _executor(settings)
     try:
-        result = plan(base, n_tokens, float(opts["days"]), space=space, executor=ex,
+        result = plan(base, n_tokens, _float(opts, "days"), space=space, executor=ex,
                       max_gpus=max_gpus, energy=energy,
-                      price_per_gpu_hour=None if opts["price"] is None else float(opts["price"]),
+                      price_per_gpu_hour=_float(opts, "price", optional=True),
                       progress=lambda phase, d, t: progress(d / max(1, t), phase))
     finally:
         ex.close()
