@@ -201,6 +201,7 @@ def test_a_run_whose_wall_clock_overflows_is_refused(tmp_path):
     path.write_text(SWEEP_BASE_TEXT + "reliability: {checkpoint: {storage_write_bw_Bps: 1.0e-300}}\n")
     line = one_error_line(cli("goodput", str(path), "--tokens", "1e12", "--trials", "20"))
     assert "exceeds any finite number" in line and "to write" in line
+    assert line.endswith("the longest comes from reliability.checkpoint.storage_write_bw_Bps")
 
 
 def test_a_window_skip_frequency_without_a_window_is_ignored():

@@ -89,16 +89,26 @@ class GoodputResult:
         return out
 
 
-def _check_finite(summary: Summary, ck: Any, recovery_s: float) -> None:
+def _check_finite(summary: Summary, ck: Any, recovery_s: float, rel: ReliabilityConfig,
+                  nodes: int) -> None:
     """Refuse a run whose wall clock overflowed (a planned stop waiting 1e307 s for a
-    checkpoint written at 1e-300 B/s: its days were inf and nan, invalid JSON)."""
+    checkpoint written at 1e-300 B/s: its days were inf and nan, invalid JSON), naming the
+    field behind the longest of its times."""
     values = [summary.mean_days, summary.p50_days, summary.p90_days, *summary.lost_s.values()]
-    if not all(math.isfinite(v) for v in values):
-        raise ConfigError(
-            f"the run's wall clock exceeds any finite number: a checkpoint takes "
-            f"{ck.host_copy_s + ck.upload_s:.3g} s to write and {ck.restore_s:.3g} s to restore, "
-            f"a recovery {recovery_s:.3g} s; check reliability.checkpoint's and "
-            "reliability.recovery's fields")
+    if all(math.isfinite(v) for v in values):
+        return
+    c = rel.checkpoint  # plan.checkpoint_costs: storage at min(its bandwidth, nodes x node's)
+    storage = lambda f: (f if getattr(c, f) <= nodes * c.node_storage_bw_Bps
+                         else "node_storage_bw_Bps")
+    terms = {f"reliability.checkpoint.{f}": t for f, t in (
+        ("host_copy_bw_Bps", ck.host_copy_s), (storage("storage_write_bw_Bps"), ck.upload_s),
+        (storage("storage_read_bw_Bps"), ck.restore_s))}
+    terms["reliability.recovery"] = recovery_s
+    field = max(terms, key=terms.get)
+    raise ConfigError(
+        f"the run's wall clock exceeds any finite number: a checkpoint takes "
+        f"{ck.host_copy_s + ck.upload_s:.3g} s to write and {ck.restore_s:.3g} s to restore, "
+        f"a recovery {recovery_s:.3g} s; the longest comes from {field}")
 
 
 def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: float | None = None,
@@ -141,7 +151,7 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
         outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
         summary = summarize(outcome, plan, seed)
-    _check_finite(summary, ck, recovery)
+    _check_finite(summary, ck, recovery, rel, cfg.cluster.num_nodes)
     sw = None
     if sweep:
         sweep_k = sweep_trials or min(trials, 300)
