@@ -284,9 +284,10 @@ def test_a_negative_rope_width_is_refused(model, match):
 @pytest.mark.parametrize("base, parallel, match", [
     (DENSE, {"decoder_first_pipeline_num_layers": 2**40}, "leaves -1099511627772 layers"),
     (DENSE, {"decoder_last_pipeline_num_layers": 2}, "leaves 2 layers .* for 0 middle"),
-    (DENSE, {"pp": 2, "decoder_first_pipeline_num_layers": 4}, "leaves 0 layers .* for 1 middle"),
-    (MOE, {"decoder_first_pipeline_num_layers": 0}, "decoder_first_pipeline_num_layers=0 "
-     "must be > 0"),
+    (DENSE, {"pp": 2, "decoder_first_pipeline_num_layers": 4},
+     "leaves 0 layers .* for 1 middle"),
+    (MOE, {"decoder_first_pipeline_num_layers": 0},
+     "decoder_first_pipeline_num_layers=0 must be > 0"),
     (MOE, {"pipeline_model_parallel_layout": "first:0,last:4"},
      "pipeline_model_parallel_layout='first:0,last:4' puts 0 layers"),
     (MOE, {"pipeline_model_parallel_layout": "first:4"}, "pipeline_model_parallel_layout"),

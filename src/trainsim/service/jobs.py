@@ -137,11 +137,12 @@ def _float(opts: dict[str, Any], key: str, optional: bool = False) -> float | No
 
 def _text(v: Any) -> str | None:
     """An option the CLI takes as text ('8,16', '15T'): numbers and lists become that text."""
-    if v is None:
-        return None
-    if isinstance(v, list):
-        return ",".join(str(x) for x in v)
-    return str(v)
+    return None if v is None else _given_text(v)
+
+
+def _given_text(v: Any) -> str:
+    """``_text`` of an option that is given (not None)."""
+    return ",".join(str(x) for x in v) if isinstance(v, list) else str(v)
 
 
 # ------------------------------------------------------------------------------ simulate
@@ -217,8 +218,8 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
     _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
     if opts["interval"] is not None:
         rel = dataclasses.replace(rel, checkpoint=dataclasses.replace(
-            rel.checkpoint, interval_s=parse_duration(_text(opts["interval"]) or "")))
-    tokens = parse_tokens(_text(opts["tokens"]) or "") if opts["tokens"] is not None else None
+            rel.checkpoint, interval_s=parse_duration(_given_text(opts["interval"]))))
+    tokens = parse_tokens(_given_text(opts["tokens"])) if opts["tokens"] is not None else None
     if not run:
         return None
     from trainsim.reliability.goodput import goodput
@@ -350,7 +351,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
                       _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
                       _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
     space = _space(opts)
-    ref = (parse_reference(_text(opts["reference"]) or "", base, counts[0])
+    ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
            if opts["reference"] else None)  # as text: 3 was an AttributeError
     _bound_candidates(base, counts, space, settings.limits)
     if not run:
@@ -388,7 +389,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
             raise RequestError(f"options.{key}", f"options.{key} is required")
     max_gpus = _int(opts, "max_gpus", 1)
     _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
-    n_tokens = parse_number(_text(opts["tokens"]) or "", "--tokens")
+    n_tokens = parse_number(_given_text(opts["tokens"]), "--tokens")
     seq = _int(opts, "seq", 1)
     gb = _int(opts, "global_batch", 1) if opts["global_batch"] else max(1, 2 ** round(math.log2(4 * 2**20 / seq)))
     gpn = _int(opts, "gpus_per_node", 1)

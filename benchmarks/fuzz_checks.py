@@ -1,0 +1,189 @@
+"""Bases, value batteries and outcome checks of benchmarks/fuzz_sweep.py (2026-11-24, fuzz
+session): the three base configs, a battery of values per field kind, and what counts as a
+handled input (a sane result, one ``TrainsimError`` line) or a failure class."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import os
+import signal
+import traceback
+import typing
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, get_args, get_origin
+
+from trainsim.catalog import run_config_from_dict
+from trainsim.config.cluster import ClusterConfig
+from trainsim.config.model import ModelConfig
+from trainsim.config.parallel import ALIASES, ParallelConfig
+from trainsim.config.training import TrainingConfig
+from trainsim.errors import TrainsimError
+from trainsim.simulator import simulate
+
+DENSE = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                   "vocab_size": 1024},
+         "parallel": {},
+         "training": {"global_batch_size": 16, "seq_length": 512},
+         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                     "compute_db": None}}
+MOE = {"model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                 "vocab_size": 1024, "num_experts": 8, "moe_router_topk": 2,
+                 "moe_ffn_hidden_size": 256},
+       "parallel": {"tp": 2, "pp": 2, "ep": 2, "sequence_parallel": True},
+       "training": {"global_batch_size": 16, "seq_length": 512},
+       "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8,
+                   "compute_db": None}}
+MLA = {"model": {"hidden_size": 256, "num_layers": 8, "num_attention_heads": 4,
+                 "vocab_size": 1024, "kv_lora_rank": 64, "q_lora_rank": 32, "qk_head_dim": 32,
+                 "v_head_dim": 32, "qk_pos_emb_head_dim": 16, "position_embedding": "rope"},
+       "parallel": {"tp": 2, "pp": 2, "vpp": 2, "sequence_parallel": True,
+                    "recompute": "selective"},
+       "training": {"global_batch_size": 16, "seq_length": 512, "dtype": "fp8",
+                    "framework": "megatron-core"},
+       "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8,
+                   "compute_db": "auto"}}
+"""MLA, interleaved pipeline, fp8, two nodes, the measured-kernel database and a framework
+profile: the fields the other two bases leave unread."""
+BASES = {"dense": DENSE, "moe": MOE, "mla": MLA}
+SECTIONS = {"model": ModelConfig, "parallel": ParallelConfig, "training": TrainingConfig,
+            "cluster": ClusterConfig}
+CLUSTER_WRITTEN = {"nic_bw_Bps": "nic_gbit_s_per_gpu", "intra_node_bw_Bps": "nvlink_gbyte_s",
+                   "extra": None, "gpu": None}
+"""Cluster fields written under another name (units), or not written (None)."""
+GPU_FIELDS = ["peak_tflops", "hbm_gib", "hbm_gbyte_s", "nvlink_gbyte_s", "mamf_fraction",
+              "mamf_fraction_fp8", "tdp_w", "power_limit_w", "price_per_hour", "num_sms"]
+TIME_LIMIT_S = 60
+
+INTS = [0, -1, 1, 2, 3, 7, 64, 2**31, 2**53, 2**53 + 1, 10**30, 1.5, 2.0, "8", "abc", True,
+        None, math.nan, math.inf, [], {}, "", " 4 ", "1e3"]
+FLOATS = [0, 0.0, -1, -0.0, 1e-300, 0.5, 1, 2, 1e300, math.nan, math.inf, -math.inf, "1.5",
+          "x", True, None, [], {}, 10**30]
+BOOLS = [True, False, "yes", "no", "maybe", 0, 1, 2, None, "true", "", [], 1.0]
+STRS = ["", "x", "x" * 500, None, 1, "a\nb", [], {}, "auto", "none"]
+TUPLES = [[], ["core_attn"], "mlp,moe_act", ["bogus"], 5, None, [1], {}]
+
+
+def battery(tp: Any) -> list[Any]:
+    """The values tried for a field of type ``tp``."""
+    origin = get_origin(tp)
+    if origin is typing.Union or str(origin) == "<class 'types.UnionType'>":
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return battery(args[0])
+    if origin is Literal:
+        allowed = list(get_args(tp))
+        return allowed + [str(allowed[0]).upper(), "BOGUS", "", None, 1, [], {}]
+    if origin in (tuple, list):
+        return TUPLES
+    if tp is bool:
+        return BOOLS
+    if tp is int:
+        return INTS
+    if tp is float:
+        return FLOATS
+    return STRS
+
+
+def fields_of(section: str) -> Iterator[tuple[str, Any]]:
+    """(name as written, type) of each field of ``section``."""
+    cls = SECTIONS[section]
+    hints = typing.get_type_hints(cls)
+    short = {full: s for s, full in ALIASES.items()}
+    for f in dataclasses.fields(cls):
+        name = f.name
+        if section == "cluster" and name in CLUSTER_WRITTEN:
+            if CLUSTER_WRITTEN[name] is None:
+                continue
+            yield CLUSTER_WRITTEN[name], float
+            continue
+        if section == "parallel" and name in short:
+            yield short[name], hints[name]
+        yield name, hints[name]
+
+
+# ------------------------------------------------------------------------------ outcomes
+
+REFUSED = [0]
+"""Inputs refused with one clean error line (a count, for the summary)."""
+
+
+class Hang(Exception):
+    pass
+
+
+def _alarm(_sig, _frame):
+    raise Hang()
+
+
+def sane_result(result) -> str | None:
+    """What is wrong with a simulated iteration's values, or None."""
+    t = result.iteration_time_s
+    if not (isinstance(t, float) and math.isfinite(t) and t > 0):
+        return f"iteration time {t!r}"
+    for name in ("mfu", "hfu"):
+        v = getattr(result, name)
+        if not (math.isfinite(v) and 0 < v <= 2):
+            return f"{name} {v!r}"
+    if not (result.peak_memory_bytes > 0 and math.isfinite(result.peak_memory_bytes)):
+        return f"peak memory {result.peak_memory_bytes!r}"
+    for k, v in result.breakdown.items():
+        if not (math.isfinite(v) and v >= -1e-12):
+            return f"breakdown {k}={v!r}"
+    if not (math.isfinite(result.tokens_per_s) and result.tokens_per_s > 0):
+        return f"tokens/s {result.tokens_per_s!r}"
+    return None
+
+
+def read_back(cfg, section: str, name: str, value: Any) -> str | None:
+    """A setting given as a plain valid value that the built config does not hold (a setting
+    silently changed), or None. Values the builder converts (units, aliases) are skipped."""
+    if section == "cluster" and name in ("nic_gbit_s_per_gpu", "nvlink_gbyte_s"):
+        return None
+    full = ALIASES.get(name, name) if section == "parallel" else name
+    got = getattr(getattr(cfg, section), full, None)
+    if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
+        return None
+    numbers = isinstance(value, (int, float)) and isinstance(got, (int, float)) \
+        and not isinstance(got, bool)
+    if numbers and math.isfinite(value) and not math.isclose(got, value, rel_tol=1e-12):
+        return f"{section}.{name}={value!r} read back as {got!r}"
+    return None
+
+
+def classify(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    where = next((f"{os.path.basename(fr.filename)}:{fr.name}" for fr in reversed(tb)
+                  if "trainsim" in fr.filename), "?")
+    return f"{type(exc).__name__} at {where}"
+
+
+def outcome(thunk: Callable[[], str | None]) -> str | None:
+    """None if the input was handled (a sane answer or one clean error line), else its class."""
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIME_LIMIT_S)
+    try:
+        return thunk()
+    except Hang:
+        return "hang"
+    except TrainsimError as exc:
+        text = str(exc)
+        if not text or "\n" in text.strip():
+            return "multi-line error"
+        REFUSED[0] += 1
+        return None
+    except Exception as exc:  # noqa: BLE001 - the thing being looked for
+        return classify(exc)
+    finally:
+        signal.alarm(0)
+
+
+def run_config(cfg: dict, checks: list[tuple[str, str, Any]] = ()) -> str | None:
+    rc = run_config_from_dict(copy.deepcopy(cfg))
+    for section, name, value in checks:
+        bad = read_back(rc, section, name, value)
+        if bad:
+            return "silently changed: " + bad
+    result = simulate(rc)
+    bad = sane_result(result)
+    return f"insane result: {bad}" if bad else None
