@@ -263,14 +263,15 @@ def test_deepspeed_2021_backward_regathers_less_when_the_layer_tail_stays_gather
 
 
 def test_zero3_with_an_empty_first_stage_under_interleaving_simulates():
-    """``decoder_first_pipeline_num_layers: 0`` with vpp leaves stage 0's later chunks without
-    layers: no FSDP unit and nothing to compute there (it raised IndexError before)."""
+    """A layout whose first virtual stage holds only the embedding leaves that chunk without
+    layers: no FSDP unit and nothing to compute there (it raised IndexError before). The layout
+    stands in for ``decoder_first_pipeline_num_layers: 0``, which Megatron-core refuses."""
     cfg = run_config_from_dict({
         "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 36,
                   "num_attention_heads": 16, "vocab_size": 50257},
         "parallel": {"tp": 1, "pp": 4, "cp": 2, "vpp": 3, "zero_stage": 3,
                      "distributed_optimizer": True, "overlap_param_gather": True,
-                     "decoder_first_pipeline_num_layers": 0},
+                     "pipeline_model_parallel_layout": "E|(t*3|)*10t*6L"},
         "training": {"global_batch_size": 92, "micro_batch_size": 1, "seq_length": 2048},
         "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
     assert [len(r) for r in cfg.virtual_stage_layers()][:1] == [0]
