@@ -78,7 +78,10 @@ def test_dropless_moe_forward_syncs_once_and_backward_never():
     syncs = [op for op in fwd if isinstance(op, Elementwise) and op.host_sync]
     assert len(syncs) == 1
     assert not any(getattr(op, "host_sync", False) for op in backward_of(fwd, sh))
-    padded = _moe(model={"moe_capacity_factor": 1.0})
+    dropping = _moe(model={"moe_capacity_factor": 1.0})  # dynamic shapes: still waits
+    assert any(getattr(op, "host_sync", False)
+               for op in layer_forward(dropping, shard_of(dropping), moe=True))
+    padded = _moe(model={"moe_capacity_factor": 1.0, "moe_pad_expert_input_to_capacity": True})
     assert not any(getattr(op, "host_sync", False)
                    for op in layer_forward(padded, shard_of(padded), moe=True))
 

@@ -42,8 +42,17 @@ def test_no_copies_in_bf16_with_hybridep_or_without_a_framework():
 
 def test_token_dropping_pads_to_the_capacity_instead():
     cfg = moe_layer_cfg("alltoall", 16, "megatron-bridge", "25.11", dtype="fp8")
-    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, moe_capacity_factor=1.0))
+    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, moe_capacity_factor=1.0,
+                                                         moe_pad_expert_input_to_capacity=True))
     assert not PADS & {op.name for op in moe_layer_ops(cfg)[0]}
+
+
+def test_token_dropping_without_padding_still_pads_for_fp8():
+    """A capacity factor alone drops tokens; the counts stay dynamic and unaligned (core_v0.14.0
+    token_dispatcher.py: ``drop_and_pad`` only with moe_pad_expert_input_to_capacity)."""
+    cfg = moe_layer_cfg("alltoall", 16, "megatron-bridge", "25.11", dtype="fp8")
+    cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, moe_capacity_factor=1.0))
+    assert PADS <= {op.name for op in moe_layer_ops(cfg)[0]}
 
 
 def test_each_copy_reads_and_writes_every_routed_row():

@@ -61,7 +61,9 @@ def test_hybridep_stages_its_tokens_only_across_nvlink_domains_and_waits_when_dr
     assert meta.kernels == 2
     assert meta.host_sync and meta.bytes == 16 * shard_of(cfg).norm_tokens * (16 + 1 + 4 + 4)
     capped = replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0))
-    assert not next(op for op in _ops(capped) if op.name == "moe_tokens_to_host").host_sync
+    assert next(op for op in _ops(capped) if op.name == "moe_tokens_to_host").host_sync
+    padded = replace(cfg, model=replace(capped.model, moe_pad_expert_input_to_capacity=True))
+    assert not next(op for op in _ops(padded) if op.name == "moe_tokens_to_host").host_sync
 
 
 def test_hybridep_sends_one_copy_per_domain_like_deepep():

@@ -114,6 +114,7 @@ def test_token_dropping_sorts_chunks_by_copies():
     """``drop_and_pad``: the all-to-all dispatcher transposes the padded chunks with copies
     (tokens and probabilities after the exchange, tokens before the combine), no TE map."""
     cfg = moe_layer_cfg("alltoall", 16, "megatron-bridge", "26.04")
-    fwd, bwd = moe_layer_ops(replace(cfg, model=replace(cfg.model, moe_capacity_factor=1.0)))
+    fwd, bwd = moe_layer_ops(replace(cfg, model=replace(
+        cfg.model, moe_capacity_factor=1.0, moe_pad_expert_input_to_capacity=True)))
     assert (_op(fwd, "permute").kernels, _op(fwd, "unpermute").kernels) == (6, 3)
     assert (_op(bwd, "permute.bwd").kernels, _op(bwd, "unpermute.bwd").kernels) == (4, 2)

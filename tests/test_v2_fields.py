@@ -157,13 +157,27 @@ def test_token_dropping_moe_has_static_shapes(monkeypatch):
     skewed = {"moe_token_imbalance": 1.6}
     dropless = simulate(moe()).iteration_time_s
     assert simulate(moe(model=skewed)).iteration_time_s > dropless  # the busiest rank waits
-    capped = {"moe_capacity_factor": 1.25}
+    capped = {"moe_capacity_factor": 1.25, "moe_pad_expert_input_to_capacity": True}
     # padded to capacity: the same shapes whatever the routing does
     assert simulate(moe(model=capped)).iteration_time_s == \
         simulate(moe(model={**capped, **skewed})).iteration_time_s
     # the padding is more GPU work; only dropless routing makes the host wait for the counts
     monkeypatch.setattr(host, "HOST_S_PER_KERNEL", 0.0)
     assert simulate(moe(model=capped)).iteration_time_s > simulate(moe()).iteration_time_s
+
+
+def test_token_dropping_without_padding_keeps_dynamic_shapes():
+    """Megatron-core pads the experts' inputs only with moe_pad_expert_input_to_capacity
+    (core_v0.14.0 token_dispatcher.py ``drop_and_pad``; default False): a capacity factor
+    alone drops tokens, the busiest rank still waits up to the capacity."""
+    dropping = {"moe_capacity_factor": 1.25}
+    skewed = {**dropping, "moe_token_imbalance": 1.6}
+    assert simulate(moe(model=skewed)).iteration_time_s > simulate(moe(model=dropping)).iteration_time_s
+    padded = {**skewed, "moe_pad_expert_input_to_capacity": True}
+    assert simulate(moe(model=padded)).iteration_time_s == \
+        simulate(moe(model={**padded, "moe_token_imbalance": 1.0})).iteration_time_s
+    with pytest.raises(ConfigError, match="needs model.moe_capacity_factor"):
+        moe(model={"moe_pad_expert_input_to_capacity": True})
 
 
 def test_dispatchers_are_different_mechanisms():

@@ -209,9 +209,7 @@ def layer_ops(cap: Capture, path: str, cfg: RunConfig, sh: Shard) -> list[Op]:
                 ep, etp = p.ep, p.etp
                 if batch % ep:
                     raise ConfigError(f"parallel.ep={ep} does not divide the {batch} experts")
-                rows = mm * r / sp_div * ep * etp * m.moe_token_imbalance
-                if m.moe_capacity_factor is not None:
-                    rows = min(rows, mm * r / sp_div * ep * etp * m.moe_capacity_factor)
+                rows = mm * r / sp_div * ep * etp * m.moe_recv_factor()
                 if k.role == "expert_in":
                     gemm("expert_fc1", rows, k.n_sum // etp, kk, batch=batch // ep)
                 else:

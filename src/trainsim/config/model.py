@@ -16,7 +16,8 @@ pipeline-layout search and per-layer accounting loop over them."""
 
 MOE_ONLY_FIELDS = ("moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
                    "moe_layer_freq", "moe_first_dense_layers", "moe_router_group_topk",
-                   "moe_capacity_factor", "moe_token_imbalance")
+                   "moe_capacity_factor", "moe_pad_expert_input_to_capacity",
+                   "moe_token_imbalance")
 """Model fields that only an MoE model (``num_experts`` set) reads; ``moe_router`` is left out:
 a framework profile may pick its benchmark gate for every run."""
 
@@ -104,6 +105,12 @@ class ModelConfig:
     the network once per node (DeepSeek-V3 §2.1.2: M = 4); None = unrestricted."""
     moe_capacity_factor: float | None = None
     """Tokens an expert accepts, relative to a uniform share; None = dropless."""
+    moe_pad_expert_input_to_capacity: bool = False
+    """Pad every expert's input to its capacity (static shapes, no token counts to the host),
+    Megatron-core's flag of that name (core_v0.14.0 transformer_config.py, default False;
+    token_dispatcher.py ``self.drop_and_pad``). Without it a capacity factor only drops tokens
+    and the shapes stay dynamic. Megatron-Bridge's token-drop helper sets it
+    (training/utils/moe_token_drop.py ``apply_moe_token_drop``, default True)."""
     moe_token_imbalance: float = 1.0
     """Tokens on the busiest expert-parallel rank over the mean (1.0 = uniform routing, as
     SimAI assumes); the slowest rank sets the pace of every all-to-all."""
@@ -170,6 +177,11 @@ class ModelConfig:
                                   f"model.num_experts={self.num_experts}: an expert's capacity "
                                   "is then more than every token of the batch; leave it empty "
                                   "for dropless routing")
+            if self.moe_pad_expert_input_to_capacity and self.moe_capacity_factor is None:
+                # core_v0.14.0 transformer_config.py: "moe_expert_capacity_factor must be set
+                # to use moe_pad_expert_input_to_capacity"
+                raise ConfigError("model.moe_pad_expert_input_to_capacity needs "
+                                  "model.moe_capacity_factor")
         else:
             dense_default = {f.name: f.default for f in dataclasses.fields(self)
                              if f.name in MOE_ONLY_FIELDS}
@@ -181,6 +193,21 @@ class ModelConfig:
         for name in ("attention_dropout", "hidden_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"model.{name}={getattr(self, name)} must be in [0, 1)")
+
+    @property
+    def moe_padded_to_capacity(self) -> bool:
+        """Whether the experts' inputs are padded to the capacity: static shapes (Megatron-core
+        ``drop_and_pad``); a capacity factor alone only drops tokens."""
+        return self.moe_capacity_factor is not None and self.moe_pad_expert_input_to_capacity
+
+    def moe_recv_factor(self) -> float:
+        """Token copies the busiest expert rank takes over those it routes: the capacity when
+        padded to it, else the imbalance, capped at the capacity when tokens are dropped."""
+        if self.moe_padded_to_capacity:
+            return self.moe_capacity_factor
+        if self.moe_capacity_factor is not None:
+            return min(self.moe_token_imbalance, self.moe_capacity_factor)
+        return self.moe_token_imbalance
 
     @property
     def kv_heads(self) -> int:

@@ -286,13 +286,11 @@ def _inner_bytes(cfg: RunConfig, width: float) -> float:
 
 def _moe_recv(cfg: RunConfig) -> float:
     """Token copies the busiest expert rank receives per micro-batch (dropless: the imbalance;
-    token dropping: at most the capacity)."""
+    token dropping: at most the capacity, exactly it when padded)."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     T = tr.micro_batch_size * tr.seq_length / p.cp
     routed = (T / p.tp if p.sequence_parallel else T) * m.moe_router_topk
-    if m.moe_capacity_factor is not None:  # padded to the capacity: static shapes
-        return routed * m.moe_capacity_factor
-    return routed * m.moe_token_imbalance
+    return routed * m.moe_recv_factor()
 
 
 def _mlp_block_bytes(cfg: RunConfig, width: float, shared_div: int) -> float:

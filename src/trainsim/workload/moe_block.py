@@ -49,7 +49,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     ``eager_experts``: torchtitan's eager ``torch._grouped_mm`` experts (``moe_experts``)."""
     m, p = cfg.model, cfg.parallel
     impl = grouped_gemm_impl(cfg) if grouped is None else grouped
-    ragged = m.moe_capacity_factor is None
+    ragged = not m.moe_padded_to_capacity
     h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
     ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
@@ -72,8 +72,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if hybrid:  # its Torch API's own preprocessing, staging and permutes
         api_before, api_after = disp.hybridep_api_ops(cfg, tokens, "dispatch")
         ops.extend(api_before)
-    elif m.moe_capacity_factor is None:
-        # dropless: the host needs the tokens per expert (all-to-all split sizes, the grouped
+    elif not m.moe_padded_to_capacity:
+        # dropless, or dropping without padding (dynamic shapes): the host needs the tokens per expert (all-to-all split sizes, the grouped
         # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
         # them and the copies that bring them over
         ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
@@ -95,13 +95,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if hybrid:
         ops.extend(api_after)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
-    # moe_token_imbalance times that. Token dropping pads every expert to its capacity, so the
-    # shapes are static (Megatron-core --moe-pad-expert-input-to-capacity).
-    if m.moe_capacity_factor is not None:
-        recv = routed * m.moe_capacity_factor
-    else:
-        recv = routed * m.moe_token_imbalance
-    recv = math.ceil(recv)
+    # moe_token_imbalance times that; a capacity factor caps it. Padding every expert to its
+    # capacity makes the shapes static (Megatron-core --moe-pad-expert-input-to-capacity).
+    recv = math.ceil(routed * m.moe_recv_factor())
     if p.etp > 1:
         ops.append(Comm("moe.etp_all_gather", "all_gather", recv * p.etp * h * ACT, "etp"))
     rows = math.ceil(recv * p.etp / local)

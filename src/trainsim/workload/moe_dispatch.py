@@ -60,8 +60,9 @@ def fp8_padding(cfg: RunConfig, dispatcher: str) -> bool:
     and written, forward and backward) unless every expert's count is already aligned
     (profile ``moe_fp8_padding``). Dropless routing leaves the counts unaligned unless the
     dispatcher pads them: HybridEP's dispatch, DeepEP's permute from Megatron-core 0.17
-    (``moe_deepep_permute_pads``); token dropping pads to the capacity."""
-    if cfg.training.dtype != "fp8" or cfg.model.moe_capacity_factor is not None:
+    (``moe_deepep_permute_pads``); padding to the capacity (``moe_pad_expert_input_to_capacity``)
+    leaves them static."""
+    if cfg.training.dtype != "fp8" or cfg.model.moe_padded_to_capacity:
         return False
     if not profile_supports(cfg, "moe_fp8_padding") or dispatcher in FUSED_PERMUTE:
         return False
@@ -241,7 +242,7 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     gather = routing_map_gather(cfg, tokens)
     if gather is not None:
         before.append(gather)
-    sync = not permute or m.moe_capacity_factor is None
+    sync = not permute or not m.moe_padded_to_capacity
     meta = ranks * tokens * (experts + local + INDEX_BYTES * (1 + (local if permute else 0)))
     before.append(Elementwise("moe_tokens_to_host", bytes=meta, kernels=2 if permute else 1,
                               host_sync=sync, bwd_bytes=0, bwd_kernels=0))
@@ -305,7 +306,8 @@ def permute_extra_kernels(cfg: RunConfig, dispatcher: str, local_experts: int
     ``moe_unpermute``, no chunk sort):
 
     * the chunk sort and unsort (``sorts_chunks``): ``CHUNK_SORT_KERNELS`` each, or under token
-      dropping (``drop_and_pad``) a ``transpose(0, 1).contiguous()`` copy each way, of the
+      dropping padded to the capacity (``drop_and_pad``, core_v0.14.0 token_dispatcher.py,
+      ``moe_pad_expert_input_to_capacity``) a ``transpose(0, 1).contiguous()`` copy each way, of the
       tokens and, on the dispatch side, of the probabilities that travel with them
       (Megatron-core >= 0.13, profile ``moe_probs_in_expert``);
     * Transformer Engine >= 2.6 (profile ``moe_te_permute_maps``) builds every permutation's
@@ -317,7 +319,7 @@ def permute_extra_kernels(cfg: RunConfig, dispatcher: str, local_experts: int
     te_maps = profile_supports(cfg, "moe_te_permute_maps")
     sort = unsort = (0, 0)
     if sorts_chunks(dispatcher, local_experts):
-        if cfg.model.moe_capacity_factor is not None:  # drop_and_pad: plain copies
+        if cfg.model.moe_padded_to_capacity:  # drop_and_pad: plain copies
             probs = int(profile_supports(cfg, "moe_probs_in_expert"))
             sort, unsort = (1 + probs, 1 + probs), (1, 1)
         else:
