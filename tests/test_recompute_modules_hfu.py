@@ -7,9 +7,12 @@ or an activation's re-run adds none)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from trainsim.catalog import run_config_from_dict
+from trainsim import simulate
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.workload.layers import layer_forward
 from trainsim.workload.ops import Attention, Gemm
@@ -168,3 +171,24 @@ def test_a_module_checkpointed_inside_moe_reruns_twice(inner, ops):
     assert _hfu_extra(cfg) == pytest.approx(_rerun_matmul_flops(cfg), rel=1e-9, abs=1.0)
     if inner == "shared_experts":  # the activation runs no matmul
         assert _hfu_extra(cfg) > _hfu_extra(_cfg(["moe"]))
+
+
+def _mtp_cfg(layers_per_stage: int | None):
+    d = _full_cfg(layers_per_stage)
+    return replace(d, model=replace(d.model, mtp_num_layers=1))
+
+
+def test_mtp_recompute_follows_the_uniform_method_only():
+    """Megatron-core re-runs an MTP module (its eh_proj and layer) under the uniform method and
+    skips it under block (core_v0.14.0 multi_token_prediction.py ``_checkpointed_forward``):
+    block over every layer of each stage re-runs the same layers, not the MTP module."""
+    uniform, block = _mtp_cfg(None), _mtp_cfg(2)
+    assert uniform.recomputed_layers == block.recomputed_layers
+    assert uniform.mtp_recomputed and not block.mtp_recomputed
+    sh = shard_of(uniform)
+    redo = layer_recompute(uniform, sh, layer_forward(uniform, sh, moe=False))
+    layer = sum(op.flops for op in redo if isinstance(op, (Gemm, Attention)))
+    proj = 2.0 * sh.tokens * 2 * 512 * 512  # eh_proj: 2h -> h
+    assert _hfu_extra(uniform) - _hfu_extra(block) == \
+        pytest.approx(uniform.num_microbatches * (layer + proj), rel=1e-9)
+    assert simulate(uniform).iteration_time_s > simulate(block).iteration_time_s

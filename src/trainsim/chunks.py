@@ -83,11 +83,20 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
-        last = kind(m.num_layers - 1)
+        # recomputed (eh_proj and layer) only as cfg.mtp_recomputed says, not with the last layer
+        redo = cfg.mtp_recomputed
+        last = (*kind(m.num_layers - 1)[:2], redo)
+        if last not in layer_b:
+            c = cfg if last[1] else full_cfg
+            lf = source(c, sh, last[0])
+            layer_f[last] = pricer.price(lf)
+            layer_b[last] = pricer.price(layer_recompute(c, sh, lf, whole=redo) +
+                                         backward_of(lf, sh))
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
                      fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
         mtp_f = pricer.price(proj) + layer_f[last] + head_f
-        mtp_b = head_b + layer_b[last] + pricer.price(backward_of(proj, sh))
+        mtp_b = head_b + layer_b[last] + pricer.price((proj if redo else []) +
+                                                       backward_of(proj, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers
         head_b = mtp_b * m.mtp_num_layers + head_b
     emb_f = pricer.price(embedding_forward(cfg, sh))

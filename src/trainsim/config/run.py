@@ -250,5 +250,14 @@ class RunConfig:
         return frozenset(i for r in self.virtual_ranges for i in (r if n is None else r[:n]))
 
     @property
+    def mtp_recomputed(self) -> bool:
+        """Whether full recompute re-runs the MTP modules (their ``eh_proj`` and layer): only
+        under Megatron-core's uniform method, here every layer recomputed (``recompute_num_layers``
+        None); the block method skips them ("recompute_method == 'block' is not supported for
+        MTP yet. Skipping recompute.", core_v0.14.0 megatron/core/transformer/
+        multi_token_prediction.py ``_checkpointed_forward`` of ``_proj_and_transformer_layer``)."""
+        return self.parallel.recompute == "full" and self.parallel.recompute_num_layers is None
+
+    @property
     def tokens_per_iteration(self) -> int:
         return self.training.global_batch_size * self.training.seq_length

@@ -261,8 +261,8 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
 
     Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
     eq. 3: factor 4 instead of 3 on the layer terms): ``RunConfig.recomputed_layers``, the first
-    ``recompute_num_layers`` of each model chunk or all, and the MTP modules' layers with the
-    last one, as the time path re-runs them (``chunks``); selective recompute adds the forward matmuls of
+    ``recompute_num_layers`` of each model chunk or all, and the MTP modules' layers and
+    ``eh_proj`` where ``RunConfig.mtp_recomputed``, as the time path re-runs them (``chunks``); selective recompute adds the forward matmuls of
     the checkpointed modules (``_rerun_matmul_params``) and of the attention core (Korthikanti
     et al. 2022 §4.2) where it is re-run: always for an attention
     keeping the score matrix; for a fused (flash, cuDNN) kernel only where the framework
@@ -280,8 +280,9 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     if cfg.parallel.recompute == "full":
         redo = cfg.recomputed_layers
         full = sum(_layer_forward_flops(m, s, i) for i in redo)
-        if m.num_layers - 1 in redo:
-            full += m.mtp_num_layers * _layer_forward_flops(m, s, m.num_layers - 1)
+        if cfg.mtp_recomputed:  # the MTP layer and its eh_proj (2h -> h)
+            full += m.mtp_num_layers * (_layer_forward_flops(m, s, m.num_layers - 1) +
+                                        2.0 * 2 * m.hidden_size * m.hidden_size)
     modules = cfg.parallel.recompute_modules or ("core_attn",)
     rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \
         "core_attn" in modules
