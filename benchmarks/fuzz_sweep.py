@@ -243,7 +243,7 @@ def collective_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable
 def service_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
     """Jobs run as a worker runs them (service.jobs.run), with random options."""
     from trainsim.service import Settings
-    from trainsim.service.jobs import OPTIONS, RequestError, run
+    from trainsim.service.jobs import OPTIONS
     settings = Settings(db_url="sqlite://", workers=0, checkers=0)
     values = [None, 0, -1, 1, 2, 10**9, 1.5, "x", "", True, [], {}, ["parallel.tp=3"],
               ["x=1"], "parallel.tp=abc", ["cluster.num_gpus=1:8"], "8", "15T", "1e400",
@@ -264,17 +264,23 @@ def service_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
         cfg = copy.deepcopy(DENSE)
 
         def thunk(k=kind, c=cfg, o=options):
-            try:
-                out = run(k, c, o, settings)
-            except RequestError as exc:
-                if not exc.field.startswith("options.") or "\n" in str(exc):
-                    return f"request error naming {exc.field!r}, not one option"
-                return None
-            low = out.result.lower()
-            if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
-                return "non-finite in result"
-            return None
+            return _service_outcome(k, c, o, settings)
         yield f"{kind} options={options!r}"[:160], thunk
+
+
+def _service_outcome(kind: str, cfg: dict, options: dict, settings) -> str | None:
+    """None when a service job ran to a finite result or was refused naming one option."""
+    from trainsim.service.jobs import RequestError, run
+    try:
+        out = run(kind, cfg, options, settings)
+    except RequestError as exc:
+        if not exc.field.startswith("options.") or "\n" in str(exc):
+            return f"request error naming {exc.field!r}, not one option"
+        return None
+    low = out.result.lower()
+    if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
+        return "non-finite in result"
+    return None
 
 
 SEARCH_JOB_VALUES = {
@@ -294,7 +300,7 @@ SEARCH_JOB_VALUES = {
 def service_search_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Callable]]:
     """search and plan jobs of the tiny model (service.jobs.run) with two options changed."""
     from trainsim.service import Settings
-    from trainsim.service.jobs import OPTIONS, RequestError, run
+    from trainsim.service.jobs import OPTIONS
     settings = Settings(db_url="sqlite://", workers=0, checkers=0)
     for _ in range(n):
         kind = rng.choice(["search", "plan"])
@@ -305,16 +311,7 @@ def service_search_cases(rng: random.Random, n: int) -> Iterator[tuple[str, Call
                 opts[key] = rng.choice(SEARCH_JOB_VALUES[key])
 
         def thunk(k=kind, o=opts):
-            try:
-                out = run(k, {"model": dict(DENSE["model"])}, o, settings)
-            except RequestError as exc:
-                if not exc.field.startswith("options.") or "\n" in str(exc):
-                    return f"request error naming {exc.field!r}, not one option"
-                return None
-            low = out.result.lower()
-            if any(w.strip('",:[]') in ("nan", "infinity", "-infinity") for w in low.split()):
-                return "non-finite in result"
-            return None
+            return _service_outcome(k, {"model": dict(DENSE["model"])}, o, settings)
         yield f"{kind} options={opts!r}"[:160], thunk
 
 
