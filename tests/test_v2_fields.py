@@ -244,3 +244,14 @@ def test_tuner_tries_recipe_recompute_modules_and_deepep_where_the_framework_has
     assert "moe_token_dispatcher_type" not in old
     _, dense = _training_base(_bridge_moe_row(model="llama3-70b", ep="1"))
     assert dense["recompute"] == ["none", "selective", "full"]
+
+
+def test_padding_to_capacity_is_refused_with_deepep():
+    """Megatron-core transformer_config.py (core_v0.14.0-core_v0.19.0): 'Flex token dispatcher
+    with deepep backend does not support moe_pad_expert_input_to_capacity'; the all-to-all
+    dispatcher and HybridEP (from core_v0.16.0) accept it."""
+    padded = {"moe_capacity_factor": 1.25, "moe_pad_expert_input_to_capacity": True}
+    for ok in ("alltoall", "allgather", "hybridep"):
+        assert moe({"moe_token_dispatcher_type": ok}, padded).model.moe_padded_to_capacity
+    with pytest.raises(ConfigError, match="moe_pad_expert_input_to_capacity.*deepep"):
+        moe({"moe_token_dispatcher_type": "deepep"}, padded)

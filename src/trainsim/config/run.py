@@ -100,6 +100,13 @@ class RunConfig:
             if m.parallel_block:
                 raise ConfigError("model.parallel_block with mixture-of-experts layers is not "
                                   "modelled; set parallel_block=false")
+            if m.moe_pad_expert_input_to_capacity and p.moe_token_dispatcher_type == "deepep":
+                # Megatron-core transformer_config.py (core_v0.14.0-core_v0.19.0): "Flex token
+                # dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity"
+                # (HybridEP accepts it from core_v0.16.0, its first release)
+                raise ConfigError("model.moe_pad_expert_input_to_capacity is not supported by "
+                                  "parallel.moe_token_dispatcher_type='deepep' (Megatron-core "
+                                  "refuses it); use alltoall, allgather or hybridep")
             if m.num_experts % p.ep:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
                                   f"{m.num_experts}")
