@@ -11,8 +11,8 @@ from dataclasses import replace
 
 import pytest
 
-from trainsim.catalog import run_config_from_dict
 from trainsim import simulate
+from trainsim.catalog import run_config_from_dict
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.workload.layers import layer_forward
 from trainsim.workload.ops import Attention, Gemm

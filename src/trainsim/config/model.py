@@ -143,7 +143,8 @@ class ModelConfig:
                          qk_head_dim=self.qk_head_dim, v_head_dim=self.v_head_dim)
         # window_attn_skip_freq without sliding_window is accepted and ignored, as
         # Megatron-core does (core_v0.19.0 transformer/utils.py is_layer_window_attention:
-        # the skip pattern is read only when window_size is set); a preset's value must not make `sliding_window=null` fail.
+        # the skip pattern is read only when window_size is set); a preset's value must not
+        # make `sliding_window=null` fail.
         if self.qk_pos_emb_head_dim < 0:  # was accepted: a negative rope width under MLA
             raise ConfigError(f"model.qk_pos_emb_head_dim={self.qk_pos_emb_head_dim} must be "
                               ">= 0")

@@ -45,8 +45,8 @@ class RunConfig:
             raise ConfigError(f"parallel.tp={p.tp} does not divide model."
                               f"moe_shared_expert_intermediate_size={shared}")
         if t.seq_length % (2 * p.cp) and p.cp > 1:  # before SP's check: it divides by cp
-            raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by 2*cp={2 * p.cp}"
-                              " (load-balanced causal sharding)")
+            raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by "
+                              f"2*cp={2 * p.cp} (load-balanced causal sharding)")
         if p.sequence_parallel and p.tp > 1 and (t.seq_length // p.cp) % p.tp:
             # Megatron-core tensor_parallel/mappings.py _split_along_first_dim asserts it
             raise ConfigError(f"parallel.sequence_parallel splits each sequence's "

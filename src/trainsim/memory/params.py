@@ -64,7 +64,8 @@ def cache_clear() -> None:
     _BY_LAYERS.clear()
 
 
-def _layers_of(m: ModelConfig, ranges: tuple[range, ...], held: tuple[int, ...]) -> tuple[float, float]:
+def _layers_of(m: ModelConfig, ranges: tuple[range, ...],
+               held: tuple[int, ...]) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters of the layers of virtual stages ``held``."""
     if m.num_experts is None:  # no layer has routed experts: the count and the first layer
         n = sum(len(ranges[v]) for v in held)

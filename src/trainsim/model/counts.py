@@ -262,7 +262,8 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
     eq. 3: factor 4 instead of 3 on the layer terms): ``RunConfig.recomputed_layers``, the first
     ``recompute_num_layers`` of each model chunk or all, and the MTP modules' layers and
-    ``eh_proj`` where ``RunConfig.mtp_recomputed``, as the time path re-runs them (``chunks``); selective recompute adds the forward matmuls of
+    ``eh_proj`` where ``RunConfig.mtp_recomputed``, as the time path re-runs them (``chunks``);
+    selective recompute adds the forward matmuls of
     the checkpointed modules (``_rerun_matmul_params``) and of the attention core (Korthikanti
     et al. 2022 §4.2) where it is re-run: always for an attention
     keeping the score matrix; for a fused (flash, cuDNN) kernel only where the framework

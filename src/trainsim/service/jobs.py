@@ -391,7 +391,8 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
     _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
     n_tokens = parse_number(_given_text(opts["tokens"]), "--tokens")
     seq = _int(opts, "seq", 1)
-    gb = _int(opts, "global_batch", 1) if opts["global_batch"] else max(1, 2 ** round(math.log2(4 * 2**20 / seq)))
+    gb = (_int(opts, "global_batch", 1) if opts["global_batch"] else
+          max(1, 2 ** round(math.log2(4 * 2**20 / seq))))
     gpn = _int(opts, "gpus_per_node", 1)
     base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn, _float(opts, "nic_gbps"),
                       opts["dtype"], tuple(opts["set"]))

@@ -73,9 +73,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         api_before, api_after = disp.hybridep_api_ops(cfg, tokens, "dispatch")
         ops.extend(api_before)
     elif not m.moe_padded_to_capacity:
-        # dropless, or dropping without padding (dynamic shapes): the host needs the tokens per expert (all-to-all split sizes, the grouped
-        # GEMM's m_splits) and waits for them (compute.host), after the reductions that count
-        # them and the copies that bring them over
+        # dropless, or dropping without padding (dynamic shapes): the host needs the tokens per
+        # expert (all-to-all split sizes, the grouped GEMM's m_splits) and waits for them
+        # (compute.host), after the reductions that count them and the copies that bring them over
         ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
                                kernels=MOE_KERNELS["preprocess"][0]))
     wire = tokens * moe_wire_copies(cfg)
