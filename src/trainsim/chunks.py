@@ -75,11 +75,15 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         replace(cfg, model=replace(m, sliding_window=None, window_attn_skip_freq=None))
     layer_f: dict[tuple[bool, bool, bool], Priced] = {}
     layer_b: dict[tuple[bool, bool, bool], Priced] = {}
-    for k in sorted({kind(i) for i in range(m.num_layers)}):
+
+    def price_kind(k: tuple[bool, bool, bool]) -> None:
         c = cfg if k[1] else full_cfg
         lf = source(c, sh, k[0])
         layer_f[k] = pricer.price(lf)
         layer_b[k] = pricer.price(layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh))
+
+    for k in sorted({kind(i) for i in range(m.num_layers)}):
+        price_kind(k)
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
@@ -87,11 +91,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         redo = cfg.mtp_recomputed
         last = (*kind(m.num_layers - 1)[:2], redo)
         if last not in layer_b:
-            c = cfg if last[1] else full_cfg
-            lf = source(c, sh, last[0])
-            layer_f[last] = pricer.price(lf)
-            layer_b[last] = pricer.price(layer_recompute(c, sh, lf, whole=redo) +
-                                         backward_of(lf, sh))
+            price_kind(last)
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
                      fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
         mtp_f = pricer.price(proj) + layer_f[last] + head_f
