@@ -12,7 +12,7 @@ import yaml
 from trainsim.catalog import framework_schema as schema
 from trainsim.catalog import frameworks as fw
 from trainsim.catalog.frameworks import FrameworkProfile, framework_names, framework_profile
-from trainsim.errors import CatalogError
+from trainsim.errors import CatalogError, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILE_DIR = ROOT / "src" / "trainsim" / "catalog" / "frameworks"
@@ -350,3 +350,23 @@ def test_a_cp_run_that_names_no_exchange_gets_its_frameworks(framework, version,
         "model": "llama3-8b", "parallel": {"context_parallel_size": 2}, "training": training,
         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
     assert cfg.parallel.cp_comm_type == expected
+
+
+def _dsv3_run(framework: str, **model: object) -> dict:
+    return {"model": {"preset": "deepseek-v3", **model},
+            "parallel": {"tp": 1, "pp": 1, "ep": 64, "zero_stage": 3},
+            "training": {"framework": framework, "global_batch_size": 512,
+                         "micro_batch_size": 1, "seq_length": 4096},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 256, "gpus_per_node": 8}}
+
+
+def test_a_framework_without_mtp_builds_the_preset_without_its_mtp_layers():
+    # Automodel's DeepSeek-V3 model class (deepseek_v3/model.py @ 89e3a9fd) never reads
+    # num_nextn_predict_layers; Megatron-core builds the preset's MTP layer
+    from trainsim.catalog import run_config_from_dict
+
+    assert run_config_from_dict(_dsv3_run("megatron-core")).model.mtp_num_layers == 1
+    assert run_config_from_dict(_dsv3_run("automodel")).model.mtp_num_layers == 0
+    with pytest.raises(ConfigError, match=r"model.mtp_num_layers=1 but automodel"):
+        run_config_from_dict(_dsv3_run("automodel", mtp_num_layers=1))
+    assert run_config_from_dict(_dsv3_run("automodel", mtp_num_layers=0)).model.mtp_num_layers == 0

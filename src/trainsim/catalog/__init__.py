@@ -6,6 +6,7 @@ Units are converted to SI here, once (TFLOP/s -> FLOP/s, GB/s -> B/s, GiB -> byt
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import math
@@ -473,11 +474,32 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                                           if "node" in cluster_raw else None)
     apply_framework(parallel_raw, training_raw, gpu_name)
     return RunConfig(
-        model=_model_section(data["model"], base_dir),
+        model=_framework_model(_model_section(data["model"], base_dir), data["model"],
+                               training_raw),
         parallel=build(ParallelConfig, parallel_raw, "parallel"),
         training=build(TrainingConfig, training_raw, "training"),
         cluster=_cluster_section(data["cluster"]),
     )
+
+
+def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:
+    """The model as ``training.framework`` builds it: a framework whose model class has no
+    multi-token-prediction module (profile feature ``mtp: false``) drops a preset's MTP layers;
+    MTP layers the user asked for by name are a contradiction."""
+    name = training.get("framework")
+    if not m.mtp_num_layers or not name:
+        return m
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(name), None if version in (None, "") else str(version))
+    if profile.supports("mtp") is not False:
+        return m
+    if isinstance(raw, dict) and "mtp_num_layers" in raw:
+        raise ConfigError(f"model.mtp_num_layers={m.mtp_num_layers} but {profile.name} "
+                          f"{profile.version} builds no multi-token-prediction layers (its "
+                          "framework profile: mtp false)")
+    return dataclasses.replace(m, mtp_num_layers=0)
 
 
 def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = ()) -> RunConfig:

@@ -142,6 +142,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
     "moe_dispatchers": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
+    # the model builds a preset's multi-token-prediction layers (false: the framework's model
+    # class never reads them, so the run has none)
+    "mtp": _nullable(_bool),
     # selective recompute of ``core_attn`` checkpoints a fused (flash, cuDNN) attention too, so
     # its forward runs again before its backward (Megatron-core attention.py
     # _checkpointed_attention_forward, whatever the backend); false: only an attention that keeps
