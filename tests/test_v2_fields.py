@@ -255,3 +255,29 @@ def test_padding_to_capacity_is_refused_with_deepep():
         assert moe({"moe_token_dispatcher_type": ok}, padded).model.moe_padded_to_capacity
     with pytest.raises(ConfigError, match="moe_pad_expert_input_to_capacity.*deepep"):
         moe({"moe_token_dispatcher_type": "deepep"}, padded)
+
+
+def test_front_loaded_layout_puts_the_remainder_on_the_first_virtual_stages():
+    """NeMo Automodel's split (pipelining/functional.py generate_hf_model_fqn_per_model_part @
+    89e3a9fd): 61 layers over 4 x 8 virtual stages are 2 layers on stages 0-28 and 1 on
+    29-31, the embedding first and the loss last."""
+    from trainsim.config.layout import front_loaded_layout
+    from trainsim.validate.training import _training_base
+
+    stages = front_loaded_layout(61, 0, 4, 8)
+    assert stages[0] == "Ett" and stages[28] == "tt" and stages[29] == "t"
+    assert stages[-1] == "tL" and "".join(stages).count("t") == 61
+    assert front_loaded_layout(5, 1, 2, 1) == ("Ettt", "ttmL")
+    with pytest.raises(ConfigError, match="cannot fill"):
+        front_loaded_layout(3, 0, 2, 2)
+    _, unknown = _training_base(_bridge_moe_row(framework="automodel", framework_version="0.1",
+                                                pp="4", vpp="8"))
+    assert unknown["pipeline_model_parallel_layout"] == ["front_loaded"]
+    _, bridge = _training_base(_bridge_moe_row(pp="4", vpp="8"))
+    assert bridge["pipeline_model_parallel_layout"] == ["balanced"]
+    cfg = run_config_from_dict({
+        "model": "deepseek-v3", "parallel": {"tp": 1, "pp": 4, "vpp": 8, "ep": 8,
+                                             "pipeline_model_parallel_layout": "front_loaded"},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 32, "gpus_per_node": 8}})
+    assert cfg.stage_layer_counts == (16, 15, 15, 15)

@@ -29,7 +29,7 @@ TRAINING_DTYPES = ("fp16", "bf16", "fp8")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
 MOE_DISPATCHERS = ("alltoall", "allgather", "deepep", "hybridep")
-UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition")
+UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition", "front_loaded")
 TP_BACKWARD_ALLREDUCE = ("async", "blocking")
 
 #: words that would make a key a speed knob; a profile may not contain them.

@@ -45,6 +45,10 @@ MAX_LAYOUT_SLOTS = 1_000_000
 """Most slots a layout string may expand to (model.num_layers is at most 100,000)."""
 
 
+#: layout keywords that name a rule instead of spelling the stages
+LAYOUT_RULES = ("balanced", "front_loaded")
+
+
 def _repeat(text: str, count: str, layout: str) -> str:
     """``text`` ``count`` times, refusing an expansion past MAX_LAYOUT_SLOTS before making it."""
     if len(count) > 7 or len(text) * int(count) > MAX_LAYOUT_SLOTS:
@@ -114,6 +118,23 @@ def even_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int, embedding: 
         stages[0] = "E" + stages[0]
     if not loss:
         stages[-1] = stages[-1] + "m" * mtp_layers + "L"
+    return tuple(stages)
+
+
+def front_loaded_layout(num_layers: int, mtp_layers: int, pp: int,
+                        vpp: int) -> tuple[str, ...]:
+    """The split that puts the remainder on the first virtual stages: ``num_layers //
+    (pp*vpp)`` layers each and one more on each of the first ``num_layers % (pp*vpp)``, the
+    embedding with the first stage and the MTP layers and loss with the last (NeMo
+    Automodel's ``generate_hf_model_fqn_per_model_part``, pipelining/functional.py @ 89e3a9fd,
+    for torch.distributed.pipelining)."""
+    n = pp * vpp
+    each, extra = divmod(num_layers, n)
+    if each == 0:
+        raise ConfigError(f"{num_layers} layers cannot fill pp*vpp={pp}*{vpp}={n} virtual stages")
+    stages = ["t" * (each + (v < extra)) for v in range(n)]
+    stages[0] = "E" + stages[0]
+    stages[-1] += "m" * mtp_layers + "L"
     return tuple(stages)
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config._build import check_fields, require_positive, suggest
-from trainsim.config.layout import first_last, is_first_last, parse_layout
+from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
 from trainsim.errors import ConfigError
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
@@ -149,7 +149,9 @@ class ParallelConfig:
     """Layers of every virtual stage (Megatron-core --pipeline-model-parallel-layout, e.g.
     ``Et|(tt|)*62tL``; see ``config.layout``); ``first:N,last:M`` sets the two fields above.
     Without vpp, vpp is the number of virtual stages over pp. ``balanced``: the most even
-    layout with the embedding and loss counted as layers (``config.layout.balanced_layout``)."""
+    layout with the embedding and loss counted as layers (``config.layout.balanced_layout``);
+    ``front_loaded``: the remainder layers one each on the first virtual stages
+    (``config.layout.front_loaded_layout``, NeMo Automodel's split)."""
     account_for_embedding_in_pipeline_split: bool = False
     """Count the embedding as one layer when splitting layers evenly (Megatron-core)."""
     account_for_loss_in_pipeline_split: bool = False
@@ -303,7 +305,7 @@ class ParallelConfig:
 
     def _check_layout(self) -> None:
         text = self.pipeline_model_parallel_layout
-        if text is None or text == "balanced":
+        if text is None or text in LAYOUT_RULES:
             return
         if is_first_last(text):
             first, last = first_last(text)

@@ -6,7 +6,13 @@ import functools
 from dataclasses import dataclass
 
 from trainsim.config.cluster import ClusterConfig
-from trainsim.config.layout import balanced_layout, check_layout, even_layout, parse_layout
+from trainsim.config.layout import (
+    balanced_layout,
+    check_layout,
+    even_layout,
+    front_loaded_layout,
+    parse_layout,
+)
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
 from trainsim.config.training import TrainingConfig
@@ -164,6 +170,8 @@ class RunConfig:
         p, m = self.parallel, self.model
         if p.pipeline_model_parallel_layout == "balanced":
             return balanced_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp)
+        if p.pipeline_model_parallel_layout == "front_loaded":
+            return front_loaded_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp)
         if p.pipeline_model_parallel_layout is not None:
             stages = parse_layout(p.pipeline_model_parallel_layout)
             check_layout(stages, p.pipeline_model_parallel_layout, m.num_layers,

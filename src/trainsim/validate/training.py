@@ -240,8 +240,11 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["moe_token_dispatcher_type"] = [default, "deepep"]
     if _cell(row, "pipeline_layout") is None and layers and int(layers) % int(row["pp"]) and \
             (profile is None or profile.supports("uneven_pipeline") is not False):
-        # the even split cannot run: the authors placed the layers by hand
-        unknown["pipeline_model_parallel_layout"] = ["balanced"]
+        # the even split cannot run: the framework's own uneven split, else the authors placed
+        # the layers by hand
+        rule = profile.features.get("uneven_pipeline") if profile is not None else None
+        unknown["pipeline_model_parallel_layout"] = \
+            ["front_loaded" if rule == "front_loaded" else "balanced"]
     experts = int(_cell(row, "num_experts") or preset.get("num_experts") or 1)
     if _cell(row, "ep") is None and experts > 1:
         # an MoE run that does not say how its experts are spread: every expert-parallel size
