@@ -49,7 +49,9 @@ layers only: transformer_layer.py sets ``recompute_mlp`` when ``not self.is_moe_
 B200 pp 16, ep 8 ``["mla_up_proj"]`` (tag v0.4.0, the 26.04 container's table) and pp 8, vpp 2,
 ep 32 ``["mla_up_proj", "mlp"]`` (branch r0.4.0 @ 2026-05-28 ``B200_FP8_MX_V2``, with DeepEP,
 ``moe_a2a_overlap=True``, layout ``Et*4|(t*4|)*14tmL`` and TE CUDA graphs: the 26.04.01
-container's table). Other layouts: ``mla_up_proj`` (every release since v0.2.0)."""
+container's table). Other layouts: ``mla_up_proj`` (every release since v0.2.0). Why the tuner
+picks less on GB200 and B200 pp 8: benchmarks/dsv3_recipe_memory.py (``mlp`` recomputes the
+three dense layers of stage 0 only; RESULTS.md 2026-11-24, 15th session, DeepSeek-V3 recipes)."""
 
 
 def _recipe_recompute(row: dict[str, str]) -> str | None:
