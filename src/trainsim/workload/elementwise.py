@@ -341,6 +341,20 @@ def clamp_op(name: str, rows: int, width: int) -> Elementwise:
                        bwd_kernels=3, kernel="copy", impl="eager")
 
 
+def glu_offset_sync_op(name: str) -> Elementwise:
+    """The host-to-device copy of the GLU's linear offset that Megatron-core's
+    ``weighted_bias_quick_geglu_impl`` makes on every call, right after the clamp and before
+    the fused quick-GEGLU: ``torch.tensor(linear_offset, dtype=..., device=input.device)``
+    (core_v0.15.0-core_v0.19.0 megatron/core/fusions/fused_bias_geglu.py; the Megatron-LM
+    commits Megatron-Bridge v0.2.0-v0.6.0 pin hold the same line). A tensor made from a Python
+    scalar on a CUDA device is copied with ``non_blocking=False``, which synchronises the
+    stream: the host waits for the queued work (the experts' fc1 and the clamp) before it
+    issues the activation (pytorch/pytorch#120996: ``torch.tensor(3.14, device=dev)`` trips
+    ``set_sync_debug_mode``; #190217, still open, asks to avoid it). One bf16 scalar moved;
+    the cost is the drained queue (``compute.host``). Its backward reads the saved tensor."""
+    return Elementwise(name, bytes=float(ACT_BYTES), kernels=1, host_sync=True)
+
+
 EXPERT_BIAS_BYTES = (6 * ACT_BYTES, 8 * ACT_BYTES)
 """Bytes per element of the experts' output that ``TEGroupedMLP._apply_bias`` moves (forward,
 backward). Transformer Engine's ``GroupedLinear`` adds fc1's bias in its GEMMs, but fc2's is

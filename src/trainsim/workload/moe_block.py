@@ -10,10 +10,11 @@ from __future__ import annotations
 import functools
 import math
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_dispatch as disp
 from trainsim.workload import moe_experts, moe_router
-from trainsim.workload.elementwise import clamp_op, expert_fc2_bias
+from trainsim.workload.elementwise import clamp_op, expert_fc2_bias, glu_offset_sync_op
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, GroupedImpl, Op
 from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
@@ -114,6 +115,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
               grouped=impl, ragged=ragged)
     if gated and m.activation_clamp is not None:
         ops.append(clamp_op("expert_act_clamp", rows * local, f))
+        if profile_supports(cfg, "glu_offset_host_sync"):  # Megatron-core's quick-GEGLU
+            ops.append(glu_offset_sync_op("expert_act_offset"))
     if eager:
         ops.extend(moe_experts.eager_swiglu(rows * local, f))
     else:

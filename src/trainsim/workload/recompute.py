@@ -25,9 +25,11 @@ RECOMPUTED_OPS = {
     "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
     "mla_up_proj": frozenset({"q_up_proj", "mla_q_proj", "kv_up_proj", "rope"}),
     "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
-    "moe_act": frozenset({"expert_act_clamp", "expert_act"}),  # bias_act_func, clamp included
+    # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
+    "moe_act": frozenset({"expert_act_clamp", "expert_act_offset", "expert_act"}),
     "moe": frozenset({"router", "router_topk_softmax", "permute", "moe_tokens_to_host", "moe",
-                      "expert_fc1", "expert_act_clamp", "expert_act", "expert_fc2",
+                      "expert_fc1", "expert_act_clamp", "expert_act_offset", "expert_act",
+                      "expert_fc2",
                       "unpermute", "expert_fp8_pad", "expert_fp8_unpad",
                       "hybridep_stage_in"}) | _SHARED_EXPERT,
     "shared_experts": _SHARED_EXPERT,
