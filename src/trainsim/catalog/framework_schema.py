@@ -212,7 +212,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # validate_rope_fusion_compatibility turn apply_rope_fusion off for another type)
     "scaled_rope_unfused": _nullable(_bool),
     # Megatron-core's fused quick-GEGLU (gpt-oss's clamped experts) makes its linear offset a
-    # device tensor on every call, a synchronising host-to-device copy (elementwise.glu_offset_sync_op)
+    # device tensor on every call, a synchronising host-to-device copy
+    # (workload.elementwise.glu_offset_sync_op)
     "glu_offset_host_sync": _nullable(_bool),
     # eager RoPE on complex views (torchtitan's apply_rotary_emb), not HF's rotate-half
     "complex_rope": _nullable(_bool),
@@ -296,7 +297,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
-             "scaled_rope_unfused", "glu_offset_host_sync", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+             "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+             "glu_offset_host_sync",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
              "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
