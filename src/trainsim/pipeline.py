@@ -76,8 +76,10 @@ def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
     ``overlap_p2p_comm`` sends each tensor alone) and the pipeline group sits in one node, NCCL
     spreads a send over only ``p2pnChannels / pp`` channels
     (``collectives.nccl.batched_p2p_channels``): 4 channels of ``P2P_CHANNEL_Bps`` each for 8
-    stages, 56 GB/s, where the links would carry 230. Across nodes the NIC bounds the send
-    already and NCCL gives each network peer the channels it needs (not modelled here)."""
+    stages, 56 GB/s, where the links would carry 230. Across nodes the send is priced at the
+    NIC's rate. NCCL up to 2.28 gives a network peer 2 channels (``collectives.nccl``, network
+    peers; 4 on a 400 Gb/s NIC from 2.29); whether 2 reach such a NIC is not measured, and
+    capping them at 2 x ``P2P_CHANNEL_Bps`` made the held-out CP rows worse (RESULTS.md)."""
     t = pricer.comm_time(Comm("p2p", "send_recv", size_bytes, "pp"))
     p = cfg.parallel
     stride, gpn = p.tp * p.cp * cfg.dp, cfg.cluster.gpus_per_node

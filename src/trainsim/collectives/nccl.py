@@ -155,6 +155,23 @@ flight, not by the twelve links. No single-channel NVLink measurement was found;
 table's 8-stage rows imply 14.6-15 GB/s (benchmarks/zero_bubble.py: 0.43-0.47 ms per 25-28 MB
 send on 4 channels), a check, not where the figure comes from."""
 
+# Network peers (read 2026-11-24 in NVIDIA/nccl; not priced, see benchmarks/RESULTS.md):
+# - channels per network peer: src/graph/paths.cc ``ncclTopoGetNchannels``: 2
+#   (NCCL_NCHANNELS_PER_NET_PEER default 2 @ v2.18.1-1..v2.19.4-1; -1 = "2, halved while
+#   2 nRanks > 4 p2pnChannels, at least the NICs' count" @ v2.20.3-1..v2.28.9-1); from v2.29.2-1
+#   max(NICs, ceil(NIC GB/s / 14)), i.e. 4 on a 400 Gb/s NIC, cut down in
+#   ``ncclTopoComputeP2pChannels`` until all peers fit one round (its release note: "improves the
+#   default number of channels per net peer for all-to-all, send, and recv").
+# - the count is communicator-wide: ``p2pnChannelsPerPeer`` is the minimum over every peer, so
+#   NVLink peers of a multi-node communicator get it too, with NCCL_P2P_NET_CHUNKSIZE (128 KiB)
+#   as their step (src/init.cc, v2.27.7-1: ``if (comm->nNodes > 1) p2pChunkSize = ...Net...``).
+# - in one group every peer is in flight at once: ``scheduleP2pTasksToPlan`` (src/enqueue.cc)
+#   puts all rounds in one plan; ``ncclP2pChannelBaseForRound`` (src/include/channel.h,
+#   v2.22.3-1+; ``ncclChannelComputeBase`` before) gives all peers on one remote node the same
+#   channels, and one CTA runs up to 8 of them side by side, one warp each way
+#   (src/device/sendrecv.h ``nWarpPerWork``). So a single network peer (pipeline or CP ring
+#   send) moves on 2 channels, but a rank's all-to-all traffic to R remote nodes moves on 2R.
+
 
 def batched_p2p_channels(size_bytes: float, nranks: int) -> int:
     """Channels NCCL gives one send of ``size_bytes`` inside a group (``ncclGroupStart`` /
