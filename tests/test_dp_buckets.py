@@ -85,3 +85,73 @@ def test_megatron_core_gathers_the_first_chunk_one_bucket_ahead():
     gathers = [t for t in tl.tasks if t.label.startswith("param all-gather")]
     assert len(gathers) > 1 and 0 < wait < sum(t.duration_s for t in gathers)
     assert simulate(c).exposed_comm["dp"] < simulate(whole).exposed_comm["dp"]
+
+
+#: Megatron-Bridge tag behind each container release of its profile (the profile's sources)
+BRIDGE_TAGS = {"25.09": "v0.1.0rc3", "25.11": "v0.2.0", "26.04": "v0.4.0", "26.06": "v0.5.0",
+               "26.08": "v0.6.0"}
+#: CommOverlapConfig._get_optimizer_overlap_cfgs' bucket where data_parallel_size > 1
+BRIDGE_BUCKET = 128 * 1024 * 1024
+
+
+def _bridge_run(version: str):
+    raw = {"model": {"name": "tiny", "hidden_size": 1024, "num_layers": 8,
+                     "num_attention_heads": 16, "vocab_size": 32000, "activation": "swiglu",
+                     "normalization": "rmsnorm", "position_embedding": "rope",
+                     "tied_embeddings": False, "add_bias_linear": False},
+           "parallel": {"tp": 2, "pp": 2, "vpp": 2, "sequence_parallel": True},
+           "training": {"global_batch_size": 256, "micro_batch_size": 1, "seq_length": 2048,
+                        "framework": "megatron-bridge", "framework_version": version},
+           "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 256, "gpus_per_node": 8}}
+    return run_config_from_dict(raw)
+
+
+@pytest.mark.parametrize("version", sorted(BRIDGE_TAGS))
+def test_megatron_bridge_buckets_like_megatron_core(version):
+    """Megatron-Bridge wraps every model chunk in Megatron-core's DDP with disable_bucketing
+    for chunks after the first (model_provider.py / unimodal.py / the pinned Megatron-LM's
+    dist_utils.py), and its perf recipes' CommOverlapConfig sets 128 Mi-parameter buckets:
+    a Bridge run splits only pipeline rank 0's first chunk, in buckets of that size."""
+    from trainsim.workload.sharding import dp_bucket_count
+
+    c = _bridge_run(version)
+    assert c.parallel.dp_buckets == "first_chunk"
+    assert c.parallel.ddp_bucket_size == BRIDGE_BUCKET
+    big = 10 * BRIDGE_BUCKET
+    assert dp_bucket_count(c, 4, big, 0, 0) == 4
+    assert dp_bucket_count(c, 4, big, 0, 1) == dp_bucket_count(c, 4, big, 1, 0) == 1
+
+
+def _bridge_source(tag: str, path: str) -> str | None:
+    import subprocess
+    from pathlib import Path
+
+    repo = Path("/work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo")
+    if not repo.exists():
+        return None
+    out = subprocess.run(["git", "-C", str(repo), "show", f"{tag}:{path}"],
+                         capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+@pytest.mark.parametrize("tag,path", [
+    ("v0.1.0rc3", "src/megatron/bridge/models/model_provider.py"),
+    ("v0.2.0", "src/megatron/bridge/models/model_provider.py"),
+    ("v0.4.0", "src/megatron/bridge/models/common/unimodal.py"),
+])
+def test_the_bridge_rule_is_the_one_in_its_source(tag, path):
+    """Where the Megatron-Bridge mirror is at hand, the facts the profile cites are read from
+    it: the DDP wrap's disable_bucketing for chunks after the first, and CommOverlapConfig's
+    bucket where data_parallel_size > 1 (skipped without the mirror)."""
+    import re
+
+    wrap = _bridge_source(tag, path)
+    overlap = _bridge_source(tag, "src/megatron/bridge/training/comm_overlap.py")
+    if wrap is None or overlap is None:
+        pytest.skip("no Megatron-Bridge mirror")
+    assert re.search(r"disable_bucketing=\(model_chunk_idx > 0\)", wrap)
+    size = re.search(r"data_parallel_size > 1:\s*\n\s*comm_overlap_cfg\.bucket_size = "
+                     r"(\d+) \* (\d+) \* (\d+)", overlap)
+    assert size and int(size[1]) * int(size[2]) * int(size[3]) == BRIDGE_BUCKET
+    assert framework_profile("megatron-bridge", {v: k for k, v in BRIDGE_TAGS.items()}[tag]
+                             ).defaults["dp_buckets"] == "first_chunk"
