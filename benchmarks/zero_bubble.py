@@ -35,7 +35,10 @@ outside 3 points has its published speed-up 1.0-2.0 points below that (6.2B m 24
 against 1.128, 28.3B m 96 ZB-1p 1.145 against 1.155, 1.5B m 24 ZB-2p 1.229 against 1.249;
 at 8 stages every zero-bubble row sits 1.3-5.5 points below it), and trainsim's middle-stage
 W is 16-35 % above the profiled W (the rest of each miss: see below and benchmarks/RESULTS.md,
-12th session).
+12th session). The profiled W, the four wgrad GEMMs alone, runs at 238-255 TFLOP/s, above the
+A100's GEMM ceiling in training (228: MAMF x ``sustained_of_burst``) and near its MAMF alone
+(268), losing 4-6 % at 1,024 tokens where the model loses 18 % (printed after the pass times;
+benchmarks/RESULTS.md, 15th session, "the W pass runs faster than the A100 ceiling").
 
 Known gaps. ZB-1p's gain is (p-1) x W over 1F1B's bubble, so it follows W's share of a pass:
 the W pass holds exactly the weight-gradient GEMMs, 23-33 % of F + B + W here (unfused
@@ -196,6 +199,24 @@ def pass_times(row: dict[str, str]) -> tuple[float, float, float]:
     return ch[v].fwd.duration_s, i.duration_s, w.duration_s
 
 
+def w_flops(row: dict[str, str]) -> tuple[float, float, float]:
+    """FLOPs of a middle stage's W pass (its weight-gradient GEMMs, the ops
+    ``pipeline.is_weight_grad`` sends there), and the GPU's 16-bit GEMM ceiling in training and
+    benchmarked alone (``GPUSpec.gemm_ceiling``, ``sustained_of_burst``), FLOP/s."""
+    from dataclasses import replace
+
+    from trainsim.pipeline import is_weight_grad
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
+    cfg = config({**row, "schedule": "ZB-1p"})
+    sh = shard_of(cfg)
+    layer = sum(op.flops for op in backward_of(layer_forward(cfg, sh), sh) if is_weight_grad(op))
+    layers = cfg.model.num_layers + 2  # the embedding and the loss each count as a layer
+    gpu = cfg.cluster.gpu
+    return (layer * layers // cfg.parallel.pp, gpu.gemm_ceiling("fp16"),
+            replace(gpu, sustained_of_burst=1.0).gemm_ceiling("fp16"))
+
+
 def excess_per_pass(rows: list[dict[str, str]]) -> dict[str, tuple[float, float]]:
     """Per model: (intercept s, slope s per extra pass) of the published 1F1B-I iteration's
     excess over 1F1B's scaled by the ideal bubble ratio, least squares over its m values; the
@@ -274,6 +295,10 @@ def main() -> None:
               f"{theirs[1]:.1f} / {theirs[2]:.1f} (W {theirs[2] / sum(theirs):.3f} of a pass), "
               f"trainsim {ours[0]:.1f} / {ours[1]:.1f} / {ours[2]:.1f} "
               f"(W {ours[2] / sum(ours):.3f})")
+        flops, ceiling, burst = w_flops(row)
+        print(f"{model} W pass {flops / 1e12:.2f} TFLOP: profiled at {flops / theirs[2] / 1e9:.0f} "
+              f"TFLOP/s, trainsim at {flops / ours[2] / 1e9:.0f} (the GPU's GEMM ceiling: "
+              f"{ceiling / 1e12:.0f} in training, {burst / 1e12:.0f} alone)")
     within = sum(abs(p["points_off"]) <= 3 for p in others)
     print(f"{len(others)} speed-ups over 1F1B, mean |off| {mean:.1f} points, max {worst:.1f}, "
           f"{within} within 3 points")
