@@ -32,6 +32,14 @@ the copies out of and into the registered buffer), with the host's launch waits
 (``Pricer.price``); DeepEP V1's Torch API writes into its output tensors directly, and its
 notify and layout kernels (tens of us) are not priced, so its rows price the kernel alone.
 
+The hybrid-ep README's B200 and GB200 tables (one NVLink domain: ``nvl_recv`` bytes, the
+rank's own tokens included) give DeepEP V1's intranode kernels at 16-48 SMs and HybridEP at 16
+and 32 SMs over 8-36 ranks (GB200 with USE_MNNVL); a row's ``sms`` sets
+``moe_deepep_num_sms`` / ``moe_hybridep_num_sms``. Its fp8 HybridEP columns are left out
+(Megatron-core's HybridEP dispatch is 16-bit), and so are its GB200 DeepEP rows at 16 and 24
+ranks (DeepEP's internode kernels over MNNVL, whose byte count the README does not state).
+``benchmarks/fit_ep_exchange.py`` fits ``collectives.ep_kernels``' two constants on these rows.
+
 Rows of other kernels (DeepEP V2, the low-latency inference kernels) are printed as reference
 and left out of the MAPE: no training workload emits them. Nothing here feeds trainsim.
 """
@@ -101,9 +109,11 @@ def config(row: dict[str, str]) -> RunConfig:
                             nic_bw_Bps=float(row["nic_gbit_s"]) * 1e9 / 8)
     training = TrainingConfig(global_batch_size=ep, micro_batch_size=1,
                               seq_length=int(row["tokens"]))
+    dispatcher = PRICED[row["kernel"]]
+    sms = {f"moe_{dispatcher}_num_sms": int(row["sms"])} if row["sms"] else {}
     parallel = ParallelConfig(expert_model_parallel_size=ep,
-                              moe_token_dispatcher_type=PRICED[row["kernel"]],
-                              moe_dispatch_fp8=row["dispatch_dtype"] == "fp8")
+                              moe_token_dispatcher_type=dispatcher,
+                              moe_dispatch_fp8=row["dispatch_dtype"] == "fp8", **sms)
     return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
 
 
@@ -167,6 +177,11 @@ def main(argv: list[str] | None = None) -> int:
     every = [e for v in errs.values() for e in v]
     for kernel, v in errs.items():
         print(f"MAPE {kernel}: {sum(v) / len(v):.1f} % ({len(v)} rows)")
+    by_gpu: dict[str, list[float]] = {}
+    for r, pred, meas in out:
+        by_gpu.setdefault(r["gpu"], []).append(abs(pred / meas - 1) * 100)
+    for name, v in by_gpu.items():
+        print(f"MAPE {name}: {sum(v) / len(v):.1f} % ({len(v)} rows)")
     print(f"MAPE all: {sum(every) / len(every):.1f} % ({len(every)} rows)")
     ref = [r for r in rows if r["kernel"] not in PRICED]
     print(f"reference rows not priced (kernels no training workload emits): {len(ref)}")

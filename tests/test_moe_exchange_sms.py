@@ -42,7 +42,8 @@ def test_gemm_outlasts_the_exchange():
     ("alltoall", {}, COMM_SMS),
     ("deepep", {}, EXCHANGE_SMS["deepep"]),
     ("hybridep", {}, EXCHANGE_SMS["hybridep"]),
-    ("hybridep", {"moe_hybridep_num_sms": 32}, 32)])  # Megatron-Bridge's perf recipes
+    ("hybridep", {"moe_hybridep_num_sms": 32}, 32),  # Megatron-Bridge's perf recipes
+    ("deepep", {"moe_deepep_num_sms": 24}, 24)])  # Megatron-core --moe-deepep-num-sms
 def test_hidden_exchange_costs_the_sms_its_kernels_hold(dispatcher, parallel, sms):
     cfg = _cfg(dispatcher, **parallel)
     exposed, comm = _exposed(Pricer(cfg))

@@ -16,10 +16,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
+from trainsim.collectives.ep_kernels import domain_exchange_s
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
-from trainsim.workload.moe_dispatch import exchange_sms
+from trainsim.workload.moe_dispatch import dedups_per_node, exchange_sms
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
@@ -234,6 +235,12 @@ class Pricer:
     def comm_time(self, op: Comm) -> float:
         span = self.spans[op.group]
         t = self.net.collective(op.kind, op.bytes, span).time_s
+        dispatcher = self.cfg.parallel.moe_token_dispatcher_type
+        ep_kernel = op.group == "ep" and op.kind == "all_to_all" and dedups_per_node(dispatcher)
+        if ep_kernel and span.nodes == 1:
+            # DeepEP's / HybridEP's own NVLink kernels, not NCCL (collectives.ep_kernels)
+            t = max(t, domain_exchange_s(dispatcher, op.bytes, span.size,
+                                         self.cfg.cluster.nvlink_bw_Bps, exchange_sms(self.cfg)))
         if op.domain_fanout and span.nodes > 1:
             # DeepEP's internode kernels (deepseek-ai/DeepEP v1.2.1 csrc/kernels/internode.cu,
             # ``dispatch``/``combine``): RDMA to the same-index GPU of each destination node,
@@ -241,8 +248,12 @@ class Pricer:
             # while later chunks are still arriving; the slower stage bounds the exchange. The
             # forward is an all-to-all inside the domain of what the rank forwards.
             domain = self.net.span(span.per_node, 1)
-            fwd = self.net.collective("all_to_all", op.bytes * op.domain_fanout, domain)
-            t = max(t, fwd.time_s)
+            fwd = self.net.collective("all_to_all", op.bytes * op.domain_fanout, domain).time_s
+            if ep_kernel:  # the forwarders' NVLink copies (their SMs are not priced)
+                fwd = max(fwd, domain_exchange_s(dispatcher, op.bytes * op.domain_fanout,
+                                                 span.per_node, self.cfg.cluster.nvlink_bw_Bps,
+                                                 None))
+            t = max(t, fwd)
         return t
 
     def hidden_behind(self, comm_s: float, compute_s: float) -> float:

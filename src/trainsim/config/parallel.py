@@ -134,6 +134,10 @@ class ParallelConfig:
     --moe-router-dtype, TransformerConfig.moe_router_dtype: "None means no changes for
     dtype", the probabilities stay in the run's 16-bit dtype); what the all-to-all dispatcher
     sends them in (``workload.moe_dispatch.probs_all_to_all``). A framework profile sets it."""
+    moe_deepep_num_sms: int | None = None
+    """SMs DeepEP's normal dispatch and combine kernels run on (Megatron-core
+    --moe-deepep-num-sms, TransformerConfig.moe_deepep_num_sms, passed to
+    ``Buffer.set_num_sms``; None: its default, ``workload.moe_dispatch.EXCHANGE_SMS``)."""
     moe_hybridep_num_sms: int | None = None
     """SMs HybridEP's dispatch and combine kernels run on (Megatron-core
     --moe-hybridep-num-sms, TransformerConfig.moe_hybridep_num_sms; None: its default,
@@ -249,6 +253,7 @@ class ParallelConfig:
             if v is not None and v <= 0:  # Megatron-core: "must be larger than 0"
                 raise ConfigError(f"parallel.{name}={v} must be > 0")
         require_positive("parallel", recompute_num_layers=self.recompute_num_layers,
+                         moe_deepep_num_sms=self.moe_deepep_num_sms,
                          moe_hybridep_num_sms=self.moe_hybridep_num_sms)
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "

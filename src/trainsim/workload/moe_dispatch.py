@@ -82,21 +82,24 @@ EXCHANGE_SMS = {"deepep": 20, "hybridep": 16}
 """SMs the fused exchange kernels of a dispatcher backend hold while they run: Megatron-core's
 ``moe_deepep_num_sms`` (20, core_v0.13.0-core_v0.17.0 transformer_config.py, passed to
 ``Buffer.set_num_sms``; DeepEP's own ``Buffer.num_sms`` default is 20 too, deepseek-ai/DeepEP
-v1.2.1 deep_ep/buffer.py) and ``moe_hybridep_num_sms`` (16, core_v0.16.0-core_v0.17.0, given to
+v1.2.1 deep_ep/buffer.py; a run may set another, ``parallel.moe_deepep_num_sms``) and ``moe_hybridep_num_sms`` (16, core_v0.16.0-core_v0.17.0, given to
 ``hybrid_ep_dispatch`` as ``num_sms_dispatch_api``/``num_sms_combine_api``; a run or its
 profile may set another, ``parallel.moe_hybridep_num_sms``). DeepEP's normal
 kernels run as one cooperative grid of that many blocks for the whole exchange (csrc/kernels/
 internode.cu: a sender and a forwarder SM per channel); the NCCL all-to-all of the other
-dispatchers takes its channels' blocks (``pricing.COMM_SMS``)."""
+dispatchers takes its channels' blocks (``pricing.COMM_SMS``). Inside one NVLink domain
+DeepEP's exchange is bound by these SMs (``collectives.ep_kernels``)."""
 
 
 def exchange_sms(cfg: RunConfig) -> int | None:
-    """SMs the run's dispatcher's exchange kernels hold beside compute (``EXCHANGE_SMS``,
-    HybridEP's as ``parallel.moe_hybridep_num_sms`` sets it); None for a dispatcher whose
+    """SMs the run's dispatcher's exchange kernels hold beside compute (``EXCHANGE_SMS``, or
+    as ``parallel.moe_deepep_num_sms`` / ``moe_hybridep_num_sms`` set it); None for a dispatcher whose
     exchange is an NCCL collective."""
     p = cfg.parallel
     if p.moe_token_dispatcher_type == "hybridep" and p.moe_hybridep_num_sms is not None:
         return p.moe_hybridep_num_sms
+    if p.moe_token_dispatcher_type == "deepep" and p.moe_deepep_num_sms is not None:
+        return p.moe_deepep_num_sms
     return EXCHANGE_SMS.get(p.moe_token_dispatcher_type)
 
 
