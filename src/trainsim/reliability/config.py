@@ -9,6 +9,7 @@ SI units inside: seconds, bytes, bytes/s.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -67,6 +68,27 @@ class FailureProfile:
     """Checkpoint settings of the observed environment (override CheckpointConfig defaults)."""
 
 
+def _number(value: Any, where: str, whole: bool = False) -> float:
+    """A profile's number (a count, a rate, the observed cluster's size): finite and >= 0, a
+    whole number >= 1 where ``whole``; else a CatalogError naming it."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and \
+        0 <= value < math.inf and (not whole or (value >= 1 and value == int(value)))
+    if not ok:
+        need = "a whole number >= 1" if whole else "a finite number >= 0"
+        raise CatalogError(f"{where}={value!r} must be {need}")
+    return float(value)
+
+
+def _mapping(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    """``data[key]`` as a mapping (empty when left out); a CatalogError naming it otherwise."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CatalogError(f"{where}.{key} must be a mapping of fields, got {value!r}")
+    return dict(value)
+
+
 def _mode_from_yaml(name: str, d: Any, observed: dict[str, float], where: str) -> FailureMode:
     if not isinstance(d, dict):
         raise CatalogError(f"{where}.modes.{name} must be a mapping")
@@ -88,10 +110,16 @@ def _mode_from_yaml(name: str, d: Any, observed: dict[str, float], where: str) -
         if missing:
             raise CatalogError(f"{where}.observed needs {', '.join(missing)} to turn counts "
                                "into rates")
-        n = component_counts(int(observed["gpus"]), int(observed["gpus_per_node"]))[component]
-        rate = float(d.pop("count")) / (n * float(observed["days"]) * DAY_S)
+        gpus, per_node = (int(_number(observed[k], f"{where}.observed.{k}", whole=True))
+                          for k in ("gpus", "gpus_per_node"))
+        days = _number(observed["days"], f"{where}.observed.days")
+        if days == 0:
+            raise CatalogError(f"{where}.observed.days=0 must be positive: counts are per day")
+        n = component_counts(gpus, per_node)[component]
+        rate = _number(d.pop("count"), f"{where}.modes.{name}.count") / (n * days * DAY_S)
     else:
-        rate = float(d.pop("per_1000_component_days")) / 1000.0 / DAY_S
+        rate = _number(d.pop("per_1000_component_days"),
+                       f"{where}.modes.{name}.per_1000_component_days") / 1000.0 / DAY_S
     planned = bool(d.get("planned", False))
     d.setdefault("detection", "none" if planned else "crash")
     return build(FailureMode, {"name": name, "rate_per_s": rate, "component": component, **d},
@@ -107,19 +135,21 @@ def profile_from_dict(data: dict[str, Any], where: str = "failures") -> FailureP
     for key in data:
         if key not in allowed:
             raise CatalogError(f"unknown field {where}.{key}{suggest(key, allowed)}")
-    observed = dict(data.get("observed") or {})
+    observed = _mapping(data, "observed", where)
     raw_modes = data.get("modes")
     if not isinstance(raw_modes, dict) or not raw_modes:
         raise CatalogError(f"{where}.modes must be a non-empty mapping of cause -> fields")
     modes = tuple(_mode_from_yaml(str(k), v, observed, where) for k, v in raw_modes.items())
     for m in modes:
-        if not m.rate_per_s >= 0:
-            raise CatalogError(f"{where}.modes.{m.name}: the rate must not be negative")
+        if not 0 <= m.rate_per_s < math.inf:
+            raise CatalogError(f"{where}.modes.{m.name}: the rate must be finite and not "
+                               "negative")
     return FailureProfile(
         name=str(data.get("name", where)), modes=modes,
         description=str(data.get("description", "")), source=str(data.get("source", "")),
-        observed=observed, published=dict(data.get("published") or {}),
-        recovery=dict(data.get("recovery") or {}), checkpoint=dict(data.get("checkpoint") or {}))
+        observed=observed, published=_mapping(data, "published", where),
+        recovery=_mapping(data, "recovery", where),
+        checkpoint=_mapping(data, "checkpoint", where))
 
 
 def profile_names() -> list[str]:
