@@ -10,6 +10,11 @@ from trainsim.errors import ConfigError
 
 MAX_COUNT = 2**53
 """Largest count a record or cell takes (exact in a float below it)."""
+MIN_MEASURED = 1e-100
+"""Smallest measured value (a time, bytes, a bandwidth in any unit) a record or a validation
+row takes: a validation error is relative to it, and below ~1e-300 that ratio overflows to
+infinity (a measured 1e-300 s gave an error of inf, written as ``Infinity``, not JSON). A
+numeric bound, not a physical one: the smallest bundled measurement is ~1e-6 s."""
 
 
 def shown(value: Any) -> str:
@@ -20,14 +25,15 @@ def shown(value: Any) -> str:
 
 def positive_value(value: Any) -> float | None:
     """``value`` as a positive finite float (a record's measured time, say), or None when it
-    is not one (missing, text, a bool, zero, negative, NaN or infinite)."""
+    is not one (missing, text, a bool, zero, negative, below MIN_MEASURED, NaN or
+    infinite)."""
     if isinstance(value, bool):
         return None
     try:
         x = float(value)
     except (TypeError, ValueError):
         return None
-    return x if 0 < x < math.inf else None
+    return x if MIN_MEASURED <= x < math.inf else None
 
 
 def record_count(rec: dict[str, Any], key: str, default: Any = None, where: str = "") -> int:

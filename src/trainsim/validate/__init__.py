@@ -8,12 +8,11 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import math
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from trainsim.config.records import positive_value
+from trainsim.config.records import MIN_MEASURED, positive_value
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimWarning
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
@@ -69,8 +68,8 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
                 continue  # an optional measurement left empty
             if not _positive_number(text):
                 raise ConfigError(f"{path} row {i} (id {row.get('id') or '?'}): {column}="
-                                  f"{text!r} must be a positive number: the error is relative "
-                                  "to it")
+                                  f"{text!r} must be a positive number (>= {MIN_MEASURED:g}): the "
+                                  "error is relative to it")
     return kind, rows
 
 
@@ -124,10 +123,8 @@ def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
 
 
 def _positive_number(text: str | None) -> bool:
-    try:
-        return 0 < float(text or "") < math.inf
-    except ValueError:
-        return False
+    """A measured cell: a positive finite number, at least MIN_MEASURED."""
+    return positive_value((text or "").strip() or None) is not None
 
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "validation"

@@ -22,7 +22,7 @@ from trainsim.catalog import model as catalog_model
 from trainsim.compute.chain import ChainModel
 from trainsim.compute.database import FORMATS, KernelDatabase, _read_json, as_profiled
 from trainsim.config import GPUSpec, RunConfig
-from trainsim.config.records import positive_value, record_count
+from trainsim.config.records import MIN_MEASURED, positive_value, record_count
 from trainsim.errors import ConfigError, NotAMeasurement, TrainsimError
 from trainsim.validate.common import RowResult
 from trainsim.workload.layers import backward_of, layer_forward
@@ -59,7 +59,7 @@ def _time(rec: dict[str, Any], key: str, path: Any, i: int) -> float:
     t = positive_value(value)
     if t is None:
         raise ConfigError(f"{path}: layers[{i}].{key}={value!r} must be a positive number of "
-                          "seconds: the error is relative to it")
+                          f"seconds (>= {MIN_MEASURED:g}): the error is relative to it")
     return t
 
 

@@ -20,7 +20,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog.defaults import gpu_arch
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.config.records import positive_value, record_count, shown
+from trainsim.config.records import MIN_MEASURED, positive_value, record_count, shown
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.memory.estimate import activation_bytes_per_layer
@@ -73,8 +73,8 @@ def _measurement(rec: dict[str, Any], key: str, path: Any, line: int) -> float |
         return None
     x = positive_value(value)
     if x is None:
-        raise ConfigError(f"{path} line {line}: {key}={shown(value)} must be a positive number: "
-                          "the error is relative to it")
+        raise ConfigError(f"{path} line {line}: {key}={shown(value)} must be a positive number "
+                          f"(>= {MIN_MEASURED:g}): the error is relative to it")
     return x
 
 
@@ -161,7 +161,7 @@ def validate_layers(path: str | Path) -> list[RowResult]:
         fwd_ms = _measurement(rec, "fwd_ms", path, i)
         res = RowResult(id=rid, measured=measured)
         res.extra = {"kind": "layer", "implementation": str(rec.get("mode", "eager")),
-                     "dtype": rec.get("dtype", "bf16"), "unit": "s",
+                     "dtype": str(rec.get("dtype", "bf16")), "unit": "s",
                      "source_key": f"{rec.get('family')}/{rec.get('mode', 'eager')}"}
         if saved:
             res.measured_memory_gib = saved / GiB
