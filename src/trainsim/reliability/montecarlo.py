@@ -83,6 +83,20 @@ def _wall_for(plan_cycle: float, interval: float, work: np.ndarray) -> np.ndarra
     return np.where(np.isinf(work), np.inf, wall)
 
 
+def expected_interruptions_lower_bound(plan: RunPlan, need_s: float) -> float:
+    """At least how many unplanned interruptions one trial expects before ``need_s`` training
+    seconds are kept: each stretch of training between two checkpoints (``interval`` seconds,
+    or the whole work when that is shorter) must run free of them, which takes
+    e^(rate x stretch) - 1 interruptions on average. Stalls, commit latency and recoveries are
+    left out: they only add."""
+    rate = plan.unexpected_rate
+    if rate == 0 or not math.isfinite(need_s):
+        return 0.0
+    span = min(plan.effective_interval_s, need_s)
+    stretches = max(1.0, math.floor(need_s / span))
+    return stretches * math.expm1(min(rate * span, 700.0))
+
+
 def run(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float = math.inf,
         trials: int = 1000, seed: int = 0) -> Outcome:
     """Simulate ``trials`` runs: until ``work_s`` seconds of failure-free training are done, or
@@ -104,6 +118,15 @@ def run(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float = math.inf,
     cycle = interval + plan.stall_s
     latency = plan.commit_latency_s
     slow = plan.straggler_factor
+
+    if math.isinf(horizon_s):  # a run that ends only when its work is done
+        expected = expected_interruptions_lower_bound(plan, work_s * slow)
+        if expected > _MAX_PASSES:  # refused now, not after _MAX_PASSES passes (seconds)
+            raise TrainsimError(
+                f"the run does not finish: it expects more than {_MAX_PASSES:,} interruptions "
+                f"(one every {plan.mtbf_s / 3600:.3g} h on average, and "
+                f"{min(interval, work_s * slow) / 3600:.3g} h of training to keep between "
+                "checkpoints); shorten reliability.checkpoint.interval_s (--interval)")
 
     rng = np.random.default_rng(seed)
     rng_rec = np.random.default_rng([seed, 1])  # recoveries: keeps the failure stream aligned
