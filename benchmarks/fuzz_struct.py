@@ -160,6 +160,42 @@ def _sim_outcome(args: list[str]) -> str | None:
     return None
 
 
+SCALES = [0, 1e-12, 1e-6, 1e-3, 0.5, 2, 10, 1e3, 1e6, 1e9, 1e12, 1e18, 1e300]
+
+
+def reliability_cases(rng: random.Random, workdir: Path, n: int
+                      ) -> Iterator[tuple[str, Callable]]:
+    """goodput of the goodput examples with their reliability section mutated: its shape, or
+    one of its numbers (and of the failure profile's) scaled over 24 decades."""
+    import yaml
+    bases = {p.name: yaml.safe_load(p.read_text()) for p in EXAMPLES if "goodput" in p.name}
+    for i in range(n):
+        name = rng.choice(sorted(bases))
+        doc = copy.deepcopy(bases[name])
+        rel = doc.setdefault("reliability", {})
+        if rng.random() < 0.5:
+            doc["reliability"], what = mutate_tree(rng, rel)
+        else:
+            key = rng.choice(["checkpoint.interval_s", "recovery.restart_s", "rate_scale",
+                              "recovery.heartbeat_timeout_s", "recovery.hang_timeout_s",
+                              "checkpoint.optimizer_bytes_per_param", "recovery.repair_s",
+                              "straggler.slowdown", "recovery.diagnosis_s", "recovery.init_s_per_gpu_slow",
+                              "straggler.node_slowdown", "checkpoint.weight_bytes_per_param"])
+            *parents, leaf = key.split(".")
+            node = rel
+            for p_ in parents:
+                node = node.setdefault(p_, {})
+            node[leaf] = rng.choice(SCALES)
+            what = f"reliability.{key}={node[leaf]!r}"
+        path = workdir / f"r{i}.yaml"
+        path.write_text(yaml.safe_dump(doc, allow_unicode=True))
+        args = ["goodput", str(path), "--trials", rng.choice(["1", "3", "20"]), "--format",
+                "json"]
+        if rng.random() < 0.3:
+            args += ["--days", rng.choice(["1", "30", "1e-3"])]
+        yield f"{name}: {what}"[:200], (lambda a=args: _cli(a))
+
+
 def mangle_text(rng: random.Random, text: str) -> tuple[str, str]:
     lines = text.splitlines()
     op = rng.choice(["bom", "crlf", "tab", "truncate", "dupline", "indent", "unicode", "cr",
@@ -610,7 +646,8 @@ def sweep(seed: int, n: int, only: set[str], workdir: Path) -> dict:
                 "failures": lambda: failure_cases(rng, workdir, n // 3),
                 "kernel-db": lambda: kernel_db_cases(rng, workdir, n // 3),
                 "search-opts": lambda: search_opt_cases(rng, workdir, n // 3),
-                "sweep-odd": lambda: sweep_odd_cases(rng, workdir, n // 6)}
+                "sweep-odd": lambda: sweep_odd_cases(rng, workdir, n // 6),
+                "reliability": lambda: reliability_cases(rng, workdir, n // 2)}
     counts: collections.Counter = collections.Counter()
     failures: dict[str, list[str]] = collections.defaultdict(list)
     for surface, cases in surfaces.items():
