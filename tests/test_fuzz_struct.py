@@ -90,7 +90,7 @@ def test_a_run_that_cannot_finish_between_failures_is_refused_at_once(how):
     start = time.perf_counter()
     line = one_error_line(cli("goodput", GOODPUT, "--trials", "3", *how))
     assert "does not finish" in line and "reliability.checkpoint.interval_s" in line
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 10
 
 
 def test_the_bound_is_below_what_a_finishing_run_expects():
@@ -159,12 +159,13 @@ def _module():
 def test_a_few_inputs_of_every_surface_are_handled(tmp_path):
     out = _module().sweep(0, 6, set(), tmp_path)
     assert not out["failures"], dict(out["failures"])
-    assert set(out["counts"]) >= {"yaml", "text", "csv", "failures", "hf"}
+    assert set(out["counts"]) >= {"yaml", "text", "csv", "failures", "hf", "reliability"}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("surface", ["yaml", "text", "gpu", "csv", "jsonl", "flags", "http",
-                                     "hf", "failures", "kernel-db"])
+                                     "hf", "failures", "kernel-db", "search-opts", "sweep-odd",
+                                     "reliability"])
 def test_the_seeded_structural_sweep_finds_nothing_slow(tmp_path, surface):
     out = _module().sweep(0, 300, {surface}, tmp_path)
     assert not out["failures"], dict(out["failures"])
