@@ -80,3 +80,28 @@ def test_megatron_2021_batches_on_two_rank_communicators():
     assert send_s(at("2021-04")) == nvlink
     assert send_s(at("2022-06")) == nvlink
     assert send_s(at("2022-07")) >= MB / (4 * P2P_CHANNEL_Bps)
+
+
+def cp_cfg(cp: int, gpus: int = 8):
+    return run_config_from_dict({
+        "model": {"name": "toy", "hidden_size": 1024, "num_layers": 32,
+                  "num_attention_heads": 8, "vocab_size": 32000},
+        "parallel": {"cp": cp},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 8192},
+        "cluster": {"node": "dgx-a100", "num_gpus": gpus},
+    })
+
+
+def test_cp_ring_send_in_a_node_runs_on_its_share_of_channels():
+    """A 1 GB send on an 8-rank CP communicator in one node (torch's ring attention passing
+    fp32 dK/dV on) gets 16 NCCL channels: its bytes over 16 channel rates, slower than the
+    NVLink price; on a 2-rank communicator 32 channels outrun the links, so the links bind."""
+    from trainsim.workload.ops import Comm
+    size = 1.07e9
+    eight = Pricer(cp_cfg(8))
+    t8 = eight.comm_time(Comm("ring.dkv_send", "send_recv", size, "cp"))
+    assert abs(t8 - size / (16 * P2P_CHANNEL_Bps)) < 1e-9
+    two = Pricer(cp_cfg(2))
+    t2 = two.comm_time(Comm("ring.dkv_send", "send_recv", size, "cp"))
+    assert t2 == two.net.collective("send_recv", size, two.spans["cp"]).time_s
+    assert t2 < t8

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives.ep_kernels import domain_exchange_s
+from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
@@ -235,6 +236,18 @@ class Pricer:
     def comm_time(self, op: Comm) -> float:
         span = self.spans[op.group]
         t = self.net.collective(op.kind, op.bytes, span).time_s
+        if op.kind == "send_recv" and op.group == "cp" and span.size > 1 and span.nodes == 1:
+            # a CP ring's send inside one node: NCCL gives each p2p operation of the CP
+            # communicator its share of the channels, set by the communicator's size (nRanks),
+            # not by how many peers the operation talks to (NVIDIA/nccl v2.21.5-1 src/enqueue.cc
+            # ``scheduleP2pTasksToPlan``: ``nChannelsMin`` halved while ``nChannelsMin * nRanks
+            # > p2pnChannels``; ``collectives.nccl.batched_p2p_channels``). torch's ring
+            # attention passes dK/dV (and, all-to-all rotater, K/V) on with
+            # ``ft_c.permute_tensor``, an ``all_to_all_single`` on the CP group whose one
+            # non-empty split is an ncclSend/ncclRecv pair in one ncclGroup (torch/csrc/cuda/
+            # nccl.cpp ``all2all_single_unequal_split``); Transformer Engine's p2p CP sends on its
+            # cp_group the same way. At CP 8 a 1 GB send gets 16 channels, at CP 2-4 the links bind.
+            t = max(t, op.bytes / (batched_p2p_channels(op.bytes, span.size) * P2P_CHANNEL_Bps))
         dispatcher = self.cfg.parallel.moe_token_dispatcher_type
         ep_kernel = op.group == "ep" and op.kind == "all_to_all" and dedups_per_node(dispatcher)
         if ep_kernel and span.nodes == 1:
