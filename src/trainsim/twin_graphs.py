@@ -20,6 +20,16 @@ pricer handed back the same objects; the graph kept holds them, so an identity i
 reused while its key is kept. The pricer's records (:func:`mark`) are in the key too: a build
 hands its twin only what it added to them, so a pricer that priced before it (a lower bound
 with the same pricer) shares its graph only with a twin whose pricer stands at the same place.
+
+Configs that differ only in ZeRO-1 (the distributed optimizer) against ZeRO-2 are twins too
+where Megatron-core's DDP lays out the model state, ZeRO-1 reduce-scatters its gradients and
+the optimizer steps one flat shard (no per-tensor step): the builder reads the two fields
+(``zero_stage``, ``distributed_optimizer``) as ``_TaskGraph.zero`` in (1, 2), whose reads
+(``simulator``, ``optimizer_tasks``, ``pipeline``) tell 1 from 2 only for ZeRO-1's
+``all_reduce`` gradient reduction and FSDP1's SHARD_GRAD_OP, and as ``zero_stage`` in
+``workload.sharding`` (DeepSpeed's fp32 accumulation, the per-tensor optimizer's FSDP pieces:
+both excluded here; the rest compare it with 3) and ``sharded_passes`` (``>= 3``). Their
+memory differs (``memory.state``), and is worked out per config after the graph.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import itertools
 from collections.abc import Hashable
 from typing import Any
 
+from trainsim.catalog.frameworks import framework_supports
 from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
 from trainsim.engine.loop import SHARED_TASKS, shared_store
@@ -39,8 +50,10 @@ from trainsim.workload.shard import shard_of
 RECOMPUTE_FIELDS = frozenset({"recompute", "recompute_modules", "recompute_num_layers"})
 """The parallel fields the graph builder reads only through the priced chunks and
 ``RunConfig.recomputed_layers``."""
+ZERO_FIELDS = ("zero_stage", "distributed_optimizer")
+"""The parallel fields in the key as :func:`zero_class`."""
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
-                      if f.name not in RECOMPUTE_FIELDS)
+                      if f.name not in RECOMPUTE_FIELDS and f.name not in ZERO_FIELDS)
 _TASKS = "tasks kept"  # the store's count of the kept graphs' tasks
 
 
@@ -56,7 +69,7 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
         shared["chunks"] = chunks(cfg, pricer, shard_of(cfg), layer_source)
     p = cfg.parallel
     key = (id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source), microbatches,
-           pricer._sig, mark(pricer), cfg.recomputed_layers,
+           pricer._sig, mark(pricer), cfg.recomputed_layers, zero_class(cfg),
            tuple(getattr(p, name) for name in _OTHER_FIELDS),
            tuple((v, tuple(map(id, ch.fwd_parts)), id(ch.bwd_head),
                   tuple(map(id, ch.bwd_layers)), id(ch.bwd_tail))
@@ -66,6 +79,18 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
     except TypeError:
         return None
     return key
+
+
+def zero_class(cfg: RunConfig) -> Hashable:
+    """What the graph builder takes from the ZeRO fields: ZeRO-1 and ZeRO-2 are one class
+    where the module docstring says they build the same graph, else the fields as they are."""
+    p, t = cfg.parallel, cfg.training
+    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+    if zero in (1, 2) and p.data_parallel_impl == "megatron" and \
+            p.zero1_grad_reduce == "reduce_scatter" and \
+            not framework_supports(t.framework, t.framework_version, "per_tensor_optimizer"):
+        return "zero 1-2"
+    return p.zero_stage, p.distributed_optimizer
 
 
 def kept_graph(cfg: RunConfig, pricer: Pricer, layer_source: Any,
@@ -107,4 +132,5 @@ def keep_graph(key: Hashable | None, graph: Any, pricer: Pricer, before: tuple[i
                       tuple(itertools.islice(pricer.compute._cache, before[1], None)))
 
 
-__all__ = ["RECOMPUTE_FIELDS", "graph_key", "keep_graph", "kept_graph", "mark"]
+__all__ = ["RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph", "kept_graph", "mark",
+           "zero_class"]
