@@ -149,3 +149,29 @@ def test_a_search_base_makes_one_cluster_per_gpu_count():
     assert base.cluster_for(other) is base.cluster_for(other)
     assert base.cluster_for(other).num_gpus == other
     assert base.cluster_for(base.cluster.num_gpus) is base.cluster
+
+
+def test_batches_with_unpickled_bases_share_their_prices(monkeypatch):
+    """A worker receives the search's base unpickled anew with every batch; its batches must
+    still price each op list once (the prices are kept by the cluster's identity), and give
+    the evaluations of the base itself, to the bit."""
+    import pickle
+
+    from trainsim import pricing
+    from trainsim.search.evaluation import evaluate, evaluate_batch
+
+    base = make_base(gpus=16, batch=64)
+    rng = random.Random(13)
+    keys = rng.sample(list(SPACE.memory_keys(base, 16)), 6)
+    batches = [[Candidate(k)] for k in keys] * 2  # the second round prices nothing new
+    alone = [[evaluate(c, base) for c in b] for b in batches]
+    priced = []
+    real = pricing.Pricer._price_ops
+    monkeypatch.setattr(pricing.Pricer, "_price_ops",
+                        lambda self, *a: priced.append(1) or real(self, *a))
+    got = [evaluate_batch(pickle.loads(pickle.dumps(base)), b, ("test", 7)) for b in batches]
+    assert got == alone
+    first = len(priced)
+    again = [evaluate_batch(pickle.loads(pickle.dumps(base)), b, ("test", 7)) for b in batches]
+    assert again == alone
+    assert len(priced) == first  # every op list of the second pass taken from the first

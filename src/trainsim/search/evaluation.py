@@ -86,6 +86,7 @@ class Bounds:
         self.base = base
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
         self._shapes: dict[MemoryKey, _Shape] = {}
+        self._shapes_of: dict[tuple, _Shape] = {}
         self._pricers: dict[tuple, Any] = {}
         self._layouts: dict[tuple, tuple] = {}
         self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
@@ -205,8 +206,16 @@ class Bounds:
     def _shape(self, key: MemoryKey) -> _Shape:
         hit = self._shapes.get(key)
         if hit is None:
-            hit = self._shapes[key] = self._shape_of(
-                self.configs.get(key) or Candidate(key).to_config(self.base))
+            # the same for every recompute mode and dispatcher: _shape_of reads the schedule,
+            # the micro-batch count, pp, vpp, where the layers are and _layout_costs (whose key
+            # holds neither); one shape per the rest of the memory key
+            of = (key.num_gpus, key.tp, key.pp, key.cp, key.vpp, key.micro_batch,
+                  key.sequence_parallel, key.zero, key.ep, key.etp, key.schedule)
+            hit = self._shapes_of.get(of)
+            if hit is None:
+                hit = self._shapes_of[of] = self._shape_of(
+                    self.configs.get(key) or Candidate(key).to_config(self.base))
+            self._shapes[key] = hit
         return hit
 
     def prime(self, key: MemoryKey, cfg: Any) -> None:
@@ -418,6 +427,24 @@ def evaluate(candidate: Candidate, base: Base) -> Evaluation:
                       lower_bound_s(candidate.mem, base))
 
 
+_BASES: dict[str, Base] = {}
+
+
+def _one_base(base: Base) -> Base:
+    """The first base of this process equal to ``base`` (by ``repr``, which spells every float
+    exactly: ``EvaluationCache``'s key). A worker unpickles a new copy of the search's base with
+    every batch; the prices ``shared`` keeps are keyed by the cluster's identity (and the twin
+    graphs by the model's and the training's), so without this each batch priced its passes
+    anew (the 22B search's workers: 2,125 op lists priced instead of 560)."""
+    key = repr(base)
+    hit = _BASES.get(key)
+    if hit is None:
+        if len(_BASES) >= 8:
+            _BASES.clear()
+        hit = _BASES[key] = base
+    return hit
+
+
 def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = None
                    ) -> list[Evaluation]:
     """The unit of work an executor runs on a worker: one batch of candidates. ``token``: the
@@ -425,6 +452,7 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
     :func:`trainsim.pricing.shared`); None prices each candidate on its own."""
     if token is None:
         return [evaluate(c, base) for c in candidates]
+    base = _one_base(base)
     # the collector paused as simulate() pauses it, here over the configs and results too; a
     # task graph equal to one of the batch's earlier candidates' runs the loop once (a
     # search's candidates in pairs: selective recompute where FlashAttention's backward
