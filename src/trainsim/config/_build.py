@@ -208,6 +208,8 @@ def check_fields(obj: Any, where: str) -> None:
                 tp is float and kind == "float" and -math.inf < value < math.inf or \
                 tp is str and kind == "str" or tp is bool and kind == "bool":
             continue  # the common cases, cheaply (configs are rebuilt often by the tuners)
+        if kind == "literal" and value is not None and value in allowed:
+            continue  # what the literal branch below decides, without its number test
         if value is None:
             if optional:
                 continue
