@@ -149,3 +149,23 @@ def test_zero1_and_zero2_are_no_twins_where_the_graph_tells_them_apart():
         assert k(none) != k(one)
         for fields in ({"zero1_grad_reduce": "all_reduce"}, {"data_parallel_impl": "fsdp1"}):
             assert k(with_parallel(one, **fields)) != k(with_parallel(two, **fields))
+
+
+def test_a_twin_handed_a_graph_takes_its_summary(monkeypatch):
+    """A twin's graph run in full is summarized once (``twin_graphs.kept_summary``): the
+    twin's results are its own simulated alone, with one summary for the pair."""
+    cfgs = _zero_pairs(6, seed=9) + _twins(4, seed=2)
+    alone = [_fields(simulate(cfg)) for cfg in cfgs]
+    made = []
+    real = simulator.summarize
+    monkeypatch.setattr(simulator, "summarize", lambda *a: made.append(1) or real(*a))
+    with shared(("summary twins", 1)), runs_shared():
+        inside = [_fields(simulate(cfg)) for cfg in cfgs]
+    together = len(made)
+    assert inside == alone
+    with shared(("summary twins", 2)):
+        for cfg in cfgs:
+            with runs_shared():
+                simulate(cfg)
+    apart = len(made) - together
+    assert apart - together >= len(cfgs) // 3

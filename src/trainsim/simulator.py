@@ -36,7 +36,7 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     stage_sums,
     summarize,
 )
-from trainsim.twin_graphs import keep_graph, kept_graph, mark
+from trainsim.twin_graphs import keep_graph, keep_summary, kept_graph, kept_summary, mark
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.recompute import core_attn_rerun, per_op_sac_layout
@@ -507,8 +507,12 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     if summary is None:
         check_simulation(cfg, what=f" (simulated in full: {reason})")
         graph = build_graph(cfg, pricer, layer_source)
-        tl = run(graph.tasks)
-        summary = summarize(cfg, tl, graph.ends)
+        # a twin handed a graph whose full run was summarized here (trainsim.twin_graphs)
+        summary = None if keep_timeline else kept_summary(graph, cfg)
+        if summary is None:
+            tl = run(graph.tasks)
+            summary = summarize(cfg, tl, graph.ends)
+            keep_summary(graph, cfg, summary)
     iteration_s = max(e - o for e, o in zip(summary.end_s, summary.origin_s))
     stage = critical_stage(summary.busy_s, summary.end_s)
     breakdown, exposed = breakdown_of(summary.sums[stage], iteration_s)

@@ -55,6 +55,7 @@ ZERO_FIELDS = ("zero_stage", "distributed_optimizer")
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in RECOMPUTE_FIELDS and f.name not in ZERO_FIELDS)
 _TASKS = "tasks kept"  # the store's count of the kept graphs' tasks
+_SUMMARY = "summary"  # first item of a kept summary's key
 
 
 def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
@@ -130,7 +131,30 @@ def keep_graph(key: Hashable | None, graph: Any, pricer: Pricer, before: tuple[i
         store[_TASKS] = n
         store[key] = (graph, pricer._seen[before[0]:],
                       tuple(itertools.islice(pricer.compute._cache, before[1], None)))
+        store[(_SUMMARY, id(graph))] = (graph, None, None)  # its summary, once run in full
 
 
-__all__ = ["RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph", "kept_graph", "mark",
-           "zero_class"]
+def kept_summary(graph: Any, cfg: RunConfig) -> Any:
+    """The summary of ``graph``'s full run kept by :func:`keep_summary` inside this
+    ``runs_shared`` (a twin handed the same graph object), or None. ``summary.summarize`` reads
+    the timeline, which is the loop's function of the graph's tasks, the graph's ends and
+    ``parallel.optimizer_post_validation`` alone, so the twin's would be the same."""
+    store = shared_store()
+    hit = store.get((_SUMMARY, id(graph))) if store is not None else None
+    if hit is None or hit[0] is not graph or hit[2] is None or \
+            hit[1] != cfg.parallel.optimizer_post_validation:
+        return None
+    return hit[2]
+
+
+def keep_summary(graph: Any, cfg: RunConfig, summary: Any) -> None:
+    """Keep the summary of a graph that :func:`keep_graph` kept for twins (the entry holds the
+    graph, so its identity is not reused while kept)."""
+    store = shared_store()
+    hit = store.get((_SUMMARY, id(graph))) if store is not None else None
+    if hit is not None and hit[0] is graph and hit[2] is None:
+        store[(_SUMMARY, id(graph))] = (graph, cfg.parallel.optimizer_post_validation, summary)
+
+
+__all__ = ["RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph", "keep_summary",
+           "kept_graph", "kept_summary", "mark", "zero_class"]
