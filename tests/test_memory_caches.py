@@ -40,3 +40,29 @@ def test_cached_answers_equal_the_ones_computed_cold():
     for cfg, kept in zip(cfgs, warm):
         cache_clear()
         assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept
+
+
+def test_model_states_shared_inside_a_search_equal_the_ones_computed_alone(monkeypatch):
+    """Inside ``states_shared`` (a search) the model state is kept by every field it reads:
+    configs that differ only in the micro-batch or the recompute share one answer, and every
+    answer is the one computed outside it (other ZeRO stages, TP, PP: their own)."""
+    from trainsim.memory import state
+
+    base = make_base(MOE, gpus=16, batch=64)
+    space = SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=4,
+                        zero=(0, 1, 2, 3))
+    cfgs = []
+    for key in list(space.memory_keys(base, 16))[::3]:
+        try:
+            cfgs.append(Candidate(key).to_config(base))
+        except Exception:  # noqa: BLE001 - a combination RunConfig refuses
+            continue
+    alone = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+    made = []
+    real = state._model_state
+    monkeypatch.setattr(state, "_model_state", lambda c, s: made.append(1) or real(c, s))
+    with state.states_shared():
+        inside = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+    assert inside == alone
+    assert len(made) < sum(c.parallel.pp for c in cfgs) // 2
+    assert {c.parallel.zero_stage for c in cfgs} >= {0, 2, 3}

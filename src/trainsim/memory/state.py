@@ -29,10 +29,14 @@ weight copies (weight and transpose) to the 16-bit ones.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import attrgetter
 
 from trainsim.catalog.frameworks import profile_supports
-from trainsim.config import RunConfig
+from trainsim.config import ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
@@ -289,6 +293,50 @@ _LAYOUTS = {"megatron": _megatron, "deepspeed": _deepspeed, "fsdp1": _fsdp, "fsd
 
 def model_state(cfg: RunConfig, stage: int) -> ModelState:
     """Model-state bytes of one rank of pipeline stage ``stage`` under the config's
-    ``parallel.data_parallel_impl``."""
+    ``parallel.data_parallel_impl`` (inside :func:`states_shared`, once per what it reads)."""
+    if not _SHARED:
+        return _model_state(cfg, stage)
+    kept = _SHARED[-1]
+    key = (id(cfg.model), id(cfg.cluster), _TRAINING_READ(cfg.training),
+           _PARALLEL_READ(cfg.parallel), stage)
+    try:
+        hit = kept.get(key)
+    except TypeError:  # a field that cannot be hashed: nothing kept
+        return _model_state(cfg, stage)
+    if hit is not None and hit[0] is cfg.model and hit[1] is cfg.cluster:
+        return hit[2]
+    if len(kept) >= _SHARED_KEPT:
+        kept.clear()
+    out = _model_state(cfg, stage)
+    kept[key] = (cfg.model, cfg.cluster, out)
+    return out
+
+
+def _model_state(cfg: RunConfig, stage: int) -> ModelState:
     held, sharded, linear = _split(cfg, stage)
     return _LAYOUTS[cfg.parallel.data_parallel_impl](cfg, held, sharded, linear)
+
+
+NOT_READ = {"training": ("micro_batch_size",),
+            "parallel": ("recompute", "recompute_modules", "recompute_num_layers")}
+"""The fields the model state does not read (this module, ``memory.params`` and the parameter
+counts they call read neither the micro-batch nor the activation recompute): the memory groups
+of a search that differ only in them share one answer."""
+_TRAINING_READ = attrgetter(*(f.name for f in dataclasses.fields(TrainingConfig)
+                              if f.name not in NOT_READ["training"]))
+_PARALLEL_READ = attrgetter(*(f.name for f in dataclasses.fields(ParallelConfig)
+                              if f.name not in NOT_READ["parallel"]))
+_SHARED: list[dict[tuple, tuple[object, object, ModelState]]] = []
+_SHARED_KEPT = 65536
+
+
+@contextmanager
+def states_shared() -> Iterator[None]:
+    """Inside it, :func:`model_state` keeps its answers by the model and cluster objects (kept
+    with them), every other field it reads and the stage: enter it around one question whose
+    constants cannot change (a search, as ``pricing.shared``); outside, nothing is kept."""
+    _SHARED.append({})
+    try:
+        yield
+    finally:
+        _SHARED.pop()

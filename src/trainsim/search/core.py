@@ -37,6 +37,7 @@ from typing import Any, Literal
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
+from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
 from trainsim.search.evaluation import Bounds, Evaluation, evaluate
 from trainsim.search.executors import Executor, SerialExecutor, Stream
@@ -246,7 +247,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     # enumeration's allocations trigger scanned again (a fifth of the 22B search's main
     # process); what it allocates is acyclic and freed by reference counting
     token = (os.getpid(), next(_SEARCHES), time.time_ns())
-    with shared(token), gc_paused():
+    with shared(token), gc_paused(), states_shared():
         return _search(base, gpu_counts, space, top_k, executor, rank_by, exhaustive,
                        reference, pareto_slowdown, progress, cache, wave, batch, t0, token)
 
