@@ -215,6 +215,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # device tensor on every call, a synchronising host-to-device copy
     # (workload.elementwise.glu_offset_sync_op)
     "glu_offset_host_sync": _nullable(_bool),
+    # the experts' activation is torch.compile'd with its clamp (no eager clamp before it)
+    "moe_act_compiled": _nullable(_bool),
+    # the experts' grouped GEMMs add no bias: fc1's and fc2's biases are added one expert at a
+    # time (fc2's weighted by the routing probabilities; workload.elementwise expert_fc*_bias)
+    "moe_bias_loop": _nullable(_bool),
+    # multi-head latent attention's RoPE, its concatenations and V's contiguous copy run as
+    # eager PyTorch ops (workload.elementwise.mla_eager_rope_op), not one fused kernel
+    "mla_eager_rope": _nullable(_bool),
     # eager RoPE on complex views (torchtitan's apply_rotary_emb), not HF's rotate-half
     "complex_rope": _nullable(_bool),
     # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
@@ -298,7 +306,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "moe_te_permute_maps", "moe_router_force_balance",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
-             "glu_offset_host_sync",
+             "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
+             "mla_eager_rope",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
              "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",

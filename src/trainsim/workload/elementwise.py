@@ -379,6 +379,57 @@ def expert_fc2_bias(rows: int, h: int, local: int) -> Elementwise:
                        bwd_kernels=EXPERT_BIAS_KERNELS[1] * local + 1, impl="eager")
 
 
+EXPERT_FC1_BIAS_BYTES = (4 * ACT_BYTES, 3 * ACT_BYTES)
+"""Bytes per element of fc1's output that a per-expert bias loop moves where the grouped GEMM
+adds no bias (NeMo Automodel's ``GroupedExpertsDeepEP`` over ``grouped_gemm.ops.gmm``:
+nemo_automodel/components/moe/layers.py @ 89e3a9fd ``_apply_bias(output1, gate_and_up_bias,
+tokens_per_expert)``): per expert ``t + b`` (reads and writes its rows), then ``torch.cat``
+(reads and writes all rows): 4 passes. Backward: the add passes the gradient through, each
+bias gradient sums its expert's rows (reads them), and the split's gradient concatenates the
+pieces (reads and writes): 3 passes."""
+
+
+def expert_fc1_bias(rows: int, width: int, local: int) -> Elementwise:
+    """The per-expert bias loop after the experts' fc1 (``EXPERT_FC1_BIAS_BYTES``): one kernel
+    per local expert each way, plus the concatenation."""
+    elements = rows * local * width
+    return Elementwise("expert_fc1_bias", bytes=elements * EXPERT_FC1_BIAS_BYTES[0],
+                       kernels=local + 1, bwd_bytes=elements * EXPERT_FC1_BIAS_BYTES[1],
+                       bwd_kernels=local + 1, impl="eager")
+
+MLA_EAGER_ROPE_KERNELS = (9, 12)
+"""(forward, backward) kernels of ``mla_eager_rope_op``: the complex RoPE of the query's and the
+shared key's rotary parts (three each: ``ROPE_COMPLEX_KERNELS``), the query's and the key's
+``torch.cat`` and V's copy to a contiguous tensor; backward, each RoPE's four, the
+concatenations of the split gradients of Q and of the joint key/value (and of the
+down-projection's two parts) and the sum of the expanded rotary key over the heads."""
+
+
+def mla_eager_rope_op(tokens: int, heads: int, nope: int, rope: int, v: int) -> Elementwise:
+    """Multi-head latent attention's rotary embedding and the copies around it as plain PyTorch
+    runs them (NeMo Automodel nemo_automodel/components/models/deepseek_v3/layers.py @ 89e3a9fd
+    ``MLA.forward``, with moe/rope_utils.py ``apply_rotary_emb``), per token and head:
+
+    * ``apply_rotary_emb`` on the query's ``rope`` dims: ``x.float()``, the complex product and
+      the cast back, 20 bytes per element (``ROPE_COMPLEX_KERNELS``); the key's rotary part is
+      one head wide (left out);
+    * ``torch.cat([q_nope, q_pe])`` and ``torch.cat([k_nope, k_pe.expand(...)])``: each reads
+      and writes ``nope + rope`` elements (8 bytes per element of the two);
+    * Transformer Engine's ``get_qkv_layout`` (TE 2.5 dot_product_attention/utils.py): V is a
+      strided slice of ``kv_b_proj``'s output whose strides differ from K's, a layout it does
+      not take, so it makes Q, K and V contiguous: V is copied (4 bytes per element).
+
+    Backward: the query's RoPE gradient (20 bytes per element), the ``split`` gradients that
+    concatenate the query's two parts (4 bytes per element of ``nope + rope``) and the key's
+    and V's (4 of ``nope + v``), and the expanded rotary key summed over the heads (2 per
+    element of ``rope``)."""
+    per = heads * tokens
+    fwd = per * (20 * rope + 8 * (nope + rope) + 4 * v)
+    bwd = per * (20 * rope + 4 * (nope + rope) + 4 * (nope + v) + 2 * rope)
+    return Elementwise("rope", bytes=float(fwd), kernels=MLA_EAGER_ROPE_KERNELS[0],
+                       kernel="copy", bwd_bytes=float(bwd),
+                       bwd_kernels=MLA_EAGER_ROPE_KERNELS[1], impl="eager")
+
 FP8_SCALE_UPDATE_KERNEL = "fp8_scale_update"
 FP8_SCALE_UPDATE_KERNELS = 3
 """Kernels one Transformer Engine module launches to update its fp8 delayed-scaling state at

@@ -14,7 +14,12 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_dispatch as disp
 from trainsim.workload import moe_experts, moe_router
-from trainsim.workload.elementwise import clamp_op, expert_fc2_bias, glu_offset_sync_op
+from trainsim.workload.elementwise import (
+    clamp_op,
+    expert_fc1_bias,
+    expert_fc2_bias,
+    glu_offset_sync_op,
+)
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, GroupedImpl, Op
 from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
@@ -113,7 +118,12 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     for name in ("expert_fc1", "expert_fc3") if eager else ("expert_fc1",):
         linear(ops, sh, name, rows, f * (2 if gated and not eager else 1), h, batch=local,
               grouped=impl, ragged=ragged)
-    if gated and m.activation_clamp is not None:
+    bias_loop = m.add_bias_linear and profile_supports(cfg, "moe_bias_loop")
+    if bias_loop:  # a grouped GEMM without a bias epilogue: fc1's bias added expert by expert
+        ops.append(expert_fc1_bias(rows, f * (2 if gated and not eager else 1), local))
+    if gated and m.activation_clamp is not None and not profile_supports(cfg, "moe_act_compiled"):
+        # Megatron-core's eager clamp before its fused quick-GEGLU; a compiled activation
+        # clamps inside its one kernel
         ops.append(clamp_op("expert_act_clamp", rows * local, f))
         if profile_supports(cfg, "glu_offset_host_sync"):  # Megatron-core's quick-GEGLU
             ops.append(glu_offset_sync_op("expert_act_offset"))
@@ -127,7 +137,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(moe_experts.pad_unpermute(rows * local, h))
     if fp8_pad:
         ops.append(fp8_pad[1])
-    if m.add_bias_linear and impl == "multi_stream":
+    if m.add_bias_linear and impl == "multi_stream" or bias_loop:
         ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
