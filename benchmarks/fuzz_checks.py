@@ -4,6 +4,7 @@ handled input (a sane result, one ``TrainsimError`` line) or a failure class."""
 
 from __future__ import annotations
 
+import collections
 import copy
 import dataclasses
 import math
@@ -187,3 +188,20 @@ def run_config(cfg: dict, checks: list[tuple[str, str, Any]] = ()) -> str | None
     result = simulate(rc)
     bad = sane_result(result)
     return f"insane result: {bad}" if bad else None
+
+
+def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]]],
+                 only: set[str]) -> dict:
+    """Run every case of every surface (those in ``only`` when it is not empty) through
+    :func:`outcome`: how many ran per surface and, per failure class, the inputs that hit it."""
+    counts: collections.Counter = collections.Counter()
+    failures: dict[str, list[str]] = collections.defaultdict(list)
+    for surface, cases in surfaces.items():
+        if only and surface not in only:
+            continue
+        for label, thunk in cases():
+            counts[surface] += 1
+            bad = outcome(thunk)
+            if bad:
+                failures[f"{surface}: {bad}"].append(label)
+    return {"counts": counts, "failures": failures}

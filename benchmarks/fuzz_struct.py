@@ -29,7 +29,6 @@ fuzz_struct_cli.py beside it.
 from __future__ import annotations
 
 import argparse
-import collections
 import copy
 import json
 import math
@@ -42,7 +41,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import REFUSED, outcome
+from fuzz_checks import REFUSED
 from fuzz_struct_cli import flag_cases, http_cases, search_opt_cases, sweep_odd_cases
 from fuzz_sweep import _cli
 
@@ -477,17 +476,7 @@ def sweep(seed: int, n: int, only: set[str], workdir: Path) -> dict:
                 "search-opts": lambda: search_opt_cases(rng, workdir, n // 3),
                 "sweep-odd": lambda: sweep_odd_cases(rng, workdir, n // 6),
                 "reliability": lambda: reliability_cases(rng, workdir, n // 2)}
-    counts: collections.Counter = collections.Counter()
-    failures: dict[str, list[str]] = collections.defaultdict(list)
-    for surface, cases in surfaces.items():
-        if only and surface not in only:
-            continue
-        for label, thunk in cases():
-            counts[surface] += 1
-            bad = outcome(thunk)
-            if bad:
-                failures[f"{surface}: {bad}"].append(label)
-    return {"counts": counts, "failures": failures}
+    return fuzz_checks.run_surfaces(surfaces, only)
 
 
 def main(argv: list[str] | None = None) -> int:

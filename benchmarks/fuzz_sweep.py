@@ -16,7 +16,6 @@ The bases, value batteries and outcome checks are in fuzz_checks.py beside it.
 from __future__ import annotations
 
 import argparse
-import collections
 import copy
 import dataclasses
 import math
@@ -28,6 +27,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # fuzz_checks, beside it
+import fuzz_checks
 from fuzz_checks import (
     BASES,
     DENSE,
@@ -37,7 +37,7 @@ from fuzz_checks import (
     SECTIONS,
     battery,
     fields_of,
-    outcome,
+    outcome,  # noqa: F401 - tests/test_fuzz_fields.py reads it here
     run_config,
     sane_result,  # noqa: F401 - tests/test_fuzz_fields.py reads it here
 )
@@ -469,17 +469,7 @@ def sweep(seed: int, n_random: int, only: set[str], workdir: str) -> dict:
         "validate": lambda: validate_cases(rng, workdir, 300),
         "search": lambda: search_cases(rng, workdir, 60),
     }
-    counts: collections.Counter = collections.Counter()
-    failures: dict[str, list[str]] = collections.defaultdict(list)
-    for surface, cases in surfaces.items():
-        if only and surface not in only:
-            continue
-        for label, thunk in cases():
-            counts[surface] += 1
-            bad = outcome(thunk)
-            if bad:
-                failures[f"{surface}: {bad}"].append(label)
-    return {"counts": counts, "failures": failures}
+    return fuzz_checks.run_surfaces(surfaces, only)
 
 
 def main(argv: list[str] | None = None) -> int:
