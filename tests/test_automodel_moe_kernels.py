@@ -27,8 +27,8 @@ LINES = ("torch_interleaved_warmup", "separate_qkv", "moe_act_compiled", "moe_bi
 
 def _cfg(framework: str, mla: bool = False, clamp: float | None = None, pp: int = 1,
          tokens: int = 1024) -> RunConfig:
-    shape = dict(q_lora_rank=256, kv_lora_rank=128, qk_head_dim=64, qk_pos_emb_head_dim=32,
-                 v_head_dim=64) if mla else {}
+    shape = {"q_lora_rank": 256, "kv_lora_rank": 128, "qk_head_dim": 64,
+             "qk_pos_emb_head_dim": 32, "v_head_dim": 64} if mla else {}
     model = ModelConfig(name="m", hidden_size=1024, num_layers=4, num_attention_heads=8,
                         ffn_hidden_size=512, activation="swiglu", num_experts=8,
                         moe_router_topk=2, moe_ffn_hidden_size=512, activation_clamp=clamp,
@@ -111,7 +111,7 @@ def _source(path: str) -> str | None:
     if not repo.exists():
         return None
     out = subprocess.run(["git", "-C", str(repo), "show", f"89e3a9fd:{path}"],
-                         capture_output=True, text=True)
+                         check=False, capture_output=True, text=True)
     return out.stdout if out.returncode == 0 else None
 
 

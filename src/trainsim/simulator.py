@@ -8,6 +8,7 @@ whole group and the stage's timeline stands for all of them.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
@@ -486,7 +487,26 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
     if pricer is not None and pricer.cfg is not cfg:
         raise ValueError("simulate(cfg, pricer=...) takes a Pricer built for that cfg")
     with gc_paused():
+        if cfg.schedule_steps > 1:
+            return _in_steps(cfg, keep_timeline, layer_source)
         return _simulate(cfg, keep_timeline, layer_source, pricer)
+
+
+def _in_steps(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None
+              ) -> Result:
+    """An iteration whose loop steps the pipeline schedule ``cfg.schedule_steps`` times
+    (``training.local_batch_size``): one step simulated (its own fill and drain, gradient
+    reductions and memory), run that many times back to back, the optimizer once. The loop
+    waits for each step: Automodel's benchmark loop reads ``.item()`` of the next batch's
+    label count before it issues the step."""
+    n, t = cfg.schedule_steps, cfg.training
+    one = replace(cfg, training=replace(t, global_batch_size=t.global_batch_size // n))
+    r = _simulate(one, keep_timeline, layer_source, None)
+    opt = r.breakdown.get("optimizer_s", 0.0)
+    breakdown = {k: v if k == "optimizer_s" else v * n for k, v in r.breakdown.items()}
+    return replace(r, config=cfg, iteration_time_s=n * (r.iteration_time_s - opt) + opt,
+                   breakdown=breakdown, exposed_comm={k: v * n for k, v in r.exposed_comm.items()},
+                   model_flops=r.model_flops * n, hardware_flops=r.hardware_flops * n)
 
 
 def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None,

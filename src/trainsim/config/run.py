@@ -81,7 +81,14 @@ class RunConfig:
             raise ConfigError(
                 f"layers per pipeline stage {sorted(set(stage_layers))} are not divisible by "
                 f"virtual_pipeline_model_parallel_size={p.vpp}")
-        m_ = self.num_microbatches
+        local = t.local_batch_size
+        if local is not None and (local % t.micro_batch_size or
+                                  (t.global_batch_size // self.dp) % local):
+            raise ConfigError(
+                f"training.local_batch_size={local} must be a multiple of micro_batch_size="
+                f"{t.micro_batch_size} dividing the {t.global_batch_size // self.dp} sequences "
+                "of each data-parallel rank")
+        m_ = self.num_microbatches // self.schedule_steps
         if p.pipeline_schedule in ("dualpipe", "dualpipe_v") and p.pp > 1:
             need = 2 * p.pp
             if m_ < need or (p.pipeline_schedule == "dualpipe" and m_ % 2):
@@ -163,6 +170,15 @@ class RunConfig:
     def num_microbatches(self) -> int:
         """Micro-batches per pipeline per iteration (gradient-accumulation steps)."""
         return self.training.global_batch_size // (self.training.micro_batch_size * self.dp)
+
+    @property
+    def schedule_steps(self) -> int:
+        """Pipeline schedule steps per iteration: the rank's batch over
+        ``training.local_batch_size`` where that is given and the run is pipelined, else 1."""
+        t = self.training
+        if t.local_batch_size is None or self.parallel.pp == 1:
+            return 1
+        return max(1, t.global_batch_size // self.dp // t.local_batch_size)
 
     @functools.cached_property
     def _layout(self) -> tuple[str, ...] | None:

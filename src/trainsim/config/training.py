@@ -20,6 +20,13 @@ class TrainingConfig:
     """Sequences per optimizer step (across all data-parallel ranks)."""
     micro_batch_size: int = 1
     """Sequences per forward/backward pass on one rank."""
+    local_batch_size: int | None = None
+    """Sequences one rank's pipeline schedule takes per step, where the training loop steps the
+    schedule several times per optimizer step (gradient accumulation outside the schedule:
+    NeMo Automodel's step_scheduler.local_batch_size, recipes/llm/benchmark.py calling
+    ``schedule.step`` once per local batch): each step fills and drains the pipeline. None:
+    one schedule of all the iteration's micro-batches (Megatron, torchtitan). Read only with
+    pipeline parallelism (``RunConfig.schedule_steps``)."""
     seq_length: int = 2048
     """Tokens per sequence."""
     dtype: Literal["fp16", "bf16", "fp8"] = "bf16"
@@ -131,6 +138,7 @@ class TrainingConfig:
         check_fields(self, "training")
         require_positive("training", global_batch_size=self.global_batch_size,
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
+                         local_batch_size=self.local_batch_size,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
                          num_workers=self.num_workers)
         moments = {"exp_avg_dtype": self.exp_avg_dtype, "exp_avg_sq_dtype": self.exp_avg_sq_dtype}

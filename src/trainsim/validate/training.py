@@ -55,6 +55,7 @@ COLUMN_FIELDS = {
     "cp_comm_type": ("parallel", "cp_comm_type"),
     "moe_dispatcher": ("parallel", "moe_token_dispatcher_type"),
     "micro_batch_size": ("training", "micro_batch_size"),
+    "local_batch_size": ("training", "local_batch_size"),
     "dtype": ("training", "dtype"), "attention": ("training", "attention"),
     "grad_reduce_dtype": ("training", "grad_reduce_dtype"),
     "fp8_recipe": ("training", "fp8_recipe"), "framework": ("training", "framework"),
@@ -64,8 +65,8 @@ COLUMN_FIELDS = {
 
 
 COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "global_batch_size",
-                 "micro_batch_size", "seq_length", "num_layers", "hidden_size",
-                 "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
+                 "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
+                 "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                  "recompute_num_layers")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
