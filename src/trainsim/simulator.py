@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
@@ -100,6 +101,21 @@ class _TaskGraph(OptimizerTasks):
         edp = cfg.edp if cfg.model.is_moe else 1
         self.groups = [[(dense, "dp_cp", self.dp_size), (experts, "edp", edp)]
                        for dense, experts in (_param_split(cfg, s) for s in range(self.pp))]
+        # bytes per gradient element of each group's ZeRO-3 reduce-scatter: the run's reduce
+        # dtype, or (profile ``fsdp_moe_reduce_fp32``) an MoE model's non-expert units in fp32
+        # and its experts in their 16-bit parameter dtype
+        self.fsdp_grad_bytes = {"dp_cp": self.grad_bytes, "edp": self.grad_bytes}
+        if cfg.model.is_moe and profile_supports(cfg, "fsdp_moe_reduce_fp32"):
+            self.fsdp_grad_bytes = {"dp_cp": 4, "edp": 2}
+        # profile ``fsdp_pp_sync_every_microbatch``: under pipelining no backward is told it is
+        # not the last (FSDPModule.set_is_last_backward is never called), so FSDP2's root
+        # post-backward callback ends every micro-batch's backward with finalize_backward,
+        # which makes the compute stream wait for that backward's reduce-scatters
+        # (_fsdp_param_group.py _wait_for_post_backward on _post_reduce_event; torch 2.8 era,
+        # still at 2.13): every backward pass is split per layer like the last one and ends
+        # on that wait
+        self.sync_every_mb = self.fsdp and self.pp > 1 and profile_supports(
+            cfg, "fsdp_pp_sync_every_microbatch")
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
@@ -311,9 +327,11 @@ class _TaskGraph(OptimizerTasks):
                             deps = [up, fwd_task[at]]
                         else:
                             deps = [fwd_task[at]]
-                        if slow_bwd[s] and mb == last_mb:
+                        if slow_bwd[s] and (mb == last_mb or self.sync_every_mb):
                             self.tag = k
-                            sent_b[at] = self.backward(s, v, mb, chunk, deps)
+                            sent_b[at] = self.backward(s, v, mb, chunk, deps,
+                                                       alone=mb == last_mb or bool(
+                                                           self.lone and k > last_f[s]))
                         else:
                             spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
                                 else bwd_spec[v]  # a cool-down backward runs alone
@@ -353,12 +371,14 @@ class _TaskGraph(OptimizerTasks):
         wait = prefetch_exposed_s([gather] * n, compute)
         return interned(((DP, wait, "param all-gather wait"),) if wait > 0 else ())
 
-    def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int]) -> int:
+    def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
+                 alone: bool = True) -> int:
         """The last micro-batch's backward on a stage with data-parallel peers (the only one
-        ``pipeline`` does not place from its prepared pass): split per layer so the gradient
+        ``pipeline`` does not place from its prepared pass; with ``sync_every_mb`` under FSDP,
+        every one: ``alone`` when it is a cool-down pass): split per layer so the gradient
         reductions start under the layers still to go, then its send."""
-        i = (self._fsdp_last_backward if self.fsdp else self.split_last_backward)(
-            s, v, chunk, deps)
+        i = self._fsdp_last_backward(s, v, chunk, deps, mb, alone) if self.fsdp else \
+            self.split_last_backward(s, v, chunk, deps)
         if v == 0:
             return i
         stream = "pp" if self.p.overlap_p2p_comm else "compute"
@@ -375,17 +395,19 @@ class _TaskGraph(OptimizerTasks):
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
                 self.fsdp_reduce[s].append(self.comm(
-                    s, f"grad_{kind}", kind, params / self.vpp / n * self.grad_bytes, group,
+                    s, f"grad_{kind}", kind, params / self.vpp / n * self.fsdp_grad_bytes[group],
+                    group,
                     [after], f"ZeRO-3 grad {kind.replace('_', '-')} {group} mb{mb}"
                     + (f" part{k}" if n > 1 else "")))
 
-    def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
+    def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int], mb: int,
+                            alone: bool = True) -> int:
         """The last micro-batch's backward under ZeRO-3 / FSDP, a task per layer whose
         gradients are reduce-scattered as soon as its backward ends (FSDP's post-backward hook
         per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
         the reductions run under the layers still to go and only the last one is exposed."""
         # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
-        ch, work = (self.lone.chunks[v], self.lone.work[v][1]) if self.lone else \
+        ch, work = (self.lone.chunks[v], self.lone.work[v][1]) if self.lone and alone else \
             (self.chunks[v], self.work[v][1])
         lead, trail = _around(work, ch.bwd)
         layers = list(ch.bwd_layers) or [interned(())]
@@ -396,13 +418,18 @@ class _TaskGraph(OptimizerTasks):
         waits = self.p.zero3_gather == "per_parameter"
         ids: list[int] = []
         reduced: list[int] = []
+        first = len(self.fsdp_reduce[s])
+        name = "last" if mb == self.m - 1 else f"mb{mb}"
         for k, part in enumerate(parts):
             ids.append(self.add((s, "compute"), part,
                                 list(deps) if k == 0 else [ids[-1]] + (reduced if waits else []),
-                                f"B last c{chunk} part{k}"))
+                                f"B {name} c{chunk} part{k}"))
             n = len(self.fsdp_reduce[s])
-            self._reduce_scatter(s, ids[-1], self.m - 1, (k, len(parts)))
+            self._reduce_scatter(s, ids[-1], mb, (k, len(parts)))
             reduced = self.fsdp_reduce[s][n:]
+        if self.sync_every_mb and mb < self.m - 1:  # finalize_backward's wait
+            return self.add((s, "compute"), 0.0, [ids[-1], *self.fsdp_reduce[s][first:]],
+                            f"FSDP finalize_backward mb{mb} c{chunk}")
         return ids[-1]
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:

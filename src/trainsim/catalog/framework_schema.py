@@ -168,6 +168,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
     "fsdp_pp_unsharded": _nullable(_bool),
+    # with pipeline parallelism FSDP units are not resharded after the forward, yet gradients
+    # are reduce-scattered, and units resharded, after every micro-batch's backward (the stage's
+    # module is no FSDP module, so torch.distributed.pipelining's no-sync is skipped): one
+    # gather per unit and micro-batch, none again before the backward (sharded_passes)
+    "fsdp_pp_sync_every_microbatch": _nullable(_bool),
+    # an MoE model's FSDP units reduce their gradients in fp32, its experts' own units in the
+    # parameters' 16-bit dtype (a mixed-precision policy on the first, none on the second)
+    "fsdp_moe_reduce_fp32": _nullable(_bool),
     # ``recompute: selective`` is per-op selective checkpointing: the block's input and the
     # outputs of every other matmul, attention and reduce-scatter are saved, the rest recomputed
     "per_op_sac": _nullable(_bool),
@@ -306,6 +314,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "moe_te_permute_maps", "moe_router_force_balance",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+             "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32",
              "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
              "mla_eager_rope",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",

@@ -256,6 +256,12 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
                           step_gradients=master * sharded, side_pool=side)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
+    if p.pp > 1 and p.zero_stage >= 3 and profile_supports(cfg, "fsdp_pp_sync_every_microbatch"):
+        # not resharded after the forward, so the stage's 16-bit units stay gathered until the
+        # backward (between a schedule's forward and backward passes, every unit is), but each
+        # backward reduce-scatters its layer's gradients into the gradient shard at once
+        return ModelState(master * sharded + 2.0 * held, master * sharded, opt * sharded,
+                          backward=backward, side_pool=side)
     weights = master * sharded
     if p.zero_stage >= 3:
         backward = (("gathered layer parameters (current + prefetched)",
