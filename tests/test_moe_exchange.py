@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -103,13 +104,33 @@ def test_internode_exchange_is_bound_by_the_slower_stage():
     assert domain_fanout(moe_layer_cfg("alltoall", ep=16, gpus=16)) == 0
 
 
-def test_blackwell_rows_held_out_of_the_fit_stay_close():
+def _fit_script():
+    spec = importlib.util.spec_from_file_location("fit_ep_exchange",
+                                                  ROOT / "benchmarks/fit_ep_exchange.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def test_blackwell_rows_in_sample_and_held_out_of_the_fit_stay_close(capsys, monkeypatch):
     """The GB200 rows of the hybrid-ep README (HybridEP at 8-36 ranks in one NVLink domain,
-    DeepEP at 8) were held out of benchmarks/fit_ep_exchange.py's fit: 20.5 % when the
-    exchange was priced as an NCCL all-to-all at 80 % of NVLink."""
+    DeepEP at 8): 20.5 % when the exchange was priced as an NCCL all-to-all at 80 % of NVLink.
+    The shipped constants are fitted on all 97 rows, GB200's included (in-sample 8.8 %);
+    benchmarks/fit_ep_exchange.py's default run refits them with the GB200 rows held out and
+    scores those rows after the fit (11.4 %)."""
     mod = _script()
     errs = [abs(p / m - 1) for r, p, m in mod.check(mod.load()) if r["gpu"] == "gb200"]
-    assert len(errs) == 49 and sum(errs) / len(errs) < 0.12
+    assert len(errs) == 49 and sum(errs) / len(errs) < 0.10  # in-sample
+    from trainsim.collectives import ep_kernels
+
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts benchmarks/ on it
+    fit = _fit_script()
+    for name in fit.BOUNDS:  # the fit sets the module's constants: restored after the test
+        monkeypatch.setattr(ep_kernels, name, getattr(ep_kernels, name))
+    assert fit.main(["--holdout", "GB200 Platform"]) == 0
+    held = re.search(r"^fitted: .* held out ([\d.]+) % \((\d+) rows\)$",
+                     capsys.readouterr().out, re.MULTILINE)
+    assert held and int(held[2]) == 49 and float(held[1]) < 12.0
 
 
 def test_deepep_inside_a_domain_is_bound_by_its_sms_and_hybridep_is_not():
