@@ -1,6 +1,6 @@
 """What several test modules share: the CLI run in-process, the fuzzers' settings, the tiny
-search base, the validator's overlap flags of a row, and a one-layer MoE config. Test modules
-import from here, never from each other."""
+search base, the validator's overlap flags of a row, a one-layer MoE config and a file read from
+a framework mirror. Test modules import from here, never from each other."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import contextlib
 import dataclasses
 import os
 import random
+import subprocess
 from datetime import timedelta
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
@@ -207,3 +210,20 @@ def state_proof(tl, copy: list[int], n_per: int) -> float | None:
         bounds[stream] = (ps.count(0), ps.count(0) + ps.count(1))
     later = [FIXED if c < 0 else i + n_per if c < 2 else -1 for i, c in enumerate(copy)]
     return period_of_state_s(tl, part, bounds, later.__getitem__)
+
+
+# ---------------------------------------------------------------------------- framework mirrors
+
+def mirror_source(repo: str, rev: str, path: str) -> str:
+    """``path`` at ``rev`` in the framework mirror ``repo`` (``owner+name``), a git dir without
+    a work tree under ``$TRAINSIM_MIRRORS`` (default /work/.mirror); the test is skipped where
+    the mirror or the file is not at hand."""
+    root = Path(os.environ.get("TRAINSIM_MIRRORS", "/work/.mirror"))
+    git = root / repo / "repo"
+    if not git.exists():
+        pytest.skip(f"no {repo} mirror under $TRAINSIM_MIRRORS ({root})")
+    out = subprocess.run(["git", "-C", str(git), "show", f"{rev}:{path}"], check=False,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip(f"{rev}:{path} not in the {repo} mirror under $TRAINSIM_MIRRORS ({root})")
+    return out.stdout

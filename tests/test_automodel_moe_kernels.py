@@ -3,11 +3,9 @@ its published MoE rows) as plain PyTorch modules: their profile lines and what e
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
+from tests.helpers import mirror_source
 from trainsim.catalog import gpu
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
@@ -106,15 +104,6 @@ def test_pipelines_interleave_with_torch_warmup():
     assert torch_warmup(_cfg("automodel", pp=2))
 
 
-def _source(path: str) -> str | None:
-    repo = Path("/work/.mirror/NVIDIA-NeMo+Automodel/repo")
-    if not repo.exists():
-        return None
-    out = subprocess.run(["git", "-C", str(repo), "show", f"89e3a9fd:{path}"],
-                         check=False, capture_output=True, text=True)
-    return out.stdout if out.returncode == 0 else None
-
-
 @pytest.mark.parametrize("path,needles", [
     ("nemo_automodel/components/moe/layers.py",
      ("@torch.compile\ndef quick_geglu_deepep", "self._apply_bias(output1, gate_and_up_bias",
@@ -131,9 +120,7 @@ def _source(path: str) -> str | None:
 def test_the_lines_are_the_ones_in_its_source(path, needles):
     """Where the Automodel mirror is at hand, the code each line cites is read at 89e3a9fd
     (skipped without the mirror)."""
-    text = _source(path)
-    if text is None:
-        pytest.skip("no NeMo Automodel mirror")
+    text = mirror_source("NVIDIA-NeMo+Automodel", "89e3a9fd", path)
     for needle in needles:
         assert needle in text, needle
     assert ACT == 2

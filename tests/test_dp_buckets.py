@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import mirror_source
 from trainsim import run_config_from_dict, simulate
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.errors import ConfigError
@@ -122,18 +123,6 @@ def test_megatron_bridge_buckets_like_megatron_core(version):
     assert dp_bucket_count(c, 4, big, 0, 1) == dp_bucket_count(c, 4, big, 1, 0) == 1
 
 
-def _bridge_source(tag: str, path: str) -> str | None:
-    import subprocess
-    from pathlib import Path
-
-    repo = Path("/work/.mirror/NVIDIA-NeMo+Megatron-Bridge/repo")
-    if not repo.exists():
-        return None
-    out = subprocess.run(["git", "-C", str(repo), "show", f"{tag}:{path}"],
-                         capture_output=True, text=True)
-    return out.stdout if out.returncode == 0 else None
-
-
 @pytest.mark.parametrize("tag,path", [
     ("v0.1.0rc3", "src/megatron/bridge/models/model_provider.py"),
     ("v0.2.0", "src/megatron/bridge/models/model_provider.py"),
@@ -145,10 +134,9 @@ def test_the_bridge_rule_is_the_one_in_its_source(tag, path):
     bucket where data_parallel_size > 1 (skipped without the mirror)."""
     import re
 
-    wrap = _bridge_source(tag, path)
-    overlap = _bridge_source(tag, "src/megatron/bridge/training/comm_overlap.py")
-    if wrap is None or overlap is None:
-        pytest.skip("no Megatron-Bridge mirror")
+    wrap = mirror_source("NVIDIA-NeMo+Megatron-Bridge", tag, path)
+    overlap = mirror_source("NVIDIA-NeMo+Megatron-Bridge", tag,
+                            "src/megatron/bridge/training/comm_overlap.py")
     assert re.search(r"disable_bucketing=\(model_chunk_idx > 0\)", wrap)
     size = re.search(r"data_parallel_size > 1:\s*\n\s*comm_overlap_cfg\.bucket_size = "
                      r"(\d+) \* (\d+) \* (\d+)", overlap)
