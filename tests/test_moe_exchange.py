@@ -5,7 +5,9 @@ per-rank copies are what bring its EP 8 and EP 16 rows in."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import math
 import re
 import sys
@@ -29,10 +31,26 @@ def _script():
 
 
 @pytest.fixture(scope="module")
-def checked():
-    """(row, predicted s, measured s) of every priced row, priced once for the module."""
-    mod = _script()
-    return mod.check(mod.load())
+def printed() -> str:
+    """benchmarks/moe_exchange.py's output: the 97 priced rows are priced once for the module."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert _script().main([]) == 0
+    return out.getvalue()
+
+
+def _rows(printed: str) -> list[tuple[str, str, str, float]]:
+    """(kernel, gpu, timed, signed error %) of each priced row the script prints."""
+    lines = printed.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("kernel ")) + 1
+    end = next(i for i, ln in enumerate(lines) if ln.startswith("MAPE "))
+    return [(p[0], p[1], p[4], float(p[-1])) for p in (ln.split() for ln in lines[start:end])]
+
+
+def _mape(printed: str, name: str) -> tuple[float, int]:
+    m = re.search(rf"^MAPE {name}: ([\d.]+) % \((\d+) rows\)$", printed, re.MULTILINE)
+    assert m, name
+    return float(m[1]), int(m[2])
 
 
 def test_published_file_parses_and_names_its_sources():
@@ -44,19 +62,15 @@ def test_published_file_parses_and_names_its_sources():
         assert int(r["ep"]) % int(r["gpus_per_node"]) == 0 or int(r["ep"]) < 8
 
 
-def test_script_runs_and_every_priced_row_is_within_40_percent(capsys, checked):
-    assert _script().main([]) == 0
-    every = re.search(r"^MAPE all: ([\d.]+) % \((\d+) rows\)$", capsys.readouterr().out,
-                      re.MULTILINE)
-    assert every and int(every[2]) == 97 and float(every[1]) < 12.0  # 9.6 % at 0.65, 17.1e9
-    errs = {(r["kernel"], r["gpu"], r["ep"], r["sms"], r["dispatch_dtype"], r["phase"],
-             r["timed"]): (p - m) / m for r, p, m in checked}
-    assert len(errs) == 97 and all(math.isfinite(e) for e in errs.values())
-    assert all(abs(e) < 0.40 for e in errs.values()), errs
-    deepep = [abs(e) for k, e in errs.items() if k[0] == "deepep_v1_normal"]
-    assert sum(deepep) / len(deepep) < 0.15  # 35.7 % before the copy kernels' own bounds
-    api = [abs(e) for k, e in errs.items() if k[0] == "hybridep" and k[-1] == "torch_api"]
-    assert len(api) == 28 and sum(api) / len(api) < 0.10
+def test_script_runs_and_every_priced_row_is_within_40_percent(printed):
+    assert _mape(printed, "all")[1] == 97 and _mape(printed, "all")[0] < 12.0  # 9.6 %
+    errs = _rows(printed)
+    assert len(errs) == 97 and all(math.isfinite(e) for *_, e in errs)
+    assert all(abs(e) < 40 for *_, e in errs), errs
+    deepep = [abs(e) for k, _, _, e in errs if k == "deepep_v1_normal"]
+    assert sum(deepep) / len(deepep) < 15  # 35.7 % before the copy kernels' own bounds
+    api = [abs(e) for k, _, t, e in errs if k == "hybridep" and t == "torch_api"]
+    assert len(api) == 28 and sum(api) / len(api) < 10
 
 
 def test_hybridep_torch_api_costs_more_than_its_kernel_and_more_with_more_ranks():
@@ -120,14 +134,13 @@ def _fit_script():
 
 
 def test_blackwell_rows_in_sample_and_held_out_of_the_fit_stay_close(capsys, monkeypatch,
-                                                                     checked):
+                                                                     printed):
     """The GB200 rows of the hybrid-ep README (HybridEP at 8-36 ranks in one NVLink domain,
     DeepEP at 8): 20.5 % when the exchange was priced as an NCCL all-to-all at 80 % of NVLink.
     The shipped constants are fitted on all 97 rows, GB200's included (in-sample 8.8 %);
     benchmarks/fit_ep_exchange.py's default run refits them with the GB200 rows held out and
     scores those rows after the fit (11.4 %)."""
-    errs = [abs(p / m - 1) for r, p, m in checked if r["gpu"] == "gb200"]
-    assert len(errs) == 49 and sum(errs) / len(errs) < 0.10  # in-sample
+    assert _mape(printed, "gb200")[1] == 49 and _mape(printed, "gb200")[0] < 10.0  # in-sample
     from trainsim.collectives import ep_kernels
 
     monkeypatch.setattr(sys, "path", list(sys.path))  # the script puts benchmarks/ on it
