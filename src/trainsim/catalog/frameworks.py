@@ -341,3 +341,23 @@ def profile_supports(cfg: Any, feature: str) -> bool:
     """Whether the framework profile of the run ``cfg`` has the mechanism ``feature``."""
     t = cfg.training
     return framework_supports(t.framework, t.framework_version, feature)
+
+
+@functools.cache
+def uneven_layout(framework: str | None, version: str | None) -> str:
+    """The ``pipeline_model_parallel_layout`` rule that places layers which do not split
+    evenly over the (virtual) pipeline stages of a run on ``framework`` at ``version``:
+    ``front_loaded`` where the profile's ``uneven_pipeline`` says so (NeMo Automodel; the
+    same stages as the even split where the layers divide), else ``balanced`` (the hand-written
+    layouts of Megatron recipes, and a run that names no framework)."""
+    if framework and framework_profile(framework, version).features.get(
+            "uneven_pipeline") == "front_loaded":
+        return "front_loaded"
+    return "balanced"
+
+
+def uneven_split(rule: str, num_layers: int, pp: int, vpp: int) -> bool:
+    """Whether ``num_layers`` need the uneven ``rule`` over pp*vpp (virtual) stages: the
+    front-loaded split handles every count of virtual stages, so it is needed wherever they
+    do not divide the layers; a balanced layout only where the pipeline stages do not."""
+    return bool(num_layers % (pp * vpp if rule == "front_loaded" else pp))

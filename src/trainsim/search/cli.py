@@ -178,6 +178,7 @@ def _fixed_parallel(given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 
 def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
+    from trainsim.catalog.frameworks import uneven_split
     from trainsim.config import ParallelConfig, RunConfig
     from trainsim.config._build import as_written, build
     from trainsim.config.parallel import ALIASES
@@ -213,8 +214,10 @@ def parse_reference(text: str, base: Any, num_gpus: int):
               "decoder_last_pipeline_num_layers")
     try:
         p = build(ParallelConfig, parallel, "--reference")
-        if base.model.num_layers % p.pp and not any(parallel.get(k) for k in placed):
-            p = build(ParallelConfig, {**parallel, "pipeline_model_parallel_layout": "balanced"},
+        rule = base.layout_rule
+        if uneven_split(rule, base.model.num_layers, p.pp, p.vpp) and \
+                not any(parallel.get(k) for k in placed):
+            p = build(ParallelConfig, {**parallel, "pipeline_model_parallel_layout": rule},
                       "--reference")
         micro = build(type(base.training), {"micro_batch_size": micro},
                       "--reference").micro_batch_size

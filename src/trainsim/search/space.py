@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
@@ -53,6 +54,11 @@ class Base:
     fixed: tuple[tuple[str, object], ...] = ()
     """Parallel fields the user fixed (``--set parallel.X=V``): every candidate has them, and a
     searched dimension they name takes only that value (``SearchSpace.fixed_by``)."""
+
+    @property
+    def layout_rule(self) -> str:
+        """The layout rule of the run's framework for layers that do not split evenly."""
+        return uneven_layout(self.training.framework, self.training.framework_version)
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared
@@ -149,12 +155,15 @@ class Candidate:
     def to_config(self, base: Base) -> RunConfig:
         """The RunConfig of this candidate (ConfigError if the combination is invalid): its
         fields over the user's fixed ones; layers that do not split evenly over the stages are
-        placed by Megatron-core's balanced layout unless a layout is fixed."""
+        placed by the framework's uneven layout (``uneven_layout``: front-loaded for NeMo
+        Automodel, else Megatron-core's balanced one) unless a layout is fixed."""
         fields = {**dict(base.fixed), **self.parallel_fields()}
         placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
                   "decoder_last_pipeline_num_layers")
-        if base.model.num_layers % self.mem.pp and not any(fields.get(k) for k in placed):
-            fields["pipeline_model_parallel_layout"] = "balanced"
+        rule = base.layout_rule
+        if uneven_split(rule, base.model.num_layers, self.mem.pp, self.mem.vpp) and \
+                not any(fields.get(k) for k in placed):
+            fields["pipeline_model_parallel_layout"] = rule
         return RunConfig(base.model, ParallelConfig(**fields),  # type: ignore[arg-type]
                          base.training_for(self.mem.micro_batch),
                          base.cluster_for(self.mem.num_gpus))
@@ -356,6 +365,7 @@ class SearchSpace:
         """Memory groups that pass the arithmetic checks of RunConfig, in a fixed order."""
         m, t = base.model, base.training
         gpn = base.cluster.gpus_per_node
+        front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(_divisors(min(gpn, num_gpus)))
         for tp in tps:
             if (num_gpus % tp or m.num_attention_heads % tp or m.ffn_size % tp
@@ -364,9 +374,11 @@ class SearchSpace:
             pps = self.pp or tuple(_divisors(num_gpus // tp))
             for pp in pps:
                 # layers that do not split evenly are placed by a balanced layout (MoE models,
-                # whose published runs do so: DeepSeek-V3's 61 layers over 16 stages)
+                # whose published runs do so: DeepSeek-V3's 61 layers over 16 stages), or by the
+                # framework's front-loaded split (any model, any number of virtual stages)
                 uneven = bool(m.num_layers % pp)
-                if num_gpus % (tp * pp) or (uneven and (not m.is_moe or pp > m.num_layers)):
+                if num_gpus % (tp * pp) or pp > m.num_layers or \
+                        (uneven and not m.is_moe and not front):
                     continue
                 per_stage = m.num_layers // pp
                 cps = self.cp or tuple(c for c in (1, 2, 4, 8, 16, 32) if c <= self.max_cp)
@@ -381,7 +393,10 @@ class SearchSpace:
                     per_replica = t.global_batch_size // dp
                     mbs = self.micro_batch or tuple(
                         b for b in _divisors(per_replica, self.max_micro_batch) if b <= self.max_micro_batch)
-                    if uneven:  # balanced layouts that give every virtual stage equal slots
+                    if front:  # every count of virtual stages the layers fill
+                        vpps = [1] if pp == 1 else \
+                            [v for v in range(1, self.max_vpp + 1) if pp * v <= m.num_layers]
+                    elif uneven:  # balanced layouts that give every virtual stage equal slots
                         slots = m.num_layers + m.mtp_num_layers + 2
                         vpps = [1] + [v for v in range(2, self.max_vpp + 1)
                                       if slots % (pp * v) == 0]

@@ -14,6 +14,7 @@ from typing import Any
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import model_dict, names, node, run_config_from_dict
 from trainsim.catalog.framework_schema import NVLINK_SCOPES
+from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.config import RunConfig
 from trainsim.config._build import suggest
 from trainsim.engine.loop import runs_shared
@@ -239,13 +240,15 @@ def _unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         # cross-node expert parallelism; the profile's default is the first choice
         default = profile.defaults.get("moe_dispatcher") or "alltoall"
         unknown["moe_token_dispatcher_type"] = [default, "deepep"]
-    if _cell(row, "pipeline_layout") is None and layers and int(layers) % int(row["pp"]) and \
+    rule = uneven_layout(profile.name, profile.version) if profile is not None else "balanced"
+    vpps = [v for v in unknown.get("vpp") or [int(_cell(row, "vpp") or 1)] if pp > 1 or v == 1]
+    if _cell(row, "pipeline_layout") is None and layers and \
+            any(uneven_split(rule, int(layers), pp, v) for v in vpps) and \
             (profile is None or profile.supports("uneven_pipeline") is not False):
-        # the even split cannot run: the framework's own uneven split, else the authors placed
-        # the layers by hand
-        rule = profile.features.get("uneven_pipeline") if profile is not None else None
-        unknown["pipeline_model_parallel_layout"] = \
-            ["front_loaded" if rule == "front_loaded" else "balanced"]
+        # the even split cannot run: the framework's own uneven split (front-loaded: the even
+        # one where the virtual stages divide the layers), else the authors placed the layers
+        # by hand
+        unknown["pipeline_model_parallel_layout"] = [rule]
     experts = int(_cell(row, "num_experts") or preset.get("num_experts") or 1)
     if _cell(row, "ep") is None and experts > 1:
         # an MoE run that does not say how its experts are spread: every expert-parallel size
