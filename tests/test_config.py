@@ -469,3 +469,17 @@ def test_a_config_built_directly_takes_what_a_file_takes(field, value, typed):
             results.append((type(got), got))
     expected = None if typed is None else (type(typed), typed)
     assert results == [expected, expected]
+
+
+@pytest.mark.parametrize("parallel, needle", [
+    ({"moe_deepep_num_sms": 21}, "parallel.moe_deepep_num_sms=21 must be even"),
+    ({"moe_deepep_num_sms": 200}, "parallel.moe_deepep_num_sms=200 is more than the 132 SMs"),
+    ({"moe_hybridep_num_sms": 134}, "parallel.moe_hybridep_num_sms=134 is more than the 132"),
+])
+def test_exchange_sm_counts_are_checked(parallel, needle):
+    """DeepEP's Buffer.set_num_sms asserts an even count; no kernel holds more SMs than the
+    GPU has (H100 SXM: 132)."""
+    msg = config_error(base(parallel=parallel))
+    assert needle in msg and "\n" not in msg
+    assert run_config_from_dict(base(parallel={"moe_deepep_num_sms": 132})).parallel \
+        .moe_deepep_num_sms == 132

@@ -255,6 +255,11 @@ class ParallelConfig:
         require_positive("parallel", recompute_num_layers=self.recompute_num_layers,
                          moe_deepep_num_sms=self.moe_deepep_num_sms,
                          moe_hybridep_num_sms=self.moe_hybridep_num_sms)
+        if self.moe_deepep_num_sms is not None and self.moe_deepep_num_sms % 2:
+            # DeepEP v1.2.1 deep_ep/buffer.py Buffer.set_num_sms asserts an even count (a
+            # channel is a pair of SMs, one sending, one receiving)
+            raise ConfigError(f"parallel.moe_deepep_num_sms={self.moe_deepep_num_sms} must be "
+                              "even (DeepEP's Buffer.set_num_sms asserts it)")
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
                               "block method recomputes whole layers)")

@@ -50,6 +50,11 @@ class RunConfig:
             # Megatron-core moe/shared_experts.py: SharedExpertMLP is an MLP over the tp group
             raise ConfigError(f"parallel.tp={p.tp} does not divide model."
                               f"moe_shared_expert_intermediate_size={shared}")
+        for name in ("moe_deepep_num_sms", "moe_hybridep_num_sms"):
+            sms = getattr(p, name)
+            if sms is not None and sms > c.gpu.num_sms:
+                raise ConfigError(f"parallel.{name}={sms} is more than the {c.gpu.num_sms} SMs "
+                                  f"of cluster.gpu {c.gpu.name}")
         if t.seq_length % (2 * p.cp) and p.cp > 1:  # before SP's check: it divides by cp
             raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by "
                               f"2*cp={2 * p.cp} (load-balanced causal sharding)")
