@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from trainsim import simulate
@@ -261,15 +263,21 @@ def test_front_loaded_layout_puts_the_remainder_on_the_first_virtual_stages():
     """NeMo Automodel's split (pipelining/functional.py generate_hf_model_fqn_per_model_part @
     89e3a9fd): 61 layers over 4 x 8 virtual stages are 2 layers on stages 0-28 and 1 on
     29-31, the embedding first and the loss last."""
-    from trainsim.config.layout import front_loaded_layout
+    from trainsim.config.layout import balanced_layout, front_loaded_layout
     from trainsim.validate.training import _training_base
 
     stages = front_loaded_layout(61, 0, 4, 8)
     assert stages[0] == "Ett" and stages[28] == "tt" and stages[29] == "t"
     assert stages[-1] == "tL" and "".join(stages).count("t") == 61
     assert front_loaded_layout(5, 1, 2, 1) == ("Ettt", "ttmL")
-    with pytest.raises(ConfigError, match="cannot fill"):
+    with pytest.raises(ConfigError, match=re.escape(
+            "model.num_layers=3 cannot fill parallel.pp*vpp=2*2=4 virtual stages "
+            "(pipeline_model_parallel_layout=front_loaded)")):
         front_loaded_layout(3, 0, 2, 2)
+    with pytest.raises(ConfigError, match=re.escape(
+            "model.num_layers=1 (+ 2 embedding, MTP and loss slots) cannot fill "
+            "parallel.pp*vpp=2*2=4 virtual stages (pipeline_model_parallel_layout=balanced)")):
+        balanced_layout(1, 0, 2, 2)
     _, unknown = _training_base(_bridge_moe_row(framework="automodel", framework_version="0.1",
                                                 pp="4", vpp="8"))
     assert unknown["pipeline_model_parallel_layout"] == ["front_loaded"]

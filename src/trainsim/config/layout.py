@@ -121,6 +121,12 @@ def even_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int, embedding: 
     return tuple(stages)
 
 
+def _cannot_fill(what: str, pp: int, vpp: int, rule: str) -> str:
+    """The error of a layout rule that has fewer layers than virtual stages."""
+    return (f"{what} cannot fill parallel.pp*vpp={pp}*{vpp}={pp * vpp} virtual stages "
+            f"(pipeline_model_parallel_layout={rule})")
+
+
 def front_loaded_layout(num_layers: int, mtp_layers: int, pp: int,
                         vpp: int) -> tuple[str, ...]:
     """The split that puts the remainder on the first virtual stages: ``num_layers //
@@ -131,7 +137,7 @@ def front_loaded_layout(num_layers: int, mtp_layers: int, pp: int,
     n = pp * vpp
     each, extra = divmod(num_layers, n)
     if each == 0:
-        raise ConfigError(f"{num_layers} layers cannot fill pp*vpp={pp}*{vpp}={n} virtual stages")
+        raise ConfigError(_cannot_fill(f"model.num_layers={num_layers}", pp, vpp, "front_loaded"))
     stages = ["t" * (each + (v < extra)) for v in range(n)]
     stages[0] = "E" + stages[0]
     stages[-1] += "m" * mtp_layers + "L"
@@ -147,7 +153,9 @@ def balanced_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int) -> tupl
     slots = ["E"] + ["t"] * num_layers + ["m"] * mtp_layers + ["L"]
     each, extra = divmod(len(slots), n)
     if each == 0:
-        raise ConfigError(f"{num_layers} layers cannot fill pp*vpp={pp}*{vpp}={n} virtual stages")
+        raise ConfigError(_cannot_fill(
+            f"model.num_layers={num_layers} (+ {len(slots) - num_layers} embedding, MTP and "
+            "loss slots)", pp, vpp, "balanced"))
     start = (n - extra) // 2
     sizes = [each + (start <= v < start + extra) for v in range(n)]
     out, i = [], 0
