@@ -87,7 +87,7 @@ class _TaskGraph(OptimizerTasks):
         self.chunks: dict[int, Chunk] = shared["chunks"]
         self._memo = shared
         self.tasks: list[Task] = []
-        self.zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+        self.zero = p.effective_zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
         self.dp_size = cfg.dp * p.cp
         # FSDP1's SHARD_GRAD_OP (zero 2) gathers each unit for its forward and keeps it through

@@ -86,7 +86,7 @@ def zero_class(cfg: RunConfig) -> Hashable:
     """What the graph builder takes from the ZeRO fields: ZeRO-1 and ZeRO-2 are one class
     where the module docstring says they build the same graph, else the fields as they are."""
     p, t = cfg.parallel, cfg.training
-    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+    zero = p.effective_zero_stage
     if zero in (1, 2) and p.data_parallel_impl == "megatron" and \
             p.zero1_grad_reduce == "reduce_scatter" and \
             not framework_supports(t.framework, t.framework_version, "per_tensor_optimizer"):

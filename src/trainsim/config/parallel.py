@@ -368,6 +368,12 @@ class ParallelConfig:
     def shards_optimizer(self) -> bool:
         return self.distributed_optimizer or self.zero_stage >= 1
 
+    @property
+    def effective_zero_stage(self) -> int:
+        """The ZeRO stage the run shards by: Megatron's distributed optimizer without a stage
+        is stage 1 (optimizer state sharded over the data-parallel ranks)."""
+        return 1 if (self.distributed_optimizer and self.zero_stage == 0) else self.zero_stage
+
 
 # Accepted short aliases in YAML and --set (tp=..., pp=..., ...).
 ALIASES = {

@@ -114,7 +114,7 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     rows: list[Row] = []
     # data-parallel gradient reduction / parameter gather and the optimizer step
     dense, experts = stage_param_split(cfg, 0)
-    zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+    zero = p.effective_zero_stage
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
     local = 0.0
     for params, group, size, suffix in ((dense, "dp_cp", cfg.dp * p.cp, ""),

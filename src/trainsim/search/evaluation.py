@@ -266,7 +266,7 @@ class Bounds:
         # tasks of that stream but waits inside the passes (sharded_passes): a floor that
         # added them exceeded the simulated time 1.6x (22B, TP4 CP2 DP2 zero3 on 16 H100).
         unit_floor = []
-        zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+        zero = p.effective_zero_stage
         if zero >= 3 and cfg.dp * p.cp > 1:
             for s in range(p.pp):
                 unit_floor.append(p.vpp * sum(

@@ -205,7 +205,7 @@ class Candidate:
     @classmethod
     def from_config(cls, cfg: RunConfig) -> Candidate:
         p = cfg.parallel
-        zero = 1 if (p.distributed_optimizer and p.zero_stage == 0) else p.zero_stage
+        zero = p.effective_zero_stage
         key = MemoryKey(cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.vpp, cfg.training.micro_batch_size,
                         p.recompute, p.sequence_parallel, zero, p.ep, p.etp,
                         p.moe_token_dispatcher_type, p.pipeline_schedule or "")
