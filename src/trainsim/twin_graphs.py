@@ -39,7 +39,7 @@ import itertools
 from collections.abc import Hashable
 from typing import Any
 
-from trainsim.catalog.frameworks import framework_supports
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
 from trainsim.engine.loop import SHARED_TASKS, shared_store
@@ -85,11 +85,11 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
 def zero_class(cfg: RunConfig) -> Hashable:
     """What the graph builder takes from the ZeRO fields: ZeRO-1 and ZeRO-2 are one class
     where the module docstring says they build the same graph, else the fields as they are."""
-    p, t = cfg.parallel, cfg.training
+    p = cfg.parallel
     zero = p.effective_zero_stage
     if zero in (1, 2) and p.data_parallel_impl == "megatron" and \
             p.zero1_grad_reduce == "reduce_scatter" and \
-            not framework_supports(t.framework, t.framework_version, "per_tensor_optimizer"):
+            not profile_supports(cfg, "per_tensor_optimizer"):
         return "zero 1-2"
     return p.zero_stage, p.distributed_optimizer
 

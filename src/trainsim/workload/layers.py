@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainsim.catalog.frameworks import framework_supports
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.context_parallel import is_ring_op, ring_backward, ring_forward
 from trainsim.workload.elementwise import (
@@ -165,8 +165,7 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     linear(ops, sh, "kv_down_proj", T, kv_lora + rope, h)
     ops.append(Elementwise("kv_norm", bytes=T * kv_lora * ACT * 2, kernel=m.normalization))
     linear(ops, sh, "kv_up_proj", T, heads * (m.qk_head_dim + m.v_head_dim), kv_lora)
-    t_ = cfg.training
-    if framework_supports(t_.framework, t_.framework_version, "mla_eager_rope"):
+    if profile_supports(cfg, "mla_eager_rope"):
         ops.append(mla_eager_rope_op(T, heads, m.qk_head_dim, rope, m.v_head_dim))
     else:
         ops.append(Elementwise("rope", bytes=T * heads * 2 * rope * ACT * 2, kernel="rope"))
