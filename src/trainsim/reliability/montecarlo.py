@@ -123,8 +123,9 @@ def run(plan: RunPlan, *, work_s: float = math.inf, horizon_s: float = math.inf,
         expected = expected_interruptions_lower_bound(plan, work_s * slow)
         if expected > _MAX_PASSES:  # refused now, not after _MAX_PASSES passes (seconds)
             raise TrainsimError(
-                f"the run does not finish: it expects more than {_MAX_PASSES:,} interruptions "
-                f"(one every {plan.mtbf_s / 3600:.3g} h on average, and "
+                f"the run expects more than {_MAX_PASSES:,} interruptions on average before "
+                f"its work is done, more than the simulation follows (one every "
+                f"{plan.mtbf_s / 3600:.3g} h on average, and "
                 f"{min(interval, work_s * slow) / 3600:.3g} h of training to keep between "
                 "checkpoints); shorten reliability.checkpoint.interval_s (--interval)")
 
