@@ -19,7 +19,7 @@ LINES = ("torch_interleaved_warmup", "separate_qkv", "moe_act_compiled", "moe_bi
 
 
 def _cfg(framework: str, mla: bool = False, clamp: float | None = None, pp: int = 1,
-         tokens: int = 1024) -> RunConfig:
+         tokens: int = 1024, dispatcher: str = "deepep") -> RunConfig:
     shape = {"q_lora_rank": 256, "kv_lora_rank": 128, "qk_head_dim": 64,
              "qk_pos_emb_head_dim": 32, "v_head_dim": 64} if mla else {}
     model = ModelConfig(name="m", hidden_size=1024, num_layers=4, num_attention_heads=8,
@@ -31,7 +31,8 @@ def _cfg(framework: str, mla: bool = False, clamp: float | None = None, pp: int 
     training = TrainingConfig(global_batch_size=8, micro_batch_size=1, seq_length=tokens,
                               framework=framework, framework_version=VERSIONS[framework])
     parallel = ParallelConfig(pipeline_model_parallel_size=pp,
-                              virtual_pipeline_model_parallel_size=2 if pp > 1 else None)
+                              virtual_pipeline_model_parallel_size=2 if pp > 1 else None,
+                              moe_token_dispatcher_type=dispatcher)
     return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
 
 
@@ -90,6 +91,15 @@ def test_gpt_oss_experts_compile_the_clamp_and_loop_over_both_biases():
     assert _named(bridge, "expert_fc2_bias") is not None
 
 
+def test_the_all_gather_experts_add_their_biases_inside_the_compiled_activation():
+    """GroupedExperts (the all-gather path) adds both biases inside its @torch.compile'd
+    quick_geglu with the matmuls: no per-expert bias loop, and no eager clamp either."""
+    ops = _ops(_cfg("automodel", clamp=7.0, dispatcher="allgather"))
+    assert _named(ops, "expert_fc1_bias") is None
+    assert _named(ops, "expert_fc2_bias") is None
+    assert _named(ops, "expert_act_clamp") is None
+
+
 def test_attention_projects_q_k_and_v_separately():
     cfg = _cfg("automodel")
     assert separate_projections(cfg)
@@ -105,7 +115,8 @@ def test_pipelines_interleave_with_torch_warmup():
     ("nemo_automodel/components/moe/layers.py",
      ("@torch.compile\ndef quick_geglu_deepep", "self._apply_bias(output1, gate_and_up_bias",
       "self._apply_bias(output2, down_bias, tokens_per_expert, permuted_probs)",
-      "ops.gmm(")),
+      "ops.gmm(", "@torch.compile\ndef quick_geglu(", "@torch.compile\ndef swiglu(",
+      "gate_and_up_out = gate_and_up_out + gate_up_proj_bias")),
     ("nemo_automodel/components/models/deepseek_v3/layers.py",
      ("q_pe = apply_rotary_emb(q_pe, freqs_cis)", "q = torch.cat([q_nope, q_pe], dim=-1)",
       "k = torch.cat([k_nope, k_pe], dim=-1)")),

@@ -118,7 +118,11 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     for name in ("expert_fc1", "expert_fc3") if eager else ("expert_fc1",):
         linear(ops, sh, name, rows, f * (2 if gated and not eager else 1), h, batch=local,
               grouped=impl, ragged=ragged)
-    bias_loop = m.add_bias_linear and profile_supports(cfg, "moe_bias_loop")
+    # Automodel's GroupedExpertsDeepEP only: GroupedExperts (the all-gather path) adds both
+    # biases inside its @torch.compile'd swiglu / quick_geglu with the matmuls
+    # (nemo_automodel/components/moe/layers.py @ 89e3a9fd), no bias kernels of its own
+    loop_profile = profile_supports(cfg, "moe_bias_loop")
+    bias_loop = m.add_bias_linear and loop_profile and dispatcher == "deepep"
     if bias_loop:  # a grouped GEMM without a bias epilogue: fc1's bias added expert by expert
         ops.append(expert_fc1_bias(rows, f * (2 if gated and not eager else 1), local))
     if gated and m.activation_clamp is not None and not profile_supports(cfg, "moe_act_compiled"):
@@ -137,7 +141,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(moe_experts.pad_unpermute(rows * local, h))
     if fp8_pad:
         ops.append(fp8_pad[1])
-    if m.add_bias_linear and impl == "multi_stream" or bias_loop:
+    if bias_loop or m.add_bias_linear and impl == "multi_stream" and not loop_profile:
         ops.append(expert_fc2_bias(rows, h, local))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
