@@ -4,7 +4,7 @@ over the NIC, and the slowest hop paces every send (``pipeline.pipeline_send_s``
 from __future__ import annotations
 
 from trainsim.catalog import run_config_from_dict
-from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels
+from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels, batched_p2p_s
 from trainsim.pipeline import pipeline_send_s
 from trainsim.pricing import Pricer
 
@@ -51,6 +51,7 @@ def test_nccl_spreads_a_grouped_send_over_its_share_of_channels():
     assert batched_p2p_channels(100e6, 8) == 8
     assert batched_p2p_channels(1e9, 8) == 16
     assert batched_p2p_channels(1e6, 32) == 1
+    assert batched_p2p_s(28e6, 8) == 28e6 / (4 * P2P_CHANNEL_Bps)
 
 
 def test_megatron_batched_exchange_in_one_node_runs_on_few_channels():

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks as priced_chunks
-from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels
+from trainsim.collectives.nccl import batched_p2p_s
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
@@ -88,7 +88,7 @@ def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
         t = max(t, across.time_s)
     elif (p.pp > 1 and not p.overlap_p2p_comm and profile_supports(cfg, "batched_p2p")
           and pricer.net.span(p.pp, stride).nodes == 1):
-        t = max(t, size_bytes / (batched_p2p_channels(size_bytes, p.pp) * P2P_CHANNEL_Bps))
+        t = max(t, batched_p2p_s(size_bytes, p.pp))
     return t
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives.ep_kernels import domain_exchange_s
-from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels
+from trainsim.collectives.nccl import batched_p2p_s
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
@@ -247,7 +247,7 @@ class Pricer:
             # non-empty split is an ncclSend/ncclRecv pair in one ncclGroup (torch/csrc/cuda/
             # nccl.cpp ``all2all_single_unequal_split``); Transformer Engine's p2p CP sends on its
             # cp_group the same way. At CP 8 a 1 GB send gets 16 channels, at CP 2-4 the links bind.
-            t = max(t, op.bytes / (batched_p2p_channels(op.bytes, span.size) * P2P_CHANNEL_Bps))
+            t = max(t, batched_p2p_s(op.bytes, span.size))
         dispatcher = self.cfg.parallel.moe_token_dispatcher_type
         ep_kernel = op.group == "ep" and op.kind == "all_to_all" and dedups_per_node(dispatcher)
         if ep_kernel and span.nodes == 1:

@@ -196,6 +196,12 @@ def batched_p2p_channels(size_bytes: float, nranks: int) -> int:
     return n
 
 
+def batched_p2p_s(size_bytes: float, nranks: int) -> float:
+    """Least seconds of one NVLink send of ``size_bytes`` on a communicator of ``nranks`` ranks:
+    its ``batched_p2p_channels`` at ``P2P_CHANNEL_Bps`` each (the links may bind first)."""
+    return size_bytes / (batched_p2p_channels(size_bytes, nranks) * P2P_CHANNEL_Bps)
+
+
 BUS_FACTOR = {
     "all_reduce": lambda n: 2.0 * (n - 1) / n,
     "all_gather": lambda n: (n - 1) / n,
