@@ -106,3 +106,29 @@ def test_cp_ring_send_in_a_node_runs_on_its_share_of_channels():
     t2 = two.comm_time(Comm("ring.dkv_send", "send_recv", size, "cp"))
     assert t2 == two.net.collective("send_recv", size, two.spans["cp"]).time_s
     assert t2 < t8
+
+
+def test_transformer_engine_batches_its_cp_sends_only_at_cp_2():
+    """Transformer Engine's p2p CP groups each step's send and receive on cp_group at CP 2;
+    above, a lone isend/irecv runs on a two-rank communicator of its own (forward and
+    backward alike)."""
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
+    for cp, ranks in ((2, 0), (4, 2), (8, 2)):
+        c = cp_cfg(cp)
+        sh = shard_of(c)
+        fwd = layer_forward(c, sh)
+        sends = [op for op in fwd + backward_of(fwd, sh) if op.name.startswith("attn_core.cp_kv")]
+        assert len(sends) == 2 and all(op.p2p_ranks == ranks for op in sends), (cp, sends)
+
+
+def test_a_lone_cp_send_gets_a_two_rank_communicators_channels():
+    """A 1 GB send on its own two-rank communicator gets 32 channels, not the 16 a send on the
+    8-rank CP communicator gets: the links bind, as at CP 2."""
+    from trainsim.workload.ops import Comm
+    size = 1.07e9
+    eight = Pricer(cp_cfg(8))
+    lone = eight.comm_time(Comm("cp_kv_exchange", "send_recv", size, "cp", p2p_ranks=2))
+    grouped = eight.comm_time(Comm("cp_kv_exchange", "send_recv", size, "cp"))
+    assert lone == eight.net.collective("send_recv", size, eight.spans["cp"]).time_s
+    assert lone < grouped

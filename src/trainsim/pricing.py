@@ -245,9 +245,11 @@ class Pricer:
             # attention passes dK/dV (and, all-to-all rotater, K/V) on with
             # ``ft_c.permute_tensor``, an ``all_to_all_single`` on the CP group whose one
             # non-empty split is an ncclSend/ncclRecv pair in one ncclGroup (torch/csrc/cuda/
-            # nccl.cpp ``all2all_single_unequal_split``); Transformer Engine's p2p CP sends on its
-            # cp_group the same way. At CP 8 a 1 GB send gets 16 channels, at CP 2-4 the links bind.
-            t = max(t, batched_p2p_s(op.bytes, span.size))
+            # nccl.cpp ``all2all_single_unequal_split``). Transformer Engine's p2p CP batches its
+            # pair on cp_group only at CP 2; above, each lone isend/irecv runs on a two-rank
+            # communicator (``Comm.p2p_ranks``, ``workload.layers``). At CP 8 a 1 GB send on
+            # the group gets 16 channels, at CP 2-4 the links bind.
+            t = max(t, batched_p2p_s(op.bytes, op.p2p_ranks or span.size))
         dispatcher = self.cfg.parallel.moe_token_dispatcher_type
         ep_kernel = op.group == "ep" and op.kind == "all_to_all" and dedups_per_node(dispatcher)
         if ep_kernel and span.nodes == 1:

@@ -120,9 +120,13 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                 core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
             ops.append(torch_softmax_fallback(core.batch * core.heads * core.pairs))
     if sh.cp > 1 and sh.cp_comm == "p2p" and not ring:
-        # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention
+        # ring attention: (cp-1) KV blocks pass each rank, hidden behind attention. Transformer
+        # Engine batches each step's send and receive only at CP 2 (batch_p2p_comm: v1.0-v2.18
+        # context-parallel attention, NVTE_BATCH_MHA_P2P_COMM unset; from 2025-04 only below
+        # compute capability 10.0, not modelled); above, lone isend/irecv on cp_group
+        # (flash_attn_p2p_communicate), each pair on a communicator of its own
         ops.append(Comm("attn_core.cp_kv_exchange", "send_recv", (sh.cp - 1) * T * kv_width * ACT,
-                        "cp", overlap_with_previous=True))
+                        "cp", overlap_with_previous=True, p2p_ranks=0 if sh.cp == 2 else 2))
     if ulysses:  # and the context back from head shards to sequence shards
         ops.append(Comm("attn_core.cp_a2a_out", "all_to_all", T * (m.v_dim // t) * ACT, "cp"))
     linear(ops, sh, "out_proj", T, h, m.v_dim // t)
@@ -221,8 +225,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                                    elem_bytes=op.elem_bytes))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
-                ops.append(Comm(f"{op.name}.bwd", op.kind, 2 * op.bytes, op.group,
-                                op.overlap_with_previous))
+                ops.append(replace(op, name=f"{op.name}.bwd", bytes=2 * op.bytes))
                 # keep it after the attention backward it overlaps with
                 ops[-1], ops[-2] = ops[-2], ops[-1]
                 continue

@@ -224,6 +224,12 @@ class Comm:
     """A two-stage exchange across NVLink domains (DeepEP's and HybridEP's internode dispatch
     and combine): bytes each rank forwards inside its NVLink domain, per byte of ``bytes``,
     beside the network stage (``Pricer.comm_time``); 0 = a plain collective."""
+    p2p_ranks: int = 0
+    """Ranks of the NCCL communicator a send runs on where it is not its group's: a lone
+    ``isend``/``irecv`` outside ``batch_isend_irecv`` gets a two-rank communicator of its own
+    from PyTorch's ``ProcessGroupNCCL::pointToPoint`` (key ``getKeySendRecv(rank, peer)``, "for
+    single P2P, preserve the old two-rank behavior"; still so in pytorch/pytorch#160342,
+    2025-08, at c8205cb3). 0 = the group's communicator."""
 
 
 Op = Union[Gemm, Attention, Elementwise, Comm]  # noqa: UP007 - get_args reads it
