@@ -253,7 +253,8 @@ class Pricer:
         dispatcher = self.cfg.parallel.moe_token_dispatcher_type
         ep_kernel = op.group == "ep" and op.kind == "all_to_all" and dedups_per_node(dispatcher)
         if ep_kernel and span.nodes == 1:
-            # DeepEP's / HybridEP's own NVLink kernels, not NCCL (collectives.ep_kernels)
+            # at least what DeepEP's / HybridEP's own NVLink kernels take (collectives.ep_kernels;
+            # the fit of their constants used the same max with NCCL's time)
             t = max(t, domain_exchange_s(dispatcher, op.bytes, span.size,
                                          self.cfg.cluster.nvlink_bw_Bps, exchange_sms(self.cfg)))
         if op.domain_fanout and span.nodes > 1:
