@@ -175,3 +175,28 @@ def test_batches_with_unpickled_bases_share_their_prices(monkeypatch):
     again = [evaluate_batch(pickle.loads(pickle.dumps(base)), b, ("test", 7)) for b in batches]
     assert again == alone
     assert len(priced) == first  # every op list of the second pass taken from the first
+
+
+def test_a_pricer_of_another_dispatcher_is_not_handed_the_price():
+    """Two runs on one cluster that differ only in the token dispatcher price the same expert
+    all-to-all apart inside ``shared``: DeepEP's kernels bound it, NCCL's does not (with the
+    exchange kernels holding as many SMs as a collective, the SM shares agree)."""
+    from dataclasses import replace
+
+    from trainsim import run_config_from_dict
+    from trainsim.workload.ops import Comm
+    nccl = run_config_from_dict({
+        "model": {"name": "toy-moe", "hidden_size": 1024, "num_layers": 4,
+                  "num_attention_heads": 8, "vocab_size": 32000, "activation": "swiglu",
+                  "num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 512},
+        "parallel": {"ep": 8, "moe_deepep_num_sms": 16},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096},
+        "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    deepep = replace(nccl, parallel=replace(nccl.parallel, moe_token_dispatcher_type="deepep"))
+    ops = [Comm("moe.dispatch", "all_to_all", 256e6, "ep")]
+    alone = Pricer(deepep).price(ops)
+    with shared(("test", "dispatcher")):
+        first = Pricer(nccl).price(ops)
+        kept = Pricer(deepep).price(ops)
+    assert Pricer(deepep).sm_share == Pricer(nccl).sm_share
+    assert kept.segments == alone.segments != first.segments

@@ -214,8 +214,11 @@ class Pricer:
         self._seen: list[dict[Op, str]] = []  # the compute ops kept prices hold, their models
         if self._store is not None:
             self._store.clusters[id(cfg.cluster)] = cfg.cluster
+            # comm_time also reads the dispatcher (DeepEP's / HybridEP's kernel bound) and the
+            # SMs its exchange kernels hold
             self._sig = (id(cfg.cluster), tuple(self.spans.values()), p.tp, p.tp_comm_overlap,
                          p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
+                         p.moe_token_dispatcher_type, exchange_sms(cfg),
                          self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()))
 
     def compute_sources(self) -> dict[str, int]:
