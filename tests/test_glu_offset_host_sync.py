@@ -22,10 +22,12 @@ VERSIONS = {"megatron-bridge": "26.04", "megatron-core": "0.15", "automodel": "0
 
 
 def _cfg(framework: str | None, clamp: float | None = 7.0, version: str | None = None,
-         recompute: str = "none") -> RunConfig:
+         recompute: str = "none", offset: float | None = None) -> RunConfig:
+    """gpt-oss's experts by default: the clamp and an offset of 1 (none without the clamp)."""
     model = ModelConfig(name="m", hidden_size=1024, num_layers=1, num_attention_heads=8,
                         ffn_hidden_size=512, activation="swiglu", num_experts=8,
                         moe_router_topk=2, moe_ffn_hidden_size=512, activation_clamp=clamp,
+                        glu_linear_offset=(1.0 if clamp else 0.0) if offset is None else offset,
                         add_bias_linear=True)
     cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=1, gpus_per_node=1)
     training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=1024,
@@ -56,10 +58,36 @@ def test_megatron_syncs_between_the_clamp_and_the_activation(framework):
 
 
 @pytest.mark.parametrize("cfg", [_cfg("automodel"), _cfg(None), _cfg("megatron-bridge", None),
-                                 _cfg("megatron-core", version="0.14")],
-                         ids=["automodel", "no-framework", "no-clamp", "core-0.14"])
+                                 _cfg("megatron-core", version="0.14"),
+                                 _cfg("megatron-bridge", offset=0.0)],
+                         ids=["automodel", "no-framework", "no-clamp-no-offset", "core-0.14",
+                              "clamp-without-offset"])
 def test_no_sync_elsewhere(cfg):
     assert "expert_act_offset" not in [op.name for op in _fwd(cfg)]
+
+
+def test_the_offset_not_the_clamp_marks_the_quick_geglu():
+    """An offset without a clamp still runs Megatron-core's fused quick-GEGLU (and its copy);
+    a clamp without an offset clamps eagerly but copies nothing."""
+    names = [op.name for op in _fwd(_cfg("megatron-bridge", clamp=None, offset=1.0))]
+    assert "expert_act_offset" in names and "expert_act_clamp" not in names
+    names = [op.name for op in _fwd(_cfg("megatron-bridge", offset=0.0))]
+    assert "expert_act_clamp" in names and "expert_act_offset" not in names
+
+
+def test_the_gpt_oss_presets_and_hf_configs_carry_the_offset(tmp_path):
+    import json
+
+    from trainsim.catalog import model, model_from_hf_config
+    assert model("gpt-oss-20b").glu_linear_offset == 1.0
+    assert model("gpt-oss-120b").glu_linear_offset == 1.0
+    assert model("qwen3-30b-a3b").glu_linear_offset == 0.0
+    path = tmp_path / "config.json"
+    hf = {"hidden_size": 2880, "num_hidden_layers": 2, "num_attention_heads": 64,
+          "vocab_size": 1000, "hidden_act": "silu", "swiglu_limit": 7.0}
+    for model_type, offset in (("gpt_oss", 1.0), ("qwen3_moe", 0.0)):
+        path.write_text(json.dumps({**hf, "model_type": model_type}))
+        assert model_from_hf_config(path).glu_linear_offset == offset
 
 
 def test_moe_act_recompute_copies_the_offset_again():

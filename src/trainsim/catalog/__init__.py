@@ -220,6 +220,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
         activation_clamp=get("swiglu_limit"),  # gpt-oss
+        # gpt-oss's experts compute (up + 1) * glu (transformers modeling_gpt_oss.py); its
+        # config.json names no offset
+        glu_linear_offset=1.0 if cfg.get("model_type") == "gpt_oss" else 0.0,
         rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
         else None,
     )

@@ -46,6 +46,12 @@ class ModelConfig:
     activation_clamp: float | None = None
     """A gated MLP's inputs clamped before the activation (gate <= c, -c <= up <= c): gpt-oss's
     ``swiglu_limit`` 7.0, Megatron-core's ``activation_func_clamp_value``; None = none."""
+    glu_linear_offset: float = 0.0
+    """Added to a gated MLP's linear half before the product, ``act(gate) * (up + offset)``:
+    gpt-oss's 1 (Hugging Face's ``(up + 1)``; Megatron-Bridge v0.6.0 gpt_oss_bridge.py sets
+    ``glu_linear_offset = 1.0`` with ``activation_func = quick_gelu``), Megatron-core's
+    ``glu_linear_offset``. With bias-activation fusion Megatron-core allows a non-zero offset
+    only for quick-GELU (core_v0.15.0 transformer_config.py), so it marks the quick-GEGLU."""
     normalization: Literal["layernorm", "rmsnorm"] = "layernorm"
     position_embedding: Literal["learned", "rope", "alibi"] = "learned"
     """``learned`` (a position table added after the word embedding), ``rope`` (rotary, on Q

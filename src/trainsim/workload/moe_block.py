@@ -125,12 +125,14 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     bias_loop = m.add_bias_linear and loop_profile and dispatcher == "deepep"
     if bias_loop:  # a grouped GEMM without a bias epilogue: fc1's bias added expert by expert
         ops.append(expert_fc1_bias(rows, f * (2 if gated and not eager else 1), local))
-    if gated and m.activation_clamp is not None and not profile_supports(cfg, "moe_act_compiled"):
+    compiled_act = profile_supports(cfg, "moe_act_compiled")
+    if gated and m.activation_clamp is not None and not compiled_act:
         # Megatron-core's eager clamp before its fused quick-GEGLU; a compiled activation
         # clamps inside its one kernel
         ops.append(clamp_op("expert_act_clamp", rows * local, f))
-        if profile_supports(cfg, "glu_offset_host_sync"):  # Megatron-core's quick-GEGLU
-            ops.append(glu_offset_sync_op("expert_act_offset"))
+    if gated and m.glu_linear_offset and profile_supports(cfg, "glu_offset_host_sync"):
+        # a GLU offset: Megatron-core's fused quick-GEGLU (ModelConfig.glu_linear_offset)
+        ops.append(glu_offset_sync_op("expert_act_offset"))
     if eager:
         ops.extend(moe_experts.eager_swiglu(rows * local, f))
     else:
