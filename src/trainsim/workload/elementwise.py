@@ -199,7 +199,8 @@ def bytes_relative_to_fused(family: str, impl: str) -> float:
     moves (1 where the table has no entry): how a record of an eager kernel whose size was
     written as the fused op's bytes is restated in its own implementation's bytes."""
     base = family if (family, impl) in IMPLEMENTATIONS else family.removesuffix(".bwd")
-    if impl == "fused" or (base, impl) not in IMPLEMENTATIONS or (base, "fused") not in IMPLEMENTATIONS:
+    if impl == "fused" or (base, impl) not in IMPLEMENTATIONS \
+            or (base, "fused") not in IMPLEMENTATIONS:
         return 1.0
     return IMPLEMENTATIONS[(base, impl)][0](2) / IMPLEMENTATIONS[(base, "fused")][0](2)
 
@@ -397,6 +398,7 @@ def expert_fc1_bias(rows: int, width: int, local: int) -> Elementwise:
                        kernels=local + 1, bwd_bytes=elements * EXPERT_FC1_BIAS_BYTES[1],
                        bwd_kernels=local + 1, impl="eager")
 
+
 MLA_EAGER_ROPE_KERNELS = (9, 12)
 """(forward, backward) kernels of ``mla_eager_rope_op``: the complex RoPE of the query's and the
 shared key's rotary parts (three each: ``ROPE_COMPLEX_KERNELS``), the query's and the key's
@@ -429,6 +431,7 @@ def mla_eager_rope_op(tokens: int, heads: int, nope: int, rope: int, v: int) -> 
     return Elementwise("rope", bytes=float(fwd), kernels=MLA_EAGER_ROPE_KERNELS[0],
                        kernel="copy", bwd_bytes=float(bwd),
                        bwd_kernels=MLA_EAGER_ROPE_KERNELS[1], impl="eager")
+
 
 FP8_SCALE_UPDATE_KERNEL = "fp8_scale_update"
 FP8_SCALE_UPDATE_KERNELS = 3

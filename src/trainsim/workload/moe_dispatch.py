@@ -17,11 +17,11 @@ Megatron-core's dispatchers (megatron/core/transformer/moe/token_dispatcher.py, 
   manager's permute hooks return their input unchanged; the exchange is hierarchical like
   DeepEP's (NVLink inside the domain, one copy per remote domain) and the dispatch stays 16-bit
   (``init_hybrid_ep_buffer`` asserts ``not fp8_dispatch``). Its kernels hold
-  ``moe_hybridep_num_sms`` SMs (16 by default, 32 in Megatron-Bridge's perf recipes since v0.3.0), the
-  same order as a collective beside compute (``pricing.COMM_SMS``). Around its exchange kernels
-  its Torch API runs more GPU work (``hybridep_api_ops``): the routing-map all-gather, the
-  metadata preprocessing and its host wait, a staging copy across domains, and a standalone
-  permute and unpermute kernel.
+  ``moe_hybridep_num_sms`` SMs (16 by default, 32 in Megatron-Bridge's perf recipes since
+  v0.3.0), the same order as a collective beside compute (``pricing.COMM_SMS``). Around its
+  exchange kernels its Torch API runs more GPU work (``hybridep_api_ops``): the routing-map
+  all-gather, the metadata preprocessing and its host wait, a staging copy across domains, and
+  a standalone permute and unpermute kernel.
 """
 
 from __future__ import annotations
@@ -82,7 +82,8 @@ EXCHANGE_SMS = {"deepep": 20, "hybridep": 16}
 """SMs the fused exchange kernels of a dispatcher backend hold while they run: Megatron-core's
 ``moe_deepep_num_sms`` (20, core_v0.13.0-core_v0.17.0 transformer_config.py, passed to
 ``Buffer.set_num_sms``; DeepEP's own ``Buffer.num_sms`` default is 20 too, deepseek-ai/DeepEP
-v1.2.1 deep_ep/buffer.py; a run may set another, ``parallel.moe_deepep_num_sms``) and ``moe_hybridep_num_sms`` (16, core_v0.16.0-core_v0.17.0, given to
+v1.2.1 deep_ep/buffer.py; a run may set another, ``parallel.moe_deepep_num_sms``) and
+``moe_hybridep_num_sms`` (16, core_v0.16.0-core_v0.17.0, given to
 ``hybrid_ep_dispatch`` as ``num_sms_dispatch_api``/``num_sms_combine_api``; a run or its
 profile may set another, ``parallel.moe_hybridep_num_sms``). DeepEP's normal
 kernels run as one cooperative grid of that many blocks for the whole exchange (csrc/kernels/
@@ -93,8 +94,8 @@ DeepEP's exchange is bound by these SMs (``collectives.ep_kernels``)."""
 
 def exchange_sms(cfg: RunConfig) -> int | None:
     """SMs the run's dispatcher's exchange kernels hold beside compute (``EXCHANGE_SMS``, or
-    as ``parallel.moe_deepep_num_sms`` / ``moe_hybridep_num_sms`` set it); None for a dispatcher whose
-    exchange is an NCCL collective."""
+    as ``parallel.moe_deepep_num_sms`` / ``moe_hybridep_num_sms`` set it); None for a
+    dispatcher whose exchange is an NCCL collective."""
     p = cfg.parallel
     if p.moe_token_dispatcher_type == "hybridep" and p.moe_hybridep_num_sms is not None:
         return p.moe_hybridep_num_sms
