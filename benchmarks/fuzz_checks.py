@@ -205,3 +205,17 @@ def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]
             if bad:
                 failures[f"{surface}: {bad}"].append(label)
     return {"counts": counts, "failures": failures}
+
+
+def print_report(out: dict, every: bool = False) -> int:
+    """Print :func:`run_surfaces`' result (each failure class with one input, or every input
+    with ``every``) and return the exit status: 1 if any input failed."""
+    for cls, labels in sorted(out["failures"].items(), key=lambda kv: -len(kv[1])):
+        print(f"{len(labels):5d}  {cls}")
+        for label in (labels if every else labels[:1]):
+            print(f"       e.g. {label}")
+    total = sum(out["counts"].values())
+    print(f"refused in one line: {REFUSED[0]}")
+    print(f"inputs {total}: " + ", ".join(f"{k} {v}" for k, v in out["counts"].items())
+          + f"; failure classes {len(out['failures'])}")
+    return 1 if out["failures"] else 0

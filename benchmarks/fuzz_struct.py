@@ -41,7 +41,6 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import REFUSED
 from fuzz_struct_cli import flag_cases, http_cases, search_opt_cases, sweep_odd_cases
 from fuzz_sweep import _cli
 
@@ -492,15 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     fuzz_checks.TIME_LIMIT_S = 20  # a hang, as the brief counts one
     with tempfile.TemporaryDirectory() as d:
         out = sweep(args.seed, args.n, {s for s in args.only.split(",") if s}, Path(d))
-    for cls, labels in sorted(out["failures"].items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(labels):5d}  {cls}")
-        for label in (labels if args.all else labels[:1]):
-            print(f"       e.g. {label}")
-    total = sum(out["counts"].values())
-    print(f"refused in one line: {REFUSED[0]}")
-    print(f"inputs {total}: " + ", ".join(f"{k} {v}" for k, v in out["counts"].items())
-          + f"; failure classes {len(out['failures'])}")
-    return 1 if out["failures"] else 0
+    return fuzz_checks.print_report(out, every=args.all)
 
 
 if __name__ == "__main__":

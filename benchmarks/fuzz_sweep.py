@@ -483,13 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as d:
         out = sweep(args.seed, args.random, {s for s in args.only.split(",") if s}, d)
-    for cls, labels in sorted(out["failures"].items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(labels):5d}  {cls}\n       e.g. {labels[0]}")
-    total = sum(out["counts"].values())
-    print(f"refused in one line: {REFUSED[0]}")
-    print(f"inputs {total}: " + ", ".join(f"{k} {v}" for k, v in out["counts"].items())
-          + f"; failure classes {len(out['failures'])}")
-    return 1 if out["failures"] else 0
+    return fuzz_checks.print_report(out)
 
 
 if __name__ == "__main__":
