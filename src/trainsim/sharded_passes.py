@@ -25,18 +25,22 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     parameters, each unit gathered one ahead of its compute (``workload.schedule.
     prefetch_exposed_s``). The root unit stays gathered through the backward (FSDP does not
     reshard the root after forward); every block is gathered again before its backward, except
-    under pipelining with profile ``fsdp_pp_sync_every_microbatch`` (below). FSDP1's
-    gradient casts on its side stream, and DeepSpeed's (>= 0.6) reduce-bucket pass, are added
-    to ``side_s`` (per stage, per micro-batch)."""
+    under pipelining with profile ``fsdp_pp_sync_every_microbatch`` or ``fsdp_pp_unsharded``
+    (below). FSDP1's gradient casts on its side stream, and DeepSpeed's (>= 0.6) reduce-bucket
+    pass, are added to ``side_s`` (per stage, per micro-batch)."""
     out: dict[int, tuple[Priced, Priced]] = {}
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     # Units fully_shard'ed with reshard_after_forward=False stay gathered from a forward to the
     # next backward, which reshards them as it reduce-scatters their gradients (sync on every
     # micro-batch: the pipeline stage's no-sync never sees an FSDP module). A unit is then
     # gathered before every pass that follows one of its backward passes, and before its first:
-    # once per micro-batch, whatever the order of its passes, charged here before the forward
-    regather = cfg.parallel.zero_stage >= 3 and not (
-        pp > 1 and profile_supports(cfg, "fsdp_pp_sync_every_microbatch"))
+    # once per micro-batch, whatever the order of its passes, charged here before the forward.
+    # With profile ``fsdp_pp_unsharded`` the stage's no-sync also keeps them gathered through
+    # every backward but the last: no gather before a backward either (the simulator charges
+    # the forward's gathers to each chunk's first forward only)
+    regather = cfg.parallel.zero_stage >= 3 and not (pp > 1 and (
+        profile_supports(cfg, "fsdp_pp_sync_every_microbatch")
+        or profile_supports(cfg, "fsdp_pp_unsharded")))
     ranges = cfg.virtual_stage_layers()
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
@@ -55,7 +59,6 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         # layers (an empty first stage's later chunks) has no unit and nothing to compute
         if len(parts) > 1 and compute:
             compute[-1] += parts[-1]
-        # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
         # SHARD_GRAD_OP keeps the blocks gathered from the forward through the backward
         blocks = gather[len(gather) - len(layers):][::-1] if layers and regather else []
         if blocks and cfg.parallel.data_parallel_impl == "deepspeed":

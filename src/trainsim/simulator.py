@@ -116,6 +116,13 @@ class _TaskGraph(OptimizerTasks):
         # on that wait
         self.sync_every_mb = self.fsdp and self.pp > 1 and profile_supports(
             cfg, "fsdp_pp_sync_every_microbatch")
+        # profile ``fsdp_pp_unsharded``: units not resharded after forward under PP, and the
+        # pipeline stage's no-sync (torch pipelining/stage.py backward_maybe_with_nosync) keeps
+        # them gathered and their gradients unreduced until the chunk's last backward, then
+        # runs every group's post_backward: gathered before each chunk's first forward only,
+        # reduce-scattered once per step, after that backward (sources in torchtitan.yaml)
+        self.gather_once = self.fsdp and self.pp > 1 and profile_supports(
+            cfg, "fsdp_pp_unsharded")
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
@@ -145,6 +152,8 @@ class _TaskGraph(OptimizerTasks):
         self.grad_kind = zero3_grad_collective(cfg) if self.fsdp else "reduce_scatter"
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
+        if self.gather_once:  # the gathers lead each chunk's first forward (``pass_specs``)
+            self.work = {v: (ch.fwd, self.work[v][1]) for v, ch in self.chunks.items()}
 
     def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int], label: str,
             cat: str = COMPUTE) -> int:
@@ -248,6 +257,9 @@ class _TaskGraph(OptimizerTasks):
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v) for v in range(last_v + 1)]
         first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v)
                       for v, wait in first_wait.items()}
+        if self.gather_once:
+            first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v)
+                          for v in range(last_v + 1)}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
         self.lone = lone_pass_specs(self, last_v, first_wait, self._memo)  # combined 1F1B
@@ -336,7 +348,8 @@ class _TaskGraph(OptimizerTasks):
                             spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
                                 else bwd_spec[v]  # a cool-down backward runs alone
                             sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
-                            if slow_bwd[s] and self.fsdp:  # and its reduce-scatter
+                            if slow_bwd[s] and self.fsdp and not self.gather_once:
+                                # and its reduce-scatter
                                 self.tag = k
                                 self._reduce_scatter(s, sent_b[at] - (spec[4] is not None), mb)
                     k += 1
@@ -413,6 +426,8 @@ class _TaskGraph(OptimizerTasks):
         layers = list(ch.bwd_layers) or [interned(())]
         parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
         parts[-1] = parts[-1] + ch.bwd_tail + trail
+        if self.gather_once:  # post_backward of every group once the whole backward is done
+            parts = [sum(parts[1:], parts[0])]
         # DeepSpeed's 2021 stage 3 calls torch.cuda.synchronize() before every parameter gather
         # (``_allgather_param``), the next layer's included: it waits for the reductions too
         waits = self.p.zero3_gather == "per_parameter"

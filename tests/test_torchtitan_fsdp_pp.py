@@ -1,0 +1,98 @@
+"""torchtitan's FSDP2 under pipelining (issue 17, profile line ``fsdp_pp_unsharded``): every
+block fully_shard'ed with reshard_after_forward=False when PP is on (parallelize_llama.py
+apply_fsdp @ 9dec370a), and torch.distributed.pipelining's stage no-sync keeps the units
+gathered and their gradients unreduced until each chunk's last backward: one gather per chunk
+and step, before its first forward, and one reduce-scatter per chunk and step."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import trainsim.memory.state as state_mod
+import trainsim.sharded_passes as passes_mod
+import trainsim.simulator as sim_mod
+from trainsim.catalog import run_config_from_dict
+from trainsim.catalog.frameworks import profile_supports
+from trainsim.pricing import DP, Pricer
+from trainsim.simulator import build_graph
+
+
+def _cfg(vpp: int = 1):
+    return run_config_from_dict({
+        "model": {"preset": "llama3-8b", "num_layers": 8},
+        "parallel": {"tp": 1, "pp": 2, "vpp": vpp, "zero_stage": 3,
+                     "data_parallel_impl": "fsdp2", "recompute": "full"},
+        "training": {"global_batch_size": 16, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "bf16", "framework": "torchtitan", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8},
+    })
+
+
+def _without(monkeypatch) -> None:
+    """The profile as if its ``fsdp_pp_unsharded`` line were removed."""
+    def supports(cfg, name):
+        return False if name == "fsdp_pp_unsharded" else profile_supports(cfg, name)
+    for mod in (passes_mod, sim_mod, state_mod):
+        monkeypatch.setattr(mod, "profile_supports", supports)
+
+
+def _graph(vpp: int = 1):
+    c = _cfg(vpp)
+    return build_graph(c, Pricer(c))
+
+
+def _gather_s(task) -> float:
+    return sum(d for cat, d, name in getattr(task.detail, "segments", ())
+               if cat == DP and name == "FSDP unit all-gathers")
+
+
+@pytest.mark.parametrize("vpp", [1, 2])
+def test_one_reduce_scatter_per_chunk_and_step(monkeypatch, vpp):
+    graph = _graph(vpp)
+    reduces = [t for t in graph.tasks if "ZeRO-3 grad reduce-scatter" in t.label]
+    assert len(reduces) == graph.pp * vpp  # dense model: one group per stage
+    assert all(t.label.endswith(f"mb{graph.m - 1}") for t in reduces)
+    _without(monkeypatch)
+    graph = _graph(vpp)
+    reduces = [t for t in graph.tasks if "ZeRO-3 grad reduce-scatter" in t.label]
+    assert len({t.label.split(" mb")[1].split()[0] for t in reduces}) == graph.m
+
+
+def test_gathers_only_before_each_chunks_first_forward(monkeypatch):
+    graph = _graph(2)
+    waits = [(t.label, _gather_s(t)) for t in graph.tasks if t.stream[1] == "compute"]
+    gathered = [label for label, s in waits if s > 0]
+    assert len(gathered) == graph.pp * graph.vpp  # one forward per virtual stage
+    assert all(label.startswith("F") for label in gathered)
+    _without(monkeypatch)
+    graph = _graph(2)
+    waits = [t for t in graph.tasks if t.stream[1] == "compute" and _gather_s(t) > 0]
+    assert len(waits) > 2 * graph.pp * graph.vpp * graph.m - 1  # every forward and backward
+
+
+def test_the_step_is_faster_than_syncing_every_micro_batch(monkeypatch):
+    c = _cfg()
+    once = sim_mod.simulate(c).iteration_time_s
+    _without(monkeypatch)
+    assert once < sim_mod.simulate(c).iteration_time_s
+
+
+def _source(repo: str, rev: str, path: str) -> str | None:
+    git = Path(f"/work/.mirror/{repo}/repo")
+    if not git.exists():
+        return None
+    out = subprocess.run(["git", "-C", str(git), "show", f"{rev}:{path}"],
+                         check=False, capture_output=True, text=True)
+    return out.stdout if out.returncode == 0 else None
+
+
+@pytest.mark.parametrize("rev", ["40f79d79", "9dec370a"])
+def test_the_source_keeps_blocks_gathered_under_pp(rev):
+    text = _source("pytorch+torchtitan", rev, "torchtitan/parallelisms/parallelize_llama.py")
+    if text is None:
+        pytest.skip("torchtitan mirror not available")
+    assert "reshard_after_forward = False" in text
+    assert "reshard_after_forward=not pp_enabled" in text
