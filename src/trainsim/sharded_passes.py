@@ -12,6 +12,7 @@ from trainsim.pricing import DP, Priced, Pricer, interned
 from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
+    fsdp2_unsharded_grad_accumulation,
     fsdp_unit_gathers,
     zero3_reduce_bucket_ops,
     zero3_regathers,
@@ -85,6 +86,9 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         # DeepSpeed >= 0.6: the bucket copies, cat and divide, all on the reduce stream
         side_s[v % pp] += pricer.price(zero3_reduce_bucket_ops(cfg, layers, first, last)
                                        ).duration_s / vpp
+        if pp > 1 and profile_supports(cfg, "fsdp_pp_unsharded"):  # no-sync accumulation
+            wait = wait + pricer.price(fsdp2_unsharded_grad_accumulation(cfg, layers, first,
+                                                                         last))
         out[v] = (interned(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)
     return out
 

@@ -210,6 +210,30 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
     return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors), kernels=len(tensors))]
 
 
+def fsdp2_unsharded_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
+                                       last: bool) -> list[Op]:
+    """What FSDP2 runs over a stage's unsharded weight gradients after each micro-batch's
+    backward when gradient sync is off (the pipeline stage's no-sync, profile
+    ``fsdp_pp_unsharded``), one parameter at a time in ``FSDPParamGroup.post_backward``
+    (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, _fsdp_param.py; read in the
+    installed torch 2.13, the same calls in the 2024 FSDP2): with a reduce dtype other than the
+    gradient's, the first backward's gradient is cast into the unsharded accumulator
+    (``to_accumulated_grad_if_needed``: reads 2, writes 4 bytes per element) and every later
+    one added into it (``accumulate_unsharded_grad_if_needed``, ``acc += grad``: reads 4 + 2,
+    writes 4); with the same dtype autograd's AccumulateGrad adds each later gradient into
+    ``.grad`` (reads 2 + 2, writes 2). One kernel per tensor; the step's bytes spread evenly
+    over its micro-batches' backward passes."""
+    mdl, p, t = cfg.model, cfg.parallel, cfg.training
+    n = cfg.num_microbatches // cfg.schedule_steps
+    tensors = [e for e, _ in _rank_tensors(cfg, layers)]
+    tensors += [mdl.vocab_size * mdl.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    per_step = 6.0 + 10.0 * (n - 1) if t.grad_reduce_in_fp32 else 6.0 * (n - 1)
+    if not tensors or per_step == 0:
+        return []
+    return [Elementwise("fsdp_unsharded_grad_accumulation", bytes=per_step / n * sum(tensors),
+                        kernels=len(tensors))]
+
+
 def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
     """What Megatron's DDP runs over a gradient bucket of ``params`` parameters before its
     data-parallel collective, on the compute stream where the bucket becomes ready
