@@ -6,14 +6,12 @@ and step, before its first forward, and one reduce-scatter per chunk and step.""
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 import pytest
 
 import trainsim.memory.state as state_mod
 import trainsim.sharded_passes as passes_mod
 import trainsim.simulator as sim_mod
+from tests.helpers import mirror_source
 from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.pricing import DP, Pricer
@@ -73,20 +71,9 @@ def test_gathers_only_before_each_chunks_first_forward(monkeypatch):
     assert len(waits) > 2 * graph.pp * graph.vpp * graph.m - 1  # every forward and backward
 
 
-def _source(repo: str, rev: str, path: str) -> str | None:
-    git = Path(f"/work/.mirror/{repo}/repo")
-    if not git.exists():
-        return None
-    out = subprocess.run(["git", "-C", str(git), "show", f"{rev}:{path}"],
-                         check=False, capture_output=True, text=True)
-    return out.stdout if out.returncode == 0 else None
-
-
 @pytest.mark.parametrize("rev", ["40f79d79", "9dec370a"])
 def test_the_source_keeps_blocks_gathered_under_pp(rev):
-    text = _source("pytorch+torchtitan", rev, "torchtitan/parallelisms/parallelize_llama.py")
-    if text is None:
-        pytest.skip("torchtitan mirror not available")
+    text = mirror_source("pytorch+torchtitan", rev, "torchtitan/parallelisms/parallelize_llama.py")
     assert "reshard_after_forward = False" in text
     assert "reshard_after_forward=not pp_enabled" in text
 
