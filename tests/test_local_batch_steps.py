@@ -8,6 +8,7 @@ import pytest
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
+from trainsim.memo import stage_memory
 from trainsim.simulator import simulate
 from trainsim.validate.training import row_config
 
@@ -55,3 +56,21 @@ def test_the_training_file_column_sets_it():
            "micro_batch_size": "1", "local_batch_size": "4", "seq_length": "2048",
            "vpp": "1", "measured_iteration_s": "1"}
     assert row_config(row).schedule_steps == 4
+
+
+@pytest.mark.parametrize("vpp, local", [(1, 2), (2, 4)])
+def test_the_memory_estimate_holds_one_schedule_step(vpp, local):
+    """The search prunes on ``stage_memory(cfg)`` while ``simulate`` reports one step's memory:
+    both count the micro-batches of one schedule step (the first stage holds min(m, pp) of them
+    in flight), not the iteration's."""
+    raw = _raw(local)
+    raw["parallel"]["vpp"] = vpp
+    raw["training"]["global_batch_size"] = 128
+    cfg = run_config_from_dict(raw)
+    assert cfg.schedule_steps == 32 // local and cfg.schedule_microbatches == local
+    reported = simulate(cfg).memory
+    for s in range(cfg.parallel.pp):
+        assert stage_memory(cfg, s).total == pytest.approx(reported[s].total)
+    raw["training"].pop("local_batch_size")
+    whole = stage_memory(run_config_from_dict(raw), 0).total
+    assert reported[0].total < whole

@@ -93,7 +93,7 @@ class RunConfig:
                 f"training.local_batch_size={local} must be a multiple of micro_batch_size="
                 f"{t.micro_batch_size} dividing the {t.global_batch_size // self.dp} sequences "
                 "of each data-parallel rank")
-        m_ = self.num_microbatches // self.schedule_steps
+        m_ = self.schedule_microbatches
         if p.pipeline_schedule in ("dualpipe", "dualpipe_v") and p.pp > 1:
             need = 2 * p.pp
             if m_ < need or (p.pipeline_schedule == "dualpipe" and m_ % 2):
@@ -184,6 +184,14 @@ class RunConfig:
         if t.local_batch_size is None or self.parallel.pp == 1:
             return 1
         return max(1, t.global_batch_size // self.dp // t.local_batch_size)
+
+    @property
+    def schedule_microbatches(self) -> int:
+        """Micro-batches per pipeline schedule step: ``num_microbatches`` over
+        ``schedule_steps`` (all of them where the schedule runs once per iteration). What one
+        step holds in flight, and so the memory peak, depends on this count, not the
+        iteration's."""
+        return self.num_microbatches // self.schedule_steps
 
     @functools.cached_property
     def _layout(self) -> tuple[str, ...] | None:

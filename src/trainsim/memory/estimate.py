@@ -439,10 +439,11 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         chunk_bytes = [b + (out if v != last else 0.0) - (min(out, b) if v != 0 else 0.0)
                        for b, v in zip(chunk_bytes, held)]
     if len(set(chunk_bytes)) == 1:
-        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.num_microbatches, p.pipeline_schedule,
-                                torch_warmup(cfg), microbatch_group(cfg)) * chunk_bytes[0]
+        inflight = _peak_chunks(stage, p.pp, p.vpp, cfg.schedule_microbatches,
+                                p.pipeline_schedule, torch_warmup(cfg),
+                                microbatch_group(cfg)) * chunk_bytes[0]
     else:
-        inflight = _peak_weighted(stage, p.pp, p.vpp, cfg.num_microbatches,
+        inflight = _peak_weighted(stage, p.pp, p.vpp, cfg.schedule_microbatches,
                                   p.pipeline_schedule, torch_warmup(cfg), tuple(chunk_bytes),
                                   microbatch_group(cfg))
     if _a2a_overlap_extra_forward(cfg):
@@ -467,7 +468,7 @@ def _a2a_overlap_extra_forward(cfg: RunConfig) -> bool:
     layers, so only one layer more is alive. The time path pairs passes by the same rule
     (``combined_1f1b``; Megatron-core requires interleaving for it when pp > 1,
     transformer_config.py, which ``ParallelConfig`` checks)."""
-    return combined_1f1b(cfg) and cfg.num_microbatches > 1
+    return combined_1f1b(cfg) and cfg.schedule_microbatches > 1
 
 
 def _loss_temporary(cfg: RunConfig) -> float:
@@ -541,7 +542,7 @@ def _pipelining_buffers(cfg: RunConfig, stage: int) -> tuple[list[tuple[str, flo
     p, t, m = cfg.parallel, cfg.training, cfg.model
     if p.pp == 1 or not profile_supports(cfg, "pipelining_buffers"):
         return [], []
-    n = cfg.num_microbatches
+    n = cfg.schedule_microbatches
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
     last = p.pp * p.vpp - 1
     tokens = t.micro_batch_size * t.seq_length / p.cp

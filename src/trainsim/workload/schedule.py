@@ -118,7 +118,7 @@ def microbatch_group(cfg: RunConfig) -> int | None:
     if n is None and p.microbatch_group_rule is None:
         return None
     n = n or p.pp
-    return min(n, cfg.num_microbatches) if p.microbatch_group_rule == "flexible" else n
+    return min(n, cfg.schedule_microbatches) if p.microbatch_group_rule == "flexible" else n
 
 
 def combined_1f1b(cfg: RunConfig) -> bool:

@@ -224,7 +224,7 @@ def fsdp2_unsharded_grad_accumulation(cfg: RunConfig, layers: range | list[int],
     ``.grad`` (reads 2 + 2, writes 2). One kernel per tensor; the step's bytes spread evenly
     over its micro-batches' backward passes."""
     mdl, p, t = cfg.model, cfg.parallel, cfg.training
-    n = cfg.num_microbatches // cfg.schedule_steps
+    n = cfg.schedule_microbatches
     tensors = [e for e, _ in _rank_tensors(cfg, layers)]
     tensors += [mdl.vocab_size * mdl.hidden_size / p.tp] * _end_matrices(cfg, first, last)
     per_step = 6.0 + 10.0 * (n - 1) if t.grad_reduce_in_fp32 else 6.0 * (n - 1)
