@@ -9,6 +9,8 @@ import pytest
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
 from trainsim.memo import stage_memory
+from trainsim.pricing import Pricer
+from trainsim.report import chrome_trace
 from trainsim.simulator import simulate
 from trainsim.validate.training import row_config
 
@@ -74,3 +76,23 @@ def test_the_memory_estimate_holds_one_schedule_step(vpp, local):
     raw["training"].pop("local_batch_size")
     whole = stage_memory(run_config_from_dict(raw), 0).total
     assert reported[0].total < whole
+
+
+def test_a_stepped_result_says_so_and_prices_with_the_pricer_given():
+    cfg = run_config_from_dict(_raw(4))
+    pricer = Pricer(cfg)
+    assert not pricer.compute_sources()
+    given, own = simulate(cfg, pricer=pricer), simulate(cfg)
+    assert pricer.compute_sources()  # the step's passes were priced by it
+    assert given.iteration_time_s == pytest.approx(own.iteration_time_s)
+    assert given.simulation["schedule_steps"] == 4
+    assert simulate(run_config_from_dict(_raw(None))).simulation.get("schedule_steps") is None
+
+
+def test_a_stepped_trace_is_one_step_and_says_so():
+    cfg = run_config_from_dict(_raw(4))
+    r = simulate(cfg, keep_timeline=True)
+    meta = chrome_trace(r.timeline, info=r.simulation)["otherData"]
+    assert meta["schedule_steps"] == 4 and "one of the iteration's 4" in meta["timeline"]
+    labels = {t.label for t in r.timeline.tasks}
+    assert not any("mb4" in label for label in labels)  # micro-batches 0-3: one step's

@@ -73,7 +73,8 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
         cfg = load_run_config(config, overrides)
         result = run_sim(cfg, keep_timeline=trace_path is not None)
         if trace_path and result.timeline is not None:
-            write_chrome_trace(result.timeline, trace_path, title=cfg.model.name)
+            write_chrome_trace(result.timeline, trace_path, title=cfg.model.name,
+                               info=result.simulation)
     except TrainsimError as exc:
         _fail(exc)
         return

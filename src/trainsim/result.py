@@ -29,10 +29,12 @@ class Result:
     timeline: Timeline | None = field(default=None, compare=False, repr=False)
     compute_sources: dict[str, int] = field(default_factory=dict)
     """How many distinct kernels each compute model priced (database hits, roofline)."""
-    simulation: dict[str, str] = field(default_factory=dict, compare=False)
+    simulation: dict[str, str | int] = field(default_factory=dict, compare=False)
     """How the iteration was simulated: ``method`` 'steady-state' (one or two truncated runs, the
     periodic rest extrapolated; ``trainsim.steady_state``) or 'full' (every micro-batch), and
-    ``reason``: what was proven, or why the shortcut did not apply."""
+    ``reason``: what was proven, or why the shortcut did not apply. Where the schedule runs
+    several times per iteration (``trainsim.schedule_steps``), ``schedule_steps``: how many
+    times one simulated step is repeated, and with a timeline, ``timeline``: what it shows."""
 
     @property
     def num_gpus(self) -> int:

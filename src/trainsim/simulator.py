@@ -8,7 +8,6 @@ whole group and the stage's timeline stands for all of them.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
@@ -28,6 +27,7 @@ from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS
 )
 from trainsim.pricing import COMPUTE, DP, PP, Priced, Pricer, interned
 from trainsim.result import Result
+from trainsim.schedule_steps import in_steps
 from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     TIE,
@@ -521,7 +521,9 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
     ops come from; the analytical builder by default). Long Megatron pipelines take the periodic
     steady-state shortcut (:mod:`trainsim.steady_state`) unless a timeline is asked for;
     ``Result.simulation`` says which way it went and why. ``pricer``: a ``Pricer`` of this
-    ``cfg`` built earlier (e.g. by its lower bound), whose priced passes are reused."""
+    ``cfg`` built earlier (e.g. by its lower bound), whose priced passes are reused. Where the
+    schedule runs several times per iteration (``training.local_batch_size``), one step is
+    simulated and repeated (:mod:`trainsim.schedule_steps`; a timeline is that one step's)."""
     if not isinstance(cfg, RunConfig):
         raise ConfigError(f"simulate() takes a RunConfig, got {type(cfg).__name__}; build one "
                           "with trainsim.run_config_from_dict(mapping) or "
@@ -530,25 +532,8 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
         raise ValueError("simulate(cfg, pricer=...) takes a Pricer built for that cfg")
     with gc_paused():
         if cfg.schedule_steps > 1:
-            return _in_steps(cfg, keep_timeline, layer_source)
+            return in_steps(cfg, keep_timeline, layer_source, pricer, _simulate)
         return _simulate(cfg, keep_timeline, layer_source, pricer)
-
-
-def _in_steps(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None
-              ) -> Result:
-    """An iteration whose loop steps the pipeline schedule ``cfg.schedule_steps`` times
-    (``training.local_batch_size``): one step simulated (its own fill and drain, gradient
-    reductions and memory), run that many times back to back, the optimizer once. The loop
-    waits for each step: Automodel's benchmark loop reads ``.item()`` of the next batch's
-    label count before it issues the step."""
-    n, t = cfg.schedule_steps, cfg.training
-    one = replace(cfg, training=replace(t, global_batch_size=t.global_batch_size // n))
-    r = _simulate(one, keep_timeline, layer_source, None)
-    opt = r.breakdown.get("optimizer_s", 0.0)
-    breakdown = {k: v if k == "optimizer_s" else v * n for k, v in r.breakdown.items()}
-    return replace(r, config=cfg, iteration_time_s=n * (r.iteration_time_s - opt) + opt,
-                   breakdown=breakdown, exposed_comm={k: v * n for k, v in r.exposed_comm.items()},
-                   model_flops=r.model_flops * n, hardware_flops=r.hardware_flops * n)
 
 
 def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None,

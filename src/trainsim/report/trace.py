@@ -8,6 +8,7 @@ at the time it happens inside the pass.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,10 @@ MAX_DETAIL_EVENTS = 200_000
 _COMM_TRACKS = {"tp_comm": "tp", "cp_comm": "cp", "pp_comm": "pp", "dp_comm": "dp"}
 
 
-def chrome_trace(tl: Timeline, title: str = "trainsim") -> dict[str, Any]:
+def chrome_trace(tl: Timeline, title: str = "trainsim",
+                 info: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The trace events of ``tl``; ``info`` (e.g. ``Result.simulation``: how the iteration was
+    simulated, and where it is one of several schedule steps, which) goes to ``otherData``."""
     events: list[dict[str, Any]] = []
     tracks: dict[tuple[int, str], int] = {}
 
@@ -54,8 +58,10 @@ def chrome_trace(tl: Timeline, title: str = "trainsim") -> dict[str, Any]:
                 events.append({"ph": "X", "name": name, "pid": rank, "tid": tid(rank, track),
                                "ts": offset, "dur": dur * 1e6, "cat": cat})
             offset += dur * 1e6
-    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": {"generator": title}}
+    return {"traceEvents": events, "displayTimeUnit": "ms",
+            "otherData": {"generator": title, **(info or {})}}
 
 
-def write_chrome_trace(tl: Timeline, path: str | Path, title: str = "trainsim") -> None:
-    write_output(path, json.dumps(chrome_trace(tl, title)))
+def write_chrome_trace(tl: Timeline, path: str | Path, title: str = "trainsim",
+                       info: Mapping[str, Any] | None = None) -> None:
+    write_output(path, json.dumps(chrome_trace(tl, title, info)))

@@ -162,7 +162,8 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
     result = simulate(cfg, keep_timeline=trace_path is not None)
     trace = None
     if trace_path is not None and result.timeline is not None:
-        write_chrome_trace(result.timeline, trace_path, title=cfg.model.name)
+        write_chrome_trace(result.timeline, trace_path, title=cfg.model.name,
+                           info=result.simulation)
         trace = trace_path.read_text()
     return Output(_dumps(result.to_dict()), trace)
 
