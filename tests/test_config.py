@@ -483,3 +483,12 @@ def test_exchange_sm_counts_are_checked(parallel, needle):
     assert needle in msg and "\n" not in msg
     assert run_config_from_dict(base(parallel={"moe_deepep_num_sms": 132})).parallel \
         .moe_deepep_num_sms == 132
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_glu_linear_offset_must_be_finite(value):
+    """NaN or inf would read as an offset set (and price its host sync): refused by name, by
+    the float fields' common check (``check_fields``)."""
+    with pytest.raises(ConfigError, match=r"^model\.glu_linear_offset=.* must be a finite"):
+        ModelConfig(glu_linear_offset=value)
+    assert ModelConfig(glu_linear_offset=1.0).glu_linear_offset == 1.0

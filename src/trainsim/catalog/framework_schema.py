@@ -225,8 +225,13 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "glu_offset_host_sync": _nullable(_bool),
     # the experts' activation is torch.compile'd with its clamp (no eager clamp before it)
     "moe_act_compiled": _nullable(_bool),
-    # the experts' grouped GEMMs add no bias: fc1's and fc2's biases are added one expert at a
-    # time (fc2's weighted by the routing probabilities; workload.elementwise expert_fc*_bias)
+    # the experts' biases (model.add_bias_linear) as NeMo Automodel adds them
+    # (workload.moe_block; nemo_automodel/components/moe/layers.py @ 89e3a9fd): with the DeepEP
+    # dispatcher (GroupedExpertsDeepEP) the grouped GEMMs have no bias epilogue, so fc1's and
+    # fc2's biases are added one expert at a time (fc2's weighted by the routing probabilities;
+    # workload.elementwise expert_fc*_bias); with any other dispatcher (GroupedExperts) both
+    # are added inside the compiled activation, no bias kernel at all, which also drops the
+    # separate fc2 bias kernel a multi_stream experts implementation adds otherwise
     "moe_bias_loop": _nullable(_bool),
     # multi-head latent attention's RoPE, its concatenations and V's contiguous copy run as
     # eager PyTorch ops (workload.elementwise.mla_eager_rope_op), not one fused kernel
