@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-import trainsim.memory.state as state_mod
-import trainsim.sharded_passes as passes_mod
-import trainsim.simulator as sim_mod
+import trainsim.workload.sharding as sharding_mod
 from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.frameworks import framework_profile, profile_supports
 from trainsim.memory.state import model_state
@@ -39,8 +37,7 @@ def _without(monkeypatch, feature: str) -> None:
     """The profile as if its ``feature`` line were removed."""
     def supports(cfg, name):
         return False if name == feature else profile_supports(cfg, name)
-    for mod in (passes_mod, sim_mod, state_mod):
-        monkeypatch.setattr(mod, "profile_supports", supports)
+    monkeypatch.setattr(sharding_mod, "profile_supports", supports)
 
 
 @pytest.mark.parametrize("line", LINES)
@@ -128,3 +125,20 @@ def test_the_lines_are_the_ones_in_its_source(rev, path, needles):
         pytest.skip("no NeMo Automodel mirror")
     for needle in needles:
         assert needle in text, needle
+
+
+def test_the_task_estimate_counts_every_split_backward():
+    """Every backward is split per layer and reduce-scattered (not only the last micro-batch's):
+    the work limit's estimate (``limits.simulation_tasks``) is not below the tasks built."""
+    from trainsim.limits import simulation_tasks
+    c = run_config_from_dict({
+        "model": {"preset": "qwen3-30b-a3b", "num_layers": 48},
+        "parallel": {"tp": 1, "pp": 2, "ep": 4, "zero_stage": 3, "data_parallel_impl": "fsdp2",
+                     "recompute": "full"},
+        "training": {"global_batch_size": 32, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "bf16", "framework": "automodel", "framework_version": "0.1"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8},
+    })
+    built = len(build_graph(c, Pricer(c)).tasks)
+    assert built > 10 * c.num_microbatches * c.parallel.pp  # split backwards
+    assert built <= simulation_tasks(c) < 1.5 * built

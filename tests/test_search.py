@@ -85,6 +85,31 @@ def test_bounds_never_exceed_the_simulated_time(args):
     assert bounds.failed is None
 
 
+@pytest.mark.parametrize("framework,version,model,batch,gpus_per_node", [
+    ("torchtitan", "2024-12", "llama3-8b", 512, 2),  # fsdp_pp_unsharded: one RS per chunk
+    ("automodel", "0.1", "qwen3-30b-a3b", 128, 8),  # fsdp_pp_sync_every_microbatch
+])
+def test_bounds_never_exceed_the_simulated_time_of_fsdp_under_pp(framework, version, model,
+                                                                 batch, gpus_per_node):
+    """FSDP2 under pipelining as the framework profiles run it (``workload.sharding.
+    fsdp_pp_mode``): the refined bound counts the reduce-scatters the simulator runs."""
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": model, "num_layers": 8},
+        "training": {"global_batch_size": 16, "seq_length": 512, "dtype": "bf16",
+                     "framework": framework, "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": gpus_per_node}})
+    b = Base(cfg.model, dataclasses.replace(cfg.training, global_batch_size=batch), cfg.cluster)
+    space = SearchSpace(zero=(3,), recompute=("full",), max_micro_batch=2)
+    keys = [k for k in space.memory_keys(b, 16) if k.pp > 1 and k.tp == 1 and k.cp == 1]
+    assert any(k.pp == 2 and k.vpp == 1 and k.micro_batch == 1 for k in keys)
+    bounds = Bounds(b)
+    for k in random.Random(0).sample(keys, min(6, len(keys))) + \
+            [k for k in keys if k.pp == 2 and k.vpp == 1 and k.micro_batch == 1][:1]:
+        c = space.variants(k)[0]
+        assert bounds.refined(c) < evaluate(c, b).iteration_time_s, k
+    assert bounds.failed is None
+
+
 def _flags(c: Candidate) -> tuple[bool, ...]:
     return (c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap, c.overlap_p2p_comm)
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-import trainsim.memory.state as state_mod
-import trainsim.sharded_passes as passes_mod
-import trainsim.simulator as sim_mod
+import trainsim.workload.sharding as sharding_mod
 from tests.helpers import mirror_source
 from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.frameworks import profile_supports
@@ -33,8 +31,7 @@ def _without(monkeypatch) -> None:
     """The profile as if its ``fsdp_pp_unsharded`` line were removed."""
     def supports(cfg, name):
         return False if name == "fsdp_pp_unsharded" else profile_supports(cfg, name)
-    for mod in (passes_mod, sim_mod, state_mod):
-        monkeypatch.setattr(mod, "profile_supports", supports)
+    monkeypatch.setattr(sharding_mod, "profile_supports", supports)
 
 
 def _graph(vpp: int = 1):
@@ -99,3 +96,38 @@ def test_every_backward_accumulates_the_unsharded_gradients(monkeypatch):
     assert _accumulation_s(_graph()) > 0
     _without(monkeypatch)
     assert _accumulation_s(_graph()) == 0
+
+
+def test_a_profile_with_both_fsdp_pp_lines_is_refused(tmp_path):
+    """``fsdp_pp_unsharded`` and ``fsdp_pp_sync_every_microbatch`` describe opposite no-sync
+    behaviours (``workload.sharding.fsdp_pp_mode``): the loader names the clash."""
+    from trainsim.catalog import frameworks
+    from trainsim.errors import CatalogError
+    text = (frameworks._DIR / "torchtitan.yaml").read_text()
+    line = "      fsdp_pp_unsharded: true\n"
+    assert line in text
+    path = tmp_path / "torchtitan.yaml"
+    path.write_text(text.replace(line, line + "      fsdp_pp_sync_every_microbatch: true\n", 1))
+    with pytest.raises(CatalogError, match="exclude each other"):
+        frameworks._read(path)
+    path.write_text(text)
+    assert frameworks._read(path).name == "torchtitan"
+
+
+def test_unpaired_warm_up_forwards_gather_only_once():
+    """Under combined 1F1B (an MoE run with the expert exchange overlapped) the warm-up
+    forwards run without a partner: only each chunk's first one gathers its units."""
+    c = run_config_from_dict({
+        "model": {"preset": "qwen3-30b-a3b", "num_layers": 8},
+        "parallel": {"tp": 1, "pp": 2, "vpp": 2, "ep": 4, "zero_stage": 3,
+                     "data_parallel_impl": "fsdp2", "recompute": "none",
+                     "moe_overlap_ep_comm": True},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "bf16", "framework": "torchtitan", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8},
+    })
+    graph = build_graph(c, Pricer(c))
+    assert graph.lone and graph.gather_once
+    gathered = [t.label for t in graph.tasks if t.stream[1] == "compute" and _gather_s(t) > 0]
+    assert len(gathered) == graph.pp * graph.vpp
+    assert all(label.startswith("F mb0 ") for label in gathered)

@@ -62,17 +62,21 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
         pricer = Pricer(alone_cfg)
         alone = chunks(alone_cfg, pricer, shard_of(alone_cfg), graph.layer_source)
         work = {v: (ch.fwd, ch.bwd) for v, ch in alone.items()}
+        once: dict = {}  # under gather_once: every chunk's first forward, led by its gathers
         if graph.fsdp:  # the same gathers as the paired passes (side streams counted there)
             gathers = blocking_gathers if p.zero3_gather == "per_parameter" else \
                 unit_gather_waits
             work = gathers(alone_cfg, pricer, alone, [0.0] * graph.pp)
-        hit = memo["lone_chunks"] = (alone, work)
-    alone, work = hit
+            if graph.gather_once:  # as the paired passes: only the first forward gathers
+                once = {v: fwd for v, (fwd, _) in work.items()}
+                work = {v: (alone[v].fwd, bwd) for v, (_, bwd) in work.items()}
+        hit = memo["lone_chunks"] = (alone, work, once)
+    alone, work, once = hit
+    firsts = once or {v: wait + work[v][0] for v, wait in first_wait.items()}
     return LonePasses(
         [graph._pass_spec(v % graph.pp, work[v][0], v < last_v) for v in alone],
         [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
-        {v: graph._pass_spec(v % graph.pp, wait + work[v][0], v < last_v)
-         for v, wait in first_wait.items()}, work)
+        {v: graph._pass_spec(v % graph.pp, fwd, v < last_v) for v, fwd in firsts.items()}, work)
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

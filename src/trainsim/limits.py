@@ -9,7 +9,11 @@ what                   estimate                                    override (env
 =====================  ==========================================  ====================  =======
 one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_TASKS    500,000
                        (a forward and a backward pass per chunk)
-                       + 2 x layers (gradient buckets) + pp; with
+                       + 2 x layers (gradient buckets) + pp; +
+                       micro-batches x ((1 + reduce groups)
+                       x (layers + pp x vpp) + pp x vpp) where
+                       every backward is split (FSDP2 synced on
+                       every micro-batch under PP); with
                        the steady-state shortcut, the same count
                        for each truncated run it may simulate;
                        and the memory estimate's schedule walk
@@ -106,10 +110,20 @@ def check(name: str, estimate: float, what: str, flag: str, fix: str = "") -> No
 def simulation_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
     """Engine tasks of one iteration of ``cfg`` (see the module table), or of a truncated one of
     ``microbatches`` (the steady-state shortcut's runs)."""
+    from trainsim.workload.sharding import fsdp_pp_mode  # workload.ops imports this module
+
     p = cfg.parallel
     m = cfg.num_microbatches if microbatches is None else microbatches
-    return (2.0 * m * p.pp * p.vpp
-            + 2.0 * (cfg.model.num_layers + cfg.model.mtp_num_layers) + p.pp)
+    layers = cfg.model.num_layers + cfg.model.mtp_num_layers
+    tasks = 2.0 * m * p.pp * p.vpp + 2.0 * layers + p.pp
+    if fsdp_pp_mode(cfg) == "sync_every":
+        # every backward is split like the last micro-batch's (``simulator``
+        # _fsdp_last_backward): per virtual stage a task per layer (one for a chunk without
+        # layers) and a reduce-scatter of each group after it, then finalize_backward's wait
+        # (counted for the last one too: the 2 x layers above leave out the experts' group)
+        chunks = p.pp * p.vpp
+        tasks += m * ((2 + cfg.model.is_moe) * (layers + chunks) + chunks)
+    return tasks
 
 
 POSITIONS_PER_TASK = 20

@@ -5,7 +5,6 @@ compute. The task graph (``simulator``) places what these return in place of the
 
 from __future__ import annotations
 
-from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer, interned
@@ -13,6 +12,7 @@ from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
     fsdp2_unsharded_grad_accumulation,
+    fsdp_pp_mode,
     fsdp_unit_gathers,
     zero3_reduce_bucket_ops,
     zero3_regathers,
@@ -39,9 +39,8 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     # With profile ``fsdp_pp_unsharded`` the stage's no-sync also keeps them gathered through
     # every backward but the last: no gather before a backward either (the simulator charges
     # the forward's gathers to each chunk's first forward only)
-    regather = cfg.parallel.zero_stage >= 3 and not (pp > 1 and (
-        profile_supports(cfg, "fsdp_pp_sync_every_microbatch")
-        or profile_supports(cfg, "fsdp_pp_unsharded")))
+    mode = fsdp_pp_mode(cfg)
+    regather = cfg.parallel.zero_stage >= 3 and mode in (None, "regather")
     ranges = cfg.virtual_stage_layers()
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
@@ -86,7 +85,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         # DeepSpeed >= 0.6: the bucket copies, cat and divide, all on the reduce stream
         side_s[v % pp] += pricer.price(zero3_reduce_bucket_ops(cfg, layers, first, last)
                                        ).duration_s / vpp
-        if pp > 1 and profile_supports(cfg, "fsdp_pp_unsharded"):  # no-sync accumulation
+        if mode == "unsharded":  # no-sync accumulation
             wait = wait + pricer.price(fsdp2_unsharded_grad_accumulation(cfg, layers, first,
                                                                          last))
         out[v] = (interned(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
@@ -54,6 +53,8 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     bucket_params,
     ddp_bucket_prep,
     dp_bucket_count,
+    fsdp_grad_bytes,
+    fsdp_pp_mode,
     zero3_grad_collective,
 )
 
@@ -101,12 +102,9 @@ class _TaskGraph(OptimizerTasks):
         edp = cfg.edp if cfg.model.is_moe else 1
         self.groups = [[(dense, "dp_cp", self.dp_size), (experts, "edp", edp)]
                        for dense, experts in (_param_split(cfg, s) for s in range(self.pp))]
-        # bytes per gradient element of each group's ZeRO-3 reduce-scatter: the run's reduce
-        # dtype, or (profile ``fsdp_moe_reduce_fp32``) an MoE model's non-expert units in fp32
-        # and its experts in their 16-bit parameter dtype
-        self.fsdp_grad_bytes = {"dp_cp": self.grad_bytes, "edp": self.grad_bytes}
-        if cfg.model.is_moe and profile_supports(cfg, "fsdp_moe_reduce_fp32"):
-            self.fsdp_grad_bytes = {"dp_cp": 4, "edp": 2}
+        # bytes per gradient element of each group's ZeRO-3 reduce-scatter
+        self.fsdp_grad_bytes = fsdp_grad_bytes(cfg)
+        mode = fsdp_pp_mode(cfg) if self.fsdp else None
         # profile ``fsdp_pp_sync_every_microbatch``: under pipelining no backward is told it is
         # not the last (FSDPModule.set_is_last_backward is never called), so FSDP2's root
         # post-backward callback ends every micro-batch's backward with finalize_backward,
@@ -114,15 +112,13 @@ class _TaskGraph(OptimizerTasks):
         # (_fsdp_param_group.py _wait_for_post_backward on _post_reduce_event; torch 2.8 era,
         # still at 2.13): every backward pass is split per layer like the last one and ends
         # on that wait
-        self.sync_every_mb = self.fsdp and self.pp > 1 and profile_supports(
-            cfg, "fsdp_pp_sync_every_microbatch")
+        self.sync_every_mb = mode == "sync_every"
         # profile ``fsdp_pp_unsharded``: units not resharded after forward under PP, and the
         # pipeline stage's no-sync (torch pipelining/stage.py backward_maybe_with_nosync) keeps
         # them gathered and their gradients unreduced until the chunk's last backward, then
         # runs every group's post_backward: gathered before each chunk's first forward only,
         # reduce-scattered once per step, after that backward (sources in torchtitan.yaml)
-        self.gather_once = self.fsdp and self.pp > 1 and profile_supports(
-            cfg, "fsdp_pp_unsharded")
+        self.gather_once = mode == "unsharded"
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp

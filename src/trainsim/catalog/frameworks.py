@@ -273,6 +273,9 @@ def _read(path: Path) -> _Profile:
         defs = _check_section(path, f"{where}.defaults", entry.get("defaults", missing),
                               DEFAULTS, first)
         features = _merge(features, feats)
+        if features.get("fsdp_pp_unsharded") and features.get("fsdp_pp_sync_every_microbatch"):
+            raise _fail(path, f"{where}.features", "fsdp_pp_unsharded and "
+                        "fsdp_pp_sync_every_microbatch exclude each other: set one true at most")
         defaults = _merge(defaults, defs)
         chain = chain + ((since, source.strip()),)
         entries.append(_Entry(since, key, source.strip(), notes.strip(), features, defaults, chain))

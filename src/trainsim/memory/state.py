@@ -40,6 +40,7 @@ from trainsim.config import ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
+from trainsim.workload.sharding import fsdp_pp_mode
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
 """DeepSpeed's ``reduce_bucket_size`` default, elements (deepspeed/runtime/zero/constants.py
@@ -246,7 +247,8 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     root = held - linear if p.zero_stage >= 3 else 0.0
     side = 2.0 * max(2 * unit, root + unit) if p.data_parallel_impl == "fsdp2" else 0.0
     master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
-    if p.pp > 1 and p.zero_stage >= 3 and profile_supports(cfg, "fsdp_pp_unsharded"):
+    mode = fsdp_pp_mode(cfg)
+    if mode == "unsharded":
         # every unit of the stage stays gathered from its first forward to the last
         # micro-batch's backward, and each backward adds its 16-bit gradients into an unsharded
         # accumulator of the reduce dtype (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed,
@@ -256,7 +258,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
                           step_gradients=master * sharded, side_pool=side)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
-    if p.pp > 1 and p.zero_stage >= 3 and profile_supports(cfg, "fsdp_pp_sync_every_microbatch"):
+    if mode == "sync_every":
         # not resharded after the forward, so the stage's 16-bit units stay gathered until the
         # backward (between a schedule's forward and backward passes, every unit is), but each
         # backward reduce-scatters its layer's gradients into the gradient shard at once

@@ -227,11 +227,14 @@ class Bounds:
     def _shape_of(self, cfg: Any) -> _Shape:
         p, m = cfg.parallel, cfg.num_microbatches
         ranges = tuple(cfg.virtual_stage_layers())
-        unit_floor, tails, scatter = self._layout_costs(cfg, ranges)
+        unit_floor, tails, scatter, once = self._layout_costs(cfg, ranges)
+        # ZeRO-3 / FSDP reduce-scatters every micro-batch's gradients but the last's, or with
+        # FSDP2's no-sync under pipelining (``fsdp_pp_unsharded``) once per chunk and step
+        reps = 1 if once else max(0, m - 1)
         return _Shape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
                       m, p.pp, p.vpp, ranges,
                       self._kinds_of(ranges),
-                      max((max(0, m - 1) * f for f in unit_floor), default=0.0), tails,
+                      max((reps * f for f in unit_floor), default=0.0), tails,
                       [max(0, m - 1) * x for x in scatter])
 
     def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
@@ -256,21 +259,25 @@ class Bounds:
             return hit
         from trainsim.memory import stage_param_split
         from trainsim.workload.ops import Comm
+        from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_pp_mode
 
         pricer = self._pricer(cfg)
-        grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+        width = fsdp_grad_bytes(cfg)  # the simulator's reduce-scatter widths, by group
         sizes = {"dp_cp": cfg.dp * p.cp, "edp": cfg.edp if cfg.model.is_moe else 1}
         split = [stage_param_split(cfg, s) for s in range(p.pp)]
         # ZeRO-3 reduce-scatters each backward pass's gradients on the data-parallel stream
         # (the last micro-batch's layer by layer: not counted). Its parameter gathers are not
         # tasks of that stream but waits inside the passes (sharded_passes): a floor that
         # added them exceeded the simulated time 1.6x (22B, TP4 CP2 DP2 zero3 on 16 H100).
+        # Under FSDP2's no-sync (``fsdp_pp_unsharded``) each chunk reduce-scatters once per
+        # step (``simulator._TaskGraph.gather_once``): the floor is one of each, no contention.
         unit_floor = []
         zero = p.effective_zero_stage
+        once = zero >= 3 and cfg.dp * p.cp > 1 and fsdp_pp_mode(cfg) == "unsharded"
         if zero >= 3 and cfg.dp * p.cp > 1:
             for s in range(p.pp):
                 unit_floor.append(p.vpp * sum(
-                    pricer.comm_time(Comm("r", "reduce_scatter", params / p.vpp * grad_bytes,
+                    pricer.comm_time(Comm("r", "reduce_scatter", params / p.vpp * width[group],
                                           group))
                     for params, group in zip(split[s], ("dp_cp", "edp"))
                     if sizes[group] > 1 and params > 0))
@@ -279,7 +286,9 @@ class Bounds:
         if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
                 not p.optimizer_post_validation:
             tails, scatter_s = self._after_passes(cfg, pricer, ranges, split, zero)
-        hit = self._layouts[key] = (unit_floor, tails, scatter_s)
+            if once:
+                scatter_s = [0.0] * p.pp
+        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once)
         return hit
 
     def _after_passes(self, cfg: Any, pricer: Any, ranges: tuple[range, ...],
@@ -298,13 +307,14 @@ class Bounds:
         from trainsim.simulator import dp_bucket_count
         from trainsim.workload.elementwise import optimizer_step
         from trainsim.workload.ops import Comm
-        from trainsim.workload.sharding import grad_buffer_rest
+        from trainsim.workload.sharding import fsdp_grad_bytes, grad_buffer_rest
 
         p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
         grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
         dp_size = cfg.dp * p.cp
         sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
         fsdp = dp_size > 1 and (zero >= 3 or (zero == 2 and p.data_parallel_impl == "fsdp1"))
+        width = fsdp_grad_bytes(cfg)  # of its reduce-scatters, by group
         kind = "all_reduce" if zero == 0 or (zero == 1 and p.zero1_grad_reduce == "all_reduce") \
             else "reduce_scatter"
         fixed = p.ddp_bucket_size if p.dp_buckets == "fixed" and p.ddp_bucket_size else None
@@ -335,7 +345,8 @@ class Bounds:
                     gathers = sum(comm("all_gather", params, 2, group) for params, group in groups)
             elif groups:  # every backward but the last micro-batch's reduce-scatters whole
                 contention[s] = share * vpp * sum(
-                    pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * grad_bytes, group))
+                    pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * width[group],
+                                          group))
                     for params, group in groups)
             step = 0.0
             if not per_tensor:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import math
 
-from trainsim.catalog.frameworks import framework_profile, framework_supports
+from trainsim.catalog.frameworks import framework_profile, framework_supports, profile_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import attention_matrices, layer_tensors
 from trainsim.workload.ops import ACT_BYTES as ACT
@@ -179,6 +179,43 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     return out
 
 
+def fsdp_pp_mode(cfg: RunConfig) -> str | None:
+    """How the run's ZeRO-3 / FSDP units behave under pipelining, as its framework profile
+    says: ``"unsharded"`` (``fsdp_pp_unsharded``: torchtitan, gathered once per chunk and step,
+    reduce-scattered after each chunk's last backward), ``"sync_every"``
+    (``fsdp_pp_sync_every_microbatch``: NeMo Automodel, not resharded after the forward, every
+    backward reduce-scatters and waits for its reductions), ``"regather"`` (neither: resharded
+    after each pass, gathered again before the backward); None without pipelining or without
+    sharded parameters (zero stage below 3). The loader refuses a profile with both lines."""
+    if cfg.parallel.pp <= 1 or cfg.parallel.zero_stage < 3:
+        return None
+    if profile_supports(cfg, "fsdp_pp_unsharded"):
+        return "unsharded"
+    if profile_supports(cfg, "fsdp_pp_sync_every_microbatch"):
+        return "sync_every"
+    return "regather"
+
+
+def fsdp_grad_bytes(cfg: RunConfig) -> dict[str, int]:
+    """Bytes per gradient element of ZeRO-3 / FSDP's reduce-scatter, by group (``dp_cp``:
+    the non-expert parameters, ``edp``: the routed experts): the run's reduce dtype, or (profile
+    ``fsdp_moe_reduce_fp32``) an MoE model's non-expert units in fp32 and its experts in their
+    16-bit parameter dtype."""
+    if cfg.model.is_moe and profile_supports(cfg, "fsdp_moe_reduce_fp32"):
+        return {"dp_cp": 4, "edp": 2}
+    width = 4 if cfg.training.grad_reduce_in_fp32 else 2
+    return {"dp_cp": width, "edp": width}
+
+
+def _grad_tensors(cfg: RunConfig, layers: range | list[int], first: bool,
+                  last: bool) -> list[float]:
+    """Elements of each weight-gradient tensor a rank holds for ``layers``, with the embedding
+    and output matrices of the first and last stage."""
+    mdl, p = cfg.model, cfg.parallel
+    tensors = [n for n, _ in _rank_tensors(cfg, layers)]
+    return tensors + [mdl.vocab_size * mdl.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+
+
 def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
                            last: bool) -> list[Op]:
     """The pass DeepSpeed's engine (ZeRO 0-1) runs over the weight gradients after every
@@ -199,11 +236,10 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
 
     Other stacks accumulate inside the weight-gradient GEMM (Megatron's
     ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
-    m, p, t = cfg.model, cfg.parallel, cfg.training
+    p, t = cfg.parallel, cfg.training
     if not (p.data_parallel_impl == "deepspeed" and p.zero_stage <= 1):
         return []
-    tensors = [n for n, _ in _rank_tensors(cfg, layers)]
-    tensors += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    tensors = _grad_tensors(cfg, layers, first, last)
     if t.dtype == "bf16" and t.grad_reduce_in_fp32:
         return [Elementwise(FP32_ACCUMULATION, bytes=18.0 * sum(tensors),
                             kernels=2 * len(tensors))]
@@ -223,10 +259,9 @@ def fsdp2_unsharded_grad_accumulation(cfg: RunConfig, layers: range | list[int],
     writes 4); with the same dtype autograd's AccumulateGrad adds each later gradient into
     ``.grad`` (reads 2 + 2, writes 2). One kernel per tensor; the step's bytes spread evenly
     over its micro-batches' backward passes."""
-    mdl, p, t = cfg.model, cfg.parallel, cfg.training
+    t = cfg.training
     n = cfg.schedule_microbatches
-    tensors = [e for e, _ in _rank_tensors(cfg, layers)]
-    tensors += [mdl.vocab_size * mdl.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    tensors = _grad_tensors(cfg, layers, first, last)
     per_step = 6.0 + 10.0 * (n - 1) if t.grad_reduce_in_fp32 else 6.0 * (n - 1)
     if not tensors or per_step == 0:
         return []
