@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
@@ -119,6 +120,11 @@ class _TaskGraph(OptimizerTasks):
         # runs every group's post_backward: gathered before each chunk's first forward only,
         # reduce-scattered once per step, after that backward (sources in torchtitan.yaml)
         self.gather_once = mode == "unsharded"
+        # profile ``fsdp2_reduce_scatter_wait``: FSDP2's post_backward of a unit makes the compute
+        # stream wait for the previous unit's reduce-scatter before its own copy-in (one
+        # reduce-scatter input buffer; _fsdp_param_group.py, sources in torchtitan.yaml), so a
+        # unit's backward starts only once the reduce-scatter two units before it has ended
+        self.rs_wait = self.fsdp and profile_supports(cfg, "fsdp2_reduce_scatter_wait")
         # Megatron's scatter-gather optimisation: each TP rank sends 1/tp of the activation
         # (DeepSpeed's PipelineEngine too: PartitionedTensor over the TP group).
         act_bytes = sh.tokens * cfg.model.hidden_size * 2 / p.tp
@@ -431,13 +437,15 @@ class _TaskGraph(OptimizerTasks):
         reduced: list[int] = []
         first = len(self.fsdp_reduce[s])
         name = "last" if mb == self.m - 1 else f"mb{mb}"
+        before: list[int] = []  # the reduce-scatters of the part before ``reduced``'s
         for k, part in enumerate(parts):
             ids.append(self.add((s, "compute"), part,
-                                list(deps) if k == 0 else [ids[-1]] + (reduced if waits else []),
+                                list(deps) if k == 0 else [ids[-1]] + (reduced if waits else [])
+                                + (before if self.rs_wait else []),
                                 f"B {name} c{chunk} part{k}"))
             n = len(self.fsdp_reduce[s])
             self._reduce_scatter(s, ids[-1], mb, (k, len(parts)))
-            reduced = self.fsdp_reduce[s][n:]
+            before, reduced = reduced, self.fsdp_reduce[s][n:]
         if self.sync_every_mb and mb < self.m - 1:  # finalize_backward's wait
             return self.add((s, "compute"), 0.0, [ids[-1], *self.fsdp_reduce[s][first:]],
                             f"FSDP finalize_backward mb{mb} c{chunk}")

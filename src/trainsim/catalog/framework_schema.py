@@ -173,6 +173,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # module is no FSDP module, so torch.distributed.pipelining's no-sync is skipped): one
     # gather per unit and micro-batch, none again before the backward (sharded_passes)
     "fsdp_pp_sync_every_microbatch": _nullable(_bool),
+    # FSDP2 keeps one reduce-scatter input buffer: each unit's post_backward makes the compute
+    # stream wait for the previous unit's reduce-scatter before its copy-in, so the backward
+    # of the unit after it starts only once that reduce-scatter is done (simulator)
+    "fsdp2_reduce_scatter_wait": _nullable(_bool),
     # an MoE model's FSDP units reduce their gradients in fp32, its experts' own units in the
     # parameters' 16-bit dtype (a mixed-precision policy on the first, none on the second)
     "fsdp_moe_reduce_fp32": _nullable(_bool),
@@ -319,7 +323,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "moe_te_permute_maps", "moe_router_force_balance",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
-             "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32",
+             "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
              "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
              "mla_eager_rope",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
