@@ -257,11 +257,12 @@ class _TaskGraph(OptimizerTasks):
                 first_wait[0] = self._bucket_gather_wait(bucketed)
         # the same tasks pass_and_send would add
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v) for v in range(last_v + 1)]
-        first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v)
-                      for v, wait in first_wait.items()}
-        if self.gather_once:
+        if self.gather_once:  # every chunk's first forward leads with its units' gathers
             first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v)
                           for v in range(last_v + 1)}
+        else:
+            first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v)
+                          for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
         self.lone = lone_pass_specs(self, last_v, first_wait, self._memo)  # combined 1F1B
