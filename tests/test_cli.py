@@ -54,3 +54,17 @@ def test_collective_table_has_nccl_tests_columns():
     rows = json.loads(r.output)
     assert [x["size_bytes"] for x in rows][:3] == [1024, 2048, 4096]
     assert all(x["busbw_GBps"] > 0 for x in rows)
+
+
+def test_python_dash_m_runs_the_same_command_line():
+    """``python -m trainsim`` is the console script: same usage line, same exit codes."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "trainsim", "--help"], check=False,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("Usage: trainsim ")
+    r = subprocess.run([sys.executable, "-m", "trainsim", "no-such-command"],
+                       check=False, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
