@@ -7,7 +7,7 @@ from helpers import published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel
-from trainsim.compute.roofline import ATTENTION_OF_GEMM, attention_fraction
+from trainsim.compute.roofline import ATTENTION_OF_GEMM, attention_fraction, flash1_pass_bytes
 from trainsim.workload.ops import FUSED_ATTENTION, Attention
 
 CATALOG = ["a100-sxm-80gb", "h100-sxm-80gb", "h800-sxm-80gb", "h200-sxm-141gb",
@@ -38,6 +38,42 @@ def test_every_fused_kernel_has_a_rate_below_the_gemm_ceiling(name, impl):
 def test_flash1_runs_at_half_flash2(name, backward):
     """FlashAttention-2 is about twice as fast as the first FlashAttention (FA2 abstract)."""
     assert rate(name, "flash1", backward) < 0.6 * rate(name, "flash2", backward)
+
+
+def test_flash1_is_slower_per_flop_at_head_dim_128_than_at_64():
+    """The first FlashAttention carries each query row's partial result through HBM once per
+    key block (256 keys at head dim 64, 128 at 128: v1.0.9 fmha_fwd_hdim*.cu), so its traffic
+    per FLOP doubles from head dim 64 to 128 and an A100 runs its long forward+backward slower
+    at 128 (FA2 paper Fig. 4: 110 against 83 TFLOP/s at 16k), where FlashAttention-2 runs
+    faster (its exponentials are half as many per FLOP)."""
+    m = RooflineModel(gpu("a100-sxm-80gb"))
+
+    def fwd_bwd_rate(impl: str, d: int) -> float:
+        ops = [Attention("a", 1, 2048 // d, 2048 // d, 16384, 16384, d, causal=False,
+                         backward=b, impl=impl) for b in (False, True)]  # type: ignore[arg-type]
+        return sum(op.flops for op in ops) / sum(m.time(op) for op in ops)
+
+    assert fwd_bwd_rate("flash1", 128) < fwd_bwd_rate("flash1", 64)
+    assert fwd_bwd_rate("flash2", 128) > 1.05 * fwd_bwd_rate("flash2", 64)
+
+
+def test_flash1_pass_bytes_grow_with_head_dim_and_keys_not_for_mem_efficient():
+    """FA1's bytes per FLOP grow with the head dimension (the FA1 paper's Theorem 2:
+    Theta(s^2 d^2 / M) accesses) and with the sequence; SDPA's memory-efficient kernel (its own
+    implementation, at FA1's rate) moves only its inputs and outputs."""
+    def per_flop(d: int, s: int, backward: bool = False) -> float:
+        op = Attention("a", 1, 16, 16, s, s, d, causal=True, backward=backward, impl="flash1")
+        return flash1_pass_bytes(op) / op.flops
+
+    for backward in (False, True):
+        assert per_flop(128, 16384, backward) > 1.8 * per_flop(64, 16384, backward)
+        assert per_flop(128, 16384, backward) < 1.2 * per_flop(128, 4096, backward)
+    short = Attention("a", 1, 16, 16, 128, 128, 64, causal=False, impl="flash1")
+    assert flash1_pass_bytes(short) == pytest.approx(short.bytes, rel=0.05)  # one pass
+    m = RooflineModel(gpu("a100-sxm-80gb"))
+    ops = {impl: Attention("a", 1, 16, 16, 16384, 16384, 128, causal=False,
+                           impl=impl) for impl in ("flash1", "mem_efficient")}  # type: ignore[misc]
+    assert m.time(ops["mem_efficient"]) < m.time(ops["flash1"])
 
 
 @pytest.mark.parametrize("backward", [False, True])

@@ -115,7 +115,10 @@ def _family(op: ComputeOp) -> tuple | None:
         return ("gemm", op.dtype, fp8 and op.fp8_fast_accum, fp8 and op.fp8_block_scales,
                 grouped)
     if isinstance(op, Attention):
-        return ("attention", op.impl, op.head_dim, op.causal, op.backward, op.dropout, op.window)
+        # ``trainsim profile`` records SDPA's memory-efficient backend as ``flash1``
+        # (profile.kernels.SDPA_BACKENDS)
+        impl = "flash1" if op.impl == "mem_efficient" else op.impl
+        return ("attention", impl, op.head_dim, op.causal, op.backward, op.dropout, op.window)
     if op.kernel:
         return ("elementwise", op.kernel, op.impl)
     return None

@@ -57,14 +57,15 @@ attention and FlashAttention-3 and -4, which the FA3 paper's Figs. 5-6 put withi
 cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
 """
 ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "triton": "flash2",
-                    "flex": "flash2", "flash3": "cudnn", "cudnn": "cudnn", "flash4": "cudnn"}
-ATTN_ROW_OVERHEAD_KEYS = 118
+                    "flex": "flash2", "mem_efficient": "flash2", "flash3": "cudnn", "cudnn": "cudnn",
+                    "flash4": "cudnn"}
+ATTN_ROW_OVERHEAD_KEYS = 119
 """Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
 rescale and the output write cost as much as ~150 more keys, so short sequences run below the
 long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate).
 Causal kernels also compute the diagonal block in full: +64 keys per row (128-wide blocks).
 Fitted with ``ATTENTION_OF_GEMM``."""
-ATTN_ROW_OVERHEAD_KEYS_BWD = 352
+ATTN_ROW_OVERHEAD_KEYS_BWD = 353
 """The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
 preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
 so short sequences fall further below the long-sequence rate than in the forward (measured
@@ -80,11 +81,14 @@ FLEX_OF_FLASH2 = (0.90, 0.85)
 """FlexAttention reaches "90% of FlashAttention2's performance in the forward pass and 85% in
 the backward pass" (PyTorch blog, "FlexAttention: The Flexibility of PyTorch with the
 Performance of FlashAttention", August 2024)."""
-FLASH1_OF_FLASH2 = 0.49
+FLASH1_OF_FLASH2 = 0.50
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
-compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.49."""
-AT_FLASH1_RATE = frozenset({"flash1", "triton"})
-"""Kernels priced at the first FlashAttention's rate (``FLASH1_OF_FLASH2``): FA1 itself and
+compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.50."""
+AT_FLASH1_RATE = frozenset({"flash1", "triton", "mem_efficient"})
+"""Kernels priced at the first FlashAttention's rate (``FLASH1_OF_FLASH2``): FA1 itself, PyTorch
+SDPA's memory-efficient backend (xFormers' CUTLASS kernels: "xformers" beside "FlashAttention"
+in the FA2 paper's Figs. 4-6, but a query-block-outer forward without FA1's per-key-block round
+trips, ``flash1_pass_bytes``) and
 llm-foundry's ``attn_impl: triton`` kernel (llmfoundry/models/layers/flash_attn_triton.py, a
 copy of Dao-AILab's flash_attn/flash_attn_triton.py compiled with the pre-MLIR Triton 2.0
 fork ``triton-pre-mlir``: 128x128 blocks, ``num_stages=1``). Its docstring: "Triton forward
@@ -94,6 +98,39 @@ CUDA kernels; llm-foundry's TUTORIAL.md (v0.3.0): "triton is slightly faster tha
 flash-attn 1.0.9 path with unpadding); FlashAttention-2 paper Fig. 4 (A100, causal, head dim
 128, 16k): FlashAttention Triton 80, FlashAttention 83, FlashAttention-2 189 TFLOP/s. Not
 fitted; no row of the kernel files measures it."""
+FLASH1_KEY_BLOCK = {64: 256, 128: 128}
+"""Keys one pass of the first FlashAttention's kernels holds on chip, by head dimension (the
+largest listed at or above it): ``FMHA_kernel_traits<256, 64, ...>`` for head dims up to 64 and
+``<128, 128, ...>`` for 128, forward and backward on A100 and H100 (Dao-AILab/flash-attention
+v1.0.9 csrc/flash_attn/src/fmha_{fwd,bwd}_hdim{32,64,128}.cu)."""
+
+
+def flash1_pass_bytes(op: Attention) -> float:
+    """HBM bytes of the first FlashAttention's kernels, which loop over key blocks *outside*
+    and over query rows inside (Dao et al. 2022, Algorithm 1; v1.0.9
+    ``fmha_fprop_kernel_1xN.h``, ``fmha_dgrad_kernel_1xN_loop.h``): each key block's pass
+    reads every query row it sees again and carries the row's partial result through HBM in
+    fp32. Forward, per query row and pass: Q (16-bit), the fp32 output accumulator ``o_tmp``
+    read (after the first pass) and written (the 16-bit O on the last), the row's
+    log-sum-exp. Backward: Q and dO, the fp32 ``dq_tmp`` accumulator read and written, the
+    log-sum-exp and ``rowsum(dO * O)``; O read once, dQ written once. Keys and values are
+    read once (dK, dV written once). Traffic is Theta(s^2 d^2 / M) (the paper's Theorem 2):
+    per FLOP it grows with the head dimension, which is why FA1 runs slower per FLOP at head
+    dim 128 than at 64 where FA2 runs faster (FA2 paper Figs. 4-5)."""
+    d = op.head_dim
+    block = next((b for hd, b in sorted(FLASH1_KEY_BLOCK.items()) if d <= hd),
+                 min(FLASH1_KEY_BLOCK.values()))
+    row_keys = op.pairs / op.q_len  # keys each query row sees
+    passes = max(1.0, row_keys / block + (0.5 if op.causal else 0.0))
+    rows = op.batch * op.heads * op.q_len
+    kv = 2 * op.batch * op.kv_len * op.kv_heads * d * 2
+    if op.backward:  # Q, dO, lse, dsum per pass; fp32 dQ accumulator; O once, dQ once
+        per_row = passes * (4 * d + 8) + (passes - 1) * 8 * d + 4 * d
+        return rows * per_row + 2 * kv
+    per_row = passes * (2 * d + 8) + (passes - 1) * 8 * d + 2 * d  # Q, lse; o_tmp; O
+    return rows * per_row + kv
+
+
 AMPERE_KERNEL_ON_HOPPER = 0.51
 """FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
@@ -395,7 +432,8 @@ class RooflineModel:
                                             math.ceil(op.q_len / ATTN_BLOCK), self.gpu.num_sms)
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
-            return max(work, op.bytes / bw, op.flops / peak) + LAUNCH_S
+            moved = flash1_pass_bytes(op) if op.impl == "flash1" else op.bytes
+            return max(work, moved / bw, op.flops / peak) + LAUNCH_S
         if isinstance(op, Elementwise):
             # bytes moved one element per thread at a time (vLLM's scalar kernels, PyTorch's
             # non-vectorized path for strided or broadcast operands) at their own rate

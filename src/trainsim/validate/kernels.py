@@ -52,7 +52,7 @@ ATTENTION_IMPL = {
     # PyTorch SDPA's memory-efficient backend is xFormers' CUTLASS kernel, which runs at about
     # the first FlashAttention's rate (Dao 2023, FlashAttention-2, Figs. 4-6: "xformers" beside
     # "FlashAttention"); both issue Ampere's mma.sync.
-    "mem_efficient": "flash1", "xformers": "flash1",
+    "mem_efficient": "mem_efficient", "xformers": "mem_efficient",
     # the FlashAttention papers' figure labels
     "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "eager",
 }

@@ -13,7 +13,7 @@ DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 ACT_BYTES = 2  # a 16-bit activation element
 
 AttentionImpl = Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
-                        "sdpa", "triton", "flex"]
+                        "sdpa", "triton", "flex", "mem_efficient"]
 """Attention kernels, each priced as its own kernel: ``unfused`` is Megatron's QK^T / softmax /
 AV with the s*s score matrix in memory; ``eager`` is the same in plain PyTorch ops (matmul, a
 mask add when causal, softmax, dropout, matmul, with the head-layout copies ``einsum`` makes:
@@ -22,7 +22,9 @@ generations (FA3 is Hopper's, FA4 Blackwell's); ``cudnn`` is cuDNN's fused atten
 Transformer Engine calls it; ``sdpa`` is PyTorch's scaled_dot_product_attention (its flash
 backend for 16-bit inputs without a mask); ``triton`` is llm-foundry's Triton FlashAttention
 (its default ``attn_impl``, priced at the first FlashAttention's rate); ``flex`` is torch's
-FlexAttention (torchtitan)."""
+FlexAttention (torchtitan); ``mem_efficient`` is PyTorch SDPA's memory-efficient backend
+(xFormers' CUTLASS kernels), priced at the first FlashAttention's rate but without its
+key-block-outer loop (``compute.roofline.flash1_pass_bytes``)."""
 ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
 MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
 """Implementations that write the s*s score matrix to memory (and keep it for backward)."""
