@@ -99,8 +99,9 @@ def test_nccl_collectives_beside_a_fused_exchange_take_a_collectives_sms(dispatc
 
 
 def test_hybridep_sms_follow_the_run_and_its_profile():
-    """Megatron-Bridge's perf overrides set moe_hybridep_num_sms = 32 from v0.3.0 (26.02,
-    scripts/performance/utils/overrides.py); before, Megatron-core's default 16 ran."""
+    """Megatron-Bridge's perf overrides set moe_hybridep_num_sms = 32 from v0.2.0 (25.11,
+    scripts/performance/utils/helpers.py set_common_perf_overrides; utils/overrides.py from
+    v0.3.0); 25.09 (v0.1.0rc3) has no HybridEP and leaves Megatron-core's default."""
     from trainsim.catalog import run_config_from_dict
 
     def bridge(version):
@@ -113,7 +114,7 @@ def test_hybridep_sms_follow_the_run_and_its_profile():
             "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 1024,
                          "framework": "megatron-bridge", "framework_version": version},
             "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
-    assert bridge("25.11").parallel.moe_hybridep_num_sms is None
+    assert bridge("25.11").parallel.moe_hybridep_num_sms == 32
     assert bridge("26.02").parallel.moe_hybridep_num_sms == 32
     cfg = _cfg("hybridep")
     assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / cfg.cluster.gpu.num_sms
