@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
+from trainsim.ep_pairs import paired_layer
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.head import (
     embedding_backward,
@@ -23,6 +24,7 @@ from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm, Op
 from trainsim.workload.pipe_engine import deepspeed_pipe_gathers
 from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import Shard
 from trainsim.workload.sharding import fp32_grad_accumulation
 
@@ -76,11 +78,14 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     layer_f: dict[tuple[bool, bool, bool], Priced] = {}
     layer_b: dict[tuple[bool, bool, bool], Priced] = {}
 
+    paired = combined_1f1b(cfg)  # an MoE layer's passes run as combined-1F1B pairs
+
     def price_kind(k: tuple[bool, bool, bool]) -> None:
         c = cfg if k[1] else full_cfg
         lf = source(c, sh, k[0])
-        layer_f[k] = pricer.price(lf)
-        layer_b[k] = pricer.price(layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh))
+        lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
+        pair = paired_layer(pricer, lf, lb) if paired and k[0] else None
+        layer_f[k], layer_b[k] = pair or (pricer.price(lf), pricer.price(lb))
 
     for k in sorted({kind(i) for i in range(m.num_layers)}):
         price_kind(k)

@@ -1,0 +1,132 @@
+"""One MoE layer's forward and another micro-batch's backward of it as Megatron-core's combined
+1F1B runs them (``--overlap-moe-expert-parallel-comm``): sub-module by sub-module, each
+exchange hidden only behind the compute the schedule puts beside it.
+
+core_v0.14.0-core_v0.17.0 megatron/core/models/common/model_chunk_schedule_plan.py
+``TransformerLayerSchedulePlan.run`` issues, for a forward layer f and a backward layer b
+(from core_v0.16.0 post_attn is part of the attn node)::
+
+    comm stream:    combine_bwd(b)       | dispatch_fwd(f) -> dispatch_bwd(b)       | combine_fwd(f)
+    compute stream: attn_fwd, post_attn(f)| mlp_bwd(b) -> mlp_dw(b) -> mlp_fwd(f)   | post_attn_bwd, attn_bwd(b)
+
+Each node waits for the node before it of its own micro-batch (one CUDA event per
+micro-batch: ``ScheduleNode`` waits and records it), so the two streams meet three times per
+layer: the combine backward runs beside the forward's attention, the dispatches beside the
+expert MLPs (the backward's dispatch once its MLP backward is done; the forward's MLP once
+its dispatch has arrived), and the forward's combine beside the backward's attention. The
+combine node also runs the layer's ``mlp_bda`` (models/gpt/fine_grained_callables.py
+``submodule_combine_forward``), on the communication stream. An exchange longer than the
+compute beside it is exposed there, whatever compute another phase has to spare; the
+pooled pricing of a single pass (``Pricer.price``) hides it behind the pass's whole compute.
+
+Read from the op lists: the compute before a pass's first exchange is its attention node, the
+compute between the exchanges its MLP node (other compute the list puts after the forward's
+combine or before the backward's, shared experts and recomputed modules, goes there too: the
+shared experts run in the MLP node, ``submodule_moe_forward``); the host's waits may pass
+while an exchange runs, as in the pooled pricing.
+"""
+
+from __future__ import annotations
+
+from trainsim.pricing import EP, HOST, Priced, Pricer, interned
+from trainsim.workload.ops import Comm, Op
+
+_BDA = "bias_dropout_add"  # the layer's mlp_bda: part of the combine node
+_X = "exchange"  # a dispatch or combine node's communication, while the pair is laid out
+
+
+def _pooled(op: Op) -> bool:
+    """Communication the overlap pools (``Pricer._price_ops``): the expert groups'."""
+    return isinstance(op, Comm) and op.group in ("ep", "etp")
+
+
+def _exchange(op: Op) -> bool:
+    """The dispatch and combine nodes' communication: the expert all-to-alls and the expert-TP
+    collectives beside them. The routing-map and token-count all-gathers run in the router's
+    preprocessing, on the compute stream."""
+    return _pooled(op) and (op.kind == "all_to_all" or op.group == "etp")  # type: ignore[union-attr]
+
+
+def _timeline(pricer: Pricer, ops: list[Op]) -> tuple[list[tuple[str, float, str]], float]:
+    """``ops`` priced as one pass with the overlap: its compute-stream segments in issue order,
+    each pooled collective put back where the list has it at its own time (an exchange marked
+    ``_X``; any other blocks the compute stream, an ``EP`` segment), and the host wait."""
+    priced, order = pricer.price_ops(ops)
+    index = {id(op): i for i, op in enumerate(ops)}
+    kept: list[tuple[int, tuple[str, float, str]]] = []
+    host_s, last = 0.0, -1
+    for seg, op in zip(priced.segments, order):
+        if seg[0] == HOST:
+            host_s += seg[1]
+        elif not _pooled(op):
+            last = index.get(id(op), last)
+            kept.append((last, seg))
+    for i, op in enumerate(ops):
+        if _pooled(op):
+            kept.append((i, (_X if _exchange(op) else EP,
+                             pricer.comm_time(op), op.name)))  # type: ignore[arg-type]
+    kept.sort(key=lambda item: item[0])  # stable: compute segments keep their order
+    return [seg for _, seg in kept], host_s
+
+
+def _split(segs: list[tuple[str, float, str]]) -> list[list[tuple[str, float, str]]] | None:
+    """Compute runs and exchange runs alternating: [compute, exchange, compute, exchange,
+    compute], or None where the pass does not have exactly two exchange nodes."""
+    parts: list[list[tuple[str, float, str]]] = [[]]
+    for seg in segs:
+        if (seg[0] == _X) != (len(parts) % 2 == 0):
+            parts.append([])
+        parts[-1].append(seg)
+    if len(parts) == 4:
+        parts.append([])
+    return parts if len(parts) == 5 else None
+
+
+def _s(segs: list[tuple[str, float, str]]) -> float:
+    return sum(seg[1] for seg in segs)
+
+
+def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
+                 ) -> tuple[Priced, Priced] | None:
+    """The forward and backward of one MoE layer priced as a combined-1F1B pair: each pass's
+    compute and host wait as it runs alone, and on the backward one ``EP`` segment, the time
+    the pair's schedule (module docstring) takes beyond them, where the compute beside an
+    exchange is slowed by the SMs the exchange holds (``Pricer.sm_share['ep']``, as the pooled
+    pricing does). None where a pass has not the one dispatch and one combine node the schedule
+    pairs (the pooled pricing then stands)."""
+    f_segs, f_host = _timeline(pricer, fwd_ops)
+    b_segs, b_host = _timeline(pricer, bwd_ops)
+    f_parts, b_parts = _split(f_segs), _split(b_segs)
+    if f_parts is None or b_parts is None:
+        return None
+    attn_f, dispatch_f, mlp_f, combine_f, after_f = f_parts
+    before_b, combine_b, mlp_b, dispatch_b, attn_b = b_parts
+    # the combine node runs the layer's mlp_bda (after the forward's exchange, before the
+    # backward's); other compute the list has there (shared experts) is the MLP node's
+    comb_f = _s(combine_f) + sum(s[1] for s in after_f if _BDA in s[2])
+    comb_b = _s(combine_b) + sum(s[1] for s in before_b if _BDA in s[2])
+    mlp_fwd = _s(mlp_f) + sum(s[1] for s in after_f if _BDA not in s[2])
+    mlp_all = mlp_b + [s for s in before_b if _BDA not in s[2]]
+    wgrad = sum(s[1] for s in mlp_all if s[2].endswith("wgrad"))
+    mlp_bwd = _s(mlp_all) - wgrad
+    d_f, d_b = _s(dispatch_f), _s(dispatch_b)
+    share = pricer.sm_share["ep"]
+
+    def beside(comm: float, comp: float) -> float:
+        return max(comm, comp) + min(comm, comp) * share
+
+    phase1 = beside(comb_b, _s(attn_f))
+    phase2 = max(max(d_f, mlp_bwd) + d_b, max(mlp_bwd + wgrad, d_f) + mlp_fwd) + \
+        min(d_f + d_b, mlp_bwd + wgrad + mlp_fwd) * share
+    phase3 = beside(comb_f, _s(attn_b))
+    busy = sum(s[1] for s in f_segs + b_segs if s[0] != _X) + f_host + b_host
+    extra = max(0.0, phase1 + phase2 + phase3 - busy)
+    fwd = tuple(s for s in f_segs if s[0] != _X) + \
+        (((HOST, f_host, "host_launch_wait"),) if f_host > 0 else ())
+    bwd = tuple(s for s in b_segs if s[0] != _X) + \
+        (((HOST, b_host, "host_launch_wait"),) if b_host > 0 else ()) + \
+        (((EP, extra, "moe.pair_exposed"),) if extra > 0 else ())
+    return interned(fwd), interned(bwd)
+
+
+__all__ = ["paired_layer"]

@@ -1,0 +1,103 @@
+"""Megatron-core's combined 1F1B hides each expert exchange behind the compute its schedule puts
+beside it (core_v0.15.0 model_chunk_schedule_plan.py ``TransformerLayerSchedulePlan.run``):
+the backward's combine beside the forward's attention, the dispatches beside the MLPs, the
+forward's combine beside the backward's attention; not behind a pass's whole compute."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import moe_layer_cfg
+
+from trainsim.chunks import chunks
+from trainsim.ep_pairs import paired_layer
+from trainsim.pricing import Pricer
+from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.ops import Comm, Elementwise, Gemm
+from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.schedule import combined_1f1b
+from trainsim.workload.shard import shard_of
+
+BIG, MED, SMALL = (65536, 8192, 8192), (16384, 8192, 8192), (256, 1024, 1024)
+
+
+def _pricer() -> Pricer:
+    return Pricer(moe_layer_cfg("alltoall", ep=32, experts=32, topk=4, gpus=32,
+                                moe_overlap_ep_comm=True))
+
+
+def _passes(attn_f, mlp_f, mlp_b, attn_b, exchange_bytes, wgrad=SMALL):
+    """A forward [attention, dispatch, MLP, combine, bda] and its backward, GEMM sizes given."""
+    x = exchange_bytes
+    fwd = [Gemm("qkv_proj", *attn_f), Comm("moe.dispatch_all_to_all", "all_to_all", x, "ep"),
+           Gemm("expert_fc1", *mlp_f), Comm("moe.combine_all_to_all", "all_to_all", x, "ep"),
+           Elementwise("mlp_bias_dropout_add", 1e3)]
+    bwd = [Elementwise("mlp_bias_dropout_add.bwd", 1e3),
+           Comm("moe.combine_all_to_all.bwd", "all_to_all", x, "ep"),
+           Gemm("expert_fc1.dgrad", *mlp_b), Gemm("expert_fc1.wgrad", *wgrad),
+           Comm("moe.dispatch_all_to_all.bwd", "all_to_all", x, "ep"),
+           Gemm("qkv_proj.dgrad", *attn_b)]
+    return fwd, bwd
+
+
+def _total(pair) -> float:
+    return sum(p.duration_s for p in pair)
+
+
+def test_an_exchange_hides_only_behind_the_compute_beside_it():
+    """Small attention, big MLPs: the pooled pricing hides the backward's combine behind the
+    backward's MLP; in the pair it runs beside the forward's (short) attention, exposed."""
+    pricer = _pricer()
+    fwd, bwd = _passes(SMALL, BIG, BIG, SMALL, 2e8)
+    pooled = pricer.price(fwd).duration_s + pricer.price(bwd).duration_s
+    pair = paired_layer(pricer, fwd, bwd)
+    assert pair is not None
+    combine = pricer.comm_time(fwd[3])
+    big = pricer.compute.time(fwd[2])
+    assert big > 2 * combine  # the backward alone hides both its exchanges whole
+    assert _total(pair) > pooled + 0.5 * combine
+
+
+def test_a_pass_short_of_compute_borrows_its_partners():
+    """A forward whose exchanges outlast its compute (attention, a short MLP), beside a
+    backward whose MLP and attention fill the matching phases, its weight gradients the wait
+    for its own dispatch: the pair hides what the pooled forward exposed."""
+    pricer = _pricer()
+    fwd, bwd = _passes(MED, SMALL, MED, MED, 2e8, wgrad=MED)
+    comm = pricer.comm_time(fwd[1])
+    assert pricer.compute.time(fwd[0]) + pricer.compute.time(fwd[2]) < 2 * comm
+    pooled = pricer.price(fwd).duration_s + pricer.price(bwd).duration_s
+    pair = paired_layer(pricer, fwd, bwd)
+    assert pair is not None and _total(pair) < pooled
+
+
+def test_exchanges_shorter_than_their_phases_cost_only_their_sms():
+    """Every exchange shorter than the compute beside it: the pair takes its compute, slowed by
+    the SMs the exchanges hold while they run (the host's waits hidden in that time)."""
+    pricer = _pricer()
+    fwd, bwd = _passes(BIG, BIG, BIG, BIG, 4e7)
+    pair = paired_layer(pricer, fwd, bwd)
+    assert pair is not None
+    compute = sum(pricer.compute.time(op) for op in fwd + bwd if not isinstance(op, Comm))
+    comm = sum(pricer.comm_time(op) for op in fwd + bwd if isinstance(op, Comm))
+    assert 10 * comm < compute
+    assert _total(pair) == pytest.approx(compute + comm * pricer.sm_share["ep"], rel=1e-4)
+
+
+def test_a_pass_without_its_two_exchange_nodes_is_left_to_the_pooled_pricing():
+    pricer = _pricer()
+    fwd, bwd = _passes(SMALL, SMALL, SMALL, SMALL, 4e8)
+    assert paired_layer(pricer, fwd[:2], bwd) is None
+    assert paired_layer(pricer, [Gemm("qkv_proj", *SMALL)], bwd) is None
+
+
+def test_combined_1f1b_chunks_price_their_moe_layers_as_pairs():
+    cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=8, moe_overlap_ep_comm=True)
+    assert combined_1f1b(cfg)
+    pricer, sh = Pricer(cfg), shard_of(cfg)
+    lf = layer_forward(cfg, sh, moe=True)
+    lb = layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
+    pair = paired_layer(pricer, lf, lb)
+    assert pair is not None
+    ch = chunks(cfg, pricer, sh)[0]
+    assert ch.fwd_parts[2].segments == pair[0].segments
+    assert ch.bwd_layers[0].segments == pair[1].segments
