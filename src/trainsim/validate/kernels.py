@@ -20,12 +20,19 @@ import math
 import re
 
 from trainsim.catalog import gpu as catalog_gpu
+from trainsim.catalog.defaults import gpu_arch
 from trainsim.compute import ChainModel, compute_model_for
 from trainsim.compute.roofline import FP8_OWN_PROMOTION
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
+from trainsim.validate.vocab import (
+    GEMM_LIBRARIES,
+    attention_impl,
+    grouped_impl_of,
+    library_key,
+)
 from trainsim.workload.elementwise import memory_op, norm_impl
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import (
@@ -46,31 +53,11 @@ KINDS = ("gemm", "gemm_grouped", "attention_fwd", "attention_bwd", "attention_fw
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 RATE_UNIT = "TFLOP/s"
 
-ATTENTION_IMPL = {
-    "unfused": "unfused", "eager": "eager", "flash1": "flash1", "flash2": "flash2",
-    "flash3": "flash3", "flash4": "flash4", "cudnn": "cudnn", "sdpa": "sdpa",
-    # PyTorch SDPA's memory-efficient backend is xFormers' CUTLASS kernel, which runs at about
-    # the first FlashAttention's rate (Dao 2023, FlashAttention-2, Figs. 4-6: "xformers" beside
-    # "FlashAttention"); both issue Ampere's mma.sync.
-    "mem_efficient": "mem_efficient", "xformers": "mem_efficient",
-    # the FlashAttention papers' figure labels
-    "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "eager",
-}
-"""Kernel library named in a row -> the simulator's ``AttentionImpl``."""
-
 _NOTE_IMPL = re.compile(r"\bimpl=([\w.-]+)")
 
-GROUPED_IMPL = {
-    "cublas": "loop", "te": "multi_stream", "transformer_engine": "multi_stream",
-    "cutlass": "cutlass", "torch": "cutlass", "triton": "triton", "liger": "triton",
-    "vllm": "triton", "deepgemm": "deepgemm",
-}
-"""Kernel library of a grouped-GEMM or MoE-block row -> ``workload.ops.GroupedImpl``: cuBLAS
-runs one GEMM per group (tgale96/grouped_gemm's cuBLAS mode loops over the experts);
-``torch._grouped_mm`` is PyTorch's CUTLASS grouped kernel (aten GroupMM.cu); Liger's and
-vLLM's fused MoE are Triton kernels. A note naming ``torch._grouped_mm`` overrides the column
-(VeOmni's rows compare it with its Triton kernel under one implementation)."""
 _GROUPED_MM = re.compile(r"torch\._grouped_mm")
+"""A note naming ``torch._grouped_mm`` overrides the column (VeOmni's rows compare it with its
+Triton kernel under one implementation)."""
 _RAGGED = re.compile(r"unequal|random offsets|skew", re.IGNORECASE)
 """A grouped-GEMM row whose groups differ in size (the ``groups`` column gives equal ones)."""
 
@@ -79,12 +66,7 @@ def grouped_impl(row: dict[str, str]) -> str:
     """The grouped-GEMM implementation a ``gemm_grouped`` or ``moe_block`` row measured."""
     if _GROUPED_MM.search(row.get("note") or ""):
         return "cutlass"
-    lib = implementation(row)
-    impl = GROUPED_IMPL.get(lib)
-    if impl is None:
-        raise ConfigError(f"unknown grouped-GEMM implementation {lib!r}; known: "
-                          f"{', '.join(sorted(GROUPED_IMPL))}")
-    return impl
+    return grouped_impl_of(implementation(row))
 
 L2_RESIDENT = re.compile(r"\bL2-resident\b")
 """A note marking a memory-bound measurement whose working set stayed in L2 (shared
@@ -143,11 +125,7 @@ def implementation(row: dict[str, str]) -> str:
 
 
 def _attention(row: dict[str, str], backward: bool) -> Attention:
-    lib = implementation(row)
-    impl = ATTENTION_IMPL.get(lib)
-    if impl is None:
-        raise ConfigError(f"unknown attention implementation {lib!r}; known: "
-                          f"{', '.join(sorted(ATTENTION_IMPL))}")
+    impl, _ = attention_impl(implementation(row), gpu_arch(row["gpu"].strip()), backward)
     s, heads = _int(row, "seq_len"), _int(row, "heads")
     kv = _int(row, "kv_heads") if _cell(row, "kv_heads") else heads
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
@@ -261,7 +239,7 @@ def block_scales(row: dict[str, str]) -> Fp8BlockScales:
 
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
-    kind = row["kind"].strip()
+    kind = row["kind"].strip().lower()
     dtype = _dtype(row)
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
@@ -292,6 +270,35 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         ops = _moe_ops(row)
         return ops, sum(op.flops for op in ops if isinstance(op, Gemm))
     raise ConfigError(f"unknown kernel kind {kind!r}; known: {', '.join(KINDS)}")
+
+
+KNOWN_MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton"})
+"""Libraries of the memory-bound rows whose kernel structure ``MEMORY_VARIANTS`` reads."""
+
+
+def library_reading(row: dict[str, str]) -> str | None:
+    """How a row's library was priced where the column does not name the simulator's own
+    kernel: a library read as a kernel family (``vocab.ATTENTION_BY_ARCH``, a grouped-GEMM
+    library's ``GroupedImpl``), or the kind's generic kernel for a library not modelled
+    (a dense GEMM at the GPU's GEMM rate, a memory-bound op at the HBM rate); None otherwise."""
+    lib = implementation(row)
+    key, kind = library_key(lib), (row.get("kind") or "").strip().lower()
+    if kind.startswith("attention_"):
+        return attention_impl(lib, gpu_arch(row["gpu"].strip()), kind == "attention_bwd")[1]
+    if kind in ("gemm_grouped", "moe_block") and not _GROUPED_MM.search(row.get("note") or ""):
+        return None if key == lib and key in GROUPED_IMPL_AS_WRITTEN else \
+            f"{grouped_impl(row)} grouped GEMM ({lib} read as {key})" if key != lib else \
+            f"{grouped_impl(row)} grouped GEMM"
+    if kind == "gemm" and key not in GEMM_LIBRARIES:
+        return f"the GPU's GEMM rate (its vendor BLAS): no model of {lib}'s own kernels"
+    if kind == "memory_bound" and key not in KNOWN_MEMORY_LIBRARIES:
+        return f"the op its id or note names, at the HBM rate: no model of {lib}'s own kernels"
+    return None
+
+
+GROUPED_IMPL_AS_WRITTEN = frozenset({"cublas", "te", "transformer_engine", "cutlass", "torch",
+                                     "triton", "liger", "vllm", "deepgemm"})
+"""Grouped-GEMM library names read as written (the rest are reported as read)."""
 
 
 def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
@@ -331,6 +338,9 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
     attn = next((op.impl for op in ops if isinstance(op, Attention)), None)
     if attn is not None:
         res.chosen["attention"] = attn
+    reading = library_reading(row)
+    if reading:
+        res.chosen["implementation"] = reading
     res.extra["time_s"] = time_s
     if L2_RESIDENT.search(row.get("note") or ""):
         res.extra["excluded"] = "L2-resident: reused from cache call after call, not an HBM figure"

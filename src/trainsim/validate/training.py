@@ -26,6 +26,7 @@ from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
+from trainsim.validate.vocab import normalized_training_row, read_as
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
                      "global_batch_size", "seq_length", "measured_iteration_s"]
@@ -469,7 +470,7 @@ def row_config(row: dict[str, str], chosen: dict[str, Any] | None = None,
     """The config :func:`predict_training_row` simulates for ``row``, with ``chosen`` (its
     ``RowResult.chosen``: the tuner's settings for the row's empty cells) filled in: for tools
     that look closer at a validated row (benchmarks/pair_timeline.py)."""
-    raw, _ = _training_base(_counts_checked(row))
+    raw, _ = _training_base(_counts_checked(normalized_training_row(row)[0]))
     raw["cluster"]["compute_db"] = compute_db
     return run_config_from_dict(_with(raw, chosen or {}))
 
@@ -479,11 +480,14 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
     analytic model only; or a path)."""
     res = RowResult(id=row.get("id", "?"), measured=float(row["measured_iteration_s"]))
-    source_key = _cell(row, "framework") or "unknown"
+    source_key = (_cell(row, "framework") or "unknown").lower()
     res.extra = {"source_key": source_key}
     if _cell(row, "measured_peak_memory_gib"):
         res.measured_memory_gib = float(row["measured_peak_memory_gib"])
     try:
+        # other spellings of the vocabulary columns, read as the README's (``validate.vocab``)
+        row, read = normalized_training_row(row)
+        source_key = res.extra["source_key"] = _cell(row, "framework") or "unknown"
         raw, unknown = _training_base(_counts_checked(row))
         raw["cluster"]["compute_db"] = compute_db
         simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
@@ -533,5 +537,5 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
                               "stage_layers": list(cfg.stage_layer_counts),
                               "moe_token_dispatcher_type": p.moe_token_dispatcher_type,
                               "moe_overlap_ep_comm": p.moe_overlap_ep_comm,
-                              "cuda_graphs": t.cuda_graphs}}
+                              "cuda_graphs": t.cuda_graphs}, **read_as(read)}
     return res

@@ -1,0 +1,260 @@
+"""The words a published table may use for a kernel library or a setting, read as trainsim's.
+
+Validation files from other sources name the same thing in other ways: a kernels table says
+``flashinfer`` or ``te`` where trainsim prices a kernel family (``workload.ops.AttentionImpl``,
+``GroupedImpl``); a training table writes ``BF16``, ``Megatron-LM``, ``ring`` or ``tensorwise``
+where the shared ``validation/README.md`` documents ``bf16``, ``megatron-lm``, ``p2p`` and
+``current``. Each reading here is what that library or framework itself runs (cited); a word
+whose kernel or mechanism is not known stays a one-line error naming the accepted ones.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from trainsim.errors import ConfigError
+
+# ---------------------------------------------------------------------------------------------
+# Kernel libraries (kernels_*.csv ``implementation``)
+
+ATTENTION_IMPL = {
+    "unfused": "unfused", "eager": "eager", "flash1": "flash1", "flash2": "flash2",
+    "flash3": "flash3", "flash4": "flash4", "cudnn": "cudnn", "sdpa": "sdpa",
+    # PyTorch SDPA's memory-efficient backend is xFormers' CUTLASS kernel, which runs at about
+    # the first FlashAttention's rate (Dao 2023, FlashAttention-2, Figs. 4-6: "xformers" beside
+    # "FlashAttention"); both issue Ampere's mma.sync.
+    "mem_efficient": "mem_efficient", "xformers": "mem_efficient",
+    # the FlashAttention papers' figure labels
+    "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "eager",
+    # torch.nn.functional.scaled_dot_product_attention is torch's own attention kernel
+    "torch": "sdpa",
+    # FlexAttention (torch.nn.attention.flex_attention): its own impl (FLEX_OF_FLASH2)
+    "flex": "flex", "flex_attention": "flex", "flexattention": "flex",
+    # Dao-AILab's package: ``flash_attn`` is FlashAttention-2 since v2.0 (FA3 is the separate
+    # ``flash_attn_interface`` of hopper/, FA4 ``flash_attn.cute``); ``flash`` as the training
+    # column reads it (config.training: "flash is read as flash2")
+    "flash_attn": "flash2", "flashattention": "flash2", "flash": "flash2",
+    "flashattention2": "flash2", "flash_attention_2": "flash2", "flashattention3": "flash3",
+    "flash_attention_3": "flash3", "flash_attn_3": "flash3",
+    "cudnn_attention": "cudnn",
+}
+"""Kernel library named in a row -> the simulator's ``AttentionImpl``, on every GPU."""
+
+ATTENTION_BY_ARCH: dict[str, tuple[dict[str | None, str], str]] = {
+    # flashinfer/utils.py determine_attention_backend (flashinfer-ai/flashinfer@004bad51):
+    # "fa3" when is_sm90a_supported (compute capability major == 9), else "fa2" -- its
+    # FA3-derived Hopper template, its FA2-style mma.sync template everywhere else
+    # (Blackwell and ROCm included)
+    "flashinfer": ({"sm80": "flash2", "sm90": "flash3", "sm100": "flash2", None: "flash2"},
+                   ("FlashInfer prefill: FA3 template on sm90, FA2 template elsewhere "
+                   "(flashinfer/utils.py determine_attention_backend)")),
+    # HazyResearch/ThunderKittens kernels/attn/h100/h100.cu (producer warpgroup issuing TMA
+    # loads, consumer warpgroups on wgmma: FA3's structure), kernels/attn/b200/b200.cu
+    # (tcgen05), kernels/attn/demo/a100.cu (mma.sync); no AMD kernel in that repository
+    "thunderkittens": ({"sm80": "flash2", "sm90": "flash3", "sm100": "flash3"},
+                       ("ThunderKittens: warp-specialised TMA + wgmma/tcgen05 kernel on "
+                       "Hopper/Blackwell, mma.sync on Ampere")),
+    # Transformer Engine DotProductAttention (transformer_engine/pytorch/attention/
+    # dot_product_attention/utils.py get_attention_backend, v2.18 L1554-1560): FusedAttention
+    # (cuDNN) on compute capability >= 9.0, flash-attn before Hopper when installed (the
+    # frameworks' attention_by_arch {sm80: flash2} reads it the same way)
+    "te": ({"sm80": "flash2", "sm90": "cudnn", "sm100": "cudnn"},
+           ("Transformer Engine DotProductAttention: cuDNN fused attention on Hopper and later, "
+           "flash-attn 2 before")),
+    # Dao-AILab/flash-attention README (v2.8.3, "AMD ROCm Support"): the ROCm build's default
+    # backend is composable_kernel (ck), "an implementation of FlashAttention-2"
+    "ck": ({None: "flash2"}, ("AMD Composable Kernel FMHA: FlashAttention-2 (flash-attention's "
+           "ROCm backend)")),
+    # vllm/v1/attention/backends/fa_utils.py get_flash_attn_version: vllm_flash_attn FA3 when
+    # device_capability.major == 9, else FA2 (on Blackwell later releases pick FA4: not read)
+    "vllm": ({"sm80": "flash2", "sm90": "flash3"},
+             ("vLLM FLASH_ATTN backend: vllm_flash_attn FA3 on sm90, FA2 on sm80 "
+             "(fa_utils.get_flash_attn_version)")),
+}
+"""Libraries whose attention kernel depends on the GPU generation (``catalog.defaults.gpu_arch``:
+sm80, sm90, sm100; None for AMD) -> (AttentionImpl by generation, what the library runs). A
+generation the library has no kernel for is an error."""
+
+LIBRARY_SYNONYMS = {"transformer_engine": "te", "transformerengine": "te",
+                    "composable_kernel": "ck", "tk": "thunderkittens", "cublaslt": "cublas",
+                    "hipkittens": None, "flash_infer": "flashinfer"}
+"""Other spellings of one library (None: a library that is not this one, left unknown)."""
+
+FORWARD_ONLY = frozenset({"flashinfer", "vllm"})
+"""Inference libraries: no attention backward kernel to price."""
+
+NOT_A_KERNEL = {
+    "deepep": "DeepEP is an expert-parallel dispatch/combine (all-to-all) library with no expert "
+              "GEMM (deepseek-ai/DeepEP README); name the grouped-GEMM library the block ran",
+}
+"""Names of libraries that do not run the kind of kernel a row prices."""
+
+AMBIGUOUS_ATTENTION = {
+    "triton": "Triton attention kernels differ in kind and speed: Dao's flash_attn_triton.py (the "
+              "FA2 paper's 'FlashAttention Triton', FA1's rate: write flash1) or Triton's "
+              "06-fused-attention tutorial (FA2's algorithm, wgmma on Hopper)",
+}
+"""Attention library names that stand for kernels of different speed: pricing one is a guess."""
+
+GROUPED_IMPL = {
+    "cublas": "loop", "te": "multi_stream",
+    "cutlass": "cutlass", "torch": "cutlass", "triton": "triton", "liger": "triton",
+    "vllm": "triton", "deepgemm": "deepgemm",
+    # tgale96/grouped_gemm README: "By default, the installed package runs in conservative
+    # (cuBLAS) mode: it launches one GEMM kernel per batch element"
+    "grouped_gemm": "loop",
+    # databricks/megablocks megablocks/layers/arguments.py: mlp_impl = 'sparse' by default,
+    # the block-sparse products of stanford-futuredata/stk (Triton kernels over every expert's
+    # blocks in one launch)
+    "megablocks": "triton",
+    # sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py: the fused
+    # MoE Triton kernel (vLLM's, adapted)
+    "sglang": "triton",
+}
+"""Kernel library of a grouped-GEMM or MoE-block row -> ``workload.ops.GroupedImpl``: cuBLAS
+runs one GEMM per group (tgale96/grouped_gemm's cuBLAS mode loops over the experts; cuBLASLt is
+cuBLAS's matmul API, read as cuBLAS); ``torch._grouped_mm`` is PyTorch's CUTLASS grouped kernel
+(aten GroupMM.cu); Liger's and vLLM's fused MoE are Triton kernels."""
+
+GEMM_LIBRARIES = frozenset({"cublas", "cutlass", "deepgemm", "tilelang", "triton", "torch",
+                            "vllm", "te", "hipblaslt", "rocblas", "hipblas", "jax", "liger"})
+"""Libraries a dense GEMM row may name: priced at the GPU's GEMM rate (its vendor BLAS's
+measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACCUM``)."""
+
+_SEPARATORS = re.compile(r"[\s\-]+")
+
+
+def library_key(name: str) -> str:
+    """A library name as the tables here spell it: lower case, '-' and spaces as '_'."""
+    key = _SEPARATORS.sub("_", name.strip().lower())
+    return LIBRARY_SYNONYMS.get(key, key) or key
+
+
+def attention_impl(library: str, arch: str | None, backward: bool) -> tuple[str, str | None]:
+    """(``AttentionImpl``, how the library was read or None) for a kernel row's library on a
+    GPU of generation ``arch``; a ConfigError naming the known libraries otherwise."""
+    key = library_key(library)
+    if key in ATTENTION_IMPL:
+        return ATTENTION_IMPL[key], None
+    if key in AMBIGUOUS_ATTENTION:
+        raise ConfigError(f"{library!r}: {AMBIGUOUS_ATTENTION[key]}")
+    if key in ATTENTION_BY_ARCH:
+        by_arch, what = ATTENTION_BY_ARCH[key]
+        if backward and key in FORWARD_ONLY:
+            raise ConfigError(f"{library!r} is an inference library with no attention backward "
+                              "kernel")
+        impl = by_arch.get(arch)
+        if impl is None:
+            raise ConfigError(f"no {library!r} attention kernel is known here for an "
+                              f"{arch or 'AMD'} GPU ({what})")
+        return impl, f"{impl} ({what})"
+    known = sorted(set(ATTENTION_IMPL) | set(ATTENTION_BY_ARCH))
+    raise ConfigError(f"unknown attention implementation {library!r}; known: {', '.join(known)}")
+
+
+def grouped_impl_of(library: str) -> str:
+    """The ``GroupedImpl`` of a grouped-GEMM library, or a ConfigError naming the known ones."""
+    key = library_key(library)
+    if key in NOT_A_KERNEL:
+        raise ConfigError(f"{library!r}: {NOT_A_KERNEL[key]}")
+    impl = GROUPED_IMPL.get(key)
+    if impl is None:
+        raise ConfigError(f"unknown grouped-GEMM implementation {library!r}; known: "
+                          f"{', '.join(sorted(GROUPED_IMPL))}")
+    return impl
+
+
+# ---------------------------------------------------------------------------------------------
+# Training rows (training_*.csv)
+
+VALUE_SYNONYMS: dict[str, dict[str, str]] = {
+    "attention": {
+        "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4",
+        "flash_attn": "flash2", "flashattention": "flash2", "flash_attention": "flash2",
+        # Hugging Face attn_implementation names
+        "flash_attention_2": "flash2", "flash_attention_3": "flash3",
+        "flex_attention": "flex", "torch": "sdpa",
+        "cudnn_attention": "cudnn",
+    },
+    "moe_dispatcher": {
+        # Megatron-core transformer_config.py (core_v0.19.0 L869): the flex dispatcher's
+        # moe_flex_dispatcher_backend defaults to "deepep"; HybridEP is its other backend
+        "flex": "deepep",
+        # Megatron-core moe/README.md (core_v0.11.0 L73, L369): "alltoall_seq" is the original
+        # implementation of "alltoall", kept when that was upgraded in place in MCore v0.9
+        "alltoall_seq": "alltoall", "all_to_all": "alltoall", "all_gather": "allgather",
+    },
+    # README: p2p (ring attention), a2a (Ulysses)
+    "cp_comm_type": {"ring": "p2p", "ulysses": "a2a", "allgather": "all_gather"},
+    # torch dtype names
+    "dtype": {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"},
+    "grad_reduce_dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"},
+    # Megatron-core transformer_config.py fp8_recipe (core_v0.19.0 L573-577): "'tensorwise'
+    # uses per tensor current scaling recipe" (Transformer Engine Float8CurrentScaling)
+    "fp8_recipe": {"tensorwise": "current"},
+    # "MCore" is Megatron-core's own short name (megatron/core/transformer/moe/README.md)
+    "framework": {"mcore": "megatron-core"},
+}
+"""A training column's other spellings -> the value the shared README documents."""
+
+UNMODELLED = {
+    ("cp_comm_type", "a2a+p2p"): "Megatron-core's hierarchical context parallelism (a2a inside "
+    "--hierarchical-context-parallel-sizes groups, p2p across) is not modelled; give p2p, a2a "
+    "or all_gather",
+}
+"""Documented framework values with no mechanism here: a one-line error says so."""
+
+LOWER_COLUMNS = ("attention", "moe_dispatcher", "cp_comm_type", "recompute", "dtype",
+                 "fp8_recipe", "grad_reduce_dtype", "memory_kind", "activation", "gpu",
+                 "framework", "sequence_parallel", "distributed_optimizer", "tied_embeddings")
+"""Training columns holding a word from a fixed vocabulary, read without regard to case."""
+
+
+def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(``row`` with its vocabulary cells in the README's spelling, {column: 'as written ->
+    as read'} for each cell read as a synonym). Case and surrounding spaces never matter;
+    ``options`` tokens are read lower-case, '-' as '_', ',' as a separator; Transformer
+    Engine's attention (``te``) is the kernel TE picks on the row's GPU (``ATTENTION_BY_ARCH``)."""
+    out = dict(row)
+    read: dict[str, str] = {}
+    for col in LOWER_COLUMNS:
+        text = (row.get(col) or "").strip()
+        if not text:
+            continue
+        value = text.lower()
+        if col == "framework":
+            value = _SEPARATORS.sub("-", value).replace("_", "-")
+        elif col not in ("gpu", "cp_comm_type"):
+            value = _SEPARATORS.sub("_", value)
+        if (col, value) in UNMODELLED:
+            raise ConfigError(f"{col}={text!r}: {UNMODELLED[(col, value)]}")
+        synonym = VALUE_SYNONYMS.get(col, {}).get(value)
+        if col == "attention" and library_key(value) == "te":
+            synonym = _te_attention(row)
+        if synonym is not None:
+            read[col] = f"{text} -> {synonym}"
+            value = synonym
+        out[col] = value
+    options = row.get("options") or ""
+    if options.strip():
+        tokens = [_SEPARATORS.sub("_", t.strip().lower()) for t in re.split(r"[;,]", options)]
+        out["options"] = ";".join(t for t in tokens if t)
+    return out, read
+
+
+def _te_attention(row: dict[str, str]) -> str:
+    """The kernel Transformer Engine's DotProductAttention runs on the row's GPU."""
+    from trainsim.catalog.defaults import gpu_arch
+
+    arch = gpu_arch((row.get("gpu") or "").strip().lower())
+    by_arch, what = ATTENTION_BY_ARCH["te"]
+    if arch not in by_arch:
+        raise ConfigError(f"attention={row.get('attention')!r}: no Transformer Engine attention "
+                          f"is known here for GPU {row.get('gpu')!r} ({what})")
+    return by_arch[arch]
+
+
+def read_as(read: dict[str, str]) -> dict[str, Any]:
+    """What a result reports of the cells read as synonyms (empty where none were)."""
+    return {"read_as": read} if read else {}

@@ -1,0 +1,148 @@
+"""Other spellings of kernel libraries and training settings, read as trainsim's own."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from trainsim.errors import ConfigError
+from trainsim.validate.kernels import predict_kernel_row
+from trainsim.validate.training import predict_training_row
+from trainsim.validate.vocab import attention_impl, grouped_impl_of, normalized_training_row
+
+DATA = Path(__file__).resolve().parents[1] / "src" / "trainsim" / "data" / "validation"
+
+
+def _attention_row(impl: str, gpu: str = "h100-sxm-80gb", kind: str = "attention_fwd") -> dict:
+    return {"id": f"x-{impl}", "gpu": gpu, "kind": kind, "implementation": impl,
+            "dtype": "bf16", "batch": "4", "seq_len": "4096", "heads": "32", "head_dim": "128",
+            "causal": "1", "measured_value": "300", "measured_unit": "TFLOP/s", "note": ""}
+
+
+def _grouped_row(impl: str) -> dict:
+    return {"id": f"g-{impl}", "gpu": "h100-sxm-80gb", "kind": "gemm_grouped",
+            "implementation": impl, "dtype": "bf16", "m": "65536", "n": "4096", "k": "2048",
+            "groups": "8", "measured_value": "500", "measured_unit": "TFLOP/s", "note": ""}
+
+
+@pytest.mark.parametrize(("library", "arch", "impl"), [
+    ("flashinfer", "sm90", "flash3"), ("flashinfer", "sm80", "flash2"),
+    ("flashinfer", "sm100", "flash2"), ("FlashInfer", None, "flash2"),
+    ("thunderkittens", "sm90", "flash3"), ("tk", "sm80", "flash2"),
+    ("te", "sm90", "cudnn"), ("transformer_engine", "sm80", "flash2"),
+    ("ck", None, "flash2"), ("torch", "sm90", "sdpa"), ("flex", "sm90", "flex"),
+    ("flash-attn", "sm90", "flash2"), ("xformers", "sm80", "mem_efficient"),
+    ("vllm", "sm90", "flash3"),
+])
+def test_attention_library_is_read_as_the_kernel_it_runs_on_that_gpu(library, arch, impl):
+    """Each library is the kernel family it dispatches to on the GPU's generation."""
+    assert attention_impl(library, arch, False)[0] == impl
+
+
+@pytest.mark.parametrize(("library", "arch", "backward", "words"), [
+    ("ck", "sm90", False, "no 'ck' attention kernel"),  # Composable Kernel is AMD's
+    ("flashinfer", "sm90", True, "no attention backward"),  # inference only
+    ("triton", "sm80", False, "differ in kind and speed"),  # which Triton kernel: a guess
+    ("sglang", "sm90", False, "unknown attention implementation 'sglang'; known: ck, cudnn"),
+])
+def test_attention_library_without_a_known_kernel_is_a_one_line_error(library, arch, backward,
+                                                                      words):
+    with pytest.raises(ConfigError, match=words) as exc:
+        attention_impl(library, arch, backward)
+    assert "\n" not in str(exc.value)
+
+
+def test_library_synonym_predicts_as_the_kernel_it_names():
+    """'te' on an H100 is priced exactly as 'cudnn' (TE picks cuDNN on Hopper), and the row
+    reports how the library was read."""
+    te, cudnn = predict_kernel_row(_attention_row("te")), predict_kernel_row(_attention_row("cudnn"))
+    assert te.error is None and te.predicted == cudnn.predicted
+    assert "Transformer Engine" in te.chosen["implementation"]
+    assert "implementation" not in cudnn.chosen
+    a100 = predict_kernel_row(_attention_row("te", gpu="a100-sxm-80gb"))
+    assert a100.chosen["attention"] == "flash2"
+
+
+@pytest.mark.parametrize(("library", "impl"), [
+    ("megablocks", "triton"), ("cublaslt", "loop"), ("sglang", "triton"),
+    ("grouped_gemm", "loop"), ("Transformer-Engine", "multi_stream"), ("cutlass", "cutlass"),
+])
+def test_grouped_gemm_library_is_read_as_its_grouped_kernel(library, impl):
+    assert grouped_impl_of(library) == impl
+
+
+def test_grouped_library_that_runs_no_gemm_or_is_unknown_fails_its_row_in_one_line():
+    deepep = predict_kernel_row(_grouped_row("deepep"))
+    assert deepep.predicted is None and "no expert GEMM" in deepep.error
+    unknown = predict_kernel_row(_grouped_row("nosuchlib"))
+    assert unknown.predicted is None and "known: cublas" in unknown.error
+    assert "\n" not in deepep.error + unknown.error
+
+
+def test_dense_gemm_of_an_unmodelled_library_is_priced_generically_and_says_so():
+    row = {"id": "g", "gpu": "mi300x", "kind": "gemm", "implementation": "hipblaslt",
+           "dtype": "bf16", "m": "8192", "n": "8192", "k": "8192", "measured_value": "600",
+           "measured_unit": "TFLOP/s", "note": ""}
+    known = predict_kernel_row(row)
+    odd = predict_kernel_row({**row, "implementation": "tensorrt"})
+    assert known.error is None and "implementation" not in known.chosen
+    assert odd.predicted == known.predicted and "GEMM rate" in odd.chosen["implementation"]
+
+
+@pytest.mark.parametrize(("column", "written", "read"), [
+    ("attention", " FLASH2 ", "flash2"), ("attention", "fa3", "flash3"),
+    ("attention", "flash_attn", "flash2"), ("attention", "torch", "sdpa"),
+    ("moe_dispatcher", "flex", "deepep"), ("moe_dispatcher", "HybridEP", "hybridep"),
+    ("moe_dispatcher", "alltoall_seq", "alltoall"), ("moe_dispatcher", "all-to-all", "alltoall"),
+    ("cp_comm_type", "ring", "p2p"), ("cp_comm_type", "Ulysses", "a2a"),
+    ("cp_comm_type", "allgather", "all_gather"), ("recompute", "Full", "full"),
+    ("recompute", "SELECTIVE", "selective"), ("dtype", "BF16", "bf16"),
+    ("dtype", "bfloat16", "bf16"), ("fp8_recipe", "tensorwise", "current"),
+    ("grad_reduce_dtype", "float32", "fp32"), ("memory_kind", "Device", "device"),
+    ("framework", "Megatron-LM", "megatron-lm"), ("framework", "megatron_core", "megatron-core"),
+    ("framework", "MCore", "megatron-core"), ("gpu", "H100-SXM-80GB", "h100-sxm-80gb"),
+    ("sequence_parallel", "True", "true"),
+])
+def test_training_cell_is_read_in_the_readmes_spelling(column, written, read):
+    out, _ = normalized_training_row({"gpu": "h100-sxm-80gb", column: written})
+    assert out[column] == read
+
+
+def test_transformer_engine_attention_follows_the_gpu():
+    assert normalized_training_row({"gpu": "h100-sxm-80gb", "attention": "te"})[0][
+        "attention"] == "cudnn"
+    out, read = normalized_training_row({"gpu": "a100-sxm-80gb", "attention": "Transformer_Engine"})
+    assert out["attention"] == "flash2" and read == {"attention": "Transformer_Engine -> flash2"}
+    with pytest.raises(ConfigError, match="no Transformer Engine attention"):
+        normalized_training_row({"gpu": "mi300x", "attention": "te"})
+
+
+def test_options_tokens_ignore_case_spaces_and_commas():
+    out, _ = normalized_training_row({"options": " TP_Overlap , dp-overlap;; "})
+    assert out["options"] == "tp_overlap;dp_overlap"
+
+
+def test_hierarchical_cp_is_a_one_line_error_naming_the_accepted_values():
+    with pytest.raises(ConfigError, match="give p2p, a2a or all_gather"):
+        normalized_training_row({"cp_comm_type": "a2a+p2p"})
+
+
+def test_training_row_spelled_otherwise_predicts_as_written_in_the_readme():
+    """A public row with its vocabulary in other case and synonyms predicts exactly the same,
+    and reports the synonyms it read; an unknown value fails the row in one line."""
+    with open(DATA / "training_public.csv", newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["id"] == "megatron21-t1-1.7B")
+    base = predict_training_row(row)
+    odd = predict_training_row({**row, "framework": "Megatron_LM", "dtype": row["dtype"].upper(),
+                                "recompute": f" {row['recompute'].title()}",
+                                "gpu": row["gpu"].upper(), "attention": row["attention"].upper()})
+    assert base.error is None and odd.error is None
+    assert odd.predicted == base.predicted and odd.extra["source_key"] == "megatron-lm"
+    assert "read_as" not in odd.extra  # only spelling, no synonym
+    flash = predict_training_row({**row, "attention": "fa2"})
+    assert flash.extra["read_as"] == {"attention": "fa2 -> flash2"}
+    assert flash.predicted == predict_training_row({**row, "attention": "flash2"}).predicted
+    bad = predict_training_row({**row, "cp_comm_type": "bogus", "cp": "1"})
+    assert bad.predicted is None and "\n" not in bad.error
