@@ -146,3 +146,26 @@ def test_training_row_spelled_otherwise_predicts_as_written_in_the_readme():
     assert flash.predicted == predict_training_row({**row, "attention": "flash2"}).predicted
     bad = predict_training_row({**row, "cp_comm_type": "bogus", "cp": "1"})
     assert bad.predicted is None and "\n" not in bad.error
+
+
+@pytest.mark.parametrize(("column", "written"), [
+    ("measured_unit", "tflops"), ("measured_unit", "TFLOP/S"), ("kind", "Attention-Fwd"),
+    ("dtype", "bfloat16"), ("causal", "True"),
+])
+def test_kernel_row_columns_read_in_any_case_and_usual_names(column, written):
+    """A kernel row's unit, kind, dtype and causal flag in other spellings predict exactly as
+    the README's spelling ('TFLOP/s', 'attention_fwd', 'bf16', '1')."""
+    base = predict_kernel_row(_attention_row("cudnn"))
+    odd = predict_kernel_row({**_attention_row("cudnn"), column: written})
+    assert odd.error is None and odd.predicted == base.predicted
+
+
+def test_kernel_time_units_in_other_names_convert_like_the_readmes():
+    ms = predict_kernel_row({**_attention_row("cudnn"), "measured_unit": "ms"})
+    us = predict_kernel_row({**_attention_row("cudnn"), "measured_unit": "\u00b5s"})
+    assert us.predicted == pytest.approx(1000 * ms.predicted)
+
+
+def test_kernel_causal_flag_that_is_not_a_boolean_fails_instead_of_reading_as_false():
+    res = predict_kernel_row({**_attention_row("cudnn"), "causal": "causal"})
+    assert res.predicted is None and "must be 0 or 1" in res.error

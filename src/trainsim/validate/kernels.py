@@ -29,6 +29,8 @@ from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
 from trainsim.validate.vocab import (
     GEMM_LIBRARIES,
+    KERNEL_DTYPES,
+    UNITS,
     attention_impl,
     grouped_impl_of,
     library_key,
@@ -109,11 +111,21 @@ def _int(row: dict[str, str], key: str) -> int:
 
 def _dtype(row: dict[str, str]) -> str:
     """'bf16/fp16' (a source that measured both at one rate) reads as bf16."""
-    return (_cell(row, "dtype") or "bf16").split("/")[0].lower()
+    dtype = (_cell(row, "dtype") or "bf16").split("/")[0].strip().lower()
+    return KERNEL_DTYPES.get(dtype, dtype)
 
 
 def _causal(row: dict[str, str]) -> bool:
-    return (_cell(row, "causal") or "0").lower() in ("1", "true", "yes")
+    text = (_cell(row, "causal") or "0").lower()
+    if text not in ("1", "true", "yes", "0", "false", "no"):
+        raise ConfigError(f"column 'causal'={row.get('causal')!r} must be 0 or 1")
+    return text in ("1", "true", "yes")
+
+
+def measured_unit(row: dict[str, str]) -> str:
+    """The row's unit in the README's spelling (any case; 'TFLOPS', 'sec', 'µs' read too)."""
+    text = (row.get("measured_unit") or "").strip()
+    return UNITS.get(text.lower(), text)
 
 
 def implementation(row: dict[str, str]) -> str:
@@ -239,7 +251,7 @@ def block_scales(row: dict[str, str]) -> Fp8BlockScales:
 
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
-    kind = row["kind"].strip().lower()
+    kind = row["kind"].strip().lower().replace("-", "_")
     dtype = _dtype(row)
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
@@ -282,7 +294,7 @@ def library_reading(row: dict[str, str]) -> str | None:
     library's ``GroupedImpl``), or the kind's generic kernel for a library not modelled
     (a dense GEMM at the GPU's GEMM rate, a memory-bound op at the HBM rate); None otherwise."""
     lib = implementation(row)
-    key, kind = library_key(lib), (row.get("kind") or "").strip().lower()
+    key, kind = library_key(lib), (row.get("kind") or "").strip().lower().replace("-", "_")
     if kind.startswith("attention_"):
         return attention_impl(lib, gpu_arch(row["gpu"].strip()), kind == "attention_bwd")[1]
     if kind in ("gemm_grouped", "moe_block") and not _GROUPED_MM.search(row.get("note") or ""):
@@ -304,7 +316,7 @@ GROUPED_IMPL_AS_WRITTEN = frozenset({"cublas", "te", "transformer_engine", "cutl
 def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
     """The row's kernel priced by the compute chain (with the kernel database ``compute_db``:
     'auto', None or a path), in the row's unit."""
-    unit = (row.get("measured_unit") or "").strip()
+    unit = measured_unit(row)
     try:
         measured = float(row["measured_value"])
     except (TypeError, ValueError):
@@ -312,7 +324,8 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
                          error=f"measured_value {row.get('measured_value')!r} is not a number")
     res = RowResult(id=row.get("id", "?"), measured=measured)
     impl = implementation(row)
-    res.extra = {"kind": (row.get("kind") or "").strip(), "implementation": impl,
+    res.extra = {"kind": (row.get("kind") or "").strip().lower().replace("-", "_"),
+                 "implementation": impl,
                  "gpu": (row.get("gpu") or "").strip(), "dtype": _dtype(row),
                  "unit": unit, "source_key": impl}
     try:

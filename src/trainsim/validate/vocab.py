@@ -122,6 +122,16 @@ GEMM_LIBRARIES = frozenset({"cublas", "cutlass", "deepgemm", "tilelang", "triton
 """Libraries a dense GEMM row may name: priced at the GPU's GEMM rate (its vendor BLAS's
 measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACCUM``)."""
 
+KERNEL_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+                 "float": "fp32", "e4m3": "fp8", "e5m2": "fp8", "float8_e4m3fn": "fp8",
+                 "float8_e5m2": "fp8"}
+"""A kernel row's dtype in torch's names or an fp8 format's -> the README's (fp8 covers both
+OCP fp8 formats, as the README's ``fp8`` does)."""
+
+UNITS = {"tflop/s": "TFLOP/s", "tflops": "TFLOP/s", "s": "s", "sec": "s", "ms": "ms",
+         "msec": "ms", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us"}
+"""A kernel row's unit as written, lower case -> the README's."""
+
 _SEPARATORS = re.compile(r"[\s\-]+")
 
 
