@@ -169,3 +169,16 @@ def test_kernel_time_units_in_other_names_convert_like_the_readmes():
 def test_kernel_causal_flag_that_is_not_a_boolean_fails_instead_of_reading_as_false():
     res = predict_kernel_row({**_attention_row("cudnn"), "causal": "causal"})
     assert res.predicted is None and "must be 0 or 1" in res.error
+
+
+@pytest.mark.parametrize("written", ["All_Reduce", "allreduce", "all-reduce", "AllReduce"])
+def test_collective_named_as_nccl_or_nccl_tests_do_predicts_as_all_reduce(written):
+    from trainsim.validate.collectives import predict_collective_row
+
+    row = {"id": "c", "gpu": "a100-sxm-80gb", "num_gpus": "8", "gpus_per_node": "8",
+           "nic_gbps_per_gpu": "200", "collective": "all_reduce", "message_bytes": "1e9",
+           "algorithm": "ring", "measured_busbw_GBps": "230", "note": ""}
+    base, odd = predict_collective_row(row), predict_collective_row({**row, "collective": written})
+    assert odd.error is None and odd.predicted == base.predicted
+    bad = predict_collective_row({**row, "collective": "allreduction"})
+    assert bad.predicted is None and "known: all_reduce" in bad.error

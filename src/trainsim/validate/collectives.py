@@ -23,7 +23,7 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
                                 gpus_per_node=count_cell(row, "gpus_per_node"),
                                 nic_bw_Bps=positive_cell(row, "nic_gbps_per_gpu") * 1e9 / 8)
         net = AnalyticalNetwork(cluster)
-        kind = row["collective"].strip()
+        kind = collective_name(row["collective"])
         algo = (_cell(row, "algorithm") or "auto").lower()
         size = positive_cell(row, "message_bytes")
         n = cluster.num_gpus
@@ -43,6 +43,13 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
     res.predicted = busbw / 1e9
     res.extra = {"time_s": t}
     return res
+
+
+def collective_name(text: str) -> str:
+    """A collective as nccl-tests names it (``all_reduce``), from any case and with or without
+    separators (NCCL's ``ncclAllReduce`` is ``AllReduce``; ``all-gather``, ``alltoall``)."""
+    squeezed = re.sub(r"[\s_\-]+", "", text.strip().lower())
+    return next((k for k in BUS_FACTOR if k.replace("_", "") == squeezed), text.strip())
 
 
 _PER_NIC = re.compile(r"\bper[- ]?nic\b", re.IGNORECASE)
