@@ -1,6 +1,7 @@
 """An expert exchange hidden behind compute (``moe_overlap_ep_comm``) slows that compute by the
 SMs its kernels hold: DeepEP's normal kernels 20 (Megatron-core ``moe_deepep_num_sms``),
-HybridEP's 16 (``moe_hybridep_num_sms``), an NCCL all-to-all its channels' blocks
+HybridEP's 16 (``moe_hybridep_num_sms``), an NCCL all-to-all its p2p channels' blocks
+(``pricing.EP_A2A_SMS``, NCCL's 32-channel p2p pool), more than a collective's ring
 (``pricing.COMM_SMS``); DualPipe's pairs run their exchanges on SMs of their own."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import pytest
 from helpers import moe_layer_cfg
 
 from trainsim.config import RunConfig
-from trainsim.pricing import COMM_SMS, EP, Pricer
+from trainsim.pricing import COMM_SMS, EP, EP_A2A_SMS, Pricer
 from trainsim.workload.moe_dispatch import EXCHANGE_SMS
 from trainsim.workload.ops import Comm, Gemm
 
@@ -39,7 +40,7 @@ def test_gemm_outlasts_the_exchange():
 
 
 @pytest.mark.parametrize("dispatcher,parallel,sms", [
-    ("alltoall", {}, COMM_SMS),
+    ("alltoall", {}, EP_A2A_SMS),
     ("deepep", {}, EXCHANGE_SMS["deepep"]),
     ("hybridep", {}, EXCHANGE_SMS["hybridep"]),
     ("hybridep", {"moe_hybridep_num_sms": 32}, 32),  # Megatron-Bridge's perf recipes
@@ -52,14 +53,14 @@ def test_hidden_exchange_costs_the_sms_its_kernels_hold(dispatcher, parallel, sm
 
 def test_a_fused_exchange_holding_other_sms_than_a_collective_costs_otherwise():
     """Where the dispatcher's SMs differ from an NCCL collective's, so does the cost: the
-    parametrized case above cannot tell HybridEP's default 16 from ``COMM_SMS``."""
+    parametrized case above cannot tell Megatron-Bridge's HybridEP 32 from the all-to-all's."""
     nccl, comm_nccl = _exposed(Pricer(_cfg("alltoall")))
     for dispatcher, parallel, sms in (("deepep", {}, EXCHANGE_SMS["deepep"]),
-                                      ("hybridep", {"moe_hybridep_num_sms": 32}, 32)):
-        assert sms != COMM_SMS
+                                      ("hybridep", {"moe_hybridep_num_sms": 16}, 16)):
+        assert sms != EP_A2A_SMS
         fused, comm = _exposed(Pricer(_cfg(dispatcher, **parallel)))
         assert comm == comm_nccl  # the same op, priced the same on the wire
-        assert fused == pytest.approx(nccl * sms / COMM_SMS)
+        assert fused == pytest.approx(nccl * sms / EP_A2A_SMS)
 
 
 def test_an_override_of_the_share_wins():
@@ -75,7 +76,7 @@ def test_the_share_is_part_of_the_shared_price_signature():
         a, _ = _exposed(Pricer(_cfg("deepep")))
         cfg = _cfg("alltoall")
         b, _ = _exposed(Pricer(replace(cfg, cluster=_cfg("deepep").cluster)))
-    assert a > b
+    assert a < b  # DeepEP's 20 SMs, the all-to-all's 32: not the first price reused
 
 
 def _exposed_of(pricer: Pricer, comm: Comm) -> tuple[float, float]:
@@ -118,3 +119,13 @@ def test_hybridep_sms_follow_the_run_and_its_profile():
     assert bridge("26.02").parallel.moe_hybridep_num_sms == 32
     cfg = _cfg("hybridep")
     assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / cfg.cluster.gpu.num_sms
+
+
+def test_an_nccl_all_to_all_holds_more_sms_than_a_collective_ring():
+    """NCCL runs the all-to-all's sends and receives on its p2p channel pool (32 on H100), a
+    block per channel: more SMs than a ring collective's channels beside compute."""
+    cfg = _cfg("alltoall")
+    pricer = Pricer(cfg)
+    assert EP_A2A_SMS == 32 > COMM_SMS
+    assert pricer.sm_share["ep"] == pytest.approx(EP_A2A_SMS / cfg.cluster.gpu.num_sms)
+    assert pricer.sm_share["ep"] > pricer.sm_share["dp"]

@@ -9,7 +9,7 @@ from helpers import make_base
 
 from trainsim import simulate
 from trainsim.compute import roofline
-from trainsim.pricing import Pricer, interned, join, shared
+from trainsim.pricing import EP_A2A_SMS, Pricer, interned, join, shared
 from trainsim.search import SearchSpace
 from trainsim.search.space import Candidate
 from trainsim.workload.layers import layer_forward
@@ -180,7 +180,7 @@ def test_batches_with_unpickled_bases_share_their_prices(monkeypatch):
 def test_a_pricer_of_another_dispatcher_is_not_handed_the_price():
     """Two runs on one cluster that differ only in the token dispatcher price the same expert
     all-to-all apart inside ``shared``: DeepEP's kernels bound it, NCCL's does not (with the
-    exchange kernels holding as many SMs as a collective, the SM shares agree)."""
+    exchange kernels holding as many SMs as NCCL's all-to-all, the SM shares agree)."""
     from dataclasses import replace
 
     from trainsim import run_config_from_dict
@@ -189,7 +189,7 @@ def test_a_pricer_of_another_dispatcher_is_not_handed_the_price():
         "model": {"name": "toy-moe", "hidden_size": 1024, "num_layers": 4,
                   "num_attention_heads": 8, "vocab_size": 32000, "activation": "swiglu",
                   "num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 512},
-        "parallel": {"ep": 8, "moe_deepep_num_sms": 16},
+        "parallel": {"ep": 8, "moe_deepep_num_sms": EP_A2A_SMS},
         "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096},
         "cluster": {"node": "dgx-h100", "num_gpus": 8}})
     deepep = replace(nccl, parallel=replace(nccl.parallel, moe_token_dispatcher_type="deepep"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives.ep_kernels import domain_exchange_s
-from trainsim.collectives.nccl import batched_p2p_s
+from trainsim.collectives.nccl import P2P_CHANNELS, batched_p2p_s
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
@@ -48,6 +48,23 @@ P2P_SMS = 2
 """SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
 channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's init log, e.g.
 NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
+
+
+EP_A2A_SMS = P2P_CHANNELS
+"""SMs an NCCL all-to-all (the ``alltoall`` and ``allgather`` dispatchers' exchange,
+``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
+ncclGroup) holds beside compute: its kernel runs one block per p2p channel it has work on, and
+the peers' operations fill the communicator's pool of ``p2pnChannels`` (NVIDIA/nccl
+src/enqueue.cc ``scheduleP2pTasksToPlan``: a peer's send is cut into parts, at least
+``p2pnChannels / nRanks`` and more for large sends, each part on the next channel from a base
+that moves with the peer: v2.21.5-1 src/include/channel.h ``ncclChannelCompute``, v2.27.3-1
+``ncclP2pChannelBaseForRound``; a layer's exchange, megabytes per peer, spreads over the whole
+pool), which src/graph/paths.cc
+``ncclTopoComputeP2pChannels`` sets to the collective channel count rounded up to a power of
+two, capped by NCCL_MAX_P2P_NCHANNELS (MAXCHANNELS): 32 on an H100 node ("24 coll channels,
+16 nvls channels, 32 p2p channels, 32 p2p channels per peer", p5.48xlarge NCCL logs) and on a
+two-node B200 communicator ("32 coll channels, ..., 32 p2p channels, 2 p2p channels per peer").
+A collective's ring or tree (``COMM_SMS``) runs on fewer."""
 
 
 @dataclass(frozen=True)
@@ -197,12 +214,13 @@ class Pricer:
         """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
         compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
-        ep_sms = exchange_sms(cfg) or COMM_SMS
+        ep_sms = exchange_sms(cfg) or EP_A2A_SMS
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
                          **(sm_share or {})}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
         pipeline send and an expert exchange hidden behind other work (the dispatcher's
-        kernels, ``moe_dispatch.exchange_sms``) hold while they run beside compute
+        kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``EP_A2A_SMS``) hold while
+        they run beside compute
         (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
         own)."""
         self.ub_margin = sms / (sms - UB_COMM_SMS)
@@ -457,4 +475,4 @@ class Pricer:
         return ops, busy
 
 
-__all__ = ["COMM_SMS", "P2P_SMS", "Priced", "Pricer", "interned", "join", "shared"]
+__all__ = ["COMM_SMS", "EP_A2A_SMS", "P2P_SMS", "Priced", "Pricer", "interned", "join", "shared"]
