@@ -109,7 +109,7 @@ times, so ~340 MB; the public validation file's largest row keeps 176,456)."""
 
 
 @contextmanager
-def runs_shared() -> Iterator[None]:
+def runs_shared(kept: tuple[dict, dict] | None = None) -> Iterator[tuple[dict, dict]]:
     """Inside it, :func:`run` of tasks equal in every field it reads (stream, duration,
     dependencies, what they slow) to a graph run earlier inside it returns that run's times
     instead of running the loop again: the timeline is a function of those fields alone (the
@@ -123,10 +123,15 @@ def runs_shared() -> Iterator[None]:
     row's time): where nothing was frozen before, each kept graph is frozen out of its scans
     (``gc.freeze``, all objects alive then) and everything is unfrozen on exit, as before. The
     collector only finds cycles: nothing is computed differently, and a cycle made meanwhile is
-    collected after the exit."""
-    _SHARED.append((not _SHARED and not gc.get_freeze_count(), {}, {}))
+    collected after the exit.
+
+    ``kept``: what an earlier ``runs_shared`` yielded (its kept timelines and its callers'
+    store), to go on sharing them (a search worker's batches, one after another); it yields
+    its own."""
+    kept = kept if kept is not None else ({}, {})
+    _SHARED.append((not _SHARED and not gc.get_freeze_count(), *kept))
     try:
-        yield
+        yield kept
     finally:
         freezes, _, _ = _SHARED.pop()
         if freezes:

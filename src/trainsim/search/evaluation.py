@@ -465,12 +465,36 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
         return [evaluate(c, base) for c in candidates]
     base = _one_base(base)
     # the collector paused as simulate() pauses it, here over the configs and results too; a
-    # task graph equal to one of the batch's earlier candidates' runs the loop once (a
-    # search's candidates in pairs: selective recompute where FlashAttention's backward
-    # recomputes the scores anyway leaves recompute none's passes, at the same bound)
-    with shared(token), gc_paused(), runs_shared():
+    # task graph equal to one of the search's earlier candidates' in this process runs the
+    # loop once (a search's candidates in pairs: selective recompute where FlashAttention's
+    # backward recomputes the scores anyway leaves recompute none's passes, at the same
+    # bound), and a twin's graph is built once (``trainsim.twin_graphs``)
+    with shared(token), gc_paused(), runs_shared(_runs_of(token, base)):
         return [evaluate(c, base) for c in candidates]
 
 
-__all__ = ["BOUND_SAFETY", "REFINED_SAFETY", "Bounds", "Evaluation", "evaluate", "evaluate_batch", "lower_bound_s",
-           "refined_bound_s"]
+_RUNS: list[tuple[Hashable, Base, tuple[dict, dict]]] = []
+"""The token and base of the last search that ran a batch in this process, and what its
+batches' ``runs_shared`` kept (timelines, twin graphs and summaries)."""
+
+
+def _runs_of(token: Hashable, base: Base) -> tuple[dict, dict]:
+    """What the earlier batches of the search ``token`` kept in this process (its task graphs
+    and timelines: 1,216 simulations of the 22B search built 529 graphs and ran the loop 534
+    times with one store per batch, 449 and 456 with one per search), within
+    ``engine.loop.SHARED_TASKS`` tasks; a new search's token drops the last one's, as
+    ``pricing.shared`` does its prices. Their keys hold identities (``twin_graphs.graph_key``)
+    of objects the kept entries keep alive, and of ``base``'s, kept here with them."""
+    if not _RUNS or _RUNS[0][0] != token or _RUNS[0][1] is not base:
+        _RUNS[:] = [(token, base, ({}, {}))]
+    return _RUNS[0][2]
+
+
+def drop_runs(token: Hashable) -> None:
+    """Forget what the batches of the search ``token`` kept in this process (its end)."""
+    if _RUNS and _RUNS[0][0] == token:
+        _RUNS.clear()
+
+
+__all__ = ["BOUND_SAFETY", "REFINED_SAFETY", "Bounds", "Evaluation", "drop_runs", "evaluate",
+           "evaluate_batch", "lower_bound_s", "refined_bound_s"]

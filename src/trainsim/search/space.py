@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
@@ -39,6 +40,27 @@ _TRAININGS: dict[tuple[int, int], tuple[TrainingConfig, TrainingConfig]] = {}
 """(id of a base's training config, micro-batch) -> (that config, the one with the micro-batch)."""
 _CLUSTERS: dict[tuple[int, int], tuple[ClusterConfig, ClusterConfig]] = {}
 """(id of a base's cluster, GPU count) -> (that cluster, the one with the GPU count)."""
+_PARALLELS: dict[tuple[tuple[str, object], ...], ParallelConfig] = {}
+"""The fields of a ParallelConfig built by ``Candidate.to_config`` -> that config."""
+_PARALLELS_KEPT = 65536
+
+
+def _parallel(fields: dict[str, object]) -> ParallelConfig:
+    """``ParallelConfig(**fields)``, one object per process for equal fields: the memory groups
+    of a search that differ only in the micro-batch (a training field) have the same parallel
+    config, and its construction and checks were a tenth of the 22B search's main process. A
+    config is frozen and read by value (nothing keys on its identity); an invalid one raises
+    each time, as before."""
+    key = tuple(fields.items())
+    try:
+        hit = _PARALLELS.get(key)
+    except TypeError:  # a fixed field's value that cannot be hashed: built each time
+        return ParallelConfig(**fields)  # type: ignore[arg-type]
+    if hit is None:
+        if len(_PARALLELS) >= _PARALLELS_KEPT:
+            _PARALLELS.clear()
+        hit = _PARALLELS[key] = ParallelConfig(**fields)  # type: ignore[arg-type]
+    return hit
 
 
 @dataclass(frozen=True)
@@ -92,6 +114,24 @@ class Base:
         return cls(cfg.model, cfg.training, cfg.cluster)
 
 
+def _kept_hash(self: MemoryKey | Candidate) -> int:
+    """The dataclass's own hash (of its fields' tuple), computed once per object: a search
+    hashes its memory keys and candidates ~10^6 times (dict and heap bookkeeping, a twentieth
+    of its main process). Not pickled (:func:`_unkept`: a string's hash differs between
+    processes), so a copy computes its own."""
+    h = self.__dict__.get("_hash")
+    if h is None:
+        h = hash(type(self)._fields(self))
+        object.__setattr__(self, "_hash", h)
+    return h
+
+
+def _unkept(self: MemoryKey | Candidate) -> dict[str, object]:
+    state = dict(self.__dict__)
+    state.pop("_hash", None)
+    return state
+
+
 @dataclass(frozen=True, order=True)
 class MemoryKey:
     """The fields of a candidate that memory depends on (all but the overlap switches)."""
@@ -112,6 +152,9 @@ class MemoryKey:
     schedule: str = ""
     """parallel.pipeline_schedule; "" = Megatron's 1F1B (interleaved when vpp > 1)."""
 
+    __hash__ = _kept_hash
+    __getstate__ = _unkept
+
     @property
     def dp(self) -> int:
         return self.num_gpus // (self.tp * self.pp * self.cp)
@@ -127,6 +170,9 @@ class Candidate:
     tp_comm_overlap: bool = False
     overlap_p2p_comm: bool = False
     moe_overlap_ep_comm: bool = False
+
+    __hash__ = _kept_hash
+    __getstate__ = _unkept
 
     @property
     def layout(self) -> tuple[int, int, int, int, int, int]:
@@ -164,7 +210,7 @@ class Candidate:
         if uneven_split(rule, base.model.num_layers, self.mem.pp, self.mem.vpp) and \
                 not any(fields.get(k) for k in placed):
             fields["pipeline_model_parallel_layout"] = rule
-        return RunConfig(base.model, ParallelConfig(**fields),  # type: ignore[arg-type]
+        return RunConfig(base.model, _parallel(fields),
                          base.training_for(self.mem.micro_batch),
                          base.cluster_for(self.mem.num_gpus))
 
@@ -459,6 +505,10 @@ class SearchSpace:
 def _switch_products(applies: tuple[bool, ...]) -> tuple[tuple[bool, ...], ...]:
     """Every combination of the switches that apply (False before True, field by field)."""
     return tuple(itertools.product(*((False, True) if a else (False,) for a in applies)))
+
+
+for _cls in (MemoryKey, Candidate):  # what the dataclass's own __hash__ would hash
+    _cls._fields = operator.attrgetter(*(f.name for f in dataclasses.fields(_cls)))  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

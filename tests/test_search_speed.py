@@ -1,0 +1,85 @@
+"""What the search keeps to go faster (issue 21 item 4), each the same answer as without it:
+memory keys and candidates hash once, groups differing only in the micro-batch share one
+parallel config, and a search's batches in one process share their task graphs and timelines."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+from helpers import make_base
+
+from trainsim import simulator
+from trainsim.engine.loop import runs_shared, shared_store
+from trainsim.search import SearchSpace, SerialExecutor, search
+from trainsim.search import evaluation as ev
+from trainsim.search.space import Candidate, MemoryKey
+
+SPACE = SearchSpace(recompute=("none", "selective"), zero=(0, 1, 3), max_micro_batch=4,
+                    max_cp=2)
+
+
+def test_a_kept_hash_is_the_dataclass_hash_and_is_not_pickled():
+    """The hash is the one of the fields' tuple (what the dataclass's own ``__hash__`` gives),
+    and a pickled copy (another process, another string hash seed) computes its own."""
+    k = MemoryKey(16, 2, 2, 1, 1, 4, "selective", True, 1)
+    c = Candidate(k, True, False, True)
+    assert hash(k) == hash(tuple(getattr(k, f.name) for f in dataclasses.fields(k)))
+    assert hash(c) == hash((k, True, False, True, False, False))
+    copy = pickle.loads(pickle.dumps(c))
+    assert "_hash" not in copy.__dict__ and "_hash" not in copy.mem.__dict__
+    assert copy == c and hash(copy) == hash(c)
+    assert {c: 1}[Candidate(MemoryKey(16, 2, 2, 1, 1, 4, "selective", True, 1), True, False,
+                            True)] == 1
+    assert dataclasses.replace(c, tp_comm_overlap=False) != c
+
+
+def test_groups_that_differ_only_in_the_micro_batch_share_one_parallel_config():
+    base = make_base()
+    k = MemoryKey(16, 2, 2, 1, 1, 1, "none", True, 1)
+    a = Candidate(k).to_config(base)
+    b = Candidate(dataclasses.replace(k, micro_batch=2)).to_config(base)
+    c = Candidate(k, overlap_grad_reduce=True).to_config(base)
+    assert a.parallel is b.parallel and a.training is not b.training
+    assert c.parallel is not a.parallel and c.parallel.overlap_grad_reduce
+
+
+def test_a_search_s_batches_share_their_graphs_and_every_answer_is_the_same(monkeypatch):
+    """Batches of one search token, one after another in a process, hand an earlier batch's
+    graph to a twin (one store per search, not per batch): fewer graphs built than with a
+    store per batch, and every evaluation the same as simulated alone."""
+    base = make_base(gpus=16, batch=64)
+    keys = list(SPACE.memory_keys(base, 16))[:40]
+    cands = [c for k in keys for c in SPACE.variants(k)[:2]]
+    alone = [ev.evaluate(c, base).to_dict() for c in cands]
+    built = []
+    real = simulator._TaskGraph
+    monkeypatch.setattr(simulator, "_TaskGraph", lambda *a: built.append(1) or real(*a))
+    batches = [cands[i:i + 3] for i in range(0, len(cands), 3)]
+    kept = [e.to_dict() for b in batches for e in ev.evaluate_batch(base, b, ("t", 1))]
+    shared = len(built)
+    assert kept == alone
+    monkeypatch.setattr(ev, "_runs_of", lambda token, base: ({}, {}))  # a store per batch
+    for b in batches:
+        ev.evaluate_batch(base, b, ("t", 2))
+    assert len(built) - shared > shared
+    ev.drop_runs(("t", 1))
+    assert not ev._RUNS
+
+
+def test_a_new_search_token_drops_the_last_one_s_store():
+    base = make_base()
+    first = ev._runs_of(("a", 1), base)
+    assert ev._runs_of(("a", 1), base) is first
+    assert ev._runs_of(("a", 2), base) is not first
+    with runs_shared(first) as kept:
+        assert kept is first and shared_store() is first[1]
+    ev.drop_runs(("a", 2))
+    assert not ev._RUNS
+
+
+def test_a_serial_search_keeps_nothing_after_it_returns():
+    base = make_base()
+    r = search(base, [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
+               executor=SerialExecutor(), cache=None)
+    assert r.stats.simulated and not ev._RUNS
