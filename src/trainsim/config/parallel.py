@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -339,20 +340,22 @@ class ParallelConfig:
                 self.decoder_last_pipeline_num_layers is not None:
             raise ConfigError("parallel.pipeline_model_parallel_layout and decoder_first/last_"
                               "pipeline_num_layers both place layers; give one of them")
-    # Short names used throughout the code (the Megatron names stay the config keys).
-    @property
+    # Short names used throughout the code (the Megatron names stay the config keys); kept
+    # once read (a search reads them ~10^6 times): __post_init__ changes none of these four
+    # fields after check_fields, and a config is frozen
+    @functools.cached_property
     def tp(self) -> int:
         return self.tensor_model_parallel_size
 
-    @property
+    @functools.cached_property
     def pp(self) -> int:
         return self.pipeline_model_parallel_size
 
-    @property
+    @functools.cached_property
     def cp(self) -> int:
         return self.context_parallel_size
 
-    @property
+    @functools.cached_property
     def ep(self) -> int:
         return self.expert_model_parallel_size
 

@@ -166,8 +166,8 @@ class RunConfig:
             raise ConfigError(f"{where}={n} leaves a last group of {m % n} micro-batches, fewer "
                               f"than pp={p.pp}: Megatron-core needs m % N = 0 or >= pp")
 
-    @property
-    def dp(self) -> int:
+    @functools.cached_property
+    def dp(self) -> int:  # kept once read: a config is frozen
         p = self.parallel
         return self.cluster.num_gpus // (p.tp * p.pp * p.cp)
 

@@ -42,7 +42,7 @@ _CLUSTERS: dict[tuple[int, int], tuple[ClusterConfig, ClusterConfig]] = {}
 """(id of a base's cluster, GPU count) -> (that cluster, the one with the GPU count)."""
 _PARALLELS: dict[tuple[tuple[str, object], ...], ParallelConfig] = {}
 """The fields of a ParallelConfig built by ``Candidate.to_config`` -> that config."""
-_PARALLELS_KEPT = 65536
+_PARALLELS_KEPT = 8192  # ~3.5 kB each with its key
 
 
 def _parallel(fields: dict[str, object]) -> ParallelConfig:
@@ -119,10 +119,10 @@ def _kept_hash(self: MemoryKey | Candidate) -> int:
     hashes its memory keys and candidates ~10^6 times (dict and heap bookkeeping, a twentieth
     of its main process). Not pickled (:func:`_unkept`: a string's hash differs between
     processes), so a copy computes its own."""
-    h = self.__dict__.get("_hash")
+    d = self.__dict__
+    h = d.get("_hash")
     if h is None:
-        h = hash(type(self)._fields(self))
-        object.__setattr__(self, "_hash", h)
+        h = d["_hash"] = hash(self._fields(self))  # type: ignore[union-attr]
     return h
 
 
