@@ -83,3 +83,42 @@ def test_a_serial_search_keeps_nothing_after_it_returns():
     r = search(base, [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
                executor=SerialExecutor(), cache=None)
     assert r.stats.simulated and not ev._RUNS
+
+
+def test_the_search_works_ahead_only_beside_a_cpu_the_local_workers_leave_free(monkeypatch):
+    from trainsim.search import LocalExecutor, core
+
+    monkeypatch.setattr(core.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert core._ahead(LocalExecutor(2)) == 0
+    assert core._ahead(LocalExecutor(1)) == core.AHEAD
+    assert core._ahead(SerialExecutor()) == core.AHEAD  # never busy: nothing done ahead
+
+
+def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
+    """What is prepared ahead is a pure function of the candidate, kept: the same answer."""
+    from trainsim.search import core
+
+    base = make_base(gpus=16, batch=64)
+    space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4)
+
+    class Busy(SerialExecutor):  # runs each batch at once, and says it is busy
+        name = "local"
+        workers = 1
+
+        def submit(self, base, batches, on_done=None, token=None):
+            out = self.map(base, batches, on_done, token)
+
+            class Done:
+                def done(self) -> bool:
+                    return False
+
+                def result(self):
+                    return out
+            return Done()
+
+    answers = []
+    for cpus in ({0}, {0, 1}):  # no spare CPU, then one beside the worker
+        monkeypatch.setattr(core.os, "sched_getaffinity", lambda pid, c=cpus: c, raising=False)
+        r = search(base, [16], space, executor=Busy(), cache=None, top_k=5)
+        answers.append([e.to_dict() for e in r.evaluated])
+    assert answers[0] == answers[1] and answers[0]
