@@ -101,3 +101,22 @@ def test_combined_1f1b_chunks_price_their_moe_layers_as_pairs():
     ch = chunks(cfg, pricer, sh)[0]
     assert ch.fwd_parts[2].segments == pair[0].segments
     assert ch.bwd_layers[0].segments == pair[1].segments
+
+
+def test_the_combine_node_runs_the_unpermute_on_the_communication_stream():
+    """What follows the combine exchange in the layer (the alltoall dispatcher's unpermute,
+    ``combine_postprocess``, and mlp_bda) runs in the combine node, on the communication stream
+    after the exchange (fine_grained_callables.py ``submodule_combine_forward``): beside an
+    attention shorter than the exchange, a longer unpermute lengthens the pair by its own time;
+    the same time spent in the MLP node would hide behind the exchanges."""
+    pricer = _pricer()
+    fwd, bwd = _passes(SMALL, SMALL, SMALL, SMALL, 2e8)
+    unpermute = Elementwise("unpermute", 2e8, bwd_bytes=2e8)
+    fwd2 = fwd[:4] + [unpermute] + fwd[4:]
+    bwd2 = bwd[:1] + [Elementwise("unpermute.bwd", 2e8)] + bwd[1:]
+    base, moved = _total(paired_layer(pricer, fwd, bwd)), _total(paired_layer(pricer, fwd2, bwd2))
+    t = pricer.compute.time(unpermute) + pricer.compute.time(bwd2[1])
+    assert t > 0
+    assert moved - base == pytest.approx(t, rel=1e-6)
+    shared = [Elementwise("shared_act", 2e8)]  # compute-stream work: hides behind the exchanges
+    assert _total(paired_layer(pricer, fwd[:4] + shared + fwd[4:], bwd)) < base + 0.5 * t

@@ -14,15 +14,20 @@ micro-batch: ``ScheduleNode`` waits and records it), so the two streams meet thr
 layer: the combine backward runs beside the forward's attention, the dispatches beside the
 expert MLPs (the backward's dispatch once its MLP backward is done; the forward's MLP once
 its dispatch has arrived), and the forward's combine beside the backward's attention. The
-combine node also runs the layer's ``mlp_bda`` (models/gpt/fine_grained_callables.py
-``submodule_combine_forward``), on the communication stream. An exchange longer than the
-compute beside it is exposed there, whatever compute another phase has to spare; the
+combine node runs, on the communication stream, what follows the exchange in the layer: the
+dispatcher's ``combine_postprocess`` (the ``alltoall`` dispatcher's ``unpermute``) and the
+layer's ``mlp_bda`` (models/gpt/fine_grained_callables.py ``submodule_combine_forward``:
+``layer.mlp.combine`` then ``layer.mlp.postprocess`` then ``mlp_bda``, core_v0.16.0-v0.17.0;
+``MoELayer.combine`` calls ``token_combine`` and ``combine_postprocess`` itself in
+core_v0.14.0-v0.15.0), and their backward before the backward's exchange. An exchange longer
+than the compute beside it is exposed there, whatever compute another phase has to spare; the
 pooled pricing of a single pass (``Pricer.price``) hides it behind the pass's whole compute.
 
 Read from the op lists: the compute before a pass's first exchange is its attention node, the
-compute between the exchanges its MLP node (other compute the list puts after the forward's
-combine or before the backward's, shared experts and recomputed modules, goes there too: the
-shared experts run in the MLP node, ``submodule_moe_forward``); the host's waits may pass
+compute between the exchanges its MLP node (the shared experts and recomputed modules, which
+the list puts after the forward's combine or before the backward's, go there too: both
+compute-stream work; the shared experts run in the MLP node in core_v0.14-v0.15,
+``submodule_moe_forward``, in the attention node from core_v0.16); the host's waits may pass
 while an exchange runs, as in the pooled pricing.
 """
 
@@ -31,7 +36,7 @@ from __future__ import annotations
 from trainsim.pricing import EP, HOST, Priced, Pricer, interned
 from trainsim.workload.ops import Comm, Op
 
-_BDA = "bias_dropout_add"  # the layer's mlp_bda: part of the combine node
+_SHARED = "shared"  # the shared experts' ops: compute-stream work, whatever follows the combine
 _X = "exchange"  # a dispatch or combine node's communication, while the pair is laid out
 
 
@@ -82,6 +87,11 @@ def _split(segs: list[tuple[str, float, str]]) -> list[list[tuple[str, float, st
     return parts if len(parts) == 5 else None
 
 
+def _forward_name(name: str) -> str:
+    """The forward op a backward segment belongs to (``unpermute.bwd`` -> ``unpermute``)."""
+    return name.removesuffix(".bwd")
+
+
 def _s(segs: list[tuple[str, float, str]]) -> float:
     return sum(seg[1] for seg in segs)
 
@@ -101,12 +111,15 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
         return None
     attn_f, dispatch_f, mlp_f, combine_f, after_f = f_parts
     before_b, combine_b, mlp_b, dispatch_b, attn_b = b_parts
-    # the combine node runs the layer's mlp_bda (after the forward's exchange, before the
-    # backward's); other compute the list has there (shared experts) is the MLP node's
-    comb_f = _s(combine_f) + sum(s[1] for s in after_f if _BDA in s[2])
-    comb_b = _s(combine_b) + sum(s[1] for s in before_b if _BDA in s[2])
-    mlp_fwd = _s(mlp_f) + sum(s[1] for s in after_f if _BDA not in s[2])
-    mlp_all = mlp_b + [s for s in before_b if _BDA not in s[2]]
+    # the combine node runs what follows the exchange in the layer (its unpermute and the
+    # layer's mlp_bda) on the communication stream, and their backward before the backward's
+    # exchange; the shared experts (and recomputed modules) are compute-stream work
+    node = {s[2] for s in after_f if not s[2].startswith(_SHARED)}
+    node_f = sum(s[1] for s in after_f if s[2] in node)
+    node_b = sum(s[1] for s in before_b if _forward_name(s[2]) in node)
+    comb_f, comb_b = _s(combine_f), _s(combine_b)
+    mlp_fwd = _s(mlp_f) + sum(s[1] for s in after_f if s[2] not in node)
+    mlp_all = mlp_b + [s for s in before_b if _forward_name(s[2]) not in node]
     wgrad = sum(s[1] for s in mlp_all if s[2].endswith("wgrad"))
     mlp_bwd = _s(mlp_all) - wgrad
     d_f, d_b = _s(dispatch_f), _s(dispatch_b)
@@ -115,10 +128,12 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     def beside(comm: float, comp: float) -> float:
         return max(comm, comp) + min(comm, comp) * share
 
-    phase1 = beside(comb_b, _s(attn_f))
+    # the combine node's kernels, on the communication stream beside the other stream's
+    # compute, take the GPU from it for their time: they add to both streams' time
+    phase1 = node_b + beside(comb_b, _s(attn_f))
     phase2 = max(max(d_f, mlp_bwd) + d_b, max(mlp_bwd + wgrad, d_f) + mlp_fwd) + \
         min(d_f + d_b, mlp_bwd + wgrad + mlp_fwd) * share
-    phase3 = beside(comb_f, _s(attn_b))
+    phase3 = beside(comb_f, _s(attn_b)) + node_f
     busy = sum(s[1] for s in f_segs + b_segs if s[0] != _X) + f_host + b_host
     extra = max(0.0, phase1 + phase2 + phase3 - busy)
     fwd = tuple(s for s in f_segs if s[0] != _X) + \
