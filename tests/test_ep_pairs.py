@@ -5,12 +5,15 @@ forward's combine beside the backward's attention; not behind a pass's whole com
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from helpers import moe_layer_cfg
 
+from trainsim import simulate
 from trainsim.chunks import chunks
 from trainsim.ep_pairs import paired_layer
-from trainsim.pricing import Pricer
+from trainsim.pricing import Pricer, shared
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Elementwise, Gemm
 from trainsim.workload.recompute import layer_recompute
@@ -120,3 +123,39 @@ def test_the_combine_node_runs_the_unpermute_on_the_communication_stream():
     assert moved - base == pytest.approx(t, rel=1e-6)
     shared = [Elementwise("shared_act", 2e8)]  # compute-stream work: hides behind the exchanges
     assert _total(paired_layer(pricer, fwd[:4] + shared + fwd[4:], bwd)) < base + 0.5 * t
+
+
+def test_a_layer_priced_again_inside_shared_is_paired_again():
+    """Inside ``pricing.shared`` (a search) an equal op list takes the price kept for the first
+    one, whose op objects are not the new list's: the pair reads positions, so every equal
+    layer is paired the same, not only the first."""
+    cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=16, moe_overlap_ep_comm=True)
+
+    def pair(pricer):
+        sh = shard_of(cfg)
+        lf = layer_forward(cfg, sh, moe=True)
+        lb = layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
+        got = paired_layer(pricer, lf, lb)
+        assert got is not None
+        return got[0].segments, got[1].segments
+
+    alone = pair(Pricer(cfg))
+    with shared(("test_ep_pairs", 1)):
+        pricer = Pricer(cfg)
+        assert pair(pricer) == alone
+        assert pair(pricer) == alone
+        assert pair(Pricer(cfg)) == alone
+
+
+def test_a_search_prices_an_overlapped_moe_run_as_simulate_does():
+    """A search simulates its candidates inside ``shared``: an ``ep_overlap`` MoE candidate
+    simulated there after another of the same layers (another batch) is the run simulated
+    alone, to the bit."""
+    cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=16, moe_overlap_ep_comm=True)
+    cfg = replace(cfg, model=replace(cfg.model, num_layers=4))
+    other = replace(cfg, training=replace(cfg.training, global_batch_size=64))
+    assert combined_1f1b(cfg) and combined_1f1b(other)
+    alone = simulate(replace(other)).iteration_time_s
+    with shared(("test_ep_pairs", 2)):
+        simulate(replace(cfg))
+        assert simulate(replace(other)).iteration_time_s == alone

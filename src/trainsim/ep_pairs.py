@@ -56,15 +56,14 @@ def _timeline(pricer: Pricer, ops: list[Op]) -> tuple[list[tuple[str, float, str
     """``ops`` priced as one pass with the overlap: its compute-stream segments in issue order,
     each pooled collective put back where the list has it at its own time (an exchange marked
     ``_X``; any other blocks the compute stream, an ``EP`` segment), and the host wait."""
-    priced, order = pricer.price_ops(ops)
-    index = {id(op): i for i, op in enumerate(ops)}
+    priced, order, at = pricer.price_at(ops)  # positions: a shared price's ops are not ops'
     kept: list[tuple[int, tuple[str, float, str]]] = []
     host_s, last = 0.0, -1
-    for seg, op in zip(priced.segments, order):
+    for seg, op, i in zip(priced.segments, order, at):
         if seg[0] == HOST:
             host_s += seg[1]
         elif not _pooled(op):
-            last = index.get(id(op), last)
+            last = i if i >= 0 else last
             kept.append((last, seg))
     for i, op in enumerate(ops):
         if _pooled(op):

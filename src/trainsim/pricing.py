@@ -148,7 +148,8 @@ class _Store:
 
     def __init__(self, token: Hashable) -> None:
         self.token = token
-        self.prices: dict[tuple, tuple[Priced, tuple[Op, ...], dict[Op, str]]] = {}
+        self.prices: dict[tuple, tuple[Priced, tuple[Op, ...], dict[Op, str], tuple[int, ...]]] \
+            = {}
         self.times: dict[object, dict[Op, tuple[float, str]]] = {}
         self.joined: dict[object, tuple[tuple, Priced]] = {}
         self.clusters: dict[int, object] = {}  # keeps the clusters whose ids key ``prices``
@@ -341,14 +342,22 @@ class Pricer:
     def price_ops(self, ops: list[Op]) -> tuple[Priced, list[Op]]:
         """Segments of an op list, and the op behind each segment (see ``_price_ops``);
         inside ``shared``, the same list priced under the same settings is priced once."""
+        priced, order, _ = self.price_at(ops)
+        return priced, order
+
+    def price_at(self, ops: list[Op]) -> tuple[Priced, list[Op], list[int]]:
+        """``price_ops`` with, for each segment, the position in ``ops`` of the op behind it
+        (-1 for an op the pricing made: a host wait, a partial-sum kernel). Inside ``shared``
+        the ops behind a kept price are those of the first equal list priced, not ``ops``'
+        own objects: find an op of ``ops`` by its position, never by its identity."""
         store = self._store
         if store is None:
-            return self._price_ops(ops, self.compute.time)
+            return self._located(ops, *self._price_ops(ops, self.compute.time))
         key = (self._sig, *ops)
         try:
             hit = store.prices.get(key)
         except TypeError:  # an op with an unhashable field
-            return self._price_ops(ops, self.compute.time)
+            return self._located(ops, *self._price_ops(ops, self.compute.time))
         if hit is None:
             times = store.times.setdefault(self._sig[0], {})
             seen: dict[Op, str] = {}
@@ -360,13 +369,19 @@ class Pricer:
                 seen[op] = t[1]
                 return t[0]
 
-            priced, order = self._price_ops(ops, compute_time)
+            priced, order, at = self._located(ops, *self._price_ops(ops, compute_time))
             if len(store.joined) + len(store.prices) >= store.MAX_ENTRIES:
                 store.joined.clear()
                 store.prices.clear()
-            hit = store.prices[key] = (priced, tuple(order), seen)
+            hit = store.prices[key] = (priced, tuple(order), seen, tuple(at))
         self._seen.append(hit[2])
-        return hit[0], list(hit[1])
+        return hit[0], list(hit[1]), list(hit[3])
+
+    @staticmethod
+    def _located(ops: list[Op], priced: Priced, order: list[Op]
+                 ) -> tuple[Priced, list[Op], list[int]]:
+        index = {id(op): i for i, op in enumerate(ops)}
+        return priced, order, [index.get(id(op), -1) for op in order]
 
     def _price_ops(self, ops: list[Op], compute_time: Callable[[Op], float]
                    ) -> tuple[Priced, list[Op]]:
