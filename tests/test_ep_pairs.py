@@ -159,3 +159,23 @@ def test_a_search_prices_an_overlapped_moe_run_as_simulate_does():
     with shared(("test_ep_pairs", 2)):
         simulate(replace(cfg))
         assert simulate(replace(other)).iteration_time_s == alone
+
+
+def test_expert_tp_collectives_block_the_mlp_node():
+    """The expert-TP all-gather and reduce-scatter run in the MLP node on the compute stream
+    (token_dispatcher.py ``dispatch_postprocess`` / ``combine_preprocess``, called from
+    ``routed_experts_compute``), not beside it in the dispatch and combine nodes: with every
+    exchange hidden, they add their whole time to the pair."""
+    pricer = Pricer(moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=32,
+                                  moe_overlap_ep_comm=True, expert_tensor_parallel_size=2))
+    fwd, bwd = _passes(BIG, BIG, BIG, BIG, 4e7)
+    y = 4e7
+    gather = Comm("moe.etp_all_gather", "all_gather", y, "etp")
+    scatter = Comm("moe.etp_reduce_scatter", "reduce_scatter", y, "etp")
+    fwd2 = fwd[:2] + [gather] + fwd[2:3] + [scatter] + fwd[3:]
+    bwd2 = bwd[:2] + [Comm("moe.etp_reduce_scatter.bwd", "all_gather", y, "etp")] + bwd[2:4] + \
+        [Comm("moe.etp_all_gather.bwd", "reduce_scatter", y, "etp")] + bwd[4:]
+    t = sum(pricer.comm_time(op) for op in fwd2 + bwd2 if isinstance(op, Comm) and op.group == "etp")
+    assert t > 0
+    base, more = _total(paired_layer(pricer, fwd, bwd)), _total(paired_layer(pricer, fwd2, bwd2))
+    assert more - base == pytest.approx(t, rel=1e-3)

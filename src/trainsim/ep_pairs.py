@@ -46,10 +46,15 @@ def _pooled(op: Op) -> bool:
 
 
 def _exchange(op: Op) -> bool:
-    """The dispatch and combine nodes' communication: the expert all-to-alls and the expert-TP
-    collectives beside them. The routing-map and token-count all-gathers run in the router's
-    preprocessing, on the compute stream."""
-    return _pooled(op) and (op.kind == "all_to_all" or op.group == "etp")  # type: ignore[union-attr]
+    """The dispatch and combine nodes' communication: the expert all-to-alls. The expert-TP
+    all-gather and reduce-scatter run in the MLP node, on the compute stream: the ``alltoall``
+    dispatcher's ``dispatch_postprocess`` gathers the received tokens over the expert-TP group
+    and its ``combine_preprocess`` reduce-scatters the experts' output
+    (transformer/moe/token_dispatcher.py, core_v0.14.0-v0.16.0), both called from
+    ``MoELayer.routed_experts_compute`` (``experts_compute`` in core_v0.14.0) in
+    ``submodule_moe_forward``; the routing-map and token-count all-gathers run in the
+    router's preprocessing, on the compute stream too: each a blocking segment in its node."""
+    return _pooled(op) and op.kind == "all_to_all"  # type: ignore[union-attr]
 
 
 def _timeline(pricer: Pricer, ops: list[Op]) -> tuple[list[tuple[str, float, str]], float]:
