@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 from helpers import moe_layer_cfg
 
-from trainsim import simulate
+from trainsim import ep_pairs, simulate
+from trainsim.catalog.frameworks import framework_supports
 from trainsim.chunks import chunks
 from trainsim.ep_pairs import paired_layer
 from trainsim.pricing import Pricer, shared
@@ -42,6 +43,12 @@ def _passes(attn_f, mlp_f, mlp_b, attn_b, exchange_bytes, wgrad=SMALL):
     return fwd, bwd
 
 
+def _delay_wgrad(monkeypatch, on: bool) -> None:
+    """The run's profile with or without ``delay_wgrad_compute`` (no other feature)."""
+    monkeypatch.setattr(ep_pairs, "profile_supports",
+                        lambda cfg, feature: on and feature == "delay_wgrad_compute")
+
+
 def _total(pair) -> float:
     return sum(p.duration_s for p in pair)
 
@@ -60,10 +67,12 @@ def test_an_exchange_hides_only_behind_the_compute_beside_it():
     assert _total(pair) > pooled + 0.5 * combine
 
 
-def test_a_pass_short_of_compute_borrows_its_partners():
+def test_a_pass_short_of_compute_borrows_its_partners(monkeypatch):
     """A forward whose exchanges outlast its compute (attention, a short MLP), beside a
-    backward whose MLP and attention fill the matching phases, its weight gradients the wait
-    for its own dispatch: the pair hides what the pooled forward exposed."""
+    backward whose MLP and attention fill the matching phases, its weight gradients (delayed:
+    --delay-wgrad-compute) the wait for its own dispatch: the pair hides what the pooled
+    forward exposed."""
+    _delay_wgrad(monkeypatch, True)
     pricer = _pricer()
     fwd, bwd = _passes(MED, SMALL, MED, MED, 2e8, wgrad=MED)
     comm = pricer.comm_time(fwd[1])
@@ -179,3 +188,22 @@ def test_expert_tp_collectives_block_the_mlp_node():
     assert t > 0
     base, more = _total(paired_layer(pricer, fwd, bwd)), _total(paired_layer(pricer, fwd2, bwd2))
     assert more - base == pytest.approx(t, rel=1e-3)
+
+
+def test_the_dispatch_waits_for_the_weight_gradients_unless_they_are_delayed(monkeypatch):
+    """Without --delay-wgrad-compute the MLP's backward computes its weight gradients and the
+    backward's dispatch waits for them (TransformerLayerNode.backward_dw returns at once);
+    delayed, they run beside the dispatch. Megatron-Bridge's perf scripts delay them with the
+    overlap, Megatron-LM's default does not."""
+    from trainsim import ep_pairs
+
+    pricer = _pricer()
+    fwd, bwd = _passes(SMALL, SMALL, SMALL, SMALL, 2e8, wgrad=BIG)
+    wgrad, comm = pricer.compute.time(bwd[3]), pricer.comm_time(fwd[1])
+    monkeypatch.setattr(ep_pairs, "profile_supports", lambda cfg, f: False)
+    waits = _total(paired_layer(pricer, fwd, bwd))
+    monkeypatch.setattr(ep_pairs, "profile_supports", lambda cfg, f: f == "delay_wgrad_compute")
+    delayed = _total(paired_layer(pricer, fwd, bwd))
+    assert waits > delayed + 0.5 * min(wgrad, comm)
+    assert framework_supports("megatron-bridge", "25.11", "delay_wgrad_compute")
+    assert not framework_supports("megatron-lm", None, "delay_wgrad_compute")

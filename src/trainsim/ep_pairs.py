@@ -12,8 +12,9 @@ core_v0.14.0-core_v0.17.0 megatron/core/models/common/model_chunk_schedule_plan.
 Each node waits for the node before it of its own micro-batch (one CUDA event per
 micro-batch: ``ScheduleNode`` waits and records it), so the two streams meet three times per
 layer: the combine backward runs beside the forward's attention, the dispatches beside the
-expert MLPs (the backward's dispatch once its MLP backward is done; the forward's MLP once
-its dispatch has arrived), and the forward's combine beside the backward's attention. The
+expert MLPs (the backward's dispatch once its MLP backward is done, its weight gradients
+included unless the run delays them, profile feature ``delay_wgrad_compute``; the forward's
+MLP once its dispatch has arrived), and the forward's combine beside the backward's attention. The
 combine node runs, on the communication stream, what follows the exchange in the layer: the
 dispatcher's ``combine_postprocess`` (the ``alltoall`` dispatcher's ``unpermute``) and the
 layer's ``mlp_bda`` (models/gpt/fine_grained_callables.py ``submodule_combine_forward``:
@@ -33,6 +34,7 @@ while an exchange runs, as in the pooled pricing.
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.pricing import EP, HOST, Priced, Pricer, interned
 from trainsim.workload.ops import Comm, Op
 
@@ -124,7 +126,13 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     comb_f, comb_b = _s(combine_f), _s(combine_b)
     mlp_fwd = _s(mlp_f) + sum(s[1] for s in after_f if s[2] not in node)
     mlp_all = mlp_b + [s for s in before_b if _forward_name(s[2]) not in node]
-    wgrad = sum(s[1] for s in mlp_all if s[2].endswith("wgrad"))
+    # --delay-wgrad-compute: the weight gradients wait until the backward's dispatch is issued
+    # (model_chunk_schedule_plan.py run: mlp.backward_dw() before moe_dispatch.backward);
+    # without it backward_dw returns at once, the MLP's backward computing them itself, and
+    # the dispatch waits for them (fine_grained_callables.py TransformerLayerNode.backward_dw,
+    # core_v0.14.0-v0.17.0)
+    delayed = profile_supports(pricer.cfg, "delay_wgrad_compute")
+    wgrad = sum(s[1] for s in mlp_all if s[2].endswith("wgrad")) if delayed else 0.0
     mlp_bwd = _s(mlp_all) - wgrad
     d_f, d_b = _s(dispatch_f), _s(dispatch_b)
     share = pricer.sm_share["ep"]

@@ -164,6 +164,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "moe_deepep_permute_pads": _nullable(_bool),
     "moe_te_permute_maps": _nullable(_bool),  # TE >= 2.6 permute kernels (workload.moe_dispatch)
     "moe_router_force_balance": _nullable(_bool),  # random router logits (workload.moe_router)
+    # with Megatron-core's expert-parallel overlap (combined 1F1B), the recipes set
+    # --delay-wgrad-compute: the MLP's weight gradients run after the backward's dispatch is
+    # issued, not before it (fine_grained_callables.py TransformerLayerNode.backward_dw returns
+    # early without it; ep_pairs); null: not set, as in Megatron-core's own default
+    "delay_wgrad_compute": _nullable(_bool),
     # with pipeline parallelism every FSDP unit stays unsharded from its first forward to the
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
@@ -320,7 +325,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
-             "moe_te_permute_maps", "moe_router_force_balance",
+             "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
              "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
