@@ -45,8 +45,12 @@ def _passes(attn_f, mlp_f, mlp_b, attn_b, exchange_bytes, wgrad=SMALL):
 
 def _delay_wgrad(monkeypatch, on: bool) -> None:
     """The run's profile with or without ``delay_wgrad_compute`` (no other feature)."""
-    monkeypatch.setattr(ep_pairs, "profile_supports",
-                        lambda cfg, feature: on and feature == "delay_wgrad_compute")
+    _features(monkeypatch, *(["delay_wgrad_compute"] if on else []))
+
+
+def _features(monkeypatch, *features: str) -> None:
+    """The run's profile with these ``ep_pairs`` mechanisms only."""
+    monkeypatch.setattr(ep_pairs, "profile_supports", lambda cfg, feature: feature in features)
 
 
 def _total(pair) -> float:
@@ -207,3 +211,44 @@ def test_the_dispatch_waits_for_the_weight_gradients_unless_they_are_delayed(mon
     assert waits > delayed + 0.5 * min(wgrad, comm)
     assert framework_supports("megatron-bridge", "25.11", "delay_wgrad_compute")
     assert not framework_supports("megatron-lm", None, "delay_wgrad_compute")
+
+
+def test_shared_experts_run_in_the_node_of_the_runs_megatron_core(monkeypatch):
+    """The shared experts run in the MLP node in core_v0.14-v0.15 (submodule_moe_forward), in
+    the attention node from core_v0.16 (submodule_attn_forward), their backward in the same
+    node's: beside a long MLP and a short attention, with exchanges longer than the attention,
+    the attention node's extra compute hides its exchange, the MLP node's does not. Bridge
+    26.04 (core 0.17) has it, 25.09 (core 0.14) not."""
+    pricer = _pricer()
+    fwd, bwd = _passes(SMALL, BIG, BIG, SMALL, 2e8)
+    shared_f, shared_b = Gemm("shared_fc1", *MED), Gemm("shared_fc1.dgrad", *MED)
+    fwd2, bwd2 = fwd[:4] + [shared_f] + fwd[4:], bwd[:1] + [shared_b] + bwd[1:]
+    comm = pricer.comm_time(fwd[3])
+    t = pricer.compute.time(shared_f)
+    assert comm > pricer.compute.time(fwd[0]) + t / 2 and t > comm / 4
+    _features(monkeypatch)
+    base = _total(paired_layer(pricer, fwd, bwd))
+    in_mlp = _total(paired_layer(pricer, fwd2, bwd2))
+    _features(monkeypatch, "moe_shared_experts_attn_node")
+    in_attn = _total(paired_layer(pricer, fwd2, bwd2))
+    assert in_mlp - base > 0.9 * (t + pricer.compute.time(shared_b))  # behind no exchange
+    assert in_attn < in_mlp - 0.5 * min(comm, t)
+    assert framework_supports("megatron-bridge", "26.04", "moe_shared_experts_attn_node")
+    assert not framework_supports("megatron-bridge", "25.09", "moe_shared_experts_attn_node")
+
+
+def test_a_recomputed_input_layernorm_runs_in_the_attention_backward(monkeypatch):
+    """The input layernorm recomputed by its hook on the attention's output runs at the start
+    of the attention's backward (transformer_layer.py input_layernorm_checkpoint), beside the
+    forward's combine; the pre-MLP layernorm's, hooked on the experts' output, in the MLP's."""
+    _features(monkeypatch)
+    pricer = _pricer()
+    fwd, bwd = _passes(SMALL, BIG, BIG, SMALL, 2e8)
+    norm = Elementwise("attn_norm", 2e8)
+    fwd2 = [norm] + fwd
+    bwd2 = [Elementwise("recompute.attn_norm", 2e8)] + bwd + [Elementwise("attn_norm.bwd", 1e3)]
+    comm, t = pricer.comm_time(fwd[3]), pricer.compute.time(bwd2[0])
+    assert comm > pricer.compute.time(fwd[0]) + t + pricer.compute.time(norm) and t > 0
+    base = _total(paired_layer(pricer, fwd2, bwd2[1:]))
+    # beside the forward's exposed combine, the re-run hides; in the MLP's backward it would not
+    assert _total(paired_layer(pricer, fwd2, bwd2)) - base < 0.5 * t

@@ -25,11 +25,18 @@ than the compute beside it is exposed there, whatever compute another phase has 
 pooled pricing of a single pass (``Pricer.price``) hides it behind the pass's whole compute.
 
 Read from the op lists: the compute before a pass's first exchange is its attention node, the
-compute between the exchanges its MLP node (the shared experts and recomputed modules, which
-the list puts after the forward's combine or before the backward's, go there too: both
-compute-stream work; the shared experts run in the MLP node in core_v0.14-v0.15,
-``submodule_moe_forward``, in the attention node from core_v0.16); the host's waits may pass
-while an exchange runs, as in the pooled pricing.
+compute between the exchanges its MLP node. The shared experts and the recomputed modules,
+which the list puts after the forward's combine or before the backward's, are compute-stream
+work placed as Megatron-core runs them: the shared experts in the MLP node in
+core_v0.14-v0.15 (``submodule_moe_forward``), in the attention node from core_v0.16
+(``submodule_attn_forward``, Megatron-LM e8024d7), their backward with it, as the run's
+profile says (feature ``moe_shared_experts_attn_node``: Megatron-Bridge from 26.04; the
+Megatron-core, Megatron-LM and NeMo profiles have no entry that names a core >= 0.16 and keep
+the MLP node); the attention node's re-runs in the attention's backward (the input layernorm,
+re-run by its hook on the attention's output, transformer_layer.py
+``input_layernorm_checkpoint``; core_attn, mla_up_proj), the pre-MLP layernorm (hooked on the
+experts' output) and the MLP's own in the MLP's. The host's waits may pass while an exchange
+runs, as in the pooled pricing.
 """
 
 from __future__ import annotations
@@ -39,6 +46,11 @@ from trainsim.pricing import EP, HOST, Priced, Pricer, interned
 from trainsim.workload.ops import Comm, Op
 
 _SHARED = "shared"  # the shared experts' ops: compute-stream work, whatever follows the combine
+_RECOMPUTE = "recompute."  # a recomputed op's name (workload.recompute)
+# the pre-MLP layernorm, in the attention node, is recomputed by a hook on the experts' output:
+# at the start of the MLP's backward (fine_grained_callables.py submodule_moe_forward,
+# pre_mlp_norm_checkpoint.discard_output_and_register_recompute, core_v0.14.0-v0.17.0)
+_MLP_NORM = "mlp_norm"
 _X = "exchange"  # a dispatch or combine node's communication, while the pair is laid out
 
 
@@ -93,6 +105,11 @@ def _split(segs: list[tuple[str, float, str]]) -> list[list[tuple[str, float, st
     return parts if len(parts) == 5 else None
 
 
+def _shared(name: str) -> bool:
+    """A shared expert's op (its backward and recomputation included)."""
+    return name.removeprefix(_RECOMPUTE).startswith(_SHARED)
+
+
 def _forward_name(name: str) -> str:
     """The forward op a backward segment belongs to (``unpermute.bwd`` -> ``unpermute``)."""
     return name.removesuffix(".bwd")
@@ -119,13 +136,27 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     before_b, combine_b, mlp_b, dispatch_b, attn_b = b_parts
     # the combine node runs what follows the exchange in the layer (its unpermute and the
     # layer's mlp_bda) on the communication stream, and their backward before the backward's
-    # exchange; the shared experts (and recomputed modules) are compute-stream work
-    node = {s[2] for s in after_f if not s[2].startswith(_SHARED)}
+    # exchange; the shared experts (and recomputed modules) are compute-stream work: the
+    # shared experts in the attention node where the run's Megatron-core puts them there,
+    # the modules recomputed by a hook on the attention's output (input_layernorm) in the
+    # attention's backward, the others in the MLP's
+    node = {s[2] for s in after_f if not _shared(s[2])}
+    in_attn = profile_supports(pricer.cfg, "moe_shared_experts_attn_node")
+    attn_ops = {s[2] for s in attn_f} - {_MLP_NORM}
     node_f = sum(s[1] for s in after_f if s[2] in node)
     node_b = sum(s[1] for s in before_b if _forward_name(s[2]) in node)
     comb_f, comb_b = _s(combine_f), _s(combine_b)
-    mlp_fwd = _s(mlp_f) + sum(s[1] for s in after_f if s[2] not in node)
-    mlp_all = mlp_b + [s for s in before_b if _forward_name(s[2]) not in node]
+
+    def attn_node_b(name: str) -> bool:  # a backward segment of the attention node
+        recomputed = name.startswith(_RECOMPUTE) and name.removeprefix(_RECOMPUTE) in attn_ops
+        return recomputed or in_attn and _shared(name)
+
+    to_attn_f = [s for s in after_f if in_attn and _shared(s[2])]
+    to_attn_b = [s for s in before_b if attn_node_b(s[2])]
+    attn_fwd, attn_bwd = _s(attn_f) + _s(to_attn_f), _s(attn_b) + _s(to_attn_b)
+    mlp_fwd = _s(mlp_f) + sum(s[1] for s in after_f if s[2] not in node) - _s(to_attn_f)
+    mlp_all = mlp_b + [s for s in before_b if _forward_name(s[2]) not in node
+                       and not attn_node_b(s[2])]
     # --delay-wgrad-compute: the weight gradients wait until the backward's dispatch is issued
     # (model_chunk_schedule_plan.py run: mlp.backward_dw() before moe_dispatch.backward);
     # without it backward_dw returns at once, the MLP's backward computing them itself, and
@@ -142,10 +173,10 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
 
     # the combine node's kernels, on the communication stream beside the other stream's
     # compute, take the GPU from it for their time: they add to both streams' time
-    phase1 = node_b + beside(comb_b, _s(attn_f))
+    phase1 = node_b + beside(comb_b, attn_fwd)
     phase2 = max(max(d_f, mlp_bwd) + d_b, max(mlp_bwd + wgrad, d_f) + mlp_fwd) + \
         min(d_f + d_b, mlp_bwd + wgrad + mlp_fwd) * share
-    phase3 = beside(comb_f, _s(attn_b)) + node_f
+    phase3 = beside(comb_f, attn_bwd) + node_f
     busy = sum(s[1] for s in f_segs + b_segs if s[0] != _X) + f_host + b_host
     extra = max(0.0, phase1 + phase2 + phase3 - busy)
     fwd = tuple(s for s in f_segs if s[0] != _X) + \

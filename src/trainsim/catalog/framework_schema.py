@@ -169,6 +169,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # issued, not before it (fine_grained_callables.py TransformerLayerNode.backward_dw returns
     # early without it; ep_pairs); null: not set, as in Megatron-core's own default
     "delay_wgrad_compute": _nullable(_bool),
+    # the Megatron-core a run is built on computes the shared experts in combined 1F1B's
+    # attention node (core_v0.16.0 on: fine_grained_callables.py submodule_attn_forward), not in
+    # its MLP node (core_v0.14-v0.15 submodule_moe_forward); null: the MLP node (ep_pairs)
+    "moe_shared_experts_attn_node": _nullable(_bool),
     # with pipeline parallelism every FSDP unit stays unsharded from its first forward to the
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
@@ -326,6 +330,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
+             "moe_shared_experts_attn_node",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
              "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
