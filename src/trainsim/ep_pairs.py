@@ -37,6 +37,16 @@ re-run by its hook on the attention's output, transformer_layer.py
 ``input_layernorm_checkpoint``; core_attn, mla_up_proj), the pre-MLP layernorm (hooked on the
 experts' output) and the MLP's own in the MLP's. The host's waits may pass while an exchange
 runs, as in the pooled pricing.
+
+Limits. Each MoE layer kind is paired with its own backward, where Megatron-core pairs the
+forward chunk's layer i with the backward chunk's layer n-1-i (model_chunk_schedule_plan.py
+``TransformerModelChunkSchedulePlan.run``: ``f_schedule_plan.get_layer(i)`` beside
+``b_schedule_plan.pop_layer()``, core_v0.16.0): a dense layer beside an MoE one (DeepSeek-V3's
+first layers), or two chunks of other layer kinds, pair otherwise, and the layers one chunk
+has beyond the other run unpaired. The attention's weight gradients, delayed
+(``b_layer.attn.backward_dw()`` at the end of ``TransformerLayerSchedulePlan.run``), may run
+beside the next layer's backward combine; here they are attention backward work, beside this
+layer's forward combine only.
 """
 
 from __future__ import annotations
