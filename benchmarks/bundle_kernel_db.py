@@ -49,8 +49,7 @@ def attention_backend(layers: list[dict]) -> str:
              for name in names if all(w in name for w in words)}
     if len(found) != 1:
         sys.exit(f"cannot tell the attention backend from the layer records: {sorted(found)}")
-    impl = found.pop()
-    return "flash1" if impl == "mem_efficient" else impl  # the simulator's name for it
+    return found.pop()
 
 
 def convert(src: dict) -> dict:
@@ -71,7 +70,7 @@ def convert(src: dict) -> dict:
         kept.append(row)
     meta = {k: v for k, v in src.items() if k not in ("kernels", "layers", "format")}
     return {"format": FORMAT, **meta,
-            "converted_by": "python benchmarks/bundle_kernel_db.py (format 1 -> 2: labelled "
+            "converted_by": f"python benchmarks/bundle_kernel_db.py (format 1 -> {FORMAT}: labelled "
                             "implementations, non-physical records dropped)",
             "dropped": dropped, "kernels": kept, "layers": src.get("layers") or []}
 

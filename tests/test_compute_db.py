@@ -94,6 +94,28 @@ def test_attention_records_answer_only_their_own_kernel(tmp_path):
     assert chain.explain(mha)[1] == "database (interpolated)"
 
 
+@pytest.mark.parametrize("fmt", ["trainsim-kernel-db/1", "trainsim-kernel-db/2"])
+def test_old_profilers_flash1_records_are_the_memory_efficient_backend(tmp_path, fmt):
+    """Formats 1 and 2 labelled SDPA's EFFICIENT_ATTENTION backend ``flash1``: its records
+    answer ``mem_efficient`` ops, never a FlashAttention-1 op (which carries its partial
+    results through HBM per key block, ``roofline.flash1_pass_bytes``)."""
+    chain = ChainModel(burst(), load(tmp_path, [attn(5e-4, impl="flash1")], fmt=fmt))
+    op = Attention("a", 1, 32, 8, 4096, 4096, 128, impl="mem_efficient")
+    assert chain.explain(op) == (5e-4, "database (exact)")
+    assert chain.explain(dataclasses.replace(op, impl="flash1"))[1] == "roofline"
+
+
+def test_format_3_flash1_records_are_flashattention_1(tmp_path):
+    """From format 3 the profiler writes ``mem_efficient``; ``flash1`` is the first
+    FlashAttention and answers only its own ops."""
+    chain = ChainModel(burst(), load(tmp_path, [attn(9e-4, impl="flash1"),
+                                                attn(5e-4, impl="mem_efficient")],
+                                     fmt="trainsim-kernel-db/3"))
+    op = Attention("a", 1, 32, 8, 4096, 4096, 128, impl="flash1")
+    assert chain.explain(op) == (9e-4, "database (exact)")
+    assert chain.explain(dataclasses.replace(op, impl="mem_efficient"))[0] == 5e-4
+
+
 def test_dropout_attention_is_its_measured_dropout_free_kernel_slowed_as_modelled(tmp_path):
     """A profile measures attention without dropout; a training run with attention dropout
     (Megatron's default 0.1) is that measured kernel times the model's dropout slowdown, not

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from trainsim.profile.cli import profile
 from trainsim.profile.schema import FORMAT, ProfileError, merge, validate_db
 from trainsim.profile.shapes import (
+    PROFILED_ATTENTION,
     distinct_cases,
     kernel_name,
     layer_cases,
@@ -147,3 +148,19 @@ def test_merge_keeps_records_not_remeasured_and_refuses_other_gpus():
     assert merged["command"] == "trainsim profile && trainsim profile --tp 2"
     with pytest.raises(ProfileError, match="gpu"):
         merge(old, _db(gpu="h200-sxm-141gb"))
+
+
+def test_profiler_names_the_memory_efficient_backend_mem_efficient():
+    """SDPA's EFFICIENT_ATTENTION is recorded as ``mem_efficient`` (no SDPA backend runs the
+    first FlashAttention); a format-2 database's ``flash1`` records are renamed on merge."""
+    pytest.importorskip("torch")
+    from trainsim.profile.kernels import SDPA_BACKENDS
+
+    assert SDPA_BACKENDS["mem_efficient"] == "EFFICIENT_ATTENTION" and "flash1" not in SDPA_BACKENDS
+    assert "mem_efficient" in PROFILED_ATTENTION and "flash1" not in PROFILED_ATTENTION
+    rec = {"op": "attention", "impl": "flash1", "batch": 1, "heads": 8, "kv_heads": 8,
+           "q_len": 512, "kv_len": 512, "head_dim": 64, "causal": True, "backward": False,
+           "time_s": 1e-4}
+    merged = merge(_db(format="trainsim-kernel-db/2", kernels=[rec]), _db())
+    assert merged["format"] == FORMAT == "trainsim-kernel-db/3"
+    assert [k["impl"] for k in merged["kernels"] if k["op"] == "attention"] == ["mem_efficient"]

@@ -1,7 +1,7 @@
 """Measured kernel times: a database of records, each checked against the GPU it ran on.
 
-The database is the JSON written by ``trainsim profile`` (``trainsim-kernel-db/2``; format 1,
-the first profiler's, is read too). Every record is a simulator op (``workload.ops``) with its
+The database is the JSON written by ``trainsim profile`` (``trainsim-kernel-db/3``; formats 1
+and 2, the earlier profilers', are read too: ``LEGACY_IMPL``). Every record is a simulator op (``workload.ops``) with its
 measured time on one GPU, alone, at its boost clock.
 
 **Keys.** A record answers only ops of its own kind of kernel:
@@ -57,8 +57,15 @@ from trainsim.errors import ConfigError
 from trainsim.workload.elementwise import bytes_relative_to_fused
 from trainsim.workload.ops import ATTENTION_IMPLS, DTYPE_BYTES, Attention, Elementwise, Gemm
 
-FORMAT = "trainsim-kernel-db/2"
-FORMATS = ("trainsim-kernel-db/1", FORMAT)
+FORMAT = "trainsim-kernel-db/3"
+FORMATS = ("trainsim-kernel-db/1", "trainsim-kernel-db/2", FORMAT)
+LEGACY_IMPL = {"flash1": "mem_efficient"}
+"""Attention implementations as formats 1 and 2 named them -> the simulator's name: those
+profilers labelled PyTorch SDPA's memory-efficient backend (``SDPBackend.EFFICIENT_ATTENTION``,
+xFormers' CUTLASS kernels) ``flash1``, the first FlashAttention's family they priced it as; its
+records are ``mem_efficient`` (format 3), so a FlashAttention-1 op, which carries each query
+row's partial result through HBM once per key block (``roofline.flash1_pass_bytes``) where the
+memory-efficient kernel does not, never takes their times."""
 ComputeOp = Gemm | Attention | Elementwise
 
 NEIGHBOUR_FACTOR = 2.0
@@ -115,10 +122,8 @@ def _family(op: ComputeOp) -> tuple | None:
         return ("gemm", op.dtype, fp8 and op.fp8_fast_accum, fp8 and op.fp8_block_scales,
                 grouped)
     if isinstance(op, Attention):
-        # ``trainsim profile`` records SDPA's memory-efficient backend as ``flash1``
-        # (profile.kernels.SDPA_BACKENDS)
-        impl = "flash1" if op.impl == "mem_efficient" else op.impl
-        return ("attention", impl, op.head_dim, op.causal, op.backward, op.dropout, op.window)
+        return ("attention", op.impl, op.head_dim, op.causal, op.backward, op.dropout,
+                op.window)
     if op.kernel:
         return ("elementwise", op.kernel, op.impl)
     return None
@@ -221,7 +226,7 @@ class KernelDatabase:
         if not isinstance(rows, list):
             raise ConfigError(f"{path}: 'kernels' is not a list of records")
         for i, row in enumerate(rows):
-            op = op_from_record(row, where=f"{path}: kernels[{i}]")
+            op = op_from_record(row, where=f"{path}: kernels[{i}]", fmt=str(data["format"]))
             time_s = positive_value(row.get("time_s"))
             if time_s is None:
                 raise ConfigError(f"{path}: kernels[{i}].time_s={row.get('time_s')!r} is not "
@@ -292,8 +297,9 @@ def _read_json(path: str | Path) -> Any:
     return parse(read_text(path, "kernel database"), str(path), "json")
 
 
-def op_from_record(row: dict[str, Any], where: str = "kernel database") -> ComputeOp:
-    """The simulator op a database record measured."""
+def op_from_record(row: dict[str, Any], where: str = "kernel database",
+                   fmt: str = FORMAT) -> ComputeOp:
+    """The simulator op a database record of format ``fmt`` measured."""
     if not isinstance(row, dict):
         raise ConfigError(f"{where} is not a record")
     kind = row.get("op")
@@ -320,6 +326,8 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database") -> Compu
                         fp8_fast_accum=flag("fp8_fast_accum", False))
         if kind == "attention":
             impl = str(row.get("impl", "sdpa"))
+            if fmt != FORMAT:
+                impl = LEGACY_IMPL.get(impl, impl)
             if impl not in ATTENTION_IMPLS:
                 raise ConfigError(f"{where}: unknown attention impl {impl!r}")
             window = row.get("window")

@@ -54,7 +54,7 @@ class _Command(click.Command):
 @click.command("profile", cls=_Command)
 @click.option("--gpu", required=True, help="Catalog name of this GPU, e.g. h100-sxm-80gb.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
-              help="Database file to write (JSON, format trainsim-kernel-db/1).")
+              help="Database file to write (JSON, format trainsim-kernel-db/3).")
 @click.option("--models", default="llama3-8b,llama3-70b", show_default=True,
               help="Catalog models whose layer shapes to measure.")
 @click.option("--tp", default="1,2,4,8", show_default=True, help="Tensor-parallel sizes.")

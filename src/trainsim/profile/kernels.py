@@ -69,7 +69,7 @@ def fp8_supported(dev: Device) -> tuple[bool, str]:
 
 
 SDPA_BACKENDS = {"cudnn": "CUDNN_ATTENTION", "flash2": "FLASH_ATTENTION",
-                 "flash1": "EFFICIENT_ATTENTION"}
+                 "mem_efficient": "EFFICIENT_ATTENTION"}
 """The simulator's attention implementation -> the SDPA backend that runs it."""
 
 

@@ -1,8 +1,8 @@
-"""The kernel database format written by ``trainsim profile`` (``trainsim-kernel-db/2``).
+"""The kernel database format written by ``trainsim profile`` (``trainsim-kernel-db/3``).
 
 One JSON object::
 
-    {"format": "trainsim-kernel-db/2", "gpu": "h100-sxm-80gb", "device_name": "NVIDIA H100 ...",
+    {"format": "trainsim-kernel-db/3", "gpu": "h100-sxm-80gb", "device_name": "NVIDIA H100 ...",
      "driver": "550.54.15", "torch": "2.13.0", "cuda": "12.8", "created": "2025-...",
      "command": "trainsim profile ...", "compile": false, "notes": ["..."],
      "kernels": [{"op": "gemm", "m", "n", "k", "dtype", "batch", ["fp8_fast_accum"], "time_s",
@@ -17,8 +17,9 @@ One JSON object::
 
 Kernel records carry the simulator op's own shape fields (``trainsim.workload.ops``), so a
 database lookup for an op is an exact match on :func:`kernel_key`. Attention records name the
-backend that ran (``impl``: ``cudnn``, ``flash2``, ``flash1`` for SDPA's memory-efficient
-kernel); elementwise records name their kernel family (``rmsnorm.bwd``; the simulator op's
+backend that ran (``impl``: ``cudnn``, ``flash2``, ``mem_efficient``; format 2 wrote
+``flash1`` for the memory-efficient backend, read as ``mem_efficient``:
+``compute.database.LEGACY_IMPL``); elementwise records name their kernel family (``rmsnorm.bwd``; the simulator op's
 ``Elementwise.kernel``) and the implementation the profiler ran (``fused``, ``eager``), with
 the bytes that implementation moves. An fp8 GEMM record run without cuBLAS's split
 accumulator (``torch._scaled_mm(use_fast_accum=True)``, the simulator's forward fp8 GEMMs)
@@ -34,7 +35,10 @@ from typing import Any
 
 from trainsim.errors import TrainsimError
 
-FORMAT = "trainsim-kernel-db/2"
+FORMAT = "trainsim-kernel-db/3"
+UPGRADABLE = "trainsim-kernel-db/2"
+"""A format whose records differ from this one's only in naming the memory-efficient backend
+``flash1``: a database of it is merged into after renaming them."""
 
 TOP_KEYS = ("format", "gpu", "device_name", "driver", "torch", "cuda", "created", "command",
             "compile", "kernels", "layers")
@@ -109,6 +113,10 @@ def validate_db(db: Any) -> list[str]:
 
 def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` with the records of ``old`` (same GPU) that ``new`` did not re-measure."""
+    if old.get("format") == UPGRADABLE:
+        old = {**old, "format": FORMAT, "kernels": [
+            {**r, "impl": "mem_efficient"} if isinstance(r, dict) and r.get("op") == "attention"
+            and r.get("impl") == "flash1" else r for r in old.get("kernels") or []]}
     if old.get("format") != FORMAT or old.get("gpu") != new["gpu"]:
         raise ProfileError(f"cannot merge into a database of format {old.get('format')!r} for "
                            f"gpu {old.get('gpu')!r}; profiling {new['gpu']!r}")

@@ -140,10 +140,10 @@ def _gemm_record(op: Gemm) -> dict[str, Any]:
     return rec
 
 
-PROFILED_ATTENTION = ("cudnn", "flash2", "flash1")
+PROFILED_ATTENTION = ("cudnn", "flash2", "mem_efficient")
 """Attention kernels the profiler runs, each as one SDPA backend (``profile.kernels``): cuDNN's
-fused attention, the FlashAttention-2 backend and the memory-efficient (xFormers) backend,
-which the simulator prices as the first FlashAttention's family."""
+fused attention, the FlashAttention-2 backend and the memory-efficient (xFormers) backend. No
+SDPA backend runs the first FlashAttention (``flash1``), so it is not profiled."""
 
 
 def _attention_record(op: Attention) -> dict[str, Any]:
