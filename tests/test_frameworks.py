@@ -370,3 +370,19 @@ def test_a_framework_without_mtp_builds_the_preset_without_its_mtp_layers():
     with pytest.raises(ConfigError, match=r"model.mtp_num_layers=1 but automodel"):
         run_config_from_dict(_dsv3_run("automodel", mtp_num_layers=1))
     assert run_config_from_dict(_dsv3_run("automodel", mtp_num_layers=0)).model.mtp_num_layers == 0
+
+
+def test_memory_efficient_attention_is_a_kernel_profiles_and_configs_may_name(tmp_path):
+    """xFormers' memory-efficient attention (PyTorch SDPA's EFFICIENT_ATTENTION) is one of the
+    simulator's kernels: a profile may list it in ``attention_kernels``, a training config may ask for it, and the three vocabularies name the same kernels."""
+    from typing import get_args, get_type_hints
+
+    from trainsim.config.training import TrainingConfig
+    from trainsim.workload.ops import ATTENTION_IMPLS
+
+    config = set(get_args(get_type_hints(TrainingConfig)["attention"])) - {"flash"}
+    assert set(schema.ATTENTION) == set(ATTENTION_IMPLS) == config
+    assert "mem_efficient" in schema.ATTENTION
+    prof = fw._read(_write(tmp_path, _variant(
+        features__attention_kernels=["mem_efficient", "flash2"])))
+    assert prof.entries[0].features["attention_kernels"] == ["mem_efficient", "flash2"]

@@ -22,9 +22,11 @@ from trainsim.config.parallel import (
 # ---------------------------------------------------------------------------- vocabulary
 
 #: attention implementations. ``triton``: a FlashAttention-style kernel written in Triton
-#: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated).
+#: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated);
+#: ``mem_efficient``: xFormers' memory-efficient kernels, as PyTorch SDPA's EFFICIENT_ATTENTION
+#: backend runs them (``workload.ops.AttentionImpl``).
 ATTENTION = ("unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton",
-             "flex")
+             "flex", "mem_efficient")
 TRAINING_DTYPES = ("fp16", "bf16", "fp8")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")

@@ -38,14 +38,15 @@ class TrainingConfig:
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
     attention: Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
-                       "sdpa", "triton", "flex", "flash"] = "flash2"
+                       "sdpa", "triton", "flex", "mem_efficient", "flash"] = "flash2"
     """The attention kernel (``workload.ops.AttentionImpl``): unfused (Megatron's QK^T / fused
     softmax / V with the score matrix in memory), eager (the same in plain PyTorch ops: matmul,
     mask add, softmax, dropout, matmul), flash1 (the first FlashAttention, Megatron-LM's
     --use-flash-attn from January 2023), flash2, flash3 (Hopper), flash4 (Blackwell), cudnn
     (Transformer Engine's fused attention), sdpa (PyTorch's scaled_dot_product_attention),
-    triton (llm-foundry's Triton FlashAttention, pre-MLIR Triton), flex (torch FlexAttention).
-    ``flash`` is read as flash2."""
+    triton (llm-foundry's Triton FlashAttention, pre-MLIR Triton), flex (torch FlexAttention),
+    mem_efficient (xFormers' memory-efficient attention, e.g. LLaMA-1's training, or PyTorch
+    SDPA's EFFICIENT_ATTENTION backend that runs it). ``flash`` is read as flash2."""
     fp8_recipe: Literal["delayed", "current", "blockwise", "mxfp8"] = "delayed"
     """How fp8 tensors are scaled (Transformer Engine recipes): ``delayed`` per-tensor scale
     from an amax history (the cast reads its input once); ``current`` per-tensor scale from this
