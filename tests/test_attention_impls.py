@@ -57,23 +57,41 @@ def test_flash1_is_slower_per_flop_at_head_dim_128_than_at_64():
     assert fwd_bwd_rate("flash2", 128) > 1.05 * fwd_bwd_rate("flash2", 64)
 
 
-def test_flash1_pass_bytes_grow_with_head_dim_and_keys_not_for_mem_efficient():
+def test_flash1_bytes_per_flop_grow_with_head_dim_not_sequence_nor_for_mem_efficient():
     """FA1's bytes per FLOP grow with the head dimension (the FA1 paper's Theorem 2:
-    Theta(s^2 d^2 / M) accesses) and with the sequence; SDPA's memory-efficient kernel (its own
-    implementation, at FA1's rate) moves only its inputs and outputs."""
+    Theta(s^2 d^2 / M) accesses) and stay about constant in the sequence (both traffic and
+    FLOPs grow as s^2: within 20 % from 4k to 16k); one key block is one pass, its inputs and
+    outputs; SDPA's memory-efficient kernel (its own implementation, at FA1's rate) moves only
+    its inputs and outputs, so it runs faster."""
     def per_flop(d: int, s: int, backward: bool = False) -> float:
         op = Attention("a", 1, 16, 16, s, s, d, causal=True, backward=backward, impl="flash1")
         return flash1_pass_bytes(op) / op.flops
 
     for backward in (False, True):
         assert per_flop(128, 16384, backward) > 1.8 * per_flop(64, 16384, backward)
-        assert per_flop(128, 16384, backward) < 1.2 * per_flop(128, 4096, backward)
+        assert per_flop(128, 4096, backward) / 1.2 < per_flop(128, 16384, backward) \
+            < 1.2 * per_flop(128, 4096, backward)
     short = Attention("a", 1, 16, 16, 128, 128, 64, causal=False, impl="flash1")
     assert flash1_pass_bytes(short) == pytest.approx(short.bytes, rel=0.05)  # one pass
     m = RooflineModel(gpu("a100-sxm-80gb"))
     ops = {impl: Attention("a", 1, 16, 16, 16384, 16384, 128, causal=False,
                            impl=impl) for impl in ("flash1", "mem_efficient")}  # type: ignore[misc]
     assert m.time(ops["mem_efficient"]) < m.time(ops["flash1"])
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_flash1_runs_whole_key_blocks_without_a_causal_mask(backward):
+    """Without a causal mask FA1 rounds the keys up to whole blocks (v1.0.9 fmha_api.cpp:
+    ``max_seqlen_k`` to multiples of ``blocksize_c``, 256 at head dim 64): 257, 384 and 512
+    keys all run 2 passes, so the query rows' traffic (all but K and V) is the same, above
+    256 keys' one pass."""
+    def row_bytes(kv: int) -> float:
+        op = Attention("a", 1, 16, 16, 1024, kv, 64, causal=False, backward=backward,
+                       impl="flash1")
+        return flash1_pass_bytes(op) - (2 if backward else 1) * 2 * kv * 16 * 64 * 2
+
+    two = [row_bytes(kv) for kv in (257, 384, 512)]
+    assert two == pytest.approx([two[0]] * 3) and two[0] > 1.5 * row_bytes(256)
 
 
 @pytest.mark.parametrize("backward", [False, True])

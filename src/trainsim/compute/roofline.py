@@ -100,9 +100,12 @@ flash-attn 1.0.9 path with unpadding); FlashAttention-2 paper Fig. 4 (A100, caus
 fitted; no row of the kernel files measures it."""
 FLASH1_KEY_BLOCK = {64: 256, 128: 128}
 """Keys one pass of the first FlashAttention's kernels holds on chip, by head dimension (the
-largest listed at or above it): ``FMHA_kernel_traits<256, 64, ...>`` for head dims up to 64 and
-``<128, 128, ...>`` for 128, forward and backward on A100 and H100 (Dao-AILab/flash-attention
-v1.0.9 csrc/flash_attn/src/fmha_{fwd,bwd}_hdim{32,64,128}.cu)."""
+entry of the smallest listed head dim at or above it): ``FMHA_kernel_traits<256, 64, ...>``
+for head dims up to 64 and ``<128, 128, ...>`` for 128, forward and backward on A100 and H100
+(Dao-AILab/flash-attention v1.0.9 csrc/flash_attn/src/fmha_{fwd,bwd}_hdim{32,64,128}.cu;
+fmha_api.cpp: ``blocksize_c = head_size > 64 ? 128 : 256``). FA1 runs no head dim above 128
+(fmha_api.cpp: ``TORCH_CHECK(... head_size <= 128)``); a run config asking for it is refused
+(``config.run.RunConfig``)."""
 
 
 def flash1_pass_bytes(op: Attention) -> float:
@@ -116,12 +119,16 @@ def flash1_pass_bytes(op: Attention) -> float:
     log-sum-exp and ``rowsum(dO * O)``; O read once, dQ written once. Keys and values are
     read once (dK, dV written once). Traffic is Theta(s^2 d^2 / M) (the paper's Theorem 2):
     per FLOP it grows with the head dimension, which is why FA1 runs slower per FLOP at head
-    dim 128 than at 64 where FA2 runs faster (FA2 paper Figs. 4-5)."""
+    dim 128 than at 64 where FA2 runs faster (FA2 paper Figs. 4-5). Without a causal mask
+    every row sees every key block of ``max_seqlen_k`` rounded up to whole blocks (fmha_api.cpp
+    ``mha_fwd``/``mha_bwd``; ``max_loop_steps`` in fmha_fprop_kernel_1xN.h and
+    fmha_dgrad_kernel_1xN_loop.h), so 384 keys at head dim 64 run 2 passes. Causal rows see the blocks up to their own: on
+    average half the blocks plus the diagonal's."""
     d = op.head_dim
     block = next((b for hd, b in sorted(FLASH1_KEY_BLOCK.items()) if d <= hd),
                  min(FLASH1_KEY_BLOCK.values()))
     row_keys = op.pairs / op.q_len  # keys each query row sees
-    passes = max(1.0, row_keys / block + (0.5 if op.causal else 0.0))
+    passes = max(1.0, (row_keys / block + 0.5) if op.causal else math.ceil(row_keys / block))
     rows = op.batch * op.heads * op.q_len
     kv = 2 * op.batch * op.kv_len * op.kv_heads * d * 2
     if op.backward:  # Q, dO, lse, dsum per pass; fp32 dQ accumulator; O once, dQ once
