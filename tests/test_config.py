@@ -492,3 +492,15 @@ def test_a_glu_linear_offset_must_be_finite(value):
     with pytest.raises(ConfigError, match=r"^model\.glu_linear_offset=.* must be a finite"):
         ModelConfig(glu_linear_offset=value)
     assert ModelConfig(glu_linear_offset=1.0).glu_linear_offset == 1.0
+
+
+def test_flash1_refuses_head_dims_above_128():
+    """FlashAttention-1 runs head dims up to 128 (flash-attention v1.0.9 fmha_api.cpp
+    ``TORCH_CHECK(... head_size <= 128)``): a config asking it for 256 is an error naming both;
+    128 with flash1, and 256 with flash2, build."""
+    wide = {"preset": "llama3-8b", "head_dim": 256}
+    train = {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096}
+    msg = config_error(base(model=wide, training={**train, "attention": "flash1"}))
+    assert "attention=flash1" in msg and "256" in msg
+    run_config_from_dict(base(model=wide, training={**train, "attention": "flash2"}))
+    run_config_from_dict(base(training={**train, "attention": "flash1"}))

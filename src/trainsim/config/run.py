@@ -40,6 +40,10 @@ class RunConfig:
         if m.kv_heads % p.tp and p.tp % m.kv_heads:
             raise ConfigError(
                 f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the other")
+        if t.attention == "flash1" and m.qk_dim // m.num_attention_heads > 128:
+            # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
+            raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
+                              f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
         if m.vocab_size < p.tp:
             raise ConfigError(f"model.vocab_size={m.vocab_size} is smaller than parallel.tp="
                               f"{p.tp}: every tensor-parallel rank holds a slice of the vocabulary")
