@@ -29,6 +29,7 @@ from trainsim.validate.training import (
     _with,
     predict_training_row,
 )
+from trainsim.validate.vocab import normalized_training_row
 
 HERE = Path(__file__).resolve().parent
 GiB = 2.0**30
@@ -51,7 +52,7 @@ def read_recipes(path: Path = HERE / "recipe_cells.csv") -> dict[str, list[dict[
 
 def _run(row: dict[str, str], choice: dict[str, Any]) -> tuple[float, float, float]:
     """(signed time error, peak GiB, HBM GiB) of ``row`` simulated with ``choice``."""
-    raw, _ = _training_base(_counts_checked(row))
+    raw, _ = _training_base(_counts_checked(normalized_training_row(row)[0]))
     cfg = run_config_from_dict(_with(raw, choice))
     res = simulate(cfg)
     err = res.iteration_time_s / float(row["measured_iteration_s"]) - 1.0

@@ -27,31 +27,54 @@ def _grouped_row(impl: str) -> dict:
             "groups": "8", "measured_value": "500", "measured_unit": "TFLOP/s", "note": ""}
 
 
-@pytest.mark.parametrize(("library", "arch", "impl"), [
-    ("flashinfer", "sm90", "flash3"), ("flashinfer", "sm80", "flash2"),
-    ("flashinfer", "sm100", "flash2"), ("FlashInfer", None, "flash2"),
-    ("thunderkittens", "sm90", "flash3"), ("tk", "sm80", "flash2"),
-    ("te", "sm90", "cudnn"), ("transformer_engine", "sm80", "flash2"),
-    ("ck", None, "flash2"), ("torch", "sm90", "sdpa"), ("flex", "sm90", "flex"),
-    ("flash-attn", "sm90", "flash2"), ("xformers", "sm80", "mem_efficient"),
-    ("vllm", "sm90", "flash3"),
+H100, A100, B200, MI300X = "h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb", "mi300x"
+
+
+@pytest.mark.parametrize(("library", "gpu", "impl"), [
+    ("flashinfer", H100, "flash3"), ("flashinfer", A100, "flash2"),
+    ("flashinfer", B200, "flash2"), ("thunderkittens", H100, "flash3"), ("tk", A100, "flash2"),
+    ("te", H100, "cudnn"), ("transformer_engine", A100, "flash2"),
+    ("ck", MI300X, "flash2"), ("flex", H100, "flex"), ("pytorch", A100, "eager"),
+    ("flash-attn", H100, "flash2"), ("torch", H100, "sdpa"),
+    ("FlashAttention-2", H100, "flash2"), ("xformers", A100, "mem_efficient"),
+    ("vllm", H100, "flash3"),
 ])
-def test_attention_library_is_read_as_the_kernel_it_runs_on_that_gpu(library, arch, impl):
+def test_attention_library_is_read_as_the_kernel_it_runs_on_that_gpu(library, gpu, impl):
     """Each library is the kernel family it dispatches to on the GPU's generation."""
-    assert attention_impl(library, arch, False)[0] == impl
+    assert attention_impl(library, gpu, False)[0] == impl
 
 
-@pytest.mark.parametrize(("library", "arch", "backward", "words"), [
-    ("ck", "sm90", False, "no 'ck' attention kernel"),  # Composable Kernel is AMD's
-    ("flashinfer", "sm90", True, "no attention backward"),  # inference only
-    ("triton", "sm80", False, "differ in kind and speed"),  # which Triton kernel: a guess
-    ("sglang", "sm90", False, "unknown attention implementation 'sglang'; known: ck, cudnn"),
+@pytest.mark.parametrize(("library", "gpu", "backward", "words"), [
+    ("ck", H100, False, "no 'ck' attention kernel is known here for an sm90 GPU"),  # AMD's
+    ("te", MI300X, False, "no 'te' attention kernel is known here for an AMD GPU"),
+    # FlashInfer's determine_attention_backend reads CUDA compute capability: no ROCm kernel
+    ("flashinfer", MI300X, False, "for an AMD GPU"),
+    ("te", "h100", False, "unknown GPU 'h100'"),  # not read as AMD: the catalog's error
+    ("flashinfer", H100, True, "no attention backward"),  # inference only
+    ("triton", A100, False, "differ in kind and speed"),  # which Triton kernel: a guess
+    ("sglang", H100, False, "unknown attention implementation 'sglang'; known: ck, cudnn"),
 ])
-def test_attention_library_without_a_known_kernel_is_a_one_line_error(library, arch, backward,
+def test_attention_library_without_a_known_kernel_is_a_one_line_error(library, gpu, backward,
                                                                       words):
     with pytest.raises(ConfigError, match=words) as exc:
-        attention_impl(library, arch, backward)
+        attention_impl(library, gpu, backward)
     assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize(("written", "meant", "gpu"), [
+    ("fa1", "flash1", A100), ("fa2", "flash2", A100), ("FlashAttention-2", "flash2", A100),
+    ("pytorch", "eager", A100), ("xformers", "mem_efficient", A100),
+    ("flashinfer", "flash3", H100), ("thunderkittens", "flash2", A100),
+    ("Transformer-Engine", "cudnn", H100), ("ck", "flash2", MI300X),
+])
+def test_attention_synonym_predicts_exactly_as_the_kernel_it_names(written, meant, gpu):
+    """A row naming a library is priced as the kernel it is read as, and not as another one
+    (the first FlashAttention against the second, eager ops against SDPA's flash kernel)."""
+    row = _attention_row(written, gpu=gpu)
+    odd, base = predict_kernel_row(row), predict_kernel_row({**row, "implementation": meant})
+    assert odd.error is None and odd.predicted == base.predicted
+    other = {"flash1": "flash2", "flash2": "flash1", "eager": "sdpa"}.get(meant, "eager")
+    assert predict_kernel_row({**row, "implementation": other}).predicted != base.predicted
 
 
 def test_library_synonym_predicts_as_the_kernel_it_names():
@@ -81,26 +104,52 @@ def test_grouped_library_that_runs_no_gemm_or_is_unknown_fails_its_row_in_one_li
     assert "\n" not in deepep.error + unknown.error
 
 
+def _gemm_row(impl: str, gpu: str = MI300X) -> dict:
+    return {"id": "g", "gpu": gpu, "kind": "gemm", "implementation": impl, "dtype": "bf16",
+            "m": "8192", "n": "8192", "k": "8192", "measured_value": "600",
+            "measured_unit": "TFLOP/s", "note": ""}
+
+
 def test_dense_gemm_of_an_unmodelled_library_is_priced_generically_and_says_so():
-    row = {"id": "g", "gpu": "mi300x", "kind": "gemm", "implementation": "hipblaslt",
-           "dtype": "bf16", "m": "8192", "n": "8192", "k": "8192", "measured_value": "600",
-           "measured_unit": "TFLOP/s", "note": ""}
-    known = predict_kernel_row(row)
-    odd = predict_kernel_row({**row, "implementation": "tensorrt"})
+    known = predict_kernel_row(_gemm_row("hipblaslt"))
+    odd = predict_kernel_row(_gemm_row("tensorrt"))
     assert known.error is None and "implementation" not in known.chosen
     assert odd.predicted == known.predicted and "GEMM rate" in odd.chosen["implementation"]
 
 
+def test_cublaslt_dense_gemm_predicts_as_cublas():
+    lt, cublas = predict_kernel_row(_gemm_row("cuBLASLt", H100)), predict_kernel_row(
+        _gemm_row("cublas", H100))
+    assert lt.error is None and lt.predicted == cublas.predicted
+
+
+@pytest.mark.parametrize(("written", "meant"), [
+    ("megablocks", "triton"), ("grouped_gemm", "cublas"), ("cuBLASLt", "cublas"),
+    ("Transformer-Engine", "te"), ("sglang", "vllm"),
+])
+def test_grouped_gemm_synonym_predicts_exactly_as_the_kernel_it_names(written, meant):
+    """A grouped-GEMM package is priced as the kernel it runs, and reports the reading."""
+    odd, base = predict_kernel_row(_grouped_row(written)), predict_kernel_row(_grouped_row(meant))
+    assert odd.error is None and odd.predicted == base.predicted
+    assert "grouped GEMM" in odd.chosen["implementation"]
+    assert "implementation" not in base.chosen
+    other = "cutlass" if grouped_impl_of(meant) != "cutlass" else "cublas"
+    assert predict_kernel_row(_grouped_row(other)).predicted != base.predicted
+
+
 @pytest.mark.parametrize(("column", "written", "read"), [
     ("attention", " FLASH2 ", "flash2"), ("attention", "fa3", "flash3"),
+    ("attention", "pytorch", "eager"), ("attention", "flash-attention-2", "flash2"),
     ("attention", "flash_attn", "flash2"), ("attention", "torch", "sdpa"),
+    ("attention", "triton", "triton"), ("cp_comm_type", "all-gather", "all_gather"),
     ("moe_dispatcher", "flex", "deepep"), ("moe_dispatcher", "HybridEP", "hybridep"),
     ("moe_dispatcher", "alltoall_seq", "alltoall"), ("moe_dispatcher", "all-to-all", "alltoall"),
     ("cp_comm_type", "ring", "p2p"), ("cp_comm_type", "Ulysses", "a2a"),
     ("cp_comm_type", "allgather", "all_gather"), ("recompute", "Full", "full"),
     ("recompute", "SELECTIVE", "selective"), ("dtype", "BF16", "bf16"),
     ("dtype", "bfloat16", "bf16"), ("fp8_recipe", "tensorwise", "current"),
-    ("grad_reduce_dtype", "float32", "fp32"), ("memory_kind", "Device", "device"),
+    ("grad_reduce_dtype", "float32", "fp32"), ("grad_reduce_dtype", "float", "fp32"),
+    ("dtype", "half", "fp16"), ("memory_kind", "Device", "device"),
     ("framework", "Megatron-LM", "megatron-lm"), ("framework", "megatron_core", "megatron-core"),
     ("framework", "MCore", "megatron-core"), ("gpu", "H100-SXM-80GB", "h100-sxm-80gb"),
     ("sequence_parallel", "True", "true"),
@@ -115,8 +164,19 @@ def test_transformer_engine_attention_follows_the_gpu():
         "attention"] == "cudnn"
     out, read = normalized_training_row({"gpu": "a100-sxm-80gb", "attention": "Transformer_Engine"})
     assert out["attention"] == "flash2" and read == {"attention": "Transformer_Engine -> flash2"}
-    with pytest.raises(ConfigError, match="no Transformer Engine attention"):
+    with pytest.raises(ConfigError, match="no 'te' attention kernel is known here for an AMD"):
         normalized_training_row({"gpu": "mi300x", "attention": "te"})
+    with pytest.raises(ConfigError, match="unknown GPU 'h100'"):
+        normalized_training_row({"gpu": "h100", "attention": "te"})
+
+
+@pytest.mark.parametrize(("written", "words"), [
+    ("flashinfer", "no attention backward"), ("vllm", "no attention backward"),
+])
+def test_training_attention_that_names_no_one_kernel_is_a_one_line_error(written, words):
+    with pytest.raises(ConfigError, match=words) as exc:
+        normalized_training_row({"gpu": "h100-sxm-80gb", "attention": written})
+    assert str(exc.value).startswith(f"attention={written!r}") and "\n" not in str(exc.value)
 
 
 def test_options_tokens_ignore_case_spaces_and_commas():
@@ -141,11 +201,15 @@ def test_training_row_spelled_otherwise_predicts_as_written_in_the_readme():
     assert base.error is None and odd.error is None
     assert odd.predicted == base.predicted and odd.extra["source_key"] == "megatron-lm"
     assert "read_as" not in odd.extra  # only spelling, no synonym
-    flash = predict_training_row({**row, "attention": "fa2"})
-    assert flash.extra["read_as"] == {"attention": "fa2 -> flash2"}
+    flash = predict_training_row({**row, "attention": "fa2", "dtype": "float16"})
+    assert flash.extra["read_as"] == {"attention": "fa2 -> flash2", "dtype": "float16 -> fp16"}
     assert flash.predicted == predict_training_row({**row, "attention": "flash2"}).predicted
+    assert flash.predicted != base.predicted  # flash2, not the row's unfused attention
     bad = predict_training_row({**row, "cp_comm_type": "bogus", "cp": "1"})
     assert bad.predicted is None and "\n" not in bad.error
+    # a row that fails in reading its cells is filed under its framework as the README spells it
+    odd_bad = predict_training_row({**row, "framework": "Megatron_LM", "attention": "flashinfer"})
+    assert odd_bad.predicted is None and odd_bad.extra["source_key"] == "megatron-lm"
 
 
 @pytest.mark.parametrize(("column", "written"), [

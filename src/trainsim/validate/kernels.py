@@ -20,7 +20,6 @@ import math
 import re
 
 from trainsim.catalog import gpu as catalog_gpu
-from trainsim.catalog.defaults import gpu_arch
 from trainsim.compute import ChainModel, compute_model_for
 from trainsim.compute.roofline import FP8_OWN_PROMOTION
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
@@ -28,12 +27,15 @@ from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
 from trainsim.validate.vocab import (
+    DTYPE_SYNONYMS,
     GEMM_LIBRARIES,
-    KERNEL_DTYPES,
+    GROUPED_IMPL,
+    MEMORY_LIBRARIES,
     UNITS,
     attention_impl,
     grouped_impl_of,
     library_key,
+    word,
 )
 from trainsim.workload.elementwise import memory_op, norm_impl
 from trainsim.workload.moe_block import moe_block
@@ -111,8 +113,8 @@ def _int(row: dict[str, str], key: str) -> int:
 
 def _dtype(row: dict[str, str]) -> str:
     """'bf16/fp16' (a source that measured both at one rate) reads as bf16."""
-    dtype = (_cell(row, "dtype") or "bf16").split("/")[0].strip().lower()
-    return KERNEL_DTYPES.get(dtype, dtype)
+    dtype = word((_cell(row, "dtype") or "bf16").split("/")[0])
+    return DTYPE_SYNONYMS.get(dtype, dtype)
 
 
 def _causal(row: dict[str, str]) -> bool:
@@ -137,7 +139,7 @@ def implementation(row: dict[str, str]) -> str:
 
 
 def _attention(row: dict[str, str], backward: bool) -> Attention:
-    impl, _ = attention_impl(implementation(row), gpu_arch(row["gpu"].strip()), backward)
+    impl, _ = attention_impl(implementation(row), row["gpu"], backward)
     s, heads = _int(row, "seq_len"), _int(row, "heads")
     kv = _int(row, "kv_heads") if _cell(row, "kv_heads") else heads
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
@@ -251,7 +253,7 @@ def block_scales(row: dict[str, str]) -> Fp8BlockScales:
 
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
-    kind = row["kind"].strip().lower().replace("-", "_")
+    kind = word(row["kind"])
     dtype = _dtype(row)
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
@@ -284,33 +286,25 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     raise ConfigError(f"unknown kernel kind {kind!r}; known: {', '.join(KINDS)}")
 
 
-KNOWN_MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton"})
-"""Libraries of the memory-bound rows whose kernel structure ``MEMORY_VARIANTS`` reads."""
-
-
 def library_reading(row: dict[str, str]) -> str | None:
     """How a row's library was priced where the column does not name the simulator's own
     kernel: a library read as a kernel family (``vocab.ATTENTION_BY_ARCH``, a grouped-GEMM
-    library's ``GroupedImpl``), or the kind's generic kernel for a library not modelled
-    (a dense GEMM at the GPU's GEMM rate, a memory-bound op at the HBM rate); None otherwise."""
+    package's or another spelling's ``GroupedImpl``), or the kind's generic kernel for a
+    library not modelled (a dense GEMM at the GPU's GEMM rate, a memory-bound op at the HBM
+    rate); None otherwise."""
     lib = implementation(row)
-    key, kind = library_key(lib), (row.get("kind") or "").strip().lower().replace("-", "_")
+    key, kind = library_key(lib), word(row.get("kind"))
     if kind.startswith("attention_"):
-        return attention_impl(lib, gpu_arch(row["gpu"].strip()), kind == "attention_bwd")[1]
+        return attention_impl(lib, row["gpu"], kind == "attention_bwd")[1]
     if kind in ("gemm_grouped", "moe_block") and not _GROUPED_MM.search(row.get("note") or ""):
-        return None if key == lib and key in GROUPED_IMPL_AS_WRITTEN else \
+        return None if key == lib and key in GROUPED_IMPL else \
             f"{grouped_impl(row)} grouped GEMM ({lib} read as {key})" if key != lib else \
             f"{grouped_impl(row)} grouped GEMM"
     if kind == "gemm" and key not in GEMM_LIBRARIES:
         return f"the GPU's GEMM rate (its vendor BLAS): no model of {lib}'s own kernels"
-    if kind == "memory_bound" and key not in KNOWN_MEMORY_LIBRARIES:
+    if kind == "memory_bound" and key not in MEMORY_LIBRARIES:
         return f"the op its id or note names, at the HBM rate: no model of {lib}'s own kernels"
     return None
-
-
-GROUPED_IMPL_AS_WRITTEN = frozenset({"cublas", "te", "transformer_engine", "cutlass", "torch",
-                                     "triton", "liger", "vllm", "deepgemm"})
-"""Grouped-GEMM library names read as written (the rest are reported as read)."""
 
 
 def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
@@ -324,7 +318,7 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
                          error=f"measured_value {row.get('measured_value')!r} is not a number")
     res = RowResult(id=row.get("id", "?"), measured=measured)
     impl = implementation(row)
-    res.extra = {"kind": (row.get("kind") or "").strip().lower().replace("-", "_"),
+    res.extra = {"kind": word(row.get("kind")),
                  "implementation": impl,
                  "gpu": (row.get("gpu") or "").strip(), "dtype": _dtype(row),
                  "unit": unit, "source_key": impl}

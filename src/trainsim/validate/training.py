@@ -26,7 +26,7 @@ from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
-from trainsim.validate.vocab import normalized_training_row, read_as
+from trainsim.validate.vocab import framework_key, normalized_training_row, read_as
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
                      "global_batch_size", "seq_length", "measured_iteration_s"]
@@ -480,14 +480,13 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
     analytic model only; or a path)."""
     res = RowResult(id=row.get("id", "?"), measured=float(row["measured_iteration_s"]))
-    source_key = (_cell(row, "framework") or "unknown").lower()
+    source_key = framework_key(_cell(row, "framework") or "unknown")
     res.extra = {"source_key": source_key}
     if _cell(row, "measured_peak_memory_gib"):
         res.measured_memory_gib = float(row["measured_peak_memory_gib"])
     try:
         # other spellings of the vocabulary columns, read as the README's (``validate.vocab``)
         row, read = normalized_training_row(row)
-        source_key = res.extra["source_key"] = _cell(row, "framework") or "unknown"
         raw, unknown = _training_base(_counts_checked(row))
         raw["cluster"]["compute_db"] = compute_db
         simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from trainsim.errors import ConfigError
+from trainsim.workload.ops import ATTENTION_IMPLS
 
 # ---------------------------------------------------------------------------------------------
 # Kernel libraries (kernels_*.csv ``implementation``)
@@ -35,18 +36,22 @@ ATTENTION_IMPL = {
     # ``flash_attn_interface`` of hopper/, FA4 ``flash_attn.cute``); ``flash`` as the training
     # column reads it (config.training: "flash is read as flash2")
     "flash_attn": "flash2", "flashattention": "flash2", "flash": "flash2",
-    "flashattention2": "flash2", "flash_attention_2": "flash2", "flashattention3": "flash3",
-    "flash_attention_3": "flash3", "flash_attn_3": "flash3",
+    "flash_attention": "flash2",
+    "flashattention2": "flash2", "flashattention_2": "flash2", "flash_attention_2": "flash2",
+    "flashattention3": "flash3", "flashattention_3": "flash3", "flash_attention_3": "flash3",
+    "flash_attn_3": "flash3",
     "cudnn_attention": "cudnn",
 }
-"""Kernel library named in a row -> the simulator's ``AttentionImpl``, on every GPU."""
+"""Kernel library named in a kernels row or a training row's ``attention`` cell -> the
+simulator's ``AttentionImpl``, on every GPU."""
 
-ATTENTION_BY_ARCH: dict[str, tuple[dict[str | None, str], str]] = {
+ATTENTION_BY_ARCH: dict[str, tuple[dict[str, str], str]] = {
     # flashinfer/utils.py determine_attention_backend (flashinfer-ai/flashinfer@004bad51):
     # "fa3" when is_sm90a_supported (compute capability major == 9), else "fa2" -- its
-    # FA3-derived Hopper template, its FA2-style mma.sync template everywhere else
-    # (Blackwell and ROCm included)
-    "flashinfer": ({"sm80": "flash2", "sm90": "flash3", "sm100": "flash2", None: "flash2"},
+    # FA3-derived Hopper template, its FA2-style mma.sync template on other NVIDIA GPUs; both
+    # are CUDA kernels (is_sm90a_supported reads the CUDA compute capability and
+    # torch.version.cuda): no AMD entry
+    "flashinfer": ({"sm80": "flash2", "sm90": "flash3", "sm100": "flash2"},
                    ("FlashInfer prefill: FA3 template on sm90, FA2 template elsewhere "
                    "(flashinfer/utils.py determine_attention_backend)")),
     # HazyResearch/ThunderKittens kernels/attn/h100/h100.cu (producer warpgroup issuing TMA
@@ -64,7 +69,7 @@ ATTENTION_BY_ARCH: dict[str, tuple[dict[str | None, str], str]] = {
            "flash-attn 2 before")),
     # Dao-AILab/flash-attention README (v2.8.3, "AMD ROCm Support"): the ROCm build's default
     # backend is composable_kernel (ck), "an implementation of FlashAttention-2"
-    "ck": ({None: "flash2"}, ("AMD Composable Kernel FMHA: FlashAttention-2 (flash-attention's "
+    "ck": ({"amd": "flash2"}, ("AMD Composable Kernel FMHA: FlashAttention-2 (flash-attention's "
            "ROCm backend)")),
     # vllm/v1/attention/backends/fa_utils.py get_flash_attn_version: vllm_flash_attn FA3 when
     # device_capability.major == 9, else FA2 (on Blackwell later releases pick FA4: not read)
@@ -72,9 +77,9 @@ ATTENTION_BY_ARCH: dict[str, tuple[dict[str | None, str], str]] = {
              ("vLLM FLASH_ATTN backend: vllm_flash_attn FA3 on sm90, FA2 on sm80 "
              "(fa_utils.get_flash_attn_version)")),
 }
-"""Libraries whose attention kernel depends on the GPU generation (``catalog.defaults.gpu_arch``:
-sm80, sm90, sm100; None for AMD) -> (AttentionImpl by generation, what the library runs). A
-generation the library has no kernel for is an error."""
+"""Libraries whose attention kernel depends on the GPU generation (``kernel_arch``: sm80, sm90,
+sm100, or amd) -> (AttentionImpl by generation, what the library runs). A generation the library
+has no kernel for is an error."""
 
 LIBRARY_SYNONYMS = {"transformer_engine": "te", "transformerengine": "te",
                     "composable_kernel": "ck", "tk": "thunderkittens", "cublaslt": "cublas",
@@ -95,12 +100,20 @@ AMBIGUOUS_ATTENTION = {
               "FA2 paper's 'FlashAttention Triton', FA1's rate: write flash1) or Triton's "
               "06-fused-attention tutorial (FA2's algorithm, wgmma on Hopper)",
 }
-"""Attention library names that stand for kernels of different speed: pricing one is a guess."""
+"""Attention library names that stand for kernels of different speed: pricing one is a guess
+(a training row may still write ``triton``: llm-foundry's own kernel, an ``AttentionImpl``)."""
 
 GROUPED_IMPL = {
     "cublas": "loop", "te": "multi_stream",
     "cutlass": "cutlass", "torch": "cutlass", "triton": "triton", "liger": "triton",
     "vllm": "triton", "deepgemm": "deepgemm",
+}
+"""Kernel library of a grouped-GEMM or MoE-block row -> ``workload.ops.GroupedImpl``: cuBLAS
+runs one GEMM per group (cuBLASLt is cuBLAS's matmul API, read as cuBLAS); ``torch._grouped_mm``
+is PyTorch's CUTLASS grouped kernel (aten GroupMM.cu); Liger's and vLLM's fused MoE are Triton
+kernels."""
+
+GROUPED_IMPL_VIA = {
     # tgale96/grouped_gemm README: "By default, the installed package runs in conservative
     # (cuBLAS) mode: it launches one GEMM kernel per batch element"
     "grouped_gemm": "loop",
@@ -112,38 +125,60 @@ GROUPED_IMPL = {
     # MoE Triton kernel (vLLM's, adapted)
     "sglang": "triton",
 }
-"""Kernel library of a grouped-GEMM or MoE-block row -> ``workload.ops.GroupedImpl``: cuBLAS
-runs one GEMM per group (tgale96/grouped_gemm's cuBLAS mode loops over the experts; cuBLASLt is
-cuBLAS's matmul API, read as cuBLAS); ``torch._grouped_mm`` is PyTorch's CUTLASS grouped kernel
-(aten GroupMM.cu); Liger's and vLLM's fused MoE are Triton kernels."""
+"""Packages whose grouped GEMM is another library's kernel -> that kernel's ``GroupedImpl`` (a
+row naming one reports how it was read)."""
 
 GEMM_LIBRARIES = frozenset({"cublas", "cutlass", "deepgemm", "tilelang", "triton", "torch",
                             "vllm", "te", "hipblaslt", "rocblas", "hipblas", "jax", "liger"})
 """Libraries a dense GEMM row may name: priced at the GPU's GEMM rate (its vendor BLAS's
 measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACCUM``)."""
 
-KERNEL_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
-                 "float": "fp32", "e4m3": "fp8", "e5m2": "fp8", "float8_e4m3fn": "fp8",
-                 "float8_e5m2": "fp8"}
-"""A kernel row's dtype in torch's names or an fp8 format's -> the README's (fp8 covers both
-OCP fp8 formats, as the README's ``fp8`` does)."""
+MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton"})
+"""Libraries of the memory-bound rows whose kernel structure ``kernels.MEMORY_VARIANTS`` reads."""
+
+DTYPE_SYNONYMS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+                  "float": "fp32", "e4m3": "fp8", "e5m2": "fp8", "float8_e4m3fn": "fp8",
+                  "float8_e5m2": "fp8"}
+"""A dtype in torch's names or an fp8 format's -> the README's (fp8 covers both OCP fp8
+formats, as the README's ``fp8`` does): a kernel row's ``dtype``, a training row's ``dtype`` and
+``grad_reduce_dtype``."""
 
 UNITS = {"tflop/s": "TFLOP/s", "tflops": "TFLOP/s", "s": "s", "sec": "s", "ms": "ms",
          "msec": "ms", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us"}
 """A kernel row's unit as written, lower case -> the README's."""
 
-_SEPARATORS = re.compile(r"[\s\-]+")
+_SEPARATORS = re.compile(r"[\s\-_]+")
+
+
+def word(text: str | None, sep: str = "_") -> str:
+    """A vocabulary cell as the tables here spell it: lower case, no surrounding spaces, each
+    run of spaces, '-' and '_' as ``sep``."""
+    return _SEPARATORS.sub(sep, (text or "").strip().lower())
 
 
 def library_key(name: str) -> str:
-    """A library name as the tables here spell it: lower case, '-' and spaces as '_'."""
-    key = _SEPARATORS.sub("_", name.strip().lower())
+    """A library name as the tables here spell it (``word``), another spelling of one library
+    read as its usual one (``LIBRARY_SYNONYMS``)."""
+    key = word(name)
     return LIBRARY_SYNONYMS.get(key, key) or key
 
 
-def attention_impl(library: str, arch: str | None, backward: bool) -> tuple[str, str | None]:
-    """(``AttentionImpl``, how the library was read or None) for a kernel row's library on a
-    GPU of generation ``arch``; a ConfigError naming the known libraries otherwise."""
+def kernel_arch(gpu: str) -> str:
+    """The generation a library's kernels are chosen by on catalog GPU ``gpu``: sm80, sm90 or
+    sm100 (``catalog.defaults.gpu_arch``), amd for an AMD GPU; the catalog's one-line error
+    for a GPU it does not know."""
+    from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.catalog.defaults import gpu_arch
+
+    spec = catalog_gpu(gpu.strip().lower())
+    if spec.vendor == "amd":
+        return "amd"
+    return gpu_arch(spec.name) or spec.vendor
+
+
+def attention_impl(library: str, gpu: str, backward: bool) -> tuple[str, str | None]:
+    """(``AttentionImpl``, how the library was read or None) for a kernel row's library on
+    catalog GPU ``gpu``; a ConfigError naming the known libraries otherwise."""
     key = library_key(library)
     if key in ATTENTION_IMPL:
         return ATTENTION_IMPL[key], None
@@ -154,10 +189,11 @@ def attention_impl(library: str, arch: str | None, backward: bool) -> tuple[str,
         if backward and key in FORWARD_ONLY:
             raise ConfigError(f"{library!r} is an inference library with no attention backward "
                               "kernel")
+        arch = kernel_arch(gpu)
         impl = by_arch.get(arch)
         if impl is None:
-            raise ConfigError(f"no {library!r} attention kernel is known here for an "
-                              f"{arch or 'AMD'} GPU ({what})")
+            raise ConfigError(f"no {library!r} attention kernel is known here for "
+                              f"{'an AMD' if arch == 'amd' else 'an ' + arch} GPU ({what})")
         return impl, f"{impl} ({what})"
     known = sorted(set(ATTENTION_IMPL) | set(ATTENTION_BY_ARCH))
     raise ConfigError(f"unknown attention implementation {library!r}; known: {', '.join(known)}")
@@ -168,10 +204,10 @@ def grouped_impl_of(library: str) -> str:
     key = library_key(library)
     if key in NOT_A_KERNEL:
         raise ConfigError(f"{library!r}: {NOT_A_KERNEL[key]}")
-    impl = GROUPED_IMPL.get(key)
+    impl = GROUPED_IMPL.get(key) or GROUPED_IMPL_VIA.get(key)
     if impl is None:
         raise ConfigError(f"unknown grouped-GEMM implementation {library!r}; known: "
-                          f"{', '.join(sorted(GROUPED_IMPL))}")
+                          f"{', '.join(sorted({*GROUPED_IMPL, *GROUPED_IMPL_VIA}))}")
     return impl
 
 
@@ -179,14 +215,6 @@ def grouped_impl_of(library: str) -> str:
 # Training rows (training_*.csv)
 
 VALUE_SYNONYMS: dict[str, dict[str, str]] = {
-    "attention": {
-        "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4",
-        "flash_attn": "flash2", "flashattention": "flash2", "flash_attention": "flash2",
-        # Hugging Face attn_implementation names
-        "flash_attention_2": "flash2", "flash_attention_3": "flash3",
-        "flex_attention": "flex", "torch": "sdpa",
-        "cudnn_attention": "cudnn",
-    },
     "moe_dispatcher": {
         # Megatron-core transformer_config.py (core_v0.19.0 L869): the flex dispatcher's
         # moe_flex_dispatcher_backend defaults to "deepep"; HybridEP is its other backend
@@ -197,16 +225,15 @@ VALUE_SYNONYMS: dict[str, dict[str, str]] = {
     },
     # README: p2p (ring attention), a2a (Ulysses)
     "cp_comm_type": {"ring": "p2p", "ulysses": "a2a", "allgather": "all_gather"},
-    # torch dtype names
-    "dtype": {"bfloat16": "bf16", "float16": "fp16", "half": "fp16"},
-    "grad_reduce_dtype": {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"},
+    "dtype": DTYPE_SYNONYMS, "grad_reduce_dtype": DTYPE_SYNONYMS,
     # Megatron-core transformer_config.py fp8_recipe (core_v0.19.0 L573-577): "'tensorwise'
     # uses per tensor current scaling recipe" (Transformer Engine Float8CurrentScaling)
     "fp8_recipe": {"tensorwise": "current"},
     # "MCore" is Megatron-core's own short name (megatron/core/transformer/moe/README.md)
     "framework": {"mcore": "megatron-core"},
 }
-"""A training column's other spellings -> the value the shared README documents."""
+"""A training column's other spellings -> the value the shared README documents (``attention``:
+the kernel libraries' table, ``ATTENTION_IMPL``)."""
 
 UNMODELLED = {
     ("cp_comm_type", "a2a+p2p"): "Megatron-core's hierarchical context parallelism (a2a inside "
@@ -221,48 +248,53 @@ LOWER_COLUMNS = ("attention", "moe_dispatcher", "cp_comm_type", "recompute", "dt
 """Training columns holding a word from a fixed vocabulary, read without regard to case."""
 
 
+def framework_key(text: str) -> str:
+    """A training row's framework as the README spells it: lower case, '-' between words."""
+    key = word(text, "-")
+    return VALUE_SYNONYMS["framework"].get(key, key)
+
+
 def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
     """(``row`` with its vocabulary cells in the README's spelling, {column: 'as written ->
     as read'} for each cell read as a synonym). Case and surrounding spaces never matter;
-    ``options`` tokens are read lower-case, '-' as '_', ',' as a separator; Transformer
-    Engine's attention (``te``) is the kernel TE picks on the row's GPU (``ATTENTION_BY_ARCH``)."""
+    ``options`` tokens are read lower-case, '-' as '_', ',' as a separator; an attention
+    library is the kernel it runs on the row's GPU (``attention_impl``, backward included)."""
     out = dict(row)
     read: dict[str, str] = {}
     for col in LOWER_COLUMNS:
         text = (row.get(col) or "").strip()
         if not text:
             continue
-        value = text.lower()
-        if col == "framework":
-            value = _SEPARATORS.sub("-", value).replace("_", "-")
-        elif col not in ("gpu", "cp_comm_type"):
-            value = _SEPARATORS.sub("_", value)
+        value = text.lower() if col == "gpu" else framework_key(text) if col == "framework" \
+            else word(text)
         if (col, value) in UNMODELLED:
             raise ConfigError(f"{col}={text!r}: {UNMODELLED[(col, value)]}")
-        synonym = VALUE_SYNONYMS.get(col, {}).get(value)
-        if col == "attention" and library_key(value) == "te":
-            synonym = _te_attention(row)
-        if synonym is not None:
+        synonym = _training_attention(value, row) if col == "attention" else \
+            VALUE_SYNONYMS.get(col, {}).get(value)
+        if synonym is not None and synonym != value:
             read[col] = f"{text} -> {synonym}"
             value = synonym
         out[col] = value
     options = row.get("options") or ""
     if options.strip():
-        tokens = [_SEPARATORS.sub("_", t.strip().lower()) for t in re.split(r"[;,]", options)]
+        tokens = [word(t) for t in re.split(r"[;,]", options)]
         out["options"] = ";".join(t for t in tokens if t)
     return out, read
 
 
-def _te_attention(row: dict[str, str]) -> str:
-    """The kernel Transformer Engine's DotProductAttention runs on the row's GPU."""
-    from trainsim.catalog.defaults import gpu_arch
-
-    arch = gpu_arch((row.get("gpu") or "").strip().lower())
-    by_arch, what = ATTENTION_BY_ARCH["te"]
-    if arch not in by_arch:
-        raise ConfigError(f"attention={row.get('attention')!r}: no Transformer Engine attention "
-                          f"is known here for GPU {row.get('gpu')!r} ({what})")
-    return by_arch[arch]
+def _training_attention(value: str, row: dict[str, str]) -> str | None:
+    """The ``AttentionImpl`` a training row's attention library runs on its GPU (None: the
+    simulator's own name, or a word no table here knows, left to the config's check)."""
+    if value in ATTENTION_IMPLS:
+        return None
+    key = library_key(value)
+    if not any(key in table for table in (ATTENTION_IMPL, AMBIGUOUS_ATTENTION,
+                                          ATTENTION_BY_ARCH)):
+        return None
+    try:
+        return attention_impl(value, row.get("gpu") or "", backward=True)[0]
+    except ConfigError as exc:
+        raise ConfigError(f"attention={row.get('attention')!r}: {exc}") from None
 
 
 def read_as(read: dict[str, str]) -> dict[str, Any]:
