@@ -35,7 +35,6 @@ H100, A100, B200, MI300X = "h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb", "
     ("flashinfer", B200, "flash2"), ("thunderkittens", H100, "flash3"), ("tk", A100, "flash2"),
     ("te", H100, "cudnn"), ("transformer_engine", A100, "flash2"),
     ("ck", MI300X, "flash2"), ("flex", H100, "flex"), ("pytorch", A100, "eager"),
-    ("flash-attn", H100, "flash2"), ("torch", H100, "sdpa"),
     ("FlashAttention-2", H100, "flash2"), ("xformers", A100, "mem_efficient"),
     ("vllm", H100, "flash3"),
 ])
@@ -52,6 +51,11 @@ def test_attention_library_is_read_as_the_kernel_it_runs_on_that_gpu(library, gp
     ("te", "h100", False, "unknown GPU 'h100'"),  # not read as AMD: the catalog's error
     ("flashinfer", H100, True, "no attention backward"),  # inference only
     ("triton", A100, False, "differ in kind and speed"),  # which Triton kernel: a guess
+    # FA1 or FA2: the FA2 paper's "FlashAttention" is FA1, flash_attn 1.x was FA1 too
+    ("flash_attn", A100, False, "write fa1 or fa2"),
+    ("FlashAttention", A100, False, "write fa1 or fa2"),
+    ("flash", A100, False, "write fa1 or fa2"),
+    ("torch", H100, False, "write sdpa or eager"),  # SDPA or plain ops, ~10x apart
     ("sglang", H100, False, "unknown attention implementation 'sglang'; known: ck, cudnn"),
 ])
 def test_attention_library_without_a_known_kernel_is_a_one_line_error(library, gpu, backward,
@@ -140,7 +144,6 @@ def test_grouped_gemm_synonym_predicts_exactly_as_the_kernel_it_names(written, m
 @pytest.mark.parametrize(("column", "written", "read"), [
     ("attention", " FLASH2 ", "flash2"), ("attention", "fa3", "flash3"),
     ("attention", "pytorch", "eager"), ("attention", "flash-attention-2", "flash2"),
-    ("attention", "flash_attn", "flash2"), ("attention", "torch", "sdpa"),
     ("attention", "triton", "triton"), ("cp_comm_type", "all-gather", "all_gather"),
     ("moe_dispatcher", "flex", "deepep"), ("moe_dispatcher", "HybridEP", "hybridep"),
     ("moe_dispatcher", "alltoall_seq", "alltoall"), ("moe_dispatcher", "all-to-all", "alltoall"),
@@ -171,7 +174,8 @@ def test_transformer_engine_attention_follows_the_gpu():
 
 
 @pytest.mark.parametrize(("written", "words"), [
-    ("flashinfer", "no attention backward"), ("vllm", "no attention backward"),
+    ("flash_attn", "write fa1 or fa2"), ("flash_attention", "write fa1 or fa2"),
+    ("torch", "write sdpa or eager"), ("flashinfer", "no attention backward"),
 ])
 def test_training_attention_that_names_no_one_kernel_is_a_one_line_error(written, words):
     with pytest.raises(ConfigError, match=words) as exc:
@@ -208,7 +212,7 @@ def test_training_row_spelled_otherwise_predicts_as_written_in_the_readme():
     bad = predict_training_row({**row, "cp_comm_type": "bogus", "cp": "1"})
     assert bad.predicted is None and "\n" not in bad.error
     # a row that fails in reading its cells is filed under its framework as the README spells it
-    odd_bad = predict_training_row({**row, "framework": "Megatron_LM", "attention": "flashinfer"})
+    odd_bad = predict_training_row({**row, "framework": "Megatron_LM", "attention": "torch"})
     assert odd_bad.predicted is None and odd_bad.extra["source_key"] == "megatron-lm"
 
 

@@ -5,7 +5,8 @@ Validation files from other sources name the same thing in other ways: a kernels
 ``GroupedImpl``); a training table writes ``BF16``, ``Megatron-LM``, ``ring`` or ``tensorwise``
 where the shared ``validation/README.md`` documents ``bf16``, ``megatron-lm``, ``p2p`` and
 ``current``. Each reading here is what that library or framework itself runs (cited); a word
-whose kernel or mechanism is not known stays a one-line error naming the accepted ones.
+whose kernel or mechanism is not known, or that names kernels of different speed (``flash_attn``
+was FlashAttention-1 before v2.0), stays a one-line error naming the accepted ones.
 """
 
 from __future__ import annotations
@@ -26,17 +27,13 @@ ATTENTION_IMPL = {
     # the first FlashAttention's rate (Dao 2023, FlashAttention-2, Figs. 4-6: "xformers" beside
     # "FlashAttention"); both issue Ampere's mma.sync.
     "mem_efficient": "mem_efficient", "xformers": "mem_efficient",
-    # the FlashAttention papers' figure labels
+    # the FlashAttention papers' figure labels; their "PyTorch" bars are standard attention in
+    # PyTorch ops, matmul-softmax-matmul (kernels_published.csv's fa2paper-*-pytorch rows)
     "fa1": "flash1", "fa2": "flash2", "fa3": "flash3", "fa4": "flash4", "pytorch": "eager",
-    # torch.nn.functional.scaled_dot_product_attention is torch's own attention kernel
-    "torch": "sdpa",
     # FlexAttention (torch.nn.attention.flex_attention): its own impl (FLEX_OF_FLASH2)
     "flex": "flex", "flex_attention": "flex", "flexattention": "flex",
-    # Dao-AILab's package: ``flash_attn`` is FlashAttention-2 since v2.0 (FA3 is the separate
-    # ``flash_attn_interface`` of hopper/, FA4 ``flash_attn.cute``); ``flash`` as the training
-    # column reads it (config.training: "flash is read as flash2")
-    "flash_attn": "flash2", "flashattention": "flash2", "flash": "flash2",
-    "flash_attention": "flash2",
+    # names that carry the FlashAttention generation (Hugging Face attn_implementation's
+    # flash_attention_2/_3; FA3 is the separate ``flash_attn_interface`` of hopper/)
     "flashattention2": "flash2", "flashattention_2": "flash2", "flash_attention_2": "flash2",
     "flashattention3": "flash3", "flashattention_3": "flash3", "flash_attention_3": "flash3",
     "flash_attn_3": "flash3",
@@ -95,10 +92,22 @@ NOT_A_KERNEL = {
 }
 """Names of libraries that do not run the kind of kernel a row prices."""
 
+_FA1_OR_FA2 = ("FlashAttention-1 or -2 (the FA2 paper's figures, which kernels_published.csv "
+               "transcribes, label FA1 'FlashAttention'; Dao-AILab/flash-attention@v1.0.9 "
+               "setup.py installs FA1 as flash_attn too): write fa1 or fa2")
 AMBIGUOUS_ATTENTION = {
     "triton": "Triton attention kernels differ in kind and speed: Dao's flash_attn_triton.py (the "
               "FA2 paper's 'FlashAttention Triton', FA1's rate: write flash1) or Triton's "
               "06-fused-attention tutorial (FA2's algorithm, wgmma on Hopper)",
+    # llm-foundry's attn_impl 'flash' is whichever flash-attn is installed: 1.0.9 with .[gpu],
+    # 2.3.2 with .[gpu-flash2] (mosaicml/llm-foundry@v0.4.0 setup.py L95, L100-101)
+    "flash": _FA1_OR_FA2, "flash_attn": _FA1_OR_FA2, "flashattention": _FA1_OR_FA2,
+    "flash_attention": _FA1_OR_FA2,
+    # torch's attention is F.scaled_dot_product_attention or plain ops, several times apart
+    # (the FA2 paper's Fig. 4 on an A100, kernels_published.csv fa2paper-a100-fwdbwd-hd64-nc-*:
+    # PyTorch 36-40 TFLOP/s, FlashAttention-2 132-176)
+    "torch": "PyTorch attention is scaled_dot_product_attention or plain matmul-softmax-matmul "
+             "ops, several times apart: write sdpa or eager",
 }
 """Attention library names that stand for kernels of different speed: pricing one is a guess
 (a training row may still write ``triton``: llm-foundry's own kernel, an ``AttentionImpl``)."""
