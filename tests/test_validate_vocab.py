@@ -114,17 +114,29 @@ def _gemm_row(impl: str, gpu: str = MI300X) -> dict:
             "measured_unit": "TFLOP/s", "note": ""}
 
 
-def test_dense_gemm_of_an_unmodelled_library_is_priced_generically_and_says_so():
-    known = predict_kernel_row(_gemm_row("hipblaslt"))
-    odd = predict_kernel_row(_gemm_row("tensorrt"))
-    assert known.error is None and "implementation" not in known.chosen
-    assert odd.predicted == known.predicted and "GEMM rate" in odd.chosen["implementation"]
+@pytest.mark.parametrize("library", ["tensorrt", "cublass", "hipblas-lt"])
+def test_dense_gemm_of_an_unlisted_library_fails_its_row_instead_of_pricing_a_guess(library):
+    """A typo or a library whose GEMM is not known here is not priced at the GPU's GEMM rate."""
+    assert predict_kernel_row(_gemm_row("hipblaslt")).error is None
+    res = predict_kernel_row(_gemm_row(library))
+    assert res.predicted is None and "unknown dense GEMM implementation" in res.error
+    assert "known: cublas" in res.error and "\n" not in res.error
 
 
 def test_cublaslt_dense_gemm_predicts_as_cublas():
     lt, cublas = predict_kernel_row(_gemm_row("cuBLASLt", H100)), predict_kernel_row(
         _gemm_row("cublas", H100))
     assert lt.error is None and lt.predicted == cublas.predicted
+
+
+def test_memory_bound_row_of_an_unlisted_library_fails_its_row():
+    row = {"id": "h100m-mem-rmsnorm", "gpu": H100, "kind": "memory_bound",
+           "implementation": "liger", "dtype": "bf16", "tokens": "4096", "hidden": "4096",
+           "bytes": str(2 * 2 * 4096 * 4096), "measured_value": "0.05", "measured_unit": "ms",
+           "note": ""}
+    assert predict_kernel_row(row).error is None
+    res = predict_kernel_row({**row, "implementation": "ligr"})
+    assert res.predicted is None and "unknown memory_bound implementation 'ligr'" in res.error
 
 
 @pytest.mark.parametrize(("written", "meant"), [

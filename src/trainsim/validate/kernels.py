@@ -34,6 +34,7 @@ from trainsim.validate.vocab import (
     UNITS,
     attention_impl,
     grouped_impl_of,
+    known_library,
     library_key,
     word,
 )
@@ -207,6 +208,7 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
     if _cell(row, "bytes") is None:
         raise ConfigError("a memory_bound row needs the 'bytes' column")
     bytes_ = positive_cell(row, "bytes")
+    known_library(implementation(row), MEMORY_LIBRARIES, "memory_bound")
     text = f"{row.get('id', '')} {row.get('note', '')} library={implementation(row)}".lower()
     e = DTYPE_BYTES.get(_dtype(row), 2)
     for pattern, family, impl in MEMORY_VARIANTS:
@@ -260,6 +262,7 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         fast = dtype == "fp8" and implementation(row) in FP8_FAST_ACCUM
         blocks = block_scales(row)
         if kind == "gemm":
+            known_library(implementation(row), GEMM_LIBRARIES, "dense GEMM")
             return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast,
                          fp8_block_scales=blocks)], 2.0 * m * n * k
         # m counts the rows of all groups, equal unless the note says they differ
@@ -289,9 +292,7 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
 def library_reading(row: dict[str, str]) -> str | None:
     """How a row's library was priced where the column does not name the simulator's own
     kernel: a library read as a kernel family (``vocab.ATTENTION_BY_ARCH``, a grouped-GEMM
-    package's or another spelling's ``GroupedImpl``), or the kind's generic kernel for a
-    library not modelled (a dense GEMM at the GPU's GEMM rate, a memory-bound op at the HBM
-    rate); None otherwise."""
+    package's or another spelling's ``GroupedImpl``); None otherwise."""
     lib = implementation(row)
     key, kind = library_key(lib), word(row.get("kind"))
     if kind.startswith("attention_"):
@@ -300,10 +301,6 @@ def library_reading(row: dict[str, str]) -> str | None:
         return None if key == lib and key in GROUPED_IMPL else \
             f"{grouped_impl(row)} grouped GEMM ({lib} read as {key})" if key != lib else \
             f"{grouped_impl(row)} grouped GEMM"
-    if kind == "gemm" and key not in GEMM_LIBRARIES:
-        return f"the GPU's GEMM rate (its vendor BLAS): no model of {lib}'s own kernels"
-    if kind == "memory_bound" and key not in MEMORY_LIBRARIES:
-        return f"the op its id or note names, at the HBM rate: no model of {lib}'s own kernels"
     return None
 
 

@@ -140,10 +140,12 @@ row naming one reports how it was read)."""
 GEMM_LIBRARIES = frozenset({"cublas", "cutlass", "deepgemm", "tilelang", "triton", "torch",
                             "vllm", "te", "hipblaslt", "rocblas", "hipblas", "jax", "liger"})
 """Libraries a dense GEMM row may name: priced at the GPU's GEMM rate (its vendor BLAS's
-measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACCUM``)."""
+measured maximum), their own promotion of fp8 sums apart (``kernels.FP8_FAST_ACCUM``). Any
+other name is an error: a typo or an unknown library is not priced as a guess."""
 
 MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton"})
-"""Libraries of the memory-bound rows whose kernel structure ``kernels.MEMORY_VARIANTS`` reads."""
+"""Libraries of the memory-bound rows whose kernel structure ``kernels.MEMORY_VARIANTS`` reads;
+any other name is an error."""
 
 DTYPE_SYNONYMS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
                   "float": "fp32", "e4m3": "fp8", "e5m2": "fp8", "float8_e4m3fn": "fp8",
@@ -218,6 +220,13 @@ def grouped_impl_of(library: str) -> str:
         raise ConfigError(f"unknown grouped-GEMM implementation {library!r}; known: "
                           f"{', '.join(sorted({*GROUPED_IMPL, *GROUPED_IMPL_VIA}))}")
     return impl
+
+
+def known_library(library: str, known: frozenset[str], what: str) -> None:
+    """A ConfigError naming the ``known`` libraries of a ``what`` row unless ``library`` is one."""
+    if library_key(library) not in known:
+        raise ConfigError(f"unknown {what} implementation {library!r}; known: "
+                          f"{', '.join(sorted(known))}")
 
 
 # ---------------------------------------------------------------------------------------------
