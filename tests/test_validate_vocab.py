@@ -262,3 +262,15 @@ def test_collective_named_as_nccl_or_nccl_tests_do_predicts_as_all_reduce(writte
     assert odd.error is None and odd.predicted == base.predicted
     bad = predict_collective_row({**row, "collective": "allreduction"})
     assert bad.predicted is None and "known: all_reduce" in bad.error
+
+
+def test_training_cell_flash_is_read_as_the_config_reads_it():
+    """A training row's ``flash`` predicts as a config's ``flash`` (flash2), as the validator read
+    it before the synonyms existed; only a kernel row, which times one library, must choose."""
+    with open(DATA / "training_public.csv", newline="") as f:
+        row = next(r for r in csv.DictReader(f) if r["id"] == "megatron21-t1-1.7B")
+    flash = predict_training_row({**row, "attention": "flash"})
+    assert flash.error is None
+    assert flash.predicted == predict_training_row({**row, "attention": "flash2"}).predicted
+    with pytest.raises(ConfigError, match="write fa1 or fa2"):
+        attention_impl("flash", "a100-sxm-80gb", backward=False)

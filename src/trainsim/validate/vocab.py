@@ -17,6 +17,12 @@ from typing import Any
 from trainsim.errors import ConfigError
 from trainsim.workload.ops import ATTENTION_IMPLS
 
+CONFIG_FLASH = "flash"
+"""The one attention word trainsim's own config accepts beyond the kernels' names (read as
+flash2, ``config.training.TrainingConfig.attention``): a training cell means by it what a config
+file does, as the validator read it before the synonyms; kernel rows, which time one library's
+kernel, still name it (``AMBIGUOUS_ATTENTION``)."""
+
 # ---------------------------------------------------------------------------------------------
 # Kernel libraries (kernels_*.csv ``implementation``)
 
@@ -303,8 +309,8 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
 def _training_attention(value: str, row: dict[str, str]) -> str | None:
     """The ``AttentionImpl`` a training row's attention library runs on its GPU (None: the
     simulator's own name, or a word no table here knows, left to the config's check)."""
-    if value in ATTENTION_IMPLS:
-        return None
+    if value in ATTENTION_IMPLS or value == CONFIG_FLASH:
+        return None  # the config reads it (``flash`` as flash2, as a config file may write it)
     key = library_key(value)
     if not any(key in table for table in (ATTENTION_IMPL, AMBIGUOUS_ATTENTION,
                                           ATTENTION_BY_ARCH)):
