@@ -332,3 +332,22 @@ def test_bundled_rms_norm_records_are_the_two_pass_kernel_they_timed():
     assert reader.lookup(memory_op("n", "rmsnorm", "fused", elements)) is None
     # its backward keeps the label the training op looks up (one kernel, no claim on passes)
     assert ("elementwise", "rmsnorm.bwd", "fused") in reader.kinds
+
+
+def test_validate_reads_an_old_databases_flash1_layers_as_the_memory_efficient_backend(tmp_path):
+    """A format-2 database whose attention records say ``flash1`` (SDPA's memory-efficient
+    backend, as the old profilers wrote it) checks its layers with that backend, exactly as the
+    same records written in format 3 as ``mem_efficient``."""
+    src = json.loads(bundled_database(gpu(H100)).read_text())
+
+    def written(fmt: str, impl: str) -> list[dict]:
+        kernels = [{**k, "impl": impl} if k.get("op") == "attention" else k
+                   for k in src["kernels"]]
+        path = tmp_path / f"{impl}.json"
+        path.write_text(json.dumps({**src, "format": fmt, "kernels": kernels}))
+        r = CliRunner().invoke(main, ["validate", str(path), "--format", "json"])
+        assert r.exit_code == 0, r.output
+        return [row["predicted"] for row in json.loads(r.output)["rows"]]
+
+    old = written("trainsim-kernel-db/2", "flash1")
+    assert old == written("trainsim-kernel-db/3", "mem_efficient")

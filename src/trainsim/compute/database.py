@@ -297,6 +297,15 @@ def _read_json(path: str | Path) -> Any:
     return parse(read_text(path, "kernel database"), str(path), "json")
 
 
+def record_impl(row: dict, fmt: str) -> str | None:
+    """The attention implementation an attention record of format ``fmt`` names, read in the
+    current format's words (``LEGACY_IMPL``), or None where the record names none."""
+    impl = row.get("impl")
+    if impl is None:
+        return None
+    return LEGACY_IMPL.get(str(impl), str(impl)) if fmt != FORMAT else str(impl)
+
+
 def op_from_record(row: dict[str, Any], where: str = "kernel database",
                    fmt: str = FORMAT) -> ComputeOp:
     """The simulator op a database record of format ``fmt`` measured."""
@@ -325,9 +334,7 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database",
             return Gemm("db", size("m"), size("n"), size("k"), dtype, size("batch", 1),
                         fp8_fast_accum=flag("fp8_fast_accum", False))
         if kind == "attention":
-            impl = str(row.get("impl", "sdpa"))
-            if fmt != FORMAT:
-                impl = LEGACY_IMPL.get(impl, impl)
+            impl = record_impl(row, fmt) or "sdpa"
             if impl not in ATTENTION_IMPLS:
                 raise ConfigError(f"{where}: unknown attention impl {impl!r}")
             window = row.get("window")

@@ -20,7 +20,7 @@ from typing import Any
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog import model as catalog_model
 from trainsim.compute.chain import ChainModel
-from trainsim.compute.database import FORMATS, KernelDatabase, _read_json, as_profiled
+from trainsim.compute.database import FORMATS, KernelDatabase, _read_json, as_profiled, record_impl
 from trainsim.config import GPUSpec, RunConfig
 from trainsim.config.records import MIN_MEASURED, positive_value, record_count
 from trainsim.errors import ConfigError, NotAMeasurement, TrainsimError
@@ -98,7 +98,8 @@ def validate_kernel_db(path: str | Path) -> list[RowResult]:
                       f"{skipped[0]}", NotAMeasurement, stacklevel=2)
     data = _read_json(path)
     chain = ChainModel(db.spec, db)  # the measured GPU alone, at its boost clock
-    impls = {k.get("impl") for k in data.get("kernels") or [] if k.get("op") == "attention"}
+    fmt = str(data.get("format"))
+    impls = {record_impl(k, fmt) for k in data.get("kernels") or [] if k.get("op") == "attention"}
     attention = impls.pop() if len(impls) == 1 and None not in impls else "cudnn"
     out = []
     for i, rec in enumerate(db.layers):
