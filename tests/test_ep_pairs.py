@@ -252,3 +252,23 @@ def test_a_recomputed_input_layernorm_runs_in_the_attention_backward(monkeypatch
     base = _total(paired_layer(pricer, fwd2, bwd2[1:]))
     # beside the forward's exposed combine, the re-run hides; in the MLP's backward it would not
     assert _total(paired_layer(pricer, fwd2, bwd2)) - base < 0.5 * t
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_the_shared_experts_ops_and_only_they_carry_the_prefix_the_pairing_reads(tp):
+    """``ep_pairs`` tells the shared experts' ops by ``SHARED_EXPERT_PREFIX``: the layer with
+    shared experts has exactly the ops of the one without plus the prefixed ones (their TP
+    collectives included), and the layer without has none."""
+    from trainsim.workload.moe_block import SHARED_EXPERT_PREFIX
+
+    def names(shared: int | None) -> list[str]:
+        cfg = moe_layer_cfg("alltoall", ep=8, gpus=16, tensor_model_parallel_size=tp,
+                            sequence_parallel=tp > 1)
+        cfg = replace(cfg, model=replace(cfg.model, moe_shared_expert_intermediate_size=shared))
+        return [op.name for op in layer_forward(cfg, shard_of(cfg), moe=True)]
+
+    plain, with_shared = names(None), names(1024)
+    extra = [n for n in with_shared if n not in plain]
+    assert extra and all(n.startswith(SHARED_EXPERT_PREFIX) for n in extra)
+    assert not any(n.startswith(SHARED_EXPERT_PREFIX) for n in plain)
+    assert len(with_shared) == len(plain) + len(extra)

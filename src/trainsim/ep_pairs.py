@@ -53,9 +53,9 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.pricing import EP, HOST, Priced, Pricer, interned
+from trainsim.workload.moe_block import SHARED_EXPERT_PREFIX
 from trainsim.workload.ops import Comm, Op
 
-_SHARED = "shared"  # the shared experts' ops: compute-stream work, whatever follows the combine
 _RECOMPUTE = "recompute."  # a recomputed op's name (workload.recompute)
 # the pre-MLP layernorm, in the attention node, is recomputed by a hook on the experts' output:
 # at the start of the MLP's backward (fine_grained_callables.py submodule_moe_forward,
@@ -117,7 +117,7 @@ def _split(segs: list[tuple[str, float, str]]) -> list[list[tuple[str, float, st
 
 def _shared(name: str) -> bool:
     """A shared expert's op (its backward and recomputation included)."""
-    return name.removeprefix(_RECOMPUTE).startswith(_SHARED)
+    return name.removeprefix(_RECOMPUTE).startswith(SHARED_EXPERT_PREFIX)
 
 
 def _forward_name(name: str) -> str:

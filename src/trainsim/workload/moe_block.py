@@ -44,6 +44,10 @@ and Transformer Engine >= 2.6's extra maps, are added by ``moe_dispatch.permute_
 Counted from the code, not profiled: per-expert GEMMs are counted by ``compute.host.launches``."""
 
 
+SHARED_EXPERT_PREFIX = "shared_"
+"""Every op of the shared experts' block, and only those, is named with this prefix: Megatron-
+core runs the block in its own schedule node (``ep_pairs`` reads it)."""
+
 def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None,
                eager_experts: bool = False) -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
@@ -164,11 +168,12 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(unpermute)
     shared = m.moe_shared_expert_intermediate_size
     if shared:
-        tp_enter(ops, sh, h, "shared_expert")
-        linear(ops, sh, "shared_fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h)
-        ops.append(Elementwise("shared_act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
-        linear(ops, sh, "shared_fc2", sh.tokens, h, shared // sh.tp)
-        tp_exit(ops, sh, h, "shared_expert")
+        pre = SHARED_EXPERT_PREFIX
+        tp_enter(ops, sh, h, f"{pre}expert")
+        linear(ops, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h)
+        ops.append(Elementwise(f"{pre}act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
+        linear(ops, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp)
+        tp_exit(ops, sh, h, f"{pre}expert")
 
 
 @functools.cache
