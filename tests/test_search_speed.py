@@ -78,6 +78,47 @@ def test_a_new_search_token_drops_the_last_one_s_store():
     assert not ev._RUNS
 
 
+def test_a_search_s_workers_share_out_the_tasks_they_keep(monkeypatch):
+    """Each of a search's workers keeps at most ``SHARED_TASKS / workers`` tasks (timelines,
+    and twin graphs as many again), so a search keeps what one validation question may in
+    all; whatever is kept, every answer is the one simulated alone."""
+    from trainsim import twin_graphs
+    from trainsim.engine import loop
+
+    base = make_base(gpus=16, batch=64)
+    keys = list(SPACE.memory_keys(base, 16))[:12]
+    cands = [c for k in keys for c in SPACE.variants(k)[:2]]
+    alone = [ev.evaluate(c, base).to_dict() for c in cands]
+    monkeypatch.setattr(loop, "SHARED_TASKS", 120)  # these graphs: 110 timeline tasks
+    kept = {}
+    for workers in (1, 2, 10**6):
+        token = ev.SearchToken(1, 2, 3, workers)
+        got = [e.to_dict() for e in ev.evaluate_batch(base, cands, token)]
+        assert got == alone
+        timelines, store = ev._RUNS[0][2]
+        tasks = sum(len(t) for t, _ in timelines.values())
+        assert tasks <= 120 // workers and store.get(twin_graphs._TASKS, 0) <= 120 // workers
+        kept[workers] = (tasks, store.get(twin_graphs._TASKS, 0))
+        ev.drop_runs(token)
+    assert kept[1][0] > kept[2][0] > 0 and kept[1][1] > 0 and kept[10**6] == (0, 0)
+    assert ev.share(("no workers said", 1)) == 120
+
+
+def test_a_search_tells_its_workers_how_many_they_are():
+    seen = []
+
+    class Three(SerialExecutor):
+        workers = 3
+
+        def map(self, base, batches, on_done=None, token=None):
+            seen.append(token)
+            return super().map(base, batches, on_done, token)
+
+    search(make_base(), [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
+           executor=Three(), cache=None)
+    assert seen and all(t.workers == 3 for t in seen) and not ev._RUNS
+
+
 def test_a_serial_search_keeps_nothing_after_it_returns():
     base = make_base()
     r = search(base, [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),

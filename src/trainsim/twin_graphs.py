@@ -42,7 +42,7 @@ from typing import Any
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
-from trainsim.engine.loop import SHARED_TASKS, shared_store
+from trainsim.engine.loop import shared_store, shared_tasks
 from trainsim.memo import per_pricer
 from trainsim.pricing import Pricer
 from trainsim.workload.shard import shard_of
@@ -121,13 +121,13 @@ def mark(pricer: Pricer) -> tuple[int, int]:
 def keep_graph(key: Hashable | None, graph: Any, pricer: Pricer, before: tuple[int, int]
                ) -> None:
     """Keep ``graph`` under ``key`` (from :func:`kept_graph`) with what its build added to the
-    pricer's records since ``before`` (:func:`mark`), within ``engine.loop.SHARED_TASKS``
-    tasks in all."""
+    pricer's records since ``before`` (:func:`mark`), within the ``runs_shared``'s cap
+    (``engine.loop.shared_tasks``) in tasks in all."""
     store = shared_store()
     if key is None or store is None:
         return
     n = store.get(_TASKS, 0) + len(graph.tasks)
-    if n <= SHARED_TASKS:
+    if n <= shared_tasks():
         store[_TASKS] = n
         store[key] = (graph, pricer._seen[before[0]:],
                       tuple(itertools.islice(pricer.compute._cache, before[1], None)))

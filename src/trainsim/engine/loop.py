@@ -99,17 +99,19 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_SHARED: list[tuple[bool, dict[tuple[int, bool, float], tuple[list[Task], Timeline]], dict]] = []
+_SHARED: list[tuple[bool, dict[tuple[int, bool, float], tuple[list[Task], Timeline]], dict, int]] = []
 """Per :func:`runs_shared` entered (innermost last): whether it freezes the collector's objects
-(the outermost, where nothing was frozen before), the timelines :func:`run` keeps, and what
-its callers keep beside them (:func:`shared_store`)."""
+(the outermost, where nothing was frozen before), the timelines :func:`run` keeps, what its
+callers keep beside them (:func:`shared_store`), and its cap in tasks (:func:`shared_tasks`)."""
 SHARED_TASKS = 1_000_000
-"""Tasks whose timelines one :func:`runs_shared` keeps at most (~335 bytes each with their
-times, so ~340 MB; the public validation file's largest row keeps 176,456)."""
+"""Tasks whose timelines one :func:`runs_shared` keeps at most by default (~335 bytes each
+with their times, so ~340 MB; the public validation file's largest row keeps 176,456); its
+callers' twin graphs (``trainsim.twin_graphs``) are kept within as many tasks again."""
 
 
 @contextmanager
-def runs_shared(kept: tuple[dict, dict] | None = None) -> Iterator[tuple[dict, dict]]:
+def runs_shared(kept: tuple[dict, dict] | None = None, tasks: int | None = None
+                ) -> Iterator[tuple[dict, dict]]:
     """Inside it, :func:`run` of tasks equal in every field it reads (stream, duration,
     dependencies, what they slow) to a graph run earlier inside it returns that run's times
     instead of running the loop again: the timeline is a function of those fields alone (the
@@ -127,13 +129,15 @@ def runs_shared(kept: tuple[dict, dict] | None = None) -> Iterator[tuple[dict, d
 
     ``kept``: what an earlier ``runs_shared`` yielded (its kept timelines and its callers'
     store), to go on sharing them (a search worker's batches, one after another); it yields
-    its own."""
+    its own. ``tasks``: the cap on the tasks it keeps, timelines and its callers' graphs each
+    (default ``SHARED_TASKS``; a search's workers share it out, ``search.evaluation``)."""
     kept = kept if kept is not None else ({}, {})
-    _SHARED.append((not _SHARED and not gc.get_freeze_count(), *kept))
+    cap = SHARED_TASKS if tasks is None else tasks
+    _SHARED.append((not _SHARED and not gc.get_freeze_count(), *kept, cap))
     try:
         yield kept
     finally:
-        freezes, _, _ = _SHARED.pop()
+        freezes = _SHARED.pop()[0]
         if freezes:
             gc.unfreeze()
 
@@ -142,6 +146,11 @@ def shared_store() -> dict | None:
     """A dict kept as long as the innermost :func:`runs_shared` (None outside one), for what
     its callers build for the graphs it runs (``trainsim.twin_graphs``)."""
     return _SHARED[-1][2] if _SHARED else None
+
+
+def shared_tasks() -> int:
+    """The cap on the tasks the innermost :func:`runs_shared` keeps (0 outside one)."""
+    return _SHARED[-1][3] if _SHARED else 0
 
 
 def _same_graph(a: list[Task], b: list[Task]) -> bool:
@@ -162,7 +171,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     (``prefix=False``: the event loop from the start, for tests)."""
     if not _SHARED:
         return _run(tasks, prefix)
-    kept = _SHARED[-1][1]
+    _, kept, _, cap = _SHARED[-1]
     key = (len(tasks), prefix, sum(map(_duration, tasks)))
     hit = kept.get(key)
     if hit is not None and (hit[0] is tasks or _same_graph(hit[0], tasks)):
@@ -170,7 +179,7 @@ def run(tasks: list[Task], prefix: bool = True) -> Timeline:
         return Timeline(tasks, list(tl.start_s), list(tl.end_s),
                         {stream: list(queue) for stream, queue in tl.queues.items()})
     tl = _run(tasks, prefix)
-    if hit is None and sum(len(t) for t, _ in kept.values()) + len(tasks) <= SHARED_TASKS:
+    if hit is None and sum(len(t) for t, _ in kept.values()) + len(tasks) <= cap:
         kept[key] = (tasks, Timeline(tasks, list(tl.start_s), list(tl.end_s),
                                      {stream: list(queue) for stream, queue in tl.queues.items()}))
         if _SHARED[0][0]:  # the kept graphs out of the collector's scans (runs_shared)

@@ -39,7 +39,7 @@ from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
-from trainsim.search.evaluation import Bounds, Evaluation, drop_runs, evaluate
+from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs, evaluate
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
@@ -246,7 +246,9 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     # long-lived objects (configs, candidates, bounds), which every collection the
     # enumeration's allocations trigger scanned again (a fifth of the 22B search's main
     # process); what it allocates is acyclic and freed by reference counting
-    token = (os.getpid(), next(_SEARCHES), time.time_ns())
+    # (its workers' share of the graphs and timelines kept: ``evaluation.share``)
+    token = SearchToken(os.getpid(), next(_SEARCHES), time.time_ns(),
+                        max(1, int(getattr(executor, "workers", 1))))
     try:
         with shared(token), gc_paused(), states_shared():
             return _search(base, gpu_counts, space, top_k, executor, rank_by, exhaustive,

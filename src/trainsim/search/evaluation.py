@@ -11,10 +11,11 @@ import logging
 import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainsim.compute.roofline import gemm_rate
 from trainsim.engine import gc_paused
+from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
 from trainsim.search.space import Base, Candidate, MemoryKey
@@ -456,6 +457,17 @@ def _one_base(base: Base) -> Base:
     return hit
 
 
+class SearchToken(NamedTuple):
+    """One search's token (``search.core``): what its batches share in a process is keyed by
+    it (``pricing.shared``, :func:`_runs_of`), and ``workers`` (the executor's) shares out the
+    tasks a worker keeps (:func:`share`)."""
+
+    pid: int
+    search: int
+    time_ns: int
+    workers: int = 1
+
+
 def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = None
                    ) -> list[Evaluation]:
     """The unit of work an executor runs on a worker: one batch of candidates. ``token``: the
@@ -469,8 +481,17 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
     # loop once (a search's candidates in pairs: selective recompute where FlashAttention's
     # backward recomputes the scores anyway leaves recompute none's passes, at the same
     # bound), and a twin's graph is built once (``trainsim.twin_graphs``)
-    with shared(token), gc_paused(), runs_shared(_runs_of(token, base)):
+    with shared(token), gc_paused(), runs_shared(_runs_of(token, base), share(token)):
         return [evaluate(c, base) for c in candidates]
+
+
+def share(token: Hashable) -> int:
+    """The tasks one worker of the search ``token`` keeps at most (timelines, and twin graphs
+    as many again): ``engine.loop.SHARED_TASKS`` shared out among its executor's workers, so
+    that a search keeps at most what one validation question may in all, however many
+    workers run it (the 22B search's serial process keeps 329,250 timeline and 399,510 twin
+    tasks, peak RSS 36 -> 292 MB; 64 workers with the whole cap each could hold ~40 GB)."""
+    return engine_loop.SHARED_TASKS // max(1, getattr(token, "workers", 1))
 
 
 _RUNS: list[tuple[Hashable, Base, tuple[dict, dict]]] = []
@@ -481,10 +502,13 @@ batches' ``runs_shared`` kept (timelines, twin graphs and summaries)."""
 def _runs_of(token: Hashable, base: Base) -> tuple[dict, dict]:
     """What the earlier batches of the search ``token`` kept in this process (its task graphs
     and timelines: 1,216 simulations of the 22B search built 529 graphs and ran the loop 534
-    times with one store per batch, 449 and 456 with one per search), within
-    ``engine.loop.SHARED_TASKS`` tasks; a new search's token drops the last one's, as
-    ``pricing.shared`` does its prices. Their keys hold identities (``twin_graphs.graph_key``)
-    of objects the kept entries keep alive, and of ``base``'s, kept here with them."""
+    times with one store per batch, 449 and 456 with one per search), within :func:`share`;
+    the first batch of a new search's token drops the last one's, as ``pricing.shared`` does
+    its prices, so a long-lived worker (Ray's, a pool kept across searches) holds at most one
+    search's store, until its next search (its main process cannot tell it that a search has
+    ended: :func:`drop_runs` runs there). Their keys hold identities
+    (``twin_graphs.graph_key``) of objects the kept entries keep alive, and of ``base``'s,
+    kept here with them."""
     if not _RUNS or _RUNS[0][0] != token or _RUNS[0][1] is not base:
         _RUNS[:] = [(token, base, ({}, {}))]
     return _RUNS[0][2]
@@ -496,5 +520,5 @@ def drop_runs(token: Hashable) -> None:
         _RUNS.clear()
 
 
-__all__ = ["BOUND_SAFETY", "REFINED_SAFETY", "Bounds", "Evaluation", "drop_runs", "evaluate",
-           "evaluate_batch", "lower_bound_s", "refined_bound_s"]
+__all__ = ["BOUND_SAFETY", "REFINED_SAFETY", "Bounds", "Evaluation", "SearchToken", "drop_runs",
+           "evaluate", "evaluate_batch", "lower_bound_s", "refined_bound_s", "share"]
