@@ -129,10 +129,19 @@ def test_a_serial_search_keeps_nothing_after_it_returns():
 def test_the_search_works_ahead_only_beside_a_cpu_the_local_workers_leave_free(monkeypatch):
     from trainsim.search import LocalExecutor, core
 
-    monkeypatch.setattr(core.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(core, "cpus", lambda: 2)
     assert core._ahead(LocalExecutor(2)) == 0
     assert core._ahead(LocalExecutor(1)) == core.AHEAD
-    assert core._ahead(SerialExecutor()) == core.AHEAD  # never busy: nothing done ahead
+    # no submit (this process; Ray maps its batches when the results are asked for): the
+    # stream is never busy beside the search, so nothing is prepared ahead
+    assert core._ahead(SerialExecutor()) == 0
+
+    class Elsewhere(SerialExecutor):  # submits to workers that are not this machine's
+        name = "remote"
+        workers = 64
+        submit = SerialExecutor.map
+
+    assert core._ahead(Elsewhere()) == core.AHEAD
 
 
 def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
@@ -159,7 +168,7 @@ def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
 
     answers = []
     for cpus in ({0}, {0, 1}):  # no spare CPU, then one beside the worker
-        monkeypatch.setattr(core.os, "sched_getaffinity", lambda pid, c=cpus: c, raising=False)
+        monkeypatch.setattr(core, "cpus", lambda c=cpus: len(c))
         r = search(base, [16], space, executor=Busy(), cache=None, top_k=5)
         answers.append([e.to_dict() for e in r.evaluated])
     assert answers[0] == answers[1] and answers[0]

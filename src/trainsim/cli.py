@@ -145,11 +145,10 @@ memory for little gain on a file of a few hundred rows."""
 
 
 def _cpus() -> int:
-    """CPUs this process may run on (its affinity where the platform tells it)."""
-    import os
+    """CPUs this process may run on (``trainsim.host.cpus``: its affinity and cgroup quota)."""
+    from trainsim.host import cpus
 
-    affinity = getattr(os, "sched_getaffinity", None)
-    return len(affinity(0)) if affinity else os.cpu_count() or 1
+    return cpus()
 
 
 def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",

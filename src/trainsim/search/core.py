@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
+from trainsim.host import cpus
 from trainsim.limits import check, limit
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
@@ -265,11 +266,15 @@ def _ahead(executor: Executor) -> int:
     CPU of its own beside local workers, else none: on as many CPUs as workers it takes their
     time, and part of what it prepares is pruned before it is asked for (the 22B search with
     2 workers on 2 CPUs: this process's CPU 7.3-8.4 -> 4.5-5.3 s, the wall not longer).
-    Ray's workers may run elsewhere: prepared as before."""
+    CPUs are ``host.cpus`` (affinity, at most the cgroup's quota). An executor without
+    ``submit`` (this process, Ray: its batches are mapped when the results are asked for) is
+    never busy beside the search, so nothing is prepared ahead whatever this says: none. One
+    that submits to workers elsewhere (not ``local``): prepared as before."""
+    if getattr(executor, "submit", None) is None:
+        return 0
     if getattr(executor, "name", "") != "local":
         return AHEAD
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return AHEAD if (cpus or 1) > getattr(executor, "workers", 1) else 0
+    return AHEAD if cpus() > getattr(executor, "workers", 1) else 0
 
 
 def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: int,

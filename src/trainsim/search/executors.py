@@ -11,11 +11,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import gc
 import logging
-import os
 from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
 from trainsim.errors import ConfigError
+from trainsim.host import cpus
 from trainsim.search.evaluation import Evaluation, evaluate_batch
 from trainsim.search.space import Base, Candidate
 
@@ -111,7 +111,7 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers={workers} must be >= 1")
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or cpus()  # affinity and cgroup quota (host.cpus)
         self._pool: cf.ProcessPoolExecutor | None = None
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
@@ -148,7 +148,7 @@ class RayExecutor:
         self._ray = ray
         self._started = False
         if not ray.is_initialized():
-            kwargs = {"address": address} if address else {"num_cpus": workers or os.cpu_count()}
+            kwargs = {"address": address} if address else {"num_cpus": workers or cpus()}
             ray.init(include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
                      **kwargs)
             self._started = True
