@@ -43,6 +43,28 @@ def test_base_config_is_valid():
     assert cfg.model.hidden_size == 4096
 
 
+def test_a_pickled_config_carries_its_fields_not_what_its_properties_kept():
+    """The short names (tp, pp, cp, ep, dp) and layouts a config keeps once read stay out of
+    its pickle; the copy is equal, reads them again, and ``dataclasses.replace`` still works."""
+    import copy
+    import pickle
+
+    cfg = run_config_from_dict(base(parallel={"tensor_model_parallel_size": 2,
+                                              "pipeline_model_parallel_size": 2}))
+    assert (cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.cp, cfg.parallel.ep, cfg.dp) == \
+        (2, 2, 1, 1, 2) and cfg.virtual_ranges
+    assert {"tp", "pp", "cp", "ep"} <= cfg.parallel.__dict__.keys()
+    assert {"dp", "virtual_ranges"} <= cfg.__dict__.keys()
+    for twin in (pickle.loads(pickle.dumps(cfg)), copy.deepcopy(cfg)):
+        assert twin == cfg and twin.parallel == cfg.parallel
+        assert not {"tp", "pp", "cp", "ep"} & twin.parallel.__dict__.keys()
+        assert not {"dp", "virtual_ranges", "_layout"} & twin.__dict__.keys()
+        assert (twin.parallel.tp, twin.dp, twin.virtual_ranges) == (2, 2, cfg.virtual_ranges)
+    wider = dataclasses.replace(cfg.parallel, tensor_model_parallel_size=4)
+    assert wider.tp == 4 and cfg.parallel.tp == 2
+    assert hash(pickle.loads(pickle.dumps(cfg.parallel))) == hash(cfg.parallel)
+
+
 # ------------------------------------------------------------------ cross-field checks
 
 def test_tp_not_dividing_heads_names_both_fields():

@@ -273,6 +273,16 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
+def fields_state(obj: Any) -> dict[str, Any]:
+    """A frozen config's pickled state: its fields alone, without what its
+    ``functools.cached_property`` values keep beside them in ``__dict__`` (the short names,
+    layouts: read again where unpickled; a copy is then what its fields say, and as small).
+    Unpickling writes the state into ``__dict__`` as before (no ``__setstate__``), and
+    ``dataclasses.replace`` builds from the fields, so neither reads this."""
+    names = type(obj).__dataclass_fields__
+    return {k: v for k, v in obj.__dict__.items() if k in names}
+
+
 def require_positive(where: str, **values: float | None) -> None:
     for name, v in values.items():
         if v is not None and not 0 < v < math.inf:  # also rejects NaN

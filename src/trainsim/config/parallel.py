@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import check_fields, require_positive, suggest
+from trainsim.config._build import check_fields, fields_state, require_positive, suggest
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
 from trainsim.errors import ConfigError
 
@@ -342,7 +342,9 @@ class ParallelConfig:
                               "pipeline_num_layers both place layers; give one of them")
     # Short names used throughout the code (the Megatron names stay the config keys); kept
     # once read (a search reads them ~10^6 times): __post_init__ changes none of these four
-    # fields after check_fields, and a config is frozen
+    # fields after check_fields, and a config is frozen; not pickled (fields_state)
+    __getstate__ = fields_state
+
     @functools.cached_property
     def tp(self) -> int:
         return self.tensor_model_parallel_size

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from trainsim.config._build import fields_state
 from trainsim.config.cluster import ClusterConfig
 from trainsim.config.layout import (
     balanced_layout,
@@ -169,6 +170,8 @@ class RunConfig:
         if 0 < m % n < p.pp:
             raise ConfigError(f"{where}={n} leaves a last group of {m % n} micro-batches, fewer "
                               f"than pp={p.pp}: Megatron-core needs m % N = 0 or >= pp")
+
+    __getstate__ = fields_state  # what the cached properties keep is not pickled
 
     @functools.cached_property
     def dp(self) -> int:  # kept once read: a config is frozen
