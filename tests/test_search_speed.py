@@ -11,7 +11,7 @@ from helpers import make_base
 
 from trainsim import simulator
 from trainsim.engine.loop import runs_shared, shared_store
-from trainsim.search import SearchSpace, SerialExecutor, search
+from trainsim.search import SearchSpace, SerialExecutor, search, space
 from trainsim.search import evaluation as ev
 from trainsim.search.space import Candidate, MemoryKey
 
@@ -123,7 +123,21 @@ def test_a_serial_search_keeps_nothing_after_it_returns():
     base = make_base()
     r = search(base, [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
                executor=SerialExecutor(), cache=None)
-    assert r.stats.simulated and not ev._RUNS
+    assert r.stats.simulated and not ev._RUNS and not space._PARALLELS
+
+
+def test_a_worker_drops_the_last_search_s_parallel_configs_at_the_next_search():
+    base = make_base()
+    c = Candidate(MemoryKey(16, 2, 2, 1, 1, 1, "none", True, 1))
+    ev.evaluate_batch(base, [c], ("w", 1))
+    kept = dict(space._PARALLELS)
+    assert kept
+    ev.evaluate_batch(base, [c], ("w", 1))  # the same search: kept
+    assert space._PARALLELS == kept
+    ev.evaluate_batch(base, [Candidate(dataclasses.replace(c.mem, tp=1, pp=1))], ("w", 2))
+    assert not kept.keys() & space._PARALLELS.keys()
+    ev.drop_runs(("w", 2))
+    space.drop_parallels()
 
 
 def test_the_search_works_ahead_only_beside_a_cpu_the_local_workers_leave_free(monkeypatch):

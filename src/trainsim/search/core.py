@@ -43,7 +43,7 @@ from trainsim.pricing import shared
 from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs, evaluate
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
-from trainsim.search.space import Base, Candidate, SearchSpace, check_memory
+from trainsim.search.space import Base, Candidate, SearchSpace, check_memory, drop_parallels
 
 Progress = Callable[[str, int, int], None]
 """progress(phase, done, total): phase is 'enumerate' or 'simulate'."""
@@ -256,6 +256,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
                            reference, pareto_slowdown, progress, cache, wave, batch, t0, token)
     finally:
         drop_runs(token)  # what batches simulated in this process kept (SerialExecutor)
+        drop_parallels()  # and the parallel configs its candidates built here
 
 
 _SEARCHES = itertools.count()

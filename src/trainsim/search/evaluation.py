@@ -18,7 +18,7 @@ from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
-from trainsim.search.space import Base, Candidate, MemoryKey
+from trainsim.search.space import Base, Candidate, MemoryKey, drop_parallels
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
 
@@ -510,6 +510,8 @@ def _runs_of(token: Hashable, base: Base) -> tuple[dict, dict]:
     (``twin_graphs.graph_key``) of objects the kept entries keep alive, and of ``base``'s,
     kept here with them."""
     if not _RUNS or _RUNS[0][0] != token or _RUNS[0][1] is not base:
+        if _RUNS and _RUNS[0][0] != token:  # the last search's configs too (a worker's)
+            drop_parallels()
         _RUNS[:] = [(token, base, ({}, {}))]
     return _RUNS[0][2]
 

@@ -45,8 +45,15 @@ _PARALLELS: dict[tuple[tuple[str, object], ...], ParallelConfig] = {}
 _PARALLELS_KEPT = 8192  # ~3.5 kB each with its key
 
 
+def drop_parallels() -> None:
+    """Forget the parallel configs :func:`_parallel` kept (a search's end in its main process,
+    a new search's first batch in a worker: ``search.core``, ``search.evaluation``), so that
+    they live no longer than the search that built them."""
+    _PARALLELS.clear()
+
+
 def _parallel(fields: dict[str, object]) -> ParallelConfig:
-    """``ParallelConfig(**fields)``, one object per process for equal fields: the memory groups
+    """``ParallelConfig(**fields)``, one object per search for equal fields: the memory groups
     of a search that differ only in the micro-batch (a training field) have the same parallel
     config, and its construction and checks were a tenth of the 22B search's main process. A
     config is frozen and read by value (nothing keys on its identity); an invalid one raises
