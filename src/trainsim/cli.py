@@ -145,8 +145,8 @@ memory for little gain on a file of a few hundred rows."""
 
 
 def _cpus() -> int:
-    """CPUs this process may run on (``trainsim.host.cpus``: its affinity and cgroup quota)."""
-    from trainsim.host import cpus
+    """CPUs this process may run on (``trainsim.cpus.cpus``: its affinity and cgroup quota)."""
+    from trainsim.cpus import cpus
 
     return cpus()
 

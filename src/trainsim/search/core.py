@@ -34,9 +34,9 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trainsim.cpus import cpus
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
-from trainsim.host import cpus
 from trainsim.limits import check, limit
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared

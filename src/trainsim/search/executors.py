@@ -14,8 +14,8 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
+from trainsim.cpus import cpus
 from trainsim.errors import ConfigError
-from trainsim.host import cpus
 from trainsim.search.evaluation import Evaluation, evaluate_batch
 from trainsim.search.space import Base, Candidate
 

@@ -1,4 +1,4 @@
-"""The CPUs this process may use (``trainsim.host``): its affinity, at most its cgroup quota."""
+"""The CPUs this process may use (``trainsim.cpus``): its affinity, at most its cgroup quota."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from trainsim import host
+from trainsim import cpus as cpus_mod
 
 
 @pytest.fixture
@@ -14,29 +14,29 @@ def machine(monkeypatch, tmp_path):
     """64 CPUs in the affinity; cgroup files under tmp_path, none written yet."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
     for name in ("CPU_MAX", "CFS_QUOTA", "CFS_PERIOD"):
-        monkeypatch.setattr(host, name, tmp_path / name)
+        monkeypatch.setattr(cpus_mod, name, tmp_path / name)
     return tmp_path
 
 
 def test_a_cgroup_v2_quota_caps_the_affinity(machine):
     (machine / "CPU_MAX").write_text("200000 100000\n")
-    assert host.cpus() == 2
+    assert cpus_mod.cpus() == 2
     (machine / "CPU_MAX").write_text("150000 100000\n")  # 1.5 CPUs' time: 2 processes
-    assert host.cpus() == 2
+    assert cpus_mod.cpus() == 2
     (machine / "CPU_MAX").write_text("max 100000\n")
-    assert host.cpus() == 64
+    assert cpus_mod.cpus() == 64
 
 
 def test_a_cgroup_v1_quota_counts_where_v2_tells_nothing(machine):
     (machine / "CFS_QUOTA").write_text("400000\n")
     (machine / "CFS_PERIOD").write_text("100000\n")
-    assert host.cpus() == 4
+    assert cpus_mod.cpus() == 4
     (machine / "CFS_QUOTA").write_text("-1\n")
-    assert host.cpus() == 64
+    assert cpus_mod.cpus() == 64
 
 
 def test_no_cgroup_files_leave_the_affinity(machine):
-    assert host.cpu_quota() is None and host.cpus() == 64
+    assert cpus_mod.cpu_quota() is None and cpus_mod.cpus() == 64
 
 
 def test_validate_and_search_count_the_same_cpus(machine):
@@ -44,4 +44,4 @@ def test_validate_and_search_count_the_same_cpus(machine):
     from trainsim.search import LocalExecutor
 
     (machine / "CPU_MAX").write_text("300000 100000\n")
-    assert cli._cpus() == host.cpus() == LocalExecutor().workers == 3
+    assert cli._cpus() == cpus_mod.cpus() == LocalExecutor().workers == 3
