@@ -11,7 +11,7 @@ the share of the step the overlap saved, measured and predicted.
 
 What trainsim cannot express is listed in the rows' notes: ``moe_permute_fusion=false`` in the
 alltoall pair, and the HybridEP pair's CUDA graphs of two scopes (router, dispatch
-preprocessing), run here without graphs. Nothing here is fitted.
+preprocessing), run here without graphs (``cuda_graphs``). Nothing here is fitted.
 """
 
 from __future__ import annotations
@@ -30,18 +30,39 @@ def read_rows(path: Path = CSV) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+FULL_GRAPH_SCOPES = {"full", "full_iteration"}
+"""``cuda_graph_scope`` values that capture the whole step: trainsim's ``cuda_graphs`` is all
+or nothing, so only these run with graphs; a row naming some layers' scopes (Megatron-core's
+``moe_router``, ``moe_preprocess``, ``attn``, ...) runs without."""
+
+
+def _flag(row: dict[str, str], column: str) -> bool:
+    value = row[column].strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"{row['id']}: {column} must be true or false, not {row[column]!r}")
+    return value == "true"
+
+
+def cuda_graphs(row: dict[str, str]) -> bool:
+    """Whether the row's run is simulated with CUDA graphs (see ``FULL_GRAPH_SCOPES``)."""
+    return row["cuda_graph_scope"].strip() in FULL_GRAPH_SCOPES
+
+
 def row_config(row: dict[str, str]) -> dict[str, Any]:
     """The run a row describes, as a trainsim config mapping."""
     return {
         "model": {"preset": row["model"]},
         "parallel": {"tp": int(row["tp"]), "pp": int(row["pp"]), "ep": int(row["ep"]),
-                     "distributed_optimizer": True, "overlap_grad_reduce": True,
-                     "overlap_param_gather": True, "recompute": "none",
+                     "distributed_optimizer": _flag(row, "distributed_optimizer"),
+                     "overlap_grad_reduce": _flag(row, "overlap_grad_reduce"),
+                     "overlap_param_gather": _flag(row, "overlap_param_gather"),
+                     "recompute": row["recompute"],
                      "moe_token_dispatcher_type": row["moe_dispatcher"],
-                     "moe_overlap_ep_comm": row["moe_overlap_ep_comm"] == "true"},
+                     "moe_overlap_ep_comm": _flag(row, "moe_overlap_ep_comm")},
         "training": {"global_batch_size": int(row["global_batch_size"]),
                      "micro_batch_size": int(row["micro_batch_size"]),
                      "seq_length": int(row["seq_length"]), "dtype": row["dtype"],
+                     "cuda_graphs": cuda_graphs(row),
                      "framework": row["framework"],
                      "framework_version": row["framework_version"]},
         "cluster": {"gpu": row["gpu"], "num_gpus": int(row["num_gpus"]),

@@ -179,8 +179,11 @@ def test_expert_tp_collectives_block_the_mlp_node():
     (token_dispatcher.py ``dispatch_postprocess`` / ``combine_preprocess``, called from
     ``routed_experts_compute``), not beside it in the dispatch and combine nodes: with every
     exchange hidden, they add their whole time to the pair."""
-    pricer = Pricer(moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=32,
-                                  moe_overlap_ep_comm=True, expert_tensor_parallel_size=2))
+    # the exchange holding an NVLink node's 32 p2p channels (not the 4 of this group's two
+    # nodes): the pair's exposed time then absorbs the host's launches of the four more kernels
+    cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=32,
+                        moe_overlap_ep_comm=True, expert_tensor_parallel_size=2)
+    pricer = Pricer(cfg, sm_share={"ep": 32 / cfg.cluster.gpu.num_sms})
     fwd, bwd = _passes(BIG, BIG, BIG, BIG, 4e7)
     y = 4e7
     gather = Comm("moe.etp_all_gather", "all_gather", y, "etp")

@@ -1,8 +1,9 @@
 """An expert exchange hidden behind compute (``moe_overlap_ep_comm``) slows that compute by the
 SMs its kernels hold: DeepEP's normal kernels 20 (Megatron-core ``moe_deepep_num_sms``),
 HybridEP's 16 (``moe_hybridep_num_sms``), an NCCL all-to-all its p2p channels' blocks
-(``pricing.EP_A2A_SMS``, NCCL's 32-channel p2p pool), more than a collective's ring
-(``pricing.COMM_SMS``); DualPipe's pairs run their exchanges on SMs of their own."""
+(``pricing.ep_a2a_sms``: the whole 32-channel p2p pool inside an NVLink node, a few channels per
+node across nodes), against a collective's ring (``pricing.COMM_SMS``); DualPipe's pairs run
+their exchanges on SMs of their own."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from dataclasses import replace
 import pytest
 from helpers import moe_layer_cfg
 
+from trainsim.collectives.nccl import all_to_all_channels
 from trainsim.config import RunConfig
-from trainsim.pricing import COMM_SMS, EP, EP_A2A_SMS, Pricer
+from trainsim.pricing import COMM_SMS, EP, Pricer
 from trainsim.workload.moe_dispatch import EXCHANGE_SMS
 from trainsim.workload.ops import Comm, Gemm
 
@@ -20,6 +22,11 @@ from trainsim.workload.ops import Comm, Gemm
 def _cfg(dispatcher: str, **parallel) -> RunConfig:
     return moe_layer_cfg(dispatcher, ep=32, experts=32, topk=4, gpus=32,
                          moe_overlap_ep_comm=True, **parallel)
+
+
+A2A_SMS_4_NODES = 8
+"""EP 32 on four nodes of 8 H100 (``_cfg``): 8 channels, derived by hand in
+``test_an_all_to_all_across_nodes_holds_its_nodes_channels``."""
 
 
 # a long GEMM and a short exchange: the exchange hides whole, leaving only the SMs it held
@@ -40,7 +47,7 @@ def test_gemm_outlasts_the_exchange():
 
 
 @pytest.mark.parametrize("dispatcher,parallel,sms", [
-    ("alltoall", {}, EP_A2A_SMS),
+    ("alltoall", {}, A2A_SMS_4_NODES),
     ("deepep", {}, EXCHANGE_SMS["deepep"]),
     ("hybridep", {}, EXCHANGE_SMS["hybridep"]),
     ("hybridep", {"moe_hybridep_num_sms": 32}, 32),  # Megatron-Bridge's perf recipes
@@ -57,10 +64,10 @@ def test_a_fused_exchange_holding_other_sms_than_a_collective_costs_otherwise():
     nccl, comm_nccl = _exposed(Pricer(_cfg("alltoall")))
     for dispatcher, parallel, sms in (("deepep", {}, EXCHANGE_SMS["deepep"]),
                                       ("hybridep", {"moe_hybridep_num_sms": 16}, 16)):
-        assert sms != EP_A2A_SMS
+        assert sms != A2A_SMS_4_NODES
         fused, comm = _exposed(Pricer(_cfg(dispatcher, **parallel)))
         assert comm == comm_nccl  # the same op, priced the same on the wire
-        assert fused == pytest.approx(nccl * sms / EP_A2A_SMS)
+        assert fused == pytest.approx(nccl * sms / A2A_SMS_4_NODES)
 
 
 def test_an_override_of_the_share_wins():
@@ -76,7 +83,7 @@ def test_the_share_is_part_of_the_shared_price_signature():
         a, _ = _exposed(Pricer(_cfg("deepep")))
         cfg = _cfg("alltoall")
         b, _ = _exposed(Pricer(replace(cfg, cluster=_cfg("deepep").cluster)))
-    assert a < b  # DeepEP's 20 SMs, the all-to-all's 32: not the first price reused
+    assert a > b  # DeepEP's 20 SMs, the all-to-all's 8 on four nodes: not the first price reused
 
 
 def _exposed_of(pricer: Pricer, comm: Comm) -> tuple[float, float]:
@@ -121,11 +128,54 @@ def test_hybridep_sms_follow_the_run_and_its_profile():
     assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / cfg.cluster.gpu.num_sms
 
 
-def test_an_nccl_all_to_all_holds_more_sms_than_a_collective_ring():
-    """NCCL runs the all-to-all's sends and receives on its p2p channel pool (32 on H100), a
-    block per channel: more SMs than a ring collective's channels beside compute."""
-    cfg = _cfg("alltoall")
+def test_an_nccl_all_to_all_inside_one_node_holds_the_whole_p2p_pool():
+    """EP 8 on one node of 8 H100 (NVIDIA/nccl v2.27.3-1). src/graph/paths.cc
+    ncclTopoComputeP2pChannels L851-852: p2pnChannels 32, p2pnChannelsPerPeer 32 (an NVSwitch
+    peer allows 2 channels per link, L800: the log's "32 p2p channels per peer"); src/enqueue.cc
+    L1045: nChannelsMin = 32 halved while nChannelsMin*8 > 32: 4 parts per peer (megabytes
+    each: L900-904 keep them); src/include/channel.h ncclP2pChannelBaseForRound: one node, base =
+    round 0..7; src/include/device.h ncclP2pChannelForPart L269-273: channel = base +
+    reverseBits(part, 5), parts 0..3 -> 0, 16, 8, 24: {0..7} + {0, 8, 16, 24} = all 32
+    channels, 32 blocks, more than a collective's ring."""
+    assert all_to_all_channels(1, 8) == all_to_all_channels(1, 8, 4e6) == 32 > COMM_SMS
+    cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=8, moe_overlap_ep_comm=True)
     pricer = Pricer(cfg)
-    assert EP_A2A_SMS == 32 > COMM_SMS
-    assert pricer.sm_share["ep"] == pytest.approx(EP_A2A_SMS / cfg.cluster.gpu.num_sms)
+    assert pricer.sm_share["ep"] == pytest.approx(32 / cfg.cluster.gpu.num_sms)
     assert pricer.sm_share["ep"] > pricer.sm_share["dp"]
+
+
+def test_an_all_to_all_across_nodes_holds_its_nodes_channels():
+    """Across nodes NCCL's channel base moves with the peer's node, not with the peer
+    (NVIDIA/nccl v2.27.3-1 src/include/channel.h ncclP2pChannelBaseForRound: base =
+    nodeDelta*divUp(8, 8) + localDelta/8 = nodeDelta for 8 GPUs a node), and a network peer caps
+    every peer at 2 channels (src/graph/paths.cc ncclTopoGetNchannels L809-818: 2, halved while
+    2*nRanks > 4*32; the two-node log's "2 p2p channels per peer"); parts 0, 1 -> reverseBits
+    0, 16 (device.h L269-273). EP 16 on 2 x 8: bases {0, 1} -> {0, 16, 1, 17}: 4 channels.
+    v2.21.5-1 counts the same: channel.h ncclChannelComputeBase ``nNodes > 1 ? delta +
+    step/p2pGroupSize : step`` (p2pGroupSize 8), then p2pChannels[base] (bit mirror: 0, 16)
+    + chunk % 2 (enqueue.cc L523): {0, 1, 16, 17}. Four nodes: bases 0..3 -> 8; eight: 16;
+    sixteen (128 ranks: 2*128 > 4*32 halves the per-peer count to 1): bases 0..15 -> 16."""
+    assert all_to_all_channels(2, 8) == all_to_all_channels(2, 8, 8e6) == 4
+    assert all_to_all_channels(4, 8) == A2A_SMS_4_NODES == 8
+    assert all_to_all_channels(8, 8) == 16
+    assert all_to_all_channels(16, 8) == 16
+    cfg = _cfg("alltoall")
+    assert Pricer(cfg).sm_share["ep"] == pytest.approx(8 / cfg.cluster.gpu.num_sms)
+
+
+def test_small_sends_take_fewer_channels():
+    """A part is at least step/8 in one node (512 KiB NVLink step: 64 KiB) and step/2 across
+    nodes (128 KiB network step: 64 KiB), enqueue.cc v2.27.3-1 L898-900: 10 kB per peer is one
+    part, so one node of 8 runs on bases 0..7 alone, two nodes on bases 0 and 1."""
+    assert all_to_all_channels(1, 8, 1e4) == 8
+    assert all_to_all_channels(2, 8, 1e4) == 2
+
+
+def test_a_pcie_node_runs_few_p2p_channels():
+    """PCIe peers allow 2 channels each (ncclTopoGetNchannels L801-803) out of a pool of 4
+    (``nccl.P2P_CHANNELS_PCIE``): eight PCIe GPUs' all-to-all holds 4 SMs, not 32."""
+    assert all_to_all_channels(1, 8, link="pcie") == 4
+    cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=8, moe_overlap_ep_comm=True)
+    pcie = replace(cfg, cluster=replace(cfg.cluster, gpu=replace(cfg.cluster.gpu,
+                                                                  nvlink_bw_Bps=64e9)))
+    assert Pricer(pcie).sm_share["ep"] == pytest.approx(4 / cfg.cluster.gpu.num_sms)

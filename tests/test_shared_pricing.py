@@ -9,7 +9,7 @@ from helpers import make_base
 
 from trainsim import simulate
 from trainsim.compute import roofline
-from trainsim.pricing import EP_A2A_SMS, Pricer, interned, join, shared
+from trainsim.pricing import Pricer, interned, join, shared
 from trainsim.search import SearchSpace
 from trainsim.search.space import Candidate
 from trainsim.workload.layers import layer_forward
@@ -189,7 +189,7 @@ def test_a_pricer_of_another_dispatcher_is_not_handed_the_price():
         "model": {"name": "toy-moe", "hidden_size": 1024, "num_layers": 4,
                   "num_attention_heads": 8, "vocab_size": 32000, "activation": "swiglu",
                   "num_experts": 8, "moe_router_topk": 2, "moe_ffn_hidden_size": 512},
-        "parallel": {"ep": 8, "moe_deepep_num_sms": EP_A2A_SMS},
+        "parallel": {"ep": 8, "moe_deepep_num_sms": 32},  # the all-to-all's, one node
         "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096},
         "cluster": {"node": "dgx-h100", "num_gpus": 8}})
     deepep = replace(nccl, parallel=replace(nccl.parallel, moe_token_dispatcher_type="deepep"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives.ep_kernels import domain_exchange_s
-from trainsim.collectives.nccl import P2P_CHANNELS, batched_p2p_s
+from trainsim.collectives.nccl import GroupSpan, all_to_all_channels, batched_p2p_s, intra_link_kind
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
@@ -50,21 +50,16 @@ channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's in
 NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
 
 
-EP_A2A_SMS = P2P_CHANNELS
-"""SMs an NCCL all-to-all (the ``alltoall`` and ``allgather`` dispatchers' exchange,
-``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
-ncclGroup) holds beside compute: its kernel runs one block per p2p channel it has work on, and
-the peers' operations fill the communicator's pool of ``p2pnChannels`` (NVIDIA/nccl
-src/enqueue.cc ``scheduleP2pTasksToPlan``: a peer's send is cut into parts, at least
-``p2pnChannels / nRanks`` and more for large sends, each part on the next channel from a base
-that moves with the peer: v2.21.5-1 src/include/channel.h ``ncclChannelCompute``, v2.27.3-1
-``ncclP2pChannelBaseForRound``; a layer's exchange, megabytes per peer, spreads over the whole
-pool), which src/graph/paths.cc
-``ncclTopoComputeP2pChannels`` sets to the collective channel count rounded up to a power of
-two, capped by NCCL_MAX_P2P_NCHANNELS (MAXCHANNELS): 32 on an H100 node ("24 coll channels,
-16 nvls channels, 32 p2p channels, 32 p2p channels per peer", p5.48xlarge NCCL logs) and on a
-two-node B200 communicator ("32 coll channels, ..., 32 p2p channels, 2 p2p channels per peer").
-A collective's ring or tree (``COMM_SMS``) runs on fewer."""
+def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
+    """SMs an NCCL all-to-all (the ``alltoall`` dispatcher's exchange,
+    ``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
+    ncclGroup) holds beside compute: one block per p2p channel it has work on
+    (``nccl.all_to_all_channels``): the whole pool of 32 inside an NVLink node, far fewer
+    across nodes, where NCCL puts all the peers of one node on that node's channels (EP 16 on
+    two nodes of 8: 4). The ``allgather`` dispatcher exchanges by all-gather and
+    reduce-scatter, collectives that ``price_ops`` prices at a ring's share (``COMM_SMS``)."""
+    return all_to_all_channels(span.nodes, span.per_node,
+                               link=intra_link_kind(cfg.cluster.gpu.nvlink_bw_Bps))
 
 
 @dataclass(frozen=True)
@@ -215,12 +210,12 @@ class Pricer:
         """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
         compute and every launch's host cost is exposed."""
         sms = cfg.cluster.gpu.num_sms
-        ep_sms = exchange_sms(cfg) or EP_A2A_SMS
+        ep_sms = exchange_sms(cfg) or ep_a2a_sms(cfg, self.spans["ep"])
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
                          **(sm_share or {})}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
         pipeline send and an expert exchange hidden behind other work (the dispatcher's
-        kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``EP_A2A_SMS``) hold while
+        kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``ep_a2a_sms``) hold while
         they run beside compute
         (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
         own)."""
@@ -490,4 +485,5 @@ class Pricer:
         return ops, busy
 
 
-__all__ = ["COMM_SMS", "EP_A2A_SMS", "P2P_SMS", "Priced", "Pricer", "interned", "join", "shared"]
+__all__ = ["COMM_SMS", "P2P_SMS", "Priced", "Pricer", "ep_a2a_sms", "interned", "join",
+           "shared"]

@@ -196,6 +196,81 @@ def batched_p2p_channels(size_bytes: float, nranks: int) -> int:
     return n
 
 
+P2P_CHANNELS_PCIE = 4
+"""``p2pnChannels`` of a PCIe node (no NVLink): NCCL's rings over PCIe find few channels, and
+the p2p pool is their count rounded up to a power of two (``ncclTopoComputeP2pChannels``); a
+4-GPU PCIe server logs "4 coll channels, 0 nvls channels, 4 p2p channels, 2 p2p channels per
+peer" (mcrl/tccl, TCCL's evaluation on PCIe clusters)."""
+
+P2P_NET_CHUNK_BYTES = 128 * 1024
+"""``NCCL_P2P_NET_CHUNKSIZE`` (and ``NCCL_P2P_PCI_CHUNKSIZE``) default: the p2p step of a
+communicator spanning nodes (src/init.cc v2.27.3-1 L637: ``if (comm->nNodes > 1) p2pChunkSize =
+ncclParamP2pNetChunkSize()``) or of a PCIe node."""
+
+
+def intra_link_kind(nvlink_bw_Bps: float) -> str:
+    """'pcie' for a GPU whose peers are reached over PCIe (no more than Gen5 x16's 64 GB/s one
+    way, as the catalog's PCIe cards give it), else 'nvlink'."""
+    return "pcie" if nvlink_bw_Bps <= 64e9 else "nvlink"
+
+
+def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None = None,
+                        link: str = "nvlink") -> int:
+    """Channels, one thread block each, that one rank's NCCL all-to-all (a send and a receive
+    per peer in one group: ``all_to_all_single``) runs on: the SMs it holds while it runs.
+
+    NCCL 2.21-2.28 (the rule read in v2.21.5-1 and v2.27.3-1; its count is the same in both):
+    - per peer at most ``p2pnChannelsPerPeer`` parts (src/graph/paths.cc
+      ``ncclTopoGetNchannels``, ``ncclTopoComputeP2pChannels``: the minimum over all peers of
+      2 per NVLink (times links, so the whole pool on an NVSwitch), 2 per PCIe peer, and for a
+      network peer 2, halved while ``2 nRanks > 4 p2pnChannels`` (one NIC per GPU));
+    - a peer's bytes split into ``nChannelsMin`` parts (``p2pnChannelsPerPeer`` halved while
+      ``nChannelsMin nRanks > p2pnChannels``), fewer when the bytes are under a part of
+      ``minSize`` each, doubled while a part exceeds ``maxSize`` up to ``p2pnChannelsPerPeer``
+      (src/enqueue.cc v2.21.5-1 ``calcP2pChunkSize``; v2.27.3-1 ``addP2pToPlan``: minSize step/2
+      and maxSize step across nodes, step/8 and 32 step in one);
+    - part ``p`` of the peer ``localDelta`` ranks and ``nodeDelta`` nodes away runs on channel
+      ``base + reverseBits(p)`` with ``base = nodeDelta*ceil(localRanks/8) + localDelta/8``
+      across nodes and ``base = localDelta`` in one (v2.27.3-1 src/include/channel.h
+      ``ncclP2pChannelBaseForRound``, src/include/device.h ``ncclP2pChannelForPart``;
+      v2.21.5-1 channel.h ``ncclChannelComputeBase``: ``nNodes > 1 ? delta + step/8 : step``,
+      then ``p2pChannels[base] + chunk`` with p2pChannels the bit mirror: the same count).
+    So the base moves with the node, not the peer: across nodes every peer of a node shares
+    its node's channels. ``bytes_per_peer`` None: a layer's exchange (megabytes per peer)
+    takes every part. From v2.29.2-1 a network peer gets ``max(NICs, NIC GB/s / 14)`` channels
+    (4 on a 400 Gb/s NIC) cut to fit ``p2pMaxPeers``: more than counted here across nodes."""
+    nranks = nodes * per_node
+    if nranks <= 1:
+        return 1
+    pool = P2P_CHANNELS if link == "nvlink" else P2P_CHANNELS_PCIE
+    per_peer = pool if link == "nvlink" else 2
+    if nodes > 1:
+        net = 2
+        while net * nranks > 4 * pool and net > 1:
+            net //= 2
+        per_peer = min(per_peer, net)
+    per_peer = min(per_peer, pool)
+    n_min = per_peer
+    while n_min * nranks > pool and n_min > 1:
+        n_min //= 2
+    step = P2P_NET_CHUNK_BYTES if nodes > 1 or link != "nvlink" else P2P_NVL_CHUNK_BYTES
+    min_part, max_part = (step / 2, step) if nodes > 1 else (step / 8, 32 * step)
+    if bytes_per_peer is None:
+        parts = per_peer
+    else:
+        parts = max(1, min(n_min, math.ceil(bytes_per_peer / min_part)))
+        size = max(min_part, bytes_per_peer / parts)
+        while size > max_part and parts <= per_peer // 2:
+            parts *= 2
+            size = bytes_per_peer / parts
+    bits = pool.bit_length() - 1
+    deltas = [int(format(p, f"0{bits}b")[::-1], 2) if bits else 0 for p in range(parts)]
+    stride = -(-per_node // 8)
+    bases = {d // per_node * stride + d % per_node // 8 if nodes > 1 else d
+             for d in range(nranks)}
+    return len({(b + x) & (pool - 1) for b in bases for x in deltas})
+
+
 def batched_p2p_s(size_bytes: float, nranks: int) -> float:
     """Least seconds of one NVLink send of ``size_bytes`` on a communicator of ``nranks`` ranks:
     its ``batched_p2p_channels`` at ``P2P_CHANNEL_Bps`` each (the links may bind first)."""

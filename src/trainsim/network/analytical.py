@@ -19,6 +19,7 @@ from trainsim.collectives import (
     collective_cost,
     group_span,
 )
+from trainsim.collectives.nccl import intra_link_kind
 from trainsim.config import ClusterConfig
 
 NVLINK_EFFICIENCY = 0.80
@@ -30,7 +31,7 @@ class AnalyticalNetwork:
 
     def __init__(self, cluster: ClusterConfig) -> None:
         self.cluster = cluster
-        kind = "pcie" if cluster.gpu.nvlink_bw_Bps <= 64e9 else "nvlink"
+        kind = intra_link_kind(cluster.gpu.nvlink_bw_Bps)
         self.intra = LinkTier(cluster.nvlink_bw_Bps, NVLINK_EFFICIENCY, kind)
         self.inter = LinkTier(cluster.nic_bw_Bps, NIC_EFFICIENCY, "net")
         self.fabric = Fabric(self.intra, self.inter, nvls=cluster.gpu.nvls and cluster.nvls,
