@@ -26,6 +26,7 @@ from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
+from trainsim.validate.layouts import parallel_layouts
 from trainsim.validate.vocab import framework_key, normalized_training_row, read_as
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -72,8 +73,11 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                  "recompute_num_layers")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
-NEEDED_COUNTS = ("num_gpus", "tp", "pp", "global_batch_size", "seq_length")
-"""Count columns that may not be empty (gpus_per_node may: the GPU's catalog node)."""
+NEEDED_COUNTS = ("num_gpus", "global_batch_size", "seq_length")
+"""Count columns that may not be empty (gpus_per_node may: the GPU's catalog node; tp and pp
+may: the authors' layout, tuned, ``validate.layouts``)."""
+MODEL_SHAPE = ("hidden_size", "num_layers", "num_attention_heads", "vocab_size")
+"""Shape columns a model that is not a preset needs (the rest take ModelConfig's defaults)."""
 
 
 def _counts_checked(row: dict[str, str]) -> dict[str, str]:
@@ -83,9 +87,10 @@ def _counts_checked(row: dict[str, str]) -> dict[str, str]:
     for col in COUNT_COLUMNS:
         if col in NEEDED_COUNTS or _cell(row, col) is not None:
             out[col] = str(count_cell(row, col))
-    if _cell(row, "model") is None:
-        raise ConfigError("column 'model' is empty; give a preset name (e.g. llama3-8b) or a "
-                          "name with the shape columns")
+    missing = [c for c in MODEL_SHAPE if _cell(row, c) is None]
+    if _cell(row, "model") is None and missing:
+        raise ConfigError("column 'model' is empty; give a preset name (e.g. llama3-8b) or the "
+                          f"shape columns (missing: {', '.join(missing)})")
     return out
 
 
@@ -101,10 +106,12 @@ def _training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[
     """Raw config of a row plus the candidate values of each unknown (empty) cell."""
     model: dict[str, Any] = {"preset": row["model"]}
     try:
-        model_dict(row["model"])
+        if _cell(row, "model") is None:  # a model the shape columns describe, named by the row
+            model = {"name": _cell(row, "id") or "model"}
+        else:
+            model_dict(row["model"])
     except ConfigError as exc:  # not a preset: the shape columns must describe the model
-        needed = ["hidden_size", "num_layers", "num_attention_heads", "vocab_size"]
-        missing = [c for c in needed if _cell(row, c) is None]
+        missing = [c for c in MODEL_SHAPE if _cell(row, c) is None]
         if missing:
             raise ConfigError(f"{exc}; or give the shape columns {', '.join(missing)}") from None
         model = {"name": row["model"]}
@@ -470,9 +477,73 @@ def row_config(row: dict[str, str], chosen: dict[str, Any] | None = None,
     """The config :func:`predict_training_row` simulates for ``row``, with ``chosen`` (its
     ``RowResult.chosen``: the tuner's settings for the row's empty cells) filled in: for tools
     that look closer at a validated row (benchmarks/pair_timeline.py)."""
-    raw, _ = _training_base(_counts_checked(normalized_training_row(row)[0]))
+    row = {**normalized_training_row(row)[0],
+           **{k: str(v) for k, v in (chosen or {}).items() if k in ("tp", "pp")}}
+    raw, _ = _training_base(_counts_checked(row))
     raw["cluster"]["compute_db"] = compute_db
     return run_config_from_dict(_with(raw, chosen or {}))
+
+
+def _tuned(row: dict[str, str], compute_db: str | None
+           ) -> tuple[RunConfig, dict[str, Any], Result]:
+    """The row's config with its empty cells tuned (its tp and pp given), that setting and its
+    simulated result."""
+    raw, unknown = _training_base(row)
+    raw["cluster"]["compute_db"] = compute_db
+    simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
+    # a candidate's pricer, shared by its bound and its simulation (the passes the bound
+    # priced are not priced again); kept for this row only, so nothing outlives a setting
+    pricers: dict[int, tuple[RunConfig, Pricer]] = {}
+
+    def pricer_of(c: RunConfig) -> Pricer:
+        hit = pricers.get(id(c))
+        if hit is None or hit[0] is not c:
+            hit = pricers[id(c)] = (c, Pricer(c))
+        return hit[1]
+
+    def evaluate(c: RunConfig) -> float:
+        simulated[id(c)] = simulate(c, pricer=pricer_of(c))
+        return simulated[id(c)].iteration_time_s
+
+    def bound(c: RunConfig) -> float:
+        return lower_bound_s(c, pricer_of(c))
+
+    # candidates whose task graphs are equal run the event loop once (engine.runs_shared)
+    with runs_shared():
+        cfg, choice = tune(raw, unknown, evaluate, bound)
+        result = simulated.get(id(cfg)) or simulate(cfg)
+    return cfg, choice, result
+
+
+def _tuned_layout(row: dict[str, str], compute_db: str | None
+                  ) -> tuple[RunConfig, dict[str, Any], Result]:
+    """:func:`_tuned`, over the (tp, pp) layouts ``validate.layouts`` gives where the row
+    leaves either empty: the fastest layout whose tuned setting fits in memory (else the
+    fastest), its tp and pp reported among the chosen settings."""
+    tp, pp = _cell(row, "tp"), _cell(row, "pp")
+    if tp is not None and pp is not None:
+        return _tuned(row, compute_db)
+    raw, _ = _training_base({**row, "tp": tp or "1", "pp": pp or "1"})
+    cp, ep, mb = (_cell(row, c) for c in ("cp", "ep", "micro_batch_size"))
+    layouts = parallel_layouts(raw, int(tp) if tp else None, int(pp) if pp else None,
+                               int(cp or 1), int(ep) if ep else None, int(mb) if mb else None)
+    best: tuple[tuple[bool, float], RunConfig, dict[str, Any], Result] | None = None
+    error = None
+    for t, p in layouts:
+        try:
+            cfg, choice, result = _tuned({**row, "tp": str(t), "pp": str(p)}, compute_db)
+        except ConfigError as exc:
+            error = error or f"tp={t} pp={p}: {exc}"
+            continue
+        key = (not result.fits_in_memory, result.iteration_time_s)
+        if best is None or key < best[0]:
+            best = (key, cfg, {"tp": t, "pp": p, **choice}, result)
+    if best is None:
+        empty = " and ".join(c for c, v in (("tp", tp), ("pp", pp)) if v is None)
+        raise ConfigError(f"column {empty} empty and no tensor x pipeline layout of the "
+                          f"{row['num_gpus']} GPUs runs" + (f" ({error})" if error else
+                                                            " (none divides the model and batch)"))
+    return best[1], best[2], best[3]
 
 
 def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -> RowResult:
@@ -487,30 +558,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     try:
         # other spellings of the vocabulary columns, read as the README's (``validate.vocab``)
         row, read = normalized_training_row(row)
-        raw, unknown = _training_base(_counts_checked(row))
-        raw["cluster"]["compute_db"] = compute_db
-        simulated: dict[int, Result] = {}  # the tuner's results, by candidate, reused below
-        # a candidate's pricer, shared by its bound and its simulation (the passes the bound
-        # priced are not priced again); kept for this row only, so nothing outlives a setting
-        pricers: dict[int, tuple[RunConfig, Pricer]] = {}
-
-        def pricer_of(c: RunConfig) -> Pricer:
-            hit = pricers.get(id(c))
-            if hit is None or hit[0] is not c:
-                hit = pricers[id(c)] = (c, Pricer(c))
-            return hit[1]
-
-        def evaluate(c: RunConfig) -> float:
-            simulated[id(c)] = simulate(c, pricer=pricer_of(c))
-            return simulated[id(c)].iteration_time_s
-
-        def bound(c: RunConfig) -> float:
-            return lower_bound_s(c, pricer_of(c))
-
-        # candidates whose task graphs are equal run the event loop once (engine.runs_shared)
-        with runs_shared():
-            cfg, choice = tune(raw, unknown, evaluate, bound)
-            result = simulated.get(id(cfg)) or simulate(cfg)
+        cfg, choice, result = _tuned_layout(_counts_checked(row), compute_db)
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res
