@@ -42,7 +42,7 @@ def validate_rows(path) -> dict:
     ("8,8,0,1,8,2048", "tp"),  # ZeroDivisionError in the tuner (an internal error)
     ("8,8,x,1,8,2048", "tp"),  # "invalid literal for int() with base 10: 'x'"
     ("8,8,1.5,1,8,2048", "tp"),
-    ("8,8,1,,8,2048", "pp"),
+    ("8,8,1,0,8,2048", "pp"),  # (an empty pp is tuned: test_validate_layouts)
     ("eight,8,1,1,8,2048", "num_gpus"),
     ("8,8,1,1,8,nan", "seq_length"),
     ("8,8,1,1,1e400,2048", "global_batch_size"),

@@ -2,7 +2,7 @@
 
 A published run that states only its GPU count was laid out by its authors: Megatron-LM's
 ``--tensor-model-parallel-size`` and ``--pipeline-model-parallel-size`` default to 1
-(megatron/training/arguments.py), a default no run of a large model keeps, so an empty tp or
+(megatron/training/arguments.py@core_v0.12.0 lines 2036, 2040), a default no run of a large model keeps, so an empty tp or
 pp is a tuned setting, not a default. The layouts are the ones ``trainsim search`` enumerates
 (``search.space.SearchSpace.memory_keys``: tp dividing the heads, the KV heads and the FFN
 within a node, pp splitting the layers as the framework can, dp dividing the global batch),
@@ -14,23 +14,39 @@ already tuned with the row's other cells (``training._unknowns``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from trainsim.catalog import run_config_from_dict
+from trainsim.config.layout import parse_layout
 from trainsim.search.space import Base, SearchSpace
 
 MAX_LAYOUTS = 24
 """Most (tp, pp) layouts tuned for one row, those with the fewest model-parallel ranks
-(tp x pp) first (the least communication; ties: the smaller tp): each layout costs one tuning
-of the row's other cells (~0.05-0.5 s), so a row stays within a few seconds. A 1,024-GPU
-row of a 126-layer model has about 30 layouts; the ones left off split the model over the
-most ranks."""
+(tp x pp) first (the least communication; ties: the smaller tp) among those that pass
+``could_fit``: each costs one tuning of the row's other cells (~0.05-0.5 s), so a row stays
+within a few seconds. A 12,288-GPU row of a 175B model has about 46 layouts."""
+
+
+class _AnySplit(Base):
+    """A search's Base whose layers may split unevenly over any pipeline size: the
+    enumeration takes every pp for the front-loaded rule (``SearchSpace.memory_keys``)."""
+
+    @property
+    def layout_rule(self) -> str:
+        return "front_loaded"
 
 
 def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: int | None, cp: int,
-                     ep: int | None, micro_batch: int | None) -> list[tuple[int, int]]:
+                     ep: int | None, micro_batch: int | None, vpp: int | None,
+                     uneven: bool = False,
+                     could_fit: Callable[[int, int], bool] = lambda tp, pp: True
+                     ) -> list[tuple[int, int]]:
     """(tp, pp) layouts of the run ``raw`` describes (its parallel section ignored) with the
-    given sizes kept, at most :data:`MAX_LAYOUTS`, in the order they are tried."""
+    given sizes kept, in the order they are tried: at most :data:`MAX_LAYOUTS` of those
+    ``could_fit`` accepts (a quick memory check of the caller's), else of all of them.
+    ``uneven``: layers that do not split evenly over pp can be placed (the validator's
+    pipeline layout for the row's framework, ``training._unknowns``, or a stated layout)."""
     training = {k: v for k, v in raw["training"].items()
                 if k not in ("micro_batch_size", "local_batch_size")}
     num_gpus = int(raw["cluster"]["num_gpus"])
@@ -41,6 +57,17 @@ def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: int | None, cp: in
     space = SearchSpace(tp=(tp,) if tp else None, pp=(pp,) if pp else None, cp=(cp,),
                         micro_batch=(micro_batch,) if micro_batch else None,
                         recompute=("none",), sequence_parallel=(False,), zero=(0,),
-                        vpp=(1,), ep=(ep,) if ep else None, schedules=("",))
-    found = dict.fromkeys((k.tp, k.pp) for k in space.memory_keys(Base.of(one), num_gpus))
-    return sorted(found, key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0]))[:MAX_LAYOUTS]
+                        vpp=(vpp or 1,), max_vpp=max(8, vpp or 1), ep=(ep,) if ep else None,
+                        schedules=("",))
+    base = (_AnySplit if uneven else Base).of(one)
+    found = dict.fromkeys((k.tp, k.pp) for k in space.memory_keys(base, num_gpus))
+    ordered = sorted(found, key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0]))
+    return ([t for t in ordered if could_fit(*t)] or ordered)[:MAX_LAYOUTS]
+
+
+def stated_pp(layout: str | None, vpp: int | None) -> int | None:
+    """The pipeline size a stated ``pipeline_layout`` of Megatron-core stages implies (its
+    virtual stages over the stated vpp), None where it names a rule or is not given."""
+    if not layout or "|" not in layout:
+        return None
+    return max(1, len(parse_layout(layout)) // (vpp or 1))

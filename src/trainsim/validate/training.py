@@ -26,7 +26,7 @@ from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
-from trainsim.validate.layouts import parallel_layouts
+from trainsim.validate.layouts import parallel_layouts, stated_pp
 from trainsim.validate.vocab import framework_key, normalized_training_row, read_as
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -524,9 +524,27 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
     if tp is not None and pp is not None:
         return _tuned(row, compute_db)
     raw, _ = _training_base({**row, "tp": tp or "1", "pp": pp or "1"})
-    cp, ep, mb = (_cell(row, c) for c in ("cp", "ep", "micro_batch_size"))
-    layouts = parallel_layouts(raw, int(tp) if tp else None, int(pp) if pp else None,
-                               int(cp or 1), int(ep) if ep else None, int(mb) if mb else None)
+    cp, ep, mb, vpp = (_cell(row, c) for c in ("cp", "ep", "micro_batch_size", "vpp"))
+    pp_of_layout = stated_pp(_cell(row, "pipeline_layout"), int(vpp) if vpp else None)
+
+    def could_fit(t: int, p: int) -> bool:
+        """Whether the layout fits at its least-memory setting (full recompute, the smallest
+        micro-batch, the distributed optimizer and sequence parallelism where they are
+        candidates): one that does not cannot fit tuned."""
+        base, unknown = _training_base({**row, "tp": str(t), "pp": str(p)})
+        least = {"recompute": "full", "distributed_optimizer": True, "sequence_parallel": True}
+        choice = {k: least[k] if k in least and least[k] in v else min(v) if k == "micro_batch_size"
+                  else v[0] for k, v in unknown.items() if v}
+        try:
+            return _fits(run_config_from_dict(_with(base, choice)))
+        except ConfigError:
+            return False  # tried only if no layout passes: the tuner reports it
+    profile = _profile(row)
+    uneven = pp_of_layout is not None or profile is None or \
+        profile.supports("uneven_pipeline") is not False
+    layouts = parallel_layouts(raw, int(tp) if tp else None, int(pp) if pp else pp_of_layout,
+                               int(cp or 1), int(ep) if ep else None, int(mb) if mb else None,
+                               int(vpp) if vpp else None, uneven, could_fit)
     best: tuple[tuple[bool, float], RunConfig, dict[str, Any], Result] | None = None
     error = None
     for t, p in layouts:
