@@ -2,14 +2,14 @@
 
 A published run that states only its GPU count was laid out by its authors: Megatron-LM's
 ``--tensor-model-parallel-size`` and ``--pipeline-model-parallel-size`` default to 1
-(megatron/training/arguments.py@core_v0.12.0 lines 2036, 2040), a default no run of a large model keeps, so an empty tp or
-pp is a tuned setting, not a default. The layouts are the ones ``trainsim search`` enumerates
-(``search.space.SearchSpace.memory_keys``: tp dividing the heads, the KV heads and the FFN
-within a node, pp splitting the layers as the framework can, dp dividing the global batch),
-restricted to the row's stated cells; the validator tunes each one's other empty cells and
-keeps the fastest that fits (``validate.training``). An empty cp or ep is not a layout choice
-here: cp takes Megatron's default 1 (``--context-parallel-size``), and an MoE row's ep is
-already tuned with the row's other cells (``training._unknowns``).
+(megatron/training/arguments.py@core_v0.12.0 lines 2036, 2040), a default no run of a large
+model keeps, so an empty tp or pp is a tuned setting, not a default. The layouts are the ones
+``trainsim search`` enumerates (``search.space.SearchSpace.memory_keys``: tp dividing the
+heads, the KV heads and the FFN within a node, pp splitting the layers as the framework can,
+dp dividing the global batch), restricted to the row's stated cells; the validator tunes each
+one's other empty cells and keeps the fastest that fits (``validate.training``). An empty cp
+or ep is not a layout choice here: cp takes Megatron's default 1 (``--context-parallel-size``),
+and an MoE row's ep is already tuned with the row's other cells (``training._unknowns``).
 """
 
 from __future__ import annotations
