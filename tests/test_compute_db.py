@@ -336,18 +336,23 @@ def test_bundled_rms_norm_records_are_the_two_pass_kernel_they_timed():
 
 def test_validate_reads_an_old_databases_flash1_layers_as_the_memory_efficient_backend(tmp_path):
     """A format-2 database whose attention records say ``flash1`` (SDPA's memory-efficient
-    backend, as the old profilers wrote it) checks its layers with that backend, exactly as the
-    same records written in format 3 as ``mem_efficient``."""
+    backend, as the old profilers wrote it) checks its layers with that backend, and prices them
+    as the same records written in format 3 as ``mem_efficient``; in format 3 ``flash1`` is the
+    first FlashAttention."""
     src = json.loads(bundled_database(gpu(H100)).read_text())
 
-    def written(fmt: str, impl: str) -> list[dict]:
+    def checked(fmt: str, impl: str) -> list[dict]:
         kernels = [{**k, "impl": impl} if k.get("op") == "attention" else k
                    for k in src["kernels"]]
-        path = tmp_path / f"{impl}.json"
+        path = tmp_path / f"{impl}-{fmt[-1]}.json"
         path.write_text(json.dumps({**src, "format": fmt, "kernels": kernels}))
         r = CliRunner().invoke(main, ["validate", str(path), "--format", "json"])
         assert r.exit_code == 0, r.output
-        return [row["predicted"] for row in json.loads(r.output)["rows"]]
+        return json.loads(r.output)["rows"]
 
-    old = written("trainsim-kernel-db/2", "flash1")
-    assert old == written("trainsim-kernel-db/3", "mem_efficient")
+    old = checked("trainsim-kernel-db/2", "flash1")
+    assert {row["chosen"]["attention"] for row in old} == {"mem_efficient"}
+    assert [row["predicted"] for row in old] == [
+        row["predicted"] for row in checked("trainsim-kernel-db/3", "mem_efficient")]
+    assert {row["chosen"]["attention"] for row in checked("trainsim-kernel-db/3", "flash1")} == {
+        "flash1"}

@@ -270,7 +270,7 @@ def test_training_cell_flash_is_read_as_the_config_reads_it():
     with open(DATA / "training_public.csv", newline="") as f:
         row = next(r for r in csv.DictReader(f) if r["id"] == "megatron21-t1-1.7B")
     flash = predict_training_row({**row, "attention": "flash"})
-    assert flash.error is None
+    assert flash.error is None and flash.extra["read_as"] == {"attention": "flash -> flash2"}
     assert flash.predicted == predict_training_row({**row, "attention": "flash2"}).predicted
     with pytest.raises(ConfigError, match="write fa1 or fa2"):
         attention_impl("flash", "a100-sxm-80gb", backward=False)

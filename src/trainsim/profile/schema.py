@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainsim.compute.database import FORMAT, record_impl
 from trainsim.errors import TrainsimError
 
-FORMAT = "trainsim-kernel-db/3"
 UPGRADABLE = "trainsim-kernel-db/2"
 """A format whose records differ from this one's only in naming the memory-efficient backend
 ``flash1``: a database of it is merged into after renaming them."""
@@ -115,8 +115,9 @@ def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` with the records of ``old`` (same GPU) that ``new`` did not re-measure."""
     if old.get("format") == UPGRADABLE:
         old = {**old, "format": FORMAT, "kernels": [
-            {**r, "impl": "mem_efficient"} if isinstance(r, dict) and r.get("op") == "attention"
-            and r.get("impl") == "flash1" else r for r in old.get("kernels") or []]}
+            {**r, "impl": record_impl(r, UPGRADABLE)} if isinstance(r, dict)
+            and r.get("op") == "attention" and r.get("impl") is not None else r
+            for r in old.get("kernels") or []]}  # the names as the loader reads them
     if old.get("format") != FORMAT or old.get("gpu") != new["gpu"]:
         raise ProfileError(f"cannot merge into a database of format {old.get('format')!r} for "
                            f"gpu {old.get('gpu')!r}; profiling {new['gpu']!r}")

@@ -267,7 +267,7 @@ def _ahead(executor: Executor) -> int:
     CPU of its own beside local workers, else none: on as many CPUs as workers it takes their
     time, and part of what it prepares is pruned before it is asked for (the 22B search with
     2 workers on 2 CPUs: this process's CPU 7.3-8.4 -> 4.5-5.3 s, the wall not longer).
-    CPUs are ``host.cpus`` (affinity, at most the cgroup's quota). An executor without
+    CPUs are ``trainsim.cpus.cpus`` (affinity, at most the cgroup's quota). An executor without
     ``submit`` (this process, Ray: its batches are mapped when the results are asked for) is
     never busy beside the search, so nothing is prepared ahead whatever this says: none. One
     that submits to workers elsewhere (not ``local``): prepared as before."""

@@ -111,7 +111,7 @@ class LocalExecutor:
     def __init__(self, workers: int | None = None) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers={workers} must be >= 1")
-        self.workers = workers or cpus()  # affinity and cgroup quota (host.cpus)
+        self.workers = workers or cpus()  # affinity and cgroup quota (trainsim.cpus.cpus)
         self._pool: cf.ProcessPoolExecutor | None = None
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,

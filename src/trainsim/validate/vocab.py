@@ -309,8 +309,10 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
 def _training_attention(value: str, row: dict[str, str]) -> str | None:
     """The ``AttentionImpl`` a training row's attention library runs on its GPU (None: the
     simulator's own name, or a word no table here knows, left to the config's check)."""
-    if value in ATTENTION_IMPLS or value == CONFIG_FLASH:
-        return None  # the config reads it (``flash`` as flash2, as a config file may write it)
+    if value == CONFIG_FLASH:
+        return "flash2"  # as the config reads it, and said in the row's read_as
+    if value in ATTENTION_IMPLS:
+        return None
     key = library_key(value)
     if not any(key in table for table in (ATTENTION_IMPL, AMBIGUOUS_ATTENTION,
                                           ATTENTION_BY_ARCH)):

@@ -48,6 +48,7 @@ SHARED_EXPERT_PREFIX = "shared_"
 """Every op of the shared experts' block, and only those, is named with this prefix: Megatron-
 core runs the block in its own schedule node (``ep_pairs`` reads it)."""
 
+
 def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | None = None,
                eager_experts: bool = False) -> None:
     """Routed experts with Megatron-core's all-to-all token dispatcher (Megatron-core MoE docs):
