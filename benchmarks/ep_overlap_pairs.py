@@ -6,8 +6,10 @@
 (EP 16 across two nodes, GBS 1024, sequence 4096, BF16) with and without
 ``overlap_moe_expert_parallel_comm`` (Megatron-core's combined 1F1B), once with the plain
 ``alltoall`` dispatcher (an NCCL all-to-all) and once with HybridEP. Each row is simulated as
-its settings say (the framework profile fills the rest); the table gives each time's error and
-the share of the step the overlap saved, measured and predicted.
+its settings say (``delay_wgrad_compute`` as the run set it: Megatron-Bridge's perf scripts
+turn it on with the overlap, these runs did not; the framework profile fills the rest); the
+table gives each time's error and the share of the step the overlap saved, measured and
+predicted.
 
 What trainsim cannot express is listed in the rows' notes: ``moe_permute_fusion=false`` in the
 alltoall pair, and the HybridEP pair's CUDA graphs of two scopes (router, dispatch
@@ -20,7 +22,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
-from trainsim import run_config_from_dict, simulate
+from trainsim import RunConfig, run_config_from_dict, simulate
 
 CSV = Path(__file__).resolve().parent / "ep_overlap_pairs.csv"
 
@@ -36,45 +38,50 @@ or nothing, so only these run with graphs; a row naming some layers' scopes (Meg
 ``moe_router``, ``moe_preprocess``, ``attn``, ...) runs without."""
 
 
-def _flag(row: dict[str, str], column: str) -> bool:
-    value = row[column].strip().lower()
-    if value not in ("true", "false"):
-        raise ValueError(f"{row['id']}: {column} must be true or false, not {row[column]!r}")
-    return value == "true"
-
-
 def cuda_graphs(row: dict[str, str]) -> bool:
     """Whether the row's run is simulated with CUDA graphs (see ``FULL_GRAPH_SCOPES``)."""
     return row["cuda_graph_scope"].strip() in FULL_GRAPH_SCOPES
 
 
+_PARALLEL_COLUMNS = {"tp": "tp", "pp": "pp", "ep": "ep",
+                     "distributed_optimizer": "distributed_optimizer",
+                     "overlap_grad_reduce": "overlap_grad_reduce",
+                     "overlap_param_gather": "overlap_param_gather", "recompute": "recompute",
+                     "moe_dispatcher": "moe_token_dispatcher_type",
+                     "moe_overlap_ep_comm": "moe_overlap_ep_comm",
+                     "delay_wgrad_compute": "delay_wgrad_compute"}
+"""column -> ``parallel`` field; the cells go to the config as written, which reads its
+numbers and switches as for ``trainsim validate`` (true/false, 1/0, yes/no, on/off); an
+empty cell leaves the field to the framework profile."""
+
+
 def row_config(row: dict[str, str]) -> dict[str, Any]:
     """The run a row describes, as a trainsim config mapping."""
+    parallel = {field: row[col].strip() for col, field in _PARALLEL_COLUMNS.items()
+                if row[col].strip()}
     return {
         "model": {"preset": row["model"]},
-        "parallel": {"tp": int(row["tp"]), "pp": int(row["pp"]), "ep": int(row["ep"]),
-                     "distributed_optimizer": _flag(row, "distributed_optimizer"),
-                     "overlap_grad_reduce": _flag(row, "overlap_grad_reduce"),
-                     "overlap_param_gather": _flag(row, "overlap_param_gather"),
-                     "recompute": row["recompute"],
-                     "moe_token_dispatcher_type": row["moe_dispatcher"],
-                     "moe_overlap_ep_comm": _flag(row, "moe_overlap_ep_comm")},
-        "training": {"global_batch_size": int(row["global_batch_size"]),
-                     "micro_batch_size": int(row["micro_batch_size"]),
-                     "seq_length": int(row["seq_length"]), "dtype": row["dtype"],
+        "parallel": parallel,
+        "training": {"global_batch_size": row["global_batch_size"],
+                     "micro_batch_size": row["micro_batch_size"],
+                     "seq_length": row["seq_length"], "dtype": row["dtype"],
                      "cuda_graphs": cuda_graphs(row),
                      "framework": row["framework"],
                      "framework_version": row["framework_version"]},
-        "cluster": {"gpu": row["gpu"], "num_gpus": int(row["num_gpus"]),
-                    "gpus_per_node": int(row["gpus_per_node"])},
+        "cluster": {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
+                    "gpus_per_node": row["gpus_per_node"]},
     }
+
+
+def run_config(row: dict[str, str]) -> RunConfig:
+    """The row's run, resolved (a cell the config cannot read raises ``ConfigError``)."""
+    return run_config_from_dict(row_config(row))
 
 
 def predict(rows: list[dict[str, str]] | None = None) -> list[tuple[dict[str, str], float]]:
     """(row, predicted step seconds) for each row."""
     rows = read_rows() if rows is None else rows
-    return [(row, simulate(run_config_from_dict(row_config(row))).iteration_time_s)
-            for row in rows]
+    return [(row, simulate(run_config(row)).iteration_time_s) for row in rows]
 
 
 def pairs(results: list[tuple[dict[str, str], float]]
@@ -82,7 +89,7 @@ def pairs(results: list[tuple[dict[str, str], float]]
     """(dispatcher, (measured off, on), (predicted off, on)) for each dispatcher's pair."""
     by: dict[str, dict[bool, tuple[float, float]]] = {}
     for row, pred in results:
-        on = row["moe_overlap_ep_comm"] == "true"
+        on = run_config(row).parallel.moe_overlap_ep_comm
         by.setdefault(row["moe_dispatcher"], {})[on] = (float(row["measured_step_s"]), pred)
     return [(d, (v[False][0], v[True][0]), (v[False][1], v[True][1]))
             for d, v in by.items() if set(v) == {False, True}]

@@ -39,22 +39,30 @@ def test_every_row_is_simulated(results):
 
 
 def test_the_rows_settings_are_read_from_their_columns(results):  # loads the script
-    """Each run's optimizer, overlap, recompute and CUDA-graph settings come from its row: a row
-    saying otherwise is simulated otherwise; a partial graph scope runs without graphs."""
+    """Each run's optimizer, overlap, delayed weight gradients, recompute and CUDA-graph
+    settings come from its row, read as ``trainsim validate`` reads a switch: a row saying
+    otherwise is simulated otherwise; a partial graph scope runs without graphs; an empty
+    delay_wgrad_compute is the profile's; a cell that is no switch is an error."""
+    from trainsim.errors import ConfigError
+
     mod = sys.modules["ep_overlap_pairs"]
-    row = dict(mod.read_rows()[0])
-    cfg = mod.row_config(row)
-    assert cfg["parallel"]["distributed_optimizer"] and cfg["parallel"]["recompute"] == "none"
-    row.update(distributed_optimizer="false", overlap_grad_reduce="false",
-               overlap_param_gather="false", recompute="full", cuda_graph_scope="full")
-    other = mod.row_config(row)
-    assert not other["parallel"]["distributed_optimizer"]
-    assert not other["parallel"]["overlap_grad_reduce"]
-    assert not other["parallel"]["overlap_param_gather"]
-    assert other["parallel"]["recompute"] == "full" and other["training"]["cuda_graphs"]
+    row = dict(mod.read_rows()[1])
+    cfg = mod.run_config(row)
+    p = cfg.parallel
+    assert p.distributed_optimizer and p.recompute == "none" and p.moe_overlap_ep_comm
+    assert p.delay_wgrad_compute is False
+    row.update(distributed_optimizer="no", overlap_grad_reduce="0", overlap_param_gather="off",
+               recompute="full", cuda_graph_scope="full", delay_wgrad_compute="yes")
+    other = mod.run_config(row)
+    assert not other.parallel.distributed_optimizer
+    assert not other.parallel.overlap_grad_reduce
+    assert not other.parallel.overlap_param_gather
+    assert other.parallel.recompute == "full" and other.training.cuda_graphs
+    assert other.parallel.delay_wgrad_compute is True
+    assert mod.run_config({**row, "delay_wgrad_compute": ""}).parallel.delay_wgrad_compute is None
     assert not mod.cuda_graphs({**row, "cuda_graph_scope": "moe_router+moe_preprocess"})
-    with pytest.raises(ValueError):
-        mod.row_config({**row, "overlap_grad_reduce": "yes"})
+    with pytest.raises(ConfigError):
+        mod.run_config({**row, "overlap_grad_reduce": "maybe"})
 
 
 def test_the_alltoall_step_without_overlap_is_within_tolerance(results):

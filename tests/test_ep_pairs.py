@@ -24,9 +24,10 @@ from trainsim.workload.shard import shard_of
 BIG, MED, SMALL = (65536, 8192, 8192), (16384, 8192, 8192), (256, 1024, 1024)
 
 
-def _pricer() -> Pricer:
-    return Pricer(moe_layer_cfg("alltoall", ep=32, experts=32, topk=4, gpus=32,
-                                moe_overlap_ep_comm=True))
+def _pricer(framework: str | None = None, version: str | None = None, **parallel) -> Pricer:
+    return Pricer(moe_layer_cfg("alltoall", ep=32, framework=framework, version=version,
+                                experts=32, topk=4, gpus=32, moe_overlap_ep_comm=True,
+                                **parallel))
 
 
 def _passes(attn_f, mlp_f, mlp_b, attn_b, exchange_bytes, wgrad=SMALL):
@@ -41,11 +42,6 @@ def _passes(attn_f, mlp_f, mlp_b, attn_b, exchange_bytes, wgrad=SMALL):
            Comm("moe.dispatch_all_to_all.bwd", "all_to_all", x, "ep"),
            Gemm("qkv_proj.dgrad", *attn_b)]
     return fwd, bwd
-
-
-def _delay_wgrad(monkeypatch, on: bool) -> None:
-    """The run's profile with or without ``delay_wgrad_compute`` (no other feature)."""
-    _features(monkeypatch, *(["delay_wgrad_compute"] if on else []))
 
 
 def _features(monkeypatch, *features: str) -> None:
@@ -76,8 +72,7 @@ def test_a_pass_short_of_compute_borrows_its_partners(monkeypatch):
     backward whose MLP and attention fill the matching phases, its weight gradients (delayed:
     --delay-wgrad-compute) the wait for its own dispatch: the pair hides what the pooled
     forward exposed."""
-    _delay_wgrad(monkeypatch, True)
-    pricer = _pricer()
+    pricer = _pricer(delay_wgrad_compute=True)
     fwd, bwd = _passes(MED, SMALL, MED, MED, 2e8, wgrad=MED)
     comm = pricer.comm_time(fwd[1])
     assert pricer.compute.time(fwd[0]) + pricer.compute.time(fwd[2]) < 2 * comm
@@ -197,23 +192,44 @@ def test_expert_tp_collectives_block_the_mlp_node():
     assert more - base == pytest.approx(t, rel=1e-3)
 
 
-def test_the_dispatch_waits_for_the_weight_gradients_unless_they_are_delayed(monkeypatch):
+def test_the_dispatch_waits_for_the_weight_gradients_unless_they_are_delayed():
     """Without --delay-wgrad-compute the MLP's backward computes its weight gradients and the
     backward's dispatch waits for them (TransformerLayerNode.backward_dw returns at once);
-    delayed, they run beside the dispatch. Megatron-Bridge's perf scripts delay them with the
-    overlap, Megatron-LM's default does not."""
-    from trainsim import ep_pairs
-
-    pricer = _pricer()
+    delayed, they run beside the dispatch. The run's parallel.delay_wgrad_compute says which;
+    left out, Megatron-Bridge's profile delays them (its perf scripts do with the overlap),
+    Megatron-core's (its own default) and a run naming no framework do not."""
     fwd, bwd = _passes(SMALL, SMALL, SMALL, SMALL, 2e8, wgrad=BIG)
+
+    def total(pricer: Pricer) -> float:
+        return _total(paired_layer(pricer, fwd, bwd))
+
+    pricer = _pricer(delay_wgrad_compute=False)
     wgrad, comm = pricer.compute.time(bwd[3]), pricer.comm_time(fwd[1])
-    monkeypatch.setattr(ep_pairs, "profile_supports", lambda cfg, f: False)
-    waits = _total(paired_layer(pricer, fwd, bwd))
-    monkeypatch.setattr(ep_pairs, "profile_supports", lambda cfg, f: f == "delay_wgrad_compute")
-    delayed = _total(paired_layer(pricer, fwd, bwd))
+    waits, delayed = total(pricer), total(_pricer(delay_wgrad_compute=True))
     assert waits > delayed + 0.5 * min(wgrad, comm)
-    assert framework_supports("megatron-bridge", "25.11", "delay_wgrad_compute")
-    assert not framework_supports("megatron-lm", None, "delay_wgrad_compute")
+    assert total(_pricer()) == pytest.approx(waits)
+    assert total(_pricer("megatron-core", "0.17")) == pytest.approx(waits)
+    assert total(_pricer("megatron-bridge", "25.11")) == pytest.approx(delayed)
+    stated = _pricer("megatron-bridge", "25.11", delay_wgrad_compute=False)
+    assert total(stated) == pytest.approx(waits)
+
+
+def test_delay_wgrad_compute_is_a_run_setting():
+    """parallel.delay_wgrad_compute is read from a config mapping (``--set``), None where left
+    out, and resolved against the framework profile's default."""
+    from trainsim import run_config_from_dict
+
+    base = {"model": {"preset": "qwen3-30b-a3b"},
+            "parallel": {"ep": 16, "moe_overlap_ep_comm": True},
+            "training": {"global_batch_size": 1024, "micro_batch_size": 1,
+                         "seq_length": 4096, "framework": "megatron-bridge",
+                         "framework_version": "26.04"},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8}}
+    cfg = run_config_from_dict(base)
+    assert cfg.parallel.delay_wgrad_compute is None and ep_pairs.delay_wgrad_compute(cfg)
+    off = run_config_from_dict({**base, "parallel": {**base["parallel"],
+                                                     "delay_wgrad_compute": "false"}})
+    assert off.parallel.delay_wgrad_compute is False and not ep_pairs.delay_wgrad_compute(off)
 
 
 def test_shared_experts_run_in_the_node_of_the_runs_megatron_core(monkeypatch):
@@ -238,6 +254,18 @@ def test_shared_experts_run_in_the_node_of_the_runs_megatron_core(monkeypatch):
     assert in_attn < in_mlp - 0.5 * min(comm, t)
     assert framework_supports("megatron-bridge", "26.04", "moe_shared_experts_attn_node")
     assert not framework_supports("megatron-bridge", "25.09", "moe_shared_experts_attn_node")
+
+
+@pytest.mark.parametrize(("framework", "version", "attn_node"), [
+    ("megatron-core", "0.15", False), ("megatron-core", "0.16", True),
+    ("megatron-core", "0.17", True), ("megatron-lm", "2025-12", False),
+    ("megatron-lm", "2026-01-16", True), ("megatron-bridge", "25.11", False),
+    ("megatron-bridge", "26.02", True)])
+def test_shared_experts_attention_node_by_version(framework, version, attn_node):
+    """Megatron-LM 1501c0f (2026-01-16) moved combined 1F1B's shared experts into the attention
+    node: core_v0.16.0 holds it, core_v0.15.x not; Megatron-Bridge v0.3.0 (26.02) pins b0cc2706
+    (2026-02-23), which holds it, v0.2.x (25.11) pins 0d8e0714 / cba6b0ed, which do not."""
+    assert framework_supports(framework, version, "moe_shared_experts_attn_node") is attn_node
 
 
 def test_a_recomputed_input_layernorm_runs_in_the_attention_backward(monkeypatch):

@@ -51,7 +51,9 @@ layer's forward combine only.
 
 from __future__ import annotations
 
-from trainsim.catalog.frameworks import profile_supports
+from typing import Any
+
+from trainsim.catalog.frameworks import framework_profile, profile_supports
 from trainsim.pricing import EP, HOST, Priced, Pricer, interned
 from trainsim.workload.moe_block import SHARED_EXPERT_PREFIX
 from trainsim.workload.ops import Comm, Op
@@ -129,6 +131,17 @@ def _s(segs: list[tuple[str, float, str]]) -> float:
     return sum(seg[1] for seg in segs)
 
 
+def delay_wgrad_compute(cfg: Any) -> bool:
+    """Whether the run delays the MoE layer's weight gradients (``parallel.delay_wgrad_compute``;
+    where the run leaves it out, its framework profile's default, else off as in Megatron-core)."""
+    given = cfg.parallel.delay_wgrad_compute
+    if given is not None:
+        return bool(given)
+    t = cfg.training
+    return bool(t.framework) and \
+        framework_profile(t.framework, t.framework_version).defaults.get("delay_wgrad_compute") is True
+
+
 def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
                  ) -> tuple[Priced, Priced] | None:
     """The forward and backward of one MoE layer priced as a combined-1F1B pair: each pass's
@@ -172,7 +185,7 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     # without it backward_dw returns at once, the MLP's backward computing them itself, and
     # the dispatch waits for them (fine_grained_callables.py TransformerLayerNode.backward_dw,
     # core_v0.14.0-v0.17.0)
-    delayed = profile_supports(pricer.cfg, "delay_wgrad_compute")
+    delayed = delay_wgrad_compute(pricer.cfg)
     wgrad = sum(s[1] for s in mlp_all if s[2].endswith("wgrad")) if delayed else 0.0
     mlp_bwd = _s(mlp_all) - wgrad
     d_f, d_b = _s(dispatch_f), _s(dispatch_b)
@@ -197,4 +210,4 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     return interned(fwd), interned(bwd)
 
 
-__all__ = ["paired_layer"]
+__all__ = ["delay_wgrad_compute", "paired_layer"]

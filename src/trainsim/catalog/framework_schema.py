@@ -166,11 +166,6 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "moe_deepep_permute_pads": _nullable(_bool),
     "moe_te_permute_maps": _nullable(_bool),  # TE >= 2.6 permute kernels (workload.moe_dispatch)
     "moe_router_force_balance": _nullable(_bool),  # random router logits (workload.moe_router)
-    # with Megatron-core's expert-parallel overlap (combined 1F1B), the recipes set
-    # --delay-wgrad-compute: the MLP's weight gradients run after the backward's dispatch is
-    # issued, not before it (fine_grained_callables.py TransformerLayerNode.backward_dw returns
-    # early without it; ep_pairs); null: not set, as in Megatron-core's own default
-    "delay_wgrad_compute": _nullable(_bool),
     # the Megatron-core a run is built on computes the shared experts in combined 1F1B's
     # attention node (core_v0.16.0 on: fine_grained_callables.py submodule_attn_forward), not in
     # its MLP node (core_v0.14-v0.15 submodule_moe_forward); null: the MLP node (ep_pairs)
@@ -287,6 +282,10 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "moe_dispatcher": _nullable(_enum(MOE_DISPATCHERS)),
     "moe_router_dtype": _nullable(_enum(("fp32", "fp64"))),  # null: the run's 16-bit dtype
     "moe_hybridep_num_sms": _nullable(_int),  # null: Megatron-core's default (EXCHANGE_SMS)
+    # parallel.delay_wgrad_compute where a run leaves it out: what the framework's recipes set
+    # with Megatron-core's expert-parallel overlap (read by ep_pairs); null: off, Megatron-core's
+    # own default
+    "delay_wgrad_compute": _nullable(_bool),
     "account_for_embedding_in_pipeline_split": _nullable(_bool),
     "account_for_loss_in_pipeline_split": _nullable(_bool),
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method

@@ -121,6 +121,13 @@ class ParallelConfig:
     moe_overlap_ep_comm: bool = False
     """Hide expert-parallel all-to-alls behind compute of another micro-batch (Megatron-core
     --overlap-moe-expert-parallel-comm; DeepSeek-V3's DualPipe does the same)."""
+    delay_wgrad_compute: bool | None = None
+    """With ``moe_overlap_ep_comm``, compute the MoE layer's weight gradients after the
+    backward's dispatch is issued (Megatron-core --delay-wgrad-compute,
+    TransformerConfig.delay_wgrad_compute, which asserts overlap_moe_expert_parallel_comm: read
+    only with it, ``ep_pairs``; Megatron-Bridge comm_overlap.delay_wgrad_compute). None: the
+    framework profile's default (``delay_wgrad_compute``, what its recipes set with the
+    overlap), else off."""
     moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep", "hybridep"] = "alltoall"
     """How routed tokens reach their experts (Megatron-core --moe-token-dispatcher-type;
     ``deepep`` is its flex dispatcher with --moe-enable-deepep): ``alltoall`` permutes locally
