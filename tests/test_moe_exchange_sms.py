@@ -179,3 +179,16 @@ def test_a_pcie_node_runs_few_p2p_channels():
     pcie = replace(cfg, cluster=replace(cfg.cluster, gpu=replace(cfg.cluster.gpu,
                                                                   nvlink_bw_Bps=64e9)))
     assert Pricer(pcie).sm_share["ep"] == pytest.approx(4 / cfg.cluster.gpu.num_sms)
+
+
+def test_an_all_to_all_across_nodes_of_more_than_8_ranks_follows_nccl_2_27():
+    """2 nodes of 16 (32 ranks): a network peer allows 2 channels (paths.cc v2.27.3-1
+    ncclTopoGetNchannels L809-818: 2*32 <= 4*32 keeps 2), so 2 parts a peer -> reverseBits 0, 16
+    (device.h L269-273). v2.27.3-1 channel.h ncclP2pChannelBaseForRound L19-29: base =
+    nodeDelta*divUp(16, 8) + localDelta/8 -> {0, 1} on node 0 and {2, 3} on node 1: {0..3} +
+    {0, 16} = 8 channels. (v2.21.5-1 channel.h L31 ``delta + step/8`` gives bases {0, 1, 2},
+    p2pChannels[] {0, 16, 8} + chunk {0, 1}: 6 channels; the function follows v2.27.)"""
+    assert all_to_all_channels(2, 16) == 8
+    # 2 NVL72 domains (144 ranks): 2*144 > 4*32 halves to 1 part a peer; bases nodeDelta*9 +
+    # localDelta/8 = 0..8 and 9..17: 18 channels (v2.21.5-1: delta + step/8 = 0..9, 10).
+    assert all_to_all_channels(2, 72) == 18

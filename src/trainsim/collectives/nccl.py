@@ -219,7 +219,8 @@ def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None 
     """Channels, one thread block each, that one rank's NCCL all-to-all (a send and a receive
     per peer in one group: ``all_to_all_single``) runs on: the SMs it holds while it runs.
 
-    NCCL 2.21-2.28 (the rule read in v2.21.5-1 and v2.27.3-1; its count is the same in both):
+    NCCL 2.22-2.28, as read in v2.27.3-1 (v2.21.5-1 gives the same count on one node and with
+    at most 8 ranks a node, fewer across nodes of more than 8: see the last point):
     - per peer at most ``p2pnChannelsPerPeer`` parts (src/graph/paths.cc
       ``ncclTopoGetNchannels``, ``ncclTopoComputeP2pChannels``: the minimum over all peers of
       2 per NVLink (times links, so the whole pool on an NVSwitch), 2 per PCIe peer, and for a
@@ -233,8 +234,13 @@ def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None 
       ``base + reverseBits(p)`` with ``base = nodeDelta*ceil(localRanks/8) + localDelta/8``
       across nodes and ``base = localDelta`` in one (v2.27.3-1 src/include/channel.h
       ``ncclP2pChannelBaseForRound``, src/include/device.h ``ncclP2pChannelForPart``;
-      v2.21.5-1 channel.h ``ncclChannelComputeBase``: ``nNodes > 1 ? delta + step/8 : step``,
-      then ``p2pChannels[base] + chunk`` with p2pChannels the bit mirror: the same count).
+      the round's ``nodeDelta`` and ``localDelta`` are a permutation of the peers, src/init.cc
+      p2pSchedule, so the bases are those of every (node, local) offset; v2.21.5-1 channel.h
+      ``ncclChannelComputeBase``: ``nNodes > 1 ? delta + step/8 : step``, then
+      ``p2pChannels[base] + chunk`` with p2pChannels the bit mirror: the same count up to 8
+      ranks a node, but its bases overlap beyond: 2 nodes of 16 get bases {0, 1, 2} and 6
+      channels where v2.27 gets {0..3} and 8; GB200 NVL72 domains of up to 72 local ranks
+      follow v2.27's count).
     So the base moves with the node, not the peer: across nodes every peer of a node shares
     its node's channels. ``bytes_per_peer`` None: a layer's exchange (megabytes per peer)
     takes every part. From v2.29.2-1 a network peer gets ``max(NICs, NIC GB/s / 14)`` channels
