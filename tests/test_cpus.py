@@ -13,8 +13,9 @@ from trainsim import cpus as cpus_mod
 def machine(monkeypatch, tmp_path):
     """64 CPUs in the affinity; cgroup files under tmp_path, none written yet."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
-    for name in ("CPU_MAX", "CFS_QUOTA", "CFS_PERIOD"):
+    for name in ("CPU_MAX", "CFS_QUOTA", "CFS_PERIOD", "PROC_CGROUP"):
         monkeypatch.setattr(cpus_mod, name, tmp_path / name)
+    monkeypatch.setattr(cpus_mod, "CGROUP_V2", tmp_path / "cgroup")
     return tmp_path
 
 
@@ -45,3 +46,26 @@ def test_validate_and_search_count_the_same_cpus(machine):
 
     (machine / "CPU_MAX").write_text("300000 100000\n")
     assert cli._cpus() == cpus_mod.cpus() == LocalExecutor().workers == 3
+
+
+def test_a_process_without_its_own_cgroup_namespace_takes_the_least_quota_up_its_path(machine):
+    """``0::/job.slice/step`` in /proc/self/cgroup: the quotas of step (3 CPUs) and
+    job.slice (2 CPUs) both bind it (cgroup-v2.rst "Top-down Constraint"); the root's file
+    says none."""
+    (machine / "PROC_CGROUP").write_text("1:cpu:/ignored\n0::/job.slice/step\n")
+    step = machine / "cgroup" / "job.slice" / "step"
+    step.mkdir(parents=True)
+    (step / "cpu.max").write_text("300000 100000\n")
+    assert cpus_mod.cpus() == 3
+    (step.parent / "cpu.max").write_text("200000 100000\n")
+    (machine / "CPU_MAX").write_text("max 100000\n")
+    assert cpus_mod.cpus() == 2
+    (step / "cpu.max").write_text("max 100000\n")
+    (step.parent / "cpu.max").write_text("max 100000\n")
+    assert cpus_mod.cpu_quota() is None and cpus_mod.cpus() == 64
+
+
+def test_a_cgroup_path_that_cannot_be_read_keeps_the_root_rule(machine):
+    (machine / "PROC_CGROUP").write_text("0::/gone/../elsewhere\n")  # no such directories
+    (machine / "CPU_MAX").write_text("400000 100000\n")
+    assert cpus_mod.cpus() == 4

@@ -12,6 +12,14 @@ CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 """cgroup v2's CPU quota as this process sees it inside a container (its own cgroup, the
 root of its namespace): "<quota µs> <period µs>", or "max <period>" for none (kernel
 Documentation/admin-guide/cgroup-v2.rst, "cpu.max")."""
+CGROUP_V2 = Path("/sys/fs/cgroup")
+"""Where cgroup v2's hierarchy is mounted: the root of this process's cgroup namespace."""
+PROC_CGROUP = Path("/proc/self/cgroup")
+"""This process's cgroup: cgroup v2's line is ``0::<path>``, relative to the namespace root
+(kernel Documentation/admin-guide/cgroup-v2.rst, "Processes"). Without a private cgroup
+namespace (a container run with ``--cgroupns=host``, a systemd or Slurm job) the process sits
+below ``CGROUP_V2``, and its quota is the least of the ``cpu.max`` on the way up to it: a
+cgroup's limit also binds all its descendants ("Top-down Constraint")."""
 CFS_QUOTA = Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
 CFS_PERIOD = Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
 """cgroup v1's quota and period (µs; a quota of -1 is none): Documentation/scheduler/sched-bwc.rst."""
@@ -29,16 +37,37 @@ def cpus() -> int:
 
 def cpu_quota() -> float | None:
     """The cgroup's CPU quota in CPUs (quota / period), or None where there is none or it
-    cannot be read (cgroup v2's ``cpu.max`` first, then v1's ``cpu.cfs_quota_us``)."""
-    try:
-        quota, period = CPU_MAX.read_text().split()[:2]
-        return None if quota == "max" else _ratio(quota, period)
-    except (OSError, ValueError):
-        pass
+    cannot be read: cgroup v2's ``cpu.max``, the least of the namespace root's and those from
+    this process's own cgroup (``PROC_CGROUP``) up to the root, where any can be read; else
+    v1's ``cpu.cfs_quota_us``."""
+    files = [CPU_MAX, *(d / "cpu.max" for d in _own_cgroup_dirs())]
+    found, quotas = False, []
+    for f in files:
+        try:
+            quota, period = f.read_text().split()[:2]
+            found = True
+            if quota != "max" and (q := _ratio(quota, period)):
+                quotas.append(q)
+        except (OSError, ValueError):
+            continue
+    if found:
+        return min(quotas, default=None)
     try:
         return _ratio(CFS_QUOTA.read_text(), CFS_PERIOD.read_text())
     except (OSError, ValueError):
         return None
+
+
+def _own_cgroup_dirs() -> list[Path]:
+    """This process's cgroup v2 directory and its ancestors below ``CGROUP_V2`` (deepest
+    first); none where ``PROC_CGROUP`` has no ``0::`` line or names the root."""
+    try:
+        lines = PROC_CGROUP.read_text().splitlines()
+    except OSError:
+        return []
+    rel = next((line[3:] for line in lines if line.startswith("0::")), "")
+    parts = [p for p in rel.strip().split("/") if p and p not in (".", "..")]
+    return [CGROUP_V2.joinpath(*parts[:n]) for n in range(len(parts), 0, -1)]
 
 
 def _ratio(quota: str, period: str) -> float | None:
