@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 
+import pytest
 from helpers import make_base
 
 from trainsim import simulator
@@ -90,6 +91,7 @@ def test_a_search_s_workers_share_out_the_tasks_they_keep(monkeypatch):
     cands = [c for k in keys for c in SPACE.variants(k)[:2]]
     alone = [ev.evaluate(c, base).to_dict() for c in cands]
     monkeypatch.setattr(loop, "SHARED_TASKS", 120)  # these graphs: 110 timeline tasks
+    monkeypatch.setattr(ev, "SHARE_FLOOR_TASKS", 0)  # the even share alone (the floor: below)
     kept = {}
     for workers in (1, 2, 10**6):
         token = ev.SearchToken(1, 2, 3, workers)
@@ -102,6 +104,53 @@ def test_a_search_s_workers_share_out_the_tasks_they_keep(monkeypatch):
         ev.drop_runs(token)
     assert kept[1][0] > kept[2][0] > 0 and kept[1][1] > 0 and kept[10**6] == (0, 0)
     assert ev.share(("no workers said", 1)) == 120
+
+
+def test_a_worker_keeps_at_least_one_large_graph_however_many_workers(monkeypatch):
+    """A graph is kept whole or not at all, so an even share below one graph keeps nothing:
+    64 workers' share of 10^6 tasks (15,625) is below the public file's largest row (176,456
+    tasks); the floor keeps one such graph a worker, never more than the whole cap."""
+    from trainsim.engine import loop
+
+    assert ev.share(ev.SearchToken(1, 2, 3, 64)) == ev.SHARE_FLOOR_TASKS >= 176_456
+    assert ev.share(ev.SearchToken(1, 2, 3, 1)) == loop.SHARED_TASKS
+    assert ev.share(ev.SearchToken(1, 2, 3, None)) == loop.SHARED_TASKS  # workers unknown: 1
+    monkeypatch.setattr(loop, "SHARED_TASKS", 120)
+    assert ev.share(ev.SearchToken(1, 2, 3, 10**6)) == 120  # the floor is capped by the cap
+    monkeypatch.setattr(ev, "SHARE_FLOOR_TASKS", 110)  # these graphs: 110 timeline tasks
+    base = make_base(gpus=16, batch=64)
+    c = next(iter(SPACE.variants(next(iter(SPACE.memory_keys(base, 16))))))
+    token = ev.SearchToken(1, 2, 3, 10**6)
+    ev.evaluate_batch(base, [c], token)
+    timelines = ev._RUNS[0][2][0]
+    assert 0 < sum(len(t) for t, _ in timelines.values()) <= 110
+    ev.drop_runs(token)
+
+
+def test_workers_none_is_every_cpu_and_zero_is_an_error_for_every_executor():
+    from trainsim.errors import ConfigError
+    from trainsim.search import LocalExecutor
+    from trainsim.search.executors import RayExecutor
+
+    for make in (LocalExecutor, RayExecutor):
+        with pytest.raises(ConfigError, match="--workers=0 must be >= 1"):
+            make(workers=0)
+    assert LocalExecutor(None).workers == LocalExecutor().workers >= 1
+
+
+def test_an_executor_whose_workers_is_none_counts_one():
+    seen = []
+
+    class Unsaid(SerialExecutor):
+        workers = None
+
+        def map(self, base, batches, on_done=None, token=None):
+            seen.append(token)
+            return super().map(base, batches, on_done, token)
+
+    search(make_base(), [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
+           executor=Unsaid(), cache=None)
+    assert seen and all(t.workers == 1 for t in seen)
 
 
 def test_a_search_tells_its_workers_how_many_they_are():

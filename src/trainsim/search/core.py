@@ -249,7 +249,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
     # process); what it allocates is acyclic and freed by reference counting
     # (its workers' share of the graphs and timelines kept: ``evaluation.share``)
     token = SearchToken(os.getpid(), next(_SEARCHES), time.time_ns(),
-                        max(1, int(getattr(executor, "workers", 1))))
+                        max(1, int(getattr(executor, "workers", None) or 1)))
     try:
         with shared(token), gc_paused(), states_shared():
             return _search(base, gpu_counts, space, top_k, executor, rank_by, exhaustive,

@@ -485,13 +485,24 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
         return [evaluate(c, base) for c in candidates]
 
 
+SHARE_FLOOR_TASKS = 200_000
+"""The least tasks one worker keeps, however many workers share ``SHARED_TASKS``: one large
+graph (the public validation file's largest row keeps 176,456 tasks), since a graph is kept
+whole or not at all (``engine.loop.run``), so a share below it keeps no timelines (64 workers'
+even share is 15,625). The cost: up to ~67 MB of timelines a worker (~335 bytes a task) beyond
+the even share, and twin graphs of as many tasks again."""
+
+
 def share(token: Hashable) -> int:
     """The tasks one worker of the search ``token`` keeps at most (timelines, and twin graphs
     as many again): ``engine.loop.SHARED_TASKS`` shared out among its executor's workers, so
     that a search keeps at most what one validation question may in all, however many
     workers run it (the 22B search's serial process keeps 329,250 timeline and 399,510 twin
-    tasks, peak RSS 36 -> 292 MB; 64 workers with the whole cap each could hold ~40 GB)."""
-    return engine_loop.SHARED_TASKS // max(1, getattr(token, "workers", 1))
+    tasks, peak RSS 36 -> 292 MB; 64 workers with the whole cap each could hold ~40 GB), but
+    never less than ``SHARE_FLOOR_TASKS`` (one large graph) where the cap allows it."""
+    cap = engine_loop.SHARED_TASKS
+    even = cap // max(1, getattr(token, "workers", None) or 1)
+    return max(even, min(SHARE_FLOOR_TASKS, cap))
 
 
 _RUNS: list[tuple[Hashable, Base, tuple[dict, dict]]] = []

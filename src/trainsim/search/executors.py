@@ -141,6 +141,8 @@ class RayExecutor:
     name = "ray"
 
     def __init__(self, workers: int | None = None, address: str | None = None) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"--workers={workers} must be >= 1")
         try:
             import ray
         except ImportError:
