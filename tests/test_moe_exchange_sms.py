@@ -12,8 +12,9 @@ from dataclasses import replace
 import pytest
 from helpers import moe_layer_cfg
 
-from trainsim.collectives.nccl import all_to_all_channels
+from trainsim.collectives.nccl import all_to_all_channels, net_count_by_bw
 from trainsim.config import RunConfig
+from trainsim.errors import ConfigError
 from trainsim.pricing import COMM_SMS, EP, Pricer
 from trainsim.workload.moe_dispatch import EXCHANGE_SMS
 from trainsim.workload.ops import Comm, Gemm
@@ -192,3 +193,35 @@ def test_an_all_to_all_across_nodes_of_more_than_8_ranks_follows_nccl_2_27():
     # 2 NVL72 domains (144 ranks): 2*144 > 4*32 halves to 1 part a peer; bases nodeDelta*9 +
     # localDelta/8 = 0..8 and 9..17: 18 channels (v2.21.5-1: delta + step/8 = 0..9, 10).
     assert all_to_all_channels(2, 72) == 18
+
+
+def test_a_gpu_needing_several_nics_keeps_a_channel_per_nic_for_each_network_peer():
+    """getLocalNetCountByBw (src/graph/topo.cc v2.27.3-1 L1464-1485) adds the GPU's nearest
+    NICs until they carry its CPU link: 4 NICs of 12.5 GB/s (100 Gbit/s) behind a 48 GB/s link
+    -> 4 (50 >= 48); 2 of 25 GB/s -> 2 (both, 50 >= 48); 1 of 50 GB/s -> 1; an unstated link: 1.
+    ncclTopoGetNchannels (paths.cc L809-818) keeps max(netCountByBw, nChannelsMax): 16 nodes
+    of 8 (128 ranks) halve nChannelsMax to 1 (2*128 > 4*32), but a GPU needing 2 NICs keeps 2
+    a peer: bases 0..15 + reverseBits {0, 16} = 32 channels, where one NIC gives 16."""
+    assert net_count_by_bw(4, 12.5e9, 48e9) == 4
+    assert net_count_by_bw(2, 25e9, 48e9) == 2
+    assert net_count_by_bw(1, 50e9, 48e9) == 1
+    assert net_count_by_bw(4, 12.5e9, None) == 1
+    assert all_to_all_channels(16, 8) == 16
+    assert all_to_all_channels(16, 8, net_count=2) == 32
+    # 3 NICs round up to a power of 2 (paths.cc L851 pow2Up): 4 parts a peer on 2 x 8
+    assert all_to_all_channels(2, 8, net_count=3) == 2 * 4
+    assert all_to_all_channels(1, 8, net_count=4) == 32  # one node: no network peer
+
+
+def test_the_pricer_reads_the_nics_a_gpu_needs_from_the_cluster():
+    """EP 32 on 4 nodes of 8 (``_cfg``): 2 channels a network peer (2*32 <= 4*32), 8 in all;
+    4 NICs of 100 Gbit/s behind a PCIe Gen5 link (64 GB/s; all 4 needed, 50 < 64): 4 parts a
+    peer, bases 0..3 + reverseBits {0, 16, 8, 24} = 16 channels."""
+    cfg = _cfg("alltoall")
+    gpu = replace(cfg.cluster.gpu, host_link_bw_Bps=64e9)
+    four = replace(cfg, cluster=replace(cfg.cluster, gpu=gpu, nics_per_gpu=4))
+    assert Pricer(replace(cfg, cluster=replace(cfg.cluster, gpu=gpu))).sm_share["ep"] == \
+        pytest.approx(A2A_SMS_4_NODES / gpu.num_sms)
+    assert Pricer(four).sm_share["ep"] == pytest.approx(16 / gpu.num_sms)
+    with pytest.raises(ConfigError, match="nics_per_gpu=0 must be a positive"):
+        replace(cfg.cluster, nics_per_gpu=0)

@@ -17,7 +17,13 @@ from dataclasses import dataclass, replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives.ep_kernels import domain_exchange_s
-from trainsim.collectives.nccl import GroupSpan, all_to_all_channels, batched_p2p_s, intra_link_kind
+from trainsim.collectives.nccl import (
+    GroupSpan,
+    all_to_all_channels,
+    batched_p2p_s,
+    intra_link_kind,
+    net_count_by_bw,
+)
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
@@ -58,8 +64,12 @@ def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
     across nodes, where NCCL puts all the peers of one node on that node's channels (EP 16 on
     two nodes of 8: 4). The ``allgather`` dispatcher exchanges by all-gather and
     reduce-scatter, collectives that ``price_ops`` prices at a ring's share (``COMM_SMS``)."""
+    cluster = cfg.cluster
+    nics = cluster.nics_per_gpu
     return all_to_all_channels(span.nodes, span.per_node,
-                               link=intra_link_kind(cfg.cluster.gpu.nvlink_bw_Bps))
+                               link=intra_link_kind(cluster.gpu.nvlink_bw_Bps),
+                               net_count=net_count_by_bw(nics, cluster.nic_bw_Bps / nics,
+                                                         cluster.gpu.host_link_bw_Bps))
 
 
 @dataclass(frozen=True)

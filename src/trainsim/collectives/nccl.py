@@ -214,8 +214,22 @@ def intra_link_kind(nvlink_bw_Bps: float) -> str:
     return "pcie" if nvlink_bw_Bps <= 64e9 else "nvlink"
 
 
+def net_count_by_bw(nics: int, nic_bw_Bps: float, gpu_link_bw_Bps: float | None) -> int:
+    """NICs one GPU needs to match its own link to the CPU (PCIe, or NVLink-C2C), NCCL's
+    ``getLocalNetCountByBw`` (src/graph/topo.cc v2.27.3-1 L1464-1485): the GPU's nearest NICs
+    taken one by one, ``nic_bw_Bps`` each, until they carry ``gpu_link_bw_Bps``, at most
+    ``nics``. A GPU whose link is not stated counts one NIC."""
+    if gpu_link_bw_Bps is None:
+        return 1
+    count, total = 0, 0.0
+    while count < nics and total < gpu_link_bw_Bps:
+        total += nic_bw_Bps
+        count += 1
+    return max(1, count)
+
+
 def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None = None,
-                        link: str = "nvlink") -> int:
+                        link: str = "nvlink", net_count: int = 1) -> int:
     """Channels, one thread block each, that one rank's NCCL all-to-all (a send and a receive
     per peer in one group: ``all_to_all_single``) runs on: the SMs it holds while it runs.
 
@@ -224,7 +238,10 @@ def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None 
     - per peer at most ``p2pnChannelsPerPeer`` parts (src/graph/paths.cc
       ``ncclTopoGetNchannels``, ``ncclTopoComputeP2pChannels``: the minimum over all peers of
       2 per NVLink (times links, so the whole pool on an NVSwitch), 2 per PCIe peer, and for a
-      network peer 2, halved while ``2 nRanks > 4 p2pnChannels`` (one NIC per GPU));
+      network peer 2, halved while ``2 nRanks > 4 p2pnChannels``, but never below the NICs
+      the GPU needs, ``net_count`` (paths.cc L809-818 ``max(netCountByBw, nChannelsMax)``,
+      the same in v2.21.5-1 L713-726: :func:`net_count_by_bw`), rounded up to a power of 2
+      (L851 ``pow2Up``));
     - a peer's bytes split into ``nChannelsMin`` parts (``p2pnChannelsPerPeer`` halved while
       ``nChannelsMin nRanks > p2pnChannels``), fewer when the bytes are under a part of
       ``minSize`` each, doubled while a part exceeds ``maxSize`` up to ``p2pnChannelsPerPeer``
@@ -254,7 +271,7 @@ def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None 
         net = 2
         while net * nranks > 4 * pool and net > 1:
             net //= 2
-        per_peer = min(per_peer, net)
+        per_peer = min(per_peer, 1 << (max(net_count, net) - 1).bit_length())
     per_peer = min(per_peer, pool)
     n_min = per_peer
     while n_min * nranks > pool and n_min > 1:

@@ -195,6 +195,10 @@ class ClusterConfig:
     gpus_per_node: int = 8
     nic_bw_Bps: float = 50e9
     """Inter-node bandwidth per GPU, one direction (400 Gbit/s NIC per GPU = 50e9 B/s)."""
+    nics_per_gpu: int = 1
+    """NICs nearest each GPU that share ``nic_bw_Bps`` (AWS p5: 4 EFA NICs of 100 Gbit/s a GPU;
+    DGX H100: 1): NCCL keeps a channel per NIC a GPU needs to match its PCIe or C2C link for
+    each network peer of an all-to-all (``nccl.net_count_by_bw``)."""
     intra_node_bw_Bps: float | None = None
     """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""
     network_backend: Literal["analytical", "flow"] = "analytical"
@@ -241,7 +245,8 @@ class ClusterConfig:
             raise ConfigError(f"cluster.extra.{next(iter(self.extra))} is not read by any model; "
                               "remove it")
         require_positive("cluster", num_gpus=self.num_gpus, gpus_per_node=self.gpus_per_node,
-                         nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
+                         nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps,
+                         nics_per_gpu=self.nics_per_gpu)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
         if self.price_per_gpu_hour is not None and self.price_per_gpu_hour > MAX_PRICE_PER_HOUR:
             raise ConfigError(f"cluster.price_per_gpu_hour={self.price_per_gpu_hour:g} is out of "
