@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from trainsim.validate.layouts import MAX_LAYOUTS, parallel_layouts
+from trainsim.errors import ConfigError
+from trainsim.validate.layouts import MAX_LAYOUTS, parallel_layouts, stated_pps
 from trainsim.validate.training import _training_base, predict_training_row
 
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
@@ -36,7 +37,8 @@ def test_a_stated_pp_is_kept_while_tp_is_tuned():
     row = _public("korthikanti22-175B-full")
     stated = predict_training_row(row)
     blank = predict_training_row({**row, "tp": ""})
-    assert blank.error is None and blank.chosen["pp"] == int(row["pp"])
+    assert blank.error is None and "pp" not in blank.chosen  # stated: not tuned
+    assert blank.chosen["tp"] >= 1
     assert blank.predicted <= stated.predicted or not stated.fits_in_memory
 
 
@@ -76,3 +78,19 @@ def test_a_stated_pipeline_layout_gives_the_pipeline_size():
     assert res.error is None
     assert res.chosen["pp"] * int(row["vpp"]) == 64
 
+
+
+def test_a_stated_pipeline_layout_without_vpp_allows_every_pp_dividing_its_stages():
+    assert stated_pps("Et|(tt|)*30mL", None) == (1, 2, 4, 8, 16, 32)  # 32 stages
+    assert stated_pps("Et|(tt|)*30mL", 4) == (8,)
+    with pytest.raises(ConfigError, match="vpp=5"):
+        stated_pps("Et|(tt|)*30mL", 5)
+    assert stated_pps(None, 2) is None and stated_pps("front_loaded", None) is None
+
+
+def test_a_row_with_a_stated_layout_and_no_tp_pp_vpp_runs():
+    row = _public("bridge2509-deepseek-v3-1024")
+    res = predict_training_row({**row, "tp": "", "pp": "", "vpp": ""})
+    assert res.error is None, res.error
+    assert res.chosen["pp"] * res.chosen["vpp"] == 32 and "ep" not in res.chosen
+    assert row["ep"] and res.chosen["tp"] >= 1

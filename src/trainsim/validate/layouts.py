@@ -19,6 +19,7 @@ from typing import Any
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.config.layout import parse_layout
+from trainsim.errors import ConfigError
 from trainsim.search.space import Base, SearchSpace
 
 MAX_LAYOUTS = 24
@@ -37,13 +38,14 @@ class _AnySplit(Base):
         return "front_loaded"
 
 
-def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: int | None, cp: int,
+def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: tuple[int, ...] | None,
+                     cp: int,
                      ep: int | None, micro_batch: int | None, vpp: int | None,
                      uneven: bool = False,
                      could_fit: Callable[[int, int], bool] = lambda tp, pp: True
                      ) -> list[tuple[int, int]]:
     """(tp, pp) layouts of the run ``raw`` describes (its parallel section ignored) with the
-    given sizes kept, in the order they are tried: at most :data:`MAX_LAYOUTS` of those
+    given sizes kept (``pp``: the pipeline sizes allowed, None for any), in the order they are tried: at most :data:`MAX_LAYOUTS` of those
     ``could_fit`` accepts (a quick memory check of the caller's), else of all of them.
     ``uneven``: layers that do not split evenly over pp can be placed (the validator's
     pipeline layout for the row's framework, ``training._unknowns``, or a stated layout)."""
@@ -54,7 +56,7 @@ def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: int | None, cp: in
     # against num_gpus by the enumeration, not by this config)
     one = run_config_from_dict({"model": raw["model"], "training": training, "parallel": {},
                                 "cluster": {**raw["cluster"], "num_gpus": 1}})
-    space = SearchSpace(tp=(tp,) if tp else None, pp=(pp,) if pp else None, cp=(cp,),
+    space = SearchSpace(tp=(tp,) if tp else None, pp=pp, cp=(cp,),
                         micro_batch=(micro_batch,) if micro_batch else None,
                         recompute=("none",), sequence_parallel=(False,), zero=(0,),
                         vpp=(vpp or 1,), max_vpp=max(8, vpp or 1), ep=(ep,) if ep else None,
@@ -65,9 +67,17 @@ def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: int | None, cp: in
     return ([t for t in ordered if could_fit(*t)] or ordered)[:MAX_LAYOUTS]
 
 
-def stated_pp(layout: str | None, vpp: int | None) -> int | None:
-    """The pipeline size a stated ``pipeline_layout`` of Megatron-core stages implies (its
-    virtual stages over the stated vpp), None where it names a rule or is not given."""
+def stated_pps(layout: str | None, vpp: int | None) -> tuple[int, ...] | None:
+    """The pipeline sizes a stated ``pipeline_layout`` of Megatron-core stages allows, None
+    where it names a rule or is not given: its virtual stages over the stated vpp, or with
+    vpp empty every pp dividing the stages (Megatron-core asserts the stages divide by pp and
+    takes vpp = stages // pp: megatron/core/transformer/pipeline_parallel_layer_layout.py@
+    core_v0.14.0rc7 lines 36-41). A stated vpp that does not divide the stages is an error."""
     if not layout or "|" not in layout:
         return None
-    return max(1, len(parse_layout(layout)) // (vpp or 1))
+    stages = len(parse_layout(layout))
+    if vpp is None:
+        return tuple(p for p in range(1, stages + 1) if stages % p == 0)
+    if vpp < 1 or stages % vpp:
+        raise ConfigError(f"pipeline_layout has {stages} stages, not a multiple of vpp={vpp}")
+    return (stages // vpp,)

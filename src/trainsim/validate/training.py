@@ -26,7 +26,7 @@ from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
-from trainsim.validate.layouts import parallel_layouts, stated_pp
+from trainsim.validate.layouts import parallel_layouts, stated_pps
 from trainsim.validate.vocab import framework_key, normalized_training_row, read_as
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -519,19 +519,29 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
                   ) -> tuple[RunConfig, dict[str, Any], Result]:
     """:func:`_tuned`, over the (tp, pp) layouts ``validate.layouts`` gives where the row
     leaves either empty: the fastest layout whose tuned setting fits in memory (else the
-    fastest), its tp and pp reported among the chosen settings."""
+    fastest), its empty tp, pp (and a vpp derived from a stated pipeline layout) reported among
+    the chosen settings."""
     tp, pp = _cell(row, "tp"), _cell(row, "pp")
     if tp is not None and pp is not None:
         return _tuned(row, compute_db)
     raw, _ = _training_base({**row, "tp": tp or "1", "pp": pp or "1"})
     cp, ep, mb, vpp = (_cell(row, c) for c in ("cp", "ep", "micro_batch_size", "vpp"))
-    pp_of_layout = stated_pp(_cell(row, "pipeline_layout"), int(vpp) if vpp else None)
+    layout = _cell(row, "pipeline_layout")
+    pps_of_layout = stated_pps(layout, int(vpp) if vpp else None)
+
+    def cells(t: int, p: int) -> dict[str, str]:
+        """The row's cells for layout (t, p): with a stated pipeline layout and no vpp, vpp
+        is the layout's stages over p, as Megatron-core derives it (``stated_pps``)."""
+        got = {"tp": str(t), "pp": str(p)}
+        if pps_of_layout is not None and vpp is None:
+            got["vpp"] = str(max(pps_of_layout) // p)  # the largest pp: all the stages
+        return got
 
     def could_fit(t: int, p: int) -> bool:
         """Whether the layout fits at its least-memory setting (full recompute, the smallest
         micro-batch, the distributed optimizer and sequence parallelism where they are
         candidates): one that does not cannot fit tuned."""
-        base, unknown = _training_base({**row, "tp": str(t), "pp": str(p)})
+        base, unknown = _training_base({**row, **cells(t, p)})
         least = {"recompute": "full", "distributed_optimizer": True, "sequence_parallel": True}
         choice = {k: least[k] if k in least and least[k] in v else min(v) if k == "micro_batch_size"
                   else v[0] for k, v in unknown.items() if v}
@@ -540,22 +550,24 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
         except ConfigError:
             return False  # tried only if no layout passes: the tuner reports it
     profile = _profile(row)
-    uneven = pp_of_layout is not None or profile is None or \
+    uneven = pps_of_layout is not None or profile is None or \
         profile.supports("uneven_pipeline") is not False
-    layouts = parallel_layouts(raw, int(tp) if tp else None, int(pp) if pp else pp_of_layout,
+    pps = pps_of_layout if pp is None else (int(pp),)
+    layouts = parallel_layouts(raw, int(tp) if tp else None, pps,
                                int(cp or 1), int(ep) if ep else None, int(mb) if mb else None,
                                int(vpp) if vpp else None, uneven, could_fit)
     best: tuple[tuple[bool, float], RunConfig, dict[str, Any], Result] | None = None
     error = None
     for t, p in layouts:
         try:
-            cfg, choice, result = _tuned({**row, "tp": str(t), "pp": str(p)}, compute_db)
+            cfg, choice, result = _tuned({**row, **cells(t, p)}, compute_db)
         except ConfigError as exc:
             error = error or f"tp={t} pp={p}: {exc}"
             continue
         key = (not result.fits_in_memory, result.iteration_time_s)
         if best is None or key < best[0]:
-            best = (key, cfg, {"tp": t, "pp": p, **choice}, result)
+            tuned = {k: int(v) for k, v in cells(t, p).items() if _cell(row, k) is None}
+            best = (key, cfg, {**tuned, **choice}, result)
     if best is None:
         empty = " and ".join(c for c, v in (("tp", tp), ("pp", pp)) if v is None)
         raise ConfigError(f"column {empty} empty and no tensor x pipeline layout of the "
