@@ -94,3 +94,11 @@ def test_a_row_with_a_stated_layout_and_no_tp_pp_vpp_runs():
     assert res.error is None, res.error
     assert res.chosen["pp"] * res.chosen["vpp"] == 32 and "ep" not in res.chosen
     assert row["ep"] and res.chosen["tp"] >= 1
+
+
+def test_deepspeed_zero3_rows_are_not_pipelined():
+    """DeepSpeed's pipeline engine asserts ZeRO stage < 2 (runtime/pipe/engine.py)."""
+    row = _public("megatron21-t2-zero3-529.6B-2240")  # 2240 GPUs: pp 7 was the fastest
+    assert row["framework"] == "deepspeed" and row["zero_stage"] == "3"
+    res = predict_training_row({**row, "tp": "", "pp": ""})
+    assert res.error is None and res.chosen["pp"] == 1 and res.fits_in_memory

@@ -553,6 +553,13 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
     uneven = pps_of_layout is not None or profile is None or \
         profile.supports("uneven_pipeline") is not False
     pps = pps_of_layout if pp is None else (int(pp),)
+    if pps is None and framework_key(_cell(row, "framework") or "") in \
+            ("deepspeed", "megatron-deepspeed") and int(_cell(row, "zero_stage") or 0) >= 2:
+        # DeepSpeed's pipeline engine refuses ZeRO-2 and ZeRO-3 ("ZeRO-2 and ZeRO-3 are
+        # incompatible with pipeline parallelism": deepspeed/runtime/pipe/engine.py@v0.9.0
+        # L56, @v0.16.4 L78), the engine Megatron-DeepSpeed's GPTModelPipe runs on
+        # (pretrain_gpt.py@8387ae17 L56-58)
+        pps = (1,)
     layouts = parallel_layouts(raw, int(tp) if tp else None, pps,
                                int(cp or 1), int(ep) if ep else None, int(mb) if mb else None,
                                int(vpp) if vpp else None, uneven, could_fit)
