@@ -225,3 +225,30 @@ def test_the_pricer_reads_the_nics_a_gpu_needs_from_the_cluster():
     assert Pricer(four).sm_share["ep"] == pytest.approx(16 / gpu.num_sms)
     with pytest.raises(ConfigError, match="nics_per_gpu=0 must be a positive"):
         replace(cfg.cluster, nics_per_gpu=0)
+
+
+def _net_count_loop(nics, nic_bw, link):
+    """getLocalNetCountByBw's loop as written (topo.cc v2.27.3-1 L1479-1481)."""
+    count, total = 0, 0.0
+    while count < nics and total < link:
+        total += nic_bw
+        count += 1
+    return count
+
+
+def test_the_nics_a_gpu_needs_are_counted_in_closed_form_as_nccls_loop_counts_them():
+    """min(nics, ceil(link / nic_bw)) is the loop's count (at least 1) on whole-GB/s rates,
+    and a billion NICs take no time (the loop took 87 s); beyond 64 NICs a GPU is refused."""
+    import time
+    for nics in (1, 2, 3, 4, 8):
+        for nic_gbs in (6.25, 12.5, 25, 50, 100):
+            for link_gbs in (16, 32, 48, 50, 64, 100, 450):
+                assert net_count_by_bw(nics, nic_gbs * 1e9, link_gbs * 1e9) == \
+                    max(1, _net_count_loop(nics, nic_gbs * 1e9, link_gbs * 1e9))
+    start = time.perf_counter()
+    assert net_count_by_bw(10**9, 1.0, 450e9) == 10**9
+    assert time.perf_counter() - start < 0.1
+    cfg = _cfg("alltoall")
+    assert replace(cfg.cluster, nics_per_gpu=64).nics_per_gpu == 64
+    with pytest.raises(ConfigError, match=r"^cluster.nics_per_gpu=1000000000 is out of range"):
+        replace(cfg.cluster, nics_per_gpu=10**9)

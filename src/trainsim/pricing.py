@@ -62,7 +62,8 @@ def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
     ncclGroup) holds beside compute: one block per p2p channel it has work on
     (``nccl.all_to_all_channels``): the whole pool of 32 inside an NVLink node, far fewer
     across nodes, where NCCL puts all the peers of one node on that node's channels (EP 16 on
-    two nodes of 8: 4). The ``allgather`` dispatcher exchanges by all-gather and
+    two nodes of 8: 4). ``cluster.nics_per_gpu`` adds channels only on a GPU linked to the CPU
+    directly (``host_link_bw_Bps``: GB200's NVLink-C2C), as ``nccl.net_count_by_bw`` says. The ``allgather`` dispatcher exchanges by all-gather and
     reduce-scatter, collectives that ``price_ops`` prices at a ring's share (``COMM_SMS``)."""
     cluster = cfg.cluster
     nics = cluster.nics_per_gpu

@@ -215,17 +215,16 @@ def intra_link_kind(nvlink_bw_Bps: float) -> str:
 
 
 def net_count_by_bw(nics: int, nic_bw_Bps: float, gpu_link_bw_Bps: float | None) -> int:
-    """NICs one GPU needs to match its own link to the CPU (PCIe, or NVLink-C2C), NCCL's
-    ``getLocalNetCountByBw`` (src/graph/topo.cc v2.27.3-1 L1464-1485): the GPU's nearest NICs
-    taken one by one, ``nic_bw_Bps`` each, until they carry ``gpu_link_bw_Bps``, at most
-    ``nics``. A GPU whose link is not stated counts one NIC."""
+    """NICs one GPU needs to match its own link to the CPU, NCCL's ``getLocalNetCountByBw``
+    (src/graph/topo.cc v2.27.3-1 L1464-1485): the GPU's nearest NICs taken one by one,
+    ``nic_bw_Bps`` each, while their sum is below ``gpu_link_bw_Bps``, at most ``nics``; in
+    closed form ``min(nics, ceil(link / nic_bw))``. NCCL reads the link only from a GPU linked
+    to a CPU node directly (L1470-1475: NVLink-C2C, L656, or a GPU on a CPU root port); a GPU
+    behind a PCIe switch (DGX/HGX H100, AWS p5: L476-477 link it to the switch) or whose link
+    is not stated counts one NIC."""
     if gpu_link_bw_Bps is None:
         return 1
-    count, total = 0, 0.0
-    while count < nics and total < gpu_link_bw_Bps:
-        total += nic_bw_Bps
-        count += 1
-    return max(1, count)
+    return max(1, min(nics, math.ceil(gpu_link_bw_Bps / nic_bw_Bps)))
 
 
 def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None = None,

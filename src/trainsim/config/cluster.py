@@ -19,6 +19,10 @@ DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 """Datatypes a GPU's peak_flops may list."""
 ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "collnet", "pat", "direct")
 """NCCL_ALGO values (collectives.nccl prices each)."""
+MAX_NICS_PER_GPU = 64
+"""Most NICs one GPU may share: servers give a GPU 1 to 4 (DGX H100: 1 ConnectX-7; AWS p5: 4
+EFA), and NCCL_TOPO_MAX_NODES (src/include/graph.h v2.27.3-1: 576) bounds the NICs of a whole
+node; 64 leaves room above any server built."""
 MAX_PUE = 10.0
 """Largest power usage effectiveness taken: facility power over IT power is about 1.1 for
 hyperscale and 1.6 to 2.5 for older or small datacenters (Uptime Institute surveys); beyond 10
@@ -196,9 +200,12 @@ class ClusterConfig:
     nic_bw_Bps: float = 50e9
     """Inter-node bandwidth per GPU, one direction (400 Gbit/s NIC per GPU = 50e9 B/s)."""
     nics_per_gpu: int = 1
-    """NICs nearest each GPU that share ``nic_bw_Bps`` (AWS p5: 4 EFA NICs of 100 Gbit/s a GPU;
-    DGX H100: 1): NCCL keeps a channel per NIC a GPU needs to match its PCIe or C2C link for
-    each network peer of an all-to-all (``nccl.net_count_by_bw``)."""
+    """NICs nearest each GPU that share ``nic_bw_Bps`` (at most ``MAX_NICS_PER_GPU``): NCCL
+    keeps a channel per NIC a GPU needs to match its own link to the CPU for each network peer
+    of an all-to-all (``nccl.net_count_by_bw``). NCCL reads that link only on a GPU linked to
+    the CPU directly (NVLink-C2C: GB200, the catalog's one GPU with ``host_link_gbyte_s``); a
+    GPU behind a PCIe switch (DGX/HGX H100, AWS p5 with its 4 EFA NICs a GPU) counts one NIC
+    whatever this says."""
     intra_node_bw_Bps: float | None = None
     """NVLink bandwidth per GPU, one direction; None = the GPU's catalog value."""
     network_backend: Literal["analytical", "flow"] = "analytical"
@@ -248,6 +255,9 @@ class ClusterConfig:
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps,
                          nics_per_gpu=self.nics_per_gpu)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
+        if self.nics_per_gpu > MAX_NICS_PER_GPU:
+            raise ConfigError(f"cluster.nics_per_gpu={self.nics_per_gpu} is out of range (at most "
+                              f"{MAX_NICS_PER_GPU} NICs a GPU)")
         if self.price_per_gpu_hour is not None and self.price_per_gpu_hour > MAX_PRICE_PER_HOUR:
             raise ConfigError(f"cluster.price_per_gpu_hour={self.price_per_gpu_hour:g} is out of "
                               f"range (at most {MAX_PRICE_PER_HOUR:,.0f} USD per GPU-hour)")
