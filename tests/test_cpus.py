@@ -69,3 +69,22 @@ def test_a_cgroup_path_that_cannot_be_read_keeps_the_root_rule(machine):
     (machine / "PROC_CGROUP").write_text("0::/gone/../elsewhere\n")  # no such directories
     (machine / "CPU_MAX").write_text("400000 100000\n")
     assert cpus_mod.cpus() == 4
+
+
+def test_a_cgroup_path_leaving_the_namespace_or_removed_reads_no_other_cgroup(machine):
+    """``0::/../sib`` (a cgroup outside this namespace) and a path ending in `` (deleted)``
+    name no directory here: the unrelated cgroup ``sib`` (1 CPU) and ``job`` (1 CPU) are not
+    read, the root's 4 CPUs count. A name ending in a space is that directory, not a
+    stripped one."""
+    (machine / "CPU_MAX").write_text("400000 100000\n")
+    for name in ("sib", "job", "job "):
+        (machine / "cgroup" / name).mkdir(parents=True)
+    (machine / "cgroup" / "sib" / "cpu.max").write_text("100000 100000\n")
+    (machine / "cgroup" / "job" / "cpu.max").write_text("100000 100000\n")
+    (machine / "cgroup" / "job " / "cpu.max").write_text("300000 100000\n")
+    (machine / "PROC_CGROUP").write_text("0::/../sib\n")
+    assert cpus_mod.cpus() == 4
+    (machine / "PROC_CGROUP").write_text("0::/job (deleted)\n")
+    assert cpus_mod.cpus() == 4
+    (machine / "PROC_CGROUP").write_text("0::/job \n")
+    assert cpus_mod.cpus() == 3

@@ -60,13 +60,18 @@ def cpu_quota() -> float | None:
 
 def _own_cgroup_dirs() -> list[Path]:
     """This process's cgroup v2 directory and its ancestors below ``CGROUP_V2`` (deepest
-    first); none where ``PROC_CGROUP`` has no ``0::`` line or names the root."""
+    first); none where ``PROC_CGROUP`` has no ``0::`` line, names the root, or names a
+    cgroup outside this namespace (a ``..`` part: another namespace's path, whose directories
+    here would be unrelated cgroups) or a removed one (`` (deleted)``, cgroup_path's suffix).
+    Only the line break is taken off: a directory's name may end in a space."""
     try:
         lines = PROC_CGROUP.read_text().splitlines()
     except OSError:
         return []
     rel = next((line[3:] for line in lines if line.startswith("0::")), "")
-    parts = [p for p in rel.strip().split("/") if p and p not in (".", "..")]
+    parts = [p for p in rel.split("/") if p and p != "."]
+    if ".." in parts or rel.endswith(" (deleted)"):
+        return []
     return [CGROUP_V2.joinpath(*parts[:n]) for n in range(len(parts), 0, -1)]
 
 
