@@ -232,6 +232,22 @@ def test_delay_wgrad_compute_is_a_run_setting():
     assert off.parallel.delay_wgrad_compute is False and not ep_pairs.delay_wgrad_compute(off)
 
 
+def test_delayed_weight_gradients_without_the_overlap_are_refused():
+    """Megatron-core asserts overlap_moe_expert_parallel_comm with delay_wgrad_compute
+    (core_v0.16.0 transformer_config.py L1909-1912): an explicit true without
+    moe_overlap_ep_comm is a one-line ConfigError naming the field; None or false are fine."""
+    from trainsim.config import ParallelConfig
+    from trainsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^parallel.delay_wgrad_compute=true needs "
+                                          r"moe_overlap_ep_comm=true [^\n]*$"):
+        ParallelConfig(expert_model_parallel_size=8, delay_wgrad_compute=True)
+    assert ParallelConfig(expert_model_parallel_size=8, delay_wgrad_compute=False).delay_wgrad_compute is False
+    assert ParallelConfig(expert_model_parallel_size=8).delay_wgrad_compute is None
+    assert ParallelConfig(expert_model_parallel_size=8, moe_overlap_ep_comm=True, delay_wgrad_compute=True) \
+        .delay_wgrad_compute is True
+
+
 def test_shared_experts_run_in_the_node_of_the_runs_megatron_core(monkeypatch):
     """The shared experts run in the MLP node in core_v0.14-v0.15 (submodule_moe_forward), in
     the attention node from core_v0.16 (submodule_attn_forward), their backward in the same

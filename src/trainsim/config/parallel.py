@@ -124,10 +124,10 @@ class ParallelConfig:
     delay_wgrad_compute: bool | None = None
     """With ``moe_overlap_ep_comm``, compute the MoE layer's weight gradients after the
     backward's dispatch is issued (Megatron-core --delay-wgrad-compute,
-    TransformerConfig.delay_wgrad_compute, which asserts overlap_moe_expert_parallel_comm: read
-    only with it, ``ep_pairs``; Megatron-Bridge comm_overlap.delay_wgrad_compute). None: the
-    framework profile's default (``delay_wgrad_compute``, what its recipes set with the
-    overlap), else off."""
+    TransformerConfig.delay_wgrad_compute, which asserts overlap_moe_expert_parallel_comm: true
+    without it is a ConfigError, read only with it, ``ep_pairs``; Megatron-Bridge
+    comm_overlap.delay_wgrad_compute). None: the framework profile's default
+    (``delay_wgrad_compute``, what its recipes set with the overlap), else off."""
     moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep", "hybridep"] = "alltoall"
     """How routed tokens reach their experts (Megatron-core --moe-token-dispatcher-type;
     ``deepep`` is its flex dispatcher with --moe-enable-deepep): ``alltoall`` permutes locally
@@ -268,6 +268,10 @@ class ParallelConfig:
             # channel is a pair of SMs, one sending, one receiving)
             raise ConfigError(f"parallel.moe_deepep_num_sms={self.moe_deepep_num_sms} must be "
                               "even (DeepEP's Buffer.set_num_sms asserts it)")
+        if self.delay_wgrad_compute and not self.moe_overlap_ep_comm:
+            # Megatron-core core_v0.16.0 transformer_config.py L1909-1912 asserts it
+            raise ConfigError("parallel.delay_wgrad_compute=true needs moe_overlap_ep_comm=true "
+                              "(Megatron's TransformerConfig asserts it)")
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
                               "block method recomputes whole layers)")
