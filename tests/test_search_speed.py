@@ -108,11 +108,14 @@ def test_a_search_s_workers_share_out_the_tasks_they_keep(monkeypatch):
 
 def test_a_worker_keeps_at_least_one_large_graph_however_many_workers(monkeypatch):
     """A graph is kept whole or not at all, so an even share below one graph keeps nothing:
-    64 workers' share of 10^6 tasks (15,625) is below the public file's largest row (176,456
-    tasks); the floor keeps one such graph a worker, never more than the whole cap."""
+    64 workers' share of 10^6 tasks (15,625) is below the largest simulation measured (176,456
+    tasks in all its graphs); the floor keeps one such a worker, never more than the whole cap.
+    A search keeps one question's 10^6 in all up to 5 workers, 64 workers 12.8 M (``share``)."""
     from trainsim.engine import loop
 
     assert ev.share(ev.SearchToken(1, 2, 3, 64)) == ev.SHARE_FLOOR_TASKS >= 176_456
+    assert 5 * ev.share(ev.SearchToken(1, 2, 3, 5)) == loop.SHARED_TASKS
+    assert 64 * ev.share(ev.SearchToken(1, 2, 3, 64)) == 12_800_000
     assert ev.share(ev.SearchToken(1, 2, 3, 1)) == loop.SHARED_TASKS
     assert ev.share(ev.SearchToken(1, 2, 3, None)) == loop.SHARED_TASKS  # workers unknown: 1
     monkeypatch.setattr(loop, "SHARED_TASKS", 120)

@@ -486,20 +486,27 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
 
 
 SHARE_FLOOR_TASKS = 200_000
-"""The least tasks one worker keeps, however many workers share ``SHARED_TASKS``: one large
-graph (the public validation file's largest row keeps 176,456 tasks), since a graph is kept
-whole or not at all (``engine.loop.run``), so a share below it keeps no timelines (64 workers'
-even share is 15,625). The cost: up to ~67 MB of timelines a worker (~335 bytes a task) beyond
-the even share, and twin graphs of as many tasks again."""
+"""The least tasks one worker keeps, however many workers share ``SHARED_TASKS``: a graph is
+kept whole or not at all (``engine.loop.run``), so a worker must be able to keep the graph of
+the largest configuration its search builds, or a share below it keeps no timelines at all
+(64 workers' even share of 10^6 is 15,625). A graph's tasks grow with the pipeline's stages,
+virtual stages and layers' ops, not with the micro-batches (a 126-layer model on 14 stages of
+9 chunks, 128 or 448 micro-batches: 14,377 tasks, measured 2026-11-25), and the largest
+simulation measured keeps 176,456 tasks in all its graphs; 200,000 keeps either. The cost: up
+to ~67 MB of timelines a worker (~335 bytes a task) beyond the even share, and twin graphs of
+as many tasks again."""
 
 
 def share(token: Hashable) -> int:
     """The tasks one worker of the search ``token`` keeps at most (timelines, and twin graphs
-    as many again): ``engine.loop.SHARED_TASKS`` shared out among its executor's workers, so
-    that a search keeps at most what one validation question may in all, however many
-    workers run it (the 22B search's serial process keeps 329,250 timeline and 399,510 twin
-    tasks, peak RSS 36 -> 292 MB; 64 workers with the whole cap each could hold ~40 GB), but
-    never less than ``SHARE_FLOOR_TASKS`` (one large graph) where the cap allows it."""
+    as many tasks again): ``engine.loop.SHARED_TASKS`` shared out evenly among its executor's
+    workers, but never less than ``SHARE_FLOOR_TASKS`` (one large graph) where the cap allows
+    it. A search so keeps at most ``workers * max(SHARED_TASKS // workers,
+    min(SHARE_FLOOR_TASKS, SHARED_TASKS))`` tasks in all: one validation question's 10^6 up
+    to 5 workers, 64 workers' floors 12.8 M (~4.3 GB of timelines, twin graphs as many tasks
+    again), where 64 workers with the whole cap each could hold 64 M (~21 GB and as much
+    again; the 22B search's serial process keeps 329,250 timeline and 399,510 twin tasks, peak
+    RSS 36 -> 292 MB)."""
     cap = engine_loop.SHARED_TASKS
     even = cap // max(1, getattr(token, "workers", None) or 1)
     return max(even, min(SHARE_FLOOR_TASKS, cap))
