@@ -249,6 +249,28 @@ def test_the_nics_a_gpu_needs_are_counted_in_closed_form_as_nccls_loop_counts_th
     assert net_count_by_bw(10**9, 1.0, 450e9) == 10**9
     assert time.perf_counter() - start < 0.1
     cfg = _cfg("alltoall")
-    assert replace(cfg.cluster, nics_per_gpu=64).nics_per_gpu == 64
+    gpu = replace(cfg.cluster.gpu, host_link_bw_Bps=450e9)
+    assert replace(cfg.cluster, gpu=gpu, nics_per_gpu=64).nics_per_gpu == 64
     with pytest.raises(ConfigError, match=r"^cluster.nics_per_gpu=1000000000 is out of range"):
         replace(cfg.cluster, nics_per_gpu=10**9)
+
+
+def test_several_nics_on_a_gpu_without_a_host_link_are_a_warning():
+    """NCCL reads a GPU's bandwidth only from its direct link to a CPU node (topo.cc
+    v2.27.3-1 L1470-1475); a GPU behind a PCIe switch (H100 SXM: no host link stated) counts
+    one NIC, so nics_per_gpu=4 there changes nothing and says so; with a link it is quiet."""
+    import warnings
+
+    from trainsim.errors import TrainsimWarning
+
+    cfg = _cfg("alltoall")
+    assert cfg.cluster.gpu.host_link_bw_Bps is None
+    with pytest.warns(TrainsimWarning, match=r"^cluster.nics_per_gpu=4 changes nothing"):
+        four = replace(cfg.cluster, nics_per_gpu=4)
+    assert Pricer(replace(cfg, cluster=four)).sm_share["ep"] == \
+        Pricer(cfg).sm_share["ep"]
+    gpu = replace(cfg.cluster.gpu, host_link_bw_Bps=64e9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        replace(cfg.cluster, gpu=gpu, nics_per_gpu=4)
+        replace(cfg.cluster, nics_per_gpu=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -13,7 +14,7 @@ from trainsim.config._build import (
     require_positive,
     suggest,
 )
-from trainsim.errors import ConfigError
+from trainsim.errors import ConfigError, TrainsimWarning
 
 DTYPES = ("fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "fp6", "fp4", "int8")
 """Datatypes a GPU's peak_flops may list."""
@@ -258,6 +259,11 @@ class ClusterConfig:
         if self.nics_per_gpu > MAX_NICS_PER_GPU:
             raise ConfigError(f"cluster.nics_per_gpu={self.nics_per_gpu} is out of range (at most "
                               f"{MAX_NICS_PER_GPU} NICs a GPU)")
+        if self.nics_per_gpu > 1 and self.gpu.host_link_bw_Bps is None:
+            warnings.warn(f"cluster.nics_per_gpu={self.nics_per_gpu} changes nothing on gpu "
+                          f"{self.gpu.name}, which states no host_link_gbyte_s: NCCL counts the "
+                          "NICs a GPU needs only on a GPU linked to the CPU directly (C2C)",
+                          TrainsimWarning, stacklevel=2)
         if self.price_per_gpu_hour is not None and self.price_per_gpu_hour > MAX_PRICE_PER_HOUR:
             raise ConfigError(f"cluster.price_per_gpu_hour={self.price_per_gpu_hour:g} is out of "
                               f"range (at most {MAX_PRICE_PER_HOUR:,.0f} USD per GPU-hour)")
