@@ -23,6 +23,7 @@ otherwise. We do the same:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -227,6 +228,7 @@ def net_count_by_bw(nics: int, nic_bw_Bps: float, gpu_link_bw_Bps: float | None)
     return max(1, min(nics, math.ceil(gpu_link_bw_Bps / nic_bw_Bps)))
 
 
+@functools.cache  # every Pricer of an expert-parallel run asks: ~40 us a call
 def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None = None,
                         link: str = "nvlink", net_count: int = 1) -> int:
     """Channels, one thread block each, that one rank's NCCL all-to-all (a send and a receive
