@@ -25,8 +25,10 @@ from trainsim.search.space import Base, SearchSpace
 MAX_LAYOUTS = 24
 """Most (tp, pp) layouts tuned for one row, those with the fewest model-parallel ranks
 (tp x pp) first (the least communication; ties: the smaller tp) among those that pass
-``could_fit``: each costs one tuning of the row's other cells (~0.05-0.5 s), so a row stays
-within a few seconds. A 12,288-GPU row of a 175B model has about 46 layouts."""
+``could_fit``: each costs one tuning of the row's other cells (measured 2026-11-25 on 2 cores:
+0.05-0.5 s for a dense row, ~2 s for an MoE row with its dispatcher and ep also empty, so such a
+row can take ~40 s). A 12,288-GPU row of a 175B model has about 46 layouts; the cap can leave out
+the fastest one where more than 24 fit."""
 
 
 class _AnySplit(Base):

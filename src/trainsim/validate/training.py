@@ -543,8 +543,11 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
         candidates): one that does not cannot fit tuned."""
         base, unknown = _training_base({**row, **cells(t, p)})
         least = {"recompute": "full", "distributed_optimizer": True, "sequence_parallel": True}
-        choice = {k: least[k] if k in least and least[k] in v else min(v) if k == "micro_batch_size"
-                  else v[0] for k, v in unknown.items() if v}
+        choice = {}
+        for k, v in unknown.items():
+            if v:
+                choice[k] = min(v) if k == "micro_batch_size" else \
+                    least[k] if k in least and least[k] in v else v[0]
         try:
             return _fits(run_config_from_dict(_with(base, choice)))
         except ConfigError:
