@@ -4,7 +4,7 @@
 
 ``benchmarks/recipe_cells.csv`` lists, for rows of the public and held-out training files, the
 value the run's own recipe gives each cell the validator tunes (``validate/training.py``
-``_unknowns``: the fastest setting predicted to fit), with the file and tag it comes from. For
+``unknowns``: the fastest setting predicted to fit), with the file and tag it comes from. For
 every such cell this prints the tuned value, the recipe's, the predicted time error with each
 (every other cell as tuned) and the recipe value's predicted peak memory against the HBM. A
 recipe value predicted not to fit although it ran points at a memory mechanism that is wrong or
@@ -23,12 +23,8 @@ from typing import Any
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import TrainsimError
 from trainsim.simulator import simulate
-from trainsim.validate.training import (
-    _counts_checked,
-    _training_base,
-    _with,
-    predict_training_row,
-)
+from trainsim.validate.row_settings import counts_checked, training_base, with_choice
+from trainsim.validate.training import predict_training_row
 from trainsim.validate.vocab import normalized_training_row
 
 HERE = Path(__file__).resolve().parent
@@ -52,8 +48,8 @@ def read_recipes(path: Path = HERE / "recipe_cells.csv") -> dict[str, list[dict[
 
 def _run(row: dict[str, str], choice: dict[str, Any]) -> tuple[float, float, float]:
     """(signed time error, peak GiB, HBM GiB) of ``row`` simulated with ``choice``."""
-    raw, _ = _training_base(_counts_checked(normalized_training_row(row)[0]))
-    cfg = run_config_from_dict(_with(raw, choice))
+    raw, _ = training_base(counts_checked(normalized_training_row(row)[0]))
+    cfg = run_config_from_dict(with_choice(raw, choice))
     res = simulate(cfg)
     err = res.iteration_time_s / float(row["measured_iteration_s"]) - 1.0
     return err, res.peak_memory_bytes / GiB, cfg.cluster.gpu.hbm_bytes / GiB

@@ -86,9 +86,9 @@ def make_base(model=TINY_MODEL, gpus=16, batch=32, seq=2048, gpu="h100-sxm-80gb"
 def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]:
     """(grad reduce, param gather, p2p, TP) overlap of ``row`` with ``cells`` changed, as the
     validator reads it."""
-    from trainsim.validate.training import _training_base
+    from trainsim.validate.row_settings import training_base
 
-    raw, _ = _training_base({**row, **cells})
+    raw, _ = training_base({**row, **cells})
     p = raw["parallel"]
     return (p["overlap_grad_reduce"], p["overlap_param_gather"], p["overlap_p2p_comm"],
             p["tp_comm_overlap"])

@@ -10,7 +10,7 @@ from trainsim.errors import ConfigError
 from trainsim.memory import estimate_stage_memory
 from trainsim.memory.estimate import activation_bytes_per_layer
 from trainsim.memory.offload import copies_hidden, layer_forward_floor_s, offloaded_bytes
-from trainsim.validate.training import _unknowns
+from trainsim.validate.row_settings import unknowns
 
 
 def cfg_of(n=0, pp=1, recompute="none", gpu="gb200", b=1, dtype="bf16"):
@@ -71,8 +71,8 @@ def test_tuner_offers_offloading_where_the_recipes_use_it():
     from trainsim.catalog.frameworks import framework_profile
 
     bridge = framework_profile("megatron-bridge", "26.04")
-    assert _unknowns(_row(), bridge)["cpu_offloading_num_layers"] == [0, 20, 40, 60]
-    assert "cpu_offloading_num_layers" not in _unknowns(_row(pp="4"), bridge)
-    assert "cpu_offloading_num_layers" not in _unknowns(_row(recompute="full"), bridge)
+    assert unknowns(_row(), bridge)["cpu_offloading_num_layers"] == [0, 20, 40, 60]
+    assert "cpu_offloading_num_layers" not in unknowns(_row(pp="4"), bridge)
+    assert "cpu_offloading_num_layers" not in unknowns(_row(recompute="full"), bridge)
     nemo = framework_profile("nemo", "24.07")
-    assert "cpu_offloading_num_layers" not in _unknowns(_row("nemo", "24.07"), nemo)
+    assert "cpu_offloading_num_layers" not in unknowns(_row("nemo", "24.07"), nemo)

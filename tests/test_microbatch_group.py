@@ -19,7 +19,7 @@ import pytest
 import trainsim
 from trainsim.errors import ConfigError
 from trainsim.memory.estimate import activation_bytes_per_layer, estimate_stage_memory
-from trainsim.validate.training import _training_base, _unknowns
+from trainsim.validate.row_settings import training_base, unknowns
 from trainsim.workload.schedule import microbatch_group, schedule, schedule_peak_in_flight
 
 EXAMPLE = "examples/llama3-8b-h100.yaml"
@@ -208,8 +208,8 @@ def test_profiles_and_the_tuner():
     row = {"id": "x", "model": "llama3-8b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
            "gpus_per_node": "8", "tp": "8", "pp": "4", "global_batch_size": "64",
            "seq_length": "8192", "measured_iteration_s": "1", "framework": "meta-llama3"}
-    _, unknown = _training_base(row)
+    _, unknown = training_base(row)
     assert unknown["microbatch_group_size_per_vp_stage"] == [None, 8, 16]
     from trainsim.catalog.frameworks import framework_profile
-    assert "microbatch_group_size_per_vp_stage" not in _unknowns(
+    assert "microbatch_group_size_per_vp_stage" not in unknowns(
         dict(row, framework="megatron-core"), framework_profile("megatron-core", "0.12"))

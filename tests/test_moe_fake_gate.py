@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from trainsim.catalog import run_config_from_dict
-from trainsim.validate import training
+from trainsim.validate import row_settings
 from trainsim.workload.moe_block import moe_wire_copies
 from trainsim.workload.moe_dispatch import fake_balanced_destinations
 
@@ -37,7 +37,7 @@ def _qwen3(options, dispatcher="deepep"):
            "vpp": "1", "recompute": "full", "sequence_parallel": "0",
            "moe_dispatcher": dispatcher, "options": options,
            "framework": "automodel", "framework_version": "0.1", "measured_iteration_s": "1"}
-    raw, _ = training._training_base(row)
+    raw, _ = row_settings.training_base(row)
     return run_config_from_dict(raw)
 
 

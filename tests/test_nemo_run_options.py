@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from helpers import overlaps  # the validator's overlap flags of a row
 
-from trainsim.validate.training import _training_base
+from trainsim.validate.row_settings import training_base
 
 ROW = {"id": "r", "model": "llama2-70b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
        "gpus_per_node": "8", "tp": "4", "pp": "4", "vpp": "20", "global_batch_size": "128",
@@ -23,5 +23,5 @@ def test_nemo_recipes_overlap_the_data_parallel_sync_and_interleaved_sends():
 
 def test_nemo_tp_overlap_is_the_recipes_choice():
     # ub_tp_comm_overlap is True in some recipes and False in others: tuned where unstated
-    assert _training_base(ROW)[1]["tp_comm_overlap"] == [False, True]
-    assert "tp_comm_overlap" not in _training_base({**ROW, "options": "dp_overlap"})[1]
+    assert training_base(ROW)[1]["tp_comm_overlap"] == [False, True]
+    assert "tp_comm_overlap" not in training_base({**ROW, "options": "dp_overlap"})[1]

@@ -9,7 +9,7 @@ import importlib.util
 from pathlib import Path
 
 from trainsim.validate import BUNDLED_DIR
-from trainsim.validate.training import _counts_checked, _training_base
+from trainsim.validate.row_settings import counts_checked, training_base
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = (BUNDLED_DIR / "training_public.csv", ROOT / "benchmarks" / "training_heldout.csv")
@@ -35,7 +35,7 @@ def test_every_recipe_cell_is_a_tuned_cell_of_its_row_once_with_a_source():
     rows, recipes = _rows(), _audit().read_recipes()
     for rid, cells in recipes.items():
         assert rid in rows, rid
-        _, unknown = _training_base(_counts_checked(rows[rid]))
+        _, unknown = training_base(counts_checked(rows[rid]))
         names = [c["cell"] for c in cells]
         assert len(names) == len(set(names)), rid
         for c in cells:

@@ -8,7 +8,7 @@ from helpers import overlaps
 
 from trainsim.catalog.framework_schema import _recipe_options
 from trainsim.catalog.frameworks import framework_profile
-from trainsim.validate.training import _training_base
+from trainsim.validate.row_settings import training_base
 
 ROW = {"id": "r", "model": "qwen3-30b-a3b", "gpu": "gb200", "num_gpus": "8",
        "gpus_per_node": "64", "tp": "1", "pp": "1", "ep": "8", "global_batch_size": "512",
@@ -18,7 +18,7 @@ ROW = {"id": "r", "model": "qwen3-30b-a3b", "gpu": "gb200", "num_gpus": "8",
 
 
 def _flags(**cells: str) -> tuple[bool, bool]:
-    raw, _ = _training_base({**ROW, **cells})
+    raw, _ = training_base({**ROW, **cells})
     return raw["parallel"]["moe_overlap_ep_comm"], raw["training"]["cuda_graphs"]
 
 
@@ -73,16 +73,16 @@ def test_bridge_run_without_options_gets_the_recipes_dp_and_interleaved_pp_overl
 
 def test_bridge_tp_overlap_is_tuned_and_needs_sequence_parallelism():
     from trainsim.errors import ConfigError
-    from trainsim.validate.training import _with
+    from trainsim.validate.row_settings import with_choice
 
-    raw, unknown = _training_base(DENSE)
+    raw, unknown = training_base(DENSE)
     assert unknown["tp_comm_overlap"] == [False, True]
-    assert "tp_comm_overlap" not in _training_base({**DENSE, "tp": "1"})[1]
-    assert "tp_comm_overlap" not in _training_base({**DENSE, "options": "dp_overlap"})[1]
-    assert _with(raw, {"tp_comm_overlap": True, "sequence_parallel": True})["parallel"][
+    assert "tp_comm_overlap" not in training_base({**DENSE, "tp": "1"})[1]
+    assert "tp_comm_overlap" not in training_base({**DENSE, "options": "dp_overlap"})[1]
+    assert with_choice(raw, {"tp_comm_overlap": True, "sequence_parallel": True})["parallel"][
         "tp_comm_overlap"] is True
     with pytest.raises(ConfigError, match="sequence_parallel"):
-        _with(raw, {"tp_comm_overlap": True, "sequence_parallel": False})
+        with_choice(raw, {"tp_comm_overlap": True, "sequence_parallel": False})
 
 
 def test_run_options_name_mechanisms_only():

@@ -14,7 +14,7 @@ from trainsim import run_config_from_dict, simulate
 from trainsim.bound import lower_bound_s
 from trainsim.errors import ConfigError
 from trainsim.limits import WorkLimitError, simulation_tasks
-from trainsim.validate import BUNDLED_DIR, training
+from trainsim.validate import BUNDLED_DIR, row_settings, training
 
 
 def _tiny(layers: int, batch: int, pp: int | None = None):
@@ -87,7 +87,7 @@ def test_the_tuner_with_the_bound_chooses_what_it_chooses_without():
     assert len(rows) == 3
     fewer = 0
     for row in rows:
-        raw, unknown = training._training_base(row)
+        raw, unknown = row_settings.training_base(row)
         raw["cluster"]["compute_db"] = "auto"
         calls = {True: 0, False: 0}
         out = {}

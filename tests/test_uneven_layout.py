@@ -11,7 +11,7 @@ from helpers import TINY_MODEL, make_base
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.search import Candidate, SearchSpace
 from trainsim.search.cli import parse_reference
-from trainsim.validate.training import _training_base
+from trainsim.validate.row_settings import training_base
 
 ROW = {"id": "x", "model": "llama3-8b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
        "gpus_per_node": "8", "tp": "1", "pp": "4", "vpp": "4", "global_batch_size": "64",
@@ -31,11 +31,11 @@ def test_the_rule_follows_the_profile():
 def test_the_validator_front_loads_what_the_virtual_stages_do_not_divide():
     """60 layers on pp 4 x vpp 4: 15 per stage do not split into 4 chunks; Automodel front-loads
     them (the even split refused it: 'layers per pipeline stage [15] are not divisible')."""
-    _, unknown = _training_base({**ROW, "num_layers": "60"})
+    _, unknown = training_base({**ROW, "num_layers": "60"})
     assert unknown["pipeline_model_parallel_layout"] == ["front_loaded"]
-    _, unknown = _training_base({**ROW, "num_layers": "64"})  # 4 per virtual stage: even
+    _, unknown = training_base({**ROW, "num_layers": "64"})  # 4 per virtual stage: even
     assert "pipeline_model_parallel_layout" not in unknown
-    _, unknown = _training_base({**ROW, "num_layers": "62", "framework": "megatron-bridge",
+    _, unknown = training_base({**ROW, "num_layers": "62", "framework": "megatron-bridge",
                                  "framework_version": "25.09", "vpp": "1"})
     assert unknown["pipeline_model_parallel_layout"] == ["balanced"]
 

@@ -226,25 +226,25 @@ def _bridge_moe_row(**cells: str) -> dict[str, str]:
 
 
 def test_tuner_tries_recipe_recompute_modules_and_deepep_where_the_framework_has_them():
-    from trainsim.validate.training import _training_base, _with
+    from trainsim.validate.row_settings import training_base, with_choice
 
-    raw, unknown = _training_base(_bridge_moe_row())
+    raw, unknown = training_base(_bridge_moe_row())
     assert "selective:mla_up_proj;mlp" in unknown["recompute"]  # MLA + MoE model
     assert "selective:layernorm;moe_act" in unknown["recompute"]
     assert unknown["moe_token_dispatcher_type"] == ["alltoall", "deepep"]
-    cfg = run_config_from_dict(_with(raw, {"recompute": "selective:mla_up_proj;mlp",
+    cfg = run_config_from_dict(with_choice(raw, {"recompute": "selective:mla_up_proj;mlp",
                                            "moe_token_dispatcher_type": "deepep",
                                            "pipeline_model_parallel_layout": "balanced"}))
     assert cfg.parallel.recompute_modules == ("mla_up_proj", "mlp")
     assert cfg.parallel.moe_token_dispatcher_type == "deepep"
     # a stated dispatcher is kept; a framework without recompute modules gets none, and a
     # dense model only core attention
-    _, stated = _training_base(_bridge_moe_row(moe_dispatcher="alltoall"))
+    _, stated = training_base(_bridge_moe_row(moe_dispatcher="alltoall"))
     assert "moe_token_dispatcher_type" not in stated
-    _, old = _training_base(_bridge_moe_row(framework="megatron-core", framework_version="0.9"))
+    _, old = training_base(_bridge_moe_row(framework="megatron-core", framework_version="0.9"))
     assert old["recompute"] == ["none", "selective", "full"]
     assert "moe_token_dispatcher_type" not in old
-    _, dense = _training_base(_bridge_moe_row(model="llama3-70b", ep="1"))
+    _, dense = training_base(_bridge_moe_row(model="llama3-70b", ep="1"))
     assert dense["recompute"] == ["none", "selective", "full"]
 
 
@@ -264,7 +264,7 @@ def test_front_loaded_layout_puts_the_remainder_on_the_first_virtual_stages():
     89e3a9fd): 61 layers over 4 x 8 virtual stages are 2 layers on stages 0-28 and 1 on
     29-31, the embedding first and the loss last."""
     from trainsim.config.layout import balanced_layout, front_loaded_layout
-    from trainsim.validate.training import _training_base
+    from trainsim.validate.row_settings import training_base
 
     stages = front_loaded_layout(61, 0, 4, 8)
     assert stages[0] == "Ett" and stages[28] == "tt" and stages[29] == "t"
@@ -278,10 +278,10 @@ def test_front_loaded_layout_puts_the_remainder_on_the_first_virtual_stages():
             "model.num_layers=1 (+ 2 embedding, MTP and loss slots) cannot fill "
             "parallel.pp*vpp=2*2=4 virtual stages (pipeline_model_parallel_layout=balanced)")):
         balanced_layout(1, 0, 2, 2)
-    _, unknown = _training_base(_bridge_moe_row(framework="automodel", framework_version="0.1",
+    _, unknown = training_base(_bridge_moe_row(framework="automodel", framework_version="0.1",
                                                 pp="4", vpp="8"))
     assert unknown["pipeline_model_parallel_layout"] == ["front_loaded"]
-    _, bridge = _training_base(_bridge_moe_row(pp="4", vpp="8"))
+    _, bridge = training_base(_bridge_moe_row(pp="4", vpp="8"))
     assert bridge["pipeline_model_parallel_layout"] == ["balanced"]
     cfg = run_config_from_dict({
         "model": "deepseek-v3", "parallel": {"tp": 1, "pp": 4, "vpp": 8, "ep": 8,

@@ -9,7 +9,8 @@ import pytest
 
 from trainsim.errors import ConfigError
 from trainsim.validate.layouts import MAX_LAYOUTS, parallel_layouts, stated_pps
-from trainsim.validate.training import _training_base, predict_training_row
+from trainsim.validate.row_settings import training_base
+from trainsim.validate.training import predict_training_row
 
 PUBLIC = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/training_public.csv"
 
@@ -51,7 +52,7 @@ def test_an_impossible_layout_fails_in_one_line():
 
 def test_layouts_divide_the_gpus_heads_and_layers_and_are_capped():
     row = {**_public("mlm-gpt3-175b-a100-1024"), "tp": "1", "pp": "1"}
-    raw, _ = _training_base(row)
+    raw, _ = training_base(row)
     layouts = parallel_layouts(raw, None, None, 1, None, None, None)
     assert layouts and len(layouts) <= MAX_LAYOUTS
     for tp, pp in layouts:

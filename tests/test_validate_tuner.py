@@ -6,13 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainsim.validate import training
+from trainsim.validate import row_settings, training
 
 
 def test_an_empty_gpus_per_node_is_the_catalog_node_of_the_gpu():
-    assert training._node_size({"gpu": "gb200", "num_gpus": "256"}) == 72  # NVL72 rack
-    assert training._node_size({"gpu": "h100-sxm-80gb", "num_gpus": "1024"}) == 8
-    assert training._node_size({"gpu": "h100-sxm-80gb", "num_gpus": "4"}) == 4
+    assert row_settings.node_size({"gpu": "gb200", "num_gpus": "256"}) == 72  # NVL72 rack
+    assert row_settings.node_size({"gpu": "h100-sxm-80gb", "num_gpus": "1024"}) == 8
+    assert row_settings.node_size({"gpu": "h100-sxm-80gb", "num_gpus": "4"}) == 4
 
 
 def _fake_configs(monkeypatch, memory, hbm=80.0):
@@ -93,14 +93,14 @@ def test_an_moe_row_silent_on_ep_tries_every_expert_parallel_size_that_divides()
     row = {"model": "gpt-oss-120b", "gpu": "h100-sxm-80gb", "num_gpus": "64", "tp": "1",
            "pp": "1", "ep": "", "micro_batch_size": "1", "vpp": "1", "recompute": "full",
            "sequence_parallel": "0"}
-    unknown = training._unknowns(row, None)
+    unknown = row_settings.unknowns(row, None)
     assert unknown["ep"] == [1, 2, 4, 8, 16, 32, 64]  # 128 experts over 64 ranks
     row.update(tp="2", num_gpus="16")
-    assert training._unknowns(row, None)["ep"] == [1, 2, 4, 8]
+    assert row_settings.unknowns(row, None)["ep"] == [1, 2, 4, 8]
     row.update(ep="8")
-    assert "ep" not in training._unknowns(row, None)
+    assert "ep" not in row_settings.unknowns(row, None)
     row.update(model="llama3-8b", ep="")
-    assert "ep" not in training._unknowns(row, None)  # dense: nothing to spread
+    assert "ep" not in row_settings.unknowns(row, None)  # dense: nothing to spread
 
 
 def test_torchtitan_pipeline_defaults_fix_micro_batches_and_looped_stages():
@@ -111,13 +111,13 @@ def test_torchtitan_pipeline_defaults_fix_micro_batches_and_looped_stages():
            "tp": "8", "pp": "8", "cp": "1", "global_batch_size": "256",
            "micro_batch_size": "", "vpp": "", "recompute": "full", "sequence_parallel": "1",
            "framework": "torchtitan", "framework_version": "2024-12"}
-    unknown = training._unknowns(row, training._profile(row))
+    unknown = row_settings.unknowns(row, row_settings.row_profile(row))
     assert unknown["micro_batch_size"] == [4]  # local batch 32 over 8 micro-batches
     assert unknown["vpp"] == [1, 2]
     later = dict(row, framework_version="2025-06")  # micro-batch size and layers per stage
-    unknown = training._unknowns(later, training._profile(later))
+    unknown = row_settings.unknowns(later, row_settings.row_profile(later))
     assert unknown["micro_batch_size"] == [1, 2, 4, 8]
     assert unknown["vpp"] == [1, 2, 3, 4, 6, 8]
     unpiped = dict(row, pp="1")
-    assert training._unknowns(unpiped, training._profile(unpiped))["micro_batch_size"] == \
+    assert row_settings.unknowns(unpiped, row_settings.row_profile(unpiped))["micro_batch_size"] == \
         [1, 2, 4, 8]

@@ -9,7 +9,7 @@ heads, the KV heads and the FFN within a node, pp splitting the layers as the fr
 dp dividing the global batch), restricted to the row's stated cells; the validator tunes each
 one's other empty cells and keeps the fastest that fits (``validate.training``). An empty cp
 or ep is not a layout choice here: cp takes Megatron's default 1 (``--context-parallel-size``),
-and an MoE row's ep is already tuned with the row's other cells (``training._unknowns``).
+and an MoE row's ep is already tuned with the row's other cells (``row_settings.unknowns``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: tuple[int, ...] | 
     given sizes kept (``pp``: the pipeline sizes allowed, None for any), in the order they are tried: at most :data:`MAX_LAYOUTS` of those
     ``could_fit`` accepts (a quick memory check of the caller's), else of all of them.
     ``uneven``: layers that do not split evenly over pp can be placed (the validator's
-    pipeline layout for the row's framework, ``training._unknowns``, or a stated layout)."""
+    pipeline layout for the row's framework, ``row_settings.unknowns``, or a stated layout)."""
     training = {k: v for k, v in raw["training"].items()
                 if k not in ("micro_batch_size", "local_batch_size")}
     num_gpus = int(raw["cluster"]["num_gpus"])

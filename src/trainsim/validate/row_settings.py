@@ -1,0 +1,320 @@
+"""A training row's settings: the raw config its cells state and the candidate values of the
+cells it leaves empty (the tuner in ``validate.training`` chooses among them).
+
+Empty cells are settings the source did not state: the named framework's default at that version
+where the framework decides, else a setting the authors tuned ("unknown means tuned").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainsim.catalog import model_dict, names, node
+from trainsim.catalog.framework_schema import NVLINK_SCOPES
+from trainsim.catalog.frameworks import uneven_layout, uneven_split
+from trainsim.config._build import suggest
+from trainsim.errors import ConfigError
+from trainsim.validate.common import _cell, count_cell
+
+TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
+                     "global_batch_size", "seq_length", "measured_iteration_s"]
+SHAPE_COLUMNS = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
+                 "ffn_hidden_size", "vocab_size", "activation", "tied_embeddings",
+                 "attention_dropout", "hidden_dropout"]
+# option -> (section, fields it turns on)
+OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
+                 "pp_overlap": ("parallel", ("overlap_p2p_comm",)),
+                 # DP overlap "including the first all-gather and last reduce-scatter" (MegaScale
+                 # §3.2): gradients reduce under the backward, parameters gather ahead of forward
+                 "dp_overlap": ("parallel", ("overlap_grad_reduce", "overlap_param_gather")),
+                 "ep_overlap": ("parallel", ("moe_overlap_ep_comm",)),
+                 "cuda_graphs": ("training", ("cuda_graphs",)),
+                 "compile": ("training", ("compile",)),
+                 "launch_blocking": ("training", ("cuda_launch_blocking",))}
+KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb",
+                                       "fake_balanced_gate"}
+# format v2 column -> (section, config field), copied when the cell is not empty
+COLUMN_FIELDS = {
+    "cp": ("parallel", "cp"), "ep": ("parallel", "ep"),
+    "vpp": ("parallel", "vpp"), "sequence_parallel": ("parallel", "sequence_parallel"),
+    "recompute": ("parallel", "recompute"), "zero_stage": ("parallel", "zero_stage"),
+    "distributed_optimizer": ("parallel", "distributed_optimizer"),
+    "recompute_num_layers": ("parallel", "recompute_num_layers"),
+    "recompute_modules": ("parallel", "recompute_modules"),
+    "pipeline_layout": ("parallel", "pipeline_model_parallel_layout"),
+    "cp_comm_type": ("parallel", "cp_comm_type"),
+    "moe_dispatcher": ("parallel", "moe_token_dispatcher_type"),
+    "micro_batch_size": ("training", "micro_batch_size"),
+    "local_batch_size": ("training", "local_batch_size"),
+    "dtype": ("training", "dtype"), "attention": ("training", "attention"),
+    "grad_reduce_dtype": ("training", "grad_reduce_dtype"),
+    "fp8_recipe": ("training", "fp8_recipe"), "framework": ("training", "framework"),
+    "framework_version": ("training", "framework_version"),
+    "moe_capacity_factor": ("model", "moe_capacity_factor"),
+}
+
+
+COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "global_batch_size",
+                 "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
+                 "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
+                 "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
+                 "recompute_num_layers")
+"""Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
+NEEDED_COUNTS = ("num_gpus", "global_batch_size", "seq_length")
+"""Count columns that may not be empty (gpus_per_node may: the GPU's catalog node; tp and pp
+may: the authors' layout, tuned, ``validate.layouts``)."""
+MODEL_SHAPE = ("hidden_size", "num_layers", "num_attention_heads", "vocab_size")
+"""Shape columns a model that is not a preset needs (the rest take ModelConfig's defaults)."""
+
+
+def counts_checked(row: dict[str, str]) -> dict[str, str]:
+    """``row`` with its count cells written as plain integers ('8.0' -> '8'), after checking
+    each is a whole number >= 1: the tuner reads some with ``int()`` and divides by them."""
+    out = dict(row)
+    for col in COUNT_COLUMNS:
+        if col in NEEDED_COUNTS or _cell(row, col) is not None:
+            out[col] = str(count_cell(row, col))
+    missing = [c for c in MODEL_SHAPE if _cell(row, c) is None]
+    if _cell(row, "model") is None and missing:
+        raise ConfigError("column 'model' is empty; give a preset name (e.g. llama3-8b) or the "
+                          f"shape columns (missing: {', '.join(missing)})")
+    return out
+
+
+def row_profile(row: dict[str, str]) -> Any:
+    """The framework profile a row names, or None."""
+    from trainsim.catalog.frameworks import framework_profile
+
+    name = _cell(row, "framework")
+    return framework_profile(name, _cell(row, "framework_version")) if name else None
+
+
+def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Raw config of a row plus the candidate values of each unknown (empty) cell."""
+    model: dict[str, Any] = {"preset": row["model"]}
+    try:
+        if _cell(row, "model") is None:  # a model the shape columns describe, named by the row
+            model = {"name": _cell(row, "id") or "model"}
+        else:
+            model_dict(row["model"])
+    except ConfigError as exc:  # not a preset: the shape columns must describe the model
+        missing = [c for c in MODEL_SHAPE if _cell(row, c) is None]
+        if missing:
+            raise ConfigError(f"{exc}; or give the shape columns {', '.join(missing)}") from None
+        model = {"name": row["model"]}
+    for col in SHAPE_COLUMNS:
+        if _cell(row, col) is not None:
+            model[col] = _cell(row, col)
+    for col, fieldname in (("num_experts", "num_experts"), ("moe_top_k", "moe_router_topk"),
+                           ("moe_ffn_hidden_size", "moe_ffn_hidden_size")):
+        if _cell(row, col) is not None:
+            model[fieldname] = _cell(row, col)
+    options = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+    options = options or recipe_options(row, model)
+    unknown_opts = options - KNOWN_OPTIONS
+    if unknown_opts:
+        name = min(unknown_opts)
+        raise ConfigError(f"unknown option '{name}'{suggest(name, KNOWN_OPTIONS)}; known: "
+                          f"{', '.join(sorted(KNOWN_OPTIONS))}")
+    if "parallel_block" in options:
+        model["parallel_block"] = True
+    if "fake_balanced_gate" in options:  # Automodel's benchmark gate (model.moe_router)
+        model["moe_router"] = "fake_balanced"
+    if "sliding_window" in options and preset_window(model) is None:
+        # The file has no column for the window: take half the sequence, the common choice
+        # (Mistral 7B and Gemma 2: 4,096 of 8,192 tokens). MegaScale (Jiang et al. 2024) does not
+        # state its window; its Table 2 MFU-to-speed ratios imply attention work near 60 % of full
+        # causal, which a window of s/2 (75 %) to s/3 gives.
+        model["sliding_window"] = int(row["seq_length"]) // 2
+    parallel: dict[str, Any] = {"tp": row["tp"], "pp": row["pp"]}
+    training: dict[str, Any] = {"global_batch_size": row["global_batch_size"],
+                                "seq_length": row["seq_length"], "dtype": "bf16"}
+    for opt, (sec, fieldnames) in OPTION_FIELDS.items():
+        for fieldname in fieldnames:
+            (parallel if sec == "parallel" else training)[fieldname] = opt in options
+    if "lamb" in options:
+        training["optimizer"] = "lamb"
+    cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
+                               "gpus_per_node": _cell(row, "gpus_per_node") or node_size(row)}
+    if _cell(row, "nic_gbps_per_gpu"):
+        cluster["nic_gbit_s_per_gpu"] = row["nic_gbps_per_gpu"]
+    raw = {"model": model, "parallel": parallel, "training": training, "cluster": cluster}
+    for col, (sec, key) in COLUMN_FIELDS.items():
+        v = _cell(row, col)
+        if v is not None:
+            raw[sec][key] = v
+    profile = row_profile(row)
+    if "attention" not in training and (profile is None or "fused_kernels" in options):
+        # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
+        # "efficient operators" option is FlashAttention-2; otherwise Megatron's unfused path.
+        fused = "fused_kernels" in options or training["dtype"] == "fp8"
+        training["attention"] = "flash2" if fused else "unfused"
+    return raw, unknowns(row, profile)
+
+
+def recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
+    """Options the row's framework switches on for a row that states none: those it turns on
+    for every run (profile ``run_options``) where their condition holds, and those its
+    performance recipes switch on for an expert-parallel MoE run on the row's kind of system
+    (its NVLink domain, ``catalog.framework_schema.NVLINK_SCOPES``) and fp8 recipe (profile
+    ``moe_recipe_options``)."""
+    profile = row_profile(row)
+    if profile is None:
+        return set()
+    out = {o for o in profile.defaults.get("run_options") or () if o != "pp_overlap"}
+    if "pp_overlap" in (profile.defaults.get("run_options") or ()) and int(row["pp"]) > 1 and \
+            int(_cell(row, "vpp") or 1) > 1:
+        # Megatron-core overlaps pipeline sends with compute in the interleaved schedule only
+        # (pipeline_parallel/schedules.py: forward_backward_pipelining_without_interleaving
+        # never reads overlap_p2p_comm); a row whose vpp is tuned gets no pipeline overlap
+        out.add("pp_overlap")
+    preset = model_dict(model["preset"]) if "preset" in model else {}
+    experts = int(model.get("num_experts") or preset.get("num_experts") or 0)
+    if experts <= 1 or int(_cell(row, "ep") or 1) <= 1:
+        return out
+    domain = int(_cell(row, "gpus_per_node") or node_size(row))
+    kind = _cell(row, "fp8_recipe") or _cell(row, "dtype") or "bf16"
+    for scope, by_recipe in (profile.defaults.get("moe_recipe_options") or {}).items():
+        if domain > NVLINK_SCOPES[scope]:
+            out |= set(by_recipe.get(kind, ()))
+    return out
+
+
+def node_size(row: dict[str, str]) -> int:
+    """GPUs per NVLink domain where the row is silent: the catalog node built around the
+    row's GPU (8 for DGX/HGX, 72 for a GB200 NVL72 rack), at most the row's GPU count."""
+    nodes = (node(n) for n in names("nodes"))
+    size = int(next((n["gpus_per_node"] for n in nodes if n.get("gpu") == row["gpu"]), 8))
+    try:
+        return max(1, min(size, int(row["num_gpus"])))
+    except ValueError:
+        return size  # the config reports the bad GPU count
+
+
+def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
+    """Candidate values of each empty cell the authors chose, the usual first choice first
+    (the search starts from it), limited to what the row's framework could run."""
+    def can(feature: str) -> bool:
+        return profile is None or profile.supports(feature) is not False
+
+    unknown: dict[str, list[Any]] = {}
+    if _cell(row, "micro_batch_size") is None:
+        unknown["micro_batch_size"] = default_micro_batch(row, profile) or [1, 2, 4, 8]
+    if _cell(row, "vpp") is None and _cell(row, "pipeline_layout") is None:
+        looped = profile.defaults.get("pipeline_stages_per_rank") if profile else None
+        # the framework splits the layers itself: its single-stage default schedule, or a
+        # looped one with its own number of chunks per rank
+        unknown["vpp"] = [1, looped] if looped and int(row["pp"]) > 1 else \
+            [1, 2, 3, 4, 6, 8] if can("interleaved_pipeline") else [1]
+    pp = int(row["pp"])
+    if pp > 1 and profile is not None and \
+            profile.features.get("microbatch_group_size") == "flexible" and \
+            any(v > 1 for v in unknown.get("vpp", [int(_cell(row, "vpp") or 1)])):
+        # the framework makes the interleaved group size tunable and the source does not give
+        # it: depth-first (pp), or 2 pp and 4 pp micro-batches per group, breadth-first as far
+        # as the micro-batches allow (Grattafiori et al. 2024 §3.3.2: N between DFS and BFS
+        # "for the best communication and memory efficiency")
+        unknown["microbatch_group_size_per_vp_stage"] = [None, 2 * pp, 4 * pp]
+    if _cell(row, "sequence_parallel") is None:
+        unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
+            can("sequence_parallel") else [False]
+    preset = model_dict(row["model"]) if row["model"] in names("models") else {}
+    if _cell(row, "recompute") is None:
+        unknown["recompute"] = ["none", "selective", *selective_sets(row, preset, profile),
+                                "full"]
+    layers = _cell(row, "num_layers") or preset.get("num_layers")
+    if _cell(row, "recompute") is None and int(row["pp"]) == 1 and layers and \
+            profile is not None and profile.supports("cpu_offloading"):
+        # the recipes offload a share of the layers' activations instead of recomputing
+        # (Megatron-core --cpu-offloading-num-layers; only with recompute none and pp 1)
+        n = int(layers)
+        unknown["cpu_offloading_num_layers"] = [0, n // 4, n // 2, 3 * n // 4]
+    if _cell(row, "moe_dispatcher") is None and int(_cell(row, "ep") or 1) > 1 and \
+            profile is not None and profile.supports("deepep"):
+        # the perf recipes of Megatron-based frameworks pick the flex (DeepEP) dispatcher for
+        # cross-node expert parallelism; the profile's default is the first choice
+        default = profile.defaults.get("moe_dispatcher") or "alltoall"
+        unknown["moe_token_dispatcher_type"] = [default, "deepep"]
+    rule = uneven_layout(profile.name, profile.version) if profile is not None else "balanced"
+    vpps = [v for v in unknown.get("vpp") or [int(_cell(row, "vpp") or 1)] if pp > 1 or v == 1]
+    if _cell(row, "pipeline_layout") is None and layers and \
+            any(uneven_split(rule, int(layers), pp, v) for v in vpps) and \
+            (profile is None or profile.supports("uneven_pipeline") is not False):
+        # the even split cannot run: the framework's own uneven split (front-loaded: the even
+        # one where the virtual stages divide the layers), else the authors placed the layers
+        # by hand
+        unknown["pipeline_model_parallel_layout"] = [rule]
+    experts = int(_cell(row, "num_experts") or preset.get("num_experts") or 1)
+    if _cell(row, "ep") is None and experts > 1:
+        # an MoE run that does not say how its experts are spread: every expert-parallel size
+        # that divides the experts and the ranks beside tensor and pipeline parallelism
+        ranks = int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]))
+        unknown["ep"] = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
+                         if experts % e == 0 and ranks % e == 0]
+    if _cell(row, "options") is None and int(row["tp"]) > 1 and profile is not None and \
+            "tp_overlap" in (profile.defaults.get("tuned_options") or ()):
+        # the framework leaves TP overlap to each recipe: the authors chose it (it needs
+        # sequence parallelism, ``with_choice``)
+        unknown["tp_comm_overlap"] = [False, True]
+    if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0"):
+        unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
+            else [False]
+    return unknown
+
+
+def default_micro_batch(row: dict[str, str], profile: Any) -> list[int] | None:
+    """The micro-batch size a pipelined run gets from its framework's default number of
+    micro-batches (profile ``pipeline_microbatches``: "pp", as many as pipeline ranks), where
+    the local batch divides into them; None where the framework leaves it to the user."""
+    pp = int(row["pp"])
+    if pp <= 1 or profile is None or profile.defaults.get("pipeline_microbatches") != "pp":
+        return None
+    try:
+        ranks = int(row["tp"]) * pp * int(_cell(row, "cp") or 1)
+        local, rest = divmod(int(row["global_batch_size"]), int(row["num_gpus"]) // ranks)
+    except (ValueError, ZeroDivisionError):
+        return None  # the config reports the bad sizes
+    return [local // pp] if rest == 0 and local % pp == 0 and local >= pp else None
+
+
+#: Megatron-core ``--recompute-modules`` sets that MoE and MLA recipes use besides core
+#: attention (Megatron-Bridge DeepSeek-V3 ``mla_up_proj;mlp``, gpt-oss ``layernorm;moe_act``,
+#: Megatron MoE model zoo Qwen3 ``layernorm;moe_act`` and ``moe``).
+MOE_RECOMPUTE_SETS = ("moe_act", "layernorm;moe_act", "moe")
+MLA_RECOMPUTE_SETS = ("mla_up_proj", "mla_up_proj;mlp", "mla_up_proj;layernorm;moe_act")
+
+
+def selective_sets(row: dict[str, str], preset: dict[str, Any], profile: Any) -> list[str]:
+    """Selective-recompute candidates beyond core attention, as ``selective:<modules>``, for
+    frameworks whose profile has Megatron-core's ``--recompute-modules``."""
+    if profile is None or not profile.supports("recompute_modules"):
+        return []
+    moe = int(_cell(row, "num_experts") or preset.get("num_experts") or 0) > 1
+    mla = preset.get("kv_lora_rank") is not None
+    sets = (MOE_RECOMPUTE_SETS if moe else ()) + (MLA_RECOMPUTE_SETS if mla else ())
+    return [f"selective:{m}" for m in sets]
+
+
+def preset_window(model: dict[str, Any]) -> int | None:
+    """The sliding window a row's model already has (its preset's), if any."""
+    if "preset" not in model:
+        return None
+    return model_dict(model["preset"]).get("sliding_window")
+
+
+def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
+    for key, value in choice.items():
+        sec = "training" if key == "micro_batch_size" else "parallel"
+        if key == "recompute" and value.startswith("selective:"):
+            value, out[sec]["recompute_modules"] = "selective", value.split(":", 1)[1].split(";")
+        out[sec][key] = value
+    if choice.get("tp_comm_overlap") and not truthy(out["parallel"].get("sequence_parallel")):
+        # Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only
+        # when sequence parallelism is enabled"; Megatron-Bridge's CommOverlapConfig turns it off
+        raise ConfigError("tp_comm_overlap needs sequence_parallel")
+    return out
+
+
+def truthy(value: Any) -> bool:
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
