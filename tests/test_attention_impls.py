@@ -7,7 +7,13 @@ from helpers import published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel
-from trainsim.compute.roofline import ATTENTION_OF_GEMM, attention_fraction, flash1_pass_bytes
+from trainsim.compute.roofline import (
+    ATTENTION_OF_GEMM,
+    attention_fraction,
+    attention_tile,
+    flash1_pass_bytes,
+    tile_scores,
+)
 from trainsim.workload.ops import FUSED_ATTENTION, Attention
 
 CATALOG = ["a100-sxm-80gb", "h100-sxm-80gb", "h800-sxm-80gb", "h200-sxm-141gb",
@@ -174,3 +180,36 @@ def test_eager_attention_keeps_its_scores_like_megatrons_unfused():
     plain = Attention("a", 2, 16, 16, 1024, 1024, 64, causal=False, impl="eager")
     masked = Attention("a", 2, 16, 16, 1024, 1024, 64, causal=True, impl="eager")
     assert masked.bytes > plain.bytes and masked.pairs == plain.pairs
+
+
+def test_tiles_count_the_padding_and_the_diagonal_blocks():
+    """A kernel computes whole tiles: 512 causal tokens in 128-square blocks compute the lower
+    triangle plus half of each diagonal block (64 keys a row), forward and backward alike;
+    without a mask, 512 rows in 192-row blocks compute 576."""
+    exact = 512 * 513 / 2
+    for backward in (False, True):
+        assert tile_scores(512, 512, True, 128, 128, backward) == pytest.approx(
+            exact + 512 * 63.5)
+    assert tile_scores(512, 512, False, 192, 128) == 576 * 512
+    # the forward wastes half a query block on the diagonal, the backward half a key block
+    assert tile_scores(1024, 1024, True, 192, 128) > tile_scores(1024, 1024, True, 128, 128)
+    assert tile_scores(1024, 1024, True, 64, 128, True) == tile_scores(1024, 1024, True, 128,
+                                                                       128, True)
+
+
+def test_flash3_tiles_come_from_its_source_and_cost_most_at_short_sequences():
+    """FA3's forward runs 192-row query blocks at head dim 64 and 80-key blocks at 256 (its
+    launch templates); the padding costs a 512-token forward more than a 16k one, and cuDNN,
+    whose tiles are not published, keeps square 128 blocks."""
+    assert attention_tile("flash3", 64, True, False) == (192, 128)
+    assert attention_tile("flash3", 256, False, False) == (128, 80)
+    assert attention_tile("flash2", 128, True, True) == (64, 128)
+    assert attention_tile("cudnn", 64, True, False) == (128, 128)
+    h100 = RooflineModel(gpu("h100-sxm-80gb"))
+
+    def ratio(s: int) -> float:
+        ops = [Attention("a", 16384 // s, 8, 8, s, s, 256, causal=False, impl=impl)
+               for impl in ("flash3", "cudnn")]  # type: ignore[arg-type]
+        return h100.time(ops[0]) / h100.time(ops[1])
+
+    assert ratio(512) > ratio(16384) > 0.99

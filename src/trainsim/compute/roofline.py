@@ -11,7 +11,8 @@ The constants are global and physical, each with its source:
   (NVIDIA, *Matrix Multiplication Background User's Guide*, "wave quantization"); under two
   waves the last, partial wave is split along k (``SPLIT_K_MAX_WAVES``).
 * Fused attention: each implementation's matmuls run at its own fraction of the GEMM ceiling,
-  forward and backward (``ATTENTION_OF_GEMM``); the softmax exponentials on the special-function
+  forward and backward (``ATTENTION_OF_GEMM``) over whole tiles of the kernel's own block shape
+  (``attention_tile``, ``tile_scores``); the softmax exponentials on the special-function
   units and a fixed cost per query row come on top; kernels written for Ampere lose half of the
   rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``); a
   causal forward waits for each head's heaviest query blocks, launched last
@@ -63,8 +64,9 @@ ATTN_ROW_OVERHEAD_KEYS = 119
 """Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
 rescale and the output write cost as much as ~150 more keys, so short sequences run below the
 long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate).
-Causal kernels also compute the diagonal block in full: +64 keys per row (128-wide blocks).
-Fitted with ``ATTENTION_OF_GEMM``."""
+Counted per query row of whole query blocks; the padding of whole tiles and a causal kernel's
+diagonal blocks, computed in full, come beside it (``tile_scores``). Fitted with
+``ATTENTION_OF_GEMM``."""
 ATTN_ROW_OVERHEAD_KEYS_BWD = 353
 """The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
 preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
@@ -72,6 +74,67 @@ so short sequences fall further below the long-sequence rate than in the forward
 H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388 forward). Fitted
 with ``ATTENTION_OF_GEMM``."""
 ATTN_BLOCK = 128
+"""Query rows and keys of one block of a fused attention kernel whose tiles ``TILED_KERNELS``
+does not list (FA1, xFormers/PyTorch memory-efficient, Triton, FlexAttention, cuDNN, FA4)."""
+FA3_TILES = {False: ((64, 192, 128, 128), (128, 128, 176, 128), (256, 128, 80, 80)),
+             True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 80, 80))}
+"""FlashAttention-3's CTA tiles on Hopper, forward (False) and backward (True): (largest head
+dim, query rows, keys non-causal, keys causal). Forward at the release its paper measured
+(Dao-AILab/flash-attention 7f67966c, 2024-07-11, hopper/flash_fwd_launch_template.h:
+``Flash_fwd_kernel_traits<64, 192, 128, ...>``, ``<128, 128, Is_causal ? 128 : 176, ...>``,
+``<256, 128, 80, ...>``; hopper/tile_size.h at 0251105a keeps them but for 192 keys at head
+dim 64 non-causal); backward: 7f67966c hopper/flash_bwd_launch_template.h
+``Flash_bwd_kernel_traits<64, 128, 128, ...>``, ``<128, 64, 128, ...>`` (head dim 256 had no
+backward then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cuDNN's tiles
+are not published: its kernels keep ``ATTN_BLOCK``."""
+FA2_TILES = {False: ((64, 128, 128, 128), (256, 128, 64, 64)),
+             True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 64, 64))}
+"""The same for FlashAttention-2 on A100 and H100 without dropout (Dao-AILab/flash-attention
+0251105a csrc/flash_attn/src/flash_fwd_launch_template.h: ``Flash_fwd_kernel_traits<64, 128,
+128, 4, ...>``, ``<128, 128, 64, 4, ...>``, ``<256, 128, 64, 8, ...>``;
+flash_bwd_launch_template.h with the >= 144 KiB of shared memory per block both GPUs have:
+``Flash_bwd_kernel_traits<64, 128, 128, 8, ...>``, ``<128, 64, 128, 8, ...>``, ``<256, 64, 64,
+8, ...>``); PyTorch SDPA's flash backend vendors these kernels."""
+TILED_KERNELS = {"flash3": FA3_TILES, "flash2": FA2_TILES, "sdpa": FA2_TILES}
+
+
+def attention_tile(impl: str, head_dim: int, causal: bool, backward: bool) -> tuple[int, int]:
+    """(query rows, keys) of one CTA's block of ``impl``'s main loop, from the kernels'
+    sources (``TILED_KERNELS``); ``ATTN_BLOCK`` square for kernels whose tiles are not
+    listed."""
+    tiles = TILED_KERNELS.get(impl)
+    if tiles is None:
+        return ATTN_BLOCK, ATTN_BLOCK
+    table = tiles[backward]
+    _, m, n, n_causal = next((t for t in table if head_dim <= t[0]), table[-1])
+    return m, n_causal if causal else n
+
+
+@functools.lru_cache(maxsize=4096)
+def tile_scores(q_len: int, kv_len: int, causal: bool, block_m: int, block_n: int,
+                backward: bool = False) -> float:
+    """Scores one head's kernel computes in whole tiles: query rows padded to whole blocks of
+    ``block_m``, keys to whole blocks of ``block_n``; causal (bottom-right aligned, as
+    FlashAttention aligns a shorter query), the forward's query blocks run every key block up
+    to the last key their last row sees, the backward's key blocks (each CTA owns one,
+    FlashAttention-2 §3.2) every query block from the one holding the first row that sees
+    their first key."""
+    q_blocks = math.ceil(q_len / block_m)
+    kv_blocks = math.ceil(kv_len / block_n)
+    if not causal:
+        return float(q_blocks * block_m * kv_blocks * block_n)
+    offset = kv_len - q_len
+    total = 0
+    if backward:
+        for j in range(kv_blocks):
+            first_row = max(0, j * block_n - offset)
+            if first_row < q_len:
+                total += (q_blocks - first_row // block_m) * block_m * block_n
+        return float(total)
+    for i in range(q_blocks):
+        last = min((i + 1) * block_m, q_len) + offset  # keys the block's last row sees
+        total += min(math.ceil(max(last, 0) / block_n), kv_blocks) * block_n * block_m
+    return float(total)
 SOFTMAX_EXP_EXPOSED = 1.02
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
 not hidden under the matmuls (the fit finds 1.02: none is hidden). It is what makes head dim
@@ -427,8 +490,15 @@ class RooflineModel:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
             # each query row's fixed work and the causal diagonal block, in key columns
             row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
-            extra = row + (ATTN_BLOCK / 2 if op.causal else 0)
-            stretch = 1.0 + op.q_len * extra / op.pairs  # scores computed per useful score
+            block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward)
+            if op.window is None and (op.q_len == op.kv_len or not op.causal):
+                computed = (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n,
+                                        op.backward)
+                            + math.ceil(op.q_len / block_m) * block_m * row)
+            else:  # a window or a CP shard's queries: half a block on the diagonal per row
+                diagonal = (block_n if op.backward else block_m) / 2 if op.causal else 0
+                computed = op.pairs + op.q_len * (row + diagonal)
+            stretch = computed / op.pairs  # scores computed per useful score
             scores = op.batch * op.heads * op.pairs * stretch
             mma = op.flops * stretch / (peak * frac)
             exp_rate = self.gpu.flops("bf16") / self.gpu.flops_per_exp
@@ -436,7 +506,7 @@ class RooflineModel:
             work = mma + exposed * scores / exp_rate
             if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
                 work *= causal_forward_tail(op.batch * op.heads,
-                                            math.ceil(op.q_len / ATTN_BLOCK), self.gpu.num_sms)
+                                            math.ceil(op.q_len / block_m), self.gpu.num_sms)
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
             moved = flash1_pass_bytes(op) if op.impl == "flash1" else op.bytes
