@@ -32,9 +32,11 @@ INTERNAL_EXIT = 3
 
 
 def one_line(text: str) -> str:
-    """``text`` on one line: newlines become '; ', runs of spaces one space."""
-    parts = [" ".join(line.split()) for line in str(text).splitlines()]
-    return "; ".join(p for p in parts if p)
+    """``text`` on one line: newlines become '; ' (a space after a line ending in ':' or ',',
+    as click's list of choices), runs of spaces one space."""
+    parts = [p for p in (" ".join(line.split()) for line in str(text).splitlines()) if p]
+    return "".join(p if i == 0 else (" " if parts[i - 1][-1] in ":," else "; ") + p
+                   for i, p in enumerate(parts))
 
 
 def describe(exc: BaseException) -> str:
@@ -90,8 +92,20 @@ def usage_fail(exc: click.UsageError) -> NoReturn:
 
 
 def _asks_for_help(exc: click.UsageError) -> bool:
-    """A group given no subcommand (``trainsim token``): click shows its help, kept as is."""
+    """A group given no subcommand (``trainsim``, ``trainsim token``): click would print its
+    whole help as the error; :func:`no_command` says it in one line instead."""
     return type(exc).__name__ == "NoArgsIsHelpError"
+
+
+def no_command(exc: click.UsageError) -> NoReturn:
+    """A group run without a subcommand: one ``error:`` line naming its commands and --help."""
+    ctx = exc.ctx
+    if ctx is None or not isinstance(ctx.command, click.Group):
+        usage_fail(exc)
+    names = ", ".join(ctx.command.list_commands(ctx))
+    _echo_err(f"{click.style('error:', fg='red', bold=True)} missing command; give one of: "
+              f"{names} (see {ctx.command_path} --help)")
+    sys.exit(USAGE_EXIT)
 
 
 class GuardedGroup(click.Group):
@@ -103,7 +117,7 @@ class GuardedGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
             if _asks_for_help(exc):
-                raise
+                no_command(exc)
             usage_fail(exc)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -117,7 +131,7 @@ class GuardedGroup(click.Group):
             return super().invoke(ctx)
         except click.UsageError as exc:  # a subcommand's option or argument, or no such command
             if _asks_for_help(exc):
-                raise
+                no_command(exc)
             usage_fail(exc)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise

@@ -1,0 +1,58 @@
+"""Odd inputs of the newest surfaces (2026-11-25 robust session, benchmarks/fuzz_rows.py): the
+command line without a command, training-row cells the validator tunes. One regression test
+per class the fuzzer found, then a short seeded run of the fuzzer itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from helpers import cli, one_error_line
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("args, names", [
+    ((), "simulate"),  # click printed its whole help (30 lines) on stderr as the error
+    (("token",), "create"),
+])
+def test_a_group_without_a_command_is_one_error_line_naming_its_commands(args, names):
+    line = one_error_line(cli(*args))
+    assert "missing command" in line and names in line and "--help" in line
+
+
+def test_a_usage_error_listing_choices_reads_as_one_sentence():
+    """click's 'Choose from:' list, one choice a line, was joined with '; ' after each."""
+    line = one_error_line(cli("catalog"))
+    assert "Choose from: gpus, nodes, models" in line
+
+
+def _fuzz_rows():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("fuzz_rows", ROOT / "benchmarks" /
+                                                  "fuzz_rows.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_few_odd_rows_and_commands_are_handled(tmp_path):
+    """A seeded handful of each surface of benchmarks/fuzz_rows.py: every row predicted or
+    failed with one clear line, every command exit 0 or one error line."""
+    fuzz = _fuzz_rows()
+    rng = random.Random(20261125)
+    out = fuzz.run_surfaces({k: (lambda f=f: f(rng, tmp_path, 6))
+                             for k, f in fuzz.SURFACES.items()}, set())
+    assert not out["failures"], dict(out["failures"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", ["rows", "kernels", "files", "yaml", "cli"])
+def test_the_seeded_row_sweep_finds_nothing_slow(tmp_path, surface):
+    fuzz = _fuzz_rows()
+    out = fuzz.run_surfaces({surface: lambda: fuzz.SURFACES[surface](
+        random.Random(0), tmp_path, 150)}, set())
+    assert not out["failures"], dict(out["failures"])
