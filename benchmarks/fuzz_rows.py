@@ -3,7 +3,8 @@ session): a sibling of fuzz_struct.py (which breaks a CSV's *structure*) and fuz
 (which walks config *fields*). This one writes odd *cells* into rows the validator tunes:
 
 - ``rows``: a small dense, MoE and pipelined row (the model given by its shape columns, so a
-  row tunes in well under a second) with 1-3 cells replaced from a battery per column: empty
+  row tunes in well under a second) or a published row (training_public.csv,
+  training_heldout.csv) with 1-3 cells replaced from a battery per column: empty
   tp/pp (the layouts the validator tunes, ``validate.layouts``), pipeline_layout strings, the
   vocabulary's synonyms (``validate.vocab``: attention and kernel-library names, framework
   spellings, fp8 recipes, cp_comm_type), MoE columns, memory_kind, numbers written oddly ('8.0',
@@ -85,7 +86,7 @@ CELLS: dict[str, list[str]] = {
     "framework": ["", "megatron-lm", "megatron-core", "Megatron-LM", "Megatron-Core", "nemo",
                   "NeMo", "megatron-bridge", "mlperf-nemo", "torchtitan", "deepspeed",
                   "megatron-deepspeed", "llm-foundry", "megascale", "bogus", "MEGATRON",
-                  "megatron", "mcore", "automodel"],
+                  "megatron", "mcore", "automodel", "[/]", "[bold]x"],
     "framework_version": ["", "0.8", "26.04", "2024-01", "x", "99.99", "1e3", "-1", "0",
                           "core_v0.16.0", "v0.12", "25.11", "2021-04"],
     "dtype": ["bf16", "fp16", "fp8", "BF16", "FP8", "fp32", "x", "", "mxfp8", "fp4",
@@ -105,11 +106,11 @@ CELLS: dict[str, list[str]] = {
                 "launch_blocking", "dp_overlap;x"],
     "gpu": ["h100-sxm-80gb", "a100-sxm-80gb", "b200", "gb200", "H100", "h100", "mi300x",
             "x", "h100-sxm-80gb ", "H100-SXM-80GB", "a100-sxm-40gb", "h200", "v100"],
-    "model": ["tiny", "llama3-8b", "mixtral-8x7b", "", "x", "gpt-1.7b", "deepseek-v3"],
+    "model": ["tiny", "llama3-8b", "mixtral-8x7b", "", "x", "gpt-1.7b", "deepseek-v3", "[/]"],
+    "id": ["r", "", "[/]", "[red]r", "a\u00e9", "r" * 300],
     "measured_iteration_s": ["0.1", "1", "1e-3"],
     "measured_peak_memory_gib": ["", "1", "10"],
 }
-COLUMNS = list(CELLS) + ["id"]
 
 TINY = {"id": "r", "model": "tiny", "hidden_size": "256", "num_layers": "4",
         "num_attention_heads": "4", "vocab_size": "1024", "gpu": "h100-sxm-80gb",
@@ -129,9 +130,26 @@ BASES = {
 }
 
 
+TRAINING_FILES = [Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/"
+                  "training_public.csv", Path(__file__).resolve().parent / "training_heldout.csv"]
+
+
+@functools.cache
+def published_rows() -> list[dict[str, str]]:
+    """The published training rows (bundled public file, held-out file): every framework's
+    profile, MoE, MLA and fp8 rows, as bases beside the small ones."""
+    from trainsim.validate import read_rows
+
+    return [r for f in TRAINING_FILES if f.exists() for r in read_rows(f)[1]]
+
+
 def mutated_row(rng: random.Random) -> tuple[str, dict[str, str]]:
-    name = rng.choice(sorted(BASES))
-    row = dict(BASES[name])
+    if rng.random() < 0.5:
+        row = dict(rng.choice(published_rows()))
+        name = row["id"]
+    else:
+        name = rng.choice(sorted(BASES))
+        row = dict(BASES[name])
     changes = []
     for _ in range(rng.randint(1, 3)):
         col = rng.choice(sorted(CELLS))

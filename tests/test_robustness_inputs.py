@@ -30,6 +30,41 @@ def test_a_usage_error_listing_choices_reads_as_one_sentence():
     assert "Choose from: gpus, nodes, models" in line
 
 
+# ------------------------------------------------------------------------ rich markup in names
+# rich reads "[...]" in a table cell or title as markup: a row id, a framework, a model or GPU
+# name or a path of "[/]" raised MarkupError (an internal error; a traceback under
+# TRAINSIM_DEBUG), and "[bold]x" was shown as a bold "x".
+
+TRAINING = ("id,model,gpu,num_gpus,gpus_per_node,tp,pp,global_batch_size,seq_length,"
+            "measured_iteration_s,framework\n")
+ROW = "llama3-8b,h100-sxm-80gb,8,8,1,1,8,2048,1.0"
+TINY = """model: {name: "[/]", hidden_size: 256, num_layers: 4, num_attention_heads: 4,
+        vocab_size: 1024}
+training: {global_batch_size: 16, seq_length: 512}
+cluster: {gpu: h100-sxm-80gb, num_gpus: 8, gpus_per_node: 8, compute_db: null}
+"""
+
+
+def test_validate_tables_show_ids_and_errors_as_written(tmp_path):
+    (tmp_path / "t.csv").write_text(TRAINING + f"[/],{ROW},[/x]\n[bold]y,{ROW},\n")
+    result = cli("validate", "t.csv", "--compute-db", "none", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "[bold]y" in result.stdout and "'[/x]'" in result.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("simulate", "run.yaml"),
+    ("simulate", "run.yaml", "--trace", "[red]t.json"),
+    ("sweep", "run.yaml", "--vary", "model.name=[red]a,b"),
+    ("goodput", "run.yaml", "--days", "1"),
+])
+def test_names_and_paths_with_brackets_are_printed_as_written(tmp_path, args):
+    (tmp_path / "run.yaml").write_text(TINY)
+    result = cli(*args, cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "[/]" in result.stdout or "[red]" in result.stdout
+
+
 def _fuzz_rows():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("fuzz_rows", ROOT / "benchmarks" /

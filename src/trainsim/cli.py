@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail, renamed_option
 from trainsim.errors import ConfigError, TrainsimError
@@ -80,14 +81,14 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
         return
     if not result.fits_in_memory:
         err.print(f"warning: {result.peak_memory_bytes / 2**30:.1f} GiB per GPU does not fit the "
-                  f"{cfg.cluster.gpu.hbm_bytes / 2**30:.0f} GiB of {cfg.cluster.gpu.name} "
+                  f"{cfg.cluster.gpu.hbm_bytes / 2**30:.0f} GiB of {escape(cfg.cluster.gpu.name)} "
                   "(fits_in_memory: false)", highlight=False, soft_wrap=True)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
     else:
         out.print(render_result(result))
         if trace_path:
-            out.print(f"trace written to {trace_path} (open in https://ui.perfetto.dev)")
+            out.print(f"trace written to {escape(trace_path)} (open in https://ui.perfetto.dev)")
 
 
 @main.command()
@@ -164,7 +165,7 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
     try:
         rows = [] if is_kernel_db(csv_file) or is_layers_file(csv_file) else read_rows(csv_file)[1]
         with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task(f"predicting {Path(csv_file).name}", total=len(rows))
+            task = bar.add_task(f"predicting {escape(Path(csv_file).name)}", total=len(rows))
             kind, results = validate_file(csv_file,
                                           progress=lambda i, n: bar.update(task, completed=i),
                                           workers=workers, compute_db=compute_db)
@@ -246,7 +247,8 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    t = Table(title=f"{kind} on {num_gpus} x {gpu} ({gpus_per_node}/node, {nic_gbps:g} Gbit/s NIC)")
+    t = Table(title=f"{kind} on {num_gpus} x {escape(gpu)} ({gpus_per_node}/node, {nic_gbps:g} "
+              "Gbit/s NIC)")
     for col in ("size", "count", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algo",
                 "proto"):
         t.add_column(col, justify="right")

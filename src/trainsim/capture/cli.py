@@ -32,7 +32,7 @@ def _fail(exc: Exception) -> None:
 def _emit(text: str | None, renderable: Any, out: str | None) -> None:
     if out:
         write_output(out, text if text is not None else "")
-        err.print(f"written to {out}")
+        err.print(f"written to {out}", markup=False)
     elif text is not None:
         click.echo(text)
     else:

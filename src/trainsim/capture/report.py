@@ -152,10 +152,12 @@ def _op_row(op: Op, pricer: Any) -> dict[str, Any]:
 def render(summary: dict[str, Any]):
     """Rich renderables for the terminal."""
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
 
     parts: list[Any] = []
-    head = Table(title=f"capture: {summary['source']}", show_header=False, title_justify="left")
+    head = Table(title=f"capture: {escape(str(summary['source']))}", show_header=False,
+                 title_justify="left")
     head.add_column("k", style="bold")
     head.add_column("v")
     head.add_row("tokens", f"{summary['micro_batch_size']} x {summary['seq_length']} "

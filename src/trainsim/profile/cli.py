@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from trainsim.errors import TrainsimError
 
@@ -82,7 +83,7 @@ def profile(gpu: str, out: str, models: str, tp: str, seq: str, cp: str, mbs: in
         _run(ctx, gpu, out, models, tp, seq, cp, mbs, device, quick, compile_, kernels, layers,
              merge)
     except TrainsimError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(2)
 
 
@@ -120,7 +121,7 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
                f"{db['device_name']}")
     for note in db.get("notes", []):
         if note.startswith(("failed", "torch.compile failed", "fp8", "numerics: layer MISMATCH")):
-            err.print(f"note: {note}", highlight=False, soft_wrap=True)
+            err.print(f"note: {note}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _cuda_available() -> bool:

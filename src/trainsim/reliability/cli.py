@@ -127,4 +127,4 @@ def goodput(config: str, tokens: str | None, days: float | None, gpus: int | Non
     console = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80
     console.print(render_goodput(result))
     if plot_path:
-        console.print(f"plot written to {plot_path}")
+        console.print(f"plot written to {plot_path}", markup=False)

@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -34,7 +35,7 @@ def render_goodput(result: GoodputResult) -> Any:
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column()
-    head.add_row("run", f"{cfg.model.name} on {cfg.cluster.num_gpus:,} GPUs "
+    head.add_row("run", f"{escape(cfg.model.name)} on {cfg.cluster.num_gpus:,} GPUs "
                         f"({cfg.cluster.num_nodes:,} nodes)")
     if result.tokens is not None and result.ideal_s is not None:
         head.add_row("work", f"{result.tokens:.4g} tokens = {result.ideal_s / DAY_S:.2f} days "
@@ -67,7 +68,7 @@ def render_goodput(result: GoodputResult) -> Any:
     causes.add_column("interruptions", justify="right")
     causes.add_column("time lost", justify="right")
     for name, d in sorted(s.by_mode.items(), key=lambda kv: -kv[1]["lost_s"]):
-        causes.add_row(name, str(d["category"]), f"{d['interruptions']:.1f}",
+        causes.add_row(escape(name), escape(str(d["category"])), f"{d['interruptions']:.1f}",
                        _dur(d["lost_s"]))
 
     parts: list[Any] = [head, budget, causes]

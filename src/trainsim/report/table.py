@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 
 from trainsim.result import Result
@@ -19,7 +20,9 @@ def _fmt_s(x: float) -> str:
 def render_result(r: Result) -> Group:
     c = r.config
     p = c.parallel
-    head = Table(title=f"trainsim: {c.model.name} on {c.cluster.num_gpus} x {c.cluster.gpu.name}",
+    # names a user wrote are escaped: rich reads "[...]" in a cell as markup ("[/]" raised)
+    head = Table(title=f"trainsim: {escape(c.model.name)} on {c.cluster.num_gpus} x "
+                 f"{escape(c.cluster.gpu.name)}",
                  show_header=False, title_justify="left")
     head.add_column("metric", style="bold")
     head.add_column("value", justify="right")
@@ -96,14 +99,14 @@ def render_validation(kind: str, rows: list[Any], unit: str,
     for r in rows:
         u = f" {r.extra['unit']}" if "unit" in r.extra else ""
         if r.predicted is None:
-            t.add_row(r.id, f"{r.measured:g}{u}", "-", "failed", f"[red]{r.error}[/]")
+            t.add_row(escape(r.id), f"{r.measured:g}{u}", "-", "failed", f"[red]{escape(r.error)}[/]")
             continue
         err = (r.predicted - r.measured) / r.measured
         color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
-        note = ", ".join(f"{k}={v}" for k, v in r.chosen.items())
+        note = escape(", ".join(f"{k}={v}" for k, v in r.chosen.items()))
         if r.fits_in_memory is False:
             note = "[red]does not fit in memory[/] " + note
-        t.add_row(r.id, f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",
+        t.add_row(escape(r.id), f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",
                   f"[{color}]{100 * err:+.1f}%[/]", note)
     groups = [(title, (summary or {}).get(key)) for key, title in
               (("by_source", "error by source"), ("by_kind", "error by kind/implementation/dtype"))]
@@ -118,6 +121,6 @@ def _error_table(title: str, groups: dict[str, dict[str, Any]]) -> Table:
     t.add_column("MAPE", justify="right")
     t.add_column("mean signed error", justify="right")
     for name, g in groups.items():
-        t.add_row(name, str(g["n"]), f"{100 * g['mape']:.1f}%",
+        t.add_row(escape(name), str(g["n"]), f"{100 * g['mape']:.1f}%",
                   f"{100 * g['mean_signed_error']:+.1f}%")
     return t

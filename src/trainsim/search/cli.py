@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from trainsim.cli_guard import (
     POSITIVE,
@@ -372,7 +373,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
     else:
         out.print(render_search(result))
         if plot_path:
-            out.print(f"scatter written to {plot_path}")
+            out.print(f"scatter written to {escape(plot_path)}")
 
 
 @click.command("plan")
@@ -453,8 +454,8 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
                        f"{c.facility_power_w / 1e6:.2f} MW facility at PUE {c.pue:g}")),
             ("energy", f"{c.energy_mwh:,.0f} MWh"),
             ("CO2", f"{c.co2_tonnes:,.0f} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
-    out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {base.model.name} on "
-                         f"{base.cluster.gpu.name}, batch {gb} x {seq}"))
+    out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {escape(base.model.name)}"
+                         f" on {escape(base.cluster.gpu.name)}, batch {gb} x {seq}"))
 
 
 @click.command("sweep")
@@ -491,9 +492,10 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     elif fmt == "csv":
         click.echo(rows_csv(rows), nl=False)
     else:
-        out.print(render_sweep(rows, [v.path for v in result.varies], f"sweep of {config}"))
+        out.print(render_sweep(rows, [v.path for v in result.varies],
+                               f"sweep of {escape(config)}"))
         for f in files:
-            out.print(f"wrote {f}")
+            out.print(f"wrote {escape(str(f))}")
 
 
 COMMANDS = (search_cmd, plan_cmd, sweep_cmd)

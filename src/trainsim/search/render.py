@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -28,10 +29,13 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
     what = {"split": "GPU splits (tp, pp, cp, dp), each with its fastest settings",
             "layout": "layouts (split, vpp, micro batch), each with its fastest settings",
             "config": "configurations"}[r.rank_by]
-    top = Table(title=f"top {len(r.top)} {what}: {b.model.name} on {counts} x {b.cluster.gpu.name}, "
+    # names and values a user wrote are escaped: rich reads "[...]" as markup ("[/]" raised)
+    top = Table(title=f"top {len(r.top)} {what}: {escape(b.model.name)} on {counts} x "
+                f"{escape(b.cluster.gpu.name)}, "
                 f"batch {b.training.global_batch_size} x {b.training.seq_length}, "
                 f"{b.training.dtype}"
-                + (", fixed: " + ", ".join(f"{k}={v}" for k, v in b.fixed) if b.fixed else ""),
+                + (", fixed: " + escape(", ".join(f"{k}={v}" for k, v in b.fixed))
+                   if b.fixed else ""),
                 title_justify="left")
     many = len(r.gpu_counts) > 1
     top.add_column("#", justify="right")
@@ -143,7 +147,7 @@ def rows_table(rows: Sequence[dict[str, Any]], title: str) -> Table:
     for col, v in rows[0].items():
         t.add_column(col, justify="left" if isinstance(v, str) else "right")
     for r in rows:
-        t.add_row(*(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r.values()))
+        t.add_row(*(f"{v:.4g}" if isinstance(v, float) else escape(str(v)) for v in r.values()))
     return t
 
 
@@ -157,9 +161,9 @@ def render_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], title: s
         t.add_column(col, justify="right", min_width=len(col))
     t.add_column("note", max_width=32)
     for r in rows:
-        vals = [str(r[v]) for v in varied]
+        vals = [escape(str(r[v])) for v in varied]
         if r.get("iteration_time_s") is None:
-            why = str(r.get("error")).split(";")[0]
+            why = escape(str(r.get("error")).split(";")[0])
             t.add_row(*vals, "-", "-", "-", "-", f"[red]{why}[/]")
             continue
         note = "" if r.get("fits_in_memory") else "[red]does not fit[/]"
