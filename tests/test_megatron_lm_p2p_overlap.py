@@ -23,3 +23,36 @@ def test_no_send_overlap_before_2023_10_or_without_interleaving():
     assert overlaps(ROW, vpp="1")[2] is False        # validate_args: overlap_p2p_comm = False
     assert overlaps(ROW, vpp="")[2] is False
     assert overlaps(ROW, options="dp_overlap")[2] is False  # a row that states options keeps them
+
+
+def _run(framework: str | None, vpp: int, **extra):
+    from trainsim.catalog import run_config_from_dict
+
+    training = {"global_batch_size": 64, "seq_length": 2048, "micro_batch_size": 1}
+    if framework:
+        training["framework"] = framework
+    return run_config_from_dict({
+        "model": {"preset": "llama2-7b"},
+        "parallel": {"tp": 1, "pp": 4, "vpp": vpp, "overlap_p2p_comm": True, **extra},
+        "training": training, "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+
+
+def test_megatron_frameworks_send_blocking_without_interleaving():
+    # Megatron-core's non-interleaved schedule raises on overlap_p2p_comm and Megatron-LM's
+    # arguments.py turns it off without virtual stages: the run sends blocking either way
+    for framework in ("megatron-lm", "megatron-core", "megatron-bridge", "nemo", "mlperf-nemo"):
+        assert _run(framework, 1).parallel.overlap_p2p_comm is False, framework
+        assert _run(framework, 2).parallel.overlap_p2p_comm is True, framework
+    assert _run(None, 1).parallel.overlap_p2p_comm is True  # no framework: as written
+    assert _run("megascale", 1).parallel.overlap_p2p_comm is True  # not a Megatron schedule
+
+
+def test_a_stated_overlap_without_interleaving_prices_as_blocking_sends():
+    from trainsim.simulator import simulate
+
+    stated = simulate(_run("megatron-core", 1)).iteration_time_s
+    blocking = simulate(_run("megatron-core", 1, overlap_p2p_comm=False)).iteration_time_s
+    assert stated == blocking
+    # the flag does shorten a run that names no framework
+    assert simulate(_run(None, 1)).iteration_time_s < \
+        simulate(_run(None, 1, overlap_p2p_comm=False)).iteration_time_s

@@ -156,6 +156,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
     "batched_p2p": _nullable(_bool),
+    # the schedule without interleaving sends and receives blocking whatever
+    # overlap_p2p_comm says: Megatron-core's forward_backward_pipelining_without_interleaving
+    # raises on it (schedules.py, core_r0.5.0 .. core_v0.16.0) and Megatron-LM's arguments.py
+    # sets it False when no virtual pipeline size is given (core_r0.6.0 .. core_v0.16.0)
+    "p2p_overlap_interleaved_only": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
@@ -345,7 +350,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
              "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
              "norm", "dp_buckets",
-             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
+             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p", "p2p_overlap_interleaved_only",
              "checkpointed_fused_attention", "moe_hybridep_num_sms"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}
