@@ -12,6 +12,7 @@ from trainsim.compute.roofline import (
     attention_fraction,
     attention_tile,
     flash1_pass_bytes,
+    gqa_group_sum_bytes,
     tile_scores,
 )
 from trainsim.workload.ops import FUSED_ATTENTION, Attention
@@ -213,3 +214,23 @@ def test_flash3_tiles_come_from_its_source_and_cost_most_at_short_sequences():
         return h100.time(ops[0]) / h100.time(ops[1])
 
     assert ratio(512) > ratio(16384) > 0.99
+
+
+def test_fa2_grouped_query_backward_pays_its_group_sums():
+    """FlashAttention-2's backward with 8 KV heads for 32 query heads writes dK and dV per query
+    head and sums the groups after (flash_api.cpp ``mha_bwd``): the backward costs that
+    traffic and two launches more than its kernel; the forward, multi-head attention and
+    cuDNN pay nothing."""
+    h100 = gpu("h100-sxm-80gb")
+    model = RooflineModel(h100)
+
+    def op(impl: str, kv: int, backward: bool = True) -> Attention:
+        return Attention("a", 2, 32, kv, 4096, 4096, 128, causal=True, backward=backward,
+                         impl=impl)  # type: ignore[arg-type]
+
+    sums = 2 * 2 * 4096 * 128 * 2 * (32 + 8)
+    assert gqa_group_sum_bytes(op("flash2", 8)) == sums
+    assert model.time(op("flash2", 8)) > model.time(op("flash2", 32))
+    assert gqa_group_sum_bytes(op("flash2", 8, False)) == 0
+    assert gqa_group_sum_bytes(op("flash2", 32)) == 0
+    assert model.time(op("cudnn", 8)) == model.time(op("cudnn", 32))

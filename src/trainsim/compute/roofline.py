@@ -201,6 +201,27 @@ def flash1_pass_bytes(op: Attention) -> float:
     return rows * per_row + kv
 
 
+GQA_EXPANDED_BWD = frozenset({"flash2", "sdpa"})
+"""Kernels whose grouped-query backward writes dK and dV per *query* head and sums each group
+after, in two more kernels (``gqa_group_sum_bytes``)."""
+
+
+def gqa_group_sum_bytes(op: Attention) -> float:
+    """HBM bytes of the group sums after a FlashAttention-2 backward with fewer key/value heads
+    than query heads: ``mha_bwd`` allocates ``dk_expanded`` and ``dv_expanded`` of
+    (batch, seqlen_k, num_heads, head_size) for the kernel to write and then runs
+    ``at::sum_out`` over each group into dK and dV (Dao-AILab/flash-attention 0251105a
+    csrc/flash_attn/flash_api.cpp L935-L1005; PyTorch SDPA's flash backend vendors it): each
+    sum reads the expanded 16-bit tensor and writes the grouped one. A framework that repeats
+    K and V before the kernel (torchtitan's ``repeat_kv``) pays the same sum in the repeat's
+    backward. 0 for multi-head attention and for kernels without it: FA3 adds the groups into
+    fp32 accumulators inside its kernel (hopper/flash_api.cpp ``dk_accum``, ``dv_accum``);
+    cuDNN's handling is not published."""
+    if not op.backward or op.kv_heads >= op.heads or op.impl not in GQA_EXPANDED_BWD:
+        return 0.0
+    return 2.0 * op.batch * op.kv_len * op.head_dim * 2 * (op.heads + op.kv_heads)
+
+
 AMPERE_KERNEL_ON_HOPPER = 0.51
 """FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
@@ -510,7 +531,9 @@ class RooflineModel:
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
             moved = flash1_pass_bytes(op) if op.impl == "flash1" else op.bytes
-            return max(work, moved / bw, op.flops / peak) + LAUNCH_S
+            group_sum = gqa_group_sum_bytes(op)
+            return (max(work, moved / bw, op.flops / peak) + LAUNCH_S
+                    + (group_sum / bw + 2 * LAUNCH_S if group_sum else 0.0))
         if isinstance(op, Elementwise):
             # bytes moved one element per thread at a time (vLLM's scalar kernels, PyTorch's
             # non-vectorized path for strided or broadcast operands) at their own rate
