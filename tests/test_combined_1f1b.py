@@ -2,6 +2,8 @@
 forward/backward pairs (core_v0.15.0 pipeline_parallel/combined_1f1b.py): the warm-up's
 forwards and the cool-down's backwards run as without the overlap."""
 
+import itertools
+
 import pytest
 from helpers import counted_graphs
 
@@ -192,3 +194,85 @@ def test_combined_1f1b_steady_state_cost_does_not_grow_with_microbatches():
         a, b = simulate(_long(4, 2, 128)), simulate(_long(4, 2, 1024))
     assert built and built[:len(built) // 2] == built[len(built) // 2:]
     assert b.iteration_time_s > 7 * a.iteration_time_s
+
+
+def _dense_then_moe():
+    """Four layers on pp 2 with two virtual stages, one layer each: virtual stage 0 dense,
+    1-3 MoE (``moe_first_dense_layers`` 1), EP 8, the combined 1F1B."""
+    from dataclasses import replace
+
+    from helpers import moe_layer_cfg
+
+    from trainsim.config import RunConfig
+    base = moe_layer_cfg("alltoall", ep=8, experts=32, topk=8, gpus=16)
+    model = replace(base.model, num_layers=4, moe_first_dense_layers=1, hidden_size=4096,
+                    num_attention_heads=32, ffn_hidden_size=8192, moe_ffn_hidden_size=2048)
+    return RunConfig(model=model, cluster=base.cluster,
+                     training=replace(base.training, global_batch_size=64, seq_length=4096),
+                     parallel=replace(base.parallel, moe_overlap_ep_comm=True,
+                                      pipeline_model_parallel_size=2,
+                                      virtual_pipeline_model_parallel_size=2))
+
+
+def test_a_steady_backward_pairs_with_the_layers_of_the_forward_beside_it():
+    """Interleaved, stage 0 holds a dense chunk (virtual stage 0) and an MoE one (2): a steady
+    backward runs beside the forward after it, often of the other chunk, and its exposed
+    exchanges are those of that forward's layers beside its own (model_chunk_schedule_plan.py
+    ``TransformerModelChunkSchedulePlan.run``), not those of its own chunk's forward; the
+    lower bound (``bound``) stays below the simulated time."""
+    from trainsim.bound import lower_bound_s
+    from trainsim.chunks import chunks
+    from trainsim.ep_pairs import PAIR_EXPOSED, chunk_exposed
+    from trainsim.pricing import Pricer
+    from trainsim.workload.schedule import combined_1f1b
+    from trainsim.workload.shard import shard_of
+
+    cfg = _dense_then_moe()
+    assert combined_1f1b(cfg)
+    pricer = Pricer(cfg)
+    ch = chunks(cfg, pricer, shard_of(cfg))
+    share = pricer.sm_share["ep"]
+    r = simulate(cfg, keep_timeline=True)
+    tl = r.timeline
+    passes = [t for t in tl.tasks if t.stream == (0, "compute") and t.label[:1] in "FB"]
+    chunk_of = {"c0": 0, "c1": 2}  # stage 0's virtual stages
+    seen = set()
+    for b, f in itertools.pairwise(passes):
+        if b.label[:1] != "B" or f.label[:1] != "F" or b.label.startswith("B last"):
+            continue
+        v_b, v_f = chunk_of[b.label.split()[-1]], chunk_of[f.label.split()[-1]]
+        got = sum(seg[1] for seg in b.detail.segments if seg[2] == PAIR_EXPOSED)
+        want = sum(chunk_exposed(ch[v_f].pair_sides, ch[v_b].pair_sides, share))
+        assert got == pytest.approx(want, rel=1e-12, abs=1e-15), (b.label, f.label)
+        seen.add((v_b, v_f))
+    assert {(0, 2), (2, 0), (2, 2)} <= seen
+    own = sum(chunk_exposed(ch[2].pair_sides, ch[2].pair_sides, share))
+    across = sum(chunk_exposed(ch[0].pair_sides, ch[2].pair_sides, share))
+    assert own > 0 and across != own  # the MoE backward beside a dense forward is not as own
+    assert lower_bound_s(cfg) <= r.iteration_time_s
+
+
+def test_a_search_pairs_chunks_of_other_layers_as_simulate_does():
+    """Inside ``pricing.shared`` (a search) the dense and MoE chunks pair across as
+    ``simulate`` pairs them alone, to the bit, the steady state's shortcut included."""
+    from dataclasses import replace
+
+    from trainsim.pricing import shared
+    cfg = _dense_then_moe()
+    other = replace(cfg, training=replace(cfg.training, global_batch_size=128))
+    alone = simulate(replace(other)).iteration_time_s
+    with shared(("test_combined_1f1b", 1)):
+        simulate(replace(cfg))
+        assert simulate(replace(other)).iteration_time_s == alone
+
+
+def test_chunks_of_other_layers_keep_the_steady_state_exact():
+    """A backward's pairing depends on the chunk of the forward beside it, which repeats with
+    the schedule's period: the shortcut's extrapolation agrees with the full simulation."""
+    from dataclasses import replace
+    cfg = _dense_then_moe()
+    cfg = replace(cfg, training=replace(cfg.training, global_batch_size=2048))
+    fast = simulate(cfg)
+    assert fast.simulation["method"] == "steady-state", fast.simulation
+    full = simulate(cfg, keep_timeline=True)
+    assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9, abs=0)

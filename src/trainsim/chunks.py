@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.config import RunConfig
-from trainsim.ep_pairs import paired_layer
+from trainsim.ep_pairs import Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.head import (
     embedding_backward,
@@ -37,6 +37,12 @@ class Chunk:
     bwd_head: Priced  # head backward (last virtual stage only; empty otherwise)
     bwd_layers: tuple[Priced, ...]  # recompute + backward of each layer, in backward order
     bwd_tail: Priced  # embedding backward (first virtual stage), gradient accumulation pass
+    # under the combined 1F1B: the layers its schedule plan pairs, in forward order (its
+    # decoder layers, then on the last virtual stage the MTP layers: model_chunk_schedule_
+    # plan.py ``_build_layer_schedule_plan`` of ``model.decoder`` then ``model.mtp``), each
+    # with the phases a pair reads (None: a layer the pair cannot split); empty otherwise.
+    # The backward passes carry the exposed time of this chunk's forward beside its backward
+    pair_sides: tuple[tuple[Side, Side] | None, ...] = ()
 
     @property
     def layers(self) -> int:
@@ -80,21 +86,29 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
 
     paired = combined_1f1b(cfg)  # an MoE layer's passes run as combined-1F1B pairs
 
+    sides: dict[tuple[bool, bool, bool], tuple[Side, Side] | None] = {}
+
     def price_kind(k: tuple[bool, bool, bool]) -> None:
         c = cfg if k[1] else full_cfg
         lf = source(c, sh, k[0])
         lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
-        pair = paired_layer(pricer, lf, lb) if paired and k[0] else None
-        layer_f[k], layer_b[k] = pair or (pricer.price(lf), pricer.price(lb))
+        pair = (moe_sides if k[0] else dense_sides)(pricer, lf, lb) if paired else None
+        if pair is not None and len(pair) == 4:  # an MoE layer: its passes without exchanges
+            layer_f[k], layer_b[k], *side = pair
+            sides[k] = (side[0], side[1])
+        else:
+            layer_f[k], layer_b[k] = pricer.price(lf), pricer.price(lb)
+            sides[k] = pair  # type: ignore[assignment]
 
     for k in sorted({kind(i) for i in range(m.num_layers)}):
         price_kind(k)
+    last_kind = kind(m.num_layers - 1)
     hf = head_forward(cfg, sh)
     head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         # recomputed (eh_proj and layer) only as cfg.mtp_recomputed says, not with the last layer
         redo = cfg.mtp_recomputed
-        last = (*kind(m.num_layers - 1)[:2], redo)
+        last = last_kind = (*kind(m.num_layers - 1)[:2], redo)
         if last not in layer_b:
             price_kind(last)
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
@@ -118,7 +132,16 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
                *(layer_f[k] for k in kinds), head_f if last else empty)
         # what the framework does with the gradients after each backward pass
         after = pricer.price(fp32_grad_accumulation(cfg, layers, first, last))
-        out[v] = Chunk(fwd, head_b if last else gather_b,
-                        tuple(layer_b[k] for k in reversed(kinds)),
-                        (emb_b if first else empty) + after)
+        bwd_layers = tuple(layer_b[k] for k in reversed(kinds))
+        bwd_head = head_b if last else gather_b
+        pair_sides: tuple = ()
+        if paired:  # the chunk's forward beside its own backward: each step's exposed time on
+            # the backward layer it pops (the MTP layers, popped first, in the head's backward)
+            mtp = [last_kind] * (m.mtp_num_layers or 0) if last else []
+            pair_sides = tuple(sides[k] for k in kinds + mtp)
+            steps = chunk_exposed(pair_sides, pair_sides, pricer.sm_share["ep"])
+            bwd_head = with_exposed(bwd_head, sum(steps[:len(mtp)]))
+            bwd_layers = tuple(with_exposed(b, x) for b, x in zip(bwd_layers, steps[len(mtp):]))
+        out[v] = Chunk(fwd, bwd_head, bwd_layers, (emb_b if first else empty) + after,
+                       pair_sides)
     return out

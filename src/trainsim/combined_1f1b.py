@@ -12,7 +12,11 @@ parameter gathers, priced from the chunks without the overlap.
 The steady pairs are (backward, forward): a stage's forwards up to its first backward are its
 warm-up (Megatron's interleaved warm-up count plus the one extra forward
 ``get_pp_rank_microbatches`` schedules with the overlap), each later backward runs beside the
-forward that follows it, and the backwards after its last forward are its cool-down."""
+forward that follows it, and the backwards after its last forward are its cool-down. A
+chunk's passes are priced beside a forward of the same chunk; a steady backward beside a
+forward of another chunk (interleaving) takes the exposed time of that forward's layers beside
+its own (``beside_forward``). The last micro-batch's split backward and FSDP's per-micro-batch
+backwards (``simulator._TaskGraph.backward``) keep their own chunk's pairing."""
 
 from __future__ import annotations
 
@@ -21,7 +25,8 @@ from typing import Any, NamedTuple
 
 from trainsim.chunks import chunks
 from trainsim.config import RunConfig
-from trainsim.pricing import Pricer
+from trainsim.ep_pairs import PAIR_EXPOSED, chunk_exposed, with_exposed
+from trainsim.pricing import Pricer, interned
 from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import shard_of
@@ -85,3 +90,33 @@ def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:
     first_b = [next((i for i, x in enumerate(o) if x[0] == "B"), len(o)) for o in orders]
     last_f = [max((i for i, x in enumerate(o) if x[0] == "F"), default=-1) for o in orders]
     return first_b, last_f
+
+
+def beside_forward(graph: Any, spec: tuple, v: int, order: list, k: int) -> tuple:
+    """The pass spec of the steady backward at position ``k`` of a stage's ``order``
+    (virtual stage ``v``, priced as ``spec``: beside a forward of its own chunk) beside the
+    forward that follows it, as Megatron-core pairs them: step k of the 1F1B phase runs the
+    backward of micro-batch k beside the forward of micro-batch k + warm-up
+    (schedules.py ``forward_backward_pipelining_with_interleaving``: ``forward_k`` and
+    ``backward_k`` to ``combined_1f1b_schedule_for_interleaved_pipelining``, core_v0.16.0),
+    the forward and backward chunk's layers paired by ``ep_pairs.chunk_exposed``. Where
+    that forward is of another virtual stage (interleaving), the chunks may differ in
+    their layers (dense or MoE, MTP, their count): the exposed time is that pair's."""
+    if k + 1 >= len(order) or order[k + 1][0] != "F":
+        return spec
+    v_f = order[k + 1][2] * graph.pp + v % graph.pp
+    if v_f == v:
+        return spec
+    memo = graph.__dict__.setdefault("_beside", {})
+    hit = memo.get((v, v_f))
+    if hit is None:
+        b_ch, f_ch = graph.chunks[v], graph.chunks[v_f]
+        if f_ch.pair_sides == b_ch.pair_sides:  # the same layers: the chunk's own pairing
+            memo[(v, v_f)] = spec
+            return spec
+        work = graph.work[v][1]
+        own = interned(tuple(seg for seg in work.segments if seg[2] != PAIR_EXPOSED))
+        extra = sum(chunk_exposed(f_ch.pair_sides, b_ch.pair_sides,
+                                  graph.pricer.sm_share["ep"]))
+        hit = memo[(v, v_f)] = graph._pass_spec(v % graph.pp, with_exposed(own, extra), v > 0)
+    return hit

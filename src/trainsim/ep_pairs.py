@@ -1,5 +1,5 @@
-"""One MoE layer's forward and another micro-batch's backward of it as Megatron-core's combined
-1F1B runs them (``--overlap-moe-expert-parallel-comm``): sub-module by sub-module, each
+"""A layer's forward and another micro-batch's backward of a layer as Megatron-core's combined
+1F1B runs them (``--overlap-moe-expert-parallel-comm``): sub-module by sub-module, each MoE
 exchange hidden only behind the compute the schedule puts beside it.
 
 core_v0.14.0-core_v0.17.0 megatron/core/models/common/model_chunk_schedule_plan.py
@@ -38,20 +38,30 @@ re-run by its hook on the attention's output, transformer_layer.py
 experts' output) and the MLP's own in the MLP's. The host's waits may pass while an exchange
 runs, as in the pooled pricing.
 
-Limits. Each MoE layer kind is paired with its own backward, where Megatron-core pairs the
-forward chunk's layer i with the backward chunk's layer n-1-i (model_chunk_schedule_plan.py
-``TransformerModelChunkSchedulePlan.run``: ``f_schedule_plan.get_layer(i)`` beside
-``b_schedule_plan.pop_layer()``, core_v0.16.0): a dense layer beside an MoE one (DeepSeek-V3's
-first layers), or two chunks of other layer kinds, pair otherwise, and the layers one chunk
-has beyond the other run unpaired. The attention's weight gradients, delayed
-(``b_layer.attn.backward_dw()`` at the end of ``TransformerLayerSchedulePlan.run``), may run
-beside the next layer's backward combine; here they are attention backward work, beside this
-layer's forward combine only.
+Which layers pair (``chunk_exposed``): ``TransformerModelChunkSchedulePlan.run`` runs
+forward layer i of the forward chunk beside layer n_b-1-i of the backward chunk, the one its
+``pop_layer()`` returns (``get_layer(n_b - 1 - i)`` in core_v0.14.0-v0.15.0, lines 442-472;
+``pop_layer`` in core_v0.16.0-v0.17.0, lines 469-504), for min(n_f, n_b) steps; then the
+backward chunk's remaining layers alone, then the forward chunk's. A chunk's layers are its
+decoder layers then, on the last virtual stage, its MTP layers (``_build_layer_schedule_plan``
+of ``model.decoder`` then ``model.mtp``, core_v0.16.0 lines 341-342; core_v0.14.0 builds the
+MTP layers after the decoder's too); the embedding and the loss run before and after the
+pairs. A dense layer has the attention and MLP nodes only, its dispatch and combine
+``NoopScheduleNode`` (``_build_callable_nodes``, core_v0.16.0 lines 162-167): beside an MoE
+layer its attention node stands where the MoE layer's is, its MLP node where the MoE layer's
+MLP is. Which chunk's forward runs beside which chunk's backward is the pipeline schedule's
+(``combined_1f1b.beside_forward``).
+
+Limits. The attention's weight gradients, delayed (``b_layer.attn.backward_dw()`` at the end
+of ``TransformerLayerSchedulePlan.run``), may run beside the next layer's backward combine;
+here they are attention backward work, beside this layer's forward combine only. The MTP
+layer's extra work (its projection, its head and loss) runs in its nodes on the compute
+stream; here it is compute outside the pair.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainsim.catalog.frameworks import framework_profile, profile_supports
 from trainsim.pricing import EP, HOST, Priced, Pricer, interned
@@ -142,14 +152,113 @@ def delay_wgrad_compute(cfg: Any) -> bool:
         framework_profile(t.framework, t.framework_version).defaults.get("delay_wgrad_compute") is True
 
 
-def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
-                 ) -> tuple[Priced, Priced] | None:
-    """The forward and backward of one MoE layer priced as a combined-1F1B pair: each pass's
-    compute and host wait as it runs alone, and on the backward one ``EP`` segment, the time
-    the pair's schedule (module docstring) takes beyond them, where the compute beside an
-    exchange is slowed by the SMs the exchange holds (``Pricer.sm_share['ep']``, as the pooled
-    pricing does). None where a pass has not the one dispatch and one combine node the schedule
-    pairs (the pooled pricing then stands)."""
+class Side(NamedTuple):
+    """One pass of a layer as the pair's three phases read it (seconds): on the forward the
+    attention node, the dispatch exchange, the MLP node, the combine exchange and the combine
+    node's compute; on the backward the combine node's compute, the combine exchange, the MLP
+    node (its weight gradients apart where the run delays them), the dispatch exchange and
+    the attention node. ``busy``: the pass's compute and host wait, all it takes alone but for
+    its exchanges. A dense layer has no exchange and no combine node (its dispatch and combine
+    are ``NoopScheduleNode``, model_chunk_schedule_plan.py ``_build_callable_nodes``)."""
+
+    attn: float
+    mlp: float
+    wgrad: float
+    dispatch: float
+    combine: float
+    node: float
+    busy: float
+
+
+EMPTY = Side(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # no layer on this side: the other runs alone
+PAIR_EXPOSED = "moe.pair_exposed"  # the segment a pair's exposed exchange time is priced in
+
+
+def exposed(f: Side | None, b: Side | None, share: float) -> float:
+    """The time forward layer ``f`` and backward layer ``b`` take as one
+    ``TransformerLayerSchedulePlan.run`` beyond their passes' own compute (module docstring),
+    the compute beside an exchange slowed by ``share`` of its time (the SMs it holds). None
+    or ``EMPTY``: that side has no layer (``run(f_layer, None)`` or ``run(None, b_layer)``, the
+    leftover layers of two chunks of unequal length): the other's exchanges wait for its own
+    compute and its compute for them, exposed whole but where a backward's delayed weight
+    gradients run beside its dispatch."""
+    f, b = f or EMPTY, b or EMPTY
+    if b is EMPTY:
+        return f.dispatch + f.combine
+    if f is EMPTY:
+        return b.combine + b.dispatch - min(b.dispatch, b.wgrad) * (1.0 - share)
+
+    def beside(comm: float, comp: float) -> float:
+        return max(comm, comp) + min(comm, comp) * share
+
+    # the combine node's kernels, on the communication stream beside the other stream's
+    # compute, take the GPU from it for their time: they add to both streams' time
+    phase1 = b.node + beside(b.combine, f.attn)
+    phase2 = max(max(f.dispatch, b.mlp) + b.dispatch,
+                 max(b.mlp + b.wgrad, f.dispatch) + f.mlp) + \
+        min(f.dispatch + b.dispatch, b.mlp + b.wgrad + f.mlp) * share
+    phase3 = beside(f.combine, b.attn) + f.node
+    return max(0.0, phase1 + phase2 + phase3 - f.busy - b.busy)
+
+
+def chunk_exposed(fwd: tuple[tuple[Side, Side] | None, ...],
+                  bwd: tuple[tuple[Side, Side] | None, ...], share: float) -> list[float]:
+    """A forward chunk's layers (``fwd``) beside a backward chunk's (``bwd``), each in forward
+    order as (forward side, backward side), None for a layer the pair cannot split, as
+    ``TransformerModelChunkSchedulePlan.run`` pairs them (model_chunk_schedule_plan.py,
+    core_v0.14.0 lines 442-470, core_v0.16.0 lines 467-504): forward layer i beside the
+    backward chunk's ``pop_layer()``, its layer n_b-1-i, for the first min(n_f, n_b) steps;
+    then the backward's remaining layers alone, then the forward's. The exposed time of each
+    step in the order they run."""
+    f = [None if x is None else x[0] for x in fwd]
+    b = [None if x is None else x[1] for x in bwd]
+    n_f, n_b = len(f), len(b)
+    both = min(n_f, n_b)
+    return [exposed(f[i], b[n_b - 1 - i], share) for i in range(both)] + \
+        [exposed(None, b[j], share) for j in range(n_b - both - 1, -1, -1)] + \
+        [exposed(f[i], None, share) for i in range(both, n_f)]
+
+
+def _busy(segs: list[tuple[str, float, str]], host: float) -> float:
+    return sum(seg[1] for seg in segs if seg[0] != _X) + host
+
+
+def dense_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
+                ) -> tuple[Side, Side] | None:
+    """A dense layer's passes as a pair reads them: the attention node (``_forward_attention``)
+    up to the pre-MLP layernorm, the MLP node (``_forward_mlp``: the layernorm, the MLP,
+    ``mlp_bda``) from it (fine_grained_callables.py ``submodule_attn_forward`` returns before
+    the layernorm for a dense layer, ``mlp_wrapper``, core_v0.16.0; core_v0.14.0 the same with
+    no ``post_attn`` node); the backward's recomputed ops with their node's backward. None
+    where the forward names no pre-MLP layernorm, or a pass holds a pooled collective."""
+    names = [op.name for op in fwd_ops]
+    if _MLP_NORM not in names or any(map(_pooled, fwd_ops + bwd_ops)):
+        return None
+    attn_ops = set(names[:names.index(_MLP_NORM)])
+    f_segs, f_host = _timeline(pricer, fwd_ops)
+    b_segs, b_host = _timeline(pricer, bwd_ops)
+    attn_f = sum(s[1] for s in f_segs if s[0] != EP and s[2] in attn_ops)
+    split = next((i for i, s in enumerate(b_segs) if s[2] == _MLP_NORM + ".bwd"), None)
+    if split is None:
+        return None
+
+    def attn_b(i: int, name: str) -> bool:
+        if name.startswith(_RECOMPUTE):
+            return name.removeprefix(_RECOMPUTE) in attn_ops
+        return i > split
+
+    attn_bwd = sum(s[1] for i, s in enumerate(b_segs) if attn_b(i, s[2]))
+    f_busy, b_busy = _busy(f_segs, f_host), _busy(b_segs, b_host)
+    return (Side(attn_f, f_busy - f_host - attn_f, 0.0, 0.0, 0.0, 0.0, f_busy),
+            Side(attn_bwd, b_busy - b_host - attn_bwd, 0.0, 0.0, 0.0, 0.0, b_busy))
+
+
+def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
+              ) -> tuple[Priced, Priced, Side, Side] | None:
+    """An MoE layer's forward and backward as a combined-1F1B pair runs them: each pass's
+    compute and host wait as it runs alone (priced), and the phases the pair reads; None where
+    a pass has not the one dispatch and one combine node the schedule pairs (the pooled
+    pricing then stands)."""
     f_segs, f_host = _timeline(pricer, fwd_ops)
     b_segs, b_host = _timeline(pricer, bwd_ops)
     f_parts, b_parts = _split(f_segs), _split(b_segs)
@@ -168,7 +277,6 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     attn_ops = {s[2] for s in attn_f} - {_MLP_NORM}
     node_f = sum(s[1] for s in after_f if s[2] in node)
     node_b = sum(s[1] for s in before_b if _forward_name(s[2]) in node)
-    comb_f, comb_b = _s(combine_f), _s(combine_b)
 
     def attn_node_b(name: str) -> bool:  # a backward segment of the attention node
         recomputed = name.startswith(_RECOMPUTE) and name.removeprefix(_RECOMPUTE) in attn_ops
@@ -187,27 +295,36 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     # core_v0.14.0-v0.17.0)
     delayed = delay_wgrad_compute(pricer.cfg)
     wgrad = sum(s[1] for s in mlp_all if s[2].endswith("wgrad")) if delayed else 0.0
-    mlp_bwd = _s(mlp_all) - wgrad
-    d_f, d_b = _s(dispatch_f), _s(dispatch_b)
-    share = pricer.sm_share["ep"]
-
-    def beside(comm: float, comp: float) -> float:
-        return max(comm, comp) + min(comm, comp) * share
-
-    # the combine node's kernels, on the communication stream beside the other stream's
-    # compute, take the GPU from it for their time: they add to both streams' time
-    phase1 = node_b + beside(comb_b, attn_fwd)
-    phase2 = max(max(d_f, mlp_bwd) + d_b, max(mlp_bwd + wgrad, d_f) + mlp_fwd) + \
-        min(d_f + d_b, mlp_bwd + wgrad + mlp_fwd) * share
-    phase3 = beside(comb_f, attn_bwd) + node_f
-    busy = sum(s[1] for s in f_segs + b_segs if s[0] != _X) + f_host + b_host
-    extra = max(0.0, phase1 + phase2 + phase3 - busy)
     fwd = tuple(s for s in f_segs if s[0] != _X) + \
         (((HOST, f_host, "host_launch_wait"),) if f_host > 0 else ())
     bwd = tuple(s for s in b_segs if s[0] != _X) + \
-        (((HOST, b_host, "host_launch_wait"),) if b_host > 0 else ()) + \
-        (((EP, extra, "moe.pair_exposed"),) if extra > 0 else ())
-    return interned(fwd), interned(bwd)
+        (((HOST, b_host, "host_launch_wait"),) if b_host > 0 else ())
+    return (interned(fwd), interned(bwd),
+            Side(attn_fwd, mlp_fwd, 0.0, _s(dispatch_f), _s(combine_f), node_f,
+                 _busy(f_segs, f_host)),
+            Side(attn_bwd, _s(mlp_all) - wgrad, wgrad, _s(dispatch_b), _s(combine_b), node_b,
+                 _busy(b_segs, b_host)))
 
 
-__all__ = ["delay_wgrad_compute", "paired_layer"]
+def with_exposed(bwd: Priced, extra: float) -> Priced:
+    """``bwd`` with ``extra`` seconds of a pair's exposed exchanges as its last segment."""
+    return bwd + interned(((EP, extra, PAIR_EXPOSED),)) if extra > 0 else bwd
+
+
+def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
+                 ) -> tuple[Priced, Priced] | None:
+    """The forward and backward of one MoE layer priced as a combined-1F1B pair: each pass's
+    compute and host wait as it runs alone, and on the backward one ``EP`` segment, the time
+    the pair's schedule (module docstring) takes beyond them, where the compute beside an
+    exchange is slowed by the SMs the exchange holds (``Pricer.sm_share['ep']``, as the pooled
+    pricing does). None where a pass has not the one dispatch and one combine node the schedule
+    pairs (the pooled pricing then stands)."""
+    got = moe_sides(pricer, fwd_ops, bwd_ops)
+    if got is None:
+        return None
+    fwd, bwd, f, b = got
+    return fwd, with_exposed(bwd, exposed(f, b, pricer.sm_share["ep"]))
+
+
+__all__ = ["EMPTY", "PAIR_EXPOSED", "Side", "chunk_exposed", "delay_wgrad_compute", "dense_sides",
+           "exposed", "moe_sides", "paired_layer", "with_exposed"]

@@ -11,7 +11,7 @@ import math
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
-from trainsim.combined_1f1b import lone_pass_specs, unpaired_bounds
+from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
@@ -350,6 +350,8 @@ class _TaskGraph(OptimizerTasks):
                         else:
                             spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
                                 else bwd_spec[v]  # a cool-down backward runs alone
+                            if self.lone and k <= last_f[s]:  # beside the next forward
+                                spec = beside_forward(self, spec, v, order, k)
                             sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
                             if slow_bwd[s] and self.fsdp and not self.gather_once:
                                 # and its reduce-scatter
