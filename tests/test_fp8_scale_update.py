@@ -47,15 +47,21 @@ def test_v31_updates_each_te_module_once_per_pass():
     updates = [n for n in names if UPDATE in n]
     assert updates == ["qkv_proj.fp8_scale_update", "out_proj.fp8_scale_update",
                        "fc1.fp8_scale_update"]
+    # under SP a gathered input is cast on local rows (fp8_cast), a local one cast-transposed
+    first_cast = {"qkv_proj": "fp8_cast", "out_proj": "cast_transpose", "fc1": "fp8_cast"}
     for u in updates:
-        assert names.index(u) + 1 == names.index(u.replace(UPDATE, "cast_transpose"))
+        module = u.split(".")[0]
+        assert names.index(u) + 1 == names.index(f"{module}.{first_cast[module]}")
     bnames = [op.name for op in bwd]
     assert [n for n in bnames if UPDATE in n] == [
         "fc2.fp8_scale_update.bwd", "out_proj.fp8_scale_update.bwd",
         "qkv_proj.fp8_scale_update.bwd"]
-    for module in ("fc2", "out_proj", "qkv_proj"):
+    # a row-parallel GEMM's output gradient is gathered under SP, cast on local rows first
+    grad_cast = {"fc2": "grad_fp8_cast", "out_proj": "grad_fp8_cast",
+                 "qkv_proj": "grad_cast_transpose"}
+    for module, cast in grad_cast.items():
         at = bnames.index(f"{module}.{UPDATE}.bwd")
-        assert bnames[at + 1] == f"{module}.grad_cast_transpose"
+        assert bnames[at + 1] == f"{module}.{cast}"
     assert all(op.kernels == FP8_SCALE_UPDATE_KERNELS for op in fwd + bwd if UPDATE in op.name)
 
 

@@ -424,7 +424,7 @@ class Pricer:
                 if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
                     pooled.append(((cat, t, op.name), op, len(segs)))
                     continue
-                tp_overlap = p.tp_comm_overlap and op.group == "tp"
+                tp_overlap = p.tp_comm_overlap and op.group == "tp" and not op.waited
                 if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
                     gather = ((cat, t, op.name), op)
                     continue

@@ -161,6 +161,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # raises on it (schedules.py, core_r0.5.0 .. core_v0.16.0) and Megatron-LM's arguments.py
     # sets it False when no virtual pipeline size is given (core_r0.6.0 .. core_v0.16.0)
     "p2p_overlap_interleaved_only": _nullable(_bool),
+    # fp8 under sequence parallelism: each rank casts its own rows of a column-parallel GEMM's
+    # input (and of a row-parallel GEMM's output gradient) and all-gathers the fp8 data
+    # (Transformer Engine Linear/LayerNormLinear/LayerNormMLP, v1.5..v2.8; workload.shard)
+    "fp8_cast_before_gather": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
@@ -333,7 +337,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather", "sdpa_by_arch", "modules", "cpu_offloading",
+             "fp8_param_gather", "fp8_cast_before_gather", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
              "moe_shared_experts_attn_node",

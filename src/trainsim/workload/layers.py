@@ -25,7 +25,18 @@ from trainsim.workload.elementwise import (
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Elementwise, Gemm, Op
-from trainsim.workload.shard import CAST_KERNEL, LAYERNORM_MLP, Shard, linear, tp_enter, tp_exit
+from trainsim.workload.shard import (
+    CAST_KERNEL,
+    FP8_GATHER_CAST_KERNEL,
+    FP8_TRANSPOSE_BYTES,
+    FP8_TRANSPOSE_KERNEL,
+    LAYERNORM_MLP,
+    Shard,
+    amax_all_reduce,
+    linear,
+    tp_enter,
+    tp_exit,
+)
 from trainsim.workload.softmax import fused_softmax_runs, torch_softmax_fallback
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
@@ -52,12 +63,12 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
 
     def mlp() -> None:
         if gated and sh.split_projections:  # LlamaMLP: gate_proj and up_proj
-            linear(ops, sh, "gate_proj", T, f_loc, h)
-            linear(ops, sh, "up_proj", T, f_loc, h, shares_input=True)
+            linear(ops, sh, "gate_proj", T, f_loc, h, seq_parallel="gather")
+            linear(ops, sh, "up_proj", T, f_loc, h, shares_input=True, seq_parallel="gather")
         else:
-            linear(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h)
+            linear(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h, seq_parallel="gather")
         ops.append(activation_op(gated, T * f_loc, sh.eager, not sh.split_projections))
-        linear(ops, sh, "fc2", T, h, f_loc)
+        linear(ops, sh, "fc2", T, h, f_loc, seq_parallel="scatter")
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
@@ -70,11 +81,11 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         kv_heads = m.num_attention_heads // t
     else:
         if sh.split_projections:  # q_proj, k_proj, v_proj
-            linear(ops, sh, "q_proj", T, q_loc, h)
-            linear(ops, sh, "k_proj", T, kv_loc, h, shares_input=True)
-            linear(ops, sh, "v_proj", T, kv_loc, h, shares_input=True)
+            linear(ops, sh, "q_proj", T, q_loc, h, seq_parallel="gather")
+            linear(ops, sh, "k_proj", T, kv_loc, h, shares_input=True, seq_parallel="gather")
+            linear(ops, sh, "v_proj", T, kv_loc, h, shares_input=True, seq_parallel="gather")
         else:
-            linear(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h)
+            linear(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h, seq_parallel="gather")
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc),
                                norm_impl(m.normalization, m.kv_channels, sh.eager,
@@ -129,7 +140,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                         "cp", overlap_with_previous=True, p2p_ranks=0 if sh.cp == 2 else 2))
     if ulysses:  # and the context back from head shards to sequence shards
         ops.append(Comm("attn_core.cp_a2a_out", "all_to_all", T * (m.v_dim // t) * ACT, "cp"))
-    linear(ops, sh, "out_proj", T, h, m.v_dim // t)
+    linear(ops, sh, "out_proj", T, h, m.v_dim // t, seq_parallel="scatter")
     if parallel:
         mlp()
     tp_exit(ops, sh, h, "attn")
@@ -175,6 +186,11 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
         ops.append(Elementwise("rope", bytes=T * heads * 2 * rope * ACT * 2, kernel="rope"))
 
 
+def _fp8_transpose(name: str, elements: int) -> Elementwise:
+    """Transformer Engine's ``tex.fp8_transpose`` of a gathered fp8 tensor."""
+    return Elementwise(name, bytes=elements * FP8_TRANSPOSE_BYTES, kernel=FP8_TRANSPOSE_KERNEL)
+
+
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM).
 
@@ -198,7 +214,17 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if sh.fp8_module_scale_update and not op.grouped and op.name != LAYERNORM_MLP[0]:
                 update = fp8_scale_update_op(op.name)  # the module's backward starts here
                 ops.append(replace(update, name=f"{update.name}.bwd"))
-            if op.dtype == "fp8":  # the output gradient is cast and transposed as well
+            if op.dtype == "fp8" and op.seq_parallel == "scatter":
+                # the output gradient's own rows are cast before SP gathers them in fp8, the
+                # gathered gradient transposed for wgrad (shard.FP8_ROWWISE_GATHER_RECIPES)
+                if sh.fp8_recipe == "current":
+                    ops.append(amax_all_reduce(f"{op.name}.grad_amax_all_reduce"))
+                ops.append(Elementwise(f"{op.name}.grad_fp8_cast",
+                                       bytes=op.m // sh.tp * op.n * sh.fp8_gather_cast_bytes,
+                                       kernels=sh.fp8_cast_kernels, kernel=FP8_GATHER_CAST_KERNEL))
+                if sh.fp8_gathered_transpose:
+                    ops.append(_fp8_transpose(f"{op.name}.grad_fp8_transpose", op.m * op.n))
+            elif op.dtype == "fp8":  # the output gradient is cast and transposed as well
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
                                        kernels=op.batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
@@ -210,13 +236,18 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if op.shares_input:  # its input gradient is added to its siblings'
                 ops.append(Elementwise(f"{op.name}.grad_sum", bytes=3 * ACT * op.batch * op.m * op.k,
                                        kernel="residual_add"))
+            if op.dtype == "fp8" and op.seq_parallel == "gather" and sh.fp8_gathered_transpose \
+                    and not (op.shares_input and sh.compiled):
+                # the re-gathered fp8 input, transposed for wgrad once the gather is waited on
+                ops.append(_fp8_transpose(f"{op.name}.input_fp8_transpose", op.m * op.k))
             # the wgrad's ragged dimension is its k (tokens), not its rows
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
                                fp8_fast_accum=False))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
-            if op.name.endswith(("cast_transpose", "fp8_scale_update")) or op.host_sync:
+            if op.name.endswith(("cast_transpose", "fp8_cast", "fp8_scale_update")) or \
+                    op.host_sync:
                 continue  # no backward of its own; the gradient's cast and update are added above
             nbytes, kernels = backward_bytes(op)
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,

@@ -171,9 +171,10 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if shared:
         pre = SHARED_EXPERT_PREFIX
         tp_enter(ops, sh, h, f"{pre}expert")
-        linear(ops, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h)
+        linear(ops, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h,
+               seq_parallel="gather")
         ops.append(Elementwise(f"{pre}act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
-        linear(ops, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp)
+        linear(ops, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp, seq_parallel="scatter")
         tp_exit(ops, sh, h, f"{pre}expert")
 
 

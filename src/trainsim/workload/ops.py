@@ -78,6 +78,10 @@ class Gemm:
     ``torch._scaled_mm``'s): it accumulates in the tensor cores' registers (TileLang, CUTLASS
     fast-accumulation schedules) or promotes on the CUDA cores beside them (DeepGEMM), priced
     by ``compute.roofline.gemm_rate``."""
+    seq_parallel: str = ""
+    """Which fp8 operand sequence parallelism all-gathers after a cast on local rows
+    (``workload.shard.linear``): ``gather`` its input, ``scatter`` its output gradient; the
+    backward prices the casts and transposes around those gathers. Not read by pricing."""
     fp8_block_scales: Fp8BlockScales = ""
     """fp8 operands scaled per 128-wide block of k (DeepSeek-V3's 1x128 activation and 128x128
     weight tiles, report §3.3.1) instead of per tensor: the kernel multiplies each block's
@@ -232,6 +236,9 @@ class Comm:
     from PyTorch's ``ProcessGroupNCCL::pointToPoint`` (key ``getKeySendRecv(rank, peer)``, "for
     single P2P, preserve the old two-rank behavior"; still so in pytorch/pytorch#160342,
     2025-08, at c8205cb3). 0 = the group's communicator."""
+    waited: bool = False
+    """The compute stream waits for it as soon as it is issued, the TP overlap included
+    (Transformer Engine's amax all-reduce, ``workload.shard.FP8_AMAX_BYTES``)."""
 
 
 Op = Union[Gemm, Attention, Elementwise, Comm]  # noqa: UP007 - get_args reads it

@@ -53,6 +53,13 @@ class Shard:
     """Each fp8 module updates its delayed-scaling state at the start of its forward and of
     its backward (TE <= 1.5, the profile's ``fp8_module_scale_update``; ``fp8_scale_update_op``)."""
     norm: str = "fused"  # training.norm: how the framework's own norms run
+    fp8_local_cast: bool = False
+    """Sequence parallelism all-gathers fp8 GEMM operands cast on the rank's own rows: the
+    column-parallel input in the forward, the row-parallel output gradient in the backward
+    (Transformer Engine; the profile's ``fp8_cast_before_gather``, ``FP8_GATHER_*``)."""
+    fp8_tn_only: bool = True
+    """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies (below
+    Blackwell: TE utils.py ``is_non_tn_fp8_gemm_supported``, v2.8)."""
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -74,6 +81,21 @@ class Shard:
     def fp8_cast_kernels(self) -> int:
         """Kernels that cast one tensor to fp8 under this shard's recipe."""
         return FP8_RECIPE_KERNELS[self.fp8_recipe]
+
+    @property
+    def fp8_gather_cast_bytes(self) -> float:
+        """Bytes per element of casting a rank's own rows before an fp8 all-gather: per-tensor
+        scaled fp8 (delayed, current) is gathered row-wise only, so the cast writes no
+        transpose; MXFP8 and blockwise cast both layouts, as for a local GEMM."""
+        if self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES:
+            return ACT + 1 + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
+        return self.fp8_cast_bytes
+
+    @property
+    def fp8_gathered_transpose(self) -> bool:
+        """A gathered fp8 operand is transposed after the gather for its wgrad (row-wise
+        gathered data, TN-only fp8 GEMMs)."""
+        return self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES and self.fp8_tn_only
 
     @property
     def norm_tokens(self) -> int:
@@ -104,6 +126,10 @@ def shard_of(cfg: RunConfig) -> Shard:
                  split_projections=separate_projections(cfg),
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile, norm=t.norm,
+                 fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
+                 and framework_supports(t.framework, t.framework_version,
+                                        "fp8_cast_before_gather"),
+                 fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops,  # sm100 adds fp4 cores
                  fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
                  and framework_supports(t.framework, t.framework_version,
                                         "fp8_module_scale_update"),
@@ -125,12 +151,39 @@ FP8_CAST_TRANSPOSE_BYTES = ACT + 2
 """Transformer Engine's cast_transpose per element: read 16 bits, write fp8 and its fp8
 transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
 CAST_KERNEL = "fp8_cast_transpose"
+FP8_GATHER_CAST_KERNEL = "fp8_cast"
+FP8_TRANSPOSE_KERNEL = "fp8_transpose"
 FP8_RECIPE_EXTRA_BYTES = {"delayed": 0.0, "current": ACT, "blockwise": 2 * 4 / 128,
                           "mxfp8": 2 * 1 / 32}
 """What each Transformer Engine recipe adds per element to that cast: delayed scaling takes its
 scale from the amax history, so one pass casts; current scaling needs this tensor's amax first,
 one more read of the 16-bit input (TE ``Float8CurrentScaling``); blockwise writes an fp32 scale
 per 128 elements for each of the two layouts; MXFP8 an 8-bit scale per 32 elements for each."""
+FP8_ROWWISE_GATHER_RECIPES = ("delayed", "current")
+"""Recipes whose quantizer all-gathers only row-wise fp8 data (TE tensor/float8_tensor.py
+``supports_only_rowwise_all_gather``, v2.8): under SP each module casts its rank's rows
+without a transpose (module/linear.py 175-194 and layernorm_linear.py 186-193 ``set_usage(
+columnwise=False)``), gathers the 1-byte data (distributed.py 903-984 ``_all_gather_fp8``), and
+makes the transpose of the gathered tensor for wgrad (linear.py 763-767 ``update_usage(
+columnwise_usage=True)`` -> ``tex.fp8_transpose``); a row-parallel output gradient the same way
+(module/base.py 1161-1193 ``grad_output_preprocess``; ``_all_gather_fp8`` 974-982). TE v1.5
+does likewise (linear.py 110-136 ``cast_to_fp8`` then ``gather_along_first_dim``, 446-448
+``fp8_transpose``; base.py 662-680)."""
+FP8_AMAX_BYTES = 4
+"""Current scaling shares one scale across a tensor's TP row shards before gathering it: the
+column-parallel input's quantizer under SP and the row-parallel output gradient's reduce their
+fp32 amax over the TP group (TE module/linear.py 1636-1661, layernorm_linear.py 1745-1791,
+layernorm_mlp.py 2102-2154 ``with_amax_reduction``, v2.8), an all-reduce (MAX) the stream
+waits on before the scale is computed (csrc/quantizer.cpp 521-528 ``quantize_impl``)."""
+
+
+def amax_all_reduce(name: str) -> Comm:
+    """The TP all-reduce of one fp32 amax (``FP8_AMAX_BYTES``); no gradient of its own."""
+    return Comm(name, "all_reduce", FP8_AMAX_BYTES, "tp", grad_bytes=0, waited=True)
+
+
+FP8_TRANSPOSE_BYTES = 2
+"""``tex.fp8_transpose``: read and write one byte per element."""
 FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
 """Kernels per cast: current scaling computes the amax, then the scale from it, then casts
 (TransformerEngine pytorch/csrc quantizer.cpp ``Float8CurrentScalingQuantizer::quantize_impl``:
@@ -151,26 +204,37 @@ turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
 
 
 def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
-          shares_input: bool = False, grouped: GroupedImpl = "", ragged: bool = False) -> None:
+          shares_input: bool = False, grouped: GroupedImpl = "", ragged: bool = False,
+          seq_parallel: str = "") -> None:
     """A forward (fprop) linear: its fp8 GEMM runs without cuBLAS's split accumulator, as
     Transformer Engine runs it (pytorch/module/base.py ``_2X_ACC_FPROP = False``, passed as
     ``use_split_accumulator`` by Linear, LayerNormLinear, LayerNormMLP and GroupedLinear) and
     torchao's float8 training (float8/config.py ``gemm_config_output =
-    Float8GemmConfig(use_fast_accum=True)``); ``backward_of`` clears it for dgrad and wgrad."""
+    Float8GemmConfig(use_fast_accum=True)``); ``backward_of`` clears it for dgrad and wgrad.
+    ``seq_parallel``: ``"gather"`` for a column-parallel GEMM whose input SP all-gathers,
+    ``"scatter"`` for a row-parallel GEMM whose output SP reduce-scatters (its gradient is
+    gathered); with ``Shard.fp8_local_cast`` the gathered operand is cast on local rows."""
     if sh.autocast:
         cast = batch * n * k * AUTOCAST_CAST_BYTES
         ops.append(Elementwise(f"{name}.autocast_weight", bytes=cast, kernel="copy",
                                bwd_bytes=cast))
     if sh.fp8_module_scale_update and not grouped and name != LAYERNORM_MLP[1]:
         ops.append(fp8_scale_update_op(name))
-    if sh.dtype == "fp8" and not (shares_input and sh.compiled):
+    gathered = sh.fp8_local_cast and seq_parallel == "gather"
+    if gathered and not (shares_input and sh.compiled):  # own rows, cast before the gather
+        if sh.fp8_recipe == "current":
+            ops.append(amax_all_reduce(f"{name}.amax_all_reduce"))
+        ops.append(Elementwise(f"{name}.fp8_cast", bytes=m // sh.tp * k * sh.fp8_gather_cast_bytes,
+                               kernels=sh.fp8_cast_kernels, kernel=FP8_GATHER_CAST_KERNEL))
+    elif sh.dtype == "fp8" and not gathered and not (shares_input and sh.compiled):
         # the activation input is cast (with amax) to fp8 and transposed, split per expert for
         # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * sh.fp8_cast_bytes,
                                kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
-                    grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8"))
+                    grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
+                    seq_parallel=seq_parallel if sh.fp8_local_cast else ""))
 
 
 def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
