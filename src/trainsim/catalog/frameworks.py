@@ -24,7 +24,11 @@ they leave out keeps the value of the entry before (nested mappings such as
 applicable; the YAML comment beside it says which.
 
 Dates compare as dates ("2023" reads as January 2023); release numbers compare as numeric
-tuples ("0.12" > "0.8", "26.04.01" > "26.04"). All entries of one profile use one style.
+tuples ("0.12" > "0.8", "26.04.01" > "26.04"). All entries of one profile use one style. A run
+may give the other style, or a release as its tag reads ("v0.14.0", "core_r0.8.0", "0.8.0rc1"):
+``catalog.framework_versions`` reads it through the release table
+``catalog/framework_releases.yaml`` (a release as its tag's date, a date as the release out by
+then); ``version_reading`` says how, for a validation row's ``read_as``.
 
 The keys ``features`` and ``defaults`` may hold, and the values each may take, are in
 ``catalog.framework_schema``; this module reads the files against it and answers queries.
@@ -49,6 +53,7 @@ from trainsim.catalog.framework_schema import (
     MOE_DISPATCHERS,
     OPTIONAL_KEYS,
 )
+from trainsim.catalog.framework_versions import resolve
 from trainsim.config._build import suggest
 from trainsim.errors import CatalogError
 
@@ -311,12 +316,7 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
     entry = profile.entries[-1]
     text = "" if version is None else str(version).strip()
     if text:
-        wanted = _key(profile.style, text)
-        if wanted is None:
-            example = profile.entries[0].since
-            kind = "dates (YYYY-MM)" if profile.style == "date" else "release numbers"
-            raise CatalogError(f"framework '{key}' version {text!r}: {key} versions are {kind} "
-                               f"such as '{example}'")
+        wanted, _ = resolve(key, profile.style, profile.entries[0].since, text)
         entry = profile.entries[0]  # older than the first entry: the first entry
         for candidate in profile.entries:
             if candidate.key <= wanted:
@@ -331,6 +331,24 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
         notes=entry.notes,
         sources=entry.sources,
     )
+
+
+def version_reading(name: str, version: str | None) -> str:
+    """How ``version`` of framework ``name`` was read, for a result's ``read_as`` ('' where it
+    selects its profile entry as written): a release read as its date, a date as the release
+    out by then, a year as its January (``catalog.framework_versions``), a version before the
+    profile's first entry as that entry."""
+    key = str(name).strip().lower()
+    text = "" if version is None else str(version).strip()
+    if not text or key not in _files():
+        return ""
+    profile = _load(key)
+    first = profile.entries[0]
+    wanted, note = resolve(key, profile.style, first.since, text)
+    if wanted < first.key:
+        note = f"{note}; " if note else ""
+        note += f"before {key}'s first profile entry: read as '{first.since}'"
+    return note
 
 
 @functools.cache

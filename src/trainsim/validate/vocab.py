@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainsim.catalog.frameworks import version_reading
 from trainsim.errors import ConfigError
 from trainsim.workload.ops import ATTENTION_IMPLS
 
@@ -299,6 +300,11 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
             read[col] = f"{text} -> {synonym}"
             value = synonym
         out[col] = value
+    version = (row.get("framework_version") or "").strip()
+    if version and out.get("framework"):  # a release read as its date, a date as a release, ...
+        note = version_reading(out["framework"], version)
+        if note:
+            read["framework_version"] = f"{version} -> {note}"
     options = row.get("options") or ""
     if options.strip():
         tokens = [word(t) for t in re.split(r"[;,]", options)]

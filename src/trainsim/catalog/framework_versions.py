@@ -1,0 +1,240 @@
+"""A framework version as users and papers write it, read in the style of the framework's profile.
+
+A profile (``catalog/frameworks/*.yaml``) is keyed either by dates (megatron-lm, deepspeed,
+torchtitan, llm-foundry, ...) or by release numbers (megatron-core "0.8", NeMo and
+Megatron-Bridge containers "24.07" / "25.11"). A validation row may give either
+(``validation/README.md``: "the training software and its version or date"); the release table
+``catalog/framework_releases.yaml`` (written by ``benchmarks/framework_releases.py`` from the
+repositories' tags) translates between them:
+
+- a date: ``YYYY-MM-DD``, ``YYYY-MM``, ``YYYY/MM``, ``YYYY.MM``, ``Jul 2024``, ``July 2024``; a
+  year alone (``2024``) reads as January of that year (a paper's year bounds the code from
+  above; the first month is the earliest code it can mean). A date compares at the precision it
+  was written: ``2024-08`` includes every release of August 2024.
+- a release: ``0.8``, ``0.8.0``, ``v0.14.0``, ``r0.8.0``, ``core_v0.8.0``, ``core_r0.8.0``,
+  ``25.09.01``; a pre-release or post-release suffix (``0.8.0rc1``, ``1.2.post1``, ``-beta``)
+  reads as its release.
+- a release on a date-keyed framework reads as the date of that release's tag (a patch the
+  table lacks: the latest patch of its minor release before it); a date on a release-keyed one
+  as the latest release (for NeMo and Megatron-Bridge: container) tagged by then.
+- NeMo and Megatron-Bridge profiles are keyed by container (major >= 20); a library release
+  (``nemo 2.0``, ``megatron-bridge v0.2.0``) reads as the container that ships it, or, where the
+  table names none, the latest container tagged by that release's date.
+
+A version before every entry of a profile selects the first entry (``frameworks``), and says so
+in the reading. Anything else is a one-line error naming both forms with an example.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainsim.errors import CatalogError
+
+_TABLE = Path(__file__).parent / "framework_releases.yaml"
+CONTAINER_MAJOR = 20
+"""Release numbers from here up are container names (YY.MM); below, library releases."""
+
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_DATE = re.compile(r"^(\d{4})(?:[-/.](\d{1,2})(?:[-/.](\d{1,2}))?)?$")
+_MONTH_YEAR = re.compile(r"^([a-z]{3})[a-z]*\.?,?\s+(\d{4})$")
+_RELEASE = re.compile(r"^(?:tags/)?(?:core_v|core_r|core-v|v|r)?(\d+(?:\.\d+)*)"
+                      r"((?:[.\-_+]?(?:rc|alpha|beta|a|b|post|dev|pre)[.\-_]?\d*)*)$")
+
+Key = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Version:
+    """One spelling parsed: a date (``precision`` 1-3: year, month, day) or a release."""
+
+    kind: str  # "date" | "release"
+    key: Key
+    precision: int = 0
+    suffix: str = ""
+
+
+def _norm(parts: list[int] | tuple[int, ...]) -> Key:
+    out = list(parts)
+    while len(out) > 1 and out[-1] == 0:  # "0.8.0" == "0.8"
+        out.pop()
+    return tuple(out)
+
+
+def parse(text: str) -> Version | None:
+    """``text`` as a date or a release, or None."""
+    t = text.strip().lower()
+    m = _MONTH_YEAR.match(t)
+    if m and m.group(1) in _MONTHS:
+        t = f"{m.group(2)}-{_MONTHS.index(m.group(1)) + 1}"
+    m = _DATE.match(t)
+    if m and 1990 <= int(m.group(1)) <= 2100:
+        parts = [int(g) for g in m.groups() if g is not None]
+        key = (parts + [1, 1])[:3]
+        if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
+            return Version("date", tuple(key), max(len(parts), 2))  # a year reads as its January
+        return None
+    m = _RELEASE.match(t)
+    if m:
+        return Version("release", _norm([int(p) for p in m.group(1).split(".")]),
+                       suffix=m.group(2))
+    return None
+
+
+def date_text(key: Key, precision: int = 3) -> str:
+    return "-".join(f"{v:04d}" if i == 0 else f"{v:02d}" for i, v in enumerate(key[:precision]))
+
+
+def release_text(key: Key) -> str:
+    return ".".join(f"{v:02d}" if key[0] >= CONTAINER_MAJOR and i else str(v)
+                    for i, v in enumerate(key))
+
+
+@dataclass(frozen=True)
+class Releases:
+    """One framework's release table: (release, tag text, date) oldest first; containers."""
+
+    repo: str
+    releases: tuple[tuple[Key, str, Key], ...]
+    containers: tuple[tuple[Key, str, Key], ...]  # (container, library tag, tag date)
+
+
+def _date_of(text: Any) -> Key:
+    v = parse(str(text))
+    if v is None or v.kind != "date" or v.precision != 3:
+        raise CatalogError(f"{_TABLE.name}: {text!r} is not a YYYY-MM-DD date")
+    return v.key
+
+
+@functools.cache
+def release_table(name: str) -> Releases | None:
+    """The release table of framework ``name``, or None where it has none."""
+    from trainsim.catalog import _read_yaml
+
+    raw = _read_yaml(_TABLE).get(name)
+    if raw is None:
+        return None
+    rels = []
+    for number, date in (raw.get("releases") or {}).items():
+        v = parse(str(number))
+        if v is None or v.kind != "release":
+            raise CatalogError(f"{_TABLE.name}: {name}: {number!r} is not a release number")
+        rels.append((v.key, str(number), _date_of(date)))
+    boxes = []
+    for box, (tag, date) in (raw.get("containers") or {}).items():
+        v = parse(str(box))
+        if v is None or v.kind != "release":
+            raise CatalogError(f"{_TABLE.name}: {name}: {box!r} is not a container number")
+        boxes.append((v.key, str(tag), _date_of(date)))
+    return Releases(str(raw.get("repo", "")), tuple(sorted(rels, key=lambda r: r[2])),
+                    tuple(sorted(boxes)))
+
+
+def _release_date(table: Releases, key: Key) -> tuple[str, Key] | None:
+    """(tag text, date) of release ``key``: the release itself, else the latest patch of its
+    minor release numbered below it (``0.14`` -> 0.14.0; ``0.12.9`` -> 0.12.3)."""
+    exact = [r for r in table.releases if r[0] == key]
+    if exact:
+        return exact[0][1], exact[0][2]
+    minor = key[:2]
+    below = [r for r in table.releases if _norm(r[0][:2]) == _norm(minor) and r[0] <= key]
+    if not below:
+        return None
+    best = max(below, key=lambda r: r[0])
+    return best[1], best[2]
+
+
+def _by_date(rows: list[tuple[Key, str, Key]], when: Version) -> tuple[Key, str, Key] | None:
+    """The latest of ``rows`` (release, tag, date) tagged by ``when`` at its precision."""
+    p = when.precision
+    done = [r for r in rows if r[2][:p] <= when.key[:p]]
+    return max(done, key=lambda r: (r[2], r[0])) if done else None
+
+
+def _forms(name: str, style: str, first: str, table: Releases | None) -> str:
+    rows = (table.containers or table.releases) if table else ()
+    date_ex = first if style == "date" else date_text(rows[-1][2], 2) if rows else ""
+    if style == "release":
+        rel_ex = first
+    else:
+        rel_ex = table.releases[-1][1] if table and table.releases else ""
+    if style == "date" and not rel_ex:
+        return f"{name} versions are dates (YYYY-MM) such as '{first}' (no release table here)"
+    if style == "release" and not date_ex:
+        return f"{name} versions are release numbers such as '{first}' (no release dates here)"
+    return f"give a date (YYYY-MM, e.g. '{date_ex}') or a {name} release (e.g. '{rel_ex}')"
+
+
+def _fail(name: str, text: str, why: str, style: str, first: str,
+          table: Releases | None) -> CatalogError:
+    return CatalogError(f"framework '{name}' version {text!r}: {why}"
+                        f"{_forms(name, style, first, table)}")
+
+
+def resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
+    """(the key that selects ``name``'s profile entry for the version ``text``, how it was read:
+    '' where it was read as written). ``style`` is the profile's ("date" or "release"),
+    ``first`` its first entry's ``since`` (for the error's example)."""
+    return _resolve(name, style, first, text.strip())
+
+
+@functools.cache
+def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
+    table = release_table(name)
+    v = parse(text)
+    if v is None:
+        raise _fail(name, text, "", style, first, table)
+    suffix = f" ({text} read as its release)" if v.suffix else ""
+    if v.kind == "date":
+        year = " (a year alone reads as its January)" if v.precision == 2 and \
+            re.fullmatch(r"\d{4}", text) else ""
+        if style == "date":
+            written = date_text(v.key, v.precision)
+            return v.key, f"{written}{year}" if year or written != text else ""
+        rows = list(table.containers or table.releases) if table else []
+        if not rows:
+            raise _fail(name, text, "", style, first, table)
+        hit = _by_date(rows, v)
+        if hit is None:
+            return (0,), year.strip(" ()")  # before the first release: the first entry
+        what = f"container ({hit[1]})" if table and table.containers else f"release ({hit[1]})"
+        return hit[0], (f"{release_text(hit[0])} (the latest {what} by "
+                        f"{date_text(v.key, v.precision)}: {date_text(hit[2])}){year}")
+    # a release number
+    if style == "release":
+        if table and table.containers and v.key[0] < CONTAINER_MAJOR:
+            return _library_release(name, text, v, table, style, first)
+        return v.key, (release_text(v.key) + suffix) if v.suffix else ""
+    if table is None or not table.releases:
+        raise _fail(name, text, "", style, first, table)
+    found = _release_date(table, v.key)
+    if found is None:
+        raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name} "
+                    f"({table.repo} tags {table.releases[0][1]} .. {table.releases[-1][1]}); ",
+                    style, first, table)
+    return found[1], f"{date_text(found[1])} (the tag date of {table.repo} {found[0]}){suffix}"
+
+
+def _library_release(name: str, text: str, v: Version, table: Releases, style: str,
+                     first: str) -> tuple[Key, str]:
+    """A library release on a container-keyed profile: the container that ships it."""
+    # the container of this very tag, else of its final release, else of a pre-release of it
+    # (Megatron-Bridge 0.1 shipped only as v0.1.0rc3)
+    ships = [(t.suffix != v.suffix, bool(t.suffix), box, tag) for box, tag, _ in table.containers
+             if (t := parse(tag)) is not None and t.key == v.key]
+    if ships:
+        _, _, box, tag = min(ships)
+        return box, f"{release_text(box)} (the container that ships {tag})"
+    found = _release_date(table, v.key)
+    if found is None:
+        raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name}; ",
+                    style, first, table)
+    hit = _by_date(list(table.containers), Version("date", found[1], 3))
+    if hit is None:
+        return (0,), f"{name} {found[0]} of {date_text(found[1])}, before the first container here"
+    return hit[0], (f"{release_text(hit[0])} (the latest container by {name} {found[0]} of "
+                    f"{date_text(found[1])})")

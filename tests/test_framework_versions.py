@@ -1,0 +1,162 @@
+"""A framework version written as a release or as a date, read through the release table
+(catalog/framework_releases.yaml, from the repositories' tags): each expected entry below was
+derived by hand from the tag dates listed there and the profiles' ``since`` values."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainsim.catalog.framework_versions import parse, release_table
+from trainsim.catalog.frameworks import framework_profile, version_reading
+from trainsim.errors import CatalogError
+from trainsim.validate.vocab import normalized_training_row
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name, version, entry", [
+    # DeepSpeed releases on its date-keyed profile (2021-03, 2021-07, 2022-03, 2022-04):
+    ("deepspeed", "0.14.0", "2022-04"),       # v0.14.0 tagged 2024-03-07
+    ("deepspeed", "v0.9", "2022-04"),         # v0.9.0 2023-04-12
+    ("deepspeed", "v0.4.0", "2021-03"),       # 2021-06-08
+    ("deepspeed", "v0.4.4", "2021-07"),       # 2021-07-29
+    ("deepspeed", "v0.5.10", "2021-07"),      # 2022-01-14
+    ("deepspeed", "v0.6.0", "2022-03"),       # 2022-03-07
+    ("llm-foundry", "v0.10.0", "2024-01"),    # 2024-07-02
+    ("torchtitan", "v0.1.0", "2025-04"),      # 2025-06-17 (entries 2025-04, 2026-01)
+    ("torchtitan", "v0.2.2", "2026-01"),      # 2026-02-20
+    ("megatron-lm", "core_r0.8.0", "2024-06"),  # 2024-08-12 (entries 2024-06, 2024-09)
+    ("megatron-lm", "core_v0.9.0", "2024-09"),  # 2024-10-24
+    ("megatron-lm", "v2.5", "2021-03"),       # 2021-08-10 (entries 2021-03, 2021-09)
+    ("megatron-lm", "0.8", "2024-06"),
+    # suffixes read as the release
+    ("megatron-core", "0.8.0rc1", "0.8"),
+    ("megatron-core", "core_r0.8.0", "0.8"),
+    ("megatron-bridge", "26.04.01", "26.04"),
+    ("nemo", "25.09.01", "24.07"),
+    # a year alone reads as its January: 2024-01 is before the 2024-04 entry
+    ("megatron-lm", "2024", "2023-12"),
+    ("megatron-lm", "2023", "2023-01"),
+    ("torchtitan", "July 2024", "2024-07"),
+    # dates on release-keyed profiles: the latest release (container) tagged by then
+    ("megatron-core", "2024-07", "0.7"),      # core_v0.7.0 2024-05-30, core_v0.8.0 2024-08-12
+    ("megatron-core", "2024-08", "0.8"),      # a month includes its releases
+    ("megatron-core", "2024-08-01", "0.7"),   # a day does not include later ones
+    ("megatron-bridge", "2026-04", "26.04"),  # v0.4.0 (container 26.04) 2026-04-16
+    ("megatron-bridge", "2026-04-10", "26.02"),
+    ("nemo", "2024-12", "24.07"),             # container 24.09 (v2.0.0 2024-11-14); profile 24.07
+    # library releases on container-keyed profiles: the container shipping them
+    ("megatron-bridge", "v0.2.0", "25.11"),
+    ("megatron-bridge", "v0.3.1", "26.02"),   # 2026-03-20: latest container then is 26.02
+    ("nemo", "2.0", "24.07"),
+    ("nemo", "v2.0.0", "24.07"),
+    ("megatron-bridge", "0.1.0", "25.09"),   # only v0.1.0rc3 was tagged: container 25.09
+    # before the first entry: the first entry (and the reading says so)
+    ("deepspeed", "2020-06", "2021-03"),
+    ("megatron-core", "2023-06", "0.4"),
+    ("llm-foundry", "v0.4.0", "2024-01"),     # 2023-11-21
+])
+def test_spelling_selects_the_entry_derived_from_tag_dates(name, version, entry):
+    assert framework_profile(name, version).version == entry
+
+
+@pytest.mark.parametrize("name, version, says", [
+    ("deepspeed", "0.14.0", "2024-03-07"),
+    ("megatron-lm", "2024", "January"),
+    ("nemo", "2.0", "24.09"),
+    ("nemo", "2024-12", "24.09"),
+    ("megatron-core", "2024-07", "0.7"),
+    ("megatron-bridge", "v0.2.0", "25.11"),
+    ("megatron-core", "0.8.0rc1", "read as its release"),
+    ("deepspeed", "2020-06", "first profile entry"),
+])
+def test_reading_is_reported(name, version, says):
+    assert says in version_reading(name, version)
+
+
+def test_native_spellings_read_as_written():
+    for name, version in [("megatron-lm", "2021-04"), ("megatron-core", "0.8"),
+                          ("nemo", "24.07"), ("megatron-bridge", "26.06"),
+                          ("mlperf-nemo", "3.1"), ("torchtitan", "2024-12")]:
+        assert version_reading(name, version) == ""
+
+
+@pytest.mark.parametrize("name, version, both", [
+    ("deepspeed", "v0.99", True),          # no such release
+    ("deepspeed", "banana", True),
+    ("megatron-core", "latest", True),
+    ("megatron-deepspeed", "v1.0", False),  # no release table: dates only
+    ("automodel", "2025-10", False),        # no release dates: releases only
+])
+def test_unknown_spellings_are_one_line_errors(name, version, both):
+    with pytest.raises(CatalogError) as exc:
+        framework_profile(name, version)
+    msg = str(exc.value)
+    assert "\n" not in msg and repr(version) in msg
+    if both:  # both accepted forms, each with an example
+        assert "give a date (YYYY-MM, e.g. '" in msg and f"or a {name} release (e.g. '" in msg
+    else:  # the one form this framework takes, with an example
+        assert "such as '" in msg
+
+
+def test_parse_forms():
+    assert parse("2024").key == (2024, 1, 1) and parse("2024").precision == 2
+    assert parse("2024/07").key == (2024, 7, 1)
+    assert parse("Jul 2024").key == parse("2024-07").key
+    assert parse("core_r0.8.0").key == (0, 8) and parse("0.8.0rc1").suffix == "rc1"
+    assert parse("2024-13") is None and parse("next") is None
+
+
+def test_validation_row_reports_the_reading():
+    row, read = normalized_training_row({"framework": "DeepSpeed", "framework_version": "v0.14.0"})
+    assert row["framework"] == "deepspeed" and "2024-03-07" in read["framework_version"]
+    _, read = normalized_training_row({"framework": "megatron-lm", "framework_version": "2021-04"})
+    assert "framework_version" not in read
+
+
+def test_table_rows_are_ordered_and_containers_dated():
+    for name in ("deepspeed", "megatron-core", "megatron-bridge", "nemo"):
+        table = release_table(name)
+        assert table is not None and table.releases
+        dates = [r[2] for r in table.releases]
+        assert dates == sorted(dates)
+    assert release_table("megatron-deepspeed") is None
+
+
+def test_table_matches_the_mirrors():
+    if not Path("/work/.mirror/deepspeedai+DeepSpeed/repo").exists():
+        pytest.skip("no repository mirrors here")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks/framework_releases.py"),
+                          "--check"], check=False, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_rows_spelled_otherwise_predict_the_same():
+    """A public row whose version is rewritten in another spelling of the same profile entry
+    gives the same prediction, and says how it was read."""
+    import csv
+
+    from trainsim.validate.training import predict_training_row
+
+    path = Path("/work/shared/validation/training_public.csv")
+    if not path.exists():
+        path = ROOT / "src/trainsim/data/validation/training_public.csv"
+    swap = {("deepspeed", "2021-03"): "v0.3.13", ("megatron-core", "0.8"): "2024-08",
+            ("nemo", "24.07"): "v2.0.0rc1", ("megatron-lm", "2022-05"): "May 2022",
+            ("megatron-bridge", "25.11"): "v0.2.0", ("llm-foundry", "2024-01"): "2024"}
+    done = set()
+    for row in csv.DictReader(path.open()):
+        key = (row["framework"], row["framework_version"])
+        if key not in swap or key in done:
+            continue
+        done.add(key)
+        a = predict_training_row(row)
+        b = predict_training_row(dict(row, framework_version=swap[key]))
+        assert a.error is None and b.error is None, (row["id"], b.error)
+        assert b.predicted == a.predicted, row["id"]
+        assert b.extra["read_as"]["framework_version"].startswith(swap[key] + " -> ")
+    assert done == set(swap)
