@@ -16,7 +16,8 @@ re-created in 2025, so the tag's own date would be wrong). Only final releases a
 (no rc/alpha/beta/dev); where two tags name one release (``core_v0.8.0``, ``core_r0.8.0``) the
 ``v`` tag's commit wins. Container-numbered frameworks (NeMo, Megatron-Bridge, "25.11") list
 which library tag each container ships; the container's date is that tag's.
-``--check`` exits non-zero where the file differs from what the mirrors give.
+``--check`` exits non-zero where a line of the file is not what the mirrors give (tags
+added to the mirrors since are reported, not failed).
 """
 
 from __future__ import annotations
@@ -122,10 +123,13 @@ def main() -> int:
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     text = render(args.mirror)
-    if args.check:
-        same = OUT.read_text() == text
-        print("up to date" if same else f"{OUT} differs from the mirrors' tags")
-        return 0 if same else 1
+    if args.check:  # every line of the file as the mirrors give it (newer tags: a note only)
+        have, now = OUT.read_text().splitlines(), set(text.splitlines())
+        wrong = [line for line in have if line not in now]
+        newer = len(now - set(have))
+        print("\n".join(f"not in the mirrors: {line}" for line in wrong) or
+              f"every line agrees with the mirrors ({newer} newer lines there)")
+        return 1 if wrong else 0
     OUT.write_text(text)
     print(f"wrote {OUT}")
     return 0
