@@ -11,9 +11,11 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.ep_pairs import Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.pricing import Priced, Pricer, interned, join
+from trainsim.workload.elementwise import fp8_amax_reductions
 from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
@@ -124,14 +126,21 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     ranges = cfg.virtual_stage_layers()
     # DeepSpeed's PipelineEngine rebuilds the TP-partitioned tensors it receives (all-gathers)
     gather_f, gather_b = (pricer.price(g) for g in deepspeed_pipe_gathers(cfg, sh))
+    t = cfg.training
+    # Transformer Engine's delayed-scaling amax reductions, one per chunk pass
+    # (``fp8_amax_reductions``); CUDA-graphed layers reduce outside the graphs: not modelled
+    amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" and not t.cuda_graphs \
+        and not profile_supports(cfg, "fp8_amax_tp_async")
     out = {}
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         kinds = [kind(i) for i in layers]
+        amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers))) \
+            if amax and layers else (empty, empty)
         fwd = (empty if first else gather_f, emb_f if first else empty,
-               *(layer_f[k] for k in kinds), head_f if last else empty)
+               *(layer_f[k] for k in kinds), (head_f if last else empty) + amax_f)
         # what the framework does with the gradients after each backward pass
-        after = pricer.price(fp32_grad_accumulation(cfg, layers, first, last))
+        after = amax_b + pricer.price(fp32_grad_accumulation(cfg, layers, first, last))
         bwd_layers = tuple(layer_b[k] for k in reversed(kinds))
         bwd_head = head_b if last else gather_b
         pair_sides: tuple = ()

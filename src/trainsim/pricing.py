@@ -208,6 +208,7 @@ class Pricer:
             "cp": self.net.span(p.cp, p.tp),
             "dp": self.net.span(cfg.dp, p.tp * p.cp),
             "dp_cp": self.net.span(cfg.dp * p.cp, p.tp),
+            "tp_dp_cp": self.net.span(p.tp * p.cp * cfg.dp, 1),  # a pipeline stage's ranks
             "pp": self.net.span(min(p.pp, 2), p.tp * p.cp * cfg.dp),  # pp=1: no send
             "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),
             # Megatron-core's expert rank order: etp-ep-edp-pp

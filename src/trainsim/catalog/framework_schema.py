@@ -271,6 +271,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # fp8 delayed scaling updates each Transformer Engine module's amax history and scales at
     # the start of its forward and of its backward (TE <= 1.5; ``workload.layers``)
     "fp8_module_scale_update": _nullable(_bool),
+    # fp8 delayed scaling's amax reduction kept to the TP group and asynchronous (TE < 1.6 with
+    # NVTE_DP_AMAX_REDUCE_INTERVAL=0, NVTE_ASYNC_AMAX_REDUCTION=1): no stage-wide blocking
+    # all-reduce per chunk pass (``workload.elementwise.fp8_amax_reductions``)
+    "fp8_amax_tp_async": _nullable(_bool),
     # Megatron DDP before each bucket's collective: norm, isnan/isinf host waits, 1/dp scaling
     "ddp_nan_check": _nullable(_bool),
     "ddp_nan_check_syncs": _nullable(_int),
@@ -351,7 +355,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "sp_gathered_gemm_inputs",
              "torch_interleaved_warmup", "microbatch_group_size", "per_tensor_optimizer",
              "flash_unpad",
-             "fp8_module_scale_update", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
+             "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
              "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
              "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p", "p2p_overlap_interleaved_only",

@@ -92,6 +92,8 @@ class Layout:
             return [at(tp_i, cp_i, d) for d in range(self.dp)]
         if group == "dp_cp":
             return [at(tp_i, c, d) for d in range(self.dp) for c in range(self.cp)]
+        if group == "tp_dp_cp":
+            return list(range(base, base + self.stage_size))
         if group == "embd":
             return sorted({local, local + (self.pp - 1) * self.stage_size})
         e_i, rest = local % self.etp, local // self.etp

@@ -30,7 +30,7 @@ MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
 """Implementations that write the s*s score matrix to memory (and keep it for backward)."""
 FUSED_ATTENTION = frozenset(ATTENTION_IMPLS) - MATERIALIZED_SCORES
 
-Group = Literal["tp", "cp", "dp", "dp_cp", "pp", "embd", "ep", "etp", "edp"]
+Group = Literal["tp", "cp", "dp", "dp_cp", "tp_dp_cp", "pp", "embd", "ep", "etp", "edp"]
 """Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks;
 embd joins the first and last pipeline stages (tied embedding gradients); ep / etp are the
 expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""

@@ -1,0 +1,69 @@
+"""Transformer Engine's delayed scaling max-reduces the amaxes of a model chunk over the
+tensor-and-data-parallel group once per forward and once per backward of the chunk, with the
+compute stream waiting on it: a cost that grows with the stage's rank count, not with the
+model (``workload.elementwise.fp8_amax_reductions``)."""
+
+from __future__ import annotations
+
+from trainsim.catalog import gpu
+from trainsim.chunks import chunks
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.pricing import Pricer
+from trainsim.workload.shard import shard_of
+
+
+def _cfg(gpus: int, dtype: str = "fp8", recipe: str = "delayed",
+         graphs: bool = False, version: str = "4.0") -> RunConfig:
+    model = ModelConfig(name="m", hidden_size=4096, num_layers=8, num_attention_heads=32,
+                        ffn_hidden_size=16384, activation="gelu", normalization="layernorm",
+                        position_embedding="learned", vocab_size=32768)
+    dp = gpus // 8
+    training = TrainingConfig(global_batch_size=4 * dp, micro_batch_size=1, seq_length=2048,
+                              dtype=dtype, fp8_recipe=recipe, framework="mlperf-nemo",
+                              framework_version=version, cuda_graphs=graphs)
+    parallel = ParallelConfig(tensor_model_parallel_size=4, pipeline_model_parallel_size=2,
+                              sequence_parallel=True)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=gpus, gpus_per_node=8)
+    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+
+
+def _passes(cfg: RunConfig) -> tuple[float, float]:
+    pricer = Pricer(cfg)
+    ch = chunks(cfg, pricer, shard_of(cfg))[0]
+    return ch.fwd.duration_s, ch.bwd.duration_s
+
+
+def _amax(cfg: RunConfig) -> list[float]:
+    """Seconds of the chunk's amax reductions, forward then backward."""
+    pricer = Pricer(cfg)
+    ch = chunks(cfg, pricer, shard_of(cfg))[0]
+    return [s for part in (ch.fwd, ch.bwd) for _, s, label in part.segments
+            if label.startswith("fp8_amax_reduce")]
+
+
+def test_delayed_scaling_reduces_once_per_chunk_pass():
+    """One reduction in the chunk's forward and one in its backward."""
+    assert len(_amax(_cfg(64))) == 2
+
+
+def test_reduction_grows_with_the_stage_ranks():
+    """The group is every rank of a pipeline stage: 32 ranks on 4 nodes reduce faster than
+    1,024 on 128 nodes (a deeper tree of network hops), and the passes take longer by that."""
+    small, large = sum(_amax(_cfg(64))), sum(_amax(_cfg(2048)))
+    assert 0 < small < large
+    assert sum(_passes(_cfg(2048))) - sum(_passes(_cfg(64))) > 0.5 * (large - small)
+
+
+def test_no_reduction_without_delayed_scaling_or_with_cuda_graphs():
+    """bf16, current scaling (no amax history to share) and CUDA-graphed layers (not
+    modelled) add none."""
+    assert _amax(_cfg(64, dtype="bf16")) == []
+    assert _amax(_cfg(64, recipe="current")) == []
+    assert _amax(_cfg(64, graphs=True)) == []
+
+
+def test_mlperf_v31_keeps_the_reduction_to_tp_and_async():
+    """NVIDIA's MLPerf v3.1 code (TE 09ba842) set NVTE_DP_AMAX_REDUCE_INTERVAL=0 and
+    NVTE_ASYNC_AMAX_REDUCTION=1: no stage-wide blocking reduction; v4.0's TE reads neither."""
+    assert _amax(_cfg(64, version="3.1")) == []
+    assert len(_amax(_cfg(64, version="4.0"))) == 2
