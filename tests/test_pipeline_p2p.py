@@ -14,12 +14,13 @@ NVLINK = 300e9
 
 
 def cfg(gpus: int, tp: int = 1, pp: int | None = None, framework: str | None = None,
-        overlap_p2p_comm: bool = False, version: str = "2023-11"):
+        overlap_p2p_comm: bool = False, version: str = "2023-11", vpp: int = 1):
     fw = {"framework": framework, "framework_version": version} if framework else {}
     return run_config_from_dict({
         "model": {"name": "toy", "hidden_size": 1024, "num_layers": 32,
                   "num_attention_heads": 8, "vocab_size": 32000},
-        "parallel": {"tp": tp, "pp": pp or gpus, "overlap_p2p_comm": overlap_p2p_comm},
+        "parallel": {"tp": tp, "pp": pp or gpus, "vpp": vpp,
+                     "overlap_p2p_comm": overlap_p2p_comm},
         "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 1024, **fw},
         "cluster": {"node": "dgx-a100", "num_gpus": gpus},
     })
@@ -63,7 +64,10 @@ def test_megatron_batched_exchange_in_one_node_runs_on_few_channels():
     assert batched < MB / (4 * P2P_CHANNEL_Bps) * 1.05
     nvlink = send_s(cfg(8))
     assert nvlink < batched / 3
-    assert send_s(cfg(8, framework="megatron-lm", overlap_p2p_comm=True)) == nvlink
+    # Megatron overlaps sends only when interleaved: vpp 2, each tensor sent alone
+    assert send_s(cfg(8, framework="megatron-lm", overlap_p2p_comm=True, vpp=2)) == nvlink
+    # without interleaving Megatron-LM turns the overlap off: the batched exchange again
+    assert send_s(cfg(8, framework="megatron-lm", overlap_p2p_comm=True)) == batched
 
 
 def test_batched_exchange_across_nodes_keeps_the_nic_price():
