@@ -16,9 +16,10 @@ session): a sibling of fuzz_struct.py (which breaks a CSV's *structure*) and fuz
 - ``yaml``: ``trainsim simulate`` of a small config with the newest fields given odd values
   (parallel.delay_wgrad_compute, moe_overlap_ep_comm, cluster.nics_per_gpu, ep beyond the
   experts, vpp not dividing the layers, cp with an odd sequence) as ``--set`` text;
+- ``combo``: small runs with the newest mechanisms in random combinations (``COMBO``);
 - ``cli``: search/plan/sweep with tiny or absurd arguments.
 
-    python benchmarks/fuzz_rows.py [--seed 0] [--n 300] [--only rows,kernels,files,yaml,cli]
+    python benchmarks/fuzz_rows.py [--seed 0] [--n 300] [--only rows,combo,kernels,files,yaml,cli]
 
 prints one line per failure class (with its first input) and the counts; exit 1 on any failure.
 """
@@ -337,7 +338,76 @@ def kernel_cases(rng: random.Random, workdir: Path, n: int) -> Iterator[tuple[st
             lambda r=row: _row(r, functools.partial(predict_kernel_row, compute_db=None)))
 
 
-SURFACES = {"rows": row_cases, "kernels": kernel_cases, "files": file_cases, "yaml": yaml_cases, "cli": cli_cases}
+COMBO = {
+    "model": {"num_layers": [2, 3, 4, 6, 8], "num_experts": [None, 2, 4, 8, 16],
+              "moe_router_topk": [1, 2, 4], "moe_shared_expert_intermediate_size": [None, 256],
+              "moe_first_dense_layers": [0, 1], "moe_layer_freq": [1, 2],
+              "kv_lora_rank": [None, 64], "mtp_num_layers": [0, 1], "num_kv_heads": [None, 1, 2],
+              "activation": ["gelu", "swiglu"], "sliding_window": [None, 128],
+              "moe_capacity_factor": [None, 1.0], "moe_router": ["learned", "fake_balanced"]},
+    "parallel": {"tp": [1, 2, 4], "pp": [1, 2, 4], "vpp": [None, 1, 2], "cp": [1, 2],
+                 "ep": [1, 2, 4, 8], "expert_tensor_parallel_size": [None, 1, 2],
+                 "sequence_parallel": [True, False], "moe_overlap_ep_comm": [True, False],
+                 "delay_wgrad_compute": [None, True, False],
+                 "moe_token_dispatcher_type": ["alltoall", "allgather", "deepep"],
+                 "recompute": ["none", "selective", "full"],
+                 "recompute_modules": [None, ["core_attn"], ["moe_act"], ["mlp"]],
+                 "cp_comm_type": ["p2p", "a2a", "all_gather"],
+                 "distributed_optimizer": [True, False], "zero_stage": [0, 1, 2, 3],
+                 "overlap_grad_reduce": [True, False], "overlap_p2p_comm": [True, False],
+                 "tp_comm_overlap": [True, False], "moe_dispatch_fp8": [True, False],
+                 "pipeline_schedule": [None, "1f1b", "zb_v", "dualpipe", "gpipe"],
+                 "account_for_embedding_in_pipeline_split": [True, False],
+                 "microbatch_group_size_per_vp_stage": [None, 2, 4]},
+    "training": {"dtype": ["bf16", "fp8", "fp16"], "fp8_recipe": ["delayed", "current",
+                                                                   "mxfp8", "blockwise"],
+                 "micro_batch_size": [1, 2], "seq_length": [128, 256, 512],
+                 "framework": [None, "megatron-core", "megatron-bridge", "nemo", "torchtitan",
+                               "megatron-lm", "deepspeed"],
+                 "cuda_graphs": [True, False], "attention": ["flash2", "flash3", "cudnn",
+                                                            "unfused", "sdpa"]},
+    "cluster": {"num_gpus": [8, 16, 32], "gpus_per_node": [4, 8], "nics_per_gpu": [1, 2, 4],
+                "gpu": ["h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb", "gb200"],
+                "network_backend": ["analytical", "analytical", "flow"]},
+}
+"""The newest mechanisms (combined 1F1B, delayed weight gradients, DeepEP, the NICs of a
+GPU, interleaved and zero-bubble schedules, MLA, MTP) in random combinations: each run builds
+and simulates sanely or is refused in one line."""
+
+
+def combo_cases(rng: random.Random, workdir: Path, n: int) -> Iterator[tuple[str, Callable]]:
+    from fuzz_checks import run_config
+
+    for _ in range(n):
+        cfg: dict = {"model": {"hidden_size": 256, "num_attention_heads": 4,
+                               "vocab_size": 1024, "moe_ffn_hidden_size": 256},
+                     "parallel": {}, "training": {"global_batch_size": 32},
+                     "cluster": {"compute_db": None}}
+        for section, fields in COMBO.items():
+            for name, values in fields.items():
+                if name in ("gpu", "num_gpus", "seq_length") or rng.random() < 0.4:
+                    cfg[section][name] = rng.choice(values)
+        model, parallel = cfg["model"], cfg["parallel"]
+        if not model.get("num_experts") or rng.random() < 0.3:  # a dense run: no MoE field
+            for k in [k for k in model if k.startswith("moe_") or k == "num_experts"]:
+                del model[k]
+            for k in ("ep", "expert_tensor_parallel_size", "moe_overlap_ep_comm",
+                      "delay_wgrad_compute", "moe_token_dispatcher_type", "moe_dispatch_fp8"):
+                parallel.pop(k, None)
+        elif model.get("moe_router_topk", 2) > model["num_experts"]:
+            model["moe_router_topk"] = 1
+        if parallel.get("recompute_modules"):
+            parallel["recompute"] = "selective"
+        if parallel.get("delay_wgrad_compute"):
+            parallel["moe_overlap_ep_comm"] = True
+        if (parallel.get("vpp") or 1) > 1 and parallel.get("pp", 1) == 1:
+            parallel["pp"] = 2
+        label = " ".join(f"{s[0]}.{k}={v}" for s in cfg for k, v in cfg[s].items()
+                         if s != "model" or k in COMBO["model"])
+        yield label, (lambda c=cfg: run_config(c))
+
+
+SURFACES = {"rows": row_cases, "combo": combo_cases, "kernels": kernel_cases, "files": file_cases, "yaml": yaml_cases, "cli": cli_cases}
 
 
 def main(argv: list[str] | None = None) -> int:
