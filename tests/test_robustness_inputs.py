@@ -94,6 +94,41 @@ def test_a_row_with_a_huge_global_batch_is_validated_in_seconds():
     assert time.perf_counter() - start < 30  # 135 s before; 0.1 s on 2 shared cores
 
 
+# ------------------------------------------------------------------------ long sequences
+# A run of seq_length 2^53 (fuzz_sweep's battery) hung: roofline.tile_scores counted causal
+# attention's tiles in a loop over 2^46 query blocks. The counts are now closed-form sums.
+
+def _tiles_by_loop(q_len, kv_len, block_m, block_n, backward):
+    """The causal tile count as the loop counted it (roofline.tile_scores before)."""
+    q_blocks, kv_blocks, offset = -(-q_len // block_m), -(-kv_len // block_n), kv_len - q_len
+    if backward:
+        return sum((q_blocks - max(0, j * block_n - offset) // block_m) * block_m * block_n
+                   for j in range(kv_blocks) if max(0, j * block_n - offset) < q_len)
+    return sum(min(-(-max(min((i + 1) * block_m, q_len) + offset, 0) // block_n), kv_blocks)
+               * block_n * block_m for i in range(q_blocks))
+
+
+def test_causal_tiles_in_closed_form_are_the_loops_count():
+    from trainsim.compute.roofline import tile_scores
+
+    cases = list(itertools.product(range(1, 40, 3), range(1, 40, 3), (1, 3, 16), (1, 5, 16),
+                                   (False, True)))
+    rng = random.Random(7)
+    cases += [(rng.randint(1, 50_000), rng.randint(1, 50_000), rng.choice((64, 128, 176)),
+               rng.choice((64, 80, 128)), rng.random() < 0.5) for _ in range(300)]
+    for q, kv, bm, bn, bwd in cases:
+        assert tile_scores(q, kv, True, bm, bn, bwd) == _tiles_by_loop(q, kv, bm, bn, bwd)
+
+
+def test_a_run_of_2_pow_53_tokens_a_sequence_is_simulated_at_once(tmp_path):
+    (tmp_path / "run.yaml").write_text(TINY.replace("seq_length: 512", "seq_length: "
+                                                    "9007199254740992"))
+    start = time.perf_counter()
+    result = cli("simulate", "run.yaml", "--format", "json", cwd=tmp_path)
+    assert result.exit_code == 0, result.output
+    assert time.perf_counter() - start < 30  # hung (hours) before; ~1 s
+
+
 def _fuzz_rows():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("fuzz_rows", ROOT / "benchmarks" /

@@ -38,6 +38,7 @@ import heapq
 import math
 from typing import Protocol
 
+from trainsim.compute.block_sums import causal_backward_blocks, causal_forward_blocks
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Attention, Elementwise, Gemm
@@ -125,17 +126,10 @@ def tile_scores(q_len: int, kv_len: int, causal: bool, block_m: int, block_n: in
     if not causal:
         return float(q_blocks * block_m * kv_blocks * block_n)
     offset = kv_len - q_len
-    total = 0
-    if backward:
-        for j in range(kv_blocks):
-            first_row = max(0, j * block_n - offset)
-            if first_row < q_len:
-                total += (q_blocks - first_row // block_m) * block_m * block_n
-        return float(total)
-    for i in range(q_blocks):
-        last = min((i + 1) * block_m, q_len) + offset  # keys the block's last row sees
-        total += min(math.ceil(max(last, 0) / block_n), kv_blocks) * block_n * block_m
-    return float(total)
+    # summed in closed form (``block_sums``): a loop over the blocks hung on a long sequence
+    blocks = causal_backward_blocks(q_blocks, q_len, block_m, block_n, offset, kv_blocks) \
+        if backward else causal_forward_blocks(q_blocks, block_m, block_n, offset, kv_blocks)
+    return float(blocks * block_m * block_n)
 SOFTMAX_EXP_EXPOSED = 1.02
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
 not hidden under the matmuls (the fit finds 1.02: none is hidden). It is what makes head dim
