@@ -3,7 +3,8 @@
     python benchmarks/gemm_power_ramp.py                    # GEMM error by measured kernel time
     python benchmarks/gemm_power_ramp.py --ramp 4.3e-3      # with the ramp; tile overhead refitted
     python benchmarks/gemm_power_ramp.py --ramp fit         # the ramp's time constant fitted too
-    python benchmarks/gemm_power_ramp.py --ramp 4.3e-3 --training  # and the public training file
+    python benchmarks/gemm_power_ramp.py --ramp 4.3e-3 --training  # and the training files
+    python benchmarks/gemm_power_ramp.py --activity all --training  # clock by tensor-core activity
     (--errata: kernels_errata.csv applied to the published file first)
 
 **What it tests.** The roofline prices a kernel benchmarked alone at the GPU's burst (boost
@@ -23,6 +24,15 @@ kernels' rate than bf16: more power per second), and the ramp takes that out; st
 search, 100 repeats) show no such loss; and through the H100 kernel database the ramp makes
 the H100 training rows' GEMMs faster (the database's long records stop counting the power
 limit twice), which the public training file does not want. Nothing here changes trainsim.
+
+**Activity** (``--activity``, 2026-11-25). Under a power limit the clock is set by the power
+the work draws, and a GEMM whose tensor cores idle part of the time (a partial wave, each
+tile's prologue and epilogue: shape efficiency ``e`` < 1) draws less. With the catalog's law
+at full activity (rate ~ P^0.6, ``config.cluster.POWER_EXPONENT``) and dynamic power ~
+activity, the clock at the limit is ``c x e^-0.6`` of the burst clock, capped at the burst
+clock, where ``c`` is the full-activity clock (``sustained_of_burst`` in training, the ramp's
+for a kernel alone): rate = burst x e x min(1, c x e^-0.6). No new constant. ``alone`` applies
+it to kernels benchmarked alone only (with no ramp: nothing moves), ``all`` to training too.
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ import fit_kernels as fk
 import numpy as np
 
 from trainsim.compute import roofline
-from trainsim.config.cluster import SUSTAINED_OF_BURST
+from trainsim.config.cluster import POWER_EXPONENT, SUSTAINED_OF_BURST
 from trainsim.validate import BUNDLED_DIR, summarize, validate_file
 from trainsim.workload.ops import Gemm
 
@@ -54,20 +64,41 @@ def ramp_factor(seconds: float, tau: float) -> float:
     return 1.0 + (1.0 / SUSTAINED_OF_BURST - 1.0) * seconds / (seconds + tau)
 
 
+def activity_clock(clock: float, efficiency: float) -> float:
+    """Clock over the burst clock of a GEMM at shape efficiency ``efficiency`` under a power
+    limit that holds full-activity work at ``clock`` (see the module docstring)."""
+    if efficiency <= 0:
+        return clock
+    return min(1.0, clock * efficiency ** -POWER_EXPONENT)
+
+
 @contextlib.contextmanager
-def power_ramp(tau: float) -> Iterator[None]:
+def power_ramp(tau: float, activity: str = "none") -> Iterator[None]:
     """``RooflineModel`` with the ramp on every GEMM priced on a burst-clock spec
-    (``sustained_of_burst`` 1: a kernel benchmarked alone); restored on exit."""
+    (``sustained_of_burst`` 1: a kernel benchmarked alone), and with ``activity`` ("alone",
+    "all") the clock raised for GEMMs whose tensor cores idle part of the time; restored on
+    exit."""
     plain = roofline.RooflineModel._time
 
     def ramped(self: roofline.RooflineModel, op: object) -> float:
-        if not isinstance(op, Gemm) or self.gpu.sustained_of_burst < 1.0:
+        alone = self.gpu.sustained_of_burst >= 1.0
+        if not isinstance(op, Gemm) or not (alone or activity == "all"):
             return plain(self, op)  # type: ignore[arg-type]
         # as RooflineModel._time prices a GEMM, the compute-bound time ramped (the power
         # limit lowers the SM clock, not the HBM bandwidth)
-        compute = op.flops / (roofline.gemm_rate(self.gpu, op) * self.gemm_efficiency(op))
+        eff = self.gemm_efficiency(op)
+        compute = op.flops / (roofline.gemm_rate(self.gpu, op) * eff)
+        if alone:
+            clock = 1.0 / ramp_factor(compute, tau)
+        else:  # the spec's rate is already at the sustained clock
+            clock = self.gpu.sustained_of_burst * self.gpu.power_scale
+            compute *= clock
+        if activity != "none":
+            compute /= activity_clock(clock, eff)
+        elif alone:
+            compute /= clock
         memory = op.bytes / (self.gpu.hbm_bw_Bps * roofline.HBM_EFFICIENCY)
-        return (max(compute * ramp_factor(compute, tau), memory)
+        return (max(compute, memory)
                 + roofline.LAUNCH_S * roofline.grouped_launches(op))
 
     roofline.RooflineModel._time = ramped  # type: ignore[method-assign]
@@ -104,7 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--ramp", default="0", help="time constant in seconds, or 'fit'")
     ap.add_argument("--errata", action="store_true", help="apply kernels_errata.csv first")
-    ap.add_argument("--training", action="store_true", help="also the public training file")
+    ap.add_argument("--training", action="store_true", help="also the public and held-out training files")
+    ap.add_argument("--activity", choices=("none", "alone", "all"), default="none",
+                    help="clock by tensor-core activity: for kernels alone, or training too")
     args = ap.parse_args(argv)
     paths = [BUNDLED_DIR / f for f in fk.FILES]
     if args.errata:
@@ -120,15 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.ramp == "fit":
             def loss(tau: float) -> float:
-                with power_ramp(tau):
+                with power_ramp(tau, args.activity):
                     return fit_overhead(rows, held)
             tau = fk.golden(loss, 5e-4, 2e-2, tol=1e-4)
         else:
             tau = float(args.ramp)
-        with power_ramp(tau):
-            mape = fit_overhead(rows, held) if tau > 0 else float(np.mean(fk.ape(
+        with power_ramp(tau, args.activity):
+            mape = fit_overhead(rows, held) if tau > 0 or args.activity != "none" else float(np.mean(fk.ape(
                 [r for r in rows if r.kind == "gemm" and not fk.is_held(r, held)])))
-            print(f"ramp tau = {tau * 1e3:.2f} ms, GEMM_TILE_OVERHEAD_K = "
+            print(f"ramp tau = {tau * 1e3:.2f} ms, activity {args.activity}, GEMM_TILE_OVERHEAD_K = "
                   f"{roofline.GEMM_TILE_OVERHEAD_K}, fitted GEMM rows' MAPE {mape:.2%}")
             for kind, gpu, part, n, err in fk.report(rows, held):
                 if kind == "gemm":
@@ -139,9 +172,11 @@ def main(argv: list[str] | None = None) -> int:
                          for _, name in DURATIONS if bins.get(name)]
                 print(f"  {src:42s} {dtype:5s} " + " | ".join(cells))
             if args.training:
-                _, results = validate_file(BUNDLED_DIR / "training_public.csv")
-                s = summarize(results)
-                print(f"training_public: {s['n']} rows, MAPE {s['mape']:.2%}")
+                here = Path(__file__).resolve().parent
+                for path in (BUNDLED_DIR / "training_public.csv", here / "training_heldout.csv"):
+                    _, results = validate_file(path)
+                    s = summarize(results)
+                    print(f"{path.stem}: {s['n']} rows, MAPE {s['mape']:.2%}")
     finally:
         roofline.GEMM_TILE_OVERHEAD_K = shipped
     return 0

@@ -219,3 +219,25 @@ def test_power_ramp_experiment_slows_only_long_burst_gemms_and_restores(fit_scri
     (long_d, short_d, attn_d), sustained_d = during
     assert long_d > 1.1 * long_b and short_d < 1.01 * short_b and attn_d == attn_b
     assert sustained_d == sustained_b
+
+
+def test_activity_clock_experiment_raises_only_idle_gemms_clock(fit_script):
+    """benchmarks/gemm_power_ramp.py --activity (an experiment, not the model): under a power
+    limit a GEMM whose tensor cores idle part of the time (short k, a partial wave) runs at a
+    higher clock, never above the burst clock; full-activity work keeps the sustained clock;
+    nothing runs slower and the model is restored."""
+    spec = importlib.util.spec_from_file_location("gemm_power_ramp",
+                                                  ROOT / "benchmarks" / "gemm_power_ramp.py")
+    ramp = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(ramp)
+    clocks = [ramp.activity_clock(0.85, e) for e in (1.0, 0.95, 0.8, 0.5, 0.1)]
+    assert clocks[0] == pytest.approx(0.85) and clocks == sorted(clocks) and clocks[-1] == 1.0
+    training = gpu("h100-sxm-80gb")
+    ops = (Gemm("big", 16384, 16384, 16384, "bf16"), Gemm("short_k", 8192, 8192, 512, "bf16"))
+    before = [RooflineModel(training).time(op) for op in ops]
+    with ramp.power_ramp(0.0, "all"):
+        during = [RooflineModel(training).time(op) for op in ops]
+    assert [RooflineModel(training).time(op) for op in ops] == before
+    (big_b, short_b), (big_d, short_d) = before, during
+    assert 0.98 * big_b < big_d <= big_b and short_d < 0.9 * short_b
