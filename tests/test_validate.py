@@ -75,11 +75,12 @@ def test_every_public_training_run_is_expressed_and_does_not_regress():
     The worst row, bridge2604p1-deepseek-v3-b200-256 (+49 %), leaves out the recipe's expert
     all-to-all overlap (benchmarks/training_errata.csv), so its four exchanges per layer show in
     full; it moved from +41 % when all-to-all traffic got its measured share of the NIC
-    (collectives.nccl.ALL_TO_ALL_NET_SHARE)."""
+    (collectives.nccl.ALL_TO_ALL_NET_SHARE), and from +50 to +52 % when B200 took its own
+    sustained clock (0.82 of burst, 2026-11-25)."""
     _, res = validate_file(PUBLISHED / "training_public.csv", workers=2)
     s = summarize(res)
     assert s["n"] == 138 and s["failed"] == 0
-    assert s["mape"] <= 0.11 and s["max_ape"] <= 0.52
+    assert s["mape"] <= 0.11 and s["max_ape"] <= 0.53
     # the rows whose cells no erratum corrects hold the tighter guard (24.2 % on 2026-11-24,
     # megatron21-t2-zero3-529.6B-2240)
     with (Path(__file__).resolve().parents[1] / "benchmarks" / "training_errata.csv").open() as f:
