@@ -169,3 +169,25 @@ def test_a_twin_handed_a_graph_takes_its_summary(monkeypatch):
                 simulate(cfg)
     apart = len(made) - together
     assert apart - together >= len(cfgs) // 3
+
+
+def test_overlap_siblings_share_their_priced_chunks_and_every_result_to_the_bit(monkeypatch):
+    """Configs that differ only in the data-parallel and p2p overlap switches price their
+    chunks once inside ``runs_shared`` (``twin_graphs.kept_chunks``); every result, compute
+    sources included, is the one simulated alone."""
+    from trainsim import twin_graphs
+
+    base = make_base(gpus=16, batch=64)
+    keys = [k for k in SPACE.memory_keys(base, 16) if k.pp > 1 and k.dp > 1]
+    rng = random.Random(5)
+    cfgs = []
+    for key in rng.sample(keys, 6):
+        cfgs += [c.to_config(base) for c in SPACE.variants(key) if not c.tp_comm_overlap]
+    alone = [_fields(simulate(cfg)) for cfg in cfgs]
+    priced = []
+    real = twin_graphs.chunks
+    monkeypatch.setattr(twin_graphs, "chunks", lambda *a: priced.append(1) or real(*a))
+    with shared(("siblings", 1)), runs_shared():
+        inside = [_fields(simulate(cfg)) for cfg in cfgs]
+    assert inside == alone
+    assert len(priced) == 6 < len(cfgs)  # one chunk set per memory group

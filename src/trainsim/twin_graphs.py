@@ -54,6 +54,15 @@ ZERO_FIELDS = ("zero_stage", "distributed_optimizer")
 """The parallel fields in the key as :func:`zero_class`."""
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in RECOMPUTE_FIELDS and f.name not in ZERO_FIELDS)
+CHUNK_FREE_FIELDS = frozenset({"overlap_grad_reduce", "overlap_param_gather",
+                               "overlap_p2p_comm"})
+"""The parallel fields the priced chunks never read (:func:`kept_chunks`)."""
+_CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
+                      if f.name not in CHUNK_FREE_FIELDS)
+KEPT_CHUNKS = 4096
+"""Chunk sets one ``runs_shared`` keeps at most (a few kB each: their passes are the shared
+prices' objects)."""
+_CHUNKS = "chunks kept"  # first item of a kept chunk set's key; the store's count of them
 _TASKS = "tasks kept"  # the store's count of the kept graphs' tasks
 _SUMMARY = "summary"  # first item of a kept summary's key
 
@@ -67,7 +76,7 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
         return None
     shared = per_pricer(cfg, pricer, layer_source)
     if "chunks" not in shared:
-        shared["chunks"] = chunks(cfg, pricer, shard_of(cfg), layer_source)
+        shared["chunks"] = kept_chunks(cfg, pricer, layer_source)
     p = cfg.parallel
     key = (id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source), microbatches,
            pricer._sig, mark(pricer), cfg.recomputed_layers, zero_class(cfg),
@@ -80,6 +89,42 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
     except TypeError:
         return None
     return key
+
+
+def kept_chunks(cfg: RunConfig, pricer: Pricer, layer_source: Any) -> dict:
+    """``chunks.chunks`` of ``cfg``, or those of a config priced earlier inside this
+    ``runs_shared`` that differs from it only in ``CHUNK_FREE_FIELDS`` (a search's overlap
+    siblings: 1,216 simulated configurations of the 22B search, 550 distinct chunk sets). Exact:
+    no op list and no pricing setting reads those fields (only the task graph's placement:
+    ``simulator``, ``optimizer_tasks``, ``pipeline``, ``steady_grid``), the pricer signature is
+    in the key, and equal op lists priced under one signature are the same ``Priced`` objects
+    (``pricing.shared``). What the build added to the pricer's records is replayed on a hit,
+    as :func:`kept_graph` does, so ``compute_sources`` and :func:`mark` read as if priced here."""
+    store = shared_store()
+    key = None
+    if store is not None and getattr(pricer, "_store", None) is not None:
+        p = cfg.parallel
+        key = (_CHUNKS, id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source),
+               pricer._sig, tuple(getattr(p, name) for name in _CHUNK_FIELDS))
+        try:
+            hit = store.get(key)
+        except TypeError:  # a field that cannot be hashed
+            key = hit = None
+        if hit is not None and hit[0] is cfg.model and hit[1] is cfg.training and \
+                hit[2] is cfg.cluster and hit[3] is layer_source:
+            pricer._seen.extend(hit[5])
+            for op in hit[6]:
+                pricer.compute.time(op)
+            return hit[4]
+    before = mark(pricer)
+    out = chunks(cfg, pricer, shard_of(cfg), layer_source)
+    if key is not None and store.get(_CHUNKS, 0) < KEPT_CHUNKS:
+        store[_CHUNKS] = store.get(_CHUNKS, 0) + 1
+        # the configs' parts whose identities key it, kept alive with it
+        store[key] = (cfg.model, cfg.training, cfg.cluster, layer_source, out,
+                      pricer._seen[before[0]:],
+                      tuple(itertools.islice(pricer.compute._cache, before[1], None)))
+    return out
 
 
 def zero_class(cfg: RunConfig) -> Hashable:
@@ -156,5 +201,5 @@ def keep_summary(graph: Any, cfg: RunConfig, summary: Any) -> None:
         store[(_SUMMARY, id(graph))] = (graph, cfg.parallel.optimizer_post_validation, summary)
 
 
-__all__ = ["RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph", "keep_summary",
-           "kept_graph", "kept_summary", "mark", "zero_class"]
+__all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph",
+           "keep_summary", "kept_chunks", "kept_graph", "kept_summary", "mark", "zero_class"]
