@@ -61,3 +61,26 @@ def test_model_states_shared_inside_a_search_equal_the_ones_computed_alone(monke
     assert inside == alone
     assert len(made) < sum(c.parallel.pp for c in cfgs) // 2
     assert {c.parallel.zero_stage for c in cfgs} >= {0, 2, 3}
+
+
+def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_alone():
+    """``memory.zero_free``: the memory groups that differ only in the optimizer sharding
+    (every one asked here, dense and MoE, pipelined or not) work out their activations in
+    flight once; every stage's estimate is the one computed after ``cache_clear``."""
+    from trainsim.memory import zero_free
+
+    cfgs = []
+    for model in (TINY_MODEL, MOE):
+        base = make_base(model, gpus=16, batch=64)
+        space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 2, 3))
+        keys = [k for k in space.memory_keys(base, 16) if k.dp > 1]
+        for key in keys[:: max(1, len(keys) // 8)]:
+            cfgs += [Candidate(dataclasses.replace(key, zero=z)).to_config(base)
+                     for z in (0, 1, 2, 3)]
+    assert any(c.parallel.pp > 1 for c in cfgs) and any(c.model.num_experts for c in cfgs)
+    cache_clear()
+    warm = [[estimate_stage_memory(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+    assert len(zero_free._KEPT) <= sum(c.parallel.pp for c in cfgs) // 4  # shared
+    for cfg, kept in zip(cfgs, warm):
+        cache_clear()
+        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept

@@ -33,7 +33,15 @@ the event loop never runs a task faster than its duration: it needs no margin fo
 only for the same durations summed in another order (as ``trainsim.bound.SAFETY``)."""
 
 
-def lower_bound_s(key: MemoryKey, base: Base) -> float:
+def peak_gemm_rate(base: Base) -> float:
+    """The fastest rate the roofline model gives a GEMM of ``base``'s dtype or bf16 (what
+    :func:`lower_bound_s` divides by: the same for every candidate of a search)."""
+    gpu, dtype = base.cluster.gpu, base.training.dtype
+    return max(gemm_rate(gpu, Gemm("bound", 1, 1, 1, d, fp8_fast_accum=True))
+               for d in {dtype, "bf16"})
+
+
+def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> float:
     """A lower bound on the iteration time, from matmul FLOPs alone (no simulation).
 
     Every GEMM runs at most at the fastest rate the roofline model gives a GEMM of the run's
@@ -46,11 +54,12 @@ def lower_bound_s(key: MemoryKey, base: Base) -> float:
     model chunk each way per stage, the pipeline bubble of 1F1B and its interleaved form
     (ibid. §2.2). TP shards every GEMM, CP every token (replicated KV projections under GQA
     only add work, so dividing by tp stays a bound). Attention, memory-bound kernels and all
-    communication are left out, so the bound is always below the simulated time.
+    communication are left out, so the bound is always below the simulated time. ``rate``:
+    :func:`peak_gemm_rate` of ``base``, where the caller has it.
     """
-    m, t, gpu = base.model, base.training, base.cluster.gpu
-    rate = max(gemm_rate(gpu, Gemm("bound", 1, 1, 1, dtype, fp8_fast_accum=True))
-               for dtype in {t.dtype, "bf16"})
+    m, t = base.model, base.training
+    if rate is None:
+        rate = peak_gemm_rate(base)
     tokens = key.micro_batch * t.seq_length / key.cp
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
@@ -93,6 +102,7 @@ class Bounds:
         self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
         self._refined: dict[tuple, float] = {}
         self._cheap: dict[MemoryKey, float] = {}
+        self._rate: float | None = None  # peak_gemm_rate(base), once
         self.configs: dict[MemoryKey, Any] = {}
         """Each memory group's config as :meth:`prime` was given it (the search's memory check
         and bound shapes read it again)."""
@@ -101,7 +111,9 @@ class Bounds:
     def cheap(self, key: MemoryKey) -> float:
         hit = self._cheap.get(key)
         if hit is None:
-            hit = self._cheap[key] = lower_bound_s(key, self.base)
+            if self._rate is None:
+                self._rate = peak_gemm_rate(self.base)
+            hit = self._cheap[key] = lower_bound_s(key, self.base, self._rate)
         return hit
 
     def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False
@@ -179,12 +191,12 @@ class Bounds:
         work[-1] += head
         n_virtual = len(sh.ranges)
         if sh.schedule in (None, "1f1b", "interleaved_1f1b"):
-            bound = max(sum(work[:s]) + m * sum(work[s:n_virtual:pp]) for s in range(pp))
+            busy = [m * sum(work[s:n_virtual:pp]) for s in range(pp)]  # each stage's passes
+            bound = max(sum(work[:s]) + busy[s] for s in range(pp))
             if sh.tails:  # what stage s still runs after its last pass, or beside its passes
                 tail = sh.tails[(c.overlap_grad_reduce, c.overlap_param_gather)]
                 for s in range(pp):
-                    busy = m * sum(work[s:n_virtual:pp])
-                    bound = max(bound, busy + tail[s], busy + sh.contention[s])
+                    bound = max(bound, busy[s] + tail[s], busy[s] + sh.contention[s])
         else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
             from trainsim.workload.pipeline_schedules import rank_chunks
             per_chunk = m / 2 if sh.schedule == "dualpipe" else m
