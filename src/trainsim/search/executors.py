@@ -103,6 +103,16 @@ class Stream:
                       for e in res] if self.held else out
 
 
+def _worker_start() -> None:
+    """A forked worker's collector: what it inherited from the search's process (which ran
+    with the collector paused, so all of it in the youngest generation) moved to the oldest
+    (``gc.freeze`` then ``gc.unfreeze``, no object visited), so that the worker's first young
+    collections do not scan it, then on (see ``LocalExecutor.submit``)."""
+    gc.freeze()
+    gc.unfreeze()
+    gc.enable()
+
+
 class LocalExecutor:
     """A pool of local worker processes (concurrent.futures), kept for the executor's life."""
 
@@ -124,7 +134,8 @@ class LocalExecutor:
         if self._pool is None:
             # a pool made inside the search's gc_paused() would fork workers with the
             # collector off for life: each starts with it on (evaluate_batch pauses it itself)
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers, initializer=gc.enable)
+            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers,
+                                                initializer=_worker_start)
         return _Futures([self._pool.submit(evaluate_batch, base, b, token) for b in batches],
                         batches, on_done)
 
