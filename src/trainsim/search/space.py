@@ -504,8 +504,15 @@ class SearchSpace:
             return [Candidate(key, **{k: v for k, v in options.items()})]
         # every combination of the switches that apply (Candidate's fields in this order;
         # built directly: dataclasses.replace was a tenth of a large search's own time), in
-        # Candidate's order: product's own, False before True field by field
-        return [Candidate(key, *flags) for flags in _switch_products(tuple(options.values()))]
+        # Candidate's order: product's own, False before True field by field; each object's
+        # fields set as the frozen dataclass's __init__ sets them (it has no __post_init__),
+        # without its setattr call per field (0.26 -> 0.12 s for the 22B search's 182,592)
+        out = []
+        for flags in _switch_products(tuple(options.values())):
+            c = _new(Candidate)
+            c.__dict__.update(zip(_CANDIDATE_FIELDS, (key, *flags)))
+            out.append(c)
+        return out
 
 
 @functools.lru_cache(maxsize=64)
@@ -516,6 +523,9 @@ def _switch_products(applies: tuple[bool, ...]) -> tuple[tuple[bool, ...], ...]:
 
 for _cls in (MemoryKey, Candidate):  # what the dataclass's own __hash__ would hash
     _cls._fields = operator.attrgetter(*(f.name for f in dataclasses.fields(_cls)))  # type: ignore[attr-defined]
+_CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
+_new = object.__new__
+assert not hasattr(Candidate, "__post_init__")  # SearchSpace.variants builds it without __init__
 
 
 @dataclass(frozen=True)
