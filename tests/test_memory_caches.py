@@ -64,10 +64,10 @@ def test_model_states_shared_inside_a_search_equal_the_ones_computed_alone(monke
 
 
 def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_alone():
-    """``memory.zero_free``: the memory groups that differ only in the optimizer sharding
-    (every one asked here, dense and MoE, pipelined or not) work out their activations in
-    flight once; every stage's estimate is the one computed after ``cache_clear``."""
-    from trainsim.memory import zero_free
+    """``memory.free_of.zero_free``: the memory groups that differ only in the optimizer
+    sharding (every one asked here, dense and MoE, pipelined or not) work out their activations
+    in flight once; every stage's estimate is the one computed after ``cache_clear``."""
+    from trainsim.memory.free_of import zero_free
 
     cfgs = []
     for model in (TINY_MODEL, MOE):
@@ -80,7 +80,31 @@ def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_a
     assert any(c.parallel.pp > 1 for c in cfgs) and any(c.model.num_experts for c in cfgs)
     cache_clear()
     warm = [[estimate_stage_memory(c, s) for s in range(c.parallel.pp)] for c in cfgs]
-    assert len(zero_free._KEPT) <= sum(c.parallel.pp for c in cfgs) // 4  # shared
+    assert len(zero_free._kept) <= sum(c.parallel.pp for c in cfgs) // 4  # shared
     for cfg, kept in zip(cfgs, warm):
         cache_clear()
+        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept
+
+
+def test_memory_shared_by_overlap_siblings_equals_the_one_computed_alone():
+    """``memory.free_of.overlap_free``: ``simulate`` reports one memory for the configs that
+    differ only in the data-parallel and p2p overlap switches (every variant of each group
+    asked here), each stage the estimate computed after ``cache_clear``."""
+    from trainsim import memo, simulate
+    from trainsim.memory.free_of import overlap_free
+
+    cfgs = []
+    for model in (TINY_MODEL, MOE):
+        base = make_base(model, gpus=16, batch=64)
+        space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 3))
+        keys = [k for k in space.memory_keys(base, 16) if k.dp > 1 and k.pp > 1]
+        for key in keys[:: max(1, len(keys) // 4)]:
+            cfgs += [c.to_config(base) for c in space.variants(key)]
+    assert len(cfgs) > 16 and any(c.parallel.overlap_param_gather for c in cfgs)
+    cache_clear()
+    reported = [simulate(c).memory for c in cfgs]
+    assert len(overlap_free._kept) < sum(c.parallel.pp for c in cfgs) // 2  # shared
+    for cfg, kept in zip(cfgs, reported):
+        cache_clear()
+        memo.stage_memory.cache_clear()
         assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept

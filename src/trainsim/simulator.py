@@ -17,6 +17,7 @@ from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
+from trainsim.memory.free_of import overlap_free
 from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS_PER_LAYER: re-exported
@@ -573,7 +574,8 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     loading = data_loading_s(cfg, iteration_s)
     iteration_s += loading
     breakdown["data_loading_s"] = loading
-    memory = [stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
+    # the same for configs that differ only in the overlap switches (memory.free_of)
+    memory = [overlap_free(stage_memory, cfg, s) for s in range(cfg.parallel.pp)]
     tokens = cfg.tokens_per_iteration
     return Result(
         config=cfg,

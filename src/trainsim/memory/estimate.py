@@ -27,8 +27,8 @@ from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.state import model_state
-from trainsim.memory.zero_free import cache_clear as zero_free_clear
-from trainsim.memory.zero_free import zero_free
+from trainsim.memory.free_of import cache_clear as free_of_clear
+from trainsim.memory.free_of import zero_free
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
@@ -372,7 +372,7 @@ def cache_clear() -> None:
     the schedules' peaks, the stages' parameter splits), like ``memo.per_config``'s hook: the
     kept answers are those computed afresh (tests/test_memory_caches.py)."""
     _LAYER_BYTES.clear()
-    zero_free_clear()
+    free_of_clear()
     _peak_chunks.cache_clear()
     _peak_weighted.cache_clear()
     params.cache_clear()

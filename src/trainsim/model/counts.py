@@ -193,7 +193,20 @@ def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
     PaLM (Chowdhery et al. 2022, App. B) and Megatron (Narayanan et al. 2021, eq. 3 without
     the recompute pass). This is what MFU divides by.
     """
-    return 6.0 * _matmul_params(m) + 6.0 * _attention_work(m, seq_length)
+    hit = _MODEL_FLOPS.get((id(m), seq_length))
+    if hit is not None and hit[0] is m:
+        return hit[1]
+    if len(_MODEL_FLOPS) >= 256:
+        _MODEL_FLOPS.clear()
+    out = 6.0 * _matmul_params(m) + 6.0 * _attention_work(m, seq_length)
+    _MODEL_FLOPS[(id(m), seq_length)] = (m, out)
+    return out
+
+
+_MODEL_FLOPS: dict[tuple[int, int], tuple[ModelConfig, float]] = {}
+""":func:`model_flops_per_token` by (model identity, sequence length), kept with the model (an
+identity is never reused while kept; a config is frozen): every simulation asks it twice, a
+search's ~10^3 of one model (a loop over the layers each time)."""
 
 
 SCORES_IN_MEMORY = ("unfused", "eager")
