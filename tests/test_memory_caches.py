@@ -64,10 +64,12 @@ def test_model_states_shared_inside_a_search_equal_the_ones_computed_alone(monke
 
 
 def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_alone():
-    """``memory.free_of.zero_free``: the memory groups that differ only in the optimizer
-    sharding (every one asked here, dense and MoE, pipelined or not) work out their activations
-    in flight once; every stage's estimate is the one computed after ``cache_clear``."""
-    from trainsim.memory.free_of import zero_free
+    """``memory.free_of.zero_free``: inside ``states_shared`` (a search) the memory groups
+    that differ only in the optimizer sharding (every one asked here, dense and MoE, pipelined
+    or not) work out their activations in flight once; every stage's estimate is the one
+    computed outside it, after ``cache_clear``."""
+    from trainsim.memory import free_of
+    from trainsim.memory.state import states_shared
 
     cfgs = []
     for model in (TINY_MODEL, MOE):
@@ -79,19 +81,24 @@ def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_a
                      for z in (0, 1, 2, 3)]
     assert any(c.parallel.pp > 1 for c in cfgs) and any(c.model.num_experts for c in cfgs)
     cache_clear()
-    warm = [[estimate_stage_memory(c, s) for s in range(c.parallel.pp)] for c in cfgs]
-    assert len(zero_free._kept) <= sum(c.parallel.pp for c in cfgs) // 4  # shared
-    for cfg, kept in zip(cfgs, warm):
+    with states_shared():
+        warm = [[estimate_stage_memory(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+        kept = len(free_of._ZERO[-1]._kept)
+    assert 0 < kept <= sum(c.parallel.pp for c in cfgs) // 4  # shared
+    assert not free_of._ZERO  # dropped on exit
+    for cfg, answer in zip(cfgs, warm):
         cache_clear()
-        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept
+        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == answer
 
 
 def test_memory_shared_by_overlap_siblings_equals_the_one_computed_alone():
-    """``memory.free_of.overlap_free``: ``simulate`` reports one memory for the configs that
-    differ only in the data-parallel and p2p overlap switches (every variant of each group
-    asked here), each stage the estimate computed after ``cache_clear``."""
+    """``twin_graphs.kept_memories``: inside ``runs_shared`` ``simulate`` reports one memory for
+    the configs that differ only in the data-parallel and p2p overlap switches (every variant
+    of each group asked here), each stage the estimate computed outside it, after
+    ``cache_clear``."""
     from trainsim import memo, simulate
-    from trainsim.memory.free_of import overlap_free
+    from trainsim.engine.loop import runs_shared, shared_store
+    from trainsim.twin_graphs import _MEMORY
 
     cfgs = []
     for model in (TINY_MODEL, MOE):
@@ -102,9 +109,11 @@ def test_memory_shared_by_overlap_siblings_equals_the_one_computed_alone():
             cfgs += [c.to_config(base) for c in space.variants(key)]
     assert len(cfgs) > 16 and any(c.parallel.overlap_param_gather for c in cfgs)
     cache_clear()
-    reported = [simulate(c).memory for c in cfgs]
-    assert len(overlap_free._kept) < sum(c.parallel.pp for c in cfgs) // 2  # shared
-    for cfg, kept in zip(cfgs, reported):
+    with runs_shared():
+        reported = [simulate(c).memory for c in cfgs]
+        kept = len(shared_store()[_MEMORY]._kept)
+    assert 0 < kept < sum(c.parallel.pp for c in cfgs) // 2  # shared
+    for cfg, answer in zip(cfgs, reported):
         cache_clear()
         memo.stage_memory.cache_clear()
-        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == kept
+        assert [estimate_stage_memory(cfg, s) for s in range(cfg.parallel.pp)] == answer

@@ -17,7 +17,6 @@ from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
-from trainsim.memory.free_of import overlap_free
 from trainsim.memory import stage_param_split
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS_PER_LAYER: re-exported
@@ -39,7 +38,14 @@ from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     stage_sums,
     summarize,
 )
-from trainsim.twin_graphs import keep_graph, keep_summary, kept_graph, kept_summary, mark
+from trainsim.twin_graphs import (
+    keep_graph,
+    keep_summary,
+    kept_graph,
+    kept_memories,
+    kept_summary,
+    mark,
+)
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.recompute import core_attn_rerun, per_op_sac_layout
@@ -574,8 +580,7 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
     loading = data_loading_s(cfg, iteration_s)
     iteration_s += loading
     breakdown["data_loading_s"] = loading
-    # the same for configs that differ only in the overlap switches (memory.free_of)
-    memory = [overlap_free(stage_memory, cfg, s) for s in range(cfg.parallel.pp)]
+    memory = kept_memories(cfg)  # overlap siblings' (trainsim.twin_graphs)
     tokens = cfg.tokens_per_iteration
     return Result(
         config=cfg,

@@ -43,7 +43,8 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
 from trainsim.engine.loop import shared_store, shared_tasks
-from trainsim.memo import per_pricer
+from trainsim.memo import per_pricer, stage_memory
+from trainsim.memory.free_of import OVERLAP_FIELDS, FreeOf
 from trainsim.pricing import Pricer
 from trainsim.workload.shard import shard_of
 
@@ -54,8 +55,7 @@ ZERO_FIELDS = ("zero_stage", "distributed_optimizer")
 """The parallel fields in the key as :func:`zero_class`."""
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in RECOMPUTE_FIELDS and f.name not in ZERO_FIELDS)
-CHUNK_FREE_FIELDS = frozenset({"overlap_grad_reduce", "overlap_param_gather",
-                               "overlap_p2p_comm"})
+CHUNK_FREE_FIELDS = OVERLAP_FIELDS
 """The parallel fields the priced chunks never read (:func:`kept_chunks`)."""
 _CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in CHUNK_FREE_FIELDS)
@@ -64,6 +64,7 @@ KEPT_CHUNKS = 4096
 prices' objects)."""
 _CHUNKS = "chunks kept"  # first item of a kept chunk set's key; the store's count of them
 _TASKS = "tasks kept"  # the store's count of the kept graphs' tasks
+_MEMORY = "memory kept"  # the store's FreeOf of stage memories (kept_memories)
 _SUMMARY = "summary"  # first item of a kept summary's key
 
 
@@ -125,6 +126,19 @@ def kept_chunks(cfg: RunConfig, pricer: Pricer, layer_source: Any) -> dict:
                       pricer._seen[before[0]:],
                       tuple(itertools.islice(pricer.compute._cache, before[1], None)))
     return out
+
+
+def kept_memories(cfg: RunConfig) -> list:
+    """Each pipeline stage's memory (``memo.stage_memory``); inside ``runs_shared`` (one
+    question) kept across the configs that differ only in ``CHUNK_FREE_FIELDS``, which no
+    memory path reads either (``memory.free_of``: a search's overlap siblings)."""
+    store = shared_store()
+    if store is None:
+        return [stage_memory(cfg, s) for s in range(cfg.parallel.pp)]
+    kept = store.get(_MEMORY)
+    if kept is None:
+        kept = store[_MEMORY] = FreeOf(CHUNK_FREE_FIELDS)
+    return [kept(stage_memory, cfg, s) for s in range(cfg.parallel.pp)]
 
 
 def zero_class(cfg: RunConfig) -> Hashable:
@@ -202,4 +216,4 @@ def keep_summary(graph: Any, cfg: RunConfig, summary: Any) -> None:
 
 
 __all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph",
-           "keep_summary", "kept_chunks", "kept_graph", "kept_summary", "mark", "zero_class"]
+           "keep_summary", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark", "zero_class"]

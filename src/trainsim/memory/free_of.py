@@ -7,13 +7,17 @@ simulates up to eight such siblings of one memory group).
 
 An answer is keyed by the identities of the config's model, training and cluster (kept with
 it, so an identity is never reused while kept), a small number standing for the parallel
-fields but the free ones, the function and its argument.
+fields but the free ones, the function and its argument. Answers are kept only for one
+question whose constants cannot change (as ``pricing.shared``): :func:`zero_free` inside
+:func:`zero_free_kept` (``memory.state.states_shared``: a search's process), a ``FreeOf``
+the caller keeps for as long (``simulator``: in ``engine.runs_shared``'s store).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from trainsim.config import ParallelConfig, RunConfig
@@ -77,13 +81,30 @@ class FreeOf:
         return out[3]
 
 
-zero_free = FreeOf(ZERO_FIELDS)
-overlap_free = FreeOf(OVERLAP_FIELDS)
+_ZERO: list[FreeOf] = []  # one per zero_free_kept entered
+
+
+@contextmanager
+def zero_free_kept() -> Iterator[None]:
+    """Inside it, :func:`zero_free` keeps its answers; they are dropped on exit."""
+    _ZERO.append(FreeOf(ZERO_FIELDS))
+    try:
+        yield
+    finally:
+        _ZERO.pop()
+
+
+def zero_free(fn: Callable[[RunConfig, Any], R], cfg: RunConfig, arg: Hashable) -> R:
+    """``fn(cfg, arg)``, kept across the optimizer shardings inside :func:`zero_free_kept`
+    (``fn`` reads neither ZeRO field), else computed."""
+    return _ZERO[-1](fn, cfg, arg) if _ZERO else fn(cfg, arg)
 
 
 def cache_clear() -> None:
-    zero_free.cache_clear()
-    overlap_free.cache_clear()
+    """Forget what the :func:`zero_free_kept` entered keep."""
+    for kept in _ZERO:
+        kept.cache_clear()
 
 
-__all__ = ["OVERLAP_FIELDS", "ZERO_FIELDS", "FreeOf", "cache_clear", "overlap_free", "zero_free"]
+__all__ = ["OVERLAP_FIELDS", "ZERO_FIELDS", "FreeOf", "cache_clear", "zero_free",
+           "zero_free_kept"]

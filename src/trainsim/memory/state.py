@@ -38,6 +38,7 @@ from operator import attrgetter
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.training import OPTIMIZER_STATE_BYTES
+from trainsim.memory.free_of import zero_free_kept
 from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
 from trainsim.workload.sharding import fsdp_pp_mode
@@ -341,10 +342,13 @@ _SHARED_KEPT = 65536
 @contextmanager
 def states_shared() -> Iterator[None]:
     """Inside it, :func:`model_state` keeps its answers by the model and cluster objects (kept
-    with them), every other field it reads and the stage: enter it around one question whose
-    constants cannot change (a search, as ``pricing.shared``); outside, nothing is kept."""
+    with them), every other field it reads and the stage, and the activations in flight are
+    kept across the optimizer shardings (``memory.free_of.zero_free_kept``): enter it around
+    one question whose constants cannot change (a search, as ``pricing.shared``); outside,
+    nothing is kept."""
     _SHARED.append({})
     try:
-        yield
+        with zero_free_kept():
+            yield
     finally:
         _SHARED.pop()
