@@ -133,3 +133,23 @@ def test_the_amax_all_reduce_is_not_hidden_by_the_tp_overlap():
     assert charged(amax) == pytest.approx(pricer.comm_time(amax), rel=1e-12)
     hidden = replace(amax, waited=False)  # what another TP collective there would cost
     assert charged(hidden) < pricer.comm_time(amax)
+
+
+def test_a_waited_amax_reduction_is_no_tp_exit_to_pipeline():
+    """Under userbuffers a GEMM followed by a TP reduce-scatter runs in chunks overlapped with
+    it; a current-scaling amax all-reduce the stream waits on is not such an exit: the GEMM
+    before it stays whole, and the Chakra export does not overlap it either."""
+    from trainsim.interop.chakra import _is_overlapped
+    from trainsim.workload.ops import Comm, Gemm
+
+    cfg = _cfg("current")
+    cfg = replace(cfg, parallel=replace(cfg.parallel, tp_comm_overlap=True,
+                                        tp_comm_overlap_method="userbuffers"))
+    pricer = Pricer(cfg)
+    gemm = Gemm("fc1", LOCAL, F // TP, H)
+    amax = Comm("amax", "all_reduce", 4, "tp", waited=True)
+    scatter = Comm("rs", "reduce_scatter", LOCAL * H * 2, "tp")
+    assert pricer._overlap_splits([gemm, amax]) == {}
+    assert pricer._overlap_splits([gemm, scatter]) == {0: 4}  # TE_PIPELINE_SPLITS
+    assert not _is_overlapped(amax, cfg)
+    assert _is_overlapped(scatter, cfg)

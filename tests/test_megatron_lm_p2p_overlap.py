@@ -25,7 +25,7 @@ def test_no_send_overlap_before_2023_10_or_without_interleaving():
     assert overlaps(ROW, options="dp_overlap")[2] is False  # a row that states options keeps them
 
 
-def _run(framework: str | None, vpp: int, **extra):
+def _run(framework: str | None, vpp: int | None, **extra):
     from trainsim.catalog import run_config_from_dict
 
     training = {"global_batch_size": 64, "seq_length": 2048, "micro_batch_size": 1}
@@ -33,18 +33,24 @@ def _run(framework: str | None, vpp: int, **extra):
         training["framework"] = framework
     return run_config_from_dict({
         "model": {"preset": "llama2-7b"},
-        "parallel": {"tp": 1, "pp": 4, "vpp": vpp, "overlap_p2p_comm": True, **extra},
+        "parallel": {"tp": 1, "pp": 4, "overlap_p2p_comm": True, **({"vpp": vpp} if vpp else {}),
+                     **extra},
         "training": training, "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
 
 
 def test_megatron_frameworks_send_blocking_without_interleaving():
     # Megatron-core's non-interleaved schedule raises on overlap_p2p_comm and Megatron-LM's
     # arguments.py turns it off without virtual stages: the run sends blocking either way
+    from trainsim.catalog.frameworks import sends_overlap
+
     for framework in ("megatron-lm", "megatron-core", "megatron-bridge", "nemo", "mlperf-nemo"):
-        assert _run(framework, 1).parallel.overlap_p2p_comm is False, framework
-        assert _run(framework, 2).parallel.overlap_p2p_comm is True, framework
-    assert _run(None, 1).parallel.overlap_p2p_comm is True  # no framework: as written
-    assert _run("megascale", 1).parallel.overlap_p2p_comm is True  # not a Megatron schedule
+        assert sends_overlap(_run(framework, 1)) is False, framework
+        assert sends_overlap(_run(framework, 2)) is True, framework
+        # virtual stages a layout states (8 stages on pp 4) interleave as vpp 2 does
+        layout = _run(framework, None, pipeline_model_parallel_layout="Et*4|" + "t*4|" * 6 + "t*4L")
+        assert layout.parallel.vpp == 2 and sends_overlap(layout) is True, framework
+    assert sends_overlap(_run(None, 1)) is True  # no framework: as written
+    assert sends_overlap(_run("megascale", 1)) is True  # not a Megatron schedule
 
 
 def test_a_stated_overlap_without_interleaving_prices_as_blocking_sends():
@@ -56,3 +62,26 @@ def test_a_stated_overlap_without_interleaving_prices_as_blocking_sends():
     # the flag does shorten a run that names no framework
     assert simulate(_run(None, 1)).iteration_time_s < \
         simulate(_run(None, 1, overlap_p2p_comm=False)).iteration_time_s
+
+
+def test_search_prices_the_sends_as_simulate_does():
+    """`trainsim search` builds its configs without the YAML path: a Megatron run without
+    interleaving gets no overlap_p2p_comm variant, one with interleaving does, and the
+    search's times are simulate's."""
+    from trainsim.search import Base, SearchSpace, search
+    from trainsim.simulator import simulate
+
+    cfg = _run("megatron-core", 1, overlap_p2p_comm=False)
+    base = Base(cfg.model, cfg.training, cfg.cluster)
+    space = SearchSpace(tp=(1,), pp=(4,), cp=(1,), micro_batch=(1,), recompute=("none",),
+                        sequence_parallel=(False,), zero=(1,))
+    keys = [k for k in space.memory_keys(base, 8) if k.pp == 4]
+    for key in keys:
+        flags = {c.overlap_p2p_comm for c in space.variants(key, sends_block_alone=True)}
+        assert flags == ({False, True} if key.vpp > 1 else {False}), key
+        assert {c.overlap_p2p_comm for c in space.variants(key)} == {False, True}
+    result = search(base, [8], space, top_k=50, rank_by="config", exhaustive=True)
+    assert result.evaluated
+    for e in result.evaluated:
+        assert e.iteration_time_s == simulate(e.candidate.to_config(base)).iteration_time_s
+        assert e.candidate.mem.vpp > 1 or not e.candidate.overlap_p2p_comm

@@ -47,7 +47,7 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     # the compute stream, with a blocking send folded in, or a send of its own on the
     # pipeline stream under overlap_p2p_comm (which the send's receiver waits for too)
     send = graph.send.duration_s
-    folded, own = (0.0, send) if p.overlap_p2p_comm else (send, 0.0)
+    folded, own = (0.0, send) if graph.sends_overlap else (send, 0.0)
     f_on = [graph.work[v][0].duration_s + (folded if v < nv - 1 else 0.0) for v in range(nv)]
     # under the combined 1F1B a backward's exposed exchanges depend on the forward beside it
     # (``combined_1f1b.beside_forward``): only its own work is certain

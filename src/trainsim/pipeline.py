@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from trainsim.catalog.frameworks import profile_supports
+from trainsim.catalog.frameworks import profile_supports, sends_overlap
 from trainsim.chunks import chunks as priced_chunks
 from trainsim.collectives.nccl import batched_p2p_s
 from trainsim.engine import Timeline
@@ -86,7 +86,7 @@ def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
     if p.pp > 1 and stride < gpn and pricer.net.span(p.pp, stride).nodes > 1:
         across = pricer.net.collective("send_recv", size_bytes, pricer.net.span(2, gpn))
         t = max(t, across.time_s)
-    elif (p.pp > 1 and not p.overlap_p2p_comm and profile_supports(cfg, "batched_p2p")
+    elif (p.pp > 1 and not sends_overlap(cfg) and profile_supports(cfg, "batched_p2p")
           and pricer.net.span(p.pp, stride).nodes == 1):
         t = max(t, batched_p2p_s(size_bytes, p.pp))
     return t
@@ -296,7 +296,7 @@ class ScheduledPipeline:
         vb = virtual_stage(self.name, s, b.chunk, self.pp)
         send_f = self.sends(s, vf, f.chunk, True)
         send_b = self.sends(s, vb, b.chunk, False)
-        blocking = not g.p.overlap_p2p_comm
+        blocking = not g.sends_overlap
         key = (vf, vb, send_f and blocking, send_b and blocking)
         work = self._pairs.get(key)
         if work is None:  # one Priced per kind of pair: its summary is computed once

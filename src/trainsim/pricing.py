@@ -322,7 +322,8 @@ class Pricer:
         scatter_chunks = TE_PIPELINE_SPLITS if method == "userbuffers" else self.cfg.parallel.tp
         out: dict[int, int] = {}
         for i, op in enumerate(ops):
-            if not (isinstance(op, Comm) and op.group == "tp") or op.overlap_with_previous:
+            if not (isinstance(op, Comm) and op.group == "tp") or op.overlap_with_previous \
+                    or op.waited:  # a blocking amax reduction, not a TP exit to pipeline
                 continue
             if op.kind == "all_gather":
                 j = next((j for j in range(i + 1, len(ops)) if isinstance(ops[j], Gemm)), None)

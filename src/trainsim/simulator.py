@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from trainsim.catalog.frameworks import profile_supports
+from trainsim.catalog.frameworks import profile_supports, sends_overlap
 from trainsim.chunks import Chunk, LayerSource, chunks, concat
 from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
@@ -79,6 +79,7 @@ class _TaskGraph(OptimizerTasks):
                  microbatches: int | None = None) -> None:
         p = cfg.parallel
         self.cfg, self.p, self.pricer = cfg, p, pricer
+        self.sends_overlap = sends_overlap(cfg)  # pipeline sends on a stream of their own
         self.pp, self.vpp = p.pp, p.vpp
         self.m = microbatches or cfg.num_microbatches  # fewer: a truncated steady state
         self.tags: list[int] = []
@@ -209,7 +210,7 @@ class _TaskGraph(OptimizerTasks):
         if not sends:
             i = self.add((s, "compute"), work, deps, label)
             return i, i
-        if self.p.overlap_p2p_comm:
+        if self.sends_overlap:
             i = self.add((s, "compute"), work, deps, label)
             return i, self.add((s, "pp"), self.send, [i], f"send {label}")
         i = self.add((s, "compute"), self._with_send(work), deps, label)
@@ -226,10 +227,10 @@ class _TaskGraph(OptimizerTasks):
         """(stream, duration, segments, detail, send, slows) of a pass as :meth:`pass_and_send`
         adds it; ``send``: the separate send task's (stream, duration, segments, detail, slows)
         under overlap_p2p_comm, else None (none, or folded into the pass)."""
-        if sends and not self.p.overlap_p2p_comm:
+        if sends and not self.sends_overlap:
             work = self._with_send(work)
         send = None
-        if sends and self.p.overlap_p2p_comm:
+        if sends and self.sends_overlap:
             stream = (s, "pp")
             share = self.pricer.sm_share.get("pp")
             send = (stream, self.send.duration_s, self.send.summary, self.send,
@@ -406,7 +407,7 @@ class _TaskGraph(OptimizerTasks):
             self.split_last_backward(s, v, chunk, deps)
         if v == 0:
             return i
-        stream = "pp" if self.p.overlap_p2p_comm else "compute"
+        stream = "pp" if self.sends_overlap else "compute"
         return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
 
     def _reduce_scatter(self, s: int, after: int, mb: int, part: tuple[int, int] = (0, 1)

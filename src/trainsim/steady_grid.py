@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trainsim.catalog.frameworks import sends_overlap
 from trainsim.config import RunConfig
 from trainsim.engine import Task, Timeline
 from trainsim.pricing import Priced, Pricer
@@ -184,7 +185,7 @@ def uncontended_run(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | 
     """Run A of ``m`` micro-batches on the grid, or None where a task of it would slow a
     stream or is not a plain pass (then the task graph is built)."""
     p = cfg.parallel
-    if p.optimizer_post_validation or p.overlap_p2p_comm or (
+    if p.optimizer_post_validation or sends_overlap(cfg) or (
             cfg.model.tied_embeddings and p.pp > 1):  # the embedding all-reduce
         return None
     tg = _TaskGraph(cfg, pricer, layer_source, m)

@@ -124,10 +124,6 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
                           f"(source: {profile.source})")
-    if _number(vpp) <= 1 and profile.supports("p2p_overlap_interleaved_only") is True and \
-            _truthy(parallel.get("overlap_p2p_comm")):
-        # as Megatron-LM's arguments.py does: without interleaving the sends block anyway
-        parallel["overlap_p2p_comm"] = False
     group = profile.features.get("microbatch_group_size")
     if _given(parallel.get("microbatch_group_size_per_vp_stage")) and group == "none":
         raise ConfigError(f"parallel.microbatch_group_size_per_vp_stage is not in {where} "

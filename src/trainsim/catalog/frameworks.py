@@ -364,6 +364,19 @@ def profile_supports(cfg: Any, feature: str) -> bool:
     return framework_supports(t.framework, t.framework_version, feature)
 
 
+def sends_overlap(cfg: Any) -> bool:
+    """Whether the run's pipeline sends go on a stream of their own (``overlap_p2p_comm``) as
+    its framework runs them: Megatron's schedule without interleaving sends blocking whatever
+    the flag says (profile feature ``p2p_overlap_interleaved_only``: Megatron-core's
+    forward_backward_pipelining_without_interleaving raises on the flag, Megatron-LM's
+    arguments.py turns it off). Other schedules (zero bubble, DualPipe) keep the flag;
+    ``parallel.vpp`` is the resolved count (a layout's virtual stages included)."""
+    p = cfg.parallel
+    return p.overlap_p2p_comm and (
+        p.vpp > 1 or p.pipeline_schedule not in (None, "1f1b")
+        or not profile_supports(cfg, "p2p_overlap_interleaved_only"))
+
+
 @functools.cache
 def uneven_layout(framework: str | None, version: str | None) -> str:
     """The ``pipeline_model_parallel_layout`` rule that places layers which do not split

@@ -35,6 +35,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from trainsim.catalog.frameworks import framework_supports
 from trainsim.cpus import cpus
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
@@ -306,6 +307,9 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                       "",
                       "fix some of --tp/--pp/--cp or lower --max-vpp/--max-micro-batch")
     bounds = Bounds(base)
+    t = base.training
+    block_alone = framework_supports(t.framework, t.framework_version,
+                                     "p2p_overlap_interleaved_only")
     enumerated = 0
     # (bound, order, candidate, headroom or None, bound refined?)
     heap: list[tuple[float, int, Candidate, float | None, bool]] = []
@@ -315,7 +319,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
             bounds.prime(key, Candidate(key).to_config(base))
         except ConfigError:
             continue
-        variants = space.variants(key)
+        variants = space.variants(key, block_alone)
         enumerated += len(variants)
         lead = variants.pop(_lead(variants))
         siblings[lead] = variants
