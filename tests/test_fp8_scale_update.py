@@ -47,11 +47,12 @@ def test_v31_updates_each_te_module_once_per_pass():
     updates = [n for n in names if UPDATE in n]
     assert updates == ["qkv_proj.fp8_scale_update", "out_proj.fp8_scale_update",
                        "fc1.fp8_scale_update"]
-    # under SP a gathered input is cast on local rows (fp8_cast), a local one cast-transposed
-    first_cast = {"qkv_proj": "fp8_cast", "out_proj": "cast_transpose", "fc1": "fp8_cast"}
+    # under SP the norm of LayerNormLinear / LayerNormMLP wrote the gathered input in fp8,
+    # so the GEMM follows (Shard.fp8_norm_quantize); a local input is cast-transposed
+    first_cast = {"qkv_proj": "", "out_proj": ".cast_transpose", "fc1": ""}
     for u in updates:
         module = u.split(".")[0]
-        assert names.index(u) + 1 == names.index(f"{module}.{first_cast[module]}")
+        assert names.index(u) + 1 == names.index(f"{module}{first_cast[module]}")
     bnames = [op.name for op in bwd]
     assert [n for n in bnames if UPDATE in n] == [
         "fc2.fp8_scale_update.bwd", "out_proj.fp8_scale_update.bwd",

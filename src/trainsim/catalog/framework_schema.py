@@ -165,6 +165,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # input (and of a row-parallel GEMM's output gradient) and all-gathers the fp8 data
     # (Transformer Engine Linear/LayerNormLinear/LayerNormMLP, v1.5..v2.8; workload.shard)
     "fp8_cast_before_gather": _nullable(_bool),
+    # per-tensor fp8 quantizers write no transpose where the GPU's fp8 GEMMs take non-TN layouts
+    # (sm100+): Transformer Engine >= 2.0 csrc quantizer.cpp ``columnwise_usage &&
+    # !nvte_is_non_tn_fp8_gemm_supported()``; TE 1.x cast_transpose always writes it
+    "fp8_non_tn_layouts": _nullable(_bool),
+    # the norm of a norm-and-linear module quantizes its own output (TE LayerNormLinear and
+    # LayerNormMLP: fp8 written by the norm under delayed scaling, amax computed by it under
+    # current scaling, TE >= 2.7; workload.shard ``Shard.fp8_norm_quantize``)
+    "fp8_norm_quantize": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
@@ -341,7 +349,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather", "fp8_cast_before_gather", "sdpa_by_arch", "modules", "cpu_offloading",
+             "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
              "moe_shared_experts_attn_node",

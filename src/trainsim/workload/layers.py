@@ -66,7 +66,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             linear(ops, sh, "gate_proj", T, f_loc, h, seq_parallel="gather")
             linear(ops, sh, "up_proj", T, f_loc, h, shares_input=True, seq_parallel="gather")
         else:
-            linear(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h, seq_parallel="gather")
+            linear(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h, seq_parallel="gather",
+                   norm_fused=not parallel)
         ops.append(activation_op(gated, T * f_loc, sh.eager, not sh.split_projections))
         linear(ops, sh, "fc2", T, h, f_loc, seq_parallel="scatter")
 
@@ -85,7 +86,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             linear(ops, sh, "k_proj", T, kv_loc, h, shares_input=True, seq_parallel="gather")
             linear(ops, sh, "v_proj", T, kv_loc, h, shares_input=True, seq_parallel="gather")
         else:
-            linear(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h, seq_parallel="gather")
+            linear(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h, seq_parallel="gather",
+                   norm_fused=not parallel)
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc),
                                norm_impl(m.normalization, m.kv_channels, sh.eager,
@@ -246,7 +248,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
-            if op.name.endswith(("cast_transpose", "fp8_cast", "fp8_scale_update")) or \
+            if op.name.endswith(("cast_transpose", "fp8_cast", "fp8_transpose",
+                                 "fp8_scale_update")) or \
                     op.host_sync:
                 continue  # no backward of its own; the gradient's cast and update are added above
             nbytes, kernels = backward_bytes(op)

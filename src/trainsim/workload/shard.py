@@ -58,8 +58,20 @@ class Shard:
     column-parallel input in the forward, the row-parallel output gradient in the backward
     (Transformer Engine; the profile's ``fp8_cast_before_gather``, ``FP8_GATHER_*``)."""
     fp8_tn_only: bool = True
-    """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies (below
-    Blackwell: TE utils.py ``is_non_tn_fp8_gemm_supported``, v2.8)."""
+    """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies: False
+    where the GPU's fp8 GEMMs take any layout (Blackwell: TE v2.8 utils.py 462-467
+    ``is_non_tn_fp8_gemm_supported``) and the framework's per-tensor quantizers skip the
+    transpose there (the profile's ``fp8_non_tn_layouts``)."""
+    fp8_norm_quantize: bool = False
+    """A norm fused with the GEMM after it (Transformer Engine's LayerNormLinear, LayerNormMLP)
+    quantizes its own output (the profile's ``fp8_norm_quantize``; ``linear``'s ``norm_fused``):
+    under delayed scaling the norm kernel writes fp8 itself (csrc/extensions/normalization.cpp@v2.8
+    108-109 ``FULLY_FUSED``; v1.5 _common.py 46-69 ``fp8_out``), a transpose of it following
+    where the GEMM needs one (common/normalization/layernorm/ln_api.cpp@v2.8 111-117
+    ``nvte_transpose``; v1.5 layernorm_linear.py 480 ``fp8_transpose``); under current scaling
+    the norm computes the amax as it writes 16 bits, and the cast skips its amax pass
+    (normalization.cpp@v2.8 116-120, 184-191 ``FUSED_NORM_AMAX_FP8`` -> ``quantize_with_amax``;
+    TE >= 2.7). MXFP8 and blockwise norm, then cast (``UNFUSED``)."""
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -74,7 +86,12 @@ class Shard:
 
     @property
     def fp8_cast_bytes(self) -> float:
-        """Bytes per element of casting a 16-bit GEMM input to fp8 under this shard's recipe."""
+        """Bytes per element of casting a 16-bit GEMM input to fp8 under this shard's recipe:
+        per-tensor scaling writes no transpose where GEMMs take non-TN layouts (``fp8_tn_only``:
+        TE v2.8 csrc/quantizer.cpp 126-137, 331-340 ``with_transpose = columnwise_usage &&
+        !nvte_is_non_tn_fp8_gemm_supported()``); MXFP8 and blockwise write both layouts anyway."""
+        if not self.fp8_tn_only and self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES:
+            return ACT + 1 + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
         return FP8_CAST_TRANSPOSE_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
 
     @property
@@ -96,6 +113,18 @@ class Shard:
         """A gathered fp8 operand is transposed after the gather for its wgrad (row-wise
         gathered data, TN-only fp8 GEMMs)."""
         return self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES and self.fp8_tn_only
+
+    def fp8_gather_bytes(self, grad: bool = False) -> float:
+        """Bytes per element an fp8 SP all-gather moves: the 1-byte data, plus under MXFP8
+        (TE ``fp8_local_cast``) its 8-bit scale per 32 elements for each layout the quantizer
+        is set to use (distributed.py@v2.8 1449-1563 ``_all_gather_mxfp8``): the forward input
+        row-wise only (layernorm_linear.py@v2.8 253 ``set_usage(rowwise=True,
+        columnwise=False)``), the output gradient both, for dgrad and wgrad (linear.py@v2.8
+        567 ``set_usage(rowwise=True, columnwise=True)``; with userbuffers a second, column-wise
+        gather, 775-804)."""
+        if not (self.fp8_local_cast and self.fp8_recipe == "mxfp8"):
+            return 1
+        return (2 if grad else 1) * (1 + 1 / 32)
 
     @property
     def norm_tokens(self) -> int:
@@ -129,7 +158,10 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
                  and framework_supports(t.framework, t.framework_version,
                                         "fp8_cast_before_gather"),
-                 fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops,  # sm100 adds fp4 cores
+                 fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops  # sm100 adds fp4 cores
+                 or not framework_supports(t.framework, t.framework_version, "fp8_non_tn_layouts"),
+                 fp8_norm_quantize=t.dtype == "fp8" and framework_supports(
+                     t.framework, t.framework_version, "fp8_norm_quantize"),
                  fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
                  and framework_supports(t.framework, t.framework_version,
                                         "fp8_module_scale_update"),
@@ -205,7 +237,7 @@ turns the 16-bit weight gradient back into fp32 (read 2, write 4)."""
 
 def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: int = 1,
           shares_input: bool = False, grouped: GroupedImpl = "", ragged: bool = False,
-          seq_parallel: str = "") -> None:
+          seq_parallel: str = "", norm_fused: bool = False) -> None:
     """A forward (fprop) linear: its fp8 GEMM runs without cuBLAS's split accumulator, as
     Transformer Engine runs it (pytorch/module/base.py ``_2X_ACC_FPROP = False``, passed as
     ``use_split_accumulator`` by Linear, LayerNormLinear, LayerNormMLP and GroupedLinear) and
@@ -221,17 +253,27 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
     if sh.fp8_module_scale_update and not grouped and name != LAYERNORM_MLP[1]:
         ops.append(fp8_scale_update_op(name))
     gathered = sh.fp8_local_cast and seq_parallel == "gather"
+    # the norm quantizes: delayed scaling writes fp8 in the norm, current drops the amax pass
+    fused = norm_fused and sh.fp8_norm_quantize and sh.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES
+    amax_read = ACT if fused and sh.fp8_recipe == "current" else 0
+    kernels = sh.fp8_cast_kernels - (1 if amax_read else 0)
     if gathered and not (shares_input and sh.compiled):  # own rows, cast before the gather
         if sh.fp8_recipe == "current":
             ops.append(amax_all_reduce(f"{name}.amax_all_reduce"))
-        ops.append(Elementwise(f"{name}.fp8_cast", bytes=m // sh.tp * k * sh.fp8_gather_cast_bytes,
-                               kernels=sh.fp8_cast_kernels, kernel=FP8_GATHER_CAST_KERNEL))
+        if not (fused and sh.fp8_recipe == "delayed"):
+            ops.append(Elementwise(f"{name}.fp8_cast", bytes=m // sh.tp * k * (
+                sh.fp8_gather_cast_bytes - amax_read), kernels=kernels,
+                kernel=FP8_GATHER_CAST_KERNEL))
+    elif fused and sh.fp8_recipe == "delayed" and not gathered:  # the norm wrote fp8
+        if sh.fp8_tn_only:
+            ops.append(Elementwise(f"{name}.norm_fp8_transpose", bytes=m * k * FP8_TRANSPOSE_BYTES,
+                                   kernel=FP8_TRANSPOSE_KERNEL))
     elif sh.dtype == "fp8" and not gathered and not (shares_input and sh.compiled):
         # the activation input is cast (with amax) to fp8 and transposed, split per expert for
         # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
         ops.append(Elementwise(f"{name}.cast_transpose",
-                               bytes=batch * m * k * sh.fp8_cast_bytes,
-                               kernels=batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
+                               bytes=batch * m * k * (sh.fp8_cast_bytes - amax_read),
+                               kernels=batch * kernels, kernel=CAST_KERNEL))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
                     grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
                     seq_parallel=seq_parallel if sh.fp8_local_cast else ""))
@@ -243,7 +285,7 @@ def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None
     GEMM runs in fp8 (``LayerNormLinear`` writes its norm output in fp8), so the gather moves
     one byte per element; the input gradient it pairs with is reduced in 16 bits."""
     if sh.tp > 1 and sh.sp:
-        elem = 1 if (gemm_dtype or sh.dtype) == "fp8" else ACT
+        elem = sh.fp8_gather_bytes() if (gemm_dtype or sh.dtype) == "fp8" else ACT
         ops.append(Comm(f"{name}.all_gather", "all_gather", sh.tokens * h * elem, "tp",
                         grad_bytes=sh.tokens * h * ACT))
 
@@ -254,6 +296,6 @@ def tp_exit(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None 
     GEMM runs in fp8 (Transformer Engine casts it before the gather)."""
     if sh.tp > 1:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
-        elem = 1 if (gemm_dtype or sh.dtype) == "fp8" else ACT
+        elem = sh.fp8_gather_bytes(grad=sh.sp) if (gemm_dtype or sh.dtype) == "fp8" else ACT
         ops.append(Comm(f"{name}.{kind}", kind, sh.tokens * h * ACT, "tp",
                         grad_bytes=sh.tokens * h * elem))
