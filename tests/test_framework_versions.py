@@ -12,7 +12,7 @@ import pytest
 
 from trainsim.catalog.framework_versions import parse, release_table
 from trainsim.catalog.frameworks import framework_profile, version_reading
-from trainsim.errors import CatalogError
+from trainsim.errors import CatalogError, ConfigError
 from trainsim.validate.vocab import normalized_training_row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +116,9 @@ def test_validation_row_reports_the_reading():
     assert row["framework"] == "deepspeed" and "2024-03-07" in read["framework_version"]
     _, read = normalized_training_row({"framework": "megatron-lm", "framework_version": "2021-04"})
     assert "framework_version" not in read
+    with pytest.raises(ConfigError) as exc:  # a container number on megatron-core is no version
+        normalized_training_row({"framework": "megatron-core", "framework_version": "24.07"})
+    assert "\n" not in str(exc.value) and "e.g. '0.4'" in str(exc.value)
 
 
 def test_table_rows_are_ordered_and_containers_dated():
