@@ -101,6 +101,7 @@ class Bounds:
         self._layouts: dict[tuple, tuple] = {}
         self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
         self._refined: dict[tuple, float] = {}
+        self._sums: dict[tuple, tuple] = {}  # _stage_sums
         self._cheap: dict[MemoryKey, float] = {}
         self._rate: float | None = None  # peak_gemm_rate(base), once
         self.configs: dict[MemoryKey, Any] = {}
@@ -179,26 +180,45 @@ class Bounds:
             return cheap
         return hit
 
-    def _pipeline_bound(self, c: Candidate) -> float:
-        sh = self._shape(c.mem)
-        layer, head, emb = self._pass_times(c, lambda: c.to_config(self.base),
-                                            compute_only=sh.paired)
-        pp, m = sh.pp, sh.m
+    def _work(self, passes: tuple, kinds: tuple[tuple[int, int], ...]) -> list[float]:
+        """One micro-batch's forward + backward of each virtual stage."""
+        layer, head, emb = passes
         # n x a layer's passes, not n additions: the same to ~n ulps, far inside REFINED_SAFETY
         work = [(dense * layer[False] if dense else 0.0) + (moe * layer[True] if moe else 0.0)
-                for dense, moe in sh.kinds]
+                for dense, moe in kinds]
         work[0] += emb
         work[-1] += head
-        n_virtual = len(sh.ranges)
+        return work
+
+    def _stage_sums(self, passes: tuple, kinds: tuple[tuple[int, int], ...], pp: int
+                    ) -> tuple[list[float], list[float]]:
+        """Per stage s, the passes of the virtual stages before it (one micro-batch's) and its
+        own: kept by the identities of the pass times and layer kinds (both kept by this
+        object's caches), which the memory groups of one layout share across their micro-batch
+        sizes, optimizer shardings and overlap switches."""
+        key = (id(passes), id(kinds), pp)
+        hit = self._sums.get(key)
+        if hit is None or hit[0] is not passes or hit[1] is not kinds:
+            work, n_virtual = self._work(passes, kinds), len(kinds)
+            hit = self._sums[key] = (passes, kinds, [sum(work[:s]) for s in range(pp)],
+                                     [sum(work[s:n_virtual:pp]) for s in range(pp)])
+        return hit[2], hit[3]
+
+    def _pipeline_bound(self, c: Candidate) -> float:
+        sh = self._shape(c.mem)
+        passes = self._pass_times(c, lambda: c.to_config(self.base), compute_only=sh.paired)
+        pp, m = sh.pp, sh.m
         if sh.schedule in (None, "1f1b", "interleaved_1f1b"):
-            busy = [m * sum(work[s:n_virtual:pp]) for s in range(pp)]  # each stage's passes
-            bound = max(sum(work[:s]) + busy[s] for s in range(pp))
+            before, own = self._stage_sums(passes, sh.kinds, pp)
+            busy = [m * x for x in own]  # each stage's passes
+            bound = max(before[s] + busy[s] for s in range(pp))
             if sh.tails:  # what stage s still runs after its last pass, or beside its passes
                 tail = sh.tails[(c.overlap_grad_reduce, c.overlap_param_gather)]
                 for s in range(pp):
                     bound = max(bound, busy[s] + tail[s], busy[s] + sh.contention[s])
         else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
             from trainsim.workload.pipeline_schedules import rank_chunks
+            work = self._work(passes, sh.kinds)
             per_chunk = m / 2 if sh.schedule == "dualpipe" else m
             bound = max(per_chunk * sum(work[v] for v in rank_chunks(sh.schedule, s, pp, sh.vpp))
                         for s in range(pp))
