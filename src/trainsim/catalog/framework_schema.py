@@ -173,6 +173,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # LayerNormMLP: fp8 written by the norm under delayed scaling, amax computed by it under
     # current scaling, TE >= 2.7; workload.shard ``Shard.fp8_norm_quantize``)
     "fp8_norm_quantize": _nullable(_bool),
+    # MLA's down-projections are TELinear 'duplicated' on the SP rows, the up-projections gather
+    # the compressed latents (Megatron-core >= 0.14; workload.layers ``_mla_local_down``)
+    "mla_down_proj_duplicated": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
@@ -349,7 +352,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize", "sdpa_by_arch", "modules", "cpu_offloading",
+             "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
+             "mla_down_proj_duplicated", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
              "moe_shared_experts_attn_node",

@@ -75,7 +75,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
     ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes))
-    tp_enter(ops, sh, h, "attn")
+    if not (m.is_mla and _mla_local_down(cfg, sh)):  # else the compressed latents are gathered
+        tp_enter(ops, sh, h, "attn")
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
         head_dim = (m.qk_dim + m.v_dim) // (2 * m.num_attention_heads)  # mean of QK and V widths
@@ -162,26 +163,54 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     return ops
 
 
+def _mla_local_down(cfg: RunConfig, sh: Shard) -> bool:
+    """Under SP, MLA's down-projections run on the rank's own rows and the up-projections
+    gather the compressed latents (profile ``mla_down_proj_duplicated``): Megatron-core
+    core_v0.14.0 multi_latent_attention.py 351-413 (TELinear ``parallel_mode='duplicated'``),
+    509-552 (q_compressed and kv_compressed [s/TP, b, ...], k_pos_emb
+    ``gather_from_sequence_parallel_region``); gpt_layer_specs.py 125-147 (the up-projections
+    LayerNormColumnParallelLinear, which gather their normed input)."""
+    return sh.tp > 1 and sh.sp and profile_supports(cfg, "mla_down_proj_duplicated")
+
+
+K_POS_EMB_GATHER = "k_pos_emb.all_gather"
+"""The shared rotary key's 16-bit SP all-gather (``_mla_local_down``): only RoPE reads it, so
+the backward reduce-scatters its gradient and gathers nothing again."""
+
+
 def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     """Multi-head latent attention's projections (DeepSeek-V2 §2.1, Megatron-core MLA): the
     down-projections of the query and of the joint key/value (plus the shared rotary key) are
-    replicated over TP ranks; their up-projections are column-parallel over heads."""
+    replicated over TP ranks; their up-projections are column-parallel over heads, each with
+    its norm in one module (LayerNormColumnParallelLinear where qk_layernorm)."""
     m = cfg.model
     h, T, t = m.hidden_size, sh.tokens, sh.tp
     heads, rope = m.num_attention_heads // t, m.qk_pos_emb_head_dim
+    local = _mla_local_down(cfg, sh)
+    rows, sp = (T // t, "gather") if local else (T, "")
     if m.q_lora_rank:
-        linear(ops, sh, "q_down_proj", T, m.q_lora_rank, h)
-        ops.append(Elementwise("q_norm", bytes=T * m.q_lora_rank * ACT * 2,
+        linear(ops, sh, "q_down_proj", rows, m.q_lora_rank, h)
+        ops.append(Elementwise("q_norm", bytes=rows * m.q_lora_rank * ACT * 2,
                                kernel=m.normalization))
-        linear(ops, sh, "q_up_proj", T, heads * (m.qk_head_dim + rope), m.q_lora_rank)
+        if local:
+            tp_enter(ops, sh, m.q_lora_rank, "q_up_proj")
+        linear(ops, sh, "q_up_proj", T, heads * (m.qk_head_dim + rope), m.q_lora_rank,
+               seq_parallel=sp, norm_fused=True)
     else:
         # Megatron-core's linear_q_proj (no query LoRA): its own name, since mla_up_proj
         # re-runs it (``qkv_up_proj_and_rope_apply``) and no GQA q_proj
-        linear(ops, sh, "mla_q_proj", T, heads * (m.qk_head_dim + rope), h)
+        if local:
+            tp_enter(ops, sh, h, "mla_q_proj")
+        linear(ops, sh, "mla_q_proj", T, heads * (m.qk_head_dim + rope), h, seq_parallel=sp)
     kv_lora = m.kv_lora_rank or 0
-    linear(ops, sh, "kv_down_proj", T, kv_lora + rope, h)
-    ops.append(Elementwise("kv_norm", bytes=T * kv_lora * ACT * 2, kernel=m.normalization))
-    linear(ops, sh, "kv_up_proj", T, heads * (m.qk_head_dim + m.v_head_dim), kv_lora)
+    linear(ops, sh, "kv_down_proj", rows, kv_lora + rope, h)
+    if local:
+        ops.append(Comm(K_POS_EMB_GATHER, "all_gather", T * rope * ACT, "tp"))
+    ops.append(Elementwise("kv_norm", bytes=rows * kv_lora * ACT * 2, kernel=m.normalization))
+    if local:
+        tp_enter(ops, sh, kv_lora, "kv_up_proj")
+    linear(ops, sh, "kv_up_proj", T, heads * (m.qk_head_dim + m.v_head_dim), kv_lora,
+           seq_parallel=sp, norm_fused=True)
     if profile_supports(cfg, "mla_eager_rope"):
         ops.append(mla_eager_rope_op(T, heads, m.qk_head_dim, rope, m.v_head_dim))
     else:
@@ -266,7 +295,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             grad = op.bytes if op.grad_bytes is None else op.grad_bytes
             if grad == 0:
                 continue  # an integer tensor's collective (routing counts): no gradient
-            if op.group == "tp" and op.kind == "all_gather" and dgrad_at is not None:
+            if op.group == "tp" and op.kind == "all_gather" and dgrad_at is not None \
+                    and op.name != K_POS_EMB_GATHER:
                 # column-parallel entry: re-gather the saved input under the consumer's dgrad,
                 # reduce-scatter the input gradient under its wgrad (just emitted)
                 ops.insert(dgrad_at + 1, Comm(f"{op.name}.bwd_regather", "all_gather", op.bytes,
