@@ -9,8 +9,11 @@ from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel
 from trainsim.compute.roofline import (
     ATTENTION_OF_GEMM,
+    ATTN_ROW_OVERHEAD_KEYS,
     attention_fraction,
     attention_tile,
+    computed_scores,
+    diagonal_keys,
     flash1_pass_bytes,
     gqa_group_sum_bytes,
     tile_scores,
@@ -196,6 +199,31 @@ def test_tiles_count_the_padding_and_the_diagonal_blocks():
     assert tile_scores(1024, 1024, True, 192, 128) > tile_scores(1024, 1024, True, 128, 128)
     assert tile_scores(1024, 1024, True, 64, 128, True) == tile_scores(1024, 1024, True, 128,
                                                                        128, True)
+
+
+def test_a_cp_shard_pays_the_unsplit_kernels_diagonal_per_row():
+    """FA3's forward at head dim 64 runs 192-row query blocks over 128-key blocks: a block's
+    last row ends 64 or 0 keys short of a 128-key boundary, in turn (32 keys on average), and
+    its rows see 1..192 of the block's 192 diagonal keys (95.5 short of 192 on average):
+    127.5 keys a row, not the 96 of half a query block. At head dim 256 (128x80 tiles) the
+    five blocks of a 640-row period end 32, 64, 16, 48, 0 keys short (32 on average) plus
+    63.5: 95.5. A CP rank's causal shard (q_len = kv_len / cp) crosses the diagonal once per
+    row as the whole sequence does, so it pays the same per row."""
+    assert diagonal_keys(192, 128, False) == 127.5
+    assert diagonal_keys(128, 80, False) == 95.5
+    assert diagonal_keys(128, 128, False) == diagonal_keys(128, 128, True) == 63.5
+    seq, cp = 24 * 384 * 5, 4  # whole periods of every tile shape below
+
+    def padding_per_row(op: Attention) -> float:
+        return (computed_scores(op) - op.pairs) / op.q_len
+
+    for head_dim, backward in ((64, False), (256, False), (64, True), (128, True)):
+        whole = Attention("a", 1, 8, 8, seq, seq, head_dim, backward=backward, impl="flash3")
+        shard = Attention("a", 1, 8, 8, seq // cp, seq, head_dim, backward=backward,
+                          impl="flash3")
+        assert padding_per_row(shard) == pytest.approx(padding_per_row(whole), abs=1e-6)
+    shard = Attention("a", 1, 8, 8, seq // cp, seq, 64, impl="flash3")
+    assert padding_per_row(shard) == pytest.approx(127.5 + ATTN_ROW_OVERHEAD_KEYS)
 
 
 def test_flash3_tiles_come_from_its_source_and_cost_most_at_short_sequences():

@@ -130,6 +130,36 @@ def tile_scores(q_len: int, kv_len: int, causal: bool, block_m: int, block_n: in
     blocks = causal_backward_blocks(q_blocks, q_len, block_m, block_n, offset, kv_blocks) \
         if backward else causal_forward_blocks(q_blocks, block_m, block_n, offset, kv_blocks)
     return float(blocks * block_m * block_n)
+
+
+@functools.lru_cache(maxsize=256)
+def diagonal_keys(block_m: int, block_n: int, backward: bool) -> float:
+    """Keys a causal kernel computes per query row beyond those the row sees, on average along
+    a long diagonal: the masked part of the whole tiles the diagonal crosses, as ``tile_scores``
+    counts them. The tiles meet the diagonal the same way every lcm(``block_m``, ``block_n``)
+    rows, so one such square is the average: 63.5 keys for 128-square blocks, 127.5 for
+    FlashAttention-3's 192x128 forward tiles at head dim 64, 95.5 for its 128x80 ones at 256.
+    Each query row of a CP rank's shard or of a window crosses the diagonal once, as in the
+    whole sequence, so they pay it per row."""
+    period = math.lcm(block_m, block_n)
+    seen = period * (period + 1) / 2
+    return (tile_scores(period, period, True, block_m, block_n, backward) - seen) / period
+
+
+def computed_scores(op: Attention) -> float:
+    """Scores one head of fused attention ``op`` costs, in key columns: its kernel's whole
+    tiles (``tile_scores``) and each query row's fixed work (``ATTN_ROW_OVERHEAD_KEYS``); a
+    window's or a CP shard's queries (a causal ``q_len`` short of ``kv_len``) their useful
+    scores and, row by row, the fixed work and the diagonal's tiles (``diagonal_keys``)."""
+    row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
+    block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward)
+    if op.window is None and (op.q_len == op.kv_len or not op.causal):
+        return (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n, op.backward)
+                + math.ceil(op.q_len / block_m) * block_m * row)
+    diagonal = diagonal_keys(block_m, block_n, op.backward) if op.causal else 0.0
+    return op.pairs + op.q_len * (row + diagonal)
+
+
 SOFTMAX_EXP_EXPOSED = 1.02
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
 not hidden under the matmuls (the fit finds 1.02: none is hidden). It is what makes head dim
@@ -504,23 +534,14 @@ class RooflineModel:
             frac = attention_fraction(op.impl, op.backward, self.gpu)
             if op.dropout:
                 frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
-            # each query row's fixed work and the causal diagonal block, in key columns
-            row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
-            block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward)
-            if op.window is None and (op.q_len == op.kv_len or not op.causal):
-                computed = (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n,
-                                        op.backward)
-                            + math.ceil(op.q_len / block_m) * block_m * row)
-            else:  # a window or a CP shard's queries: half a block on the diagonal per row
-                diagonal = (block_n if op.backward else block_m) / 2 if op.causal else 0
-                computed = op.pairs + op.q_len * (row + diagonal)
-            stretch = computed / op.pairs  # scores computed per useful score
+            stretch = computed_scores(op) / op.pairs  # scores computed per useful score
             scores = op.batch * op.heads * op.pairs * stretch
             mma = op.flops * stretch / (peak * frac)
             exp_rate = self.gpu.flops("bf16") / self.gpu.flops_per_exp
             exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
             work = mma + exposed * scores / exp_rate
             if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
+                block_m = attention_tile(op.impl, op.head_dim, True, False)[0]
                 work *= causal_forward_tail(op.batch * op.heads,
                                             math.ceil(op.q_len / block_m), self.gpu.num_sms)
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
