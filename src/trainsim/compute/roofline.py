@@ -63,11 +63,11 @@ ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "t
                     "flash4": "cudnn"}
 ATTN_ROW_OVERHEAD_KEYS = 119
 """Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
-rescale and the output write cost as much as ~150 more keys, so short sequences run below the
-long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate).
-Counted per query row of whole query blocks; the padding of whole tiles and a causal kernel's
-diagonal blocks, computed in full, come beside it (``tile_scores``). Fitted with
-``ATTENTION_OF_GEMM``."""
+rescale and the output write cost as much as 119 more keys (the fitted value), so short
+sequences run below the long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at
+about half the 16k rate). Counted per query row of whole query blocks; the padding of whole
+tiles and a causal kernel's diagonal blocks, computed in full, come beside it
+(``tile_scores``). Fitted with ``ATTENTION_OF_GEMM``."""
 ATTN_ROW_OVERHEAD_KEYS_BWD = 353
 """The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
 preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
