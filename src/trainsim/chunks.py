@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
-from trainsim.ep_pairs import Side, chunk_exposed, dense_sides, moe_sides, with_exposed
+from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.elementwise import fp8_amax_reductions
 from trainsim.workload.head import (
@@ -95,12 +95,12 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         lf = source(c, sh, k[0])
         lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
         pair = (moe_sides if k[0] else dense_sides)(pricer, lf, lb) if paired else None
-        if pair is not None and len(pair) == 4:  # an MoE layer: its passes without exchanges
-            layer_f[k], layer_b[k], *side = pair
-            sides[k] = (side[0], side[1])
+        if isinstance(pair, MoeSides):  # an MoE layer: its passes without exchanges
+            layer_f[k], layer_b[k] = pair.forward, pair.backward
+            sides[k] = (pair.fwd_side, pair.bwd_side)
         else:
             layer_f[k], layer_b[k] = pricer.price(lf), pricer.price(lb)
-            sides[k] = pair  # type: ignore[assignment]
+            sides[k] = pair
 
     for k in sorted({kind(i) for i in range(m.num_layers)}):
         price_kind(k)

@@ -170,6 +170,16 @@ class Side(NamedTuple):
     busy: float
 
 
+class MoeSides(NamedTuple):
+    """An MoE layer's passes as ``moe_sides`` prices them for a pair: each pass's compute and
+    host wait as it runs alone (its exchanges apart), and the phases the pair reads."""
+
+    forward: Priced
+    backward: Priced
+    fwd_side: Side
+    bwd_side: Side
+
+
 EMPTY = Side(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # no layer on this side: the other runs alone
 PAIR_EXPOSED = "moe.pair_exposed"  # the segment a pair's exposed exchange time is priced in
 
@@ -253,8 +263,7 @@ def dense_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
             Side(attn_bwd, b_busy - b_host - attn_bwd, 0.0, 0.0, 0.0, 0.0, b_busy))
 
 
-def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
-              ) -> tuple[Priced, Priced, Side, Side] | None:
+def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]) -> MoeSides | None:
     """An MoE layer's forward and backward as a combined-1F1B pair runs them: each pass's
     compute and host wait as it runs alone (priced), and the phases the pair reads; None where
     a pass has not the one dispatch and one combine node the schedule pairs (the pooled
@@ -299,11 +308,11 @@ def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
         (((HOST, f_host, "host_launch_wait"),) if f_host > 0 else ())
     bwd = tuple(s for s in b_segs if s[0] != _X) + \
         (((HOST, b_host, "host_launch_wait"),) if b_host > 0 else ())
-    return (interned(fwd), interned(bwd),
-            Side(attn_fwd, mlp_fwd, 0.0, _s(dispatch_f), _s(combine_f), node_f,
-                 _busy(f_segs, f_host)),
-            Side(attn_bwd, _s(mlp_all) - wgrad, wgrad, _s(dispatch_b), _s(combine_b), node_b,
-                 _busy(b_segs, b_host)))
+    return MoeSides(interned(fwd), interned(bwd),
+                    Side(attn_fwd, mlp_fwd, 0.0, _s(dispatch_f), _s(combine_f), node_f,
+                         _busy(f_segs, f_host)),
+                    Side(attn_bwd, _s(mlp_all) - wgrad, wgrad, _s(dispatch_b), _s(combine_b),
+                         node_b, _busy(b_segs, b_host)))
 
 
 def with_exposed(bwd: Priced, extra: float) -> Priced:
@@ -326,5 +335,5 @@ def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     return fwd, with_exposed(bwd, exposed(f, b, pricer.sm_share["ep"]))
 
 
-__all__ = ["EMPTY", "PAIR_EXPOSED", "Side", "chunk_exposed", "delay_wgrad_compute", "dense_sides",
-           "exposed", "moe_sides", "paired_layer", "with_exposed"]
+__all__ = ["EMPTY", "PAIR_EXPOSED", "MoeSides", "Side", "chunk_exposed", "delay_wgrad_compute",
+           "dense_sides", "exposed", "moe_sides", "paired_layer", "with_exposed"]
