@@ -107,7 +107,7 @@ def beside_forward(graph: Any, spec: tuple, v: int, order: list, k: int) -> tupl
     v_f = order[k + 1][2] * graph.pp + v % graph.pp
     if v_f == v:
         return spec
-    memo = graph.__dict__.setdefault("_beside", {})
+    memo = graph._beside  # (backward's virtual stage, forward's) -> pass spec
     hit = memo.get((v, v_f))
     if hit is None:
         b_ch, f_ch = graph.chunks[v], graph.chunks[v_f]
