@@ -129,6 +129,26 @@ def test_a_run_of_2_pow_53_tokens_a_sequence_is_simulated_at_once(tmp_path):
     assert time.perf_counter() - start < 30  # hung (hours) before; ~1 s
 
 
+# ------------------------------------------------------------------------ empty tp/pp cells
+# A row with tp and pp empty and a bad cell of another column said "no tensor x pipeline layout
+# of the 16 GPUs runs (tp=1 pp=1: parallel.recompute='x' ...)": the layout was blamed.
+
+@pytest.mark.parametrize("cell, value, match", [
+    ("recompute", "x", "parallel.recompute='x' is not one of"),
+    ("moe_dispatcher", "x", "moe_token_dispatcher_type='x' is not one of"),
+])
+def test_a_bad_cell_of_a_row_with_empty_tp_and_pp_is_named_alone(cell, value, match):
+    from trainsim.validate import predict_training_row
+
+    row = {"id": "r", "model": "tiny", "hidden_size": "256", "num_layers": "8",
+           "num_attention_heads": "4", "vocab_size": "1024", "gpu": "h100-sxm-80gb",
+           "num_gpus": "16", "gpus_per_node": "8", "tp": "", "pp": "",
+           "global_batch_size": "16", "seq_length": "256", "measured_iteration_s": "1",
+           cell: value}
+    error = predict_training_row(row, compute_db=None).error
+    assert match in error and "layout" not in error
+
+
 def _fuzz_rows():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("fuzz_rows", ROOT / "benchmarks" /

@@ -272,16 +272,20 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
                                int(vpp) if vpp else None, uneven, could_fit)
     best: tuple[tuple[bool, float], RunConfig, dict[str, Any], Result] | None = None
     error = None
+    reasons = set()  # the distinct errors of the layouts that failed
     for t, p in layouts:
         try:
             cfg, choice, result = _tuned({**row, **cells(t, p)}, compute_db)
         except ConfigError as exc:
             error = error or f"tp={t} pp={p}: {exc}"
+            reasons.add(str(exc))
             continue
         key = (not result.fits_in_memory, result.iteration_time_s)
         if best is None or key < best[0]:
             tuned = {k: int(v) for k, v in cells(t, p).items() if _cell(row, k) is None}
             best = (key, cfg, {**tuned, **choice}, result)
+    if best is None and len(reasons) == 1 and len(layouts) > 1:
+        raise ConfigError(reasons.pop())  # a cell every layout refuses, not the layout
     if best is None:
         empty = " and ".join(c for c, v in (("tp", tp), ("pp", pp)) if v is None)
         raise ConfigError(f"column {empty} empty and no tensor x pipeline layout of the "
