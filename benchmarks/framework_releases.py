@@ -15,9 +15,13 @@ commit the tag names, read from a mirror of the framework's repository with
 re-created in 2025, so the tag's own date would be wrong). Only final releases are kept
 (no rc/alpha/beta/dev); where two tags name one release (``core_v0.8.0``, ``core_r0.8.0``) the
 ``v`` tag's commit wins. Container-numbered frameworks (NeMo, Megatron-Bridge, "25.11") list
-which library tag each container ships; the container's date is that tag's.
-``--check`` exits non-zero where a line of the file is not what the mirrors give (tags
-added to the mirrors since are reported, not failed).
+which library tag each container ships, as a cited source says, and that tag's date (evidence
+only: a container is dated by its own YY.MM month, catalog/framework_versions.py).
+``--check`` compares (framework, line) pairs and exits non-zero where a line of the file is not
+what the mirrors give, where a line the mirrors give is missing from its framework's section
+(a deleted or moved line), or where the shared lines are out of order; release lines dated
+after the newest in the file's section (tags added to the mirrors since) are reported, not
+failed.
 """
 
 from __future__ import annotations
@@ -52,13 +56,16 @@ CONTAINERS = {
         "24.09": ("v2.0.0", "NeMo FW user guide 24.09 softwarecomponentversions"),
     },
     "megatron-bridge": {
-        # catalog/frameworks/megatron-bridge.yaml header and entry sources
-        "25.09": ("v0.1.0rc3", "megatron-bridge.yaml header"),
-        "25.11": ("v0.2.0", "megatron-bridge.yaml header"),
-        "26.02": ("v0.3.0", "megatron-bridge.yaml header"),
-        "26.04": ("v0.4.0", "megatron-bridge.yaml header"),
-        "26.06": ("v0.5.0", "megatron-bridge.yaml 26.06 entry source"),
-        "26.08": ("v0.6.0", "assumed: tagged in the container's month, as v0.4.0 and v0.5.0"),
+        # NVIDIA-NeMo/Megatron-Bridge@v0.6.0 docs/versions1.json: the docs' version menu names
+        # each release with its container ("0.6.0 (latest) · 26.08", "0.5.0 · 26.06",
+        # "0.4.0 · 26.04", "0.3.0 · 26.02", "0.2.0 · 25.11", "0.1.0 · 25.09"); 0.1.0 was only
+        # tagged as v0.1.0rc3 (the 25.09 recipes, catalog/frameworks/megatron-bridge.yaml)
+        "25.09": ("v0.1.0rc3", "Megatron-Bridge@v0.6.0 docs/versions1.json (0.1.0)"),
+        "25.11": ("v0.2.0", "Megatron-Bridge@v0.6.0 docs/versions1.json"),
+        "26.02": ("v0.3.0", "Megatron-Bridge@v0.6.0 docs/versions1.json"),
+        "26.04": ("v0.4.0", "Megatron-Bridge@v0.6.0 docs/versions1.json"),
+        "26.06": ("v0.5.0", "Megatron-Bridge@v0.6.0 docs/versions1.json"),
+        "26.08": ("v0.6.0", "Megatron-Bridge@v0.6.0 docs/versions1.json"),
     },
 }
 
@@ -102,7 +109,9 @@ def render(mirror: Path) -> str:
         "# Written by benchmarks/framework_releases.py from the repositories' tags:",
         "#   git -C /work/.mirror/<owner>+<name>/repo for-each-ref \\",
         "#     --format='%(refname:short) %(*committerdate:short)%(committerdate:short)' refs/tags",
-        "# Read by catalog/framework_versions.py; edit the script, not this file.",
+        "# A container is dated by its own YY.MM month; the date of the tag it ships is evidence",
+        "# only (checked against the mirror). Read by catalog/framework_versions.py; edit the",
+        "# script, not this file.",
     ]
     for name, (repo, pattern) in REPOS.items():
         lines += [f"{name}:", f"  repo: {repo}"]
@@ -117,6 +126,46 @@ def render(mirror: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """(framework, line) for each entry line of the file's text, in order."""
+    out, section = [], ""
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line.startswith(" "):
+            section = line.rstrip(":")
+        out.append((section, line))
+    return out
+
+
+_DATED = re.compile(r'^\s+"[^"]+": "(\d{4}-\d{2}-\d{2})"$')
+
+
+def differences(have: str, now: str) -> tuple[list[str], list[str]]:
+    """(what fails, what is only newer) between the file's text ``have`` and the mirrors'
+    ``now``, compared as (framework, line) pairs."""
+    old, new = _pairs(have), _pairs(now)
+    old_set, new_set = set(old), set(new)
+    latest: dict[str, str] = {}
+    for name, line in old:
+        if (m := _DATED.match(line)):
+            latest[name] = max(latest.get(name, ""), m.group(1))
+    wrong = [f"{n}: not in the mirrors: {line.strip()}" for n, line in old
+             if (n, line) not in new_set]
+    newer = []
+    for n, line in new:
+        if (n, line) in old_set:
+            continue
+        m = _DATED.match(line)
+        if m and n in latest and m.group(1) > latest[n]:
+            newer.append(f"{n}: newer in the mirrors: {line.strip()}")
+        else:
+            wrong.append(f"{n}: missing from the file: {line.strip()}")
+    if not wrong and [p for p in old if p in new_set] != [p for p in new if p in old_set]:
+        wrong.append("the file's lines are not in the mirrors' order")
+    return wrong, newer
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -124,11 +173,8 @@ def main() -> int:
     args = ap.parse_args()
     text = render(args.mirror)
     if args.check:  # every line of the file as the mirrors give it (newer tags: a note only)
-        have, now = OUT.read_text().splitlines(), set(text.splitlines())
-        wrong = [line for line in have if line not in now]
-        newer = len(now - set(have))
-        print("\n".join(f"not in the mirrors: {line}" for line in wrong) or
-              f"every line agrees with the mirrors ({newer} newer lines there)")
+        wrong, newer = differences(OUT.read_text(), text)
+        print("\n".join(wrong + newer) or "every line agrees with the mirrors")
         return 1 if wrong else 0
     OUT.write_text(text)
     print(f"wrote {OUT}")

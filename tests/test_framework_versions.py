@@ -4,13 +4,15 @@ derived by hand from the tag dates listed there and the profiles' ``since`` valu
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from trainsim.catalog.framework_versions import parse, release_table
+from trainsim.catalog import _read_yaml
+from trainsim.catalog.framework_versions import _TABLE, parse, release_table
 from trainsim.catalog.frameworks import framework_profile, version_reading
 from trainsim.errors import CatalogError, ConfigError
 from trainsim.validate.vocab import normalized_training_row
@@ -37,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("megatron-core", "0.8.0rc1", "0.8"),
     ("megatron-core", "core_r0.8.0", "0.8"),
     ("megatron-bridge", "26.04.01", "26.04"),
-    ("nemo", "25.09.01", "24.07"),
+    ("nemo", "24.09.01", "24.07"),
     # a year alone reads as its January: 2024-01 is before the 2024-04 entry
     ("megatron-lm", "2024", "2023-12"),
     ("megatron-lm", "2023", "2023-01"),
@@ -46,9 +48,17 @@ ROOT = Path(__file__).resolve().parents[1]
     ("megatron-core", "2024-07", "0.7"),      # core_v0.7.0 2024-05-30, core_v0.8.0 2024-08-12
     ("megatron-core", "2024-08", "0.8"),      # a month includes its releases
     ("megatron-core", "2024-08-01", "0.7"),   # a day does not include later ones
-    ("megatron-bridge", "2026-04", "26.04"),  # v0.4.0 (container 26.04) 2026-04-16
-    ("megatron-bridge", "2026-04-10", "26.02"),
+    ("megatron-bridge", "2026-04", "26.04"),  # container 26.04 is dated April 2026
+    ("megatron-bridge", "2026-04-01", "26.04"),  # ... on every day of that month
+    ("megatron-bridge", "2026-03-31", "26.02"),
     ("nemo", "2024-12", "24.07"),             # container 24.09 (v2.0.0 2024-11-14); profile 24.07
+    ("nemo", "2024-07-31", "24.07"),          # container 24.07 is dated July 2024, its own month
+    # real releases newer than the profile's last entry, known to the table
+    ("megatron-core", "0.19", "0.17"),        # core_v0.19.0 2026-08-19
+    ("megatron-core", "0.19.3", "0.17"),      # a patch of the newest tagged minor release
+    ("megatron-bridge", "26.08", "26.06"),    # ships v0.6.0 (docs/versions1.json @ v0.6.0)
+    ("megatron-bridge", "v0.6.0", "26.06"),
+    ("nemo", "25.07", "24.07"),               # a container not listed, before NeMo 2.4.0's date
     # library releases on container-keyed profiles: the container shipping them
     ("megatron-bridge", "v0.2.0", "25.11"),
     ("megatron-bridge", "v0.3.1", "26.02"),   # 2026-03-20: latest container then is 26.02
@@ -73,6 +83,9 @@ def test_spelling_selects_the_entry_derived_from_tag_dates(name, version, entry)
     ("megatron-bridge", "v0.2.0", "25.11"),
     ("megatron-core", "0.8.0rc1", "read as its release"),
     ("deepspeed", "2020-06", "first profile entry"),
+    ("nemo", "2024-07-31", "24.07 (the latest container (r2.0.0rc1) by 2024-07-31: 2024-07)"),
+    ("nemo", "2024-06-30", "24.05"),
+    ("megatron-bridge", "v0.6.0", "26.08"),
 ])
 def test_reading_is_reported(name, version, says):
     assert says in version_reading(name, version)
@@ -91,6 +104,18 @@ def test_native_spellings_read_as_written():
     ("megatron-core", "latest", True),
     ("megatron-deepspeed", "v1.0", False),  # no release table: dates only
     ("automodel", "2025-10", False),        # no release dates: releases only
+    # past the newest release the table knows, or a container where there are none
+    ("megatron-core", "24.07", True),
+    ("megatron-core", "2101", True),
+    ("megatron-core", "0.20", True),
+    ("megatron-core", "1.0", True),
+    ("nemo", "v99.0", True),
+    ("nemo", "25.09.01", True),            # past NeMo 2.4.0 (2025-07-25), the newest here
+    ("nemo", "24.13", True),
+    ("megatron-bridge", "26.10", True),
+    # dates that are none
+    ("torchtitan", "Mayday 2024", True),
+    ("torchtitan", "2024-02-31", True),
 ])
 def test_unknown_spellings_are_one_line_errors(name, version, both):
     with pytest.raises(CatalogError) as exc:
@@ -109,6 +134,11 @@ def test_parse_forms():
     assert parse("Jul 2024").key == parse("2024-07").key
     assert parse("core_r0.8.0").key == (0, 8) and parse("0.8.0rc1").suffix == "rc1"
     assert parse("2024-13") is None and parse("next") is None
+    assert parse("Mayday 2024") is None and parse("Junk 2024") is None
+    assert parse("2024-02-31") is None and parse("2023-02-29") is None
+    assert parse("2024-02-29").key == (2024, 2, 29)
+    for spelled in ("Sep 2024", "Sept 2024", "sep. 2024", "September 2024"):
+        assert parse(spelled).key == (2024, 9, 1), spelled
 
 
 def test_validation_row_reports_the_reading():
@@ -121,13 +151,30 @@ def test_validation_row_reports_the_reading():
     assert "\n" not in str(exc.value) and "e.g. '0.4'" in str(exc.value)
 
 
-def test_table_rows_are_ordered_and_containers_dated():
-    for name in ("deepspeed", "megatron-core", "megatron-bridge", "nemo"):
-        table = release_table(name)
-        assert table is not None and table.releases
-        dates = [r[2] for r in table.releases]
-        assert dates == sorted(dates)
+def _months(date: str) -> int:
+    return int(date[:4]) * 12 + int(date[5:7])
+
+
+def test_table_file_is_ordered_and_containers_dated_by_their_month():
+    """The file as written (not release_table, which sorts): releases oldest first; containers
+    in number order, each shipping a tag tagged after the one before, tagged from one month before
+    to two months after the container's own month, which is the date the reader gives it."""
+    raw = _read_yaml(_TABLE)
     assert release_table("megatron-deepspeed") is None
+    for name, body in raw.items():
+        dates = list(body["releases"].values())
+        assert dates == sorted(dates), name
+        boxes = list((body.get("containers") or {}).items())
+        assert [parse(b).key for b, _ in boxes] == sorted(parse(b).key for b, _ in boxes), name
+        tagged = [date for _, (_, date) in boxes]
+        assert tagged == sorted(set(tagged)), name
+        read = {c[0]: c[2] for c in release_table(name).containers}
+        for box, (tag, tag_date) in boxes:
+            yy, mm = (int(x) for x in box.split(".")[:2])
+            assert read[parse(box).key] == (2000 + yy, mm), (name, box)
+            assert -1 <= _months(tag_date) - (yy * 12 + 2000 * 12 + mm) <= 2, (name, box, tag)
+            final = body["releases"].get(tag.lstrip("vr"))
+            assert final in (None, tag_date), (name, box, tag)
 
 
 def test_table_matches_the_mirrors():
@@ -138,16 +185,52 @@ def test_table_matches_the_mirrors():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def _script():
+    spec = importlib.util.spec_from_file_location(
+        "framework_releases", ROOT / "benchmarks/framework_releases.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_check_catches_deleted_moved_and_reordered_lines():
+    """--check compares (framework, line) pairs: megatron-lm and megatron-core share the line
+    '"0.8.0": "2024-08-12"', so deleting it from one section must still fail."""
+    differences = _script().differences
+    now = _TABLE.read_text()
+    line = '    "0.8.0": "2024-08-12"\n'
+    assert now.count(line) == 2
+    assert differences(now, now) == ([], [])
+    core = now.index("megatron-core:")
+    deleted = now[:core] + now[core:].replace(line, "", 1)
+    wrong, _ = differences(deleted, now)
+    assert wrong == ['megatron-core: missing from the file: "0.8.0": "2024-08-12"']
+    moved = now[:core] + now[core:].replace(line, "", 1).replace(
+        "nemo:\n  repo: NVIDIA/NeMo\n", "nemo:\n  repo: NVIDIA/NeMo\n" + line, 1)
+    wrong, _ = differences(moved, now)
+    assert 'nemo: not in the mirrors: "0.8.0": "2024-08-12"' in wrong and len(wrong) == 2
+    a, b = '    "0.9.0": "2024-10-24"\n', '    "0.10.0": "2025-02-17"\n'
+    swapped = now[:core] + now[core:].replace(a + b, b + a, 1)
+    assert differences(swapped, now)[0] == ["the file's lines are not in the mirrors' order"]
+    newer = now.replace('    "0.6.0": "2026-08-19"\n',
+                        '    "0.6.0": "2026-08-19"\n    "0.6.1": "2026-09-01"\n')
+    assert differences(now, newer) == (
+        [], ['megatron-bridge: newer in the mirrors: "0.6.1": "2026-09-01"'])
+    older = now.replace('    "0.6.0": "2026-08-19"\n',
+                        '    "0.5.2": "2026-07-30"\n    "0.6.0": "2026-08-19"\n')
+    assert differences(now, older)[0] == [
+        'megatron-bridge: missing from the file: "0.5.2": "2026-07-30"']
+
+
 def test_rows_spelled_otherwise_predict_the_same():
     """A public row whose version is rewritten in another spelling of the same profile entry
     gives the same prediction, and says how it was read."""
     import csv
 
+    from trainsim.validate import BUNDLED_DIR
     from trainsim.validate.training import predict_training_row
 
-    path = Path("/work/shared/validation/training_public.csv")
-    if not path.exists():
-        path = ROOT / "src/trainsim/data/validation/training_public.csv"
+    path = BUNDLED_DIR / "training_public.csv"
     swap = {("deepspeed", "2021-03"): "v0.3.13", ("megatron-core", "0.8"): "2024-08",
             ("nemo", "24.07"): "v2.0.0rc1", ("megatron-lm", "2022-05"): "May 2022",
             ("megatron-bridge", "25.11"): "v0.2.0", ("llm-foundry", "2024-01"): "2024"}

@@ -7,8 +7,9 @@ Megatron-Bridge containers "24.07" / "25.11"). A validation row may give either
 ``catalog/framework_releases.yaml`` (written by ``benchmarks/framework_releases.py`` from the
 repositories' tags) translates between them:
 
-- a date: ``YYYY-MM-DD``, ``YYYY-MM``, ``YYYY/MM``, ``YYYY.MM``, ``Jul 2024``, ``July 2024``; a
-  year alone (``2024``) reads as January of that year (a paper's year bounds the code from
+- a date: ``YYYY-MM-DD``, ``YYYY-MM``, ``YYYY/MM``, ``YYYY.MM``, ``Jul 2024``, ``July 2024``
+  (a month's full English name or its three-letter abbreviation; a day that the calendar lacks,
+  ``2024-02-31``, is an error); a year alone (``2024``) reads as January of that year (a paper's year bounds the code from
   above; the first month is the earliest code it can mean). A date compares at the precision it
   was written: ``2024-08`` includes every release of August 2024.
 - a release: ``0.8``, ``0.8.0``, ``v0.14.0``, ``r0.8.0``, ``core_v0.8.0``, ``core_r0.8.0``,
@@ -20,13 +21,21 @@ repositories' tags) translates between them:
 - NeMo and Megatron-Bridge profiles are keyed by container (major >= 20); a library release
   (``nemo 2.0``, ``megatron-bridge v0.2.0``) reads as the container that ships it, or, where the
   table names none, the latest container tagged by that release's date.
+- a container (``YY.MM``, ``YY.MM.patch``) is dated by its own month: NVIDIA publishes container
+  ``24.07`` in July 2024, whatever the date of the library tag it ships (NeMo ``r2.0.0rc1``
+  was tagged 2024-08-15). Any day of that month includes it (``nemo 2024-07-31`` is 24.07).
 
 A version before every entry of a profile selects the first entry (``frameworks``), and says so
-in the reading. Anything else is a one-line error naming both forms with an example.
+in the reading. A release past the newest the table knows (a minor release after the last
+tagged one; a container whose month is after the newest tag's date), or a container number on a
+framework that has no containers (``megatron-core 24.07``), is an error: the table cannot say
+what it is. Those, and anything else unreadable, are one-line errors naming both forms with an
+example.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import re
 from dataclasses import dataclass
@@ -39,9 +48,12 @@ _TABLE = Path(__file__).parent / "framework_releases.yaml"
 CONTAINER_MAJOR = 20
 """Release numbers from here up are container names (YY.MM); below, library releases."""
 
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTH_NAMES = ("january", "february", "march", "april", "may", "june", "july", "august",
+                "september", "october", "november", "december")
+_MONTHS = {**{m[:3]: i + 1 for i, m in enumerate(_MONTH_NAMES)},
+           **{m: i + 1 for i, m in enumerate(_MONTH_NAMES)}, "sept": 9}
 _DATE = re.compile(r"^(\d{4})(?:[-/.](\d{1,2})(?:[-/.](\d{1,2}))?)?$")
-_MONTH_YEAR = re.compile(r"^([a-z]{3})[a-z]*\.?,?\s+(\d{4})$")
+_MONTH_YEAR = re.compile(r"^([a-z]+)\.?,?\s+(\d{4})$")
 _RELEASE = re.compile(r"^(?:tags/)?(?:core_v|core_r|core-v|v|r)?(\d+(?:\.\d+)*)"
                       r"((?:[.\-_+]?(?:rc|alpha|beta|a|b|post|dev|pre)[.\-_]?\d*)*)$")
 
@@ -69,15 +81,20 @@ def parse(text: str) -> Version | None:
     """``text`` as a date or a release, or None."""
     t = text.strip().lower()
     m = _MONTH_YEAR.match(t)
-    if m and m.group(1) in _MONTHS:
-        t = f"{m.group(2)}-{_MONTHS.index(m.group(1)) + 1}"
+    if m:  # a month's exact name or abbreviation ("Mayday 2024" is none)
+        month = _MONTHS.get(m.group(1))
+        if month is None:
+            return None
+        t = f"{m.group(2)}-{month}"
     m = _DATE.match(t)
     if m and 1990 <= int(m.group(1)) <= 2100:
         parts = [int(g) for g in m.groups() if g is not None]
         key = (parts + [1, 1])[:3]
-        if 1 <= key[1] <= 12 and 1 <= key[2] <= 31:
-            return Version("date", tuple(key), max(len(parts), 2))  # a year reads as its January
-        return None
+        try:  # a day the calendar has (2024-02-29 yes, 2024-02-31 no)
+            datetime.date(*key)
+        except ValueError:
+            return None
+        return Version("date", tuple(key), max(len(parts), 2))  # a year reads as its January
     m = _RELEASE.match(t)
     if m:
         return Version("release", _norm([int(p) for p in m.group(1).split(".")]),
@@ -100,7 +117,22 @@ class Releases:
 
     repo: str
     releases: tuple[tuple[Key, str, Key], ...]
-    containers: tuple[tuple[Key, str, Key], ...]  # (container, library tag, tag date)
+    containers: tuple[tuple[Key, str, Key], ...]  # (container, library tag, its month (y, m))
+
+    @property
+    def newest(self) -> tuple[str, Key]:
+        """(text, date) of the newest release or container the table knows."""
+        rows = [(r[1], r[2]) for r in self.releases]
+        rows += [(release_text(c[0]), c[2]) for c in self.containers]
+        return max(rows, key=lambda r: r[1])
+
+
+def container_month(key: Key) -> Key | None:
+    """The month ``(year, month)`` a container ``YY.MM[.patch]`` was published in, or None
+    where ``key`` is not shaped like one."""
+    if not CONTAINER_MAJOR <= key[0] <= 99 or len(key) not in (2, 3) or not 1 <= key[1] <= 12:
+        return None
+    return (2000 + key[0], key[1])
 
 
 def _date_of(text: Any) -> Key:
@@ -127,9 +159,11 @@ def release_table(name: str) -> Releases | None:
     boxes = []
     for box, (tag, date) in (raw.get("containers") or {}).items():
         v = parse(str(box))
-        if v is None or v.kind != "release":
+        month = container_month(v.key) if v is not None and v.kind == "release" else None
+        if month is None:
             raise CatalogError(f"{_TABLE.name}: {name}: {box!r} is not a container number")
-        boxes.append((v.key, str(tag), _date_of(date)))
+        _date_of(date)  # the tag's date: evidence for the table's check, not the container's
+        boxes.append((v.key, str(tag), month))
     return Releases(str(raw.get("repo", "")), tuple(sorted(rels, key=lambda r: r[2])),
                     tuple(sorted(boxes)))
 
@@ -149,7 +183,8 @@ def _release_date(table: Releases, key: Key) -> tuple[str, Key] | None:
 
 
 def _by_date(rows: list[tuple[Key, str, Key]], when: Version) -> tuple[Key, str, Key] | None:
-    """The latest of ``rows`` (release, tag, date) tagged by ``when`` at its precision."""
+    """The latest of ``rows`` (release, tag, date) tagged by ``when`` at its precision (a
+    container's date is its month, so it is out on every day of that month)."""
     p = when.precision
     done = [r for r in rows if r[2][:p] <= when.key[:p]]
     return max(done, key=lambda r: (r[2], r[0])) if done else None
@@ -187,7 +222,8 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
     table = release_table(name)
     v = parse(text)
     if v is None:
-        raise _fail(name, text, "", style, first, table)
+        why = "not a calendar date; " if _DATE.match(text) else ""
+        raise _fail(name, text, why, style, first, table)
     suffix = f" ({text} read as its release)" if v.suffix else ""
     if v.kind == "date":
         year = " (a year alone reads as its January)" if v.precision == 2 and \
@@ -208,6 +244,9 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
     if style == "release":
         if table and table.containers and v.key[0] < CONTAINER_MAJOR:
             return _library_release(name, text, v, table, style, first)
+        why = _unknown(name, v.key, table) if table else ""
+        if why:
+            raise _fail(name, text, why, style, first, table)
         return v.key, (release_text(v.key) + suffix) if v.suffix else ""
     if table is None or not table.releases:
         raise _fail(name, text, "", style, first, table)
@@ -217,6 +256,29 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
                     f"({table.repo} tags {table.releases[0][1]} .. {table.releases[-1][1]}); ",
                     style, first, table)
     return found[1], f"{date_text(found[1])} (the tag date of {table.repo} {found[0]}){suffix}"
+
+
+def _unknown(name: str, key: Key, table: Releases) -> str:
+    """Why release number ``key`` cannot select a profile entry of ``name`` ('' where it can):
+    it is past the newest release the table knows, or a container on a framework without any."""
+    newest, when = table.newest
+    if key[0] >= CONTAINER_MAJOR:
+        month = container_month(key)
+        if not table.containers:
+            return f"{name} is numbered by its releases, not by containers (YY.MM); "
+        if month is None:
+            return f"{release_text(key)} is not a container (YY.MM); "
+        if month > when[:2]:
+            return (f"container {release_text(key)} is past the newest {name} release in "
+                    f"{_TABLE.name} ({newest} of {date_text(when)}); ")
+        return ""
+    if not table.releases:
+        return ""
+    last = max(r[0] for r in table.releases)
+    if _norm(key[:2]) > _norm(last[:2]):
+        return (f"{name} {release_text(key)} is past the newest release in {_TABLE.name} "
+                f"({release_text(last)}); ")
+    return ""
 
 
 def _library_release(name: str, text: str, v: Version, table: Releases, style: str,
