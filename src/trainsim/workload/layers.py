@@ -256,6 +256,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 if sh.fp8_gathered_transpose:
                     ops.append(_fp8_transpose(f"{op.name}.grad_fp8_transpose", op.m * op.n))
             elif op.dtype == "fp8":  # the output gradient is cast and transposed as well
+                if sh.fp8_sharded_amax and not op.grouped:  # its amax reduced over TP first
+                    ops.append(amax_all_reduce(f"{op.name}.grad_amax_all_reduce"))
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
                                        kernels=op.batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))

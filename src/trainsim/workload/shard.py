@@ -57,6 +57,11 @@ class Shard:
     """Sequence parallelism all-gathers fp8 GEMM operands cast on the rank's own rows: the
     column-parallel input in the forward, the row-parallel output gradient in the backward
     (Transformer Engine; the profile's ``fp8_cast_before_gather``, ``FP8_GATHER_*``)."""
+    fp8_dtensor_tp: bool = False
+    """fp8 TP through DTensor casts (torchao's float8 TP styles; the profile's
+    ``fp8_dtensor_tp``): a gathered module input is cast once for all its projections, eager
+    or compiled, and every current-scaling cast of a TP-sharded activation or gradient
+    all-reduces its amax over TP (``amax_all_reduce``)."""
     fp8_tn_only: bool = True
     """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies: False
     where the GPU's fp8 GEMMs take any layout (Blackwell: TE v2.8 utils.py 462-467
@@ -127,6 +132,12 @@ class Shard:
         return (2 if grad else 1) * (1 + 1 / 32)
 
     @property
+    def fp8_sharded_amax(self) -> bool:
+        """A current-scaling cast of a TP-local activation or gradient (a row-parallel GEMM's
+        input, a column-parallel GEMM's output gradient) all-reduces its amax over TP."""
+        return self.fp8_dtensor_tp and self.fp8_recipe == "current"
+
+    @property
     def norm_tokens(self) -> int:
         """Tokens a norm/dropout kernel touches on this rank (SP shards them over TP)."""
         return self.tokens // self.tp if self.sp else self.tokens
@@ -158,6 +169,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
                  and framework_supports(t.framework, t.framework_version,
                                         "fp8_cast_before_gather"),
+                 fp8_dtensor_tp=t.dtype == "fp8" and p.tp > 1
+                 and framework_supports(t.framework, t.framework_version, "fp8_dtensor_tp"),
                  fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops  # sm100 adds fp4 cores
                  or not framework_supports(t.framework, t.framework_version, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and framework_supports(
@@ -257,7 +270,8 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
     fused = norm_fused and sh.fp8_norm_quantize and sh.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES
     amax_read = ACT if fused and sh.fp8_recipe == "current" else 0
     kernels = sh.fp8_cast_kernels - (1 if amax_read else 0)
-    if gathered and not (shares_input and sh.compiled):  # own rows, cast before the gather
+    shared = shares_input and (sh.compiled or gathered and sh.fp8_dtensor_tp)
+    if gathered and not shared:  # own rows, cast before the gather
         if sh.fp8_recipe == "current":
             ops.append(amax_all_reduce(f"{name}.amax_all_reduce"))
         if not (fused and sh.fp8_recipe == "delayed"):
@@ -268,9 +282,11 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
         if sh.fp8_tn_only:
             ops.append(Elementwise(f"{name}.norm_fp8_transpose", bytes=m * k * FP8_TRANSPOSE_BYTES,
                                    kernel=FP8_TRANSPOSE_KERNEL))
-    elif sh.dtype == "fp8" and not gathered and not (shares_input and sh.compiled):
+    elif sh.dtype == "fp8" and not gathered and not shared:
         # the activation input is cast (with amax) to fp8 and transposed, split per expert for
         # a grouped GEMM (Transformer Engine's GroupedLinear); compiled, siblings share one
+        if sh.fp8_sharded_amax and not grouped:
+            ops.append(amax_all_reduce(f"{name}.amax_all_reduce"))
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * (sh.fp8_cast_bytes - amax_read),
                                kernels=batch * kernels, kernel=CAST_KERNEL))
