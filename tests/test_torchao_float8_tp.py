@@ -102,3 +102,28 @@ def test_before_float8_tp_styles_the_gathered_rows_are_cast_per_projection():
     for p in ("q_proj", "k_proj", "v_proj"):
         assert fwd[f"{p}.cast_transpose"].bytes == T * H * (2 + 2 + 2)
     assert not [op for op in [*fwd.values(), *bwd] if "amax" in op.name]
+
+
+def test_each_dgrad_copies_its_fp8_weight_to_column_major():
+    """grad_input = mm(grad_output, weight_t.t()) hands _scaled_mm the (out, in) row-major fp8
+    weight, which preprocess_addmm copies (read 1, write 1 byte per local weight element):
+    wq 512 x 4096, wk 128 x 4096, wo 4096 x 512, w1 1792 x 4096, w2 4096 x 1792."""
+    _, bwd = _ops(_cfg())
+    got = {op.name: op.bytes for op in bwd if op.name.endswith("weight_fp8_transpose")}
+    local = {"q_proj": H // TP * H, "k_proj": 1024 // TP * H, "v_proj": 1024 // TP * H,
+             "out_proj": H * (H // TP), "gate_proj": F // TP * H, "up_proj": F // TP * H,
+             "fc2": H * (F // TP)}
+    assert got == {f"{p}.weight_fp8_transpose": n * 2 for p, n in local.items()}
+    names = [op.name for op in bwd]
+    assert names.index("fc2.weight_fp8_transpose") < names.index("fc2.dgrad")
+
+
+def test_transformer_engine_keeps_no_weight_copy():
+    """Transformer Engine's fp8 weights carry their own transpose (no copy per dgrad)."""
+    cfg = _cfg()
+    te = RunConfig(model=cfg.model, parallel=cfg.parallel, cluster=cfg.cluster,
+                   training=TrainingConfig(global_batch_size=8, micro_batch_size=1,
+                                           seq_length=T, dtype="fp8", fp8_recipe="current",
+                                           framework="megatron-lm"))
+    _, bwd = _ops(te)
+    assert not [op for op in bwd if "weight_fp8_transpose" in op.name]

@@ -181,6 +181,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # TP-sharded activation or gradient all-reduces its amax over TP, and a module's input is
     # cast once for all the projections that read it, compiled or not (workload.shard)
     "fp8_dtensor_tp": _nullable(_bool),
+    # the dgrad's fp8 GEMM takes the row-major fp8 weight as its second operand, which
+    # torch._scaled_mm wants column-major: a copy of the weight per backward (torchao
+    # float8_ops.preprocess_addmm; workload.layers.backward_of)
+    "fp8_weight_transpose_copy": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
@@ -358,7 +362,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
-             "mla_down_proj_duplicated", "fp8_dtensor_tp", "sdpa_by_arch", "modules", "cpu_offloading",
+             "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
              "moe_shared_experts_attn_node",

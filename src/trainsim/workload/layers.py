@@ -218,7 +218,8 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
 
 
 def _fp8_transpose(name: str, elements: int) -> Elementwise:
-    """Transformer Engine's ``tex.fp8_transpose`` of a gathered fp8 tensor."""
+    """A transposed copy of an fp8 tensor: Transformer Engine's ``tex.fp8_transpose`` of a
+    gathered operand, torchao's ``.t().contiguous()`` of a GEMM operand."""
     return Elementwise(name, bytes=elements * FP8_TRANSPOSE_BYTES, kernel=FP8_TRANSPOSE_KERNEL)
 
 
@@ -261,6 +262,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 ops.append(Elementwise(f"{op.name}.grad_cast_transpose",
                                        bytes=op.batch * op.m * op.n * sh.fp8_cast_bytes,
                                        kernels=op.batch * sh.fp8_cast_kernels, kernel=CAST_KERNEL))
+            if op.dtype == "fp8" and sh.fp8_weight_transpose and not op.grouped:
+                ops.append(_fp8_transpose(f"{op.name}.weight_fp8_transpose", op.batch * op.n * op.k))
             # dgrad and wgrad keep cuBLAS's split accumulator: Transformer Engine
             # ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``, torchao ``gemm_config_grad_input`` and
             # ``gemm_config_grad_weight`` default ``use_fast_accum=False``

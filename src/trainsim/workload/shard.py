@@ -62,6 +62,9 @@ class Shard:
     ``fp8_dtensor_tp``): a gathered module input is cast once for all its projections, eager
     or compiled, and every current-scaling cast of a TP-sharded activation or gradient
     all-reduces its amax over TP (``amax_all_reduce``)."""
+    fp8_weight_transpose: bool = False
+    """Each fp8 dgrad copies its row-major fp8 weight to column-major first (torchao's
+    ``preprocess_addmm``; the profile's ``fp8_weight_transpose_copy``)."""
     fp8_tn_only: bool = True
     """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies: False
     where the GPU's fp8 GEMMs take any layout (Blackwell: TE v2.8 utils.py 462-467
@@ -171,6 +174,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                                         "fp8_cast_before_gather"),
                  fp8_dtensor_tp=t.dtype == "fp8" and p.tp > 1
                  and framework_supports(t.framework, t.framework_version, "fp8_dtensor_tp"),
+                 fp8_weight_transpose=t.dtype == "fp8" and framework_supports(
+                     t.framework, t.framework_version, "fp8_weight_transpose_copy"),
                  fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops  # sm100 adds fp4 cores
                  or not framework_supports(t.framework, t.framework_version, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and framework_supports(
