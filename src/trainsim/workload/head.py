@@ -79,7 +79,7 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
                                sh.tokens * v, ACT)]
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
-    if sh.tp > 1 and sh.sp:  # the output layer is column-parallel: as in backward_of
+    if sh.tp > 1 and sh.sp and not sh.sp_gathered_saved:  # column-parallel: as in backward_of
         ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True))
     ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))

@@ -304,8 +304,9 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                     and op.name != K_POS_EMB_GATHER:
                 # column-parallel entry: re-gather the saved input under the consumer's dgrad,
                 # reduce-scatter the input gradient under its wgrad (just emitted)
-                ops.insert(dgrad_at + 1, Comm(f"{op.name}.bwd_regather", "all_gather", op.bytes,
-                                              "tp", overlap_with_previous=True))
+                if not sh.sp_gathered_saved:
+                    ops.insert(dgrad_at + 1, Comm(f"{op.name}.bwd_regather", "all_gather",
+                                                  op.bytes, "tp", overlap_with_previous=True))
                 ops.append(Comm(f"{op.name}.bwd", "reduce_scatter", grad, "tp",
                                 overlap_with_previous=True))
                 continue

@@ -65,6 +65,9 @@ class Shard:
     fp8_weight_transpose: bool = False
     """Each fp8 dgrad copies its row-major fp8 weight to column-major first (torchao's
     ``preprocess_addmm``; the profile's ``fp8_weight_transpose_copy``)."""
+    sp_gathered_saved: bool = False
+    """A column-parallel GEMM keeps the all-gathered input it read for its wgrad, so the
+    backward gathers nothing again (DTensor TP; the profile's ``sp_gathered_gemm_inputs``)."""
     fp8_tn_only: bool = True
     """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies: False
     where the GPU's fp8 GEMMs take any layout (Blackwell: TE v2.8 utils.py 462-467
@@ -176,6 +179,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  and framework_supports(t.framework, t.framework_version, "fp8_dtensor_tp"),
                  fp8_weight_transpose=t.dtype == "fp8" and framework_supports(
                      t.framework, t.framework_version, "fp8_weight_transpose_copy"),
+                 sp_gathered_saved=p.tp > 1 and p.sequence_parallel and framework_supports(
+                     t.framework, t.framework_version, "sp_gathered_gemm_inputs"),
                  fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops  # sm100 adds fp4 cores
                  or not framework_supports(t.framework, t.framework_version, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and framework_supports(
