@@ -99,20 +99,16 @@ def test_native_spellings_read_as_written():
 
 
 @pytest.mark.parametrize("name, version, both", [
-    ("deepspeed", "v0.99", True),          # no such release
+    ("deepspeed", "v0.0.1", True),         # no such release, older than every tag
     ("deepspeed", "banana", True),
     ("megatron-core", "latest", True),
     ("megatron-deepspeed", "v1.0", False),  # no release table: dates only
     ("automodel", "2025-10", False),        # no release dates: releases only
-    # past the newest release the table knows, or a container where there are none
+    # a container where there are none, or a number shaped like no container
     ("megatron-core", "24.07", True),
     ("megatron-core", "2101", True),
-    ("megatron-core", "0.20", True),
-    ("megatron-core", "1.0", True),
     ("nemo", "v99.0", True),
-    ("nemo", "25.09.01", True),            # past NeMo 2.4.0 (2025-07-25), the newest here
     ("nemo", "24.13", True),
-    ("megatron-bridge", "26.10", True),
     # dates that are none
     ("torchtitan", "Mayday 2024", True),
     ("torchtitan", "2024-02-31", True),
@@ -126,6 +122,21 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
         assert "give a date (YYYY-MM, e.g. '" in msg and f"or a {name} release (e.g. '" in msg
     else:  # the one form this framework takes, with an example
         assert "such as '" in msg
+
+
+@pytest.mark.parametrize("name, version, entry, read", [
+    # releases made after the table was written read as its newest, and say so
+    ("megatron-core", "0.20", "0.17", "newer than framework_releases.yaml knows"),
+    ("megatron-core", "1.0", "0.17", "newer than framework_releases.yaml knows"),
+    ("nemo", "25.09.01", "24.07", "newer than framework_releases.yaml knows"),
+    ("megatron-bridge", "26.10", "26.06", "newer than framework_releases.yaml knows"),
+    ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
+    ("deepspeed", "v0.99", "2022-04", "read as its newest release"),
+    ("llm-foundry", "v0.22.0", "2024-01", "read as its newest release"),
+])
+def test_releases_past_the_table_read_as_its_newest(name, version, entry, read):
+    assert framework_profile(name, version).version == entry
+    assert read in version_reading(name, version)
 
 
 def test_parse_forms():

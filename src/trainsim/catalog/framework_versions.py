@@ -27,10 +27,11 @@ repositories' tags) translates between them:
 
 A version before every entry of a profile selects the first entry (``frameworks``), and says so
 in the reading. A release past the newest the table knows (a minor release after the last
-tagged one; a container whose month is after the newest tag's date), or a container number on a
-framework that has no containers (``megatron-core 24.07``), is an error: the table cannot say
-what it is. Those, and anything else unreadable, are one-line errors naming both forms with an
-example.
+tagged one; a container whose month is after the newest tag's date) is a release made after the
+table was written: it reads as the newest release known, and the reading says so (a run on
+tomorrow's release behaves as today's newest until a profile entry says otherwise). A container
+number on a framework that has no containers (``megatron-core 24.07``), a number shaped like no
+container, and anything else unreadable are one-line errors naming both forms with an example.
 """
 
 from __future__ import annotations
@@ -182,6 +183,15 @@ def _release_date(table: Releases, key: Key) -> tuple[str, Key] | None:
     return best[1], best[2]
 
 
+def _past_newest(table: Releases, key: Key) -> tuple[Key, str, Key] | None:
+    """The newest release of ``table`` where release ``key`` is numbered after every release
+    it lists (a release made after the table was written), else None."""
+    if not table.releases:
+        return None
+    last = max(table.releases, key=lambda r: _norm(r[0]))
+    return last if _norm(key) > _norm(last[0]) else None
+
+
 def _by_date(rows: list[tuple[Key, str, Key]], when: Version) -> tuple[Key, str, Key] | None:
     """The latest of ``rows`` (release, tag, date) tagged by ``when`` at its precision (a
     container's date is its month, so it is out on every day of that month)."""
@@ -247,37 +257,44 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
         why = _unknown(name, v.key, table) if table else ""
         if why:
             raise _fail(name, text, why, style, first, table)
+        past = _past_note(name, v.key, table) if table else ""
+        if past:
+            return v.key, past
         return v.key, (release_text(v.key) + suffix) if v.suffix else ""
     if table is None or not table.releases:
         raise _fail(name, text, "", style, first, table)
     found = _release_date(table, v.key)
     if found is None:
-        raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name} "
-                    f"({table.repo} tags {table.releases[0][1]} .. {table.releases[-1][1]}); ",
-                    style, first, table)
+        newest = _past_newest(table, v.key)
+        if newest is None:
+            raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name} "
+                        f"({table.repo} tags {table.releases[0][1]} .. "
+                        f"{table.releases[-1][1]}); ", style, first, table)
+        return newest[2], (f"{date_text(newest[2])} ({name} {release_text(v.key)} is newer than "
+                           f"{_TABLE.name} knows: read as its newest release, {newest[1]})")
     return found[1], f"{date_text(found[1])} (the tag date of {table.repo} {found[0]}){suffix}"
 
 
 def _unknown(name: str, key: Key, table: Releases) -> str:
     """Why release number ``key`` cannot select a profile entry of ``name`` ('' where it can):
-    it is past the newest release the table knows, or a container on a framework without any."""
-    newest, when = table.newest
+    a container on a framework without any, or a number shaped like no container."""
     if key[0] >= CONTAINER_MAJOR:
-        month = container_month(key)
         if not table.containers:
             return f"{name} is numbered by its releases, not by containers (YY.MM); "
-        if month is None:
+        if container_month(key) is None:
             return f"{release_text(key)} is not a container (YY.MM); "
-        if month > when[:2]:
-            return (f"container {release_text(key)} is past the newest {name} release in "
-                    f"{_TABLE.name} ({newest} of {date_text(when)}); ")
-        return ""
-    if not table.releases:
-        return ""
-    last = max(r[0] for r in table.releases)
-    if _norm(key[:2]) > _norm(last[:2]):
-        return (f"{name} {release_text(key)} is past the newest release in {_TABLE.name} "
-                f"({release_text(last)}); ")
+    return ""
+
+
+def _past_note(name: str, key: Key, table: Releases) -> str:
+    """The reading of a release ``key`` numbered after everything the table knows (it selects
+    the profile's newest entry), else ''."""
+    newest, when = table.newest
+    month = container_month(key) if key[0] >= CONTAINER_MAJOR else None
+    if month is not None and month > when[:2] or \
+            month is None and _past_newest(table, key[:2]) is not None:
+        return (f"{release_text(key)} (newer than {_TABLE.name} knows, {newest} of "
+                f"{date_text(when)}: read as the newest {name} profile entry)")
     return ""
 
 
@@ -293,8 +310,13 @@ def _library_release(name: str, text: str, v: Version, table: Releases, style: s
         return box, f"{release_text(box)} (the container that ships {tag})"
     found = _release_date(table, v.key)
     if found is None:
-        raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name}; ",
-                    style, first, table)
+        newest = _past_newest(table, v.key)
+        if newest is None:
+            raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name}; ",
+                        style, first, table)
+        box = max(table.containers)
+        return box[0], (f"{release_text(box[0])} ({name} {release_text(v.key)} is newer than "
+                        f"{_TABLE.name} knows: read as its newest container)")
     hit = _by_date(list(table.containers), Version("date", found[1], 3))
     if hit is None:
         return (0,), f"{name} {found[0]} of {date_text(found[1])}, before the first container here"
