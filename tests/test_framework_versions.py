@@ -109,6 +109,9 @@ def test_native_spellings_read_as_written():
     ("megatron-core", "2101", True),
     ("nemo", "v99.0", True),
     ("nemo", "24.13", True),
+    ("megatron-lm", "24.01", True),        # no such release; 23.06 is not the newest series
+    ("megatron-lm", "99.0", True),
+    ("megatron-lm", "2.7", True),          # an old series (2.x, 2021) is not continued
     # dates that are none
     ("torchtitan", "Mayday 2024", True),
     ("torchtitan", "2024-02-31", True),
@@ -133,6 +136,8 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
     ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
     ("deepspeed", "v0.99", "2022-04", "read as its newest release"),
     ("llm-foundry", "v0.22.0", "2024-01", "read as its newest release"),
+    # Megatron-LM's numbering restarted (23.06, then 0.4.0): 0.20 continues the newest series
+    ("megatron-lm", "core_v0.20.0", "2026-01-16", "read as its newest release, 0.19.0"),
 ])
 def test_releases_past_the_table_read_as_its_newest(name, version, entry, read):
     assert framework_profile(name, version).version == entry

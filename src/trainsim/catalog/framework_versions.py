@@ -184,11 +184,16 @@ def _release_date(table: Releases, key: Key) -> tuple[str, Key] | None:
 
 
 def _past_newest(table: Releases, key: Key) -> tuple[Key, str, Key] | None:
-    """The newest release of ``table`` where release ``key`` is numbered after every release
-    it lists (a release made after the table was written), else None."""
+    """The newest release of ``table`` (by date) where release ``key`` continues its numbering
+    past it (a release made after the table was written), else None. Numbering can restart:
+    Megatron-LM went 23.06 -> 0.4.0, so ``key`` continues the newest release's series or
+    opens the next major number, never a series an older release used."""
     if not table.releases:
         return None
-    last = max(table.releases, key=lambda r: _norm(r[0]))
+    last = max(table.releases, key=lambda r: (r[2], _norm(r[0])))
+    older = {r[0][0] for r in table.releases if r[0][0] != last[0][0]}
+    if key[0] in older or key[0] > last[0][0] + 1:
+        return None
     return last if _norm(key) > _norm(last[0]) else None
 
 
