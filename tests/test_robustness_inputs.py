@@ -149,6 +149,24 @@ def test_a_bad_cell_of_a_row_with_empty_tp_and_pp_is_named_alone(cell, value, ma
     assert match in error and "layout" not in error
 
 
+def test_a_library_name_that_is_no_one_kernel_names_its_column_once():
+    """'torch' in a kernels row said "'torch': PyTorch attention is ..." (which column?); in a
+    training row "attention='torch': 'torch': ..." (the name twice)."""
+    from trainsim.validate import predict_kernel_row, predict_training_row
+
+    kernel = {"id": "k", "gpu": "h100-sxm-80gb", "kind": "attention_bwd",
+              "implementation": "torch", "dtype": "bf16", "batch": "1", "seq_len": "1024",
+              "heads": "16", "head_dim": "128", "causal": "1", "measured_value": "1",
+              "measured_unit": "ms"}
+    assert predict_kernel_row(kernel, compute_db=None).error.startswith(
+        "implementation='torch': PyTorch attention")
+    row = {"id": "r", "model": "llama3-8b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
+           "gpus_per_node": "8", "tp": "1", "pp": "1", "global_batch_size": "8",
+           "seq_length": "2048", "measured_iteration_s": "1", "attention": "torch"}
+    error = predict_training_row(row, compute_db=None).error
+    assert error.startswith("attention='torch': PyTorch attention") and error.count("torch'") == 1
+
+
 def _fuzz_rows():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     spec = importlib.util.spec_from_file_location("fuzz_rows", ROOT / "benchmarks" /

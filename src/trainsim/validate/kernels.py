@@ -336,7 +336,8 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
         else:
             res.predicted = time_s / TIME_UNITS[unit]
     except (TrainsimError, ValueError, KeyError) as exc:
-        res.error = str(exc)
+        # the vocabulary's errors open with the library's name: say which column holds it
+        res.error = f"implementation={exc}" if str(exc).startswith(f"{impl!r}:") else str(exc)
         return res
     res.chosen = {"model": "+".join(sorted({how for _, how in priced}))}
     attn = next((op.impl for op in ops if isinstance(op, Attention)), None)

@@ -326,7 +326,8 @@ def _training_attention(value: str, row: dict[str, str]) -> str | None:
     try:
         return attention_impl(value, row.get("gpu") or "", backward=True)[0]
     except ConfigError as exc:
-        raise ConfigError(f"attention={row.get('attention')!r}: {exc}") from None
+        said = str(exc).removeprefix(f"{value!r}:").strip()  # the name once, not twice
+        raise ConfigError(f"attention={row.get('attention')!r}: {said}") from None
 
 
 def read_as(read: dict[str, str]) -> dict[str, Any]:
