@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import random
 import sys
 import time
@@ -165,6 +166,36 @@ def test_a_library_name_that_is_no_one_kernel_names_its_column_once():
            "seq_length": "2048", "measured_iteration_s": "1", "attention": "torch"}
     error = predict_training_row(row, compute_db=None).error
     assert error.startswith("attention='torch': PyTorch attention") and error.count("torch'") == 1
+
+
+def test_a_vpp_of_1e11_with_tp_and_pp_empty_is_refused_at_once():
+    """The layouts' enumeration looped over every vpp up to the row's (fuzz_rows' files
+    surface: over 60 s); it now stops where the layers run out."""
+    from trainsim.validate import predict_training_row
+
+    row = {"id": "r", "model": "tiny", "hidden_size": "256", "num_layers": "8",
+           "num_attention_heads": "4", "vocab_size": "1024", "gpu": "h100-sxm-80gb",
+           "num_gpus": "16", "gpus_per_node": "8", "tp": "", "pp": "",
+           "global_batch_size": "16", "seq_length": "256", "measured_iteration_s": "1",
+           "framework": "megatron-lm", "vpp": "99999999999"}
+    start = time.perf_counter()
+    assert "with vpp=99999999999" in predict_training_row(row, compute_db=None).error
+    assert time.perf_counter() - start < 30
+
+
+def test_search_with_a_max_vpp_of_1e11_enumerates_as_with_the_layers_bound():
+    args = ("search", "mixtral-8x7b", "--gpus", "24", "--global-batch", "24", "--seq", "128",
+            "--pp", "3", "--workers", "1", "--format", "json", "--top", "1")
+    start = time.perf_counter()
+    huge = cli(*args, "--max-vpp", "99999999999")
+    assert huge.exit_code == 0, huge.output
+    assert time.perf_counter() - start < 60
+    bounded = cli(*args, "--max-vpp", "32")  # 32 layers over 3 stages: at most 10 a stage
+    ranked = [{k: v for k, v in json.loads(r.stdout).items() if k != "stats"}
+              for r in (huge, bounded)]
+    assert ranked[0] == ranked[1]
+    assert json.loads(huge.stdout)["stats"]["enumerated"] == \
+        json.loads(bounded.stdout)["stats"]["enumerated"]
 
 
 def _fuzz_rows():

@@ -446,12 +446,14 @@ class SearchSpace:
                     per_replica = t.global_batch_size // dp
                     mbs = self.micro_batch or tuple(
                         b for b in _divisors(per_replica, self.max_micro_batch) if b <= self.max_micro_batch)
+                    # (v runs up to what the layers allow, not up to max_vpp: a --max-vpp or a
+                    # validated row's vpp of 1e11 looped 1e11 times)
                     if front:  # every count of virtual stages the layers fill
                         vpps = [1] if pp == 1 else \
-                            [v for v in range(1, self.max_vpp + 1) if pp * v <= m.num_layers]
+                            list(range(1, min(self.max_vpp, m.num_layers // pp) + 1))
                     elif uneven:  # balanced layouts that give every virtual stage equal slots
                         slots = m.num_layers + m.mtp_num_layers + 2
-                        vpps = [1] + [v for v in range(2, self.max_vpp + 1)
+                        vpps = [1] + [v for v in range(2, min(self.max_vpp, slots // pp) + 1)
                                       if slots % (pp * v) == 0]
                     else:
                         vpps = [1] if pp == 1 else \

@@ -288,9 +288,9 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
         raise ConfigError(reasons.pop())  # a cell every layout refuses, not the layout
     if best is None:
         empty = " and ".join(c for c, v in (("tp", tp), ("pp", pp)) if v is None)
+        why = error or "none divides the model and batch" + (f" with vpp={vpp}" if vpp else "")
         raise ConfigError(f"column {empty} empty and no tensor x pipeline layout of the "
-                          f"{row['num_gpus']} GPUs runs" + (f" ({error})" if error else
-                                                            " (none divides the model and batch)"))
+                          f"{row['num_gpus']} GPUs runs ({why})")
     return best[1], best[2], best[3]
 
 
