@@ -79,7 +79,7 @@ def test_the_first_and_last_pass_are_those_of_the_whole_order():
     for pp, vpp, m, group in itertools.product(range(1, 5), range(1, 4), range(1, 11),
                                                (None, 1, 2, 3, 5)):
         fwd, bwd = _passes(pp, vpp, m, group)
-        assert first_and_last_pass(pp, vpp, m, group) == (fwd[0], bwd[-1])
+        assert first_and_last_pass(m) == (fwd[0], bwd[-1])
 
 
 def test_a_row_with_a_huge_global_batch_is_validated_in_seconds():

@@ -62,7 +62,7 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     # (Megatron's warm-up, steady pairs, cool-down: workload.schedule)
     # (in closed form: the whole order holds 2 m vpp passes, 56 M tuples for a row with a
     # global batch of 1e7 sequences, ~2 minutes a bound)
-    first_fwd, last_bwd = first_and_last_pass(pp, vpp, m)
+    first_fwd, last_bwd = first_and_last_pass(m)
     best = 0.0
     for s in range(pp):
         v_first, v_last = first_fwd.chunk * pp + s, last_bwd.chunk * pp + s
