@@ -80,7 +80,14 @@ def test_every_public_training_run_is_expressed_and_does_not_regress():
     _, res = validate_file(PUBLISHED / "training_public.csv", workers=2)
     s = summarize(res)
     assert s["n"] == 138 and s["failed"] == 0
-    assert s["mape"] <= 0.11 and s["max_ape"] <= 0.53
+    assert s["mape"] <= 0.11
+    # the known erratum row holds its own guard (+52.2 % on 2026-11-25, see above); every
+    # other row holds the max it had then, rounded up to the next point (31.2 %,
+    # foundry-mpt7b-a100_80gb-s65536-g8), so a regression on any row shows and this one row
+    # cannot loosen the bound for all the others
+    worst = "bridge2604p1-deepseek-v3-b200-256"
+    assert next(r.ape for r in res if r.id == worst) <= 0.53
+    assert max(r.ape for r in res if r.id != worst and r.ape is not None) <= 0.32
     # the rows whose cells no erratum corrects hold the tighter guard (24.2 % on 2026-11-24,
     # megatron21-t2-zero3-529.6B-2240)
     with (Path(__file__).resolve().parents[1] / "benchmarks" / "training_errata.csv").open() as f:
