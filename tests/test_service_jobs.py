@@ -166,3 +166,28 @@ def test_work_over_the_server_bounds_is_refused():
     with pytest.raises(jobs.RequestError, match="max_candidates"):
         jobs.check("search", {"model": "llama3-8b"},
                    {"gpus": 8, "global_batch": 32, "seq": 2048}, tight.with_limits(max_gpus=8))
+
+
+def test_the_candidate_bound_counts_what_the_search_enumerates():
+    """For a framework that sends blocking without interleaving (Megatron-core), the search
+    enumerates no overlap_p2p_comm variant of a non-interleaved pipeline; the service's
+    max_candidates check counts the same candidates, not more (it refused searches within
+    the bound)."""
+    import dataclasses
+
+    from helpers import make_base
+
+    from trainsim.search import SearchSpace
+
+    plain = make_base()
+    base = dataclasses.replace(plain, training=dataclasses.replace(
+        plain.training, framework="megatron-core", framework_version="0.14"))
+    assert base.sends_block_alone and not plain.sends_block_alone
+    space = SearchSpace(recompute=("none",), zero=(0,), max_micro_batch=1)
+    keys = list(space.memory_keys(base, 16))
+    enumerated = sum(len(space.variants(k, True)) for k in keys)
+    assert enumerated < sum(len(space.variants(k)) for k in keys)  # the flag matters here
+    jobs._bound_candidates(base, (16,), space, SETTINGS.with_limits(max_candidates=enumerated).limits)
+    with pytest.raises(jobs.RequestError, match="max_candidates"):
+        jobs._bound_candidates(base, (16,), space,
+                               SETTINGS.with_limits(max_candidates=enumerated - 1).limits)

@@ -35,7 +35,6 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from trainsim.catalog.frameworks import framework_supports
 from trainsim.cpus import cpus
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
@@ -307,9 +306,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                       "",
                       "fix some of --tp/--pp/--cp or lower --max-vpp/--max-micro-batch")
     bounds = Bounds(base)
-    t = base.training
-    block_alone = framework_supports(t.framework, t.framework_version,
-                                     "p2p_overlap_interleaved_only")
+    block_alone = base.sends_block_alone
     enumerated = 0
     # (bound, order, candidate, headroom or None, bound refined?)
     heap: list[tuple[float, int, Candidate, float | None, bool]] = []

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.catalog.frameworks import uneven_layout, uneven_split
+from trainsim.catalog.frameworks import framework_supports, uneven_layout, uneven_split
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
@@ -88,6 +88,15 @@ class Base:
     def layout_rule(self) -> str:
         """The layout rule of the run's framework for layers that do not split evenly."""
         return uneven_layout(self.training.framework, self.training.framework_version)
+
+    @property
+    def sends_block_alone(self) -> bool:
+        """Whether the run's framework sends blocking in a pipeline without interleaving
+        whatever overlap_p2p_comm says (profile feature ``p2p_overlap_interleaved_only``):
+        the flag ``SearchSpace.variants`` takes, the same for the search and for anything
+        that counts its candidates beforehand (the service's ``max_candidates``)."""
+        return bool(framework_supports(self.training.framework, self.training.framework_version,
+                                       "p2p_overlap_interleaved_only"))
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared

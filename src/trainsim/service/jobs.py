@@ -313,9 +313,10 @@ def _space(opts: dict[str, Any]) -> Any:
 
 def _bound_candidates(base: Any, counts: tuple[int, ...], space: Any, limits: Limits) -> None:
     n = 0
+    block_alone = base.sends_block_alone  # as the search enumerates them (search.core)
     for gpus in counts:
         for key in space.memory_keys(base, gpus):
-            n += len(space.variants(key))
+            n += len(space.variants(key, block_alone))
             if n > limits.max_candidates:
                 raise RequestError("options", f"options: the search space holds more than "
                                    f"{limits.max_candidates} candidates (max_candidates); "
