@@ -52,3 +52,19 @@ def test_without_the_mechanism_the_hidden_state_is_gathered():
     assert fwd["attn.all_gather"].bytes == T * H
     assert fwd["q_down_proj"].m == T
     assert "q_up_proj.all_gather" not in fwd
+
+
+def test_megatron_core_duplicates_the_down_projections_from_0_14():
+    """Megatron-core itself, not only the recipes on it: 'duplicated' TELinear
+    down-projections from core_v0.14.0 (multi_latent_attention.py 370, 409), column-parallel
+    at core_v0.13.0; Megatron-LM's main from 720c8b40 (2025-07-29)."""
+    for framework, version in (("megatron-core", "0.14"), ("megatron-core", "0.16"),
+                               ("megatron-lm", "2025-08")):
+        fwd, _ = _ops(framework, version)
+        assert "attn.all_gather" not in fwd, (framework, version)
+        assert fwd["q_down_proj"].m == T // TP and fwd["kv_down_proj"].m == T // TP
+        assert fwd["k_pos_emb.all_gather"].bytes == T * ROPE * 2
+    for framework, version in (("megatron-core", "0.13"), ("megatron-lm", "2025-07")):
+        fwd, _ = _ops(framework, version)
+        assert fwd["attn.all_gather"].bytes == T * H, (framework, version)
+        assert fwd["q_down_proj"].m == T
