@@ -7,7 +7,10 @@ The slice: h 4096, ffn 16384 (GeLU), TP 4, one sequence of 2048 tokens."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from trainsim.catalog import gpu
+from trainsim.catalog.defaults import gpu_arch
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.shard import shard_of
@@ -44,6 +47,30 @@ def test_blackwell_local_casts_write_no_transpose():
     assert blackwell["out_proj.cast_transpose"].bytes == T * (H // TP) * (2 + 2 + 1)
     # its output gradient, cast on the 2048 x 1024 rows of fc1's (column-parallel) gradient
     assert blackwell["fc1.grad_cast_transpose"].bytes == T * (F // TP) * (2 + 2 + 1)
+
+
+def _on(spec, recipe: str = "current") -> dict:
+    cfg = _cfg(recipe, version="25.11")
+    return _ops(dataclasses.replace(cfg, cluster=dataclasses.replace(cfg.cluster, gpu=spec)))
+
+
+def test_sm120_has_fp4_cores_but_keeps_the_transpose():
+    """TE's non-TN check is by compute capability (v2.8 nvte_is_non_tn_fp8_gemm_supported:
+    100-119 or >= 130), not by fp4 cores: an sm120 GPU (B200's peaks, capability 120) writes
+    the fp8 transpose as Hopper does; one at 103 or 130 does not."""
+    b200 = gpu("b200-sxm-180gb")
+    assert b200.compute_capability == 100
+    transposed = T * (H // TP) * (2 + 2 + 1 + 1)
+    sm120 = dataclasses.replace(b200, name="sm120", compute_capability=120)
+    assert _on(sm120)["out_proj.cast_transpose"].bytes == transposed
+    for cc in (103, 130):
+        spec = dataclasses.replace(b200, name=f"sm{cc}", compute_capability=cc)
+        assert _on(spec)["out_proj.cast_transpose"].bytes == transposed - T * (H // TP)
+    # a GPU file that states no capability keeps the rule it had: fp4 cores are sm100
+    unstated = dataclasses.replace(b200, name="mine", compute_capability=None)
+    assert unstated.sm_arch == 100 and unstated.fp8_any_layout
+    assert gpu_arch("b200-sxm-180gb") == "sm100" and gpu_arch("h100-sxm-80gb") == "sm90"
+    assert gpu_arch("a100-sxm-80gb") == "sm80" and gpu_arch("mi300x") is None
 
 
 def test_te1_on_blackwell_keeps_the_transpose():

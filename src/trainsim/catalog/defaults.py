@@ -85,17 +85,16 @@ def _truthy(value: Any) -> bool:
 
 
 def gpu_arch(gpu: Any) -> str | None:
-    """Tensor-core generation of a catalog GPU as framework kernels select by it: sm80 (Ampere),
-    sm90 (Hopper: fp8 tensor cores) or sm100 (Blackwell: fp4 tensor cores); None if unknown."""
+    """Architecture of a catalog GPU as framework kernels select by it (``GPUSpec.sm_arch``):
+    sm80 (Ampere), sm90 (Hopper), sm100 (Blackwell), ...; None if unknown or not NVIDIA's."""
     from trainsim.catalog import gpu as catalog_gpu
 
     try:
         spec = catalog_gpu(str(gpu)) if not isinstance(gpu, dict) else None
     except ConfigError:
         return None
-    if spec is None or spec.vendor != "nvidia":
-        return None
-    return "sm100" if "fp4" in spec.peak_flops else "sm90" if "fp8" in spec.peak_flops else "sm80"
+    arch = spec.sm_arch if spec is not None else None
+    return None if arch is None else f"sm{arch}"
 
 
 def apply_framework(parallel: dict[str, Any], training: dict[str, Any],

@@ -119,6 +119,10 @@ class GPUSpec:
     """Achieved fraction of the NVLink rate that NVLS's multimem reduce/multicast traffic gets,
     relative to a ring's. NCCL's own tuning model uses 0.85 on Hopper and 0.74 on Blackwell
     (src/graph/tuning.cc, ``nvlsEfficiency``)."""
+    compute_capability: int | None = None
+    """CUDA compute capability, major x 10 + minor (NVIDIA's "CUDA GPUs" list: A100 80,
+    H100/H800/H200 90, B200/GB200 100, RTX PRO 6000 Blackwell 120); None for a GPU that is not
+    NVIDIA's or a GPU file that does not state it (``sm_arch`` then reads it from the peaks)."""
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -126,7 +130,8 @@ class GPUSpec:
         require_positive(f"gpu[{self.name}]", hbm_bytes=self.hbm_bytes, hbm_bw_Bps=self.hbm_bw_Bps,
                          nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms,
                          tdp_w=self.tdp_w, power_limit_w=self.power_limit_w,
-                         flops_per_exp=self.flops_per_exp)
+                         flops_per_exp=self.flops_per_exp,
+                         compute_capability=self.compute_capability)
         if not self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
         for dtype, peak in self.peak_flops.items():
@@ -152,6 +157,27 @@ class GPUSpec:
             raise ConfigError(
                 f"gpu[{self.name}].power_limit_w={self.power_limit_w:g} exceeds "
                 f"tdp_w={self.tdp_w:g}; a power limit can only lower the board power")
+
+    @property
+    def sm_arch(self) -> int | None:
+        """The NVIDIA architecture kernels are chosen by (80, 90, 100, 120, ...): the compute
+        capability where the GPU states it, else the generation its peaks imply, the rule
+        before the field existed (fp4 cores: 100, Blackwell; fp8: 90, Hopper; else 80), so a
+        GPU file without it prices as it did; None for another vendor's GPU."""
+        if self.vendor != "nvidia":
+            return None
+        if self.compute_capability is not None:
+            return self.compute_capability
+        return 100 if "fp4" in self.peak_flops else 90 if "fp8" in self.peak_flops else 80
+
+    @property
+    def fp8_any_layout(self) -> bool:
+        """fp8 GEMMs in layouts other than TN (no transposed fp8 copy needed): Transformer
+        Engine's ``nvte_is_non_tn_fp8_gemm_supported`` (v2.8 common/transformer_engine.cpp
+        715-722; pytorch/utils.py 462-467): compute capability 100-119 or 130 and above, so
+        not sm120 (consumer/workstation Blackwell), which has fp4 cores too."""
+        cc = self.sm_arch
+        return cc is not None and (100 <= cc < 120 or cc >= 130)
 
     def gemm_ceiling(self, dtype: str) -> float:
         """Sustained FLOP/s of the best large GEMM in ``dtype`` during training.

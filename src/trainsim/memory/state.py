@@ -60,8 +60,9 @@ transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxf
 
 
 def _blackwell(cfg: RunConfig) -> bool:
-    """Tensor cores that take fp8 operands in either layout (sm100: the GPUs with fp4)."""
-    return "fp4" in cfg.cluster.gpu.peak_flops
+    """Tensor cores that take fp8 operands in either layout (``GPUSpec.fp8_any_layout``:
+    sm100-sm119 and sm130 on, not sm120)."""
+    return cfg.cluster.gpu.fp8_any_layout
 
 
 @dataclass(frozen=True)

@@ -181,8 +181,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                      t.framework, t.framework_version, "fp8_weight_transpose_copy"),
                  sp_gathered_saved=p.tp > 1 and p.sequence_parallel and framework_supports(
                      t.framework, t.framework_version, "sp_gathered_gemm_inputs"),
-                 fp8_tn_only="fp4" not in cfg.cluster.gpu.peak_flops  # sm100 adds fp4 cores
-                 or not framework_supports(t.framework, t.framework_version, "fp8_non_tn_layouts"),
+                 fp8_tn_only=not cfg.cluster.gpu.fp8_any_layout or not framework_supports(
+                     t.framework, t.framework_version, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and framework_supports(
                      t.framework, t.framework_version, "fp8_norm_quantize"),
                  fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
