@@ -10,6 +10,7 @@ from trainsim.compute import RooflineModel
 from trainsim.compute.roofline import (
     ATTENTION_OF_GEMM,
     ATTN_ROW_OVERHEAD_KEYS,
+    ATTN_ROW_OVERHEAD_KEYS_BWD,
     attention_fraction,
     attention_tile,
     computed_scores,
@@ -224,6 +225,50 @@ def test_a_cp_shard_pays_the_unsplit_kernels_diagonal_per_row():
         assert padding_per_row(shard) == pytest.approx(padding_per_row(whole), abs=1e-6)
     shard = Attention("a", 1, 8, 8, seq // cp, seq, 64, impl="flash3")
     assert padding_per_row(shard) == pytest.approx(127.5 + ATTN_ROW_OVERHEAD_KEYS)
+
+
+def _local_tiles_by_count(seq: int, window: int, bm: int, bn: int, backward: bool) -> int:
+    """Scores a sliding-window kernel computes in whole tiles over one sequence, block by
+    block as FlashAttention's local kernels choose them (hopper/block.h v2.8.3): the forward's
+    query block runs key blocks floor((m0 - left) / bn) .. ceil(m1 / bn), the backward's key
+    block query blocks floor(n0 / bm) .. ceil((n1 + left) / bm); query i sees keys
+    i - window + 1 .. i (``Attention.pairs``), so left = window - 1."""
+    left, total = window - 1, 0
+    if backward:
+        for nb in range(-(-seq // bn)):
+            last = min(-(-seq // bm), -(-((nb + 1) * bn + left) // bm))
+            total += bm * bn * max(0, last - nb * bn // bm)
+    else:
+        for mb in range(-(-seq // bm)):
+            last = min(-(-seq // bn), -(-((mb + 1) * bm) // bn))
+            total += bm * bn * max(0, last - max(0, (mb * bm - left) // bn))
+    return total
+
+
+def test_a_window_pays_for_its_left_edge_as_for_the_diagonal():
+    """FlashAttention's local kernels mask a window's left edge inside the tiles they keep,
+    skipping only blocks wholly outside it: per row, a window a whole number of blocks long
+    costs about twice the diagonal's padding (64.5 + 63.5 keys for 128-square tiles, not
+    63.5), one of any length what the tiles counted block by block give. Rows within the
+    first window's length have no left edge; a sequence no longer than the window none."""
+    seq = 1920 * 32  # whole periods of every tile shape below
+
+    def padding(op: Attention, row: float) -> float:
+        return (computed_scores(op) - op.pairs) / op.q_len - row
+
+    for window in (4096, 1000, seq, 2 * seq):
+        for head_dim, backward in ((128, False), (64, False), (256, False), (128, True)):
+            bm, bn = attention_tile("flash3", head_dim, True, backward)
+            op = Attention("a", 1, 8, 8, seq, seq, head_dim, window=window, backward=backward,
+                           impl="flash3")
+            row = ATTN_ROW_OVERHEAD_KEYS_BWD if backward else ATTN_ROW_OVERHEAD_KEYS
+            counted = (_local_tiles_by_count(seq, window, bm, bn, backward) - op.pairs) / seq
+            assert padding(op, row) == pytest.approx(counted, abs=0.25), (window, bm, bn)
+            if window == 4096:  # about twice the diagonal, for the rows past the window
+                assert counted > 1.9 * diagonal_keys(bm, bn, backward)
+    # a CP shard with no window keeps the diagonal alone
+    shard = Attention("a", 1, 8, 8, seq // 4, seq, 128, impl="flash3")
+    assert padding(shard, ATTN_ROW_OVERHEAD_KEYS) == pytest.approx(63.5)
 
 
 def test_flash3_tiles_come_from_its_source_and_cost_most_at_short_sequences():

@@ -10,6 +10,8 @@ reduction of sum floor((a i + b) / m): Graham, Knuth and Patashnik, Concrete Mat
 
 from __future__ import annotations
 
+import math
+
 
 def floor_sum(n: int, m: int, a: int, b: int) -> int:
     """sum_{i=0}^{n-1} floor((a i + b) / m) for n >= 0, m >= 1, a >= 0, b >= 0."""
@@ -63,3 +65,22 @@ def causal_backward_blocks(q_blocks: int, q_len: int, block_m: int, block_n: int
     j1 = min(kv_blocks, max(j0, _ceil_div(q_len + offset, block_n)))
     skipped = floor_sum(j1 - j0, block_m, block_n, j0 * block_n - offset)
     return j0 * q_blocks + (j1 - j0) * q_blocks - skipped
+
+
+def window_edge_keys(block_m: int, block_n: int, backward: bool, left: int) -> float:
+    """Keys a local (sliding-window) kernel computes per query row left of the row's window,
+    on average, for a window reaching ``left`` keys back from the diagonal: the tiles it keeps
+    hold the window's left edge, which it masks as it masks the diagonal. The forward's query
+    block from row m0 starts at key block floor((m0 - left) / block_n), so its row r computes
+    r + (m0 - left) mod block_n keys before its first; the backward's key block from column
+    n0 runs to query block ceil((n0 + block_n + left) / block_m), so its column t computes
+    block_n - 1 - t + (-(n0 + block_n + left)) mod block_m rows past its last (FlashAttention
+    hopper/block.h ``get_n_block_min_max``, ``get_m_block_min_max``, v2.8.3). The offsets
+    repeat every lcm(block_m, block_n) rows; their mean over that period is the answer."""
+    own, other = (block_n, block_m) if backward else (block_m, block_n)
+    steps = other // math.gcd(block_m, block_n)  # blocks of ``own`` in one period
+    if backward:
+        offsets = (-(j * own + own + left) % other for j in range(steps))
+    else:
+        offsets = ((k * own - left) % other for k in range(steps))
+    return (own - 1) / 2 + sum(offsets) / steps

@@ -38,7 +38,11 @@ import heapq
 import math
 from typing import Protocol
 
-from trainsim.compute.block_sums import causal_backward_blocks, causal_forward_blocks
+from trainsim.compute.block_sums import (
+    causal_backward_blocks,
+    causal_forward_blocks,
+    window_edge_keys,
+)
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Attention, Elementwise, Gemm
@@ -140,7 +144,8 @@ def diagonal_keys(block_m: int, block_n: int, backward: bool) -> float:
     rows, so one such square is the average: 63.5 keys for 128-square blocks, 127.5 for
     FlashAttention-3's 192x128 forward tiles at head dim 64, 95.5 for its 128x80 ones at 256.
     Each query row of a CP rank's shard or of a window crosses the diagonal once, as in the
-    whole sequence, so they pay it per row."""
+    whole sequence, so they pay it per row; a window's row pays it again at its left edge
+    (``computed_scores``)."""
     period = math.lcm(block_m, block_n)
     seen = period * (period + 1) / 2
     return (tile_scores(period, period, True, block_m, block_n, backward) - seen) / period
@@ -150,14 +155,27 @@ def computed_scores(op: Attention) -> float:
     """Scores one head of fused attention ``op`` costs, in key columns: its kernel's whole
     tiles (``tile_scores``) and each query row's fixed work (``ATTN_ROW_OVERHEAD_KEYS``); a
     window's or a CP shard's queries (a causal ``q_len`` short of ``kv_len``) their useful
-    scores and, row by row, the fixed work and the diagonal's tiles (``diagonal_keys``)."""
+    scores and, row by row, the fixed work and the diagonal's tiles (``diagonal_keys``).
+
+    A window's rows whose window starts past the first key pay for its left edge as well: the
+    local kernel skips only the key blocks wholly left of a block's window and masks the
+    edge inside the tiles it keeps, as it masks the diagonal (``window_edge_keys``: as many
+    keys as the diagonal's when the window is a whole number of blocks long). Those are the
+    rows past the window's length, their balanced share of a CP shard as in ``op.pairs``; a
+    CP shard without a window (or with one as long as its keys) has the diagonal alone."""
     row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
     block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward)
     if op.window is None and (op.q_len == op.kv_len or not op.causal):
         return (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n, op.backward)
                 + math.ceil(op.q_len / block_m) * block_m * row)
-    diagonal = diagonal_keys(block_m, block_n, op.backward) if op.causal else 0.0
-    return op.pairs + op.q_len * (row + diagonal)
+    if not op.causal:
+        return op.pairs + op.q_len * row
+    scores = op.pairs + op.q_len * (row + diagonal_keys(block_m, block_n, op.backward))
+    if op.window is not None and op.window < op.kv_len:
+        # op.pairs' window: query i sees keys i - window + 1 .. i
+        edge = window_edge_keys(block_m, block_n, op.backward, op.window - 1)
+        scores += op.q_len * (op.kv_len - op.window) / op.kv_len * edge
+    return scores
 
 
 SOFTMAX_EXP_EXPOSED = 1.02
