@@ -13,28 +13,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from helpers import FP8_SLICE, fp8_slice_cfg
 
-from trainsim.catalog import gpu
-from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config import RunConfig
 from trainsim.pricing import Pricer
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.shard import shard_of
 
-H, F, T, TP = 4096, 16384, 2048, 4
+H, F, T, TP = FP8_SLICE
 LOCAL = T // TP
 
 
 def _cfg(recipe: str = "delayed", framework: str = "mlperf-nemo", version: str = "4.0",
          gpu_name: str = "h100-sxm-80gb") -> RunConfig:
-    model = ModelConfig(name="m", hidden_size=H, num_layers=8, num_attention_heads=32,
-                        ffn_hidden_size=F, activation="gelu", normalization="layernorm",
-                        position_embedding="learned", vocab_size=32768)
-    training = TrainingConfig(global_batch_size=16, micro_batch_size=1, seq_length=T,
-                              dtype="fp8", fp8_recipe=recipe, framework=framework,
-                              framework_version=version)
-    parallel = ParallelConfig(tensor_model_parallel_size=TP, sequence_parallel=True)
-    cluster = ClusterConfig(gpu=gpu(gpu_name), num_gpus=8, gpus_per_node=8)
-    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+    return fp8_slice_cfg(recipe, framework, version, gpu_name)
 
 
 def _ops(cfg: RunConfig) -> tuple[dict, list]:
