@@ -212,8 +212,9 @@ def file_cases(rng: random.Random, workdir: Path, n: int) -> Iterator[tuple[str,
             data = data[:at] + rng.choice(BYTES) + data[at:]
         path = workdir / f"f{i}.csv"
         path.write_bytes(data)
-        yield f"file {data[:200]!r}", (lambda p=str(path): _cli(
-            ["validate", p, "--format", rng.choice(["json", "table"]), "--compute-db", "none"]))
+        fmt = rng.choice(["json", "table"])  # drawn here: the inputs do not depend on the runs
+        yield f"{path.name} {data[:200]!r}", (lambda p=str(path), f=fmt: _cli(
+            ["validate", p, "--format", f, "--compute-db", "none"]))
 
 
 YAML_BASE = """model: {hidden_size: 256, num_layers: 4, num_attention_heads: 4, vocab_size: 1024,
