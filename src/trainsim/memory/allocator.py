@@ -30,12 +30,15 @@ CUDA_CONTEXT_BYTES = 1573 * 2**20
 nvidia-smi on an A100 with nothing allocated (bigscience-workshop/bigscience
 train/tr11-176B-ml/chronicles-prequel.md, the BLOOM team's 2022 stack; 1271 MiB on a V100).
 CUDA 11.7's lazy loading lowers it (pytorch/pytorch#86509: 666 -> 287 MB for one tensor), but
-the kernels a training step uses load anyway."""
+the kernels a training step uses load anyway. No published figure gives a training process's
+context on H100 with CUDA 12/13 (benchmarks/RESULTS.md 2026-11-25 ctxmem), so it is kept for all."""
 NCCL_PAIR_COMM_BYTES = 544e6
 NCCL_GROUP_COMM_BYTES = 688e6
 """Device memory of one NCCL communicator once it has run a collective: ~544 MB for two ranks
 and ~688 MB for three or more on A100s with NVLink (NVIDIA/nccl#964, 2023): channel buffers
-for each protocol (NCCL_BUFFSIZE 4 MiB for Simple, plus LL and LL128) per peer and channel."""
+for each protocol (NCCL_BUFFSIZE 4 MiB for Simple, plus LL and LL128) per peer and channel.
+H100s use more channels, and NCCL's NVLS buffer (not counted) adds 256 MiB per 8-GPU communicator
+from NCCL 2.21 (benchmarks/RESULTS.md 2026-11-25 ctxmem): this is no upper bound there."""
 
 
 DEEPEP_NVL_RECV_TOKENS = {2: 256, 4: 256, 8: 256, 16: 288, 24: 288, 32: 288, 64: 288,
