@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from helpers import published_kernel_rows
 
@@ -229,46 +231,71 @@ def test_a_cp_shard_pays_the_unsplit_kernels_diagonal_per_row():
 
 def _local_tiles_by_count(seq: int, window: int, bm: int, bn: int, backward: bool) -> int:
     """Scores a sliding-window kernel computes in whole tiles over one sequence, block by
-    block as FlashAttention's local kernels choose them (hopper/block.h v2.8.3): the forward's
-    query block runs key blocks floor((m0 - left) / bn) .. ceil(m1 / bn), the backward's key
-    block query blocks floor(n0 / bm) .. ceil((n1 + left) / bm); query i sees keys
+    block as FlashAttention's local kernels choose them (hopper/block.h v2.8.3,
+    ``get_n_block_min_max``, ``get_m_block_min_max``, equal query and key lengths): the
+    forward's query block [m0, m0 + bm) runs key blocks floor(max(0, m0 - left) / bn) ..
+    ceil(min(seq, m0 + bm) / bn), the backward's key block [n0, n0 + bn) query blocks
+    floor(n0 / bm) .. ceil(min(seq, n0 + bn + left) / bm); query i sees keys
     i - window + 1 .. i (``Attention.pairs``), so left = window - 1."""
     left, total = window - 1, 0
+    q_blocks, kv_blocks = -(-seq // bm), -(-seq // bn)
     if backward:
-        for nb in range(-(-seq // bn)):
-            last = min(-(-seq // bm), -(-((nb + 1) * bn + left) // bm))
-            total += bm * bn * max(0, last - nb * bn // bm)
+        for nb in range(kv_blocks):
+            last = min(q_blocks, -(-((nb + 1) * bn + left) // bm))
+            total += max(0, last - nb * bn // bm)
     else:
-        for mb in range(-(-seq // bm)):
-            last = min(-(-seq // bn), -(-((mb + 1) * bm) // bn))
-            total += bm * bn * max(0, last - max(0, (mb * bm - left) // bn))
-    return total
+        for mb in range(q_blocks):
+            last = min(kv_blocks, -(-((mb + 1) * bm) // bn))
+            total += max(0, last - max(0, mb * bm - left) // bn)
+    return total * bm * bn
 
 
 def test_a_window_pays_for_its_left_edge_as_for_the_diagonal():
     """FlashAttention's local kernels mask a window's left edge inside the tiles they keep,
-    skipping only blocks wholly outside it: per row, a window a whole number of blocks long
-    costs about twice the diagonal's padding (64.5 + 63.5 keys for 128-square tiles, not
-    63.5), one of any length what the tiles counted block by block give. Rows within the
-    first window's length have no left edge; a sequence no longer than the window none."""
-    seq = 1920 * 32  # whole periods of every tile shape below
-
-    def padding(op: Attention, row: float) -> float:
-        return (computed_scores(op) - op.pairs) / op.q_len - row
-
-    for window in (4096, 1000, seq, 2 * seq):
-        for head_dim, backward in ((128, False), (64, False), (256, False), (128, True)):
-            bm, bn = attention_tile("flash3", head_dim, True, backward)
+    skipping only blocks wholly outside it, with their own tiles: the scores are exactly the
+    tiles counted block by block, for sequences and windows that are not whole tile periods;
+    per row, a window a whole number of blocks long costs about twice the diagonal's
+    padding. A window as long as the sequence is none (the causal kernel's work)."""
+    for seq, window in itertools.product((4096, 5000, 61440), (128, 1000, 4095, 4096)):
+        if window >= seq:  # no window: below
+            continue
+        for head_dim, backward in ((64, False), (128, False), (192, False), (256, False),
+                                   (64, True), (128, True), (256, True)):
+            bm, bn = attention_tile("flash3", head_dim, True, backward, local=True)
             op = Attention("a", 1, 8, 8, seq, seq, head_dim, window=window, backward=backward,
                            impl="flash3")
             row = ATTN_ROW_OVERHEAD_KEYS_BWD if backward else ATTN_ROW_OVERHEAD_KEYS
-            counted = (_local_tiles_by_count(seq, window, bm, bn, backward) - op.pairs) / seq
-            assert padding(op, row) == pytest.approx(counted, abs=0.25), (window, bm, bn)
-            if window == 4096:  # about twice the diagonal, for the rows past the window
-                assert counted > 1.9 * diagonal_keys(bm, bn, backward)
+            rows = -(-seq // bm) * bm
+            counted = _local_tiles_by_count(seq, window, bm, bn, backward)
+            assert computed_scores(op) - rows * row == counted, (seq, window, bm, bn)
+            if window == 4096 and seq == 61440:  # about twice the diagonal past the window
+                assert (counted - op.pairs) / seq > 1.9 * diagonal_keys(bm, bn, backward)
+    for seq, head_dim, backward in itertools.product((4096, 5000), (64, 256), (False, True)):
+        plain = Attention("a", 1, 8, 8, seq, seq, head_dim, backward=backward, impl="flash3")
+        for window in (seq, 2 * seq):
+            op = Attention("a", 1, 8, 8, seq, seq, head_dim, window=window, backward=backward,
+                           impl="flash3")
+            assert computed_scores(op) == computed_scores(plain)
     # a CP shard with no window keeps the diagonal alone
-    shard = Attention("a", 1, 8, 8, seq // 4, seq, 128, impl="flash3")
-    assert padding(shard, ATTN_ROW_OVERHEAD_KEYS) == pytest.approx(63.5)
+    shard = Attention("a", 1, 8, 8, 61440 // 4, 61440, 128, impl="flash3")
+    assert (computed_scores(shard) - shard.pairs) / shard.q_len == pytest.approx(
+        63.5 + ATTN_ROW_OVERHEAD_KEYS)
+
+
+def test_flash3_local_kernels_take_their_own_forward_tiles():
+    """FA3 v2.8.3 hopper/tile_size.h: local forward tiles are 192 x 128 to head dim 96, 128 x
+    128 at 128, 128 x 96 at 192, 128 x 64 above; the backward and FA2 keep their tiles."""
+    assert attention_tile("flash3", 64, True, False, local=True) == (192, 128)
+    assert attention_tile("flash3", 128, True, False, local=True) == (128, 128)
+    assert attention_tile("flash3", 192, True, False, local=True) == (128, 96)
+    assert attention_tile("flash3", 256, True, False, local=True) == (128, 64)
+    assert attention_tile("flash3", 256, True, False) == (128, 80)
+    for head_dim in (64, 128, 256):
+        for impl in ("flash3", "flash2"):
+            assert attention_tile(impl, head_dim, True, True, local=True) == attention_tile(
+                impl, head_dim, True, True)
+        assert attention_tile("flash2", head_dim, True, False, local=True) == attention_tile(
+            "flash2", head_dim, True, False)
 
 
 def test_flash3_tiles_come_from_its_source_and_cost_most_at_short_sequences():

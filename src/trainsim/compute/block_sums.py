@@ -67,6 +67,33 @@ def causal_backward_blocks(q_blocks: int, q_len: int, block_m: int, block_n: int
     return j0 * q_blocks + (j1 - j0) * q_blocks - skipped
 
 
+def local_forward_skipped(q_blocks: int, block_m: int, block_n: int, left: int) -> int:
+    """Key blocks a local (sliding-window) forward skips left of its windows, query and key
+    lengths equal: query block i from row m0 = i block_m starts at key block
+    max(0, floor((m0 - left) / block_n)) (FlashAttention hopper/block.h
+    ``get_n_block_min_max``, v2.8.3), so it skips that many of the blocks the causal kernel
+    runs (``causal_forward_blocks``)."""
+    i0 = _ceil_div(left, block_m)  # the first block whose first row's window starts past key 0
+    if q_blocks <= i0:
+        return 0
+    return floor_sum(q_blocks - i0, block_n, block_m, i0 * block_m - left)
+
+
+def local_backward_skipped(q_blocks: int, kv_blocks: int, block_m: int, block_n: int,
+                           left: int) -> int:
+    """Query blocks a local backward skips below its windows, query and key lengths equal:
+    key block j, keys up to (j + 1) block_n, runs query blocks up to
+    ceil(((j + 1) block_n + left) / block_m) (block.h ``get_m_block_min_max``, v2.8.3), so it
+    skips q_blocks less that, where positive, of the blocks the causal kernel runs
+    (``causal_backward_blocks``): key blocks j < J = floor(((q_blocks - 1) block_m - left) /
+    block_n) do."""
+    top = (q_blocks - 1) * block_m - left
+    if top < block_n:
+        return 0
+    j_end = min(kv_blocks, top // block_n)
+    return j_end * q_blocks - floor_sum(j_end, block_m, block_n, block_n + left + block_m - 1)
+
+
 def window_edge_keys(block_m: int, block_n: int, backward: bool, left: int) -> float:
     """Keys a local (sliding-window) kernel computes per query row left of the row's window,
     on average, for a window reaching ``left`` keys back from the diagonal: the tiles it keeps

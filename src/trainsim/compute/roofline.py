@@ -41,6 +41,8 @@ from typing import Protocol
 from trainsim.compute.block_sums import (
     causal_backward_blocks,
     causal_forward_blocks,
+    local_backward_skipped,
+    local_forward_skipped,
     window_edge_keys,
 )
 from trainsim.config import GPUSpec
@@ -102,13 +104,24 @@ flash_bwd_launch_template.h with the >= 144 KiB of shared memory per block both 
 ``Flash_bwd_kernel_traits<64, 128, 128, 8, ...>``, ``<128, 64, 128, 8, ...>``, ``<256, 64, 64,
 8, ...>``); PyTorch SDPA's flash backend vendors these kernels."""
 TILED_KERNELS = {"flash3": FA3_TILES, "flash2": FA2_TILES, "sdpa": FA2_TILES}
+FA3_LOCAL_FWD_TILES = ((64, 192, 128, 128), (96, 192, 128, 128), (128, 128, 128, 128),
+                       (192, 128, 96, 96), (256, 128, 64, 64))
+"""FlashAttention-3's forward tiles when local (a sliding window), as ``FA3_TILES``: v2.8.3
+hopper/tile_size.h ``tile_size_fwd_sm90`` L24-L25 (192 x 128 up to head dim 64), L30 (192 x
+128 to 96), L32 (128 x 128 to 128), L36 (128 x 96 to 192), L38 (128 x 64 above). Its backward
+takes the causal tiles (flash_bwd_launch_template.h L352 ``Is_causal || Is_local``; the other
+head dims' choices do not depend on either), and FlashAttention-2's local kernels are its
+non-causal ones with the same tiles (csrc/flash_attn/src/flash_fwd_launch_template.h and
+flash_bwd_launch_template.h choose their traits by head dim, dropout and GPU only)."""
+LOCAL_TILED_KERNELS = {"flash3": {False: FA3_LOCAL_FWD_TILES, True: FA3_TILES[True]}}
 
 
-def attention_tile(impl: str, head_dim: int, causal: bool, backward: bool) -> tuple[int, int]:
+def attention_tile(impl: str, head_dim: int, causal: bool, backward: bool,
+                   local: bool = False) -> tuple[int, int]:
     """(query rows, keys) of one CTA's block of ``impl``'s main loop, from the kernels'
-    sources (``TILED_KERNELS``); ``ATTN_BLOCK`` square for kernels whose tiles are not
-    listed."""
-    tiles = TILED_KERNELS.get(impl)
+    sources (``TILED_KERNELS``, ``LOCAL_TILED_KERNELS`` for a ``local`` sliding-window
+    kernel); ``ATTN_BLOCK`` square for kernels whose tiles are not listed."""
+    tiles = (LOCAL_TILED_KERNELS.get(impl) if local else None) or TILED_KERNELS.get(impl)
     if tiles is None:
         return ATTN_BLOCK, ATTN_BLOCK
     table = tiles[backward]
@@ -118,13 +131,15 @@ def attention_tile(impl: str, head_dim: int, causal: bool, backward: bool) -> tu
 
 @functools.lru_cache(maxsize=4096)
 def tile_scores(q_len: int, kv_len: int, causal: bool, block_m: int, block_n: int,
-                backward: bool = False) -> float:
+                backward: bool = False, left: int | None = None) -> float:
     """Scores one head's kernel computes in whole tiles: query rows padded to whole blocks of
     ``block_m``, keys to whole blocks of ``block_n``; causal (bottom-right aligned, as
     FlashAttention aligns a shorter query), the forward's query blocks run every key block up
     to the last key their last row sees, the backward's key blocks (each CTA owns one,
     FlashAttention-2 §3.2) every query block from the one holding the first row that sees
-    their first key."""
+    their first key. A causal window reaching ``left`` keys back (query and key lengths equal)
+    skips the blocks wholly left of every row's window (``local_forward_skipped``,
+    ``local_backward_skipped``)."""
     q_blocks = math.ceil(q_len / block_m)
     kv_blocks = math.ceil(kv_len / block_n)
     if not causal:
@@ -133,6 +148,10 @@ def tile_scores(q_len: int, kv_len: int, causal: bool, block_m: int, block_n: in
     # summed in closed form (``block_sums``): a loop over the blocks hung on a long sequence
     blocks = causal_backward_blocks(q_blocks, q_len, block_m, block_n, offset, kv_blocks) \
         if backward else causal_forward_blocks(q_blocks, block_m, block_n, offset, kv_blocks)
+    if left is not None:
+        assert offset == 0, "a window's tiles are counted for equal query and key lengths"
+        blocks -= local_backward_skipped(q_blocks, kv_blocks, block_m, block_n, left) \
+            if backward else local_forward_skipped(q_blocks, block_m, block_n, left)
     return float(blocks * block_m * block_n)
 
 
@@ -157,24 +176,30 @@ def computed_scores(op: Attention) -> float:
     window's or a CP shard's queries (a causal ``q_len`` short of ``kv_len``) their useful
     scores and, row by row, the fixed work and the diagonal's tiles (``diagonal_keys``).
 
-    A window's rows whose window starts past the first key pay for its left edge as well: the
-    local kernel skips only the key blocks wholly left of a block's window and masks the
-    edge inside the tiles it keeps, as it masks the diagonal (``window_edge_keys``: as many
-    keys as the diagonal's when the window is a whole number of blocks long). Those are the
-    rows past the window's length, their balanced share of a CP shard as in ``op.pairs``; a
-    CP shard without a window (or with one as long as its keys) has the diagonal alone."""
+    A window's kernel (``local``, with its own tiles) skips only the key blocks wholly left of
+    a block's window and masks the edge inside the tiles it keeps, as it masks the diagonal:
+    over a whole sequence ``tile_scores`` counts its tiles exactly; a CP shard's rows past the
+    window's length (their balanced share, as in ``op.pairs``) pay the edge's mean
+    (``window_edge_keys``). A window as long as the keys is no window."""
     row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
-    block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward)
-    if op.window is None and (op.q_len == op.kv_len or not op.causal):
-        return (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n, op.backward)
-                + math.ceil(op.q_len / block_m) * block_m * row)
+    # FlashAttention drops a window as long as the keys: flash_api.cpp (v2.8.3 hopper L559,
+    # csrc L399) sets window_size_left = -1 when >= seqlen_k - 1 (resp. seqlen_k), and runs
+    # the plain causal kernel
+    window = op.window if op.window is not None and op.window < op.kv_len else None
+    local = window is not None and op.causal
+    block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward, local)
+    if window is None and (op.q_len == op.kv_len or not op.causal) \
+            or local and op.q_len == op.kv_len:
+        # op.pairs' window: query i sees keys i - window + 1 .. i, left = window - 1
+        left = window - 1 if local else None
+        return (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n, op.backward,
+                            left) + math.ceil(op.q_len / block_m) * block_m * row)
     if not op.causal:
         return op.pairs + op.q_len * row
     scores = op.pairs + op.q_len * (row + diagonal_keys(block_m, block_n, op.backward))
-    if op.window is not None and op.window < op.kv_len:
-        # op.pairs' window: query i sees keys i - window + 1 .. i
-        edge = window_edge_keys(block_m, block_n, op.backward, op.window - 1)
-        scores += op.q_len * (op.kv_len - op.window) / op.kv_len * edge
+    if window is not None:
+        edge = window_edge_keys(block_m, block_n, op.backward, window - 1)
+        scores += op.q_len * (op.kv_len - window) / op.kv_len * edge
     return scores
 
 
