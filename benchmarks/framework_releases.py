@@ -69,6 +69,15 @@ CONTAINERS = {
     },
 }
 
+# frameworks whose patch releases are cut from their minor's release branch, so a patch
+# carries its minor's features, not those merged on main by its own tag date: NVIDIA/Megatron-LM
+# tags core_v0.13.1 (2025-08-11) on the 0.13 branch; `git merge-base --is-ancestor
+# core_v0.13.0 core_v0.13.1` holds, `... 720c8b40 core_v0.13.1` (main, 2025-07-29) does not
+BRANCH_PATCHES = {
+    "megatron-lm": "core_v0.13.1 descends from core_v0.13.0, not from main's 720c8b40",
+    "megatron-core": "the same repository and tags as megatron-lm",
+}
+
 _TAG = re.compile(r"^(?:tags/)?(?:core_v|core_r|v|r)?(\d+(?:\.\d+)*)$")
 
 
@@ -115,6 +124,9 @@ def render(mirror: Path) -> str:
     ]
     for name, (repo, pattern) in REPOS.items():
         lines += [f"{name}:", f"  repo: {repo}"]
+        if name in BRANCH_PATCHES:
+            lines += [f"  # patches from release branches: {BRANCH_PATCHES[name]}",
+                      "  patches: branch"]
         tags = {t.removeprefix("tags/"): d for t, d in _tags(mirror, repo)}
         if name in CONTAINERS:
             lines.append("  containers:  # container: [library tag it ships, that tag's date]")

@@ -112,6 +112,8 @@ def test_native_spellings_read_as_written():
     ("megatron-lm", "24.01", True),        # no such release; 23.06 is not the newest series
     ("megatron-lm", "99.0", True),
     ("megatron-lm", "2.7", True),          # an old series (2.x, 2021) is not continued
+    ("megatron-core", "2.7", True),        # past the table (0.19), continuing no series
+    ("megatron-core", "3.0", True),
     # dates that are none
     ("torchtitan", "Mayday 2024", True),
     ("torchtitan", "2024-02-31", True),
@@ -142,6 +144,30 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
 def test_releases_past_the_table_read_as_its_newest(name, version, entry, read):
     assert framework_profile(name, version).version == entry
     assert read in version_reading(name, version)
+
+
+def test_megatron_lm_patch_release_carries_its_minor_features():
+    # core_v0.13.1 (2025-08-11) is cut from the 0.13 branch, which lacks main's 720c8b40
+    # (2025-07-29, MLA down-projections 'duplicated'); core_v0.14.0 (2025-10-08) has it
+    feats = framework_profile("megatron-lm", "core_v0.13.1").features
+    assert not feats.get("mla_down_proj_duplicated")
+    assert "2025-07-25" in version_reading("megatron-lm", "core_v0.13.1")
+    assert framework_profile("megatron-lm", "core_v0.14.0").features["mla_down_proj_duplicated"]
+    assert "2025-05-06" in version_reading("megatron-lm", "0.12.3")  # tagged after 0.13.0
+
+
+def test_core_tag_is_read_in_the_core_numbering():
+    # core_v1.0.0 is a next Megatron Core major, not Megatron-LM 1.0 of 2020
+    read = version_reading("megatron-lm", "core_v1.0.0")
+    assert "newer than framework_releases.yaml knows" in read and "0.19.0" in read
+    assert framework_profile("megatron-lm", "core_v1.0.0").version == \
+        framework_profile("megatron-lm", "0.19.0").version
+    assert "2020-04-21" in version_reading("megatron-lm", "1.0")  # without the prefix: 1.0
+
+
+def test_reading_names_the_version_as_written():
+    assert version_reading("megatron-core", " 1.0 ").startswith("1.0 (newer")
+    assert "megatron-bridge v1.0 is newer" in version_reading("megatron-bridge", "v1.0")
 
 
 def test_parse_forms():

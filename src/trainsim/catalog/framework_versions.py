@@ -17,7 +17,14 @@ repositories' tags) translates between them:
   reads as its release.
 - a release on a date-keyed framework reads as the date of that release's tag (a patch the
   table lacks: the latest patch of its minor release before it); a date on a release-keyed one
-  as the latest release (for NeMo and Megatron-Bridge: container) tagged by then.
+  as the latest release (for NeMo and Megatron-Bridge: container) tagged by then. Where the
+  table says ``patches: branch`` (Megatron-LM), a patch release is cut from its minor's release
+  branch and carries that minor's features, so it reads at the date of the minor's first tag:
+  core_v0.13.1 (tagged 2025-08-11) reads as 2025-07-25 (core_v0.13.0), since it lacks main's
+  720c8b40 of 2025-07-29 (``git merge-base --is-ancestor 720c8b40 core_v0.13.1`` fails).
+- a Megatron Core tag (``core_v0.8.0``, ``core_r0.8.0``) on megatron-lm is matched only against
+  the table's newest numbering (from core_r0.4.0 on, after 23.06), never against Megatron-LM
+  1.0 .. 2.6 of 2020-21: ``core_v1.0.0`` is a next major release, read as the newest.
 - NeMo and Megatron-Bridge profiles are keyed by container (major >= 20); a library release
   (``nemo 2.0``, ``megatron-bridge v0.2.0``) reads as the container that ships it, or, where the
   table names none, the latest container tagged by that release's date.
@@ -55,7 +62,7 @@ _MONTHS = {**{m[:3]: i + 1 for i, m in enumerate(_MONTH_NAMES)},
            **{m: i + 1 for i, m in enumerate(_MONTH_NAMES)}, "sept": 9}
 _DATE = re.compile(r"^(\d{4})(?:[-/.](\d{1,2})(?:[-/.](\d{1,2}))?)?$")
 _MONTH_YEAR = re.compile(r"^([a-z]+)\.?,?\s+(\d{4})$")
-_RELEASE = re.compile(r"^(?:tags/)?(?:core_v|core_r|core-v|v|r)?(\d+(?:\.\d+)*)"
+_RELEASE = re.compile(r"^(?:tags/)?(core_v|core_r|core-v|v|r)?(\d+(?:\.\d+)*)"
                       r"((?:[.\-_+]?(?:rc|alpha|beta|a|b|post|dev|pre)[.\-_]?\d*)*)$")
 
 Key = tuple[int, ...]
@@ -69,6 +76,7 @@ class Version:
     key: Key
     precision: int = 0
     suffix: str = ""
+    core: bool = False  # written as a Megatron Core tag (core_v0.8.0, core_r0.8.0)
 
 
 def _norm(parts: list[int] | tuple[int, ...]) -> Key:
@@ -98,8 +106,8 @@ def parse(text: str) -> Version | None:
         return Version("date", tuple(key), max(len(parts), 2))  # a year reads as its January
     m = _RELEASE.match(t)
     if m:
-        return Version("release", _norm([int(p) for p in m.group(1).split(".")]),
-                       suffix=m.group(2))
+        return Version("release", _norm([int(p) for p in m.group(2).split(".")]),
+                       suffix=m.group(3), core=(m.group(1) or "").startswith("core"))
     return None
 
 
@@ -119,6 +127,7 @@ class Releases:
     repo: str
     releases: tuple[tuple[Key, str, Key], ...]
     containers: tuple[tuple[Key, str, Key], ...]  # (container, library tag, its month (y, m))
+    branch_patches: bool = False  # patch releases are cut from their minor's release branch
 
     @property
     def newest(self) -> tuple[str, Key]:
@@ -165,8 +174,11 @@ def release_table(name: str) -> Releases | None:
             raise CatalogError(f"{_TABLE.name}: {name}: {box!r} is not a container number")
         _date_of(date)  # the tag's date: evidence for the table's check, not the container's
         boxes.append((v.key, str(tag), month))
+    patches = raw.get("patches", "trunk")
+    if patches not in ("trunk", "branch"):
+        raise CatalogError(f"{_TABLE.name}: {name}: patches {patches!r} is not trunk or branch")
     return Releases(str(raw.get("repo", "")), tuple(sorted(rels, key=lambda r: r[2])),
-                    tuple(sorted(boxes)))
+                    tuple(sorted(boxes)), patches == "branch")
 
 
 def _release_date(table: Releases, key: Key) -> tuple[str, Key] | None:
@@ -262,22 +274,46 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
         why = _unknown(name, v.key, table) if table else ""
         if why:
             raise _fail(name, text, why, style, first, table)
-        past = _past_note(name, v.key, table) if table else ""
+        past = _past_note(name, text, v.key, table) if table else ""
         if past:
             return v.key, past
+        if table and not table.containers and table.releases and \
+                _release_date(table, v.key) is None and v.key > max(r[0] for r in table.releases):
+            # past the table and continuing no series of it (megatron-core 2.7): no release
+            raise _fail(name, text, f"no {name} release {text} in {_TABLE.name} "
+                        f"({table.repo} tags {table.releases[0][1]} .. "
+                        f"{table.releases[-1][1]}); ", style, first, table)
         return v.key, (release_text(v.key) + suffix) if v.suffix else ""
     if table is None or not table.releases:
         raise _fail(name, text, "", style, first, table)
+    if v.core:  # a core_ tag names a release of the newest numbering (Megatron Core's 0.x)
+        table = _newest_run(table)
     found = _release_date(table, v.key)
     if found is None:
         newest = _past_newest(table, v.key)
         if newest is None:
-            raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name} "
+            raise _fail(name, text, f"no {name} release {text} in {_TABLE.name} "
                         f"({table.repo} tags {table.releases[0][1]} .. "
                         f"{table.releases[-1][1]}); ", style, first, table)
-        return newest[2], (f"{date_text(newest[2])} ({name} {release_text(v.key)} is newer than "
+        return newest[2], (f"{date_text(newest[2])} ({name} {text} is newer than "
                            f"{_TABLE.name} knows: read as its newest release, {newest[1]})")
+    if table.branch_patches:  # a patch is cut from its minor's release branch
+        minor = [r for r in table.releases if _norm(r[0][:2]) == _norm(v.key[:2])]
+        opened = min(minor, key=lambda r: r[2])
+        if opened[1] != found[0]:
+            return opened[2], (f"{date_text(opened[2])} (the tag date of {table.repo} "
+                               f"{opened[1]}: {text} is a patch on its release branch){suffix}")
     return found[1], f"{date_text(found[1])} (the tag date of {table.repo} {found[0]}){suffix}"
+
+
+def _newest_run(table: Releases) -> Releases:
+    """``table`` from its last restart of numbering on: the last release (by date) numbered
+    below every release before it (Megatron-LM 23.06 -> core_r0.4.0), and all after it."""
+    start, low = 0, None
+    for i, r in enumerate(table.releases):
+        if low is None or r[0] < low:
+            start, low = i, r[0]
+    return Releases(table.repo, table.releases[start:], table.containers, table.branch_patches)
 
 
 def _unknown(name: str, key: Key, table: Releases) -> str:
@@ -291,14 +327,14 @@ def _unknown(name: str, key: Key, table: Releases) -> str:
     return ""
 
 
-def _past_note(name: str, key: Key, table: Releases) -> str:
+def _past_note(name: str, text: str, key: Key, table: Releases) -> str:
     """The reading of a release ``key`` numbered after everything the table knows (it selects
     the profile's newest entry), else ''."""
     newest, when = table.newest
     month = container_month(key) if key[0] >= CONTAINER_MAJOR else None
     if month is not None and month > when[:2] or \
             month is None and _past_newest(table, key[:2]) is not None:
-        return (f"{release_text(key)} (newer than {_TABLE.name} knows, {newest} of "
+        return (f"{text} (newer than {_TABLE.name} knows, {newest} of "
                 f"{date_text(when)}: read as the newest {name} profile entry)")
     return ""
 
@@ -317,10 +353,10 @@ def _library_release(name: str, text: str, v: Version, table: Releases, style: s
     if found is None:
         newest = _past_newest(table, v.key)
         if newest is None:
-            raise _fail(name, text, f"no {name} release {release_text(v.key)} in {_TABLE.name}; ",
+            raise _fail(name, text, f"no {name} release {text} in {_TABLE.name}; ",
                         style, first, table)
         box = max(table.containers)
-        return box[0], (f"{release_text(box[0])} ({name} {release_text(v.key)} is newer than "
+        return box[0], (f"{release_text(box[0])} ({name} {text} is newer than "
                         f"{_TABLE.name} knows: read as its newest container)")
     hit = _by_date(list(table.containers), Version("date", found[1], 3))
     if hit is None:
