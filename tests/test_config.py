@@ -526,3 +526,24 @@ def test_flash1_refuses_head_dims_above_128():
     assert "attention=flash1" in msg and "256" in msg
     run_config_from_dict(base(model=wide, training={**train, "attention": "flash2"}))
     run_config_from_dict(base(training={**train, "attention": "flash1"}))
+
+
+def test_compute_capability_is_major_times_ten_plus_minor():
+    """NVIDIA's list writes 10.0; the field is 100 (a 10 would price a B200 as sm 10)."""
+    from trainsim.catalog import gpu
+    b200 = gpu("b200-sxm-180gb")
+    for wrong in (10, 9):
+        with pytest.raises(ConfigError) as exc:
+            dataclasses.replace(b200, compute_capability=wrong)
+        assert "e.g. 100 for 10.0, 90 for 9.0" in str(exc.value)
+        assert "\n" not in str(exc.value)
+    assert dataclasses.replace(b200, compute_capability=120).sm_arch == 120
+
+
+def test_compute_capability_is_refused_on_another_vendor():
+    from trainsim.catalog import gpu
+    mi300x = gpu("mi300x")
+    assert mi300x.vendor != "nvidia" and mi300x.compute_capability is None
+    with pytest.raises(ConfigError, match="compute_capability=90 is an NVIDIA") as exc:
+        dataclasses.replace(mi300x, compute_capability=90)
+    assert "\n" not in str(exc.value)

@@ -132,6 +132,13 @@ class GPUSpec:
                          tdp_w=self.tdp_w, power_limit_w=self.power_limit_w,
                          flops_per_exp=self.flops_per_exp,
                          compute_capability=self.compute_capability)
+        cc = self.compute_capability
+        if cc is not None and self.vendor != "nvidia":
+            raise ConfigError(f"gpu[{self.name}].compute_capability={cc} is an NVIDIA (CUDA) "
+                              f"number; vendor {self.vendor!r} has none: remove the field")
+        if cc is not None and cc < 30:  # CUDA's oldest, Kepler, is 3.0; written 10.0 it is 100
+            raise ConfigError(f"gpu[{self.name}].compute_capability={cc} is major*10+minor, "
+                              "e.g. 100 for 10.0, 90 for 9.0")
         if not self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops is empty")
         for dtype, peak in self.peak_flops.items():
