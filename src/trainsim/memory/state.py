@@ -54,14 +54,15 @@ FP8_WEIGHT_LAYOUT_BYTES = {"delayed": (1.0, 1.0), "current": (1.0, 1.0),
 """Bytes per Linear weight element of the fp8 copies Transformer Engine keeps across
 micro-batches (``is_first_microbatch``): (row-wise, column-wise). The forward GEMM reads the
 row-wise copy and the dgrad GEMM the column-wise (transposed) one; blockwise adds an fp32 scale
-per 128x128 block, MXFP8 one E8M0 byte per 32 elements. On Blackwell the per-tensor recipes need
-no transposed copy (TE checks the architecture before it makes one). TransformerEngine@v2.4
+per 128x128 block, MXFP8 one E8M0 byte per 32 elements. Where the tensor cores take fp8 in
+either layout (sm100-sm119, sm130 on: not sm120) the per-tensor recipes need no transposed
+copy (TE checks the compute capability before it makes one). TransformerEngine@v2.4
 transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxfp8_tensor.py."""
 
 
-def _blackwell(cfg: RunConfig) -> bool:
+def _fp8_any_layout(cfg: RunConfig) -> bool:
     """Tensor cores that take fp8 operands in either layout (``GPUSpec.fp8_any_layout``:
-    sm100-sm119 and sm130 on, not sm120)."""
+    sm100-sm119 and sm130 on; not sm120, a Blackwell too)."""
     return cfg.cluster.gpu.fp8_any_layout
 
 
@@ -134,7 +135,7 @@ def _fp8_copies(cfg: RunConfig, linear: float) -> float:
     if t.dtype != "fp8":
         return 0.0
     row, col = FP8_WEIGHT_LAYOUT_BYTES[t.fp8_recipe]
-    if _blackwell(cfg) and t.fp8_recipe in ("delayed", "current"):
+    if _fp8_any_layout(cfg) and t.fp8_recipe in ("delayed", "current"):
         col = 0.0
     return linear * (row + col)
 
