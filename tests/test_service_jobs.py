@@ -177,17 +177,18 @@ def test_the_candidate_bound_counts_what_the_search_enumerates():
 
     from helpers import make_base
 
-    from trainsim.search import SearchSpace
+    from trainsim.search import SearchSpace, search
 
     plain = make_base()
     base = dataclasses.replace(plain, training=dataclasses.replace(
         plain.training, framework="megatron-core", framework_version="0.14"))
     assert base.sends_block_alone and not plain.sends_block_alone
     space = SearchSpace(recompute=("none",), zero=(0,), max_micro_batch=1)
+    enumerated = search(base, [16], space).stats.enumerated  # what the search itself counted
     keys = list(space.memory_keys(base, 16))
-    enumerated = sum(len(space.variants(k, True)) for k in keys)
     assert enumerated < sum(len(space.variants(k)) for k in keys)  # the flag matters here
-    jobs._bound_candidates(base, (16,), space, SETTINGS.with_limits(max_candidates=enumerated).limits)
+    limits = SETTINGS.with_limits(max_candidates=enumerated).limits
+    jobs._bound_candidates(base, (16,), space, limits)
     with pytest.raises(jobs.RequestError, match="max_candidates"):
         jobs._bound_candidates(base, (16,), space,
                                SETTINGS.with_limits(max_candidates=enumerated - 1).limits)
