@@ -161,6 +161,13 @@ def test_a_library_name_that_is_no_one_kernel_names_its_column_once():
               "measured_unit": "ms"}
     assert predict_kernel_row(kernel, compute_db=None).error.startswith(
         "implementation='torch': PyTorch attention")
+    # named in the note (impl=...) and in capitals: the message names the note, as written
+    noted = {**kernel, "implementation": "flash2", "note": "figure 3; impl=Torch"}
+    assert predict_kernel_row(noted, compute_db=None).error.startswith(
+        "note impl='Torch': PyTorch attention")
+    capital = {**kernel, "implementation": " Torch "}
+    assert predict_kernel_row(capital, compute_db=None).error.startswith(
+        "implementation='Torch': PyTorch attention")
     row = {"id": "r", "model": "llama3-8b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
            "gpus_per_node": "8", "tp": "1", "pp": "1", "global_batch_size": "8",
            "seq_length": "2048", "measured_iteration_s": "1", "attention": "torch"}

@@ -135,8 +135,16 @@ def implementation(row: dict[str, str]) -> str:
     """The kernel library a row measured. A note's ``impl=NAME`` names it where one figure
     compares several kernels (the FlashAttention papers' rows carry the paper's kernel in the
     implementation column and the bar's kernel in the note)."""
+    return implementation_as_written(row)[1].lower()
+
+
+def implementation_as_written(row: dict[str, str]) -> tuple[str, str]:
+    """(where the row names its kernel library: 'note impl' or 'implementation', the name as
+    written there), for messages that point at what the user wrote."""
     m = _NOTE_IMPL.search(row.get("note") or "")
-    return (m.group(1) if m else (row.get("implementation") or "")).strip().lower()
+    if m:
+        return "note impl", m.group(1).strip()
+    return "implementation", (row.get("implementation") or "").strip()
 
 
 def _attention(row: dict[str, str], backward: bool) -> Attention:
@@ -337,7 +345,11 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
             res.predicted = time_s / TIME_UNITS[unit]
     except (TrainsimError, ValueError, KeyError) as exc:
         # the vocabulary's errors open with the library's name: say which column holds it
-        res.error = f"implementation={exc}" if str(exc).startswith(f"{impl!r}:") else str(exc)
+        said, why = str(exc), f"{impl!r}:"
+        if said.startswith(why):
+            where, written = implementation_as_written(row)
+            said = f"{where}={written!r}:{said[len(why):]}"
+        res.error = said
         return res
     res.chosen = {"model": "+".join(sorted({how for _, how in priced}))}
     attn = next((op.impl for op in ops if isinstance(op, Attention)), None)
