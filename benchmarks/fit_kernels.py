@@ -16,7 +16,8 @@ hash order until at least 20 % of that source's rows are out, so no constant see
 80 % of any source. The
 split depends only on source and family names, never on the errors.
 
-Constants fitted (their names in ``trainsim.compute.roofline``):
+Constants fitted (their names in ``trainsim.compute.roofline``, the attention ones in
+``trainsim.compute.attention``):
 
 * GEMM: ``GEMM_TILE_OVERHEAD_K`` (one parameter; golden-section search). A block-scaled fp8
   kernel's serial promotion (``block_promotion_k``) has no constant: it is the GPU's fp8 tensor
@@ -56,7 +57,7 @@ from typing import Any
 import numpy as np
 
 from trainsim.catalog import gpu as catalog_gpu
-from trainsim.compute import roofline
+from trainsim.compute import attention, roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
 from trainsim.workload.elementwise import strided_share
@@ -244,23 +245,23 @@ def golden(f: Callable[[float], float], lo: float, hi: float, tol: float = 1.0) 
     return (a + b) / 2
 
 
-ATTN_IMPLS = tuple(roofline.ATTENTION_OF_GEMM)
+ATTN_IMPLS = tuple(attention.ATTENTION_OF_GEMM)
 
 
 def set_attention(p: np.ndarray) -> None:
     for i, impl in enumerate(ATTN_IMPLS):
-        roofline.ATTENTION_OF_GEMM[impl] = (float(p[2 * i]), float(p[2 * i + 1]))
-    (roofline.FLASH1_OF_FLASH2,
-     roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.ATTN_ROW_OVERHEAD_KEYS_BWD,
-     roofline.SOFTMAX_EXP_EXPOSED) = (
+        attention.ATTENTION_OF_GEMM[impl] = (float(p[2 * i]), float(p[2 * i + 1]))
+    (attention.FLASH1_OF_FLASH2,
+     attention.ATTN_ROW_OVERHEAD_KEYS, attention.ATTN_ROW_OVERHEAD_KEYS_BWD,
+     attention.SOFTMAX_EXP_EXPOSED) = (
         float(x) for x in p[2 * len(ATTN_IMPLS):])
 
 
 def attention_params() -> list[float]:
-    return [x for impl in ATTN_IMPLS for x in roofline.ATTENTION_OF_GEMM[impl]] + [
-        roofline.FLASH1_OF_FLASH2,
-        roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.ATTN_ROW_OVERHEAD_KEYS_BWD,
-        roofline.SOFTMAX_EXP_EXPOSED]
+    return [x for impl in ATTN_IMPLS for x in attention.ATTENTION_OF_GEMM[impl]] + [
+        attention.FLASH1_OF_FLASH2,
+        attention.ATTN_ROW_OVERHEAD_KEYS, attention.ATTN_ROW_OVERHEAD_KEYS_BWD,
+        attention.SOFTMAX_EXP_EXPOSED]
 
 
 def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
@@ -276,9 +277,9 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
             all(getattr(op, "impl", None) != "unfused" for op in r.ops)]
 
     # no family's main loop above the tensor-core peak of the GPUs its rows ran on (the model
-    # caps it there: ``roofline.attention_fraction``), so the fit cannot wander past the cap
+    # caps it there: ``attention.attention_fraction``), so the fit cannot wander past the cap
     top = {impl: min(1.0 / catalog_gpu(r.gpu).mamf_fraction for r in attn
-                     if any(roofline.ATTENTION_FAMILY.get(getattr(op, "impl", "")) == impl
+                     if any(attention.ATTENTION_FAMILY.get(getattr(op, "impl", "")) == impl
                             for op in r.ops))
            for impl in ATTN_IMPLS}
     cap = np.array([top[impl] for impl in ATTN_IMPLS for _ in range(2)])
@@ -308,11 +309,11 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
             "SCALAR_HBM_EFFICIENCY": roofline.SCALAR_HBM_EFFICIENCY,
             "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
-                                  for k, v in roofline.ATTENTION_OF_GEMM.items()},
-            "FLASH1_OF_FLASH2": round(roofline.FLASH1_OF_FLASH2, 2),
-            "ATTN_ROW_OVERHEAD_KEYS": round(roofline.ATTN_ROW_OVERHEAD_KEYS),
-            "ATTN_ROW_OVERHEAD_KEYS_BWD": round(roofline.ATTN_ROW_OVERHEAD_KEYS_BWD),
-            "SOFTMAX_EXP_EXPOSED": round(roofline.SOFTMAX_EXP_EXPOSED, 2)}
+                                  for k, v in attention.ATTENTION_OF_GEMM.items()},
+            "FLASH1_OF_FLASH2": round(attention.FLASH1_OF_FLASH2, 2),
+            "ATTN_ROW_OVERHEAD_KEYS": round(attention.ATTN_ROW_OVERHEAD_KEYS),
+            "ATTN_ROW_OVERHEAD_KEYS_BWD": round(attention.ATTN_ROW_OVERHEAD_KEYS_BWD),
+            "SOFTMAX_EXP_EXPOSED": round(attention.SOFTMAX_EXP_EXPOSED, 2)}
 
 
 def fit_grouped(train: list[Row]) -> None:

@@ -9,7 +9,7 @@ from helpers import published_kernel_rows
 
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel
-from trainsim.compute.roofline import (
+from trainsim.compute.attention import (
     ATTENTION_OF_GEMM,
     ATTN_ROW_OVERHEAD_KEYS,
     ATTN_ROW_OVERHEAD_KEYS_BWD,

@@ -98,7 +98,7 @@ def test_attention_records_answer_only_their_own_kernel(tmp_path):
 def test_old_profilers_flash1_records_are_the_memory_efficient_backend(tmp_path, fmt):
     """Formats 1 and 2 labelled SDPA's EFFICIENT_ATTENTION backend ``flash1``: its records
     answer ``mem_efficient`` ops, never a FlashAttention-1 op (which carries its partial
-    results through HBM per key block, ``roofline.flash1_pass_bytes``)."""
+    results through HBM per key block, ``attention.flash1_pass_bytes``)."""
     chain = ChainModel(burst(), load(tmp_path, [attn(5e-4, impl="flash1")], fmt=fmt))
     op = Attention("a", 1, 32, 8, 4096, 4096, 128, impl="mem_efficient")
     assert chain.explain(op) == (5e-4, "database (exact)")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainsim.catalog import gpu
-from trainsim.compute import RooflineModel, roofline
+from trainsim.compute import RooflineModel, attention, roofline
 from trainsim.config.cluster import SUSTAINED_OF_BURST
 from trainsim.workload.ops import Attention, Gemm
 
@@ -47,9 +47,9 @@ def test_a_causal_forward_with_few_heads_waits_for_its_heaviest_query_blocks():
     """Query block i of a causal forward does i + 1 key blocks and a head's blocks launch
     lightest first: 8 heads of 32 blocks on 132 SMs take 1.66x their mean load, thousands of
     blocks almost none; the same work in 8 sequences of 8 heads runs near the mean."""
-    assert roofline.causal_forward_tail(8, 32, 132) == pytest.approx(1.66, abs=0.01)
-    assert roofline.causal_forward_tail(1024, 128, 132) < 1.01
-    assert roofline.causal_forward_tail(1, 32, 132) == pytest.approx(32 / (32 * 33 / 2 / 132))
+    assert attention.causal_forward_tail(8, 32, 132) == pytest.approx(1.66, abs=0.01)
+    assert attention.causal_forward_tail(1024, 128, 132) < 1.01
+    assert attention.causal_forward_tail(1, 32, 132) == pytest.approx(32 / (32 * 33 / 2 / 132))
 
     def attn(b: int, backward: bool = False) -> Attention:
         return Attention("a", b, 8, 8, 4096, 4096, 128, causal=True, backward=backward,
@@ -62,8 +62,8 @@ def test_no_attention_main_loop_outruns_the_tensor_cores():
     """A fitted fraction of the GEMM ceiling is capped at the dense peak (1 / MAMF)."""
     for name in ("a100-sxm-80gb", "h100-sxm-80gb", "b200-sxm-180gb"):
         g = gpu(name)
-        for impl in roofline.ATTENTION_FAMILY:
-            assert roofline.attention_fraction(impl, False, g) <= 1 / g.mamf_fraction
+        for impl in attention.ATTENTION_FAMILY:
+            assert attention.attention_fraction(impl, False, g) <= 1 / g.mamf_fraction
 
 
 def test_flops_per_exp_doubles_each_nvidia_generation():
@@ -124,22 +124,22 @@ def test_shape_families_of_the_measured_file(fit_script):
 
 def test_the_shipped_constants_are_what_the_script_fits(fit_script):
     """Re-fitting from the shipped values moves none of them by more than 5 %: the numbers in
-    roofline.py are the script's output, not typed in."""
-    saved = (dict(roofline.ATTENTION_OF_GEMM), roofline.GEMM_TILE_OVERHEAD_K,
-             roofline.AMPERE_KERNEL_ON_HOPPER, roofline.FLASH1_OF_FLASH2,
-             roofline.ATTN_ROW_OVERHEAD_KEYS, roofline.SOFTMAX_EXP_EXPOSED,
-             roofline.ATTN_ROW_OVERHEAD_KEYS_BWD)
+    roofline.py and attention.py are the script's output, not typed in."""
+    saved = (dict(attention.ATTENTION_OF_GEMM), roofline.GEMM_TILE_OVERHEAD_K,
+             attention.AMPERE_KERNEL_ON_HOPPER, attention.FLASH1_OF_FLASH2,
+             attention.ATTN_ROW_OVERHEAD_KEYS, attention.SOFTMAX_EXP_EXPOSED,
+             attention.ATTN_ROW_OVERHEAD_KEYS_BWD)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     scalar = roofline.SCALAR_HBM_EFFICIENCY
     try:
         rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
         fitted = fit_script.fit(rows, fit_script.split(rows))
     finally:
-        (attn, roofline.GEMM_TILE_OVERHEAD_K, roofline.AMPERE_KERNEL_ON_HOPPER,
-         roofline.FLASH1_OF_FLASH2, roofline.ATTN_ROW_OVERHEAD_KEYS,
-         roofline.SOFTMAX_EXP_EXPOSED, roofline.ATTN_ROW_OVERHEAD_KEYS_BWD) = saved
-        roofline.ATTENTION_OF_GEMM.clear()
-        roofline.ATTENTION_OF_GEMM.update(attn)
+        (attn, roofline.GEMM_TILE_OVERHEAD_K, attention.AMPERE_KERNEL_ON_HOPPER,
+         attention.FLASH1_OF_FLASH2, attention.ATTN_ROW_OVERHEAD_KEYS,
+         attention.SOFTMAX_EXP_EXPOSED, attention.ATTN_ROW_OVERHEAD_KEYS_BWD) = saved
+        attention.ATTENTION_OF_GEMM.clear()
+        attention.ATTENTION_OF_GEMM.update(attn)
         roofline.GROUPED_OF_GEMM.update(grouped)
         roofline.SCALAR_HBM_EFFICIENCY = scalar
     assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
@@ -156,21 +156,21 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
     """The attention search starts from the shipped constants; one of them set wrong is fitted
     back near its shipped value, so the check above is a real refit (a start past a family's
     cap once left every vertex infeasible and returned the start unchanged)."""
-    shipped = dict(roofline.ATTENTION_OF_GEMM)
-    scalars = (roofline.FLASH1_OF_FLASH2, roofline.ATTN_ROW_OVERHEAD_KEYS,
-               roofline.ATTN_ROW_OVERHEAD_KEYS_BWD, roofline.SOFTMAX_EXP_EXPOSED,
+    shipped = dict(attention.ATTENTION_OF_GEMM)
+    scalars = (attention.FLASH1_OF_FLASH2, attention.ATTN_ROW_OVERHEAD_KEYS,
+               attention.ATTN_ROW_OVERHEAD_KEYS_BWD, attention.SOFTMAX_EXP_EXPOSED,
                roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     try:
-        roofline.ATTENTION_OF_GEMM["flash2"] = (1.2, shipped["flash2"][1])
+        attention.ATTENTION_OF_GEMM["flash2"] = (1.2, shipped["flash2"][1])
         rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
         fitted = fit_script.fit(rows, fit_script.split(rows))["ATTENTION_OF_GEMM"]
     finally:
-        roofline.ATTENTION_OF_GEMM.clear()
-        roofline.ATTENTION_OF_GEMM.update(shipped)
+        attention.ATTENTION_OF_GEMM.clear()
+        attention.ATTENTION_OF_GEMM.update(shipped)
         roofline.GROUPED_OF_GEMM.update(grouped)
-        (roofline.FLASH1_OF_FLASH2, roofline.ATTN_ROW_OVERHEAD_KEYS,
-         roofline.ATTN_ROW_OVERHEAD_KEYS_BWD, roofline.SOFTMAX_EXP_EXPOSED,
+        (attention.FLASH1_OF_FLASH2, attention.ATTN_ROW_OVERHEAD_KEYS,
+         attention.ATTN_ROW_OVERHEAD_KEYS_BWD, attention.SOFTMAX_EXP_EXPOSED,
          roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY) = scalars
     assert fitted["flash2"][0] == pytest.approx(shipped["flash2"][0], rel=0.05)
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from trainsim.catalog import gpu as load_gpu
 from trainsim.catalog import run_config_from_dict
-from trainsim.compute.roofline import RooflineModel, attention_fraction
+from trainsim.compute import RooflineModel
+from trainsim.compute.attention import attention_fraction
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Elementwise
 from trainsim.workload.shard import shard_of

@@ -96,11 +96,11 @@ def test_a_row_with_a_huge_global_batch_is_validated_in_seconds():
 
 
 # ------------------------------------------------------------------------ long sequences
-# A run of seq_length 2^53 (fuzz_sweep's battery) hung: roofline.tile_scores counted causal
+# A run of seq_length 2^53 (fuzz_sweep's battery) hung: attention.tile_scores counted causal
 # attention's tiles in a loop over 2^46 query blocks. The counts are now closed-form sums.
 
 def _tiles_by_loop(q_len, kv_len, block_m, block_n, backward):
-    """The causal tile count as the loop counted it (roofline.tile_scores before)."""
+    """The causal tile count as the loop counted it (attention.tile_scores before)."""
     q_blocks, kv_blocks, offset = -(-q_len // block_m), -(-kv_len // block_n), kv_len - q_len
     if backward:
         return sum((q_blocks - max(0, j * block_n - offset) // block_m) * block_m * block_n
@@ -110,7 +110,7 @@ def _tiles_by_loop(q_len, kv_len, block_m, block_n, backward):
 
 
 def test_causal_tiles_in_closed_form_are_the_loops_count():
-    from trainsim.compute.roofline import tile_scores
+    from trainsim.compute.attention import tile_scores
 
     cases = list(itertools.product(range(1, 40, 3), range(1, 40, 3), (1, 3, 16), (1, 5, 16),
                                    (False, True)))

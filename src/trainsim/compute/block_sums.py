@@ -1,6 +1,6 @@
 """Causal attention's tiles counted in closed form: the key blocks each query block of a
 FlashAttention forward runs, and the query blocks each key block of its backward runs, summed
-without a loop over the blocks (``roofline.tile_scores``; a loop was O(sequence / block): a
+without a loop over the blocks (``attention.tile_scores``; a loop was O(sequence / block): a
 sequence of 2^53 tokens hung the simulation).
 
 Both sums are sums of floors of a linear function of the block index, clipped where the mask

@@ -64,7 +64,7 @@ LEGACY_IMPL = {"flash1": "mem_efficient"}
 profilers labelled PyTorch SDPA's memory-efficient backend (``SDPBackend.EFFICIENT_ATTENTION``,
 xFormers' CUTLASS kernels) ``flash1``, the first FlashAttention's family they priced it as; its
 records are ``mem_efficient`` (format 3), so a FlashAttention-1 op, which carries each query
-row's partial result through HBM once per key block (``roofline.flash1_pass_bytes``) where the
+row's partial result through HBM once per key block (``attention.flash1_pass_bytes``) where the
 memory-efficient kernel does not, never takes their times."""
 ComputeOp = Gemm | Attention | Elementwise
 

@@ -10,13 +10,8 @@ The constants are global and physical, each with its source:
   whole waves, so a GEMM with 5.1 waves of tiles runs at 5.1/6 of the ceiling
   (NVIDIA, *Matrix Multiplication Background User's Guide*, "wave quantization"); under two
   waves the last, partial wave is split along k (``SPLIT_K_MAX_WAVES``).
-* Fused attention: each implementation's matmuls run at its own fraction of the GEMM ceiling,
-  forward and backward (``ATTENTION_OF_GEMM``) over whole tiles of the kernel's own block shape
-  (``attention_tile``, ``tile_scores``); the softmax exponentials on the special-function
-  units and a fixed cost per query row come on top; kernels written for Ampere lose half of the
-  rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``); a
-  causal forward waits for each head's heaviest query blocks, launched last
-  (``causal_forward_tail``).
+* Fused attention kernels: ``compute.attention`` (each implementation's fraction of the GEMM
+  ceiling over its own tiles, the softmax exponentials, each row's fixed work).
 * GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
   idle SMs when the output has too few tiles. fp8 GEMMs with a scale per 128-deep k block whose
   kernel promotes the partial sums between blocks (CUTLASS's SM90 block-scaled mainloop) add
@@ -33,274 +28,18 @@ The constants are global and physical, each with its source:
 
 from __future__ import annotations
 
-import functools
-import heapq
 import math
 from typing import Protocol
 
-from trainsim.compute.block_sums import (
-    causal_backward_blocks,
-    causal_forward_blocks,
-    local_backward_skipped,
-    local_forward_skipped,
-    window_edge_keys,
+from trainsim.compute.attention import (
+    flash1_pass_bytes,
+    fused_attention_work,
+    gqa_group_sum_bytes,
 )
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
-ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
-    "flash2": (1.08, 0.81),
-    "cudnn": (1.25, 0.71),
-}
-"""(forward, backward) rate of a fused attention kernel's matmuls as a fraction of the GEMM
-ceiling of the GPU it was written for; the softmax exponentials and each query row's fixed
-work are priced beside it (``SOFTMAX_EXP_EXPOSED``, ``ATTN_ROW_OVERHEAD_KEYS``), so a rate can
-pass 1: the main loop of a long-sequence kernel outruns a general GEMM's measured maximum.
-
-Two families: ``flash2`` (Ampere's synchronous ``mma``: FA2; FA1 and llm-foundry's Triton
-port at ``FLASH1_OF_FLASH2``; PyTorch SDPA's flash backend; FlexAttention at ``FLEX_OF_FLASH2``)
-and ``cudnn`` (warp-specialised, asynchronous ``wgmma``/``tcgen05`` kernels: cuDNN's fused
-attention and FlashAttention-3 and -4, which the FA3 paper's Figs. 5-6 put within ~10 % of
-cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
-"""
-ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "triton": "flash2",
-                    "flex": "flash2", "mem_efficient": "flash2", "flash3": "cudnn", "cudnn": "cudnn",
-                    "flash4": "cudnn"}
-ATTN_ROW_OVERHEAD_KEYS = 119
-"""Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
-rescale and the output write cost as much as 119 more keys (the fitted value), so short
-sequences run below the long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at
-about half the 16k rate). Counted per query row of whole query blocks; the padding of whole
-tiles and a causal kernel's diagonal blocks, computed in full, come beside it
-(``tile_scores``). Fitted with ``ATTENTION_OF_GEMM``."""
-ATTN_ROW_OVERHEAD_KEYS_BWD = 353
-"""The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
-preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
-so short sequences fall further below the long-sequence rate than in the forward (measured
-H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388 forward). Fitted
-with ``ATTENTION_OF_GEMM``."""
-ATTN_BLOCK = 128
-"""Query rows and keys of one block of a fused attention kernel whose tiles ``TILED_KERNELS``
-does not list (FA1, xFormers/PyTorch memory-efficient, Triton, FlexAttention, cuDNN, FA4)."""
-FA3_TILES = {False: ((64, 192, 128, 128), (128, 128, 176, 128), (256, 128, 80, 80)),
-             True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 80, 80))}
-"""FlashAttention-3's CTA tiles on Hopper, forward (False) and backward (True): (largest head
-dim, query rows, keys non-causal, keys causal). Forward at the release its paper measured
-(Dao-AILab/flash-attention 7f67966c, 2024-07-11, hopper/flash_fwd_launch_template.h:
-``Flash_fwd_kernel_traits<64, 192, 128, ...>``, ``<128, 128, Is_causal ? 128 : 176, ...>``,
-``<256, 128, 80, ...>``; hopper/tile_size.h at 0251105a keeps them but for 192 keys at head
-dim 64 non-causal); backward: 7f67966c hopper/flash_bwd_launch_template.h
-``Flash_bwd_kernel_traits<64, 128, 128, ...>``, ``<128, 64, 128, ...>`` (head dim 256 had no
-backward then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cuDNN's tiles
-are not published: its kernels keep ``ATTN_BLOCK``. Added 2026-11-25: the FA3 paper's Fig. 5
-forward rows (held out of the fit) 7.6 -> 5.3 % MAPE, training figures unchanged."""
-FA2_TILES = {False: ((64, 128, 128, 128), (256, 128, 64, 64)),
-             True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 64, 64))}
-"""The same for FlashAttention-2 on A100 and H100 without dropout (Dao-AILab/flash-attention
-0251105a csrc/flash_attn/src/flash_fwd_launch_template.h: ``Flash_fwd_kernel_traits<64, 128,
-128, 4, ...>``, ``<128, 128, 64, 4, ...>``, ``<256, 128, 64, 8, ...>``;
-flash_bwd_launch_template.h with the >= 144 KiB of shared memory per block both GPUs have:
-``Flash_bwd_kernel_traits<64, 128, 128, 8, ...>``, ``<128, 64, 128, 8, ...>``, ``<256, 64, 64,
-8, ...>``); PyTorch SDPA's flash backend vendors these kernels."""
-TILED_KERNELS = {"flash3": FA3_TILES, "flash2": FA2_TILES, "sdpa": FA2_TILES}
-FA3_LOCAL_FWD_TILES = ((64, 192, 128, 128), (96, 192, 128, 128), (128, 128, 128, 128),
-                       (192, 128, 96, 96), (256, 128, 64, 64))
-"""FlashAttention-3's forward tiles when local (a sliding window), as ``FA3_TILES``: v2.8.3
-hopper/tile_size.h ``tile_size_fwd_sm90`` L24-L25 (192 x 128 up to head dim 64), L30 (192 x
-128 to 96), L32 (128 x 128 to 128), L36 (128 x 96 to 192), L38 (128 x 64 above). Its backward
-takes the causal tiles (flash_bwd_launch_template.h L352 ``Is_causal || Is_local``; the other
-head dims' choices do not depend on either), and FlashAttention-2's local kernels are its
-non-causal ones with the same tiles (csrc/flash_attn/src/flash_fwd_launch_template.h and
-flash_bwd_launch_template.h choose their traits by head dim, dropout and GPU only)."""
-LOCAL_TILED_KERNELS = {"flash3": {False: FA3_LOCAL_FWD_TILES, True: FA3_TILES[True]}}
-
-
-def attention_tile(impl: str, head_dim: int, causal: bool, backward: bool,
-                   local: bool = False) -> tuple[int, int]:
-    """(query rows, keys) of one CTA's block of ``impl``'s main loop, from the kernels'
-    sources (``TILED_KERNELS``, ``LOCAL_TILED_KERNELS`` for a ``local`` sliding-window
-    kernel); ``ATTN_BLOCK`` square for kernels whose tiles are not listed."""
-    tiles = (LOCAL_TILED_KERNELS.get(impl) if local else None) or TILED_KERNELS.get(impl)
-    if tiles is None:
-        return ATTN_BLOCK, ATTN_BLOCK
-    table = tiles[backward]
-    _, m, n, n_causal = next((t for t in table if head_dim <= t[0]), table[-1])
-    return m, n_causal if causal else n
-
-
-@functools.lru_cache(maxsize=4096)
-def tile_scores(q_len: int, kv_len: int, causal: bool, block_m: int, block_n: int,
-                backward: bool = False, left: int | None = None) -> float:
-    """Scores one head's kernel computes in whole tiles: query rows padded to whole blocks of
-    ``block_m``, keys to whole blocks of ``block_n``; causal (bottom-right aligned, as
-    FlashAttention aligns a shorter query), the forward's query blocks run every key block up
-    to the last key their last row sees, the backward's key blocks (each CTA owns one,
-    FlashAttention-2 §3.2) every query block from the one holding the first row that sees
-    their first key. A causal window reaching ``left`` keys back (query and key lengths equal)
-    skips the blocks wholly left of every row's window (``local_forward_skipped``,
-    ``local_backward_skipped``)."""
-    q_blocks = math.ceil(q_len / block_m)
-    kv_blocks = math.ceil(kv_len / block_n)
-    if not causal:
-        return float(q_blocks * block_m * kv_blocks * block_n)
-    offset = kv_len - q_len
-    # summed in closed form (``block_sums``): a loop over the blocks hung on a long sequence
-    blocks = causal_backward_blocks(q_blocks, q_len, block_m, block_n, offset, kv_blocks) \
-        if backward else causal_forward_blocks(q_blocks, block_m, block_n, offset, kv_blocks)
-    if left is not None:
-        assert offset == 0, "a window's tiles are counted for equal query and key lengths"
-        blocks -= local_backward_skipped(q_blocks, kv_blocks, block_m, block_n, left) \
-            if backward else local_forward_skipped(q_blocks, block_m, block_n, left)
-    return float(blocks * block_m * block_n)
-
-
-@functools.lru_cache(maxsize=256)
-def diagonal_keys(block_m: int, block_n: int, backward: bool) -> float:
-    """Keys a causal kernel computes per query row beyond those the row sees, on average along
-    a long diagonal: the masked part of the whole tiles the diagonal crosses, as ``tile_scores``
-    counts them. The tiles meet the diagonal the same way every lcm(``block_m``, ``block_n``)
-    rows, so one such square is the average: 63.5 keys for 128-square blocks, 127.5 for
-    FlashAttention-3's 192x128 forward tiles at head dim 64, 95.5 for its 128x80 ones at 256.
-    Each query row of a CP rank's shard or of a window crosses the diagonal once, as in the
-    whole sequence, so they pay it per row; a window's row pays it again at its left edge
-    (``computed_scores``)."""
-    period = math.lcm(block_m, block_n)
-    seen = period * (period + 1) / 2
-    return (tile_scores(period, period, True, block_m, block_n, backward) - seen) / period
-
-
-def computed_scores(op: Attention) -> float:
-    """Scores one head of fused attention ``op`` costs, in key columns: its kernel's whole
-    tiles (``tile_scores``) and each query row's fixed work (``ATTN_ROW_OVERHEAD_KEYS``); a
-    window's or a CP shard's queries (a causal ``q_len`` short of ``kv_len``) their useful
-    scores and, row by row, the fixed work and the diagonal's tiles (``diagonal_keys``).
-
-    A window's kernel (``local``, with its own tiles) skips only the key blocks wholly left of
-    a block's window and masks the edge inside the tiles it keeps, as it masks the diagonal:
-    over a whole sequence ``tile_scores`` counts its tiles exactly; a CP shard's rows past the
-    window's length (their balanced share, as in ``op.pairs``) pay the edge's mean
-    (``window_edge_keys``). A window as long as the keys is no window."""
-    row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
-    # FlashAttention drops a window as long as the keys: flash_api.cpp (v2.8.3 hopper L559,
-    # csrc L399) sets window_size_left = -1 when >= seqlen_k - 1 (resp. seqlen_k), and runs
-    # the plain causal kernel
-    window = op.window if op.window is not None and op.window < op.kv_len else None
-    local = window is not None and op.causal
-    block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward, local)
-    if window is None and (op.q_len == op.kv_len or not op.causal) \
-            or local and op.q_len == op.kv_len:
-        # op.pairs' window: query i sees keys i - window + 1 .. i, left = window - 1
-        left = window - 1 if local else None
-        return (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n, op.backward,
-                            left) + math.ceil(op.q_len / block_m) * block_m * row)
-    if not op.causal:
-        return op.pairs + op.q_len * row
-    scores = op.pairs + op.q_len * (row + diagonal_keys(block_m, block_n, op.backward))
-    if window is not None:
-        edge = window_edge_keys(block_m, block_n, op.backward, window - 1)
-        scores += op.q_len * (op.kv_len - window) / op.kv_len * edge
-    return scores
-
-
-SOFTMAX_EXP_EXPOSED = 1.02
-"""Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
-not hidden under the matmuls (the fit finds 1.02: none is hidden). It is what makes head dim
-64 slower per FLOP than 128 (half the matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
-FMA units (Zadouri et al. 2026, §3), so it pays half. Fitted with ``ATTENTION_OF_GEMM``."""
-FLEX_OF_FLASH2 = (0.90, 0.85)
-"""FlexAttention reaches "90% of FlashAttention2's performance in the forward pass and 85% in
-the backward pass" (PyTorch blog, "FlexAttention: The Flexibility of PyTorch with the
-Performance of FlashAttention", August 2024)."""
-FLASH1_OF_FLASH2 = 0.50
-"""The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
-compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100); fitted: 0.50."""
-AT_FLASH1_RATE = frozenset({"flash1", "triton", "mem_efficient"})
-"""Kernels priced at the first FlashAttention's rate (``FLASH1_OF_FLASH2``): FA1 itself, PyTorch
-SDPA's memory-efficient backend (xFormers' CUTLASS kernels: "xformers" beside "FlashAttention"
-in the FA2 paper's Figs. 4-6, but a query-block-outer forward without FA1's per-key-block round
-trips, ``flash1_pass_bytes``) and
-llm-foundry's ``attn_impl: triton`` kernel (llmfoundry/models/layers/flash_attn_triton.py, a
-copy of Dao-AILab's flash_attn/flash_attn_triton.py compiled with the pre-MLIR Triton 2.0
-fork ``triton-pre-mlir``: 128x128 blocks, ``num_stages=1``). Its docstring: "Triton forward
-is generally faster than CUDA forward, while Triton backward is generally slower than CUDA
-backward. Overall Triton forward + backward is slightly slower" than FlashAttention (v1)'s
-CUDA kernels; llm-foundry's TUTORIAL.md (v0.3.0): "triton is slightly faster than flash" (its
-flash-attn 1.0.9 path with unpadding); FlashAttention-2 paper Fig. 4 (A100, causal, head dim
-128, 16k): FlashAttention Triton 80, FlashAttention 83, FlashAttention-2 189 TFLOP/s. Not
-fitted; no row of the kernel files measures it."""
-FLASH1_KEY_BLOCK = {64: 256, 128: 128}
-"""Keys one pass of the first FlashAttention's kernels holds on chip, by head dimension (the
-entry of the smallest listed head dim at or above it): ``FMHA_kernel_traits<256, 64, ...>``
-for head dims up to 64 and ``<128, 128, ...>`` for 128, forward and backward on A100 and H100
-(Dao-AILab/flash-attention v1.0.9 csrc/flash_attn/src/fmha_{fwd,bwd}_hdim{32,64,128}.cu;
-fmha_api.cpp: ``blocksize_c = head_size > 64 ? 128 : 256``). FA1 runs no head dim above 128
-(fmha_api.cpp: ``TORCH_CHECK(... head_size <= 128)``); a run config asking for it is refused
-(``config.run.RunConfig``)."""
-
-
-def flash1_pass_bytes(op: Attention) -> float:
-    """HBM bytes of the first FlashAttention's kernels, which loop over key blocks *outside*
-    and over query rows inside (Dao et al. 2022, Algorithm 1; v1.0.9
-    ``fmha_fprop_kernel_1xN.h``, ``fmha_dgrad_kernel_1xN_loop.h``): each key block's pass
-    reads every query row it sees again and carries the row's partial result through HBM in
-    fp32. Forward, per query row and pass: Q (16-bit), the fp32 output accumulator ``o_tmp``
-    read (after the first pass) and written (the 16-bit O on the last), the row's
-    log-sum-exp. Backward: Q and dO, the fp32 ``dq_tmp`` accumulator read and written, the
-    log-sum-exp and ``rowsum(dO * O)``; O read once, dQ written once. Keys and values are
-    read once (dK, dV written once). Traffic is Theta(s^2 d^2 / M) (the paper's Theorem 2):
-    per FLOP it grows with the head dimension, which is why FA1 runs slower per FLOP at head
-    dim 128 than at 64 where FA2 runs faster (FA2 paper Figs. 4-5). Without a causal mask
-    every row sees every key block of ``max_seqlen_k`` rounded up to whole blocks (fmha_api.cpp
-    ``mha_fwd``/``mha_bwd``; ``max_loop_steps`` in fmha_fprop_kernel_1xN.h and
-    fmha_dgrad_kernel_1xN_loop.h), so 384 keys at head dim 64 run 2 passes. Causal rows see the blocks up to their own: on
-    average half the blocks plus the diagonal's."""
-    d = op.head_dim
-    block = next((b for hd, b in sorted(FLASH1_KEY_BLOCK.items()) if d <= hd),
-                 min(FLASH1_KEY_BLOCK.values()))
-    row_keys = op.pairs / op.q_len  # keys each query row sees
-    passes = max(1.0, (row_keys / block + 0.5) if op.causal else math.ceil(row_keys / block))
-    rows = op.batch * op.heads * op.q_len
-    kv = 2 * op.batch * op.kv_len * op.kv_heads * d * 2
-    if op.backward:  # Q, dO, lse, dsum per pass; fp32 dQ accumulator; O once, dQ once
-        per_row = passes * (4 * d + 8) + (passes - 1) * 8 * d + 4 * d
-        return rows * per_row + 2 * kv
-    per_row = passes * (2 * d + 8) + (passes - 1) * 8 * d + 2 * d  # Q, lse; o_tmp; O
-    return rows * per_row + kv
-
-
-GQA_EXPANDED_BWD = frozenset({"flash2", "sdpa"})
-"""Kernels whose grouped-query backward writes dK and dV per *query* head and sums each group
-after, in two more kernels (``gqa_group_sum_bytes``)."""
-
-
-def gqa_group_sum_bytes(op: Attention) -> float:
-    """HBM bytes of the group sums after a FlashAttention-2 backward with fewer key/value heads
-    than query heads: ``mha_bwd`` allocates ``dk_expanded`` and ``dv_expanded`` of
-    (batch, seqlen_k, num_heads, head_size) for the kernel to write and then runs
-    ``at::sum_out`` over each group into dK and dV (Dao-AILab/flash-attention 0251105a
-    csrc/flash_attn/flash_api.cpp L935-L1005; PyTorch SDPA's flash backend vendors it): each
-    sum reads the expanded 16-bit tensor and writes the grouped one. A framework that repeats
-    K and V before the kernel (torchtitan's ``repeat_kv``) pays the same sum in the repeat's
-    backward. 0 for multi-head attention and for kernels without it: FA3 adds the groups into
-    fp32 accumulators inside its kernel (hopper/flash_api.cpp ``dk_accum``, ``dv_accum``);
-    cuDNN's handling is not published."""
-    if not op.backward or op.kv_heads >= op.heads or op.impl not in GQA_EXPANDED_BWD:
-        return 0.0
-    return 2.0 * op.batch * op.kv_len * op.head_dim * 2 * (op.heads + op.kv_heads)
-
-
-AMPERE_KERNEL_ON_HOPPER = 0.51
-"""FA1, FA2 and PyTorch's flash backend issue Ampere's synchronous ``mma.sync``; Hopper's and
-Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
-runs at "only 35% utilization on the H100" (FA3 paper, abstract: 0.44 of H100's MAMF) against
-73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51. Not fitted: on H100 rows alone it
-trades one for one against the FA2 family's own fraction."""
-AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
-ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
-"""Fused attention with dropout generates a Philox random number per score, in the forward
-and again in the backward: measured at 75-85 % (forward) and 60-70 % (backward) of the
-no-dropout rate for cuDNN and FlashAttention kernels (Dao-AILab/flash-attention PR #2597)."""
 HBM_EFFICIENCY = 0.85
 SCALAR_HBM_EFFICIENCY = 0.54
 """Fraction of HBM bandwidth a memory-bound kernel reaches when each thread loads one 16-bit
@@ -461,51 +200,6 @@ def grouped_launches(op: Gemm) -> int:
     return math.ceil(op.batch / streams) if streams else 1
 
 
-CAUSAL_TAIL_EXACT_BLOCKS = 1 << 16
-"""Query blocks up to which ``causal_forward_tail`` simulates the dispatch; beyond, the
-closed form (the makespan passes the mean by half the longest block, within 0.1 %)."""
-
-
-@functools.lru_cache(maxsize=4096)
-def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
-    """Makespan over mean load when a causal forward's query blocks run as one CTA each, SM by
-    SM in launch order: block i of a head does i + 1 key blocks of work, and the grid lists a
-    head's blocks lightest first (FlashAttention-2's forward grid is (query block, batch,
-    head), ``m_block = blockIdx.x``), so each head's heaviest blocks start last and finish
-    after the other SMs have run dry. Few heads per GPU (tensor parallelism, one sequence per
-    micro-batch) leave a long tail: 8 heads of 32 blocks on 132 SMs take 1.66x the mean (one
-    CTA per SM at a time, as FA3's and cuDNN's warp-specialised kernels run). The
-    FA3 paper's causal forward figures show it (head dim 256, 8 heads: 15-48 % below the
-    non-causal rate at 16k tokens, against 5 % for 16 heads of dim 128)."""
-    total = heads * blocks * (blocks + 1) / 2.0
-    if heads * blocks > CAUSAL_TAIL_EXACT_BLOCKS:
-        return 1.0 + blocks / 2.0 / (total / sms)
-    free = [0] * sms  # when each SM frees, in key-block units
-    for _ in range(heads):
-        for work in range(1, blocks + 1):
-            heapq.heapreplace(free, free[0] + work)
-    return max(free) / (total / sms)
-
-
-def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
-    """An NVIDIA GPU of the Hopper generation or later: fp8 tensor cores arrived with Hopper's
-    ``wgmma`` (an fp8-capable Ada GPU would be misread as one; the catalog holds none)."""
-    return gpu.vendor == "nvidia" and "fp8" in gpu.peak_flops
-
-
-def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
-    """Fraction of ``gpu``'s GEMM ceiling a fused attention kernel ``impl`` reaches."""
-    fwd, bwd = ATTENTION_OF_GEMM[ATTENTION_FAMILY[impl]]
-    frac = bwd if backward else fwd
-    if impl in AT_FLASH1_RATE:
-        frac *= FLASH1_OF_FLASH2
-    if impl == "flex":
-        frac *= FLEX_OF_FLASH2[1] if backward else FLEX_OF_FLASH2[0]
-    if impl in AMPERE_KERNELS and has_hopper_tensor_cores(gpu):
-        frac *= AMPERE_KERNEL_ON_HOPPER
-    # a main loop may outrun the best general GEMM (no epilogue, no waves) but not the
-    # tensor cores: at most the dense 16-bit peak, 1 / mamf_fraction of the ceiling
-    return min(frac, 1.0 / gpu.mamf_fraction)
 
 
 class ComputeModel(Protocol):
@@ -574,19 +268,7 @@ class RooflineModel:
                 # (forward) and dropout, as ``Attention.bytes`` counts them
                 kernels = len(gemms) + 1 + 4 + int(op.causal and not op.backward) + int(op.dropout)
                 return mma + op.bytes / bw + kernels * LAUNCH_S
-            frac = attention_fraction(op.impl, op.backward, self.gpu)
-            if op.dropout:
-                frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
-            stretch = computed_scores(op) / op.pairs  # scores computed per useful score
-            scores = op.batch * op.heads * op.pairs * stretch
-            mma = op.flops * stretch / (peak * frac)
-            exp_rate = self.gpu.flops("bf16") / self.gpu.flops_per_exp
-            exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
-            work = mma + exposed * scores / exp_rate
-            if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
-                block_m = attention_tile(op.impl, op.head_dim, True, False)[0]
-                work *= causal_forward_tail(op.batch * op.heads,
-                                            math.ceil(op.q_len / block_m), self.gpu.num_sms)
+            work = fused_attention_work(self.gpu, op)
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
             moved = flash1_pass_bytes(op) if op.impl == "flash1" else op.bytes

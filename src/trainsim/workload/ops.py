@@ -24,7 +24,7 @@ backend for 16-bit inputs without a mask); ``triton`` is llm-foundry's Triton Fl
 (its default ``attn_impl``, priced at the first FlashAttention's rate); ``flex`` is torch's
 FlexAttention (torchtitan); ``mem_efficient`` is PyTorch SDPA's memory-efficient backend
 (xFormers' CUTLASS kernels), priced at the first FlashAttention's rate but without its
-key-block-outer loop (``compute.roofline.flash1_pass_bytes``)."""
+key-block-outer loop (``compute.attention.flash1_pass_bytes``)."""
 ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
 MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
 """Implementations that write the s*s score matrix to memory (and keep it for backward)."""
