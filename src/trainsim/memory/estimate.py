@@ -23,12 +23,12 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.memory import hf, params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
+from trainsim.memory.free_of import cache_clear as free_of_clear
+from trainsim.memory.free_of import zero_free
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.state import model_state
-from trainsim.memory.free_of import cache_clear as free_of_clear
-from trainsim.memory.free_of import zero_free
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
