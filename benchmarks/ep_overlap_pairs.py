@@ -11,9 +11,10 @@ turn it on with the overlap, these runs did not; the framework profile fills the
 table gives each time's error and the share of the step the overlap saved, measured and
 predicted.
 
-What trainsim cannot express is listed in the rows' notes: ``moe_permute_fusion=false`` in the
-alltoall pair, and the HybridEP pair's CUDA graphs of two scopes (router, dispatch
-preprocessing), run here without graphs (``cuda_graphs``). Nothing here is fitted.
+The alltoall pair ran with ``moe_permute_fusion=false`` (its column: ``parallel.
+moe_permute_fusion``, the unfused permutation of ``workload.moe_permute``). What trainsim cannot
+express is listed in the rows' notes: the HybridEP pair's CUDA graphs of two scopes (router,
+dispatch preprocessing), run here without graphs (``cuda_graphs``). Nothing here is fitted.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ _PARALLEL_COLUMNS = {"tp": "tp", "pp": "pp", "ep": "ep",
                      "overlap_param_gather": "overlap_param_gather", "recompute": "recompute",
                      "moe_dispatcher": "moe_token_dispatcher_type",
                      "moe_overlap_ep_comm": "moe_overlap_ep_comm",
-                     "delay_wgrad_compute": "delay_wgrad_compute"}
+                     "delay_wgrad_compute": "delay_wgrad_compute",
+                     "moe_permute_fusion": "moe_permute_fusion"}
 """column -> ``parallel`` field; the cells go to the config as written, which reads its
 numbers and switches as for ``trainsim validate`` (true/false, 1/0, yes/no, on/off); an
 empty cell leaves the field to the framework profile."""

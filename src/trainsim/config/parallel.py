@@ -128,6 +128,13 @@ class ParallelConfig:
     without it is a ConfigError, read only with it, ``ep_pairs``; Megatron-Bridge
     comm_overlap.delay_wgrad_compute). None: the framework profile's default
     (``delay_wgrad_compute``, what its recipes set with the overlap), else off."""
+    moe_permute_fusion: bool | None = None
+    """Transformer Engine's fused token permutation (Megatron-core --moe-permute-fusion,
+    TransformerConfig.moe_permute_fusion; Megatron-Bridge model.moe_permute_fusion). False: the
+    PyTorch path of core_v0.14.0-core_v0.16.0 moe_utils.py ``permute``/``unpermute``/
+    ``sort_chunks_by_idxs``, whose ``masked_select`` calls each wait for the GPU
+    (``workload.moe_permute``). None: fused, as Megatron-Bridge's MoE recipes and model
+    providers set it (Megatron-core's own default, False, is not what trainsim assumes)."""
     moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep", "hybridep"] = "alltoall"
     """How routed tokens reach their experts (Megatron-core --moe-token-dispatcher-type;
     ``deepep`` is its flex dispatcher with --moe-enable-deepep): ``alltoall`` permutes locally
@@ -272,6 +279,11 @@ class ParallelConfig:
             # Megatron-core core_v0.16.0 transformer_config.py L1909-1912 asserts it
             raise ConfigError("parallel.delay_wgrad_compute=true needs moe_overlap_ep_comm=true "
                               "(Megatron's TransformerConfig asserts it)")
+        if self.moe_permute_fusion is False and self.moe_token_dispatcher_type == "hybridep":
+            # core_v0.16.0 token_dispatcher.py _HybridEPManager: its permute hooks return their
+            # input; HybridEP's own kernels permute (moe_permute_fusion_into_hybridep)
+            raise ConfigError("parallel.moe_permute_fusion=false has no unfused path under the "
+                              "hybridep dispatcher (its own kernels permute)")
         if self.recompute_num_layers is not None and self.recompute != "full":
             raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
                               "block method recomputes whole layers)")

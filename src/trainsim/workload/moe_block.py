@@ -13,7 +13,7 @@ import math
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload import moe_dispatch as disp
-from trainsim.workload import moe_experts, moe_router
+from trainsim.workload import moe_experts, moe_permute, moe_router
 from trainsim.workload.elementwise import (
     clamp_op,
     expert_fc1_bias,
@@ -74,8 +74,13 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     unpermute = Elementwise("unpermute", bytes=routed * h * ACT * 2 + tokens * h * ACT,
                             kernels=MOE_KERNELS["unpermute"][0] + extra[1][0],
                             bwd_kernels=MOE_KERNELS["unpermute"][1] + extra[1][1])
+    permute_ops: list[Op] = [permute]
+    unpermute_ops: list[Op] = [unpermute]
+    if not moe_permute.fused(cfg) and dispatcher != "hybridep":  # PyTorch ops, host waits
+        permute_ops, unpermute_ops = moe_permute.unfused_ops(
+            cfg, dispatcher, tokens, routed, disp.sorts_chunks(dispatcher, local))
     if disp.permute_before_exchange(dispatcher):
-        ops.append(permute)
+        ops.extend(permute_ops)
     counts = disp.split_sizes_gather(cfg)
     if counts is not None:
         ops.append(counts)
@@ -102,7 +107,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(probs)
     if disp.permute_after_exchange(dispatcher):
         # DeepEP delivers tokens in source order: sorted here, back before the combine
-        ops.append(permute)
+        ops.extend(permute_ops)
     if hybrid:
         ops.extend(api_after)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
@@ -153,7 +158,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
     if disp.permute_after_exchange(dispatcher):
-        ops.append(unpermute)
+        ops.extend(unpermute_ops)
     if hybrid:
         api_combine_before, api_combine_after = disp.hybridep_api_ops(cfg, tokens, "combine")
         ops.extend(api_combine_before)
@@ -166,7 +171,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if hybrid:
         ops.extend(api_combine_after)
     if disp.permute_before_exchange(dispatcher):
-        ops.append(unpermute)
+        ops.extend(unpermute_ops)
     shared = m.moe_shared_expert_intermediate_size
     if shared:
         pre = SHARED_EXPERT_PREFIX
