@@ -44,15 +44,14 @@ from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
 from trainsim.engine.loop import shared_store, shared_tasks
 from trainsim.memo import per_pricer, stage_memory
-from trainsim.memory.free_of import OVERLAP_FIELDS, FreeOf
+from trainsim.memory.free_of import OVERLAP_FIELDS, ZERO_FIELDS, FreeOf
 from trainsim.pricing import Pricer
 from trainsim.workload.shard import shard_of
 
 RECOMPUTE_FIELDS = frozenset({"recompute", "recompute_modules", "recompute_num_layers"})
 """The parallel fields the graph builder reads only through the priced chunks and
 ``RunConfig.recomputed_layers``."""
-ZERO_FIELDS = ("zero_stage", "distributed_optimizer")
-"""The parallel fields in the key as :func:`zero_class`."""
+# ZERO_FIELDS (memory.free_of): the parallel fields in the key as :func:`zero_class`.
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
                       if f.name not in RECOMPUTE_FIELDS and f.name not in ZERO_FIELDS)
 CHUNK_FREE_FIELDS = OVERLAP_FIELDS
