@@ -60,12 +60,6 @@ copy (TE checks the compute capability before it makes one). TransformerEngine@v
 transformer_engine/pytorch/module/linear.py, tensor/float8_tensor.py, tensor/mxfp8_tensor.py."""
 
 
-def _fp8_any_layout(cfg: RunConfig) -> bool:
-    """Tensor cores that take fp8 operands in either layout (``GPUSpec.fp8_any_layout``:
-    sm100-sm119 and sm130 on; not sm120, a Blackwell too)."""
-    return cfg.cluster.gpu.fp8_any_layout
-
-
 @dataclass(frozen=True)
 class ModelState:
     """Bytes of model state on one rank, and the temporary buffers its implementation adds."""
@@ -135,7 +129,7 @@ def _fp8_copies(cfg: RunConfig, linear: float) -> float:
     if t.dtype != "fp8":
         return 0.0
     row, col = FP8_WEIGHT_LAYOUT_BYTES[t.fp8_recipe]
-    if _fp8_any_layout(cfg) and t.fp8_recipe in ("delayed", "current"):
+    if cfg.cluster.gpu.fp8_any_layout and t.fp8_recipe in ("delayed", "current"):
         col = 0.0
     return linear * (row + col)
 
