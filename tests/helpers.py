@@ -102,18 +102,21 @@ FP8_SLICE = (4096, 16384, 2048, 4)
 
 def fp8_slice_cfg(recipe: str = "delayed", framework: str | None = "mlperf-nemo",
                   version: str | None = "4.0", gpu_name: str = "h100-sxm-80gb",
-                  sp: bool = True) -> RunConfig:
-    """One fp8 GeLU model of the ``FP8_SLICE`` shape on 8 GPUs of a node, TP with or without
-    sequence parallelism."""
+                  sp: bool = True, *, gpus: int = 8, pp: int = 1, batch: int = 16,
+                  dtype: str = "fp8", cuda_graphs: bool = False) -> RunConfig:
+    """One GeLU model of the ``FP8_SLICE`` shape (in ``dtype``, fp8 unless told) on ``gpus``
+    GPUs, 8 a node, TP with or without sequence parallelism, ``pp`` pipeline stages, global
+    batch ``batch``."""
     h, f, t, tp = FP8_SLICE
     model = ModelConfig(name="m", hidden_size=h, num_layers=8, num_attention_heads=32,
                         ffn_hidden_size=f, activation="gelu", normalization="layernorm",
                         position_embedding="learned", vocab_size=32768)
-    training = TrainingConfig(global_batch_size=16, micro_batch_size=1, seq_length=t,
-                              dtype="fp8", fp8_recipe=recipe, framework=framework,
-                              framework_version=version)
-    parallel = ParallelConfig(tensor_model_parallel_size=tp, sequence_parallel=sp)
-    cluster = ClusterConfig(gpu=gpu(gpu_name), num_gpus=8, gpus_per_node=8)
+    training = TrainingConfig(global_batch_size=batch, micro_batch_size=1, seq_length=t,
+                              dtype=dtype, fp8_recipe=recipe, framework=framework,
+                              framework_version=version, cuda_graphs=cuda_graphs)
+    parallel = ParallelConfig(tensor_model_parallel_size=tp, pipeline_model_parallel_size=pp,
+                              sequence_parallel=sp)
+    cluster = ClusterConfig(gpu=gpu(gpu_name), num_gpus=gpus, gpus_per_node=8)
     return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
 
 

@@ -5,38 +5,35 @@ model (``workload.elementwise.fp8_amax_reductions``)."""
 
 from __future__ import annotations
 
-from trainsim.catalog import gpu
+from helpers import fp8_slice_cfg
+
 from trainsim.chunks import chunks
-from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config import RunConfig
 from trainsim.pricing import Pricer
 from trainsim.workload.shard import shard_of
 
 
 def _cfg(gpus: int, dtype: str = "fp8", recipe: str = "delayed",
          graphs: bool = False, version: str = "4.0") -> RunConfig:
-    model = ModelConfig(name="m", hidden_size=4096, num_layers=8, num_attention_heads=32,
-                        ffn_hidden_size=16384, activation="gelu", normalization="layernorm",
-                        position_embedding="learned", vocab_size=32768)
-    dp = gpus // 8
-    training = TrainingConfig(global_batch_size=4 * dp, micro_batch_size=1, seq_length=2048,
-                              dtype=dtype, fp8_recipe=recipe, framework="mlperf-nemo",
-                              framework_version=version, cuda_graphs=graphs)
-    parallel = ParallelConfig(tensor_model_parallel_size=4, pipeline_model_parallel_size=2,
-                              sequence_parallel=True)
-    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=gpus, gpus_per_node=8)
-    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+    """The ``FP8_SLICE`` model on ``gpus`` GPUs, TP 4 with SP and PP 2, four sequences per
+    data-parallel rank."""
+    return fp8_slice_cfg(recipe, version=version, gpus=gpus, pp=2, batch=4 * (gpus // 8),
+                         dtype=dtype, cuda_graphs=graphs)
+
+
+def _chunk(cfg: RunConfig):
+    """The first priced chunk of ``cfg``."""
+    return chunks(cfg, Pricer(cfg), shard_of(cfg))[0]
 
 
 def _passes(cfg: RunConfig) -> tuple[float, float]:
-    pricer = Pricer(cfg)
-    ch = chunks(cfg, pricer, shard_of(cfg))[0]
+    ch = _chunk(cfg)
     return ch.fwd.duration_s, ch.bwd.duration_s
 
 
 def _amax(cfg: RunConfig) -> list[float]:
     """Seconds of the chunk's amax reductions, forward then backward."""
-    pricer = Pricer(cfg)
-    ch = chunks(cfg, pricer, shard_of(cfg))[0]
+    ch = _chunk(cfg)
     return [s for part in (ch.fwd, ch.bwd) for _, s, label in part.segments
             if label.startswith("fp8_amax_reduce")]
 
