@@ -170,6 +170,16 @@ def moe_layer_ops(cfg: RunConfig) -> tuple[list, list]:
     return fwd, backward_of(fwd, sh)
 
 
+def layer_ops(cfg: RunConfig) -> tuple[dict, list]:
+    """(forward ops of ``cfg``'s transformer layer on one rank by name, backward ops)."""
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
+
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh)
+    return {op.name: op for op in fwd}, backward_of(fwd, sh)
+
+
 # ---------------------------------------------------------------------------- kernel rows
 
 def published_kernel_rows(keep=lambda row: True) -> list[dict[str, str]]:

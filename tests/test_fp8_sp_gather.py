@@ -13,27 +13,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from helpers import FP8_SLICE, fp8_slice_cfg
+from helpers import FP8_SLICE, fp8_slice_cfg, layer_ops
 
-from trainsim.config import RunConfig
 from trainsim.pricing import Pricer
-from trainsim.workload.layers import backward_of, layer_forward
-from trainsim.workload.shard import shard_of
 
 H, F, T, TP = FP8_SLICE
 LOCAL = T // TP
-
-
-def _cfg(recipe: str = "delayed", framework: str = "mlperf-nemo", version: str = "4.0",
-         gpu_name: str = "h100-sxm-80gb") -> RunConfig:
-    return fp8_slice_cfg(recipe, framework, version, gpu_name)
-
-
-def _ops(cfg: RunConfig) -> tuple[dict, list]:
-    sh = shard_of(cfg)
-    fwd = layer_forward(cfg, sh)
-    bwd = backward_of(fwd, sh)
-    return {op.name: op for op in fwd}, bwd
 
 
 def test_gathered_input_is_cast_on_local_rows_without_transpose():
@@ -41,7 +26,7 @@ def test_gathered_input_is_cast_on_local_rows_without_transpose():
     rows in fp8 itself, so no cast runs before the gather (``Shard.fp8_norm_quantize``); the
     all-gather moves 2048 x 4096 bytes; the row-parallel GEMMs' local inputs keep their
     cast-transpose."""
-    fwd, _ = _ops(_cfg())
+    fwd, _ = layer_ops(fp8_slice_cfg())
     for gemm in ("qkv_proj", "fc1"):
         assert f"{gemm}.cast_transpose" not in fwd
         assert f"{gemm}.fp8_cast" not in fwd
@@ -53,7 +38,7 @@ def test_gathered_input_is_cast_on_local_rows_without_transpose():
 def test_current_scaling_casts_the_local_rows_with_the_norms_amax():
     """Current scaling: the norm writes 16 bits and their amax; the cast reads 2 and writes 1
     byte on the local rows, after the scale is computed (two kernels, no amax pass)."""
-    fwd, _ = _ops(_cfg("current"))
+    fwd, _ = layer_ops(fp8_slice_cfg("current"))
     assert fwd["qkv_proj.fp8_cast"].bytes == LOCAL * H * (2 + 1)
     assert fwd["qkv_proj.fp8_cast"].kernels == 2  # scale, cast
 
@@ -62,7 +47,7 @@ def test_backward_transposes_the_gathered_input_and_gathers_the_gradient_in_fp8(
     """fc1's wgrad reads the re-gathered input's transpose (read 1, write 1 byte on 2048 x
     4096), made after the re-gather and before the wgrad; fc2's output gradient is cast on
     its 512 local rows (3 bytes), gathered, and transposed on all 2048 (2 bytes)."""
-    _, bwd = _ops(_cfg())
+    _, bwd = layer_ops(fp8_slice_cfg())
     names = [op.name for op in bwd]
     by = {op.name: op for op in bwd}
     assert by["fc1.input_fp8_transpose"].bytes == T * H * 2
@@ -80,11 +65,11 @@ def test_backward_transposes_the_gathered_input_and_gathers_the_gradient_in_fp8(
 def test_blackwell_gemms_read_either_layout_so_nothing_is_transposed():
     """TE >= 2.0 (Megatron-Bridge) on Blackwell: no transposes; TE 1.x (MLPerf 4.1's NeMo)
     has no such check, and transposes the gathered operands as on Hopper."""
-    fwd, bwd = _ops(_cfg("current", framework="megatron-bridge", version="25.11",
-                         gpu_name="b200-sxm-180gb"))
+    fwd, bwd = layer_ops(fp8_slice_cfg("current", framework="megatron-bridge", version="25.11",
+                                       gpu_name="b200-sxm-180gb"))
     assert fwd["fc1.fp8_cast"].bytes == LOCAL * H * 3
     assert not [op.name for op in bwd if "fp8_transpose" in op.name]
-    _, bwd = _ops(_cfg(version="4.1", gpu_name="b200-sxm-180gb"))
+    _, bwd = layer_ops(fp8_slice_cfg(version="4.1", gpu_name="b200-sxm-180gb"))
     assert {op.name for op in bwd if "fp8_transpose" in op.name} >= {
         "fc1.input_fp8_transpose", "fc2.grad_fp8_transpose"}
 
@@ -92,14 +77,14 @@ def test_blackwell_gemms_read_either_layout_so_nothing_is_transposed():
 def test_mxfp8_casts_both_layouts_on_local_rows():
     """MXFP8 gathers column-wise data too: the local cast writes both layouts and their
     8-bit scales (one per 32 elements each), and no transpose follows."""
-    fwd, bwd = _ops(_cfg("mxfp8"))
+    fwd, bwd = layer_ops(fp8_slice_cfg("mxfp8"))
     assert fwd["fc1.fp8_cast"].bytes == LOCAL * H * (2 + 2 + 2 / 32)
     assert not [op.name for op in bwd if "fp8_transpose" in op.name]
 
 
 def test_frameworks_without_the_mechanism_cast_the_gathered_rows():
     """A run naming no framework keeps the full-rows cast-transpose after the gather."""
-    fwd, bwd = _ops(_cfg(framework=None, version=None))
+    fwd, bwd = layer_ops(fp8_slice_cfg(framework=None, version=None))
     assert "fc1.fp8_cast" not in fwd
     assert fwd["fc1.cast_transpose"].bytes == T * H * 4
     assert not [op.name for op in bwd if "fp8_" in op.name and "transpose" in op.name
@@ -110,22 +95,22 @@ def test_current_scaling_reduces_each_gathered_operands_amax_over_tp():
     """Current scaling: the four gathered operands of a layer (qkv's and fc1's inputs, the
     out-projection's and fc2's output gradients) each all-reduce one fp32 amax over TP; the
     row-parallel inputs are local and keep their own amax; delayed scaling reduces none."""
-    fwd, bwd = _ops(_cfg("current"))
+    fwd, bwd = layer_ops(fp8_slice_cfg("current"))
     amax = [op for op in [*fwd.values(), *bwd] if "amax_all_reduce" in op.name]
     assert sorted(op.name for op in amax) == [
         "fc1.amax_all_reduce", "fc2.grad_amax_all_reduce", "out_proj.grad_amax_all_reduce",
         "qkv_proj.amax_all_reduce"]
     assert all(op.kind == "all_reduce" and op.group == "tp" and op.bytes == 4 for op in amax)
-    fwd, bwd = _ops(_cfg("delayed"))
+    fwd, bwd = layer_ops(fp8_slice_cfg("delayed"))
     assert not [op for op in [*fwd.values(), *bwd] if "amax" in op.name]
 
 
 def test_the_amax_all_reduce_is_not_hidden_by_the_tp_overlap():
     """The stream waits on it (``->wait()`` before the scale): under tp_comm_overlap it costs
     its whole network time after the compute before it, as without the overlap."""
-    base = _cfg("current")
+    base = fp8_slice_cfg("current")
     cfg = replace(base, parallel=replace(base.parallel, tp_comm_overlap=True))
-    fwd, _ = _ops(cfg)
+    fwd, _ = layer_ops(cfg)
     amax = fwd["fc1.amax_all_reduce"]
     pricer = Pricer(cfg)
     norm = fwd["mlp_norm"]
@@ -144,7 +129,7 @@ def test_a_waited_amax_reduction_is_no_tp_exit_to_pipeline():
     from trainsim.interop.chakra import _is_overlapped
     from trainsim.workload.ops import Comm, Gemm
 
-    cfg = _cfg("current")
+    cfg = fp8_slice_cfg("current")
     cfg = replace(cfg, parallel=replace(cfg.parallel, tp_comm_overlap=True,
                                         tp_comm_overlap_method="userbuffers"))
     pricer = Pricer(cfg)

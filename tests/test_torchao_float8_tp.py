@@ -10,11 +10,10 @@ SP, one sequence of 8192 tokens: 1024 rows per rank before the gather, 8192 afte
 from __future__ import annotations
 
 import pytest
+from helpers import layer_ops
 
 from trainsim.catalog import gpu
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.layers import backward_of, layer_forward
-from trainsim.workload.shard import shard_of
 
 H, F, T, TP = 4096, 14336, 8192, 8
 LOCAL = T // TP
@@ -33,18 +32,12 @@ def _cfg(compile_: bool = True, version: str = "2025-06") -> RunConfig:
     return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
 
 
-def _ops(cfg: RunConfig) -> tuple[dict, list]:
-    sh = shard_of(cfg)
-    fwd = layer_forward(cfg, sh)
-    return {op.name: op for op in fwd}, backward_of(fwd, sh)
-
-
 @pytest.mark.parametrize("compile_", [False, True])
 def test_module_input_is_cast_once_on_the_sequence_shard_then_gathered_in_fp8(compile_):
     """PrepareFloat8ModuleInput casts before the Shard(1) -> Replicate redistribute: one cast
     of 1024 x 4096 elements (read 2 bytes for the amax, read 2 and write 1 for the cast), the
     gather moves 8192 x 4096 bytes, and wk/wv (w3) find their input already in fp8."""
-    fwd, _ = _ops(_cfg(compile_))
+    fwd, _ = layer_ops(_cfg(compile_))
     for first, siblings in (("q_proj", ("k_proj", "v_proj")), ("gate_proj", ("up_proj",))):
         assert fwd[f"{first}.fp8_cast"].bytes == LOCAL * H * (2 + 2 + 1)
         assert f"{first}.cast_transpose" not in fwd
@@ -58,7 +51,7 @@ def test_every_cast_of_a_tp_sharded_tensor_all_reduces_its_amax():
     """Per layer and micro-batch: four forward casts (the two gathered inputs, wo's and w2's
     Shard(-1) inputs) and seven gradient casts (one per projection's output gradient), each an
     all-reduce of one fp32 amax over TP that the stream waits on."""
-    fwd, bwd = _ops(_cfg())
+    fwd, bwd = layer_ops(_cfg())
     amax = [op for op in [*fwd.values(), *bwd] if "amax_all_reduce" in op.name]
     assert sorted(op.name for op in amax) == sorted(
         [f"{p}.amax_all_reduce" for p in ("q_proj", "out_proj", "gate_proj", "fc2")]
@@ -70,7 +63,7 @@ def test_every_cast_of_a_tp_sharded_tensor_all_reduces_its_amax():
 def test_row_parallel_input_keeps_its_local_cast_after_the_amax():
     """wo reads its own 8192 x 512 shard: amax all-reduce, then the cast (and its transpose)
     of that shard, read 2 + 2 bytes and write 1 + 1 per element."""
-    fwd, _ = _ops(_cfg())
+    fwd, _ = layer_ops(_cfg())
     names = list(fwd)
     assert names.index("out_proj.amax_all_reduce") + 1 == names.index("out_proj.cast_transpose")
     assert fwd["out_proj.cast_transpose"].bytes == T * (H // TP) * (2 + 2 + 2)
@@ -82,13 +75,13 @@ def test_row_parallel_input_keeps_its_local_cast_after_the_amax():
 def test_gathered_input_is_transposed_for_each_wgrad_unless_compiled(compile_, transposed):
     """Each wgrad's ``preprocess_addmm`` copies the gathered fp8 input to column-major (read 1,
     write 1 byte on 8192 x 4096); compiled, the identical copies of siblings are one."""
-    _, bwd = _ops(_cfg(compile_))
+    _, bwd = layer_ops(_cfg(compile_))
     got = {op.name.split(".")[0]: op.bytes for op in bwd if op.name.endswith("input_fp8_transpose")}
     assert got == {p: T * H * 2 for p in transposed}
 
 
 def test_row_parallel_output_gradient_is_cast_on_its_shard_and_gathered_in_fp8():
-    _, bwd = _ops(_cfg())
+    _, bwd = layer_ops(_cfg())
     by = {op.name: op for op in bwd}
     for p, region in (("out_proj", "attn"), ("fc2", "mlp")):
         assert by[f"{p}.grad_fp8_cast"].bytes == LOCAL * H * (2 + 2 + 1)
@@ -98,7 +91,7 @@ def test_row_parallel_output_gradient_is_cast_on_its_shard_and_gathered_in_fp8()
 def test_before_float8_tp_styles_the_gathered_rows_are_cast_per_projection():
     """torchtitan before 2024-07 had no float8 TP styles: each projection casts the gathered
     16-bit rows (eager), with no TP amax reduction."""
-    fwd, bwd = _ops(_cfg(compile_=False, version="2024-04"))
+    fwd, bwd = layer_ops(_cfg(compile_=False, version="2024-04"))
     for p in ("q_proj", "k_proj", "v_proj"):
         assert fwd[f"{p}.cast_transpose"].bytes == T * H * (2 + 2 + 2)
     assert not [op for op in [*fwd.values(), *bwd] if "amax" in op.name]
@@ -108,7 +101,7 @@ def test_each_dgrad_copies_its_fp8_weight_to_column_major():
     """grad_input = mm(grad_output, weight_t.t()) hands _scaled_mm the (out, in) row-major fp8
     weight, which preprocess_addmm copies (read 1, write 1 byte per local weight element):
     wq 512 x 4096, wk 128 x 4096, wo 4096 x 512, w1 1792 x 4096, w2 4096 x 1792."""
-    _, bwd = _ops(_cfg())
+    _, bwd = layer_ops(_cfg())
     got = {op.name: op.bytes for op in bwd if op.name.endswith("weight_fp8_transpose")}
     local = {"q_proj": H // TP * H, "k_proj": 1024 // TP * H, "v_proj": 1024 // TP * H,
              "out_proj": H * (H // TP), "gate_proj": F // TP * H, "up_proj": F // TP * H,
@@ -125,5 +118,5 @@ def test_transformer_engine_keeps_no_weight_copy():
                    training=TrainingConfig(global_batch_size=8, micro_batch_size=1,
                                            seq_length=T, dtype="fp8", fp8_recipe="current",
                                            framework="megatron-lm"))
-    _, bwd = _ops(te)
+    _, bwd = layer_ops(te)
     assert not [op for op in bwd if "weight_fp8_transpose" in op.name]
