@@ -115,7 +115,7 @@ def test_a_worker_keeps_at_least_one_large_graph_however_many_workers(monkeypatc
 
     assert ev.share(ev.SearchToken(1, 2, 3, 64)) == ev.SHARE_FLOOR_TASKS >= 176_456
     assert 5 * ev.share(ev.SearchToken(1, 2, 3, 5)) == loop.SHARED_TASKS
-    assert 64 * ev.share(ev.SearchToken(1, 2, 3, 64)) == 12_800_000
+    assert 64 * ev.share(ev.SearchToken(1, 2, 3, 64)) == 64 * ev.SHARE_FLOOR_TASKS
     assert ev.share(ev.SearchToken(1, 2, 3, 1)) == loop.SHARED_TASKS
     assert ev.share(ev.SearchToken(1, 2, 3, None)) == loop.SHARED_TASKS  # workers unknown: 1
     monkeypatch.setattr(loop, "SHARED_TASKS", 120)
@@ -131,6 +131,7 @@ def test_a_worker_keeps_at_least_one_large_graph_however_many_workers(monkeypatc
 
 
 def test_workers_none_is_every_cpu_and_zero_is_an_error_for_every_executor():
+    from trainsim.cpus import cpus
     from trainsim.errors import ConfigError
     from trainsim.search import LocalExecutor
     from trainsim.search.executors import RayExecutor
@@ -138,37 +139,23 @@ def test_workers_none_is_every_cpu_and_zero_is_an_error_for_every_executor():
     for make in (LocalExecutor, RayExecutor):
         with pytest.raises(ConfigError, match="--workers=0 must be >= 1"):
             make(workers=0)
-    assert LocalExecutor(None).workers == LocalExecutor().workers >= 1
+    assert LocalExecutor(None).workers == cpus() >= 1
 
 
-def test_an_executor_whose_workers_is_none_counts_one():
+@pytest.mark.parametrize(("workers", "told"), [(3, 3), (None, 1)])
+def test_a_search_tells_its_workers_how_many_they_are(workers, told):
+    """An executor whose ``workers`` is None counts one."""
     seen = []
 
-    class Unsaid(SerialExecutor):
-        workers = None
-
+    class Told(SerialExecutor):
         def map(self, base, batches, on_done=None, token=None):
             seen.append(token)
             return super().map(base, batches, on_done, token)
 
+    Told.workers = workers
     search(make_base(), [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
-           executor=Unsaid(), cache=None)
-    assert seen and all(t.workers == 1 for t in seen)
-
-
-def test_a_search_tells_its_workers_how_many_they_are():
-    seen = []
-
-    class Three(SerialExecutor):
-        workers = 3
-
-        def map(self, base, batches, on_done=None, token=None):
-            seen.append(token)
-            return super().map(base, batches, on_done, token)
-
-    search(make_base(), [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
-           executor=Three(), cache=None)
-    assert seen and all(t.workers == 3 for t in seen) and not ev._RUNS
+           executor=Told(), cache=None)
+    assert seen and all(t.workers == told for t in seen) and not ev._RUNS
 
 
 def test_a_serial_search_keeps_nothing_after_it_returns():
