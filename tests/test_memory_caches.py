@@ -17,19 +17,28 @@ MOE = {**TINY_MODEL, "name": "tiny-moe", "num_experts": 8, "moe_router_topk": 2,
        "moe_ffn_hidden_size": 512, "moe_layer_freq": 2}
 
 
-def _configs() -> list:
+def _sampled(space: SearchSpace, samples: int, configs, keep=lambda key: True) -> list:
+    """``configs(base, key)`` for about ``samples`` of the memory keys of ``space`` that
+    ``keep`` accepts, evenly spread, of the tiny dense and MoE models on 16 GPUs (batch 64)."""
     out = []
     for model in (TINY_MODEL, MOE):
         base = make_base(model, gpus=16, batch=64)
-        space = SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=2)
-        keys = list(space.memory_keys(base, 16))
-        for key in keys[:: max(1, len(keys) // 12)]:
-            c = Candidate(key)
-            out.append(c.to_config(base))
-            if key.pp > 1:  # the same placement, another recompute: the splits asked warm
-                other = "full" if key.recompute != "full" else "none"
-                out.append(Candidate(dataclasses.replace(key, recompute=other)).to_config(base))
+        keys = [k for k in space.memory_keys(base, 16) if keep(k)]
+        for key in keys[:: max(1, len(keys) // samples)]:
+            out += configs(base, key)
     return out
+
+
+def _configs() -> list:
+    def with_other_recompute(base, key) -> list:
+        out = [Candidate(key).to_config(base)]
+        if key.pp > 1:  # the same placement, another recompute: the splits asked warm
+            other = "full" if key.recompute != "full" else "none"
+            out.append(Candidate(dataclasses.replace(key, recompute=other)).to_config(base))
+        return out
+
+    return _sampled(SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=2),
+                    12, with_other_recompute)
 
 
 def test_cached_answers_equal_the_ones_computed_cold():
@@ -71,14 +80,11 @@ def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_a
     from trainsim.memory import free_of
     from trainsim.memory.state import states_shared
 
-    cfgs = []
-    for model in (TINY_MODEL, MOE):
-        base = make_base(model, gpus=16, batch=64)
-        space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 2, 3))
-        keys = [k for k in space.memory_keys(base, 16) if k.dp > 1]
-        for key in keys[:: max(1, len(keys) // 8)]:
-            cfgs += [Candidate(dataclasses.replace(key, zero=z)).to_config(base)
-                     for z in (0, 1, 2, 3)]
+    def every_zero(base, key) -> list:
+        return [Candidate(dataclasses.replace(key, zero=z)).to_config(base) for z in (0, 1, 2, 3)]
+
+    space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 2, 3))
+    cfgs = _sampled(space, 8, every_zero, keep=lambda k: k.dp > 1)
     assert any(c.parallel.pp > 1 for c in cfgs) and any(c.model.num_experts for c in cfgs)
     cache_clear()
     with states_shared():
@@ -100,13 +106,9 @@ def test_memory_shared_by_overlap_siblings_equals_the_one_computed_alone():
     from trainsim.engine.loop import runs_shared, shared_store
     from trainsim.twin_graphs import _MEMORY
 
-    cfgs = []
-    for model in (TINY_MODEL, MOE):
-        base = make_base(model, gpus=16, batch=64)
-        space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 3))
-        keys = [k for k in space.memory_keys(base, 16) if k.dp > 1 and k.pp > 1]
-        for key in keys[:: max(1, len(keys) // 4)]:
-            cfgs += [c.to_config(base) for c in space.variants(key)]
+    space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 3))
+    cfgs = _sampled(space, 4, lambda base, key: [c.to_config(base) for c in space.variants(key)],
+                    keep=lambda k: k.dp > 1 and k.pp > 1)
     assert len(cfgs) > 16 and any(c.parallel.overlap_param_gather for c in cfgs)
     cache_clear()
     with runs_shared():
