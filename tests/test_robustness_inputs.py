@@ -73,15 +73,6 @@ def test_names_and_paths_with_brackets_are_printed_as_written(tmp_path, args):
 # validate (the simulation itself, steady-state, 0.1 s): the tuner's lower bound built the
 # whole pass order (2 m vpp passes, 56 M tuples) to read its first and last pass.
 
-def test_the_first_and_last_pass_are_those_of_the_whole_order():
-    from trainsim.workload.schedule import _passes, first_and_last_pass
-
-    for pp, vpp, m, group in itertools.product(range(1, 5), range(1, 4), range(1, 11),
-                                               (None, 1, 2, 3, 5)):
-        fwd, bwd = _passes(pp, vpp, m, group)
-        assert first_and_last_pass(m) == (fwd[0], bwd[-1])
-
-
 def test_a_row_with_a_huge_global_batch_is_validated_in_seconds():
     from trainsim.validate import predict_training_row
 

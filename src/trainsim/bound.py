@@ -24,7 +24,6 @@ from __future__ import annotations
 from trainsim.config import RunConfig
 from trainsim.ep_pairs import PAIR_EXPOSED
 from trainsim.pricing import Priced, Pricer
-from trainsim.workload.schedule import first_and_last_pass
 
 SAFETY = 1 - 1e-9
 """The same durations summed in another order differ in their last bits: the bound is scaled
@@ -59,13 +58,15 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     step = [x.duration_s if isinstance(x, Priced) else x
             for x in (graph.optimizer_step(s) for s in range(pp))]
     # every stage's order starts with the first forward and ends with the last backward
-    # (Megatron's warm-up, steady pairs, cool-down: workload.schedule)
+    # (Megatron's warm-up, steady pairs, cool-down: workload.schedule ``_passes``): the first
+    # group's micro-batch 0 through chunk 0, and the last group's micro-batch m - 1 back
+    # through chunk 0, which its backwards reach last (the chunks in reverse), whatever the
+    # stage count, chunk count or group size; both run on virtual stage s (chunk 0 * pp + s).
     # (in closed form: the whole order holds 2 m vpp passes, 56 M tuples for a row with a
     # global batch of 1e7 sequences, ~2 minutes a bound)
-    first_fwd, last_bwd = first_and_last_pass(m)
     best = 0.0
     for s in range(pp):
-        v_first, v_last = first_fwd.chunk * pp + s, last_bwd.chunk * pp + s
+        v_first = v_last = s
         fill = sum(f_on[u] + f_sent[u] for u in range(v_first))
         busy = m * sum(f_on[v] + b_on[v] for v in range(s, nv, pp))
         # the last backward's gradient goes back to the first stage, whose step follows

@@ -106,17 +106,6 @@ def _passes(pp: int, vpp: int, m: int, group: int | None = None
     return tuple(fwd), tuple(bwd)
 
 
-def first_and_last_pass(m: int) -> tuple[Pass, Pass]:
-    """Every rank's first forward and last backward in :func:`_passes`' order for ``m``
-    micro-batches, without building it (it holds 2 m vpp passes): the first group's first
-    micro-batch through chunk 0, and the last group's last micro-batch back through chunk 0,
-    which its backwards reach last (the chunks in reverse). Neither depends on the stage
-    count, the chunk count or the group size: whatever they are, the first group begins with
-    micro-batch 0 on chunk 0 and the last group ends with micro-batch m - 1 on chunk 0, so
-    only ``m`` is taken."""
-    return Pass("F", 0, 0), Pass("B", m - 1, 0)
-
-
 def microbatch_group(cfg: RunConfig) -> int | None:
     """The group size N the config's interleaved 1F1B runs with, None for the order before
     Megatron-core 0.10 (no ``microbatch_group_size_per_vp_stage`` and no framework rule):
