@@ -13,8 +13,7 @@ from helpers import moe_layer_cfg
 from trainsim import ep_pairs, simulate
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.chunks import chunks
-from trainsim.ep_pairs import paired_layer
-from trainsim.pricing import Pricer, shared
+from trainsim.pricing import Priced, Pricer, shared
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Elementwise, Gemm
 from trainsim.workload.recompute import layer_recompute
@@ -22,6 +21,19 @@ from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import shard_of
 
 BIG, MED, SMALL = (65536, 8192, 8192), (16384, 8192, 8192), (256, 1024, 1024)
+
+
+def paired_layer(pricer: Pricer, fwd_ops, bwd_ops) -> tuple[Priced, Priced] | None:
+    """The forward and backward of one MoE layer priced as a combined-1F1B pair: each pass's
+    compute and host wait as it runs alone, and on the backward one ``EP`` segment, the time
+    the pair's schedule takes beyond them, where the compute beside an exchange is slowed by
+    the SMs the exchange holds (``Pricer.sm_share['ep']``). None where a pass has not the one
+    dispatch and one combine node the schedule pairs."""
+    got = ep_pairs.moe_sides(pricer, fwd_ops, bwd_ops)
+    if got is None:
+        return None
+    fwd, bwd, f, b = got
+    return fwd, ep_pairs.with_exposed(bwd, ep_pairs.exposed(f, b, pricer.sm_share["ep"]))
 
 
 def _pricer(framework: str | None = None, version: str | None = None, **parallel) -> Pricer:

@@ -320,20 +320,5 @@ def with_exposed(bwd: Priced, extra: float) -> Priced:
     return bwd + interned(((EP, extra, PAIR_EXPOSED),)) if extra > 0 else bwd
 
 
-def paired_layer(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
-                 ) -> tuple[Priced, Priced] | None:
-    """The forward and backward of one MoE layer priced as a combined-1F1B pair: each pass's
-    compute and host wait as it runs alone, and on the backward one ``EP`` segment, the time
-    the pair's schedule (module docstring) takes beyond them, where the compute beside an
-    exchange is slowed by the SMs the exchange holds (``Pricer.sm_share['ep']``, as the pooled
-    pricing does). None where a pass has not the one dispatch and one combine node the schedule
-    pairs (the pooled pricing then stands)."""
-    got = moe_sides(pricer, fwd_ops, bwd_ops)
-    if got is None:
-        return None
-    fwd, bwd, f, b = got
-    return fwd, with_exposed(bwd, exposed(f, b, pricer.sm_share["ep"]))
-
-
 __all__ = ["EMPTY", "PAIR_EXPOSED", "MoeSides", "Side", "chunk_exposed", "delay_wgrad_compute",
-           "dense_sides", "exposed", "moe_sides", "paired_layer", "with_exposed"]
+           "dense_sides", "exposed", "moe_sides", "with_exposed"]
