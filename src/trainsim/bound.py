@@ -22,7 +22,7 @@ Collectives, contention and data loading only add to it.
 from __future__ import annotations
 
 from trainsim.config import RunConfig
-from trainsim.ep_pairs import PAIR_EXPOSED
+from trainsim.ep_pairs import own_segments
 from trainsim.pricing import Priced, Pricer
 
 SAFETY = 1 - 1e-9
@@ -50,7 +50,7 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     f_on = [graph.work[v][0].duration_s + (folded if v < nv - 1 else 0.0) for v in range(nv)]
     # under the combined 1F1B a backward's exposed exchanges depend on the forward beside it
     # (``combined_1f1b.beside_forward``): only its own work is certain
-    b_on = [sum(seg[1] for seg in graph.work[v][1].segments if seg[2] != PAIR_EXPOSED) +
+    b_on = [sum(seg[1] for seg in own_segments(graph.work[v][1])) +
             (folded if v > 0 else 0.0) for v in range(nv)]
     f_sent = [own if v < nv - 1 else 0.0 for v in range(nv)]
     b_sent = [own if v > 0 else 0.0 for v in range(nv)]

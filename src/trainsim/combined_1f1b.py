@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from trainsim.chunks import chunks
 from trainsim.config import RunConfig
-from trainsim.ep_pairs import PAIR_EXPOSED, chunk_exposed, with_exposed
+from trainsim.ep_pairs import chunk_exposed, own_segments, with_exposed
 from trainsim.pricing import Pricer, interned
 from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
 from trainsim.workload.schedule import combined_1f1b
@@ -115,7 +115,7 @@ def beside_forward(graph: Any, spec: tuple, v: int, order: list, k: int) -> tupl
             memo[(v, v_f)] = spec
             return spec
         work = graph.work[v][1]
-        own = interned(tuple(seg for seg in work.segments if seg[2] != PAIR_EXPOSED))
+        own = interned(own_segments(work))
         extra = sum(chunk_exposed(f_ch.pair_sides, b_ch.pair_sides,
                                   graph.pricer.sm_share["ep"]))
         hit = memo[(v, v_f)] = graph._pass_spec(v % graph.pp, with_exposed(own, extra), v > 0)

@@ -320,5 +320,11 @@ def with_exposed(bwd: Priced, extra: float) -> Priced:
     return bwd + interned(((EP, extra, PAIR_EXPOSED),)) if extra > 0 else bwd
 
 
+def own_segments(priced: Priced) -> tuple[tuple[str, float, str], ...]:
+    """``priced``'s segments without a pair's exposed exchanges (:func:`with_exposed`): the
+    work of its own, which does not depend on the pass beside it."""
+    return tuple(seg for seg in priced.segments if seg[2] != PAIR_EXPOSED)
+
+
 __all__ = ["EMPTY", "PAIR_EXPOSED", "MoeSides", "Side", "chunk_exposed", "delay_wgrad_compute",
-           "dense_sides", "exposed", "moe_sides", "with_exposed"]
+           "dense_sides", "exposed", "moe_sides", "own_segments", "with_exposed"]
