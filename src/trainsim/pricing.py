@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -345,27 +345,38 @@ class Pricer:
 
     def price(self, ops: list[Op]) -> Priced:
         """Segments of an op list (see ``price_ops``)."""
-        return self.price_ops(ops)[0]
+        return self._lookup(ops)[0]
 
     def price_ops(self, ops: list[Op]) -> tuple[Priced, list[Op]]:
         """Segments of an op list, and the op behind each segment (see ``_price_ops``);
         inside ``shared``, the same list priced under the same settings is priced once."""
-        priced, order, _ = self.price_at(ops)
-        return priced, order
+        priced, order, _, _ = self._lookup(ops)
+        return priced, order if isinstance(order, list) else list(order)
 
     def price_at(self, ops: list[Op]) -> tuple[Priced, list[Op], list[int]]:
         """``price_ops`` with, for each segment, the position in ``ops`` of the op behind it
         (-1 for an op the pricing made: a host wait, a partial-sum kernel). Inside ``shared``
         the ops behind a kept price are those of the first equal list priced, not ``ops``'
         own objects: find an op of ``ops`` by its position, never by its identity."""
+        priced, order, _, at = self._lookup(ops)
+        if at is None:
+            return self._located(ops, priced, order)  # type: ignore[arg-type]
+        return priced, list(order), list(at)
+
+    def _lookup(self, ops: list[Op]) -> tuple[Priced, Sequence[Op], dict[Op, str] | None,
+                                              tuple[int, ...] | None]:
+        """The store's entry for ``ops``, (segments, ops behind them, the kernels' sources,
+        their positions), priced and kept on a miss; outside ``shared`` (or for an op with an
+        unhashable field) ``ops`` priced afresh, as (segments, ops behind them, None, None):
+        the positions are then left to ``price_at``, the one caller that reads them."""
         store = self._store
         if store is None:
-            return self._located(ops, *self._price_ops(ops, self.compute.time))
+            return (*self._price_ops(ops, self.compute.time), None, None)
         key = (self._sig, *ops)
         try:
             hit = store.prices.get(key)
         except TypeError:  # an op with an unhashable field
-            return self._located(ops, *self._price_ops(ops, self.compute.time))
+            return (*self._price_ops(ops, self.compute.time), None, None)
         if hit is None:
             times = store.times.setdefault(self._sig[0], {})
             seen: dict[Op, str] = {}
@@ -383,7 +394,7 @@ class Pricer:
                 store.prices.clear()
             hit = store.prices[key] = (priced, tuple(order), seen, tuple(at))
         self._seen.append(hit[2])
-        return hit[0], list(hit[1]), list(hit[3])
+        return hit
 
     @staticmethod
     def _located(ops: list[Op], priced: Priced, order: list[Op]
