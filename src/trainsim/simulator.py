@@ -359,7 +359,9 @@ class _TaskGraph(OptimizerTasks):
                         else:
                             spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
                                 else bwd_spec[v]  # a cool-down backward runs alone
-                            if self.lone and k <= last_f[s]:  # beside the next forward
+                            # beside the next forward: only interleaving puts another
+                            # virtual stage's forward there (else beside_forward keeps spec)
+                            if self.lone and k <= last_f[s] and vpp > 1:
                                 spec = beside_forward(self, spec, v, order, k)
                             sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
                             if slow_bwd[s] and self.fsdp and not self.gather_once:
