@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainsim.catalog.frameworks import framework_supports
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.elementwise import fp8_scale_update_op
 from trainsim.workload.ops import ACT_BYTES as ACT
@@ -158,7 +158,7 @@ def separate_projections(cfg: RunConfig) -> bool:
     Time (three GEMMs) and memory (no unrotated Q and K kept) both read it."""
     t = cfg.training
     return t.modules == "eager" and cfg.model.normalization == "rmsnorm" or \
-        bool(framework_supports(t.framework, t.framework_version, "separate_qkv"))
+        bool(profile_supports(cfg, "separate_qkv"))
 
 
 def shard_of(cfg: RunConfig) -> Shard:
@@ -173,33 +173,25 @@ def shard_of(cfg: RunConfig) -> Shard:
                  autocast=p.data_parallel_impl == "ddp" and t.dtype != "fp8",
                  compiled=t.compile, norm=t.norm,
                  fp8_local_cast=t.dtype == "fp8" and p.tp > 1 and p.sequence_parallel
-                 and framework_supports(t.framework, t.framework_version,
-                                        "fp8_cast_before_gather"),
+                 and profile_supports(cfg, "fp8_cast_before_gather"),
                  fp8_dtensor_tp=t.dtype == "fp8" and p.tp > 1
-                 and framework_supports(t.framework, t.framework_version, "fp8_dtensor_tp"),
-                 fp8_weight_transpose=t.dtype == "fp8" and framework_supports(
-                     t.framework, t.framework_version, "fp8_weight_transpose_copy"),
-                 sp_gathered_saved=p.tp > 1 and p.sequence_parallel and framework_supports(
-                     t.framework, t.framework_version, "sp_gathered_gemm_inputs"),
-                 fp8_tn_only=not cfg.cluster.gpu.fp8_any_layout or not framework_supports(
-                     t.framework, t.framework_version, "fp8_non_tn_layouts"),
-                 fp8_norm_quantize=t.dtype == "fp8" and framework_supports(
-                     t.framework, t.framework_version, "fp8_norm_quantize"),
+                 and profile_supports(cfg, "fp8_dtensor_tp"),
+                 fp8_weight_transpose=t.dtype == "fp8"
+                 and profile_supports(cfg, "fp8_weight_transpose_copy"),
+                 sp_gathered_saved=p.tp > 1 and p.sequence_parallel
+                 and profile_supports(cfg, "sp_gathered_gemm_inputs"),
+                 fp8_tn_only=not cfg.cluster.gpu.fp8_any_layout
+                 or not profile_supports(cfg, "fp8_non_tn_layouts"),
+                 fp8_norm_quantize=t.dtype == "fp8" and profile_supports(cfg, "fp8_norm_quantize"),
                  fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
-                 and framework_supports(t.framework, t.framework_version,
-                                        "fp8_module_scale_update"),
-                 flash_unpad=t.attention in ("flash1", "flash2") and framework_supports(
-                     t.framework, t.framework_version, "flash_unpad"),
-                 cp_ring=p.cp > 1 and framework_supports(t.framework, t.framework_version,
-                                                       "cp_sdpa_ring"),
-                 kv_repeat=p.cp > 1 and framework_supports(t.framework, t.framework_version,
-                                                         "sdpa_repeat_kv"),
-                 scaled_rope_unfused=framework_supports(t.framework, t.framework_version,
-                                                      "scaled_rope_unfused"),
-                 complex_rope=framework_supports(t.framework, t.framework_version,
-                                                 "complex_rope"),
-                 softmax_args_swapped=framework_supports(t.framework, t.framework_version,
-                                                       "softmax_args_swapped"))
+                 and profile_supports(cfg, "fp8_module_scale_update"),
+                 flash_unpad=t.attention in ("flash1", "flash2")
+                 and profile_supports(cfg, "flash_unpad"),
+                 cp_ring=p.cp > 1 and profile_supports(cfg, "cp_sdpa_ring"),
+                 kv_repeat=p.cp > 1 and profile_supports(cfg, "sdpa_repeat_kv"),
+                 scaled_rope_unfused=profile_supports(cfg, "scaled_rope_unfused"),
+                 complex_rope=profile_supports(cfg, "complex_rope"),
+                 softmax_args_swapped=profile_supports(cfg, "softmax_args_swapped"))
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
