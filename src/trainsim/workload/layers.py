@@ -75,7 +75,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
     ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes))
-    if not (m.is_mla and _mla_local_down(cfg, sh)):  # else the compressed latents are gathered
+    if not (m.is_mla and sh.mla_local_down):  # else the compressed latents are gathered
         tp_enter(ops, sh, h, "attn")
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
@@ -163,19 +163,9 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     return ops
 
 
-def _mla_local_down(cfg: RunConfig, sh: Shard) -> bool:
-    """Under SP, MLA's down-projections run on the rank's own rows and the up-projections
-    gather the compressed latents (profile ``mla_down_proj_duplicated``): Megatron-core
-    core_v0.14.0 multi_latent_attention.py 351-413 (TELinear ``parallel_mode='duplicated'``),
-    509-552 (q_compressed and kv_compressed [s/TP, b, ...], k_pos_emb
-    ``gather_from_sequence_parallel_region``); gpt_layer_specs.py 125-147 (the up-projections
-    LayerNormColumnParallelLinear, which gather their normed input)."""
-    return sh.tp > 1 and sh.sp and profile_supports(cfg, "mla_down_proj_duplicated")
-
-
 K_POS_EMB_GATHER = "k_pos_emb.all_gather"
-"""The shared rotary key's 16-bit SP all-gather (``_mla_local_down``): only RoPE reads it, so
-the backward reduce-scatters its gradient and gathers nothing again."""
+"""The shared rotary key's 16-bit SP all-gather (``Shard.mla_local_down``): only RoPE reads it,
+so the backward reduce-scatters its gradient and gathers nothing again."""
 
 
 def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
@@ -186,7 +176,7 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     m = cfg.model
     h, T, t = m.hidden_size, sh.tokens, sh.tp
     heads, rope = m.num_attention_heads // t, m.qk_pos_emb_head_dim
-    local = _mla_local_down(cfg, sh)
+    local = sh.mla_local_down
     rows, sp = (T // t, "gather") if local else (T, "")
     if m.q_lora_rank:
         linear(ops, sh, "q_down_proj", rows, m.q_lora_rank, h)

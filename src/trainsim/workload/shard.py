@@ -68,6 +68,13 @@ class Shard:
     sp_gathered_saved: bool = False
     """A column-parallel GEMM keeps the all-gathered input it read for its wgrad, so the
     backward gathers nothing again (DTensor TP; the profile's ``sp_gathered_gemm_inputs``)."""
+    mla_local_down: bool = False
+    """Under SP, MLA's down-projections run on the rank's own rows and the up-projections
+    gather the compressed latents (profile ``mla_down_proj_duplicated``): Megatron-core
+    core_v0.14.0 multi_latent_attention.py 351-413 (TELinear ``parallel_mode='duplicated'``),
+    509-552 (q_compressed and kv_compressed [s/TP, b, ...], k_pos_emb
+    ``gather_from_sequence_parallel_region``); gpt_layer_specs.py 125-147 (the up-projections
+    LayerNormColumnParallelLinear, which gather their normed input)."""
     fp8_tn_only: bool = True
     """fp8 GEMMs take only the TN layout, so wgrad and dgrad need transposed copies: False
     where the GPU's fp8 GEMMs take any layout (Blackwell: TE v2.8 utils.py 462-467
@@ -180,6 +187,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  and profile_supports(cfg, "fp8_weight_transpose_copy"),
                  sp_gathered_saved=p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "sp_gathered_gemm_inputs"),
+                 mla_local_down=p.tp > 1 and p.sequence_parallel
+                 and profile_supports(cfg, "mla_down_proj_duplicated"),
                  fp8_tn_only=not cfg.cluster.gpu.fp8_any_layout
                  or not profile_supports(cfg, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and profile_supports(cfg, "fp8_norm_quantize"),
