@@ -273,7 +273,6 @@ def all_to_all_channels(nodes: int, per_node: int, bytes_per_peer: float | None 
         while net * nranks > 4 * pool and net > 1:
             net //= 2
         per_peer = min(per_peer, 1 << (max(net_count, net) - 1).bit_length())
-    per_peer = min(per_peer, pool)
     n_min = per_peer
     while n_min * nranks > pool and n_min > 1:
         n_min //= 2
