@@ -109,7 +109,7 @@ class Shard:
         TE v2.8 csrc/quantizer.cpp 126-137, 331-340 ``with_transpose = columnwise_usage &&
         !nvte_is_non_tn_fp8_gemm_supported()``); MXFP8 and blockwise write both layouts anyway."""
         if not self.fp8_tn_only and self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES:
-            return ACT + 1 + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
+            return FP8_CAST_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
         return FP8_CAST_TRANSPOSE_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
 
     @property
@@ -123,7 +123,7 @@ class Shard:
         scaled fp8 (delayed, current) is gathered row-wise only, so the cast writes no
         transpose; MXFP8 and blockwise cast both layouts, as for a local GEMM."""
         if self.fp8_recipe in FP8_ROWWISE_GATHER_RECIPES:
-            return ACT + 1 + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
+            return FP8_CAST_BYTES + FP8_RECIPE_EXTRA_BYTES[self.fp8_recipe]
         return self.fp8_cast_bytes
 
     @property
@@ -206,6 +206,9 @@ def shard_of(cfg: RunConfig) -> Shard:
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2
 """Transformer Engine's cast_transpose per element: read 16 bits, write fp8 and its fp8
 transpose (Hopper fp8 GEMMs take only the TN layout, so wgrad/dgrad need the transpose)."""
+FP8_CAST_BYTES = ACT + 1
+"""A cast to fp8 that writes no transpose, per element: read 16 bits, write fp8 (a rank's own
+rows before a row-wise fp8 all-gather; any fp8 GEMM input where GEMMs take non-TN layouts)."""
 CAST_KERNEL = "fp8_cast_transpose"
 FP8_GATHER_CAST_KERNEL = "fp8_cast"
 FP8_TRANSPOSE_KERNEL = "fp8_transpose"
