@@ -162,26 +162,32 @@ def computed_scores(op: Attention) -> float:
     over a whole sequence ``tile_scores`` counts its tiles exactly; a CP shard's rows past the
     window's length (their balanced share, as in ``op.pairs``) pay the edge's mean
     (``window_edge_keys``). A window as long as the keys is no window."""
+    return _scores_and_tile(op)[0]
+
+
+def _scores_and_tile(op: Attention) -> tuple[float, tuple[int, int]]:
+    """``computed_scores`` and the kernel tile it counts them in (``attention_tile``)."""
     row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
     # FlashAttention drops a window as long as the keys: flash_api.cpp (v2.8.3 hopper L559,
     # csrc L399) sets window_size_left = -1 when >= seqlen_k - 1 (resp. seqlen_k), and runs
     # the plain causal kernel
     window = op.window if op.window is not None and op.window < op.kv_len else None
     local = window is not None and op.causal
-    block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward, local)
+    tile = block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward,
+                                             local)
     if window is None and (op.q_len == op.kv_len or not op.causal) \
             or local and op.q_len == op.kv_len:
         # op.pairs' window: query i sees keys i - window + 1 .. i, left = window - 1
         left = window - 1 if local else None
         return (tile_scores(op.q_len, op.kv_len, op.causal, block_m, block_n, op.backward,
-                            left) + math.ceil(op.q_len / block_m) * block_m * row)
+                            left) + math.ceil(op.q_len / block_m) * block_m * row), tile
     if not op.causal:
-        return op.pairs + op.q_len * row
+        return op.pairs + op.q_len * row, tile
     scores = op.pairs + op.q_len * (row + diagonal_keys(block_m, block_n, op.backward))
     if window is not None:
         edge = window_edge_keys(block_m, block_n, op.backward, window - 1)
         scores += op.q_len * (op.kv_len - window) / op.kv_len * edge
-    return scores
+    return scores, tile
 
 
 SOFTMAX_EXP_EXPOSED = 1.02
@@ -340,14 +346,15 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     frac = attention_fraction(op.impl, op.backward, gpu)
     if op.dropout:
         frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
-    stretch = computed_scores(op) / op.pairs  # scores computed per useful score
+    scores_per_head, tile = _scores_and_tile(op)
+    stretch = scores_per_head / op.pairs  # scores computed per useful score
     scores = op.batch * op.heads * op.pairs * stretch
     mma = op.flops * stretch / (peak * frac)
     exp_rate = gpu.flops("bf16") / gpu.flops_per_exp
     exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
     work = mma + exposed * scores / exp_rate
     if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
-        block_m = attention_tile(op.impl, op.head_dim, True, False)[0]
+        block_m = tile[0]  # causal, forward, no window: not a local kernel's tile
         work *= causal_forward_tail(op.batch * op.heads,
                                     math.ceil(op.q_len / block_m), gpu.num_sms)
     return work
