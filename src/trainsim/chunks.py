@@ -110,7 +110,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         # recomputed (eh_proj and layer) only as cfg.mtp_recomputed says, not with the last layer
         redo = cfg.mtp_recomputed
-        last = last_kind = (*kind(m.num_layers - 1)[:2], redo)
+        last = last_kind = (*last_kind[:2], redo)
         if last not in layer_b:
             price_kind(last)
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,

@@ -81,8 +81,7 @@ def unfused_ops(cfg: RunConfig, dispatcher: str, tokens: int, routed: int, sort_
     map_t = tokens * E * 2  # the bool routing map read and written transposed
     probs_t = tokens * E * PROB_BYTES * 2
     sort_fwd = (1 + int(permute_probs)) if sort_chunks else 0
-    sort_bwd = sort_fwd
-    unsort = 1 if sort_chunks else 0
+    unsort = int(sort_chunks)
     permute: list[Op] = [
         Elementwise("permute.maps", bytes=map_t + tokens * E * INDEX_BYTES, kernels=2,
                     bwd_bytes=0.0, bwd_kernels=0),
@@ -96,7 +95,7 @@ def unfused_ops(cfg: RunConfig, dispatcher: str, tokens: int, routed: int, sort_
     permute.append(Elementwise(
         "permute", bytes=2 * rows + routed * INDEX_BYTES, kernels=1 + sort_fwd,
         bwd_bytes=2 * rows + tokens * h * ACT,
-        bwd_kernels=2 + sort_bwd + (MASKED_SELECT_BWD_KERNELS if permute_probs else 0)))
+        bwd_kernels=2 + sort_fwd + (MASKED_SELECT_BWD_KERNELS if permute_probs else 0)))
     unpermute: list[Op] = []
     out = 2 * rows + tokens * h * ACT  # scatter_add_ (read, write) + zeros
     bwd = 1 + unsort  # gather (+ split's backward)
