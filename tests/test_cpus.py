@@ -41,11 +41,10 @@ def test_no_cgroup_files_leave_the_affinity(machine):
 
 
 def test_validate_and_search_count_the_same_cpus(machine):
-    from trainsim import cli
     from trainsim.search import LocalExecutor
 
     (machine / "CPU_MAX").write_text("300000 100000\n")
-    assert cli._cpus() == cpus_mod.cpus() == LocalExecutor().workers == 3
+    assert cpus_mod.cpus() == LocalExecutor().workers == 3
 
 
 def test_a_process_without_its_own_cgroup_namespace_takes_the_least_quota_up_its_path(machine):

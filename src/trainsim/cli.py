@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail, renamed_option
+from trainsim.cpus import cpus
 from trainsim.errors import ConfigError, TrainsimError
 
 # Wide enough for validation ids and notes when output goes to a file or a pipe (rich
@@ -130,7 +131,7 @@ def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | Non
     for path in files:
         if not csv_file and fmt == "table":
             click.echo(f"== {Path(path).name} (bundled)")
-        got = _validate_one(str(path), fmt, db, workers or min(_cpus(), MAX_DEFAULT_WORKERS))
+        got = _validate_one(str(path), fmt, db, workers or min(cpus(), MAX_DEFAULT_WORKERS))
         if got is None:
             return
         report[Path(path).name] = got
@@ -143,13 +144,6 @@ MAX_DEFAULT_WORKERS = 8
 """validate's default process count is at most this: each worker keeps its own memo of task
 graphs (``engine.runs_shared``, up to ~0.3 GB), so every CPU of a large machine would cost
 memory for little gain on a file of a few hundred rows."""
-
-
-def _cpus() -> int:
-    """CPUs this process may run on (``trainsim.cpus.cpus``: its affinity and cgroup quota)."""
-    from trainsim.cpus import cpus
-
-    return cpus()
 
 
 def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
