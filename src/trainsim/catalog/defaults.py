@@ -78,7 +78,8 @@ def _number(value: Any) -> float:
     return n if math.isfinite(n) else 0.0
 
 
-def _truthy(value: Any) -> bool:
+def truthy(value: Any) -> bool:
+    """A YAML/CSV flag as a bool: '1', 'true', 'yes', 'on' (any case) or a true non-string."""
     if isinstance(value, str):
         return value.strip().lower() in ("1", "true", "yes", "on")
     return bool(value)
@@ -116,7 +117,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     where = f"{profile.name} {profile.version}"
     sections = {"parallel": parallel, "training": training}
     for sec, key, feature in _NEEDS_FEATURE:
-        if _truthy(sections[sec].get(key)) and profile.supports(feature) is False:
+        if truthy(sections[sec].get(key)) and profile.supports(feature) is False:
             raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
                               f"(source: {profile.source})")
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainsim.catalog import model_dict, names, node
+from trainsim.catalog.defaults import truthy
 from trainsim.catalog.framework_schema import NVLINK_SCOPES
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.config._build import suggest
@@ -314,7 +315,3 @@ def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
         # when sequence parallelism is enabled"; Megatron-Bridge's CommOverlapConfig turns it off
         raise ConfigError("tp_comm_overlap needs sequence_parallel")
     return out
-
-
-def truthy(value: Any) -> bool:
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
