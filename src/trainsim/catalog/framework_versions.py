@@ -280,9 +280,7 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
         if table and not table.containers and table.releases and \
                 _release_date(table, v.key) is None and v.key > max(r[0] for r in table.releases):
             # past the table and continuing no series of it (megatron-core 2.7): no release
-            raise _fail(name, text, f"no {name} release {text} in {_TABLE.name} "
-                        f"({table.repo} tags {table.releases[0][1]} .. "
-                        f"{table.releases[-1][1]}); ", style, first, table)
+            raise _fail(name, text, _no_release(name, text, table), style, first, table)
         return v.key, (release_text(v.key) + suffix) if v.suffix else ""
     if table is None or not table.releases:
         raise _fail(name, text, "", style, first, table)
@@ -292,9 +290,7 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
     if found is None:
         newest = _past_newest(table, v.key)
         if newest is None:
-            raise _fail(name, text, f"no {name} release {text} in {_TABLE.name} "
-                        f"({table.repo} tags {table.releases[0][1]} .. "
-                        f"{table.releases[-1][1]}); ", style, first, table)
+            raise _fail(name, text, _no_release(name, text, table), style, first, table)
         return newest[2], (f"{date_text(newest[2])} ({name} {text} is newer than "
                            f"{_TABLE.name} knows: read as its newest release, {newest[1]})")
     if table.branch_patches:  # a patch is cut from its minor's release branch
@@ -304,6 +300,14 @@ def _resolve(name: str, style: str, first: str, text: str) -> tuple[Key, str]:
             return opened[2], (f"{date_text(opened[2])} (the tag date of {table.repo} "
                                f"{opened[1]}: {text} is a patch on its release branch){suffix}")
     return found[1], f"{date_text(found[1])} (the tag date of {table.repo} {found[0]}){suffix}"
+
+
+def _no_release(name: str, text: str, table: Releases | None = None) -> str:
+    """Why ``text`` selects nothing: no such release of ``name`` in the table (with the span
+    of ``table``'s tags where given)."""
+    tags = (f" ({table.repo} tags {table.releases[0][1]} .. {table.releases[-1][1]})"
+            if table is not None else "")
+    return f"no {name} release {text} in {_TABLE.name}{tags}; "
 
 
 def _newest_run(table: Releases) -> Releases:
@@ -353,8 +357,7 @@ def _library_release(name: str, text: str, v: Version, table: Releases, style: s
     if found is None:
         newest = _past_newest(table, v.key)
         if newest is None:
-            raise _fail(name, text, f"no {name} release {text} in {_TABLE.name}; ",
-                        style, first, table)
+            raise _fail(name, text, _no_release(name, text), style, first, table)
         box = max(table.containers)
         return box[0], (f"{release_text(box[0])} ({name} {text} is newer than "
                         f"{_TABLE.name} knows: read as its newest container)")
