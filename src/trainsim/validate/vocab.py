@@ -186,12 +186,11 @@ def kernel_arch(gpu: str) -> str:
     sm100 (``catalog.defaults.gpu_arch``), amd for an AMD GPU; the catalog's one-line error
     for a GPU it does not know."""
     from trainsim.catalog import gpu as catalog_gpu
-    from trainsim.catalog.defaults import gpu_arch
 
     spec = catalog_gpu(gpu.strip().lower())
     if spec.vendor == "amd":
         return "amd"
-    return gpu_arch(spec.name) or spec.vendor
+    return f"sm{spec.sm_arch}" if spec.sm_arch is not None else spec.vendor
 
 
 def attention_impl(library: str, gpu: str, backward: bool) -> tuple[str, str | None]:
