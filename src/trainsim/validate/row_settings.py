@@ -110,8 +110,9 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
                            ("moe_ffn_hidden_size", "moe_ffn_hidden_size")):
         if _cell(row, col) is not None:
             model[fieldname] = _cell(row, col)
-    options = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
-    options = options or recipe_options(row, model)
+    stated = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+    profile = None if stated else row_profile(row)
+    options = stated or recipe_options(row, model, profile)
     unknown_opts = options - KNOWN_OPTIONS
     if unknown_opts:
         name = min(unknown_opts)
@@ -144,7 +145,8 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         v = _cell(row, col)
         if v is not None:
             raw[sec][key] = v
-    profile = row_profile(row)
+    if stated:  # a row's own options are checked before its framework is read
+        profile = row_profile(row)
     if "attention" not in training and (profile is None or "fused_kernels" in options):
         # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
         # "efficient operators" option is FlashAttention-2; otherwise Megatron's unfused path.
@@ -153,13 +155,12 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
     return raw, unknowns(row, profile)
 
 
-def recipe_options(row: dict[str, str], model: dict[str, Any]) -> set[str]:
+def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> set[str]:
     """Options the row's framework switches on for a row that states none: those it turns on
     for every run (profile ``run_options``) where their condition holds, and those its
     performance recipes switch on for an expert-parallel MoE run on the row's kind of system
     (its NVLink domain, ``catalog.framework_schema.NVLINK_SCOPES``) and fp8 recipe (profile
-    ``moe_recipe_options``)."""
-    profile = row_profile(row)
+    ``moe_recipe_options``). ``profile``: the row's (``row_profile``)."""
     if profile is None:
         return set()
     out = {o for o in profile.defaults.get("run_options") or () if o != "pp_overlap"}
