@@ -71,7 +71,7 @@ def grouped_impl(row: dict[str, str]) -> str:
     """The grouped-GEMM implementation a ``gemm_grouped`` or ``moe_block`` row measured."""
     if _GROUPED_MM.search(row.get("note") or ""):
         return "cutlass"
-    return grouped_impl_of(implementation(row))
+    return grouped_impl_of(implementation(row), label=implementation_label(row))
 
 L2_RESIDENT = re.compile(r"\bL2-resident\b")
 """A note marking a memory-bound measurement whose working set stayed in L2 (shared
@@ -147,8 +147,16 @@ def implementation_as_written(row: dict[str, str]) -> tuple[str, str]:
     return "implementation", (row.get("implementation") or "").strip()
 
 
+def implementation_label(row: dict[str, str]) -> str:
+    """The row's library as its messages name it: the column that holds it and the name as
+    written there (``implementation_as_written``)."""
+    where, written = implementation_as_written(row)
+    return f"{where}={written!r}"
+
+
 def _attention(row: dict[str, str], backward: bool) -> Attention:
-    impl, _ = attention_impl(implementation(row), row["gpu"], backward)
+    impl, _ = attention_impl(implementation(row), row["gpu"], backward,
+                             label=implementation_label(row))
     s, heads = _int(row, "seq_len"), _int(row, "heads")
     kv = _int(row, "kv_heads") if _cell(row, "kv_heads") else heads
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
@@ -344,12 +352,7 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
         else:
             res.predicted = time_s / TIME_UNITS[unit]
     except (TrainsimError, ValueError, KeyError) as exc:
-        # the vocabulary's errors open with the library's name: say which column holds it
-        said, why = str(exc), f"{impl!r}:"
-        if said.startswith(why):
-            where, written = implementation_as_written(row)
-            said = f"{where}={written!r}:{said[len(why):]}"
-        res.error = said
+        res.error = str(exc)  # library messages name its column (implementation_label)
         return res
     res.chosen = {"model": "+".join(sorted({how for _, how in priced}))}
     attn = next((op.impl for op in ops if isinstance(op, Attention)), None)

@@ -193,14 +193,23 @@ def kernel_arch(gpu: str) -> str:
     return f"sm{spec.sm_arch}" if spec.sm_arch is not None else spec.vendor
 
 
-def attention_impl(library: str, gpu: str, backward: bool) -> tuple[str, str | None]:
+def _opened(library: str, label: str | None, why: str) -> str:
+    """A message that opens with the library: named by ``label`` (default its repr; '' for
+    the reason alone, where the caller names it)."""
+    name = repr(library) if label is None else label
+    return f"{name}: {why}" if name else why
+
+
+def attention_impl(library: str, gpu: str, backward: bool,
+                   label: str | None = None) -> tuple[str, str | None]:
     """(``AttentionImpl``, how the library was read or None) for a kernel row's library on
-    catalog GPU ``gpu``; a ConfigError naming the known libraries otherwise."""
+    catalog GPU ``gpu``; a ConfigError naming the known libraries otherwise (``label``: how a
+    message that opens with the library names it, ``_opened``)."""
     key = library_key(library)
     if key in ATTENTION_IMPL:
         return ATTENTION_IMPL[key], None
     if key in AMBIGUOUS_ATTENTION:
-        raise ConfigError(f"{library!r}: {AMBIGUOUS_ATTENTION[key]}")
+        raise ConfigError(_opened(library, label, AMBIGUOUS_ATTENTION[key]))
     if key in ATTENTION_BY_ARCH:
         by_arch, what = ATTENTION_BY_ARCH[key]
         if backward and key in FORWARD_ONLY:
@@ -216,11 +225,12 @@ def attention_impl(library: str, gpu: str, backward: bool) -> tuple[str, str | N
     raise ConfigError(f"unknown attention implementation {library!r}; known: {', '.join(known)}")
 
 
-def grouped_impl_of(library: str) -> str:
-    """The ``GroupedImpl`` of a grouped-GEMM library, or a ConfigError naming the known ones."""
+def grouped_impl_of(library: str, label: str | None = None) -> str:
+    """The ``GroupedImpl`` of a grouped-GEMM library, or a ConfigError naming the known ones
+    (``label`` as for ``attention_impl``)."""
     key = library_key(library)
     if key in NOT_A_KERNEL:
-        raise ConfigError(f"{library!r}: {NOT_A_KERNEL[key]}")
+        raise ConfigError(_opened(library, label, NOT_A_KERNEL[key]))
     impl = GROUPED_IMPL.get(key) or GROUPED_IMPL_VIA.get(key)
     if impl is None:
         raise ConfigError(f"unknown grouped-GEMM implementation {library!r}; known: "
@@ -323,10 +333,10 @@ def _training_attention(value: str, row: dict[str, str]) -> str | None:
                                           ATTENTION_BY_ARCH)):
         return None
     try:
-        return attention_impl(value, row.get("gpu") or "", backward=True)[0]
+        # the name once, not twice: the message names the column, not the library again
+        return attention_impl(value, row.get("gpu") or "", backward=True, label="")[0]
     except ConfigError as exc:
-        said = str(exc).removeprefix(f"{value!r}:").strip()  # the name once, not twice
-        raise ConfigError(f"attention={row.get('attention')!r}: {said}") from None
+        raise ConfigError(f"attention={row.get('attention')!r}: {exc}") from None
 
 
 def read_as(read: dict[str, str]) -> dict[str, Any]:
