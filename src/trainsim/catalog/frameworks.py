@@ -372,9 +372,16 @@ def sends_overlap(cfg: Any) -> bool:
     arguments.py turns it off). Other schedules (zero bubble, DualPipe) keep the flag;
     ``parallel.vpp`` is the resolved count (a layout's virtual stages included)."""
     p = cfg.parallel
-    return p.overlap_p2p_comm and (
-        p.vpp > 1 or p.pipeline_schedule not in (None, "1f1b")
-        or not profile_supports(cfg, "p2p_overlap_interleaved_only"))
+    return p.overlap_p2p_comm and not sends_block(
+        p.vpp, p.pipeline_schedule, profile_supports(cfg, "p2p_overlap_interleaved_only"))
+
+
+def sends_block(vpp: int, schedule: str | None, interleaved_only: bool) -> bool:
+    """Whether pipeline sends block whatever overlap_p2p_comm says: Megatron's schedule
+    without interleaving (``vpp`` 1, ``schedule`` None, "" or 1f1b: the search's and the
+    config's spellings of the default) on a framework whose profile has
+    ``p2p_overlap_interleaved_only`` (``interleaved_only``; see ``sends_overlap``)."""
+    return interleaved_only and vpp <= 1 and schedule in (None, "", "1f1b")
 
 
 @functools.cache

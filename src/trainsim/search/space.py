@@ -23,7 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.catalog.frameworks import framework_supports, uneven_layout, uneven_split
+from trainsim.catalog.frameworks import (
+    framework_supports,
+    sends_block,
+    uneven_layout,
+    uneven_split,
+)
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
@@ -498,14 +503,15 @@ class SearchSpace:
     def variants(self, key: MemoryKey, sends_block_alone: bool = False) -> list[Candidate]:
         """The overlap-switch variants of a memory group (only switches that can matter);
         ``sends_block_alone``: the framework sends blocking in a pipeline without interleaving
-        whatever overlap_p2p_comm says (``catalog.frameworks.sends_overlap``)."""
+        whatever overlap_p2p_comm says (``Base.sends_block_alone``; the rule is
+        ``catalog.frameworks.sends_block``, as the simulation's ``sends_overlap``)."""
         sharded_dp = key.dp * key.cp > 1
         options = {
             "overlap_grad_reduce": sharded_dp,
             "overlap_param_gather": sharded_dp and key.zero in (1, 2),
             "tp_comm_overlap": key.tp > 1,
-            "overlap_p2p_comm": key.pp > 1 and (
-                key.vpp > 1 or key.schedule != "" or not sends_block_alone),
+            "overlap_p2p_comm": key.pp > 1 and not sends_block(key.vpp, key.schedule,
+                                                               sends_block_alone),
             # DualPipe's pairs hide the all-to-alls themselves; Megatron-core refuses the
             # overlap with pp > 1 without interleaving, with full recompute and with the
             # allgather dispatcher (core_v0.15.0 transformer_config.py __post_init__)
