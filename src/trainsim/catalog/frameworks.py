@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +52,7 @@ from trainsim.catalog.framework_schema import (
     MOE_DISPATCHERS,
     OPTIONAL_KEYS,
 )
-from trainsim.catalog.framework_versions import resolve
+from trainsim.catalog.framework_versions import parse, resolve
 from trainsim.config._build import suggest
 from trainsim.errors import CatalogError
 
@@ -63,40 +62,10 @@ _ENTRY_KEYS = {"since", "source", "features", "defaults", "notes"}
 
 # ---------------------------------------------------------------------------- versions
 
-_DATE = re.compile(r"^(\d{4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?$")
-_RELEASE = re.compile(r"^(?:core_v|core_r|v|r)?(\d+(?:\.\d+)*)$")
-
-
-def _parse_date(text: str) -> tuple[int, ...] | None:
-    m = _DATE.match(text)
-    if not m or not 1990 <= int(m.group(1)) <= 2100:
-        return None
-    year, month, day = int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1)
-    if not (1 <= month <= 12 and 1 <= day <= 31):
-        return None
-    return (year, month, day)
-
-
-def _parse_release(text: str) -> tuple[int, ...] | None:
-    m = _RELEASE.match(text)
-    if not m:
-        return None
-    parts = [int(p) for p in m.group(1).split(".")]
-    while len(parts) > 1 and parts[-1] == 0:  # "4.0" == "4", "0.8.0" == "0.8"
-        parts.pop()
-    return tuple(parts)
-
-
 def _style_of(sinces: list[str]) -> str | None:
-    if all(_parse_date(s) for s in sinces):
-        return "date"
-    if all(_parse_release(s) for s in sinces):
-        return "release"
-    return None
-
-
-def _key(style: str, text: str) -> tuple[int, ...] | None:
-    return _parse_date(text) if style == "date" else _parse_release(text)
+    """'date' or 'release' where every ``since`` parses as one of that kind, else None."""
+    kinds = {v.kind if v is not None else None for v in map(parse, sinces)}
+    return kinds.pop() if len(kinds) == 1 and None not in kinds else None
 
 
 # ---------------------------------------------------------------------------- profiles
@@ -260,8 +229,9 @@ def _read(path: Path) -> _Profile:
     chain: tuple[tuple[str, str], ...] = ()
     for i, (entry, since) in enumerate(zip(versions, sinces)):
         where = f"versions[{i}]"
-        key = _key(style, since)
-        assert key is not None
+        parsed = parse(since)
+        assert parsed is not None
+        key = parsed.key
         if entries and key <= entries[-1].key:
             raise _fail(path, f"{where}.since", f"{since!r} is not after {entries[-1].since!r}; "
                         "list entries oldest first")
