@@ -174,7 +174,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # current scaling, TE >= 2.7; workload.shard ``Shard.fp8_norm_quantize``)
     "fp8_norm_quantize": _nullable(_bool),
     # MLA's down-projections are TELinear 'duplicated' on the SP rows, the up-projections gather
-    # the compressed latents (Megatron-core >= 0.14; workload.layers ``_mla_local_down``)
+    # the compressed latents (Megatron-core >= 0.14; ``workload.shard.Shard.mla_local_down``)
     "mla_down_proj_duplicated": _nullable(_bool),
     # fp8 tensor parallelism through DTensor float8 casts (torchao's Float8ColwiseParallel,
     # Float8RowwiseParallel, PrepareFloat8ModuleInput): every dynamic per-tensor cast of a
