@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from trainsim.catalog.defaults import apply_framework
+from trainsim.catalog.defaults import apply_framework, sink_attention
 from trainsim.config import (
     ClusterConfig,
     GPUSpec,
@@ -223,6 +223,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         # gpt-oss's experts compute (up + 1) * glu (transformers modeling_gpt_oss.py); its
         # config.json names no offset
         glu_linear_offset=1.0 if cfg.get("model_type") == "gpt_oss" else 0.0,
+        # and a learned sink logit per head (GptOssAttention.sinks); config.json names none
+        softmax_type="learnable" if cfg.get("model_type") == "gpt_oss" else "vanilla",
         rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
         else None,
     )
@@ -475,10 +477,12 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     cluster_raw = data["cluster"] if isinstance(data["cluster"], dict) else {}
     gpu_name = cluster_raw.get("gpu") or (node(str(cluster_raw["node"]))["gpu"]
                                           if "node" in cluster_raw else None)
+    given = training_raw.get("attention") not in (None, "")
     apply_framework(parallel_raw, training_raw, gpu_name)
+    model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
+    sink_attention(training_raw, model.softmax_type, given)
     return RunConfig(
-        model=_framework_model(_model_section(data["model"], base_dir), data["model"],
-                               training_raw),
+        model=model,
         parallel=build(ParallelConfig, parallel_raw, "parallel"),
         training=build(TrainingConfig, training_raw, "training"),
         cluster=_cluster_section(data["cluster"]),

@@ -152,3 +152,27 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                     "account_for_loss_in_pipeline_split"):
             if key not in parallel and profile.defaults.get(key):
                 parallel[key] = True
+
+
+def sink_attention(training: dict[str, Any], softmax_type: str, given: bool) -> None:
+    """Replace, in place, a default attention kernel that cannot add the sink of a model whose
+    ``softmax_type`` is not vanilla by the one its framework runs instead
+    (``config.training.SINK_FALLBACK``: the first its profile lists; cuDNN without a framework or
+    a list, the unfused softmax when the list has none). A kernel the user named is kept, and
+    ``config.run.RunConfig`` refuses it if it takes no sink."""
+    from trainsim.config.training import SINK_ATTENTION, SINK_FALLBACK
+
+    if softmax_type == "vanilla" or given or training.get("attention", "flash2") in SINK_ATTENTION:
+        return
+    kernels = None
+    if _given(training.get("framework")):
+        from trainsim.catalog.frameworks import framework_profile
+
+        version = training.get("framework_version")
+        profile = framework_profile(str(training["framework"]),
+                                    str(version) if _given(version) else None)
+        kernels = profile.features.get("attention_kernels")
+    if kernels is None:
+        training["attention"] = SINK_FALLBACK[0]
+    else:
+        training["attention"] = next((k for k in SINK_FALLBACK if k in kernels), "unfused")

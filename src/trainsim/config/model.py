@@ -79,6 +79,14 @@ class ModelConfig:
     """With a sliding window, every N-th layer keeps full attention (Megatron-core's
     ``window_attn_skip_freq``: N-1 windowed layers, then a full one). GPT-OSS alternates, N=2;
     None = every layer is windowed."""
+    softmax_type: Literal["vanilla", "off-by-one", "learnable"] = "vanilla"
+    """The attention softmax's denominator (Megatron-core ``TransformerConfig.softmax_type``,
+    Transformer Engine ``DotProductAttention(softmax_type=...)``): ``vanilla``; ``off-by-one``
+    (a 1 added to it, a sink logit fixed at 0); ``learnable`` (a learned sink logit per head:
+    gpt-oss, Hugging Face modeling_gpt_oss ``GptOssAttention.sinks``, which Megatron-Bridge's
+    gpt_oss_bridge.py maps to ``softmax_type = "learnable"``). One more logit per query row is
+    too little work to price; what it changes is which kernels can run the attention
+    (``config.training.SINK_ATTENTION``)."""
     # --- multi-head latent attention (DeepSeek-V2/V3; Megatron-core MLATransformerConfig names)
     q_lora_rank: int | None = None
     """Rank of the query down-projection; None = full-rank queries."""

@@ -16,7 +16,7 @@ from trainsim.config.layout import (
 )
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
-from trainsim.config.training import TrainingConfig
+from trainsim.config.training import SINK_ATTENTION, TrainingConfig
 from trainsim.errors import ConfigError
 
 
@@ -45,6 +45,10 @@ class RunConfig:
             # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
                               f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
+        if m.softmax_type != "vanilla" and t.attention not in SINK_ATTENTION:
+            raise ConfigError(f"training.attention={t.attention} cannot add model.softmax_type="
+                              f"{m.softmax_type}'s sink to the softmax; use one of "
+                              f"{', '.join(sorted(SINK_ATTENTION))}")
         if m.vocab_size < p.tp:
             raise ConfigError(f"model.vocab_size={m.vocab_size} is smaller than parallel.tp="
                               f"{p.tp}: every tensor-parallel rank holds a slice of the vocabulary")

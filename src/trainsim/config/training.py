@@ -13,6 +13,27 @@ OPTIMIZER_STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 """Bytes per element of an optimizer state in each dtype Megatron-core's precision-aware
 optimizer takes (megatron/core/optimizer/optimizer_config.py, core_r0.16)."""
 
+SINK_ATTENTION = frozenset({"cudnn", "flex", "flash4", "unfused", "eager"})
+"""Attention kernels that can add a sink to the softmax (``ModelConfig.softmax_type`` other
+than vanilla). Transformer Engine never runs FlashAttention for it (v2.8-v2.16
+transformer_engine/pytorch/attention/dot_product_attention/utils.py
+``get_attention_backend``, "Filter: Softmax type"); its FusedAttention does from cuDNN 9.13.1
+(common/fused_attn/fused_attn.cpp ``nvte_get_fused_attn_backend``: F16_arbitrary_seqlen with
+``cudnn_runtime_version >= 91301``, cuDNN's ``set_sink_token``), beside its unfused softmax.
+FlexAttention returns the log-sum-exp and the sink rescales the output after it (NeMo
+Automodel components/attention/flex_attention.py @ 89e3a9fd: ``out * sigmoid(lse - sink)``);
+FlashAttention-4 takes ``learnable_sink`` (Dao-AILab/flash-attention 0251105a
+flash_attn/cute/interface.py). FlashAttention 1-3 (csrc and hopper flash_api.cpp: no sink
+logit; hopper's ``sink_token_length`` keeps leading keys in a window), PyTorch SDPA and the
+Triton and memory-efficient kernels take none."""
+SINK_FALLBACK = ("cudnn", "flex", "eager", "unfused")
+"""The kernel a framework runs a sink model on when its default kernel takes no sink: the
+first of these its profile lists (``attention_kernels``). Transformer Engine prefers
+FusedAttention to its unfused path (utils.py: FlashAttention, then FusedAttention, then
+UnfusedDotProductAttention), so a framework on TE takes cuDNN; a PyTorch one FlexAttention
+(Automodel's gpt-oss asserts ``backend.attn == "flex"``, models/gpt_oss/layers.py @ 89e3a9fd),
+else plain ops. Without a framework or a list: cuDNN, the fused kernel that takes a sink."""
+
 
 @dataclass(frozen=True)
 class TrainingConfig:

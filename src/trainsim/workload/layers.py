@@ -37,7 +37,11 @@ from trainsim.workload.shard import (
     tp_enter,
     tp_exit,
 )
-from trainsim.workload.softmax import fused_softmax_runs, torch_softmax_fallback
+from trainsim.workload.softmax import (
+    flex_sink_rescale,
+    fused_softmax_runs,
+    torch_softmax_fallback,
+)
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
 
@@ -130,6 +134,9 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             ops.append(Elementwise("alibi_bias", bytes=4 * core.batch * core.heads * core.pairs,
                                    kernel="copy", bwd_bytes=0.0, bwd_kernels=0))
         ops.append(core)
+        if m.softmax_type != "vanilla" and core.impl == "flex":  # the sink, after the kernel
+            ops.append(flex_sink_rescale(core.batch * core.heads * core.q_len, core.head_dim,
+                                         sh.compiled))
         if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
                 core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
             ops.append(torch_softmax_fallback(core.batch * core.heads * core.pairs))

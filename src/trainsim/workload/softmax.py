@@ -27,6 +27,22 @@ gradient and the fp32 output (4 + 4 + 4), the masked fill (4 + 4), the scale (4 
 cast back (4 + 2): 40 bytes in 5 kernels where the fused backward reads the gradient and the
 output and writes 16 bits (6 bytes). The attention op keeps the fused kernel's bytes; the op
 built here adds the difference.
+
+A learned attention sink (``ModelConfig.softmax_type``) on FlexAttention is added after the
+kernel: ``flex_attention`` has no sink input, so the model asks it for the log-sum-exp and
+rescales the output by ``sigmoid(lse - sink)`` (NeMo Automodel @ 89e3a9fd
+nemo_automodel/components/attention/flex_attention.py ``FlexAttention.forward``: only
+``flex_attention`` is compiled, the rescale runs as PyTorch ops). Per query row (fp32 ``lse``):
+``lse - sink`` and ``sigmoid`` (4 + 4 bytes each); per output element: ``out * scale``, whose
+bf16 ``out`` times the fp32 scale is promoted to fp32 (2 + 4 bytes, and the scale's 4 a row),
+and ``.to(q.dtype)`` (4 + 2): 12 bytes an element and 20 a row in 4 kernels. Autograd runs the
+reverse: the cast's backward (2 + 4), the gradient of ``out`` (``grad * scale``, 4 + 4, cast
+back to bf16, 4 + 2), the gradient of the scale (``grad * out``, 4 + 2 + 4, summed over the
+head dim, 4), then per row the sigmoid's backward (12), the negation and the sum into the
+sink's gradient (8 + 4): 34 bytes an element and 32 a row in 8 kernels. Compiled with the
+model, Inductor fuses each direction: read ``out`` and ``lse``, write the result (4 + 4 a row)
+in one kernel; backward, read the gradient and ``out``, write ``out``'s gradient (6) and reduce
+the scale's gradient per row (8) in two.
 """
 
 from __future__ import annotations
@@ -67,3 +83,20 @@ def torch_softmax_fallback(scores: float) -> Elementwise:
                        kernels=FALLBACK_EXTRA_KERNELS, impl="eager",
                        bwd_bytes=FALLBACK_BWD_BYTES * scores,
                        bwd_kernels=FALLBACK_EXTRA_KERNELS)
+
+
+SINK_RESCALE_EAGER = ((12.0, 20.0, 4), (34.0, 32.0, 8))
+"""(bytes per output element, bytes per query row, kernels), forward then backward, of the sink
+rescale after FlexAttention run as PyTorch ops (module docstring)."""
+SINK_RESCALE_COMPILED = ((4.0, 4.0, 1), (6.0, 8.0, 2))
+"""The same fused by Inductor when the model is compiled."""
+
+
+def flex_sink_rescale(rows: float, head_dim: int, compiled: bool) -> Elementwise:
+    """The rescale of FlexAttention's output by a learned sink over ``rows`` query rows (batch x
+    heads x queries) of ``head_dim`` values each (module docstring)."""
+    fwd, bwd = SINK_RESCALE_COMPILED if compiled else SINK_RESCALE_EAGER
+    elems = rows * head_dim
+    return Elementwise("attn_sink_rescale", bytes=fwd[0] * elems + fwd[1] * rows,
+                       kernels=fwd[2], impl="fused" if compiled else "eager",
+                       bwd_bytes=bwd[0] * elems + bwd[1] * rows, bwd_kernels=bwd[2])
