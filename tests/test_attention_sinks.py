@@ -90,3 +90,16 @@ def test_no_rescale_where_the_kernel_adds_the_sink_or_there_is_none():
     assert "attn_sink_rescale" not in {op.name for op in _forward(_cfg(attention="cudnn"))}
     vanilla = _cfg("qwen3-30b-a3b", attention="flex")
     assert "attn_sink_rescale" not in {op.name for op in _forward(vanilla)}
+
+
+def test_a_validation_row_without_a_framework_runs_a_sink_preset_fused_on_cudnn():
+    """The row reader's default for a fused row without a framework is FlashAttention-2; a
+    preset with a sink takes cuDNN there instead of being refused."""
+    from trainsim.validate.row_settings import training_base
+
+    row = {"id": "x", "model": "gpt-oss-20b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
+           "tp": "1", "pp": "1", "global_batch_size": "8", "seq_length": "4096",
+           "options": "fused_kernels"}
+    raw, _ = training_base(row)
+    assert raw["training"]["attention"] == "cudnn"
+    assert training_base({**row, "model": "llama3-8b"})[0]["training"]["attention"] == "flash2"

@@ -151,7 +151,10 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
         # "efficient operators" option is FlashAttention-2; otherwise Megatron's unfused path.
         fused = "fused_kernels" in options or training["dtype"] == "fp8"
-        training["attention"] = "flash2" if fused else "unfused"
+        # a preset with a softmax sink takes no FlashAttention (config.training.SINK_ATTENTION)
+        sinks = "preset" in model and model_dict(model["preset"]).get("softmax_type",
+                                                                      "vanilla") != "vanilla"
+        training["attention"] = ("cudnn" if sinks else "flash2") if fused else "unfused"
     return raw, unknowns(row, profile)
 
 
