@@ -137,3 +137,44 @@ def test_rows_name_their_block_scales():
     assert kernel_ops(row)[0][0].fp8_block_scales == "overlapped"
     assert kernel_ops(published("deepgemm")[0])[0][0].fp8_block_scales == ""
     assert kernel_ops(dict(row, dtype="bf16"))[0][0].fp8_block_scales == ""
+
+
+def test_mxfp8_gemms_run_at_te_measured_fraction_of_per_tensor_fp8():
+    """Transformer Engine's pre-quantized GEMM benchmark on B300 (gemm_profiling.rst @1609c890e,
+    "Per-Layer GEMM Time"): fprop + dgrad + wgrad of one layer take 2.158 + 2.329 + 2.325 ms
+    with per-tensor FP8 and 2.365 + 2.397 + 2.400 ms with MXFP8 (totals 6.812 and 7.161)."""
+    from trainsim.compute.roofline import MXFP8_OF_TENSOR_SCALED
+
+    tensor, mx = 2.158 + 2.329 + 2.325, 2.365 + 2.397 + 2.400
+    assert tensor == pytest.approx(6.812) and mx == pytest.approx(7.161, abs=2e-3)
+    assert MXFP8_OF_TENSOR_SCALED == pytest.approx(6.812 / 7.161, abs=5e-4)
+    b200 = gpu("b200-sxm-180gb")
+    per_tensor = Gemm("g", 8192, 8192, 8192, "fp8", fp8_fast_accum=True)
+    mxfp8 = dataclasses.replace(per_tensor, fp8_block_scales="mma")
+    assert gemm_rate(b200, mxfp8) == pytest.approx(gemm_rate(b200, per_tensor)
+                                                   * MXFP8_OF_TENSOR_SCALED)
+    # the split-accumulator flag does not matter to a block-scaled kernel; 16-bit GEMMs ignore it
+    assert gemm_rate(b200, dataclasses.replace(mxfp8, fp8_fast_accum=False)) == \
+        gemm_rate(b200, mxfp8)
+    bf16 = dataclasses.replace(mxfp8, dtype="bf16")
+    assert gemm_rate(b200, bf16) == b200.gemm_ceiling("bf16")
+    # a compute-bound GEMM's time scales by the inverse
+    model = RooflineModel(b200)
+    big = dataclasses.replace(per_tensor, m=16384, n=16384, k=16384)
+    ratio = model.time(dataclasses.replace(big, fp8_block_scales="mma")) / model.time(big)
+    assert ratio == pytest.approx(1 / MXFP8_OF_TENSOR_SCALED, rel=0.01)
+
+
+@pytest.mark.parametrize("recipe,scales", [("mxfp8", "mma"), ("current", ""),
+                                           ("delayed", ""), ("blockwise", "")])
+def test_training_gemms_carry_mxfp8_block_scales_into_the_backward(recipe, scales):
+    """Under TE's MXFP8BlockScaling every fp8 GEMM of the layer (fprop, dgrad, wgrad) takes
+    MXFP8 operands; the per-tensor recipes keep per-tensor scales; 16-bit GEMMs none."""
+    from helpers import fp8_slice_cfg, layer_ops
+
+    cfg = fp8_slice_cfg(recipe, "megatron-bridge", "26.06", gpu_name="b200-sxm-180gb")
+    fwd, bwd = layer_ops(cfg)
+    gemms = [op for op in list(fwd.values()) + bwd if isinstance(op, Gemm)]
+    assert len(gemms) >= 12
+    assert {op.fp8_block_scales for op in gemms if op.dtype == "fp8"} == {scales}
+    assert all(op.fp8_block_scales == "" for op in gemms if op.dtype != "fp8")

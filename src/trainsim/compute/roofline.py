@@ -15,7 +15,9 @@ The constants are global and physical, each with its source:
 * GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
   idle SMs when the output has too few tiles. fp8 GEMMs with a scale per 128-deep k block whose
   kernel promotes the partial sums between blocks (CUTLASS's SM90 block-scaled mainloop) add
-  the CUDA cores' FFMA of each block's accumulator to the main loop (``block_promotion_k``).
+  the CUDA cores' FFMA of each block's accumulator to the main loop (``block_promotion_k``);
+  MXFP8 GEMMs, scaled per 32 elements of k inside the tensor cores, run at a measured
+  fraction of the per-tensor fp8 rate (``MXFP8_OF_TENSOR_SCALED``).
 * Grouped GEMMs (an MoE layer's experts) by implementation (``Gemm.grouped``): per-expert
   cuBLAS GEMMs (Transformer Engine's ``GroupedLinear``: ``GROUPED_STREAMS``) are tiled each on
   its own, so few rows per expert leave SMs idle; one-kernel grouped GEMMs (CUTLASS,
@@ -107,6 +109,19 @@ FP8_SCALE_BLOCK_K = 128
 activation and 128x128 weight tiles; CUTLASS ``ScaleGranularityK``, vLLM ``block_size``)."""
 
 
+MXFP8_OF_TENSOR_SCALED = 0.951
+"""Rate of an MXFP8 GEMM (``Gemm.fp8_block_scales == "mma"``: an E8M0 scale per 32 elements of
+k, applied by the tensor cores) as a fraction of the same GEMM with per-tensor fp8 scales (the
+block-scaled MMA reads both operands' scale factors from tensor memory, so the kernel copies
+them there for each k tile beside the operands: PTX ISA 8.7 ``tcgen05.mma ... block_scale``,
+``tcgen05.cp``). Measured by Transformer Engine's GEMM benchmark on one B300 with pre-quantized
+operands (TransformerEngine@1609c890e docs/examples/gemm_profiling/gemm_profiling.rst, "Per-Layer
+GEMM Time", ``benchmark_gemm.py --pre-quantize``: the 12 GEMMs of a hidden 4096, FFN 16384
+layer at 15,872 tokens take 6.812 ms with FP8 current scaling and 7.161 ms with MXFP8 -- fprop
+2.158 / 2.365, dgrad 2.329 / 2.397, wgrad 2.325 / 2.400): 6.812 / 7.161 = 0.951. One
+published pair, the per-layer sum; not fitted to any training row."""
+
+
 def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     """The GEMM ceiling ``op`` runs at (FLOP/s). The GPU's fp8 MAMF was measured through
     cuBLAS's split accumulator (``torch._scaled_mm`` without ``use_fast_accum``), which
@@ -115,11 +130,16 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     A kernel that does without it (``Gemm.fp8_fast_accum``) reaches the 16-bit fraction of the
     fp8 peak; on Blackwell the two fractions nearly agree (0.763, 0.776). A block-scaled kernel
     (``Gemm.fp8_block_scales``) promotes on its own, once per scale block, and pays for that in
-    ``block_promotion_k`` instead."""
+    ``block_promotion_k`` instead; an MXFP8 kernel (``"mma"``) runs at
+    ``MXFP8_OF_TENSOR_SCALED`` of the per-tensor rate."""
     fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or bool(op.fp8_block_scales)
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:
-        return gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
-    return gpu.gemm_ceiling(op.dtype)
+        rate = gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
+    else:
+        rate = gpu.gemm_ceiling(op.dtype)
+    if op.dtype == "fp8" and op.fp8_block_scales == "mma":
+        return rate * MXFP8_OF_TENSOR_SCALED
+    return rate
 
 
 def has_block_scaled_mma(gpu: GPUSpec) -> bool:

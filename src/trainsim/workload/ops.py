@@ -46,8 +46,8 @@ chunks of one GEMM that Transformer Engine's TP overlap runs on its own streams
 (``pricing.Pricer``)."""
 GROUPED_IMPLS: tuple[str, ...] = get_args(GroupedImpl)
 
-Fp8BlockScales = Literal["", "overlapped", "serial"]
-"""How an fp8 GEMM with a scale per 128-wide block of k applies it (``Gemm.fp8_block_scales``)."""
+Fp8BlockScales = Literal["", "overlapped", "serial", "mma"]
+"""How an fp8 GEMM with a scale per block of k applies it (``Gemm.fp8_block_scales``)."""
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
                      "send_recv"]
@@ -89,7 +89,10 @@ class Gemm:
     main loop. ``overlapped``: while the tensor cores run the next block (DeepGEMM's two math
     warpgroups); ``serial``: between blocks, the tensor cores idle (CUTLASS's SM90
     ``KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum``, vLLM's block-fp8 kernel);
-    ``""``: per-tensor scales, applied in the epilogue. Priced by ``compute.roofline``."""
+    ``mma``: MXFP8's E8M0 scale per 32 elements of k, which the tensor cores apply in the MMA
+    itself (Blackwell's block-scaled ``tcgen05.mma``; Transformer Engine's ``MXFP8BlockScaling``
+    recipe, ``workload.shard.linear``); ``""``: per-tensor scales, applied in the epilogue.
+    Priced by ``compute.roofline``."""
 
     @property
     def flops(self) -> float:

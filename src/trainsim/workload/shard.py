@@ -306,7 +306,9 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
                                kernels=batch * kernels, kernel=CAST_KERNEL))
     ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
                     grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
-                    seq_parallel=seq_parallel if sh.fp8_local_cast else ""))
+                    seq_parallel=seq_parallel if sh.fp8_local_cast else "",
+                    fp8_block_scales="mma" if sh.dtype == "fp8" and sh.fp8_recipe == "mxfp8"
+                    else ""))
 
 
 def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
