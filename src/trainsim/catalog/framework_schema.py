@@ -173,6 +173,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # LayerNormMLP: fp8 written by the norm under delayed scaling, amax computed by it under
     # current scaling, TE >= 2.7; workload.shard ``Shard.fp8_norm_quantize``)
     "fp8_norm_quantize": _nullable(_bool),
+    # MXFP8 GEMM operands whose E8M0 scales Transformer Engine's GEMM call swizzles into the
+    # layout cuBLASLt reads, one small kernel each, at every GEMM: the weights' (until TE 2.18
+    # quantizes them into that layout), every activation's and gradient's (until TE 2.12's
+    # quantizers write it), and those sequence parallelism all-gathers (TE 2.12-2.18 leave
+    # them compact); workload.shard ``Shard.mxfp8_swizzled``
+    "mxfp8_swizzle_weights": _nullable(_bool),
+    "mxfp8_swizzle_activations": _nullable(_bool),
+    "mxfp8_swizzle_gathered": _nullable(_bool),
     # MLA's down-projections are TELinear 'duplicated' on the SP rows, the up-projections gather
     # the compressed latents (Megatron-core >= 0.14; ``workload.shard.Shard.mla_local_down``)
     "mla_down_proj_duplicated": _nullable(_bool),
@@ -362,6 +370,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
+             "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
              "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",

@@ -32,8 +32,10 @@ from trainsim.workload.shard import (
     FP8_TRANSPOSE_KERNEL,
     LAYERNORM_MLP,
     Shard,
+    activation_kind,
     amax_all_reduce,
     linear,
+    mxfp8_swizzle,
     tp_enter,
     tp_exit,
 )
@@ -264,6 +266,11 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             # dgrad and wgrad keep cuBLAS's split accumulator: Transformer Engine
             # ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``, torchao ``gemm_config_grad_input`` and
             # ``gemm_config_grad_weight`` default ``use_fast_accum=False``
+            grad_kind = activation_kind(sh, op.seq_parallel, "scatter")
+            swizzle = mxfp8_swizzle(sh, f"{op.name}.dgrad", op,
+                                    ((grad_kind, op.m * op.n), ("weight", op.n * op.k)))
+            if swizzle:
+                ops.append(swizzle)
             ops.append(replace(op, name=f"{op.name}.dgrad", n=op.k, k=op.n, fp8_fast_accum=False))
             dgrad_at = len(ops) - 1
             if op.shares_input:  # its input gradient is added to its siblings'
@@ -273,6 +280,11 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                     and not (op.shares_input and sh.compiled):
                 # the re-gathered fp8 input, transposed for wgrad once the gather is waited on
                 ops.append(_fp8_transpose(f"{op.name}.input_fp8_transpose", op.m * op.k))
+            swizzle = mxfp8_swizzle(sh, f"{op.name}.wgrad", op, (
+                (grad_kind, op.m * op.n),
+                (activation_kind(sh, op.seq_parallel, "gather"), op.m * op.k)))
+            if swizzle:
+                ops.append(swizzle)
             # the wgrad's ragged dimension is its k (tokens), not its rows
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
                                fp8_fast_accum=False))
@@ -280,7 +292,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):
             if op.name.endswith(("cast_transpose", "fp8_cast", "fp8_transpose",
-                                 "fp8_scale_update")) or \
+                                 "fp8_scale_update", "mxfp8_swizzle")) or \
                     op.host_sync:
                 continue  # no backward of its own; the gradient's cast and update are added above
             nbytes, kernels = backward_bytes(op)

@@ -90,6 +90,11 @@ class Shard:
     the norm computes the amax as it writes 16 bits, and the cast skips its amax pass
     (normalization.cpp@v2.8 116-120, 184-191 ``FUSED_NORM_AMAX_FP8`` -> ``quantize_with_amax``;
     TE >= 2.7). MXFP8 and blockwise norm, then cast (``UNFUSED``)."""
+    mxfp8_swizzled: frozenset[str] = frozenset()
+    """MXFP8 GEMM operands whose scales Transformer Engine swizzles into cuBLASLt's layout at
+    each GEMM (the profile's ``mxfp8_swizzle_*``): ``weight``, ``activation`` (every activation
+    and gradient operand), ``gathered`` (those sequence parallelism all-gathers); see
+    ``mxfp8_swizzle``."""
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -192,6 +197,9 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_tn_only=not cfg.cluster.gpu.fp8_any_layout
                  or not profile_supports(cfg, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and profile_supports(cfg, "fp8_norm_quantize"),
+                 mxfp8_swizzled=frozenset(
+                     kind for kind, feature in MXFP8_SWIZZLE_FEATURES.items() if t.dtype == "fp8"
+                     and t.fp8_recipe == "mxfp8" and profile_supports(cfg, feature)),
                  fp8_module_scale_update=t.dtype == "fp8" and t.fp8_recipe == "delayed"
                  and profile_supports(cfg, "fp8_module_scale_update"),
                  flash_unpad=t.attention in ("flash1", "flash2")
@@ -250,6 +258,44 @@ FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
 recipes cast with the scale in one kernel."""
 
 
+MXFP8_SWIZZLE_FEATURES = {"weight": "mxfp8_swizzle_weights",
+                          "activation": "mxfp8_swizzle_activations",
+                          "gathered": "mxfp8_swizzle_gathered"}
+"""Operand classes of an MXFP8 GEMM whose scales may still need swizzling at the GEMM, and the
+profile feature that says the framework's TE swizzles them there."""
+MXFP8_SCALE_BYTES = 1 / 32
+"""MXFP8's E8M0 scale: one byte per 32 elements along the GEMM's k."""
+MXFP8_SWIZZLE_KERNEL = "mxfp8_swizzle"
+
+
+def mxfp8_swizzle(sh: Shard, name: str, gemm: Gemm, operands: tuple[tuple[str, int], ...],
+                  ) -> Elementwise | None:
+    """The scale swizzles Transformer Engine runs before an MXFP8 GEMM: cuBLASLt reads block
+    scales in its own tiled layout, so the GEMM call copies each operand's compact E8M0 scales
+    into it (TE v2.9 pytorch/csrc/extensions/gemm.cpp 238-240 ``swizzle_scaling_factors`` ->
+    ``nvte_swizzle_scaling_factors``), one kernel per operand whose scales are not already in
+    that layout (``Shard.mxfp8_swizzled``; v2.16 csrc/extensions/swizzle.cpp 47-66), reading
+    and writing its scale bytes. A grouped GEMM swizzles all its groups' scales of an operand
+    in one launch (gemm.cpp 489-491 ``multi_tensor_swizzle_scaling_factors``). ``operands``:
+    (class, elements of one group) of the GEMM's two inputs; a ``gathered`` operand is an
+    activation too."""
+    if gemm.fp8_block_scales != "mma" or not sh.mxfp8_swizzled:
+        return None
+    picked = [e for kind, e in operands if kind in sh.mxfp8_swizzled
+              or kind == "gathered" and "activation" in sh.mxfp8_swizzled]
+    if not picked:
+        return None
+    return Elementwise(f"{name}.mxfp8_swizzle",
+                       bytes=2 * MXFP8_SCALE_BYTES * gemm.batch * sum(picked),
+                       kernels=len(picked), kernel=MXFP8_SWIZZLE_KERNEL)
+
+
+def activation_kind(sh: Shard, seq_parallel: str, side: str) -> str:
+    """``gathered`` where sequence parallelism all-gathers this activation operand (``side``:
+    ``gather`` for a column-parallel input, ``scatter`` for a row-parallel output gradient)."""
+    return "gathered" if sh.tp > 1 and sh.sp and seq_parallel == side else "activation"
+
+
 LAYERNORM_MLP = ("fc1", "fc2")
 """The MLP's GEMMs, one Transformer Engine module (``LayerNormMLP`` in TE's ``TransformerLayer``,
 which NeMo's GPT runs with ``transformer_engine: True``): one fp8 scaling update for both, before
@@ -304,11 +350,13 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
         ops.append(Elementwise(f"{name}.cast_transpose",
                                bytes=batch * m * k * (sh.fp8_cast_bytes - amax_read),
                                kernels=batch * kernels, kernel=CAST_KERNEL))
-    ops.append(Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
-                    grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
-                    seq_parallel=seq_parallel if sh.fp8_local_cast else "",
-                    fp8_block_scales="mma" if sh.dtype == "fp8" and sh.fp8_recipe == "mxfp8"
-                    else ""))
+    gemm = Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
+                grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
+                seq_parallel=seq_parallel if sh.fp8_local_cast else "",
+                fp8_block_scales="mma" if sh.dtype == "fp8" and sh.fp8_recipe == "mxfp8" else "")
+    swizzle = mxfp8_swizzle(sh, name, gemm, ((activation_kind(sh, seq_parallel, "gather"), m * k),
+                                             ("weight", n * k)))
+    ops.extend([swizzle, gemm] if swizzle else [gemm])
 
 
 def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
