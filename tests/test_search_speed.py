@@ -225,3 +225,62 @@ def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
         r = search(base, [16], space, executor=Busy(), cache=None, top_k=5)
         answers.append([e.to_dict() for e in r.evaluated])
     assert answers[0] == answers[1] and answers[0]
+
+
+@pytest.mark.parametrize("impl", ["megatron", "deepspeed", "fsdp2", "ddp"])
+def test_a_stage_s_peak_floor_is_never_above_its_memory_estimate(impl):
+    """``peak_floor`` (weights, gradients, optimizer state, activations in flight, context) is
+    at most ``estimate_stage_memory``'s total for every stage, over ZeRO 0-3, TP, PP, CP,
+    micro-batches and recompute modes, dense and MoE; and it is most of it (a floor of 0 would
+    prune nothing)."""
+    from helpers import TINY_MODEL
+
+    from trainsim.errors import ConfigError
+    from trainsim.memory.estimate import estimate_stage_memory, peak_floor
+
+    moe = {**TINY_MODEL, "name": "tiny-moe", "num_experts": 8, "moe_router_topk": 2,
+           "moe_ffn_hidden_size": 512, "moe_layer_freq": 2}
+    space = SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=4, max_cp=2,
+                        zero=(0, 1, 2, 3))
+    pairs = []
+    for model in (TINY_MODEL, moe):
+        base = dataclasses.replace(make_base(model, gpus=16, batch=64),
+                                   fixed=(("data_parallel_impl", impl),))
+        for key in list(space.memory_keys(base, 16))[::7]:
+            try:
+                cfg = Candidate(key).to_config(base)
+            except ConfigError:  # a combination the implementation refuses
+                continue
+            pairs += [(peak_floor(cfg, s), estimate_stage_memory(cfg, s).total)
+                      for s in range(cfg.parallel.pp)]
+    assert len(pairs) > 50
+    assert all(floor <= total for floor, total in pairs)
+    assert sum(floor for floor, _ in pairs) > 0.5 * sum(total for _, total in pairs)
+
+
+def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch):
+    """A group that cannot rank and is dominated even with its most headroom (HBM less its
+    peak floor) is pruned without its memory estimate: every evaluation, the top and the
+    front as with a floor of 0 (every such group estimated), with fewer estimates."""
+    from trainsim.search import core
+    from trainsim.search.cli import build_base
+
+    # a 22B model on 16 A100-40GB: memory is tight, so the floor is what prunes
+    base = build_base("gpt-22b", "a100-sxm-40gb", 16, 32, 2048, 8, 400.0, "bf16")
+    space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=2)
+    checks = []
+    real = core.check_memory
+    monkeypatch.setattr(core, "check_memory", lambda *a: checks.append(1) or real(*a))
+    answers, counts = [], []
+    for floor in (None, lambda cfg, s: 0.0):
+        if floor is not None:
+            monkeypatch.setattr(core, "peak_floor", floor)
+        checks.clear()
+        r = search(base, [16], space, cache=None, top_k=5)
+        d = r.to_dict()
+        d.pop("stats")
+        answers.append((d, [e.to_dict() for e in r.evaluated]))
+        counts.append((len(checks), r.stats.simulated, r.stats.memory_pruned))
+    assert answers[0] == answers[1]
+    assert counts[0][1] == counts[1][1]
+    assert counts[0][0] < counts[1][0] and counts[0][2] <= counts[1][2]

@@ -587,3 +587,12 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
         sum(b for _, b in temps), context=context_bytes(cfg, stage),
         cached=reserved - max(backward_peak, step_peak), peak_at=peak_at,
         temporaries=tuple(sorted(temps, key=lambda x: -x[1])))
+
+
+def peak_floor(cfg: RunConfig, stage: int) -> float:
+    """What :func:`estimate_stage_memory`'s ``total`` (the larger peak plus the context) is never
+    below: the backward's peak less its buffers (none negative), plus the context. A search
+    bounds a memory group's headroom by it before estimating the group whole (``search.core``)."""
+    s = model_state(cfg, stage)
+    return (s.weights + s.gradients + s.optimizer + zero_free(_activations, cfg, stage)
+            + context_bytes(cfg, stage))

@@ -39,6 +39,7 @@ from trainsim.cpus import cpus
 from trainsim.engine import gc_paused
 from trainsim.errors import ConfigError
 from trainsim.limits import check, limit
+from trainsim.memory.estimate import peak_floor
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
 from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs, evaluate
@@ -366,6 +367,17 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
         return best
 
     memory: dict = {}  # memory group -> check_memory's answer, worked out ahead
+
+    def most_headroom(key: object) -> float:
+        """The most headroom a memory group can have (HBM less the floor of its first and last
+        stages' peaks, ``memory.estimate.peak_floor``): a group that cannot rank and is
+        dominated even with it is pruned without its memory estimate (it would be pruned
+        with any headroom it has, or for not fitting: either way not simulated)."""
+        cfg = bounds.configs.get(key)
+        if cfg is None:
+            return INF
+        pp = cfg.parallel.pp
+        return cfg.cluster.gpu.hbm_bytes - max(peak_floor(cfg, s) for s in {0, pp - 1})
     ahead = _ahead(executor)
 
     def prepare(lb: float, _: int, c: Candidate, headroom: float | None, refined: bool) -> None:
@@ -382,6 +394,8 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
             if not may_rank(lb, c) and not on_front(lb, c, INF):
                 return
         if headroom is None and c.mem not in memory:
+            if not may_rank(lb, c) and not on_front(lb, c, most_headroom(c.mem)):
+                return
             memory[c.mem] = check_memory(c.mem, base, bounds.configs.get(c.mem))
 
     def work_ahead(todo: list[tuple[float, Candidate, float]]) -> Iterator[None]:
@@ -418,6 +432,12 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                 heapq.heappush(heap, (lb, order, c, headroom, True))
                 continue
             if headroom is None:  # a lead not yet checked for memory
+                if c.mem not in memory and not may_rank(lb, c) and \
+                        not on_front(lb, c, most_headroom(c.mem)):
+                    siblings.pop(c, None)  # dominated whatever its memory
+                    bound_pruned += group_size
+                    done += group_size
+                    continue
                 mc = memory[c.mem] if c.mem in memory else \
                     check_memory(c.mem, base, bounds.configs.get(c.mem))
                 if mc is None or not mc.fits:
