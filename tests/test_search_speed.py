@@ -284,3 +284,56 @@ def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch
     assert answers[0] == answers[1]
     assert counts[0][1] == counts[1][1]
     assert counts[0][0] < counts[1][0] and counts[0][2] <= counts[1][2]
+
+
+def test_a_family_built_when_read_is_the_group_s_variants_in_their_order():
+    """``search.family.Family``: the siblings of a group's first lead are ``variants`` less it,
+    in its order; its pricing classes' leads are those the eager regroup picks (the first
+    with the most switches on); led by another member, the siblings are the first lead
+    ahead of the rest, less that member; its length is the group's less one."""
+    from trainsim.search import core
+    from trainsim.search.family import Family
+
+    base = make_base(gpus=16, batch=64)
+    space = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 2, 3),
+                        max_micro_batch=2, max_cp=2)
+    keys = list(space.memory_keys(base, 16))
+    seen = set()
+    for key in keys:
+        for alone in (False, True):
+            variants = space.variants(key, alone)
+            family = Family.of(key, tuple(space.switches(key, alone).values()),
+                               lambda k, a=alone: space.variants(k, a))
+            first = variants.pop(core._lead(list(variants)))
+            assert family.first == first and list(family) == variants
+            assert len(family) == len(variants)
+            members = [first, *variants]
+            classes: dict = {}
+            for x in members:
+                classes.setdefault(core._pricing(x), []).append(x)
+            leads = [cl[core._lead(cl)] for cl in (classes[k] for k in sorted(classes))]
+            assert family.class_leads() == leads
+            for lead in leads:
+                assert list(family.led_by(lead)) == [x for x in members if x != lead]
+            seen.add((len(leads), len(variants)))
+    assert {n for n, _ in seen} >= {1, 2} and max(v for _, v in seen) >= 7
+
+
+def test_a_search_with_its_families_built_at_once_is_the_same(monkeypatch):
+    """Groups regrouped from their built variants (the eager path) give the same search."""
+    from trainsim.search.family import Family
+
+    base = make_base(gpus=16, batch=64)
+    space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4,
+                        max_cp=2)
+    answers = []
+    for whole in (None, False):
+        if whole is not None:
+            monkeypatch.setattr(Family, "whole", property(lambda self: False))
+        r = search(base, [16], space, cache=None, top_k=5)
+        answers.append((r.to_dict(), [e.to_dict() for e in r.evaluated]))
+    for a in answers:
+        a[0]["stats"].pop("elapsed_s")
+        a[0]["stats"].pop("candidates_per_s")
+        a[0]["stats"].pop("simulated_per_s")
+    assert answers[0] == answers[1]

@@ -45,7 +45,15 @@ from trainsim.pricing import shared
 from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs, evaluate
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
-from trainsim.search.space import Base, Candidate, SearchSpace, check_memory, drop_parallels
+from trainsim.search.family import Family
+from trainsim.search.space import (
+    Base,
+    Candidate,
+    MemoryKey,
+    SearchSpace,
+    check_memory,
+    drop_parallels,
+)
 
 Progress = Callable[[str, int, int], None]
 """progress(phase, done, total): phase is 'enumerate' or 'simulate'."""
@@ -311,16 +319,24 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
     enumerated = 0
     # (bound, order, candidate, headroom or None, bound refined?)
     heap: list[tuple[float, int, Candidate, float | None, bool]] = []
-    siblings: dict[Candidate, list[Candidate]] = {}
+    siblings: dict[Candidate, list[Candidate] | Family] = {}
+
+    def make(key: MemoryKey) -> list[Candidate]:
+        return space.variants(key, block_alone)
     for i, key in enumerate(keys):
         try:
             bounds.prime(key, Candidate(key).to_config(base))
         except ConfigError:
             continue
-        variants = space.variants(key, block_alone)
-        enumerated += len(variants)
-        lead = variants.pop(_lead(variants))
-        siblings[lead] = variants
+        if space.overlap == "search":  # its siblings built when read (most are pruned first)
+            family = Family.of(key, tuple(space.switches(key, block_alone).values()), make)
+            lead, siblings[family.first] = family.first, family
+            enumerated += 1 + len(family)
+        else:
+            variants = space.variants(key, block_alone)
+            enumerated += len(variants)
+            lead = variants.pop(_lead(variants))
+            siblings[lead] = variants
         heap.append((bounds.cheap(key), i, lead, None, exhaustive))
         if progress and (i % 1024 == 0 or i == len(keys) - 1):
             progress("enumerate", i + 1, len(keys))
@@ -351,19 +367,24 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
         """The refined bound of the group ``c`` leads and its new lead: the bound is the lowest
         of its pricing classes' (it must bound every member the group is pruned with), the lead
         the variant with the most switches on of the class that has it."""
-        members = [c, *siblings.pop(c, ())]
-        classes: dict[tuple[bool, ...], list[Candidate]] = {}
-        for x in members:
-            classes.setdefault(_pricing(x), []).append(x)
+        family = siblings.pop(c, ())
+        if type(family) is Family and family.whole and family.lead is c:
+            leads = family.class_leads()  # without building the group's variants
+        else:
+            members = [c, *family]
+            classes: dict[tuple[bool, ...], list[Candidate]] = {}
+            for x in members:
+                classes.setdefault(_pricing(x), []).append(x)
+            leads = [cl[_lead(cl)] for cl in (classes[k] for k in sorted(classes))]
+            family = members
         best: tuple[float, Candidate] | None = None
-        for key in sorted(classes):
-            cl = classes[key]
-            lead = cl[_lead(cl)]
+        for lead in leads:
             b = bounds.refined(lead)
             if best is None or b < best[0]:
                 best = (b, lead)
         assert best is not None
-        siblings[best[1]] = [x for x in members if x is not best[1]]
+        siblings[best[1]] = family.led_by(best[1]) if type(family) is Family else \
+            [x for x in family if x is not best[1]]
         return best
 
     memory: dict = {}  # memory group -> check_memory's answer, worked out ahead

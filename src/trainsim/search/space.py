@@ -500,13 +500,11 @@ class SearchSpace:
                                                 yield MemoryKey(num_gpus, tp, pp, cp, vpp, mb, rc,
                                                                 sp, z, ep, etp, disp, sch)
 
-    def variants(self, key: MemoryKey, sends_block_alone: bool = False) -> list[Candidate]:
-        """The overlap-switch variants of a memory group (only switches that can matter);
-        ``sends_block_alone``: the framework sends blocking in a pipeline without interleaving
-        whatever overlap_p2p_comm says (``Base.sends_block_alone``; the rule is
-        ``catalog.frameworks.sends_block``, as the simulation's ``sends_overlap``)."""
+    def switches(self, key: MemoryKey, sends_block_alone: bool = False) -> dict[str, bool]:
+        """Which overlap switches can matter for a memory group (Candidate's order; see
+        :meth:`variants`)."""
         sharded_dp = key.dp * key.cp > 1
-        options = {
+        return {
             "overlap_grad_reduce": sharded_dp,
             "overlap_param_gather": sharded_dp and key.zero in (1, 2),
             "tp_comm_overlap": key.tp > 1,
@@ -518,6 +516,13 @@ class SearchSpace:
             "moe_overlap_ep_comm": key.ep > 1 and key.schedule == "" and key.recompute != "full"
             and key.dispatcher in ("alltoall", "deepep") and (key.pp == 1 or key.vpp > 1),
         }
+
+    def variants(self, key: MemoryKey, sends_block_alone: bool = False) -> list[Candidate]:
+        """The overlap-switch variants of a memory group (only switches that can matter);
+        ``sends_block_alone``: the framework sends blocking in a pipeline without interleaving
+        whatever overlap_p2p_comm says (``Base.sends_block_alone``; the rule is
+        ``catalog.frameworks.sends_block``, as the simulation's ``sends_overlap``)."""
+        options = self.switches(key, sends_block_alone)
         if self.overlap == "off":
             return [Candidate(key)]
         if self.overlap == "on":
