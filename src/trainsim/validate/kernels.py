@@ -202,6 +202,7 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"(layernorm|layer_norm).*(torch\.nn\.layernorm|f\.layer_norm|library=(torch|vllm)$)",
      "layernorm", "two_pass"),
     (r"layernorm|layer_norm", "layernorm", "fused"),
+    (r"swiglu.*bias_swiglu_impl", "swiglu", "inductor_dynamic"),
     (r"swiglu.*chunked", "swiglu", "eager_chunked"),
     (r"swiglu.*(eager|two kernels)", "swiglu", "eager"),
     (r"(swiglu|siluandmul|mlp_act).*library=vllm$", "swiglu", "scalar"),
@@ -217,7 +218,9 @@ LlamaRMSNorm), a two-pass norm (PyTorch's native ``nn.LayerNorm``/``F.rms_norm``
 vLLM's RMSNorm read the row once for its statistics and again to normalise it; the row's
 library, ``library=...``, counts), vLLM's early kernels with one 16-bit load per thread at a
 time (``scalar``), a cross-entropy on logits upcast to fp32, a foreach AdamW,
-an eager SwiGLU (silu, then the product), a ``torch.compile``d RMSNorm (``inductor``:
+an eager SwiGLU (silu, then the product), Megatron's ``bias_swiglu_impl`` compiled once per
+width of a sweep (``inductor_dynamic``: the file's rows of it are Liger-Kernel's sweep over the
+width in one process), a ``torch.compile``d RMSNorm (``inductor``:
 ``INDUCTOR_PERSISTENT_MAX``). Anything else is priced as one fused pass over the row's bytes."""
 
 def _memory_bound(row: dict[str, str]) -> list[Op]:

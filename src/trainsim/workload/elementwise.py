@@ -62,6 +62,19 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # ``trainsim profile`` and Megatron's unfused ``swiglu`` run them): each half is a strided
     # view, so both run PyTorch's non-vectorized path (``STRIDED_LOADS``)
     ("swiglu", "eager_chunked"): (lambda e: 2 * e + 3 * e, 2),
+    # Megatron-core's ``bias_swiglu_impl`` (megatron/core/fusions/fused_bias_swiglu.py
+    # ``swiglu``: ``torch.chunk(y, 2, -1)``, ``F.silu(y_1) * y_2``) under ``@jit_fuser``, which
+    # is ``torch.compile`` from torch 2.2 (megatron/core/jit.py): Inductor fuses it into one
+    # kernel (read both halves, write the product). Called again at a new width in the same
+    # process (a benchmark sweep), Dynamo recompiles with that width symbolic
+    # (``torch._dynamo.config.automatic_dynamic_shapes``), and Inductor tells Triton a size
+    # is divisible by 16 only where it is statically known to be (torch/_inductor/codegen/
+    # triton_utils.py ``config_of``/``is_aligned``), so the halves' index ``x0 + 2*ks0*x1``
+    # (``x0 = xindex % ks0``) cannot be proven contiguous: one 16-bit load per element, the
+    # access pattern of ``SCALAR_LOADS``. Measured (Liger-Kernel's megatron_swiglu sweep,
+    # H100): 1.86-1.89 TB/s from the second width on; its first width, compiled static, runs
+    # at Liger's vectorized rate.
+    ("swiglu", "inductor_dynamic"): (lambda e: 3 * e, 1),
     # cross-entropy per logit, forward. Fused (Megatron's vocab-parallel CE, flash-attn's):
     # read the 16-bit logit, keep the fp32 softmax for the backward. PyTorch's
     # F.cross_entropy(logits.float()): the upcast (e + 4), log_softmax reading its input three
@@ -111,9 +124,10 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
 }
 
 
-SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass", "eager_chunked"})
-"""Implementations whose kernels load one 16-bit element per thread per instruction: they keep
-too few bytes in flight to saturate HBM (``compute.roofline.SCALAR_HBM_EFFICIENCY``)."""
+SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass", "eager_chunked", "inductor_dynamic"})
+"""Implementations whose kernels load one 16-bit element per thread per instruction (vLLM's
+early kernels, PyTorch's non-vectorized path, Inductor's kernels over a symbolic width): they
+keep too few bytes in flight to saturate HBM (``compute.roofline.SCALAR_HBM_EFFICIENCY``)."""
 
 
 STRIDED_LOADS: dict[tuple[str, str], Callable[[int], float]] = {
