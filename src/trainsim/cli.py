@@ -223,6 +223,11 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
                                 gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8,
                                 network_backend=backend,  # type: ignore[arg-type]
                                 topology=topology)
+        if backend == "flow":  # the first collective and its fabric, before building it
+            from trainsim.collectives.flows import resolve_algorithm
+            from trainsim.limits import check_flows
+            check_flows(kind, num_gpus, gpus_per_node, resolve_algorithm(kind, algorithm),
+                        num_gpus)
         net = network_for(cluster)
         span = net.span(num_gpus, 1)
         rows: list[dict[str, Any]] = []

@@ -28,7 +28,9 @@ flow collective        flow-steps: each flow of the schedule's      TRAINSIM_MAX
                        ring: ranks x channels flows, simulated for
                        up to 18 steps before its steady state
                        repeats; all-to-all ranks^2 flows once),
-                       per collective priced; counted again while
+                       per collective priced, + 400 per GPU of the
+                       fabric it runs on (built once, refused
+                       before building); counted again while
                        it runs, which stops at the limit
 search                 candidates to simulate                      TRAINSIM_MAX_CANDIDATES  20,000
 =====================  ==========================================  ====================  =======
@@ -162,6 +164,27 @@ MAX_CHUNKS = 64
 """Pipelining chunks of a tree or chain collective at most (collectives.flows.MAX_CHUNKS)."""
 
 
+FLOW_FABRIC_STEPS_PER_GPU = 400
+"""Building the flow backend's fabric and its router costs about 400 flow-steps a GPU of the
+cluster: measured (2026-11-25, loaded 2-core box) 4,096 / 16,384 / 65,536 GPUs of a
+rail-optimized fat-tree built in 0.20 / 1.12 / 7.57 s (50 / 69 / 115 us a GPU, growing with
+the fabric) against 0.42 us a flow-step (an 8-byte ring all_reduce over 65,536 GPUs, 2.0e7
+flow-steps, in 8.4 s). Before, a 1,000,000-GPU fabric was built for minutes ahead of the
+collective's own check."""
+
+
+def fabric_steps(gpus: int) -> float:
+    """Flow-steps charged for building the flow backend's fabric of ``gpus`` GPUs."""
+    return float(FLOW_FABRIC_STEPS_PER_GPU) * float(gpus)
+
+
+def check_flow_fabric(gpus: int) -> None:
+    """Refuse a flow-backend fabric whose building alone is over the flow-step limit."""
+    check("TRAINSIM_MAX_FLOWS", fabric_steps(gpus),
+          f"flow-steps of building the flow backend's fabric of {gpus:,} GPUs",
+          "collective --max-flows N", "the analytical backend prices any size at once")
+
+
 def flow_steps(ranks: int, channels: int, kind: str = "all_reduce",
                algorithm: str = "ring") -> float:
     """Flow-steps of a collective on the flow backend (an upper bound): its template's flows
@@ -177,8 +200,12 @@ def flow_steps(ranks: int, channels: int, kind: str = "all_reduce",
     return (FLOW_SETUP_STEPS + min(2 * (n - 1), FLOW_STEADY_STEPS)) * n * c
 
 
-def check_flows(kind: str, ranks: int, channels: int, algorithm: str = "ring") -> None:
-    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels, kind, algorithm),
+def check_flows(kind: str, ranks: int, channels: int, algorithm: str = "ring",
+                fabric_gpus: int = 0) -> None:
+    """Refuse a flow-backend collective over the limit; ``fabric_gpus``: the GPUs of the
+    fabric it runs on, whose building counts too (:func:`fabric_steps`)."""
+    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels, kind, algorithm)
+          + fabric_steps(fabric_gpus),
           f"flow-steps of one {kind} over {ranks:,} GPUs on the flow backend",
           "collective --max-flows N",
           "the analytical backend prices any size at once")

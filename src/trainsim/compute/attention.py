@@ -309,6 +309,8 @@ def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
     total = heads * blocks * (blocks + 1) / 2.0
     if heads * blocks > CAUSAL_TAIL_EXACT_BLOCKS:
         return 1.0 + blocks / 2.0 / (total / sms)
+    if heads * blocks <= sms:  # every block has an SM to itself: the heaviest one ends last
+        return blocks / (total / sms)  # (what the loop gives, without a list of ``sms`` SMs)
     free = [0] * sms  # when each SM frees, in key-block units
     for _ in range(heads):
         for work in range(1, blocks + 1):

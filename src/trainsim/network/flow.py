@@ -35,7 +35,7 @@ import numpy as np
 
 from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_algorithm
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.limits import FLOW_SETUP_STEPS, check_flow_run, check_flows, limit
+from trainsim.limits import FLOW_SETUP_STEPS, check_flow_fabric, check_flow_run, check_flows, limit
 from trainsim.network.routing import ShortestPathRouter
 from trainsim.network.topology import Topology, from_cluster
 
@@ -123,7 +123,9 @@ class FlowNetwork:
     @classmethod
     def from_cluster(cls, cluster: ClusterConfig, seed: int = 0, nvlink_efficiency: float = 1.0,
                      nic_efficiency: float = 1.0) -> FlowNetwork:
-        """The flow backend on the rail-optimized fat-tree a cluster config implies."""
+        """The flow backend on the rail-optimized fat-tree a cluster config implies (refused
+        first where building it is over the flow-step limit)."""
+        check_flow_fabric(cluster.num_gpus)
         return cls(from_cluster(cluster, nvlink_efficiency=nvlink_efficiency,
                                 nic_efficiency=nic_efficiency), seed)
 
@@ -140,7 +142,7 @@ class FlowNetwork:
                         background: Iterable[Flow] | FlowSchedule | None = None) -> float:
         """Seconds for collective ``kind`` of ``size_bytes`` over GPU ``ranks``."""
         check_flows(kind, len(ranks), channels or self.topology.gpus_per_node,
-                    resolve_algorithm(kind, algorithm))
+                    resolve_algorithm(kind, algorithm), self.topology.num_gpus)
         sched = self.collective_flows(kind, size_bytes, ranks, algorithm, channels, pxn)
         return self.run(sched, background).makespan_s
 

@@ -7,7 +7,7 @@ import re
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives import BUS_FACTOR
 from trainsim.config import ClusterConfig
-from trainsim.errors import TrainsimError
+from trainsim.errors import ConfigError, TrainsimError
 from trainsim.network import AnalyticalNetwork
 from trainsim.validate.common import RowResult, _cell, count_cell, positive_cell
 
@@ -27,6 +27,9 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
         algo = (_cell(row, "algorithm") or "auto").lower()
         size = positive_cell(row, "message_bytes")
         n = cluster.num_gpus
+        if n < 2:  # nccl-tests' bus bandwidth of one rank is 0 (its factor (n - 1)/n)
+            raise ConfigError(f"num_gpus={n}: a collective's bus bandwidth needs at least 2 "
+                              "GPUs")
         span = net.span(n, 1)
         cost = net.collective(kind, size, span, algo)
         t, algo_used = cost.time_s, f"{cost.algorithm}/{cost.protocol}"
