@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 from helpers import published_kernel_rows
 
-from trainsim.catalog import gpu
+from trainsim.catalog import gpu, names
 from trainsim.compute import RooflineModel
 from trainsim.compute.attention import (
     ATTENTION_OF_GEMM,
@@ -19,6 +20,7 @@ from trainsim.compute.attention import (
     diagonal_keys,
     flash1_pass_bytes,
     gqa_group_sum_bytes,
+    has_hopper_tensor_cores,
     tile_scores,
 )
 from trainsim.workload.ops import FUSED_ATTENTION, Attention
@@ -153,6 +155,23 @@ def test_ampere_kernels_keep_their_rate_off_nvidia_hopper():
     """The Hopper penalty applies to NVIDIA GPUs with wgmma only: not to A100 or MI300X."""
     for name in ("a100-sxm-80gb", "mi300x"):
         assert attention_fraction("flash2", False, gpu(name)) == ATTENTION_OF_GEMM["flash2"][0]
+
+
+def test_hopper_tensor_cores_come_from_the_compute_capability_as_the_peaks_said():
+    """Every catalog GPU reads the same from its compute capability as from the rule before
+    the field (an NVIDIA GPU with fp8 peaks), and so does it without the field (a user's GPU
+    file); an Ada GPU (8.9: fp8 tensor cores, no wgmma) is not read as Hopper."""
+    seen = set()
+    for name in names("gpus"):
+        spec = gpu(name)
+        peaks_rule = spec.vendor == "nvidia" and "fp8" in spec.peak_flops
+        assert has_hopper_tensor_cores(spec) == peaks_rule, name
+        bare = dataclasses.replace(spec, compute_capability=None)
+        assert has_hopper_tensor_cores(bare) == peaks_rule, name
+        seen.add((spec.compute_capability is not None, peaks_rule))
+    assert {(True, True), (True, False), (False, False)} <= seen  # H100.., A100, MI300X
+    ada = dataclasses.replace(gpu("h100-pcie-80gb"), compute_capability=89)
+    assert not has_hopper_tensor_cores(ada)
 
 
 def test_unfused_attention_is_slowest_at_long_sequences():

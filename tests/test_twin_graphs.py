@@ -191,3 +191,31 @@ def test_overlap_siblings_share_their_priced_chunks_and_every_result_to_the_bit(
         inside = [_fields(simulate(cfg)) for cfg in cfgs]
     assert inside == alone
     assert len(priced) == 6 < len(cfgs)  # one chunk set per memory group
+
+
+def test_kept_chunks_shares_across_the_configs_free_of_keeps_together():
+    """``twin_graphs.kept_chunks`` keeps its own table rather than a ``memory.free_of.FreeOf``:
+    its answer is priced on the caller's pricer, whose records a hit replays (``FreeOf`` hands
+    back the answer alone), it keys on the pricer's signature, and it stops keeping at its cap
+    where ``FreeOf`` clears. Its sharing is the same: two configs get one chunk set exactly
+    where ``FreeOf(CHUNK_FREE_FIELDS)`` gives them one answer (overlap siblings), and not across
+    the switches the chunks read (``tp_comm_overlap``) or another layout."""
+    from trainsim.memory.free_of import FreeOf
+    from trainsim.twin_graphs import CHUNK_FREE_FIELDS, kept_chunks
+
+    base = make_base(gpus=16, batch=64)
+    keys = [k for k in SPACE.memory_keys(base, 16) if k.pp > 1 and k.dp > 1]
+    cfgs = [c.to_config(base) for key in random.Random(7).sample(keys, 3)
+            for c in SPACE.variants(key)]
+    free = FreeOf(CHUNK_FREE_FIELDS)
+
+    def answer(cfg, arg):
+        return object()  # a new object per computation: equal answers are kept ones
+
+    with shared(("chunks agree", 1)), runs_shared():
+        got = [kept_chunks(cfg, Pricer(cfg), None) for cfg in cfgs]
+    kept = [free(answer, cfg, None) for cfg in cfgs]
+    pairs = [(got[i] is got[j], kept[i] is kept[j])
+             for i in range(len(cfgs)) for j in range(i + 1, len(cfgs))]
+    assert all(a == b for a, b in pairs)
+    assert {(True, True), (False, False)} <= set(pairs)  # both sides of the rule are seen

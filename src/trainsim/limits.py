@@ -119,9 +119,10 @@ def simulation_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
     layers = cfg.model.num_layers + cfg.model.mtp_num_layers
     tasks = 2.0 * m * p.pp * p.vpp + 2.0 * layers + p.pp
     if fsdp_pp_mode(cfg) == "sync_every":
-        # every backward is split like the last micro-batch's (``simulator``
-        # _fsdp_last_backward): per virtual stage a task per layer (one for a chunk without
-        # layers) and a reduce-scatter of each group after it, then finalize_backward's wait
+        # every backward is split like the last micro-batch's (``last_backward``
+        # LastBackwardTasks._fsdp_last_backward): per virtual stage a task per layer (one for a
+        # chunk without layers) and a reduce-scatter of each group after it, then
+        # finalize_backward's wait
         # (counted for the last one too: the 2 x layers above leave out the experts' group)
         chunks = p.pp * p.vpp
         tasks += m * ((2 + cfg.model.is_moe) * (layers + chunks) + chunks)

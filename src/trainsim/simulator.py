@@ -10,11 +10,12 @@ from __future__ import annotations
 import math
 
 from trainsim.catalog.frameworks import profile_supports, sends_overlap
-from trainsim.chunks import Chunk, LayerSource, chunks, concat
+from trainsim.chunks import Chunk, LayerSource, chunks
 from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bounds
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
+from trainsim.last_backward import LastBackwardTasks
 from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
 from trainsim.memory import stage_param_split
@@ -58,8 +59,7 @@ from trainsim.workload.schedule import (
 )
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
-    bucket_params,
-    ddp_bucket_prep,
+    bucket_params,  # noqa: F401
     dp_bucket_count,
     fsdp_grad_bytes,
     fsdp_pp_mode,
@@ -71,9 +71,10 @@ _param_split = per_config(stage_param_split)
 (the truncated runs, a fallback's full graph) and every candidate the tuner simulates twice
 (its bound and its simulation) read each stage's."""
 
-class _TaskGraph(OptimizerTasks):
-    """Builds one iteration's tasks: pipeline passes with their sends, then per stage the
-    data-parallel gradient reduction, the optimizer step and the parameter all-gather."""
+class _TaskGraph(LastBackwardTasks, OptimizerTasks):
+    """Builds one iteration's tasks: pipeline passes with their sends (the split last
+    backwards: ``LastBackwardTasks``), then per stage the data-parallel gradient reduction, the
+    optimizer step and the parameter all-gather (``OptimizerTasks``)."""
 
     def __init__(self, cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
                  microbatches: int | None = None) -> None:
@@ -399,115 +400,6 @@ class _TaskGraph(OptimizerTasks):
         compute = [sum(parts[round(per * k):round(per * (k + 1))]) for k in range(n)]
         wait = prefetch_exposed_s([gather] * n, compute)
         return interned(((DP, wait, "param all-gather wait"),) if wait > 0 else ())
-
-    def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
-                 alone: bool = True) -> int:
-        """The last micro-batch's backward on a stage with data-parallel peers (the only one
-        ``pipeline`` does not place from its prepared pass; with ``sync_every_mb`` under FSDP,
-        every one: ``alone`` when it is a cool-down pass): split per layer so the gradient
-        reductions start under the layers still to go, then its send."""
-        i = self._fsdp_last_backward(s, v, chunk, deps, mb, alone) if self.fsdp else \
-            self.split_last_backward(s, v, chunk, deps)
-        if v == 0:
-            return i
-        stream = "pp" if self.sends_overlap else "compute"
-        return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
-
-    def _reduce_scatter(self, s: int, after: int, mb: int, part: tuple[int, int] = (0, 1)
-                        ) -> None:
-        """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: the
-        share of one layer's unit in the last micro-batch's backward)."""
-        k, n = part
-        if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
-            after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
-        kind = self.grad_kind
-        for params, group, size in self.groups[s]:
-            if size > 1 and params > 0:
-                self.fsdp_reduce[s].append(self.comm(
-                    s, f"grad_{kind}", kind, params / self.vpp / n * self.fsdp_grad_bytes[group],
-                    group,
-                    [after], f"ZeRO-3 grad {kind.replace('_', '-')} {group} mb{mb}"
-                    + (f" part{k}" if n > 1 else "")))
-
-    def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int], mb: int,
-                            alone: bool = True) -> int:
-        """The last micro-batch's backward under ZeRO-3 / FSDP, a task per layer whose
-        gradients are reduce-scattered as soon as its backward ends (FSDP's post-backward hook
-        per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
-        the reductions run under the layers still to go and only the last one is exposed."""
-        # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
-        ch, work = (self.lone.chunks[v], self.lone.work[v][1]) if self.lone and alone else \
-            (self.chunks[v], self.work[v][1])
-        lead, trail = _around(work, ch.bwd)
-        layers = list(ch.bwd_layers) or [interned(())]
-        parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
-        parts[-1] = parts[-1] + ch.bwd_tail + trail
-        if self.gather_once:  # post_backward of every group once the whole backward is done
-            parts = [sum(parts[1:], parts[0])]
-        # DeepSpeed's 2021 stage 3 calls torch.cuda.synchronize() before every parameter gather
-        # (``_allgather_param``), the next layer's included: it waits for the reductions too
-        waits = self.p.zero3_gather == "per_parameter"
-        ids: list[int] = []
-        reduced: list[int] = []
-        first = len(self.fsdp_reduce[s])
-        name = "last" if mb == self.m - 1 else f"mb{mb}"
-        before: list[int] = []  # the reduce-scatters of the part before ``reduced``'s
-        for k, part in enumerate(parts):
-            ids.append(self.add((s, "compute"), part,
-                                list(deps) if k == 0 else [ids[-1]] + (reduced if waits else [])
-                                + (before if self.rs_wait else []),
-                                f"B {name} c{chunk} part{k}"))
-            n = len(self.fsdp_reduce[s])
-            self._reduce_scatter(s, ids[-1], mb, (k, len(parts)))
-            before, reduced = reduced, self.fsdp_reduce[s][n:]
-        if self.sync_every_mb and mb < self.m - 1:  # finalize_backward's wait
-            return self.add((s, "compute"), 0.0, [ids[-1], *self.fsdp_reduce[s][first:]],
-                            f"FSDP finalize_backward mb{mb} c{chunk}")
-        return ids[-1]
-
-    def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
-        """The last micro-batch's backward, split where gradient buckets become ready."""
-        ch = self.lone.chunks[v] if self.lone else self.chunks[v]  # a cool-down backward
-        chunk_params = sum(params for params, _, _ in self.groups[s]) / self.vpp
-        n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
-        buckets = self._splits.get((v, n_buckets))
-        if buckets is None:
-            per = ch.layers / n_buckets
-            bounds = [round(per * k) for k in range(n_buckets + 1)]
-            # what the framework's DDP runs over each bucket before its collective, where the
-            # bucket becomes ready: one per Megatron bucket (one bucket without the overlap)
-            real = 1 if n_buckets == 1 or not self.p.overlap_grad_reduce else \
-                max(n_buckets, math.ceil(chunk_params / bucket_params(self.cfg)))
-            prep = self.pricer.price(ddp_bucket_prep(self.cfg, chunk_params / real))
-            buckets = self._splits[(v, n_buckets)] = []
-            for k in range(n_buckets):
-                parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
-                if k == 0:
-                    parts.insert(0, ch.bwd_head)
-                if k == n_buckets - 1:
-                    parts.append(ch.bwd_tail)
-                # one bucket (no overlap) is checked from finish_grad_sync, after the backward
-                count = int(k == n_buckets - 1) if real == 1 else \
-                    round(real * (k + 1) / n_buckets) - round(real * k / n_buckets)
-                parts.append(prep * count)
-                buckets.append(concat(parts))
-        ids: list[int] = []
-        for k, bucket in enumerate(buckets):
-            ids.append(self.add((s, "compute"), bucket, list(deps) if k == 0 else [ids[-1]],
-                                f"B last c{chunk} part{k}"))
-        self.last_bwd[v] = ids
-        return ids[-1]
-
-
-def _around(work: Priced, bwd: Priced) -> tuple[Priced, Priced]:
-    """The segments of a backward pass ``work`` before and after the chunk's own backward
-    ``bwd`` (``sharded_passes``: FSDP's gather wait before it; DeepSpeed's per-tensor gathers
-    before it and its reduce bucket's copies after it)."""
-    seg, n = work.segments, len(bwd.segments)
-    for i in range(len(seg) - n, -1, -1):  # from the end: an empty backward follows all
-        if seg[i:i + n] == bwd.segments:
-            return interned(seg[:i]), interned(seg[i + n:])
-    raise ValueError("the pass does not hold the chunk's backward")
 
 
 def build_tasks(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None

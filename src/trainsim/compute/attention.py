@@ -319,8 +319,12 @@ def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
 
 
 def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
-    """An NVIDIA GPU of the Hopper generation or later: fp8 tensor cores arrived with Hopper's
-    ``wgmma`` (an fp8-capable Ada GPU would be misread as one; the catalog holds none)."""
+    """An NVIDIA GPU of the Hopper generation or later (``wgmma``): compute capability 9.0 and
+    above where the GPU states it (``GPUSpec.compute_capability``, so an fp8-capable Ada GPU,
+    8.9, is not one); else the rule a GPU file without it always had: fp8 tensor cores, which
+    arrived with Hopper."""
+    if gpu.compute_capability is not None:
+        return gpu.compute_capability >= 90
     return gpu.vendor == "nvidia" and "fp8" in gpu.peak_flops
 
 
