@@ -5,6 +5,7 @@ handled input (a sane result, one ``TrainsimError`` line) or a failure class."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import copy
 import dataclasses
 import math
@@ -113,8 +114,18 @@ class Hang(Exception):
     pass
 
 
-def _alarm(_sig, _frame):
-    raise Hang()
+@contextlib.contextmanager
+def deadline(seconds: int, hang: type[BaseException] = Hang) -> Iterator[None]:
+    """Raise ``hang`` in the body once ``seconds`` have passed (SIGALRM; the main thread)."""
+    def _alarm(_sig, _frame):
+        raise hang()
+
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
 
 
 def sane_result(result) -> str | None:
@@ -161,10 +172,9 @@ def classify(exc: BaseException) -> str:
 
 def outcome(thunk: Callable[[], str | None]) -> str | None:
     """None if the input was handled (a sane answer or one clean error line), else its class."""
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(TIME_LIMIT_S)
     try:
-        return thunk()
+        with deadline(TIME_LIMIT_S):
+            return thunk()
     except Hang:
         return "hang"
     except TrainsimError as exc:
@@ -175,8 +185,6 @@ def outcome(thunk: Callable[[], str | None]) -> str | None:
         return None
     except Exception as exc:  # noqa: BLE001 - the thing being looked for
         return classify(exc)
-    finally:
-        signal.alarm(0)
 
 
 def run_config(cfg: dict, checks: list[tuple[str, str, Any]] = ()) -> str | None:

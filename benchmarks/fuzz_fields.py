@@ -29,16 +29,15 @@ import json
 import math
 import os
 import random
-import signal
 import sys
 import tempfile
-import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fuzz_checks import classify, deadline
 from fuzz_fields_cases import CLUSTER_VALUES, FIELD_VALUES, GPU_FIELD_VALUES, JOINT
 from fuzz_rows import UNCLEAR
 
@@ -53,18 +52,7 @@ class Hang(BaseException):
     """Raised by the alarm; a BaseException so no ``except Exception`` in trainsim eats it."""
 
 
-def _alarm(_sig, _frame):
-    raise Hang()
-
-
 # ----------------------------------------------------------------------------- outcomes
-
-def _where(exc: BaseException) -> str:
-    tb = traceback.extract_tb(exc.__traceback__)
-    at = next((f"{os.path.basename(f.filename)}:{f.name}" for f in reversed(tb)
-               if "trainsim" in f.filename), "?")
-    return f"{type(exc).__name__} at {at}"
-
 
 def _unclear(msg: str) -> str | None:
     if msg.startswith("internal error"):
@@ -91,7 +79,7 @@ def cli(args: list[str]) -> str:
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         if isinstance(res.exception, Hang):
             raise res.exception
-        return "crash: " + _where(res.exception)
+        return "crash: " + classify(res.exception)
     if "Traceback" in res.output:
         return "crash: traceback in output"
     if res.exit_code == 0:
@@ -156,19 +144,16 @@ def simulated(cfg: dict) -> str:
 
 def outcome(thunk: Callable[[], str]) -> str:
     from trainsim.errors import TrainsimError
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(WALL_S)
     try:
-        return thunk()
+        with deadline(WALL_S, Hang):
+            return thunk()
     except Hang:
         return "hang"
     except TrainsimError as exc:
         bad = _unclear(str(exc))
         return f"crash: {bad}" if bad else "clean"
     except Exception as exc:  # noqa: BLE001 - the thing being looked for
-        return "crash: " + _where(exc)
-    finally:
-        signal.alarm(0)
+        return "crash: " + classify(exc)
 
 
 # ------------------------------------------------------------------- format v2 columns
