@@ -1,0 +1,133 @@
+"""Transformer Engine's own GEMM benchmark of one layer, priced by trainsim: the fp8 quantize
+overhead per recipe and the GEMMs per pass.
+
+    PYTHONPATH=src python benchmarks/te_quantize_overhead.py
+
+The measurement (TransformerEngine@1609c890e docs/examples/gemm_profiling/gemm_profiling.rst,
+"Per-Layer GEMM Time", one B300, CUDA events, 100 iterations): the 12 GEMMs of a layer with
+hidden 4096, FFN 16384, 32 heads at 31 x 512 = 15,872 tokens (``benchmark_gemm.py
+compute_gemm_shapes``: 4 fprop, 4 dgrad, 4 wgrad shapes), once in "autocast" mode and once
+"pre-quantized". Autocast runs each shape (M, K, N) as one ``te.Linear(K, N)`` forward on an
+(M, K) input (``benchmark_fp8_current``, ``benchmark_fp8``): the input is quantized row- and
+column-wise (the weight requires grad, so the forward keeps it for a wgrad: module/linear.py
+298 ``backward_needs_input``, 378-386), the weight row-wise only (the input needs no grad:
+409-417), and the weight again at every call (``is_first_microbatch`` None: 421
+``update_ws``). Pre-quantized runs ``tex.generic_gemm`` on operands quantized once, one TN
+layout and no split accumulator for every shape (``use_split_accumulator`` False). The
+difference is the quantize overhead of those 24 casts.
+
+trainsim's cast model, with TE's usages above: per-tensor current scaling reads the 16-bit
+input for its amax, computes the scale, then reads it again and writes fp8 (three kernels:
+csrc/quantizer.cpp@1609c890e 904-924 ``nvte_compute_amax_with_config``,
+``nvte_compute_scale_from_amax``, ``nvte_quantize_v2``), no transpose on Blackwell (289-299
+``with_transpose = columnwise_usage && !is_non_tn_fp8_gemm_supported``); MXFP8 casts in one
+kernel, writing each layout asked for with its E8M0 scales, the input's scales already in
+cuBLAS's layout (linear.py 1931-1933 ``optimize_for_gemm``), so the pre-quantized run's
+swizzle of that operand is not in the autocast one. A check, not an input: nothing here
+feeds trainsim.
+"""
+
+from __future__ import annotations
+
+from trainsim.catalog import gpu
+from trainsim.compute.roofline import MXFP8_OF_TENSOR_SCALED, RooflineModel
+from trainsim.workload.ops import Elementwise, Gemm
+from trainsim.workload.shard import (
+    CAST_KERNEL,
+    FP8_CAST_BYTES,
+    FP8_CAST_TRANSPOSE_BYTES,
+    FP8_RECIPE_EXTRA_BYTES,
+    FP8_RECIPE_KERNELS,
+    MXFP8_SCALE_BYTES,
+    MXFP8_SWIZZLE_KERNEL,
+)
+
+HIDDEN, FFN, TOKENS = 4096, 16384, 31 * 512
+PASSES = {  # (M, K, N) per benchmark_gemm.py compute_gemm_shapes
+    "fprop": [(TOKENS, HIDDEN, 3 * HIDDEN), (TOKENS, HIDDEN, HIDDEN), (TOKENS, HIDDEN, FFN),
+              (TOKENS, FFN, HIDDEN)],
+    "dgrad": [(TOKENS, 3 * HIDDEN, HIDDEN), (TOKENS, HIDDEN, HIDDEN), (TOKENS, FFN, HIDDEN),
+              (TOKENS, HIDDEN, FFN)],
+    "wgrad": [(HIDDEN, TOKENS, 3 * HIDDEN), (HIDDEN, TOKENS, HIDDEN), (HIDDEN, TOKENS, FFN),
+              (FFN, TOKENS, HIDDEN)],
+}
+# published per-layer ms (B300): pre-quantized per pass, and autocast and pre-quantized totals
+PREQUANT = {"current": {"fprop": 2.158, "dgrad": 2.329, "wgrad": 2.325},
+            "mxfp8": {"fprop": 2.365, "dgrad": 2.397, "wgrad": 2.400}}
+AUTOCAST_TOTAL = {"current": 9.147, "mxfp8": 8.984}
+PREQUANT_TOTAL = {"current": 6.812, "mxfp8": 7.161}
+B300_HBM_BPS = 8e12  # NVIDIA HGX B300 datasheet: 8 TB/s HBM3e per GPU
+GPU = "b200-sxm-180gb"  # the catalog's Blackwell SXM part; B300 is not in the catalog
+
+
+def _swizzle_s(model: RooflineModel, elements: float) -> float:
+    """One operand's scale swizzle (``workload.shard.mxfp8_swizzle``)."""
+    return model.time(Elementwise("s", bytes=2 * MXFP8_SCALE_BYTES * elements,
+                                  kernel=MXFP8_SWIZZLE_KERNEL))
+
+
+def quantize_overhead_s(model: RooflineModel, recipe: str) -> float:
+    """trainsim's price of the autocast run's casts (and, for MXFP8, less the input swizzles
+    the pre-quantized run pays and the autocast one does not)."""
+    shapes = [s for p in PASSES.values() for s in p]
+    inputs = sum(m * k for m, k, _ in shapes)
+    weights = sum(n * k for _, k, n in shapes)
+    if recipe == "current":  # Blackwell: row-wise data only, whatever the usage
+        per = FP8_CAST_BYTES + FP8_RECIPE_EXTRA_BYTES["current"]
+        kernels = len(shapes) * FP8_RECIPE_KERNELS["current"]
+        return sum(model.time(Elementwise("c", bytes=e * per, kernels=kernels, kernel=CAST_KERNEL))
+                   for e in (inputs, weights))
+    x = model.time(Elementwise("x", bytes=inputs * (FP8_CAST_TRANSPOSE_BYTES
+                                                    + FP8_RECIPE_EXTRA_BYTES["mxfp8"]),
+                               kernels=len(shapes), kernel=CAST_KERNEL))
+    w = model.time(Elementwise("w", bytes=weights * (FP8_CAST_BYTES + MXFP8_SCALE_BYTES),
+                               kernels=len(shapes), kernel=CAST_KERNEL))
+    return x + w - sum(_swizzle_s(model, m * k) for m, k, _ in shapes)
+
+
+def mxfp8_fraction_by_pass(model: RooflineModel) -> dict[str, float]:
+    """Pre-quantized per-tensor over MXFP8 GEMM time per pass, the MXFP8 time less its two
+    swizzles per GEMM (as ``tests/test_fp8_accumulation.py`` does for the total)."""
+    out = {}
+    for name, shapes in PASSES.items():
+        swz = sum(_swizzle_s(model, m * k) + _swizzle_s(model, n * k) for m, k, n in shapes)
+        out[name] = PREQUANT["current"][name] / (PREQUANT["mxfp8"][name] - swz * 1e3)
+    return out
+
+
+def gemm_s(model: RooflineModel, shapes: list[tuple[int, int, int]], mx: bool) -> float:
+    """trainsim's price of the pre-quantized GEMMs (no split accumulator, as the benchmark)."""
+    return sum(model.time(Gemm("g", m, n, k, "fp8", fp8_fast_accum=True,
+                               fp8_block_scales="mma" if mx else "")) for m, k, n in shapes)
+
+
+def main() -> None:
+    g = gpu(GPU)
+    model = RooflineModel(g)
+    scale = g.hbm_bw_Bps / B300_HBM_BPS
+    print(f"quantize overhead per layer (ms), trainsim on {GPU} ({g.hbm_bw_Bps / 1e9:.0f} GB/s),"
+          f" scaled to B300's 8 TB/s, vs TE's autocast - pre-quantized on B300")
+    for recipe in ("current", "mxfp8"):
+        t = quantize_overhead_s(model, recipe) * 1e3
+        pub = AUTOCAST_TOTAL[recipe] - PREQUANT_TOTAL[recipe]
+        print(f"  {recipe:8s} trainsim {t:.3f}  at 8 TB/s {t * scale:.3f}  published {pub:.3f}"
+              f"  trainsim/published {t * scale / pub:.3f}")
+    print(f"MXFP8 GEMM rate over per-tensor, per pass (one constant: {MXFP8_OF_TENSOR_SCALED})")
+    for name, f in mxfp8_fraction_by_pass(model).items():
+        print(f"  {name}: {f:.3f}")
+    shared = sorted(set(PASSES["fprop"]) & set(PASSES["dgrad"]))
+    only = [s for s in PASSES["fprop"] if s not in shared] + \
+        [s for s in PASSES["dgrad"] if s not in shared]
+    print(f"  fprop and dgrad share {len(shared)} of 4 shapes; they differ by {only[0]} against"
+          f" {only[1]}: that pair's dgrad - fprop is"
+          f" {PREQUANT['current']['dgrad'] - PREQUANT['current']['fprop']:+.3f} ms per-tensor,"
+          f" {PREQUANT['mxfp8']['dgrad'] - PREQUANT['mxfp8']['fprop']:+.3f} ms MXFP8")
+    print("pre-quantized GEMMs per pass (ms): trainsim on B200 / published on B300")
+    for name, shapes in PASSES.items():
+        print(f"  {name}: per-tensor {gemm_s(model, shapes, False) * 1e3:.3f} / "
+              f"{PREQUANT['current'][name]:.3f}   MXFP8 {gemm_s(model, shapes, True) * 1e3:.3f}"
+              f" / {PREQUANT['mxfp8'][name]:.3f}")
+
+
+if __name__ == "__main__":
+    main()
