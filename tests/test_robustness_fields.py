@@ -45,6 +45,16 @@ def test_a_gpu_with_a_billion_sms_does_not_hang():
     assert time.perf_counter() - t0 < 1.0
 
 
+def test_an_sm_per_block_beyond_the_exact_limit_is_still_exact():
+    # review finding: past CAUSAL_TAIL_EXACT_BLOCKS blocks the mean-based approximation ran
+    # even when every block had an SM of its own (70,000 one-block heads: 1.5 for an exact 1)
+    assert causal_forward_tail(70_000, 1, 70_000) == 1.0
+    heads, blocks = 64, 2048  # 131,072 blocks > 65,536
+    sms = heads * blocks
+    assert causal_forward_tail(heads, blocks, sms) == blocks / (heads * blocks * (blocks + 1)
+                                                                / 2.0 / sms)
+
+
 def test_a_one_gpu_collective_row_is_refused_in_one_line():
     # was ZeroDivisionError (internal error): busbw factor 0 over a time of 0
     row = {"id": "r", "gpu": "h100-sxm-80gb", "num_gpus": "1", "gpus_per_node": "8",

@@ -307,10 +307,10 @@ def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
     FA3 paper's causal forward figures show it (head dim 256, 8 heads: 15-48 % below the
     non-causal rate at 16k tokens, against 5 % for 16 heads of dim 128)."""
     total = heads * blocks * (blocks + 1) / 2.0
-    if heads * blocks > CAUSAL_TAIL_EXACT_BLOCKS:
-        return 1.0 + blocks / 2.0 / (total / sms)
     if heads * blocks <= sms:  # every block has an SM to itself: the heaviest one ends last
         return blocks / (total / sms)  # (what the loop gives, without a list of ``sms`` SMs)
+    if heads * blocks > CAUSAL_TAIL_EXACT_BLOCKS:
+        return 1.0 + blocks / 2.0 / (total / sms)
     free = [0] * sms  # when each SM frees, in key-block units
     for _ in range(heads):
         for work in range(1, blocks + 1):
