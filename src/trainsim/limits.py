@@ -183,7 +183,7 @@ def check_flow_fabric(gpus: int) -> None:
     """Refuse a flow-backend fabric whose building alone is over the flow-step limit."""
     check("TRAINSIM_MAX_FLOWS", fabric_steps(gpus),
           f"flow-steps of building the flow backend's fabric of {gpus:,} GPUs",
-          "collective --max-flows N", "the analytical backend prices any size at once")
+          "", "the analytical backend prices any size at once")  # any command builds it
 
 
 def flow_steps(ranks: int, channels: int, kind: str = "all_reduce",
@@ -205,9 +205,10 @@ def check_flows(kind: str, ranks: int, channels: int, algorithm: str = "ring",
                 fabric_gpus: int = 0) -> None:
     """Refuse a flow-backend collective over the limit; ``fabric_gpus``: the GPUs of the
     fabric it runs on, whose building counts too (:func:`fabric_steps`)."""
-    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels, kind, algorithm)
-          + fabric_steps(fabric_gpus),
-          f"flow-steps of one {kind} over {ranks:,} GPUs on the flow backend",
+    fabric = fabric_steps(fabric_gpus)
+    building = f" (with {fabric:,.0f} of building its fabric)" if fabric else ""
+    check("TRAINSIM_MAX_FLOWS", flow_steps(ranks, channels, kind, algorithm) + fabric,
+          f"flow-steps of one {kind} over {ranks:,} GPUs on the flow backend{building}",
           "collective --max-flows N",
           "the analytical backend prices any size at once")
 
