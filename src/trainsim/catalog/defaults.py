@@ -130,6 +130,8 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                           f"(source: {profile.source})")
     if group in ("megatron", "flexible") and "microbatch_group_rule" not in parallel:
         parallel["microbatch_group_rule"] = group  # its table order (workload.schedule)
+    if profile.supports("kv_heads_split") and "kv_heads_split" not in parallel:
+        parallel["kv_heads_split"] = True  # RunConfig refuses a tp the KV heads cannot split over
     arch = gpu_arch(gpu) if gpu is not None else None
     if "attention" not in training:
         attention = profile.attention_for(arch)

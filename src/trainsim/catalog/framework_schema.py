@@ -153,6 +153,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the score matrix is checkpointed (legacy Megatron-LM transformer.py: ``if not
     # self.use_flash_attn: if self.checkpoint_core_attention``); null: not recorded (as false)
     "checkpointed_fused_attention": _nullable(_bool),
+    # every tensor-parallel rank holds its own share of the KV heads (query groups), so tp must
+    # divide them: Megatron-core attention.py Attention.__init__ num_query_groups_per_partition
+    # = divide(num_query_groups, tp) (utils.divide asserts); false/null:
+    # KV heads fewer than tp are replicated over the ranks (workload.layers)
+    "kv_heads_split": _nullable(_bool),
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
     "batched_p2p": _nullable(_bool),
@@ -389,6 +394,6 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
              "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p", "p2p_overlap_interleaved_only",
-             "checkpointed_fused_attention", "moe_hybridep_num_sms"}
+             "checkpointed_fused_attention", "moe_hybridep_num_sms", "kv_heads_split"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}

@@ -80,6 +80,10 @@ class ParallelConfig:
     micro-batches than stages, N = m (Llama 3's schedule, Grattafiori et al. 2024 §3.3.2: "run
     fewer micro-batches than the number of stages"). None: Megatron's checks, and the
     pre-core_v0.10.0 order while N is not given (``workload.schedule``)."""
+    kv_heads_split: bool = False
+    """Every tensor-parallel rank holds its own KV heads, so tp must divide model.num_kv_heads
+    (Megatron-core attention.py: ``divide(num_query_groups, tp)``; a framework profile sets it,
+    feature ``kv_heads_split``). False: KV heads fewer than tp are replicated over the ranks."""
     sequence_parallel: bool = False
     """Shard LayerNorm/dropout activations over TP ranks (Korthikanti et al. 2022)."""
     recompute: Literal["none", "selective", "full"] = "none"
@@ -254,6 +258,14 @@ class ParallelConfig:
                               f"known: {', '.join(ZERO3_GATHER)}")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
+        if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
+            # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__ (deepspeedai/DeepSpeed
+            # @03f6f75; older releases alike): assert zero_optimization_stage() <
+            # ZeroStageEnum.gradients (2), "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+            # parallelism". Only its engine: FSDP under a pipeline (torchtitan) runs.
+            raise ConfigError(f"parallel.zero_stage={self.zero_stage} with pipeline_model_"
+                              f"parallel_size={self.pp}: DeepSpeed's pipeline engine allows "
+                              "zero_stage 0 or 1 only; use pp=1 or zero_stage<=1")
         if self.sequence_parallel and self.tp == 1:
             # Megatron silently disables it; we follow and keep it False in the resolved config.
             object.__setattr__(self, "sequence_parallel", False)

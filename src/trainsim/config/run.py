@@ -38,6 +38,14 @@ class RunConfig:
             raise ConfigError(
                 f"parallel.tp={p.tp} does not divide model.num_attention_heads="
                 f"{m.num_attention_heads}; choose a tp that divides it")
+        if m.kv_heads % p.tp and p.kv_heads_split:
+            # Megatron-core transformer/attention.py Attention.__init__ and
+            # dot_product_attention.py: num_query_groups_per_partition = divide(
+            # num_query_groups, tp), which asserts divisibility (no KV-head replication)
+            raise ConfigError(f"parallel.tp={p.tp} does not divide model.num_kv_heads="
+                              f"{m.kv_heads}, and parallel.kv_heads_split (the framework's "
+                              "Megatron-core attention) splits them over tp; choose a tp "
+                              f"dividing {m.kv_heads}")
         if m.kv_heads % p.tp and p.tp % m.kv_heads:
             raise ConfigError(
                 f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the other")
@@ -76,6 +84,13 @@ class RunConfig:
             raise ConfigError(f"training.dtype=fp8 needs fp8 tensor cores; cluster.gpu "
                               f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "
                               "use bf16 or a Hopper-or-later GPU")
+        if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and (c.gpu.sm_arch or 100) < 100:
+            # Transformer Engine transformer_engine/pytorch/fp8.py (quantization.py in later
+            # releases) check_mxfp8_support: "Device compute capability 10.0 or higher
+            # required for MXFP8 execution" (NVIDIA GPUs; another vendor's is not checked)
+            raise ConfigError(f"training.fp8_recipe=mxfp8 needs compute capability >= 10.0 "
+                              f"(Blackwell); cluster.gpu {c.gpu.name} is {c.gpu.sm_arch / 10:.1f}"
+                              "; use delayed, current or blockwise")
         model_ranks = p.tp * p.pp * p.cp
         if c.num_gpus % model_ranks:
             raise ConfigError(
@@ -134,6 +149,15 @@ class RunConfig:
                 raise ConfigError("model.moe_pad_expert_input_to_capacity is not supported by "
                                   "parallel.moe_token_dispatcher_type='deepep' (Megatron-core "
                                   "refuses it); use alltoall, allgather or hybridep")
+            if p.moe_token_dispatcher_type in ("deepep", "hybridep") and p.ep * p.etp < 2:
+                # Megatron-core transformer/moe/token_dispatcher.py MoEFlexTokenDispatcher:
+                # assert tp_size * ep_size > 1, "Flex token dispatcher requires TPxEP > 1" (its
+                # tp is the expert TP; group tp_ep); deepseek-ai/DeepEP hybrid-ep branch
+                # deep_ep/hybrid_ep_buffer.py HybridEPBuffer: "should be used with at least 2
+                # ranks". No GPU requirement is stated there, so none is checked.
+                raise ConfigError(f"parallel.moe_token_dispatcher_type={p.moe_token_dispatcher_type}"
+                                  f" needs ep*expert_tensor_parallel_size >= 2, not "
+                                  f"{p.ep}*{p.etp}; use alltoall or allgather")
             if m.num_experts % p.ep:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
                                   f"{m.num_experts}")

@@ -141,7 +141,27 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
         raise ConfigError(f"--set parallel.{short} > 1 needs a mixture-of-experts model "
                           f"(model.num_experts); {cfg.model.name} is dense")
     training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
-    return Base(cfg.model, training, cfg.cluster, fixed)
+    base = Base(cfg.model, training, cfg.cluster, fixed)
+    _check_fixed(base)
+    return base
+
+
+def _check_fixed(base: Any) -> None:
+    """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
+    line here: the search would skip every candidate and say only that none is valid."""
+    f, m = dict(base.fixed), base.model
+    tp = f.get("tensor_model_parallel_size")
+    if tp and m.kv_heads % tp and (base.kv_heads_split or tp % m.kv_heads):
+        why = "the framework splits them over tp" if base.kv_heads_split else \
+            "nor does it divide tp (replicated KV heads)"
+        raise ConfigError(f"--set parallel.tp={tp} does not divide model.num_kv_heads="
+                          f"{m.kv_heads} and {why}; choose a tp dividing {m.kv_heads}")
+    disp = f.get("moe_token_dispatcher_type")
+    ep, etp = f.get("expert_model_parallel_size"), f.get("expert_tensor_parallel_size")
+    if disp in ("deepep", "hybridep") and ep is not None and ep * (etp or 1) < 2:
+        raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs ep*"
+                          f"expert_tensor_parallel_size >= 2, not {ep}*{etp or 1}; use alltoall "
+                          "or allgather")
 
 
 def nothing_found(result: Any) -> ConfigError:

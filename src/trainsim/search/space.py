@@ -103,6 +103,12 @@ class Base:
         return bool(framework_supports(self.training.framework, self.training.framework_version,
                                        "p2p_overlap_interleaved_only"))
 
+    @property
+    def kv_heads_split(self) -> bool:
+        """Whether tp must divide the KV heads (--set, else the profile's ``kv_heads_split``)."""
+        return bool(dict(self.fixed).get("kv_heads_split", framework_supports(
+            self.training.framework, self.training.framework_version, "kv_heads_split")))
+
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared
         prices (``pricing.shared``) are kept by the cluster's identity."""
@@ -407,8 +413,9 @@ class SearchSpace:
                     disps = ("alltoall",)
                 else:  # DeepEP sends a token once per node: it matters across nodes
                     disps = ("alltoall", "deepep") if ep * etp > gpn else ("alltoall",)
-                for d in disps:
-                    yield ep, etp, d
+                for d in disps:  # flex dispatchers need >= 2 expert ranks (config.run)
+                    if d not in ("deepep", "hybridep") or ep * etp > 1:
+                        yield ep, etp, d
 
     def _schedules(self, base: Base, pp: int, vpp: int, n_micro: int) -> tuple[str, ...]:
         if pp == 1:
@@ -434,9 +441,11 @@ class SearchSpace:
         gpn = base.cluster.gpus_per_node
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(_divisors(min(gpn, num_gpus)))
+        split = base.kv_heads_split  # pipelined DeepSpeed: ZeRO 0-1 only (config.parallel)
+        deepspeed = dict(base.fixed).get("data_parallel_impl") == "deepspeed"
         for tp in tps:
             if (num_gpus % tp or m.num_attention_heads % tp or m.ffn_size % tp
-                    or (m.kv_heads % tp and tp % m.kv_heads)):
+                    or (m.kv_heads % tp and (split or tp % m.kv_heads))):
                 continue
             pps = self.pp or tuple(_divisors(num_gpus // tp))
             for pp in pps:
@@ -481,6 +490,8 @@ class SearchSpace:
                     zero = self.zero if self.zero is not None else \
                         ((1,) if m.is_moe else (0, 1, 2, 3))
                     zeros = tuple(dict.fromkeys(zero)) if dp * cp > 1 else (0,)
+                    if deepspeed and pp > 1:
+                        zeros = tuple(z for z in zeros if z < 2)
                     moe = list(self._moe_choices(base, tp, cp, dp))
                     for mb in mbs:
                         if per_replica % mb:
