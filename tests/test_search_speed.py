@@ -337,3 +337,65 @@ def test_a_search_with_its_families_built_at_once_is_the_same(monkeypatch):
         a[0]["stats"].pop("candidates_per_s")
         a[0]["stats"].pop("simulated_per_s")
     assert answers[0] == answers[1]
+
+
+def test_twins_and_overlap_siblings_share_an_affinity():
+    """What a worker shares (priced passes, twin graphs) lies within one affinity: candidates
+    that differ in recompute, ZeRO or an overlap switch have the same; another TP, CP, micro
+    batch or GPU count another."""
+    from trainsim.search.executors import affinity
+
+    k = MemoryKey(16, 2, 2, 1, 1, 2, "selective", True, 1)
+    c = Candidate(k)
+    for other in (Candidate(dataclasses.replace(k, recompute="none")),
+                  Candidate(dataclasses.replace(k, zero=2)),
+                  Candidate(dataclasses.replace(k, pp=4, vpp=2)),
+                  Candidate(k, overlap_grad_reduce=True, tp_comm_overlap=True)):
+        assert affinity(other) == affinity(c)
+    for field, value in (("tp", 4), ("cp", 2), ("micro_batch", 1), ("num_gpus", 32)):
+        assert affinity(Candidate(dataclasses.replace(k, **{field: value}))) != affinity(c)
+
+
+def test_a_batch_goes_to_its_affinity_s_worker_unless_it_is_far_ahead():
+    """Routing: a new affinity to the least busy worker; the same one back to it while it has
+    at most ``SPILL`` batches more in hand than the least busy; beyond, it moves."""
+    from trainsim.search import LocalExecutor
+    from trainsim.search import executors as exe
+
+    class Fut:
+        def __init__(self, done: bool = False) -> None:
+            self._done = done
+
+        def done(self) -> bool:
+            return self._done
+
+    ex = LocalExecutor(2)
+    ex._queued = [[], []]
+    a = [Candidate(MemoryKey(16, 2, 2, 1, 1, 2, "none", True, 1))]
+    b = [Candidate(MemoryKey(16, 4, 2, 1, 1, 2, "none", True, 1))]
+    assert ex._route(a, "t") == 0
+    ex._queued[0].append(Fut())
+    assert ex._route(b, "t") == 1  # a new affinity: the idle worker
+    for _ in range(exe.SPILL):
+        assert ex._route(a, "t") == 0
+        ex._queued[0].append(Fut())
+    assert ex._route(a, "t") == 1  # worker 0 is SPILL + 1 batches ahead: a moves
+    ex._queued[1].append(Fut())
+    assert ex._route(a, "t") == 1
+    ex._queued[0][:] = [Fut(True)]  # done batches count for nothing
+    assert ex._route(b, "t") == 1 and ex._route(a, "u") == 0  # a new search: homes dropped
+
+
+def test_a_routed_search_is_every_evaluation_of_the_serial_one():
+    """Two routed local workers give every evaluation as one process does (to the bit)."""
+    from trainsim.search import LocalExecutor
+
+    base = make_base(gpus=16, batch=64)
+    serial = search(base, [16], SPACE, executor=SerialExecutor(), cache=None, top_k=5)
+    ex = LocalExecutor(2)
+    try:
+        local = search(base, [16], SPACE, executor=ex, cache=None, top_k=5)
+    finally:
+        ex.close()
+    assert [e.to_dict() for e in local.evaluated] == [e.to_dict() for e in serial.evaluated]
+    assert local.to_dict() | {"stats": None} == serial.to_dict() | {"stats": None}

@@ -113,8 +113,30 @@ def _worker_start() -> None:
     gc.enable()
 
 
+def affinity(c: Candidate) -> tuple:
+    """What a worker shares between the candidates it simulates: the passes priced under one
+    tensor, context and sequence parallelism and micro batch (``pricing.shared``: the op lists
+    and their spans), and with them every twin (``trainsim.twin_graphs``: the same layout less
+    its recompute and ZeRO-1/2 settings) and every overlap sibling. Batches led by candidates
+    of one affinity are sent to one worker (:class:`LocalExecutor`)."""
+    m = c.mem
+    return (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.ep, m.etp)
+
+
+SPILL = 2
+"""Batches a worker may have queued beyond the least busy one's before an affinity it holds
+moves to that one (:class:`LocalExecutor`): the shared prices are worth less than an idle
+worker."""
+
+
 class LocalExecutor:
-    """A pool of local worker processes (concurrent.futures), kept for the executor's life."""
+    """Local worker processes, one single-process pool each, kept for the executor's life.
+    A batch goes to the worker that simulated its first candidate's :func:`affinity` before
+    (it prices those passes and builds those twins' graphs once, not once per worker), unless
+    that worker has ``SPILL`` batches more in hand than the least busy one; a new affinity goes
+    to the least busy worker. Every evaluation is a pure function of its candidate, so where
+    a batch runs changes no result (the 22B search's two workers: 520 -> 461 task graphs built,
+    449 in one process; measured in benchmarks/RESULTS.md, searchspeed2)."""
 
     name = "local"
 
@@ -122,27 +144,50 @@ class LocalExecutor:
         if workers is not None and workers < 1:
             raise ConfigError(f"--workers={workers} must be >= 1")
         self.workers = workers or cpus()  # affinity and cgroup quota (trainsim.cpus.cpus)
-        self._pool: cf.ProcessPoolExecutor | None = None
+        self._pools: list[cf.ProcessPoolExecutor] = []
+        self._home: dict[tuple, int] = {}
+        self._token: Hashable = None
+        self._queued: list[list[cf.Future]] = []
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
             token: Hashable = None) -> list[list[Evaluation]]:
         return self.submit(base, batches, on_done, token).result()
 
+    def _route(self, batch: Batch, token: Hashable) -> int:
+        """The worker a batch is sent to (see the class)."""
+        if token != self._token:
+            self._home, self._token = {}, token
+        busy = [sum(not f.done() for f in q) for q in self._queued]
+        for q in self._queued:
+            q[:] = [f for f in q if not f.done()]
+        idle = min(range(len(busy)), key=busy.__getitem__)
+        key = affinity(batch[0]) if batch else ()
+        home = self._home.get(key)
+        if home is None or busy[home] > busy[idle] + SPILL:
+            home = self._home[key] = idle
+        return home
+
     def submit(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
                token: Hashable = None) -> _Futures:
         """:meth:`map` without waiting: the workers start on the batches at once."""
-        if self._pool is None:
+        if not self._pools:
             # a pool made inside the search's gc_paused() would fork workers with the
             # collector off for life: each starts with it on (evaluate_batch pauses it itself)
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.workers,
-                                                initializer=_worker_start)
-        return _Futures([self._pool.submit(evaluate_batch, base, b, token) for b in batches],
-                        batches, on_done)
+            self._pools = [cf.ProcessPoolExecutor(max_workers=1, initializer=_worker_start)
+                           for _ in range(self.workers)]
+            self._queued = [[] for _ in self._pools]
+        futures = []
+        for b in batches:
+            w = self._route(b, token)
+            fut = self._pools[w].submit(evaluate_batch, base, b, token)
+            self._queued[w].append(fut)
+            futures.append(fut)
+        return _Futures(futures, batches, on_done)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        for pool in self._pools:
+            pool.shutdown(wait=True, cancel_futures=True)
+        self._pools, self._queued, self._home = [], [], {}
 
 
 class RayExecutor:
