@@ -165,9 +165,10 @@ def test_mxfp8_gemms_run_at_te_measured_fraction_of_per_tensor_fp8():
     mxfp8 = dataclasses.replace(per_tensor, fp8_block_scales="mma")
     assert gemm_rate(b200, mxfp8) == pytest.approx(gemm_rate(b200, per_tensor)
                                                    * MXFP8_OF_TENSOR_SCALED)
-    # the split-accumulator flag does not matter to a block-scaled kernel; 16-bit GEMMs ignore it
-    assert gemm_rate(b200, dataclasses.replace(mxfp8, fp8_fast_accum=False)) == \
-        gemm_rate(b200, mxfp8)
+    # a split-accumulator pass keeps its own per-tensor rate, times the same fraction
+    split = dataclasses.replace(per_tensor, fp8_fast_accum=False)
+    assert gemm_rate(b200, dataclasses.replace(split, fp8_block_scales="mma")) == \
+        pytest.approx(gemm_rate(b200, split) * MXFP8_OF_TENSOR_SCALED)
     bf16 = dataclasses.replace(mxfp8, dtype="bf16")
     assert gemm_rate(b200, bf16) == b200.gemm_ceiling("bf16")
     # a compute-bound GEMM's time scales by the inverse
@@ -224,3 +225,51 @@ def test_te_benchmark_passes_differ_by_one_shape():
     assert len(set(te.PASSES["fprop"]) & set(te.PASSES["dgrad"])) == 3
     fractions = te.mxfp8_fraction_by_pass(RooflineModel(gpu("b200-sxm-180gb")))
     assert fractions["fprop"] < 0.93 and fractions["dgrad"] > 0.98
+
+
+BENCH_TOKENS, BENCH_H, BENCH_F = 31 * 512, 4096, 16384
+BENCH_PASSES = {  # (M, K, N) of TE@1609c890e benchmark_gemm.py compute_gemm_shapes
+    "fprop": [(BENCH_TOKENS, BENCH_H, 3 * BENCH_H), (BENCH_TOKENS, BENCH_H, BENCH_H),
+              (BENCH_TOKENS, BENCH_H, BENCH_F), (BENCH_TOKENS, BENCH_F, BENCH_H)],
+    "dgrad": [(BENCH_TOKENS, 3 * BENCH_H, BENCH_H), (BENCH_TOKENS, BENCH_H, BENCH_H),
+              (BENCH_TOKENS, BENCH_F, BENCH_H), (BENCH_TOKENS, BENCH_H, BENCH_F)],
+    "wgrad": [(BENCH_H, BENCH_TOKENS, 3 * BENCH_H), (BENCH_H, BENCH_TOKENS, BENCH_H),
+              (BENCH_H, BENCH_TOKENS, BENCH_F), (BENCH_F, BENCH_TOKENS, BENCH_H)],
+}
+
+
+@pytest.mark.parametrize("gpu_name", ["b200-sxm-180gb", "gb200"])
+def test_te_benchmark_layer_prices_at_the_measured_recipe_ratio_in_training(gpu_name):
+    """The 12 GEMMs of TE's benchmarked layer, each with the accumulation training gives its
+    pass (TE ``_2X_ACC_FPROP`` False, ``_2X_ACC_DGRAD``/``_2X_ACC_WGRAD`` True), priced with
+    per-tensor and with MXFP8 scales: current scaling over MXFP8 is the measured 0.964 (not
+    0.977, as when MXFP8's dgrad and wgrad took the fast-accumulate rate)."""
+    from trainsim.compute.roofline import MXFP8_OF_TENSOR_SCALED
+
+    model = RooflineModel(gpu(gpu_name))
+    totals = {}
+    for scales in ("", "mma"):
+        totals[scales] = sum(
+            model.time(Gemm(f"{p}{i}", m, n, k, "fp8", fp8_fast_accum=p == "fprop",
+                            fp8_block_scales=scales))
+            for p, shapes in BENCH_PASSES.items() for i, (m, k, n) in enumerate(shapes))
+    # tile prologues and memory time do not scale with the rate: within 0.004 (0.977 before)
+    assert totals[""] / totals["mma"] == pytest.approx(MXFP8_OF_TENSOR_SCALED, abs=4e-3)
+    assert MXFP8_OF_TENSOR_SCALED == pytest.approx(0.964, abs=5e-4)
+
+
+def test_mxfp8_gemms_take_block_scales_only_on_block_scaled_tensor_cores():
+    """``Gemm.fp8_block_scales == "mma"`` needs tensor cores that apply MX scales
+    (``GPUSpec.block_scaled_mma``: Blackwell yes, Hopper no); a shard without them keeps
+    per-tensor pricing."""
+    from helpers import fp8_slice_cfg
+
+    from trainsim.workload.shard import linear, shard_of
+
+    assert gpu("b200-sxm-180gb").block_scaled_mma and not gpu("h100-sxm-80gb").block_scaled_mma
+    sh = shard_of(fp8_slice_cfg("mxfp8", "megatron-bridge", "26.06", gpu_name="b200-sxm-180gb"))
+    assert sh.mxfp8_mma
+    for mma, scales in ((True, "mma"), (False, "")):
+        ops: list = []
+        linear(ops, dataclasses.replace(sh, mxfp8_mma=mma), "fc1", 1024, 1024, 1024)
+        assert [op.fp8_block_scales for op in ops if isinstance(op, Gemm)] == [scales]

@@ -79,10 +79,39 @@ def test_grouped_experts_swizzle_each_operand_list_in_one_launch():
 
     cfg = moe_layer_cfg(ep=1, framework="megatron-bridge", version="25.11", experts=8, topk=2,
                         gpus=1, dtype="fp8")
-    cfg = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training,
-                                                                fp8_recipe="mxfp8"))
+    from trainsim.catalog import gpu
+
+    cfg = dataclasses.replace(  # MXFP8 needs block-scaled tensor cores (Blackwell)
+        cfg, training=dataclasses.replace(cfg.training, fp8_recipe="mxfp8"),
+        cluster=dataclasses.replace(cfg.cluster, gpu=gpu("b200-sxm-180gb")))
     fwd, _ = moe_layer_ops(cfg)
     (fc1,) = [op for op in fwd if isinstance(op, Gemm) and op.name == "expert_fc1"]
     (sw,) = [op for op in fwd if op.name == "expert_fc1.mxfp8_swizzle"]
     assert fc1.batch == 8 and sw.kernels == 2
     assert sw.bytes == pytest.approx(2 * MXFP8_SCALE_BYTES * 8 * (fc1.m * fc1.k + fc1.n * fc1.k))
+
+
+def test_forward_and_backward_read_the_same_sp_side_without_a_local_cast():
+    """Whether an operand is SP-gathered comes from ``Gemm.seq_parallel`` in both passes, so a
+    shard that casts after the gather (no ``fp8_local_cast``) swizzles the same operands as
+    one that casts before it, and prices no local-cast ops in the backward."""
+    import dataclasses
+
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
+
+    cfg = fp8_slice_cfg("mxfp8", "megatron-bridge", "26.06", gpu_name="b200-sxm-180gb")
+    sh = shard_of(cfg)
+    assert sh.fp8_local_cast
+    late = dataclasses.replace(sh, fp8_local_cast=False)
+    swz = {}
+    for s in (sh, late):
+        fwd = layer_forward(cfg, s)
+        ops = fwd + backward_of(fwd, s)
+        swz[s.fp8_local_cast] = {op.name: op.kernels for op in ops
+                                 if op.name.endswith(".mxfp8_swizzle")}
+        if not s.fp8_local_cast:
+            assert not [op for op in ops if op.name.endswith(("grad_fp8_cast",
+                                                              "input_fp8_transpose"))]
+    assert swz[False] == swz[True] and swz[True]["out_proj.wgrad.mxfp8_swizzle"] == 1
+    assert swz[True]["fc2.dgrad.mxfp8_swizzle"] == 2

@@ -135,9 +135,15 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     A kernel that does without it (``Gemm.fp8_fast_accum``) reaches the 16-bit fraction of the
     fp8 peak; on Blackwell the two fractions nearly agree (0.763, 0.776). A block-scaled kernel
     (``Gemm.fp8_block_scales``) promotes on its own, once per scale block, and pays for that in
-    ``block_promotion_k`` instead; an MXFP8 kernel (``"mma"``) runs at
-    ``MXFP8_OF_TENSOR_SCALED`` of the per-tensor rate."""
-    fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or bool(op.fp8_block_scales)
+    ``block_promotion_k`` instead. An MXFP8 kernel (``"mma"``) keeps the accumulation its
+    pass asks for and runs at ``MXFP8_OF_TENSOR_SCALED`` of that pass's per-tensor rate:
+    Transformer Engine hands a pass the same ``use_split_accumulator`` under every recipe
+    (module/linear.py ``_2X_ACC_FPROP``/``_2X_ACC_DGRAD``/``_2X_ACC_WGRAD``), and the benchmark
+    behind the constant compared the two recipes under one setting, so the measured ratio holds
+    pass by pass (the block-scaled MMA accumulates in fp32 in tensor memory whatever the flag:
+    PTX ISA 8.7 ``tcgen05.mma ... block_scale``, f32 ``D``; it is no fast-accumulate kernel)."""
+    fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or \
+        op.fp8_block_scales in ("overlapped", "serial")
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:
         rate = gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
     else:
@@ -148,9 +154,9 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
 
 
 def has_block_scaled_mma(gpu: GPUSpec) -> bool:
-    """Tensor cores that take per-block scale factors in the MMA itself: the generation that
-    brought fp4 (Blackwell, MI355X) brought the microscaling formats with it."""
-    return "fp4" in gpu.peak_flops
+    """Tensor cores that take per-block scale factors in the MMA itself
+    (``GPUSpec.block_scaled_mma``, which the workload reads too)."""
+    return gpu.block_scaled_mma
 
 
 def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:

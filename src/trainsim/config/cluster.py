@@ -186,6 +186,13 @@ class GPUSpec:
         cc = self.sm_arch
         return cc is not None and (100 <= cc < 120 or cc >= 130)
 
+    @property
+    def block_scaled_mma(self) -> bool:
+        """Tensor cores that take per-block scale factors in the MMA itself: the generation that
+        brought fp4 (Blackwell's ``tcgen05.mma ... block_scale``, PTX ISA 8.7; MI355X's MX
+        instructions) brought the microscaling formats with it."""
+        return "fp4" in self.peak_flops
+
     def gemm_ceiling(self, dtype: str) -> float:
         """Sustained FLOP/s of the best large GEMM in ``dtype`` during training.
 

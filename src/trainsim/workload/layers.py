@@ -245,7 +245,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if sh.fp8_module_scale_update and not op.grouped and op.name != LAYERNORM_MLP[0]:
                 update = fp8_scale_update_op(op.name)  # the module's backward starts here
                 ops.append(replace(update, name=f"{update.name}.bwd"))
-            if op.dtype == "fp8" and op.seq_parallel == "scatter":
+            if op.dtype == "fp8" and sh.fp8_local_cast and op.seq_parallel == "scatter":
                 # the output gradient's own rows are cast before SP gathers them in fp8, the
                 # gathered gradient transposed for wgrad (shard.FP8_ROWWISE_GATHER_RECIPES)
                 if sh.fp8_recipe == "current":
@@ -266,7 +266,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             # dgrad and wgrad keep cuBLAS's split accumulator: Transformer Engine
             # ``_2X_ACC_DGRAD = _2X_ACC_WGRAD = True``, torchao ``gemm_config_grad_input`` and
             # ``gemm_config_grad_weight`` default ``use_fast_accum=False``
-            grad_kind = activation_kind(sh, op.seq_parallel, "scatter")
+            grad_kind = activation_kind(sh, op, "scatter")
             swizzle = mxfp8_swizzle(sh, f"{op.name}.dgrad", op,
                                     ((grad_kind, op.m * op.n), ("weight", op.n * op.k)))
             if swizzle:
@@ -276,13 +276,14 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             if op.shares_input:  # its input gradient is added to its siblings'
                 ops.append(Elementwise(f"{op.name}.grad_sum", bytes=3 * ACT * op.batch * op.m * op.k,
                                        kernel="residual_add"))
-            if op.dtype == "fp8" and op.seq_parallel == "gather" and sh.fp8_gathered_transpose \
+            if op.dtype == "fp8" and sh.fp8_local_cast and op.seq_parallel == "gather" \
+                    and sh.fp8_gathered_transpose \
                     and not (op.shares_input and sh.compiled):
                 # the re-gathered fp8 input, transposed for wgrad once the gather is waited on
                 ops.append(_fp8_transpose(f"{op.name}.input_fp8_transpose", op.m * op.k))
             swizzle = mxfp8_swizzle(sh, f"{op.name}.wgrad", op, (
                 (grad_kind, op.m * op.n),
-                (activation_kind(sh, op.seq_parallel, "gather"), op.m * op.k)))
+                (activation_kind(sh, op, "gather"), op.m * op.k)))
             if swizzle:
                 ops.append(swizzle)
             # the wgrad's ragged dimension is its k (tokens), not its rows

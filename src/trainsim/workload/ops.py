@@ -79,9 +79,11 @@ class Gemm:
     fast-accumulation schedules) or promotes on the CUDA cores beside them (DeepGEMM), priced
     by ``compute.roofline.gemm_rate``."""
     seq_parallel: str = ""
-    """Which fp8 operand sequence parallelism all-gathers after a cast on local rows
-    (``workload.shard.linear``): ``gather`` its input, ``scatter`` its output gradient; the
-    backward prices the casts and transposes around those gathers. Not read by pricing."""
+    """Which operand sequence parallelism all-gathers (``workload.shard.linear``'s argument):
+    ``gather`` its input, ``scatter`` its output gradient; where fp8 is cast on local rows
+    before the gather (``Shard.fp8_local_cast``) the backward prices the casts and transposes
+    around those gathers, and MXFP8 scale swizzles read it (``workload.shard.activation_kind``).
+    Not read by pricing."""
     fp8_block_scales: Fp8BlockScales = ""
     """fp8 operands scaled per 128-wide block of k (DeepSeek-V3's 1x128 activation and 128x128
     weight tiles, report §3.3.1) instead of per tensor: the kernel multiplies each block's

@@ -95,6 +95,9 @@ class Shard:
     each GEMM (the profile's ``mxfp8_swizzle_*``): ``weight``, ``activation`` (every activation
     and gradient operand), ``gathered`` (those sequence parallelism all-gathers); see
     ``mxfp8_swizzle``."""
+    mxfp8_mma: bool = False
+    """fp8 GEMMs take MXFP8 operands on tensor cores that apply the block scales in the MMA
+    (the mxfp8 recipe on a ``GPUSpec.block_scaled_mma`` GPU; ``Gemm.fp8_block_scales`` "mma")."""
     compiled: bool = False
     """torch.compile'd: AOTAutograd's common-subexpression pass (torch/_functorch/
     compile_utils.py ``fx_graph_cse``, on by default) merges the identical fp8 casts that
@@ -197,6 +200,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_tn_only=not cfg.cluster.gpu.fp8_any_layout
                  or not profile_supports(cfg, "fp8_non_tn_layouts"),
                  fp8_norm_quantize=t.dtype == "fp8" and profile_supports(cfg, "fp8_norm_quantize"),
+                 mxfp8_mma=t.dtype == "fp8" and t.fp8_recipe == "mxfp8"
+                 and cfg.cluster.gpu.block_scaled_mma,
                  mxfp8_swizzled=frozenset(
                      kind for kind, feature in MXFP8_SWIZZLE_FEATURES.items() if t.dtype == "fp8"
                      and t.fp8_recipe == "mxfp8" and profile_supports(cfg, feature)),
@@ -290,10 +295,11 @@ def mxfp8_swizzle(sh: Shard, name: str, gemm: Gemm, operands: tuple[tuple[str, i
                        kernels=len(picked), kernel=MXFP8_SWIZZLE_KERNEL)
 
 
-def activation_kind(sh: Shard, seq_parallel: str, side: str) -> str:
-    """``gathered`` where sequence parallelism all-gathers this activation operand (``side``:
-    ``gather`` for a column-parallel input, ``scatter`` for a row-parallel output gradient)."""
-    return "gathered" if sh.tp > 1 and sh.sp and seq_parallel == side else "activation"
+def activation_kind(sh: Shard, gemm: Gemm, side: str) -> str:
+    """``gathered`` where sequence parallelism all-gathers this activation operand of ``gemm``
+    (``side``: ``gather`` for a column-parallel input, ``scatter`` for a row-parallel output
+    gradient), read from ``Gemm.seq_parallel`` in the forward and the backward alike."""
+    return "gathered" if sh.tp > 1 and sh.sp and gemm.seq_parallel == side else "activation"
 
 
 LAYERNORM_MLP = ("fc1", "fc2")
@@ -352,9 +358,9 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
                                kernels=batch * kernels, kernel=CAST_KERNEL))
     gemm = Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
                 grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
-                seq_parallel=seq_parallel if sh.fp8_local_cast else "",
-                fp8_block_scales="mma" if sh.dtype == "fp8" and sh.fp8_recipe == "mxfp8" else "")
-    swizzle = mxfp8_swizzle(sh, name, gemm, ((activation_kind(sh, seq_parallel, "gather"), m * k),
+                seq_parallel=seq_parallel,
+                fp8_block_scales="mma" if sh.dtype == "fp8" and sh.mxfp8_mma else "")
+    swizzle = mxfp8_swizzle(sh, name, gemm, ((activation_kind(sh, gemm, "gather"), m * k),
                                              ("weight", n * k)))
     ops.extend([swizzle, gemm] if swizzle else [gemm])
 
