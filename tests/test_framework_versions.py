@@ -139,7 +139,7 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
     ("deepspeed", "v0.99", "2022-04", "read as its newest release"),
     ("llm-foundry", "v0.22.0", "2024-01", "read as its newest release"),
     # Megatron-LM's numbering restarted (23.06, then 0.4.0): 0.20 continues the newest series
-    ("megatron-lm", "core_v0.20.0", "2026-01-16", "read as its newest release, 0.19.0"),
+    ("megatron-lm", "core_v0.20.0", "2026-02-11", "read as its newest release, 0.19.0"),
 ])
 def test_releases_past_the_table_read_as_its_newest(name, version, entry, read):
     assert framework_profile(name, version).version == entry

@@ -91,6 +91,19 @@ def test_grouped_experts_swizzle_each_operand_list_in_one_launch():
     assert sw.bytes == pytest.approx(2 * MXFP8_SCALE_BYTES * 8 * (fc1.m * fc1.k + fc1.n * fc1.k))
 
 
+@pytest.mark.parametrize("framework,before,after", [("megatron-core", "0.15", "0.16"),
+                                                    ("megatron-lm", "2025-12-01", "2026-02-11")])
+def test_megatron_swizzles_follow_its_te_pin(framework, before, after):
+    """Megatron-core and Megatron-LM take MXFP8 on TE too: both operands swizzled at every GEMM
+    under TE before 2.12 (core_v0.15.0 pins release_v2.9), weights and SP-gathered operands
+    only once the pin reaches 2.12 (core_v0.16.0, main from 2026-02-11: 5671fd3)."""
+    assert {op.kernels for op in _swizzles(before, framework=framework).values()} == {2}
+    assert len(_swizzles(before, framework=framework)) == 12
+    assert _swizzles(after, framework=framework).keys() == _swizzles("26.06").keys()
+    assert {n: op.kernels for n, op in _swizzles(after, framework=framework).items()} == \
+        {n: op.kernels for n, op in _swizzles("26.06").items()}
+
+
 def test_forward_and_backward_read_the_same_sp_side_without_a_local_cast():
     """Whether an operand is SP-gathered comes from ``Gemm.seq_parallel`` in both passes, so a
     shard that casts after the gather (no ``fp8_local_cast``) swizzles the same operands as
