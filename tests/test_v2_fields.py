@@ -202,7 +202,9 @@ def test_unknown_dispatcher_suggests_the_closest():
 # --- fp8 recipes and attention kernels ---------------------------------------------------------
 
 def test_current_scaling_costs_one_more_read_than_delayed():
-    t = {r: simulate(cfg(training={"dtype": "fp8", "fp8_recipe": r})).iteration_time_s
+    # on Blackwell: TE refuses MXFP8 below compute capability 10.0
+    t = {r: simulate(cfg(training={"dtype": "fp8", "fp8_recipe": r},
+                         cluster={"gpu": "b200-sxm-180gb"})).iteration_time_s
          for r in ("delayed", "current", "mxfp8")}
     assert t["delayed"] < t["mxfp8"] < t["current"]
 
