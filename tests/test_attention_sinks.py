@@ -7,11 +7,12 @@ type"), its cuDNN FusedAttention can (fused_attn.cpp, cuDNN >= 9.13.1), FlexAtte
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
 from trainsim.catalog import model, model_from_hf_config, run_config_from_dict
-from trainsim.errors import ConfigError
+from trainsim.errors import ConfigError, SettingReplaced
 
 
 def _cfg(name: str = "gpt-oss-20b", gpu: str = "h100-sxm-80gb", **training):
@@ -92,14 +93,125 @@ def test_no_rescale_where_the_kernel_adds_the_sink_or_there_is_none():
     assert "attn_sink_rescale" not in {op.name for op in _forward(vanilla)}
 
 
-def test_a_validation_row_without_a_framework_runs_a_sink_preset_fused_on_cudnn():
-    """The row reader's default for a fused row without a framework is FlashAttention-2; a
-    preset with a sink takes cuDNN there instead of being refused."""
+def _row(**cells):
+    return {"id": "x", "model": "gpt-oss-20b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
+            "tp": "1", "pp": "1", "global_batch_size": "8", "seq_length": "4096",
+            "options": "fused_kernels", **cells}
+
+
+def test_a_validation_row_without_a_framework_leaves_the_kernel_to_the_sink_rule():
+    """The row reader's fused kernel without a framework is TrainingConfig's default,
+    FlashAttention-2; it leaves the field unset, so the config's sink rule replaces it for a
+    model with a sink however the model is described, as it does for the presets: cuDNN on an
+    NVIDIA GPU, FlexAttention on an AMD one; a vanilla model keeps FlashAttention-2."""
     from trainsim.validate.row_settings import training_base
 
-    row = {"id": "x", "model": "gpt-oss-20b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
-           "tp": "1", "pp": "1", "global_batch_size": "8", "seq_length": "4096",
-           "options": "fused_kernels"}
-    raw, _ = training_base(row)
-    assert raw["training"]["attention"] == "cudnn"
-    assert training_base({**row, "model": "llama3-8b"})[0]["training"]["attention"] == "flash2"
+    raw, _ = training_base(_row())
+    assert "attention" not in raw["training"]
+    with pytest.warns(SettingReplaced):
+        assert run_config_from_dict(raw).training.attention == "cudnn"
+    raw, _ = training_base(_row(gpu="mi300x"))
+    with pytest.warns(SettingReplaced):
+        assert run_config_from_dict(raw).training.attention == "flex"
+    raw, _ = training_base(_row(model="llama3-8b"))
+    assert run_config_from_dict(raw).training.attention == "flash2"
+    raw, _ = training_base(_row(options=""))  # no fused option: Megatron's softmax
+    assert raw["training"]["attention"] == "unfused"
+
+
+def test_a_hugging_face_gpt_oss_config_takes_the_sink_rule_too(tmp_path):
+    """gpt_oss from config.json (not a preset) without a framework or a kernel: cuDNN."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"hidden_size": 2880, "num_hidden_layers": 2,
+                                "num_attention_heads": 64, "num_key_value_heads": 8,
+                                "head_dim": 64, "vocab_size": 1000, "hidden_act": "silu",
+                                "model_type": "gpt_oss"}))
+    with pytest.warns(SettingReplaced, match="attention flash2 -> cudnn"):
+        cfg = run_config_from_dict({
+            "model": {"hf_config": str(path)}, "parallel": {"tp": 1, "pp": 1},
+            "training": {"seq_length": 4096, "global_batch_size": 8, "micro_batch_size": 1},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+    assert cfg.training.attention == "cudnn"
+
+
+def test_an_amd_gpu_never_falls_back_to_cudnn():
+    """cuDNN is NVIDIA's library: without a framework an AMD GPU takes FlexAttention (Inductor
+    generates it as Triton kernels on ROCm); a Transformer Engine framework whose only sink
+    kernel is cuDNN (NeMo 24.07: FlashAttention-2 by default) falls back to its unfused
+    softmax there."""
+    with pytest.warns(SettingReplaced, match="attention flash2 -> flex"):
+        assert _cfg(gpu="mi300x").training.attention == "flex"
+    nemo = {"framework": "nemo", "framework_version": "24.07"}
+    assert _cfg(gpu="h100-sxm-80gb", **nemo).training.attention == "cudnn"
+    with pytest.warns(SettingReplaced, match="attention flash2 -> unfused"):
+        assert _cfg(gpu="mi300x", **nemo).training.attention == "unfused"
+    assert _cfg(gpu="mi300x", framework="automodel").training.attention == "flex"
+
+
+def test_a_replaced_framework_default_is_said():
+    """Bridge on Ampere runs FlashAttention-2 by default; for a sink it runs cuDNN, and says so."""
+    bridge = {"framework": "megatron-bridge", "framework_version": "26.04"}
+    with pytest.warns(SettingReplaced) as caught:
+        _cfg(gpu="a100-sxm-80gb", **bridge)
+    assert [str(w.message) for w in caught if w.category is SettingReplaced] == [
+        "attention flash2 -> cudnn: model.softmax_type=learnable"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SettingReplaced)
+        _cfg(**bridge)  # Hopper: cuDNN already, nothing replaced
+        _cfg(attention="flex")  # named by the user, nothing replaced
+
+
+def test_a_validation_row_lists_the_replacement_in_its_result():
+    from trainsim.validate.training import predict_training_row
+
+    res = predict_training_row({**_row(gpu="a100-sxm-80gb", framework="megatron-bridge",
+                                       framework_version="26.04", options="",
+                                       micro_batch_size="1"),
+                                "measured_iteration_s": "1.0"}, compute_db=None)
+    assert res.error is None, res.error
+    assert res.extra["settings"]["attention"] == "cudnn"
+    assert res.extra["notes"] == ["attention flash2 -> cudnn: model.softmax_type=learnable"]
+
+
+@pytest.mark.parametrize(("training", "gpu", "offered"), [
+    ({"framework": "automodel"}, "h100-sxm-80gb", "flex, unfused"),
+    ({"framework": "megatron-bridge", "framework_version": "26.04"}, "h100-sxm-80gb",
+     "cudnn, unfused"),
+    ({"framework": "megatron-bridge", "framework_version": "26.04"}, "mi300x", "unfused"),
+    ({}, "mi300x", "eager, flex, unfused"),
+    ({}, "h100-sxm-80gb", "cudnn, eager, flash4, flex, unfused"),
+])
+def test_a_refusal_offers_only_what_the_framework_runs_here_with_a_sink(training, gpu, offered):
+    with pytest.raises(ConfigError, match=f"use one of {offered} \\("):
+        _cfg(gpu=gpu, attention="flash2", **training)
+
+
+def test_run_config_built_directly_offers_no_nvidia_library_on_an_amd_gpu():
+    from dataclasses import replace
+
+    cfg = _cfg(gpu="mi300x", attention="flex")
+    with pytest.raises(ConfigError, match="use one of eager, flex, unfused$"):
+        replace(cfg, training=replace(cfg.training, attention="flash2"))
+
+
+def test_the_eager_sink_rescale_bytes_by_hand():
+    """Automodel flex_attention.py: ``scale = sigmoid(lse - w.view(1, -1, 1)).unsqueeze(-1)``,
+    ``out = out * scale``, ``out.to(q.dtype)``; bf16 ``out``, fp32 ``lse``. Autograd's eager
+    backward, kernel by kernel: (bytes an element, bytes a row)."""
+    from trainsim.workload.softmax import SINK_RESCALE_EAGER
+
+    bf16, fp32 = 2, 4
+    forward = [(0, fp32 + fp32),                   # lse - w
+               (0, fp32 + fp32),                   # sigmoid
+               (bf16 + fp32, fp32),                # out * scale: out, product; the scale
+               (fp32 + bf16, 0)]                   # .to(bf16)
+    backward = [(bf16 + fp32, 0),                  # ToCopyBackward: grad to fp32
+                (fp32 + fp32, fp32),               # grad * scale
+                (fp32 + bf16, 0),                  # ... cast to out's dtype
+                (fp32 + bf16 + fp32, 0),           # grad * out
+                (fp32, fp32),                      # sum over the head dim -> [B, H, S, 1]
+                (0, fp32 + fp32 + fp32),           # SigmoidBackward: grad, result, grad in
+                (0, fp32 + fp32),                  # SubBackward: -grad for the sink
+                (0, fp32)]                         # sum to the sink's [1, H, 1]
+    for ops, (elem, row, kernels) in zip((forward, backward), SINK_RESCALE_EAGER, strict=True):
+        assert (sum(e for e, _ in ops), sum(r for _, r in ops), len(ops)) == (elem, row, kernels)

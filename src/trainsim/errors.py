@@ -33,5 +33,10 @@ class TrainsimWarning(UserWarning):
     """Root of trainsim's warnings: the CLI shows each as one ``warning:`` line."""
 
 
+class SettingReplaced(TrainsimWarning):
+    """A default setting the run cannot take, replaced by what its framework runs instead
+    (``catalog.defaults.sink_attention``); a validation row lists these in its settings."""
+
+
 class NotAMeasurement(TrainsimWarning):
     """A kernel record faster than its GPU's peaks, left out of a database's self-check."""

@@ -28,7 +28,7 @@ from trainsim.config._build import DeprecatedName, as_written, build, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse, parse_value, read_text, shown_path
-from trainsim.errors import CatalogError, ConfigError
+from trainsim.errors import CatalogError, ConfigError, SettingReplaced
 
 _ROOT = Path(__file__).parent
 GiB = 2**30
@@ -480,7 +480,9 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     given = training_raw.get("attention") not in (None, "")
     apply_framework(parallel_raw, training_raw, gpu_name)
     model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
-    sink_attention(training_raw, model.softmax_type, given)
+    note = sink_attention(training_raw, model.softmax_type, given, gpu_name)
+    if note is not None:  # what the framework runs instead, said (validate: settings.notes)
+        warnings.warn(note, SettingReplaced, stacklevel=2)
     return RunConfig(
         model=model,
         parallel=build(ParallelConfig, parallel_raw, "parallel"),

@@ -156,17 +156,46 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                 parallel[key] = True
 
 
-def sink_attention(training: dict[str, Any], softmax_type: str, given: bool) -> None:
+def gpu_vendor(gpu: Any) -> str:
+    """The vendor of a catalog GPU (or of an inline GPU mapping); nvidia where unknown, as
+    ``GPUSpec.vendor`` defaults."""
+    from trainsim.catalog import gpu as catalog_gpu
+
+    if isinstance(gpu, dict):
+        return str(gpu.get("vendor") or "nvidia").lower()
+    try:
+        return catalog_gpu(str(gpu)).vendor if gpu is not None else "nvidia"
+    except ConfigError:
+        return "nvidia"
+
+
+def sink_kernels(kernels: Any, vendor: str) -> list[str]:
+    """The kernels, in ``config.training.SINK_FALLBACK``'s order of preference, that add a sink
+    and run here: those a framework profile lists (``attention_kernels``; any where it lists
+    none) that run on a GPU of ``vendor`` (``config.training.NVIDIA_ONLY_ATTENTION``)."""
+    from trainsim.config.training import NVIDIA_ONLY_ATTENTION, SINK_ATTENTION, SINK_FALLBACK
+
+    order = [*SINK_FALLBACK, *sorted(SINK_ATTENTION - set(SINK_FALLBACK))]
+    return [k for k in order if (kernels is None or k in kernels)
+            and (vendor == "nvidia" or k not in NVIDIA_ONLY_ATTENTION)]
+
+
+def sink_attention(training: dict[str, Any], softmax_type: str, given: bool,
+                   gpu: Any = None) -> str | None:
     """Replace, in place, a default attention kernel that cannot add the sink of a model whose
     ``softmax_type`` is not vanilla by the one its framework runs instead
-    (``config.training.SINK_FALLBACK``: the first its profile lists; cuDNN without a framework or
-    a list, the unfused softmax when the list has none). A kernel the user named is kept, and
-    ``config.run.RunConfig`` refuses it if it takes no sink."""
-    from trainsim.config.training import SINK_ATTENTION, SINK_FALLBACK
+    (``config.training.SINK_FALLBACK``: the first its profile lists that runs on ``gpu``'s
+    vendor; cuDNN, on an NVIDIA GPU, without a framework or a list; the unfused softmax when
+    none is left). Returns the replacement as 'attention OLD -> NEW: model.softmax_type=...'
+    (None where nothing was replaced), which the caller reports. A kernel the user named that
+    takes no sink is refused here, naming the ones this framework and GPU run that do."""
+    from trainsim.config.training import SINK_ATTENTION
 
-    if softmax_type == "vanilla" or given or training.get("attention", "flash2") in SINK_ATTENTION:
-        return
+    current = str(training.get("attention") or "flash2")
+    if softmax_type == "vanilla" or current in SINK_ATTENTION:
+        return None
     kernels = None
+    where = ""
     if _given(training.get("framework")):
         from trainsim.catalog.frameworks import framework_profile
 
@@ -174,7 +203,14 @@ def sink_attention(training: dict[str, Any], softmax_type: str, given: bool) -> 
         profile = framework_profile(str(training["framework"]),
                                     str(version) if _given(version) else None)
         kernels = profile.features.get("attention_kernels")
-    if kernels is None:
-        training["attention"] = SINK_FALLBACK[0]
-    else:
-        training["attention"] = next((k for k in SINK_FALLBACK if k in kernels), "unfused")
+        where = f" {profile.name} {profile.version}" if kernels is not None else ""
+    vendor = gpu_vendor(gpu)
+    usable = sink_kernels(kernels, vendor)
+    if given:
+        on = f" on {gpu}" if gpu is not None and not isinstance(gpu, dict) else ""
+        raise ConfigError(f"training.attention={current} cannot add model.softmax_type="
+                          f"{softmax_type}'s sink to the softmax; use one of "
+                          f"{', '.join(sorted(usable or ['unfused']))} (what{where} runs{on} "
+                          "that takes a sink)")
+    training["attention"] = usable[0] if usable else "unfused"
+    return f"attention {current} -> {training['attention']}: model.softmax_type={softmax_type}"

@@ -16,7 +16,7 @@ from trainsim.config.layout import (
 )
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
-from trainsim.config.training import SINK_ATTENTION, TrainingConfig
+from trainsim.config.training import NVIDIA_ONLY_ATTENTION, SINK_ATTENTION, TrainingConfig
 from trainsim.errors import ConfigError
 
 
@@ -54,9 +54,13 @@ class RunConfig:
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
                               f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
         if m.softmax_type != "vanilla" and t.attention not in SINK_ATTENTION:
+            # those this GPU's vendor runs (a config from the catalog was refused before, naming
+            # only its framework's: catalog.defaults.sink_attention)
+            usable = SINK_ATTENTION if c.gpu.vendor == "nvidia" else \
+                SINK_ATTENTION - NVIDIA_ONLY_ATTENTION
             raise ConfigError(f"training.attention={t.attention} cannot add model.softmax_type="
                               f"{m.softmax_type}'s sink to the softmax; use one of "
-                              f"{', '.join(sorted(SINK_ATTENTION))}")
+                              f"{', '.join(sorted(usable))}")
         if m.vocab_size < p.tp:
             raise ConfigError(f"model.vocab_size={m.vocab_size} is smaller than parallel.tp="
                               f"{p.tp}: every tensor-parallel rank holds a slice of the vocabulary")

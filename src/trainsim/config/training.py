@@ -32,7 +32,13 @@ first of these its profile lists (``attention_kernels``). Transformer Engine pre
 FusedAttention to its unfused path (utils.py: FlashAttention, then FusedAttention, then
 UnfusedDotProductAttention), so a framework on TE takes cuDNN; a PyTorch one FlexAttention
 (Automodel's gpt-oss asserts ``backend.attn == "flex"``, models/gpt_oss/layers.py @ 89e3a9fd),
-else plain ops. Without a framework or a list: cuDNN, the fused kernel that takes a sink."""
+else plain ops. Without a framework or a list: cuDNN, the fused kernel that takes a sink, on
+an NVIDIA GPU (``NVIDIA_ONLY_ATTENTION``); elsewhere FlexAttention, which PyTorch generates as
+Triton kernels on ROCm too (torch/_inductor/kernel/flex_attention.py)."""
+NVIDIA_ONLY_ATTENTION = frozenset({"cudnn", "flash4"})
+"""Kernels that take a sink but run only on NVIDIA GPUs: cuDNN is NVIDIA's library
+(Transformer Engine's FusedAttention calls it); FlashAttention-4 is written in CUTLASS's CuTe
+DSL for Hopper and Blackwell (Dao-AILab/flash-attention flash_attn/cute)."""
 
 
 @dataclass(frozen=True)

@@ -150,11 +150,14 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
     if "attention" not in training and (profile is None or "fused_kernels" in options):
         # Without a framework: fp8 runs on Transformer Engine, whose attention is fused; the
         # "efficient operators" option is FlashAttention-2; otherwise Megatron's unfused path.
+        # Without a framework FlashAttention-2 is TrainingConfig's default: left unset, so that
+        # the config's sink rule (catalog.defaults.sink_attention) replaces it for a model whose
+        # softmax has a sink, whatever describes the model (a preset, a config.json).
         fused = "fused_kernels" in options or training["dtype"] == "fp8"
-        # a preset with a softmax sink takes no FlashAttention (config.training.SINK_ATTENTION)
-        sinks = "preset" in model and model_dict(model["preset"]).get("softmax_type",
-                                                                      "vanilla") != "vanilla"
-        training["attention"] = ("cudnn" if sinks else "flash2") if fused else "unfused"
+        if not fused:
+            training["attention"] = "unfused"
+        elif profile is not None:
+            training["attention"] = "flash2"
     return raw, unknowns(row, profile)
 
 

@@ -8,6 +8,7 @@ fastest setting that fits in memory and report the choice ("unknown means tuned"
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ from trainsim.bound import lower_bound_s
 from trainsim.catalog import run_config_from_dict
 from trainsim.config import RunConfig
 from trainsim.engine.loop import runs_shared
-from trainsim.errors import ConfigError, TrainsimError
+from trainsim.errors import ConfigError, SettingReplaced, TrainsimError
 from trainsim.memo import stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
@@ -306,7 +307,9 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     try:
         # other spellings of the vocabulary columns, read as the README's (``validate.vocab``)
         row, read = normalized_training_row(row)
-        cfg, choice, result = _tuned_layout(counts_checked(row), compute_db)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SettingReplaced)
+            cfg, choice, result = _tuned_layout(counts_checked(row), compute_db)
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res
@@ -314,6 +317,11 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
         # a trainsim bug on this row fails the row, not the file of rows after it
         res.error = f"internal error: {type(exc).__name__}: {exc} (a trainsim bug; please report)"
         return res
+    notes = list(dict.fromkeys(str(w.message) for w in caught
+                               if issubclass(w.category, SettingReplaced)))
+    for w in caught:  # the others as they would have been shown
+        if not issubclass(w.category, SettingReplaced):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}
     kind = _cell(row, "memory_kind")
@@ -332,5 +340,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
                               "stage_layers": list(cfg.stage_layer_counts),
                               "moe_token_dispatcher_type": p.moe_token_dispatcher_type,
                               "moe_overlap_ep_comm": p.moe_overlap_ep_comm,
-                              "cuda_graphs": t.cuda_graphs}, **read_as(read)}
+                              "cuda_graphs": t.cuda_graphs}, **read_as(read),
+                 # a default the run could not take, and what replaced it (SettingReplaced)
+                 **({"notes": notes} if notes else {})}
     return res

@@ -35,11 +35,14 @@ nemo_automodel/components/attention/flex_attention.py ``FlexAttention.forward``:
 ``flex_attention`` is compiled, the rescale runs as PyTorch ops). Per query row (fp32 ``lse``):
 ``lse - sink`` and ``sigmoid`` (4 + 4 bytes each); per output element: ``out * scale``, whose
 bf16 ``out`` times the fp32 scale is promoted to fp32 (2 + 4 bytes, and the scale's 4 a row),
-and ``.to(q.dtype)`` (4 + 2): 12 bytes an element and 20 a row in 4 kernels. Autograd runs the
-reverse: the cast's backward (2 + 4), the gradient of ``out`` (``grad * scale``, 4 + 4, cast
-back to bf16, 4 + 2), the gradient of the scale (``grad * out``, 4 + 2 + 4, summed over the
-head dim, 4), then per row the sigmoid's backward (12), the negation and the sum into the
-sink's gradient (8 + 4): 34 bytes an element and 32 a row in 8 kernels. Compiled with the
+and ``.to(q.dtype)`` (4 + 2): 12 bytes an element and 20 a row (8 + 8 + 4) in 4 kernels.
+Autograd runs the reverse, each term an element / a row: the cast's backward (2 + 4 / 0); the
+gradient of ``out``, ``grad * scale`` (4 + 4 / the scale read, 4) cast back to bf16 (4 + 2 /
+0); the gradient of the scale, ``grad * out`` (4 + 2 + 4 / 0) summed over the head dim (4 /
+its fp32 result written, 4); the sigmoid's backward (0 / 4 + 4 + 4); the subtraction's, the
+negation for the sink (0 / 4 + 4) and its sum over batch and queries into the sink's per-head
+gradient (0 / 4): 6 + 8 + 6 + 10 + 4 = 34 bytes an element and 4 + 4 + 12 + 8 + 4 = 32 a row
+in 8 kernels (cast, mul, cast, mul, sum, sigmoid backward, neg, sum). Compiled with the
 model, Inductor fuses each direction: read ``out`` and ``lse``, write the result (4 + 4 a row)
 in one kernel; backward, read the gradient and ``out``, write ``out``'s gradient (6) and reduce
 the scale's gradient per row (8) in two.
