@@ -198,8 +198,16 @@ def test_the_search_works_ahead_only_beside_a_cpu_the_local_workers_leave_free(m
 
 
 def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
-    """What is prepared ahead is a pure function of the candidate, kept: the same answer."""
+    """What is prepared ahead is a pure function of the candidate, kept: the same answer; and
+    it builds no group's overlap siblings the search does not read anyway (a whole family's
+    pricing-class leads come from its switches, ``Family.class_leads``)."""
     from trainsim.search import core
+    from trainsim.search.family import Family
+
+    built = []
+    made = Family.__iter__
+    monkeypatch.setattr(Family, "__iter__",
+                        lambda self: (self._made is None and built.append(1)) or made(self))
 
     base = make_base(gpus=16, batch=64)
     space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4)
@@ -219,43 +227,61 @@ def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
                     return out
             return Done()
 
-    answers = []
+    answers, builds = [], []
     for cpus in ({0}, {0, 1}):  # no spare CPU, then one beside the worker
         monkeypatch.setattr(core, "cpus", lambda c=cpus: len(c))
+        built.clear()
         r = search(base, [16], space, executor=Busy(), cache=None, top_k=5)
         answers.append([e.to_dict() for e in r.evaluated])
+        builds.append(len(built))
     assert answers[0] == answers[1] and answers[0]
+    assert builds[0] == builds[1] > 0
 
 
-@pytest.mark.parametrize("impl", ["megatron", "deepspeed", "fsdp2", "ddp"])
-def test_a_stage_s_peak_floor_is_never_above_its_memory_estimate(impl):
+FLOOR_CASES = {  # data-parallel implementations, CPU offloading (pp 1, no recompute), vpp 2
+    impl: ((("data_parallel_impl", impl),), {}, 7)
+    for impl in ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")} | {
+    "offload": ((("cpu_offloading_num_layers", 3),), {"pp": (1,), "recompute": ("none",)}, 3),
+    "vpp": ((), {"pp": (2, 4), "vpp": (2,)}, 3)}
+
+
+@pytest.mark.parametrize("case", FLOOR_CASES)
+def test_a_stage_s_peak_floor_is_never_above_its_memory_estimate(case):
     """``peak_floor`` (weights, gradients, optimizer state, activations in flight, context) is
     at most ``estimate_stage_memory``'s total for every stage, over ZeRO 0-3, TP, PP, CP,
-    micro-batches and recompute modes, dense and MoE; and it is most of it (a floor of 0 would
-    prune nothing)."""
+    micro-batches and recompute modes, dense and MoE, each data-parallel implementation, CPU
+    offloading and interleaved stages; and it is most of it (a floor of 0 would prune
+    nothing). (Both take the same terms from ``memory.estimate._unbuffered``.)"""
     from helpers import TINY_MODEL
 
     from trainsim.errors import ConfigError
     from trainsim.memory.estimate import estimate_stage_memory, peak_floor
 
+    fixed, limits, stride = FLOOR_CASES[case]
     moe = {**TINY_MODEL, "name": "tiny-moe", "num_experts": 8, "moe_router_topk": 2,
            "moe_ffn_hidden_size": 512, "moe_layer_freq": 2}
-    space = SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=4, max_cp=2,
-                        zero=(0, 1, 2, 3))
-    pairs = []
+    space = SearchSpace(**{"recompute": ("none", "selective", "full"), "max_micro_batch": 4,
+                           "max_cp": 2, "zero": (0, 1, 2, 3), **limits})
+    pairs, cfgs = [], []
     for model in (TINY_MODEL, moe):
-        base = dataclasses.replace(make_base(model, gpus=16, batch=64),
-                                   fixed=(("data_parallel_impl", impl),))
-        for key in list(space.memory_keys(base, 16))[::7]:
+        base = dataclasses.replace(make_base(model, gpus=16, batch=64), fixed=fixed)
+        for key in list(space.memory_keys(base, 16))[::stride]:
             try:
                 cfg = Candidate(key).to_config(base)
             except ConfigError:  # a combination the implementation refuses
                 continue
+            cfgs.append(cfg)
             pairs += [(peak_floor(cfg, s), estimate_stage_memory(cfg, s).total)
                       for s in range(cfg.parallel.pp)]
     assert len(pairs) > 50
     assert all(floor <= total for floor, total in pairs)
     assert sum(floor for floor, _ in pairs) > 0.5 * sum(total for _, total in pairs)
+    ps = [c.parallel for c in cfgs]
+    assert all(p.data_parallel_impl == dict(fixed).get("data_parallel_impl", "megatron")
+               and p.cpu_offloading_num_layers == dict(fixed).get("cpu_offloading_num_layers", 0)
+               for p in ps)
+    if case == "vpp":
+        assert all(p.vpp == 2 for p in ps) and {p.pp for p in ps} == {2, 4}
 
 
 def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch):
@@ -286,17 +312,24 @@ def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch
     assert counts[0][0] < counts[1][0] and counts[0][2] <= counts[1][2]
 
 
-def test_a_family_built_when_read_is_the_group_s_variants_in_their_order():
+@pytest.mark.parametrize("model", ["dense", "mixtral-8x7b"])
+def test_a_family_built_when_read_is_the_group_s_variants_in_their_order(model):
     """``search.family.Family``: the siblings of a group's first lead are ``variants`` less it,
     in its order; its pricing classes' leads are those the eager regroup picks (the first
-    with the most switches on); led by another member, the siblings are the first lead
-    ahead of the rest, less that member; its length is the group's less one."""
+    with the most switches on), built or not (``core._class_leads``); led by another member,
+    the siblings are the first lead ahead of the rest, less that member; its length is the
+    group's less one. The MoE model (ep 1-8) has groups of 4 pricing classes (TP overlap x
+    the expert all-to-all overlap), a dense one at most 2."""
     from trainsim.search import core
     from trainsim.search.family import Family
 
-    base = make_base(gpus=16, batch=64)
-    space = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 2, 3),
-                        max_micro_batch=2, max_cp=2)
+    if model == "dense":
+        base = make_base(gpus=16, batch=64)
+        space = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 2, 3),
+                            max_micro_batch=2, max_cp=2)
+    else:  # pp 1-2 (the all-to-all overlap needs interleaving with pp > 1)
+        base = make_base(model, gpus=16, batch=64, seq=4096)
+        space = SearchSpace(pp=(1, 2), max_vpp=2, max_micro_batch=1)
     keys = list(space.memory_keys(base, 16))
     seen = set()
     for key in keys:
@@ -313,10 +346,15 @@ def test_a_family_built_when_read_is_the_group_s_variants_in_their_order():
                 classes.setdefault(core._pricing(x), []).append(x)
             leads = [cl[core._lead(cl)] for cl in (classes[k] for k in sorted(classes))]
             assert family.class_leads() == leads
+            assert core._class_leads(first, family) == core._class_leads(first, variants) \
+                == leads
             for lead in leads:
                 assert list(family.led_by(lead)) == [x for x in members if x != lead]
             seen.add((len(leads), len(variants)))
-    assert {n for n, _ in seen} >= {1, 2} and max(v for _, v in seen) >= 7
+    if model == "dense":
+        assert {n for n, _ in seen} == {1, 2} and max(v for _, v in seen) >= 7
+    else:
+        assert {n for n, _ in seen} == {1, 2, 4} and max(v for _, v in seen) >= 15
 
 
 def test_a_search_with_its_families_built_at_once_is_the_same(monkeypatch):

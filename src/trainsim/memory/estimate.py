@@ -28,7 +28,7 @@ from trainsim.memory.free_of import zero_free
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
-from trainsim.memory.state import model_state
+from trainsim.memory.state import ModelState, model_state
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
@@ -561,13 +561,11 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     """Peak memory of one rank of pipeline stage ``stage``: the larger of the backward's peak
     (model state, the micro-batches in flight, the loss or a recomputed layer, the framework's
     backward buffers) and the optimizer step's (model state and the step's buffers)."""
-    state = model_state(cfg, stage)
-    inflight = zero_free(_activations, cfg, stage)  # the same for every optimizer sharding
+    state, base, inflight = _unbuffered(cfg, stage)
     recv, outputs = _pipelining_buffers(cfg, stage)
     temporaries = _backward_temporaries(cfg, stage)
     backward = list(state.persistent) + list(state.backward) + temporaries + recv + outputs
     step = list(state.persistent) + list(state.step) + recv
-    base = state.weights + state.gradients + state.optimizer
     backward_peak = base + inflight + sum(b for _, b in backward)
     held_at_step = state.gradients if state.step_gradients is None else state.step_gradients
     step_peak = base - state.gradients + held_at_step + sum(b for _, b in step)
@@ -589,10 +587,14 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
         temporaries=tuple(sorted(temps, key=lambda x: -x[1])))
 
 
+def _unbuffered(cfg: RunConfig, stage: int) -> tuple[ModelState, float, float]:
+    """(state, weights + gradients + optimizer, in flight): the backward peak less its buffers."""
+    state = model_state(cfg, stage)  # (the activations: the same for every optimizer sharding)
+    return state, state.weights + state.gradients + state.optimizer, zero_free(_activations, cfg, stage)
+
+
 def peak_floor(cfg: RunConfig, stage: int) -> float:
-    """What :func:`estimate_stage_memory`'s ``total`` (the larger peak plus the context) is never
-    below: the backward's peak less its buffers (none negative), plus the context. A search
-    bounds a memory group's headroom by it before estimating the group whole (``search.core``)."""
-    s = model_state(cfg, stage)
-    return (s.weights + s.gradients + s.optimizer + zero_free(_activations, cfg, stage)
-            + context_bytes(cfg, stage))
+    """What :func:`estimate_stage_memory`'s ``total`` is never below: the backward's peak less its
+    buffers (none negative), plus the context; ``search.core`` bounds a group's headroom by it."""
+    _, base, inflight = _unbuffered(cfg, stage)
+    return base + inflight + context_bytes(cfg, stage)

@@ -222,6 +222,18 @@ def _lead(variants: list[Candidate]) -> int:
     return lead
 
 
+def _class_leads(c: Candidate, family: list[Candidate] | Family | tuple) -> list[Candidate]:
+    """The lead of each pricing class of the group ``c`` leads with siblings ``family``, in the
+    classes' sorted order: a whole family's from its switches (``Family.class_leads``, the
+    same leads without building its variants), else each class's member with the most on."""
+    if type(family) is Family and family.whole and family.lead is c:
+        return family.class_leads()
+    classes: dict[tuple[bool, ...], list[Candidate]] = {}
+    for x in (c, *family):
+        classes.setdefault(_pricing(x), []).append(x)
+    return [cl[_lead(cl)] for cl in (classes[k] for k in sorted(classes))]
+
+
 _pricing: Callable[[Candidate], tuple[bool, bool]] = operator.attrgetter(
     "tp_comm_overlap", "moe_overlap_ep_comm")
 """The switches that change how a pass is priced: Transformer Engine's TP overlap runs the
@@ -368,23 +380,16 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
         of its pricing classes' (it must bound every member the group is pruned with), the lead
         the variant with the most switches on of the class that has it."""
         family = siblings.pop(c, ())
-        if type(family) is Family and family.whole and family.lead is c:
-            leads = family.class_leads()  # without building the group's variants
-        else:
-            members = [c, *family]
-            classes: dict[tuple[bool, ...], list[Candidate]] = {}
-            for x in members:
-                classes.setdefault(_pricing(x), []).append(x)
-            leads = [cl[_lead(cl)] for cl in (classes[k] for k in sorted(classes))]
-            family = members
+        leads = _class_leads(c, family)
+        lazy = type(family) is Family and family.whole and family.lead is c
         best: tuple[float, Candidate] | None = None
         for lead in leads:
             b = bounds.refined(lead)
             if best is None or b < best[0]:
                 best = (b, lead)
         assert best is not None
-        siblings[best[1]] = family.led_by(best[1]) if type(family) is Family else \
-            [x for x in family if x is not best[1]]
+        siblings[best[1]] = family.led_by(best[1]) if lazy else \
+            [x for x in (c, *family) if x is not best[1]]
         return best
 
     memory: dict = {}  # memory group -> check_memory's answer, worked out ahead
@@ -407,11 +412,8 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
         if headroom is None and not may_rank(lb, c) and \
                 lb > pareto_slowdown * best_n.get(c.mem.num_gpus, INF):
             return
-        if not refined:
-            classes: dict[tuple[bool, ...], list[Candidate]] = {}
-            for x in (c, *siblings.get(c, ())):
-                classes.setdefault(_pricing(x), []).append(x)
-            lb = min(bounds.refined(cl[_lead(cl)]) for cl in classes.values())
+        if not refined:  # (the leads regroup takes: a whole family's without building it)
+            lb = min(bounds.refined(x) for x in _class_leads(c, siblings.get(c, ())))
             if not may_rank(lb, c) and not on_front(lb, c, INF):
                 return
         if headroom is None and c.mem not in memory:
