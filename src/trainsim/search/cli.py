@@ -149,16 +149,18 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
 def _check_fixed(base: Any) -> None:
     """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
     line here: the search would skip every candidate and say only that none is valid."""
+    from trainsim.search.rules import dispatcher_fits, kv_heads_fit
+
     f, m = dict(base.fixed), base.model
     tp = f.get("tensor_model_parallel_size")
-    if tp and m.kv_heads % tp and (base.kv_heads_split or tp % m.kv_heads):
+    if tp and not kv_heads_fit(m.kv_heads, tp, base.kv_heads_split):
         why = "the framework splits them over tp" if base.kv_heads_split else \
             "nor does it divide tp (replicated KV heads)"
         raise ConfigError(f"--set parallel.tp={tp} does not divide model.num_kv_heads="
                           f"{m.kv_heads} and {why}; choose a tp dividing {m.kv_heads}")
     disp = f.get("moe_token_dispatcher_type")
     ep, etp = f.get("expert_model_parallel_size"), f.get("expert_tensor_parallel_size")
-    if disp in ("deepep", "hybridep") and ep is not None and ep * (etp or 1) < 2:
+    if ep is not None and not dispatcher_fits(disp, ep * (etp or 1)):
         raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs ep*"
                           f"expert_tensor_parallel_size >= 2, not {ep}*{etp or 1}; use alltoall "
                           "or allgather")

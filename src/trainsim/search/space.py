@@ -34,6 +34,7 @@ from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
 from trainsim.limits import limit, simulation_tasks
 from trainsim.memo import stage_memory
+from trainsim.search.rules import dispatcher_fits, schedules_fit, tp_fits, zeros_fit
 
 ZERO_LABELS = {0: "none", 1: "distopt", 2: "zero2", 3: "zero3"}
 """Optimizer sharding: 1 is Megatron's distributed optimizer (= ZeRO-1)."""
@@ -413,8 +414,8 @@ class SearchSpace:
                     disps = ("alltoall",)
                 else:  # DeepEP sends a token once per node: it matters across nodes
                     disps = ("alltoall", "deepep") if ep * etp > gpn else ("alltoall",)
-                for d in disps:  # flex dispatchers need >= 2 expert ranks (config.run)
-                    if d not in ("deepep", "hybridep") or ep * etp > 1:
+                for d in disps:
+                    if dispatcher_fits(d, ep * etp):
                         yield ep, etp, d
 
     def _schedules(self, base: Base, pp: int, vpp: int, n_micro: int) -> tuple[str, ...]:
@@ -422,18 +423,7 @@ class SearchSpace:
             return ("",)
         names = self.schedules if self.schedules is not None else \
             (("", "dualpipe") if base.model.is_moe else ("",))
-        out = []
-        for name in names:
-            if name in ("zb_v", "dualpipe_v") and vpp != 2:
-                continue
-            if name == "dualpipe" and (vpp > 1 or pp % 2 or n_micro < 2 * pp or n_micro % 2):
-                continue
-            if name not in ("", "zb_v", "dualpipe_v", "interleaved_zb") and vpp > 1:
-                continue
-            if name == "interleaved_zb" and vpp == 1:
-                continue
-            out.append(name)
-        return tuple(out)
+        return schedules_fit(names, pp, vpp, n_micro)
 
     def memory_keys(self, base: Base, num_gpus: int) -> Iterator[MemoryKey]:
         """Memory groups that pass the arithmetic checks of RunConfig, in a fixed order."""
@@ -441,11 +431,9 @@ class SearchSpace:
         gpn = base.cluster.gpus_per_node
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(_divisors(min(gpn, num_gpus)))
-        split = base.kv_heads_split  # pipelined DeepSpeed: ZeRO 0-1 only (config.parallel)
-        deepspeed = dict(base.fixed).get("data_parallel_impl") == "deepspeed"
+        split, impl = base.kv_heads_split, dict(base.fixed).get("data_parallel_impl")
         for tp in tps:
-            if (num_gpus % tp or m.num_attention_heads % tp or m.ffn_size % tp
-                    or (m.kv_heads % tp and (split or tp % m.kv_heads))):
+            if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
             pps = self.pp or tuple(_divisors(num_gpus // tp))
             for pp in pps:
@@ -490,8 +478,7 @@ class SearchSpace:
                     zero = self.zero if self.zero is not None else \
                         ((1,) if m.is_moe else (0, 1, 2, 3))
                     zeros = tuple(dict.fromkeys(zero)) if dp * cp > 1 else (0,)
-                    if deepspeed and pp > 1:
-                        zeros = tuple(z for z in zeros if z < 2)
+                    zeros = zeros_fit(zeros, impl, pp)
                     moe = list(self._moe_choices(base, tp, cp, dp))
                     for mb in mbs:
                         if per_replica % mb:
