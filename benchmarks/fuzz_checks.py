@@ -120,12 +120,13 @@ def deadline(seconds: int, hang: type[BaseException] = Hang) -> Iterator[None]:
     def _alarm(_sig, _frame):
         raise hang()
 
-    signal.signal(signal.SIGALRM, _alarm)
+    previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(seconds)
     try:
         yield
     finally:
         signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def sane_result(result) -> str | None:

@@ -87,10 +87,13 @@ def quantize_overhead_s(model: RooflineModel, recipe: str) -> float:
 
 def mxfp8_fraction_by_pass(model: RooflineModel) -> dict[str, float]:
     """Pre-quantized per-tensor over MXFP8 GEMM time per pass, the MXFP8 time less its two
-    swizzles per GEMM (as ``tests/test_fp8_accumulation.py`` does for the total)."""
+    swizzles per GEMM (as ``tests/test_fp8_accumulation.py`` does for the total), those priced
+    on ``model``'s GPU and scaled to B300's bandwidth as ``main`` scales the casts."""
     out = {}
+    scale = model.gpu.hbm_bw_Bps / B300_HBM_BPS
     for name, shapes in PASSES.items():
-        swz = sum(_swizzle_s(model, m * k) + _swizzle_s(model, n * k) for m, k, n in shapes)
+        swz = scale * sum(_swizzle_s(model, m * k) + _swizzle_s(model, n * k)
+                          for m, k, n in shapes)
         out[name] = PREQUANT["current"][name] / (PREQUANT["mxfp8"][name] - swz * 1e3)
     return out
 

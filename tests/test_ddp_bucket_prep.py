@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import trainsim.simulator as sim
+import trainsim.last_backward as last_backward
 from trainsim import run_config_from_dict, simulate
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute.roofline import HBM_EFFICIENCY
@@ -61,7 +61,7 @@ def test_iteration_pays_the_passes_once(monkeypatch):
     the HBM rate (hand count), plus a few microseconds of launches and host wait per bucket."""
     c = cfg(gpus=8, tp=4)
     with_prep = simulate(c).iteration_time_s
-    monkeypatch.setattr(sim, "ddp_bucket_prep", lambda cfg, params: [])
+    monkeypatch.setattr(last_backward, "ddp_bucket_prep", lambda cfg, params: [])
     without = simulate(c).iteration_time_s
     params = total_params(c.model) / c.parallel.tp
     g = catalog_gpu("h100-sxm-80gb")
@@ -75,7 +75,7 @@ def test_distributed_optimizer_zeroes_the_whole_buffer(monkeypatch):
     step's frame already counts its 1/dp shard, so the step grows by 4 B x (1 - 1/dp) per
     parameter at the HBM rate (hand count)."""
     c = cfg(gpus=8, tp=4)
-    monkeypatch.setattr(sim, "ddp_bucket_prep", lambda cfg, params: [])
+    monkeypatch.setattr(last_backward, "ddp_bucket_prep", lambda cfg, params: [])
     with_zero = simulate(c).iteration_time_s
     monkeypatch.setattr(sharding, "zeroed_grad_buffer",
                         lambda size: Elementwise("grad_buffer_zero", bytes=0.0, kernels=0))

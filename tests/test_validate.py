@@ -76,17 +76,18 @@ def test_every_public_training_run_is_expressed_and_does_not_regress():
     all-to-all overlap (benchmarks/training_errata.csv), so its four exchanges per layer show in
     full; it moved from +41 % when all-to-all traffic got its measured share of the NIC
     (collectives.nccl.ALL_TO_ALL_NET_SHARE), and from +50 to +52 % when B200 took its own
-    sustained clock (0.82 of burst, 2026-11-25)."""
+    sustained clock (0.82 of burst, 2026-11-25), and to +53.9 % when its MXFP8 GEMMs took TE's
+    measured rate against per-tensor fp8 and their scale swizzles (2026-11-25, 18th session)."""
     _, res = validate_file(PUBLISHED / "training_public.csv", workers=2)
     s = summarize(res)
     assert s["n"] == 138 and s["failed"] == 0
     assert s["mape"] <= 0.11
-    # the known erratum row holds its own guard (+52.2 % on 2026-11-25, see above); every
+    # the known erratum row holds its own guard (+53.9 % on 2026-11-25, see above); every
     # other row holds the max it had then, rounded up to the next point (31.2 %,
     # foundry-mpt7b-a100_80gb-s65536-g8), so a regression on any row shows and this one row
     # cannot loosen the bound for all the others
     worst = "bridge2604p1-deepseek-v3-b200-256"
-    assert next(r.ape for r in res if r.id == worst) <= 0.53
+    assert next(r.ape for r in res if r.id == worst) <= 0.54
     assert max(r.ape for r in res if r.id != worst and r.ape is not None) <= 0.32
     # the rows whose cells no erratum corrects hold the tighter guard (24.2 % on 2026-11-24,
     # megatron21-t2-zero3-529.6B-2240)

@@ -319,13 +319,13 @@ def causal_forward_tail(heads: int, blocks: int, sms: int) -> float:
 
 
 def has_hopper_tensor_cores(gpu: GPUSpec) -> bool:
-    """An NVIDIA GPU of the Hopper generation or later (``wgmma``): compute capability 9.0 and
-    above where the GPU states it (``GPUSpec.compute_capability``, so an fp8-capable Ada GPU,
-    8.9, is not one); else the rule a GPU file without it always had: fp8 tensor cores, which
-    arrived with Hopper."""
-    if gpu.compute_capability is not None:
-        return gpu.compute_capability >= 90
-    return gpu.vendor == "nvidia" and "fp8" in gpu.peak_flops
+    """An NVIDIA data-centre GPU of the Hopper generation or later, whose quoted peak needs
+    warp-group MMAs (``wgmma``, Blackwell's ``tcgen05``) that Ampere-style ``mma.sync`` kernels
+    do not issue: ``GPUSpec.sm_arch`` 90 and above (the compute capability where the GPU states
+    it, so an fp8-capable Ada GPU, 8.9, is not one), except the 12.x parts (RTX Blackwell),
+    whose tensor cores take ``mma.sync`` and have neither (CUTLASS's sm120 kernels)."""
+    arch = gpu.sm_arch or 0
+    return arch >= 90 and not 120 <= arch < 130
 
 
 def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:

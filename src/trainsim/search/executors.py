@@ -185,9 +185,18 @@ class LocalExecutor:
         return _Futures(futures, batches, on_done)
 
     def close(self) -> None:
-        for pool in self._pools:
-            pool.shutdown(wait=True, cancel_futures=True)
-        self._pools, self._queued, self._home = [], [], {}
+        pools, self._pools, self._queued, self._home = self._pools, [], [], {}
+        _shutdown(pools)
+
+
+def _shutdown(pools: list) -> None:
+    """Shut every pool down, the later ones too when one's shutdown raises (Ctrl-C while
+    waiting): no worker process is left behind."""
+    if pools:
+        try:
+            pools[0].shutdown(wait=True, cancel_futures=True)
+        finally:
+            _shutdown(pools[1:])
 
 
 class RayExecutor:

@@ -358,7 +358,7 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
                                kernels=batch * kernels, kernel=CAST_KERNEL))
     gemm = Gemm(name, m=m, n=n, k=k, dtype=sh.dtype, batch=batch, shares_input=shares_input,
                 grouped=grouped, ragged=ragged, fp8_fast_accum=sh.dtype == "fp8",
-                seq_parallel=seq_parallel,
+                seq_parallel=seq_parallel if sh.dtype == "fp8" else "",  # read for fp8 only
                 fp8_block_scales="mma" if sh.dtype == "fp8" and sh.mxfp8_mma else "")
     swizzle = mxfp8_swizzle(sh, name, gemm, ((activation_kind(sh, gemm, "gather"), m * k),
                                              ("weight", n * k)))
