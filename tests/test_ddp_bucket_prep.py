@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import trainsim.last_backward as last_backward
+from trainsim import last_backward
 from trainsim import run_config_from_dict, simulate
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute.roofline import HBM_EFFICIENCY
