@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainsim import last_backward
-from trainsim import run_config_from_dict, simulate
+from trainsim import last_backward, run_config_from_dict, simulate
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute.roofline import HBM_EFFICIENCY
 from trainsim.model.counts import total_params
