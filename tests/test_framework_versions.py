@@ -54,8 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("nemo", "2024-12", "24.07"),             # container 24.09 (v2.0.0 2024-11-14); profile 24.07
     ("nemo", "2024-07-31", "24.07"),          # container 24.07 is dated July 2024, its own month
     # real releases newer than the profile's last entry, known to the table
-    ("megatron-core", "0.19", "0.17"),        # core_v0.19.0 2026-08-19
-    ("megatron-core", "0.19.3", "0.17"),      # a patch of the newest tagged minor release
+    ("megatron-core", "0.19", "0.18"),        # core_v0.19.0 2026-08-19
+    ("megatron-core", "0.19.3", "0.18"),      # a patch of the newest tagged minor release
     ("megatron-bridge", "26.08", "26.06"),    # ships v0.6.0 (docs/versions1.json @ v0.6.0)
     ("megatron-bridge", "v0.6.0", "26.06"),
     ("nemo", "25.07", "24.07"),               # a container not listed, before NeMo 2.4.0's date
@@ -131,15 +131,15 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
 
 @pytest.mark.parametrize("name, version, entry, read", [
     # releases made after the table was written read as its newest, and say so
-    ("megatron-core", "0.20", "0.17", "newer than framework_releases.yaml knows"),
-    ("megatron-core", "1.0", "0.17", "newer than framework_releases.yaml knows"),
+    ("megatron-core", "0.20", "0.18", "newer than framework_releases.yaml knows"),
+    ("megatron-core", "1.0", "0.18", "newer than framework_releases.yaml knows"),
     ("nemo", "25.09.01", "24.07", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "26.10", "26.06", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
     ("deepspeed", "v0.99", "2022-04", "read as its newest release"),
     ("llm-foundry", "v0.22.0", "2024-01", "read as its newest release"),
     # Megatron-LM's numbering restarted (23.06, then 0.4.0): 0.20 continues the newest series
-    ("megatron-lm", "core_v0.20.0", "2026-02-11", "read as its newest release, 0.19.0"),
+    ("megatron-lm", "core_v0.20.0", "2026-04-28", "read as its newest release, 0.19.0"),
 ])
 def test_releases_past_the_table_read_as_its_newest(name, version, entry, read):
     assert framework_profile(name, version).version == entry

@@ -133,7 +133,7 @@ def test_release_numbers_compare_as_tuples():
     assert framework_profile("megatron-core", "0.12").version == "0.12"
     assert framework_profile("megatron-core", "0.13.0").version == "0.13"
     assert framework_profile("megatron-core", "core_v0.16.0").version == "0.16"
-    assert framework_profile("megatron-core", "core_v0.19.0").version == "0.17"
+    assert framework_profile("megatron-core", "core_v0.19.0").version == "0.18"
     assert framework_profile("megatron-bridge", "26.04.01").version == "26.04"
     assert framework_profile("mlperf-nemo", "4").version == "4.0"
 

@@ -1,15 +1,19 @@
 """Inputs the frameworks refuse, refused at the input edge in one line (and skipped by the
-search): MXFP8 below compute capability 10.0 (Transformer Engine check_mxfp8_support), tp not
-dividing the KV heads where the framework splits them (Megatron-core attention.py), ZeRO-2/3
-with DeepSpeed's pipeline engine (PipelineEngine asserts stage < 2), and the flex dispatcher
-(DeepEP, HybridEP) on fewer than 2 expert ranks (MoEFlexTokenDispatcher, HybridEPBuffer)."""
+search): MXFP8 outside compute capability 10.x (Transformer Engine check_mxfp8_support), tp
+not dividing the KV heads where the framework splits them (Megatron-core before core_v0.16.0),
+ZeRO-2/3 with DeepSpeed's pipeline engine (PipelineEngine asserts stage < 2), and the flex
+dispatcher on fewer than 2 expert ranks where the profile says so (MoEFlexTokenDispatcher:
+deepep and hybridep, deepep only from core_v0.18.0)."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 from helpers import TINY_MODEL, cli, make_base, one_error_line
 
 from trainsim.catalog import run_config_from_dict
+from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
 from trainsim.search import SearchSpace
 from trainsim.search.cli import build_base
@@ -32,8 +36,8 @@ def _cfg(model=TINY_MODEL, parallel=None, gpu="h100-sxm-80gb", gpus=8, **trainin
 def test_mxfp8_below_blackwell_is_refused(gpu):
     dtype = "fp8" if gpu.startswith("h100") else "bf16"
     if dtype == "fp8":
-        with pytest.raises(ConfigError, match=r"fp8_recipe=mxfp8 needs compute capability >= "
-                                              r"10\.0.*h100-sxm-80gb is 9\.0"):
+        with pytest.raises(ConfigError, match=r"fp8_recipe=mxfp8 needs compute capability 10\.x "
+                                              r".*h100-sxm-80gb is 9\.0"):
             _cfg(dtype="fp8", fp8_recipe="mxfp8", gpu=gpu)
     else:  # A100 has no fp8 at all: the dtype's own check speaks first
         with pytest.raises(ConfigError, match="training.dtype=fp8 needs fp8 tensor cores"):
@@ -45,28 +49,69 @@ def test_mxfp8_below_blackwell_is_refused(gpu):
     _cfg(dtype="fp8", fp8_recipe="mxfp8", gpu="b200-sxm-180gb")
 
 
+def test_mxfp8_from_compute_capability_12_is_refused():
+    """TE check_mxfp8_support: 'not supported on 12.0+ architectures yet' (sm120 has fp4 and
+    fp8 cores, so only this rule stops it); the message names the capability, no family."""
+    cfg = _cfg(gpu="b200-sxm-180gb")
+    for cc, ok in ((100, True), (103, True), (110, True), (120, False), (121, False)):
+        gpu = dataclasses.replace(cfg.cluster.gpu, compute_capability=cc)
+        parts = (cfg.model, cfg.parallel,
+                 dataclasses.replace(cfg.training, dtype="fp8", fp8_recipe="mxfp8"),
+                 dataclasses.replace(cfg.cluster, gpu=gpu))
+        if ok:
+            RunConfig(*parts)
+            continue
+        with pytest.raises(ConfigError, match=rf"compute capability 10\.x .*from 12\.0.*is "
+                                              rf"{cc / 10:.1f}") as err:
+            RunConfig(*parts)
+        assert "Blackwell" not in str(err.value)
+
+
 def test_mxfp8_on_hopper_is_one_cli_line():
     line = one_error_line(cli("simulate", "examples/llama3-8b-h100.yaml", "--set",
                               "training.dtype=fp8", "--set", "training.fp8_recipe=mxfp8"))
-    assert "training.fp8_recipe=mxfp8" in line and "10.0" in line
+    assert "training.fp8_recipe=mxfp8" in line and "10.x" in line
 
 
 # ---------------------------------------------------------------------------- KV heads and tp
 
 
 def test_tp_beyond_the_kv_heads_is_refused_where_the_framework_splits_them():
-    # 4 KV heads, tp 8: Megatron-core divides num_query_groups by tp (no replication)
-    with pytest.raises(ConfigError, match=r"parallel.tp=8 does not divide model.num_kv_heads=4"):
-        _cfg(parallel={"tp": 8}, framework="megatron-core")
-    with pytest.raises(ConfigError, match="kv_heads_split"):
+    # 4 KV heads, tp 8: Megatron-core divides num_query_groups by tp up to core_v0.15
+    with pytest.raises(ConfigError, match=r"parallel.tp=8 does not divide model.num_kv_heads=4: "
+                                          r"megatron-core 0.15 splits the KV heads over tp.*"
+                                          r"core_v0.16.0.*multiple of 4"):
+        _cfg(parallel={"tp": 8}, framework="megatron-core", framework_version="0.15")
+    with pytest.raises(ConfigError, match="splits the KV heads over tp"):
         _cfg(parallel={"tp": 8, "kv_heads_split": True})
     # a framework that does not split them replicates the 4 heads over 8 ranks, as before
     assert _cfg(parallel={"tp": 8}).parallel.kv_heads_split is False
-    assert _cfg(parallel={"tp": 4}, framework="megatron-core").parallel.kv_heads_split is True
-    with pytest.raises(ConfigError, match="one must divide the other"):
+    assert _cfg(parallel={"tp": 4}, framework="megatron-core",
+                framework_version="0.15").parallel.kv_heads_split is True
+    with pytest.raises(ConfigError, match="one must divide the other; choose a tp dividing 6 "
+                                          "or a multiple of it"):
         _cfg(model={**TINY_MODEL, "hidden_size": 1536, "num_attention_heads": 24,
                     "num_kv_heads": 6},
              parallel={"tp": 4})
+
+
+@pytest.mark.parametrize("framework, refused, accepted", [
+    ("megatron-core", "0.15", "0.16"),           # f7dfb99795 first in core_v0.16.0
+    ("megatron-bridge", "25.11", "26.02"),       # v0.3.0's pin b0cc2706 holds it
+    ("megatron-lm", "2025-12-06", "2025-12-07"),  # the commit's date
+])
+def test_tp_a_multiple_of_the_kv_heads_from_core_v0_16(framework, refused, accepted):
+    """Megatron-core core_v0.16.0 (PR #2565): one query group per rank when they are fewer
+    than tp; TransformerConfig then requires a multiple or divisor: tp 8 over 4 KV heads
+    runs, tp 8 over 6 (neither) does not."""
+    with pytest.raises(ConfigError, match="splits the KV heads over tp"):
+        _cfg(parallel={"tp": 8}, framework=framework, framework_version=refused)
+    cfg = _cfg(parallel={"tp": 8}, framework=framework, framework_version=accepted)
+    assert cfg.parallel.kv_heads_split is False
+    with pytest.raises(ConfigError, match="one must divide the other"):
+        _cfg(model={**TINY_MODEL, "hidden_size": 1536, "num_attention_heads": 24,
+                    "num_kv_heads": 6}, parallel={"tp": 8}, framework=framework,
+             framework_version=accepted)
 
 
 def test_search_skips_a_tp_the_kv_heads_cannot_split_over():
@@ -74,7 +119,6 @@ def test_search_skips_a_tp_the_kv_heads_cannot_split_over():
     tps = {k.tp for k in SearchSpace(recompute=("none",), max_micro_batch=1, pp=(1,), cp=(1,))
            .memory_keys(base, 16)}
     assert 8 in tps
-    import dataclasses
     split = dataclasses.replace(base, fixed=(("kv_heads_split", True),))
     assert split.kv_heads_split
     tps = {k.tp for k in SearchSpace(recompute=("none",), max_micro_batch=1, pp=(1,), cp=(1,))
@@ -86,9 +130,12 @@ def test_search_set_tp_beyond_the_kv_heads_is_one_line():
     args = ("search", "llama3-8b", "--gpus", "16", "--global-batch", "16", "--seq", "4096",
             "--recompute", "none", "--zero", "1", "--max-micro-batch", "1", "--workers", "1")
     line = one_error_line(cli(*args, "--set", "training.framework=megatron-core",
+                              "--set", "training.framework_version=0.15",
                               "--set", "parallel.tp=16"))
-    assert "--set parallel.tp=16 does not divide model.num_kv_heads=8" in line
-    with pytest.raises(ConfigError, match="tp=3 does not divide"):
+    assert "--set parallel.tp=16 does not divide model.num_kv_heads=8, and megatron-core " \
+        "0.15 splits the KV heads over tp" in line and "multiple of 8" in line
+    with pytest.raises(ConfigError, match="tp=3 and model.num_kv_heads=8: one must divide the "
+                                          "other; choose a tp dividing 8 or a multiple of it"):
         build_base("llama3-8b", "h100-sxm-80gb", 24, 24, 4096, 8, 400.0, "bf16",
                    ("parallel.tp=3",))
 
@@ -99,9 +146,9 @@ def test_search_set_tp_beyond_the_kv_heads_is_one_line():
 @pytest.mark.parametrize("zero", [2, 3])
 def test_deepspeed_pipeline_with_zero_2_or_3_is_refused(zero):
     p = {"pp": 2, "zero_stage": zero, "data_parallel_impl": "deepspeed"}
-    with pytest.raises(ConfigError, match=rf"zero_stage={zero} with pipeline_model_parallel_size"
-                                          r"=2: DeepSpeed's pipeline engine allows zero_stage 0 "
-                                          "or 1 only"):
+    with pytest.raises(ConfigError, match=rf"zero_stage={zero} with parallel.pp=2: DeepSpeed's "
+                                          r"pipeline engine allows zero_stage 0 or 1 only "
+                                          r"\(since v0.3.16\)"):
         _cfg(parallel=p)
     _cfg(parallel={**p, "zero_stage": 1})
     _cfg(parallel={**p, "pp": 1})
@@ -110,7 +157,6 @@ def test_deepspeed_pipeline_with_zero_2_or_3_is_refused(zero):
 
 
 def test_search_skips_zero_2_and_3_under_deepspeed_pipelines():
-    import dataclasses
     base = dataclasses.replace(make_base(), fixed=(("data_parallel_impl", "deepspeed"),))
     keys = list(SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), cp=(1,))
                 .memory_keys(base, 16))
@@ -118,17 +164,55 @@ def test_search_skips_zero_2_and_3_under_deepspeed_pipelines():
     assert {k.zero for k in keys if k.pp > 1} == {0, 1}
 
 
+def test_search_on_megatron_deepspeed_skips_pipelined_zero_2_and_builds_its_engine():
+    """No --set of the engine: the profile's default (data_parallel_impl deepspeed) is what the
+    skip reads and what each candidate is built with, as simulate builds it."""
+    base = build_base("llama3-8b", "h100-sxm-80gb", 16, 16, 4096, 8, 400.0, "bf16",
+                      ("training.framework=megatron-deepspeed",))
+    assert base.data_parallel_impl == "deepspeed"
+    space = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), cp=(1,))
+    keys = list(space.memory_keys(base, 16))
+    assert {k.zero for k in keys if k.pp > 1} == {0, 1}
+    assert {k.zero for k in keys if k.pp == 1} == {0, 1, 2, 3}
+    cands = [c for k in keys if k.pp > 1 for c in space.variants(k)]
+    assert cands and {c.to_config(base).parallel.data_parallel_impl for c in cands} == \
+        {"deepspeed"}
+    megatron = build_base("llama3-8b", "h100-sxm-80gb", 16, 16, 4096, 8, 400.0, "bf16",
+                          ("training.framework=megatron-core",))
+    assert megatron.data_parallel_impl == "megatron"
+    assert {k.zero for k in space.memory_keys(megatron, 16) if k.pp > 1} == {0, 1, 2, 3}
+
+
 # ---------------------------------------------------------------------------- flex dispatcher
 
 
-@pytest.mark.parametrize("disp", ["deepep", "hybridep"])
-def test_flex_dispatcher_on_one_expert_rank_is_refused(disp):
+@pytest.mark.parametrize("version, disp, refused", [
+    ("0.17", "deepep", True), ("0.17", "hybridep", True),
+    ("0.18", "deepep", True), ("0.18", "hybridep", False),  # 8c5cf05ece: deepep only
+])
+def test_flex_dispatcher_on_one_expert_rank_is_refused_by_megatron(version, disp, refused):
     p = {"ep": 1, "moe_token_dispatcher_type": disp}
-    with pytest.raises(ConfigError, match=rf"moe_token_dispatcher_type={disp} needs ep\*expert_"
-                                          r"tensor_parallel_size >= 2, not 1\*1"):
-        _cfg(model=TINY_MOE, parallel=p)
-    _cfg(model=TINY_MOE, parallel={**p, "ep": 2})
-    _cfg(model=TINY_MOE, parallel={**p, "moe_token_dispatcher_type": "alltoall"})
+    kw = {"framework": "megatron-core", "framework_version": version}
+    if refused:
+        with pytest.raises(ConfigError, match=rf"moe_token_dispatcher_type={disp} needs ep\*"
+                                              rf"expert_tensor_parallel_size >= 2 in "
+                                              rf"megatron-core {version}, not 1\*1"):
+            _cfg(model=TINY_MOE, parallel=p, **kw)
+    else:
+        _cfg(model=TINY_MOE, parallel=p, **kw)
+    _cfg(model=TINY_MOE, parallel={**p, "ep": 2}, **kw)
+    _cfg(model=TINY_MOE, parallel={**p, "moe_token_dispatcher_type": "alltoall"}, **kw)
+
+
+def test_flex_dispatcher_rule_is_megatron_s_only():
+    """NeMo Automodel runs its own MoE: its dispatcher copy (assert ep > 1) is built only by
+    apply_ep on an EP mesh > 1, and layers.py falls back to GroupedExperts on one GPU; no
+    source refuses DeepEP on one expert rank there. A run naming no framework: unchecked."""
+    p = {"ep": 1, "moe_token_dispatcher_type": "deepep"}
+    assert _cfg(model=TINY_MOE, parallel=p, framework="automodel").parallel.flex_two_ranks == ()
+    assert _cfg(model=TINY_MOE, parallel=p).parallel.flex_two_ranks == ()
+    assert _cfg(model=TINY_MOE, parallel={"ep": 2}, framework="megatron-bridge"
+                ).parallel.flex_two_ranks == ("deepep", "hybridep")
 
 
 def test_search_skips_the_flex_dispatcher_without_expert_ranks():
@@ -136,7 +220,14 @@ def test_search_skips_the_flex_dispatcher_without_expert_ranks():
     space = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), pp=(1,), cp=(1,),
                         ep=(1, 2), etp=(1,), dispatcher=("alltoall", "hybridep"))
     pairs = {(k.ep, k.dispatcher) for k in space.memory_keys(base, 16)}
+    assert (1, "hybridep") in pairs  # no framework: nothing refuses it
+    old = dataclasses.replace(base, training=dataclasses.replace(
+        base.training, framework="megatron-core", framework_version="0.17"))
+    pairs = {(k.ep, k.dispatcher) for k in space.memory_keys(old, 16)}
     assert pairs == {(1, "alltoall"), (2, "alltoall"), (2, "hybridep")}
+    new = dataclasses.replace(old, training=dataclasses.replace(old.training,
+                                                                framework_version="0.18"))
+    assert (1, "hybridep") in {(k.ep, k.dispatcher) for k in space.memory_keys(new, 16)}
 
 
 def test_search_set_flex_dispatcher_on_one_expert_rank_is_one_line(tmp_path):
@@ -145,5 +236,8 @@ def test_search_set_flex_dispatcher_on_one_expert_rank_is_one_line(tmp_path):
     path.write_text(json.dumps({"model": TINY_MOE}))
     line = one_error_line(cli("search", str(path), "--gpus", "8", "--global-batch", "16",
                               "--seq", "1024", "--workers", "1", "--set", "parallel.ep=1",
+                              "--set", "training.framework=megatron-core",
+                              "--set", "training.framework_version=0.17",
                               "--set", "parallel.moe_token_dispatcher_type=hybridep"))
-    assert "moe_token_dispatcher_type=hybridep needs ep*expert_tensor_parallel_size >= 2" in line
+    assert "moe_token_dispatcher_type=hybridep needs ep*expert_tensor_parallel_size >= 2 in " \
+        "megatron-core 0.17" in line

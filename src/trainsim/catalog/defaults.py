@@ -132,6 +132,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         parallel["microbatch_group_rule"] = group  # its table order (workload.schedule)
     if profile.supports("kv_heads_split") and "kv_heads_split" not in parallel:
         parallel["kv_heads_split"] = True  # RunConfig refuses a tp the KV heads cannot split over
+    two_ranks = profile.features.get("flex_dispatchers_two_ranks")
+    if two_ranks and "flex_two_ranks" not in parallel:
+        parallel["flex_two_ranks"] = tuple(two_ranks)  # RunConfig: config.validity.dispatcher_fits
     arch = gpu_arch(gpu) if gpu is not None else None
     if "attention" not in training:
         attention = profile.attention_for(arch)

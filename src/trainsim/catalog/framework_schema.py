@@ -158,6 +158,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # = divide(num_query_groups, tp) (utils.divide asserts); false/null:
     # KV heads fewer than tp are replicated over the ranks (workload.layers)
     "kv_heads_split": _nullable(_bool),
+    # the MoE dispatchers that need ep x expert tp >= 2 ranks: Megatron-core token_dispatcher.py
+    # MoEFlexTokenDispatcher asserts TPxEP > 1 (deepep and hybridep; from core_v0.18.0 deepep
+    # only); null: none is checked (config.validity.dispatcher_fits)
+    "flex_dispatchers_two_ranks": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
     "batched_p2p": _nullable(_bool),
@@ -394,6 +398,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_s
              "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
              "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p", "p2p_overlap_interleaved_only",
-             "checkpointed_fused_attention", "moe_hybridep_num_sms", "kv_heads_split"}
+             "checkpointed_fused_attention", "moe_hybridep_num_sms", "kv_heads_split",
+             "flex_dispatchers_two_ranks"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}

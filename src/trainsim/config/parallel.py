@@ -83,7 +83,12 @@ class ParallelConfig:
     kv_heads_split: bool = False
     """Every tensor-parallel rank holds its own KV heads, so tp must divide model.num_kv_heads
     (Megatron-core attention.py: ``divide(num_query_groups, tp)``; a framework profile sets it,
-    feature ``kv_heads_split``). False: KV heads fewer than tp are replicated over the ranks."""
+    feature ``kv_heads_split``, Megatron-core before core_v0.16.0). False: tp may also be a
+    multiple of them, each KV head held by tp / heads ranks (``config.validity.kv_heads_fit``)."""
+    flex_two_ranks: tuple[str, ...] = ()
+    """MoE token dispatchers that need ep x expert tp >= 2 ranks (Megatron-core
+    MoEFlexTokenDispatcher asserts TPxEP > 1; a framework profile sets it, feature
+    ``flex_dispatchers_two_ranks``). Empty: no such check (``config.validity``)."""
     sequence_parallel: bool = False
     """Shard LayerNorm/dropout activations over TP ranks (Korthikanti et al. 2022)."""
     recompute: Literal["none", "selective", "full"] = "none"
@@ -259,13 +264,16 @@ class ParallelConfig:
         if self.zero_stage not in (0, 1, 2, 3):
             raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
         if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
-            # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__ (deepspeedai/DeepSpeed
-            # @03f6f75; older releases alike): assert zero_optimization_stage() <
-            # ZeroStageEnum.gradients (2), "ZeRO-2 and ZeRO-3 are incompatible with pipeline
-            # parallelism". Only its engine: FSDP under a pipeline (torchtitan) runs.
-            raise ConfigError(f"parallel.zero_stage={self.zero_stage} with pipeline_model_"
-                              f"parallel_size={self.pp}: DeepSpeed's pipeline engine allows "
-                              "zero_stage 0 or 1 only; use pp=1 or zero_stage<=1")
+            # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__: assert
+            # zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+            # parallelism", since fbece50b2 (2021-04-19), first released in v0.3.16 and kept
+            # through deepspeedai/DeepSpeed@03f6f75 (ZeroStageEnum.gradients). Earlier releases
+            # (the deepspeed profile's 2021-03 entry, v0.3.13-v0.3.15) lack the assert; their
+            # pipelined ZeRO-2 is refused here too (not modelled). Only its engine: FSDP under
+            # a pipeline (torchtitan) runs.
+            raise ConfigError(f"parallel.zero_stage={self.zero_stage} with parallel.pp={self.pp}: "
+                              "DeepSpeed's pipeline engine allows zero_stage 0 or 1 only (since "
+                              "v0.3.16); use pp=1 or zero_stage<=1")
         if self.sequence_parallel and self.tp == 1:
             # Megatron silently disables it; we follow and keep it False in the resolved config.
             object.__setattr__(self, "sequence_parallel", False)

@@ -17,6 +17,7 @@ from trainsim.config.layout import (
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
 from trainsim.config.training import NVIDIA_ONLY_ATTENTION, SINK_ATTENTION, TrainingConfig
+from trainsim.config.validity import dispatcher_fits, kv_heads_fit
 from trainsim.errors import ConfigError
 
 
@@ -38,17 +39,21 @@ class RunConfig:
             raise ConfigError(
                 f"parallel.tp={p.tp} does not divide model.num_attention_heads="
                 f"{m.num_attention_heads}; choose a tp that divides it")
-        if m.kv_heads % p.tp and p.kv_heads_split:
-            # Megatron-core transformer/attention.py Attention.__init__ and
-            # dot_product_attention.py: num_query_groups_per_partition = divide(
-            # num_query_groups, tp), which asserts divisibility (no KV-head replication)
-            raise ConfigError(f"parallel.tp={p.tp} does not divide model.num_kv_heads="
-                              f"{m.kv_heads}, and parallel.kv_heads_split (the framework's "
-                              "Megatron-core attention) splits them over tp; choose a tp "
-                              f"dividing {m.kv_heads}")
-        if m.kv_heads % p.tp and p.tp % m.kv_heads:
+        if not kv_heads_fit(m.kv_heads, p.tp, p.kv_heads_split):
+            # config.validity.kv_heads_fit: Megatron-core before core_v0.16.0 divides the query
+            # groups over tp; from it (and where KV heads are replicated) one divides the other
+            if p.kv_heads_split:
+                where = f"{t.framework} {t.framework_version or ''}".strip() \
+                    if t.framework else "this framework"
+                raise ConfigError(
+                    f"parallel.tp={p.tp} does not divide model.num_kv_heads={m.kv_heads}: "
+                    f"{where} splits the KV heads over tp (Megatron-core before core_v0.16.0); "
+                    f"choose a tp dividing {m.kv_heads}, or a version from core_v0.16.0 "
+                    "(Megatron-Bridge 26.02, Megatron-LM 2025-12-07), which also takes a "
+                    f"multiple of {m.kv_heads}")
             raise ConfigError(
-                f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the other")
+                f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the "
+                f"other; choose a tp dividing {m.kv_heads} or a multiple of it")
         if t.attention == "flash1" and m.qk_dim // m.num_attention_heads > 128:
             # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
@@ -88,13 +93,17 @@ class RunConfig:
             raise ConfigError(f"training.dtype=fp8 needs fp8 tensor cores; cluster.gpu "
                               f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "
                               "use bf16 or a Hopper-or-later GPU")
-        if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and (c.gpu.sm_arch or 100) < 100:
-            # Transformer Engine transformer_engine/pytorch/fp8.py (quantization.py in later
-            # releases) check_mxfp8_support: "Device compute capability 10.0 or higher
-            # required for MXFP8 execution" (NVIDIA GPUs; another vendor's is not checked)
-            raise ConfigError(f"training.fp8_recipe=mxfp8 needs compute capability >= 10.0 "
-                              f"(Blackwell); cluster.gpu {c.gpu.name} is {c.gpu.sm_arch / 10:.1f}"
-                              "; use delayed, current or blockwise")
+        arch = c.gpu.sm_arch or 100
+        if t.dtype == "fp8" and t.fp8_recipe == "mxfp8" and not 100 <= arch < 120:
+            # Transformer Engine check_mxfp8_support (v2.6 transformer_engine/pytorch/fp8.py;
+            # HEAD quantization.py _compute_mxfp8_support): "Device compute capability 10.0 or
+            # higher required for MXFP8 execution", and on 12.0 and later "MXFP8 (for all gemm
+            # layouts) is not supported on 12.0+ architectures yet" (NVIDIA GPUs; another
+            # vendor's is not checked)
+            raise ConfigError(f"training.fp8_recipe=mxfp8 needs compute capability 10.x "
+                              f"(Transformer Engine refuses below 10.0 and from 12.0); "
+                              f"cluster.gpu {c.gpu.name} is {arch / 10:.1f}; use delayed, "
+                              "current or blockwise")
         model_ranks = p.tp * p.pp * p.cp
         if c.num_gpus % model_ranks:
             raise ConfigError(
@@ -153,14 +162,16 @@ class RunConfig:
                 raise ConfigError("model.moe_pad_expert_input_to_capacity is not supported by "
                                   "parallel.moe_token_dispatcher_type='deepep' (Megatron-core "
                                   "refuses it); use alltoall, allgather or hybridep")
-            if p.moe_token_dispatcher_type in ("deepep", "hybridep") and p.ep * p.etp < 2:
+            if not dispatcher_fits(p.moe_token_dispatcher_type, p.ep * p.etp, p.flex_two_ranks):
                 # Megatron-core transformer/moe/token_dispatcher.py MoEFlexTokenDispatcher:
                 # assert tp_size * ep_size > 1, "Flex token dispatcher requires TPxEP > 1" (its
-                # tp is the expert TP; group tp_ep); deepseek-ai/DeepEP hybrid-ep branch
-                # deep_ep/hybrid_ep_buffer.py HybridEPBuffer: "should be used with at least 2
-                # ranks". No GPU requirement is stated there, so none is checked.
+                # tp the expert TP; group tp_ep); from core_v0.18.0 (8c5cf05ece, 2026-04-28)
+                # for the deepep and ncclep backends only, after deepseek-ai/DeepEP hybrid-ep
+                # a0d27f1 (2026-03-31) dropped HybridEPBuffer's "at least 2 ranks". The
+                # profile's feature flex_dispatchers_two_ranks names them (config.validity).
+                where = f"{t.framework} {t.framework_version or ''}".strip()
                 raise ConfigError(f"parallel.moe_token_dispatcher_type={p.moe_token_dispatcher_type}"
-                                  f" needs ep*expert_tensor_parallel_size >= 2, not "
+                                  f" needs ep*expert_tensor_parallel_size >= 2 in {where}, not "
                                   f"{p.ep}*{p.etp}; use alltoall or allgather")
             if m.num_experts % p.ep:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="

@@ -149,21 +149,27 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
 def _check_fixed(base: Any) -> None:
     """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
     line here: the search would skip every candidate and say only that none is valid."""
-    from trainsim.search.rules import dispatcher_fits, kv_heads_fit
+    from trainsim.config.validity import dispatcher_fits, kv_heads_fit
 
-    f, m = dict(base.fixed), base.model
+    f, m, t = dict(base.fixed), base.model, base.training
+    where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else "the run"
     tp = f.get("tensor_model_parallel_size")
     if tp and not kv_heads_fit(m.kv_heads, tp, base.kv_heads_split):
-        why = "the framework splits them over tp" if base.kv_heads_split else \
-            "nor does it divide tp (replicated KV heads)"
-        raise ConfigError(f"--set parallel.tp={tp} does not divide model.num_kv_heads="
-                          f"{m.kv_heads} and {why}; choose a tp dividing {m.kv_heads}")
+        if base.kv_heads_split:
+            raise ConfigError(f"--set parallel.tp={tp} does not divide model.num_kv_heads="
+                              f"{m.kv_heads}, and {where} splits the KV heads over tp "
+                              f"(Megatron-core before core_v0.16.0); choose a tp dividing "
+                              f"{m.kv_heads}, or a version from core_v0.16.0, which also takes "
+                              f"a multiple of {m.kv_heads}")
+        raise ConfigError(f"--set parallel.tp={tp} and model.num_kv_heads={m.kv_heads}: one "
+                          f"must divide the other; choose a tp dividing {m.kv_heads} or a "
+                          "multiple of it")
     disp = f.get("moe_token_dispatcher_type")
     ep, etp = f.get("expert_model_parallel_size"), f.get("expert_tensor_parallel_size")
-    if ep is not None and not dispatcher_fits(disp, ep * (etp or 1)):
+    if ep is not None and not dispatcher_fits(disp, ep * (etp or 1), base.flex_two_ranks):
         raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs ep*"
-                          f"expert_tensor_parallel_size >= 2, not {ep}*{etp or 1}; use alltoall "
-                          "or allgather")
+                          f"expert_tensor_parallel_size >= 2 in {where}, not {ep}*{etp or 1}; "
+                          "use alltoall or allgather")
 
 
 def nothing_found(result: Any) -> ConfigError:

@@ -6,30 +6,28 @@ that no candidate could pass is refused in one line (``search.cli._check_fixed``
 
 from __future__ import annotations
 
+import functools
+
+from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ModelConfig
-
-FLEX_DISPATCHERS = ("deepep", "hybridep")
-"""Megatron-core's flex token dispatchers (DeepEP, HybridEP backends)."""
+from trainsim.config.validity import FLEX_DISPATCHERS, dispatcher_fits, kv_heads_fit
 
 
-def kv_heads_fit(kv_heads: int, tp: int, split: bool) -> bool:
-    """Whether ``tp`` ranks can hold ``kv_heads`` KV heads: tp divides them, or, where the
-    framework does not split them over tp (``split`` False: profile feature ``kv_heads_split``),
-    is a multiple of them (each head replicated). ``config.run``: Megatron-core
-    ``divide(num_query_groups, tp)``."""
-    return not kv_heads % tp or (not split and not tp % kv_heads)
+@functools.cache
+def profile_value(framework: str | None, version: str | None, key: str) -> object:
+    """The profile's default or feature ``key`` (None without a framework; a list as a tuple),
+    read once per search: what ``search.space.Base`` takes where no ``--set`` fixes it."""
+    if not framework:
+        return None
+    profile = framework_profile(framework, version)
+    value = profile.defaults.get(key, profile.features.get(key))
+    return tuple(value) if isinstance(value, list) else value
 
 
 def tp_fits(m: ModelConfig, tp: int, split: bool) -> bool:
     """Whether ``tp`` divides the attention heads and the FFN and can hold the KV heads."""
     return not (m.num_attention_heads % tp or m.ffn_size % tp) and kv_heads_fit(m.kv_heads, tp,
                                                                                  split)
-
-
-def dispatcher_fits(dispatcher: str, expert_ranks: int) -> bool:
-    """Whether ``dispatcher`` runs on ``expert_ranks`` (ep x expert tp) ranks: the flex
-    dispatchers need at least 2 (``config.run``: MoEFlexTokenDispatcher, HybridEPBuffer)."""
-    return dispatcher not in FLEX_DISPATCHERS or expert_ranks > 1
 
 
 def zeros_fit(zeros: tuple[int, ...], data_parallel_impl: object, pp: int) -> tuple[int, ...]:
@@ -60,5 +58,5 @@ def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tu
     return tuple(out)
 
 
-__all__ = ["FLEX_DISPATCHERS", "dispatcher_fits", "kv_heads_fit", "schedules_fit", "tp_fits",
+__all__ = ["FLEX_DISPATCHERS", "dispatcher_fits", "kv_heads_fit", "profile_value", "schedules_fit", "tp_fits",
            "zeros_fit"]

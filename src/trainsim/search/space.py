@@ -34,7 +34,13 @@ from trainsim.config.parallel import schedule_name
 from trainsim.errors import ConfigError
 from trainsim.limits import limit, simulation_tasks
 from trainsim.memo import stage_memory
-from trainsim.search.rules import dispatcher_fits, schedules_fit, tp_fits, zeros_fit
+from trainsim.search.rules import (
+    dispatcher_fits,
+    profile_value,
+    schedules_fit,
+    tp_fits,
+    zeros_fit,
+)
 
 ZERO_LABELS = {0: "none", 1: "distopt", 2: "zero2", 3: "zero3"}
 """Optimizer sharding: 1 is Megatron's distributed optimizer (= ZeRO-1)."""
@@ -109,6 +115,19 @@ class Base:
         """Whether tp must divide the KV heads (--set, else the profile's ``kv_heads_split``)."""
         return bool(dict(self.fixed).get("kv_heads_split", framework_supports(
             self.training.framework, self.training.framework_version, "kv_heads_split")))
+
+    @functools.cached_property
+    def data_parallel_impl(self) -> str | None:
+        """The data-parallel engine: --set, else the profile's default (what simulate builds)."""
+        return dict(self.fixed).get("data_parallel_impl") or profile_value(  # type: ignore
+            self.training.framework, self.training.framework_version, "data_parallel_impl")
+
+    @functools.cached_property
+    def flex_two_ranks(self) -> tuple[str, ...]:
+        """Dispatchers needing ep x etp >= 2: --set, else feature flex_dispatchers_two_ranks."""
+        return tuple(dict(self.fixed).get("flex_two_ranks") or profile_value(  # type: ignore
+            self.training.framework, self.training.framework_version,
+            "flex_dispatchers_two_ranks") or ())
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared
@@ -232,6 +251,9 @@ class Candidate:
         placed by the framework's uneven layout (``uneven_layout``: front-loaded for NeMo
         Automodel, else Megatron-core's balanced one) unless a layout is fixed."""
         fields = {**dict(base.fixed), **self.parallel_fields()}
+        impl = base.data_parallel_impl  # the profile's engine, as simulate builds it
+        if impl is not None:
+            fields.setdefault("data_parallel_impl", impl)
         placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
                   "decoder_last_pipeline_num_layers")
         rule = base.layout_rule
@@ -401,6 +423,7 @@ class SearchSpace:
             return
         experts = m.num_experts or 1
         ranks = tp * cp * dp
+        two_ranks = base.flex_two_ranks
         eps = self.ep or tuple(e for e in _powers_of_two(experts)
                                if experts // e <= MAX_EXPERTS_PER_RANK)
         etps = self.etp or tuple(dict.fromkeys((1, tp)))
@@ -415,7 +438,7 @@ class SearchSpace:
                 else:  # DeepEP sends a token once per node: it matters across nodes
                     disps = ("alltoall", "deepep") if ep * etp > gpn else ("alltoall",)
                 for d in disps:
-                    if dispatcher_fits(d, ep * etp):
+                    if dispatcher_fits(d, ep * etp, two_ranks):
                         yield ep, etp, d
 
     def _schedules(self, base: Base, pp: int, vpp: int, n_micro: int) -> tuple[str, ...]:
@@ -431,7 +454,7 @@ class SearchSpace:
         gpn = base.cluster.gpus_per_node
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(_divisors(min(gpn, num_gpus)))
-        split, impl = base.kv_heads_split, dict(base.fixed).get("data_parallel_impl")
+        split, impl = base.kv_heads_split, base.data_parallel_impl
         for tp in tps:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue

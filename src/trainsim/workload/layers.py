@@ -51,7 +51,10 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block."""
     m = cfg.model
     h, T, nt, t = m.hidden_size, sh.tokens, sh.norm_tokens, sh.tp
-    kv_loc = max(m.kv_size // t, m.kv_channels)  # KV heads are replicated when kv_heads < tp
+    # KV heads are replicated when kv_heads < tp (tp a multiple of them: config.validity).
+    # Megatron-core from core_v0.16.0 (f7dfb99795) instead sub-shards the QKV weight and
+    # all-gathers the QKV output over tp before slicing one group: that all-gather is not priced
+    kv_loc = max(m.kv_size // t, m.kv_channels)
     q_loc = m.q_size // t
     f_loc = m.ffn_size // t
     dropout_mask = 1 if m.hidden_dropout > 0 else 0
