@@ -22,7 +22,8 @@ from trainsim.search import (
 from trainsim.search.core import OVERLAP_SLOWDOWN, EvaluationCache
 from trainsim.search.evaluation import Bounds, lower_bound_s
 from trainsim.search.explain import FrontIndex, dominates, pareto_front, why_slower
-from trainsim.search.space import MemoryKey, check_memory
+from trainsim.search.memory_check import check_memory
+from trainsim.search.space import MemoryKey
 
 SMALL_SPACE = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4, max_cp=2)
 

@@ -46,12 +46,12 @@ from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_run
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.family import Family
+from trainsim.search.memory_check import check_memory
 from trainsim.search.space import (
     Base,
     Candidate,
     MemoryKey,
     SearchSpace,
-    check_memory,
     drop_parallels,
 )
 
