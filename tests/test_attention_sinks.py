@@ -171,6 +171,14 @@ def test_a_validation_row_lists_the_replacement_in_its_result():
     assert res.error is None, res.error
     assert res.extra["settings"]["attention"] == "cudnn"
     assert res.extra["notes"] == ["attention flash2 -> cudnn: model.softmax_type=learnable"]
+    # the text table shows it too, beside what the tuner chose (review finding: JSON only)
+    from rich.console import Console
+
+    from trainsim.report.table import render_validation
+
+    console = Console(width=400, record=True)
+    console.print(render_validation("training", [res], "s/iteration"))
+    assert "attention flash2 -> cudnn: model.softmax_type=learnable" in console.export_text()
 
 
 @pytest.mark.parametrize(("training", "gpu", "offered"), [

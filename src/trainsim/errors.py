@@ -35,7 +35,8 @@ class TrainsimWarning(UserWarning):
 
 class SettingReplaced(TrainsimWarning):
     """A default setting the run cannot take, replaced by what its framework runs instead
-    (``catalog.defaults.sink_attention``); a validation row lists these in its settings."""
+    (``catalog.defaults.sink_attention``); a validation row lists these as its ``notes`` (the
+    JSON row's key, and the table's "chosen / note" column)."""
 
 
 class NotAMeasurement(TrainsimWarning):

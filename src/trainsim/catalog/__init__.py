@@ -481,7 +481,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     apply_framework(parallel_raw, training_raw, gpu_name)
     model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
     note = sink_attention(training_raw, model.softmax_type, given, gpu_name)
-    if note is not None:  # what the framework runs instead, said (validate: settings.notes)
+    if note is not None:  # what the framework runs instead, said (validate: the row's notes)
         warnings.warn(note, SettingReplaced, stacklevel=2)
     return RunConfig(
         model=model,

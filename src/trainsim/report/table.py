@@ -103,7 +103,8 @@ def render_validation(kind: str, rows: list[Any], unit: str,
             continue
         err = (r.predicted - r.measured) / r.measured
         color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
-        note = escape(", ".join(f"{k}={v}" for k, v in r.chosen.items()))
+        note = escape(", ".join([f"{k}={v}" for k, v in r.chosen.items()]
+                                + list(r.extra.get("notes") or ())))  # replaced settings
         if r.fits_in_memory is False:
             note = "[red]does not fit in memory[/] " + note
         t.add_row(escape(r.id), f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",

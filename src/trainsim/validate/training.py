@@ -44,6 +44,9 @@ def _fits(cfg: RunConfig) -> bool:
 
 
 ENUMERATED = ("recompute", "microbatch_group_size_per_vp_stage")
+_SHOWN: set[tuple[str, type]] = set()
+"""Warnings a row's tuning raised that ``predict_training_row`` has shown again (each once a
+process: its capture of the row's warnings would otherwise show them for every row)."""
 """Unknowns the tuner enumerates, descending over the others for each combination."""
 
 
@@ -319,8 +322,10 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
         return res
     notes = list(dict.fromkeys(str(w.message) for w in caught
                                if issubclass(w.category, SettingReplaced)))
-    for w in caught:  # the others as they would have been shown
-        if not issubclass(w.category, SettingReplaced):
+    for w in caught:  # the others as they would have been shown: once a process, not a row
+        key = (str(w.message), w.category)
+        if not issubclass(w.category, SettingReplaced) and key not in _SHOWN:
+            _SHOWN.add(key)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}
