@@ -59,7 +59,7 @@ def test_model_states_shared_inside_a_search_equal_the_ones_computed_alone(monke
 
     base = make_base(MOE, gpus=16, batch=64)
     space = SearchSpace(recompute=("none", "selective", "full"), max_micro_batch=4,
-                        zero=(0, 1, 2, 3))
+                        zero=(0, 1, 3))  # Megatron's stages (config.validity.ZERO_STAGES)
     cfgs = [Candidate(key).to_config(base) for key in list(space.memory_keys(base, 16))[::3]]
     alone = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
     made = []
@@ -69,7 +69,7 @@ def test_model_states_shared_inside_a_search_equal_the_ones_computed_alone(monke
         inside = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
     assert inside == alone
     assert len(made) < sum(c.parallel.pp for c in cfgs) // 2
-    assert {c.parallel.zero_stage for c in cfgs} >= {0, 2, 3}
+    assert {c.parallel.zero_stage for c in cfgs} >= {0, 3}
 
 
 def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_alone():
@@ -81,16 +81,16 @@ def test_activations_shared_by_the_optimizer_shardings_equal_the_ones_computed_a
     from trainsim.memory.state import states_shared
 
     def every_zero(base, key) -> list:
-        return [Candidate(dataclasses.replace(key, zero=z)).to_config(base) for z in (0, 1, 2, 3)]
+        return [Candidate(dataclasses.replace(key, zero=z)).to_config(base) for z in (0, 1, 3)]
 
-    space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 2, 3))
+    space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, zero=(0, 1, 3))
     cfgs = _sampled(space, 8, every_zero, keep=lambda k: k.dp > 1)
     assert any(c.parallel.pp > 1 for c in cfgs) and any(c.model.num_experts for c in cfgs)
     cache_clear()
     with states_shared():
         warm = [[estimate_stage_memory(c, s) for s in range(c.parallel.pp)] for c in cfgs]
         kept = len(free_of._ZERO[-1]._kept)
-    assert 0 < kept <= sum(c.parallel.pp for c in cfgs) // 4  # shared
+    assert 0 < kept <= sum(c.parallel.pp for c in cfgs) // 3  # shared by the 3 stages
     assert not free_of._ZERO  # dropped on exit
     for cfg, answer in zip(cfgs, warm):
         cache_clear()

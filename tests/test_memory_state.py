@@ -183,6 +183,7 @@ def test_framework_profiles_select_the_layout():
     raw = {k: dict(v) for k, v in base.items()}
     raw["training"]["framework"] = "deepspeed"
     raw["parallel"]["data_parallel_impl"] = "fsdp2"
+    raw["parallel"]["zero_stage"] = 3  # FSDP has no unsharded stage (config.validity)
     assert trainsim.run_config_from_dict(raw).parallel.data_parallel_impl == "fsdp2"
     with pytest.raises(trainsim.ConfigError, match="data_parallel_impl"):
         trainsim.run_config_from_dict({**base, "parallel": {"data_parallel_impl": "zero"}})

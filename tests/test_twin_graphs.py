@@ -93,68 +93,10 @@ def test_a_pricer_that_priced_before_the_build_shares_no_graph_with_a_fresh_twin
             assert simulate(b).compute_sources == alone
 
 
-def _zero_pairs(n: int, seed: int) -> list:
-    """``n`` random candidates under the distributed optimizer (ZeRO-1), each followed by its
-    ZeRO-2 twin (the same switches; ZeRO-2 has no param-gather overlap of its own here)."""
-    base = make_base(gpus=16, batch=64)
-    space = SearchSpace(recompute=("none", "full"), zero=(1,), max_micro_batch=4, max_cp=2)
-    keys = [k for k in space.memory_keys(base, 16) if k.dp * k.cp > 1]
-    rng = random.Random(seed)
-    out = []
-    for key in rng.sample(keys, n):
-        c = rng.choice(space.variants(key))
-        for z in (1, 2):
-            out.append(dataclasses.replace(c, mem=dataclasses.replace(c.mem, zero=z))
-                       .to_config(base))
-    return out
-
-
-def test_zero1_and_zero2_twins_give_every_result_to_the_bit(monkeypatch):
-    """Under Megatron DDP the distributed optimizer and ZeRO-2 build the same task graph
-    (``twin_graphs.zero_class``): the ZeRO-2 twin builds none, its results (memory included)
-    are its own simulated alone."""
-    cfgs = _zero_pairs(10, seed=5)
-    alone = [_fields(simulate(cfg)) for cfg in cfgs]
-    built = []
-    real = simulator._TaskGraph
-    monkeypatch.setattr(simulator, "_TaskGraph", lambda *a: built.append(1) or real(*a))
-    with shared(("zero twins", 1)), runs_shared():
-        inside = [_fields(simulate(cfg)) for cfg in cfgs]
-    together = len(built)
-    assert inside == alone
-    with shared(("zero twins", 2)):
-        for cfg in cfgs:
-            with runs_shared():
-                simulate(cfg)
-    apart = len(built) - together
-    assert apart - together >= len(cfgs) // 2
-
-
-def test_zero1_and_zero2_are_no_twins_where_the_graph_tells_them_apart():
-    """ZeRO-1's all-reduce of the gradients, DeepSpeed's and FSDP1's layouts, or no ZeRO at
-    all: different keys."""
-    base = make_base(gpus=16, batch=64)
-    key = next(k for k in SPACE.memory_keys(base, 16) if k.pp == 2 and k.dp > 1 and k.zero == 1)
-    one = Candidate(key).to_config(base)
-    two = Candidate(dataclasses.replace(key, zero=2)).to_config(base)
-    none = Candidate(dataclasses.replace(key, zero=0)).to_config(base)
-
-    def with_parallel(cfg, **fields):
-        return dataclasses.replace(cfg, parallel=dataclasses.replace(cfg.parallel, **fields))
-
-    with shared(("zero twins", 3)):
-        def k(cfg):
-            return graph_key(cfg, Pricer(cfg), None, None)
-        assert k(one) == k(two)
-        assert k(none) != k(one)
-        for fields in ({"zero1_grad_reduce": "all_reduce"}, {"data_parallel_impl": "fsdp1"}):
-            assert k(with_parallel(one, **fields)) != k(with_parallel(two, **fields))
-
-
 def test_a_twin_handed_a_graph_takes_its_summary(monkeypatch):
     """A twin's graph run in full is summarized once (``twin_graphs.kept_summary``): the
     twin's results are its own simulated alone, with one summary for the pair."""
-    cfgs = _zero_pairs(6, seed=9) + _twins(4, seed=2)
+    cfgs = _twins(8, seed=2)
     alone = [_fields(simulate(cfg)) for cfg in cfgs]
     made = []
     real = simulator.summarize

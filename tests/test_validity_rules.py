@@ -180,7 +180,8 @@ def test_search_on_megatron_deepspeed_skips_pipelined_zero_2_and_builds_its_engi
     megatron = build_base("llama3-8b", "h100-sxm-80gb", 16, 16, 4096, 8, 400.0, "bf16",
                           ("training.framework=megatron-core",))
     assert megatron.data_parallel_impl == "megatron"
-    assert {k.zero for k in space.memory_keys(megatron, 16) if k.pp > 1} == {0, 1, 2, 3}
+    # Megatron: DDP, the distributed optimizer and Megatron-FSDP (config.validity.ZERO_STAGES)
+    assert {k.zero for k in space.memory_keys(megatron, 16) if k.pp > 1} == {0, 1, 3}
 
 
 # ---------------------------------------------------------------------------- flex dispatcher
@@ -241,3 +242,110 @@ def test_search_set_flex_dispatcher_on_one_expert_rank_is_one_line(tmp_path):
                               "--set", "parallel.moe_token_dispatcher_type=hybridep"))
     assert "moe_token_dispatcher_type=hybridep needs ep*expert_tensor_parallel_size >= 2 in " \
         "megatron-core 0.17" in line
+
+
+# ---------------------------------------------------------------------------- ZeRO per engine
+
+
+@pytest.mark.parametrize("impl, zero, dist_opt, allowed", [
+    ("ddp", 1, False, "0"), ("ddp", 3, False, "0"), ("ddp", 0, True, "0"),
+    ("fsdp2", 0, False, "2, 3"), ("fsdp2", 1, False, "2, 3"), ("fsdp1", 0, True, "2, 3"),
+    ("megatron", 2, False, "0, 1, 3"),
+])
+def test_a_zero_stage_the_engine_does_not_run_is_refused(impl, zero, dist_opt, allowed):
+    """Plain DDP shards nothing; FSDP is FULL_SHARD / reshard_after_forward=True (3) or
+    SHARD_GRAD_OP / False (2); Megatron is DDP, the distributed optimizer or Megatron-FSDP."""
+    p = {"data_parallel_impl": impl, "zero_stage": zero, "distributed_optimizer": dist_opt}
+    with pytest.raises(ConfigError, match=rf"parallel.zero_stage={zero}.* under parallel."
+                                          rf"data_parallel_impl={impl}: that engine runs "
+                                          rf"zero_stage {allowed} only"):
+        _cfg(parallel=p)
+
+
+@pytest.mark.parametrize("impl, zeros", [
+    ("ddp", (0,)), ("fsdp1", (2, 3)), ("fsdp2", (2, 3)), ("megatron", (0, 1, 3)),
+    ("deepspeed", (0, 1, 2, 3)),
+])
+def test_every_stage_the_engine_runs_is_accepted(impl, zeros):
+    for z in zeros:
+        assert _cfg(parallel={"data_parallel_impl": impl, "zero_stage": z}
+                    ).parallel.effective_zero_stage == z
+
+
+@pytest.mark.parametrize("framework, dense, moe", [
+    ("pytorch", {0}, {0}), ("torchtitan", {2, 3}, {2, 3}), ("automodel", {2, 3}, {2, 3}),
+    ("megatron-core", {0, 1, 3}, {1}), ("deepspeed", {0, 1, 2, 3}, {1}),
+])
+def test_search_enumerates_the_engine_s_zero_stages(framework, dense, moe):
+    """The search builds each candidate with the profile's engine, so it tries only the stages
+    that engine runs (the MoE default, the distributed optimizer, where the engine has it), and
+    a single data-parallel rank gets the engine's least (FSDP: 2)."""
+    space = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), pp=(1,), cp=(1,))
+    for model, want in ((TINY_MODEL, dense), (TINY_MOE, moe)):
+        base = make_base(model=model)
+        base = dataclasses.replace(base, training=dataclasses.replace(
+            base.training, framework=framework))
+        keys = list(space.memory_keys(base, 16))
+        assert {k.zero for k in keys} == want
+        cands = [c for k in keys for c in space.variants(k)]
+        for c in cands[:4]:
+            c.to_config(base)  # RunConfig accepts what the search built
+    one = dataclasses.replace(make_base(gpus=8, batch=8), training=dataclasses.replace(
+        make_base(gpus=8, batch=8).training, framework="torchtitan"))
+    single = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(8,), pp=(1,), cp=(1,))
+    assert {k.zero for k in single.memory_keys(one, 8)} == {2}
+
+
+def test_search_set_zero_stage_the_engine_does_not_run_is_one_line():
+    line = one_error_line(cli("search", "llama3-8b", "--gpus", "16", "--global-batch", "16",
+                              "--seq", "1024", "--workers", "1",
+                              "--set", "training.framework=torchtitan",
+                              "--set", "parallel.distributed_optimizer=true"))
+    assert "parallel.zero_stage=0 with distributed_optimizer=true under parallel." \
+        "data_parallel_impl=fsdp2: that engine runs zero_stage 2, 3 only" in line
+    line = one_error_line(cli("search", "llama3-8b", "--gpus", "16", "--global-batch", "16",
+                              "--seq", "1024", "--workers", "1",
+                              "--set", "training.framework=pytorch",
+                              "--set", "parallel.zero_stage=3"))
+    assert "data_parallel_impl=ddp: that engine runs zero_stage 0 only" in line
+
+
+def test_search_set_zero_stage_is_checked_against_the_profile_s_engine():
+    """--set parallel.zero_stage=2 is FSDP's SHARD_GRAD_OP under torchtitan, not refused as
+    if the engine were ParallelConfig's default (Megatron)."""
+    base = build_base("llama3-8b", "h100-sxm-80gb", 16, 16, 1024, 8, 400.0, "bf16",
+                      ("training.framework=torchtitan", "parallel.zero_stage=2"))
+    assert ("zero_stage", 2) in base.fixed and base.data_parallel_impl == "fsdp2"
+    space = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), pp=(1,), cp=(1,))
+    assert {k.zero for k in space.fixed_by(base.fixed).memory_keys(base, 16)} == {2}
+    for fw in ("torchtitan", "automodel", "pytorch"):  # no --set: each runs its own stages
+        plain = build_base("llama3-8b", "h100-sxm-80gb", 16, 16, 1024, 8, 400.0, "bf16",
+                           (f"training.framework={fw}",))
+        assert not [k for k, _ in plain.fixed if k in ("zero_stage", "distributed_optimizer")]
+
+
+def test_set_flex_two_ranks_empty_switches_the_rule_off():
+    """``--set parallel.flex_two_ranks=[]`` is read for its presence, not its truth."""
+    base = make_base(model=TINY_MOE)
+    old = dataclasses.replace(base, training=dataclasses.replace(
+        base.training, framework="megatron-core", framework_version="0.17"))
+    assert old.flex_two_ranks == ("deepep", "hybridep")
+    off = dataclasses.replace(old, fixed=(("flex_two_ranks", ()),))
+    assert off.flex_two_ranks == ()
+    space = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), pp=(1,), cp=(1,),
+                        ep=(1,), etp=(1,), dispatcher=("hybridep",))
+    assert not list(space.memory_keys(old, 16))
+    assert {(k.ep, k.dispatcher) for k in space.memory_keys(off, 16)} == {(1, "hybridep")}
+
+
+# ---------------------------------------------------------------------------- NVIDIA-only kernels
+
+
+@pytest.mark.parametrize("attention", ["cudnn", "flash4"])
+def test_an_nvidia_only_attention_kernel_on_an_amd_gpu_is_refused(attention):
+    with pytest.raises(ConfigError, match=rf"training.attention={attention} runs on NVIDIA GPUs "
+                                          r"only, not cluster.gpu mi300x \(amd\); use one of "
+                                          r"eager, flash1, flash2, .*flex"):
+        _cfg(gpu="mi300x", attention=attention)
+    _cfg(gpu="mi300x", attention="flash2")
+    _cfg(gpu="h100-sxm-80gb", attention="cudnn")

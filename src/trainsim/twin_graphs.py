@@ -21,15 +21,9 @@ reused while its key is kept. The pricer's records (:func:`mark`) are in the key
 hands its twin only what it added to them, so a pricer that priced before it (a lower bound
 with the same pricer) shares its graph only with a twin whose pricer stands at the same place.
 
-Configs that differ only in ZeRO-1 (the distributed optimizer) against ZeRO-2 are twins too
-where Megatron-core's DDP lays out the model state, ZeRO-1 reduce-scatters its gradients and
-the optimizer steps one flat shard (no per-tensor step): the builder reads the two fields
-(``zero_stage``, ``distributed_optimizer``) as ``_TaskGraph.zero`` in (1, 2), whose reads
-(``simulator``, ``optimizer_tasks``, ``pipeline``) tell 1 from 2 only for ZeRO-1's
-``all_reduce`` gradient reduction and FSDP1's SHARD_GRAD_OP, and as ``zero_stage`` in
-``workload.sharding`` (DeepSpeed's fp32 accumulation, the per-tensor optimizer's FSDP pieces:
-both excluded here; the rest compare it with 3) and ``sharded_passes`` (``>= 3``). Their
-memory differs (``memory.state``), and is worked out per config after the graph.
+The ZeRO fields (``zero_stage``, ``distributed_optimizer``) are in the key as they are: the
+one pair that built the same graph (Megatron-core DDP's ZeRO-1 against its ZeRO-2) is no run
+any more, as Megatron runs 0, 1 and 3 only (``config.validity.ZERO_STAGES``).
 """
 
 from __future__ import annotations
@@ -39,7 +33,6 @@ import itertools
 from collections.abc import Hashable
 from typing import Any
 
-from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
 from trainsim.engine.loop import shared_store, shared_tasks
@@ -141,14 +134,8 @@ def kept_memories(cfg: RunConfig) -> list:
 
 
 def zero_class(cfg: RunConfig) -> Hashable:
-    """What the graph builder takes from the ZeRO fields: ZeRO-1 and ZeRO-2 are one class
-    where the module docstring says they build the same graph, else the fields as they are."""
+    """What the graph builder takes from the ZeRO fields: the fields as they are."""
     p = cfg.parallel
-    zero = p.effective_zero_stage
-    if zero in (1, 2) and p.data_parallel_impl == "megatron" and \
-            p.zero1_grad_reduce == "reduce_scatter" and \
-            not profile_supports(cfg, "per_tensor_optimizer"):
-        return "zero 1-2"
     return p.zero_stage, p.distributed_optimizer
 
 

@@ -144,6 +144,10 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if sdpa and str(training.get("attention", "")).lower() == "sdpa":
         # SDPA is a dispatcher: which kernel it runs is this torch release's choice on this GPU
         training["attention"] = sdpa
+    if not any(_given(parallel.get(k)) for k in ("zero_stage", "distributed_optimizer")) \
+            and profile.defaults.get("zero_stage") is not None:
+        # an FSDP engine has no unsharded stage (config.validity.ZERO_STAGES): its own default
+        parallel["zero_stage"] = profile.defaults["zero_stage"]
     for sec, key, default in _DEFAULTED:
         value = profile.defaults.get(default)
         if key not in sections[sec] and value is not None:

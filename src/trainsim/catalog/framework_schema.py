@@ -343,6 +343,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
     "dp_buckets": _nullable(_enum(DP_BUCKETS)),  # which chunks are bucketed (ParallelConfig)
     "data_parallel_impl": _nullable(_enum(DATA_PARALLEL_IMPLS)),  # model-state memory layout
+    "zero_stage": _nullable(_int),  # the engine's own sharding where a run states none
     "expandable_segments": _nullable(_bool),  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
     "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8
     "overlap_grad_reduce": _nullable(_bool),
@@ -377,7 +378,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"attention_by_arch", "pipeline_partition_method", "expandable_segments",
+OPTIONAL_KEYS = {"attention_by_arch", "zero_stage", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
              "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
              "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",

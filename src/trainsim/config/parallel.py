@@ -8,6 +8,7 @@ from typing import Literal
 
 from trainsim.config._build import check_fields, fields_state, require_positive, suggest
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
+from trainsim.config.validity import zero_stages
 from trainsim.errors import ConfigError
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
@@ -263,6 +264,14 @@ class ParallelConfig:
                               f"known: {', '.join(ZERO3_GATHER)}")
         if self.zero_stage not in (0, 1, 2, 3):
             raise ConfigError(f"parallel.zero_stage={self.zero_stage} must be 0, 1, 2 or 3")
+        allowed = zero_stages(self.data_parallel_impl)
+        if self.effective_zero_stage not in allowed:
+            # config.validity.ZERO_STAGES: what each engine runs, with its sources
+            given = f"parallel.zero_stage={self.zero_stage}" + (
+                " with distributed_optimizer=true" if self.distributed_optimizer else "")
+            raise ConfigError(f"{given} under parallel.data_parallel_impl="
+                              f"{self.data_parallel_impl}: that engine runs zero_stage "
+                              f"{', '.join(map(str, allowed))} only")
         if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
             # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__: assert
             # zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with pipeline

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import get_args, get_type_hints
 
 from trainsim.config._build import fields_state
 from trainsim.config.cluster import ClusterConfig
@@ -58,6 +59,14 @@ class RunConfig:
             # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
                               f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
+        if t.attention in NVIDIA_ONLY_ATTENTION and c.gpu.vendor != "nvidia":
+            # config.training.NVIDIA_ONLY_ATTENTION: cuDNN is NVIDIA's library, FlashAttention-4
+            # CuTe DSL kernels for Hopper and Blackwell
+            runs = sorted(set(get_args(get_type_hints(TrainingConfig)["attention"]))
+                          - NVIDIA_ONLY_ATTENTION - {"flash"})
+            raise ConfigError(f"training.attention={t.attention} runs on NVIDIA GPUs only, not "
+                              f"cluster.gpu {c.gpu.name} ({c.gpu.vendor}); use one of "
+                              f"{', '.join(runs)}")
         if m.softmax_type != "vanilla" and t.attention not in SINK_ATTENTION:
             # those this GPU's vendor runs (a config from the catalog was refused before, naming
             # only its framework's: catalog.defaults.sink_attention)

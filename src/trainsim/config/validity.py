@@ -5,9 +5,28 @@ raises on them, and the search (``search.rules``, ``search.cli._check_fixed``) s
 
 from __future__ import annotations
 
-FLEX_DISPATCHERS = ("deepep", "hybridep")
-"""Megatron-core's flex token dispatchers (MoEFlexTokenDispatcher's DeepEP and HybridEP
-backends)."""
+ZERO_STAGES = {"megatron": (0, 1, 3), "deepspeed": (0, 1, 2, 3), "fsdp1": (2, 3),
+               "fsdp2": (2, 3), "ddp": (0,)}
+"""The ZeRO stages (``ParallelConfig.effective_zero_stage``) each data-parallel engine runs, as
+``memory.state`` lays them out. ``megatron``: 0 = Megatron-core DDP, 1 = its distributed
+optimizer (--use-distributed-optimizer), 3 = Megatron-FSDP (--use-custom-fsdp, later
+--use-megatron-fsdp, with --data-parallel-sharding-strategy optim_grads_params: Megatron-LM
+megatron/core/distributed/custom_fsdp/README.md, "ZeRO-3");
+Megatron-FSDP's ``optim_grads`` (stage 2) is not modelled (``_megatron`` would price it as the
+distributed optimizer). ``deepspeed``: ZeRO stages 0-3 (deepspeed/runtime/zero/config.py
+ZeroStageEnum). ``fsdp1``: ShardingStrategy FULL_SHARD = 3 and SHARD_GRAD_OP = 2
+(torch/distributed/fsdp/api.py; NO_SHARD and the hybrid strategies are not modelled: ``_fsdp``
+shards every parameter); ``fsdp2``: fully_shard(reshard_after_forward=True) = 3, False = 2
+(torch/distributed/fsdp/_fully_shard/_fully_shard.py; torchtitan's reshard_after_forward policy
+``always`` / ``never``). ``ddp``: torch DistributedDataParallel shards nothing, 0 only
+(torch/nn/parallel/distributed.py: every rank holds the whole model and optimizer)."""
+
+
+def zero_stages(data_parallel_impl: object) -> tuple[int, ...]:
+    """The ZeRO stages ``data_parallel_impl`` runs (``ZERO_STAGES``; None: ParallelConfig's
+    default engine, megatron; all four for an engine the table does not name, which
+    ``ParallelConfig`` refuses by itself)."""
+    return ZERO_STAGES.get(str(data_parallel_impl or "megatron"), (0, 1, 2, 3))
 
 
 def kv_heads_fit(kv_heads: int, tp: int, split: bool) -> bool:
@@ -35,4 +54,4 @@ def dispatcher_fits(dispatcher: str, expert_ranks: int, two_ranks: tuple[str, ..
     return dispatcher not in two_ranks or expert_ranks > 1
 
 
-__all__ = ["FLEX_DISPATCHERS", "dispatcher_fits", "kv_heads_fit"]
+__all__ = ["ZERO_STAGES", "dispatcher_fits", "kv_heads_fit", "zero_stages"]

@@ -109,6 +109,7 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     """The fixed part of a search (model, training, cluster) from command-line values."""
     from trainsim.catalog import apply_overrides, run_config_from_dict
     from trainsim.config.parallel import ALIASES
+    from trainsim.search.rules import profile_value
     from trainsim.search.space import Base
 
     for name, v in (("global-batch", global_batch), ("seq", seq), ("gpus-per-node", gpus_per_node)):
@@ -132,7 +133,9 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
             raise ConfigError(f"--set {section}.{key}: {option} sets it; give {option} instead")
     given["training"]["global_batch_size"] = num_gpus  # the placeholder the check runs with
     raw = given
-    fixed = _fixed_parallel(raw.pop("parallel", None) or {})
+    t = raw.get("training") or {}
+    fixed = _fixed_parallel(raw.pop("parallel", None) or {}, profile_value(
+        t.get("framework"), t.get("framework_version"), "data_parallel_impl"))
     cfg = run_config_from_dict(raw)
     expert = [k for k, v in fixed if k in ("expert_model_parallel_size",
                                             "expert_tensor_parallel_size") and (v or 1) > 1]
@@ -188,16 +191,22 @@ def nothing_found(result: Any) -> ConfigError:
         "--global-batch, or widen --tp/--pp/--cp")
 
 
-def _fixed_parallel(given: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+def _fixed_parallel(given: dict[str, Any], engine: object = None
+                    ) -> tuple[tuple[str, Any], ...]:
     """Parallel fields fixed with --set parallel.X=V, by their full names, checked by
-    ParallelConfig (unknown names and bad values are errors, never dropped)."""
+    ParallelConfig (unknown names and bad values are errors, never dropped) under the
+    profile's data-parallel ``engine`` where --set names none, as each candidate is built (a
+    ZeRO stage that engine does not run is refused here, config.validity.ZERO_STAGES)."""
     from trainsim.config import ParallelConfig
     from trainsim.config._build import as_written, build
     from trainsim.config.parallel import ALIASES
 
     full = {ALIASES.get(k, k): v for k, v in given.items()}
     try:
-        p = build(ParallelConfig, full, "--set parallel")
+        zero = "zero_stage" in full or "distributed_optimizer" in full
+        engine_of = {"data_parallel_impl": engine} if engine and zero and \
+            "data_parallel_impl" not in full else {}
+        p = build(ParallelConfig, {**full, **engine_of}, "--set parallel")
     except ConfigError as exc:  # named as written: tp, not tensor_model_parallel_size
         as_written(exc, {f"--set parallel.{ALIASES[k]}": f"--set parallel.{k}"
                          for k in given if k in ALIASES}, replace=True)
@@ -302,7 +311,8 @@ def _common(f):
         click.option("--recompute", default="none,selective,full", show_default=True),
         click.option("--zero", default=None,
                      help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO "
-                          "(default: 0,1,2,3; MoE: 1)."),
+                          "(default: those the engine runs: Megatron 0,1,3, DeepSpeed 0-3, "
+                          "FSDP 2,3, DDP 0; MoE: 1 where it has it)."),
         click.option("--overlap", type=click.Choice(["search", "on", "off"]), default="search",
                      show_default=True, help="Try overlap switches on and off, or fix them."),
         click.option("--ep", "ep_", default=None,

@@ -10,7 +10,7 @@ import functools
 
 from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ModelConfig
-from trainsim.config.validity import FLEX_DISPATCHERS, dispatcher_fits, kv_heads_fit
+from trainsim.config.validity import dispatcher_fits, kv_heads_fit, zero_stages
 
 
 @functools.cache
@@ -30,11 +30,25 @@ def tp_fits(m: ModelConfig, tp: int, split: bool) -> bool:
                                                                                  split)
 
 
-def zeros_fit(zeros: tuple[int, ...], data_parallel_impl: object, pp: int) -> tuple[int, ...]:
-    """The optimizer shardings of ``zeros`` that run with ``pp`` stages: DeepSpeed's pipeline
-    engine takes ZeRO 0-1 only (``config.parallel``: PipelineEngine asserts stage < 2)."""
-    return tuple(z for z in zeros if z < 2) if data_parallel_impl == "deepspeed" and pp > 1 \
-        else zeros
+def zeros_fit(zeros: tuple[int, ...] | None, data_parallel_impl: object, pp: int,
+              moe: bool = False) -> tuple[int, ...]:
+    """The optimizer shardings of ``zeros`` (None: the search's default) that the engine runs
+    (``config.validity.ZERO_STAGES``: plain DDP 0 only, FSDP 2 and 3, Megatron 0, 1 and 3) with
+    ``pp`` stages: DeepSpeed's pipeline engine takes ZeRO 0-1 only (``config.parallel``:
+    PipelineEngine asserts stage < 2). The default is every stage the engine runs, for an MoE
+    model stage 1 alone where the engine has it (the distributed optimizer)."""
+    allowed = zero_stages(data_parallel_impl)
+    if data_parallel_impl == "deepspeed" and pp > 1:
+        allowed = tuple(z for z in allowed if z < 2)
+    if zeros is None:
+        zeros = (1,) if moe and 1 in allowed else allowed
+    return tuple(z for z in dict.fromkeys(zeros) if z in allowed)
+
+
+def unsharded_zero(data_parallel_impl: object) -> int:
+    """The stage a run on one data-parallel rank is built with: the engine's least (FSDP's is
+    2, parameters kept gathered, as one rank holds them; the others' 0)."""
+    return min(zero_stages(data_parallel_impl))
 
 
 def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tuple[str, ...]:
@@ -58,5 +72,5 @@ def schedules_fit(names: tuple[str, ...], pp: int, vpp: int, n_micro: int) -> tu
     return tuple(out)
 
 
-__all__ = ["FLEX_DISPATCHERS", "dispatcher_fits", "kv_heads_fit", "profile_value", "schedules_fit", "tp_fits",
-           "zeros_fit"]
+__all__ = ["dispatcher_fits", "kv_heads_fit", "profile_value", "schedules_fit", "tp_fits",
+           "unsharded_zero", "zeros_fit"]

@@ -37,6 +37,7 @@ from trainsim.search.rules import (
     profile_value,
     schedules_fit,
     tp_fits,
+    unsharded_zero,
     zeros_fit,
 )
 
@@ -123,9 +124,11 @@ class Base:
     @functools.cached_property
     def flex_two_ranks(self) -> tuple[str, ...]:
         """Dispatchers needing ep x etp >= 2: --set, else feature flex_dispatchers_two_ranks."""
-        return tuple(dict(self.fixed).get("flex_two_ranks") or profile_value(  # type: ignore
-            self.training.framework, self.training.framework_version,
-            "flex_dispatchers_two_ranks") or ())
+        fixed = dict(self.fixed)
+        if "flex_two_ranks" in fixed:  # --set parallel.flex_two_ranks=[] switches the rule off
+            return tuple(fixed["flex_two_ranks"] or ())
+        return tuple(profile_value(self.training.framework, self.training.framework_version,
+                                   "flex_dispatchers_two_ranks") or ())  # type: ignore
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared
@@ -496,10 +499,8 @@ class SearchSpace:
                     sps = tuple(dict.fromkeys(self.sequence_parallel)) if tp > 1 else (False,)
                     if m.is_moe and tp > 1:
                         sps = tuple(sp for sp in sps if sp) or sps
-                    zero = self.zero if self.zero is not None else \
-                        ((1,) if m.is_moe else (0, 1, 2, 3))
-                    zeros = tuple(dict.fromkeys(zero)) if dp * cp > 1 else (0,)
-                    zeros = zeros_fit(zeros, impl, pp)
+                    zeros = zeros_fit(self.zero, impl, pp, m.is_moe) if dp * cp > 1 \
+                        else (unsharded_zero(impl),)
                     moe = list(self._moe_choices(base, tp, cp, dp))
                     for mb in mbs:
                         if per_replica % mb:
