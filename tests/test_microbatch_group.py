@@ -201,10 +201,12 @@ def test_profiles_and_the_tuner():
             .microbatch_group_rule == "megatron"
     with pytest.raises(ConfigError, match="multiple"):
         _cfg(4, 2, 2)  # no framework: m % pp == 0 as before
-    meta = _cfg(4, 2, 2, None, "training.framework=meta-llama3")  # 2 micro-batches, pp 4
+    # (the example's distributed optimizer is no stage of meta-llama3's FSDP2: its ZeRO-2)
+    meta = _cfg(4, 2, 2, None, "training.framework=meta-llama3",
+                "parallel.zero_stage=2")  # 2 micro-batches, pp 4
     assert meta.parallel.microbatch_group_rule == "flexible" and microbatch_group(meta) == 2
     with pytest.raises(ConfigError, match="one group, N = 2"):
-        _cfg(4, 2, 2, 4, "training.framework=meta-llama3")
+        _cfg(4, 2, 2, 4, "training.framework=meta-llama3", "parallel.zero_stage=2")
     row = {"id": "x", "model": "llama3-8b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
            "gpus_per_node": "8", "tp": "8", "pp": "4", "global_batch_size": "64",
            "seq_length": "8192", "measured_iteration_s": "1", "framework": "meta-llama3"}

@@ -221,6 +221,7 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     from trainsim.config._build import as_written, build
     from trainsim.config.parallel import ALIASES
     from trainsim.config.safe_load import parse_value
+    from trainsim.config.validity import zero_stages
     from trainsim.search.space import Candidate, MemoryKey
 
     names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
@@ -248,6 +249,11 @@ def parse_reference(text: str, base: Any, num_gpus: int):
         raise ConfigError(f"--reference {', '.join(dropped)}: not a field the search varies; "
                           "fix it for every candidate with --set parallel.FIELD=VALUE")
     parallel = {**dict(base.fixed), **parallel}
+    engine = base.data_parallel_impl  # the candidates' engine (Candidate.to_config)
+    if engine and "data_parallel_impl" not in parallel:
+        parallel["data_parallel_impl"] = engine
+        if "zero_stage" not in parallel and "distributed_optimizer" not in parallel:
+            parallel["zero_stage"] = min(zero_stages(engine))  # its lowest, as the search's
     placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
               "decoder_last_pipeline_num_layers")
     try:
