@@ -84,6 +84,10 @@ def test_tp_beyond_the_kv_heads_is_refused_where_the_framework_splits_them():
         _cfg(parallel={"tp": 8}, framework="megatron-core", framework_version="0.15")
     with pytest.raises(ConfigError, match="splits the KV heads over tp"):
         _cfg(parallel={"tp": 8, "kv_heads_split": True})
+    # a framework with no release that lifts the split is not pointed at one (NeMo 24.07)
+    with pytest.raises(ConfigError, match=r"nemo 24.07 splits the KV heads over tp; choose a "
+                                          r"tp dividing 4$"):
+        _cfg(parallel={"tp": 8}, framework="nemo", framework_version="24.07")
     # a framework that does not split them replicates the 4 heads over 8 ranks, as before
     assert _cfg(parallel={"tp": 8}).parallel.kv_heads_split is False
     assert _cfg(parallel={"tp": 4}, framework="megatron-core",
@@ -132,7 +136,8 @@ def test_search_set_tp_beyond_the_kv_heads_is_one_line():
     line = one_error_line(cli(*args, "--set", "training.framework=megatron-core",
                               "--set", "training.framework_version=0.15",
                               "--set", "parallel.tp=16"))
-    assert "--set parallel.tp=16 does not divide model.num_kv_heads=8, and megatron-core " \
+    # one wording with simulate's (config.validity.kv_heads_problem)
+    assert "--set parallel.tp=16 does not divide model.num_kv_heads=8: megatron-core " \
         "0.15 splits the KV heads over tp" in line and "multiple of 8" in line
     with pytest.raises(ConfigError, match="tp=3 and model.num_kv_heads=8: one must divide the "
                                           "other; choose a tp dividing 8 or a multiple of it"):

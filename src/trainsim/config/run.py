@@ -18,7 +18,7 @@ from trainsim.config.layout import (
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
 from trainsim.config.training import NVIDIA_ONLY_ATTENTION, SINK_ATTENTION, TrainingConfig
-from trainsim.config.validity import dispatcher_fits, kv_heads_fit
+from trainsim.config.validity import dispatcher_fits, kv_heads_problem
 from trainsim.errors import ConfigError
 
 
@@ -40,21 +40,11 @@ class RunConfig:
             raise ConfigError(
                 f"parallel.tp={p.tp} does not divide model.num_attention_heads="
                 f"{m.num_attention_heads}; choose a tp that divides it")
-        if not kv_heads_fit(m.kv_heads, p.tp, p.kv_heads_split):
-            # config.validity.kv_heads_fit: Megatron-core before core_v0.16.0 divides the query
-            # groups over tp; from it (and where KV heads are replicated) one divides the other
-            if p.kv_heads_split:
-                where = f"{t.framework} {t.framework_version or ''}".strip() \
-                    if t.framework else "this framework"
-                raise ConfigError(
-                    f"parallel.tp={p.tp} does not divide model.num_kv_heads={m.kv_heads}: "
-                    f"{where} splits the KV heads over tp (Megatron-core before core_v0.16.0); "
-                    f"choose a tp dividing {m.kv_heads}, or a version from core_v0.16.0 "
-                    "(Megatron-Bridge 26.02, Megatron-LM 2025-12-07), which also takes a "
-                    f"multiple of {m.kv_heads}")
-            raise ConfigError(
-                f"parallel.tp={p.tp} and model.num_kv_heads={m.kv_heads}: one must divide the "
-                f"other; choose a tp dividing {m.kv_heads} or a multiple of it")
+        where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework \
+            else "this run"
+        problem = kv_heads_problem(p.tp, m.kv_heads, p.kv_heads_split, where, t.framework)
+        if problem:  # config.validity.kv_heads_fit: Megatron-core splits the query groups
+            raise ConfigError(f"parallel.{problem}")
         if t.attention == "flash1" and m.qk_dim // m.num_attention_heads > 128:
             # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "

@@ -45,6 +45,30 @@ def kv_heads_fit(kv_heads: int, tp: int, split: bool) -> bool:
     return not split and not tp % kv_heads
 
 
+KV_SPLIT_LIFTED = {"megatron-core": "core_v0.16.0", "megatron-bridge": "26.02",
+                   "megatron-lm": "2025-12-07"}
+"""The first release of each framework whose Megatron-core takes a tp beyond the KV heads
+(f7dfb99795, PR #2565; Megatron-Bridge 26.02 pins b0cc2706, which holds it): named in the
+refusal only where the run's framework has one (the profiles' ``kv_heads_split: false``)."""
+
+
+def kv_heads_problem(tp: int, kv_heads: int, split: bool, where: str,
+                     framework: str | None) -> str | None:
+    """Why ``tp`` ranks cannot hold ``kv_heads`` KV heads (``kv_heads_fit``), as the end of a
+    one-line refusal that starts with the field as the user gave it; None when they can.
+    ``where``: the run's framework and version as the user reads them."""
+    if kv_heads_fit(kv_heads, tp, split):
+        return None
+    if not split:
+        return (f"tp={tp} and model.num_kv_heads={kv_heads}: one must divide the other; "
+                f"choose a tp dividing {kv_heads} or a multiple of it")
+    later = KV_SPLIT_LIFTED.get(framework or "")
+    tail = f", or {framework} from {later}, which also takes a multiple of {kv_heads}" \
+        if later else ""
+    return (f"tp={tp} does not divide model.num_kv_heads={kv_heads}: {where} splits the KV "
+            f"heads over tp; choose a tp dividing {kv_heads}{tail}")
+
+
 def dispatcher_fits(dispatcher: str, expert_ranks: int, two_ranks: tuple[str, ...]) -> bool:
     """Whether ``dispatcher`` runs on ``expert_ranks`` (ep x expert tp) ranks: those of
     ``two_ranks`` (``ParallelConfig.flex_two_ranks``, the profile's feature
@@ -54,4 +78,5 @@ def dispatcher_fits(dispatcher: str, expert_ranks: int, two_ranks: tuple[str, ..
     return dispatcher not in two_ranks or expert_ranks > 1
 
 
-__all__ = ["ZERO_STAGES", "dispatcher_fits", "kv_heads_fit", "zero_stages"]
+__all__ = ["KV_SPLIT_LIFTED", "ZERO_STAGES", "dispatcher_fits", "kv_heads_fit", "kv_heads_problem",
+           "zero_stages"]

@@ -152,21 +152,14 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
 def _check_fixed(base: Any) -> None:
     """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
     line here: the search would skip every candidate and say only that none is valid."""
-    from trainsim.config.validity import dispatcher_fits, kv_heads_fit
+    from trainsim.config.validity import dispatcher_fits, kv_heads_problem
 
     f, m, t = dict(base.fixed), base.model, base.training
     where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else "the run"
     tp = f.get("tensor_model_parallel_size")
-    if tp and not kv_heads_fit(m.kv_heads, tp, base.kv_heads_split):
-        if base.kv_heads_split:
-            raise ConfigError(f"--set parallel.tp={tp} does not divide model.num_kv_heads="
-                              f"{m.kv_heads}, and {where} splits the KV heads over tp "
-                              f"(Megatron-core before core_v0.16.0); choose a tp dividing "
-                              f"{m.kv_heads}, or a version from core_v0.16.0, which also takes "
-                              f"a multiple of {m.kv_heads}")
-        raise ConfigError(f"--set parallel.tp={tp} and model.num_kv_heads={m.kv_heads}: one "
-                          f"must divide the other; choose a tp dividing {m.kv_heads} or a "
-                          "multiple of it")
+    problem = tp and kv_heads_problem(tp, m.kv_heads, base.kv_heads_split, where, t.framework)
+    if problem:
+        raise ConfigError(f"--set parallel.{problem}")
     disp = f.get("moe_token_dispatcher_type")
     ep, etp = f.get("expert_model_parallel_size"), f.get("expert_tensor_parallel_size")
     if ep is not None and not dispatcher_fits(disp, ep * (etp or 1), base.flex_two_ranks):
