@@ -37,16 +37,15 @@ from trainsim.chunks import chunks
 from trainsim.config import ParallelConfig, RunConfig
 from trainsim.engine.loop import shared_store, shared_tasks
 from trainsim.memo import per_pricer, stage_memory
-from trainsim.memory.free_of import OVERLAP_FIELDS, ZERO_FIELDS, FreeOf
+from trainsim.memory.free_of import OVERLAP_FIELDS, FreeOf
 from trainsim.pricing import Pricer
 from trainsim.workload.shard import shard_of
 
 RECOMPUTE_FIELDS = frozenset({"recompute", "recompute_modules", "recompute_num_layers"})
 """The parallel fields the graph builder reads only through the priced chunks and
 ``RunConfig.recomputed_layers``."""
-# ZERO_FIELDS (memory.free_of): the parallel fields in the key as :func:`zero_class`.
 _OTHER_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
-                      if f.name not in RECOMPUTE_FIELDS and f.name not in ZERO_FIELDS)
+                      if f.name not in RECOMPUTE_FIELDS)
 CHUNK_FREE_FIELDS = OVERLAP_FIELDS
 """The parallel fields the priced chunks never read (:func:`kept_chunks`)."""
 _CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(ParallelConfig)
@@ -72,7 +71,7 @@ def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
         shared["chunks"] = kept_chunks(cfg, pricer, layer_source)
     p = cfg.parallel
     key = (id(cfg.model), id(cfg.training), id(cfg.cluster), id(layer_source), microbatches,
-           pricer._sig, mark(pricer), cfg.recomputed_layers, zero_class(cfg),
+           pricer._sig, mark(pricer), cfg.recomputed_layers,
            tuple(getattr(p, name) for name in _OTHER_FIELDS),
            tuple((v, tuple(map(id, ch.fwd_parts)), id(ch.bwd_head),
                   tuple(map(id, ch.bwd_layers)), id(ch.bwd_tail))
@@ -131,12 +130,6 @@ def kept_memories(cfg: RunConfig) -> list:
     if kept is None:
         kept = store[_MEMORY] = FreeOf(CHUNK_FREE_FIELDS)
     return [kept(stage_memory, cfg, s) for s in range(cfg.parallel.pp)]
-
-
-def zero_class(cfg: RunConfig) -> Hashable:
-    """What the graph builder takes from the ZeRO fields: the fields as they are."""
-    p = cfg.parallel
-    return p.zero_stage, p.distributed_optimizer
 
 
 def kept_graph(cfg: RunConfig, pricer: Pricer, layer_source: Any,
@@ -201,5 +194,5 @@ def keep_summary(graph: Any, cfg: RunConfig, summary: Any) -> None:
         store[(_SUMMARY, id(graph))] = (graph, cfg.parallel.optimizer_post_validation, summary)
 
 
-__all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "ZERO_FIELDS", "graph_key", "keep_graph",
-           "keep_summary", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark", "zero_class"]
+__all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "graph_key", "keep_graph",
+           "keep_summary", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark"]
