@@ -1,6 +1,7 @@
 """Zero-bubble schedules against the paper's throughput table (issue 20, acceptance 2).
 
     python benchmarks/zero_bubble.py [--format table|json] [--model 1.5B] [--schedule 1F1B-I]
+                                     [--interleaved-p2p batched|overlapped]
 
 Rows: benchmarks/zero_bubble_published.csv, Qi et al. 2024 "Zero Bubble Pipeline Parallelism"
 (ICLR 2024, arXiv:2401.10241) Table 3 (models and settings) and Table 4 (samples per GPU per
@@ -28,6 +29,27 @@ upper medians, a pending W counted as 32h / (34h + 5as) of a micro-batch as that
 budgets it: ``pipeline_schedules.zb_w_fraction``); both run with the
 optimizer post-validation of §4 (``parallel.optimizer_post_validation``), as the paper's
 zero-bubble runs do; 1F1B and 1F1B-I are Megatron-LM's, synchronized.
+
+The pipeline exchanges of 1F1B-I are NOT run as the paper's code base ran them (checked
+2026-11-25, benchmarks/RESULTS.md 20th session, zb). The ``arxiv`` branch's
+examples/pretrain_zero_bubble.sh passes no ``--no-overlap-p2p-communication``; that line came
+with 064369d6 (2024-10-02). Nothing says the paper's runs added it through the script's ``$@``.
+So Megatron's default held: ``overlap_p2p_comm`` True for an interleaved run
+(megatron/arguments.py 1158), ``batch_p2p_comm`` False (477). Each exchange is then a lone
+isend or irecv per tensor (p2p_communication.py ``_p2p_ops``), waited on just before the next
+pass in its direction, with no synchronize. 1F1B and the zero-bubble schedules do run batched:
+arguments.py 186 turns the overlap off without virtual stages, and the zero-bubble runtime
+batches its own exchanges.
+The default here (``--interleaved-p2p batched``) keeps the blocking, batched exchange: 4 NCCL
+channels a send in one node, its slowest hop across nodes (see below). That stand-in is the
+only thing that charges 1F1B-I the published cost per extra pass.
+With the exchanges as they ran (``--interleaved-p2p overlapped``), trainsim puts 1F1B-I
+5.0-9.6 points above the published speed-ups: 0/12 rows within 3 points.
+benchmarks/interleaved_overlap.py replays that schedule op by op: pair communicators, streams
+in order, sends matched to receives, and the one hardware queue of ``CUDA_DEVICE_MAX_CONNECTIONS=1``.
+In the replay, overlapped sends cost one send per virtual-stage boundary of the fill and
+drain, whatever m. What the published table charges per extra pass under overlap is not
+priced.
 
 The paper's own profile (``PROFILE``, printed after the table): each zero-bubble speed-up its
 profiled pass times and bubble rates imply, 1F1B's time outside the passes held. Every row
@@ -63,8 +85,8 @@ dropout (this script before 2026-11-24) W was 28-35 %, ZB-1p 6 of 12 rows within
 / v). ``excess_per_pass`` measures it from the published table alone: the published 1F1B-I
 iteration less the ideal (1F1B's iteration scaled by that ratio), regressed on m, grows by
 0.43-0.47 ms per extra pass (2 (v - 1) per micro-batch per stage) at 8 and 16 stages, 0.3 ms at
-32 (whose two-digit throughputs make it the noisiest). At 16 and 32 stages that is the send of
-a pipeline that crosses nodes: with one stage per GPU the hops 7 -> 8, ... leave the node over a
+32 (whose two-digit throughputs make it the noisiest). Under the blocking stand-in (above), at
+16 and 32 stages that is the send of a pipeline that crosses nodes: with one stage per GPU the hops 7 -> 8, ... leave the node over a
 200 Gb/s NIC, and in lock-step the slowest hop paces every stage (``pipeline.pipeline_send_s``;
 10.5-12.6 MB at 25 GB/s: 0.42-0.50 ms a send). With it the 14.6B and 28.3B rows of 1F1B-I come
 within 3 points (+7.9 -> +2.6 at most). The 8-stage runs (1.5B, 6.2B) stay in one NVLink node,
@@ -112,7 +134,9 @@ neither)."""
 SCHEDULES = {"1F1B": "1f1b", "1F1B-I": "interleaved_1f1b", "ZB-1p": "zb_h1", "ZB-2p": "zb_2p"}
 
 
-def config(row: dict[str, str]):
+def config(row: dict[str, str], overlap_interleaved: bool = False):
+    """The run of ``row``; ``overlap_interleaved``: 1F1B-I's exchanges overlapped, as the code
+    base's arxiv script left Megatron's default (module docstring)."""
     layers, gpus = int(row["num_layers"]), int(row["num_gpus"])
     sched = SCHEDULES[row["schedule"]]
     vpp = (layers + 2) // gpus if sched == "interleaved_1f1b" else None
@@ -128,17 +152,17 @@ def config(row: dict[str, str]):
                      "account_for_embedding_in_pipeline_split": True,
                      "account_for_loss_in_pipeline_split": True,
                      "distributed_optimizer": False,
-                     # examples/pretrain_zero_bubble.sh passes --no-overlap-p2p-communication
-                     # (seen at sail-sg/zero-bubble-pipeline-parallelism@064369d6, main; the arxiv
-                     # branch's copy not checked), against Megatron-LM's default from 2023-10
-                     # (overlap for interleaved pipelines): batched, blocking exchanges. The
+                     # batched, blocking exchanges. The main branch's example script passes
+                     # --no-overlap-p2p-communication (from 064369d6, 2024-10-02); the arxiv
+                     # branch's (f68d3879) does not, so the paper's 1F1B-I ran overlapped
+                     # (module docstring; ``--interleaved-p2p overlapped``). The
                      # zero-bubble runtime (arxiv f68d3879 zb_schedules.py ``flush``) posts its
                      # own batch_isend_irecv whatever the flag, each batch waited on by the pass
                      # that consumes a receive in it. How much of a send such a batch exposes is
                      # not measured; they stay priced blocking (as before 2026-11-25). Priced on
                      # a stream of their own they put every ZB row 1-3 points higher (RESULTS.md,
                      # 19th session, zb)
-                     "overlap_p2p_comm": False,
+                     "overlap_p2p_comm": overlap_interleaved and sched == "interleaved_1f1b",
                      # the zero-bubble runs validate the optimizer step after it (§4)
                      "optimizer_post_validation": row["schedule"].startswith("ZB")},
         "training": {"global_batch_size": mbs * m, "micro_batch_size": mbs,
@@ -148,10 +172,10 @@ def config(row: dict[str, str]):
     })
 
 
-def predict(rows: list[dict[str, str]]) -> list[dict]:
+def predict(rows: list[dict[str, str]], overlap_interleaved: bool = False) -> list[dict]:
     out = []
     for row in rows:
-        cfg = config(row)
+        cfg = config(row, overlap_interleaved)
         r = simulate(cfg)
         out.append({"model": row["model"], "num_microbatches": int(row["num_microbatches"]),
                     "schedule": row["schedule"],
@@ -263,13 +287,16 @@ def main() -> None:
     ap.add_argument("--model", action="append", help="only this model (repeatable): 1.5B, ...")
     ap.add_argument("--schedule", action="append", choices=sorted(SCHEDULES),
                     help="only this schedule (repeatable; 1F1B always runs as the baseline)")
+    ap.add_argument("--interleaved-p2p", choices=("batched", "overlapped"), default="batched",
+                    help="1F1B-I's exchanges: blocking and batched (default, a stand-in), or "
+                    "overlapped as the code base's arxiv script ran them")
     args = ap.parse_args()
     with ROWS.open() as f:
         rows = [r for r in csv.DictReader(f) if not args.model or r["model"] in args.model]
     excess = excess_per_pass(rows)
     if args.schedule:
         rows = [r for r in rows if r["schedule"] in args.schedule or r["schedule"] == "1F1B"]
-    res = predict(rows)
+    res = predict(rows, args.interleaved_p2p == "overlapped")
     others = [p for p in res if p["schedule"] != "1F1B"]
     worst = max(abs(p["points_off"]) for p in others)
     mean = sum(abs(p["points_off"]) for p in others) / len(others)

@@ -1,0 +1,64 @@
+"""benchmarks/interleaved_overlap.py: Megatron's interleaved 1F1B with overlapped p2p
+(sail-sg zero-bubble arxiv f68d3879 schedules.py), replayed op by op. The transcription runs
+every pass once and matches every send with a receive; with free sends it gives the
+interleaved schedule's ideal span by hand; priced sends lengthen only the fill and drain, by one send per virtual-stage boundary."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import load_script
+
+replay_mod = load_script(Path(__file__).resolve().parents[1] / "benchmarks"
+                         / "interleaved_overlap.py")
+
+SHAPES = [(4, 2, 4), (4, 3, 8), (8, 3, 24), (8, 4, 16)]  # (p, v, m), m a multiple of p
+
+
+@pytest.mark.parametrize("p,v,m", SHAPES)
+def test_every_rank_runs_each_forward_and_backward_once(p, v, m):
+    for s in range(p):
+        prog = replay_mod.host_program(s, p, v, m)
+        passes = Counter((kind, k) for tag, kind, k in (i for i in prog if i[0] == "C"))
+        assert passes == Counter({(kind, k): 1 for kind in "FB" for k in range(m * v)})
+
+
+@pytest.mark.parametrize("p,v,m", SHAPES)
+def test_sends_and_receives_pair_up_per_directed_link(p, v, m):
+    sent, received = Counter(), Counter()
+    for s in range(p):
+        for item in replay_mod.host_program(s, p, v, m):
+            if item[0] != "P":
+                continue
+            for kind, side in item[1]:
+                peer = (s + 1) % p if side == "next" else (s - 1) % p
+                (sent if kind == "send" else received)[
+                    (s, peer) if kind == "send" else (peer, s)] += 1
+    assert sent == received
+    # one activation per virtual-stage boundary forward and one gradient back, per micro-batch
+    assert sum(sent.values()) == 2 * m * (p * v - 1)
+
+
+@pytest.mark.parametrize("one_queue,rendezvous", [(True, True), (False, False), (True, False)])
+def test_free_sends_give_the_interleaved_ideal(one_queue, rendezvous):
+    # Narayanan et al. 2021 §2.2: m v (f + b) of work and a bubble of (p - 1)(f + b) per chunk
+    p, v, m, f, b = 8, 3, 24, 4e-3, 7e-3
+    r = replay_mod.replay(p, v, m, [[f] * v] * p, [[b] * v] * p, 0.0, one_queue, rendezvous)
+    assert r.span_s == pytest.approx(m * v * (f + b) + (p - 1) * (f + b))
+
+
+def test_overlapped_sends_cost_the_fill_and_drain_only():
+    p, v, f, b, send = 8, 3, 4e-3, 7e-3, 0.5e-3
+    extra = []
+    for m in (16, 32, 64):
+        free = replay_mod.replay(p, v, m, [[f] * v] * p, [[b] * v] * p, 0.0).span_s
+        priced = replay_mod.replay(p, v, m, [[f] * v] * p, [[b] * v] * p, send).span_s
+        extra.append(priced - free)
+    assert extra[0] > 0
+    assert extra[1] == pytest.approx(extra[0]) and extra[2] == pytest.approx(extra[0])
+    # one send per virtual-stage boundary on the way in (the first forward) and on the way
+    # out (the last backward), whatever m: not the 2 v m a stage's blocking sends would add
+    assert extra[0] == pytest.approx(2 * (p * v - 1) * send)
