@@ -62,3 +62,15 @@ def test_overlapped_sends_cost_the_fill_and_drain_only():
     # one send per virtual-stage boundary on the way in (the first forward) and on the way
     # out (the last backward), whatever m: not the 2 v m a stage's blocking sends would add
     assert extra[0] == pytest.approx(2 * (p * v - 1) * send)
+
+
+def test_zero_bubble_overlaps_only_the_interleaved_rows_when_asked():
+    # the arxiv script left Megatron's default for interleaved runs; 1F1B and the zero-bubble
+    # schedules exchange batched whatever the flag (arguments.py 186, zb_schedules.py)
+    import csv
+
+    zb = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "zero_bubble.py")
+    with zb.ROWS.open() as f:
+        rows = {r["schedule"]: r for r in csv.DictReader(f) if r["model"] == "1.5B"}
+    assert not any(zb.config(r).parallel.overlap_p2p_comm for r in rows.values())
+    assert {s for s, r in rows.items() if zb.config(r, True).parallel.overlap_p2p_comm} == {"1F1B-I"}
