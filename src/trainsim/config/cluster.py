@@ -199,10 +199,10 @@ class GPUSpec:
         MAMF is a boost-clock burst; a GPU in a training job runs power-saturated, at the
         sustained rate (MSMF). Bekman's measurements with all 8 GPUs of a node busy give
         MSMF/MAMF = 701/826 = 0.85 on H200 and 1439/1758 = 0.82 on B200 (ml-engineering,
-        mamf-finder "alone vs all-8 concurrent"): B200's catalog entry carries its own 0.82,
+        mamf-finder "alone vs all-8 concurrent"): B200's and GB200's catalog entries carry
+        their own 0.82 (GB200: Azure's sustained cuBLASLt fp8 over its MAMF, gb200.yaml),
         every other GPU 0.85, H200's (``sustained_of_burst``; 1.0 for a kernel benchmarked
-        alone). A board power
-        limit below the TDP lowers it further (``power_limited_rate``).
+        alone). A board power limit below the TDP lowers it further (``power_limited_rate``).
         """
         frac = self.mamf_fraction
         if dtype == "fp8" and "fp8" in self.peak_flops:

@@ -258,6 +258,11 @@ FP8_FAST_ACCUM = FP8_OWN_PROMOTION | {"tilelang"}
 whose ``T.gemm`` keeps the sums in the tensor cores' fp32 fragments."""
 
 
+_FAST_ACCUM = re.compile(r"fast[- _]accum", re.IGNORECASE)
+"""A note saying a cuBLAS fp8 GEMM ran with ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` set (or
+``torch._scaled_mm(..., use_fast_accum=True)``): no split accumulator (``Gemm.fp8_fast_accum``)."""
+
+
 _BLOCK_SCALES = re.compile(r"\bblock[- ]?(wise[- ])?scal|\bblock-fp8\b", re.IGNORECASE)
 """A note saying the fp8 operands carry a scale per block of k (e.g. "128x128 block scales",
 "blockwise scaling"); the kernels files have no recipe column."""
@@ -278,7 +283,8 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     dtype = _dtype(row)
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
-        fast = dtype == "fp8" and implementation(row) in FP8_FAST_ACCUM
+        fast = dtype == "fp8" and (implementation(row) in FP8_FAST_ACCUM
+                                   or bool(_FAST_ACCUM.search(row.get("note") or "")))
         blocks = block_scales(row)
         if kind == "gemm":
             known_library(implementation(row), GEMM_LIBRARIES, "dense GEMM")
