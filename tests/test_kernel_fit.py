@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 
@@ -241,3 +242,23 @@ def test_activity_clock_experiment_raises_only_idle_gemms_clock(fit_script):
     assert [RooflineModel(training).time(op) for op in ops] == before
     (big_b, short_b), (big_d, short_d) = before, during
     assert 0.98 * big_b < big_d <= big_b and short_d < 0.9 * short_b
+
+
+@pytest.mark.parametrize("name", ["h100-sxm-80gb", "b200-sxm-180gb", "gb200"])
+def test_attention_slows_by_the_sustained_clock_as_a_whole(name):
+    """A training GPU's power-saturated clock slows a fused attention kernel's matmuls and its
+    softmax exponentials alike (both issue per SM clock): the kernel's work at the sustained
+    clock is its work alone divided by ``sustained_of_burst``, and a board power limit divides
+    it by ``power_scale`` on top. On Blackwell, where an exponential costs as much as a score's
+    matmuls (512 FLOPs per exp), pricing the exps at the burst clock made training attention
+    ~9 % fast."""
+    g = gpu(name)
+    alone = dataclasses.replace(g, sustained_of_burst=1.0)
+    capped = dataclasses.replace(g, power_limit_w=0.75 * g.tdp_w)
+    for bwd, causal in itertools.product((False, True), (False, True)):
+        op = Attention("a", 1, 32, 8, 4096, 4096, 128, causal=causal, backward=bwd, impl="cudnn")
+        work = attention.fused_attention_work(g, op)
+        assert work == pytest.approx(attention.fused_attention_work(alone, op)
+                                     / g.sustained_of_burst, rel=1e-12)
+        assert attention.fused_attention_work(capped, op) == pytest.approx(
+            work / capped.power_scale, rel=1e-12)

@@ -346,8 +346,8 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
 def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     """Seconds of a fused attention kernel's compute (matmuls over its whole tiles and each
     row's fixed work at ``attention_fraction`` of the bf16 GEMM ceiling, dropout's random
-    numbers, the exposed softmax exponentials, a causal forward's tail), before the roofline
-    weighs it against memory time and adds the launch."""
+    numbers, the exposed softmax exponentials at the same clock as the matmuls, a causal
+    forward's tail), before the roofline weighs it against memory time and adds the launch."""
     peak = gpu.gemm_ceiling("bf16")
     frac = attention_fraction(op.impl, op.backward, gpu)
     if op.dropout:
@@ -356,7 +356,11 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     stretch = scores_per_head / op.pairs  # scores computed per useful score
     scores = op.batch * op.heads * op.pairs * stretch
     mma = op.flops * stretch / (peak * frac)
-    exp_rate = gpu.flops("bf16") / gpu.flops_per_exp
+    # the exponential units issue per SM clock (16 results per clock per SM: FA3 paper §3.1,
+    # FA4 paper §1), the clock the matmuls run at: a training GPU's power-saturated clock
+    # (``GPUSpec.sustained_of_burst``, Bekman's B200 MSMF at 1339 of 1965 MHz) and a board power
+    # limit (``power_scale``) slow them as they slow the tensor cores
+    exp_rate = gpu.flops("bf16") / gpu.flops_per_exp * gpu.sustained_of_burst * gpu.power_scale
     exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
     work = mma + exposed * scores / exp_rate
     if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
