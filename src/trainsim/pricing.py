@@ -318,11 +318,11 @@ class Pricer:
             t = max(t, fwd)
         return t
 
-    def hidden_behind(self, comm_s: float, compute_s: float) -> float:
+    def hidden_behind(self, comm_s: float, compute_s: float, share: str = "dp") -> float:
         """Exposed time of a collective run beside ``compute_s`` of compute: what the compute
         cannot cover, plus the compute's slowdown from the SMs the collective holds meanwhile
-        (a collective's share, ``sm_share['dp']``)."""
-        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share["dp"]
+        (a collective's share, ``sm_share['dp']``; an expert all-to-all's, ``sm_share['ep']``)."""
+        return max(0.0, comm_s - compute_s) + min(comm_s, compute_s) * self.sm_share[share]
 
     def _overlap_splits(self, ops: list[Op]) -> dict[int, int]:
         """Chunks each GEMM runs in under the TP overlap (``tp_comm_overlap_method``).
@@ -453,6 +453,13 @@ class Pricer:
                     continue
                 if p.moe_overlap_ep_comm and op.group in ("ep", "etp"):
                     pooled.append(((cat, t, op.name), op, len(segs)))
+                    continue
+                if op.beside_next:  # side-stream compute issued after it runs meanwhile
+                    nxt = [o for o in ops[i + 1:] if not isinstance(o, Comm)][:op.beside_next]
+                    # an expert all-to-all holds its p2p channels' SMs (``ep_a2a_sms``)
+                    t = self.hidden_behind(t, sum(compute_time(o) for o in nxt),
+                                           "ep" if op.group == "ep" else "dp")
+                    add((cat, t, op.name), op)
                     continue
                 tp_overlap = p.tp_comm_overlap and op.group == "tp" and not op.waited
                 if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:

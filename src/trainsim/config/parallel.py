@@ -144,6 +144,16 @@ class ParallelConfig:
     without it is a ConfigError, read only with it, ``ep_pairs``; Megatron-Bridge
     comm_overlap.delay_wgrad_compute). None: the framework profile's default
     (``delay_wgrad_compute``, what its recipes set with the overlap), else off."""
+    moe_shared_expert_overlap: bool | None = None
+    """Run the shared experts on a side stream beside the expert all-to-alls (Megatron-core
+    --moe-shared-expert-overlap, TransformerConfig.moe_shared_expert_overlap; core_v0.14.0-
+    core_v0.16.0 moe/shared_experts.py ``SharedExpertMLP`` with token_dispatcher.py
+    ``MoEAlltoAllTokenDispatcher``: fc1 and the activation beside the dispatch, fc2 beside the
+    combine, their backward beside the exchanges' own, ``workload.moe_block``). Megatron-core
+    refuses it with another dispatcher than ``alltoall``, with ``moe_overlap_ep_comm`` and with
+    a recompute of ``shared_experts``. None: the framework profile's default where the run can
+    have it (``moe_shared_expert_overlap``: Megatron-Bridge's DeepSeek, GLM-4.5, Kimi and
+    Nemotron-H providers set it), else off (Megatron-core's default)."""
     moe_permute_fusion: bool | None = None
     """Transformer Engine's fused token permutation (Megatron-core --moe-permute-fusion,
     TransformerConfig.moe_permute_fusion; Megatron-Bridge model.moe_permute_fusion). False: the
@@ -314,6 +324,19 @@ class ParallelConfig:
             # Megatron-core core_v0.16.0 transformer_config.py L1909-1912 asserts it
             raise ConfigError("parallel.delay_wgrad_compute=true needs moe_overlap_ep_comm=true "
                               "(Megatron's TransformerConfig asserts it)")
+        if self.moe_shared_expert_overlap:
+            # core_v0.14.0-core_v0.16.0 transformer_config.py __post_init__ raises on each
+            if self.moe_token_dispatcher_type != "alltoall":
+                raise ConfigError("parallel.moe_shared_expert_overlap=true needs "
+                                  "moe_token_dispatcher_type=alltoall (Megatron-core: \"only "
+                                  "works with alltoall token dispatcher\")")
+            if self.moe_overlap_ep_comm:
+                raise ConfigError("parallel.moe_shared_expert_overlap=true and "
+                                  "moe_overlap_ep_comm=true: Megatron-core asserts one or the "
+                                  "other")
+            if "shared_experts" in (self.recompute_modules or ()):
+                raise ConfigError("parallel.moe_shared_expert_overlap=true with "
+                                  "recompute_modules shared_experts: Megatron-core refuses it")
         if self.moe_permute_fusion is False and self.moe_token_dispatcher_type == "hybridep":
             # core_v0.16.0 token_dispatcher.py _HybridEPManager: its permute hooks return their
             # input; HybridEP's own kernels permute (moe_permute_fusion_into_hybridep)

@@ -292,7 +292,21 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     dgrad_at: int | None = None  # index in ``ops`` of the last GEMM's dgrad
     ring = sh.cp > 1 and sh.cp_ring and sh.cp_comm in ("all_gather", "p2p")
     te_ring = sh.cp_te_ring
-    for op in reversed(fwd):
+    # where the backward of each forward op (by its index) starts in ``ops``
+    starts: list[int] = [0] * len(fwd)
+    for j in range(len(fwd) - 1, -1, -1):
+        op = fwd[j]
+        starts[j] = len(ops)
+        if isinstance(op, Comm) and op.beside_next:
+            # an exchange beside side-stream compute issued after it (moe_block._beside):
+            # Megatron-core gives its gradient the highest autograd sequence number
+            # (shared_experts.py ``set_tensor_grad_fn_sequence_sr``), so the conjugate is issued
+            # before that compute's backward and runs beside it
+            at = _beside_start(fwd, starts, j)
+            ops.insert(at, _beside_conjugate(op, ops[at:]))
+            if dgrad_at is not None and dgrad_at >= at:
+                dgrad_at += 1
+            continue
         if (ring and is_ring_op(op)) or (te_ring and is_te_ring_op(op)):
             continue  # ring_backward / te_ring_backward below replace the ring's forward ops
         if ring and isinstance(op, Attention) and op.name == "attn_core":
@@ -395,6 +409,28 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         names = (first,) if sh.parallel_block else (first, "fc1")
         _insert_after_dgrad(ops, tuple(f"{n}.dgrad" for n in names), sh)
     return ops
+
+
+def _beside_start(fwd: list[Op], starts: list[int], j: int) -> int:
+    """Where, in the backward list, the backward of the ``fwd[j].beside_next`` compute ops after
+    ``fwd[j]`` starts (they were met, in reverse, just before it)."""
+    left, last = fwd[j].beside_next, j  # type: ignore[union-attr]
+    for i in range(j + 1, len(fwd)):
+        if left == 0:
+            break
+        if not isinstance(fwd[i], Comm):
+            left, last = left - 1, i
+    return starts[last]
+
+
+def _beside_conjugate(op: Comm, after: list[Op]) -> Comm:
+    """The backward exchange of ``op``, beside the compute ops ``after`` it."""
+    conj = {"all_to_all": "all_to_all", "all_gather": "reduce_scatter",
+            "reduce_scatter": "all_gather"}[op.kind]
+    grad = op.bytes if op.grad_bytes is None else op.grad_bytes
+    return Comm(f"{op.name}.bwd", conj, grad, op.group,  # type: ignore[arg-type]
+                domain_fanout=op.domain_fanout,
+                beside_next=sum(not isinstance(o, Comm) for o in after))
 
 
 def _insert_after_dgrad(ops: list[Op], names: tuple[str, ...], sh: Shard) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
@@ -63,6 +64,12 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     ragged = not m.moe_padded_to_capacity
     h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
+    shared = _shared_experts(cfg, sh)
+    # Megatron-core's SharedExpertMLP on its side stream: fc1 and the activation issued after
+    # the dispatch's all-to-all (dispatch_postprocess), fc2 after the combine's
+    # (combine_postprocess), its output waited for before the unpermuted sum
+    beside = shared is not None and p.moe_token_dispatcher_type == "alltoall" \
+        and shared_expert_overlap(cfg)
     ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
     routed = tokens * k  # token copies leaving this rank
     dispatcher = p.moe_token_dispatcher_type
@@ -100,11 +107,14 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
         ops.append(Comm("moe.dispatch_all_gather", "all_gather", p.ep * tokens * h * elem, "ep"))
     elif p.ep > 1:
-        ops.append(Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep",
-                        domain_fanout=fanout))
+        dispatch = Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep",
+                        domain_fanout=fanout)
+        ops.append(_beside(dispatch, shared[0]) if shared is not None and beside else dispatch)
     probs = disp.probs_all_to_all(cfg, wire)
     if probs is not None:
         ops.append(probs)
+    if shared is not None and beside:  # fc1 and the activation, issued after the exchanges
+        ops.extend(shared[0])
     if disp.permute_after_exchange(dispatcher):
         # DeepEP delivers tokens in source order: sorted here, back before the combine
         ops.extend(permute_ops)
@@ -166,21 +176,71 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(Comm("moe.combine_reduce_scatter", "reduce_scatter", p.ep * tokens * h * ACT,
                         "ep"))
     elif p.ep > 1:
-        ops.append(Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep",
-                        domain_fanout=fanout))
+        combine = Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep",
+                       domain_fanout=fanout)
+        if shared is not None and beside:  # fc2 beside the combine, then its TP reduction
+            ops.extend([_beside(combine, shared[1]), *shared[1], *shared[2]])
+        else:
+            ops.append(combine)
     if hybrid:
         ops.extend(api_combine_after)
     if disp.permute_before_exchange(dispatcher):
         ops.extend(unpermute_ops)
+    if shared is not None and not beside:
+        ops.extend(shared[0] + shared[1] + shared[2])
+
+
+def _shared_experts(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op], list[Op]] | None:
+    """The shared experts' ops (a TP-parallel dense MLP) in three parts: the entry (TP
+    all-gather under SP), fc1 and the activation; fc2; the exit (TP reduction). None for a
+    model without shared experts."""
+    m = cfg.model
     shared = m.moe_shared_expert_intermediate_size
-    if shared:
-        pre = SHARED_EXPERT_PREFIX
-        tp_enter(ops, sh, h, f"{pre}expert")
-        linear(ops, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h,
-               seq_parallel="gather")
-        ops.append(Elementwise(f"{pre}act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
-        linear(ops, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp, seq_parallel="scatter")
-        tp_exit(ops, sh, h, f"{pre}expert")
+    if not shared:
+        return None
+    h, gated, pre = m.hidden_size, m.activation == "swiglu", SHARED_EXPERT_PREFIX
+    first: list[Op] = []
+    tp_enter(first, sh, h, f"{pre}expert")
+    linear(first, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h,
+           seq_parallel="gather")
+    first.append(Elementwise(f"{pre}act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
+    second: list[Op] = []
+    linear(second, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp, seq_parallel="scatter")
+    exit_: list[Op] = []
+    tp_exit(exit_, sh, h, f"{pre}expert")
+    return first, second, exit_
+
+
+def _beside(exchange: Comm, part: list[Op]) -> Comm:
+    """``exchange`` running beside ``part``, the shared-expert compute the host issues after it
+    on Megatron-core's side stream (``Comm.beside_next``: only what the part's compute cannot
+    cover is exposed; ``layers.backward_of`` keeps the conjugate before the part's backward)."""
+    return replace(exchange, beside_next=sum(not isinstance(op, Comm) for op in part))
+
+
+@functools.cache
+def _profile_shared_overlap(framework: str, version: str | None) -> bool:
+    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
+
+    return framework_profile(framework, version).defaults.get("moe_shared_expert_overlap") is True
+
+
+def shared_expert_overlap(cfg: RunConfig) -> bool:
+    """Whether the shared experts run beside the expert all-to-alls (Megatron-core
+    ``moe_shared_expert_overlap``, ``parallel.moe_shared_expert_overlap``): as the run states
+    it, else the framework profile's default where Megatron-core allows it (the ``alltoall``
+    dispatcher, no expert-parallel overlap, no recompute of the shared experts:
+    core_v0.14.0-core_v0.16.0 transformer_config.py), else off. Only a model with shared
+    experts and expert parallelism has exchanges to hide."""
+    m, p, t = cfg.model, cfg.parallel, cfg.training
+    if not m.moe_shared_expert_intermediate_size or p.ep <= 1:
+        return False
+    if p.moe_shared_expert_overlap is not None:
+        return p.moe_shared_expert_overlap
+    if p.moe_token_dispatcher_type != "alltoall" or p.moe_overlap_ep_comm \
+            or "shared_experts" in (p.recompute_modules or ()) or not t.framework:
+        return False
+    return _profile_shared_overlap(str(t.framework), getattr(t, "framework_version", None))
 
 
 @functools.cache

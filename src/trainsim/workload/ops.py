@@ -240,6 +240,11 @@ class Comm:
     """Runs concurrently with the preceding compute op (ring attention KV exchange, the async
     backward TP collectives under dgrad/wgrad): only the part longer than that op is exposed,
     plus the SMs it takes from it (``Pricer.hidden_behind``)."""
+    beside_next: int = 0
+    """Runs beside the next this many compute ops, which the host issues after it on another
+    stream (Megatron-core's shared experts on their side stream beside an expert all-to-all,
+    ``workload.moe_block``): only the part longer than them is exposed, plus the SMs it takes
+    from them (``Pricer.hidden_behind``); 0 = none."""
     grad_bytes: float | None = None
     """Bytes of its conjugate in the backward pass; None = ``bytes``. (Transformer Engine's fp8
     gathers move 1-byte tensors while the gradients they pair with reduce in 16 bits.)"""
