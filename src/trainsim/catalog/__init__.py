@@ -6,6 +6,7 @@ Units are converted to SI here, once (TFLOP/s -> FLOP/s, GB/s -> B/s, GiB -> byt
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -312,7 +313,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 
 def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Apply ``a.b=v`` overrides (``--set parallel.tp=4``) to a raw config mapping."""
-    data = json.loads(json.dumps(data))  # deep copy of plain data
+    data = copy.deepcopy(data)  # not through JSON: a number keeps the text it was written as
     for item in overrides:
         if not isinstance(item, str):
             raise ConfigError(f"an override must be text such as 'parallel.tp=4', got "

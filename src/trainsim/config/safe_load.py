@@ -60,12 +60,72 @@ def _refuse(message: str):
     return construct
 
 
+class Written(float):
+    """A number read from a file or a command line that keeps the text it was written as
+    (``text``). It computes as the float; ``str`` and ``repr`` give the text, so a field of
+    text (``framework_version: 0.10``, Megatron-core 0.10) reads as written, not as the float's
+    shortest form ('0.1', another release). JSON output writes the float (``json`` calls
+    ``float.__repr__``)."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str | None = None) -> Written:
+        number = super().__new__(cls, value)
+        number.text = repr(float(value)) if text is None else text
+        return number
+
+    def __str__(self) -> str:
+        return self.text
+
+    __repr__ = __str__
+
+
+def written_float(value: float, text: str) -> float:
+    """``value``, as a :class:`Written` when its shortest form is not ``text`` (``0.10``,
+    ``24.10``, ``1e3``), else as the plain float."""
+    text = text.strip()
+    return value if repr(value) == text else Written(value, text)
+
+
+def _yaml_1_1(node: yaml.Node, what: str) -> None:
+    """Refuse the YAML 1.1 number forms that read as another number than they look:
+    ``1:30`` is base 60 (90; ``2:16:32`` is 8192) and ``010`` is octal (8). YAML 1.2, JSON and
+    Python read neither; PyYAML (YAML 1.1) reads both silently."""
+    text = str(node.value).strip().lstrip("+-")
+    line = node.start_mark.line + 1
+    if ":" in text:
+        raise ConfigError(f"line {line}: {node.value!r} reads as a base-60 {what} in YAML 1.1 "
+                          f"({_base60(node.value)}); write the number, or quote it for text")
+    digits = text.replace("_", "")
+    if what == "integer" and len(digits) > 1 and digits[0] == "0" and digits.isdigit():
+        sign = "-" if str(node.value).strip().startswith("-") else ""
+        raise ConfigError(f"line {line}: {node.value!r} reads as the octal number "
+                          f"{sign}{int(digits, 8)} in YAML 1.1; write it without the leading 0, "
+                          "or quote it for text")
+
+
+def _base60(text: str) -> str:
+    """The value YAML 1.1 gives a base-60 number such as 1:30 (90)."""
+    sign = -1 if str(text).strip().startswith("-") else 1
+    total = 0.0
+    for part in str(text).strip().lstrip("+-").replace("_", "").split(":"):
+        total = total * 60 + float(part)
+    return f"{sign * total:g}"
+
+
 def _construct_int(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     digits = sum(ch.isdigit() for ch in str(node.value))
     if digits > MAX_INT_DIGITS:
         raise ConfigError(f"line {node.start_mark.line + 1}: an integer of {digits} digits is "
                           f"out of range (at most {MAX_INT_DIGITS})")
+    _yaml_1_1(node, "integer")
     return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    _yaml_1_1(node, "number")
+    value = yaml.SafeLoader.construct_yaml_float(loader, node)
+    return written_float(value, str(node.value)) if isinstance(value, float) else value
 
 
 _Loader.add_constructor("tag:yaml.org,2002:timestamp",
@@ -74,6 +134,7 @@ for _tag in ("binary", "set", "omap", "pairs"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(
         f"a !!{_tag} value is not plain data; use a number, text, list or mapping"))
 _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 
 
 def shown_path(path: str | Path) -> str:
@@ -124,6 +185,10 @@ def _json_int(text: str) -> int:
     return int(text)
 
 
+def _json_float(text: str) -> float:
+    return written_float(float(text), text)
+
+
 def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
@@ -154,7 +219,8 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
     ``source`` names the input in errors (a path, or ``--set parallel.tp``)."""
     try:
         if fmt == "json":
-            data = json.loads(text, parse_int=_json_int, parse_constant=_json_constant,
+            data = json.loads(text, parse_int=_json_int, parse_float=_json_float,
+                              parse_constant=_json_constant,
                               object_pairs_hook=_json_object)
         else:
             data = yaml.load(text, Loader=_Loader)  # safe: _Loader is a SafeLoader subclass
