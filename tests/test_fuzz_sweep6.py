@@ -5,9 +5,7 @@ seeded sample of the sweep."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -96,4 +94,4 @@ def test_a_number_kept_as_written_still_computes_and_serialises_as_the_float():
                                 "training": {"global_batch_size": 128, "seq_length": 8192,
                                              "train_tokens": parse("t: 1.50e+9", "x")["t"]},
                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
-    assert type(cfg.training.train_tokens) is float  # noqa: E721 - a plain float in the config
+    assert type(cfg.training.train_tokens) is float  # a plain float in the config

@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import json
 import math
 import re
 import warnings

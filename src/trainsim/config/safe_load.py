@@ -69,7 +69,7 @@ class Written(float):
 
     text: str
 
-    def __new__(cls, value: float, text: str | None = None) -> Written:
+    def __new__(cls, value: float, text: str | None = None) -> Written:  # noqa: PYI034
         number = super().__new__(cls, value)
         number.text = repr(float(value)) if text is None else text
         return number
