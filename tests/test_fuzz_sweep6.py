@@ -95,3 +95,13 @@ def test_a_number_kept_as_written_still_computes_and_serialises_as_the_float():
                                              "train_tokens": parse("t: 1.50e+9", "x")["t"]},
                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
     assert type(cfg.training.train_tokens) is float  # a plain float in the config
+
+
+# ------------------------------------------------- a byte-order mark
+
+@pytest.mark.parametrize("name", ["run.json", "run.yaml"])
+def test_a_config_file_with_a_utf8_byte_order_mark_reads(name, tmp_path):
+    # JSON with the BOM Windows editors write was 'not valid JSON: Unexpected UTF-8 BOM'
+    path = tmp_path / name
+    path.write_bytes(b"\xef\xbb\xbf" + JSON_RUN.encode())
+    assert load_run_config(path).cluster.num_gpus == 8

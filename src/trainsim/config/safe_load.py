@@ -217,6 +217,7 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
     """Plain data (dict/list/str/int/float/bool/None) from YAML or JSON ``text``.
 
     ``source`` names the input in errors (a path, or ``--set parallel.tp``)."""
+    text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (Notepad): json refuses it
     try:
         if fmt == "json":
             data = json.loads(text, parse_int=_json_int, parse_float=_json_float,
