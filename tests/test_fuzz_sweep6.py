@@ -5,7 +5,9 @@ seeded sample of the sweep."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,30 @@ def test_a_config_file_with_a_utf8_byte_order_mark_reads(name, tmp_path):
     path = tmp_path / name
     path.write_bytes(b"\xef\xbb\xbf" + JSON_RUN.encode())
     assert load_run_config(path).cluster.num_gpus == 8
+
+
+# ------------------------------------------------- a 0/1 cell written as a float
+
+@pytest.mark.parametrize("cell, on", [("1.0", True), ("0.0", False), (" 1.0 ", True),
+                                      ("1e0", True)])
+def test_a_switch_written_as_a_float_zero_or_one_reads_as_off_or_on(cell, on):
+    # pandas writes a 0/1 column that has empty cells as 1.0/0.0; tp 2.0 was read, SP 1.0
+    # refused ('must be true/false')
+    cfg = load_run_config(EXAMPLE, [f"parallel.sequence_parallel='{cell}'"])
+    assert cfg.parallel.sequence_parallel is on
+
+
+@pytest.mark.parametrize("cell", ["0.5", "2.0", "nan", "-1.0"])
+def test_a_switch_written_as_another_number_is_still_refused(cell):
+    with pytest.raises(ConfigError, match="must be true/false"):
+        load_run_config(EXAMPLE, [f"parallel.sequence_parallel='{cell}'"])
+
+
+# ------------------------------------------------- the sweep itself, a fast seeded sample
+
+def test_a_seeded_sample_of_the_sixth_sweep_finds_no_failure(capsys):
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("fuzz_sweep6", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--seed", "1", "--n", "1"]) == 0, capsys.readouterr().out

@@ -132,6 +132,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             return bool(value)
         if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
             return value.strip().lower() in ("1", "true", "yes", "on")
+        if isinstance(value, str) and _number(value) in (0, 1):  # '1.0': a 0/1 column that
+            return _number(value) == 1  # pandas wrote as floats (a column with empty cells)
         raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -167,6 +169,13 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             return value
         return build(tp, value, where)
     return value
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 @functools.cache
