@@ -134,3 +134,39 @@ def test_a_seeded_sample_of_the_sixth_sweep_finds_no_failure(capsys):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert mod.main(["--seed", "1", "--n", "1"]) == 0, capsys.readouterr().out
+
+
+# ------------------------------------------------- a Hugging Face config.json of another family
+
+GEMMA_7B = {  # google/gemma-7b config.json (the fields trainsim reads)
+    "architectures": ["GemmaForCausalLM"], "attention_bias": False, "head_dim": 256,
+    "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 3072,
+    "intermediate_size": 24576, "max_position_embeddings": 8192, "model_type": "gemma",
+    "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 16,
+    "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000}
+
+
+def test_a_gemma_config_is_a_gated_mlp_with_tied_embeddings(tmp_path):
+    # GemmaMLP is gate/up/down whatever hidden_act says, and GemmaConfig ties the embeddings;
+    # was a 2-matrix MLP, untied: 6.42e9 parameters instead of Gemma 7B's 8.54e9
+    from trainsim.catalog import model_from_hf_config
+    from trainsim.model.counts import total_params
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GEMMA_7B))
+    m = model_from_hf_config(path)
+    assert m.activation == "swiglu" and m.tied_embeddings
+    h, f, layers = 3072, 24576, 28
+    attention = 4 * h * 16 * 256  # q, k, v (16 kv heads) and o, head_dim 256
+    per_layer = attention + 3 * h * f + 2 * h  # + the two RMSNorms
+    assert total_params(m) == layers * per_layer + 256000 * h + h == 8_537_680_896
+
+
+def test_a_multimodal_config_names_its_text_config(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gemma3", "text_config": GEMMA_7B,
+                                "vision_config": {"hidden_size": 1152}}))
+    from trainsim.catalog import model_from_hf_config
+
+    with pytest.raises(ConfigError, match="under text_config"):
+        model_from_hf_config(path)

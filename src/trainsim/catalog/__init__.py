@@ -214,6 +214,15 @@ def model(name: str) -> ModelConfig:
     return build(ModelConfig, model_dict(name), "model")
 
 
+GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
+"""Hugging Face model types whose MLP is gated whatever its activation is called: GemmaMLP
+computes down_proj(act(gate_proj(x)) * up_proj(x)) with gelu_pytorch_tanh (GeGLU;
+huggingface/transformers@0125ac68 src/transformers/models/gemma/modeling_gemma.py, class
+GemmaMLP; Gemma 2 and 3 keep it). Their configs tie the output layer to the embedding unless
+told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743), and Gemma's
+config.json files leave that key out."""
+
+
 def model_from_hf_config(path: str | Path) -> ModelConfig:
     """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2 style)."""
     path = Path(path)
@@ -223,7 +232,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get("hidden_size", "n_embd", "d_model")
     if hidden is None:
-        raise ConfigError(f"{path}: no hidden_size / n_embd in the Hugging Face config")
+        nested = " (its language model's fields are under text_config: give that mapping as " \
+            "the config.json)" if isinstance(cfg.get("text_config"), dict) else ""
+        raise ConfigError(f"{path}: no hidden_size / n_embd in the Hugging Face config{nested}")
     for keys in (("num_hidden_layers", "n_layer", "num_layers"), ("num_attention_heads", "n_head"),
                  ("vocab_size",)):
         if get(*keys) is None:  # not the ModelConfig default of a 7B model, silently
@@ -232,7 +243,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         raise ConfigError(f"{path}: rope_scaling must be a mapping (or null), got "
                           f"{_kind(cfg['rope_scaling'])}")
     act = str(get("hidden_act", "activation_function", default="gelu")).lower()
-    gated = act in ("silu", "swiglu", "swish") or "llama" in str(cfg.get("model_type", ""))
+    model_type = str(cfg.get("model_type", ""))
+    gated = act in ("silu", "swiglu", "swish") or "llama" in model_type \
+        or model_type in GATED_MODEL_TYPES
     fields = dict(  # noqa: C408 - keyword names mirror the config fields
         name=str(cfg.get("_name_or_path") or cfg.get("model_type") or path.parent.name),
         hidden_size=hidden,
@@ -246,7 +259,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         activation="swiglu" if gated else "gelu",
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", not gated)),
+        tied_embeddings=bool(cfg.get("tie_word_embeddings",
+                                     not gated or model_type in GATED_MODEL_TYPES)),
         add_bias_linear=bool(get("attention_bias", "mlp_bias", default=not gated)),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
