@@ -123,6 +123,16 @@ def number_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
         for how in ("yaml", "json", "set"):
             yield f"numbers {how} framework_version={text!r}", \
                 (lambda t=text, w=want, h=how: check(h, t, "training.framework_version", w))
+        yield f"numbers vary framework_version={text!r}", (lambda w=want: vary(w))
+
+
+def vary(text: str) -> str | None:
+    """``sweep --vary training.framework_version=TEXT,...``: the point's value as written."""
+    from trainsim.search.whatif import Vary
+
+    got = str(Vary.parse(f"training.framework_version={text},0.12").values[0])
+    return None if got == text else f"silently changed: framework_version={text!r} (vary) " \
+        f"read as {got!r}"
 
 
 def yaml_text(data: dict) -> str:

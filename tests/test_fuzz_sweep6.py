@@ -170,3 +170,12 @@ def test_a_multimodal_config_names_its_text_config(tmp_path):
 
     with pytest.raises(ConfigError, match="under text_config"):
         model_from_hf_config(path)
+
+
+def test_a_sweep_of_framework_versions_keeps_each_as_written():
+    # sweep --vary training.framework_version=0.10,0.12 ran 0.10 as '0.1'
+    from trainsim.search.whatif import Vary
+
+    vary = Vary.parse("training.framework_version=0.10,0.12,2.0,1.5e3")
+    assert [str(v) for v in vary.values] == ["0.10", "0.12", "2", "1500"]
+    assert vary.values[0] == 0.1  # a number field still reads the float

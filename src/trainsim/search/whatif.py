@@ -19,6 +19,7 @@ from typing import Any
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.config.parallel import ALIASES
+from trainsim.config.safe_load import written_float
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.limits import check
 from trainsim.result import Result
@@ -83,9 +84,12 @@ class Vary:
         vals: list[Any] = []
         for s in items:
             try:
-                vals.append(_tidy(parse_number(s, where)))
+                value = _tidy(parse_number(s, where))
             except ConfigError:
                 vals.append(s)  # a name: a catalog GPU, a recompute mode, true/false ...
+                continue
+            # 0.10 (a framework_version) keeps its text; a number field reads the float
+            vals.append(written_float(value, s) if isinstance(value, float) else value)
         return cls(path, tuple(vals))
 
 
