@@ -15,6 +15,9 @@ the value the user meant, with oracles that do not come from trainsim:
   two documents, tags, keys that are not text, sections as lists, JSON in a .yaml file;
 - ``cells``: validation rows whose cells are written differently but mean the same (`` 1 ``,
   ``1.0``, ``+1``, ``FULL``, ``Megatron-LM``): the same prediction as the row as published;
+- ``terminal``: control characters (ESC sequences, CR, BEL, C1 CSI, NUL) in a text the report
+  prints (``model.name``, a validation row's id, note, source, model, framework): never on
+  stdout or stderr raw;
 - ``cli``: every option of every command (click's own list, so a new option is swept too)
   with 0, -1, 1e30, nan, inf, '', full-width and Arabic-Indic digits, text, ``2**8``;
 - ``api``: ``trainsim.simulate`` given what is not a RunConfig, ``Result.to_dict`` through
@@ -43,6 +46,7 @@ import random
 import re
 import sys
 import tempfile
+import unicodedata
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -315,6 +319,44 @@ def cell_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
             yield f"cells {col}={text!r}", (lambda c=col, t=text: check(c, t))
 
 
+# ------------------------------------------------------------------------------ terminal
+
+CONTROLS = ["\x1b[31mRED\x1b[0m", "a\nb", "a\rb", "bell\x07", "\x9b2J", "tab\there", "\x00"]
+
+
+def _raw_controls(text: str) -> list[str]:
+    return sorted({c for c in text if unicodedata.category(c) == "Cc" and c != "\n"})
+
+
+def terminal_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
+    """A control character in a text the report prints (a model name, a validation row's id
+    or note) must not reach the terminal raw: refused, or printed as its escape."""
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+
+    def table(args: list[str]) -> str | None:
+        r = CliRunner().invoke(main, args, env={"TRAINSIM_DEBUG": "1"})
+        if r.exception is not None and not isinstance(r.exception, SystemExit):
+            raise r.exception
+        raw = _raw_controls(r.stdout) + _raw_controls(r.stderr)
+        return f"raw control characters {raw!r} printed" if raw else None
+
+    src = VALIDATION / "training_public.csv"
+    rows = list(csv.DictReader(io.StringIO(src.read_text(encoding="utf-8"), newline="")))
+    for text in CONTROLS:
+        yield f"terminal model.name={text!r}", \
+            (lambda t=text: table(["simulate", str(EXAMPLE), "--set", f"model.name={t}"]))
+        for col in ("id", "note", "source", "model", "framework"):
+            s = io.StringIO()
+            w = csv.DictWriter(s, list(rows[0]), lineterminator="\n")
+            w.writeheader()
+            w.writerow({**rows[0], col: rows[0][col] + text})
+            path = _write_text(s.getvalue(), f"ctl-{col}.csv")
+            yield f"terminal validate {col}={text!r}", \
+                (lambda p=path: table(["validate", str(p), "--workers", "1"]))
+
+
 # ------------------------------------------------------------------------------ cli
 
 BATTERY = ["0", "-1", "1e30", "nan", "inf", "", " ", "\uff18", "\u0668", "x", "2**8", "1.5",
@@ -438,12 +480,14 @@ def extreme_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
 
 # ------------------------------------------------------------------------------ main
 
-SURFACES = ["numbers", "spellings", "files", "cells", "api", "extreme", "cli"]
+SURFACES = ["numbers", "spellings", "files", "cells", "terminal", "api", "extreme",
+            "cli"]
 
 
 def cases(only: set[str], rng: random.Random, n: int, every: bool) -> Iterator[tuple[str, Any]]:
     makers = {"numbers": number_cases, "spellings": spelling_cases, "files": file_cases,
-              "cells": cell_cases, "api": api_cases, "extreme": extreme_cases,
+              "cells": cell_cases, "terminal": terminal_cases, "api": api_cases,
+              "extreme": extreme_cases,
               "cli": lambda: cli_cases(rng, n, every)}
     for name in SURFACES:
         if not only or name in only:

@@ -179,3 +179,37 @@ def test_a_sweep_of_framework_versions_keeps_each_as_written():
     vary = Vary.parse("training.framework_version=0.10,0.12,2.0,1.5e3")
     assert [str(v) for v in vary.values] == ["0.10", "0.12", "2", "1500"]
     assert vary.values[0] == 0.1  # a number field still reads the float
+
+
+# ------------------------------------------------- control characters reaching the terminal
+
+@pytest.mark.parametrize("text", ["a\x1b[31mRED", "a\nb", "tab\there", "bell\x07", "c1\x9b2J"])
+def test_a_text_field_with_a_control_character_is_refused(text):
+    # model.name reached the report's title raw: an ESC sequence restyled the terminal
+    with pytest.raises(ConfigError, match="control character"):
+        run_config_from_dict({"model": {"preset": "llama3-8b", "name": text},
+                              "training": {"global_batch_size": 8, "seq_length": 128},
+                              "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+
+
+def test_printable_unicode_text_is_kept():
+    cfg = run_config_from_dict({"model": {"preset": "llama3-8b", "name": "café 模型 ü"},
+                                "training": {"global_batch_size": 8, "seq_length": 128},
+                                "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    assert cfg.model.name == "café 模型 ü"
+
+
+def test_a_validation_id_with_a_control_character_is_printed_escaped(tmp_path):
+    import csv
+
+    src = ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
+    rows = list(csv.DictReader(src.open(newline="", encoding="utf-8")))
+    row = {**rows[0], "id": "r\x1b[31mRED", "note": "two\nlines"}
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, list(row))
+        w.writeheader()
+        w.writerow(row)
+    r = _cli("validate", str(path), "--workers", "1")
+    assert r.exit_code == 0 and "\x1b" not in r.stdout
+    assert "r\\x1b[31mRED" in r.stdout

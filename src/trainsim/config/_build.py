@@ -10,6 +10,7 @@ import numbers
 import re
 import types
 import typing
+import unicodedata
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from trainsim.errors import ConfigError
@@ -163,7 +164,12 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     if tp is str:
         if isinstance(value, (dict, list, tuple)):
             raise ConfigError(f"{where} must be text, got {_shown(value)}")
-        return str(value)
+        text = str(value)
+        control = next((c for c in text if unicodedata.category(c) == "Cc"), None)
+        if control is not None:  # ESC would restyle the terminal the report is printed on
+            raise ConfigError(f"{where}={_shown(text)} holds the control character "
+                              f"{control!r}; a text field is one line of printable text")
+        return text
     if dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
             return value

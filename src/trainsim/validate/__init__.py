@@ -14,7 +14,7 @@ from pathlib import Path
 
 from trainsim.config.records import MIN_MEASURED, positive_value
 from trainsim.config.safe_load import read_text
-from trainsim.errors import ConfigError, TrainsimWarning
+from trainsim.errors import ConfigError, TrainsimWarning, escaped
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
 from trainsim.validate.common import RowResult, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
@@ -101,8 +101,16 @@ def _table(path: str | Path, columns: list[str], lines: list[list[str]],
                               f"has {len(columns)} columns: the cell of required column "
                               f"'{short[0]}' is missing")
         cells = cells + [""] * (len(columns) - len(cells))
-        rows.append({c: v for c, v in zip(columns, cells) if c})
+        row = {c: v for c, v in zip(columns, cells) if c}
+        for label in SHOWN_AS_IS & row.keys():  # printed in the report as they are
+            row[label] = escaped(row[label])
+        rows.append(row)
     return rows
+
+
+SHOWN_AS_IS = {"id", "source", "note"}
+"""Cells no setting reads, which the report prints: a control character in one (ESC, a line
+break) is written as its escape (``errors.escaped``), so it cannot restyle the terminal."""
 
 
 def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
