@@ -213,3 +213,27 @@ def test_a_validation_id_with_a_control_character_is_printed_escaped(tmp_path):
     r = _cli("validate", str(path), "--workers", "1")
     assert r.exit_code == 0 and "\x1b" not in r.stdout
     assert "r\\x1b[31mRED" in r.stdout
+
+
+@pytest.mark.parametrize("key, value, field, want", [
+    ("tie_word_embeddings", "false", "tied_embeddings", False),
+    ("tie_word_embeddings", "true", "tied_embeddings", True),
+    ("tie_word_embeddings", None, "tied_embeddings", True),  # GemmaConfig's default
+    ("attention_bias", "false", "add_bias_linear", False),
+    ("use_sliding_window", "false", "sliding_window", None)])
+def test_a_config_json_switch_written_as_text_reads_as_written(tmp_path, key, value, field, want):
+    # bool("false") is True: a hand-written config.json with "false" tied the embeddings
+    from trainsim.catalog import model_from_hf_config
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GEMMA_7B, "sliding_window": 4096, key: value}))
+    assert getattr(model_from_hf_config(path), field) == want
+
+
+def test_a_config_json_switch_of_another_word_is_refused(tmp_path):
+    from trainsim.catalog import model_from_hf_config
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GEMMA_7B, "tie_word_embeddings": "maybe"}))
+    with pytest.raises(ConfigError, match="tie_word_embeddings must be true or false"):
+        model_from_hf_config(path)

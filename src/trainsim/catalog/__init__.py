@@ -259,12 +259,15 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         activation="swiglu" if gated else "gelu",
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
-        tied_embeddings=bool(cfg.get("tie_word_embeddings",
-                                     not gated or model_type in GATED_MODEL_TYPES)),
-        add_bias_linear=bool(get("attention_bias", "mlp_bias", default=not gated)),
+        tied_embeddings=_hf_switch(cfg.get("tie_word_embeddings"),
+                                   not gated or model_type in GATED_MODEL_TYPES,
+                                   f"{path}: tie_word_embeddings"),
+        add_bias_linear=_hf_switch(get("attention_bias", "mlp_bias"), not gated,
+                                   f"{path}: attention_bias"),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
-        sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) else None,
+        sliding_window=get("sliding_window") if _hf_switch(
+            cfg.get("use_sliding_window"), True, f"{path}: use_sliding_window") else None,
         activation_clamp=get("swiglu_limit"),  # gpt-oss
         # gpt-oss's experts compute (up + 1) * glu (transformers modeling_gpt_oss.py); its
         # config.json names no offset
@@ -298,6 +301,21 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       v_head_dim=get("v_head_dim", default=128), head_dim=None)
     fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
     return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+
+
+def _hf_switch(value: Any, default: bool, where: str) -> bool:
+    """A config.json switch: true/false (or 1/0, or their text); null or absent: ``default``.
+    ``bool("false")`` would be True."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "false", "1", "0"):
+        return text in ("true", "1")
+    raise ConfigError(f"{where} must be true or false, got {value!r}")
 
 
 def _window_skip_freq(layer_types: list[str], path: Path) -> int | None:
