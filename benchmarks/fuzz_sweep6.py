@@ -13,6 +13,8 @@ the value the user meant, with oracles that do not come from trainsim:
   normalised name is the spelling's, or a documented alias (``ALIASES``); else one line;
 - ``files``: config files' structure: a byte-order mark, CRLF, anchors and merge keys,
   two documents, tags, keys that are not text, sections as lists, JSON in a .yaml file;
+- ``hf``: Hugging Face config.json files: Gemma 7B's parameter count (8,537,680,896; a
+  gated MLP whatever ``hidden_act`` says), switches written as text (``"false"``);
 - ``cells``: validation rows whose cells are written differently but mean the same (`` 1 ``,
   ``1.0``, ``+1``, ``FULL``, ``Megatron-LM``): the same prediction as the row as published;
 - ``terminal``: control characters (ESC sequences, CR, BEL, C1 CSI, NUL) in a text the report
@@ -319,6 +321,39 @@ def cell_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
             yield f"cells {col}={text!r}", (lambda c=col, t=text: check(c, t))
 
 
+# ------------------------------------------------------------------------------ hf
+
+GEMMA_7B = {"architectures": ["GemmaForCausalLM"], "head_dim": 256, "hidden_act": "gelu",
+            "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 3072,
+            "intermediate_size": 24576, "max_position_embeddings": 8192, "model_type": "gemma",
+            "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 16,
+            "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000}
+"""google/gemma-7b's config.json (the fields trainsim reads): 8,537,680,896 parameters (the
+Gemma report's 8.54B; the keras-hub gemma_7b_en preset; catalog/models/gemma-7b.yaml)."""
+HF_SWITCHES = {"tie_word_embeddings": "tied_embeddings", "attention_bias": "add_bias_linear"}
+
+
+def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
+    from trainsim.catalog import model_from_hf_config
+    from trainsim.model.counts import total_params
+
+    def params(cfg: dict, want: int) -> str | None:
+        got = total_params(model_from_hf_config(_write_text(json.dumps(cfg), "config.json")))
+        return None if got == want else f"silently changed: parameters {got:,}, not {want:,}"
+
+    yield "hf gemma-7b", lambda: params(GEMMA_7B, 8_537_680_896)
+    for key, field in HF_SWITCHES.items():
+        for text, want in (("false", False), ("true", True), ("False", False), (0, False),
+                           (1, True), ("no", None), ("", None)):
+            def switch(k=key, f=field, t=text, w=want) -> str | None:
+                path = _write_text(json.dumps({**GEMMA_7B, k: t}), "config.json")
+                got = getattr(model_from_hf_config(path), f)
+                if w is None:
+                    return f"accepted {k}={t!r} as {got!r}"
+                return None if got == w else f"silently changed: {k}={t!r} read as {got!r}"
+            yield f"hf {key}={text!r}", switch
+
+
 # ------------------------------------------------------------------------------ terminal
 
 CONTROLS = ["\x1b[31mRED\x1b[0m", "a\nb", "a\rb", "bell\x07", "\x9b2J", "tab\there", "\x00"]
@@ -480,13 +515,13 @@ def extreme_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
 
 # ------------------------------------------------------------------------------ main
 
-SURFACES = ["numbers", "spellings", "files", "cells", "terminal", "api", "extreme",
+SURFACES = ["numbers", "spellings", "files", "hf", "cells", "terminal", "api", "extreme",
             "cli"]
 
 
 def cases(only: set[str], rng: random.Random, n: int, every: bool) -> Iterator[tuple[str, Any]]:
     makers = {"numbers": number_cases, "spellings": spelling_cases, "files": file_cases,
-              "cells": cell_cases, "terminal": terminal_cases, "api": api_cases,
+              "hf": hf_cases, "cells": cell_cases, "terminal": terminal_cases, "api": api_cases,
               "extreme": extreme_cases,
               "cli": lambda: cli_cases(rng, n, every)}
     for name in SURFACES:
