@@ -62,7 +62,10 @@ def _model_spec(model: str) -> Any:
     """A preset name, a Hugging Face config.json, or a YAML/JSON model (or run config) file."""
     path = Path(model)
     if not path.is_file():
-        _no_such_file(path, "MODEL")
+        from trainsim.catalog import model_name
+
+        if model_name(model) is None:  # 'meta-llama/Llama-3.1-8B' is a preset's HF name
+            _no_such_file(path, "MODEL")
         return model
     from trainsim.catalog import read_config_file
 
