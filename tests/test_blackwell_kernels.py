@@ -1,5 +1,6 @@
 """Blackwell kernels from sources outside the shared kernel file (benchmarks/kernels_blackwell.csv):
-GB200's sustained GEMM rate and the notes that mark a fast-accumulating fp8 GEMM."""
+GB200's sustained GEMM rate, the notes that mark a fast-accumulating fp8 GEMM, and the head-dim-64
+attention rows."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def _signed(rows: list[dict[str, str]]) -> list[float]:
 def test_every_blackwell_kernel_row_is_priced():
     """The file reads as a kernels file and every row gets a price."""
     _, results = validate_file(BLACKWELL, workers=1)
-    assert len(results) == 45
+    assert len(results) == 51
     assert all(r.error is None and r.predicted for r in results)
 
 
@@ -64,3 +65,31 @@ def test_fast_accum_note_marks_a_cublas_fp8_gemm():
     row["note"] = "torch._scaled_mm with use_fast_accum=True"
     (op,), _ = kernel_ops(row)
     assert op.fp8_fast_accum
+
+
+# the source files' time_ms column for the gpt-oss full-attention rows (cudnn-frontend
+# benchmark/attention_inference/results/gpt_oss/{b200,gb200}/, see the rows' source column)
+GPTOSS_FULL_MS = {
+    "cudnnfe-b200-gptoss-full-hd64-s2048-fwd": 0.054336,
+    "cudnnfe-b200-gptoss-full-hd64-s8192-fwd": 0.594397,
+    "cudnnfe-b200-gptoss-full-hd64-s32768-fwd": 8.794086,
+    "cudnnfe-gb200-gptoss-full-hd64-s2048-fwd": 0.051459,
+    "cudnnfe-gb200-gptoss-full-hd64-s8192-fwd": 0.552673,
+    "cudnnfe-gb200-gptoss-full-hd64-s32768-fwd": 8.099202,
+}
+
+
+def test_gptoss_attention_rows_are_gqa_head_dim_64_at_the_sources_flop_count():
+    """Each gpt-oss row reads as one causal forward of 64 query heads over 8 KV heads at head
+    dim 64, and its FLOPs at the row's TFLOP/s take the time the source measured (within
+    0.1 %: the source counts 4*s^2/2*h*d, trainsim the s(s+1)/2 pairs a causal row sees)."""
+    rows = _rows("cudnnfe-")
+    rows = [r for r in rows if "gptoss" in r["id"]]
+    assert sorted(r["id"] for r in rows) == sorted(GPTOSS_FULL_MS)
+    for r in rows:
+        (op,), flops = kernel_ops(r)
+        assert (op.heads, op.kv_heads, op.head_dim, op.causal, op.backward) == (64, 8, 64, True,
+                                                                               False)
+        assert op.q_len == op.kv_len == int(r["seq_len"]) and op.window is None
+        ms = flops / (float(r["measured_value"]) * 1e12) * 1e3
+        assert abs(ms / GPTOSS_FULL_MS[r["id"]] - 1) < 1e-3, (r["id"], ms)
