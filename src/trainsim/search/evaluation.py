@@ -8,7 +8,6 @@ what ``trainsim simulate`` would for the same configuration.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -18,6 +17,7 @@ from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
+from trainsim.search.layout_costs import after_passes
 from trainsim.search.space import Base, Candidate, MemoryKey, drop_parallels
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
@@ -87,7 +87,7 @@ class Bounds:
     micro-batch's forward through the stages before it and before the last one's backward
     through them, ``T >= sum_{v<s} (F_v + B_v) + m * sum_{v on s} (F_v + B_v)``. After its
     last pass a stage still reduces gradients, steps the optimizer and gathers parameters
-    (:meth:`_after_passes`); under ZeRO-3 its data-parallel stream reduce-scatters the
+    (:func:`~trainsim.search.layout_costs.after_passes`); under ZeRO-3 its data-parallel stream reduce-scatters the
     gradients of every backward and slows the passes beside it. If the simulator's building
     blocks cannot be used, :func:`lower_bound_s` is kept (logged once).
     """
@@ -292,10 +292,14 @@ class Bounds:
         """The collectives and optimizer step of a layout (the same for every micro-batch size
         and recompute mode): per stage, ZeRO-3's gathers and reduce-scatters of one
         micro-batch, what runs after the last pass and the slowdown of one micro-batch's
-        passes (:meth:`_after_passes`)."""
+        passes (:func:`~trainsim.search.layout_costs.after_passes`)."""
         p = cfg.parallel
+        # sequence parallelism left out: nothing below reads it (parameter splits, gradient
+        # widths, bucket counts, the optimizer step and the collectives' spans are the same
+        # with it on or off), and the two halves of the tp > 1 groups share their costs
+        # (the 22B search: 1,104 -> 657 layouts worked out; test_search_speed_bounds)
         key = (cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.vpp, p.zero_stage,
-               p.distributed_optimizer, p.sequence_parallel, p.ep, p.etp, p.pipeline_schedule)
+               p.distributed_optimizer, p.ep, p.etp, p.pipeline_schedule)
         hit = self._layouts.get(key)
         if hit is not None:
             return hit
@@ -327,82 +331,11 @@ class Bounds:
         scatter_s = [0.0] * p.pp
         if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
                 not p.optimizer_post_validation:
-            tails, scatter_s = self._after_passes(cfg, pricer, ranges, split, zero)
+            tails, scatter_s = after_passes(cfg, pricer, ranges, split, zero)
             if once:
                 scatter_s = [0.0] * p.pp
         hit = self._layouts[key] = (unit_floor, tails, scatter_s, once)
         return hit
-
-    def _after_passes(self, cfg: Any, pricer: Any, ranges: tuple[range, ...],
-                      split: list[tuple[float, float]], zero: int
-                      ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
-        """Per stage, what the simulator's task graph (``simulator._TaskGraph``) runs after the
-        stage's last pass ends, by (overlap_grad_reduce, overlap_param_gather): the gradient
-        reductions that wait for that pass (every bucket without the overlap, else the last
-        bucket of chunk 0), the optimizer step after them on the compute stream, and without
-        the gather overlap the parameter all-gathers after the step, one after another on the
-        data-parallel stream; and the compute stream's slowdown under ZeRO-3 / FSDP's per-pass
-        gradient reduce-scatters of one micro-batch, as every backward but the last micro-batch's
-        runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
-        of their rate, so ``T >= passes + share x reductions``)."""
-        from trainsim.catalog.frameworks import framework_supports
-        from trainsim.simulator import dp_bucket_count
-        from trainsim.workload.elementwise import optimizer_step
-        from trainsim.workload.ops import Comm
-        from trainsim.workload.sharding import fsdp_grad_bytes, grad_buffer_rest
-
-        p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
-        grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
-        dp_size = cfg.dp * p.cp
-        sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
-        fsdp = dp_size > 1 and (zero >= 3 or (zero == 2 and p.data_parallel_impl == "fsdp1"))
-        width = fsdp_grad_bytes(cfg)  # of its reduce-scatters, by group
-        kind = "all_reduce" if zero == 0 or (zero == 1 and p.zero1_grad_reduce == "all_reduce") \
-            else "reduce_scatter"
-        fixed = p.ddp_bucket_size if p.dp_buckets == "fixed" and p.ddp_bucket_size else None
-
-        def comm(kind: str, params: float, width: float, group: str) -> float:
-            count = max(1, math.ceil(params / fixed)) if fixed else 1
-            return count * pricer.comm_time(Comm("b", kind, params * width / count, group))
-
-        per_tensor = framework_supports(cfg.training.framework, cfg.training.framework_version,
-                                        "per_tensor_optimizer")
-        share = pricer.sm_share["dp"]
-        tails = {(og, op): [0.0] * pp for og in (False, True) for op in (False, True)}
-        contention = [0.0] * pp
-        for s in range(pp):
-            groups = [(params, group) for params, group in zip(split[s], ("dp_cp", "edp"))
-                      if sizes[group] > 1 and params > 0]
-            every = last = gathers = 0.0
-            if groups and not fsdp:
-                chunk_params = sum(split[s]) / vpp
-                for c in range(vpp):
-                    n = dp_bucket_count(cfg, len(ranges[c * pp + s]), chunk_params, s, c)
-                    bucket = sum(comm(kind, params / vpp / n, grad_bytes, group)
-                                 for params, group in groups)
-                    every += n * bucket
-                    if c == 0:
-                        last = bucket
-                if zero in (1, 2):
-                    gathers = sum(comm("all_gather", params, 2, group) for params, group in groups)
-            elif groups:  # every backward but the last micro-batch's reduce-scatters whole
-                contention[s] = share * vpp * sum(
-                    pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * width[group],
-                                          group))
-                    for params, group in groups)
-            step = 0.0
-            if not per_tensor:
-                local = sum(params / (sizes[group] if zero >= 1 else 1)
-                            for params, group in zip(split[s], ("dp_cp", "edp")))
-                step = pricer.compute.time(optimizer_step(
-                    local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
-                rest = grad_buffer_rest(cfg, sum(split[s]), local, grad_bytes)
-                if rest is not None:  # the simulator's zero_grad_buffer task after the step
-                    step += pricer.compute.time(rest)
-            for (og, op), tail in tails.items():
-                tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
-                    + step + (0.0 if op else gathers)
-        return tails, contention
 
 
 @dataclass(frozen=True)

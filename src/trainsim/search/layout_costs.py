@@ -1,0 +1,105 @@
+"""What a layout's stages run after their last pipeline pass, for the search's refined bound
+(``search.evaluation.Bounds``): the gradient reductions, the optimizer step and the parameter
+gathers, and ZeRO-3's slowdown of the passes."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
+                 split: list[tuple[float, float]], zero: int
+                 ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
+    """Per stage, what the simulator's task graph (``simulator._TaskGraph``) runs after the
+    stage's last pass ends, by (overlap_grad_reduce, overlap_param_gather): the gradient
+    reductions that wait for that pass (every bucket without the overlap, else the last
+    bucket of chunk 0), the optimizer step after them on the compute stream, and without
+    the gather overlap the parameter all-gathers after the step, one after another on the
+    data-parallel stream; and the compute stream's slowdown under ZeRO-3 / FSDP's per-pass
+    gradient reduce-scatters of one micro-batch, as every backward but the last micro-batch's
+    runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
+    of their rate, so ``T >= passes + share x reductions``)."""
+    from trainsim.catalog.frameworks import framework_supports
+    from trainsim.workload.sharding import fsdp_grad_bytes
+
+    p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
+    dp_size = cfg.dp * p.cp
+    sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
+    fsdp = dp_size > 1 and (zero >= 3 or (zero == 2 and p.data_parallel_impl == "fsdp1"))
+    width = fsdp_grad_bytes(cfg)  # of its reduce-scatters, by group
+    kind = "all_reduce" if zero == 0 or (zero == 1 and p.zero1_grad_reduce == "all_reduce") \
+        else "reduce_scatter"
+    fixed = p.ddp_bucket_size if p.dp_buckets == "fixed" and p.ddp_bucket_size else None
+    per_tensor = framework_supports(cfg.training.framework, cfg.training.framework_version,
+                                    "per_tensor_optimizer")
+    share = pricer.sm_share["dp"]
+    tails = {(og, op): [0.0] * pp for og in (False, True) for op in (False, True)}
+    contention = [0.0] * pp
+    # a stage's costs read its parameter split, its chunks' layer counts and (for
+    # ``dp_buckets: first_chunk``) whether it is stage 0: the middle stages of a layout
+    # share them, worked out once (the same sums in the same order)
+    done: dict[tuple, tuple[float, float, float, float, float]] = {}
+    for s in range(pp):
+        key = (split[s], tuple(len(ranges[c * pp + s]) for c in range(vpp)), s == 0)
+        hit = done.get(key)
+        if hit is None:
+            hit = done[key] = _stage_after(cfg, pricer, split[s], key[1], s, zero, fsdp,
+                                           sizes, width, kind, fixed, per_tensor, share)
+        every, last, gathers, contention[s], step = hit
+        for (og, op), tail in tails.items():
+            tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
+                + step + (0.0 if op else gathers)
+    return tails, contention
+
+
+def _stage_after(cfg: Any, pricer: Any, split: tuple[float, float], lens: tuple[int, ...],
+                 s: int, zero: int, fsdp: bool, sizes: dict[str, int], width: dict[str, int],
+                 kind: str, fixed: float | None, per_tensor: bool, share: float
+                 ) -> tuple[float, float, float, float, float]:
+    """:func:`after_passes` of stage ``s`` (parameter split ``split``, its chunks' layer
+    counts ``lens``): (every bucket's reductions, the last bucket's, the parameter
+    gathers, the passes' slowdown, the optimizer step)."""
+    from trainsim.simulator import dp_bucket_count
+    from trainsim.workload.elementwise import optimizer_step
+    from trainsim.workload.ops import Comm
+    from trainsim.workload.sharding import grad_buffer_rest
+
+    p, vpp = cfg.parallel, len(lens)
+    grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
+
+    def comm(kind: str, params: float, width: float, group: str) -> float:
+        count = max(1, math.ceil(params / fixed)) if fixed else 1
+        return count * pricer.comm_time(Comm("b", kind, params * width / count, group))
+
+    groups = [(params, group) for params, group in zip(split, ("dp_cp", "edp"))
+              if sizes[group] > 1 and params > 0]
+    every = last = gathers = contention = 0.0
+    if groups and not fsdp:
+        chunk_params = sum(split) / vpp
+        for c in range(vpp):
+            n = dp_bucket_count(cfg, lens[c], chunk_params, s, c)
+            bucket = sum(comm(kind, params / vpp / n, grad_bytes, group)
+                         for params, group in groups)
+            every += n * bucket
+            if c == 0:
+                last = bucket
+        if zero in (1, 2):
+            gathers = sum(comm("all_gather", params, 2, group) for params, group in groups)
+    elif groups:  # every backward but the last micro-batch's reduce-scatters whole
+        contention = share * vpp * sum(
+            pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * width[group], group))
+            for params, group in groups)
+    step = 0.0
+    if not per_tensor:
+        local = sum(params / (sizes[group] if zero >= 1 else 1)
+                    for params, group in zip(split, ("dp_cp", "edp")))
+        step = pricer.compute.time(optimizer_step(
+            local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
+        rest = grad_buffer_rest(cfg, sum(split), local, grad_bytes)
+        if rest is not None:  # the simulator's zero_grad_buffer task after the step
+            step += pricer.compute.time(rest)
+    return every, last, gathers, contention, step
+
+
+__all__ = ["after_passes"]
