@@ -42,9 +42,11 @@ def test_every_blackwell_kernel_row_is_priced():
 
 def test_gb200_sustained_fp8_gemm_matches_azure_and_errs_as_hopper_does():
     """Azure's cuBLASLt fp8 benchmark after 10,000 warm-up iterations (the board at its power
-    limit) on GB200: trainsim's GB200 (sustained 0.82 of its MAMF) prices each large GEMM within
-    6 %, and errs by the same amount, within 3 points, as on the H100 and H200 that ran the same
-    benchmark. At H200's 0.85 GB200 sat 6 points faster than the Hopper parts."""
+    limit) on GB200. These GB200 rows are calibration, not held out: gb200.yaml's 0.82 is read
+    from them (and from B200's MSMF/MAMF). What the test checks beyond that reading is the
+    consistency with parts calibrated elsewhere: GB200 errs by the same amount, within 3 points,
+    as the H100 and H200 that ran the same benchmark (their rates were not set from it). At
+    H200's 0.85 GB200 sat 6 points faster than the Hopper parts."""
     assert gpu("gb200").sustained_of_burst == 0.82
     gb200 = _signed(_rows("azure-gb200-"))
     hopper = _signed(_rows("azure-h100-")) + _signed(_rows("azure-h200-"))
