@@ -139,3 +139,56 @@ def test_all_to_all_rotater_moves_each_step_kv_under_the_step_before():
     kv = sh.tokens * 2 * 32 * 128
     assert sum(op.bytes for op in bwd if isinstance(op, Comm)) == (sh.cp - 1) * kv * 2 \
         + sh.cp * kv * 4
+
+
+def test_repeated_kv_leaves_each_ring_step_without_group_sums():
+    """torchtitan's repeat_kv hands every ring step's SDPA 32 K/V heads (Llama 3 8B: 8 KV
+    heads), so no backward call sums KV-head groups (FA2's dk_expanded); the repeat's own
+    backward sums the layer's dK and dV once: compiled, in the casts' kernel, which writes the
+    8 KV heads (fp32 32-head read, 16-bit 8-head write) instead of 32."""
+    from trainsim.compute.attention import gqa_group_sum_bytes
+    sh, fwd, bwd = ops_of(cfg())
+    assert attention(fwd)[0].kv_heads == 8  # the layer's op: the backward reads its KV heads
+    assert all(op.kv_heads == 32 for op in attention(fwd)[1:] + attention(bwd))
+    assert sum(gqa_group_sum_bytes(op) for op in attention(bwd)) == 0
+    (casts,) = [op for op in bwd if op.name == "attn_core.ring_grad_casts"]
+    out = sh.tokens * 32 * 128  # the dQ / output elements
+    assert casts.bytes == out * 6 + sh.tokens * 2 * 32 * 128 * 4 + sh.tokens * 2 * 8 * 128 * 2
+    # without the repeat (torchtitan from 2026-01, enable_gqa): SDPA's own GQA, no repeat op
+    _, fwd, bwd = ops_of(cfg(version="2026-02"))
+    assert all(op.kv_heads == 8 for op in attention(fwd + bwd))
+    assert not any(op.name.startswith("attn_core.ring_repeat_kv") for op in fwd + bwd)
+
+
+def test_repeat_kv_copies_by_hand():
+    """Forward, per token and head of 128 16-bit elements (256 B): compiled, the RoPE kernel
+    writes K at 32 heads instead of 8 and V is copied from 8 heads to 32 (24 + 40 = 64 head
+    rows, i.e. 2 x 32); eager, repeat_kv reads 8 and writes 32 heads of K and of V (80) and the
+    ring's key/value .contiguous() read and write 32 heads of each (128): 208. Eager, the
+    backward repeats the contiguous copies (128) and sums the groups after the casts (read 32,
+    write 8 heads of dK and dV: 80)."""
+    row = 128 * 2
+    sh, fwd, _ = ops_of(cfg())
+    (rep,) = [op for op in fwd if op.name == "attn_core.ring_repeat_kv"]
+    assert rep.bytes == sh.tokens * row * 64 and rep.kernels == 1
+    assert fwd.index(rep) < fwd.index(attention(fwd)[0])
+    sh, fwd, bwd = ops_of(cfg(compile=False))
+    (rep,) = [op for op in fwd if op.name == "attn_core.ring_repeat_kv"]
+    assert rep.bytes == sh.tokens * row * 208
+    byname = {op.name: op for op in bwd}
+    assert byname["attn_core.ring_kv_contiguous.bwd"].bytes == sh.tokens * row * 128
+    assert byname["attn_core.ring_repeat_kv.bwd"].bytes == sh.tokens * row * 80
+    assert byname["attn_core.ring_grad_casts"].bytes == \
+        sh.tokens * 32 * 128 * 6 + sh.tokens * 2 * 32 * 128 * 6
+
+
+def test_per_op_sac_saves_the_ring_with_the_sdpa_output():
+    """torchtitan's per-op policy sees one _scaled_dot_product_flash_attention (the ring runs
+    inside its dispatch) and saves its output: under selective 'op' checkpointing nothing of
+    the ring re-runs but the model's repeat_kv copy before it."""
+    from trainsim.workload.recompute import per_op_sac_recompute
+    _, fwd, _ = ops_of(cfg())
+    again = [op.name for op in per_op_sac_recompute(fwd)]
+    assert "recompute.attn_core.ring_repeat_kv" in again
+    assert not any(n.startswith("recompute.attn_core.ring") and not n.endswith("repeat_kv")
+                   for n in again)

@@ -41,6 +41,14 @@ the next SDPA.
 
 The rank that sets the pace is the last one (``i <= rank`` at every step: all local queries
 against half the keys); every layer's exchange makes the others wait for it.
+
+Where the model repeats GQA's K and V heads before SDPA (torchtitan's ``repeat_kv``, profile
+``sdpa_repeat_kv``), every ring step's kernel sees as many K/V heads as query heads: a
+FlashAttention-2 backward then has no KV-head groups to sum (the per-call ``dk_expanded`` sum of
+``compute.attention.gqa_group_sum_bytes``); the repeat's own backward (``expand``'s: a sum over
+the repeated heads) sums the layer's dK and dV once, after the ring. The repeat's forward copy
+and, eager, the ring's ``key.contiguous()`` / ``value.contiguous()`` of the transposed
+(``xk.transpose(1, 2)``) inputs are priced here too (``repeat_kv_ops``).
 """
 
 from __future__ import annotations
@@ -72,6 +80,40 @@ def kv_width(diag: Attention, repeat_kv: bool) -> int:
     return 2 * (diag.heads if repeat_kv else diag.kv_heads) * diag.head_dim
 
 
+def repeated(diag: Attention, repeat_kv: bool) -> Attention:
+    """The SDPA call as the kernel sees it: K and V with every query head's where the model
+    repeats them before SDPA."""
+    return replace(diag, kv_heads=diag.heads) if repeat_kv else diag
+
+
+REPEAT_KV = "attn_core.ring_repeat_kv"
+"""The forward op of the model's ``repeat_kv`` (and the ring's ``contiguous`` copies) ahead of
+the ring: named as a ring op, so ``workload.layers.backward_of`` leaves it to
+``ring_backward``."""
+
+
+def repeat_kv_ops(diag: Attention, tokens: int, compiled: bool) -> list[Op]:
+    """Forward copies of K and V to every query head (``diag`` keeps the layer's KV heads).
+
+    torchtitan models/llama/model.py @ 9dec370a Attention.forward: ``xq, xk =
+    apply_rotary_emb(...)``, ``keys = repeat_kv(xk, n_rep)`` (``x[:, :, :, None, :].expand(...)
+    .reshape(...)``: a copy), the same for ``xv``, then ``xk = keys.transpose(1, 2)`` into SDPA;
+    ``_templated_ring_attention`` (and its backward) then runs ``key = key.contiguous()`` and
+    ``value = value.contiguous()`` on those transposed views: one more copy of each (eager, in
+    the forward and again in the backward). Compiled (the block in one graph), Inductor writes
+    the repeated keys from the RoPE kernel and the values from one copy, already in the layout
+    the ring wants: every head's K and V written once and V's KV heads read, less K's KV heads
+    that the RoPE op (``workload.elementwise.rope_op``) already writes."""
+    if diag.kv_heads >= diag.heads:
+        return []
+    row = tokens * diag.head_dim * ACT_BYTES  # bytes of one head's K (or V) over the tokens
+    if compiled:
+        return [Elementwise(REPEAT_KV, bytes=row * 2 * diag.heads, kernels=1)]
+    # repeat_kv: read the KV heads, write every head (K and V); contiguous: read, write every head
+    return [Elementwise(REPEAT_KV, bytes=2 * row * (diag.kv_heads + diag.heads)
+                        + 2 * row * 2 * diag.heads, kernels=4)]
+
+
 def ring_forward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bool,
                  compiled: bool) -> list[Op]:
     """Forward ops of one rank's ring attention: ``diag`` is step 0's causal SDPA on the local
@@ -80,8 +122,10 @@ def ring_forward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bo
     kv_bytes = tokens * kv_width(diag, repeat_kv) * ACT_BYTES
     out = diag.batch * diag.heads * diag.q_len * diag.head_dim
     k = 1 if compiled else 0
-    step = replace(diag, kv_len=diag.q_len // 2, causal=False)
-    ops: list[Op] = [diag]
+    step = replace(repeated(diag, repeat_kv), kv_len=diag.q_len // 2, causal=False)
+    # step 0 keeps the layer's op (``ring_backward`` reads its KV heads); a forward kernel's
+    # cost does not depend on whether query heads share K/V blocks
+    ops: list[Op] = [*(repeat_kv_ops(diag, tokens, compiled) if repeat_kv else []), diag]
     # all-gather: once, under step 0; all-to-all: step i+1's KV moves under step i's SDPA
     hide = not compiled  # traced collectives are waited where they are issued
     ops.append(Comm("attn_core.ring_kv_all_gather", "all_gather", cp * kv_bytes, "cp",
@@ -111,8 +155,9 @@ def ring_backward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: b
     out = diag.batch * diag.heads * diag.q_len * diag.head_dim
     k = 1 if compiled else 0
     acc = out * BWD_ACC_PASSES[k]
-    step = replace(diag, kv_len=diag.q_len // 2, causal=False, backward=True)
-    ops: list[Op] = [replace(diag, name="attn_core.bwd", backward=True)]
+    kernel = repeated(diag, repeat_kv)  # no per-call KV-group sum where the model repeats
+    step = replace(kernel, kv_len=diag.q_len // 2, causal=False, backward=True)
+    ops: list[Op] = [replace(kernel, name="attn_core.bwd", backward=True)]
     hide = not compiled  # traced collectives are waited where they are issued
     ops.append(Comm("attn_core.ring_kv_all_gather.bwd", "all_gather", cp * kv_bytes, "cp",
                     overlap_with_previous=hide) if comm == "all_gather" else
@@ -129,8 +174,21 @@ def ring_backward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: b
                                kernels=BWD_ACC_KERNELS[k]))
     # the last step's dK/dV, waited on after the loop, and the casts back to 16 bits
     ops.append(Comm("attn_core.ring_dkv_send_last", "send_recv", dkv_bytes, "cp"))
+    # repeat_kv's backward sums dK and dV over each KV head's query heads, once: compiled,
+    # inside the casts' kernel (it writes the KV heads only); eager, a sum of its own per
+    # tensor after the casts (and the backward's key/value ``contiguous`` copies before them)
+    groups = repeat_kv and diag.kv_heads < diag.heads
+    kv_out = tokens * (2 * diag.kv_heads * diag.head_dim if groups and compiled else width)
+    if groups and not compiled:
+        ops.append(Elementwise("attn_core.ring_kv_contiguous.bwd",
+                               bytes=tokens * width * 2 * ACT_BYTES, kernels=2))
     ops.append(Elementwise("attn_core.ring_grad_casts",
-                           bytes=(out + tokens * width) * (F32 + ACT_BYTES), kernels=3))
+                           bytes=out * (F32 + ACT_BYTES) + tokens * width * F32
+                           + kv_out * ACT_BYTES, kernels=3))
+    if groups and not compiled:
+        ops.append(Elementwise("attn_core.ring_repeat_kv.bwd", kernels=2,
+                               bytes=tokens * (width + 2 * diag.kv_heads * diag.head_dim)
+                               * ACT_BYTES))
     return ops
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.workload.context_parallel import REPEAT_KV, is_ring_op
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Gemm, Op
 from trainsim.workload.shard import separate_projections
 
@@ -129,14 +130,19 @@ def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
     parallelize_llama.py: ``_save_list`` and its policy): it keeps the output of every other
     ``aten.mm`` (the 1st, 3rd, 5th and 7th of a Llama block: wq, wv, w1, w2), the attention's
     output and the tensor-parallel reduce-scatters'; norms, RoPE, casts, the activation, the
-    other matmuls (wk, wo, w3) and the sequence-parallel all-gathers run again."""
+    other matmuls (wk, wo, w3) and the sequence-parallel all-gathers run again. Under
+    torch's context parallelism the policy sees one ``_scaled_dot_product_flash_attention``
+    call (its dispatch runs the ring inside: ``workload.context_parallel``), so the ring's
+    exchanges and merges are saved with its output; the model's ``repeat_kv`` before it runs
+    again."""
     out, mm = [], 0
     for op in fwd:
         if isinstance(op, Gemm):
             mm += 1
             if mm % 2 == 1:
                 continue
-        elif isinstance(op, Attention) or (isinstance(op, Comm) and op.kind == "reduce_scatter"):
+        elif isinstance(op, Attention) or (isinstance(op, Comm) and op.kind == "reduce_scatter") \
+                or (is_ring_op(op) and op.name != REPEAT_KV):
             continue
         out.append(_renamed(op, "recompute."))
     return out
