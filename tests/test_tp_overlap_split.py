@@ -115,3 +115,36 @@ def test_async_tp_sums_the_reduce_scatter_partials_on_the_compute_stream():
         sums(_cfg(True, "p2p")))
     assert sums(_cfg(True, "userbuffers")) == []
     assert sums(_cfg(False, "p2p")) == []
+
+
+def test_async_tp_copies_the_local_shard_before_the_first_chunk():
+    """PyTorch's fused all-gather-matmul (_symmetric_memory
+    _pipelined_multi_all_gather_and_consume) copies the rank's own shard into its
+    symmetric-memory buffer and barriers before the first chunk's GEMM, not overlapped: a
+    copy reading and writing 1/tp of the gathered bytes, on the compute stream just before
+    the GEMM it feeds; userbuffers and a plain all-gather have none."""
+    from trainsim.workload.ops import Comm
+
+    def copies(cfg):
+        pricer, sh = Pricer(cfg), shard_of(cfg)
+        fwd = layer_forward(cfg, sh)
+        found = []
+        for ops in (fwd, backward_of(fwd, sh)):
+            priced, order = pricer.price_ops(ops)
+            gathers = {op.name: op for op in ops
+                       if isinstance(op, Comm) and op.kind == "all_gather"}
+            names = [name for _, _, name in priced.segments]
+            for i, ((cat, t, name), op) in enumerate(zip(priced.segments, order)):
+                if name.endswith(".symm_mem_copy"):
+                    ag = gathers[name.removesuffix(".symm_mem_copy")]
+                    assert op.bytes == pytest.approx(2 * ag.bytes / 8)
+                    assert cat == "compute" and t == pytest.approx(pricer.compute.time(op))
+                    assert isinstance(order[i + 1], Gemm)  # the consumer runs right after
+                    assert names[i + 2] == ag.name  # then the gather's exposed rest
+                    found.append(name)
+        return found
+
+    assert {"attn.all_gather.symm_mem_copy", "mlp.all_gather.symm_mem_copy"} <= set(
+        copies(_cfg(True, "p2p")))
+    assert copies(_cfg(True, "userbuffers")) == []
+    assert copies(_cfg(False, "p2p")) == []

@@ -360,6 +360,16 @@ class Pricer:
         return Elementwise(f"{op.name}.partials_sum",
                            bytes=op.bytes * (1 + 1 / self.cfg.parallel.tp))
 
+    def _shard_to_symm_mem(self, op: Comm) -> Elementwise:
+        """PyTorch's async TP all-gather-matmul (torch/distributed/_symmetric_memory
+        ``_pipelined_multi_all_gather_and_consume``, the ``fused_all_gather_matmul`` that
+        Inductor's micro-pipeline pass makes) first copies the rank's own shard into its
+        symmetric-memory buffer ("mv") and barriers, on the compute stream before the first
+        chunk's GEMM: the source gives up overlapping them ("to prevent suboptimal scenarios,
+        we are giving up the chance to overlap 'mv' and 'b' with the first shard_consumer").
+        Reads and writes one ``1/tp`` shard of ``op.bytes``."""
+        return Elementwise(f"{op.name}.symm_mem_copy", bytes=2 * op.bytes / self.cfg.parallel.tp)
+
     def price(self, ops: list[Op]) -> Priced:
         """Segments of an op list (see ``price_ops``)."""
         return self._lookup(ops)[0]
@@ -464,6 +474,9 @@ class Pricer:
                 tp_overlap = p.tp_comm_overlap and op.group == "tp" and not op.waited
                 if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
                     gather = ((cat, t, op.name), op)
+                    if method == "p2p":
+                        mv = self._shard_to_symm_mem(op)
+                        add((COMPUTE, compute_time(mv), mv.name), mv)
                     continue
                 if tp_overlap and method != "fused" and segs and segs[-1][0] == COMPUTE:
                     # userbuffers' pipeline and bulk overlaps run the GEMM on the SMs their
