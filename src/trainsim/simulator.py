@@ -19,6 +19,7 @@ from trainsim.last_backward import LastBackwardTasks
 from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
 from trainsim.memory import stage_param_split
+from trainsim.memory.params import stage_layer_params
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
 from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS_PER_LAYER: re-exported
     AFTER,
@@ -63,6 +64,7 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     dp_bucket_count,
     fsdp_grad_bytes,
     fsdp_pp_mode,
+    param_gather_width,
     zero3_grad_collective,
 )
 
@@ -113,6 +115,12 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         edp = cfg.edp if cfg.model.is_moe else 1
         self.groups = [[(dense, "dp_cp", self.dp_size), (experts, "edp", edp)]
                        for dense, experts in (_param_split(cfg, s) for s in range(self.pp))]
+        # bytes per element of each group's parameter all-gather (distributed optimizer): the
+        # matmul weights in fp8 under fp8_param_gather; routed experts are all matmul weights
+        self.gather_width = [
+            {"dp_cp": param_gather_width(cfg, dense, stage_layer_params(cfg, s) - experts),
+             "edp": param_gather_width(cfg, experts, experts)}
+            for s, ((dense, _, _), (experts, _, _)) in enumerate(self.groups)]
         # bytes per gradient element of each group's ZeRO-3 reduce-scatter
         self.fsdp_grad_bytes = fsdp_grad_bytes(cfg)
         mode = fsdp_pp_mode(cfg) if self.fsdp else None
@@ -242,8 +250,10 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         return ((s, "compute"), work.duration_s, work.summary, work, send, slows)
 
     def param_gathers(self, s: int, fraction: float, deps: list[int], label: str) -> list[int]:
-        """All-gathers of ``fraction`` of stage ``s``'s 16-bit parameters, one per group."""
-        return [self.comm(s, "param_all_gather", "all_gather", params * fraction * 2, group,
+        """All-gathers of ``fraction`` of stage ``s``'s parameters, one per group, each element
+        at its group's ``gather_width`` (16-bit, or 1 byte for fp8-gathered weights)."""
+        return [self.comm(s, "param_all_gather", "all_gather",
+                          params * fraction * self.gather_width[s][group], group,
                           deps, f"param all-gather {group} {label}",
                           self.fixed_buckets(params * fraction))
                 for params, group, size in self.groups[s] if size > 1 and params > 0]

@@ -139,6 +139,34 @@ FP8_GATHER_MIN_ELEMENTS = 16
 few ``hidden_size`` at most and stay 16-bit."""
 
 
+FP8_BUFFER_RECIPES = frozenset({"delayed", "current", "blockwise"})
+"""fp8 recipes whose weights Megatron-core's distributed optimizer gathers at one byte each.
+
+With ``--fp8-param-gather`` the matmul weights are Transformer Engine quantized tensors; DDP
+keeps them in a parameter buffer of their own, ``torch.uint8`` ("data is stored in the form of a
+torch uint8 tensor within the Float8Tensor's '.data' attribute", Megatron-LM core_v0.14.0
+megatron/core/distributed/distributed_data_parallel.py L226-L233; core_v0.8.0 the same), and
+``_ParamAndGradBucketGroup.start_param_sync`` all-gathers each bucket's ``param_data``: one
+byte per element (``is_float8tensor``: TE 1.x ``Float8Tensor``, TE 2.x any
+``QuantizedTensor``, so per-tensor and blockwise scaling alike; fp8_utils.py L82-L90). MXFP8
+weights are the exception: under the distributed optimizer their bucket's ``param_data`` is a
+view of the gradient buffer in bf16 (param_and_grad_buffer.py L684-L697, "Create a shared
+buffer for param AG and grad RS"), two bytes per element. Norms, biases, the embedding and the
+output layer are not quantized and stay in the 16-bit buffer."""
+
+
+def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> float:
+    """Mean bytes per element of the distributed optimizer's parameter all-gather over
+    ``params`` elements of which ``fp8_params`` are matmul weights (``FP8_BUFFER_RECIPES``):
+    16-bit unless the run keeps its weights in fp8 (``training.fp8_param_gather``)."""
+    t = cfg.training
+    if (t.dtype != "fp8" or not t.fp8_param_gather or t.fp8_recipe not in FP8_BUFFER_RECIPES
+            or params <= 0):
+        return float(ACT)
+    fp8 = min(max(fp8_params, 0.0), params)
+    return (fp8 + (params - fp8) * ACT) / params
+
+
 def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
                       last: bool) -> list[list[Comm]]:
     """All-gathers of each FSDP unit of a virtual stage in forward order, 16-bit: the root unit
