@@ -63,7 +63,8 @@ def _stage_after(cfg: Any, pricer: Any, split: tuple[float, float], lens: tuple[
     from trainsim.simulator import dp_bucket_count
     from trainsim.workload.elementwise import optimizer_step
     from trainsim.workload.ops import Comm
-    from trainsim.workload.sharding import grad_buffer_rest
+    from trainsim.memory.params import stage_layer_params
+    from trainsim.workload.sharding import grad_buffer_rest, param_gather_width
 
     p, vpp = cfg.parallel, len(lens)
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
@@ -84,8 +85,10 @@ def _stage_after(cfg: Any, pricer: Any, split: tuple[float, float], lens: tuple[
             every += n * bucket
             if c == 0:
                 last = bucket
-        if zero in (1, 2):
-            gathers = sum(comm("all_gather", params, 2, group) for params, group in groups)
+        if zero in (1, 2):  # at the simulator's widths (fp8 weights at one byte)
+            fp8 = {"dp_cp": stage_layer_params(cfg, s) - split[1], "edp": split[1]}
+            gathers = sum(comm("all_gather", n, param_gather_width(cfg, n, fp8[g]), g)
+                          for n, g in groups)
     elif groups:  # every backward but the last micro-batch's reduce-scatters whole
         contention = share * vpp * sum(
             pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * width[group], group))
