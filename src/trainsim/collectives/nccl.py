@@ -108,6 +108,31 @@ PLATEAU_MIN_BYTES_PER_RANK = 64 * 32
 """The plateau applies from 64 B per rank per channel; NCCL runs at most 32 channels
 (MAXCHANNELS), so from 2 KiB per rank on every channel count."""
 
+LL_MAX_BUSBW_GBPS = {"one_node": ((100, 282.0), (90, 141.0), (80, 87.7), (0, 39.0)),
+                     "two_nodes": 39.0, "more_nodes": 20.4}
+"""NCCL's ceiling on the LL protocol's bus bandwidth, GB/s (src/graph/tuning.cc ``llMaxBws``,
+v2.21.5-1 L86-L90 and v2.27.3-1 L165-L170, the Blackwell row added in 2.27): inside one node
+by GPU generation (Volta 39, Ampere 87.7, Hopper 141, Blackwell 2 x 141), across nodes by the
+CPU (row ``Volta-N1/Intel-N2/Intel-N4``: 39 on two nodes, 20.4 on more; an AMD host's row has
+22.5 and 19.0, not told apart here: the cluster names no CPU). ``ncclTopoTuneModel`` caps a
+ring's LL rate at it (``busBw = std::min(llMaxBw, busBw * .5)``, v2.21.5-1 L180) and a tree's
+(``std::min(busBw*1.0/3.8, llMaxBw)``, L183): LL's flag-per-8-bytes stores stop scaling with
+the links, so a large collective across nodes never runs LL, whatever its ring latency saves."""
+
+
+def ll_max_busbw_Bps(span: GroupSpan, f: Fabric) -> float:
+    """NCCL's LL ceiling for a collective over ``span`` (``LL_MAX_BUSBW_GBPS``); infinite where
+    the fabric names no NVIDIA GPU."""
+    if f.compute_capability is None:
+        return math.inf
+    if span.nodes <= 1:
+        cap = next(bw for cc, bw in LL_MAX_BUSBW_GBPS["one_node"]
+                   if f.compute_capability >= cc)
+    else:
+        cap = LL_MAX_BUSBW_GBPS["two_nodes" if span.nodes == 2 else "more_nodes"]
+    return cap * 1e9
+
+
 PAT_BW_FACTOR = 0.75
 """PAT (all_gather / reduce_scatter at one rank per node, NCCL >= 2.23) reaches 3/4 of the ring's
 bus bandwidth (tuning.cc: ``if (a == NCCL_ALGO_PAT) busBw *= .75``)."""
@@ -362,6 +387,9 @@ class Fabric:
     """The network switches can reduce (InfiniBand SHARP)."""
     nvls_efficiency: float = 0.85
     """NVLS traffic's share of the ring's achievable NVLink rate (GPUSpec.nvls_efficiency)."""
+    compute_capability: int | None = None
+    """The GPUs' CUDA compute capability (major*10+minor), which sets NCCL's LL ceiling inside
+    one node (``ll_max_busbw_Bps``); None (no NVIDIA GPU): no ceiling."""
 
 
 @dataclass(frozen=True)
@@ -447,7 +475,9 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         if (kind == "all_reduce" and proto == "Simple" and nodes > 1
                 and size / n >= PLATEAU_MIN_BYTES_PER_RANK):
             lat *= RING_PLATEAU_FACTOR
-        return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff)
+        bw = _ring_busbw(span, f) * eff
+        return lat * 1e-6 + factor * size / (min(bw, ll_max_busbw_Bps(span, f))
+                                             if proto == "LL" else bw)
     if algo == "pat" and proto != "Simple":
         return math.inf  # NCCL runs PAT with the Simple protocol only (tuning.cc, NCCL 2.23)
     if algo == "pat":
@@ -458,6 +488,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         depth = math.ceil(math.log2(nodes))
         lat = _BASE_US["tree"][proto] + phases * ((k - 1) * intra_hop + depth * net_hop)
         bw = _ring_busbw(span, f) * eff * (TREE_BW_FACTOR if nodes > 2 else 1.0)
+        if proto == "LL":
+            bw = min(bw, ll_max_busbw_Bps(span, f))
         return lat * 1e-6 + factor * size / bw
     if proto != "Simple":
         return math.inf  # NVLS and CollNet run the Simple protocol only

@@ -36,7 +36,8 @@ class AnalyticalNetwork:
         self.inter = LinkTier(cluster.nic_bw_Bps, NIC_EFFICIENCY, "net")
         self.fabric = Fabric(self.intra, self.inter, nvls=cluster.gpu.nvls and cluster.nvls,
                              collnet=cluster.in_network_reduction,
-                             nvls_efficiency=cluster.gpu.nvls_efficiency)
+                             nvls_efficiency=cluster.gpu.nvls_efficiency,
+                             compute_capability=cluster.gpu.compute_capability)
         # A group spanning more nodes than one leaf holds crosses the spines: under an
         # oversubscribed leaf each GPU gets its NIC rate over the oversubscription.
         self.spine_fabric = self.fabric if cluster.oversubscription == 1 else dataclasses.replace(
