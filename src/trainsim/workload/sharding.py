@@ -151,8 +151,12 @@ byte per element (``is_float8tensor``: TE 1.x ``Float8Tensor``, TE 2.x any
 ``QuantizedTensor``, so per-tensor and blockwise scaling alike; fp8_utils.py L82-L90). MXFP8
 weights are the exception: under the distributed optimizer their bucket's ``param_data`` is a
 view of the gradient buffer in bf16 (param_and_grad_buffer.py L684-L697, "Create a shared
-buffer for param AG and grad RS"), two bytes per element. Norms, biases, the embedding and the
-output layer are not quantized and stay in the 16-bit buffer."""
+buffer for param AG and grad RS"), two bytes per element. NeMo's Apex-based distributed Adam
+(the MLPerf v4.x NeMo code) does the same for its fp8 parameters (NVIDIA/NeMo
+nemo/core/optim/distributed_adam.py ``MegatronDistributedFusedAdam.init_params``:
+``param_sync_dtype=torch.uint8``; ``_param_copy_fragments``: "Expected FP8 params to perform
+param sync in UINT8"). Norms, biases, the embedding and the output layer are not quantized and
+stay in the 16-bit buffer."""
 
 
 def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> float:
