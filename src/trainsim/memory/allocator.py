@@ -138,15 +138,18 @@ def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
 
 
 def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
-                   step_temporaries: float, side_pool: float = 0.0) -> float:
+                   step_temporaries: float, side_pool: float = 0.0,
+                   grad_pool: float = 0.0) -> float:
     """Bytes the caching allocator holds at the end of a step: the larger phase's peak, plus,
     without expandable segments, the step's buffers that could not reuse freed blocks, plus
     what side streams keep in pools of their own (``side_pool``; blocks, and expandable
-    segments, belong to one stream)."""
-    allocated = max(backward_peak, step_peak)
+    segments, belong to one stream); ``grad_pool``: gradient shards a side stream allocated,
+    free (reserved) at the backward's peak and allocated again at the step's."""
+    backward = backward_peak + grad_pool
+    held = max(backward, step_peak)
     if cfg.training.expandable_segments:
-        return allocated + side_pool
-    return max(allocated, backward_peak + step_temporaries) + side_pool
+        return held + side_pool
+    return max(held, backward + step_temporaries) + side_pool
 
 
 def context_bytes(cfg: RunConfig, stage: int = 0) -> float:

@@ -568,11 +568,12 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
         peak_at = _backward_moment(cfg, temporaries)
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
-    reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool)
+    reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool,
+                              state.grad_pool)
     hole = freed_logits_hole(cfg, stage)
     if hole:  # reserved at the loss's backward: what is allocated then, plus the free hole
         at_loss = backward_peak - sum(b for _, b in temporaries) + _loss_temporary(cfg)
-        reserved = max(reserved, at_loss + hole + state.side_pool)
+        reserved = max(reserved, at_loss + hole + state.side_pool + state.grad_pool)
     return MemoryBreakdown(
         state.weights, grads, state.optimizer, activations,
         sum(b for _, b in temps), context=context_bytes(cfg, stage),

@@ -80,6 +80,11 @@ class ModelState:
     """Bytes the caching allocator reserves for a side stream's own allocations, which the
     default stream cannot reuse (blocks belong to the stream that allocated them): reserved,
     not part of the allocated peak."""
+    grad_pool: float = 0.0
+    """Bytes of the gradient shards the optimizer steps on that a side stream allocated and that
+    are free, but still reserved in that stream's pool, at the backward's peak (FSDP2 under
+    pipelining, below): reserved beside the backward's peak; at the step they are allocated
+    again (``step_gradients``)."""
 
     @property
     def total(self) -> float:
@@ -251,9 +256,19 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
         # accumulator of the reduce dtype (FSDP2 _fsdp_param.py to_accumulated_grad_if_needed,
         # accumulate_unsharded_grad_if_needed); the reduce-scatter after the last backward
         # leaves the fp32 gradient shard for the step and frees both
+        # FSDP2 allocates each reduce-scatter output, which becomes the gradient shard, on its
+        # reduce-scatter stream ("The RS output is allocated in the RS stream and used in the
+        # default stream (for optimizer)", _fsdp_collectives.py foreach_reduce_scatter at
+        # pytorch 01d66d21, 2024; foreach_reduce at 010ae4a8, 2026: "the GPU sharded gradient
+        # is allocated in the RS stream"). torchtitan's step begins with optimizers.zero_grad()
+        # (train.py @ 9dec370a; torch.optim's set_to_none default), which frees the shards into
+        # that stream's pool, where the default stream cannot reuse them: during the next
+        # step's backward, whose unsharded accumulators are default-stream memory, the pool
+        # stays reserved at the shards' size
+        pool = master * sharded if p.data_parallel_impl == "fsdp2" else 0.0
         return ModelState(master * sharded + 2.0 * held, g * held, opt * sharded,
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
-                          step_gradients=master * sharded, side_pool=side)
+                          step_gradients=master * sharded, side_pool=side, grad_pool=pool)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
     if mode == "sync_every":
         # not resharded after the forward, so the stage's 16-bit units stay gathered until the
