@@ -17,6 +17,7 @@ Every file a user hands trainsim (run configs, GPU specs, failure profiles, Hugg
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,29 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _json_constant(name: str) -> Any:
     raise ConfigError(f"{name} is not a JSON number; give a finite number")
+
+
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def dumps(data: Any, sort_keys: bool = False) -> str:
+    """JSON text of plain ``data`` in which a :class:`Written` number is written as its text
+    (``0.10``, not ``0.1``) when that text is a JSON number, so :func:`loads` reads back the
+    value written (``json.dumps`` writes a float subclass with ``float.__repr__``)."""
+    if isinstance(data, Written) and _JSON_NUMBER.fullmatch(data.text):
+        return data.text
+    if isinstance(data, dict):
+        items = sorted(data.items()) if sort_keys else data.items()
+        return "{" + ", ".join(f"{json.dumps(str(k))}: {dumps(v, sort_keys)}"
+                               for k, v in items) + "}"
+    if isinstance(data, (list, tuple)):
+        return "[" + ", ".join(dumps(v, sort_keys) for v in data) + "]"
+    return json.dumps(data)
+
+
+def loads(text: str, source: str = "JSON") -> Any:
+    """Plain data from JSON ``text``, numbers read as written (:func:`parse`)."""
+    return parse(text, source, "json")
 
 
 def _yaml_problem(exc: Exception) -> str:

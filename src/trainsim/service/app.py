@@ -21,14 +21,17 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
-from fastapi.exceptions import RequestValidationError
+from fastapi.exceptions import HTTPException, RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from trainsim.config import safe_load
+from trainsim.errors import ConfigError
 from trainsim.service import catalog as service_catalog
 from trainsim.service import jobs
 from trainsim.service.settings import Settings
@@ -117,6 +120,39 @@ def _view(job: Job, with_result: bool = True) -> dict[str, Any]:
             "error": job.error, "has_trace": job.has_trace, "has_plot": job.has_plot,
             "created_at": job.created_at,
             "started_at": job.started_at, "finished_at": job.finished_at}
+
+
+class _BodyError(HTTPException):
+    """A request body that is not plain JSON data (answered 422, field 'body')."""
+
+
+class _WrittenRequest(Request):
+    """A request whose JSON body reads numbers as written (``config.safe_load``): FastAPI's
+    ``json.loads`` read ``"framework_version": 0.10`` as the float 0.1, Megatron-core's 0.1
+    profile, where the CLI reads 0.10. Duplicate keys, NaN/Infinity and over-deep or
+    over-long data are refused in one line, as in a config file."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                self._json = safe_load.loads(body.decode("utf-8"), "body")
+            except UnicodeDecodeError:
+                raise _BodyError(422, "body is not UTF-8 JSON") from None
+            except ConfigError as exc:
+                raise _BodyError(422, str(exc)) from None
+        return self._json
+
+
+class _WrittenRoute(APIRoute):
+    """Routes whose handlers get a :class:`_WrittenRequest`."""
+
+    def get_route_handler(self) -> Any:
+        handler = super().get_route_handler()
+
+        async def route(request: Request) -> Any:
+            return await handler(_WrittenRequest(request.scope, request.receive))
+        return route
 
 
 _serving: list[FastAPI] = []
@@ -253,6 +289,7 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     app = FastAPI(title="trainsim", version="1", lifespan=lifespan,
                   openapi_url=f"{API}/openapi.json", docs_url="/docs", redoc_url=None,
                   description="Simulate LLM training runs: the trainsim CLI as a service.")
+    app.router.route_class = _WrittenRoute
     app.state.store, app.state.pool, app.state.settings = store, pool, settings
     app.add_middleware(_BodyLimit, max_bytes=settings.limits.max_body_bytes)
     bearer = HTTPBearer(auto_error=False)
@@ -284,6 +321,11 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         field = ".".join(loc)
         message = f"{field}: {first.get('msg', 'invalid')}".replace("\n", "\\n")
         return JSONResponse({"error": message, "field": field}, status_code=422)
+
+    @app.exception_handler(_BodyError)
+    async def _body(_r: Request, exc: _BodyError) -> JSONResponse:
+        return JSONResponse({"error": str(exc.detail).replace("\n", "\\n"), "field": "body"},
+                            status_code=exc.status_code)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_r: Request, exc: StarletteHTTPException) -> JSONResponse:

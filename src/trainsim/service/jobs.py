@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainsim.config import safe_load
 from trainsim.errors import TrainsimError
 from trainsim.service.settings import Limits, Settings
 
@@ -112,7 +113,9 @@ def _workdir() -> Iterator[Path]:
 
 
 def _write(path: Path, data: Any) -> str:
-    path.write_text(json.dumps(data))
+    """``data`` as a JSON file the CLI's loaders read; a number keeps the text it was sent as
+    (``"framework_version": 0.10`` is Megatron-core 0.10, not 0.1)."""
+    path.write_text(safe_load.dumps(data))
     return str(path)
 
 

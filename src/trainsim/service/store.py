@@ -44,6 +44,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, Engine
 
+from trainsim.config import safe_load
 from trainsim.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -129,10 +130,19 @@ class Job:
     attempts: int
 
 
+def _request(text: str) -> dict[str, Any]:
+    """A stored request, numbers as written (``framework_version: 0.10`` stays 0.10); a row
+    an older server stored with NaN or a duplicate key reads as json reads it."""
+    try:
+        return safe_load.loads(text, "a stored job request")
+    except ConfigError:
+        return json.loads(text)
+
+
 def _job(row: Any) -> Job:
     m = row._mapping
     return Job(id=m["id"], token_id=m["token_id"], kind=m["kind"], status=m["status"],
-               request=json.loads(m["request"]), progress=m["progress"], phase=m["phase"],
+               request=_request(m["request"]), progress=m["progress"], phase=m["phase"],
                result=m["result"], error=m["error"], has_trace=bool(m["has_trace"]),
                has_plot=bool(m["has_plot"]),
                created_at=m["created_at"], started_at=m["started_at"],
@@ -304,7 +314,7 @@ class Store:
         with self.engine.begin() as c:
             c.execute(jobs.insert().values(
                 id=job_id, token_id=token_id, kind=kind, status="queued",
-                request=json.dumps(request, sort_keys=True), progress=0.0,
+                request=safe_load.dumps(request, sort_keys=True), progress=0.0,
                 created_at=time.time(), attempts=0))
         return job_id
 
