@@ -363,3 +363,20 @@ class RunConfig:
     @property
     def tokens_per_iteration(self) -> int:
         return self.training.global_batch_size * self.training.seq_length
+
+
+def text_field(path: str) -> bool:
+    """Whether ``path`` (``section.field``, as ``--set`` and ``--vary`` take it) is a field
+    of text only (``training.framework_version``: ``str | None``), so a value written as a
+    number there is its text (0.10 is Megatron-core 0.10, not the number 0.1)."""
+    section, _, name = path.partition(".")
+    hints = get_type_hints(RunConfig)
+    kind = hints.get(section)
+    if kind is None or "." in name or not hasattr(kind, "__dataclass_fields__"):
+        return False
+    field = get_type_hints(kind).get(name)
+    if field is None:
+        return False
+    kinds = set(get_args(field)) or {field}
+    return str in kinds and not kinds & {int, float, bool}
+

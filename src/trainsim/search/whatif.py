@@ -19,6 +19,7 @@ from typing import Any
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.config.parallel import ALIASES
+from trainsim.config.run import text_field
 from trainsim.config.safe_load import written_float
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.limits import check
@@ -81,6 +82,8 @@ class Vary:
         items = [s.strip() for s in spec.split(",") if s.strip()]
         if not items:
             raise ConfigError(f"{where}: no values")
+        if text_field(path):  # framework_version=0.10,0.12: the text, as the run reads it
+            return cls(path, tuple(items))
         vals: list[Any] = []
         for s in items:
             try:
