@@ -179,10 +179,13 @@ def nothing_found(result: Any) -> ConfigError:
         return ConfigError("no configuration fits in memory; try more GPUs, a smaller "
                            "--global-batch or --seq, or allow recompute/ZeRO")
     counts = ",".join(str(n) for n in result.gpu_counts)
+    who = b.training.framework or "the run"
+    kv = f" (and the {b.model.kv_heads} KV heads: {who} splits them)" \
+        if b.kv_heads_split and b.model.kv_heads < b.model.num_attention_heads else ""
     return ConfigError(
         f"no parallel configuration of {b.model.name} is valid on {counts} GPUs with global "
         f"batch {b.training.global_batch_size}: tp*pp*cp*dp must be the GPU count, tp must "
-        f"divide the {b.model.num_attention_heads} attention heads, pp the "
+        f"divide the {b.model.num_attention_heads} attention heads{kv}, pp the "
         f"{b.model.num_layers} layers, and dp*micro batch the global batch; change --gpus or "
         "--global-batch, or widen --tp/--pp/--cp")
 
@@ -333,11 +336,11 @@ def _common(f):
         click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True),
         renamed_option("--nic-gbit-s", "--nic-gbps", "nic_gbps", 400.0, type=POSITIVE,
                        help="Inter-node Gbit/s per GPU."),
-        click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16",
+        click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"], case_sensitive=False), default="bf16",
                      show_default=True),
         click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
                      help="Override a fixed field, e.g. cluster.gpu_overrides.hbm_gbyte_s=4000."),
-        click.option("--executor", type=click.Choice(["local", "ray"]), default="local",
+        click.option("--executor", type=click.Choice(["local", "ray"], case_sensitive=False), default="local",
                      show_default=True, help="Local worker processes, or Ray tasks."),
         click.option("--workers", type=POSITIVE_INT, default=None,
                      help="Worker processes (local) or CPUs of a local Ray instance; default: all."),
@@ -352,7 +355,7 @@ def _common(f):
                      help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO "
                           "(default: those the engine runs: Megatron 0,1,3, DeepSpeed 0-3, "
                           "FSDP 2,3, DDP 0; MoE: 1 where it has it)."),
-        click.option("--overlap", type=click.Choice(["search", "on", "off"]), default="search",
+        click.option("--overlap", type=click.Choice(["search", "on", "off"], case_sensitive=False), default="search",
                      show_default=True, help="Try overlap switches on and off, or fix them."),
         click.option("--ep", "ep_", default=None,
                      help="Expert-parallel sizes to try (MoE), e.g. 8,16,64."),
@@ -377,7 +380,8 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
             v and _ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
         raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
                           "expert parallelism needs a mixture-of-experts model")
-    rc = tuple(s.strip() for s in recompute.split(",") if s.strip())
+    # names in any case, as a config's recompute: NONE or dispatcher: AllToAll reads
+    rc = tuple(s.strip().lower() for s in recompute.split(",") if s.strip())
     if not rc:  # an empty list would leave nothing to search, reported as "nothing fits"
         raise ConfigError(f"--recompute={recompute!r}: give one or more of none, selective, full")
     scheds = None
@@ -385,7 +389,8 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
         names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
         scheds = tuple(dict.fromkeys("" if n in MEGATRON_1F1B else n
                                      for n in names))
-    disp = tuple(x.strip() for x in dispatcher.split(",") if x.strip()) if dispatcher else None
+    disp = tuple(x.strip().lower() for x in dispatcher.split(",") if x.strip()) \
+        if dispatcher else None
     space = SearchSpace(tp=_ints(tp_, "tp"), pp=_ints(pp_, "pp"), cp=_ints(cp_, "cp"),
                         max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
                         zero=_ints(zero, "zero", least=0), overlap=overlap,
@@ -400,14 +405,14 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
 @click.option("--global-batch", type=POSITIVE_INT, required=True, help="Sequences per optimizer step.")
 @click.option("--seq", type=POSITIVE_INT, required=True, help="Tokens per sequence.")
 @click.option("--top", "top_k", type=POSITIVE_INT, default=10, show_default=True)
-@click.option("--rank-by", type=click.Choice(["split", "layout", "config"]), default="split",
+@click.option("--rank-by", type=click.Choice(["split", "layout", "config"], case_sensitive=False), default="split",
               show_default=True, help="Rank distinct GPU splits, layouts, or every configuration.")
 @click.option("--reference", default=None, metavar="tp=8,pp=8,...",
               help="Also rank this configuration (e.g. a published one).")
 @click.option("--exhaustive", is_flag=True, help="Simulate every candidate that fits (slow).")
 @click.option("--pareto-slowdown", type=FiniteFloat(min=1), default=1.25, show_default=True,
               help="The Pareto front keeps configurations up to this much slower than the best.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"], case_sensitive=False), default="table")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Write a scatter PNG of the simulated configurations.")
 def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers,
@@ -472,7 +477,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
 @click.option("--node-overhead", type=FiniteFloat(min=0, max=MAX_NODE_OVERHEAD), default=0.5,
               show_default=True,
               help="Non-GPU node power per GPU, as a fraction of the GPU's TDP.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table")
 def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers, ray_address,
              tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_, etp_,
              dispatcher, schedules, tokens, days,
@@ -544,7 +549,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write sweep.csv/.json/.png/.html here.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"], case_sensitive=False), default="table")
 def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     """Simulate CONFIG over a grid of varied fields (hardware what-ifs)."""
     from trainsim.catalog import read_config_file
