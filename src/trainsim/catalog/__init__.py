@@ -17,6 +17,7 @@ from typing import Any
 
 from trainsim.catalog import gpu_names, model_names
 from trainsim.catalog.defaults import apply_framework, sink_attention
+from trainsim.catalog.hf_config import model_from_hf_config
 from trainsim.catalog.names import aliases_of
 from trainsim.config import (
     ClusterConfig,
@@ -29,7 +30,7 @@ from trainsim.config import (
 from trainsim.config._build import DeprecatedName, as_written, build, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
-from trainsim.config.safe_load import load_file, parse, parse_value, read_text, shown_path
+from trainsim.config.safe_load import load_file, parse_value, shown_path
 from trainsim.errors import CatalogError, ConfigError, SettingReplaced
 
 _ROOT = Path(__file__).parent
@@ -214,123 +215,6 @@ def model(name: str) -> ModelConfig:
     return build(ModelConfig, model_dict(name), "model")
 
 
-GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
-"""Hugging Face model types whose MLP is gated whatever its activation is called: GemmaMLP
-computes down_proj(act(gate_proj(x)) * up_proj(x)) with gelu_pytorch_tanh (GeGLU;
-huggingface/transformers@0125ac68 src/transformers/models/gemma/modeling_gemma.py, class
-GemmaMLP; Gemma 2 and 3 keep it). Their configs tie the output layer to the embedding unless
-told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743), and Gemma's
-config.json files leave that key out."""
-
-
-def model_from_hf_config(path: str | Path) -> ModelConfig:
-    """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2 style)."""
-    path = Path(path)
-    cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
-    get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
-    hidden = get("hidden_size", "n_embd", "d_model")
-    if hidden is None:
-        nested = " (its language model's fields are under text_config: give that mapping as " \
-            "the config.json)" if isinstance(cfg.get("text_config"), dict) else ""
-        raise ConfigError(f"{path}: no hidden_size / n_embd in the Hugging Face config{nested}")
-    for keys in (("num_hidden_layers", "n_layer", "num_layers"), ("num_attention_heads", "n_head"),
-                 ("vocab_size",)):
-        if get(*keys) is None:  # not the ModelConfig default of a 7B model, silently
-            raise ConfigError(f"{path}: no {' / '.join(keys)} in the Hugging Face config")
-    if not isinstance(cfg.get("rope_scaling") or {}, dict):
-        raise ConfigError(f"{path}: rope_scaling must be a mapping (or null), got "
-                          f"{_kind(cfg['rope_scaling'])}")
-    act = str(get("hidden_act", "activation_function", default="gelu")).lower()
-    model_type = str(cfg.get("model_type", ""))
-    gated = act in ("silu", "swiglu", "swish") or "llama" in model_type \
-        or model_type in GATED_MODEL_TYPES
-    fields = dict(  # noqa: C408 - keyword names mirror the config fields
-        name=str(cfg.get("_name_or_path") or cfg.get("model_type") or path.parent.name),
-        hidden_size=hidden,
-        num_layers=get("num_hidden_layers", "n_layer", "num_layers"),
-        num_attention_heads=get("num_attention_heads", "n_head"),
-        num_kv_heads=get("num_key_value_heads"),
-        head_dim=get("head_dim"),
-        ffn_hidden_size=get("intermediate_size", "n_inner", "ffn_dim"),
-        vocab_size=get("vocab_size"),
-        max_position_embeddings=get("max_position_embeddings", "n_positions", default=2048),
-        activation="swiglu" if gated else "gelu",
-        normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
-        position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
-        tied_embeddings=_hf_switch(cfg.get("tie_word_embeddings"),
-                                   not gated or model_type in GATED_MODEL_TYPES,
-                                   f"{path}: tie_word_embeddings"),
-        add_bias_linear=_hf_switch(get("attention_bias", "mlp_bias"), not gated,
-                                   f"{path}: attention_bias"),
-        attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
-        hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
-        sliding_window=get("sliding_window") if _hf_switch(
-            cfg.get("use_sliding_window"), True, f"{path}: use_sliding_window") else None,
-        activation_clamp=get("swiglu_limit"),  # gpt-oss
-        # gpt-oss's experts compute (up + 1) * glu (transformers modeling_gpt_oss.py); its
-        # config.json names no offset
-        glu_linear_offset=1.0 if cfg.get("model_type") == "gpt_oss" else 0.0,
-        # and a learned sink logit per head (GptOssAttention.sinks); config.json names none
-        softmax_type="learnable" if cfg.get("model_type") == "gpt_oss" else "vanilla",
-        rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
-        else None,
-    )
-    if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
-        if not all(isinstance(t, str) for t in cfg["layer_types"]):
-            raise ConfigError(f"{path}: layer_types must be a list of names")
-        fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], path)
-    experts = get("num_local_experts", "num_experts", "n_routed_experts")
-    if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
-        shared = get("shared_expert_intermediate_size")
-        n_shared = cfg.get("n_shared_experts")
-        if shared is None and n_shared:
-            shared = (_positive(n_shared, f"{path}: n_shared_experts")
-                      * _positive(get("moe_intermediate_size"), f"{path}: moe_intermediate_size"))
-        fields.update(num_experts=experts,
-                      moe_router_topk=get("num_experts_per_tok", "moe_topk", default=2),
-                      moe_ffn_hidden_size=get("moe_intermediate_size"),
-                      moe_shared_expert_intermediate_size=shared,
-                      moe_layer_freq=get("decoder_sparse_step", "moe_layer_freq", default=1),
-                      moe_first_dense_layers=get("first_k_dense_replace", default=0))
-    if cfg.get("kv_lora_rank"):  # DeepSeek-V2/V3 multi-head latent attention
-        fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
-                      qk_head_dim=get("qk_nope_head_dim", default=128),
-                      qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
-                      v_head_dim=get("v_head_dim", default=128), head_dim=None)
-    fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
-    return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
-
-
-def _hf_switch(value: Any, default: bool, where: str) -> bool:
-    """A config.json switch: true/false (or 1/0, or their text); null or absent: ``default``.
-    ``bool("false")`` would be True."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in ("true", "false", "1", "0"):
-        return text in ("true", "1")
-    raise ConfigError(f"{where} must be true or false, got {value!r}")
-
-
-def _window_skip_freq(layer_types: list[str], path: Path) -> int | None:
-    """Megatron's window_attn_skip_freq from HF ``layer_types`` (GPT-OSS, Gemma, Qwen):
-    N when every N-th layer is "full_attention" and the rest "sliding_attention"."""
-    full = [t == "full_attention" for t in layer_types]
-    if not any(full):
-        return None
-    n = full.index(True) + 1
-    if all(f == ((i + 1) % n == 0) for i, f in enumerate(full)):
-        return n
-    raise ConfigError(f"{path}: layer_types is not a periodic pattern of sliding layers with "
-                      "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
-
-
 # ---------------------------------------------------------------------------- run configs
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
@@ -502,6 +386,15 @@ def _scaled(value: Any, where: str, scale: float, positive: bool = True) -> floa
     return f
 
 
+EXTENSION_PREFIX = "x-"
+"""A top-level config key starting with this is not read: it holds YAML anchors for the
+sections to merge (``x-base: &base {...}``, then ``parallel: {<<: *base, tp: 4}``), as the
+Compose file's extension fields (docs.docker.com/reference/compose-file/extension: "Compose
+ignores any fields that start with x-", the sole unknown fields it ignores; docker/cli PR 452,
+compose format 3.4's schema ``"patternProperties": {"^x-": {}}``). Any other unknown key stays
+an error, so a mistyped section name is never dropped silently."""
+
+
 def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     """Resolve presets and build a RunConfig from a raw mapping (as read from YAML)."""
     if not isinstance(data, dict):
@@ -511,10 +404,13 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     base_dir = Path(data.pop("_base_dir", "."))
     # "reliability" belongs to `trainsim goodput` (trainsim.reliability); one iteration ignores it
     allowed = {"model", "parallel", "training", "cluster", "name", "description", "reliability"}
-    for key in data:
-        if key not in allowed:
+    for key in list(data):
+        if isinstance(key, str) and key.startswith(EXTENSION_PREFIX):  # anchors only
+            del data[key]
+        elif key not in allowed:
             raise ConfigError(f"unknown section {key!r}{suggest(key, allowed)}; "
-                              "expected model, parallel, training, cluster")
+                              "expected model, parallel, training, cluster (a key that holds "
+                              f"YAML anchors starts with {EXTENSION_PREFIX}, e.g. x-{key})")
     for key in ("model", "cluster"):
         if key not in data:
             raise ConfigError(f"the config has no {key!r} section")

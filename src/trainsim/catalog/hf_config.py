@@ -1,0 +1,167 @@
+"""A ModelConfig from a Hugging Face ``config.json`` (``catalog.model_from_hf_config``): the
+fields of Llama / Mistral / Qwen / Gemma / GPT-2 / DeepSeek / gpt-oss configs, and the language
+model of a multimodal config (its ``text_config``)."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+from trainsim.config import ModelConfig
+from trainsim.config._build import build
+from trainsim.config.safe_load import parse, read_text
+from trainsim.errors import ConfigError, TrainsimWarning
+
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
+"""config.json keys of the layer count; a config with none of them at its top level and a
+``text_config`` mapping is multimodal (``text_model``)."""
+
+
+def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
+    """The fields of the language model a config.json describes, and how errors name them.
+
+    A multimodal config (transformers' composite configs: ``Llama4Config``, ``Gemma3Config``,
+    ``Qwen2_5_VLConfig``, ``Mistral3Config``, ``LlavaConfig``) holds its language model's fields
+    in ``text_config`` and its image encoder's in ``vision_config``: ``sub_configs =
+    {"text_config": Llama4TextConfig, "vision_config": Llama4VisionConfig}`` and
+    ``self.text_config = Llama4TextConfig(**self.text_config)``
+    (huggingface/transformers@008e5743 src/transformers/models/llama4/configuration_llama4.py,
+    class Llama4Config). When the top level has no layer count but a ``text_config`` mapping,
+    trainsim reads that mapping alone (its text config class's defaults, not the composite's
+    keys, apply) and says so in a warning: the vision encoder and projector are not simulated."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict) or any(k in cfg for k in LAYER_KEYS):
+        return cfg, str(path)
+    kind = cfg.get("model_type") or "multimodal"
+    text = dict(text)
+    if not text.get("_name_or_path") and cfg.get("_name_or_path"):
+        text["_name_or_path"] = cfg["_name_or_path"]
+    if "model_type" not in text and "model_type" in cfg:  # gemma3: GATED_MODEL_TYPES
+        text["model_type"] = cfg["model_type"]
+    encoder = " and its vision_config encoder" if "vision_config" in cfg else ""
+    warnings.warn(f"{path}: a multimodal {kind} config; trainsim simulates its language model, "
+                  f"read from text_config (its image tokens{encoder} are not simulated)",
+                  TrainsimWarning, stacklevel=3)
+    return text, f"{path} text_config"
+
+
+GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
+"""Hugging Face model types whose MLP is gated whatever its activation is called: GemmaMLP
+computes down_proj(act(gate_proj(x)) * up_proj(x)) with gelu_pytorch_tanh (GeGLU;
+huggingface/transformers@0125ac68 src/transformers/models/gemma/modeling_gemma.py, class
+GemmaMLP; Gemma 2 and 3 keep it). Their configs tie the output layer to the embedding unless
+told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743), and Gemma's
+config.json files leave that key out."""
+
+
+def model_from_hf_config(path: str | Path) -> ModelConfig:
+    """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2 style)."""
+    from trainsim.catalog import _kind, _positive
+
+    path = Path(path)
+    cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
+    cfg, where = text_model(cfg, path)
+    get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
+    hidden = get("hidden_size", "n_embd", "d_model")
+    if hidden is None:
+        raise ConfigError(f"{where}: no hidden_size / n_embd in the Hugging Face config")
+    for keys in (LAYER_KEYS, ("num_attention_heads", "n_head"),
+                 ("vocab_size",)):
+        if get(*keys) is None:  # not the ModelConfig default of a 7B model, silently
+            raise ConfigError(f"{where}: no {' / '.join(keys)} in the Hugging Face config")
+    if not isinstance(cfg.get("rope_scaling") or {}, dict):
+        raise ConfigError(f"{where}: rope_scaling must be a mapping (or null), got "
+                          f"{_kind(cfg['rope_scaling'])}")
+    act = str(get("hidden_act", "activation_function", default="gelu")).lower()
+    model_type = str(cfg.get("model_type", ""))
+    gated = act in ("silu", "swiglu", "swish") or "llama" in model_type \
+        or model_type in GATED_MODEL_TYPES
+    fields = dict(  # noqa: C408 - keyword names mirror the config fields
+        name=str(cfg.get("_name_or_path") or cfg.get("model_type") or path.parent.name),
+        hidden_size=hidden,
+        num_layers=get("num_hidden_layers", "n_layer", "num_layers"),
+        num_attention_heads=get("num_attention_heads", "n_head"),
+        num_kv_heads=get("num_key_value_heads"),
+        head_dim=get("head_dim"),
+        ffn_hidden_size=get("intermediate_size", "n_inner", "ffn_dim"),
+        vocab_size=get("vocab_size"),
+        max_position_embeddings=get("max_position_embeddings", "n_positions", default=2048),
+        activation="swiglu" if gated else "gelu",
+        normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
+        position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
+        tied_embeddings=_hf_switch(cfg.get("tie_word_embeddings"),
+                                   not gated or model_type in GATED_MODEL_TYPES,
+                                   f"{where}: tie_word_embeddings"),
+        add_bias_linear=_hf_switch(get("attention_bias", "mlp_bias"), not gated,
+                                   f"{where}: attention_bias"),
+        attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
+        hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
+        sliding_window=get("sliding_window") if _hf_switch(
+            cfg.get("use_sliding_window"), True, f"{where}: use_sliding_window") else None,
+        activation_clamp=get("swiglu_limit"),  # gpt-oss
+        # gpt-oss's experts compute (up + 1) * glu (transformers modeling_gpt_oss.py); its
+        # config.json names no offset
+        glu_linear_offset=1.0 if cfg.get("model_type") == "gpt_oss" else 0.0,
+        # and a learned sink logit per head (GptOssAttention.sinks); config.json names none
+        softmax_type="learnable" if cfg.get("model_type") == "gpt_oss" else "vanilla",
+        rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
+        else None,
+    )
+    if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
+        if not all(isinstance(t, str) for t in cfg["layer_types"]):
+            raise ConfigError(f"{where}: layer_types must be a list of names")
+        fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], where)
+    experts = get("num_local_experts", "num_experts", "n_routed_experts")
+    if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
+        shared = get("shared_expert_intermediate_size")
+        n_shared = cfg.get("n_shared_experts")
+        if shared is None and n_shared:
+            shared = (_positive(n_shared, f"{where}: n_shared_experts")
+                      * _positive(get("moe_intermediate_size"), f"{where}: moe_intermediate_size"))
+        fields.update(num_experts=experts,
+                      moe_router_topk=get("num_experts_per_tok", "moe_topk", default=2),
+                      moe_ffn_hidden_size=get("moe_intermediate_size"),
+                      moe_shared_expert_intermediate_size=shared,
+                      moe_layer_freq=get("decoder_sparse_step", "moe_layer_freq", default=1),
+                      moe_first_dense_layers=get("first_k_dense_replace", default=0))
+    if cfg.get("kv_lora_rank"):  # DeepSeek-V2/V3 multi-head latent attention
+        fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
+                      qk_head_dim=get("qk_nope_head_dim", default=128),
+                      qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
+                      v_head_dim=get("v_head_dim", default=128), head_dim=None)
+    fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
+    return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+
+
+def _hf_switch(value: Any, default: bool, where: str) -> bool:
+    """A config.json switch: true/false (or 1/0, or their text); null or absent: ``default``.
+    ``bool("false")`` would be True."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    text = str(value).strip().lower()
+    if text in ("true", "false", "1", "0"):
+        return text in ("true", "1")
+    raise ConfigError(f"{where} must be true or false, got {value!r}")
+
+
+def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
+    """Megatron's window_attn_skip_freq from HF ``layer_types`` (GPT-OSS, Gemma, Qwen):
+    N when every N-th layer is "full_attention" and the rest "sliding_attention"."""
+    full = [t == "full_attention" for t in layer_types]
+    if not any(full):
+        return None
+    n = full.index(True) + 1
+    if all(f == ((i + 1) % n == 0) for i, f in enumerate(full)):
+        return n
+    raise ConfigError(f"{path}: layer_types is not a periodic pattern of sliding layers with "
+                      "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
+
+
+__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "model_from_hf_config", "text_model"]
