@@ -295,8 +295,10 @@ def test_search_enumerates_the_engine_s_zero_stages(framework, dense, moe):
         cands = [c for k in keys for c in space.variants(k)]
         for c in cands[:4]:
             c.to_config(base)  # RunConfig accepts what the search built
-    one = dataclasses.replace(make_base(gpus=8, batch=8), training=dataclasses.replace(
-        make_base(gpus=8, batch=8).training, framework="torchtitan"))
+    # 8 KV heads: torchtitan's tp must divide them (fuzz7: apply_tp's n_kv_heads // tp)
+    kv8 = {**TINY_MODEL, "num_kv_heads": 8}
+    one = dataclasses.replace(make_base(kv8, gpus=8, batch=8), training=dataclasses.replace(
+        make_base(kv8, gpus=8, batch=8).training, framework="torchtitan"))
     single = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(8,), pp=(1,), cp=(1,))
     assert {k.zero for k in single.memory_keys(one, 8)} == {2}
 
