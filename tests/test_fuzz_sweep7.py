@@ -1,0 +1,282 @@
+"""Seventh robustness sweep (20th session, fuzz7): the leads the sixth left. A number sent to
+the HTTP API or written by ``sweep --format json`` keeps its text; CLI choice options take the
+case configs take; ``x-`` keys hold YAML anchors; a multimodal config.json is read through its
+``text_config``; tensor parallelism over fewer KV heads than tp is refused where Megatron-core
+refuses it. Each class checked failing on main 68b23d0 before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from trainsim.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = str(ROOT / "examples" / "llama3-8b-h100.yaml")
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(main, list(args), env={"TRAINSIM_DEBUG": "1"})
+
+
+# ------------------------------------------------- the HTTP API reads numbers as written
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from trainsim.service import Settings, create_app
+    db = tmp_path_factory.mktemp("service7") / "jobs.db"
+    app = create_app(Settings(db_url=f"sqlite:///{db}", workers=1, checkers=0))
+    with TestClient(app) as client:
+        token = app.state.store.create_token("t")
+        yield client, app, {"Authorization": f"Bearer {token}",
+                            "Content-Type": "application/json"}
+
+
+def _body(version_text: str) -> str:
+    cfg = yaml.safe_load(Path(EXAMPLE).read_text())
+    cfg["training"].update(framework="megatron-core", framework_version="@@V@@")
+    return json.dumps({"config": cfg}).replace('"@@V@@"', version_text)
+
+
+def test_the_api_reads_a_framework_version_number_as_written(served):
+    # "framework_version": 0.10 in the HTTP body was FastAPI's float 0.1: Megatron-core's 0.1
+    # profile entry (22 s a step instead of 13 s), where the CLI reads 0.10
+    client, _, headers = served
+    r = client.post("/api/v1/simulate", content=_body("0.10"), headers=headers)
+    cli = _cli("simulate", EXAMPLE, "--set", "training.framework=megatron-core",
+               "--set", "training.framework_version='0.10'",
+               "--format", "json").stdout
+    assert r.status_code == 200, r.text
+    assert r.text == cli
+    assert json.loads(r.text) != json.loads(_cli(
+        "simulate", EXAMPLE, "--set", "training.framework=megatron-core", "--set",
+        "training.framework_version='0.1'", "--format",
+        "json").stdout)
+
+
+def test_a_queued_job_keeps_the_number_as_written_in_the_store(served):
+    client, app, headers = served
+    r = client.post("/api/v1/jobs", content=_body("0.10").replace(
+        '{"config"', '{"kind": "simulate", "config"'), headers=headers)
+    assert r.status_code == 202, r.text
+    job = app.state.store.get_job(r.json()["id"])
+    assert str(job.request["config"]["training"]["framework_version"]) == "0.10"
+
+
+@pytest.mark.parametrize("body, says", [
+    ('{"config": {"model": "llama3-8b", "model": "llama3-70b"}}', "given twice"),
+    ('{"config": {"model": "llama3-8b", "x": NaN}}', "NaN is not a JSON number"),
+    ('{"config": ', "not valid JSON")])
+def test_a_body_that_is_not_plain_json_data_is_one_422_line(served, body, says):
+    client, _, headers = served
+    r = client.post("/api/v1/simulate", content=body, headers=headers)
+    assert r.status_code == 422 and r.json()["field"] == "body"
+    assert says in r.json()["error"] and "\n" not in r.json()["error"]
+
+
+# ------------------------------------------------- sweep --format json writes what the run used
+
+def test_sweep_json_writes_a_varied_version_as_the_text_the_run_used():
+    # the row held the number 0.1 (JSON) although the run was Megatron-core '0.10'
+    r = _cli("sweep", EXAMPLE, "--set", "training.framework=megatron-core", "--vary",
+             "training.framework_version=0.10,0.1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [row["training.framework_version"] for row in rows] == ["0.10", "0.1"]
+    assert rows[0]["iteration_time_s"] != rows[1]["iteration_time_s"]  # two releases
+
+
+# ------------------------------------------------- CLI choices take the case configs take
+
+SEARCH = ("search", "llama3-8b", "--gpus", "8", "--global-batch", "128", "--seq", "8192",
+          "--tp", "2", "--pp", "1", "--max-micro-batch", "1", "--workers", "1")
+
+
+def test_search_choices_read_in_any_case_as_a_config_reads_them():
+    # --recompute NONE was 'recompute values ['NONE'] are not in [...]' while a config's
+    # recompute: NONE reads as none (config._build lower-cases a choice)
+    upper = _cli(*SEARCH, "--recompute", "NONE,Selective", "--dtype", "BF16", "--overlap", "OFF",
+                 "--format", "JSON")
+    lower = _cli(*SEARCH, "--recompute", "none,selective", "--dtype", "bf16", "--overlap", "off",
+                 "--format", "json")
+    assert upper.exit_code == 0, upper.output
+    a, b = json.loads(upper.stdout), json.loads(lower.stdout)
+    a.pop("stats"), b.pop("stats")  # timings and in-process cache hits
+    assert a == b
+
+
+def test_simulate_and_sweep_formats_read_in_any_case():
+    assert json.loads(_cli("simulate", EXAMPLE, "--format", "JSON").stdout) == \
+        json.loads(_cli("simulate", EXAMPLE, "--format", "json").stdout)
+    r = _cli("sweep", EXAMPLE, "--vary", "parallel.tp=1,2", "--format", "CSV")
+    assert r.exit_code == 0 and r.stdout.startswith("parallel.tp,"), r.output
+
+
+# ------------------------------------------------- x- keys hold YAML anchors
+
+ANCHORED = """{key}: &base
+  tp: 2
+  sequence_parallel: true
+model: llama3-8b
+parallel:
+  <<: *base
+  pp: 1
+training: {{global_batch_size: 128, seq_length: 8192}}
+cluster: {{node: dgx-h100, num_gpus: 8}}
+"""
+
+
+def test_an_x_key_holding_anchors_is_not_read(tmp_path):
+    # a top-level key holding anchors was 'unknown section'; the Compose convention is x-
+    from trainsim.catalog import load_run_config
+    path = tmp_path / "run.yaml"
+    path.write_text(ANCHORED.format(key="x-base"))
+    cfg = load_run_config(path)
+    assert (cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.sequence_parallel) == (2, 1, True)
+
+
+@pytest.mark.parametrize("key", ["defaults", "base", "X_base"])
+def test_another_unknown_top_level_key_is_still_refused_naming_the_x_convention(tmp_path, key):
+    path = tmp_path / "run.yaml"
+    path.write_text(ANCHORED.format(key=key))
+    r = _cli("simulate", str(path))
+    assert r.exit_code != 0 and r.output.count("\n") == 1
+    assert f"unknown section {key!r}" in r.output and f"x-{key}" in r.output
+
+
+# ------------------------------------------------- a multimodal config.json's text_config
+
+def _gemma_7b():
+    from tests.test_fuzz_sweep6 import GEMMA_7B
+    return dict(GEMMA_7B)
+
+
+def _write(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _run_on(tmp_path, hf_path):
+    run = yaml.safe_load(Path(EXAMPLE).read_text())
+    run["model"] = {"hf_config": str(hf_path)}
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(run))
+    return path
+
+
+def test_a_multimodal_config_is_its_text_config_and_says_so(tmp_path):
+    # transformers' composite configs (Llama4Config, Gemma3Config, ...) build the language
+    # model from text_config alone: the same model as that mapping written as a config.json
+    import dataclasses
+
+    from trainsim.catalog import model_from_hf_config
+    from trainsim.errors import TrainsimWarning
+
+    alone = model_from_hf_config(_write(tmp_path, "text.json", _gemma_7b()))
+    shell = {"model_type": "gemma3", "_name_or_path": "org/vlm", "text_config": _gemma_7b(),
+             "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}}
+    with pytest.warns(TrainsimWarning, match="multimodal gemma3 config.*text_config.*vision"):
+        m = model_from_hf_config(_write(tmp_path, "config.json", shell))
+    assert m.name == "org/vlm"
+    assert dataclasses.replace(m, name=alone.name) == alone
+
+
+def test_a_text_config_without_model_type_takes_the_composite_one(tmp_path):
+    from trainsim.catalog import model_from_hf_config
+
+    text = _gemma_7b()
+    del text["model_type"]
+    shell = {"model_type": "gemma3", "text_config": text}
+    with pytest.warns(UserWarning):
+        m = model_from_hf_config(_write(tmp_path, "config.json", shell))
+    assert m.activation == "swiglu" and m.tied_embeddings  # Gemma's MLP and tying
+
+
+def test_a_text_config_missing_a_field_is_named_in_the_error(tmp_path):
+    text = _gemma_7b()
+    del text["vocab_size"]
+    path = _write(tmp_path, "config.json", {"model_type": "gemma3", "text_config": text})
+    r = _cli("simulate", str(_run_on(tmp_path, path)))
+    assert r.exit_code != 0 and "text_config: no vocab_size" in r.output, r.output
+
+
+def test_a_config_with_top_level_layers_is_read_as_before(tmp_path):
+    import warnings
+
+    from trainsim.catalog import model_from_hf_config
+
+    data = dict(_gemma_7b(), text_config={"hidden_size": 1, "num_hidden_layers": 1})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert model_from_hf_config(_write(tmp_path, "config.json", data)).num_layers == 28
+
+
+def test_simulate_warns_in_one_line_for_a_multimodal_config(tmp_path):
+    path = _write(tmp_path, "config.json", {"model_type": "gemma3", "text_config": _gemma_7b()})
+    r = _cli("simulate", str(_run_on(tmp_path, path)), "--set", "training.seq_length=4096")
+    assert r.exit_code == 0, r.output
+    assert "warning:" in r.output and "from text_config" in r.output
+
+
+# ------------------------------------------------- tp over fewer KV heads, where refused
+
+@pytest.mark.parametrize("framework", ["torchtitan", "megatron-deepspeed"])
+def test_tp_beyond_the_kv_heads_is_refused_where_the_framework_splits_them(framework):
+    # torchtitan: apply_tp sets n_kv_heads // tp (parallelize_llama.py @ 258f6082), config check
+    # since fa8e6ccc9 (#2577); Megatron-DeepSpeed: divide(num_key_value_heads, world_size)
+    r = _cli("simulate", EXAMPLE, "--set", f"training.framework={framework}", "--set",
+             "parallel.sequence_parallel=false", "--set", "parallel.tp=8", "--set",
+             "model.num_kv_heads=1")
+    assert r.exit_code != 0 and r.output.count("\n") == 1, r.output
+    assert "parallel.tp=8 does not divide model.num_kv_heads=1" in r.output
+    ok = _cli("simulate", EXAMPLE, "--set", f"training.framework={framework}", "--set",
+              "parallel.sequence_parallel=false", "--set", "parallel.tp=8", "--set",
+              "model.num_kv_heads=8")
+    assert ok.exit_code == 0, ok.output
+
+
+@pytest.mark.parametrize("args", [(), ("--set", "training.framework=megatron-core")])
+def test_tp_beyond_the_kv_heads_still_runs_where_they_are_replicated(args):
+    # Megatron-core from core_v0.16.0 (#2565) gives each rank one query group when they are
+    # fewer than tp; the default run follows it
+    r = _cli("simulate", EXAMPLE, *args, "--set", "parallel.tp=8", "--set", "model.num_kv_heads=1")
+    assert r.exit_code == 0, r.output
+
+
+def test_the_search_never_proposes_tp_beyond_the_kv_heads_of_torchtitan():
+    r = _cli("search", "llama3-8b", "--gpus", "8", "--global-batch", "64", "--seq", "4096",
+             "--set", "training.framework=torchtitan", "--set", "model.num_kv_heads=2",
+             "--tp", "1,2,4,8", "--pp", "1", "--workers", "1", "--format", "json")
+    assert r.exit_code == 0, r.output
+    tps = {c["config"]["tp"] for c in json.loads(r.stdout)["top"]}
+    assert tps and tps <= {1, 2}
+    none = _cli("search", "llama3-8b", "--gpus", "8", "--global-batch", "64", "--seq", "4096",
+                "--set", "training.framework=torchtitan", "--set", "model.num_kv_heads=2",
+                "--tp", "4,8", "--pp", "1", "--workers", "1")
+    assert none.exit_code != 0 and "2 KV heads: torchtitan splits them" in none.output
+
+
+# ------------------------------------------------- the seventh sweep finds nothing
+
+def test_the_seventh_sweep_finds_no_failure(capsys):
+    import importlib.util
+    import sys
+
+    script = ROOT / "benchmarks" / "fuzz_sweep7.py"
+    sys.path.insert(0, str(script.parent))
+    spec = importlib.util.spec_from_file_location("fuzz_sweep7", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    code = module.main([])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "failure classes 0" in out
