@@ -34,10 +34,6 @@ iteration with the exchanges blocking (as zero_bubble.py runs the rows) and over
 speed-ups over 1F1B, and how long NCCL kernels stay resident on the busiest rank (launched and
 waiting for a peer) with the SMs such kernels would have to take from the passes to account for
 the published 1F1B-I speed-up. Findings: benchmarks/RESULTS.md, 20th session, zb.
-trainsim's overlapped iteration holds each receive's SMs from its post until its data arrives
-(``pipeline.resident_recv_shares``; 20th session, p2pwait); the busiest rank here is the first
-stage, whose slack absorbs most of that, so the SMs column is what a uniform slowdown over the
-busiest rank's residency would need, not what the engine charges.
 """
 
 from __future__ import annotations

@@ -44,11 +44,9 @@ The default here (``--interleaved-p2p batched``) keeps the blocking, batched exc
 channels a send in one node, its slowest hop across nodes (see below). That stand-in is the
 only thing that charges 1F1B-I the published cost per extra pass.
 With the exchanges as they ran (``--interleaved-p2p overlapped``), trainsim puts 1F1B-I
-4.9-9.5 points above the published speed-ups: 0/12 rows within 3 points. That includes each
-receive's kernel resident on 16 of the 108 SMs from its post until its data arrives
-(``pipeline.resident_recv_shares``): it moved the rows by 0.0-0.8 points, as the receives
-that wait long are the first stage's (which has slack) and the backward ones of middle stages
-(RESULTS.md, 20th session, p2pwait).
+5.0-9.6 points above the published speed-ups: 0/12 rows within 3 points.
+Receives held resident on their SMs until their data arrives (tried in the 20th session,
+p2pwait; not kept: 0.0-0.8 points for 1.6-3.3x the CPU) do not close it.
 benchmarks/interleaved_overlap.py replays that schedule op by op: pair communicators, streams
 in order, sends matched to receives, and the one hardware queue of ``CUDA_DEVICE_MAX_CONNECTIONS=1``.
 In the replay, overlapped sends cost one send per virtual-stage boundary of the fill and

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports, sends_overlap
 from trainsim.chunks import chunks as priced_chunks
-from trainsim.collectives.nccl import batched_p2p_channels, batched_p2p_s, intra_link_kind
+from trainsim.collectives.nccl import batched_p2p_s
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
-from trainsim.pricing import COMPUTE, P2P_SMS, Priced, Pricer
+from trainsim.pricing import COMPUTE, Priced, Pricer
 from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage, zb_w_fraction
 from trainsim.workload.schedule import Overlapped, Pass
@@ -56,44 +56,6 @@ WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION)
 optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits;
 ``workload.sharding.fp32_grad_accumulation``): they follow the weight gradients into the W
 pass."""
-
-
-def resident_recv_shares(cfg: RunConfig, size_bytes: float) -> tuple[list[float], list[float]]:
-    """Per pipeline stage, the share of its SMs that an overlapped receive of ``size_bytes`` from
-    the previous stage (first list) and from the next (second) holds while it is resident:
-    from when the host posts it until its peer's data has arrived (``engine.Task.until``).
-
-    Megatron's interleaved schedule with ``overlap_p2p_comm`` posts each receive alone, right
-    after a pass, and waits on it before the next pass in that direction (core_r0.5.0
-    pipeline_parallel/schedules.py ``forward_backward_pipelining_with_interleaving``,
-    p2p_communication.py ``_p2p_ops``: one ``torch.distributed.irecv`` per tensor, on the
-    two-rank communicator ProcessGroupNCCL keeps per peer). NCCL launches the receive's kernel
-    at once, one block per channel it has work on (src/enqueue.cc v2.18.3-1
-    ``scheduleP2pTasksToPlan``: a lone operation on a 2-rank communicator in one node is split
-    over ``p2pnChannelsPerPeer`` halved until 2 of them fit the pool, 16 of 32 on NVLink:
-    ``collectives.nccl.batched_p2p_channels``; across nodes a network peer's 2,
-    ``NCCL_NCHANNELS_PER_NET_PEER``, src/graph/paths.cc ``ncclTopoGetNchannels``; over PCIe
-    2). Each block spins in ``waitPeer`` until the sender's step counter moves
-    (src/collectives/device/prims_simple.h v2.18.3-1 L121-133): resident on its SM the whole
-    time. A block has 640 threads (``NCCL_MAX_NTHREADS``, src/include/devcomm.h) compiled at
-    up to 96 registers (makefiles/common.mk ``-maxrregcount=96``), so it can take 61,440 of
-    an SM's 65,536 registers: no GEMM block fits beside it, and the SM is lost to compute as
-    a collective's are (``pricing.COMM_SMS``). Stage s and s + 1 sit ``tp * cp * dp`` ranks
-    apart (``pipeline_send_s``); a hop inside a node is on NVLink unless the GPU's links are
-    PCIe-class (``collectives.nccl.intra_link_kind``). Interleaved, stage 0 receives its
-    later chunks' input from the last stage, and the last stage its gradients from stage 0."""
-    p, cluster = cfg.parallel, cfg.cluster
-    stride, gpn, sms = p.tp * p.cp * cfg.dp, cluster.gpus_per_node, cluster.gpu.num_sms
-    nvlink = intra_link_kind(cluster.gpu.nvlink_bw_Bps) == "nvlink"
-
-    def share(a: int) -> float:
-        """The hop from stage a to the next (interleaved, the last stage's to stage 0)."""
-        inside = (a * stride) // gpn == ((a + 1) % p.pp * stride) // gpn
-        channels = batched_p2p_channels(size_bytes, 2) if inside and nvlink else P2P_SMS
-        return min(channels, sms) / sms
-
-    hops = [share(a) for a in range(p.pp)]
-    return hops[-1:] + hops[:-1], hops
 
 
 def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:

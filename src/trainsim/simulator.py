@@ -154,10 +154,6 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
             segs = tuple((PP, sum(pricer.comm_time(c) for c in comms), name)
                          for comms, name in zip(deepspeed_pipe_exchange(cfg, act_bytes), names))
         self.send = interned(segs)
-        # overlapped interleaving: each receive resident from its post to its data's arrival
-        from trainsim.pipeline import resident_recv_shares
-        self.recv_shares = resident_recv_shares(cfg, act_bytes) \
-            if self.sends_overlap and p.vpp > 1 and p.data_parallel_impl != "deepspeed" else None
         # a pass with its send, by id of the pass (kept beside it, so the id is its own)
         self._plus_send: dict[int, tuple[Priced, Priced]] = shared.setdefault("plus_send", {})
         self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
@@ -327,33 +323,6 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         remaining = sum(len(o) for o in orders)
         first_b, last_f = unpaired_bounds(orders) if self.lone else ([], [])
         label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}
-        shares = self.recv_shares
-        posted = [{"F": -1, "B": -1, "": -1} for _ in range(pp)]  # each stage's latest passes
-
-        def receive(s: int, kind: str, up: int, label: str, k: int) -> int:
-            """The task a pass of ``kind`` waits on for its input, sent by task ``up``: under
-            overlapped interleaving a receive posted after the stage's previous pass of that
-            kind (its first, after its previous pass), held until ``up`` ends
-            (``pipeline.resident_recv_shares``). Megatron posts a stage's first backward
-            receive one forward earlier, after its last warm-up forward: that one pass of
-            residency per stage and iteration is not charged."""
-            if shares is None:
-                return up
-            post = posted[s][kind] if posted[s][kind] >= 0 else posted[s][""]
-            share = shares[0 if kind == "F" else 1][s]
-            tags.append(k)  # the schedule position of the pass it feeds
-            tasks.append(Task((s, "recv_prev" if kind == "F" else "recv_next"), 0.0,
-                              [post] if post >= 0 else [], "recv " + label, (), None,
-                              ((s, "compute"), share) if share else None, up))
-            return len(tasks) - 1
-
-        def placed(s: int, kind: str, since: int) -> None:
-            """Note the last compute task placed from ``since`` on as stage s's latest pass."""
-            if shares is not None:
-                for i in range(len(tasks) - 1, since - 1, -1):
-                    if tasks[i].stream == (s, "compute"):
-                        posted[s][kind] = posted[s][""] = i
-                        break
         while remaining:
             progressed = False
             for s in range(pp):
@@ -363,13 +332,12 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                     kind, mb, chunk = order[k]
                     v = chunk * pp + s
                     at = mb * nv + v
-                    since = len(tasks)
                     if kind == "F":
                         if v > 0:
                             up = sent_f[at - 1]
                             if up < 0:
                                 break  # the stage waits for a pass not yet created
-                            deps = [receive(s, "F", up, label["F"][chunk][mb], k)]
+                            deps = [up]
                         else:
                             deps = []
                         if mb == 0:
@@ -391,7 +359,7 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                             up = sent_b[at + 1]
                             if up < 0:
                                 break
-                            deps = [receive(s, "B", up, label["B"][chunk][mb], k), fwd_task[at]]
+                            deps = [up, fwd_task[at]]
                         else:
                             deps = [fwd_task[at]]
                         if slow_bwd[s] and (mb == last_mb or self.sync_every_mb):
@@ -411,7 +379,6 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                                 # and its reduce-scatter
                                 self.tag = k
                                 self._reduce_scatter(s, sent_b[at] - (spec[4] is not None), mb)
-                    placed(s, kind, since)
                     k += 1
                 if k != k0:
                     cursor[s] = k
