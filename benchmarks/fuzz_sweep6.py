@@ -48,7 +48,6 @@ import random
 import re
 import sys
 import tempfile
-import unicodedata
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -75,15 +74,18 @@ REFUSE = "refuse"
 
 EXPECT: dict[str, Any] = {
     "8192": 8192, "+8192": 8192, "8192.0": 8192, "8.192e3": 8192, "8.192e+3": 8192,
-    "8_192": 8192, "0x2000": 8192, "0b10000000000000": 8192, "0o20000": 8192, "020000": 20000,
+    "8_192": 8192, "0x2000": 8192, "0b10000000000000": REFUSE, "0o20000": 8192, "020000": 20000,
     "2:16:32": REFUSE, "2:16:32.0": REFUSE, "1:30": REFUSE, "0": REFUSE, "-8192": REFUSE,
     ".inf": REFUSE, "-.inf": REFUSE, ".nan": REFUSE, "NaN": REFUSE, "yes": REFUSE, "on": REFUSE,
     "8192.5": REFUSE, "1e400": REFUSE, "8k": REFUSE, "[8192]": REFUSE, "{a: 1}": REFUSE,
-    "'8192'": 8192, "' 8192 '": 8192, "\uff18\uff11\uff19\uff12": 8192,
+    "'8192'": 8192, "' 8192 '": 8192, "\uff18\uff11\uff19\uff12": REFUSE,
+    "\u0668\u0661\u0669\u0662": REFUSE,
 }
 """seq_length as written -> what YAML 1.2 / Python read (020000: 20,000 in YAML 1.2 and
 JSON-ish reading, never 8,192 as YAML 1.1's octal; a refusal is as good as the right value
-where the oracle is a number; REFUSE: only a refusal is right)."""
+where the oracle is a number; REFUSE: only a refusal is right: YAML 1.1's binary 0b..., which
+YAML 1.2 reads as text, and digits of other scripts, which Python's float reads but no config
+means)."""
 VERSIONS = ["0.10", "0.12", "0.9", "24.10", "25.02", "24.07", "2024.10", "1.10", "0.100",
             "'0.10'", "r0.10.0", "core_r0.10.0", "v0.10", "2025-02", "2025-02-30", "0.10.0"]
 """framework_version as written: the config must hold the text (without YAML quotes), or
@@ -344,7 +346,7 @@ def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
     yield "hf gemma-7b", lambda: params(GEMMA_7B, 8_537_680_896)
     for key, field in HF_SWITCHES.items():
         for text, want in (("false", False), ("true", True), ("False", False), (0, False),
-                           (1, True), ("no", None), ("", None)):
+                           (1, True), ("no", False), ("on", True), ("", None), ("maybe", None)):
             def switch(k=key, f=field, t=text, w=want) -> str | None:
                 path = _write_text(json.dumps({**GEMMA_7B, k: t}), "config.json")
                 got = getattr(model_from_hf_config(path), f)
@@ -356,11 +358,14 @@ def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
 
 # ------------------------------------------------------------------------------ terminal
 
-CONTROLS = ["\x1b[31mRED\x1b[0m", "a\nb", "a\rb", "bell\x07", "\x9b2J", "tab\there", "\x00"]
+CONTROLS = ["\x1b[31mRED\x1b[0m", "a\nb", "a\rb", "bell\x07", "\x9b2J", "tab\there", "\x00",
+            "evil\u202egnp.exe\u2028line2", "zero\u200bwidth\ufeff"]
+"""Not printable (``str.isprintable``): C0/C1 controls, a right-to-left override and a line
+separator (Unicode Cf, Zl: they reorder or break the printed line), zero-width characters."""
 
 
 def _raw_controls(text: str) -> list[str]:
-    return sorted({c for c in text if unicodedata.category(c) == "Cc" and c != "\n"})
+    return sorted({c for c in text if not c.isprintable() and c != "\n"})
 
 
 def terminal_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:

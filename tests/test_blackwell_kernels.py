@@ -8,6 +8,8 @@ import csv
 import statistics
 from pathlib import Path
 
+import pytest
+
 from trainsim.catalog import gpu
 from trainsim.validate import validate_file
 from trainsim.validate.kernels import kernel_ops, predict_kernel_row
@@ -67,6 +69,19 @@ def test_fast_accum_note_marks_a_cublas_fp8_gemm():
     row["note"] = "torch._scaled_mm with use_fast_accum=True"
     (op,), _ = kernel_ops(row)
     assert op.fp8_fast_accum
+
+
+@pytest.mark.parametrize("note, fast", [
+    ("use_fast_accum=False", False), ("FAST_ACCUM off", False), ("without fast-accum", False),
+    ("no fp8 fast accum", False), ("fast_accum: 0", False), ("non-fast-accum kernel", False),
+    ("CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0", False), ("fast accum disabled", False),
+    ("FAST_ACCUM on for fp8", True), ("use_fast_accum=True", True), ("fast-accum", True),
+    ("no bias; fast accum", True), ("CUBLASLT_MATMUL_DESC_FAST_ACCUM=1", True)])
+def test_a_note_negating_fast_accum_is_the_split_accumulator(note, fast):
+    """Only an affirmative mention marks fast accumulation: "use_fast_accum=False" matched."""
+    row = {**_rows("azure-h100-fp8-m8192")[0], "note": note}
+    (op,), _ = kernel_ops(row)
+    assert op.fp8_fast_accum is fast
 
 
 # the source files' time_ms column for the gpt-oss full-attention rows (cudnn-frontend

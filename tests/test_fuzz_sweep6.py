@@ -30,14 +30,15 @@ def _cli(*args: str):
 # ------------------------------------------------- YAML 1.1 numbers that read as others
 
 @pytest.mark.parametrize("text, reads", [("1:30", "90"), ("2:16:32", "8192"), ("1:30.5", "90.5"),
-                                         ("010", "8"), ("-010", "-8"), ("0_10", "8")])
+                                         ("010", "8"), ("-010", "-8"), ("0_10", "8"),
+                                         ("0b11", "binary number 3"), ("-0b1_0", "-2")])
 def test_a_base60_or_octal_yaml_number_is_refused_naming_what_yaml_reads(text, reads):
     # PyYAML (YAML 1.1) reads seq_length: 2:16:32 as 8192 and num_gpus: 010 as 8, silently
     with pytest.raises(ConfigError, match=f"reads as .*{reads}"):
         parse(f"seq_length: {text}\n", "run.yaml")
 
 
-@pytest.mark.parametrize("text, value", [("0", 0), ("10", 10), ("0x10", 16), ("0b11", 3),
+@pytest.mark.parametrize("text, value", [("0", 0), ("10", 10), ("0x10", 16), ("'0b11'", "0b11"),
                                          ("1_024", 1024), ("'1:30'", "1:30"), ("'010'", "010"),
                                          ("1.5", 1.5), ("1.0e+3", 1000.0)])
 def test_plain_yaml_numbers_and_quoted_text_still_read(text, value):
@@ -189,7 +190,7 @@ def test_a_sweep_of_framework_versions_keeps_each_as_written():
 @pytest.mark.parametrize("text", ["a\x1b[31mRED", "a\nb", "tab\there", "bell\x07", "c1\x9b2J"])
 def test_a_text_field_with_a_control_character_is_refused(text):
     # model.name reached the report's title raw: an ESC sequence restyled the terminal
-    with pytest.raises(ConfigError, match="control character"):
+    with pytest.raises(ConfigError, match="not printable"):
         run_config_from_dict({"model": {"preset": "llama3-8b", "name": text},
                               "training": {"global_batch_size": 8, "seq_length": 128},
                               "cluster": {"node": "dgx-h100", "num_gpus": 8}})
@@ -252,3 +253,70 @@ def test_search_takes_a_preset_by_its_hugging_face_name():
     assert _model_spec("meta-llama/Llama-3.1-8B") == "meta-llama/Llama-3.1-8B"
     with pytest.raises(ConfigError, match="no such file"):
         _model_spec("meta-llama/No-Such-Model-8B")
+
+
+# ------------------------------------------------- review findings (20th session, fixin)
+
+GPU_FILE = """name: what-if-h100
+peak_tflops: {bf16: 989.4, fp8: 1978.9}
+hbm_gib: 80
+hbm_gbyte_s: 3352
+nvlink_gbyte_s: 450
+num_sms: 132
+l2_mib: 50
+tdp_w: 700
+"""
+
+
+@pytest.mark.parametrize("source, want", [
+    ("source: >\n  NVIDIA H100 datasheet,\n  dense peaks\n", "NVIDIA H100 datasheet, dense peaks\n"),
+    ("source: |\n  NVIDIA H100 datasheet\n  ml-engineering MAMF table\n",
+     "NVIDIA H100 datasheet\nml-engineering MAMF table\n"),
+    ("source: \"datasheet\\tp. 3\"\n", "datasheet\tp. 3")])
+def test_a_gpu_files_free_text_source_may_span_lines(tmp_path, source, want):
+    # the control-character check refused YAML's folded and literal blocks (a line break)
+    from trainsim.catalog import gpu_from_dict
+    from trainsim.config.safe_load import load_file
+
+    path = tmp_path / "gpu.yaml"
+    path.write_text(GPU_FILE + source)
+    assert gpu_from_dict(load_file(path)).source == want
+
+
+@pytest.mark.parametrize("text", ["a\x1b[31m", "evil\u202egnp.exe", "\u2028", "nul\x00"])
+def test_free_text_still_refuses_what_is_not_printable_beyond_breaks_and_tabs(tmp_path, text):
+    from trainsim.catalog import gpu_from_dict
+
+    data = {**parse(GPU_FILE, "gpu.yaml"), "source": text}
+    with pytest.raises(ConfigError, match=r"gpu.source=.* not printable; free text"):
+        gpu_from_dict(data)
+
+
+@pytest.mark.parametrize("text", ["evil\u202egnp.exe\u2028line2", "zero\u200bwidth",
+                                  "nb\u00a0space", "bom\ufeff"])
+def test_a_name_that_is_not_printable_is_refused_not_only_unicode_cc(text):
+    # a right-to-left override (Cf) and a line separator (Zl) reached the table header raw
+    r = _cli("simulate", EXAMPLE, "--set", f"model.name={text}")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "model.name=" in r.stderr and "not printable" in r.stderr
+    assert all(c.isprintable() for c in r.stderr.strip())
+
+
+@pytest.mark.parametrize("field, text", [("parallel.sequence_parallel", "\u0661"),
+                                         ("parallel.tp", "\u0662"), ("parallel.tp", "\uff12"),
+                                         ("training.seq_length", "\u0668\u0661\u0669\u0662")])
+def test_digits_of_other_scripts_are_refused(field, text):
+    # Python's float reads '١' as 1.0: sequence_parallel=١ turned it on
+    r = _cli("simulate", EXAMPLE, "--set", f"{field}={text}")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1 and " must be " in r.stderr
+    assert f"got {text!r}" in r.stderr
+
+
+def test_yaml_safe_dump_writes_a_written_number_as_written():
+    import yaml
+
+    data = parse("framework_version: 0.10\nb: [2.50]\n", "x.yaml")
+    text = yaml.safe_dump(data)  # RepresenterError on main
+    assert "framework_version: 0.10" in text and "- 2.50" in text
+    back = parse(text, "y.yaml")
+    assert str(back["framework_version"]) == "0.10" and str(back["b"]) == "[2.50]"

@@ -10,7 +10,6 @@ import numbers
 import re
 import types
 import typing
-import unicodedata
 from typing import Any, Literal, TypeVar, get_args, get_origin, get_type_hints
 
 from trainsim.errors import ConfigError
@@ -95,7 +94,8 @@ def as_written(exc: ConfigError, written: dict[str, str], replace: bool = False)
     return exc
 
 
-def _coerce(value: Any, tp: Any, where: str) -> Any:
+def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
+    """``value`` as type ``tp``; ``free_text``: a str field of free text (``FREE_TEXT``)."""
     origin = get_origin(tp)
     if tp is Any:
         return value
@@ -112,7 +112,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if (value is None or isinstance(value, str) and value.strip() == "") and \
                 type(None) in get_args(tp):
             return None
-        return _coerce(value, args[0], where)
+        return _coerce(value, args[0], where, free_text)
     if origin in (tuple, list):
         inner = get_args(tp)[0] if get_args(tp) else Any
         if isinstance(value, str):
@@ -127,22 +127,14 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         return {_coerce(k, key_tp, where): _coerce(v, value_tp, f"{where}.{k}")
                 for k, v in value.items()}
     if tp is bool:
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, (int, float)) and value in (0, 1):
-            return bool(value)
-        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-            return value.strip().lower() in ("1", "true", "yes", "on")
-        if isinstance(value, str) and _number(value) in (0, 1):  # '1.0': a 0/1 column that
-            return _number(value) == 1  # pandas wrote as floats (a column with empty cells)
-        raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
+        return switch(value, where)
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(f"{where} must be an integer, got {_shown(value)}")
         if isinstance(value, str):
             value = value.strip()
         try:
-            f = float(value)
+            f = _float(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{where} must be an integer, got {_shown(value)}") from None
         if not math.isfinite(f) or f != int(f):
@@ -155,7 +147,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(f"{where} must be a number, got {_shown(value)}")
         try:
-            f = float(value)
+            f = _float(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{where} must be a number, got {_shown(value)}") from None
         if not math.isfinite(f):
@@ -164,12 +156,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     if tp is str:
         if isinstance(value, (dict, list, tuple)):
             raise ConfigError(f"{where} must be text, got {_shown(value)}")
-        text = str(value)
-        control = next((c for c in text if unicodedata.category(c) == "Cc"), None)
-        if control is not None:  # ESC would restyle the terminal the report is printed on
-            raise ConfigError(f"{where}={_shown(text)} holds the control character "
-                              f"{control!r}; a text field is one line of printable text")
-        return text
+        return _text(str(value), where, free_text)
     if dataclasses.is_dataclass(tp):
         if isinstance(value, tp):
             return value
@@ -177,9 +164,67 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
+FREE_TEXT = "free_text"
+"""The ``dataclasses.field`` metadata key of a str field that holds free text (a GPU file's
+``source``): it may span lines (YAML's ``source: >`` ends it with a line break, ``source: |``
+keeps several) and hold tabs. Any other str field is a name, one line of printable text."""
+
+_FREE_TEXT_BREAKS = "\n\t"
+"""The characters that are not printable that free text may hold; printed escaped
+(``errors.escaped``), as every text trainsim prints."""
+
+
+def _text(text: str, where: str, free_text: bool) -> str:
+    """``text``, refused (one line naming it) where it holds a character that is not printable
+    (``str.isprintable``, the test ``errors.escaped`` makes): a terminal escape (ESC, C1), a
+    line or paragraph separator (U+2028/9), a bidirectional override (U+202E shows
+    'evil\u202egnp.exe' as 'evilexe.png'), NUL. Free text may hold line breaks and tabs."""
+    if text.isprintable():
+        return text
+    bad = next((c for c in text if not c.isprintable()
+                and not (free_text and c in _FREE_TEXT_BREAKS)), None)
+    if bad is None:
+        return text
+    what = ("free text may hold line breaks and tabs, no other character that is not "
+            "printable" if free_text else "a name is one line of printable text")
+    raise ConfigError(f"{where}={_shown(text)} holds the character {bad!r} "
+                      f"(U+{ord(bad):04X}), which is not printable; {what}")
+
+
+SWITCH_WORDS = {"true": True, "false": False, "1": True, "0": False,
+                "yes": True, "no": False, "on": True, "off": False}
+"""The words a switch (a bool field, a config.json flag) takes as text, any case: YAML 1.1's
+booleans (yes/no/on/off: PyYAML reads them unquoted), JSON's, and a 0/1 column."""
+
+
+def switch(value: Any, where: str) -> bool:
+    """A switch's value: a bool, the number 0 or 1 (also as text: '1.0', a 0/1 column that
+    pandas wrote as floats), or a ``SWITCH_WORDS`` word. ``bool('false')`` would be True."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in SWITCH_WORDS:
+            return SWITCH_WORDS[word]
+        if _number(word) in (0, 1):
+            return _number(word) == 1
+    raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
+
+
+def _float(value: float | str) -> float:
+    """``float(value)``, text in ASCII only: Python's ``float`` also reads other scripts'
+    digits ('١' is 1.0, '١٠' is 10), which no config means. ValueError where it is none."""
+    if isinstance(value, str) and not value.isascii():
+        raise ValueError(value)
+    return float(value)
+
+
 def _number(text: str) -> float | None:
+    """``text`` as a float (``_float``), or None."""
     try:
-        return float(text)
+        return _float(text)
     except ValueError:
         return None
 
@@ -268,7 +313,8 @@ def build(cls: type[T], data: Any, where: str) -> T:
                     f" (did you mean '{known}'?)" if known else
                     suggest(key, [*fields, *SHORT_NAMES.get(where, ())]))
             raise ConfigError(f"unknown field {where}.{key}{hint}")
-        kwargs[key] = _coerce(value, hints[key], f"{where}.{key}")
+        kwargs[key] = _coerce(value, hints[key], f"{where}.{key}",
+                              bool(fields[key].metadata.get(FREE_TEXT)))
     try:
         return cls(**kwargs)
     except TypeError as exc:  # missing required fields

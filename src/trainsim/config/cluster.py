@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from trainsim.config._build import (
+    FREE_TEXT,
     check_fields,
     require_fraction,
     require_nonnegative,
@@ -123,7 +124,8 @@ class GPUSpec:
     """CUDA compute capability, major x 10 + minor (NVIDIA's "CUDA GPUs" list: A100 80,
     H100/H800/H200 90, B200/GB200 100, RTX PRO 6000 Blackwell 120); None for a GPU that is not
     NVIDIA's or a GPU file that does not state it (``sm_arch`` then reads it from the peaks)."""
-    source: str = ""
+    source: str = field(default="", metadata={FREE_TEXT: True})
+    """Where the figures were read: free text, which may span lines (``source: >``)."""
 
     def __post_init__(self) -> None:
         check_fields(self, f"gpu[{self.name}]")

@@ -81,6 +81,15 @@ class Written(float):
     __repr__ = __str__
 
 
+def _represent_written(dumper: yaml.SafeDumper, data: Written) -> yaml.Node:
+    """A :class:`Written` number dumped as the text it was written as (``0.10``), a float."""
+    return dumper.represent_scalar("tag:yaml.org,2002:float", data.text)
+
+
+for _dumper in (yaml.SafeDumper, yaml.Dumper):  # yaml.safe_dump raised RepresenterError
+    _dumper.add_representer(Written, _represent_written)
+
+
 def written_float(value: float, text: str) -> float:
     """``value``, as a :class:`Written` when its shortest form is not ``text`` (``0.10``,
     ``24.10``, ``1e3``), else as the plain float."""
@@ -90,14 +99,20 @@ def written_float(value: float, text: str) -> float:
 
 def _yaml_1_1(node: yaml.Node, what: str) -> None:
     """Refuse the YAML 1.1 number forms that read as another number than they look:
-    ``1:30`` is base 60 (90; ``2:16:32`` is 8192) and ``010`` is octal (8). YAML 1.2, JSON and
-    Python read neither; PyYAML (YAML 1.1) reads both silently."""
+    ``1:30`` is base 60 (90; ``2:16:32`` is 8192), ``010`` is octal (8) and ``0b10`` binary (2).
+    YAML 1.2's core schema and JSON read none of them as these numbers; PyYAML (YAML 1.1) reads
+    each silently. (Hexadecimal ``0x10`` reads as the 16 it shows, in YAML 1.2 too.)"""
     text = str(node.value).strip().lstrip("+-")
     line = node.start_mark.line + 1
     if ":" in text:
         raise ConfigError(f"line {line}: {node.value!r} reads as a base-60 {what} in YAML 1.1 "
                           f"({_base60(node.value)}); write the number, or quote it for text")
     digits = text.replace("_", "")
+    if what == "integer" and digits[:2].lower() == "0b":
+        sign = "-" if str(node.value).strip().startswith("-") else ""
+        raise ConfigError(f"line {line}: {node.value!r} reads as the binary number "
+                          f"{sign}{int(digits, 0)} in YAML 1.1 (YAML 1.2 and JSON read it as "
+                          "text); write the number, or quote it for text")
     if what == "integer" and len(digits) > 1 and digits[0] == "0" and digits.isdigit():
         sign = "-" if str(node.value).strip().startswith("-") else ""
         raise ConfigError(f"line {line}: {node.value!r} reads as the octal number "

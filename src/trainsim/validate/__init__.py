@@ -109,8 +109,13 @@ def _table(path: str | Path, columns: list[str], lines: list[list[str]],
 
 
 SHOWN_AS_IS = {"id", "source", "note"}
-"""Cells no setting reads, which the report prints: a control character in one (ESC, a line
-break) is written as its escape (``errors.escaped``), so it cannot restyle the terminal."""
+"""Cells the report prints as written: a character that is not printable in one (ESC, a line
+break, a bidirectional override) is written as its escape (``errors.escaped``), so it cannot
+restyle the terminal. No run setting is read from ``source``; kernel and collective
+validation read words of a ``note`` (``validate.kernels``: fast accumulation, block scales, an
+MSMF figure, grouped/ragged GEMMs, a memory-bound kernel's variant, which it also reads from
+the ``id``; ``validate.collectives``: "per NIC"). Escaping leaves those words as written: it
+changes only characters that are not printable."""
 
 
 def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:

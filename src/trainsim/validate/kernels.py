@@ -258,9 +258,24 @@ FP8_FAST_ACCUM = FP8_OWN_PROMOTION | {"tilelang"}
 whose ``T.gemm`` keeps the sums in the tensor cores' fp32 fragments."""
 
 
-_FAST_ACCUM = re.compile(r"fast[- _]accum", re.IGNORECASE)
-"""A note saying a cuBLAS fp8 GEMM ran with ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` set (or
-``torch._scaled_mm(..., use_fast_accum=True)``): no split accumulator (``Gemm.fp8_fast_accum``)."""
+_FAST_ACCUM = re.compile(r"fast[- _]?accum\w*", re.IGNORECASE)
+"""A note naming cuBLAS's fp8 fast accumulation (``CUBLASLT_MATMUL_DESC_FAST_ACCUM``,
+``torch._scaled_mm(..., use_fast_accum=True)``, "fast-accum")."""
+_NOT_BEFORE = re.compile(r"\b(?:no|not|without|disabled?|non)[\s_-]+(?:\w+[\s_-]+)?$", re.IGNORECASE)
+"""A negation just before a mention, in the same clause ("without fast-accum", "no fp8 fast
+accum", "non-fast-accum"; not "no bias; fast accum")."""
+_NOT_AFTER = re.compile(r"^\W{0,3}(?:false|off|no|0|disabled?|none)\b", re.IGNORECASE)
+"""A value that turns it off just after a mention ("use_fast_accum=False", "FAST_ACCUM off",
+"fast_accum: 0")."""
+
+
+def fast_accum_note(note: str) -> bool:
+    """Whether a note says its cuBLAS fp8 GEMM ran with fast accumulation on (no split
+    accumulator: ``Gemm.fp8_fast_accum``): a mention neither negated before it nor set off
+    after it ("FAST_ACCUM on for fp8", "use_fast_accum=True", "fast accum"); "FAST_ACCUM off",
+    "use_fast_accum=False", "without fast-accum" say the opposite."""
+    return any(not _NOT_BEFORE.search(note[:m.start()]) and not _NOT_AFTER.search(note[m.end():])
+               for m in _FAST_ACCUM.finditer(note))
 
 
 _BLOCK_SCALES = re.compile(r"\bblock[- ]?(wise[- ])?scal|\bblock-fp8\b", re.IGNORECASE)
@@ -284,7 +299,7 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
         fast = dtype == "fp8" and (implementation(row) in FP8_FAST_ACCUM
-                                   or bool(_FAST_ACCUM.search(row.get("note") or "")))
+                                   or fast_accum_note(row.get("note") or ""))
         blocks = block_scales(row)
         if kind == "gemm":
             known_library(implementation(row), GEMM_LIBRARIES, "dense GEMM")
