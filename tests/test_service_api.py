@@ -301,3 +301,36 @@ def test_a_job_id_that_is_no_id_is_a_422_naming_it(served, method, job_id):
     client, _, alice, _ = served
     r = client.request(method, f"/api/v1/jobs/{job_id}", headers=alice)
     assert r.status_code == 422 and r.json()["field"] in ("job_id", "path.job_id"), r.text
+
+
+# the web UI's YAML editor sends the text; the server reads it as the CLI reads a file
+VERSION_YAML = """model: llama3-8b
+parallel: {tp: 2}
+training: {global_batch_size: 128, seq_length: 8192, framework: megatron-core,
+           framework_version: 0.10}   # Megatron-core 0.10, not 0.1
+cluster: {node: dgx-h100, num_gpus: 8}
+"""
+
+
+def test_a_yaml_config_sent_as_text_reads_as_the_cli_reads_its_file(served, tmp_path):
+    # the browser's reader turned framework_version: 0.10 into the number 0.1 (another profile)
+    client, _, alice, _ = served
+    r = client.post("/api/v1/simulate", json={"config": VERSION_YAML}, headers=alice)
+    path = tmp_path / "run.yaml"
+    path.write_text(VERSION_YAML)
+    cli = CliRunner().invoke(main, ["simulate", str(path), "--format", "json"]).stdout
+    assert r.status_code == 200 and r.text == cli
+    assert r.json()["config"]["training"]["framework_version"] == "0.10"
+
+
+@pytest.mark.parametrize("text, says", [
+    ("cluster: {node: dgx-h100, num_gpus: 010}\n", "octal number 8"),
+    ("model: [llama3-8b\n", "not valid YAML"),
+    ("- llama3-8b\n", "holds a mapping of sections"),
+    ("a: 1\na: 2\n", "given twice")])
+def test_a_yaml_config_text_the_cli_refuses_is_a_422_naming_config(idle, text, says):
+    client, headers = idle
+    r = client.post("/api/v1/jobs", json={"kind": "simulate", "config": text}, headers=headers)
+    assert r.status_code == 422 and r.json()["field"] == "config"
+    assert says in r.json()["error"] and "\n" not in r.json()["error"]
+    assert client.get("/api/v1/jobs", headers=headers).json() == []

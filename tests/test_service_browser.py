@@ -73,3 +73,42 @@ def test_a_run_from_the_form_shows_its_result(browser, tmp_path):
             assert label in text
         page.screenshot(path=str(shots / "trainsim-result.png"), full_page=True)
         assert (shots / "trainsim-result.png").stat().st_size > 10_000
+
+
+def test_the_yaml_editor_sends_the_text_the_server_reads_as_the_cli_does(browser, tmp_path):
+    # the editor parsed YAML in the browser with Number(): framework_version: 0.10 became 0.1
+    # (Megatron-core's 0.1 profile) and num_gpus: 010 read as 10 where the CLI refuses it
+    import json
+    import urllib.request
+
+    from trainsim.service.store import Store
+    from trainsim.service.testing import server
+
+    db = f"sqlite:///{tmp_path / 'ui.db'}"
+    store = Store(db)
+    token = store.create_token("browser")
+    store.close()
+    text = ("model: llama3-8b\nparallel: {tp: 2}\ntraining: {global_batch_size: 128, "
+            "seq_length: 8192, framework: megatron-core, framework_version: 0.10}\n"
+            "cluster: {node: dgx-h100, num_gpus: 8}\n")
+    with server(db, workers=1, extra=("--checkers", "0")) as srv:
+        page = browser.new_page(viewport={"width": 1366, "height": 900})
+        page.goto(srv.base + "/")
+        page.fill("#token", token)
+        page.click("#token-form button")
+        page.goto(srv.base + "/#/new")
+        page.wait_for_selector("#f-tp")
+        page.click(".tabs button[data-tab='yaml']")
+        page.fill("#yaml", text.replace("num_gpus: 8", "num_gpus: 010"))
+        page.click("#yaml-form button[type='submit']")
+        error = page.wait_for_selector("#yaml-error .error")
+        assert "octal" in error.inner_text()
+        page.fill("#yaml", text)
+        page.click("#yaml-form button[type='submit']")
+        page.wait_for_selector("#status:text('done')", timeout=60_000)
+        job_id = page.evaluate("location.hash").split("/")[-1]
+        req = urllib.request.Request(f"{srv.base}/api/v1/jobs/{job_id}",
+                                     headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req) as r:
+            job = json.load(r)
+        assert job["result"]["config"]["training"]["framework_version"] == "0.10"

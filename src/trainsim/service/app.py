@@ -79,17 +79,19 @@ def _errors(*codes: int, **more: Any) -> dict[int | str, Any]:
 _JSON_200 = {"content": {"application/json": {}}}
 
 
+_CONFIG = ("A run config (model, parallel, training, cluster, ...): a mapping, or the text "
+           "of a YAML file, read as the CLI reads one (framework_version: 0.10 stays 0.10).")
+
+
 class JobRequest(BaseModel):
     kind: JobKind
-    config: dict[str, Any] = Field(default_factory=dict,
-                                   description="A run config as in YAML (model, parallel, "
-                                               "training, cluster, ...).")
+    config: dict[str, Any] | str = Field(default_factory=dict, description=_CONFIG)
     options: dict[str, Any] = Field(default_factory=dict,
                                     description="The CLI command's flags, with underscores.")
 
 
 class SimulateRequest(BaseModel):
-    config: dict[str, Any]
+    config: dict[str, Any] | str = Field(description=_CONFIG)
     options: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -370,6 +372,11 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
                                                 initargs=(os.getpid(),)))
 
     async def submit(token_id: str, kind: str, config: Any, options: Any) -> str:
+        if isinstance(config, str):  # YAML text (the web UI's editor): the CLI's loader
+            try:
+                config = await run_in_threadpool(jobs.read_config, config)
+            except jobs.RequestError as exc:
+                raise ApiError(exc.status, exc.field, str(exc)) from None
         args = (kind, config, options, settings)
         if settings.checkers > 0:
             if not checkers:

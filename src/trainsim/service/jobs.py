@@ -449,6 +449,27 @@ def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: boo
         raise RequestError("options", f"options: {exc}") from None
 
 
+def read_config(config: Any) -> Any:
+    """A request's ``config``: a mapping as sent, or a run config's YAML text (the web UI's
+    editor sends what was typed) read by the CLI's loader, ``config.safe_load.parse``, as
+    ``trainsim simulate FILE.yaml`` reads the file: ``framework_version: 0.10`` is
+    Megatron-core 0.10 (a browser's ``Number`` made it 0.1), ``010`` is refused, not 10."""
+    if not isinstance(config, str):
+        return config
+    from trainsim.config import safe_load
+
+    try:
+        data = safe_load.parse(config, "config")
+    except TrainsimError as exc:
+        raise RequestError("config", str(exc)) from None
+    if data is None:  # nothing but comments: the empty config, as an empty mapping sent
+        return {}
+    if not isinstance(data, dict):
+        raise RequestError("config", "config: a run config's YAML holds a mapping of sections "
+                           f"(model, parallel, training, cluster), not a {type(data).__name__}")
+    return data
+
+
 def check(kind: str, config: Any, options: Any, settings: Settings) -> None:
     """Raise RequestError (or the CLI's ConfigError) if the job cannot or may not run."""
     _dispatch(kind, config, options, settings, run=False, progress=lambda f, p: None)

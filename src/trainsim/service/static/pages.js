@@ -228,14 +228,9 @@ function viewGoodput() {
     ["config", "Run config (YAML, with an optional reliability section)", GOODPUT_YAML, "textarea"],
     ["trials", "Monte Carlo trials", "1000", "number"], ["interval", "Checkpoint interval (blank: Daly's optimum)", ""]],
   () => {
-    let cfg;
-    try { cfg = TrainsimYaml.parse(val("config")); } catch (e) {
-      $("#form-error").replaceChildren(errorBox(`YAML: ${e.message}`));
-      return;
-    }
     const options = { trials: +val("trials"), plot: true };
     if (val("interval")) options.interval = val("interval");
-    return submitJob("goodput", cfg, options);
+    return submitJob("goodput", val("config"), options);  // YAML text: the server reads it
   }, "Failures, checkpoints and restarts over the run (Monte Carlo).");
 }
 
