@@ -14,10 +14,12 @@ the value the user meant, with oracles that do not come from trainsim:
 - ``files``: config files' structure: a byte-order mark, CRLF, anchors and merge keys,
   two documents, tags, keys that are not text, sections as lists, JSON in a .yaml file;
 - ``hf``: Hugging Face config.json files: Gemma 7B's parameter count (8,537,680,896; a
-  gated MLP whatever ``hidden_act`` says), switches written as text (``"false"``);
+  gated MLP whatever ``hidden_act`` says), switches written as text (``"false"``), Gemma 2/3
+  files without ``layer_types`` windowing the layers transformers' config classes do;
 - ``cells``: validation rows whose cells are written differently but mean the same (`` 1 ``,
   ``1.0``, ``+1``, ``FULL``, ``Megatron-LM``): the same prediction as the row as published;
-- ``terminal``: control characters (ESC sequences, CR, BEL, C1 CSI, NUL) in a text the report
+- ``terminal``: characters that are not printable (ESC sequences, CR, BEL, C1 CSI, NUL, a
+  right-to-left override, a line separator, zero-width characters) in a text the report
   prints (``model.name``, a validation row's id, note, source, model, framework): never on
   stdout or stderr raw;
 - ``cli``: every option of every command (click's own list, so a new option is swept too)
@@ -344,6 +346,25 @@ def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
         return None if got == want else f"silently changed: parameters {got:,}, not {want:,}"
 
     yield "hf gemma-7b", lambda: params(GEMMA_7B, 8_537_680_896)
+
+    def windows(cfg: dict, period: int) -> str | None:
+        # the layer_types transformers' config class fills in where the file lists none
+        # (Gemma2Config, Gemma3TextConfig: sliding where (i + 1) % period, else full)
+        listed = {**cfg, "layer_types": ["sliding_attention" if (i + 1) % period else
+                                         "full_attention" for i in range(cfg["num_hidden_layers"])]}
+        got, want = (model_from_hf_config(_write_text(json.dumps(c), "config.json"))
+                     for c in (cfg, listed))
+        return None if got == want else (f"silently changed: {cfg['model_type']} without "
+                                         f"layer_types reads window_attn_skip_freq "
+                                         f"{got.window_attn_skip_freq}, transformers "
+                                         f"{want.window_attn_skip_freq}")
+    gemma2 = {**GEMMA_7B, "model_type": "gemma2", "sliding_window": 4096, "num_hidden_layers": 42}
+    for extra, period in (({}, 2), ({"sliding_window_pattern": 6}, 2)):
+        yield f"hf gemma2 windows {extra}", lambda e=extra, p=period: windows({**gemma2, **e}, p)
+    for extra, period in (({}, 6), ({"sliding_window_pattern": 6}, 6),
+                          ({"sliding_window_pattern": 4}, 4)):
+        yield f"hf gemma3_text windows {extra}", \
+            lambda e=extra, p=period: windows({**gemma2, "model_type": "gemma3_text", **e}, p)
     for key, field in HF_SWITCHES.items():
         for text, want in (("false", False), ("true", True), ("False", False), (0, False),
                            (1, True), ("no", False), ("on", True), ("", None), ("maybe", None)):

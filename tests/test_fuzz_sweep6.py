@@ -239,7 +239,7 @@ def test_a_config_json_switch_of_another_word_is_refused(tmp_path):
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**GEMMA_7B, "tie_word_embeddings": "maybe"}))
-    with pytest.raises(ConfigError, match="tie_word_embeddings must be true or false"):
+    with pytest.raises(ConfigError, match="tie_word_embeddings must be true/false"):
         model_from_hf_config(path)
 
 
@@ -320,3 +320,66 @@ def test_yaml_safe_dump_writes_a_written_number_as_written():
     assert "framework_version: 0.10" in text and "- 2.50" in text
     back = parse(text, "y.yaml")
     assert str(back["framework_version"]) == "0.10" and str(back["b"]) == "[2.50]"
+
+
+GEMMA2_9B = {"architectures": ["Gemma2ForCausalLM"], "head_dim": 256,
+             "hidden_act": "gelu_pytorch_tanh", "hidden_activation": "gelu_pytorch_tanh",
+             "hidden_size": 3584, "intermediate_size": 14336, "max_position_embeddings": 8192,
+             "model_type": "gemma2", "num_attention_heads": 16, "num_hidden_layers": 42,
+             "num_key_value_heads": 8, "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06,
+             "rope_theta": 10000.0, "sliding_window": 4096, "sliding_window_size": 4096,
+             "vocab_size": 256000}
+"""google/gemma-2-9b's config.json (the fields trainsim reads): no layer_types."""
+
+
+@pytest.mark.parametrize("changes, window, every", [
+    ({}, 4096, 2),  # Gemma2Config: layer i sliding where (i + 1) % 2, the others global
+    ({"sliding_window_pattern": 6}, 4096, 2),  # Gemma 2 reads no pattern: it alternates
+    ({"model_type": "gemma3_text", "sliding_window": 512, "sliding_window_pattern": 6}, 512, 6),
+    ({"model_type": "gemma3_text", "sliding_window": 1024}, 1024, 6),  # Gemma3TextConfig's 6
+    ({"model_type": "gemma3_text", "sliding_window_pattern": 4}, 4096, 4),
+    ({"model_type": "gemma3_text", "sliding_window_pattern": 1}, None, None),  # all global
+    ({"layer_types": ["sliding_attention", "full_attention"] * 21}, 4096, 2),
+    ({"model_type": "mistral"}, 4096, None)])  # Mistral: the window on every layer
+def test_a_gemma_config_json_without_layer_types_windows_the_layers_transformers_does(
+        tmp_path, changes, window, every):
+    # gemma-2-9b read sliding_window 4096 on all 42 layers; Gemma 2 alternates local and global
+    from trainsim.catalog import model_from_hf_config
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GEMMA2_9B, **changes}))
+    m = model_from_hf_config(path)
+    assert (m.sliding_window, m.window_attn_skip_freq) == (window, every)
+
+
+
+@pytest.mark.parametrize("word", ["true", "False", "1", "0", "yes", "NO", "on", "off", " 1.0 "])
+def test_a_config_json_switch_takes_the_words_a_run_config_switch_takes(tmp_path, word):
+    # one definition (_build.switch): 'yes'/'on' passed in run configs, refused in config.json
+    from trainsim.catalog import model_from_hf_config
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GEMMA_7B, "tie_word_embeddings": word}))
+    hf = model_from_hf_config(path).tied_embeddings
+    run = run_config_from_dict({"model": "llama3-8b", "parallel": {"tp": 2,
+                                                                    "sequence_parallel": word},
+                                "training": {"global_batch_size": 8, "seq_length": 128},
+                                "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    assert hf is run.parallel.sequence_parallel is (word.strip().lower() in
+                                                    ("true", "1", "yes", "on", "1.0"))
+
+
+@pytest.mark.parametrize("path", ["cluster.nvlink_gbyte_s", "training.framework_version",
+                                  "parallel.tp"])
+def test_vary_reads_a_listed_number_as_set_and_yaml_do(path):
+    # Vary turned 2.0 into the integer 2 ('2') where --set and a YAML file keep the float 2.0
+    from trainsim.config.safe_load import parse_value
+    from trainsim.search.whatif import Vary
+
+    texts = ["2", "2.0", "0.10", "450", "+8"]
+    vary = Vary.parse(f"{path}={','.join(texts)}")
+    as_set = [parse_value(t, "--set") for t in texts]
+    if path == "training.framework_version":  # a text field: the text (config.run.text_field)
+        as_set = texts
+    assert [str(v) for v in vary.values] == [str(v) for v in as_set]
+    assert list(vary.values) == as_set

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config import ModelConfig
-from trainsim.config._build import build
+from trainsim.config._build import build, switch
 from trainsim.config.safe_load import parse, read_text
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -53,6 +53,20 @@ huggingface/transformers@0125ac68 src/transformers/models/gemma/modeling_gemma.p
 GemmaMLP; Gemma 2 and 3 keep it). Their configs tie the output layer to the embedding unless
 told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743), and Gemma's
 config.json files leave that key out."""
+
+
+SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
+"""Model types whose config.json gives a ``sliding_window`` that only some layers use, and the
+period N of their local:global pattern when the file lists no ``layer_types``: every N-th
+layer attends globally, the N-1 before it within the window (Megatron's
+``window_attn_skip_freq``, 1-based layer numbers). Gemma 2 alternates: Gemma2Config's default
+``layer_types`` is "sliding_attention" if ``(i + 1) % 2`` else "full_attention"
+(huggingface/transformers@008e5743 src/transformers/models/gemma2/configuration_gemma2.py;
+earlier Gemma2Attention set ``sliding_window`` where ``not bool(layer_idx % 2)``), whatever
+the file says, so gemma-2-9b's sliding_window 4096 covers 21 of its 42 layers. Gemma 3 reads
+the period from the file's ``sliding_window_pattern`` (default 6: 5 local, 1 global;
+Gemma3TextConfig ``self._sliding_window_pattern = kwargs.get("sliding_window_pattern", 6)``
+and the same ``(i + 1) % pattern`` rule, modular_gemma3.py)."""
 
 
 def model_from_hf_config(path: str | Path) -> ModelConfig:
@@ -114,6 +128,14 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         if not all(isinstance(t, str) for t in cfg["layer_types"]):
             raise ConfigError(f"{where}: layer_types must be a list of names")
         fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], where)
+    elif fields["sliding_window"] is not None and model_type in SLIDING_WINDOW_PATTERN:
+        period = SLIDING_WINDOW_PATTERN[model_type]
+        if model_type != "gemma2" and cfg.get("sliding_window_pattern") is not None:
+            period = _positive_int(cfg["sliding_window_pattern"], f"{where}: sliding_window_pattern")
+        if period == 1:  # (i + 1) % 1 is 0: every layer global, the window unused
+            fields["sliding_window"] = None
+        else:
+            fields["window_attn_skip_freq"] = period
     experts = get("num_local_experts", "num_experts", "n_routed_experts")
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
         shared = get("shared_expert_intermediate_size")
@@ -137,18 +159,16 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
 
 
 def _hf_switch(value: Any, default: bool, where: str) -> bool:
-    """A config.json switch: true/false (or 1/0, or their text); null or absent: ``default``.
-    ``bool("false")`` would be True."""
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and value in (0, 1):
-        return bool(value)
-    text = str(value).strip().lower()
-    if text in ("true", "false", "1", "0"):
-        return text in ("true", "1")
-    raise ConfigError(f"{where} must be true or false, got {value!r}")
+    """A config.json switch, read as a run config's (``_build.switch``: true/false, 0/1, their
+    text, yes/no, on/off); null or absent: ``default``. ``bool("false")`` would be True."""
+    return default if value is None else switch(value, where)
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
+            or value < 1:
+        raise ConfigError(f"{where} must be a whole number >= 1, got {value!r}")
+    return int(value)
 
 
 def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
@@ -164,4 +184,5 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
                       "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
 
 
-__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "model_from_hf_config", "text_model"]
+__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "SLIDING_WINDOW_PATTERN", "model_from_hf_config",
+           "text_model"]

@@ -87,13 +87,23 @@ class Vary:
         vals: list[Any] = []
         for s in items:
             try:
-                value = _tidy(parse_number(s, where))
+                value = parse_number(s, where)
             except ConfigError:
                 vals.append(s)  # a name: a catalog GPU, a recompute mode, true/false ...
                 continue
-            # 0.10 (a framework_version) keeps its text; a number field reads the float
-            vals.append(written_float(value, s) if isinstance(value, float) else value)
+            vals.append(_as_written(value, s))
         return cls(path, tuple(vals))
+
+
+def _as_written(value: float, text: str) -> float | int:
+    """A listed value as ``--set`` and a YAML file read the number: '2' the integer 2, '2.0'
+    the float 2.0, shown as written ('0.10' stays 0.10: ``written_float``); a value with an SI
+    suffix ('300G') or an exponent ('1.5e3') is the number it names, whole where it is whole."""
+    if _is_int_literal(text):
+        return int(text.strip())
+    if text.strip()[-1:] in SI or "e" in text.lower():
+        return _tidy(value)
+    return written_float(value, text)
 
 
 def _is_int_literal(text: str) -> bool:
