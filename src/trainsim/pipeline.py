@@ -101,7 +101,8 @@ def is_weight_grad(op: Op) -> bool:
 
 class _Half:
     """A pricer that prices only the I (``weights`` false) or W ops of each list it is given;
-    a collective that hid behind an op of the other pass runs exposed."""
+    a collective that hid behind an op of the other pass runs exposed, and one beside the next
+    compute ops (``Comm.beside_next``) runs beside only those of them its pass keeps."""
 
     def __init__(self, pricer: Pricer, weights: bool) -> None:
         self.pricer, self.weights = pricer, weights
@@ -109,12 +110,16 @@ class _Half:
     def price(self, ops: list[Op]) -> Priced:
         kept: list[Op] = []
         dropped = False  # whether the op before this one went to the other pass
-        for op in ops:
+        for i, op in enumerate(ops):
             if is_weight_grad(op) != self.weights:
                 dropped = True
                 continue
             if isinstance(op, Comm) and op.overlap_with_previous and dropped:
                 op = replace(op, overlap_with_previous=False)  # what it hid behind is gone
+            if isinstance(op, Comm) and op.beside_next:
+                beside = [o for o in ops[i + 1:] if not isinstance(o, Comm)][:op.beside_next]
+                op = replace(op, beside_next=sum(is_weight_grad(o) == self.weights
+                                                 for o in beside))
             kept.append(op)
             dropped = False
         return self.pricer.price(kept)

@@ -389,9 +389,6 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     # with Megatron-core's expert-parallel overlap (read by ep_pairs); null: off, Megatron-core's
     # own default
     "delay_wgrad_compute": _nullable(_bool),
-    # parallel.moe_shared_expert_overlap where a run leaves it out and can have it (the alltoall
-    # dispatcher, no expert-parallel overlap): what the framework's model providers set; null: off
-    "moe_shared_expert_overlap": _nullable(_bool),
     "account_for_embedding_in_pipeline_split": _nullable(_bool),
     "account_for_loss_in_pipeline_split": _nullable(_bool),
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
@@ -443,7 +440,6 @@ OPTIONAL_KEYS = {"attention_by_arch", "zero_stage", "zero_stage_engines", "pipel
              "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",
              "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
              "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
-             "moe_shared_expert_overlap",
              "moe_shared_experts_attn_node",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",

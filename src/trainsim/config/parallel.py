@@ -151,9 +151,8 @@ class ParallelConfig:
     ``MoEAlltoAllTokenDispatcher``: fc1 and the activation beside the dispatch, fc2 beside the
     combine, their backward beside the exchanges' own, ``workload.moe_block``). Megatron-core
     refuses it with another dispatcher than ``alltoall``, with ``moe_overlap_ep_comm`` and with
-    a recompute of ``shared_experts``. None: the framework profile's default where the run can
-    have it (``moe_shared_expert_overlap``: Megatron-Bridge's DeepSeek, GLM-4.5, Kimi and
-    Nemotron-H providers set it), else off (Megatron-core's default)."""
+    a recompute of ``shared_experts``. None: off, Megatron-core's default (Megatron-Bridge's
+    DeepSeek, GLM-4.5, Kimi and Nemotron-H providers set it: a run on them states it)."""
     moe_permute_fusion: bool | None = None
     """Transformer Engine's fused token permutation (Megatron-core --moe-permute-fusion,
     TransformerConfig.moe_permute_fusion; Megatron-Bridge model.moe_permute_fusion). False: the

@@ -278,6 +278,13 @@ def _fp8_transpose(name: str, elements: int) -> Elementwise:
     return Elementwise(name, bytes=elements * FP8_TRANSPOSE_BYTES, kernel=FP8_TRANSPOSE_KERNEL)
 
 
+#: the backward collective of a forward one (Korthikanti et al. 2022 Fig. 5: an all-gather's
+#: gradient is reduce-scattered and the reverse; an all-to-all's goes back the way it came); an
+#: all-reduce (g) has none (the identity)
+CONJUGATE = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
+             "all_to_all": "all_to_all"}
+
+
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM).
 
@@ -298,10 +305,12 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
         op = fwd[j]
         starts[j] = len(ops)
         if isinstance(op, Comm) and op.beside_next:
-            # an exchange beside side-stream compute issued after it (moe_block._beside):
+            # an exchange beside compute on the other stream issued after it (moe_block._beside):
             # Megatron-core gives its gradient the highest autograd sequence number
             # (shared_experts.py ``set_tensor_grad_fn_sequence_sr``), so the conjugate is issued
             # before that compute's backward and runs beside it
+            if op.kind not in CONJUGATE:
+                continue  # an all-reduce (g): the identity backward
             at = _beside_start(fwd, starts, j)
             ops.insert(at, _beside_conjugate(op, ops[at:]))
             if dgrad_at is not None and dgrad_at >= at:
@@ -395,10 +404,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 ops.append(Comm(f"{op.name}.bwd", "reduce_scatter", grad, "tp",
                                 overlap_with_previous=True))
                 continue
-            conj = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
-                    "all_to_all": "all_to_all"}
-            if op.kind in conj:  # all-reduce (g) has the identity as its conjugate
-                ops.append(Comm(f"{op.name}.bwd", conj[op.kind], grad, op.group,  # type: ignore[arg-type]
+            if op.kind in CONJUGATE:  # all-reduce (g) has the identity as its conjugate
+                ops.append(Comm(f"{op.name}.bwd", CONJUGATE[op.kind], grad, op.group,  # type: ignore[arg-type]
                                 domain_fanout=op.domain_fanout))
         else:  # pragma: no cover - exhaustive
             raise TypeError(op)
@@ -425,10 +432,8 @@ def _beside_start(fwd: list[Op], starts: list[int], j: int) -> int:
 
 def _beside_conjugate(op: Comm, after: list[Op]) -> Comm:
     """The backward exchange of ``op``, beside the compute ops ``after`` it."""
-    conj = {"all_to_all": "all_to_all", "all_gather": "reduce_scatter",
-            "reduce_scatter": "all_gather"}[op.kind]
     grad = op.bytes if op.grad_bytes is None else op.grad_bytes
-    return Comm(f"{op.name}.bwd", conj, grad, op.group,  # type: ignore[arg-type]
+    return Comm(f"{op.name}.bwd", CONJUGATE[op.kind], grad, op.group,  # type: ignore[arg-type]
                 domain_fanout=op.domain_fanout,
                 beside_next=sum(not isinstance(o, Comm) for o in after))
 

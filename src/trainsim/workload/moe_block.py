@@ -65,9 +65,12 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     h, k, E = m.hidden_size, m.moe_router_topk, m.num_experts or 1
     tokens = sh.norm_tokens  # tokens this rank routes (s/t under SP)
     shared = _shared_experts(cfg, sh)
-    # Megatron-core's SharedExpertMLP on its side stream: fc1 and the activation issued after
-    # the dispatch's all-to-all (dispatch_postprocess), fc2 after the combine's
-    # (combine_postprocess), its output waited for before the unpermuted sum
+    # Megatron-core's SharedExpertMLP on its side stream (core_v0.16.0 token_dispatcher.py
+    # MoEAlltoAllTokenDispatcher): its TP entry (pre_forward_comm) issued before the
+    # permutation (dispatch_preprocess L625-626), fc1 and the activation after the dispatch's
+    # all-to-all (dispatch_postprocess L688-689), fc2 and its TP exit (post_forward_comm) after
+    # the combine's (combine_postprocess L828-830), its output waited for after the
+    # unpermutation (get_output, L846-847)
     beside = shared is not None and p.moe_token_dispatcher_type == "alltoall" \
         and shared_expert_overlap(cfg)
     ops.extend(moe_router.router_ops(cfg, tokens, MOE_KERNELS["router"]))
@@ -87,6 +90,8 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         permute_ops, unpermute_ops = moe_permute.unfused_ops(
             cfg, dispatcher, tokens, routed, disp.sorts_chunks(dispatcher, local))
     if disp.permute_before_exchange(dispatcher):
+        if shared is not None and beside:  # the TP entry beside the permutation
+            ops.extend(_beside(c, permute_ops) for c in shared[0])
         ops.extend(permute_ops)
     counts = disp.split_sizes_gather(cfg)
     if counts is not None:
@@ -109,12 +114,12 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     elif p.ep > 1:
         dispatch = Comm("moe.dispatch_all_to_all", "all_to_all", wire * h * elem, "ep",
                         domain_fanout=fanout)
-        ops.append(_beside(dispatch, shared[0]) if shared is not None and beside else dispatch)
+        ops.append(_beside(dispatch, shared[1]) if shared is not None and beside else dispatch)
     probs = disp.probs_all_to_all(cfg, wire)
     if probs is not None:
         ops.append(probs)
     if shared is not None and beside:  # fc1 and the activation, issued after the exchanges
-        ops.extend(shared[0])
+        ops.extend(shared[1])
     if disp.permute_after_exchange(dispatcher):
         # DeepEP delivers tokens in source order: sorted here, back before the combine
         ops.extend(permute_ops)
@@ -178,8 +183,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     elif p.ep > 1:
         combine = Comm("moe.combine_all_to_all", "all_to_all", wire * h * ACT, "ep",
                        domain_fanout=fanout)
-        if shared is not None and beside:  # fc2 beside the combine, then its TP reduction
-            ops.extend([_beside(combine, shared[1]), *shared[1], *shared[2]])
+        if shared is not None and beside:  # fc2 beside the combine, its TP exit beside the
+            ops.extend([_beside(combine, shared[2]), *shared[2]])  # unpermutation
+            ops.extend(_beside(c, unpermute_ops) for c in shared[3])
         else:
             ops.append(combine)
     if hybrid:
@@ -187,20 +193,22 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if disp.permute_before_exchange(dispatcher):
         ops.extend(unpermute_ops)
     if shared is not None and not beside:
-        ops.extend(shared[0] + shared[1] + shared[2])
+        ops.extend(shared[0] + shared[1] + shared[2] + shared[3])
 
 
-def _shared_experts(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op], list[Op]] | None:
-    """The shared experts' ops (a TP-parallel dense MLP) in three parts: the entry (TP
-    all-gather under SP), fc1 and the activation; fc2; the exit (TP reduction). None for a
+def _shared_experts(cfg: RunConfig, sh: Shard) -> tuple[list[Comm], list[Op], list[Op],
+                                                         list[Comm]] | None:
+    """The shared experts' ops (a TP-parallel dense MLP) in four parts: the entry (TP
+    all-gather under SP); fc1 and the activation; fc2; the exit (TP reduction). None for a
     model without shared experts."""
     m = cfg.model
     shared = m.moe_shared_expert_intermediate_size
     if not shared:
         return None
     h, gated, pre = m.hidden_size, m.activation == "swiglu", SHARED_EXPERT_PREFIX
+    entry: list[Op] = []
+    tp_enter(entry, sh, h, f"{pre}expert")
     first: list[Op] = []
-    tp_enter(first, sh, h, f"{pre}expert")
     linear(first, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h,
            seq_parallel="gather")
     first.append(Elementwise(f"{pre}act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
@@ -208,39 +216,31 @@ def _shared_experts(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op], list
     linear(second, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp, seq_parallel="scatter")
     exit_: list[Op] = []
     tp_exit(exit_, sh, h, f"{pre}expert")
-    return first, second, exit_
+    return [c for c in entry if isinstance(c, Comm)], first, second, \
+        [c for c in exit_ if isinstance(c, Comm)]
 
 
 def _beside(exchange: Comm, part: list[Op]) -> Comm:
-    """``exchange`` running beside ``part``, the shared-expert compute the host issues after it
-    on Megatron-core's side stream (``Comm.beside_next``: only what the part's compute cannot
-    cover is exposed; ``layers.backward_of`` keeps the conjugate before the part's backward)."""
+    """``exchange`` running beside ``part``, the compute the host issues after it on the other
+    stream (an expert exchange beside the shared experts on Megatron-core's side stream, or
+    their TP collective on the side stream beside the main stream's permutation;
+    ``Comm.beside_next``: only what the part's compute cannot cover is exposed;
+    ``layers.backward_of`` keeps the conjugate before the part's backward)."""
     return replace(exchange, beside_next=sum(not isinstance(op, Comm) for op in part))
-
-
-@functools.cache
-def _profile_shared_overlap(framework: str, version: str | None) -> bool:
-    from trainsim.catalog.frameworks import framework_profile  # data, read once per version
-
-    return framework_profile(framework, version).defaults.get("moe_shared_expert_overlap") is True
 
 
 def shared_expert_overlap(cfg: RunConfig) -> bool:
     """Whether the shared experts run beside the expert all-to-alls (Megatron-core
-    ``moe_shared_expert_overlap``, ``parallel.moe_shared_expert_overlap``): as the run states
-    it, else the framework profile's default where Megatron-core allows it (the ``alltoall``
-    dispatcher, no expert-parallel overlap, no recompute of the shared experts:
-    core_v0.14.0-core_v0.16.0 transformer_config.py), else off. Only a model with shared
+    ``moe_shared_expert_overlap``, ``parallel.moe_shared_expert_overlap``): only where the run
+    states it; left out, off, Megatron-core's default (core_v0.16.0 transformer_config.py L550
+    ``moe_shared_expert_overlap: bool = False``). Megatron-Bridge's DeepSeek, GLM-4.5, Kimi and
+    Nemotron-H providers set it, but which provider a run used is not a framework's default
+    (and its flex dispatcher clears it), so a run on them states it. Only a model with shared
     experts and expert parallelism has exchanges to hide."""
-    m, p, t = cfg.model, cfg.parallel, cfg.training
+    m, p = cfg.model, cfg.parallel
     if not m.moe_shared_expert_intermediate_size or p.ep <= 1:
         return False
-    if p.moe_shared_expert_overlap is not None:
-        return p.moe_shared_expert_overlap
-    if p.moe_token_dispatcher_type != "alltoall" or p.moe_overlap_ep_comm \
-            or "shared_experts" in (p.recompute_modules or ()) or not t.framework:
-        return False
-    return _profile_shared_overlap(str(t.framework), getattr(t, "framework_version", None))
+    return bool(p.moe_shared_expert_overlap)
 
 
 @functools.cache
