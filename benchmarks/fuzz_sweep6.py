@@ -555,6 +555,24 @@ def cases(only: set[str], rng: random.Random, n: int, every: bool) -> Iterator[t
             yield from makers[name]()
 
 
+def run_cases(labelled: Iterator[tuple[str, Callable[[], object]]],
+              failure_class: Callable[[str, str], str],
+              ) -> tuple[dict[str, list[str]], collections.Counter]:
+    """Run each (label, thunk) quietly; per failure class (``failure_class(surface, what)``, the
+    surface being the label's first word), the labels that failed, and the inputs per surface."""
+    failures: dict[str, list[str]] = collections.defaultdict(list)
+    counts: collections.Counter = collections.Counter()
+    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for label, thunk in labelled:
+            surface = label.split()[0]
+            counts[surface] += 1
+            bad = outcome(thunk)
+            if bad:
+                failures[failure_class(surface, bad)].append(f"{label}: {bad}")
+    return failures, counts
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)
@@ -563,18 +581,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=",".join(SURFACES))
     args = ap.parse_args(argv)
     only = {w for w in args.only.split(",") if w}
-    failures: dict[str, list[str]] = collections.defaultdict(list)
-    counts: collections.Counter = collections.Counter()
-    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for label, thunk in cases(only, random.Random(args.seed), args.n, args.every):
-            surface = label.split()[0]
-            counts[surface] += 1
-            bad = outcome(thunk)
-            if bad:
-                key = re.sub(r"\d+(\.\d+)?", "N", bad.split(":")[0] + ": " + surface) \
-                    if not bad.startswith(("silently", "accepted")) else bad.split("=")[0]
-                failures[key].append(f"{label}: {bad}")
+
+    def failure_class(surface: str, bad: str) -> str:
+        if bad.startswith(("silently", "accepted")):
+            return bad.split("=")[0]
+        return re.sub(r"\d+(\.\d+)?", "N", bad.split(":")[0] + ": " + surface)
+
+    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n, args.every),
+                                 failure_class)
     for cls, labels in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         print(f"{len(labels):5d}  {cls}")
         for label in (labels if args.every else labels[:1]):

@@ -26,10 +26,7 @@ from outside trainsim (20th session, fuzz7).
 from __future__ import annotations
 
 import argparse
-import collections
-import contextlib
 import copy
-import io
 import json
 import os
 import re
@@ -40,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import REFUSED, outcome
-from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text
+from fuzz_checks import REFUSED
+from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, run_cases
 
 from trainsim import run_config_from_dict
 from trainsim.catalog import load_run_config, model_from_hf_config
@@ -322,16 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=",".join(SURFACES))
     args = ap.parse_args(argv)
     only = {w for w in args.only.split(",") if w}
-    failures: dict[str, list[str]] = collections.defaultdict(list)
-    counts: collections.Counter = collections.Counter()
-    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for label, thunk in cases(only):
-            surface = label.split()[0]
-            counts[surface] += 1
-            bad = outcome(thunk)
-            if bad:
-                failures[f"{surface}: {bad.split(':')[0]}"].append(f"{label}: {bad}")
+    failures, counts = run_cases(cases(only),
+                                 lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
     for cls, labels in sorted(failures.items(), key=lambda kv: -len(kv[1])):
         print(f"{len(labels):5d}  {cls}")
         for label in labels[:3]:

@@ -40,23 +40,36 @@ def browser():
         b.close()
 
 
-def test_a_run_from_the_form_shows_its_result(browser, tmp_path):
+def _token(db: str) -> str:
+    """A fresh API token in the service's store at ``db``."""
     from trainsim.service.store import Store
+
+    store = Store(db)
+    token = store.create_token("browser")
+    store.close()
+    return token
+
+
+def _new_run_page(browser, base: str, token: str):
+    """A page signed in with ``token`` on the new-run form (its fields drawn)."""
+    page = browser.new_page(viewport={"width": 1366, "height": 900})
+    page.goto(base + "/")
+    page.fill("#token", token)
+    page.click("#token-form button")
+    page.goto(base + "/#/new")
+    page.wait_for_selector("#f-tp")
+    return page
+
+
+def test_a_run_from_the_form_shows_its_result(browser, tmp_path):
     from trainsim.service.testing import server
 
     shots = Path(os.environ.get("TRAINSIM_SCREENSHOT_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     db = f"sqlite:///{tmp_path / 'ui.db'}"
-    store = Store(db)
-    token = store.create_token("browser")
-    store.close()
+    token = _token(db)
     with server(db, workers=1, extra=("--checkers", "0")) as srv:
-        page = browser.new_page(viewport={"width": 1366, "height": 900})
-        page.goto(srv.base + "/")
-        page.fill("#token", token)
-        page.click("#token-form button")
-        page.goto(srv.base + "/#/new")
-        page.wait_for_selector("#f-tp")
+        page = _new_run_page(browser, srv.base, token)
         page.fill("#f-tp", "3")  # 32 heads: TP 3 is refused at the field
         page.click("#run")
         error = page.wait_for_selector(".field-error")
@@ -81,23 +94,15 @@ def test_the_yaml_editor_sends_the_text_the_server_reads_as_the_cli_does(browser
     import json
     import urllib.request
 
-    from trainsim.service.store import Store
     from trainsim.service.testing import server
 
     db = f"sqlite:///{tmp_path / 'ui.db'}"
-    store = Store(db)
-    token = store.create_token("browser")
-    store.close()
+    token = _token(db)
     text = ("model: llama3-8b\nparallel: {tp: 2}\ntraining: {global_batch_size: 128, "
             "seq_length: 8192, framework: megatron-core, framework_version: 0.10}\n"
             "cluster: {node: dgx-h100, num_gpus: 8}\n")
     with server(db, workers=1, extra=("--checkers", "0")) as srv:
-        page = browser.new_page(viewport={"width": 1366, "height": 900})
-        page.goto(srv.base + "/")
-        page.fill("#token", token)
-        page.click("#token-form button")
-        page.goto(srv.base + "/#/new")
-        page.wait_for_selector("#f-tp")
+        page = _new_run_page(browser, srv.base, token)
         page.click(".tabs button[data-tab='yaml']")
         page.fill("#yaml", text.replace("num_gpus: 8", "num_gpus: 010"))
         page.click("#yaml-form button[type='submit']")
