@@ -123,3 +123,52 @@ def test_search_bounds_stay_below_the_simulation_with_fp8_gathers():
             checked += 1
             break
     assert checked > 0 and bounds.failed is None
+
+
+def _bridge(recipe: str | None, **training):
+    """A Megatron-Bridge 25.11 fp8 run of ``cfg``'s model that leaves fp8_param_gather out."""
+    run = {
+        "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+                  "ffn_hidden_size": 4096, "vocab_size": 32000},
+        "parallel": {"tp": 2, "distributed_optimizer": True},
+        "training": {"global_batch_size": 256, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "fp8", "framework": "megatron-bridge",
+                     "framework_version": "25.11", **training},
+        "cluster": {"gpu": "b200-sxm-180gb", "num_gpus": 64, "gpus_per_node": 8},
+    }
+    if recipe is not None:
+        run["training"]["fp8_recipe"] = recipe
+    return run_config_from_dict(run).training
+
+
+def test_bridge_keeps_fp8_weights_for_every_recipe_but_blockwise():
+    """Megatron-Bridge's mixed-precision recipes (v0.2.0 training/mixed_precision.py) set
+    fp8_param_gather True for delayed, current (tensorwise) and MXFP8 scaling and False for
+    subchannel (128x128 blockwise) scaling, the perf scripts' fp8_sc: the profile's default
+    follows the run's recipe, its own default recipe (current) where the run names none, and a
+    stated flag wins."""
+    assert _bridge(None).fp8_recipe == "current" and _bridge(None).fp8_param_gather is True
+    for recipe in ("delayed", "current", "mxfp8"):
+        assert _bridge(recipe).fp8_param_gather is True
+    assert _bridge("blockwise").fp8_param_gather is False
+    assert _bridge("BlockWise").fp8_param_gather is False
+    assert _bridge("blockwise", fp8_param_gather=True).fp8_param_gather is True
+    assert _bridge("current", fp8_param_gather=False).fp8_param_gather is False
+
+
+def test_bridge_blockwise_gathers_its_weights_at_two_bytes():
+    """Without fp8 weights a blockwise run's parameter all-gather is 16-bit throughout."""
+    c = cfg(recipe="blockwise", fp8_gather=_bridge("blockwise").fp8_param_gather)
+    assert param_gather_width(c, STAGE0, FP8_STAGE0) == 2.0
+
+
+def test_bridge_recipes_set_the_flag_as_the_profile_says():
+    """Where the Megatron-Bridge mirror is at hand: the subchannel (blockwise) recipe turns fp8
+    weights off, the current-scaling and MXFP8 recipes on (skipped without the mirror)."""
+    src = mirror_source("NVIDIA-NeMo+Megatron-Bridge", "v0.2.0",
+                        "src/megatron/bridge/training/mixed_precision.py")
+    body = src.split("def bf16_with_fp8_subchannel_scaling_mixed")[1].split("@register")[0]
+    assert 'cfg.fp8_recipe = "blockwise"' in body and "cfg.fp8_param_gather = False" in body
+    for name in ("bf16_with_fp8_current_scaling_mixed", "bf16_with_mxfp8_mixed"):
+        body = src.split(f"def {name}()")[1].split("@register")[0]
+        assert "cfg.fp8_param_gather = True" in body

@@ -41,7 +41,6 @@ _DEFAULTED = (
     ("parallel", "zero1_grad_reduce", "zero1_grad_reduce"),
     ("parallel", "zero3_grad_reduce", "zero3_grad_reduce"),
     ("training", "expandable_segments", "expandable_segments"),
-    ("training", "fp8_param_gather", "fp8_param_gather"),
     ("training", "modules", "modules"),
     ("training", "cross_entropy", "cross_entropy"),
     ("training", "norm", "norm"),
@@ -156,6 +155,14 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         value = profile.defaults.get(default)
         if key not in sections[sec] and value is not None:
             sections[sec][key] = value
+    if "fp8_param_gather" not in training:
+        from trainsim.config.training import TrainingConfig
+
+        # the recipe the run states, else the profile's (filled above), else TrainingConfig's
+        recipe = training.get("fp8_recipe") or TrainingConfig.fp8_recipe
+        gather = profile.fp8_param_gather(str(recipe))
+        if gather is not None:
+            training["fp8_param_gather"] = gather
     if "grad_reduce_in_fp32" not in training:
         reduce = profile.grad_reduce_dtype(str(training.get("dtype", "bf16")).lower())
         if reduce is not None:

@@ -131,6 +131,20 @@ def _grad_reduce(v: Any) -> str | None:
     return None
 
 
+def _bool_by_recipe(v: Any) -> str | None:
+    """A flag, or a mapping {fp8 recipe: flag} where the framework's recipes set it per recipe."""
+    if isinstance(v, bool):
+        return None
+    if not isinstance(v, dict):
+        return "expected true, false, null or a mapping {fp8 recipe: true/false}"
+    for k, x in v.items():
+        if k not in FP8_RECIPES:
+            return f"fp8 recipe {k!r} is not one of {list(FP8_RECIPES)}"
+        if not isinstance(x, bool):
+            return f"{k}: expected true or false"
+    return None
+
+
 def _by_arch(v: Any) -> str | None:
     if not isinstance(v, dict):
         return "expected a mapping {smNN: attention}"
@@ -401,7 +415,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     # not run it (a plain PyTorch loop: FSDP for 2 and 3; catalog.defaults.zero_engine)
     "zero_stage_engines": _nullable(_zero_engines),
     "expandable_segments": _nullable(_bool),  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
-    "fp8_param_gather": _nullable(_bool),  # matmul weights stored and gathered in fp8
+    # matmul weights stored and gathered in fp8: a flag, or one per fp8 recipe
+    "fp8_param_gather": _nullable(_bool_by_recipe),
     "overlap_grad_reduce": _nullable(_bool),
     "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
     "zero3_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),  # DeepSpeed < 0.6

@@ -97,6 +97,15 @@ class FrameworkProfile:
         table = self.defaults.get("grad_reduce_dtype") or {}
         return table.get(key)
 
+    def fp8_param_gather(self, recipe: str) -> bool | None:
+        """Whether the framework keeps and gathers its matmul weights in fp8 under fp8
+        ``recipe`` (delayed, current, blockwise, mxfp8) where a run does not say; None where the
+        profile does not know (a per-recipe mapping without that recipe)."""
+        value = self.defaults.get("fp8_param_gather")
+        if isinstance(value, dict):
+            return value.get(str(recipe).strip().lower())
+        return value
+
     def supports(self, feature: str) -> bool | None:
         """Whether the framework could do ``feature`` at this version; None when unknown.
 
