@@ -45,22 +45,30 @@ def test_a_forced_ll_ring_runs_at_most_at_the_ceiling():
     assert c.time_s == pytest.approx(t_bw, rel=0.02) and c.time_s > t_bw
 
 
-def test_large_multi_node_collectives_leave_ll():
-    """A 134 MB all_gather over 256 ranks (32 nodes of 8): without the ceiling LL's short hops
-    won; with it NCCL's choice is LL128, as its tuner makes it."""
-    span = group_span(256, 1, 8)
-    capped = collective_cost("all_gather", 134e6, span, fabric(90))
-    free = collective_cost("all_gather", 134e6, span, fabric(None))
-    assert capped.protocol != "LL"
-    assert capped.time_s >= free.time_s
-    small = collective_cost("all_gather", 64e3, span, fabric(90))
-    assert small.protocol == "LL"  # small messages keep LL: its latency still wins
+def test_large_multi_node_collectives_leave_ll(monkeypatch):
+    """A 134 MB all_gather over 256 Blackwell ranks in 4 NVLink domains of 64: the domains'
+    900 GB/s give LL's ring half of it, and without the ceiling LL's short hops would win;
+    with it (70 GB/s busbw at most, 4 nodes) NCCL's choice is LL128, as its tuner makes it.
+    A small message keeps LL: its latency still wins."""
+    from trainsim.collectives import nccl
+
+    f = Fabric(LinkTier(900e9, 0.8, "nvlink"), LinkTier(50e9, 0.96, "net"),
+               compute_capability=100)
+    span = group_span(256, 1, 64)
+    capped = collective_cost("all_gather", 134e6, span, f)
+    small = collective_cost("all_gather", 64e3, span, f)
+    monkeypatch.setattr(nccl, "ll_max_busbw_Bps", lambda s, fab: float("inf"))
+    free = collective_cost("all_gather", 134e6, span, f)
+    assert free.protocol == "LL"
+    assert capped.protocol == "LL128"
+    assert capped.time_s > free.time_s
+    assert small.protocol == "LL"
 
 
 def test_the_table_is_the_one_in_nccl():
     """Where the NCCL mirror is at hand, the figures are tuning.cc's (skipped without it)."""
     src = mirror_source("NVIDIA+nccl", "v2.27.3-1", "src/graph/tuning.cc")
-    rows = re.search(r"llMaxBws\[\]\[3\] = \{(.*?)\};", src, re.S)[1]
+    rows = re.search(r"llMaxBws\[\]\[3\] = \{(.*?)\};", src, re.DOTALL)[1]
     def value(cell: str) -> float:  # "141.0", "2*141.0", "45.0 /*avg of ring & tree*/"
         cell = re.sub(r"/\*.*?\*/", "", cell).strip()
         factor, _, rest = cell.rpartition("*")

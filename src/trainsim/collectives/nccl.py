@@ -111,13 +111,15 @@ PLATEAU_MIN_BYTES_PER_RANK = 64 * 32
 LL_MAX_BUSBW_GBPS = {"one_node": ((100, 282.0), (90, 141.0), (80, 87.7), (0, 39.0)),
                      "two_nodes": 39.0, "more_nodes": 20.4}
 """NCCL's ceiling on the LL protocol's bus bandwidth, GB/s (src/graph/tuning.cc ``llMaxBws``,
-v2.21.5-1 L86-L90 and v2.27.3-1 L165-L170, the Blackwell row added in 2.27): inside one node
-by GPU generation (Volta 39, Ampere 87.7, Hopper 141, Blackwell 2 x 141), across nodes by the
-CPU (row ``Volta-N1/Intel-N2/Intel-N4``: 39 on two nodes, 20.4 on more; an AMD host's row has
-22.5 and 19.0, not told apart here: the cluster names no CPU). ``ncclTopoTuneModel`` caps a
-ring's LL rate at it (``busBw = std::min(llMaxBw, busBw * .5)``, v2.21.5-1 L180) and a tree's
-(``std::min(busBw*1.0/3.8, llMaxBw)``, L183): LL's flag-per-8-bytes stores stop scaling with
-the links, so a large collective across nodes never runs LL, whatever its ring latency saves."""
+v2.21.5-1 L86-L90 and v2.27.3-1 L165-L170; the Blackwell row came with NCCL 2.25.1-1, commit
+80f6bda4, v2.25.1-1 L151-L156): inside one node by GPU generation (Volta 39, Ampere 87.7, Hopper
+141, Blackwell 2 x 141), across nodes by the host CPU's vendor (row ``Volta-N1/Intel-N2/Intel-N4``:
+39 on two nodes, 20.4 on more; an AMD or mixed host takes row ``Ampere-N1/AMD-N2/AMD-N4``, 22.5
+and 19.0, v2.25.1-1 L218-L219: not told apart here, the cluster names no CPU).
+``ncclTopoTuneModel`` caps a ring's LL rate at it (``busBw = std::min(llMaxBw, busBw * .5)``,
+v2.21.5-1 L180) and a tree's (``std::min(busBw*1.0/3.8, llMaxBw)``, L183): LL's
+flag-per-8-bytes stores stop scaling with the links, so a large collective across nodes never
+runs LL, whatever its ring latency saves."""
 
 
 def ll_max_busbw_Bps(span: GroupSpan, f: Fabric) -> float:
