@@ -192,3 +192,19 @@ def test_per_op_sac_saves_the_ring_with_the_sdpa_output():
     assert "recompute.attn_core.ring_repeat_kv" in again
     assert not any(n.startswith("recompute.attn_core.ring") and not n.endswith("repeat_kv")
                    for n in again)
+
+
+def test_repeat_kv_copies_at_cp_1_too():
+    """torchtitan's repeat_kv runs before SDPA at every CP size: at cp 1 (no ring) eager reads 8
+    and writes 32 heads of K and of V (80 head rows per token, no .contiguous() copies, two
+    kernels), compiled writes 2 x 32 (64, one kernel); nothing without the repeat (2026-02),
+    and the op adds no backward of its own (the group sum is the kernel's)."""
+    row = 128 * 2
+    for compile_, heads, kernels in ((False, 80, 2), (True, 64, 1)):
+        sh, fwd, bwd = ops_of(cfg(cp=1, compile=compile_))
+        (rep,) = [op for op in fwd if op.name == "attn_core.repeat_kv"]
+        assert rep.bytes == sh.tokens * row * heads and rep.kernels == kernels
+        assert fwd.index(rep) < fwd.index(attention(fwd)[0])
+        assert all(op.bytes == 0 and op.kernels == 0 for op in bwd if "repeat_kv" in op.name)
+    _, fwd, _ = ops_of(cfg(cp=1, version="2026-02"))
+    assert not any("repeat_kv" in op.name for op in fwd)

@@ -114,6 +114,22 @@ def repeat_kv_ops(diag: Attention, tokens: int, compiled: bool) -> list[Op]:
                         + 2 * row * 2 * diag.heads, kernels=4)]
 
 
+def sdpa_repeat_kv_op(diag: Attention, tokens: int, compiled: bool) -> list[Op]:
+    """The model's ``repeat_kv`` forward copies before one SDPA call without context
+    parallelism (torchtitan models/llama/model.py @ 9dec370a Attention.forward runs it at every
+    CP size, cp 1 included): eager, K and V each read at the KV heads and written at every
+    query head (two kernels, no ring ``contiguous`` copies); compiled, as ``repeat_kv_ops``.
+    Its backward (``expand``'s sum over each KV head's query heads) is left to the kernel's op:
+    it is the bytes ``compute.attention.gqa_group_sum_bytes`` prices for a FlashAttention-2
+    backward (0 for a kernel that sums inside; not priced there)."""
+    if diag.kv_heads >= diag.heads:
+        return []
+    row = tokens * diag.head_dim * ACT_BYTES
+    nbytes = row * 2 * diag.heads if compiled else 2 * row * (diag.kv_heads + diag.heads)
+    return [Elementwise("attn_core.repeat_kv", bytes=nbytes, kernels=1 if compiled else 2,
+                        bwd_bytes=0.0, bwd_kernels=0)]
+
+
 def ring_forward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bool,
                  compiled: bool) -> list[Op]:
     """Forward ops of one rank's ring attention: ``diag`` is step 0's causal SDPA on the local

@@ -16,6 +16,7 @@ from trainsim.workload.context_parallel import (
     is_te_ring_op,
     ring_backward,
     ring_forward,
+    sdpa_repeat_kv_op,
     te_ring_backward,
     te_ring_forward,
 )
@@ -138,6 +139,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                      kv_len=q_len if ring or te_ring else sh.seq, head_dim=head_dim,
                      window=m.sliding_window, impl=sh.attention_impl,  # type: ignore[arg-type]
                      dropout=m.attention_dropout > 0)
+    if sh.kv_repeat and not (ring or te_ring or m.is_mla):  # the ring prices its own copies
+        ops.extend(sdpa_repeat_kv_op(core, T, sh.compiled))
     if ring:  # torch's context_parallel: one SDPA per ring step
         ops.extend(ring_forward(core, sh.cp_comm, sh.cp, T, sh.kv_repeat, sh.compiled))
     elif te_ring:

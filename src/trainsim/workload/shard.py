@@ -46,7 +46,7 @@ class Shard:
     softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
     kv_repeat: bool = False
     """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
-    ``sdpa_repeat_kv``): what a CP exchange moves."""
+    ``sdpa_repeat_kv``), at every CP size: what a CP exchange moves, and a forward copy."""
     fp8_recipe: str = "delayed"  # training.fp8_recipe
     eager: bool = False  # training.modules == "eager" and not compiled: one kernel per op
     split_projections: bool = False  # separate q/k/v and gate/up GEMMs (separate_projections)
@@ -226,7 +226,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  flash_unpad=t.attention in ("flash1", "flash2")
                  and profile_supports(cfg, "flash_unpad"),
                  cp_ring=cp_ring, cp_te_ring=te_ring,
-                 kv_repeat=p.cp > 1 and profile_supports(cfg, "sdpa_repeat_kv"),
+                 kv_repeat=profile_supports(cfg, "sdpa_repeat_kv"),
                  scaled_rope_unfused=profile_supports(cfg, "scaled_rope_unfused"),
                  complex_rope=profile_supports(cfg, "complex_rope"),
                  softmax_args_swapped=profile_supports(cfg, "softmax_args_swapped"),
