@@ -205,3 +205,41 @@ def test_validate_compares_the_memory_kind_a_row_measured():
     assert got["allocated"] < got["reserved"] < got["device"]
     bad = predict_training_row({**row, "memory_kind": "smi"})
     assert bad.error and "memory_kind" in bad.error
+
+
+
+def _dsv3_pp4(schedule: str, vpp: int):
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "deepseek-v3", "num_layers": 64},
+        "parallel": {"tp": 1, "pp": 4, "ep": 8, "vpp": vpp, "pipeline_schedule": schedule},
+        "training": {"global_batch_size": 128, "micro_batch_size": 1, "seq_length": 4096,
+                     "dtype": "bf16"},
+        "cluster": {"node": "hgx-h800", "num_gpus": 64}})
+
+
+@pytest.mark.parametrize("schedule,vpp,with_mtp", [("dualpipe", 1, (0, 3)),
+                                                   ("dualpipe_v", 2, (0,)), ("1f1b", 1, (3,))])
+def test_mtp_layers_sit_on_the_ranks_that_hold_the_last_chunk(schedule, vpp, with_mtp):
+    """DeepSeek-V3 cut to 64 layers (3 dense, 61 MoE) on pp 4, ep 8: the multi-token-prediction
+    layer is counted among the layer parameters (those fp8 GEMMs read and the optimizer
+    gathers) of the ranks that hold the output layer: both ends of DualPipe (two copies of the
+    stages; rank 0's reverse copy ends with stage 3), rank 0 of DualPipeV (its chunk 1 is
+    virtual stage 7), rank 3 of 1F1B. Hand: each held layer's dense part plus its experts / 8,
+    and the MTP block's the same way where the rank holds the last chunk."""
+    from trainsim.memory.params import holds_last_chunk, stage_layer_params
+    from trainsim.model.counts import layer_expert_params, mtp_params
+    from trainsim.workload.pipeline_schedules import rank_chunks
+
+    c = _dsv3_pp4(schedule, vpp)
+    m = c.model
+
+    def on_rank(total: float, experts: float) -> float:
+        return total - experts + experts / 8
+
+    mtp = on_rank(mtp_params(m), layer_expert_params(m, 63))
+    assert [s for s in range(4) if holds_last_chunk(c, s)] == list(with_mtp)
+    for s in range(4):
+        layers = [i for v in rank_chunks(schedule, s, 4, vpp) for i in c.virtual_ranges[v]]
+        hand = sum(on_rank(layer_params(m, i), layer_expert_params(m, i)) for i in layers)
+        hand += mtp if s in with_mtp else 0.0
+        assert stage_layer_params(c, s) == pytest.approx(hand, rel=1e-9)

@@ -81,6 +81,16 @@ def _layers_of(m: ModelConfig, ranges: tuple[range, ...],
     return total - experts, experts
 
 
+def holds_last_chunk(cfg: RunConfig, stage: int) -> bool:
+    """Whether a rank of pipeline stage ``stage`` runs the model's last virtual stage, and so
+    holds the output layer and the multi-token-prediction depths: the last rank of a Megatron
+    schedule, rank 0 of a V (its chunk 1 is virtual stage 2pp - 1), both ends of DualPipe (two
+    copies of the pp stages, the reverse one placing stage pp - 1 on rank 0)."""
+    p = cfg.parallel
+    held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
+    return p.pp * p.vpp - 1 in held or (p.pipeline_schedule == "dualpipe" and p.pp - 1 in held)
+
+
 def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     """(non-expert, routed-expert) parameters held by one rank of pipeline stage ``stage``:
     non-expert parameters are sharded over TP, experts over EP x expert-TP."""
@@ -89,7 +99,7 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
     if 0 in held:
         dense += embedding_params(m)
-    if p.pp * p.vpp - 1 in held or (p.pipeline_schedule == "dualpipe" and p.pp - 1 in held):
+    if holds_last_chunk(cfg, stage):
         mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
         experts += mtp_experts
         dense += output_layer_params(m) + mtp_params(m) - mtp_experts
@@ -103,7 +113,7 @@ def stage_layer_params(cfg: RunConfig, stage: int) -> float:
     holds: the matmul weights fp8 GEMMs read, with their small norms; no embedding or head."""
     m, p = cfg.model, cfg.parallel
     dense, experts = _stage_layer_split(cfg, stage)
-    if stage == p.pp - 1 and m.mtp_num_layers:
+    if m.mtp_num_layers and holds_last_chunk(cfg, stage):
         mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)
         dense, experts = dense + mtp_params(m) - mtp_experts, experts + mtp_experts
     return dense / p.tp + experts / (p.ep * p.etp)
