@@ -1,5 +1,5 @@
 """The distributed optimizer's parameter all-gather under fp8 weights (training.fp8_param_gather):
-matmul weights at one byte, the rest at two (workload.sharding.param_gather_width)."""
+matmul weights at one byte, the rest at two (workload.fp8_gather.param_gather_width)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from tests.helpers import mirror_source
 from trainsim import run_config_from_dict, simulate
-from trainsim.workload.sharding import FP8_BUFFER_RECIPES, param_gather_width
+from trainsim.workload.fp8_gather import FP8_BUFFER_RECIPES, param_gather_width
 
 
 def cfg(dtype="fp8", recipe="current", fp8_gather=True, gpu="b200-sxm-180gb"):

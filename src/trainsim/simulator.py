@@ -48,6 +48,7 @@ from trainsim.twin_graphs import (
     kept_summary,
     mark,
 )
+from trainsim.workload.fp8_gather import param_gather_width
 from trainsim.workload.ops import Comm
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.recompute import core_attn_rerun, per_op_sac_layout
@@ -64,7 +65,6 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     dp_bucket_count,
     fsdp_grad_bytes,
     fsdp_pp_mode,
-    param_gather_width,
     zero3_grad_collective,
 )
 

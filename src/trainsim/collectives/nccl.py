@@ -543,7 +543,8 @@ def collective_cost(kind: str, size_bytes: float, span: GroupSpan, fabric: Fabri
                    "tree": "an all_reduce across more than one node",
                    "pat": "all_gather/reduce_scatter with one rank per node"}.get(algorithm, "")
             raise ConfigError(f"algorithm '{algorithm}' cannot run {kind} on this group "
-                              f"({n} ranks, {span.per_node} per node)" + (f": needs {why}" if why else ""))
+                              f"({n} ranks, {span.per_node} per node)"
+                              + (f": needs {why}" if why else ""))
         allowed = [algorithm]
     best: CollectiveCost | None = None
     for algo in allowed:

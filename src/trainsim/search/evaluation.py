@@ -46,14 +46,14 @@ def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> floa
 
     Every GEMM runs at most at the fastest rate the roofline model gives a GEMM of the run's
     dtype or bf16 (``compute.roofline.gemm_rate``; an fp8 kernel without the split accumulator,
-    such as DeepGEMM's grouped GEMMs, runs above the fp8 ``GPUSpec.gemm_ceiling``). The last pipeline stage runs the
-    matmuls of all its micro-batches (layers and the logit layer, ``6 N`` FLOPs per token,
-    Narayanan et al. 2021 eq. 3, plus one more forward of the layers under full recompute),
-    and it cannot start before the first micro-batch has gone forward through the other
-    ``pp - 1`` stages nor finish before its last backward has gone back through them: one
-    model chunk each way per stage, the pipeline bubble of 1F1B and its interleaved form
-    (ibid. §2.2). TP shards every GEMM, CP every token (replicated KV projections under GQA
-    only add work, so dividing by tp stays a bound). Attention, memory-bound kernels and all
+    such as DeepGEMM's grouped GEMMs, runs above the fp8 ``GPUSpec.gemm_ceiling``). The last
+    pipeline stage runs the matmuls of all its micro-batches (layers and the logit layer,
+    ``6 N`` FLOPs per token, Narayanan et al. 2021 eq. 3, plus one more forward of the layers under
+    full recompute), and it cannot start before the first micro-batch has gone forward through
+    the other ``pp - 1`` stages nor finish before its last backward has gone back through them:
+    one model chunk each way per stage, the pipeline bubble of 1F1B and its interleaved form
+    (ibid. §2.2). TP shards every GEMM, CP every token (replicated KV projections under GQA only
+    add work, so dividing by tp stays a bound). Attention, memory-bound kernels and all
     communication are left out, so the bound is always below the simulated time. ``rate``:
     :func:`peak_gemm_rate` of ``base``, where the caller has it.
     """
@@ -87,9 +87,10 @@ class Bounds:
     micro-batch's forward through the stages before it and before the last one's backward
     through them, ``T >= sum_{v<s} (F_v + B_v) + m * sum_{v on s} (F_v + B_v)``. After its
     last pass a stage still reduces gradients, steps the optimizer and gathers parameters
-    (:func:`~trainsim.search.layout_costs.after_passes`); under ZeRO-3 its data-parallel stream reduce-scatters the
-    gradients of every backward and slows the passes beside it. If the simulator's building
-    blocks cannot be used, :func:`lower_bound_s` is kept (logged once).
+    (:func:`~trainsim.search.layout_costs.after_passes`); under ZeRO-3 its data-parallel
+    stream reduce-scatters the gradients of every backward and slows the passes beside it.
+    If the simulator's building blocks cannot be used, :func:`lower_bound_s` is kept (logged
+    once).
     """
 
     def __init__(self, base: Base) -> None:

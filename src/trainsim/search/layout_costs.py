@@ -5,7 +5,27 @@ gathers, and ZeRO-3's slowdown of the passes."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What every stage of one layout shares in :func:`after_passes`: the run, its pricer and
+    ZeRO stage, whether it shards like FSDP, the data-parallel group sizes and reduce-scatter
+    widths by group, the gradient reduction's kind, the fixed bucket size (None: per chunk),
+    whether the optimizer steps per tensor, and the data-parallel stream's SM share."""
+
+    cfg: Any
+    pricer: Any
+    zero: int
+    fsdp: bool
+    sizes: dict[str, int]
+    width: dict[str, int]
+    kind: str
+    fixed: float | None
+    per_tensor: bool
+    share: float
 
 
 def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
@@ -33,7 +53,8 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     fixed = p.ddp_bucket_size if p.dp_buckets == "fixed" and p.ddp_bucket_size else None
     per_tensor = framework_supports(cfg.training.framework, cfg.training.framework_version,
                                     "per_tensor_optimizer")
-    share = pricer.sm_share["dp"]
+    run = _Layout(cfg, pricer, zero, fsdp, sizes, width, kind, fixed, per_tensor,
+                  pricer.sm_share["dp"])
     tails = {(og, op): [0.0] * pp for og in (False, True) for op in (False, True)}
     contention = [0.0] * pp
     # a stage's costs read its parameter split, its chunks' layer counts and (for
@@ -44,8 +65,7 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
         key = (split[s], tuple(len(ranges[c * pp + s]) for c in range(vpp)), s == 0)
         hit = done.get(key)
         if hit is None:
-            hit = done[key] = _stage_after(cfg, pricer, split[s], key[1], s, zero, fsdp,
-                                           sizes, width, kind, fixed, per_tensor, share)
+            hit = done[key] = _stage_after(run, split[s], key[1], s)
         every, last, gathers, contention[s], step = hit
         for (og, op), tail in tails.items():
             tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
@@ -53,19 +73,18 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     return tails, contention
 
 
-def _stage_after(cfg: Any, pricer: Any, split: tuple[float, float], lens: tuple[int, ...],
-                 s: int, zero: int, fsdp: bool, sizes: dict[str, int], width: dict[str, int],
-                 kind: str, fixed: float | None, per_tensor: bool, share: float
+def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...], s: int
                  ) -> tuple[float, float, float, float, float]:
-    """:func:`after_passes` of stage ``s`` (parameter split ``split``, its chunks' layer
-    counts ``lens``): (every bucket's reductions, the last bucket's, the parameter
-    gathers, the passes' slowdown, the optimizer step)."""
-    from trainsim.simulator import dp_bucket_count
-    from trainsim.workload.elementwise import optimizer_step
-    from trainsim.workload.ops import Comm
+    """:func:`after_passes` of stage ``s`` of layout ``run`` (parameter split ``split``, its
+    chunks' layer counts ``lens``): (every bucket's reductions, the last bucket's, the
+    parameter gathers, the passes' slowdown, the optimizer step)."""
     from trainsim.memory.params import stage_layer_params
-    from trainsim.workload.sharding import grad_buffer_rest, param_gather_width
+    from trainsim.workload.elementwise import optimizer_step
+    from trainsim.workload.fp8_gather import param_gather_width
+    from trainsim.workload.ops import Comm
+    from trainsim.workload.sharding import dp_bucket_count, grad_buffer_rest
 
+    cfg, pricer, zero, sizes, fixed = run.cfg, run.pricer, run.zero, run.sizes, run.fixed
     p, vpp = cfg.parallel, len(lens)
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
 
@@ -76,11 +95,11 @@ def _stage_after(cfg: Any, pricer: Any, split: tuple[float, float], lens: tuple[
     groups = [(params, group) for params, group in zip(split, ("dp_cp", "edp"))
               if sizes[group] > 1 and params > 0]
     every = last = gathers = contention = 0.0
-    if groups and not fsdp:
+    if groups and not run.fsdp:
         chunk_params = sum(split) / vpp
         for c in range(vpp):
             n = dp_bucket_count(cfg, lens[c], chunk_params, s, c)
-            bucket = sum(comm(kind, params / vpp / n, grad_bytes, group)
+            bucket = sum(comm(run.kind, params / vpp / n, grad_bytes, group)
                          for params, group in groups)
             every += n * bucket
             if c == 0:
@@ -90,11 +109,11 @@ def _stage_after(cfg: Any, pricer: Any, split: tuple[float, float], lens: tuple[
             gathers = sum(comm("all_gather", n, param_gather_width(cfg, n, fp8[g]), g)
                           for n, g in groups)
     elif groups:  # every backward but the last micro-batch's reduce-scatters whole
-        contention = share * vpp * sum(
-            pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * width[group], group))
+        contention = run.share * vpp * sum(
+            pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * run.width[group], group))
             for params, group in groups)
     step = 0.0
-    if not per_tensor:
+    if not run.per_tensor:
         local = sum(params / (sizes[group] if zero >= 1 else 1)
                     for params, group in zip(split, ("dp_cp", "edp")))
         step = pricer.compute.time(optimizer_step(

@@ -11,6 +11,7 @@ import math
 from trainsim.catalog.frameworks import framework_profile, framework_supports, profile_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import attention_matrices, layer_tensors
+from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
 
@@ -133,44 +134,6 @@ def list_all_gather_ops(name: str, size_bytes: float, ranks: int, group: str,
     ]
 
 
-FP8_GATHER_MIN_ELEMENTS = 16
-"""A block's tensor of at least this many times ``hidden_size`` elements is a matmul weight
-(the smallest, a K or V projection, has ``hidden_size * head_dim``); norms and biases have a
-few ``hidden_size`` at most and stay 16-bit."""
-
-
-FP8_BUFFER_RECIPES = frozenset({"delayed", "current", "blockwise"})
-"""fp8 recipes whose weights Megatron-core's distributed optimizer gathers at one byte each.
-
-With ``--fp8-param-gather`` the matmul weights are Transformer Engine quantized tensors; DDP
-keeps them in a parameter buffer of their own, ``torch.uint8`` ("data is stored in the form of a
-torch uint8 tensor within the Float8Tensor's '.data' attribute", Megatron-LM core_v0.14.0
-megatron/core/distributed/distributed_data_parallel.py L226-L233; core_v0.8.0 the same), and
-``_ParamAndGradBucketGroup.start_param_sync`` all-gathers each bucket's ``param_data``: one
-byte per element (``is_float8tensor``: TE 1.x ``Float8Tensor``, TE 2.x any
-``QuantizedTensor``, so per-tensor and blockwise scaling alike; fp8_utils.py L82-L90). MXFP8
-weights are the exception: under the distributed optimizer their bucket's ``param_data`` is a
-view of the gradient buffer in bf16 (param_and_grad_buffer.py L684-L697, "Create a shared
-buffer for param AG and grad RS"), two bytes per element. NeMo's Apex-based distributed Adam
-(the MLPerf v4.x NeMo code) does the same for its fp8 parameters (NVIDIA/NeMo
-nemo/core/optim/distributed_adam.py ``MegatronDistributedFusedAdam.init_params``:
-``param_sync_dtype=torch.uint8``; ``_param_copy_fragments``: "Expected FP8 params to perform
-param sync in UINT8"). Norms, biases, the embedding and the output layer are not quantized and
-stay in the 16-bit buffer."""
-
-
-def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> float:
-    """Mean bytes per element of the distributed optimizer's parameter all-gather over
-    ``params`` elements of which ``fp8_params`` are matmul weights (``FP8_BUFFER_RECIPES``):
-    16-bit unless the run keeps its weights in fp8 (``training.fp8_param_gather``)."""
-    t = cfg.training
-    if (t.dtype != "fp8" or not t.fp8_param_gather or t.fp8_recipe not in FP8_BUFFER_RECIPES
-            or params <= 0):
-        return float(ACT)
-    fp8 = min(max(fp8_params, 0.0), params)
-    return (fp8 + (params - fp8) * ACT) / params
-
-
 def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
                       last: bool) -> list[list[Comm]]:
     """All-gathers of each FSDP unit of a virtual stage in forward order, 16-bit: the root unit
@@ -186,8 +149,8 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     element; the root unit (embedding, and the output layer torchtitan leaves in 16 bits)
     does not. Blocks of one kind (with or without routed experts: all ``layer_tensors`` reads
     of the index) share one list, built once."""
-    m, p, t = cfg.model, cfg.parallel, cfg.training
-    fp8 = t.dtype == "fp8" and t.fp8_param_gather
+    m, p = cfg.model, cfg.parallel
+    fp8 = fp8_weights_gathered(cfg)
     matrix = FP8_GATHER_MIN_ELEMENTS * m.hidden_size / p.tp
 
     def comms(unit: list[tuple[float, bool]]) -> list[Comm]:
