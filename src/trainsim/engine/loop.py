@@ -5,10 +5,7 @@ sequence number breaks ties, so the same input always gives the same timeline.
 The engine knows nothing about transformers: a task is a duration on a stream, with
 dependencies and an opaque label. A task may also ``slow`` another stream while it runs (a
 collective holding SMs that the compute stream then lacks): that stream's running task advances
-at 1 - (sum of the shares held) of its rate, and its finish time is moved accordingly. A
-task may also be held ``until`` another task ends: it has run its duration and stays on its
-stream, slowing what it slows, until then (an NCCL receive kernel, launched when the host posts
-it and resident on its SMs until its peer's data has arrived).
+at 1 - (sum of the shares held) of its rate, and its finish time is moved accordingly.
 """
 
 from __future__ import annotations
@@ -41,9 +38,6 @@ class Task:
     slows: tuple[tuple[int, str], float] | None = None
     """(stream, share): while this task runs, tasks on ``stream`` progress at 1 - share of
     their rate (shares of concurrent tasks add up)."""
-    until: int = -1
-    """A task (earlier in the list) this one cannot end before: having run its duration, it
-    stays running (its stream busy, its share held) until that task has ended; -1: none."""
 
 
 @dataclass
@@ -83,7 +77,7 @@ def _uncontended_prefix(tasks: list[Task], stream_of: list[int], duration: list[
                 s = e
         start[i] = s
         free[sid] = end[i] = s + duration[i]
-        if (hold_on[i] is not None or t.until >= 0) and s < cut:
+        if hold_on[i] is not None and s < cut:
             if not s or 4 * i < len(tasks):  # contention from (near) the start: the loop
                 return 0.0  # computes everything, with nothing to gain from this pass
             cut = s
@@ -163,7 +157,7 @@ def _same_graph(a: list[Task], b: list[Task]) -> bool:
     """Whether the loop reads the same of ``a`` as of ``b`` (its labels and payloads aside)."""
     return len(a) == len(b) and all(
         x.duration_s == y.duration_s and x.stream == y.stream and x.deps == y.deps
-        and x.slows == y.slows and x.until == y.until for x, y in zip(a, b))
+        and x.slows == y.slows for x, y in zip(a, b))
 
 
 def run(tasks: list[Task], prefix: bool = True) -> Timeline:
@@ -213,7 +207,6 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     stream_ids: dict[tuple[int, str], int] = {}
     queues: list[list[int]] = []
     slows: list[tuple[tuple[int, str], float] | None] = [None] * n
-    held_by: list[list[int]] = [[] for _ in range(n)]  # per task, the tasks held until it ends
     ordered = True  # every dependency an earlier task: the prefix can be computed in one pass
     for i, t in enumerate(tasks):
         d = duration[i] = t.duration_s
@@ -232,11 +225,6 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
         queues[sid].append(i)
         if t.slows is not None:
             slows[i] = t.slows
-        u = t.until
-        if u >= 0:
-            if not u < i:
-                raise TrainsimError(f"task {i} ({t.label}) is held until invalid task {u}")
-            held_by[u].append(i)
     n_streams = len(queues)
     # contention: per stream, the share of it other running tasks hold, and for its running
     # task the work left at the last rate change
@@ -293,10 +281,6 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     push, pop = heapq.heappush, heapq.heappop
     held = [0.0] * n_streams
     version = [0] * n
-    ended = [False] * n  # per task, whether its finish event was handled
-    if cut:
-        for i in range(n):
-            ended[i] = end[i] < cut
     # Where a task slows a stream, from its start to its end, that stream's running task has
     # its work done at the old rate booked and its finish moved (a new heap entry; the old one
     # is skipped by its version): ``shift``, called only for the tasks that hold SMs, with the
@@ -356,15 +340,6 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
         now, i, ver = pop(events)
         if ver != version[i]:
             continue  # rescheduled by a change of contention
-        u = tasks[i].until
-        if u >= 0 and not ended[u]:
-            end[i] = math.inf  # held: it ends (an event at that time) when task u ends
-            continue
-        ended[i] = True
-        for j in held_by[i]:  # tasks held until this one, already run: they end now
-            if end[j] == math.inf:
-                end[j] = now
-                push(events, (now, j, version[j]))
         done += 1
         sid = stream_of[i]
         running[sid] = -1

@@ -73,18 +73,6 @@ def _grows(early: float | None, late: float, makespan: float) -> bool:
     return late > floor if early is None else late > early + floor
 
 
-def _inputs(t: Task) -> list[int]:
-    """What a task waits on to start (its dependencies) or, held, to end (its ``until``)."""
-    return t.deps if t.until < 0 else [*t.deps, t.until]
-
-
-def _held(tasks: list) -> bool:
-    """Whether a task is held ``until`` another ends: its end is then no function of its
-    start and duration, which :func:`period_in_run_s`'s max-plus argument needs (the state
-    proof and :func:`period_s`'s comparison of two runs read the timeline as it ran)."""
-    return any(t.until >= 0 for t in tasks)
-
-
 def period_s(a: Timeline, b: Timeline, counterpart: list[int], after: list[bool],
              rel_tol: float = REL_TOL) -> float | None:
     """The period ``P`` by which B's tasks from the cut on follow their counterparts in A
@@ -188,7 +176,7 @@ def period_in_run_s(tl: Timeline, part: bytes, bounds: dict[tuple[int, str], tup
     B: A's state at the cut and one period earlier are compared instead."""
     tasks, start, end = tl.tasks, tl.start_s, tl.end_s
     n = len(tasks)
-    if len(part) != n or not n or _held(tasks):
+    if len(part) != n or not n:
         return None
     streams = tl.queues
     tail_from = min((q[i2] for stream, q in streams.items()
@@ -280,9 +268,7 @@ def period_of_state_s(tl: Timeline, part: bytes,
     work it has left, which is its duration less its work so far at ``1 - held`` of its rate,
     the shares held on its stream by the tasks that slowed it since it started; the shares
     held now (those of the running tasks); the pending finish events (the running tasks' ends
-    at the current rates); per task not started, its dependencies not ended; per task not
-    ended that is held (``Task.until``), its ``until`` if not ended (an input of its end, read
-    here as one more dependency: ``_inputs``). The loop is
+    at the current rates); per task not started, its dependencies not ended. The loop is
     deterministic and unchanged by a shift of time, so two states equal up to a shift of time
     and of task identities have the same futures wherever the graphs ahead are equal too.
 
@@ -401,19 +387,17 @@ def period_of_state_s(tl: Timeline, part: bytes,
             if later_of(x) != x2 or tasks[x].duration_s != tasks[x2].duration_s or \
                     tasks[x].slows != tasks[x2].slows:
                 return None
-            # a held task's ``until`` is one more input of its end: the same as a dependency
-            ahead = [later_of(d) for d in _inputs(tasks[x]) if not end[d] < t1]
+            ahead = [later_of(d) for d in tasks[x].deps if not end[d] < t1]
             if min(ahead, default=0) < 0 or sorted(ahead) != sorted(
-                    d for d in _inputs(tasks[x2]) if not end[d] < t2) or (
-                    tasks[x].until < 0) != (tasks[x2].until < 0):
+                    d for d in tasks[x2].deps if not end[d] < t2):
                 return None
         for x in queue[i1:i2]:  # the period: its copies wait on what moves with them
-            for d in _inputs(tasks[x]):
+            for d in tasks[x].deps:
                 pd = part[d]
                 if pd == 2 or (not pd and tasks[d].stream != stream and not moves(d)):
                     return None
         for x in queue[i2:]:  # the tail: on what moves, or on what is the same in every run
-            for d in _inputs(tasks[x]):
+            for d in tasks[x].deps:
                 if not part[d] and tasks[d].stream != stream and not (
                         moves(d) or (later_of(d) == FIXED and end[d] < t1)):
                     return None
