@@ -233,7 +233,7 @@ def test_tuner_tries_recipe_recompute_modules_and_deepep_where_the_framework_has
     raw, unknown = training_base(_bridge_moe_row())
     assert "selective:mla_up_proj;mlp" in unknown["recompute"]  # MLA + MoE model
     assert "selective:layernorm;moe_act" in unknown["recompute"]
-    assert unknown["moe_token_dispatcher_type"] == ["alltoall", "deepep"]
+    assert unknown["moe_token_dispatcher_type"] == ["alltoall", "deepep", "hybridep"]
     cfg = run_config_from_dict(with_choice(raw, {"recompute": "selective:mla_up_proj;mlp",
                                            "moe_token_dispatcher_type": "deepep",
                                            "pipeline_model_parallel_layout": "balanced"}))

@@ -19,7 +19,13 @@ from trainsim.config.layout import (
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
 from trainsim.config.training import NVIDIA_ONLY_ATTENTION, SINK_ATTENTION, TrainingConfig
-from trainsim.config.validity import dispatcher_fits, kv_heads_problem, te_ring_window_problem
+from trainsim.config.validity import (
+    DISPATCHER_MIN_SM,
+    dispatcher_fits,
+    dispatcher_runs_on,
+    kv_heads_problem,
+    te_ring_window_problem,
+)
 from trainsim.errors import ConfigError
 
 
@@ -181,6 +187,12 @@ class RunConfig:
                 raise ConfigError(f"parallel.moe_token_dispatcher_type={p.moe_token_dispatcher_type}"
                                   f" needs ep*expert_tensor_parallel_size >= 2 in {where}, not "
                                   f"{p.ep}*{p.etp}; use alltoall or allgather")
+            if not dispatcher_runs_on(p.moe_token_dispatcher_type, self.cluster.gpu.sm_arch):
+                # DeepEP hybrid-ep's TMA kernels (config.validity.DISPATCHER_MIN_SM)
+                raise ConfigError(f"parallel.moe_token_dispatcher_type={p.moe_token_dispatcher_type}"
+                                  f" needs an NVIDIA GPU of sm_"
+                                  f"{DISPATCHER_MIN_SM[p.moe_token_dispatcher_type]} or newer, not "
+                                  f"{self.cluster.gpu.name}; use alltoall, allgather or deepep")
             if m.num_experts % p.ep:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
                                   f"{m.num_experts}")

@@ -82,8 +82,24 @@ def dispatcher_fits(dispatcher: str, expert_ranks: int, two_ranks: tuple[str, ..
     return dispatcher not in two_ranks or expert_ranks > 1
 
 
-__all__ = ["KV_SPLIT_LIFTED", "ZERO_STAGES", "dispatcher_fits", "kv_heads_fit", "kv_heads_problem",
-           "zero_stages"]
+DISPATCHER_MIN_SM = {"hybridep": 90}
+"""The oldest NVIDIA architecture (compute capability x 10) each MoE dispatcher's kernels run
+on. ``hybridep``: DeepEP's hybrid-ep kernels move tokens with TMA bulk copies
+(csrc/hybrid_ep/backend/hybrid_ep_backend.cuh ``cuda::ptx::cp_async_bulk``; PTX
+``cp.async.bulk`` needs sm_90), and Megatron-core builds them for sm 9.0, 10.0 and 12.0 only
+(core_v0.16.0 docker/Dockerfile.ci.dev: DeepEP hybrid-ep eb9cee7 with TORCH_CUDA_ARCH_LIST
+"9.0 10.0 12.0"): Hopper or newer, no AMD GPU. Nothing is stated for the others."""
+
+
+def dispatcher_runs_on(dispatcher: str, sm_arch: int | None) -> bool:
+    """Whether ``dispatcher``'s kernels run on a GPU of architecture ``sm_arch``
+    (``GPUSpec.sm_arch``: None for another vendor's GPU): ``DISPATCHER_MIN_SM``."""
+    need = DISPATCHER_MIN_SM.get(dispatcher)
+    return need is None or (sm_arch is not None and sm_arch >= need)
+
+
+__all__ = ["DISPATCHER_MIN_SM", "KV_SPLIT_LIFTED", "ZERO_STAGES", "dispatcher_fits",
+           "dispatcher_runs_on", "kv_heads_fit", "kv_heads_problem", "zero_stages"]
 
 
 def te_ring_window_problem(cp: int, cp_comm_type: str, attention: str,

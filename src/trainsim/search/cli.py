@@ -155,7 +155,12 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
 def _check_fixed(base: Any) -> None:
     """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
     line here: the search would skip every candidate and say only that none is valid."""
-    from trainsim.config.validity import dispatcher_fits, kv_heads_problem
+    from trainsim.config.validity import (
+        DISPATCHER_MIN_SM,
+        dispatcher_fits,
+        dispatcher_runs_on,
+        kv_heads_problem,
+    )
 
     f, m, t = dict(base.fixed), base.model, base.training
     where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else "the run"
@@ -169,6 +174,11 @@ def _check_fixed(base: Any) -> None:
         raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs ep*"
                           f"expert_tensor_parallel_size >= 2 in {where}, not {ep}*{etp or 1}; "
                           "use alltoall or allgather")
+    gpu = base.cluster.gpu
+    if m.is_moe and disp and not dispatcher_runs_on(disp, gpu.sm_arch):
+        raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs an NVIDIA GPU "
+                          f"of sm_{DISPATCHER_MIN_SM[disp]} or newer, not {gpu.name}; use "
+                          "alltoall, allgather or deepep")
 
 
 def nothing_found(result: Any) -> ConfigError:
@@ -361,7 +371,9 @@ def _common(f):
                      help="Expert-parallel sizes to try (MoE), e.g. 8,16,64."),
         click.option("--etp", "etp_", default=None, help="Expert tensor-parallel sizes (MoE)."),
         click.option("--dispatcher", default=None,
-                     help="Token dispatchers to try (MoE): alltoall,allgather,deepep."),
+                     help="Token dispatchers to try (MoE): alltoall,allgather,deepep,hybridep "
+                          "(default: alltoall, deepep when EP leaves the node, hybridep where "
+                          "the framework has it, on sm_90+)."),
         click.option("--schedules", default=None,
                      help="Pipeline schedules to try, e.g. 1f1b,zb_v,dualpipe "
                           "(default: 1F1B; MoE also dualpipe)."),

@@ -29,6 +29,7 @@ from trainsim.catalog.frameworks import (
     uneven_split,
 )
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError
 from trainsim.search.rules import (
     chunks_fit,
@@ -140,6 +141,16 @@ class Base:
             return tuple(fixed["cp_te_ring"] or ())  # type: ignore[arg-type]
         return tuple(profile_value(self.training.framework, self.training.framework_version,
                                    "cp_te_ring") or ())  # type: ignore
+
+    @functools.cached_property
+    def hybridep(self) -> bool:
+        """Whether the search tries the HybridEP dispatcher: the run's framework offers it
+        (profile ``moe_dispatchers``: Megatron-core from core_v0.16.0, Megatron-Bridge from
+        v0.2.0; not for a run that names no framework) and the GPU runs its kernels
+        (``config.validity.dispatcher_runs_on``: sm_90 or newer)."""
+        return framework_supports(self.training.framework, self.training.framework_version,
+                                  "hybridep") and \
+            dispatcher_runs_on("hybridep", self.cluster.gpu.sm_arch)
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared
@@ -369,7 +380,8 @@ class SearchSpace:
     etp: tuple[int, ...] | None = None
     """Expert tensor-parallel sizes (MoE); None = 1 and the TP size (Megatron-core's choices)."""
     dispatcher: tuple[str, ...] | None = None
-    """Token dispatchers (MoE, EP > 1); None = alltoall, and deepep when EP leaves the node."""
+    """Token dispatchers (MoE, EP > 1); None = alltoall, deepep when EP leaves the node, and
+    hybridep where the framework offers it and the GPU runs it (``Base.hybridep``)."""
     schedules: tuple[str, ...] | None = None
     """Pipeline schedules (pp > 1; "" = Megatron's 1F1B); None = "" for dense models, "" and
     dualpipe for MoE (DeepSeek-V3's; it hides the expert all-to-alls)."""
@@ -421,6 +433,9 @@ class SearchSpace:
                     disps = ("alltoall",)
                 else:  # DeepEP sends a token once per node: it matters across nodes
                     disps = ("alltoall", "deepep") if ep * etp > gpn else ("alltoall",)
+                    # HybridEP: TMA kernels in the NVLink domain (the Bridge recipes' choice on
+                    # GB200 NVL72) and RDMA between domains (DeepEP hybrid-ep 1dddd19)
+                    disps += ("hybridep",) if base.hybridep else ()
                 for d in disps:
                     if dispatcher_fits(d, ep * etp, two_ranks):
                         yield ep, etp, d
@@ -517,9 +532,11 @@ class SearchSpace:
                                                                sends_block_alone),
             # DualPipe's pairs hide the all-to-alls themselves; Megatron-core refuses the
             # overlap with pp > 1 without interleaving, with full recompute and with the
-            # allgather dispatcher (core_v0.15.0 transformer_config.py __post_init__)
+            # allgather dispatcher (core_v0.15.0 transformer_config.py __post_init__; the flex
+            # dispatcher, DeepEP or HybridEP backend, takes it: core_v0.16.0 L1866-1869)
             "moe_overlap_ep_comm": key.ep > 1 and key.schedule == "" and key.recompute != "full"
-            and key.dispatcher in ("alltoall", "deepep") and (key.pp == 1 or key.vpp > 1),
+            and key.dispatcher in ("alltoall", "deepep", "hybridep")
+            and (key.pp == 1 or key.vpp > 1),
         }
 
     def variants(self, key: MemoryKey, sends_block_alone: bool = False) -> list[Candidate]:

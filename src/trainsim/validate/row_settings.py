@@ -14,6 +14,7 @@ from trainsim.catalog.defaults import truthy
 from trainsim.catalog.framework_schema import NVLINK_SCOPES
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.config._build import suggest
+from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import _cell, count_cell
 
@@ -261,11 +262,11 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         n = int(layers)
         unknown["cpu_offloading_num_layers"] = [0, n // 4, n // 2, 3 * n // 4]
     if _cell(row, "moe_dispatcher") is None and int(_cell(row, "ep") or 1) > 1 and \
-            profile is not None and profile.supports("deepep"):
-        # the perf recipes of Megatron-based frameworks pick the flex (DeepEP) dispatcher for
-        # cross-node expert parallelism; the profile's default is the first choice
+            profile is not None and (dispatchers := flex_dispatchers(row, profile)):
+        # the perf recipes of Megatron-based frameworks pick the flex dispatcher (its DeepEP
+        # or HybridEP backend) for expert parallelism; the profile's default is the first choice
         default = profile.defaults.get("moe_dispatcher") or "alltoall"
-        unknown["moe_token_dispatcher_type"] = [default, "deepep"]
+        unknown["moe_token_dispatcher_type"] = list(dict.fromkeys([default, *dispatchers]))
     rule = uneven_layout(profile.name, profile.version) if profile is not None else "balanced"
     vpps = [v for v in unknown.get("vpp") or [int(_cell(row, "vpp") or 1)] if pp > 1 or v == 1]
     if _cell(row, "pipeline_layout") is None and layers and \
@@ -295,6 +296,21 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+def flex_dispatchers(row: dict[str, str], profile: Any) -> list[str]:
+    """The flex dispatcher's backends the tuner tries for a row with an expert-parallel size
+    and an empty dispatcher: ``deepep`` and ``hybridep`` where the profile lists each
+    (``moe_dispatchers``: Megatron-core's --moe-flex-dispatcher-backend hybridep from
+    core_v0.16.0, Megatron-Bridge's from v0.2.0), HybridEP only on a GPU its kernels run on
+    (``config.validity.dispatcher_runs_on``: sm_90 or newer; an unknown GPU is left to the
+    config to report)."""
+    try:
+        arch = gpu(row["gpu"]).sm_arch
+    except (KeyError, TrainsimError):
+        arch = None
+    return [d for d in ("deepep", "hybridep")
+            if profile.supports(d) and (d == "deepep" or dispatcher_runs_on(d, arch))]
 
 
 def context_sizes(row: dict[str, str], profile: Any = None) -> list[int]:
