@@ -76,7 +76,13 @@ def test_fast_accum_note_marks_a_cublas_fp8_gemm():
     ("no fp8 fast accum", False), ("fast_accum: 0", False), ("non-fast-accum kernel", False),
     ("CUBLASLT_MATMUL_DESC_FAST_ACCUM = 0", False), ("fast accum disabled", False),
     ("FAST_ACCUM on for fp8", True), ("use_fast_accum=True", True), ("fast-accum", True),
-    ("no bias; fast accum", True), ("CUBLASLT_MATMUL_DESC_FAST_ACCUM=1", True)])
+    ("no bias; fast accum", True), ("CUBLASLT_MATMUL_DESC_FAST_ACCUM=1", True),
+    # review 20c finding 7: a negation anywhere in the clause; a number not 0/1 is no switch
+    ("fast accum not used", False), ("without the fp8 fast accum", False),
+    ("FAST_ACCUM: off for fp8", False), ("fast accum 0.5 speedup", True),
+    ("fast_accum=1 (not split)", True),
+    ("superbench cublaslt_gemm (gitaumark fork, FAST_ACCUM on for fp8), random inputs; "
+     "calibration, not held out", True)])
 def test_a_note_negating_fast_accum_is_the_split_accumulator(note, fast):
     """Only an affirmative mention marks fast accumulation: "use_fast_accum=False" matched."""
     row = {**_rows("azure-h100-fp8-m8192")[0], "note": note}

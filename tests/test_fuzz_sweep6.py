@@ -45,10 +45,13 @@ def test_plain_yaml_numbers_and_quoted_text_still_read(text, value):
     assert parse(f"a: {text}\n", "run.yaml")["a"] == value
 
 
-def test_a_base60_value_on_the_command_line_stays_text_and_is_refused_for_a_count():
+def test_a_base60_value_on_the_command_line_is_refused_as_the_yaml_loader_refuses_it():
+    # --set reads a value as a YAML file does (review 20c finding 6), refusals included
     r = _cli("simulate", EXAMPLE, "--set", "training.seq_length=1:30")
     assert r.exit_code == 2
-    assert r.stderr.strip() == "error: training.seq_length must be an integer, got '1:30'"
+    assert r.stderr.strip() == ("error: --set training.seq_length: line 1: '1:30' reads as a "
+                                "base-60 integer in YAML 1.1 (90); write the number, or quote "
+                                "it for text")
 
 
 # ------------------------------------------------- a version written as a number
@@ -379,7 +382,7 @@ def test_vary_reads_a_listed_number_as_set_and_yaml_do(path):
     texts = ["2", "2.0", "0.10", "450", "+8"]
     vary = Vary.parse(f"{path}={','.join(texts)}")
     as_set = [parse_value(t, "--set") for t in texts]
-    if path == "training.framework_version":  # a text field: the text (config.run.text_field)
-        as_set = texts
+    if path == "training.framework_version":  # a text field (config.run.text_field): the text
+        as_set = [str(v) for v in as_set]  # the run reads ('+8' is 8, '8'; 0.10 stays '0.10')
     assert [str(v) for v in vary.values] == [str(v) for v in as_set]
     assert list(vary.values) == as_set

@@ -14,6 +14,7 @@ import yaml
 from click.testing import CliRunner
 
 from trainsim.cli import main
+from trainsim.search.whatif import Vary
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = str(ROOT / "examples" / "llama3-8b-h100.yaml")
@@ -280,3 +281,24 @@ def test_the_seventh_sweep_finds_no_failure(capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "failure classes 0" in out
+
+
+@pytest.mark.parametrize("value", ["0b11", "010", "1:30"])
+def test_set_refuses_a_number_form_the_yaml_loader_refuses(value):
+    # review 20c finding 6: --set training.framework_version=0b11 ran as the text '0b11'
+    # (the 0.1 profile) while a YAML file refuses it
+    r = CliRunner().invoke(main, ["simulate", "examples/llama3-8b-h100.yaml", "--set",
+                                  "training.framework=megatron-core", "--set",
+                                  f"training.framework_version={value}"])
+    assert r.exit_code != 0 and "reads as" in r.output and "YAML 1.1" in r.output, r.output
+    if ":" in value:  # --vary reads LO:HI as a range
+        return
+    r = CliRunner().invoke(main, ["sweep", "examples/llama3-8b-h100.yaml", "--vary",
+                                  f"training.framework_version={value},0.10"])
+    assert r.exit_code != 0 and "reads as" in r.output, r.output
+
+
+def test_a_varied_version_row_holds_the_text_the_run_used():
+    # review 20c finding 6: 0x10 is the integer 16 to --set and YAML, so the run read '16'
+    vary = Vary.parse("training.framework_version=0x10,0.10,2025-06")
+    assert vary.values == ("16", "0.10", "2025-06")

@@ -334,3 +334,16 @@ def test_a_yaml_config_text_the_cli_refuses_is_a_422_naming_config(idle, text, s
     assert r.status_code == 422 and r.json()["field"] == "config"
     assert says in r.json()["error"] and "\n" not in r.json()["error"]
     assert client.get("/api/v1/jobs", headers=headers).json() == []
+
+
+@pytest.mark.parametrize("text, shown", [(".nan", ".nan"), ("-.inf", "-.inf"), (".Inf", ".Inf")])
+def test_a_non_finite_yaml_number_is_refused_naming_its_field_not_a_temp_file(idle, text, shown):
+    # YAML .nan has no JSON form: the job's config.json could not hold it, and the loader's
+    # error named the server's temporary path (review 20c finding 2)
+    client, headers = idle
+    config = f"model: llama3-8b\ntraining: {{seq_length: {text}}}\n"
+    r = client.post("/api/v1/jobs", json={"kind": "simulate", "config": config}, headers=headers)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "config.training.seq_length"
+    assert r.json()["error"] == f"training.seq_length must be a finite number, got {shown}"
+    assert "trainsim-job" not in r.text and "/tmp" not in r.text

@@ -252,6 +252,10 @@ def _yaml_problem(exc: Exception) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+class InvalidSyntax(ConfigError):
+    """Text that is not valid YAML / JSON at all (not a number form :func:`parse` refuses)."""
+
+
 def parse(text: str, source: str, fmt: str = "yaml") -> Any:
     """Plain data (dict/list/str/int/float/bool/None) from YAML or JSON ``text``.
 
@@ -270,7 +274,7 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
         raise ConfigError(f"{source}: nested too deeply (at most {MAX_DEPTH} levels)") from None
     except (yaml.YAMLError, json.JSONDecodeError, ValueError) as exc:
         what = "JSON" if fmt == "json" else "YAML"
-        raise ConfigError(f"{source} is not valid {what}: {_yaml_problem(exc)}") from None
+        raise InvalidSyntax(f"{source} is not valid {what}: {_yaml_problem(exc)}") from None
     return plain(data, source)
 
 
@@ -312,9 +316,11 @@ def load_file(path: str | Path, what: str = "config") -> Any:
 
 def parse_value(text: str, source: str) -> Any:
     """A command-line value (``--set a.b=VALUE``): YAML's reading of it (4 -> int, true ->
-    bool, [1, 2] -> list) when that is plain data, else the text itself, which the field's
-    type check then judges."""
+    bool, [1, 2] -> list) when that is plain data; text that is not YAML ('a: b: c') is the
+    text itself, which the field's type check then judges. A number form the YAML loader
+    refuses (``0b11``, ``010``, ``1:30``) is refused here too, with the same error, not kept
+    as the text (``--set training.framework_version=0b11`` ran another release's profile)."""
     try:
         return parse(text, source)
-    except ConfigError:
+    except InvalidSyntax:
         return text

@@ -20,7 +20,7 @@ from typing import Any
 from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.config.parallel import ALIASES
 from trainsim.config.run import text_field
-from trainsim.config.safe_load import written_float
+from trainsim.config.safe_load import parse_value, written_float
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.limits import check
 from trainsim.result import Result
@@ -83,7 +83,7 @@ class Vary:
         if not items:
             raise ConfigError(f"{where}: no values")
         if text_field(path):  # framework_version=0.10,0.12: the text, as the run reads it
-            return cls(path, tuple(items))
+            return cls(path, tuple(_as_text(s, where) for s in items))
         vals: list[Any] = []
         for s in items:
             try:
@@ -104,6 +104,16 @@ def _as_written(value: float, text: str) -> float | int:
     if text.strip()[-1:] in SI or "e" in text.lower():
         return _tidy(value)
     return written_float(value, text)
+
+
+def _as_text(text: str, where: str) -> Any:
+    """A listed value of a text field as the run reads it: ``--set`` (``parse_value``, the YAML
+    loader's reading and refusals) makes '0x10' the number 16, so the text '16', and '0.10' the
+    text '0.10'; '0b11' is refused as in a YAML file. Text that is no number stays as written."""
+    value = parse_value(text, where)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    return text
 
 
 def _is_int_literal(text: str) -> bool:

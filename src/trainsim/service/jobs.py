@@ -114,9 +114,23 @@ def _workdir() -> Iterator[Path]:
 
 def _write(path: Path, data: Any) -> str:
     """``data`` as a JSON file the CLI's loaders read; a number keeps the text it was sent as
-    (``"framework_version": 0.10`` is Megatron-core 0.10, not 0.1)."""
+    (``"framework_version": 0.10`` is Megatron-core 0.10, not 0.1). A number that is not finite
+    (YAML ``.nan``, ``-.inf``) has no JSON form: it is refused here, naming its field as the
+    CLI's loader does, not by the loader reading the server's temporary file back."""
+    _finite(data, "config")
     path.write_text(safe_load.dumps(data))
     return str(path)
+
+
+def _finite(data: Any, where: str) -> None:
+    """RequestError at the first number in ``data`` that is NaN or infinite."""
+    if isinstance(data, float) and not math.isfinite(data):
+        raise RequestError(where, f"{where.removeprefix('config.')} must be a finite number, "
+                           f"got {data!s}")
+    items = data.items() if isinstance(data, dict) else enumerate(data) \
+        if isinstance(data, (list, tuple)) else ()
+    for key, value in items:
+        _finite(value, f"{where}.{key}")
 
 
 def _int(opts: dict[str, Any], key: str, least: int = 0) -> int:
@@ -456,8 +470,6 @@ def read_config(config: Any) -> Any:
     Megatron-core 0.10 (a browser's ``Number`` made it 0.1), ``010`` is refused, not 10."""
     if not isinstance(config, str):
         return config
-    from trainsim.config import safe_load
-
     try:
         data = safe_load.parse(config, "config")
     except TrainsimError as exc:

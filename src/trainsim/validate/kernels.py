@@ -261,21 +261,31 @@ whose ``T.gemm`` keeps the sums in the tensor cores' fp32 fragments."""
 _FAST_ACCUM = re.compile(r"fast[- _]?accum\w*", re.IGNORECASE)
 """A note naming cuBLAS's fp8 fast accumulation (``CUBLASLT_MATMUL_DESC_FAST_ACCUM``,
 ``torch._scaled_mm(..., use_fast_accum=True)``, "fast-accum")."""
-_NOT_BEFORE = re.compile(r"\b(?:no|not|without|disabled?|non)[\s_-]+(?:\w+[\s_-]+)?$", re.IGNORECASE)
-"""A negation just before a mention, in the same clause ("without fast-accum", "no fp8 fast
-accum", "non-fast-accum"; not "no bias; fast accum")."""
-_NOT_AFTER = re.compile(r"^\W{0,3}(?:false|off|no|0|disabled?|none)\b", re.IGNORECASE)
-"""A value that turns it off just after a mention ("use_fast_accum=False", "FAST_ACCUM off",
-"fast_accum: 0")."""
+_CLAUSE_END = re.compile(r"[;,()\[\]\n]|\.\s")
+"""What ends a clause of a note ("no bias; fast accum": the negation is another clause's)."""
+_NEGATION = re.compile(r"(?<![\w.])(?:no|not|without|disabled?|non|never|off|false|none)(?![\w.])",
+                       re.IGNORECASE)
+"""A word that turns a mention off anywhere in its clause ("without the fp8 fast accum",
+"fast accum not used", "non-fast-accum", "use_fast_accum=False", "FAST_ACCUM off")."""
+_SWITCH_OFF = re.compile(r"^\s*(?:[=:]\s*)?0(?![\w.])")
+"""A switch set to 0 just after the mention ("fast_accum: 0", "..._FAST_ACCUM = 0"); a number
+that is not exactly 0 or 1 ("fast accum 0.5 speedup") is no switch."""
 
 
 def fast_accum_note(note: str) -> bool:
     """Whether a note says its cuBLAS fp8 GEMM ran with fast accumulation on (no split
     accumulator: ``Gemm.fp8_fast_accum``): a mention neither negated before it nor set off
     after it ("FAST_ACCUM on for fp8", "use_fast_accum=True", "fast accum"); "FAST_ACCUM off",
-    "use_fast_accum=False", "without fast-accum" say the opposite."""
-    return any(not _NOT_BEFORE.search(note[:m.start()]) and not _NOT_AFTER.search(note[m.end():])
-               for m in _FAST_ACCUM.finditer(note))
+    "use_fast_accum=False", "without fast-accum", "fast accum not used" (a negation anywhere in
+    the mention's clause) say the opposite."""
+    for m in _FAST_ACCUM.finditer(note):
+        ends = [e.start() for e in _CLAUSE_END.finditer(note)]
+        start = max((e + 1 for e in ends if e < m.start()), default=0)
+        end = min((e for e in ends if e >= m.end()), default=len(note))
+        clause = note[start:m.start()] + " " + note[m.end():end]
+        if not _NEGATION.search(clause) and not _SWITCH_OFF.match(note[m.end():end]):
+            return True
+    return False
 
 
 _BLOCK_SCALES = re.compile(r"\bblock[- ]?(wise[- ])?scal|\bblock-fp8\b", re.IGNORECASE)
