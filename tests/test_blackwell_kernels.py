@@ -82,7 +82,7 @@ def test_fast_accum_note_marks_a_cublas_fp8_gemm():
     ("FAST_ACCUM: off for fp8", False), ("fast accum 0.5 speedup", True),
     ("fast_accum=1 (not split)", True),
     ("superbench cublaslt_gemm (gitaumark fork, FAST_ACCUM on for fp8), random inputs; "
-     "calibration, not held out", True)])
+     + "calibration, not held out", True)])
 def test_a_note_negating_fast_accum_is_the_split_accumulator(note, fast):
     """Only an affirmative mention marks fast accumulation: "use_fast_accum=False" matched."""
     row = {**_rows("azure-h100-fp8-m8192")[0], "note": note}

@@ -121,6 +121,27 @@ def test_simulate_and_sweep_formats_read_in_any_case():
     assert r.exit_code == 0 and r.stdout.startswith("parallel.tp,"), r.output
 
 
+def _commands(group, prefix=()):
+    import click
+
+    for name, cmd in group.commands.items():
+        yield (*prefix, name), cmd
+        if isinstance(cmd, click.Group):
+            yield from _commands(cmd, (*prefix, name))
+
+
+def test_every_choice_of_every_command_reads_in_any_case():
+    # review 20c finding 8: capture --format/--attention and profile --device were still
+    # case-sensitive; this walks every command and subcommand (token list included)
+    import click
+
+    names = {" ".join(path) for path, _ in _commands(main)}
+    assert {"capture", "profile", "token list", "simulate", "sweep"} <= names
+    strict = [f"{' '.join(path)} {p.name}" for path, cmd in _commands(main) for p in cmd.params
+              if isinstance(p.type, click.Choice) and p.type.case_sensitive]
+    assert strict == []
+
+
 # ------------------------------------------------- x- keys hold YAML anchors
 
 ANCHORED = """{key}: &base

@@ -190,7 +190,6 @@ def test_torchtitan_fsdp_under_pipeline_keeps_the_stage_unsharded():
     assert old.gradients == pytest.approx(4 * P / dp)
 
 
-
 def test_torchtitan_pipeline_reserves_the_gradient_shards_in_the_reduce_scatter_pool():
     """FSDP2 allocates each reduce-scatter output, the gradient shard the optimizer steps on, on
     its reduce-scatter stream (_fsdp_collectives.py: "The RS output is allocated in the RS
@@ -216,6 +215,7 @@ def test_torchtitan_pipeline_reserves_the_gradient_shards_in_the_reduce_scatter_
     # units regather (2024-05: no fsdp_pp_unsharded)
     assert model_state(_titan(pp=1), 0).grad_pool == 0.0
     assert model_state(_titan(pp=2, version="2024-05"), 0).grad_pool == 0.0
+
 
 def _moe(*, pp: int, vpp: int, overlap: bool):
     return trainsim.run_config_from_dict({

@@ -55,7 +55,8 @@ def main() -> None:
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
               help="Override a config field, e.g. --set parallel.tp=4 (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
+              default="table")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
               help="Write a Chrome/Perfetto trace of the simulated timeline.")
 @click.option("--max-tasks", type=POSITIVE_INT, default=None,
@@ -97,7 +98,8 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
 
 @main.command()
 @click.argument("csv_file", type=click.Path(dir_okay=False), required=False)
-@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
+              default="table")
 @click.option("--compute-db", default="auto", show_default=True, metavar="auto|none|PATH",
               help="Kernel database pricing kernel and training rows: auto (the one bundled "
                    "for the row's GPU; GPUs without one use the analytic model), none (the "
@@ -194,7 +196,8 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
                    "(all_to_all, like NCCL's point-to-point, has none to pick).")
 @click.option("--protocol", default="auto", show_default=True,
               help="Like NCCL_PROTO: auto, LL, LL128, Simple.")
-@click.option("--backend", type=click.Choice(["analytical", "flow"], case_sensitive=False), default="analytical",
+@click.option("--backend", type=click.Choice(["analytical", "flow"], case_sensitive=False),
+              default="analytical",
               show_default=True, help="flow: max-min fair sharing on a rail-optimized fat-tree.")
 @click.option("--topology", default="rail-optimized", show_default=True,
               help="rail-optimized, spine-leaf, nvl72 (72 GPUs per NVLink domain) or torus; "
@@ -202,7 +205,8 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
 @click.option("--max-flows", type=POSITIVE_INT, default=None,
               help="flow backend: refuse collectives above this many flow-steps (default 5e7; "
                    "TRAINSIM_MAX_FLOWS).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
+              default="table")
 def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
                sizes: str, algorithm: str, protocol: str, backend: str, topology: str,
                max_flows: int | None, fmt: str) -> None:
@@ -261,8 +265,10 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
 
 
 @main.command()
-@click.argument("kind", type=click.Choice(["gpus", "nodes", "models", "frameworks"], case_sensitive=False))
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "names"], case_sensitive=False), default="table")
+@click.argument("kind",
+                type=click.Choice(["gpus", "nodes", "models", "frameworks"], case_sensitive=False))
+@click.option("--format", "fmt",
+              type=click.Choice(["table", "json", "names"], case_sensitive=False), default="table")
 def catalog(kind: str, fmt: str) -> None:
     """The built-in GPU, node or model presets with their headline specs, or the framework
     profiles with their versions and other names."""

@@ -70,12 +70,14 @@ def _overrides(kw: dict[str, Any]) -> dict[str, Any]:
 @_parallel_options
 @click.option("--eager", is_flag=True,
               help="Capture Hugging Face code as written (no fused RMSNorm/SwiGLU kernels).")
-@click.option("--attention", type=click.Choice(["sdpa", "eager"]), default="sdpa",
+@click.option("--attention", type=click.Choice(["sdpa", "eager"], case_sensitive=False),
+              default="sdpa",
               show_default=True, help="sdpa: the fused FlashAttention kernel; eager: matmuls.")
 @click.option("--simulate", "run_sim", is_flag=True,
               help="Also simulate the run with the captured layers and with the analytical ones.")
 @click.option("--kernels", is_flag=True, help="List every recorded kernel in the JSON.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
+              default="table")
 @click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write to FILE.")
 def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bool, fmt: str,
             out: str | None, **kw: Any) -> None:

@@ -64,7 +64,8 @@ class _Command(click.Command):
               help="Context-parallel sizes (attention kernels of a ring-attention rank).")
 @click.option("--mbs", default=1, show_default=True, type=click.IntRange(min=1),
               help="Micro-batch size.")
-@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cuda", show_default=True,
+@click.option("--device", type=click.Choice(["cuda", "cpu"], case_sensitive=False),
+              default="cuda", show_default=True,
               help="cpu: a dry run of every code path on a CPU build of PyTorch.")
 @click.option("--quick", is_flag=True, help="Tiny shapes, 3 repeats: a smoke test, not data.")
 @click.option("--compile", "compile_", is_flag=True,

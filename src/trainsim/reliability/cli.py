@@ -85,7 +85,8 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
                    "TRAINSIM_MAX_TRIALS).")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE",
               help="Override a field, e.g. --set reliability.checkpoint.mode=blocking.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
+              default="table")
 @click.option("--sweep/--no-sweep", default=False,
               help="Also sweep the checkpoint interval (implied by --plot).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,

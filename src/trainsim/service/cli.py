@@ -63,7 +63,8 @@ def _db_option(f):  # type: ignore[no-untyped-def]
               help="Worker processes that run jobs (0: accept jobs, run none).")
 @click.option("--checkers", type=int, default=1, show_default=True,
               help="Processes that check submitted configs (0: threads of the API process).")
-@click.option("--search-executor", type=click.Choice(["local", "ray"], case_sensitive=False), default="local",
+@click.option("--search-executor", type=click.Choice(["local", "ray"], case_sensitive=False),
+              default="local",
               show_default=True, help="Where search and plan jobs evaluate candidates: in the "
                                       "worker process, or as Ray tasks.")
 @click.option("--ray-address", default=None, help="Ray cluster to join (ray.init address).")
@@ -126,7 +127,8 @@ def _when(t: float | None) -> str:
 
 @token.command("list")
 @_db_option
-@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False), default="table",
+@click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
+              default="table",
               show_default=True)
 def token_list(db_url: str | None, fmt: str) -> None:
     """List the tokens (id, name, created, revoked); never their values."""
