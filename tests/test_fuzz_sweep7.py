@@ -204,9 +204,9 @@ def test_a_multimodal_config_is_its_text_config_and_says_so(tmp_path):
     from trainsim.errors import TrainsimWarning
 
     alone = model_from_hf_config(_write(tmp_path, "text.json", _gemma_7b()))
-    shell = {"model_type": "gemma3", "_name_or_path": "org/vlm", "text_config": _gemma_7b(),
+    shell = {"model_type": "llava", "_name_or_path": "org/vlm", "text_config": _gemma_7b(),
              "vision_config": {"hidden_size": 1152, "num_hidden_layers": 27}}
-    with pytest.warns(TrainsimWarning, match="multimodal gemma3 config.*text_config.*vision"):
+    with pytest.warns(TrainsimWarning, match="multimodal llava config.*text_config.*vision"):
         m = model_from_hf_config(_write(tmp_path, "config.json", shell))
     assert m.name == "org/vlm"
     assert dataclasses.replace(m, name=alone.name) == alone
@@ -226,9 +226,49 @@ def test_a_text_config_without_model_type_takes_the_composite_one(tmp_path):
 def test_a_text_config_missing_a_field_is_named_in_the_error(tmp_path):
     text = _gemma_7b()
     del text["vocab_size"]
-    path = _write(tmp_path, "config.json", {"model_type": "gemma3", "text_config": text})
+    path = _write(tmp_path, "config.json", {"model_type": "llava", "text_config": text})
     r = _cli("simulate", str(_run_on(tmp_path, path)))
     assert r.exit_code != 0 and "text_config: no vocab_size" in r.output, r.output
+    (line,) = [x for x in r.output.splitlines() if "text_config: no" in x]  # one line
+    assert line.startswith("error: ") and "diff from its text config class's defaults" in line
+
+
+# a gemma-3-27b-it style config.json (transformers 4.50 wrote it with to_diff_dict: text_config
+# names only what differs from Gemma3TextConfig's defaults), and a 4B-style one that also
+# leaves out num_attention_heads (8), num_key_value_heads (4) and head_dim (256)
+GEMMA3_27B = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+              "mm_tokens_per_image": 256, "transformers_version": "4.50.0.dev0",
+              "text_config": {"head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504,
+                              "model_type": "gemma3_text", "num_attention_heads": 32,
+                              "num_hidden_layers": 62, "num_key_value_heads": 16,
+                              "query_pre_attn_scalar": 168, "sliding_window": 1024,
+                              "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+              "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model",
+                                "num_hidden_layers": 27}}
+
+
+def test_a_sparse_gemma3_text_config_takes_gemma3_text_config_defaults(tmp_path):
+    # review 20c finding 1: refused ('text_config: no vocab_size'); with vocab_size given it
+    # read layernorm and 2048 positions
+    from trainsim.catalog import model_from_hf_config
+
+    with pytest.warns(UserWarning):
+        m = model_from_hf_config(_write(tmp_path, "config.json", GEMMA3_27B))
+    assert (m.vocab_size, m.max_position_embeddings, m.normalization) == (262_208, 131_072,
+                                                                          "rmsnorm")
+    assert (m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.head_dim) == \
+        (62, 5376, 32, 16, 128)
+    assert (m.sliding_window, m.window_attn_skip_freq, m.tied_embeddings) == (1024, 6, True)
+    small = json.loads(json.dumps(GEMMA3_27B))
+    small["text_config"] = {"hidden_size": 2560, "intermediate_size": 10240,
+                            "model_type": "gemma3_text", "num_hidden_layers": 34,
+                            "sliding_window": 1024}
+    with pytest.warns(UserWarning):
+        m = model_from_hf_config(_write(tmp_path, "config.json", small))
+    assert (m.num_attention_heads, m.num_kv_heads, m.head_dim, m.vocab_size) == (8, 4, 256,
+                                                                                 262_208)
+    r = _cli("simulate", str(_run_on(tmp_path, tmp_path / "config.json")), "--format", "json")
+    assert r.exit_code == 0, r.output
 
 
 def test_a_config_with_top_level_layers_is_read_as_before(tmp_path):

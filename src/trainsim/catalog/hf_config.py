@@ -28,13 +28,14 @@ def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
     ``self.text_config = Llama4TextConfig(**self.text_config)``
     (huggingface/transformers@008e5743 src/transformers/models/llama4/configuration_llama4.py,
     class Llama4Config). When the top level has no layer count but a ``text_config`` mapping,
-    trainsim reads that mapping alone (its text config class's defaults, not the composite's
-    keys, apply) and says so in a warning: the vision encoder and projector are not simulated."""
+    trainsim reads that mapping alone, the fields it leaves out taken from its text config
+    class's defaults (``TEXT_CONFIG_DEFAULTS``; not the composite's keys), and says so in a
+    warning: the vision encoder and projector are not simulated."""
     text = cfg.get("text_config")
     if not isinstance(text, dict) or any(k in cfg for k in LAYER_KEYS):
         return cfg, str(path)
     kind = cfg.get("model_type") or "multimodal"
-    text = dict(text)
+    text = {**TEXT_CONFIG_DEFAULTS.get(str(kind), {}), **text}
     if not text.get("_name_or_path") and cfg.get("_name_or_path"):
         text["_name_or_path"] = cfg["_name_or_path"]
     if "model_type" not in text and "model_type" in cfg:  # gemma3: GATED_MODEL_TYPES
@@ -44,6 +45,24 @@ def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
                   f"read from text_config (its image tokens{encoder} are not simulated)",
                   TrainsimWarning, stacklevel=3)
     return text, f"{path} text_config"
+
+
+TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gemma3": {"model_type": "gemma3_text", "vocab_size": 262_208, "hidden_size": 2304,
+               "intermediate_size": 9216, "num_hidden_layers": 26, "num_attention_heads": 8,
+               "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+               "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "attention_bias": False,
+               "attention_dropout": 0.0, "sliding_window": 4096},
+}
+"""A composite config.json writes its ``text_config`` as a diff: ``PretrainedConfig.to_diff_dict``
+drops every field equal to the text config class's default, so the file leaves out what the
+class supplies (gemma-3's text_config names no vocab_size, rms_norm_eps nor
+max_position_embeddings). The fields trainsim reads, per composite ``model_type``, as the text
+config class defaults them: Gemma3TextConfig (transformers 5.24.0 from PyPI,
+src/transformers/models/gemma3/configuration_gemma3.py lines 73-93: vocab_size 262_208 ...
+sliding_window 4096; ``Gemma3Config.sub_configs`` text_config = Gemma3TextConfig). A composite
+not in this table is read from what its text_config names; a missing field is refused with a
+hint (``_missing``)."""
 
 
 GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
@@ -81,11 +100,13 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get("hidden_size", "n_embd", "d_model")
     if hidden is None:
-        raise ConfigError(f"{where}: no hidden_size / n_embd in the Hugging Face config")
+        raise ConfigError(f"{where}: no hidden_size / n_embd in the Hugging Face config"
+                          + _missing_hint(where))
     for keys in (LAYER_KEYS, ("num_attention_heads", "n_head"),
                  ("vocab_size",)):
         if get(*keys) is None:  # not the ModelConfig default of a 7B model, silently
-            raise ConfigError(f"{where}: no {' / '.join(keys)} in the Hugging Face config")
+            raise ConfigError(f"{where}: no {' / '.join(keys)} in the Hugging Face config"
+                              + _missing_hint(where))
     if not isinstance(cfg.get("rope_scaling") or {}, dict):
         raise ConfigError(f"{where}: rope_scaling must be a mapping (or null), got "
                           f"{_kind(cfg['rope_scaling'])}")
@@ -186,3 +207,12 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
 
 __all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "SLIDING_WINDOW_PATTERN", "model_from_hf_config",
            "text_model"]
+
+
+def _missing_hint(where: str) -> str:
+    """For a composite's text_config: why a field may be missing and what to do."""
+    if not where.endswith("text_config"):
+        return ""
+    return ("; a composite config.json writes text_config as a diff from its text config "
+            "class's defaults, which trainsim knows for "
+            f"{', '.join(sorted(TEXT_CONFIG_DEFAULTS))} only: add the field to text_config")
