@@ -386,3 +386,19 @@ def test_vary_reads_a_listed_number_as_set_and_yaml_do(path):
         as_set = [str(v) for v in as_set]  # the run reads ('+8' is 8, '8'; 0.10 stays '0.10')
     assert [str(v) for v in vary.values] == [str(v) for v in as_set]
     assert list(vary.values) == as_set
+
+
+def test_yaml_merge_keys_read_as_the_merge_spec_says_under_every_pyyaml():
+    """yaml.org/type/merge.html: of a list of merged maps the earlier wins, and a key given in
+    the mapping beats every merged one. PyYAML 6.0.4's own flattening tells merged keys apart by
+    the id of their text, so two inline maps giving one key let the later win (6.0.3: the
+    earlier); the loader flattens merges itself."""
+    def read(text: str):
+        return parse(text, "merge.yaml")
+
+    assert read("t:\n  <<: [{micro_batch_size: 2}, {micro_batch_size: 4}]\n") == \
+        {"t": {"micro_batch_size": 2}}
+    assert read("a: &a {x: 2}\nb: &b {x: 4}\nc:\n  <<: [*a, *b]\n  y: 1\n")["c"] == \
+        {"x": 2, "y": 1}
+    assert read("c:\n  <<: {m: 1}\n  m: 3\n") == {"c": {"m": 3}}
+    assert read("c:\n  <<: [{m: 1, n: 5}, {n: 6, o: 7}]\n") == {"c": {"m": 1, "n": 5, "o": 7}}

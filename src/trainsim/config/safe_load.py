@@ -53,6 +53,32 @@ class _Loader(yaml.SafeLoader):
                 seen[key] = line
         return super().construct_mapping(node, deep)
 
+    def flatten_mapping(self, node: yaml.MappingNode) -> None:
+        """YAML's merge key (yaml.org/type/merge.html), the same under every PyYAML: a key given
+        in the mapping overrides the merged ones, and of a list of merged maps the earlier wins.
+        PyYAML 6.0.4 tells merged keys apart by the id of their text, so two inline maps that
+        both give ``micro_batch_size`` let the later one win (6.0.3 let the earlier)."""
+        merged: list[list[tuple[yaml.Node, yaml.Node]]] = []
+        given: list[tuple[yaml.Node, yaml.Node]] = []
+        for key_node, value_node in node.value:
+            if key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.tag == "tag:yaml.org,2002:value":
+                    key_node.tag = "tag:yaml.org,2002:str"
+                given.append((key_node, value_node))
+                continue
+            maps = value_node.value if isinstance(value_node, yaml.SequenceNode) \
+                else [value_node]
+            for sub in maps:
+                if not isinstance(sub, yaml.MappingNode):
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping", node.start_mark,
+                        f"expected a mapping or list of mappings for merging, but found {sub.id}",
+                        sub.start_mark)
+                self.flatten_mapping(sub)
+                merged.append(sub.value)
+        # constructed in order, a later pair replacing an earlier one: the last merged map first
+        node.value = [pair for pairs in reversed(merged) for pair in pairs] + given
+
 
 def _refuse(message: str):
     def construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
