@@ -278,8 +278,8 @@ def fast_accum_note(note: str) -> bool:
     after it ("FAST_ACCUM on for fp8", "use_fast_accum=True", "fast accum"); "FAST_ACCUM off",
     "use_fast_accum=False", "without fast-accum", "fast accum not used" (a negation anywhere in
     the mention's clause) say the opposite."""
+    ends = [e.start() for e in _CLAUSE_END.finditer(note)]
     for m in _FAST_ACCUM.finditer(note):
-        ends = [e.start() for e in _CLAUSE_END.finditer(note)]
         start = max((e + 1 for e in ends if e < m.start()), default=0)
         end = min((e for e in ends if e >= m.end()), default=len(note))
         clause = note[start:m.start()] + " " + note[m.end():end]

@@ -309,8 +309,7 @@ def flex_dispatchers(row: dict[str, str], profile: Any) -> list[str]:
         arch = gpu(row["gpu"]).sm_arch
     except (KeyError, TrainsimError):
         arch = None
-    return [d for d in ("deepep", "hybridep")
-            if profile.supports(d) and (d == "deepep" or dispatcher_runs_on(d, arch))]
+    return [d for d in ("deepep", "hybridep") if profile.supports(d) and dispatcher_runs_on(d, arch)]
 
 
 def context_sizes(row: dict[str, str], profile: Any = None) -> list[int]:
