@@ -262,3 +262,48 @@ def test_attention_slows_by_the_sustained_clock_as_a_whole(name):
                                      / g.sustained_of_burst, rel=1e-12)
         assert attention.fused_attention_work(capped, op) == pytest.approx(
             work / capped.power_scale, rel=1e-12)
+
+
+def _variants_script(fit_script):
+    """benchmarks/gemm_variants.py as a module (``fit_script`` registers fit_kernels first)."""
+    spec = importlib.util.spec_from_file_location("gemm_variants",
+                                                  ROOT / "benchmarks" / "gemm_variants.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_gemm_variant_experiments_reduce_to_the_model_and_restore_it(fit_script):
+    """benchmarks/gemm_variants.py (experiments, not the model): the per-kernel fill/drain
+    variant with no per-kernel cost and the shipped per-tile cost is the shipped efficiency;
+    a per-kernel cost of b k-steps adds b once to a two-wave GEMM's 2 x (k + 266) steps; the tile-shape
+    oracle is never slower than the shipped 128x128 path and wins where 192-wide tiles fill
+    the waves (1024 x 9216 on 132 SMs: 576 tiles, 4.36 -> 5 waves; 384 of 128x192 in 3
+    waves of 1.5x the work); two CTAs per SM touch A100 only; everything is restored."""
+    gv = _variants_script(fit_script)
+    h100, a100 = gpu("h100-sxm-80gb"), gpu("a100-sxm-80gb")
+    ops = [Gemm("g", m, n, k, dt) for m, n, k, dt in
+           ((1024, 9216, 14336, "bf16"), (512, 4096, 1024, "bf16"), (8192, 8192, 512, "fp8"),
+            (128, 2112, 7168, "fp8"), (16384, 4096, 2048, "bf16"))]
+    before = [[RooflineModel(s).time(op) for op in ops] for s in (h100, a100)]
+    shipped = [RooflineModel(h100).gemm_efficiency(op) for op in ops]
+    with gv.variant("ramp"):
+        gv.PARAMS.update(a=roofline.GEMM_TILE_OVERHEAD_K, b=0.0)
+        assert [RooflineModel(h100).gemm_efficiency(op) for op in ops] == pytest.approx(shipped)
+        gv.PARAMS.update(b=300.0)
+        two_waves = Gemm("g", 2048, 2048, 4096, "bf16")  # 256 tiles: 132 + 124, no split
+        k266 = 4096 + roofline.GEMM_TILE_OVERHEAD_K
+        assert RooflineModel(h100).gemm_efficiency(two_waves) == pytest.approx(
+            256 * 4096 / 132 / (2 * k266 + 300))
+    with gv.variant("tiles192"):
+        oracle = [RooflineModel(h100).gemm_efficiency(op) for op in ops]
+        assert all(o >= s for o, s in zip(oracle, shipped))
+        k_over = 14336 / (14336 + roofline.GEMM_TILE_OVERHEAD_K)
+        assert oracle[0] == pytest.approx(576 / 132 / 4.5 * k_over)
+        assert shipped[0] == pytest.approx(576 / 132 / 5 * k_over)
+    with gv.variant("two_ctas"):
+        assert [RooflineModel(h100).time(op) for op in ops] == before[0]
+        assert [RooflineModel(a100).time(op) for op in ops] != before[1]
+    assert [[RooflineModel(s).time(op) for op in ops] for s in (h100, a100)] == before
+    assert gv.PARAMS == {"a": 266.0, "b": 0.0}
