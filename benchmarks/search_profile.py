@@ -6,6 +6,7 @@ in one process and timed best-of-N (issue 21 acceptance 4; less noisy on a share
     python benchmarks/search_profile.py --model llama3-70b --gpu h100-sxm-80gb --gpus 1024 \
         --global-batch 1024 --seq 4096                       # search_speed.py's default
     python benchmarks/search_profile.py --repeat 5 --profile main   # cProfile, top 25
+    python benchmarks/search_profile.py --parts               # the simulations' CPU by part
 
 1. The serial search runs once, recording the batches it simulates.
 2. *main*: the same search again with every evaluation a cache hit (enumeration, bounds,
@@ -15,6 +16,11 @@ in one process and timed best-of-N (issue 21 acceptance 4; less noisy on a share
 
 Prints one dated line: counts, both CPU times, and simulations per CPU-second of their sum
 (what one worker and the main process cost together; the executor's own overhead aside).
+``--parts`` adds one more round of the simulations with process-CPU wrappers around their parts
+(graphs built, event-loop runs, steady-state attempts) and the graphs' shape: how many tasks
+could be merged with the next task of their stream (neither slows a stream, and only that
+task waits on the first: the exact limit of contracting chains before the loop runs), and how
+many of the simulated configurations the answer (top k and Pareto front) holds.
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", choices=["main", "simulations"], default=None,
                     help="print cProfile's top 25 (by own time) of one more round of that part")
+    ap.add_argument("--parts", action="store_true",
+                    help="print the simulations' CPU by part and the task graphs' shape")
     args = ap.parse_args()
 
     import trainsim
@@ -91,11 +99,83 @@ def main() -> int:
           f"({platform.machine()}, Python {platform.python_version()}, trainsim "
           f"{trainsim.__version__}); best {best_eval.label if best_eval else '-'} "
           f"{best_eval.iteration_time_s if best_eval else float('nan'):.3f} s/iteration")
+    if args.parts:
+        _parts(simulations, first)
     if args.profile:
         pr = cProfile.Profile()
         pr.runcall(main_part if args.profile == "main" else simulations)
         pstats.Stats(pr, stream=sys.stdout).sort_stats("tottime").print_stats(25)
     return 0
+
+
+def _parts(simulations, result) -> None:
+    """One more round of ``simulations`` with process-CPU wrappers around its parts (a part
+    inside another is counted in both: a steady-state attempt's graphs and loop runs are in
+    the attempts' figure too, every graph's ``pipeline()`` in the graphs'), and the shape of
+    the graphs the loop ran."""
+    from trainsim import simulator, steady_state
+    from trainsim.engine import loop
+
+    cpu: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    graphs: list[list] = []
+    saved = []
+
+    def wrap(module, name: str, part: str, record: bool = False) -> None:
+        fn = getattr(module, name)
+        saved.append((module, name, fn))
+
+        def timed(*a, **k):
+            if record:
+                graphs.append(a[0])
+            t = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                cpu[part] = cpu.get(part, 0.0) + time.process_time() - t
+                calls[part] = calls.get(part, 0) + 1
+        setattr(module, name, timed)
+
+    # build_graph (twin graphs handed back included), asked by the full simulations and by
+    # the steady-state attempts (each module holds its own name for it)
+    wrap(simulator, "build_graph", "graphs asked for by full simulations")
+    wrap(steady_state, "build_graph", "graphs asked for by steady-state attempts")
+    wrap(simulator._TaskGraph, "pipeline", "pipeline() of every graph built (passes placed)")
+    wrap(loop, "_run", "loop runs", record=True)
+    wrap(steady_state, "attempt", "steady-state attempts (all, nested parts too)")
+    wrap(simulator, "summarize", "summaries of full runs")
+    t = time.process_time()
+    try:
+        simulations()
+    finally:
+        total = time.process_time() - t
+        for module, name, fn in reversed(saved):
+            setattr(module, name, fn)
+    print(f"simulations, one round with wrappers: {total:.3f} s CPU")
+    for part in sorted(cpu, key=lambda p: -cpu[p]):
+        print(f"  {part}: {cpu[part]:.3f} s in {calls[part]:,} calls")
+    tasks = mergeable = slowing = 0
+    for g in graphs:
+        waiters: list[list[int]] = [[] for _ in g]
+        for i, task in enumerate(g):
+            for d in task.deps:
+                waiters[d].append(i)
+        last: dict = {}
+        for i, task in enumerate(g):
+            p = last.get(task.stream)
+            if p is not None and task.slows is None and g[p].slows is None and \
+                    waiters[p] == [i] and all(d == p or g[d].stream == task.stream
+                                               for d in task.deps):
+                mergeable += 1
+            last[task.stream] = i
+            slowing += task.slows is not None
+        tasks += len(g)
+    answer = {id(r.evaluation) for r in result.top} | {id(e) for e in result.pareto}
+    print(f"graphs run: {len(graphs):,}, {tasks:,} tasks ({slowing:,} slow a stream); "
+          f"mergeable into the task before them on their stream: {mergeable:,} "
+          f"({100 * mergeable / max(1, tasks):.1f} %)")
+    print(f"the answer (top {len(result.top)} and Pareto front {len(result.pareto)}) holds "
+          f"{len(answer)} of the {result.stats.simulated:,} simulated configurations")
 
 
 if __name__ == "__main__":
