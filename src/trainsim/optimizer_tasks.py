@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.pricing import COMPUTE, OPT, Priced
 from trainsim.workload.elementwise import optimizer_step
+from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.sharding import fsdp_optimizer_pieces, grad_buffer_rest, per_tensor_optimizer
 
 if TYPE_CHECKING:
@@ -83,6 +84,26 @@ class OptimizerTasks:
             out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
         return out
 
+    def amax_all_reduces(self, s: int, step: int) -> list[int]:
+        """Stage ``s``'s all-reduces of its fp8 weights' amaxes after the step (``step``), one
+        per data-parallel group that has more than one rank (``workload.fp8_gather.
+        amax_all_reduce_bytes``): Megatron-core's distributed optimizer under fp8_param_gather,
+        where the profile has ``fp8_param_amax_all_reduce``. In series: torch.distributed makes
+        the compute stream wait for each before the next kernel."""
+        cfg = self.cfg
+        if self.zero not in (1, 2) or self.fsdp or self.p.data_parallel_impl != "megatron" or \
+                not framework_supports(cfg.training.framework, cfg.training.framework_version,
+                                       "fp8_param_amax_all_reduce"):
+            return []
+        layers = sum(self.chunks[c * self.pp + s].layers for c in range(self.vpp))
+        out, dep = [], step
+        for nbytes, (_, group, size) in zip(amax_all_reduce_bytes(cfg, layers), self.groups[s]):
+            if size > 1 and nbytes > 0:
+                dep = self.comm(s, "fp8_amax_all_reduce", "all_reduce", nbytes, group, [dep],
+                                f"fp8 amax all-reduce {group}")
+                out.append(dep)
+        return out
+
     def optimizer_steps(self) -> list[int]:
         """Per stage: gradient reduction (bucketed; overlapped with the last backward when
         overlap_grad_reduce), tied-embedding all-reduce, optimizer step, parameter all-gather.
@@ -133,6 +154,8 @@ class OptimizerTasks:
                                                   [last], f"LAMB {what} norms {group}"))
             (step, label, cat), *more = self.step_tasks(s)
             end = self.add((s, "compute"), step, [last] + dp_tasks, label, cat)
+            for reduce in self.amax_all_reduces(s, end):  # blocking: the stream waits on it
+                end = reduce
             for priced, label, cat in more:
                 end = self.add((s, "compute"), priced, [end], label, cat)
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:

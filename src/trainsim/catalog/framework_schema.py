@@ -382,6 +382,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "ddp_nan_check": _nullable(_bool),
     "ddp_nan_check_syncs": _nullable(_int),
     "ddp_grad_scale": _nullable(_bool),
+    # Megatron-core's distributed optimizer under fp8_param_gather: after the step, one MAX
+    # all-reduce of every fp8 weight's amax over the data-parallel group (core_v0.9-0.11
+    # distrib_optimizer.py; core_v0.12+ fp8_utils.quantize_param_shard -> TE
+    # cast_master_weights_to_fp8), ``workload.sharding.fp8_amax_all_reduce``
+    "fp8_param_amax_all_reduce": _nullable(_bool),
     "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
 }
 
@@ -468,6 +473,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "zero_stage", "zero_stage_engines", "pipel
              "torch_interleaved_warmup", "microbatch_group_size", "per_tensor_optimizer",
              "flash_unpad", "train_metric_losses", "autocast_dtypes", "te_linear_mlp",
              "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
+             "fp8_param_amax_all_reduce",
              "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
              "norm", "dp_buckets",
              "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p", "p2p_overlap_interleaved_only",

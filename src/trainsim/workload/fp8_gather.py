@@ -56,5 +56,44 @@ def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> floa
     return (fp8 + (params - fp8) * ACT) / params
 
 
-__all__ = ["FP8_BUFFER_RECIPES", "FP8_GATHER_MIN_ELEMENTS", "fp8_weights_gathered",
-           "param_gather_width"]
+AMAX_BYTES = 4
+"""One fp32 amax per quantized weight tensor (``packed_amaxes``, ``torch.float32``)."""
+
+AMAX_PER_TENSOR_RECIPES = frozenset({"delayed", "current"})
+"""Recipes with one amax per weight tensor (per-tensor delayed and current scaling)."""
+
+
+def amax_all_reduce_bytes(cfg: RunConfig, layers: int) -> tuple[float, float]:
+    """Bytes of the amax all-reduce that Megatron-core's distributed optimizer runs after every
+    step under ``fp8_param_gather`` (profile feature ``fp8_param_amax_all_reduce``), for a rank
+    holding ``layers`` transformer layers: (over the data-parallel group with CP, over the
+    expert-data-parallel group), 0.0 where the run keeps no weights in fp8.
+
+    Once the step has updated the fp32 main shards, ``_copy_main_params_to_model_params``
+    quantizes them into the fp8 weights and packs one amax per fp8 weight into a float32 buffer,
+    all-reduced with MAX over ``self.data_parallel_group`` (NVIDIA/Megatron-LM core_v0.9.0
+    86197976 megatron/core/optimizer/distrib_optimizer.py L1805-L1812, core_v0.11.0 a272a9ab
+    L1896-L1903; from core_v0.12 fp8_utils.py ``quantize_param_shard`` calls Transformer
+    Engine's ``cast_master_weights_to_fp8``, 25.09-alpha.rc1 d3391901 fp8_utils.py L151-L175 and
+    distrib_optimizer.py L2424, whose current-scaling path packs ``len(params)`` amaxes and
+    all-reduces them, TE release_v2.8 40c69e75 transformer_engine/pytorch/tensor/utils.py
+    L250-L279; delayed scaling L201-L206). Every fp8 weight of the rank counts, not only those
+    of its shard (a weight outside the shard adds an amax of 0). Expert weights belong to the
+    expert optimizer, whose data-parallel group is the expert one. A layer's fp8 weights: the
+    attention's QKV and output projections, a dense MLP's fc1 and fc2 (or an MoE layer's shared
+    experts' two), and fc1 and fc2 of each local expert (TE GroupedLinear keeps a weight per
+    GEMM); MLA's extra projections are not counted (a few bytes of a latency-bound message).
+    Per-tensor recipes only: blockwise scaling all-reduces an amax per 128 x 128 block (the same
+    file L368-L409), not priced here."""
+    if not fp8_weights_gathered(cfg) or cfg.training.fp8_recipe not in AMAX_PER_TENSOR_RECIPES:
+        return 0.0, 0.0
+    m = cfg.model
+    moe = m.num_moe_layers / m.num_layers if m.is_moe else 0.0
+    shared = 2 if m.moe_shared_expert_intermediate_size else 0
+    dense = layers * (2 + 2 * (1 - moe) + shared * moe)
+    experts = layers * moe * 2 * (m.num_experts or 0) / cfg.parallel.ep
+    return dense * AMAX_BYTES, experts * AMAX_BYTES
+
+
+__all__ = ["AMAX_BYTES", "AMAX_PER_TENSOR_RECIPES", "FP8_BUFFER_RECIPES", "FP8_GATHER_MIN_ELEMENTS", "amax_all_reduce_bytes",
+           "fp8_weights_gathered", "param_gather_width"]
