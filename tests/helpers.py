@@ -275,18 +275,23 @@ def training_rows(path: Path) -> list[dict[str, str]]:
 
 
 def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]:
-    """A benchmarks/ training file beside the public one: the public header, at least
-    ``min_rows`` rows with unique ids none of which is a public id, each logged global batch a
-    whole number of micro-batches on every data-parallel rank; returns the rows."""
+    """A benchmarks/ training file beside the public one: the public header (in its order, plus
+    any optional column the reader maps beyond it, ``validate.row_settings.COLUMN_FIELDS``), at
+    least ``min_rows`` rows with unique ids none of which is a public id, each logged global
+    batch a whole number of micro-batches on every data-parallel rank; returns the rows."""
     import csv
 
     from trainsim.validate import BUNDLED_DIR
+    from trainsim.validate.row_settings import COLUMN_FIELDS
 
     with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
         public = csv.DictReader(fh)
         header, public_ids = public.fieldnames, {r["id"] for r in public}
     with open(path, newline="") as fh:
-        assert csv.DictReader(fh).fieldnames == header
+        own = csv.DictReader(fh).fieldnames or []
+    extra = [c for c in own if c not in (header or [])]
+    assert [c for c in own if c not in extra] == header and set(extra) <= set(COLUMN_FIELDS), \
+        extra
     rows = training_rows(path)
     ids = [r["id"] for r in rows]
     assert len(rows) >= min_rows and len(ids) == len(set(ids)) and not set(ids) & public_ids

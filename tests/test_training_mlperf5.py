@@ -117,3 +117,40 @@ def test_step_time_reader_on_5x_logs():
         assert abs(r["block"] - 2.5) < 1e-6, fmt          # warm-up block left out
         assert abs(r["delta"] - 2.5) < 1e-6, fmt          # gaps across evals left out
         assert abs(r["step_timing"] - 2.49) < 1e-6, fmt   # the summary is no step
+
+
+def test_8b_bucket_size_as_the_configs_set_it():
+    """NVIDIA's v5.1 8B configs source config_common_8b.sh (BUCKET_SIZE=768000000, custom.yaml
+    L165 -> Megatron-core DistributedDataParallelConfig.bucket_size, parameters per bucket);
+    University of Florida's b200_nemo/config_common_8b.sh sets none and the 405B configs take
+    custom.yaml's default (the profile's): their cells stay empty."""
+    from trainsim.validate.training import row_config
+    from trainsim.workload.sharding import dp_bucket_count
+
+    for r in _rows():
+        want = "768000000" if r["id"].startswith("mlperf51-nvidia-llama3.1-8b") else ""
+        assert r["ddp_bucket_size"] == want, r["id"]
+    row = next(r for r in _rows() if r["id"] == "mlperf51-nvidia-llama3.1-8b-gb200-512")
+    cfg = row_config(row)
+    assert cfg.parallel.ddp_bucket_size == 768_000_000
+    # hand count: a TP 2 rank holds half of Llama 3 8B's 8.03e9 parameters, 4.015e9, in
+    # ceil(4.015e9 / 7.68e8) = 6 buckets (the profile's 134217728 would make 30)
+    half = 8_030_261_248 / 2
+    assert dp_bucket_count(cfg, 32, half, 0, 0) == 6
+    default = row_config({**row, "ddp_bucket_size": ""})
+    assert default.parallel.ddp_bucket_size == 134_217_728
+    assert dp_bucket_count(default, 32, half, 0, 0) == 30
+
+
+def test_bad_bucket_size_cell_is_one_clear_error():
+    """The column is a count like the others: '0' or 'big' fails the row with a message naming
+    the column, never a traceback."""
+    import pytest
+
+    from trainsim.errors import ConfigError
+    from trainsim.validate.training import row_config
+
+    row = next(r for r in _rows() if r["id"] == "mlperf51-nvidia-llama3.1-8b-gb300-72")
+    for bad in ("0", "big", "1.5"):
+        with pytest.raises(ConfigError, match="ddp_bucket_size"):
+            row_config({**row, "ddp_bucket_size": bad})

@@ -53,6 +53,10 @@ COLUMN_FIELDS = {
     "fp8_recipe": ("training", "fp8_recipe"), "framework": ("training", "framework"),
     "framework_version": ("training", "framework_version"),
     "moe_capacity_factor": ("model", "moe_capacity_factor"),
+    # parameters per data-parallel bucket where the run's config sets them (Megatron-core
+    # DistributedDataParallelConfig.bucket_size; NeMo / MLPerf BUCKET_SIZE): an optional column
+    # beyond format v2, empty or absent = the framework profile's default
+    "ddp_bucket_size": ("parallel", "ddp_bucket_size"),
 }
 
 
@@ -60,7 +64,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
                  "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                 "recompute_num_layers")
+                 "recompute_num_layers", "ddp_bucket_size")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
 NEEDED_COUNTS = ("num_gpus", "global_batch_size", "seq_length")
 """Count columns that may not be empty (gpus_per_node may: the GPU's catalog node; tp and pp
