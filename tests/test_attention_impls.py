@@ -18,6 +18,7 @@ from trainsim.compute.attention import (
     attention_tile,
     computed_scores,
     diagonal_keys,
+    fa2_tile,
     flash1_pass_bytes,
     gqa_group_sum_bytes,
     has_hopper_tensor_cores,
@@ -356,3 +357,52 @@ def test_fa2_grouped_query_backward_pays_its_group_sums():
     assert gqa_group_sum_bytes(op("flash2", 8, False)) == 0
     assert gqa_group_sum_bytes(op("flash2", 32)) == 0
     assert model.time(op("cudnn", 8)) == model.time(op("cudnn", 32))
+
+
+def test_flash2_tiles_follow_its_launch_templates_on_each_gpu():
+    """FlashAttention-2 picks its tile by head dim, mask, dropout and the GPU's shared memory
+    (csrc/flash_attn/src/flash_{fwd,bwd}_launch_template.h @0251105a): head dim 256 forward
+    128 x 64 on an A100 but 64 x 64 on an H100 (two CTAs an SM); sm8x GPUs (99 KiB a block)
+    64 x 64 causal and 128 x 32 non-causal at 128, smaller backward tiles; dropout 128 x 64 at
+    head dim 64 and 128 x 32 at 128; a GPU of unknown capability takes A100's tiles."""
+    a100, l40s, h100, b200 = 80, 89, 90, 100
+    assert fa2_tile(256, True, False, arch=a100) == (128, 64)
+    assert fa2_tile(256, True, False, arch=h100) == (64, 64)
+    assert fa2_tile(256, False, False, arch=b200) == (64, 64)
+    assert fa2_tile(256, True, False, arch=l40s) == (64, 64)
+    assert fa2_tile(128, True, False, arch=l40s) == (64, 64)
+    assert fa2_tile(128, False, False, arch=l40s) == (128, 32)
+    assert fa2_tile(96, True, False, arch=l40s) == (64, 64)
+    assert fa2_tile(96, False, False, arch=l40s) == (128, 64)
+    assert fa2_tile(128, True, False, arch=h100) == (128, 64)
+    assert fa2_tile(128, False, False, arch=a100) == (128, 64)
+    assert fa2_tile(64, True, False, dropout=True, arch=h100) == (128, 64)
+    assert fa2_tile(128, True, False, dropout=True, arch=a100) == (128, 32)
+    assert fa2_tile(192, True, False, dropout=True, arch=a100) == (64, 64)
+    assert fa2_tile(32, True, False, arch=l40s) == (128, 128)
+    # backward: >= 144 KiB a block (A100, H100) or sm8x's 99 KiB
+    assert [fa2_tile(d, True, True, arch=h100) for d in (32, 64, 96, 128, 192, 256)] == [
+        (128, 128), (128, 128), (64, 128), (64, 128), (64, 64), (64, 64)]
+    assert [fa2_tile(d, True, True, arch=l40s) for d in (32, 64, 96, 128, 192, 256)] == [
+        (128, 128), (64, 128), (64, 128), (64, 64), (64, 64), (64, 32)]
+    assert fa2_tile(80, True, False, arch=l40s) == fa2_tile(96, True, False, arch=l40s)
+    for d, causal, bwd in itertools.product((64, 128, 256), (False, True), (False, True)):
+        assert fa2_tile(d, causal, bwd) == fa2_tile(d, causal, bwd, arch=a100)
+        assert attention_tile("sdpa", d, causal, bwd, arch=h100) == fa2_tile(d, causal, bwd,
+                                                                             arch=h100)
+
+
+def test_flash2_on_h100_prices_head_dim_256_in_64_row_tiles():
+    """On an H100 a causal FlashAttention-2 forward at head dim 256 computes whole 64 x 64
+    tiles (half the diagonal's masked keys of A100's 128 x 64) and its tail of heaviest query
+    blocks shrinks: the same op costs the H100 less work per useful score than the 128 x 64
+    count would; a local (sliding-window) FA2 kernel takes the non-causal tile."""
+    op = Attention("a", 1, 8, 8, 4096, 4096, 256, causal=True, impl="flash2")
+    row = ATTN_ROW_OVERHEAD_KEYS
+    assert computed_scores(op, 90) == tile_scores(4096, 4096, True, 64, 64) + 4096 * row
+    assert computed_scores(op, 80) == tile_scores(4096, 4096, True, 128, 64) + 4096 * row
+    assert computed_scores(op, 90) < computed_scores(op, 80)
+    assert computed_scores(op) == computed_scores(op, 80)
+    assert attention_tile("flash2", 128, True, False, local=True, arch=89) == (128, 32)
+    assert attention_tile("flash2", 128, True, False, arch=89) == (64, 64)
+

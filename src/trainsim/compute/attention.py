@@ -76,15 +76,69 @@ dim 64 non-causal); backward: 7f67966c hopper/flash_bwd_launch_template.h
 backward then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cuDNN's tiles
 are not published: its kernels keep ``ATTN_BLOCK``. Added 2026-11-25: the FA3 paper's Fig. 5
 forward rows (held out of the fit) 7.6 -> 5.3 % MAPE, training figures unchanged."""
-FA2_TILES = {False: ((64, 128, 128, 128), (256, 128, 64, 64)),
-             True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 64, 64))}
-"""The same for FlashAttention-2 on A100 and H100 without dropout (Dao-AILab/flash-attention
-0251105a csrc/flash_attn/src/flash_fwd_launch_template.h: ``Flash_fwd_kernel_traits<64, 128,
-128, 4, ...>``, ``<128, 128, 64, 4, ...>``, ``<256, 128, 64, 8, ...>``;
-flash_bwd_launch_template.h with the >= 144 KiB of shared memory per block both GPUs have:
-``Flash_bwd_kernel_traits<64, 128, 128, 8, ...>``, ``<128, 64, 128, 8, ...>``, ``<256, 64, 64,
-8, ...>``); PyTorch SDPA's flash backend vendors these kernels."""
-TILED_KERNELS = {"flash3": FA3_TILES, "flash2": FA2_TILES, "sdpa": FA2_TILES}
+SHARED_MEMORY_KIB = {70: (96, 96), 80: (164, 163), 86: (100, 99), 87: (164, 163),
+                     89: (100, 99), 90: (228, 227), 100: (228, 227), 103: (228, 227)}
+"""(per SM, per block with the opt-in attribute) KiB of shared memory by compute capability
+(CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; the figures
+FlashAttention-2's launch templates test: "A100" >= 144 KiB, "H100" >= 176 KiB, "sm86 and
+sm89, max smem is 99 KB"). A GPU not listed (another vendor's, an unknown capability) takes
+A100's: the tiles these kernels were first tuned on."""
+FA2_KERNELS = frozenset({"flash2", "sdpa"})
+"""FlashAttention-2's kernels, whose tiles ``fa2_tile`` chooses; PyTorch SDPA's flash backend
+vendors them (aten/src/ATen/native/transformers/cuda/flash_attn/)."""
+
+
+def fa2_tile(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
+             arch: int | None = None) -> tuple[int, int]:
+    """(query rows, keys) of FlashAttention-2's CTA tile (``Flash_fwd_kernel_traits`` and
+    ``Flash_bwd_kernel_traits``' kBlockM, kBlockN) as its launch templates choose it by head
+    dim (rounded up to 32, 64, 96, 128, 192, 256: static_switch.h ``HEADDIM_SWITCH``), causal
+    mask, dropout and the GPU's shared memory (``SHARED_MEMORY_KIB`` of compute capability
+    ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/:
+
+    * forward (flash_fwd_launch_template.h L195-L318): 128 x 128 up to head dim 64 (128 x 64
+      with dropout); 128 x 64 at 96 and 128, but on sm8x (8.6, 8.7, 8.9: ``is_sm8x``) causal
+      64 x 64 and, at 128, non-causal 128 x 32 (128 x 32 at 128 with dropout); 128 x 64 at
+      192 (64 x 64 with dropout); at 256 128 x 64 only where a block may take 128 KiB and an
+      SM holds less than 192 KiB (A100: "For A100, we want to run with 128 x 64"), else
+      64 x 64 ("For H100 we want to run with 64 x 64 (96KB smem) since then we can get 2 CTAs
+      per SM"; sm86/sm89, which cannot hold 128 KiB, too);
+    * backward (flash_bwd_launch_template.h L136-L302): 128 x 128 at 32; at 64 128 x 128 with
+      >= 144 KiB per block, else 64 x 128; 64 x 128 at 96; at 128 64 x 128 with >= 144 KiB,
+      else 64 x 64; 64 x 64 at 192; at 256 64 x 64 with >= 144 KiB, else 64 x 32."""
+    per_sm, per_block = SHARED_MEMORY_KIB.get(arch or 80, SHARED_MEMORY_KIB[80])
+    sm8x = arch is not None and 80 < arch < 90
+    hd = next((d for d in (32, 64, 96, 128, 192) if head_dim <= d), 256)
+    if backward:
+        if hd == 32:
+            return 128, 128
+        if hd == 64:
+            return (128, 128) if per_block >= 144 else (64, 128)
+        if hd == 96:
+            return 64, 128
+        if hd == 128:
+            return (64, 128) if per_block >= 144 else (64, 64)
+        if hd == 192:
+            return 64, 64
+        return (64, 64) if per_block >= 144 else (64, 32)
+    if hd <= 64:
+        return (128, 64) if dropout and hd == 64 else (128, 128)
+    if hd == 96:
+        return (64, 64) if sm8x and causal else (128, 64)
+    if hd == 128:
+        if dropout:
+            return 128, 32
+        return ((64, 64) if causal else (128, 32)) if sm8x else (128, 64)
+    if hd == 192:
+        return (64, 64) if dropout else (128, 64)
+    # the template's test in bytes, head dim 256: 2 * 256 * (128 + 2 * 64) = 128 KiB a block,
+    # 4 * 256 * (64 + 2 * 64) = 192 KiB an SM
+    a100_like = per_block * 1024 >= 2 * 256 * (128 + 2 * 64) and \
+        per_sm * 1024 < 4 * 256 * (64 + 2 * 64)
+    return (128, 64) if a100_like else (64, 64)
+
+
+TILED_KERNELS = {"flash3": FA3_TILES}
 FA3_LOCAL_FWD_TILES = ((64, 192, 128, 128), (96, 192, 128, 128), (128, 128, 128, 128),
                        (192, 128, 96, 96), (256, 128, 64, 64))
 """FlashAttention-3's forward tiles when local (a sliding window), as ``FA3_TILES``: v2.8.3
@@ -98,10 +152,14 @@ LOCAL_TILED_KERNELS = {"flash3": {False: FA3_LOCAL_FWD_TILES, True: FA3_TILES[Tr
 
 
 def attention_tile(impl: str, head_dim: int, causal: bool, backward: bool,
-                   local: bool = False) -> tuple[int, int]:
+                   local: bool = False, dropout: bool = False,
+                   arch: int | None = None) -> tuple[int, int]:
     """(query rows, keys) of one CTA's block of ``impl``'s main loop, from the kernels'
-    sources (``TILED_KERNELS``, ``LOCAL_TILED_KERNELS`` for a ``local`` sliding-window
-    kernel); ``ATTN_BLOCK`` square for kernels whose tiles are not listed."""
+    sources (``fa2_tile`` for FlashAttention-2 on a GPU of compute capability ``arch``, with
+    or without ``dropout``; ``TILED_KERNELS``, ``LOCAL_TILED_KERNELS`` for a ``local``
+    sliding-window kernel); ``ATTN_BLOCK`` square for kernels whose tiles are not listed."""
+    if impl in FA2_KERNELS:  # a local FA2 kernel is its non-causal one (``FA3_LOCAL_FWD_TILES``)
+        return fa2_tile(head_dim, causal and not local, backward, dropout, arch)
     tiles = (LOCAL_TILED_KERNELS.get(impl) if local else None) or TILED_KERNELS.get(impl)
     if tiles is None:
         return ATTN_BLOCK, ATTN_BLOCK
@@ -151,7 +209,7 @@ def diagonal_keys(block_m: int, block_n: int, backward: bool) -> float:
     return (tile_scores(period, period, True, block_m, block_n, backward) - seen) / period
 
 
-def computed_scores(op: Attention) -> float:
+def computed_scores(op: Attention, arch: int | None = None) -> float:
     """Scores one head of fused attention ``op`` costs, in key columns: its kernel's whole
     tiles (``tile_scores``) and each query row's fixed work (``ATTN_ROW_OVERHEAD_KEYS``); a
     window's or a CP shard's queries (a causal ``q_len`` short of ``kv_len``) their useful
@@ -162,11 +220,12 @@ def computed_scores(op: Attention) -> float:
     over a whole sequence ``tile_scores`` counts its tiles exactly; a CP shard's rows past the
     window's length (their balanced share, as in ``op.pairs``) pay the edge's mean
     (``window_edge_keys``). A window as long as the keys is no window."""
-    return _scores_and_tile(op)[0]
+    return _scores_and_tile(op, arch)[0]
 
 
-def _scores_and_tile(op: Attention) -> tuple[float, tuple[int, int]]:
-    """``computed_scores`` and the kernel tile it counts them in (``attention_tile``)."""
+def _scores_and_tile(op: Attention, arch: int | None = None) -> tuple[float, tuple[int, int]]:
+    """``computed_scores`` and the kernel tile it counts them in (``attention_tile``) on a GPU
+    of compute capability ``arch``."""
     row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
     # FlashAttention drops a window as long as the keys: flash_api.cpp (v2.8.3 hopper L559,
     # csrc L399) sets window_size_left = -1 when >= seqlen_k - 1 (resp. seqlen_k), and runs
@@ -174,7 +233,7 @@ def _scores_and_tile(op: Attention) -> tuple[float, tuple[int, int]]:
     window = op.window if op.window is not None and op.window < op.kv_len else None
     local = window is not None and op.causal
     tile = block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward,
-                                             local)
+                                             local, op.dropout, arch)
     if window is None and (op.q_len == op.kv_len or not op.causal) \
             or local and op.q_len == op.kv_len:
         # op.pairs' window: query i sees keys i - window + 1 .. i, left = window - 1
@@ -352,7 +411,7 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     frac = attention_fraction(op.impl, op.backward, gpu)
     if op.dropout:
         frac *= ATTN_DROPOUT_BWD if op.backward else ATTN_DROPOUT_FWD
-    scores_per_head, tile = _scores_and_tile(op)
+    scores_per_head, tile = _scores_and_tile(op, gpu.sm_arch)
     stretch = scores_per_head / op.pairs  # scores computed per useful score
     scores = op.batch * op.heads * op.pairs * stretch
     mma = op.flops * stretch / (peak * frac)
