@@ -307,3 +307,30 @@ def test_gemm_variant_experiments_reduce_to_the_model_and_restore_it(fit_script)
         assert [RooflineModel(a100).time(op) for op in ops] != before[1]
     assert [[RooflineModel(s).time(op) for op in ops] for s in (h100, a100)] == before
     assert gv.PARAMS == {"a": 266.0, "b": 0.0}
+
+
+def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, capsys):
+    """benchmarks/attention_residuals.py prices every attention row of the kernel files, marks
+    it fit or held as fit_kernels.py splits them, and the Blackwell file's rows (never fitted)
+    held; its table has a row per (GPU, source, kernel, direction, head dim, mask, part)."""
+    spec = importlib.util.spec_from_file_location(
+        "attention_residuals", ROOT / "benchmarks" / "attention_residuals.py")
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)  # imports fit_kernels, loaded by the fixture
+    rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+    held = fit_script.split(rows)
+    bundled = [("held" if fit_script.is_held(r, held) else "fit")
+               for r in rows if r.kind.startswith("attention")]
+    parts = mod.attention_rows(blackwell=True)
+    assert [p for _, p in parts[:len(bundled)]] == bundled
+    assert {"fit", "held"} <= set(bundled)
+    blackwell = parts[len(bundled):]
+    assert blackwell and all(p == "held" and r.gpu in ("b200-sxm-180gb", "gb200")
+                             for r, p in blackwell)
+    assert mod.main(["--blackwell"]) == 0
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    groups = {(r.gpu, r.source[:34], next(o for o in r.ops if hasattr(o, "head_dim")).impl,
+               r.kind, next(o for o in r.ops if hasattr(o, "head_dim")).head_dim,
+               next(o for o in r.ops if hasattr(o, "head_dim")).causal, p) for r, p in parts}
+    assert len(table) == 1 + len(groups)  # the header and one line a group
