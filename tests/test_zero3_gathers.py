@@ -406,8 +406,10 @@ def test_deepspeed_2022_zero3_coalesces_prefetches_and_divides_only_the_bucket()
     assert simulate(c).iteration_time_s < simulate(old).iteration_time_s
 
 
-def test_deepspeed_2022_backward_gathers_again_what_the_recompute_released():
+def test_deepspeed_2022_backward_gathers_again_what_the_recompute_released(monkeypatch):
     from dataclasses import replace
+
+    from trainsim.workload import fsdp2_copies
 
     from trainsim.pricing import Pricer
     from trainsim.sharded_passes import unit_gather_waits
@@ -426,6 +428,8 @@ def test_deepspeed_2022_backward_gathers_again_what_the_recompute_released():
     chunks = build_graph(c, pricer).chunks
     ds = unit_gather_waits(c, pricer, chunks, [0.0] * c.parallel.pp)
     plain = replace(c, parallel=replace(c.parallel, data_parallel_impl="fsdp2"))
+    # the reference: per-unit gathers without FSDP2's own copies (tests/test_fsdp2_copies.py)
+    monkeypatch.setattr(fsdp2_copies, "applies", lambda cfg: False)
     fsdp = unit_gather_waits(plain, pricer, chunks, [0.0] * c.parallel.pp)
     assert ds[0][1].duration_s > fsdp[0][1].duration_s
     assert ds[0][0].duration_s == fsdp[0][0].duration_s

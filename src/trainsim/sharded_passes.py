@@ -5,15 +5,19 @@ compute. The task graph (``simulator``) places what these return in place of the
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer, interned
+from trainsim.workload import fsdp2_copies
 from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
     fsdp2_unsharded_grad_accumulation,
+    fsdp_grad_bytes,
     fsdp_pp_mode,
     fsdp_unit_gathers,
+    rank_grad_elements,
     zero3_reduce_bucket_ops,
     zero3_regathers,
     zero3_tensor_gathers,
@@ -28,8 +32,14 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     reshard the root after forward); every block is gathered again before its backward, except
     under pipelining with profile ``fsdp_pp_sync_every_microbatch`` or ``fsdp_pp_unsharded``
     (below). FSDP1's gradient casts on its side stream, and DeepSpeed's (>= 0.6) reduce-bucket
-    pass, are added to ``side_s`` (per stage, per micro-batch)."""
+    pass, are added to ``side_s`` (per stage, per micro-batch). FSDP2's copies around its
+    collectives (``workload.fsdp2_copies``) run on the compute stream: each gathered unit's
+    copy-out before the pass that gathered it, the gradients' copy-in after each backward (on
+    the reduce-scatter stream, ``side_s``, before torch's 2024-06 change that profile line
+    ``fsdp2_reduce_scatter_wait`` marks)."""
     out: dict[int, tuple[Priced, Priced]] = {}
+    fsdp2 = fsdp2_copies.applies(cfg) and cfg.parallel.zero_stage >= 3
+    copy_in_on_compute = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     # Units fully_shard'ed with reshard_after_forward=False stay gathered from a forward to the
     # next backward, which reshards them as it reduce-scatters their gradients (sync on every
@@ -78,6 +88,20 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
         bwd = exposed + (sum(blocks) - exposed) * share
         wait = interned(((DP, bwd, "FSDP unit all-gathers"),))
+        lead = interned(((DP, fwd, "FSDP unit all-gathers"),))
+        if fsdp2:
+            lead = lead + pricer.price(fsdp2_copies.copy_out(units))
+            if blocks:
+                wait = wait + pricer.price(fsdp2_copies.copy_out(units[len(units) - len(layers):]))
+            dense, experts = rank_grad_elements(cfg, layers, first, last)
+            copies = pricer.price(fsdp2_copies.copy_in(
+                dense, experts, fsdp_grad_bytes(cfg), {"dp_cp": cfg.dp * cfg.parallel.cp,
+                                                       "edp": cfg.edp},
+                1 / cfg.schedule_microbatches if mode == "unsharded" else 1.0))
+            if copy_in_on_compute:
+                wait = wait + copies
+            else:
+                side_s[v % pp] += copies.duration_s / vpp
         if cfg.parallel.data_parallel_impl == "fsdp1":  # the side stream's, before the RS
             on_compute, side = map(pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
             wait = wait + on_compute
@@ -88,7 +112,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         if mode == "unsharded":  # no-sync accumulation
             wait = wait + pricer.price(fsdp2_unsharded_grad_accumulation(cfg, layers, first,
                                                                          last))
-        out[v] = (interned(((DP, fwd, "FSDP unit all-gathers"),)) + ch.fwd, wait + ch.bwd)
+        out[v] = (lead + ch.fwd, wait + ch.bwd)
     return out
 
 

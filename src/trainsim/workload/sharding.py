@@ -211,6 +211,20 @@ def _grad_tensors(cfg: RunConfig, layers: range | list[int], first: bool,
     return tensors + [mdl.vocab_size * mdl.hidden_size / p.tp] * _end_matrices(cfg, first, last)
 
 
+def rank_grad_elements(cfg: RunConfig, layers: range | list[int], first: bool,
+                       last: bool) -> tuple[tuple[float, int], tuple[float, int]]:
+    """((elements, FSDP units) of the non-expert gradients, the same of the routed experts')
+    a rank reduces for a virtual stage: one dense unit per block plus the root unit where the
+    stage holds vocabulary matrices, one expert unit per MoE block."""
+    mdl, p = cfg.model, cfg.parallel
+    tensors = _rank_tensors(cfg, layers)
+    ends = _end_matrices(cfg, first, last)
+    dense = sum(n for n, e in tensors if not e) + ends * mdl.vocab_size * mdl.hidden_size / p.tp
+    experts = sum(n for n, e in tensors if e)
+    return ((dense, len(layers) + int(ends > 0)),
+            (experts, sum(mdl.is_moe_layer(i) for i in layers)))
+
+
 def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
                            last: bool) -> list[Op]:
     """The pass DeepSpeed's engine (ZeRO 0-1) runs over the weight gradients after every
