@@ -65,3 +65,33 @@ def test_node_limited_routing_only_shrinks_a_dispatch_that_dedups_per_node():
     assert moe_wire_copies(deepep) == 4
     a2a = load_run_config(path, ["parallel.moe_token_dispatcher_type=alltoall"])
     assert moe_wire_copies(a2a) == 8
+
+
+def _gate_cfg(router):
+    return run_config_from_dict({
+        "model": {"preset": "qwen3-30b-a3b", "num_layers": 2, "moe_router": router},
+        "parallel": {"tp": 1, "pp": 1, "ep": 8, "moe_token_dispatcher_type": "deepep"},
+        "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 4096,
+                     "dtype": "bf16", "framework": "automodel", "framework_version": "0.1"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8},
+    })
+
+
+def test_the_fake_gate_runs_no_gating_gemm_top_k_or_backward():
+    """FakeBalancedGate.forward (nemo_automodel/components/moe/layers.py @ 89e3a9fd): ones / k,
+    arange % E and a cast, from constants: 5 kernels, nothing in the backward; a learned
+    router keeps its GEMM and Megatron-core's top-k and loss kernels."""
+    from trainsim.workload.moe_block import MOE_KERNELS
+    from trainsim.workload.moe_router import FAKE_GATE_KERNELS, router_ops
+    from trainsim.workload.ops import Gemm
+
+    tokens = 4096
+    (op,) = router_ops(_gate_cfg("fake_balanced"), tokens, MOE_KERNELS["router"])
+    assert not isinstance(op, Gemm)
+    assert (op.kernels, op.bwd_kernels, op.bwd_bytes) == (FAKE_GATE_KERNELS, 0, 0.0)
+    assert FAKE_GATE_KERNELS == 5
+    # fp32 ones (write, read, write), int64 indices (write, read, write), cast (read 4, write 2)
+    assert op.bytes == tokens * 8 * (3 * 4 + 3 * 8 + 4 + 2)
+    learned = router_ops(_gate_cfg("learned"), tokens, MOE_KERNELS["router"])
+    assert any(isinstance(o, Gemm) and o.name == "router" for o in learned)
+    assert sum(o.kernels for o in learned if not isinstance(o, Gemm)) >= MOE_KERNELS["router"][0]

@@ -44,6 +44,11 @@ if TYPE_CHECKING:
 
 FORCE_BALANCE_KERNELS = 2
 """``RandomSTE.forward``: ``logits.clone()`` and ``.normal_()`` (no backward kernel)."""
+FAKE_GATE_KERNELS = 5
+"""NeMo Automodel's ``FakeBalancedGate.forward`` (nemo_automodel/components/moe/layers.py @
+89e3a9fd): ``torch.ones(tokens, k)`` and its division by k (the weights), ``torch.arange(tokens *
+k)`` and its ``% n_experts`` (the indices), ``weights.type_as(x)``. No gating weight, no top-k,
+no auxiliary loss; the outputs come from constants, so autograd records nothing to run back."""
 ROUTER_GRAD_CASTS = 4
 """``RouterGatingLinearFunction.backward`` in fp32: weight and input up, both gradients down."""
 
@@ -79,6 +84,12 @@ def router_ops(cfg: RunConfig, tokens: int, kernels: tuple[int, int]) -> list[Op
     runs after the gating GEMM's (``workload.layers.backward_of`` reverses the list)."""
     m = cfg.model
     h, experts = m.hidden_size, m.num_experts or 1
+    if m.moe_router == "fake_balanced":  # the gate of Automodel's benchmarks: no GEMM, no top-k
+        k = m.moe_router_topk
+        # fp32 ones written, divided in place (read, write); int64 arange written, taken modulo
+        # (read, write); the weights cast to the 16-bit dtype (read 4, write 2)
+        return [Elementwise("router_fake_balanced", bytes=tokens * k * (4 * 3 + 8 * 3 + 6),
+                            kernels=FAKE_GATE_KERNELS, bwd_bytes=0.0, bwd_kernels=0)]
     casts = fp32_grad_casts(cfg, tokens, h, experts)
     ops: list[Op] = [casts] if casts is not None else []
     ops.append(Gemm("router", m=tokens, n=experts, k=h, dtype="bf16"))
