@@ -6,7 +6,8 @@ the all-gathers and reduce-scatters themselves (``workload.sharding``).
   reads the unit's all-gather output (every rank's shard, the whole unit) and writes each
   unsharded parameter (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py and
   _fsdp_collectives.py, read in the installed torch 2.13.0, "FSDP::all_gather_copy_out"; the
-  same call in the spring-2024 ``_composable/fsdp/_fsdp_param_group.py`` @ 012c62d6). Per
+  same call in the earlier ``torch/distributed/_composable/fsdp/_fsdp_param_group.py``,
+  pytorch/pytorch@012c62d6). Per
   gathered byte one read and one write; one kernel per unit gathered (a block's dense tensors
   and its routed experts are two FSDP groups, two copies).
 * **Reduce-scatter copy-in.** ``foreach_reduce`` allocates the reduce-scatter input in the
