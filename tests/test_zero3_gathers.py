@@ -409,11 +409,10 @@ def test_deepspeed_2022_zero3_coalesces_prefetches_and_divides_only_the_bucket()
 def test_deepspeed_2022_backward_gathers_again_what_the_recompute_released(monkeypatch):
     from dataclasses import replace
 
-    from trainsim.workload import fsdp2_copies
-
     from trainsim.pricing import Pricer
     from trainsim.sharded_passes import unit_gather_waits
     from trainsim.simulator import build_graph
+    from trainsim.workload import fsdp2_copies
     from trainsim.workload.sharding import zero3_regathers
 
     c = cfg(64, framework=("deepspeed", "2022-04"))
