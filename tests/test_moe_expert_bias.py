@@ -6,8 +6,14 @@ import pytest
 
 from trainsim.catalog import gpu
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.workload.elementwise import EXPERT_BIAS_BYTES, EXPERT_BIAS_KERNELS
+from trainsim.workload.elementwise import (
+    EXPERT_BIAS_BYTES,
+    EXPERT_BIAS_KERNELS,
+    expert_bias_bytes,
+    expert_fc2_bias,
+)
 from trainsim.workload.layers import backward_of
+from trainsim.workload.moe_dispatch import expert_prob_bytes
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Elementwise
@@ -59,3 +65,56 @@ def test_no_bias_no_loop():
 def test_only_transformer_engine_grouped_linear_runs_the_loop(impl):
     """The loop is TEGroupedMLP's; other expert implementations are not priced with it."""
     assert _bias(_ops(bias=True, grouped=impl), "expert_fc2_bias") is None
+
+
+def _cfg(router_dtype: str | None = None, dispatcher: str = "alltoall") -> RunConfig:
+    model = ModelConfig(name="m", hidden_size=H, num_layers=1, num_attention_heads=8,
+                        ffn_hidden_size=512, activation="swiglu", num_experts=EXPERTS,
+                        moe_router_topk=2, moe_ffn_hidden_size=512, add_bias_linear=True)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=1, gpus_per_node=1)
+    training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=1024,
+                              framework="megatron-bridge", framework_version="26.04")
+    parallel = ParallelConfig(moe_router_dtype=router_dtype,  # type: ignore[arg-type]
+                              moe_token_dispatcher_type=dispatcher)  # type: ignore[arg-type]
+    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+
+
+@pytest.mark.parametrize(("router", "dispatcher", "expected"), [
+    (None, "alltoall", ACT), ("fp32", "alltoall", 4), ("fp64", "alltoall", 8),
+    (None, "deepep", 4), (None, "hybridep", 4), ("fp64", "deepep", 8)])
+def test_probabilities_reach_the_experts_in_the_router_dtype_or_fp32_after_flex(
+        router, dispatcher, expected):
+    """The all-to-all dispatcher permutes the router's probabilities as they are; DeepEP and
+    HybridEP upcast them to fp32 ("only supports float32 probs", token_dispatcher.py)."""
+    assert expert_prob_bytes(_cfg(router), dispatcher) == expected
+
+
+def test_fp32_probabilities_promote_the_bias_loop():
+    """With fp32 probabilities ``b * p`` and ``t + b * p`` are fp32, the concatenation moves
+    fp32 and ``.to(bf16)`` casts it back (forward 4 + 10 + 8 + 6 = 28 bytes an element, one
+    more kernel); backward the cast's gradient up (6), each expert's gradient of ``t`` and of
+    its bias cast back (6, two kernels an expert), the products and sums (12 + 12) and the
+    16-bit concatenation of the split's gradient (4): 40 bytes."""
+    rows, local = 100, EXPERTS
+    op = expert_fc2_bias(rows, H, local, prob_bytes=4)
+    elements = rows * local * H
+    assert op.bytes == pytest.approx(elements * 28)
+    assert op.bwd_bytes == pytest.approx(elements * 40)
+    assert op.kernels == EXPERT_BIAS_KERNELS[0] * local + 2
+    assert op.bwd_kernels == (EXPERT_BIAS_KERNELS[1] + 2) * local + 2
+    same = expert_fc2_bias(rows, H, local)  # 16-bit probabilities: nothing promoted
+    assert (same.bytes, same.bwd_bytes) == (elements * EXPERT_BIAS_BYTES[0],
+                                            elements * EXPERT_BIAS_BYTES[1])
+    assert expert_bias_bytes(ACT)[2] == 0
+
+
+def test_an_fp32_router_prices_the_promoted_loop_in_the_layer():
+    """The MoE block passes the probabilities' width to the loop: an fp32 router (the
+    Bridge DeepSeek/Qwen providers' setting) costs 28 bytes an element, a 16-bit one 12."""
+    for router, fwd in ((None, EXPERT_BIAS_BYTES[0]), ("fp32", 28)):
+        cfg = _cfg(router)
+        sh = shard_of(cfg)
+        ops: list = []
+        moe_block(ops, cfg, sh)
+        fc2 = next(op for op in ops if op.name == "expert_fc2")
+        assert _bias(ops, "expert_fc2_bias").bytes == pytest.approx(fc2.m * fc2.batch * H * fwd)

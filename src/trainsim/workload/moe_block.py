@@ -169,7 +169,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if fp8_pad:
         ops.append(fp8_pad[1])
     if bias_loop or m.add_bias_linear and impl == "multi_stream" and not loop_profile:
-        ops.append(expert_fc2_bias(rows, h, local))
+        ops.append(expert_fc2_bias(rows, h, local, disp.expert_prob_bytes(cfg, dispatcher)))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))
     if disp.permute_after_exchange(dispatcher):
