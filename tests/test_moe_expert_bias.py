@@ -13,8 +13,8 @@ from trainsim.workload.elementwise import (
     expert_fc2_bias,
 )
 from trainsim.workload.layers import backward_of
-from trainsim.workload.moe_dispatch import expert_prob_bytes
 from trainsim.workload.moe_block import moe_block
+from trainsim.workload.moe_dispatch import expert_prob_bytes
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Elementwise
 from trainsim.workload.shard import shard_of
