@@ -1,6 +1,6 @@
 """Rules that tie two fields together the way a framework refuses them, in one place: ``RunConfig``
-raises on them, and the search (``search.rules``, ``search.cli._check_fixed``) skips or refuses a
-``--set`` with the same functions, so the two cannot drift.
+raises on them, and the search (``search.rules``, ``search.cli_inputs._check_fixed``) skips or
+refuses a ``--set`` with the same functions, so the two cannot drift.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -28,78 +27,16 @@ from trainsim.cli_guard import (
 )
 from trainsim.config.cluster import MAX_PRICE_PER_HOUR, MAX_PUE
 from trainsim.errors import ConfigError, TrainsimError
+from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, benchmarks
+    _ints,
+    _model_spec,
+    build_base,
+    nothing_found,
+    parse_reference,
+)
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80 columns
 err = Console(stderr=True)
-
-
-def _fail(exc: Exception) -> None:
-    fail(exc)
-
-
-def _ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
-    if text is None:
-        return None
-    try:
-        vals = tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
-    except ValueError:
-        raise ConfigError(f"--{name}={text!r}: expected integers separated by commas") from None
-    if not vals or any(v < least for v in vals):
-        raise ConfigError(f"--{name}={text!r}: expected integers >= {least}")
-    return vals
-
-
-def _no_such_file(path: Path, what: str) -> None:
-    """A name that is a file's (a .yaml/.json suffix or a directory part) but no such file: say
-    so, rather than 'unknown model' with the list of presets."""
-    if not path.is_file() and (path.suffix.lower() in (".yaml", ".yml", ".json")
-                               or len(path.parts) > 1 or path.is_dir()):
-        why = "is a directory" if path.is_dir() else "no such file"
-        raise ConfigError(f"{what} {str(path)!r}: {why} (give a file or a catalog name)")
-
-
-def _model_spec(model: str) -> Any:
-    """A preset name, a Hugging Face config.json, or a YAML/JSON model (or run config) file."""
-    path = Path(model)
-    if not path.is_file():
-        from trainsim.catalog import model_name
-
-        if model_name(model) is None:  # 'meta-llama/Llama-3.1-8B' is a preset's HF name
-            _no_such_file(path, "MODEL")
-        return model
-    from trainsim.catalog import read_config_file
-
-    data = read_config_file(path)
-    data.pop("_base_dir", None)
-    if path.suffix == ".json" and "model" not in data and "num_layers" not in data:
-        return {"hf_config": str(path.resolve())}  # a Hugging Face config.json
-    return data.get("model", data)
-
-
-def _gpu_spec(gpu: str) -> Any:
-    """A catalog GPU name or a YAML file holding a GPU spec (catalog units)."""
-    path = Path(gpu)
-    _no_such_file(path, "--gpu")
-    if path.is_file():
-        from trainsim.catalog import read_config_file
-
-        data = read_config_file(path)
-        data.pop("_base_dir", None)
-        return data.get("gpu", data) if isinstance(data.get("gpu"), dict) else data
-    return gpu
-
-
-OWN_OPTIONS = {("training", "global_batch_size"): "--global-batch",
-               ("training", "micro_batch_size"): "--max-micro-batch (the search varies it)",
-               ("training", "seq_length"): "--seq", ("training", "dtype"): "--dtype",
-               ("cluster", "num_gpus"): "--gpus / --max-gpus", ("cluster", "gpu"): "--gpu",
-               ("cluster", "gpus_per_node"): "--gpus-per-node",
-               ("cluster", "nic_gbit_s_per_gpu"): "--nic-gbit-s",
-               ("cluster", "nic_gbps_per_gpu"): "--nic-gbit-s",
-               ("cluster", "nic_bw_Bps"): "--nic-gbit-s"}
-"""Fields a search or plan sets from its own options; ``--set`` may not set them too (a value
-equal to the option's is let through, except for the fields the command varies, ``VARIED``)."""
-VARIED = ("num_gpus", "micro_batch_size")
 MAX_GRID_G_PER_KWH = 10_000.0
 """Largest grid carbon intensity plan takes (g CO2e/kWh; coal plants emit about 1,000)."""
 MAX_NODE_OVERHEAD = 10.0
@@ -107,218 +44,8 @@ MAX_NODE_OVERHEAD = 10.0
 and fans of a DGX draw well under one)."""
 
 
-def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
-               gpus_per_node: int, nic_gbps: float, dtype: str, overrides: tuple[str, ...] = ()):
-    """The fixed part of a search (model, training, cluster) from command-line values."""
-    from trainsim.catalog import apply_overrides, run_config_from_dict
-    from trainsim.config.parallel import ALIASES
-    from trainsim.search.rules import profile_value
-    from trainsim.search.space import Base
-
-    for name, v in (("global-batch", global_batch), ("seq", seq), ("gpus-per-node", gpus_per_node)):
-        if v < 1:
-            raise ConfigError(f"--{name}={v} must be positive")
-    raw = {"model": _model_spec(model),
-           # validated as a pure data-parallel run; the search replaces the batch split
-           "training": {"global_batch_size": num_gpus, "micro_batch_size": 1,
-                        "seq_length": seq, "dtype": dtype},
-           "cluster": {"gpu": _gpu_spec(gpu), "num_gpus": num_gpus, "gpus_per_node": gpus_per_node,
-                       "nic_gbit_s_per_gpu": nic_gbps}}
-    given = apply_overrides(raw, list(overrides))
-    touched = apply_overrides({"training": {}, "cluster": {}}, list(overrides))  # what --set set
-    own = {**{k: raw[k[0]].get(k[1]) for k in OWN_OPTIONS},
-           ("training", "global_batch_size"): global_batch}  # raw holds a placeholder there
-    for (section, key), option in OWN_OPTIONS.items():
-        if isinstance(touched.get(section), dict) and key in touched[section] and \
-                (touched[section][key] != own[section, key] or key in VARIED):
-            # the search sets it from its option (and replaces the batch split): an override
-            # would be dropped, or would disagree with the option silently
-            raise ConfigError(f"--set {section}.{key}: {option} sets it; give {option} instead")
-    given["training"]["global_batch_size"] = num_gpus  # the placeholder the check runs with
-    raw = given
-    t = raw.get("training") or {}
-    fixed = _fixed_parallel(raw.pop("parallel", None) or {}, profile_value(
-        t.get("framework"), t.get("framework_version"), "data_parallel_impl"))
-    cfg = run_config_from_dict(raw)
-    expert = [k for k, v in fixed if k in ("expert_model_parallel_size",
-                                            "expert_tensor_parallel_size") and (v or 1) > 1]
-    if expert and not cfg.model.is_moe:  # every candidate would drop it (simulate refuses it)
-        short = {full: k for k, full in ALIASES.items()}.get(expert[0], expert[0])
-        raise ConfigError(f"--set parallel.{short} > 1 needs a mixture-of-experts model "
-                          f"(model.num_experts); {cfg.model.name} is dense")
-    training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
-    base = Base(cfg.model, training, cfg.cluster, fixed)
-    _check_fixed(base)
-    return base
-
-
-def _check_fixed(base: Any) -> None:
-    """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
-    line here: the search would skip every candidate and say only that none is valid."""
-    from trainsim.config.validity import (
-        DISPATCHER_MIN_SM,
-        dispatcher_fits,
-        dispatcher_runs_on,
-        kv_heads_problem,
-    )
-
-    f, m, t = dict(base.fixed), base.model, base.training
-    where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else "the run"
-    tp = f.get("tensor_model_parallel_size")
-    problem = tp and kv_heads_problem(tp, m.kv_heads, base.kv_heads_split, where, t.framework)
-    if problem:
-        raise ConfigError(f"--set parallel.{problem}")
-    disp = f.get("moe_token_dispatcher_type")
-    ep, etp = f.get("expert_model_parallel_size"), f.get("expert_tensor_parallel_size")
-    if ep is not None and not dispatcher_fits(disp, ep * (etp or 1), base.flex_two_ranks):
-        raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs ep*"
-                          f"expert_tensor_parallel_size >= 2 in {where}, not {ep}*{etp or 1}; "
-                          "use alltoall or allgather")
-    gpu = base.cluster.gpu
-    if m.is_moe and disp and not dispatcher_runs_on(disp, gpu.sm_arch):
-        raise ConfigError(f"--set parallel.moe_token_dispatcher_type={disp} needs an NVIDIA GPU "
-                          f"of sm_{DISPATCHER_MIN_SM[disp]} or newer, not {gpu.name}; use "
-                          "alltoall, allgather or deepep")
-
-
-def nothing_found(result: Any) -> ConfigError:
-    """Why a search ranked nothing: no candidate is a valid split at all (the GPU count, the
-    batch and the model's heads and layers admit none), or none fits in memory."""
-    b = result.base
-    if result.stats.enumerated:
-        return ConfigError("no configuration fits in memory; try more GPUs, a smaller "
-                           "--global-batch or --seq, or allow recompute/ZeRO")
-    counts = ",".join(str(n) for n in result.gpu_counts)
-    who = b.training.framework or "the run"
-    kv = f" (and the {b.model.kv_heads} KV heads: {who} splits them)" \
-        if b.kv_heads_split and b.model.kv_heads < b.model.num_attention_heads else ""
-    return ConfigError(
-        f"no parallel configuration of {b.model.name} is valid on {counts} GPUs with global "
-        f"batch {b.training.global_batch_size}: tp*pp*cp*dp must be the GPU count, tp must "
-        f"divide the {b.model.num_attention_heads} attention heads{kv}, pp the "
-        f"{b.model.num_layers} layers, and dp*micro batch the global batch; change --gpus or "
-        "--global-batch, or widen --tp/--pp/--cp")
-
-
-def _fixed_parallel(given: dict[str, Any], engine: object = None
-                    ) -> tuple[tuple[str, Any], ...]:
-    """Parallel fields fixed with --set parallel.X=V, by their full names, checked by
-    ParallelConfig (unknown names and bad values are errors, never dropped) under the
-    profile's data-parallel ``engine`` where --set names none, as each candidate is built (a
-    ZeRO stage that engine does not run is refused here, config.validity.ZERO_STAGES)."""
-    from trainsim.config import ParallelConfig
-    from trainsim.config._build import as_written, build
-    from trainsim.config.parallel import ALIASES
-
-    full = {ALIASES.get(k, k): v for k, v in given.items()}
-    try:
-        zero = "zero_stage" in full or "distributed_optimizer" in full
-        engine_of = {"data_parallel_impl": engine} if engine and zero and \
-            "data_parallel_impl" not in full else {}
-        p = build(ParallelConfig, {**_searched_for_check(full), **full, **engine_of},
-                  "--set parallel")
-    except ConfigError as exc:  # named as written: tp, not tensor_model_parallel_size
-        as_written(exc, {f"--set parallel.{ALIASES[k]}": f"--set parallel.{k}"
-                         for k in given if k in ALIASES}, replace=True)
-        raise
-    fixed = {k: getattr(p, k) for k in full}
-    if full.get("pipeline_model_parallel_layout") and p.pipeline_model_parallel_layout is None:
-        # 'first:N,last:M' is read as the two decoder fields (ParallelConfig._check_layout)
-        del fixed["pipeline_model_parallel_layout"]
-        fixed.update((k, getattr(p, k)) for k in ("decoder_first_pipeline_num_layers",
-                                                  "decoder_last_pipeline_num_layers")
-                     if getattr(p, k) is not None)
-    return tuple(sorted(fixed.items()))
-
-
-def _searched_for_check(full: dict[str, Any]) -> dict[str, Any]:
-    """Fields the search sets per candidate that a fixed field needs set to be checked alone
-    (and kept: sequence parallelism, read as off at tp 1, is checked at tp 2): an engine's
-    least ZeRO stage under a fixed ``data_parallel_impl`` (FSDP has no stage 0;
-    the search tries the engine's stages, ``search.rules.zeros_fit``), and under a fixed
-    ``pipeline_schedule`` or vpp > 1 a pipeline of 2 stages (2 chunks each for the
-    interleaved schedules); the candidates' own sizes are checked as each is built."""
-    from trainsim.config.parallel import schedule_name
-    from trainsim.search.rules import unsharded_zero
-
-    fill: dict[str, Any] = {}
-    if full.get("sequence_parallel") is True and "tensor_model_parallel_size" not in full:
-        fill["tensor_model_parallel_size"] = 2  # at tp 1 ParallelConfig turns SP off
-    impl = full.get("data_parallel_impl")
-    if impl and "zero_stage" not in full and "distributed_optimizer" not in full:
-        fill["zero_stage"] = unsharded_zero(impl)
-    sched = full.get("pipeline_schedule")
-    vpp = full.get("virtual_pipeline_model_parallel_size")
-    chunks = isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1
-    if ((isinstance(sched, str) and sched) or chunks) and \
-            "pipeline_model_parallel_size" not in full:
-        fill["pipeline_model_parallel_size"] = 2
-        if isinstance(sched, str) and sched and \
-                schedule_name(sched) in ("interleaved_1f1b", "interleaved_zb") and \
-                "virtual_pipeline_model_parallel_size" not in full:
-            fill["virtual_pipeline_model_parallel_size"] = 2
-    return fill
-
-
-def parse_reference(text: str, base: Any, num_gpus: int):
-    """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
-    from trainsim.catalog.frameworks import uneven_split
-    from trainsim.config import ParallelConfig, RunConfig
-    from trainsim.config._build import as_written, build
-    from trainsim.config.parallel import ALIASES
-    from trainsim.config.safe_load import parse_value
-    from trainsim.config.validity import zero_stages
-    from trainsim.search.space import Candidate, MemoryKey
-
-    names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
-             **ALIASES}
-    parallel: dict[str, Any] = {}
-    written: dict[str, str] = {}  # full field name -> as the user wrote it
-    micro = 1
-    for item in text.replace(";", ",").split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise ConfigError(f"--reference {item!r}: expected field=value")
-        k, v = (s.strip() for s in item.split("=", 1))
-        value = parse_value(v, f"--reference {k}")
-        if names.get(k, k) in parallel or k in ("mb", "micro_batch_size") and "mb" in written:
-            raise ConfigError(f"--reference {k}: given twice; give each field once")
-        if k in ("mb", "micro_batch_size"):
-            micro, written["mb"] = value, k
-        else:
-            parallel[names.get(k, k)] = value
-            written[names.get(k, k)] = k
-    searched = Candidate(MemoryKey(1, 1, 1, 1, 1, 1, "none", False, 0)).parallel_fields()
-    dropped = sorted(k for k in parallel if k not in searched and k not in dict(base.fixed))
-    if dropped:  # a Candidate carries only the searched fields: never drop one silently
-        raise ConfigError(f"--reference {', '.join(dropped)}: not a field the search varies; "
-                          "fix it for every candidate with --set parallel.FIELD=VALUE")
-    parallel = {**dict(base.fixed), **parallel}
-    engine = base.data_parallel_impl  # the candidates' engine (Candidate.to_config)
-    if engine and "data_parallel_impl" not in parallel:
-        parallel["data_parallel_impl"] = engine
-        if "zero_stage" not in parallel and "distributed_optimizer" not in parallel:
-            parallel["zero_stage"] = min(zero_stages(engine))  # its lowest, as the search's
-    placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
-              "decoder_last_pipeline_num_layers")
-    try:
-        p = build(ParallelConfig, parallel, "--reference")
-        rule = base.layout_rule
-        if uneven_split(rule, base.model.num_layers, p.pp, p.vpp) and \
-                not any(parallel.get(k) for k in placed):
-            p = build(ParallelConfig, {**parallel, "pipeline_model_parallel_layout": rule},
-                      "--reference")
-        micro = build(type(base.training), {"micro_batch_size": micro},
-                      "--reference").micro_batch_size
-    except ConfigError as exc:  # '--reference tp=...' as written
-        as_written(exc, {f"--reference.{full}": f"--reference {short}"
-                         for full, short in written.items()} | {
-                   "--reference.micro_batch_size": f"--reference {written.get('mb', 'mb')}"},
-                   replace=True)
-        raise
-    training = dataclasses.replace(base.training, micro_batch_size=micro)
-    return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
+def _fail(exc: Exception) -> None:
+    fail(exc)
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """What the frameworks refuse, as the search skips it: each rule is one that ``RunConfig``
 raises on (its source cited there), applied to a memory group's sizes before a config is built,
 so the enumeration never yields a layout only to have it refused, and a fixed ``--set`` field
-that no candidate could pass is refused in one line (``search.cli._check_fixed``).
+that no candidate could pass is refused in one line (``search.cli_inputs._check_fixed``).
 """
 
 from __future__ import annotations

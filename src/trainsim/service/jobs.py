@@ -317,7 +317,7 @@ def _defaults_from_config(config: dict[str, Any], opts: dict[str, Any], wd: Path
 
 
 def _space(opts: dict[str, Any]) -> Any:
-    from trainsim.search.cli import _ints
+    from trainsim.search.cli_inputs import _ints
     from trainsim.search.space import SearchSpace
 
     rc = tuple(s.strip() for s in str(opts["recompute"]).split(",") if s.strip())
@@ -355,7 +355,7 @@ def _executor(settings: Settings) -> Any:
 
 def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
             run: bool, progress: Progress) -> Output | None:
-    from trainsim.search.cli import _ints, build_base, nothing_found, parse_reference
+    from trainsim.search.cli_inputs import _ints, build_base, nothing_found, parse_reference
     from trainsim.search.core import search
 
     _defaults_from_config(config, opts, wd)
@@ -399,7 +399,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
 def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
           run: bool, progress: Progress) -> Output | None:
     from trainsim.search.capacity import EnergyModel, plan
-    from trainsim.search.cli import build_base
+    from trainsim.search.cli_inputs import build_base
     from trainsim.search.whatif import parse_number
 
     _defaults_from_config(config, opts, wd)
