@@ -17,7 +17,7 @@ from outside trainsim (20th session, fuzz7).
 - ``multimodal``: 4 Hugging Face configs wrapped as a composite's ``text_config`` (transformers'
   ``Llama4Config``, ``Gemma3Config``...): the same model as the text config alone, and a
   warning; a composite with a top-level layer count read as before.
-- ``kvheads``: the 7 frameworks whose source was read (``SPLITS``, with its citations) x tp in
+- ``kvheads``: the 8 frameworks whose source was read (``SPLITS``, with its citations) x tp in
   1, 2, 4, 8, 16 x KV heads in 1, 2, 4, 8: refused exactly where that source splits the KV heads
   (tp must divide them). The other profiles have no oracle outside trainsim and are not judged.
 
@@ -301,12 +301,14 @@ def multimodal_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
 # ------------------------------------------------------------------------------ kvheads
 
 SPLITS = {"torchtitan": True, "megatron-deepspeed": True, "nemo": True, "mlperf-nemo": True,
+          "automodel": True,
           "megatron-core": False, "megatron-lm": False, "megatron-bridge": False}
 """Whether each framework's latest profiled release needs tp to divide the KV heads, from its
 source: torchtitan (apply_tp: n_kv_heads // tp, @258f6082; a config error since fa8e6ccc9,
 #2577), Megatron-DeepSpeed (transformer.py divide(num_key_value_heads, world_size), @f4157bea),
 NeMo and MLPerf NeMo (Megatron-core before core_v0.16.0: attention.py divide(num_query_groups,
-tp)); Megatron-core from core_v0.16.0 (#2565), Megatron-LM from 2025-12-07 and Megatron-Bridge
+tp)), NeMo Automodel (parallelizer.py validate_tp_mesh asserts num_key_value_heads % tp == 0,
+v0.1.0 to v0.5.0); Megatron-core from core_v0.16.0 (#2565), Megatron-LM from 2025-12-07 and Megatron-Bridge
 26.02 give each rank one query group when they are fewer. Other frameworks: not judged (their
 only oracle would be the profile's ``kv_heads_split``, the code under test)."""
 

@@ -99,6 +99,20 @@ def test_tp_beyond_the_kv_heads_is_refused_where_the_framework_splits_them():
              parallel={"tp": 4})
 
 
+@pytest.mark.parametrize("version", ["0.1", "0.5"])
+def test_automodel_tp_must_divide_the_kv_heads(version):
+    """NeMo Automodel's validate_tp_mesh asserts num_key_value_heads % tp == 0 before its TP
+    plan shards k_proj and v_proj column-wise (parallelizer.py, v0.1.0 to v0.5.0): tp 8 over 4
+    KV heads is refused naming the field, with no later release to point at; tp 4 splits
+    them."""
+    with pytest.raises(ConfigError, match=r"parallel.tp=8 does not divide model.num_kv_heads=4: "
+                                          rf"automodel {version} splits the KV heads over tp; "
+                                          r"choose a tp dividing 4$"):
+        _cfg(parallel={"tp": 8}, framework="automodel", framework_version=version)
+    cfg = _cfg(parallel={"tp": 4}, framework="automodel", framework_version=version)
+    assert cfg.parallel.kv_heads_split is True
+
+
 @pytest.mark.parametrize("framework, refused, accepted", [
     ("megatron-core", "0.15", "0.16"),           # f7dfb99795 first in core_v0.16.0
     ("megatron-bridge", "25.11", "26.02"),       # v0.3.0's pin b0cc2706 holds it
