@@ -55,6 +55,12 @@ PUBLISHED = {
     "mistral-large-2": ("123B", None, "Mistral Large 2 announcement"),
     "gemma-2b": ("2,506,172,416", None, "keras-hub gemma_2b_en preset"),
     "gemma-7b": ("8,537,680,896", None, "keras-hub gemma_7b_en preset"),
+    # keras-team/keras-hub@cf8818bc keras_hub/src/models/gemma/gemma_presets.py and
+    # @00d9f10a keras_hub/src/models/gemma3/gemma3_presets.py "params"
+    "gemma-2-2b": ("2,614,341,888", None, "keras-hub gemma2_2b_en preset"),
+    "gemma-2-9b": ("9,241,705,984", None, "keras-hub gemma2_9b_en preset"),
+    "gemma-2-27b": ("27,227,128,320", None, "keras-hub gemma2_27b_en preset"),
+    "gemma-3-1b": ("999,885,952", None, "keras-hub gemma3_1b preset"),
     "phi-3-mini": ("3,821,079,552", None, "keras-hub phi3_mini_4k_instruct_en preset"),
     "phi-3-medium": ("14B", None, "Phi-3 (arXiv:2404.14219) §2"),
     "gpt-neox-20b": ("20,554,567,680", None, "GPT-NeoX-20B (arXiv:2204.06745) Table 1"),
@@ -114,13 +120,11 @@ def documented_gap(name: str, m) -> float:
     """Parameters the checkpoint has and the preset leaves out by its documented choice (the
     published count minus trainsim's), by hand from the preset's shape:
     Qwen2 attention's q/k/v biases (the presets keep add_bias_linear false: qwen2.5-*.yaml),
-    h + 2 x kv_heads x head_dim per layer; Qwen3's q/k RMSNorm weights (qk_layernorm, not in
-    ``total_params``), 2 x head_dim per layer; OLMo-1B's weightless LayerNorms, which
-    trainsim counts as 2h each (olmo-1b.yaml), 2 per layer and the final one."""
+    h + 2 x kv_heads x head_dim per layer; OLMo-1B's weightless LayerNorms, which
+    trainsim counts as 2h each (olmo-1b.yaml), 2 per layer and the final one. (Qwen3's q/k
+    RMSNorm weights, 2 x head_dim per layer, are in ``total_params`` since 2026-11-25.)"""
     if name.startswith("qwen2.5-"):
         return m.num_layers * (m.hidden_size + 2 * m.kv_heads * m.kv_channels)
-    if name.startswith("qwen3-") and m.qk_layernorm:
-        return m.num_layers * 2 * m.kv_channels
     if name == "olmo-1b":
         return -(2 * m.num_layers + 1) * 2 * m.hidden_size
     return 0.0

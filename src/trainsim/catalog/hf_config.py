@@ -74,6 +74,20 @@ told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743),
 config.json files leave that key out."""
 
 
+POST_SUBLAYER_NORM_MODEL_TYPES = ("gemma2", "gemma3", "gemma3_text")
+"""Model types whose decoder layer norms each sublayer's output too (four RMSNorms a layer:
+transformers 5.24.0 modeling_gemma2.py ``Gemma2DecoderLayer`` lines 291-295,
+modeling_gemma3.py ``Gemma3DecoderLayer`` lines 367-370); their config.json names no key for
+it (``ModelConfig.post_sublayer_norm``)."""
+
+
+QK_NORM_MODEL_TYPES = ("gemma3", "gemma3_text", "qwen3", "qwen3_moe")
+"""Model types whose attention norms each head's queries and keys over ``head_dim`` whatever
+the config.json says (transformers 5.24.0 modeling_gemma3.py lines 310-311, modeling_qwen3.py
+lines 229-230, modeling_qwen3_moe.py lines 147-148); GLM-4.5's config.json says so by
+``use_qk_norm`` (configuration_glm4_moe.py, default False)."""
+
+
 SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
 """Model types whose config.json gives a ``sliding_window`` that only some layers use, and the
 period N of their local:global pattern when the file lists no ``layer_types``: every N-th
@@ -144,6 +158,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         softmax_type="learnable" if cfg.get("model_type") == "gpt_oss" else "vanilla",
         rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
         else None,
+        post_sublayer_norm=model_type in POST_SUBLAYER_NORM_MODEL_TYPES,
+        qk_layernorm=model_type in QK_NORM_MODEL_TYPES
+        or _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm"),
     )
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):
@@ -205,8 +222,8 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
                       "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
 
 
-__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "SLIDING_WINDOW_PATTERN", "model_from_hf_config",
-           "text_model"]
+__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "POST_SUBLAYER_NORM_MODEL_TYPES",
+           "QK_NORM_MODEL_TYPES", "SLIDING_WINDOW_PATTERN", "model_from_hf_config", "text_model"]
 
 
 def _missing_hint(where: str) -> str:

@@ -71,6 +71,17 @@ class ModelConfig:
     qk_layernorm: bool = False
     """Per-head norms of the queries and keys before RoPE (Megatron ``--qk-layernorm``;
     Qwen3's and OLMo 2's ``q_norm``/``k_norm``)."""
+    post_sublayer_norm: bool = False
+    """A norm on the output of each sublayer too, before its residual add: four hidden-size
+    norms per layer (input, post-attention, pre-MLP, post-MLP) where a pre-norm layer has two.
+    Gemma 2 and 3 (Hugging Face transformers 5.24.0 models/gemma2/modeling_gemma2.py
+    ``Gemma2DecoderLayer.__init__`` lines 291-295: ``input_layernorm``,
+    ``post_attention_layernorm``, ``pre_feedforward_layernorm``, ``post_feedforward_layernorm``;
+    gemma3/modeling_gemma3.py lines 367-370 the same); Megatron-Bridge runs the two extra ones
+    as a norm after the row-parallel output projection and fc2
+    (NVIDIA-NeMo/Megatron-Bridge@355cef45 src/megatron/bridge/models/gemma/gemma3_provider.py
+    ``gemma3_layer_spec``: ``linear_proj=TERowParallelLinearLayerNorm  # post attn RMSNorm``,
+    ``linear_fc2=TERowParallelLinearLayerNorm  # post mlp RMSNorm``)."""
     parallel_block: bool = False
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
     sliding_window: int | None = None
@@ -205,6 +216,10 @@ class ModelConfig:
                 raise ConfigError(f"model.{given[0]}={getattr(self, given[0])!r} is a "
                                   "mixture-of-experts setting but the model is dense; set "
                                   "model.num_experts too, or leave it out")
+        if self.post_sublayer_norm and self.parallel_block:
+            raise ConfigError("model.post_sublayer_norm needs sequential sublayers: a parallel "
+                              "block (model.parallel_block) adds attention and MLP outputs "
+                              "from one norm; set one of them false")
         for name in ("attention_dropout", "hidden_dropout"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"model.{name}={getattr(self, name)} must be in [0, 1)")

@@ -134,6 +134,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     # replicated over TP unless sequence parallel: two norm inputs, QKV and FC1 inputs, masks
     # (a parallel block has one norm whose output feeds both QKV and FC1, and one mask)
     per_token = (2 + x + mask) if m.parallel_block else (2 + x + mask + 2 + x + mask)
+    if m.post_sublayer_norm:  # each post-sublayer norm keeps its 16-bit input (Gemma 2/3)
+        per_token += 2 * 2
     shared = T * h * per_token / shared_div
     # sharded over TP: Q, K, V, attention output (out-proj input), MLP intermediates
     mlp_inner = _inner_bytes(cfg, f)

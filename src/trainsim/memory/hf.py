@@ -47,4 +47,8 @@ def hf_layer_bytes(cfg: RunConfig) -> float:
         + per["f"] * m.ffn_size / p.tp
     if m.qk_layernorm:
         width += per["qk_norm"] * (q + kv)
+    if m.post_sublayer_norm:  # Gemma 2/3's post-attention and post-feedforward norms
+        # feed the residual add, which saves nothing: each keeps what a q/k norm (whose
+        # output RoPE reads without saving it) keeps per element
+        width += 2 * per["qk_norm"] * m.hidden_size
     return tokens * width

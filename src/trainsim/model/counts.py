@@ -41,6 +41,12 @@ def norm_params(m: ModelConfig) -> int:
     return m.hidden_size * (2 if m.normalization == "layernorm" else 1)
 
 
+def layer_norms(m: ModelConfig) -> int:
+    """Hidden-size norms of one transformer layer: the input and pre-MLP norms, and with
+    ``post_sublayer_norm`` the post-attention and post-MLP ones (Gemma 2/3: four)."""
+    return 4 if m.post_sublayer_norm else 2
+
+
 def expert_params(m: ModelConfig) -> int:
     """Routed-expert parameters of one MoE layer (all experts)."""
     return (m.num_experts or 0) * mlp_params(m, m.expert_ffn_size)
@@ -52,13 +58,27 @@ def moe_dense_params(m: ModelConfig) -> int:
     return m.hidden_size * (m.num_experts or 0) + (mlp_params(m, shared) if shared else 0)
 
 
+def qk_norm_params(m: ModelConfig) -> int:
+    """Weights of the per-head query and key norms (``qk_layernorm``): one norm over the head
+    width each, shared by the heads (Megatron-core's ``q_layernorm``/``k_layernorm``, built with
+    ``hidden_size=self.hidden_size_per_attention_head`` in NVIDIA/Megatron-LM
+    megatron/core/transformer/attention.py ``SelfAttention.__init__``; Qwen3's and Gemma 3's
+    ``q_norm``/``k_norm`` over ``head_dim``, transformers 5.24.0 modeling_qwen3.py lines
+    229-230, modeling_gemma3.py lines 310-311). OLMo 2 norms the whole query and key widths
+    instead (modeling_olmo2.py lines 213-214): counted per head here, 2 (q + kv - 2 d) fewer
+    weights a layer. MLA's latent norms are in ``attention_params``."""
+    if not m.qk_layernorm or m.is_mla:
+        return 0
+    return 2 * m.kv_channels * (2 if m.normalization == "layernorm" else 1)
+
+
 _LAYER_PARAMS: dict[tuple[int, bool], tuple[ModelConfig, int]] = {}
 """layer_params by (model identity, routed experts), each kept with its (frozen) model so an
 identity is never reused while kept: a search asks it of one model ~50,000 times."""
 
 
 def layer_params(m: ModelConfig, index: int = 0) -> int:
-    """Parameters of transformer layer ``index`` (two norms, attention, MLP or MoE block)."""
+    """Parameters of transformer layer ``index`` (its norms, attention, MLP or MoE block)."""
     moe = m.is_moe_layer(index)
     hit = _LAYER_PARAMS.get((id(m), moe))
     if hit is not None and hit[0] is m:
@@ -66,7 +86,7 @@ def layer_params(m: ModelConfig, index: int = 0) -> int:
     if len(_LAYER_PARAMS) >= 4096:
         _LAYER_PARAMS.clear()
     ffn = moe_dense_params(m) + expert_params(m) if moe else mlp_params(m)
-    n = attention_params(m) + ffn + 2 * norm_params(m)
+    n = attention_params(m) + ffn + layer_norms(m) * norm_params(m) + qk_norm_params(m)
     _LAYER_PARAMS[(id(m), moe)] = (m, n)
     return n
 
@@ -88,7 +108,10 @@ def layer_tensors(m: ModelConfig, index: int = 0) -> list[tuple[int, bool]]:
     norms = [(h, False)] * (2 if m.normalization == "layernorm" else 1)
     attn = attention_params(m)
     qkv = attention_matrices(m) - m.v_dim * h
-    out: list[tuple[int, bool]] = [(qkv, False), (m.v_dim * h, False), *norms, *norms]
+    out: list[tuple[int, bool]] = [(qkv, False), (m.v_dim * h, False),
+                                   *norms * layer_norms(m)]
+    if qk_norm_params(m):  # q_norm, k_norm (and their biases for LayerNorm)
+        out += [(m.kv_channels, False)] * (qk_norm_params(m) // m.kv_channels)
     rest = attn - qkv - m.v_dim * h  # biases and MLA's norms
     if rest:
         out.append((rest - (h if bias else 0), False))

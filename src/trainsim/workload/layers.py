@@ -94,6 +94,14 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
+
+    def post_norm(name: str) -> None:
+        # a sublayer's output normed before its residual add (Gemma 2/3, ``post_sublayer_norm``):
+        # after the row-parallel reduction, on the rank's rows (Megatron-Bridge's
+        # TERowParallelLinearLayerNorm; HF's post_attention/post_feedforward_layernorm); it
+        # reads the linear's 16-bit output, not the (autocast fp32) residual stream
+        if m.post_sublayer_norm:
+            ops.append(norm_op(name, m.normalization, nt * h, norm))
     ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes))
     if not (m.is_mla and sh.mla_local_down):  # else the compressed latents are gathered
         tp_enter(ops, sh, h, "attn")
@@ -179,6 +187,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     bias_add(ops, sh, "proj", "out_proj", nt, h)  # after the reduction (RowParallelLinear)
     if parallel:
         bias_add(ops, sh, "fc2", "fc2", nt, h)
+    post_norm("post_attn_norm")
     ops.append(residual("attn_bias_dropout_add"))
     if parallel:
         return ops
@@ -186,12 +195,14 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     ops.append(norm_op("mlp_norm", m.normalization, nt * h, norm, sh.stream_bytes))
     if moe:
         moe_block(ops, cfg, sh)
+        post_norm("post_mlp_norm")
         ops.append(residual("mlp_bias_dropout_add"))
         return ops
     tp_enter(ops, sh, h, "mlp")
     mlp()
     tp_exit(ops, sh, h, "mlp")
     bias_add(ops, sh, "fc2", "fc2", nt, h)
+    post_norm("post_mlp_norm")
     ops.append(residual("mlp_bias_dropout_add"))
     return ops
 

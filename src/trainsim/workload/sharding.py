@@ -357,9 +357,10 @@ def _module_order(cfg: RunConfig, i: int) -> list[float]:
     """Elements of layer ``i``'s parameter tensors on this rank in the order the module
     registers them, as a FlatParameter lays them end to end: the first norm, the QKV weight and
     bias, the output projection's, the second norm, fc1's, fc2's (GPT-2, MPT, Megatron's
-    ``TransformerLayer``). Other layers (MoE, MLA, QK norms) keep ``layer_tensors``' order."""
+    ``TransformerLayer``). Other layers (MoE, MLA, QK or post-sublayer norms) keep
+    ``layer_tensors``' order."""
     m, tp = cfg.model, cfg.parallel.tp
-    if m.is_mla or m.is_moe_layer(i) or m.qk_layernorm:
+    if m.is_mla or m.is_moe_layer(i) or m.qk_layernorm or m.post_sublayer_norm:
         return [n for n, _ in _rank_tensors(cfg, [i])]
     h, f = m.hidden_size, m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2
