@@ -32,10 +32,20 @@ def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
     class's defaults (``TEXT_CONFIG_DEFAULTS``; not the composite's keys), and says so in a
     warning: the vision encoder and projector are not simulated."""
     text = cfg.get("text_config")
-    if not isinstance(text, dict) or any(k in cfg for k in LAYER_KEYS):
-        return cfg, str(path)
     kind = cfg.get("model_type") or "multimodal"
+    if not isinstance(text, dict) or (any(k in cfg for k in LAYER_KEYS)
+                                      and kind not in TEXT_CONFIG_WINS):
+        if isinstance(cfg.get("vision_config"), dict):  # a flat composite (older Qwen2.5-VL)
+            warnings.warn(f"{path}: a multimodal {kind} config; trainsim simulates its language "
+                          "model, read from the top level (its image tokens and its "
+                          "vision_config encoder are not simulated)", TrainsimWarning,
+                          stacklevel=3)
+        return cfg, str(path)
     text = {**TEXT_CONFIG_DEFAULTS.get(str(kind), {}), **text}
+    if "tie_word_embeddings" not in text and "tie_word_embeddings" in cfg:
+        # transformers v5 ties by the outer config (Qwen2_5_VLConfig.tie_word_embeddings,
+        # Llama4Config's own field)
+        text["tie_word_embeddings"] = cfg["tie_word_embeddings"]
     if not text.get("_name_or_path") and cfg.get("_name_or_path"):
         text["_name_or_path"] = cfg["_name_or_path"]
     if "model_type" not in text and "model_type" in cfg:  # gemma3: GATED_MODEL_TYPES
@@ -53,6 +63,20 @@ TEXT_CONFIG_DEFAULTS: dict[str, dict[str, Any]] = {
                "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
                "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "attention_bias": False,
                "attention_dropout": 0.0, "sliding_window": 4096},
+    "llama4": {"model_type": "llama4_text", "vocab_size": 202_048, "hidden_size": 5120,
+               "intermediate_size": 8192, "intermediate_size_mlp": 16_384,
+               "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8,
+               "head_dim": 128, "hidden_act": "silu", "max_position_embeddings": 131_072,
+               "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "attention_dropout": 0.0,
+               "num_experts_per_tok": 1, "num_local_experts": 16,
+               "interleave_moe_layer_step": 1, "attention_chunk_size": 8192,
+               "attention_bias": False},
+    "qwen2_5_vl": {"model_type": "qwen2_5_vl_text", "vocab_size": 152_064, "hidden_size": 8192,
+                   "intermediate_size": 29_568, "num_hidden_layers": 80,
+                   "num_attention_heads": 64, "num_key_value_heads": 8, "hidden_act": "silu",
+                   "max_position_embeddings": 32_768, "rms_norm_eps": 1e-5,
+                   "use_sliding_window": False, "sliding_window": 4096,
+                   "max_window_layers": 80, "attention_dropout": 0.0},
 }
 """A composite config.json writes its ``text_config`` as a diff: ``PretrainedConfig.to_diff_dict``
 drops every field equal to the text config class's default, so the file leaves out what the
@@ -60,9 +84,19 @@ class supplies (gemma-3's text_config names no vocab_size, rms_norm_eps nor
 max_position_embeddings). The fields trainsim reads, per composite ``model_type``, as the text
 config class defaults them: Gemma3TextConfig (transformers 5.24.0 from PyPI,
 src/transformers/models/gemma3/configuration_gemma3.py lines 73-93: vocab_size 262_208 ...
-sliding_window 4096; ``Gemma3Config.sub_configs`` text_config = Gemma3TextConfig). A composite
-not in this table is read from what its text_config names; a missing field is refused with a
-hint (``_missing``)."""
+sliding_window 4096; ``Gemma3Config.sub_configs`` text_config = Gemma3TextConfig);
+Llama4TextConfig (configuration_llama4.py, the class fields ``vocab_size: int = 202048`` ...
+``attention_bias: bool = False``); Qwen2_5_VLTextConfig (configuration_qwen2_5_vl.py,
+``vocab_size: int = 152064`` ... ``attention_dropout = 0.0``). A composite not in this table is
+read from what its text_config names; a missing field is refused with a hint (``_missing``)."""
+
+
+TEXT_CONFIG_WINS = ("qwen2_5_vl", "qwen2_vl")
+"""Composites whose language model is read from ``text_config`` whenever the file has one,
+even beside text fields at the top level: Qwen2_5_VLConfig pops the top-level text fields into
+a text config only ``if self.text_config is None`` ("Hub configs are saved as flat dicts",
+transformers 5.24.0 configuration_qwen2_5_vl.py ``Qwen2_5_VLConfig.__post_init__``; Qwen2-VL
+the same). Older Qwen2.5-VL files are flat and read from the top level."""
 
 
 GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
@@ -85,10 +119,12 @@ QK_NORM_MODEL_TYPES = ("gemma3", "gemma3_text", "qwen3", "qwen3_moe")
 """Model types whose attention norms each head's queries and keys over ``head_dim`` whatever
 the config.json says (transformers 5.24.0 modeling_gemma3.py lines 310-311, modeling_qwen3.py
 lines 229-230, modeling_qwen3_moe.py lines 147-148); GLM-4.5's config.json says so by
-``use_qk_norm`` (configuration_glm4_moe.py, default False)."""
+``use_qk_norm`` (configuration_glm4_moe.py, default False), as does Command R+ (model type
+cohere, whose ``CohereLayerNorm((heads, head_dim))`` weighs each head apart: counted as one
+shared weight per q/k, (heads + kv_heads - 2) x head_dim fewer a layer)."""
 
 
-SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6}
+SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
 """Model types whose config.json gives a ``sliding_window`` that only some layers use, and the
 period N of their local:global pattern when the file lists no ``layer_types``: every N-th
 layer attends globally, the N-1 before it within the window (Megatron's
@@ -99,7 +135,16 @@ earlier Gemma2Attention set ``sliding_window`` where ``not bool(layer_idx % 2)``
 the file says, so gemma-2-9b's sliding_window 4096 covers 21 of its 42 layers. Gemma 3 reads
 the period from the file's ``sliding_window_pattern`` (default 6: 5 local, 1 global;
 Gemma3TextConfig ``self._sliding_window_pattern = kwargs.get("sliding_window_pattern", 6)``
-and the same ``(i + 1) % pattern`` rule, modular_gemma3.py)."""
+and the same ``(i + 1) % pattern`` rule, modular_gemma3.py). Cohere2 too, default 4 (three
+local, one global: Cohere2Config ``kwargs.pop("sliding_window_pattern", 4)``,
+configuration_cohere2.py; Command R7B)."""
+
+
+PARALLEL_BLOCK_MODEL_TYPES = ("cohere", "cohere2")
+"""Model types whose decoder layer adds attention and MLP of one norm's output to the
+residual, ``residual + hidden_states_attention + hidden_states_mlp`` (transformers 5.24.0
+modeling_cohere.py ``CohereDecoderLayer``, modeling_cohere2.py ``Cohere2DecoderLayer``); their
+config.json names no key for it (``ModelConfig.parallel_block``)."""
 
 
 def model_from_hf_config(path: str | Path) -> ModelConfig:
@@ -159,9 +204,15 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
         else None,
         post_sublayer_norm=model_type in POST_SUBLAYER_NORM_MODEL_TYPES,
-        qk_layernorm=model_type in QK_NORM_MODEL_TYPES
-        or _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm"),
+        # Llama 4's use_qk_norm is a weightless L2 norm on its RoPE layers
+        # (modeling_llama4.py Llama4TextL2Norm): an elementwise op, not priced
+        qk_layernorm=model_type in QK_NORM_MODEL_TYPES or (
+            not model_type.startswith("llama4")
+            and _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm")),
+        parallel_block=model_type in PARALLEL_BLOCK_MODEL_TYPES,
+        attention_chunk_size=_chunk_size(cfg, where),
     )
+    _max_window_layers(cfg, fields, where)
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):
             raise ConfigError(f"{where}: layer_types must be a list of names")
@@ -187,6 +238,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       moe_shared_expert_intermediate_size=shared,
                       moe_layer_freq=get("decoder_sparse_step", "moe_layer_freq", default=1),
                       moe_first_dense_layers=get("first_k_dense_replace", default=0))
+        if model_type.startswith("llama4"):
+            fields.update(_llama4_moe(cfg, fields["num_layers"], where))
     if cfg.get("kv_lora_rank"):  # DeepSeek-V2/V3 multi-head latent attention
         fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
                       qk_head_dim=get("qk_nope_head_dim", default=128),
@@ -194,6 +247,73 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       v_head_dim=get("v_head_dim", default=128), head_dim=None)
     fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
     return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+
+
+def _llama4_moe(cfg: dict[str, Any], layers: Any, where: str) -> dict[str, Any]:
+    """Llama 4's MoE layout (transformers 5.24.0 configuration_llama4.py, modeling_llama4.py):
+    ``moe_layers`` defaults to ``range(interleave_moe_layer_step - 1, num_hidden_layers,
+    interleave_moe_layer_step)`` (Scout 1: every layer; Maverick 2: every second, from the
+    second), Megatron's ``moe_first_dense_layers`` step - 1 and ``moe_layer_freq`` step; the
+    dense layers' MLP is ``intermediate_size_mlp`` wide (``Llama4TextMLP(config,
+    intermediate_size=config.intermediate_size_mlp)``), each expert and the one shared expert
+    ``intermediate_size`` (``Llama4TextMoe.shared_expert = Llama4TextMLP(config)``). An
+    explicit ``moe_layers`` that is not such a pattern is refused."""
+    step = _positive_int(cfg.get("interleave_moe_layer_step", 1),
+                         f"{where}: interleave_moe_layer_step")
+    width = cfg.get("intermediate_size")
+    out = {"moe_layer_freq": step, "moe_first_dense_layers": step - 1,
+           "moe_ffn_hidden_size": width, "moe_shared_expert_intermediate_size": width}
+    if cfg.get("intermediate_size_mlp") is not None:
+        out["ffn_hidden_size"] = cfg["intermediate_size_mlp"]
+    listed = cfg.get("moe_layers")
+    if listed is not None and isinstance(layers, int) and (
+            not isinstance(listed, list) or listed != list(range(step - 1, layers, step))):
+        raise ConfigError(f"{where}: moe_layers must list every interleave_moe_layer_step-th "
+                          f"layer from layer {step - 1} ({list(range(step - 1, layers, step))[:4]}"
+                          " ...); trainsim models a first dense stretch, then every N-th layer "
+                          "MoE, only")
+    return out
+
+
+def _chunk_size(cfg: dict[str, Any], where: str) -> int | None:
+    """Llama 4's ``attention_chunk_size`` where some layer is chunked: its RoPE layers
+    (``no_rope_layers[i]`` 1) are "chunked_attention" (Llama4TextConfig ``layer_types``), or
+    the file's ``layer_types`` says so; None without a chunk or a chunked layer."""
+    chunk = cfg.get("attention_chunk_size")
+    if chunk is None:
+        return None
+    types = cfg.get("layer_types")
+    if isinstance(types, list):
+        chunked = "chunked_attention" in types
+    else:
+        rope = cfg.get("no_rope_layers")
+        chunked = not isinstance(rope, list) or not rope or any(rope)
+    return _positive_int(chunk, f"{where}: attention_chunk_size") if chunked else None
+
+
+MAX_WINDOW_LAYERS_MODEL_TYPES = ("qwen2", "qwen3", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl",
+                                 "qwen2_5_vl_text")
+
+
+def _max_window_layers(cfg: dict[str, Any], fields: dict[str, Any], where: str) -> None:
+    """Qwen2-family windows: layer i is sliding where ``sliding_window is not None and i >=
+    max_window_layers`` (transformers 5.24.0 configuration_qwen2_5_vl.py
+    ``Qwen2_5_VLTextConfig.__post_init__``; Qwen2Config, Qwen3Config, Qwen2-VL the same;
+    ``MAX_WINDOW_LAYERS_MODEL_TYPES``; Qwen2-MoE has a rule of its own) when the file lists no
+    ``layer_types``: none windowed from ``max_window_layers >= layers``, all from 0; a split
+    between is no ``window_attn_skip_freq`` pattern and is refused naming the field."""
+    limit, layers = cfg.get("max_window_layers"), fields.get("num_layers")
+    if str(cfg.get("model_type", "")) not in MAX_WINDOW_LAYERS_MODEL_TYPES or limit is None or fields.get("sliding_window") is None or not isinstance(layers, int) \
+            or isinstance(cfg.get("layer_types"), list):
+        return
+    limit = 0 if limit == 0 and not isinstance(limit, bool) else \
+        _positive_int(limit, f"{where}: max_window_layers")
+    if limit >= layers:
+        fields["sliding_window"] = None
+    elif limit > 0:
+        raise ConfigError(f"{where}: max_window_layers={limit} windows layers {limit} to "
+                          f"{layers - 1} only; trainsim windows every layer or every N-th one "
+                          f"(set use_sliding_window false, or max_window_layers 0 or {layers})")
 
 
 def _hf_switch(value: Any, default: bool, where: str) -> bool:
@@ -222,8 +342,9 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
                       "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
 
 
-__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "POST_SUBLAYER_NORM_MODEL_TYPES",
-           "QK_NORM_MODEL_TYPES", "SLIDING_WINDOW_PATTERN", "model_from_hf_config", "text_model"]
+__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "PARALLEL_BLOCK_MODEL_TYPES",
+           "POST_SUBLAYER_NORM_MODEL_TYPES", "QK_NORM_MODEL_TYPES", "SLIDING_WINDOW_PATTERN",
+           "TEXT_CONFIG_WINS", "model_from_hf_config", "text_model"]
 
 
 def _missing_hint(where: str) -> str:

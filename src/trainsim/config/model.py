@@ -86,6 +86,12 @@ class ModelConfig:
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
+    attention_chunk_size: int | None = None
+    """Chunked attention (Llama 4's ``attention_chunk_size``, 8192): a token attends only
+    within its chunk of this many positions on the chunked layers. A sequence no longer than
+    the chunk is one chunk, attended as by full causal attention, which is how trainsim runs
+    it; a longer one is refused (``RunConfig``): chunked attention is not modelled. None =
+    no chunking."""
     window_attn_skip_freq: int | None = None
     """With a sliding window, every N-th layer keeps full attention (Megatron-core's
     ``window_attn_skip_freq``: N-1 windowed layers, then a full one). GPT-OSS alternates, N=2;
@@ -155,6 +161,7 @@ class ModelConfig:
                          max_position_embeddings=self.max_position_embeddings,
                          sliding_window=self.sliding_window,
                          window_attn_skip_freq=self.window_attn_skip_freq,
+                         attention_chunk_size=self.attention_chunk_size,
                          activation_clamp=self.activation_clamp)
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ConfigError(

@@ -52,6 +52,12 @@ class RunConfig:
         problem = kv_heads_problem(p.tp, m.kv_heads, p.kv_heads_split, where, t.framework)
         if problem:  # config.validity.kv_heads_fit: Megatron-core splits the query groups
             raise ConfigError(f"parallel.{problem}")
+        if m.attention_chunk_size is not None and t.seq_length > m.attention_chunk_size:
+            raise ConfigError(f"training.seq_length={t.seq_length} exceeds model."
+                              f"attention_chunk_size={m.attention_chunk_size}: chunked "
+                              "attention (Llama 4) over more than one chunk is not modelled; "
+                              "use a seq_length up to the chunk (one chunk: full causal "
+                              "attention), or attention_chunk_size=null for full attention")
         problem = te_ring_window_problem(p.cp, p.cp_comm_type, t.attention, p.cp_te_ring,
                                          m.sliding_window)
         if problem:
