@@ -1,0 +1,60 @@
+"""Plain-PyTorch (framework ``pytorch``) training rows from fms-fsdp's README
+(benchmarks/training_pytorch.csv, issue 17): the file's format, its conversions and that every
+row is simulated."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from helpers import check_extra_training_file, check_validates_with_no_failed_row, training_rows
+
+from trainsim.catalog.frameworks import framework_profile
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTORCH = ROOT / "benchmarks" / "training_pytorch.csv"
+
+
+def test_pytorch_file_has_the_public_header_and_plain_pytorch_rows():
+    for r in check_extra_training_file(PYTORCH, min_rows=20):
+        assert r["framework"] == "pytorch" and r["framework_version"] in ("2.3", "2.4"), r["id"]
+        assert "foundation-model-stack/fms-fsdp README.md @ " in r["source"]
+        assert r["zero_stage"] == "3" and r["tp"] == r["pp"] == "1" and r["dtype"] == "bf16"
+        assert ("compile" in r["options"].split(";")) == r["id"].endswith("-compile")
+
+
+def test_iteration_time_is_batch_tokens_over_published_tokens_per_gpu():
+    """No gradient accumulation: global batch = per-GPU batch x GPUs, and one iteration is
+    per-GPU batch x 4096 tokens at the published tokens/s/GPU."""
+    for r in training_rows(PYTORCH):
+        tps = float(re.match(r"published (\d+) tokens/s/GPU", r["note"]).group(1))
+        mb = int(r["micro_batch_size"])
+        assert int(r["global_batch_size"]) == mb * int(r["num_gpus"])
+        assert r["seq_length"] == "4096"
+        assert abs(float(r["measured_iteration_s"]) - mb * 4096 / tps) < 1e-4, r["id"]
+
+
+def test_recomputed_blocks_follow_the_published_hfu_over_mfu():
+    """A recomputed forward adds a third of the forward+backward FLOPs: p = 3 (HFU/MFU - 1) of
+    the blocks (hand check: 13B A100 0.69/0.61 -> p 0.39 -> 16 of 40)."""
+    checked = 0
+    for r in training_rows(PYTORCH):
+        m = re.search(r"MFU ([\d.]+) HFU ([\d.]+) give p", r["note"])
+        if not m or not r["recompute_num_layers"]:
+            continue
+        p = 3 * (float(m.group(2)) / float(m.group(1)) - 1)
+        layers = {"llama2-13b": 40, "codellama-34b": 48, "llama2-70b": 80}[r["model"]]
+        assert int(r["recompute_num_layers"]) == round(p * layers), r["id"]
+        checked += 1
+    assert checked == 4
+
+
+def test_profile_runs_these_rows_with_fsdp1_and_sdpa():
+    for version in ("2.3", "2.4"):
+        prof = framework_profile("pytorch", version)
+        assert prof.defaults["zero_stage_engines"]["3"] == "fsdp1"
+        assert prof.defaults["attention"] == "sdpa"
+
+
+def test_pytorch_file_validates_with_no_failed_row():
+    check_validates_with_no_failed_row(PYTORCH)
