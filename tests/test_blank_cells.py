@@ -63,16 +63,45 @@ def test_fsdp_profile_stage_applies_whatever_distributed_optimizer_says(flag):
         assert engine is None or parallel["data_parallel_impl"] == engine
 
 
-@pytest.mark.parametrize("stage,engine", [("", "ddp"), ("0", "ddp"), ("2", "fsdp1"),
-                                          ("3", "fsdp1")])
+@pytest.mark.parametrize("stage,engine", [("0", "ddp"), ("2", "fsdp1"), ("3", "fsdp1")])
 def test_plain_pytorch_zero_stage_selects_its_engine(stage, engine):
     """A plain PyTorch loop: DDP unsharded; ZeRO-2 = FSDP SHARD_GRAD_OP, ZeRO-3 = FSDP FULL_SHARD
     (PyTorch docs, torch.distributed.fsdp.ShardingStrategy), one unit per decoder block."""
     _, cfg = _validated(framework="pytorch", zero_stage=stage)
     assert cfg.parallel.data_parallel_impl == engine
-    assert cfg.parallel.zero_stage == (int(stage) if stage else 0)
+    assert cfg.parallel.zero_stage == int(stage)
     if engine == "fsdp1":
         assert cfg.parallel.zero3_gather == "per_block"
+
+
+def test_plain_pytorch_empty_zero_stage_is_the_fastest_engine_that_fits():
+    """A plain PyTorch row that does not say whether it ran DDP or FSDP: its authors chose, so
+    the tuner keeps the fastest of the stages the loop runs (0 DDP, 2 and 3 FSDP) that fits.
+    Llama 2 7B under DDP holds about 22 bytes a parameter (145 GiB here): not on an 80 GB
+    H100, so one of the FSDP stages, whichever the same row with that stage stated runs
+    faster."""
+    res, cfg = _validated(framework="pytorch", zero_stage="")
+    stated = {s: _validated(framework="pytorch", zero_stage=s)[0] for s in ("0", "2", "3")}
+    hbm_gib = cfg.cluster.gpu.hbm_bytes / 2**30
+    fitting = {s: r.predicted for s, r in stated.items() if r.predicted_memory_gib <= hbm_gib}
+    assert "0" not in fitting and fitting
+    best = min(fitting, key=fitting.get)
+    assert res.chosen["zero_stage"] == int(best)
+    assert cfg.parallel.zero_stage == int(best) and cfg.parallel.data_parallel_impl == "fsdp1"
+    assert res.predicted == pytest.approx(fitting[best])
+
+
+def test_empty_zero_stage_is_tuned_only_where_the_user_picks_the_engine():
+    """Only a framework with several engines by stage and no stage of its own (the plain
+    PyTorch loop) tunes an empty zero_stage; FSDP frameworks keep their own stage and
+    Megatron keeps its DDP / distributed-optimizer choice."""
+    from trainsim.catalog.frameworks import framework_profile
+    from trainsim.validate.row_settings import user_zero_stages
+
+    assert user_zero_stages(framework_profile("pytorch", "2.4")) == [0, 2, 3]
+    assert user_zero_stages(framework_profile("pytorch", "1.11")) == []  # no FSDP stages yet
+    for name in ("torchtitan", "megatron-core", "llm-foundry"):
+        assert user_zero_stages(framework_profile(name, None)) == []
 
 
 def test_zero_stages_change_the_plain_pytorch_memory():

@@ -292,6 +292,12 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         # the framework leaves TP overlap to each recipe: the authors chose it (it needs
         # sequence parallelism, ``with_choice``)
         unknown["tp_comm_overlap"] = [False, True]
+    if _cell(row, "zero_stage") is None and (stages := user_zero_stages(profile)):
+        # a plain PyTorch loop wraps the model in the engine its user picks (DDP, FSDP
+        # SHARD_GRAD_OP or FULL_SHARD: profile ``zero_stage_engines``); a row that does not say
+        # which: the authors chose, so the fastest that fits (an empty cell is the authors'
+        # choice, README), DDP first
+        unknown["zero_stage"] = stages
     if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0") \
             and (profile is None or profile.defaults.get("zero_stage") is None):
         # Megatron's choice between its DDP and its distributed optimizer (ZeRO-1); a framework
@@ -300,6 +306,23 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+def user_zero_stages(profile: Any) -> list[int]:
+    """The ZeRO stages a row that names no stage could have run under ``profile``: where the
+    framework has no stage of its own (profile ``zero_stage``) but runs several engines by
+    stage (``zero_stage_engines``: a plain PyTorch loop in DDP, or in FSDP SHARD_GRAD_OP = 2 and
+    FULL_SHARD = 3, torch/distributed/fsdp/api.py ShardingStrategy), its default engine's
+    stages and those; empty where the framework decides (its default applies)."""
+    from trainsim.config.validity import zero_stages
+
+    if profile is None or profile.defaults.get("zero_stage") is not None:
+        return []
+    engines = profile.defaults.get("zero_stage_engines") or {}
+    if not engines:
+        return []
+    default = zero_stages(profile.defaults.get("data_parallel_impl"))
+    return sorted({*default, *(int(k) for k in engines)})
 
 
 def flex_dispatchers(row: dict[str, str], profile: Any) -> list[str]:

@@ -248,13 +248,14 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
     def could_fit(t: int, p: int) -> bool:
         """Whether the layout fits at its least-memory setting (full recompute, the smallest
         micro-batch, the distributed optimizer and sequence parallelism where they are
-        candidates): one that does not cannot fit tuned."""
+        candidates, the most sharded ZeRO stage): one that does not cannot fit tuned."""
         base, unknown = training_base({**row, **cells(t, p)})
         least = {"recompute": "full", "distributed_optimizer": True, "sequence_parallel": True}
         choice = {}
         for k, v in unknown.items():
             if v:
-                choice[k] = min(v) if k == "micro_batch_size" else \
+                choice[k] = min(v) if k == "micro_batch_size" else max(v) if k == "zero_stage" \
+                    else \
                     least[k] if k in least and least[k] in v else v[0]
         try:
             return _fits(run_config_from_dict(with_choice(base, choice)))
