@@ -267,3 +267,20 @@ def test_workers_stop_at_an_error_without_predicting_the_rows_not_started(tmp_pa
         _in_workers(_slow_row, rows, 2, stop, None)
     time.sleep(2.0)  # let what was started finish
     assert len(list(tmp_path.iterdir())) < 12
+
+
+def test_every_column_the_reader_knows_is_documented():
+    """The bundled format notes' column table names every column ``read_rows`` reads (required,
+    shape, count and copied columns: ``ddp_bucket_size`` included)."""
+    from trainsim.validate.row_settings import (
+        COLUMN_FIELDS,
+        COUNT_COLUMNS,
+        SHAPE_COLUMNS,
+        TRAINING_REQUIRED,
+    )
+    documented = set()
+    for line in (BUNDLED_DIR / "README.md").read_text().splitlines():
+        if line.startswith("| ") and line.count("|") >= 3:
+            documented |= {name.strip() for name in line.split("|")[1].split(",")}
+    known = {*COLUMN_FIELDS, *COUNT_COLUMNS, *SHAPE_COLUMNS, *TRAINING_REQUIRED}
+    assert sorted(known - documented) == []
