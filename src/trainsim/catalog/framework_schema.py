@@ -384,8 +384,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "ddp_grad_scale": _nullable(_bool),
     # Megatron-core's distributed optimizer under fp8_param_gather: after the step, one MAX
     # all-reduce of every fp8 weight's amax over the data-parallel group (core_v0.9-0.11
-    # distrib_optimizer.py; core_v0.12+ fp8_utils.quantize_param_shard -> TE
-    # cast_master_weights_to_fp8), ``workload.sharding.fp8_amax_all_reduce``
+    # distrib_optimizer.py _update_fp8_scale_inv_and_amax; core_v0.12+ fp8_utils.
+    # quantize_param_shard -> TE cast_master_weights_to_fp8): ``workload.fp8_gather.
+    # amax_all_reduce_bytes``, ``optimizer_tasks.OptimizerTasks.amax_all_reduces``
     "fp8_param_amax_all_reduce": _nullable(_bool),
     "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
 }
