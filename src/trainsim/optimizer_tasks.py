@@ -12,6 +12,7 @@ from trainsim.catalog.frameworks import framework_supports
 from trainsim.pricing import COMPUTE, OPT, Priced
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
+from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import fsdp_optimizer_pieces, grad_buffer_rest, per_tensor_optimizer
 
 if TYPE_CHECKING:
@@ -95,7 +96,9 @@ class OptimizerTasks:
                 not framework_supports(cfg.training.framework, cfg.training.framework_version,
                                        "fp8_param_amax_all_reduce"):
             return []
-        layers = sum(self.chunks[c * self.pp + s].layers for c in range(self.vpp))
+        ranges = cfg.virtual_ranges  # the rank's own layers: each counted by its kind
+        layers = [i for v in rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
+                  for i in ranges[v]]
         out, dep = [], step
         for nbytes, (_, group, size) in zip(amax_all_reduce_bytes(cfg, layers), self.groups[s]):
             if size > 1 and nbytes > 0:

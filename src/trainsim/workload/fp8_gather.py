@@ -5,6 +5,8 @@ the search's bounds, ``search.layout_costs``) both read."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from trainsim.config import RunConfig
 from trainsim.workload.ops import ACT_BYTES as ACT
 
@@ -57,43 +59,103 @@ def param_gather_width(cfg: RunConfig, params: float, fp8_params: float) -> floa
 
 
 AMAX_BYTES = 4
-"""One fp32 amax per quantized weight tensor (``packed_amaxes``, ``torch.float32``)."""
+"""One fp32 amax per quantized weight tensor or block (``packed_amaxes``, ``torch.float32``)."""
 
 AMAX_PER_TENSOR_RECIPES = frozenset({"delayed", "current"})
 """Recipes with one amax per weight tensor (per-tensor delayed and current scaling)."""
 
+AMAX_BLOCK = 128
+"""Side of a blockwise-scaled weight's square block (Transformer Engine ``Float8BlockQuantizer``
+``block_len``, 128 x 128 blocks for weights: ``block_scaling_dim == 2``)."""
 
-def amax_all_reduce_bytes(cfg: RunConfig, layers: int) -> tuple[float, float]:
+
+def amax_blocks(rows: int, cols: int) -> int:
+    """Amaxes of one blockwise-scaled ``rows x cols`` weight: its rowwise scale shape,
+    ``ceil(rows / 128)`` by ``ceil(cols / 128)`` rounded up to a multiple of 4 (cuBLAS wants
+    the inner dimension padded; TE v2.8 40c69e75 tensor/float8_blockwise_tensor.py
+    ``get_scale_shape`` L137-L145), which ``_cast_master_weights_to_fp8_blockwise_scaling``
+    packs whole."""
+    inner = -(-cols // AMAX_BLOCK)
+    return -(-rows // AMAX_BLOCK) * (-(-inner // 4) * 4)
+
+
+def fp8_weight_shapes(cfg: RunConfig, index: int) -> list[tuple[int, int, float, bool]]:
+    """The fp8 weights of layer ``index`` as one rank holds them, as (rows, columns, copies,
+    routed expert), Megatron's (output, input) layout: the attention's QKV (column-parallel) and
+    output projection (row-parallel), or MLA's query, key/value down and up projections (all
+    TEColumnParallelLinear, Megatron-LM core_v0.12.0 gpt_layer_specs.py L116-L124,
+    multi_latent_attention.py L252-L313) and output projection; a dense MLP's or the shared
+    experts' fc1 (gate and up fused) and fc2 over TP; each of the ``num_experts / ep`` local
+    experts' fc1 and fc2 over expert TP (TE GroupedLinear keeps a weight per GEMM). The router,
+    norms and biases are not quantized."""
+    m, p = cfg.model, cfg.parallel
+    h, tp = m.hidden_size, p.tp
+
+    def cut(n: int, by: int) -> int:
+        return -(-n // by)
+
+    if m.is_mla:
+        heads = m.num_attention_heads
+        q_head = m.qk_head_dim + m.qk_pos_emb_head_dim
+        q = [(cut(heads * q_head, tp), h)] if not m.q_lora_rank else \
+            [(cut(m.q_lora_rank, tp), h), (cut(heads * q_head, tp), m.q_lora_rank)]
+        attn = q + [(cut(m.kv_lora_rank + m.qk_pos_emb_head_dim, tp), h),
+                    (cut(heads * (m.qk_head_dim + m.v_head_dim), tp), m.kv_lora_rank)]
+    else:
+        attn = [(cut(m.q_size + 2 * m.kv_size, tp), h)]
+    out = [(r, c, 1.0, False) for r, c in attn] + [(h, cut(m.v_dim, tp), 1.0, False)]
+    gates = 2 if m.activation == "swiglu" else 1
+
+    def mlp(width: int, by: int, copies: float, expert: bool) -> list:
+        return [(cut(gates * width, by), h, copies, expert), (h, cut(width, by), copies, expert)]
+
+    if not m.is_moe_layer(index):
+        return out + mlp(m.ffn_size, tp, 1.0, False)
+    if m.moe_shared_expert_intermediate_size:
+        out += mlp(m.moe_shared_expert_intermediate_size, tp, 1.0, False)
+    return out + mlp(m.expert_ffn_size, p.etp, (m.num_experts or 0) / p.ep, True)
+
+
+def amax_all_reduce_bytes(cfg: RunConfig, layers: Iterable[int]) -> tuple[float, float]:
     """Bytes of the amax all-reduce that Megatron-core's distributed optimizer runs after every
     step under ``fp8_param_gather`` (profile feature ``fp8_param_amax_all_reduce``), for a rank
-    holding ``layers`` transformer layers: (over the data-parallel group with CP, over the
-    expert-data-parallel group), 0.0 where the run keeps no weights in fp8.
+    holding the transformer layers ``layers`` (global indices): (over the data-parallel group
+    with CP, over the expert-data-parallel group), 0.0 where the run keeps no weights in fp8.
 
-    Once the step has updated the fp32 main shards, ``_copy_main_params_to_model_params``
-    quantizes them into the fp8 weights and packs one amax per fp8 weight into a float32 buffer,
-    all-reduced with MAX over ``self.data_parallel_group`` (NVIDIA/Megatron-LM core_v0.9.0
-    86197976 megatron/core/optimizer/distrib_optimizer.py L1805-L1812, core_v0.11.0 a272a9ab
-    L1896-L1903; from core_v0.12 fp8_utils.py ``quantize_param_shard`` calls Transformer
-    Engine's ``cast_master_weights_to_fp8``, 25.09-alpha.rc1 d3391901 fp8_utils.py L151-L175 and
-    distrib_optimizer.py L2424, whose current-scaling path packs ``len(params)`` amaxes and
-    all-reduces them, TE release_v2.8 40c69e75 transformer_engine/pytorch/tensor/utils.py
-    L250-L279; delayed scaling L201-L206). Every fp8 weight of the rank counts, not only those
-    of its shard (a weight outside the shard adds an amax of 0). Expert weights belong to the
-    expert optimizer, whose data-parallel group is the expert one. A layer's fp8 weights: the
-    attention's QKV and output projections, a dense MLP's fc1 and fc2 (or an MoE layer's shared
-    experts' two), and fc1 and fc2 of each local expert (TE GroupedLinear keeps a weight per
-    GEMM); MLA's extra projections are not counted (a few bytes of a latency-bound message).
-    Per-tensor recipes only: blockwise scaling all-reduces an amax per 128 x 128 block (the same
-    file L368-L409), not priced here."""
-    if not fp8_weights_gathered(cfg) or cfg.training.fp8_recipe not in AMAX_PER_TENSOR_RECIPES:
+    After the step ``step_with_ready_grads`` calls ``_update_fp8_scale_inv_and_amax``, which
+    packs one amax per fp8 weight into a float32 buffer all-reduced with MAX over
+    ``self.data_parallel_group`` (NVIDIA/Megatron-LM core_v0.9.0 1afee592
+    megatron/core/optimizer/distrib_optimizer.py L1773-L1812, called L1824; core_v0.11.0
+    aa6207e2 L1862-L1903, called L1915): the dense optimizer's group is the data-parallel group
+    with CP, the expert optimizer's the expert-data-parallel one (core_v0.9.0
+    optimizer/__init__.py L402, L431). From core_v0.12 fp8_utils.py ``quantize_param_shard``
+    calls Transformer Engine's ``cast_master_weights_to_fp8`` (25.09-alpha.rc1 d3391901
+    fp8_utils.py L151-L175, distrib_optimizer.py L2424), whose current-scaling path packs
+    ``len(params)`` amaxes and all-reduces them (TE release_v2.8 40c69e75
+    transformer_engine/pytorch/tensor/utils.py L250-L279; delayed scaling L201-L206) and whose
+    blockwise path packs every weight's block amaxes (``amax_blocks``) into one buffer and
+    all-reduces it in one call (L335-L409). Every fp8 weight of the rank counts, not only those
+    of its shard (a weight or block outside the shard adds an amax of 0); the weights are
+    ``fp8_weight_shapes``'s, each layer's by its own kind (a stage of dense first layers has
+    no expert amaxes). MXFP8 sends nothing (TE v2.8 utils.py L122-L125 raises
+    NotImplementedError for it)."""
+    recipe = cfg.training.fp8_recipe
+    if not fp8_weights_gathered(cfg) or (
+            recipe not in AMAX_PER_TENSOR_RECIPES and recipe != "blockwise"):
         return 0.0, 0.0
-    m = cfg.model
-    moe = m.num_moe_layers / m.num_layers if m.is_moe else 0.0
-    shared = 2 if m.moe_shared_expert_intermediate_size else 0
-    dense = layers * (2 + 2 * (1 - moe) + shared * moe)
-    experts = layers * moe * 2 * (m.num_experts or 0) / cfg.parallel.ep
+    kinds: dict[bool, tuple[float, float]] = {}
+    dense = experts = 0.0
+    for i in layers:
+        moe = cfg.model.is_moe_layer(i)
+        if moe not in kinds:
+            n = [0.0, 0.0]
+            for rows, cols, copies, expert in fp8_weight_shapes(cfg, i):
+                n[expert] += copies * (amax_blocks(rows, cols) if recipe == "blockwise" else 1)
+            kinds[moe] = (n[0], n[1])
+        dense, experts = dense + kinds[moe][0], experts + kinds[moe][1]
     return dense * AMAX_BYTES, experts * AMAX_BYTES
 
 
-__all__ = ["AMAX_BYTES", "AMAX_PER_TENSOR_RECIPES", "FP8_BUFFER_RECIPES", "FP8_GATHER_MIN_ELEMENTS", "amax_all_reduce_bytes",
-           "fp8_weights_gathered", "param_gather_width"]
+__all__ = ["AMAX_BLOCK", "AMAX_BYTES", "AMAX_PER_TENSOR_RECIPES", "FP8_BUFFER_RECIPES",
+           "FP8_GATHER_MIN_ELEMENTS", "amax_all_reduce_bytes", "amax_blocks",
+           "fp8_weight_shapes", "fp8_weights_gathered", "param_gather_width"]
