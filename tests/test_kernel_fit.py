@@ -277,10 +277,11 @@ def _variants_script(fit_script):
 def test_gemm_variant_experiments_reduce_to_the_model_and_restore_it(fit_script):
     """benchmarks/gemm_variants.py (experiments, not the model): the per-kernel fill/drain
     variant with no per-kernel cost and the shipped per-tile cost is the shipped efficiency;
-    a per-kernel cost of b k-steps adds b once to a two-wave GEMM's 2 x (k + 266) steps; the tile-shape
-    oracle is never slower than the shipped 128x128 path and wins where 192-wide tiles fill
-    the waves (1024 x 9216 on 132 SMs: 576 tiles, 4.36 -> 5 waves; 384 of 128x192 in 3
-    waves of 1.5x the work); two CTAs per SM touch A100 only; everything is restored."""
+    a per-kernel cost of b k-steps adds b once to a two-wave GEMM's 2 x (k + 266) steps; the
+    tile-shape oracle is never slower than the shipped 128x128 path and wins where 192-wide
+    tiles fill the waves (1024 x 9216 on 132 SMs: 576 tiles, 4.36 -> 5 waves; 384 of 128x192
+    in 3 waves of 1.5x the work); two CTAs per SM touch A100 only; ``shipped`` is never
+    refitted, ``refitted`` is; everything is restored."""
     gv = _variants_script(fit_script)
     h100, a100 = gpu("h100-sxm-80gb"), gpu("a100-sxm-80gb")
     ops = [Gemm("g", m, n, k, dt) for m, n, k, dt in
@@ -306,6 +307,36 @@ def test_gemm_variant_experiments_reduce_to_the_model_and_restore_it(fit_script)
         assert [RooflineModel(h100).time(op) for op in ops] == before[0]
         assert [RooflineModel(a100).time(op) for op in ops] != before[1]
     assert [[RooflineModel(s).time(op) for op in ops] for s in (h100, a100)] == before
+    assert gv.PARAMS == {"a": 266.0, "b": 0.0}
+
+
+def test_gemm_variants_training_validates_under_the_variant(fit_script, tmp_path, monkeypatch):
+    """``--training``'s per-variant step: ``shipped`` (never refitted) reproduces plain
+    ``validate`` of the file; a variant's efficiency reaches the training rows (a per-kernel
+    cost of 5,000 k-steps slows every GEMM, so predictions grow); the model is restored."""
+    from trainsim.validate import BUNDLED_DIR, summarize, validate_file
+
+    gv = _variants_script(fit_script)
+    lines = (BUNDLED_DIR / "training_public.csv").read_text().splitlines()
+    small = tmp_path / "training_small.csv"
+    small.write_text("\n".join(lines[:4]) + "\n")  # the header and three Megatron rows
+    monkeypatch.setattr(gv, "TRAINING_FILES", (small,))
+    plain = summarize(validate_file(small)[1])["mape"]
+    assert gv.training_mape("shipped", []) == {
+        "constants": "GEMM_TILE_OVERHEAD_K = 266, as shipped", small.name: plain}
+
+    def slow(name, train):
+        gv.PARAMS.update(a=roofline.GEMM_TILE_OVERHEAD_K, b=5000.0)
+        return "b = 5000"
+
+    monkeypatch.setattr(gv, "refit", slow)
+    before = [r.predicted for r in validate_file(small)[1]]
+    with gv.variant("ramp"):
+        slow("ramp", [])
+        after = [r.predicted for r in validate_file(small)[1]]
+    assert all(a > b for a, b in zip(after, before))
+    assert gv.training_mape("ramp", [])[small.name] != pytest.approx(plain)
+    assert [r.predicted for r in validate_file(small)[1]] == before
     assert gv.PARAMS == {"a": 266.0, "b": 0.0}
 
 
