@@ -27,8 +27,11 @@ from trainsim.collectives.nccl import (
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
+from trainsim.workload.graph_scope import captured_launches, captured_parts, layer_parts
+from trainsim.workload.layers import layer_forward
 from trainsim.workload.moe_dispatch import dedups_per_node, exchange_sms
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
+from trainsim.workload.shard import shard_of
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
                                      "dp_comm", "optimizer")
@@ -217,8 +220,14 @@ class Pricer:
             "etp": self.net.span(p.etp, 1),
             "edp": self.net.span(cfg.edp, p.etp * p.ep),
         }
-        # CUDA graphs replay each layer's kernels without the host (compute.host)
-        self.host_s_per_kernel = 0.0 if cfg.training.cuda_graphs else host.HOST_S_PER_KERNEL
+        # CUDA graphs replay each layer's kernels without the host (compute.host); graphs over
+        # parts of a layer (training.cuda_graph_scope) leave the rest its host cost
+        self.graph_parts = captured_parts(cfg)
+        """Layer parts that scoped CUDA graphs replay (``workload.graph_scope``); empty: none
+        scoped (eager, or whole-layer graphs)."""
+        self._part_tables: tuple[dict[str, str], dict[str, str]] | None = None
+        whole = cfg.training.cuda_graphs and not self.graph_parts
+        self.host_s_per_kernel = 0.0 if whole else host.HOST_S_PER_KERNEL
         self.blocking = cfg.training.cuda_launch_blocking
         """CUDA_LAUNCH_BLOCKING: launches wait for their kernel, so no collective overlaps
         compute and every launch's host cost is exposed."""
@@ -246,7 +255,8 @@ class Pricer:
             self._sig = (id(cfg.cluster), tuple(self.spans.values()), p.tp, p.tp_comm_overlap,
                          p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
                          p.moe_token_dispatcher_type, exchange_sms(cfg),
-                         self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()))
+                         self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()),
+                         tuple(sorted(self.graph_parts)))
 
     def compute_sources(self) -> dict[str, int]:
         """Distinct compute ops this pricer priced, by the model that priced them (the
@@ -511,8 +521,9 @@ class Pricer:
                     gather = None
         if gather is not None:
             add(*gather)
-        idle = host.exposed_s(*self._issued(segs, order, pooled), self.host_s_per_kernel,
-                              self.blocking)
+        issued, busy = self._issued(segs, order, pooled)
+        idle = host.exposed_s(issued, busy, self.host_s_per_kernel, self.blocking,
+                              self._scoped_counts(issued))
         # the pooled all-to-alls run on their own stream beside the compute stream's whole
         # span, the GPU's waits for the host included (a wait that longer compute fills, a
         # recomputed forward, hides no less communication than it did); the SMs they hold
@@ -529,6 +540,21 @@ class Pricer:
         if idle > 0.0:
             add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
         return Priced(tuple(segs)), order
+
+    def _scoped_counts(self, ops: list[Op]) -> list[int] | None:
+        """Host launches of each op under scoped CUDA graphs (``compute.host.scoped_launches``);
+        None without them. The layer parts are read from this config's layers once."""
+        if not self.graph_parts or not ops:
+            return None
+        if self._part_tables is None:
+            sh = shard_of(self.cfg)
+            dense = layer_parts(layer_forward(self.cfg, sh, moe=False))
+            moe = layer_parts(layer_forward(self.cfg, sh, moe=True)) \
+                if self.cfg.model.is_moe else dense
+            self._part_tables = (dense, moe)
+        counts = [host.launches(op) for op in ops]
+        kept = captured_launches(ops, *self._part_tables, self.graph_parts, counts)
+        return host.scoped_launches(ops, kept)
 
     @staticmethod
     def _issued(segs: list[tuple[str, float, str]], order: list[Op],

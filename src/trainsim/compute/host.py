@@ -18,7 +18,9 @@ Evidence for the mechanisms (not for the constant, which ``benchmarks/fit_host.p
   before the all-to-all (the split sizes are Python lists), and ``GroupedLinear`` needs
   ``m_splits`` on the host: one synchronisation per MoE layer forward.
 * CUDA graphs replay a captured layer with one launch (Megatron-core ``--enable-cuda-graph``):
-  no per-kernel host cost inside the graph.
+  no per-kernel host cost inside the graph. A graph over part of a layer (Megatron-core
+  ``cuda_graph_scope``, ``workload.graph_scope``) replaces its ops' launches with one replay
+  (``GRAPH_REPLAY_LAUNCHES``); the eager rest keeps its cost and its waits.
 
 ``exposed_s`` runs two clocks over an op list in issue order: the host's (each op adds its
 launch cost; a synchronising op first waits for the GPU to drain) and the GPU's (an op starts
@@ -44,6 +46,15 @@ out fold (figures in ``benchmarks/RESULTS.md``), so the launches counted here ar
 than the frameworks issue. A measured host cost per op would replace it."""
 
 
+GRAPH_REPLAY_LAUNCHES = 2
+"""Host work of replaying one captured graph, in eager launches: Transformer Engine's
+``make_graphed_callables`` replays through an autograd Function whose forward copies a new
+input into the graph's static input (``copy_``, one eager kernel; its backward likewise the
+incoming gradient) and then calls ``fwd_graph.replay()`` (one ``cudaGraphLaunch``):
+TransformerEngine v2.10 769ed778 transformer_engine/pytorch/graph.py L678-717 ``Graphed``.
+Counted as two eager ops at ``HOST_S_PER_KERNEL`` each, not measured."""
+
+
 def launches(op: Op) -> int:
     """Host-issued launches an op stands for: a GEMM batched over experts is one cuBLAS call per
     expert where its implementation launches a GEMM per group (Transformer Engine's
@@ -60,21 +71,42 @@ def launches(op: Op) -> int:
     raise TypeError(op)  # pragma: no cover - exhaustive
 
 
+def scoped_launches(ops: Sequence[Op], captured: Sequence[int]) -> list[int]:
+    """Host launches of each op when ``captured[i]`` of its launches sit in a CUDA graph: the
+    eager rest, plus ``GRAPH_REPLAY_LAUNCHES`` on the op that starts each run of captured ops
+    (a run goes on through fully captured ops and launch-free ones that do not make the host
+    wait; a partly captured op ends it after its captured part)."""
+    out: list[int] = []
+    in_graph = False
+    for op, kept in zip(ops, captured):
+        n = launches(op)
+        kept = min(kept, n)
+        if n == 0 and not (isinstance(op, Elementwise) and op.host_sync):
+            out.append(0)
+            continue
+        out.append(n - kept + (GRAPH_REPLAY_LAUNCHES if kept and not in_graph else 0))
+        in_graph = kept > 0 and kept == n
+    return out
+
+
 def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
-              blocking: bool = False) -> float:
+              blocking: bool = False, counts: Sequence[int] | None = None) -> float:
     """GPU idle time waiting for the host over ``ops`` (issued in order, each taking
     ``gpu_s[i]`` on the GPU once started). ``per_kernel_s`` 0 (CUDA graphs) exposes nothing.
     ``blocking`` (``CUDA_LAUNCH_BLOCKING=1``): every launch returns when its kernel is done, so
-    each op waits for the GPU before its launch and no launch is ahead, not even the first."""
+    each op waits for the GPU before its launch and no launch is ahead, not even the first.
+    ``counts``: each op's host launches where some sit in graphs (``scoped_launches``);
+    None: ``launches``."""
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
+    n = list(counts) if counts is not None else [launches(op) for op in ops]
     if blocking:
-        return per_kernel_s * sum(launches(op) for op in ops)
-    host = -launches(ops[0]) * per_kernel_s  # the first op was launched ahead
+        return per_kernel_s * sum(n)
+    host = -n[0] * per_kernel_s  # the first op was launched ahead
     gpu = 0.0
-    for op, busy in zip(ops, gpu_s):
+    for op, busy, k in zip(ops, gpu_s, n):
         if isinstance(op, Elementwise) and op.host_sync:
             host = max(host, gpu)  # Python waits for the value the GPU is computing
-        host += launches(op) * per_kernel_s
+        host += k * per_kernel_s
         gpu = max(gpu, host) + busy
     return max(0.0, gpu - sum(gpu_s))

@@ -9,6 +9,7 @@ from typing import get_args, get_type_hints
 from trainsim.config._build import fields_state
 from trainsim.config.cluster import ClusterConfig
 from trainsim.config.gpu_rules import attention_problem, dtype_problem
+from trainsim.config.graph_scope import graph_scope_problem
 from trainsim.config.layout import (
     balanced_layout,
     check_layout,
@@ -58,6 +59,11 @@ class RunConfig:
                               "attention (Llama 4) over more than one chunk is not modelled; "
                               "use a seq_length up to the chunk (one chunk: full causal "
                               "attention), or attention_chunk_size=null for full attention")
+        problem = graph_scope_problem(
+            t.cuda_graph_scope, m.is_moe,
+            any(not m.is_moe_layer(i) for i in range(m.num_layers)), m.moe_padded_to_capacity)
+        if problem:
+            raise ConfigError(problem)
         problem = te_ring_window_problem(p.cp, p.cp_comm_type, t.attention, p.cp_te_ring,
                                          m.sliding_window)
         if problem:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config._build import check_fields, require_positive
+from trainsim.config.graph_scope import graph_scope_checked
 from trainsim.errors import ConfigError
 
 OPTIMIZER_STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
@@ -99,7 +100,16 @@ class TrainingConfig:
     """dtype of Adam's second moment (Megatron-core --exp-avg-sq-dtype)."""
     cuda_graphs: bool = False
     """Capture each layer's kernels in CUDA graphs (Megatron-core --enable-cuda-graph, NeMo
-    ``enable_cuda_graph``): kernels launch without the host's per-kernel cost."""
+    ``enable_cuda_graph``; Megatron-core ``cuda_graph_impl`` other than "none"): kernels launch
+    without the host's per-kernel cost (the parts ``cuda_graph_scope`` names, else all)."""
+    cuda_graph_scope: tuple[str, ...] = ()
+    """With ``cuda_graphs``: the parts of each layer captured (Megatron-core
+    ``cuda_graph_scope``, core_v0.16.0 transformer/enums.py ``CudaGraphScope``; Megatron-Bridge
+    ``cfg.model.cuda_graph_scope``): ``attn`` (input norm, attention, its residual add),
+    ``mlp`` (a dense layer's MLP block), ``moe`` (a drop-and-pad MoE block), ``moe_router``
+    (pre-MLP norm, router, shared experts unless overlapped), ``moe_preprocess`` (the token
+    dispatcher's metadata and first permutation; needs ``moe_router``). Empty, ``full`` or
+    ``full_iteration``: the whole layer. The rest runs eagerly (``workload.graph_scope``)."""
     cuda_launch_blocking: bool = False
     """Run with ``CUDA_LAUNCH_BLOCKING=1``: every kernel launch (NCCL's included) returns only
     when the kernel has finished, so the host's per-kernel cost adds to the GPU's instead of
@@ -182,6 +192,8 @@ class TrainingConfig:
             if value != "fp32" and self.optimizer != "adam":
                 raise ConfigError(f"training.{name}={value} needs optimizer=adam (Megatron-core's "
                                   "precision-aware optimizer is Adam only)")
+        object.__setattr__(self, "cuda_graph_scope", graph_scope_checked(
+            self.cuda_graph_scope, self.cuda_graphs))
         if not 0 <= self.data_prep_s_per_sample < math.inf:
             raise ConfigError(f"training.data_prep_s_per_sample={self.data_prep_s_per_sample} "
                               "must be >= 0")

@@ -57,6 +57,10 @@ COLUMN_FIELDS = {
     # DistributedDataParallelConfig.bucket_size; NeMo / MLPerf BUCKET_SIZE): an optional column
     # beyond format v2, empty or absent = the framework profile's default
     "ddp_bucket_size": ("parallel", "ddp_bucket_size"),
+    # the parts of a layer the run's CUDA graphs capture (Megatron-core / Megatron-Bridge
+    # cuda_graph_scope, ';'-separated: attn;moe_router;moe_preprocess), with the cuda_graphs
+    # option: an optional column beyond format v2, empty or absent = the whole layer
+    "cuda_graph_scope": ("training", "cuda_graph_scope"),
 }
 
 
