@@ -211,7 +211,10 @@ class Pricer:
             "tp": self.net.span(p.tp, 1),
             "cp": self.net.span(p.cp, p.tp),
             "dp": self.net.span(cfg.dp, p.tp * p.cp),
-            "dp_cp": self.net.span(cfg.dp * p.cp, p.tp),
+            # the sharded state's group: one HSDP replica's ranks (all dp x cp without HSDP)
+            "dp_cp": self.net.span(cfg.shard_ranks, p.tp),
+            # HSDP's replicas of one shard: the outer ranks, a replica's size apart
+            "dp_rep": self.net.span(p.dp_replicate, p.tp * cfg.shard_ranks),
             "tp_dp_cp": self.net.span(p.tp * p.cp * cfg.dp, 1),  # a pipeline stage's ranks
             "pp": self.net.span(min(p.pp, 2), p.tp * p.cp * cfg.dp),  # pp=1: no send
             "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),

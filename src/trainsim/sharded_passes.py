@@ -95,7 +95,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
                 wait = wait + pricer.price(fsdp2_copies.copy_out(units[len(units) - len(layers):]))
             dense, experts = rank_grad_elements(cfg, layers, first, last)
             copies = pricer.price(fsdp2_copies.copy_in(
-                dense, experts, fsdp_grad_bytes(cfg), {"dp_cp": cfg.dp * cfg.parallel.cp,
+                dense, experts, fsdp_grad_bytes(cfg), {"dp_cp": cfg.shard_ranks,
                                                        "edp": cfg.edp},
                 1 / cfg.schedule_microbatches if mode == "unsharded" else 1.0))
             if copy_in_on_compute:

@@ -103,7 +103,7 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         self.tasks: list[Task] = []
         self.zero = p.effective_zero_stage
         self.grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
-        self.dp_size = cfg.dp * p.cp
+        self.dp_size = cfg.shard_ranks  # HSDP: one replica's ranks
         # FSDP1's SHARD_GRAD_OP (zero 2) gathers each unit for its forward and keeps it through
         # the backward; like FULL_SHARD it reduce-scatters each unit after every backward (no
         # no_sync: Composer syncs every micro-batch). FSDP2 users with zero 2 (Meta's Llama 3
@@ -203,7 +203,12 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         if t is None:
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
-        return self.add((s, "dp"), t, deps, label, DP)
+        i = self.add((s, "dp"), t, deps, label, DP)
+        if kind == "reduce_scatter" and group == "dp_cp" and self.p.dp_replicate > 1:
+            i = self.comm(s, f"{name}_replicas", "all_reduce", size / self.dp_size, "dp_rep",
+                          [i], f"{label} + HSDP all-reduce over {self.p.dp_replicate} replicas",
+                          count)
+        return i
 
     def fixed_buckets(self, params: float) -> int:
         """Collectives that carry ``params`` parameters under fixed-size buckets (Apex

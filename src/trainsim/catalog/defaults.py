@@ -123,6 +123,12 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         if truthy(sections[sec].get(key)) and profile.supports(feature) is False:
             raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
                               f"(source: {feature_source(profile, feature)})")
+    replicas = next((parallel[k] for k in ("dp_replicate", "num_distributed_optimizer_instances",
+                                           "data_parallel_replicate_degree") if k in parallel),
+                    None)
+    if _number(replicas) > 1 and profile.supports("hybrid_shard") is False:
+        raise ConfigError(f"parallel.dp_replicate={replicas} but {where} has no hybrid sharded "
+                          f"data parallelism (source: {feature_source(profile, 'hybrid_shard')})")
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "

@@ -174,6 +174,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "tp_comm_overlap": _nullable(_bool),
     "cuda_graphs": _nullable(_bool),
     "overlap_grad_reduce": _nullable(_bool),  # data-parallel reduction can overlap the backward
+    # hybrid sharded data parallelism (parallel.dp_replicate > 1): state sharded inside a
+    # replica, gradient shards all-reduced across replicas; null: not recorded (allowed)
+    "hybrid_shard": _nullable(_bool),
     "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
     # the attention implementations and the MoE token dispatchers the user may pick
     "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
@@ -455,7 +458,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"attention_by_arch", "zero_stage", "zero_stage_engines", "pipeline_partition_method", "expandable_segments",
+OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines", "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
              "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
              "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",

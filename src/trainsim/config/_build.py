@@ -59,7 +59,9 @@ SYNONYMS: dict[str, dict[str, str]] = {
 }
 """Names other frameworks (Megatron's, torchtitan's, DeepSpeed's, Hugging Face's) or habit give
 a field -> trainsim's field, or why there is none; an unknown-field error says it."""
-SHORT_NAMES = {"parallel": ("tp", "pp", "cp", "ep", "etp", "vpp")}
+SHORT_NAMES = {"parallel": ("tp", "pp", "cp", "ep", "etp", "vpp",
+                            "num_distributed_optimizer_instances",
+                            "data_parallel_replicate_degree")}
 """The short names a section also takes (``config.parallel.ALIASES``), offered as suggestions."""
 
 

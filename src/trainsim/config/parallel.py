@@ -113,6 +113,22 @@ class ParallelConfig:
     --cpu-offloading-num-layers N, Transformer Engine's ``get_cpu_offload_context``); 0 = off.
     As Megatron-core requires (transformer_config.py): no pipeline parallelism, no
     recomputation, N below the model's layers (``memory.offload``)."""
+    dp_replicate: int = 1
+    """Hybrid sharded data parallelism (HSDP): the data-parallel ranks form ``dp_replicate``
+    replicas, each sharding the model state over its own ``dp / dp_replicate`` ranks (with
+    the CP ranks; ``RunConfig.shard_ranks``), the inner, adjacent ones. Parameters are
+    gathered and gradients reduce-scattered inside a replica, then each rank all-reduces its
+    gradient shard with the same shard of the other replicas (the outer group, stride
+    tp*cp*dp/dp_replicate). torch FSDP1 ShardingStrategy.HYBRID_SHARD / _HYBRID_SHARD_ZERO2
+    (torch/distributed/fsdp/_runtime_utils.py ``_reduce_grad``: reduce-scatter over
+    ``state.process_group``, then ``dist.all_reduce(new_sharded_grad,
+    group=state._inter_node_pg)``), FSDP2 on a 2-D mesh (torchtitan
+    ``parallelism.data_parallel_replicate_degree``; torch/distributed/fsdp/_fully_shard/
+    _fsdp_collectives.py ``foreach_reduce``: ``all_reduce_group`` "not None iff HSDP"),
+    Megatron-core ``--num-distributed-optimizer-instances`` (distributed/
+    param_and_grad_buffer.py ``start_grad_sync``: "With multiple DistOpt instances, we need to
+    all-reduce across instances"). 1 = plain sharding over every data-parallel rank. Needs a
+    sharded state (zero_stage >= 1 or distributed_optimizer)."""
     zero_stage: int = 0
     """ZeRO stage 0-3 (DeepSpeed). 1 is equivalent to Megatron's distributed optimizer."""
     distributed_optimizer: bool = False
@@ -258,7 +274,7 @@ class ParallelConfig:
                          expert_tensor_parallel_size=self.expert_tensor_parallel_size,
                          vpp=self.virtual_pipeline_model_parallel_size,
                          microbatch_group_size_per_vp_stage=self.microbatch_group_size_per_vp_stage,
-                         ddp_bucket_size=self.ddp_bucket_size)
+                         ddp_bucket_size=self.ddp_bucket_size, dp_replicate=self.dp_replicate)
         self._check_layout()
         self._check_schedule()
         if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
@@ -287,6 +303,16 @@ class ParallelConfig:
             raise ConfigError(f"{given} under parallel.data_parallel_impl="
                               f"{self.data_parallel_impl}: that engine runs zero_stage "
                               f"{', '.join(map(str, allowed))} only")
+        if self.dp_replicate > 1 and self.data_parallel_impl == "deepspeed":
+            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} under "
+                              "data_parallel_impl=deepspeed: DeepSpeed's hierarchical "
+                              "partitions (MiCS, ZeRO++ hpZ) are not modelled; use dp_replicate=1")
+        if self.dp_replicate > 1 and self.effective_zero_stage == 0:
+            # every HSDP form shards: FSDP's HYBRID_SHARD, Megatron's instances of its
+            # distributed optimizer; unsharded data parallelism is one replica per rank already
+            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} needs a sharded state "
+                              "(zero_stage >= 1 or distributed_optimizer=true): replicas of an "
+                              "unsharded model are plain data parallelism")
         if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
             # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__: assert
             # zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with pipeline
@@ -478,4 +504,7 @@ ALIASES = {
     "ep": "expert_model_parallel_size",
     "etp": "expert_tensor_parallel_size",
     "vpp": "virtual_pipeline_model_parallel_size",
+    # HSDP's replica count as Megatron-core and torchtitan name it
+    "num_distributed_optimizer_instances": "dp_replicate",
+    "data_parallel_replicate_degree": "dp_replicate",
 }

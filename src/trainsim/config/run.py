@@ -135,6 +135,14 @@ class RunConfig:
             raise ConfigError(
                 f"cluster.num_gpus={c.num_gpus} is not divisible by tp*pp*cp="
                 f"{p.tp}*{p.pp}*{p.cp}={model_ranks}; change the GPU count or the parallel sizes")
+        if self.dp % p.dp_replicate:
+            raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} does not divide the "
+                              f"data-parallel size dp={self.dp} (num_gpus / (tp*pp*cp)); each "
+                              "replica shards over dp / dp_replicate ranks")
+        if p.dp_replicate > 1 and m.is_moe:
+            raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} with an MoE model: how "
+                              "HSDP shards the routed experts (torchtitan's dp_shard_mod_ep, "
+                              "Megatron's expert instances) is not modelled; use dp_replicate=1")
         per_step = t.micro_batch_size * self.dp
         if t.global_batch_size % per_step:
             raise ConfigError(
@@ -252,6 +260,19 @@ class RunConfig:
     def dp(self) -> int:  # kept once read: a config is frozen
         p = self.parallel
         return self.cluster.num_gpus // (p.tp * p.pp * p.cp)
+
+    @property
+    def dp_shard(self) -> int:
+        """Data-parallel ranks of one HSDP replica (torchtitan's data_parallel_shard_degree;
+        dp without ``parallel.dp_replicate``)."""
+        return self.dp // self.parallel.dp_replicate
+
+    @property
+    def shard_ranks(self) -> int:
+        """Ranks the non-expert model state is sharded over (the ``dp_cp`` group): the
+        replica's data-parallel ranks times the CP ranks (torchtitan's dp_shard_cp mesh,
+        Megatron's intra-instance data-parallel group with CP)."""
+        return self.dp_shard * self.parallel.cp
 
     @property
     def num_microbatches(self) -> int:

@@ -65,6 +65,7 @@ class Layout:
     def __init__(self, cfg: RunConfig) -> None:
         p = cfg.parallel
         self.tp, self.cp, self.dp, self.pp = p.tp, p.cp, cfg.dp, p.pp
+        self.dp_shard = cfg.dp_shard
         self.etp, self.ep = p.etp, p.ep
         self.stage_size = self.tp * self.cp * self.dp
         self.world = self.stage_size * self.pp
@@ -90,8 +91,12 @@ class Layout:
             return [at(tp_i, c, dp_i) for c in range(self.cp)]
         if group == "dp":
             return [at(tp_i, cp_i, d) for d in range(self.dp)]
-        if group == "dp_cp":
-            return [at(tp_i, c, d) for d in range(self.dp) for c in range(self.cp)]
+        if group == "dp_cp":  # HSDP: the replica's data-parallel ranks
+            first = dp_i - dp_i % self.dp_shard
+            return [at(tp_i, c, d) for d in range(first, first + self.dp_shard)
+                    for c in range(self.cp)]
+        if group == "dp_rep":  # HSDP: the same shard in every replica
+            return [at(tp_i, cp_i, d) for d in range(dp_i % self.dp_shard, self.dp, self.dp_shard)]
         if group == "tp_dp_cp":
             return list(range(base, base + self.stage_size))
         if group == "embd":

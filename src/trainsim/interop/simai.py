@@ -36,6 +36,7 @@ from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.config.safe_load import write_output
+from trainsim.errors import ConfigError
 from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer
@@ -107,6 +108,10 @@ def _rows(name: str, fwd: list[tuple[float, str, int]], bwd: list[tuple[float, s
 def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[Row]:
     """The rows of one iteration of the first pipeline stage's representative rank."""
     check_simulation(cfg, what=" (SimAI lists every micro-batch)", flag=EXPORT_FLAG)
+    if cfg.parallel.dp_replicate > 1:  # its DP collectives span the whole data-parallel group
+        raise ConfigError(f"parallel.dp_replicate={cfg.parallel.dp_replicate}: SimAI's workload "
+                          "format has no second data-parallel group for HSDP's replica "
+                          "all-reduce; export with dp_replicate=1")
     pricer = Pricer(cfg)
     sh = shard_of(cfg)
     p, m = cfg.parallel, cfg.model
@@ -117,7 +122,7 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
     zero = p.effective_zero_stage
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
     local = 0.0
-    for params, group, size, suffix in ((dense, "dp_cp", cfg.dp * p.cp, ""),
+    for params, group, size, suffix in ((dense, "dp_cp", cfg.shard_ranks, ""),
                                         (experts, "edp", cfg.edp if m.is_moe else 1, "_DP_EP")):
         if params <= 0:
             continue

@@ -96,7 +96,7 @@ def _split(cfg: RunConfig, stage: int) -> tuple[float, float, float]:
     sharded over data parallelism, and the share inside transformer layers' matmuls (the weights
     fp8 GEMMs read)."""
     dense, experts = stage_param_split(cfg, stage)
-    sharded = dense / (cfg.dp * cfg.parallel.cp) + experts / cfg.edp
+    sharded = dense / cfg.shard_ranks + experts / cfg.edp
     return dense + experts, sharded, stage_layer_params(cfg, stage)
 
 

@@ -310,7 +310,7 @@ class Bounds:
 
         pricer = self._pricer(cfg)
         width = fsdp_grad_bytes(cfg)  # the simulator's reduce-scatter widths, by group
-        sizes = {"dp_cp": cfg.dp * p.cp, "edp": cfg.edp if cfg.model.is_moe else 1}
+        sizes = {"dp_cp": cfg.shard_ranks, "edp": cfg.edp if cfg.model.is_moe else 1}
         split = [stage_param_split(cfg, s) for s in range(p.pp)]
         # ZeRO-3 reduce-scatters each backward pass's gradients on the data-parallel stream
         # (the last micro-batch's layer by layer: not counted). Its parameter gathers are not

@@ -44,7 +44,7 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     from trainsim.workload.sharding import fsdp_grad_bytes
 
     p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
-    dp_size = cfg.dp * p.cp
+    dp_size = cfg.shard_ranks  # HSDP: one replica (its replicas' all-reduce not counted)
     sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
     fsdp = dp_size > 1 and (zero >= 3 or (zero == 2 and p.data_parallel_impl == "fsdp1"))
     width = fsdp_grad_bytes(cfg)  # of its reduce-scatters, by group

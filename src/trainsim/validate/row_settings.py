@@ -61,6 +61,10 @@ COLUMN_FIELDS = {
     # cuda_graph_scope, ';'-separated: attn;moe_router;moe_preprocess), with the cuda_graphs
     # option: an optional column beyond format v2, empty or absent = the whole layer
     "cuda_graph_scope": ("training", "cuda_graph_scope"),
+    # HSDP's replicas (FSDP HYBRID_SHARD, torchtitan data_parallel_replicate_degree, Megatron
+    # num_distributed_optimizer_instances): an optional column beyond format v2, empty or
+    # absent = 1 (the state sharded over every data-parallel rank)
+    "dp_replicate": ("parallel", "dp_replicate"),
 }
 
 
@@ -68,7 +72,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
                  "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                 "recompute_num_layers", "ddp_bucket_size")
+                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
 NEEDED_COUNTS = ("num_gpus", "global_batch_size", "seq_length")
 """Count columns that may not be empty (gpus_per_node may: the GPU's catalog node; tp and pp

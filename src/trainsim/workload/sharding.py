@@ -92,7 +92,7 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     sizes += [(m.vocab_size * m.hidden_size / p.tp, False)] * _end_matrices(cfg, first, last)
     ops: list[Op] = []
     for n, expert in sizes:
-        ranks = cfg.edp if expert else cfg.dp * p.cp
+        ranks = cfg.edp if expert else cfg.shard_ranks
         if n < ZERO3_PERSISTENCE_THRESHOLD or ranks == 1:
             continue
         group = "edp" if expert else "dp_cp"
@@ -111,7 +111,7 @@ def zero3_regathers(cfg: RunConfig, layer: int) -> list[Comm]:
     ``all_gather_coalesced`` of one large tensor (``_all_gather_base``, no copies)."""
     out: list[Comm] = []
     for n, expert in _released_after_recompute(cfg, [layer]):
-        ranks = cfg.edp if expert else cfg.dp * cfg.parallel.cp
+        ranks = cfg.edp if expert else cfg.shard_ranks
         if n >= ZERO3_PERSISTENCE_THRESHOLD and ranks > 1:
             out.append(Comm("zero3_regather", "all_gather", n * ACT,
                             "edp" if expert else "dp_cp"))
@@ -156,7 +156,7 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     def comms(unit: list[tuple[float, bool]]) -> list[Comm]:
         return [Comm("fsdp_unit_all_gather", "all_gather", nbytes, "edp" if expert else "dp_cp")
                 for nbytes, expert in unit
-                if nbytes > 0 and (cfg.edp if expert else cfg.dp * p.cp) > 1]
+                if nbytes > 0 and (cfg.edp if expert else cfg.shard_ranks) > 1]
 
     out: list[list[Comm]] = []
     if first or last:
@@ -400,7 +400,7 @@ def fsdp_optimizer_pieces(cfg: RunConfig, stage: int) -> list[float]:
     final norm, an untied output layer) and one per transformer block, each sharded over the
     data-parallel ranks (all of a rank's tensors where nothing is sharded)."""
     m, p = cfg.model, cfg.parallel
-    world = cfg.dp * p.cp if p.zero_stage >= 1 else 1
+    world = cfg.shard_ranks if p.zero_stage >= 1 else 1
     ranges = cfg.virtual_stage_layers()
     units: list[tuple[float, ...]] = []
     for v in range(stage, len(ranges), p.pp):
@@ -472,7 +472,7 @@ def fsdp1_grad_copies(cfg: RunConfig, layers: range | list[int], first: bool,
     (``_post_backward_hook``, ``_reduce_grad``, ``_div_if_needed``, ``_unshard``) and
     flat_param.py (``_use_unsharded_views``, ``_use_low_precision_shard``), torch 2.1."""
     p, t = cfg.parallel, cfg.training
-    world = cfg.dp * p.cp
+    world = cfg.shard_ranks
     if world == 1:
         return [], []
     n = sum(x for x, _ in _rank_tensors(cfg, layers))
@@ -521,7 +521,7 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
     scatter = framework_supports(t.framework, t.framework_version, "zero3_avg_scatter_grads")
     deepspeed = p.zero3_gather == "per_parameter" or (scatter and p.data_parallel_impl
                                                       == "deepspeed")
-    if not deepspeed or p.zero_stage < 3 or not bucket or cfg.dp * p.cp == 1:
+    if not deepspeed or p.zero_stage < 3 or not bucket or cfg.shard_ranks == 1:
         return []
     order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
     order += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)

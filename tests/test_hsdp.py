@@ -1,0 +1,196 @@
+"""Hybrid sharded data parallelism (parallel.dp_replicate): the state sharded inside a replica
+of dp / dp_replicate adjacent ranks, gradient shards all-reduced across the replicas."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from trainsim import run_config_from_dict, simulate
+from trainsim.errors import ConfigError
+from trainsim.memory.state import model_state
+from trainsim.pricing import Pricer
+from trainsim.simulator import build_tasks
+
+# llama2-7b with 2 layers, by hand: a layer holds q, k, v, o (4 x 4096^2 = 67,108,864),
+# the SwiGLU MLP (3 x 4096 x 11008 = 135,266,304) and two norms (8,192): 202,383,360;
+# the word embedding and the untied output layer 2 x 32000 x 4096 = 262,144,000, the final
+# norm 4,096
+STAGE_ELEMENTS = 2 * 202_383_360 + 262_144_000 + 4_096
+
+
+def cfg(replicate=1, num_gpus=32, framework=None, model=None, **parallel):
+    training = {"global_batch_size": 32, "micro_batch_size": 1, "seq_length": 1024,
+                "dtype": "bf16", "grad_reduce_dtype": "bf16"}
+    if framework:
+        training["framework"], training["framework_version"] = framework
+    par = {"tp": 1, "pp": 1, "zero_stage": 3, "data_parallel_impl": "fsdp2", **parallel}
+    if replicate is not None:
+        par["dp_replicate"] = replicate
+    return run_config_from_dict({
+        "model": model or {"preset": "llama2-7b", "num_layers": 2},
+        "parallel": par, "training": training,
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": num_gpus, "gpus_per_node": 8,
+                    "nic_gbit_s_per_gpu": 100}})
+
+
+class Recorder(Pricer):
+    """Keeps every collective the task graph prices."""
+
+    def __init__(self, c):
+        super().__init__(c)
+        self.comms = []
+
+    def comm_time(self, op):
+        self.comms.append(op)
+        return super().comm_time(op)
+
+
+def _comms(c):
+    pricer = Recorder(c)
+    build_tasks(c, pricer)
+    return pricer.comms
+
+
+def test_groups_sizes_and_tiers():
+    """32 ranks, 8 per node, 4 replicas: the shard group is one node's 8 GPUs (NVLink), the
+    replica group 4 ranks 8 apart, one per node (the NICs)."""
+    c = cfg(4)
+    assert (c.dp, c.dp_shard, c.shard_ranks) == (32, 8, 8)
+    spans = Pricer(c).spans
+    assert (spans["dp_cp"].size, spans["dp_cp"].nodes) == (8, 1)
+    assert (spans["dp_rep"].size, spans["dp_rep"].nodes, spans["dp_rep"].per_node) == (4, 4, 1)
+    plain = Pricer(cfg(1)).spans
+    assert (plain["dp_cp"].size, plain["dp_cp"].nodes) == (32, 4)
+
+
+def test_fsdp_reduce_scatter_then_replica_all_reduce_bytes():
+    """Every reduce-scatter over the replica (bf16: 2 bytes an element, the whole stage's
+    gradients over the backward) is followed by an all-reduce of its 1/8 shard over the
+    replicas; the gathers stay inside the replica."""
+    c = cfg(4)
+    comms = _comms(c)  # each distinct collective, priced once
+    rs = {op.bytes for op in comms if op.kind == "reduce_scatter"}
+    ar = {op.bytes for op in comms if op.group == "dp_rep"}
+    assert rs and {op.group for op in comms if op.kind == "reduce_scatter"} == {"dp_cp"}
+    assert {op.kind for op in comms if op.group == "dp_rep"} == {"all_reduce"}
+    assert ar == {b / 8 for b in rs}
+    assert {op.group for op in comms if op.kind == "all_gather"} == {"dp_cp"}
+    labels = [t.label for t in simulate(c, keep_timeline=True).timeline.tasks]
+    n_rs = sum(x.startswith("ZeRO-3 grad reduce-scatter") and "HSDP" not in x for x in labels)
+    n_ar = sum("HSDP all-reduce over 4 replicas" in x for x in labels)
+    assert n_rs == n_ar > 0
+    (size,) = rs  # the backward's equal parts: together the stage's gradients, 2 bytes each
+    assert n_rs * size == pytest.approx(2 * STAGE_ELEMENTS)
+    assert not [op for op in _comms(cfg(1)) if op.group == "dp_rep"]
+
+
+def test_megatron_instances_all_reduce_their_shard():
+    """Megatron-core's distributed optimizer with 4 instances (its own flag name):
+    reduce-scatter inside an instance, all-reduce of the shard across instances, parameters
+    all-gathered inside the instance."""
+    c = cfg(None, zero_stage=0, distributed_optimizer=True, data_parallel_impl="megatron",
+            num_distributed_optimizer_instances=4)
+    assert c.parallel.dp_replicate == 4
+    comms = _comms(c)
+    rs = {op.bytes for op in comms if op.kind == "reduce_scatter" and op.group == "dp_cp"}
+    ar = {op.bytes for op in comms if op.group == "dp_rep"}
+    assert rs and ar == {b / 8 for b in rs}
+    assert {op.group for op in comms if op.kind == "all_gather"} == {"dp_cp"}
+
+
+def test_memory_sharded_over_the_replica_only():
+    """FSDP2: fp32 shard, fp32 gradient shard and Adam's two fp32 moments (16 bytes an
+    element) over the 8 ranks of a replica, not the 32 data-parallel ranks."""
+    hsdp, full = model_state(cfg(4), 0), model_state(cfg(1), 0)
+    assert hsdp.weights + hsdp.gradients + hsdp.optimizer == pytest.approx(
+        16 * STAGE_ELEMENTS / 8)
+    assert full.weights + full.gradients + full.optimizer == pytest.approx(
+        16 * STAGE_ELEMENTS / 32)
+    assert simulate(cfg(4)).peak_memory_bytes > simulate(cfg(1)).peak_memory_bytes
+
+
+def test_torchtitan_alias_and_replicas_cost_time():
+    c = cfg(None, data_parallel_replicate_degree=4)
+    assert c.parallel.dp_replicate == 4
+    r = simulate(c)
+    assert r.iteration_time_s > 0 and r.config.parallel.dp_replicate == 4
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"replicate": 3}, "does not divide the data-parallel size dp=32"),
+    ({"replicate": 0}, "dp_replicate=0 must be a positive"),
+    ({"replicate": 2, "zero_stage": 0, "data_parallel_impl": "megatron"}, "needs a sharded"),
+    ({"replicate": 2, "zero_stage": 1, "data_parallel_impl": "deepspeed"}, "not modelled"),
+    ({"replicate": 2, "model": {"preset": "mixtral-8x7b", "num_layers": 2}, "ep": 8},
+     "MoE model"),
+    ({"replicate": 2, "zero_stage": 1, "data_parallel_impl": None,
+      "framework": ("megatron-deepspeed", "2022-03")}, "no hybrid sharded data parallelism"),
+    ({"replicate": 2, "data_parallel_impl": "fsdp1", "framework": ("pytorch", "1.13")},
+     "no hybrid sharded data parallelism"),
+    ({"replicate": 2, "framework": ("torchtitan", "2024-05")},
+     "no hybrid sharded data parallelism"),
+])
+def test_bad_input(kwargs, message):
+    if kwargs.get("data_parallel_impl", "x") is None:
+        kwargs = {k: v for k, v in kwargs.items() if k != "data_parallel_impl"}
+        kwargs["data_parallel_impl"] = "deepspeed"
+    with pytest.raises(ConfigError, match=message):
+        cfg(**kwargs)
+
+
+def test_frameworks_that_run_it():
+    assert cfg(2, data_parallel_impl="fsdp1", framework=("pytorch", "2.4")).parallel.dp_replicate == 2
+    assert cfg(2, framework=("torchtitan", "2025-06")).parallel.dp_replicate == 2
+
+
+def test_validation_column_on_the_fms_hsdp_rows():
+    """The fms-fsdp rows that ran HYBRID_SHARD state one replica per 8-GPU node."""
+    from trainsim.validate.row_settings import training_base
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "training_pytorch.csv"
+    rows = list(csv.DictReader(path.open(newline="")))
+    hsdp = [r for r in rows if r.get("dp_replicate")]
+    assert hsdp and all("HYBRID_SHARD" in r["note"] for r in hsdp)
+    for r in hsdp:
+        assert int(r["dp_replicate"]) == int(r["num_gpus"]) // int(r["gpus_per_node"])
+        raw, _ = training_base(r)
+        assert int(raw["parallel"]["dp_replicate"]) == int(r["dp_replicate"])
+
+
+def test_chakra_groups_follow_the_replicas():
+    """tp 2 x dp 8 (4 replicas of 2): rank 5 (tp 1, dp 2) shards with dp 2-3 and replicates
+    with dp 0, 2, 4, 6 (Megatron order tp-cp-dp: rank = tp + 2 dp)."""
+    from trainsim.interop.chakra import Layout
+
+    layout = Layout(cfg(4, num_gpus=16, tp=2))
+    assert layout._ranks("dp_cp", 5) == [5, 7]
+    assert layout._ranks("dp_rep", 5) == [1, 5, 9, 13]
+    assert Layout(cfg(1, num_gpus=16, tp=2))._ranks("dp_cp", 5) == list(range(1, 16, 2))
+
+
+def test_simai_export_refuses_hsdp():
+    from trainsim.interop.simai import simai_rows
+
+    with pytest.raises(ConfigError, match="SimAI's workload format has no second"):
+        simai_rows(cfg(4))
+
+
+def test_cli_bad_replicas_is_one_error_line(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "run.yaml"
+    path.write_text("model: {preset: llama2-7b, num_layers: 2}\n"
+                    "parallel: {zero_stage: 3, data_parallel_impl: fsdp2}\n"
+                    "training: {global_batch_size: 32, micro_batch_size: 1, seq_length: 1024}\n"
+                    "cluster: {gpu: a100-sxm-80gb, num_gpus: 32, gpus_per_node: 8}\n")
+    out = subprocess.run([sys.executable, "-m", "trainsim", "simulate", str(path), "--set",
+                          "parallel.data_parallel_replicate_degree=5"],
+                         capture_output=True, text=True)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    lines = [x for x in out.stderr.splitlines() if x.strip()]
+    assert lines == [lines[0]] and lines[0].startswith("error: parallel.dp_replicate=5 does not "
+                                                       "divide")
