@@ -189,8 +189,17 @@ def test_cli_bad_replicas_is_one_error_line(tmp_path):
                     "cluster: {gpu: a100-sxm-80gb, num_gpus: 32, gpus_per_node: 8}\n")
     out = subprocess.run([sys.executable, "-m", "trainsim", "simulate", str(path), "--set",
                           "parallel.data_parallel_replicate_degree=5"],
-                         capture_output=True, text=True)
+                         check=False, capture_output=True, text=True)
     assert out.returncode != 0 and "Traceback" not in out.stderr
     lines = [x for x in out.stderr.splitlines() if x.strip()]
     assert lines == [lines[0]] and lines[0].startswith("error: parallel.dp_replicate=5 does not "
                                                        "divide")
+
+
+def test_communicators_of_both_groups():
+    """NCCL communicators (each with its buffers): the world, the data-parallel group, and
+    HSDP's shard group of 8 and replica group of 4."""
+    from trainsim.memory.allocator import communicator_sizes
+
+    assert sorted(communicator_sizes(cfg(4))) == [4, 8, 32, 32]
+    assert sorted(communicator_sizes(cfg(1))) == [32, 32]

@@ -126,6 +126,10 @@ def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
     here gives."""
     p = cfg.parallel
     groups = [cfg.cluster.num_gpus, p.tp, p.cp, cfg.dp]
+    if p.dp_replicate > 1:
+        # HSDP's two groups: the replica's shard group and the replicas of a shard (FSDP1
+        # _init_intra_and_inter_node_groups; Megatron's intra- and inter-instance groups)
+        groups += [cfg.shard_ranks, p.dp_replicate]
     if p.ep > 1:
         groups += [p.ep, cfg.edp]
     if p.pp > 1:
