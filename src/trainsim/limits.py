@@ -29,8 +29,9 @@ flow collective        flow-steps: each flow of the schedule's      TRAINSIM_MAX
                        up to 18 steps before its steady state
                        repeats; all-to-all ranks^2 flows once),
                        per collective priced, + 400 per GPU of the
-                       fabric it runs on (built once, refused
-                       before building); counted again while
+                       fabric it runs on, 20 per leaf-spine link
+                       and 2 per GPU and spine (built once,
+                       refused before building); counted again while
                        it runs, which stops at the limit
 search                 candidates to simulate                      TRAINSIM_MAX_CANDIDATES  20,000
 =====================  ==========================================  ====================  =======
@@ -174,15 +175,35 @@ flow-steps, in 8.4 s). Before, a 1,000,000-GPU fabric was built for minutes ahea
 collective's own check."""
 
 
-def fabric_steps(gpus: int) -> float:
-    """Flow-steps charged for building the flow backend's fabric of ``gpus`` GPUs."""
-    return float(FLOW_FABRIC_STEPS_PER_GPU) * float(gpus)
+FLOW_FABRIC_STEPS_PER_LINK = 20
+"""Each leaf-to-spine link costs about 20 flow-steps more to build: a leaf links to every one of
+the fabric's ``nodes_per_leaf`` spines (``network.topology._fabric``), so the switch links grow
+with the leaf size, not the GPUs; measured (2026-11-25, 2-core box) 160,000 duplex leaf-spine
+links (8 GPUs, ``nodes_per_leaf: 20000``) built in 0.99 s, 6.2 us a link, 15 flow-steps at
+0.42 us, rounded up. Before, ``nodes_per_leaf: 1000000`` on the flow backend built 8 million
+links for minutes, under a check that counted only the 8 GPUs."""
+FLOW_ROUTE_STEPS_PER_GPU_SPINE = 2
+"""Routing a run's flows costs about 2 flow-steps per GPU and spine more: the router's
+shortest paths fan out over every spine; measured (2026-11-25, 2-core box) 4,096 one-GPU
+nodes under one leaf, ``nodes_per_leaf`` 32 / 10,000 / 50,000 spines: 0.9 / 25 / 101 s a
+simulated iteration (1.5 and 1.2 flow-steps a GPU-spine at 0.42 us), rounded up. The default
+geometry (32 spines) adds 64 a GPU to the 400 above."""
 
 
-def check_flow_fabric(gpus: int) -> None:
+def fabric_steps(gpus: int, switch_links: int = 0, spines: int = 0) -> float:
+    """Flow-steps charged for building and routing the flow backend's fabric of ``gpus`` GPUs,
+    ``switch_links`` leaf-to-spine links and ``spines`` spines."""
+    return float(FLOW_FABRIC_STEPS_PER_GPU) * float(gpus) \
+        + float(FLOW_FABRIC_STEPS_PER_LINK) * float(switch_links) \
+        + float(FLOW_ROUTE_STEPS_PER_GPU_SPINE) * float(gpus) * float(spines)
+
+
+def check_flow_fabric(gpus: int, switch_links: int = 0, spines: int = 0) -> None:
     """Refuse a flow-backend fabric whose building alone is over the flow-step limit."""
-    check("TRAINSIM_MAX_FLOWS", fabric_steps(gpus),
-          f"flow-steps of building the flow backend's fabric of {gpus:,} GPUs",
+    links = f" and {switch_links:,} leaf-spine links to {spines:,} spines " \
+        "(cluster.nodes_per_leaf)" if switch_links else ""
+    check("TRAINSIM_MAX_FLOWS", fabric_steps(gpus, switch_links, spines),
+          f"flow-steps of building the flow backend's fabric of {gpus:,} GPUs{links}",
           "", "the analytical backend prices any size at once")  # any command builds it
 
 

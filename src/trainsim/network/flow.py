@@ -37,7 +37,7 @@ from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_al
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.limits import FLOW_SETUP_STEPS, check_flow_fabric, check_flow_run, check_flows, limit
 from trainsim.network.routing import ShortestPathRouter
-from trainsim.network.topology import Topology, from_cluster
+from trainsim.network.topology import Topology, fabric_size, from_cluster
 
 if TYPE_CHECKING:
     from trainsim.config import ClusterConfig
@@ -125,7 +125,7 @@ class FlowNetwork:
                      nic_efficiency: float = 1.0) -> FlowNetwork:
         """The flow backend on the rail-optimized fat-tree a cluster config implies (refused
         first where building it is over the flow-step limit)."""
-        check_flow_fabric(cluster.num_gpus)
+        check_flow_fabric(cluster.num_gpus, *fabric_size(cluster))
         return cls(from_cluster(cluster, nvlink_efficiency=nvlink_efficiency,
                                 nic_efficiency=nic_efficiency), seed)
 

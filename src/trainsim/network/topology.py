@@ -411,6 +411,24 @@ def load_topology(name: str | Path, **overrides: Any) -> Topology:
     return topology_from_dict(spec, **overrides)
 
 
+def fabric_size(cluster: ClusterConfig) -> tuple[int, int]:
+    """(leaf-to-spine links, spines) :func:`from_cluster` builds for ``cluster``: ``_fabric``
+    links each leaf (one per rail and group of ``nodes_per_leaf`` hosts; one per group for
+    spine-leaf) to each of its ``nodes_per_leaf`` spines; a torus and a single NVL72 rack have
+    none. What the flow backend's size check (``limits.check_flow_fabric``) counts besides the
+    GPUs."""
+    gpn = min(cluster.num_gpus, cluster.gpus_per_node)
+    per_leaf, hosts, width = cluster.nodes_per_leaf, cluster.num_nodes, gpn
+    if cluster.topology == "torus" or (cluster.topology == "nvl72" and hosts == 1):
+        return 0, 0
+    if cluster.topology == "spine-leaf":
+        width = 1
+    elif cluster.topology == "nvl72":  # trays of 4 GPUs are the fabric's hosts
+        width = 4 if gpn % 4 == 0 else 1
+        hosts, per_leaf = hosts * (gpn // width), per_leaf * (gpn // width)
+    return width * -(-hosts // per_leaf) * per_leaf, per_leaf
+
+
 def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int | None = None,
                  nvlink_efficiency: float = 1.0, nic_efficiency: float = 1.0) -> Topology:
     """The network ``cluster.topology`` names, sized by the cluster config.
