@@ -25,7 +25,7 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
         net = AnalyticalNetwork(cluster)
         kind = collective_name(row["collective"])
         algo = (_cell(row, "algorithm") or "auto").lower()
-        size = positive_cell(row, "message_bytes")
+        size = count_cell(row, "message_bytes")  # whole bytes, as nccl-tests sizes
         n = cluster.num_gpus
         if n < 2:  # nccl-tests' bus bandwidth of one rank is 0 (its factor (n - 1)/n)
             raise ConfigError(f"num_gpus={n}: a collective's bus bandwidth needs at least 2 "

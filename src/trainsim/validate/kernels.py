@@ -23,6 +23,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import ChainModel, compute_model_for
 from trainsim.compute.roofline import FP8_OWN_PROMOTION
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.config._build import _float
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
@@ -100,15 +101,17 @@ def _model(gpu_name: str, compute_db: str | None = "auto", sustained: bool = Fal
 
 
 def _int(row: dict[str, str], key: str) -> int:
+    """A size cell (m, heads, tokens ...): a whole number from 1 to 2**53. ``int()`` of
+    4096.5 was 4096, silently; ASCII digits only (``_float``), as ``common.count_cell``."""
     if _cell(row, key) is None:
         raise ConfigError(f"a {row.get('kind')} row needs the '{key}' column")
     text = _cell(row, key)
     try:
-        value = float(text)  # type: ignore[arg-type]
+        value = _float(text)  # type: ignore[arg-type]
     except ValueError:
         raise ConfigError(f"column '{key}'={text!r} is not a number") from None
-    if not 1 <= value <= MAX_COUNT:  # a size: no empty, negative or endless kernel
-        raise ConfigError(f"column '{key}'={text!r} must be a number from 1 to 2**53")
+    if not (1 <= value <= MAX_COUNT and value == int(value)):  # no empty, partial or endless kernel
+        raise ConfigError(f"column '{key}'={text!r} must be a whole number from 1 to 2**53")
     return int(value)
 
 
@@ -239,10 +242,10 @@ def _memory_bound(row: dict[str, str]) -> list[Op]:
         width = "1" if family == "adamw" else _cell(row, "ffn" if family == "swiglu" else "hidden")
         if tokens is None or width is None:
             break  # no element count: priced by the row's bytes below
-        n = positive_cell(row, "tokens") * (1.0 if family == "adamw" else positive_cell(
+        n = _int(row, "tokens") * (1.0 if family == "adamw" else _int(
             row, "ffn" if family == "swiglu" else "hidden"))
         if impl == "inductor":
-            impl = norm_impl(family, positive_cell(row, "hidden"), False, True, "")
+            impl = norm_impl(family, _int(row, "hidden"), False, True, "")
         if family == "adamw":
             return [memory_op("adamw", family, impl, n, 4)]
         ops = [memory_op(family, family, impl, n, e)]
