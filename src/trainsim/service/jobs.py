@@ -104,6 +104,66 @@ def _no_server_files(config: dict[str, Any]) -> None:
     if isinstance(failures, str) and ("/" in failures or "\\" in failures):
         raise RequestError("config.reliability.failures", "config.reliability.failures: give "
                            "a catalog profile name or a mapping, not a path")
+    cluster = config.get("cluster")
+    if isinstance(cluster, dict):
+        _no_kernel_db(cluster.get("compute_db"), "config.cluster.compute_db")
+
+
+DB_WORDS = ("auto", "none", "null", "")
+"""cluster.compute_db values that name no file: the bundled database, or none."""
+
+
+def _no_kernel_db(value: Any, field: str) -> None:
+    """cluster.compute_db names a file on the server unless it is one of ``DB_WORDS``."""
+    if value is not None and str(value).strip().lower() not in DB_WORDS:
+        raise RequestError(field, f"{field}: the server does not read files; give auto (the "
+                           "kernel database bundled for the GPU) or none")
+
+
+def _looks_like_file(text: str) -> bool:
+    """A name a search/plan option would read as a file on the server (``search.cli``'s
+    ``_model_spec`` and ``_gpu_spec`` read an existing path, or name a missing one)."""
+    path = Path(text)
+    return path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in text or "\\" in text \
+        or path.exists()
+
+
+def _no_server_paths(kind: str, config: dict[str, Any], opts: dict[str, Any]) -> None:
+    """The flags' own ways of naming a server file: ``set``/``vary`` of a field read as a path,
+    and search/plan's model and GPU, which the CLI reads from a file when one exists."""
+    from trainsim import catalog
+    from trainsim.errors import CatalogError
+
+    for key in ("set", "vary"):
+        for i, item in enumerate(opts.get(key) or ()):
+            name, _, value = item.partition("=")
+            name = name.strip()
+            field = f"options.{key}[{i}]"
+            if name in ("cluster.compute_db",):
+                for v in (value.split(",") if key == "vary" else [value]):
+                    _no_kernel_db(v, field)
+            elif name == "model.hf_config":
+                raise RequestError(field, f"{field}: the server does not read files; give the "
+                                   "model's fields instead")
+            elif name == "reliability.failures" and ("/" in value or "\\" in value):
+                raise RequestError(field, f"{field}: give a catalog profile name, not a path")
+    if kind not in ("search", "plan"):
+        return
+    cluster = config.get("cluster") if isinstance(config.get("cluster"), dict) else {}
+    for field, value, known in (
+            ("options.model", opts.get("model"), lambda v: catalog.model_name(v) is not None),
+            ("config.model", config.get("model"), lambda v: catalog.model_name(v) is not None),
+            ("options.gpu", opts.get("gpu"), catalog.gpu),
+            ("config.cluster.gpu", cluster.get("gpu"), catalog.gpu)):
+        if not isinstance(value, str) or not _looks_like_file(value):
+            continue
+        try:
+            if known(value):
+                continue
+        except CatalogError:
+            pass
+        raise RequestError(field, f"{field}={value!r}: the server does not read files; give a "
+                           "catalog name or the fields as a mapping")
 
 
 @contextmanager
@@ -443,6 +503,7 @@ def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: boo
         raise RequestError("options", "options: expected a mapping of the command's flags")
     _no_server_files(config)
     opts = _options(kind, options)
+    _no_server_paths(kind, config, opts)
     limits = settings.limits
     try:
         with _workdir() as wd:
