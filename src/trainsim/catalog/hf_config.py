@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from trainsim.catalog import hf_families
 from trainsim.config import ModelConfig
 from trainsim.config._build import build, switch
 from trainsim.config.safe_load import parse, read_text
@@ -156,6 +157,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
     cfg, where = text_model(cfg, path)
+    cfg = hf_families.normalized(cfg, where)
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get("hidden_size", "n_embd", "d_model")
     if hidden is None:
