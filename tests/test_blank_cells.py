@@ -74,12 +74,29 @@ def test_plain_pytorch_zero_stage_selects_its_engine(stage, engine):
         assert cfg.parallel.zero3_gather == "per_block"
 
 
-def test_plain_pytorch_empty_zero_stage_is_the_fastest_engine_that_fits():
-    """A plain PyTorch row that does not say whether it ran DDP or FSDP: its authors chose, so
-    the tuner keeps the fastest of the stages the loop runs (0 DDP, 2 and 3 FSDP) that fits.
-    Llama 2 7B under DDP holds about 22 bytes a parameter (145 GiB here): not on an 80 GB
-    H100, so one of the FSDP stages, whichever the same row with that stage stated runs
-    faster."""
+def test_plain_pytorch_empty_zero_stage_is_ddp_where_it_fits():
+    """A plain PyTorch row that does not say whether it ran DDP or FSDP ran the profile's DDP
+    (fp32 parameters under autocast) where DDP fits, even where a stated FSDP stage would run
+    faster: Llama 3.2 1B, 16 H100, micro-batch 4 of 2048 tokens (the reviewer's probe) fits
+    under DDP, and its SHARD_GRAD_OP twin is faster (it gathers 16-bit parameters and keeps
+    no fp32 gradient buckets), yet the empty cell reads as DDP."""
+    cells = {"model": "llama3.2-1b", "num_gpus": "16", "micro_batch_size": "4",
+             "seq_length": "2048", "global_batch_size": "64", "framework": "pytorch",
+             "framework_version": "2.4"}
+    res, cfg = _validated(zero_stage="", **cells)
+    ddp, _ = _validated(zero_stage="0", **cells)
+    fsdp, _ = _validated(zero_stage="2", **cells)
+    assert ddp.predicted_memory_gib <= cfg.cluster.gpu.hbm_bytes / 2**30
+    assert fsdp.predicted < ddp.predicted  # the tuner would take it on speed
+    assert res.chosen["zero_stage"] == 0 and cfg.parallel.data_parallel_impl == "ddp"
+    assert res.predicted == pytest.approx(ddp.predicted)
+
+
+def test_plain_pytorch_empty_zero_stage_is_the_fastest_fsdp_where_ddp_does_not_fit():
+    """Where DDP cannot hold the run, its user must have switched to FSDP: the fastest of the
+    FSDP stages (2 SHARD_GRAD_OP, 3 FULL_SHARD) that fits. Llama 2 7B under DDP holds about 22
+    bytes a parameter (145 GiB here): not on an 80 GB H100, so one of the FSDP stages,
+    whichever the same row with that stage stated runs faster."""
     res, cfg = _validated(framework="pytorch", zero_stage="")
     stated = {s: _validated(framework="pytorch", zero_stage=s)[0] for s in ("0", "2", "3")}
     hbm_gib = cfg.cluster.gpu.hbm_bytes / 2**30
@@ -98,7 +115,7 @@ def test_empty_zero_stage_is_tuned_only_where_the_user_picks_the_engine():
     from trainsim.catalog.frameworks import framework_profile
     from trainsim.validate.row_settings import user_zero_stages
 
-    assert user_zero_stages(framework_profile("pytorch", "2.4")) == [0, 2, 3]
+    assert user_zero_stages(framework_profile("pytorch", "2.4")) == [0, 2, 3]  # DDP first
     assert user_zero_stages(framework_profile("pytorch", "1.11")) == []  # no FSDP stages yet
     for name in ("torchtitan", "megatron-core", "llm-foundry"):
         assert user_zero_stages(framework_profile(name, None)) == []

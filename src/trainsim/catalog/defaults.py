@@ -180,6 +180,17 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                 parallel[key] = True
 
 
+def stage_engines(profile: Any) -> dict[int, str]:
+    """Every ZeRO stage a framework runs, by stage, with the engine that runs it: its default
+    engine's stages (``config.validity.zero_stages``) and those of profile
+    ``zero_stage_engines`` (a plain PyTorch loop: 0 DDP, 2 and 3 FSDP)."""
+    from trainsim.config.validity import zero_stages
+
+    engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}
+    default = profile.defaults.get("data_parallel_impl")
+    return {s: engines.get(s, default) for s in sorted(set(zero_stages(default)) | set(engines))}
+
+
 def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
     """The ZeRO stage and data-parallel engine of a run that names a framework, in place.
 
@@ -219,8 +230,8 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
         if effective != int(_number(stage)):
             stage = f"{stage} with distributed_optimizer=true (ZeRO-1)"
         by_engine: dict[str, list[str]] = {}
-        for s in sorted(set(zero_stages(default)) | set(engines)):
-            by_engine.setdefault(engines.get(s, default), []).append(str(s))
+        for s, engine_of_s in stage_engines(profile).items():
+            by_engine.setdefault(engine_of_s, []).append(str(s))
         runs = sorted(s for stages in by_engine.values() for s in stages)
         how = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_engine.items())
         raise ConfigError(f"parallel.zero_stage={stage} under {where}: zero_stage "

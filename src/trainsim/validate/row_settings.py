@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name, names, node
-from trainsim.catalog.defaults import truthy
+from trainsim.catalog.defaults import stage_engines, truthy
 from trainsim.catalog.framework_schema import NVLINK_SCOPES
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.config._build import suggest
@@ -303,8 +303,8 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
     if _cell(row, "zero_stage") is None and (stages := user_zero_stages(profile)):
         # a plain PyTorch loop wraps the model in the engine its user picks (DDP, FSDP
         # SHARD_GRAD_OP or FULL_SHARD: profile ``zero_stage_engines``); a row that does not say
-        # which: the authors chose, so the fastest that fits (an empty cell is the authors'
-        # choice, README), DDP first
+        # which ran the profile's DDP (fp32 parameters under autocast, README) wherever DDP
+        # fits, else the fastest FSDP stage that fits (``validate.training.PREFERRED``)
         unknown["zero_stage"] = stages
     if _cell(row, "distributed_optimizer") is None and _cell(row, "zero_stage") in (None, "0") \
             and (profile is None or profile.defaults.get("zero_stage") is None):
@@ -320,17 +320,15 @@ def user_zero_stages(profile: Any) -> list[int]:
     """The ZeRO stages a row that names no stage could have run under ``profile``: where the
     framework has no stage of its own (profile ``zero_stage``) but runs several engines by
     stage (``zero_stage_engines``: a plain PyTorch loop in DDP, or in FSDP SHARD_GRAD_OP = 2 and
-    FULL_SHARD = 3, torch/distributed/fsdp/api.py ShardingStrategy), its default engine's
-    stages and those; empty where the framework decides (its default applies)."""
-    from trainsim.config.validity import zero_stages
-
-    if profile is None or profile.defaults.get("zero_stage") is not None:
+    FULL_SHARD = 3, torch/distributed/fsdp/api.py ShardingStrategy), every stage it runs
+    (``catalog.defaults.stage_engines``), its default engine's first; empty where the
+    framework decides (its default applies)."""
+    if profile is None or profile.defaults.get("zero_stage") is not None \
+            or not profile.defaults.get("zero_stage_engines"):
         return []
-    engines = profile.defaults.get("zero_stage_engines") or {}
-    if not engines:
-        return []
-    default = zero_stages(profile.defaults.get("data_parallel_impl"))
-    return sorted({*default, *(int(k) for k in engines)})
+    default = profile.defaults.get("data_parallel_impl")
+    stages = stage_engines(profile)
+    return sorted(stages, key=lambda s: (stages[s] != default, s))
 
 
 def flex_dispatchers(row: dict[str, str], profile: Any) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Callable
+from operator import itemgetter
 from typing import Any
 
 from trainsim.bound import lower_bound_s
@@ -44,10 +45,28 @@ def _fits(cfg: RunConfig) -> bool:
 
 
 ENUMERATED = ("recompute", "microbatch_group_size_per_vp_stage")
+"""Unknowns the tuner enumerates, descending over the others for each combination."""
+PREFERRED = ("zero_stage",)
+"""Enumerated unknowns taken in their candidates' order, not by speed: the first value with
+which any setting of the others fits. An empty zero_stage on a plain PyTorch row is the
+profile's DDP (fp32 parameters under autocast, validation README) wherever DDP fits; only a
+run that DDP cannot hold must have switched to FSDP (``row_settings.user_zero_stages``)."""
 _SHOWN: set[tuple[str, type]] = set()
 """Warnings a row's tuning raised that ``predict_training_row`` has shown again (each once a
 process: its capture of the row's warnings would otherwise show them for every row)."""
-"""Unknowns the tuner enumerates, descending over the others for each combination."""
+
+
+def _prefer(value: Any) -> Callable[[list[Any]], Any]:
+    """A picker of ``value`` where it is a candidate, else of the first candidate."""
+    return lambda candidates: value if value in candidates else candidates[0]
+
+
+LEAST_MEMORY: dict[str, Callable[[list[Any]], Any]] = {
+    "micro_batch_size": min, "zero_stage": max, "recompute": _prefer("full"),
+    "distributed_optimizer": _prefer(True), "sequence_parallel": _prefer(True)}
+"""How ``_tuned_layout`` picks an unknown's least-memory candidate (the smallest micro-batch,
+the most sharded ZeRO stage, full recompute, the distributed optimizer, sequence
+parallelism); any other unknown, its first candidate."""
 
 
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
@@ -122,13 +141,17 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     # need, a pair of changes no single step of a descent makes; a group size matters only
     # with interleaving, which it may make fit. Each descent starts from the first setting
     # that fits with its enumerated choices (in the order of the candidate lists).
-    d = tuple(names.index(n) for n in ENUMERATED if n in names)
+    d = tuple(names.index(n) for n in (*ENUMERATED, *PREFERRED) if n in names)
     starts = []
     for combo in itertools.product(*(unknown[names[i]] for i in d)):
         lists = [[combo[d.index(i)]] if i in d else unknown[n] for i, n in enumerate(names)]
         start = next((v for v in itertools.product(*lists) if fits(v)), None)
         if start is not None:
             starts.append(start)
+    for i in (names.index(n) for n in PREFERRED if n in names):
+        # only the descents of the first preferred value that fits at all
+        first = next((v for v in unknown[names[i]] if any(s[i] == v for s in starts)), None)
+        starts = [s for s in starts if s[i] == first]
     if not starts:
         fallback: tuple[float, tuple, RunConfig] | None = None
         first_error: str | None = None
@@ -250,13 +273,7 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
         micro-batch, the distributed optimizer and sequence parallelism where they are
         candidates, the most sharded ZeRO stage): one that does not cannot fit tuned."""
         base, unknown = training_base({**row, **cells(t, p)})
-        least = {"recompute": "full", "distributed_optimizer": True, "sequence_parallel": True}
-        choice = {}
-        for k, v in unknown.items():
-            if v:
-                choice[k] = min(v) if k == "micro_batch_size" else max(v) if k == "zero_stage" \
-                    else \
-                    least[k] if k in least and least[k] in v else v[0]
+        choice = {k: LEAST_MEMORY.get(k, itemgetter(0))(v) for k, v in unknown.items() if v}
         try:
             return _fits(run_config_from_dict(with_choice(base, choice)))
         except ConfigError:
