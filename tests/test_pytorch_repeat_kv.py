@@ -1,43 +1,107 @@
-"""The pytorch profile's GQA copy before SDPA: transformers' ``repeat_kv`` (v4.36 until
-huggingface/transformers#39412, 2025-07) and ibm-fms's expand+flatten copy K and V to every
-query head; from torch 2.8 the profile passes ``enable_gqa`` instead (issue 17)."""
+"""The pytorch profile's GQA copy: transformers' ``repeat_kv`` (before SDPA up to v4.53, before
+eager attention always) and ibm-fms's expand+flatten (before SDPA, still at its HEAD) copy K and
+V to every query head; a run whose library passes ``enable_gqa`` (transformers >= 4.54,
+huggingface/transformers#39412) says so; FlashAttention-2 never gets a copy (issue 17)."""
 
 from __future__ import annotations
 
+import pytest
+
 from trainsim import run_config_from_dict
 from trainsim.catalog.frameworks import framework_supports
-from trainsim.workload.layers import layer_forward
+from trainsim.compute.attention import gqa_group_sum_bytes
+from trainsim.validate.row_settings import OPTION_FIELDS
+from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.ops import Attention
 from trainsim.workload.shard import shard_of
 
+ROW = 2 * 2048 * 128  # bytes of one head's K (or V) over 2048 tokens at head dim 128, 16-bit
 
-def _cfg(version: str, model: str = "llama3-8b"):
+
+def _cfg(version: str, model: str = "llama3-8b", attention: str = "sdpa",
+         gpu: str = "a100-sxm-80gb", parallel: dict | None = None, **training):
     return run_config_from_dict({
-        "model": model, "parallel": {"tp": 1},
+        "model": model, "parallel": {"tp": 1, **(parallel or {})},
         "training": {"global_batch_size": 4, "micro_batch_size": 1, "seq_length": 2048,
-                     "framework": "pytorch", "framework_version": version, "attention": "sdpa"},
-        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 4, "gpus_per_node": 8}})
+                     "framework": "pytorch", "framework_version": version,
+                     "attention": attention, **training},
+        "cluster": {"gpu": gpu, "num_gpus": 4, "gpus_per_node": 8}})
 
 
-def _repeats(version: str, model: str = "llama3-8b"):
-    c = _cfg(version, model)
-    return [op for op in layer_forward(c, shard_of(c)) if op.name == "attn_core.repeat_kv"]
+def _ops(c):
+    sh = shard_of(c)
+    fwd = layer_forward(c, sh)
+    return fwd, backward_of(fwd, sh)
 
 
-def test_profile_repeats_kv_from_sdpa_until_torch_2_8():
+def _repeats(c):
+    fwd, bwd = _ops(c)
+    return ([op for op in fwd if op.name == "attn_core.repeat_kv"],
+            [op for op in bwd if op.name.startswith("attn_core.repeat_kv") and op.kernels])
+
+
+def test_profile_repeats_kv_from_sdpa_at_every_later_torch():
+    """The cut-over to ``enable_gqa`` is the model library's, not torch's: the profile keeps
+    the copy at every release from SDPA's (2.1.1) on; eager attention copies at every release."""
     assert not framework_supports("pytorch", "2.0", "sdpa_repeat_kv")
-    assert framework_supports("pytorch", "2.1.1", "sdpa_repeat_kv")
-    assert framework_supports("pytorch", "2.4", "sdpa_repeat_kv")
-    assert not framework_supports("pytorch", "2.8", "sdpa_repeat_kv")
-    assert not framework_supports("pytorch", "2.11", "sdpa_repeat_kv")
+    for version in ("2.1.1", "2.4", "2.8", "2.11"):
+        assert framework_supports("pytorch", version, "sdpa_repeat_kv")
+    for version in ("1.0", "2.0", "2.4", "2.11"):
+        assert framework_supports("pytorch", version, "unfused_repeat_kv")
 
 
-def test_eager_repeat_copies_by_hand():
-    """Llama 3 8B, 2048 tokens, head dim 128 (one head's K over the tokens: 2048 x 128 x 2 B
-    = 524,288 B): K and V each read at 8 KV heads and written at 32 query heads, two kernels:
-    2 x 524,288 x (8 + 32) = 41,943,040 B; none at torch 2.11 (enable_gqa) and none for an
-    MHA model (Llama 2 7B: as many KV heads as query heads)."""
-    (rep,) = _repeats("2.4")
-    assert rep.bytes == 2 * 2048 * 128 * 2 * (8 + 32) == 41_943_040
+def test_sdpa_repeat_copies_by_hand():
+    """Llama 3 8B, 2048 tokens, head dim 128 (one head's K: 2048 x 128 x 2 B = 524,288 B): K and
+    V each read at 8 KV heads and written at 32 query heads, two kernels: 2 x 524,288 x (8 + 32)
+    = 41,943,040 B; the backward sum is the SDPA kernel op's (FlashAttention-2's dk_expanded
+    sum, ``gqa_group_sum_bytes``), no kernel of the copy's own. Also at torch 2.11 on an H100,
+    where SDPA dispatches to cuDNN (whose op sums no groups, so the copy's backward does); none
+    for an MHA model (Llama 2 7B)."""
+    (rep,), bwd = _repeats(_cfg("2.4"))
+    assert rep.bytes == 2 * ROW * (8 + 32) == 41_943_040
     assert rep.kernels == 2
-    assert _repeats("2.11") == []
-    assert _repeats("2.4", "llama2-7b") == []
+    assert bwd == []
+    h100 = _cfg("2.11", gpu="h100-sxm-80gb")
+    assert h100.training.attention == "cudnn"
+    fwd, bwd = _repeats(h100)
+    assert [op.bytes for op in fwd] == [41_943_040] and [op.bytes for op in bwd] == [41_943_040]
+    assert _repeats(_cfg("2.4", "llama2-7b")) == ([], [])
+
+
+@pytest.mark.parametrize("version", ["2.4", "2.11"])
+def test_enable_gqa_drops_the_copy(version):
+    """A run whose model passes ``enable_gqa`` to SDPA (training.sdpa_enable_gqa, the row
+    option ``enable_gqa``) copies nothing; the SDPA kernel still sums its own GQA groups."""
+    assert OPTION_FIELDS["enable_gqa"] == ("training", ("sdpa_enable_gqa",))
+    c = _cfg(version, sdpa_enable_gqa=True)
+    assert _repeats(c) == ([], [])
+    fwd, _ = _ops(c)
+    (core,) = [op for op in fwd if isinstance(op, Attention)]
+    assert core.kv_heads == 8 and core.heads == 32
+
+
+def test_flash2_gets_no_copy():
+    """transformers' FlashAttention-2 path passes the KV heads as they are
+    (integrations/flash_attention.py has no repeat_kv): no copy at any torch release."""
+    for version in ("2.4", "2.11"):
+        assert _repeats(_cfg(version, attention="flash2")) == ([], [])
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.4", "2.11"])
+def test_unfused_copies_and_prices_the_backward_sum(version):
+    """Eager attention (``eager_attention_forward``) repeats K and V at every torch release and
+    its matmuls see every head, so no kernel sums the GQA groups: the copy's backward (expand's
+    sum) reads the 32-head dK and dV and writes the 8-head ones, 2 x 524,288 x (32 + 8) B in
+    two kernels, the bytes a FlashAttention-2 backward's group sum would move; the unfused
+    kernel's op prices none."""
+    c = _cfg(version, attention="unfused")
+    (rep,), (rep_bwd,) = _repeats(c)
+    assert rep.bytes == 2 * ROW * (8 + 32)
+    assert rep_bwd.bytes == 2 * ROW * (32 + 8) == 41_943_040 and rep_bwd.kernels == 2
+    _, bwd = _ops(c)
+    (core_bwd,) = [op for op in bwd if isinstance(op, Attention)]
+    assert gqa_group_sum_bytes(core_bwd) == 0.0
+    assert gqa_group_sum_bytes(Attention("x", batch=1, heads=32, kv_heads=8, q_len=2048,
+                                         kv_len=2048, head_dim=128, impl="flash2",
+                                         backward=True)) == rep_bwd.bytes
+

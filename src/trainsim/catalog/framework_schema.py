@@ -291,8 +291,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # gradients, no fp32 master copy, torch.optim's moments in that dtype too
     "params_16bit": _nullable(_bool),
     # the model repeats GQA's K and V heads to every query head before SDPA (torchtitan's
-    # repeat_kv): what a context-parallel exchange of K and V moves
+    # repeat_kv): what a context-parallel exchange of K and V moves (only under the ``sdpa``
+    # kernel; training.sdpa_enable_gqa turns it off)
     "sdpa_repeat_kv": _nullable(_bool),
+    # the model repeats them before its eager (``unfused``/``eager``) attention's matmuls
+    # (transformers' eager_attention_forward), whose backward then sums dK and dV per KV head
+    "unfused_repeat_kv": _nullable(_bool),
     # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
     # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
     "cp_sdpa_ring": _nullable(_bool),
@@ -472,7 +476,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
              "mla_eager_rope",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
              "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
-             "params_16bit", "sdpa_repeat_kv", "cp_sdpa_ring", "cp_te_ring",
+             "params_16bit", "sdpa_repeat_kv", "unfused_repeat_kv", "cp_sdpa_ring", "cp_te_ring",
              "sp_gathered_gemm_inputs",
              "torch_interleaved_warmup", "microbatch_group_size", "per_tensor_optimizer",
              "flash_unpad", "train_metric_losses", "autocast_dtypes", "te_linear_mlp",

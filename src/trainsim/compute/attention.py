@@ -28,7 +28,7 @@ from trainsim.compute.block_sums import (
     window_edge_keys,
 )
 from trainsim.config import GPUSpec
-from trainsim.workload.ops import Attention
+from trainsim.workload.ops import GQA_EXPANDED_BWD, Attention
 
 ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
     "flash2": (1.08, 0.81),
@@ -314,10 +314,6 @@ def flash1_pass_bytes(op: Attention) -> float:
     per_row = passes * (2 * d + 8) + (passes - 1) * 8 * d + 2 * d  # Q, lse; o_tmp; O
     return rows * per_row + kv
 
-
-GQA_EXPANDED_BWD = frozenset({"flash2", "sdpa"})
-"""Kernels whose grouped-query backward writes dK and dV per *query* head and sums each group
-after, in two more kernels (``gqa_group_sum_bytes``)."""
 
 
 def gqa_group_sum_bytes(op: Attention) -> float:

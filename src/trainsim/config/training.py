@@ -110,6 +110,12 @@ class TrainingConfig:
     (pre-MLP norm, router, shared experts unless overlapped), ``moe_preprocess`` (the token
     dispatcher's metadata and first permutation; needs ``moe_router``). Empty, ``full`` or
     ``full_iteration``: the whole layer. The rest runs eagerly (``workload.graph_scope``)."""
+    sdpa_enable_gqa: bool = False
+    """SDPA receives GQA's K and V heads as they are (``enable_gqa=True``, torch >= 2.5): the
+    model copies nothing before it even where its framework profile's models repeat K and V
+    (``sdpa_repeat_kv``), as transformers from v4.54.0 does without an attention mask
+    (huggingface/transformers#39412, integrations/sdpa_attention.py ``use_gqa_in_sdpa``).
+    The ``enable_gqa`` option of a validation row."""
     cuda_launch_blocking: bool = False
     """Run with ``CUDA_LAUNCH_BLOCKING=1``: every kernel launch (NCCL's included) returns only
     when the kernel has finished, so the host's per-kernel cost adds to the GPU's instead of

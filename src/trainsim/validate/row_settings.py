@@ -32,7 +32,8 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "ep_overlap": ("parallel", ("moe_overlap_ep_comm",)),
                  "cuda_graphs": ("training", ("cuda_graphs",)),
                  "compile": ("training", ("compile",)),
-                 "launch_blocking": ("training", ("cuda_launch_blocking",))}
+                 "launch_blocking": ("training", ("cuda_launch_blocking",)),
+                 "enable_gqa": ("training", ("sdpa_enable_gqa",))}
 KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb",
                                        "fake_balanced_gate"}
 # format v2 column -> (section, config field), copied when the cell is not empty

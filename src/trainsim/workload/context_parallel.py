@@ -55,7 +55,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from trainsim.workload.ops import ACT_BYTES, Attention, Comm, Elementwise, Op
+from trainsim.workload.ops import ACT_BYTES, GQA_EXPANDED_BWD, Attention, Comm, Elementwise, Op
 
 F32 = 4
 FWD_MERGE_PASSES = (38, 10)
@@ -115,19 +115,23 @@ def repeat_kv_ops(diag: Attention, tokens: int, compiled: bool) -> list[Op]:
 
 
 def sdpa_repeat_kv_op(diag: Attention, tokens: int, compiled: bool) -> list[Op]:
-    """The model's ``repeat_kv`` forward copies before one SDPA call without context
+    """The model's ``repeat_kv`` forward copies before one attention call without context
     parallelism (torchtitan models/llama/model.py @ 9dec370a Attention.forward runs it at every
-    CP size, cp 1 included): eager, K and V each read at the KV heads and written at every
-    query head (two kernels, no ring ``contiguous`` copies); compiled, as ``repeat_kv_ops``.
-    Its backward (``expand``'s sum over each KV head's query heads) is left to the kernel's op:
-    it is the bytes ``compute.attention.gqa_group_sum_bytes`` prices for a FlashAttention-2
-    backward (0 for a kernel that sums inside; not priced there)."""
+    CP size, cp 1 included; transformers' LlamaSdpaAttention and ``eager_attention_forward``):
+    eager, K and V each read at the KV heads and written at every query head (two kernels, no
+    ring ``contiguous`` copies); compiled, as ``repeat_kv_ops``. Its backward (``expand``'s sum
+    over each KV head's query heads: the expanded 16-bit dK and dV read, the grouped ones
+    written) is the bytes ``compute.attention.gqa_group_sum_bytes`` prices for a kernel of
+    ``GQA_EXPANDED_BWD`` (left to that op there); after any other kernel (eager attention's
+    matmuls see every head) it is priced here, one sum per tensor (one kernel compiled)."""
     if diag.kv_heads >= diag.heads:
         return []
     row = tokens * diag.head_dim * ACT_BYTES
     nbytes = row * 2 * diag.heads if compiled else 2 * row * (diag.kv_heads + diag.heads)
+    own_sum = diag.impl not in GQA_EXPANDED_BWD
     return [Elementwise("attn_core.repeat_kv", bytes=nbytes, kernels=1 if compiled else 2,
-                        bwd_bytes=0.0, bwd_kernels=0)]
+                        bwd_bytes=2.0 * row * (diag.heads + diag.kv_heads) if own_sum else 0.0,
+                        bwd_kernels=(1 if compiled else 2) if own_sum else 0)]
 
 
 def ring_forward(diag: Attention, comm: str, cp: int, tokens: int, repeat_kv: bool,

@@ -29,6 +29,11 @@ ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
 MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
 """Implementations that write the s*s score matrix to memory (and keep it for backward)."""
 FUSED_ATTENTION = frozenset(ATTENTION_IMPLS) - MATERIALIZED_SCORES
+GQA_EXPANDED_BWD = frozenset({"flash2", "sdpa"})
+"""Kernels whose grouped-query backward writes dK and dV per *query* head and sums each group
+after, in two more kernels (``compute.attention.gqa_group_sum_bytes``); a model that repeats
+K and V before any other kernel pays that sum in the repeat's own backward
+(``workload.context_parallel.sdpa_repeat_kv_op``)."""
 
 Group = Literal["tp", "cp", "dp", "dp_cp", "dp_rep", "tp_dp_cp", "pp", "embd", "ep", "etp",
                 "edp"]

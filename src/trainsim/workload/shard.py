@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainsim.catalog.frameworks import framework_feature, profile_supports
+from trainsim.catalog.frameworks import framework_feature, framework_profile, profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.elementwise import fp8_scale_update_op
 from trainsim.workload.ops import ACT_BYTES as ACT
-from trainsim.workload.ops import Comm, Elementwise, Gemm, GroupedImpl, Op
+from trainsim.workload.ops import MATERIALIZED_SCORES, Comm, Elementwise, Gemm, GroupedImpl, Op
 
 
 @dataclass(frozen=True)
@@ -189,6 +189,25 @@ def separate_projections(cfg: RunConfig) -> bool:
         bool(profile_supports(cfg, "separate_qkv"))
 
 
+def kv_repeated(cfg: RunConfig) -> bool:
+    """Whether the model copies GQA's K and V to every query head before the attention kernel:
+    before SDPA where the profile's models do (``sdpa_repeat_kv``: transformers' repeat_kv up
+    to v4.53, ibm-fms's expand+flatten, torchtitan's repeat_kv) and the run does not pass
+    ``enable_gqa`` (``training.sdpa_enable_gqa``); before eager attention where the profile's
+    models do (``unfused_repeat_kv``: transformers' ``eager_attention_forward``, v4.53.3 and
+    v4.54.0 models/llama/modeling_llama.py L177-L178 / L178-L179); never before another kernel
+    (transformers' FlashAttention-2 path, integrations/flash_attention.py, passes the KV heads
+    as they are). SDPA's kernel is ``sdpa`` or the one this torch release dispatches it to on
+    the run's GPU (profile ``sdpa_by_arch``, applied by ``catalog.defaults``)."""
+    t = cfg.training
+    if not t.framework:
+        return False
+    dispatched = framework_profile(t.framework, t.framework_version).defaults.get("sdpa_by_arch")
+    if t.attention == "sdpa" or t.attention in (dispatched or {}).values():
+        return not t.sdpa_enable_gqa and bool(profile_supports(cfg, "sdpa_repeat_kv"))
+    return t.attention in MATERIALIZED_SCORES and bool(profile_supports(cfg, "unfused_repeat_kv"))
+
+
 def shard_of(cfg: RunConfig) -> Shard:
     t, p = cfg.training, cfg.parallel
     cp_ring = p.cp > 1 and profile_supports(cfg, "cp_sdpa_ring")
@@ -226,7 +245,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  flash_unpad=t.attention in ("flash1", "flash2")
                  and profile_supports(cfg, "flash_unpad"),
                  cp_ring=cp_ring, cp_te_ring=te_ring,
-                 kv_repeat=profile_supports(cfg, "sdpa_repeat_kv"),
+                 kv_repeat=kv_repeated(cfg),
                  scaled_rope_unfused=profile_supports(cfg, "scaled_rope_unfused"),
                  complex_rope=profile_supports(cfg, "complex_rope"),
                  softmax_args_swapped=profile_supports(cfg, "softmax_args_swapped"),
