@@ -105,3 +105,26 @@ def test_unfused_copies_and_prices_the_backward_sum(version):
                                          kv_len=2048, head_dim=128, impl="flash2",
                                          backward=True)) == rep_bwd.bytes
 
+
+def test_sdpa_keeps_the_repeated_kv_by_hand():
+    """Memory: where the model copies K and V before SDPA, SDPA saves the 32-head copies and
+    nothing keeps the 8-head tensors: 2 B x 2 tensors x (4096 - 1024) columns = 12,288 B a
+    token more per non-recomputed layer, 2048 x 12,288 = 25,165,824 B at one sequence of 2048
+    (Llama 3 8B: q 4096, kv 1024 columns); none with enable_gqa, none compiled, none for a
+    fully recomputed layer (it keeps its input only)."""
+    from trainsim.memory.estimate import activation_bytes_per_layer
+
+    copy, gqa = _cfg("2.4"), _cfg("2.4", sdpa_enable_gqa=True)
+    extra = 2048 * 2 * 2 * (4096 - 1024)
+    assert extra == 25_165_824
+    assert activation_bytes_per_layer(copy) - activation_bytes_per_layer(gqa) == extra
+    # the generic (non-Hugging-Face) layout: a layer that recomputes only its MLP keeps the
+    # copies, one that recomputes core attention does not
+    mlp = {"recompute": "selective", "recompute_modules": ["mlp"]}
+    assert activation_bytes_per_layer(_cfg("2.4", parallel=mlp)) - activation_bytes_per_layer(
+        _cfg("2.4", parallel=mlp, sdpa_enable_gqa=True)) == pytest.approx(extra)
+    assert activation_bytes_per_layer(copy, "selective") == pytest.approx(
+        activation_bytes_per_layer(gqa, "selective"))
+    assert activation_bytes_per_layer(copy, "full") == activation_bytes_per_layer(gqa, "full")
+    comp, comp_gqa = _cfg("2.4", compile=True), _cfg("2.4", compile=True, sdpa_enable_gqa=True)
+    assert activation_bytes_per_layer(comp) == activation_bytes_per_layer(comp_gqa)

@@ -156,6 +156,9 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         qkv = fused
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
+    if cfg.training.attention not in MATERIALIZED_SCORES and not m.is_mla and not (
+            recompute == "selective" and "core_attn" in (p.recompute_modules or ("core_attn",))):
+        qkv += hf.repeated_kv_bytes(cfg, q / t, kv_loc)  # SDPA keeps the copies it was given
     if m.qk_layernorm:  # the per-head q/k norms keep their 16-bit inputs
         qkv += 2 * (q / t + kv_loc)
     # the attention output, the out-projection's GEMM input: under fp8 that GEMM saves its own

@@ -11,7 +11,9 @@ Per token, with ``h`` the hidden size and ``q``, ``kv``, ``f`` the local query, 
 MLP widths (16-bit elements, bytes), the layer's output included:
 
 * eager: ``16 h + 4 q + 4 kv + 8 f``; Qwen3's per-head q/k norms add ``6 (q + kv)``;
-* compiled: ``6 h + 4 q + 4 kv + 6 f``.
+* compiled: ``6 h + 4 q + 4 kv + 6 f``;
+* a model that copies GQA's K and V to every query head before the kernel (eager,
+  ``workload.shard.kv_repeated``) adds ``4 (q - kv)`` (``repeated_kv_bytes``).
 
 Checked on the 33 layers of ``layers_h100_measured.jsonl`` (transformers 5.17, torch 2.11,
 ``torch.cuda.memory_allocated`` around the forward): over the 20 eager Llama layers a least-
@@ -22,6 +24,7 @@ compiled ones sit on 6, 4, 4, 6 within 0.3 %; Qwen3's q/k norms on 6.
 from __future__ import annotations
 
 from trainsim.config import RunConfig
+from trainsim.workload.shard import kv_repeated
 
 EAGER_PER_TOKEN = {"h": 16, "q": 4, "kv": 4, "f": 8, "qk_norm": 6}
 COMPILED_PER_TOKEN = {"h": 6, "q": 4, "kv": 4, "f": 6, "qk_norm": 2}
@@ -37,6 +40,20 @@ def applies(cfg: RunConfig, recompute: str, moe: bool) -> bool:
             and m.activation == "swiglu")
 
 
+def repeated_kv_bytes(cfg: RunConfig, q: float, kv: float) -> float:
+    """Bytes per token a layer keeps beyond the KV heads' K and V where the model copies them
+    to every query head before the attention kernel (``workload.shard.kv_repeated``): the
+    kernel saves its inputs for the backward, the 16-bit K and V of all ``q`` query-head
+    columns, and nothing else keeps the ``kv``-wide tensors they were copied from (RoPE's
+    backward needs only its cos/sin tables, the repeat's none: ``expand`` and ``reshape``
+    save shapes), so K and V cost 2 x 2 x (q - kv) bytes more. Eager only: compiled, the
+    repeat is one more cheap op in the graph that AOTAutograd's min-cut partitioner may
+    recompute from the KV-head tensors (not measured here, so not counted)."""
+    if cfg.training.compile or not kv_repeated(cfg) or kv >= q:
+        return 0.0
+    return 2.0 * 2.0 * (q - kv)
+
+
 def hf_layer_bytes(cfg: RunConfig) -> float:
     """Bytes one Hugging Face layer keeps for its backward per micro-batch on one rank."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
@@ -44,7 +61,7 @@ def hf_layer_bytes(cfg: RunConfig) -> float:
     tokens = t.micro_batch_size * t.seq_length / p.cp
     q, kv = m.q_size / p.tp, max(m.kv_size / p.tp, m.kv_channels)
     width = (per["h"] - OUTPUT_PER_H) * m.hidden_size + per["q"] * q + per["kv"] * kv \
-        + per["f"] * m.ffn_size / p.tp
+        + per["f"] * m.ffn_size / p.tp + repeated_kv_bytes(cfg, q, kv)
     if m.qk_layernorm:
         width += per["qk_norm"] * (q + kv)
     if m.post_sublayer_norm:  # Gemma 2/3's post-attention and post-feedforward norms
