@@ -7,6 +7,7 @@ import pytest
 
 import trainsim
 from trainsim.memory import estimate_stage_memory
+from trainsim.memory.ring_attention import ring_backward_bytes
 
 RING = "ring attention backward (K/V, fp32 dQ/dK/dV)"
 
@@ -41,9 +42,13 @@ def test_all_to_all_rotater_holds_one_received_kv():
     """The all-to-all rotater (cp_comm_type p2p) holds the previous rank's K/V only: the
     all-gather one's buffer is cp times that, so the two differ by (cp - 1) * 2k per token."""
     k = 2 * 4096
-    gathered = dict(estimate_stage_memory(_titan(cp=4), 0).temporaries)[RING]
-    rotated = dict(estimate_stage_memory(_titan(cp=4, rotate="p2p"), 0).temporaries)[RING]
+    gathered = ring_backward_bytes(_titan(cp=4), True, 0.0)
+    rotated = ring_backward_bytes(_titan(cp=4, rotate="p2p"), True, 0.0)
     assert gathered - rotated == pytest.approx(8192 * 3 * 2 * k)
+    # the all-gather one is the peak's buffer (the p2p one is smaller than the recomputed
+    # layer, whose SDPA keeps the repeated K/V: memory.hf.repeated_kv_bytes)
+    assert dict(estimate_stage_memory(_titan(cp=4), 0).temporaries)[RING] == pytest.approx(
+        ring_backward_bytes(_titan(cp=4), True, 2 * 4096 * 2))
 
 
 def test_no_ring_buffers_without_context_parallelism():

@@ -38,7 +38,7 @@ from trainsim.workload.schedule import (
     schedule_peak_in_flight,
     torch_warmup,
 )
-from trainsim.workload.shard import separate_projections
+from trainsim.workload.shard import kv_repeated, separate_projections
 
 GiB = 2**30
 MEMORY_KINDS = ("allocated", "reserved", "device")
@@ -509,7 +509,7 @@ def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]
         sp = p.tp if p.sequence_parallel else 1  # the norm's and the QKV GEMM's inputs
         block_inputs = m.hidden_size * (2 / sp + gemm_input_bytes(cfg) * (
             1 if profile_supports(cfg, "sp_gathered_gemm_inputs") else 1 / sp))
-        ring = ring_backward_bytes(cfg, profile_supports(cfg, "sdpa_repeat_kv"), block_inputs)
+        ring = ring_backward_bytes(cfg, kv_repeated(cfg), block_inputs)
         if ring:
             temps.append(("ring attention backward (K/V, fp32 dQ/dK/dV)", ring))
     # the loss backward, a recomputed layer's backward and its attention's do not overlap:
