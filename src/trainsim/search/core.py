@@ -394,6 +394,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
         return best
 
     memory: dict = {}  # memory group -> check_memory's answer, worked out ahead
+    scheduled: set[Candidate] = set()  # leads whose named schedule's bound was worked out
 
     def most_headroom(key: object) -> float:
         """The most headroom a memory group can have (HBM less the floor of its first and last
@@ -475,6 +476,16 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                 bound_pruned += group_size
                 done += group_size
                 continue
+            if c.mem.schedule and not exhaustive and c not in scheduled:
+                # a named schedule's bound from its passes as simulated (Bounds.scheduled),
+                # worked out only for a group about to be simulated: the lowest of its pricing
+                # classes', queued again where it is above the bound it was popped at
+                scheduled.add(c)
+                tight = min(bounds.scheduled(x) for x in _class_leads(c, siblings.get(c, ())))
+                if tight > lb:
+                    order += 1
+                    heapq.heappush(heap, (tight, order, c, headroom, True))
+                    continue
             hit = cache.get(bkey, c) if cache else None
             if hit is not None:
                 fresh.append((lb, hit, headroom))

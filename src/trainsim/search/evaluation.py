@@ -105,6 +105,8 @@ class Bounds:
         self._sums: dict[tuple, tuple] = {}  # _stage_sums
         self._cheap: dict[MemoryKey, float] = {}
         self._rate: float | None = None  # peak_gemm_rate(base), once
+        self._busy: dict[tuple, float] = {}  # scheduled()
+        self._layer_passes: dict[tuple, dict[str, float]] = {}
         self.configs: dict[MemoryKey, Any] = {}
         """Each memory group's config as :meth:`prime` was given it (the search's memory check
         and bound shapes read it again)."""
@@ -189,6 +191,43 @@ class Bounds:
             log.warning("search: refined bound unavailable (%r); using the FLOP bound", exc)
             return cheap
         return hit
+
+    def scheduled(self, c: Candidate) -> float:
+        """:meth:`refined`, or for a named pipeline schedule (DualPipe, zero-bubble) the larger
+        busiest compute stream of :func:`~trainsim.search.schedule_bound.layered_busy_s` (the
+        passes as the simulator prices them, pairs and exposed communication included; a
+        layer's pricings kept per shard shape, the search asks it only of groups about to be
+        simulated). The same for
+        every variant of ``c``'s memory group with its TP and expert all-to-all overlap
+        switches (sends are left out, and the gradient and parameter overlaps run on the
+        data-parallel stream: tests check it)."""
+        refined = self.refined(c)
+        if not c.mem.schedule or self.failed:
+            return refined
+        key = (c.mem, c.tp_comm_overlap, c.moe_overlap_ep_comm)
+        hit = self._busy.get(key)
+        if hit is None:
+            from trainsim.search.schedule_bound import layer_pass_s, layered_busy_s
+
+            m = c.mem  # a layer's passes: the same for every pipeline layout (_pass_times)
+            shape = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
+                     m.zero, m.ep, m.etp, m.dispatcher, c.tp_comm_overlap, c.moe_overlap_ep_comm)
+
+            def per_kind(kind: tuple[bool, bool, bool]) -> dict[str, float]:
+                got = self._layer_passes.get((shape, kind))
+                if got is None:
+                    got = self._layer_passes[shape, kind] = layer_pass_s(cfg, kind)
+                return got
+
+            try:
+                cfg = c.to_config(self.base)
+                hit = 0.0 if cfg.schedule_steps > 1 else \
+                    REFINED_SAFETY * max(layered_busy_s(cfg, per_kind))
+            except Exception as exc:  # noqa: BLE001 - an internal API changed: keep refined
+                log.warning("search: schedule bound unavailable (%r)", exc)
+                hit = 0.0
+            self._busy[key] = hit
+        return max(refined, hit)
 
     def _work(self, passes: tuple, kinds: tuple[tuple[int, int], ...]) -> list[float]:
         """One micro-batch's forward + backward of each virtual stage."""

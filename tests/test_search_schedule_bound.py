@@ -1,0 +1,104 @@
+"""The search's bound for named pipeline schedules (DualPipe, zero-bubble): each rank's compute
+stream as the simulator fills it (search.schedule_bound), asked only of groups about to be
+simulated; it prunes DualPipe candidates the per-layer bound let through, and the search's
+answer is what simulating everything gives (issue 20 item 4: the Megatron-Bridge MoE search)."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from trainsim.pricing import Pricer
+from trainsim.search import SearchSpace, evaluate, search
+from trainsim.search.cli import build_base
+from trainsim.search.evaluation import Bounds
+from trainsim.search.schedule_bound import compute_busy_s, layer_pass_s, layered_busy_s
+from trainsim.simulator import build_graph
+
+TINY_MOE = {"name": "tiny-moe", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+            "num_kv_heads": 4, "vocab_size": 32000, "activation": "swiglu",
+            "position_embedding": "rope", "normalization": "rmsnorm", "tied_embeddings": False,
+            "add_bias_linear": False, "num_experts": 16, "moe_router_topk": 2,
+            "moe_ffn_hidden_size": 1024}
+SPACE = SearchSpace(recompute=("none", "full"), max_micro_batch=2, tp=(1, 2), pp=(2, 4),
+                    sequence_parallel=(True,), schedules=("", "dualpipe"))
+PASS = ("F mb", "B mb", "I mb", "W mb")
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    path = tmp_path_factory.mktemp("moe") / "tiny-moe.json"
+    path.write_text(json.dumps({"model": TINY_MOE}))
+    # Megatron-Bridge: alltoall, deepep (across nodes) and hybridep (H100) are all searched
+    return build_base(str(path), "h100-sxm-80gb", 32, 64, 1024, 8, 400.0, "bf16",
+                      ("training.framework=megatron-bridge",))
+
+
+def _dualpipe_keys(base):
+    return [k for k in SPACE.memory_keys(base, 32) if k.schedule == "dualpipe"]
+
+
+def test_busy_time_is_the_sum_of_the_compute_tasks_the_simulator_places(base):
+    """Per rank, compute_busy_s is the sum of the durations of the pass tasks the simulator's
+    graph puts on that rank's compute stream (p2p overlapped: sends on their own stream), and
+    layered_busy_s, its passes summed from one priced copy of each kind of layer, is below
+    it."""
+    keys = _dualpipe_keys(base)
+    rng = random.Random(3)
+    for key in rng.sample(keys, 4):
+        c = next(v for v in SPACE.variants(key) if v.overlap_p2p_comm)
+        cfg = c.to_config(base)
+        graph = build_graph(cfg, Pricer(cfg))
+        placed = [0.0] * cfg.parallel.pp
+        for t in graph.tasks:
+            if t.stream[1] == "compute" and t.label.startswith(PASS):
+                placed[t.stream[0]] += t.duration_s
+        busy = compute_busy_s(cfg)
+        assert busy == pytest.approx(placed, rel=1e-12)
+        # from the layers alone (embedding, head and accumulation parts left out): below it
+        layered = layered_busy_s(cfg, lambda kind, cfg=cfg: layer_pass_s(cfg, kind))
+        for lay, whole in zip(layered, busy):
+            assert 0.5 * whole < lay <= whole * (1 + 1e-12)
+
+
+def test_schedule_bound_stays_below_the_simulation_and_tightens_the_per_layer_one(base):
+    """Bounds.scheduled is never above the simulated iteration, is the same for the variants
+    it is shared by (gradient, parameter and p2p overlaps), and is above the per-layer bound
+    (which counts only the passes' compute for DualPipe)."""
+    bounds = Bounds(base)
+    keys = _dualpipe_keys(base)
+    rng = random.Random(5)
+    tighter = 0
+    for key in rng.sample(keys, 6):
+        variants = SPACE.variants(key)
+        by_class: dict = {}
+        for c in variants:
+            t = evaluate(c, base).iteration_time_s
+            b = bounds.scheduled(c)
+            assert bounds.refined(c) <= b <= t, c.label()
+            by_class.setdefault((c.tp_comm_overlap, c.moe_overlap_ep_comm), set()).add(b)
+            tighter += b > bounds.refined(c) * 1.05
+        assert all(len(v) == 1 for v in by_class.values())
+    assert tighter > 0
+
+
+def test_search_with_schedule_bound_equals_exhaustive_and_simulates_less(base, monkeypatch):
+    """The top k and the Pareto front are those of simulating every candidate, and of the search
+    without the schedule bound, which simulates more DualPipe candidates."""
+    space = SearchSpace(recompute=("none", "full"), max_micro_batch=2, tp=(1, 2), pp=(2, 4),
+                        sequence_parallel=(True,), schedules=("", "dualpipe"), ep=(4, 16),
+                        overlap="off")
+    fast = search(base, [32], space, top_k=5, cache=None)
+    full = search(base, [32], space, top_k=5, exhaustive=True, cache=None)
+    monkeypatch.setattr(Bounds, "scheduled", Bounds.refined)
+    before = search(base, [32], space, top_k=5, cache=None)
+    for other in (full, before):
+        assert [r.evaluation.candidate for r in fast.top] == \
+            [r.evaluation.candidate for r in other.top]
+        assert [e.candidate for e in fast.pareto] == [e.candidate for e in other.pareto]
+    assert any(r.evaluation.candidate.mem.schedule == "dualpipe" for r in full.top)
+    assert fast.stats.simulated < before.stats.simulated
+    s = fast.stats
+    assert s.enumerated == s.memory_pruned + s.bound_pruned + s.simulated
