@@ -102,3 +102,19 @@ def test_search_with_schedule_bound_equals_exhaustive_and_simulates_less(base, m
     assert fast.stats.simulated < before.stats.simulated
     s = fast.stats
     assert s.enumerated == s.memory_pruned + s.bound_pruned + s.simulated
+
+
+def test_the_megatron_bridge_deepseek_v3_search_is_not_refused():
+    """DeepSeek-V3 on 2,048 H800 under Megatron-Bridge (alltoall, DeepEP and HybridEP for every
+    EP > 1: 26,991 memory groups) is under the default TRAINSIM_MAX_CANDIDATES (it was refused
+    at 20,000)."""
+    from trainsim.limits import DEFAULTS
+    from trainsim.search.cli import _space
+
+    b = build_base("deepseek-v3", "h800-sxm-80gb", 2048, 15360, 4096, 8, 400.0, "bf16",
+                   ("training.framework=megatron-bridge",))
+    space = _space(None, None, None, 8, 8, "none,selective,full", None, "search", base=b)
+    n = sum(1 for _ in space.memory_keys(b, 2048))
+    assert n == 26_991 and {k.dispatcher for k in space.memory_keys(b, 2048) if k.ep > 8} == \
+        {"alltoall", "deepep", "hybridep"}
+    assert 20_000 < n <= DEFAULTS["TRAINSIM_MAX_CANDIDATES"]

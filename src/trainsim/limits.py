@@ -33,7 +33,7 @@ flow collective        flow-steps: each flow of the schedule's      TRAINSIM_MAX
                        and 2 per GPU and spine (built once,
                        refused before building); counted again while
                        it runs, which stops at the limit
-search                 candidates to simulate                      TRAINSIM_MAX_CANDIDATES  20,000
+search                 memory groups enumerated                    TRAINSIM_MAX_CANDIDATES  40,000
 =====================  ==========================================  ====================  =======
 
 Measured on the development machine (one core): 40-50 us per engine task (64,008 tasks of a
@@ -44,7 +44,12 @@ trial-round (2,000,000 in 2.5 s), so 5e6 take about 6-10 s; about 0.3-0.5 us per
 (a 1 GiB ring all_reduce over 16,384 GPUs, 131,072 template flows, 5.0e6 flow-steps, in about
 5 s; a tree all_reduce over 1,024 GPUs, 2.2e7, in about 10 s) and about 1.3 us for an
 all_to_all's (each pair its own route: 512 GPUs, 5.5e6, in about 7 s), so 5e7 take 25 s (a
-minute for an all_to_all). The commands' ``--max-work`` style flags
+minute for an all_to_all). A search's memory groups cost
+~0.12 ms each to enumerate and build (configs checked); its time is in the simulations the bound cannot prune:
+the largest default search known, DeepSeek-V3 on 2,048 H800 under Megatron-Bridge (26,991
+groups: alltoall, DeepEP and HybridEP 8,997 each), simulates 1,136 and takes 152 CPU-seconds
+(2026-11-25, ``search.schedule_bound``); 40,000 groups leave it room (20,000 refused it).
+The commands' ``--max-work`` style flags
 set the same variables (``simulate --max-tasks``, ``goodput --max-trial-rounds``,
 ``collective --max-flows``); search reads the variables (it skips candidates over the task
 limit, and refuses a search whose every candidate is over it).
@@ -65,7 +70,7 @@ DEFAULTS = {
     "TRAINSIM_MAX_TASKS": 500_000,
     "TRAINSIM_MAX_TRIALS": 5_000_000,
     "TRAINSIM_MAX_FLOWS": 50_000_000,
-    "TRAINSIM_MAX_CANDIDATES": 20_000,
+    "TRAINSIM_MAX_CANDIDATES": 40_000,
 }
 
 
