@@ -477,9 +477,8 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                 done += group_size
                 continue
             if c.mem.schedule and not exhaustive and c not in scheduled:
-                # a named schedule's bound from its passes as simulated (Bounds.scheduled),
-                # worked out only for a group about to be simulated: the lowest of its pricing
-                # classes', queued again where it is above the bound it was popped at
+                # a named schedule's bound from its simulated passes (Bounds.scheduled), for a
+                # group about to be simulated: its pricing classes' lowest, queued again if higher
                 scheduled.add(c)
                 tight = min(bounds.scheduled(x) for x in _class_leads(c, siblings.get(c, ())))
                 if tight > lb:
