@@ -197,18 +197,23 @@ def test_kimi_k2_counts():
 
 def test_falcon_by_hand():
     """Falcon from its config.json by hand: parallel block, tied embeddings, no biases, GELU
-    4h MLP, two LayerNorms (weight and bias) per block in trainsim's count."""
-    for name, h, layers, heads, kv in [("falcon-7b", 4544, 32, 71, 1),
-                                       ("falcon-40b", 8192, 60, 128, 8),
-                                       ("falcon-180b", 14848, 80, 232, 8)]:
+    4h MLP; LayerNorms (weight and bias): Falcon-7B's one input_layernorm a block, the
+    new_decoder_architecture's two (ln_attn, ln_mlp; transformers 5.24.0 modeling_falcon.py
+    FalconDecoderLayer). Falcon-7B = 6,921,720,704 as transformers counts it on the meta
+    device (FalconForCausalLM, tiiuae/falcon-7b's config), Falcon-40B 41,303,293,952."""
+    for name, h, layers, heads, kv, n in [("falcon-7b", 4544, 32, 71, 1, 1),
+                                          ("falcon-40b", 8192, 60, 128, 8, 2),
+                                          ("falcon-180b", 14848, 80, 232, 8, 2)]:
         d = 64
         attention = h * (heads * d + 2 * kv * d) + heads * d * h
         mlp = 2 * h * 4 * h
-        norms = 2 * 2 * h
+        norms = n * 2 * h
         expected = layers * (attention + mlp + norms) + 65024 * h + 2 * h
         m = model(name)
         assert m.parallel_block and m.tied_embeddings and not m.add_bias_linear
         assert total_params(m) == expected
+    assert total_params(model("falcon-7b")) == 6_921_720_704
+    assert total_params(model("falcon-40b")) == 41_303_293_952
     # the names' sizes: 6.92B, 41.3B, 178.6B
     for name, size in [("falcon-7b", 7e9), ("falcon-40b", 40e9), ("falcon-180b", 180e9)]:
         assert total_params(model(name)) == pytest.approx(size, rel=0.035)

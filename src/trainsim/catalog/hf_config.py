@@ -100,6 +100,13 @@ transformers 5.24.0 configuration_qwen2_5_vl.py ``Qwen2_5_VLConfig.__post_init__
 the same). Older Qwen2.5-VL files are flat and read from the top level."""
 
 
+TIED_MODEL_TYPES = ("cohere", "cohere2")
+"""Model types whose config class ties the output layer to the embedding unless told, beside
+GATED_MODEL_TYPES' Gemmas (a gated model is otherwise read untied): transformers 5.24.0
+configuration_cohere.py line 81 and configuration_cohere2.py line 80,
+``tie_word_embeddings: bool = True``; Command R7B's config.json leaves the key out."""
+
+
 GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
 """Hugging Face model types whose MLP is gated whatever its activation is called: GemmaMLP
 computes down_proj(act(gate_proj(x)) * up_proj(x)) with gelu_pytorch_tanh (GeGLU;
@@ -116,13 +123,23 @@ modeling_gemma3.py ``Gemma3DecoderLayer`` lines 367-370); their config.json name
 it (``ModelConfig.post_sublayer_norm``)."""
 
 
-QK_NORM_MODEL_TYPES = ("gemma3", "gemma3_text", "qwen3", "qwen3_moe")
-"""Model types whose attention norms each head's queries and keys over ``head_dim`` whatever
-the config.json says (transformers 5.24.0 modeling_gemma3.py lines 310-311, modeling_qwen3.py
-lines 229-230, modeling_qwen3_moe.py lines 147-148); GLM-4.5's config.json says so by
-``use_qk_norm`` (configuration_glm4_moe.py, default False), as does Command R+ (model type
-cohere, whose ``CohereLayerNorm((heads, head_dim))`` weighs each head apart: counted as one
-shared weight per q/k, (heads + kv_heads - 2) x head_dim fewer a layer)."""
+QK_NORM_MODEL_TYPES = ("gemma3", "gemma3_text", "qwen3", "qwen3_moe", "olmo2", "olmo3",
+                       "olmoe")
+"""Model types whose attention norms the queries and keys whatever the config.json says
+(transformers 5.24.0 modeling_gemma3.py lines 310-311, modeling_qwen3.py lines 229-230,
+modeling_qwen3_moe.py lines 147-148, modeling_olmo2.py lines 213-214, modeling_olmo3.py lines
+162-163, modeling_olmoe.py lines 222-223); GLM-4.5's config.json says so by ``use_qk_norm``
+(configuration_glm4_moe.py, default False), as does Command R+ (model type cohere)."""
+
+
+QK_NORM_FULL_MODEL_TYPES = ("olmo2", "olmo3", "olmoe", "cohere")
+"""Model types whose q/k norms weigh each element of the whole query and key widths
+(``ModelConfig.qk_norm_span`` "full"): OLMo 2/3's ``Olmo2RMSNorm(num_attention_heads *
+head_dim)`` and ``(num_key_value_heads * head_dim)`` (modeling_olmo2.py lines 213-214,
+modeling_olmo3.py lines 162-163), OLMoE's over ``hidden_size`` and its key share
+(modeling_olmoe.py lines 222-223), Command R+'s ``CohereLayerNorm((num_heads, head_dim))`` and
+``((num_key_value_heads, head_dim))`` (modeling_cohere.py lines 231-236: normed per head,
+a weight per element, no bias)."""
 
 
 SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
@@ -145,11 +162,16 @@ PARALLEL_BLOCK_MODEL_TYPES = ("cohere", "cohere2")
 """Model types whose decoder layer adds attention and MLP of one norm's output to the
 residual, ``residual + hidden_states_attention + hidden_states_mlp`` (transformers 5.24.0
 modeling_cohere.py ``CohereDecoderLayer``, modeling_cohere2.py ``Cohere2DecoderLayer``); their
-config.json names no key for it (``ModelConfig.parallel_block``)."""
+config.json names no key for it (``ModelConfig.parallel_block``). That one norm is the
+layer's only one (``parallel_block_norms`` 1: ``CohereDecoderLayer.__init__`` builds
+``input_layernorm`` alone, modeling_cohere.py line 294), a ``CohereLayerNorm`` without bias
+(``norm_bias`` false: its ``__init__`` makes ``self.weight`` only, lines 51-56; the final
+norm, line 371; modeling_cohere2.py lines 88-93, 271 and 344 the same)."""
 
 
 def model_from_hf_config(path: str | Path) -> ModelConfig:
-    """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2 style)."""
+    """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2
+    style)."""
     from trainsim.catalog import _kind, _positive
 
     path = Path(path)
@@ -188,8 +210,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         activation="swiglu" if gated else "gelu",
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
-        tied_embeddings=_hf_switch(cfg.get("tie_word_embeddings"),
-                                   not gated or model_type in GATED_MODEL_TYPES,
+        tied_embeddings=_hf_switch(cfg.get("tie_word_embeddings"), not gated or model_type
+                                   in GATED_MODEL_TYPES + TIED_MODEL_TYPES,
                                    f"{where}: tie_word_embeddings"),
         add_bias_linear=_hf_switch(get("attention_bias", "mlp_bias"), not gated,
                                    f"{where}: attention_bias"),
@@ -211,7 +233,10 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         qk_layernorm=model_type in QK_NORM_MODEL_TYPES or (
             not model_type.startswith("llama4")
             and _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm")),
+        qk_norm_span="full" if model_type in QK_NORM_FULL_MODEL_TYPES else "head",
         parallel_block=model_type in PARALLEL_BLOCK_MODEL_TYPES,
+        parallel_block_norms=1 if model_type in PARALLEL_BLOCK_MODEL_TYPES else 2,
+        norm_bias=model_type not in PARALLEL_BLOCK_MODEL_TYPES,
         attention_chunk_size=_chunk_size(cfg, where),
     )
     _max_window_layers(cfg, fields, where)
@@ -295,6 +320,11 @@ def _chunk_size(cfg: dict[str, Any], where: str) -> int | None:
 
 MAX_WINDOW_LAYERS_MODEL_TYPES = ("qwen2", "qwen3", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl",
                                  "qwen2_5_vl_text")
+"""Model types whose config class windows layer i only from ``i >= max_window_layers``
+(``_max_window_layers``): Qwen2Config, Qwen3Config, Qwen2-VL's and Qwen2.5-VL's composites and
+text configs (transformers 5.24.0 configuration_qwen2.py, configuration_qwen3.py,
+configuration_qwen2_5_vl.py ``Qwen2_5_VLTextConfig.__post_init__``). Other types read a
+``max_window_layers`` key as no part of their window rule (Qwen2-MoE has a rule of its own)."""
 
 
 def _max_window_layers(cfg: dict[str, Any], fields: dict[str, Any], where: str) -> None:
@@ -305,7 +335,8 @@ def _max_window_layers(cfg: dict[str, Any], fields: dict[str, Any], where: str) 
     ``layer_types``: none windowed from ``max_window_layers >= layers``, all from 0; a split
     between is no ``window_attn_skip_freq`` pattern and is refused naming the field."""
     limit, layers = cfg.get("max_window_layers"), fields.get("num_layers")
-    if str(cfg.get("model_type", "")) not in MAX_WINDOW_LAYERS_MODEL_TYPES or limit is None or fields.get("sliding_window") is None or not isinstance(layers, int) \
+    if str(cfg.get("model_type", "")) not in MAX_WINDOW_LAYERS_MODEL_TYPES or limit is None \
+            or fields.get("sliding_window") is None or not isinstance(layers, int) \
             or isinstance(cfg.get("layer_types"), list):
         return
     limit = 0 if limit == 0 and not isinstance(limit, bool) else \
@@ -344,9 +375,10 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
                       "every N-th layer full; trainsim models window_attn_skip_freq patterns only")
 
 
-__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "PARALLEL_BLOCK_MODEL_TYPES",
-           "POST_SUBLAYER_NORM_MODEL_TYPES", "QK_NORM_MODEL_TYPES", "SLIDING_WINDOW_PATTERN",
-           "TEXT_CONFIG_WINS", "model_from_hf_config", "text_model"]
+__all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "MAX_WINDOW_LAYERS_MODEL_TYPES",
+           "PARALLEL_BLOCK_MODEL_TYPES", "POST_SUBLAYER_NORM_MODEL_TYPES",
+           "QK_NORM_FULL_MODEL_TYPES", "QK_NORM_MODEL_TYPES", "SLIDING_WINDOW_PATTERN",
+           "TEXT_CONFIG_WINS", "TIED_MODEL_TYPES", "model_from_hf_config", "text_model"]
 
 
 def _missing_hint(where: str) -> str:

@@ -69,8 +69,22 @@ class ModelConfig:
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
     qk_layernorm: bool = False
-    """Per-head norms of the queries and keys before RoPE (Megatron ``--qk-layernorm``;
-    Qwen3's and OLMo 2's ``q_norm``/``k_norm``)."""
+    """Norms of the queries and keys before RoPE (Megatron ``--qk-layernorm``; Qwen3's and
+    OLMo 2's ``q_norm``/``k_norm``), over the width ``qk_norm_span`` says."""
+    qk_norm_span: Literal["head", "full"] = "head"
+    """What a q/k norm's weight covers: ``head``, each head normed over ``head_dim`` by one
+    weight vector shared by the heads (Megatron-core's ``q_layernorm`` built with
+    ``hidden_size=self.hidden_size_per_attention_head``; Qwen3's and Gemma 3's ``q_norm``); or
+    ``full``, a weight per element of the whole query (heads x head_dim) and key (kv_heads x
+    head_dim) widths: OLMo 2's and OLMoE's ``Olmo2RMSNorm(num_attention_heads * head_dim)`` and
+    ``(num_key_value_heads * head_dim)`` (transformers 5.24.0 modeling_olmo2.py lines 213-214,
+    modeling_olmoe.py lines 222-223) and Command R+'s ``CohereLayerNorm((heads, head_dim))``
+    (normed per head, weighed per element). Counts weights only: the step prices the norm
+    kernel over the rank's queries and keys either way."""
+    norm_bias: bool = True
+    """Whether a LayerNorm has a bias beside its weight (Megatron's and torch's LayerNorm do);
+    Cohere's ``CohereLayerNorm`` has a weight only (transformers 5.24.0 modeling_cohere.py
+    ``CohereLayerNorm.__init__``: ``self.weight`` and no bias). RMSNorm has none either way."""
     post_sublayer_norm: bool = False
     """A norm on the output of each sublayer too, before its residual add: four hidden-size
     norms per layer (input, post-attention, pre-MLP, post-MLP) where a pre-norm layer has two.
@@ -84,6 +98,14 @@ class ModelConfig:
     ``linear_fc2=TERowParallelLinearLayerNorm  # post mlp RMSNorm``)."""
     parallel_block: bool = False
     """Attention and MLP computed from the same input (GPT-J/PaLM/MegaScale); later issue."""
+    parallel_block_norms: int = 2
+    """Hidden-size norms of a parallel block's layer: 1 where attention and MLP read one
+    norm's output (Hugging Face transformers 5.24.0 ``GPTJBlock.ln_1``,
+    ``CohereDecoderLayer.input_layernorm``, Falcon-7B's ``FalconDecoderLayer.input_layernorm``
+    without ``new_decoder_architecture``), 2 where each reads its own (GPT-NeoX/Pythia's
+    ``input_layernorm`` and ``post_attention_layernorm`` with ``use_parallel_residual``,
+    Falcon-40B/180B's ``ln_attn`` and ``ln_mlp``). Counts weights only: the step prices one
+    norm kernel for the block either way."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
     attention_chunk_size: int | None = None
@@ -223,6 +245,12 @@ class ModelConfig:
                 raise ConfigError(f"model.{given[0]}={getattr(self, given[0])!r} is a "
                                   "mixture-of-experts setting but the model is dense; set "
                                   "model.num_experts too, or leave it out")
+        if self.parallel_block_norms not in (1, 2):
+            raise ConfigError(f"model.parallel_block_norms={self.parallel_block_norms!r} must be "
+                              "1 or 2")
+        if self.parallel_block_norms != 2 and not self.parallel_block:
+            raise ConfigError("model.parallel_block_norms=1 needs model.parallel_block: a "
+                              "sequential layer has an input and a pre-MLP norm")
         if self.post_sublayer_norm and self.parallel_block:
             raise ConfigError("model.post_sublayer_norm needs sequential sublayers: a parallel "
                               "block (model.parallel_block) adds attention and MLP outputs "

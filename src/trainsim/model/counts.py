@@ -38,12 +38,22 @@ def mlp_params(m: ModelConfig, width: int | None = None) -> int:
 
 
 def norm_params(m: ModelConfig) -> int:
-    return m.hidden_size * (2 if m.normalization == "layernorm" else 1)
+    """Weights of one hidden-size norm: RMSNorm's weight, LayerNorm's weight and bias
+    (``norm_bias``; Cohere's LayerNorm has no bias)."""
+    return m.hidden_size * norm_tensors(m)
+
+
+def norm_tensors(m: ModelConfig) -> int:
+    """Tensors of one norm: weight, and a LayerNorm's bias unless ``norm_bias`` is off."""
+    return 2 if m.normalization == "layernorm" and m.norm_bias else 1
 
 
 def layer_norms(m: ModelConfig) -> int:
-    """Hidden-size norms of one transformer layer: the input and pre-MLP norms, and with
-    ``post_sublayer_norm`` the post-attention and post-MLP ones (Gemma 2/3: four)."""
+    """Hidden-size norms of one transformer layer: the input and pre-MLP norms; with
+    ``post_sublayer_norm`` the post-attention and post-MLP ones too (Gemma 2/3: four); a
+    parallel block's ``parallel_block_norms`` (Cohere, GPT-J, Falcon-7B: one)."""
+    if m.parallel_block:
+        return m.parallel_block_norms
     return 4 if m.post_sublayer_norm else 2
 
 
@@ -59,17 +69,29 @@ def moe_dense_params(m: ModelConfig) -> int:
 
 
 def qk_norm_params(m: ModelConfig) -> int:
-    """Weights of the per-head query and key norms (``qk_layernorm``): one norm over the head
-    width each, shared by the heads (Megatron-core's ``q_layernorm``/``k_layernorm``, built with
+    """Weights of the query and key norms (``qk_layernorm``). Per head
+    (``qk_norm_span`` "head"): one norm over the head width each, shared by the heads
+    (Megatron-core's ``q_layernorm``/``k_layernorm``, built with
     ``hidden_size=self.hidden_size_per_attention_head`` in NVIDIA/Megatron-LM
     megatron/core/transformer/attention.py ``SelfAttention.__init__``; Qwen3's and Gemma 3's
     ``q_norm``/``k_norm`` over ``head_dim``, transformers 5.24.0 modeling_qwen3.py lines
-    229-230, modeling_gemma3.py lines 310-311). OLMo 2 norms the whole query and key widths
-    instead (modeling_olmo2.py lines 213-214): counted per head here, 2 (q + kv - 2 d) fewer
-    weights a layer. MLA's latent norms are in ``attention_params``."""
+    229-230, modeling_gemma3.py lines 310-311). Full (``"full"``): a weight per element of the
+    query and key widths, heads x head_dim and kv_heads x head_dim (OLMo 2, modeling_olmo2.py
+    lines 213-214; OLMoE, modeling_olmoe.py lines 222-223; Command R+'s
+    ``CohereLayerNorm((heads, head_dim))``). Each times ``norm_tensors`` (a LayerNorm's bias).
+    MLA's latent norms are in ``attention_params``."""
     if not m.qk_layernorm or m.is_mla:
         return 0
-    return 2 * m.kv_channels * (2 if m.normalization == "layernorm" else 1)
+    return sum(w for w, _ in qk_norm_tensors(m))
+
+
+def qk_norm_tensors(m: ModelConfig) -> list[tuple[int, bool]]:
+    """The q and k norms' tensors (weight, and bias for a LayerNorm with ``norm_bias``) as
+    (elements, routed expert)."""
+    if not m.qk_layernorm or m.is_mla:
+        return []
+    widths = (m.q_size, m.kv_size) if m.qk_norm_span == "full" else (m.kv_channels,) * 2
+    return [(w, False) for w in widths for _ in range(norm_tensors(m))]
 
 
 _LAYER_PARAMS: dict[tuple[int, bool], tuple[ModelConfig, int]] = {}
@@ -105,13 +127,12 @@ def layer_tensors(m: ModelConfig, index: int = 0) -> list[tuple[int, bool]]:
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
     bias = m.add_bias_linear
-    norms = [(h, False)] * (2 if m.normalization == "layernorm" else 1)
+    norms = [(h, False)] * norm_tensors(m)
     attn = attention_params(m)
     qkv = attention_matrices(m) - m.v_dim * h
     out: list[tuple[int, bool]] = [(qkv, False), (m.v_dim * h, False),
                                    *norms * layer_norms(m)]
-    if qk_norm_params(m):  # q_norm, k_norm (and their biases for LayerNorm)
-        out += [(m.kv_channels, False)] * (qk_norm_params(m) // m.kv_channels)
+    out += qk_norm_tensors(m)  # q_norm, k_norm (and their biases for LayerNorm)
     rest = attn - qkv - m.v_dim * h  # biases and MLA's norms
     if rest:
         out.append((rest - (h if bias else 0), False))

@@ -10,7 +10,7 @@ import math
 
 from trainsim.catalog.frameworks import framework_profile, framework_supports, profile_supports
 from trainsim.config import RunConfig
-from trainsim.model.counts import attention_matrices, layer_tensors
+from trainsim.model.counts import attention_matrices, layer_norms, layer_tensors, norm_tensors
 from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
@@ -365,10 +365,11 @@ def _module_order(cfg: RunConfig, i: int) -> list[float]:
     h, f = m.hidden_size, m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2
     bias = m.add_bias_linear
-    norm = [float(h)] * (2 if m.normalization == "layernorm" else 1)
+    norm = [float(h)] * norm_tensors(m)
+    second = norm if layer_norms(m) == 2 else []  # a parallel block of one norm has none
     qkv = attention_matrices(m) - m.v_dim * h
     out = [*norm, qkv / tp, *([(m.q_size + 2 * m.kv_size) / tp] if bias else []),
-           m.v_dim * h / tp, *([float(h)] if bias else []), *norm,
+           m.v_dim * h / tp, *([float(h)] if bias else []), *second,
            (mats - 1) * h * f / tp, *([(mats - 1) * f / tp] if bias else []),
            f * h / tp, *([float(h)] if bias else [])]
     return [n for n in out if n > 0]
