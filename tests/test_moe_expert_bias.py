@@ -81,11 +81,13 @@ def _cfg(router_dtype: str | None = None, dispatcher: str = "alltoall") -> RunCo
 
 @pytest.mark.parametrize(("router", "dispatcher", "expected"), [
     (None, "alltoall", ACT), ("fp32", "alltoall", 4), ("fp64", "alltoall", 8),
-    (None, "deepep", 4), (None, "hybridep", 4), ("fp64", "deepep", 8)])
+    (None, "deepep", 4), (None, "hybridep", 4), ("fp64", "deepep", 8),
+    ("fp64", "hybridep", 4)])  # HybridEP's fp32 probabilities reach the experts as they came
 def test_probabilities_reach_the_experts_in_the_router_dtype_or_fp32_after_flex(
         router, dispatcher, expected):
     """The all-to-all dispatcher permutes the router's probabilities as they are; DeepEP and
-    HybridEP upcast them to fp32 ("only supports float32 probs", token_dispatcher.py)."""
+    HybridEP cast them to fp32 ("only supports float32 probs", token_dispatcher.py); only
+    DeepEP's manager casts an fp64 router's back (L1318-1319), HybridEP's hands on fp32."""
     assert expert_prob_bytes(_cfg(router), dispatcher) == expected
 
 
@@ -105,7 +107,10 @@ def test_fp32_probabilities_promote_the_bias_loop():
     same = expert_fc2_bias(rows, H, local)  # 16-bit probabilities: nothing promoted
     assert (same.bytes, same.bwd_bytes) == (elements * EXPERT_BIAS_BYTES[0],
                                             elements * EXPERT_BIAS_BYTES[1])
-    assert expert_bias_bytes(ACT)[2] == 0
+    assert expert_bias_bytes(ACT).extra_kernels == 0
+    wide = expert_bias_bytes(4)  # fp32: 6 p + 2 a, 8 p + 4 a, one cast kernel each way
+    assert (wide.fwd_bytes, wide.bwd_bytes, wide.extra_kernels) == (28, 40, 1)
+    assert wide.bwd_kernels_per_expert == EXPERT_BIAS_KERNELS[1] + 2
 
 
 def test_an_fp32_router_prices_the_promoted_loop_in_the_layer():

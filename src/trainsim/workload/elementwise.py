@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import NamedTuple
 
 from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise
 
@@ -396,15 +397,25 @@ EXPERT_BIAS_KERNELS = (2, 4)
 their two sums), plus one concatenation each way."""
 
 
-def expert_bias_bytes(prob_bytes: int) -> tuple[int, int, int, int]:
-    """(forward bytes, backward bytes, extra kernels each way, backward kernels per expert) per
-    element of the experts' output for ``_apply_bias`` with routing probabilities of
-    ``prob_bytes`` bytes. 16-bit probabilities: ``EXPERT_BIAS_BYTES``. fp32 probabilities (the
-    flex dispatchers upcast them: "DeepEP/HybridEP only supports float32 probs",
-    ``self.token_probs.float()``, core_v0.17.0 megatron/core/transformer/moe/token_dispatcher.py
-    L1033-1039 and L1178-1184; a ``moe_router_dtype`` fp32 router computes them so; NeMo
-    Automodel's gate takes its softmax in fp32, nemo_automodel/components/moe/layers.py
-    @ 89e3a9fd ``Gate.forward``) promote the loop: ``b * p`` is a ``prob_bytes`` tensor of
+class ExpertBiasCost(NamedTuple):
+    """What ``_apply_bias`` moves and launches per element of the experts' output."""
+
+    fwd_bytes: int
+    bwd_bytes: int
+    extra_kernels: int
+    """Kernels each way beyond ``EXPERT_BIAS_KERNELS`` (the closing cast and its gradient)."""
+    bwd_kernels_per_expert: int
+
+
+def expert_bias_bytes(prob_bytes: int) -> ExpertBiasCost:
+    """Bytes (forward, backward) per element of the experts' output for ``_apply_bias`` with
+    routing probabilities of ``prob_bytes`` bytes, and its kernels (``ExpertBiasCost``).
+    16-bit probabilities: ``EXPERT_BIAS_BYTES``. fp32 probabilities (the flex dispatchers cast
+    them: "DeepEP/HybridEP only supports float32 probs", ``self.token_probs.float()``,
+    core_v0.17.0 megatron/core/transformer/moe/token_dispatcher.py L1033-1039 and L1178-1184;
+    NeMo Automodel's DeepEP copy the same, L164-170, its ``Gate.forward`` returning
+    ``weights.type_as(x)``, 16-bit, nemo_automodel/components/moe/layers.py @ 89e3a9fd L699; a
+    ``moe_router_dtype`` fp32 router computes them so) promote the loop: ``b * p`` is a ``prob_bytes`` tensor of
     the expert's rows, ``t + b * p`` reads the 16-bit ``t`` and it and writes ``prob_bytes``,
     ``torch.cat`` moves them, and the closing ``.to(intermediate_parallel.dtype)`` reads them
     and writes 16 bits (a kernel of its own): ``6 p + 2 a`` bytes (``a`` the 16-bit size).
@@ -415,8 +426,10 @@ def expert_bias_bytes(prob_bytes: int) -> tuple[int, int, int, int]:
     split's gradient concatenates the 16-bit pieces (``2 a``): ``8 p + 4 a``."""
     a = ACT_BYTES
     if prob_bytes <= a:
-        return EXPERT_BIAS_BYTES[0], EXPERT_BIAS_BYTES[1], 0, EXPERT_BIAS_KERNELS[1]
-    return 6 * prob_bytes + 2 * a, 8 * prob_bytes + 4 * a, 1, EXPERT_BIAS_KERNELS[1] + 2
+        return ExpertBiasCost(EXPERT_BIAS_BYTES[0], EXPERT_BIAS_BYTES[1], 0,
+                              EXPERT_BIAS_KERNELS[1])
+    return ExpertBiasCost(6 * prob_bytes + 2 * a, 8 * prob_bytes + 4 * a, 1,
+                          EXPERT_BIAS_KERNELS[1] + 2)
 
 
 def expert_fc2_bias(rows: int, h: int, local: int, prob_bytes: int = ACT_BYTES) -> Elementwise:

@@ -270,18 +270,24 @@ probabilities without a cast; None (Megatron-core's default) keeps them 16-bit."
 
 FLEX_DISPATCHERS = ("deepep", "hybridep")
 """Dispatchers that exchange the routing probabilities in fp32 whatever the router's dtype:
-Megatron-core's ``_DeepepManager`` and ``_HybridEPManager`` (and NeMo Automodel's copy of the
-former) upcast them, "DeepEP/HybridEP only supports float32 probs" (core_v0.17.0
+Megatron-core's ``_DeepepManager`` and ``_HybridEPManager`` (and NeMo Automodel's copies)
+cast them, "DeepEP/HybridEP only supports float32 probs" (core_v0.17.0
 megatron/core/transformer/moe/token_dispatcher.py L1033-1039, L1178-1184; Automodel
-nemo_automodel/components/moe/megatron/token_dispatcher.py @ 89e3a9fd L164-170), and cast the
-permuted ones to fp64 only for an fp64 router (L1318-1319)."""
+nemo_automodel/components/moe/megatron/token_dispatcher.py @ 89e3a9fd L164-170). Only
+``_DeepepManager`` casts the permuted ones back to fp64 for an fp64 router (L1318-1319);
+``_HybridEPManager`` hands the experts its fp32 ``dispatched_probs`` as they came (L1084-1085:
+``get_permuted_hidden_states_by_experts`` returns them unchanged)."""
 
 
 def expert_prob_bytes(cfg: RunConfig, dispatcher: str) -> int:
     """Bytes of one routing probability as the experts receive it: the router's dtype
-    (``ROUTER_DTYPE_BYTES``), at least fp32 after a flex dispatcher (``FLEX_DISPATCHERS``)."""
+    (``ROUTER_DTYPE_BYTES``); fp32 after HybridEP, whatever the router's (an fp64 router's
+    probabilities cast down); at least fp32 after DeepEP, which casts fp64 back
+    (``FLEX_DISPATCHERS``)."""
     router = ROUTER_DTYPE_BYTES[cfg.parallel.moe_router_dtype]
-    return max(router, 4) if dispatcher in FLEX_DISPATCHERS else router
+    if dispatcher == "hybridep":
+        return 4
+    return max(router, 4) if dispatcher == "deepep" else router
 
 
 def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
