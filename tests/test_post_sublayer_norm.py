@@ -134,12 +134,13 @@ def test_each_post_norm_keeps_its_16_bit_input(tp, sp):
         activation_bytes_per_layer(_cfg(post=False, recompute="full"))
 
 
-def test_hf_eager_post_norms_keep_what_a_q_k_norm_keeps():
-    """Hugging Face eager modules: each post norm keeps 6 bytes a hidden element (its fp32 input
-    and 16-bit normed output, as Qwen3's measured q/k norms do: memory/hf.py)."""
+def test_hf_eager_post_norms_keep_their_fp32_input_and_normed_tensor():
+    """Hugging Face eager modules: each post norm keeps 8 bytes a hidden element, its fp32
+    input and fp32 normed tensor (Gemma2RMSNorm.forward weighs in fp32 before its cast,
+    modeling_gemma2.py lines 58-63), not the 6 of Llama's or Qwen3's norms (16-bit normed)."""
     extra = activation_bytes_per_layer(_cfg(tp=1, sp=False, modules="eager")) - \
         activation_bytes_per_layer(_cfg(post=False, tp=1, sp=False, modules="eager"))
-    assert extra == pytest.approx(2 * 6 * 4096 * 2304)
+    assert extra == pytest.approx(2 * 8 * 4096 * 2304)
 
 
 def test_gemma_2_runs_slower_and_holds_more_with_its_post_norms():

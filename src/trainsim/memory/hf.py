@@ -10,7 +10,8 @@ keeps the norms' inputs, the attention tensors and the MLP's gate, up and produc
 Per token, with ``h`` the hidden size and ``q``, ``kv``, ``f`` the local query, key/value and
 MLP widths (16-bit elements, bytes), the layer's output included:
 
-* eager: ``16 h + 4 q + 4 kv + 8 f``; Qwen3's per-head q/k norms add ``6 (q + kv)``;
+* eager: ``16 h + 4 q + 4 kv + 8 f``; Qwen3's per-head q/k norms add ``6 (q + kv)``, Gemma 2/3's
+  post-sublayer norms ``2 x 8 h`` (``GEMMA_NORM_PER_ELEMENT``);
 * compiled: ``6 h + 4 q + 4 kv + 6 f``;
 * a model that copies GQA's K and V to every query head before the kernel (eager,
   ``workload.shard.kv_repeated``) adds ``4 (q - kv)`` (``repeated_kv_bytes``).
@@ -28,6 +29,13 @@ from trainsim.workload.shard import kv_repeated
 
 EAGER_PER_TOKEN = {"h": 16, "q": 4, "kv": 4, "f": 8, "qk_norm": 6}
 COMPILED_PER_TOKEN = {"h": 6, "q": 4, "kv": 4, "f": 6, "qk_norm": 2}
+GEMMA_NORM_PER_ELEMENT = 8
+"""Bytes a Gemma 2/3 RMSNorm keeps per element under eager modules: it normalizes and weighs
+in fp32 and casts only its result, ``output = self._norm(x.float()); output = output * (1.0 +
+self.weight.float()); return output.type_as(x)`` (transformers 5.24.0 modeling_gemma2.py
+``Gemma2RMSNorm.forward`` lines 58-63; ``Gemma3RMSNorm`` the same), so autograd saves the fp32
+input (``pow`` and the first ``mul``) and the fp32 normed tensor (the weight's ``mul``): 4 + 4,
+where Llama's norm (``self.weight * hidden_states.to(input_dtype)``) saves a 16-bit one: 6."""
 OUTPUT_PER_H = 2
 """The layer's 16-bit output, counted in the per-token sums above; not kept by this layer."""
 
@@ -65,7 +73,8 @@ def hf_layer_bytes(cfg: RunConfig) -> float:
     if m.qk_layernorm:
         width += per["qk_norm"] * (q + kv)
     if m.post_sublayer_norm:  # Gemma 2/3's post-attention and post-feedforward norms
-        # feed the residual add, which saves nothing: each keeps what a q/k norm (whose
-        # output RoPE reads without saving it) keeps per element
-        width += 2 * per["qk_norm"] * m.hidden_size
+        # feed the residual add, which saves nothing: each keeps its fp32 input and fp32
+        # normed tensor (eager), its 16-bit input (compiled, as a q/k norm)
+        post = per["qk_norm"] if t.compile else GEMMA_NORM_PER_ELEMENT
+        width += 2 * post * m.hidden_size
     return tokens * width
