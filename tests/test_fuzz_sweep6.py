@@ -251,11 +251,11 @@ def test_a_config_json_switch_of_another_word_is_refused(tmp_path):
 def test_search_takes_a_preset_by_its_hugging_face_name():
     # 'meta-llama/Llama-3.1-8B' resolves to the llama3.1-8b preset everywhere else; search and
     # plan refused it as 'no such file' (the '/' read as a directory)
-    from trainsim.search.cli import _model_spec
+    from trainsim.search.cli_inputs import model_spec
 
-    assert _model_spec("meta-llama/Llama-3.1-8B") == "meta-llama/Llama-3.1-8B"
+    assert model_spec("meta-llama/Llama-3.1-8B") == "meta-llama/Llama-3.1-8B"
     with pytest.raises(ConfigError, match="no such file"):
-        _model_spec("meta-llama/No-Such-Model-8B")
+        model_spec("meta-llama/No-Such-Model-8B")
 
 
 # ------------------------------------------------- review findings (20th session, fixin)

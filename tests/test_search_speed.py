@@ -162,19 +162,19 @@ def test_a_serial_search_keeps_nothing_after_it_returns():
     base = make_base()
     r = search(base, [16], SearchSpace(recompute=("none",), zero=(1,), max_micro_batch=2),
                executor=SerialExecutor(), cache=None)
-    assert r.stats.simulated and not ev._RUNS and not space._PARALLELS
+    assert r.stats.simulated and not ev._RUNS and not space.PARALLEL_CACHE
 
 
 def test_a_worker_drops_the_last_search_s_parallel_configs_at_the_next_search():
     base = make_base()
     c = Candidate(MemoryKey(16, 2, 2, 1, 1, 1, "none", True, 1))
     ev.evaluate_batch(base, [c], ("w", 1))
-    kept = dict(space._PARALLELS)
+    kept = dict(space.PARALLEL_CACHE)
     assert kept
     ev.evaluate_batch(base, [c], ("w", 1))  # the same search: kept
-    assert space._PARALLELS == kept
+    assert space.PARALLEL_CACHE == kept
     ev.evaluate_batch(base, [Candidate(dataclasses.replace(c.mem, tp=1, pp=1))], ("w", 2))
-    assert not kept.keys() & space._PARALLELS.keys()
+    assert not kept.keys() & space.PARALLEL_CACHE.keys()
     ev.drop_runs(("w", 2))
     space.drop_parallels()
 

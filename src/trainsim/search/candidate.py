@@ -23,7 +23,7 @@ _TRAININGS: dict[tuple[int, int], tuple[TrainingConfig, TrainingConfig]] = {}
 """(id of a base's training config, micro-batch) -> (that config, the one with the micro-batch)."""
 _CLUSTERS: dict[tuple[int, int], tuple[ClusterConfig, ClusterConfig]] = {}
 """(id of a base's cluster, GPU count) -> (that cluster, the one with the GPU count)."""
-_PARALLELS: dict[tuple[tuple[str, object], ...], ParallelConfig] = {}
+PARALLEL_CACHE: dict[tuple[tuple[str, object], ...], ParallelConfig] = {}
 """The fields of a ParallelConfig built by ``Candidate.to_config`` -> that config."""
 _PARALLELS_KEPT = 8192  # ~3.5 kB each with its key
 
@@ -32,7 +32,7 @@ def drop_parallels() -> None:
     """Forget the parallel configs :func:`_parallel` kept (a search's end in its main process,
     a new search's first batch in a worker: ``search.core``, ``search.evaluation``), so that
     they live no longer than the search that built them."""
-    _PARALLELS.clear()
+    PARALLEL_CACHE.clear()
 
 
 def _parallel(fields: dict[str, object]) -> ParallelConfig:
@@ -43,13 +43,13 @@ def _parallel(fields: dict[str, object]) -> ParallelConfig:
     each time, as before."""
     key = tuple(fields.items())
     try:
-        hit = _PARALLELS.get(key)
+        hit = PARALLEL_CACHE.get(key)
     except TypeError:  # a fixed field's value that cannot be hashed: built each time
         return ParallelConfig(**fields)  # type: ignore[arg-type]
     if hit is None:
-        if len(_PARALLELS) >= _PARALLELS_KEPT:
-            _PARALLELS.clear()
-        hit = _PARALLELS[key] = ParallelConfig(**fields)  # type: ignore[arg-type]
+        if len(PARALLEL_CACHE) >= _PARALLELS_KEPT:
+            PARALLEL_CACHE.clear()
+        hit = PARALLEL_CACHE[key] = ParallelConfig(**fields)  # type: ignore[arg-type]
     return hit
 
 
@@ -306,9 +306,11 @@ class Candidate:
 
 for _cls in (MemoryKey, Candidate):  # what the dataclass's own __hash__ would hash
     _cls._fields = operator.attrgetter(*(f.name for f in dataclasses.fields(_cls)))  # type: ignore[attr-defined]
-_CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
-_new = object.__new__
+CANDIDATE_FIELDS = tuple(f.name for f in dataclasses.fields(Candidate))
+new_bare = object.__new__
+"""A Candidate without ``__init__``'s checks (``SearchSpace.variants`` fills its ``__dict__``)."""
 assert not hasattr(Candidate, "__post_init__")  # SearchSpace.variants builds it without __init__
 
 
-__all__ = ["ZERO_LABELS", "Base", "Candidate", "MemoryKey", "drop_parallels"]
+__all__ = ["CANDIDATE_FIELDS", "PARALLEL_CACHE", "ZERO_LABELS", "Base", "Candidate", "MemoryKey",
+           "drop_parallels", "new_bare"]

@@ -28,10 +28,10 @@ from trainsim.cli_guard import (
 from trainsim.config.cluster import MAX_PRICE_PER_HOUR, MAX_PUE
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, benchmarks
-    _ints,
-    _model_spec,
     build_base,
+    model_spec,
     nothing_found,
+    parse_ints,
     parse_reference,
 )
 
@@ -116,7 +116,7 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
     from trainsim.search.space import SearchSpace
 
     if base is not None and not base.model.is_moe and any(
-            v and _ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
+            v and parse_ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
         raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
                           "expert parallelism needs a mixture-of-experts model")
     # names in any case, as a config's recompute: NONE or dispatcher: AllToAll reads
@@ -130,10 +130,10 @@ def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep
                                      for n in names))
     disp = tuple(x.strip().lower() for x in dispatcher.split(",") if x.strip()) \
         if dispatcher else None
-    space = SearchSpace(tp=_ints(tp_, "tp"), pp=_ints(pp_, "pp"), cp=_ints(cp_, "cp"),
+    space = SearchSpace(tp=parse_ints(tp_, "tp"), pp=parse_ints(pp_, "pp"), cp=parse_ints(cp_, "cp"),
                         max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
-                        zero=_ints(zero, "zero", least=0), overlap=overlap,
-                        ep=_ints(ep_, "ep"), etp=_ints(etp_, "etp"), dispatcher=disp,
+                        zero=parse_ints(zero, "zero", least=0), overlap=overlap,
+                        ep=parse_ints(ep_, "ep"), etp=parse_ints(etp_, "etp"), dispatcher=disp,
                         schedules=scheds)
     return space.fixed_by(base.fixed) if base is not None else space
 
@@ -165,7 +165,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
 
     ex = None
     try:
-        counts = _ints(gpus, "gpus") or ()
+        counts = parse_ints(gpus, "gpus") or ()
         base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps, dtype,
                           overrides)
         space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,

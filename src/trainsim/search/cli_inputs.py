@@ -12,7 +12,7 @@ from typing import Any
 from trainsim.errors import ConfigError
 
 
-def _ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
+def parse_ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
     if text is None:
         return None
     try:
@@ -33,7 +33,7 @@ def _no_such_file(path: Path, what: str) -> None:
         raise ConfigError(f"{what} {str(path)!r}: {why} (give a file or a catalog name)")
 
 
-def _model_spec(model: str) -> Any:
+def model_spec(model: str) -> Any:
     """A preset name, a Hugging Face config.json, or a YAML/JSON model (or run config) file."""
     path = Path(model)
     if not path.is_file():
@@ -82,13 +82,13 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     """The fixed part of a search (model, training, cluster) from command-line values."""
     from trainsim.catalog import apply_overrides, run_config_from_dict
     from trainsim.config.parallel import ALIASES
+    from trainsim.search.candidate import Base
     from trainsim.search.rules import profile_value
-    from trainsim.search.space import Base
 
     for name, v in (("global-batch", global_batch), ("seq", seq), ("gpus-per-node", gpus_per_node)):
         if v < 1:
             raise ConfigError(f"--{name}={v} must be positive")
-    raw = {"model": _model_spec(model),
+    raw = {"model": model_spec(model),
            # validated as a pure data-parallel run; the search replaces the batch split
            "training": {"global_batch_size": num_gpus, "micro_batch_size": 1,
                         "seq_length": seq, "dtype": dtype},
@@ -238,7 +238,7 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     from trainsim.config.parallel import ALIASES
     from trainsim.config.safe_load import parse_value
     from trainsim.config.validity import zero_stages
-    from trainsim.search.space import Candidate, MemoryKey
+    from trainsim.search.candidate import Candidate, MemoryKey
 
     names = {"sp": "sequence_parallel", "zero": "zero_stage", "distopt": "distributed_optimizer",
              **ALIASES}
@@ -289,3 +289,7 @@ def parse_reference(text: str, base: Any, num_gpus: int):
         raise
     training = dataclasses.replace(base.training, micro_batch_size=micro)
     return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
+
+
+__all__ = ["OWN_OPTIONS", "VARIED", "build_base", "model_spec", "nothing_found", "parse_ints",
+           "parse_reference"]

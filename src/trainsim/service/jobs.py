@@ -377,14 +377,14 @@ def _defaults_from_config(config: dict[str, Any], opts: dict[str, Any], wd: Path
 
 
 def _space(opts: dict[str, Any]) -> Any:
-    from trainsim.search.cli_inputs import _ints
+    from trainsim.search.cli_inputs import parse_ints
     from trainsim.search.space import SearchSpace
 
     rc = tuple(s.strip() for s in str(opts["recompute"]).split(",") if s.strip())
-    return SearchSpace(tp=_ints(_text(opts["tp"]), "tp"), pp=_ints(_text(opts["pp"]), "pp"),
-                       cp=_ints(_text(opts["cp"]), "cp"), max_vpp=_int(opts, "max_vpp", 1),
+    return SearchSpace(tp=parse_ints(_text(opts["tp"]), "tp"), pp=parse_ints(_text(opts["pp"]), "pp"),
+                       cp=parse_ints(_text(opts["cp"]), "cp"), max_vpp=_int(opts, "max_vpp", 1),
                        max_micro_batch=_int(opts, "max_micro_batch", 1), recompute=rc,
-                       zero=_ints(_text(opts["zero"]), "zero", least=0) or (),
+                       zero=parse_ints(_text(opts["zero"]), "zero", least=0) or (),
                        overlap=opts["overlap"])
 
 
@@ -415,7 +415,7 @@ def _executor(settings: Settings) -> Any:
 
 def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
             run: bool, progress: Progress) -> Output | None:
-    from trainsim.search.cli_inputs import _ints, build_base, nothing_found, parse_reference
+    from trainsim.search.cli_inputs import build_base, nothing_found, parse_ints, parse_reference
     from trainsim.search.core import search
 
     _defaults_from_config(config, opts, wd)
@@ -423,7 +423,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
         if opts[key] is None:
             raise RequestError(f"options.{key}", f"options.{key} is required (or give it in "
                                "the config's cluster/training section)")
-    counts = _ints(_text(opts["gpus"]), "gpus") or ()
+    counts = parse_ints(_text(opts["gpus"]), "gpus") or ()
     for n in counts:
         _bound_gpus(n, "options.gpus", settings.limits)
     base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
