@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.catalog import gpu_names, model_names
-from trainsim.catalog.defaults import apply_framework, sink_attention
+from trainsim.catalog.defaults import apply_framework, sink_attention, softcap_attention
 from trainsim.catalog.hf_config import model_from_hf_config
 from trainsim.catalog.names import aliases_of
 from trainsim.config import (
@@ -440,9 +440,10 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     given = training_raw.get("attention") not in (None, "")
     apply_framework(parallel_raw, training_raw, gpu_name)
     model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
-    note = sink_attention(training_raw, model.softmax_type, given, gpu_name)
-    if note is not None:  # what the framework runs instead, said (validate: the row's notes)
-        warnings.warn(note, SettingReplaced, stacklevel=2)
+    for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given),
+                 sink_attention(training_raw, model.softmax_type, given, gpu_name)):
+        if note is not None:  # what the framework runs instead, said (validate: row notes)
+            warnings.warn(note, SettingReplaced, stacklevel=2)
     return RunConfig(
         model=model,
         parallel=build(ParallelConfig, parallel_raw, "parallel"),

@@ -296,3 +296,30 @@ def sink_attention(training: dict[str, Any], softmax_type: str, given: bool,
                           "that takes a sink)")
     training["attention"] = usable[0] if usable else "unfused"
     return f"attention {current} -> {training['attention']}: model.softmax_type={softmax_type}"
+
+
+def softcap_attention(training: dict[str, Any], softcap: float | None, given: bool) -> str | None:
+    """Replace, in place, the attention kernel of a model with attention-logit soft-capping by
+    the one its framework's model runs for it (profile feature ``softcap_attention``:
+    Megatron-Bridge's Gemma 2 layer spec, unfused). Returns the replacement as 'attention OLD ->
+    NEW: ...' (None where nothing was replaced), which the caller reports; a different kernel
+    the user named is refused, since the framework's layer spec does not take it."""
+    if softcap is None or not _given(training.get("framework")):
+        return None
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(training["framework"]),
+                                str(version) if _given(version) else None)
+    kernel = profile.features.get("softcap_attention")
+    current = str(training.get("attention") or "flash2")
+    if kernel is None or current == kernel:
+        return None
+    if given:
+        raise ConfigError(f"training.attention={current}: {profile.name} {profile.version} runs "
+                          f"a model with model.attn_logit_softcapping={softcap:g} on its "
+                          f"{kernel} attention (its layer spec's soft-capping attention); "
+                          f"set training.attention={kernel} or leave it out")
+    training["attention"] = kernel
+    return (f"attention {current} -> {kernel}: model.attn_logit_softcapping={softcap:g} "
+            f"({profile.name}'s soft-capping attention)")

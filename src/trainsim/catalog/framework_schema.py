@@ -181,6 +181,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the attention implementations and the MoE token dispatchers the user may pick
     "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
     "moe_dispatchers": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
+    # the attention kernel the framework's model runs for a model with attention-logit
+    # soft-capping (``ModelConfig.attn_logit_softcapping``), whatever the default: Megatron-
+    # Bridge's Gemma 2 layer spec builds ``core_attention=Gemma2DotProductAttention  # use unfused
+    # SDPA for attn logit softcapping`` (catalog.defaults.softcap_attention); null: the chosen one
+    "softcap_attention": _nullable(_enum(ATTENTION)),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
     # the model builds a preset's multi-token-prediction layers (false: the framework's model
     # class never reads them, so the run has none)
@@ -473,7 +478,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
              "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
              "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
-             "mla_eager_rope",
+             "mla_eager_rope", "softcap_attention",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
              "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
              "params_16bit", "sdpa_repeat_kv", "unfused_repeat_kv", "cp_sdpa_ring", "cp_te_ring",

@@ -219,6 +219,10 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if _hf_switch(
             cfg.get("use_sliding_window"), True, f"{where}: use_sliding_window") else None,
+        # Gemma 2's tanh cap on the attention scores (Gemma2Config default 50.0, transformers
+        # 5.24.0 configuration_gemma2.py; Gemma 3 sets it null)
+        attn_logit_softcapping=get("attn_logit_softcapping",
+                                   default=50.0 if model_type == "gemma2" else None),
         activation_clamp=get("swiglu_limit"),  # gpt-oss
         # gpt-oss's experts compute (up + 1) * glu (transformers modeling_gpt_oss.py); its
         # config.json names no offset

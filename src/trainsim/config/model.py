@@ -108,6 +108,12 @@ class ModelConfig:
     norm kernel for the block either way."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
+    attn_logit_softcapping: float | None = None
+    """Attention logits soft-capped to ``c * tanh(scores / c)`` before the softmax (Gemma 2: 50,
+    Hugging Face ``Gemma2Config.attn_logit_softcapping``; Megatron-Bridge's
+    ``Gemma2ModelProvider.attn_logit_softcapping``); None = no cap. Where the scores are in
+    memory (unfused, eager) the cap is three elementwise passes over them; a framework whose
+    profile names a ``softcap_attention`` kernel runs that one for such a model."""
     attention_chunk_size: int | None = None
     """Chunked attention (Llama 4's ``attention_chunk_size``, 8192): a token attends only
     within its chunk of this many positions on the chunked layers. A sequence no longer than
@@ -184,7 +190,8 @@ class ModelConfig:
                          sliding_window=self.sliding_window,
                          window_attn_skip_freq=self.window_attn_skip_freq,
                          attention_chunk_size=self.attention_chunk_size,
-                         activation_clamp=self.activation_clamp)
+                         activation_clamp=self.activation_clamp,
+                         attn_logit_softcapping=self.attn_logit_softcapping)
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"model.num_attention_heads={self.num_attention_heads} does not divide "

@@ -50,6 +50,7 @@ from trainsim.workload.shard import (
 from trainsim.workload.softmax import (
     flex_sink_rescale,
     fused_softmax_runs,
+    softcap_op,
     torch_softmax_fallback,
 )
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
@@ -166,6 +167,10 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             ops.append(Elementwise("alibi_bias", bytes=4 * core.batch * core.heads * core.pairs,
                                    kernel="copy", bwd_bytes=0.0, bwd_kernels=0))
         ops.append(core)
+        if m.attn_logit_softcapping is not None and core.impl in MATERIALIZED_SCORES:
+            # c * tanh(scores / c) between the scores' GEMM and the softmax (Gemma 2); a fused
+            # kernel caps inside itself
+            ops.append(softcap_op(core.batch * core.heads * core.pairs, sh.compiled))
         if m.softmax_type != "vanilla" and core.impl == "flex":  # the sink, after the kernel
             ops.append(flex_sink_rescale(core.batch * core.heads * core.q_len, core.head_dim,
                                          sh.compiled))

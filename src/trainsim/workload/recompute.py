@@ -69,6 +69,9 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
             if "core_attn" in modules and (op.impl in MATERIALIZED_SCORES or fused_rerun):
                 out.append(_renamed(op, "recompute."))
             continue
+        if op.name == "attn_softcap":  # inside core_attention (Gemma2DotProductAttention)
+            out += [_renamed(op, "recompute.")] if "core_attn" in modules else []
+            continue
         # a module checkpointed inside another (shared_experts, moe_act inside moe) re-runs
         # once per checkpoint around it
         name = op.name.split(".")[0]

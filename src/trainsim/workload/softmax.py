@@ -103,3 +103,27 @@ def flex_sink_rescale(rows: float, head_dim: int, compiled: bool) -> Elementwise
     return Elementwise("attn_sink_rescale", bytes=fwd[0] * elems + fwd[1] * rows,
                        kernels=fwd[2], impl="fused" if compiled else "eager",
                        bwd_bytes=bwd[0] * elems + bwd[1] * rows, bwd_kernels=bwd[2])
+
+
+SOFTCAP_EAGER = ((12.0, 3), (14.0, 3))
+"""(bytes per score, kernels), forward then backward, of attention-logit soft-capping as
+PyTorch ops on 16-bit scores, ``c * tanh(scores / c)``: Megatron-Bridge's ``logit_softcapping``
+in ``Gemma2DotProductAttention`` (NVIDIA-NeMo/Megatron-Bridge@2394d359
+src/megatron/bridge/models/gemma/gemma2_provider.py, between the ``baddbmm`` and
+``FusedScaleMaskSoftmax``) and Hugging Face's ``eager_attention_forward`` (transformers 5.24.0
+modeling_gemma2.py lines 195-198). Forward: the division, the tanh and the multiplication each
+read and write the scores (3 x 4 bytes). Backward: the multiplication's and the division's
+gradients by the constant each read and write (4 + 4), tanh's reads the gradient and its saved
+output and writes (6): 14 bytes."""
+SOFTCAP_COMPILED = ((4.0, 1), (6.0, 1))
+"""The same fused by Inductor when the model is compiled: one pass each way (the backward
+reading the gradient and the saved scores)."""
+
+
+def softcap_op(scores: float, compiled: bool) -> Elementwise:
+    """Attention-logit soft-capping over ``scores`` materialized score elements
+    (``ModelConfig.attn_logit_softcapping``; ``SOFTCAP_EAGER``)."""
+    fwd, bwd = SOFTCAP_COMPILED if compiled else SOFTCAP_EAGER
+    return Elementwise("attn_softcap", bytes=fwd[0] * scores, kernels=fwd[1],
+                       impl="fused" if compiled else "eager",
+                       bwd_bytes=bwd[0] * scores, bwd_kernels=bwd[1])
