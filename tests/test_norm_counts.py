@@ -92,3 +92,25 @@ def test_parallel_block_norms_one_or_two():
         dataclasses.replace(neox, parallel_block_norms=3)
     with pytest.raises(ConfigError, match="needs model.parallel_block"):
         dataclasses.replace(model("llama-7b"), parallel_block_norms=1)
+
+
+FALCON_7B = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+             "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
+             "new_decoder_architecture": False, "parallel_attn": True, "bias": False,
+             "alibi": False}  # tiiuae/falcon-7b config.json (fields read)
+
+
+def test_falcon_config_json_is_a_parallel_block_with_rotary_positions(tmp_path):
+    """parallel_attn: one input_layernorm (Falcon-7B), ln_attn and ln_mlp under
+    new_decoder_architecture (Falcon-40B); rotary unless alibi; exact HF counts (was a
+    sequential block with learned positions: 6,931,317,632 for Falcon-7B)."""
+    f7 = _read(tmp_path, FALCON_7B)
+    assert (f7.parallel_block, f7.parallel_block_norms, f7.position_embedding) == \
+        (True, 1, "rope")
+    assert total_params(f7) == 6_921_720_704
+    f40 = _read(tmp_path, {**FALCON_7B, "new_decoder_architecture": True, "num_kv_heads": 8,
+                           "num_attention_heads": 128, "hidden_size": 8192,
+                           "num_hidden_layers": 60})
+    assert f40.parallel_block_norms == 2 and total_params(f40) == 41_303_293_952
+    assert not _read(tmp_path, {**FALCON_7B, "parallel_attn": False}).parallel_block
+    assert _read(tmp_path, {**FALCON_7B, "alibi": True}).position_embedding == "alibi"

@@ -238,11 +238,12 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             not model_type.startswith("llama4")
             and _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm")),
         qk_norm_span="full" if model_type in QK_NORM_FULL_MODEL_TYPES else "head",
-        parallel_block=model_type in PARALLEL_BLOCK_MODEL_TYPES,
-        parallel_block_norms=1 if model_type in PARALLEL_BLOCK_MODEL_TYPES else 2,
         norm_bias=model_type not in PARALLEL_BLOCK_MODEL_TYPES,
         attention_chunk_size=_chunk_size(cfg, where),
     )
+    fields.update(_falcon_fields(cfg, model_type, where))
+    if model_type in PARALLEL_BLOCK_MODEL_TYPES:
+        fields.update(parallel_block=True, parallel_block_norms=1)
     _max_window_layers(cfg, fields, where)
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):
@@ -278,6 +279,25 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       v_head_dim=get("v_head_dim", default=128), head_dim=None)
     fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
     return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+
+
+def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str, Any]:
+    """Falcon's block and positions (transformers 5.24.0 modeling_falcon.py
+    ``FalconDecoderLayer.__init__``): ``parallel_attn`` (default True) runs attention and MLP
+    from the same input, through ``ln_attn`` and ``ln_mlp`` where ``num_ln_in_parallel_attn``
+    is 2 (its default under ``new_decoder_architecture``: Falcon-40B/180B), else through one
+    ``input_layernorm`` (Falcon-7B); ``FalconConfig.rotary`` is ``not self.alibi``: rotary
+    positions unless ALiBi (configuration_falcon.py), though its config.json names no
+    ``rope_theta``. {} for other model types."""
+    if model_type != "falcon":
+        return {}
+    out: dict[str, Any] = {"position_embedding": "alibi" if cfg.get("alibi") else "rope"}
+    if _hf_switch(cfg.get("parallel_attn"), True, f"{where}: parallel_attn"):
+        norms = cfg.get("num_ln_in_parallel_attn")
+        if norms is None and cfg.get("new_decoder_architecture"):
+            norms = 2
+        out.update(parallel_block=True, parallel_block_norms=2 if norms == 2 else 1)
+    return out
 
 
 def _llama4_moe(cfg: dict[str, Any], layers: Any, where: str) -> dict[str, Any]:
