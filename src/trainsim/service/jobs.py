@@ -122,7 +122,7 @@ def _no_kernel_db(value: Any, field: str) -> None:
 
 def _looks_like_file(text: str) -> bool:
     """A name a search/plan option would read as a file on the server (``search.cli``'s
-    ``_model_spec`` and ``_gpu_spec`` read an existing path, or name a missing one)."""
+    ``model_spec`` and ``_gpu_spec`` read an existing path, or name a missing one)."""
     path = Path(text)
     return path.suffix.lower() in (".json", ".yaml", ".yml") or "/" in text or "\\" in text \
         or path.exists()
