@@ -34,7 +34,7 @@ def layer_launches(row: dict[str, str]) -> tuple[int, int]:
     pricer, sh = Pricer(cfg), shard_of(cfg)
     fwd = layer_forward(cfg, sh, moe=True)
     bwd = backward_of(fwd, sh)
-    return tuple(sum(pricer._scoped_counts(ops) or [host.launches(o) for o in ops])  # type: ignore[return-value]
+    return tuple(sum(pricer.scoped_counts(ops) or [host.launches(o) for o in ops])  # type: ignore[return-value]
                  for ops in (fwd, bwd))
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli, one_error_line
+from tests.helpers import cli, fp8_slice_cfg, one_error_line
 from trainsim.catalog import gpu
+from trainsim.chunks import chunks
 from trainsim.compute import host
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.graph_scope import graph_scope_checked
@@ -29,10 +30,14 @@ MOE_SCOPE = ("attn", "moe_router", "moe_preprocess")
 
 
 def _cfg(scope: tuple[str, ...] = (), moe: bool = True, graphs: bool | None = None,
-         shared: bool = False) -> RunConfig:
+         shared: bool = False, model: dict | None = None, **par) -> RunConfig:
+    """A 4-layer model (MoE unless told) on 16 H100, TP 2 (SP), EP 4; ``model``, ``par``: more
+    ``ModelConfig`` / ``ParallelConfig`` fields."""
     extra = {"num_experts": 64, "moe_router_topk": 4, "moe_ffn_hidden_size": 512} if moe else {}
     if shared:
         extra["moe_shared_expert_intermediate_size"] = 1024
+    extra.update(model or {})
+    par.setdefault("moe_token_dispatcher_type", "alltoall")
     model = ModelConfig(name="m", hidden_size=1024, num_layers=4, num_attention_heads=16,
                         num_kv_heads=4, ffn_hidden_size=2048, vocab_size=32000,
                         activation="swiglu", normalization="rmsnorm", position_embedding="rope",
@@ -42,8 +47,7 @@ def _cfg(scope: tuple[str, ...] = (), moe: bool = True, graphs: bool | None = No
                               cuda_graphs=bool(scope) if graphs is None else graphs,
                               cuda_graph_scope=scope)
     parallel = ParallelConfig(tensor_model_parallel_size=2, expert_model_parallel_size=4 if moe
-                              else 1, sequence_parallel=True,
-                              moe_token_dispatcher_type="alltoall")
+                              else 1, sequence_parallel=True, **par)
     cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=16, gpus_per_node=8)
     return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
 
@@ -55,7 +59,7 @@ def _layer(cfg: RunConfig, moe: bool) -> tuple[list, list]:
 
 
 def _counts(cfg: RunConfig, ops: list) -> list[int]:
-    return Pricer(cfg)._scoped_counts(ops) or [host.launches(op) for op in ops]
+    return Pricer(cfg).scoped_counts(ops) or [host.launches(op) for op in ops]
 
 
 # ------------------------------------------------------------------------- scope rules
@@ -87,6 +91,68 @@ def test_a_scope_needs_cuda_graphs_and_is_normalized():
 def test_model_level_scope_problems_are_one_config_error(moe, scope, words):
     with pytest.raises(ConfigError, match=words):
         _cfg(scope, moe=moe)
+
+
+PADDED = {"moe_capacity_factor": 1.0, "moe_pad_expert_input_to_capacity": True}
+
+
+@pytest.mark.parametrize("scope, model, par, words", [
+    # transformer_config.py L1780-1784: full recompute only with full_iteration graphs
+    (("attn",), None, {"recompute": "full"}, "cannot run with parallel.recompute=full"),
+    (("attn", "moe_router"), None, {"recompute": "full"}, "recompute=full"),
+    # L1771-1778: the alltoall dispatcher copies split sizes to the host when it drops tokens
+    (MOE_SCOPE, {"moe_capacity_factor": 1.0}, {}, "moe_preprocess cannot run with the alltoall"),
+    # L1788-1795: a recomputed moe would cover the moe_router graph
+    (("moe_router",), None, {"recompute": "selective", "recompute_modules": ("core_attn", "moe")},
+     "moe_router cannot run with parallel.recompute_modules moe"),
+    # transformer_layer.py L1033-1044: the EP overlap needs the MoE block eager
+    (("moe",), PADDED, {"moe_overlap_ep_comm": True}, "needs eager"),
+    (("attn", "moe"), PADDED, {"moe_overlap_ep_comm": True}, "moe_overlap_ep_comm"),
+])
+def test_megatron_core_refuses_these_runs_with_layer_scopes(scope, model, par, words):
+    with pytest.raises(ConfigError, match=words):
+        _cfg(scope, model=model, **par)
+
+
+@pytest.mark.parametrize("scope, model, par", [
+    (("full_iteration",), None, {"recompute": "full"}),  # the one scope full recompute takes
+    ((), None, {"recompute": "full"}, ),  # whole-layer graphs: trainsim's plain cuda_graphs
+    (MOE_SCOPE, PADDED, {}),  # padded: no copies in the preprocess
+    (MOE_SCOPE, {"moe_capacity_factor": 1.0}, {"moe_token_dispatcher_type": "deepep"}),
+    (MOE_SCOPE, {"moe_capacity_factor": 1.0}, {"moe_token_dispatcher_type": "allgather"}),
+    (("moe_router",), None, {"recompute": "selective", "recompute_modules": ("moe_act",)}),
+    (MOE_SCOPE, None, {"moe_overlap_ep_comm": True}),  # the router graph leaves the block eager
+    (("moe",), PADDED, {}),
+])
+def test_megatron_core_takes_these_runs(scope, model, par):
+    cfg = _cfg(scope, model=model, graphs=True, **par)
+    assert cfg.training.cuda_graph_scope == scope
+
+
+def test_full_iteration_goes_alone():
+    """arguments.py L1441: full_iteration with cuda_graph_impl=local only, the layer scopes
+    with transformer_engine only (transformer_config.py L1738-1742 refuses the former there)."""
+    with pytest.raises(ConfigError, match="'full_iteration' cannot be used with other scopes"):
+        graph_scope_checked(("full_iteration", "attn"), True)
+    assert graph_scope_checked(("full_iteration",), True) == ("full_iteration",)
+
+
+def test_a_refused_run_is_one_error_line_on_the_command_line():
+    out = cli("simulate", str(ROOT / "examples/llama3-8b-h100.yaml"), "--set",
+              "training.cuda_graphs=true", "--set", "training.cuda_graph_scope=attn", "--set",
+              "parallel.recompute=full")
+    assert "recompute=full" in one_error_line(out)
+
+
+def test_an_empty_scope_is_the_whole_layer_and_null_is_no_scope():
+    """``--set training.cuda_graph_scope=`` reads as YAML's "" or []: the whole layer; a null
+    inside the list is refused, not read as a name."""
+    base = (str(ROOT / "examples/llama3-8b-h100.yaml"), "--set", "training.cuda_graphs=true")
+    ok = cli("simulate", *base, "--set", "training.cuda_graph_scope=", "--format", "json")
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.output)["config"]["training"]["cuda_graph_scope"] == []
+    bad = cli("simulate", *base, "--set", "training.cuda_graph_scope=[attn, null]")
+    assert "cuda_graph_scope[1] is null" in one_error_line(bad)
 
 
 def test_set_reads_a_comma_list_and_a_bad_name_is_one_error_line():
@@ -169,6 +235,47 @@ def test_shared_experts_are_in_the_router_graph_unless_overlapped():
     assert captured_parts(_cfg(("full",))) == frozenset()  # whole layer: cuda_graphs alone
 
 
+def test_shared_experts_replay_with_the_router_graph():
+    """Megatron-core captures pre-MLP norm, router and shared experts in one callable
+    (transformer_layer.py L961-966): one replay per layer graph forward and backward, though
+    the shared experts' ops follow the eager unpermutation in trainsim's list. By hand: the
+    eager launches less those of the captured router and shared ops, plus one replay (2)."""
+    eager_cfg, cfg = _cfg(shared=True), _cfg(("moe_router",), shared=True)
+    fwd, bwd = _layer(cfg, moe=True)
+    parts = layer_parts(fwd)
+    for ops in (fwd, bwd):
+        counts, eager = _counts(cfg, ops), _counts(eager_cfg, ops)
+        caught = [i for i, op in enumerate(ops)
+                  if _part_of(op.name, parts) in ("moe_router", "shared")]
+        shared = [i for i in caught if _part_of(ops[i].name, parts) == "shared"]
+        assert shared and sum(eager[i] for i in shared) > 0  # the layer has shared experts
+        assert sum(counts) == sum(eager) - sum(eager[i] for i in caught) \
+            + host.GRAPH_REPLAY_LAUNCHES
+        assert not any(counts[i] for i in shared)  # no second replay
+
+
+def _part_of(name: str, parts: dict[str, str]) -> str | None:
+    name = name.removeprefix("recompute.")
+    while name not in parts and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return parts.get(name)
+
+
+def test_delayed_fp8_amax_reductions_stay_under_scoped_graphs():
+    """TE's graph backward reduces the amaxes eagerly after its replay (v2.10 graph.py
+    ``Graphed.backward`` L718-720) and eager modules as without graphs: a scoped graph keeps
+    the chunk's two reductions; whole-layer graphs still model none."""
+    def amax(cfg):
+        ch = chunks(cfg, Pricer(cfg), shard_of(cfg))[0]
+        return [s for part in (ch.fwd, ch.bwd) for _, s, label in part.segments
+                if label.startswith("fp8_amax_reduce")]
+    whole = fp8_slice_cfg(gpus=64, pp=2, batch=32, cuda_graphs=True)
+    scoped = replace(whole, training=replace(whole.training, cuda_graph_scope=("attn",)))
+    eager = replace(whole, training=replace(whole.training, cuda_graphs=False))
+    assert amax(whole) == []
+    assert len(amax(scoped)) == 2 and amax(scoped) == pytest.approx(amax(eager))
+
+
 def test_scoped_launches_runs_and_partial_ops():
     """A run of captured ops costs one replay on its first op; a launch-free op keeps the run;
     a partly captured op ends it after its captured part; an eager op ends it."""
@@ -178,6 +285,9 @@ def test_scoped_launches_runs_and_partial_ops():
     ops = [g, g, free, g, sync, g, g, g]
     kept = [0, 1, 0, 1, 6, 1, 0, 1]
     assert host.scoped_launches(ops, kept) == [1, 2, 0, 0, 4, 2, 1, 2]
+    # a run joining a graph another run replays pays no replay of its own
+    joins = [False] * 7 + [True]
+    assert host.scoped_launches(ops, kept, joins) == [1, 2, 0, 0, 4, 2, 1, 0]
 
 
 def test_the_host_still_waits_at_the_sync_under_scoped_graphs():

@@ -129,8 +129,12 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     gather_f, gather_b = (pricer.price(g) for g in deepspeed_pipe_gathers(cfg, sh))
     t = cfg.training
     # Transformer Engine's delayed-scaling amax reductions, one per chunk pass
-    # (``fp8_amax_reductions``); CUDA-graphed layers reduce outside the graphs: not modelled
-    amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" and not t.cuda_graphs \
+    # (``fp8_amax_reductions``); whole-layer CUDA graphs reduce outside the graphs: not
+    # modelled. Under graphs over parts of a layer (``cuda_graph_scope``) the eager rest's
+    # modules reduce as without graphs and a graph's backward reduces eagerly after its replay
+    # (TransformerEngine v2.10 graph.py ``Graphed.backward`` L718-720): kept
+    amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" \
+        and not (t.cuda_graphs and not t.cuda_graph_scope) \
         and not profile_supports(cfg, "fp8_amax_tp_async")
     out = {}
     for v, layers in enumerate(ranges):

@@ -27,7 +27,12 @@ from trainsim.collectives.nccl import (
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
-from trainsim.workload.graph_scope import captured_launches, captured_parts, layer_parts
+from trainsim.workload.graph_scope import (
+    captured_launches,
+    captured_parts,
+    graph_joins,
+    layer_parts,
+)
 from trainsim.workload.layers import layer_forward
 from trainsim.workload.moe_dispatch import dedups_per_node, exchange_sms
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
@@ -526,7 +531,7 @@ class Pricer:
             add(*gather)
         issued, busy = self._issued(segs, order, pooled)
         idle = host.exposed_s(issued, busy, self.host_s_per_kernel, self.blocking,
-                              self._scoped_counts(issued))
+                              self.scoped_counts(issued))
         # the pooled all-to-alls run on their own stream beside the compute stream's whole
         # span, the GPU's waits for the host included (a wait that longer compute fills, a
         # recomputed forward, hides no less communication than it did); the SMs they hold
@@ -544,7 +549,7 @@ class Pricer:
             add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
         return Priced(tuple(segs)), order
 
-    def _scoped_counts(self, ops: list[Op]) -> list[int] | None:
+    def scoped_counts(self, ops: list[Op]) -> list[int] | None:
         """Host launches of each op under scoped CUDA graphs (``compute.host.scoped_launches``);
         None without them. The layer parts are read from this config's layers once."""
         if not self.graph_parts or not ops:
@@ -557,7 +562,7 @@ class Pricer:
             self._part_tables = (dense, moe)
         counts = [host.launches(op) for op in ops]
         kept = captured_launches(ops, *self._part_tables, self.graph_parts, counts)
-        return host.scoped_launches(ops, kept)
+        return host.scoped_launches(ops, kept, graph_joins(ops, *self._part_tables))
 
     @staticmethod
     def _issued(segs: list[tuple[str, float, str]], order: list[Op],

@@ -52,7 +52,10 @@ GRAPH_REPLAY_LAUNCHES = 2
 input into the graph's static input (``copy_``, one eager kernel; its backward likewise the
 incoming gradient) and then calls ``fwd_graph.replay()`` (one ``cudaGraphLaunch``):
 TransformerEngine v2.10 769ed778 transformer_engine/pytorch/graph.py L678-717 ``Graphed``.
-Counted as two eager ops at ``HOST_S_PER_KERNEL`` each, not measured."""
+Counted as two eager ops at ``HOST_S_PER_KERNEL`` each, not measured. A lower bound: ``Graphed``
+copies every input (L691-696) and every incoming gradient (L710-715) whose pointer differs
+from the static buffer's, one ``copy_`` each, and a layer graph takes several (hidden states,
+and under ``moe_router`` the residual and the router's outputs); counted as one."""
 
 
 def launches(op: Op) -> int:
@@ -71,20 +74,25 @@ def launches(op: Op) -> int:
     raise TypeError(op)  # pragma: no cover - exhaustive
 
 
-def scoped_launches(ops: Sequence[Op], captured: Sequence[int]) -> list[int]:
+def scoped_launches(ops: Sequence[Op], captured: Sequence[int],
+                    joins: Sequence[bool] | None = None) -> list[int]:
     """Host launches of each op when ``captured[i]`` of its launches sit in a CUDA graph: the
     eager rest, plus ``GRAPH_REPLAY_LAUNCHES`` on the op that starts each run of captured ops
     (a run goes on through fully captured ops and launch-free ones that do not make the host
-    wait; a partly captured op ends it after its captured part)."""
+    wait; a partly captured op ends it after its captured part), except a run starting at an
+    op with ``joins[i]``: a part of a graph another run replays (``workload.graph_scope.
+    graph_joins``)."""
     out: list[int] = []
     in_graph = False
-    for op, kept in zip(ops, captured):
+    joined = joins if joins is not None else [False] * len(ops)
+    for op, kept, join in zip(ops, captured, joined):
         n = launches(op)
         kept = min(kept, n)
         if n == 0 and not (isinstance(op, Elementwise) and op.host_sync):
             out.append(0)
             continue
-        out.append(n - kept + (GRAPH_REPLAY_LAUNCHES if kept and not in_graph else 0))
+        replay = kept and not in_graph and not join
+        out.append(n - kept + (GRAPH_REPLAY_LAUNCHES if replay else 0))
         in_graph = kept > 0 and kept == n
     return out
 

@@ -119,8 +119,14 @@ def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
         inner = get_args(tp)[0] if get_args(tp) else Any
         if isinstance(value, str):
             value = [v for v in value.replace(";", ",").split(",") if v.strip()]
+        if value is None:  # an empty value (``--set x=``, YAML ``x:``): the empty list
+            value = []
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where} must be a list, got {_shown(value)}")
+        for i, v in enumerate(value):
+            if v is None:
+                raise ConfigError(f"{where}[{i}] is null, and null is not one of its values; "
+                                  "leave it out")
         return tuple(_coerce(v, inner, f"{where}[{i}]") for i, v in enumerate(value))
     if origin is dict:
         if not isinstance(value, dict):

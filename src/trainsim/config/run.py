@@ -59,11 +59,16 @@ class RunConfig:
                               "attention (Llama 4) over more than one chunk is not modelled; "
                               "use a seq_length up to the chunk (one chunk: full causal "
                               "attention), or attention_chunk_size=null for full attention")
-        problem = graph_scope_problem(
-            t.cuda_graph_scope, m.is_moe,
-            any(not m.is_moe_layer(i) for i in range(m.num_layers)), m.moe_padded_to_capacity)
-        if problem:
-            raise ConfigError(problem)
+        if t.cuda_graph_scope:
+            problem = graph_scope_problem(
+                t.cuda_graph_scope, m.is_moe,
+                any(not m.is_moe_layer(i) for i in range(m.num_layers)),
+                m.moe_padded_to_capacity, capacity_factor=m.moe_capacity_factor,
+                dispatcher=p.moe_token_dispatcher_type, recompute=p.recompute,
+                recompute_modules=p.recompute_modules,
+                moe_overlap_ep_comm=p.moe_overlap_ep_comm)
+            if problem:
+                raise ConfigError(problem)
         problem = te_ring_window_problem(p.cp, p.cp_comm_type, t.attention, p.cp_te_ring,
                                          m.sliding_window)
         if problem:

@@ -15,8 +15,11 @@ captured, and with ``moe_preprocess`` the token dispatcher's ``dispatch_preproce
 the first permutation). The device-to-host copies of the split sizes then move to
 ``before_ep_alltoall`` (L438-443), outside the graph, and the host still waits for them before
 the all-to-all; the dispatch, the experts, the combine and the layer's last residual add run
-eagerly (``_te_cuda_graph_replay`` L1045-1108). One callable per layer: attention and router
-parts are one graph, replayed once forward and once backward (TE graph.py ``Graphed``).
+eagerly (``_te_cuda_graph_replay`` L1045-1108). One callable per layer: attention, router and
+shared-expert parts are one graph (``_get_submodules_under_cudagraphs`` L942-968 lists them
+for one ``make_graphed_callables`` call), replayed once forward and once backward (TE graph.py
+``Graphed``), even where trainsim's op list puts the shared experts after the eager
+unpermutation (``graph_joins``).
 
 The parts are found by position in the layer's forward op list (``workload.layers.
 layer_forward``): everything before the pre-MLP norm is the attention block. An op of another
@@ -30,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trainsim.config import RunConfig
+from trainsim.config.graph_scope import WHOLE_LAYER
 from trainsim.workload.moe_block import SHARED_EXPERT_PREFIX, shared_expert_overlap
 from trainsim.workload.ops import Comm, Elementwise, Op
 
@@ -82,7 +86,7 @@ def captured_parts(cfg: RunConfig) -> frozenset[str]:
     """The parts ``training.cuda_graph_scope`` captures (empty: none is scoped, i.e. no graphs
     or the whole layer, which ``Pricer`` prices without host cost)."""
     scope = set(cfg.training.cuda_graph_scope)
-    if not cfg.training.cuda_graphs or not scope or scope & {"full", "full_iteration"}:
+    if not cfg.training.cuda_graphs or not scope or scope & set(WHOLE_LAYER):
         return frozenset()
     parts: set[str] = set()
     if "attn" in scope:
@@ -122,6 +126,16 @@ def captured_launches(ops: Sequence[Op], dense: dict[str, str], moe: dict[str, s
         else:
             out.append(n)
     return out
+
+
+def graph_joins(ops: Sequence[Op], dense: dict[str, str], moe: dict[str, str]) -> list[bool]:
+    """For each op of a layer's list, whether a run of captured ops starting at it belongs to
+    a graph another run of the layer already replays: the shared experts', which Megatron-core
+    captures in the router's callable (transformer_layer.py L961-966) while ``workload.layers``
+    issues them after the unpermutation. Arguments as ``captured_launches``'."""
+    names = [op.name.removeprefix("recompute.") for op in ops]
+    table = moe if any(_is_router(n) for n in names) else dense
+    return [_part(name, table) == "shared" for name in names]
 
 
 def _part(name: str, table: dict[str, str]) -> str | None:
