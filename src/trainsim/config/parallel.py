@@ -313,6 +313,15 @@ class ParallelConfig:
             raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} needs a sharded state "
                               "(zero_stage >= 1 or distributed_optimizer=true): replicas of an "
                               "unsharded model are plain data parallelism")
+        if self.dp_replicate > 1 and self.effective_zero_stage == 1 and \
+                self.zero1_grad_reduce == "all_reduce":
+            # the whole-gradient all-reduce of ZeRO-1 is DeepSpeed's (stage 1/BF16 optimizer),
+            # which has no replicas; Megatron's instances reduce-scatter inside an instance,
+            # then all-reduce the shard across instances (core_r0.11.0
+            # distributed/param_and_grad_buffer.py start_grad_sync)
+            raise ConfigError(f"parallel.dp_replicate={self.dp_replicate} with "
+                              "zero1_grad_reduce=all_reduce: no engine all-reduces the whole "
+                              "gradient inside a replica; use zero1_grad_reduce=reduce_scatter")
         if self.data_parallel_impl == "deepspeed" and self.pp > 1 and self.zero_stage >= 2:
             # DeepSpeed runtime/pipe/engine.py PipelineEngine.__init__: assert
             # zero_optimization_stage() < 2, "ZeRO-2 and ZeRO-3 are incompatible with pipeline

@@ -140,10 +140,21 @@ class RunConfig:
             raise ConfigError(
                 f"cluster.num_gpus={c.num_gpus} is not divisible by tp*pp*cp="
                 f"{p.tp}*{p.pp}*{p.cp}={model_ranks}; change the GPU count or the parallel sizes")
-        if self.dp % p.dp_replicate:
-            raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} does not divide the "
-                              f"data-parallel size dp={self.dp} (num_gpus / (tp*pp*cp)); each "
-                              "replica shards over dp / dp_replicate ranks")
+        # Megatron-core (core_r0.11.0 and later parallel_state.py initialize_model_parallel:
+        # "(data_parallel_size * context_parallel_size) % num_distributed_optimizer_instances
+        # == 0"; core_r0.10.0 asserted dp alone) splits the dp x cp group into instances;
+        # FSDP's and torchtitan's meshes split the data-parallel ranks (torchtitan
+        # parallel_dims.py: dp_replicate * dp_shard * cp * tp * pp = world)
+        megatron = p.data_parallel_impl == "megatron"
+        split, what = ((self.dp * p.cp, "dp*cp") if megatron else (self.dp, "dp"))
+        if split % p.dp_replicate:
+            raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} does not divide "
+                              f"{what}={split} (dp = num_gpus / (tp*pp*cp)); each replica "
+                              f"shards the state over {what} / dp_replicate ranks")
+        if p.dp_replicate > 1 and self.shard_ranks == 1:
+            raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} leaves one rank per "
+                              "replica, nothing sharded: that is plain data parallelism: use "
+                              "zero_stage 0 and dp_replicate 1")
         if p.dp_replicate > 1 and m.is_moe:
             raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} with an MoE model: how "
                               "HSDP shards the routed experts (torchtitan's dp_shard_mod_ep, "
@@ -269,15 +280,16 @@ class RunConfig:
     @property
     def dp_shard(self) -> int:
         """Data-parallel ranks of one HSDP replica (torchtitan's data_parallel_shard_degree;
-        dp without ``parallel.dp_replicate``)."""
+        dp without ``parallel.dp_replicate``; floored where Megatron's instances split the
+        dp x cp group and dp_replicate does not divide dp)."""
         return self.dp // self.parallel.dp_replicate
 
     @property
     def shard_ranks(self) -> int:
-        """Ranks the non-expert model state is sharded over (the ``dp_cp`` group): the
-        replica's data-parallel ranks times the CP ranks (torchtitan's dp_shard_cp mesh,
-        Megatron's intra-instance data-parallel group with CP)."""
-        return self.dp_shard * self.parallel.cp
+        """Ranks the non-expert model state is sharded over (the ``dp_cp`` group): one
+        replica's share of the dp x cp ranks (torchtitan's dp_shard_cp mesh, Megatron's
+        intra-partial data-parallel group with CP: dp*cp / num_distributed_optimizer_instances)."""
+        return self.dp * self.parallel.cp // self.parallel.dp_replicate
 
     @property
     def num_microbatches(self) -> int:

@@ -65,7 +65,7 @@ class Layout:
     def __init__(self, cfg: RunConfig) -> None:
         p = cfg.parallel
         self.tp, self.cp, self.dp, self.pp = p.tp, p.cp, cfg.dp, p.pp
-        self.dp_shard = cfg.dp_shard
+        self.shard = cfg.shard_ranks  # HSDP: a replica's dp x cp ranks
         self.etp, self.ep = p.etp, p.ep
         self.stage_size = self.tp * self.cp * self.dp
         self.world = self.stage_size * self.pp
@@ -91,12 +91,15 @@ class Layout:
             return [at(tp_i, c, dp_i) for c in range(self.cp)]
         if group == "dp":
             return [at(tp_i, cp_i, d) for d in range(self.dp)]
-        if group == "dp_cp":  # HSDP: the replica's data-parallel ranks
-            first = dp_i - dp_i % self.dp_shard
-            return [at(tp_i, c, d) for d in range(first, first + self.dp_shard)
-                    for c in range(self.cp)]
-        if group == "dp_rep":  # HSDP: the same shard in every replica
-            return [at(tp_i, cp_i, d) for d in range(dp_i % self.dp_shard, self.dp, self.dp_shard)]
+        # HSDP over the dp x cp index j = cp_i + cp * dp_i (Megatron's intra-/inter-partial
+        # groups): a replica is a run of `shard` consecutive j, its copies `shard` apart
+        j = cp_i + self.cp * dp_i
+        if group == "dp_cp":  # the replica's ranks
+            first = j - j % self.shard
+            return [base + tp_i + self.tp * k for k in range(first, first + self.shard)]
+        if group == "dp_rep":  # the same shard in every replica
+            return [base + tp_i + self.tp * k
+                    for k in range(j % self.shard, self.cp * self.dp, self.shard)]
         if group == "tp_dp_cp":
             return list(range(base, base + self.stage_size))
         if group == "embd":

@@ -63,15 +63,17 @@ def checkpoint_costs(cfg: RunConfig, ck: CheckpointConfig) -> CheckpointCosts:
     """Checkpoint size from the parameter count, write and restore times from bandwidths.
 
     Weights are split over tp*pp model shards and replicated over dp*cp; the optimizer state is
-    also sharded over dp*cp with the distributed optimizer / ZeRO >= 1, and the weights too with
-    ZeRO-3. A checkpoint holds each unique byte once.
+    also sharded with the distributed optimizer / ZeRO >= 1, and the weights too with ZeRO-3,
+    over the ranks that shard the state: dp*cp, or one HSDP replica's dp*cp / dp_replicate
+    (``RunConfig.shard_ranks``; every replica holds the whole state). A checkpoint holds each
+    unique byte once.
     """
     n_params = float(total_params(cfg.model))
     p, c = cfg.parallel, cfg.cluster
     shards = p.tp * p.pp
-    replicas = cfg.dp * p.cp
-    opt_shard = replicas if (p.distributed_optimizer or p.zero_stage >= 1) else 1
-    w_shard = replicas if p.zero_stage == 3 else 1
+    replicas, sharders = cfg.dp * p.cp, cfg.shard_ranks
+    opt_shard = sharders if (p.distributed_optimizer or p.zero_stage >= 1) else 1
+    w_shard = sharders if p.zero_stage == 3 else 1
     per_gpu = (n_params * ck.weight_bytes_per_param / (shards * w_shard)
                + n_params * ck.optimizer_bytes_per_param / (shards * opt_shard))
     size = n_params * (ck.weight_bytes_per_param + ck.optimizer_bytes_per_param)
