@@ -14,6 +14,7 @@ import math
 import warnings
 from typing import Any
 
+from trainsim.config.parallel import ALIASES
 from trainsim.errors import ConfigError, SettingReplaced
 
 GRAD_REDUCE_DTYPES = ("fp32", "bf16", "fp16")
@@ -123,9 +124,8 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         if truthy(sections[sec].get(key)) and profile.supports(feature) is False:
             raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
                               f"(source: {feature_source(profile, feature)})")
-    replicas = next((parallel[k] for k in ("dp_replicate", "num_distributed_optimizer_instances",
-                                           "data_parallel_replicate_degree") if k in parallel),
-                    None)
+    replica_keys = ["dp_replicate", *(k for k, v in ALIASES.items() if v == "dp_replicate")]
+    replicas = next((parallel[k] for k in replica_keys if k in parallel), None)
     if _number(replicas) > 1 and profile.supports("hybrid_shard") is False:
         raise ConfigError(f"parallel.dp_replicate={replicas} but {where} has no hybrid sharded "
                           f"data parallelism (source: {feature_source(profile, 'hybrid_shard')})")

@@ -467,7 +467,8 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines", "pipeline_partition_method", "expandable_segments",
+OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+             "pipeline_partition_method", "expandable_segments",
              "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
              "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
              "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",

@@ -16,7 +16,8 @@ Megatron-FSDP's ``optim_grads`` (stage 2) is not modelled (``_megatron`` would p
 distributed optimizer). ``deepspeed``: ZeRO stages 0-3 (deepspeed/runtime/zero/config.py
 ZeroStageEnum). ``fsdp1``: ShardingStrategy FULL_SHARD = 3 and SHARD_GRAD_OP = 2
 (torch/distributed/fsdp/api.py; NO_SHARD is not modelled; the hybrid strategies HYBRID_SHARD and
-_HYBRID_SHARD_ZERO2 are these stages with ``parallel.dp_replicate`` > 1); ``fsdp2``: fully_shard(reshard_after_forward=True) = 3, False = 2
+_HYBRID_SHARD_ZERO2 are these stages with ``parallel.dp_replicate`` > 1); ``fsdp2``:
+fully_shard(reshard_after_forward=True) = 3, False = 2
 (torch/distributed/fsdp/_fully_shard/_fully_shard.py; torchtitan's reshard_after_forward policy
 ``always`` / ``never``). ``ddp``: torch DistributedDataParallel shards nothing, 0 only
 (torch/nn/parallel/distributed.py: every rank holds the whole model and optimizer).

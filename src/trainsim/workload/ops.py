@@ -39,7 +39,8 @@ Group = Literal["tp", "cp", "dp", "dp_cp", "dp_rep", "tp_dp_cp", "pp", "embd", "
                 "edp"]
 """Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks
 (with HSDP, ``parallel.dp_replicate`` > 1: one replica's, over which the state is sharded);
-dp_rep joins the HSDP replicas of one shard (the outer data-parallel ranks); embd joins the first and last pipeline stages (tied embedding gradients); ep / etp are the
+dp_rep joins the HSDP replicas of one shard (the outer data-parallel ranks); embd joins the
+first and last pipeline stages (tied embedding gradients); ep / etp are the
 expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""
 
 GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "deepgemm", "userbuffers"]
