@@ -154,19 +154,38 @@ class GuardedGroup(click.Group):
             sys.exit(INTERNAL_EXIT)
 
 
+def _ascii(param_type: click.ParamType, value: Any, param: click.Parameter | None,
+           ctx: click.Context | None) -> None:
+    """Refuse option text with characters outside ASCII: Python's ``int``/``float`` (and so
+    click's INT/FLOAT) read full-width '\uff12' and Arabic-Indic '\u0662' as 2, which a config
+    file and a CSV cell refuse (``config._build._float``, fuzz8)."""
+    if isinstance(value, str) and not value.isascii():
+        param_type.fail(f"{value!r} is not a number (ASCII digits only).", param, ctx)
+
+
+class AsciiIntRange(click.IntRange):
+    """click's IntRange that reads ASCII digits only, as a config does."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _ascii(self, value, param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class FiniteFloat(click.FloatRange):
-    """A float option within a range that also refuses nan and infinities."""
+    """A float option within a range that also refuses nan, infinities and digits other than
+    ASCII."""
 
     name = "finite float"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        _ascii(self, value, param, ctx)
         rv = super().convert(value, param, ctx)
         if not math.isfinite(rv):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return rv
 
 
-POSITIVE_INT = click.IntRange(min=1)
+POSITIVE_INT = AsciiIntRange(min=1)
 """Counts and sizes: GPUs, tokens per sequence, trials."""
 POSITIVE = FiniteFloat(min=0, min_open=True)
 NONNEGATIVE = FiniteFloat(min=0)

@@ -15,6 +15,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from trainsim.cli_guard import AsciiIntRange
 from trainsim.errors import TrainsimError
 
 err = Console(stderr=True)
@@ -22,7 +23,10 @@ err = Console(stderr=True)
 
 def _ints(text: str, option: str) -> tuple[int, ...]:
     try:
-        values = tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
+        parts = [v for v in text.replace(";", ",").split(",") if v.strip()]
+        if not text.isascii():  # ASCII digits only, as search's lists and a config's numbers
+            raise ValueError(text)
+        values = tuple(int(v) for v in parts)
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}",
                                  param_hint=option) from None
@@ -62,7 +66,7 @@ class _Command(click.Command):
 @click.option("--seq", default="4096,8192", show_default=True, help="Sequence lengths.")
 @click.option("--cp", default="1", show_default=True,
               help="Context-parallel sizes (attention kernels of a ring-attention rank).")
-@click.option("--mbs", default=1, show_default=True, type=click.IntRange(min=1),
+@click.option("--mbs", default=1, show_default=True, type=AsciiIntRange(min=1),
               help="Micro-batch size.")
 @click.option("--device", type=click.Choice(["cuda", "cpu"], case_sensitive=False),
               default="cuda", show_default=True,

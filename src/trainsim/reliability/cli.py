@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from trainsim.cli_guard import POSITIVE, POSITIVE_INT
+from trainsim.cli_guard import POSITIVE, POSITIVE_INT, AsciiIntRange
 from trainsim.errors import ConfigError, TrainsimError
 
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -78,7 +78,7 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
               help="Failure profile: a catalog/failures name or a YAML path.")
 @click.option("--interval", default=None, metavar="TIME",
               help="Checkpoint interval: seconds or 30m/2h (default: Daly's optimum).")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--seed", type=AsciiIntRange(min=0), default=0, show_default=True)
 @click.option("--trials", type=POSITIVE_INT, default=1000, show_default=True)
 @click.option("--max-trial-rounds", type=POSITIVE_INT, default=None,
               help="Refuse runs whose trials x interruptions exceed this (default 5e6; "

@@ -12,11 +12,19 @@ from typing import Any
 from trainsim.errors import ConfigError
 
 
+def _ascii_text(text: str) -> str:
+    """``text``, or a ValueError where it holds characters outside ASCII."""
+    if not text.isascii():
+        raise ValueError(text)
+    return text
+
+
 def parse_ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
     if text is None:
         return None
     try:
-        vals = tuple(int(v) for v in text.replace(";", ",").split(",") if v.strip())
+        # ASCII digits only ('\uff12' is 2 to int()), as a config's numbers
+        vals = tuple(int(_ascii_text(v)) for v in text.replace(";", ",").split(",") if v.strip())
     except ValueError:
         raise ConfigError(f"--{name}={text!r}: expected integers separated by commas") from None
     if not vals or any(v < least for v in vals):

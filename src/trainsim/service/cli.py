@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from trainsim.cli_guard import POSITIVE
+from trainsim.cli_guard import POSITIVE, AsciiIntRange
 
 _MISSING = ("the service needs its extra: pip install 'trainsim[service]' "
             "(FastAPI, SQLAlchemy, uvicorn)")
@@ -57,18 +57,18 @@ def _db_option(f):  # type: ignore[no-untyped-def]
 
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@click.option("--port", type=AsciiIntRange(0, 65535), default=8000, show_default=True)
 @_db_option
-@click.option("--workers", type=int, default=2, show_default=True,
+@click.option("--workers", type=AsciiIntRange(), default=2, show_default=True,
               help="Worker processes that run jobs (0: accept jobs, run none).")
-@click.option("--checkers", type=int, default=1, show_default=True,
+@click.option("--checkers", type=AsciiIntRange(), default=1, show_default=True,
               help="Processes that check submitted configs (0: threads of the API process).")
 @click.option("--search-executor", type=click.Choice(["local", "ray"], case_sensitive=False),
               default="local",
               show_default=True, help="Where search and plan jobs evaluate candidates: in the "
                                       "worker process, or as Ray tasks.")
 @click.option("--ray-address", default=None, help="Ray cluster to join (ray.init address).")
-@click.option("--max-active-jobs", type=click.IntRange(min=1), default=None,
+@click.option("--max-active-jobs", type=AsciiIntRange(min=1), default=None,
               help="Jobs one token may have queued or running at once (default 16).")
 @click.option("--sync-timeout", type=POSITIVE, default=None,
               help="Seconds POST /api/v1/simulate waits for its result (default 30).")
