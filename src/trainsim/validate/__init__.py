@@ -16,7 +16,7 @@ from trainsim.config.records import MIN_MEASURED, positive_value
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimWarning, escaped
 from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
-from trainsim.validate.common import RowResult, summarize, summary_line
+from trainsim.validate.common import RowResult, canonical_column, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
@@ -39,7 +39,7 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
         raise ConfigError(f"{path} is not a valid CSV file: line {reader.line_num}: {exc} (is "
                           "a '\"' left open?)") from None
     lines = [r for r in records if any(c.strip() for c in r)]  # blank lines skipped
-    columns = [c.strip() for c in lines[0]] if lines else []
+    columns = [canonical_column(c) for c in lines[0]] if lines else []
     if "measured_iteration_s" in columns:
         kind, required = "training", TRAINING_REQUIRED
     elif "measured_busbw_GBps" in columns:

@@ -57,6 +57,19 @@ def _cell(row: dict[str, str], key: str) -> str | None:
     return v or None
 
 
+MIXED_CASE_COLUMNS = {"measured_busbw_gbps": "measured_busbw_GBps"}
+"""The format v2 columns whose names are not all lower case, by their lower-case spelling."""
+
+
+def canonical_column(name: str) -> str:
+    """A header name as the readers look it up: surrounding spaces dropped and the case of the
+    format's own spelling (``ID``, ``Source`` and `` Measured_Iteration_S `` are ``id``,
+    ``source``, ``measured_iteration_s``; a spreadsheet may capitalize a header). A name no
+    format knows stays unknown, in lower case."""
+    low = name.strip().lower()
+    return MIXED_CASE_COLUMNS.get(low, low)
+
+
 def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
     """The whole number in ``row[key]`` (a size or a count: GPUs, tp, m, heads), at least
     ``least``; a ConfigError naming the column otherwise (never a ZeroDivisionError later).

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from trainsim.errors import ConfigError
+from trainsim.validate.common import canonical_column
 
 FIELDS = ["id", "field", "file_value", "corrected_value", "evidence"]
 MEASURED = frozenset({"measured_iteration_s", "measured_value"})
@@ -47,7 +48,8 @@ def corrected_file(path: str | Path, errata: str | Path, out_dir: str | Path,
     fixes = read_errata(errata)
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
-        fields, rows = list(reader.fieldnames or []), list(reader)
+        reader.fieldnames = [canonical_column(f) for f in reader.fieldnames or []]
+        fields, rows = list(reader.fieldnames), list(reader)
     kept, withdrawn = [], []
     for row in rows:
         wanted = keep is None or keep(row)
