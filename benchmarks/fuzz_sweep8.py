@@ -384,6 +384,12 @@ def service_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
             "model": model_file, "gpus": 8, "global_batch": 64, "seq": 2048}},
         "plan options.model": {"kind": "plan", "options": {"model": model_file,
                                                            "tokens": "1T", "days": 30}},
+        "simulate config.cluster.gpu": {"kind": "simulate", "config": {
+            **run, "cluster": {**run["cluster"], "gpu": gpu_file}}},
+        "options.set cluster.gpu": {"kind": "simulate", "config": run,
+                                    "options": {"set": [f"cluster.gpu={gpu_file}"]}},
+        "options.vary cluster.gpu": {"kind": "sweep", "config": run,
+                                     "options": {"vary": [f"cluster.gpu=h100,{gpu_file}"]}},
         "search config.cluster.gpu": {"kind": "search", "config": {
             "model": "llama3-8b", "cluster": {"gpu": gpu_file, "num_gpus": 8}},
             "options": {"global_batch": 64, "seq": 2048}},

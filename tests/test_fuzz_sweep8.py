@@ -17,7 +17,7 @@ import yaml
 
 from trainsim.catalog import model_from_hf_config, run_config_from_dict
 from trainsim.config import ClusterConfig
-from trainsim.errors import ConfigError, TrainsimError
+from trainsim.errors import ConfigError
 from trainsim.limits import WorkLimitError, fabric_steps
 from trainsim.model.counts import total_params
 
@@ -189,6 +189,15 @@ HF_FILE = str(ROOT / "examples" / "hf" / "llama3-8b" / "config.json")
                                     "seq": 2048}}, "options.model"),
     ({"kind": "plan", "options": {"model": HF_FILE, "tokens": "1T", "days": 30}},
      "options.model"),
+    # a config reads cluster.gpu as a GPU spec file since hfread; the server must not
+    ({"kind": "simulate", "config": {**RUN, "cluster": {"gpu": GPU_FILE, "num_gpus": 8}}},
+     "config.cluster.gpu"),
+    ({"kind": "simulate", "config": {**RUN, "cluster": {"gpu": "my-gpu.yaml", "num_gpus": 8}}},
+     "config.cluster.gpu"),
+    ({"kind": "simulate", "config": RUN, "options": {"set": [f"cluster.gpu={GPU_FILE}"]}},
+     "options.set[0]"),
+    ({"kind": "sweep", "config": RUN, "options": {"vary": [f"cluster.gpu=h100,{GPU_FILE}"]}},
+     "options.vary[0]"),
 ])
 def test_a_request_naming_a_server_file_is_refused(served, body, field):
     # the server read them (a kernel database, a GPU YAML, a config.json), while it refused
@@ -202,6 +211,7 @@ def test_a_request_naming_a_server_file_is_refused(served, body, field):
 @pytest.mark.parametrize("body", [
     {"kind": "simulate", "config": {**RUN, "cluster": {**RUN["cluster"], "compute_db": "auto"}}},
     {"kind": "simulate", "config": RUN, "options": {"set": ["cluster.compute_db=none"]}},
+    {"kind": "simulate", "config": RUN, "options": {"set": ["cluster.gpu=h100-sxm-80gb"]}},
     {"kind": "search", "options": {"model": "meta-llama/Llama-3.1-8B", "gpu": "h100", "gpus": 8,
                                    "global_batch": 64, "seq": 2048}},
 ])
@@ -280,13 +290,14 @@ def test_transformers_counts_agree_for_the_swept_families():
     assert mod.main(["--only", "hf"]) == 0
 
 
-def test_a_gpu_file_given_to_a_config_is_still_refused_in_one_line():
-    # lead, not changed: cluster.gpu names a catalog entry or holds a mapping
+def test_a_gpu_file_given_to_a_config_is_read_as_its_mapping():
+    # lead closed by hfread (21st session): cluster.gpu names a catalog entry, holds a
+    # mapping, or names a GPU spec file (as --gpu FILE); the service still refuses the path
     data = yaml.safe_load(Path(GPU_FILE).read_text())
     rc = run_config_from_dict({**RUN, "cluster": {"gpu": data, "num_gpus": 8}})
     assert rc.cluster.gpu.name == data["name"]
-    with pytest.raises(TrainsimError, match="unknown GPU"):
-        run_config_from_dict({**RUN, "cluster": {"gpu": GPU_FILE, "num_gpus": 8}})
+    from_file = run_config_from_dict({**RUN, "cluster": {"gpu": GPU_FILE, "num_gpus": 8}})
+    assert from_file.cluster.gpu == rc.cluster.gpu
 
 
 # ------------------------------------------- the sweep itself, a fast seeded sample

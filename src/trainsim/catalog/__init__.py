@@ -288,6 +288,38 @@ def _model_section(raw: Any, base_dir: Path) -> ModelConfig:
     return build(ModelConfig, {**base, **raw}, "model")
 
 
+GPU_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def gpu_file_path(value: str, base_dir: Path) -> Path | None:
+    """The GPU spec file ``cluster.gpu`` names, or None where it names a catalog GPU: a name
+    ending in .yaml/.yml/.json, or one with a directory part that is a file, relative to the
+    config file's directory (as ``model.hf_config``). ``--gpu FILE`` of search/plan reads the
+    same files (``search.cli_inputs._gpu_spec``)."""
+    path = Path(value.strip())
+    full = path if path.is_absolute() else base_dir / path
+    if path.suffix.lower() in GPU_FILE_SUFFIXES or (("/" in value or "\\" in value)
+                                                    and full.is_file()):
+        return full
+    return None
+
+
+def read_gpu_file(path: Path, where: str) -> dict[str, Any]:
+    """The GPU fields (catalog units) of a GPU spec file: the file's mapping, or the mapping
+    under its ``gpu`` key; a config reads them as it reads ``cluster.gpu`` given as a mapping."""
+    if not path.is_file():
+        raise ConfigError(f"{where}={shown_path(path)}: no such GPU spec file (give a catalog "
+                          "name such as h100-sxm-80gb, or a YAML file of GPU fields)")
+    data = load_file(path, "GPU spec")
+    if isinstance(data, dict) and isinstance(data.get("gpu"), dict):
+        data = data["gpu"]
+    if not isinstance(data, dict):
+        raise ConfigError(f"{shown_path(path)} must hold a mapping of GPU fields, got "
+                          f"{_kind(data)}")
+    data.pop("_base_dir", None)
+    return data
+
+
 def _cluster_section(raw: Any) -> ClusterConfig:
     if not isinstance(raw, dict):
         raise ConfigError("cluster must be a mapping (gpu, num_gpus, gpus_per_node, ...)")
@@ -311,8 +343,8 @@ def _cluster_section(raw: Any) -> ClusterConfig:
     elif isinstance(g, str):
         spec = gpu(g)
     else:
-        raise ConfigError(f"cluster.gpu must be a catalog name (e.g. h100-sxm-80gb) or a "
-                          f"mapping of GPU fields, got {_kind(g)}")
+        raise ConfigError(f"cluster.gpu must be a catalog name (e.g. h100-sxm-80gb), a GPU "
+                          f"spec file or a mapping of GPU fields, got {_kind(g)}")
     if gpu_overrides:  # a what-if GPU: catalog spec with some numbers changed
         over = _gpu_si(gpu_overrides, "cluster.gpu_overrides")
         if isinstance(over.get("peak_flops"), dict):  # override some dtypes, keep the others
@@ -434,7 +466,12 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
 
 def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Path) -> RunConfig:
     training_raw = dict(data.get("training") or {})
-    cluster_raw = data["cluster"] if isinstance(data["cluster"], dict) else {}
+    cluster = data["cluster"]
+    g = cluster.get("gpu") if isinstance(cluster, dict) else None
+    path = gpu_file_path(g, base_dir) if isinstance(g, str) else None
+    if path is not None:  # a GPU spec file: its fields, as a mapping written in the config
+        cluster = {**cluster, "gpu": read_gpu_file(path, "cluster.gpu")}
+    cluster_raw = cluster if isinstance(cluster, dict) else {}
     gpu_name = cluster_raw.get("gpu") or (node(str(cluster_raw["node"]))["gpu"]
                                           if "node" in cluster_raw else None)
     given = training_raw.get("attention") not in (None, "")
@@ -448,7 +485,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
         model=model,
         parallel=build(ParallelConfig, parallel_raw, "parallel"),
         training=build(TrainingConfig, training_raw, "training"),
-        cluster=_cluster_section(data["cluster"]),
+        cluster=_cluster_section(cluster),
     )
 
 

@@ -107,6 +107,24 @@ def _no_server_files(config: dict[str, Any]) -> None:
     cluster = config.get("cluster")
     if isinstance(cluster, dict):
         _no_kernel_db(cluster.get("compute_db"), "config.cluster.compute_db")
+        _no_gpu_file(cluster.get("gpu"), "config.cluster.gpu")
+
+
+def _no_gpu_file(value: Any, field: str) -> None:
+    """cluster.gpu as a path: a config reads a GPU spec file there (``catalog.gpu_file_path``),
+    which on the server would be the server's file; a catalog name is taken."""
+    from trainsim import catalog
+    from trainsim.errors import CatalogError
+
+    if not isinstance(value, str) or not _looks_like_file(value):
+        return
+    try:
+        catalog.gpu(value)
+        return
+    except CatalogError:
+        pass
+    raise RequestError(field, f"{field}={value!r}: the server does not read files; give a "
+                       "catalog name or the GPU's fields as a mapping")
 
 
 DB_WORDS = ("auto", "none", "null", "")
@@ -142,6 +160,9 @@ def _no_server_paths(kind: str, config: dict[str, Any], opts: dict[str, Any]) ->
             if name in ("cluster.compute_db",):
                 for v in (value.split(",") if key == "vary" else [value]):
                     _no_kernel_db(v, field)
+            elif name == "cluster.gpu":
+                for v in (value.split(",") if key == "vary" else [value]):
+                    _no_gpu_file(v.strip(), field)
             elif name == "model.hf_config":
                 raise RequestError(field, f"{field}: the server does not read files; give the "
                                    "model's fields instead")
