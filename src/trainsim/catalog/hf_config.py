@@ -244,6 +244,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     fields.update(_falcon_fields(cfg, model_type, where))
     if model_type in PARALLEL_BLOCK_MODEL_TYPES:
         fields.update(parallel_block=True, parallel_block_norms=1)
+    fields.update(cfg.get(hf_families.MODEL_FIELDS) or {})  # a family's fixed structure
     _max_window_layers(cfg, fields, where)
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):

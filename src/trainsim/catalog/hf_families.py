@@ -18,6 +18,33 @@ tests build models with to count their parameters):
   ``moe_num_experts``, Kimi-Linear's ``num_experts_per_token``, Qwen-MoE's ``mlp_only_layers``,
   AFMoE/LFM2-MoE's ``num_dense_layers``, ...): read as a dense model or with the default top-2,
   silently (ERNIE-4.5-MoE: -85 % params); refused, naming the field.
+- Parallel attention + MLP blocks (``ModelConfig.parallel_block``), read where the family's
+  decoder layer adds both outputs of the same input to the residual: GPT-NeoX and StableLM
+  ``use_parallel_residual`` (GPT-NeoX default True, StableLM False; ``GPTNeoXLayer.forward``
+  ``mlp_output + attn_output + hidden_states``), GPT-J and CodeGen always (``GPTJBlock`` /
+  ``CodeGenBlock``: ``attn_output + feed_forward_hidden_states + residual``), Phi-1/1.5/2
+  always (``PhiDecoderLayer``); one norm feeds both (``ln_1``, ``input_layernorm``; StableLM
+  builds no ``post_attention_layernorm`` when parallel), GPT-NeoX's two (``input_layernorm``,
+  ``post_attention_layernorm``). Falcon's ``parallel_attn`` is ``hf_config._falcon_fields``'.
+- Rotary positions named otherwise: transformers v5 writes ``rope_parameters`` (``rope_theta``,
+  ``rope_type``) instead of ``rope_theta`` / ``rope_scaling``; GPT-J and CodeGen name a
+  ``rotary_dim``. Read as learned
+  positions they added ``max_position_embeddings x hidden_size`` parameters (GPT-NeoX-20B
+  +0.06 %, StarCoder2 +0.42 %).
+- MPT (``models/mpt/configuration_mpt.py``; mosaicml/llm-foundry ``MPTConfig``): ``d_model``,
+  ``n_heads``, ``n_layers``, ``max_seq_len``, an MLP ``expansion_ratio`` x ``d_model`` wide
+  (transformers' ``MptMLP`` builds 4 x, the default ratio), ``no_bias``, ALiBi or RoPE
+  positions where ``attn_config`` says so, else llm-foundry's learned table
+  (``learned_pos_emb``), ``attn_config.attn_type`` multi-query / grouped-query with
+  ``kv_n_heads``.
+- DBRX (``models/dbrx/configuration_dbrx.py``, ``modeling_dbrx.py``): the MPT names plus
+  ``attn_config.kv_n_heads``, ``attn_config.rope_theta`` and ``ffn_config``'s experts
+  (``moe_num_experts``, ``moe_top_k``, ``ffn_hidden_size``; ``DbrxExpertGLU``'s w1, v1, w2: a
+  gated MLP), no biases (``Wqkv``/``out_proj`` ``bias=False``).
+- GLM-4.5-MoE without ``head_dim``: ``getattr(config, "head_dim", hidden_size //
+  num_attention_heads)`` (``Glm4MoeAttention.__init__``), the floor of the division.
+- BitNet: ``BitNetMLP`` is gated (``gate_proj``, ``up_proj``, ``down_proj``) whatever its
+  ``relu2`` activation, three matrices (read as two before: -19 %).
 """
 
 from __future__ import annotations
@@ -60,6 +87,100 @@ def _falcon(cfg: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+MODEL_FIELDS = "__trainsim_model_fields__"
+"""Key under which :func:`normalized` leaves ModelConfig fields a family fixes that no
+config.json name says (a parallel block, the position embedding, a gated MLP);
+``hf_config`` applies them over what it reads."""
+
+
+def _parallel(cfg: dict[str, Any]) -> bool | None:
+    """Whether the family's decoder layer is a parallel attention + MLP block (module
+    docstring); None where the family does not say."""
+    kind = cfg.get("model_type")
+    if kind in ("gptj", "codegen", "phi"):
+        return True
+    if kind == "falcon":  # hf_config._falcon_fields reads parallel_attn and its norms
+        return None
+    if "use_parallel_residual" in cfg:
+        return bool(cfg["use_parallel_residual"])
+    if kind == "gpt_neox":
+        return True  # GPTNeoXConfig.use_parallel_residual defaults to True
+    return None
+
+
+def _rope_names(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any]) -> None:
+    """Rotary positions under the names ``hf_config`` reads (module docstring)."""
+    params = cfg.get("rope_parameters")
+    if isinstance(params, dict):
+        if "rope_theta" not in cfg and params.get("rope_theta") is not None:
+            out["rope_theta"] = params["rope_theta"]
+        if cfg.get("rope_scaling") is None and params.get("rope_type") not in (None, "default"):
+            out["rope_scaling"] = params
+    if cfg.get("rotary_dim"):  # GPT-J, CodeGen
+        fields["position_embedding"] = "rope"
+
+
+def _sub(cfg: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    sub = cfg.get(key) or {}
+    if not isinstance(sub, dict):
+        raise ConfigError(f"{where}: {key} must be a mapping, got {type(sub).__name__}")
+    return sub
+
+
+def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """MPT and DBRX names as Llama's (module docstring)."""
+    out = dict(cfg)
+    for theirs, ours in (("d_model", "hidden_size"), ("n_heads", "num_attention_heads"),
+                         ("n_layers", "num_hidden_layers"),
+                         ("max_seq_len", "max_position_embeddings")):
+        if theirs in cfg and ours not in cfg:
+            out[ours] = cfg[theirs]
+    attn = _sub(cfg, "attn_config", where)
+    heads = out.get("num_attention_heads")
+    if cfg.get("model_type") == "dbrx":
+        ffn = _sub(cfg, "ffn_config", where)
+        act = _sub(ffn, "ffn_act_fn", where).get("name", "silu")
+        out.update(num_key_value_heads=attn.get("kv_n_heads", 1), attention_bias=False,
+                   hidden_act=act, num_local_experts=ffn.get("moe_num_experts", 4),
+                   num_experts_per_tok=ffn.get("moe_top_k", 1),
+                   moe_intermediate_size=ffn.get("ffn_hidden_size", 3584),
+                   intermediate_size=ffn.get("ffn_hidden_size", 3584))
+        if attn.get("rope_theta") is not None and "rope_theta" not in cfg:
+            out["rope_theta"] = attn["rope_theta"]
+        fields["position_embedding"] = "rope"
+        return out
+    attn_type = attn.get("attn_type", "multihead_attention")
+    if attn_type == "multiquery_attention":
+        out["num_key_value_heads"] = 1
+    elif attn_type == "grouped_query_attention":
+        out["num_key_value_heads"] = attn.get("kv_n_heads", heads)
+    elif attn_type != "multihead_attention":
+        raise ConfigError(f"{where}: attn_config.attn_type={attn_type!r} is not read; "
+                          "multihead_attention, multiquery_attention or "
+                          "grouped_query_attention")
+    ratio, hidden = cfg.get("expansion_ratio", 4), out.get("hidden_size")
+    if "intermediate_size" not in cfg and isinstance(ratio, (int, float)) \
+            and not isinstance(ratio, bool) and isinstance(hidden, int):
+        out["intermediate_size"] = ratio * hidden
+    out.setdefault("attention_bias", not cfg.get("no_bias", True))
+    out.setdefault("hidden_act", "gelu")
+    # llm-foundry MPTConfig.__init__: alibi or rope turns learned_pos_emb off; MPTModel builds
+    # the wpe table ``if self.learned_pos_emb`` (default true). transformers' MptModel always
+    # adds ALiBi (modeling_mpt.py ``build_mpt_alibi_tensor``), the MPT checkpoints' setting.
+    if attn.get("alibi", False):
+        fields["position_embedding"] = "alibi"
+    elif attn.get("rope", False):
+        fields["position_embedding"] = "rope"
+    elif cfg.get("learned_pos_emb", True):
+        fields["position_embedding"] = "learned"
+    else:
+        raise ConfigError(f"{where}: no position embedding (attn_config alibi and rope false, "
+                          "learned_pos_emb false) is not modelled")
+    if attn.get("qk_ln"):
+        out["use_qk_norm"] = True
+    return out
+
+
 def _not_modelled(cfg: dict[str, Any], where: str) -> None:
     for key in LAYER_TYPE_KEYS:
         types = cfg.get(key)
@@ -88,9 +209,25 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """``cfg`` with a family's fields under the names ``model_from_hf_config`` reads, after
     refusing the structures it does not model (ConfigError naming the field)."""
     _not_modelled(cfg, where)
-    if cfg.get("model_type") == "falcon":
-        return _falcon(cfg)
-    return cfg
+    kind = cfg.get("model_type")
+    fields: dict[str, Any] = {}
+    out = _mpt(cfg, where, fields) if kind in ("mpt", "dbrx") else \
+        _falcon(cfg) if kind == "falcon" else dict(cfg)
+    _rope_names(cfg, out, fields)
+    parallel = _parallel(cfg)
+    if parallel is not None:
+        fields["parallel_block"] = parallel
+        if parallel and kind != "gpt_neox":  # one norm feeds both (module docstring)
+            fields["parallel_block_norms"] = 1
+    if kind == "bitnet":  # BitNetMLP: gate_proj, up_proj, down_proj around relu2
+        fields["activation"] = "swiglu"
+    if kind in ("glm4_moe",) and out.get("head_dim") is None:
+        hidden, heads = out.get("hidden_size"), out.get("num_attention_heads")
+        if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 \
+                and not isinstance(heads, bool):
+            out["head_dim"] = hidden // heads  # Glm4MoeAttention: the floor, as transformers
+    out[MODEL_FIELDS] = fields
+    return out
 
 
-__all__ = ["ATTENTION_LAYER_TYPES", "UNREAD_MOE_KEYS", "normalized"]
+__all__ = ["ATTENTION_LAYER_TYPES", "MODEL_FIELDS", "UNREAD_MOE_KEYS", "normalized"]
