@@ -10,24 +10,26 @@ from __future__ import annotations
 import pytest
 
 import trainsim.sharded_passes as sharded_passes_mod
+import trainsim.workload.sharding as sharding_mod
 from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import chunks
 from trainsim.model.counts import layer_tensors
 from trainsim.pricing import Pricer
 from trainsim.sharded_passes import unit_gather_waits
-from trainsim.simulator import simulate
+from trainsim.simulator import build_graph, simulate
 from trainsim.workload import fsdp2_copies
-from trainsim.workload.ops import Comm
+from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise
 from trainsim.workload.shard import shard_of
-from trainsim.workload.sharding import fsdp_unit_gathers, rank_grad_elements
+from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_unit_gathers, rank_grad_elements
 
 
-def _cfg(framework: str = "torchtitan", version: str = "2024-12", pp: int = 1):
+def _cfg(framework: str | None = "torchtitan", version: str | None = "2024-12", pp: int = 1,
+         zero: int = 3, gbs: int = 16):
     return run_config_from_dict({
         "model": {"preset": "llama3-8b", "num_layers": 4},
-        "parallel": {"tp": 1, "pp": pp, "zero_stage": 3, "data_parallel_impl": "fsdp2"},
-        "training": {"global_batch_size": 16, "micro_batch_size": 1, "seq_length": 2048,
+        "parallel": {"tp": 1, "pp": pp, "zero_stage": zero, "data_parallel_impl": "fsdp2"},
+        "training": {"global_batch_size": gbs, "micro_batch_size": 1, "seq_length": 2048,
                      "dtype": "bf16", "framework": framework, "framework_version": version},
         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8},
     })
@@ -55,6 +57,10 @@ def test_copy_in_writes_the_reduce_dtype_and_skips_a_group_of_one():
     assert op.bytes == pytest.approx((1e6 * 6 + 2e6 * 4) / 4)
     assert fsdp2_copies.copy_in((1e6, 3), (0.0, 0), {"dp_cp": 2, "edp": 2},
                                 {"dp_cp": 1, "edp": 1}) == []
+    # a gradient accumulated in fp32 (the no-sync's unsharded_accumulated_grad) is read at 4
+    (op,) = fsdp2_copies.copy_in((1e6, 3), (2e6, 2), {"dp_cp": 4, "edp": 2},
+                                 {"dp_cp": 8, "edp": 4}, read_bytes={"dp_cp": 4, "edp": 2})
+    assert op.bytes == pytest.approx(1e6 * (4 + 4) + 2e6 * (2 + 2))
 
 
 def test_grad_elements_count_the_blocks_and_the_root_unit():
@@ -68,11 +74,18 @@ def test_grad_elements_count_the_blocks_and_the_root_unit():
     assert (dense, units) == (pytest.approx(2 * per_block), 2)
 
 
+def _without(monkeypatch, line: str) -> None:
+    """The profile as if its feature ``line`` were removed (read by the passes, the copies and
+    the sharded-path choice)."""
+    def supports(cfg, name):
+        return False if name == line else profile_supports(cfg, name)
+    for mod in (sharded_passes_mod, fsdp2_copies, sharding_mod):
+        monkeypatch.setattr(mod, "profile_supports", supports)
+
+
 def _passes(c, monkeypatch=None, line: bool | None = None):
-    if line is not None:
-        def supports(cfg, name):
-            return line if name == "fsdp2_reduce_scatter_wait" else profile_supports(cfg, name)
-        monkeypatch.setattr(sharded_passes_mod, "profile_supports", supports)
+    if line is False:
+        _without(monkeypatch, "fsdp2_reduce_scatter_wait")
     pricer = Pricer(c)
     side = [0.0] * c.parallel.pp
     out = unit_gather_waits(c, pricer, chunks(c, pricer, shard_of(c)), side)
@@ -85,7 +98,7 @@ def test_the_forward_and_backward_carry_the_copies_on_the_compute_stream(monkeyp
     (torchtitan reduces in fp32, its profile's ``grad_reduce_dtype``: 2 bytes read, 4 written)
     before the backward."""
     c = _cfg()
-    pricer, out, side = _passes(c, monkeypatch, line=True)
+    pricer, out, side = _passes(c)
     units = fsdp_unit_gathers(c, range(4), True, True)
     out_fwd = pricer.price(fsdp2_copies.copy_out(units)).duration_s
     out_bwd = pricer.price(fsdp2_copies.copy_out(units[1:])).duration_s
@@ -93,7 +106,7 @@ def test_the_forward_and_backward_carry_the_copies_on_the_compute_stream(monkeyp
     copy_in = pricer.price(fsdp2_copies.copy_in(dense, experts, {"dp_cp": 4, "edp": 4},
                                                 {"dp_cp": c.dp, "edp": c.edp})).duration_s
     assert out_fwd > 0 and out_bwd > 0 and copy_in > 0
-    monkeypatch.setattr(fsdp2_copies, "applies", lambda cfg: False)
+    _without(monkeypatch, "fsdp2_copies")
     _, plain, plain_side = _passes(c)
     fwd, bwd = out[0]
     assert fwd.duration_s - plain[0][0].duration_s == pytest.approx(out_fwd, rel=1e-9)
@@ -104,7 +117,7 @@ def test_the_forward_and_backward_carry_the_copies_on_the_compute_stream(monkeyp
 
 def test_before_the_torch_change_the_copy_in_runs_on_the_reduce_scatter_stream(monkeypatch):
     c = _cfg()
-    _, on_compute, side_on = _passes(c, monkeypatch, line=True)
+    _, on_compute, side_on = _passes(c)
     _, on_side, side_off = _passes(c, monkeypatch, line=False)
     moved = on_compute[0][1].duration_s - on_side[0][1].duration_s
     assert moved > 0
@@ -114,5 +127,96 @@ def test_before_the_torch_change_the_copy_in_runs_on_the_reduce_scatter_stream(m
 def test_an_fsdp2_step_is_longer_by_the_copies(monkeypatch):
     c = _cfg()
     with_copies = simulate(c).iteration_time_s
-    monkeypatch.setattr(fsdp2_copies, "applies", lambda cfg: False)
+    _without(monkeypatch, "fsdp2_copies")
     assert simulate(c).iteration_time_s < with_copies
+
+
+def test_the_copies_follow_the_profile_line_not_the_engine_name():
+    """torch's fully_shard (torchtitan, NeMo Automodel: ``fsdp2_copies``) copies; Meta's own
+    FSDP-style sharding of Llama 3, which its profile also calls fsdp2, and a run naming no
+    framework do not."""
+    assert fsdp2_copies.applies(_cfg())
+    assert fsdp2_copies.applies(_cfg("automodel", "0.1"))
+    assert not fsdp2_copies.applies(_cfg("meta-llama3", None, zero=2))
+    assert not fsdp2_copies.applies(_cfg(None, None))
+
+
+def _copy_names(graph) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {fsdp2_copies.COPY_OUT: [], fsdp2_copies.COPY_IN: []}
+    for t in graph.tasks:
+        for _, _, name in getattr(t.detail, "segments", ()):
+            if name in found:
+                found[name].append(t.label)
+    return found
+
+
+def test_fully_shard_at_zero_stage_2_takes_the_unit_path_with_its_copies(monkeypatch):
+    """reshard_after_forward False (zero 2) is still fully_shard: each unit gathered for its
+    forward, kept through its backward, reduce-scattered after it: the forward's copy-out of
+    every unit, no copy-out before the backward, the copy-in after every backward (2 bytes
+    read, 4 written: torchtitan reduces in fp32)."""
+    c = _cfg(zero=2)
+    graph = build_graph(c, Pricer(c))
+    assert graph.fsdp
+    found = _copy_names(graph)
+    micro = c.schedule_microbatches
+    assert len(found[fsdp2_copies.COPY_OUT]) == micro
+    assert len(found[fsdp2_copies.COPY_IN]) == micro
+    pricer, out, _ = _passes(c)
+    units = fsdp_unit_gathers(c, range(4), True, True)
+    (dense, n_units), _ = rank_grad_elements(c, range(4), True, True)
+    hand_out = pricer.price(fsdp2_copies.copy_out(units)).duration_s
+    hand_in = pricer.price([Elementwise(fsdp2_copies.COPY_IN, bytes=dense * (2 + 4),
+                                        kernels=n_units, bwd_bytes=0.0, bwd_kernels=0)])
+    _without(monkeypatch, "fsdp2_copies")
+    _, plain, _ = _passes(c)
+    assert out[0][0].duration_s - plain[0][0].duration_s == pytest.approx(hand_out, rel=1e-9)
+    assert out[0][1].duration_s - plain[0][1].duration_s == pytest.approx(hand_in.duration_s,
+                                                                          rel=1e-9)
+    # Meta's zero 2 (no line) reduces once per step: not the unit path
+    meta = _cfg("meta-llama3", None, zero=2)
+    assert not build_graph(meta, Pricer(meta)).fsdp
+
+
+@pytest.mark.parametrize("framework, version, mode, read, reduce", [
+    # torchtitan: the stage's no-sync keeps every unit gathered from its chunk's first forward
+    # and accumulates the gradients unsharded in fp32; the chunk's last backward copies that
+    # fp32 accumulator (unsharded_accumulated_grad_data, 4 bytes read) into the fp32 input
+    ("torchtitan", "2024-12", "unsharded", 4, 4),
+    # NeMo Automodel: not resharded after forward, every backward reduce-scatters its 16-bit
+    # gradients in bf16 (reduce_dtype bf16): no copy-out before a backward
+    ("automodel", "0.1", "sync_every", ACT_BYTES, 2),
+])
+def test_copies_under_pipelining_match_hand_sums(monkeypatch, framework, version, mode, read,
+                                                 reduce):
+    c = _cfg(framework, version, pp=2, gbs=32)
+    micro = c.schedule_microbatches
+    assert micro == 4 and sharding_mod.fsdp_pp_mode(c) == mode
+    assert fsdp_grad_bytes(c)["dp_cp"] == reduce
+    pricer, out, _ = _passes(c)
+    _without(monkeypatch, "fsdp2_copies")
+    _, plain, _ = _passes(c)
+    monkeypatch.undo()
+    share = 1 / micro if mode == "unsharded" else 1.0
+    for v, layers in enumerate(c.virtual_stage_layers()):
+        first, last = v == 0, v == 1
+        units = fsdp_unit_gathers(c, layers, first, last)
+        gathered = sum(g.bytes for unit in units for g in unit if g.kind == "all_gather")
+        hand_out = pricer.price([Elementwise(fsdp2_copies.COPY_OUT, bytes=2 * gathered,
+                                             kernels=len(units), bwd_bytes=0.0,
+                                             bwd_kernels=0)]).duration_s
+        (dense, n_units), _ = rank_grad_elements(c, layers, first, last)
+        hand_in = pricer.price([Elementwise(
+            fsdp2_copies.COPY_IN, bytes=dense * (read + reduce) * share,
+            kernels=max(1, round(n_units * share)), bwd_bytes=0.0, bwd_kernels=0)]).duration_s
+        assert out[v][0].duration_s - plain[v][0].duration_s == pytest.approx(hand_out,
+                                                                              rel=1e-9)
+        # no copy-out before a backward: the units stay gathered from the forward
+        assert out[v][1].duration_s - plain[v][1].duration_s == pytest.approx(hand_in,
+                                                                              rel=1e-9)
+    found = _copy_names(build_graph(c, Pricer(c)))
+    if mode == "unsharded":  # the copy-out leads each chunk's first forward only
+        assert sorted(found[fsdp2_copies.COPY_OUT]) == ["F mb0 c0"] * 2
+    else:  # every micro-batch's forward gathers again
+        assert len(found[fsdp2_copies.COPY_OUT]) == 2 * micro
+    assert len(found[fsdp2_copies.COPY_IN]) == 2 * micro

@@ -38,7 +38,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     the reduce-scatter stream, ``side_s``, before torch's 2024-06 change that profile line
     ``fsdp2_reduce_scatter_wait`` marks)."""
     out: dict[int, tuple[Priced, Priced]] = {}
-    fsdp2 = fsdp2_copies.applies(cfg) and cfg.parallel.zero_stage >= 3
+    fsdp2 = fsdp2_copies.applies(cfg)
     copy_in_on_compute = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     # Units fully_shard'ed with reshard_after_forward=False stay gathered from a forward to the
@@ -94,10 +94,14 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             if blocks:
                 wait = wait + pricer.price(fsdp2_copies.copy_out(units[len(units) - len(layers):]))
             dense, experts = rank_grad_elements(cfg, layers, first, last)
+            width = fsdp_grad_bytes(cfg)
+            # under the no-sync the chunk's last backward reduces the gradients accumulated
+            # in the reduce dtype (``fsdp2_unsharded_grad_accumulation``), once per step
+            once = mode == "unsharded"
             copies = pricer.price(fsdp2_copies.copy_in(
-                dense, experts, fsdp_grad_bytes(cfg), {"dp_cp": cfg.shard_ranks,
-                                                       "edp": cfg.edp},
-                1 / cfg.schedule_microbatches if mode == "unsharded" else 1.0))
+                dense, experts, width, {"dp_cp": cfg.shard_ranks, "edp": cfg.edp},
+                1 / cfg.schedule_microbatches if once else 1.0,
+                width if once and cfg.schedule_microbatches > 1 else None))
             if copy_in_on_compute:
                 wait = wait + copies
             else:

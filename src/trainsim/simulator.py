@@ -64,6 +64,7 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     bucket_params,  # noqa: F401
     dp_bucket_count,
     fsdp_grad_bytes,
+    fsdp_per_unit,
     fsdp_pp_mode,
     zero3_grad_collective,
 )
@@ -106,10 +107,10 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         self.dp_size = cfg.shard_ranks  # HSDP: one replica's ranks
         # FSDP1's SHARD_GRAD_OP (zero 2) gathers each unit for its forward and keeps it through
         # the backward; like FULL_SHARD it reduce-scatters each unit after every backward (no
-        # no_sync: Composer syncs every micro-batch). FSDP2 users with zero 2 (Meta's Llama 3
-        # under pipelining) reduce once per step: not this path.
-        self.fsdp = self.dp_size > 1 and (self.zero >= 3 or (
-            self.zero == 2 and p.data_parallel_impl == "fsdp1"))
+        # no_sync: Composer syncs every micro-batch); so does torch's fully_shard with
+        # reshard_after_forward False (profile ``fsdp2_copies``). Meta's own FSDP-style zero 2
+        # (Llama 3 under pipelining) reduces once per step: not this path (``fsdp_per_unit``)
+        self.fsdp = fsdp_per_unit(cfg, self.zero)
         # (params, group, group size) per stage: non-expert parameters reduce over the data-
         # parallel (with CP) ranks, routed experts over their expert-data-parallel group
         edp = cfg.edp if cfg.model.is_moe else 1

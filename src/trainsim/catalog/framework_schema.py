@@ -272,6 +272,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # stream wait for the previous unit's reduce-scatter before its copy-in, so the backward
     # of the unit after it starts only once that reduce-scatter is done (simulator)
     "fsdp2_reduce_scatter_wait": _nullable(_bool),
+    # data_parallel_impl fsdp2 is torch's fully_shard: its all-gather copy-out and
+    # reduce-scatter copy-in on the compute stream (workload.fsdp2_copies), and at zero stage 2
+    # (reshard_after_forward False) a gather and reduce-scatter per unit and micro-batch
+    "fsdp2_copies": _nullable(_bool),
     # an MoE model's FSDP units reduce their gradients in fp32, its experts' own units in the
     # parameters' 16-bit dtype (a mixed-precision policy on the first, none on the second)
     "fsdp_moe_reduce_fp32": _nullable(_bool),
@@ -477,7 +481,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
              "moe_shared_experts_attn_node",
              "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
-             "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
+             "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait", "fsdp2_copies",
              "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
              "mla_eager_rope", "softcap_attention",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",

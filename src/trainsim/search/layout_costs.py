@@ -41,12 +41,12 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
     of their rate, so ``T >= passes + share x reductions``)."""
     from trainsim.catalog.frameworks import framework_supports
-    from trainsim.workload.sharding import fsdp_grad_bytes
+    from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_per_unit
 
     p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
     dp_size = cfg.shard_ranks  # HSDP: one replica (its replicas' all-reduce not counted)
     sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
-    fsdp = dp_size > 1 and (zero >= 3 or (zero == 2 and p.data_parallel_impl == "fsdp1"))
+    fsdp = fsdp_per_unit(cfg, zero)
     width = fsdp_grad_bytes(cfg)  # of its reduce-scatters, by group
     kind = "all_reduce" if zero == 0 or (zero == 1 and p.zero1_grad_reduce == "all_reduce") \
         else "reduce_scatter"

@@ -25,6 +25,7 @@ priced. Op lists only; ``sharded_passes`` places them.
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
@@ -34,8 +35,12 @@ COPY_IN = "fsdp2_reduce_scatter_copy_in"
 
 
 def applies(cfg: RunConfig) -> bool:
-    """Whether the run shards with FSDP2 (``parallel.data_parallel_impl``)."""
-    return cfg.parallel.data_parallel_impl == "fsdp2"
+    """Whether the run shards with torch's ``fully_shard``: ``parallel.data_parallel_impl``
+    fsdp2 under a framework profile with ``fsdp2_copies`` (torchtitan, NeMo Automodel; not
+    Meta's own FSDP-style sharding of Llama 3, which its profile also names fsdp2), at zero
+    stage 3 (reshard_after_forward True) and 2 (False: the same copies, the unit kept gathered
+    from its forward to its backward)."""
+    return cfg.parallel.data_parallel_impl == "fsdp2" and profile_supports(cfg, "fsdp2_copies")
 
 
 def copy_out(units: list[list[Comm]]) -> list[Op]:
@@ -49,19 +54,27 @@ def copy_out(units: list[list[Comm]]) -> list[Op]:
 
 
 def copy_in(dense: tuple[float, int], experts: tuple[float, int], reduce_bytes: dict[str, int],
-            world: dict[str, int], share: float = 1.0) -> list[Op]:
+            world: dict[str, int], share: float = 1.0,
+            read_bytes: dict[str, int] | None = None) -> list[Op]:
     """The copy-in before the reduce-scatters of one backward of a virtual stage: ``dense``
     (elements, units) of its non-expert parameters as the rank holds them (each block's, and
     the root unit's vocabulary matrices), ``experts`` the same for its routed experts (one unit
     per MoE block); ``reduce_bytes`` per group (``dp_cp`` dense, ``edp`` experts) the reduce
     dtype's width, ``world`` each group's size (a group of one reduces nothing); ``share`` the
     part of the copy this backward carries (a stage that reduces once per step spreads it over
-    its micro-batches). Per element the 16-bit gradient read and the reduce-dtype element
-    written."""
+    its micro-batches). Per element the gradient read and the reduce-dtype element written;
+    ``read_bytes`` per group the width read, by default the 16-bit gradient autograd wrote.
+    A unit whose earlier backward passes did not reduce (the pipeline stage's no-sync, profile
+    ``fsdp_pp_unsharded``) reads instead the gradient it accumulated in the reduce dtype:
+    ``FSDPParamGroup.post_backward`` passes ``unsharded_accumulated_grad_data`` to
+    ``foreach_reduce`` when it holds one (``to_accumulated_grad_if_needed`` made it with
+    ``.to(reduce_dtype)`` when that dtype differs from the gradient's; torch 2.13.0
+    _fully_shard/_fsdp_param_group.py post_backward, _fsdp_param.py)."""
     moved, kernels = 0.0, 0
     for group, (elements, units) in (("dp_cp", dense), ("edp", experts)):
         if elements > 0 and units and world[group] > 1:
-            moved += elements * (ACT + reduce_bytes[group])
+            read = read_bytes[group] if read_bytes else ACT
+            moved += elements * (read + reduce_bytes[group])
             kernels += units
     if not kernels:
         return []

@@ -174,6 +174,20 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     return out
 
 
+def fsdp_per_unit(cfg: RunConfig, zero: int) -> bool:
+    """Whether the run's data-parallel ranks (more than one) gather and reduce-scatter per FSDP
+    unit every micro-batch (the simulator's and ``search.layout_costs``' sharded path) at
+    effective zero stage ``zero``: stage 3 of any engine; stage 2 as FSDP1's SHARD_GRAD_OP or
+    torch's fully_shard with reshard_after_forward False (fsdp2 under profile
+    ``fsdp2_copies``), each unit gathered for its forward and kept through its backward. Meta's
+    own FSDP-style stage 2 (fsdp2 without the line) reduces once per step: not this path."""
+    if cfg.shard_ranks <= 1:  # HSDP: one replica's ranks
+        return False
+    impl = cfg.parallel.data_parallel_impl
+    return zero >= 3 or zero == 2 and (impl == "fsdp1" or (
+        impl == "fsdp2" and profile_supports(cfg, "fsdp2_copies")))
+
+
 def fsdp_pp_mode(cfg: RunConfig) -> str | None:
     """How the run's ZeRO-3 / FSDP units behave under pipelining, as its framework profile
     says: ``"unsharded"`` (``fsdp_pp_unsharded``: torchtitan, gathered once per chunk and step,
