@@ -386,6 +386,13 @@ def test_flash2_tiles_follow_its_launch_templates_on_each_gpu():
     assert [fa2_tile(d, True, True, arch=l40s) for d in (32, 64, 96, 128, 192, 256)] == [
         (128, 128), (64, 128), (64, 128), (64, 64), (64, 64), (64, 32)]
     assert fa2_tile(80, True, False, arch=l40s) == fa2_tile(96, True, False, arch=l40s)
+    # sm120 / sm121 (RTX PRO 6000 Blackwell, GB10): sm86's 100 KiB an SM, 99 KiB a block, so
+    # sm8x's small backward tiles and 64 x 64 at head dim 256, but not sm8x's causal branch
+    for sm12x in (120, 121):
+        assert [fa2_tile(d, True, True, arch=sm12x) for d in (64, 128, 256)] == [
+            (64, 128), (64, 64), (64, 32)]
+        assert fa2_tile(256, True, False, arch=sm12x) == (64, 64)
+        assert fa2_tile(128, True, False, arch=sm12x) == (128, 64)
     for d, causal, bwd in itertools.product((64, 128, 256), (False, True), (False, True)):
         assert fa2_tile(d, causal, bwd) == fa2_tile(d, causal, bwd, arch=a100)
         assert attention_tile("sdpa", d, causal, bwd, arch=h100) == fa2_tile(d, causal, bwd,

@@ -62,8 +62,9 @@ so short sequences fall further below the long-sequence rate than in the forward
 H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388 forward). Fitted
 with ``ATTENTION_OF_GEMM``."""
 ATTN_BLOCK = 128
-"""Query rows and keys of one block of a fused attention kernel whose tiles ``TILED_KERNELS``
-does not list (FA1, xFormers/PyTorch memory-efficient, Triton, FlexAttention, cuDNN, FA4)."""
+"""Query rows and keys of one block of a fused attention kernel whose tiles neither
+``TILED_KERNELS`` lists nor ``fa2_tile`` chooses (``FA2_KERNELS``: FlashAttention-2 and SDPA's
+flash backend): FA1, xFormers/PyTorch memory-efficient, Triton, FlexAttention, cuDNN, FA4."""
 FA3_TILES = {False: ((64, 192, 128, 128), (128, 128, 176, 128), (256, 128, 80, 80)),
              True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 80, 80))}
 """FlashAttention-3's CTA tiles on Hopper, forward (False) and backward (True): (largest head
@@ -77,9 +78,13 @@ backward then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cu
 are not published: its kernels keep ``ATTN_BLOCK``. Added 2026-11-25: the FA3 paper's Fig. 5
 forward rows (held out of the fit) 7.6 -> 5.3 % MAPE, training figures unchanged."""
 SHARED_MEMORY_KIB = {70: (96, 96), 80: (164, 163), 86: (100, 99), 87: (164, 163),
-                     89: (100, 99), 90: (228, 227), 100: (228, 227), 103: (228, 227)}
+                     89: (100, 99), 90: (228, 227), 100: (228, 227), 103: (228, 227),
+                     120: (100, 99), 121: (100, 99)}
 """(per SM, per block with the opt-in attribute) KiB of shared memory by compute capability
-(CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; the figures
+(CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; 12.0 and 12.1,
+the RTX PRO 6000 Blackwell / GeForce RTX 50 and DGX Spark's GB10, a 100 KiB shared-memory
+carve-out of which a block may take 99 KiB: NVIDIA Blackwell Tuning Guide, CUDA 13.0,
+"Unified Shared Memory/L1/Texture Cache", as for sm86/sm89; the figures
 FlashAttention-2's launch templates test: "A100" >= 144 KiB, "H100" >= 176 KiB, "sm86 and
 sm89, max smem is 99 KB"). A GPU not listed (another vendor's, an unknown capability) takes
 A100's: the tiles these kernels were first tuned on."""
@@ -94,7 +99,8 @@ def fa2_tile(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
     ``Flash_bwd_kernel_traits``' kBlockM, kBlockN) as its launch templates choose it by head
     dim (rounded up to 32, 64, 96, 128, 192, 256: static_switch.h ``HEADDIM_SWITCH``), causal
     mask, dropout and the GPU's shared memory (``SHARED_MEMORY_KIB`` of compute capability
-    ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/:
+    ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/ (releases up to v2.7.x
+    also built head dims 160 and 224, whose runs this rounding reads as 192 and 256):
 
     * forward (flash_fwd_launch_template.h L195-L318): 128 x 128 up to head dim 64 (128 x 64
       with dropout); 128 x 64 at 96 and 128, but on sm8x (8.6, 8.7, 8.9: ``is_sm8x``) causal
@@ -147,7 +153,8 @@ hopper/tile_size.h ``tile_size_fwd_sm90`` L24-L25 (192 x 128 up to head dim 64),
 takes the causal tiles (flash_bwd_launch_template.h L352 ``Is_causal || Is_local``; the other
 head dims' choices do not depend on either), and FlashAttention-2's local kernels are its
 non-causal ones with the same tiles (csrc/flash_attn/src/flash_fwd_launch_template.h and
-flash_bwd_launch_template.h choose their traits by head dim, dropout and GPU only)."""
+flash_bwd_launch_template.h choose their traits by head dim, dropout and GPU, and on sm8x by
+the causal mask too, which a local kernel runs without: ``fa2_tile`` with causal False)."""
 LOCAL_TILED_KERNELS = {"flash3": {False: FA3_LOCAL_FWD_TILES, True: FA3_TILES[True]}}
 
 
@@ -419,6 +426,10 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
     work = mma + exposed * scores / exp_rate
     if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
+        # one CTA per SM at a time (``causal_forward_tail``), for FA2's tiles too, although the
+        # template comment that picks FA2's 64 x 64 head-dim-256 tile on H100 counts on two CTAs
+        # an SM (``fa2_tile``): the two-CTA tail was tried and dropped (fit and held-out MAPE
+        # worse, benchmarks/RESULTS.md "21st session, attn", tried item 3)
         block_m = tile[0]  # causal, forward, no window: not a local kernel's tile
         work *= causal_forward_tail(op.batch * op.heads,
                                     math.ceil(op.q_len / block_m), gpu.num_sms)
