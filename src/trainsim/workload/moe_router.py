@@ -86,7 +86,7 @@ def router_ops(cfg: RunConfig, tokens: int, kernels: tuple[int, int]) -> list[Op
     h, experts = m.hidden_size, m.num_experts or 1
     if m.moe_router == "fake_balanced":  # the gate of Automodel's benchmarks: no GEMM, no top-k
         k = m.moe_router_topk
-        # fp32 ones written, divided in place (read, write); int64 arange written, taken modulo
+        # fp32 ones written, divided out of place (read, write); int64 arange written, modulo
         # (read, write); the weights cast to the 16-bit dtype (read 4, write 2)
         return [Elementwise("router_fake_balanced", bytes=tokens * k * (4 * 3 + 8 * 3 + 6),
                             kernels=FAKE_GATE_KERNELS, bwd_bytes=0.0, bwd_kernels=0)]

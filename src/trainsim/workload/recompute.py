@@ -28,7 +28,8 @@ RECOMPUTED_OPS = {
     "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
     # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
     "moe_act": frozenset({"expert_act_clamp", "expert_act_offset", "expert_act"}),
-    "moe": frozenset({"router", "router_topk_softmax", "router_fake_balanced", "permute", "moe_tokens_to_host", "moe",
+    "moe": frozenset({"router", "router_topk_softmax", "router_fake_balanced", "permute",
+                      "moe_tokens_to_host", "moe",
                       "expert_fc1", "expert_act_clamp", "expert_act_offset", "expert_act",
                       "expert_fc2",
                       "unpermute", "expert_fp8_pad", "expert_fp8_unpad",
@@ -58,7 +59,8 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
         return [_renamed(op, "recompute.") for op in fwd] if whole else []
     if p.recompute != "selective":
         return []
-    if profile_supports(cfg, "per_op_sac") and not any(isinstance(op, Gemm) and op.grouped for op in fwd):
+    if profile_supports(cfg, "per_op_sac") and not any(isinstance(op, Gemm) and op.grouped
+                                                        for op in fwd):
         return per_op_sac_recompute(fwd)
     modules = p.recompute_modules or ("core_attn",)
     fused_rerun = core_attn_rerun(cfg, fused=True)
