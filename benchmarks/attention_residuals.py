@@ -39,6 +39,13 @@ def attention_rows(blackwell: bool) -> list[tuple[fk.Row, str]]:
     return [(r, part) for r, part in out if r.kind.startswith("attention")]
 
 
+def source_label(source: str) -> str:
+    """The table's name for a row's source: the basename of its path (the file a repository's
+    figures were read from), or the whole text where it names no path. Rows are grouped by the
+    whole source, so two files sharing a long prefix stay two lines."""
+    return source.rsplit("/", 1)[-1]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--blackwell", action="store_true",
@@ -50,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[tuple[str, ...], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     for (r, part), e in zip(parts, errors):
         op = next(o for o in r.ops if isinstance(o, Attention))
-        k = (r.gpu, r.source[:34], op.impl, r.kind.removeprefix("attention_"),
+        k = (r.gpu, r.source, op.impl, r.kind.removeprefix("attention_"),
              f"hd{op.head_dim}", "causal" if op.causal else "full", part)
         groups[k][op.q_len].append(float(e))
     seqs = sorted({s for g in groups.values() for s in g})
@@ -64,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         flat = [e for v in by_seq.values() for e in v]
         cells = [f"{100 * sum(by_seq[s]) / len(by_seq[s]):+.0f}" if s in by_seq else ""
                  for s in seqs]
-        print("| " + " | ".join([*k, str(len(flat)),
+        label = [k[0], source_label(k[1]), *k[2:]]
+        print("| " + " | ".join([*label, str(len(flat)),
                                  f"{100 * sum(abs(e) for e in flat) / len(flat):.1f}",
                                  f"{100 * sum(flat) / len(flat):+.1f}", *cells]) + " |")
     return 0

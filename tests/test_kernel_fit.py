@@ -340,7 +340,8 @@ def test_gemm_variants_training_validates_under_the_variant(fit_script, tmp_path
     assert gv.PARAMS == {"a": 266.0, "b": 0.0}
 
 
-def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, capsys):
+def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, capsys,
+                                                                  monkeypatch):
     """benchmarks/attention_residuals.py prices every attention row of the kernel files, marks
     it fit or held as fit_kernels.py splits them, and the Blackwell file's rows (never fitted)
     held; its table has a row per (GPU, source, kernel, direction, head dim, mask, part)."""
@@ -359,9 +360,19 @@ def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, ca
     blackwell = parts[len(bundled):]
     assert blackwell and all(p == "held" and r.gpu in ("b200-sxm-180gb", "gb200")
                              for r, p in blackwell)
+    # a second file whose path shares its first 50 characters with the first one's: its rows
+    # are a group of their own, labelled by the file's name
+    first = parts[0][0].source
+    assert "/" in first and len(first) > 50
+    twin = first.rsplit(".", 1)[0] + "_rerun.png"
+    parts = parts + [(dataclasses.replace(r, source=twin), p) for r, p in parts
+                     if r.source == first]
+    monkeypatch.setattr(mod, "attention_rows", lambda blackwell: parts)
     assert mod.main(["--blackwell"]) == 0
     table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
-    groups = {(r.gpu, r.source[:34], next(o for o in r.ops if hasattr(o, "head_dim")).impl,
+    groups = {(r.gpu, r.source, next(o for o in r.ops if hasattr(o, "head_dim")).impl,
                r.kind, next(o for o in r.ops if hasattr(o, "head_dim")).head_dim,
                next(o for o in r.ops if hasattr(o, "head_dim")).causal, p) for r, p in parts}
     assert len(table) == 1 + len(groups)  # the header and one line a group
+    labels = {line.split(" | ")[1] for line in table[1:]}
+    assert twin.rsplit("/", 1)[-1] in labels and first.rsplit("/", 1)[-1] in labels
