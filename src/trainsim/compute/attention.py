@@ -83,8 +83,10 @@ SHARED_MEMORY_KIB = {70: (96, 96), 80: (164, 163), 86: (100, 99), 87: (164, 163)
 """(per SM, per block with the opt-in attribute) KiB of shared memory by compute capability
 (CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; 12.0 and 12.1,
 the RTX PRO 6000 Blackwell / GeForce RTX 50 and DGX Spark's GB10, a 100 KiB shared-memory
-carve-out of which a block may take 99 KiB: NVIDIA Blackwell Tuning Guide, CUDA 13.0,
-"Unified Shared Memory/L1/Texture Cache", as for sm86/sm89; the figures
+carve-out of which a block may take 99 KiB, as on sm86/sm89: NVIDIA Blackwell Tuning Guide,
+CUDA 13.0, "Unified Shared Memory/L1/Texture Cache"; NVIDIA/cutlass 7107b055
+include/cutlass/arch/arch.h L44-L45 ``sm120_smem_capacity_bytes = 101376`` (99 KiB) against
+``sm100_smem_capacity_bytes = 232448`` (227 KiB), 12.1 built as the same family; the figures
 FlashAttention-2's launch templates test: "A100" >= 144 KiB, "H100" >= 176 KiB, "sm86 and
 sm89, max smem is 99 KB"). A GPU not listed (another vendor's, an unknown capability) takes
 A100's: the tiles these kernels were first tuned on."""
@@ -99,8 +101,9 @@ def fa2_tile(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
     ``Flash_bwd_kernel_traits``' kBlockM, kBlockN) as its launch templates choose it by head
     dim (rounded up to 32, 64, 96, 128, 192, 256: static_switch.h ``HEADDIM_SWITCH``), causal
     mask, dropout and the GPU's shared memory (``SHARED_MEMORY_KIB`` of compute capability
-    ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/ (releases up to v2.7.x
-    also built head dims 160 and 224, whose runs this rounding reads as 192 and 256):
+    ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/ (earlier releases also
+    built head dim 224, to v2.6.1, dropped by 751c762c, and 160, to v2.7.4.post1, dropped by
+    ce212720: static_switch.h; this rounding reads their runs as 256 and 192):
 
     * forward (flash_fwd_launch_template.h L195-L318): 128 x 128 up to head dim 64 (128 x 64
       with dropout); 128 x 64 at 96 and 128, but on sm8x (8.6, 8.7, 8.9: ``is_sm8x``) causal
