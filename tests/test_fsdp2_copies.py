@@ -178,6 +178,20 @@ def test_fully_shard_at_zero_stage_2_takes_the_unit_path_with_its_copies(monkeyp
     assert not build_graph(meta, Pricer(meta)).fsdp
 
 
+@pytest.mark.parametrize("framework, version", [("torchtitan", "2024-12"), ("automodel", "0.1")])
+def test_fully_shard_under_pipelining_runs_zero_2_as_zero_3(framework, version):
+    """Under pipelining torchtitan's and Automodel's units are not resharded after the forward
+    at zero 3 either (``fsdp_pp_unsharded`` / ``fsdp_pp_sync_every_microbatch``): at zero 2
+    (reshard_after_forward False) the same no-sync mode, the same step and memory."""
+    two, three = (_cfg(framework, version, pp=2, zero=z, gbs=32) for z in (2, 3))
+    assert sharding_mod.fsdp_pp_mode(two) == sharding_mod.fsdp_pp_mode(three) is not None
+    a, b = simulate(two), simulate(three)
+    assert a.iteration_time_s == pytest.approx(b.iteration_time_s, rel=1e-12)
+    assert a.peak_memory_bytes == pytest.approx(b.peak_memory_bytes, rel=1e-12)
+    # Meta's own zero 2 keeps no torch no-sync mode
+    assert sharding_mod.fsdp_pp_mode(_cfg("meta-llama3", None, pp=2, zero=2, gbs=32)) is None
+
+
 @pytest.mark.parametrize("framework, version, mode, read, reduce", [
     # torchtitan: the stage's no-sync keeps every unit gathered from its chunk's first forward
     # and accumulates the gradients unsharded in fp32; the chunk's last backward copies that

@@ -274,7 +274,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "fsdp2_reduce_scatter_wait": _nullable(_bool),
     # data_parallel_impl fsdp2 is torch's fully_shard: its all-gather copy-out and
     # reduce-scatter copy-in on the compute stream (workload.fsdp2_copies), and at zero stage 2
-    # (reshard_after_forward False) a gather and reduce-scatter per unit and micro-batch
+    # (reshard_after_forward False) a gather and reduce-scatter per unit and micro-batch, or
+    # under pipelining the profile's fsdp_pp_* mode as at zero 3
     "fsdp2_copies": _nullable(_bool),
     # an MoE model's FSDP units reduce their gradients in fp32, its experts' own units in the
     # parameters' 16-bit dtype (a mixed-precision policy on the first, none on the second)

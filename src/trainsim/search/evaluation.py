@@ -345,7 +345,7 @@ class Bounds:
             return hit
         from trainsim.memory import stage_param_split
         from trainsim.workload.ops import Comm
-        from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_pp_mode
+        from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_per_unit, fsdp_pp_mode
 
         pricer = self._pricer(cfg)
         width = fsdp_grad_bytes(cfg)  # the simulator's reduce-scatter widths, by group
@@ -359,7 +359,7 @@ class Bounds:
         # step (``simulator._TaskGraph.gather_once``): the floor is one of each, no contention.
         unit_floor = []
         zero = p.effective_zero_stage
-        once = zero >= 3 and cfg.dp * p.cp > 1 and fsdp_pp_mode(cfg) == "unsharded"
+        once = fsdp_per_unit(cfg, zero) and fsdp_pp_mode(cfg) == "unsharded"
         if zero >= 3 and cfg.dp * p.cp > 1:
             for s in range(p.pp):
                 unit_floor.append(p.vpp * sum(

@@ -11,6 +11,7 @@ import math
 from trainsim.catalog.frameworks import framework_profile, framework_supports, profile_supports
 from trainsim.config import RunConfig
 from trainsim.model.counts import attention_matrices, layer_norms, layer_tensors, norm_tensors
+from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
@@ -183,9 +184,8 @@ def fsdp_per_unit(cfg: RunConfig, zero: int) -> bool:
     own FSDP-style stage 2 (fsdp2 without the line) reduces once per step: not this path."""
     if cfg.shard_ranks <= 1:  # HSDP: one replica's ranks
         return False
-    impl = cfg.parallel.data_parallel_impl
-    return zero >= 3 or zero == 2 and (impl == "fsdp1" or (
-        impl == "fsdp2" and profile_supports(cfg, "fsdp2_copies")))
+    return zero >= 3 or zero == 2 and (cfg.parallel.data_parallel_impl == "fsdp1"
+                                       or fsdp2_copies.applies(cfg))
 
 
 def fsdp_pp_mode(cfg: RunConfig) -> str | None:
@@ -195,8 +195,12 @@ def fsdp_pp_mode(cfg: RunConfig) -> str | None:
     (``fsdp_pp_sync_every_microbatch``: NeMo Automodel, not resharded after the forward, every
     backward reduce-scatters and waits for its reductions), ``"regather"`` (neither: resharded
     after each pass, gathered again before the backward); None without pipelining or without
-    sharded parameters (zero stage below 3). The loader refuses a profile with both lines."""
-    if cfg.parallel.pp <= 1 or cfg.parallel.zero_stage < 3:
+    sharded parameters (zero stage below 3, or 2 under anything but torch's fully_shard:
+    ``fsdp2_copies.applies``). fully_shard at zero 2 (reshard_after_forward False) runs the same
+    no-sync under pipelining: torchtitan's zero 3 keeps its units gathered under PP anyway.
+    The loader refuses a profile with both lines."""
+    zero = cfg.parallel.zero_stage
+    if cfg.parallel.pp <= 1 or zero < 2 or zero == 2 and not fsdp2_copies.applies(cfg):
         return None
     if profile_supports(cfg, "fsdp_pp_unsharded"):
         return "unsharded"
