@@ -74,3 +74,66 @@ def test_the_cap_is_three_passes_over_the_scores_in_the_layer():
     fused = _cfg(framework="megatron-core")
     assert not [op for op in layer_forward(fused, shard_of(fused)) if op.name == "attn_softcap"]
     assert softcap_op(10.0, compiled=True).bytes == 40.0
+
+
+def _quiet(**kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SettingReplaced)
+        return _cfg(**kw)
+
+
+def test_the_cap_keeps_tanh_output_per_score():
+    """Eager ``c * tanh(s / c)`` keeps tanh's 16-bit output for its backward: 2 bytes a score
+    more per layer (gemma-2-2b, mb 1, 8 heads, s 4096), nothing under selective recompute of
+    core attention or beside a fused kernel."""
+    from trainsim.memory.estimate import activation_bytes_per_layer
+    capped, plain = _quiet(), _quiet(attn_logit_softcapping=None, attention="unfused")
+    scores = 1 * 8 * 4096 * 4096
+    assert activation_bytes_per_layer(capped) - activation_bytes_per_layer(plain) \
+        == pytest.approx(2.0 * scores)
+    assert activation_bytes_per_layer(capped, "selective") \
+        == pytest.approx(activation_bytes_per_layer(plain, "selective"))
+    fused = _cfg(framework="megatron-core")
+    fused_plain = _cfg(framework="megatron-core", attn_logit_softcapping=None)
+    assert activation_bytes_per_layer(fused) == activation_bytes_per_layer(fused_plain)
+
+
+def test_nemo_runs_the_same_spec_and_cp_is_refused():
+    """NeMo's gemma2 layer spec is Bridge's (unfused); Gemma2DotProductAttention asserts
+    context_parallel_size == 1, so cp > 1 is one error naming both fields; a framework with a
+    fused soft-capping path (megatron-core here: no feature) keeps cp."""
+    with pytest.warns(SettingReplaced, match="attn_logit_softcapping=50"):
+        assert _cfg(framework="nemo").training.attention == "unfused"
+    for fw in ("megatron-bridge", "nemo"):
+        with pytest.raises(ConfigError, match=r"parallel.cp=2: .*attn_logit_softcapping=50"):
+            run_config_from_dict({"model": "gemma-2-9b", "parallel": {"cp": 2, "tp": 2},
+                                  "training": {"global_batch_size": 8, "micro_batch_size": 1,
+                                               "seq_length": 8192, "framework": fw},
+                                  "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    cfg = run_config_from_dict({"model": "gemma-2-9b",
+                                "parallel": {"cp": 2, "tp": 2, "cp_comm_type": "a2a"},
+                                "training": {"global_batch_size": 8, "micro_batch_size": 1,
+                                             "seq_length": 8192, "framework": "megatron-core"},
+                                "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    assert cfg.parallel.cp == 2
+
+
+def test_windowed_layers_materialize_the_full_score_matrix():
+    """Unfused attention computes every s x s score and masks the window afterwards (Bridge's
+    get_swa mask): a windowed layer's score GEMMs, softmax and cap price q_len x kv_len pairs;
+    a fused kernel still skips the keys outside the window."""
+    from trainsim.workload.ops import Attention
+    win = Attention("core_attn", batch=1, heads=8, kv_heads=4, q_len=8192, kv_len=8192,
+                    head_dim=256, window=4096, impl="unfused")
+    assert win.pairs == 8192 * 8192
+    fused = dataclasses.replace(win, impl="flash2")
+    w = 4096
+    assert fused.pairs == pytest.approx(8192 * w - w * (w - 1) / 2)
+    cfg = run_config_from_dict({"model": "gemma-2-2b",
+                                "training": {"global_batch_size": 8, "micro_batch_size": 1,
+                                             "seq_length": 8192, "attention": "unfused",
+                                             "framework": "megatron-bridge"},
+                                "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    sh = shard_of(cfg)
+    caps = {op.bytes for op in layer_forward(cfg, sh) if op.name == "attn_softcap"}
+    assert caps == {SOFTCAP_EAGER[0][0] * 8 * 8192 * 8192}

@@ -477,7 +477,8 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     given = training_raw.get("attention") not in (None, "")
     apply_framework(parallel_raw, training_raw, gpu_name)
     model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
-    for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given),
+    for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given,
+                                   parallel_raw.get("context_parallel_size", 1)),
                  sink_attention(training_raw, model.softmax_type, given, gpu_name)):
         if note is not None:  # what the framework runs instead, said (validate: row notes)
             warnings.warn(note, SettingReplaced, stacklevel=2)

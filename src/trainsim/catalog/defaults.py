@@ -298,12 +298,17 @@ def sink_attention(training: dict[str, Any], softmax_type: str, given: bool,
     return f"attention {current} -> {training['attention']}: model.softmax_type={softmax_type}"
 
 
-def softcap_attention(training: dict[str, Any], softcap: float | None, given: bool) -> str | None:
+def softcap_attention(training: dict[str, Any], softcap: float | None, given: bool,
+                      cp: Any = 1) -> str | None:
     """Replace, in place, the attention kernel of a model with attention-logit soft-capping by
     the one its framework's model runs for it (profile feature ``softcap_attention``:
-    Megatron-Bridge's Gemma 2 layer spec, unfused). Returns the replacement as 'attention OLD ->
-    NEW: ...' (None where nothing was replaced), which the caller reports; a different kernel
-    the user named is refused, since the framework's layer spec does not take it."""
+    Megatron-Bridge's and NeMo's Gemma 2 layer spec, unfused). Returns the replacement as
+    'attention OLD -> NEW: ...' (None where nothing was replaced), which the caller reports; a
+    different kernel the user named is refused, since the framework's layer spec does not take
+    it, and so is context parallelism (``cp``): that layer's Gemma2DotProductAttention asserts
+    ``context_parallel_size == 1`` (NVIDIA-NeMo/Megatron-Bridge@2394d359
+    src/megatron/bridge/models/gemma/gemma2_provider.py; NVIDIA/NeMo@db624485
+    nemo/collections/nlp/models/language_modeling/megatron/gemma2/gemma2_modules.py line 77)."""
     if softcap is None or not _given(training.get("framework")):
         return None
     from trainsim.catalog.frameworks import framework_profile
@@ -312,6 +317,11 @@ def softcap_attention(training: dict[str, Any], softcap: float | None, given: bo
     profile = framework_profile(str(training["framework"]),
                                 str(version) if _given(version) else None)
     kernel = profile.features.get("softcap_attention")
+    if kernel is not None and _given(cp) and str(cp).strip() not in ("1", "1.0"):
+        raise ConfigError(f"parallel.cp={cp}: {profile.name} {profile.version} runs a model with "
+                          f"model.attn_logit_softcapping={softcap:g} on its soft-capping "
+                          f"{kernel} attention, which takes no context parallelism; set "
+                          "parallel.cp=1")
     current = str(training.get("attention") or "flash2")
     if kernel is None or current == kernel:
         return None

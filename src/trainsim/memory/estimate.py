@@ -28,6 +28,7 @@ from trainsim.memory.free_of import zero_free
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
+from trainsim.memory.scores import score_bytes
 from trainsim.memory.state import ModelState, model_state
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
@@ -173,13 +174,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         out += 2
     sharded = T * (qkv + out * m.v_dim / t) + T * mlp_inner / t
     heads = m.num_attention_heads / t
-    if cfg.training.attention not in MATERIALIZED_SCORES:
-        scores = 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
-    elif recompute == "selective":
-        scores = 0.0
-    else:  # softmax output, plus dropout mask and output when attention dropout is on
-        per = 5.0 if m.attention_dropout > 0 else 2.0
-        scores = per * b * heads * q_len * kv_len
+    scores = score_bytes(cfg, b, heads, q_len, kv_len, recompute == "selective")
     total = shared + sharded + scores
     if moe:  # swap the dense MLP's tensors for the expert block's
         total += _moe_block_bytes(cfg) - _mlp_block_bytes(cfg, f, shared_div)

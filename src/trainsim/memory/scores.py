@@ -1,0 +1,36 @@
+"""Bytes one layer keeps for its attention scores in the forward (``memory.estimate``).
+
+A fused kernel (flash, cuDNN, SDPA's efficient/flash backends) keeps only its fp32
+log-sum-exp per query row. Materialized scores (``workload.ops.MATERIALIZED_SCORES``: Megatron's
+unfused ``DotProductAttention``, Hugging Face eager) keep the 16-bit softmax output for the
+backward, plus the dropout mask (1 byte) and its 16-bit output when attention dropout is on
+(Korthikanti et al. 2022, Sec. 4.1: 2 + 1 + 2 = 5 bytes a score). Soft-capping the logits,
+``c * tanh(scores / c)`` as eager PyTorch ops (Megatron-Bridge ``Gemma2DotProductAttention``
+``logit_softcapping``; transformers ``eager_attention_forward`` for Gemma 2), keeps tanh's
+16-bit output for its backward (d tanh = 1 - tanh^2); the division and the multiplication by a
+constant keep nothing: 2 more bytes a score. Selective recomputation of core attention keeps
+none of these.
+"""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+from trainsim.workload.ops import MATERIALIZED_SCORES
+
+SOFTCAP_SAVED_BYTES = 2.0
+"""16-bit tanh output a soft-capped score keeps (torch's tanh_backward reads ``result``)."""
+
+
+def score_bytes(cfg: RunConfig, b: float, heads: float, q_len: float, kv_len: float,
+                core_recomputed: bool) -> float:
+    """Bytes of attention scores kept by one layer for ``b`` sequences of ``heads`` local heads,
+    ``q_len`` local queries over ``kv_len`` keys (module docstring)."""
+    m = cfg.model
+    if cfg.training.attention not in MATERIALIZED_SCORES:
+        return 4.0 * b * heads * q_len  # fp32 log-sum-exp per query row
+    if core_recomputed:
+        return 0.0
+    per = 5.0 if m.attention_dropout > 0 else 2.0
+    if m.attn_logit_softcapping is not None:
+        per += SOFTCAP_SAVED_BYTES
+    return per * b * heads * q_len * kv_len
