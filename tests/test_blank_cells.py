@@ -108,6 +108,21 @@ def test_plain_pytorch_empty_zero_stage_is_the_fastest_fsdp_where_ddp_does_not_f
     assert res.predicted == pytest.approx(fitting[best])
 
 
+def test_plain_pytorch_empty_zero_stage_takes_full_shard_where_it_is_faster():
+    """SHARD_GRAD_OP fitting does not end the choice: Llama 2 13B, micro-batch 1, on 8 H100
+    fits under SHARD_GRAD_OP only with full recompute (it keeps all 16-bit parameters
+    gathered, 26 GB), FULL_SHARD without any, and so runs faster: the empty cell takes
+    FULL_SHARD (3), the stated stage-3 row's time."""
+    cells = {"framework": "pytorch", "model": "llama2-13b", "micro_batch_size": "1"}
+    grad_op, _ = _validated(zero_stage="2", **cells)
+    full, _ = _validated(zero_stage="3", **cells)
+    res, cfg = _validated(zero_stage="", **cells)
+    assert grad_op.chosen["recompute"] == "full" and full.chosen["recompute"] == "none"
+    assert full.predicted < grad_op.predicted
+    assert res.chosen["zero_stage"] == 3 and cfg.parallel.zero_stage == 3
+    assert res.predicted == pytest.approx(full.predicted)
+
+
 def test_empty_zero_stage_is_tuned_only_where_the_user_picks_the_engine():
     """Only a framework with several engines by stage and no stage of its own (the plain
     PyTorch loop) tunes an empty zero_stage; FSDP frameworks keep their own stage and

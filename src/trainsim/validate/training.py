@@ -47,10 +47,12 @@ def _fits(cfg: RunConfig) -> bool:
 ENUMERATED = ("recompute", "microbatch_group_size_per_vp_stage")
 """Unknowns the tuner enumerates, descending over the others for each combination."""
 PREFERRED = ("zero_stage",)
-"""Enumerated unknowns taken in their candidates' order, not by speed: the first value with
-which any setting of the others fits. An empty zero_stage on a plain PyTorch row is the
-profile's DDP (fp32 parameters under autocast, validation README) wherever DDP fits; only a
-run that DDP cannot hold must have switched to FSDP (``row_settings.user_zero_stages``)."""
+"""Enumerated unknowns whose first candidate wins wherever any setting of the others fits with
+it, whatever its speed; where it never fits, the other candidates compete on speed. An empty
+zero_stage on a plain PyTorch row is the profile's DDP (fp32 parameters under autocast,
+validation README) wherever DDP fits; a run that DDP cannot hold must have switched to FSDP,
+and the fastest of its stages that fits is taken (SHARD_GRAD_OP or FULL_SHARD,
+``row_settings.user_zero_stages``)."""
 _SHOWN: set[tuple[str, type]] = set()
 """Warnings a row's tuning raised that ``predict_training_row`` has shown again (each once a
 process: its capture of the row's warnings would otherwise show them for every row)."""
@@ -149,9 +151,11 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         if start is not None:
             starts.append(start)
     for i in (names.index(n) for n in PREFERRED if n in names):
-        # only the descents of the first preferred value that fits at all
-        first = next((v for v in unknown[names[i]] if any(s[i] == v for s in starts)), None)
-        starts = [s for s in starts if s[i] == first]
+        # only the descents of the first candidate (DDP) where it fits at all; else those of
+        # every other candidate (the FSDP stages), which compete on speed below
+        first = unknown[names[i]][0]
+        if any(s[i] == first for s in starts):
+            starts = [s for s in starts if s[i] == first]
     if not starts:
         fallback: tuple[float, tuple, RunConfig] | None = None
         first_error: str | None = None
