@@ -68,7 +68,7 @@ def test_sdpa_repeat_copies_by_hand():
     assert _repeats(_cfg("2.4", "llama2-7b")) == ([], [])
 
 
-@pytest.mark.parametrize("version", ["2.4", "2.11"])
+@pytest.mark.parametrize("version", ["2.5", "2.11"])
 def test_enable_gqa_drops_the_copy(version):
     """A run whose model passes ``enable_gqa`` to SDPA (training.sdpa_enable_gqa, the row
     option ``enable_gqa``) copies nothing; the SDPA kernel still sums its own GQA groups."""
@@ -114,17 +114,38 @@ def test_sdpa_keeps_the_repeated_kv_by_hand():
     fully recomputed layer (it keeps its input only)."""
     from trainsim.memory.estimate import activation_bytes_per_layer
 
-    copy, gqa = _cfg("2.4"), _cfg("2.4", sdpa_enable_gqa=True)
+    copy, gqa = _cfg("2.5"), _cfg("2.5", sdpa_enable_gqa=True)
     extra = 2048 * 2 * 2 * (4096 - 1024)
     assert extra == 25_165_824
     assert activation_bytes_per_layer(copy) - activation_bytes_per_layer(gqa) == extra
     # the generic (non-Hugging-Face) layout: a layer that recomputes only its MLP keeps the
     # copies, one that recomputes core attention does not
     mlp = {"recompute": "selective", "recompute_modules": ["mlp"]}
-    assert activation_bytes_per_layer(_cfg("2.4", parallel=mlp)) - activation_bytes_per_layer(
-        _cfg("2.4", parallel=mlp, sdpa_enable_gqa=True)) == pytest.approx(extra)
+    assert activation_bytes_per_layer(_cfg("2.5", parallel=mlp)) - activation_bytes_per_layer(
+        _cfg("2.5", parallel=mlp, sdpa_enable_gqa=True)) == pytest.approx(extra)
     assert activation_bytes_per_layer(copy, "selective") == pytest.approx(
         activation_bytes_per_layer(gqa, "selective"))
     assert activation_bytes_per_layer(copy, "full") == activation_bytes_per_layer(gqa, "full")
-    comp, comp_gqa = _cfg("2.4", compile=True), _cfg("2.4", compile=True, sdpa_enable_gqa=True)
+    comp, comp_gqa = _cfg("2.5", compile=True), _cfg("2.5", compile=True, sdpa_enable_gqa=True)
     assert activation_bytes_per_layer(comp) == activation_bytes_per_layer(comp_gqa)
+
+
+def test_enable_gqa_is_refused_where_it_cannot_apply():
+    """SDPA takes ``enable_gqa`` from torch 2.5: a pytorch run at 2.4 with it is one error naming
+    both fields; so is a kernel SDPA does not dispatch to (FlashAttention-2, eager) and a
+    framework whose models never repeat K and V before SDPA (Megatron-core)."""
+    from trainsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"sdpa_enable_gqa=true with "
+                                          r"training.framework_version=2.4: .*torch 2.5"):
+        _cfg("2.4", sdpa_enable_gqa=True)
+    for attention in ("flash2", "unfused"):
+        with pytest.raises(ConfigError, match=f"training.attention={attention}"):
+            _cfg("2.5", attention=attention, sdpa_enable_gqa=True)
+    assert _cfg("2.11", gpu="h100-sxm-80gb", sdpa_enable_gqa=True).training.attention == "cudnn"
+    with pytest.raises(ConfigError, match="megatron-core .*do not repeat K and V"):
+        run_config_from_dict({
+            "model": "llama3-8b",
+            "training": {"global_batch_size": 4, "micro_batch_size": 1, "seq_length": 2048,
+                         "framework": "megatron-core", "sdpa_enable_gqa": True},
+            "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 4, "gpus_per_node": 8}})

@@ -16,7 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.catalog import gpu_names, model_names
-from trainsim.catalog.defaults import apply_framework, sink_attention, softcap_attention
+from trainsim.catalog.defaults import (
+    apply_framework,
+    sdpa_enable_gqa_problem,
+    sink_attention,
+    softcap_attention,
+)
 from trainsim.catalog.hf_config import model_from_hf_config
 from trainsim.catalog.names import aliases_of
 from trainsim.config import (
@@ -482,6 +487,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                  sink_attention(training_raw, model.softmax_type, given, gpu_name)):
         if note is not None:  # what the framework runs instead, said (validate: row notes)
             warnings.warn(note, SettingReplaced, stacklevel=2)
+    sdpa_enable_gqa_problem(training_raw)
     return RunConfig(
         model=model,
         parallel=build(ParallelConfig, parallel_raw, "parallel"),

@@ -333,3 +333,50 @@ def softcap_attention(training: dict[str, Any], softcap: float | None, given: bo
     training["attention"] = kernel
     return (f"attention {current} -> {kernel}: model.attn_logit_softcapping={softcap:g} "
             f"({profile.name}'s soft-capping attention)")
+
+
+SDPA_ENABLE_GQA_SINCE = (2, 5)
+"""The torch release whose ``scaled_dot_product_attention`` takes ``enable_gqa`` (PyTorch 2.5
+release notes; torch/nn/functional.py ``scaled_dot_product_attention`` signature from
+v2.5.0)."""
+
+
+def sdpa_enable_gqa_problem(training: dict[str, Any]) -> None:
+    """Refuse ``training.sdpa_enable_gqa`` where it cannot apply: a run whose framework's models
+    do not copy K and V before SDPA (no profile feature ``sdpa_repeat_kv``: the option would
+    change nothing), an attention kernel SDPA does not dispatch to (``sdpa`` or the profile's
+    ``sdpa_by_arch`` kernels, as ``workload.shard.kv_repeated`` reads them), or a plain
+    PyTorch run on a torch release before 2.5 (``SDPA_ENABLE_GQA_SINCE``)."""
+    if not _truthy(training.get("sdpa_enable_gqa")):
+        return
+    framework = training.get("framework")
+    if not _given(framework):
+        raise ConfigError("training.sdpa_enable_gqa=true needs a training.framework whose models "
+                          "call SDPA (pytorch, torchtitan); without one it means nothing")
+    from trainsim.catalog.framework_versions import parse
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(framework), str(version) if _given(version) else None)
+    if not profile.features.get("sdpa_repeat_kv"):
+        raise ConfigError(f"training.sdpa_enable_gqa=true: {profile.name} {profile.version}'s "
+                          "models do not repeat K and V before SDPA, so enable_gqa changes "
+                          "nothing; leave it out")
+    kernel = str(training.get("attention") or "")
+    dispatched = set((profile.defaults.get("sdpa_by_arch") or {}).values())
+    if kernel and kernel != "sdpa" and kernel not in dispatched:
+        raise ConfigError(f"training.sdpa_enable_gqa=true with training.attention={kernel}: "
+                          "enable_gqa is an argument of SDPA, which does not run that kernel; "
+                          "use training.attention=sdpa or leave sdpa_enable_gqa out")
+    parsed = parse(str(version)) if profile.name == "pytorch" and _given(version) else None
+    if parsed is not None and parsed.kind == "release" \
+            and parsed.key[:2] < SDPA_ENABLE_GQA_SINCE:
+        raise ConfigError(f"training.sdpa_enable_gqa=true with training.framework_version="
+                          f"{version}: SDPA takes enable_gqa from torch 2.5; set "
+                          "framework_version >= 2.5 or leave sdpa_enable_gqa out")
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
