@@ -58,7 +58,7 @@ def test_groups_sizes_and_tiers():
     """32 ranks, 8 per node, 4 replicas: the shard group is one node's 8 GPUs (NVLink), the
     replica group 4 ranks 8 apart, one per node (the NICs)."""
     c = cfg(4)
-    assert (c.dp, c.dp_shard, c.shard_ranks) == (32, 8, 8)
+    assert (c.dp, c.shard_ranks) == (32, 8)
     spans = Pricer(c).spans
     assert (spans["dp_cp"].size, spans["dp_cp"].nodes) == (8, 1)
     assert (spans["dp_rep"].size, spans["dp_rep"].nodes, spans["dp_rep"].per_node) == (4, 4, 1)

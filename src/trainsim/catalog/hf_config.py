@@ -164,9 +164,14 @@ residual, ``residual + hidden_states_attention + hidden_states_mlp`` (transforme
 modeling_cohere.py ``CohereDecoderLayer``, modeling_cohere2.py ``Cohere2DecoderLayer``); their
 config.json names no key for it (``ModelConfig.parallel_block``). That one norm is the
 layer's only one (``parallel_block_norms`` 1: ``CohereDecoderLayer.__init__`` builds
-``input_layernorm`` alone, modeling_cohere.py line 294), a ``CohereLayerNorm`` without bias
-(``norm_bias`` false: its ``__init__`` makes ``self.weight`` only, lines 51-56; the final
-norm, line 371; modeling_cohere2.py lines 88-93, 271 and 344 the same)."""
+``input_layernorm`` alone, modeling_cohere.py line 294), a LayerNorm without bias
+(``NORM_WITHOUT_BIAS_MODEL_TYPES``)."""
+NORM_WITHOUT_BIAS_MODEL_TYPES = ("cohere", "cohere2")
+"""Model types whose LayerNorms carry no bias (``ModelConfig.norm_bias`` false): a
+``CohereLayerNorm``'s ``__init__`` makes ``self.weight`` only (transformers 5.24.0
+modeling_cohere.py lines 51-56; the final norm, line 371; modeling_cohere2.py lines 88-93, 271
+and 344 the same). Kept apart from ``PARALLEL_BLOCK_MODEL_TYPES``: a bias-free norm and a
+parallel block are separate traits that these two families happen to share."""
 
 
 def model_from_hf_config(path: str | Path) -> ModelConfig:
@@ -238,7 +243,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             not model_type.startswith("llama4")
             and _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm")),
         qk_norm_span="full" if model_type in QK_NORM_FULL_MODEL_TYPES else "head",
-        norm_bias=model_type not in PARALLEL_BLOCK_MODEL_TYPES,
+        norm_bias=model_type not in NORM_WITHOUT_BIAS_MODEL_TYPES,
         attention_chunk_size=_chunk_size(cfg, where),
     )
     fields.update(_falcon_fields(cfg, model_type, where))
@@ -401,9 +406,9 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
 
 
 __all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "MAX_WINDOW_LAYERS_MODEL_TYPES",
-           "PARALLEL_BLOCK_MODEL_TYPES", "POST_SUBLAYER_NORM_MODEL_TYPES",
-           "QK_NORM_FULL_MODEL_TYPES", "QK_NORM_MODEL_TYPES", "SLIDING_WINDOW_PATTERN",
-           "TEXT_CONFIG_WINS", "TIED_MODEL_TYPES", "model_from_hf_config", "text_model"]
+           "NORM_WITHOUT_BIAS_MODEL_TYPES", "PARALLEL_BLOCK_MODEL_TYPES",
+           "POST_SUBLAYER_NORM_MODEL_TYPES", "QK_NORM_FULL_MODEL_TYPES", "QK_NORM_MODEL_TYPES",
+           "SLIDING_WINDOW_PATTERN", "TEXT_CONFIG_WINS", "TIED_MODEL_TYPES", "model_from_hf_config", "text_model"]
 
 
 def _missing_hint(where: str) -> str:

@@ -144,7 +144,10 @@ class RunConfig:
         # "(data_parallel_size * context_parallel_size) % num_distributed_optimizer_instances
         # == 0"; core_r0.10.0 asserted dp alone) splits the dp x cp group into instances;
         # FSDP's and torchtitan's meshes split the data-parallel ranks (torchtitan
-        # parallel_dims.py: dp_replicate * dp_shard * cp * tp * pp = world)
+        # parallel_dims.py: dp_replicate * dp_shard * cp * tp * pp = world). One exception is
+        # not modelled: Megatron-core core_r0.10.0 asserted dp % instances alone, so a 0.10 run
+        # whose instances divide dp*cp but not dp passes here though that release refused it
+        # (the config holds no framework release to key the rule by)
         megatron = p.data_parallel_impl == "megatron"
         split, what = ((self.dp * p.cp, "dp*cp") if megatron else (self.dp, "dp"))
         if split % p.dp_replicate:
@@ -276,13 +279,6 @@ class RunConfig:
     def dp(self) -> int:  # kept once read: a config is frozen
         p = self.parallel
         return self.cluster.num_gpus // (p.tp * p.pp * p.cp)
-
-    @property
-    def dp_shard(self) -> int:
-        """Data-parallel ranks of one HSDP replica (torchtitan's data_parallel_shard_degree;
-        dp without ``parallel.dp_replicate``; floored where Megatron's instances split the
-        dp x cp group and dp_replicate does not divide dp)."""
-        return self.dp // self.parallel.dp_replicate
 
     @property
     def shard_ranks(self) -> int:
