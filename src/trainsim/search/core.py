@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from trainsim.cpus import cpus
 from trainsim.engine import gc_paused
@@ -42,11 +42,12 @@ from trainsim.limits import check, limit
 from trainsim.memory.estimate import peak_floor
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
-from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs, evaluate
+from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.family import Family
 from trainsim.search.memory_check import check_memory
+from trainsim.search.reference import RANK_BY, RankBy, ReferenceRank, group_of, rank_reference
 from trainsim.search.space import (
     Base,
     Candidate,
@@ -151,25 +152,6 @@ class Ranked:
 
 
 @dataclass(frozen=True)
-class ReferenceRank:
-    """Where a given configuration (e.g. a published one) lands in the ranking."""
-
-    evaluation: Evaluation
-    rank: int
-    """1 + the layouts (others than its own) whose best configuration is faster."""
-    exact: bool
-    """False when rank > top_k: then it is a lower bound (pruned groups are not counted)."""
-    group_rank: int | None
-    """Rank of its group (e.g. its GPU split) with the group's fastest settings."""
-    reasons: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, "rank_is_exact": self.exact, "group_rank": self.group_rank,
-                **self.evaluation.to_dict(),
-                "fits_in_memory": self.evaluation.fits, "why_slower": list(self.reasons)}
-
-
-@dataclass(frozen=True)
 class SearchResult:
     base: Base
     gpu_counts: tuple[int, ...]
@@ -194,20 +176,6 @@ class SearchResult:
                 "top": [r.to_dict() for r in self.top],
                 "pareto": [e.to_dict() for e in self.pareto],
                 "reference": self.reference.to_dict() if self.reference else None}
-
-
-RankBy = Literal["split", "layout", "config"]
-RANK_BY = ("split", "layout", "config")
-
-
-def group_of(c: Candidate, rank_by: str) -> object:
-    """The ranking group of a candidate: its GPU split (GPUs, tp, pp, cp), its layout (plus vpp
-    and micro batch), or the candidate itself."""
-    if rank_by == "split":
-        return c.layout[:4]
-    if rank_by == "layout":
-        return c.layout
-    return c
 
 
 def _lead(variants: list[Candidate]) -> int:
@@ -562,32 +530,11 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                           e.iteration_time_s <= pareto_slowdown * best_n[e.num_gpus]])
     ref = None
     if reference is not None:
-        ref = _rank_reference(reference, base, ordered, top_k, rank_by, cache, bkey)
+        ref = rank_reference(reference, base, ordered, top_k, rank_by, cache, bkey)
     stats = SearchStats(enumerated, len(keys), memory_pruned, bound_pruned, simulated,
                         (cache.hits - hits0) if cache else 0, time.perf_counter() - t0,
                         executor.name, executor.workers)
     return SearchResult(base, counts, top, tuple(front), tuple(evaluated), stats, rank_by, ref)
-
-
-def _rank_reference(reference: Candidate, base: Base, ordered: list[Evaluation], top_k: int,
-                    rank_by: str, cache: EvaluationCache | None, bkey: str) -> ReferenceRank:
-    e = cache.get(bkey, reference) if cache else None
-    if e is None:
-        e = evaluate(reference, base)
-        if cache:
-            cache.put(bkey, e)
-    own = group_of(reference, rank_by)
-    faster = sum(1 for o in ordered
-                 if group_of(o.candidate, rank_by) != own and rank_key(o) < rank_key(e))
-    rank = faster + 1
-    # A group pruned by the bound is slower than the k-th best found, so every group faster
-    # than the reference was simulated as long as fewer than k others beat it.
-    own_in_top = any(group_of(o.candidate, rank_by) == own for o in ordered[:top_k])
-    exact = rank < top_k or (rank == top_k and not own_in_top)
-    own_best = next((i + 1 for i, o in enumerate(ordered) if group_of(o.candidate, rank_by) == own),
-                    None)
-    reasons = why_slower(ordered[0], e) if ordered and ordered[0].candidate != reference else ()
-    return ReferenceRank(e, rank, exact, own_best, reasons)
 
 
 __all__ = [
