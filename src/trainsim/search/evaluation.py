@@ -120,11 +120,15 @@ class Bounds:
             hit = self._cheap[key] = lower_bound_s(key, self.base, self._rate)
         return hit
 
-    def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False
-                    ) -> tuple[dict[bool, float], float, float]:
+    def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False,
+                    split: bool = False) -> tuple[dict[bool, float], float, float]:
         """(forward + backward of one layer by is-MoE, of the head, of the embedding);
-        ``compute_only``: their compute segments alone (what no overlap can hide). ``config``
-        builds the candidate's config, needed only the first time a shard shape is priced."""
+        ``compute_only``: their compute segments alone (what no overlap can hide). ``split``:
+        a named schedule, which may run a backward as a split I and W instead
+        (``pipeline.split_backward``, each priced as its own op list by ``pipeline._Half``:
+        a few % below B where what B overlapped runs beside fewer ops): each backward is
+        the smaller of B and I + W. ``config`` builds the candidate's config, needed only the
+        first time a shard shape is priced."""
         m = c.mem
         recompute = m.recompute
         if recompute == "selective":  # re-running nothing, it prices recompute none's passes
@@ -135,9 +139,10 @@ class Bounds:
                 recompute = "none"
         key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, recompute,
                c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm,
-               compute_only)
+               compute_only, split)
         hit = self._passes.get(key)
         if hit is None:
+            from trainsim.pipeline import _Half
             from trainsim.pricing import COMPUTE
             from trainsim.simulator import Pricer
             from trainsim.workload.head import (
@@ -154,24 +159,30 @@ class Bounds:
             cfg = config()
             pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
 
-            def t(ops: Any) -> float:
-                priced = pricer.price(ops)
+            def t(ops: Any, by: Any = pricer) -> float:
+                priced = by.price(ops)
                 if compute_only:
                     return sum(d for cat, d, _ in priced.segments if cat == COMPUTE)
                 return priced.duration_s
+
+            halves = (_Half(pricer, False), _Half(pricer, True)) if split else ()
+
+            def bwd(ops: Any) -> float:  # a backward as B, or as I + W where cheaper
+                whole = t(ops)
+                return min(whole, sum(t(ops, h) for h in halves)) if halves else whole
 
             layer = {}
             for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
                 lf = layer_forward(cfg, sh, moe=moe)
                 layer[moe] = (t(lf)
                               # a partial recompute may skip any layer: price none (a bound)
-                              + t(layer_recompute(
+                              + bwd(layer_recompute(
                                   cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
                                   + backward_of(lf, sh)))
             hf = head_forward(cfg, sh)
             # the trainer's train metrics over the logits run after each micro-batch's backward
-            head = t(hf) + t(head_backward(cfg, sh, hf)) + t(train_metric_ops(cfg, sh))
-            emb = t(embedding_forward(cfg, sh)) + t(embedding_backward(cfg, sh))
+            head = t(hf) + bwd(head_backward(cfg, sh, hf)) + t(train_metric_ops(cfg, sh))
+            emb = t(embedding_forward(cfg, sh)) + bwd(embedding_backward(cfg, sh))
             hit = self._passes[key] = (layer, head, emb)
         return hit
 
@@ -255,9 +266,11 @@ class Bounds:
 
     def _pipeline_bound(self, c: Candidate) -> float:
         sh = self._shape(c.mem)
-        passes = self._pass_times(c, lambda: c.to_config(self.base), compute_only=sh.paired)
+        named = sh.schedule not in (None, "1f1b", "interleaved_1f1b")
+        passes = self._pass_times(c, lambda: c.to_config(self.base), compute_only=sh.paired,
+                                  split=named)
         pp, m = sh.pp, sh.m
-        if sh.schedule in (None, "1f1b", "interleaved_1f1b"):
+        if not named:
             before, own = self._stage_sums(passes, sh.kinds, pp)
             busy = [m * x for x in own]  # each stage's passes
             bound = max(before[s] + busy[s] for s in range(pp))
