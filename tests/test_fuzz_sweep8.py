@@ -136,6 +136,19 @@ def test_a_measured_value_in_other_digits_is_refused(tmp_path):
         read_rows(path)
 
 
+def test_a_value_padded_with_a_no_break_space_still_reads():
+    # float() strips Unicode whitespace: '3.697\u00a0' read 3.697 before fuzz8's ASCII check,
+    # None after it (reviewer, 21st session); other scripts' digits stay refused
+    from trainsim.config import ascii_float
+    from trainsim.config.records import positive_value
+    assert positive_value("3.697\u00a0") == 3.697
+    assert positive_value("\u2003 12 \u3000") == 12.0
+    assert ascii_float("\u00a0-2.5e3\n") == -2500.0
+    assert positive_value("\u0663.697\u00a0") is None
+    with pytest.raises(ValueError):
+        ascii_float("\u00a0\uff12")
+
+
 @pytest.mark.parametrize("override", ["cluster.nic_gbit_s_per_gpu=\u0662\u0660\u0660",
                                       "cluster.gpu_overrides.hbm_gib=\uff11\uff10\uff10"])
 def test_a_config_unit_field_in_other_digits_is_refused(override):

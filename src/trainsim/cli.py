@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail, renamed_option
-from trainsim.config._build import _float
+from trainsim.config import ascii_float
 from trainsim.cpus import cpus
 from trainsim.errors import ConfigError, TrainsimError
 
@@ -37,7 +37,7 @@ def _size(text: str) -> int:
     mult = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
     scale = mult[t[-1]] if t and t[-1] in mult else 1
     try:
-        value = _float(t[:-1] if scale > 1 else t)  # ASCII digits only, as a config
+        value = ascii_float(t[:-1] if scale > 1 else t)  # ASCII digits only, as a config
     except ValueError:
         value = math.nan
     if not 0 < value * scale <= MAX_MESSAGE_BYTES:

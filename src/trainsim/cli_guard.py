@@ -158,7 +158,7 @@ def _ascii(param_type: click.ParamType, value: Any, param: click.Parameter | Non
            ctx: click.Context | None) -> None:
     """Refuse option text with characters outside ASCII: Python's ``int``/``float`` (and so
     click's INT/FLOAT) read full-width '\uff12' and Arabic-Indic '\u0662' as 2, which a config
-    file and a CSV cell refuse (``config._build._float``, fuzz8)."""
+    file and a CSV cell refuse (``config.ascii_float``, fuzz8)."""
     if isinstance(value, str) and not value.isascii():
         param_type.fail(f"{value!r} is not a number (ASCII digits only).", param, ctx)
 

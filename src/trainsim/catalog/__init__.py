@@ -32,7 +32,7 @@ from trainsim.config import (
     RunConfig,
     TrainingConfig,
 )
-from trainsim.config._build import DeprecatedName, _float, as_written, build, suggest
+from trainsim.config._build import DeprecatedName, as_written, ascii_float, build, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
@@ -399,7 +399,7 @@ def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise ConfigError(f"{where} must be a number, got {_kind(value)}")
     try:
-        f = _float(value)  # ASCII digits only, as every other config number
+        f = ascii_float(value)  # ASCII digits only, as every other config number
     except (ValueError, OverflowError):
         raise ConfigError(f"{where} must be a number, got {_kind(value)}") from None
     if not math.isfinite(f):

@@ -142,7 +142,7 @@ def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
         if isinstance(value, str):
             value = value.strip()
         try:
-            f = _float(value)
+            f = ascii_float(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{where} must be an integer, got {_shown(value)}") from None
         if not math.isfinite(f) or f != int(f):
@@ -155,7 +155,7 @@ def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(f"{where} must be a number, got {_shown(value)}")
         try:
-            f = _float(value)
+            f = ascii_float(value)
         except (TypeError, ValueError, OverflowError):
             raise ConfigError(f"{where} must be a number, got {_shown(value)}") from None
         if not math.isfinite(f):
@@ -221,18 +221,20 @@ def switch(value: Any, where: str) -> bool:
     raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
 
 
-def _float(value: float | str) -> float:
+def ascii_float(value: float | str) -> float:
     """``float(value)``, text in ASCII only: Python's ``float`` also reads other scripts'
     digits ('١' is 1.0, '١٠' is 10), which no config means. ValueError where it is none."""
-    if isinstance(value, str) and not value.isascii():
-        raise ValueError(value)
+    if isinstance(value, str):
+        value = value.strip()  # float() ignores surrounding whitespace, a no-break space too
+        if not value.isascii():
+            raise ValueError(value)
     return float(value)
 
 
 def _number(text: str) -> float | None:
-    """``text`` as a float (``_float``), or None."""
+    """``text`` as a float (``ascii_float``), or None."""
     try:
-        return _float(text)
+        return ascii_float(text)
     except ValueError:
         return None
 

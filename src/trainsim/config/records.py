@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from trainsim.config._build import _float
+from trainsim.config._build import ascii_float
 from trainsim.errors import ConfigError
 
 MAX_COUNT = 2**53
@@ -31,7 +31,7 @@ def positive_value(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     try:
-        x = _float(value)  # ASCII digits only, as a config's numbers
+        x = ascii_float(value)  # ASCII digits only, as a config's numbers
     except (TypeError, ValueError):
         return None
     return x if MIN_MEASURED <= x < math.inf else None
@@ -44,7 +44,7 @@ def record_count(rec: dict[str, Any], key: str, default: Any = None, where: str 
     if value is None:
         raise ConfigError(f"{where}{key} is missing")
     try:
-        n = _float(value)
+        n = ascii_float(value)
     except (TypeError, ValueError):
         n = math.nan
     if isinstance(value, bool) or not (1 <= n <= MAX_COUNT and n == int(n)):

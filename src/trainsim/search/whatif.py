@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
-from trainsim.config._build import _float
+from trainsim.config import ascii_float
 from trainsim.config.parallel import ALIASES
 from trainsim.config.run import text_field
 from trainsim.config.safe_load import parse_value, written_float
@@ -38,7 +38,7 @@ def parse_number(text: str, where: str) -> float:
     if t and t[-1] in SI:
         t, mult = t[:-1], SI[t[-1]]
     try:
-        v = _float(t) * mult  # ASCII digits only, as a config's numbers
+        v = ascii_float(t) * mult  # ASCII digits only, as a config's numbers
     except ValueError:
         raise ConfigError(f"{where}: {text!r} is not a number (suffixes k, M, B/G, T allowed)") from None
     if not math.isfinite(v):

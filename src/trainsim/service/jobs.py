@@ -157,7 +157,7 @@ def _no_server_paths(kind: str, config: dict[str, Any], opts: dict[str, Any]) ->
             name, _, value = item.partition("=")
             name = name.strip()
             field = f"options.{key}[{i}]"
-            if name in ("cluster.compute_db",):
+            if name == "cluster.compute_db":
                 for v in (value.split(",") if key == "vary" else [value]):
                     _no_kernel_db(v, field)
             elif name == "cluster.gpu":

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainsim.config._build import _float
+from trainsim.config import ascii_float
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError
 
@@ -73,11 +73,11 @@ def canonical_column(name: str) -> str:
 def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
     """The whole number in ``row[key]`` (a size or a count: GPUs, tp, m, heads), at least
     ``least``; a ConfigError naming the column otherwise (never a ZeroDivisionError later).
-    Digits are ASCII, as in a config (``_build._float``): Python's ``float`` also reads
+    Digits are ASCII, as in a config (``config.ascii_float``): Python's ``float`` also reads
     full-width and other scripts' digits ('\uff12' is 2), which a config refuses."""
     text = _cell(row, key)
     try:
-        value = _float(text) if text is not None else math.nan
+        value = ascii_float(text) if text is not None else math.nan
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value == int(value) and least <= value <= MAX_COUNT):
@@ -91,7 +91,7 @@ def positive_cell(row: dict[str, str], key: str) -> float:
     the column (ASCII digits, as :func:`count_cell`)."""
     text = _cell(row, key)
     try:
-        value = _float(text) if text is not None else math.nan
+        value = ascii_float(text) if text is not None else math.nan
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:

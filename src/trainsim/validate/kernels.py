@@ -22,8 +22,14 @@ import re
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import ChainModel, compute_model_for
 from trainsim.compute.roofline import FP8_OWN_PROMOTION
-from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
-from trainsim.config._build import _float
+from trainsim.config import (
+    ClusterConfig,
+    ModelConfig,
+    ParallelConfig,
+    RunConfig,
+    TrainingConfig,
+    ascii_float,
+)
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
@@ -102,12 +108,12 @@ def _model(gpu_name: str, compute_db: str | None = "auto", sustained: bool = Fal
 
 def _int(row: dict[str, str], key: str) -> int:
     """A size cell (m, heads, tokens ...): a whole number from 1 to 2**53. ``int()`` of
-    4096.5 was 4096, silently; ASCII digits only (``_float``), as ``common.count_cell``."""
+    4096.5 was 4096, silently; ASCII digits only (``ascii_float``), as ``common.count_cell``."""
     if _cell(row, key) is None:
         raise ConfigError(f"a {row.get('kind')} row needs the '{key}' column")
     text = _cell(row, key)
     try:
-        value = _float(text)  # type: ignore[arg-type]
+        value = ascii_float(text)  # type: ignore[arg-type]
     except ValueError:
         raise ConfigError(f"column '{key}'={text!r} is not a number") from None
     if not (1 <= value <= MAX_COUNT and value == int(value)):  # no empty, partial or endless kernel
