@@ -60,9 +60,10 @@ def test_a_huge_leaf_on_the_flow_backend_is_refused_before_it_is_built():
         simulate(run_config_from_dict(_flow_run(4096, 1, 10**6)))
 
 
-def test_the_default_leaf_adds_little_to_the_fabric_charge():
-    # 65,536 GPUs, 32 nodes a leaf: still under the default limit of 5e7
-    assert fabric_steps(65_536, 65_536, 32) < 5e7
+def test_the_default_leaf_keeps_65536_gpus_under_the_limit():
+    # 65,536 GPUs, 32 nodes a leaf: 65,536 links (+12.5 %) and 32 spines routed (+24 %), still
+    # under the default limit of 5e7 (benchmarks/flow_fabric_cost.py prints the terms)
+    assert fabric_steps(65_536, 65_536, 32) == (400 + 50 + 3 * 32) * 65_536 < 5e7
     assert fabric_steps(8) == 400 * 8
 
 

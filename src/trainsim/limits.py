@@ -180,19 +180,25 @@ flow-steps, in 8.4 s). Before, a 1,000,000-GPU fabric was built for minutes ahea
 collective's own check."""
 
 
-FLOW_FABRIC_STEPS_PER_LINK = 20
-"""Each leaf-to-spine link costs about 20 flow-steps more to build: a leaf links to every one of
+FLOW_FABRIC_STEPS_PER_LINK = 50
+"""Each leaf-to-spine link costs about 50 flow-steps more to build: a leaf links to every one of
 the fabric's ``nodes_per_leaf`` spines (``network.topology._fabric``), so the switch links grow
-with the leaf size, not the GPUs; measured (2026-11-25, 2-core box) 160,000 duplex leaf-spine
-links (8 GPUs, ``nodes_per_leaf: 20000``) built in 0.99 s, 6.2 us a link, 15 flow-steps at
-0.42 us, rounded up. Before, ``nodes_per_leaf: 1000000`` on the flow backend built 8 million
-links for minutes, under a check that counted only the 8 GPUs."""
-FLOW_ROUTE_STEPS_PER_GPU_SPINE = 2
-"""Routing a run's flows costs about 2 flow-steps per GPU and spine more: the router's
-shortest paths fan out over every spine; measured (2026-11-25, 2-core box) 4,096 one-GPU
-nodes under one leaf, ``nodes_per_leaf`` 32 / 10,000 / 50,000 spines: 0.9 / 25 / 101 s a
-simulated iteration (1.5 and 1.2 flow-steps a GPU-spine at 0.42 us), rounded up. The default
-geometry (32 spines) adds 64 a GPU to the 400 above."""
+with the leaf size, not the GPUs. ``benchmarks/flow_fabric_cost.py`` (2026-11-25, 2-core box):
+8 GPUs under 20,000 nodes a leaf build 159,744 more duplex leaf-spine links than under 32 in
+1.04 s, 6.5 us a link, 48 flow-steps of 0.136 us (the script's 8-byte ring all-reduce over
+4,096 GPUs), rounded up. (Fuzz8 had set 20 from the same 6.2 us a link over a flow-step of
+0.42 us timed on a loaded box, which no script reproduced.) Before, ``nodes_per_leaf:
+1000000`` on the flow backend built 8 million links for minutes, under a check that counted
+only the 8 GPUs."""
+FLOW_ROUTE_STEPS_PER_GPU_SPINE = 3
+"""Routing a run's flows costs about 3 flow-steps per GPU and spine more: the router's
+shortest paths fan out over every spine. ``benchmarks/flow_fabric_cost.py`` (2026-11-25,
+2-core box): the 8-byte ring all-reduce over 4,096 one-GPU nodes under 2,048 spines takes
+2.65 s more than under 32, 321 ns a GPU-spine, 2.4 flow-steps, rounded up (fuzz8 had
+measured 1.2-1.5 against its loaded-box flow-step, and set 2). At 65,536 GPUs of 8-GPU nodes
+and the default 32 nodes a leaf the links add 12.5 % and the spine routing 24 % to the 400 a
+GPU: the flow backend's largest such cluster under the default limit is ~91,500 GPUs (the
+script prints it)."""
 
 
 def fabric_steps(gpus: int, switch_links: int = 0, spines: int = 0) -> float:
