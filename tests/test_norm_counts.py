@@ -114,3 +114,24 @@ def test_falcon_config_json_is_a_parallel_block_with_rotary_positions(tmp_path):
     assert f40.parallel_block_norms == 2 and total_params(f40) == 41_303_293_952
     assert not _read(tmp_path, {**FALCON_7B, "parallel_attn": False}).parallel_block
     assert _read(tmp_path, {**FALCON_7B, "alibi": True}).position_embedding == "alibi"
+
+
+MPT_QK_LN = {  # an llm-foundry MPT with q/k LayerNorms and grouped-query attention
+    "model_type": "mpt", "d_model": 1024, "n_heads": 8, "n_layers": 4, "vocab_size": 1000,
+    "max_seq_len": 2048, "expansion_ratio": 4, "no_bias": True,
+    "attn_config": {"attn_type": "grouped_query_attention", "kv_n_heads": 2, "qk_ln": True}}
+
+
+def test_mpt_qk_ln_norms_span_the_whole_widths(tmp_path):
+    """llm-foundry's qk_ln: ``q_ln`` over d_model and ``k_ln`` over head_dim x kv_n_heads
+    (mosaicml/llm-foundry llmfoundry/models/layers/attention.py
+    ``GroupedQueryAttention.__init__``), LayerNorms with bias: 2 x (1024 + 2 x 128) a layer
+    (was 2 x 2 x 128, a per-head norm); qk_gn normalizes per head (``norm_size =
+    self.head_dim``)."""
+    m = _read(tmp_path, MPT_QK_LN)
+    assert m.qk_layernorm and m.qk_norm_span == "full" and m.norm_bias
+    assert qk_norm_params(m) == 2 * (1024 + 2 * 128)
+    gn = _read(tmp_path, {**MPT_QK_LN, "attn_config": {**MPT_QK_LN["attn_config"],
+                                                       "qk_ln": False, "qk_gn": True}})
+    assert gn.qk_layernorm and gn.qk_norm_span == "head"
+    assert qk_norm_params(gn) == 2 * 2 * 128

@@ -176,8 +176,13 @@ def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, A
     else:
         raise ConfigError(f"{where}: no position embedding (attn_config alibi and rope false, "
                           "learned_pos_emb false) is not modelled")
-    if attn.get("qk_ln"):
+    # llm-foundry's q/k norms (mosaicml/llm-foundry llmfoundry/models/layers/attention.py
+    # ``GroupedQueryAttention.__init__``): ``qk_ln`` builds ``q_ln`` over ``d_model`` and
+    # ``k_ln`` over ``head_dim * kv_n_heads``, the whole widths (qk_norm_span "full");
+    # ``qk_gn`` ``norm_size = self.head_dim``, per head
+    if attn.get("qk_ln") or attn.get("qk_gn"):
         out["use_qk_norm"] = True
+        fields["qk_norm_span"] = "full" if attn.get("qk_ln") else "head"
     return out
 
 
