@@ -134,13 +134,33 @@ def test_each_post_norm_keeps_its_16_bit_input(tp, sp):
         activation_bytes_per_layer(_cfg(post=False, recompute="full"))
 
 
-def test_hf_eager_post_norms_keep_their_fp32_input_and_normed_tensor():
-    """Hugging Face eager modules: each post norm keeps 8 bytes a hidden element, its fp32
+def test_hf_eager_gemma_norms_keep_their_fp32_input_and_normed_tensor():
+    """Hugging Face eager modules: each Gemma 2 norm keeps 8 bytes a hidden element, its fp32
     input and fp32 normed tensor (Gemma2RMSNorm.forward weighs in fp32 before its cast,
-    modeling_gemma2.py lines 58-63), not the 6 of Llama's or Qwen3's norms (16-bit normed)."""
+    modeling_gemma2.py lines 58-63), not the 6 of Llama's or Qwen3's norms (16-bit normed):
+    the two post norms 2 x 8, the input and pre-feedforward norms 2 x (8 - 6) more than a
+    Llama-style layer's (was 2 x 8 alone)."""
     extra = activation_bytes_per_layer(_cfg(tp=1, sp=False, modules="eager")) - \
         activation_bytes_per_layer(_cfg(post=False, tp=1, sp=False, modules="eager"))
-    assert extra == pytest.approx(2 * 8 * 4096 * 2304)
+    assert extra == pytest.approx((2 * 8 + 2 * 2) * 4096 * 2304)
+
+
+def test_hf_eager_gemma_3_qk_norms_keep_8_bytes_an_element():
+    """Gemma 3's q_norm/k_norm are Gemma3RMSNorm (modeling_gemma3.py lines 310-311), 8 bytes
+    an element of the rank's queries and keys under eager modules where Qwen3's keep 6 (was 6
+    for both); compiled, 2 either way."""
+    def cfg(qk, compile_=False):
+        return run_config_from_dict({
+            "model": {"preset": "gemma-3-1b", "num_layers": 2, "qk_layernorm": qk},
+            "parallel": {"tp": 1, "pp": 1},
+            "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 2048,
+                         "modules": "eager", "compile": compile_},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    m = model("gemma-3-1b")
+    for compile_, per in ((False, 8), (True, 2)):
+        extra = activation_bytes_per_layer(cfg(True, compile_)) - \
+            activation_bytes_per_layer(cfg(False, compile_))
+        assert extra == pytest.approx(per * 2048 * (m.q_size + m.kv_size))
 
 
 def test_gemma_2_runs_slower_and_holds_more_with_its_post_norms():

@@ -10,8 +10,9 @@ keeps the norms' inputs, the attention tensors and the MLP's gate, up and produc
 Per token, with ``h`` the hidden size and ``q``, ``kv``, ``f`` the local query, key/value and
 MLP widths (16-bit elements, bytes), the layer's output included:
 
-* eager: ``16 h + 4 q + 4 kv + 8 f``; Qwen3's per-head q/k norms add ``6 (q + kv)``, Gemma 2/3's
-  post-sublayer norms ``2 x 8 h`` (``GEMMA_NORM_PER_ELEMENT``);
+* eager: ``16 h + 4 q + 4 kv + 8 f``; Qwen3's per-head q/k norms add ``6 (q + kv)``; Gemma 2/3
+  keep 8 bytes an element in every norm (``GEMMA_NORM_PER_ELEMENT``): its post-sublayer norms
+  add ``2 x 8 h``, its pre-norms ``2 x 2 h`` over Llama's, Gemma 3's q/k norms ``8 (q + kv)``;
 * compiled: ``6 h + 4 q + 4 kv + 6 f``;
 * a model that copies GQA's K and V to every query head before the kernel (eager,
   ``workload.shard.kv_repeated``) adds ``4 (q - kv)`` (``repeated_kv_bytes``).
@@ -35,7 +36,15 @@ in fp32 and casts only its result, ``output = self._norm(x.float()); output = ou
 self.weight.float()); return output.type_as(x)`` (transformers 5.24.0 modeling_gemma2.py
 ``Gemma2RMSNorm.forward`` lines 58-63; ``Gemma3RMSNorm`` the same), so autograd saves the fp32
 input (``pow`` and the first ``mul``) and the fp32 normed tensor (the weight's ``mul``): 4 + 4,
-where Llama's norm (``self.weight * hidden_states.to(input_dtype)``) saves a 16-bit one: 6."""
+where Llama's norm (``self.weight * hidden_states.to(input_dtype)``) saves a 16-bit one: 6
+(``LLAMA_NORM_PER_ELEMENT``). All of a Gemma 2/3 layer's RMSNorms are such modules: the input
+and pre-feedforward norms (priced within ``EAGER_PER_TOKEN["h"]`` at Llama's 6, so 2 more
+bytes each), the two post norms and Gemma 3's ``q_norm``/``k_norm`` (``Gemma3RMSNorm(dim=
+config.head_dim)``, modeling_gemma3.py lines 310-311). Gemma 1's ``GemmaRMSNorm`` computes
+the same way, but no ModelConfig field marks a Gemma 1 model (its norms are priced at 6)."""
+LLAMA_NORM_PER_ELEMENT = 6
+"""Bytes Llama's eager RMSNorm keeps per element (fp32 input, 16-bit normed tensor), Qwen3's
+q/k norms the same (``EAGER_PER_TOKEN["qk_norm"]``)."""
 OUTPUT_PER_H = 2
 """The layer's 16-bit output, counted in the per-token sums above; not kept by this layer."""
 
@@ -70,11 +79,16 @@ def hf_layer_bytes(cfg: RunConfig) -> float:
     q, kv = m.q_size / p.tp, max(m.kv_size / p.tp, m.kv_channels)
     width = (per["h"] - OUTPUT_PER_H) * m.hidden_size + per["q"] * q + per["kv"] * kv \
         + per["f"] * m.ffn_size / p.tp + repeated_kv_bytes(cfg, q, kv)
-    if m.qk_layernorm:
-        width += per["qk_norm"] * (q + kv)
+    # Gemma 2/3's RMSNorm (the post_sublayer_norm models) weighs in fp32 under eager modules:
+    # every norm of the layer keeps GEMMA_NORM_PER_ELEMENT where Llama's keeps 6
+    gemma = m.post_sublayer_norm and not t.compile
+    norm = GEMMA_NORM_PER_ELEMENT if gemma else per["qk_norm"]
+    if m.qk_layernorm:  # Gemma 3's q_norm/k_norm are Gemma3RMSNorm too
+        width += norm * (q + kv)
     if m.post_sublayer_norm:  # Gemma 2/3's post-attention and post-feedforward norms
         # feed the residual add, which saves nothing: each keeps its fp32 input and fp32
         # normed tensor (eager), its 16-bit input (compiled, as a q/k norm)
-        post = per["qk_norm"] if t.compile else GEMMA_NORM_PER_ELEMENT
-        width += 2 * post * m.hidden_size
+        width += 2 * norm * m.hidden_size
+    if gemma:  # the input and pre-feedforward norms, inside per["h"] at Llama's 6 each
+        width += 2 * (GEMMA_NORM_PER_ELEMENT - LLAMA_NORM_PER_ELEMENT) * m.hidden_size
     return tokens * width
