@@ -55,6 +55,11 @@ from trainsim.workload.softmax import (
 )
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
+PARALLEL_MLP_NORM = "parallel_mlp_norm"
+"""The MLP's norm in a two-norm parallel block (``parallel_block_norms`` 2), beside
+``attn_norm`` before either sublayer; not ``mlp_norm``, which opens a sequential layer's MLP
+part (``graph_scope.layer_parts``)."""
+
 
 def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block."""
@@ -104,6 +109,13 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if m.post_sublayer_norm:
             ops.append(norm_op(name, m.normalization, nt * h, norm))
     ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes))
+    if parallel and m.parallel_block_norms == 2:
+        # the MLP's own norm of the same input (GPT-NeoX's post_attention_layernorm under
+        # use_parallel_residual, Falcon-40B's ln_mlp: transformers 5.24.0 modeling_gpt_neox.py
+        # ``GPTNeoXLayer.forward``, modeling_falcon.py ``FalconDecoderLayer.forward``); its
+        # output feeds fc1 through the one TP entry priced below (under sequence parallelism
+        # a second all-gather would be needed: not priced)
+        ops.append(norm_op(PARALLEL_MLP_NORM, m.normalization, nt * h, norm, sh.stream_bytes))
     if not (m.is_mla and sh.mla_local_down):  # else the compressed latents are gathered
         tp_enter(ops, sh, h, "attn")
     if m.is_mla:

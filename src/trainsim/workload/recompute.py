@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 _SHARED_EXPERT = frozenset({"shared_fc1", "shared_act", "shared_fc2"})
 
 RECOMPUTED_OPS = {
-    "layernorm": frozenset({"attn_norm", "mlp_norm", "q_norm", "kv_norm"}),
+    "layernorm": frozenset({"attn_norm", "mlp_norm", "parallel_mlp_norm", "q_norm", "kv_norm"}),
     "mla_up_proj": frozenset({"q_up_proj", "mla_q_proj", "kv_up_proj", "rope"}),
     "mlp": frozenset({"fc1", "swiglu", "gelu", "fc2"}),
     # bias_act_func: the clamp and the linear offset's copy (glu_offset_sync_op) included
