@@ -26,6 +26,11 @@ tests build models with to count their parameters):
   always (``PhiDecoderLayer``); one norm feeds both (``ln_1``, ``input_layernorm``; StableLM
   builds no ``post_attention_layernorm`` when parallel), GPT-NeoX's two (``input_layernorm``,
   ``post_attention_layernorm``). Falcon's ``parallel_attn`` is ``hf_config._falcon_fields``'.
+  Not expressed: GPT-J's biases sit on its MLP (``GPTJMLP`` fc_in, fc_out) and its untied LM
+  head (``GPTJForCausalLM.lm_head``), not on its attention (``GPTJAttention`` q/k/v/out_proj
+  ``bias=False``, modeling_gptj.py); ``add_bias_linear`` is one switch for both sublayers and
+  no ModelConfig field holds an output-layer bias, so GPT-J-6B counts 408,352 parameters
+  (+0.007 %) over transformers' (attention biases less the head's).
 - Rotary positions named otherwise: transformers v5 writes ``rope_parameters`` (``rope_theta``,
   ``rope_type``) instead of ``rope_theta`` / ``rope_scaling``; GPT-J and CodeGen name a
   ``rotary_dim``. Read as learned
