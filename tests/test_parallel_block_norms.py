@@ -46,3 +46,24 @@ def test_one_norm_block_runs_one_norm_and_is_faster():
     names = [op.name for op in layer_forward(one, shard_of(one))]
     assert PARALLEL_MLP_NORM not in names and "attn_norm" in names
     assert simulate(two).iteration_time_s > simulate(one).iteration_time_s
+
+
+def _public_row(row_id):
+    from tests.helpers import training_rows
+    from trainsim.validate import BUNDLED_DIR
+
+    return next(r for r in training_rows(BUNDLED_DIR / "training_public.csv")
+                if r["id"] == row_id)
+
+
+def test_the_parallel_block_option_is_one_norm_unless_the_preset_says():
+    """A row's ``parallel_block`` option is MegaScale's y = x + MLP(LN(x)) + Attention(LN(x)),
+    one LN(x) (MegaScale §3.1, after GPT-J): one norm kernel, as before this session; a
+    preset that is a parallel block already (GPT-NeoX) keeps its two."""
+    from trainsim.validate.row_settings import training_base
+
+    row = _public_row("megascale24-megascale-b768-256")
+    raw, _ = training_base(row)
+    assert raw["model"]["parallel_block"] and raw["model"]["parallel_block_norms"] == 1
+    neox, _ = training_base({**row, "model": "gpt-neox-20b"})
+    assert "parallel_block_norms" not in neox["model"]

@@ -133,6 +133,11 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         raise ConfigError(f"unknown option '{name}'{suggest(name, KNOWN_OPTIONS)}; known: "
                           f"{', '.join(sorted(KNOWN_OPTIONS))}")
     if "parallel_block" in options:
+        # the option is the formulation y = x + MLP(LN(x)) + Attention(LN(x)) with one LN(x)
+        # (Jiang et al. 2024 MegaScale §3.1, after GPT-J's one ``ln_1``); a preset that is a
+        # parallel block already keeps its own norms (GPT-NeoX's two)
+        if not ("preset" in model and model_dict(model["preset"]).get("parallel_block")):
+            model.setdefault("parallel_block_norms", 1)
         model["parallel_block"] = True
     if "fake_balanced_gate" in options:  # Automodel's benchmark gate (model.moe_router)
         model["moe_router"] = "fake_balanced"
