@@ -51,7 +51,9 @@ class Step:
 
 STEPS = (
     Step("baseline (Megatron-LM)", 0.477, {}),
-    Step("+ parallel transformer block", 0.523, {"model.parallel_block": True}),
+    # y = x + MLP(LN(x)) + Attention(LN(x)): one LN(x) for both (section 3.1, after GPT-J)
+    Step("+ parallel transformer block", 0.523, {"model.parallel_block": True,
+                                                 "model.parallel_block_norms": 1}),
     Step("+ sliding window attention", 0.533, {"model.sliding_window": 1024}),
     # MegaScale's own TP overlap (section 3.2, the collectives fused with the parallel linears;
     # the megascale framework profile's method), not Transformer Engine's userbuffers
