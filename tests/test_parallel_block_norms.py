@@ -10,7 +10,6 @@ import pytest
 
 from trainsim import run_config_from_dict, simulate
 from trainsim.workload.layers import PARALLEL_MLP_NORM, backward_of, layer_forward
-from trainsim.workload.ops import Elementwise
 from trainsim.workload.shard import shard_of
 
 

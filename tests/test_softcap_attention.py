@@ -119,13 +119,16 @@ def test_nemo_runs_the_same_spec_and_cp_is_refused():
 
 
 def test_windowed_layers_materialize_the_full_score_matrix():
-    """Unfused attention computes every s x s score and masks the window afterwards (Bridge's
-    get_swa mask): a windowed layer's score GEMMs, softmax and cap price q_len x kv_len pairs;
-    a fused kernel still skips the keys outside the window."""
+    """Unfused attention computes every s x s score and masks the window afterwards where the
+    profile says so (``masked_window_scores``: Bridge's get_swa mask, Hugging Face's eager
+    mask): a windowed layer's score GEMMs, softmax and cap price q_len x kv_len pairs; a fused
+    kernel still skips the keys outside the window, and so does an unfused kernel on a
+    framework that skips them (MegaScale: its Table 4 sliding-window step raises MFU)."""
     from trainsim.workload.ops import Attention
     win = Attention("core_attn", batch=1, heads=8, kv_heads=4, q_len=8192, kv_len=8192,
-                    head_dim=256, window=4096, impl="unfused")
+                    head_dim=256, window=4096, impl="unfused", masked_window=True)
     assert win.pairs == 8192 * 8192
+    assert dataclasses.replace(win, masked_window=False).pairs == 8192 * 4096
     fused = dataclasses.replace(win, impl="flash2")
     w = 4096
     assert fused.pairs == pytest.approx(8192 * w - w * (w - 1) / 2)
@@ -135,5 +138,12 @@ def test_windowed_layers_materialize_the_full_score_matrix():
                                              "framework": "megatron-bridge"},
                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
     sh = shard_of(cfg)
+    assert sh.masked_window
     caps = {op.bytes for op in layer_forward(cfg, sh) if op.name == "attn_softcap"}
     assert caps == {SOFTCAP_EAGER[0][0] * 8 * 8192 * 8192}
+    mega = run_config_from_dict({"model": "gemma-2-2b",
+                                 "training": {"global_batch_size": 8, "micro_batch_size": 1,
+                                              "seq_length": 8192, "attention": "unfused",
+                                              "framework": "megascale"},
+                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    assert not shard_of(mega).masked_window

@@ -186,6 +186,13 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # Bridge's Gemma 2 layer spec builds ``core_attention=Gemma2DotProductAttention  # use unfused
     # SDPA for attn logit softcapping`` (catalog.defaults.softcap_attention); null: the chosen one
     "softcap_attention": _nullable(_enum(ATTENTION)),
+    # an unfused (materialized-score) attention computes every score of a sliding-window layer
+    # and masks the keys outside the window afterwards, so it pays the full q x kv work
+    # (workload.ops.Attention.pairs): Hugging Face's eager_attention_forward adds its window mask
+    # to the full matmul; Megatron-Bridge's/NeMo's Gemma2DotProductAttention runs the full
+    # baddbmm and applies get_swa's mask in the softmax. Null/false: the windowed work only (a
+    # kernel that skips the keys outside the window, as MegaScale's Table 4 ablation implies)
+    "masked_window_scores": _nullable(_bool),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
     # the model builds a preset's multi-token-prediction layers (false: the framework's model
     # class never reads them, so the run has none)
@@ -484,7 +491,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
              "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
              "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait", "fsdp2_copies",
              "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
-             "mla_eager_rope", "softcap_attention",
+             "mla_eager_rope", "softcap_attention", "masked_window_scores",
              "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
              "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
              "params_16bit", "sdpa_repeat_kv", "unfused_repeat_kv", "cp_sdpa_ring", "cp_te_ring",

@@ -135,19 +135,23 @@ class Attention:
     backward: bool = False
     impl: AttentionImpl = "flash2"
     dropout: bool = False
+    masked_window: bool = False
+    """An unfused ``impl`` masks a sliding window after computing every score (the profile's
+    ``masked_window_scores``) instead of computing only the window's."""
 
     @property
     def pairs(self) -> float:
         """Query-key pairs computed per head."""
-        if self.impl in MATERIALIZED_SCORES:
-            # unfused kernels compute every score and mask the future (and, for a sliding
-            # window, the keys outside it) afterwards: Megatron-Bridge's Gemma 2 attention
+        if self.impl in MATERIALIZED_SCORES and self.masked_window:
+            # the framework's unfused attention computes every score and masks the future and
+            # the keys outside a sliding window afterwards: Megatron-Bridge's Gemma 2 attention
             # runs the full baddbmm and applies get_swa's mask in the softmax
             # (NVIDIA-NeMo/Megatron-Bridge@2394d359 models/gemma/gemma2_provider.py),
             # Hugging Face's eager_attention_forward adds its windowed mask to the full matmul
             return float(self.q_len) * self.kv_len
         w = self.kv_len if self.window is None else min(self.window, self.kv_len)
-        if not self.causal:
+        if self.impl in MATERIALIZED_SCORES or not self.causal:
+            # unfused kernels compute every score in a query's span and mask the future after
             return float(self.q_len) * w
         # Causal: query i sees min(i + 1, window) keys. Local queries are a balanced share
         # of the sequence (load-balanced CP sharding), so take that share of the total.

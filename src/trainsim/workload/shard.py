@@ -44,6 +44,7 @@ class Shard:
     scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
     complex_rope: bool = False  # the profile's ``complex_rope`` (elementwise.rope_op)
     softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
+    masked_window: bool = False  # the profile's ``masked_window_scores`` (ops.Attention.pairs)
     kv_repeat: bool = False
     """The model repeats GQA's K and V heads to every query head before SDPA (the profile's
     ``sdpa_repeat_kv``), at every CP size: what a CP exchange moves, and a forward copy."""
@@ -249,6 +250,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  scaled_rope_unfused=profile_supports(cfg, "scaled_rope_unfused"),
                  complex_rope=profile_supports(cfg, "complex_rope"),
                  softmax_args_swapped=profile_supports(cfg, "softmax_args_swapped"),
+                 masked_window=profile_supports(cfg, "masked_window_scores"),
                  bias_kernels=linear_bias_kernels(cfg),
                  bias_grad_kernels=linear_bias_kernels(cfg, "linear_bias_grad_kernels"))
 
