@@ -39,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fuzz_checks import REFUSED
-from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, run_cases
+from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, report_sweep, run_cases
 
 from trainsim import run_config_from_dict
 from trainsim.catalog import load_run_config, model_from_hf_config
@@ -362,14 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     only = {w for w in args.only.split(",") if w}
     failures, counts = run_cases(cases(only),
                                  lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    for cls, labels in sorted(failures.items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(labels):5d}  {cls}")
-        for label in labels[:3]:
-            print(f"       {label}")
-    total = sum(counts.values())
-    print(f"inputs {total} ({', '.join(f'{k} {v}' for k, v in counts.items())}); refused in "
-          f"one line {REFUSED[0]}; failure classes {len(failures)}")
-    return 1 if failures else 0
+    return report_sweep(failures, counts)
 
 
 if __name__ == "__main__":

@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import REFUSED, run_config
+from fuzz_checks import run_config
 from fuzz_sweep import _cli
-from fuzz_sweep6 import _TMP, _write_text, run_cases
+from fuzz_sweep6 import _TMP, _write_text, report_sweep, run_cases
 
 from trainsim.errors import TrainsimError
 
@@ -437,14 +437,7 @@ def main(argv: list[str] | None = None) -> int:
     only = {w for w in args.only.split(",") if w}
     failures, counts = run_cases(cases(only, random.Random(args.seed), args.n),
                                  lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
-    for cls, labels in sorted(failures.items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(labels):5d}  {cls}")
-        for label in labels[:3]:
-            print(f"       {label}")
-    total = sum(counts.values())
-    print(f"inputs {total} ({', '.join(f'{k} {v}' for k, v in counts.items())}); refused in "
-          f"one line {REFUSED[0]}; failure classes {len(failures)}")
-    return 1 if failures else 0
+    return report_sweep(failures, counts)
 
 
 if __name__ == "__main__":
