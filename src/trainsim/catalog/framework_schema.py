@@ -314,6 +314,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the model repeats them before its eager (``unfused``/``eager``) attention's matmuls
     # (transformers' eager_attention_forward), whose backward then sums dK and dV per KV head
     "unfused_repeat_kv": _nullable(_bool),
+    # its materialized (``unfused``) attention runs the softmax in fp32 and casts the result
+    # to the 16-bit dtype: the fp32 softmax output (softmax_backward reads it) is kept beside
+    # the 16-bit probabilities the value matmul keeps, 4 more bytes a score (memory.scores)
+    "softmax_fp32_saved": _nullable(_bool),
     # context parallelism is torch.distributed.tensor.experimental's context_parallel: one SDPA
     # per ring step, outputs merged by log-sum-exp in fp32, fp32 dK/dV passed around the ring
     "cp_sdpa_ring": _nullable(_bool),
@@ -480,30 +484,29 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
-             "pipeline_partition_method", "expandable_segments",
-             "fp8_param_gather", "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
-             "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
-             "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch", "modules", "cpu_offloading",
-             "moe_probs_in_expert", "moe_fp8_padding", "moe_deepep_permute_pads", "grouped_gemm",
-             "moe_te_permute_maps", "moe_router_force_balance", "delay_wgrad_compute",
-             "moe_shared_experts_attn_node",
-             "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type",
-             "scaled_rope_unfused", "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
-             "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait", "fsdp2_copies",
-             "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
-             "mla_eager_rope", "softcap_attention", "masked_window_scores",
-             "per_op_sac", "compiled_loss", "logits_freed_before_backward", "loss_parallel",
-             "pipelining_buffers", "separate_qkv", "zero3_avg_scatter_grads",
-             "params_16bit", "sdpa_repeat_kv", "unfused_repeat_kv", "cp_sdpa_ring", "cp_te_ring",
-             "sp_gathered_gemm_inputs",
-             "torch_interleaved_warmup", "microbatch_group_size", "per_tensor_optimizer",
-             "flash_unpad", "train_metric_losses", "autocast_dtypes", "te_linear_mlp",
-             "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check", "ddp_nan_check_syncs", "ddp_grad_scale",
-             "fp8_param_amax_all_reduce",
-             "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy",
-             "norm", "dp_buckets",
-             "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p", "p2p_overlap_interleaved_only",
-             "checkpointed_fused_attention", "moe_hybridep_num_sms", "kv_heads_split",
-             "flex_dispatchers_two_ranks", "linear_bias_kernels", "linear_bias_grad_kernels"}
+    "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
+    "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
+    "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
+    "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",
+    "modules", "cpu_offloading", "moe_probs_in_expert", "moe_fp8_padding",
+    "moe_deepep_permute_pads", "grouped_gemm", "moe_te_permute_maps",
+    "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
+    "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
+    "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+    "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
+    "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
+    "mla_eager_rope", "softcap_attention", "masked_window_scores", "per_op_sac",
+    "compiled_loss", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
+    "separate_qkv", "zero3_avg_scatter_grads", "params_16bit", "sdpa_repeat_kv",
+    "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
+    "sp_gathered_gemm_inputs", "torch_interleaved_warmup", "microbatch_group_size",
+    "per_tensor_optimizer", "flash_unpad", "train_metric_losses", "autocast_dtypes",
+    "te_linear_mlp", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
+    "ddp_nan_check_syncs", "ddp_grad_scale", "fp8_param_amax_all_reduce",
+    "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
+    "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
+    "p2p_overlap_interleaved_only", "checkpointed_fused_attention", "moe_hybridep_num_sms",
+    "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
+    "linear_bias_grad_kernels"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}

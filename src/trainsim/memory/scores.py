@@ -8,17 +8,27 @@ backward, plus the dropout mask (1 byte) and its 16-bit output when attention dr
 ``c * tanh(scores / c)`` as eager PyTorch ops (Megatron-Bridge ``Gemma2DotProductAttention``
 ``logit_softcapping``; transformers ``eager_attention_forward`` for Gemma 2), keeps tanh's
 16-bit output for its backward (d tanh = 1 - tanh^2); the division and the multiplication by a
-constant keep nothing: 2 more bytes a score. Selective recomputation of core attention keeps
-none of these.
+constant keep nothing: 2 more bytes a score. A framework whose eager attention runs the softmax
+in fp32 and casts the result back (profile feature ``softmax_fp32_saved``: transformers'
+``eager_attention_forward``, ``softmax(..., dtype=torch.float32).to(query.dtype)``, v4.53.3
+models/llama/modeling_llama.py; GPT-2's ``_attn`` under autocast, whose softmax autocast runs in
+fp32, then ``.type(value.dtype)``) keeps the fp32 softmax output for softmax's backward beside
+the 16-bit probabilities the value matmul keeps: 4 more bytes a score (6 without the cap, 8 with
+it; a saved-tensor hook over that code keeps exactly these). Selective recomputation of core
+attention keeps none of these.
 """
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import MATERIALIZED_SCORES
 
 SOFTCAP_SAVED_BYTES = 2.0
 """16-bit tanh output a soft-capped score keeps (torch's tanh_backward reads ``result``)."""
+
+SOFTMAX_FP32_SAVED_BYTES = 4.0
+"""fp32 softmax output an fp32 softmax keeps (torch's _softmax_backward_data reads ``output``)."""
 
 
 def score_bytes(cfg: RunConfig, b: float, heads: float, q_len: float, kv_len: float,
@@ -33,4 +43,6 @@ def score_bytes(cfg: RunConfig, b: float, heads: float, q_len: float, kv_len: fl
     per = 5.0 if m.attention_dropout > 0 else 2.0
     if m.attn_logit_softcapping is not None:
         per += SOFTCAP_SAVED_BYTES
+    if profile_supports(cfg, "softmax_fp32_saved"):
+        per += SOFTMAX_FP32_SAVED_BYTES
     return per * b * heads * q_len * kv_len
