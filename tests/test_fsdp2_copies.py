@@ -192,20 +192,22 @@ def test_fully_shard_under_pipelining_runs_zero_2_as_zero_3(framework, version):
     assert sharding_mod.fsdp_pp_mode(_cfg("meta-llama3", None, pp=2, zero=2, gbs=32)) is None
 
 
-@pytest.mark.parametrize("framework, version, mode, read, reduce", [
+@pytest.mark.parametrize("framework, version, mode, read, reduce, gbs, micro", [
     # torchtitan: the stage's no-sync keeps every unit gathered from its chunk's first forward
     # and accumulates the gradients unsharded in fp32; the chunk's last backward copies that
     # fp32 accumulator (unsharded_accumulated_grad_data, 4 bytes read) into the fp32 input
-    ("torchtitan", "2024-12", "unsharded", 4, 4),
+    ("torchtitan", "2024-12", "unsharded", 4, 4, 32, 4),
+    # one micro-batch too: the pipeline stage runs its backward without sync and reduces
+    # after it, so the reduce reads the fp32 accumulator the cast made (4 bytes)
+    ("torchtitan", "2024-12", "unsharded", 4, 4, 8, 1),
     # NeMo Automodel: not resharded after forward, every backward reduce-scatters its 16-bit
     # gradients in bf16 (reduce_dtype bf16): no copy-out before a backward
-    ("automodel", "0.1", "sync_every", ACT_BYTES, 2),
+    ("automodel", "0.1", "sync_every", ACT_BYTES, 2, 32, 4),
 ])
 def test_copies_under_pipelining_match_hand_sums(monkeypatch, framework, version, mode, read,
-                                                 reduce):
-    c = _cfg(framework, version, pp=2, gbs=32)
-    micro = c.schedule_microbatches
-    assert micro == 4 and sharding_mod.fsdp_pp_mode(c) == mode
+                                                 reduce, gbs, micro):
+    c = _cfg(framework, version, pp=2, gbs=gbs)
+    assert c.schedule_microbatches == micro and sharding_mod.fsdp_pp_mode(c) == mode
     assert fsdp_grad_bytes(c)["dp_cp"] == reduce
     pricer, out, _ = _passes(c)
     _without(monkeypatch, "fsdp2_copies")

@@ -96,12 +96,13 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             dense, experts = rank_grad_elements(cfg, layers, first, last)
             width = fsdp_grad_bytes(cfg)
             # under the no-sync the chunk's last backward reduces the gradients accumulated
-            # in the reduce dtype (``fsdp2_unsharded_grad_accumulation``), once per step
+            # in the reduce dtype (``fsdp2_unsharded_grad_accumulation``), once per step: a
+            # single backward too, since the pipeline stage runs every backward without sync
+            # and reduces after it (the cast into the accumulator is charged there)
             once = mode == "unsharded"
             copies = pricer.price(fsdp2_copies.copy_in(
                 dense, experts, width, {"dp_cp": cfg.shard_ranks, "edp": cfg.edp},
-                1 / cfg.schedule_microbatches if once else 1.0,
-                width if once and cfg.schedule_microbatches > 1 else None))
+                1 / cfg.schedule_microbatches if once else 1.0, width if once else None))
             if copy_in_on_compute:
                 wait = wait + copies
             else:
