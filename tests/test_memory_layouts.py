@@ -421,3 +421,21 @@ def test_fsdp2_all_gather_buffers_hold_a_pool_of_their_own():
     assert hole == 2 * (2 * 8192) * m.vocab_size  # 2 bytes a logit, micro-batch 2 x 8,192
     assert mem.reserved - mem.allocated == pytest.approx(pool + hole)
     assert model_state(cfg_of(impl="fsdp1", zero=3, dp=8), 0).side_pool == 0.0
+
+
+def test_fsdp2_side_pool_follows_fully_shard_at_zero_2_and_not_the_engine_name():
+    """The all-gather buffers' pool is torch's fully_shard's (``fsdp2_copies.applies``): at
+    zero stage 2 (reshard_after_forward False) the units gather into the same copy-in-stream
+    buffers, two layers' at a time (2 x 2 x layer bytes); Meta's own FSDP-style sharding of
+    Llama 3, whose profile also says fsdp2 but has no ``fsdp2_copies``, keeps none."""
+    def cfg(framework, version, zero):
+        return trainsim.run_config_from_dict({
+            "model": {"preset": "llama3-8b"},
+            "parallel": {"tp": 1, "pp": 1, "zero_stage": zero, "data_parallel_impl": "fsdp2"},
+            "training": {"global_batch_size": 16, "micro_batch_size": 2, "seq_length": 8192,
+                         "framework": framework, "framework_version": version},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    two = cfg("torchtitan", "2024-12", 2)
+    assert model_state(two, 0).side_pool == pytest.approx(2 * 2 * layer_params(two.model, 0))
+    for zero in (2, 3):
+        assert model_state(cfg("meta-llama3", None, zero), 0).side_pool == 0.0

@@ -41,6 +41,7 @@ from trainsim.config.training import OPTIMIZER_STATE_BYTES
 from trainsim.memory.free_of import zero_free_kept
 from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
+from trainsim.workload import fsdp2_copies
 from trainsim.workload.sharding import fsdp_pp_mode
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -246,8 +247,10 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     # the forward the previous unit's buffer is freed only once the next unit's has been
     # allocated (_fsdp_param_group.py wait_for_unshard keeps it in comm_ctx.all_gather_state),
     # so that pool peaks at the root unit's buffer beside the first layer's
+    # (torch's fully_shard only: fsdp2_copies.applies; at zero stage 2 too, whose units are
+    # gathered into the same buffers, only not resharded after the forward)
     root = held - linear if p.zero_stage >= 3 else 0.0
-    side = 2.0 * max(2 * unit, root + unit) if p.data_parallel_impl == "fsdp2" else 0.0
+    side = 2.0 * max(2 * unit, root + unit) if fsdp2_copies.applies(cfg) else 0.0
     master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
     mode = fsdp_pp_mode(cfg)
     if mode == "unsharded":
@@ -265,7 +268,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
         # that stream's pool, where the default stream cannot reuse them: during the next
         # step's backward, whose unsharded accumulators are default-stream memory, the pool
         # stays reserved at the shards' size
-        pool = master * sharded if p.data_parallel_impl == "fsdp2" else 0.0
+        pool = master * sharded if fsdp2_copies.applies(cfg) else 0.0
         return ModelState(master * sharded + 2.0 * held, g * held, opt * sharded,
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
                           step_gradients=master * sharded, side_pool=side, grad_pool=pool)
@@ -292,7 +295,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     else:  # SHARD_GRAD_OP / ZeRO-2: 16-bit parameters stay gathered through the step
         weights += 2.0 * held
     return ModelState(weights, master * sharded, opt * sharded, backward=backward,
-                      side_pool=side if p.zero_stage >= 3 else 0.0)
+                      side_pool=side)
 
 
 def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
