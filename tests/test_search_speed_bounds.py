@@ -114,3 +114,17 @@ def test_first_chunk_buckets_keep_stage_zero_apart():
     assert every[1] == every[2] == every[3]
     assert every[0] != every[1]  # more buckets: more collectives' latency
     assert stage_param_split(cfg, 0)  # the real split is used by the bound (smoke)
+
+
+def test_unit_floor_follows_the_per_unit_path_at_zero_2():
+    """The bound's floor of per-micro-batch reduce-scatters is taken where the simulator runs
+    the per-unit path (``workload.sharding.fsdp_per_unit``): torch's fully_shard at zero 2
+    (reshard_after_forward False) reduce-scatters each backward as at zero 3, so the floors
+    match; Meta's own fsdp2-named stage 2 reduces once per step and has none."""
+    two, three = (_cfg("llama3-8b", "torchtitan", None, sp=True, zero=z, pp=2)
+                  for z in (2, 3))
+    floor2, floor3 = _layout_costs(two)[0], _layout_costs(three)[0]
+    assert floor3 and all(f > 0 for f in floor3)
+    assert floor2 == pytest.approx(floor3)
+    meta = _cfg("llama3-8b", "meta-llama3", None, sp=True, zero=2, pp=2)
+    assert meta.parallel.data_parallel_impl == "fsdp2" and _layout_costs(meta)[0] == []

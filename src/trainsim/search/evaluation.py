@@ -372,8 +372,9 @@ class Bounds:
         # step (``simulator._TaskGraph.gather_once``): the floor is one of each, no contention.
         unit_floor = []
         zero = p.effective_zero_stage
-        once = fsdp_per_unit(cfg, zero) and fsdp_pp_mode(cfg) == "unsharded"
-        if zero >= 3 and cfg.dp * p.cp > 1:
+        per_unit = fsdp_per_unit(cfg, zero)  # stage 3, and FSDP1/fully_shard's stage 2
+        once = per_unit and fsdp_pp_mode(cfg) == "unsharded"
+        if per_unit:
             for s in range(p.pp):
                 unit_floor.append(p.vpp * sum(
                     pricer.comm_time(Comm("r", "reduce_scatter", params / p.vpp * width[group],
