@@ -147,3 +147,25 @@ def test_windowed_layers_materialize_the_full_score_matrix():
                                               "framework": "megascale"},
                                  "cluster": {"node": "dgx-h100", "num_gpus": 8}})
     assert not shard_of(mega).masked_window
+
+
+def test_search_space_offers_no_cp_to_a_soft_capped_model_on_the_unfused_spec():
+    """The search builds its candidates without the loader, so the same rule
+    (``search.rules.softcap_cp_fits``) keeps cp 1 for Gemma 2 under Megatron-Bridge and NeMo;
+    a framework without the soft-capping spec (megatron-core) and a model without the cap
+    still get cp > 1."""
+    from trainsim.search.space import Base, SearchSpace
+
+    def cps(framework, **model_changes):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TrainsimWarning)
+            cfg = run_config_from_dict({
+                "model": {**dataclasses.asdict(model("gemma-2-9b")), **model_changes},
+                "training": {"global_batch_size": 16, "micro_batch_size": 1,
+                             "seq_length": 8192, "framework": framework},
+                "cluster": {"node": "dgx-h100", "num_gpus": 16}})
+        return {k.cp for k in SearchSpace().memory_keys(Base.of(cfg), 16)}
+
+    assert cps("megatron-bridge") == cps("nemo") == {1}
+    assert max(cps("megatron-core")) > 1
+    assert max(cps("megatron-bridge", attn_logit_softcapping=None)) > 1

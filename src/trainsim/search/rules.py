@@ -26,6 +26,17 @@ def profile_value(framework: str | None, version: str | None, key: str) -> objec
     return tuple(value) if isinstance(value, list) else value
 
 
+def softcap_cp_fits(m: ModelConfig, framework: str | None, version: str | None,
+                    cp: int) -> bool:
+    """Whether a model with attention-logit soft-capping takes context parallelism ``cp`` on
+    its framework: one whose profile runs such a model on its own soft-capping attention
+    (feature ``softcap_attention``: Megatron-Bridge's and NeMo's Gemma 2 layer spec, whose
+    Gemma2DotProductAttention asserts ``context_parallel_size == 1``) takes cp 1 only, as the
+    loader refuses it (``catalog.defaults.softcap_attention``, sources cited there)."""
+    return cp == 1 or m.attn_logit_softcapping is None or \
+        profile_value(framework, version, "softcap_attention") is None
+
+
 def tp_fits(m: ModelConfig, tp: int, split: bool) -> bool:
     """Whether ``tp`` divides the attention heads and the FFN and can hold the KV heads."""
     return not (m.num_attention_heads % tp or m.ffn_size % tp) and kv_heads_fit(m.kv_heads, tp,

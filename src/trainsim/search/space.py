@@ -38,6 +38,7 @@ from trainsim.search.rules import (
     divisors,
     powers_of_two,
     schedules_fit,
+    softcap_cp_fits,
     tp_fits,
     unsharded_zero,
     zeros_fit,
@@ -183,6 +184,8 @@ class SearchSpace:
                 cps = self.cp or tuple(c for c in (1, 2, 4, 8, 16, 32) if c <= self.max_cp)
                 if self.cp is None and m.is_moe and t.seq_length < MOE_CP_FROM_SEQ:
                     cps = (1,)
+                cps = tuple(c for c in cps if softcap_cp_fits(m, t.framework,
+                                                              t.framework_version, c))
                 for cp in cps:
                     if num_gpus % (tp * pp * cp) or (cp > 1 and t.seq_length % (2 * cp)):
                         continue
