@@ -347,7 +347,7 @@ def sdpa_enable_gqa_problem(training: dict[str, Any]) -> None:
     change nothing), an attention kernel SDPA does not dispatch to (``sdpa`` or the profile's
     ``sdpa_by_arch`` kernels, as ``workload.shard.kv_repeated`` reads them), or a plain
     PyTorch run on a torch release before 2.5 (``SDPA_ENABLE_GQA_SINCE``)."""
-    if not _truthy(training.get("sdpa_enable_gqa")):
+    if not truthy(training.get("sdpa_enable_gqa")):
         return
     framework = training.get("framework")
     if not _given(framework):
@@ -374,9 +374,3 @@ def sdpa_enable_gqa_problem(training: dict[str, Any]) -> None:
         raise ConfigError(f"training.sdpa_enable_gqa=true with training.framework_version="
                           f"{version}: SDPA takes enable_gqa from torch 2.5; set "
                           "framework_version >= 2.5 or leave sdpa_enable_gqa out")
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)

@@ -408,7 +408,8 @@ def _window_skip_freq(layer_types: list[str], path: str) -> int | None:
 __all__ = ["GATED_MODEL_TYPES", "LAYER_KEYS", "MAX_WINDOW_LAYERS_MODEL_TYPES",
            "NORM_WITHOUT_BIAS_MODEL_TYPES", "PARALLEL_BLOCK_MODEL_TYPES",
            "POST_SUBLAYER_NORM_MODEL_TYPES", "QK_NORM_FULL_MODEL_TYPES", "QK_NORM_MODEL_TYPES",
-           "SLIDING_WINDOW_PATTERN", "TEXT_CONFIG_WINS", "TIED_MODEL_TYPES", "model_from_hf_config", "text_model"]
+           "SLIDING_WINDOW_PATTERN", "TEXT_CONFIG_WINS", "TIED_MODEL_TYPES", "model_from_hf_config",
+           "text_model"]
 
 
 def _missing_hint(where: str) -> str:

@@ -27,7 +27,6 @@ def group_of(c: Candidate, rank_by: str) -> object:
     return c
 
 
-
 @dataclass(frozen=True)
 class ReferenceRank:
     """Where a given configuration (e.g. a published one) lands in the ranking."""
