@@ -125,13 +125,28 @@ MPT_QK_LN = {  # an llm-foundry MPT with q/k LayerNorms and grouped-query attent
 def test_mpt_qk_ln_norms_span_the_whole_widths(tmp_path):
     """llm-foundry's qk_ln: ``q_ln`` over d_model and ``k_ln`` over head_dim x kv_n_heads
     (mosaicml/llm-foundry llmfoundry/models/layers/attention.py
-    ``GroupedQueryAttention.__init__``), LayerNorms with bias: 2 x (1024 + 2 x 128) a layer
-    (was 2 x 2 x 128, a per-head norm); qk_gn normalizes per head (``norm_size =
-    self.head_dim``)."""
+    ``GroupedQueryAttention.__init__``): 1024 + 2 x 128 weights a layer (was 2 x 128, a
+    per-head norm); ``no_bias`` drops their biases (MPTModel.__init__ sets every module's
+    bias None, q_ln/k_ln included; was counted with bias, 2 x (1024 + 256)); qk_gn normalizes
+    per head (``norm_size = self.head_dim``)."""
     m = _read(tmp_path, MPT_QK_LN)
-    assert m.qk_layernorm and m.qk_norm_span == "full" and m.norm_bias
-    assert qk_norm_params(m) == 2 * (1024 + 2 * 128)
+    assert m.qk_layernorm and m.qk_norm_span == "full" and not m.norm_bias
+    assert qk_norm_params(m) == 1024 + 2 * 128
     gn = _read(tmp_path, {**MPT_QK_LN, "attn_config": {**MPT_QK_LN["attn_config"],
                                                        "qk_ln": False, "qk_gn": True}})
     assert gn.qk_layernorm and gn.qk_norm_span == "head"
-    assert qk_norm_params(gn) == 2 * 2 * 128
+    assert qk_norm_params(gn) == 2 * 128
+    with_bias = _read(tmp_path, {**MPT_QK_LN, "no_bias": False})
+    assert with_bias.norm_bias and qk_norm_params(with_bias) == 2 * (1024 + 2 * 128)
+
+
+def test_mpt_no_bias_norms_match_transformers_count(tmp_path):
+    """transformers' MptBlock sets ``norm_1.bias``/``norm_2.bias`` None and MptModel
+    ``norm_f.bias`` None (models/mpt/modeling_mpt.py): an ALiBi MPT (no position table) of
+    d_model 1024, 4 layers, vocab 1000 holds 51,364,864 parameters as MptForCausalLM built
+    on the meta device counts them (transformers 5.24.0; was 51,374,080 with the norms'
+    biases: 9 norms x 1024)."""
+    m = _read(tmp_path, {"model_type": "mpt", "d_model": 1024, "n_heads": 8, "n_layers": 4,
+                         "vocab_size": 1000, "max_seq_len": 2048, "expansion_ratio": 4,
+                         "no_bias": True, "attn_config": {"alibi": True}})
+    assert not m.norm_bias and total_params(m) == 51_364_864

@@ -168,6 +168,11 @@ def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, A
             and not isinstance(ratio, bool) and isinstance(hidden, int):
         out["intermediate_size"] = ratio * hidden
     out.setdefault("attention_bias", not cfg.get("no_bias", True))
+    # no_bias drops the norms' biases too: llm-foundry MPTModel.__init__ (mosaicml/llm-foundry
+    # llmfoundry/models/mpt/modeling_mpt.py, ``if config.no_bias:``) sets ``bias`` None on
+    # every module holding one, q_ln/k_ln included; transformers' MptBlock.__init__
+    # (models/mpt/modeling_mpt.py) sets ``norm_1.bias = None`` and ``norm_2.bias = None``
+    fields["norm_bias"] = not cfg.get("no_bias", True)
     out.setdefault("hidden_act", "gelu")
     # llm-foundry MPTConfig.__init__: alibi or rope turns learned_pos_emb off; MPTModel builds
     # the wpe table ``if self.learned_pos_emb`` (default true). transformers' MptModel always
