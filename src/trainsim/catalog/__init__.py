@@ -21,6 +21,7 @@ from trainsim.catalog.defaults import (
     sdpa_enable_gqa_problem,
     sink_attention,
     softcap_attention,
+    window_attention_problem,
 )
 from trainsim.catalog.hf_config import model_from_hf_config
 from trainsim.catalog.names import aliases_of
@@ -487,6 +488,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
                  sink_attention(training_raw, model.softmax_type, given, gpu_name)):
         if note is not None:  # what the framework runs instead, said (validate: row notes)
             warnings.warn(note, SettingReplaced, stacklevel=2)
+    window_attention_problem(training_raw, model.sliding_window)
     sdpa_enable_gqa_problem(training_raw)
     return RunConfig(
         model=model,

@@ -335,6 +335,34 @@ def softcap_attention(training: dict[str, Any], softcap: float | None, given: bo
             f"({profile.name}'s soft-capping attention)")
 
 
+def window_attention_problem(training: dict[str, Any], window: int | None) -> None:
+    """Refuse a sliding-window model on an unfused (or eager) attention its framework's model
+    cannot window (profile feature ``unfused_sliding_window`` false): Megatron-core's local
+    DotProductAttention asserts ``config.window_size is None`` ("Sliding Window Attention is
+    only supported by TEDotProductAttention!", NVIDIA/Megatron-LM
+    megatron/core/transformer/dot_product_attention.py line 51, core_v0.5.0 to core_v0.8.0).
+    Megatron-Bridge's and NeMo's Gemma 2 spec runs its own masked unfused attention instead
+    (``masked_window_scores``)."""
+    if window is None or not _given(training.get("framework")):
+        return
+    current = str(training.get("attention") or "flash2")
+    if current not in ("unfused", "eager"):
+        return
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(training["framework"]),
+                                str(version) if _given(version) else None)
+    if profile.features.get("unfused_sliding_window") is False:
+        other = [k for k in profile.features.get("attention_kernels") or ()
+                 if k not in ("unfused", "eager")]
+        fix = f"set training.attention to {' or '.join(other)}" if other else \
+            "no attention of this framework version takes one"
+        raise ConfigError(f"training.attention={current}: {profile.name} {profile.version}'s "
+                          f"unfused attention takes no sliding window (model.sliding_window="
+                          f"{window}; DotProductAttention asserts window_size is None); {fix}")
+
+
 SDPA_ENABLE_GQA_SINCE = (2, 5)
 """The torch release whose ``scaled_dot_product_attention`` takes ``enable_gqa`` (PyTorch 2.5
 release notes; torch/nn/functional.py ``scaled_dot_product_attention`` signature from

@@ -193,6 +193,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # baddbmm and applies get_swa's mask in the softmax. Null/false: the windowed work only (a
     # kernel that skips the keys outside the window, as MegaScale's Table 4 ablation implies)
     "masked_window_scores": _nullable(_bool),
+    # false: the framework's unfused (local) attention takes no sliding window, so a windowed
+    # model cannot run on it: Megatron-core's DotProductAttention.__init__ asserts
+    # ``config.window_size is None`` ("Sliding Window Attention is only supported by
+    # TEDotProductAttention!", catalog.defaults.window_attention_problem). Null: not checked
+    "unfused_sliding_window": _nullable(_bool),
     "recompute_modules": _nullable(_bool),  # Megatron-core --recompute-modules (selective sets)
     # the model builds a preset's multi-token-prediction layers (false: the framework's model
     # class never reads them, so the run has none)
@@ -495,7 +500,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
-    "mla_eager_rope", "softcap_attention", "masked_window_scores", "per_op_sac",
+    "mla_eager_rope", "softcap_attention", "masked_window_scores", "unfused_sliding_window",
+    "per_op_sac",
     "compiled_loss", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "params_16bit", "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
