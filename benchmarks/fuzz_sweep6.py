@@ -575,20 +575,6 @@ def run_cases(labelled: Iterator[tuple[str, Callable[[], object]]],
     return failures, counts
 
 
-def report_sweep(failures: dict[str, list[str]], counts: collections.Counter,
-                 shown: int = 3) -> int:
-    """Print each failure class with up to ``shown`` of its inputs and the per-surface input
-    counts (sweeps 7 and 8); 1 when any class failed, else 0."""
-    for cls, labels in sorted(failures.items(), key=lambda kv: -len(kv[1])):
-        print(f"{len(labels):5d}  {cls}")
-        for label in labels[:shown]:
-            print(f"       {label}")
-    total = sum(counts.values())
-    print(f"inputs {total} ({', '.join(f'{k} {v}' for k, v in counts.items())}); refused in "
-          f"one line {REFUSED[0]}; failure classes {len(failures)}")
-    return 1 if failures else 0
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=0)

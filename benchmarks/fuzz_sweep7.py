@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import REFUSED
-from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, report_sweep, run_cases
+from fuzz_checks import REFUSED, report_sweep
+from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, run_cases
 
 from trainsim import run_config_from_dict
 from trainsim.catalog import load_run_config, model_from_hf_config

@@ -51,9 +51,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import run_config
+from fuzz_checks import report_sweep, run_config
 from fuzz_sweep import _cli
-from fuzz_sweep6 import _TMP, _write_text, report_sweep, run_cases
+from fuzz_sweep6 import _TMP, _write_text, run_cases
 
 from trainsim.errors import TrainsimError
 

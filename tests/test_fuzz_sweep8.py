@@ -63,8 +63,17 @@ def test_a_huge_leaf_on_the_flow_backend_is_refused_before_it_is_built():
 def test_the_default_leaf_keeps_65536_gpus_under_the_limit():
     # 65,536 GPUs, 32 nodes a leaf: 65,536 links (+12.5 %) and 32 spines routed (+24 %), still
     # under the default limit of 5e7 (benchmarks/flow_fabric_cost.py prints the terms)
-    assert fabric_steps(65_536, 65_536, 32) == (400 + 50 + 3 * 32) * 65_536 < 5e7
-    assert fabric_steps(8) == 400 * 8
+    from trainsim.limits import (FLOW_FABRIC_STEPS_PER_GPU, FLOW_FABRIC_STEPS_PER_LINK,
+                                 FLOW_ROUTE_STEPS_PER_GPU_SPINE)
+    gpus = links = 65_536
+    charge = fabric_steps(gpus, links, 32)
+    assert charge < 5e7
+    assert charge == fabric_steps(gpus) + fabric_steps(0, links) \
+        + FLOW_ROUTE_STEPS_PER_GPU_SPINE * gpus * 32  # the parts: GPUs, links, routing
+    assert fabric_steps(gpus) == FLOW_FABRIC_STEPS_PER_GPU * gpus
+    assert fabric_steps(0, links) == FLOW_FABRIC_STEPS_PER_LINK * links
+    assert fabric_steps(gpus, 0, 32) - fabric_steps(gpus) == \
+        FLOW_ROUTE_STEPS_PER_GPU_SPINE * gpus * 32 > 0
 
 
 # ------------------------------------------- validation cells: whole counts, ASCII digits

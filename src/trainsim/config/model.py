@@ -104,8 +104,9 @@ class ModelConfig:
     ``CohereDecoderLayer.input_layernorm``, Falcon-7B's ``FalconDecoderLayer.input_layernorm``
     without ``new_decoder_architecture``), 2 where each reads its own (GPT-NeoX/Pythia's
     ``input_layernorm`` and ``post_attention_layernorm`` with ``use_parallel_residual``,
-    Falcon-40B/180B's ``ln_attn`` and ``ln_mlp``). Counts weights only: the step prices one
-    norm kernel for the block either way."""
+    Falcon-40B/180B's ``ln_attn`` and ``ln_mlp``). Counts the weights, and the step prices a
+    norm kernel (and its backward) per norm: with 2, the MLP's own ``parallel_mlp_norm``
+    (workload.layers)."""
     sliding_window: int | None = None
     """Sliding-window attention span in tokens; None = full causal attention."""
     attn_logit_softcapping: float | None = None
