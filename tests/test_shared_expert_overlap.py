@@ -154,17 +154,17 @@ def test_a_zero_bubble_i_pass_prices_an_exchange_beside_only_the_ops_it_keeps():
     backward runs beside shared_fc2.dgrad alone and the dispatch's beside shared_act.bwd and
     shared_fc1.dgrad, not beside the next ops, which wait for the exchange (hand
     calculation, ``Pricer.hidden_behind``)."""
-    from trainsim.pipeline import _Half
+    from trainsim.pipeline import HalfPricer
 
     cfg = _cfg(moe_shared_expert_overlap=True)
     _, bwd = moe_layer_ops(cfg)
     pricer = Pricer(cfg)
     by_name = {o.name: o for o in bwd}
-    segs = {n: t for _, t, n in _Half(pricer, False).price(bwd).segments}
+    segs = {n: t for _, t, n in HalfPricer(pricer, False).price(bwd).segments}
     for comm, beside in (("moe.combine_all_to_all.bwd", ["shared_fc2.dgrad"]),
                          ("moe.dispatch_all_to_all.bwd", ["shared_act.bwd", "shared_fc1.dgrad"])):
         t = pricer.comm_time(by_name[comm])
         cover = sum(pricer.compute.time(by_name[n]) for n in beside)
         assert segs[comm] == pytest.approx(pricer.hidden_behind(t, cover, "ep"))
-    w = {n for _, _, n in _Half(pricer, True).price(bwd).segments}
+    w = {n for _, _, n in HalfPricer(pricer, True).price(bwd).segments}
     assert {"shared_fc2.wgrad", "shared_fc1.wgrad"} <= w

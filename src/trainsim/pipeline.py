@@ -99,7 +99,7 @@ def is_weight_grad(op: Op) -> bool:
         or op.name in WEIGHT_GRAD_ACCUMULATION
 
 
-class _Half:
+class HalfPricer:
     """A pricer that prices only the I (``weights`` false) or W ops of each list it is given;
     a collective that hid behind an op of the other pass runs exposed, and one beside the next
     compute ops (``Comm.beside_next``) runs beside only those of them its pass keeps."""
@@ -129,8 +129,8 @@ def split_backward(graph: _TaskGraph) -> dict[int, tuple[Priced, Priced]]:
     """(I, W) passes of every virtual stage of ``graph``, each priced as its own op list."""
     from trainsim.workload.shard import shard_of
     cfg, sh = graph.cfg, shard_of(graph.cfg)
-    i = priced_chunks(cfg, _Half(graph.pricer, False), sh, graph.layer_source)  # type: ignore[arg-type]
-    w = priced_chunks(cfg, _Half(graph.pricer, True), sh, graph.layer_source)  # type: ignore[arg-type]
+    i = priced_chunks(cfg, HalfPricer(graph.pricer, False), sh, graph.layer_source)  # type: ignore[arg-type]
+    w = priced_chunks(cfg, HalfPricer(graph.pricer, True), sh, graph.layer_source)  # type: ignore[arg-type]
     return {v: (i[v].bwd, w[v].bwd) for v in graph.chunks}
 
 

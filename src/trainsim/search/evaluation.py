@@ -125,7 +125,7 @@ class Bounds:
         """(forward + backward of one layer by is-MoE, of the head, of the embedding);
         ``compute_only``: their compute segments alone (what no overlap can hide). ``split``:
         a named schedule, which may run a backward as a split I and W instead
-        (``pipeline.split_backward``, each priced as its own op list by ``pipeline._Half``:
+        (``pipeline.split_backward``, each priced as its own op list by ``pipeline.HalfPricer``:
         a few % below B where what B overlapped runs beside fewer ops): each backward is
         the smaller of B and I + W. ``config`` builds the candidate's config, needed only the
         first time a shard shape is priced."""
@@ -142,7 +142,7 @@ class Bounds:
                compute_only, split)
         hit = self._passes.get(key)
         if hit is None:
-            from trainsim.pipeline import _Half
+            from trainsim.pipeline import HalfPricer
             from trainsim.pricing import COMPUTE
             from trainsim.simulator import Pricer
             from trainsim.workload.head import (
@@ -165,7 +165,7 @@ class Bounds:
                     return sum(d for cat, d, _ in priced.segments if cat == COMPUTE)
                 return priced.duration_s
 
-            halves = (_Half(pricer, False), _Half(pricer, True)) if split else ()
+            halves = (HalfPricer(pricer, False), HalfPricer(pricer, True)) if split else ()
 
             def bwd(ops: Any) -> float:  # a backward as B, or as I + W where cheaper
                 whole = t(ops)

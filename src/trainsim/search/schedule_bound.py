@@ -98,7 +98,7 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool]) -> dict[str, float]:
     the embedding, head and gradient-accumulation parts, left out here)."""
     from dataclasses import replace
 
-    from trainsim.pipeline import DUALPIPE_COMM_SMS, _Half
+    from trainsim.pipeline import DUALPIPE_COMM_SMS, HalfPricer
     from trainsim.pricing import COMPUTE, Pricer
     from trainsim.workload.layers import backward_of, layer_forward
     from trainsim.workload.recompute import layer_recompute
@@ -112,8 +112,8 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool]) -> dict[str, float]:
     lf = layer_forward(c, sh, moe=kind[0])
     lb = layer_recompute(c, sh, lf, whole=kind[2]) + backward_of(lf, sh)
     out = {"F": pricer.price(lf).duration_s, "B": pricer.price(lb).duration_s,
-           "I": _Half(pricer, False).price(lb).duration_s,
-           "W": _Half(pricer, True).price(lb).duration_s}
+           "I": HalfPricer(pricer, False).price(lb).duration_s,
+           "W": HalfPricer(pricer, True).price(lb).duration_s}
     out["pair F"], out["pair B"] = out["F"], out["B"]
     if m.is_moe and c.parallel.ep > 1:
         pc = replace(c, parallel=replace(c.parallel, moe_overlap_ep_comm=True))
