@@ -63,8 +63,11 @@ def test_a_huge_leaf_on_the_flow_backend_is_refused_before_it_is_built():
 def test_the_default_leaf_keeps_65536_gpus_under_the_limit():
     # 65,536 GPUs, 32 nodes a leaf: 65,536 links (+12.5 %) and 32 spines routed (+24 %), still
     # under the default limit of 5e7 (benchmarks/flow_fabric_cost.py prints the terms)
-    from trainsim.limits import (FLOW_FABRIC_STEPS_PER_GPU, FLOW_FABRIC_STEPS_PER_LINK,
-                                 FLOW_ROUTE_STEPS_PER_GPU_SPINE)
+    from trainsim.limits import (
+        FLOW_FABRIC_STEPS_PER_GPU,
+        FLOW_FABRIC_STEPS_PER_LINK,
+        FLOW_ROUTE_STEPS_PER_GPU_SPINE,
+    )
     gpus = links = 65_536
     charge = fabric_steps(gpus, links, 32)
     assert charge < 5e7
