@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, settings
 
 import trainsim
-from trainsim.catalog import gpu
+from trainsim.catalog import gpu, model
 from trainsim.cli import main
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 
@@ -82,6 +82,19 @@ def make_base(model=TINY_MODEL, gpus=16, batch=32, seq=2048, gpu="h100-sxm-80gb"
 
 
 # ---------------------------------------------------------------------------- validation rows
+
+def dgx_h100_run(framework, attention=None, name="gemma-2-2b", seq=4096, **model_changes):
+    """A one-node DGX H100 run of the preset ``name`` (with ``model_changes``) at batch 8,
+    micro-batch 1, sequence ``seq`` on ``framework``, ``attention`` if given."""
+    training = {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": seq,
+                "framework": framework}
+    if attention:
+        training["attention"] = attention
+    m = ({**dataclasses.asdict(model(name)), **model_changes}
+         if model_changes else name)
+    return trainsim.run_config_from_dict({"model": m, "training": training,
+                                          "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+
 
 def overlaps(row: dict[str, str], **cells: str) -> tuple[bool, bool, bool, bool]:
     """(grad reduce, param gather, p2p, TP) overlap of ``row`` with ``cells`` changed, as the

@@ -10,6 +10,7 @@ import json
 import warnings
 
 import pytest
+from helpers import dgx_h100_run
 
 from trainsim import run_config_from_dict
 from trainsim.catalog import model, model_from_hf_config
@@ -20,13 +21,7 @@ from trainsim.workload.softmax import SOFTCAP_EAGER, softcap_op
 
 
 def _cfg(framework="megatron-bridge", attention=None, name="gemma-2-2b", **model_changes):
-    training = {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 4096,
-                "framework": framework}
-    if attention:
-        training["attention"] = attention
-    m = {**dataclasses.asdict(model(name)), **model_changes} if model_changes else name
-    return run_config_from_dict({"model": m, "training": training,
-                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    return dgx_h100_run(framework, attention, name, 4096, **model_changes)
 
 
 def test_presets_and_config_json_carry_the_cap(tmp_path):

@@ -6,12 +6,9 @@ to the mask (Hugging Face's eager_attention_forward, Automodel)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from helpers import dgx_h100_run
 
-from trainsim import run_config_from_dict
-from trainsim.catalog import model
 from trainsim.errors import ConfigError
 from trainsim.workload.layers import layer_forward
 from trainsim.workload.ops import Attention
@@ -19,13 +16,7 @@ from trainsim.workload.shard import shard_of
 
 
 def _cfg(framework, attention=None, name="mistral-7b", **model_changes):
-    training = {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 8192,
-                "framework": framework}
-    if attention:
-        training["attention"] = attention
-    m = {**dataclasses.asdict(model(name)), **model_changes} if model_changes else name
-    return run_config_from_dict({"model": m, "training": training,
-                                 "cluster": {"node": "dgx-h100", "num_gpus": 8}})
+    return dgx_h100_run(framework, attention, name, 8192, **model_changes)
 
 
 @pytest.mark.parametrize("framework", ["megatron-core", "megatron-lm"])
