@@ -69,14 +69,17 @@ def _cfg(framework: str, model: str = "llama3-8b"):
 @pytest.mark.parametrize("model, per_score", [("llama3-8b", 6.0), ("gemma-2-2b", 8.0)])
 def test_pytorch_profile_prices_the_fp32_softmax_output(model, per_score):
     """The pytorch profile keeps 2 + 4 bytes a score (+2 soft-capped), as measured above;
-    Megatron-core's unfused attention (16-bit softmax by default) keeps 2 (+2)."""
+    Megatron's unfused attention (16-bit softmax by default) keeps 2 (+2): Megatron-core's
+    DotProductAttention, or for the sliding-window Gemma 2 (which that refuses) Megatron-
+    Bridge's Gemma2DotProductAttention."""
     assert framework_supports("pytorch", "2.4", "softmax_fp32_saved")
     assert not framework_supports("megatron-core", None, "softmax_fp32_saved")
+    assert not framework_supports("megatron-bridge", None, "softmax_fp32_saved")
     assert SOFTMAX_FP32_SAVED_BYTES == 4.0 and SOFTCAP_SAVED_BYTES == 2.0
     b, heads, s = 1, 8, 2048
     cfg = _cfg("pytorch", model)
     assert cfg.model.attention_dropout == 0
     assert score_bytes(cfg, b, heads, s, s, False) == per_score * b * heads * s * s
     assert score_bytes(cfg, b, heads, s, s, True) == 0.0
-    mc = _cfg("megatron-core", model)
+    mc = _cfg("megatron-bridge" if model.startswith("gemma") else "megatron-core", model)
     assert score_bytes(mc, b, heads, s, s, False) == (per_score - 4.0) * b * heads * s * s
