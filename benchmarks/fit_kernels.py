@@ -4,6 +4,7 @@
     python benchmarks/fit_kernels.py --markdown # the same as a RESULTS.md table
     python benchmarks/fit_kernels.py --leave-one-source-out  # grouped GEMMs, source by source
     python benchmarks/fit_kernels.py --errata   # kernels_errata.csv applied to the published file
+    python benchmarks/fit_kernels.py --no-fit --by-source gemm,moe_block  # each cell by source
 
 Data: the kernel files bundled with trainsim (``kernels_published.csv``: papers, READMEs and
 benchmark PRs; ``kernels_h100_measured.csv``: one H100 measured by the team). Each kind's
@@ -355,20 +356,59 @@ def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[st
     return out
 
 
+def part(r: Row, held: dict[str, set[str]]) -> str:
+    """Where a row stands in the split: 'fit', 'held-out', 'held-out family' (a held-out
+    shape family of a fitted source) or 'unfitted' (a fitted memory-bound row no constant
+    reads)."""
+    name = "held-out" if is_held(r, held) or domain(r) not in FITTED else "fit"
+    if f"{r.source}|{r.family}" in held.get(domain(r), set()):
+        name = "held-out family"  # of a source whose other families are fitted
+    if name == "fit" and r.kind == "memory_bound" and not any(
+            isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops):
+        name = "unfitted"  # no constant is fitted to this kind of memory-bound kernel
+    return name
+
+
+def kind_name(r: Row) -> str:
+    return "attention" if r.kind.startswith("attention") else r.kind
+
+
 def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, str, int, float]]:
     """(kind, gpu, 'fit'|'held-out', n, MAPE) per group, with the constants as they stand."""
     errors = ape(rows)
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r, e in zip(rows, errors):
-        part = "held-out" if is_held(r, held) or domain(r) not in FITTED else "fit"
-        if f"{r.source}|{r.family}" in held.get(domain(r), set()):
-            part = "held-out family"  # of a source whose other families are fitted
-        if part == "fit" and r.kind == "memory_bound" and not any(
-                isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops):
-            part = "unfitted"  # no constant is fitted to this kind of memory-bound kernel
-        kind = "attention" if r.kind.startswith("attention") else r.kind
-        groups[(kind, r.gpu, part)].append(float(e))
+        groups[(kind_name(r), r.gpu, part(r, held))].append(float(e))
     return [(k, g, p, len(v), float(np.mean(v))) for (k, g, p), v in sorted(groups.items())]
+
+
+def above_burst_ceiling(r: Row) -> bool:
+    """A dense GEMM row measured faster than its GPU's burst GEMM ceiling (the catalog's MAMF,
+    ``GPUSpec.gemm_ceiling`` at ``sustained_of_burst`` 1): no kernel model capped there can
+    reach it, whatever its tiles."""
+    gemms = [op for op in r.ops if getattr(op, "grouped", None) == ""]
+    if r.kind != "gemm" or len(gemms) != 1:
+        return False
+    gpu = dataclasses.replace(catalog_gpu(r.gpu), sustained_of_burst=1.0)
+    return gemms[0].flops / r.measured_s > gpu.gemm_ceiling(gemms[0].dtype)
+
+
+def by_source(rows: list[Row], held: dict[str, set[str]], kinds: set[str] | None = None
+              ) -> list[tuple[str, str, str, str, str, int, float, float, int]]:
+    """(kind, gpu, part, source, dtype, n, MAPE, mean signed error, rows above the burst
+    ceiling) per group of ``kinds`` (all if None): which sources and dtypes carry each
+    per-GPU cell of ``report``. Signed error is predicted / measured - 1 of the time
+    (positive: priced too slow)."""
+    signed = predict(rows) / np.array([r.measured_s for r in rows]) - 1.0
+    groups: dict[tuple[str, str, str, str, str], list[tuple[float, bool]]] = defaultdict(list)
+    for r, e in zip(rows, signed):
+        if kinds is None or kind_name(r) in kinds:
+            dtype = "/".join(sorted({getattr(op, "dtype", "") for op in r.ops} - {""}))
+            groups[(kind_name(r), r.gpu, part(r, held), r.source, dtype)].append(
+                (float(e), above_burst_ceiling(r)))
+    return [(*key, len(v), float(np.mean([abs(e) for e, _ in v])),
+             float(np.mean([e for e, _ in v])), sum(a for _, a in v))
+            for key, v in sorted(groups.items())]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -377,6 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-fit", action="store_true", help="report the constants as they stand")
     ap.add_argument("--leave-one-source-out", action="store_true",
                     help="refit the grouped-GEMM constants without each source in turn")
+    ap.add_argument("--by-source", metavar="KINDS", nargs="?", const="",
+                    help="per source and dtype within each kind/GPU/part cell (comma-separated "
+                         "kinds as the tables name them, e.g. gemm,moe_block; all if omitted)")
     ap.add_argument("--errata", action="store_true",
                     help="apply benchmarks/kernels_errata.csv to the published file first")
     args = ap.parse_args(argv)
@@ -406,6 +449,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_fit:
         for name, value in fit(rows, held).items():
             print(f"  {name} = {value}")
+    if args.by_source is not None:
+        kinds = {k.strip() for k in args.by_source.split(",") if k.strip()} or None
+        print("\n| kind | GPU | rows | source | dtype | n | MAPE (time) | signed | above MAMF |"
+              "\n|---|---|---|---|---|---|---|---|---|")
+        for kind, gpu, where, src, dtype, n, mape, mean, above in by_source(rows, held, kinds):
+            print(f"| {kind} | {gpu} | {where} | {src} | {dtype} | {n} | {mape:.1%} | "
+                  f"{mean:+.1%} | {above} |")
+        return 0
     table = report(rows, held)
     if args.markdown:
         print("\n| kind | GPU | rows | n | MAPE (time) |\n|---|---|---|---|---|")

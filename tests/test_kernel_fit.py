@@ -191,6 +191,37 @@ def test_leave_one_source_out_refits_without_the_source_and_restores(fit_script)
 
 
 
+def test_by_source_splits_each_cell_of_the_report_without_losing_a_row(fit_script):
+    """``--by-source``: the groups of each (kind, GPU, part) cell hold its rows exactly once,
+    their row-weighted MAPE is the cell's, and a GEMM row counts as above the burst ceiling
+    only when its measured rate passes the GPU's MAMF for its dtype (H100 bf16: 792 TFLOP/s)."""
+    rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+    held = fit_script.split(rows)
+    cells = {(k, g, p): (n, mape) for k, g, p, n, mape in fit_script.report(rows, held)}
+    sums: dict[tuple[str, str, str], list[float]] = {}
+    for kind, g, p, _src, _dt, n, mape, signed, above in fit_script.by_source(rows, held):
+        assert abs(signed) <= mape + 1e-12 and 0 <= above <= n
+        acc = sums.setdefault((kind, g, p), [0, 0.0])
+        acc[0] += n
+        acc[1] += n * mape
+    assert sums.keys() == cells.keys()
+    for key, (n, total) in sums.items():
+        assert n == cells[key][0] and total / n == pytest.approx(cells[key][1])
+    only = fit_script.by_source(rows, held, {"moe_block"})
+    assert only and {k for k, *_ in only} == {"moe_block"}
+
+    op = Gemm("g", 8192, 8192, 8192, "bf16")
+    burst = 0.801 * 989e12  # the catalog's H100 bf16 MAMF fraction of the dense peak
+    ceiling = dataclasses.replace(gpu("h100-sxm-80gb"), sustained_of_burst=1.0).gemm_ceiling(
+        "bf16")
+    assert ceiling == pytest.approx(burst, rel=0.01)
+    row = fit_script.Row("gemm", "h100-sxm-80gb", "s", [op], op.flops / (1.01 * ceiling))
+    assert fit_script.above_burst_ceiling(row)
+    assert not fit_script.above_burst_ceiling(
+        dataclasses.replace(row, measured_s=op.flops / (0.99 * ceiling)))
+    assert not fit_script.above_burst_ceiling(dataclasses.replace(row, kind="gemm_grouped"))
+
+
 def test_power_ramp_experiment_slows_only_long_burst_gemms_and_restores(fit_script):
     """benchmarks/gemm_power_ramp.py (an experiment, not the model): a GEMM benchmarked alone
     keeps its boost clock when short and falls to the sustained rate when long; a GEMM priced
