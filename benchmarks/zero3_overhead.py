@@ -12,6 +12,15 @@ predicted, and what each layer moves per step (parameter all-gathers: forward, r
 backward's re-gathers after ``stage3_max_reuse_distance``; the gradient all-reduce of
 DeepSpeed < 0.4.3's stage-3 default, counted at twice its bytes as a ring moves them).
 
+Then, for the same rows, what the predicted time beyond compute is made of per layer: the
+gathers on the wire (NCCL model), the host's per-rank launches (``list_all_gather_ops``: one
+copy per rank out of ProcessGroupNCCL's flat buffer, ``N x HOST_S_PER_KERNEL`` a gather) and
+the gradient all-reduces on the wire (each tensor alone: an approximation of the reduce-bucket
+flushes), an upper bound on what DeepSpeed v0.3.13's prefetch could hide under that pricing
+(the wire time of each gather beyond its host work; the host runs the per-rank work before
+the module's kernels, prefetched or not), a what-if with one factor on the wire and one on the
+host time, and how the two models' overheads compare at one micro-batch per rank.
+
 Last, a least-squares fit of that overhead to ``bytes / B + steps x L`` (``steps``: ring steps,
 N - 1 per all-gather and 2 (N - 1) per all-reduce, six all-reduces a layer): what one effective
 rate and one per-step latency for all six points would have to be. A what-if, not a model.
@@ -25,11 +34,13 @@ from pathlib import Path
 
 import numpy as np
 
+from trainsim.compute.host import HOST_S_PER_KERNEL
 from trainsim.pricing import Pricer
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.head import head_backward, head_forward
 from trainsim.workload.layers import backward_of, layer_forward
+from trainsim.workload.ops import Comm
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (
     ZERO3_PERSISTENCE_THRESHOLD,
@@ -52,6 +63,37 @@ def eq3_seconds(batch: int, seq: int, layers: int, hidden: int, vocab: int, gpus
     return flops / (gpus * tflops * 1e12)
 
 
+def mb_of(row: dict[str, str]) -> int:
+    """The row's micro-batch (every row here runs one micro-batch per rank)."""
+    return int(row["micro_batch_size"])
+
+
+def print_splits(splits: list[tuple]) -> None:
+    """Per layer: measured and predicted time beyond compute, and the predicted parts."""
+    print(f"\n{'row':48s} {'N':>5s} {'over meas':>9s} {'pred':>5s}   gathers wire | per-rank host"
+          f" | all-reduce wire (ms/layer); one gather wire min-max vs host (ms); prefetch can"
+          f" hide <= s/step")
+    for rid, n, _, over, pred, wire, host, red, lo, hi, hide in splits:
+        print(f"{rid:48s} {n:5d} {over * 1e3:9.0f} {pred * 1e3:5.0f}   {wire * 1e3:12.0f} | "
+              f"{host * 1e3:13.0f} | {red * 1e3:15.0f}; {lo * 1e3:.1f}-{hi * 1e3:.1f} vs "
+              f"{n * HOST_S_PER_KERNEL * 1e3:.1f}; {hide:.2f}")
+    one = {rid: (over, pred, wire + red) for rid, _, mb, over, pred, wire, _, red, _, _, _ in splits
+           if mb == 1 and "not in a file" not in rid}
+    # what-if, not a model: one factor on the priced wire time (gathers and all-reduces) and
+    # one on the per-rank host time, summed as if the host's per-rank work preceded the gather
+    a = np.array([[w + r, h] for _, _, _, _, _, w, h, r, _, _, _ in splits])
+    y = np.array([s[3] for s in splits])
+    (k_wire, k_host), *_ = np.linalg.lstsq(a, y, rcond=None)
+    errs = ", ".join(f"{100 * (p / m - 1):+.0f}%" for p, m in zip(a @ (k_wire, k_host), y))
+    print(f"what-if: overhead = {k_wire:.2f} x wire + {k_host:.2f} x per-rank host, summed "
+          f"(per row: {errs})")
+    if len(one) == 2:
+        (_, small), (_, large) = sorted(one.items(), key=lambda kv: kv[1][2])
+        print(f"micro-batch 1 rows, larger model over smaller: measured overhead x"
+              f"{large[0] / small[0]:.2f}, predicted x{large[1] / small[1]:.2f}, "
+              f"bytes on the wire x{large[2] / small[2]:.2f} (priced wire time)")
+
+
 def main(argv: list[str]) -> None:
     path = Path(argv[0]) if argv else BUNDLED_DIR / "training_public.csv"
     rows = [r for r in csv.DictReader(path.open()) if r["id"].startswith("megatron21-t2-zero3")]
@@ -64,7 +106,7 @@ def main(argv: list[str]) -> None:
         rows.append(row)
     print(f"{'row':48s} {'N':>5s} {'meas s':>7s} {'pred s':>7s} {'err':>6s} {'pure s':>7s} "
           f"{'over/layer meas':>15s} {'pred':>6s}  per layer: gathers, GB; all-reduce GB")
-    fit_rows = []
+    fit_rows, splits = [], []
     for row in rows:
         res = predict_training_row(row)
         cfg = row_config(row, res.chosen)
@@ -90,6 +132,20 @@ def main(argv: list[str]) -> None:
         steps = (gathers + 2 * ALL_REDUCES_PER_LAYER) * (n - 1)
         fit_rows.append((row["id"], pure, layers, meas, over,
                          [(gather_bytes + reduce_bytes) / 1e9, steps]))
+        wire = [pricer.comm_time(Comm("g", "all_gather", 2.0 * e, "dp_cp")) for e in big]
+        again_s = sum(pricer.comm_time(Comm("g", "all_gather", 2.0 * e, "dp_cp")) for e in again)
+        reduce_s = sum(pricer.comm_time(Comm("r", "all_reduce", 2.0 * e, "dp_cp"))
+                       for e, _ in _rank_tensors(cfg, [1]))
+        host1 = n * HOST_S_PER_KERNEL
+        wire_again = [pricer.comm_time(Comm("g", "all_gather", 2.0 * e, "dp_cp")) for e in again]
+        # v0.3.13's prefetch (stage3.py prefetch_next_sub_modules) can hide at most the wire
+        # time a gather takes beyond the host's per-rank work, which precedes the module's
+        # kernels on the host either way: sum of max(0, wire - host) over the step's gathers
+        hideable = (2 * sum(max(0.0, w - host1) for w in wire)
+                    + sum(max(0.0, w - host1) for w in wire_again)) * layers
+        splits.append((row["id"], n, mb_of(row), over, over_pred, 2 * sum(wire) + again_s,
+                       gathers * host1, reduce_s, min(wire), max(wire), hideable))
+    print_splits(splits)
     a = np.array([r[5] for r in fit_rows])
     y = np.array([r[4] for r in fit_rows])
     (inv_b, lat), *_ = np.linalg.lstsq(a, y, rcond=None)
