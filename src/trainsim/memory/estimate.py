@@ -25,6 +25,7 @@ from trainsim.memory import hf, params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.free_of import cache_clear as free_of_clear
 from trainsim.memory.free_of import zero_free
+from trainsim.memory.graph_outputs import moe_graph_output_bytes
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
@@ -178,6 +179,7 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     total = shared + sharded + scores
     if moe:  # swap the dense MLP's tensors for the expert block's
         total += _moe_block_bytes(cfg) - _mlp_block_bytes(cfg, f, shared_div)
+        total += moe_graph_output_bytes(cfg)  # a partial CUDA graph's outputs (graph_outputs)
     if recompute == "selective":
         total -= _selective_savings(cfg, moe, T, shared_div)
     return total

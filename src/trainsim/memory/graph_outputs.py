@@ -1,0 +1,77 @@
+"""What Transformer Engine's CUDA graphs of a Megatron-core MoE layer keep beyond the eager
+layer: the partial graph's static outputs, held from the layer's forward until its backward.
+
+With ``cuda_graph_scope`` naming ``moe_router`` (Megatron-core's layer scopes run on
+``cuda_graph_impl="transformer_engine"`` only), one graph per layer and micro-batch covers the
+attention, the pre-MLP norm, the router, the shared experts (unless overlapped) and, with
+``moe_preprocess``, the flex dispatcher's metadata; the dispatch, the routed experts and the
+combine run eagerly. The graph returns its intermediate tensors as outputs
+(NVIDIA/Megatron-LM@2edffadb, the commit Megatron-Bridge v0.4.2 pins:
+megatron/core/transformer/transformer_layer.py ``_forward_mlp``, "return
+list(mlp_output_with_bias) + [residual]" while capturing; moe/moe_utils.py
+``MoECudaGraphPartialCaptureSignal.get_early_return_outputs``: the hidden states, the
+routing probabilities (and the routing map when only the router is captured), the token
+dispatcher's ``cudagraph_attrs`` under ``moe_preprocess``, then the shared experts' output).
+
+Transformer Engine captures every (layer, micro-batch) graph in the pipeline schedule's order
+into one memory pool and, with ``_reuse_graph_input_output_buffers`` (which Megatron-core sets
+from TE 2.7, transformer/cuda_graphs.py ``get_make_graphed_callables_kwargs``), lets go of a
+forward graph's static outputs only when that micro-batch's backward graph of the layer is
+captured (TransformerEngine@v2.14 transformer_engine/pytorch/graph.py
+``make_graphed_callables``: "Weak ref the static outputs of the forward pass of this backward.
+It's no longer needed after the corresponding backward graph is built up"). Their blocks stay
+the pool's for that whole span, every iteration the graphs replay: they live as long as the
+layer's saved activations. Eagerly, most of them are saved anyway (the residual is the pre-MLP
+norm's saved input, the hidden states the router's and the shared experts' GEMM input, the
+fused router keeps its routing map), but two are not:
+
+- the shared experts' output, which the eager layer adds to the combined expert output and
+  frees (moe_layer.py ``postprocess``);
+- the routing probabilities the dispatch reads: the router's ``[tokens, experts]`` output
+  (route only; flex HybridEP's ``token_probs`` is the same tensor reshaped,
+  ``_initialize_metadata`` expanding it over TP, ``_HybridEPManager.setup_metadata``), or DeepEP's
+  ``torch.topk`` of it, ``token_probs`` and int64 ``token_indices`` (``_DeepepManager.
+  setup_metadata``); eagerly they live only until the dispatch has sent them;
+- with the all-to-all dispatcher's preprocess captured, its locally permuted token copies and
+  probabilities, which eagerly live only until the all-to-all has sent them.
+
+Small integer metadata (split sizes, the all-to-all's permutation map) is left out.
+"""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+
+ROUTER_PROB_BYTES = {None: 2, "fp32": 4, "fp64": 8}
+"""Bytes of a routing probability: Megatron-core's ``moe_router_dtype`` (None: "no changes for
+dtype", the run's 16-bit dtype)."""
+
+
+def moe_graph_output_bytes(cfg: RunConfig) -> float:
+    """Bytes one MoE layer's partial CUDA graph keeps, per micro-batch in flight on a rank,
+    beyond what the eager layer saves for its backward (module docstring); 0 unless the run
+    captures the router (``training.cuda_graphs`` with ``moe_router`` in ``cuda_graph_scope``)."""
+    m, p, tr = cfg.model, cfg.parallel, cfg.training
+    if not tr.cuda_graphs or "moe_router" not in tr.cuda_graph_scope:
+        return 0.0
+    T = tr.micro_batch_size * tr.seq_length / p.cp
+    tokens = T / p.tp if p.sequence_parallel else T  # the MoE block's local tokens
+    out = 0.0
+    if m.moe_shared_expert_intermediate_size and not p.moe_shared_expert_overlap:
+        # the shared experts' 16-bit output, [tokens, hidden] (row-parallel fc2: reduce-scattered
+        # under sequence parallelism, all-reduced without)
+        out += tokens * m.hidden_size * 2
+    prob = ROUTER_PROB_BYTES[p.moe_router_dtype]
+    experts = (m.num_experts or 0) * p.tp  # the flex dispatchers' TPxEP domain
+    if "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "deepep":
+        out += tokens * p.tp * m.moe_router_topk * (prob + 8)  # token_probs, token_indices
+    elif "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "hybridep":
+        out += tokens * experts * prob
+    elif "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "alltoall":
+        # the locally permuted 16-bit token copies and their probabilities, the all-to-all's
+        # inputs (``MoEAlltoAllTokenDispatcher.dispatch_preprocess`` returns them; its
+        # ``cudagraph_attrs`` add the routing map the fused router keeps and per-expert counts)
+        out += tokens * m.moe_router_topk * (2 * m.hidden_size + prob)
+    else:  # the router's own [tokens, experts] probabilities
+        out += tokens * (m.num_experts or 0) * prob
+    return out

@@ -1,0 +1,98 @@
+"""A Megatron-core MoE layer's partial CUDA graph (cuda_graph_scope moe_router[, moe_preprocess])
+keeps its static outputs from the layer's forward to its backward (TransformerEngine v2.14
+graph.py, Megatron-LM@2edffadb moe_utils.py get_early_return_outputs): beyond the eager
+layer, the shared experts' output and the routing probabilities (memory.graph_outputs),
+counted here by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim.catalog import gpu
+from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
+from trainsim.memory.estimate import activation_bytes_per_layer, estimate_stage_memory
+from trainsim.memory.graph_outputs import moe_graph_output_bytes
+
+H, E, K, SEQ = 1024, 64, 4, 2048
+ROUTER = ("attn", "moe_router")
+PREPROCESS = ("attn", "moe_router", "moe_preprocess")
+
+
+def _cfg(scope: tuple[str, ...] = PREPROCESS, dispatcher: str = "hybridep", tp: int = 1,
+         shared: bool = True, router_dtype: str | None = "fp32", graphs: bool | None = None,
+         **par) -> RunConfig:
+    """A 4-layer MoE (64 experts, top-4, a shared expert unless told) on 16 H100, EP 4."""
+    extra = {"moe_shared_expert_intermediate_size": 1024} if shared else {}
+    model = ModelConfig(name="m", hidden_size=H, num_layers=4, num_attention_heads=16,
+                        num_kv_heads=4, ffn_hidden_size=2048, vocab_size=32000,
+                        activation="swiglu", normalization="rmsnorm", position_embedding="rope",
+                        add_bias_linear=False, num_experts=E, moe_router_topk=K,
+                        moe_ffn_hidden_size=512, **extra)
+    training = TrainingConfig(global_batch_size=16, micro_batch_size=1, seq_length=SEQ,
+                              framework="megatron-bridge", framework_version="26.02",
+                              cuda_graphs=bool(scope) if graphs is None else graphs,
+                              cuda_graph_scope=scope)
+    parallel = ParallelConfig(tensor_model_parallel_size=tp, expert_model_parallel_size=4,
+                              sequence_parallel=tp > 1, moe_token_dispatcher_type=dispatcher,
+                              moe_router_dtype=router_dtype, **par)
+    cluster = ClusterConfig(gpu=gpu("h100-sxm-80gb"), num_gpus=16, gpus_per_node=8)
+    return RunConfig(model=model, parallel=parallel, training=training, cluster=cluster)
+
+
+def test_hybridep_preprocess_keeps_shared_output_and_dense_probs():
+    """HybridEP: the shared experts' bf16 output [tokens, h] and token_probs [tokens, experts]
+    in the router's fp32."""
+    assert moe_graph_output_bytes(_cfg()) == SEQ * (2 * H + 4 * E)
+
+
+def test_deepep_preprocess_keeps_topk_probs_and_indices():
+    """DeepEP's setup_metadata: torch.topk of the probabilities, fp32 values and int64 indices."""
+    assert moe_graph_output_bytes(_cfg(dispatcher="deepep")) == SEQ * (2 * H + K * (4 + 8))
+
+
+def test_alltoall_preprocess_keeps_the_permuted_tokens():
+    """The all-to-all dispatcher's preprocess returns the locally permuted 16-bit token copies
+    and their probabilities, the all-to-all's inputs."""
+    assert moe_graph_output_bytes(_cfg(dispatcher="alltoall")) == \
+        SEQ * (2 * H + K * (2 * H + 4))
+
+
+def test_router_only_keeps_the_routers_probs_in_its_dtype():
+    """Only the router captured: its [tokens, experts] probabilities, 16-bit where
+    moe_router_dtype is unset."""
+    assert moe_graph_output_bytes(_cfg(scope=ROUTER, router_dtype=None)) == \
+        SEQ * (2 * H + 2 * E)
+
+
+def test_overlapped_shared_experts_are_not_a_graph_output():
+    """moe_shared_expert_overlap runs the shared experts beside the all-to-all, outside the
+    router graph; a model with no shared expert has no such output."""
+    overlapped = _cfg(scope=ROUTER, dispatcher="alltoall", moe_shared_expert_overlap=True)
+    assert moe_graph_output_bytes(overlapped) == SEQ * 4 * E
+    assert moe_graph_output_bytes(_cfg(shared=False)) == SEQ * 4 * E
+
+
+def test_sequence_parallel_splits_tokens_and_flex_spans_tp_times_experts():
+    """TP 2 with SP: each rank's MoE block sees 1/2 of the tokens; HybridEP's token_probs are
+    expanded over the TPxEP domain, [tokens, tp * experts]."""
+    assert moe_graph_output_bytes(_cfg(tp=2)) == SEQ / 2 * (2 * H + 4 * 2 * E)
+
+
+def test_no_router_graph_keeps_nothing_more():
+    """Without moe_router in the scope (attention only, whole-layer graphs or none) the graph's
+    outputs are tensors the eager layer saves anyway."""
+    for cfg in (_cfg(scope=("attn",)), _cfg(scope=(), graphs=True), _cfg(scope=())):
+        assert moe_graph_output_bytes(cfg) == 0.0
+
+
+def test_only_moe_layers_carry_it_and_the_stage_peak_grows_by_it_per_layer_in_flight():
+    """activation_bytes_per_layer adds it to an MoE layer only; a stage's activations grow by
+    it times the MoE layers in flight (pp 1: every layer of the one micro-batch)."""
+    with_graphs, without = _cfg(), _cfg(scope=("attn",))
+    extra = SEQ * (2 * H + 4 * E)
+    for moe, added in ((True, extra), (False, 0.0)):
+        assert activation_bytes_per_layer(with_graphs, moe=moe) - \
+            activation_bytes_per_layer(without, moe=moe) == pytest.approx(added)
+    grown = estimate_stage_memory(with_graphs, 0).activations - \
+        estimate_stage_memory(without, 0).activations
+    assert grown == pytest.approx(4 * extra)
