@@ -26,11 +26,20 @@ recipes/deepseek/deepseek_v3.py ``set_deepseek_v3_pipeline_model_parallel_layout
 llmb-r0.4.1 @ 06f25c227): the embedding and four layers first, one layer, the MTP layer and the
 loss last; B200_FP8_MX_V2 writes the same string as ``pp_layout``."""
 
+RECIPE_GRAPHS = "attn;moe_router;moe_preprocess"
+"""Both recipes' ``cuda_graph_impl="transformer_engine"``, ``cuda_graph_scope`` (the row's
+``cuda_graphs`` option and ``cuda_graph_scope`` column): their partial graphs keep the shared
+experts' output and the routing probabilities until the layer's backward
+(``trainsim.memory.graph_outputs``)."""
+
 RECIPE_SETTINGS = {
     # (gpu, pp, vpp, ep): row cells and tuner choices the recipe states; its recompute modules
-    ("gb200", 4, 4, 64): ({"pipeline_layout": BRIDGE_LAYOUT},
+    ("gb200", 4, 4, 64): ({"pipeline_layout": BRIDGE_LAYOUT, "options": "cuda_graphs",
+                           "cuda_graph_scope": RECIPE_GRAPHS},
                           {"moe_token_dispatcher_type": "hybridep"}, "selective:mlp"),
-    ("b200-sxm-180gb", 8, 2, 32): ({"pipeline_layout": BRIDGE_LAYOUT, "options": "ep_overlap"},
+    ("b200-sxm-180gb", 8, 2, 32): ({"pipeline_layout": BRIDGE_LAYOUT,
+                                    "options": "ep_overlap;cuda_graphs",
+                                    "cuda_graph_scope": RECIPE_GRAPHS},
                                    {"moe_token_dispatcher_type": "deepep"},
                                    "selective:mla_up_proj;mlp"),
 }
@@ -39,22 +48,40 @@ RECIPE_SETTINGS = {
 vpp 4, ep 64, ``moe_flex_dispatcher_backend="hybridep"``, ``moe_a2a_overlap=False``,
 ``recompute_modules=["mlp"]``; B200_FP8_MX_V2 pp 8, vpp 2, ep 32, ``"deepep"``,
 ``moe_a2a_overlap=True``, ``recompute_modules=["mla_up_proj", "mlp"]``. Both also set TE CUDA
-graphs (scope attn, moe_router, moe_preprocess), which trainsim prices as launch time only."""
+graphs (scope attn, moe_router, moe_preprocess): ``RECIPE_GRAPHS``."""
 
-SETS = ("none", "selective:mlp", "selective:mla_up_proj", "selective:mla_up_proj;mlp")
+RECIPE_OPTIMIZER = {"use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16",
+                    "exp_avg_sq_dtype": "bf16"}
+"""The optimizer every Bridge DeepSeek-V3 recipe states and no row cell carries:
+src/megatron/bridge/recipes/deepseek/deepseek_v3.py @ v0.4.2 (the 26.04 rows' tag),
+``deepseek_v3_pretrain_config`` lines 161-165: ``use_precision_aware_optimizer = True``,
+``main_params_dtype = torch.float32``, ``main_grads_dtype``, ``exp_avg_dtype`` and
+``exp_avg_sq_dtype = torch.bfloat16``. The performance scripts keep it (scripts/performance/
+utils/overrides.py @ v0.4.2 turns it off only under Megatron-FSDP, line 97, and on for bf16 runs,
+line 471). Megatron-core then keeps Adam's moments in bf16 (optimizer_config.py; TE FusedAdam):
+4 (fp32 master) + 2 + 2 bytes per parameter in place of 12, which trainsim's
+``memory.state._optimizer_bytes`` prices from these TrainingConfig fields."""
+
+SETS = ("none", "selective:mlp", "selective:mla_up_proj", "selective:mla_up_proj;mlp",
+        "selective:layernorm;moe_act")
 
 
 def stage_peaks(row: dict[str, str], cells: dict[str, str], choice: dict[str, str],
-                recompute: str) -> list[float]:
+                recompute: str, optimizer: dict[str, object] | None = None) -> list[float]:
     """Each stage's predicted peak in GiB with ``cells`` written into the row and the other empty
     cells set as the tuner sets them when every candidate fits (distributed optimizer, no
-    sequence parallelism at tp 1)."""
+    sequence parallelism at tp 1); ``optimizer``: TrainingConfig fields set on top (the
+    recipe's optimizer precision, which no row cell carries)."""
+    import dataclasses
+
     from trainsim.memo import stage_memory
     from trainsim.validate.training import row_config
 
     chosen = {"distributed_optimizer": True, "sequence_parallel": False,
               "recompute": recompute, **choice}
     cfg = row_config({**row, **cells}, chosen, compute_db=None)
+    if optimizer:
+        cfg = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, **optimizer))
     return [stage_memory(cfg, s).total / GiB for s in range(cfg.parallel.pp)]
 
 
@@ -66,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with open(args.csv) as f:
         rows = [r for r in csv.DictReader(f) if r.get("framework") == "megatron-bridge"]
-    print("| row | dtype | recompute | HBM GiB | peak by stage (GiB) | binding | fits |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| row | dtype | recompute | HBM GiB | peak by stage (GiB), fp32 moments | fits | "
+          "peak by stage (GiB), the recipe's bf16 moments | binding | fits |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
         key = (row["gpu"], int(row["pp"] or 1), int(row.get("vpp") or 1), int(row["ep"] or 1))
         if key not in RECIPE_SETTINGS or row.get("recompute", "").strip():
@@ -79,10 +107,12 @@ def main(argv: list[str] | None = None) -> int:
         for dtype in ("fp8", "bf16"):
             extra = {} if dtype == row["dtype"] else {"dtype": dtype, "fp8_recipe": ""}
             for rec in SETS:
-                peaks = stage_peaks(row, {**cells, **extra}, choice, rec)
+                fp32 = stage_peaks(row, {**cells, **extra}, choice, rec)
+                peaks = stage_peaks(row, {**cells, **extra}, choice, rec, RECIPE_OPTIMIZER)
                 top = max(range(len(peaks)), key=peaks.__getitem__)
                 mark = " (recipe)" if rec == recipe and not extra else ""
                 print(f"| {row['id']} | {dtype} | {rec}{mark} | {hbm:.1f} | "
+                      f"{' '.join(f'{p:.1f}' for p in fp32)} | {max(fp32) <= hbm} | "
                       f"{' '.join(f'{p:.1f}' for p in peaks)} | {top} | {peaks[top] <= hbm} |")
     return 0
 
