@@ -22,11 +22,28 @@ def cfg_of(model="llama3-8b", **training):
 
 def test_bf16_moments_halve_adams_state():
     """TE FusedAdam with exp_avg_dtype = exp_avg_sq_dtype = bf16 keeps 2 + 2 bytes of moments
-    per parameter beside the fp32 master copy: 4 + 4 instead of 4 + 8 bytes (sharded)."""
-    fp32 = model_state(cfg_of(), 0).optimizer
+    per parameter beside the fp32 master copy: 4 + 4 instead of 4 + 8 bytes (sharded). An fp8
+    run, whose master copy stays fp32 (bf16 training: the next test)."""
+    fp8 = dict(dtype="fp8", fp8_recipe="current")
+    fp32 = model_state(cfg_of(**fp8), 0).optimizer
     bf16 = model_state(cfg_of(use_precision_aware_optimizer=True, exp_avg_dtype="bf16",
-                              exp_avg_sq_dtype="bf16"), 0).optimizer
+                              exp_avg_sq_dtype="bf16", **fp8), 0).optimizer
     assert bf16 / fp32 == pytest.approx((4 + 2 + 2) / (4 + 4 + 4))
+
+
+def test_bf16_precision_aware_optimizer_keeps_16_bit_master_remainders():
+    """In bf16 training Megatron-core's precision-aware optimizer stores only the 16 low bits
+    of each fp32 master value (store_param_remainders, distrib_optimizer.py: an int16 shard):
+    2 + 2 + 2 bytes per sharded parameter with bf16 moments, 2 + 4 + 4 with fp32 ones; under
+    fp8 (current scaling) Megatron-core keeps its fp32 master copy: 4 + 2 + 2."""
+    fp32 = model_state(cfg_of(), 0).optimizer
+    aware = dict(use_precision_aware_optimizer=True)
+    low = dict(aware, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16")
+    assert model_state(cfg_of(**low), 0).optimizer / fp32 == pytest.approx((2 + 2 + 2) / 12)
+    assert model_state(cfg_of(**aware), 0).optimizer / fp32 == pytest.approx((2 + 4 + 4) / 12)
+    fp8 = model_state(cfg_of(dtype="fp8", fp8_recipe="current"), 0).optimizer
+    assert model_state(cfg_of(dtype="fp8", fp8_recipe="current", **low), 0).optimizer / fp8 \
+        == pytest.approx((4 + 2 + 2) / 12)
 
 
 def test_low_precision_moments_need_the_precision_aware_optimizer():

@@ -129,6 +129,21 @@ def _optimizer_bytes(cfg: RunConfig) -> float:
     return float(OPTIMIZER_STATE_BYTES[t.exp_avg_dtype] + OPTIMIZER_STATE_BYTES[t.exp_avg_sq_dtype])
 
 
+def _master_bytes(cfg: RunConfig) -> float:
+    """Bytes of the optimizer's master copy of a parameter in Megatron-core: fp32, except with
+    the precision-aware optimizer in bf16 training, where Transformer Engine's FusedAdam keeps
+    only the 16 low bits of the fp32 value that the bf16 parameter lacks
+    (``store_param_remainders``, default True: core_r0.12.0 megatron/core/optimizer/__init__.py
+    L350 passes it, core_r0.13.0+ optimizer_config.py ``store_param_remainders: bool = True``;
+    Megatron-LM@2edffadb distrib_optimizer.py L805-808 allocates the master shard as int16
+    "if self.config.store_param_remainders and self.config.bf16"; TransformerEngine@v2.14
+    optimizers/fused_adam.py L212-213, fp32 master weights only). Under fp8 other than delayed
+    scaling Megatron-core keeps its own fp32 master copy (optimizer_config.py
+    ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``); fp8 runs keep 4 bytes here."""
+    t = cfg.training
+    return 2.0 if t.use_precision_aware_optimizer and t.dtype == "bf16" else 4.0
+
+
 def _fp8_copies(cfg: RunConfig, linear: float) -> float:
     """Bytes of Transformer Engine's cached fp8 weights for ``linear`` matmul parameters."""
     t = cfg.training
@@ -173,7 +188,8 @@ def _megatron(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mod
                                     ("unsharded layer gradients", g * unit)))
     shard = sharded if p.shards_optimizer else held
     step = () if g == 4.0 else (("fp32 main gradients", 4.0 * shard),)
-    return ModelState(_weights(cfg, held, linear), g * held, (4.0 + moments) * shard, step=step)
+    return ModelState(_weights(cfg, held, linear), g * held, (_master_bytes(cfg) + moments) * shard,
+                      step=step)
 
 
 def _deepspeed(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
