@@ -59,8 +59,9 @@ src/megatron/bridge/recipes/deepseek/deepseek_v3.py @ v0.4.2 (the 26.04 rows' ta
 ``exp_avg_sq_dtype = torch.bfloat16``. The performance scripts keep it (scripts/performance/
 utils/overrides.py @ v0.4.2 turns it off only under Megatron-FSDP, line 97, and on for bf16 runs,
 line 471). Megatron-core then keeps Adam's moments in bf16 (optimizer_config.py; TE FusedAdam):
-4 (fp32 master) + 2 + 2 bytes per parameter in place of 12, which trainsim's
-``memory.state._optimizer_bytes`` prices from these TrainingConfig fields."""
+4 (fp32 master) + 2 + 2 bytes per parameter in place of 12, and in bf16 runs 2 + 2 + 2: the
+master copy is kept as its 16-bit remainder (``store_param_remainders``), which trainsim's
+``memory.state._optimizer_bytes`` and ``_master_bytes`` price from these TrainingConfig fields."""
 
 SETS = ("none", "selective:mlp", "selective:mla_up_proj", "selective:mla_up_proj;mlp",
         "selective:layernorm;moe_act")
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.csv) as f:
         rows = [r for r in csv.DictReader(f) if r.get("framework") == "megatron-bridge"]
     print("| row | dtype | recompute | HBM GiB | peak by stage (GiB), fp32 moments | fits | "
-          "peak by stage (GiB), the recipe's bf16 moments | binding | fits |")
+          "peak by stage (GiB), the recipe's precision-aware optimizer | binding | fits |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:
         key = (row["gpu"], int(row["pp"] or 1), int(row.get("vpp") or 1), int(row["ep"] or 1))
