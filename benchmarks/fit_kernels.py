@@ -78,6 +78,8 @@ class Row:
     family: str = ""
     sustained: bool = False
     """Measured at the power-limited sustained clock (``validate.kernels.SUSTAINED``)."""
+    full_source: str = ""
+    """The ``source`` cell as written (``source`` is its coarse ``source_key``)."""
 
 
 MODEL_TP = re.compile(r"^([a-z][a-z0-9.]*-[0-9.]+[bm]-tp\d+)-")
@@ -99,6 +101,18 @@ def family(r: dict[str, str]) -> str:
     return "-".join(words) or r["id"]
 
 
+SOURCE_CLAUSE = re.compile(r" \(| @|[;,]| '")
+"""Where a source cell's name ends and its commit, figure or caveats begin."""
+
+
+def source_label(r: Row) -> str:
+    """A row's source as ``--by-source`` prints it: the ``source`` cell up to its first
+    clause ('vllm-project/vllm PR #23280'), finer than ``source_key`` ('vllm-project/vllm
+    PR', which lumps that repository's PRs together for the split)."""
+    full = r.full_source or r.source
+    return full[:m.start()] if (m := SOURCE_CLAUSE.search(full)) else full
+
+
 def source_key(source: str) -> str:
     """A source's name without its commit, figure or caveats: 'microsoft/vidur data/...'."""
     return " ".join(source.split()[:2]).split("@")[0].strip(" ,(")
@@ -115,7 +129,8 @@ def load(files: Sequence[Path]) -> list[Row]:
                 value, unit = float(r["measured_value"]), r["measured_unit"].strip()
                 t = flops / (value * 1e12) if unit == "TFLOP/s" else value * TIME_UNITS[unit]
                 rows.append(Row(r["kind"].strip(), r["gpu"].strip(), source_key(r["source"]),
-                                ops, t, family(r), bool(SUSTAINED.search(r.get("note") or ""))))
+                                ops, t, family(r), bool(SUSTAINED.search(r.get("note") or "")),
+                                r["source"].strip()))
     return rows
 
 
@@ -356,7 +371,7 @@ def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[st
     return out
 
 
-def part(r: Row, held: dict[str, set[str]]) -> str:
+def cell_part(r: Row, held: dict[str, set[str]]) -> str:
     """Where a row stands in the split: 'fit', 'held-out', 'held-out family' (a held-out
     shape family of a fitted source) or 'unfitted' (a fitted memory-bound row no constant
     reads)."""
@@ -378,7 +393,7 @@ def report(rows: list[Row], held: dict[str, set[str]]) -> list[tuple[str, str, s
     errors = ape(rows)
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for r, e in zip(rows, errors):
-        groups[(kind_name(r), r.gpu, part(r, held))].append(float(e))
+        groups[(kind_name(r), r.gpu, cell_part(r, held))].append(float(e))
     return [(k, g, p, len(v), float(np.mean(v))) for (k, g, p), v in sorted(groups.items())]
 
 
@@ -396,15 +411,15 @@ def above_burst_ceiling(r: Row) -> bool:
 def by_source(rows: list[Row], held: dict[str, set[str]], kinds: set[str] | None = None
               ) -> list[tuple[str, str, str, str, str, int, float, float, int]]:
     """(kind, gpu, part, source, dtype, n, MAPE, mean signed error, rows above the burst
-    ceiling) per group of ``kinds`` (all if None): which sources and dtypes carry each
-    per-GPU cell of ``report``. Signed error is predicted / measured - 1 of the time
+    ceiling) per group of ``kinds`` (all if None): which sources (``source_label``) and dtypes
+    carry each per-GPU cell of ``report``. Signed error is predicted / measured - 1 of the time
     (positive: priced too slow)."""
     signed = predict(rows) / np.array([r.measured_s for r in rows]) - 1.0
     groups: dict[tuple[str, str, str, str, str], list[tuple[float, bool]]] = defaultdict(list)
     for r, e in zip(rows, signed):
         if kinds is None or kind_name(r) in kinds:
             dtype = "/".join(sorted({getattr(op, "dtype", "") for op in r.ops} - {""}))
-            groups[(kind_name(r), r.gpu, part(r, held), r.source, dtype)].append(
+            groups[(kind_name(r), r.gpu, cell_part(r, held), source_label(r), dtype)].append(
                 (float(e), above_burst_ceiling(r)))
     return [(*key, len(v), float(np.mean([abs(e) for e, _ in v])),
              float(np.mean([e for e, _ in v])), sum(a for _, a in v))
@@ -432,6 +447,14 @@ def main(argv: list[str] | None = None) -> int:
         errata = Path(__file__).resolve().parent / "kernels_errata.csv"
         paths[0] = corrected_file(paths[0], errata, tempfile.mkdtemp())[0]
     rows = load(paths)
+    kinds = None
+    if args.by_source is not None:
+        kinds = {k.strip() for k in args.by_source.split(",") if k.strip()} or None
+        known = {kind_name(r) for r in rows}
+        if kinds and kinds - known:
+            print(f"error: --by-source: unknown kind(s) {', '.join(sorted(kinds - known))}; "
+                  f"valid: {', '.join(sorted(known))}", file=sys.stderr)
+            return 2
     if args.leave_one_source_out:
         print("| grouped-GEMM source left out | n | MAPE (time) | refitted GROUPED_OF_GEMM |"
               "\n|---|---|---|---|")
@@ -450,7 +473,6 @@ def main(argv: list[str] | None = None) -> int:
         for name, value in fit(rows, held).items():
             print(f"  {name} = {value}")
     if args.by_source is not None:
-        kinds = {k.strip() for k in args.by_source.split(",") if k.strip()} or None
         print("\n| kind | GPU | rows | source | dtype | n | MAPE (time) | signed | above MAMF |"
               "\n|---|---|---|---|---|---|---|---|---|")
         for kind, gpu, where, src, dtype, n, mape, mean, above in by_source(rows, held, kinds):

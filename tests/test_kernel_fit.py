@@ -222,6 +222,26 @@ def test_by_source_splits_each_cell_of_the_report_without_losing_a_row(fit_scrip
     assert not fit_script.above_burst_ceiling(dataclasses.replace(row, kind="gemm_grouped"))
 
 
+def test_by_source_names_each_pr_and_rejects_an_unknown_kind(fit_script, capsys):
+    """The source column names a row's own source (its first clause), not the split's coarse
+    key that lumps one repository's PRs; a misspelt kind is one error line, not an empty table."""
+    row = fit_script.Row("gemm", "h100-sxm-80gb", "vllm-project/vllm PR", [], 1.0,
+                         full_source="vllm-project/vllm PR #23280 (bench output, H100); N=2112")
+    assert fit_script.source_label(row) == "vllm-project/vllm PR #23280"
+    assert fit_script.source_label(dataclasses.replace(
+        row, full_source="xwhzz/tilelang (fork of tile-ai/tilelang) README.md")) == "xwhzz/tilelang"
+    assert fit_script.source_label(dataclasses.replace(row, full_source="")) == row.source
+    rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+    held = fit_script.split(rows)
+    vllm = {src for _, _, _, src, *_ in fit_script.by_source(rows, held, {"gemm"})
+            if src.startswith("vllm-project/vllm")}
+    assert len(vllm) >= 2 and all("#" in src for src in vllm), vllm
+    assert fit_script.main(["--no-fit", "--by-source", "gemm,gemm_groupd"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and len(out.err.splitlines()) == 1
+    assert out.err.startswith("error: ") and "gemm_groupd" in out.err and "gemm_grouped" in out.err
+
+
 def test_power_ramp_experiment_slows_only_long_burst_gemms_and_restores(fit_script):
     """benchmarks/gemm_power_ramp.py (an experiment, not the model): a GEMM benchmarked alone
     keeps its boost clock when short and falls to the sustained rate when long; a GEMM priced
