@@ -52,7 +52,7 @@ def test_iteration_time_is_nemo_model_flops_over_published_tflops_times_gpus():
 
 def test_conversion_by_hand():
     """B200, 1024K: 4 x 1,048,576 tokens x 32 x 4096^2 x (12 + 3 + 63 + 3072 + 5.8719) =
-    7.1066e18 FLOPs; at 1608 TFLOP/s on 4 x 1 x 4 x 16 = 256 GPUs: 17.263 s. The formula also
+    7.1064e18 FLOPs; at 1608 TFLOP/s on 4 x 1 x 4 x 16 = 256 GPUs: 17.263 s. The formula also
     gives NeMo 24.07's own summary pair for Llama 2 7B (16847 tokens/s/GPU -> 776 TFLOP/s/GPU)."""
     f = 4 * 2**20 * 32 * 4096**2 * (12 + 3 + 63 + 3072 + 6 * 128256 / (32 * 4096))
     assert abs(f / (1608e12 * 256) - 17.263) < 1e-3
@@ -71,12 +71,16 @@ def test_nemo_longseq_error_stays_under_todays_bound():
     growing with the sequence), 52.7 % on the B200 rows, which the nemo profile (its only
     version: the 24.07 launcher, NVTE_FUSED_ATTN=0) runs on flash-attn 2, where NeMo 25.04's
     scripts/performance/utils.py enables cuDNN fused attention (Transformer Engine's choice
-    from sm90 on). Bounds: today's figures plus a margin; a fix of that lead lowers them."""
+    from sm90 on). Bounds: today's figures plus a margin (36 %, 17 % H100,
+    57 % B200); a fix of that lead lowers them."""
     from trainsim.validate import validate_file
 
     _, res = validate_file(LONGSEQ)
     apes = {r.id: r.ape for r in res}
     h100 = [a for i, a in apes.items() if "-h100-" in i]
     assert len(h100) == 9
+    b200 = [a for i, a in apes.items() if "-b200-" in i]
+    assert len(b200) == 8
     assert sum(apes.values()) / len(apes) <= 0.36
     assert sum(h100) / len(h100) <= 0.17
+    assert sum(b200) / len(b200) <= 0.57
