@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
     ("megatron-core", "0.8.0rc1", "0.8"),
     ("megatron-core", "core_r0.8.0", "0.8"),
     ("megatron-bridge", "26.04.01", "26.04"),
-    ("nemo", "24.09.01", "24.07"),
+    ("nemo", "24.09.01", "24.09"),
     # a year alone reads as its January: 2024-01 is before the 2024-04 entry
     ("megatron-lm", "2024", "2023-12"),
     ("megatron-lm", "2023", "2023-01"),
@@ -51,19 +51,19 @@ ROOT = Path(__file__).resolve().parents[1]
     ("megatron-bridge", "2026-04", "26.04"),  # container 26.04 is dated April 2026
     ("megatron-bridge", "2026-04-01", "26.04"),  # ... on every day of that month
     ("megatron-bridge", "2026-03-31", "26.02"),
-    ("nemo", "2024-12", "24.07"),             # container 24.09 (v2.0.0 2024-11-14); profile 24.07
+    ("nemo", "2024-12", "24.09"),             # container 24.09 (v2.0.0 2024-11-14)
     ("nemo", "2024-07-31", "24.07"),          # container 24.07 is dated July 2024, its own month
     # real releases newer than the profile's last entry, known to the table
     ("megatron-core", "0.19", "0.18"),        # core_v0.19.0 2026-08-19
     ("megatron-core", "0.19.3", "0.18"),      # a patch of the newest tagged minor release
     ("megatron-bridge", "26.08", "26.06"),    # ships v0.6.0 (docs/versions1.json @ v0.6.0)
     ("megatron-bridge", "v0.6.0", "26.06"),
-    ("nemo", "25.07", "24.07"),               # a container not listed, before NeMo 2.4.0's date
+    ("nemo", "25.07", "25.04"),               # a container not listed, before NeMo 2.4.0's date
     # library releases on container-keyed profiles: the container shipping them
     ("megatron-bridge", "v0.2.0", "25.11"),
     ("megatron-bridge", "v0.3.1", "26.02"),   # 2026-03-20: latest container then is 26.02
-    ("nemo", "2.0", "24.07"),
-    ("nemo", "v2.0.0", "24.07"),
+    ("nemo", "2.0", "24.09"),
+    ("nemo", "v2.0.0", "24.09"),
     ("megatron-bridge", "0.1.0", "25.09"),   # only v0.1.0rc3 was tagged: container 25.09
     # before the first entry: the first entry (and the reading says so)
     ("deepspeed", "2020-06", "2021-03"),
@@ -133,7 +133,7 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
     # releases made after the table was written read as its newest, and say so
     ("megatron-core", "0.20", "0.18", "newer than framework_releases.yaml knows"),
     ("megatron-core", "1.0", "0.18", "newer than framework_releases.yaml knows"),
-    ("nemo", "25.09.01", "24.07", "newer than framework_releases.yaml knows"),
+    ("nemo", "25.09.01", "25.04", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "26.10", "26.06", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
     ("deepspeed", "v0.99", "2022-04", "read as its newest release"),

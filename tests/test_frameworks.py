@@ -488,3 +488,27 @@ def test_fsdp_framework_says_it_shards_when_the_row_turns_the_optimizer_switch_o
         got = [w for w in caught if issubclass(w.category, SettingReplaced)]
         assert len(got) == notes and cfg.parallel.zero_stage == 3
         assert all("zero_stage 3" in str(w.message) for w in got)
+
+
+def test_nemo_runs_cudnn_attention_on_hopper_from_the_24_09_launcher_and_nemo_2_3():
+    """NeMo-Framework-Launcher 24.03-24.07 launcher_scripts/conf/config.yaml set
+    ``NVTE_FUSED_ATTN: 0`` (flash-attn 2 everywhere); 24.09 dropped it (04b8d098) and NeMo
+    v2.3.0's scripts/performance/utils.py L74-75 set NVTE_FUSED_ATTN=1, so Transformer Engine's
+    own choice holds: FusedAttention on Hopper+ (TE v1.10 attention.py: == (9, 0); the TE that
+    v2.3.0 pins, bee4649c dot_product_attention/utils.py L902: >= (9, 0)), flash-attn 2 on
+    Ampere and Ada, the unfused path below sm80. NeMo 2.3.0's perf scripts also fuse the loss in
+    TE (cross_entropy_fusion_impl "te", utils.py L291)."""
+    arches = ("sm70", "sm80", "sm89", "sm90", "sm100")
+    for version in ("24.03", "24.07"):  # the long-sequence H100 table's 24.03 reads as 24.07
+        p = framework_profile("nemo", version)
+        assert [p.attention_for(a) for a in arches] == ["unfused"] + ["flash2"] * 4
+        assert p.defaults.get("cross_entropy") is None
+    for version in ("24.09", "25.02"):
+        p = framework_profile("nemo", version)
+        assert p.version == "24.09"
+        assert [p.attention_for(a) for a in arches] == ["unfused", "flash2", "flash2", "cudnn",
+                                                        "cudnn"]
+    p = framework_profile("nemo", "25.04.rc2")
+    assert p.version == "25.04"
+    assert [p.attention_for(a) for a in arches] == ["unfused", "flash2", "flash2", "cudnn", "cudnn"]
+    assert p.defaults["cross_entropy"] == "te"
