@@ -98,3 +98,63 @@ def test_the_pipe_rebuild_and_zero3_share_one_list_all_gather_rule():
     ops = partitioned_full(c, full)
     assert [op for op in ops if op.name in {o.name for o in shared}] == shared
     assert [op.name for op in ops].index("pipe_partition_local_copy") == 2
+
+
+def test_first_and_last_stage_load_each_micro_batch_through_megatrons_batch_fn():
+    """DeepSpeed's LoadMicroBatch on the first and last stage runs Megatron-DeepSpeed's
+    get_batch_pipe (broadcast_data: sizes copied in, broadcast over TP, read back by the host;
+    rank 0's tokens copied in and broadcast; tokens/labels split; causal mask, loss mask and
+    position ids), and the first stage clones its three inputs twice. Hand count for one
+    sequence of 2048 tokens."""
+    from trainsim.workload.ops import Comm, Elementwise
+    from trainsim.workload.pipe_engine import deepspeed_load_micro_batch
+
+    c = cfg()
+    s = 2048
+    first = deepspeed_load_micro_batch(c, True, False)
+    last = deepspeed_load_micro_batch(c, False, True)
+    assert deepspeed_load_micro_batch(c, False, False) == []
+    assert [op.name for op in first] == [
+        "batch_sizes_h2d", "batch_sizes.broadcast", "batch_sizes_d2h", "batch_tokens_h2d",
+        "batch_tokens.broadcast", "batch_tokens_labels", "batch_ltor_masks",
+        "pipe_input_clones"]
+    assert last == first[:-1]
+    by = {op.name: op for op in first}
+    assert by["batch_sizes.broadcast"].bytes == 5 * 8  # _MAX_DATA_DIM int64 sizes
+    assert by["batch_tokens.broadcast"].bytes == 8 * (s + 1)  # tokens_ with one extra id
+    assert all(isinstance(by[n], Comm) and by[n].group == "tp" and by[n].kind == "broadcast"
+               for n in ("batch_sizes.broadcast", "batch_tokens.broadcast"))
+    # LongTensor(sizes) and rank 0's .cuda() copy in synchronously; .cpu() reads back
+    assert [op.name for op in first if isinstance(op, Elementwise) and op.host_sync] == [
+        "batch_sizes_h2d", "batch_sizes_d2h", "batch_tokens_h2d"]
+    assert by["batch_tokens_labels"].bytes == 2 * (8 * s + 8 * s)  # two int64 copies
+    # ones (write fp32), tril (read + write fp32), < 0.5 (read fp32, write bool) over s x s;
+    # loss mask ones (fp32, b x s); arange (int64, s)
+    assert by["batch_ltor_masks"].bytes == 17 * s * s + 4 * s + 8 * s
+    assert by["batch_ltor_masks"].kernels == 5
+    # load: tokens (r+w), position ids (read s, write b s), mask (bool r+w); forward: the
+    # three contiguous tensors cloned again
+    clones = (16 * s + 8 * (s + s) + 2 * s * s) + (16 * s + 16 * s + 2 * s * s)
+    assert by["pipe_input_clones"].bytes == clones and by["pipe_input_clones"].kernels == 6
+    # a stage both first and last (and pp 1: no PipelineEngine pipeline) loads once / never
+    assert deepspeed_load_micro_batch(cfg(pp=1), True, True) == []
+    assert [op.name for op in deepspeed_load_micro_batch(cfg(tp=1), True, False)] == [
+        "batch_sizes_h2d", "batch_sizes_d2h", "batch_tokens_h2d", "batch_tokens_labels",
+        "batch_ltor_masks", "pipe_input_clones"]  # no broadcast over a one-rank TP group
+    # Megatron's own pipeline schedule: no LoadMicroBatch
+    assert deepspeed_load_micro_batch(cfg(framework=None), True, True) == []
+
+
+def test_the_load_runs_before_the_first_and_last_stage_forward_only():
+    """Placed in the simulated chunks: the first and the last stage's forward carry the load
+    (the host waits there, so the forward grows), the middle stages' do not."""
+    c = cfg()
+    chunks = build_graph(c, Pricer(c)).chunks
+
+    def names(p):
+        return [name for _, _, name in p.segments]
+
+    assert "batch_tokens.broadcast" in names(chunks[0].fwd)
+    assert "batch_tokens.broadcast" in names(chunks[3].fwd)
+    assert all("batch_tokens.broadcast" not in names(chunks[v].fwd) for v in (1, 2))
+    assert all("batch_tokens.broadcast" not in names(ch.bwd) for ch in chunks.values())

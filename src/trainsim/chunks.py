@@ -25,7 +25,7 @@ from trainsim.workload.head import (
 )
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm, Op
-from trainsim.workload.pipe_engine import deepspeed_pipe_gathers
+from trainsim.workload.pipe_engine import deepspeed_load_micro_batch, deepspeed_pipe_gathers
 from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import Shard
@@ -142,7 +142,9 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         kinds = [kind(i) for i in layers]
         amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers))) \
             if amax and layers else (empty, empty)
-        fwd = (empty if first else gather_f, emb_f if first else empty,
+        # DeepSpeed's LoadMicroBatch before the first and the last stage's forward
+        load = pricer.price(deepspeed_load_micro_batch(cfg, first, last))
+        fwd = (load + (empty if first else gather_f), emb_f if first else empty,
                *(layer_f[k] for k in kinds), (head_f if last else empty) + amax_f)
         # what the framework does with the gradients after each backward pass
         # (and, on the head's chunk, the trainer's train metrics over the kept logits)

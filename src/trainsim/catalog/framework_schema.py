@@ -371,6 +371,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # arguments out of order, so the kernel's rows per block follow the heads per TP rank and
     # some micro-batch sizes run the PyTorch softmax in fp32 (workload.softmax)
     "softmax_args_swapped": _nullable(_bool),
+    # the model's batch function under DeepSpeed's PipelineEngine is Megatron's get_batch_pipe:
+    # mpu.broadcast_data over the TP group (its sizes read back by the host) and the causal
+    # mask and position ids built per micro-batch (workload.pipe_engine.megatron_batch_fn)
+    "megatron_batch_fn": _nullable(_bool),
     # the linears (by LINEAR_ROLES) whose bias the framework adds in an elementwise kernel of
     # its own after the GEMM, its gradient a sum over the tokens in the backward: Megatron's
     # local (non-Transformer-Engine) linears for a bias they do not hand to a fused
@@ -497,7 +501,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "moe_deepep_permute_pads", "grouped_gemm", "moe_te_permute_maps",
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
-    "complex_rope", "softmax_args_swapped", "fsdp_pp_unsharded",
+    "complex_rope", "softmax_args_swapped", "megatron_batch_fn", "fsdp_pp_unsharded",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "masked_window_scores", "unfused_sliding_window",

@@ -26,6 +26,12 @@ deepspeed/runtime/pipe/schedule.py ``TrainSchedule`` and deepspeed/runtime/pipe/
   of the whole. ``_exec_recv_activations`` and ``_exec_forward_pass`` each ``.clone()`` what
   was received (the meta and the 1/tp slice) before the forward uses it.
 
+* The first and the last stage load a micro-batch at every forward step
+  (schedule.py ``TrainSchedule.steps``, "First/last stage loads", before the ``ForwardPass``):
+  ``_exec_load_micro_batch`` calls the model's ``batch_fn`` (``_next_batch``) and the first
+  stage clones the inputs it returns; ``_exec_forward_pass`` clones them once more
+  (``deepspeed_load_micro_batch``).
+
 The attention mask is not sent: Megatron-DeepSpeed keeps the constant causal mask in
 ``args.attn_mask`` (pretrain_gpt.py ``model_provider``), so only the hidden states travel.
 
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise, Op
 from trainsim.workload.sharding import list_all_gather_ops
 
@@ -89,3 +96,82 @@ def deepspeed_pipe_gathers(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op
         "pipe_received_clones", bytes=2 * 2 * (full / p.tp + META_BYTES), kernels=4
     )
     return [clones, *partitioned_full(cfg, full)], [*partitioned_full(cfg, full)] * 2
+
+
+MAX_DATA_DIM = 5
+"""``_MAX_DATA_DIM`` of Megatron's mpu/data.py: the int64 sizes vector ``broadcast_data`` sends
+holds this many entries per key (one key, ``'text'``, in ``get_batch_pipe``)."""
+
+TOKEN_BYTES = 8
+"""The token ids travel and are sliced as int64 (``datatype = torch.int64``)."""
+
+
+def megatron_batch_fn(b: int, s: int, tp: int) -> list[Op]:
+    """What Megatron-DeepSpeed's ``get_batch_pipe`` (pretrain_gpt.py) runs for a micro-batch
+    of ``b`` sequences of ``s`` tokens, on every TP rank of a stage that loads (read at
+    bigscience-workshop/Megatron-DeepSpeed@ae6277f5, 2022-02-21):
+
+    * ``mpu.broadcast_data`` (megatron/mpu/data.py): ``_build_key_size_numel_dictionaries``
+      makes the sizes vector with ``torch.cuda.LongTensor(sizes)`` (a host-to-device copy from
+      pageable memory, which synchronises the stream: pytorch/pytorch#120996), broadcasts it
+      over the TP group and reads it back with ``sizes_cuda.cpu()`` (the host waits); TP rank 0
+      then moves the ``b x (s + 1)`` token ids with ``.cuda()`` (synchronising again) and
+      broadcasts them over the TP group.
+    * ``labels = tokens_[:, 1:].contiguous()`` and ``tokens = tokens_[:, :-1].contiguous()``:
+      two copies of ``b x s`` int64.
+    * ``get_ltor_masks_and_position_ids`` (megatron/utils.py), no reset flags: the causal mask
+      ``torch.tril(torch.ones((1, s, s)))`` in fp32 (a fill, then tril reads and writes it),
+      ``loss_mask = torch.ones(b, s)`` (fp32), ``torch.arange(s)`` (int64, expanded as a view)
+      and ``attention_mask < 0.5`` (reads fp32, writes bool).
+
+    Rank 0's data-loader ``next()`` (host only, prefetched by workers) is not priced, nor the
+    broadcasts over a TP group of one rank."""
+    sizes = float(TOKEN_BYTES * MAX_DATA_DIM)
+    data = float(TOKEN_BYTES * b * (s + 1))
+    ss = float(s) * s
+
+    def bcast(name: str, nbytes: float) -> list[Op]:
+        return [Comm(name, "broadcast", nbytes, "tp")] if tp > 1 else []
+
+    return [
+        Elementwise("batch_sizes_h2d", bytes=sizes, host_sync=True, kernel="copy"),
+        *bcast("batch_sizes.broadcast", sizes),
+        Elementwise("batch_sizes_d2h", bytes=sizes, host_sync=True, kernel="copy"),
+        Elementwise("batch_tokens_h2d", bytes=data, host_sync=True, kernel="copy"),
+        *bcast("batch_tokens.broadcast", data),
+        Elementwise("batch_tokens_labels", bytes=2 * 2 * TOKEN_BYTES * b * s, kernels=2,
+                    kernel="copy"),
+        Elementwise("batch_ltor_masks", bytes=4 * ss + 2 * 4 * ss + 4 * b * s
+                    + TOKEN_BYTES * s + (4 + 1) * ss, kernels=5),
+    ]
+
+
+def first_stage_input_clones(b: int, s: int) -> Elementwise:
+    """The first stage's copies of the (tokens, position_ids, attention_mask) tuple the batch
+    function returns (DeepSpeed v0.5.10 deepspeed/runtime/pipe/engine.py): ``_exec_load_micro_
+    batch`` stores ``x.clone().detach().to(self.device)`` of each (L764-769; the position ids
+    are an expanded view, so their clone reads ``s`` ids and writes ``b x s``), and
+    ``_exec_forward_pass`` runs the forward on ``t.clone()`` of each stored tensor
+    (L607-608). Bytes read plus written; the bool mask is ``s x s``."""
+    tokens = 2.0 * TOKEN_BYTES * b * s
+    mask = 2.0 * s * s
+    load = tokens + TOKEN_BYTES * (b * s + s) + mask
+    forward = tokens + tokens + mask
+    return Elementwise("pipe_input_clones", bytes=load + forward, kernels=6, kernel="copy")
+
+
+def deepspeed_load_micro_batch(cfg: RunConfig, first: bool, last: bool) -> list[Op]:
+    """The ``LoadMicroBatch`` instruction of DeepSpeed's PipelineEngine before a forward of the
+    first or last stage (pipeline parallel only), under a framework whose batch function
+    is Megatron's ``get_batch_pipe`` (profile feature ``megatron_batch_fn``): that function on
+    both, the first stage's input clones on the first (DeepSpeed v0.5.10 schedule.py
+    L221-224, engine.py ``_exec_load_micro_batch`` L750-786, ``_next_batch`` L591-601: every
+    rank calls ``batch_fn``; the last stage keeps the labels and loss mask without a copy,
+    ``.to(device)`` of a tensor already there). Empty for other stages and engines."""
+    p, t = cfg.parallel, cfg.training
+    if not (first or last) or p.data_parallel_impl != "deepspeed" or p.pp < 2 \
+            or not profile_supports(cfg, "megatron_batch_fn"):
+        return []
+    b, s = t.micro_batch_size, t.seq_length
+    ops = megatron_batch_fn(b, s, p.tp)
+    return ops + [first_stage_input_clones(b, s)] if first else ops
