@@ -289,13 +289,14 @@ def training_rows(path: Path) -> list[dict[str, str]]:
 
 def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]:
     """A benchmarks/ training file beside the public one: the public header (in its order, plus
-    any optional column the reader maps beyond it, ``validate.row_settings.COLUMN_FIELDS``), at
+    any optional column the reader maps beyond it, ``validate.row_settings.COLUMN_FIELDS`` or
+    ``SHAPE_COLUMNS``, e.g. the README's dropout columns), at
     least ``min_rows`` rows with unique ids none of which is a public id, each logged global
     batch a whole number of micro-batches on every data-parallel rank; returns the rows."""
     import csv
 
     from trainsim.validate import BUNDLED_DIR
-    from trainsim.validate.row_settings import COLUMN_FIELDS
+    from trainsim.validate.row_settings import COLUMN_FIELDS, SHAPE_COLUMNS
 
     with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
         public = csv.DictReader(fh)
@@ -303,8 +304,8 @@ def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]
     with open(path, newline="") as fh:
         own = csv.DictReader(fh).fieldnames or []
     extra = [c for c in own if c not in (header or [])]
-    assert [c for c in own if c not in extra] == header and set(extra) <= set(COLUMN_FIELDS), \
-        extra
+    assert [c for c in own if c not in extra] == header, extra
+    assert set(extra) <= set(COLUMN_FIELDS) | set(SHAPE_COLUMNS), extra
     rows = training_rows(path)
     ids = [r["id"] for r in rows]
     assert len(rows) >= min_rows and len(ids) == len(set(ids)) and not set(ids) & public_ids
