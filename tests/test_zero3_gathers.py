@@ -203,9 +203,10 @@ def test_each_fsdp_unit_gather_is_walked_against_its_own_compute(monkeypatch):
 
     walks = []
 
-    def recording(gathers, compute):
+    def recording(gathers, compute, reduce=None):
         walks.append((len(gathers), len(compute)))
-        return prefetch_exposed_s(gathers, compute)
+        assert reduce is None or len(reduce) == len(gathers)
+        return prefetch_exposed_s(gathers, compute, reduce)
 
     monkeypatch.setattr(passes, "prefetch_exposed_s", recording)
     c = cfg(64, None, "none")
@@ -447,3 +448,60 @@ def test_deepspeed_2021_split_last_backward_keeps_the_pass_it_replaces(version, 
     tg = build_graph(c, Pricer(c))
     split = sum(t.duration_s for t in tg.tasks if t.label.startswith("B last c0 part"))
     assert split == pytest.approx(tg.work[0][1].duration_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("recompute", ["full", "none"])
+@pytest.mark.parametrize("framework", [("deepspeed", "2021-03"), ("deepspeed", "2022-04"),
+                                       ("pytorch", "2.4"), ("torchtitan", "2025-01"),
+                                       ("automodel", "0.1")])
+def test_sharded_step_is_no_shorter_than_its_network_time_at_large_dp(framework, recompute):
+    """Issue 17 item 3. Every ZeRO-3 / FSDP mode gathers each block's 16-bit weights before its
+    forward and before its backward (DeepSpeed, after a full recompute, the QKV, projection and
+    fc1 weights once more: 8 of the 12 h^2, ``zero3_regathers``) and reduces its gradients once
+    per step, all over the data-parallel group's links. Hand count, 12 h^2 weight elements per
+    GPT block (biases left out: a lower bound). (1) In a ring over nodes of 8 GPUs a node's
+    NICs carry (N-1)/N of each collective's bytes once (NVLink forwards the rest inside the
+    node), so the step lasts at least those bytes over the node's line rate. (2) Tighter, the
+    model's own price of those collectives, one after another: on shared links no overlap of
+    gathers, reductions and compute shortens them (before the fix, the backward's reductions
+    ran beside its gathers as if on links of their own: 4.32 s < 4.57 s for DeepSpeed 0.6+,
+    4.77 s < 4.94 s for FSDP2 at 1,024 ranks)."""
+    from trainsim.pricing import Pricer
+
+    gpus, nic_Bps = 1024, 25e9 / 8  # 25 Gbit/s per GPU, 8 GPUs and NICs per node
+    c = run_config_from_dict({
+        "model": {"preset": "gpt3-175b", "num_layers": 8},
+        "parallel": {"zero_stage": 3, "recompute": recompute},
+        "training": {"global_batch_size": gpus, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "fp16", "framework": framework[0],
+                     "framework_version": framework[1]},
+        "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": gpus, "gpus_per_node": 8,
+                    "nic_gbit_s_per_gpu": 25}})
+    h, layers = 12288, 8
+    block = 12 * h * h
+    passes = 2 + (8 / 12 if framework[0] == "deepspeed" and recompute == "full" else 0)
+    reduce_width = 4 if c.training.grad_reduce_in_fp32 else 2
+    step = simulate(c).iteration_time_s
+    per_node = (gpus - 1) / gpus * layers * block * (passes * 2 + reduce_width)
+    assert step >= per_node / (8 * nic_Bps) > 3.0  # the network sets the pace here
+    pricer = Pricer(c)
+    gather = pricer.comm_time(Comm("g", "all_gather", 2 * block, "dp_cp"))
+    reduce = pricer.comm_time(Comm("r", "reduce_scatter", reduce_width * block, "dp_cp"))
+    assert step >= layers * (passes * gather + reduce)
+
+
+def test_backward_reductions_hold_the_gathers_links():
+    """A unit's gradient reduce-scatter, issued when its backward ends, runs on the links of
+    the gathers issued after it (by hand: gathers 1 s, computes 1 s, reductions 3 s)."""
+    from trainsim.sharded_passes import backward_wait_s
+
+    # unit 0 gathered at 1, computes 1-2; unit 1 gathered at 2, computes 2-3; its reduction
+    # 0 holds the links 2-5; unit 2's gather 5-6, computes 6-7: 4 s waited
+    assert prefetch_exposed_s([1.0] * 3, [1.0] * 3, [3.0] * 3) == pytest.approx(4.0)
+    assert prefetch_exposed_s([1.0] * 3, [1.0] * 3) == pytest.approx(1.0)
+    # the task graph runs the reductions after the lead wait beside the compute: they end
+    # at 1+3+3 = 7 with the last one, 3 s of them past the compute besides the last one's
+    # own 3 s; the pass waits 4 - 3 = 1 s (no less than without the reductions)
+    assert backward_wait_s([1.0] * 3, [1.0] * 3, [3.0] * 3) == pytest.approx(1.0)
+    # light reductions: hidden, the wait is the gathers' own
+    assert backward_wait_s([1.0, 0.5, 0.5], [2.0] * 3, [0.5] * 3) == pytest.approx(1.0)

@@ -10,6 +10,7 @@ from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer, interned
 from trainsim.workload import fsdp2_copies
+from trainsim.workload.ops import Comm
 from trainsim.workload.schedule import prefetch_exposed_s
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
@@ -18,6 +19,7 @@ from trainsim.workload.sharding import (
     fsdp_pp_mode,
     fsdp_unit_gathers,
     rank_grad_elements,
+    zero3_grad_collective,
     zero3_reduce_bucket_ops,
     zero3_regathers,
     zero3_tensor_gathers,
@@ -77,6 +79,9 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             redo = cfg.recomputed_layers
             blocks = [g + sum(pricer.comm_time(c) for c in zero3_regathers(cfg, i))
                       if i in redo else g for g, i in zip(blocks, reversed(list(layers)))]
+        # each block's gradient reduction, issued as its backward ends, on the gathers' links
+        reduce = [block_reduce_s(cfg, pricer, i) for i in reversed(list(layers))] \
+            if blocks else []
         back = [part.duration_s for part in ch.bwd_layers]
         if back:  # a chunk without layers gathers no block for its backward
             back[0] += ch.bwd_head.duration_s
@@ -85,8 +90,9 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         share = pricer.sm_share["dp"]
         exposed = prefetch_exposed_s(gather, compute)
         fwd = exposed + (sum(gather) - exposed) * share
-        exposed = prefetch_exposed_s(blocks, back) if blocks else 0.0
-        bwd = exposed + (sum(blocks) - exposed) * share
+        exposed = backward_wait_s(blocks, back, reduce) if blocks else 0.0
+        # a wait behind the reductions is no hidden gather: no share for it
+        bwd = exposed + max(0.0, sum(blocks) - exposed) * share
         wait = interned(((DP, bwd, "FSDP unit all-gathers"),))
         lead = interned(((DP, fwd, "FSDP unit all-gathers"),))
         if fsdp2:
@@ -119,6 +125,37 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
                                                                          last))
         out[v] = (lead + ch.fwd, wait + ch.bwd)
     return out
+
+
+def backward_wait_s(gather_s: list[float], compute_s: list[float],
+                    reduce_s: list[float]) -> float:
+    """What a backward pass waits for its units' gathers (``prefetch_exposed_s``) when each
+    unit's gradient reduction, issued as its compute ends, holds the same links before the
+    gathers issued after it. The task graph runs those reductions on their own stream after
+    the pass's lead wait, beside its compute parts (``last_backward``), which adds their
+    overrun of the compute (all but the last unit's) after the pass: the wait keeps only what
+    that overrun does not already count, and never less than without the reductions."""
+    alone = prefetch_exposed_s(gather_s, compute_s)
+    shared = prefetch_exposed_s(gather_s, compute_s, reduce_s)
+    done = end = 0.0  # the reductions' stream beside the bare compute, as the graph runs it
+    for c, r in zip(compute_s, reduce_s):
+        end += c
+        done = max(done, end) + r
+    overrun = done - end - (reduce_s[-1] if reduce_s else 0.0)
+    return max(alone, shared - overrun)
+
+
+def block_reduce_s(cfg: RunConfig, pricer: Pricer, layer: int) -> float:
+    """Seconds of the gradient reduction of block ``layer``'s unit after its backward (FSDP's
+    post-backward reduce-scatter, DeepSpeed's reduce bucket with overlap_comm: the block's share
+    of it), its dense gradients over the sharding group and its routed experts' over theirs, in
+    the reduce dtype (``fsdp_grad_bytes``): what the task graph reduces per layer
+    (``last_backward``), priced alike."""
+    (dense, _), (experts, _) = rank_grad_elements(cfg, [layer], False, False)
+    kind, width = zero3_grad_collective(cfg), fsdp_grad_bytes(cfg)
+    return sum(pricer.comm_time(Comm("fsdp_unit_grad_reduce", kind, n * width[group], group))
+               for n, group, ranks in ((dense, "dp_cp", cfg.shard_ranks),
+                                       (experts, "edp", cfg.edp)) if n > 0 and ranks > 1)
 
 
 def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],

@@ -236,17 +236,26 @@ def schedule_peak_in_flight(stage: int, pp: int, vpp: int, m: int, name: str | N
     return peak
 
 
-def prefetch_exposed_s(gather_s: list[float], compute_s: list[float]) -> float:
+def prefetch_exposed_s(gather_s: list[float], compute_s: list[float],
+                       reduce_s: list[float] | None = None) -> float:
     """Time a pass waits for its units' parameters when each unit's all-gather is issued as the
     unit before it starts computing (one unit ahead, on one communication stream): PyTorch
     FSDP's pre-forward/backward unshard with the CPU running ahead and ``limit_all_gathers``
     capping the gathers in flight at two (``torch/distributed/fsdp/_runtime_utils.py``), and
     FSDP2's one-block prefetch. The first unit's gather is exposed whole; a later one only where
-    it outlasts the computation it hides behind."""
+    it outlasts the computation it hides behind.
+
+    ``reduce_s``: in a backward, each unit's gradient reduce-scatter, issued when the unit's
+    compute ends, on the same group and so the same links as the gathers (the NICs of a
+    multi-node group): it holds them before the gathers issued after it, i.e. from the gather
+    two units on (issued when the next unit starts). The last unit's is left to the caller
+    (it follows the pass)."""
     comm_free = compute_end = compute_start = 0.0
-    for g, c in zip(gather_s, compute_s):
+    for k, (g, c) in enumerate(zip(gather_s, compute_s)):
         gathered = max(comm_free, compute_start) + g  # issued when the previous unit starts
         comm_free = gathered
+        if reduce_s and k:  # the previous unit's reduction, issued when its compute ended
+            comm_free = max(comm_free, compute_end) + reduce_s[k - 1]
         compute_start = max(compute_end, gathered)
         compute_end = compute_start + c
     return max(0.0, compute_end - sum(compute_s))
