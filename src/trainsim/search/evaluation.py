@@ -17,7 +17,7 @@ from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
-from trainsim.search.layout_costs import after_passes
+from trainsim.search.layout_costs import after_passes, dp_comm_time
 from trainsim.search.space import Base, Candidate, MemoryKey, drop_parallels
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
@@ -357,7 +357,6 @@ class Bounds:
         if hit is not None:
             return hit
         from trainsim.memory import stage_param_split
-        from trainsim.workload.ops import Comm
         from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_per_unit, fsdp_pp_mode
 
         pricer = self._pricer(cfg)
@@ -377,8 +376,8 @@ class Bounds:
         if per_unit:
             for s in range(p.pp):
                 unit_floor.append(p.vpp * sum(
-                    pricer.comm_time(Comm("r", "reduce_scatter", params / p.vpp * width[group],
-                                          group))
+                    dp_comm_time(pricer, cfg, "r", "reduce_scatter",
+                                 params / p.vpp * width[group], group)
                     for params, group in zip(split[s], ("dp_cp", "edp"))
                     if sizes[group] > 1 and params > 0))
         tails: dict[tuple[bool, bool], list[float]] = {}

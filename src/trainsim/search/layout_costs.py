@@ -28,6 +28,25 @@ class _Layout:
     share: float
 
 
+def dp_comm_time(pricer: Any, cfg: Any, name: str, kind: str, size: float,
+                 group: str) -> float:
+    """Seconds of one data-parallel collective as the simulator issues it on the stage's
+    data-parallel stream (``simulator._TaskGraph.comm``): under HSDP (``parallel.
+    dp_replicate`` > 1) a gradient reduce-scatter over one replica's ranks is followed, on
+    the same stream, by the all-reduce of its shard (``size`` / the replica's ranks) with
+    the same shard of the other replicas (``ParallelConfig.dp_replicate``, sources cited
+    there: torch FSDP1's HYBRID_SHARD ``_reduce_grad`` all-reduces ``new_sharded_grad`` over
+    ``state._inter_node_pg`` after the shard group's reduce-scatter, torch/distributed/fsdp/
+    _runtime_utils.py). Every other collective: its own time."""
+    from trainsim.workload.ops import Comm
+
+    t = pricer.comm_time(Comm(name, kind, size, group))  # type: ignore[arg-type]
+    if kind == "reduce_scatter" and group == "dp_cp" and cfg.parallel.dp_replicate > 1:
+        t += pricer.comm_time(Comm(f"{name}_replicas", "all_reduce", size / cfg.shard_ranks,
+                                   "dp_rep"))
+    return t
+
+
 def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
                  split: list[tuple[float, float]], zero: int
                  ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
@@ -44,7 +63,7 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_per_unit
 
     p, pp, vpp = cfg.parallel, cfg.parallel.pp, cfg.parallel.vpp
-    dp_size = cfg.shard_ranks  # HSDP: one replica (its replicas' all-reduce not counted)
+    dp_size = cfg.shard_ranks  # HSDP: one replica (its replicas' all-reduce: dp_comm_time)
     sizes = {"dp_cp": dp_size, "edp": cfg.edp if cfg.model.is_moe else 1}
     fsdp = fsdp_per_unit(cfg, zero)
     width = fsdp_grad_bytes(cfg)  # of its reduce-scatters, by group
@@ -81,7 +100,6 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
     from trainsim.memory.params import stage_layer_params
     from trainsim.workload.elementwise import optimizer_step
     from trainsim.workload.fp8_gather import param_gather_width
-    from trainsim.workload.ops import Comm
     from trainsim.workload.sharding import dp_bucket_count, grad_buffer_rest
 
     cfg, pricer, zero, sizes, fixed = run.cfg, run.pricer, run.zero, run.sizes, run.fixed
@@ -90,7 +108,7 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
 
     def comm(kind: str, params: float, width: float, group: str) -> float:
         count = max(1, math.ceil(params / fixed)) if fixed else 1
-        return count * pricer.comm_time(Comm("b", kind, params * width / count, group))
+        return count * dp_comm_time(pricer, cfg, "b", kind, params * width / count, group)
 
     groups = [(params, group) for params, group in zip(split, ("dp_cp", "edp"))
               if sizes[group] > 1 and params > 0]
@@ -110,7 +128,8 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
                           for n, g in groups)
     elif groups:  # every backward but the last micro-batch's reduce-scatters whole
         contention = run.share * vpp * sum(
-            pricer.comm_time(Comm("r", "reduce_scatter", params / vpp * run.width[group], group))
+            dp_comm_time(pricer, cfg, "r", "reduce_scatter", params / vpp * run.width[group],
+                         group)
             for params, group in groups)
     step = 0.0
     if not run.per_tensor:
@@ -124,4 +143,4 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
     return every, last, gathers, contention, step
 
 
-__all__ = ["after_passes"]
+__all__ = ["after_passes", "dp_comm_time"]
