@@ -10,7 +10,12 @@ import functools
 import operator
 from dataclasses import dataclass
 
-from trainsim.catalog.frameworks import framework_supports, uneven_layout, uneven_split
+from trainsim.catalog.frameworks import (
+    framework_profile,
+    framework_supports,
+    uneven_layout,
+    uneven_split,
+)
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.search.rules import profile_value
@@ -35,22 +40,45 @@ def drop_parallels() -> None:
     PARALLEL_CACHE.clear()
 
 
-def _parallel(fields: dict[str, object]) -> ParallelConfig:
-    """``ParallelConfig(**fields)``, one object per search for equal fields: the memory groups
+def _parallel(fields: dict[str, object], framework: tuple[str, str | None] | None = None
+              ) -> ParallelConfig:
+    """The parallel config of ``fields`` as the run's ``framework`` (name, version) builds it
+    (:func:`framework_parallel`), one object per search for equal fields: the memory groups
     of a search that differ only in the micro-batch (a training field) have the same parallel
     config, and its construction and checks were a tenth of the 22B search's main process. A
     config is frozen and read by value (nothing keys on its identity); an invalid one raises
     each time, as before."""
-    key = tuple(fields.items())
+    key = (framework, *fields.items())
     try:
         hit = PARALLEL_CACHE.get(key)
     except TypeError:  # a fixed field's value that cannot be hashed: built each time
-        return ParallelConfig(**fields)  # type: ignore[arg-type]
+        return framework_parallel(fields, framework)
     if hit is None:
         if len(PARALLEL_CACHE) >= _PARALLELS_KEPT:
             PARALLEL_CACHE.clear()
-        hit = PARALLEL_CACHE[key] = ParallelConfig(**fields)  # type: ignore[arg-type]
+        hit = PARALLEL_CACHE[key] = framework_parallel(fields, framework)
     return hit
+
+
+def framework_parallel(fields: dict[str, object], framework: tuple[str, str | None] | None
+                       ) -> ParallelConfig:
+    """``ParallelConfig(**fields)`` after the framework step of the config loader
+    (``catalog.defaults.apply_framework``, what ``trainsim simulate`` runs on a config's
+    parallel section): the profile's defaults the fields leave out (DDP bucket layout,
+    ZeRO-3 gathers and reductions, micro-batch group order, CP communication, ...) filled
+    in, and what the framework lacks (sequence parallelism, virtual stages, TP overlap, ...)
+    refused with the loader's message; so a candidate is simulated as the same config given
+    to ``simulate`` is. Without a framework: the fields alone, as the loader builds them."""
+    if framework is None:
+        return ParallelConfig(**fields)  # type: ignore[arg-type]
+    from trainsim.catalog.defaults import apply_framework
+    from trainsim.config._build import build
+
+    raw = dict(fields)
+    name, version = framework
+    apply_framework(raw, {"framework": name} if version is None else
+                    {"framework": name, "framework_version": version})
+    return build(ParallelConfig, raw, "parallel")
 
 
 @dataclass(frozen=True)
@@ -71,6 +99,21 @@ class Base:
     def layout_rule(self) -> str:
         """The layout rule of the run's framework for layers that do not split evenly."""
         return uneven_layout(self.training.framework, self.training.framework_version)
+
+    @functools.cached_property
+    def framework(self) -> tuple[str, str | None] | None:
+        """(name, version) of the run's framework, None where it names none: whose loader step
+        builds each candidate's parallel config (:func:`framework_parallel`)."""
+        t = self.training
+        return (t.framework, t.framework_version) if t.framework else None
+
+    def lacks(self, feature: str) -> bool:
+        """Whether the run's framework profile says it has no ``feature`` (``supports`` is
+        False, not merely unrecorded): what the config loader refuses a field for
+        (``catalog.defaults.apply_framework``), so the search never offers it."""
+        t = self.training
+        return bool(t.framework) and \
+            framework_profile(t.framework, t.framework_version).supports(feature) is False
 
     @property
     def sends_block_alone(self) -> bool:
@@ -255,7 +298,7 @@ class Candidate:
         if uneven_split(rule, base.model.num_layers, self.mem.pp, self.mem.vpp) and \
                 not any(fields.get(k) for k in placed):
             fields["pipeline_model_parallel_layout"] = rule
-        return RunConfig(base.model, _parallel(fields),
+        return RunConfig(base.model, _parallel(fields, base.framework),
                          base.training_for(self.mem.micro_batch),
                          base.cluster_for(self.mem.num_gpus))
 

@@ -133,15 +133,28 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
 def _check_fixed(base: Any) -> None:
     """RunConfig's rules that tie a fixed (--set) parallel field to the model, refused in one
     line here: the search would skip every candidate and say only that none is valid."""
+    from trainsim.catalog.defaults import apply_framework
     from trainsim.config.validity import (
         DISPATCHER_MIN_SM,
         dispatcher_fits,
         dispatcher_runs_on,
         kv_heads_problem,
     )
+    from trainsim.search.rules import softcap_cp_refusal
 
     f, m, t = dict(base.fixed), base.model, base.training
     where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework else "the run"
+    if t.framework:  # what the framework lacks, refused by the config loader's own step
+        try:  # (on a copy: the candidates' configs run it again, search.candidate)
+            apply_framework(dict(f), {"framework": t.framework,
+                                      "framework_version": t.framework_version})
+        except ConfigError as exc:
+            raise ConfigError(f"--set {exc}") from None
+    cp = f.get("context_parallel_size")
+    refusal = cp is not None and softcap_cp_refusal(m.attn_logit_softcapping, t.framework,
+                                                    t.framework_version, cp)
+    if refusal:
+        raise ConfigError(f"--set {refusal}")
     tp = f.get("tensor_model_parallel_size")
     problem = tp and kv_heads_problem(tp, m.kv_heads, base.kv_heads_split, where, t.framework)
     if problem:
@@ -161,12 +174,17 @@ def _check_fixed(base: Any) -> None:
 
 def nothing_found(result: Any) -> ConfigError:
     """Why a search ranked nothing: no candidate is a valid split at all (the GPU count, the
-    batch and the model's heads and layers admit none), or none fits in memory."""
+    batch and the model's heads and layers admit none; or every split they admit is refused
+    by the config's own rules, whose first refusal is said), or none fits in memory."""
     b = result.base
     if result.stats.enumerated:
         return ConfigError("no configuration fits in memory; try more GPUs, a smaller "
                            "--global-batch or --seq, or allow recompute/ZeRO")
     counts = ",".join(str(n) for n in result.gpu_counts)
+    if result.refused:
+        return ConfigError(f"no parallel configuration of {b.model.name} is valid on {counts} "
+                           f"GPUs: every split the sizes allow is refused, e.g. "
+                           f"{result.refused}")
     who = b.training.framework or "the run"
     kv = f" (and the {b.model.kv_heads} KV heads: {who} splits them)" \
         if b.kv_heads_split and b.model.kv_heads < b.model.num_attention_heads else ""

@@ -48,6 +48,7 @@ from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slow
 from trainsim.search.family import Family
 from trainsim.search.memory_check import check_memory
 from trainsim.search.reference import RANK_BY, RankBy, ReferenceRank, group_of, rank_reference
+from trainsim.search.rules import softcap_cp_refusal
 from trainsim.search.space import (
     Base,
     Candidate,
@@ -161,6 +162,9 @@ class SearchResult:
     stats: SearchStats
     rank_by: str
     reference: ReferenceRank | None = None
+    refused: str | None = None
+    """The first memory group whose config was refused (its label and the refusal), kept
+    to say why where none is valid (``cli_inputs.nothing_found``)."""
 
     @property
     def best(self) -> Evaluation | None:
@@ -230,7 +234,7 @@ def search(base: Base, gpu_counts: Sequence[int], space: SearchSpace | None = No
         raise ConfigError(f"rank_by={rank_by!r} is not one of {list(RANK_BY)}")
     if not pareto_slowdown >= 1:
         raise ConfigError(f"pareto_slowdown={pareto_slowdown} must be >= 1")
-    space = space or SearchSpace()
+    space = (space or SearchSpace()).held_by(base)
     executor = executor or SerialExecutor()
     t0 = time.perf_counter()
     # this search's prices, shared by its bounds here and its simulations in each worker;
@@ -285,6 +289,11 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
     check("TRAINSIM_MAX_TASKS", 2 * fewest + 2 * layers, "simulated tasks in one iteration of "
           "every candidate", "", f"global batch {t.global_batch_size:,} is "
           f"at least {fewest:,.0f} micro-batches per replica")
+    if space.cp is not None:  # sizes the loader refuses every one of: its reason, not "none"
+        why = [softcap_cp_refusal(base.model.attn_logit_softcapping, t.framework,
+                                  t.framework_version, c) for c in space.cp]
+        if all(why):
+            raise ConfigError(f"--cp {','.join(map(str, space.cp))}: {why[0]}")
     keys = []
     cap = limit("TRAINSIM_MAX_CANDIDATES")
     for n in counts:
@@ -303,10 +312,12 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
 
     def make(key: MemoryKey) -> list[Candidate]:
         return space.variants(key, block_alone)
+    refused = None  # the first group the config's rules refuse (all refused: said why)
     for i, key in enumerate(keys):
         try:
             bounds.prime(key, Candidate(key).to_config(base))
-        except ConfigError:
+        except ConfigError as exc:
+            refused = refused or f"{Candidate(key).label()}: {exc}"
             continue
         if space.overlap == "search" and not space.pinned:  # siblings built when read
             # (most are pruned first; a Family's members have every switch free)
@@ -534,7 +545,8 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
     stats = SearchStats(enumerated, len(keys), memory_pruned, bound_pruned, simulated,
                         (cache.hits - hits0) if cache else 0, time.perf_counter() - t0,
                         executor.name, executor.workers)
-    return SearchResult(base, counts, top, tuple(front), tuple(evaluated), stats, rank_by, ref)
+    return SearchResult(base, counts, top, tuple(front), tuple(evaluated), stats, rank_by, ref,
+                        refused)
 
 
 __all__ = [

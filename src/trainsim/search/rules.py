@@ -29,12 +29,29 @@ def profile_value(framework: str | None, version: str | None, key: str) -> objec
 def softcap_cp_fits(m: ModelConfig, framework: str | None, version: str | None,
                     cp: int) -> bool:
     """Whether a model with attention-logit soft-capping takes context parallelism ``cp`` on
-    its framework: one whose profile runs such a model on its own soft-capping attention
-    (feature ``softcap_attention``: Megatron-Bridge's and NeMo's Gemma 2 layer spec, whose
-    Gemma2DotProductAttention asserts ``context_parallel_size == 1``) takes cp 1 only, as the
-    loader refuses it (``catalog.defaults.softcap_attention``, sources cited there)."""
+    its framework (:func:`softcap_cp_refusal` says no reason)."""
     return cp == 1 or m.attn_logit_softcapping is None or \
-        profile_value(framework, version, "softcap_attention") is None
+        softcap_cp_refusal(m.attn_logit_softcapping, framework, version, cp) is None
+
+
+@functools.cache
+def softcap_cp_refusal(softcap: float | None, framework: str | None, version: str | None,
+                       cp: object) -> str | None:
+    """Why the config loader refuses context parallelism ``cp`` for a model with
+    attention-logit soft-capping ``softcap`` on its framework (None where it takes it): one
+    whose profile runs such a model on its own soft-capping attention (feature
+    ``softcap_attention``: Megatron-Bridge's and NeMo's Gemma 2 layer spec, whose
+    Gemma2DotProductAttention asserts ``context_parallel_size == 1``) takes cp 1 only. The
+    loader's own rule and message (``catalog.defaults.softcap_attention``, sources cited
+    there), asked once per (soft-cap, framework, version, cp)."""
+    from trainsim.catalog.defaults import softcap_attention
+
+    training: dict[str, object] = {"framework": framework, "framework_version": version}
+    try:
+        softcap_attention(training, softcap, False, cp)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def tp_fits(m: ModelConfig, tp: int, split: bool) -> bool:
@@ -121,6 +138,8 @@ __all__ = [
     "powers_of_two",
     "profile_value",
     "schedules_fit",
+    "softcap_cp_fits",
+    "softcap_cp_refusal",
     "tp_fits",
     "unsharded_zero",
     "zeros_fit",

@@ -14,6 +14,7 @@ groups (:class:`MemoryKey`) first, each checked once, then expanded into switch 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from collections.abc import Iterator
@@ -123,6 +124,15 @@ class SearchSpace:
 
         return narrowed(self, fixed)
 
+    def held_by(self, base: Base) -> SearchSpace:
+        """This space with the overlap switches the run's framework lacks (``Base.lacks``:
+        the config loader refuses them, ``catalog.defaults.apply_framework``) pinned off,
+        so no variant turns one on (sequence parallelism, virtual stages and the distributed
+        optimizer are left out by :meth:`memory_keys`)."""
+        free = dict(self.pinned)
+        off = tuple((k, False) for k in ("tp_comm_overlap",) if k not in free and base.lacks(k))
+        return dataclasses.replace(self, pinned=self.pinned + off) if off else self
+
     # ------------------------------------------------------------------ enumeration
     def _moe_choices(self, base: Base, tp: int, cp: int, dp: int
                      ) -> Iterator[tuple[int, int, str]]:
@@ -168,6 +178,9 @@ class SearchSpace:
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(divisors(min(gpn, num_gpus)))
         split, impl = base.kv_heads_split, base.data_parallel_impl
+        # what the run's framework lacks, as the config loader refuses it (Base.lacks)
+        no_sp, no_vpp = base.lacks("sequence_parallel"), base.lacks("interleaved_pipeline")
+        no_distopt = base.lacks("distributed_optimizer")
         for tp in tps:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
@@ -209,14 +222,19 @@ class SearchSpace:
                             [v for v in divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
                     if self.vpp is not None:
                         vpps = [v for v in self.vpp if v == 1 or v in vpps]
+                    if no_vpp:
+                        vpps = [v for v in vpps if v == 1]
                     if self.fixed_schedule is not None:  # no pipeline runs it at pp 1
                         vpps = [v for v in vpps if pp > 1 and chunks_fit(self.fixed_schedule, v)]
                     # Megatron-core needs sequence parallelism for MoE with TP
-                    sps = tuple(dict.fromkeys(self.sequence_parallel)) if tp > 1 else (False,)
+                    sps = tuple(dict.fromkeys(self.sequence_parallel)) \
+                        if tp > 1 and not no_sp else (False,)
                     if m.is_moe and tp > 1:
                         sps = tuple(sp for sp in sps if sp) or sps
                     zeros = zeros_fit(self.zero, impl, pp, m.is_moe) if dp * cp > 1 \
                         else (unsharded_zero(impl),)
+                    if no_distopt:
+                        zeros = tuple(z for z in zeros if z != 1)
                     moe = list(self._moe_choices(base, tp, cp, dp))
                     for mb in mbs:
                         if per_replica % mb:
