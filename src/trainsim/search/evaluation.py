@@ -17,7 +17,7 @@ from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
-from trainsim.search.layout_costs import after_passes, dp_comm_time
+from trainsim.search.layout_costs import after_passes, dp_comm_time, gather_waits
 from trainsim.search.space import Base, Candidate, MemoryKey, drop_parallels
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
@@ -273,11 +273,14 @@ class Bounds:
         if not named:
             before, own = self._stage_sums(passes, sh.kinds, pp)
             busy = [m * x for x in own]  # each stage's passes
-            bound = max(before[s] + busy[s] for s in range(pp))
+            # with their gather waits (not added to the contention's: a reduce-scatter may
+            # slow a pass while it waits)
+            waited = [b + w for b, w in zip(busy, sh.waits)]
+            bound = max(before[s] + waited[s] for s in range(pp))
             if sh.tails:  # what stage s still runs after its last pass, or beside its passes
                 tail = sh.tails[(c.overlap_grad_reduce, c.overlap_param_gather)]
                 for s in range(pp):
-                    bound = max(bound, busy[s] + tail[s], busy[s] + sh.contention[s])
+                    bound = max(bound, waited[s] + tail[s], busy[s] + sh.contention[s])
         else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
             from trainsim.workload.pipeline_schedules import rank_chunks
             work = self._work(passes, sh.kinds)
@@ -322,7 +325,7 @@ class Bounds:
     def _shape_of(self, cfg: Any) -> _Shape:
         p, m = cfg.parallel, cfg.num_microbatches
         ranges = tuple(cfg.virtual_stage_layers())
-        unit_floor, tails, scatter, once = self._layout_costs(cfg, ranges)
+        unit_floor, tails, scatter, once, waits = self._layout_costs(cfg, ranges)
         # ZeRO-3 / FSDP reduce-scatters every micro-batch's gradients but the last's, or with
         # FSDP2's no-sync under pipelining (``fsdp_pp_unsharded``) once per chunk and step
         reps = 1 if once else max(0, m - 1)
@@ -330,7 +333,7 @@ class Bounds:
                       m, p.pp, p.vpp, ranges,
                       self._kinds_of(ranges),
                       max((reps * f for f in unit_floor), default=0.0), tails,
-                      [max(0, m - 1) * x for x in scatter])
+                      [max(0, m - 1) * x for x in scatter], [m * w for w in waits])
 
     def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
         """(dense, routed-expert) layers of each virtual stage."""
@@ -380,6 +383,10 @@ class Bounds:
                                  params / p.vpp * width[group], group)
                     for params, group in zip(split[s], ("dp_cp", "edp"))
                     if sizes[group] > 1 and params > 0))
+        # the passes' waits for their unit gathers (per micro-batch; not where the gathers
+        # lead each chunk's first forward only, nor per tensor: blocking_gathers)
+        waits = gather_waits(cfg, pricer, ranges) \
+            if per_unit and not once and p.zero3_gather != "per_parameter" else [0.0] * p.pp
         tails: dict[tuple[bool, bool], list[float]] = {}
         scatter_s = [0.0] * p.pp
         if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
@@ -387,7 +394,7 @@ class Bounds:
             tails, scatter_s = after_passes(cfg, pricer, ranges, split, zero)
             if once:
                 scatter_s = [0.0] * p.pp
-        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once)
+        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits)
         return hit
 
 
@@ -410,6 +417,9 @@ class _Shape:
     tails: dict[tuple[bool, bool], list[float]]
     """Per stage, after its last pass, by (overlap_grad_reduce, overlap_param_gather)."""
     contention: list[float]
+    waits: list[float]
+    """Per stage, its passes' least waits for ZeRO-3 / FSDP unit gathers, every micro-batch's
+    (``layout_costs.gather_waits``)."""
 
 
 @dataclass(frozen=True)

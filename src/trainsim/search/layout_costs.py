@@ -47,6 +47,35 @@ def dp_comm_time(pricer: Any, cfg: Any, name: str, kind: str, size: float,
     return t
 
 
+def gather_waits(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[float]:
+    """Per stage, the least its compute stream spends per micro-batch in its passes' waits for
+    ZeRO-3 / FSDP unit gathers (``sharded_passes.unit_gather_waits``: each unit gathered one
+    ahead of its compute, ``workload.schedule.prefetch_exposed_s``). A pass waits for its
+    first unit's gather whole, and the gathers it hides hold ``sm_share['dp']`` of the SMs of
+    the compute beside them: its lead is ``exposed + share x (gathers - exposed)``, at least
+    ``g0 + share x (gathers - g0)`` (``exposed >= g0``, the first unit's gather); the
+    forward's units and, where the blocks are gathered again for the backward
+    (``fsdp_pp_mode`` None or 'regather', stage 3), the blocks in backward order. Virtual
+    stages whose units do not pair with their computation one for one (root unit with the
+    embedding or head, one per block) are left out, as are DeepSpeed's regathers of
+    recomputed blocks (they only add)."""
+    from trainsim.workload.sharding import fsdp_pp_mode, fsdp_unit_gathers
+
+    p = cfg.parallel
+    share = pricer.sm_share["dp"]
+    regather = p.zero_stage >= 3 and fsdp_pp_mode(cfg) in (None, "regather")
+    out = [0.0] * p.pp
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        units = fsdp_unit_gathers(cfg, layers, first, last)
+        if not len(layers) or len(units) != len(layers) + (first or last):
+            continue
+        gather = [sum(pricer.comm_time(c) for c in unit) for unit in units]
+        waits = [gather] + ([gather[len(gather) - len(layers):][::-1]] if regather else [])
+        out[v % p.pp] += sum(g[0] + share * (sum(g) - g[0]) for g in waits)
+    return out
+
+
 def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
                  split: list[tuple[float, float]], zero: int
                  ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
@@ -143,4 +172,4 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
     return every, last, gathers, contention, step
 
 
-__all__ = ["after_passes", "dp_comm_time"]
+__all__ = ["after_passes", "dp_comm_time", "gather_waits"]
