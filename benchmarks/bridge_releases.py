@@ -28,10 +28,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import read_errata
 from trainsim.validate.training import predict_training_row
 
-PUBLIC = Path("/work/shared/validation/training_public.csv")
+PUBLIC = BUNDLED_DIR / "training_public.csv"
 ERRATA = Path(__file__).resolve().parent / "training_errata.csv"
 QWEN = "bridge2604p1-qwen3-235b-a22b-h100-256-gbs8192"
 
@@ -106,13 +107,13 @@ def main() -> None:
             (g, g * seq / (t * gpus)) for i, rel, g, t in RELEASES if i == rid and rel in (r1, r2)
         ]
         b = (t2 - t1) / ((g2 - g1) / dp)
-        line = f"{rid}: measured {r1}/{r2} a = {t1 - b * g1 / dp:.2f} s, b = {b * 1e3:.1f} ms " \
-            "per micro-batch"
+        line = (f"{rid}: measured {r1}/{r2} a = {t1 - b * g1 / dp:.2f} s, b = {b * 1e3:.1f} ms "
+                "per micro-batch")
         for recipe in (False, True) if rid in RECIPE else (False,):
             p1, p2 = predicted[(rid, g1, recipe)], predicted[(rid, g2, recipe)]
             bp = (p2 - p1) / ((g2 - g1) / dp)
-            line += f"; predicted{' (recipe cells)' if recipe else ''} a = " \
-                f"{p1 - bp * g1 / dp:.2f} s, b = {bp * 1e3:.1f} ms"
+            line += (f"; predicted{' (recipe cells)' if recipe else ''} a = "
+                     f"{p1 - bp * g1 / dp:.2f} s, b = {bp * 1e3:.1f} ms")
         print(line)
 
 
