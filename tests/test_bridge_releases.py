@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 
 from helpers import load_script, mirror_source
+
 from trainsim.validate import BUNDLED_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
