@@ -8,18 +8,24 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import statistics
+import subprocess
 from pathlib import Path
 
+import pytest
 from helpers import (
     check_extra_training_file,
     check_validates_with_no_failed_row,
     load_script,
+    mirror_source,
     training_rows,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
+MIRROR = "mlcommons+training_results_v5.1"
+COMMIT = "441d65f4445cd59687466533fd9f55399136e7a4"
 AMD = ROOT / "benchmarks" / "training_mlperf51_amd.csv"
 SCRIPT = ROOT / "benchmarks" / "mlperf_step_time.py"
 
@@ -100,6 +106,31 @@ def test_hand_check_of_one_block():
     assert abs(block - 1.0454) < 1e-4 and abs(32 / 30.619 - 1.0451) < 1e-4
     row = {r["id"]: r for r in training_rows(AMD)}["mlperf51-amd-llama3.1-8b-mi355x-8"]
     assert abs(float(row["measured_iteration_s"]) / block - 1) < 0.003
+
+
+def test_rows_are_the_step_time_script_run_on_the_mirrored_logs():
+    """mlperf_step_time.submission() on each row's results directory in the mirror (skipped
+    where the mirror is absent): its per-run 'block' readings are the runs in the row's note,
+    their median the row, and AMD result_0.txt's second block the hand check's 1.0454 s."""
+    amd_dir = "AMD/results/MI355X_EPYC_9575F_pytorch/llama31_8b"
+    mirror_source(MIRROR, COMMIT, f"{amd_dir}/result_0.txt")  # skips without the mirror
+    git = str(Path(os.environ.get("TRAINSIM_MIRRORS", "/work/.mirror")) / MIRROR / "repo")
+    head = subprocess.run(["git", "-C", git, "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    if head != COMMIT:  # submission() reads HEAD
+        pytest.skip(f"the {MIRROR} mirror is at {head[:10]}, not {COMMIT[:10]}")
+    script = load_script(SCRIPT)
+    for r in training_rows(AMD):
+        results_dir = re.search(r"(\S+/llama31_8b)/result_\*\.txt", r["source"]).group(1)
+        runs, med = script.submission(git, results_dir)
+        noted = [float(x) for x in re.search(r"'block' \(runs ([\d. ]+)\)", r["note"])
+                 .group(1).split()]
+        assert len(runs) == 10 and all(run["gbs"] == 32 and run["ga"] == 2 for _, run in runs)
+        assert sorted(round(run["block"], 4) for _, run in runs) == sorted(noted), r["id"]
+        assert abs(med["block"] - float(r["measured_iteration_s"])) < 6e-5, r["id"]
+        if results_dir == amd_dir:
+            first = dict(runs)["result_0.txt"]["first_block"]  # the 2nd block, the 1st after warm-up
+            assert abs(first - 401.421 / 384) < 1e-6
 
 
 def test_mlperf51_amd_file_validates_with_no_failed_row():
