@@ -130,18 +130,29 @@ def _optimizer_bytes(cfg: RunConfig) -> float:
 
 
 def _master_bytes(cfg: RunConfig) -> float:
-    """Bytes of the optimizer's master copy of a parameter in Megatron-core: fp32, except with
-    the precision-aware optimizer in bf16 training, where Transformer Engine's FusedAdam keeps
-    only the 16 low bits of the fp32 value that the bf16 parameter lacks
-    (``store_param_remainders``, default True: core_r0.12.0 megatron/core/optimizer/__init__.py
-    L350 passes it, core_r0.13.0+ optimizer_config.py ``store_param_remainders: bool = True``;
-    Megatron-LM@2edffadb distrib_optimizer.py L805-808 allocates the master shard as int16
-    "if self.config.store_param_remainders and self.config.bf16"; TransformerEngine@v2.14
-    optimizers/fused_adam.py L212-213, fp32 master weights only). Under fp8 other than delayed
-    scaling Megatron-core keeps its own fp32 master copy (optimizer_config.py
-    ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``); fp8 runs keep 4 bytes here."""
+    """Bytes of the optimizer's master copy of a parameter in Megatron-core: fp32, except where
+    the precision-aware optimizer hands the master weights to Transformer Engine's FusedAdam,
+    which keeps only the 16 low bits of the fp32 value that a bf16 parameter lacks
+    (``store_param_remainders``). Megatron-LM@2edffadb optimizer/optimizer_config.py L374-380
+    sets ``use_precision_aware_optimizer_no_fp8_or_ds_fp8`` without fp8 or with
+    ``fp8_recipe == "delayed"`` (fp32 ``main_params_dtype``), and only then
+    optimizer/__init__.py L559-571 passes ``master_weights=True`` with ``store_param_remainders``
+    (default True, optimizer_config.py L192; turned off below TE 2.1, L402-403; core_r0.11.0
+    already passed it for every dtype) to TE's FusedAdam; under the other fp8 recipes Megatron
+    keeps its own fp32 master shard (distrib_optimizer.py L383-406). TransformerEngine@v2.14
+    optimizers/fused_adam.py L212-213 and L611-615 allocate the int16 remainders for every
+    parameter whose dtype is bf16 (fp8 runs train bf16 parameters). With ``fp8_param_gather``
+    the matmul weights are Float8Tensors, which FusedAdam steps with ``multi_tensor_adam_fp8``,
+    whose kernel takes an fp32 master only (transformer_engine/common/multi_tensor/adam.cu
+    L808): 4 bytes here."""
     t = cfg.training
-    return 2.0 if t.use_precision_aware_optimizer and t.dtype == "bf16" else 4.0
+    if not t.use_precision_aware_optimizer:
+        return 4.0
+    if t.dtype == "bf16":
+        return 2.0
+    if t.dtype == "fp8" and t.fp8_recipe == "delayed" and not t.fp8_param_gather:
+        return 2.0
+    return 4.0
 
 
 def _fp8_copies(cfg: RunConfig, linear: float) -> float:
