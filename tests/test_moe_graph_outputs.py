@@ -6,6 +6,8 @@ counted here by hand."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from trainsim.catalog import gpu
@@ -74,8 +76,21 @@ def test_overlapped_shared_experts_are_not_a_graph_output():
 
 def test_sequence_parallel_splits_tokens_and_flex_spans_tp_times_experts():
     """TP 2 with SP: each rank's MoE block sees 1/2 of the tokens; HybridEP's token_probs are
-    expanded over the TPxEP domain, [tokens, tp * experts]."""
-    assert moe_graph_output_bytes(_cfg(tp=2)) == SEQ / 2 * (2 * H + 4 * 2 * E)
+    expanded over the TPxEP domain, [tokens, tp * experts], and so is its bool routing map, a
+    copy once tp > 1 (token_dispatcher.py _initialize_metadata, cudagraph_attrs L1381)."""
+    assert moe_graph_output_bytes(_cfg(tp=2)) == SEQ / 2 * (2 * H + 4 * 2 * E + 2 * E)
+
+
+def test_alltoall_overlap_under_fp8_sp_keeps_the_shared_experts_gathered_input():
+    """All-to-all preprocess with shared-expert overlap, TP 2 and SP: the shared experts'
+    sequence-parallel gather (cached_fc1_input, [SEQ, h] 16-bit) is a graph output; eagerly
+    fc1 saves that same tensor in bf16, so only fp8 (which saves its fp8 cast) adds it."""
+    base = dict(dispatcher="alltoall", tp=2, moe_shared_expert_overlap=True)
+    bf16 = moe_graph_output_bytes(_cfg(**base))
+    assert bf16 == SEQ / 2 * K * (2 * H + 4)
+    fp8 = _cfg(**base)
+    fp8 = dataclasses.replace(fp8, training=dataclasses.replace(fp8.training, dtype="fp8"))
+    assert moe_graph_output_bytes(fp8) - bf16 == SEQ * H * 2
 
 
 def test_no_router_graph_keeps_nothing_more():

@@ -22,8 +22,10 @@ captured (TransformerEngine@v2.14 transformer_engine/pytorch/graph.py
 It's no longer needed after the corresponding backward graph is built up"). Their blocks stay
 the pool's for that whole span, every iteration the graphs replay: they live as long as the
 layer's saved activations. Eagerly, most of them are saved anyway (the residual is the pre-MLP
-norm's saved input, the hidden states the router's and the shared experts' GEMM input, the
-fused router keeps its routing map), but two are not:
+norm's saved input, the hidden states the router's and the shared experts' GEMM input; the
+router-only scope's routing map is the one the fused router saves for its backward, a bool
+``[tokens, experts]`` that the activation model leaves out, eager or graphed), but these are
+not:
 
 - the shared experts' output, which the eager layer adds to the combined expert output and
   frees (moe_layer.py ``postprocess``);
@@ -35,7 +37,21 @@ fused router keeps its routing map), but two are not:
 - with the all-to-all dispatcher's preprocess captured, its locally permuted token copies and
   probabilities, which eagerly live only until the all-to-all has sent them.
 
-Small integer metadata (split sizes, the all-to-all's permutation map) is left out.
+- with HybridEP's preprocess captured and tp > 1, its routing map expanded over the TPxEP
+  domain, a new bool ``[tokens, tp * experts]`` (``_initialize_metadata``'s ``.contiguous()``
+  copy; with tp 1 the expansion is a view of the router's own map), one of its
+  ``cudagraph_attrs`` (token_dispatcher.py L1381);
+- with the all-to-all preprocess captured, shared-expert overlap and sequence parallelism, the
+  shared experts' gathered 16-bit input ``cached_fc1_input`` (shared_experts.py
+  ``pre_forward_comm``, L163-166; token_dispatcher.py L469 adds it to ``cudagraph_attrs``):
+  eagerly TE's fc1 saves that very tensor in 16-bit training, but under fp8 it saves its fp8
+  cast and the 16-bit copy is freed once fc1 has read it (without sequence parallelism
+  ``copy_to_tensor_model_parallel_region`` returns the input itself).
+
+The ``moe_router`` and ``moe_preprocess`` scopes exist from Megatron-core core_v0.16.0
+(transformer/enums.py ``CudaGraphScope``; core_v0.15.0's ``cuda_graph_scope`` is a string of
+"full", "attn" or "full_iteration"). Small integer metadata (split sizes, the all-to-all's
+permutation map) is left out.
 """
 
 from __future__ import annotations
@@ -63,15 +79,23 @@ def moe_graph_output_bytes(cfg: RunConfig) -> float:
         out += tokens * m.hidden_size * 2
     prob = ROUTER_PROB_BYTES[p.moe_router_dtype]
     experts = (m.num_experts or 0) * p.tp  # the flex dispatchers' TPxEP domain
-    if "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "deepep":
+    preprocess = "moe_preprocess" in tr.cuda_graph_scope
+    dispatcher = p.moe_token_dispatcher_type
+    if preprocess and dispatcher == "deepep":
         out += tokens * p.tp * m.moe_router_topk * (prob + 8)  # token_probs, token_indices
-    elif "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "hybridep":
+    elif preprocess and dispatcher == "hybridep":
         out += tokens * experts * prob
-    elif "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "alltoall":
+        if p.tp > 1:  # the expanded bool routing map, a copy only when tp > 1
+            out += tokens * experts
+    elif preprocess and dispatcher == "alltoall":
         # the locally permuted 16-bit token copies and their probabilities, the all-to-all's
         # inputs (``MoEAlltoAllTokenDispatcher.dispatch_preprocess`` returns them; its
         # ``cudagraph_attrs`` add the routing map the fused router keeps and per-expert counts)
         out += tokens * m.moe_router_topk * (2 * m.hidden_size + prob)
+        if (m.moe_shared_expert_intermediate_size and p.moe_shared_expert_overlap
+                and p.sequence_parallel and p.tp > 1 and tr.dtype == "fp8"):
+            # the shared experts' gathered 16-bit input, which fp8's fc1 does not save
+            out += tokens * p.tp * m.hidden_size * 2
     else:  # the router's own [tokens, experts] probabilities
         out += tokens * (m.num_experts or 0) * prob
     return out
