@@ -111,3 +111,21 @@ def test_only_moe_layers_carry_it_and_the_stage_peak_grows_by_it_per_layer_in_fl
     grown = estimate_stage_memory(with_graphs, 0).activations - \
         estimate_stage_memory(without, 0).activations
     assert grown == pytest.approx(4 * extra)
+
+
+def test_router_graph_keeps_the_pre_mlp_norm_unless_alltoall_preprocess_without_overlap():
+    """Megatron-core (transformer_layer.py can_recompute_pre_mlp_layernorm_for_cudagraph) turns
+    off the pre-MLP norm's recompute under a moe_router graph unless moe_preprocess is captured
+    with the all-to-all dispatcher and the shared experts do not overlap: ``layernorm`` then
+    no longer frees the router's 16-bit input (bf16 here: SEQ * H * 2 per MoE layer)."""
+    ln = dict(recompute="selective", recompute_modules=("layernorm",))
+    cases = ((dict(dispatcher="hybridep"), True), (dict(dispatcher="deepep"), True),
+             (dict(dispatcher="alltoall"), False),
+             (dict(dispatcher="alltoall", moe_shared_expert_overlap=True), True))
+    for par, kept in cases:
+        graphed, eager = _cfg(**par, **ln), _cfg(scope=("attn",), **par, **ln)
+        grown = activation_bytes_per_layer(graphed, moe=True) - \
+            activation_bytes_per_layer(eager, moe=True)
+        assert grown == pytest.approx(moe_graph_output_bytes(graphed) + kept * SEQ * H * 2), par
+        assert activation_bytes_per_layer(graphed, moe=False) == \
+            activation_bytes_per_layer(eager, moe=False)

@@ -25,10 +25,11 @@ from trainsim.memory import hf, params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.free_of import cache_clear as free_of_clear
 from trainsim.memory.free_of import zero_free
-from trainsim.memory.graph_outputs import moe_graph_output_bytes
+from trainsim.memory.graph_outputs import moe_graph_output_bytes, pre_mlp_norm_recomputed
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
+from trainsim.memory.saved_inputs import gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.state import ModelState, model_state
 from trainsim.workload.head import cross_entropy_impl
@@ -232,8 +233,10 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         per = x  # the QKV (MLA: down-projection) input
         if moe and "moe" not in modules:
             # the router's 16-bit input (moe_utils.py RouterGatingLinearFunction
-            # ``ctx.save_for_backward(inp, weight, bias)``), the shared experts' fp8 copy
-            per += 2 + (x if x != 2 and m.moe_shared_expert_intermediate_size else 0)
+            # ``ctx.save_for_backward(inp, weight, bias)``), the shared experts' fp8 copy; not
+            # where a router graph keeps the norm (graph_outputs.pre_mlp_norm_recomputed)
+            per += (2 + (x if x != 2 and m.moe_shared_expert_intermediate_size else 0)
+                    if pre_mlp_norm_recomputed(cfg) else 0)
         elif not m.parallel_block:
             per += x  # the FC1 input
         out += T * h * per / shared_div
@@ -258,22 +261,6 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         if "shared_experts" in modules and m.moe_shared_expert_intermediate_size:
             out += T * _inner_bytes(cfg, m.moe_shared_expert_intermediate_size) / t
     return out
-
-
-FP8_SAVED_INPUT_BYTES = {"delayed": 1.0, "current": 1.0, "blockwise": 1.0 + 4 / 128,
-                         "mxfp8": 1.0 + 1 / 32}
-"""Bytes per element of a GEMM input that Transformer Engine saves for the backward under fp8:
-the 8-bit cast (the copy the weight-gradient GEMM reads) instead of the 16-bit tensor, plus its
-scales (blockwise: an fp32 scale per 1x128 tile; MXFP8: an E8M0 byte per 32 elements).
-TransformerEngine transformer_engine/pytorch/module/linear.py, layernorm_linear.py and
-layernorm_mlp.py save ``inputmat`` / ``ln_out`` / the activation output in fp8 when fp8 is on;
-the LayerNorm input and the FC1 output (the activation's input) stay 16-bit."""
-
-
-def gemm_input_bytes(cfg: RunConfig) -> float:
-    """Bytes a saved GEMM input takes per element: 2 in 16-bit training, ~1 under fp8."""
-    t = cfg.training
-    return FP8_SAVED_INPUT_BYTES[t.fp8_recipe] if t.dtype == "fp8" else 2.0
 
 
 def _inner_bytes(cfg: RunConfig, width: float) -> float:

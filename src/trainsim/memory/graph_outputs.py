@@ -99,3 +99,19 @@ def moe_graph_output_bytes(cfg: RunConfig) -> float:
     else:  # the router's own [tokens, experts] probabilities
         out += tokens * (m.num_experts or 0) * prob
     return out
+
+
+def pre_mlp_norm_recomputed(cfg: RunConfig) -> bool:
+    """Whether ``recompute_modules`` ``layernorm`` still recomputes an MoE layer's pre-MLP norm
+    under this run's CUDA graphs. Megatron-core switches it off where the norm's output is a
+    static graph output that cannot be freed (Megatron-LM@2edffadb transformer/
+    transformer_layer.py L415-452 ``can_recompute_pre_mlp_layernorm_for_cudagraph``): with
+    ``moe_router`` captured it stays on only when ``moe_preprocess`` is captured with the
+    all-to-all dispatcher, and never with shared-expert overlap (the shared experts read the
+    norm's output outside the graph)."""
+    p, tr = cfg.parallel, cfg.training
+    if not tr.cuda_graphs or "moe_router" not in tr.cuda_graph_scope:
+        return True
+    if cfg.model.moe_shared_expert_intermediate_size and p.moe_shared_expert_overlap:
+        return False
+    return "moe_preprocess" in tr.cuda_graph_scope and p.moe_token_dispatcher_type == "alltoall"
