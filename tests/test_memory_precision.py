@@ -68,6 +68,26 @@ def test_low_precision_moments_need_the_precision_aware_optimizer():
         cfg_of(optimizer="sgd", use_precision_aware_optimizer=True, exp_avg_sq_dtype="bf16")
 
 
+def test_precision_aware_optimizer_needs_megatron_cores_distributed_optimizer():
+    """Megatron-core asserts the distributed optimizer (optimizer_config.py L394-399); other
+    data-parallel optimizers (FSDP, DeepSpeed, Apex DistributedFusedAdam under MLPerf's NeMo
+    1.x, profile feature precision_aware_optimizer: false) do not run it."""
+    def run(parallel, **training):
+        return trainsim.run_config_from_dict({
+            "model": {"preset": "llama3-8b"}, "parallel": parallel,
+            "training": {"global_batch_size": 64, "seq_length": 4096,
+                         "use_precision_aware_optimizer": True, **training},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    with pytest.raises(ConfigError, match="distributed optimizer"):
+        run({"distributed_optimizer": False})
+    with pytest.raises(ConfigError, match="distributed optimizer"):
+        run({"data_parallel_impl": "fsdp2", "zero_stage": 3})
+    with pytest.raises(ConfigError, match="precision aware optimizer"):
+        run({"distributed_optimizer": True}, framework="mlperf-nemo", framework_version="4.0")
+    run({"distributed_optimizer": True})
+    run({"distributed_optimizer": True}, framework="mlperf-nemo", framework_version="5.0")
+
+
 def test_swiglu_input_stored_in_fp8_saves_one_byte_per_element():
     """fused_bias_swiglu.py saves input.to(torch.float8_e4m3fn): the FC1 output (2f per token,
     both SwiGLU halves) drops from 2 bytes to 1 per element."""

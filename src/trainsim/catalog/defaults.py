@@ -25,6 +25,7 @@ _NEEDS_FEATURE = (
     ("parallel", "distributed_optimizer", "distributed_optimizer"),
     ("parallel", "tp_comm_overlap", "tp_comm_overlap"),
     ("training", "cuda_graphs", "cuda_graphs"),
+    ("training", "use_precision_aware_optimizer", "precision_aware_optimizer"),
 )
 # (section, config field, profile default) filled when the config leaves the field out
 _DEFAULTED = (

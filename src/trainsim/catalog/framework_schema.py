@@ -392,6 +392,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
     # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
     "per_tensor_optimizer": _nullable(_bool),
+    # the framework's optimizer can run Megatron-core's precision-aware optimizer (TE FusedAdam
+    # under Megatron-core's distributed optimizer, ``use_precision_aware_optimizer``); false
+    # where the data-parallel optimizer is another one (Apex DistributedFusedAdam in NeMo 1.x);
+    # null: not recorded (allowed)
+    "precision_aware_optimizer": _nullable(_bool),
     # the model unpads Q, K and V before FlashAttention's varlen kernel and pads its output,
     # every layer, waiting for the GPU twice per unpad (llm-foundry's MPT, ``workload.unpad``)
     "flash_unpad": _nullable(_bool),
@@ -510,7 +515,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "separate_qkv", "zero3_avg_scatter_grads", "params_16bit", "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "torch_interleaved_warmup", "microbatch_group_size",
-    "per_tensor_optimizer", "flash_unpad", "train_metric_losses", "autocast_dtypes",
+    "per_tensor_optimizer", "precision_aware_optimizer", "flash_unpad", "train_metric_losses",
+    "autocast_dtypes",
     "te_linear_mlp", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
     "ddp_nan_check_syncs", "ddp_grad_scale", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",

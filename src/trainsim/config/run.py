@@ -149,6 +149,12 @@ class RunConfig:
         # whose instances divide dp*cp but not dp passes here though that release refused it
         # (the config holds no framework release to key the rule by)
         megatron = p.data_parallel_impl == "megatron"
+        if t.use_precision_aware_optimizer and not (megatron and p.shards_optimizer):
+            # Megatron-LM@2edffadb optimizer_config.py L394-399: "--use-precision-aware-optimizer
+            # only supported with distributed optimizer" (Megatron-core's own, TE FusedAdam)
+            raise ConfigError("training.use_precision_aware_optimizer needs Megatron-core's "
+                              "distributed optimizer (parallel.data_parallel_impl=megatron, "
+                              "distributed_optimizer=true)")
         split, what = ((self.dp * p.cp, "dp*cp") if megatron else (self.dp, "dp"))
         if split % p.dp_replicate:
             raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} does not divide "
