@@ -129,3 +129,26 @@ def test_router_graph_keeps_the_pre_mlp_norm_unless_alltoall_preprocess_without_
         assert grown == pytest.approx(moe_graph_output_bytes(graphed) + kept * SEQ * H * 2), par
         assert activation_bytes_per_layer(graphed, moe=False) == \
             activation_bytes_per_layer(eager, moe=False)
+
+
+def test_moe_router_scope_exists_from_megatron_core_0_16_only():
+    """CudaGraphScope moe_router / moe_preprocess arrived in Megatron-LM 2b343d739f
+    (2025-12-30), first released in core_v0.16.0 (core_v0.15.0's cuda_graph_scope is a string:
+    full, attn, full_iteration): an older release refuses the scope in one line."""
+    import trainsim
+    from trainsim.errors import ConfigError
+
+    def run(framework, version):
+        return trainsim.run_config_from_dict({
+            "model": {"preset": "qwen3-30b-a3b"},
+            "parallel": {"expert_model_parallel_size": 8, "distributed_optimizer": True},
+            "training": {"global_batch_size": 64, "seq_length": 4096, "framework": framework,
+                         "framework_version": version, "cuda_graphs": True,
+                         "cuda_graph_scope": "attn;moe_router"},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    for framework, old, new in (("megatron-core", "0.15", "0.16"),
+                                ("megatron-bridge", "25.11", "26.02"),
+                                ("megatron-lm", "2025-12-07", "2026-01-16")):
+        with pytest.raises(ConfigError, match="moe_router graph scope"):
+            run(framework, old)
+        assert "moe_router" in run(framework, new).training.cuda_graph_scope

@@ -397,6 +397,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # where the data-parallel optimizer is another one (Apex DistributedFusedAdam in NeMo 1.x);
     # null: not recorded (allowed)
     "precision_aware_optimizer": _nullable(_bool),
+    # Megatron-core's MoE layer CUDA-graph scopes ``moe_router`` / ``moe_preprocess``
+    # (transformer/enums.py ``CudaGraphScope``, added 2025-12-30 by 2b343d739f, first in
+    # core_v0.16.0; core_v0.15.0's ``cuda_graph_scope`` is a string: full, attn,
+    # full_iteration); false: a config naming them is refused; null: not recorded (allowed)
+    "moe_graph_scopes": _nullable(_bool),
     # the model unpads Q, K and V before FlashAttention's varlen kernel and pads its output,
     # every layer, waiting for the GPU twice per unpad (llm-foundry's MPT, ``workload.unpad``)
     "flash_unpad": _nullable(_bool),
@@ -515,7 +520,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "separate_qkv", "zero3_avg_scatter_grads", "params_16bit", "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "torch_interleaved_warmup", "microbatch_group_size",
-    "per_tensor_optimizer", "precision_aware_optimizer", "flash_unpad", "train_metric_losses",
+    "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
     "autocast_dtypes",
     "te_linear_mlp", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
     "ddp_nan_check_syncs", "ddp_grad_scale", "fp8_param_amax_all_reduce",
