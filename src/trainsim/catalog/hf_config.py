@@ -10,7 +10,7 @@ from typing import Any
 
 from trainsim.catalog import hf_families
 from trainsim.config import ModelConfig
-from trainsim.config._build import build, switch
+from trainsim.config._build import build, suggest, switch
 from trainsim.config.safe_load import parse, read_text
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -183,6 +183,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
+    _model_type(cfg, str(path))
     cfg, where = text_model(cfg, path)
     cfg = hf_families.normalized(cfg, where)
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
@@ -198,8 +199,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     if not isinstance(cfg.get("rope_scaling") or {}, dict):
         raise ConfigError(f"{where}: rope_scaling must be a mapping (or null), got "
                           f"{_kind(cfg['rope_scaling'])}")
-    act = str(get("hidden_act", "activation_function", default="gelu")).lower()
-    model_type = str(cfg.get("model_type", ""))
+    act = _activation(get("hidden_act", "activation_function"), where)
+    model_type = _model_type(cfg, where)
     gated = act in ("silu", "swiglu", "swish") or "llama" in model_type \
         or model_type in GATED_MODEL_TYPES
     fields = dict(  # noqa: C408 - keyword names mirror the config fields
@@ -263,13 +264,13 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             fields["sliding_window"] = None
         else:
             fields["window_attn_skip_freq"] = period
-    experts = get("num_local_experts", "num_experts", "n_routed_experts")
+    experts = next((hf_families.count(cfg, k, where) for k in EXPERT_KEYS if k in cfg), None)
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
         shared = get("shared_expert_intermediate_size")
-        n_shared = cfg.get("n_shared_experts")
+        n_shared = hf_families.count(cfg, "n_shared_experts", where)
         if shared is None and n_shared:
-            shared = (_positive(n_shared, f"{where}: n_shared_experts")
-                      * _positive(get("moe_intermediate_size"), f"{where}: moe_intermediate_size"))
+            shared = n_shared * _positive(get("moe_intermediate_size"),
+                                          f"{where}: moe_intermediate_size")
         fields.update(num_experts=experts,
                       moe_router_topk=get("num_experts_per_tok", "moe_topk", default=2),
                       moe_ffn_hidden_size=get("moe_intermediate_size"),
@@ -278,7 +279,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       moe_first_dense_layers=get("first_k_dense_replace", default=0))
         if model_type.startswith("llama4"):
             fields.update(_llama4_moe(cfg, fields["num_layers"], where))
-    if cfg.get("kv_lora_rank"):  # DeepSeek-V2/V3 multi-head latent attention
+    if hf_families.count(cfg, "kv_lora_rank", where):  # DeepSeek-V2/V3 latent attention
         fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
                       qk_head_dim=get("qk_nope_head_dim", default=128),
                       qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
@@ -297,10 +298,11 @@ def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str
     ``rope_theta``. {} for other model types."""
     if model_type != "falcon":
         return {}
-    out: dict[str, Any] = {"position_embedding": "alibi" if cfg.get("alibi") else "rope"}
+    alibi = hf_families.flag(cfg, "alibi", False, where)
+    out: dict[str, Any] = {"position_embedding": "alibi" if alibi else "rope"}
     if _hf_switch(cfg.get("parallel_attn"), True, f"{where}: parallel_attn"):
         norms = cfg.get("num_ln_in_parallel_attn")
-        if norms is None and cfg.get("new_decoder_architecture"):
+        if norms is None and hf_families.flag(cfg, "new_decoder_architecture", False, where):
             norms = 2
         out.update(parallel_block=True, parallel_block_norms=2 if norms == 2 else 1)
     return out
@@ -377,6 +379,43 @@ def _max_window_layers(cfg: dict[str, Any], fields: dict[str, Any], where: str) 
         raise ConfigError(f"{where}: max_window_layers={limit} windows layers {limit} to "
                           f"{layers - 1} only; trainsim windows every layer or every N-th one "
                           f"(set use_sliding_window false, or max_window_layers 0 or {layers})")
+
+
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+"""config.json names of the routed-expert count (Mixtral, Qwen-MoE, DeepSeek), first found wins."""
+ACTIVATIONS = frozenset({
+    "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python",
+    "gelu_python_tanh", "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear",
+    "mish", "prelu", "quick_gelu", "relu", "relu2", "relu6", "sigmoid", "silu", "sqrtsoftplus",
+    "swish", "tanh", "xielu", "swiglu"})
+"""``hidden_act`` names a config.json may hold: the keys of transformers' ``ACT2CLS``
+(transformers 5.24.0 src/transformers/activations.py; a model built from any other name fails
+there with ``KeyError``), and ``swiglu``, which remote-code configs write for a gated SiLU MLP.
+Any other word (or a number, a list) was read as a two-matrix GELU MLP, silently."""
+
+
+def _activation(value: Any, where: str) -> str:
+    """The config.json's ``hidden_act`` (``activation_function``), lower case; absent or null
+    is GELU, as before."""
+    if value is None:
+        return "gelu"
+    if not isinstance(value, str) or value.strip().lower() not in ACTIVATIONS:
+        raise ConfigError(f"{where}: hidden_act={value!r} is not an activation transformers "
+                          f"knows{suggest(str(value), sorted(ACTIVATIONS))} (known: "
+                          "silu, gelu, gelu_new, gelu_pytorch_tanh, relu, relu2, ...)")
+    return value.strip().lower()
+
+
+def _model_type(cfg: dict[str, Any], where: str) -> str:
+    """The config.json's ``model_type``: text, or '' where absent or null. A number or a list
+    was read through ``str()`` and lost the family's structure (gated MLP, tied embeddings),
+    silently."""
+    value = cfg.get("model_type")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: model_type must be text (e.g. 'llama'), got {value!r}")
+    return value
 
 
 def _hf_switch(value: Any, default: bool, where: str) -> bool:

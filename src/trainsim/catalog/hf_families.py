@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainsim.config._build import switch
 from trainsim.errors import ConfigError
 
 ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention",
@@ -76,15 +77,36 @@ NO_OP_WHEN_ONE = ("moe_layer_interval", "expert_layer_period")
 """Of those, the ones whose value 1 (every layer) changes nothing."""
 
 
-def _falcon(cfg: dict[str, Any]) -> dict[str, Any]:
+def flag(cfg: dict[str, Any], key: str, default: bool, where: str, within: str = "") -> bool:
+    """A config.json switch read as a run config reads one (``_build.switch``: true/false, 0/1,
+    yes/no), ``default`` where absent or null; ``[]``, ``-1`` or ``'abc'`` are refused, not
+    read by their truth value (``if cfg.get(key)``)."""
+    value = cfg.get(key)
+    return default if value is None else switch(value, f"{where}: {within}{key}")
+
+
+def count(cfg: dict[str, Any], key: str, where: str) -> int | None:
+    """A config.json count that switches a structure on (experts, a latent rank, rotary
+    dimensions): None where absent or null, else a whole number >= 0 (0: the structure off,
+    as transformers reads it); ``[]`` or ``0.5`` are refused, not read as off or as half."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not (value >= 0 and value == int(value)):
+        raise ConfigError(f"{where}: {key} must be a whole number >= 0, got {value!r}")
+    return int(value)
+
+
+def _falcon(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """A Falcon config with its key/value heads and bias under the names trainsim reads."""
     out = dict(cfg)
     heads = cfg.get("num_attention_heads", cfg.get("n_head"))
     if "num_key_value_heads" not in cfg:
-        if cfg.get("new_decoder_architecture"):
+        if flag(cfg, "new_decoder_architecture", False, where):
             kv = cfg.get("num_kv_heads", heads)
         else:
-            kv = 1 if cfg.get("multi_query", True) else heads
+            kv = 1 if flag(cfg, "multi_query", True, where) else heads
         if kv is not None:
             out["num_key_value_heads"] = kv
     if "attention_bias" not in cfg and "bias" in cfg:
@@ -98,7 +120,7 @@ config.json name says (a parallel block, the position embedding, a gated MLP);
 ``hf_config`` applies them over what it reads."""
 
 
-def _parallel(cfg: dict[str, Any]) -> bool | None:
+def _parallel(cfg: dict[str, Any], where: str) -> bool | None:
     """Whether the family's decoder layer is a parallel attention + MLP block (module
     docstring); None where the family does not say."""
     kind = cfg.get("model_type")
@@ -106,28 +128,33 @@ def _parallel(cfg: dict[str, Any]) -> bool | None:
         return True
     if kind == "falcon":  # hf_config._falcon_fields reads parallel_attn and its norms
         return None
-    if "use_parallel_residual" in cfg:
-        return bool(cfg["use_parallel_residual"])
+    if "use_parallel_residual" in cfg:  # null: off, as transformers' truth test reads it
+        return flag(cfg, "use_parallel_residual", False, where)
     if kind == "gpt_neox":
         return True  # GPTNeoXConfig.use_parallel_residual defaults to True
     return None
 
 
-def _rope_names(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any]) -> None:
+def _rope_names(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any],
+                where: str) -> None:
     """Rotary positions under the names ``hf_config`` reads (module docstring)."""
     params = cfg.get("rope_parameters")
+    if params is not None and not isinstance(params, dict):  # was ignored: learned positions
+        raise ConfigError(f"{where}: rope_parameters must be a mapping (or null), got {params!r}")
     if isinstance(params, dict):
         if "rope_theta" not in cfg and params.get("rope_theta") is not None:
             out["rope_theta"] = params["rope_theta"]
         if cfg.get("rope_scaling") is None and params.get("rope_type") not in (None, "default"):
             out["rope_scaling"] = params
-    if cfg.get("rotary_dim"):  # GPT-J, CodeGen
+    if count(cfg, "rotary_dim", where):  # GPT-J, CodeGen
         fields["position_embedding"] = "rope"
 
 
 def _sub(cfg: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    sub = cfg.get(key) or {}
-    if not isinstance(sub, dict):
+    sub = cfg.get(key)
+    if sub is None:
+        return {}
+    if not isinstance(sub, dict):  # 0 or [] was read as the empty mapping, silently
         raise ConfigError(f"{where}: {key} must be a mapping, got {type(sub).__name__}")
     return sub
 
@@ -167,21 +194,22 @@ def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, A
     if "intermediate_size" not in cfg and isinstance(ratio, (int, float)) \
             and not isinstance(ratio, bool) and isinstance(hidden, int):
         out["intermediate_size"] = ratio * hidden
-    out.setdefault("attention_bias", not cfg.get("no_bias", True))
+    no_bias = flag(cfg, "no_bias", True, where)
+    out.setdefault("attention_bias", not no_bias)
     # no_bias drops the norms' biases too: llm-foundry MPTModel.__init__ (mosaicml/llm-foundry
     # llmfoundry/models/mpt/modeling_mpt.py, ``if config.no_bias:``) sets ``bias`` None on
     # every module holding one, q_ln/k_ln included; transformers' MptBlock.__init__
     # (models/mpt/modeling_mpt.py) sets ``norm_1.bias = None`` and ``norm_2.bias = None``
-    fields["norm_bias"] = not cfg.get("no_bias", True)
+    fields["norm_bias"] = not no_bias
     out.setdefault("hidden_act", "gelu")
     # llm-foundry MPTConfig.__init__: alibi or rope turns learned_pos_emb off; MPTModel builds
     # the wpe table ``if self.learned_pos_emb`` (default true). transformers' MptModel always
     # adds ALiBi (modeling_mpt.py ``build_mpt_alibi_tensor``), the MPT checkpoints' setting.
-    if attn.get("alibi", False):
+    if flag(attn, "alibi", False, where, "attn_config."):
         fields["position_embedding"] = "alibi"
-    elif attn.get("rope", False):
+    elif flag(attn, "rope", False, where, "attn_config."):
         fields["position_embedding"] = "rope"
-    elif cfg.get("learned_pos_emb", True):
+    elif flag(cfg, "learned_pos_emb", True, where):
         fields["position_embedding"] = "learned"
     else:
         raise ConfigError(f"{where}: no position embedding (attn_config alibi and rope false, "
@@ -190,9 +218,11 @@ def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, A
     # ``GroupedQueryAttention.__init__``): ``qk_ln`` builds ``q_ln`` over ``d_model`` and
     # ``k_ln`` over ``head_dim * kv_n_heads``, the whole widths (qk_norm_span "full");
     # ``qk_gn`` ``norm_size = self.head_dim``, per head
-    if attn.get("qk_ln") or attn.get("qk_gn"):
+    qk_ln = flag(attn, "qk_ln", False, where, "attn_config.")
+    qk_gn = flag(attn, "qk_gn", False, where, "attn_config.")
+    if qk_ln or qk_gn:
         out["use_qk_norm"] = True
-        fields["qk_norm_span"] = "full" if attn.get("qk_ln") else "head"
+        fields["qk_norm_span"] = "full" if qk_ln else "head"
     return out
 
 
@@ -227,9 +257,9 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     kind = cfg.get("model_type")
     fields: dict[str, Any] = {}
     out = _mpt(cfg, where, fields) if kind in ("mpt", "dbrx") else \
-        _falcon(cfg) if kind == "falcon" else dict(cfg)
-    _rope_names(cfg, out, fields)
-    parallel = _parallel(cfg)
+        _falcon(cfg, where) if kind == "falcon" else dict(cfg)
+    _rope_names(cfg, out, fields, where)
+    parallel = _parallel(cfg, where)
     if parallel is not None:
         fields["parallel_block"] = parallel
         if parallel and kind != "gpt_neox":  # one norm feeds both (module docstring)
@@ -245,4 +275,5 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ATTENTION_LAYER_TYPES", "MODEL_FIELDS", "UNREAD_MOE_KEYS", "normalized"]
+__all__ = ["ATTENTION_LAYER_TYPES", "MODEL_FIELDS", "UNREAD_MOE_KEYS", "count", "flag",
+           "normalized"]
