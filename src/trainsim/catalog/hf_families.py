@@ -205,11 +205,13 @@ def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, A
     # llm-foundry MPTConfig.__init__: alibi or rope turns learned_pos_emb off; MPTModel builds
     # the wpe table ``if self.learned_pos_emb`` (default true). transformers' MptModel always
     # adds ALiBi (modeling_mpt.py ``build_mpt_alibi_tensor``), the MPT checkpoints' setting.
-    if flag(attn, "alibi", False, where, "attn_config."):
+    alibi, rope = (flag(attn, k, False, where, "attn_config.") for k in ("alibi", "rope"))
+    learned = flag(cfg, "learned_pos_emb", True, where)
+    if alibi:
         fields["position_embedding"] = "alibi"
-    elif flag(attn, "rope", False, where, "attn_config."):
+    elif rope:
         fields["position_embedding"] = "rope"
-    elif flag(cfg, "learned_pos_emb", True, where):
+    elif learned:
         fields["position_embedding"] = "learned"
     else:
         raise ConfigError(f"{where}: no position embedding (attn_config alibi and rope false, "
@@ -266,6 +268,10 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
             fields["parallel_block_norms"] = 1
     if kind == "bitnet":  # BitNetMLP: gate_proj, up_proj, down_proj around relu2
         fields["activation"] = "swiglu"
+        # and rotary positions whatever rope_parameters holds: BitNetModel.__init__ builds
+        # ``self.rotary_emb = BitNetRotaryEmbedding(config=config)`` and no position table
+        # (transformers 5.24.0 models/bitnet/modeling_bitnet.py line 342)
+        fields["position_embedding"] = "rope"
     if kind in ("glm4_moe",) and out.get("head_dim") is None:
         hidden, heads = out.get("hidden_size"), out.get("num_attention_heads")
         if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 \
