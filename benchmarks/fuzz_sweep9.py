@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import copy
+import csv
+import io
 import json
 import math
 import os
@@ -310,6 +312,145 @@ def yaml_cases() -> Iterator[Case]:
         yield f"yaml --set {sets}", lambda a=args: _cli(a)
 
 
+# ------------------------------------------------------------------------------ rows
+
+PUBLIC = ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv"
+BREAKS = ["abc", "-1", "0", "nan", "inf", "1e400", "", "2.5", "\uff18", "[1]", "\x1b[31m",
+          "9" * 30, "none", "1;2", " "]
+"""What a broken cell holds (any column, ``id`` too)."""
+
+
+def _validate_json(rows: list[dict[str, str]], columns: list[str], name: str) -> dict:
+    from click.testing import CliRunner
+
+    from trainsim.cli import main
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns)
+    writer.writeheader()
+    writer.writerows(rows)
+    path = str(_write_text(buf.getvalue(), name))
+    result = CliRunner().invoke(main, ["validate", path, "--format", "json"])
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    if result.exit_code != 0:
+        raise AssertionError(f"exit {result.exit_code}: {result.output[-300:]}")
+    return json.loads(result.stdout)
+
+
+def row_cases(rng: random.Random, n: int) -> Iterator[Case]:
+    """Files of 4 published rows, 1-2 of them with one cell broken: every row is reported
+    (failed with a one-line reason, or predicted finitely), the failed count is the rows with
+    an error, and each unbroken row predicts exactly as in the file without the broken cells."""
+    with PUBLIC.open(encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        columns, published = list(reader.fieldnames or []), list(reader)
+    clean_cache: dict[tuple[int, ...], dict] = {}
+    # a bad measured value refuses the whole file in one line (the errors are relative to it;
+    # tests/test_fuzz_validate.py): not a row's failure
+    breakable = [c for c in columns if c not in ("measured_iteration_s", "measured_peak_memory_gib")]
+
+    def one(picks: tuple[int, ...], broken: dict[int, tuple[str, str]]) -> str | None:
+        rows = [dict(published[i]) for i in picks]
+        if picks not in clean_cache:
+            clean_cache[picks] = _validate_json(rows, columns, "rows9-clean.csv")
+        clean = {r["id"]: r["predicted"] for r in clean_cache[picks]["rows"]}
+        for j, (col, value) in broken.items():
+            rows[j][col] = value
+        out = _validate_json(rows, columns, "rows9.csv")
+        if len(out["rows"]) != len(rows):
+            return f"rows lost: {len(out['rows'])} of {len(rows)} reported"
+        errors = 0
+        for j, got in enumerate(out["rows"]):
+            if got.get("error"):
+                errors += 1
+                if "\n" in got["error"] or "internal error" in got["error"].lower():
+                    return f"unclear row error: {got['error'][:80]!r}"
+                if j not in broken:
+                    return f"an unbroken row failed: {got['error'][:80]!r}"
+            elif j not in broken and got["predicted"] != clean[rows[j]["id"]]:
+                return f"an unbroken row changed: {clean[rows[j]['id']]} -> {got['predicted']}"
+            elif not math.isfinite(got["predicted"]) or got["predicted"] <= 0:
+                return f"prediction {got['predicted']!r}"
+        if out["summary"]["failed"] != errors:
+            return f"summary failed {out['summary']['failed']}, rows with an error {errors}"
+        return None
+
+    for _ in range(n):
+        picks = tuple(rng.sample(range(len(published)), 4))
+        broken = {j: (rng.choice(breakable), rng.choice(BREAKS))
+                  for j in rng.sample(range(4), rng.randint(1, 2))}
+        label = "; ".join(f"{published[picks[j]]['id']}.{c}={v!r}" for j, (c, v) in broken.items())
+        yield f"rows {label}", lambda p=picks, b=broken: one(p, b)
+
+
+# ------------------------------------------------------------------------------ service
+
+def _bodies() -> dict[str, bytes]:
+    """Raw request bodies: JSON a strict parser refuses, values past the limits, shapes that
+    are not a job."""
+    import yaml
+    cfg = json.dumps(yaml.safe_load(Path(EXAMPLE).read_text()))
+
+    def job(config: str, extra: str = "") -> bytes:
+        return ('{"kind": "simulate", "config": ' + config + extra + "}").encode()
+
+    def seq(text: str) -> bytes:
+        return job(cfg.replace('"seq_length": 8192', f'"seq_length": {text}'))
+
+    return {
+        "NaN": seq("NaN"), "Infinity": seq("Infinity"), "1e400": seq("1e400"),
+        "5000 digits": seq("9" * 5000), "4000 digits": seq("9" * 4000), "-0": seq("-0"),
+        "deep list": job("[" * 100_000 + "]" * 100_000),
+        "deep mapping": job('{"a":' * 5000 + "1" + "}" * 5000),
+        "two kinds": ('{"kind": "simulate", "kind": "search", "config": ' + cfg + "}").encode(),
+        "a list": b"[1, 2]", "text": b'"x"', "null": b"null", "empty": b"", "a number": b"3",
+        "not UTF-8": b'{"kind": "simulate", "config": "\xff"}',
+        "UTF-16": job(cfg).decode().encode("utf-16"), "BOM": b"\xef\xbb\xbf" + job(cfg),
+        "unicode key": job('{"\u00fcn\u00ef": 1}'), "NUL": b'{"kind": "simulate\\u0000"}',
+        "lone surrogate": job('{"model": "\\ud800"}'),
+        "50,000 sets": job(cfg, ', "options": {"set": [' + ",".join(['"parallel.tp=2"'] * 50_000)
+                           + "]}"),
+        "2 MB": job(cfg, ', "options": {"x": "' + "a" * 2_000_000 + '"}'),
+        "framework_version 0.10": job(cfg.replace('"dtype": "bf16"', '"dtype": "bf16", '
+                                                  '"framework": "megatron-core", '
+                                                  '"framework_version": 0.10')),
+    }
+
+
+def service_cases() -> Iterator[Case]:
+    """Each body posted to /jobs and /simulate (TestClient, no workers): queued (202), timed
+    out (504: no worker), or refused with a 4xx whose JSON names one field in one line."""
+    try:
+        from fastapi.testclient import TestClient
+
+        from trainsim.service import Settings, create_app
+    except ImportError:
+        return
+    db = _write_text("", "service9.db")
+    db.unlink()
+    app = create_app(Settings(db_url=f"sqlite:///{db}", workers=0, checkers=0).with_limits(
+        max_active_jobs=10**6, sync_timeout_s=0.05), start_workers=False)
+    client = TestClient(app, raise_server_exceptions=False)
+    auth = {"Authorization": f"Bearer {app.state.store.create_token('fuzz9')}",
+            "Content-Type": "application/json"}
+
+    def one(path: str, body: bytes) -> str | None:
+        r = client.post(path, content=body, headers=auth)
+        if r.status_code in (200, 202, 504):
+            return None
+        if not 400 <= r.status_code < 500:
+            return f"status {r.status_code}"
+        err = r.json()
+        if set(err) != {"error", "field"} or not err["error"] or "\n" in err["error"]:
+            return f"error body {str(err)[:80]}"
+        return None
+
+    for name, body in _bodies().items():
+        for path in ("/api/v1/jobs", "/api/v1/simulate"):
+            yield f"service {path.rsplit('/', 1)[1]} {name}", \
+                lambda p=path, b=body: one(p, b)
+
+
 # ------------------------------------------------------------------------------ search
 
 SEARCH = "llama3.2-1b"
@@ -351,12 +492,13 @@ def search_cases() -> Iterator[Case]:
 
 # ------------------------------------------------------------------------------ driver
 
-SURFACES = ("combos", "hf", "yaml", "search")
+SURFACES = ("combos", "hf", "yaml", "rows", "service", "search")
 
 
 def cases(only: set[str], rng: random.Random, n: int) -> Iterator[Case]:
     table = {"combos": lambda: combo_cases(rng, n), "hf": lambda: hf_cases(rng, n),
-             "yaml": yaml_cases, "search": search_cases}
+             "yaml": yaml_cases, "rows": lambda: row_cases(rng, max(1, n // 100)),
+             "service": service_cases, "search": search_cases}
     for name in SURFACES:
         if not only or name in only:
             yield from table[name]()
