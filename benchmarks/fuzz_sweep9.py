@@ -110,6 +110,18 @@ MOE = {"mixtral-8x7b", "deepseek-v2-lite", "gpt-oss-20b", "olmoe-1b-7b", "qwen3-
        "moonlight-16b-a3b"}
 
 
+def _layout(rng: random.Random, model: str, stages: int) -> str:
+    """A Megatron-core layout string putting the model's layers on ``stages`` virtual stages
+    at random (a stage may hold none), the embedding first and the loss last."""
+    from trainsim.catalog import model as preset
+    layers = preset(model).num_layers
+    cuts = sorted(rng.randint(0, layers) for _ in range(stages - 1))
+    counts = [b - a for a, b in zip([0, *cuts], [*cuts, layers])]
+    parts = [("t*" + str(c)) if c > 1 else "t" * c for c in counts]
+    parts[0], parts[-1] = "E" + parts[0], parts[-1] + "L"
+    return "|".join(parts)
+
+
 def _draw_combo(rng: random.Random) -> dict:
     """A run drawn to be valid most of the time (sizes that tile the GPUs, expert parallelism
     on MoE models only), with the newest fields set at random."""
@@ -145,7 +157,8 @@ def _draw_combo(rng: random.Random) -> dict:
                  "shared_experts"], rng.randint(0, 3))
     if par["pp"] > 1 and rng.random() < 0.4:
         par["pipeline_model_parallel_layout"] = rng.choice(
-            ["balanced", "front_loaded", "first:1,last:1", "first:3", "last:2"])
+            ["balanced", "front_loaded", "first:1,last:1", "first:3", "last:2",
+             _layout(rng, model, par["pp"] * par.get("vpp", 1))])
     if par["tp"] > 1 and rng.random() < 0.5:
         par["sequence_parallel"] = rng.choice([True, False])
     if rng.random() < 0.3:
@@ -475,6 +488,18 @@ SEARCH_RUNS = [
     ["--gpus", "8", "--global-batch", "8", "--dtype", "fp8", "--gpu", "a100-sxm-80gb"],
 ]
 """``search`` command lines (model, ``--seq 2048 --workers 1`` added)."""
+SWEEP_RUNS = [["--vary", "parallel.tp=1,2", "--vary", "parallel.tensor_model_parallel_size=4,8"],
+              ["--vary", "parallel.tp=1,2", "--set", "parallel.tp=4"],
+              ["--vary", "parallel.dp_replicate=1,2",
+               "--vary", "parallel.num_distributed_optimizer_instances=1,2"],
+              ["--vary", "parallel.dp_replicate=1,2,3", "--set", "parallel.zero_stage=3"],
+              ["--vary", "parallel.recompute_modules=mlp,core_attn"],
+              ["--vary", "training.cuda_graph_scope=attn,mlp,full_iteration",
+               "--set", "training.cuda_graphs=true"],
+              ["--vary", "cluster.num_gpus=8,12,1048576"],
+              ["--vary", "parallel.pipeline_model_parallel_layout=balanced,Et*16|t*16L",
+               "--set", "parallel.pp=2"]]
+"""``sweep`` command lines over the example config."""
 PLAN_RUNS = [["--max-gpus", "1"], ["--max-gpus", "12"], ["--max-gpus", "1048576", "--days", "1"],
              ["--days", "1e-9"], ["--set", "parallel.dp_replicate=2"],
              ["--set", "parallel.dp_replicate=2", "--zero", "3"]]
@@ -484,6 +509,9 @@ def search_cases() -> Iterator[Case]:
     for extra in SEARCH_RUNS:
         args = ["search", SEARCH, "--seq", "2048", "--workers", "1", *extra]
         yield f"search {' '.join(extra)}", lambda a=args: _cli(a)
+    for extra in SWEEP_RUNS:
+        yield f"search sweep {' '.join(extra)}", \
+            lambda a=["sweep", EXAMPLE, "--format", "json", *extra]: _cli(a)
     for extra in PLAN_RUNS:
         args = ["plan", SEARCH, "--tokens", "1e9", "--seq", "2048", "--global-batch", "8",
                 "--workers", "1", *extra]
