@@ -267,6 +267,8 @@ YAML_DOCS = [
     "parallel: {zero_stage: 3, dp_replicate: [2]}", "parallel: {zero_stage: 3, dp_replicate: 16}",
     "parallel: {recompute: selective, recompute_modules: mlp}",
     "parallel: {recompute: selective, recompute_modules: [mlp, mlp]}",
+    "parallel: {recompute: selective, recompute_modules: 'mlp, core_attn'}",
+    "parallel: {recompute: selective, recompute_modules: [' MLP', Core_Attn]}",
     "parallel: {recompute: selective, recompute_modules: [[mlp]]}",
     "parallel: {recompute: selective, recompute_modules: [null]}",
     "parallel: {recompute: selective, recompute_modules: {mlp: 1}}",

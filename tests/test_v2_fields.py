@@ -140,6 +140,16 @@ def test_selective_modules_trade_memory_for_time():
     assert estimate_stage_memory(mlp, 0).activations < estimate_stage_memory(core, 0).activations
 
 
+def test_recompute_modules_are_read_as_cuda_graph_scope_is():
+    # fuzz9 (22nd session): 'mlp, core_attn' (a space after the comma) and 'MLP' were refused
+    # as unknown modules ' core_attn' and 'MLP', while cuda_graph_scope strips and lower-cases
+    plain = cfg({"recompute": "selective", "recompute_modules": ["mlp", "core_attn"]})
+    for written in ("mlp, core_attn", "MLP;Core_Attn", [" mlp", "CORE_ATTN "]):
+        got = cfg({"recompute": "selective", "recompute_modules": written})
+        assert got.parallel.recompute_modules == ("mlp", "core_attn")
+        assert got == plain
+
+
 def test_unknown_recompute_module_suggests_the_closest():
     with pytest.raises(ConfigError, match="did you mean 'moe_act'"):
         cfg({"recompute": "selective", "recompute_modules": ["moe_ac"]})

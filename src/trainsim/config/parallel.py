@@ -380,6 +380,10 @@ class ParallelConfig:
             raise ConfigError("parallel.recompute_num_layers needs recompute=full (Megatron's "
                               "block method recomputes whole layers)")
         if self.recompute_modules is not None:
+            # read as training.cuda_graph_scope is (graph_scope_checked): 'mlp, core_attn' and
+            # 'MLP' name Megatron-core's modules, not ' core_attn' and 'MLP'
+            object.__setattr__(self, "recompute_modules",
+                               tuple(x.strip().lower() for x in self.recompute_modules))
             unknown = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
             if unknown:
                 raise ConfigError(f"parallel.recompute_modules: unknown module '{unknown[0]}'"
