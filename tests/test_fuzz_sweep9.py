@@ -127,6 +127,18 @@ def test_bitnet_has_rotary_positions_whatever_rope_parameters_holds(tmp_path):
     assert _count(tmp_path, {**bitnet, "rope_parameters": {}}) == _count(tmp_path, bitnet)
 
 
+@pytest.mark.parametrize("model_type", ["phi", "gpt_neox", "persimmon"])
+def test_a_rope_parameters_mapping_marks_rotary_positions_without_its_theta(tmp_path, model_type):
+    # transformers v5 writes rope_parameters for rotary families only; one without rope_theta
+    # (the default theta) added a learned max_position_embeddings x hidden table (Phi +0.30 %)
+    cfg = {**LLAMA, "model_type": model_type, "hidden_act": "gelu_new",
+           "max_position_embeddings": 2048}
+    del cfg["rope_theta"]
+    with_theta = _count(tmp_path, {**cfg, "rope_parameters": {"rope_theta": 1e4}})
+    assert _count(tmp_path, {**cfg, "rope_parameters": {"rope_type": "default"}}) == with_theta
+    assert _count(tmp_path, cfg) == with_theta + 2048 * 1024  # no mapping: a learned table
+
+
 # ------------------------------------------- the sweep itself
 
 def _sweep():

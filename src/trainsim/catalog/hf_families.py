@@ -142,8 +142,11 @@ def _rope_names(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any]
     if params is not None and not isinstance(params, dict):  # was ignored: learned positions
         raise ConfigError(f"{where}: rope_parameters must be a mapping (or null), got {params!r}")
     if isinstance(params, dict):
-        if "rope_theta" not in cfg and params.get("rope_theta") is not None:
-            out["rope_theta"] = params["rope_theta"]
+        if "rope_theta" not in cfg:
+            # the mapping itself marks rotary positions, its theta written or not:
+            # transformers v5 writes rope_parameters for rotary families only (GPT-2, OPT,
+            # BigCode, MPT, BLOOM have none; Falcon's alibi is read apart)
+            out["rope_theta"] = params.get("rope_theta")
         if cfg.get("rope_scaling") is None and params.get("rope_type") not in (None, "default"):
             out["rope_scaling"] = params
     if count(cfg, "rotary_dim", where):  # GPT-J, CodeGen
