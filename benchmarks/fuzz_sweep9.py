@@ -23,7 +23,7 @@ search/plan/sweep with contradicting or extreme options.
     python benchmarks/fuzz_sweep9.py [--seed 0] [--n 1500] [--only combos,hf,yaml,rows,service,search]
 
 ``--n`` bounds the drawn combos runs and junk config.json fields (and ``--n`` / 150 row files);
-the default takes ~45 s of CPU. Prints each failure class with its first inputs and the counts;
+the default takes about a minute. Prints each failure class with its first inputs and the counts;
 exit 1 on any failure.
 """
 
