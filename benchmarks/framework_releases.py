@@ -16,7 +16,8 @@ re-created in 2025, so the tag's own date would be wrong). Only final releases a
 (no rc/alpha/beta/dev); where two tags name one release (``core_v0.8.0``, ``core_r0.8.0``) the
 ``v`` tag's commit wins. Container-numbered frameworks (NeMo, Megatron-Bridge, "25.11") list
 which library tag each container ships, as a cited source says, and that tag's date (evidence
-only: a container is dated by its own YY.MM month, catalog/framework_versions.py).
+only: a container is dated by its own YY.MM month, catalog/framework_versions.py; null where
+the mirror lacks the tag).
 ``--check`` compares (framework, line) pairs and exits non-zero where a line of the file is not
 what the mirrors give, where a line the mirrors give is missing from its framework's section
 (a deleted or moved line), or where the shared lines are out of order; release lines dated
@@ -54,6 +55,20 @@ CONTAINERS = {
         "24.05": ("v2.0.0rc0", "NeMo FW user guide 24.09 softwarecomponentversions"),
         "24.07": ("r2.0.0rc1", "NeMo FW user guide 24.09 softwarecomponentversions"),
         "24.09": ("v2.0.0", "NeMo FW user guide 24.09 softwarecomponentversions"),
+        # a release whose own docs run the container: NVIDIA/NeMo@v2.2.0
+        # docs/source/evaluation/evaluation_doc.rst L100 and scripts/llm/automodel.py L82
+        # (container_image nvcr.io/nvidia/nemo:25.02); @v2.3.0 evaluation_doc.rst L131
+        # (nemo:25.04) and tutorials/llm/llama/pruning-distillation/README.md L35 ("tested on
+        # nvcr.io/nvidia/nemo:25.04")
+        "25.02": ("v2.2.0", "NeMo@v2.2.0 evaluation_doc.rst L100 (nvcr.io/nvidia/nemo:25.02)"),
+        "25.04": ("v2.3.0", "NeMo@v2.3.0 evaluation_doc.rst L131, pruning-distillation README L35"),
+        # NVIDIA-NeMo/Megatron-Bridge@067f987d docs/releases/software-versions.md: "NeMo
+        # Framework 25.09 ... NeMo | 2.5.0", "25.11 ... NeMo | 2.6.0", "26.02 ... NeMo | 2.7.0"
+        # (26.04 and 26.06 list no NeMo); these tags are newer than the NeMo mirror
+        # (its last tag v2.5.0rc0, 2025-08-01), so their date is null
+        "25.09": ("v2.5.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
+        "25.11": ("v2.6.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
+        "26.02": ("v2.7.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
     },
     "megatron-bridge": {
         # NVIDIA-NeMo/Megatron-Bridge@v0.6.0 docs/versions1.json: the docs' version menu names
@@ -131,7 +146,10 @@ def render(mirror: Path) -> str:
         if name in CONTAINERS:
             lines.append("  containers:  # container: [library tag it ships, that tag's date]")
             for box, (tag, said) in CONTAINERS[name].items():
-                lines.append(f'    "{box}": ["{tag}", "{tags[tag]}"]  # {said}')
+                # a tag the mirror does not hold yet (cited from the container's release
+                # notes) has no date here: null, never a guessed one
+                date = f'"{tags[tag]}"' if tag in tags else "null"
+                lines.append(f'    "{box}": ["{tag}", {date}]  # {said}')
         lines.append("  releases:")
         for number, date in releases(mirror, repo, pattern).items():
             lines.append(f'    "{number}": "{date}"')

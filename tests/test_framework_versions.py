@@ -65,6 +65,13 @@ ROOT = Path(__file__).resolve().parents[1]
     ("nemo", "2.0", "24.09"),
     ("nemo", "v2.0.0", "24.09"),
     ("megatron-bridge", "0.1.0", "25.09"),   # only v0.1.0rc3 was tagged: container 25.09
+    # NeMo 2.x: v2.2.0/v2.3.0 run the 25.02/25.04 containers (their own docs); 25.09, 25.11
+    # and 26.02 ship 2.5.0, 2.6.0, 2.7.0 (Megatron-Bridge docs/releases/software-versions.md)
+    ("nemo", "2.5.0rc0", "25.04"),           # AMD's MLPerf v5.1 code: container 25.09
+    ("nemo", "2.3.0", "25.04"),
+    ("nemo", "v2.4.0", "25.04"),             # 2025-07-25: the latest container by then, 25.04
+    ("nemo", "2.2.1", "24.09"),              # 2025-03-31: container 25.02, before 25.04's entry
+    ("nemo", "2.1.0", "24.09"),
     # before the first entry: the first entry (and the reading says so)
     ("deepspeed", "2020-06", "2021-03"),
     ("megatron-core", "2023-06", "0.4"),
@@ -86,6 +93,11 @@ def test_spelling_selects_the_entry_derived_from_tag_dates(name, version, entry)
     ("nemo", "2024-07-31", "24.07 (the latest container (r2.0.0rc1) by 2024-07-31: 2024-07)"),
     ("nemo", "2024-06-30", "24.05"),
     ("megatron-bridge", "v0.6.0", "26.08"),
+    ("nemo", "2.5.0rc0", "25.09 (the container that ships v2.5.0)"),
+    ("nemo", "v2.6.0", "25.11 (the container that ships v2.6.0)"),
+    ("nemo", "2.3.0", "25.04 (the container that ships v2.3.0)"),
+    ("nemo", "2.4.0", "25.04 (the latest container by nemo 2.4.0 of 2025-07-25)"),
+    ("nemo", "2025-10", "25.09"),
 ])
 def test_reading_is_reported(name, version, says):
     assert says in version_reading(name, version)
@@ -133,7 +145,8 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
     # releases made after the table was written read as its newest, and say so
     ("megatron-core", "0.20", "0.18", "newer than framework_releases.yaml knows"),
     ("megatron-core", "1.0", "0.18", "newer than framework_releases.yaml knows"),
-    ("nemo", "25.09.01", "25.04", "newer than framework_releases.yaml knows"),
+    ("nemo", "26.03", "25.04", "newer than framework_releases.yaml knows"),
+    ("nemo", "2.8.0", "25.04", "read as its newest container"),
     ("megatron-bridge", "26.10", "26.06", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
     ("deepspeed", "v0.99", "2022-04", "read as its newest release"),
@@ -208,12 +221,16 @@ def test_table_file_is_ordered_and_containers_dated_by_their_month():
         assert dates == sorted(dates), name
         boxes = list((body.get("containers") or {}).items())
         assert [parse(b).key for b, _ in boxes] == sorted(parse(b).key for b, _ in boxes), name
+        # a cited tag newer than the mirror has no date (null): only after every dated one
         tagged = [date for _, (_, date) in boxes]
-        assert tagged == sorted(set(tagged)), name
+        dated = [d for d in tagged if d is not None]
+        assert tagged[:len(dated)] == dated == sorted(set(dated)), name
         read = {c[0]: c[2] for c in release_table(name).containers}
         for box, (tag, tag_date) in boxes:
             yy, mm = (int(x) for x in box.split(".")[:2])
             assert read[parse(box).key] == (2000 + yy, mm), (name, box)
+            if tag_date is None:
+                continue
             assert -1 <= _months(tag_date) - (yy * 12 + 2000 * 12 + mm) <= 2, (name, box, tag)
             final = body["releases"].get(tag.lstrip("vr"))
             assert final in (None, tag_date), (name, box, tag)

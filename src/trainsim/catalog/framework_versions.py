@@ -172,7 +172,8 @@ def release_table(name: str) -> Releases | None:
         month = container_month(v.key) if v is not None and v.kind == "release" else None
         if month is None:
             raise CatalogError(f"{_TABLE.name}: {name}: {box!r} is not a container number")
-        _date_of(date)  # the tag's date: evidence for the table's check, not the container's
+        if date is not None:  # null: a cited tag newer than the mirror the table was read from
+            _date_of(date)  # the tag's date: evidence for the table's check, not the container's
         boxes.append((v.key, str(tag), month))
     patches = raw.get("patches", "trunk")
     if patches not in ("trunk", "branch"):
