@@ -64,7 +64,7 @@ def test_sm120_has_fp4_cores_but_keeps_the_transpose():
     unstated = dataclasses.replace(b200, name="mine", compute_capability=None)
     assert unstated.sm_arch == 100 and unstated.fp8_any_layout
     assert gpu_arch("b200-sxm-180gb") == "sm100" and gpu_arch("h100-sxm-80gb") == "sm90"
-    assert gpu_arch("a100-sxm-80gb") == "sm80" and gpu_arch("mi300x") is None
+    assert gpu_arch("a100-sxm-80gb") == "sm80" and gpu_arch("mi300x") == "amd"  # ROCm builds choose by vendor
 
 
 def test_te1_on_blackwell_keeps_the_transpose():

@@ -34,7 +34,7 @@ H100, A100, B200, MI300X = "h100-sxm-80gb", "a100-sxm-80gb", "b200-sxm-180gb", "
     ("flashinfer", H100, "flash3"), ("flashinfer", A100, "flash2"),
     ("flashinfer", B200, "flash2"), ("thunderkittens", H100, "flash3"), ("tk", A100, "flash2"),
     ("te", H100, "cudnn"), ("transformer_engine", A100, "flash2"),
-    ("ck", MI300X, "flash2"), ("flex", H100, "flex"), ("pytorch", A100, "eager"),
+    ("ck", MI300X, "ck"), ("te", MI300X, "ck"), ("flex", H100, "flex"), ("pytorch", A100, "eager"),
     ("FlashAttention-2", H100, "flash2"), ("xformers", A100, "mem_efficient"),
     ("vllm", H100, "flash3"),
 ])
@@ -45,7 +45,6 @@ def test_attention_library_is_read_as_the_kernel_it_runs_on_that_gpu(library, gp
 
 @pytest.mark.parametrize(("library", "gpu", "backward", "words"), [
     ("ck", H100, False, "no 'ck' attention kernel is known here for an sm90 GPU"),  # AMD's
-    ("te", MI300X, False, "no 'te' attention kernel is known here for an AMD GPU"),
     # FlashInfer's determine_attention_backend reads CUDA compute capability: no ROCm kernel
     ("flashinfer", MI300X, False, "for an AMD GPU"),
     ("te", "h1000", False, "unknown GPU 'h1000'"),  # not read as AMD: the catalog's error
@@ -179,8 +178,9 @@ def test_transformer_engine_attention_follows_the_gpu():
         "attention"] == "cudnn"
     out, read = normalized_training_row({"gpu": "a100-sxm-80gb", "attention": "Transformer_Engine"})
     assert out["attention"] == "flash2" and read == {"attention": "Transformer_Engine -> flash2"}
-    with pytest.raises(ConfigError, match="no 'te' attention kernel is known here for an AMD"):
-        normalized_training_row({"gpu": "mi300x", "attention": "te"})
+    # its ROCm build: Composable Kernel fused attention (ROCm/TransformerEngine@ac80527d)
+    out, read = normalized_training_row({"gpu": "mi300x", "attention": "te"})
+    assert out["attention"] == "ck" and read == {"attention": "te -> ck"}
     with pytest.raises(ConfigError, match="unknown GPU 'h1000'"):
         normalized_training_row({"gpu": "h1000", "attention": "te"})
     # a name as nvidia-smi prints it is the catalog GPU it names (catalog.gpu_names)

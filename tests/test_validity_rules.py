@@ -362,11 +362,12 @@ def test_set_flex_two_ranks_empty_switches_the_rule_off():
 # ---------------------------------------------------------------------------- NVIDIA-only kernels
 
 
-@pytest.mark.parametrize("attention", ["cudnn", "flash4"])
+@pytest.mark.parametrize("attention", ["cudnn", "flash3", "flash4"])
 def test_an_nvidia_only_attention_kernel_on_an_amd_gpu_is_refused(attention):
+    # the list names ROCm TE's ck and no NVIDIA-only kernel (flash3, Hopper's CUDA, included)
     with pytest.raises(ConfigError, match=rf"training.attention={attention} runs on NVIDIA GPUs "
                                           r"only, not cluster.gpu mi300x \(amd\); use one of "
-                                          r"eager, flash1, flash2, .*flex"):
+                                          r"ck, eager, flash1, flash2, flex, mem_efficient"):
         _cfg(gpu="mi300x", attention=attention)
     _cfg(gpu="mi300x", attention="flash2")
     _cfg(gpu="h100-sxm-80gb", attention="cudnn")

@@ -89,13 +89,17 @@ def truthy(value: Any) -> bool:
 
 def gpu_arch(gpu: Any) -> str | None:
     """Architecture of a catalog GPU as framework kernels select by it (``GPUSpec.sm_arch``):
-    sm80 (Ampere), sm90 (Hopper), sm100 (Blackwell), ...; None if unknown or not NVIDIA's."""
+    sm80 (Ampere), sm90 (Hopper), sm100 (Blackwell), ...; ``amd`` for any AMD GPU (ROCm builds
+    choose their kernels by vendor: ROCm Transformer Engine's attention, ``ck``); None if
+    unknown."""
     from trainsim.catalog import gpu as catalog_gpu
 
     try:
         spec = catalog_gpu(str(gpu)) if not isinstance(gpu, dict) else None
     except ConfigError:
         return None
+    if spec is not None and spec.vendor == "amd":
+        return "amd"
     arch = spec.sm_arch if spec is not None else None
     return None if arch is None else f"sm{arch}"
 

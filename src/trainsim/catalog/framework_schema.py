@@ -24,9 +24,10 @@ from trainsim.config.parallel import (
 #: attention implementations. ``triton``: a FlashAttention-style kernel written in Triton
 #: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated);
 #: ``mem_efficient``: xFormers' memory-efficient kernels, as PyTorch SDPA's EFFICIENT_ATTENTION
-#: backend runs them (``workload.ops.AttentionImpl``).
+#: backend runs them; ``ck``: Transformer Engine's fused attention on ROCm (Composable Kernel)
+#: (``workload.ops.AttentionImpl``).
 ATTENTION = ("unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton",
-             "flex", "mem_efficient")
+             "flex", "mem_efficient", "ck")
 TRAINING_DTYPES = ("fp16", "bf16", "fp8")
 REDUCE_DTYPES = ("fp32", "bf16", "fp16")
 FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
@@ -40,7 +41,9 @@ LINEAR_ROLES = ("qkv", "proj", "fc1", "fc2")
 #: words that would make a key a speed knob; a profile may not contain them.
 FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")
 
-_ARCH = re.compile(r"^sm\d{2,3}$")
+_ARCH = re.compile(r"^(sm\d{2,3}|amd)$")
+"""A key of ``attention_by_arch`` / ``sdpa_by_arch``: an NVIDIA compute capability (``sm80``,
+from it up to the next key) or ``amd``, every AMD GPU (``catalog.defaults.gpu_arch``)."""
 
 
 def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
@@ -150,7 +153,7 @@ def _by_arch(v: Any) -> str | None:
         return "expected a mapping {smNN: attention}"
     for k, x in v.items():
         if not (isinstance(k, str) and _ARCH.match(k)):
-            return f"key {k!r} is not a compute capability like 'sm80'"
+            return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
         if x not in ATTENTION:
             return f"{k}: {x!r} is not one of {list(ATTENTION)}"
     return None

@@ -134,8 +134,11 @@ class FrameworkProfile:
         An ``attention_by_arch`` key holds from its architecture up to the next key
         ({sm80: flash2, sm90: cudnn}: flash2 on sm80, sm86 and sm89, cudnn from Hopper on, as
         Transformer Engine's get_attention_backend prefers cuDNN on sm90+ only); an
-        architecture below every key takes ``attention``."""
+        architecture below every key takes ``attention``. An ``amd`` key holds on every AMD
+        GPU (``catalog.defaults.gpu_arch``), which takes ``attention`` without one."""
         by_arch = self.defaults.get("attention_by_arch") or {}
+        if arch is not None and _sm(arch) is None:
+            return by_arch.get(str(arch), self.defaults.get("attention"))
         level = _sm(arch)
         if level is not None:
             held = [(n, impl) for n, impl in ((_sm(k), v) for k, v in by_arch.items())

@@ -47,7 +47,15 @@ cuDNN). Fitted by ``benchmarks/fit_kernels.py`` (its held-out sources excluded).
 """
 ATTENTION_FAMILY = {"flash1": "flash2", "flash2": "flash2", "sdpa": "flash2", "triton": "flash2",
                     "flex": "flash2", "mem_efficient": "flash2", "flash3": "cudnn", "cudnn": "cudnn",
-                    "flash4": "cudnn"}
+                    "flash4": "cudnn", "ck": "flash2"}
+"""Each implementation's family in ``ATTENTION_OF_GEMM``. ``ck``, Transformer Engine's fused
+attention on ROCm (its Composable Kernel backend, ROCm/TransformerEngine@ac80527d
+transformer_engine/common/fused_attn_rocm/fused_attn.cpp L69-116), is FlashAttention-2's
+algorithm (Dao-AILab/flash-attention README, "AMD ROCm Support": the ROCm build's default
+composable_kernel backend is "an implementation of FlashAttention-2"; ``validate.vocab`` reads a
+kernel row's ``ck`` the same way): the flash2 family at the AMD GPU's own GEMM ceiling, with no
+efficiency of its own (no published CK measurement is used); its tiles are not read
+(``ATTN_BLOCK``)."""
 ATTN_ROW_OVERHEAD_KEYS = 119
 """Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
 rescale and the output write cost as much as 119 more keys (the fitted value), so short

@@ -19,7 +19,12 @@ from trainsim.config.layout import (
 )
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
-from trainsim.config.training import NVIDIA_ONLY_ATTENTION, SINK_ATTENTION, TrainingConfig
+from trainsim.config.training import (
+    AMD_ONLY_ATTENTION,
+    NVIDIA_ONLY_ATTENTION,
+    SINK_ATTENTION,
+    TrainingConfig,
+)
 from trainsim.config.validity import (
     DISPATCHER_MIN_SM,
     dispatcher_fits,
@@ -85,6 +90,14 @@ class RunConfig:
             raise ConfigError(f"training.attention={t.attention} runs on NVIDIA GPUs only, not "
                               f"cluster.gpu {c.gpu.name} ({c.gpu.vendor}); use one of "
                               f"{', '.join(runs)}")
+        if t.attention in AMD_ONLY_ATTENTION and c.gpu.vendor != "amd":
+            # config.training.AMD_ONLY_ATTENTION: ROCm Transformer Engine's CK backend
+            runs = sorted(set(get_args(get_type_hints(TrainingConfig)["attention"]))
+                          - AMD_ONLY_ATTENTION - {"flash"})
+            raise ConfigError(f"training.attention={t.attention} (Transformer Engine's ROCm "
+                              f"Composable Kernel attention) runs on AMD GPUs only, not "
+                              f"cluster.gpu {c.gpu.name} ({c.gpu.vendor}); use one of "
+                              f"{', '.join(runs)}")
         if m.softmax_type != "vanilla" and t.attention not in SINK_ATTENTION:
             # those this GPU's vendor runs (a config from the catalog was refused before, naming
             # only its framework's: catalog.defaults.sink_attention)
@@ -119,7 +132,8 @@ class RunConfig:
         if t.dtype == "fp8" and "fp8" not in c.gpu.peak_flops:
             raise ConfigError(f"training.dtype=fp8 needs fp8 tensor cores; cluster.gpu "
                               f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "
-                              "use bf16 or a Hopper-or-later GPU")
+                              "use bf16 or a GPU with fp8 matrix units (NVIDIA Hopper or "
+                              "later, AMD MI300 or later)")
         problem = dtype_problem(t.dtype, t.fp8_recipe, c.gpu) or \
             attention_problem(t.attention, c.gpu)
         if problem:  # config.gpu_rules: bf16 before Ampere, fused attention kernels by arch

@@ -36,10 +36,19 @@ UnfusedDotProductAttention), so a framework on TE takes cuDNN; a PyTorch one Fle
 else plain ops. Without a framework or a list: cuDNN, the fused kernel that takes a sink, on
 an NVIDIA GPU (``NVIDIA_ONLY_ATTENTION``); elsewhere FlexAttention, which PyTorch generates as
 Triton kernels on ROCm too (torch/_inductor/kernel/flex_attention.py)."""
-NVIDIA_ONLY_ATTENTION = frozenset({"cudnn", "flash4"})
-"""Kernels that take a sink but run only on NVIDIA GPUs: cuDNN is NVIDIA's library
-(Transformer Engine's FusedAttention calls it); FlashAttention-4 is written in CUTLASS's CuTe
-DSL for Hopper and Blackwell (Dao-AILab/flash-attention flash_attn/cute)."""
+NVIDIA_ONLY_ATTENTION = frozenset({"cudnn", "flash3", "flash4"})
+"""Kernels that run only on NVIDIA GPUs: cuDNN is NVIDIA's library (Transformer Engine's
+FusedAttention calls it; its ROCm build calls CK instead, ``AMD_ONLY_ATTENTION``);
+FlashAttention-3 is CUDA for Hopper (Dao-AILab/flash-attention 0251105a README L31
+"optimized for Hopper GPUs", hopper/: wgmma and TMA); FlashAttention-4 is written in CUTLASS's
+CuTe DSL for Hopper and Blackwell (flash_attn/cute). The same README's ROCm section (L149-166)
+offers FlashAttention-2 only, on its CK and Triton backends (``flash2``, ``ck``). cuDNN and
+FA4 take a sink (``SINK_ATTENTION``), FA3 does not."""
+AMD_ONLY_ATTENTION = frozenset({"ck"})
+"""Kernels that run only on AMD GPUs: ``ck``, Transformer Engine's FusedAttention as its ROCm
+build runs it, on AMD's Composable Kernel FMHA (ROCm/TransformerEngine@ac80527d
+transformer_engine/common/fused_attn_rocm/fused_attn.cpp L69-116 ``nvte_get_fused_attn_backend``:
+CK first, AOTriton where CK declines; HIP code, no CUDA build)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +75,7 @@ class TrainingConfig:
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
     attention: Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
-                       "sdpa", "triton", "flex", "mem_efficient", "flash"] = "flash2"
+                       "sdpa", "triton", "flex", "mem_efficient", "ck", "flash"] = "flash2"
     """The attention kernel (``workload.ops.AttentionImpl``): unfused (Megatron's QK^T / fused
     softmax / V with the score matrix in memory), eager (the same in plain PyTorch ops: matmul,
     mask add, softmax, dropout, matmul), flash1 (the first FlashAttention, Megatron-LM's
@@ -74,7 +83,8 @@ class TrainingConfig:
     (Transformer Engine's fused attention), sdpa (PyTorch's scaled_dot_product_attention),
     triton (llm-foundry's Triton FlashAttention, pre-MLIR Triton), flex (torch FlexAttention),
     mem_efficient (xFormers' memory-efficient attention, e.g. LLaMA-1's training, or PyTorch
-    SDPA's EFFICIENT_ATTENTION backend that runs it). ``flash`` is read as flash2."""
+    SDPA's EFFICIENT_ATTENTION backend that runs it), ck (Transformer Engine's fused attention on
+    ROCm, its Composable Kernel backend: AMD GPUs only). ``flash`` is read as flash2."""
     fp8_recipe: Literal["delayed", "current", "blockwise", "mxfp8"] = "delayed"
     """How fp8 tensors are scaled (Transformer Engine recipes): ``delayed`` per-tensor scale
     from an amax history (the cast reads its input once); ``current`` per-tensor scale from this

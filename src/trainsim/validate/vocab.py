@@ -68,12 +68,17 @@ ATTENTION_BY_ARCH: dict[str, tuple[dict[str, str], str]] = {
     # dot_product_attention/utils.py get_attention_backend, v2.18 L1554-1560): FusedAttention
     # (cuDNN) on compute capability >= 9.0, flash-attn before Hopper when installed (the
     # frameworks' attention_by_arch {sm80: flash2} reads it the same way)
-    "te": ({"sm80": "flash2", "sm90": "cudnn", "sm100": "cudnn"},
+    # ROCm/TransformerEngine@ac80527d: its get_attention_backend sets _NVTE_FLASH_ATTN = 0
+    # under IS_HIP_EXTENSION (transformer_engine/pytorch/attention.py L294-297) and
+    # FusedAttention takes CK first (common/fused_attn_rocm/fused_attn.cpp L69-116)
+    "te": ({"sm80": "flash2", "sm90": "cudnn", "sm100": "cudnn", "amd": "ck"},
            ("Transformer Engine DotProductAttention: cuDNN fused attention on Hopper and later, "
-           "flash-attn 2 before")),
+           "flash-attn 2 before; its ROCm build's Composable Kernel attention on AMD")),
     # Dao-AILab/flash-attention README (v2.8.3, "AMD ROCm Support"): the ROCm build's default
     # backend is composable_kernel (ck), "an implementation of FlashAttention-2"
-    "ck": ({"amd": "flash2"}, ("AMD Composable Kernel FMHA: FlashAttention-2 (flash-attention's "
+    # Transformer Engine's ROCm build runs the same CK FMHA as its fused attention
+    # (``AttentionImpl`` ck, priced in the flash2 family: compute.attention.ATTENTION_FAMILY)
+    "ck": ({"amd": "ck"}, ("AMD Composable Kernel FMHA: FlashAttention-2 (flash-attention's "
            "ROCm backend)")),
     # vllm/v1/attention/backends/fa_utils.py get_flash_attn_version: vllm_flash_attn FA3 when
     # device_capability.major == 9, else FA2 (on Blackwell later releases pick FA4: not read)

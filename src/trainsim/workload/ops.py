@@ -13,7 +13,7 @@ DTYPE_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 ACT_BYTES = 2  # a 16-bit activation element
 
 AttentionImpl = Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
-                        "sdpa", "triton", "flex", "mem_efficient"]
+                        "sdpa", "triton", "flex", "mem_efficient", "ck"]
 """Attention kernels, each priced as its own kernel: ``unfused`` is Megatron's QK^T / softmax /
 AV with the s*s score matrix in memory; ``eager`` is the same in plain PyTorch ops (matmul, a
 mask add when causal, softmax, dropout, matmul, with the head-layout copies ``einsum`` makes:
@@ -24,16 +24,21 @@ backend for 16-bit inputs without a mask); ``triton`` is llm-foundry's Triton Fl
 (its default ``attn_impl``, priced at the first FlashAttention's rate); ``flex`` is torch's
 FlexAttention (torchtitan); ``mem_efficient`` is PyTorch SDPA's memory-efficient backend
 (xFormers' CUTLASS kernels), priced at the first FlashAttention's rate but without its
-key-block-outer loop (``compute.attention.flash1_pass_bytes``)."""
+key-block-outer loop (``compute.attention.flash1_pass_bytes``); ``ck`` is Transformer Engine's
+fused attention on ROCm, its Composable Kernel backend (AMD GPUs only: ``compute.attention``
+prices it in the FlashAttention-2 family)."""
 ATTENTION_IMPLS: tuple[str, ...] = get_args(AttentionImpl)
 MATERIALIZED_SCORES = frozenset({"unfused", "eager"})
 """Implementations that write the s*s score matrix to memory (and keep it for backward)."""
 FUSED_ATTENTION = frozenset(ATTENTION_IMPLS) - MATERIALIZED_SCORES
-GQA_EXPANDED_BWD = frozenset({"flash2", "sdpa"})
+GQA_EXPANDED_BWD = frozenset({"flash2", "sdpa", "ck"})
 """Kernels whose grouped-query backward writes dK and dV per *query* head and sums each group
 after, in two more kernels (``compute.attention.gqa_group_sum_bytes``); a model that repeats
 K and V before any other kernel pays that sum in the repeat's own backward
-(``workload.context_parallel.sdpa_repeat_kv_op``)."""
+(``workload.context_parallel.sdpa_repeat_kv_op``). ROCm Transformer Engine's CK backward does
+the same: a ``dkv_expanded`` workspace of 2 x b x h x s_kv x d, then its ``dk_dv_reduce``
+kernel (ROCm/TransformerEngine@ac80527d transformer_engine/common/fused_attn_rocm/
+fused_attn_ck.cpp L232-233, common/ck_fused_attn/src/ck_fused_attn_bwd.cpp L19-64)."""
 
 Group = Literal["tp", "cp", "dp", "dp_cp", "dp_rep", "tp_dp_cp", "pp", "embd", "ep", "etp",
                 "edp"]
