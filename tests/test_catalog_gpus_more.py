@@ -1,5 +1,5 @@
 """GPUs published runs train on beyond the first catalog: V100, A100 PCIe, A800, H20, H100 NVL,
-L40S, MI250X (per GCD), MI325X, MI355X, B300, GB300. Each file's numbers equal the datasheet
+L40S, MI250X (per GCD), MI325X, MI350X, MI355X, B300, GB300. Each file's numbers equal the datasheet
 it cites, each simulates a run, and the speeds order as the hardware does."""
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ DATASHEET = {
                304, 1000),
     "mi355x": (None, {"fp32": 157.3, "bf16": 2516.6, "fp8": 5033.2, "fp4": 10066.3}, 8000,
                1075.2 / 2, 256, 1400),
+    # AMD Instinct MI350X datasheet: the same die at 2.2 GHz and 1000 W
+    "mi350x": (None, {"fp64": 72.1, "fp32": 144.2, "bf16": 2306.9, "fp8": 4613.7,
+                      "fp4": 9227.5}, 8000, 1075.2 / 2, 256, 1000),
     "b300-sxm-288gb": (103, {"fp64": 10 / 8, "fp32": 600 / 8, "tf32": 18e3 / 8 / 2,
                              "bf16": 36e3 / 8 / 2, "fp8": 72e3 / 8 / 2, "fp4": 108e3 / 8},
                        8000, 900, 148, 1100),
@@ -40,7 +43,7 @@ DATASHEET = {
 NOMINAL_GB = {"v100-sxm-16gb": 16, "v100-sxm-32gb": 32, "a100-pcie-40gb": 40,
               "a100-pcie-80gb": 80, "a800-sxm-80gb": 80, "h20-sxm-96gb": 96,
               "h100-nvl-94gb": 94, "l40s-pcie-48gb": 48, "mi250x-gcd": 64, "mi325x": 256,
-              "mi355x": 288, "b300-sxm-288gb": 288, "gb300": 288}
+              "mi355x": 288, "mi350x": 288, "b300-sxm-288gb": 288, "gb300": 288}
 
 
 @pytest.mark.parametrize("name", sorted(DATASHEET))
@@ -89,7 +92,7 @@ def test_tensor_core_generations():
     assert set(v100.peak_flops) == {"fp64", "fp32", "fp16"}
     assert "fp8" in catalog.gpu("l40s-pcie-48gb").peak_flops
     assert not catalog.gpu("l40s-pcie-48gb").block_scaled_mma
-    for name in ("b300-sxm-288gb", "gb300", "mi355x"):
+    for name in ("b300-sxm-288gb", "gb300", "mi355x", "mi350x"):
         assert catalog.gpu(name).block_scaled_mma, name
     assert {"fp8", "tf32"}.isdisjoint(catalog.gpu("mi250x-gcd").peak_flops)
     # Blackwell Ultra: dense fp4 1.5x B200's at the same fp8, FP64 cut from 37 to 1.25 TF
@@ -179,3 +182,23 @@ def test_speeds_order_as_the_hardware():
     assert _step("a800-sxm-80gb") >= _step("a100-sxm-80gb")
     assert _step("mi355x") < _step("mi300x")
     assert _step("mi325x") <= _step("mi300x")
+
+
+def test_mi350x_is_the_mi355x_die_at_1000_w():
+    """MI350X: each peak MI355X's x 2.2 / 2.4 GHz (AMD datasheets), and its sustained GEMM rate
+    the MI355X's under the catalog's power law (POWER_EXPONENT) at 1000 of 1400 W: the
+    mamf_fractions in mi350x.yaml are that hand calculation, to the file's 3 decimals."""
+    from trainsim.config.cluster import power_limited_rate
+
+    m350, m355 = catalog.gpu("mi350x"), catalog.gpu("mi355x")
+    for dtype in ("fp32", "bf16", "fp8", "fp4"):
+        assert m350.peak_flops[dtype] / m355.peak_flops[dtype] == pytest.approx(2.2 / 2.4, rel=1e-3)
+    power = power_limited_rate(1000, 1400)
+    assert power == pytest.approx(0.8172, abs=1e-4)
+    sustained_355 = m355.mamf_fraction * m355.peak_flops["bf16"]
+    assert m350.mamf_fraction * m350.peak_flops["bf16"] == \
+        pytest.approx(sustained_355 * power, rel=2e-3)
+    sustained_355 = m355.mamf_fraction_fp8 * m355.peak_flops["fp8"]
+    assert m350.mamf_fraction_fp8 * m350.peak_flops["fp8"] == \
+        pytest.approx(sustained_355 * power, rel=2e-3)
+    assert m350.hbm_bw_Bps == m355.hbm_bw_Bps and m350.hbm_bytes == m355.hbm_bytes
