@@ -138,6 +138,11 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if _number(replicas) > 1 and profile.supports("hybrid_shard") is False:
         raise ConfigError(f"parallel.dp_replicate={replicas} but {where} has no hybrid sharded "
                           f"data parallelism (source: {feature_source(profile, 'hybrid_shard')})")
+    offload = parallel.get("cpu_offloading_num_layers")
+    if _number(offload) > 0 and profile.supports("cpu_offloading") is False:
+        raise ConfigError(f"parallel.cpu_offloading_num_layers={offload} but {where} has no "
+                          "activation CPU offloading (source: "
+                          f"{feature_source(profile, 'cpu_offloading')})")
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "

@@ -260,7 +260,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # torch._scaled_mm wants column-major: a copy of the weight per backward (torchao
     # float8_ops.preprocess_addmm; workload.layers.backward_of)
     "fp8_weight_transpose_copy": _nullable(_bool),
-    "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (TE >= 2.10)
+    "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (memory.offload)
     # routing probabilities applied inside the expert, the combine saving no token copies
     # (Megatron-core >= 0.13, "memory efficient token permutation")
     "moe_probs_in_expert": _nullable(_bool),

@@ -221,6 +221,12 @@ class RunConfig:
         if p.cpu_offloading_num_layers >= m.num_layers:
             raise ConfigError(f"parallel.cpu_offloading_num_layers={p.cpu_offloading_num_layers}"
                               f" must be below model.num_layers={m.num_layers} (Megatron-core)")
+        if p.cpu_offloading_num_layers and self.training.cuda_graphs:
+            # megatron/core/transformer/transformer_config.py (core_r0.13.0 L1170-1172
+            # enable_cuda_graph; core_v0.16.0 L1716-1723 any cuda_graph_impl)
+            raise ConfigError("parallel.cpu_offloading_num_layers needs training.cuda_graphs="
+                              "false (Megatron-core: CUDA graphs are not supported with CPU "
+                              "offloading)")
         if not m.is_moe and (p.ep > 1 or p.etp > 1):
             raise ConfigError("parallel.ep / expert_tensor_parallel_size > 1 need a mixture-of-"
                               "experts model (model.num_experts)")

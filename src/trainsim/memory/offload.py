@@ -12,7 +12,20 @@ backward of layer L-1-N+i. So at most L-N layers' activations are on the GPU at 
 copies overlap the compute as long as each fits in the window the schedule gives it.
 
 Megatron-core allows it only without pipeline parallelism and without recomputation
-(transformer_config.py), which ``ParallelConfig`` enforces.
+(transformer_config.py, core_v0.5.0 to core_v0.16.0), which ``ParallelConfig`` enforces, and
+without CUDA graphs (``RunConfig``); Megatron-core before 0.5 has no offloading (its profile).
+
+Transformer Engine before 2.10 (NeMo 25.04 / 25.07 pin 2.2 / 2.5: cpu_offload.py
+``AsyncDoubleBufferGroupOffloadHandler``) schedules the same copies differently: layer i's
+copy starts when copy i-1's window closes and must end by layer ``layer_window_map[i]``
+(((L // N) * (i + 1)) - 1, plus i + 1 for the first L % N layers and L % N after), where it is
+freed; the windows spread the N copies evenly over the L layers, at least L // N layers each.
+The peak is the same within one layer (the L - N kept layers and one copy in flight); the
+windows are a little narrower (L // N layers per copy, against (L - 1) / N at 2.10's last
+copy). ``copies_hidden`` applies 2.10's rule to both: a setting whose copies hide under 2.10's
+rule but not under the windows would need the TE version in the config (not modelled;
+tests/test_memory_offload.py checks both rules for NeMo 25.07's 405B run, which both hide). Megatron-core's fine-grained offloading (core_v0.16.0
+``fine_grained_activation_offloading``, ``offload_modules``) is another mechanism, not modelled.
 
 The copies are not priced by the event engine: :func:`copies_hidden` says whether they fit in
 their windows at the GPU's peak FLOP/s (a lower bound on the compute they hide behind); the
