@@ -1,5 +1,6 @@
 """Activation CPU offloading (Megatron-core --cpu-offloading-num-layers through Transformer
-Engine >= 2.10) and the tuner's use of it (issue 16, acceptance 2)."""
+Engine >= 2.10) and the tuner's use of it (issue 16, acceptance 2); the validation files'
+``cpu_offloading_num_layers`` column and the framework versions that have it (issue 17)."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from trainsim.memory.offload import copies_hidden, layer_forward_floor_s, offloa
 from trainsim.validate.row_settings import unknowns
 
 
-def cfg_of(n=0, pp=1, recompute="none", gpu="gb200", b=1, dtype="bf16"):
+def cfg_of(n=0, pp=1, recompute="none", gpu="gb200", b=1, dtype="bf16", **training):
     return trainsim.run_config_from_dict({
         "model": {"preset": "llama3-8b"},
         "parallel": {"pp": pp, "recompute": recompute, "cpu_offloading_num_layers": n},
         "training": {"global_batch_size": 64 * b, "micro_batch_size": b, "seq_length": 8192,
-                     "dtype": dtype},
+                     "dtype": dtype, **training},
         "cluster": {"gpu": gpu, "num_gpus": 8 * pp, "gpus_per_node": 8},
     })
 
@@ -76,3 +77,119 @@ def test_tuner_offers_offloading_where_the_recipes_use_it():
     assert "cpu_offloading_num_layers" not in unknowns(_row(recompute="full"), bridge)
     nemo = framework_profile("nemo", "24.07")
     assert "cpu_offloading_num_layers" not in unknowns(_row("nemo", "24.07"), nemo)
+
+
+def test_megatron_core_refuses_cuda_graphs_with_offloading():
+    """transformer_config.py: "CUDA graphs not supported with CPU offloading" (core_r0.13.0
+    enable_cuda_graph; core_v0.16.0 any cuda_graph_impl); graphs without offloading run."""
+    with pytest.raises(ConfigError, match="cuda_graphs=false"):
+        cfg_of(4, cuda_graphs=True)
+    assert cfg_of(0, cuda_graphs=True).training.cuda_graphs
+
+
+def test_framework_versions_without_offloading_are_refused():
+    """Megatron-core 0.4's TransformerConfig has no cpu_offloading (core_v0.5.0 adds it); NeMo's
+    perf scripts set it from v2.3.0 (25.04). A version whose profile does not say stays allowed
+    when stated, and the tuner offers offloading only where the profile says the recipes use it."""
+    from trainsim.catalog.frameworks import framework_profile
+
+    with pytest.raises(ConfigError, match="megatron-core 0.4 has no activation CPU offloading"):
+        cfg_of(4, framework="megatron-core", framework_version="0.4")
+    assert cfg_of(0, framework="megatron-core", framework_version="0.4")
+    assert cfg_of(4, framework="megatron-core", framework_version="0.5")
+    for version, offered in (("24.09", False), ("25.02", False), ("25.04", True),
+                             ("25.07", True)):
+        profile = framework_profile("nemo", version)
+        assert ("cpu_offloading_num_layers" in unknowns(_row("nemo", version), profile)) == \
+            offered, version
+
+
+def _column_row(**cells):
+    row = {"id": "t", "model": "llama3-8b", "gpu": "gb200", "num_gpus": "8",
+           "gpus_per_node": "8", "tp": "1", "pp": "1", "global_batch_size": "64",
+           "micro_batch_size": "1", "seq_length": "8192", "recompute": "none",
+           "sequence_parallel": "0", "distributed_optimizer": "1", "vpp": "1", "dtype": "bf16",
+           "measured_iteration_s": "1"}
+    return {**row, **cells}
+
+
+def test_column_sets_the_offloaded_layers_and_empty_keeps_none():
+    from trainsim.validate.row_settings import counts_checked, training_base
+    from trainsim.validate.training import row_config
+
+    assert row_config(_column_row(cpu_offloading_num_layers="8")).parallel \
+        .cpu_offloading_num_layers == 8
+    assert row_config(_column_row(cpu_offloading_num_layers="8.0")).parallel \
+        .cpu_offloading_num_layers == 8
+    for empty in ("", " ", "0"):
+        assert row_config(_column_row(cpu_offloading_num_layers=empty)).parallel \
+            .cpu_offloading_num_layers == 0
+    assert row_config(_column_row()).parallel.cpu_offloading_num_layers == 0
+    # a stated count is not tuned, even where the framework's recipes offload
+    row = counts_checked(_column_row(recompute="", framework="nemo", framework_version="25.07",
+                                     cpu_offloading_num_layers="8"))
+    assert "cpu_offloading_num_layers" not in training_base(row)[1]
+
+
+@pytest.mark.parametrize("cell, message", [
+    ("-1", "column 'cpu_offloading_num_layers' is '-1'; it must be a whole number >= 0"),
+    ("2.5", "column 'cpu_offloading_num_layers' is '2.5'; it must be a whole number >= 0"),
+    ("all", "column 'cpu_offloading_num_layers' is 'all'; it must be a whole number >= 0"),
+    ("32", "parallel.cpu_offloading_num_layers=32 must be below model.num_layers=32"),
+])
+def test_bad_column_is_one_clear_error(cell, message):
+    from trainsim.validate.training import predict_training_row
+
+    res = predict_training_row(_column_row(cpu_offloading_num_layers=cell), compute_db=None)
+    assert res.error is not None and res.error.startswith(message) and "\n" not in res.error
+
+
+def test_column_header_is_case_insensitive(tmp_path):
+    import csv
+
+    from trainsim.validate import validate_file
+
+    row = _column_row(cpu_offloading_num_layers="8", pp="2", num_gpus="16")
+    path = tmp_path / "t.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=[k.upper() if k.startswith("cpu") else k for k in row])
+        w.writeheader()
+        w.writerow({(k.upper() if k.startswith("cpu") else k): v for k, v in row.items()})
+    _, res = validate_file(path)
+    assert "pipeline_model_parallel_size=1" in (res[0].error or "")
+
+
+def test_nemo_2507_405b_offload_by_hand():
+    """NeMo 25.07 Llama 3.1 405B on GB200 (benchmarks/training_nemo_perf.csv; v2.4.0
+    model_configs_gb200.csv: TP 2, PP 1, Megatron FSDP, 95 of 126 layers offloaded). Offloading
+    takes 95 layers' activations off the GPU, which is what lets the run fit (186 GB); each
+    layer's copy (its saved activations over NVLink-C2C's 450 GB/s) is shorter than a layer's
+    forward at peak, so both Transformer Engine schedules hide it: 2.10's, and 2.5's
+    layer_window_map (the container's pin, transformer_engine/pytorch/cpu_offload.py
+    L338-346), whose shortest window here is one layer: L // N = 1, the first L % N = 31
+    offloaded layers get windows of 2."""
+    import csv
+    from pathlib import Path
+
+    from trainsim.validate.training import row_config
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "training_nemo_perf.csv"
+    with open(path, newline="") as fh:
+        row = {r["id"]: r for r in csv.DictReader(fh)}["nemo2507-llama31-405b-gb200-128"]
+    cfg = row_config(row)
+    assert cfg.parallel.cpu_offloading_num_layers == 95 and cfg.parallel.pp == 1
+    layer = activation_bytes_per_layer(cfg)
+    assert offloaded_bytes(cfg) == pytest.approx(95 * layer)
+    kept = estimate_stage_memory(cfg, 0)
+    full = estimate_stage_memory(row_config({**row, "cpu_offloading_num_layers": "0"}), 0)
+    assert full.activations - kept.activations == pytest.approx(95 * layer)
+    assert kept.total <= cfg.cluster.gpu.hbm_bytes < full.total
+    # TE 2.5: window of offloaded group i ends at layer ((L // N) * (i + 1)) - 1 (+ i + 1 for
+    # the first L % N groups, + L % N after); copy i+1 starts when copy i's window closes
+    n, L = 95, 126
+    ends = [(L // n) * (i + 1) - 1 + (i + 1 if i < L % n else L % n) for i in range(n)]
+    assert ends[0] == 1 and ends[30] == 61 and ends[31] == 62 and ends[-1] == L - 1
+    shortest = min([ends[0]] + [b - a for a, b in zip(ends, ends[1:])])
+    assert shortest == 1
+    assert layer / cfg.cluster.gpu.host_link_bw_Bps <= shortest * layer_forward_floor_s(cfg)
+    assert copies_hidden(cfg)

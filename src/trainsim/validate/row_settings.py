@@ -66,6 +66,11 @@ COLUMN_FIELDS = {
     # num_distributed_optimizer_instances): an optional column beyond format v2, empty or
     # absent = 1 (the state sharded over every data-parallel rank)
     "dp_replicate": ("parallel", "dp_replicate"),
+    # the first N transformer layers whose saved activations go to host memory (Megatron-core
+    # --cpu-offloading-num-layers; NeMo 2 perf scripts activation_offload_layers): an optional
+    # column beyond format v2, empty or absent = the tuner's choice where the framework offloads
+    # (``unknowns``), 0 = no offloading
+    "cpu_offloading_num_layers": ("parallel", "cpu_offloading_num_layers"),
 }
 
 
@@ -75,6 +80,8 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                  "recompute_num_layers", "ddp_bucket_size", "dp_replicate")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
+ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers",)
+"""Count columns where 0 is a value (off): whole numbers >= 0."""
 NEEDED_COUNTS = ("num_gpus", "global_batch_size", "seq_length")
 """Count columns that may not be empty (gpus_per_node may: the GPU's catalog node; tp and pp
 may: the authors' layout, tuned, ``validate.layouts``)."""
@@ -89,6 +96,9 @@ def counts_checked(row: dict[str, str]) -> dict[str, str]:
     for col in COUNT_COLUMNS:
         if col in NEEDED_COUNTS or _cell(row, col) is not None:
             out[col] = str(count_cell(row, col))
+    for col in ZERO_COUNT_COLUMNS:
+        if _cell(row, col) is not None:
+            out[col] = str(count_cell(row, col, least=0))
     missing = [c for c in MODEL_SHAPE if _cell(row, c) is None]
     if _cell(row, "model") is None and missing:
         raise ConfigError("column 'model' is empty; give a preset name (e.g. llama3-8b) or the "
@@ -274,7 +284,7 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
                                 "full"]
     layers = _cell(row, "num_layers") or preset.get("num_layers")
     if _cell(row, "recompute") is None and int(row["pp"]) == 1 and layers and \
-            profile is not None and profile.supports("cpu_offloading"):
+            _cell(row, "cpu_offloading_num_layers") is None and profile is not None and profile.supports("cpu_offloading"):
         # the recipes offload a share of the layers' activations instead of recomputing
         # (Megatron-core --cpu-offloading-num-layers; only with recompute none and pp 1)
         n = int(layers)
