@@ -29,6 +29,11 @@ VOCAB = 131072  # scaling_benchmarks.py VOCAB_SIZES = [131072]
 #: 70B shape without GQA and with a 131072 vocabulary (estimate_num_params: 79.97e9).
 SHAPES = {"1B": (16, 2048, 32, 8192), "3B": (28, 3072, 32, 8192),
           "8B": (32, 4096, 32, 14336), "80B": (80, 8192, 64, 28672)}
+#: the architecture the shape columns leave out: nanotron's LlamaConfig as the base config sets
+#: it (hidden_act silu, RMSNorm, RoPE theta 10000 with rope_scaling null, no linear biases, no
+#: dropout: config_tiny_llama_bench.yaml, config/models_config.py), which is Llama 2's; every
+#: shape column (kv heads included) overrides the preset's
+ARCH = "llama2-7b"
 AXES = {"x": "1B", "x2": "3B", "x3": "8B", "x4": "80B"}
 HTML = "assets/data/benchmarks/benchmarks_interactive.html"
 SOURCE = ("Ultra-Scale Playbook (huggingface.co/spaces/nanotron/ultrascale-playbook) " + HTML +
@@ -112,8 +117,8 @@ def row(kind: str, r: dict) -> dict:
     rid = (f"nt-{kind}-{r['model'].lower()}-n{nodes}-dp{dp}-tp{tp}-pp{pp}-mbs{r['MBS']}"
            f"-acc{r['GradAcc']}-z{zero}")
     return {
-        "id": rid, "source": SOURCE, "model": "", "hidden_size": hidden, "num_layers": layers,
-        "num_attention_heads": heads, "num_kv_heads": "", "head_dim": "",
+        "id": rid, "source": SOURCE, "model": ARCH, "hidden_size": hidden, "num_layers": layers,
+        "num_attention_heads": heads, "num_kv_heads": heads, "head_dim": "",
         "ffn_hidden_size": ffn, "vocab_size": VOCAB, "seq_length": SEQ, "activation": "swiglu",
         "tied_embeddings": 1 if ffn < 10_000 else 0,
         "gpu": "h100-sxm-80gb", "num_gpus": 8 * nodes, "gpus_per_node": 8,
