@@ -91,3 +91,82 @@ def test_nanotron_error_stays_under_todays_bound():
     assert sum(best) / len(best) < 0.31
     assert sum(drawn) / len(drawn) < 0.70
     assert sum(apes.values()) / len(apes) < 0.50
+
+
+def _nanotron_layer(row_id: str):
+    """The forward and backward op lists of one decoder layer of a nanotron row's config."""
+    from trainsim.validate.training import row_config
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
+
+    row = {r["id"]: r for r in training_rows(NANOTRON)}[row_id]
+    cfg = row_config(row, compute_db=None)
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh)
+    return cfg, {op.name: op for op in fwd}, {op.name: op for op in backward_of(fwd, sh)}
+
+
+def test_rows_name_nanotrons_llama_architecture():
+    """nanotron's LlamaConfig as the benchmark config sets it (hidden_act silu, RMSNorm, RoPE
+    with rope_scaling null, no linear biases): the Llama 2 preset, every shape column
+    overriding it, kv heads = heads (NUM_KEY_VALUE_HEADS = None). Without a preset the row was
+    a GPT (LayerNorm, learned positions, biases): no RoPE kernel priced."""
+    for r in training_rows(NANOTRON):
+        assert r["model"] == "llama2-7b" and r["num_kv_heads"] == r["num_attention_heads"], r["id"]
+    cfg, fwd, _ = _nanotron_layer("nt-best-80b-n8-dp1-tp4-pp16-mbs1-acc256-z0")
+    m = cfg.model
+    assert (m.normalization, m.position_embedding, m.add_bias_linear, m.rope_scaling) == \
+        ("rmsnorm", "rope", False, None)
+    assert (m.hidden_size, m.num_attention_heads, m.kv_heads, m.ffn_hidden_size) == \
+        (8192, 64, 64, 28672)
+    assert "rope" in fwd
+
+
+def test_glu_activation_is_eager_on_the_fused_gate_up_halves():
+    """GLUActivation (models/llama.py L194-L201 @ e24d2483): split of the one gate_up output,
+    silu, product: two kernels on strided halves. 1B, MBS 2, tp 1: T = 8192 tokens, f = 8192:
+    silu reads and writes T f, the product reads 2 T f and writes T f, 5 x 8192 x 8192 x 2 bytes
+    = 671,088,640 (the fused kernel's 3 T f x 2 = 402,653,184); backward silu_backward, two
+    products and the cat of the halves' gradients: 4 kernels."""
+    _, fwd, bwd = _nanotron_layer("nt-best-1b-n1-dp8-tp1-pp1-mbs2-acc16-z0")
+    glu = fwd["swiglu"]
+    assert (glu.impl, glu.kernels, glu.bytes) == ("eager_chunked", 2, 5 * 8192 * 8192 * 2)
+    assert bwd["swiglu.bwd"].kernels == 4
+
+
+def test_qkv_layout_copies_by_hand():
+    """CausalSelfAttention.forward (models/llama.py @ e24d2483) on the 1B (h 2048, MHA), MBS 2,
+    tp 1, T = 8192: forward, qkv permute-contiguous (read, write 3h), cat of K and V (2h) and
+    its permute-contiguous (2h): 14 h elements a token, 8192 x 14 x 2048 x 2 = 469,762,048
+    bytes in 3 kernels; backward, the split's cat (2h), unbind's stack (3h) and view's reshape
+    (3h): 16 h, 536,870,912 bytes. The output's transpose(0, 1) before o_proj is a copy at
+    MBS 2 (8192 x 2048 x 2 x 2 = 67,108,864 bytes each way); at MBS 1 the view is contiguous.
+    On tp 4 every width is a quarter."""
+    _, fwd, bwd = _nanotron_layer("nt-best-1b-n1-dp8-tp1-pp1-mbs2-acc16-z0")
+    qkv = fwd["qkv_relayout"]
+    assert (qkv.kernels, qkv.bytes) == (3, 8192 * 14 * 2048 * 2)
+    assert (bwd["qkv_relayout.bwd"].kernels, bwd["qkv_relayout.bwd"].bytes) == \
+        (3, 8192 * 16 * 2048 * 2)
+    assert fwd["attn_out_relayout"].bytes == bwd["attn_out_relayout.bwd"].bytes == 8192 * 2048 * 4
+    names = list(fwd)
+    assert names.index("qkv_proj") < names.index("qkv_relayout") < names.index("rope") \
+        < names.index("attn_core") < names.index("attn_out_relayout") < names.index("out_proj")
+    _, fwd1, _ = _nanotron_layer("nt-best-1b-n8-dp64-tp1-pp1-mbs1-acc4-z1")
+    assert "attn_out_relayout" not in fwd1 and fwd1["qkv_relayout"].bytes == 4096 * 14 * 2048 * 2
+    _, fwd4, _ = _nanotron_layer("nt-best-3b-n16-dp32-tp4-pp1-mbs8-acc1-z0")
+    assert fwd4["qkv_relayout"].bytes == 8 * 4096 * 14 * (3072 // 4) * 2
+
+
+def test_other_frameworks_keep_fused_glu_and_no_layout_copies():
+    """The two features are nanotron's: a Megatron-core run of the same shape prices one fused
+    SwiGLU and no layout copy."""
+    from trainsim.validate.training import row_config
+    from trainsim.workload.layers import layer_forward
+    from trainsim.workload.shard import shard_of
+
+    row = {r["id"]: r for r in training_rows(NANOTRON)}["nt-best-1b-n1-dp8-tp1-pp1-mbs2-acc16-z0"]
+    cfg = row_config({**row, "framework": "megatron-core", "framework_version": ""},
+                     compute_db=None)
+    names = {op.name: op for op in layer_forward(cfg, shard_of(cfg))}
+    assert names["swiglu"].impl == "fused" and "qkv_relayout" not in names
+    assert "attn_out_relayout" not in names

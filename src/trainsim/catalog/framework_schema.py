@@ -370,6 +370,15 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "mla_eager_rope": _nullable(_bool),
     # eager RoPE on complex views (torchtitan's apply_rotary_emb), not HF's rotate-half
     "complex_rope": _nullable(_bool),
+    # the gated MLP's activation runs eager, act(gate) * up on the two halves of one fused
+    # gate_up output, whatever ``modules`` says of the norms and RoPE (nanotron's
+    # GLUActivation beside its TritonRMSNorm; workload.elementwise ``eager_chunked``)
+    "eager_glu": _nullable(_bool),
+    # the fused qkv output is laid out for flash-attn by PyTorch copies (nanotron's
+    # CausalSelfAttention: Q, K, V permuted contiguous, K and V concatenated and permuted
+    # contiguous again for the rotary kernel), the attention output transposed back to
+    # [seq, batch] before out_proj (workload.layers ``qkv_relayout_ops``)
+    "qkv_relayout_copies": _nullable(_bool),
     # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
     # arguments out of order, so the kernel's rows per block follow the heads per TP rank and
     # some micro-batch sizes run the PyTorch softmax in fp32 (workload.softmax)
@@ -514,7 +523,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "moe_deepep_permute_pads", "grouped_gemm", "moe_te_permute_maps",
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
-    "complex_rope", "softmax_args_swapped", "megatron_batch_fn", "fsdp_pp_unsharded",
+    "complex_rope", "eager_glu", "qkv_relayout_copies",
+    "softmax_args_swapped", "megatron_batch_fn", "fsdp_pp_unsharded",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "masked_window_scores", "unfused_sliding_window",

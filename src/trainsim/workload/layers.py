@@ -94,7 +94,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             linear(ops, sh, "fc1", T, f_loc * (2 if gated else 1), h, seq_parallel="gather",
                    norm_fused=not parallel)
             bias_add(ops, sh, "fc1", "fc1", T, f_loc * (2 if gated else 1))
-        ops.append(activation_op(gated, T * f_loc, sh.eager, not sh.split_projections))
+        ops.append(activation_op(gated, T * f_loc, sh.eager or sh.eager_glu,
+                                 not sh.split_projections))
         linear(ops, sh, "fc2", T, h, f_loc, seq_parallel="scatter")
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
@@ -132,6 +133,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             linear(ops, sh, "qkv_proj", T, q_loc + 2 * kv_loc, h, seq_parallel="gather",
                    norm_fused=not parallel)
             bias_add(ops, sh, "qkv", "qkv_proj", T, q_loc + 2 * kv_loc)
+        if sh.qkv_relayout:
+            ops.append(qkv_relayout_op(T, q_loc, kv_loc))
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
             ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc),
                                norm_impl(m.normalization, m.kv_channels, sh.eager,
@@ -197,6 +200,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                         "cp", overlap_with_previous=True, p2p_ranks=0 if sh.cp == 2 else 2))
     if ulysses:  # and the context back from head shards to sequence shards
         ops.append(Comm("attn_core.cp_a2a_out", "all_to_all", T * (m.v_dim // t) * ACT, "cp"))
+    if sh.qkv_relayout and sh.batch > 1 and not m.is_mla:
+        ops.append(attn_out_relayout_op(T, m.v_dim // t))
     linear(ops, sh, "out_proj", T, h, m.v_dim // t, seq_parallel="scatter")
     if parallel:
         mlp()
@@ -222,6 +227,30 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     post_norm("post_mlp_norm")
     ops.append(residual("mlp_bias_dropout_add"))
     return ops
+
+
+def qkv_relayout_op(tokens: int, q_loc: int, kv_loc: int) -> Elementwise:
+    """nanotron's layout copies between the fused qkv_proj and flash-attn (models/llama.py
+    CausalSelfAttention.forward @ e24d2483 L446-L476, L651-L660): forward, Q, K and V
+    ``permute(...).contiguous()`` out of the [seq, batch, 3, heads, d] output (MHA; GQA's
+    three ``transpose(0, 1).contiguous()`` move as much), ``torch.cat`` of K and V and its
+    ``permute(1, 2, 0, 3, 4).contiguous()`` for flash-attn's rotary kernel: three copies,
+    each element read and written. Backward, autograd's ``split`` backward joins dK and dV
+    (a cat), ``unbind``'s stacks dQ, dK, dV, and ``view``'s reshape of the permuted gradient
+    back to [seq, batch, qkv] copies again: three more."""
+    qkv, kv = q_loc + 2 * kv_loc, 2 * kv_loc
+    return Elementwise("qkv_relayout", bytes=tokens * (2 * qkv + 2 * kv + 2 * kv) * ACT,
+                       kernels=3, kernel="copy",
+                       bwd_bytes=tokens * (2 * kv + 2 * qkv + 2 * qkv) * ACT, bwd_kernels=3)
+
+
+def attn_out_relayout_op(tokens: int, width: int) -> Elementwise:
+    """nanotron's attention output ``view(batch, seq, width).transpose(0, 1)`` into out_proj
+    (models/llama.py L685-L689 @ e24d2483): with a micro-batch above 1 the transposed view
+    is not contiguous and ``F.linear`` copies it before its GEMM; its backward reshapes the
+    input gradient back (another copy)."""
+    return Elementwise("attn_out_relayout", bytes=tokens * width * 2 * ACT, kernel="copy",
+                       bwd_bytes=tokens * width * 2 * ACT, bwd_kernels=1)
 
 
 def bias_add(ops: list[Op], sh: Shard, role: str, name: str, rows: int, width: int) -> None:

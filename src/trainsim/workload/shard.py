@@ -43,6 +43,8 @@ class Shard:
     (``context_parallel.te_ring_forward``): the run's kernel in ``parallel.cp_te_ring``."""
     scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
     complex_rope: bool = False  # the profile's ``complex_rope`` (elementwise.rope_op)
+    eager_glu: bool = False  # the profile's ``eager_glu`` (elementwise.activation_op)
+    qkv_relayout: bool = False  # the profile's ``qkv_relayout_copies`` (layers.qkv_relayout_ops)
     softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
     masked_window: bool = False  # the profile's ``masked_window_scores`` (ops.Attention.pairs)
     kv_repeat: bool = False
@@ -249,6 +251,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  kv_repeat=kv_repeated(cfg),
                  scaled_rope_unfused=profile_supports(cfg, "scaled_rope_unfused"),
                  complex_rope=profile_supports(cfg, "complex_rope"),
+                 eager_glu=profile_supports(cfg, "eager_glu") and not t.compile,
+                 qkv_relayout=profile_supports(cfg, "qkv_relayout_copies") and not t.compile,
                  softmax_args_swapped=profile_supports(cfg, "softmax_args_swapped"),
                  masked_window=profile_supports(cfg, "masked_window_scores"),
                  bias_kernels=linear_bias_kernels(cfg),
