@@ -80,7 +80,9 @@ def test_nanotron_file_validates_with_no_failed_row():
 def test_nanotron_error_stays_under_todays_bound():
     """2026-11-25 (first run): MAPE 46.3 % over the 52 rows, every prediction fast; the 26
     best-per-cell runs 27.1 % (-10.7 ... -75.0 %), the 26 drawn runs 65.5 % (-99 %: runs at 1 to
-    5 % MFU). Bounds: those figures plus a margin."""
+    5 % MFU). After the Llama architecture, the eager GLU and the qkv layout copies (nanotron2):
+    all 42.2 %, best 21.2 % (1 node -4 to -12 %), drawn 63.3 %. Bounds: those figures plus a
+    margin."""
     from trainsim.validate import validate_file
 
     _, res = validate_file(NANOTRON)
@@ -88,9 +90,9 @@ def test_nanotron_error_stays_under_todays_bound():
     best = [a for i, a in apes.items() if i.startswith("nt-best-")]
     drawn = [a for i, a in apes.items() if i.startswith("nt-draw-")]
     assert len(best) == 26 and len(drawn) == 26
-    assert sum(best) / len(best) < 0.31
-    assert sum(drawn) / len(drawn) < 0.70
-    assert sum(apes.values()) / len(apes) < 0.50
+    assert sum(best) / len(best) < 0.23
+    assert sum(drawn) / len(drawn) < 0.66
+    assert sum(apes.values()) / len(apes) < 0.45
 
 
 def _nanotron_layer(row_id: str):
