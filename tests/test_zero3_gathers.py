@@ -450,34 +450,39 @@ def test_deepspeed_2021_split_last_backward_keeps_the_pass_it_replaces(version, 
     assert split == pytest.approx(tg.work[0][1].duration_s, rel=1e-12)
 
 
+@pytest.mark.parametrize("micro_batches", [1, 4])
 @pytest.mark.parametrize("recompute", ["full", "none"])
 @pytest.mark.parametrize("framework", [("deepspeed", "2021-03"), ("deepspeed", "2022-04"),
                                        ("pytorch", "2.4"), ("torchtitan", "2025-01"),
                                        ("automodel", "0.1")])
-def test_sharded_step_is_no_shorter_than_its_network_time_at_large_dp(framework, recompute):
+def test_sharded_step_is_no_shorter_than_its_network_time_at_large_dp(framework, recompute,
+                                                                       micro_batches):
     """Issue 17 item 3. Every ZeRO-3 / FSDP mode gathers each block's 16-bit weights before its
     forward and before its backward (DeepSpeed, after a full recompute, the QKV, projection and
     fc1 weights once more: 8 of the 12 h^2, ``zero3_regathers``) and reduces its gradients once
-    per step, all over the data-parallel group's links. Hand count, 12 h^2 weight elements per
+    per micro-batch, all over the data-parallel group's links. Hand count, 12 h^2 weight elements per
     GPT block (biases left out: a lower bound). (1) In a ring over nodes of 8 GPUs a node's
     NICs carry (N-1)/N of each collective's bytes once (NVLink forwards the rest inside the
     node), so the step lasts at least those bytes over the node's line rate. (2) Tighter, the
     model's own price of those collectives, one after another: on shared links no overlap of
     gathers, reductions and compute shortens them (before the fix, the backward's reductions
     ran beside its gathers as if on links of their own: 4.32 s < 4.57 s for DeepSpeed 0.6+,
-    4.77 s < 4.94 s for FSDP2 at 1,024 ranks)."""
+    4.77 s < 4.94 s for FSDP2 at 1,024 ranks). Each micro-batch gathers and reduces again
+    (FSDP reduces every backward without no_sync, DeepSpeed ZeRO-3 in every backward): with 4,
+    before the next passes' gathers queued behind the earlier ones' reductions, 13.95 s <
+    14.95 s for DeepSpeed 0.6+ without recompute, 15.39 s < 19.77 s for FSDP1."""
     from trainsim.pricing import Pricer
 
     gpus, nic_Bps = 1024, 25e9 / 8  # 25 Gbit/s per GPU, 8 GPUs and NICs per node
     c = run_config_from_dict({
         "model": {"preset": "gpt3-175b", "num_layers": 8},
         "parallel": {"zero_stage": 3, "recompute": recompute},
-        "training": {"global_batch_size": gpus, "micro_batch_size": 1, "seq_length": 2048,
-                     "dtype": "fp16", "framework": framework[0],
+        "training": {"global_batch_size": gpus * micro_batches, "micro_batch_size": 1,
+                     "seq_length": 2048, "dtype": "fp16", "framework": framework[0],
                      "framework_version": framework[1]},
         "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": gpus, "gpus_per_node": 8,
                     "nic_gbit_s_per_gpu": 25}})
-    h, layers = 12288, 8
+    h, layers = 12288, 8 * micro_batches  # the step's block passes
     block = 12 * h * h
     passes = 2 + (8 / 12 if framework[0] == "deepspeed" and recompute == "full" else 0)
     reduce_width = 4 if c.training.grad_reduce_in_fp32 else 2
@@ -494,14 +499,41 @@ def test_backward_reductions_hold_the_gathers_links():
     """A unit's gradient reduce-scatter, issued when its backward ends, runs on the links of
     the gathers issued after it (by hand: gathers 1 s, computes 1 s, reductions 3 s)."""
     from trainsim.sharded_passes import backward_wait_s
+    from trainsim.workload.schedule import prefetch_walk
 
     # unit 0 gathered at 1, computes 1-2; unit 1 gathered at 2, computes 2-3; its reduction
     # 0 holds the links 2-5; unit 2's gather 5-6, computes 6-7: 4 s waited
     assert prefetch_exposed_s([1.0] * 3, [1.0] * 3, [3.0] * 3) == pytest.approx(4.0)
     assert prefetch_exposed_s([1.0] * 3, [1.0] * 3) == pytest.approx(1.0)
-    # the task graph runs the reductions after the lead wait beside the compute: they end
-    # at 1+3+3 = 7 with the last one, 3 s of them past the compute besides the last one's
-    # own 3 s; the pass waits 4 - 3 = 1 s (no less than without the reductions)
-    assert backward_wait_s([1.0] * 3, [1.0] * 3, [3.0] * 3) == pytest.approx(1.0)
+    # one at a time: unit 2 computes 6-7; reduction 1 holds the links 6-9, reduction 2 (issued
+    # at 7) 9-12: the next pass's first gather starts at 12. The task graph with no wait runs
+    # the computes 0-3 and the reductions beside them 1-4, 4-7, 7-10; the wait shifts that
+    # end: 12 - 10 = 2 s (more than the 1 s without the reductions)
+    assert prefetch_walk([1.0] * 3, [1.0] * 3, [3.0] * 3) == pytest.approx((4.0, 12.0))
+    assert backward_wait_s([1.0] * 3, [1.0] * 3, [3.0] * 3) == pytest.approx(2.0)
+    # FSDP2's wait for the reduction two units before: unit 2 computes from reduction 0's end
+    # (5) as well, in the graph from 4 (computes 0-1, 1-2, 4-5; reductions 1-4, 4-7, 7-10)
+    assert backward_wait_s([1.0] * 3, [1.0] * 3, [3.0] * 3, True) == pytest.approx(2.0)
     # light reductions: hidden, the wait is the gathers' own
     assert backward_wait_s([1.0, 0.5, 0.5], [2.0] * 3, [0.5] * 3) == pytest.approx(1.0)
+
+
+def test_block_reduction_on_the_gathers_links_is_the_dense_groups_only():
+    """Review finding: a block's reduction in the gathers' queue is its dense gradients over the
+    sharding group; its routed experts' go over the expert data-parallel group, a process group
+    (and NCCL stream) of its own, so they do not delay the dense gathers."""
+    from trainsim.pricing import Pricer
+    from trainsim.sharded_passes import block_reduce_s
+    from trainsim.workload.sharding import fsdp_grad_bytes, rank_grad_elements
+
+    c = run_config_from_dict({
+        "model": "mixtral-8x7b", "parallel": {"tp": 1, "ep": 8, "zero_stage": 3},
+        "training": {"global_batch_size": 32, "seq_length": 4096, "micro_batch_size": 1},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16}})
+    pricer = Pricer(c)
+    (dense, _), (experts, _) = rank_grad_elements(c, [0], False, False)
+    width = fsdp_grad_bytes(c)
+    assert dense > 0 and experts > 0 and c.shard_ranks > 1 and c.edp > 1
+    own = pricer.comm_time(Comm("r", "reduce_scatter", dense * width["dp_cp"], "dp_cp"))
+    theirs = pricer.comm_time(Comm("r", "reduce_scatter", experts * width["edp"], "edp"))
+    assert block_reduce_s(c, pricer, 0) == pytest.approx(own) and theirs > 0

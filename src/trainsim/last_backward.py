@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from trainsim.chunks import concat
 from trainsim.pricing import COMPUTE, Priced, interned
+from trainsim.sharded_passes import grad_reduce, replica_reduce
 from trainsim.workload.ddp_buckets import ddp_buckets
 from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from trainsim.chunks import Chunk
     from trainsim.combined_1f1b import LonePasses
     from trainsim.config import ParallelConfig, RunConfig
+    from trainsim.engine import Task
     from trainsim.pricing import Pricer
 
 
@@ -39,9 +41,10 @@ class LastBackwardTasks:
     sends_overlap: bool
     send: Priced
     side_s: list[float]
-    grad_kind: str
+    tasks: list[Task]
     fsdp_grad_bytes: dict[str, int]
     fsdp_reduce: dict[int, list[int]]
+    link_tail: dict[int, int]
     last_bwd: dict[int, list[int]]
     lone: LonePasses | None
     _splits: dict[tuple[int, int], list[Priced]]
@@ -73,14 +76,19 @@ class LastBackwardTasks:
         k, n = part
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
-        kind = self.grad_kind
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0:
-                self.fsdp_reduce[s].append(self.comm(
-                    s, f"grad_{kind}", kind, params / self.vpp / n * self.fsdp_grad_bytes[group],
-                    group,
-                    [after], f"ZeRO-3 grad {kind.replace('_', '-')} {group} mb{mb}"
-                    + (f" part{k}" if n > 1 else "")))
+                op = grad_reduce(self.cfg, params / self.vpp / n, group,
+                                 width=self.fsdp_grad_bytes)
+                i = self.comm(s, op.name, op.kind, op.bytes, group, [after],
+                              f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} mb{mb}"
+                              + (f" part{k}" if n > 1 else ""))
+                self.fsdp_reduce[s].append(i)
+                if group == "dp_cp":  # the gathers' process group: the next gathers queue
+                    # behind its reduce-scatter (HSDP's replica all-reduce, comm()'s last
+                    # task, runs over a group of its own)
+                    self.link_tail[s] = self.tasks[i].deps[0] \
+                        if replica_reduce(self.cfg, op) is not None else i
 
     def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int], mb: int,
                             alone: bool = True) -> int:

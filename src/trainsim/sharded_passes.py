@@ -11,7 +11,7 @@ from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer, interned
 from trainsim.workload import fsdp2_copies
 from trainsim.workload.ops import Comm
-from trainsim.workload.schedule import prefetch_exposed_s
+from trainsim.workload.schedule import prefetch_exposed_s, prefetch_walk
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
     fsdp2_unsharded_grad_accumulation,
@@ -41,7 +41,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     ``fsdp2_reduce_scatter_wait`` marks)."""
     out: dict[int, tuple[Priced, Priced]] = {}
     fsdp2 = fsdp2_copies.applies(cfg)
-    copy_in_on_compute = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
+    copy_in_on_compute = rs_wait = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
     # Units fully_shard'ed with reshard_after_forward=False stay gathered from a forward to the
     # next backward, which reshards them as it reduce-scatters their gradients (sync on every
@@ -90,7 +90,7 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         share = pricer.sm_share["dp"]
         exposed = prefetch_exposed_s(gather, compute)
         fwd = exposed + (sum(gather) - exposed) * share
-        exposed = backward_wait_s(blocks, back, reduce) if blocks else 0.0
+        exposed = backward_wait_s(blocks, back, reduce, rs_wait) if blocks else 0.0
         # a wait behind the reductions is no hidden gather: no share for it
         bwd = exposed + max(0.0, sum(blocks) - exposed) * share
         wait = interned(((DP, bwd, "FSDP unit all-gathers"),))
@@ -127,35 +127,61 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     return out
 
 
-def backward_wait_s(gather_s: list[float], compute_s: list[float],
-                    reduce_s: list[float]) -> float:
+def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: list[float],
+                    rs_wait: bool = False) -> float:
     """What a backward pass waits for its units' gathers (``prefetch_exposed_s``) when each
     unit's gradient reduction, issued as its compute ends, holds the same links before the
-    gathers issued after it. The task graph runs those reductions on their own stream after
-    the pass's lead wait, beside its compute parts (``last_backward``), which adds their
-    overrun of the compute (all but the last unit's) after the pass: the wait keeps only what
-    that overrun does not already count, and never less than without the reductions."""
+    gathers issued after it. The task graph runs every backward split per unit, each unit's
+    reduction on the data-parallel stream after its compute part, and the passes after it
+    wait for that stream (their first gather queues behind it: ``simulator``); so the pass
+    ends, for what follows, when its last reduction does. The wait makes that end the end of
+    the links' queue (``prefetch_walk``, the last reduction included): the graph's end with
+    no wait shifts by the wait. Never less than without the reductions. ``rs_wait``: a unit's
+    compute starts once the reduction two units before it has ended (profile
+    ``fsdp2_reduce_scatter_wait``), as the graph runs it."""
     alone = prefetch_exposed_s(gather_s, compute_s)
-    shared = prefetch_exposed_s(gather_s, compute_s, reduce_s)
-    done = end = 0.0  # the reductions' stream beside the bare compute, as the graph runs it
-    for c, r in zip(compute_s, reduce_s):
-        end += c
+    queue_end = prefetch_walk(gather_s, compute_s, reduce_s, rs_wait)[1]
+    done = end = 0.0  # the graph with no wait: compute parts, reductions beside them
+    ends: list[float] = []
+    for k, (c, r) in enumerate(zip(compute_s, reduce_s)):
+        end = (max(end, ends[k - 2]) if rs_wait and k >= 2 else end) + c
         done = max(done, end) + r
-    overrun = done - end - (reduce_s[-1] if reduce_s else 0.0)
-    return max(alone, shared - overrun)
+        ends.append(done)
+    return max(alone, queue_end - max(end, done))
 
 
 def block_reduce_s(cfg: RunConfig, pricer: Pricer, layer: int) -> float:
     """Seconds of the gradient reduction of block ``layer``'s unit after its backward (FSDP's
     post-backward reduce-scatter, DeepSpeed's reduce bucket with overlap_comm: the block's share
-    of it), its dense gradients over the sharding group and its routed experts' over theirs, in
-    the reduce dtype (``fsdp_grad_bytes``): what the task graph reduces per layer
-    (``last_backward``), priced alike."""
-    (dense, _), (experts, _) = rank_grad_elements(cfg, [layer], False, False)
-    kind, width = zero3_grad_collective(cfg), fsdp_grad_bytes(cfg)
-    return sum(pricer.comm_time(Comm("fsdp_unit_grad_reduce", kind, n * width[group], group))
-               for n, group, ranks in ((dense, "dp_cp", cfg.shard_ranks),
-                                       (experts, "edp", cfg.edp)) if n > 0 and ranks > 1)
+    of it) that hold the parameter gathers' links: its dense gradients over the sharding group
+    (``grad_reduce``, as the task graph's ``last_backward`` prices them). A process group's
+    collectives run in issue order on that group's one NCCL stream (ProcessGroupNCCL); its
+    routed experts' reduction (the expert data-parallel group) and HSDP's all-reduce over the
+    replicas (FSDP1 ``_inter_node_pg`` on ``_all_reduce_stream``, FSDP2's replicate mesh
+    dimension) run over process groups of their own: not in the gathers' queue."""
+    (dense, _), _ = rank_grad_elements(cfg, [layer], False, False)
+    if dense <= 0 or cfg.shard_ranks <= 1:
+        return 0.0
+    return pricer.comm_time(grad_reduce(cfg, dense, "dp_cp", "fsdp_unit_grad_reduce"))
+
+
+def grad_reduce(cfg: RunConfig, elements: float, group: str, name: str | None = None,
+                width: dict[str, int] | None = None) -> Comm:
+    """The ZeRO-3 / FSDP reduction of ``elements`` gradients over ``group`` (``dp_cp``: the
+    sharding group, ``edp``: the routed experts'): ``zero3_grad_collective`` in the reduce
+    dtype (``fsdp_grad_bytes``, or ``width`` where the caller holds it)."""
+    kind = zero3_grad_collective(cfg)
+    return Comm(name or f"grad_{kind}", kind, elements * (width or fsdp_grad_bytes(cfg))[group],
+                group)  # type: ignore[arg-type]
+
+
+def replica_reduce(cfg: RunConfig, op: Comm) -> Comm | None:
+    """Under HSDP (``parallel.dp_replicate`` > 1) a gradient reduce-scatter over one replica's
+    sharding group is followed by the all-reduce of its shard over the replicas (FSDP's
+    HYBRID_SHARD, FSDP2's 2-D mesh): that all-reduce, else None."""
+    if op.kind != "reduce_scatter" or op.group != "dp_cp" or cfg.parallel.dp_replicate <= 1:
+        return None
+    return Comm(f"{op.name}_replicas", "all_reduce", op.bytes / cfg.shard_ranks, "dp_rep")
 
 
 def blocking_gathers(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],

@@ -30,7 +30,7 @@ from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS
 from trainsim.pricing import COMPUTE, DP, PP, Priced, Pricer, interned
 from trainsim.result import Result
 from trainsim.schedule_steps import in_steps
-from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
+from trainsim.sharded_passes import blocking_gathers, replica_reduce, unit_gather_waits
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     TIE,
     Summary,
@@ -66,7 +66,6 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     fsdp_grad_bytes,
     fsdp_per_unit,
     fsdp_pp_mode,
-    zero3_grad_collective,
 )
 
 _param_split = per_config(stage_param_split)
@@ -161,6 +160,10 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
         self._comms: dict[tuple, float] = shared.setdefault("comms", {})  # comm()'s seconds
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
+        # ZeRO-3 / FSDP: the last gradient reduction issued on each stage's sharding group: the
+        # next pass's parameter gathers run on that group's one NCCL stream after it (FSDP's and
+        # DeepSpeed's collectives of a process group run in issue order), so the pass waits
+        self.link_tail: dict[int, int] = {}
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
         # what runs on the reduce-scatter's stream before it (FSDP1 casts, DeepSpeed's bucket)
         self.side_s = shared.setdefault("side_s", [0.0] * self.pp)
@@ -169,8 +172,6 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                 if p.zero3_gather == "per_parameter" else \
                 unit_gather_waits(cfg, pricer, self.chunks, self.side_s)
         self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
-        # the gradient collective after each backward (DeepSpeed < 0.6 may all-reduce instead)
-        self.grad_kind = zero3_grad_collective(cfg) if self.fsdp else "reduce_scatter"
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
         if self.gather_once:  # the gathers lead each chunk's first forward (``pass_specs``)
@@ -205,8 +206,9 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, "dp"), t, deps, label, DP)
-        if kind == "reduce_scatter" and group == "dp_cp" and self.p.dp_replicate > 1:
-            i = self.comm(s, f"{name}_replicas", "all_reduce", size / self.dp_size, "dp_rep",
+        replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]
+        if replicas is not None:
+            i = self.comm(s, replicas.name, replicas.kind, replicas.bytes, replicas.group,
                           [i], f"{label} + HSDP all-reduce over {self.p.dp_replicate} replicas",
                           count)
         return i
@@ -348,6 +350,8 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                             deps = []
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
+                        if s in self.link_tail:  # its gathers queue behind the reductions
+                            deps.append(self.link_tail[s])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
                         if self.lone and k < first_b[s]:  # a warm-up forward: no partner
                             spec = self.lone.first.get(v, self.lone.fwd[v]) if mb == 0 \
@@ -368,7 +372,12 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                             deps = [up, fwd_task[at]]
                         else:
                             deps = [fwd_task[at]]
-                        if slow_bwd[s] and (mb == last_mb or self.sync_every_mb):
+                        if s in self.link_tail:
+                            deps.append(self.link_tail[s])
+                        # ZeRO-3 / FSDP reduce each micro-batch's gradients per unit as its
+                        # backward goes (the split pass): every backward but under no-sync
+                        if slow_bwd[s] and (mb == last_mb or self.sync_every_mb or (
+                                self.fsdp and not self.gather_once)):
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps,
                                                        alone=mb == last_mb or bool(

@@ -250,15 +250,30 @@ def prefetch_exposed_s(gather_s: list[float], compute_s: list[float],
     multi-node group): it holds them before the gathers issued after it, i.e. from the gather
     two units on (issued when the next unit starts). The last unit's is left to the caller
     (it follows the pass)."""
+    return prefetch_walk(gather_s, compute_s, reduce_s)[0]
+
+
+def prefetch_walk(gather_s: list[float], compute_s: list[float],
+                  reduce_s: list[float] | None = None, rs_wait: bool = False
+                  ) -> tuple[float, float]:
+    """``prefetch_exposed_s``'s walk: (the exposed wait, the end of the links' queue from the
+    pass's start, the last unit's reduction included: when a gather issued after the pass can
+    start on them, since one stream runs the group's collectives in issue order). ``rs_wait``:
+    a unit's compute starts once the reduction two units before it has ended."""
     comm_free = compute_end = compute_start = 0.0
+    reduced: list[float] = []  # each reduction's end
     for k, (g, c) in enumerate(zip(gather_s, compute_s)):
         gathered = max(comm_free, compute_start) + g  # issued when the previous unit starts
         comm_free = gathered
         if reduce_s and k:  # the previous unit's reduction, issued when its compute ended
             comm_free = max(comm_free, compute_end) + reduce_s[k - 1]
-        compute_start = max(compute_end, gathered)
+            reduced.append(comm_free)
+        compute_start = max(compute_end, gathered,
+                            reduced[k - 2] if rs_wait and k >= 2 and reduce_s else 0.0)
         compute_end = compute_start + c
-    return max(0.0, compute_end - sum(compute_s))
+    if reduce_s and compute_s:  # the last unit's, issued as the pass ends
+        comm_free = max(comm_free, compute_end) + reduce_s[len(compute_s) - 1]
+    return max(0.0, compute_end - sum(compute_s)), max(comm_free, compute_end)
 
 
 _LABELS: dict[tuple[str, int], list[str]] = {}  # (kind, chunk) -> label by micro-batch
