@@ -136,8 +136,9 @@ def test_first_and_last_stage_load_each_micro_batch_through_megatrons_batch_fn()
     # three contiguous tensors cloned again
     clones = (16 * s + 8 * (s + s) + 2 * s * s) + (16 * s + 16 * s + 2 * s * s)
     assert by["pipe_input_clones"].bytes == clones and by["pipe_input_clones"].kernels == 6
-    # a stage both first and last (and pp 1: no PipelineEngine pipeline) loads once / never
-    assert deepspeed_load_micro_batch(cfg(pp=1), True, True) == []
+    # a stage both first and last loads once, clones included; at pp 1 too (GPTModelPipe
+    # under --deepspeed at any pp: the PipelineEngine's one stage still loads each micro-batch)
+    assert deepspeed_load_micro_batch(cfg(pp=1), True, True) == first
     assert [op.name for op in deepspeed_load_micro_batch(cfg(tp=1), True, False)] == [
         "batch_sizes_h2d", "batch_sizes_d2h", "batch_tokens_h2d", "batch_tokens_labels",
         "batch_ltor_masks", "pipe_input_clones"]  # no broadcast over a one-rank TP group

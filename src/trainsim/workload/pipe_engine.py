@@ -167,9 +167,14 @@ def deepspeed_load_micro_batch(cfg: RunConfig, first: bool, last: bool) -> list[
     both, the first stage's input clones on the first (DeepSpeed v0.5.10 schedule.py
     L221-224, engine.py ``_exec_load_micro_batch`` L750-786, ``_next_batch`` L591-601: every
     rank calls ``batch_fn``; the last stage keeps the labels and loss mask without a copy,
-    ``.to(device)`` of a tensor already there). Empty for other stages and engines."""
+    ``.to(device)`` of a tensor already there). A single stage too: bigscience-workshop/
+    Megatron-DeepSpeed@ae6277f5 pretrain_gpt.py ``model_provider`` builds ``GPTModelPipe``
+    whenever ``--deepspeed`` is set (a PipelineModule, so deepspeed.initialize returns a
+    PipelineEngine, training.py L391-393 hands it the batch function), and the engine at one
+    stage only leaves out the p2p (v0.5.10 engine.py L125): the stage, first and last, loads
+    every micro-batch, clones included. Empty for other stages and engines."""
     p, t = cfg.parallel, cfg.training
-    if not (first or last) or p.data_parallel_impl != "deepspeed" or p.pp < 2 \
+    if not (first or last) or p.data_parallel_impl != "deepspeed" \
             or not profile_supports(cfg, "megatron_batch_fn"):
         return []
     b, s = t.micro_batch_size, t.seq_length
