@@ -33,6 +33,7 @@ from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, ben
     nothing_found,
     parse_ints,
     parse_reference,
+    search_space,
 )
 
 out = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80 columns
@@ -109,33 +110,7 @@ def _common(f):
     return f
 
 
-def _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_=None,
-           etp_=None, dispatcher=None, schedules=None, base=None):
-    from trainsim.config.parallel import schedule_name
-    from trainsim.search.rules import MEGATRON_1F1B
-    from trainsim.search.space import SearchSpace
-
-    if base is not None and not base.model.is_moe and any(
-            v and parse_ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
-        raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
-                          "expert parallelism needs a mixture-of-experts model")
-    # names in any case, as a config's recompute: NONE or dispatcher: AllToAll reads
-    rc = tuple(s.strip().lower() for s in recompute.split(",") if s.strip())
-    if not rc:  # an empty list would leave nothing to search, reported as "nothing fits"
-        raise ConfigError(f"--recompute={recompute!r}: give one or more of none, selective, full")
-    scheds = None
-    if schedules is not None:
-        names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
-        scheds = tuple(dict.fromkeys("" if n in MEGATRON_1F1B else n
-                                     for n in names))
-    disp = tuple(x.strip().lower() for x in dispatcher.split(",") if x.strip()) \
-        if dispatcher else None
-    space = SearchSpace(tp=parse_ints(tp_, "tp"), pp=parse_ints(pp_, "pp"), cp=parse_ints(cp_, "cp"),
-                        max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
-                        zero=parse_ints(zero, "zero", least=0), overlap=overlap,
-                        ep=parse_ints(ep_, "ep"), etp=parse_ints(etp_, "etp"), dispatcher=disp,
-                        schedules=scheds)
-    return space.fixed_by(base.fixed) if base is not None else space
+_space = search_space  # the space of `search` and `plan`; the service builds it the same way
 
 
 @click.command("search")

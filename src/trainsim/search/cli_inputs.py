@@ -172,6 +172,40 @@ def _check_fixed(base: Any) -> None:
                           "alltoall, allgather or deepep")
 
 
+def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int,
+                 max_micro_batch: int, recompute: str, zero: str | None, overlap: str,
+                 ep_: str | None = None, etp_: str | None = None, dispatcher: str | None = None,
+                 schedules: str | None = None, base: Any = None):
+    """The search space of the options of ``trainsim search``/``plan`` (comma-separated text,
+    None for the default), narrowed by the ``--set`` parallel fields of ``base``
+    (``SearchSpace.fixed_by``): the CLI and the service's search and plan jobs build it here."""
+    from trainsim.config.parallel import schedule_name
+    from trainsim.search.rules import MEGATRON_1F1B
+    from trainsim.search.space import SearchSpace
+
+    if base is not None and not base.model.is_moe and any(
+            v and parse_ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
+        raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
+                          "expert parallelism needs a mixture-of-experts model")
+    # names in any case, as a config's recompute: NONE or dispatcher: AllToAll reads
+    rc = tuple(s.strip().lower() for s in recompute.split(",") if s.strip())
+    if not rc:  # an empty list would leave nothing to search, reported as "nothing fits"
+        raise ConfigError(f"--recompute={recompute!r}: give one or more of none, selective, full")
+    scheds = None
+    if schedules is not None:
+        names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
+        scheds = tuple(dict.fromkeys("" if n in MEGATRON_1F1B else n
+                                     for n in names))
+    disp = tuple(x.strip().lower() for x in dispatcher.split(",") if x.strip()) \
+        if dispatcher else None
+    space = SearchSpace(tp=parse_ints(tp_, "tp"), pp=parse_ints(pp_, "pp"), cp=parse_ints(cp_, "cp"),
+                        max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
+                        zero=parse_ints(zero, "zero", least=0), overlap=overlap,
+                        ep=parse_ints(ep_, "ep"), etp=parse_ints(etp_, "etp"), dispatcher=disp,
+                        schedules=scheds)
+    return space.fixed_by(base.fixed) if base is not None else space
+
+
 def nothing_found(result: Any) -> ConfigError:
     """Why a search ranked nothing: no candidate is a valid split at all (the GPU count, the
     batch and the model's heads and layers admit none; or every split they admit is refused
@@ -318,4 +352,4 @@ def parse_reference(text: str, base: Any, num_gpus: int):
 
 
 __all__ = ["OWN_OPTIONS", "VARIED", "build_base", "model_spec", "nothing_found", "parse_ints",
-           "parse_reference"]
+           "parse_reference", "search_space"]

@@ -59,8 +59,10 @@ def _dumps(obj: Any, sort_keys: bool = True) -> str:
 
 _COMMON_SEARCH = {"model": None, "gpu": None, "gpus_per_node": None, "nic_gbps": None,
                   "dtype": None, "set": [], "tp": None, "pp": None, "cp": None, "max_vpp": 8,
-                  "max_micro_batch": 8, "recompute": "none,selective,full", "zero": "0,1,2,3",
-                  "overlap": "search"}
+                  "max_micro_batch": 8, "recompute": "none,selective,full", "zero": None,
+                  "overlap": "search", "ep": None, "etp": None, "dispatcher": None,
+                  "schedules": None}
+"""The options of search and plan jobs, with the defaults of ``trainsim search``'s flags."""
 OPTIONS: dict[str, dict[str, Any]] = {
     "simulate": {"set": [], "trace": False},
     "sweep": {"vary": [], "steps": 5, "set": []},
@@ -397,16 +399,16 @@ def _defaults_from_config(config: dict[str, Any], opts: dict[str, Any], wd: Path
             opts[key] = value
 
 
-def _space(opts: dict[str, Any]) -> Any:
-    from trainsim.search.cli_inputs import parse_ints
-    from trainsim.search.space import SearchSpace
+def _space(opts: dict[str, Any], base: Any) -> Any:
+    """The search space as ``trainsim search`` builds it from the same flags (narrowed by the
+    ``set`` parallel fields of ``base``)."""
+    from trainsim.search.cli_inputs import search_space
 
-    rc = tuple(s.strip() for s in str(opts["recompute"]).split(",") if s.strip())
-    return SearchSpace(tp=parse_ints(_text(opts["tp"]), "tp"), pp=parse_ints(_text(opts["pp"]), "pp"),
-                       cp=parse_ints(_text(opts["cp"]), "cp"), max_vpp=_int(opts, "max_vpp", 1),
-                       max_micro_batch=_int(opts, "max_micro_batch", 1), recompute=rc,
-                       zero=parse_ints(_text(opts["zero"]), "zero", least=0) or (),
-                       overlap=opts["overlap"])
+    return search_space(_text(opts["tp"]), _text(opts["pp"]), _text(opts["cp"]),
+                        _int(opts, "max_vpp", 1), _int(opts, "max_micro_batch", 1),
+                        _given_text(opts["recompute"]), _text(opts["zero"]),
+                        _given_text(opts["overlap"]), _text(opts["ep"]), _text(opts["etp"]),
+                        _text(opts["dispatcher"]), _text(opts["schedules"]), base)
 
 
 def _bound_candidates(base: Any, counts: tuple[int, ...], space: Any, limits: Limits) -> None:
@@ -450,7 +452,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
     base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
                       _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
                       _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
-    space = _space(opts)
+    space = _space(opts, base)
     ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
            if opts["reference"] else None)  # as text: 3 was an AttributeError
     _bound_candidates(base, counts, space, settings.limits)
@@ -498,7 +500,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
                       opts["dtype"], tuple(opts["set"]))
     energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
                          _float(opts, "pue", optional=True), _float(opts, "grid"))
-    space = _space(opts)
+    space = _space(opts, base)
     if not run:
         return None
     ex = _executor(settings)
