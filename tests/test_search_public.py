@@ -6,18 +6,20 @@ line naming the rule; and HSDP's replica all-reduce is in the search's lower bou
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import warnings
 
 import pytest
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
-from trainsim.catalog.frameworks import uneven_split
-from trainsim.errors import ConfigError
+from trainsim.errors import ConfigError, TrainsimWarning
 from trainsim.search import evaluation, layout_costs
-from trainsim.search.cli_inputs import build_base, nothing_found
+from trainsim.search.cli_inputs import build_base, nothing_found, search_space
 from trainsim.search.core import search
 from trainsim.search.evaluation import Bounds, evaluate
+from trainsim.search.render import render_search, search_json
 from trainsim.search.space import Candidate, SearchSpace
 from trainsim.simulator import simulate
 
@@ -30,22 +32,33 @@ def _base(model: str, gpus: int, batch: int, seq: int, sets: tuple[str, ...]):
         return build_base(model, GPU, gpus, batch, seq, GPN, NIC, DTYPE, sets)
 
 
-def _public(c, model: str, batch: int, seq: int, sets: tuple[str, ...], base):
-    """The candidate as a config file for ``simulate``: its parallel fields (those it leaves
-    unset left out) over the --set ones, and the framework's uneven layout where the search
-    placed the layers by it (``Candidate.to_config``)."""
-    parallel = {**dict(base.fixed),
-                **{k: v for k, v in c.parallel_fields().items() if v is not None}}
-    if uneven_split(base.layout_rule, base.model.num_layers, c.mem.pp, c.mem.vpp):
-        parallel["pipeline_model_parallel_layout"] = base.layout_rule
-    raw = {"model": model, "parallel": parallel,
-           "training": {"global_batch_size": batch, "micro_batch_size": c.mem.micro_batch,
+def _public(entry: dict, model: str, batch: int, seq: int, sets: tuple[str, ...]):
+    """A ranked (or simulated) candidate as the search's JSON output prints it
+    (``Evaluation.to_dict(base)``, read back from JSON text), written as a config file for
+    ``simulate``: the entry's ``parallel`` section as it is (the --set parallel fields and an
+    uneven layout in it), its micro batch and GPU count, and the --set fields of the other
+    sections."""
+    entry = json.loads(json.dumps(entry))
+    raw = {"model": model, "parallel": entry["parallel"],
+           "training": {"global_batch_size": batch,
+                        "micro_batch_size": entry["config"]["micro_batch_size"],
                         "seq_length": seq, "dtype": DTYPE},
-           "cluster": {"gpu": GPU, "num_gpus": c.mem.num_gpus, "gpus_per_node": GPN,
+           "cluster": {"gpu": GPU, "num_gpus": entry["config"]["num_gpus"], "gpus_per_node": GPN,
                        "nic_gbit_s_per_gpu": NIC}}
+    others = [s for s in sets if not s.startswith("parallel.")]  # the JSON holds the parallel ones
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return run_config_from_dict(apply_overrides(raw, list(sets)))
+        return run_config_from_dict(apply_overrides(raw, others))
+
+
+def _space(base, dims: dict) -> SearchSpace:
+    """The space `trainsim search` builds with these flags' values (``search_space``)."""
+    text = {k: ",".join(map(str, v)) for k, v in dims.items() if isinstance(v, tuple)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the replicas' 'sharded stages only' line
+        return search_space(text.get("tp"), text.get("pp"), text.get("cp"), 8,
+                            dims.get("max_micro_batch", 2), "none,selective,full",
+                            text.get("zero"), "search", text.get("ep"), base=base)
 
 
 CASES = [  # (model, GPUs, batch, seq, --set, space)
@@ -66,6 +79,14 @@ CASES = [  # (model, GPUs, batch, seq, --set, space)
     ("llama2-7b", 16, 64, 4096, ("training.framework=llm-foundry",), {}),
     ("llama2-7b", 16, 64, 4096, ("training.framework=torchtitan",), {}),
     ("llama2-7b", 16, 64, 4096, ("training.framework=automodel",), {"pp": (2,)}),
+    # 32 layers on 3 stages: every candidate's layers placed by Automodel's front-loaded split
+    ("llama2-7b", 24, 48, 4096, ("training.framework=automodel",), {"pp": (3,)}),
+    # a plain PyTorch loop runs ZeRO-3 as FSDP (profile zero_stage_engines), as simulate does
+    ("llama2-7b", 16, 64, 4096, ("training.framework=pytorch", "parallel.zero_stage=3"), {}),
+    # replicas alone: the sharded stages only (FSDP's for pytorch, Megatron's 1 and 3)
+    ("llama2-7b", 16, 64, 4096, ("training.framework=pytorch", "parallel.dp_replicate=2"), {}),
+    ("llama2-7b", 16, 64, 4096, ("training.framework=megatron-bridge",
+                                 "parallel.dp_replicate=2"), {}),
 ]
 
 
@@ -79,16 +100,19 @@ def test_every_candidate_simulates_as_the_config_given_to_simulate(model, gpus, 
     the search built its candidates without the framework's parallel defaults and offered
     sequence parallelism, virtual stages and TP overlap to frameworks that refuse them)."""
     base = _base(model, gpus, batch, seq, sets)
-    space = SearchSpace(**{"max_micro_batch": 2, **dims}).fixed_by(base.fixed)
+    space = _space(base, {"max_micro_batch": 2, **dims})
     result = search(base, [gpus], space, top_k=3, cache=None)
     assert result.top
-    drawn = [r.evaluation for r in result.top] + random.Random(0).sample(
-        list(result.evaluated), min(5, len(result.evaluated)))
-    for e in drawn:
-        cfg = _public(e.candidate, model, batch, seq, sets, base)
+    printed = json.loads(search_json(result))["top"]  # what `trainsim search --format json` prints
+    sample = random.Random(0).sample(list(result.evaluated), min(5, len(result.evaluated)))
+    drawn = [(p, r.evaluation) for p, r in zip(printed, result.top, strict=True)] + \
+        [(e.to_dict(base), e) for e in sample]
+    for entry, e in drawn:
+        cfg = _public(entry, model, batch, seq, sets)
         assert cfg == e.candidate.to_config(base), e.candidate.label()
         t = simulate(cfg).iteration_time_s
         assert t == pytest.approx(e.iteration_time_s, rel=1e-9), e.candidate.label()
+        assert entry["iteration_time_s"] == e.iteration_time_s
 
 
 def test_lacking_features_are_never_offered():
@@ -181,3 +205,66 @@ def test_replica_all_reduce_is_the_shard_over_the_replicas():
         pytest.approx(rs + ar)
     ag = pricer.comm_time(Comm("g", "all_gather", size, "dp_cp"))
     assert layout_costs.dp_comm_time(pricer, cfg, "g", "all_gather", size, "dp_cp") == ag
+
+
+def test_an_uneven_layout_is_printed_with_its_candidate():
+    """Automodel's front-loaded split of 32 layers over 3 stages is in every printed candidate
+    (the JSON's config and parallel section, the table, the CSV): without it the printed
+    candidate is refused by the config loader (before, the output left it out)."""
+    base = _base("llama2-7b", 24, 48, 4096, ("training.framework=automodel",))
+    result = search(base, [24], _space(base, {"pp": (3,), "max_micro_batch": 1}), top_k=2,
+                    cache=None)
+    d = json.loads(search_json(result))
+    assert d["top"] and d["pareto"]
+    for entry in d["top"] + d["pareto"]:
+        assert entry["config"]["pipeline_model_parallel_layout"] == "front_loaded"
+        assert entry["parallel"]["pipeline_model_parallel_layout"] == "front_loaded"
+    entry = d["top"][0]
+    del entry["parallel"]["pipeline_model_parallel_layout"]
+    with pytest.raises(ConfigError):
+        _public(entry, "llama2-7b", 48, 4096, ("training.framework=automodel",))
+    from rich.console import Console
+
+    from trainsim.search.render import search_csv
+
+    console = Console(width=300, record=True)
+    console.print(render_search(result))
+    assert "layout=front_loaded" in console.export_text()
+    assert ",front_loaded," in search_csv(result)
+
+
+def test_a_fixed_zero_stage_takes_the_loaders_engine_rule():
+    """--set parallel.zero_stage=3 on a plain PyTorch loop runs FSDP (the loader's
+    ``catalog.defaults.zero_engine``, profile ``zero_stage_engines``), not a refusal by DDP;
+    a stage no engine of it runs is refused in the loader's words."""
+    base = _base("llama2-7b", 16, 64, 4096, ("training.framework=pytorch",
+                                             "parallel.zero_stage=3"))
+    assert base.data_parallel_impl == "fsdp1"
+    sets = ("training.framework=pytorch", "parallel.zero_stage=1")
+    with pytest.raises(ConfigError) as searched:
+        _base("llama2-7b", 16, 64, 4096, sets)
+    raw = {"model": "llama2-7b", "training": {"global_batch_size": 64, "seq_length": 4096},
+           "cluster": {"gpu": GPU, "num_gpus": 16}}
+    with pytest.raises(ConfigError) as loaded:
+        run_config_from_dict(apply_overrides(raw, list(sets)))
+    assert "zero_stage 0, 2, 3 only (0: ddp; 2, 3: fsdp1)" in str(loaded.value)
+    assert str(searched.value) == f"--set {loaded.value}"
+
+
+@pytest.mark.parametrize("framework,engine,stages,says", [
+    ("megatron-bridge", "megatron", (1, 3), "tries megatron's sharded stages 1, 3 only (not 0)"),
+    ("pytorch", "fsdp1", (2, 3), "runs its fsdp1 engine at stages 2, 3"),
+])
+def test_replicas_alone_try_the_sharded_stages_and_say_so(framework, engine, stages, says):
+    """--set parallel.dp_replicate=2 with no stage: HSDP shards within each replica, so the
+    search tries the sharded stages the framework runs (and says so), not a refusal."""
+    sets = (f"training.framework={framework}", "parallel.dp_replicate=2")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        base = build_base("llama2-7b", GPU, 16, 64, 4096, GPN, NIC, DTYPE, sets)
+        space = search_space(None, None, None, 8, 1, "none", None, "search", base=base)
+    said = [str(w.message) for w in seen if issubclass(w.category, TrainsimWarning)]
+    assert any(re.search(re.escape(says), m) for m in said), said
+    assert base.data_parallel_impl in (engine, None if engine == "megatron" else engine)
+    keys = list(space.memory_keys(base, 16))
+    assert keys and {k.zero for k in keys if k.dp * k.cp > 1} == set(stages)

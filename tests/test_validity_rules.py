@@ -327,8 +327,11 @@ def test_search_set_zero_stage_the_engine_does_not_run_is_one_line():
     line = one_error_line(cli("search", "llama3-8b", "--gpus", "16", "--global-batch", "16",
                               "--seq", "1024", "--workers", "1",
                               "--set", "training.framework=pytorch",
-                              "--set", "parallel.zero_stage=3"))
-    assert "data_parallel_impl=ddp: that engine runs zero_stage 0 only" in line
+                              "--set", "parallel.zero_stage=1"))
+    # the loader's rule (catalog.defaults.zero_engine): a plain PyTorch loop runs 2 and 3 as
+    # FSDP (zero_stage=3 is searched, tests/test_search_public.py), 1 under no engine of it
+    assert "--set parallel.zero_stage=1 under pytorch" in line
+    assert "zero_stage 0, 2, 3 only (0: ddp; 2, 3: fsdp1)" in line
 
 
 def test_search_set_zero_stage_is_checked_against_the_profile_s_engine():

@@ -40,6 +40,11 @@ def drop_parallels() -> None:
     PARALLEL_CACHE.clear()
 
 
+_PLACED = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
+           "decoder_last_pipeline_num_layers")
+"""Parallel fields that place the layers on the pipeline stages (a layout fixed with --set)."""
+
+
 def _parallel(fields: dict[str, object], framework: tuple[str, str | None] | None = None
               ) -> ParallelConfig:
     """The parallel config of ``fields`` as the run's ``framework`` (name, version) builds it
@@ -292,15 +297,35 @@ class Candidate:
             fields.setdefault("data_parallel_impl", impl)
         if base.cp_te_ring:
             fields.setdefault("cp_te_ring", base.cp_te_ring)
-        placed = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers",
-                  "decoder_last_pipeline_num_layers")
-        rule = base.layout_rule
-        if uneven_split(rule, base.model.num_layers, self.mem.pp, self.mem.vpp) and \
-                not any(fields.get(k) for k in placed):
+        rule = self.placed_layout(base)
+        if rule is not None:
             fields["pipeline_model_parallel_layout"] = rule
         return RunConfig(base.model, _parallel(fields, base.framework),
                          base.training_for(self.mem.micro_batch),
                          base.cluster_for(self.mem.num_gpus))
+
+    def placed_layout(self, base: Base) -> str | None:
+        """The framework's uneven layout rule (``uneven_layout``) where the search places this
+        candidate's layers by it: they do not split evenly over its (virtual) stages and no
+        layout is fixed; else None."""
+        fixed = dict(base.fixed)
+        if any(fixed.get(k) for k in _PLACED):
+            return None
+        rule = base.layout_rule
+        return rule if uneven_split(rule, base.model.num_layers, self.mem.pp, self.mem.vpp) \
+            else None
+
+    def simulate_parallel(self, base: Base) -> dict[str, object]:
+        """The parallel section of the config a user gives ``simulate`` for this candidate:
+        the --set fields, the candidate's own (those it leaves unset left out) and the layout
+        where the search placed the layers unevenly (:meth:`placed_layout`); the loader fills
+        the framework's defaults itself, as :meth:`to_config`'s framework step does."""
+        out = {**dict(base.fixed),
+               **{k: v for k, v in self.parallel_fields().items() if v is not None}}
+        rule = self.placed_layout(base)
+        if rule is not None:
+            out["pipeline_model_parallel_layout"] = rule
+        return out
 
     def label(self) -> str:
         m = self.mem

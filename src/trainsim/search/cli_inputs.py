@@ -115,7 +115,11 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     given["training"]["global_batch_size"] = num_gpus  # the placeholder the check runs with
     raw = given
     t = raw.get("training") or {}
-    fixed = _fixed_parallel(raw.pop("parallel", None) or {}, profile_value(
+    given_parallel = dict(raw.pop("parallel", None) or {})
+    engine = _stage_engine(given_parallel, t)
+    if engine is not None:  # the engine simulate runs the fixed stage with
+        given_parallel["data_parallel_impl"] = engine
+    fixed = _fixed_parallel(given_parallel, profile_value(
         t.get("framework"), t.get("framework_version"), "data_parallel_impl"))
     cfg = run_config_from_dict(raw)
     expert = [k for k, v in fixed if k in ("expert_model_parallel_size",
@@ -128,6 +132,54 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     base = Base(cfg.model, training, cfg.cluster, fixed)
     _check_fixed(base)
     return base
+
+
+def _stage_engine(given: dict[str, Any], training: dict[str, Any]) -> str | None:
+    """The data-parallel engine the config loader picks for a ZeRO stage fixed with --set
+    (``catalog.defaults.zero_engine``: a stage the profile's default engine does not run
+    selects the engine of its ``zero_stage_engines``, a plain PyTorch loop's FSDP for 2 and 3;
+    a stage no engine of the framework runs is refused with the loader's message); with no
+    stage but ``dp_replicate`` > 1, the one engine the framework shards with where its default
+    shards at no stage. None where --set names the engine, or the run names no framework."""
+    name = training.get("framework")
+    if not name or "data_parallel_impl" in given:
+        return None
+    from trainsim.catalog.defaults import stage_engines, zero_engine
+    from trainsim.catalog.frameworks import framework_profile
+
+    version = training.get("framework_version")
+    profile = framework_profile(str(name), str(version) if version else None)
+    replicas = given.get("dp_replicate", given.get("num_distributed_optimizer_instances",
+                                                   given.get("data_parallel_replicate_degree")))
+    if "zero_stage" not in given and "distributed_optimizer" not in given and \
+            isinstance(replicas, int) and replicas > 1:
+        # HSDP shards within a replica: where the profile's engine shards at no stage and
+        # the framework shards with one other engine (a plain PyTorch loop's FSDP for 2 and 3),
+        # the search tries that engine's stages (search.fixed.sharded_for_replicas)
+        engines = {e for s, e in stage_engines(profile).items() if s > 0}
+        default = profile.defaults.get("data_parallel_impl")
+        if default not in engines and len(engines) == 1:
+            engine = str(next(iter(engines)))
+            import warnings
+
+            from trainsim.errors import TrainsimWarning
+
+            stages = ", ".join(str(s) for s, e in stage_engines(profile).items() if e == engine)
+            warnings.warn(f"--set parallel.dp_replicate={replicas}: HSDP shards within each "
+                          f"replica and {profile.name}'s {default} shards nothing, so the search "
+                          f"runs its {engine} engine at stages {stages}", TrainsimWarning,
+                          stacklevel=2)
+            return engine
+        return None
+    if "zero_stage" not in given:
+        return None
+    probe = {k: given[k] for k in ("zero_stage", "distributed_optimizer") if k in given}
+    try:
+        zero_engine(probe, profile, f"{profile.name} {version or profile.version}")
+    except ConfigError as exc:
+        raise ConfigError(f"--set {exc}") from None
+    engine = probe.get("data_parallel_impl")
+    return str(engine) if engine is not None else None
 
 
 def _check_fixed(base: Any) -> None:
@@ -203,7 +255,11 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
                         zero=parse_ints(zero, "zero", least=0), overlap=overlap,
                         ep=parse_ints(ep_, "ep"), etp=parse_ints(etp_, "etp"), dispatcher=disp,
                         schedules=scheds)
-    return space.fixed_by(base.fixed) if base is not None else space
+    if base is None:
+        return space
+    from trainsim.search.fixed import sharded_for_replicas
+
+    return sharded_for_replicas(space.fixed_by(base.fixed), base)
 
 
 def nothing_found(result: Any) -> ConfigError:
@@ -242,11 +298,11 @@ def _fixed_parallel(given: dict[str, Any], engine: object = None
 
     full = {ALIASES.get(k, k): v for k, v in given.items()}
     try:
-        zero = "zero_stage" in full or "distributed_optimizer" in full
+        fill = _searched_for_check(full, engine)
+        zero = "zero_stage" in {**fill, **full} or "distributed_optimizer" in full
         engine_of = {"data_parallel_impl": engine} if engine and zero and \
             "data_parallel_impl" not in full else {}
-        p = build(ParallelConfig, {**_searched_for_check(full), **full, **engine_of},
-                  "--set parallel")
+        p = build(ParallelConfig, {**fill, **full, **engine_of}, "--set parallel")
     except ConfigError as exc:  # named as written: tp, not tensor_model_parallel_size
         as_written(exc, {f"--set parallel.{ALIASES[k]}": f"--set parallel.{k}"
                          for k in given if k in ALIASES}, replace=True)
@@ -261,14 +317,18 @@ def _fixed_parallel(given: dict[str, Any], engine: object = None
     return tuple(sorted(fixed.items()))
 
 
-def _searched_for_check(full: dict[str, Any]) -> dict[str, Any]:
+def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str, Any]:
     """Fields the search sets per candidate that a fixed field needs set to be checked alone
     (and kept: sequence parallelism, read as off at tp 1, is checked at tp 2): an engine's
     least ZeRO stage under a fixed ``data_parallel_impl`` (FSDP has no stage 0;
-    the search tries the engine's stages, ``search.rules.zeros_fit``), and under a fixed
+    the search tries the engine's stages, ``search.rules.zeros_fit``), under a fixed
+    ``dp_replicate`` > 1 the least sharded stage of the engine (``fixed`` ``engine``, else the
+    profile's), as HSDP needs one and the search tries those only
+    (``search.fixed.sharded_for_replicas``), and under a fixed
     ``pipeline_schedule`` or vpp > 1 a pipeline of 2 stages (2 chunks each for the
     interleaved schedules); the candidates' own sizes are checked as each is built."""
     from trainsim.config.parallel import schedule_name
+    from trainsim.config.validity import zero_stages
     from trainsim.search.rules import unsharded_zero
 
     fill: dict[str, Any] = {}
@@ -277,6 +337,14 @@ def _searched_for_check(full: dict[str, Any]) -> dict[str, Any]:
     impl = full.get("data_parallel_impl")
     if impl and "zero_stage" not in full and "distributed_optimizer" not in full:
         fill["zero_stage"] = unsharded_zero(impl)
+    replicas = full.get("dp_replicate")
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 1 and \
+            "zero_stage" not in full and "distributed_optimizer" not in full:
+        sharded = [z for z in zero_stages(impl or engine) if z > 0]
+        if sharded:  # none (DDP): ParallelConfig's 'needs a sharded state' is the reason
+            fill["zero_stage"] = min(sharded)
+            if fill.get("zero_stage") == 1:
+                fill["distributed_optimizer"], fill["zero_stage"] = True, 0
     sched = full.get("pipeline_schedule")
     vpp = full.get("virtual_pipeline_model_parallel_size")
     chunks = isinstance(vpp, int) and not isinstance(vpp, bool) and vpp > 1

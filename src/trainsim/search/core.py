@@ -148,8 +148,9 @@ class Ranked:
     reasons: tuple[str, ...] = ()
     """Why it is slower than the best (empty for the best)."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"rank": self.rank, **self.evaluation.to_dict(), "why_slower": list(self.reasons)}
+    def to_dict(self, base: Base | None = None) -> dict[str, Any]:
+        return {"rank": self.rank, **self.evaluation.to_dict(base),
+                "why_slower": list(self.reasons)}
 
 
 @dataclass(frozen=True)
@@ -177,9 +178,9 @@ class SearchResult:
                 "seq_length": b.training.seq_length, "dtype": b.training.dtype,
                 "rank_by": self.rank_by, "stats": self.stats.to_dict(),
                 "fixed": {k: v for k, v in b.fixed},
-                "top": [r.to_dict() for r in self.top],
-                "pareto": [e.to_dict() for e in self.pareto],
-                "reference": self.reference.to_dict() if self.reference else None}
+                "top": [r.to_dict(b) for r in self.top],
+                "pareto": [e.to_dict(b) for e in self.pareto],
+                "reference": self.reference.to_dict(b) if self.reference else None}
 
 
 def _lead(variants: list[Candidate]) -> int:

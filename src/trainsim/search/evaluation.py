@@ -451,8 +451,16 @@ class Evaluation:
     def label(self) -> str:
         return self.candidate.label()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"config": self.candidate.to_dict(), "label": self.label,
+    def to_dict(self, base: Base | None = None) -> dict[str, Any]:
+        """Its figures and configuration; with the search's ``base``, also ``parallel``: the
+        parallel section that reproduces it under ``simulate`` (``Candidate.simulate_parallel``:
+        the --set fields and an uneven layout included), and the layout in ``config``."""
+        config = self.candidate.to_dict()
+        extra: dict[str, Any] = {}
+        if base is not None:
+            config["pipeline_model_parallel_layout"] = self.candidate.placed_layout(base)
+            extra["parallel"] = self.candidate.simulate_parallel(base)
+        return {"config": config, **extra, "label": self.label,
                 "iteration_time_s": self.iteration_time_s, "tokens_per_s": self.tokens_per_s,
                 "tokens_per_s_per_gpu": self.tokens_per_s / self.num_gpus, "mfu": self.mfu,
                 "peak_memory_bytes": self.peak_memory_bytes,

@@ -6,13 +6,15 @@ recompute the ``--recompute`` list leaves out) is refused in one line."""
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import TYPE_CHECKING
 
 from trainsim.config.parallel import schedule_name
-from trainsim.errors import ConfigError
-from trainsim.search.rules import MEGATRON_1F1B, refuse_pipeline_fields
+from trainsim.errors import ConfigError, TrainsimWarning
+from trainsim.search.rules import MEGATRON_1F1B, refuse_pipeline_fields, zeros_fit
 
 if TYPE_CHECKING:
+    from trainsim.search.candidate import Base
     from trainsim.search.space import SearchSpace
 
 
@@ -64,3 +66,35 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
     if pinned:  # a candidate's switches are its own fields (Candidate.to_config)
         out = dataclasses.replace(out, pinned=pinned)
     return out
+
+
+def sharded_for_replicas(space: SearchSpace, base: Base) -> SearchSpace:
+    """``space`` with only the sharded optimizer stages where ``dp_replicate`` > 1 is fixed and
+    no stage is: every HSDP form shards within a replica (FSDP's HYBRID_SHARD and
+    _HYBRID_SHARD_ZERO2, Megatron's instances of its distributed optimizer; ``ParallelConfig``
+    refuses an unsharded state with replicas), so the search tries the sharded stages the run's
+    engine runs (``rules.zeros_fit``) and says so in one ``warning:`` line; where the engine
+    runs none (torch DDP), the refusal names the stages the framework shards at."""
+    f = dict(base.fixed)
+    replicas = f.get("dp_replicate") or 1
+    if not isinstance(replicas, int) or replicas <= 1 or "zero_stage" in f or \
+            "distributed_optimizer" in f:
+        return space
+    impl = base.data_parallel_impl
+    tried = zeros_fit(space.zero, impl, 1, base.model.is_moe)
+    sharded = tuple(z for z in tried if z > 0)
+    if base.lacks("distributed_optimizer"):
+        sharded = tuple(z for z in sharded if z != 1)
+    engine = impl or "megatron"
+    if not sharded:
+        raise ConfigError(
+            f"--set parallel.dp_replicate={replicas} needs a sharded state (HSDP shards within "
+            f"each replica) but the search's stages {list(tried)} under {engine} shard none; "
+            "fix one with --set parallel.zero_stage=N (a stage the framework shards at)")
+    if sharded != tried:
+        warnings.warn(f"--set parallel.dp_replicate={replicas}: HSDP shards within each replica,"
+                      f" so the search tries {engine}'s sharded stages "
+                      f"{', '.join(map(str, sharded))} only (not "
+                      f"{', '.join(str(z) for z in tried if z not in sharded)})",
+                      TrainsimWarning, stacklevel=2)
+    return dataclasses.replace(space, zero=sharded)

@@ -40,9 +40,9 @@ class ReferenceRank:
     """Rank of its group (e.g. its GPU split) with the group's fastest settings."""
     reasons: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, base: Base | None = None) -> dict[str, Any]:
         return {"rank": self.rank, "rank_is_exact": self.exact, "group_rank": self.group_rank,
-                **self.evaluation.to_dict(),
+                **self.evaluation.to_dict(base),
                 "fits_in_memory": self.evaluation.fits, "why_slower": list(self.reasons)}
 
 

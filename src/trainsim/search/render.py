@@ -23,6 +23,13 @@ def _t(x: float) -> str:
     return f"{x * 1e3:.1f} ms" if x < 1 else f"{x:.3f} s"
 
 
+def _label(e: Evaluation, r: SearchResult) -> str:
+    """A candidate's label, with the uneven layout its layers are placed by (where the search
+    placed them so: ``Candidate.placed_layout``), which ``simulate`` needs to reproduce it."""
+    rule = e.candidate.placed_layout(r.base)
+    return e.label + (f" layout={rule}" if rule else "")
+
+
 def render_search(r: SearchResult, pareto: bool = True) -> Group:
     b = r.base
     counts = ", ".join(str(n) for n in r.gpu_counts)
@@ -50,7 +57,7 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
         e = row.evaluation
         vs = "" if best is None or row.rank == 1 else \
             f"+{100 * (e.iteration_time_s / best.iteration_time_s - 1):.1f}%"
-        top.add_row(str(row.rank), *([str(e.num_gpus)] if many else []), e.label,
+        top.add_row(str(row.rank), *([str(e.num_gpus)] if many else []), escape(_label(e, r)),
                     _t(e.iteration_time_s),
                     f"{e.tokens_per_s / e.num_gpus:,.0f}", f"{100 * e.mfu:.1f}%",
                     f"{e.peak_memory_bytes / GiB:.1f}", vs)
@@ -65,7 +72,7 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
         t = Table(title="reference configuration", show_header=False, title_justify="left")
         t.add_column("k", style="bold")
         t.add_column("v")
-        t.add_row("configuration", e.label + ("" if e.fits else "  [red](does not fit)[/]"))
+        t.add_row("configuration", escape(_label(e, r)) + ("" if e.fits else "  [red](does not fit)[/]"))
         t.add_row("iteration", f"{_t(e.iteration_time_s)}, MFU {100 * e.mfu:.1f}%")
         t.add_row("rank as given", rank)
         if ref.group_rank is not None:
@@ -79,7 +86,7 @@ def render_search(r: SearchResult, pareto: bool = True) -> Group:
         for col in ("configuration", "GPUs", "iteration", "tokens/s", "headroom GiB"):
             p.add_column(col, justify="left" if col == "configuration" else "right")
         for e in r.pareto:
-            p.add_row(e.label, str(e.num_gpus), _t(e.iteration_time_s), f"{e.tokens_per_s:,.0f}",
+            p.add_row(escape(_label(e, r)), str(e.num_gpus), _t(e.iteration_time_s), f"{e.tokens_per_s:,.0f}",
                       f"{e.memory_headroom_bytes / GiB:.1f}")
         parts.append(p)
     parts.append(stats_line(r))
@@ -103,15 +110,18 @@ CSV_COLUMNS = ("rank", "num_gpus", "tp", "pp", "cp", "dp", "vpp", "micro_batch_s
                "sequence_parallel", "optimizer_sharding", "overlap_grad_reduce",
                "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm", "ep", "etp",
                "moe_token_dispatcher_type", "pipeline_schedule", "moe_overlap_ep_comm",
-               "iteration_time_s",
+               "pipeline_model_parallel_layout", "iteration_time_s",
                "tokens_per_s", "mfu", "peak_memory_bytes", "memory_headroom_bytes",
                "compute_s", "pipeline_bubble_s", "exposed_tp_s", "exposed_cp_s", "exposed_pp_s",
                "exposed_dp_s", "optimizer_s", "why_slower")
 
 
-def _csv_row(rank: int | str, e: Evaluation, why: Sequence[str]) -> dict[str, Any]:
+def _csv_row(rank: int | str, e: Evaluation, why: Sequence[str], r: SearchResult
+             ) -> dict[str, Any]:
     b, x = e.breakdown, e.exposed_comm
-    return {"rank": rank, **e.candidate.to_dict(), "iteration_time_s": e.iteration_time_s,
+    return {"rank": rank, **e.candidate.to_dict(),
+            "pipeline_model_parallel_layout": e.candidate.placed_layout(r.base) or "",
+            "iteration_time_s": e.iteration_time_s,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "peak_memory_bytes": e.peak_memory_bytes,
             "memory_headroom_bytes": e.memory_headroom_bytes,
             "compute_s": b.get("compute_s", 0.0), "pipeline_bubble_s": b.get("pipeline_bubble_s", 0.0),
@@ -125,9 +135,9 @@ def search_csv(r: SearchResult) -> str:
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
     w.writeheader()
     for row in r.top:
-        w.writerow(_csv_row(row.rank, row.evaluation, row.reasons))
+        w.writerow(_csv_row(row.rank, row.evaluation, row.reasons, r))
     if r.reference is not None:
-        w.writerow(_csv_row("reference", r.reference.evaluation, r.reference.reasons))
+        w.writerow(_csv_row("reference", r.reference.evaluation, r.reference.reasons, r))
     return buf.getvalue()
 
 
