@@ -137,13 +137,14 @@ def test_a_hugging_face_gpt_oss_config_takes_the_sink_rule_too(tmp_path):
 def test_an_amd_gpu_never_falls_back_to_cudnn():
     """cuDNN is NVIDIA's library: without a framework an AMD GPU takes FlexAttention (Inductor
     generates it as Triton kernels on ROCm); a Transformer Engine framework whose only sink
-    kernel is cuDNN (NeMo 24.07: FlashAttention-2 by default) falls back to its unfused
-    softmax there."""
+    kernel is cuDNN (NeMo 24.07) runs its unfused softmax there, which ROCm Transformer Engine
+    with NVTE_FUSED_ATTN=0 runs anyway (nothing replaced)."""
     with pytest.warns(SettingReplaced, match="attention flash2 -> flex"):
         assert _cfg(gpu="mi300x").training.attention == "flex"
     nemo = {"framework": "nemo", "framework_version": "24.07"}
     assert _cfg(gpu="h100-sxm-80gb", **nemo).training.attention == "cudnn"
-    with pytest.warns(SettingReplaced, match="attention flash2 -> unfused"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SettingReplaced)
         assert _cfg(gpu="mi300x", **nemo).training.attention == "unfused"
     assert _cfg(gpu="mi300x", framework="automodel").training.attention == "flex"
 

@@ -181,7 +181,7 @@ def test_te_ring_refuses_sliding_window_attention():
     attn_forward_func_with_cp): the run is refused in one error line (not priced with a
     windowed half-key step); a2a, or a framework without TE's ring, is accepted."""
     c = _cfg(2, "megatron-bridge", "25.11")
-    assert c.parallel.cp_te_ring == ("flash2", "flash3", "cudnn")
+    assert c.parallel.cp_te_ring == ("flash2", "flash3", "cudnn", "ck")  # ck: ROCm TE's ring
     with pytest.raises(ConfigError, match="sliding-window") as err:
         replace(c, model=replace(c.model, sliding_window=128))
     assert "\n" not in str(err.value)

@@ -69,8 +69,14 @@ ROOT = Path(__file__).resolve().parents[1]
     # and 26.02 ship 2.5.0, 2.6.0, 2.7.0 (Megatron-Bridge docs/releases/software-versions.md)
     ("nemo", "2.5.0rc0", "25.04"),           # AMD's MLPerf v5.1 code: container 25.09
     ("nemo", "2.3.0", "25.04"),
+    ("nemo", "v2.3.0", "25.04"),             # the release the 25.04 entry cites
+    ("nemo", "2.4.0", "25.04"),
+    ("nemo", "2025-05", "25.04"),            # container 25.04 (v2.3.0 2025-05-08)
+    ("nemo", "2026-01", "25.04"),
     ("nemo", "v2.4.0", "25.04"),             # 2025-07-25: the latest container by then, 25.04
-    ("nemo", "2.2.1", "24.09"),              # 2025-03-31: container 25.02, before 25.04's entry
+    ("nemo", "2.2.1", "25.02"),              # 2025-03-31: container 25.02, before 25.04's entry
+    ("nemo", "v2.2.0", "25.02"),
+    ("nemo", "2025-02", "25.02"),            # container 25.02 is dated its own month
     ("nemo", "2.1.0", "24.09"),
     # before the first entry: the first entry (and the reading says so)
     ("deepspeed", "2020-06", "2021-03"),

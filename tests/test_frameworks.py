@@ -494,21 +494,42 @@ def test_nemo_runs_cudnn_attention_on_hopper_from_the_24_09_launcher_and_nemo_2_
     """NeMo-Framework-Launcher 24.03-24.07 launcher_scripts/conf/config.yaml set
     ``NVTE_FUSED_ATTN: 0`` (flash-attn 2 everywhere); 24.09 dropped it (04b8d098) and NeMo
     v2.3.0's scripts/performance/utils.py L74-75 set NVTE_FUSED_ATTN=1, so Transformer Engine's
-    own choice holds: FusedAttention on Hopper+ (TE v1.10 attention.py: == (9, 0); the TE that
-    v2.3.0 pins, bee4649c dot_product_attention/utils.py L902: >= (9, 0)), flash-attn 2 on
-    Ampere and Ada, the unfused path below sm80. NeMo 2.3.0's perf scripts also fuse the loss in
+    own choice holds: FusedAttention on Hopper (TE v1.10 attention.py: == (9, 0), so flash-attn 2
+    again on Blackwell under 24.09; the TE that v2.3.0 pins, bee4649c dot_product_attention/
+    utils.py L902: >= (9, 0), Blackwell too), flash-attn 2 on Ampere and Ada, the unfused path
+    below sm80. NeMo 2.3.0's perf scripts also fuse the loss in
     TE (cross_entropy_fusion_impl "te", utils.py L291)."""
     arches = ("sm70", "sm80", "sm89", "sm90", "sm100")
     for version in ("24.03", "24.07"):  # the long-sequence H100 table's 24.03 reads as 24.07
         p = framework_profile("nemo", version)
         assert [p.attention_for(a) for a in arches] == ["unfused"] + ["flash2"] * 4
         assert p.defaults.get("cross_entropy") is None
-    for version in ("24.09", "25.02"):
-        p = framework_profile("nemo", version)
-        assert p.version == "24.09"
-        assert [p.attention_for(a) for a in arches] == ["unfused", "flash2", "flash2", "cudnn",
-                                                        "cudnn"]
+    p = framework_profile("nemo", "24.09")
+    assert [p.attention_for(a) for a in arches] == ["unfused", "flash2", "flash2", "cudnn", "flash2"]
+    assert p.attention_for("sm103") == "flash2"
+    # 25.02 (NeMo v2.2.0): whichever TE ran on Blackwell was built for sm100 (v2.0 and
+    # release_v1.14 CMakeLists L10; v1.13 stops at sm90), and those test >= (9, 0)
+    p = framework_profile("nemo", "25.02")
+    assert p.version == "25.02" and p.defaults.get("cross_entropy") is None
+    assert [p.attention_for(a) for a in arches] == ["unfused", "flash2", "flash2", "cudnn", "cudnn"]
     p = framework_profile("nemo", "25.04.rc2")
     assert p.version == "25.04"
     assert [p.attention_for(a) for a in arches] == ["unfused", "flash2", "flash2", "cudnn", "cudnn"]
     assert p.defaults["cross_entropy"] == "te"
+
+
+def test_nemo_24_07s_apex_optimizer_refuses_the_precision_aware_optimizer():
+    """NeMo 24.07/24.09's launcher recipes run Apex DistributedFusedAdam, which has no
+    use_precision_aware_optimizer (Megatron-core's distributed optimizer's switch); NeMo 2.2's
+    recipes run Megatron-core's optimizer (MegatronOptimizerModule), where it exists."""
+    for version, feature in (("24.07", False), ("24.09", False), ("25.02", None),
+                             ("25.04", None)):
+        assert framework_profile("nemo", version).features["precision_aware_optimizer"] is feature
+    raw = {"model": "llama3-8b", "parallel": {"tp": 1, "pp": 1, "distributed_optimizer": True},
+           "training": {"seq_length": 4096, "global_batch_size": 64, "micro_batch_size": 1,
+                        "framework": "nemo", "framework_version": "24.07",
+                        "use_precision_aware_optimizer": True},
+           "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}}
+    with pytest.raises(ConfigError) as exc:
+        run_config_from_dict(raw)
+    assert "precision_aware_optimizer" in str(exc.value) and "\n" not in str(exc.value)

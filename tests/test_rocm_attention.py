@@ -26,7 +26,7 @@ from trainsim.workload.ops import Attention
 
 # (framework, a version whose default attention on NVIDIA Hopper is cuDNN)
 TE_FRAMEWORKS = [("megatron-core", "0.12"), ("megatron-lm", "2025-06"),
-                 ("megatron-bridge", "25.11"), ("mlperf-nemo", "5.0"), ("nemo", "25.04")]
+                 ("megatron-bridge", "25.11"), ("nemo", "25.04")]
 AMD_GPUS = ["mi250x-gcd", "mi300x", "mi325x", "mi355x"]
 
 
@@ -43,6 +43,32 @@ def test_amd_gpus_select_kernels_by_vendor():
     assert gpu_arch("h100-sxm-80gb") == "sm90" and gpu_arch("a100-sxm-80gb") == "sm80"
 
 
+def _inline(catalog_name: str, **change) -> dict:
+    """A catalog GPU's file as a cluster.gpu mapping, renamed (a GPU the catalog lacks)."""
+    from pathlib import Path
+
+    import yaml
+
+    import trainsim.catalog
+
+    path = Path(trainsim.catalog.__file__).parent / "gpus" / f"{catalog_name}.yaml"
+    data = yaml.safe_load(path.read_text())
+    data.pop("aliases", None)
+    return {**data, **change}
+
+
+def test_an_inline_gpu_selects_kernels_by_its_vendor_and_arch():
+    """A GPU given as a mapping reads its vendor and architecture as a catalog one does: an
+    inline AMD GPU under Megatron-core 0.12 runs ck (it was refused for cuDNN)."""
+    mi400x = _inline("mi355x", name="mi400x")
+    assert gpu_arch(mi400x) == "amd"
+    assert gpu_arch({"name": "x", "vendor": "amd"}) == "amd"  # too incomplete to build
+    assert gpu_arch(_inline("b200-sxm-180gb", name="b300x")) == "sm100"
+    assert gpu_arch(_inline("h100-sxm-80gb", name="h100x")) == "sm90"
+    cfg = _cfg(mi400x, framework="megatron-core", framework_version="0.12")
+    assert cfg.training.attention == "ck"
+
+
 @pytest.mark.parametrize("framework, version", TE_FRAMEWORKS)
 def test_te_frameworks_run_ck_on_amd_and_keep_their_nvidia_choice(framework, version):
     profile = framework_profile(framework, version)
@@ -57,15 +83,38 @@ def test_te_frameworks_run_ck_on_amd_and_keep_their_nvidia_choice(framework, ver
 
 def test_frameworks_without_te_keep_their_kernel_on_amd():
     """PyTorch-native frameworks dispatch by their own kernel (SDPA, Triton, unfused): nothing
-    here changes them; before ROCm TE's fused attention the older NeMo 24.07 entry keeps flash2."""
+    here changes them."""
     for framework, version, kernel in (("torchtitan", "2025-04", "sdpa"),
                                        ("pytorch", "2.5", "sdpa"),
                                        ("deepspeed", "2024-06", "unfused"),
                                        ("llm-foundry", "2024-06", "triton"),
-                                       ("megatron-core", "0.4", "unfused"),
-                                       ("nemo", "24.07", "flash2")):
+                                       ("megatron-core", "0.4", "unfused")):
         cfg = _cfg("mi300x", framework=framework, framework_version=version)
         assert cfg.training.attention == kernel, framework
+
+
+@pytest.mark.parametrize("framework, version, kernel", [
+    # ROCm TE dev 056b9e1 (2024-05-01): flash-attn off under HIP, no HIP fused backend built
+    ("megatron-core", "0.6", "unfused"), ("megatron-core", "0.7", "unfused"),
+    ("megatron-lm", "2024-04", "unfused"), ("megatron-lm", "2024-06", "unfused"),
+    # CK merged into ROCm TE dev on 2024-08-01 (044cd8d): the first releases after it
+    ("megatron-core", "0.8", "ck"), ("megatron-lm", "2024-09", "ck"),
+    # NeMo 24.07's launcher sets NVTE_FUSED_ATTN=0 and ROCm TE never runs flash-attn
+    ("nemo", "24.07", "unfused"), ("nemo", "24.09", "ck"),
+])
+def test_rocm_te_attention_follows_the_rocm_te_of_the_release(framework, version, kernel):
+    assert framework_profile(framework, version).attention_for("amd") == kernel
+    assert _cfg("mi300x", framework=framework,
+                framework_version=version).training.attention == kernel
+
+
+def test_nvidias_mlperf_code_is_refused_on_an_amd_gpu_in_one_line():
+    """mlperf-nemo is NVIDIA's MLPerf implementation (AMD's runs NeMo: framework nemo); its
+    profile names no AMD attention, so its cuDNN default is refused on an AMD GPU."""
+    assert framework_profile("mlperf-nemo", "5.0").attention_for("amd") == "cudnn"
+    with pytest.raises(ConfigError) as exc:
+        _cfg("mi355x", framework="mlperf-nemo", framework_version="5.0")
+    assert "runs on NVIDIA GPUs only" in str(exc.value) and "\n" not in str(exc.value)
 
 
 def test_ck_is_priced_as_flashattention2_at_the_amd_gpus_rates():
@@ -107,6 +156,7 @@ def test_ck_backward_sums_the_expanded_gqa_gradients():
     ("mi300x", {"attention": "flash3"}, "training.attention=flash3 runs on NVIDIA GPUs only"),
     ("mi325x", {"attention": "flash4"}, "training.attention=flash4 runs on NVIDIA GPUs only"),
     ("mi250x-gcd", {"dtype": "fp8"}, "training.dtype=fp8 needs fp8 tensor cores"),
+    ("a100-sxm-80gb", {"dtype": "fp8"}, "NVIDIA Ada, Hopper or later"),
     ("mi355x", {"attention": "cudnn", "framework": "megatron-core",
                 "framework_version": "0.12"}, "runs on NVIDIA GPUs only"),
 ])
@@ -115,9 +165,11 @@ def test_the_other_vendors_kernels_are_refused_with_one_line(gpu_name, training,
         _cfg(gpu_name, **training)
     msg = str(exc.value)
     assert words in msg and "\n" not in msg
-    if "attention" in training:  # the refusal names what this GPU does run
-        usable = "ck" if gpu_name.startswith("mi") else "cudnn"
-        assert usable in msg.split("use one of")[1]
+    if "attention" in training:  # the refusal names what this GPU does run, and only that
+        usable = msg.split("use one of ")[1].split(", ")
+        assert ("ck" if gpu_name.startswith("mi") else "cudnn") in usable
+        if gpu_name == "a100-sxm-80gb":  # FlashAttention-3/4 need Hopper/Blackwell
+            assert not {"flash3", "flash4"} & set(usable)
 
 
 def test_a_profile_key_names_an_architecture_or_amd(tmp_path):
@@ -126,3 +178,4 @@ def test_a_profile_key_names_an_architecture_or_amd(tmp_path):
     check = DEFAULTS["attention_by_arch"]
     assert check({"sm90": "cudnn", "amd": "ck"}) is None
     assert "compute capability" in check({"gfx942": "ck"})
+    assert "amd" in check(["ck"])

@@ -91,16 +91,19 @@ def gpu_arch(gpu: Any) -> str | None:
     """Architecture of a catalog GPU as framework kernels select by it (``GPUSpec.sm_arch``):
     sm80 (Ampere), sm90 (Hopper), sm100 (Blackwell), ...; ``amd`` for any AMD GPU (ROCm builds
     choose their kernels by vendor: ROCm Transformer Engine's attention, ``ck``); None if
-    unknown."""
+    unknown. A GPU given inline as a mapping reads the same way (its ``vendor``, its
+    compute capability or peaks); one too incomplete to build still answers ``amd`` by its
+    vendor (the mapping's own error comes when the cluster is built)."""
     from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.catalog import gpu_from_dict
 
     try:
-        spec = catalog_gpu(str(gpu)) if not isinstance(gpu, dict) else None
+        spec = gpu_from_dict(gpu) if isinstance(gpu, dict) else catalog_gpu(str(gpu))
     except ConfigError:
-        return None
-    if spec is not None and spec.vendor == "amd":
+        return "amd" if gpu_vendor(gpu) == "amd" else None
+    if spec.vendor == "amd":
         return "amd"
-    arch = spec.sm_arch if spec is not None else None
+    arch = spec.sm_arch
     return None if arch is None else f"sm{arch}"
 
 

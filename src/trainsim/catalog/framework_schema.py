@@ -150,7 +150,7 @@ def _bool_by_recipe(v: Any) -> str | None:
 
 def _by_arch(v: Any) -> str | None:
     if not isinstance(v, dict):
-        return "expected a mapping {smNN: attention}"
+        return "expected a mapping {smNN or amd: attention}"
     for k, x in v.items():
         if not (isinstance(k, str) and _ARCH.match(k)):
             return f"key {k!r} is not a compute capability like 'sm80' (or amd)"

@@ -82,21 +82,20 @@ class RunConfig:
             # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
                               f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
-        if t.attention in NVIDIA_ONLY_ATTENTION and c.gpu.vendor != "nvidia":
-            # config.training.NVIDIA_ONLY_ATTENTION: cuDNN is NVIDIA's library, FlashAttention-4
-            # CuTe DSL kernels for Hopper and Blackwell
-            runs = sorted(set(get_args(get_type_hints(TrainingConfig)["attention"]))
-                          - NVIDIA_ONLY_ATTENTION - {"flash"})
-            raise ConfigError(f"training.attention={t.attention} runs on NVIDIA GPUs only, not "
-                              f"cluster.gpu {c.gpu.name} ({c.gpu.vendor}); use one of "
-                              f"{', '.join(runs)}")
-        if t.attention in AMD_ONLY_ATTENTION and c.gpu.vendor != "amd":
-            # config.training.AMD_ONLY_ATTENTION: ROCm Transformer Engine's CK backend
-            runs = sorted(set(get_args(get_type_hints(TrainingConfig)["attention"]))
-                          - AMD_ONLY_ATTENTION - {"flash"})
-            raise ConfigError(f"training.attention={t.attention} (Transformer Engine's ROCm "
-                              f"Composable Kernel attention) runs on AMD GPUs only, not "
-                              f"cluster.gpu {c.gpu.name} ({c.gpu.vendor}); use one of "
+        # config.training.NVIDIA_ONLY_ATTENTION (cuDNN, FlashAttention-3/4) and
+        # AMD_ONLY_ATTENTION (ROCm Transformer Engine's CK): the other vendor's are refused,
+        # naming only kernels this GPU runs
+        only = {"NVIDIA": NVIDIA_ONLY_ATTENTION, "AMD": AMD_ONLY_ATTENTION}
+        foreign = {k for vendor, kernels in only.items() if vendor.lower() != c.gpu.vendor
+                   for k in kernels}
+        if t.attention in foreign:
+            vendor = next(v for v, kernels in only.items() if t.attention in kernels)
+            what = " (Transformer Engine's ROCm Composable Kernel attention)" \
+                if t.attention in AMD_ONLY_ATTENTION else ""
+            runs = sorted(k for k in set(get_args(get_type_hints(TrainingConfig)["attention"]))
+                          - foreign - {"flash"} if attention_problem(k, c.gpu) is None)
+            raise ConfigError(f"training.attention={t.attention}{what} runs on {vendor} GPUs "
+                              f"only, not cluster.gpu {c.gpu.name} ({c.gpu.vendor}); use one of "
                               f"{', '.join(runs)}")
         if m.softmax_type != "vanilla" and t.attention not in SINK_ATTENTION:
             # those this GPU's vendor runs (a config from the catalog was refused before, naming
@@ -132,8 +131,8 @@ class RunConfig:
         if t.dtype == "fp8" and "fp8" not in c.gpu.peak_flops:
             raise ConfigError(f"training.dtype=fp8 needs fp8 tensor cores; cluster.gpu "
                               f"{c.gpu.name} has none (peaks: {', '.join(c.gpu.peak_flops)}); "
-                              "use bf16 or a GPU with fp8 matrix units (NVIDIA Hopper or "
-                              "later, AMD MI300 or later)")
+                              "use bf16 or a GPU with fp8 matrix units (NVIDIA Ada, Hopper "
+                              "or later, AMD MI300 or later)")
         problem = dtype_problem(t.dtype, t.fp8_recipe, c.gpu) or \
             attention_problem(t.attention, c.gpu)
         if problem:  # config.gpu_rules: bf16 before Ampere, fused attention kernels by arch

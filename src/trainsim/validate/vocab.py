@@ -191,11 +191,10 @@ def kernel_arch(gpu: str) -> str:
     sm100 (``catalog.defaults.gpu_arch``), amd for an AMD GPU; the catalog's one-line error
     for a GPU it does not know."""
     from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.catalog.defaults import gpu_arch
 
-    spec = catalog_gpu(gpu.strip().lower())
-    if spec.vendor == "amd":
-        return "amd"
-    return f"sm{spec.sm_arch}" if spec.sm_arch is not None else spec.vendor
+    spec = catalog_gpu(gpu.strip().lower())  # the one-line error for an unknown GPU
+    return gpu_arch(spec.name) or spec.vendor
 
 
 def _opened(library: str, label: str | None, why: str) -> str:
