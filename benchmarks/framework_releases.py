@@ -66,6 +66,9 @@ CONTAINERS = {
         # Framework 25.09 ... NeMo | 2.5.0", "25.11 ... NeMo | 2.6.0", "26.02 ... NeMo | 2.7.0"
         # (26.04 and 26.06 list no NeMo); these tags are newer than the NeMo mirror
         # (its last tag v2.5.0rc0, 2025-08-01), so their date is null
+        # (a tag 'v2.5.0rc0' reads as container 25.09, the container of its release; the
+        # date 2025-08 reads as the latest dated container, 25.04: the two readings differ, but
+        # both select the nemo profile's 25.04 entry today, the last entry before 25.09)
         "25.09": ("v2.5.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
         "25.11": ("v2.6.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
         "26.02": ("v2.7.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
