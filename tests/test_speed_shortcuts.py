@@ -169,3 +169,26 @@ def test_stage_parameters_by_layer_kind_equal_the_per_layer_sums(preset, pp, vpp
     assert _unit_params(cfg) == max(layer_params(m, i) for i in range(m.num_layers)) / \
         (cfg.parallel.tp * max(1, cfg.parallel.ep))
     assert len(seen) == kinds  # both kinds are exercised where the model has both
+
+
+def test_a_sharded_run_costs_the_same_whatever_its_micro_batches():
+    """Issue 21 item 2: every ZeRO-3 backward is split per layer with its reduce-scatters, so
+    the shortcut's threshold counts those tasks (``limits.pass_tasks``), not the passes: a run
+    of 64 micro-batches takes the shortcut and simulates no more tasks than one of 1,024, and
+    the estimate is not below the tasks a full graph builds."""
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+
+    def cfg(mb: int):
+        return run_config_from_dict({
+            "model": {"preset": "llama3-70b"}, "parallel": {"zero_stage": 3},
+            "training": {"global_batch_size": 64 * mb, "micro_batch_size": 1,
+                         "seq_length": 4096, "framework": "pytorch",
+                         "framework_version": "2.4"},
+            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+    small = cfg(4)
+    built = len(build_graph(small, Pricer(small)).tasks)
+    assert built <= simulation_tasks(small) < 1.5 * built
+    cost = {mb: steady.simulated_tasks(cfg(mb)) for mb in (64, 256, 1024)}
+    assert cost[64] == cost[256] == cost[1024] < simulation_tasks(cfg(64)) / 8
+    assert simulate(cfg(64)).simulation["method"] == "steady-state"

@@ -10,10 +10,11 @@ what                   estimate                                    override (env
 one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_TASKS    500,000
                        (a forward and a backward pass per chunk)
                        + 2 x layers (gradient buckets) + pp; +
-                       micro-batches x ((1 + reduce groups)
+                       micro-batches x ((2 + reduce groups)
                        x (layers + pp x vpp) + pp x vpp) where
-                       every backward is split (FSDP2 synced on
-                       every micro-batch under PP); with
+                       every backward is split (ZeRO-3 / FSDP
+                       with peers, but torchtitan's no-sync
+                       under PP); with
                        the steady-state shortcut, the same count
                        for each truncated run it may simulate;
                        and the memory estimate's schedule walk
@@ -118,20 +119,32 @@ def check(name: str, estimate: float, what: str, flag: str, fix: str = "") -> No
 def simulation_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
     """Engine tasks of one iteration of ``cfg`` (see the module table), or of a truncated one of
     ``microbatches`` (the steady-state shortcut's runs)."""
-    from trainsim.workload.sharding import fsdp_pp_mode  # workload.ops imports this module
+    layers = cfg.model.num_layers + cfg.model.mtp_num_layers
+    return pass_tasks(cfg, microbatches) + 2.0 * layers + cfg.parallel.pp
+
+
+def pass_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
+    """Engine tasks of an iteration's pipeline passes (of ``microbatches`` micro-batches, else
+    the run's): a task per pass, and under ZeRO-3 / FSDP with data-parallel peers (every
+    backward reduced per unit: ``simulator``, unless profile ``fsdp_pp_unsharded`` defers the
+    reduction to the chunk's last backward) the tasks each split backward adds."""
+    from trainsim.workload.sharding import fsdp_per_unit, fsdp_pp_mode  # workload.ops imports
+    # this module
 
     p = cfg.parallel
     m = cfg.num_microbatches if microbatches is None else microbatches
-    layers = cfg.model.num_layers + cfg.model.mtp_num_layers
-    tasks = 2.0 * m * p.pp * p.vpp + 2.0 * layers + p.pp
-    if fsdp_pp_mode(cfg) == "sync_every":
-        # every backward is split like the last micro-batch's (``last_backward``
-        # LastBackwardTasks._fsdp_last_backward): per virtual stage a task per layer (one for a
-        # chunk without layers) and a reduce-scatter of each group after it, then
-        # finalize_backward's wait
-        # (counted for the last one too: the 2 x layers above leave out the experts' group)
+    tasks = 2.0 * m * p.pp * p.vpp
+    if fsdp_per_unit(cfg, p.effective_zero_stage) and fsdp_pp_mode(cfg) != "unsharded":
+        # every backward split like the last micro-batch's (``last_backward``
+        # ShardedBackwardTasks._sharded_backward): per virtual stage a task per layer (one for
+        # a chunk without layers), after it the reduce stream's prep (FSDP1's casts, DeepSpeed's
+        # bucket), a reduce-scatter of each group and HSDP's replica
+        # all-reduce, and (profile ``fsdp_pp_sync_every_microbatch``) finalize_backward's wait
+        layers = cfg.model.num_layers + cfg.model.mtp_num_layers
         chunks = p.pp * p.vpp
-        tasks += m * ((2 + cfg.model.is_moe) * (layers + chunks) + chunks)
+        per_part = 2 + cfg.model.is_moe + (p.dp_replicate > 1) + (
+            p.data_parallel_impl in ("fsdp1", "deepspeed"))
+        tasks += m * (per_part * (layers + chunks) + chunks)
     return tasks
 
 

@@ -47,7 +47,7 @@ from trainsim.combined_1f1b import pairs_passes
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_state_s, period_s
-from trainsim.limits import limit, simulation_tasks
+from trainsim.limits import limit, pass_tasks, simulation_tasks
 from trainsim.pricing import Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.steady_grid import period_on_grid, uncontended_run
@@ -57,8 +57,9 @@ from trainsim.workload.schedule import Pass, microbatch_group, schedule, torch_w
 log = logging.getLogger(__name__)
 
 MIN_TASKS = 2_000
-"""Iterations with fewer pipeline passes than this are simulated in full (a few ms): the
-shortcut is for the long ones, and small runs keep the full loop's last bits."""
+"""Iterations with fewer pipeline pass tasks (``limits.pass_tasks``) than this are simulated in
+full (a few ms): the shortcut is for the long ones, and small runs keep the full loop's last
+bits."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
 _duration = attrgetter("duration_s")
 _slows = attrgetter("slows")
@@ -93,8 +94,9 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     if p.pipeline_schedule not in MEGATRON:
         return None, f"pipeline schedule {p.pipeline_schedule} has no periodic shortcut"
     m, pp, vpp = cfg.num_microbatches, p.pp, p.vpp
-    if 2 * m * vpp * pp < MIN_TASKS:
-        return None, f"short iteration ({2 * m * vpp * pp:,} passes < {MIN_TASKS:,})"
+    passes = pass_tasks(cfg)  # a split backward (ZeRO-3 / FSDP) counts its tasks
+    if passes < MIN_TASKS:
+        return None, f"short iteration ({passes:,.0f} pass tasks < {MIN_TASKS:,})"
     # micro-batches per period: interleaving's group (pp unless set), whose last group must
     # be whole for the truncated runs to end as the iteration does
     q = (microbatch_group(cfg) or pp) if vpp > 1 else 1
