@@ -159,6 +159,23 @@ def test_qkv_layout_copies_by_hand():
     assert fwd4["qkv_relayout"].bytes == 8 * 4096 * 14 * (3072 // 4) * 2
 
 
+def test_gqa_qkv_layout_backward_is_one_cat_of_the_qkv_gradient():
+    """Review finding: nanotron's GQA branch (``is_gqa``, models/llama.py @ e24d2483) splits
+    the qkv output and copies Q, K and V with ``transpose(0, 1).contiguous()`` (three kernels,
+    then the K/V cat and its permute: five); backward, the K/V split's cat and the qkv split's
+    cat of dQ, dK, dV, the transposes' and views' backwards being views. By hand, 32 query heads
+    and 8 key/value heads of 64 (q 2048, kv 512 a rank), T = 8192: forward 2 x (3072 + 1024 +
+    1024) elements a token, backward 2 x 1024 + 2 x 3072 (the MHA path's 2 x 1024 + 4 x 3072)."""
+    from trainsim.workload.layers import qkv_relayout_op
+
+    gqa = qkv_relayout_op(8192, 2048, 512)
+    assert (gqa.kernels, gqa.bytes) == (5, 8192 * 2 * (3072 + 1024 + 1024) * 2)
+    assert (gqa.bwd_kernels, gqa.bwd_bytes) == (2, 8192 * (2 * 1024 + 2 * 3072) * 2)
+    mha = qkv_relayout_op(8192, 2048, 2048)
+    assert (mha.kernels, mha.bwd_kernels) == (3, 3)
+    assert mha.bwd_bytes == 8192 * (2 * 4096 + 4 * 6144) * 2
+
+
 def test_other_frameworks_keep_fused_glu_and_no_layout_copies():
     """The two features are nanotron's: a Megatron-core run of the same shape prices one fused
     SwiGLU and no layout copy."""
