@@ -252,3 +252,23 @@ def test_communicators_of_both_groups():
 
     assert sorted(communicator_sizes(cfg(4))) == [4, 8, 32, 32]
     assert sorted(communicator_sizes(cfg(1))) == [32, 32]
+
+
+def test_replica_all_reduce_holds_the_gathers_links_only_when_both_groups_cross_nodes():
+    """Review finding: HSDP's all-reduce over the replicas runs over a process group of its own,
+    concurrently with the sharding group's gathers; it shares their bandwidth where both cross
+    the nodes' NICs (a replica of 16 ranks on two nodes), not where the gathers stay on NVLink
+    (a replica of 8 ranks, one node): ``block_reduce_s`` counts it only then."""
+    from trainsim.sharded_passes import block_reduce_s, grad_reduce, replica_reduce
+    from trainsim.workload.sharding import rank_grad_elements
+
+    for num_gpus, counted in ((32, True), (16, False)):
+        c = cfg(2, num_gpus)
+        pricer = Pricer(c)
+        (dense, _), _ = rank_grad_elements(c, [0], False, False)
+        op = grad_reduce(c, dense, "dp_cp")
+        replicas = replica_reduce(c, op)
+        assert replicas is not None
+        own, theirs = pricer.comm_time(op), pricer.comm_time(replicas)
+        assert theirs > 0
+        assert block_reduce_s(c, pricer, 0) == pytest.approx(own + theirs * counted)

@@ -1,8 +1,9 @@
-"""The backward passes of an iteration's task graph that are split into tasks of their own:
-the last micro-batch's backward on a stage with data-parallel peers (split where gradient
-buckets become ready, so their reductions run under the layers still to go), and under ZeRO-3 /
-FSDP a task per layer with its reduce-scatter. A mixin of ``simulator._TaskGraph``, which
-places every other pass from its prepared spec and calls :meth:`LastBackwardTasks.backward`."""
+"""The backward passes of an iteration's task graph that are split into tasks of their own, on
+a stage with data-parallel peers: the last micro-batch's backward (split where gradient buckets
+become ready, so their reductions run under the layers still to go), and under ZeRO-3 / FSDP
+every micro-batch's (unless a no-sync defers the reduction to the chunk's last backward), a
+task per layer with its reduce-scatter. A mixin of ``simulator._TaskGraph``, which places
+every other pass from its prepared spec and calls :meth:`SplitBackwardTasks.backward`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from trainsim.chunks import concat
 from trainsim.pricing import COMPUTE, Priced, interned
-from trainsim.sharded_passes import grad_reduce, replica_reduce
+from trainsim.sharded_passes import grad_reduce, on_gather_links
 from trainsim.workload.ddp_buckets import ddp_buckets
 from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count
 
@@ -22,9 +23,9 @@ if TYPE_CHECKING:
     from trainsim.pricing import Pricer
 
 
-class LastBackwardTasks:
+class SplitBackwardTasks:
     """The split backward passes (the ``_TaskGraph`` methods of gradient reduction under the
-    last backward)."""
+    backward)."""
 
     cfg: RunConfig
     p: ParallelConfig
@@ -53,16 +54,17 @@ class LastBackwardTasks:
         def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int],
                 label: str, cat: str = COMPUTE) -> int: ...
 
-        def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
-                 label: str, count: int = 1) -> int: ...
+        def collective(self, s: int, name: str, kind: str, size: float, group: str,
+                       deps: list[int], label: str, count: int = 1) -> tuple[int, int]: ...
 
     def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
                  alone: bool = True) -> int:
-        """The last micro-batch's backward on a stage with data-parallel peers (the only one
-        ``pipeline`` does not place from its prepared pass; with ``sync_every_mb`` under FSDP,
-        every one: ``alone`` when it is a cool-down pass): split per layer so the gradient
-        reductions start under the layers still to go, then its send."""
-        i = self._fsdp_last_backward(s, v, chunk, deps, mb, alone) if self.fsdp else \
+        """A split backward on a stage with data-parallel peers (the ones ``pipeline`` does not
+        place from their prepared pass: the last micro-batch's, and under ZeRO-3 / FSDP every
+        one unless a no-sync defers the reduction; ``alone`` when it is a cool-down pass): split
+        per layer (per bucket) so the gradient reductions start under the layers still to go,
+        then its send."""
+        i = self._sharded_backward(s, v, chunk, deps, mb, alone) if self.fsdp else \
             self.split_last_backward(s, v, chunk, deps)
         if v == 0:
             return i
@@ -72,7 +74,7 @@ class LastBackwardTasks:
     def _reduce_scatter(self, s: int, after: int, mb: int, part: tuple[int, int] = (0, 1)
                         ) -> None:
         """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: the
-        share of one layer's unit in the last micro-batch's backward)."""
+        share of one layer's unit in a split backward)."""
         k, n = part
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
@@ -80,19 +82,21 @@ class LastBackwardTasks:
             if size > 1 and params > 0:
                 op = grad_reduce(self.cfg, params / self.vpp / n, group,
                                  width=self.fsdp_grad_bytes)
-                i = self.comm(s, op.name, op.kind, op.bytes, group, [after],
-                              f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} mb{mb}"
-                              + (f" part{k}" if n > 1 else ""))
+                own, i = self.collective(s, op.name, op.kind, op.bytes, group, [after],
+                                         f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} "
+                                         f"mb{mb}" + (f" part{k}" if n > 1 else ""))
                 self.fsdp_reduce[s].append(i)
-                if group == "dp_cp":  # the gathers' process group: the next gathers queue
-                    # behind its reduce-scatter (HSDP's replica all-reduce, comm()'s last
-                    # task, runs over a group of its own)
-                    self.link_tail[s] = self.tasks[i].deps[0] \
-                        if replica_reduce(self.cfg, op) is not None else i
+                # the next gathers queue behind the reductions on their links: the sharding
+                # group's (its one stream), the experts' or HSDP's replicas' (the collective's
+                # last task) where they cross the same NICs (``on_gather_links``)
+                if on_gather_links(self.pricer, group):
+                    self.link_tail[s] = own
+                    if i != own and on_gather_links(self.pricer, "dp_rep"):
+                        self.link_tail[s] = i
 
-    def _fsdp_last_backward(self, s: int, v: int, chunk: int, deps: list[int], mb: int,
-                            alone: bool = True) -> int:
-        """The last micro-batch's backward under ZeRO-3 / FSDP, a task per layer whose
+    def _sharded_backward(self, s: int, v: int, chunk: int, deps: list[int], mb: int,
+                          alone: bool = True) -> int:
+        """A backward under ZeRO-3 / FSDP (micro-batch ``mb``'s), a task per layer whose
         gradients are reduce-scattered as soon as its backward ends (FSDP's post-backward hook
         per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
         the reductions run under the layers still to go and only the last one is exposed."""

@@ -5,6 +5,8 @@ compute. The task graph (``simulator``) places what these return in place of the
 
 from __future__ import annotations
 
+from typing import Literal
+
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
@@ -158,21 +160,45 @@ def block_reduce_s(cfg: RunConfig, pricer: Pricer, layer: int) -> float:
     collectives run in issue order on that group's one NCCL stream (ProcessGroupNCCL); its
     routed experts' reduction (the expert data-parallel group) and HSDP's all-reduce over the
     replicas (FSDP1 ``_inter_node_pg`` on ``_all_reduce_stream``, FSDP2's replicate mesh
-    dimension) run over process groups of their own: not in the gathers' queue."""
-    (dense, _), _ = rank_grad_elements(cfg, [layer], False, False)
-    if dense <= 0 or cfg.shard_ranks <= 1:
+    dimension) run over process groups of their own, concurrently, but where that group leaves
+    the node its traffic crosses the same NICs as the gathers (the walk counts the experts'
+    gathers already): the experts' reduction counts then, and HSDP's replica all-reduce where
+    the sharding group spans nodes as well (inside one node the gathers ride NVLink)."""
+    (dense, _), (experts, _) = rank_grad_elements(cfg, [layer], False, False)
+    if cfg.shard_ranks <= 1:
         return 0.0
-    return pricer.comm_time(grad_reduce(cfg, dense, "dp_cp", "fsdp_unit_grad_reduce"))
+    out = 0.0
+    if dense > 0:
+        op = grad_reduce(cfg, dense, "dp_cp", "fsdp_unit_grad_reduce")
+        out += pricer.comm_time(op)
+        replicas = replica_reduce(cfg, op)
+        if replicas is not None and on_gather_links(pricer, "dp_rep"):
+            out += pricer.comm_time(replicas)
+    if experts > 0 and cfg.edp > 1 and on_gather_links(pricer, "edp"):
+        out += pricer.comm_time(grad_reduce(cfg, experts, "edp", "fsdp_unit_grad_reduce"))
+    return out
 
 
-def grad_reduce(cfg: RunConfig, elements: float, group: str, name: str | None = None,
-                width: dict[str, int] | None = None) -> Comm:
+def on_gather_links(pricer: Pricer, group: str) -> bool:
+    """Whether a gradient reduction over ``group`` delays the sharded parameter gathers
+    (``block_reduce_s``): the sharding group's own (``dp_cp``, one NCCL stream in issue order);
+    the experts' (``edp``) where it leaves the node, through the NICs the gathers use; HSDP's
+    replicas' (``dp_rep``) where the sharding group spans nodes too."""
+    if group == "dp_cp":
+        return True
+    if group == "dp_rep":
+        return pricer.spans["dp_cp"].nodes > 1 and pricer.spans["dp_rep"].nodes > 1
+    return pricer.spans[group].nodes > 1
+
+
+def grad_reduce(cfg: RunConfig, elements: float, group: Literal["dp_cp", "edp"],
+                name: str | None = None, width: dict[str, int] | None = None) -> Comm:
     """The ZeRO-3 / FSDP reduction of ``elements`` gradients over ``group`` (``dp_cp``: the
     sharding group, ``edp``: the routed experts'): ``zero3_grad_collective`` in the reduce
     dtype (``fsdp_grad_bytes``, or ``width`` where the caller holds it)."""
     kind = zero3_grad_collective(cfg)
     return Comm(name or f"grad_{kind}", kind, elements * (width or fsdp_grad_bytes(cfg))[group],
-                group)  # type: ignore[arg-type]
+                group)
 
 
 def replica_reduce(cfg: RunConfig, op: Comm) -> Comm | None:

@@ -15,7 +15,7 @@ from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bou
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
-from trainsim.last_backward import LastBackwardTasks
+from trainsim.last_backward import SplitBackwardTasks
 from trainsim.limits import check_simulation
 from trainsim.memo import per_config, per_pricer, stage_memory
 from trainsim.memory import stage_param_split
@@ -73,9 +73,9 @@ _param_split = per_config(stage_param_split)
 (the truncated runs, a fallback's full graph) and every candidate the tuner simulates twice
 (its bound and its simulation) read each stage's."""
 
-class _TaskGraph(LastBackwardTasks, OptimizerTasks):
-    """Builds one iteration's tasks: pipeline passes with their sends (the split last
-    backwards: ``LastBackwardTasks``), then per stage the data-parallel gradient reduction, the
+class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
+    """Builds one iteration's tasks: pipeline passes with their sends (the split
+    backwards: ``SplitBackwardTasks``), then per stage the data-parallel gradient reduction, the
     optimizer step and the parameter all-gather (``OptimizerTasks``)."""
 
     def __init__(self, cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
@@ -199,7 +199,14 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
     def comm(self, s: int, name: str, kind: str, size: float, group: str, deps: list[int],
              label: str, count: int = 1) -> int:
         """A data-parallel-stream collective on stage ``s`` (``count`` equal collectives of
-        size / count, one after another: fixed-size buckets, each paying its own latency)."""
+        size / count, one after another: fixed-size buckets, each paying its own latency); the
+        id of its last task (under HSDP, a reduce-scatter's replica all-reduce)."""
+        return self.collective(s, name, kind, size, group, deps, label, count)[1]
+
+    def collective(self, s: int, name: str, kind: str, size: float, group: str,
+                   deps: list[int], label: str, count: int = 1) -> tuple[int, int]:
+        """:meth:`comm`'s tasks: (the collective's own id, the id of its last task, which is
+        HSDP's all-reduce over the replicas after a reduce-scatter over the sharding group)."""
         key = (name, kind, size, group, count)  # priced once per graph (ZeRO-3: per backward)
         t = self._comms.get(key)
         if t is None:
@@ -207,11 +214,11 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, "dp"), t, deps, label, DP)
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]
-        if replicas is not None:
-            i = self.comm(s, replicas.name, replicas.kind, replicas.bytes, replicas.group,
-                          [i], f"{label} + HSDP all-reduce over {self.p.dp_replicate} replicas",
-                          count)
-        return i
+        if replicas is None:
+            return i, i
+        return i, self.comm(s, replicas.name, replicas.kind, replicas.bytes, replicas.group,
+                            [i], f"{label} + HSDP all-reduce over {self.p.dp_replicate} "
+                            "replicas", count)
 
     def fixed_buckets(self, params: float) -> int:
         """Collectives that carry ``params`` parameters under fixed-size buckets (Apex
@@ -390,10 +397,6 @@ class _TaskGraph(LastBackwardTasks, OptimizerTasks):
                             if self.lone and k <= last_f[s] and vpp > 1:
                                 spec = beside_forward(self, spec, v, order, k)
                             sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
-                            if slow_bwd[s] and self.fsdp and not self.gather_once:
-                                # and its reduce-scatter
-                                self.tag = k
-                                self._reduce_scatter(s, sent_b[at] - (spec[4] is not None), mb)
                     k += 1
                 if k != k0:
                     cursor[s] = k

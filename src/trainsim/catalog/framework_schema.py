@@ -377,7 +377,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the fused qkv output is laid out for flash-attn by PyTorch copies (nanotron's
     # CausalSelfAttention: Q, K, V permuted contiguous, K and V concatenated and permuted
     # contiguous again for the rotary kernel), the attention output transposed back to
-    # [seq, batch] before out_proj (workload.layers ``qkv_relayout_ops``)
+    # [seq, batch] before out_proj (workload.layers ``qkv_relayout_op``)
     "qkv_relayout_copies": _nullable(_bool),
     # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
     # arguments out of order, so the kernel's rows per block follow the heads per TP rank and

@@ -44,7 +44,7 @@ class Shard:
     scaled_rope_unfused: bool = False  # the profile's ``scaled_rope_unfused``
     complex_rope: bool = False  # the profile's ``complex_rope`` (elementwise.rope_op)
     eager_glu: bool = False  # the profile's ``eager_glu`` (elementwise.activation_op)
-    qkv_relayout: bool = False  # the profile's ``qkv_relayout_copies`` (layers.qkv_relayout_ops)
+    qkv_relayout: bool = False  # the profile's ``qkv_relayout_copies`` (layers.qkv_relayout_op)
     softmax_args_swapped: bool = False  # the profile's ``softmax_args_swapped`` (workload.softmax)
     masked_window: bool = False  # the profile's ``masked_window_scores`` (ops.Attention.pairs)
     kv_repeat: bool = False
