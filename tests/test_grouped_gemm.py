@@ -68,6 +68,14 @@ def test_megatron_bridge_runs_experts_on_transformer_engine_grouped_linear():
     assert framework_profile("megatron-bridge", "26.04").defaults["grouped_gemm"] == "multi_stream"
 
 
+@pytest.mark.parametrize("version", ["2025-04", "0.1.0", "0.2.2", "2026-06"])
+def test_torchtitan_runs_experts_on_grouped_mm_since_april_2025(version):
+    """torchtitan's MoE runs torch._grouped_mm over all local experts from dbb34ccbd
+    (2025-04-10, #1084; use_grouped_mm True at v0.1.0, f7084fc78): one launch per projection,
+    not a per-expert loop (the sanity sweep found v0.1.0 at 2.3x its newest time, all host)."""
+    assert framework_profile("torchtitan", version).defaults["grouped_gemm"] == "cutlass"
+
+
 def test_moe_block_uses_the_framework_grouped_gemm():
     from trainsim.workload.moe_block import moe_block
     from trainsim.workload.shard import shard_of
