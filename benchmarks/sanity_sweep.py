@@ -31,12 +31,13 @@ Exit 1 on a violation not in ``ALLOW``.
 from __future__ import annotations
 
 import argparse
-import warnings
 import copy
+import itertools
 import math
 import random
 import sys
 import time
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -203,8 +204,8 @@ def check_gpu(cfg: dict, r) -> list[tuple[str, str]]:
     for better in ("h200-sxm-141gb", "b200-sxm-180gb"):
         rb = run(with_(cfg, "cluster", gpu=better))
         if rb and rb.iteration_time_s > r.iteration_time_s * DOMINANCE_TOL:
-            out.append(("gpu_dominance", f"{better} {rb.iteration_time_s:.4g}s > h100 "
-                        f"{r.iteration_time_s:.4g}s ({_diff(r, rb)})"))
+            out.append(("gpu_dominance", (f"{better} {rb.iteration_time_s:.4g}s > h100 "
+                                          f"{r.iteration_time_s:.4g}s ({_diff(r, rb)})")))
     return out
 
 
@@ -214,8 +215,8 @@ def check_batch(cfg: dict, r) -> list[tuple[str, str]]:
         return []
     out = []
     if r2.iteration_time_s < r.iteration_time_s:
-        out.append(("batch_shorter", f"2x batch {r2.iteration_time_s:.4g}s < "
-                    f"{r.iteration_time_s:.4g}s ({_diff(r, r2)})"))
+        out.append(("batch_shorter", (f"2x batch {r2.iteration_time_s:.4g}s < "
+                                      f"{r.iteration_time_s:.4g}s ({_diff(r, r2)})")))
     c1, c2 = r.breakdown.get("compute_s", 0), r2.breakdown.get("compute_s", 0)
     if c2 < BATCH_COMPUTE_MIN * c1:
         out.append(("batch_compute", f"compute {c1:.4g}s -> {c2:.4g}s at 2x batch"))
@@ -230,10 +231,11 @@ def check_recompute(cfg: dict, _r) -> list[tuple[str, str]]:
             times[mode] = rr
     out = []
     order = [m for m in ("none", "selective", "full") if m in times]
-    for a, b in zip(order, order[1:]):
+    for a, b in itertools.pairwise(order):
         if times[b].iteration_time_s * RECOMPUTE_TOL < times[a].iteration_time_s:
-            out.append(("recompute", f"{b} {times[b].iteration_time_s:.4g}s < {a} "
-                        f"{times[a].iteration_time_s:.4g}s ({_diff(times[a], times[b])})"))
+            slow, fast = times[a], times[b]
+            out.append(("recompute", (f"{b} {fast.iteration_time_s:.4g}s < {a} "
+                                      f"{slow.iteration_time_s:.4g}s ({_diff(slow, fast)})")))
     return out
 
 
@@ -260,8 +262,8 @@ def check_version(cfg: dict, r) -> list[tuple[str, str]]:
     lo, hi = min(ts, key=ts.get), max(ts, key=ts.get)
     if ts[hi] > VERSION_SPREAD * ts[lo]:
         why = explain(res[lo], res[hi], VERSION_SPREAD)
-        return [(f"version{why}", f"{fw} {lo} {ts[lo]:.4g}s vs {hi} {ts[hi]:.4g}s "
-                 f"({_diff(res[lo], res[hi])})")]
+        return [(f"version{why}", (f"{fw} {lo} {ts[lo]:.4g}s vs {hi} {ts[hi]:.4g}s "
+                                   f"({_diff(res[lo], res[hi])})"))]
     return []
 
 
@@ -278,8 +280,8 @@ def check_framework(cfg: dict, r) -> list[tuple[str, str]]:
     if ts[hi] <= FRAMEWORK_SPREAD * ts[lo]:
         return []
     why = explain(res[lo], res[hi], FRAMEWORK_SPREAD)
-    return [(f"framework{why}:{hi}", f"{hi} {ts[hi]:.4g}s vs {lo} {ts[lo]:.4g}s "
-             f"({_diff(res[lo], res[hi])})")]
+    return [(f"framework{why}:{hi}", (f"{hi} {ts[hi]:.4g}s vs {lo} {ts[lo]:.4g}s "
+                                      f"({_diff(res[lo], res[hi])})"))]
 
 
 def explain(lo, hi, band: float) -> str:
