@@ -65,7 +65,12 @@ def test_gathers_only_before_each_chunks_first_forward(monkeypatch):
     _without(monkeypatch)
     graph = _graph(2)
     waits = [t for t in graph.tasks if t.stream[1] == "compute" and _gather_s(t) > 0]
-    assert len(waits) > 2 * graph.pp * graph.vpp * graph.m - 1  # every forward and backward
+    passes = graph.pp * graph.vpp * graph.m
+    assert len(waits) == passes and all(t.label.startswith("F") for t in waits)  # forwards
+    # and every backward, its blocks' gathers as tasks on the sharding group's stream
+    regathered = {(t.stream[0], t.label.split(" part")[0]) for t in graph.tasks
+                  if t.label.startswith("FSDP all-gather")}
+    assert len(regathered) == passes
 
 
 @pytest.mark.parametrize("rev", ["40f79d79", "9dec370a"])

@@ -582,3 +582,51 @@ def test_moe_sharded_step_is_no_shorter_than_its_collectives_in_series(framework
     series = forward + backward + reduce
     assert series > 15.0  # the network sets the pace
     assert simulate(c).iteration_time_s >= micro_batches * series
+
+
+@pytest.mark.parametrize("framework", [("pytorch", "2.4"), ("torchtitan", "2025-01"),
+                                       ("deepspeed", "2022-04")])
+def test_split_backward_runs_as_its_walk(framework):
+    """Review finding: the task graph ran a backward's whole gather wait ahead of its compute,
+    so its compute ended before the walk's (hand case: gathers 1, computes 1, reductions 3 s:
+    5 s against 7 s) and, under pipelining, its gradient send left early. Now each block's
+    gather is a task on the sharding group's stream, issued as the block before it starts, in
+    issue order with the reductions: on the graph's own durations (SM shares off, so no task
+    slows another) the backward's compute ends, and its links' queue empties, when
+    ``prefetch_walk`` says (a network-bound Llama 3 8B on 2 nodes at 25 Gbit/s)."""
+    from trainsim.engine import run
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import build_graph
+    from trainsim.workload.schedule import prefetch_walk
+
+    c = run_config_from_dict({
+        "model": {"preset": "llama3-8b", "num_layers": 6}, "parallel": {"zero_stage": 3},
+        "training": {"global_batch_size": 16, "micro_batch_size": 1, "seq_length": 4096,
+                     "framework": framework[0], "framework_version": framework[1]},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 16, "gpus_per_node": 8,
+                    "nic_gbit_s_per_gpu": 25}})
+    g = build_graph(c, Pricer(c, {"dp": 0.0, "pp": 0.0, "ep": 0.0}))
+    tl = run(g.tasks)
+    tasks = g.tasks
+    parts = [i for i, t in enumerate(tasks) if t.label.startswith("B last c0 part")]
+    gathers = [i for i, t in enumerate(tasks) if t.label.startswith("FSDP all-gather last")]
+    assert len(parts) == len(gathers) == 6
+    reduce = [0.0] * len(parts)  # each part's reductions, with the reduce stream's prep
+    prep = 0.0  # (FSDP1's casts, DeepSpeed's bucket) before them on that stream
+    for t in tasks:
+        if t.label.startswith("grad prep"):
+            prep += t.duration_s
+        elif t.stream[1] == "dp" and "part" in t.label and "all-gather" not in t.label:
+            reduce[int(t.label.rsplit("part", 1)[1])] += t.duration_s + prep
+            prep = 0.0
+    assert all(r > 0 for r in reduce)
+    origin = tl.start_s[gathers[0]]
+    compute = [tasks[i].duration_s for i in parts]
+    rs_wait = g.rs_wait
+    exposed, queue_end = prefetch_walk([tasks[i].duration_s for i in gathers], compute, reduce,
+                                       rs_wait)
+    assert exposed > 0.1 * sum(compute)  # the network sets the pace
+    assert tl.end_s[parts[-1]] - origin == pytest.approx(exposed + sum(compute), rel=1e-9)
+    last = max(i for i, t in enumerate(tasks) if t.stream[1] == "dp"
+               and t.label.endswith("part5") and "all-gather" not in t.label)
+    assert tl.end_s[last] - origin == pytest.approx(queue_end, rel=1e-9)

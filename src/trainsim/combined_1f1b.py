@@ -71,7 +71,8 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
         if graph.fsdp:  # the same gathers as the paired passes (side streams counted there)
             gathers = blocking_gathers if p.zero3_gather == "per_parameter" else \
                 unit_gather_waits
-            work = gathers(alone_cfg, pricer, alone, [0.0] * graph.pp)
+            work = gathers(alone_cfg, pricer, alone, [0.0] * graph.pp,
+                           *(() if gathers is blocking_gathers else (graph.block_gathers,)))
             if graph.gather_once:  # as the paired passes: only the first forward gathers
                 once = {v: fwd for v, (fwd, _) in work.items()}
                 work = {v: (alone[v].fwd, bwd) for v, (_, bwd) in work.items()}

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainsim.chunks import concat
-from trainsim.pricing import COMPUTE, Priced, interned
-from trainsim.sharded_passes import grad_reduce, on_gather_links
+from trainsim.pricing import COMPUTE, DP, Priced, interned
+from trainsim.sharded_passes import GATHER_WAIT, grad_reduce, on_gather_links
 from trainsim.workload.ddp_buckets import ddp_buckets
 from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count
 
@@ -46,6 +46,7 @@ class SplitBackwardTasks:
     fsdp_grad_bytes: dict[str, int]
     fsdp_reduce: dict[int, list[int]]
     link_tail: dict[int, int]
+    block_gathers: dict[int, list[float]]
     last_bwd: dict[int, list[int]]
     lone: LonePasses | None
     _splits: dict[tuple[int, int], list[Priced]]
@@ -105,6 +106,14 @@ class SplitBackwardTasks:
             (self.chunks[v], self.work[v][1])
         lead, trail = _around(work, ch.bwd)
         layers = list(ch.bwd_layers) or [interned(())]
+        # each regathered block's all-gather as a task on the sharding group's stream, issued
+        # when the block before it starts (one ahead), queued there with the reductions in
+        # issue order, in place of the pass's wait (``sharded_passes.unit_gather_waits``)
+        gathers = self.block_gathers.get(id(work))
+        if gathers is not None and (len(gathers) != len(layers) or self.gather_once):
+            gathers = None
+        if gathers is not None:
+            lead = interned(tuple(seg for seg in lead.segments if seg[2] != GATHER_WAIT))
         parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
         parts[-1] = parts[-1] + ch.bwd_tail + trail
         if self.gather_once:  # post_backward of every group once the whole backward is done
@@ -117,10 +126,18 @@ class SplitBackwardTasks:
         first = len(self.fsdp_reduce[s])
         name = "last" if mb == self.m - 1 else f"mb{mb}"
         before: list[int] = []  # the reduce-scatters of the part before ``reduced``'s
+        got: list[int] = []  # each block's gather task
         for k, part in enumerate(parts):
+            if gathers is not None:  # issued as block k - 1 starts: after part k - 2
+                for j in ((0, 1) if k == 0 else (k + 1,)):
+                    if j < len(gathers):
+                        got.append(self.add((s, "dp"), gathers[j],
+                                            list(deps) if j < 2 else [ids[-1]],
+                                            f"FSDP all-gather {name} c{chunk} part{j}", DP))
             ids.append(self.add((s, "compute"), part,
-                                list(deps) if k == 0 else [ids[-1]] + (reduced if waits else [])
-                                + (before if self.rs_wait else []),
+                                (list(deps) if k == 0 else [ids[-1]] + (reduced if waits else [])
+                                 + (before if self.rs_wait else []))
+                                + ([got[k]] if gathers is not None else []),
                                 f"B {name} c{chunk} part{k}"))
             n = len(self.fsdp_reduce[s])
             self._reduce_scatter(s, ids[-1], mb, (k, len(parts)))

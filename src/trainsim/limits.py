@@ -142,8 +142,10 @@ def pass_tasks(cfg: RunConfig, microbatches: int | None = None) -> float:
         # all-reduce, and (profile ``fsdp_pp_sync_every_microbatch``) finalize_backward's wait
         layers = cfg.model.num_layers + cfg.model.mtp_num_layers
         chunks = p.pp * p.vpp
+        # (and a block's all-gather, as a task, where the backward gathers it again)
         per_part = 2 + cfg.model.is_moe + (p.dp_replicate > 1) + (
-            p.data_parallel_impl in ("fsdp1", "deepspeed"))
+            p.data_parallel_impl in ("fsdp1", "deepspeed")) + (
+            p.effective_zero_stage >= 3 and fsdp_pp_mode(cfg) in (None, "regather"))
         tasks += m * (per_part * (layers + chunks) + chunks)
     return tasks
 

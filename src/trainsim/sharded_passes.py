@@ -28,8 +28,13 @@ from trainsim.workload.sharding import (
 )
 
 
+GATHER_WAIT = "FSDP unit all-gathers"
+"""Label of a pass's wait for its FSDP units' parameters."""
+
+
 def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
-                      side_s: list[float]) -> dict[int, tuple[Priced, Priced]]:
+                      side_s: list[float], gathers: dict[int, list[float]] | None = None
+                      ) -> dict[int, tuple[Priced, Priced]]:
     """(forward, backward) pass of each virtual stage led by its wait for its FSDP units'
     parameters, each unit gathered one ahead of its compute (``workload.schedule.
     prefetch_exposed_s``). The root unit stays gathered through the backward (FSDP does not
@@ -40,7 +45,9 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     collectives (``workload.fsdp2_copies``) run on the compute stream: each gathered unit's
     copy-out before the pass that gathered it, the gradients' copy-in after each backward (on
     the reduce-scatter stream, ``side_s``, before torch's 2024-06 change that profile line
-    ``fsdp2_reduce_scatter_wait`` marks)."""
+    ``fsdp2_reduce_scatter_wait`` marks). ``gathers``, by id of a backward pass that
+    regathers its blocks: each block's gather seconds in compute order, which the task graph's
+    split pass runs as tasks of their own in place of the pass's wait."""
     out: dict[int, tuple[Priced, Priced]] = {}
     fsdp2 = fsdp2_copies.applies(cfg)
     copy_in_on_compute = rs_wait = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
@@ -95,8 +102,8 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         exposed = backward_wait_s(blocks, back, reduce, rs_wait) if blocks else 0.0
         # a wait behind the reductions is no hidden gather: no share for it
         bwd = exposed + max(0.0, sum(blocks) - exposed) * share
-        wait = interned(((DP, bwd, "FSDP unit all-gathers"),))
-        lead = interned(((DP, fwd, "FSDP unit all-gathers"),))
+        wait = interned(((DP, bwd, GATHER_WAIT),))
+        lead = interned(((DP, fwd, GATHER_WAIT),))
         if fsdp2:
             lead = lead + pricer.price(fsdp2_copies.copy_out(units))
             if blocks:
@@ -126,6 +133,8 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             wait = wait + pricer.price(fsdp2_unsharded_grad_accumulation(cfg, layers, first,
                                                                          last))
         out[v] = (lead + ch.fwd, wait + ch.bwd)
+        if gathers is not None and blocks:
+            gathers[id(out[v][1])] = blocks
     return out
 
 

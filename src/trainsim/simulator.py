@@ -167,10 +167,12 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
         # what runs on the reduce-scatter's stream before it (FSDP1 casts, DeepSpeed's bucket)
         self.side_s = shared.setdefault("side_s", [0.0] * self.pp)
+        # the split backward's block gathers, by id of its pass (``unit_gather_waits``)
+        self.block_gathers: dict[int, list[float]] = shared.setdefault("block_gathers", {})
         if self.fsdp and "gathered" not in shared:
             shared["gathered"] = blocking_gathers(cfg, pricer, self.chunks, self.side_s) \
                 if p.zero3_gather == "per_parameter" else \
-                unit_gather_waits(cfg, pricer, self.chunks, self.side_s)
+                unit_gather_waits(cfg, pricer, self.chunks, self.side_s, self.block_gathers)
         self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
