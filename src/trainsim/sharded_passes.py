@@ -142,12 +142,11 @@ def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: lis
                     rs_wait: bool = False) -> float:
     """What a backward pass waits for its units' gathers (``prefetch_exposed_s``) when each
     unit's gradient reduction, issued as its compute ends, holds the same links before the
-    gathers issued after it. The task graph runs every backward split per unit, each unit's
-    reduction on the data-parallel stream after its compute part, and the passes after it
-    wait for that stream (their first gather queues behind it: ``simulator``); so the pass
-    ends, for what follows, when its last reduction does. The wait makes that end the end of
-    the links' queue (``prefetch_walk``, the last reduction included): the graph's end with
-    no wait shifts by the wait. Never less than without the reductions. ``rs_wait``: a unit's
+    gathers issued after it: the pass as one piece (its priced total). The task graph's split
+    backward runs the gathers themselves as tasks instead (``unit_gather_waits``' ``gathers``,
+    ``last_backward``), which is the walk; here the pass ends, for what follows, when its last
+    reduction does, and the wait makes that end the end of the links' queue
+    (``prefetch_walk``, the last reduction included): the end with no wait shifts by it. Never less than without the reductions. ``rs_wait``: a unit's
     compute starts once the reduction two units before it has ended (profile
     ``fsdp2_reduce_scatter_wait``), as the graph runs it."""
     alone = prefetch_exposed_s(gather_s, compute_s)
