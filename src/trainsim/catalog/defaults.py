@@ -27,6 +27,13 @@ _NEEDS_FEATURE = (
     ("training", "cuda_graphs", "cuda_graphs"),
     ("training", "use_precision_aware_optimizer", "precision_aware_optimizer"),
 )
+SEARCH_SWITCHES = tuple((key, feature) for sec, key, feature in _NEEDS_FEATURE
+                        if sec == "parallel") + \
+    (("virtual_pipeline_model_parallel_size", "interleaved_pipeline"),)
+"""(parallel field, profile feature it needs) for the parallel settings the loader refuses
+where the framework lacks the feature (``_NEEDS_FEATURE``'s parallel switches and the
+interleaved pipeline's virtual stages, ``apply_framework``): the ones a search must never
+offer such a framework (``search.candidate.Base.lacks``, ``search.space``)."""
 # (section, config field, profile default) filled when the config leaves the field out
 _DEFAULTED = (
     ("training", "fp8_recipe", "fp8_recipe"),
@@ -176,8 +183,13 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     zero_engine(parallel, profile, where)
     for sec, key, default in _DEFAULTED:
         value = profile.defaults.get(default)
+        if isinstance(value, dict) and key == "dp_buckets":  # by ZeRO stage
+            value = value.get(str(_effective_stage(parallel)))
         if key not in sections[sec] and value is not None:
             sections[sec][key] = value
+    problem = grad_overlap_problem(parallel, profile)
+    if problem:
+        raise ConfigError(f"parallel.overlap_grad_reduce=true under {where}: {problem}")
     if "fp8_param_gather" not in training:
         from trainsim.config.training import TrainingConfig
 
@@ -205,7 +217,40 @@ def stage_engines(profile: Any) -> dict[int, str]:
 
     engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}
     default = profile.defaults.get("data_parallel_impl")
-    return {s: engines.get(s, default) for s in sorted(set(zero_stages(default)) | set(engines))}
+    runs = profile.features.get("zero_stages")
+    return {s: engines.get(s, default) for s in sorted(set(zero_stages(default)) | set(engines))
+            if runs is None or s in runs}
+
+
+def _effective_stage(parallel: dict[str, Any]) -> int:
+    """``ParallelConfig.effective_zero_stage`` of a raw parallel section: stage 0 with the
+    distributed optimizer is ZeRO-1."""
+    stage = int(_number(parallel.get("zero_stage")))
+    return 1 if stage == 0 and truthy(parallel.get("distributed_optimizer")) else stage
+
+
+def grad_overlap_stages(profile: Any) -> tuple[int, ...] | None:
+    """The ZeRO stages at which the framework can overlap the gradient reduction with the
+    backward (feature ``overlap_grad_reduce`` given as a list; nanotron: 0 only, its ZeRO-1
+    has no DDP and reduces after the backward); None: every stage (or not recorded)."""
+    value = profile.features.get("overlap_grad_reduce")
+    return tuple(int(s) for s in value) if isinstance(value, list) else None
+
+
+def grad_overlap_problem(parallel: dict[str, Any], profile: Any) -> str | None:
+    """Why the run's framework cannot overlap the gradient reduction at the run's ZeRO stage
+    (:func:`grad_overlap_stages`), as the end of a one-line refusal; None where it can or the
+    run does not ask for it."""
+    stages = grad_overlap_stages(profile)
+    if stages is None or not truthy(parallel.get("overlap_grad_reduce")):
+        return None
+    stage = _effective_stage(parallel)
+    if stage in stages:
+        return None
+    from trainsim.catalog.frameworks import feature_source
+
+    return (f"it overlaps the gradient reduction at zero_stage {', '.join(map(str, stages))} "
+            f"only, not at {stage} (source: {feature_source(profile, 'overlap_grad_reduce')})")
 
 
 def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
@@ -233,26 +278,36 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
                               f"unsharded stage, so the run shards at zero_stage {default_stage}",
                               SettingReplaced, stacklevel=2)
         return
-    if _given(parallel.get("data_parallel_impl")) or _number(stage) not in (0, 1, 2, 3):
-        return  # the run's own engine, or a stage ParallelConfig refuses by itself
+    if _number(stage) not in (0, 1, 2, 3):
+        return  # a stage ParallelConfig refuses by itself
+    runs = profile.features.get("zero_stages")
+    if runs is not None and _effective_stage(parallel) not in runs:
+        _refuse_stage(parallel, profile, where)
+    if _given(parallel.get("data_parallel_impl")):
+        return  # the run's own engine
     engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}
     default = profile.defaults.get("data_parallel_impl")
     engine = engines.get(int(_number(stage)))
     if engine is not None:
         parallel["data_parallel_impl"] = engine
         return
-    effective = 1 if int(_number(stage)) == 0 and truthy(parallel.get("distributed_optimizer")) \
-        else int(_number(stage))  # ParallelConfig.effective_zero_stage
-    if default is not None and effective not in zero_stages(default):
-        if effective != int(_number(stage)):
-            stage = f"{stage} with distributed_optimizer=true (ZeRO-1)"
-        by_engine: dict[str, list[str]] = {}
-        for s, engine_of_s in stage_engines(profile).items():
-            by_engine.setdefault(engine_of_s, []).append(str(s))
-        runs = sorted(s for stages in by_engine.values() for s in stages)
-        how = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_engine.items())
-        raise ConfigError(f"parallel.zero_stage={stage} under {where}: zero_stage "
-                          f"{', '.join(runs)} only ({how})")
+    if default is not None and _effective_stage(parallel) not in zero_stages(default):
+        _refuse_stage(parallel, profile, where)
+
+
+def _refuse_stage(parallel: dict[str, Any], profile: Any, where: str) -> None:
+    """The one-line refusal of a ZeRO stage no engine of the framework runs
+    (:func:`stage_engines`), naming the stages that run and their engines."""
+    stage = parallel.get("zero_stage")
+    if _effective_stage(parallel) != int(_number(stage)):
+        stage = f"{stage} with distributed_optimizer=true (ZeRO-1)"
+    by_engine: dict[str, list[str]] = {}
+    for s, engine_of_s in stage_engines(profile).items():
+        by_engine.setdefault(str(engine_of_s), []).append(str(s))
+    runs = sorted(s for stages in by_engine.values() for s in stages)
+    how = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_engine.items())
+    raise ConfigError(f"parallel.zero_stage={stage} under {where}: zero_stage "
+                      f"{', '.join(runs)} only ({how})")
 
 
 def gpu_vendor(gpu: Any) -> str:

@@ -170,13 +170,44 @@ def _zero_engines(v: Any) -> str | None:
     return None
 
 
+def _stages(v: Any) -> str | None:
+    if not isinstance(v, list) or not v or \
+            any(isinstance(x, bool) or x not in (0, 1, 2, 3) for x in v):
+        return "expected a non-empty list of ZeRO stages 0 to 3"
+    return None
+
+
+def _by_stage(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
+    """``check``'s value, or a mapping {ZeRO stage '0' to '3': such a value}."""
+    def by_stage(v: Any) -> str | None:
+        if not isinstance(v, dict):
+            return check(v)
+        for k, x in v.items():
+            if k not in ("0", "1", "2", "3"):
+                return f"key {k!r} is not a ZeRO stage '0' to '3'"
+            problem = check(x)
+            if problem:
+                return f"{k}: {problem}"
+        return None
+    return by_stage
+
+
+def _bool_or_stages(v: Any) -> str | None:
+    return None if isinstance(v, bool) else _stages(v)
+
+
 FEATURES: dict[str, Callable[[Any], str | None]] = {
     "sequence_parallel": _nullable(_bool),
     "interleaved_pipeline": _nullable(_bool),
     "distributed_optimizer": _nullable(_bool),
     "tp_comm_overlap": _nullable(_bool),
     "cuda_graphs": _nullable(_bool),
-    "overlap_grad_reduce": _nullable(_bool),  # data-parallel reduction can overlap the backward
+    # data-parallel reduction can overlap the backward: at every ZeRO stage (true), or at the
+    # stages listed (catalog.defaults.grad_overlap_problem refuses it at another one)
+    "overlap_grad_reduce": _nullable(_bool_or_stages),
+    # the ZeRO stages (ParallelConfig.effective_zero_stage) the framework runs where they are
+    # fewer than its engines run (config.validity.ZERO_STAGES); null: every stage they run
+    "zero_stages": _nullable(_stages),
     # hybrid sharded data parallelism (parallel.dp_replicate > 1): state sharded inside a
     # replica, gradient shards all-reduced across replicas; null: not recorded (allowed)
     "hybrid_shard": _nullable(_bool),
@@ -473,7 +504,9 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
     "tp_backward_allreduce": _nullable(_enum(TP_BACKWARD_ALLREDUCE)),
     "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
-    "dp_buckets": _nullable(_enum(DP_BUCKETS)),  # which chunks are bucketed (ParallelConfig)
+    # which chunks are bucketed (ParallelConfig), or that by ZeRO stage {"0": ..., "1": ...}
+    # (catalog.defaults.apply_framework picks the run's)
+    "dp_buckets": _nullable(_by_stage(_enum(DP_BUCKETS))),
     "data_parallel_impl": _nullable(_enum(DATA_PARALLEL_IMPLS)),  # model-state memory layout
     "zero_stage": _nullable(_int),  # the engine's own sharding where a run states none
     # the engine the framework runs a stated ZeRO stage with where data_parallel_impl's does
@@ -515,6 +548,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+    "zero_stages",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",

@@ -14,7 +14,7 @@ from trainsim.errors import ConfigError, SettingReplaced
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
-DP_BUCKETS = ("every_chunk", "first_chunk", "fixed")
+DP_BUCKETS = ("every_chunk", "first_chunk", "fixed", "whole")
 TP_OVERLAP_METHODS = ("userbuffers", "p2p", "fused")
 PIPELINE_SCHEDULES = ("gpipe", "1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_2p", "zb_v",
                       "interleaved_zb", "dualpipe", "dualpipe_v")
@@ -218,7 +218,7 @@ class ParallelConfig:
     """Count the loss (output layer) as one layer when splitting layers evenly (Megatron-core)."""
     ddp_bucket_size: int | None = None
     """Parameters per gradient bucket; None = Megatron's max(40M, 1M * dp)."""
-    dp_buckets: Literal["every_chunk", "first_chunk", "fixed"] | None = None
+    dp_buckets: Literal["every_chunk", "first_chunk", "fixed", "whole"] | None = None
     """How the data-parallel reduction is cut into buckets, each one NCCL collective that pays
     its own launch and ring latency. ``every_chunk`` (None): every model chunk's last backward
     is split where buckets of ``ddp_bucket_size`` fill, one collective per part.
@@ -229,7 +229,11 @@ class ParallelConfig:
     ``ddp_bucket_size`` elements whatever the data-parallel size, launched as they fill during
     a chunk's last backward (its gradient hooks; NeMo's grad_sync_func sends the rest when the
     chunk's backward ends), its parameters gathered bucket by bucket before its first forward.
-    A framework profile sets it."""
+    ``whole``: no buckets, each model chunk's whole gradient buffer is one collective after the
+    backward (nanotron's ZeRO-1: ``sync_gradients_across_dp`` all-reduces the contiguous fp32
+    buffer, huggingface/nanotron@e24d2483 optim/gradient_accumulator.py
+    ``FP32GradientAccumulator.sync_gradients_across_dp``).
+    A framework profile sets it (by ZeRO stage where they differ)."""
     data_parallel_impl: Literal["megatron", "deepspeed", "fsdp1", "fsdp2", "ddp"] = "megatron"
     """Who lays out the model state in memory (``memory.state``): ``megatron`` (Megatron-core
     DDP and distributed optimizer; Megatron-FSDP with zero_stage 3), ``deepspeed`` (ZeRO stages

@@ -341,8 +341,10 @@ def bucket_params(cfg: RunConfig) -> float:
 def dp_bucket_count(cfg: RunConfig, layers: int, chunk_params: float, stage: int,
                     chunk: int) -> int:
     """Gradient buckets of one model chunk (at most one per layer); under ``dp_buckets:
-    first_chunk`` only pipeline rank 0's first chunk is bucketed (see ParallelConfig)."""
-    if cfg.parallel.dp_buckets == "first_chunk" and (stage or chunk):
+    first_chunk`` only pipeline rank 0's first chunk is bucketed, under ``whole`` none is
+    (see ParallelConfig)."""
+    if cfg.parallel.dp_buckets == "whole" or \
+            (cfg.parallel.dp_buckets == "first_chunk" and (stage or chunk)):
         return 1
     return max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
 
