@@ -1,6 +1,6 @@
 """Frozen, typed configuration: model, parallel strategy, training, cluster."""
 
-from trainsim.config._build import ascii_float
+from trainsim.config._build import as_written, ascii_float, build
 from trainsim.config.cluster import ClusterConfig, GPUSpec
 from trainsim.config.model import ModelConfig
 from trainsim.config.parallel import ParallelConfig
@@ -8,4 +8,6 @@ from trainsim.config.run import RunConfig
 from trainsim.config.training import TrainingConfig
 
 __all__ = ["ClusterConfig", "GPUSpec", "ModelConfig", "ParallelConfig", "RunConfig", "TrainingConfig",
-           "ascii_float"]
+           "as_written", "ascii_float", "build"]
+# build(cls, data, where): a frozen config section from a raw mapping, with the loader's checks
+# and one-line errors; as_written: such an error with its field names as the user wrote them

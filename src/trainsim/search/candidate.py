@@ -77,7 +77,7 @@ def framework_parallel(fields: dict[str, object], framework: tuple[str, str | No
     if framework is None:
         return ParallelConfig(**fields)  # type: ignore[arg-type]
     from trainsim.catalog.defaults import apply_framework
-    from trainsim.config._build import build
+    from trainsim.config import build
 
     raw = dict(fields)
     name, version = framework
@@ -119,6 +119,36 @@ class Base:
         t = self.training
         return bool(t.framework) and \
             framework_profile(t.framework, t.framework_version).supports(feature) is False
+
+    @functools.cached_property
+    def zero_runs(self) -> tuple[int, ...] | None:
+        """The ZeRO stages the run's framework runs where its profile lists fewer than its
+        engines run (feature ``zero_stages``: nanotron 0 and 1), which the loader refuses
+        others of (``catalog.defaults.zero_engine``); None: every stage its engines run."""
+        t = self.training
+        if not t.framework:
+            return None
+        runs = framework_profile(t.framework, t.framework_version).features.get("zero_stages")
+        return tuple(int(s) for s in runs) if runs is not None else None
+
+    @property
+    def zero1_as_stage(self) -> bool:
+        """Whether ZeRO-1 is written ``zero_stage: 1`` (the framework has no distributed
+        optimizer switch, ``Base.lacks``, but lists stage 1 among those it runs: nanotron's
+        ZeroDistributedOptimizer) rather than Megatron's ``zero_stage: 0`` with
+        ``distributed_optimizer: true``."""
+        runs = self.zero_runs
+        return runs is not None and 1 in runs and self.lacks("distributed_optimizer")
+
+    @functools.cached_property
+    def grad_overlap_zero(self) -> tuple[int, ...] | None:
+        """The ZeRO stages at which the run's framework overlaps the gradient reduction
+        (``catalog.defaults.grad_overlap_stages``: nanotron 0 only); None: every stage."""
+        from trainsim.catalog.defaults import grad_overlap_stages
+
+        t = self.training
+        return grad_overlap_stages(framework_profile(t.framework, t.framework_version)) \
+            if t.framework else None
 
     @property
     def sends_block_alone(self) -> bool:
@@ -268,14 +298,18 @@ class Candidate:
         m = self.mem
         return (m.num_gpus, m.tp, m.pp, m.cp, m.vpp, m.micro_batch)
 
-    def parallel_fields(self) -> dict[str, object]:
+    def parallel_fields(self, zero1_as_stage: bool = False) -> dict[str, object]:
+        """The candidate's parallel fields; ZeRO-1 as Megatron writes it (zero_stage 0 with
+        the distributed optimizer), or as ``zero_stage: 1`` where ``zero1_as_stage``
+        (``Base.zero1_as_stage``: a framework without Megatron's switch)."""
         m = self.mem
+        as_stage = zero1_as_stage and m.zero == 1
         return {"tensor_model_parallel_size": m.tp, "pipeline_model_parallel_size": m.pp,
                 "context_parallel_size": m.cp,
                 "virtual_pipeline_model_parallel_size": m.vpp if m.vpp > 1 else None,
                 "sequence_parallel": m.sequence_parallel, "recompute": m.recompute,
-                "zero_stage": 0 if m.zero == 1 else m.zero,
-                "distributed_optimizer": m.zero == 1,
+                "zero_stage": 0 if m.zero == 1 and not as_stage else m.zero,
+                "distributed_optimizer": m.zero == 1 and not as_stage,
                 "overlap_grad_reduce": self.overlap_grad_reduce,
                 "overlap_param_gather": self.overlap_param_gather,
                 "tp_comm_overlap": self.tp_comm_overlap,
@@ -291,7 +325,7 @@ class Candidate:
         fields over the user's fixed ones; layers that do not split evenly over the stages are
         placed by the framework's uneven layout (``uneven_layout``: front-loaded for NeMo
         Automodel, else Megatron-core's balanced one) unless a layout is fixed."""
-        fields = {**dict(base.fixed), **self.parallel_fields()}
+        fields = {**dict(base.fixed), **self.parallel_fields(base.zero1_as_stage)}
         impl = base.data_parallel_impl  # the profile's engine, as simulate builds it
         if impl is not None:
             fields.setdefault("data_parallel_impl", impl)
@@ -321,7 +355,8 @@ class Candidate:
         where the search placed the layers unevenly (:meth:`placed_layout`); the loader fills
         the framework's defaults itself, as :meth:`to_config`'s framework step does."""
         out = {**dict(base.fixed),
-               **{k: v for k, v in self.parallel_fields().items() if v is not None}}
+               **{k: v for k, v in self.parallel_fields(base.zero1_as_stage).items()
+                  if v is not None}}
         rule = self.placed_layout(base)
         if rule is not None:
             out["pipeline_model_parallel_layout"] = rule

@@ -143,6 +143,10 @@ class PlanResult:
     cost: RunCost | None
     closest: Evaluation | None = None
     """When no count meets the deadline: the fastest configuration found."""
+    base: Base | None = dataclasses.field(default=None, repr=False, compare=False)
+    """The searches' base: with it, ``best`` and ``closest`` print the ``parallel`` section
+    that reproduces them under ``simulate``, as ``trainsim search --format json`` does
+    (``Evaluation.to_dict``)."""
 
     @property
     def num_gpus(self) -> int | None:
@@ -152,9 +156,9 @@ class PlanResult:
         return {"tokens": self.tokens, "deadline_days": self.deadline_days,
                 "required_tokens_per_s": self.required_tokens_per_s,
                 "num_gpus": self.num_gpus,
-                "best": self.best.to_dict() if self.best else None,
+                "best": self.best.to_dict(self.base) if self.best else None,
                 "cost": self.cost.to_dict() if self.cost else None,
-                "closest": self.closest.to_dict() if self.closest else None,
+                "closest": self.closest.to_dict(self.base) if self.closest else None,
                 "steps": [{"num_gpus": s.num_gpus, "days": s.days,
                            "meets_deadline": s.meets_deadline, "simulated": s.simulated,
                            "best": s.best.label if s.best else None} for s in self.steps]}
@@ -219,10 +223,10 @@ def plan(base: Base, tokens: float, days: float, *, space: SearchSpace | None = 
     if not chosen.meets_deadline:
         found = [s.best for s in ordered if s.best is not None]
         closest = max(found, key=lambda e: e.tokens_per_s, default=None)
-        return PlanResult(tokens, days, needed, ordered, None, None, closest)
+        return PlanResult(tokens, days, needed, ordered, None, None, closest, base=base)
     assert chosen.best is not None
     cost = run_cost(chosen.best, base, tokens, energy, price_per_gpu_hour)
-    return PlanResult(tokens, days, needed, ordered, chosen.best, cost)
+    return PlanResult(tokens, days, needed, ordered, chosen.best, cost, base=base)
 
 
 __all__ = ["EnergyModel", "PlanResult", "PlanStep", "RunCost", "gpu_ladder", "plan", "run_cost"]

@@ -292,8 +292,7 @@ def _fixed_parallel(given: dict[str, Any], engine: object = None
     ParallelConfig (unknown names and bad values are errors, never dropped) under the
     profile's data-parallel ``engine`` where --set names none, as each candidate is built (a
     ZeRO stage that engine does not run is refused here, config.validity.ZERO_STAGES)."""
-    from trainsim.config import ParallelConfig
-    from trainsim.config._build import as_written, build
+    from trainsim.config import ParallelConfig, as_written, build
     from trainsim.config.parallel import ALIASES
 
     full = {ALIASES.get(k, k): v for k, v in given.items()}
@@ -361,8 +360,7 @@ def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str
 def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
     from trainsim.catalog.frameworks import uneven_split
-    from trainsim.config import ParallelConfig, RunConfig
-    from trainsim.config._build import as_written, build
+    from trainsim.config import ParallelConfig, RunConfig, as_written, build
     from trainsim.config.parallel import ALIASES
     from trainsim.config.safe_load import parse_value
     from trainsim.config.validity import zero_stages

@@ -180,7 +180,8 @@ class SearchResult:
                 "fixed": {k: v for k, v in b.fixed},
                 "top": [r.to_dict(b) for r in self.top],
                 "pareto": [e.to_dict(b) for e in self.pareto],
-                "reference": self.reference.to_dict(b) if self.reference else None}
+                "reference": self.reference.to_dict(b) if self.reference else None,
+                "refused": self.refused}
 
 
 def _lead(variants: list[Candidate]) -> int:

@@ -104,6 +104,9 @@ class SearchSpace:
     """A schedule fixed with --set (:meth:`fixed_by`): pipelined splits only (rules.chunks_fit)."""
     pinned: tuple[tuple[str, bool], ...] = ()
     """Overlap switches fixed with --set (:meth:`fixed_by`), held wherever they can matter."""
+    grad_overlap_zero: tuple[int, ...] | None = None
+    """The ZeRO stages at which gradient overlap is tried (:meth:`held_by`:
+    ``Base.grad_overlap_zero``, nanotron's 0); None: every sharded-data-parallel stage."""
 
     def __post_init__(self) -> None:
         _check_choices("recompute", self.recompute, RECOMPUTE)
@@ -128,10 +131,16 @@ class SearchSpace:
         """This space with the overlap switches the run's framework lacks (``Base.lacks``:
         the config loader refuses them, ``catalog.defaults.apply_framework``) pinned off,
         so no variant turns one on (sequence parallelism, virtual stages and the distributed
-        optimizer are left out by :meth:`memory_keys`)."""
+        optimizer are left out by :meth:`memory_keys`), and gradient overlap tried at the
+        ZeRO stages where the framework overlaps it only (``Base.grad_overlap_zero``)."""
         free = dict(self.pinned)
-        off = tuple((k, False) for k in ("tp_comm_overlap",) if k not in free and base.lacks(k))
-        return dataclasses.replace(self, pinned=self.pinned + off) if off else self
+        off = tuple((k, False) for k in lacked(base)
+                    if k in OVERLAP_SWITCHES and k not in free)
+        held = dataclasses.replace(self, pinned=self.pinned + off) if off else self
+        stages = base.grad_overlap_zero
+        if stages is not None and held.grad_overlap_zero is None:
+            held = dataclasses.replace(held, grad_overlap_zero=stages)
+        return held
 
     # ------------------------------------------------------------------ enumeration
     def _moe_choices(self, base: Base, tp: int, cp: int, dp: int
@@ -179,8 +188,13 @@ class SearchSpace:
         tps = self.tp or tuple(divisors(min(gpn, num_gpus)))
         split, impl = base.kv_heads_split, base.data_parallel_impl
         # what the run's framework lacks, as the config loader refuses it (Base.lacks)
-        no_sp, no_vpp = base.lacks("sequence_parallel"), base.lacks("interleaved_pipeline")
-        no_distopt = base.lacks("distributed_optimizer")
+        lacks = lacked(base)
+        no_sp = "sequence_parallel" in lacks
+        no_vpp = "virtual_pipeline_model_parallel_size" in lacks
+        # ZeRO-1 as Megatron's switch where the framework lacks it, unless it runs stage 1
+        # as zero_stage 1 (Base.zero1_as_stage); the stages its profile lists (Base.zero_runs)
+        no_distopt = "distributed_optimizer" in lacks and not base.zero1_as_stage
+        runs = base.zero_runs
         for tp in tps:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
@@ -235,6 +249,8 @@ class SearchSpace:
                         else (unsharded_zero(impl),)
                     if no_distopt:
                         zeros = tuple(z for z in zeros if z != 1)
+                    if runs is not None:
+                        zeros = tuple(z for z in zeros if z in runs)
                     moe = list(self._moe_choices(base, tp, cp, dp))
                     for mb in mbs:
                         if per_replica % mb:
@@ -259,7 +275,8 @@ class SearchSpace:
         :meth:`variants`)."""
         sharded_dp = key.dp * key.cp > 1
         return {
-            "overlap_grad_reduce": sharded_dp,
+            "overlap_grad_reduce": sharded_dp and (self.grad_overlap_zero is None
+                                                   or key.zero in self.grad_overlap_zero),
             "overlap_param_gather": sharded_dp and key.zero in (1, 2),
             "tp_comm_overlap": key.tp > 1,
             "overlap_p2p_comm": key.pp > 1 and not sends_block(key.vpp, key.schedule,
@@ -308,6 +325,14 @@ class SearchSpace:
 OVERLAP_SWITCHES = ("overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap",
                     "overlap_p2p_comm", "moe_overlap_ep_comm")
 """Candidate's overlap switches, in its field order (SearchSpace.switches' keys)."""
+
+
+def lacked(base: Base) -> frozenset[str]:
+    """The parallel fields the run's framework cannot set (``catalog.defaults.
+    SEARCH_SWITCHES``, the loader's own list: ``Base.lacks`` its feature)."""
+    from trainsim.catalog.defaults import SEARCH_SWITCHES
+
+    return frozenset(key for key, feature in SEARCH_SWITCHES if base.lacks(feature))
 
 
 @functools.lru_cache(maxsize=64)

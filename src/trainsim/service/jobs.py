@@ -414,6 +414,7 @@ def _space(opts: dict[str, Any], base: Any) -> Any:
 def _bound_candidates(base: Any, counts: tuple[int, ...], space: Any, limits: Limits) -> None:
     n = 0
     block_alone = base.sends_block_alone  # as the search enumerates them (search.core)
+    space = space.held_by(base)  # the switches and stages the framework lacks held, as there
     for gpus in counts:
         for key in space.memory_keys(base, gpus):
             n += len(space.variants(key, block_alone))
