@@ -20,7 +20,7 @@ from trainsim.cli import main
 from trainsim.errors import ConfigError
 from trainsim.search.cli_inputs import build_base
 from trainsim.search.core import search
-from trainsim.search.space import SearchSpace, lacked
+from trainsim.search.space import Candidate, SearchSpace, lacked
 
 GPU, GPN, NIC, DTYPE = "h100-sxm-80gb", 8, 400.0, "bf16"
 NANOTRON = ("training.framework=nanotron",)
@@ -51,6 +51,12 @@ def test_nanotron_runs_stage_1_without_overlap_and_stage_0_with_it():
     assert _loaded({"zero_stage": 0, "overlap_grad_reduce": True})["overlap_grad_reduce"]
     with pytest.raises(ConfigError, match="at zero_stage 0 only, not at 1"):
         _loaded({"zero_stage": 1, "overlap_grad_reduce": True})
+    # ZeroDistributedOptimizer.step gathers after the step: no overlap; at stage 0 (the
+    # validation rows' dp_overlap turns both on) there is no gather, so nothing refused
+    with pytest.raises(ConfigError, match="overlap_param_gather=true.*at no stage, not at 1"):
+        _loaded({"zero_stage": 1, "overlap_param_gather": True})
+    assert _loaded({"zero_stage": 0, "overlap_grad_reduce": True,
+                    "overlap_param_gather": True})["overlap_param_gather"]
 
 
 def test_the_search_offers_nanotron_its_zero1_as_stage_1_and_no_zero3():
@@ -63,7 +69,7 @@ def test_the_search_offers_nanotron_its_zero1_as_stage_1_and_no_zero3():
     for k in keys:
         for c in space.variants(k):
             if k.zero == 1:
-                assert not c.overlap_grad_reduce, c.label()
+                assert not c.overlap_grad_reduce and not c.overlap_param_gather, c.label()
                 cfg = c.to_config(base)  # as simulate builds it: no refusal
                 p = cfg.parallel
                 assert (p.zero_stage, p.distributed_optimizer, p.effective_zero_stage) == \
@@ -152,3 +158,47 @@ def test_nanotron_zero1_reduces_its_whole_gradient_buffer_in_one_collective():
     assert dp_bucket_count(zero0, 32, params, 0, 0) == 32
     assert dp_bucket_count(zero0, 32, 13_107_200 * 3, 0, 0) == 3
     assert dp_bucket_count(zero1, 32, params, 0, 0) == 1
+
+
+def test_a_pytorch_search_tries_fsdp_stages_as_simulate_runs_them():
+    """A plain PyTorch loop runs 0 as DDP and 2, 3 as FSDP (profile zero_stage_engines, the
+    loader's zero_engine): the search tries all three, each with its engine (before: DDP
+    only), and a stage-2 result's parallel section reproduces under simulate."""
+    base = _base("llama3.2-1b", 16, 64, 4096, ("training.framework=pytorch",))
+    space = SearchSpace(max_micro_batch=2).held_by(base)
+    keys = list(space.memory_keys(base, 16))
+    assert sorted({k.zero for k in keys if k.dp > 1}) == [0, 2, 3]
+    engines = {k.zero: Candidate(k).to_config(base).parallel.data_parallel_impl
+               for k in keys if k.dp > 1 and k.pp == 1}
+    assert engines == {0: "ddp", 2: "fsdp1", 3: "fsdp1"}
+    result = search(base, [16], SearchSpace(max_micro_batch=1, zero=(2,), pp=(1,)), top_k=1,
+                    cache=None)
+    entry = json.loads(json.dumps(result.to_dict()))["top"][0]
+    assert "data_parallel_impl" not in entry["parallel"]  # the loader picks it from the stage
+    raw = {"model": "llama3.2-1b", "parallel": entry["parallel"],
+           "training": {"global_batch_size": 64, "seq_length": 4096, "dtype": DTYPE,
+                        "micro_batch_size": entry["config"]["micro_batch_size"],
+                        "framework": "pytorch"},
+           "cluster": {"gpu": GPU, "num_gpus": 16, "gpus_per_node": GPN,
+                       "nic_gbit_s_per_gpu": NIC}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = run_config_from_dict(raw)
+    assert cfg == result.top[0].evaluation.candidate.to_config(base)
+    assert cfg.parallel.data_parallel_impl == "fsdp1"
+
+
+def test_a_fixed_gradient_overlap_keeps_nanotron_at_stage_0():
+    """--set parallel.overlap_grad_reduce=true: every candidate has it, so the search tries
+    the stages that overlap it only (not stage 1 with the fixed switch dropped)."""
+    sets = (*NANOTRON, "parallel.overlap_grad_reduce=true")
+    base = _base("llama3.2-1b", 16, 256, 4096, sets)
+    space = SearchSpace(max_micro_batch=1).fixed_by(base.fixed).held_by(base)
+    keys = [k for k in space.memory_keys(base, 16) if k.dp > 1]
+    assert keys and {k.zero for k in keys} == {0}
+    with pytest.raises(ConfigError, match="zero_stage 0 only"):
+        SearchSpace(zero=(1,)).fixed_by(base.fixed).held_by(base)
+    sets = (*NANOTRON, "parallel.overlap_param_gather=true")  # moot at 0, refused at 1
+    base = _base("llama3.2-1b", 16, 256, 4096, sets)
+    space = SearchSpace(max_micro_batch=1).fixed_by(base.fixed).held_by(base)
+    assert {k.zero for k in space.memory_keys(base, 16) if k.dp > 1} == {0}

@@ -187,9 +187,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
             value = value.get(str(_effective_stage(parallel)))
         if key not in sections[sec] and value is not None:
             sections[sec][key] = value
-    problem = grad_overlap_problem(parallel, profile)
+    problem = overlap_problem(parallel, profile, where)
     if problem:
-        raise ConfigError(f"parallel.overlap_grad_reduce=true under {where}: {problem}")
+        raise ConfigError(problem)
     if "fp8_param_gather" not in training:
         from trainsim.config.training import TrainingConfig
 
@@ -229,28 +229,41 @@ def _effective_stage(parallel: dict[str, Any]) -> int:
     return 1 if stage == 0 and truthy(parallel.get("distributed_optimizer")) else stage
 
 
-def grad_overlap_stages(profile: Any) -> tuple[int, ...] | None:
-    """The ZeRO stages at which the framework can overlap the gradient reduction with the
-    backward (feature ``overlap_grad_reduce`` given as a list; nanotron: 0 only, its ZeRO-1
-    has no DDP and reduces after the backward); None: every stage (or not recorded)."""
-    value = profile.features.get("overlap_grad_reduce")
-    return tuple(int(s) for s in value) if isinstance(value, list) else None
+OVERLAP_ACTS = {"overlap_grad_reduce": (0, 1, 2, 3), "overlap_param_gather": (1, 2, 3)}
+"""The ZeRO stages at which each data-parallel overlap switch acts (no parameter gather to
+overlap without a sharded state): where a framework's profile limits it (:func:`overlap_stages`)
+the loader refuses it at those stages only, so a run that turns both on at stage 0 (the
+validation files' ``dp_overlap``) is not refused for the gather it does not have."""
 
 
-def grad_overlap_problem(parallel: dict[str, Any], profile: Any) -> str | None:
-    """Why the run's framework cannot overlap the gradient reduction at the run's ZeRO stage
-    (:func:`grad_overlap_stages`), as the end of a one-line refusal; None where it can or the
-    run does not ask for it."""
-    stages = grad_overlap_stages(profile)
-    if stages is None or not truthy(parallel.get("overlap_grad_reduce")):
-        return None
-    stage = _effective_stage(parallel)
-    if stage in stages:
-        return None
+def overlap_stages(profile: Any, switch: str) -> tuple[int, ...] | None:
+    """The ZeRO stages at which the framework can overlap ``switch`` (an ``OVERLAP_ACTS``
+    key) with the passes: its feature of that name given as a list of stages, or false (no
+    stage); None: every stage (true, or not recorded). nanotron: the gradient reduction at
+    stage 0 only (its ZeRO-1 has no DDP and reduces after the backward) and the parameter
+    gather nowhere (ZeroDistributedOptimizer.step gathers after the step)."""
+    value = profile.features.get(switch)
+    if isinstance(value, list):
+        return tuple(int(s) for s in value)
+    return () if value is False else None
+
+
+def overlap_problem(parallel: dict[str, Any], profile: Any, where: str) -> str | None:
+    """The one-line refusal of a data-parallel overlap switch the run turns on at a ZeRO stage
+    where it acts (``OVERLAP_ACTS``) but the framework cannot overlap it
+    (:func:`overlap_stages`); None where none."""
     from trainsim.catalog.frameworks import feature_source
 
-    return (f"it overlaps the gradient reduction at zero_stage {', '.join(map(str, stages))} "
-            f"only, not at {stage} (source: {feature_source(profile, 'overlap_grad_reduce')})")
+    stage = _effective_stage(parallel)
+    for switch, acts in OVERLAP_ACTS.items():
+        stages = overlap_stages(profile, switch)
+        if stages is None or not truthy(parallel.get(switch)) or stage not in acts or \
+                stage in stages:
+            continue
+        can = f"at zero_stage {', '.join(map(str, stages))} only" if stages else "at no stage"
+        return (f"parallel.{switch}=true under {where}: it overlaps that {can}, not at "
+                f"{stage} (source: {feature_source(profile, switch)})")
+    return None
 
 
 def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:

@@ -202,9 +202,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "distributed_optimizer": _nullable(_bool),
     "tp_comm_overlap": _nullable(_bool),
     "cuda_graphs": _nullable(_bool),
-    # data-parallel reduction can overlap the backward: at every ZeRO stage (true), or at the
-    # stages listed (catalog.defaults.grad_overlap_problem refuses it at another one)
+    # data-parallel reduction can overlap the backward, the parameter gather the forward: at
+    # every ZeRO stage (true), at none (false) or at the stages listed
+    # (catalog.defaults.overlap_problem refuses it at another one)
     "overlap_grad_reduce": _nullable(_bool_or_stages),
+    "overlap_param_gather": _nullable(_bool_or_stages),
     # the ZeRO stages (ParallelConfig.effective_zero_stage) the framework runs where they are
     # fewer than its engines run (config.validity.ZERO_STAGES); null: every stage they run
     "zero_stages": _nullable(_stages),
@@ -548,7 +550,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
-    "zero_stages",
+    "zero_stages", "overlap_param_gather",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",

@@ -141,14 +141,18 @@ class Base:
         return runs is not None and 1 in runs and self.lacks("distributed_optimizer")
 
     @functools.cached_property
-    def grad_overlap_zero(self) -> tuple[int, ...] | None:
-        """The ZeRO stages at which the run's framework overlaps the gradient reduction
-        (``catalog.defaults.grad_overlap_stages``: nanotron 0 only); None: every stage."""
-        from trainsim.catalog.defaults import grad_overlap_stages
-
+    def overlap_zero(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """(switch, the ZeRO stages at which the run's framework overlaps it) for each
+        data-parallel overlap switch its profile limits (``catalog.defaults.overlap_stages``:
+        nanotron's gradient reduction at 0 only, its parameter gather at none)."""
         t = self.training
-        return grad_overlap_stages(framework_profile(t.framework, t.framework_version)) \
-            if t.framework else None
+        if not t.framework:
+            return ()
+        from trainsim.catalog.defaults import OVERLAP_ACTS, overlap_stages
+
+        profile = framework_profile(t.framework, t.framework_version)
+        limits = ((k, overlap_stages(profile, k)) for k in OVERLAP_ACTS)
+        return tuple((k, v) for k, v in limits if v is not None)
 
     @property
     def sends_block_alone(self) -> bool:
@@ -170,6 +174,31 @@ class Base:
         """The data-parallel engine: --set, else the profile's default (what simulate builds)."""
         return dict(self.fixed).get("data_parallel_impl") or profile_value(  # type: ignore
             self.training.framework, self.training.framework_version, "data_parallel_impl")
+
+    @functools.cached_property
+    def zero_engines(self) -> dict[int, str] | None:
+        """The engine of each ZeRO stage the framework runs, where its profile runs some with
+        another engine than its default (``zero_stage_engines``: a plain PyTorch loop, DDP at
+        0 and FSDP at 2 and 3, ``catalog.defaults.stage_engines``), as the loader picks it for
+        a run stating that stage; None where --set names the engine (or a stage, whose engine
+        ``build_base`` fixed) or the profile has one engine."""
+        t = self.training
+        if not t.framework or "data_parallel_impl" in dict(self.fixed):
+            return None
+        from trainsim.catalog.defaults import stage_engines
+
+        profile = framework_profile(t.framework, t.framework_version)
+        if not profile.defaults.get("zero_stage_engines"):
+            return None
+        return stage_engines(profile)
+
+    def engine_for(self, zero: int) -> str | None:
+        """The data-parallel engine a candidate at ZeRO stage ``zero`` runs with
+        (:attr:`zero_engines`, else :attr:`data_parallel_impl`)."""
+        engines = self.zero_engines
+        if engines is not None and zero in engines:
+            return engines[zero]
+        return self.data_parallel_impl
 
     @functools.cached_property
     def flex_two_ranks(self) -> tuple[str, ...]:
@@ -326,7 +355,7 @@ class Candidate:
         placed by the framework's uneven layout (``uneven_layout``: front-loaded for NeMo
         Automodel, else Megatron-core's balanced one) unless a layout is fixed."""
         fields = {**dict(base.fixed), **self.parallel_fields(base.zero1_as_stage)}
-        impl = base.data_parallel_impl  # the profile's engine, as simulate builds it
+        impl = base.engine_for(self.mem.zero)  # the stage's engine, as simulate builds it
         if impl is not None:
             fields.setdefault("data_parallel_impl", impl)
         if base.cp_te_ring:

@@ -391,7 +391,8 @@ def parse_reference(text: str, base: Any, num_gpus: int):
         raise ConfigError(f"--reference {', '.join(dropped)}: not a field the search varies; "
                           "fix it for every candidate with --set parallel.FIELD=VALUE")
     parallel = {**dict(base.fixed), **parallel}
-    engine = base.data_parallel_impl  # the candidates' engine (Candidate.to_config)
+    stage = parallel.get("zero_stage")  # the candidates' engine (Candidate.to_config)
+    engine = base.engine_for(stage) if isinstance(stage, int) else base.data_parallel_impl
     if engine and "data_parallel_impl" not in parallel:
         parallel["data_parallel_impl"] = engine
         if "zero_stage" not in parallel and "distributed_optimizer" not in parallel:

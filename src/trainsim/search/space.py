@@ -104,9 +104,10 @@ class SearchSpace:
     """A schedule fixed with --set (:meth:`fixed_by`): pipelined splits only (rules.chunks_fit)."""
     pinned: tuple[tuple[str, bool], ...] = ()
     """Overlap switches fixed with --set (:meth:`fixed_by`), held wherever they can matter."""
-    grad_overlap_zero: tuple[int, ...] | None = None
-    """The ZeRO stages at which gradient overlap is tried (:meth:`held_by`:
-    ``Base.grad_overlap_zero``, nanotron's 0); None: every sharded-data-parallel stage."""
+    overlap_zero: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """(data-parallel overlap switch, the ZeRO stages at which it is tried) where the run's
+    framework limits them (:meth:`held_by`: ``Base.overlap_zero``, nanotron's gradient
+    reduction at 0, parameter gather at none); a switch not named: wherever it acts."""
 
     def __post_init__(self) -> None:
         _check_choices("recompute", self.recompute, RECOMPUTE)
@@ -131,15 +132,29 @@ class SearchSpace:
         """This space with the overlap switches the run's framework lacks (``Base.lacks``:
         the config loader refuses them, ``catalog.defaults.apply_framework``) pinned off,
         so no variant turns one on (sequence parallelism, virtual stages and the distributed
-        optimizer are left out by :meth:`memory_keys`), and gradient overlap tried at the
-        ZeRO stages where the framework overlaps it only (``Base.grad_overlap_zero``)."""
+        optimizer are left out by :meth:`memory_keys`), and data-parallel overlap tried at
+        the ZeRO stages where the framework overlaps it only (``Base.overlap_zero``; one fixed
+        on with --set keeps the stages where it is not refused)."""
+        from trainsim.catalog.defaults import OVERLAP_ACTS
+
         free = dict(self.pinned)
         off = tuple((k, False) for k in lacked(base)
                     if k in OVERLAP_SWITCHES and k not in free)
         held = dataclasses.replace(self, pinned=self.pinned + off) if off else self
-        stages = base.grad_overlap_zero
-        if stages is not None and held.grad_overlap_zero is None:
-            held = dataclasses.replace(held, grad_overlap_zero=stages)
+        if base.overlap_zero and not held.overlap_zero:
+            held = dataclasses.replace(held, overlap_zero=base.overlap_zero)
+            for switch, stages in base.overlap_zero:  # --set on: only where it can overlap
+                if free.get(switch) is not True:
+                    continue
+                zeros = tuple(z for z in (held.zero or (0, 1, 2, 3))
+                              if z in stages or z not in OVERLAP_ACTS[switch])
+                if not zeros:
+                    can = f"zero_stage {', '.join(map(str, stages))} only" if stages \
+                        else "no stage"
+                    raise ConfigError(f"--set parallel.{switch}=true: the framework overlaps "
+                                      f"it at {can}, not at "
+                                      f"{', '.join(map(str, held.zero or ()))}")
+                held = dataclasses.replace(held, zero=zeros)
         return held
 
     # ------------------------------------------------------------------ enumeration
@@ -195,6 +210,7 @@ class SearchSpace:
         # as zero_stage 1 (Base.zero1_as_stage); the stages its profile lists (Base.zero_runs)
         no_distopt = "distributed_optimizer" in lacks and not base.zero1_as_stage
         runs = base.zero_runs
+        engines = base.zero_engines
         for tp in tps:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
@@ -245,8 +261,14 @@ class SearchSpace:
                         if tp > 1 and not no_sp else (False,)
                     if m.is_moe and tp > 1:
                         sps = tuple(sp for sp in sps if sp) or sps
-                    zeros = zeros_fit(self.zero, impl, pp, m.is_moe) if dp * cp > 1 \
-                        else (unsharded_zero(impl),)
+                    if dp * cp == 1:
+                        zeros = (unsharded_zero(impl),)
+                    elif engines is None:
+                        zeros = zeros_fit(self.zero, impl, pp, m.is_moe)
+                    else:  # each stage with its own engine (Base.zero_engines)
+                        zeros = tuple(sorted(z for e in set(engines.values()) for z in
+                                             zeros_fit(self.zero, e, pp, m.is_moe)
+                                             if engines.get(z) == e))
                     if no_distopt:
                         zeros = tuple(z for z in zeros if z != 1)
                     if runs is not None:
@@ -274,10 +296,12 @@ class SearchSpace:
         """Which overlap switches can matter for a memory group (Candidate's order; see
         :meth:`variants`)."""
         sharded_dp = key.dp * key.cp > 1
+        limits = dict(self.overlap_zero)
         return {
-            "overlap_grad_reduce": sharded_dp and (self.grad_overlap_zero is None
-                                                   or key.zero in self.grad_overlap_zero),
-            "overlap_param_gather": sharded_dp and key.zero in (1, 2),
+            "overlap_grad_reduce": sharded_dp and key.zero in limits.get(
+                "overlap_grad_reduce", (key.zero,)),
+            "overlap_param_gather": sharded_dp and key.zero in (1, 2) and key.zero in limits.get(
+                "overlap_param_gather", (key.zero,)),
             "tp_comm_overlap": key.tp > 1,
             "overlap_p2p_comm": key.pp > 1 and not sends_block(key.vpp, key.schedule,
                                                                sends_block_alone),
