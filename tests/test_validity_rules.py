@@ -292,13 +292,16 @@ def test_every_stage_the_engine_runs_is_accepted(impl, zeros):
 
 
 @pytest.mark.parametrize("framework, dense, moe", [
-    ("pytorch", {0}, {0}), ("torchtitan", {2, 3}, {2, 3}), ("automodel", {2, 3}, {2, 3}),
+    ("pytorch", {0, 2, 3}, {0, 2, 3}), ("torchtitan", {2, 3}, {2, 3}),
+    ("automodel", {2, 3}, {2, 3}),
     ("megatron-core", {0, 1, 3}, {1}), ("deepspeed", {0, 1, 2, 3}, {1}),
 ])
 def test_search_enumerates_the_engine_s_zero_stages(framework, dense, moe):
-    """The search builds each candidate with the profile's engine, so it tries only the stages
-    that engine runs (the MoE default, the distributed optimizer, where the engine has it), and
-    a single data-parallel rank gets the engine's least (FSDP: 2)."""
+    """The search builds each candidate with the engine the loader picks for its stage (the
+    profile's, or its ``zero_stage_engines``: a plain PyTorch loop's DDP at 0 and FSDP at 2
+    and 3), so it tries only the stages those engines run (the MoE default, the distributed
+    optimizer, where the engine has it), and a single data-parallel rank gets the default
+    engine's least (FSDP: 2)."""
     space = SearchSpace(recompute=("none",), max_micro_batch=1, tp=(1,), pp=(1,), cp=(1,))
     for model, want in ((TINY_MODEL, dense), (TINY_MOE, moe)):
         base = make_base(model=model)

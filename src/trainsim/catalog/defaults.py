@@ -238,14 +238,13 @@ validation files' ``dp_overlap``) is not refused for the gather it does not have
 
 def overlap_stages(profile: Any, switch: str) -> tuple[int, ...] | None:
     """The ZeRO stages at which the framework can overlap ``switch`` (an ``OVERLAP_ACTS``
-    key) with the passes: its feature of that name given as a list of stages, or false (no
-    stage); None: every stage (true, or not recorded). nanotron: the gradient reduction at
-    stage 0 only (its ZeRO-1 has no DDP and reduces after the backward) and the parameter
-    gather nowhere (ZeroDistributedOptimizer.step gathers after the step)."""
+    key) with the passes, where its feature of that name lists them ([]: none); None where
+    it does not (true or false record what the framework's runs do without a check: the rows
+    and the profile's default say whether a run overlaps). nanotron: the gradient reduction
+    at stage 0 only (its ZeRO-1 has no DDP and reduces after the backward) and the parameter
+    gather at none (ZeroDistributedOptimizer.step gathers after the step)."""
     value = profile.features.get(switch)
-    if isinstance(value, list):
-        return tuple(int(s) for s in value)
-    return () if value is False else None
+    return tuple(int(s) for s in value) if isinstance(value, list) else None
 
 
 def overlap_problem(parallel: dict[str, Any], profile: Any, where: str) -> str | None:

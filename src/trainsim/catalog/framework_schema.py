@@ -193,7 +193,7 @@ def _by_stage(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]
 
 
 def _bool_or_stages(v: Any) -> str | None:
-    return None if isinstance(v, bool) else _stages(v)
+    return None if isinstance(v, bool) or v == [] else _stages(v)
 
 
 FEATURES: dict[str, Callable[[Any], str | None]] = {
@@ -202,9 +202,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "distributed_optimizer": _nullable(_bool),
     "tp_comm_overlap": _nullable(_bool),
     "cuda_graphs": _nullable(_bool),
-    # data-parallel reduction can overlap the backward, the parameter gather the forward: at
-    # every ZeRO stage (true), at none (false) or at the stages listed
-    # (catalog.defaults.overlap_problem refuses it at another one)
+    # data-parallel reduction can overlap the backward, the parameter gather the forward:
+    # true/false as recorded (not checked), or the ZeRO stages at which it can ([]: none),
+    # which catalog.defaults.overlap_problem checks (refused at another stage where it acts)
     "overlap_grad_reduce": _nullable(_bool_or_stages),
     "overlap_param_gather": _nullable(_bool_or_stages),
     # the ZeRO stages (ParallelConfig.effective_zero_stage) the framework runs where they are
