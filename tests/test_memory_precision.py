@@ -46,18 +46,29 @@ def test_bf16_precision_aware_optimizer_keeps_16_bit_master_remainders():
         == pytest.approx((4 + 2 + 2) / 12)
 
 
-def test_fp8_delayed_scaling_keeps_master_remainders_unless_params_are_fp8():
+def test_fp8_delayed_scaling_keeps_master_remainders():
     """Under fp8 delayed scaling Megatron-core hands the master weights to TE's FusedAdam
     (optimizer_config.py ``use_precision_aware_optimizer_no_fp8_or_ds_fp8``), which stores the
-    bf16 parameters' 16-bit remainders: 2 + 2 + 2 bytes with bf16 moments. With
-    fp8_param_gather the matmul weights are Float8Tensors, whose fp8 Adam kernel takes an fp32
-    master: 4 + 2 + 2; blockwise keeps Megatron's own fp32 master: 4 + 2 + 2."""
-    low = dict(use_precision_aware_optimizer=True, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16")
-    for recipe, extra, master in (("delayed", {}, 2), ("delayed", {"fp8_param_gather": True}, 4),
-                                  ("blockwise", {}, 4)):
-        plain = model_state(cfg_of(dtype="fp8", fp8_recipe=recipe, **extra), 0).optimizer
-        aware = model_state(cfg_of(dtype="fp8", fp8_recipe=recipe, **extra, **low), 0).optimizer
-        assert aware / plain == pytest.approx((master + 2 + 2) / 12), (recipe, extra)
+    bf16 parameters' 16-bit remainders: 2 + 2 + 2 bytes with bf16 moments; blockwise keeps
+    Megatron's own fp32 master: 4 + 2 + 2."""
+    low = {"use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16",
+           "exp_avg_sq_dtype": "bf16"}
+    for recipe, master in (("delayed", 2), ("blockwise", 4)):
+        plain = model_state(cfg_of(dtype="fp8", fp8_recipe=recipe), 0).optimizer
+        aware = model_state(cfg_of(dtype="fp8", fp8_recipe=recipe, **low), 0).optimizer
+        assert aware / plain == pytest.approx((master + 2 + 2) / 12), recipe
+
+
+def test_delayed_fp8_param_gather_with_precision_aware_optimizer_is_refused():
+    """With fp8_param_gather the delayed-scaling weights are Float8Tensors of nominal dtype
+    bf16: TE FusedAdam (v2.14 fused_adam.py L611) keeps int16 remainders for them and
+    multi_tensor_adam_fp8 (adam.cu L808) rejects a non-fp32 master at the first step."""
+    bad = {"dtype": "fp8", "fp8_recipe": "delayed", "fp8_param_gather": True,
+           "use_precision_aware_optimizer": True}
+    with pytest.raises(ConfigError, match="adam.cu"):
+        cfg_of(**bad)
+    cfg_of(**{**bad, "use_precision_aware_optimizer": False})
+    cfg_of(**{**bad, "fp8_recipe": "current"})
 
 
 def test_low_precision_moments_need_the_precision_aware_optimizer():

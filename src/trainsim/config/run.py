@@ -168,6 +168,15 @@ class RunConfig:
             raise ConfigError("training.use_precision_aware_optimizer needs Megatron-core's "
                               "distributed optimizer (parallel.data_parallel_impl=megatron, "
                               "distributed_optimizer=true)")
+        if (t.use_precision_aware_optimizer and t.dtype == "fp8" and t.fp8_recipe == "delayed"
+                and t.fp8_param_gather):
+            # Megatron-LM@2edffadb distrib_optimizer.py L366-370/L451-454 hand the Float8Tensor
+            # shards to TE FusedAdam, whose nominal dtype bf16 makes it keep int16 remainders
+            # (TE v2.14 fused_adam.py L611); adam.cu L808 wants an fp32 master for fp8 params
+            raise ConfigError("training.use_precision_aware_optimizer with fp8_recipe=delayed and "
+                              "fp8_param_gather fails at the first step (TE FusedAdam keeps int16 "
+                              "remainders of the fp8 weights; transformer_engine/common/"
+                              "multi_tensor/adam.cu L808 needs an fp32 master); drop one of them")
         split, what = ((self.dp * p.cp, "dp*cp") if megatron else (self.dp, "dp"))
         if split % p.dp_replicate:
             raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} does not divide "

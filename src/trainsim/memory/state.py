@@ -142,15 +142,13 @@ def _master_bytes(cfg: RunConfig) -> float:
     keeps its own fp32 master shard (distrib_optimizer.py L383-406). TransformerEngine@v2.14
     optimizers/fused_adam.py L212-213 and L611-615 allocate the int16 remainders for every
     parameter whose dtype is bf16 (fp8 runs train bf16 parameters). With ``fp8_param_gather``
-    the matmul weights are Float8Tensors, which FusedAdam steps with ``multi_tensor_adam_fp8``,
-    whose kernel takes an fp32 master only (transformer_engine/common/multi_tensor/adam.cu
-    L808): 4 bytes here."""
+    under delayed scaling the Float8Tensor weights (nominal dtype bf16) get int16 remainders
+    too, which ``multi_tensor_adam_fp8`` rejects (transformer_engine/common/multi_tensor/adam.cu
+    L808 wants an fp32 master): that run fails, and config/run.py refuses it."""
     t = cfg.training
     if not t.use_precision_aware_optimizer:
         return 4.0
-    if t.dtype == "bf16":
-        return 2.0
-    if t.dtype == "fp8" and t.fp8_recipe == "delayed" and not t.fp8_param_gather:
+    if t.dtype == "bf16" or (t.dtype == "fp8" and t.fp8_recipe == "delayed"):
         return 2.0
     return 4.0
 
