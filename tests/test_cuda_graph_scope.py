@@ -84,6 +84,16 @@ def test_a_scope_needs_cuda_graphs_and_is_normalized():
     assert graph_scope_checked((), False) == ()
 
 
+@pytest.mark.parametrize("item", [None, 1])
+def test_non_text_scopes_and_recompute_modules_are_refused_in_one_line(item):
+    """A scope or module that is not text is a ConfigError, not an AttributeError from
+    .strip() (the fuzzer's (None,) and (1,))."""
+    with pytest.raises(ConfigError, match="is not a scope name"):
+        graph_scope_checked((item,), True)
+    with pytest.raises(ConfigError, match="is not a module name"):
+        ParallelConfig(recompute="selective", recompute_modules=(item,))
+
+
 @pytest.mark.parametrize("moe, scope, words", [
     (False, ("moe_router",), "needs an MoE model"),
     (True, ("moe",), "needs drop-and-pad MoE"),  # dropless: Megatron-core refuses moe

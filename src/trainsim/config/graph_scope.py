@@ -21,6 +21,10 @@ def graph_scope_checked(scope: tuple[str, ...], cuda_graphs: bool) -> tuple[str,
     ``full`` alone, not both ``moe`` and ``moe_router``, ``moe_preprocess`` only with
     ``moe_router``; any scope needs ``cuda_graphs`` (Megatron reads the scope only when
     ``cuda_graph_impl`` is not "none")."""
+    bad = [s for s in scope if not isinstance(s, str)]
+    if bad:
+        raise ConfigError(f"training.cuda_graph_scope: {bad[0]!r} is not a scope name; known: "
+                          f"{', '.join(GRAPH_SCOPES)}")
     out = tuple(dict.fromkeys(s.strip().lower() for s in scope if s.strip()))
     for name in out:
         if name not in GRAPH_SCOPES:

@@ -386,6 +386,10 @@ class ParallelConfig:
         if self.recompute_modules is not None:
             # read as training.cuda_graph_scope is (graph_scope_checked): 'mlp, core_attn' and
             # 'MLP' name Megatron-core's modules, not ' core_attn' and 'MLP'
+            bad = [x for x in self.recompute_modules if not isinstance(x, str)]
+            if bad:
+                raise ConfigError(f"parallel.recompute_modules: {bad[0]!r} is not a module name; "
+                                  f"known: {', '.join(RECOMPUTE_MODULES)}")
             object.__setattr__(self, "recompute_modules",
                                tuple(x.strip().lower() for x in self.recompute_modules))
             unknown = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
