@@ -99,6 +99,20 @@ def test_precision_aware_optimizer_needs_megatron_cores_distributed_optimizer():
     run({"distributed_optimizer": True}, framework="mlperf-nemo", framework_version="5.0")
 
 
+def test_precision_aware_optimizer_arrives_with_its_commit():
+    """use_precision_aware_optimizer arrived in Megatron-LM@47a175b4c4 (2024-12-19), first
+    released in core_v0.11.0 (core_r0.10.0's optimizer_config.py lacks it): older releases
+    refuse it and the message names the introducing commit."""
+    def run(framework, version):
+        return cfg_of(use_precision_aware_optimizer=True, framework=framework,
+                      framework_version=version)
+    for framework, old, new in (("megatron-core", "0.10", "0.11"), ("megatron-core", "0.4", "0.11"),
+                                ("megatron-lm", "2024-12-18", "2024-12-19")):
+        with pytest.raises(ConfigError, match="47a175b4c4"):
+            run(framework, old)
+        assert run(framework, new).training.use_precision_aware_optimizer
+
+
 def test_swiglu_input_stored_in_fp8_saves_one_byte_per_element():
     """fused_bias_swiglu.py saves input.to(torch.float8_e4m3fn): the FC1 output (2f per token,
     both SwiGLU halves) drops from 2 bytes to 1 per element."""

@@ -152,3 +152,28 @@ def test_moe_router_scope_exists_from_megatron_core_0_16_only():
         with pytest.raises(ConfigError, match="moe_router graph scope"):
             run(framework, old)
         assert "moe_router" in run(framework, new).training.cuda_graph_scope
+    # the scope gate opens on the introducing commit's date (2b343d739f, 2025-12-30), reads
+    # the scope case-blind as Megatron-core's parser does, and names that commit; NeMo's and
+    # MLPerf's NeMo entries all pin a Megatron-core before it
+    with pytest.raises(ConfigError, match="2b343d739f"):
+        run("megatron-lm", "2025-12-29")
+    assert "moe_router" in run("megatron-lm", "2025-12-31").training.cuda_graph_scope
+    for framework, version in (("nemo", "25.04"), ("nemo", "24.07"), ("mlperf-nemo", "5.1")):
+        with pytest.raises(ConfigError, match="moe_router graph scope"):
+            run(framework, version)
+
+
+def test_moe_graph_scope_gate_reads_the_scope_case_blind():
+    """'attn;MOE_ROUTER' is the moe_router scope (graph_scope_checked lower-cases it): an
+    older Megatron-core refuses it as it refuses the lower-case spelling."""
+    import trainsim
+    from trainsim.errors import ConfigError
+    for scope in ("attn;MOE_ROUTER", ["attn", "Moe_Router"]):
+        with pytest.raises(ConfigError, match="moe_router graph scope"):
+            trainsim.run_config_from_dict({
+                "model": {"preset": "qwen3-30b-a3b"},
+                "parallel": {"expert_model_parallel_size": 8, "distributed_optimizer": True},
+                "training": {"global_batch_size": 64, "seq_length": 4096,
+                             "framework": "megatron-core", "framework_version": "0.15",
+                             "cuda_graphs": True, "cuda_graph_scope": scope},
+                "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})

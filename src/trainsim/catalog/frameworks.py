@@ -364,13 +364,19 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
 def feature_source(profile: FrameworkProfile, feature: str) -> str:
     """The source of the entry that last set ``feature`` to its value in ``profile`` (the
     selected entry's own source may be about something else: a later entry of the pytorch
-    profile reads the SDPA default, not the optimizer)."""
+    profile reads the SDPA default, not the optimizer). Where the feature is absent (false)
+    and a later entry brings it, that entry's source (the introducing commit) leads."""
     source, before = profile.source, object()
-    for entry in _load(profile.name).entries:
+    entries = _load(profile.name).entries
+    for i, entry in enumerate(entries):
         value = entry.features.get(feature)
         if value != before:
             source, before = entry.source, value
         if entry.since == profile.version:
+            if value is False:
+                later = next((e for e in entries[i + 1:] if e.features.get(feature)), None)
+                if later is not None:
+                    return f"first in {profile.name} {later.since}: {later.source}"
             break
     return source
 
