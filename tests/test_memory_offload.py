@@ -4,6 +4,8 @@ Engine >= 2.10) and the tuner's use of it (issue 16, acceptance 2); the validati
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 import trainsim
@@ -80,9 +82,10 @@ def test_tuner_offers_offloading_where_the_recipes_use_it():
 
 
 def test_megatron_core_refuses_cuda_graphs_with_offloading():
-    """transformer_config.py: "CUDA graphs not supported with CPU offloading" (core_r0.13.0
-    enable_cuda_graph; core_v0.16.0 any cuda_graph_impl); graphs without offloading run."""
-    with pytest.raises(ConfigError, match="cuda_graphs=false"):
+    """transformer_config.py: "CUDA graphs not supported with CPU offloading" (first in
+    core_v0.11.0 L822-824 for enable_cuda_graph; core_v0.16.0 any cuda_graph_impl); the message
+    dates it; graphs without offloading run."""
+    with pytest.raises(ConfigError, match="cuda_graphs=false.*core_v0.11.0"):
         cfg_of(4, cuda_graphs=True)
     assert cfg_of(0, cuda_graphs=True).training.cuda_graphs
 
@@ -94,6 +97,11 @@ def test_framework_versions_without_offloading_are_refused():
     from trainsim.catalog.frameworks import framework_profile
 
     with pytest.raises(ConfigError, match="megatron-core 0.4 has no activation CPU offloading"):
+        cfg_of(4, framework="megatron-core", framework_version="0.4")
+    # the refusal cites the entry that brings the field (core_v0.5.0's transformer_config.py),
+    # not the 0.4 entry's unrelated arguments.py reading
+    with pytest.raises(ConfigError, match=r"first in megatron-core 0\.5: .*core_v0\.5\.0.*"
+                       r"transformer_config\.py"):
         cfg_of(4, framework="megatron-core", framework_version="0.4")
     assert cfg_of(0, framework="megatron-core", framework_version="0.4")
     assert cfg_of(4, framework="megatron-core", framework_version="0.5")
@@ -189,7 +197,7 @@ def test_nemo_2507_405b_offload_by_hand():
     n, L = 95, 126
     ends = [(L // n) * (i + 1) - 1 + (i + 1 if i < L % n else L % n) for i in range(n)]
     assert ends[0] == 1 and ends[30] == 61 and ends[31] == 62 and ends[-1] == L - 1
-    shortest = min([ends[0]] + [b - a for a, b in zip(ends, ends[1:])])
+    shortest = min([ends[0]] + [b - a for a, b in itertools.pairwise(ends)])
     assert shortest == 1
     assert layer / cfg.cluster.gpu.host_link_bw_Bps <= shortest * layer_forward_floor_s(cfg)
     assert copies_hidden(cfg)

@@ -374,7 +374,8 @@ def feature_source(profile: FrameworkProfile, feature: str) -> str:
             source, before = entry.source, value
         if entry.since == profile.version:
             if value is False:
-                later = next((e for e in entries[i + 1:] if e.features.get(feature)), None)
+                later = next((e for e in entries[i + 1:] if e.features.get(feature) is not False),
+                             None)
                 if later is not None:
                     return f"first in {profile.name} {later.since}: {later.source}"
             break

@@ -230,11 +230,13 @@ class RunConfig:
             raise ConfigError(f"parallel.cpu_offloading_num_layers={p.cpu_offloading_num_layers}"
                               f" must be below model.num_layers={m.num_layers} (Megatron-core)")
         if p.cpu_offloading_num_layers and self.training.cuda_graphs:
-            # megatron/core/transformer/transformer_config.py (core_r0.13.0 L1170-1172
-            # enable_cuda_graph; core_v0.16.0 L1716-1723 any cuda_graph_impl)
+            # megatron/core/transformer/transformer_config.py: first in core_v0.11.0 L822-824
+            # (enable_cuda_graph; core_v0.16.0 L1716-1723 any cuda_graph_impl). core_v0.7.0 to
+            # core_v0.10.0 had enable_cuda_graph without this check: trainsim refuses the pair
+            # for them too (graphs over offloaded layers are not modelled)
             raise ConfigError("parallel.cpu_offloading_num_layers needs training.cuda_graphs="
-                              "false (Megatron-core: CUDA graphs are not supported with CPU "
-                              "offloading)")
+                              "false (Megatron-core core_v0.11.0 on: CUDA graphs are not "
+                              "supported with CPU offloading; not modelled for older releases)")
         if not m.is_moe and (p.ep > 1 or p.etp > 1):
             raise ConfigError("parallel.ep / expert_tensor_parallel_size > 1 need a mixture-of-"
                               "experts model (model.num_experts)")
