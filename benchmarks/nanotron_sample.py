@@ -40,14 +40,16 @@ SOURCE = ("Ultra-Scale Playbook (huggingface.co/spaces/nanotron/ultrascale-playb
           " @ github.com/vinjn/nanotron-ultrascale-playbook e3bcfc5c0b177d5f259a65465ddf0f880c71577f"
           " (hover texts); configs from huggingface/nanotron scripts/scaling_benchmarks.py @ "
           "e24d2483 and examples/config_tiny_llama_bench.yaml @ 67c5ebb6")
-HEADER = ("id,source,model,hidden_size,num_layers,num_attention_heads,num_kv_heads,head_dim,"
-          "ffn_hidden_size,vocab_size,seq_length,activation,num_experts,moe_top_k,"
-          "moe_ffn_hidden_size,gpu,num_gpus,gpus_per_node,nic_gbps_per_gpu,tp,pp,cp,ep,vpp,"
-          "sequence_parallel,recompute,zero_stage,distributed_optimizer,global_batch_size,"
-          "micro_batch_size,local_batch_size,dtype,options,framework,framework_version,attention,"
-          "grad_reduce_dtype,recompute_num_layers,recompute_modules,pipeline_layout,fp8_recipe,"
-          "cp_comm_type,moe_dispatcher,moe_capacity_factor,memory_kind,measured_iteration_s,"
-          "measured_peak_memory_gib,note,tied_embeddings").split(",")
+_HEADER_TEXT = (
+    "id,source,model,hidden_size,num_layers,num_attention_heads,num_kv_heads,head_dim,"
+    "ffn_hidden_size,vocab_size,seq_length,activation,num_experts,moe_top_k,"
+    "moe_ffn_hidden_size,gpu,num_gpus,gpus_per_node,nic_gbps_per_gpu,tp,pp,cp,ep,vpp,"
+    "sequence_parallel,recompute,zero_stage,distributed_optimizer,global_batch_size,"
+    "micro_batch_size,local_batch_size,dtype,options,framework,framework_version,attention,"
+    "grad_reduce_dtype,recompute_num_layers,recompute_modules,pipeline_layout,fp8_recipe,"
+    "cp_comm_type,moe_dispatcher,moe_capacity_factor,memory_kind,measured_iteration_s,"
+    "measured_peak_memory_gib,note,tied_embeddings")
+HEADER = _HEADER_TEXT.split(",")
 KEYS = ("Nodes", "MBS", "GradAcc", "GBS", "DP", "PP", "TP", "ZeRO", "MFU", "tok/s/gpu", "tok/s")
 
 

@@ -24,7 +24,7 @@ def test_bf16_moments_halve_adams_state():
     """TE FusedAdam with exp_avg_dtype = exp_avg_sq_dtype = bf16 keeps 2 + 2 bytes of moments
     per parameter beside the fp32 master copy: 4 + 4 instead of 4 + 8 bytes (sharded). An fp8
     run, whose master copy stays fp32 (bf16 training: the next test)."""
-    fp8 = dict(dtype="fp8", fp8_recipe="current")
+    fp8 = {"dtype": "fp8", "fp8_recipe": "current"}
     fp32 = model_state(cfg_of(**fp8), 0).optimizer
     bf16 = model_state(cfg_of(use_precision_aware_optimizer=True, exp_avg_dtype="bf16",
                               exp_avg_sq_dtype="bf16", **fp8), 0).optimizer
@@ -37,8 +37,8 @@ def test_bf16_precision_aware_optimizer_keeps_16_bit_master_remainders():
     2 + 2 + 2 bytes per sharded parameter with bf16 moments, 2 + 4 + 4 with fp32 ones; under
     fp8 (current scaling) Megatron-core keeps its fp32 master copy: 4 + 2 + 2."""
     fp32 = model_state(cfg_of(), 0).optimizer
-    aware = dict(use_precision_aware_optimizer=True)
-    low = dict(aware, exp_avg_dtype="bf16", exp_avg_sq_dtype="bf16")
+    aware = {"use_precision_aware_optimizer": True}
+    low = {**aware, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16"}
     assert model_state(cfg_of(**low), 0).optimizer / fp32 == pytest.approx((2 + 2 + 2) / 12)
     assert model_state(cfg_of(**aware), 0).optimizer / fp32 == pytest.approx((2 + 4 + 4) / 12)
     fp8 = model_state(cfg_of(dtype="fp8", fp8_recipe="current"), 0).optimizer

@@ -85,7 +85,7 @@ def test_alltoall_overlap_under_fp8_sp_keeps_the_shared_experts_gathered_input()
     """All-to-all preprocess with shared-expert overlap, TP 2 and SP: the shared experts'
     sequence-parallel gather (cached_fc1_input, [SEQ, h] 16-bit) is a graph output; eagerly
     fc1 saves that same tensor in bf16, so only fp8 (which saves its fp8 cast) adds it."""
-    base = dict(dispatcher="alltoall", tp=2, moe_shared_expert_overlap=True)
+    base = {"dispatcher": "alltoall", "tp": 2, "moe_shared_expert_overlap": True}
     bf16 = moe_graph_output_bytes(_cfg(**base))
     assert bf16 == SEQ / 2 * K * (2 * H + 4)
     fp8 = _cfg(**base)
@@ -118,10 +118,10 @@ def test_router_graph_keeps_the_pre_mlp_norm_unless_alltoall_preprocess_without_
     off the pre-MLP norm's recompute under a moe_router graph unless moe_preprocess is captured
     with the all-to-all dispatcher and the shared experts do not overlap: ``layernorm`` then
     no longer frees the router's 16-bit input (bf16 here: SEQ * H * 2 per MoE layer)."""
-    ln = dict(recompute="selective", recompute_modules=("layernorm",))
-    cases = ((dict(dispatcher="hybridep"), True), (dict(dispatcher="deepep"), True),
-             (dict(dispatcher="alltoall"), False),
-             (dict(dispatcher="alltoall", moe_shared_expert_overlap=True), True))
+    ln = {"recompute": "selective", "recompute_modules": ("layernorm",)}
+    cases = (({"dispatcher": "hybridep"}, True), ({"dispatcher": "deepep"}, True),
+             ({"dispatcher": "alltoall"}, False),
+             ({"dispatcher": "alltoall", "moe_shared_expert_overlap": True}, True))
     for par, kept in cases:
         graphed, eager = _cfg(**par, **ln), _cfg(scope=("attn",), **par, **ln)
         grown = activation_bytes_per_layer(graphed, moe=True) - \

@@ -143,7 +143,8 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if "moe_router" in scope.lower() and profile.supports("moe_graph_scopes") is False:
         raise ConfigError(f"training.cuda_graph_scope={scope} but {where} has no moe_router "
                           "graph scope (it arrived in Megatron-LM@2b343d739f, 2025-12-30, first "
-                          f"in core_v0.16.0; source: {feature_source(profile, 'moe_graph_scopes')})")
+                          "in core_v0.16.0; source: "
+                          f"{feature_source(profile, 'moe_graph_scopes')})")
     replica_keys = ["dp_replicate", *(k for k, v in ALIASES.items() if v == "dp_replicate")]
     replicas = next((parallel[k] for k in replica_keys if k in parallel), None)
     if _number(replicas) > 1 and profile.supports("hybrid_shard") is False:

@@ -24,7 +24,8 @@ The peak is the same within one layer (the L - N kept layers and one copy in fli
 windows are a little narrower (L // N layers per copy, against (L - 1) / N at 2.10's last
 copy). ``copies_hidden`` applies 2.10's rule to both: a setting whose copies hide under 2.10's
 rule but not under the windows would need the TE version in the config (not modelled;
-tests/test_memory_offload.py checks both rules for NeMo 25.07's 405B run, which both hide). Megatron-core's fine-grained offloading (core_v0.16.0
+tests/test_memory_offload.py checks both rules for NeMo 25.07's 405B run, which both hide).
+Megatron-core's fine-grained offloading (core_v0.16.0
 ``fine_grained_activation_offloading``, ``offload_modules``) is another mechanism, not modelled.
 
 The copies are not priced by the event engine: :func:`copies_hidden` says whether they fit in

@@ -284,7 +284,8 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
                                 "full"]
     layers = _cell(row, "num_layers") or preset.get("num_layers")
     if _cell(row, "recompute") is None and int(row["pp"]) == 1 and layers and \
-            _cell(row, "cpu_offloading_num_layers") is None and profile is not None and profile.supports("cpu_offloading"):
+            _cell(row, "cpu_offloading_num_layers") is None and profile is not None and \
+            profile.supports("cpu_offloading"):
         # the recipes offload a share of the layers' activations instead of recomputing
         # (Megatron-core --cpu-offloading-num-layers; only with recompute none and pp 1)
         n = int(layers)
