@@ -142,3 +142,16 @@ def test_gptj_bias_gap_is_exactly_its_attention_biases_less_the_lm_head_bias(tmp
     assert m.add_bias_linear and not m.tied_embeddings
     attention_biases = m.num_layers * (m.q_size + 2 * m.kv_size + m.hidden_size)
     assert total_params(m) - ref == attention_biases - m.vocab_size == 408_352
+
+
+def test_phi3_small_gegelu_is_refused_with_what_it_lacks(tmp_path):
+    """Phi-3-small's config.json (microsoft/Phi-3-small-8k-instruct: hidden_act gegelu,
+    ff_intermediate_size 14336, dense_attention_every_n_layers 2): its gegelu is a gated
+    quick-GELU, but the FFN width and the block-sparse layers are fields trainsim does not read,
+    so the reader refuses it in one line naming them rather than pricing a 2-matrix GELU MLP."""
+    cfg = {"model_type": "phi3small", "hidden_act": "gegelu", "gegelu_limit": 20.0,
+           "hidden_size": 4096, "ff_intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 100352,
+           "dense_attention_every_n_layers": 2, "layer_norm_epsilon": 1e-5}
+    with pytest.raises(ConfigError, match="gegelu.*ff_intermediate_size.*block-sparse"):
+        model_from_hf_config(_write(tmp_path, cfg))

@@ -10,7 +10,7 @@ from typing import Any
 
 from trainsim.catalog import hf_families
 from trainsim.config import ModelConfig
-from trainsim.config._build import build, suggest, switch
+from trainsim.config._build import build, suggest
 from trainsim.config.safe_load import parse, read_text
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -216,15 +216,15 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         activation="swiglu" if gated else "gelu",
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
-        tied_embeddings=_hf_switch(cfg.get("tie_word_embeddings"), not gated or model_type
-                                   in GATED_MODEL_TYPES + TIED_MODEL_TYPES,
-                                   f"{where}: tie_word_embeddings"),
-        add_bias_linear=_hf_switch(get("attention_bias", "mlp_bias"), not gated,
-                                   f"{where}: attention_bias"),
+        tied_embeddings=hf_families.flag(cfg, "tie_word_embeddings", not gated or model_type
+                                         in GATED_MODEL_TYPES + TIED_MODEL_TYPES, where),
+        add_bias_linear=hf_families.flag(
+            cfg, next((k for k in ("attention_bias", "mlp_bias") if k in cfg), "attention_bias"),
+            not gated, where),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
-        sliding_window=get("sliding_window") if _hf_switch(
-            cfg.get("use_sliding_window"), True, f"{where}: use_sliding_window") else None,
+        sliding_window=get("sliding_window") if hf_families.flag(
+            cfg, "use_sliding_window", True, where) else None,
         # Gemma 2's tanh cap on the attention scores (Gemma2Config default 50.0, transformers
         # 5.24.0 configuration_gemma2.py; Gemma 3 sets it null)
         attn_logit_softcapping=get("attn_logit_softcapping",
@@ -242,7 +242,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         # (modeling_llama4.py Llama4TextL2Norm): an elementwise op, not priced
         qk_layernorm=model_type in QK_NORM_MODEL_TYPES or (
             not model_type.startswith("llama4")
-            and _hf_switch(cfg.get("use_qk_norm"), False, f"{where}: use_qk_norm")),
+            and hf_families.flag(cfg, "use_qk_norm", False, where)),
         qk_norm_span="full" if model_type in QK_NORM_FULL_MODEL_TYPES else "head",
         norm_bias=model_type not in NORM_WITHOUT_BIAS_MODEL_TYPES,
         attention_chunk_size=_chunk_size(cfg, where),
@@ -300,7 +300,7 @@ def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str
         return {}
     alibi = hf_families.flag(cfg, "alibi", False, where)
     out: dict[str, Any] = {"position_embedding": "alibi" if alibi else "rope"}
-    if _hf_switch(cfg.get("parallel_attn"), True, f"{where}: parallel_attn"):
+    if hf_families.flag(cfg, "parallel_attn", True, where):
         norms = cfg.get("num_ln_in_parallel_attn")
         if norms is None and hf_families.flag(cfg, "new_decoder_architecture", False, where):
             norms = 2
@@ -393,12 +393,26 @@ ACTIVATIONS = frozenset({
 there with ``KeyError``), and ``swiglu``, which remote-code configs write for a gated SiLU MLP.
 Any other word (or a number, a list) was read as a two-matrix GELU MLP, silently."""
 
+REFUSED_REMOTE_ACTIVATIONS = {
+    "gegelu": "Phi-3-small's remote code (modeling_phi3_small.py gegelu: quick_gelu of the "
+              "clamped even half times the clamped odd half + 1, a gated MLP like gpt-oss's) "
+              "comes with config fields trainsim does not read (ff_intermediate_size, "
+              "block-sparse attention on all but every dense_attention_every_n_layers-th "
+              "layer): not modelled; describe the model in a run config instead",
+}
+"""Remote-code activations whose MLP is known but whose model needs more than the activation
+mapped: refused with the reason rather than priced as a dense-attention model of the wrong
+FFN width."""
+
 
 def _activation(value: Any, where: str) -> str:
     """The config.json's ``hidden_act`` (``activation_function``), lower case; absent or null
     is GELU, as before."""
     if value is None:
         return "gelu"
+    if isinstance(value, str) and value.strip().lower() in REFUSED_REMOTE_ACTIVATIONS:
+        raise ConfigError(f"{where}: hidden_act={value!r} is "
+                          f"{REFUSED_REMOTE_ACTIVATIONS[value.strip().lower()]}")
     if not isinstance(value, str) or value.strip().lower() not in ACTIVATIONS:
         raise ConfigError(f"{where}: hidden_act={value!r} is not an activation transformers "
                           f"knows{suggest(str(value), sorted(ACTIVATIONS))} (known: "
@@ -416,12 +430,6 @@ def _model_type(cfg: dict[str, Any], where: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{where}: model_type must be text (e.g. 'llama'), got {value!r}")
     return value
-
-
-def _hf_switch(value: Any, default: bool, where: str) -> bool:
-    """A config.json switch, read as a run config's (``_build.switch``: true/false, 0/1, their
-    text, yes/no, on/off); null or absent: ``default``. ``bool("false")`` would be True."""
-    return default if value is None else switch(value, where)
 
 
 def _positive_int(value: Any, where: str) -> int:
