@@ -27,7 +27,6 @@ from trainsim.workload.sharding import (
     zero3_tensor_gathers,
 )
 
-
 GATHER_WAIT = "FSDP unit all-gathers"
 """Label of a pass's wait for its FSDP units' parameters."""
 
