@@ -235,6 +235,7 @@ def read_config_file(path: str | Path) -> dict[str, Any]:
 def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]) -> dict[str, Any]:
     """Apply ``a.b=v`` overrides (``--set parallel.tp=4``) to a raw config mapping."""
     data = copy.deepcopy(data)  # not through JSON: a number keeps the text it was written as
+    spelled: dict[str, tuple[str, Any]] = {}  # parallel field -> (spelling, value) set here
     for item in overrides:
         if not isinstance(item, str):
             raise ConfigError(f"an override must be text such as 'parallel.tp=4', got "
@@ -264,8 +265,23 @@ def apply_overrides(data: dict[str, Any], overrides: list[str] | tuple[str, ...]
                 leaf = full
             elif short and short in node_:
                 leaf = short
-        node_[leaf] = parse_value(value, f"--set {key.strip()}")
+        parsed = parse_value(value, f"--set {key.strip()}")
+        if parts[0] == "parallel" and len(parts) == 2:
+            _same_field(spelled, parts[1], parsed)
+        node_[leaf] = parsed
     return data
+
+
+def _same_field(spelled: dict[str, tuple[str, Any]], name: str, value: Any) -> None:
+    """Two ``--set``s of one parallel field under two spellings (``tp`` and
+    ``tensor_model_parallel_size``) with different values are refused as a file giving both
+    is (``run_config_from_dict``), not read as the last one; equal values are one setting."""
+    full = ALIASES.get(name, name)
+    before = spelled.get(full)
+    if before is not None and before[0] != name and before[1] != value:
+        first, second = sorted((before[0], name), key=lambda n: n == full)
+        raise ConfigError(f"parallel.{first} and parallel.{second} are the same field; give one")
+    spelled[full] = (name, value)
 
 
 def _model_section(raw: Any, base_dir: Path) -> ModelConfig:
