@@ -98,6 +98,17 @@ def check_layout(stages: tuple[str, ...], text: str, num_layers: int, mtp_layers
         raise ConfigError(f"{where}: the embedding (E) must appear once, in the first stage")
     if joined.count("L") != 1 or "L" not in stages[-1]:
         raise ConfigError(f"{where}: the loss (L) must appear once, in the last stage")
+    # Megatron-core PipelineParallelLayerLayout.validate_layer_layout (NVIDIA/Megatron-LM
+    # @00caa53a, megatron/core/transformer/pipeline_parallel_layer_layout.py): the flattened
+    # layout starts with the embedding and ends with the loss, and no decoder layer follows an
+    # MTP layer; within one stage too (``LEt*32`` at pp 1 was accepted: loss before embedding)
+    if joined[0] != "E" or joined[-1] != "L":
+        raise ConfigError(f"{where}: the layout must start with the embedding (E) and end with "
+                          f"the loss (L), as Megatron-core requires; got {joined[0]!r} first, "
+                          f"{joined[-1]!r} last")
+    if "m" in joined and "t" in joined[joined.index("m"):]:
+        raise ConfigError(f"{where}: a transformer layer (t) after an MTP layer (m); "
+                          "Megatron-core places every decoder layer before the MTP layers")
 
 
 def even_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int, embedding: bool,
