@@ -385,13 +385,16 @@ class ParallelConfig:
                               "block method recomputes whole layers)")
         if self.recompute_modules is not None:
             # read as training.cuda_graph_scope is (graph_scope_checked): 'mlp, core_attn' and
-            # 'MLP' name Megatron-core's modules, not ' core_attn' and 'MLP'
+            # 'MLP' name Megatron-core's modules, not ' core_attn' and 'MLP'; and 'mlp core_attn'
+            # as Megatron's own CLI reads it (megatron/training/arguments.py:
+            # --recompute-modules nargs='*': the shell's words), no module name holding a space
             bad = [x for x in self.recompute_modules if not isinstance(x, str)]
             if bad:
                 raise ConfigError(f"parallel.recompute_modules: {bad[0]!r} is not a module name; "
                                   f"known: {', '.join(RECOMPUTE_MODULES)}")
             object.__setattr__(self, "recompute_modules",
-                               tuple(x.strip().lower() for x in self.recompute_modules))
+                               tuple(w.lower() for x in self.recompute_modules
+                                     for w in (x.split() or [x.strip()])))
             unknown = [x for x in self.recompute_modules if x not in RECOMPUTE_MODULES]
             if unknown:
                 raise ConfigError(f"parallel.recompute_modules: unknown module '{unknown[0]}'"
