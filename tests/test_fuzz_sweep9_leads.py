@@ -6,7 +6,6 @@ Megatron's space-separated ``--recompute-modules`` list."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -17,7 +16,6 @@ from trainsim.catalog import apply_overrides, model_from_hf_config, run_config_f
 from trainsim.catalog.hf_defaults import NOT_NULL, NULLABLE
 from trainsim.config.layout import check_layout, parse_layout
 from trainsim.errors import ConfigError
-from trainsim.model.counts import total_params
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMMA2 = {"model_type": "gemma2", "hidden_size": 2304, "num_hidden_layers": 4,
@@ -187,3 +185,27 @@ def test_space_separated_recompute_modules_read_as_megatron_argparse_does(writte
     assert run_config_from_dict(cli) == got
     with pytest.raises(ConfigError, match="unknown module 'corattn'"):
         run("mlp corattn")
+
+
+def test_a_row_cell_written_space_separated_predicts_as_the_published_one(tmp_path):
+    # the one public row with recompute_modules ('mla_up_proj;mlp'), once more with spaces
+    import csv
+    import os
+    import subprocess
+
+    public = ROOT / "src/trainsim/data/validation/training_public.csv"
+    with public.open(newline="") as f:
+        rows = [r for r in csv.DictReader(f) if r.get("recompute_modules")]
+    spaced = {**rows[0], "recompute_modules": rows[0]["recompute_modules"].replace(";", " ")}
+    spaced[next(iter(spaced))] += "-spaced"
+    path = tmp_path / "rows.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows([rows[0], spaced])
+    out = subprocess.run([sys.executable, "-m", "trainsim", "validate", str(path), "--format",
+                          "json"], capture_output=True, text=True, check=False,
+                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    got = json.loads(out.stdout)["rows"]
+    assert [r.get("error") for r in got] == [None, None]
+    assert got[0]["predicted"] == got[1]["predicted"]
