@@ -182,7 +182,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
     if sdpa and str(training.get("attention", "")).lower() == "sdpa":
         # SDPA is a dispatcher: which kernel it runs is this torch release's choice on this GPU
         training["attention"] = sdpa
-    zero_engine(parallel, profile, where)
+    zero_engine(parallel, profile, where, str(version) if _given(version) else None)
     for sec, key, default in _DEFAULTED:
         value = profile.defaults.get(default)
         if isinstance(value, dict) and key == "dp_buckets":  # by ZeRO stage
@@ -267,7 +267,8 @@ def overlap_problem(parallel: dict[str, Any], profile: Any, where: str) -> str |
     return None
 
 
-def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
+def zero_engine(parallel: dict[str, Any], profile: Any, where: str,
+                version: str | None = None) -> None:
     """The ZeRO stage and data-parallel engine of a run that names a framework, in place.
 
     A run that states no ``zero_stage`` gets the profile's (an FSDP engine has no unsharded
@@ -277,7 +278,8 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
     PyTorch loop shards with FSDP), unless the run names its engine; a stage no engine of the
     framework runs here (the framework lacks it, or trainsim does not model how it runs it:
     ZeroRedundancyOptimizer, Megatron-FSDP's optim_grads) is refused in one line naming the
-    stages that run."""
+    stages that run; so is a stage on a ``version`` older than the release that first ran it
+    (profile ``zero_stage_releases``)."""
     from trainsim.config.validity import zero_stages
 
     stage = parallel.get("zero_stage")
@@ -297,6 +299,14 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str) -> None:
     runs = profile.features.get("zero_stages")
     if runs is not None and _effective_stage(parallel) not in runs:
         _refuse_stage(parallel, profile, where)
+    first = (profile.features.get("zero_stage_releases") or {}).get(str(stage).strip())
+    if first is not None and version is not None:
+        from trainsim.catalog.frameworks import feature_source, released_before
+
+        if released_before(profile.name, version, first):
+            raise ConfigError(f"parallel.zero_stage={stage} under {where}: ZeRO stage {stage} "
+                              f"first shipped in {profile.name} {first} (source: "
+                              f"{feature_source(profile, 'zero_stage_releases')})")
     if _given(parallel.get("data_parallel_impl")):
         return  # the run's own engine
     engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}

@@ -196,9 +196,23 @@ def _bool_or_stages(v: Any) -> str | None:
     return None if isinstance(v, bool) or v == [] else _stages(v)
 
 
+def _stage_releases(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {zero stage: first release that runs it}"
+    for k, x in v.items():
+        if k not in ("1", "2", "3"):
+            return f"key {k!r} is not a ZeRO stage '1' to '3'"
+        if not isinstance(x, str) or not x.strip():
+            return f"{k}: {x!r} is not a release"
+    return None
+
+
 FEATURES: dict[str, Callable[[Any], str | None]] = {
     "sequence_parallel": _nullable(_bool),
     "interleaved_pipeline": _nullable(_bool),
+    # the first release that runs each ZeRO stage where a release older than the profile's
+    # first entry lacks it (catalog.defaults.zero_engine refuses the stage before it)
+    "zero_stage_releases": _nullable(_stage_releases),
     "distributed_optimizer": _nullable(_bool),
     "tp_comm_overlap": _nullable(_bool),
     "cuda_graphs": _nullable(_bool),
@@ -551,6 +565,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather",
+    "zero_stage_releases",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",

@@ -361,6 +361,20 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
     )
 
 
+def released_before(name: str, version: str, release: str) -> bool:
+    """Whether ``version`` of framework ``name`` predates its ``release`` (both read as
+    ``framework_profile`` reads a version: a release as its tag's date, a date at the
+    precision it was written, so ``2021-03`` includes a release of 2021-03-12)."""
+    profile = _load(canonical_framework(name))
+    first = profile.entries[0].since
+    have = resolve(name, profile.style, first, str(version))[0]
+    need = resolve(name, profile.style, first, str(release))[0]
+    given = parse(str(version).strip())
+    if given is not None and given.kind == "date":
+        need = need[:given.precision]
+    return tuple(have[:len(need)]) < tuple(need)
+
+
 def feature_source(profile: FrameworkProfile, feature: str) -> str:
     """The source of the entry that last set ``feature`` to its value in ``profile`` (the
     selected entry's own source may be about something else: a later entry of the pytorch

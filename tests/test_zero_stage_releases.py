@@ -1,0 +1,44 @@
+"""ZeRO stages a DeepSpeed release older than its profile's first entry lacks are refused.
+
+Sources (deepspeedai/DeepSpeed tags): v0.1.0 (c61e23b4b) has only the boolean
+``zero_optimization`` (stage 1, deepspeed/pt/deepspeed_constants.py L139-142); v0.2.0
+(96c4daabc) caps MAX_STAGE_ZERO_OPTIMIZATION at ZERO_OPTIMIZATION_GRADIENTS (stage 2,
+deepspeed/pt/deepspeed_zero_config.py L35); v0.3.12 (35fd7ccd8) first allows
+ZERO_OPTIMIZATION_WEIGHTS (stage 3, deepspeed/runtime/zero/constants.py L38; zero/stage3.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from trainsim.catalog.defaults import apply_framework
+from trainsim.errors import ConfigError
+
+
+def _apply(version: str, stage: int) -> dict:
+    parallel = {"zero_stage": stage}
+    apply_framework(parallel, {"framework": "deepspeed", "framework_version": version})
+    return parallel
+
+
+@pytest.mark.parametrize(("version", "stage", "first"), [
+    ("0.1.0", 2, "0.2.0"), ("0.1.0", 3, "0.3.12"), ("0.2.0", 3, "0.3.12"),
+    ("0.3.11", 3, "0.3.12"), ("2020-12", 3, "0.3.12")])
+def test_stage_before_its_release_is_refused(version, stage, first):
+    with pytest.raises(ConfigError) as err:
+        _apply(version, stage)
+    text = str(err.value)
+    assert "\n" not in text and f"zero_stage={stage}" in text and f"deepspeed {first}" in text
+
+
+@pytest.mark.parametrize(("version", "stage"), [
+    ("0.1.0", 1), ("0.2.0", 2), ("0.3.12", 3), ("0.3.13", 3), ("0.14.0", 3),
+    ("2021-03", 3), ("2020-06", 2)])  # a month includes the releases made in it
+def test_stage_from_its_release_runs(version, stage):
+    assert _apply(version, stage)["zero_stage"] == stage
+
+
+def test_refused_with_the_engine_named():
+    parallel = {"zero_stage": 3, "data_parallel_impl": "deepspeed"}
+    with pytest.raises(ConfigError):
+        apply_framework(parallel, {"framework": "deepspeed", "framework_version": "0.2.0"})
