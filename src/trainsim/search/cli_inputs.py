@@ -175,7 +175,8 @@ def _stage_engine(given: dict[str, Any], training: dict[str, Any]) -> str | None
         return None
     probe = {k: given[k] for k in ("zero_stage", "distributed_optimizer") if k in given}
     try:
-        zero_engine(probe, profile, f"{profile.name} {version or profile.version}")
+        zero_engine(probe, profile, f"{profile.name} {version or profile.version}",
+                    str(version) if version else None)
     except ConfigError as exc:
         raise ConfigError(f"--set {exc}") from None
     engine = probe.get("data_parallel_impl")
