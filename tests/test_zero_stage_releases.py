@@ -42,3 +42,13 @@ def test_refused_with_the_engine_named():
     parallel = {"zero_stage": 3, "data_parallel_impl": "deepspeed"}
     with pytest.raises(ConfigError):
         apply_framework(parallel, {"framework": "deepspeed", "framework_version": "0.2.0"})
+
+
+def test_llm_foundry_has_no_pipeline_parallelism():
+    # Composer's ParallelismConfig holds fsdp, tp and fsdp2 only (composer@640518880
+    # composer/utils/parallelism.py L186-190)
+    for key in ("pp", "pipeline_model_parallel_size"):
+        with pytest.raises(ConfigError) as err:
+            apply_framework({key: 4}, {"framework": "llm-foundry"})
+        assert "no pipeline parallelism" in str(err.value) and "\n" not in str(err.value)
+    apply_framework({"pp": 1}, {"framework": "llm-foundry"})  # pp 1 is no pipeline

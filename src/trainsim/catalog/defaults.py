@@ -14,6 +14,7 @@ import math
 import warnings
 from typing import Any
 
+from trainsim.config._build import SYNONYMS
 from trainsim.config.parallel import ALIASES
 from trainsim.errors import ConfigError, SettingReplaced
 
@@ -155,6 +156,11 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         raise ConfigError(f"parallel.cpu_offloading_num_layers={offload} but {where} has no "
                           "activation CPU offloading (source: "
                           f"{feature_source(profile, 'cpu_offloading')})")
+    pp_keys = [ALIASES["pp"], "pp", *(k for k, v in SYNONYMS["parallel"].items() if v == "pp")]
+    pp = next((parallel[k] for k in pp_keys if k in parallel), None)
+    if _number(pp) > 1 and profile.supports("pipeline_parallel") is False:
+        raise ConfigError(f"parallel.pp={pp} but {where} has no pipeline parallelism "
+                          f"(source: {feature_source(profile, 'pipeline_parallel')})")
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "
