@@ -206,7 +206,11 @@ def test_blank_cells_sample_validates():
             "framework:megatron-lm"} <= labels
     rep = mod.report(results)
     assert rep["variants"] >= 30
-    assert rep["failed"] == 0, rep["by_message"]
+    # every variant runs but the swaps to a framework without ZeRO-3 (nanotron runs stages 0
+    # and 1 only), which refuse the row's stage in one line
+    assert all(m["message"].startswith("framework: parallel.zero_stage=")
+               for m in rep["by_message"]), rep["by_message"]
+    assert rep["unexplained"] == 0
     # a Megatron-LM public row (2021, local linears, DDP): every blank and group variant runs;
     # the swaps that fail are the FSDP frameworks refusing its unsharded stage, in one line
     row = [r for r in read_rows(ROOT / "src/trainsim/data/validation/training_public.csv")[1]
