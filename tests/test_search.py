@@ -301,15 +301,20 @@ def test_the_flops_bound_runs_gemms_at_the_fastest_rate_the_model_gives_any(monk
     assert bound == pytest.approx(lower_bound_s(key, b) * gpu.gemm_ceiling("fp8") / fast)
 
 
-def test_the_zero3_floor_counts_only_what_the_data_parallel_stream_runs():
-    """ZeRO-3's parameter gathers are waits inside the passes, not tasks of the data-parallel
-    stream: a floor that added them to the reduce-scatters bounded a 6.8 s iteration at 11 s
-    (22B, TP4 CP2 DP2 on 16 H100, 32 micro-batches), which pruned it wrongly."""
+def test_the_zero3_floor_counts_what_the_sharding_group_links_run():
+    """22B, TP4 CP2 DP2 ZeRO-3 on 16 H100 (2 nodes), 32 micro-batches: the sharding group (DP2
+    x CP2) spans the nodes, and every micro-batch gathers its 5.5e9 16-bit parameters for the
+    forward and again for the backward and reduce-scatters their gradients, one NCCL stream
+    in issue order. Across the node pair each rank moves half of each (5.5 GB) through its
+    50 GB/s NIC: 3 x 5.5 GB x 32 / 50 GB/s = 10.6 s, so the simulated 11.4 s is link-bound
+    (before the link queue, 6.8 s). The bound counts those gathers and reductions one after
+    another (``layout_costs.link_floor``): 10.9 s, was 5.35 s (the reductions only)."""
     b = make_base("gpt-22b", gpus=16, batch=64)
     c = Candidate(MemoryKey(16, 4, 1, 2, 1, 1, "none", False, 3), overlap_grad_reduce=True)
     t = evaluate(c, b).iteration_time_s
+    assert 3 * 5.5e9 * 32 / 50e9 < t
     bound = Bounds(b).refined(c)
-    assert 0.5 * t < bound < t
+    assert 0.9 * t < bound < t
 
 
 def test_the_bound_counts_what_follows_the_last_pass():

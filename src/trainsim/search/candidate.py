@@ -99,6 +99,12 @@ class Base:
     fixed: tuple[tuple[str, object], ...] = ()
     """Parallel fields the user fixed (``--set parallel.X=V``): every candidate has them, and a
     searched dimension they name takes only that value (``SearchSpace.fixed_by``)."""
+    given: str = ""
+    """The run config the search was given less its parallel section, as JSON text: the
+    model, training (the real global batch, no micro batch) and cluster (no GPU count) as
+    --set left them, the framework included. A result's config is this, extended with its
+    micro batch, GPU count and ``parallel`` section (``SearchResult.to_dict``'s ``base``);
+    empty where the base was built in code."""
 
     @property
     def layout_rule(self) -> str:
@@ -377,6 +383,17 @@ class Candidate:
         rule = base.layout_rule
         return rule if uneven_split(rule, base.model.num_layers, self.mem.pp, self.mem.vpp) \
             else None
+
+    def run_layout(self, base: Base) -> str | None:
+        """The layout this candidate's layers run by: one fixed with --set (as written there:
+        a layout string, or ``first:N,last:M`` for the decoder fields), else the rule the
+        search placed them by (:meth:`placed_layout`); None where they split evenly."""
+        fixed = dict(base.fixed)
+        if fixed.get("pipeline_model_parallel_layout"):
+            return str(fixed["pipeline_model_parallel_layout"])
+        ends = [f"{end}:{fixed[f'decoder_{end}_pipeline_num_layers']}" for end in ("first", "last")
+                if fixed.get(f"decoder_{end}_pipeline_num_layers") is not None]
+        return ",".join(ends) if ends else self.placed_layout(base)
 
     def simulate_parallel(self, base: Base) -> dict[str, object]:
         """The parallel section of the config a user gives ``simulate`` for this candidate:

@@ -6,6 +6,7 @@ search must not vary) and a ``--reference`` layout to compare with."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +130,19 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
         raise ConfigError(f"--set parallel.{short} > 1 needs a mixture-of-experts model "
                           f"(model.num_experts); {cfg.model.name} is dense")
     training = dataclasses.replace(cfg.training, global_batch_size=global_batch, micro_batch_size=1)
-    base = Base(cfg.model, training, cfg.cluster, fixed)
+    base = Base(cfg.model, training, cfg.cluster, fixed, _given(raw, global_batch))
     _check_fixed(base)
     return base
+
+
+def _given(raw: dict[str, Any], global_batch: int) -> str:
+    """``Base.given``: the config less what each result sets (its parallel section, micro
+    batch and GPU count), with the real global batch in place of the check's placeholder."""
+    out = {k: v for k, v in raw.items() if k != "parallel"}
+    out["training"] = {**{k: v for k, v in (out.get("training") or {}).items()
+                          if k != "micro_batch_size"}, "global_batch_size": global_batch}
+    out["cluster"] = {k: v for k, v in (out.get("cluster") or {}).items() if k != "num_gpus"}
+    return json.dumps(out, sort_keys=True, default=str)
 
 
 def _stage_engine(given: dict[str, Any], training: dict[str, Any]) -> str | None:

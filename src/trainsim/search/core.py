@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import json
 import operator
 import os
 import time
@@ -178,6 +179,9 @@ class SearchResult:
                 "seq_length": b.training.seq_length, "dtype": b.training.dtype,
                 "rank_by": self.rank_by, "stats": self.stats.to_dict(),
                 "fixed": {k: v for k, v in b.fixed},
+                # the run config each entry extends with its micro batch, GPU count and
+                # parallel section to reproduce it under simulate (Base.given)
+                "base": json.loads(b.given) if b.given else None,
                 "top": [r.to_dict(b) for r in self.top],
                 "pareto": [e.to_dict(b) for e in self.pareto],
                 "reference": self.reference.to_dict(b) if self.reference else None,

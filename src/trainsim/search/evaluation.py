@@ -17,7 +17,7 @@ from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
-from trainsim.search.layout_costs import after_passes, dp_comm_time, gather_waits
+from trainsim.search.layout_costs import after_passes, dp_comm_time, gather_waits, link_floor
 from trainsim.search.space import Base, Candidate, MemoryKey, drop_parallels
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
@@ -325,14 +325,15 @@ class Bounds:
     def _shape_of(self, cfg: Any) -> _Shape:
         p, m = cfg.parallel, cfg.num_microbatches
         ranges = tuple(cfg.virtual_stage_layers())
-        unit_floor, tails, scatter, once, waits = self._layout_costs(cfg, ranges)
+        unit_floor, tails, scatter, once, waits, links = self._layout_costs(cfg, ranges)
         # ZeRO-3 / FSDP reduce-scatters every micro-batch's gradients but the last's, or with
         # FSDP2's no-sync under pipelining (``fsdp_pp_unsharded``) once per chunk and step
         reps = 1 if once else max(0, m - 1)
         return _Shape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
                       m, p.pp, p.vpp, ranges,
                       self._kinds_of(ranges),
-                      max((reps * f for f in unit_floor), default=0.0), tails,
+                      max(max((reps * f for f in unit_floor), default=0.0),
+                          max((m * g + reps * r for g, r in links), default=0.0)), tails,
                       [max(0, m - 1) * x for x in scatter], [m * w for w in waits])
 
     def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
@@ -394,7 +395,8 @@ class Bounds:
             tails, scatter_s = after_passes(cfg, pricer, ranges, split, zero)
             if once:
                 scatter_s = [0.0] * p.pp
-        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits)
+        links = link_floor(cfg, pricer, ranges) if per_unit and not once else [(0.0, 0.0)] * p.pp
+        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits, links)
         return hit
 
 
@@ -458,7 +460,7 @@ class Evaluation:
         config = self.candidate.to_dict()
         extra: dict[str, Any] = {}
         if base is not None:
-            config["pipeline_model_parallel_layout"] = self.candidate.placed_layout(base)
+            config["pipeline_model_parallel_layout"] = self.candidate.run_layout(base)
             extra["parallel"] = self.candidate.simulate_parallel(base)
         return {"config": config, **extra, "label": self.label,
                 "iteration_time_s": self.iteration_time_s, "tokens_per_s": self.tokens_per_s,

@@ -76,6 +76,41 @@ def gather_waits(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[float
     return out
 
 
+def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[tuple[float, float]]:
+    """Per stage, what ZeRO-3 / FSDP's regathering puts on the sharding group's links each
+    micro-batch: (its passes' unit gathers, its blocks' gradient reductions). One process
+    group's NCCL collectives run on one stream in issue order (ProcessGroupNCCL), and the
+    simulator queues them so (``sharded_passes.unit_gather_waits``, ``schedule.prefetch_walk``):
+    a forward lasts at least its units' gathers (``prefetch_exposed_s``), the split backward
+    runs its blocks' gathers as tasks on that stream with each block's reduction
+    (``block_reduce_s``) after them, and every pass waits for the stage's last reduction
+    (``simulator._TaskGraph.link_tail``). So the gathers of every micro-batch's forward and
+    backward and the reductions of all backwards but the last lie one after another on a
+    stage's time line: a lower bound, priced as the simulator prices them. Only where the
+    blocks are gathered again for the backward (stage 3, ``fsdp_pp_mode`` None or 'regather')
+    and by unit (not DeepSpeed's per-parameter gathers, whose regathers of recomputed blocks
+    only add); zeros elsewhere."""
+    from trainsim.sharded_passes import block_reduce_s
+    from trainsim.workload.sharding import fsdp_pp_mode, fsdp_unit_gathers
+
+    p = cfg.parallel
+    out = [(0.0, 0.0)] * p.pp
+    if p.zero_stage < 3 or fsdp_pp_mode(cfg) not in (None, "regather") \
+            or p.zero3_gather == "per_parameter":
+        return out
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        units = fsdp_unit_gathers(cfg, layers, first, last)
+        if not len(layers) or len(units) != len(layers) + (first or last):
+            continue  # as gather_waits: units that do not pair with the layers one for one
+        gather = [sum(pricer.comm_time(c) for c in unit) for unit in units]
+        regather = gather[len(gather) - len(layers):]
+        g, r = out[v % p.pp]
+        out[v % p.pp] = (g + sum(gather) + sum(regather),
+                         r + sum(block_reduce_s(cfg, pricer, i) for i in layers))
+    return out
+
+
 def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
                  split: list[tuple[float, float]], zero: int
                  ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
@@ -172,4 +207,4 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
     return every, last, gathers, contention, step
 
 
-__all__ = ["after_passes", "dp_comm_time", "gather_waits"]
+__all__ = ["after_passes", "dp_comm_time", "gather_waits", "link_floor"]

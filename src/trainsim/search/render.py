@@ -24,9 +24,9 @@ def _t(x: float) -> str:
 
 
 def _label(e: Evaluation, r: SearchResult) -> str:
-    """A candidate's label, with the uneven layout its layers are placed by (where the search
-    placed them so: ``Candidate.placed_layout``), which ``simulate`` needs to reproduce it."""
-    rule = e.candidate.placed_layout(r.base)
+    """A candidate's label, with the layout its layers run by (fixed with --set, or the uneven
+    rule the search placed them by: ``Candidate.run_layout``), which ``simulate`` needs."""
+    rule = e.candidate.run_layout(r.base)
     return e.label + (f" layout={rule}" if rule else "")
 
 
@@ -120,7 +120,7 @@ def _csv_row(rank: int | str, e: Evaluation, why: Sequence[str], r: SearchResult
              ) -> dict[str, Any]:
     b, x = e.breakdown, e.exposed_comm
     return {"rank": rank, **e.candidate.to_dict(),
-            "pipeline_model_parallel_layout": e.candidate.placed_layout(r.base) or "",
+            "pipeline_model_parallel_layout": e.candidate.run_layout(r.base) or "",
             "iteration_time_s": e.iteration_time_s,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "peak_memory_bytes": e.peak_memory_bytes,
             "memory_headroom_bytes": e.memory_headroom_bytes,
