@@ -12,7 +12,8 @@ from click.testing import CliRunner
 from trainsim.cli import main
 from trainsim.errors import ConfigError
 from trainsim.search import SearchSpace, evaluate, search
-from trainsim.search.cli import _space, build_base
+from trainsim.search.cli import build_base
+from trainsim.search.cli_inputs import search_space as _space
 from trainsim.search.evaluation import Bounds, lower_bound_s
 
 TINY_MOE = {"name": "tiny-moe", "hidden_size": 1024, "num_layers": 7, "num_attention_heads": 16,

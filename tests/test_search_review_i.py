@@ -123,3 +123,72 @@ def test_a_layout_fixed_with_set_is_shown_with_each_candidate():
         console = Console(width=300, record=True)
         console.print(render_search(result))
         assert f"layout={shown}" in console.export_text()
+
+
+def _megatron(framework: str, version: str, parallel: dict):
+    raw = {"model": "llama3.2-1b", "parallel": parallel,
+           "training": {"global_batch_size": 16, "micro_batch_size": 1, "seq_length": 2048,
+                        "framework": framework, "framework_version": version},
+           "cluster": {"gpu": GPU, "num_gpus": 16, "gpus_per_node": GPN}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return run_config_from_dict(raw)
+
+
+def test_megatron_runs_the_zero_stages_its_version_has():
+    """fixg's leads: Megatron-LM before the distributed optimizer (d07d29df, 2022-06) took
+    zero_stage 1, and Megatron-FSDP's stage 3 was taken before it existed (custom_fsdp:
+    d165a854, 2025-02-26; first released in core_v0.12.0). Now the loader refuses them in
+    one line and the search offers the same stages as simulate takes."""
+    import pytest
+
+    for fw, version, stage in (("megatron-lm", "2021-06", 1), ("megatron-lm", "2024-06", 3),
+                               ("megatron-core", "0.11", 3)):
+        with pytest.raises(ConfigError, match=f"zero_stage={stage} under {fw} {version}"):
+            _megatron(fw, version, {"zero_stage": stage})
+    assert _megatron("megatron-lm", "2022-07", {"zero_stage": 1}).parallel.effective_zero_stage == 1
+    assert _megatron("megatron-lm", "2025-03", {"zero_stage": 3}).parallel.zero_stage == 3
+    assert _megatron("megatron-core", "0.12", {"zero_stage": 3}).parallel.zero_stage == 3
+    for version, stages in (("0.11", [0, 1]), ("0.12", [0, 1, 3])):
+        base = _base("llama3.2-1b", 16, 64, 4096, ("training.framework=megatron-core",
+                                                   f"training.framework_version={version}"))
+        keys = SearchSpace(max_micro_batch=1).held_by(base).memory_keys(base, 16)
+        assert sorted({k.zero for k in keys if k.dp > 1}) == stages
+
+
+def test_the_replicas_line_names_the_stages_the_search_tries():
+    """Review I finding 4: with --zero 0,2 (pytorch, dp_replicate=2) two lines were printed,
+    one saying 'stages 2, 3' though only 2 was searched; with --zero 0 the warning was followed
+    by an error naming 'stages []'. Now one line with the stages tried, and the refusal names
+    the user's --zero and the stages the framework shards at."""
+    import pytest
+
+    from trainsim.errors import TrainsimWarning
+    from trainsim.search.cli_inputs import search_space
+
+    sets = ("training.framework=pytorch", "parallel.dp_replicate=2")
+    for zero, said in (("0,2", "runs its fsdp1 engine at stages 2 only (not 0)"),
+                       (None, "runs its fsdp1 engine at stages 2, 3 only (not 0)")):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            base = build_base("llama2-7b", GPU, 16, 64, 4096, GPN, NIC, DTYPE, sets)
+            space = search_space(None, None, None, 8, 1, "none", zero, "search", base=base)
+        lines = [str(w.message) for w in seen if issubclass(w.category, TrainsimWarning)
+                 and "dp_replicate" in str(w.message)]
+        assert len(lines) == 1 and said in lines[0], lines
+        assert space.zero == ((2,) if zero else (2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        base = build_base("llama2-7b", GPU, 16, 64, 4096, GPN, NIC, DTYPE, sets)
+        with pytest.raises(ConfigError) as refused:
+            search_space(None, None, None, 8, 1, "none", "0", "search", base=base)
+    assert "searched (0)" in str(refused.value) and "2, 3 (fsdp1)" in str(refused.value)
+
+
+def test_overlap_is_read_case_insensitively_as_the_cli_reads_it():
+    """Review I finding 5 (part): the CLI's --overlap ON is 'on' (click, case_sensitive=False);
+    the service's search options go through ``search_space`` and were refused (422)."""
+    from trainsim.search.cli_inputs import search_space
+
+    assert search_space(None, None, None, 8, 1, "none", None, "ON").overlap == "on"
+    assert search_space(None, None, None, 8, 1, "none", None, "Search").overlap == "search"

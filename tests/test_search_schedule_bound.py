@@ -157,7 +157,7 @@ def test_the_megatron_bridge_deepseek_v3_search_is_not_refused():
     EP > 1: 26,991 memory groups) is under the default TRAINSIM_MAX_CANDIDATES (it was refused
     at 20,000)."""
     from trainsim.limits import DEFAULTS
-    from trainsim.search.cli import _space
+    from trainsim.search.cli_inputs import search_space as _space
 
     b = build_base("deepseek-v3", "h800-sxm-80gb", 2048, 15360, 4096, 8, 400.0, "bf16",
                    ("training.framework=megatron-bridge",))

@@ -110,9 +110,6 @@ def _common(f):
     return f
 
 
-_space = search_space  # the space of `search` and `plan`; the service builds it the same way
-
-
 @click.command("search")
 @_common
 @click.option("--gpus", required=True, help="GPU count, or several to compare: 512,1024.")
@@ -143,7 +140,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
         counts = parse_ints(gpus, "gpus") or ()
         base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps, dtype,
                           overrides)
-        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
+        space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
                        etp_, dispatcher, schedules, base)
         ref = parse_reference(reference, base, counts[0]) if reference else None
         ex = make_executor(executor, workers, ray_address)
@@ -210,7 +207,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
         base = build_base(model, gpu, gpus_per_node, gb, seq, gpus_per_node, nic_gbps, dtype,
                           overrides)
         energy = EnergyModel(gpu_idle_fraction, node_overhead, pue, grid_g)
-        space = _space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
+        space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
                        etp_, dispatcher, schedules, base)
         ex = make_executor(executor, workers, ray_address)
         with _progress("plan") as update:

@@ -170,16 +170,8 @@ def _stage_engine(given: dict[str, Any], training: dict[str, Any]) -> str | None
         engines = {e for s, e in stage_engines(profile).items() if s > 0}
         default = profile.defaults.get("data_parallel_impl")
         if default not in engines and len(engines) == 1:
+            # said in one line with the stages the search tries (fixed.sharded_for_replicas)
             engine = str(next(iter(engines)))
-            import warnings
-
-            from trainsim.errors import TrainsimWarning
-
-            stages = ", ".join(str(s) for s, e in stage_engines(profile).items() if e == engine)
-            warnings.warn(f"--set parallel.dp_replicate={replicas}: HSDP shards within each "
-                          f"replica and {profile.name}'s {default} shards nothing, so the search "
-                          f"runs its {engine} engine at stages {stages}", TrainsimWarning,
-                          stacklevel=2)
             return engine
         return None
     if "zero_stage" not in given:
@@ -264,7 +256,8 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
         if dispatcher else None
     space = SearchSpace(tp=parse_ints(tp_, "tp"), pp=parse_ints(pp_, "pp"), cp=parse_ints(cp_, "cp"),
                         max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
-                        zero=parse_ints(zero, "zero", least=0), overlap=overlap,
+                        zero=parse_ints(zero, "zero", least=0),
+                        overlap=overlap.lower() if isinstance(overlap, str) else overlap,
                         ep=parse_ints(ep_, "ep"), etp=parse_ints(etp_, "etp"), dispatcher=disp,
                         schedules=scheds)
     if base is None:

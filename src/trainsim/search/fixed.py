@@ -68,6 +68,33 @@ def narrowed(space: SearchSpace, fixed: tuple[tuple[str, object], ...]) -> Searc
     return out
 
 
+def _run_stages(base: Base) -> dict[int, str]:
+    """Every ZeRO stage the run runs, with its engine: its framework's (``catalog.defaults.
+    stage_engines``), without one the engine's own (``config.validity.zero_stages``)."""
+    from trainsim.config.validity import zero_stages
+
+    if base.framework:
+        from trainsim.catalog.defaults import stage_engines
+        from trainsim.catalog.frameworks import framework_profile
+
+        by = stage_engines(framework_profile(*base.framework))
+    else:
+        engine = base.data_parallel_impl or "megatron"
+        by = {s: engine for s in zero_stages(engine)}
+    if base.lacks("distributed_optimizer") and not base.zero1_as_stage:
+        by.pop(1, None)
+    return by
+
+
+def _sharding_stages(base: Base) -> str:
+    """The stages > 0 of :func:`_run_stages` as 'S, S (engine)'; empty where it shards at none."""
+    engines: dict[str, list[int]] = {}
+    for s, e in _run_stages(base).items():
+        if s > 0:
+            engines.setdefault(str(e), []).append(s)
+    return "; ".join(f"{', '.join(map(str, ss))} ({e})" for e, ss in engines.items())
+
+
 def sharded_for_replicas(space: SearchSpace, base: Base) -> SearchSpace:
     """``space`` with only the sharded optimizer stages where ``dp_replicate`` > 1 is fixed and
     no stage is: every HSDP form shards within a replica (FSDP's HYBRID_SHARD and
@@ -81,20 +108,35 @@ def sharded_for_replicas(space: SearchSpace, base: Base) -> SearchSpace:
             "distributed_optimizer" in f:
         return space
     impl = base.data_parallel_impl
-    tried = zeros_fit(space.zero, impl, 1, base.model.is_moe)
+    runs = base.zero_runs
+    tried = tuple(z for z in zeros_fit(space.zero, impl, 1, base.model.is_moe)
+                  if runs is None or z in runs)
     sharded = tuple(z for z in tried if z > 0)
-    if base.lacks("distributed_optimizer"):
+    if base.lacks("distributed_optimizer") and not base.zero1_as_stage:
         sharded = tuple(z for z in sharded if z != 1)
     engine = impl or "megatron"
+    asked = space.zero if space.zero is not None else (0, 1, 2, 3)  # None: --zero not given
+    given = ", ".join(map(str, asked))
     if not sharded:
+        where = _sharding_stages(base)
         raise ConfigError(
             f"--set parallel.dp_replicate={replicas} needs a sharded state (HSDP shards within "
-            f"each replica) but the search's stages {list(tried)} under {engine} shard none; "
-            "fix one with --set parallel.zero_stage=N (a stage the framework shards at)")
-    if sharded != tried:
-        warnings.warn(f"--set parallel.dp_replicate={replicas}: HSDP shards within each replica,"
-                      f" so the search tries {engine}'s sharded stages "
-                      f"{', '.join(map(str, sharded))} only (not "
-                      f"{', '.join(str(z) for z in tried if z not in sharded)})",
-                      TrainsimWarning, stacklevel=2)
+            f"each replica) but the ZeRO stages searched ({given}) run none under "
+            f"{base.training.framework or engine}, which shards at "
+            f"{where or 'no stage'}; search one of those (--zero) or fix one with "
+            "--set parallel.zero_stage=N")
+    if sharded != asked:  # one line: the engine the search runs and the stages it tries
+        from trainsim.search.rules import profile_value
+
+        t = base.training
+        default = profile_value(t.framework, t.framework_version, "data_parallel_impl") \
+            if t.framework else None
+        runs_any = _run_stages(base)  # the stages left out that the framework runs at all
+        dropped = ", ".join(str(z) for z in asked if z not in sharded and z in runs_any)
+        switched = bool(default) and default != engine
+        how = (f" and {t.framework}'s {default} shards nothing, so the search runs its {engine} "
+               "engine at stages" if switched else f", so the search tries {engine}'s sharded stages")
+        warnings.warn(f"--set parallel.dp_replicate={replicas}: HSDP shards within each replica"
+                      f"{how} {', '.join(map(str, sharded))}"
+                      + (f" only (not {dropped})" if dropped else ""), TrainsimWarning, stacklevel=2)
     return dataclasses.replace(space, zero=sharded)
