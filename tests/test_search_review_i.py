@@ -192,3 +192,31 @@ def test_overlap_is_read_case_insensitively_as_the_cli_reads_it():
 
     assert search_space(None, None, None, 8, 1, "none", None, "ON").overlap == "on"
     assert search_space(None, None, None, 8, 1, "none", None, "Search").overlap == "search"
+
+
+def test_the_memory_check_refuses_by_the_tasks_the_simulator_runs(monkeypatch):
+    """Review I finding 10: a group was refused when its full iteration's tasks were over
+    TRAINSIM_MAX_TASKS, though the simulator runs only the steady-state shortcut's truncated
+    iterations (and checks those): a long ZeRO-3 run was dropped that simulates."""
+    import sys
+
+    sys.path.insert(0, "tests")
+    from helpers import make_base
+
+    from trainsim import steady_state
+    from trainsim.limits import simulation_tasks
+    from trainsim.search import MemoryKey
+    from trainsim.search.memory_check import check_memory
+
+    base = make_base("gpt-22b", gpus=16, batch=256)
+    key = MemoryKey(16, 4, 1, 2, 1, 1, "none", False, 3)
+    cfg = Candidate(key).to_config(base)
+    short, full = steady_state.simulated_tasks(cfg), simulation_tasks(cfg)
+    assert short < full
+    monkeypatch.setenv("TRAINSIM_MAX_TASKS", repr((short + full) / 2))
+    assert check_memory(key, base, cfg) is not None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert evaluate(Candidate(key), base).iteration_time_s > 0  # the simulator runs it
+    monkeypatch.setenv("TRAINSIM_MAX_TASKS", repr(short / 2))
+    assert check_memory(key, base, cfg) is None

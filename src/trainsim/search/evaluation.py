@@ -17,7 +17,13 @@ from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
 from trainsim.pricing import shared
-from trainsim.search.layout_costs import after_passes, dp_comm_time, gather_waits, link_floor
+from trainsim.search.layout_costs import (
+    BoundShape,
+    after_passes,
+    dp_comm_time,
+    gather_waits,
+    link_floor,
+)
 from trainsim.search.space import Base, Candidate, MemoryKey, drop_parallels
 from trainsim.simulator import simulate
 from trainsim.workload.ops import Gemm
@@ -96,8 +102,8 @@ class Bounds:
     def __init__(self, base: Base) -> None:
         self.base = base
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
-        self._shapes: dict[MemoryKey, _Shape] = {}
-        self._shapes_of: dict[tuple, _Shape] = {}
+        self._shapes: dict[MemoryKey, BoundShape] = {}
+        self._shapes_of: dict[tuple, BoundShape] = {}
         self._pricers: dict[tuple, Any] = {}
         self._layouts: dict[tuple, tuple] = {}
         self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
@@ -301,7 +307,7 @@ class Bounds:
             hit = self._pricers[key] = Pricer(cfg)
         return hit
 
-    def _shape(self, key: MemoryKey) -> _Shape:
+    def _shape(self, key: MemoryKey) -> BoundShape:
         hit = self._shapes.get(key)
         if hit is None:
             # the same for every recompute mode and dispatcher: _shape_of reads the schedule,
@@ -322,14 +328,14 @@ class Bounds:
         are, while the workers simulate, rather than before the first simulation starts)."""
         self.configs[key] = cfg
 
-    def _shape_of(self, cfg: Any) -> _Shape:
+    def _shape_of(self, cfg: Any) -> BoundShape:
         p, m = cfg.parallel, cfg.num_microbatches
         ranges = tuple(cfg.virtual_stage_layers())
         unit_floor, tails, scatter, once, waits, links = self._layout_costs(cfg, ranges)
         # ZeRO-3 / FSDP reduce-scatters every micro-batch's gradients but the last's, or with
         # FSDP2's no-sync under pipelining (``fsdp_pp_unsharded``) once per chunk and step
         reps = 1 if once else max(0, m - 1)
-        return _Shape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
+        return BoundShape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
                       m, p.pp, p.vpp, ranges,
                       self._kinds_of(ranges),
                       max(max((reps * f for f in unit_floor), default=0.0),
@@ -398,30 +404,6 @@ class Bounds:
         links = link_floor(cfg, pricer, ranges) if per_unit and not once else [(0.0, 0.0)] * p.pp
         hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits, links)
         return hit
-
-
-@dataclass(frozen=True)
-class _Shape:
-    """What the pipeline bound takes from a memory group's config (the same for all its
-    overlap variants)."""
-
-    paired: bool
-    """DualPipe's pairs hide the communication the passes priced alone expose: compute only."""
-    schedule: str | None
-    m: int
-    pp: int
-    vpp: int
-    ranges: tuple[range, ...]
-    kinds: tuple[tuple[int, int], ...]
-    """(dense, routed-expert) layers of each virtual stage."""
-    floor: float
-    """ZeRO-3's gradient reduce-scatters, one after another on the data-parallel stream."""
-    tails: dict[tuple[bool, bool], list[float]]
-    """Per stage, after its last pass, by (overlap_grad_reduce, overlap_param_gather)."""
-    contention: list[float]
-    waits: list[float]
-    """Per stage, its passes' least waits for ZeRO-3 / FSDP unit gathers, every micro-batch's
-    (``layout_costs.gather_waits``)."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,30 @@ class _Layout:
     share: float
 
 
+@dataclass(frozen=True)
+class BoundShape:
+    """What the search's pipeline bound (``search.evaluation.Bounds``) takes from a memory
+    group's config (the same for all its overlap variants)."""
+
+    paired: bool
+    """DualPipe's pairs hide the communication the passes priced alone expose: compute only."""
+    schedule: str | None
+    m: int
+    pp: int
+    vpp: int
+    ranges: tuple[range, ...]
+    kinds: tuple[tuple[int, int], ...]
+    """(dense, routed-expert) layers of each virtual stage."""
+    floor: float
+    """ZeRO-3's gradient reduce-scatters, one after another on the data-parallel stream."""
+    tails: dict[tuple[bool, bool], list[float]]
+    """Per stage, after its last pass, by (overlap_grad_reduce, overlap_param_gather)."""
+    contention: list[float]
+    waits: list[float]
+    """Per stage, its passes' least waits for ZeRO-3 / FSDP unit gathers, every micro-batch's
+    (``layout_costs.gather_waits``)."""
+
+
 def dp_comm_time(pricer: Any, cfg: Any, name: str, kind: str, size: float,
                  group: str) -> float:
     """Seconds of one data-parallel collective as the simulator issues it on the stage's
@@ -207,4 +231,4 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
     return every, last, gathers, contention, step
 
 
-__all__ = ["after_passes", "dp_comm_time", "gather_waits", "link_floor"]
+__all__ = ["BoundShape", "after_passes", "dp_comm_time", "gather_waits", "link_floor"]

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainsim import steady_state
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
-from trainsim.limits import limit, simulation_tasks
+from trainsim.limits import limit
 from trainsim.memo import stage_memory
 from trainsim.search.space import Base, Candidate, MemoryKey
 
@@ -33,7 +34,9 @@ def check_memory(key: MemoryKey, base: Base, cfg: RunConfig | None = None
             cfg = Candidate(key).to_config(base)
         except ConfigError:
             return None
-    if simulation_tasks(cfg) > limit("TRAINSIM_MAX_TASKS"):
+    # the tasks the simulator runs (the steady-state shortcut's truncated runs where it
+    # applies: ``simulator.simulate``'s own check), not the full iteration's
+    if steady_state.simulated_tasks(cfg) > limit("TRAINSIM_MAX_TASKS"):
         return None
     hbm = cfg.cluster.gpu.hbm_bytes
     pp = cfg.parallel.pp
