@@ -194,7 +194,11 @@ def fsdp_pp_mode(cfg: RunConfig) -> str | None:
     reduce-scattered after each chunk's last backward), ``"sync_every"``
     (``fsdp_pp_sync_every_microbatch``: NeMo Automodel, not resharded after the forward, every
     backward reduce-scatters and waits for its reductions), ``"regather"`` (neither: resharded
-    after each pass, gathered again before the backward); None without pipelining or without
+    after each pass, gathered again before the backward: Megatron-FSDP's optim_grads_params at
+    core_v0.12.0-core_v0.19.0, whose pre-forward, post-forward and pre-backward hooks gather,
+    release and gather each unit every micro-batch and whose ``grad_reduce_every_bprop``
+    reduce-scatters after every backward; its ``microbatch_count == 0`` gates only HSDP's
+    outer-group gather, tests/test_megatron_fsdp_pp.py); None without pipelining or without
     sharded parameters (zero stage below 3, or 2 under anything but torch's fully_shard:
     ``fsdp2_copies.applies``). fully_shard at zero 2 (reshard_after_forward False) runs the same
     no-sync under pipelining: torchtitan's zero 3 keeps its units gathered under PP anyway.
