@@ -84,8 +84,11 @@ def test_fsdp_reduce_scatter_then_replica_all_reduce_bytes():
     n_rs = sum(x.startswith("ZeRO-3 grad reduce-scatter") and "HSDP" not in x for x in labels)
     n_ar = sum("HSDP all-reduce over 4 replicas" in x for x in labels)
     assert n_rs == n_ar > 0
-    (size,) = rs  # the backward's equal parts: together the stage's gradients, 2 bytes each
-    assert n_rs * size == pytest.approx(2 * STAGE_ELEMENTS)
+    # each block's own gradients, 2 bytes each, the root unit's (embedding and output layer,
+    # ``rank_grad_elements``: its final norm's 4,096 left out) with the last block's
+    layer, ends = 202_383_360, 262_144_000
+    assert rs == {2 * layer, 2 * (layer + ends)}  # a backward's two: the stage's gradients
+    assert 2 * layer + 2 * (layer + ends) == 2 * (STAGE_ELEMENTS - 4_096)
     assert not [op for op in _comms(cfg(1)) if op.group == "dp_rep"]
 
 
@@ -272,3 +275,28 @@ def test_replica_all_reduce_holds_the_gathers_links_only_when_both_groups_cross_
         own, theirs = pricer.comm_time(op), pricer.comm_time(replicas)
         assert theirs > 0
         assert block_reduce_s(c, pricer, 0) == pytest.approx(own + theirs * counted)
+
+
+def test_replica_all_reduce_runs_on_its_own_stream_unless_on_the_gathers_links():
+    """Review finding (fms2402a-13b-a100-128-b1): every collective was a task on the one
+    data-parallel stream, so a block's NVLink gather waited behind the inter-node replica
+    all-reduce issued before it. FSDP1 ``_reduce_grad`` runs that all-reduce on
+    ``_all_reduce_stream`` over ``_inter_node_pg``, FSDP2 ``foreach_reduce`` on
+    ``all_reduce_stream`` over the replicate group: a stream of its own, beside the gathers,
+    where the sharding group stays in the node (16 GPUs, replicas of 8); where both groups
+    cross the NICs (32 GPUs, replicas of 16) it shares the gathers' links, in issue order."""
+    from trainsim.engine import run
+    from trainsim.simulator import build_graph
+
+    for num_gpus, stream in ((16, "dp_rep"), (32, "dp")):
+        c = cfg(2, num_gpus)
+        g = build_graph(c, Pricer(c, {"dp": 0.0, "pp": 0.0, "ep": 0.0}))
+        replicas = [i for i, t in enumerate(g.tasks) if "HSDP all-reduce" in t.label]
+        gathers = [i for i, t in enumerate(g.tasks) if t.label.startswith("FSDP all-gather")]
+        assert replicas and gathers
+        assert {g.tasks[i].stream for i in replicas} == {(0, stream)}
+        assert {g.tasks[i].stream for i in gathers} == {(0, "dp")}
+        if stream == "dp_rep":  # no gather starts when a replica all-reduce it did not need ends
+            tl = run(g.tasks)
+            ends = {tl.end_s[i] for i in replicas}
+            assert not any(tl.start_s[i] in ends for i in gathers)

@@ -27,7 +27,7 @@ from trainsim.chunks import chunks
 from trainsim.config import RunConfig
 from trainsim.ep_pairs import chunk_exposed, own_segments, with_exposed
 from trainsim.pricing import Pricer, interned
-from trainsim.sharded_passes import blocking_gathers, unit_gather_waits
+from trainsim.sharded_passes import blocking_gathers, unit_gather_passes
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import shard_of
 
@@ -46,6 +46,7 @@ class LonePasses(NamedTuple):
     chunks: dict  # the chunks they come from (the last micro-batch's split backward reads them)
     first: dict  # first forwards led by their parameter wait (virtual stage -> spec)
     work: dict  # (forward, backward) passes, with their ZeRO-3 / FSDP gathers
+    blocks: dict  # virtual stage -> its backward's block gathers (``unit_gather_passes``)
 
 
 def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
@@ -67,22 +68,23 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
         pricer = Pricer(alone_cfg)
         alone = chunks(alone_cfg, pricer, shard_of(alone_cfg), graph.layer_source)
         work = {v: (ch.fwd, ch.bwd) for v, ch in alone.items()}
+        blocks: dict = {}  # the split backward's block gathers (``unit_gather_passes``)
         once: dict = {}  # under gather_once: every chunk's first forward, led by its gathers
         if graph.fsdp:  # the same gathers as the paired passes (side streams counted there)
-            gathers = blocking_gathers if p.zero3_gather == "per_parameter" else \
-                unit_gather_waits
-            work = gathers(alone_cfg, pricer, alone, [0.0] * graph.pp,
-                           *(() if gathers is blocking_gathers else (graph.block_gathers,)))
+            work, blocks = (blocking_gathers(alone_cfg, pricer, alone, [0.0] * graph.pp), {}) \
+                if p.zero3_gather == "per_parameter" else \
+                unit_gather_passes(alone_cfg, pricer, alone, [0.0] * graph.pp)
             if graph.gather_once:  # as the paired passes: only the first forward gathers
                 once = {v: fwd for v, (fwd, _) in work.items()}
                 work = {v: (alone[v].fwd, bwd) for v, (_, bwd) in work.items()}
-        hit = memo["lone_chunks"] = (alone, work, once)
-    alone, work, once = hit
+        hit = memo["lone_chunks"] = (alone, work, once, blocks)
+    alone, work, once, blocks = hit
     firsts = once or {v: wait + work[v][0] for v, wait in first_wait.items()}
     return LonePasses(
         [graph._pass_spec(v % graph.pp, work[v][0], v < last_v) for v in alone],
         [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
-        {v: graph._pass_spec(v % graph.pp, fwd, v < last_v) for v, fwd in firsts.items()}, work)
+        {v: graph._pass_spec(v % graph.pp, fwd, v < last_v) for v, fwd in firsts.items()}, work,
+        blocks)
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

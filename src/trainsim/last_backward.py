@@ -13,7 +13,7 @@ from trainsim.chunks import concat
 from trainsim.pricing import COMPUTE, DP, Priced, interned
 from trainsim.sharded_passes import GATHER_WAIT, grad_reduce, on_gather_links
 from trainsim.workload.ddp_buckets import ddp_buckets
-from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count
+from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count, rank_grad_elements
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
@@ -50,6 +50,7 @@ class SplitBackwardTasks:
     last_bwd: dict[int, list[int]]
     lone: LonePasses | None
     _splits: dict[tuple[int, int], list[Priced]]
+    _memo: dict
 
     if TYPE_CHECKING:
         def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int],
@@ -72,17 +73,39 @@ class SplitBackwardTasks:
         stream = "pp" if self.sends_overlap else "compute"
         return self.add((s, stream), self.send, [i], f"send grad mb{mb}")
 
-    def _reduce_scatter(self, s: int, after: int, mb: int, part: tuple[int, int] = (0, 1)
-                        ) -> None:
-        """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: the
-        share of one layer's unit in a split backward)."""
+    def _part_elements(self, v: int, n: int) -> list[dict[str, float]]:
+        """The gradient elements of each of the ``n`` parts of virtual stage ``v``'s split
+        backward, per group (``dp_cp``, ``edp``), as ``block_reduce_s`` prices a block's
+        reduction: part k holds the k-th block from the end (``rank_grad_elements``); the
+        root unit's parameters (embedding, head) are reduced with the last part, FSDP's root
+        post-backward; one part (a chunk without blocks, or gathered once): the whole chunk."""
+        key = ("part_elements", v, n)
+        hit = self._memo.get(key)
+        if hit is None:
+            ranges = self.cfg.virtual_stage_layers()
+            layers = list(ranges[v])[::-1]
+            first, last = v == 0, v == len(ranges) - 1
+            units, share = ([([i], False) for i in layers[:-1]] + [([layers[-1]], True)], 1) \
+                if n == len(layers) else ([(layers, True)] * n, n)  # else the chunk's share
+            hit = []
+            for unit, root in units:
+                (dense, _), (experts, _) = rank_grad_elements(self.cfg, unit, first and root,
+                                                              last and root)
+                hit.append({"dp_cp": dense / share, "edp": experts / share})
+            self._memo[key] = hit
+        return hit
+
+    def _reduce_scatter(self, s: int, after: int, mb: int, v: int,
+                        part: tuple[int, int] = (0, 1)) -> None:
+        """ZeRO-3 gradients, reduce-scattered after every backward pass (``part`` k of n: one
+        block's unit in a split backward of virtual stage ``v``, ``_part_elements``)."""
         k, n = part
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
+        elements = self._part_elements(v, n)[k]
         for params, group, size in self.groups[s]:
-            if size > 1 and params > 0:
-                op = grad_reduce(self.cfg, params / self.vpp / n, group,
-                                 width=self.fsdp_grad_bytes)
+            if size > 1 and params > 0 and elements[group] > 0:
+                op = grad_reduce(self.cfg, elements[group], group, width=self.fsdp_grad_bytes)
                 own, i = self.collective(s, op.name, op.kind, op.bytes, group, [after],
                                          f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} "
                                          f"mb{mb}" + (f" part{k}" if n > 1 else ""))
@@ -102,14 +125,14 @@ class SplitBackwardTasks:
         per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
         the reductions run under the layers still to go and only the last one is exposed."""
         # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
-        ch, work = (self.lone.chunks[v], self.lone.work[v][1]) if self.lone and alone else \
-            (self.chunks[v], self.work[v][1])
+        ch, work, blocks = (self.lone.chunks[v], self.lone.work[v][1], self.lone.blocks) \
+            if self.lone and alone else (self.chunks[v], self.work[v][1], self.block_gathers)
         lead, trail = _around(work, ch.bwd)
         layers = list(ch.bwd_layers) or [interned(())]
         # each regathered block's all-gather as a task on the sharding group's stream, issued
         # when the block before it starts (one ahead), queued there with the reductions in
-        # issue order, in place of the pass's wait (``sharded_passes.unit_gather_waits``)
-        gathers = self.block_gathers.get(id(work))
+        # issue order, in place of the pass's wait (``sharded_passes.unit_gather_passes``)
+        gathers = blocks.get(v)
         if gathers is not None and (len(gathers) != len(layers) or self.gather_once):
             gathers = None
         if gathers is not None:
@@ -140,7 +163,7 @@ class SplitBackwardTasks:
                                 + ([got[k]] if gathers is not None else []),
                                 f"B {name} c{chunk} part{k}"))
             n = len(self.fsdp_reduce[s])
-            self._reduce_scatter(s, ids[-1], mb, (k, len(parts)))
+            self._reduce_scatter(s, ids[-1], mb, v, (k, len(parts)))
             before, reduced = reduced, self.fsdp_reduce[s][n:]
         if self.sync_every_mb and mb < self.m - 1:  # finalize_backward's wait
             return self.add((s, "compute"), 0.0, [ids[-1], *self.fsdp_reduce[s][first:]],

@@ -40,6 +40,11 @@ from trainsim.workload.shard import shard_of
 
 COMPUTE, TP, CP, EP, PP, DP, OPT = ("compute", "tp_comm", "cp_comm", "ep_comm", "pp_comm",
                                      "dp_comm", "optimizer")
+DP_STREAMS = ("dp", "dp_rep", "edp")
+"""A stage's data-parallel streams in the task graph: the sharding (or data-parallel) group's
+one NCCL stream, and under ZeRO-3 / FSDP those of reductions over process groups of their own
+that run beside it (HSDP's replicas: FSDP1 ``_all_reduce_stream``, FSDP2 ``all_reduce_stream``;
+the experts' data-parallel group), each holding a collective's SMs (``sm_share['dp']``)."""
 HOST = "host"  # the GPU waiting for the host to launch (compute.host); reported in other_s
 COMM_SMS = 16
 """SMs a collective occupies while it runs beside compute: NCCL runs one thread block per

@@ -32,8 +32,14 @@ GATHER_WAIT = "FSDP unit all-gathers"
 
 
 def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
-                      side_s: list[float], gathers: dict[int, list[float]] | None = None
-                      ) -> dict[int, tuple[Priced, Priced]]:
+                      side_s: list[float]) -> dict[int, tuple[Priced, Priced]]:
+    """:func:`unit_gather_passes`' passes."""
+    return unit_gather_passes(cfg, pricer, chunks, side_s)[0]
+
+
+def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
+                       side_s: list[float]
+                       ) -> tuple[dict[int, tuple[Priced, Priced]], dict[int, list[float]]]:
     """(forward, backward) pass of each virtual stage led by its wait for its FSDP units'
     parameters, each unit gathered one ahead of its compute (``workload.schedule.
     prefetch_exposed_s``). The root unit stays gathered through the backward (FSDP does not
@@ -44,10 +50,12 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     collectives (``workload.fsdp2_copies``) run on the compute stream: each gathered unit's
     copy-out before the pass that gathered it, the gradients' copy-in after each backward (on
     the reduce-scatter stream, ``side_s``, before torch's 2024-06 change that profile line
-    ``fsdp2_reduce_scatter_wait`` marks). ``gathers``, by id of a backward pass that
+    ``fsdp2_reduce_scatter_wait`` marks). Alongside, by virtual stage whose backward pass
     regathers its blocks: each block's gather seconds in compute order, which the task graph's
     split pass runs as tasks of their own in place of the pass's wait."""
     out: dict[int, tuple[Priced, Priced]] = {}
+    gathers: dict[int, list[float]] = {}
+    walks: dict[int, tuple[list[float], list[float], list[float]]] = {}  # backward walks
     fsdp2 = fsdp2_copies.applies(cfg)
     copy_in_on_compute = rs_wait = profile_supports(cfg, "fsdp2_reduce_scatter_wait")
     pp, vpp = cfg.parallel.pp, cfg.parallel.vpp
@@ -87,8 +95,10 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             redo = cfg.recomputed_layers
             blocks = [g + sum(pricer.comm_time(c) for c in zero3_regathers(cfg, i))
                       if i in redo else g for g, i in zip(blocks, reversed(list(layers)))]
-        # each block's gradient reduction, issued as its backward ends, on the gathers' links
-        reduce = [block_reduce_s(cfg, pricer, i) for i in reversed(list(layers))] \
+        # each block's gradient reduction, issued as its backward ends, on the gathers' links;
+        # the root unit's (embedding, head) with the last, FSDP's root post-backward
+        reduce = [block_reduce_s(cfg, pricer, i, first and i == layers[0],
+                                 last and i == layers[0]) for i in reversed(list(layers))] \
             if blocks else []
         back = [part.duration_s for part in ch.bwd_layers]
         if back:  # a chunk without layers gathers no block for its backward
@@ -98,10 +108,8 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
         share = pricer.sm_share["dp"]
         exposed = prefetch_exposed_s(gather, compute)
         fwd = exposed + (sum(gather) - exposed) * share
-        exposed = backward_wait_s(blocks, back, reduce, rs_wait) if blocks else 0.0
-        # a wait behind the reductions is no hidden gather: no share for it
-        bwd = exposed + max(0.0, sum(blocks) - exposed) * share
-        wait = interned(((DP, bwd, GATHER_WAIT),))
+        walks[v] = (blocks, back, reduce)
+        wait = interned(())  # after the gather wait (below, once ``side_s`` is complete)
         lead = interned(((DP, fwd, GATHER_WAIT),))
         if fsdp2:
             lead = lead + pricer.price(fsdp2_copies.copy_out(units))
@@ -132,9 +140,20 @@ def unit_gather_waits(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             wait = wait + pricer.price(fsdp2_unsharded_grad_accumulation(cfg, layers, first,
                                                                          last))
         out[v] = (lead + ch.fwd, wait + ch.bwd)
-        if gathers is not None and blocks:
-            gathers[id(out[v][1])] = blocks
-    return out
+    share = pricer.sm_share["dp"]
+    for v, (blocks, back, reduce) in walks.items():
+        if not blocks:
+            out[v] = (out[v][0], interned(((DP, 0.0, GATHER_WAIT),)) + out[v][1])
+            continue
+        # the reduce stream's work before each reduction (``side_s``: FSDP1's casts,
+        # DeepSpeed's bucket pass), as the task graph queues it with the reductions
+        prep = side_s[v % pp] / len(blocks)
+        exposed = backward_wait_s(blocks, back, [r + prep for r in reduce], rs_wait)
+        # a wait behind the reductions is no hidden gather: no share for it
+        bwd = exposed + max(0.0, sum(blocks) - exposed) * share
+        out[v] = (out[v][0], interned(((DP, bwd, GATHER_WAIT),)) + out[v][1])
+        gathers[v] = blocks
+    return out, gathers
 
 
 def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: list[float],
@@ -142,7 +161,7 @@ def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: lis
     """What a backward pass waits for its units' gathers (``prefetch_exposed_s``) when each
     unit's gradient reduction, issued as its compute ends, holds the same links before the
     gathers issued after it: the pass as one piece (its priced total). The task graph's split
-    backward runs the gathers themselves as tasks instead (``unit_gather_waits``' ``gathers``,
+    backward runs the gathers themselves as tasks instead (``unit_gather_passes``' blocks,
     ``last_backward``), which is the walk; here the pass ends, for what follows, when its last
     reduction does, and the wait makes that end the end of the links' queue
     (``prefetch_walk``, the last reduction included): the end with no wait shifts by it. Never less than without the reductions. ``rs_wait``: a unit's
@@ -159,7 +178,8 @@ def backward_wait_s(gather_s: list[float], compute_s: list[float], reduce_s: lis
     return max(alone, queue_end - max(end, done))
 
 
-def block_reduce_s(cfg: RunConfig, pricer: Pricer, layer: int) -> float:
+def block_reduce_s(cfg: RunConfig, pricer: Pricer, layer: int, first: bool = False,
+                   last: bool = False) -> float:
     """Seconds of the gradient reduction of block ``layer``'s unit after its backward (FSDP's
     post-backward reduce-scatter, DeepSpeed's reduce bucket with overlap_comm: the block's share
     of it) that hold the parameter gathers' links: its dense gradients over the sharding group
@@ -170,8 +190,10 @@ def block_reduce_s(cfg: RunConfig, pricer: Pricer, layer: int) -> float:
     dimension) run over process groups of their own, concurrently, but where that group leaves
     the node its traffic crosses the same NICs as the gathers (the walk counts the experts'
     gathers already): the experts' reduction counts then, and HSDP's replica all-reduce where
-    the sharding group spans nodes as well (inside one node the gathers ride NVLink)."""
-    (dense, _), (experts, _) = rank_grad_elements(cfg, [layer], False, False)
+    the sharding group spans nodes as well (inside one node the gathers ride NVLink).
+    ``first`` / ``last``: with the root unit's parameters (embedding, head) of the first /
+    last virtual stage, reduced with the last block of the backward (the root's post-backward)."""
+    (dense, _), (experts, _) = rank_grad_elements(cfg, [layer], first, last)
     if cfg.shard_ranks <= 1:
         return 0.0
     out = 0.0

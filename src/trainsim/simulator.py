@@ -27,10 +27,15 @@ from trainsim.optimizer_tasks import (  # noqa: F401 - BEFORE, AFTER, LAMB_NORMS
     LAMB_NORMS_PER_LAYER,
     OptimizerTasks,
 )
-from trainsim.pricing import COMPUTE, DP, PP, Priced, Pricer, interned
+from trainsim.pricing import COMPUTE, DP, DP_STREAMS, PP, Priced, Pricer, interned
 from trainsim.result import Result
 from trainsim.schedule_steps import in_steps
-from trainsim.sharded_passes import blocking_gathers, replica_reduce, unit_gather_waits
+from trainsim.sharded_passes import (
+    blocking_gathers,
+    on_gather_links,
+    replica_reduce,
+    unit_gather_passes,
+)
 from trainsim.summary import (  # noqa: F401 - re-exported: summaries lived here
     TIE,
     Summary,
@@ -167,13 +172,14 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         # ZeRO-3 / FSDP: each virtual stage's (forward, backward) pass with its parameter gathers
         # what runs on the reduce-scatter's stream before it (FSDP1 casts, DeepSpeed's bucket)
         self.side_s = shared.setdefault("side_s", [0.0] * self.pp)
-        # the split backward's block gathers, by id of its pass (``unit_gather_waits``)
-        self.block_gathers: dict[int, list[float]] = shared.setdefault("block_gathers", {})
         if self.fsdp and "gathered" not in shared:
-            shared["gathered"] = blocking_gathers(cfg, pricer, self.chunks, self.side_s) \
+            shared["gathered"] = (blocking_gathers(cfg, pricer, self.chunks, self.side_s), {}) \
                 if p.zero3_gather == "per_parameter" else \
-                unit_gather_waits(cfg, pricer, self.chunks, self.side_s, self.block_gathers)
-        self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"] if self.fsdp else {}
+                unit_gather_passes(cfg, pricer, self.chunks, self.side_s)
+        self.gathered: dict[int, tuple[Priced, Priced]] = shared["gathered"][0] \
+            if self.fsdp else {}
+        # the split backward's block gathers, by virtual stage (``unit_gather_passes``)
+        self.block_gathers: dict[int, list[float]] = shared["gathered"][1] if self.fsdp else {}
         # (forward, backward) pass of each virtual stage
         self.work = {v: self.gathered.get(v) or (ch.fwd, ch.bwd) for v, ch in self.chunks.items()}
         if self.gather_once:  # the gathers lead each chunk's first forward (``pass_specs``)
@@ -184,7 +190,7 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         # a collective on a side stream holds SMs the stage's compute stream then lacks
         slows = self._slows.get(stream)
         if slows is None:
-            share = self.pricer.sm_share.get(stream[1])
+            share = self.pricer.sm_share.get("dp" if stream[1] in DP_STREAMS else stream[1])
             slows = self._slows[stream] = (None if share is None else
                                            ((stream[0], "compute"), share), )
         self.tags.append(self.tag)
@@ -214,13 +220,25 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         if t is None:
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
-        i = self.add((s, "dp"), t, deps, label, DP)
+        i = self.add((s, self.reduce_stream(group)), t, deps, label, DP)
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]
         if replicas is None:
             return i, i
-        return i, self.comm(s, replicas.name, replicas.kind, replicas.bytes, replicas.group,
-                            [i], f"{label} + HSDP all-reduce over {self.p.dp_replicate} "
-                            "replicas", count)
+        return i, self.collective(s, replicas.name, replicas.kind, replicas.bytes,
+                                  replicas.group, [i], f"{label} + HSDP all-reduce over "
+                                  f"{self.p.dp_replicate} replicas", count)[1]
+
+    def reduce_stream(self, group: str) -> str:
+        """The stream of a collective over ``group``: the data-parallel one, but under ZeRO-3 /
+        FSDP a reduction over a process group other than the sharding group's (HSDP's replicas,
+        FSDP1 ``_reduce_grad`` on ``_all_reduce_stream`` over ``_inter_node_pg``, FSDP2
+        ``foreach_reduce`` on ``all_reduce_stream``; the experts' data-parallel group) runs on
+        a stream of its own, beside the gathers, unless it crosses their links
+        (``on_gather_links``: then it holds them in issue order, as the walk counts it)."""
+        if not self.fsdp or group not in ("dp_rep", "edp") or \
+                on_gather_links(self.pricer, group):
+            return "dp"
+        return group
 
     def fixed_buckets(self, params: float) -> int:
         """Collectives that carry ``params`` parameters under fixed-size buckets (Apex

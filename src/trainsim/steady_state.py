@@ -48,7 +48,7 @@ from trainsim.config import RunConfig
 from trainsim.engine import Timeline, run
 from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_state_s, period_s
 from trainsim.limits import limit, pass_tasks, simulation_tasks
-from trainsim.pricing import Pricer
+from trainsim.pricing import DP_STREAMS, Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
@@ -295,7 +295,7 @@ def _one_run_summary(cfg: RunConfig, tl: Timeline, ends: list[int], tot: tuple,
     queue = tl.queues.get((stage, "compute"), [])
     i1, i2 = bounds.get((stage, "compute"), (0, 0))
     per = dict.fromkeys(sums, 0.0)
-    dp_side = (stage, "dp") in tl.queues
+    dp_side = any((stage, kind) in tl.queues for kind in DP_STREAMS)
     add_compute(tl, queue[i1:i2], tl.end_s[queue[i1 - 1]] if i1 else origin[stage], per, dp_side)
     out = {key: value + k * per.get(key, 0.0) for key, value in sums.items()}
     out["_tail"], out["_end"] = sums["_tail"], sums["_end"] + k * period

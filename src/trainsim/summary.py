@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline
-from trainsim.pricing import COMPUTE, CP, DP, EP, OPT, PP, TP
+from trainsim.pricing import COMPUTE, CP, DP, DP_STREAMS, EP, OPT, PP, TP
 
 
 @dataclass
@@ -31,7 +31,7 @@ def stage_sums(tl: Timeline, ends: list[int], origin: list[float],
     communication, else '_bubble'), '_tail' (its last task's end past its last compute task)
     and '_end' (that end less the stage's origin)."""
     streams = tl.queues or _queues(tl.tasks)
-    dp_side = {stage for stage, kind in streams if kind == "dp"}
+    dp_side = {stage for stage, kind in streams if kind in DP_STREAMS}
     out = {s: {COMPUTE: 0.0, TP: 0.0, CP: 0.0, EP: 0.0, PP: 0.0, DP: 0.0, OPT: 0.0,
                "_bubble": 0.0} for s in stages}
     prev_end = {s: add_compute(tl, streams.get((s, "compute"), ()), origin[s], out[s],
@@ -54,7 +54,8 @@ def add_compute(tl: Timeline, queue: list[int] | tuple, prev_end: float,
         gap = start[i] - prev_end
         if gap > 0:
             waited_on = max(t.deps, key=lambda d: end[d], default=None)
-            if waited_on is not None and tasks[waited_on].stream == (t.stream[0], "dp"):
+            if waited_on is not None and tasks[waited_on].stream[0] == t.stream[0] and \
+                    tasks[waited_on].stream[1] in DP_STREAMS:
                 cats[DP] += gap
             else:
                 cats["_bubble"] += gap

@@ -106,7 +106,8 @@ def _task_color(stream: str, label: str) -> str:
         if "optimizer" in label:
             return "#c44e52"
         return "#8172b3"
-    return {"dp": "#dd8452", "pp": "#8172b3"}.get(stream, "#937860")
+    return {"dp": "#dd8452", "dp_rep": "#dd8452", "edp": "#dd8452", "pp": "#8172b3"}.get(
+        stream, "#937860")
 
 
 def plot_timeline(result: Result, path: str | Path, title: str | None = None) -> Path:
