@@ -8,10 +8,14 @@ accepts and the source that explains it):
 
 - ``floor_flops``: iteration time >= model FLOPs / (GPUs x peak FLOP/s of the dtype) / MFU_CEILING
   (no run reaches more than MFU_CEILING of the datasheet peak).
-- ``floor_dp``: iteration time >= the bytes each GPU must send over its NIC for the gradient
-  reduction when its data-parallel group spans nodes: a reduce-scatter (or the first half of a
-  ring all-reduce) sends (dp-1)/dp of the gradient shard; with in-network reduction (SHARP) a
-  GPU still sends its whole shard once, so (dp-1)/dp x gradient bytes is a floor either way.
+- ``floor_dp``: iteration time >= the bytes a node must send over its NICs for the gradient
+  reduction when the data-parallel group spans nodes. NCCL runs one ring channel per rail, so
+  a node's k members of the group (``group_span``) send over k NICs together: each channel's
+  ring sends (dp-1)/dp of its 1/k of the gradient shard out of the node once (reduce-scatter,
+  or the first half of a ring all-reduce), i.e. (dp-1)/dp x shard / (k x per-GPU NIC rate);
+  with in-network reduction (SHARP) the node still sends its whole shard once over the k NICs.
+  (benchmarks/collectives_published.csv nccl812-dgxa100x16-allreduce-ring: 192 GB/s bus bandwidth on
+  8 x 200 Gb/s NICs per node, i.e. the node's 8 NICs, not one.)
 - ``balance``: breakdown entries >= 0 and summing to the iteration time.
 - ``memory_floor``: the largest rank's weights+gradients+optimizer >= 12 bytes x parameters /
   GPUs (Adam's fp32 master, m and v exist once per parameter somewhere, whatever the sharding).
@@ -46,6 +50,7 @@ import yaml
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.catalog.frameworks import profile_supports
+from trainsim.collectives.nccl import group_span
 from trainsim.errors import ConfigError
 from trainsim.model.counts import total_params
 from trainsim.simulator import simulate
@@ -188,12 +193,15 @@ def _dp_floor(rc, r, n: int) -> list[tuple[str, str]]:
     dp = r.num_gpus // (p.tp * p.pp * p.cp)
     if dp <= 1 or c.num_gpus <= c.gpus_per_node or rc.model.num_experts:
         return []
-    if p.tp * p.pp * p.cp >= c.gpus_per_node or c.gpus_per_node % (p.tp * p.cp) == 0 and \
-            dp * p.tp * p.cp > c.gpus_per_node:
-        shard = n / (p.tp * p.pp) * 2  # bf16 gradients at the least
-        need = (dp - 1) / dp * shard / (c.nic_bw_Bps * c.nics_per_gpu)
-        if r.iteration_time_s < need:
-            return [("floor_dp", f"t={r.iteration_time_s:.4g}s < NIC floor {need:.4g}s")]
+    # Megatron's rank order (tp, cp, dp, pp): DP members sit tp x cp apart
+    span = group_span(dp, p.tp * p.cp, c.gpus_per_node)
+    if span.nodes <= 1:
+        return []
+    shard = n / (p.tp * p.pp) * 2  # bf16 gradients at the least
+    # one ring channel per rail: the group's GPUs on a node share the reduction over their NICs
+    need = (dp - 1) / dp * shard / (c.nic_bw_Bps * c.nics_per_gpu * span.per_node)
+    if r.iteration_time_s < need:
+        return [("floor_dp", f"t={r.iteration_time_s:.4g}s < node-NIC floor {need:.4g}s")]
     return []
 
 

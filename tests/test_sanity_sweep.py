@@ -48,14 +48,29 @@ def test_floors_fire_on_an_impossible_result(sweep):
     assert "memory_floor" in [c for c, _ in sweep.check_floors(cfg, lean)]
 
 
-def test_the_dp_floor_is_the_gradient_shard_over_the_nic(sweep):
-    """Llama 3 8B, DP 16 over two nodes: (15/16) x 8.03e9 x 2 B / 50 GB/s = 0.30 s is the least
-    the gradient reduction can take; a result below it is flagged."""
+def test_the_dp_floor_is_the_gradient_shard_over_the_node_nics(sweep):
+    """Llama 3 8B, DP 16 over two nodes: a ring runs one channel per rail, so each node's 8
+    GPUs send over 8 NICs: (15/16) x 8.03e9 x 2 B / (8 x 50 GB/s) = 0.0376 s is the least the
+    gradient reduction can take; a result below it is flagged, plain DDP on B200 x 16 is not
+    (it was, under a one-NIC floor of 0.30 s). TP 8, DP 2: one member per node, so one NIC
+    carries (1/2) x 8.03e9 / 8 x 2 B / 50 GB/s = 0.0201 s."""
+    need = 15 / 16 * 8_030_261_248 * 2 / (8 * 50e9)
+    assert need == pytest.approx(0.0376, abs=1e-4)
     cfg = _cfg(gpus=16)
     r = sweep.run(cfg)
     assert sweep._dp_floor(r.config, r, 8_030_261_248) == []
-    quick = dataclasses.replace(r, iteration_time_s=0.29)
+    quick = dataclasses.replace(r, iteration_time_s=need * 0.99)
     assert [c for c, _ in sweep._dp_floor(r.config, quick, 8_030_261_248)] == ["floor_dp"]
+    ok = dataclasses.replace(r, iteration_time_s=need * 1.01)
+    assert sweep._dp_floor(r.config, ok, 8_030_261_248) == []
+    for fw in ("megatron-core", "torchtitan"):
+        ddp = sweep.run(_cfg(framework=fw, gpu="b200-sxm-180gb", gpus=16))
+        assert sweep._dp_floor(ddp.config, ddp, 8_030_261_248) == []
+    tp8 = sweep.run(_cfg(gpus=16, tp=8))
+    shard = 1 / 2 * 8_030_261_248 / 8 * 2 / 50e9
+    assert shard == pytest.approx(0.0201, abs=1e-4)
+    slow = dataclasses.replace(tp8, iteration_time_s=shard * 0.99)
+    assert [c for c, _ in sweep._dp_floor(tp8.config, slow, 8_030_261_248)] == ["floor_dp"]
 
 
 def test_automodel_16bit_parameters_halve_the_memory_floor(sweep):
