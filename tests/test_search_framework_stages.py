@@ -49,8 +49,10 @@ def test_nanotron_refuses_the_stages_it_does_not_run(stage):
 def test_nanotron_runs_stage_1_without_overlap_and_stage_0_with_it():
     assert _loaded({"zero_stage": 1})["zero_stage"] == 1
     assert _loaded({"zero_stage": 0, "overlap_grad_reduce": True})["overlap_grad_reduce"]
-    with pytest.raises(ConfigError, match="at zero_stage 0 only, not at 1"):
+    with pytest.raises(ConfigError, match="at zero_stage 0 only, not at 1") as err:
         _loaded({"zero_stage": 1, "overlap_grad_reduce": True})
+    # ZeRO-1 drops DDP only with fp32 accumulation (trainer.py L786-787 @ e24d2483)
+    assert str(err.value).endswith("(accumulate_grad_in_fp32, the benchmarks' setting)")
     # ZeroDistributedOptimizer.step gathers after the step: no overlap; at stage 0 (the
     # validation rows' dp_overlap turns both on) there is no gather, so nothing refused
     with pytest.raises(ConfigError, match="overlap_param_gather=true.*at no stage, not at 1"):

@@ -250,7 +250,9 @@ def overlap_stages(profile: Any, switch: str) -> tuple[int, ...] | None:
     it does not (true or false record what the framework's runs do without a check: the rows
     and the profile's default say whether a run overlaps). nanotron: the gradient reduction
     at stage 0 only (its ZeRO-1 has no DDP and reduces after the backward) and the parameter
-    gather at none (ZeroDistributedOptimizer.step gathers after the step)."""
+    gather at none (ZeroDistributedOptimizer.step gathers after the step). A profile's
+    ``<switch>_setting`` names the framework setting the stages hold under, which the refusal
+    ends with (nanotron: accumulate_grad_in_fp32, the benchmarks' setting)."""
     value = profile.features.get(switch)
     return tuple(int(s) for s in value) if isinstance(value, list) else None
 
@@ -268,8 +270,10 @@ def overlap_problem(parallel: dict[str, Any], profile: Any, where: str) -> str |
                 stage in stages:
             continue
         can = f"at zero_stage {', '.join(map(str, stages))} only" if stages else "at no stage"
+        setting = profile.features.get(f"{switch}_setting")
         return (f"parallel.{switch}=true under {where}: it overlaps that {can}, not at "
-                f"{stage} (source: {feature_source(profile, switch)})")
+                f"{stage} (source: {feature_source(profile, switch)})"
+                + (f" ({setting})" if setting else ""))
     return None
 
 

@@ -222,6 +222,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # which catalog.defaults.overlap_problem checks (refused at another stage where it acts)
     "overlap_grad_reduce": _nullable(_bool_or_stages),
     "overlap_param_gather": _nullable(_bool_or_stages),
+    # the framework setting the overlap_grad_reduce stages hold under (where another setting
+    # of it would overlap at more stages): the loader's refusal ends with it
+    "overlap_grad_reduce_setting": _nullable(_str),
     # the ZeRO stages (ParallelConfig.effective_zero_stage) the framework runs where they are
     # fewer than its engines run (config.validity.ZERO_STAGES); null: every stage they run
     "zero_stages": _nullable(_stages),
@@ -565,7 +568,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
-    "zero_stages", "overlap_param_gather",
+    "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
