@@ -90,8 +90,8 @@ class RunConfig:
                    for k in kernels}
         if t.attention in foreign:
             vendor = next(v for v, kernels in only.items() if t.attention in kernels)
-            what = " (Transformer Engine's ROCm Composable Kernel attention)" \
-                if t.attention in AMD_ONLY_ATTENTION else ""
+            what = (" (Transformer Engine's ROCm Composable Kernel attention)"
+                    if t.attention in AMD_ONLY_ATTENTION else "")
             runs = sorted(k for k in set(get_args(get_type_hints(TrainingConfig)["attention"]))
                           - foreign - {"flash"} if attention_problem(k, c.gpu) is None)
             raise ConfigError(f"training.attention={t.attention}{what} runs on {vendor} GPUs "
