@@ -74,6 +74,23 @@ def test_torchtitan_runs_experts_on_grouped_mm_since_april_2025(version):
     (2025-04-10, #1084; use_grouped_mm True at v0.1.0, f7084fc78): one launch per projection,
     not a per-expert loop (the sanity sweep found v0.1.0 at 2.3x its newest time, all host)."""
     assert framework_profile("torchtitan", version).defaults["grouped_gemm"] == "cutlass"
+    prof = framework_profile("torchtitan", version)
+    # below SM90 update_from_config turns use_grouped_mm off (has_cuda_capability(9, 0):
+    # experiments/llama4/model/args.py L66-70 at v0.1.0): the per-expert for-loop on A100;
+    # ROCm reports gfx9xx as 9.x, so AMD GPUs keep torch._grouped_mm
+    assert [prof.grouped_gemm_for(a) for a in ("sm80", "sm89", "sm90", "sm100", "amd")] == \
+        ["loop", "loop", "cutlass", "cutlass", "cutlass"]
+
+
+def test_the_run_gpu_picks_torchtitans_expert_gemms():
+    """A torchtitan MoE run on A100 prices the for-loop, on H100 the grouped GEMM."""
+    from trainsim.workload.moe_block import grouped_gemm_impl
+
+    cfg = moe_layer_cfg(ep=1, framework="torchtitan", experts=8, topk=2, gpus=1)
+    assert grouped_gemm_impl(cfg) == "cutlass"
+    a100 = dataclasses.replace(cfg, cluster=dataclasses.replace(cfg.cluster,
+                                                                gpu=gpu("a100-sxm-80gb")))
+    assert grouped_gemm_impl(a100) == "loop"
 
 
 def test_moe_block_uses_the_framework_grouped_gemm():

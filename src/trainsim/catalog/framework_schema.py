@@ -41,6 +41,9 @@ LINEAR_ROLES = ("qkv", "proj", "fc1", "fc2")
 #: words that would make a key a speed knob; a profile may not contain them.
 FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")
 
+GROUPED_GEMM = ("multi_stream", "loop", "cutlass", "triton", "deepgemm")
+"""The experts' GEMM kernels a profile's ``grouped_gemm`` names (``workload.ops``)."""
+
 _ARCH = re.compile(r"^(sm\d{2,3}|amd)$")
 """A key of ``attention_by_arch`` / ``sdpa_by_arch``: an NVIDIA compute capability (``sm80``,
 from it up to the next key) or ``amd``, every AMD GPU (``catalog.defaults.gpu_arch``)."""
@@ -156,6 +159,17 @@ def _by_arch(v: Any) -> str | None:
             return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
         if x not in ATTENTION:
             return f"{k}: {x!r} is not one of {list(ATTENTION)}"
+    return None
+
+
+def _grouped_by_arch(v: Any) -> str | None:
+    if not isinstance(v, dict):
+        return "expected a mapping {smNN or amd: grouped GEMM kernel}"
+    for k, x in v.items():
+        if not (isinstance(k, str) and _ARCH.match(k)):
+            return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
+        if x not in GROUPED_GEMM:
+            return f"{k}: {x!r} is not one of {list(GROUPED_GEMM)}"
     return None
 
 
@@ -545,7 +559,9 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "attention_dropout": _nullable(_prob),
     "hidden_dropout": _nullable(_prob),
     # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
-    "grouped_gemm": _nullable(_enum(("multi_stream", "loop", "cutlass", "triton", "deepgemm"))),
+    "grouped_gemm": _nullable(_enum(GROUPED_GEMM)),
+    # overrides ``grouped_gemm`` on these GPUs (keys as ``attention_by_arch``'s)
+    "grouped_gemm_by_arch": _nullable(_grouped_by_arch),
     # what the framework's performance recipes switch on for expert-parallel MoE runs, by the
     # run's NVLink domain (``NVLINK_SCOPES``) and fp8 recipe (or dtype): the run options where
     # a run states none (mechanisms only)
@@ -575,7 +591,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
     "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",
     "modules", "cpu_offloading", "moe_probs_in_expert", "moe_fp8_padding",
-    "moe_deepep_permute_pads", "grouped_gemm", "moe_te_permute_maps",
+    "moe_deepep_permute_pads", "grouped_gemm", "grouped_gemm_by_arch", "moe_te_permute_maps",
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
     "complex_rope", "eager_glu", "qkv_relayout_copies",
@@ -598,4 +614,5 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
     "linear_bias_grad_kernels"}
 #: nested mappings a later entry merges key by key into the one before
-MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch"}
+MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch",
+               "grouped_gemm_by_arch"}

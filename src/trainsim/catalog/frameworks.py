@@ -136,16 +136,25 @@ class FrameworkProfile:
         Transformer Engine's get_attention_backend prefers cuDNN on sm90+ only); an
         architecture below every key takes ``attention``. An ``amd`` key holds on every AMD
         GPU (``catalog.defaults.gpu_arch``), which takes ``attention`` without one."""
-        by_arch = self.defaults.get("attention_by_arch") or {}
+        return self._for_arch("attention", arch)
+
+    def grouped_gemm_for(self, arch: str | None = None) -> str | None:
+        """The experts' GEMM kernel (``grouped_gemm``) on GPU architecture ``arch``, a
+        ``grouped_gemm_by_arch`` key holding as ``attention_by_arch``'s do (torchtitan falls
+        back to its per-expert loop below SM90: ``{sm70: loop, sm90: cutlass}``)."""
+        return self._for_arch("grouped_gemm", arch)
+
+    def _for_arch(self, key: str, arch: str | None) -> str | None:
+        by_arch = self.defaults.get(f"{key}_by_arch") or {}
         if arch is not None and _sm(arch) is None:
-            return by_arch.get(str(arch), self.defaults.get("attention"))
+            return by_arch.get(str(arch), self.defaults.get(key))
         level = _sm(arch)
         if level is not None:
             held = [(n, impl) for n, impl in ((_sm(k), v) for k, v in by_arch.items())
                     if n is not None and n <= level]
             if held:
                 return max(held)[1]
-        return self.defaults.get("attention")
+        return self.defaults.get(key)
 
 
 def _sm(arch: object) -> int | None:

@@ -244,21 +244,24 @@ def shared_expert_overlap(cfg: RunConfig) -> bool:
 
 
 @functools.cache
-def _profile_grouped(framework: str, version: str | None) -> GroupedImpl:
+def _profile_grouped(framework: str, version: str | None, arch: str | None) -> GroupedImpl:
     from trainsim.catalog.frameworks import framework_profile  # data, read once per version
 
-    return framework_profile(framework, version).defaults.get("grouped_gemm") or ""
+    return framework_profile(framework, version).grouped_gemm_for(arch) or ""
 
 
 def grouped_gemm_impl(cfg: RunConfig) -> GroupedImpl:
-    """How the run's framework runs the experts' GEMMs (its profile's ``grouped_gemm``: e.g.
+    """How the run's framework runs the experts' GEMMs on the run's GPU (its profile's
+    ``grouped_gemm``, or ``grouped_gemm_by_arch`` for the GPU's architecture: e.g.
     Megatron-core's ``TEGroupedMLP`` is Transformer Engine's per-expert ``multi_stream``);
     none named: one batched kernel (``""``)."""
     t = cfg.training
     framework = getattr(t, "framework", None)
     if not framework:
         return ""
-    return _profile_grouped(str(framework), getattr(t, "framework_version", None))
+    gpu = cfg.cluster.gpu
+    arch = "amd" if gpu.vendor == "amd" else (f"sm{gpu.sm_arch}" if gpu.sm_arch else None)
+    return _profile_grouped(str(framework), getattr(t, "framework_version", None), arch)
 
 
 def moe_wire_copies(cfg: RunConfig) -> float:
