@@ -13,8 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HARD = ("balance", "floor_flops", "floor_dp", "memory_floor", "gpu_dominance", "batch_shorter",
-        "batch_compute")
-"""Classes no mechanism excuses: each found none over the seeds read this session."""
+        "batch_compute", "recompute")
+"""Classes no mechanism excuses: each found none over the seeds read this session (recompute:
+none at seed 0 since the sharded-pass fixes of 553e68a, 0 of 2,000 at fixl)."""
 
 
 @pytest.fixture(scope="module")
