@@ -151,26 +151,18 @@ def _bool_by_recipe(v: Any) -> str | None:
     return None
 
 
-def _by_arch(v: Any) -> str | None:
-    if not isinstance(v, dict):
-        return "expected a mapping {smNN or amd: attention}"
-    for k, x in v.items():
-        if not (isinstance(k, str) and _ARCH.match(k)):
-            return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
-        if x not in ATTENTION:
-            return f"{k}: {x!r} is not one of {list(ATTENTION)}"
-    return None
-
-
-def _grouped_by_arch(v: Any) -> str | None:
-    if not isinstance(v, dict):
-        return "expected a mapping {smNN or amd: grouped GEMM kernel}"
-    for k, x in v.items():
-        if not (isinstance(k, str) and _ARCH.match(k)):
-            return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
-        if x not in GROUPED_GEMM:
-            return f"{k}: {x!r} is not one of {list(GROUPED_GEMM)}"
-    return None
+def _by_arch_of(values: Any, what: str) -> Callable[[Any], str | None]:
+    """A checker of a {smNN or amd: value} mapping whose values lie in ``values``."""
+    def check(v: Any) -> str | None:
+        if not isinstance(v, dict):
+            return f"expected a mapping {{smNN or amd: {what}}}"
+        for k, x in v.items():
+            if not (isinstance(k, str) and _ARCH.match(k)):
+                return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
+            if x not in values:
+                return f"{k}: {x!r} is not one of {list(values)}"
+        return None
+    return check
 
 
 def _zero_engines(v: Any) -> str | None:
@@ -517,8 +509,8 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "attention": _nullable(_enum(ATTENTION)),
-    "attention_by_arch": _nullable(_by_arch),  # overrides ``attention`` on these GPUs
-    "sdpa_by_arch": _nullable(_by_arch),  # the kernel torch's SDPA dispatches to on these GPUs
+    "attention_by_arch": _nullable(_by_arch_of(ATTENTION, "attention")),  # overrides ``attention``
+    "sdpa_by_arch": _nullable(_by_arch_of(ATTENTION, "attention")),  # torch SDPA's kernel
     "modules": _nullable(_enum(("fused", "eager"))),  # norms, activations, RoPE, loss
     # vocab-parallel CE of fused modules (training.cross_entropy): fused, unfused, te or
     # flash_attn
@@ -561,7 +553,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     # how the experts' GEMMs run (``workload.ops.GroupedImpl``): a mechanism, not a speed
     "grouped_gemm": _nullable(_enum(GROUPED_GEMM)),
     # overrides ``grouped_gemm`` on these GPUs (keys as ``attention_by_arch``'s)
-    "grouped_gemm_by_arch": _nullable(_grouped_by_arch),
+    "grouped_gemm_by_arch": _nullable(_by_arch_of(GROUPED_GEMM, "grouped GEMM kernel")),
     # what the framework's performance recipes switch on for expert-parallel MoE runs, by the
     # run's NVLink domain (``NVLINK_SCOPES``) and fp8 recipe (or dtype): the run options where
     # a run states none (mechanisms only)
