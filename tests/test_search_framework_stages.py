@@ -89,6 +89,9 @@ def test_a_nanotron_zero1_result_reproduces_under_simulate():
     assert "refused" in out and out["refused"] is None
     entry, ranked = out["top"][0], result.top[0]
     assert entry["parallel"]["zero_stage"] == 1 and not entry["parallel"]["distributed_optimizer"]
+    # review 6: the label says the stage the JSON writes, not Megatron's distributed optimizer
+    assert entry["config"]["optimizer_sharding"] == "zero1", entry["config"]
+    assert " zero1" in entry["label"] and "distopt" not in entry["label"]
     raw = {"model": "llama3.2-1b", "parallel": entry["parallel"],
            "training": {"global_batch_size": 256, "seq_length": 4096, "dtype": DTYPE,
                         "micro_batch_size": entry["config"]["micro_batch_size"]},
@@ -204,3 +207,17 @@ def test_a_fixed_gradient_overlap_keeps_nanotron_at_stage_0():
     base = _base("llama3.2-1b", 16, 256, 4096, sets)
     space = SearchSpace(max_micro_batch=1).fixed_by(base.fixed).held_by(base)
     assert {k.zero for k in space.memory_keys(base, 16) if k.dp > 1} == {0}
+
+
+def test_one_reading_of_a_frameworks_zero_stages():
+    """Review 7: catalog.defaults.zero_stages_run reads feature ``zero_stages`` for the loader
+    and the search alike; stages_phrase words the overlap refusals of both."""
+    from trainsim.catalog.defaults import stages_phrase, zero_stages_run
+    from trainsim.catalog.frameworks import framework_profile
+
+    assert zero_stages_run(framework_profile("nanotron", None)) == (0, 1)
+    assert zero_stages_run(framework_profile("torchtitan", None)) is None
+    assert stages_phrase((0,)) == "zero_stage 0 only" and stages_phrase(()) == "no stage"
+    base = _base("llama3.2-1b", 16, 256, 4096, NANOTRON)
+    assert base.zero_runs == (0, 1) and base.zero1_as_stage
+

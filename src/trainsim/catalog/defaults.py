@@ -217,6 +217,19 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                 parallel[key] = True
 
 
+def zero_stages_run(profile: Any) -> tuple[int, ...] | None:
+    """The ZeRO stages a framework runs where its profile lists fewer than its engines run
+    (feature ``zero_stages``: nanotron 0 and 1); None: every stage its engines run."""
+    runs = profile.features.get("zero_stages")
+    return None if runs is None else tuple(int(s) for s in runs)
+
+
+def stages_phrase(stages: tuple[int, ...] | list[int]) -> str:
+    """``zero_stage 0, 1 only``, or ``no stage`` where there is none: how a refusal names the
+    stages at which a framework overlaps a switch."""
+    return f"zero_stage {', '.join(map(str, stages))} only" if stages else "no stage"
+
+
 def stage_engines(profile: Any) -> dict[int, str]:
     """Every ZeRO stage a framework runs, by stage, with the engine that runs it: its default
     engine's stages (``config.validity.zero_stages``) and those of profile
@@ -225,7 +238,7 @@ def stage_engines(profile: Any) -> dict[int, str]:
 
     engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}
     default = profile.defaults.get("data_parallel_impl")
-    runs = profile.features.get("zero_stages")
+    runs = zero_stages_run(profile)
     return {s: engines.get(s, default) for s in sorted(set(zero_stages(default)) | set(engines))
             if runs is None or s in runs}
 
@@ -269,7 +282,7 @@ def overlap_problem(parallel: dict[str, Any], profile: Any, where: str) -> str |
         if stages is None or not truthy(parallel.get(switch)) or stage not in acts or \
                 stage in stages:
             continue
-        can = f"at zero_stage {', '.join(map(str, stages))} only" if stages else "at no stage"
+        can = f"at {stages_phrase(stages)}"
         setting = profile.features.get(f"{switch}_setting")
         return (f"parallel.{switch}=true under {where}: it overlaps that {can}, not at "
                 f"{stage} (source: {feature_source(profile, switch)})"
@@ -306,7 +319,7 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str,
         return
     if _number(stage) not in (0, 1, 2, 3):
         return  # a stage ParallelConfig refuses by itself
-    runs = profile.features.get("zero_stages")
+    runs = zero_stages_run(profile)
     if runs is not None and _effective_stage(parallel) not in runs:
         _refuse_stage(parallel, profile, where)
     first = (profile.features.get("zero_stage_releases") or {}).get(str(stage).strip())

@@ -21,6 +21,12 @@ from trainsim.config.validity import dispatcher_runs_on
 from trainsim.search.rules import profile_value
 
 ZERO_LABELS = {0: "none", 1: "distopt", 2: "zero2", 3: "zero3"}
+
+
+def zero_label(zero: int, zero1_as_stage: bool = False) -> str:
+    """A sharding level's label: ZeRO-1 is ``zero1`` where the run writes it as
+    ``zero_stage: 1`` (``Base.zero1_as_stage``, nanotron), Megatron's ``distopt`` else."""
+    return "zero1" if zero1_as_stage and zero == 1 else ZERO_LABELS[zero]
 """Optimizer sharding: 1 is Megatron's distributed optimizer (= ZeRO-1)."""
 
 
@@ -131,11 +137,12 @@ class Base:
         """The ZeRO stages the run's framework runs where its profile lists fewer than its
         engines run (feature ``zero_stages``: nanotron 0 and 1), which the loader refuses
         others of (``catalog.defaults.zero_engine``); None: every stage its engines run."""
+        from trainsim.catalog.defaults import zero_stages_run
+
         t = self.training
         if not t.framework:
             return None
-        runs = framework_profile(t.framework, t.framework_version).features.get("zero_stages")
-        return tuple(int(s) for s in runs) if runs is not None else None
+        return zero_stages_run(framework_profile(t.framework, t.framework_version))
 
     @property
     def zero1_as_stage(self) -> bool:
@@ -408,7 +415,7 @@ class Candidate:
             out["pipeline_model_parallel_layout"] = rule
         return out
 
-    def label(self) -> str:
+    def label(self, zero1_as_stage: bool = False) -> str:
         m = self.mem
         parts = [f"TP{m.tp}", f"PP{m.pp}"] + ([f"VPP{m.vpp}"] if m.vpp > 1 else [])
         parts += ([f"CP{m.cp}"] if m.cp > 1 else []) + [f"DP{m.dp}", f"mb{m.micro_batch}"]
@@ -417,7 +424,7 @@ class Candidate:
         if m.recompute != "none":
             parts.append(f"rc={m.recompute}")
         if m.zero:
-            parts.append(ZERO_LABELS[m.zero])
+            parts.append(zero_label(m.zero, zero1_as_stage))
         if m.ep > 1:
             parts.append(f"EP{m.ep}" + (f" ETP{m.etp}" if m.etp > 1 else "") + f" {m.dispatcher}")
         if m.schedule:
@@ -430,11 +437,11 @@ class Candidate:
             parts.append("ov:" + ",".join(flags))
         return " ".join(parts)
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self, zero1_as_stage: bool = False) -> dict[str, object]:
         m = self.mem
         return {"num_gpus": m.num_gpus, "tp": m.tp, "pp": m.pp, "cp": m.cp, "dp": m.dp,
                 "vpp": m.vpp, "micro_batch_size": m.micro_batch, "recompute": m.recompute,
-                "sequence_parallel": m.sequence_parallel, "optimizer_sharding": ZERO_LABELS[m.zero],
+                "sequence_parallel": m.sequence_parallel, "optimizer_sharding": zero_label(m.zero, zero1_as_stage),
                 "overlap_grad_reduce": self.overlap_grad_reduce,
                 "overlap_param_gather": self.overlap_param_gather,
                 "tp_comm_overlap": self.tp_comm_overlap, "overlap_p2p_comm": self.overlap_p2p_comm,
@@ -462,4 +469,4 @@ assert not hasattr(Candidate, "__post_init__")  # SearchSpace.variants builds it
 
 
 __all__ = ["CANDIDATE_FIELDS", "PARALLEL_CACHE", "ZERO_LABELS", "Base", "Candidate", "MemoryKey",
-           "drop_parallels", "new_bare"]
+           "drop_parallels", "new_bare", "zero_label"]

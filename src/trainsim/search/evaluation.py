@@ -439,12 +439,13 @@ class Evaluation:
         """Its figures and configuration; with the search's ``base``, also ``parallel``: the
         parallel section that reproduces it under ``simulate`` (``Candidate.simulate_parallel``:
         the --set fields and an uneven layout included), and the layout in ``config``."""
-        config = self.candidate.to_dict()
+        as_stage = base is not None and base.zero1_as_stage
+        config = self.candidate.to_dict(as_stage)
         extra: dict[str, Any] = {}
         if base is not None:
             config["pipeline_model_parallel_layout"] = self.candidate.run_layout(base)
             extra["parallel"] = self.candidate.simulate_parallel(base)
-        return {"config": config, **extra, "label": self.label,
+        return {"config": config, **extra, "label": self.candidate.label(as_stage),
                 "iteration_time_s": self.iteration_time_s, "tokens_per_s": self.tokens_per_s,
                 "tokens_per_s_per_gpu": self.tokens_per_s / self.num_gpus, "mfu": self.mfu,
                 "peak_memory_bytes": self.peak_memory_bytes,

@@ -27,7 +27,7 @@ def _label(e: Evaluation, r: SearchResult) -> str:
     """A candidate's label, with the layout its layers run by (fixed with --set, or the uneven
     rule the search placed them by: ``Candidate.run_layout``), which ``simulate`` needs."""
     rule = e.candidate.run_layout(r.base)
-    return e.label + (f" layout={rule}" if rule else "")
+    return e.candidate.label(r.base.zero1_as_stage) + (f" layout={rule}" if rule else "")
 
 
 def render_search(r: SearchResult, pareto: bool = True) -> Group:
@@ -119,7 +119,7 @@ CSV_COLUMNS = ("rank", "num_gpus", "tp", "pp", "cp", "dp", "vpp", "micro_batch_s
 def _csv_row(rank: int | str, e: Evaluation, why: Sequence[str], r: SearchResult
              ) -> dict[str, Any]:
     b, x = e.breakdown, e.exposed_comm
-    return {"rank": rank, **e.candidate.to_dict(),
+    return {"rank": rank, **e.candidate.to_dict(r.base.zero1_as_stage),
             "pipeline_model_parallel_layout": e.candidate.run_layout(r.base) or "",
             "iteration_time_s": e.iteration_time_s,
             "tokens_per_s": e.tokens_per_s, "mfu": e.mfu, "peak_memory_bytes": e.peak_memory_bytes,

@@ -149,10 +149,10 @@ class SearchSpace:
                 zeros = tuple(z for z in (held.zero or (0, 1, 2, 3))
                               if z in stages or z not in OVERLAP_ACTS[switch])
                 if not zeros:
-                    can = f"zero_stage {', '.join(map(str, stages))} only" if stages \
-                        else "no stage"
+                    from trainsim.catalog.defaults import stages_phrase
+
                     raise ConfigError(f"--set parallel.{switch}=true: the framework overlaps "
-                                      f"it at {can}, not at "
+                                      f"it at {stages_phrase(stages)}, not at "
                                       f"{', '.join(map(str, held.zero or ()))}")
                 held = dataclasses.replace(held, zero=zeros)
         return held
