@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from helpers import overlaps
 
-from trainsim.catalog.framework_schema import _recipe_options
 from trainsim.catalog.frameworks import framework_profile
+from trainsim.catalog.schema_checks import _recipe_options
 from trainsim.validate.row_settings import training_base
 
 ROW = {"id": "r", "model": "qwen3-30b-a3b", "gpu": "gb200", "num_gpus": "8",
@@ -86,7 +86,7 @@ def test_bridge_tp_overlap_is_tuned_and_needs_sequence_parallelism():
 
 
 def test_run_options_name_mechanisms_only():
-    from trainsim.catalog.framework_schema import _option_list
+    from trainsim.catalog.schema_checks import _option_list
 
     assert _option_list(["dp_overlap", "pp_overlap"]) is None
     assert _option_list(["dp_overlap", "faster"])

@@ -1,6 +1,7 @@
 """What a framework profile may say: the vocabulary of its values, the validator of every
 ``features`` and ``defaults`` key, and the keys a profile may leave out.
 
+The value vocabulary and the single-value validators live in ``catalog.schema_checks``.
 ``catalog.frameworks`` reads the YAML files against these tables and answers queries on the
 result; adding a mechanism to the profiles is adding its key and validator here. A key names a
 mechanism or a default, never a speed or efficiency multiplier (``FORBIDDEN_KEY_WORDS``).
@@ -8,10 +9,35 @@ mechanism or a default, never a speed or efficiency multiplier (``FORBIDDEN_KEY_
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
+from trainsim.catalog.schema_checks import (
+    ATTENTION,
+    FP8_RECIPES,
+    GROUPED_GEMM,
+    MOE_DISPATCHERS,
+    TP_BACKWARD_ALLREDUCE,
+    UNEVEN_PIPELINE,
+    _bool,
+    _bool_by_recipe,
+    _bool_or_stages,
+    _by_arch_of,
+    _by_stage,
+    _enum,
+    _grad_reduce,
+    _int,
+    _list_of,
+    _nullable,
+    _option_list,
+    _prob,
+    _recipe_options,
+    _roles,
+    _stage_releases,
+    _stages,
+    _str,
+    _zero_engines,
+)
 from trainsim.config.parallel import (
     DATA_PARALLEL_IMPLS,
     DP_BUCKETS,
@@ -19,198 +45,8 @@ from trainsim.config.parallel import (
     ZERO3_GATHER,
 )
 
-# ---------------------------------------------------------------------------- vocabulary
-
-#: attention implementations. ``triton``: a FlashAttention-style kernel written in Triton
-#: (llm-foundry's ``attn_impl: triton``); ``flex``: PyTorch FlexAttention (torch.compile-generated);
-#: ``mem_efficient``: xFormers' memory-efficient kernels, as PyTorch SDPA's EFFICIENT_ATTENTION
-#: backend runs them; ``ck``: Transformer Engine's fused attention on ROCm (Composable Kernel)
-#: (``workload.ops.AttentionImpl``).
-ATTENTION = ("unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn", "sdpa", "triton",
-             "flex", "mem_efficient", "ck")
-TRAINING_DTYPES = ("fp16", "bf16", "fp8")
-REDUCE_DTYPES = ("fp32", "bf16", "fp16")
-FP8_RECIPES = ("delayed", "current", "blockwise", "mxfp8")
-MOE_DISPATCHERS = ("alltoall", "allgather", "deepep", "hybridep")
-UNEVEN_PIPELINE = ("none", "first_last", "layout", "deepspeed_partition", "front_loaded")
-TP_BACKWARD_ALLREDUCE = ("async", "blocking")
-#: a transformer layer's dense linears by role: the QKV projection, the attention output
-#: projection, the MLP's first (fc1; gate and up) and second (fc2) linear
-LINEAR_ROLES = ("qkv", "proj", "fc1", "fc2")
-
 #: words that would make a key a speed knob; a profile may not contain them.
 FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")
-
-GROUPED_GEMM = ("multi_stream", "loop", "cutlass", "triton", "deepgemm")
-"""The experts' GEMM kernels a profile's ``grouped_gemm`` names (``workload.ops``)."""
-
-_ARCH = re.compile(r"^(sm\d{2,3}|amd)$")
-"""A key of ``attention_by_arch`` / ``sdpa_by_arch``: an NVIDIA compute capability (``sm80``,
-from it up to the next key) or ``amd``, every AMD GPU (``catalog.defaults.gpu_arch``)."""
-
-
-def _nullable(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-    return lambda v: None if v is None else check(v)
-
-
-def _bool(v: Any) -> str | None:
-    return None if isinstance(v, bool) else "expected true, false or null"
-
-
-def _enum(choices: tuple[str, ...]) -> Callable[[Any], str | None]:
-    return lambda v: None if v in choices else f"{v!r} is not one of {list(choices)}"
-
-
-def _int(v: Any) -> str | None:
-    ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
-    return None if ok else "expected a non-negative integer or null"
-
-
-def _prob(v: Any) -> str | None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0
-    return None if ok else "expected a probability in [0, 1] or null"
-
-
-def _str(v: Any) -> str | None:
-    return None if isinstance(v, str) and v.strip() else "expected a non-empty string or null"
-
-
-def _list_of(choices: tuple[str, ...], what: str) -> Callable[[Any], str | None]:
-    """A validator of a non-empty list of ``choices`` (``what`` names them in the message)."""
-    def check(v: Any) -> str | None:
-        if not isinstance(v, list) or not v:
-            return f"expected a non-empty list of {what} or null"
-        bad = [x for x in v if x not in choices]
-        return f"{bad} not in {list(choices)}" if bad else None
-    return check
-
-
-#: run options (``validate`` options column) a profile's ``moe_recipe_options`` may name
-RECIPE_OPTIONS = ("ep_overlap", "cuda_graphs", "tp_overlap", "pp_overlap", "dp_overlap")
-#: the systems a profile's ``moe_recipe_options`` may single out, by the run's NVLink domain
-#: (``cluster.gpus_per_node``): ``any`` every run; ``rack`` an NVLink domain larger than one
-#: 8-GPU board, i.e. a multi-node NVLink rack (GB200/GB300 NVL72), whose performance recipes
-#: keep the expert all-to-all inside NVLink
-NVLINK_SCOPES = {"any": 0, "rack": 8}
-"""scope -> the NVLink domain size (GPUs) a run's must exceed for the scope to apply"""
-
-
-def _roles(v: Any) -> str | None:
-    """A possibly empty list of ``LINEAR_ROLES`` (empty: a later entry turning them all off)."""
-    if not isinstance(v, list) or any(x not in LINEAR_ROLES for x in v):
-        return f"expected a list of {list(LINEAR_ROLES)} (possibly empty) or null"
-    return None
-
-
-def _recipe_options(v: Any) -> str | None:
-    if not isinstance(v, dict):
-        return "expected a mapping {nvlink scope: {fp8 recipe or dtype: [options]}}"
-    for scope, by_recipe in v.items():
-        if scope not in NVLINK_SCOPES:
-            return f"{scope!r} is not one of {list(NVLINK_SCOPES)} (a system, never a GPU name)"
-        if not isinstance(by_recipe, dict):
-            return f"{scope}: expected a mapping {{fp8 recipe or dtype: [options]}}"
-        kinds = FP8_RECIPES + TRAINING_DTYPES
-        for recipe, options in by_recipe.items():
-            if recipe not in kinds:
-                return f"{scope}: {recipe!r} is not one of {list(kinds)}"
-            bad = [o for o in options or () if o not in RECIPE_OPTIONS]
-            if not isinstance(options, list) or bad:
-                return f"{scope}.{recipe}: expected a list of {list(RECIPE_OPTIONS)}"
-    return None
-
-
-def _option_list(v: Any) -> str | None:
-    if not isinstance(v, list) or any(o not in RECIPE_OPTIONS for o in v):
-        return f"expected a list of {list(RECIPE_OPTIONS)}"
-    return None
-
-
-def _grad_reduce(v: Any) -> str | None:
-    if not isinstance(v, dict):
-        return "expected a mapping {fp16: ..., bf16: ..., fp8: ...}"
-    for k, x in v.items():
-        if k not in TRAINING_DTYPES:
-            return f"training dtype {k!r} is not one of {list(TRAINING_DTYPES)}"
-        if x is not None and x not in REDUCE_DTYPES:
-            return f"{k}: {x!r} is not one of {list(REDUCE_DTYPES)} or null"
-    return None
-
-
-def _bool_by_recipe(v: Any) -> str | None:
-    """A flag, or a mapping {fp8 recipe: flag} where the framework's recipes set it per recipe."""
-    if isinstance(v, bool):
-        return None
-    if not isinstance(v, dict):
-        return "expected true, false, null or a mapping {fp8 recipe: true/false}"
-    for k, x in v.items():
-        if k not in FP8_RECIPES:
-            return f"fp8 recipe {k!r} is not one of {list(FP8_RECIPES)}"
-        if not isinstance(x, bool):
-            return f"{k}: expected true or false"
-    return None
-
-
-def _by_arch_of(values: Any, what: str) -> Callable[[Any], str | None]:
-    """A checker of a {smNN or amd: value} mapping whose values lie in ``values``."""
-    def check(v: Any) -> str | None:
-        if not isinstance(v, dict):
-            return f"expected a mapping {{smNN or amd: {what}}}"
-        for k, x in v.items():
-            if not (isinstance(k, str) and _ARCH.match(k)):
-                return f"key {k!r} is not a compute capability like 'sm80' (or amd)"
-            if x not in values:
-                return f"{k}: {x!r} is not one of {list(values)}"
-        return None
-    return check
-
-
-def _zero_engines(v: Any) -> str | None:
-    if not isinstance(v, dict):
-        return "expected a mapping {zero stage: data-parallel engine}"
-    for k, x in v.items():
-        if k not in ("0", "1", "2", "3"):
-            return f"key {k!r} is not a ZeRO stage '0' to '3'"
-        if x not in DATA_PARALLEL_IMPLS:
-            return f"{k}: {x!r} is not one of {list(DATA_PARALLEL_IMPLS)}"
-    return None
-
-
-def _stages(v: Any) -> str | None:
-    if not isinstance(v, list) or not v or \
-            any(isinstance(x, bool) or x not in (0, 1, 2, 3) for x in v):
-        return "expected a non-empty list of ZeRO stages 0 to 3"
-    return None
-
-
-def _by_stage(check: Callable[[Any], str | None]) -> Callable[[Any], str | None]:
-    """``check``'s value, or a mapping {ZeRO stage '0' to '3': such a value}."""
-    def by_stage(v: Any) -> str | None:
-        if not isinstance(v, dict):
-            return check(v)
-        for k, x in v.items():
-            if k not in ("0", "1", "2", "3"):
-                return f"key {k!r} is not a ZeRO stage '0' to '3'"
-            problem = check(x)
-            if problem:
-                return f"{k}: {problem}"
-        return None
-    return by_stage
-
-
-def _bool_or_stages(v: Any) -> str | None:
-    return None if isinstance(v, bool) or v == [] else _stages(v)
-
-
-def _stage_releases(v: Any) -> str | None:
-    if not isinstance(v, dict):
-        return "expected a mapping {zero stage: first release that runs it}"
-    for k, x in v.items():
-        if k not in ("1", "2", "3"):
-            return f"key {k!r} is not a ZeRO stage '1' to '3'"
-        if not isinstance(x, str) or not x.strip():
-            return f"{k}: {x!r} is not a release"
-    return None
 
 
 FEATURES: dict[str, Callable[[Any], str | None]] = {

@@ -11,8 +11,8 @@ from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name, names, node
 from trainsim.catalog.defaults import stage_engines, truthy
-from trainsim.catalog.framework_schema import NVLINK_SCOPES
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
+from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
@@ -194,7 +194,7 @@ def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> 
     """Options the row's framework switches on for a row that states none: those it turns on
     for every run (profile ``run_options``) where their condition holds, and those its
     performance recipes switch on for an expert-parallel MoE run on the row's kind of system
-    (its NVLink domain, ``catalog.framework_schema.NVLINK_SCOPES``) and fp8 recipe (profile
+    (its NVLink domain, ``catalog.schema_checks.NVLINK_SCOPES``) and fp8 recipe (profile
     ``moe_recipe_options``). ``profile``: the row's (``row_profile``)."""
     if profile is None:
         return set()

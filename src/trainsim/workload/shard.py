@@ -108,7 +108,7 @@ class Shard:
     """fp8 GEMMs take MXFP8 operands on tensor cores that apply the block scales in the MMA
     (the mxfp8 recipe on a ``GPUSpec.block_scaled_mma`` GPU; ``Gemm.fp8_block_scales`` "mma")."""
     bias_kernels: frozenset[str] = frozenset()
-    """Linear roles (``catalog.framework_schema.LINEAR_ROLES``) whose bias is added by a kernel
+    """Linear roles (``catalog.schema_checks.LINEAR_ROLES``) whose bias is added by a kernel
     of its own, its gradient summed over the tokens by another (the profile's
     ``linear_bias_kernels``, for a model with ``add_bias_linear``; ``workload.layers.bias_add``)."""
     bias_grad_kernels: frozenset[str] = frozenset()
