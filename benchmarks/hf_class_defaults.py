@@ -46,8 +46,11 @@ def main() -> None:
         read |= set(re.findall(r'"([a-z_0-9]+)"', (ROOT / name).read_text()))
     required: dict[str, dict[str, object]] = {}
     optional: dict[str, dict[str, object]] = {}
+    aliases: dict[str, dict[str, str]] = {}
     for kind in FAMILIES:
         cls = CONFIG_MAPPING[kind]
+        if getattr(cls, "attribute_map", None):
+            aliases[kind] = dict(cls.attribute_map)
         for f in dataclasses.fields(cls):
             if f.name not in read or f.name in CORE | SKIP or f.default is dataclasses.MISSING:
                 continue
@@ -64,7 +67,9 @@ def main() -> None:
           'default, an\nexplicit null is refused (transformers raises '
           '``StrictDataclassFieldValidationError``).\n``NULLABLE``: fields typed ``... | None`` '
           'with a default that is not None: a missing field takes\nthe default, a null keeps '
-          'its meaning (no window, no rank...)."""\n')
+          'its meaning (no window, no rank...).\n``ALIASES``: each class\'s ``attribute_map`` '
+          '(another name -> the field it sets): a config.json\ngiving the field under another '
+          'name takes no default for it."""\n')
     print("from __future__ import annotations\n\nfrom typing import Any\n")
     print(f'TRANSFORMERS_VERSION = "{transformers.__version__}"\n')
     for name, table in (("NOT_NULL", required), ("NULLABLE", optional)):
@@ -82,6 +87,16 @@ def main() -> None:
                     line += ("" if line.endswith("{") else " ") + item
             print("\n".join([*lines, line]))
         print("}\n")
+    print("ALIASES: dict[str, dict[str, str]] = {")
+    for kind in sorted(aliases):
+        items = ", ".join(f'"{a}": "{f}"' for a, f in aliases[kind].items())
+        line = f'    "{kind}": {{{items}}},'
+        if len(line) > 99:  # one alias a line
+            pad = " " * (8 + len(kind))
+            line = f'    "{kind}": {{' + f",\n{pad}".join(
+                f'"{a}": "{f}"' for a, f in aliases[kind].items()) + "},"
+        print(line)
+    print("}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from trainsim.catalog import apply_overrides, model_from_hf_config, run_config_from_dict
-from trainsim.catalog.hf_defaults import NOT_NULL, NULLABLE
+from trainsim.catalog.hf_defaults import ALIASES, NOT_NULL, NULLABLE
 from trainsim.config.layout import check_layout, parse_layout
 from trainsim.errors import ConfigError
 
@@ -91,6 +91,32 @@ def test_the_table_is_transformers_own():
             for key, value in table.get(kind, {}).items():
                 assert fields[key].default == value, (kind, key)
                 assert ("None" in str(fields[key].type)) == nullable, (kind, key)
+
+
+MIXTRAL = {"model_type": "mixtral", "hidden_size": 1024, "num_hidden_layers": 4,
+           "num_attention_heads": 8, "num_key_value_heads": 8, "vocab_size": 1000,
+           "intermediate_size": 2048, "num_experts_per_tok": 2}
+
+
+@pytest.mark.parametrize(("kind", "experts"), [("mixtral", 4), ("gpt_oss", 16)])
+def test_a_field_given_under_its_alias_takes_no_class_default(tmp_path, kind, experts):
+    # MixtralConfig / GptOssConfig.attribute_map {"num_experts": "num_local_experts"}:
+    # transformers 5.24.0 reads num_experts 4 as 4 experts (was the class default 8 / 128)
+    cfg = {**MIXTRAL, "model_type": kind, "num_experts": experts}
+    if kind == "gpt_oss":
+        cfg.update(head_dim=128, num_experts_per_tok=4)
+    assert _model(tmp_path, cfg).num_experts == experts
+    named = {**_without(cfg, "num_experts"), "num_local_experts": experts}
+    assert _model(tmp_path, named) == _model(tmp_path, cfg)
+
+
+def test_the_alias_table_is_transformers_own():
+    transformers = pytest.importorskip("transformers")
+    if transformers.__version__ != "5.24.0":
+        pytest.skip("the table was written with transformers 5.24.0")
+    from transformers import CONFIG_MAPPING
+    for kind in set(NOT_NULL) | set(NULLABLE) | set(ALIASES):
+        assert ALIASES.get(kind, {}) == dict(CONFIG_MAPPING[kind].attribute_map), kind
 
 
 def test_every_left_out_field_reads_as_the_class_default(tmp_path):

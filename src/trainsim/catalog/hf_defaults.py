@@ -5,7 +5,9 @@ reads, by ``model_type`` (written by ``benchmarks/hf_class_defaults.py``; each f
 ``NOT_NULL``: fields whose class type has no None: a missing field takes the default, an
 explicit null is refused (transformers raises ``StrictDataclassFieldValidationError``).
 ``NULLABLE``: fields typed ``... | None`` with a default that is not None: a missing field takes
-the default, a null keeps its meaning (no window, no rank...)."""
+the default, a null keeps its meaning (no window, no rank...).
+``ALIASES``: each class's ``attribute_map`` (another name -> the field it sets): a config.json
+giving the field under another name takes no default for it."""
 
 from __future__ import annotations
 
@@ -136,3 +138,32 @@ NULLABLE: dict[str, dict[str, Any]] = {
     "qwen3_moe": {"sliding_window": 4096},
 }
 
+ALIASES: dict[str, dict[str, str]] = {
+    "codegen": {"max_position_embeddings": "n_positions",
+               "hidden_size": "n_embd",
+               "num_attention_heads": "n_head",
+               "num_hidden_layers": "n_layer"},
+    "dbrx": {"num_attention_heads": "n_heads",
+            "hidden_size": "d_model",
+            "num_hidden_layers": "n_layers",
+            "max_position_embeddings": "max_seq_len"},
+    "deepseek_v2": {"num_experts": "n_routed_experts"},
+    "deepseek_v3": {"num_local_experts": "n_routed_experts",
+                   "num_mtp_layers": "num_nextn_predict_layers"},
+    "glm4_moe": {"num_local_experts": "n_routed_experts",
+                "num_mtp_layers": "num_nextn_predict_layers"},
+    "gpt2": {"hidden_size": "n_embd",
+            "max_position_embeddings": "n_positions",
+            "num_attention_heads": "n_head",
+            "num_hidden_layers": "n_layer"},
+    "gpt_oss": {"num_experts": "num_local_experts"},
+    "gptj": {"max_position_embeddings": "n_positions",
+            "hidden_size": "n_embd",
+            "num_attention_heads": "n_head",
+            "num_hidden_layers": "n_layer"},
+    "mixtral": {"num_experts": "num_local_experts"},
+    "mpt": {"num_attention_heads": "n_heads",
+           "hidden_size": "d_model",
+           "num_hidden_layers": "n_layers"},
+    "qwen3_moe": {"num_experts": "num_local_experts"},
+}

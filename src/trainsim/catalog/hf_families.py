@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainsim.catalog.hf_defaults import NOT_NULL, NULLABLE, TRANSFORMERS_VERSION
+from trainsim.catalog.hf_defaults import ALIASES, NOT_NULL, NULLABLE, TRANSFORMERS_VERSION
 from trainsim.config._build import switch
 from trainsim.errors import ConfigError
 
@@ -120,7 +120,9 @@ def class_defaults(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     (``hf_defaults``: Gemma 2 without ``intermediate_size`` is 9216 wide, not trainsim's own
     default, -21 % parameters before; GLM-4.5 without ``first_k_dense_replace`` has one dense
     layer); an explicit null for a field whose class type has no None is refused, as
-    transformers refuses it (strict dataclass fields, v5), not read as trainsim's default."""
+    transformers refuses it (strict dataclass fields, v5), not read as trainsim's default.
+    A field the config gives under another name of the class's ``attribute_map`` takes no
+    default (a Mixtral ``num_experts: 4`` is 4 experts, not ``num_local_experts``' 8)."""
     kind = cfg.get("model_type")
     if not isinstance(kind, str):
         return cfg
@@ -130,7 +132,9 @@ def class_defaults(cfg: dict[str, Any], where: str) -> dict[str, Any]:
             raise ConfigError(f"{where}: {key} is null, which transformers {TRANSFORMERS_VERSION}"
                               f" refuses for {kind} (no null value); leave it out for the class "
                               f"default {default!r} or give a value")
-    missing = {k: v for k, v in {**optional, **required}.items() if k not in cfg}
+    given = {field for alias, field in ALIASES.get(kind, {}).items() if alias in cfg}
+    missing = {k: v for k, v in {**optional, **required}.items()
+               if k not in cfg and k not in given}
     return {**cfg, **missing} if missing else cfg
 
 
