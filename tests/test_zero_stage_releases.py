@@ -31,6 +31,13 @@ def test_stage_before_its_release_is_refused(version, stage, first):
     assert "\n" not in text and f"zero_stage={stage}" in text and f"deepspeed {first}" in text
 
 
+@pytest.mark.parametrize("stage", [3, "3", 3.0, "3.0", " 3 "])
+def test_a_stage_however_written_is_refused_before_its_release(stage):
+    # the release lookup is keyed by the stage number, not its spelling (3.0 passed before)
+    with pytest.raises(ConfigError, match="deepspeed 0.3.12"):
+        _apply("0.3.11", stage)
+
+
 @pytest.mark.parametrize(("version", "stage"), [
     ("0.1.0", 1), ("0.2.0", 2), ("0.3.12", 3), ("0.3.13", 3), ("0.14.0", 3),
     ("2021-03", 3), ("2020-06", 2)])  # a month includes the releases made in it

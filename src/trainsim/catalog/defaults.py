@@ -322,7 +322,7 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str,
     runs = zero_stages_run(profile)
     if runs is not None and _effective_stage(parallel) not in runs:
         _refuse_stage(parallel, profile, where)
-    first = (profile.features.get("zero_stage_releases") or {}).get(str(stage).strip())
+    first = (profile.features.get("zero_stage_releases") or {}).get(str(int(_number(stage))))
     if first is not None and version is not None:
         from trainsim.catalog.frameworks import feature_source, released_before
 
