@@ -58,4 +58,5 @@ def test_llm_foundry_has_no_pipeline_parallelism():
         with pytest.raises(ConfigError) as err:
             apply_framework({key: 4}, {"framework": "llm-foundry"})
         assert "no pipeline parallelism" in str(err.value) and "\n" not in str(err.value)
+        assert "composer@640518880 composer/utils/parallelism.py L186-190" in str(err.value)
     apply_framework({"pp": 1}, {"framework": "llm-foundry"})  # pp 1 is no pipeline
