@@ -53,6 +53,11 @@ def _reference(model_type: str, **kw):
     ("falcon", {}, True),
     ("falcon", {"parallel_attn": False}, False),
     ("falcon", {"alibi": True}, True),
+    # an explicit null is false in transformers (truth tests, nn.Linear(bias=None)): MHA,
+    # no bias, a sequential block (read as MQA, biases, a parallel block before)
+    ("falcon", {"multi_query": None}, True),
+    ("falcon", {"bias": None, "multi_query": False}, True),
+    ("falcon", {"parallel_attn": None}, False),
     ("mpt", {}, False),
     ("mpt", {"d_model": 1024, "n_heads": 8, "n_layers": 4}, False),
     ("dbrx", {}, False),
@@ -155,3 +160,14 @@ def test_phi3_small_gegelu_is_refused_with_what_it_lacks(tmp_path):
            "dense_attention_every_n_layers": 2, "layer_norm_epsilon": 1e-5}
     with pytest.raises(ConfigError, match="gegelu.*ff_intermediate_size.*block-sparse"):
         model_from_hf_config(_write(tmp_path, cfg))
+
+
+@pytest.mark.parametrize(("key", "field", "off"), [
+    ("bias", "add_bias_linear", False), ("multi_query", "num_kv_heads", 8),
+    ("parallel_attn", "parallel_block", False)])
+def test_a_null_falcon_switch_reads_as_false(tmp_path, key, field, off):
+    # FalconConfig types them bool | None; modeling_falcon.py (transformers 5.24.0) tests
+    # their truth or builds FalconLinear(bias=None): no bias, MHA, a sequential block
+    cfg = {"model_type": "falcon", "hidden_size": 1024, "num_hidden_layers": 2,
+           "num_attention_heads": 8, "vocab_size": 1000, key: None}
+    assert getattr(model_from_hf_config(_write(tmp_path, cfg)), field) == off

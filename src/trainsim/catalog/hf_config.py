@@ -300,7 +300,7 @@ def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str
         return {}
     alibi = hf_families.flag(cfg, "alibi", False, where)
     out: dict[str, Any] = {"position_embedding": "alibi" if alibi else "rope"}
-    if hf_families.flag(cfg, "parallel_attn", True, where):
+    if hf_families.falcon_flag(cfg, "parallel_attn", True, where):
         norms = cfg.get("num_ln_in_parallel_attn")
         if norms is None and hf_families.flag(cfg, "new_decoder_architecture", False, where):
             norms = 2

@@ -99,6 +99,15 @@ def count(cfg: dict[str, Any], key: str, where: str) -> int | None:
     return int(value)
 
 
+def falcon_flag(cfg: dict[str, Any], key: str, default: bool, where: str) -> bool:
+    """A Falcon switch (``multi_query``, ``bias``, ``parallel_attn``...): ``default`` where
+    absent, False where null: ``FalconConfig`` types them ``bool | None`` and
+    modeling_falcon.py (transformers 5.24.0) tests their truth (``elif config.multi_query``,
+    ``if not config.parallel_attn``) or builds ``nn.Linear(bias=config.bias)``, which makes no
+    bias for None."""
+    return False if key in cfg and cfg[key] is None else flag(cfg, key, default, where)
+
+
 def _falcon(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """A Falcon config with its key/value heads and bias under the names trainsim reads."""
     out = dict(cfg)
@@ -107,11 +116,11 @@ def _falcon(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         if flag(cfg, "new_decoder_architecture", False, where):
             kv = cfg.get("num_kv_heads", heads)
         else:
-            kv = 1 if flag(cfg, "multi_query", True, where) else heads
+            kv = 1 if falcon_flag(cfg, "multi_query", True, where) else heads
         if kv is not None:
             out["num_key_value_heads"] = kv
     if "attention_bias" not in cfg and "bias" in cfg:
-        out["attention_bias"] = cfg["bias"]
+        out["attention_bias"] = falcon_flag(cfg, "bias", False, where)
     return out
 
 
