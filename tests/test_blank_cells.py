@@ -202,6 +202,7 @@ def test_blank_cells_sample_validates():
             if r["id"] == "tt2412-llama3.1-8b-8-fsdp"]
     results = mod.sweep(rows, {"blank", "group", "framework"}, workers=1)
     labels = {label for _, label, _, _ in results}
+    assert {label for _, label, _, err in results if err} == {"framework:nanotron"}
     assert {"blank:zero_stage", "group:parallel_impl", "framework:pytorch",
             "framework:megatron-lm"} <= labels
     rep = mod.report(results)
@@ -215,7 +216,10 @@ def test_blank_cells_sample_validates():
     # the swaps that fail are the FSDP frameworks refusing its unsharded stage, in one line
     row = [r for r in read_rows(ROOT / "src/trainsim/data/validation/training_public.csv")[1]
            if r["id"] == "megatron21-t1-1.7B"]
-    rep = mod.report(mod.sweep(row, {"blank", "group", "framework"}, workers=1))
+    results = mod.sweep(row, {"blank", "group", "framework"}, workers=1)
+    assert {label for _, label, _, err in results if err} == {
+        f"framework:{name}" for name in ("automodel", "llm-foundry", "meta-llama3", "torchtitan")}
+    rep = mod.report(results)
     assert rep["rows_failed"] == [] and rep["variants"] >= 30
     assert all(m["message"].startswith("framework: parallel.zero_stage=")
                for m in rep["by_message"]), rep["by_message"]
