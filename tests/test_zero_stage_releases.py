@@ -60,3 +60,19 @@ def test_llm_foundry_has_no_pipeline_parallelism():
         assert "no pipeline parallelism" in str(err.value) and "\n" not in str(err.value)
         assert "composer@640518880 composer/utils/parallelism.py L186-190" in str(err.value)
     apply_framework({"pp": 1}, {"framework": "llm-foundry"})  # pp 1 is no pipeline
+
+
+@pytest.mark.parametrize(("version", "runs"), [
+    ("2025-01", False), ("2025-02-25", False), ("2025-02", True), ("2025-02-26", True),
+    ("2025-03", True)])
+def test_megatron_fsdp_by_date_reads_a_month_as_deepspeed_does(version, runs):
+    # Megatron-FSDP (ZeRO-3) first in NVIDIA/Megatron-LM@d165a85 (2025-02-26): a month includes
+    # the releases made in it, as DeepSpeed 2021-03 includes 0.3.12 (2021-03-12)
+    parallel = {"zero_stage": 3}
+    if runs:
+        apply_framework(parallel, {"framework": "megatron-lm", "framework_version": version})
+        assert parallel["zero_stage"] == 3
+        return
+    with pytest.raises(ConfigError) as err:
+        apply_framework(parallel, {"framework": "megatron-lm", "framework_version": version})
+    assert "\n" not in str(err.value) and "zero_stage=3" in str(err.value)
