@@ -67,8 +67,8 @@ CASES = [  # (model, GPUs, batch, seq, --set, space)
     # that windows with Transformer Engine's
     ("gemma-2-9b", 16, 64, 8192, ("training.framework=megatron-bridge",), {}),
     ("gemma-2-9b", 16, 64, 8192, ("training.framework=megatron-core",), {}),
-    ("mixtral-8x7b", 32, 64, 4096, ("training.framework=megatron-core",),
-     {"ep": (8,), "max_micro_batch": 1}),
+    pytest.param("mixtral-8x7b", 32, 64, 4096, ("training.framework=megatron-core",),
+                 {"ep": (8,), "max_micro_batch": 1}, marks=pytest.mark.slow),
     ("llama2-7b", 16, 64, 4096, ("training.framework=megatron-bridge",
                                  "parallel.dp_replicate=2", "parallel.zero_stage=3"), {}),
     ("llama2-7b", 16, 64, 4096, ("training.framework=megatron-core",),
@@ -78,9 +78,12 @@ CASES = [  # (model, GPUs, batch, seq, --set, space)
     ("llama2-7b", 16, 64, 4096, ("training.framework=deepspeed",), {}),
     ("llama2-7b", 16, 64, 4096, ("training.framework=llm-foundry",), {}),
     ("llama2-7b", 16, 64, 4096, ("training.framework=torchtitan",), {}),
-    ("llama2-7b", 16, 64, 4096, ("training.framework=automodel",), {"pp": (2,)}),
+    # (slow: Automodel's FSDP2 under PP re-gathers every micro-batch, ~30 s a search here)
+    pytest.param("llama2-7b", 16, 64, 4096, ("training.framework=automodel",), {"pp": (2,)},
+                 marks=pytest.mark.slow),
     # 32 layers on 3 stages: every candidate's layers placed by Automodel's front-loaded split
-    ("llama2-7b", 24, 48, 4096, ("training.framework=automodel",), {"pp": (3,)}),
+    pytest.param("llama2-7b", 24, 48, 4096, ("training.framework=automodel",), {"pp": (3,)},
+                 marks=pytest.mark.slow),
     # a plain PyTorch loop runs ZeRO-3 as FSDP (profile zero_stage_engines), as simulate does
     ("llama2-7b", 16, 64, 4096, ("training.framework=pytorch", "parallel.zero_stage=3"), {}),
     # replicas alone: the sharded stages only (FSDP's for pytorch, Megatron's 1 and 3)
@@ -92,7 +95,7 @@ CASES = [  # (model, GPUs, batch, seq, --set, space)
 
 @pytest.mark.parametrize("model,gpus,batch,seq,sets,dims", CASES,
                          ids=[f"{c[0]}-{'-'.join(s.split('=')[1] for s in c[4])}-{i}"
-                              for i, c in enumerate(CASES)])
+                              for i, c in enumerate(getattr(c, "values", c) for c in CASES)])
 def test_every_candidate_simulates_as_the_config_given_to_simulate(model, gpus, batch, seq,
                                                                    sets, dims):
     """The ranked candidates and a random draw of the simulated ones, written as configs,
@@ -207,6 +210,7 @@ def test_replica_all_reduce_is_the_shard_over_the_replicas():
     assert layout_costs.dp_comm_time(pricer, cfg, "g", "all_gather", size, "dp_cp") == ag
 
 
+@pytest.mark.slow  # an Automodel PP search (~20 s here)
 def test_an_uneven_layout_is_printed_with_its_candidate():
     """Automodel's front-loaded split of 32 layers over 3 stages is in every printed candidate
     (the JSON's config and parallel section, the table, the CSV): without it the printed
