@@ -136,6 +136,7 @@ def test_turning_an_overlap_on_never_slows_the_iteration(base):
                     assert tc * (1 - OVERLAP_SLOWDOWN) <= ta * (1 + 1e-9)
 
 
+@pytest.mark.slow  # a whole search (~10 s on 2 cores since the per-layer ZeRO-3 graphs)
 def test_a_tp_overlap_lead_does_not_bound_its_siblings_without_it():
     """Transformer Engine's TP overlap runs its GEMMs on fewer SMs: on an A100 a 22B layout is
     3 % slower with it (more than OVERLAP_SLOWDOWN), so a lead with it on neither bounds nor
@@ -334,6 +335,7 @@ def test_the_bound_counts_what_follows_the_last_pass():
     assert bounds.refined(both) < evaluate(both, b).iteration_time_s
 
 
+@pytest.mark.slow  # a whole search (~10 s on 2 cores since the per-layer ZeRO-3 graphs)
 def test_an_exhaustive_search_keeps_its_batches_small():
     """An exhaustive search queues a lead's siblings at the lead's bound; batches are not cut
     between candidates at one bound (twins run once in a worker) only up to TWIN_SPAN batches,

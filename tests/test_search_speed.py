@@ -284,6 +284,7 @@ def test_a_stage_s_peak_floor_is_never_above_its_memory_estimate(case):
         assert all(p.vpp == 2 for p in ps) and {p.pp for p in ps} == {2, 4}
 
 
+@pytest.mark.slow  # a whole search (~10 s on 2 cores since the per-layer ZeRO-3 graphs)
 def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch):
     """A group that cannot rank and is dominated even with its most headroom (HBM less its
     peak floor) is pruned without its memory estimate: every evaluation, the top and the
