@@ -339,3 +339,18 @@ def load_script(path: Path):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def loadable_keys(space, base, gpus: int) -> list:
+    """The search space's memory groups on ``gpus`` whose candidate loads as a config (the
+    groups the search keeps: a refused one, e.g. HSDP without a sharded replica, is left out)."""
+    from trainsim.errors import ConfigError
+    from trainsim.search.space import Candidate
+
+    def loads(key) -> bool:
+        try:
+            Candidate(key).to_config(base)
+        except ConfigError:
+            return False
+        return True
+    return [k for k in space.memory_keys(base, gpus) if loads(k)]

@@ -12,6 +12,7 @@ import re
 import warnings
 
 import pytest
+from helpers import loadable_keys
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.errors import ConfigError, TrainsimWarning
@@ -20,7 +21,7 @@ from trainsim.search.cli_inputs import build_base, nothing_found, search_space
 from trainsim.search.core import search
 from trainsim.search.evaluation import Bounds, evaluate
 from trainsim.search.render import render_search, search_json
-from trainsim.search.space import Candidate, SearchSpace
+from trainsim.search.space import SearchSpace
 from trainsim.simulator import simulate
 
 GPU, GPN, NIC, DTYPE = "h100-sxm-80gb", 8, 400.0, "bf16"
@@ -167,13 +168,7 @@ def test_hsdp_bound_counts_the_replica_all_reduce(monkeypatch):
             "parallel.zero_stage=3")
     base = _base("llama2-7b", 16, 64, 4096, sets)
     space = SearchSpace(max_micro_batch=2).fixed_by(base.fixed)
-    def kept(k) -> bool:  # the groups the search keeps (HSDP needs a sharded replica)
-        try:
-            Candidate(k).to_config(base)
-        except ConfigError:
-            return False
-        return True
-    keys = [k for k in space.memory_keys(base, 16) if kept(k)]
+    keys = loadable_keys(space, base, 16)  # HSDP needs a sharded replica
     cands = [space.variants(k)[0] for k in random.Random(1).sample(keys, 10)]
     with_replicas = [Bounds(base).refined(c) for c in cands]
     for c, b in zip(cands, with_replicas):

@@ -7,8 +7,8 @@ import random
 import warnings
 
 import pytest
+from helpers import loadable_keys
 
-from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.search.cli_inputs import build_base
 from trainsim.search.evaluation import Bounds, evaluate
@@ -56,14 +56,7 @@ def test_zero3_bound_stays_below_the_simulated_time(sets):
     lead: the refined bound (waits counted) never exceeds the simulated iteration."""
     base = _base(sets)
     space = SearchSpace(zero=(3,), max_micro_batch=2, max_vpp=4).held_by(base)
-
-    def kept(k) -> bool:
-        try:
-            Candidate(k).to_config(base)
-        except ConfigError:
-            return False
-        return True
-    keys = [k for k in space.memory_keys(base, 16) if kept(k)]
+    keys = loadable_keys(space, base, 16)
     assert any(k.pp > 1 for k in keys) and any(k.pp == 1 for k in keys)
     rnd = random.Random(3)
     drawn = rnd.sample([k for k in keys if k.pp > 1], 6) + rnd.sample(
