@@ -5,6 +5,7 @@
     python benchmarks/fit_kernels.py --leave-one-source-out  # grouped GEMMs, source by source
     python benchmarks/fit_kernels.py --errata   # kernels_errata.csv applied to the published file
     python benchmarks/fit_kernels.py --no-fit --by-source gemm,moe_block  # each cell by source
+    python benchmarks/fit_kernels.py --no-fit --by-seq  # attention error per sequence length
 
 Data: the kernel files bundled with trainsim (``kernels_published.csv``: papers, READMEs and
 benchmark PRs; ``kernels_h100_measured.csv``: one H100 measured by the team). Each kind's
@@ -426,6 +427,26 @@ def by_source(rows: list[Row], held: dict[str, set[str]], kinds: set[str] | None
             for key, v in sorted(groups.items())]
 
 
+def attention_impl(r: Row) -> str:
+    """The fused implementation an attention row measures ('' if none, or several)."""
+    impls = {getattr(op, "impl", "") for op in r.ops} - {""}
+    return impls.pop() if len(impls) == 1 else ""
+
+
+def by_seq(rows: list[Row]) -> list[tuple[str, str, str, int, int, float, float, float]]:
+    """(GPU, implementation, kind, sequence, n, mean signed error, min, max) of the attention
+    rows per sequence length: whether a kernel's error drifts with the sequence, which a
+    cell's MAPE hides (H100 backward: priced fast at 512 tokens, slow at 16-32K). Signed
+    error as in ``by_source``; fit and held-out rows together."""
+    attn = [r for r in rows if r.kind.startswith("attention") and attention_impl(r)
+            and r.family[1:].isdigit()]
+    signed = predict(attn) / np.array([r.measured_s for r in attn]) - 1.0
+    groups: dict[tuple[str, str, str, int], list[float]] = defaultdict(list)
+    for r, e in zip(attn, signed):
+        groups[(r.gpu, attention_impl(r), r.kind, int(r.family[1:]))].append(float(e))
+    return [(*key, len(v), float(np.mean(v)), min(v), max(v)) for key, v in sorted(groups.items())]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--markdown", action="store_true", help="print RESULTS.md tables")
@@ -435,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by-source", metavar="KINDS", nargs="?", const="",
                     help="per source and dtype within each kind/GPU/part cell (comma-separated "
                          "kinds as the tables name them, e.g. gemm,moe_block; all if omitted)")
+    ap.add_argument("--by-seq", action="store_true",
+                    help="attention rows' mean signed error per GPU, implementation, kind and "
+                         "sequence length")
     ap.add_argument("--errata", action="store_true",
                     help="apply benchmarks/kernels_errata.csv to the published file first")
     args = ap.parse_args(argv)
@@ -472,6 +496,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_fit:
         for name, value in fit(rows, held).items():
             print(f"  {name} = {value}")
+    if args.by_seq:
+        print("\n| GPU | implementation | kind | seq | n | signed | min | max |"
+              "\n|---|---|---|---|---|---|---|---|")
+        for g, impl, kind, seq, n, mean, lo, hi in by_seq(rows):
+            print(f"| {g} | {impl} | {kind} | {seq} | {n} | {mean:+.1%} | {lo:+.1%} | {hi:+.1%} |")
+        return 0
     if args.by_source is not None:
         print("\n| kind | GPU | rows | source | dtype | n | MAPE (time) | signed | above MAMF |"
               "\n|---|---|---|---|---|---|---|---|---|")

@@ -427,3 +427,30 @@ def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, ca
     assert len(table) == 1 + len(groups)  # the header and one line a group
     labels = {line.split(" | ")[1] for line in table[1:]}
     assert twin.rsplit("/", 1)[-1] in labels and first.rsplit("/", 1)[-1] in labels
+
+
+def test_by_seq_groups_each_attention_row_once_by_gpu_implementation_kind_and_sequence(
+        fit_script, capsys):
+    """``--by-seq``: every attention row naming one fused implementation and a sequence length
+    lands in exactly one (GPU, implementation, kind, sequence) group, whose mean signed error
+    lies between its min and max; a hand-made row priced at twice its measured time reads +100 %."""
+    rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+    attn = [r for r in rows if r.kind.startswith("attention") and fit_script.attention_impl(r)]
+    groups = fit_script.by_seq(rows)
+    assert sum(n for *_, n, _m, _lo, _hi in groups) == len(attn)
+    assert len({g[:4] for g in groups}) == len(groups)
+    for *_, n, mean, lo, hi in groups:
+        assert n >= 1 and lo - 1e-12 <= mean <= hi + 1e-12
+    assert ("h100-sxm-80gb", "flash2", "attention_bwd", 32768) in {g[:4] for g in groups}
+    op = Attention("a", batch=1, heads=8, kv_heads=8, q_len=4096, kv_len=4096, head_dim=128,
+                   causal=True, impl="cudnn")
+    t = RooflineModel(dataclasses.replace(gpu("h100-sxm-80gb"), sustained_of_burst=1.0)).time(op)
+    row = fit_script.Row("attention_fwd", "h100-sxm-80gb", "s", [op], t / 2, family="s4096")
+    ((*key, n, mean, lo, hi),) = fit_script.by_seq([row])
+    assert key == ["h100-sxm-80gb", "cudnn", "attention_fwd", 4096] and n == 1
+    assert mean == pytest.approx(1.0) and lo == hi == mean
+    assert fit_script.main(["--no-fit", "--by-seq"]) == 0
+    table = capsys.readouterr().out.splitlines()
+    assert "| GPU | implementation | kind | seq | n | signed | min | max |" in table
+    assert sum(line.startswith("| h100-sxm-80gb |") for line in table) == sum(
+        g[0] == "h100-sxm-80gb" for g in groups)
