@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict
+from trainsim.compute.roofline import LAUNCH_S, SCALAR_HBM_EFFICIENCY, RooflineModel
+from trainsim.workload.elementwise import strided_share
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.shard import shard_of
 from trainsim.workload.softmax import batches_per_block, fused_softmax_runs
@@ -22,7 +24,7 @@ def cfg(mb=1, tp=8, version="2022-02", framework="megatron-deepspeed"):
 
 def _fallback(c):
     ops = layer_forward(c, shard_of(c), moe=False)
-    return [op for op in ops if op.name == "softmax_torch_fallback"], ops
+    return [op for op in ops if op.name.startswith("softmax_torch_fallback")], ops
 
 
 def test_batches_per_block_follows_the_kernels_warp_layout():
@@ -46,17 +48,42 @@ def test_swapped_arguments_make_the_rows_per_block_follow_the_heads():
 
 
 def test_megatron_deepspeed_2022_02_runs_the_fp32_torch_softmax_at_tp8_mb2():
-    """32 more bytes a score forward and 34 backward, 4 more kernels each way, from the
-    profile before the 2022-03-06 fused-kernel sync; none at mb 4, TP 4, after the sync, or
-    in a framework without the bug."""
+    """32 more bytes a score forward (cast 6, scale 8, masked fill 8, softmax 8, cast 6, less
+    the fused kernel's 4) in 4 more kernels; backward 42 more (cast 6, softmax 12, the fill's
+    clone 8 and fill 8, scale 8, cast 6, less 6) in 5 more, from the profile before the
+    2022-03-06 fused-kernel sync; none at mb 4, TP 4, after the sync, or in a framework
+    without the bug."""
     c = cfg(mb=2)
     found, ops = _fallback(c)
     scores = 2 * 8 * 2048 * 2048
-    assert len(found) == 1 and found[0].bytes == pytest.approx(32 * scores)
-    assert found[0].kernels == 4
-    back = [op for op in backward_of(ops, shard_of(c)) if op.name == "softmax_torch_fallback.bwd"]
-    assert len(back) == 1 and back[0].bytes == pytest.approx(34 * scores)
+    assert len(found) == 2 and sum(op.bytes for op in found) == pytest.approx(32 * scores)
+    assert sum(op.kernels for op in found) == 4
+    back = [op for op in backward_of(ops, shard_of(c))
+            if op.name.startswith("softmax_torch_fallback") and op.name.endswith(".bwd")]
+    assert len(back) == 2 and sum(op.bytes for op in back) == pytest.approx(42 * scores)
+    assert sum(op.kernels for op in back) == 5
     assert _fallback(cfg(mb=4))[0] == []
     assert _fallback(cfg(mb=2, tp=4))[0] == []
     assert _fallback(cfg(mb=2, version="2022-03"))[0] == []
     assert _fallback(cfg(mb=2, framework="megatron-lm", version=None))[0] == []
+
+
+def test_the_fill_over_the_broadcast_mask_runs_pytorchs_non_vectorized_path():
+    """masked_fill_ over the [1, 1, s, s] mask expanded to the scores (and its backward's
+    in-place fill after the gradient's clone): 8 fp32 bytes a score each way, all at the
+    scalar-load rate; the fallback's other kernels stay vectorized."""
+    c = cfg(mb=2)
+    found, ops = _fallback(c)
+    fill = [op for op in found if op.name == "softmax_torch_fallback.masked_fill"]
+    rest = [op for op in found if op.name == "softmax_torch_fallback"]
+    scores = 2 * 8 * 2048 * 2048
+    assert len(fill) == 1 and fill[0].bytes == pytest.approx(8 * scores) and fill[0].kernels == 1
+    assert strided_share(fill[0]) == 1.0 and strided_share(rest[0]) == 0.0
+    back = [op for op in backward_of(ops, shard_of(c))
+            if op.name == "softmax_torch_fallback.masked_fill.bwd"]
+    assert len(back) == 1 and back[0].bytes == pytest.approx(8 * scores)
+    assert back[0].kernels == 1 and strided_share(back[0]) == 1.0
+    # priced by hand: bytes at the scalar-load share of HBM bandwidth, plus one launch
+    gpu = c.cluster.gpu
+    want = 8 * scores / (gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY) + LAUNCH_S
+    assert RooflineModel(gpu).time(fill[0]) == pytest.approx(want)

@@ -135,10 +135,13 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
 }
 
 
-SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass", "eager_chunked", "inductor_dynamic"})
+SCALAR_LOADS = frozenset({"scalar", "scalar_two_pass", "eager_chunked", "inductor_dynamic",
+                          "eager_broadcast"})
 """Implementations whose kernels load one 16-bit element per thread per instruction (vLLM's
 early kernels, PyTorch's non-vectorized path, Inductor's kernels over a symbolic width): they
-keep too few bytes in flight to saturate HBM (``compute.roofline.SCALAR_HBM_EFFICIENCY``)."""
+keep too few bytes in flight to saturate HBM (``compute.roofline.SCALAR_HBM_EFFICIENCY``).
+``eager_broadcast``: one PyTorch op whose operands include a broadcast one, all its bytes on
+that path (the ``STRIDED_LOADS`` rule for a whole op; ``workload.softmax``'s masked fill)."""
 
 
 STRIDED_LOADS: dict[tuple[str, str], Callable[[int], float]] = {

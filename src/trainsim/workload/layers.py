@@ -191,7 +191,7 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                                          sh.compiled))
         if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
                 core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
-            ops.append(torch_softmax_fallback(core.batch * core.heads * core.pairs))
+            ops.extend(torch_softmax_fallback(core.batch * core.heads * core.pairs))
     if sh.cp > 1 and sh.cp_comm == "p2p" and not ring and not te_ring:
         # a p2p ring other than TE's (a framework whose profile has no ``cp_te_ring`` for this
         # kernel, or none named): (cp-1) KV blocks pass each rank, hidden behind one kernel over

@@ -23,10 +23,22 @@ The fallback under ``--apply-query-key-layer-scaling`` (on by default; it forces
 (4 + 4), ``masked_fill_`` in place (4 + 4), ``Softmax`` (4 + 4) and ``.half()`` (4 + 2): 36
 bytes in 5 kernels where the fused kernel reads and writes 16 bits (4 bytes, 1 kernel). Its
 backward is autograd's reverse of each: the cast (2 + 4), softmax backward reading the
-gradient and the fp32 output (4 + 4 + 4), the masked fill (4 + 4), the scale (4 + 4) and the
-cast back (4 + 2): 40 bytes in 5 kernels where the fused backward reads the gradient and the
-output and writes 16 bits (6 bytes). The attention op keeps the fused kernel's bytes; the op
-built here adds the difference.
+gradient and the fp32 output (4 + 4 + 4), the masked fill's (8 + 8: below), the scale (4 + 4)
+and the cast back (4 + 2): 48 bytes in 6 kernels where the fused backward reads the gradient
+and the output and writes 16 bits (6 bytes). The attention op keeps the fused kernel's bytes;
+the ops built here add the difference.
+
+The mask is Megatron-DeepSpeed's causal ``args.attn_mask``, one ``[1, 1, s, s]`` bool tensor
+(pretrain_gpt.py ``model_provider``), broadcast over the batch and the heads.
+``masked_fill_`` expands it to the scores' shape (pytorch/pytorch v1.11.0
+aten/src/ATen/native/cuda/Indexing.cu ``masked_fill__cuda``: ``expand_inplace(self, mask)``,
+then one TensorIterator over the scores and the expanded mask), so one operand has zero
+strides and the kernel takes PyTorch's non-vectorized path (``workload.elementwise.
+STRIDED_LOADS``): its 8 bytes a score move at the scalar-load rate. Its backward,
+``grad.masked_fill(mask, 0)`` (tools/autograd/derivatives.yaml ``masked_fill_.Scalar``), is
+the out-of-place ``masked_fill``: a contiguous clone of the gradient (4 + 4, vectorized), then
+the same in-place fill over the expanded mask (4 + 4, non-vectorized; aten/src/ATen/native/
+TensorAdvancedIndexing.cpp ``masked_fill``).
 
 A learned attention sink (``ModelConfig.softmax_type``) on FlexAttention is added after the
 kernel: ``flex_attention`` has no sink input, so the model asks it for the log-sum-exp and
@@ -58,8 +70,11 @@ FUSED_MAX_SEQ = 2048  # ``16 < sq <= 2048`` before the 2022-03 sync
 FUSED_MAX_SEQ_SYNCED = 4096  # ``16 < sk <= 4096`` after it
 
 FALLBACK_FWD_BYTES = 36.0 - 4.0  # per score, over the fused kernel's read and write
-FALLBACK_BWD_BYTES = 40.0 - 6.0
-FALLBACK_EXTRA_KERNELS = 4  # 5 PyTorch ops in place of 1 kernel, each direction
+FALLBACK_BWD_BYTES = 48.0 - 6.0
+FALLBACK_EXTRA_KERNELS = (4, 5)  # 5 PyTorch ops forward, 6 backward, in place of 1 kernel
+MASK_FILL_BYTES = 8.0
+"""Per score, each direction: the fp32 read and write of the in-place fill over the broadcast
+mask, the part of the fallback on PyTorch's non-vectorized path (module docstring)."""
 
 
 def batches_per_block(key_len: int) -> int:
@@ -80,12 +95,19 @@ def fused_softmax_runs(b: int, np: int, sq: int, sk: int, args_swapped: bool) ->
     return batches % batches_per_block(np if args_swapped else sk) == 0
 
 
-def torch_softmax_fallback(scores: float) -> Elementwise:
-    """What the PyTorch softmax costs beyond the fused kernel over ``scores`` score elements."""
-    return Elementwise("softmax_torch_fallback", bytes=FALLBACK_FWD_BYTES * scores,
-                       kernels=FALLBACK_EXTRA_KERNELS, impl="eager",
-                       bwd_bytes=FALLBACK_BWD_BYTES * scores,
-                       bwd_kernels=FALLBACK_EXTRA_KERNELS)
+def torch_softmax_fallback(scores: float) -> list[Elementwise]:
+    """What the PyTorch softmax costs beyond the fused kernel over ``scores`` score elements:
+    its contiguous kernels, then the masked fill over the broadcast mask (non-vectorized)."""
+    fwd_kernels, bwd_kernels = FALLBACK_EXTRA_KERNELS
+    return [
+        Elementwise("softmax_torch_fallback", bytes=(FALLBACK_FWD_BYTES - MASK_FILL_BYTES) * scores,
+                    kernels=fwd_kernels - 1, impl="eager",
+                    bwd_bytes=(FALLBACK_BWD_BYTES - MASK_FILL_BYTES) * scores,
+                    bwd_kernels=bwd_kernels - 1),
+        Elementwise("softmax_torch_fallback.masked_fill", bytes=MASK_FILL_BYTES * scores,
+                    impl="eager_broadcast", bwd_bytes=MASK_FILL_BYTES * scores, bwd_kernels=1,
+                    elem_bytes=4),
+    ]
 
 
 SINK_RESCALE_EAGER = ((12.0, 20.0, 4), (34.0, 32.0, 8))
