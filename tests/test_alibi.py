@@ -5,6 +5,13 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict
+from trainsim.compute.roofline import (
+    HBM_EFFICIENCY,
+    LAUNCH_S,
+    SCALAR_HBM_EFFICIENCY,
+    RooflineModel,
+)
+from trainsim.workload.elementwise import strided_share
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.shard import shard_of
 
@@ -20,7 +27,7 @@ def cfg(preset="bloom-181b", attention="unfused"):
 
 def _alibi(c):
     ops = layer_forward(c, shard_of(c), moe=False)
-    return [op for op in ops if op.name == "alibi_bias"], ops
+    return [op for op in ops if op.name.startswith("alibi_bias")], ops
 
 
 def test_unfused_alibi_copies_the_bias_into_the_scores():
@@ -30,8 +37,27 @@ def test_unfused_alibi_copies_the_bias_into_the_scores():
     assert c.model.position_embedding == "alibi"
     found, ops = _alibi(c)
     heads = c.model.num_attention_heads // 8
-    assert len(found) == 1 and found[0].bytes == pytest.approx(4 * heads * 2048 * 2048)
-    back = [op for op in backward_of(ops, shard_of(c)) if op.name == "alibi_bias.bwd"]
+    assert len(found) == 2
+    assert sum(op.bytes for op in found) == pytest.approx(4 * heads * 2048 * 2048)
+    back = [op for op in backward_of(ops, shard_of(c)) if op.name.startswith("alibi_bias")]
     assert all(op.bytes == 0 and op.kernels == 0 for op in back)
     assert _alibi(cfg(attention="flash2"))[0] == []
     assert _alibi(cfg(preset="gpt3-175b"))[0] == []
+
+
+def test_the_copy_of_the_broadcast_bias_runs_pytorchs_non_vectorized_path():
+    """The copy's source is the [b*np, 1, sk] bias expanded over the queries: not a memcpy but
+    PyTorch's non-vectorized copy kernel, its 2-byte write a score at the scalar-load rate; the
+    GEMM's read of it for beta is inside cuBLAS's kernel (no launch, the vectorized rate)."""
+    c = cfg()
+    found, _ = _alibi(c)
+    copy = next(op for op in found if op.name == "alibi_bias")
+    read = next(op for op in found if op.name == "alibi_bias.beta_read")
+    scores = c.model.num_attention_heads // 8 * 2048 * 2048
+    assert copy.bytes == pytest.approx(2 * scores) and copy.kernels == 1
+    assert strided_share(copy) == 1.0 and strided_share(read) == 0.0 and read.kernels == 0
+    gpu = c.cluster.gpu
+    model = RooflineModel(gpu)
+    assert model.time(copy) == pytest.approx(
+        2 * scores / (gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY) + LAUNCH_S)
+    assert model.time(read) == pytest.approx(2 * scores / (gpu.hbm_bw_Bps * HBM_EFFICIENCY))

@@ -178,9 +178,17 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             # Megatron-DeepSpeed's ALiBi (bigscience megatron/model/transformer.py): the scores
             # are torch.baddbmm(alibi, Q, K^T, beta=...) on the [b*np, 1, sk] bias, so PyTorch
             # first copies the broadcast bias into the [b*np, sq, sk] output (write 2 bytes a
-            # score) and the GEMM reads it back for beta (2); no backward (the bias is constant)
-            ops.append(Elementwise("alibi_bias", bytes=4 * core.batch * core.heads * core.pairs,
-                                   kernel="copy", bwd_bytes=0.0, bwd_kernels=0))
+            # score) and the GEMM reads it back for beta (2); no backward (the bias is constant).
+            # The copy's source is the bias expanded over sq (a zero stride), so copy_ is not a
+            # memcpy and its kernel takes PyTorch's non-vectorized path (``eager_broadcast``;
+            # torch v1.11 aten/src/ATen/native/cuda/Copy.cu ``copy_device_to_device``: memcpy
+            # only where the iterator is contiguous, else ``direct_copy_kernel_cuda``'s
+            # gpu_kernel); the GEMM's read is cuBLAS's, inside the GEMM (no kernel of its own)
+            scores = core.batch * core.heads * core.pairs
+            ops.append(Elementwise("alibi_bias", bytes=2 * scores, kernel="copy",
+                                   impl="eager_broadcast", bwd_bytes=0.0, bwd_kernels=0))
+            ops.append(Elementwise("alibi_bias.beta_read", bytes=2 * scores, kernels=0,
+                                   bwd_bytes=0.0, bwd_kernels=0))
         ops.append(core)
         if m.attn_logit_softcapping is not None and core.impl in MATERIALIZED_SCORES:
             # c * tanh(scores / c) between the scores' GEMM and the softmax (Gemma 2); a fused
