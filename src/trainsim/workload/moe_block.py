@@ -13,8 +13,8 @@ from dataclasses import replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.workload import moe_balance, moe_experts, moe_permute, moe_router
 from trainsim.workload import moe_dispatch as disp
-from trainsim.workload import moe_experts, moe_permute, moe_router
 from trainsim.workload.elementwise import (
     clamp_op,
     expert_fc1_bias,
@@ -106,7 +106,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         # (compute.host), after the reductions that count them and the copies that bring them over
         ops.append(Elementwise("moe_tokens_to_host", bytes=E * 8, host_sync=True,
                                kernels=MOE_KERNELS["preprocess"][0]))
-    wire = tokens * moe_wire_copies(cfg)
+    # a random-score router's busiest rank (moe_balance): every NCCL all-to-all waits for it
+    busiest = moe_balance.sampled_imbalance(cfg, tokens)
+    wire = tokens * moe_wire_copies(cfg) * (busiest if dispatcher == "alltoall" else 1.0)
     fanout = domain_fanout(cfg)
     elem = disp.dispatch_element_bytes(dispatcher, p.moe_dispatch_fp8, ACT)
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
@@ -126,9 +128,10 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     if hybrid:
         ops.extend(api_after)
     # Dropless: with uniform routing each rank receives as many copies as it sent, the busiest
-    # moe_token_imbalance times that; a capacity factor caps it. Padding every expert to its
+    # moe_token_imbalance times that (a random-score router's sampled busiest rank at least,
+    # moe_balance); a capacity factor caps it. Padding every expert to its
     # capacity makes the shapes static (Megatron-core --moe-pad-expert-input-to-capacity).
-    recv = math.ceil(routed * m.moe_recv_factor())
+    recv = math.ceil(routed * max(m.moe_recv_factor(), busiest))
     if p.etp > 1:
         ops.append(Comm("moe.etp_all_gather", "all_gather", recv * p.etp * h * ACT, "etp"))
     rows = math.ceil(recv * p.etp / local)

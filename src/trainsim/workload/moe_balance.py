@@ -1,0 +1,91 @@
+"""The busiest expert-parallel rank of a benchmark run whose router draws random scores.
+
+Megatron-core's forced load balance (``moe_router_force_load_balancing``, set by
+Megatron-Bridge's performance recipes: ``moe_router.force_balance_op``) replaces the router's
+logits by ``RandomSTE``: ``logits.clone().normal_()``, independent standard normals per token
+and expert (core_v0.13.0-core_v0.15.0 megatron/core/transformer/moe/moe_utils.py
+``RandomSTE``, ``apply_random_logits``), before the top-k. The top k of independent,
+identically distributed scores are a uniformly random k-subset of the E experts, drawn afresh
+for every token, layer and micro-batch. The load is balanced only in expectation:
+
+* A rank holding ``L = E / ep`` experts receives from each routed token a hypergeometric number
+  of copies (k draws from E, L of them its own): mean ``k L / E``, variance
+  ``k (L/E) (1 - L/E) (E - k) / (E - 1)``.
+* The EP group routes ``T = ep x etp x t`` tokens (``t`` on each rank), independently, so a
+  rank's load is close to normal with relative standard deviation
+  ``s = sqrt(T var) / (T mean)``.
+* The ``ep`` loads sum to ``T k``: equicorrelated, correlation ``-1 / (ep - 1)``. Such loads are
+  ``sd sqrt(ep / (ep - 1)) (Z_i - mean(Z))`` for independent standard normals ``Z_i``, so the
+  busiest rank carries, in expectation, ``1 + s sqrt(ep / (ep - 1)) z(ep)`` times the mean,
+  ``z(n)`` the expected largest of n independent standard normals (``expected_max_normal``).
+
+The expert GEMMs of that rank and every all-to-all that waits for its copies run at that
+load: the dispatch finishes when the busiest receiver has its copies, the combine when it has
+sent them back, and the next layer waits for both. Pure statistics of the source's sampling;
+nothing fitted. ``workload.moe_block`` scales the experts' rows by it for every dispatcher and
+the NCCL all-to-all's exchanges (the ``alltoall`` dispatcher's tokens and probabilities) by it;
+DeepEP's and HybridEP's exchanges send one copy per remote NVLink domain, whose domain-level
+loads vary less and are not derived here, so they keep the mean. Not applied where a token's experts are group-limited
+(``moe_router_group_topk``: the group scores and the top-k within the chosen groups are no
+longer a uniform subset) nor to NeMo Automodel's deterministic ``fake_balanced`` gate (every
+expert equally loaded). Memory keeps the mean load (``memory.estimate``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from statistics import NormalDist
+from typing import TYPE_CHECKING
+
+from trainsim.workload.moe_router import force_balance_op
+
+if TYPE_CHECKING:
+    from trainsim.config import RunConfig
+
+_QUAD_STEPS = 4000
+"""Trapezoid steps of ``expected_max_normal`` over [-10, 10] standard deviations (exact to
+~1e-9 for any n up to 10^5; a quadrature setting, not a model constant)."""
+
+
+@functools.cache
+def expected_max_normal(n: int) -> float:
+    """Expected largest of ``n`` independent standard normals:
+    ``integral of x n phi(x) Phi(x)^(n-1) dx`` (0 for n = 1; 1/sqrt(pi) for n = 2)."""
+    if n < 2:
+        return 0.0
+    std = NormalDist()
+    lo, hi = -10.0, 10.0
+    h = (hi - lo) / _QUAD_STEPS
+    total = 0.0
+    for i in range(_QUAD_STEPS + 1):
+        x = lo + i * h
+        f = x * n * std.pdf(x) * std.cdf(x) ** (n - 1)
+        total += f * (0.5 if i in (0, _QUAD_STEPS) else 1.0)
+    return total * h
+
+
+def busiest_rank_load(experts: int, topk: int, ep: int, tokens: int) -> float:
+    """Expected token copies on the busiest of ``ep`` ranks over the mean, when each of
+    ``tokens`` tokens (the whole EP group's) sends its copies to a uniformly random
+    ``topk``-subset of ``experts`` experts spread evenly over the ranks (module docstring)."""
+    if ep < 2 or tokens < 1 or topk >= experts:
+        return 1.0
+    frac = (experts // ep) / experts
+    mean = topk * frac
+    var = topk * frac * (1 - frac) * (experts - topk) / (experts - 1)
+    rel_sd = math.sqrt(tokens * var) / (tokens * mean)
+    return 1.0 + rel_sd * math.sqrt(ep / (ep - 1)) * expected_max_normal(ep)
+
+
+def sampled_imbalance(cfg: RunConfig, tokens: int) -> float:
+    """The busiest EP rank's load over the mean for a rank that routes ``tokens`` tokens, where
+    the run's router draws random scores (a forced-balance run, dropless, learned router,
+    no group-limited routing); 1.0 otherwise."""
+    m, p = cfg.model, cfg.parallel
+    experts = m.num_experts or 1
+    if p.ep < 2 or m.moe_router != "learned" or m.moe_router_group_topk is not None:
+        return 1.0
+    if force_balance_op(cfg, tokens, experts) is None:
+        return 1.0
+    return busiest_rank_load(experts, m.moe_router_topk, p.ep, p.ep * p.etp * tokens)
