@@ -3,10 +3,12 @@
 Megatron-core's forced load balance (``moe_router_force_load_balancing``, set by
 Megatron-Bridge's performance recipes: ``moe_router.force_balance_op``) replaces the router's
 logits by ``RandomSTE``: ``logits.clone().normal_()``, independent standard normals per token
-and expert (core_v0.13.0-core_v0.15.0 megatron/core/transformer/moe/moe_utils.py
-``RandomSTE``, ``apply_random_logits``), before the top-k. The top k of independent,
-identically distributed scores are a uniformly random k-subset of the E experts, drawn afresh
-for every token, layer and micro-batch. The load is balanced only in expectation:
+and expert, before the top-k (megatron/core/transformer/moe/router.py ``TopKRouter.forward``,
+core_v0.15.0 L554-556; moe_utils.py ``RandomSTE.forward``, core_v0.15.0 L907-922, a generator
+seeded 42 + global rank, so every rank draws its own; core_v0.16.0 L1119-1131, under the
+expert-parallel RNG tracker). The top k of independent, identically distributed scores are a
+uniformly random k-subset of the E experts, drawn afresh for every token, layer and
+micro-batch. The load is balanced only in expectation:
 
 * A rank holding ``L = E / ep`` experts receives from each routed token a hypergeometric number
   of copies (k draws from E, L of them its own): mean ``k L / E``, variance
@@ -25,10 +27,10 @@ sent them back, and the next layer waits for both. Pure statistics of the source
 nothing fitted. ``workload.moe_block`` scales the experts' rows by it for every dispatcher and
 the NCCL all-to-all's exchanges (the ``alltoall`` dispatcher's tokens and probabilities) by it;
 DeepEP's and HybridEP's exchanges send one copy per remote NVLink domain, whose domain-level
-loads vary less and are not derived here, so they keep the mean. Not applied where a token's experts are group-limited
-(``moe_router_group_topk``: the group scores and the top-k within the chosen groups are no
-longer a uniform subset) nor to NeMo Automodel's deterministic ``fake_balanced`` gate (every
-expert equally loaded). Memory keeps the mean load (``memory.estimate``).
+loads vary less and are not derived here, so they keep the mean. Not applied where a token's
+experts are group-limited (``moe_router_group_topk``: the group scores and the top-k within the
+chosen groups are no longer a uniform subset) nor to NeMo Automodel's deterministic
+``fake_balanced`` gate (every expert equally loaded). Memory keeps the mean load (``memory.estimate``).
 """
 
 from __future__ import annotations
