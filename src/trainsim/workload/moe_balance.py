@@ -30,7 +30,8 @@ DeepEP's and HybridEP's exchanges send one copy per remote NVLink domain, whose 
 loads vary less and are not derived here, so they keep the mean. Not applied where a token's
 experts are group-limited (``moe_router_group_topk``: the group scores and the top-k within the
 chosen groups are no longer a uniform subset) nor to NeMo Automodel's deterministic
-``fake_balanced`` gate (every expert equally loaded). Memory keeps the mean load (``memory.estimate``).
+``fake_balanced`` gate (every expert equally loaded). Memory keeps the mean load
+(``memory.estimate``).
 """
 
 from __future__ import annotations
