@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from trainsim.compute.roofline import GROUPED_STREAMS
+from trainsim.compute.grouped import GROUPED_STREAMS
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 HOST_S_PER_KERNEL = 30e-6

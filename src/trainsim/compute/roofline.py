@@ -18,11 +18,8 @@ The constants are global and physical, each with its source:
   the CUDA cores' FFMA of each block's accumulator to the main loop (``block_promotion_k``);
   MXFP8 GEMMs, scaled per 32 elements of k inside the tensor cores, run at a measured
   fraction of the per-tensor fp8 rate (``MXFP8_OF_TENSOR_SCALED``).
-* Grouped GEMMs (an MoE layer's experts) by implementation (``Gemm.grouped``): per-expert
-  cuBLAS GEMMs (Transformer Engine's ``GroupedLinear``: ``GROUPED_STREAMS``) are tiled each on
-  its own, so few rows per expert leave SMs idle; one-kernel grouped GEMMs (CUTLASS,
-  ``torch._grouped_mm``, Triton, DeepGEMM) spread all groups' tiles at ``GROUPED_OF_GEMM`` of
-  the dense rate; dropless routing half-fills each expert's last row tile (``Gemm.ragged``).
+* Grouped GEMMs (an MoE layer's experts) by implementation: ``compute.grouped``, handed the
+  dense tile, its fixed cost and the block-scale promotion from here.
 * Memory-bound kernels reach ~85 % of HBM bandwidth (STREAM-like copy kernels on A100/H100).
 * Each kernel launch costs ~3 us of GPU time that cannot overlap its own work (stream
   serialization, tail effects); NVIDIA Nsight traces of Megatron show 2-5 us gaps.
@@ -33,10 +30,16 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
+from trainsim.compute import grouped
 from trainsim.compute.attention import (
     flash1_pass_bytes,
     fused_attention_work,
     gqa_group_sum_bytes,
+)
+from trainsim.compute.grouped import (  # the constants re-exported for older callers
+    GROUPED_OF_GEMM,  # noqa: F401
+    GROUPED_STREAMS,  # noqa: F401
+    grouped_launches,
 )
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
@@ -75,27 +78,6 @@ the ceiling (measured: vidur's A100 and H100 GEMMs and the H100 file's 1-2-wave 
 22-37 % faster than whole waves predict), one with 5.2 waves at 5.2/6. Chosen, not fitted:
 the GEMM rows' MAPE is 7.87 % with no partial-wave split, 7.44 % at 2 waves, 7.49 % at 3, and
 7.87 % with every grid split (benchmarks/fit_kernels.py rows, ``GEMM_TILE_OVERHEAD_K`` = 266)."""
-
-
-GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.70, "deepgemm": 0.92}
-"""Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
-GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
-on their own, the tiles of every group spread over the SMs together) and the dense tile
-overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and the Triton MoE
-kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kernel) while
-DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.92 of the fp8
-rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
-``benchmarks/fit_kernels.py`` (its held-out sources excluded). Per-expert cuBLAS GEMMs
-(``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no fraction."""
-GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
-"""GEMMs in flight at once for implementations that launch one GEMM per group: Transformer
-Engine's ``GroupedLinear`` issues each expert's cuBLAS GEMM on one of 4 compute streams in
-turn (TransformerEngine common/util/multi_stream.cpp ``num_compute_streams = 4``,
-common/gemm/cublaslt_gemm.cu ``multi_stream_cublas_gemm``); a plain loop runs one at a time.
-The chunks of a GEMM overlapped with a TP collective (``userbuffers``) are cuBLAS's dense
-GEMMs issued round-robin on 3 streams (TE pytorch/module/base.py ``_NUM_MAX_UB_STREAMS = 3``),
-each chunk's last wave filled by the next chunk's tiles: priced as one grid of every chunk's
-tiles at the dense rate."""
 
 
 FP8_OWN_PROMOTION = frozenset({"deepgemm"})
@@ -189,48 +171,13 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     return rate / fp32 / FP8_SCALE_BLOCK_K
 
 
-def _group_row_tiles(op: Gemm) -> float:
-    """Row tiles one group launches: ragged groups (dropless routing) hold ``m`` rows on
-    average, their last tile half full on average (at least one tile)."""
-    if op.ragged:
-        return max(1.0, op.m / TILE + 0.5)
-    return float(math.ceil(op.m / TILE))
-
-
 def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
-    """Fraction of the GEMM ceiling a grouped GEMM reaches: useful rows over launched row
-    tiles, whole waves, each tile's fixed cost. One-kernel implementations spread every
-    group's tiles over the SMs together (no split-k) at ``GROUPED_OF_GEMM`` of the dense
-    rate; per-group GEMMs (``GROUPED_STREAMS``) are tiled each on its own, ``streams`` of
-    them sharing the SMs at a time (split-k where their tiles leave SMs idle), in
-    ``ceil(groups / streams)`` rounds."""
-    sms = gpu.num_sms
-    row_tiles = _group_row_tiles(op)
-    useful = op.m / TILE / row_tiles
+    """Fraction of the GEMM ceiling a grouped GEMM reaches (``compute.grouped``), with this
+    module's dense tile, its fixed cost and the block-scale promotion handed over."""
     overhead_k = GEMM_TILE_OVERHEAD_K * gemm_rate(gpu, op) / gpu.gemm_ceiling("bf16")
-    stretch = 1.0 + block_promotion_k(gpu, op)  # main-loop k-steps per useful k-step
-    n_tiles = math.ceil(op.n / TILE)
-    streams = GROUPED_STREAMS.get(op.grouped)
-    if streams is None:
-        waves = op.batch * row_tiles * n_tiles / sms
-        return (useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k)
-                * GROUPED_OF_GEMM.get(op.grouped, 1.0))  # userbuffers chunks: dense cuBLAS
-    together = min(streams, op.batch)
-    tiles = together * row_tiles * n_tiles
-    split = max(1, min(int(sms // tiles), op.k // SPLIT_K_MIN)) if tiles < sms else 1
-    waves = tiles * split / sms
-    k = op.k / split
-    rounds = op.batch / together
-    return (useful * waves / math.ceil(waves) * k / (k * stretch + overhead_k)
-            * rounds / math.ceil(rounds))
-
-
-def grouped_launches(op: Gemm) -> int:
-    """Kernels a GEMM op launches one after another on the GPU (each pays ``LAUNCH_S``)."""
-    streams = GROUPED_STREAMS.get(op.grouped)
-    return math.ceil(op.batch / streams) if streams else 1
-
-
+    return grouped.grouped_efficiency(gpu, op, tile=TILE, overhead_k=overhead_k,
+                                      stretch=1.0 + block_promotion_k(gpu, op),
+                                      split_k_min=SPLIT_K_MIN)
 
 
 class ComputeModel(Protocol):
