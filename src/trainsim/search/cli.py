@@ -33,6 +33,7 @@ from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, ben
     nothing_found,
     parse_ints,
     parse_reference,
+    said_warnings,
     search_space,
 )
 
@@ -138,11 +139,12 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
     ex = None
     try:
         counts = parse_ints(gpus, "gpus") or ()
-        base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps, dtype,
-                          overrides)
-        space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
-                       etp_, dispatcher, schedules, base)
-        ref = parse_reference(reference, base, counts[0]) if reference else None
+        with said_warnings() as said:
+            base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps,
+                              dtype, overrides)
+            space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero,
+                                 overlap, ep_, etp_, dispatcher, schedules, base)
+            ref = parse_reference(reference, base, counts[0]) if reference else None
         ex = make_executor(executor, workers, ray_address)
         with _progress("search") as update:
             result = search(base, counts, space, top_k=top_k, executor=ex, rank_by=rank_by,
@@ -161,7 +163,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
         if ex is not None:
             ex.close()
     if fmt == "json":
-        click.echo(search_json(result))
+        click.echo(search_json(result, said))
     elif fmt == "csv":
         click.echo(search_csv(result), nl=False)
     else:
@@ -204,11 +206,12 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
     try:
         n_tokens = parse_number(tokens, "--tokens")
         gb = global_batch or max(1, 2 ** round(__import__("math").log2(4 * 2**20 / seq)))
-        base = build_base(model, gpu, gpus_per_node, gb, seq, gpus_per_node, nic_gbps, dtype,
-                          overrides)
-        energy = EnergyModel(gpu_idle_fraction, node_overhead, pue, grid_g)
-        space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap, ep_,
-                       etp_, dispatcher, schedules, base)
+        with said_warnings() as said:
+            base = build_base(model, gpu, gpus_per_node, gb, seq, gpus_per_node, nic_gbps, dtype,
+                              overrides)
+            energy = EnergyModel(gpu_idle_fraction, node_overhead, pue, grid_g)
+            space = search_space(tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero,
+                                 overlap, ep_, etp_, dispatcher, schedules, base)
         ex = make_executor(executor, workers, ray_address)
         with _progress("plan") as update:
             result = plan(base, n_tokens, days, space=space, executor=ex, max_gpus=max_gpus,
@@ -220,7 +223,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
         if ex is not None:
             ex.close()
     if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        click.echo(json.dumps({**result.to_dict(), "warnings": said}, indent=2, sort_keys=True))
         return
     steps = [{"GPUs": s.num_gpus, "best configuration": s.best.label if s.best else "no valid configuration fits",
               "days": s.days if s.days is not None else "-",

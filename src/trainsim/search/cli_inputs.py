@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from trainsim.errors import ConfigError
+from trainsim.errors import ConfigError, TrainsimWarning
 
 
 def _ascii_text(text: str) -> str:
@@ -18,6 +21,33 @@ def _ascii_text(text: str) -> str:
     if not text.isascii():
         raise ValueError(text)
     return text
+
+
+@contextmanager
+def said_warnings(say: bool = True) -> Iterator[list[str]]:
+    """The trainsim warnings (and deprecated names) raised while a search's inputs are read,
+    one line each, once each, in the order raised: the list the block yields is filled as the
+    block ends (also by an error). ``say``: raise each again from here (the CLI prints each
+    as one ``warning:`` line from its own process); the CLI's and a service job's JSON carry
+    the list (``warnings``): said by the search's code alone, a service worker's warning
+    reached the worker's stderr, never the job's user. Other warnings pass through."""
+    from trainsim.config._build import DeprecatedName
+
+    said: list[str] = []
+    seen: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            yield said
+    finally:  # outside the catch: raised again to the caller's filters
+        for w in seen:
+            ours = issubclass(w.category, (TrainsimWarning, DeprecatedName))
+            if ours and str(w.message) in said:
+                continue
+            if ours:
+                said.append(str(w.message))
+            if say or not ours:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def parse_ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:

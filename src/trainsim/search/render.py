@@ -102,8 +102,11 @@ def stats_line(r: SearchResult) -> str:
             f"{s.executor} x {s.workers})")
 
 
-def search_json(r: SearchResult) -> str:
-    return json.dumps(r.to_dict(), indent=2, sort_keys=True)
+def search_json(r: SearchResult, warnings: Sequence[str] = ()) -> str:
+    """``r`` as JSON with the ``warnings`` said while its inputs were read
+    (``cli_inputs.said_warnings``): what a search's user reads of them where stderr is not
+    theirs (a service job)."""
+    return json.dumps({**r.to_dict(), "warnings": list(warnings)}, indent=2, sort_keys=True)
 
 
 CSV_COLUMNS = ("rank", "num_gpus", "tp", "pp", "cp", "dp", "vpp", "micro_batch_size", "recompute",

@@ -439,7 +439,13 @@ def _executor(settings: Settings) -> Any:
 
 def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
             run: bool, progress: Progress) -> Output | None:
-    from trainsim.search.cli_inputs import build_base, nothing_found, parse_ints, parse_reference
+    from trainsim.search.cli_inputs import (
+        build_base,
+        nothing_found,
+        parse_ints,
+        parse_reference,
+        said_warnings,
+    )
     from trainsim.search.core import search
 
     _defaults_from_config(config, opts, wd)
@@ -450,12 +456,13 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
     counts = parse_ints(_text(opts["gpus"]), "gpus") or ()
     for n in counts:
         _bound_gpus(n, "options.gpus", settings.limits)
-    base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
-                      _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
-                      _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
-    space = _space(opts, base)
-    ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
-           if opts["reference"] else None)  # as text: 3 was an AttributeError
+    with said_warnings(say=False) as said:  # the job's result carries them (``warnings``)
+        base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
+                          _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
+                          _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
+        space = _space(opts, base)
+        ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
+               if opts["reference"] else None)  # as text: 3 was an AttributeError
     _bound_candidates(base, counts, space, settings.limits)
     if not run:
         return None
@@ -477,13 +484,13 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
 
         plot = plot_search(result.evaluated, wd / "plot.png", result.pareto,
                            result.best).read_bytes()
-    return Output(search_json(result) + "\n", plot=plot)
+    return Output(search_json(result, said) + "\n", plot=plot)
 
 
 def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
           run: bool, progress: Progress) -> Output | None:
     from trainsim.search.capacity import EnergyModel, plan
-    from trainsim.search.cli_inputs import build_base
+    from trainsim.search.cli_inputs import build_base, said_warnings
     from trainsim.search.whatif import parse_number
 
     _defaults_from_config(config, opts, wd)
@@ -497,11 +504,12 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
     gb = (_int(opts, "global_batch", 1) if opts["global_batch"] else
           max(1, 2 ** round(math.log2(4 * 2**20 / seq))))
     gpn = _int(opts, "gpus_per_node", 1)
-    base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn, _float(opts, "nic_gbps"),
-                      opts["dtype"], tuple(opts["set"]))
-    energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
-                         _float(opts, "pue", optional=True), _float(opts, "grid"))
-    space = _space(opts, base)
+    with said_warnings(say=False) as said:
+        base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn,
+                          _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
+        energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
+                             _float(opts, "pue", optional=True), _float(opts, "grid"))
+        space = _space(opts, base)
     if not run:
         return None
     ex = _executor(settings)
@@ -512,7 +520,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
                       progress=lambda phase, d, t: progress(d / max(1, t), phase))
     finally:
         ex.close()
-    return Output(_dumps(result.to_dict()))
+    return Output(_dumps({**result.to_dict(), "warnings": said}))
 
 
 # ------------------------------------------------------------------------------ entry points
