@@ -120,3 +120,31 @@ def test_olmo_core_error_stays_under_todays_bound(results):
     assert max(apes.values()) <= 0.24
     assert all(a <= 0.10 for i, a in apes.items() if "-13b-" not in i and "-2409" not in i)
     assert all(a <= 0.17 for i, a in apes.items() if "-2409" in i)
+
+
+@pytest.mark.parametrize(("version", "key", "size", "refused"), [
+    ("2024-11", "tp", 2, "tensor parallelism"),
+    ("2024-11", "tensor_model_parallel_size", 2, "tensor parallelism"),
+    ("2024-11", "cp", 2, "context parallelism"),
+    ("2024-11", "context_parallel_size", 4, "context parallelism"),
+    ("2024-11", "tp", 1, None), ("2024-11", "cp", 1, None),
+    ("2024-12", "tp", 2, None), ("2024-12", "cp", 2, "context parallelism"),
+    ("2025-03", "cp", 2, None)])
+def test_olmo_core_refuses_tp_and_cp_before_its_code_had_them(version, key, size, refused):
+    """allenai/OLMo-core had data parallelism only (distributed/parallel/data_parallel.py @
+    e27ba7455) until tensor parallelism in d6981b34c (2024-12-03) and context parallelism in
+    7f7c4894d (2025-03-02): a size above 1 before those is a one-line ConfigError naming the
+    field and the commit that brought it."""
+    from trainsim.catalog.defaults import apply_framework
+    from trainsim.errors import ConfigError
+
+    training = {"framework": "olmo-core", "framework_version": version}
+    if refused is None:
+        apply_framework({key: size}, dict(training))
+        return
+    with pytest.raises(ConfigError) as err:
+        apply_framework({key: size}, dict(training))
+    msg = str(err.value)
+    assert f"={size} but olmo-core {version} has no {refused}" in msg and "\n" not in msg
+    assert ("d6981b34c" if refused.startswith("tensor") else "7f7c4894d") in msg
+    apply_framework({key: size}, {"framework": "megatron-lm"})  # a profile that has them

@@ -156,11 +156,15 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         raise ConfigError(f"parallel.cpu_offloading_num_layers={offload} but {where} has no "
                           "activation CPU offloading (source: "
                           f"{feature_source(profile, 'cpu_offloading')})")
-    pp_keys = [ALIASES["pp"], "pp", *(k for k, v in SYNONYMS["parallel"].items() if v == "pp")]
-    pp = next((parallel[k] for k in pp_keys if k in parallel), None)
-    if _number(pp) > 1 and profile.supports("pipeline_parallel") is False:
-        raise ConfigError(f"parallel.pp={pp} but {where} has no pipeline parallelism "
-                          f"(source: {feature_source(profile, 'pipeline_parallel')})")
+    for short, feature, words in (("tp", "tensor_parallel", "tensor parallelism"),
+                                  ("pp", "pipeline_parallel", "pipeline parallelism"),
+                                  ("cp", "context_parallel", "context parallelism")):
+        keys = [ALIASES[short], short,
+                *(k for k, v in SYNONYMS["parallel"].items() if v == short)]
+        size = next((parallel[k] for k in keys if k in parallel), None)
+        if _number(size) > 1 and profile.supports(feature) is False:
+            raise ConfigError(f"parallel.{short}={size} but {where} has no {words} "
+                              f"(source: {feature_source(profile, feature)})")
     vpp = parallel.get("virtual_pipeline_model_parallel_size", parallel.get("vpp"))
     if _number(vpp) > 1 and profile.supports("interleaved_pipeline") is False:
         raise ConfigError(f"parallel.vpp={vpp} but {where} has no interleaved pipeline "

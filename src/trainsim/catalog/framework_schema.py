@@ -53,6 +53,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "sequence_parallel": _nullable(_bool),
     "interleaved_pipeline": _nullable(_bool),
     "pipeline_parallel": _nullable(_bool),  # pp > 1 at all (catalog.defaults refuses it)
+    # tp > 1 and cp > 1 at all, as pipeline_parallel (catalog.defaults refuses them)
+    "tensor_parallel": _nullable(_bool),
+    "context_parallel": _nullable(_bool),
     # the first release that runs each ZeRO stage where a release older than the profile's
     # first entry lacks it (catalog.defaults.zero_engine refuses the stage before it)
     "zero_stage_releases": _nullable(_stage_releases),
@@ -413,7 +416,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 #: keys an entry may leave out even when it is the first one.
 OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
-    "zero_stage_releases", "pipeline_parallel",
+    "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
