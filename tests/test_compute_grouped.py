@@ -1,0 +1,52 @@
+"""compute.grouped: grouped-GEMM pricing apart from the dense roofline, which hands it the
+dense tile, the tile's fixed cost and the block-scale promotion."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from trainsim.catalog import gpu as get_gpu
+from trainsim.compute import grouped, roofline
+from trainsim.workload.ops import Gemm
+
+GROUPED_SRC = Path(grouped.__file__)
+
+
+def _experts(m: int, impl: str, dtype: str = "bf16", ragged: bool = False) -> Gemm:
+    return Gemm("experts", m, 1536, 2048, dtype, 128, grouped=impl, ragged=ragged)
+
+
+def test_grouped_imports_nothing_from_the_roofline():
+    """Imports flow one way: roofline calls into grouped, never the reverse."""
+    tree = ast.parse(GROUPED_SRC.read_text())
+    imported = {f"{node.module}.{a.name}" for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) for a in node.names}
+    imported |= {a.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                 for a in node.names}
+    assert "trainsim.workload.ops.Gemm" in imported  # the walk sees the module's imports
+    assert not any(name and "roofline" in name for name in imported), imported
+
+
+@pytest.mark.parametrize("impl", ["cutlass", "triton", "deepgemm", "multi_stream", "loop"])
+@pytest.mark.parametrize("dtype", ["bf16", "fp8"])
+def test_the_roofline_prices_grouped_gemms_with_its_own_dense_tile(impl, dtype):
+    """The model's grouped efficiency is grouped.grouped_efficiency at the roofline's tile,
+    split-k floor and tile overhead scaled to the op's rate."""
+    gpu = get_gpu("h100-sxm-80gb")
+    op = _experts(512, impl, dtype)
+    rate = roofline.gemm_rate(gpu, op)
+    expected = grouped.grouped_efficiency(
+        gpu, op, tile=roofline.TILE,
+        overhead_k=roofline.GEMM_TILE_OVERHEAD_K * rate / gpu.gemm_ceiling("bf16"),
+        stretch=1.0 + roofline.block_promotion_k(gpu, op), split_k_min=roofline.SPLIT_K_MIN)
+    assert roofline.RooflineModel(gpu).gemm_efficiency(op) == pytest.approx(expected)
+
+
+def test_one_kernel_grouped_gemms_never_pass_their_implementation_fraction():
+    """Row tiles, waves and the tile overhead only take away from GROUPED_OF_GEMM."""
+    gpu = get_gpu("h100-sxm-80gb")
+    for impl, frac in grouped.GROUPED_OF_GEMM.items():
+        for m in (1, 100, 512, 4096):
+            eff = roofline.grouped_efficiency(gpu, _experts(m, impl))
+            assert 0.0 < eff <= frac
