@@ -45,3 +45,38 @@ def test_the_replicas_line_reaches_the_cli_json_and_the_service_job():
     assert out["warnings"] == cli_json["warnings"] and out["top"] == cli_json["top"]
     quiet = _cli("search", "llama3.2-1b", *FLAGS, "--format", "json")
     assert json.loads(quiet.stdout)["warnings"] == [] and "warning:" not in quiet.stderr
+
+
+def test_a_search_space_error_names_the_option_the_request_wrote():
+    """Errors in a search's own options were filed under ``config`` (the service) and some
+    named no option at all ('search space: zero values [5] ...', a --schedules or --reference
+    error naming only the config field). Now each names the option as written: the CLI's
+    flag, the service's ``options.<name>`` (field and message)."""
+    import pytest
+
+    from trainsim.errors import ConfigError
+    from trainsim.search.cli_inputs import build_base, parse_reference, search_space
+
+    cfg = {"model": "llama3-8b"}
+    opts = {"gpus": "16", "global_batch": 64, "seq": 4096}
+    for given, field in (({"tp": "x"}, "options.tp"), ({"zero": "5"}, "options.zero"),
+                         ({"recompute": "foo"}, "options.recompute"),
+                         ({"overlap": "maybe"}, "options.overlap"),
+                         ({"schedules": "zzz"}, "options.schedules"),
+                         ({"reference": "tp=3"}, "options.reference"),
+                         ({"set": ["parallel.ep=3"]}, "options.set"),
+                         ({"set": ["training.zero=1"]}, "options.set")):
+        said = jobs.problem("search", cfg, {**opts, **given}, SETTINGS)
+        assert said is not None and said[1] == field and field in said[2], (given, said)
+        assert "--" not in said[2], said
+    for kw, flag in (({"zero": "5"}, "--zero"), ({"schedules": "zzz"}, "--schedules")):
+        args = {"zero": None, "schedules": None, **kw}
+        with pytest.raises(ConfigError, match=flag):
+            search_space(None, None, None, 8, 1, "none", args["zero"], "search",
+                         schedules=args["schedules"])
+    base = build_base("llama3-8b", "h100-sxm-80gb", 16, 64, 4096, 8, 400.0, "bf16")
+    with pytest.raises(ConfigError, match="^--reference 'tp=3'"):
+        parse_reference("tp=3", base, 16)
+    with pytest.raises(ConfigError, match="--set training.zero"):
+        build_base("llama3-8b", "h100-sxm-80gb", 16, 64, 4096, 8, 400.0, "bf16",
+                   ("training.zero=1",))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -152,7 +153,13 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
         given_parallel["data_parallel_impl"] = engine
     fixed = _fixed_parallel(given_parallel, profile_value(
         t.get("framework"), t.get("framework_version"), "data_parallel_impl"))
-    cfg = run_config_from_dict(raw)
+    try:
+        cfg = run_config_from_dict(raw)
+    except ConfigError as exc:  # a field --set gave, named as given: --set training.zero
+        from trainsim.config import as_written
+
+        keys = (o.split("=", 1)[0].strip() for o in overrides if "=" in o)
+        raise as_written(exc, {k: f"--set {k}" for k in keys if k}, replace=True) from None
     expert = [k for k, v in fixed if k in ("expert_model_parallel_size",
                                             "expert_tensor_parallel_size") and (v or 1) > 1]
     if expert and not cfg.model.is_moe:  # every candidate would drop it (simulate refuses it)
@@ -279,17 +286,25 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
         raise ConfigError(f"--recompute={recompute!r}: give one or more of none, selective, full")
     scheds = None
     if schedules is not None:
-        names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
+        try:
+            names = [schedule_name(x.strip()) for x in schedules.split(",") if x.strip()]
+        except ConfigError as exc:  # named as the user wrote it, not as the config's field
+            raise ConfigError(f"--schedules={schedules!r}: {exc}") from None
         scheds = tuple(dict.fromkeys("" if n in MEGATRON_1F1B else n
                                      for n in names))
     disp = tuple(x.strip().lower() for x in dispatcher.split(",") if x.strip()) \
         if dispatcher else None
-    space = SearchSpace(tp=parse_ints(tp_, "tp"), pp=parse_ints(pp_, "pp"), cp=parse_ints(cp_, "cp"),
-                        max_vpp=max_vpp, max_micro_batch=max_micro_batch, recompute=rc,
-                        zero=parse_ints(zero, "zero", least=0),
-                        overlap=overlap.lower() if isinstance(overlap, str) else overlap,
-                        ep=parse_ints(ep_, "ep"), etp=parse_ints(etp_, "etp"), dispatcher=disp,
-                        schedules=scheds)
+    sizes = {n: parse_ints(v, n) for n, v in (("tp", tp_), ("pp", pp_), ("cp", cp_),
+                                              ("ep", ep_), ("etp", etp_))}
+    try:
+        space = SearchSpace(**sizes, max_vpp=max_vpp, max_micro_batch=max_micro_batch,
+                            recompute=rc, zero=parse_ints(zero, "zero", least=0),
+                            overlap=overlap.lower() if isinstance(overlap, str) else overlap,
+                            dispatcher=disp, schedules=scheds)
+    except ConfigError as exc:  # 'search space: zero values [5] ...' names the flag: --zero
+        text = re.sub(r"^search space: ([a-z_]+)",
+                      lambda m: "--" + m.group(1).replace("_", "-"), str(exc))
+        raise ConfigError(text) from None
     if base is None:
         return space
     from trainsim.search.fixed import sharded_for_replicas
@@ -450,7 +465,11 @@ def parse_reference(text: str, base: Any, num_gpus: int):
                    replace=True)
         raise
     training = dataclasses.replace(base.training, micro_batch_size=micro)
-    return Candidate.from_config(RunConfig(base.model, p, training, base.cluster_for(num_gpus)))
+    try:
+        cfg = RunConfig(base.model, p, training, base.cluster_for(num_gpus))
+    except ConfigError as exc:  # 'parallel.tp=3 does not divide ...': the layout --reference gave
+        raise ConfigError(f"--reference {text!r}: {exc}") from None
+    return Candidate.from_config(cfg)
 
 
 __all__ = ["OWN_OPTIONS", "VARIED", "build_base", "model_spec", "nothing_found", "parse_ints",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -375,6 +376,27 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
 
 # ------------------------------------------------------------------------------ search, plan
 
+@contextmanager
+def _as_options(kind: str, given: frozenset[str]) -> Iterator[None]:
+    """A search/plan input error naming a flag (``--zero values [5] ...``, ``--set parallel.ep
+    > 1 ...``) that the request gave as an option, filed under that option as written
+    (``options.zero``, ``options.set``) rather than ``config``, each flag of the kind named as
+    its option; the flag first named is the one at fault (a hint '(--zero)' comes after it)."""
+    try:
+        yield
+    except RequestError:
+        raise
+    except TrainsimError as exc:
+        flag = r"(?<![\w-])--([a-z][a-z-]*)(?![\w-])"
+        m = re.search(flag, str(exc))
+        name = m.group(1).replace("-", "_") if m else None
+        if name is None or name not in given:
+            raise
+        text = re.sub(flag, lambda f: f"options.{f.group(1).replace('-', '_')}"
+                      if f.group(1).replace("-", "_") in OPTIONS[kind] else f.group(0), str(exc))
+        raise RequestError(f"options.{name}", text) from None
+
+
 def _defaults_from_config(config: dict[str, Any], opts: dict[str, Any], wd: Path) -> None:
     """Fill the search/plan flags the request left out from its run config."""
     from trainsim import catalog
@@ -438,7 +460,8 @@ def _executor(settings: Settings) -> Any:
 
 
 def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
-            run: bool, progress: Progress) -> Output | None:
+            run: bool, progress: Progress, given: frozenset[str] = frozenset()
+            ) -> Output | None:
     from trainsim.search.cli_inputs import (
         build_base,
         nothing_found,
@@ -453,10 +476,11 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
         if opts[key] is None:
             raise RequestError(f"options.{key}", f"options.{key} is required (or give it in "
                                "the config's cluster/training section)")
-    counts = parse_ints(_text(opts["gpus"]), "gpus") or ()
+    with _as_options("search", given):
+        counts = parse_ints(_text(opts["gpus"]), "gpus") or ()
     for n in counts:
         _bound_gpus(n, "options.gpus", settings.limits)
-    with said_warnings(say=False) as said:  # the job's result carries them (``warnings``)
+    with said_warnings(say=False) as said, _as_options("search", given):  # said: in the result
         base = build_base(opts["model"], opts["gpu"], counts[0], _int(opts, "global_batch", 1),
                           _int(opts, "seq", 1), _int(opts, "gpus_per_node", 1),
                           _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
@@ -488,7 +512,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
 
 
 def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
-          run: bool, progress: Progress) -> Output | None:
+          run: bool, progress: Progress, given: frozenset[str] = frozenset()) -> Output | None:
     from trainsim.search.capacity import EnergyModel, plan
     from trainsim.search.cli_inputs import build_base, said_warnings
     from trainsim.search.whatif import parse_number
@@ -499,12 +523,13 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
             raise RequestError(f"options.{key}", f"options.{key} is required")
     max_gpus = _int(opts, "max_gpus", 1)
     _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
-    n_tokens = parse_number(_given_text(opts["tokens"]), "--tokens")
+    with _as_options("plan", given):
+        n_tokens = parse_number(_given_text(opts["tokens"]), "--tokens")
     seq = _int(opts, "seq", 1)
     gb = (_int(opts, "global_batch", 1) if opts["global_batch"] else
           max(1, 2 ** round(math.log2(4 * 2**20 / seq))))
     gpn = _int(opts, "gpus_per_node", 1)
-    with said_warnings(say=False) as said:
+    with said_warnings(say=False) as said, _as_options("plan", given):
         base = build_base(opts["model"], opts["gpu"], gpn, gb, seq, gpn,
                           _float(opts, "nic_gbps"), opts["dtype"], tuple(opts["set"]))
         energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
@@ -535,6 +560,7 @@ def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: boo
         raise RequestError("options", "options: expected a mapping of the command's flags")
     _no_server_files(config)
     opts = _options(kind, options)
+    given = frozenset(k for k, v in options.items() if v is not None)  # as the request wrote
     _no_server_paths(kind, config, opts)
     limits = settings.limits
     try:
@@ -548,8 +574,8 @@ def _dispatch(kind: str, config: Any, options: Any, settings: Settings, run: boo
             if kind == "validate":
                 return _validate(opts, limits, wd, run, progress)
             if kind == "search":
-                return _search(config, opts, settings, wd, run, progress)
-            return _plan(config, opts, settings, wd, run, progress)
+                return _search(config, opts, settings, wd, run, progress, given)
+            return _plan(config, opts, settings, wd, run, progress, given)
     except (TypeError, ValueError) as exc:  # an option of the wrong type
         if isinstance(exc, TrainsimError):
             raise
