@@ -267,10 +267,68 @@ def _scalar_checks(cls: type) -> tuple[tuple[str, str, tuple, bool], ...]:
     return tuple(out)
 
 
+@functools.cache
+def _container_checks(cls: type) -> tuple[tuple[str, Any, type, Any], ...]:
+    """(field, type hint, the type a built value has, its elements' or values' type, or the
+    set of names they may be) of each list, mapping or nested-config field of dataclass
+    ``cls``: what ``check_fields`` checks beside the scalars."""
+    hints, fields = _schema(cls)
+    out = []
+    for name in fields:
+        tp = hints[name]
+        if get_origin(tp) in (typing.Union, types.UnionType):
+            args = [a for a in get_args(tp) if a is not type(None)]
+            tp = args[0] if len(args) == 1 else None
+        kind = {tuple: tuple, list: tuple, dict: dict}.get(get_origin(tp))
+        if kind is None and dataclasses.is_dataclass(tp):
+            kind = tp
+        if kind is not None:
+            inner = get_args(tp)[0 if kind is tuple else -1] \
+                if kind in (tuple, dict) and get_args(tp) else None
+            if get_origin(inner) is Literal:  # the names allowed
+                inner = frozenset(get_args(inner))
+            out.append((name, hints[name], kind, inner))
+    return tuple(out)
+
+
+def _check_containers(obj: Any, where: str) -> None:
+    """Each list or mapping field of ``obj`` read as a file's value is (``_coerce``: a list of
+    the element type, a comma-separated text split), a nested config of its class: an API
+    caller's ``recompute_modules=3`` or ``gpu='h100'`` is one ConfigError naming the field, not
+    a TypeError deep in the simulation."""
+    for name, hint, kind, inner in _container_checks(type(obj)):
+        value = getattr(obj, name)
+        if value is None and get_origin(hint) in (typing.Union, types.UnionType):
+            continue
+        if kind is tuple and type(value) is tuple and all(
+                v in inner if type(inner) is frozenset else type(v) is inner for v in value) \
+                or kind is dict and type(value) is dict \
+                and all(type(k) is str and type(v) is inner for k, v in value.items()):
+            continue  # the common case, cheaply (configs are rebuilt often by the tuners)
+        if kind is tuple and inner is str and isinstance(value, (tuple, list, str)):
+            # the outer list only: a name that is not text is refused by the field's own check,
+            # which lists the names it knows (recompute_modules, cuda_graph_scope)
+            typed = tuple(_coerce(value, hint, f"{where}.{name}")) if isinstance(value, str) \
+                else tuple(value)
+            if typed != value or type(typed) is not type(value):
+                object.__setattr__(obj, name, typed)
+        elif kind in (tuple, dict):
+            typed = _coerce(value, hint, f"{where}.{name}")
+            if typed != value or type(typed) is not type(value):
+                object.__setattr__(obj, name, typed)
+        elif not isinstance(value, kind):
+            hint_name = f" (a preset by its name: trainsim.catalog.{name}({value!r}))" \
+                if isinstance(value, str) and name in ("gpu", "model") else ""
+            raise ConfigError(f"{where}.{name} must be a {kind.__name__}, got "
+                              f"{type(value).__name__}{hint_name}")
+
+
 def check_fields(obj: Any, where: str) -> None:
-    """A ConfigError naming the first scalar field of dataclass ``obj`` whose value is of the
+    """A ConfigError naming the first field of dataclass ``obj`` whose value is of the
     wrong kind (a string where a number goes, a name outside its choices, None where a value
-    is required): the Python API builds configs directly, bypassing ``build``'s coercion."""
+    is required, a number where a list goes): the Python API builds configs directly,
+    bypassing ``build``'s coercion."""
+    _check_containers(obj, where)
     for name, kind, allowed, optional in _scalar_checks(type(obj)):
         value = getattr(obj, name)
         tp = type(value)

@@ -9,8 +9,12 @@ from typing import Literal
 
 from trainsim.config._build import check_fields, fields_state, require_positive, suggest
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
+from trainsim.config.training import AttentionName
 from trainsim.config.validity import zero_stages
 from trainsim.errors import ConfigError, SettingReplaced
+
+Dispatcher = Literal["alltoall", "allgather", "deepep", "hybridep"]
+"""Megatron-core's MoE token dispatchers (``moe_token_dispatcher_type``)."""
 
 DATA_PARALLEL_IMPLS = ("megatron", "deepspeed", "fsdp1", "fsdp2", "ddp")
 ZERO3_GATHER = ("per_parameter", "per_unit", "per_block")
@@ -87,11 +91,11 @@ class ParallelConfig:
     (Megatron-core attention.py: ``divide(num_query_groups, tp)``; a framework profile sets it,
     feature ``kv_heads_split``, Megatron-core before core_v0.16.0). False: tp may also be a
     multiple of them, each KV head held by tp / heads ranks (``config.validity.kv_heads_fit``)."""
-    flex_two_ranks: tuple[str, ...] = ()
+    flex_two_ranks: tuple[Dispatcher, ...] = ()
     """MoE token dispatchers that need ep x expert tp >= 2 ranks (Megatron-core
     MoEFlexTokenDispatcher asserts TPxEP > 1; a framework profile sets it, feature
     ``flex_dispatchers_two_ranks``). Empty: no such check (``config.validity``)."""
-    cp_te_ring: tuple[str, ...] = ()
+    cp_te_ring: tuple[AttentionName, ...] = ()
     """Attention kernels whose context parallelism over p2p is Transformer Engine's ring
     (AttnFuncWithCPAndKVP2P: ``workload.context_parallel.te_ring_forward``); a framework
     profile sets it, feature ``cp_te_ring``. Empty: a p2p ring is one kernel over the whole
@@ -176,7 +180,7 @@ class ParallelConfig:
     ``sort_chunks_by_idxs``, whose ``masked_select`` calls each wait for the GPU
     (``workload.moe_permute``). None: fused, as Megatron-Bridge's MoE recipes and model
     providers set it (Megatron-core's own default, False, is not what trainsim assumes)."""
-    moe_token_dispatcher_type: Literal["alltoall", "allgather", "deepep", "hybridep"] = "alltoall"
+    moe_token_dispatcher_type: Dispatcher = "alltoall"
     """How routed tokens reach their experts (Megatron-core --moe-token-dispatcher-type;
     ``deepep`` is its flex dispatcher with --moe-enable-deepep): ``alltoall`` permutes locally
     and exchanges token copies over EP; ``allgather`` gathers every token of the EP group on

@@ -14,6 +14,11 @@ OPTIMIZER_STATE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1}
 """Bytes per element of an optimizer state in each dtype Megatron-core's precision-aware
 optimizer takes (megatron/core/optimizer/optimizer_config.py, core_r0.16)."""
 
+AttentionName = Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
+                        "sdpa", "triton", "flex", "mem_efficient", "ck", "flash"]
+"""The attention kernels ``TrainingConfig.attention`` names (``ParallelConfig.cp_te_ring``
+lists some of them)."""
+
 SINK_ATTENTION = frozenset({"cudnn", "flex", "flash4", "unfused", "eager"})
 """Attention kernels that can add a sink to the softmax (``ModelConfig.softmax_type`` other
 than vanilla). Transformer Engine never runs FlashAttention for it (v2.8-v2.16
@@ -74,8 +79,7 @@ class TrainingConfig:
     grad_reduce_in_fp32: bool = True
     """Accumulate and reduce gradients in fp32 (Megatron-LM's default for bf16; its fp16 default
     and NeMo's distributed Adam with grad_sync_dtype=bf16 keep them in 16 bits)."""
-    attention: Literal["unfused", "eager", "flash1", "flash2", "flash3", "flash4", "cudnn",
-                       "sdpa", "triton", "flex", "mem_efficient", "ck", "flash"] = "flash2"
+    attention: AttentionName = "flash2"
     """The attention kernel (``workload.ops.AttentionImpl``): unfused (Megatron's QK^T / fused
     softmax / V with the score matrix in memory), eager (the same in plain PyTorch ops: matmul,
     mask add, softmax, dropout, matmul), flash1 (the first FlashAttention, Megatron-LM's
