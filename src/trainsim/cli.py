@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail, renamed_option
 from trainsim.config import ascii_float
+from trainsim.config.safe_load import as_regular_file
 from trainsim.cpus import cpus
 from trainsim.errors import ConfigError, TrainsimError
 
@@ -132,12 +133,22 @@ def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | Non
         except TrainsimError as exc:
             _fail(ConfigError(f"--compute-db {db}: {exc}"))
             return
+    if csv_file is not None and not csv_file.strip():  # not the bundled files (no file given)
+        _fail(ConfigError("the validation file name is empty; give a CSV file, or none for "
+                          "the bundled files"))
+        return
     files = [csv_file] if csv_file else bundled_files()
     report = {}
     for path in files:
         if not csv_file and fmt == "table":
             click.echo(f"== {Path(path).name} (bundled)")
-        got = _validate_one(str(path), fmt, db, workers or min(cpus(), MAX_DEFAULT_WORKERS))
+        try:
+            with as_regular_file(str(path), "validation file") as regular:
+                got = _validate_one(regular, fmt, db,
+                                    workers or min(cpus(), MAX_DEFAULT_WORKERS), shown=str(path))
+        except TrainsimError as exc:
+            _fail(exc)
+            return
         if got is None:
             return
         report[Path(path).name] = got
@@ -153,8 +164,9 @@ memory for little gain on a file of a few hundred rows."""
 
 
 def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
-                  workers: int = 1) -> dict | None:
-    """Validate one file: print its table (table format) or return its JSON object."""
+                  workers: int = 1, shown: str | None = None) -> dict | None:
+    """Validate one file: print its table (table format) or return its JSON object; an error
+    names ``shown`` where ``csv_file`` is a copy of it (``as_regular_file``)."""
     from rich.progress import Progress
 
     from trainsim.report import render_validation
@@ -170,7 +182,7 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
                                           progress=lambda i, n: bar.update(task, completed=i),
                                           workers=workers, compute_db=compute_db)
     except TrainsimError as exc:
-        _fail(exc)
+        _fail(type(exc)(str(exc).replace(csv_file, shown)) if shown else exc)
         return None
     summary = summarize(results)
     if fmt == "json":

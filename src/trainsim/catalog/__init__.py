@@ -224,6 +224,8 @@ def model(name: str) -> ModelConfig:
 # ---------------------------------------------------------------------------- run configs
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
+    if not str(path).strip():  # Path('') is '.', the folder
+        raise ConfigError("the config file name is empty; give a YAML or JSON file")
     path = Path(path)
     data = load_file(path, "config")
     if not isinstance(data, dict):

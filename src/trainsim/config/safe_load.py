@@ -16,8 +16,14 @@ Every file a user hands trainsim (run configs, GPU specs, failure profiles, Hugg
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import select
+import stat
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -186,16 +192,34 @@ def shown_path(path: str | Path) -> str:
     return text if text.isprintable() else ascii(text)
 
 
+PIPE_WAIT_S = 10
+"""Seconds a pipe given as a file may take to send its first bytes (a named pipe that no
+process opens for writing would otherwise stop trainsim for good)."""
+
+
 def read_text(path: str | Path, what: str = "config") -> str:
     """The UTF-8 text of ``path``, at most MAX_FILE_BYTES of it."""
+    if not str(path).strip():
+        raise ConfigError(f"the {what} file name is empty; give a file")
     path = Path(path)
     name = shown_path(path)
     try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_FILE_BYTES + 1)
+        # O_NONBLOCK for the open alone: a named pipe no process writes to would block the
+        # open forever; a pipe waits at most PIPE_WAIT_S for its first bytes, then is read to
+        # its end as a file is (``<(cat run.yaml)``)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            poll = select.poll()
+            poll.register(fd, select.POLLIN)
+            wait_ms = int(PIPE_WAIT_S * 1000)
+            silent = stat.S_ISFIFO(os.fstat(fd).st_mode) and not poll.poll(wait_ms)
+            os.set_blocking(fd, True)
+            raw = b"" if silent else f.read(MAX_FILE_BYTES + 1)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise ConfigError(f"cannot read {what} {name}: "
                           f"{getattr(exc, 'strerror', None) or exc}") from None
+    if silent:
+        raise ConfigError(f"{what} {name} is a pipe that nothing wrote to in {PIPE_WAIT_S} s")
     if len(raw) > MAX_FILE_BYTES:
         raise ConfigError(f"{what} {name} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
                           "trainsim reads configs and databases up to that size")
@@ -203,6 +227,22 @@ def read_text(path: str | Path, what: str = "config") -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{what} {name} is not UTF-8 text") from None
+
+
+@contextlib.contextmanager
+def as_regular_file(path: str, what: str) -> Iterator[str]:
+    """``path`` itself, or where it is a pipe (``<(cat rows.csv)``, a named pipe) a regular
+    copy of what it holds, named alike in a temporary folder: a reader that looks at a file's
+    first bytes before reading it whole would otherwise consume what it then reads."""
+    if not os.path.exists(path) or os.path.isfile(path) or os.path.isdir(path):
+        yield path
+        return
+    text = read_text(path, what)
+    with tempfile.TemporaryDirectory(prefix="trainsim-") as tmp:
+        copy = os.path.join(tmp, os.path.basename(path) or "input")
+        with open(copy, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        yield copy
 
 
 def write_output(path: str | Path, data: str | bytes) -> None:
@@ -335,6 +375,8 @@ def plain(data: Any, source: str) -> Any:
 
 def load_file(path: str | Path, what: str = "config") -> Any:
     """Plain data from a YAML or JSON file (JSON when the name ends in .json)."""
+    if not str(path).strip():  # Path('') is '.', the folder
+        raise ConfigError(f"the {what} file name is empty; give a file")
     path = Path(path)
     fmt = "json" if path.suffix.lower() == ".json" else "yaml"
     return parse(read_text(path, what), str(path), fmt)
