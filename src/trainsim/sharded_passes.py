@@ -70,6 +70,7 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
     mode = fsdp_pp_mode(cfg)
     regather = cfg.parallel.zero_stage >= 3 and mode in (None, "regather")
     ranges = cfg.virtual_stage_layers()
+    is_moe = cfg.model.is_moe_layer
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         units = fsdp_unit_gathers(cfg, layers, first, last)
@@ -97,9 +98,16 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
                       if i in redo else g for g, i in zip(blocks, reversed(list(layers)))]
         # each block's gradient reduction, issued as its backward ends, on the gathers' links;
         # the root unit's (embedding, head) with the last, FSDP's root post-backward
-        reduce = [block_reduce_s(cfg, pricer, i, first and i == layers[0],
-                                 last and i == layers[0]) for i in reversed(list(layers))] \
-            if blocks else []
+        # (priced once per (block kind, root unit or not): the index is read only through
+        # is_moe_layer, rank_grad_elements)
+        priced: dict[tuple[bool, bool, bool], float] = {}
+        reduce = []
+        for i in reversed(list(layers)) if blocks else ():
+            k = (is_moe(i), first and i == layers[0], last and i == layers[0])
+            t = priced.get(k)
+            if t is None:
+                t = priced[k] = block_reduce_s(cfg, pricer, i, k[1], k[2])
+            reduce.append(t)
         back = [part.duration_s for part in ch.bwd_layers]
         if back:  # a chunk without layers gathers no block for its backward
             back[0] += ch.bwd_head.duration_s

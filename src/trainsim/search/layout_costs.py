@@ -94,7 +94,7 @@ def gather_waits(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[float
         units = fsdp_unit_gathers(cfg, layers, first, last)
         if not len(layers) or len(units) != len(layers) + (first or last):
             continue
-        gather = [sum(pricer.comm_time(c) for c in unit) for unit in units]
+        gather = _unit_sums(pricer, units)
         waits = [gather] + ([gather[len(gather) - len(layers):][::-1]] if regather else [])
         out[v % p.pp] += sum(g[0] + share * (sum(g) - g[0]) for g in waits)
     return out
@@ -118,6 +118,7 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[tuple[f
     from trainsim.workload.sharding import fsdp_pp_mode, fsdp_unit_gathers
 
     p = cfg.parallel
+    is_moe = cfg.model.is_moe_layer
     out = [(0.0, 0.0)] * p.pp
     if p.zero_stage < 3 or fsdp_pp_mode(cfg) not in (None, "regather") \
             or p.zero3_gather == "per_parameter":
@@ -127,11 +128,29 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[tuple[f
         units = fsdp_unit_gathers(cfg, layers, first, last)
         if not len(layers) or len(units) != len(layers) + (first or last):
             continue  # as gather_waits: units that do not pair with the layers one for one
-        gather = [sum(pricer.comm_time(c) for c in unit) for unit in units]
+        gather = _unit_sums(pricer, units)
         regather = gather[len(gather) - len(layers):]
         g, r = out[v % p.pp]
+        # a block's reduction reads its index only through is_moe_layer (rank_grad_elements):
+        # priced once per kind, added per block in the same order
+        reduce = {moe: block_reduce_s(cfg, pricer, next(i for i in layers
+                                                        if is_moe(i) == moe))
+                  for moe in {is_moe(i) for i in layers}}
         out[v % p.pp] = (g + sum(gather) + sum(regather),
-                         r + sum(block_reduce_s(cfg, pricer, i) for i in layers))
+                         r + sum(reduce[is_moe(i)] for i in layers))
+    return out
+
+
+def _unit_sums(pricer: Any, units: list[list[Any]]) -> list[float]:
+    """Each unit's gathers summed (``fsdp_unit_gathers`` hands one list per block kind: each
+    distinct list summed once)."""
+    sums: dict[int, float] = {}
+    out = []
+    for unit in units:
+        t = sums.get(id(unit))
+        if t is None:
+            t = sums[id(unit)] = sum(pricer.comm_time(c) for c in unit)
+        out.append(t)
     return out
 
 
