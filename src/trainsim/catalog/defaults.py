@@ -221,11 +221,33 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                 parallel[key] = True
 
 
-def zero_stages_run(profile: Any) -> tuple[int, ...] | None:
-    """The ZeRO stages a framework runs where its profile lists fewer than its engines run
-    (feature ``zero_stages``: nanotron 0 and 1); None: every stage its engines run."""
+def zero_stages_run(profile: Any, version: str | None = None) -> tuple[int, ...] | None:
+    """The ZeRO stages a framework runs at ``version`` where fewer than its engines run: those
+    its profile lists (feature ``zero_stages``: nanotron 0 and 1), less those first released
+    after ``version`` (:func:`unreleased_stages`: NeMo's 3 before 25.04, Megatron-LM's 3
+    before 2025-02-26); None: every stage its engines run. One reading for the loader
+    (:func:`zero_engine` refuses the rest) and the search (``Base.zero_runs`` offers these)."""
     runs = profile.features.get("zero_stages")
-    return None if runs is None else tuple(int(s) for s in runs)
+    listed = None if runs is None else tuple(int(s) for s in runs)
+    late = unreleased_stages(profile, version)
+    if not late:
+        return listed
+    every = listed if listed is not None else tuple(stage_engines(profile))
+    return tuple(s for s in every if s not in late)
+
+
+def unreleased_stages(profile: Any, version: str | None) -> tuple[int, ...]:
+    """The ZeRO stages whose first release (profile ``zero_stage_releases``) is after the
+    framework's ``version`` (``catalog.frameworks.released_before``: a date at the precision
+    written, so ``2025-02`` includes a release of 2025-02-26 and ``2025-02-10`` does not);
+    none where the run names no version."""
+    firsts = profile.features.get("zero_stage_releases") or {}
+    if version is None or not firsts:
+        return ()
+    from trainsim.catalog.frameworks import released_before
+
+    return tuple(sorted(int(s) for s, first in firsts.items()
+                        if released_before(profile.name, str(version), str(first))))
 
 
 def stages_phrase(stages: tuple[int, ...] | list[int]) -> str:
@@ -234,15 +256,15 @@ def stages_phrase(stages: tuple[int, ...] | list[int]) -> str:
     return f"zero_stage {', '.join(map(str, stages))} only" if stages else "no stage"
 
 
-def stage_engines(profile: Any) -> dict[int, str]:
-    """Every ZeRO stage a framework runs, by stage, with the engine that runs it: its default
-    engine's stages (``config.validity.zero_stages``) and those of profile
-    ``zero_stage_engines`` (a plain PyTorch loop: 0 DDP, 2 and 3 FSDP)."""
+def stage_engines(profile: Any, version: str | None = None) -> dict[int, str]:
+    """Every ZeRO stage a framework runs (at ``version``: :func:`zero_stages_run`), by stage,
+    with the engine that runs it: its default engine's stages (``config.validity.zero_stages``)
+    and those of profile ``zero_stage_engines`` (a plain PyTorch loop: 0 DDP, 2 and 3 FSDP)."""
     from trainsim.config.validity import zero_stages
 
     engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}
     default = profile.defaults.get("data_parallel_impl")
-    runs = zero_stages_run(profile)
+    runs = zero_stages_run(profile, version)
     return {s: engines.get(s, default) for s in sorted(set(zero_stages(default)) | set(engines))
             if runs is None or s in runs}
 
@@ -326,14 +348,13 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str,
     runs = zero_stages_run(profile)
     if runs is not None and _effective_stage(parallel) not in runs:
         _refuse_stage(parallel, profile, where)
-    first = (profile.features.get("zero_stage_releases") or {}).get(str(int(_number(stage))))
-    if first is not None and version is not None:
-        from trainsim.catalog.frameworks import feature_source, released_before
+    if int(_number(stage)) in unreleased_stages(profile, version):
+        from trainsim.catalog.frameworks import feature_source
 
-        if released_before(profile.name, version, first):
-            raise ConfigError(f"parallel.zero_stage={stage} under {where}: ZeRO stage {stage} "
-                              f"first shipped in {profile.name} {first} (source: "
-                              f"{feature_source(profile, 'zero_stage_releases')})")
+        first = profile.features["zero_stage_releases"][str(int(_number(stage)))]
+        raise ConfigError(f"parallel.zero_stage={stage} under {where}: ZeRO stage {stage} "
+                          f"first shipped in {profile.name} {first} (source: "
+                          f"{feature_source(profile, 'zero_stage_releases')})")
     if _given(parallel.get("data_parallel_impl")):
         return  # the run's own engine
     engines = {int(k): v for k, v in (profile.defaults.get("zero_stage_engines") or {}).items()}

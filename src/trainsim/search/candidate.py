@@ -134,15 +134,18 @@ class Base:
 
     @functools.cached_property
     def zero_runs(self) -> tuple[int, ...] | None:
-        """The ZeRO stages the run's framework runs where its profile lists fewer than its
-        engines run (feature ``zero_stages``: nanotron 0 and 1), which the loader refuses
-        others of (``catalog.defaults.zero_engine``); None: every stage its engines run."""
+        """The ZeRO stages the run's framework runs at its version where fewer than its
+        engines run (``catalog.defaults.zero_stages_run``: the profile's ``zero_stages``,
+        nanotron 0 and 1, less the stages released after the version), which the loader
+        refuses others of (``catalog.defaults.zero_engine``); None: every stage its engines
+        run."""
         from trainsim.catalog.defaults import zero_stages_run
 
         t = self.training
         if not t.framework:
             return None
-        return zero_stages_run(framework_profile(t.framework, t.framework_version))
+        return zero_stages_run(framework_profile(t.framework, t.framework_version),
+                               t.framework_version)
 
     @property
     def zero1_as_stage(self) -> bool:
@@ -150,7 +153,13 @@ class Base:
         optimizer switch, ``Base.lacks``, but lists stage 1 among those it runs: nanotron's
         ZeroDistributedOptimizer) rather than Megatron's ``zero_stage: 0`` with
         ``distributed_optimizer: true``."""
-        runs = self.zero_runs
+        t = self.training
+        if not t.framework:
+            return False
+        from trainsim.catalog.defaults import zero_stages_run
+
+        # the stages the profile lists, whatever the version (a release gate is no layout)
+        runs = zero_stages_run(framework_profile(t.framework, t.framework_version))
         return runs is not None and 1 in runs and self.lacks("distributed_optimizer")
 
     @functools.cached_property

@@ -77,7 +77,7 @@ def _run_stages(base: Base) -> dict[int, str]:
         from trainsim.catalog.defaults import stage_engines
         from trainsim.catalog.frameworks import framework_profile
 
-        by = stage_engines(framework_profile(*base.framework))
+        by = stage_engines(framework_profile(*base.framework), base.framework[1])
     else:
         engine = base.data_parallel_impl or "megatron"
         by = {s: engine for s in zero_stages(engine)}
