@@ -21,10 +21,16 @@ from trainsim.workload.shard import AUTOCAST_CAST_BYTES, Shard, tp_enter
 
 def cross_entropy_impl(cfg: RunConfig) -> str:
     """How the loss runs: PyTorch's ``F.cross_entropy`` on upcast logits for eager modules run
-    as written (``eager``), else ``training.cross_entropy`` (fused, unfused or te). Time and
-    memory both read it."""
+    as written (``eager``), also where the blocks are compiled but the framework leaves the loss
+    out of the compile (profile ``compiled_loss`` false: OLMo-core before 00d34f693 cast the
+    logits to fp32 in the model, ``self.w_out(h).float()``, and ran F.cross_entropy eagerly;
+    the memory model already counts that loss's fp32 temporaries), else
+    ``training.cross_entropy`` (fused, unfused or te). Time and memory both read it."""
     t = cfg.training
-    return "eager" if t.modules == "eager" and not t.compile else t.cross_entropy
+    if t.modules == "eager" and (not t.compile or bool(t.framework) and framework_feature(
+            t.framework, t.framework_version, "compiled_loss") is False):
+        return "eager"
+    return t.cross_entropy
 
 
 def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
