@@ -275,6 +275,21 @@ def test_validate_compute_db_option(tmp_path):
     assert bad.exit_code == 2 and "no such file" in bad.output
 
 
+def test_validate_compute_db_option_reaches_layer_records(tmp_path):
+    """A layers file is priced with the database --compute-db names: 'none' is the analytic
+    model alone (the option used to be ignored there: both priced through the H100 database)."""
+    rec = {"device": "NVIDIA H100 80GB HBM3", "torch": "2.11.0+cu130", "kind": "layer",
+           "family": "llama", "label": "llama3-8b-tp1", "seq": 4096, "mbs": 1, "mode": "eager",
+           "shape": {"h": 4096, "ffn": 14336, "heads": 32, "kv": 8}, "fwd_bwd_ms": 11.7}
+    path = tmp_path / "layers.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    runner = CliRunner()
+    got = {db: json.loads(runner.invoke(main, ["validate", str(path), "--format", "json",
+                                               "--compute-db", db]).output)["rows"][0]
+           for db in ("auto", "none")}
+    assert got["auto"]["predicted"] != pytest.approx(got["none"]["predicted"], rel=1e-3)
+
+
 def test_compute_model_for_none_is_the_roofline():
     assert compute_model_for(gpu(H100), None, gpu).db is None
 

@@ -178,7 +178,9 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     that many processes (the results are the same: each row is predicted alone).
     ``compute_db`` is the kernel database that prices kernel and training rows ('auto': the
     one bundled for each row's GPU; None: the analytic model alone; or a path)."""
-    for is_kind, check in ((is_layers_file, validate_layers), (is_kernel_db, validate_kernel_db)):
+    checks = ((is_layers_file, functools.partial(validate_layers, compute_db=compute_db)),
+              (is_kernel_db, validate_kernel_db))
+    for is_kind, check in checks:
         if is_kind(path):  # JSON files, priced whole
             results = check(path)
             if progress:

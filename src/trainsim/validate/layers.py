@@ -78,8 +78,9 @@ def _measurement(rec: dict[str, Any], key: str, path: Any, line: int) -> float |
     return x
 
 
-def layer_config(rec: dict[str, Any]) -> RunConfig:
-    """A one-layer, one-GPU run of the record's shape, as the pytorch profile runs it."""
+def layer_config(rec: dict[str, Any], compute_db: str | None = "auto") -> RunConfig:
+    """A one-layer, one-GPU run of the record's shape, as the pytorch profile runs it, its
+    kernels priced with the kernel database ``compute_db`` (``ClusterConfig.compute_db``)."""
     family = str(rec.get("family", "llama"))
     if family not in FAMILIES:
         raise ConfigError(f"unknown layer family {family!r}; known: {', '.join(FAMILIES)}")
@@ -114,7 +115,7 @@ def layer_config(rec: dict[str, Any]) -> RunConfig:
                                 attention=attention,  # type: ignore[arg-type]
                                 modules=profile.defaults.get("modules") or "eager",
                                 compile=compiled),
-        cluster=ClusterConfig(gpu=spec, num_gpus=1, gpus_per_node=1))
+        cluster=ClusterConfig(gpu=spec, num_gpus=1, gpus_per_node=1, compute_db=compute_db))
 
 
 def _grad_accumulation(fwd: list) -> list[Elementwise]:
@@ -125,11 +126,12 @@ def _grad_accumulation(fwd: list) -> list[Elementwise]:
                         kernel="residual_add") for op in fwd if isinstance(op, Gemm)]
 
 
-def predict_layer(rec: dict[str, Any]) -> tuple[float, float, float]:
+def predict_layer(rec: dict[str, Any], compute_db: str | None = "auto"
+                  ) -> tuple[float, float, float]:
     """(forward s, forward + backward s, activation bytes kept) of one layer record."""
     from trainsim.pricing import Pricer
 
-    cfg = layer_config(rec)
+    cfg = layer_config(rec, compute_db)
     sh = shard_of(cfg)
     fwd = layer_forward(cfg, sh, moe=cfg.model.is_moe)
     pricer = Pricer(cfg)
@@ -141,7 +143,9 @@ def predict_layer(rec: dict[str, Any]) -> tuple[float, float, float]:
     return t_fwd, t_fwd + t_bwd, kept
 
 
-def validate_layers(path: str | Path) -> list[RowResult]:
+def validate_layers(path: str | Path, compute_db: str | None = "auto") -> list[RowResult]:
+    """Every record of a layers file, priced with the kernel database ``compute_db`` ('auto':
+    the one bundled for the record's GPU; None: the analytic model alone; or a path)."""
     out: list[RowResult] = []
     for i, line in enumerate(read_text(path, "layers file").splitlines(), start=1):
         if not line.strip():
@@ -166,7 +170,7 @@ def validate_layers(path: str | Path) -> list[RowResult]:
         if saved:
             res.measured_memory_gib = saved / GiB
         try:
-            t_fwd, t_total, kept = predict_layer(rec)
+            t_fwd, t_total, kept = predict_layer(rec, compute_db)
         except (TrainsimError, KeyError, TypeError, ValueError, AttributeError,
                 ArithmeticError) as exc:
             res.error = f"{type(exc).__name__}: {exc}"
