@@ -96,3 +96,23 @@ def test_alltoall_exchanges_and_expert_rows_carry_the_busiest_load():
     a, b = moe_layer_ops(flex)[0], moe_layer_ops(flex_plain)[0]
     assert _op(a, "moe.dispatch_all_to_all").bytes == _op(b, "moe.dispatch_all_to_all").bytes
     assert _op(a, "expert_fc1").m > _op(b, "expert_fc1").m
+
+
+def test_under_expert_tp_the_exchange_counts_its_ep_group_and_the_rows_every_etp_rank():
+    """Megatron-core's alltoall dispatcher exchanges within the EP group, then all-gathers over
+    the expert-TP group (core_v0.16.0 token_dispatcher.py L666-671, L691-701): with ETP 2 one
+    all-to-all carries the copies of ep x t tokens (relative spread sqrt(2) times the rows'),
+    the experts' rows those of ep x etp x t; without ETP the two agree."""
+    cfg = moe_layer_cfg("alltoall", 8, "megatron-bridge", "26.04", expert_tensor_parallel_size=2)
+    rows = sampled_imbalance(cfg, 1024)
+    wire = sampled_imbalance(cfg, 1024, exchange=True)
+    assert rows == pytest.approx(busiest_rank_load(64, 8, 8, 8 * 2 * 1024), rel=1e-12)
+    assert wire == pytest.approx(busiest_rank_load(64, 8, 8, 8 * 1024), rel=1e-12)
+    assert wire - 1 == pytest.approx((rows - 1) * math.sqrt(2), rel=1e-9)
+    plain = moe_layer_cfg("alltoall", 16, "megatron-bridge", "26.04")
+    assert sampled_imbalance(plain, 1024, exchange=True) == sampled_imbalance(plain, 1024)
+    base = moe_layer_cfg("alltoall", 8, "megatron-bridge", "25.09", expert_tensor_parallel_size=2)
+    fwd, _ = moe_layer_ops(cfg)
+    ref, _ = moe_layer_ops(base)  # no forced balance
+    assert _op(fwd, "moe.dispatch_all_to_all").bytes == pytest.approx(
+        _op(ref, "moe.dispatch_all_to_all").bytes * wire, rel=1e-12)

@@ -81,14 +81,20 @@ def busiest_rank_load(experts: int, topk: int, ep: int, tokens: int) -> float:
     return 1.0 + rel_sd * math.sqrt(ep / (ep - 1)) * expected_max_normal(ep)
 
 
-def sampled_imbalance(cfg: RunConfig, tokens: int) -> float:
+def sampled_imbalance(cfg: RunConfig, tokens: int, exchange: bool = False) -> float:
     """The busiest EP rank's load over the mean for a rank that routes ``tokens`` tokens, where
     the run's router draws random scores (a forced-balance run, dropless, learned router,
-    no group-limited routing); 1.0 otherwise."""
+    no group-limited routing); 1.0 otherwise. The experts' rows count the tokens of all
+    ``ep x etp`` ranks; one all-to-all (``exchange``) only those of its ``ep`` ranks: the
+    ``alltoall`` dispatcher exchanges within the EP group, then all-gathers over the expert-TP
+    group (core_v0.16.0 token_dispatcher.py MoEAlltoAllTokenDispatcher, ``all_to_all`` on
+    ``ep_group`` L666-671, ``gather_from_sequence_parallel_region`` on ``expt_tp`` L691-701),
+    so under ETP its exchange varies ``sqrt(etp)`` times more than the rows."""
     m, p = cfg.model, cfg.parallel
     experts = m.num_experts or 1
     if p.ep < 2 or m.moe_router != "learned" or m.moe_router_group_topk is not None:
         return 1.0
     if force_balance_op(cfg, tokens, experts) is None:
         return 1.0
-    return busiest_rank_load(experts, m.moe_router_topk, p.ep, p.ep * p.etp * tokens)
+    routed = p.ep * tokens * (1 if exchange else p.etp)
+    return busiest_rank_load(experts, m.moe_router_topk, p.ep, routed)
