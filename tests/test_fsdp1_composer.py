@@ -7,13 +7,13 @@ from __future__ import annotations
 from trainsim import simulate
 from trainsim.catalog import run_config_from_dict
 from trainsim.model.counts import layer_params
-from trainsim.workload.ops import Elementwise
-from trainsim.workload.sharding import (
-    _module_order,
+from trainsim.workload.fsdp_optimizer import (
     _pieces_by_rank,
     fsdp_optimizer_pieces,
     per_tensor_optimizer,
 )
+from trainsim.workload.ops import Elementwise
+from trainsim.workload.sharding import _module_order
 
 
 def cfg(gpus=8, framework=("llm-foundry", "2024-01"), model="mpt-1b", zero=3, impl=None,

@@ -12,8 +12,9 @@ from trainsim.catalog.frameworks import framework_supports
 from trainsim.pricing import COMPUTE, OPT, Priced
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
+from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.sharding import fsdp_optimizer_pieces, grad_buffer_rest, per_tensor_optimizer
+from trainsim.workload.sharding import grad_buffer_rest
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
