@@ -3,17 +3,15 @@ overlaps a framework arranges inside a pass (TP collectives under GEMMs, ring at
 exchange under attention, expert all-to-alls under other micro-batches) and the GPU's waits for
 the host's launches.
 
-A ``Priced`` is an ordered tuple of (category, seconds, name) segments; the simulator places
-them on streams and the report sums them by category.
+A ``Priced`` (``trainsim.priced``) is an ordered tuple of (category, seconds, name) segments;
+the simulator places them on streams and the report sums them by category.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives.ep_kernels import domain_exchange_s
@@ -27,6 +25,7 @@ from trainsim.collectives.nccl import (
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
+from trainsim.priced import Priced, interned, join, kept, shared  # shared: also from here
 from trainsim.workload.graph_scope import (
     captured_launches,
     captured_parts,
@@ -86,129 +85,6 @@ def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
                                                          cluster.gpu.host_link_bw_Bps))
 
 
-@dataclass(frozen=True)
-class Priced:
-    """An op list priced into an ordered list of (category, seconds, name) segments."""
-
-    segments: tuple[tuple[str, float, str], ...]
-
-    @functools.cached_property
-    def duration_s(self) -> float:
-        return sum(s[1] for s in self.segments)
-
-    def __add__(self, other: Priced) -> Priced:
-        store = _STORE if _ACTIVE else None
-        if store is not None:  # one sum per pair of kept operands (see ``shared``)
-            key = ("+", id(self), id(other))
-            hit = store.joined.get(key)
-            if hit is not None:
-                return hit[1]
-        out = Priced(self.segments + other.segments)
-        if "summary" in self.__dict__:  # go on from this one's sums, as summary would add
-            sums = dict(self.summary)
-            for cat, dur, _ in other.segments:
-                sums[cat] = sums.get(cat, 0.0) + dur
-            out.__dict__["summary"] = tuple(sums.items())
-        if store is not None:
-            store.keep(key, (self, other), out)
-        return out
-
-    def __mul__(self, n: int) -> Priced:
-        store = _STORE if _ACTIVE else None
-        if store is None:
-            return Priced(self.segments * n)
-        key = ("*", id(self), n)
-        hit = store.joined.get(key)
-        if hit is None:
-            hit = store.keep(key, (self,), Priced(self.segments * n))
-        return hit[1]
-
-    @functools.cached_property
-    def summary(self) -> tuple[tuple[str, float], ...]:
-        out: dict[str, float] = {}
-        for cat, dur, _ in self.segments:
-            out[cat] = out.get(cat, 0.0) + dur
-        return tuple(out.items())
-
-
-def join(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
-    """``parts`` one after another (inside ``shared``: once per tuple of kept parts)."""
-    store = _STORE if _ACTIVE else None
-    if store is None:
-        return Priced(tuple(seg for part in parts for seg in part.segments))
-    key = ("join", *map(id, parts))
-    hit = store.joined.get(key)
-    if hit is None:
-        hit = store.keep(key, tuple(parts),
-                         Priced(tuple(seg for part in parts for seg in part.segments)))
-    return hit[1]
-
-
-def interned(segments: tuple[tuple[str, float, str], ...]) -> Priced:
-    """``Priced(segments)``; inside ``shared``, one object per distinct segments, so that what
-    is built from it (``+``, ``join``) is shared too."""
-    store = _STORE if _ACTIVE else None
-    if store is None:
-        return Priced(segments)
-    hit = store.joined.get(segments)
-    if hit is None:
-        hit = store.keep(segments, (), Priced(segments))
-    return hit[1]
-
-
-class _Store:
-    """What :func:`shared` keeps: priced op lists by (pricer signature, ops), each op's time and
-    model by cluster (which names the compute model), and sums of kept ``Priced`` by the identities of their operands
-    (kept alive with them, so an identity is never reused while its entry is kept)."""
-
-    MAX_ENTRIES = 50_000
-    """Entries kept at most (sums of long passes hold a tuple of their segments each); past
-    it the kept op lists and sums are dropped and priced again (each op's time stays)."""
-
-    def __init__(self, token: Hashable) -> None:
-        self.token = token
-        self.prices: dict[tuple, tuple[Priced, tuple[Op, ...], dict[Op, str], tuple[int, ...]]] \
-            = {}
-        self.times: dict[object, dict[Op, tuple[float, str]]] = {}
-        self.joined: dict[object, tuple[tuple, Priced]] = {}
-        self.clusters: dict[int, object] = {}  # keeps the clusters whose ids key ``prices``
-        self.comms: dict[tuple, float] = {}  # (signature, op) -> ``Pricer.comm_time``
-
-    def keep(self, key: object, operands: tuple, out: Priced) -> tuple[tuple, Priced]:
-        if len(self.joined) + len(self.prices) >= self.MAX_ENTRIES:
-            self.joined.clear()
-            self.prices.clear()
-        hit = self.joined[key] = (operands, out)
-        return hit
-
-
-_STORE: _Store | None = None
-_ACTIVE = 0
-
-
-@contextmanager
-def shared(token: Hashable) -> Iterator[None]:
-    """Inside it, every ``Pricer`` prices an op list it has priced before (the same ops under
-    the same pricing settings: cluster, group spans, TP and expert overlap, host launches)
-    from what an earlier one of ``token`` kept, and sums of priced passes built from kept
-    operands are made once: the search's workers price the passes its candidates share once
-    per process instead of once per candidate (issue 21: price each distinct op once per
-    process). The same arithmetic on the same floats, so every price is the same to the bit
-    (what a pricer prices with is fixed when it is built: set its SM shares there).
-
-    Enter it with one token per question whose prices cannot change between its simulations
-    (one search): a token other than the last one's drops what was kept, so a pricer built
-    after a module constant changed, under another token, prices anew."""
-    global _STORE, _ACTIVE
-    if _STORE is None or _STORE.token != token:
-        _STORE = _Store(token)
-    _ACTIVE += 1
-    try:
-        yield
-    finally:
-        _ACTIVE -= 1
-
-
 class Pricer:
     """Prices ops on the configured compute model and network."""
 
@@ -259,7 +135,7 @@ class Pricer:
         its communication kernels (``UB_COMM_SMS``)."""
         # inside ``shared``: what price_ops reads of this pricer (the cluster names the compute
         # model, its database and the network; a subclass may price otherwise: never shared)
-        self._store = _STORE if _ACTIVE and type(self) is Pricer else None
+        self._store = kept() if type(self) is Pricer else None
         self._seen: list[dict[Op, str]] = []  # the compute ops kept prices hold, their models
         if self._store is not None:
             self._store.clusters[id(cfg.cluster)] = cfg.cluster
