@@ -16,7 +16,7 @@ from helpers import loadable_keys
 
 from trainsim.catalog import apply_overrides, run_config_from_dict
 from trainsim.errors import ConfigError, TrainsimWarning
-from trainsim.search import evaluation, layout_costs
+from trainsim.search import layout_costs, lower_bounds
 from trainsim.search.cli_inputs import build_base, nothing_found, search_space
 from trainsim.search.core import search
 from trainsim.search.evaluation import Bounds, evaluate
@@ -178,7 +178,7 @@ def test_hsdp_bound_counts_the_replica_all_reduce(monkeypatch):
         from trainsim.workload.ops import Comm
         return pricer.comm_time(Comm(name, kind, size, group))
     monkeypatch.setattr(layout_costs, "dp_comm_time", plain)
-    monkeypatch.setattr(evaluation, "dp_comm_time", plain)
+    monkeypatch.setattr(lower_bounds, "dp_comm_time", plain)
     without = [Bounds(base).refined(c) for c in cands]
     assert all(a >= b for a, b in zip(with_replicas, without))
     assert any(a > b for a, b in zip(with_replicas, without))

@@ -20,9 +20,10 @@ from trainsim.search.core import (
            SearchStats,
            search,
 )
-from trainsim.search.evaluation import Bounds, Evaluation, evaluate, lower_bound_s
+from trainsim.search.evaluation import Evaluation, evaluate
 from trainsim.search.executors import LocalExecutor, RayExecutor, SerialExecutor, make_executor
 from trainsim.search.explain import pareto_front, why_slower
+from trainsim.search.lower_bounds import Bounds, lower_bound_s
 from trainsim.search.space import Base, Candidate, MemoryKey, SearchSpace
 from trainsim.search.whatif import SweepResult, Vary, sweep, write_sweep
 

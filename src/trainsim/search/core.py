@@ -3,7 +3,7 @@
 1. Every canonical candidate of the space is enumerated (and checked by RunConfig), grouped
    by what memory depends on. Each group is represented by its *lead*, the variant with
    every applicable overlap switch on, keyed by a lower bound on its iteration time
-   (:func:`~trainsim.search.evaluation.lower_bound_s`).
+   (:func:`~trainsim.search.lower_bounds.lower_bound_s`).
 2. Groups are taken lowest bound first. A group is checked for memory once
    (``estimate_stage_memory``, no simulation); one that does not fit prunes all its variants.
    The rest are simulated in fixed-size waves. After each wave a candidate is skipped when it
@@ -43,10 +43,11 @@ from trainsim.limits import check, limit
 from trainsim.memory.estimate import peak_floor
 from trainsim.memory.state import states_shared
 from trainsim.pricing import shared
-from trainsim.search.evaluation import Bounds, Evaluation, SearchToken, drop_runs
+from trainsim.search.evaluation import Evaluation, SearchToken, drop_runs
 from trainsim.search.executors import Executor, SerialExecutor, Stream
 from trainsim.search.explain import FrontIndex, pareto_front, rank_key, why_slower
 from trainsim.search.family import Family
+from trainsim.search.lower_bounds import Bounds
 from trainsim.search.memory_check import check_memory
 from trainsim.search.reference import RANK_BY, RankBy, ReferenceRank, group_of, rank_reference
 from trainsim.search.rules import softcap_cp_refusal

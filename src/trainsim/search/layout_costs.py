@@ -1,5 +1,5 @@
 """What a layout's stages run after their last pipeline pass, for the search's refined bound
-(``search.evaluation.Bounds``): the gradient reductions, the optimizer step and the parameter
+(``search.lower_bounds.Bounds``): the gradient reductions, the optimizer step and the parameter
 gathers, and ZeRO-3's slowdown of the passes."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class _Layout:
 
 @dataclass(frozen=True)
 class BoundShape:
-    """What the search's pipeline bound (``search.evaluation.Bounds``) takes from a memory
+    """What the search's pipeline bound (``search.lower_bounds.Bounds``) takes from a memory
     group's config (the same for all its overlap variants)."""
 
     paired: bool

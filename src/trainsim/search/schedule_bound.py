@@ -15,7 +15,7 @@ check it against the task graph); :func:`layered_busy_s`, what the search asks, 
 chunk's passes from one priced copy of each kind of layer (a chunk's priced pass is its parts
 joined, ``chunks.Chunk``), which a search prices once per shard shape for all its layouts.
 
-The search's per-layer bound (``search.evaluation.Bounds.refined``) counts only the passes'
+The search's per-layer bound (``search.lower_bounds.Bounds.refined``) counts only the passes'
 compute for DualPipe (the pairs hide what they can); this one also counts the communication a
 pair leaves exposed (tensor-parallel collectives, an all-to-all longer than the compute it
 hides behind) and the pairs' slower compute: on the 2,048-GPU DeepSeek-V3 search under

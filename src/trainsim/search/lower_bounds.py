@@ -1,0 +1,402 @@
+"""Lower bounds on a search candidate's iteration time, cheap to compute, so that the search
+skips simulations that cannot change its answer (branch and bound): from matmul FLOPs alone
+(:func:`lower_bound_s`), and from the passes priced as the simulator prices them
+(:class:`Bounds`). Each stays below what ``trainsim simulate`` gives the same configuration.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from trainsim.compute.roofline import gemm_rate
+from trainsim.search.layout_costs import (
+    BoundShape,
+    after_passes,
+    dp_comm_time,
+    gather_waits,
+    link_floor,
+)
+from trainsim.search.space import Base, Candidate, MemoryKey
+from trainsim.workload.ops import Gemm
+
+log = logging.getLogger(__name__)
+
+BOUND_SAFETY = 0.97
+"""The FLOP bound is scaled by this so that rounding or a later, slightly faster compute model
+cannot make it exceed a simulated time (tests check bound <= simulation)."""
+REFINED_SAFETY = 1 - 1e-9
+"""The refined bound prices the very passes the simulator places, with the same pricer, and
+the event loop never runs a task faster than its duration: it needs no margin for the model,
+only for the same durations summed in another order (as ``trainsim.bound.SAFETY``)."""
+
+
+def peak_gemm_rate(base: Base) -> float:
+    """The fastest rate the roofline model gives a GEMM of ``base``'s dtype or bf16 (what
+    :func:`lower_bound_s` divides by: the same for every candidate of a search)."""
+    gpu, dtype = base.cluster.gpu, base.training.dtype
+    return max(gemm_rate(gpu, Gemm("bound", 1, 1, 1, d, fp8_fast_accum=True))
+               for d in {dtype, "bf16"})
+
+
+def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> float:
+    """A lower bound on the iteration time, from matmul FLOPs alone (no simulation).
+
+    Every GEMM runs at most at the fastest rate the roofline model gives a GEMM of the run's
+    dtype or bf16 (``compute.roofline.gemm_rate``; an fp8 kernel without the split accumulator,
+    such as DeepGEMM's grouped GEMMs, runs above the fp8 ``GPUSpec.gemm_ceiling``). The last
+    pipeline stage runs the matmuls of all its micro-batches (layers and the logit layer,
+    ``6 N`` FLOPs per token, Narayanan et al. 2021 eq. 3, plus one more forward of the layers under
+    full recompute), and it cannot start before the first micro-batch has gone forward through
+    the other ``pp - 1`` stages nor finish before its last backward has gone back through them:
+    one model chunk each way per stage, the pipeline bubble of 1F1B and its interleaved form
+    (ibid. §2.2). TP shards every GEMM, CP every token (replicated KV projections under GQA only
+    add work, so dividing by tp stays a bound). Attention, memory-bound kernels and all
+    communication are left out, so the bound is always below the simulated time. ``rate``:
+    :func:`peak_gemm_rate` of ``base``, where the caller has it.
+    """
+    m, t = base.model, base.training
+    if rate is None:
+        rate = peak_gemm_rate(base)
+    tokens = key.micro_batch * t.seq_length / key.cp
+    h = m.hidden_size
+    mats = 3 if m.activation == "swiglu" else 2
+    layer_params = h * (m.q_size + 2 * m.kv_size) + m.q_size * h + mats * h * m.ffn_size
+    per_layer = (8.0 if key.recompute == "full" else 6.0) * layer_params * tokens / key.tp
+    head = 6.0 * m.vocab_size * h * tokens / key.tp
+    n_micro = t.global_batch_size // (key.dp * key.micro_batch)
+    layers = m.num_layers // key.pp
+    if m.num_layers % key.pp:  # a balanced layout: the embedding and loss take a layer's place
+        layers = max(0, layers - 2)
+    last_stage = n_micro * (layers * per_layer + head)
+    fill_drain = (key.pp - 1) * (layers // key.vpp) * per_layer
+    if key.schedule:  # other schedules move the head and fill the bubble differently
+        last_stage, fill_drain = n_micro * layers * per_layer, 0.0
+    return BOUND_SAFETY * (last_stage + fill_drain) / rate
+
+
+class Bounds:
+    """Lower bounds on the iteration time of a search's candidates, with their caches.
+
+    :meth:`refined` prices one layer (of each kind), the head and the embedding as the
+    simulator prices them (compute, recompute and blocking TP/CP communication), once per
+    shard shape (GPUs, tp, cp, micro batch, SP, recompute, TP overlap), then for each candidate:
+    stage ``s`` runs every micro-batch's passes of its chunks on one stream, after the first
+    micro-batch's forward through the stages before it and before the last one's backward
+    through them, ``T >= sum_{v<s} (F_v + B_v) + m * sum_{v on s} (F_v + B_v)``. After its
+    last pass a stage still reduces gradients, steps the optimizer and gathers parameters
+    (:func:`~trainsim.search.layout_costs.after_passes`); under ZeRO-3 its data-parallel
+    stream reduce-scatters the gradients of every backward and slows the passes beside it.
+    If the simulator's building blocks cannot be used, :func:`lower_bound_s` is kept (logged
+    once).
+    """
+
+    def __init__(self, base: Base) -> None:
+        self.base = base
+        self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
+        self._shapes: dict[MemoryKey, BoundShape] = {}
+        self._shapes_of: dict[tuple, BoundShape] = {}
+        self._pricers: dict[tuple, Any] = {}
+        self._layouts: dict[tuple, tuple] = {}
+        self._kinds: dict[tuple[range, ...], tuple[tuple[int, int], ...]] = {}
+        self._refined: dict[tuple, float] = {}
+        self._sums: dict[tuple, tuple] = {}  # _stage_sums
+        self._cheap: dict[MemoryKey, float] = {}
+        self._rate: float | None = None  # peak_gemm_rate(base), once
+        self._busy: dict[tuple, float] = {}  # scheduled()
+        self._layer_passes: dict[tuple, dict[str, float]] = {}
+        self.configs: dict[MemoryKey, Any] = {}
+        """Each memory group's config as :meth:`prime` was given it (the search's memory check
+        and bound shapes read it again)."""
+        self.failed: str | None = None
+
+    def cheap(self, key: MemoryKey) -> float:
+        hit = self._cheap.get(key)
+        if hit is None:
+            if self._rate is None:
+                self._rate = peak_gemm_rate(self.base)
+            hit = self._cheap[key] = lower_bound_s(key, self.base, self._rate)
+        return hit
+
+    def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False,
+                    split: bool = False) -> tuple[dict[bool, float], float, float]:
+        """(forward + backward of one layer by is-MoE, of the head, of the embedding);
+        ``compute_only``: their compute segments alone (what no overlap can hide). ``split``:
+        a named schedule, which may run a backward as a split I and W instead
+        (``pipeline.split_backward``, each priced as its own op list by ``pipeline.HalfPricer``:
+        a few % below B where what B overlapped runs beside fewer ops): each backward is
+        the smaller of B and I + W. ``config`` builds the candidate's config, needed only the
+        first time a shard shape is priced."""
+        m = c.mem
+        recompute = m.recompute
+        if recompute == "selective":  # re-running nothing, it prices recompute none's passes
+            from trainsim.workload.recompute import reruns_nothing
+
+            group = self.configs.get(m)
+            if reruns_nothing(group if group is not None else config()):
+                recompute = "none"
+        key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, recompute,
+               c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm,
+               compute_only, split)
+        hit = self._passes.get(key)
+        if hit is None:
+            from trainsim.pipeline import HalfPricer
+            from trainsim.pricing import COMPUTE
+            from trainsim.simulator import Pricer
+            from trainsim.workload.head import (
+                embedding_backward,
+                embedding_forward,
+                head_backward,
+                head_forward,
+                train_metric_ops,
+            )
+            from trainsim.workload.layers import backward_of, layer_forward
+            from trainsim.workload.recompute import layer_recompute
+            from trainsim.workload.shard import shard_of
+
+            cfg = config()
+            pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
+
+            def t(ops: Any, by: Any = pricer) -> float:
+                priced = by.price(ops)
+                if compute_only:
+                    return sum(d for cat, d, _ in priced.segments if cat == COMPUTE)
+                return priced.duration_s
+
+            halves = (HalfPricer(pricer, False), HalfPricer(pricer, True)) if split else ()
+
+            def bwd(ops: Any) -> float:  # a backward as B, or as I + W where cheaper
+                whole = t(ops)
+                return min(whole, sum(t(ops, h) for h in halves)) if halves else whole
+
+            layer = {}
+            for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
+                lf = layer_forward(cfg, sh, moe=moe)
+                layer[moe] = (t(lf)
+                              # a partial recompute may skip any layer: price none (a bound)
+                              + bwd(layer_recompute(
+                                  cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
+                                  + backward_of(lf, sh)))
+            hf = head_forward(cfg, sh)
+            # the trainer's train metrics over the logits run after each micro-batch's backward
+            head = t(hf) + bwd(head_backward(cfg, sh, hf)) + t(train_metric_ops(cfg, sh))
+            emb = t(embedding_forward(cfg, sh)) + bwd(embedding_backward(cfg, sh))
+            hit = self._passes[key] = (layer, head, emb)
+        return hit
+
+    def refined(self, c: Candidate) -> float:
+        key = (c.mem, c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap,
+               c.moe_overlap_ep_comm)
+        hit = self._refined.get(key)
+        if hit is not None:
+            return hit
+        cheap = self.cheap(c.mem)
+        if self.failed:
+            return cheap
+        try:
+            hit = self._refined[key] = max(cheap, REFINED_SAFETY * self._pipeline_bound(c))
+        except Exception as exc:  # noqa: BLE001 - an internal API changed: keep the FLOP bound
+            self.failed = repr(exc)
+            log.warning("search: refined bound unavailable (%r); using the FLOP bound", exc)
+            return cheap
+        return hit
+
+    def scheduled(self, c: Candidate) -> float:
+        """:meth:`refined`, or for a named pipeline schedule (DualPipe, zero-bubble) the larger
+        busiest compute stream of :func:`~trainsim.search.schedule_bound.layered_busy_s` (the
+        passes as the simulator prices them, pairs and exposed communication included; a
+        layer's pricings kept per shard shape, the search asks it only of groups about to be
+        simulated). The same for
+        every variant of ``c``'s memory group with its TP and expert all-to-all overlap
+        switches (sends are left out, and the gradient and parameter overlaps run on the
+        data-parallel stream: tests check it)."""
+        refined = self.refined(c)
+        if not c.mem.schedule or self.failed:
+            return refined
+        key = (c.mem, c.tp_comm_overlap, c.moe_overlap_ep_comm)
+        hit = self._busy.get(key)
+        if hit is None:
+            from trainsim.search.schedule_bound import layer_pass_s, layered_busy_s
+
+            m = c.mem  # a layer's passes: the same for every pipeline layout (_pass_times)
+            shape = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, m.recompute,
+                     m.zero, m.ep, m.etp, m.dispatcher, c.tp_comm_overlap, c.moe_overlap_ep_comm)
+
+            def per_kind(kind: tuple[bool, bool, bool]) -> dict[str, float]:
+                got = self._layer_passes.get((shape, kind))
+                if got is None:
+                    got = self._layer_passes[shape, kind] = layer_pass_s(cfg, kind)
+                return got
+
+            try:
+                cfg = c.to_config(self.base)
+                hit = 0.0 if cfg.schedule_steps > 1 else \
+                    REFINED_SAFETY * max(layered_busy_s(cfg, per_kind))
+            except Exception as exc:  # noqa: BLE001 - an internal API changed: keep refined
+                log.warning("search: schedule bound unavailable (%r)", exc)
+                hit = 0.0
+            self._busy[key] = hit
+        return max(refined, hit)
+
+    def _work(self, passes: tuple, kinds: tuple[tuple[int, int], ...]) -> list[float]:
+        """One micro-batch's forward + backward of each virtual stage."""
+        layer, head, emb = passes
+        # n x a layer's passes, not n additions: the same to ~n ulps, far inside REFINED_SAFETY
+        work = [(dense * layer[False] if dense else 0.0) + (moe * layer[True] if moe else 0.0)
+                for dense, moe in kinds]
+        work[0] += emb
+        work[-1] += head
+        return work
+
+    def _stage_sums(self, passes: tuple, kinds: tuple[tuple[int, int], ...], pp: int
+                    ) -> tuple[list[float], list[float]]:
+        """Per stage s, the passes of the virtual stages before it (one micro-batch's) and its
+        own: kept by the identities of the pass times and layer kinds (both kept by this
+        object's caches), which the memory groups of one layout share across their micro-batch
+        sizes, optimizer shardings and overlap switches."""
+        key = (id(passes), id(kinds), pp)
+        hit = self._sums.get(key)
+        if hit is None or hit[0] is not passes or hit[1] is not kinds:
+            work, n_virtual = self._work(passes, kinds), len(kinds)
+            hit = self._sums[key] = (passes, kinds, [sum(work[:s]) for s in range(pp)],
+                                     [sum(work[s:n_virtual:pp]) for s in range(pp)])
+        return hit[2], hit[3]
+
+    def _pipeline_bound(self, c: Candidate) -> float:
+        sh = self._shape(c.mem)
+        named = sh.schedule not in (None, "1f1b", "interleaved_1f1b")
+        passes = self._pass_times(c, lambda: c.to_config(self.base), compute_only=sh.paired,
+                                  split=named)
+        pp, m = sh.pp, sh.m
+        if not named:
+            before, own = self._stage_sums(passes, sh.kinds, pp)
+            busy = [m * x for x in own]  # each stage's passes
+            # with their gather waits (not added to the contention's: a reduce-scatter may
+            # slow a pass while it waits)
+            waited = [b + w for b, w in zip(busy, sh.waits)]
+            bound = max(before[s] + waited[s] for s in range(pp))
+            if sh.tails:  # what stage s still runs after its last pass, or beside its passes
+                tail = sh.tails[(c.overlap_grad_reduce, c.overlap_param_gather)]
+                for s in range(pp):
+                    bound = max(bound, waited[s] + tail[s], busy[s] + sh.contention[s])
+        else:  # every rank runs its micro-batches of the chunks it holds (DualPipe: half)
+            from trainsim.workload.pipeline_schedules import rank_chunks
+            work = self._work(passes, sh.kinds)
+            per_chunk = m / 2 if sh.schedule == "dualpipe" else m
+            bound = max(per_chunk * sum(work[v] for v in rank_chunks(sh.schedule, s, pp, sh.vpp))
+                        for s in range(pp))
+        return max(bound, sh.floor)
+
+    def _pricer(self, cfg: Any) -> Any:
+        """A Pricer for the collectives and the optimizer step of ``cfg``'s layout: its spans
+        depend on the GPUs and the tp, pp, cp, ep and etp sizes only (the rest is the base's)."""
+        from trainsim.pricing import Pricer
+
+        p = cfg.parallel
+        key = (cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.ep, p.etp)
+        hit = self._pricers.get(key)
+        if hit is None:
+            hit = self._pricers[key] = Pricer(cfg)
+        return hit
+
+    def _shape(self, key: MemoryKey) -> BoundShape:
+        hit = self._shapes.get(key)
+        if hit is None:
+            # the same for every recompute mode and dispatcher: _shape_of reads the schedule,
+            # the micro-batch count, pp, vpp, where the layers are and _layout_costs (whose key
+            # holds neither); one shape per the rest of the memory key
+            of = (key.num_gpus, key.tp, key.pp, key.cp, key.vpp, key.micro_batch,
+                  key.sequence_parallel, key.zero, key.ep, key.etp, key.schedule)
+            hit = self._shapes_of.get(of)
+            if hit is None:
+                hit = self._shapes_of[of] = self._shape_of(
+                    self.configs.get(key) or Candidate(key).to_config(self.base))
+            self._shapes[key] = hit
+        return hit
+
+    def prime(self, key: MemoryKey, cfg: Any) -> None:
+        """Keep the config of a memory group that the caller has built anyway: its bound shape
+        is worked out from it when a refined bound first asks (:meth:`_shape`; most groups
+        are, while the workers simulate, rather than before the first simulation starts)."""
+        self.configs[key] = cfg
+
+    def _shape_of(self, cfg: Any) -> BoundShape:
+        p, m = cfg.parallel, cfg.num_microbatches
+        ranges = tuple(cfg.virtual_stage_layers())
+        unit_floor, tails, scatter, once, waits, links = self._layout_costs(cfg, ranges)
+        # ZeRO-3 / FSDP reduce-scatters every micro-batch's gradients but the last's, or with
+        # FSDP2's no-sync under pipelining (``fsdp_pp_unsharded``) once per chunk and step
+        reps = 1 if once else max(0, m - 1)
+        return BoundShape(p.pipeline_schedule in ("dualpipe", "dualpipe_v"), p.pipeline_schedule,
+                      m, p.pp, p.vpp, ranges,
+                      self._kinds_of(ranges),
+                      max(max((reps * f for f in unit_floor), default=0.0),
+                          max((m * g + reps * r for g, r in links), default=0.0)), tails,
+                      [max(0, m - 1) * x for x in scatter], [m * w for w in waits])
+
+    def _kinds_of(self, ranges: tuple[range, ...]) -> tuple[tuple[int, int], ...]:
+        """(dense, routed-expert) layers of each virtual stage."""
+        hit = self._kinds.get(ranges)
+        if hit is None:
+            moe = self.base.model.is_moe_layer
+            hit = self._kinds[ranges] = tuple(
+                (len(r) - n, n) for r in ranges for n in [sum(moe(i) for i in r)])
+        return hit
+
+    def _layout_costs(self, cfg: Any, ranges: tuple[range, ...]) -> tuple:
+        """The collectives and optimizer step of a layout (the same for every micro-batch size
+        and recompute mode): per stage, ZeRO-3's gathers and reduce-scatters of one
+        micro-batch, what runs after the last pass and the slowdown of one micro-batch's
+        passes (:func:`~trainsim.search.layout_costs.after_passes`)."""
+        p = cfg.parallel
+        # sequence parallelism left out: nothing below reads it (parameter splits, gradient
+        # widths, bucket counts, the optimizer step and the collectives' spans are the same
+        # with it on or off), and the two halves of the tp > 1 groups share their costs
+        # (the 22B search: 1,104 -> 657 layouts worked out; test_search_speed_bounds)
+        key = (cfg.cluster.num_gpus, p.tp, p.pp, p.cp, p.vpp, p.zero_stage,
+               p.distributed_optimizer, p.ep, p.etp, p.pipeline_schedule)
+        hit = self._layouts.get(key)
+        if hit is not None:
+            return hit
+        from trainsim.memory import stage_param_split
+        from trainsim.workload.sharding import fsdp_grad_bytes, fsdp_per_unit, fsdp_pp_mode
+
+        pricer = self._pricer(cfg)
+        width = fsdp_grad_bytes(cfg)  # the simulator's reduce-scatter widths, by group
+        sizes = {"dp_cp": cfg.shard_ranks, "edp": cfg.edp if cfg.model.is_moe else 1}
+        split = [stage_param_split(cfg, s) for s in range(p.pp)]
+        # ZeRO-3 reduce-scatters each backward pass's gradients on the data-parallel stream
+        # (the last micro-batch's layer by layer: not counted). Its parameter gathers are not
+        # tasks of that stream but waits inside the passes (sharded_passes): a floor that
+        # added them exceeded the simulated time 1.6x (22B, TP4 CP2 DP2 zero3 on 16 H100).
+        # Under FSDP2's no-sync (``fsdp_pp_unsharded``) each chunk reduce-scatters once per
+        # step (``simulator._TaskGraph.gather_once``): the floor is one of each, no contention.
+        unit_floor = []
+        zero = p.effective_zero_stage
+        per_unit = fsdp_per_unit(cfg, zero)  # stage 3, and FSDP1/fully_shard's stage 2
+        once = per_unit and fsdp_pp_mode(cfg) == "unsharded"
+        if per_unit:
+            for s in range(p.pp):
+                unit_floor.append(p.vpp * sum(
+                    dp_comm_time(pricer, cfg, "r", "reduce_scatter",
+                                 params / p.vpp * width[group], group)
+                    for params, group in zip(split[s], ("dp_cp", "edp"))
+                    if sizes[group] > 1 and params > 0))
+        # the passes' waits for their unit gathers (per micro-batch; not where the gathers
+        # lead each chunk's first forward only, nor per tensor: blocking_gathers)
+        waits = gather_waits(cfg, pricer, ranges) \
+            if per_unit and not once and p.zero3_gather != "per_parameter" else [0.0] * p.pp
+        tails: dict[tuple[bool, bool], list[float]] = {}
+        scatter_s = [0.0] * p.pp
+        if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
+                not p.optimizer_post_validation:
+            tails, scatter_s = after_passes(cfg, pricer, ranges, split, zero)
+            if once:
+                scatter_s = [0.0] * p.pp
+        links = link_floor(cfg, pricer, ranges) if per_unit and not once else [(0.0, 0.0)] * p.pp
+        hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits, links)
+        return hit
+
+
+__all__ = ["BOUND_SAFETY", "REFINED_SAFETY", "Bounds", "lower_bound_s", "peak_gemm_rate"]
