@@ -108,3 +108,55 @@ def test_validate_reads_a_pipe_once(fifo, monkeypatch):
     assert result.exit_code == 0, result.output
     import json
     assert json.loads(result.output)["summary"]["n"] == 6
+
+
+QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "intermediate_size": 5120,
+              "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+              "num_experts": 512, "num_experts_per_tok": 10, "num_hidden_layers": 48,
+              "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+              "vocab_size": 151936, "full_attention_interval": 4, "linear_num_key_heads": 16,
+              "linear_conv_kernel_dim": 4, "rms_norm_eps": 1e-6, "rope_theta": 1e7,
+              "hidden_act": "silu"}
+
+
+@pytest.mark.parametrize("change, refused", [
+    ({}, True),  # the hub's Qwen3-Next-80B-A3B config.json: an interval, no layer_types
+    ({"full_attention_interval": None}, True),  # the widths alone: transformers' default 4
+    ({"full_attention_interval": 1}, False),  # every layer full attention
+    ({"layer_types": ["full_attention"] * 48}, False),
+])
+def test_qwen3_next_linear_attention_without_layer_types_is_refused(tmp_path, change, refused):
+    """A Qwen3-Next config.json without ``layer_types`` read as 48 softmax-attention layers
+    (transformers makes 36 of them Gated DeltaNet linear attention)."""
+    import json
+
+    from trainsim.catalog import model_from_hf_config
+    cfg = {**QWEN3_NEXT, **change}
+    cfg = {k: v for k, v in cfg.items() if v is not None}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    if refused:
+        with pytest.raises(ConfigError, match="linear-attention layers"):
+            model_from_hf_config(path)
+    else:
+        assert model_from_hf_config(path).num_layers == 48
+
+
+def test_a_large_yaml_is_refused_at_once_not_parsed_for_minutes(tmp_path):
+    """PyYAML parses ~30-60 KiB/s of dense YAML here: a 1 MiB flow list took 32 s and the
+    16 MiB file limit allowed ~9 minutes."""
+    import time
+    path = tmp_path / "big.yaml"
+    path.write_text("x-big: [" + ",".join(["1"] * 400_000) + "]\n")
+    start = time.perf_counter()
+    line = _one_error_line(_cli(["simulate", str(path)]))
+    assert "KiB" in line and "JSON" in line and time.perf_counter() - start < 5
+
+
+def test_a_work_limit_in_other_scripts_digits_is_refused(monkeypatch):
+    """TRAINSIM_MAX_TASKS='١٠' read as 10 (float() reads Arabic-Indic digits), as a config
+    value would not be."""
+    from trainsim.limits import WorkLimitError, limit
+    monkeypatch.setenv("TRAINSIM_MAX_TASKS", "\u0661\u0660")
+    with pytest.raises(WorkLimitError, match="must be a number"):
+        limit("TRAINSIM_MAX_TASKS")

@@ -89,6 +89,8 @@ def limit(name: str) -> float:
     if text is None or not text.strip():
         return DEFAULTS[name]
     try:
+        if not text.strip().isascii():  # float() reads other scripts' digits ('١٠' is 10.0)
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         raise WorkLimitError(f"{name}={text!r} must be a number") from None

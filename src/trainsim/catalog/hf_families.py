@@ -67,6 +67,13 @@ chunks (Llama 4's ``chunked_attention``) or the keys an indexer picks (DeepSeek-
 ``indexed_attention``). How each prices is ``hf_config``'s reading, not judged here."""
 LAYER_TYPE_KEYS = ("layer_types", "layers_block_type", "block_types")
 STATE_SPACE_PREFIXES = ("mamba_", "ssm_")
+LINEAR_ATTENTION_KEYS = ("linear_conv_kernel_dim", "linear_num_key_heads",
+                         "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+"""Widths of Qwen3-Next's / Qwen3.5's Gated DeltaNet (linear-attention) layers. Without a
+``layer_types`` list, transformers' config classes (``Qwen3NextConfig``, ``Qwen3_5TextConfig``
+``__init__``) make layer i ``linear_attention`` if ``(i + 1) % full_attention_interval``
+(default 4), else ``full_attention``: a config.json naming the interval or these widths and no
+list holds linear-attention layers (the hub's Qwen3-Next-80B-A3B file lists none)."""
 UNREAD_MOE_KEYS = ("moe_num_experts", "num_experts_per_token", "moe_k", "num_shared_experts",
                    "moe_num_shared_experts", "num_dense_layers", "moe_layer_start_index",
                    "moe_layer_interval", "expert_layer_period", "expert_ffn_hidden_size",
@@ -290,6 +297,15 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
                                   "layers; trainsim models softmax-attention layers only (no "
                                   "state-space, linear-attention, convolution or recurrent "
                                   "layers)")
+    interval = cfg.get("full_attention_interval")
+    linear = [k for k in LINEAR_ATTENTION_KEYS if cfg.get(k) not in (None, 0)]
+    if not isinstance(cfg.get("layer_types"), list) and \
+            (interval is not None and interval != 1 or interval is None and linear):
+        named = f"full_attention_interval={interval!r}" if interval is not None else linear[0]
+        raise ConfigError(f"{where}: {named} (and no layer_types) describes linear-attention "
+                          "layers between the full-attention ones (Qwen3-Next's Gated DeltaNet: "
+                          "every layer but each full_attention_interval-th, default 4); trainsim "
+                          "models softmax-attention layers only")
     ssm = sorted(k for k in cfg if k.startswith(STATE_SPACE_PREFIXES))
     if ssm:
         raise ConfigError(f"{where}: {ssm[0]} describes state-space (Mamba) layers; trainsim "

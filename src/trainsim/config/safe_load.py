@@ -4,7 +4,8 @@ Every file a user hands trainsim (run configs, GPU specs, failure profiles, Hugg
 ``config.json``, measured-kernel databases) goes through here, so that bad input is a
 :class:`ConfigError` naming the file, never a traceback or a hang:
 
-- at most ``MAX_FILE_BYTES`` are read (``/dev/zero`` or a multi-GB file stops there);
+- at most ``MAX_FILE_BYTES`` are read (``/dev/zero`` or a multi-GB file stops there), and
+  YAML is parsed up to ``MAX_YAML_BYTES`` (PyYAML would take minutes over 16 MiB);
 - YAML is plain data: mappings, lists, strings, numbers, booleans, null. Dates,
   ``!!binary``, ``!!set``, ``!!omap`` and ``!!python/...`` tags are refused (a date would
   reach the simulator as a ``datetime`` and a set is not JSON);
@@ -33,6 +34,10 @@ from trainsim.errors import ConfigError
 
 MAX_FILE_BYTES = 16 * 2**20
 """Largest input file read (16 MiB; a measured-kernel database is a few hundred KiB)."""
+MAX_YAML_BYTES = 256 * 2**10
+"""Largest YAML text parsed (256 KiB, ten times the largest framework profile, 25 KB): PyYAML
+reads ~30-60 KiB a second of dense YAML on a loaded 2-core machine, so a 16 MiB document
+would take minutes; JSON (the kernel databases) is read by the C parser up to MAX_FILE_BYTES."""
 MAX_NODES = 250_000
 """Values in one file after alias expansion."""
 MAX_DEPTH = 64
@@ -333,6 +338,10 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
                               parse_constant=_json_constant,
                               object_pairs_hook=_json_object)
         else:
+            if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
+                raise ConfigError(f"YAML of {len(text.encode('utf-8', 'surrogatepass')):,} "
+                                  f"bytes is more than trainsim reads ({MAX_YAML_BYTES // 2**10}"
+                                  " KiB); write large data as JSON (a .json file)")
             data = yaml.load(text, Loader=_Loader)  # safe: _Loader is a SafeLoader subclass
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
