@@ -13,7 +13,6 @@ from trainsim.compute import RooflineModel
 from trainsim.compute.attention import (
     ATTENTION_OF_GEMM,
     ATTN_ROW_OVERHEAD_KEYS,
-    ATTN_ROW_OVERHEAD_KEYS_BWD,
     attention_fraction,
     attention_tile,
     computed_scores,
@@ -249,7 +248,7 @@ def test_a_cp_shard_pays_the_unsplit_kernels_diagonal_per_row():
                           impl="flash3")
         assert padding_per_row(shard) == pytest.approx(padding_per_row(whole), abs=1e-6)
     shard = Attention("a", 1, 8, 8, seq // cp, seq, 64, impl="flash3")
-    assert padding_per_row(shard) == pytest.approx(127.5 + ATTN_ROW_OVERHEAD_KEYS)
+    assert padding_per_row(shard) == pytest.approx(127.5 + ATTN_ROW_OVERHEAD_KEYS["cudnn"][0])
 
 
 def _local_tiles_by_count(seq: int, window: int, bm: int, bn: int, backward: bool) -> int:
@@ -287,7 +286,7 @@ def test_a_window_pays_for_its_left_edge_as_for_the_diagonal():
             bm, bn = attention_tile("flash3", head_dim, True, backward, local=True)
             op = Attention("a", 1, 8, 8, seq, seq, head_dim, window=window, backward=backward,
                            impl="flash3")
-            row = ATTN_ROW_OVERHEAD_KEYS_BWD if backward else ATTN_ROW_OVERHEAD_KEYS
+            row = ATTN_ROW_OVERHEAD_KEYS["cudnn"][backward]  # FA3's family
             rows = -(-seq // bm) * bm
             counted = _local_tiles_by_count(seq, window, bm, bn, backward)
             assert computed_scores(op) - rows * row == counted, (seq, window, bm, bn)
@@ -302,7 +301,7 @@ def test_a_window_pays_for_its_left_edge_as_for_the_diagonal():
     # a CP shard with no window keeps the diagonal alone
     shard = Attention("a", 1, 8, 8, 61440 // 4, 61440, 128, impl="flash3")
     assert (computed_scores(shard) - shard.pairs) / shard.q_len == pytest.approx(
-        63.5 + ATTN_ROW_OVERHEAD_KEYS)
+        63.5 + ATTN_ROW_OVERHEAD_KEYS["cudnn"][0])
 
 
 def test_flash3_local_kernels_take_their_own_forward_tiles():
@@ -405,7 +404,7 @@ def test_flash2_on_h100_prices_head_dim_256_in_64_row_tiles():
     blocks shrinks: the same op costs the H100 less work per useful score than the 128 x 64
     count would; a local (sliding-window) FA2 kernel takes the non-causal tile."""
     op = Attention("a", 1, 8, 8, 4096, 4096, 256, causal=True, impl="flash2")
-    row = ATTN_ROW_OVERHEAD_KEYS
+    row = ATTN_ROW_OVERHEAD_KEYS["flash2"][0]
     assert computed_scores(op, 90) == tile_scores(4096, 4096, True, 64, 64) + 4096 * row
     assert computed_scores(op, 80) == tile_scores(4096, 4096, True, 128, 64) + 4096 * row
     assert computed_scores(op, 90) < computed_scores(op, 80)

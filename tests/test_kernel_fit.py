@@ -128,8 +128,7 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
     roofline.py and attention.py are the script's output, not typed in."""
     saved = (dict(attention.ATTENTION_OF_GEMM), roofline.GEMM_TILE_OVERHEAD_K,
              attention.AMPERE_KERNEL_ON_HOPPER, attention.FLASH1_OF_FLASH2,
-             attention.ATTN_ROW_OVERHEAD_KEYS, attention.SOFTMAX_EXP_EXPOSED,
-             attention.ATTN_ROW_OVERHEAD_KEYS_BWD)
+             dict(attention.ATTN_ROW_OVERHEAD_KEYS), attention.SOFTMAX_EXP_EXPOSED)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     scalar = roofline.SCALAR_HBM_EFFICIENCY
     try:
@@ -137,10 +136,10 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
         fitted = fit_script.fit(rows, fit_script.split(rows))
     finally:
         (attn, roofline.GEMM_TILE_OVERHEAD_K, attention.AMPERE_KERNEL_ON_HOPPER,
-         attention.FLASH1_OF_FLASH2, attention.ATTN_ROW_OVERHEAD_KEYS,
-         attention.SOFTMAX_EXP_EXPOSED, attention.ATTN_ROW_OVERHEAD_KEYS_BWD) = saved
+         attention.FLASH1_OF_FLASH2, rows_keys, attention.SOFTMAX_EXP_EXPOSED) = saved
         attention.ATTENTION_OF_GEMM.clear()
         attention.ATTENTION_OF_GEMM.update(attn)
+        attention.ATTN_ROW_OVERHEAD_KEYS.update(rows_keys)
         roofline.GROUPED_OF_GEMM.update(grouped)
         roofline.SCALAR_HBM_EFFICIENCY = scalar
     assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
@@ -148,9 +147,10 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
     assert fitted["GEMM_TILE_OVERHEAD_K"] == pytest.approx(saved[1], rel=0.05)
     for impl, pair in fitted["ATTENTION_OF_GEMM"].items():
         assert pair == pytest.approx(saved[0][impl], rel=0.05)
-    assert [fitted[k] for k in ("FLASH1_OF_FLASH2", "ATTN_ROW_OVERHEAD_KEYS",
-                                "SOFTMAX_EXP_EXPOSED", "ATTN_ROW_OVERHEAD_KEYS_BWD")] == \
-        pytest.approx(list(saved[3:]), rel=0.05)
+    for family, pair in fitted["ATTN_ROW_OVERHEAD_KEYS"].items():
+        assert pair == pytest.approx(saved[4][family], rel=0.05)
+    assert [fitted[k] for k in ("FLASH1_OF_FLASH2", "SOFTMAX_EXP_EXPOSED")] == \
+        pytest.approx([saved[3], saved[5]], rel=0.05)
 
 
 def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
@@ -158,8 +158,8 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
     back near its shipped value, so the check above is a real refit (a start past a family's
     cap once left every vertex infeasible and returned the start unchanged)."""
     shipped = dict(attention.ATTENTION_OF_GEMM)
-    scalars = (attention.FLASH1_OF_FLASH2, attention.ATTN_ROW_OVERHEAD_KEYS,
-               attention.ATTN_ROW_OVERHEAD_KEYS_BWD, attention.SOFTMAX_EXP_EXPOSED,
+    rows_keys = dict(attention.ATTN_ROW_OVERHEAD_KEYS)
+    scalars = (attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED,
                roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     try:
@@ -170,8 +170,8 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
         attention.ATTENTION_OF_GEMM.clear()
         attention.ATTENTION_OF_GEMM.update(shipped)
         roofline.GROUPED_OF_GEMM.update(grouped)
-        (attention.FLASH1_OF_FLASH2, attention.ATTN_ROW_OVERHEAD_KEYS,
-         attention.ATTN_ROW_OVERHEAD_KEYS_BWD, attention.SOFTMAX_EXP_EXPOSED,
+        attention.ATTN_ROW_OVERHEAD_KEYS.update(rows_keys)
+        (attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED,
          roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY) = scalars
     assert fitted["flash2"][0] == pytest.approx(shipped["flash2"][0], rel=0.05)
 

@@ -31,8 +31,8 @@ from trainsim.config import GPUSpec
 from trainsim.workload.ops import GQA_EXPANDED_BWD, Attention
 
 ATTENTION_OF_GEMM: dict[str, tuple[float, float]] = {
-    "flash2": (1.08, 0.81),
-    "cudnn": (1.25, 0.71),
+    "flash2": (1.13, 0.80),
+    "cudnn": (1.25, 0.79),
 }
 """(forward, backward) rate of a fused attention kernel's matmuls as a fraction of the GEMM
 ceiling of the GPU it was written for; the softmax exponentials and each query row's fixed
@@ -56,19 +56,23 @@ composable_kernel backend is "an implementation of FlashAttention-2"; ``validate
 kernel row's ``ck`` the same way): the flash2 family at the AMD GPU's own GEMM ceiling, with no
 efficiency of its own (no published CK measurement is used); its tiles are not read
 (``ATTN_BLOCK``)."""
-ATTN_ROW_OVERHEAD_KEYS = 119
-"""Fixed work of one query row's pass, in key columns: loading its Q tile, the softmax
-rescale and the output write cost as much as 119 more keys (the fitted value), so short
-sequences run below the long-sequence rate (FA3 paper Figs. 5-6: hd128 causal 512 tokens at
-about half the 16k rate). Counted per query row of whole query blocks; the padding of whole
-tiles and a causal kernel's diagonal blocks, computed in full, come beside it
-(``tile_scores``). Fitted with ``ATTENTION_OF_GEMM``."""
-ATTN_ROW_OVERHEAD_KEYS_BWD = 353
-"""The same fixed work per query row in the backward: it also runs the ``rowsum(dO * O)``
-preprocessing pass, accumulates dQ in fp32 across key blocks and converts it at the end,
-so short sequences fall further below the long-sequence rate than in the forward (measured
-H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388 forward). Fitted
-with ``ATTENTION_OF_GEMM``."""
+ATTN_ROW_OVERHEAD_KEYS: dict[str, tuple[float, float]] = {
+    "flash2": (133, 182),
+    "cudnn": (118, 521),
+}
+"""(forward, backward) fixed work of one query row's pass, in key columns, per kernel family
+(``ATTENTION_FAMILY``): loading the row's Q tile, the softmax rescale and the output write
+cost as much as this many more keys, so short sequences run below the long-sequence rate (FA3
+paper Figs. 5-6: hd128 causal 512 tokens at about half the 16k rate). The backward also runs
+the ``rowsum(dO * O)`` preprocessing pass, accumulates dQ in fp32 across key blocks and
+converts it at the end, so short sequences fall further below the long-sequence rate than in
+the forward (measured H100 SDPA backward at 512 causal tokens: 106-169 TFLOP/s against 375-388
+forward). Per family because the two kinds of kernel do that work differently: Ampere-style
+FA2 kernels run it in the same warps as the matmuls, between key blocks; the warp-specialised
+ones (cuDNN, FA3/FA4) in producer/consumer warps beside them, and cuDNN's backward adds its
+own preprocessing and dQ-conversion kernels. Counted per query row of whole query blocks; the
+padding of whole tiles and a causal kernel's diagonal blocks, computed in full, come beside it
+(``tile_scores``). Fitted with ``ATTENTION_OF_GEMM`` by ``benchmarks/fit_kernels.py``."""
 ATTN_BLOCK = 128
 """Query rows and keys of one block of a fused attention kernel whose tiles neither
 ``TILED_KERNELS`` lists nor ``fa2_tile`` chooses (``FA2_KERNELS``: FlashAttention-2 and SDPA's
@@ -244,7 +248,7 @@ def computed_scores(op: Attention, arch: int | None = None) -> float:
 def _scores_and_tile(op: Attention, arch: int | None = None) -> tuple[float, tuple[int, int]]:
     """``computed_scores`` and the kernel tile it counts them in (``attention_tile``) on a GPU
     of compute capability ``arch``."""
-    row = ATTN_ROW_OVERHEAD_KEYS_BWD if op.backward else ATTN_ROW_OVERHEAD_KEYS
+    row = ATTN_ROW_OVERHEAD_KEYS[ATTENTION_FAMILY[op.impl]][op.backward]
     # FlashAttention drops a window as long as the keys: flash_api.cpp (v2.8.3 hopper L559,
     # csrc L399) sets window_size_left = -1 when >= seqlen_k - 1 (resp. seqlen_k), and runs
     # the plain causal kernel
