@@ -71,8 +71,9 @@ def compute_model_for(gpu: GPUSpec, db_path: str | None,
     'auto' does not scale the H100's database to other GPUs: on the public training file that
     made the 138 rows worse (MAPE 10.06 % with the H100's own rows priced from it, 10.27 % with
     every NVIDIA GPU scaled from it; benchmarks/RESULTS.md), because the database's GEMMs run
-    ~6 % faster than an independent measurement of the same shapes on the same GPU and the
-    scaling carries that offset along. Name the file to scale it."""
+    ~5 % faster than an independent measurement of the same shapes on the same GPU model
+    (``kernels_h100_measured.csv``; the records agree with their own run's in-layer kernel
+    times: ``compute.database``) and the scaling carries that offset along. Name the file to scale it."""
     path: Path | None = None
     if db_path == "auto":
         path = bundled_database(gpu)

@@ -34,6 +34,20 @@ measurement itself; a training GPU running at its sustained clock, or an H200, B
 hypothetical GPU, is priced from the same measurements scaled by the bound that limits each
 kernel, as SimAI scales measured kernels to new GPUs (Wang et al. 2025, §4.2).
 
+**What a record timed.** ``trainsim profile`` times each kernel alone between two CUDA events,
+queued behind a sleep kernel so that no launch gap is timed, on inputs rotated past the L2, and
+keeps the median of 50 (``profile/device.py`` ``measure``): the kernel's device time as it runs
+inside a layer. The bundled H100 file's 12 GEMMs of each of its 16 layer records sum to what
+torch.profiler timed for the same layer's cuBLAS kernels in that run within 0.1 % (mean of the
+16 ratios 1.001, sd 0.031). ``measure_kernels.py`` (``kernels_h100_measured.csv``) times a CUDA
+graph of 10 or 30 calls on one operand pair and keeps the mean per call: its GEMMs take 4.7 %
+longer than these records on the 232 shapes both measured (geometric mean; sd of the log ratio
+0.067 bf16, 0.096 fp8), its cuDNN attention agrees within ~4 % and its memory-bound kernels are
+HBM figures where they do not fit the L2 (``benchmarks/kernel_db_check.py``). Nothing here
+corrects for the GEMM offset: it is one run's against another's, not a term either method
+omits (both exclude launch gaps; graph replay against eager cuBLAS, power state and cuBLAS's
+choice per context are candidates that only a GPU can separate).
+
 **Physics.** On load every record is checked against its GPU: none may run faster than the
 GPU's peak FLOP/s or HBM bandwidth (a backward that launches no kernel, timed as 1 us for
 100 MB, is not a measurement). A failing record is an error that names it.
