@@ -66,3 +66,20 @@ def test_a_day_before_megatron_fsdp_offers_no_stage_3():
                                 ("nemo", "25.02", "25.04"), ("mlperf-nemo", "5.0", "5.1")):
         assert 3 not in (zero_stages_run(framework_profile(name, before), before) or (3,))
         assert 3 in (zero_stages_run(framework_profile(name, since), since) or (3,))
+
+
+def test_a_refused_stage_names_the_stages_run_at_that_release():
+    """The refusal of ZeRO-2 named every stage of the profile's engines (NeMo 24.07: '0, 1, 3
+    only'), a stage 3 the next refusal then says first shipped in 25.04."""
+    from trainsim.catalog import run_config_from_dict
+
+    for version, stages in (("24.07", "0, 1 only"), ("25.04", "0, 1, 3 only")):
+        raw = {"model": "llama3.2-1b", "parallel": {"zero_stage": 2},
+               "training": {"global_batch_size": 16, "micro_batch_size": 1,
+                            "seq_length": 2048, "framework": "nemo",
+                            "framework_version": version},
+               "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with pytest.raises(ConfigError, match=f"zero_stage {stages}"):
+                run_config_from_dict(raw)

@@ -347,7 +347,7 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str,
         return  # a stage ParallelConfig refuses by itself
     runs = zero_stages_run(profile)
     if runs is not None and _effective_stage(parallel) not in runs:
-        _refuse_stage(parallel, profile, where)
+        _refuse_stage(parallel, profile, where, version)
     if int(_number(stage)) in unreleased_stages(profile, version):
         from trainsim.catalog.frameworks import feature_source
 
@@ -364,17 +364,18 @@ def zero_engine(parallel: dict[str, Any], profile: Any, where: str,
         parallel["data_parallel_impl"] = engine
         return
     if default is not None and _effective_stage(parallel) not in zero_stages(default):
-        _refuse_stage(parallel, profile, where)
+        _refuse_stage(parallel, profile, where, version)
 
 
-def _refuse_stage(parallel: dict[str, Any], profile: Any, where: str) -> None:
+def _refuse_stage(parallel: dict[str, Any], profile: Any, where: str,
+                  version: str | None = None) -> None:
     """The one-line refusal of a ZeRO stage no engine of the framework runs
-    (:func:`stage_engines`), naming the stages that run and their engines."""
+    (:func:`stage_engines`), naming the stages that run at ``version`` and their engines."""
     stage = parallel.get("zero_stage")
     if _effective_stage(parallel) != int(_number(stage)):
         stage = f"{stage} with distributed_optimizer=true (ZeRO-1)"
     by_engine: dict[str, list[str]] = {}
-    for s, engine_of_s in stage_engines(profile).items():
+    for s, engine_of_s in stage_engines(profile, version).items():
         by_engine.setdefault(str(engine_of_s), []).append(str(s))
     runs = sorted(s for stages in by_engine.values() for s in stages)
     how = "; ".join(f"{', '.join(v)}: {k}" for k, v in by_engine.items())
