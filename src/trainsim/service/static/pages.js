@@ -76,6 +76,7 @@ function searchResult(job, root) {
   const pareto = r.pareto || [];
   const best = top[0] && top[0].label;
   root.append(h("h3", {}, `Ranked configurations of ${r.model} on ${(r.gpu_counts || []).join(", ")} × ${r.gpu}`),
+    ...(r.warnings || []).map(w => h("p", { class: "note" }, `warning: ${w}`)),
     rankedTable(top),
     h("h3", {}, "Pareto front: iteration time against memory per GPU"),
     pareto.length ? Charts.scatter(pareto.map(e => ({ x: e.peak_memory_bytes / GiB, y: e.iteration_time_s,
