@@ -62,6 +62,7 @@ def test_a_search_space_error_names_the_option_the_request_wrote():
     for given, field in (({"tp": "x"}, "options.tp"), ({"zero": "5"}, "options.zero"),
                          ({"recompute": "foo"}, "options.recompute"),
                          ({"overlap": "maybe"}, "options.overlap"),
+                         ({"dispatcher": "xx"}, "options.dispatcher"),  # was accepted
                          ({"schedules": "zzz"}, "options.schedules"),
                          ({"reference": "tp=3"}, "options.reference"),
                          ({"set": ["parallel.ep=3"]}, "options.set"),

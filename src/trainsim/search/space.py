@@ -19,7 +19,7 @@ import functools
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from trainsim.catalog.frameworks import sends_block
 from trainsim.errors import ConfigError
@@ -113,6 +113,9 @@ class SearchSpace:
         _check_choices("recompute", self.recompute, RECOMPUTE)
         _check_choices("zero", self.zero or (), (0, 1, 2, 3))
         _check_choices("overlap", (self.overlap,), ("search", "on", "off"))
+        from trainsim.config.parallel import Dispatcher
+
+        _check_choices("dispatcher", self.dispatcher or (), get_args(Dispatcher))
         for name in ("tp", "pp", "cp", "micro_batch"):
             vals = getattr(self, name)
             if vals is not None and (not vals or any(int(v) < 1 for v in vals)):
