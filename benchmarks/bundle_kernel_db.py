@@ -35,8 +35,17 @@ from trainsim.compute.database import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT.parent / "shared" / "validation" / "kernel-db" / "h100-sxm-80gb.json"
+SHARED = next((p / "shared" / "validation" for p in ROOT.parents
+               if (p / "shared" / "validation").is_dir()), ROOT.parent / "shared" / "validation")
+"""The shared validation folder beside the checkout (or beside a worktree's parent)."""
+SOURCE = SHARED / "kernel-db" / "h100-sxm-80gb.json"
 OUT = ROOT / "src" / "trainsim" / "data" / "kernels" / "h100-sxm-80gb.json"
+TIMING = ("each kernel alone between two CUDA events, queued behind a sleep kernel (no launch "
+          "gap timed), inputs rotated past the L2, median of up to 50 (trainsim profile: "
+          "profile/device.py measure, profile/kernels.py time_kernel); layer records: CUDA events "
+          "around the layer's forward and backward, kernels from torch.profiler")
+"""How the profiler that wrote the format-1 source timed (its code at the source's date); the
+source does not say it, the bundled file does (``compute.database``: what a record timed)."""
 BACKENDS = (("cudnn", ("cudnn", "sdpa")), ("flash2", ("flash_fwd",)),
             ("flash2", ("pytorch_flash",)), ("mem_efficient", ("fmha_cutlass",)))
 """Attention backend -> words that all appear in the name of its forward or backward kernel."""
@@ -69,6 +78,7 @@ def convert(src: dict) -> dict:
             continue
         kept.append(row)
     meta = {k: v for k, v in src.items() if k not in ("kernels", "layers", "format")}
+    meta.setdefault("timing", TIMING)
     return {"format": FORMAT, **meta,
             "converted_by": f"python benchmarks/bundle_kernel_db.py (format 1 -> {FORMAT}: labelled "
                             "implementations, non-physical records dropped)",

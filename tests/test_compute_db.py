@@ -240,7 +240,8 @@ def test_bundled_database_records_are_physical():
     dropped by benchmarks/bundle_kernel_db.py and are listed there with the reason)."""
     path = bundled_database(gpu(H100))
     data = json.loads(path.read_text())
-    assert data["format"] == "trainsim-kernel-db/2" and len(data["kernels"]) > 400
+    assert data["format"] == "trainsim-kernel-db/3" and len(data["kernels"]) > 400
+    assert "median" in data["timing"]  # how the profiler timed its records, stated in the file
     assert data["dropped"] and all("HBM peak" in d["why"] for d in data["dropped"])
     db = KernelDatabase.load(path, gpu)
     assert {k[1] for k in db.kinds if k[0] == "attention"} == {"cudnn"}
