@@ -105,7 +105,11 @@ class SplitBackwardTasks:
         elements = self._part_elements(v, n)[k]
         for params, group, size in self.groups[s]:
             if size > 1 and params > 0 and elements[group] > 0:
-                op = grad_reduce(self.cfg, elements[group], group, width=self.fsdp_grad_bytes)
+                key = ("grad_reduce", elements[group], group)  # one Comm per size and group
+                op = self._memo.get(key)
+                if op is None:
+                    op = self._memo[key] = grad_reduce(self.cfg, elements[group], group,
+                                                       width=self.fsdp_grad_bytes)
                 own, i = self.collective(s, op.name, op.kind, op.bytes, group, [after],
                                          f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} "
                                          f"mb{mb}" + (f" part{k}" if n > 1 else ""))

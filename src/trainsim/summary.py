@@ -53,7 +53,13 @@ def add_compute(tl: Timeline, queue: list[int] | tuple, prev_end: float,
         t = tasks[i]
         gap = start[i] - prev_end
         if gap > 0:
-            waited_on = max(t.deps, key=lambda d: end[d], default=None)
+            # the dependency that ended last (the first of equal ends: ``max``'s choice),
+            # without a key call per dependency
+            waited_on, last = None, 0.0
+            for d in t.deps:
+                e = end[d]
+                if waited_on is None or e > last:
+                    waited_on, last = d, e
             if waited_on is not None and tasks[waited_on].stream[0] == t.stream[0] and \
                     tasks[waited_on].stream[1] in DP_STREAMS:
                 cats[DP] += gap
