@@ -286,7 +286,9 @@ def attention_params() -> list[float]:
 def source_balanced_mape(rows: list[Row]) -> float:
     """Mean over sources of each source's MAPE: every published source (a paper's figure, a
     repository's benchmark, one team's measured file) weighs the same, so the largest file
-    does not set a constant alone where sources disagree."""
+    does not set a constant alone where sources disagree (0 for no rows)."""
+    if not rows:
+        return 0.0
     errors = ape(rows)
     by_source: dict[str, list[float]] = defaultdict(list)
     for r, e in zip(rows, errors):
@@ -301,23 +303,20 @@ often before the row overheads (a hundred times the fractions' scale) have moved
 ATTN_RESTART_GAIN = 1e-5
 
 
-def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
-    train = [r for r in rows if not is_held(r, held)]
-    gemms = [r for r in train if r.kind == "gemm"]
-
-    def gemm_loss(k0: float) -> float:
-        roofline.GEMM_TILE_OVERHEAD_K = k0
-        return float(np.mean(ape(gemms)))
-
-    roofline.GEMM_TILE_OVERHEAD_K = round(golden(gemm_loss, 0.0, 1024.0))
-    attn = [r for r in train if r.kind.startswith("attention") and
+def attention_rows(rows: list[Row]) -> list[Row]:
+    """The rows the attention constants are fitted on: fused kernels (not unfused ones)."""
+    return [r for r in rows if r.kind.startswith("attention") and
             all(getattr(op, "impl", None) != "unfused" for op in r.ops)]
 
+
+def fit_attention(attn: list[Row]) -> None:
+    """Set the attention constants (``attention_params``) to their best fit on ``attn``; a
+    family with no row in ``attn`` keeps its constants (nothing in the loss reads them)."""
     # no family's main loop above the tensor-core peak of the GPUs its rows ran on (the model
     # caps it there: ``attention.attention_fraction``), so the fit cannot wander past the cap
-    top = {impl: min(1.0 / catalog_gpu(r.gpu).mamf_fraction for r in attn
-                     if any(attention.ATTENTION_FAMILY.get(getattr(op, "impl", "")) == impl
-                            for op in r.ops))
+    top = {impl: min((1.0 / catalog_gpu(r.gpu).mamf_fraction for r in attn
+                      if any(attention.ATTENTION_FAMILY.get(getattr(op, "impl", "")) == impl
+                             for op in r.ops)), default=math.inf)
            for impl in ATTN_IMPLS}
     cap = np.array([top[impl] for impl in ATTN_IMPLS for _ in range(2)])
 
@@ -329,7 +328,8 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
 
     # start inside the bounds: a shipped fraction rounded up past its cap would make every
     # vertex of the first simplex infeasible and stop the search where it began
-    x0 = np.array(attention_params())
+    start = np.array(attention_params())
+    x0 = start.copy()
     x0[:len(cap)] = np.minimum(x0[:len(cap)], cap * (1 - 1e-9))
     loss = attn_loss(x0)
     for _ in range(ATTN_RESTARTS):
@@ -337,7 +337,24 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
         loss, last = attn_loss(x0), loss
         if last - loss < ATTN_RESTART_GAIN:
             break
+    n = len(ATTN_IMPLS)
+    for i, impl in enumerate(ATTN_IMPLS):
+        if top[impl] == math.inf:  # no row: the search drifted it freely, put it back
+            for j in (2 * i, 2 * i + 1, 2 * n + 2 * i, 2 * n + 2 * i + 1):
+                x0[j] = start[j]
     set_attention(x0)
+
+
+def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
+    train = [r for r in rows if not is_held(r, held)]
+    gemms = [r for r in train if r.kind == "gemm"]
+
+    def gemm_loss(k0: float) -> float:
+        roofline.GEMM_TILE_OVERHEAD_K = k0
+        return float(np.mean(ape(gemms)))
+
+    roofline.GEMM_TILE_OVERHEAD_K = round(golden(gemm_loss, 0.0, 1024.0))
+    fit_attention(attention_rows(train))
     fit_grouped(train)  # after the tile overhead they build on
     scalar = [r for r in train if r.kind == "memory_bound" and
               any(isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops)]

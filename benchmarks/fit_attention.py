@@ -1,0 +1,63 @@
+"""Leave one attention source out: the attention constants refitted without each source's rows
+in turn, and that source's error under them: the figure for kernels nobody showed the fit.
+
+    python benchmarks/fit_attention.py            # markdown table, one line per source
+
+The fit is ``fit_kernels.fit_attention`` (the same loss, bounds and search as the full fit) on
+every attention row ``fit_kernels.split`` does not hold out, less the source left out; the
+source's rows are then priced whole (its held-out rows too). Sources as ``fit_kernels`` names
+them (``source_key``). The shipped constants are restored afterwards.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fit_kernels as fk
+
+
+def leave_one_out(rows: list[fk.Row]
+                  ) -> list[tuple[str, str, int, float, float, list[str], list[float]]]:
+    """(source, GPUs, rows, MAPE with the shipped constants, MAPE refitted without it, kernel
+    families no fitted row is left for, the refitted constants) per attention source, largest
+    first. A family left without rows keeps its shipped constants (``fit_attention``), which
+    saw the source: its figure is then not a clean leave-one-out one."""
+    held = fk.split(rows)
+    attn = fk.attention_rows(rows)
+    train = [r for r in attn if not fk.is_held(r, held)]
+    shipped = fk.attention_params()
+    out = []
+    sources = sorted({r.source for r in attn}, key=lambda s: -sum(r.source == s for r in attn))
+    try:
+        for src in sources:
+            mine = [r for r in attn if r.source == src]
+            before = float(np.mean(fk.ape(mine)))
+            fk.set_attention(np.array(shipped))
+            rest = [r for r in train if r.source != src]
+            fk.fit_attention(rest)
+            after = float(np.mean(fk.ape(mine)))
+            gpus = ",".join(sorted({r.gpu.split("-")[0] for r in mine}))
+            fitted = {fk.attention.ATTENTION_FAMILY.get(fk.attention_impl(r)) for r in rest}
+            kept = [f for f in fk.ATTN_IMPLS if f not in fitted]
+            out.append((src, gpus, len(mine), before, after, kept, fk.attention_params()))
+    finally:
+        fk.set_attention(np.array(shipped))
+    return out
+
+
+def main() -> int:
+    rows = fk.load([fk.BUNDLED_DIR / f for f in fk.FILES])
+    print("| attention source left out | GPU | n | MAPE, shipped | MAPE, refitted without it |"
+          " families kept (no row left) |\n|---|---|---|---|---|---|")
+    for src, gpus, n, before, after, kept, _ in leave_one_out(rows):
+        print(f"| {src} | {gpus} | {n} | {before:.1%} | {after:.1%} | {', '.join(kept) or '-'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""benchmarks/fit_attention.py: the attention constants refitted without each source."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainsim.compute import attention
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "fit_attention.py"
+
+
+@pytest.fixture(scope="module")
+def loo():
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("fit_attention", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_each_source_is_priced_by_a_fit_without_it_and_the_constants_come_back(loo):
+    """Of the FA2 paper's two figures the H100 one (the larger) is fitted and the A100 one held
+    out: with the H100 figure left out no fitted row is left, both families keep their
+    constants and its error is the shipped one; with the A100 figure left out the H100 figure
+    refits the FA2 family alone (no cuDNN row); the shipped constants are back afterwards."""
+    fk = loo.fk
+    rows = [r for r in fk.load([fk.BUNDLED_DIR / "kernels_published.csv"])
+            if r.kind.startswith("attention") and ("flash2_h100" in r.source
+                                                   or "flash2_a100" in r.source)]
+    shipped = (dict(attention.ATTENTION_OF_GEMM), dict(attention.ATTN_ROW_OVERHEAD_KEYS),
+               attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED)
+    out = {src: rest for src, *rest in loo.leave_one_out(rows)}
+    assert (dict(attention.ATTENTION_OF_GEMM), dict(attention.ATTN_ROW_OVERHEAD_KEYS),
+            attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED) == shipped
+    fa2 = next(v for s, v in out.items() if "flash2_h100" in s)
+    _, n, before, after, kept, params = fa2
+    assert n == 68 and kept == ["flash2", "cudnn"]
+    assert after == pytest.approx(before)
+    a100 = next(v for s, v in out.items() if "flash2_a100" in s)
+    assert a100[1] == 66 and a100[4] == ["cudnn"] and a100[5] != fa2[5]
