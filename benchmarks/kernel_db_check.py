@@ -18,7 +18,8 @@ CUDA 13; shared/validation/README.md):
 It prints (1) per kind, implementation and database model the error of ``trainsim validate``
 on the CSV with ``--compute-db none`` and ``auto``; (2) the CSV's time over the database's for
 the GEMM shapes both measured; (3) for each layer record, the profiled GEMM kernels' time over
-the database's records of the layer's 12 GEMMs and over the CSV's.
+the database's records of the layer's 12 GEMMs and over the CSV's; (4) for each layer record,
+the profiled kernels over the database's prices of the layer's ops, by category.
 
     PYTHONPATH=src python benchmarks/kernel_db_check.py
 """
@@ -125,12 +126,61 @@ def layer_gemms(data: dict, csv_t: dict, db_t: dict) -> None:
                   f"sd {statistics.pstdev(r):.3f}")
 
 
+def layer_categories(path: Path = DB) -> None:
+    """Each layer record's ops priced by the database (as ``validate`` checks a database: exact
+    records, neighbours, the calibrated model) against torch.profiler's kernels of that layer,
+    by category: cuBLAS GEMMs (``nvjet``), cuDNN attention (its forward ``fprop`` kernel; the
+    backward ``bprop`` kernel and its helpers), everything else."""
+    from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.compute.chain import ChainModel
+    from trainsim.compute.database import KernelDatabase
+    from trainsim.validate.kernel_db import _as_profiled, _layer_config
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.ops import Attention, Elementwise, Gemm
+    from trainsim.workload.shard import shard_of
+
+    db = KernelDatabase.load(path, catalog_gpu)
+    chain = ChainModel(db.spec, db)
+    print("\nlayer records: profiled kernel time / the database's records of the layer's ops:")
+    totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for rec in db.layers:
+        if rec.get("compile"):
+            continue
+        cfg = _layer_config(rec, db.spec, "cudnn")
+        sh = shard_of(cfg)
+        fwd = layer_forward(cfg, sh)
+        composed: dict[str, float] = defaultdict(float)
+        for i, ops in enumerate((fwd, backward_of(fwd, sh))):
+            for op in ops:
+                op = _as_profiled(op, cfg.model.hidden_dropout > 0)
+                if isinstance(op, Gemm):
+                    composed["gemm"] += chain.explain(op)[0]
+                elif isinstance(op, Attention):
+                    composed["attention " + ("bwd" if op.backward else "fwd")] += chain.explain(op)[0]
+                elif isinstance(op, Elementwise):
+                    composed["other"] += chain.explain(op)[0]
+        profiled: dict[str, float] = defaultdict(float)
+        for k in rec["kernels"]:
+            name = k["name"]
+            cat = ("gemm" if name.startswith("nvjet") else "attention fwd" if "fprop" in name
+                   else "attention bwd" if "cudnn" in name else "other")
+            profiled[cat] += k["time_s"]
+        cells = []
+        for cat in ("gemm", "attention fwd", "attention bwd", "other"):
+            totals[cat][0] += profiled[cat]
+            totals[cat][1] += composed[cat]
+            cells.append(f"{cat} {profiled[cat] / composed[cat]:.3f}")
+        print(f"  {rec['model']} tp{rec['tp']} s{rec['seq_length']}: " + ", ".join(cells))
+    print("  all layers: " + ", ".join(f"{cat} {p / c:.3f}" for cat, (p, c) in totals.items()))
+
+
 def main() -> None:
     per_kind()
     data = json.loads(DB.read_text())
     csv_t, db_t = csv_gemm_times(), db_gemm_times(data)
     gemm_offset(csv_t, db_t)
     layer_gemms(data, csv_t, db_t)
+    layer_categories()
 
 
 if __name__ == "__main__":
