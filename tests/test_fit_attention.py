@@ -37,7 +37,7 @@ def test_each_source_is_priced_by_a_fit_without_it_and_the_constants_come_back(l
     assert (dict(attention.ATTENTION_OF_GEMM), dict(attention.ATTN_ROW_OVERHEAD_KEYS),
             attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED) == shipped
     fa2 = next(v for s, v in out.items() if "flash2_h100" in s)
-    _, n, before, after, kept, params = fa2
+    _, n, before, after, kept, _params = fa2
     assert n == 68 and kept == ["flash2", "cudnn"]
     assert after == pytest.approx(before)
     a100 = next(v for s, v in out.items() if "flash2_a100" in s)
