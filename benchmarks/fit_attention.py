@@ -2,6 +2,8 @@
 in turn, and that source's error under them: the figure for kernels nobody showed the fit.
 
     python benchmarks/fit_attention.py            # markdown table, one line per source
+    python benchmarks/fit_attention.py --per-gpu OUT.json  # attention MAPE per GPU, fit and
+        # held out, of `trainsim validate kernels_published.csv --format json > OUT.json`
 
 The fit is ``fit_kernels.fit_attention`` (the same loss, bounds and search as the full fit) on
 every attention row ``fit_kernels.split`` does not hold out, less the source left out; the
@@ -11,7 +13,11 @@ them (``source_key``). The shipped constants are restored afterwards.
 
 from __future__ import annotations
 
+import argparse
+import csv
+import json
 import sys
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -50,8 +56,38 @@ def leave_one_out(rows: list[fk.Row]
     return out
 
 
-def main() -> int:
+def per_gpu(result: dict, rows: list[fk.Row]) -> list[tuple[str, str, int, float]]:
+    """(GPU, 'fit' | 'held-out', n, MAPE) of the attention rows of a ``trainsim validate
+    --format json`` result on ``kernels_published.csv`` (each row's ``ape``, the error of the
+    rate), split as ``fit_kernels.split`` splits the kernel rows."""
+    held = fk.split(rows)
+    part = {}
+    with open(fk.BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
+        for r in csv.DictReader(fh):
+            groups = held.get(fk.DOMAIN.get(r["kind"].strip(), r["kind"].strip()), set())
+            src = fk.source_key(r["source"])
+            out = src in groups or f"{src}|{fk.family(r)}" in groups
+            part[r["id"]] = "held-out" if out else "fit"
+    cells: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in result["rows"]:
+        if r["kind"].startswith("attention") and r.get("ape") is not None:
+            cells[(r["gpu"], part[r["id"]])].append(r["ape"])
+    return [(g, p, len(v), sum(v) / len(v)) for (g, p), v in sorted(cells.items())]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--per-gpu", metavar="OUT.json",
+                    help="attention MAPE per GPU, fit and held out, of a validate JSON result")
+    args = ap.parse_args(argv)
     rows = fk.load([fk.BUNDLED_DIR / f for f in fk.FILES])
+    if args.per_gpu:
+        with open(args.per_gpu) as fh:
+            result = json.load(fh)
+        print("| GPU | rows | n | attention MAPE (rate) |\n|---|---|---|---|")
+        for g, p, n, mape in per_gpu(result, rows):
+            print(f"| {g} | {p} | {n} | {mape:.2%} |")
+        return 0
     print("| attention source left out | GPU | n | MAPE, shipped | MAPE, refitted without it |"
           " families kept (no row left) |\n|---|---|---|---|---|---|")
     for src, gpus, n, before, after, kept, _ in leave_one_out(rows):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import sys
 from pathlib import Path
@@ -42,3 +43,18 @@ def test_each_source_is_priced_by_a_fit_without_it_and_the_constants_come_back(l
     assert after == pytest.approx(before)
     a100 = next(v for s, v in out.items() if "flash2_a100" in s)
     assert a100[1] == 66 and a100[4] == ["cudnn"] and a100[5] != fa2[5]
+
+
+def test_per_gpu_splits_a_validate_result_into_fit_and_held_out_cells(loo):
+    """``--per-gpu``: every attention row of the published file lands in one (GPU, fit or
+    held-out) cell, and a cell's MAPE is the mean of its rows' ``ape``."""
+    fk = loo.fk
+    rows = fk.load([fk.BUNDLED_DIR / f for f in fk.FILES])
+    with open(fk.BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
+        ids = [r["id"] for r in csv.DictReader(fh) if r["kind"].startswith("att")]
+    result = {"rows": [{"id": i, "kind": "attention_fwd", "gpu": "g", "ape": 0.1 * (k % 3)}
+                       for k, i in enumerate(ids)]}
+    cells = loo.per_gpu(result, rows)
+    assert sum(n for _, _, n, _ in cells) == len(ids)
+    assert {p for _, p, _, _ in cells} == {"fit", "held-out"}
+    assert all(0.0 <= mape <= 0.2 for *_, mape in cells)
