@@ -4,6 +4,7 @@ each refused in one line naming the field (or read as a file's value would be)."
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -160,3 +161,45 @@ def test_a_work_limit_in_other_scripts_digits_is_refused(monkeypatch):
     monkeypatch.setenv("TRAINSIM_MAX_TASKS", "\u0661\u0660")
     with pytest.raises(WorkLimitError, match="must be a number"):
         limit("TRAINSIM_MAX_TASKS")
+
+
+@pytest.mark.parametrize("url, words", [
+    ("foo://x", "is not sqlite:///FILE or postgresql"),  # was NoSuchModuleError
+    ("SQLITE:///x.db", "is not sqlite:///FILE"),
+    ("sqlite:x", "is not sqlite:///FILE"),  # was ArgumentError
+    ("sqlite://", "is not sqlite:///FILE"),  # was TypeError (max_overflow)
+    ("sqlite:///:memory:", "names no file"),  # was TypeError (max_overflow)
+    ("mysql://u:pw@h/x", "'mysql://u:***@h/x'"),  # was ModuleNotFoundError; no password shown
+    ("FOLDER", "cannot open the job store: unable to open database file"),  # OperationalError
+    ("NOT_A_DB", "cannot open the job store: file is not a database"),  # DatabaseError
+])
+def test_a_job_store_url_that_cannot_be_opened_is_one_error_line(tmp_path, url, words):
+    pytest.importorskip("sqlalchemy")
+    junk = tmp_path / "junk.txt"
+    junk.write_text("not a database\n")
+    url = url.replace("FOLDER", f"sqlite:///{tmp_path}").replace("NOT_A_DB", f"sqlite:///{junk}")
+    line = _one_error_line(_cli(["token", "list", "--db", url]))
+    assert words in line
+
+
+def test_a_token_name_with_a_line_break_is_refused(tmp_path):
+    """'a\\nb' was stored and split ``token list``'s row in two."""
+    pytest.importorskip("sqlalchemy")
+    line = _one_error_line(_cli(["token", "create", "a\nb", "--db",
+                                 f"sqlite:///{tmp_path / 'jobs.db'}"]))
+    assert "not printable" in line
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--workers", "100000"], "not in the range"),  # started 100,000 processes
+    (["--checkers", "1000000"], "not in the range"),
+    (["--host", "bad host", "--port", "0"], "--host 'bad host'"),  # uvicorn's ERROR, exit 3
+    (["--host", "192.0.2.1", "--port", "0"], "cannot listen on 192.0.2.1:0"),
+    (["--search-executor", "ray", "--port", "0"], "needs Ray"),  # every search job failed
+])
+def test_serve_refuses_what_it_cannot_run_before_starting_workers(args, words):
+    pytest.importorskip("uvicorn")
+    if "ray" in args and importlib.util.find_spec("ray"):
+        pytest.skip("Ray is installed here")
+    line = _one_error_line(_cli(["serve", "--workers", "0", "--checkers", "0", *args]))
+    assert words in line

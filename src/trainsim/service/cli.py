@@ -55,13 +55,37 @@ def _db_option(f):  # type: ignore[no-untyped-def]
                              "(default: an SQLite file under the user's data directory).")(f)
 
 
+MAX_PROCESSES = 256
+"""Most worker (or checker) processes ``serve`` starts: each is a Python process of ~100 MB
+with trainsim loaded, so --workers 100000 started processes until the machine gave out."""
+
+
+def _can_listen(host: str, port: int) -> str | None:
+    """Why the server could not listen on ``host:port`` (a name that does not resolve, an
+    address this machine lacks, a port in use), or None: checked before the workers start,
+    where uvicorn would log it and exit with status 3 after starting them."""
+    import socket
+    try:
+        infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        return f"--host {host!r}: {getattr(exc, 'strerror', None) or exc}"
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+            sock.bind(address)
+    except OSError as exc:
+        return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+    return None
+
+
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=AsciiIntRange(0, 65535), default=8000, show_default=True)
 @_db_option
-@click.option("--workers", type=AsciiIntRange(), default=2, show_default=True,
+@click.option("--workers", type=AsciiIntRange(max=MAX_PROCESSES), default=2, show_default=True,
               help="Worker processes that run jobs (0: accept jobs, run none).")
-@click.option("--checkers", type=AsciiIntRange(), default=1, show_default=True,
+@click.option("--checkers", type=AsciiIntRange(max=MAX_PROCESSES), default=1, show_default=True,
               help="Processes that check submitted configs (0: threads of the API process).")
 @click.option("--search-executor", type=click.Choice(["local", "ray"], case_sensitive=False),
               default="local",
@@ -86,6 +110,16 @@ def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
         if value < 0:
             click.echo(f"error: --{name}={value} must be >= 0", err=True)
             sys.exit(2)
+    problem = _can_listen(host, port)
+    if problem is None and search_executor.lower() == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:  # else every search job fails, one by one, after it is queued
+            problem = "--search-executor ray needs Ray: pip install 'ray[default]'"
+    if problem:
+        from trainsim.errors import escaped
+        click.echo(f"error: {escaped(problem)}", err=True)
+        sys.exit(2)
     settings = Settings(db_url=db_url or default_db_url(), workers=workers, checkers=checkers,
                         search_executor=search_executor, ray_address=ray_address)
     changes = {k: v for k, v in (("max_active_jobs", max_active_jobs),

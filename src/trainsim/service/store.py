@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import secrets
 import socket
 import sqlite3
@@ -43,6 +44,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import SQLAlchemyError
 
 from trainsim.config import safe_load
 from trainsim.errors import ConfigError
@@ -178,12 +180,24 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+DB_SCHEMES = ("sqlite:///", "postgresql://", "postgresql+psycopg://")
+"""The job stores trainsim runs on: an SQLite file, or PostgreSQL through psycopg 3."""
+
+
 def make_engine(url: str) -> Engine:
-    """An engine for ``url``: ``sqlite:///path`` (directory created, WAL) or ``postgresql://``."""
+    """An engine for ``url``: ``sqlite:///path`` (directory created, WAL) or ``postgresql://``.
+    Another scheme, an empty path or an in-memory SQLite database (not shared with the worker
+    processes) is a ConfigError."""
+    if not isinstance(url, str) or not url.startswith(DB_SCHEMES):
+        shown = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url) if isinstance(url, str) else url
+        raise ConfigError(f"job store {shown!r} is not sqlite:///FILE or "
+                          "postgresql://USER@HOST/DB")
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if not path.strip() or path.strip() == ":memory:":
+            raise ConfigError(f"job store {url!r} names no file (an in-memory database is not "
+                              "shared with the worker processes); give sqlite:///FILE")
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         # as many pooled connections as the server has threads: opening one is the slow part
         engine = create_engine(url, connect_args={"timeout": _BUSY_S, "check_same_thread": False},
                                pool_size=40, max_overflow=40)
@@ -260,9 +274,16 @@ class Store:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.engine = make_engine(url)
-        self._skip_locked = self.engine.dialect.name == "postgresql"
-        upgrade(self.engine)
+        try:
+            self.engine = make_engine(url)
+            self._skip_locked = self.engine.dialect.name == "postgresql"
+            upgrade(self.engine)
+        except (SQLAlchemyError, OSError, ImportError) as exc:
+            # a folder or a file that is no database, a server that does not answer: one line
+            # (the URL is not repeated: it may hold a password)
+            what = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+            raise ConfigError(f"cannot open the job store: {what[0] if what else type(exc).__name__}"
+                              ) from None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -274,6 +295,9 @@ class Store:
         name = name.strip()
         if not name:
             raise ConfigError("token name must not be empty")
+        if not name.isprintable():  # a line break split ``token list``'s table row in two
+            raise ConfigError(f"token name {name!r} holds a line break or another character "
+                              "that is not printable")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self.engine.begin() as c:
             c.execute(tokens.insert().values(id=uuid.uuid4().hex, name=name[:200],
