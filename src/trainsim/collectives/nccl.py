@@ -143,6 +143,14 @@ PAT_PER_RANK_US = 2.8
 """PAT's latency keeps a linear part: 8 us + log2(nodes) * (network hop / 3.5) + 2.8 us per rank
 (tuning.cc, NCCL 2.23: "Still a linear part; hopefully we'll manage to remove it")."""
 
+NVLS_TREE_NET_TRAFFIC = 2.0
+"""Beyond two nodes NVLS+tree moves 2x a node's buffer per direction over its NICs (two on two).
+
+Not fitted: the double binary tree's structure, and NCCL's own model (tuning.cc halves NVLSTree's
+inter-node bandwidth when nNodes > 2). Measured: 4 nodes of 8 H100 on 8x 400G RoCE reach 320
+GB/s all_reduce with NVLS on or off (NVIDIA/nccl #1221; 430 on two nodes), 248 nodes of 8 H200
+about 350 (NVIDIA/nccl-tests #283); the 2-node figure (S per direction) put both at 510-525."""
+
 TREE_BW_FACTOR = 0.92
 """Beyond two nodes a tree all_reduce reaches 0.92 of the ring's bus bandwidth.
 
@@ -512,8 +520,12 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         depth = math.ceil(math.log2(nodes))
         lat += 2 * depth * net_hop
         # each node's reduced buffer goes up and comes down the tree once: S per direction,
-        # spread over the node's k NICs
-        t = max(t, size / (k * f.inter.busbw_Bps))
+        # spread over the node's k NICs, on two nodes. Beyond two, each node is interior in
+        # one of the double binary trees' two halves (two children, one parent) and leaf in
+        # the other: 2S per direction, half the per-NIC rate. NCCL's tuner says so itself
+        # (src/graph/tuning.cc, ncclTopoTuneModel, NCCL 2.19-2.27: ``if (a ==
+        # NCCL_ALGO_NVLS_TREE) bw = std::min(bwIntra, nNodes <= 2 ? bwInter : bwInter/2)``).
+        t = max(t, size * (NVLS_TREE_NET_TRAFFIC if nodes > 2 else 1.0) / (k * f.inter.busbw_Bps))
     return lat * 1e-6 + t
 
 
