@@ -149,7 +149,7 @@ NVLS_TREE_NET_TRAFFIC = 2.0
 Not fitted: the double binary tree's structure, and NCCL's own model (tuning.cc halves NVLSTree's
 inter-node bandwidth when nNodes > 2). Measured: 4 nodes of 8 H100 on 8x 400G RoCE reach 320
 GB/s all_reduce with NVLS on or off (NVIDIA/nccl #1221; 430 on two nodes), 248 nodes of 8 H200
-about 350 (NVIDIA/nccl-tests #283); the 2-node figure (S per direction) put both at 510-525."""
+about 350 (NVIDIA/nccl-tests #283); the 2-node figure (S per direction) put them at 526 and 482."""
 
 TREE_BW_FACTOR = 0.92
 """Beyond two nodes a tree all_reduce reaches 0.92 of the ring's bus bandwidth.
