@@ -174,6 +174,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # last micro-batch's backward, its gradients accumulated unsharded in the reduce dtype
     # (torchtitan: reshard_after_forward=False under PP; torch.distributed.pipelining no-sync)
     "fsdp_pp_unsharded": _nullable(_bool),
+    # the framework turns its fp8 all-gather of FSDP units (``fp8_param_gather``) on only
+    # where the data-parallel ranks shard the model (dp_shard > 1: torchtitan's Float8Handler);
+    # a run sharded over CP alone gathers its weights in 16 bits (workload.fp8_gather)
+    "fp8_gather_needs_dp_shard": _nullable(_bool),
     # with pipeline parallelism FSDP units are not resharded after the forward, yet gradients
     # are reduce-scattered, and units resharded, after every micro-batch's backward (the stage's
     # module is no FSDP module, so torch.distributed.pipelining's no-sync is skipped): one
@@ -426,7 +430,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
     "complex_rope", "eager_glu", "qkv_relayout_copies",
-    "softmax_args_swapped", "megatron_batch_fn", "fsdp_pp_unsharded",
+    "softmax_args_swapped", "megatron_batch_fn", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "masked_window_scores", "unfused_sliding_window",

@@ -42,6 +42,7 @@ from trainsim.memory.free_of import zero_free_kept
 from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
 from trainsim.workload import fsdp2_copies
+from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
 from trainsim.workload.sharding import fsdp_pp_mode
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -249,6 +250,33 @@ def _deepspeed(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mo
                       persistent, step=step, step_gradients=0.0)
 
 
+def fp8_linear_share(cfg: RunConfig, linear: float) -> float:
+    """Elements of ``linear`` (a rank's transformer-layer parameters) that FSDP keeps gathered
+    at one byte rather than two: all of them where the run all-gathers its matmul weights in fp8
+    (``workload.fp8_gather.fp8_weights_gathered``), none otherwise. torchao's float8 all-gather
+    (torchtitan ``enable_fsdp_float8_all_gather``) casts each Float8Linear weight shard to fp8
+    before FSDP2's all-gather and makes the unsharded parameter a ``Float8Tensor`` over the
+    gathered uint8 data itself, with no 16-bit copy (pytorch/ao@eab345c (2024-12-23, the
+    torchao of the tt2412 rows: torchtitan docs/performance.md @ d4c86e37) and @567cb4640
+    torchao/float8/fsdp_utils.py L226-L276: ``fsdp_pre_all_gather`` returns
+    ``(float8_tensor._data,)``, ``fsdp_post_all_gather`` returns ``Float8Tensor(data, scale,
+    ...), (data,)``). A Float8Linear then reads that weight as it is, with no cast copy.
+    Norms are a 1e-4 share of ``linear``, counted in."""
+    return linear if fp8_weights_gathered(cfg) else 0.0
+
+
+def _gathered_bytes(cfg: RunConfig, unit: float) -> float:
+    """Bytes of one gathered FSDP unit of ``unit`` elements (a transformer layer on one rank):
+    16-bit, less a byte per matmul weight element under fp8 all-gather (``fp8_linear_share``;
+    the matmul weights of the largest layer kind, ``fp8_weight_shapes``)."""
+    if not fp8_weights_gathered(cfg):
+        return 2.0 * unit
+    m = cfg.model
+    kinds = {m.is_moe_layer(i): i for i in range(m.num_layers)}
+    fp8 = max(sum(r * c * n for r, c, n, _ in fp8_weight_shapes(cfg, i)) for i in kinds.values())
+    return 2.0 * unit - min(fp8, unit)
+
+
 def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
     """PyTorch FSDP with mixed precision (torch/distributed/fsdp/_flat_param.py for FSDP1,
     _composable/fsdp for FSDP2): each rank keeps its shard of the fp32 parameters and their fp32
@@ -275,7 +303,9 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
     # (torch's fully_shard only: fsdp2_copies.applies; at zero stage 2 too, whose units are
     # gathered into the same buffers, only not resharded after the forward)
     root = held - linear if p.zero_stage >= 3 else 0.0
-    side = 2.0 * max(2 * unit, root + unit) if fsdp2_copies.applies(cfg) else 0.0
+    # bytes of one gathered unit: under fp8 all-gather its matmul weights are one byte each
+    unit_b, held_b = _gathered_bytes(cfg, unit), 2.0 * held - fp8_linear_share(cfg, linear)
+    side = max(2 * unit_b, 2.0 * root + unit_b) if fsdp2_copies.applies(cfg) else 0.0
     master, opt = (2.0, _optimizer_bytes(cfg) / 2) if bits16 else (4.0, _optimizer_bytes(cfg))
     mode = fsdp_pp_mode(cfg)
     if mode == "unsharded":
@@ -294,7 +324,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
         # step's backward, whose unsharded accumulators are default-stream memory, the pool
         # stays reserved at the shards' size
         pool = master * sharded if fsdp2_copies.applies(cfg) else 0.0
-        return ModelState(master * sharded + 2.0 * held, g * held, opt * sharded,
+        return ModelState(master * sharded + held_b, g * held, opt * sharded,
                           backward=(("16-bit gradients of the layer in backward", 2.0 * unit),),
                           step_gradients=master * sharded, side_pool=side, grad_pool=pool)
     backward: tuple[tuple[str, float], ...] = (("unsharded layer gradients", (2.0 + g) * unit),)
@@ -302,12 +332,14 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
         # not resharded after the forward, so the stage's 16-bit units stay gathered until the
         # backward (between a schedule's forward and backward passes, every unit is), but each
         # backward reduce-scatters its layer's gradients into the gradient shard at once
-        return ModelState(master * sharded + 2.0 * held, master * sharded, opt * sharded,
+        return ModelState(master * sharded + held_b, master * sharded, opt * sharded,
                           backward=backward, side_pool=side)
     weights = master * sharded
     if p.zero_stage >= 3:
-        backward = (("gathered layer parameters (current + prefetched)",
-                     2 * 2.0 * unit + _fp8_copies(cfg, unit)),) + backward
+        # (without fp8 all-gather a Float8Linear casts its gathered 16-bit weight: the copy)
+        gathered = 2 * unit_b if fp8_weights_gathered(cfg) else 2 * 2.0 * unit + _fp8_copies(
+            cfg, unit)
+        backward = (("gathered layer parameters (current + prefetched)", gathered),) + backward
         if held > linear:
             # the root unit (what no wrapped layer owns: embedding, final norm, output layer)
             # is not resharded after its forward, so its 16-bit parameters stay gathered from
@@ -318,7 +350,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
             backward = (("gathered root parameters (embedding, head)",
                          2.0 * (held - linear)),) + backward
     else:  # SHARD_GRAD_OP / ZeRO-2: 16-bit parameters stay gathered through the step
-        weights += 2.0 * held
+        weights += held_b
     return ModelState(weights, master * sharded, opt * sharded, backward=backward,
                       side_pool=side)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.ops import ACT_BYTES as ACT
 
@@ -24,7 +25,15 @@ def fp8_weights_gathered(cfg: RunConfig) -> bool:
     (fp8 GEMMs and ``training.fp8_param_gather``): the one switch FSDP's unit gathers and the
     distributed optimizer's parameter gathers both read (the latter also needs a uint8 buffer,
     ``FP8_BUFFER_RECIPES``)."""
-    return cfg.training.dtype == "fp8" and cfg.training.fp8_param_gather
+    if cfg.training.dtype != "fp8" or not cfg.training.fp8_param_gather:
+        return False
+    # torchtitan's Float8Handler asks torchao for the fp8 all-gather only with a sharded
+    # data-parallel dimension: ``enable_fsdp_float8_all_gather = parallel_dims.dp_shard_enabled
+    # and ...`` (pytorch/torchtitan@2a25f4d78 2024-09-12 torchtitan/float8.py L51-54, still at
+    # 9dec370a and at 820504e2 components/quantization/float8.py L79-82; before it
+    # ``dp_enabled and dp_type == "fsdp"``): FSDP sharded over CP alone gathers 16-bit weights
+    return not (profile_supports(cfg, "fp8_gather_needs_dp_shard")
+                and cfg.dp // cfg.parallel.dp_replicate <= 1)
 
 
 FP8_BUFFER_RECIPES = frozenset({"delayed", "current", "blockwise"})
