@@ -8,9 +8,11 @@ Each variant replaces ``RooflineModel.gemm_efficiency`` for dense GEMMs inside a
 manager (grouped GEMMs are untouched; training files only under ``--training``), refits its
 constants on ``fit_kernels.py``'s fitted GEMM rows (same rows, same held-out split, time MAPE)
 and reports fit / held-out / held-out family MAPE per GPU. The shipped model is restored
-after each. ``shipped`` is the model as it ships (``GEMM_TILE_OVERHEAD_K`` 266, not
+after each. ``shipped`` is the model as it ships (``GEMM_TILE_OVERHEAD_K``, not
 refitted); ``refitted`` is the same efficiency with the tile overhead refitted on the same
-rows (267).
+rows. Since the 24th session the shipped model itself chooses among 128x128, 128x256 and
+256x128 tiles on Hopper and Blackwell (``roofline.gemm_tiles``); ``ramp`` and ``tiles192``
+build on that choice.
 
 ``--training`` validates the public and held-out training files under each variant (refitted
 as above), each in a fresh process (no price kept from another variant; one worker, so no
@@ -25,8 +27,10 @@ pool process misses the patched efficiency), and prints their MAPE.
 * ``tiles192``: cuBLAS's heuristic choosing among tile shapes, priced as an oracle taking the
   fastest of 128x128 (the shipped path, with its split-k), 128x192 and 192x128 (wgmma's N
   runs in multiples of 8 up to 256: PTX ISA ``wgmma.mma_async`` shapes m64nNk16), each
-  tile's time and overhead in proportion to its area. (128x256 / 256x128 never win: their
-  waves are coarser at the same work; 10th session, RESULTS.md.)
+  tile's time and overhead in proportion to its area. (128x256 / 256x128 at the 128x128 tile's
+  rate never win: their waves are coarser at the same work; 10th session, RESULTS.md. Since the
+  24th session the shipped model runs them at the full rate, the 128x128 tile at
+  ``SMALL_TILE_RATE``, on Hopper and Blackwell.)
 * ``two_ctas``: on A100 (Ampere's ``cp.async`` multistage kernels, no TMA) two 128x128 CTAs
   share an SM, so waves are counted on 2 x 108 slots at half the rate each.
 
@@ -67,28 +71,20 @@ from trainsim.validate import BUNDLED_DIR, summarize, validate_file
 from trainsim.workload.ops import Gemm
 
 SHIPPED = roofline.RooflineModel.gemm_efficiency
-PARAMS: dict[str, float] = {"a": 266.0, "b": 0.0}
+PARAMS: dict[str, float] = {"a": float(roofline.GEMM_TILE_OVERHEAD_K), "b": 0.0}
 """The ``ramp`` variant's per-tile and per-kernel overheads (16-bit k-steps)."""
 
 
 def ramp_efficiency(self: roofline.RooflineModel, op: Gemm) -> float:
-    """The shipped efficiency with a per-tile overhead ``a`` and a per-kernel ``b``."""
+    """The shipped efficiency (the best of ``roofline.gemm_tiles``) with a per-tile overhead
+    ``a`` and a per-kernel ``b``."""
     if op.grouped and op.grouped != "userbuffers":
         return roofline.grouped_efficiency(self.gpu, op)
-    sms = self.gpu.num_sms
-    tiles = math.ceil(op.m / roofline.TILE) * math.ceil(op.n / roofline.TILE) * op.batch
     scale = roofline.gemm_rate(self.gpu, op) / self.gpu.gemm_ceiling("bf16")
-    overhead = PARAMS["a"] * scale
     stretch = 1.0 + roofline.block_promotion_k(self.gpu, op)
-    full, rest = divmod(tiles, sms)
-    if full >= roofline.SPLIT_K_MAX_WAVES:
-        full, rest = math.ceil(tiles / sms), 0
-    steps = full * (op.k * stretch + overhead) + PARAMS["b"] * scale
-    if rest:
-        split = max(1, min(sms // rest, op.k // roofline.SPLIT_K_MIN))
-        steps += math.ceil(rest * split / sms) * (op.k / split * stretch + overhead)
-    filled = op.m / roofline.TILE / math.ceil(op.m / roofline.TILE) if op.grouped else 1.0
-    return filled * tiles * op.k / sms / steps
+    return max(rate * roofline.tile_grid_efficiency(
+        self.gpu.num_sms, op, rows, cols, PARAMS["a"] * scale, stretch, PARAMS["b"] * scale)
+        for rows, cols, rate in roofline.gemm_tiles(self.gpu))
 
 
 def tile_oracle_efficiency(self: roofline.RooflineModel, op: Gemm) -> float:

@@ -67,6 +67,29 @@ def test_a_partial_second_wave_is_split_along_k():
     assert m.gemm_efficiency(many) < 0.9 * m.gemm_efficiency(one)  # 676 / 792 of it
 
 
+def test_hopper_gemms_choose_the_faster_of_a_small_and_a_big_output_tile():
+    """On Hopper the library runs whichever tile is faster: a many-wave grid runs 128x256
+    tiles at the full rate; a grid whose 128x128 tiles leave a partial third wave
+    (1024 x 4608: 288 tiles, 2.2 waves) runs 144 big tiles in one wave plus a k-split
+    remainder; where neither helps, 128x128 at ``SMALL_TILE_RATE``. Ampere (register-fed
+    tensor cores) and Blackwell (tensor-memory accumulators) keep the one 128x128 tile at the
+    full rate."""
+    from trainsim.compute import roofline
+
+    h100, a100 = gpu("h100-sxm-80gb"), gpu("a100-sxm-80gb")
+    m = RooflineModel(h100)
+    overhead = roofline.GEMM_TILE_OVERHEAD_K
+    big = Gemm("big", 128 * 66, 256 * 8, 8192)  # 528 big tiles: 4 whole waves, no padding
+    assert m.gemm_efficiency(big) == pytest.approx(8192 / (8192 + overhead))
+    odd = Gemm("odd", 1024, 4608, 12288)
+    small_only = roofline.SMALL_TILE_RATE * 288 / 132 / 3 * 12288 / (12288 + overhead)
+    assert m.gemm_efficiency(odd) > 1.2 * small_only
+    assert [t[:2] for t in roofline.gemm_tiles(a100)] == [(128, 128)]
+    assert roofline.gemm_tiles(a100)[0][2] == 1.0
+    assert len(roofline.gemm_tiles(gpu("h200-sxm-141gb"))) == 3
+    assert len(roofline.gemm_tiles(gpu("b200-sxm-180gb"))) == 1
+
+
 def test_fp8_gemm_is_faster_than_bf16_on_hopper():
     """An fp8 GEMM on H100 is faster than the same bf16 GEMM, but less than twice as fast."""
     m = RooflineModel(gpu("h100-sxm-80gb"))

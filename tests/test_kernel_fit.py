@@ -328,7 +328,8 @@ def _variants_script(fit_script):
 def test_gemm_variant_experiments_reduce_to_the_model_and_restore_it(fit_script):
     """benchmarks/gemm_variants.py (experiments, not the model): the per-kernel fill/drain
     variant with no per-kernel cost and the shipped per-tile cost is the shipped efficiency;
-    a per-kernel cost of b k-steps adds b once to a two-wave GEMM's 2 x (k + 266) steps; the
+    a per-kernel cost of b k-steps adds b once to each tile grid's steps (A100's 3 x (k + overhead)
+    for 2048 x 2048; on H100 the better of 128x128 and 128x256); the
     tile-shape oracle is never slower than the shipped 128x128 path and wins where 192-wide
     tiles fill the waves (1024 x 9216 on 132 SMs: 576 tiles, 4.36 -> 5 waves; 384 of 128x192
     in 3 waves of 1.5x the work); two CTAs per SM touch A100 only; ``shipped`` is never
@@ -345,20 +346,23 @@ def test_gemm_variant_experiments_reduce_to_the_model_and_restore_it(fit_script)
         assert [RooflineModel(h100).gemm_efficiency(op) for op in ops] == pytest.approx(shipped)
         gv.PARAMS.update(b=300.0)
         two_waves = Gemm("g", 2048, 2048, 4096, "bf16")  # 256 tiles: 132 + 124, no split
-        k266 = 4096 + roofline.GEMM_TILE_OVERHEAD_K
-        assert RooflineModel(h100).gemm_efficiency(two_waves) == pytest.approx(
-            256 * 4096 / 132 / (2 * k266 + 300))
+        k_tile = 4096 + roofline.GEMM_TILE_OVERHEAD_K
+        assert RooflineModel(a100).gemm_efficiency(two_waves) == pytest.approx(
+            256 * 4096 / 108 / (3 * k_tile + 300))  # A100: 128x128 alone, 3 whole waves
+        assert RooflineModel(h100).gemm_efficiency(two_waves) == pytest.approx(max(
+            roofline.SMALL_TILE_RATE * 256 * 4096 / 132 / (2 * k_tile + 300),
+            128 * 4096 / 132 / (k_tile + 300)))  # 128 tiles of 128x256 in one wave
     with gv.variant("tiles192"):
         oracle = [RooflineModel(h100).gemm_efficiency(op) for op in ops]
         assert all(o >= s for o, s in zip(oracle, shipped))
         k_over = 14336 / (14336 + roofline.GEMM_TILE_OVERHEAD_K)
         assert oracle[0] == pytest.approx(576 / 132 / 4.5 * k_over)
-        assert shipped[0] == pytest.approx(576 / 132 / 5 * k_over)
+        assert shipped[0] == pytest.approx(roofline.SMALL_TILE_RATE * 576 / 132 / 5 * k_over)
     with gv.variant("two_ctas"):
         assert [RooflineModel(h100).time(op) for op in ops] == before[0]
         assert [RooflineModel(a100).time(op) for op in ops] != before[1]
     assert [[RooflineModel(s).time(op) for op in ops] for s in (h100, a100)] == before
-    assert gv.PARAMS == {"a": 266.0, "b": 0.0}
+    assert gv.PARAMS == {"a": float(roofline.GEMM_TILE_OVERHEAD_K), "b": 0.0}
 
 
 def test_gemm_variants_training_validates_under_the_variant(fit_script, tmp_path, monkeypatch):
@@ -374,7 +378,8 @@ def test_gemm_variants_training_validates_under_the_variant(fit_script, tmp_path
     monkeypatch.setattr(gv, "TRAINING_FILES", (small,))
     plain = summarize(validate_file(small)[1])["mape"]
     assert gv.training_mape("shipped", []) == {
-        "constants": "GEMM_TILE_OVERHEAD_K = 266, as shipped", small.name: plain}
+        "constants": f"GEMM_TILE_OVERHEAD_K = {roofline.GEMM_TILE_OVERHEAD_K}, as shipped",
+        small.name: plain}
 
     def slow(name, train):
         gv.PARAMS.update(a=roofline.GEMM_TILE_OVERHEAD_K, b=5000.0)
@@ -388,7 +393,7 @@ def test_gemm_variants_training_validates_under_the_variant(fit_script, tmp_path
     assert all(a > b for a, b in zip(after, before))
     assert gv.training_mape("ramp", [])[small.name] != pytest.approx(plain)
     assert [r.predicted for r in validate_file(small)[1]] == before
-    assert gv.PARAMS == {"a": 266.0, "b": 0.0}
+    assert gv.PARAMS == {"a": float(roofline.GEMM_TILE_OVERHEAD_K), "b": 0.0}
 
 
 def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, capsys,

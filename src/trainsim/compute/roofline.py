@@ -56,14 +56,14 @@ to vidur's A100 and H100 profiles of those kernels and the H100 file's eager chu
 eager RMSNorm rows (their held-out sources and families excluded)."""
 LAUNCH_S = 3e-6
 TILE = 128
-GEMM_TILE_OVERHEAD_K = 266
-"""Fixed cost of one 128x128 output tile (prologue: pipeline fill; epilogue: convert and store
-C), in k-steps of the 16-bit main loop: a tile's time is ~ (k + 266) / k of its main loop, so
+GEMM_TILE_OVERHEAD_K = 258
+"""Fixed cost of one output tile (prologue: pipeline fill; epilogue: convert and store C), in
+k-steps of the 16-bit main loop: a tile's time is ~ (k + 258) / k of its main loop, so
 short-k GEMMs fall below the ceiling (measured fp8 M=N=8192 rises from 569 to 1,541 TFLOP/s as
 k grows). The cost is a time, the same in every dtype, so in k-steps it scales with the dtype's
 rate: x1.77 for fp8 on H100. Fitted by ``benchmarks/fit_kernels.py`` to the GEMM rows of
 ``kernels_h100_measured.csv`` and ``kernels_published.csv`` (fit sources and shape families;
-see RESULTS.md)."""
+see RESULTS.md), together with ``SMALL_TILE_RATE`` (266 with the 128x128 tile alone)."""
 SPLIT_K_MIN = 512
 """cuBLAS and CUTLASS split the k loop over idle SMs when the output has fewer tiles than the
 GPU has SMs, keeping each split at least this deep (the fit is flat from 256 to 1,024)."""
@@ -78,6 +78,63 @@ the ceiling (measured: vidur's A100 and H100 GEMMs and the H100 file's 1-2-wave 
 22-37 % faster than whole waves predict), one with 5.2 waves at 5.2/6. Chosen, not fitted:
 the GEMM rows' MAPE is 7.87 % with no partial-wave split, 7.44 % at 2 waves, 7.49 % at 3, and
 7.87 % with every grid split (benchmarks/fit_kernels.py rows, ``GEMM_TILE_OVERHEAD_K`` = 266)."""
+
+
+SMALL_TILE_RATE = 0.97
+"""Main-loop rate of a 128x128 output tile as a fraction of a 128x256 (or 256x128) tile's on
+GPUs whose warpgroup MMA reads its operands from shared memory (``smem_fed_mma``). Hopper's
+``wgmma`` streams both operands out of shared memory while TMA writes the next stages into it:
+per 16-deep k-step a 128x128 tile moves 256 operand rows through shared memory for 128 x 128
+outputs, a 128x256 tile 384 for twice as many, so the small tile needs 1.33x the
+shared-memory bandwidth per FLOP. The big tiles reach the GPU's GEMM ceiling (the MAMF, the
+best shape of a brute-force search). Fitted by ``benchmarks/fit_kernels.py`` together with
+``GEMM_TILE_OVERHEAD_K`` (fit sources and shape families; see RESULTS.md)."""
+
+
+def smem_fed_mma(gpu: GPUSpec) -> bool:
+    """Hopper (compute capability 9.x): ``wgmma`` reads both operands from shared memory and
+    keeps the accumulator in registers (PTX ISA 8.0). Not Ampere's or Ada's ``mma.sync``
+    (register-fed: the same warp tile in any CTA tile), and not Blackwell's ``tcgen05.mma``,
+    whose accumulator lives in tensor memory and whose 256-row tiles span two SMs
+    (``cta_group::2``, PTX ISA 8.6): a different tile economy, not priced here (its GEMMs
+    keep the one 128x128 tile, as its calibration rows were read with)."""
+    arch = gpu.sm_arch
+    return arch is not None and 90 <= arch < 100
+
+
+def gemm_tiles(gpu: GPUSpec) -> tuple[tuple[int, int, float], ...]:
+    """(rows, columns, main-loop rate as a fraction of the ceiling) of each output tile a GEMM
+    library chooses from. Where ``smem_fed_mma``: 128x128 at ``SMALL_TILE_RATE``, 128x256 and
+    256x128 at the full rate (NVIDIA CUTLASS's Hopper examples run the cooperative
+    warp-specialized kernel on ``TileShape = Shape<_128,_256,_64>``, e.g.
+    ``examples/55_hopper_mixed_dtype_gemm``; cuBLAS picks among kernels of such tiles by
+    heuristic). On Ampere the big tiles run no faster than 128x128, so they could win only
+    where their coarser grid falls under ``SPLIT_K_MAX_WAVES`` and splits k; vidur's A100
+    GEMMs show no such gain (A100 GEMM rows of ``benchmarks/fit_kernels.py``: MAPE 9.05 %
+    with the 128x128 tile alone, 9.75 % with the choice), so other GPUs keep the one tile."""
+    if not smem_fed_mma(gpu):
+        return ((TILE, TILE, 1.0),)
+    return ((TILE, TILE, SMALL_TILE_RATE), (TILE, 2 * TILE, 1.0), (2 * TILE, TILE, 1.0))
+
+
+def tile_grid_efficiency(sms: int, op: Gemm, rows: int, cols: int, overhead_k: float,
+                         stretch: float, kernel_k: float = 0.0) -> float:
+    """Fraction of its tile's main-loop rate a GEMM cut into ``rows`` x ``cols`` output tiles
+    keeps on ``sms`` SMs: useful outputs over the padded tiles', whole waves of tiles (the
+    last, partial wave split along k over the SMs it leaves idle when the tiles fill fewer
+    than ``SPLIT_K_MAX_WAVES`` waves), each tile's fixed cost ``overhead_k`` and ``stretch``
+    main-loop k-steps per useful k-step (block-scale promotion). ``kernel_k``: a cost paid
+    once per kernel, in the same k-steps (0 in the model; ``benchmarks/gemm_variants.py``)."""
+    tiles = math.ceil(op.m / rows) * math.ceil(op.n / cols) * op.batch
+    full, rest = divmod(tiles, sms)
+    if full >= SPLIT_K_MAX_WAVES:  # whole waves of whole tiles
+        full, rest = math.ceil(tiles / sms), 0
+    steps = full * (op.k * stretch + overhead_k) + kernel_k  # time in k-steps of one tile
+    if rest:  # the partial wave's tiles split along k over the SMs it leaves idle
+        split = max(1, min(sms // rest, op.k // SPLIT_K_MIN))
+        steps += math.ceil(rest * split / sms) * (op.k / split * stretch + overhead_k)
+    useful = op.m * op.n * op.batch / (rows * cols)  # tiles' worth of real outputs
+    return useful * op.k / sms / steps
 
 
 FP8_OWN_PROMOTION = frozenset({"deepgemm"})
@@ -196,30 +253,21 @@ class RooflineModel:
         self._cache: dict[object, float] = {}
 
     def gemm_efficiency(self, op: Gemm) -> float:
-        """Fraction of the GEMM ceiling left after wave quantization (with split-k of the last,
-        partial wave when the tiles fill fewer than ``SPLIT_K_MAX_WAVES`` waves), each
-        tile's fixed prologue and epilogue and a block-scaled kernel's serial promotion
-        (``block_promotion_k``); a grouped
-        GEMM's by its implementation (``compute.grouped``). The chunks of a GEMM overlapped
-        with a TP collective (``userbuffers``) are one dense grid of every chunk's tiles, its
-        last partial wave split along k like any dense GEMM's, each chunk's last row tile
-        filled only as far as its rows go."""
+        """Fraction of the GEMM ceiling the library's best output tile (``gemm_tiles``)
+        reaches: the tile's main-loop rate times its grid's efficiency
+        (``tile_grid_efficiency``: padding, wave quantization with split-k of a small grid's
+        last wave, each tile's fixed cost, a block-scaled kernel's serial promotion); a
+        grouped GEMM's by its implementation (``compute.grouped``). The chunks of a GEMM
+        overlapped with a TP collective (``userbuffers``) are one dense grid of every chunk's
+        tiles, each chunk's last row tile filled only as far as its rows go."""
         if op.grouped and op.grouped != "userbuffers":
             return grouped_efficiency(self.gpu, op)
-        sms = self.gpu.num_sms
-        tiles = math.ceil(op.m / TILE) * math.ceil(op.n / TILE) * op.batch
         overhead_k = GEMM_TILE_OVERHEAD_K * (gemm_rate(self.gpu, op)
                                              / self.gpu.gemm_ceiling("bf16"))
         stretch = 1.0 + block_promotion_k(self.gpu, op)  # main-loop k-steps per useful one
-        full, rest = divmod(tiles, sms)
-        if full >= SPLIT_K_MAX_WAVES:  # whole waves of whole tiles
-            full, rest = math.ceil(tiles / sms), 0
-        steps = full * (op.k * stretch + overhead_k)  # time in k-steps of one tile
-        if rest:  # the partial wave's tiles split along k over the SMs it leaves idle
-            split = max(1, min(sms // rest, op.k // SPLIT_K_MIN))
-            steps += math.ceil(rest * split / sms) * (op.k / split * stretch + overhead_k)
-        filled = op.m / TILE / math.ceil(op.m / TILE) if op.grouped else 1.0
-        return filled * tiles * op.k / sms / steps
+        return max(rate * tile_grid_efficiency(self.gpu.num_sms, op, rows, cols, overhead_k,
+                                               stretch)
+                   for rows, cols, rate in gemm_tiles(self.gpu))
 
     def time(self, op: Gemm | Attention | Elementwise) -> float:
         t = self._cache.get(op)
