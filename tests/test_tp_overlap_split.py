@@ -75,10 +75,12 @@ def test_async_tp_splits_both_kinds_into_tp_chunks_and_fused_keeps_gemms_whole()
 
 def test_chunks_on_one_stream_would_lose_their_wave_tails():
     """The streams matter: at one 2k-token micro-batch a tp-8 chunk is 256 rows, too few tiles
-    for an H100 on its own; priced one after another the chunks cost far more."""
+    for an H100 on its own; priced one after another the chunks cost more (1.13x since the
+    24th session, when a lone chunk's 36 tiles of 128x256 split k three ways over 108 SMs,
+    ``roofline.gemm_tiles``; 1.65x on 72 tiles of 128x128 before)."""
     pricer, split = _times(_cfg(True))
     t, op = split["qkv_proj"]
-    assert 8 * pricer.compute.time(replace(op, m=op.m // 8)) > 1.3 * t
+    assert 8 * pricer.compute.time(replace(op, m=op.m // 8)) > 1.1 * t
 
 
 def test_unknown_method_is_one_clear_error():
