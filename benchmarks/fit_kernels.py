@@ -6,6 +6,7 @@
     python benchmarks/fit_kernels.py --errata   # kernels_errata.csv applied to the published file
     python benchmarks/fit_kernels.py --no-fit --by-source gemm,moe_block  # each cell by source
     python benchmarks/fit_kernels.py --no-fit --by-seq  # attention error per sequence length
+    python benchmarks/fit_kernels.py --no-fit --compute-db auto  # priced as trainsim validate
 
 Data: the kernel files bundled with trainsim (``kernels_published.csv``: papers, READMEs and
 benchmark PRs; ``kernels_h100_measured.csv``: one H100 measured by the team). Each kind's
@@ -64,6 +65,7 @@ import numpy as np
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import attention, roofline
+from trainsim.compute.chain import compute_model_for
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
 from trainsim.workload.elementwise import strided_share
@@ -197,10 +199,18 @@ def is_held(r: Row, held: dict[str, set[str]]) -> bool:
     return r.source in groups or f"{r.source}|{r.family}" in groups
 
 
+REPORT_DB: str | None = None
+"""The kernel database the report prices with after the fit (``--compute-db``): None, the
+roofline alone (what every constant is fitted on); 'auto', the compute chain as ``trainsim
+validate`` runs it (the bundled database for the GPUs that have one, H100; the roofline
+elsewhere), so the report's per-GPU fit / held-out cells are the validator's prices."""
+
+
 def predict(rows: list[Row]) -> np.ndarray:
-    """Kernel times by the roofline as its module constants stand, each GPU alone (burst;
-    a row measured at the power limit at the sustained rate)."""
-    models: dict[tuple[str, bool], roofline.RooflineModel] = {}
+    """Kernel times by the roofline as its module constants stand (or the compute chain with
+    ``REPORT_DB``), each GPU alone (burst; a row measured at the power limit at the sustained
+    rate)."""
+    models: dict[tuple[str, bool], Any] = {}
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
         key = (r.gpu, r.sustained)
@@ -208,7 +218,8 @@ def predict(rows: list[Row]) -> np.ndarray:
             gpu = catalog_gpu(r.gpu)
             if not r.sustained:
                 gpu = dataclasses.replace(gpu, sustained_of_burst=1.0)
-            models[key] = roofline.RooflineModel(gpu)
+            models[key] = (compute_model_for(gpu, REPORT_DB, catalog_gpu) if REPORT_DB
+                           else roofline.RooflineModel(gpu))
         out[i] = sum(models[key].time(op) for op in r.ops)
     return out
 
@@ -502,6 +513,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--markdown", action="store_true", help="print RESULTS.md tables")
     ap.add_argument("--no-fit", action="store_true", help="report the constants as they stand")
+    ap.add_argument("--compute-db", choices=("none", "auto"), default="none",
+                    help="price the report with the kernel database as trainsim validate "
+                         "does (auto) or the roofline alone (none, what the fit uses)")
     ap.add_argument("--leave-one-source-out", action="store_true",
                     help="refit the grouped-GEMM constants without each source in turn")
     ap.add_argument("--by-source", metavar="KINDS", nargs="?", const="",
@@ -547,6 +561,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_fit:
         for name, value in fit(rows, held).items():
             print(f"  {name} = {value}")
+    global REPORT_DB
+    REPORT_DB = None if args.compute_db == "none" else args.compute_db
+    if REPORT_DB:
+        print(f"  priced with --compute-db {REPORT_DB} (the fit, if any, used the roofline)")
     if args.by_seq:
         print("\n| GPU | implementation | kind | seq | n | signed | min | max |"
               "\n|---|---|---|---|---|---|---|---|")

@@ -459,3 +459,17 @@ def test_by_seq_groups_each_attention_row_once_by_gpu_implementation_kind_and_se
     assert "| GPU | implementation | kind | seq | n | signed | min | max |" in table
     assert sum(line.startswith("| h100-sxm-80gb |") for line in table) == sum(
         g[0] == "h100-sxm-80gb" for g in groups)
+
+
+def test_the_report_can_price_as_the_validator_does(fit_script, monkeypatch):
+    """``--compute-db auto`` prices the report with the compute chain as ``trainsim validate``
+    does: rows of a GPU with no bundled database keep the roofline's price, the H100 rows take
+    the measured database's; the fit itself always runs on the roofline (``REPORT_DB`` None)."""
+    assert fit_script.REPORT_DB is None
+    rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
+    a100 = [r for r in rows if r.kind == "gemm" and r.gpu == "a100-sxm-80gb"][:5]
+    h100 = [r for r in rows if r.kind == "gemm" and r.gpu == "h100-sxm-80gb"][:40]
+    roof_a, roof_h = fit_script.predict(a100), fit_script.predict(h100)
+    monkeypatch.setattr(fit_script, "REPORT_DB", "auto")
+    assert list(fit_script.predict(a100)) == list(roof_a)
+    assert any(abs(x / y - 1) > 1e-6 for x, y in zip(fit_script.predict(h100), roof_h))
