@@ -37,7 +37,7 @@ BASELINE: dict[str, Any] = {
     "training": {"global_batch_size": 256, "micro_batch_size": 1, "seq_length": 2048,
                  "dtype": "bf16", "attention": "unfused"},
     "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 256, "gpus_per_node": 8,
-                "nic_gbps_per_gpu": 200},
+                "nic_gbit_s_per_gpu": 200},
 }
 
 
