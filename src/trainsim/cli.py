@@ -110,10 +110,12 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
               help="Processes predicting rows side by side (each row is predicted alone: the "
                    "same results); default: the CPUs this process may use, at most 8.")
 def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | None) -> None:
-    """Predict every row of a published-measurement CSV and report the error.
+    """Predict every row of a published-measurement file and report the error.
 
-    Without a file, runs the published kernels, collectives and training files bundled with
-    trainsim (their sources are in trainsim/data/validation/README.md). A kernel database
+    CSV_FILE: training runs, nccl-tests collectives or kernels (CSV, the kind told by its
+    columns), or Hugging Face decoder layers (JSONL). Without a file, runs the kernels, layers,
+    collectives and training files bundled with trainsim (their sources are in
+    trainsim/data/validation/README.md). A kernel database
     (trainsim profile's JSON) is checked instead: its layer records against the layers
     composed from its kernel records."""
     from trainsim.validate import bundled_files

@@ -92,8 +92,9 @@ def _common(f):
         click.option("--recompute", default="none,selective,full", show_default=True),
         click.option("--zero", default=None,
                      help="Optimizer sharding: 0 none, 1 distributed optimizer, 2/3 ZeRO "
-                          "(default: those the engine runs: Megatron 0,1,3, DeepSpeed 0-3, "
-                          "FSDP 2,3, DDP 0; MoE: 1 where it has it)."),
+                          "(default: those the engine runs at the framework's release: "
+                          "Megatron 0,1,3, DeepSpeed 0-3, FSDP 2,3, DDP 0; MoE: 1 where it "
+                          "has it)."),
         click.option("--overlap", type=click.Choice(["search", "on", "off"], case_sensitive=False), default="search",
                      show_default=True, help="Try overlap switches on and off, or fix them."),
         click.option("--ep", "ep_", default=None,
