@@ -6,10 +6,12 @@ The constants are global and physical, each with its source:
 
 * GEMM ceiling: the GPU's measured *maximum achievable matmul FLOP/s* (``GPUSpec.mamf_fraction``,
   e.g. A100 267.9 of 312 TFLOP/s, H100 792 of 989; Bekman, ml-engineering MAMF table).
-  Below the ceiling, wave quantization: output tiles of 128x128 are spread over the SMs in
-  whole waves, so a GEMM with 5.1 waves of tiles runs at 5.1/6 of the ceiling
-  (NVIDIA, *Matrix Multiplication Background User's Guide*, "wave quantization"); under two
-  waves the last, partial wave is split along k (``SPLIT_K_MAX_WAVES``).
+  Below the ceiling, wave quantization: output tiles are spread over the SMs in whole waves,
+  so a GEMM with 5.1 waves of tiles runs at 5.1/6 of the ceiling (NVIDIA, *Matrix
+  Multiplication Background User's Guide*, "wave quantization"); under two waves the last,
+  partial wave is split along k (``SPLIT_K_MAX_WAVES``). The tiles are 128x128, or on Hopper
+  whichever of 128x128 (at ``SMALL_TILE_RATE``) and 128x256 / 256x128 runs the GEMM faster
+  (``gemm_tiles``).
 * Fused attention kernels: ``compute.attention`` (each implementation's fraction of the GEMM
   ceiling over its own tiles, the softmax exponentials, each row's fixed work).
 * GEMM tiles carry a fixed prologue/epilogue cost (``GEMM_TILE_OVERHEAD_K``) and split k over
