@@ -278,7 +278,7 @@ class Store:
             self.engine = make_engine(url)
             self._skip_locked = self.engine.dialect.name == "postgresql"
             upgrade(self.engine)
-        except (SQLAlchemyError, OSError, ImportError) as exc:
+        except (SQLAlchemyError, OSError, ImportError, ValueError) as exc:  # ValueError: a NUL
             # a folder or a file that is no database, a server that does not answer: one line
             # (the URL is not repeated: it may hold a password)
             what = str(getattr(exc, "orig", None) or exc).strip().splitlines()
