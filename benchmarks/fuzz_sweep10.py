@@ -79,6 +79,25 @@ API_VALUES = [0, -1, 1, 3, 2**62, 2**70, 0.5, 1e-300, math.nan, math.inf, -math.
 """Values a caller building configs in code might pass to any field."""
 
 
+def consistent(cfg, result) -> str | None:
+    """``balanced`` (fuzz_sweep9) and the rates read from the time: tokens/s is the batch's
+    tokens over the iteration, per GPU its share, MFU at most HFU (recompute adds FLOPs)."""
+    bad = balanced(result)
+    if bad:
+        return bad
+    tokens = cfg.training.global_batch_size * cfg.training.seq_length
+    if not math.isclose(result.tokens_per_s, tokens / result.iteration_time_s, rel_tol=1e-9):
+        return f"inconsistent: tokens/s {result.tokens_per_s!r}, batch over time " \
+               f"{tokens / result.iteration_time_s!r}"
+    out = result.to_dict()
+    if not math.isclose(out["tokens_per_s_per_gpu"] * cfg.cluster.num_gpus, out["tokens_per_s"],
+                        rel_tol=1e-9):
+        return "inconsistent: tokens/s per GPU"
+    if out["mfu"] > out["hfu"] * (1 + 1e-12):
+        return f"inconsistent: mfu {out['mfu']!r} > hfu {out['hfu']!r}"
+    return None
+
+
 def api_cases(rng: random.Random, n: int, every: bool) -> Iterator[Case]:
     base = load_run_config(str(EXAMPLE))
 
@@ -89,7 +108,7 @@ def api_cases(rng: random.Random, n: int, every: bool) -> Iterator[Case]:
         else:
             part = dataclasses.replace(getattr(base, section), **{name: value})
             cfg = dataclasses.replace(base, **{section: part})
-        return balanced(simulate(cfg))
+        return consistent(cfg, simulate(cfg))
 
     drawn = [(section, f.name, v)
              for section, obj in (("model", base.model), ("parallel", base.parallel),

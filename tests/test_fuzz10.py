@@ -203,3 +203,22 @@ def test_serve_refuses_what_it_cannot_run_before_starting_workers(args, words):
         pytest.skip("Ray is installed here")
     line = _one_error_line(_cli(["serve", "--workers", "0", "--checkers", "0", *args]))
     assert words in line
+
+
+@pytest.mark.parametrize("where, name, value", [
+    ("gpu", "hbm_bw_Bps", 1e-300),  # ValueError in summary.critical_stage (times past floats)
+    ("gpu", "nvlink_bw_Bps", 1e-300),  # 'protocol auto cannot run algorithm auto'
+    ("cluster", "nic_bw_Bps", 0.5),
+])
+def test_a_rate_below_one_per_second_is_refused_naming_it(base, where, name, value):
+    with pytest.raises(ConfigError, match=f"{name}={value:g} is below 1 per second"):
+        if where == "gpu":
+            dataclasses.replace(base.cluster.gpu, **{name: value})
+        else:
+            dataclasses.replace(base.cluster, **{name: value})
+
+
+def test_an_empty_text_in_an_optional_list_reads_as_none(base):
+    """recompute_modules='' (a file's empty value: None) was a TypeError in the list check."""
+    p = dataclasses.replace(base.parallel, recompute="selective", recompute_modules="")
+    assert p.recompute_modules is None

@@ -308,8 +308,8 @@ def _check_containers(obj: Any, where: str) -> None:
         if kind is tuple and inner is str and isinstance(value, (tuple, list, str)):
             # the outer list only: a name that is not text is refused by the field's own check,
             # which lists the names it knows (recompute_modules, cuda_graph_scope)
-            typed = tuple(_coerce(value, hint, f"{where}.{name}")) if isinstance(value, str) \
-                else tuple(value)
+            typed = _coerce(value, hint, f"{where}.{name}") if isinstance(value, str) \
+                else tuple(value)  # '' in an optional list is None, as a file's empty value
             if typed != value or type(typed) is not type(value):
                 object.__setattr__(obj, name, typed)
         elif kind in (tuple, dict):
@@ -416,6 +416,21 @@ def require_positive(where: str, **values: float | None) -> None:
     for name, v in values.items():
         if v is not None and not 0 < v < math.inf:  # also rejects NaN
             raise ConfigError(f"{where}.{name}={v} must be a positive finite number")
+
+
+MIN_RATE = 1.0
+"""Least bytes/s or FLOP/s a GPU or link may be given: below 1 per second an iteration's
+times run past the largest float (gpu.hbm_bw_Bps=1e-300 ended in a ValueError deep in the
+summary; nvlink 1e-300 read as 'protocol auto cannot run algorithm auto'), and no hardware is
+that slow (a 9,600-baud modem moves 1,200 B/s)."""
+
+
+def require_rate(where: str, **values: float | None) -> None:
+    """Each rate, where given, at least MIN_RATE (a positive rate is checked before)."""
+    for name, v in values.items():
+        if v is not None and 0 < v < MIN_RATE:
+            raise ConfigError(f"{where}.{name}={v:g} is below {MIN_RATE:g} per second; give the "
+                              "rate in bytes/s or FLOP/s (no hardware is that slow)")
 
 
 def require_fraction(where: str, **values: float | None) -> None:

@@ -13,6 +13,7 @@ from trainsim.config._build import (
     require_fraction,
     require_nonnegative,
     require_positive,
+    require_rate,
     suggest,
 )
 from trainsim.errors import ConfigError, TrainsimWarning
@@ -150,6 +151,7 @@ class GPUSpec:
             if not 0 < peak < math.inf:
                 raise ConfigError(f"gpu[{self.name}].peak_flops.{dtype}={peak:g} must be a "
                                   "positive finite FLOP/s")
+            require_rate(f"gpu[{self.name}]", **{f"peak_flops.{dtype}": peak})
         if "bf16" not in self.peak_flops and "fp16" not in self.peak_flops:
             raise ConfigError(f"gpu[{self.name}].peak_flops needs a 16-bit peak (bf16 or fp16): "
                               "utilization is reported against it")
@@ -157,6 +159,8 @@ class GPUSpec:
                          mamf_fraction_fp8=self.mamf_fraction_fp8,
                          nvls_efficiency=self.nvls_efficiency)
         require_positive(f"gpu[{self.name}]", host_link_bw_Bps=self.host_link_bw_Bps)
+        require_rate(f"gpu[{self.name}]", hbm_bw_Bps=self.hbm_bw_Bps,
+                     nvlink_bw_Bps=self.nvlink_bw_Bps, host_link_bw_Bps=self.host_link_bw_Bps)
         require_nonnegative(f"gpu[{self.name}]", l2_bytes=self.l2_bytes,
                             price_per_hour=self.price_per_hour)
         if not 0 < self.sustained_of_burst <= 1:
@@ -299,6 +303,7 @@ class ClusterConfig:
                          nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps,
                          nics_per_gpu=self.nics_per_gpu)
         require_nonnegative("cluster", price_per_gpu_hour=self.price_per_gpu_hour)
+        require_rate("cluster", nic_bw_Bps=self.nic_bw_Bps, intra_node_bw_Bps=self.intra_node_bw_Bps)
         if self.nics_per_gpu > MAX_NICS_PER_GPU:
             raise ConfigError(f"cluster.nics_per_gpu={self.nics_per_gpu} is out of range (at most "
                               f"{MAX_NICS_PER_GPU} NICs a GPU)")
