@@ -318,13 +318,30 @@ def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]
     return rows
 
 
+_VALIDATED: dict[tuple, tuple] = {}
+
+
+def validated(path: Path) -> tuple[str, tuple]:
+    """``validate_file(path)`` once per session for a file the tests only read (a pure function
+    of the file and the code): a file's no-failed-row check and its error bound share one
+    validation. The rows come back as a tuple; a test must not change them."""
+    from trainsim.validate import validate_file
+
+    st = Path(path).stat()
+    key = (str(Path(path).resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _VALIDATED:
+        kind, res = validate_file(path)
+        _VALIDATED[key] = (kind, tuple(res))
+    return _VALIDATED[key]
+
+
 def check_validates_with_no_failed_row(path: Path) -> None:
     """Every row of a training file gets a finite positive prediction."""
     import math
 
-    from trainsim.validate import summarize, validate_file
+    from trainsim.validate import summarize
 
-    _, res = validate_file(path)
+    _, res = validated(path)
     s = summarize(res)
     assert s["failed"] == 0 and s["n"] == len(training_rows(path))
     assert all(r.predicted is not None and math.isfinite(r.predicted) and r.predicted > 0

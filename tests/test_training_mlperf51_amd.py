@@ -21,6 +21,7 @@ from helpers import (
     load_script,
     mirror_source,
     training_rows,
+    validated,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,9 +147,9 @@ def test_mlperf51_amd_error_stays_under_todays_bound():
     prediction per GPU: MI355X 1.103 s for four systems that span 1.043-1.100 s (+0.2 to
     +5.7 %), MI350X 1.307 s for 1.284 (AMD) and 1.328 s (Cisco). Bounds: today's figures plus
     a margin."""
-    from trainsim.validate import summarize, validate_file
+    from trainsim.validate import summarize
 
-    _, res = validate_file(AMD)
+    _, res = validated(AMD)
     s = summarize(res)
     assert s["failed"] == 0 and s["n"] == 6
     assert s["mape"] <= 0.04 and s["max_ape"] <= 0.085
@@ -159,9 +160,7 @@ def test_mlperf51_amd_error_stays_under_todays_bound():
 def test_rows_read_ck_attention_and_nemo_25_09():
     """No attention cell: the nemo profile's on an AMD GPU, ROCm Transformer Engine's CK; NeMo
     2.5.0rc0 is a pre-release of the 25.09 container's library (profile entry 25.04)."""
-    from trainsim.validate import validate_file
-
-    _, res = validate_file(AMD)
+    _, res = validated(AMD)
     for r in res:
         d = r.to_dict()
         assert d["settings"]["attention"] == "ck", r.id
@@ -176,7 +175,7 @@ def test_mi350x_is_slower_than_mi355x_by_its_power(tmp_path):
     from trainsim.validate import validate_file
 
     rows = training_rows(AMD)
-    _, res = validate_file(AMD)
+    _, res = validated(AMD)
     pred = {r.id: r.predicted for r in res}
     m355 = pred["mlperf51-amd-llama3.1-8b-mi355x-8"]
     m350 = pred["mlperf51-amd-llama3.1-8b-mi350x-8"]

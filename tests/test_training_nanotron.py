@@ -9,7 +9,12 @@ import importlib.util
 import re
 from pathlib import Path
 
-from helpers import check_extra_training_file, check_validates_with_no_failed_row, training_rows
+from helpers import (
+    check_extra_training_file,
+    check_validates_with_no_failed_row,
+    training_rows,
+    validated,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 NANOTRON = ROOT / "benchmarks" / "training_nanotron.csv"
@@ -83,9 +88,7 @@ def test_nanotron_error_stays_under_todays_bound():
     5 % MFU). After the Llama architecture, the eager GLU and the qkv layout copies (nanotron2):
     all 42.2 %, best 21.2 % (1 node -4 to -12 %), drawn 63.3 %. Bounds: those figures plus a
     margin."""
-    from trainsim.validate import validate_file
-
-    _, res = validate_file(NANOTRON)
+    _, res = validated(NANOTRON)
     apes = {r.id: r.ape for r in res}
     best = [a for i, a in apes.items() if i.startswith("nt-best-")]
     drawn = [a for i, a in apes.items() if i.startswith("nt-draw-")]

@@ -8,7 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from helpers import check_extra_training_file, check_validates_with_no_failed_row, training_rows
+from helpers import (
+    check_extra_training_file,
+    check_validates_with_no_failed_row,
+    training_rows,
+    validated,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LONGSEQ = ROOT / "benchmarks" / "training_nemo_longseq.csv"
@@ -73,9 +78,7 @@ def test_nemo_longseq_error_stays_under_todays_bound():
     entry (NeMo v2.3.0 scripts/performance/utils.py NVTE_FUSED_ATTN=1, Transformer Engine's
     cuDNN preference from sm90 on) the B200 rows run cuDNN: 7.3 % (-6.0 ... +13.2 %), 10.7 %
     overall. Bounds: those figures plus a margin."""
-    from trainsim.validate import validate_file
-
-    _, res = validate_file(LONGSEQ)
+    _, res = validated(LONGSEQ)
     apes = {r.id: r.ape for r in res}
     h100 = [a for i, a in apes.items() if "-h100-" in i]
     b200 = [a for i, a in apes.items() if "-b200-" in i]

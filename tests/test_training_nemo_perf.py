@@ -8,7 +8,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from helpers import check_extra_training_file, check_validates_with_no_failed_row, training_rows
+from helpers import (
+    check_extra_training_file,
+    check_validates_with_no_failed_row,
+    training_rows,
+    validated,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PERF = ROOT / "benchmarks" / "training_nemo_perf.csv"
@@ -83,9 +88,7 @@ def test_nemo_perf_error_stays_under_todays_bound():
     25.07 GB200 3.7 %, the one 25.02 H100 row +3.0 %. With 25.07's Llama 3.1 405B (CPU
     offloading of 95 layers; -15.7 %): 20 rows, MAPE 9.85 %, GB200 8.4 %. Bounds: those figures
     plus a margin."""
-    from trainsim.validate import validate_file
-
-    _, res = validate_file(PERF)
+    _, res = validated(PERF)
     apes = {r.id: r.ape for r in res}
     b200 = [a for i, a in apes.items() if i.startswith("nemo2502-") and "-b200-" in i]
     gb200 = [a for i, a in apes.items() if "-gb200-" in i]
