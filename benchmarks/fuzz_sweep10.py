@@ -1,7 +1,7 @@
 """Tenth input sweep (24th session, fuzz10): what the nine earlier sweeps left.
 
 - ``api``: configs built in code (``dataclasses.replace`` on every field of every section and of
-  the GPU spec) with numbers, text, None, lists, mappings where a list, a mapping or a nested
+  the GPU spec of the Llama 3 8B example and fuzz_checks' MoE and MLA bases) with numbers, text, None, lists, mappings where a list, a mapping or a nested
   config goes. Oracle: one ConfigError line, or a sane, balanced result.
 - ``files``: what a path can be besides a file: a named pipe nothing writes to, a pipe read by a
   reader that looks at its first bytes (``validate <(cat rows.csv)``), a folder, an empty name,
@@ -99,9 +99,13 @@ def consistent(cfg, result) -> str | None:
 
 
 def api_cases(rng: random.Random, n: int, every: bool) -> Iterator[Case]:
-    base = load_run_config(str(EXAMPLE))
+    from fuzz_checks import BASES
 
-    def one(section: str, name: str, value: Any) -> str | None:
+    from trainsim.catalog import run_config_from_dict
+    bases = {"llama3-8b": load_run_config(str(EXAMPLE)),
+             **{k: run_config_from_dict(copy.deepcopy(BASES[k])) for k in ("moe", "mla")}}
+
+    def one(base, section: str, name: str, value: Any) -> str | None:
         if section == "gpu":
             gpu = dataclasses.replace(base.cluster.gpu, **{name: value})
             cfg = dataclasses.replace(base, cluster=dataclasses.replace(base.cluster, gpu=gpu))
@@ -110,14 +114,15 @@ def api_cases(rng: random.Random, n: int, every: bool) -> Iterator[Case]:
             cfg = dataclasses.replace(base, **{section: part})
         return consistent(cfg, simulate(cfg))
 
-    drawn = [(section, f.name, v)
+    drawn = [(label, section, f.name, v) for label, base in bases.items()
              for section, obj in (("model", base.model), ("parallel", base.parallel),
                                   ("training", base.training), ("cluster", base.cluster),
                                   ("gpu", base.cluster.gpu))
              for f in dataclasses.fields(obj) if f.init for v in API_VALUES]
     picked = drawn if every else rng.sample(drawn, min(n, len(drawn)))
-    for section, name, v in picked:
-        yield f"api {section}.{name}={v!r}", lambda a=(section, name, v): one(*a)
+    for label, section, name, v in picked:
+        yield f"api {label} {section}.{name}={v!r}", \
+            lambda a=(bases[label], section, name, v): one(*a)
 
 
 # ------------------------------------------------------------------------------ files
