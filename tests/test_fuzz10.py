@@ -123,6 +123,8 @@ QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "intermediate_siz
 @pytest.mark.parametrize("change, refused", [
     ({}, True),  # the hub's Qwen3-Next-80B-A3B config.json: an interval, no layer_types
     ({"full_attention_interval": None}, True),  # the widths alone: transformers' default 4
+    ({"full_attention_interval": None, "linear_num_key_heads": None,
+      "linear_conv_kernel_dim": None}, True),  # the model type alone: its class's default 4
     ({"full_attention_interval": 1}, False),  # every layer full attention
     ({"layer_types": ["full_attention"] * 48}, False),
 ])

@@ -74,6 +74,9 @@ LINEAR_ATTENTION_KEYS = ("linear_conv_kernel_dim", "linear_num_key_heads",
 ``__init__``) make layer i ``linear_attention`` if ``(i + 1) % full_attention_interval``
 (default 4), else ``full_attention``: a config.json naming the interval or these widths and no
 list holds linear-attention layers (the hub's Qwen3-Next-80B-A3B file lists none)."""
+LINEAR_INTERVAL_TYPES = frozenset({"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"})
+"""Model types whose config class makes every layer but each 4th linear attention when the file
+gives neither ``layer_types`` nor ``full_attention_interval``."""
 UNREAD_MOE_KEYS = ("moe_num_experts", "num_experts_per_token", "moe_k", "num_shared_experts",
                    "moe_num_shared_experts", "num_dense_layers", "moe_layer_start_index",
                    "moe_layer_interval", "expert_layer_period", "expert_ffn_hidden_size",
@@ -297,7 +300,8 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
                                   "layers; trainsim models softmax-attention layers only (no "
                                   "state-space, linear-attention, convolution or recurrent "
                                   "layers)")
-    interval = cfg.get("full_attention_interval")
+    interval = cfg.get("full_attention_interval",
+                       4 if cfg.get("model_type") in LINEAR_INTERVAL_TYPES else None)
     linear = [k for k in LINEAR_ATTENTION_KEYS if cfg.get(k) not in (None, 0)]
     if not isinstance(cfg.get("layer_types"), list) and \
             (interval is not None and interval != 1 or interval is None and linear):
