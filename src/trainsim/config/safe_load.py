@@ -212,13 +212,17 @@ def read_text(path: str | Path, what: str = "config") -> str:
         # O_NONBLOCK for the open alone: a named pipe no process writes to would block the
         # open forever; a pipe waits at most PIPE_WAIT_S for its first bytes, then is read to
         # its end as a file is (``<(cat run.yaml)``)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        # (Windows has neither O_NONBLOCK nor poll on files: a plain open there)
+        nonblocking = getattr(os, "O_NONBLOCK", 0) if hasattr(select, "poll") else 0
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | nonblocking)
         with os.fdopen(fd, "rb") as f:
-            poll = select.poll()
-            poll.register(fd, select.POLLIN)
-            wait_ms = int(PIPE_WAIT_S * 1000)
-            silent = stat.S_ISFIFO(os.fstat(fd).st_mode) and not poll.poll(wait_ms)
-            os.set_blocking(fd, True)
+            silent = False
+            if nonblocking:
+                if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    poll = select.poll()
+                    poll.register(fd, select.POLLIN)
+                    silent = not poll.poll(int(PIPE_WAIT_S * 1000))
+                os.set_blocking(fd, True)
             raw = b"" if silent else f.read(MAX_FILE_BYTES + 1)
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the name
         raise ConfigError(f"cannot read {what} {name}: "
