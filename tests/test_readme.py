@@ -4,6 +4,7 @@ commands themselves (their ``--help``), so a renamed option or subcommand fails 
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 from pathlib import Path
@@ -82,3 +83,22 @@ def test_every_readme_command_is_real():
             if isinstance(a, click.Argument) and isinstance(a.type, click.Choice):
                 given = [w for w in rest if not w.startswith("-")][:1]
                 assert not given or given[0] in a.type.choices, f"{line}: {given}"
+
+
+def test_readme_set_and_vary_fields_load():
+    """Each ``--set`` and ``--vary`` field README passes to ``simulate`` or ``sweep`` is a
+    config field the loader takes, on the config file that line names."""
+    import trainsim
+
+    checked = 0
+    for line in _commands():
+        words = shlex.split(line)[1:]
+        if words[0] not in ("simulate", "sweep") or len(words) < 2:
+            continue
+        pairs = [(a, b) for a, b in itertools.pairwise(words[1:]) if a in ("--set", "--vary")]
+        if not pairs:
+            continue
+        sets = [v if o == "--set" else v.split(",")[0].split(":")[0] for o, v in pairs]
+        trainsim.load_run_config(ROOT / words[1], sets)
+        checked += 1
+    assert checked >= 3
