@@ -213,7 +213,8 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
               help="Like NCCL_PROTO: auto, LL, LL128, Simple.")
 @click.option("--backend", type=click.Choice(["analytical", "flow"], case_sensitive=False),
               default="analytical",
-              show_default=True, help="flow: max-min fair sharing on a rail-optimized fat-tree.")
+              show_default=True,
+              help="flow: max-min fair sharing, link by link, on the --topology network.")
 @click.option("--topology", default="rail-optimized", show_default=True,
               help="rail-optimized, spine-leaf, nvl72 (72 GPUs per NVLink domain) or torus; "
                    "the flow backend builds it link by link.")
