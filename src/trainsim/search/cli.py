@@ -284,6 +284,8 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     except TrainsimError as exc:
         _fail(exc)
         return
+    for note in filter(None, (v.note() for v in vs)):  # after the run: an error stays one line
+        click.echo(note, err=True)
     rows = result.rows()
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))

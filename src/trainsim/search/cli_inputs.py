@@ -281,6 +281,9 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
             v and parse_ints(v, n) != (1,) for v, n in ((ep_, "ep"), (etp_, "etp"))):
         raise ConfigError(f"--ep/--etp: {base.model.name} is dense (no model.num_experts); "
                           "expert parallelism needs a mixture-of-experts model")
+    if base is not None and not base.model.is_moe and dispatcher and dispatcher.strip(", "):
+        raise ConfigError(f"--dispatcher: {base.model.name} is dense (no model.num_experts); "
+                          "a token dispatcher needs a mixture-of-experts model")
     # names in any case, as a config's recompute: NONE or dispatcher: AllToAll reads
     rc = tuple(s.strip().lower() for s in recompute.split(",") if s.strip())
     if not rc:  # an empty list would leave nothing to search, reported as "nothing fits"

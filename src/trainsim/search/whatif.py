@@ -56,6 +56,15 @@ class Vary:
 
     path: str
     values: tuple[Any, ...]
+    repeated: int = 0
+    """Listed values dropped as repeats of an earlier one (``--vary tp=1,2,1``: one)."""
+
+    def note(self) -> str | None:
+        """The one line that says repeated values were dropped, or None."""
+        if not self.repeated:
+            return None
+        s = "" if self.repeated == 1 else "s"
+        return f"--vary {self.path}: {self.repeated:,} repeated value{s} dropped"
 
     @classmethod
     def parse(cls, text: str, steps: int = 5) -> Vary:
@@ -93,7 +102,17 @@ class Vary:
                 vals.append(s)  # a name: a catalog GPU, a recompute mode, true/false ...
                 continue
             vals.append(_as_written(value, s))
-        return cls(path, tuple(vals))
+        return cls._unique(path, vals)
+
+    @classmethod
+    def _unique(cls, path: str, vals: list[Any]) -> Vary:
+        """Each value once, in the order first listed: a repeated value is the same run, so
+        simulating it again only repeats a row (``tp=1,1,...`` ran every copy). Only the same
+        value of the same type is a repeat: 2 and 2.0 are kept, as a field may refuse one."""
+        seen: dict[Any, Any] = {}
+        for v in vals:
+            seen.setdefault((type(v), v), v)
+        return cls(path, tuple(seen.values()), len(vals) - len(seen))
 
 
 def _as_written(value: float, text: str) -> float | int:
