@@ -264,9 +264,11 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             fields["sliding_window"] = None
         else:
             fields["window_attn_skip_freq"] = period
-    experts = next((hf_families.count(cfg, k, where) for k in EXPERT_KEYS if k in cfg), None)
+    experts = hf_families.expert_count(cfg, where)  # the family's own name only
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
         shared = get("shared_expert_intermediate_size")
+        sparse_step = ("decoder_sparse_step",) if model_type in hf_families.SPARSE_STEP_TYPES \
+            or not hf_families.known_family(model_type) else ()  # Qwen-MoE's field only
         n_shared = hf_families.count(cfg, "n_shared_experts", where)
         if shared is None and n_shared:
             shared = n_shared * _positive(get("moe_intermediate_size"),
@@ -275,7 +277,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       moe_router_topk=get("num_experts_per_tok", "moe_topk", default=2),
                       moe_ffn_hidden_size=get("moe_intermediate_size"),
                       moe_shared_expert_intermediate_size=shared,
-                      moe_layer_freq=get("decoder_sparse_step", "moe_layer_freq", default=1),
+                      moe_layer_freq=get(*sparse_step, "moe_layer_freq", default=1),
                       moe_first_dense_layers=get("first_k_dense_replace", default=0))
         if model_type.startswith("llama4"):
             fields.update(_llama4_moe(cfg, fields["num_layers"], where))
@@ -381,8 +383,6 @@ def _max_window_layers(cfg: dict[str, Any], fields: dict[str, Any], where: str) 
                           f"(set use_sliding_window false, or max_window_layers 0 or {layers})")
 
 
-EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
-"""config.json names of the routed-expert count (Mixtral, Qwen-MoE, DeepSeek), first found wins."""
 ACTIVATIONS = frozenset({
     "gelu", "gelu_10", "gelu_accurate", "gelu_fast", "gelu_new", "gelu_python",
     "gelu_python_tanh", "gelu_pytorch_tanh", "hardswish", "laplace", "leaky_relu", "linear",

@@ -86,6 +86,73 @@ that change the experts, their top-k or which layers have them; trainsim reads t
 Qwen-MoE / DeepSeek names only."""
 NO_OP_WHEN_ONE = ("moe_layer_interval", "expert_layer_period")
 """Of those, the ones whose value 1 (every layer) changes nothing."""
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
+"""config.json names of the routed-expert count (Mixtral, Qwen-MoE, DeepSeek)."""
+EXPERT_COUNT_FIELD = {
+    "mixtral": "num_local_experts", "gpt_oss": "num_local_experts",
+    "llama4_text": "num_local_experts", "granitemoe": "num_local_experts",
+    "phimoe": "num_local_experts", "minimax": "num_local_experts",
+    "dbrx": "num_local_experts",  # ffn_config.moe_num_experts, renamed by _mpt
+    "qwen2_moe": "num_experts", "qwen3_moe": "num_experts", "qwen3_next": "num_experts",
+    "qwen3_5_moe_text": "num_experts", "olmoe": "num_experts",
+    "deepseek_v2": "n_routed_experts", "deepseek_v3": "n_routed_experts",
+    "glm4_moe": "n_routed_experts"}
+"""The routed-expert count field of each family's transformers config class
+(``models/<family>/configuration_<family>.py``, transformers 5.24.0): the modeling code reads
+that attribute only (``Qwen3MoeSparseMoeBlock``: ``config.num_experts``; ``DeepseekV3MoE``:
+``config.n_routed_experts``; ``MixtralSparseMoeBlock``: ``config.num_local_experts``), so
+another family's name in the file sets nothing. With the class's ``attribute_map`` aliases
+(``hf_defaults.ALIASES``: DeepSeek-V3's ``num_local_experts``, Qwen3-MoE's
+``num_local_experts``, Mixtral's ``num_experts``)."""
+SPARSE_STEP_TYPES = frozenset({"qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"})
+"""Families whose config class has ``decoder_sparse_step`` (every N-th layer an MoE one)."""
+
+
+def known_family(kind: Any) -> bool:
+    """Whether trainsim holds ``kind``'s transformers config class fields (``hf_defaults`` or
+    the tables above): its files are read with its own names only, a foreign one is ignored.
+    An unknown model type (remote code, a new family) is read by every name trainsim knows."""
+    return isinstance(kind, str) and (kind in NOT_NULL or kind in NULLABLE or kind in ALIASES
+                                      or kind in EXPERT_COUNT_FIELD
+                                      or kind in LINEAR_INTERVAL_TYPES)
+
+
+def expert_keys(kind: Any) -> tuple[str, ...]:
+    """The config.json names that set ``kind``'s routed-expert count, in ``EXPERT_KEYS``
+    order: its class's field and the ``attribute_map`` names of it; none for a known dense
+    family; every name for an unknown family (``expert_count`` refuses two that disagree)."""
+    if not known_family(kind):
+        return EXPERT_KEYS
+    field = EXPERT_COUNT_FIELD.get(kind)
+    if field is None:
+        return ()
+    aliases = ALIASES.get(kind, {})
+    own = {field, aliases.get(field, field)} | {a for a, f in aliases.items() if f == field}
+    return tuple(k for k in EXPERT_KEYS if k in own) + tuple(sorted(own - set(EXPERT_KEYS)))
+
+
+def expert_count(cfg: dict[str, Any], where: str) -> int | None:
+    """The routed-expert count of a normalized config.json (``expert_keys``): a foreign
+    family's name beside it is ignored with a warning (DeepSeek-V3's ``num_experts: 0`` beside
+    ``n_routed_experts: 256`` read as a dense model before: the first name found won)."""
+    import warnings
+
+    from trainsim.errors import TrainsimWarning
+
+    kind = cfg.get("model_type")
+    own = expert_keys(kind)
+    values = {k: count(cfg, k, where) for k in own if k in cfg}
+    if not known_family(kind) and len(set(values.values())) > 1:
+        named = ", ".join(f"{k}={v}" for k, v in values.items())
+        raise ConfigError(f"{where}: {named} disagree on the expert count and model_type "
+                          f"{kind!r} is no family trainsim knows; give one of them")
+    foreign = [k for k in EXPERT_KEYS if k not in own and cfg.get(k) not in (None, 0)]
+    if foreign:
+        owner = f"its expert count is {own[0]}" if own else "a dense family"
+        warnings.warn(f"{where}: {foreign[0]} is no {kind} field in transformers "
+                      f"{TRANSFORMERS_VERSION} ({owner}); ignored", TrainsimWarning,
+                      stacklevel=3)
+    return next(iter(values.values()), None)
 
 
 def flag(cfg: dict[str, Any], key: str, default: bool, where: str, within: str = "") -> bool:
@@ -300,9 +367,13 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
                                   "layers; trainsim models softmax-attention layers only (no "
                                   "state-space, linear-attention, convolution or recurrent "
                                   "layers)")
+    kind = cfg.get("model_type")
+    # the interval and widths mean something only to the families whose class has them
+    # (Gemma 3's class has no full_attention_interval: transformers ignores the key)
+    hybrid = kind in LINEAR_INTERVAL_TYPES or not known_family(kind)
     interval = cfg.get("full_attention_interval",
-                       4 if cfg.get("model_type") in LINEAR_INTERVAL_TYPES else None)
-    linear = [k for k in LINEAR_ATTENTION_KEYS if cfg.get(k) not in (None, 0)]
+                       4 if kind in LINEAR_INTERVAL_TYPES else None) if hybrid else None
+    linear = [k for k in LINEAR_ATTENTION_KEYS if cfg.get(k) not in (None, 0)] if hybrid else []
     if not isinstance(cfg.get("layer_types"), list) and \
             (interval is not None and interval != 1 or interval is None and linear):
         named = f"full_attention_interval={interval!r}" if interval is not None else linear[0]
@@ -354,5 +425,6 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ATTENTION_LAYER_TYPES", "MODEL_FIELDS", "UNREAD_MOE_KEYS", "class_defaults", "count",
-           "flag", "normalized"]
+__all__ = ["ATTENTION_LAYER_TYPES", "EXPERT_KEYS", "MODEL_FIELDS", "UNREAD_MOE_KEYS",
+           "class_defaults", "count", "expert_count", "expert_keys", "flag", "known_family",
+           "normalized"]
