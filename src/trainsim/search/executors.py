@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
 from trainsim.cpus import cpus
+from trainsim.engine.loop import collector_to_oldest
 from trainsim.errors import ConfigError
 from trainsim.search.evaluation import Evaluation, evaluate_batch
 from trainsim.search.space import Base, Candidate
@@ -108,8 +109,7 @@ def _worker_start() -> None:
     with the collector paused, so all of it in the youngest generation) moved to the oldest
     (``gc.freeze`` then ``gc.unfreeze``, no object visited), so that the worker's first young
     collections do not scan it, then on (see ``LocalExecutor.submit``)."""
-    gc.freeze()
-    gc.unfreeze()
+    collector_to_oldest()  # nor any freeze holder inherited (engine.loop)
     gc.enable()
 
 

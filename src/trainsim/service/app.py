@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from trainsim.config import safe_load
+from trainsim.engine.loop import freeze_collector, thaw_collector
 from trainsim.errors import ConfigError
 from trainsim.service import catalog as service_catalog
 from trainsim.service import jobs
@@ -157,9 +158,6 @@ class _WrittenRoute(APIRoute):
         return route
 
 
-_serving: list[FastAPI] = []
-"""Apps of this process within their lifespan."""
-
 
 def _start_checker(server_pid: int) -> None:
     """A checker process yields the CPU to the API process, as workers do, and leaves when
@@ -272,15 +270,14 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         # A full collection walks every object the imports made (~90,000: FastAPI, pydantic,
         # SQLAlchemy); under load it stopped the event loop for 85-360 ms, the slow health
         # checks of the load test. Frozen, they are never walked again.
+        # Through engine.loop's count of freezes, so runs_shared knows it in O(1); the last app
+        # of this process to stop (tests run several) unfreezes.
         gc.collect()
-        gc.freeze()
-        _serving.append(_app)
+        freeze_collector()
         try:
             yield
         finally:
-            _serving.remove(_app)
-            if not _serving:  # the last app of this process to stop (tests run several)
-                gc.unfreeze()
+            thaw_collector()
             for ex in checkers:
                 ex.shutdown(wait=False, cancel_futures=True)
             if start_workers:
