@@ -516,14 +516,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compute-db", choices=("none", "auto"), default="none",
                     help="price the report with the kernel database as trainsim validate "
                          "does (auto) or the roofline alone (none, what the fit uses)")
-    ap.add_argument("--leave-one-source-out", action="store_true",
-                    help="refit the grouped-GEMM constants without each source in turn")
-    ap.add_argument("--by-source", metavar="KINDS", nargs="?", const="",
-                    help="per source and dtype within each kind/GPU/part cell (comma-separated "
-                         "kinds as the tables name them, e.g. gemm,moe_block; all if omitted)")
-    ap.add_argument("--by-seq", action="store_true",
-                    help="attention rows' mean signed error per GPU, implementation, kind and "
-                         "sequence length")
+    # one report a run: each of these prints its table and stops (asking two was one silently)
+    only = ap.add_mutually_exclusive_group()
+    only.add_argument("--leave-one-source-out", action="store_true",
+                      help="refit the grouped-GEMM constants without each source in turn")
+    only.add_argument("--by-source", metavar="KINDS", nargs="?", const="",
+                      help="per source and dtype within each kind/GPU/part cell (comma-separated "
+                           "kinds as the tables name them, e.g. gemm,moe_block; all if omitted)")
+    only.add_argument("--by-seq", action="store_true",
+                      help="attention rows' mean signed error per GPU, implementation, kind and "
+                           "sequence length")
     ap.add_argument("--errata", action="store_true",
                     help="apply benchmarks/kernels_errata.csv to the published file first")
     args = ap.parse_args(argv)
