@@ -80,10 +80,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-gpu", metavar="OUT.json",
                     help="attention MAPE per GPU, fit and held out, of a validate JSON result")
     args = ap.parse_args(argv)
+    result = None
+    if args.per_gpu:  # read before the kernel rows: a wrong file is one usage line at once
+        try:
+            with open(args.per_gpu, encoding="utf-8") as fh:
+                result = json.load(fh)
+        except (OSError, ValueError) as exc:
+            ap.error(f"--per-gpu {args.per_gpu}: {getattr(exc, 'strerror', None) or exc}")
+        if not isinstance(result, dict) or not isinstance(result.get("rows"), list):
+            ap.error(f"--per-gpu {args.per_gpu}: not a 'trainsim validate --format json' result")
     rows = fk.load([fk.BUNDLED_DIR / f for f in fk.FILES])
-    if args.per_gpu:
-        with open(args.per_gpu) as fh:
-            result = json.load(fh)
+    if result is not None:
         print("| GPU | rows | n | attention MAPE (rate) |\n|---|---|---|---|")
         for g, p, n, mape in per_gpu(result, rows):
             print(f"| {g} | {p} | {n} | {mape:.2%} |")

@@ -58,3 +58,19 @@ def test_per_gpu_splits_a_validate_result_into_fit_and_held_out_cells(loo):
     assert sum(n for _, _, n, _ in cells) == len(ids)
     assert {p for _, p, _, _ in cells} == {"fit", "held-out"}
     assert all(0.0 <= mape <= 0.2 for *_, mape in cells)
+
+
+@pytest.mark.parametrize(("body", "words"), [(None, "No such file"), ("{", "Expecting"),
+                                              ('{"summary": {}}', "not a 'trainsim validate")])
+def test_per_gpu_with_a_file_that_is_not_a_validate_result_is_one_usage_line(
+        loo, tmp_path, capsys, body, words):
+    """--per-gpu names a missing file, broken JSON or JSON without rows: argparse's one error
+    line (exit 2), not a traceback."""
+    path = tmp_path / "out.json"
+    if body is not None:
+        path.write_text(body)
+    with pytest.raises(SystemExit) as exc:
+        loo.main(["--per-gpu", str(path)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "error: --per-gpu" in err and words in err
