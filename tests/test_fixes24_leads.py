@@ -86,7 +86,7 @@ def _model(tmp_path: Path, cfg: dict):
 def test_a_foreign_expert_key_is_ignored_with_a_warning(tmp_path):
     """DeepSeek-V3 reads n_routed_experts only (DeepseekV3MoE): num_experts: 0 beside it made
     the model dense, the first expert name found winning."""
-    with pytest.warns(Warning, match="num_experts is no deepseek_v3 field"):
+    with pytest.warns(Warning, match="num_experts is no deepseek_v3 field .*n_routed_experts"):
         m = _model(tmp_path, {**DSV3, "num_experts": 7})
     assert m.num_experts == 16
     assert _model(tmp_path, {**DSV3, "num_experts": 0}).num_experts == 16
@@ -96,6 +96,17 @@ def test_an_attribute_map_alias_is_the_familys_own_key(tmp_path):
     """DeepseekV3Config.attribute_map: num_local_experts sets n_routed_experts."""
     cfg = {k: v for k, v in DSV3.items() if k != "n_routed_experts"}
     assert _model(tmp_path, {**cfg, "num_local_experts": 32}).num_experts == 32
+
+
+def test_olmoe_reads_its_attribute_map_name(tmp_path):
+    """OlmoeConfig.attribute_map: num_local_experts sets num_experts (no warning)."""
+    cfg = {**QWEN3_MOE, "model_type": "olmoe"}
+    del cfg["num_experts"]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _model(tmp_path, {**cfg, "num_local_experts": 32}).num_experts == 32
 
 
 def test_a_dense_family_reads_no_expert_key(tmp_path):
@@ -114,6 +125,8 @@ def test_an_unknown_family_with_disagreeing_expert_keys_is_refused(tmp_path):
 def test_decoder_sparse_step_is_read_only_where_the_class_has_it(tmp_path):
     assert _model(tmp_path, {**QWEN3_MOE, "decoder_sparse_step": 2}).moe_layer_freq == 2
     assert _model(tmp_path, {**DSV3, "decoder_sparse_step": 2}).moe_layer_freq == 1
+    qwen35 = {**QWEN3_MOE, "model_type": "qwen3_5_moe_text", "layer_types": ["full_attention"] * 4}
+    assert _model(tmp_path, {**qwen35, "decoder_sparse_step": 2}).moe_layer_freq == 1
 
 
 def test_full_attention_interval_refuses_only_the_families_that_define_it(tmp_path):

@@ -88,24 +88,26 @@ NO_OP_WHEN_ONE = ("moe_layer_interval", "expert_layer_period")
 """Of those, the ones whose value 1 (every layer) changes nothing."""
 EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 """config.json names of the routed-expert count (Mixtral, Qwen-MoE, DeepSeek)."""
-EXPERT_COUNT_FIELD = {
-    "mixtral": "num_local_experts", "gpt_oss": "num_local_experts",
-    "llama4_text": "num_local_experts", "granitemoe": "num_local_experts",
-    "phimoe": "num_local_experts", "minimax": "num_local_experts",
-    "dbrx": "num_local_experts",  # ffn_config.moe_num_experts, renamed by _mpt
-    "qwen2_moe": "num_experts", "qwen3_moe": "num_experts", "qwen3_next": "num_experts",
-    "qwen3_5_moe_text": "num_experts", "olmoe": "num_experts",
-    "deepseek_v2": "n_routed_experts", "deepseek_v3": "n_routed_experts",
-    "glm4_moe": "n_routed_experts"}
-"""The routed-expert count field of each family's transformers config class
-(``models/<family>/configuration_<family>.py``, transformers 5.24.0): the modeling code reads
-that attribute only (``Qwen3MoeSparseMoeBlock``: ``config.num_experts``; ``DeepseekV3MoE``:
-``config.n_routed_experts``; ``MixtralSparseMoeBlock``: ``config.num_local_experts``), so
-another family's name in the file sets nothing. With the class's ``attribute_map`` aliases
-(``hf_defaults.ALIASES``: DeepSeek-V3's ``num_local_experts``, Qwen3-MoE's
-``num_local_experts``, Mixtral's ``num_experts``)."""
-SPARSE_STEP_TYPES = frozenset({"qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5_moe_text"})
-"""Families whose config class has ``decoder_sparse_step`` (every N-th layer an MoE one)."""
+EXPERT_COUNT_NAMES = {
+    "mixtral": ("num_local_experts", "num_experts"),
+    "gpt_oss": ("num_local_experts", "num_experts"), "llama4_text": ("num_local_experts",),
+    "dbrx": ("num_local_experts",),  # ffn_config.moe_num_experts, renamed by _mpt
+    "qwen2_moe": ("num_experts",), "qwen3_moe": ("num_experts", "num_local_experts"),
+    "qwen3_next": ("num_experts",), "qwen3_5_moe_text": ("num_experts",),
+    "olmoe": ("num_experts", "num_local_experts"),
+    "deepseek_v2": ("n_routed_experts", "num_experts"),
+    "deepseek_v3": ("n_routed_experts", "num_local_experts"),
+    "glm4_moe": ("n_routed_experts", "num_local_experts")}
+"""The names that set each family's routed-expert count: its transformers 5.24.0 config class's
+field, then the ``attribute_map`` names of it (``models/<family>/configuration_<family>.py``;
+``hf_defaults.ALIASES`` for the generated families, ``OlmoeConfig.attribute_map`` for OLMoE;
+Qwen2-MoE, Qwen3-Next, Qwen3.5-MoE's text config and Llama 4's have none). The modeling code
+reads that attribute only (``Qwen3MoeSparseMoeBlock``: ``config.num_experts``;
+``DeepseekV3MoE``: ``config.n_routed_experts``; ``MixtralSparseMoeBlock``:
+``config.num_local_experts``), so another family's name in the file sets nothing."""
+SPARSE_STEP_TYPES = frozenset({"qwen2_moe", "qwen3_moe", "qwen3_next"})
+"""Families whose config class has ``decoder_sparse_step`` (every N-th layer an MoE one);
+Qwen3.5-MoE's text config has none (every layer MoE)."""
 
 
 def known_family(kind: Any) -> bool:
@@ -113,7 +115,7 @@ def known_family(kind: Any) -> bool:
     the tables above): its files are read with its own names only, a foreign one is ignored.
     An unknown model type (remote code, a new family) is read by every name trainsim knows."""
     return isinstance(kind, str) and (kind in NOT_NULL or kind in NULLABLE or kind in ALIASES
-                                      or kind in EXPERT_COUNT_FIELD
+                                      or kind in EXPERT_COUNT_NAMES
                                       or kind in LINEAR_INTERVAL_TYPES)
 
 
@@ -123,12 +125,8 @@ def expert_keys(kind: Any) -> tuple[str, ...]:
     family; every name for an unknown family (``expert_count`` refuses two that disagree)."""
     if not known_family(kind):
         return EXPERT_KEYS
-    field = EXPERT_COUNT_FIELD.get(kind)
-    if field is None:
-        return ()
-    aliases = ALIASES.get(kind, {})
-    own = {field, aliases.get(field, field)} | {a for a, f in aliases.items() if f == field}
-    return tuple(k for k in EXPERT_KEYS if k in own) + tuple(sorted(own - set(EXPERT_KEYS)))
+    own = EXPERT_COUNT_NAMES.get(kind, ())
+    return tuple(k for k in EXPERT_KEYS if k in own)
 
 
 def expert_count(cfg: dict[str, Any], where: str) -> int | None:
@@ -148,7 +146,7 @@ def expert_count(cfg: dict[str, Any], where: str) -> int | None:
                           f"{kind!r} is no family trainsim knows; give one of them")
     foreign = [k for k in EXPERT_KEYS if k not in own and cfg.get(k) not in (None, 0)]
     if foreign:
-        owner = f"its expert count is {own[0]}" if own else "a dense family"
+        owner = f"its expert count is {EXPERT_COUNT_NAMES[kind][0]}" if own else "dense"
         warnings.warn(f"{where}: {foreign[0]} is no {kind} field in transformers "
                       f"{TRANSFORMERS_VERSION} ({owner}); ignored", TrainsimWarning,
                       stacklevel=3)
