@@ -162,16 +162,17 @@ def http_cases(rng: random.Random, workdir: Path, n: int) -> Iterator[tuple[str,
     app = create_app(Settings(db_url=f"sqlite:///{workdir / 'jobs.db'}", workers=0,
                               checkers=0).with_limits(sync_timeout_s=0.05),
                      start_workers=False)
-    client = TestClient(app, raise_server_exceptions=True)
-    client.__enter__()
-    auth = {"Authorization": f"Bearer {app.state.store.create_token('fuzz')}"}
-    heads = [auth, {}, {"Authorization": "Bearer x"},
-             {**auth, "Content-Type": "text/plain"}]
-    for method, route in ROUTES:
-        for body in (BODIES if method in ("POST", "PUT") else [None]):
-            h = rng.choice(heads) if rng.random() < 0.2 else auth
-            yield f"{method} {route} {body[:60] if body else ''!r}", \
-                (lambda m=method, r=route, b=body, hh=h: _http(client, m, r, b, hh))
+    # exited after the last case (or when the cases are dropped): the lifespan's shutdown stops
+    # the app's threads and unfreezes the collector
+    with TestClient(app, raise_server_exceptions=True) as client:
+        auth = {"Authorization": f"Bearer {app.state.store.create_token('fuzz')}"}
+        heads = [auth, {}, {"Authorization": "Bearer x"},
+                 {**auth, "Content-Type": "text/plain"}]
+        for method, route in ROUTES:
+            for body in (BODIES if method in ("POST", "PUT") else [None]):
+                h = rng.choice(heads) if rng.random() < 0.2 else auth
+                yield f"{method} {route} {body[:60] if body else ''!r}", \
+                    (lambda m=method, r=route, b=body, hh=h: _http(client, m, r, b, hh))
 
 
 def _http(client, method: str, route: str, body: bytes | None, headers: dict) -> str | None:

@@ -27,6 +27,7 @@ from outside trainsim (20th session, fuzz7).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -53,23 +54,31 @@ NUMBERS = ["0.10", "0.1", "24.10", "1.10", "0.100", "25.02", "1e1", "2.0", "0.12
 # ------------------------------------------------------------------------------ service
 
 
-def _client():
+def _client(stack: contextlib.ExitStack):
+    """The app's client, entered on ``stack`` (exited with it: the lifespan's shutdown stops the
+    app's threads and unfreezes the collector)."""
     from fastapi.testclient import TestClient
 
     from trainsim.service import Settings, create_app
     app = create_app(Settings(db_url=f"sqlite:///{_TMP / 'jobs.db'}", workers=0, checkers=0),
                      start_workers=False)
-    client = TestClient(app).__enter__()
+    client = stack.enter_context(TestClient(app))
     token = app.state.store.create_token("fuzz7")
     return client, app, {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
 
 def service_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
+    """The cases below, with the client they start exited after the last (or when dropped)."""
+    with contextlib.ExitStack() as stack:
+        yield from _service_cases(stack)
+
+
+def _service_cases(stack: contextlib.ExitStack) -> Iterator[tuple[str, Callable[[], str | None]]]:
     state: dict[str, Any] = {}
 
     def post(body: str) -> Any:
         if not state:
-            state["c"] = _client()
+            state["c"] = _client(stack)
         client, _, headers = state["c"]
         return client.post("/api/v1/jobs", content=body, headers=headers)
 

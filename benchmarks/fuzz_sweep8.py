@@ -37,6 +37,7 @@ first input and the counts; exit 1 on any failure.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import csv
 import io
@@ -324,10 +325,18 @@ def csvfile_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
 # ------------------------------------------------------------------------------ service
 
 def service_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
+    """The cases below, with the client they start exited after the last (or when dropped):
+    the lifespan's shutdown stops the app's threads and unfreezes the collector."""
     try:
         from fastapi.testclient import TestClient
     except ImportError:
         return
+    with contextlib.ExitStack() as stack:
+        yield from _service_cases(stack, TestClient)
+
+
+def _service_cases(stack: contextlib.ExitStack, client_class: Any
+                   ) -> Iterator[tuple[str, Callable[[], str | None]]]:
     from trainsim.service import Settings, create_app
     from trainsim.service.jobs import OPTIONS
     state: dict[str, Any] = {}
@@ -338,7 +347,8 @@ def service_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
             app = create_app(Settings(db_url=f"sqlite:///{_TMP / 'jobs8.db'}", workers=0,
                                       checkers=0), start_workers=False)
             state["app"] = app
-            state["client"] = TestClient(app, raise_server_exceptions=False).__enter__()
+            state["client"] = stack.enter_context(
+                client_class(app, raise_server_exceptions=False))
         if fresh or "token" not in state:
             state["token"] = state["app"].state.store.create_token("fuzz8")
         headers = {"Authorization": f"Bearer {state['token']}",
