@@ -22,16 +22,17 @@ def _work_limits_do_not_leak():
 
 @pytest.fixture(scope="module", autouse=True)
 def _collector_unfrozen_after_each_module():
-    """A module that leaves a service app running (a TestClient entered and never exited, as the
-    fuzz scripts' HTTP surfaces do) leaves the app's ``gc.freeze()`` in place: every object alive
-    then, the whole session's, stays in the permanent generation, and ``engine.loop.runs_shared``
-    walks that list at each call (``gc.get_freeze_count`` is O(frozen objects) in CPython 3.11:
-    30 ms a validated row, 5-20x the row's own time, over every later module). Unfrozen after the
-    module (freezing changes which objects the collector scans, never a result); a module's own
-    served app (``test_service_api``) is torn down before this, keeping its freeze while it runs."""
+    """A module that leaves a service app running (a TestClient entered and never exited) leaves
+    the app's freeze in place: every object alive then stays in the permanent generation and
+    ``engine.loop.runs_shared`` sees a holder, so it no longer freezes its own kept graphs. Reset
+    after the module through ``engine.loop.collector_to_oldest`` (unfrozen, no holder counted);
+    freezing changes which objects the collector scans, never a result. A module's own served app
+    (``test_service_api``) is torn down before this, keeping its freeze while it runs."""
     yield
     if gc.get_freeze_count():
-        gc.unfreeze()
+        from trainsim.engine.loop import collector_to_oldest
+
+        collector_to_oldest()  # unfrozen, and no holder left counted (engine.loop._FROZEN)
 
 
 @pytest.fixture(scope="module")
