@@ -1,0 +1,41 @@
+"""A config.json of Llama 4's text model or Qwen3-Next that gives no expert fields reads its
+transformers 5.24.0 config class defaults (``Llama4TextConfig``: 16 local experts, top-1;
+``Qwen3NextConfig``: 512 experts, top-10), not a dense model: both families were missing from
+the generated ``catalog/hf_defaults.py`` (``benchmarks/hf_class_defaults.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainsim.catalog import model_from_hf_config
+from trainsim.catalog.hf_defaults import NOT_NULL
+
+CORE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "vocab_size": 1000}
+LLAMA4 = {"model_type": "llama4_text", **CORE}
+# every layer full attention: trainsim refuses Qwen3-Next's default Gated DeltaNet layers
+QWEN3_NEXT = {"model_type": "qwen3_next", **CORE, "full_attention_interval": 1}
+
+
+def _model(tmp_path: Path, cfg: dict):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return model_from_hf_config(path)
+
+
+@pytest.mark.parametrize(("cfg", "experts", "topk"), [(LLAMA4, 16, 1), (QWEN3_NEXT, 512, 10)])
+def test_no_expert_fields_read_the_class_default_experts(tmp_path, cfg, experts, topk):
+    model = _model(tmp_path, cfg)
+    assert (model.num_experts, model.moe_router_topk) == (experts, topk)
+
+
+@pytest.mark.parametrize(("cfg", "field"), [(LLAMA4, "num_local_experts"),
+                                            (QWEN3_NEXT, "num_experts")])
+def test_the_generated_default_is_what_a_written_field_gives(tmp_path, cfg, field):
+    # the table's value, written out, reads the same model; another value reads differently
+    default = NOT_NULL[cfg["model_type"]][field]
+    assert _model(tmp_path, {**cfg, field: default}) == _model(tmp_path, cfg)
+    assert _model(tmp_path, {**cfg, field: 32}).num_experts == 32
