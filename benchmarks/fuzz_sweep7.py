@@ -129,7 +129,7 @@ def sweep_json(a: str, b: str) -> str | None:
                                   "--format", "json"])
     if r.exit_code != 0:
         return None if r.exit_code == 2 and r.output.count("\n") == 1 else f"exit {r.exit_code}"
-    got = [row["training.framework_version"] for row in json.loads(r.stdout)]
+    got = [row["training.framework_version"] for row in json.loads(r.stdout)["rows"]]
     return None if got == [a, b] else f"silently changed: sweep json wrote {got} for {[a, b]}"
 
 

@@ -47,7 +47,7 @@ def test_sweep_cli_simulates_a_repeated_value_once(tmp_path):
     r = cli("sweep", "run.yaml", "--vary", f"parallel.tp={values}", "--format", "json",
             cwd=tmp_path)
     assert r.exit_code == 0, r.output
-    assert [row["parallel.tp"] for row in json.loads(r.stdout)] == [1, 2]
+    assert [row["parallel.tp"] for row in json.loads(r.stdout)["rows"]] == [1, 2]
     assert r.stderr.strip() == "--vary parallel.tp: 500 repeated values dropped"
 
 

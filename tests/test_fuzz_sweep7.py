@@ -90,7 +90,7 @@ def test_sweep_json_writes_a_varied_version_as_the_text_the_run_used():
     r = _cli("sweep", EXAMPLE, "--set", "training.framework=megatron-core", "--vary",
              "training.framework_version=0.10,0.1", "--format", "json")
     assert r.exit_code == 0, r.output
-    rows = json.loads(r.stdout)
+    rows = json.loads(r.stdout)["rows"]
     assert [row["training.framework_version"] for row in rows] == ["0.10", "0.1"]
     assert rows[0]["iteration_time_s"] != rows[1]["iteration_time_s"]  # two releases
 

@@ -54,6 +54,18 @@ def test_sweep_result_is_the_cli_output():
     vary = "cluster.nic_gbps_per_gpu=200,400"
     out = jobs.run("sweep", example(), {"vary": [vary]}, SETTINGS)
     assert out.result == cli("sweep", str(EXAMPLE), "--vary", vary, "--format", "json")
+    assert json.loads(out.result)["warnings"] == []
+
+
+def test_sweep_job_carries_the_note_of_dropped_repeats():
+    # the CLI says it on stderr and in its JSON; the job's result said nothing before
+    vary = "cluster.nic_gbps_per_gpu=200,400,200,200"
+    out = jobs.run("sweep", example(), {"vary": [vary]}, SETTINGS)
+    data = json.loads(out.result)
+    assert data["warnings"] == ["--vary cluster.nic_gbps_per_gpu: 2 repeated values dropped"]
+    assert [r["cluster.nic_gbps_per_gpu"] for r in data["rows"]] == [200, 400]
+    assert data["varied"] == ["cluster.nic_gbps_per_gpu"]
+    assert out.result == cli("sweep", str(EXAMPLE), "--vary", vary, "--format", "json")
 
 
 def test_goodput_result_is_the_cli_output():

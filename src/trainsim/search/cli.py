@@ -268,7 +268,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
 def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     """Simulate CONFIG over a grid of varied fields (hardware what-ifs)."""
     from trainsim.catalog import read_config_file
-    from trainsim.search.render import render_sweep, rows_csv
+    from trainsim.search.render import render_sweep, rows_csv, sweep_json
     from trainsim.search.whatif import Vary, sweep, write_sweep
 
     files: list[Path] = []
@@ -284,11 +284,12 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     except TrainsimError as exc:
         _fail(exc)
         return
-    for note in filter(None, (v.note() for v in vs)):  # after the run: an error stays one line
+    notes = [n for n in (v.note() for v in vs) if n]
+    for note in notes:  # after the run: an error stays one line
         click.echo(note, err=True)
     rows = result.rows()
     if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(sweep_json(rows, [v.path for v in result.varies], notes))
     elif fmt == "csv":
         click.echo(rows_csv(rows), nl=False)
     else:

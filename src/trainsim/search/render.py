@@ -109,6 +109,15 @@ def search_json(r: SearchResult, warnings: Sequence[str] = ()) -> str:
     return json.dumps({**r.to_dict(), "warnings": list(warnings)}, indent=2, sort_keys=True)
 
 
+def sweep_json(rows: list[dict[str, Any]], varied: Sequence[str],
+               warnings: Sequence[str] = ()) -> str:
+    """A sweep's rows as JSON, with the fields ``varied`` (as ``sweep.json`` holds them) and the
+    ``warnings`` its ``--vary`` lists gave (``Vary.note``: repeated values dropped): what the
+    CLI says on stderr, where a service job's user does not read it."""
+    return json.dumps({"varied": list(varied), "rows": rows, "warnings": list(warnings)},
+                      indent=2)
+
+
 CSV_COLUMNS = ("rank", "num_gpus", "tp", "pp", "cp", "dp", "vpp", "micro_batch_size", "recompute",
                "sequence_parallel", "optimizer_sharding", "overlap_grad_reduce",
                "overlap_param_gather", "tp_comm_overlap", "overlap_p2p_comm", "ep", "etp",

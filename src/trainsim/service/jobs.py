@@ -93,7 +93,10 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
         _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
         return None
     result = sweep(raw, vs, opts["set"], progress=lambda d, t: progress(d / t, "simulate"))
-    return Output(_dumps(result.rows(), sort_keys=False))
+    from trainsim.search.render import sweep_json
+
+    notes = [n for n in (v.note() for v in vs) if n]  # the CLI's stderr lines
+    return Output(sweep_json(result.rows(), [v.path for v in result.varies], notes) + "\n")
 
 
 # ------------------------------------------------------------------------------ goodput
