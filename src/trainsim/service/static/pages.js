@@ -116,7 +116,10 @@ function goodputResult(job, root) {
 }
 
 function genericResult(job, root) {
-  const rows = Array.isArray(job.result) ? job.result : null;
+  // a sweep's result is {varied, rows, warnings} (search.render.sweep_json); a bare list of rows too
+  const r = job.result;
+  const rows = Array.isArray(r) ? r : (r && Array.isArray(r.rows) ? r.rows : null);
+  if (r && Array.isArray(r.warnings)) root.append(...r.warnings.map(w => h("p", { class: "note" }, `warning: ${w}`)));
   if (rows && rows.length && typeof rows[0] === "object") {
     const cols = Object.keys(rows[0]).filter(c => typeof rows[0][c] !== "object");
     root.append(h("table", {}, h("thead", {}, h("tr", {}, cols.map(c => h("th", {}, c)))),
