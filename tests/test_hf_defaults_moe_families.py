@@ -1,7 +1,10 @@
-"""A config.json of Llama 4's text model or Qwen3-Next that gives no expert fields reads its
-transformers 5.24.0 config class defaults (``Llama4TextConfig``: 16 local experts, top-1;
-``Qwen3NextConfig``: 512 experts, top-10), not a dense model: both families were missing from
-the generated ``catalog/hf_defaults.py`` (``benchmarks/hf_class_defaults.py``)."""
+"""A config.json of Llama 4's text model, Qwen3-Next, OLMoE or Qwen3.5(-MoE)'s text model that
+gives no expert fields reads its transformers 5.24.0 config class defaults
+(``Llama4TextConfig``: 16 local experts, top-1; ``Qwen3NextConfig``: 512 experts, top-10;
+``OlmoeConfig``: 64 experts, top-8; ``Qwen3_5MoeTextConfig``: 256 experts, top-8), not a dense
+model, and Qwen3.5's dense text model its class widths (``Qwen3_5TextConfig``: 4 key/value
+heads, 12288 wide): these families were missing from the generated ``catalog/hf_defaults.py``
+(``benchmarks/hf_class_defaults.py``)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,9 @@ CORE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
 LLAMA4 = {"model_type": "llama4_text", **CORE}
 # every layer full attention: trainsim refuses Qwen3-Next's default Gated DeltaNet layers
 QWEN3_NEXT = {"model_type": "qwen3_next", **CORE, "full_attention_interval": 1}
+OLMOE = {"model_type": "olmoe", **CORE}
+QWEN3_5_MOE = {"model_type": "qwen3_5_moe_text", **CORE, "full_attention_interval": 1}
+QWEN3_5 = {"model_type": "qwen3_5_text", **CORE, "full_attention_interval": 1}
 
 
 def _model(tmp_path: Path, cfg: dict):
@@ -26,16 +32,24 @@ def _model(tmp_path: Path, cfg: dict):
     return model_from_hf_config(path)
 
 
-@pytest.mark.parametrize(("cfg", "experts", "topk"), [(LLAMA4, 16, 1), (QWEN3_NEXT, 512, 10)])
+@pytest.mark.parametrize(("cfg", "experts", "topk"), [(LLAMA4, 16, 1), (QWEN3_NEXT, 512, 10),
+                                                       (OLMOE, 64, 8), (QWEN3_5_MOE, 256, 8)])
 def test_no_expert_fields_read_the_class_default_experts(tmp_path, cfg, experts, topk):
     model = _model(tmp_path, cfg)
     assert (model.num_experts, model.moe_router_topk) == (experts, topk)
 
 
 @pytest.mark.parametrize(("cfg", "field"), [(LLAMA4, "num_local_experts"),
-                                            (QWEN3_NEXT, "num_experts")])
+                                            (QWEN3_NEXT, "num_experts"),
+                                            (OLMOE, "num_experts"),
+                                            (QWEN3_5_MOE, "num_experts")])
 def test_the_generated_default_is_what_a_written_field_gives(tmp_path, cfg, field):
     # the table's value, written out, reads the same model; another value reads differently
     default = NOT_NULL[cfg["model_type"]][field]
     assert _model(tmp_path, {**cfg, field: default}) == _model(tmp_path, cfg)
     assert _model(tmp_path, {**cfg, field: 32}).num_experts == 32
+
+
+def test_qwen3_5_dense_text_reads_its_class_widths(tmp_path):
+    model = _model(tmp_path, QWEN3_5)
+    assert (model.num_kv_heads, model.ffn_hidden_size, model.num_experts) == (4, 12288, None)
