@@ -68,6 +68,17 @@ def test_sweep_job_carries_the_note_of_dropped_repeats():
     assert out.result == cli("sweep", str(EXAMPLE), "--vary", vary, "--format", "json")
 
 
+def test_sweep_out_file_is_the_json_the_cli_prints(tmp_path):
+    # sweep.json lacked the warnings key that --format json and a sweep job carry
+    vary = "cluster.nic_gbps_per_gpu=200,400,200"
+    printed = cli("sweep", str(EXAMPLE), "--vary", vary, "--format", "json",
+                  "--out", str(tmp_path))
+    written = (tmp_path / "sweep.json").read_text()
+    assert written == printed
+    assert json.loads(written)["warnings"] == [
+        "--vary cluster.nic_gbps_per_gpu: 1 repeated value dropped"]
+
+
 def test_goodput_result_is_the_cli_output():
     path = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
     out = jobs.run("goodput", yaml.safe_load(path.read_text()),

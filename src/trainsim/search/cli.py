@@ -284,7 +284,7 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
     except TrainsimError as exc:
         _fail(exc)
         return
-    notes = [n for n in (v.note() for v in vs) if n]
+    notes = result.notes()
     for note in notes:  # after the run: an error stays one line
         click.echo(note, err=True)
     rows = result.rows()

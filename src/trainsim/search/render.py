@@ -111,9 +111,10 @@ def search_json(r: SearchResult, warnings: Sequence[str] = ()) -> str:
 
 def sweep_json(rows: list[dict[str, Any]], varied: Sequence[str],
                warnings: Sequence[str] = ()) -> str:
-    """A sweep's rows as JSON, with the fields ``varied`` (as ``sweep.json`` holds them) and the
-    ``warnings`` its ``--vary`` lists gave (``Vary.note``: repeated values dropped): what the
-    CLI says on stderr, where a service job's user does not read it."""
+    """A sweep's rows as JSON, with the fields ``varied`` and the ``warnings`` its ``--vary``
+    lists gave (``Vary.note``: repeated values dropped): what the CLI says on stderr, where a
+    service job's user does not read it. ``--format json``, a sweep job's result and the
+    ``--out`` file ``sweep.json`` (``whatif.write_sweep``) are this object."""
     return json.dumps({"varied": list(varied), "rows": rows, "warnings": list(warnings)},
                       indent=2)
 

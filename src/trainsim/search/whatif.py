@@ -167,6 +167,10 @@ class SweepResult:
     varies: tuple[Vary, ...]
     points: tuple[SweepPoint, ...]
 
+    def notes(self) -> list[str]:
+        """What its ``--vary`` lists said (``Vary.note``: repeated values dropped)."""
+        return [n for n in (v.note() for v in self.varies) if n]
+
     def rows(self) -> list[dict[str, Any]]:
         rows = [p.row(self.varies) for p in self.points]
         keys = list(dict.fromkeys(k for r in rows for k in r))
@@ -235,19 +239,18 @@ def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] 
 
 
 def write_sweep(result: SweepResult, out_dir: str | Path) -> list[Path]:
-    """sweep.csv, sweep.json, sweep.png, sweep.html (and breakdown.png) in ``out_dir``."""
-    import json
-
+    """sweep.csv, sweep.json, sweep.png, sweep.html (and breakdown.png) in ``out_dir``.
+    sweep.json is what ``trainsim sweep --format json`` prints (``render.sweep_json``:
+    ``{varied, rows, warnings}``), byte for byte."""
     from trainsim.report.plots import plot_breakdown, plot_sweep, write_sweep_html
-    from trainsim.search.render import rows_csv
+    from trainsim.search.render import rows_csv, sweep_json
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = result.rows()
     files = [out / "sweep.csv", out / "sweep.json"]
     files[0].write_text(rows_csv(rows))
-    files[1].write_text(json.dumps({"varied": [v.path for v in result.varies], "rows": rows},
-                                   indent=2))
+    files[1].write_text(sweep_json(rows, [v.path for v in result.varies], result.notes()) + "\n")
     series = result.series()
     x = result.varies[0].path
     if series:

@@ -95,7 +95,7 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
     result = sweep(raw, vs, opts["set"], progress=lambda d, t: progress(d / t, "simulate"))
     from trainsim.search.render import sweep_json
 
-    notes = [n for n in (v.note() for v in vs) if n]  # the CLI's stderr lines
+    notes = result.notes()  # the CLI's stderr lines
     return Output(sweep_json(result.rows(), [v.path for v in result.varies], notes) + "\n")
 
 
