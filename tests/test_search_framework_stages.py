@@ -221,3 +221,27 @@ def test_one_reading_of_a_frameworks_zero_stages():
     base = _base("llama3.2-1b", 16, 256, 4096, NANOTRON)
     assert base.zero_runs == (0, 1) and base.zero1_as_stage
 
+
+
+def test_the_search_offers_no_size_the_framework_lacks():
+    """olmo-core 2024-11 has no TP, CP or PP (TP from d6981b34c, CP from 7f7c4894d): the
+    search tries size 1 only (catalog.defaults.SEARCH_SIZES, the loader's list). Before:
+    2,634 memory groups, each with tp, pp or cp > 1 refused by the loader, and the JSON's
+    ``refused`` naming ``parallel.cp=2``."""
+    from trainsim.catalog.defaults import SEARCH_SIZES
+    from trainsim.search.space import lacked_sizes
+
+    sets = ("training.framework=olmo-core", "training.framework_version=2024-11")
+    base = _base("llama2-7b", 16, 64, 4096, sets)
+    assert lacked_sizes(base) == {"tp", "pp", "cp"}
+    space = SearchSpace().held_by(base)
+    assert {(k.tp, k.pp, k.cp) for k in space.memory_keys(base, 16)} == {(1, 1, 1)}
+    result = search(base, [16], SearchSpace(max_micro_batch=2), top_k=3, cache=None)
+    assert result.top and result.to_dict()["refused"] is None
+    for short, _, words in SEARCH_SIZES:  # each is refused by the loader at this release
+        with pytest.raises(ConfigError, match=f"no {words}"):
+            apply_framework({short: 2}, {"framework": "olmo-core",
+                                         "framework_version": "2024-11"})
+    # a later release offers what it has (TP and CP from 2025-03)
+    later = _base("llama2-7b", 16, 64, 4096, ("training.framework=olmo-core",))
+    assert {"tp", "cp"}.isdisjoint(lacked_sizes(later))

@@ -35,6 +35,12 @@ SEARCH_SWITCHES = tuple((key, feature) for sec, key, feature in _NEEDS_FEATURE
 where the framework lacks the feature (``_NEEDS_FEATURE``'s parallel switches and the
 interleaved pipeline's virtual stages, ``apply_framework``): the ones a search must never
 offer such a framework (``search.candidate.Base.lacks``, ``search.space``)."""
+SEARCH_SIZES = (("tp", "tensor_parallel", "tensor parallelism"),
+                ("pp", "pipeline_parallel", "pipeline parallelism"),
+                ("cp", "context_parallel", "context parallelism"))
+"""(parallel size, profile feature it needs, the refusal's words): a size above 1 is refused
+where the framework (at its release) lacks the feature (``apply_framework``); the search
+offers such a framework size 1 only (``search.space.lacked_sizes``)."""
 # (section, config field, profile default) filled when the config leaves the field out
 _DEFAULTED = (
     ("training", "fp8_recipe", "fp8_recipe"),
@@ -156,9 +162,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         raise ConfigError(f"parallel.cpu_offloading_num_layers={offload} but {where} has no "
                           "activation CPU offloading (source: "
                           f"{feature_source(profile, 'cpu_offloading')})")
-    for short, feature, words in (("tp", "tensor_parallel", "tensor parallelism"),
-                                  ("pp", "pipeline_parallel", "pipeline parallelism"),
-                                  ("cp", "context_parallel", "context parallelism")):
+    for short, feature, words in SEARCH_SIZES:
         keys = [ALIASES[short], short,
                 *(k for k, v in SYNONYMS["parallel"].items() if v == short)]
         size = next((parallel[k] for k in keys if k in parallel), None)

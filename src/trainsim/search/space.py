@@ -204,6 +204,8 @@ class SearchSpace:
         gpn = base.cluster.gpus_per_node
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(divisors(min(gpn, num_gpus)))
+        sizes = lacked_sizes(base)  # no tp, pp or cp > 1 the loader would refuse
+        tps = tuple(x for x in tps if x == 1) if "tp" in sizes else tps
         split, impl = base.kv_heads_split, base.data_parallel_impl
         # what the run's framework lacks, as the config loader refuses it (Base.lacks)
         lacks = lacked(base)
@@ -218,6 +220,7 @@ class SearchSpace:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
             pps = self.pp or tuple(divisors(num_gpus // tp))
+            pps = tuple(x for x in pps if x == 1) if "pp" in sizes else pps
             for pp in pps:
                 # layers that do not split evenly are placed by a balanced layout (MoE models,
                 # whose published runs do so: DeepSeek-V3's 61 layers over 16 stages), or by the
@@ -230,6 +233,7 @@ class SearchSpace:
                 cps = self.cp or tuple(c for c in (1, 2, 4, 8, 16, 32) if c <= self.max_cp)
                 if self.cp is None and m.is_moe and t.seq_length < MOE_CP_FROM_SEQ:
                     cps = (1,)
+                cps = tuple(c for c in cps if c == 1) if "cp" in sizes else cps
                 cps = tuple(c for c in cps if softcap_cp_fits(m, t.framework,
                                                               t.framework_version, c))
                 for cp in cps:
@@ -360,6 +364,15 @@ def lacked(base: Base) -> frozenset[str]:
     from trainsim.catalog.defaults import SEARCH_SWITCHES
 
     return frozenset(key for key, feature in SEARCH_SWITCHES if base.lacks(feature))
+
+
+def lacked_sizes(base: Base) -> frozenset[str]:
+    """The parallel sizes (``tp``, ``pp``, ``cp``) the run's framework has no parallelism for
+    at its release (``catalog.defaults.SEARCH_SIZES``, the loader's own list): the search
+    tries size 1 only (olmo-core before its TP and CP releases)."""
+    from trainsim.catalog.defaults import SEARCH_SIZES
+
+    return frozenset(short for short, feature, _ in SEARCH_SIZES if base.lacks(feature))
 
 
 @functools.lru_cache(maxsize=64)
