@@ -238,11 +238,18 @@ def grad_reduce(cfg: RunConfig, elements: float, group: Literal["dp_cp", "edp"],
                 group)
 
 
+def has_replica_reduce(kind: str, group: str, dp_replicate: int) -> bool:
+    """Whether a collective of ``kind`` over ``group`` is followed by HSDP's all-reduce over
+    the replicas (:func:`replica_reduce`'s test, shared with the simulator's early return so
+    the two cannot diverge)."""
+    return kind == "reduce_scatter" and group == "dp_cp" and dp_replicate > 1
+
+
 def replica_reduce(cfg: RunConfig, op: Comm) -> Comm | None:
     """Under HSDP (``parallel.dp_replicate`` > 1) a gradient reduce-scatter over one replica's
     sharding group is followed by the all-reduce of its shard over the replicas (FSDP's
     HYBRID_SHARD, FSDP2's 2-D mesh): that all-reduce, else None."""
-    if op.kind != "reduce_scatter" or op.group != "dp_cp" or cfg.parallel.dp_replicate <= 1:
+    if not has_replica_reduce(op.kind, op.group, cfg.parallel.dp_replicate):
         return None
     return Comm(f"{op.name}_replicas", "all_reduce", op.bytes / cfg.shard_ranks, "dp_rep")
 

@@ -32,6 +32,7 @@ from trainsim.result import Result
 from trainsim.schedule_steps import in_steps
 from trainsim.sharded_passes import (
     blocking_gathers,
+    has_replica_reduce,
     on_gather_links,
     replica_reduce,
     unit_gather_passes,
@@ -221,8 +222,8 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
             t = self._comms[key] = count * self.pricer.comm_time(
                 Comm(name, kind, size / count, group))  # type: ignore[arg-type]
         i = self.add((s, self.reduce_stream(group)), t, deps, label, DP)
-        if kind != "reduce_scatter" or group != "dp_cp" or self.p.dp_replicate <= 1:
-            return i, i  # no HSDP replica all-reduce follows (``replica_reduce``'s test)
+        if not has_replica_reduce(kind, group, self.p.dp_replicate):
+            return i, i  # no HSDP replica all-reduce follows
         replicas = replica_reduce(self.cfg, Comm(name, kind, size, group))  # type: ignore[arg-type]
         if replicas is None:
             return i, i
