@@ -1,11 +1,14 @@
 """Error of the collectives model on benchmarks/collectives_published.csv, by collective, scale
 (nodes), GPU, message size and the rows' ``added`` date: MAPE and signed mean error.
 
-    PYTHONPATH=src python benchmarks/collectives_report.py [--rows]
+    PYTHONPATH=src python benchmarks/collectives_report.py [CSV] [--rows]
+
+CSV: a collectives validation file (default: the bundled collectives_published.csv).
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
 import csv
 import sys
@@ -25,9 +28,23 @@ def _size(size: int) -> str:
     return "<= 64 KiB" if size <= 2**16 else "<= 64 MiB" if size <= 2**26 else "> 64 MiB"
 
 
-def main(show_rows: bool = False) -> None:
-    rows = {r["id"]: r for r in csv.DictReader(PUBLISHED.open())}
-    _, results = validate_file(PUBLISHED)
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("csv", nargs="?", default=str(PUBLISHED),
+                    help="a collectives validation file (default: the bundled one)")
+    ap.add_argument("--rows", action="store_true", help="print every row's error too")
+    args = ap.parse_args(argv)
+    path, show_rows = Path(args.csv), args.rows
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = {r["id"]: r for r in csv.DictReader(f)}
+    except OSError as exc:
+        ap.error(f"{path}: {exc.strerror or exc}")
+    except KeyError:
+        ap.error(f"{path}: no id column (not a validation file)")
+    if not rows or not all("message_bytes" in r for r in rows.values()):
+        ap.error(f"{path}: not a collectives validation file (no message_bytes column)")
+    _, results = validate_file(path)
     groups: dict[tuple[str, str], list[float]] = collections.defaultdict(list)
     for res in results:
         m = rows[res.id]
@@ -47,7 +64,8 @@ def main(show_rows: bool = False) -> None:
         mape = 100 * sum(map(abs, errs)) / len(errs)
         print(f"{what:10s} {value:20s} n={len(errs):3d}  MAPE {mape:6.2f} %  "
               f"signed {100 * sum(errs) / len(errs):+6.2f} %")
+    return 0
 
 
 if __name__ == "__main__":
-    main("--rows" in sys.argv[1:])
+    sys.exit(main())

@@ -24,11 +24,10 @@ import sys
 GiB = 2**30
 
 
-def _chosen(path: str | None, rows: list[dict[str, str]]) -> dict[str, dict]:
+def _chosen(result: dict | None, rows: list[dict[str, str]]) -> dict[str, dict]:
     """The tuner's settings per row id: from a validate JSON, else by validating again."""
-    if path:
-        with open(path) as f:
-            return {r["id"]: r.get("chosen") or {} for r in json.load(f)["rows"]}
+    if result is not None:
+        return {r["id"]: r.get("chosen") or {} for r in result["rows"]}
     from trainsim.validate import predict_training_row
 
     return {r["id"]: predict_training_row(r).to_dict().get("chosen") or {} for r in rows}
@@ -44,10 +43,23 @@ def main(argv: list[str] | None = None) -> int:
     from trainsim.memory import estimate_stage_memory
     from trainsim.validate.training import row_config
 
-    with open(args.csv, newline="") as f:
-        rows = [r for r in csv.DictReader(f)
-                if args.match in r["id"] and (r.get("measured_peak_memory_gib") or "").strip()]
-    chosen = _chosen(args.json, rows)
+    result = None
+    if args.json:  # read before the rows: a wrong file is one usage line at once
+        try:
+            with open(args.json, encoding="utf-8") as f:
+                result = json.load(f)
+        except (OSError, ValueError) as exc:
+            ap.error(f"--json {args.json}: {getattr(exc, 'strerror', None) or exc}")
+        if not isinstance(result, dict) or not isinstance(result.get("rows"), list) or \
+                not all(isinstance(r, dict) and "id" in r for r in result["rows"]):
+            ap.error(f"--json {args.json}: not a 'trainsim validate --format json' result")
+    try:
+        with open(args.csv, newline="", encoding="utf-8") as f:
+            rows = [r for r in csv.DictReader(f) if args.match in r.get("id", "")
+                    and (r.get("measured_peak_memory_gib") or "").strip()]
+    except OSError as exc:
+        ap.error(f"{args.csv}: {exc.strerror or exc}")
+    chosen = _chosen(result, rows)
     out = sys.stdout
     for row in rows:
         cfg = row_config(row, chosen.get(row["id"]))
