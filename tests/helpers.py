@@ -349,9 +349,13 @@ def check_validates_with_no_failed_row(path: Path) -> None:
 
 
 def load_script(path: Path):
-    """A benchmarks/ script imported as a module (they are not a package)."""
+    """A benchmarks/ script imported as a module (they are not a package); its folder goes on
+    ``sys.path`` so that it can import the scripts beside it."""
     import importlib.util
+    import sys
 
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

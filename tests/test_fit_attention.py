@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.compute import attention
 
@@ -16,11 +15,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "fit_attention.py"
 
 @pytest.fixture(scope="module")
 def loo():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("fit_attention", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script(SCRIPT)
 
 
 def test_each_source_is_priced_by_a_fit_without_it_and_the_constants_come_back(loo):
