@@ -38,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with path.open(newline="", encoding="utf-8") as f:
             rows = {r["id"]: r for r in csv.DictReader(f)}
-    except OSError as exc:
-        ap.error(f"{path}: {exc.strerror or exc}")
+    except (OSError, UnicodeDecodeError) as exc:
+        ap.error(f"{path}: {getattr(exc, 'strerror', None) or exc}")
     except KeyError:
         ap.error(f"{path}: no id column (not a validation file)")
     if not rows or not all("message_bytes" in r for r in rows.values()):

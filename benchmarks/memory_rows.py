@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.csv, newline="", encoding="utf-8") as f:
             rows = [r for r in csv.DictReader(f) if args.match in r.get("id", "")
                     and (r.get("measured_peak_memory_gib") or "").strip()]
-    except OSError as exc:
-        ap.error(f"{args.csv}: {exc.strerror or exc}")
+    except (OSError, UnicodeDecodeError) as exc:
+        ap.error(f"{args.csv}: {getattr(exc, 'strerror', None) or exc}")
     chosen = _chosen(result, rows)
     out = sys.stdout
     for row in rows:

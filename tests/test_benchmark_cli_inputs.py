@@ -53,3 +53,11 @@ def test_collectives_report_reads_or_refuses_its_file(tmp_path, capsys):
     assert main([str(few)]) == 0
     out = capsys.readouterr().out
     assert any(line.startswith("all ") and "n=  3" in line for line in out.splitlines())
+
+
+def test_a_file_not_in_utf_8_is_one_usage_line_in_both_scripts(tmp_path, capsys):
+    # a binary or Latin-1 file raised UnicodeDecodeError through csv.DictReader (a traceback)
+    raw = tmp_path / "latin1.csv"
+    raw.write_bytes(b"id,message_bytes\n\xff\xfe,1\n")
+    for name in ("memory_rows", "collectives_report"):
+        assert "can't decode" in _usage_error(_script(name).main, [str(raw)], capsys)
