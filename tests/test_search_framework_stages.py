@@ -245,3 +245,16 @@ def test_the_search_offers_no_size_the_framework_lacks():
     # a later release offers what it has (TP and CP from 2025-03)
     later = _base("llama2-7b", 16, 64, 4096, ("training.framework=olmo-core",))
     assert {"tp", "cp"}.isdisjoint(lacked_sizes(later))
+
+
+@pytest.mark.parametrize("flag, words", [("--tp", "tensor"), ("--pp", "pipeline"),
+                                         ("--cp", "context")])
+def test_an_asked_for_size_the_framework_lacks_is_refused_in_the_loaders_words(flag, words):
+    """``--tp 2`` for olmo-core 2024-11 said "tp must divide the heads ... widen --tp" once the
+    search dropped the sizes the framework lacks; a size asked for stays in the space, so the
+    loader's refusal (the release, its source) is the error again."""
+    r = CliRunner().invoke(main, ["search", "llama2-7b", "--gpus", "16", "--global-batch", "64",
+                                  "--seq", "4096", "--set", "training.framework=olmo-core",
+                                  "--set", "training.framework_version=2024-11", flag, "2",
+                                  "--workers", "1"])
+    assert r.exit_code != 0 and f"has no {words} parallelism" in r.output, r.output

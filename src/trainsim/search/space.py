@@ -204,8 +204,10 @@ class SearchSpace:
         gpn = base.cluster.gpus_per_node
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(divisors(min(gpn, num_gpus)))
-        sizes = lacked_sizes(base)  # no tp, pp or cp > 1 the loader would refuse
-        tps = tuple(x for x in tps if x == 1) if "tp" in sizes else tps
+        # no tp, pp or cp > 1 the loader would refuse, unless asked for (--tp 2 or a held
+        # parallel.tp=2): the loader then refuses it in the error's words
+        sizes = lacked_sizes(base)
+        tps = tuple(x for x in tps if x == 1) if "tp" in sizes and self.tp is None else tps
         split, impl = base.kv_heads_split, base.data_parallel_impl
         # what the run's framework lacks, as the config loader refuses it (Base.lacks)
         lacks = lacked(base)
@@ -220,7 +222,7 @@ class SearchSpace:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
             pps = self.pp or tuple(divisors(num_gpus // tp))
-            pps = tuple(x for x in pps if x == 1) if "pp" in sizes else pps
+            pps = tuple(x for x in pps if x == 1) if "pp" in sizes and self.pp is None else pps
             for pp in pps:
                 # layers that do not split evenly are placed by a balanced layout (MoE models,
                 # whose published runs do so: DeepSeek-V3's 61 layers over 16 stages), or by the
@@ -233,7 +235,8 @@ class SearchSpace:
                 cps = self.cp or tuple(c for c in (1, 2, 4, 8, 16, 32) if c <= self.max_cp)
                 if self.cp is None and m.is_moe and t.seq_length < MOE_CP_FROM_SEQ:
                     cps = (1,)
-                cps = tuple(c for c in cps if c == 1) if "cp" in sizes else cps
+                if "cp" in sizes and self.cp is None:
+                    cps = tuple(c for c in cps if c == 1)
                 cps = tuple(c for c in cps if softcap_cp_fits(m, t.framework,
                                                               t.framework_version, c))
                 for cp in cps:
