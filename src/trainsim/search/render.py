@@ -195,4 +195,5 @@ def render_sweep(rows: Sequence[dict[str, Any]], varied: Sequence[str], title: s
     return t
 
 
-__all__ = ["render_search", "render_sweep", "rows_csv", "rows_table", "search_csv", "search_json", "stats_line"]
+__all__ = ["render_search", "render_sweep", "rows_csv", "rows_table", "search_csv", "search_json", "stats_line",
+           "sweep_json"]
