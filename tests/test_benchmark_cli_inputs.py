@@ -61,3 +61,11 @@ def test_a_file_not_in_utf_8_is_one_usage_line_in_both_scripts(tmp_path, capsys)
     raw.write_bytes(b"id,message_bytes\n\xff\xfe,1\n")
     for name in ("memory_rows", "collectives_report"):
         assert "can't decode" in _usage_error(_script(name).main, [str(raw)], capsys)
+
+
+def test_collectives_report_refuses_a_file_its_validator_refuses(tmp_path, capsys):
+    # an id and message_bytes but no measured column: validate_file's ConfigError escaped
+    few = tmp_path / "few.csv"
+    few.write_text("id,message_bytes\na,100\n")
+    err = _usage_error(_script("collectives_report").main, [str(few)], capsys)
+    assert "needs measured_busbw_GBps" in err
