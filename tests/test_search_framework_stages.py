@@ -222,7 +222,6 @@ def test_one_reading_of_a_frameworks_zero_stages():
     assert base.zero_runs == (0, 1) and base.zero1_as_stage
 
 
-
 def test_the_search_offers_no_size_the_framework_lacks():
     """olmo-core 2024-11 has no TP, CP or PP (TP from d6981b34c, CP from 7f7c4894d): the
     search tries size 1 only (catalog.defaults.SEARCH_SIZES, the loader's list). Before:
