@@ -108,8 +108,9 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
                                kernels=MOE_KERNELS["preprocess"][0]))
     # a random-score router's busiest rank (moe_balance): every NCCL all-to-all waits for it
     busiest = moe_balance.sampled_imbalance(cfg, tokens)
-    exchanged = moe_balance.sampled_imbalance(cfg, tokens, exchange=True)  # its EP group's only
-    wire = tokens * moe_wire_copies(cfg) * (exchanged if dispatcher == "alltoall" else 1.0)
+    exchanged = moe_balance.sampled_imbalance(cfg, tokens, exchange=True) \
+        if dispatcher == "alltoall" else 1.0  # its EP group's only; DeepEP/HybridEP: none
+    wire = tokens * moe_wire_copies(cfg) * exchanged
     fanout = domain_fanout(cfg)
     elem = disp.dispatch_element_bytes(dispatcher, p.moe_dispatch_fp8, ACT)
     if p.ep > 1 and dispatcher == "allgather":  # every token of the EP group on every rank
