@@ -126,13 +126,23 @@ def test_every_left_out_field_reads_as_the_class_default(tmp_path):
     from transformers import AutoConfig
     differ = []
     for kind in sorted(set(NOT_NULL) | set(NULLABLE)):
-        made = AutoConfig.for_model(kind).to_dict()
+        made = _attention_only(AutoConfig.for_model(kind).to_dict())
         with pytest.warns() if "text_config" in made else _nothing():
             full = _model(tmp_path, made)
         for key in {**NOT_NULL.get(kind, {}), **NULLABLE.get(kind, {})}:
             if key in made and _model(tmp_path, _without(made, key)) != full:
                 differ.append((kind, key))
     assert differ == []
+
+
+def _attention_only(made: dict) -> dict:
+    # a hybrid family's class default (Qwen3-Next, Qwen3.5: Gated DeltaNet between every
+    # fourth full-attention layer) is refused as not modelled; its fields are still read, so
+    # the check runs on the same config with every layer a full-attention one
+    types = made.get("layer_types")
+    if isinstance(types, list) and "linear_attention" in types:
+        made = {**made, "layer_types": ["full_attention"] * len(types)}
+    return made
 
 
 class _nothing:
