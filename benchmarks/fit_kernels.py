@@ -22,8 +22,8 @@ split depends only on source and family names, never on the errors.
 Constants fitted (their names in ``trainsim.compute.roofline``, the attention ones in
 ``trainsim.compute.attention``):
 
-* GEMM: ``GEMM_TILE_OVERHEAD_K`` and ``SMALL_TILE_RATE`` (golden-section search on each in
-  turn, three rounds). A block-scaled fp8
+* GEMM: ``GEMM_TILE_OVERHEAD_K``, ``SMALL_TILE_RATE`` and ``split_k.SPLIT_K_FIXUP``
+  (golden-section search on each in turn, three rounds). A block-scaled fp8
   kernel's serial promotion (``block_promotion_k``) has no constant: it is the GPU's fp8 tensor
   rate over its fp32 rate per 128-deep k block, from the catalog's peaks.
 * Attention: ``ATTENTION_OF_GEMM`` (forward, backward) of its two kernel families (flash2,
@@ -64,7 +64,7 @@ from typing import Any
 import numpy as np
 
 from trainsim.catalog import gpu as catalog_gpu
-from trainsim.compute import attention, roofline
+from trainsim.compute import attention, roofline, split_k
 from trainsim.compute.chain import compute_model_for
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
@@ -369,9 +369,14 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
         roofline.SMALL_TILE_RATE = rate
         return float(np.mean(ape(gemms)))
 
-    for _ in range(3):  # the two GEMM constants by turns, each by golden section
+    def fixup_loss(x: float) -> float:
+        split_k.SPLIT_K_FIXUP = x
+        return float(np.mean(ape(gemms)))
+
+    for _ in range(3):  # the three GEMM constants by turns, each by golden section
         roofline.GEMM_TILE_OVERHEAD_K = round(golden(gemm_loss, 0.0, 1024.0))
         roofline.SMALL_TILE_RATE = round(golden(small_tile_loss, 0.7, 1.0, tol=0.005), 2)
+        split_k.SPLIT_K_FIXUP = round(golden(fixup_loss, 0.0, 2.0, tol=0.01), 2)
     fit_attention(attention_rows(train))
     fit_grouped(train)  # after the tile overhead they build on
     scalar = [r for r in train if r.kind == "memory_bound" and
@@ -387,6 +392,7 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
             "SCALAR_HBM_EFFICIENCY": roofline.SCALAR_HBM_EFFICIENCY,
             "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "SMALL_TILE_RATE": roofline.SMALL_TILE_RATE,
+            "SPLIT_K_FIXUP": split_k.SPLIT_K_FIXUP,
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
                                   for k, v in attention.ATTENTION_OF_GEMM.items()},
             "FLASH1_OF_FLASH2": round(attention.FLASH1_OF_FLASH2, 2),

@@ -3,6 +3,8 @@
     python benchmarks/gemm_variants.py             # each variant, tile overhead refitted
     python benchmarks/gemm_variants.py --residual  # the shipped model's GEMM residual by structure
     python benchmarks/gemm_variants.py --training  # public and held-out training MAPE per variant
+    python benchmarks/gemm_variants.py --by-class  # error per GPU, source, dtype, shape class
+    python benchmarks/gemm_variants.py --pairs     # one shape timed on one GPU by two sources
 
 Each variant replaces ``RooflineModel.gemm_efficiency`` for dense GEMMs inside a context
 manager (grouped GEMMs are untouched; training files only under ``--training``), refits its
@@ -33,6 +35,18 @@ pool process misses the patched efficiency), and prints their MAPE.
   ``SMALL_TILE_RATE``, on Hopper and Blackwell.)
 * ``two_ctas``: on A100 (Ampere's ``cp.async`` multistage kernels, no TMA) two 128x128 CTAs
   share an SM, so waves are counted on 2 x 108 slots at half the rate each.
+
+* ``no_fixup``: split-k without its serial fix-up (``compute.split_k.SPLIT_K_FIXUP`` 0, the
+  model before the 25th session): a split tile as deep as the idle SMs and ``SPLIT_K_MIN``
+  allow, its parts summed for free.
+* ``split_reduce``: the parts summed through memory (fp32 partial tiles written and read back
+  at the HBM rate, cuBLASLt's ``CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE``) instead of in turn;
+  no constant of its own.
+
+``--by-class`` tabulates the shipped model's time error per GPU, source, dtype and shape class
+(small m or n, skinny, square; k <= 1,024, mid, >= 8,192; odd sizes) and part of the split;
+``--pairs`` lists the GEMM shapes that two sources timed on the same GPU and the ratio of their
+times (vidur's H100 against the team's: what no model of the shape alone can fit).
 
 ``--ksweep`` splits each measured k sweep (one m, n, dtype and source at three or more k)
 into a marginal rate (the slope of time against k) and a fixed cost per tile (the intercept
@@ -66,7 +80,7 @@ import fit_kernels as fk
 import numpy as np
 
 from trainsim.catalog import gpu as catalog_gpu
-from trainsim.compute import roofline
+from trainsim.compute import roofline, split_k
 from trainsim.validate import BUNDLED_DIR, summarize, validate_file
 from trainsim.workload.ops import Gemm
 
@@ -111,10 +125,53 @@ def two_cta_efficiency(self: roofline.RooflineModel, op: Gemm) -> float:
     return SHIPPED(doubled, op)
 
 
+def reduce_grid_efficiency(sms: int, op: Gemm, rows: int, cols: int, overhead_k: float,
+                           stretch: float, part_k: float) -> float:
+    """``roofline.tile_grid_efficiency`` with a split partial wave's parts summed through
+    memory instead of in turn: each of the ``s`` parts of each of its tiles writes an fp32 tile
+    that a reduction reads back, ``part_k`` k-steps per part and tile for the whole GPU; the
+    split the one that minimises the time."""
+    tiles = math.ceil(op.m / rows) * math.ceil(op.n / cols) * op.batch
+    full, rest = divmod(tiles, sms)
+    if full >= roofline.SPLIT_K_MAX_WAVES:
+        full, rest = math.ceil(tiles / sms), 0
+    steps = full * (op.k * stretch + overhead_k)
+    if rest:
+        top = max(1, min(sms // rest, op.k // split_k.SPLIT_K_MIN))
+        steps += min(op.k / s * stretch + overhead_k + (s > 1) * rest * s * part_k
+                     for s in range(1, top + 1))
+    useful = op.m * op.n * op.batch / (rows * cols)
+    return useful * op.k / sms / steps
+
+
+def split_reduce_efficiency(self: roofline.RooflineModel, op: Gemm) -> float:
+    """Split-k's parts summed through memory (cuBLASLt's ``CUBLASLT_REDUCTION_SCHEME_COMPUTE_
+    TYPE``: fp32 parts in the workspace, reduced in a separate step) at the HBM rate, in place
+    of the shipped serial fix-up; no constant of its own (dense GEMMs only)."""
+    if op.grouped and op.grouped != "userbuffers":
+        return roofline.grouped_efficiency(self.gpu, op)
+    rate = roofline.gemm_rate(self.gpu, op)
+    overhead_k = roofline.GEMM_TILE_OVERHEAD_K * rate / self.gpu.gemm_ceiling("bf16")
+    stretch = 1.0 + roofline.block_promotion_k(self.gpu, op)
+    bw = self.gpu.hbm_bw_Bps * roofline.HBM_EFFICIENCY
+    best = 0.0
+    for rows, cols, tile_rate in roofline.gemm_tiles(self.gpu):
+        kstep_s = 2 * rows * cols * self.gpu.num_sms / (rate * tile_rate)  # one k-step, all SMs
+        part_k = 2 * rows * cols * 4 / bw / kstep_s  # an fp32 tile written and read back
+        best = max(best, tile_rate * reduce_grid_efficiency(
+            self.gpu.num_sms, op, rows, cols, overhead_k, stretch, part_k))
+    return best
+
+
 VARIANTS: dict[str, Callable[[roofline.RooflineModel, Gemm], float]] = {
     "shipped": SHIPPED, "refitted": SHIPPED, "ramp": ramp_efficiency,
-    "tiles192": tile_oracle_efficiency, "two_ctas": two_cta_efficiency}
-"""``shipped`` is never refitted (the model as it ships); every other variant is."""
+    "tiles192": tile_oracle_efficiency, "two_ctas": two_cta_efficiency,
+    "no_fixup": SHIPPED, "split_reduce": split_reduce_efficiency}
+"""``shipped`` is never refitted (the model as it ships); every other variant is.
+``no_fixup`` is the shipped efficiency without split-k's serial fix-up
+(``split_k.SPLIT_K_FIXUP`` 0: every split tile as deep as ``SPLIT_K_MIN`` and the idle SMs
+allow, free; the model before the 25th session); ``split_reduce`` sums the parts through memory
+instead (``split_reduce_efficiency``)."""
 
 TRAINING_FILES = (BUNDLED_DIR / "training_public.csv",
                   Path(__file__).resolve().parent / "training_heldout.csv")
@@ -125,13 +182,16 @@ as shared/validation's; the held-out file kept in benchmarks/)."""
 @contextlib.contextmanager
 def variant(name: str) -> Iterator[None]:
     """The roofline with ``name``'s GEMM efficiency; the shipped model and constants after."""
-    saved = (roofline.GEMM_TILE_OVERHEAD_K, dict(PARAMS))
+    saved = (roofline.GEMM_TILE_OVERHEAD_K, dict(PARAMS), split_k.SPLIT_K_FIXUP)
     roofline.RooflineModel.gemm_efficiency = VARIANTS[name]  # type: ignore[method-assign]
+    if name in ("no_fixup", "split_reduce"):
+        split_k.SPLIT_K_FIXUP = 0.0
     try:
         yield
     finally:
         roofline.RooflineModel.gemm_efficiency = SHIPPED  # type: ignore[method-assign]
         roofline.GEMM_TILE_OVERHEAD_K = saved[0]
+        split_k.SPLIT_K_FIXUP = saved[2]
         PARAMS.clear()
         PARAMS.update(saved[1])
 
@@ -257,11 +317,75 @@ def k_sweeps(rows: list[fk.Row], max_k: int = 8192) -> None:
         print(f"| {name} {src} {dtype} | <= {w:g} | {len(v)} | {rate / 1e12:.0f} | {cost:.0f} |")
 
 
+def shape_class(op: Gemm) -> str:
+    """A GEMM's shape class: ``small-mn`` (m or n <= 256: a row or two of tiles), ``skinny``
+    (the longer output side >= 8x the shorter), else ``square``; its k ``k<=1024``,
+    ``k>=8192`` or ``k-mid``; ``odd`` where m, n or k is not a multiple of 128."""
+    lo, hi = min(op.m, op.n), max(op.m, op.n)
+    out = "small-mn" if lo <= 256 else "skinny" if hi >= 8 * lo else "square"
+    out += " k<=1024" if op.k <= 1024 else " k>=8192" if op.k >= 8192 else " k-mid"
+    return out + (" odd" if any(x % roofline.TILE for x in (op.m, op.n, op.k)) else "")
+
+
+def by_class(rows: list[fk.Row], held: dict[str, set[str]]) -> None:
+    """Time MAPE and mean signed error (predicted / measured - 1) per GPU, source, dtype,
+    shape class (``shape_class``) and part of the split, then per GPU and shape class over all
+    sources (Markdown)."""
+    signed = fk.predict(rows) / np.array([r.measured_s for r in rows]) - 1.0
+    fine: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    coarse: dict[tuple[str, ...], list[float]] = defaultdict(list)
+    for r, e in zip(rows, signed):
+        op = r.ops[0]
+        fine[(r.gpu, fk.source_label(r)[:48], op.dtype, shape_class(op), part(r, held))].append(
+            float(e))
+        coarse[(r.gpu, shape_class(op))].append(float(e))
+    for title, groups in (("GPU | source | dtype | shape class | rows", fine),
+                          ("GPU | shape class", coarse)):
+        cols = title.count("|") + 1
+        print(f"\n| {title} | n | MAPE (time) | signed |\n" + "|---" * (cols + 3) + "|")
+        for key, v in sorted(groups.items()):
+            print(f"| {' | '.join(key)} | {len(v)} | {np.mean(np.abs(v)):.1%} | "
+                  f"{np.mean(v):+.1%} |")
+
+
+def pairs(rows: list[fk.Row]) -> None:
+    """GEMMs of the same shape (m, n, k, or m and n swapped) measured on the same GPU by two
+    sources: the ratio of their times, the spread no model of the shape alone can fit
+    (Markdown: each pair, then the mean absolute log ratio per source pair)."""
+    first: dict[tuple[str, str, int, int, int], fk.Row] = {}
+    found: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    print("\n| GPU | shape (m x n x k) | source a (dtype) | source b (dtype) | time b / a |"
+          "\n|---|---|---|---|---|")
+    for r in rows:
+        op = r.ops[0]
+        src = fk.source_label(r)[:40]
+        for m, n in ((op.m, op.n), (op.n, op.m)):
+            other = first.get((r.gpu, "", m, n, op.k))
+            if other is not None and fk.source_label(other)[:40] != src \
+                    and other.ops[0].dtype in ("bf16", "fp16") and op.dtype in ("bf16", "fp16"):
+                ratio = r.measured_s / other.measured_s
+                a = fk.source_label(other)[:40]
+                found[(r.gpu, a, src)].append(math.log(ratio))
+                print(f"| {r.gpu} | {op.m} x {op.n} x {op.k} | {a} ({other.ops[0].dtype}) | "
+                      f"{src} ({op.dtype}) | {ratio:.3f} |")
+                break
+        first.setdefault((r.gpu, "", op.m, op.n, op.k), r)
+    print("\n| GPU | source a | source b | pairs | mean abs log ratio | median ratio |"
+          "\n|---|---|---|---|---|---|")
+    for (gpu, a, b), v in sorted(found.items()):
+        print(f"| {gpu} | {a} | {b} | {len(v)} | {np.mean(np.abs(v)):.1%} | "
+              f"{math.exp(float(np.median(v))):.3f} |")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--residual", action="store_true", help="the shipped model's residual")
     ap.add_argument("--ksweep", action="store_true",
                     help="marginal rate and fixed cost per tile of each measured k sweep")
+    ap.add_argument("--by-class", action="store_true",
+                    help="the shipped model's error per GPU, source, dtype and shape class")
+    ap.add_argument("--pairs", action="store_true",
+                    help="the same GEMM shape measured on one GPU by two sources")
     ap.add_argument("--training", action="store_true",
                     help="public and held-out training MAPE under each variant")
     ap.add_argument("--training-variant", choices=list(VARIANTS), help=argparse.SUPPRESS)
@@ -276,6 +400,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.ksweep:
         k_sweeps(rows)
+        return 0
+    if args.by_class:
+        by_class(rows, held)
+        return 0
+    if args.pairs:
+        pairs(rows)
         return 0
     train = [r for r in rows if not fk.is_held(r, held)]
     if args.training_variant:

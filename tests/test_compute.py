@@ -57,13 +57,14 @@ def test_skinny_gemm_is_less_efficient_than_a_big_one():
 def test_a_partial_second_wave_is_split_along_k():
     """A GEMM with 1.2 waves of 128x128 tiles shares its last wave's tiles out by k over the
     SMs that wave leaves idle (stream-K's hybrid, cuBLAS split-k): it runs near its tiles'
-    rate, not at 1.2/2 of it; a grid of 5.2 waves still runs whole waves."""
+    rate (less the split's serial fix-ups, ``compute.split_k``), not at 1.2/2 of it; a grid
+    of 5.2 waves still runs whole waves."""
     h100 = gpu("h100-sxm-80gb")
     m = RooflineModel(h100)
     one = Gemm("one-wave", 128 * 12, 128 * 11, 8192)  # 132 tiles: exactly one wave
     partial = Gemm("1.2-waves", 128 * 12, 128 * 13, 8192)  # 156 tiles
     many = Gemm("5.2-waves", 128 * 52, 128 * 13, 8192)  # 676 tiles
-    assert m.gemm_efficiency(partial) > 0.95 * m.gemm_efficiency(one)
+    assert m.gemm_efficiency(partial) > 0.9 * m.gemm_efficiency(one)
     assert m.gemm_efficiency(many) < 0.9 * m.gemm_efficiency(one)  # 676 / 792 of it
 
 

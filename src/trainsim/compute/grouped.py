@@ -14,16 +14,17 @@ from __future__ import annotations
 
 import math
 
+from trainsim.compute import split_k
 from trainsim.config import GPUSpec
 from trainsim.workload.ops import Gemm
 
-GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.70, "deepgemm": 0.92}
+GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.69, "deepgemm": 0.91}
 """Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
 GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
 on their own, the tiles of every group spread over the SMs together) and the dense tile
 overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and the Triton MoE
 kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kernel) while
-DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.92 of the fp8
+DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.91 of the fp8
 rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
 ``benchmarks/fit_kernels.py`` (its held-out sources excluded). Per-expert cuBLAS GEMMs
 (``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no fraction."""
@@ -52,8 +53,8 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
     tiles, whole waves, each tile's fixed cost. One-kernel implementations spread every
     group's tiles over the SMs together (no split-k) at ``GROUPED_OF_GEMM`` of the dense
     rate; per-group GEMMs (``GROUPED_STREAMS``) are tiled each on its own, ``streams`` of
-    them sharing the SMs at a time (split-k where their tiles leave SMs idle), in
-    ``ceil(groups / streams)`` rounds.
+    them sharing the SMs at a time (split-k where their tiles leave SMs idle, with its serial
+    fix-up: ``compute.split_k``), in ``ceil(groups / streams)`` rounds.
 
     ``tile`` is the dense GEMM's square output tile, ``overhead_k`` each tile's fixed cost in
     k-steps of its main loop, ``stretch`` the main-loop k-steps per useful k-step (block-scale
@@ -69,11 +70,12 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
                 * GROUPED_OF_GEMM.get(op.grouped, 1.0))  # userbuffers chunks: dense cuBLAS
     together = min(streams, op.batch)
     tiles = together * row_tiles * n_tiles
-    split = max(1, min(int(sms // tiles), op.k // split_k_min)) if tiles < sms else 1
+    most = max(1, min(int(sms // tiles), op.k // split_k_min)) if tiles < sms else 1
+    split = split_k.best_split(op.k, most, overhead_k, stretch)
     waves = tiles * split / sms
-    k = op.k / split
     rounds = op.batch / together
-    return (useful * waves / math.ceil(waves) * k / (k * stretch + overhead_k)
+    return (useful * waves / math.ceil(waves) * op.k / split
+            / split_k.tile_steps(op.k, split, overhead_k, stretch)
             * rounds / math.ceil(rounds))
 
 

@@ -9,7 +9,8 @@ The constants are global and physical, each with its source:
   Below the ceiling, wave quantization: output tiles are spread over the SMs in whole waves,
   so a GEMM with 5.1 waves of tiles runs at 5.1/6 of the ceiling (NVIDIA, *Matrix
   Multiplication Background User's Guide*, "wave quantization"); under two waves the last,
-  partial wave is split along k (``SPLIT_K_MAX_WAVES``). The tiles are 128x128, or on Hopper
+  partial wave is split along k (``SPLIT_K_MAX_WAVES``; the parts' serial fix-up and the
+  split a library picks: ``compute.split_k``). The tiles are 128x128, or on Hopper
   whichever of 128x128 (at ``SMALL_TILE_RATE``) and 128x256 / 256x128 runs the GEMM faster
   (``gemm_tiles``).
 * Fused attention kernels: ``compute.attention`` (each implementation's fraction of the GEMM
@@ -32,7 +33,7 @@ from __future__ import annotations
 import math
 from typing import Protocol
 
-from trainsim.compute import grouped
+from trainsim.compute import grouped, split_k
 from trainsim.compute.attention import (
     flash1_pass_bytes,
     fused_attention_work,
@@ -43,6 +44,7 @@ from trainsim.compute.grouped import (  # the constants re-exported for older ca
     GROUPED_STREAMS,  # noqa: F401
     grouped_launches,
 )
+from trainsim.compute.split_k import SPLIT_K_MIN
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Attention, Elementwise, Gemm
@@ -58,17 +60,15 @@ to vidur's A100 and H100 profiles of those kernels and the H100 file's eager chu
 eager RMSNorm rows (their held-out sources and families excluded)."""
 LAUNCH_S = 3e-6
 TILE = 128
-GEMM_TILE_OVERHEAD_K = 258
+GEMM_TILE_OVERHEAD_K = 250
 """Fixed cost of one output tile (prologue: pipeline fill; epilogue: convert and store C), in
-k-steps of the 16-bit main loop: a tile's time is ~ (k + 258) / k of its main loop, so
+k-steps of the 16-bit main loop: a tile's time is ~ (k + 250) / k of its main loop, so
 short-k GEMMs fall below the ceiling (measured fp8 M=N=8192 rises from 569 to 1,541 TFLOP/s as
 k grows). The cost is a time, the same in every dtype, so in k-steps it scales with the dtype's
 rate: x1.77 for fp8 on H100. Fitted by ``benchmarks/fit_kernels.py`` to the GEMM rows of
 ``kernels_h100_measured.csv`` and ``kernels_published.csv`` (fit sources and shape families;
-see RESULTS.md), together with ``SMALL_TILE_RATE`` (266 with the 128x128 tile alone)."""
-SPLIT_K_MIN = 512
-"""cuBLAS and CUTLASS split the k loop over idle SMs when the output has fewer tiles than the
-GPU has SMs, keeping each split at least this deep (the fit is flat from 256 to 1,024)."""
+see RESULTS.md), together with ``SMALL_TILE_RATE`` and ``split_k.SPLIT_K_FIXUP`` (258 without
+the split's fix-up, 266 with the 128x128 tile alone)."""
 SPLIT_K_MAX_WAVES = 2
 """A GEMM whose tiles fill fewer than this many waves also splits the k loop of its last,
 partial wave over the SMs that wave would leave idle: the data-parallel wave runs whole
@@ -79,7 +79,10 @@ grids. Larger grids run whole waves: a GEMM with 1.2 waves of 128x128 tiles runs
 the ceiling (measured: vidur's A100 and H100 GEMMs and the H100 file's 1-2-wave shapes were
 22-37 % faster than whole waves predict), one with 5.2 waves at 5.2/6. Chosen, not fitted:
 the GEMM rows' MAPE is 7.87 % with no partial-wave split, 7.44 % at 2 waves, 7.49 % at 3, and
-7.87 % with every grid split (benchmarks/fit_kernels.py rows, ``GEMM_TILE_OVERHEAD_K`` = 266)."""
+7.87 % with every grid split (benchmarks/fit_kernels.py rows, ``GEMM_TILE_OVERHEAD_K`` = 266);
+with the split's serial fix-up (``compute.split_k``, 25th session) 2 still fits best (held-out
+GEMM MAPE A100 / H100 / B200 / H200: 8.0 / 10.6 / 10.1 / 9.3 % at 2, 10.6 / 10.7 / 12.4 / 12.5
+at 1, 8.0 / 10.4 / 10.2 / 8.8 at 3 with A100's fitted rows 9.8 -> 10.5)."""
 
 
 SMALL_TILE_RATE = 0.97
@@ -133,8 +136,10 @@ def tile_grid_efficiency(sms: int, op: Gemm, rows: int, cols: int, overhead_k: f
         full, rest = math.ceil(tiles / sms), 0
     steps = full * (op.k * stretch + overhead_k) + kernel_k  # time in k-steps of one tile
     if rest:  # the partial wave's tiles split along k over the SMs it leaves idle
-        split = max(1, min(sms // rest, op.k // SPLIT_K_MIN))
-        steps += math.ceil(rest * split / sms) * (op.k / split * stretch + overhead_k)
+        most = max(1, min(sms // rest, op.k // split_k.SPLIT_K_MIN))
+        split = split_k.best_split(op.k, most, overhead_k, stretch)
+        steps += math.ceil(rest * split / sms) * split_k.tile_steps(op.k, split, overhead_k,
+                                                                     stretch)
     useful = op.m * op.n * op.batch / (rows * cols)  # tiles' worth of real outputs
     return useful * op.k / sms / steps
 
