@@ -20,14 +20,23 @@ dropless routing with EP > 1 and no router padding: in f.dispatch, after b.mlp_b
 This walks many such pairs with the row's per-op prices (trainsim's ops of one layer, split
 into those nodes by name), each op launched by the host at ``compute.host`` cost per kernel,
 and prints the steady period of one pair beside what trainsim charges (the forward and the
-backward layer priced one at a time). A check, not an input: nothing here feeds trainsim.
+backward layer priced one at a time). ``ROW_ID`` may also be a row of
+``benchmarks/ep_overlap_pairs.csv`` (pass that file), Megatron-Bridge's own EP-overlap A/B.
+
+Three what-ifs follow, none of them in trainsim (benchmarks/RESULTS.md, 25th session, bridgemoe):
+each exchange waiting for the compute kernel running as it becomes ready (``waited_period_s``),
+every exchange as much longer as the HybridEP A/B measured its communication kernels beside
+compute (``EXCHANGE_GROWTH``), and a host cost per schedule node (``node_s``). A check, not an
+input: nothing here feeds trainsim.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import sys
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from trainsim.compute import host
@@ -74,36 +83,105 @@ def _nodes_bwd(ops: list[Op]) -> dict[str, list[Op]]:
                            "attn": ops[attn:]})
 
 
-def period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
-             wait: str = "copy", pairs: int = 40) -> float:
-    """Steady time of one pair. ``wait``: 'copy' (the host waits for the compute stream queued
-    up to the copy, as the source does), 'stream' (for all of it at the wait, b.mlp_bwd
-    included), 'none'."""
+def _exchange(op: Op) -> bool:
+    """A dispatch or combine all-to-all: the kernel that waits for SMs beside compute."""
+    return isinstance(op, Comm) and op.kind == "all_to_all"
+
+
+def _started(x: float, busy: list[tuple[float, float, int]]) -> float:
+    """When an exchange ready at ``x`` gets its SMs if it must wait for the compute kernel
+    running at ``x``: the end of that kernel (``busy``: compute ops as (start, end, kernels),
+    each op's kernels taken as equal parts of it); ``x`` where none runs or one starts at
+    ``x`` (issued before the exchange, it dispatches first and leaves the SMs it does not fill)."""
+    for a, e, n in busy:
+        if a < x < e:
+            d = (e - a) / n
+            return min(e, a + math.ceil((x - a) / d - 1e-12) * d)
+    return x
+
+
+def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
+         wait: str = "copy", pairs: int = 40, node_s: float = 0.0,
+         busy: list[tuple[float, float, int]] | None = None
+         ) -> tuple[float, list[tuple[float, float, int]]]:
+    """Steady time of one pair, and the compute ops' (start, end, kernels) over the walk.
+    ``wait``: 'copy' (the host waits for the compute stream queued up to the copy, as the
+    source does), 'stream' (for all of it at the wait, b.mlp_bwd included), 'none'.
+    ``node_s``: host seconds per schedule node beyond its launches (``ScheduleNode``'s stream
+    and event context, input detach, a ``run_backward`` per backward node; not measured).
+    ``busy``: an earlier walk's compute ops; each exchange then starts only when the compute
+    kernel running as it becomes ready has ended (``_started``)."""
     h, free, ready, copied, starts = 0.0, {"comp": 0.0, "comm": 0.0}, {"f": 0.0, "b": 0.0}, \
         0.0, []
+    ran: list[tuple[float, float, int]] = []
     for _ in range(pairs):
         starts.append(free["comp"])
         for chain, node in ORDER:
             st = STREAM[node]
+            h += node_s
             for i, op in enumerate((f if chain == "f" else b)[node]):
                 if chain == "f" and node == "disp" and i == 0 and wait != "none":
                     h = max(h, copied if wait == "copy" else free["comp"])
                 h += host.launches(op) * per_kernel_s
-                free[st] = max(h, free[st], ready[chain] if i == 0 else 0.0) + time(op)
+                start = max(h, free[st], ready[chain] if i == 0 else 0.0)
+                if busy is not None and _exchange(op):
+                    start = _started(start, busy)
+                free[st] = start + time(op)
+                if st == "comp" and free[st] > start:
+                    ran.append((start, free[st], max(1, host.launches(op))))
                 if getattr(op, "host_sync", False):
                     copied = free[st]
             ready[chain] = free[st]
-    return (starts[-1] - starts[-11]) / 10
+    return (starts[-1] - starts[-11]) / 10, ran
+
+
+def period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
+             wait: str = "copy", pairs: int = 40, node_s: float = 0.0) -> float:
+    """Steady time of one pair (``walk``)."""
+    return walk(f, b, time, per_kernel_s, wait, pairs, node_s)[0]
+
+
+def waited_period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any,
+                    per_kernel_s: float, rounds: int = 8) -> float:
+    """Steady time of one pair when every exchange waits for the compute kernel running as
+    it becomes ready (DeepEP's kernels are cooperative launches, deepseek-ai/DeepEP v1.2.1
+    csrc/kernels/launch.cuh ``SETUP_LAUNCH_CONFIG``: the grid starts only once all its blocks
+    fit; a default-priority NCCL kernel's blocks are dispatched after those of a kernel
+    launched before it): each walk takes the compute ops of the one before it."""
+    per, busy = walk(f, b, time, per_kernel_s)
+    for _ in range(rounds):
+        per, busy = walk(f, b, time, per_kernel_s, busy=busy)
+    return per
+
+
+EXCHANGE_GROWTH = 10831.7 / 8253.6
+"""Communication kernel time with over without the EP overlap in Megatron-Bridge's HybridEP A/B
+(skills/nemo-mbridge-perf-moe-comm-overlap/SKILL.md @ 067f987: Qwen3-30B-A3B, 16 H100, rank 0,
+Nsight Systems: 3,958.997 ms concurrent with GEMM/attention = 36.55 % of it with the overlap,
+9.079 ms = 0.11 % without; the 0.11 % is rounded, so 1.25-1.37x): the exchanges beside compute
+take 1.31x as long, waits for peers included. A what-if here, not a trainsim constant."""
+
+
+def row_and_config(row_id: str, path: str) -> tuple[dict[str, str], Any]:
+    """The row and its run as ``trainsim validate`` prices it (a training file, errata
+    applied, tuned cells as chosen), or as ``ep_overlap_pairs.py`` builds it (its CSV)."""
+    with open(path, newline="") as fh:
+        if "measured_step_s" in (csv.DictReader(fh).fieldnames or []):
+            import ep_overlap_pairs
+
+            row = next(r for r in ep_overlap_pairs.read_rows(Path(path)) if r["id"] == row_id)
+            return row, ep_overlap_pairs.run_config(row)
+    with tempfile.TemporaryDirectory() as tmp:
+        fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tmp)
+        with open(fixed or path, newline="") as fh:
+            row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
+    return row, row_config(row, predict_training_row(row).chosen)
 
 
 def main(argv: list[str]) -> int:
     row_id = argv[0]
     path = argv[1] if len(argv) > 1 else str(BUNDLED_DIR / "training_public.csv")
-    with tempfile.TemporaryDirectory() as tmp:
-        fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tmp)
-        with open(fixed or path, newline="") as fh:
-            row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
-    cfg = row_config(row, predict_training_row(row).chosen)
+    _, cfg = row_and_config(row_id, path)
     pricer, sh = Pricer(cfg), shard_of(cfg)
     lf = layer_forward(cfg, sh, moe=True)
     lb = layer_recompute(cfg, sh, lf, whole=False) + backward_of(lf, sh)
@@ -116,6 +194,9 @@ def main(argv: list[str]) -> int:
     def slowed(op: Op) -> float:  # every compute op beside an exchange's SMs (an upper bound)
         return time(op) if isinstance(op, Comm) else time(op) / (1.0 - share)
 
+    def grown(op: Op) -> float:  # every exchange as long as the HybridEP A/B's overlap made it
+        return time(op) * (EXCHANGE_GROWTH if _exchange(op) else 1.0)
+
     for label, nodes in (("f", f), ("b", b)):
         for name, ops in nodes.items():
             print(f"{label}.{name:5s} {STREAM[name]} {sum(map(time, ops)) * 1e3:7.3f} ms "
@@ -127,6 +208,14 @@ def main(argv: list[str]) -> int:
         print(f"host wait {wait:6s}: {period_s(f, b, time, k, wait) * 1e3:.3f} ms, "
               f"with the exchange SMs {period_s(f, b, slowed, k, wait) * 1e3:.3f} ms, "
               f"no host cost {period_s(f, b, time, 0.0, wait) * 1e3:.3f} ms")
+    print("what-ifs (host wait copy):")
+    print(f"  each exchange waits for the compute kernel running as it becomes ready: "
+          f"{waited_period_s(f, b, time, k) * 1e3:.3f} ms")
+    print(f"  exchanges {EXCHANGE_GROWTH:.2f}x as long (HybridEP A/B's growth): "
+          f"{period_s(f, b, grown, k) * 1e3:.3f} ms")
+    print("  host cost per schedule node (us -> ms): " + ", ".join(
+        f"{us} -> {period_s(f, b, time, k, node_s=us * 1e-6) * 1e3:.3f}"
+        for us in (100, 200, 300, 400)))
     return 0
 
 

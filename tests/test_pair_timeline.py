@@ -1,0 +1,59 @@
+"""benchmarks/pair_timeline.py: the walk of one combined-1F1B layer pair and its what-ifs."""
+
+from pathlib import Path
+
+import pytest
+from helpers import load_script
+
+from trainsim.workload.ops import Comm, Elementwise
+
+pt = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "pair_timeline.py")
+
+
+def _ew(name: str, kernels: int = 1, sync: bool = False) -> Elementwise:
+    return Elementwise(name, bytes=1.0, kernels=kernels, host_sync=sync)
+
+
+def _a2a(name: str) -> Comm:
+    return Comm(name, "all_to_all", 1.0, "ep")
+
+
+# a toy pair: every exchange 1.0 s, the compute nodes short beside them
+F = {"attn": [_ew("f_attn")], "post": [_ew("f_copy", sync=True)],
+     "disp": [_a2a("f_disp")], "mlp": [_ew("f_mlp", kernels=2)], "comb": [_a2a("f_comb")]}
+B = {"comb": [_a2a("b_comb")], "mlp": [_ew("b_mlp", kernels=2)], "disp": [_a2a("b_disp")],
+     "post": [_ew("b_post")], "attn": [_ew("b_attn")]}
+TIME = {"f_attn": 0.2, "f_copy": 0.1, "f_mlp": 0.5, "b_mlp": 0.5, "b_post": 0.1, "b_attn": 0.5,
+        "f_disp": 1.0, "f_comb": 1.0, "b_comb": 1.0, "b_disp": 1.0}
+
+
+def _time(op):
+    return TIME[op.name]
+
+
+def test_started_waits_for_the_kernel_running_when_the_exchange_is_ready():
+    busy = [(0.0, 4.0, 4)]  # four kernels of 1 s
+    assert pt._started(1.5, busy) == pytest.approx(2.0)
+    assert pt._started(3.0, busy) == pytest.approx(3.0)  # between two kernels: no wait
+    assert pt._started(0.0, busy) == 0.0  # starts with the op: the op was issued first
+    assert pt._started(4.5, busy) == 4.5
+
+
+def test_a_pair_whose_exchanges_outlast_its_compute_takes_their_sum():
+    assert pt.period_s(F, B, _time, 0.0) == pytest.approx(4.0)
+
+
+def test_the_host_binds_once_its_work_per_pair_outlasts_the_gpu():
+    # 10 schedule nodes at 1 s each: the host's 10 s per pair, above the exchanges' 4 s
+    assert pt.period_s(F, B, _time, 0.0, node_s=1.0) == pytest.approx(10.0)
+    assert pt.period_s(F, B, _time, 0.0, node_s=0.01) == pytest.approx(4.0)
+
+
+def test_waiting_for_the_running_kernel_never_shortens_the_pair():
+    plain = pt.period_s(F, B, _time, 1e-3)
+    assert pt.waited_period_s(F, B, _time, 1e-3) >= plain - 1e-12
+
+
+def test_the_exchange_growth_is_the_published_ratio():
+    # 3,958.997 ms at 36.55 % against 9.079 ms at 0.11 %
+    assert pt.EXCHANGE_GROWTH == pytest.approx((3958.997 / 0.3655) / (9.079 / 0.0011), rel=1e-3)
