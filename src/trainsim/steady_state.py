@@ -52,6 +52,7 @@ from trainsim.pricing import DP_STREAMS, Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
+from trainsim.twin_graphs import kept_attempt
 from trainsim.workload.schedule import Pass, microbatch_group, schedule, torch_warmup
 
 log = logging.getLogger(__name__)
@@ -161,11 +162,22 @@ def steady_summary(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | N
 
 def attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None = None
             ) -> tuple[Summary | None, str]:
-    """:func:`steady_summary`, and what was done or why not (``Result.simulation``)."""
+    """:func:`steady_summary`, and what was done or why not (``Result.simulation``); a twin's
+    answer where one was worked out (``twin_graphs.kept_attempt``)."""
     first, reason = plan(cfg)
     if first is None:
         return None, reason
-    tries, spent, cap, longest = attempts(cfg), 0.0, limit("TRAINSIM_MAX_TASKS"), 0
+    tries, cap = attempts(cfg), limit("TRAINSIM_MAX_TASKS")
+    extra = (tuple(tries), tuple(_tasks(cfg, t) for t in tries), cap, pairs_passes(cfg),
+             cfg.num_microbatches)
+    return kept_attempt(cfg, pricer, layer_source, extra,
+                        lambda c, p, s: _attempt(c, p, s, tries, cap))
+
+
+def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
+             tries: list[Plan], cap: float) -> tuple[Summary | None, str]:
+    """:func:`attempt` where the shortcut applies: the truncated runs ``tries``, in order."""
+    spent, longest = 0.0, 0
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
     for current in tries:
         spent += _tasks(cfg, current)

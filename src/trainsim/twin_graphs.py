@@ -62,6 +62,7 @@ _CHUNKS = "chunks kept"  # first item of a kept chunk set's key; the store's cou
 _TASKS = "tasks kept"  # the store's count of the kept graphs' tasks
 _MEMORY = "memory kept"  # the store's FreeOf of stage memories (kept_memories)
 _SUMMARY = "summary"  # first item of a kept summary's key
+_ATTEMPT = "steady-state attempt"  # first item of a kept attempt's key; the store's count
 
 
 def graph_key(cfg: RunConfig, pricer: Pricer, layer_source: Any,
@@ -140,6 +141,42 @@ def _recompute_part(cfg: RunConfig, layer_source: Any) -> tuple | str:
     return tuple(getattr(p, name) for name in _RECOMPUTE_FIELDS)
 
 
+def kept_attempt(cfg: RunConfig, pricer: Pricer, layer_source: Any, extra: Hashable,
+                 attempt: Any) -> Any:
+    """``attempt(cfg, pricer, layer_source)`` (the steady-state shortcut's answer: its
+    summary, or None, and why), or inside ``runs_shared`` the answer kept for a twin: a config
+    whose full graph's key (:func:`graph_key`) is the same, with the same ``extra`` (what the
+    shortcut reads of the config beside its graphs: its plan, ``combined_1f1b``, the task
+    limit). The shortcut reads the config only through the graphs it builds (truncated
+    graphs, and its grid of run A, of the same builder and priced chunks, all keyed as the
+    full graph is but for the micro-batch count) and ``extra``; the loop and the period proofs
+    are functions of those, so the twin's answer would be the same (the 22B search's twins
+    proved their periods again: a fifth of a worker's simulations). What its first run added
+    to the pricer's records is replayed on a hit, as :func:`kept_graph` does. Kept within
+    ``KEPT_CHUNKS`` answers; each entry holds the config and chunks whose identities key it."""
+    store = shared_store()
+    key = graph_key(cfg, pricer, layer_source, None) if store is not None else None
+    if key is not None:
+        key = (_ATTEMPT, key, extra)
+        try:
+            hit = store.get(key)
+        except TypeError:  # an extra that cannot be hashed
+            key = hit = None
+        if hit is not None:
+            pricer._seen.extend(hit[2])
+            for op in hit[3]:
+                pricer.compute.time(op)
+            return hit[4]
+    before = mark(pricer)
+    out = attempt(cfg, pricer, layer_source)
+    if key is not None and store.get(_ATTEMPT, 0) < KEPT_CHUNKS:
+        store[_ATTEMPT] = store.get(_ATTEMPT, 0) + 1
+        store[key] = (cfg, per_pricer(cfg, pricer, layer_source).get("chunks"),
+                      pricer._seen[before[0]:],
+                      tuple(itertools.islice(pricer.compute._cache, before[1], None)), out)
+    return out
+
+
 def kept_memories(cfg: RunConfig) -> list:
     """Each pipeline stage's memory (``memo.stage_memory``); inside ``runs_shared`` (one
     question) kept across the configs that differ only in ``CHUNK_FREE_FIELDS``, which no
@@ -216,4 +253,4 @@ def keep_summary(graph: Any, cfg: RunConfig, summary: Any) -> None:
 
 
 __all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "graph_key", "keep_graph",
-           "keep_summary", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark"]
+           "keep_summary", "kept_attempt", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark"]
