@@ -6,7 +6,7 @@ in one process and timed best-of-N (issue 21 acceptance 4; less noisy on a share
     python benchmarks/search_profile.py --model llama3-70b --gpu h100-sxm-80gb --gpus 1024 \
         --global-batch 1024 --seq 4096                       # search_speed.py's default
     python benchmarks/search_profile.py --repeat 5 --profile main   # cProfile, top 25
-    python benchmarks/search_profile.py --parts               # the simulations' CPU by part
+    python benchmarks/search_profile.py --parts               # both parts' CPU by part
 
 1. The serial search runs once, recording the batches it simulates.
 2. *main*: the same search again with every evaluation a cache hit (enumeration, bounds,
@@ -16,8 +16,9 @@ in one process and timed best-of-N (issue 21 acceptance 4; less noisy on a share
 
 Prints one dated line: counts, both CPU times, and simulations per CPU-second of their sum
 (what one worker and the main process cost together; the executor's own overhead aside).
-``--parts`` adds one more round of the simulations with process-CPU wrappers around their parts
-(graphs built, event-loop runs, steady-state attempts) and the graphs' shape: how many tasks
+``--parts`` adds one more round of the main process and of the simulations with process-CPU
+wrappers around their parts (refined bounds, configs built, memory floors; graphs built,
+event-loop runs, steady-state attempts) and the graphs' shape: how many tasks
 could be merged with the next task of their stream (neither slows a stream, and only that
 task waits on the first: the exact limit of contracting chains before the loop runs), and how
 many of the simulated configurations the answer (top k and Pareto front) holds.
@@ -100,12 +101,68 @@ def main() -> int:
           f"{trainsim.__version__}); best {best_eval.label if best_eval else '-'} "
           f"{best_eval.iteration_time_s if best_eval else float('nan'):.3f} s/iteration")
     if args.parts:
+        _main_parts(main_part)
         _parts(simulations, first)
     if args.profile:
         pr = cProfile.Profile()
         pr.runcall(main_part if args.profile == "main" else simulations)
         pstats.Stats(pr, stream=sys.stdout).sort_stats("tottime").print_stats(25)
     return 0
+
+
+def _timed(wrapped: list, cpu: dict, calls: dict, module, name: str, part: str,
+           record: list | None = None) -> None:
+    """Replace ``module.name`` by a wrapper adding its process CPU to ``cpu[part]`` (undone
+    from ``wrapped``)."""
+    fn = getattr(module, name)
+    wrapped.append((module, name, fn))
+
+    def timed(*a, **k):
+        if record is not None:
+            record.append(a[0])
+        t = time.process_time()
+        try:
+            return fn(*a, **k)
+        finally:
+            cpu[part] = cpu.get(part, 0.0) + time.process_time() - t
+            calls[part] = calls.get(part, 0) + 1
+    setattr(module, name, timed)
+
+
+def _main_parts(main_part) -> None:
+    """One more round of the main process with process-CPU wrappers around its parts (a part
+    inside another is counted in both: the refined bounds hold their pass times and shapes,
+    the shapes their layout costs)."""
+    from trainsim.search import core, lower_bounds
+    from trainsim.search.candidate import Candidate
+
+    cpu: dict[str, float] = {}
+    calls: dict[str, int] = {}
+    saved: list = []
+    bounds = lower_bounds.Bounds
+    for module, name, part in (
+            (bounds, "refined", "refined bounds (all)"),
+            (bounds, "_pass_times", "  their pass times (op lists priced on a miss)"),
+            (bounds, "_shape_of", "  their bound shapes (one per shape key)"),
+            (bounds, "_layout_costs", "    the shapes' layout costs"),
+            (Candidate, "to_config", "RunConfig built (enumeration's validation, bounds)"),
+            (core, "peak_floor", "memory floors (groups dominated whatever their memory)"),
+            (core, "check_memory", "memory checks"),
+            (bounds, "cheap", "FLOP bounds"),
+            (core.Family, "of", "families")):
+        _timed(saved, cpu, calls, module, name, part)
+    t = time.process_time()
+    try:
+        main_part()
+    finally:
+        total = time.process_time() - t
+        for module, name, fn in reversed(saved):
+            setattr(module, name, fn)
+    print(f"main process, one round with wrappers: {total:.3f} s CPU")
+    for part, seconds in cpu.items():
+        print(f"  {part}: {seconds:.3f} s in {calls[part]:,} calls")
+    print(f"  the rest (enumeration, heap, regrouping, setup): "
+          f"{total - sum(v for k, v in cpu.items() if not k.startswith(' ')):.3f} s")
 
 
 def _parts(simulations, result) -> None:
@@ -119,22 +176,10 @@ def _parts(simulations, result) -> None:
     cpu: dict[str, float] = {}
     calls: dict[str, int] = {}
     graphs: list[list] = []
-    saved = []
+    saved: list = []
 
     def wrap(module, name: str, part: str, record: bool = False) -> None:
-        fn = getattr(module, name)
-        saved.append((module, name, fn))
-
-        def timed(*a, **k):
-            if record:
-                graphs.append(a[0])
-            t = time.process_time()
-            try:
-                return fn(*a, **k)
-            finally:
-                cpu[part] = cpu.get(part, 0.0) + time.process_time() - t
-                calls[part] = calls.get(part, 0) + 1
-        setattr(module, name, timed)
+        _timed(saved, cpu, calls, module, name, part, graphs if record else None)
 
     # build_graph (twin graphs handed back included), asked by the full simulations and by
     # the steady-state attempts (each module holds its own name for it)
