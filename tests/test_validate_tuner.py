@@ -151,3 +151,26 @@ def test_torchtitan_pipeline_defaults_fix_micro_batches_and_looped_stages():
     unpiped = dict(row, pp="1")
     assert row_settings.unknowns(unpiped, row_settings.row_profile(unpiped))["micro_batch_size"] == \
         [1, 2, 4, 8]
+
+
+def test_a_megatron_core_row_stating_pipeline_overlap_interleaves_by_any_divisor_of_its_stages():
+    """Megatron-core 0.8 overlaps pipeline sends only in the interleaved schedule (arguments.py
+    turns overlap_p2p_comm off without --num-layers-per-virtual-pipeline-stage) and takes any
+    divisor of the layers per stage: a row stating pp_overlap with 92 layers on pp 4 (23 per
+    stage) is tuned over vpp 23 alone, 112 on pp 16 over 7, 96 on pp 6 over 2, 4, 8 and 16.
+    Without the option, or on one layer per stage, the tuner keeps its short list."""
+    row = {"model": "gpt-1.7b", "num_layers": "92", "gpu": "h100-sxm-80gb", "num_gpus": "1536",
+           "tp": "8", "pp": "4", "cp": "1", "global_batch_size": "768", "micro_batch_size": "",
+           "vpp": "", "recompute": "", "sequence_parallel": "1",
+           "options": "tp_overlap;dp_overlap;pp_overlap", "framework": "megatron-core",
+           "framework_version": "0.8"}
+    profile = row_settings.row_profile(row)
+    assert row_settings.unknowns(row, profile)["vpp"] == [23]
+    assert row_settings.unknowns(dict(row, num_layers="112", pp="16"), profile)["vpp"] == [7]
+    assert row_settings.unknowns(dict(row, num_layers="96", pp="6"), profile)["vpp"] == \
+        [2, 4, 8, 16]
+    short = [1, 2, 3, 4, 6, 8]
+    assert row_settings.unknowns(dict(row, options="tp_overlap;dp_overlap"), profile)["vpp"] == \
+        short
+    assert row_settings.unknowns(dict(row, num_layers="4"), profile)["vpp"] == short
+    assert row_settings.unknowns(dict(row, num_layers="90"), profile)["vpp"] == short  # uneven

@@ -260,13 +260,16 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["micro_batch_size"] = default_micro_batch(row, profile) or [1, 2, 4, 8]
     if _cell(row, "cp") is None and (cps := context_sizes(row, profile)):
         unknown["cp"] = cps
+    pp = int(row["pp"])
+    preset = model_dict(row["model"]) if model_name(row["model"]) else {}
+    layers = _cell(row, "num_layers") or preset.get("num_layers")
     if _cell(row, "vpp") is None and _cell(row, "pipeline_layout") is None:
         looped = profile.defaults.get("pipeline_stages_per_rank") if profile else None
         # the framework splits the layers itself: its single-stage default schedule, or a
         # looped one with its own number of chunks per rank
-        unknown["vpp"] = [1, looped] if looped and int(row["pp"]) > 1 else \
-            [1, 2, 3, 4, 6, 8] if can("interleaved_pipeline") else [1]
-    pp = int(row["pp"])
+        unknown["vpp"] = [1, looped] if looped and pp > 1 else \
+            interleavings(row, profile, int(layers) if layers else None) \
+            if can("interleaved_pipeline") else [1]
     if pp > 1 and profile is not None and \
             profile.features.get("microbatch_group_size") == "flexible" and \
             any(v > 1 for v in unknown.get("vpp", [int(_cell(row, "vpp") or 1)])):
@@ -278,11 +281,9 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
     if _cell(row, "sequence_parallel") is None:
         unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
             can("sequence_parallel") else [False]
-    preset = model_dict(row["model"]) if model_name(row["model"]) else {}
     if _cell(row, "recompute") is None:
         unknown["recompute"] = ["none", "selective", *selective_sets(row, preset, profile),
                                 "full"]
-    layers = _cell(row, "num_layers") or preset.get("num_layers")
     if _cell(row, "recompute") is None and int(row["pp"]) == 1 and layers and \
             _cell(row, "cpu_offloading_num_layers") is None and profile is not None and \
             profile.supports("cpu_offloading"):
@@ -331,6 +332,29 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+def interleavings(row: dict[str, str], profile: Any, layers: int | None) -> list[int]:
+    """The vpp candidates of a row with an empty vpp on a framework with Megatron's interleaved
+    schedule: 1, 2, 3, 4, 6 and 8, except where the row states ``pp_overlap`` and its framework
+    overlaps pipeline sends only in the interleaved schedule (profile
+    ``p2p_overlap_interleaved_only``: NVIDIA/Megatron-LM megatron/training/arguments.py at
+    core_v0.8.0, ``validate_args`` lines 271-277, turns overlap_p2p_comm off, with a warning,
+    when no virtual stage size is given). Such a run interleaved, so its candidates are every
+    count of virtual stages above 1 that splits a pipeline stage's layers evenly
+    (``--num-layers-per-virtual-pipeline-stage`` may be any divisor of the layers per stage,
+    the same function's lines 254-270): 23 layers per stage interleave only as vpp 23, 7 only
+    as vpp 7. Where the layers do not split over the pipeline stages, or a stage has a single
+    layer, the list stays."""
+    pp = int(row["pp"])
+    short = [1, 2, 3, 4, 6, 8]
+    if pp <= 1 or not layers or layers % pp or layers == pp or profile is None or \
+            not profile.supports("p2p_overlap_interleaved_only"):
+        return short
+    if "pp_overlap" not in {o.strip() for o in (_cell(row, "options") or "").split(";")}:
+        return short
+    per = layers // pp
+    return [v for v in range(2, per + 1) if per % v == 0]
 
 
 def user_zero_stages(profile: Any) -> list[int]:
