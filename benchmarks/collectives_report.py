@@ -1,6 +1,10 @@
 """Error of the collectives model on benchmarks/collectives_published.csv, by collective, scale
 (nodes), GPU, message size and the rows' ``added`` date: MAPE and signed mean error.
 
+Rows whose ``comparable`` cell is ``no`` (their note says why: e.g. a single-thread ``-g N``
+launch floor, a setup the source's thread shows faulty) are summed apart as "excluded" and
+kept out of every other group.
+
     PYTHONPATH=src python benchmarks/collectives_report.py [CSV] [--rows]
 
 CSV: a collectives validation file (default: the bundled collectives_published.csv).
@@ -57,9 +61,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         n, k, size = int(m["num_gpus"]), int(m["gpus_per_node"]), int(m["message_bytes"])
         signed = (res.predicted - res.measured) / res.measured
-        for key in (("all", ""), ("added", m.get("added") or "?"), ("collective", m["collective"]),
-                    ("scale", _scale(max(1, n // k))), ("gpu", m["gpu"]), ("size", _size(size))):
-            groups[key].append(signed)
+        if (m.get("comparable") or "yes").strip().lower() == "no":
+            # the row's note gives the evidence that it measures something else (a launch
+            # floor, a faulty setup): reported apart, kept out of every other group
+            groups[("excluded", "not comparable")].append(signed)
+        else:
+            for key in (("all", "comparable"), ("added", m.get("added") or "?"),
+                        ("collective", m["collective"]), ("scale", _scale(max(1, n // k))),
+                        ("gpu", m["gpu"]), ("size", _size(size))):
+                groups[key].append(signed)
         if show_rows:
             print(f"{res.id:42s} {m['collective']:14s} n={n:5d} {size:>11d} B "
                   f"measured {res.measured:9.4g} predicted {res.predicted:9.4g} "

@@ -96,12 +96,16 @@ def test_published_collectives_validate_within_bar():
 
 def test_rows_of_2026_11_25_predict_and_do_not_regress():
     """The 63 rows added 2026-11-25 (single-process sweeps, 4-248 node runs, EFA): all predict;
-    their MAPE was 41.8 % before the NVLS+tree fix and 39.2 % after, the misses diagnosed in
-    benchmarks/collectives_published.md. A guard against regression, not a quality bar."""
-    _, res = _results("2026-11-25")
+    their MAPE was 41.8 % before the NVLS+tree fix, 39.2 % after, 34.1 % with the NVLS pipeline
+    fill and the fabric scale cost (25th session). The 42 of them not marked ``comparable = no``
+    (launch-bound ``-g N`` sizes, faulty setups: each note says why) are at 15.0 %, the misses
+    diagnosed in benchmarks/collectives_published.md. A guard against regression."""
+    rows, res = _results("2026-11-25")
     s = summarize(res)
     assert s["failed"] == 0 and s["n"] >= 63
-    assert s["mape"] <= 0.41
+    assert s["mape"] <= 0.36
+    comparable = summarize([r for r in res if rows[r.id]["comparable"] != "no"])
+    assert comparable["n"] >= 42 and comparable["mape"] <= 0.16
 
 
 def test_nvls_tree_beyond_two_nodes_halves_the_network_rate():

@@ -19,6 +19,10 @@ otherwise. We do the same:
   NVLS+tree across nodes; CollNet (in-network reduction, needs SHARP switches); PAT (all_gather
   / reduce_scatter with one rank per node, NCCL >= 2.23: log-depth plus a linear part per rank,
   3/4 of the ring's bandwidth); direct all_to_all.
+* two costs beyond latency + bytes / bandwidth live in ``collectives.scale_terms``: the fill of
+  the one-node NVLS all_reduce kernel's three-stage pipeline, and the network rate a ring or
+  tree loses per doubling of the nodes it spans beyond two (fitted by
+  ``benchmarks/fit_collectives.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import functools
 import math
 from dataclasses import dataclass
 
+from trainsim.collectives import scale_terms
+from trainsim.collectives.scale_terms import nvls_fill_bytes
 from trainsim.config.cluster import ALGORITHMS, PROTOCOLS  # the names a config may force
 from trainsim.errors import ConfigError
 
@@ -410,20 +416,29 @@ class CollectiveCost:
     busbw_Bps: float
 
 
-def _ring_busbw(span: GroupSpan, f: Fabric) -> float:
-    """Bottleneck bus bandwidth of NCCL's rings.
+def _ring_busbw(span: GroupSpan, f: Fabric, algo: str = "ring") -> float:
+    """Bottleneck bus bandwidth of NCCL's rings (and of the trees and PAT built on their links).
 
     Inside a node every ring step is an NVLink transfer. Across nodes NCCL builds one ring per
     NIC (rail-optimized): in each ring, one of a node's k ranks sends off-node through its own
     NIC instead of over NVLink, and each rank is that sender in 1/k of the rings. So a rank's
     NVLink carries (k-1)/k of its ring traffic and its NIC 1/k: the bound is the smaller of
-    k/(k-1) times the NVLink rate and k times the NIC rate.
+    k/(k-1) times the NVLink rate and k times the NIC rate. The NIC rate of an ``algo`` in
+    ``scale_terms.FABRIC_SCALE_ALGOS`` falls with the node count (``_scale``).
     """
     if span.nodes == 1:
         return f.intra.busbw_Bps
     k = span.per_node
-    nic = k * _net_busbw(span, f)
+    nic = k * _net_busbw(span, f) * _scale(span, algo)
     return nic if k == 1 else min(f.intra.busbw_Bps * k / (k - 1), nic)
+
+
+def _scale(span: GroupSpan, algo: str) -> float:
+    """``scale_terms.fabric_scale_share`` where ``algo`` pays it and the group has more than one
+    rank per node (every measurement behind the constant does), else 1."""
+    if algo not in scale_terms.FABRIC_SCALE_ALGOS or span.per_node == 1:
+        return 1.0
+    return scale_terms.fabric_scale_share(span.nodes)
 
 
 def _net_busbw(span: GroupSpan, f: Fabric) -> float:
@@ -493,11 +508,11 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     if algo == "pat":
         depth = math.ceil(math.log2(nodes))
         lat = 8.0 + depth * net_hop / 3.5 + n * PAT_PER_RANK_US
-        return lat * 1e-6 + factor * size / (_ring_busbw(span, f) * eff * PAT_BW_FACTOR)
+        return lat * 1e-6 + factor * size / (_ring_busbw(span, f, algo) * eff * PAT_BW_FACTOR)
     if algo == "tree":
         depth = math.ceil(math.log2(nodes))
         lat = _BASE_US["tree"][proto] + phases * ((k - 1) * intra_hop + depth * net_hop)
-        bw = _ring_busbw(span, f) * eff * (TREE_BW_FACTOR if nodes > 2 else 1.0)
+        bw = _ring_busbw(span, f, algo) * eff * (TREE_BW_FACTOR if nodes > 2 else 1.0)
         if proto == "LL":
             bw = min(bw, ll_max_busbw_Bps(span, f))
         return lat * 1e-6 + factor * size / bw
@@ -505,7 +520,7 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         return math.inf  # NVLS and CollNet run the Simple protocol only
     if algo == "collnet":  # the switches reduce: each rank sends and receives its data once
         lat = _BASE_US["collnet"]["Simple"] + 2 * (k - 1) * intra_hop + 2 * net_hop
-        inter = size / (k * f.inter.busbw_Bps)
+        inter = size / (k * f.inter.busbw_Bps * _scale(span, algo))
         intra = size / f.intra.busbw_Bps
         return lat * 1e-6 + max(inter, intra)
     # NVLS: all_reduce pushes each rank's S through multimem reduce loads (S out, S/k in) and
@@ -514,6 +529,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
     # (k-1)/k S but in one switch hop instead of k-1. The multimem operations reach a smaller
     # share of the link than the ring's copies (Fabric.nvls_efficiency, NCCL's own figure).
     per_gpu = (1 + 1 / k) * size if kind == "all_reduce" else (k - 1) / k * size
+    if algo == "nvls" and kind == "all_reduce":  # the kernel's three-stage pipeline fills
+        per_gpu += (1 + 1 / k) * nvls_fill_bytes(size, k, f.compute_capability)
     lat = _BASE_US["nvls"]["Simple"] + intra_hop
     t = per_gpu / (f.intra.busbw_Bps * f.nvls_efficiency)
     if algo == "nvls_tree":  # NVLS inside each node, a tree of NICs across nodes
@@ -525,7 +542,8 @@ def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: 
         # the other: 2S per direction, half the per-NIC rate. NCCL's tuner says so itself
         # (src/graph/tuning.cc, ncclTopoTuneModel, NCCL 2.19-2.27: ``if (a ==
         # NCCL_ALGO_NVLS_TREE) bw = std::min(bwIntra, nNodes <= 2 ? bwInter : bwInter/2)``).
-        t = max(t, size * (NVLS_TREE_NET_TRAFFIC if nodes > 2 else 1.0) / (k * f.inter.busbw_Bps))
+        t = max(t, size * (NVLS_TREE_NET_TRAFFIC if nodes > 2 else 1.0)
+                / (k * f.inter.busbw_Bps * _scale(span, algo)))
     return lat * 1e-6 + t
 
 

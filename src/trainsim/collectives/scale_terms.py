@@ -1,0 +1,91 @@
+"""Two costs of an NCCL collective beyond its latency and its bytes at the link rate.
+
+* NVLS pipeline fill (``nvls_fill_bytes``): structural, from NCCL's own kernel and chunking.
+* Fabric scale (``fabric_scale_share``): a ring's (or tree's) network rate falls by a
+  near-constant step in 1/busbw per doubling of the nodes it spans; one constant, fitted by
+  ``benchmarks/fit_collectives.py`` on published nccl-tests runs.
+
+Kept apart from ``collectives.nccl`` (which calls them) so that each stays readable.
+"""
+
+from __future__ import annotations
+
+import math
+
+NVLS_FILL_LOOPS = 2
+"""A one-node NVLS all_reduce pays two of its loops beyond its bytes: it is a three-stage pipeline.
+
+NCCL's kernel (src/device/all_reduce.h ``RunWorkColl<ncclFuncAllReduce, T, RedOp,
+NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>`` @ v2.27.3-1; ``RunWorkElement`` in
+src/collectives/device/all_reduce.h @ v2.18.5-1, the same shape) splits each channel's warps
+into scatter (the input into every head's buffer), reduce (multimem load-reduce and multicast
+store of the rank's own head) and gather (the result into the output buffer), and moves the
+buffer one loop at a time: ``nvlsChannels x nHeads`` chunks. Each loop passes the three stages
+in turn, so n loops take n + 2 stage times. Not fitted. Checked on NVIDIA's DGX H100 sample
+(NVIDIA/dgxc-benchmarking nccl/README.md, one process per GPU, default algorithm): 54.2 /
+123.8 / 324.7 us at 4 / 16 / 64 MiB are 2.0 / 2.6 / 1.9 loops above the time of their bytes at
+the 274 GB/s that 8-16 GiB reach, after NCCL's 25 us NVLS latency; Azure's ND H100 v5 sweep
+(NVLS forced, NCCL 2.18.5, Azure/AI-benchmarking-guide) takes the same times from 4 MiB up.
+Without it the model put 16 MiB at 90 us."""
+
+NVLS_CHANNELS = {90: 16, 100: 24}
+"""NVLS channels of a one-node communicator by compute capability: 16 on Hopper, 24 on a
+Blackwell NVLink domain (src/transport/nvls.cc ``NVLS_NCHANNELS_SM90`` and
+``NVLS_NCHANNELS_SM100_NVL``, v2.27.3-1 to v2.30.3-1; v2.25.1-1 ran 32 on Blackwell and
+v2.17-v2.24 ``NCCL_NVLS_NCHANNELS`` = 16 on every GPU)."""
+
+NVLS_MAX_CHUNK = 128 * 1024
+"""``NCCL_NVLS_CHUNKSIZE`` default (src/transport/nvls.cc, v2.21.5-1 on; the same 128 KiB cap
+in src/enqueue.cc ``computeColl`` @ v2.18.5-1)."""
+
+
+def nvls_loop_bytes(size: float, k: int, compute_capability: int | None) -> float:
+    """Bytes of one NVLS loop (``nvlsChannels x nHeads x chunk``) of an all_reduce of ``size``
+    bytes on ``k`` GPUs of one node. NCCL cuts the 128 KiB chunk to 64, 32 and 16 KiB while the
+    buffer holds fewer than 64, 8 and 2 loops of the chunk it has so far (src/enqueue.cc
+    ``calcCollChunking`` v2.19.3-1 to v2.30.3-1, ``computeColl`` before: the same thresholds)."""
+    cc = compute_capability or 90
+    ops = NVLS_CHANNELS[100 if cc >= 100 else 90] * k
+    chunk = NVLS_MAX_CHUNK
+    for loops, smaller in ((64, 64 * 1024), (8, 32 * 1024), (2, 16 * 1024)):
+        if size < loops * ops * chunk and chunk > smaller:
+            chunk = smaller
+    return ops * chunk
+
+
+def nvls_fill_bytes(size: float, k: int, compute_capability: int | None) -> float:
+    """Bytes' worth of time a one-node NVLS all_reduce of ``size`` spends filling and draining
+    its pipeline: ``NVLS_FILL_LOOPS`` loops, or that many copies of a buffer smaller than one."""
+    return NVLS_FILL_LOOPS * min(size, nvls_loop_bytes(size, k, compute_capability))
+
+
+FABRIC_DOUBLING_COST = 0.056
+"""Per doubling of the nodes a ring or tree spans beyond two, its network time per byte grows
+by this share of the time at two nodes: ``1/busbw = (1/busbw_2) (1 + c log2(nodes / 2))``.
+
+Fitted by ``benchmarks/fit_collectives.py`` (mean |ln(predicted/measured)|, golden section) on
+the published nccl-tests runs of benchmarks/collectives_published.csv that span more than two
+nodes, with three sources held out (nccl-tests #78, 256 V100; NVIDIA/nccl #1368, 5 x 8 H100
+ring and tree; nccl-tests #119, 3 x 8 A100): fit rows MAPE 27.1 -> 14.3 %, held out 17.5 ->
+9.5 % (2026-11-25). The series behind it is NVIDIA/nccl #1229 (8 H100 and NICs a node,
+reduce_scatter 360, 345, 320, 300, 280, 260 GB/s on 4 to 128 nodes), whose 1/busbw grows by a
+near-constant step per doubling beyond what the ring's step latency adds (linear in the rank
+count, not in its logarithm): the shape of a fabric whose links a collective's flows share
+more as it grows (more of its node-to-node edges leave a leaf switch, cross spine tiers and
+meet other flows in ECMP hashing; each ring step waits on the slowest edge). The runs do not
+state their fabrics' tiers, so the cost is one global constant per doubling, not one per tier.
+Not paid (no measurement says so): NVLS+tree and CollNet (NCCL's NVLS+tree all_reduce on
+248 x 8 H200, nccl-tests #283, is within 1 % without it, -26 % with it), all-to-all and p2p,
+and groups of one rank per node (no published run of that shape beyond two nodes)."""
+
+FABRIC_SCALE_ALGOS: tuple[str, ...] = ("ring", "tree")
+"""Algorithms that pay ``FABRIC_DOUBLING_COST`` (``collectives.nccl`` algorithm names);
+``benchmarks/fit_collectives.py --algos`` compares other choices on the same rows."""
+
+
+def fabric_scale_share(nodes: int) -> float:
+    """Share of a ring's two-node network rate it keeps over ``nodes`` nodes
+    (``FABRIC_DOUBLING_COST``); 1 on one or two nodes."""
+    if nodes <= 2:
+        return 1.0
+    return 1.0 / (1.0 + FABRIC_DOUBLING_COST * math.log2(nodes / 2))
