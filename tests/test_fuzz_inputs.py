@@ -162,7 +162,7 @@ HF = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_at
     ({"num_hidden_layers": None}, "no num_hidden_layers"),  # silently the default 32 layers
     ({"vocab_size": None}, "no vocab_size"),  # silently 32,000
     ({"model_type": "deepseek_v3", "n_routed_experts": 8, "first_k_dense_replace": -1},
-     "moe_first_dense_layers=-1"),  # a Llama's class has no experts (n_routed_experts ignored)
+     "first_k_dense_replace=-1"),  # a Llama's class has no experts (n_routed_experts ignored)
 ])
 def test_a_bad_hugging_face_config_is_one_error_naming_the_field(tmp_path, change, match):
     from trainsim.catalog import model_from_hf_config

@@ -410,7 +410,7 @@ def test_a_kernel_database_with_a_bad_measurement_refuses_the_file(tmp_path, cha
 
 
 @pytest.mark.parametrize("db, match", [("adir", "'adir': is a directory"),
-                                       ("", "'': empty; give a kernel database file")])
+                                       ("", "--compute-db '': an empty value")])
 def test_a_compute_db_that_is_no_file_says_why(tmp_path, db, match):
     """--compute-db of a directory or of nothing said 'no such file'."""
     (tmp_path / "adir").mkdir()

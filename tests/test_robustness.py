@@ -446,7 +446,7 @@ def test_search_says_when_no_split_is_valid(tmp_path):
     search = ("search", "m.yaml", "--global-batch", "16", "--seq", "512", "--workers", "1")
     line = one_error_line(cli(*search, "--gpus", "3", cwd=tmp_path))
     assert "no parallel configuration of custom is valid on 3 GPUs" in line
-    assert "--recompute=''" in one_error_line(cli(*search, "--gpus", "8", "--recompute", "",
+    assert "--recompute '': an empty value" in one_error_line(cli(*search, "--gpus", "8", "--recompute", "",
                                                   cwd=tmp_path))
     assert "no such file" in one_error_line(cli("search", "missing.yaml", *search[2:], "--gpus",
                                                 "8", cwd=tmp_path))

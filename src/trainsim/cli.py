@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +11,14 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from trainsim.cli_guard import POSITIVE, POSITIVE_INT, GuardedGroup, fail, renamed_option
+from trainsim.cli_guard import (
+    POSITIVE,
+    POSITIVE_INT,
+    GuardedGroup,
+    fail,
+    renamed_option,
+    stdout_console,
+)
 from trainsim.config import ascii_float
 from trainsim.config.safe_load import as_regular_file
 from trainsim.cpus import cpus
@@ -20,7 +26,7 @@ from trainsim.errors import ConfigError, TrainsimError
 
 # Wide enough for validation ids and notes when output goes to a file or a pipe (rich
 # defaults to 80 columns there and would cut them).
-out = Console(width=None if sys.stdout.isatty() else 160)
+out = stdout_console()
 err = Console(stderr=True)
 
 
@@ -239,7 +245,10 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
 
     try:
         lo, _, hi = sizes.partition(":")
-        lo_b, hi_b = _size(lo), _size(hi or lo)
+        try:
+            lo_b, hi_b = _size(lo), _size(hi or lo)
+        except TrainsimError as exc:  # named as typed: --sizes, not 'bad size'
+            raise TrainsimError(f"--sizes {sizes!r}: {exc}") from None
         if lo_b <= 0 or hi_b < lo_b:
             raise TrainsimError(f"--sizes {sizes}: need 0 < MIN <= MAX")
         cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,

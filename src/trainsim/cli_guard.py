@@ -13,6 +13,9 @@ that only this safety net catches still fails them.
 
 from __future__ import annotations
 
+import errno
+import functools
+import io
 import math
 import os
 import sys
@@ -108,8 +111,133 @@ def no_command(exc: click.UsageError) -> NoReturn:
     sys.exit(USAGE_EXIT)
 
 
+class _ClosedOutput(io.TextIOBase):
+    """sys.stdout when the process started with descriptor 1 closed (``trainsim ... >&-``):
+    Python leaves it None, and the first print was an AttributeError traceback. A write fails
+    as a write to a closed descriptor does (EBADF), so a command that prints ends in one
+    ``error:`` line and exit 2 (as ``ls >&-``), and one that prints nothing runs."""
+
+    encoding = "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "cannot write the output: standard output is closed")
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _hold_descriptor(fd: int) -> None:
+    """Open /dev/null on a closed standard descriptor, so no file the command opens later
+    takes its number (a worker process would print into it)."""
+    try:
+        os.fstat(fd)
+    except OSError:
+        new = os.open(os.devnull, os.O_RDWR)
+        if new != fd:
+            os.dup2(new, fd)
+            os.close(new)
+
+
+def prepare_streams() -> None:
+    """Standard streams a command can always use: a closed stdout fails its first write
+    (``_ClosedOutput``), a closed stderr drops the error line (the exit status still tells),
+    and characters an output encoding cannot show (``PYTHONIOENCODING=ascii``, a C locale
+    on an old system) are written as backslash escapes instead of failing a valid run."""
+    closed = {name: getattr(sys, name) is None for name in ("stdin", "stdout", "stderr")}
+    for fd, name in enumerate(("stdin", "stdout", "stderr")):
+        if closed[name]:
+            _hold_descriptor(fd)
+    if closed["stdout"]:
+        sys.stdout = _ClosedOutput()
+    if closed["stderr"]:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+    for stream in (sys.stdout, sys.stderr):
+        encoding = str(getattr(stream, "encoding", "") or "").lower().replace("-", "")
+        if not encoding.startswith("utf") and getattr(stream, "errors", "") == "strict" \
+                and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def stdout_console() -> Any:
+    """A rich console on stdout: the terminal's width, or 160 columns into a file or a pipe
+    (rich's default 80 would cut validation ids and notes); stdout closed is not a tty."""
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout is not None and sys.stdout.isatty() else 160)
+
+
+def _flush_output() -> None:
+    """Flush stdout where a failure can still be told: output click printed itself (--help,
+    --version) to a full disk or device is one ``error:`` line and exit 2, not an OSError
+    traceback when the interpreter flushes at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        try:  # nothing more can be written there; the interpreter's own flush must not fail
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the life of the process
+        except OSError:
+            pass
+        fail(exc)
+
+
+def _refuse_blank(ctx: click.Context) -> None:
+    """A usage error for an option given on the command line with an empty or blank value:
+    ``--algorithm ''`` ran as auto, ``--reference ''`` compared nothing, ``--failures ''``
+    took the config's profile, silently, where ``--tp ''`` was refused (fuzz11). Leaving the
+    option out is how its default is asked for."""
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.is_flag or param.name is None \
+                or ctx.get_parameter_source(param.name) != click.core.ParameterSource.COMMANDLINE:
+            continue
+        values = ctx.params.get(param.name)
+        for value in values if isinstance(values, (tuple, list)) else (values,):
+            if isinstance(value, str) and not value.strip():
+                flag = max(param.opts, key=len)
+                raise click.UsageError(f"{flag} {value!r}: an empty value; leave {flag} out for "
+                                       "its default", ctx)
+
+
+def _guard_blank(command: click.Command) -> None:
+    """Wrap ``command``'s callback (and its subcommands') with :func:`_refuse_blank`."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _guard_blank(sub)
+    callback = command.callback
+    if callback is None or getattr(callback, "_blank_guarded", False):
+        return
+
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        _refuse_blank(click.get_current_context())
+        return callback(*args, **kwargs)
+
+    guarded._blank_guarded = True  # type: ignore[attr-defined]
+    functools.update_wrapper(guarded, callback)
+    command.callback = guarded
+
+
 class GuardedGroup(click.Group):
     """A click group whose subcommands end in one error line instead of a traceback."""
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        _guard_blank(cmd)
+        super().add_command(cmd, name)
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        prepare_streams()
+        try:
+            rv = super().main(*args, **kwargs)
+        except OSError as exc:  # click's own output (--help, --version) to a full device
+            _flush_output()
+            fail(exc)
+        except SystemExit as exc:
+            if exc.code in (0, None):
+                _flush_output()
+            raise
+        _flush_output()
+        return rv
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:

@@ -290,5 +290,5 @@ def check_goodput(trials: int, rate_per_s: float, work_s: float, horizon_s: floa
         interruptions *= math.exp(min(rate_per_s * recovery_s, 700.0))
     check("TRAINSIM_MAX_TRIALS", trial_rounds(trials, interruptions),
           "goodput trial-rounds (trials x interruptions per run)", "goodput --max-trial-rounds N",
-          f"{trials:,} trials x {interruptions:,.3g} interruptions; fewer --trials, a shorter "
-          "--days window or a longer --interval run faster")
+          f"{trials:,} trials x {interruptions:,.3g} interruptions; fewer --trials or --tokens, a "
+          "shorter --days window or a longer --interval run faster")

@@ -12,13 +12,12 @@ Importing this module does not import torch.
 from __future__ import annotations
 
 import json
-import sys
 from typing import Any
 
 import click
 from rich.console import Console
 
-from trainsim.cli_guard import POSITIVE_INT, fail
+from trainsim.cli_guard import POSITIVE_INT, fail, stdout_console
 from trainsim.config.safe_load import write_output
 from trainsim.errors import TrainsimError
 
@@ -36,7 +35,7 @@ def _emit(text: str | None, renderable: Any, out: str | None) -> None:
     elif text is not None:
         click.echo(text)
     else:
-        Console(width=None if sys.stdout.isatty() else 160).print(renderable)
+        stdout_console().print(renderable)
 
 
 _PARALLEL = [

@@ -4,6 +4,7 @@ model of a multimodal config (its ``text_config``)."""
 
 from __future__ import annotations
 
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,30 @@ from trainsim.errors import ConfigError, TrainsimWarning
 LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers")
 """config.json keys of the layer count; a config with none of them at its top level and a
 ``text_config`` mapping is multimodal (``text_model``)."""
+WRITTEN_AS = {
+    "hidden_size": ("hidden_size", "n_embd", "d_model"), "num_layers": LAYER_KEYS,
+    "num_attention_heads": ("num_attention_heads", "n_head"),
+    "num_kv_heads": ("num_key_value_heads",), "head_dim": ("head_dim",),
+    "ffn_hidden_size": ("intermediate_size", "n_inner", "ffn_dim"),
+    "vocab_size": ("vocab_size",),
+    "max_position_embeddings": ("max_position_embeddings", "n_positions"),
+    "attention_dropout": ("attention_dropout", "attn_pdrop"),
+    "hidden_dropout": ("hidden_dropout", "resid_pdrop"), "sliding_window": ("sliding_window",),
+    "attn_logit_softcapping": ("attn_logit_softcapping",), "activation_clamp": ("swiglu_limit",),
+    "num_experts": hf_families.EXPERT_KEYS,
+    "moe_router_topk": ("num_experts_per_tok", "moe_topk"),
+    "moe_ffn_hidden_size": ("moe_intermediate_size",),
+    "moe_shared_expert_intermediate_size": ("shared_expert_intermediate_size",
+                                            "n_shared_experts"),
+    "moe_layer_freq": ("decoder_sparse_step", "moe_layer_freq"),
+    "moe_first_dense_layers": ("first_k_dense_replace",), "q_lora_rank": ("q_lora_rank",),
+    "kv_lora_rank": ("kv_lora_rank",), "qk_head_dim": ("qk_nope_head_dim",),
+    "qk_pos_emb_head_dim": ("qk_rope_head_dim",), "v_head_dim": ("v_head_dim",),
+    "mtp_num_layers": ("num_nextn_predict_layers",),
+    "attention_chunk_size": ("attention_chunk_size",)}
+"""The config.json keys each ModelConfig field is read from (the first present wins), so a
+refusal of the model built from a file names the key the file writes (``num_hidden_layers``,
+not ``model.num_layers``)."""
 
 
 def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
@@ -187,7 +212,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     cfg, where = text_model(cfg, path)
     cfg = hf_families.normalized(cfg, where)
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
-    hidden = get("hidden_size", "n_embd", "d_model")
+    hidden = get(*WRITTEN_AS["hidden_size"])
     if hidden is None:
         raise ConfigError(f"{where}: no hidden_size / n_embd in the Hugging Face config"
                           + _missing_hint(where))
@@ -287,7 +312,21 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
                       v_head_dim=get("v_head_dim", default=128), head_dim=None)
     fields["mtp_num_layers"] = get("num_nextn_predict_layers", default=0)
-    return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+    try:
+        return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {as_written(str(exc), cfg)}") from None
+
+
+def as_written(message: str, cfg: dict[str, Any]) -> str:
+    """``message`` about the model built from config.json ``cfg`` with each ``model.FIELD``
+    read from a key of the file named by that key (``WRITTEN_AS``); a field the file does not
+    set (a default, a family's fixed structure) keeps its trainsim name."""
+    def key(m: re.Match[str]) -> str:
+        written = next((k for k in WRITTEN_AS.get(m.group(1), ()) if k in cfg), None)
+        return written or m.group(0)
+
+    return re.sub(r"(?<![\w.])model\.([a-z_0-9]+)", key, message)
 
 
 def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str, Any]:

@@ -193,7 +193,10 @@ class ModelConfig:
                          attention_chunk_size=self.attention_chunk_size,
                          activation_clamp=self.activation_clamp,
                          attn_logit_softcapping=self.attn_logit_softcapping)
-        if self.head_dim is None and self.hidden_size % self.num_attention_heads:
+        # latent attention (MLA) sets its heads' widths itself (qk_head_dim, v_head_dim):
+        # GLM-4.7-Flash has 20 heads on a 2048 width (zai-org/GLM-4.7-Flash config.json)
+        if self.head_dim is None and self.kv_lora_rank is None \
+                and self.hidden_size % self.num_attention_heads:
             raise ConfigError(
                 f"model.num_attention_heads={self.num_attention_heads} does not divide "
                 f"model.hidden_size={self.hidden_size}; set model.head_dim explicitly")

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from trainsim.cli_guard import POSITIVE, POSITIVE_INT, AsciiIntRange
+from trainsim.cli_guard import POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
 from trainsim.errors import ConfigError, TrainsimError
 
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -49,8 +49,11 @@ def parse_duration(text: str) -> float:
 
 
 def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | None = None,
-                        failures: str | None = None) -> tuple[Any, Any]:
-    """(RunConfig, ReliabilityConfig) from a run config with an optional reliability section."""
+                        failures: str | None = None, failures_name: str = "--failures"
+                        ) -> tuple[Any, Any]:
+    """(RunConfig, ReliabilityConfig) from a run config with an optional reliability section;
+    ``failures`` (the ``--failures`` flag, named ``failures_name`` in a refusal) replaces
+    its profile."""
     from trainsim.catalog import apply_overrides, read_config_file, run_config_from_dict
     from trainsim.reliability.config import reliability_config_from_dict
 
@@ -64,7 +67,8 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
         if not isinstance(raw.get("cluster"), dict):
             raise ConfigError("--gpus needs a cluster section in the config")
         raw["cluster"]["num_gpus"] = gpus
-    return run_config_from_dict(raw), reliability_config_from_dict(rel_raw)
+    return run_config_from_dict(raw), reliability_config_from_dict(
+        rel_raw, failures_name if failures else "reliability.failures")
 
 
 @click.command("goodput")
@@ -121,11 +125,10 @@ def goodput(config: str, tokens: str | None, days: float | None, gpus: int | Non
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return
-    from rich.console import Console
 
     from trainsim.reliability.report import render_goodput
 
-    console = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80
+    console = stdout_console()
     console.print(render_goodput(result))
     if plot_path:
         console.print(f"plot written to {plot_path}", markup=False)

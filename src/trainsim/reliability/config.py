@@ -313,13 +313,19 @@ class ReliabilityConfig:
         return load_profile(self.failures)
 
 
-def reliability_config_from_dict(data: dict[str, Any] | None) -> ReliabilityConfig:
-    """Build the settings; the profile's own recovery/checkpoint values fill what is not set."""
+def reliability_config_from_dict(data: dict[str, Any] | None,
+                                 failures_name: str = "reliability.failures") -> ReliabilityConfig:
+    """Build the settings; the profile's own recovery/checkpoint values fill what is not set.
+    A profile that cannot be read is refused naming ``failures_name``, where the name came
+    from (``--failures`` on the command line)."""
     data = dict(data or {})
     if not isinstance(data, dict):
         raise ConfigError("reliability must be a mapping of fields")
     name = str(data.get("failures", ReliabilityConfig.failures))
-    profile = load_profile(name)
+    try:
+        profile = load_profile(name)
+    except CatalogError as exc:
+        raise CatalogError(f"{failures_name}: {exc}") from None
     for section in ("recovery", "checkpoint"):
         user = data.get(section) or {}
         if not isinstance(user, dict):

@@ -24,6 +24,7 @@ from trainsim.cli_guard import (
     FiniteFloat,
     fail,
     renamed_option,
+    stdout_console,
 )
 from trainsim.config.cluster import MAX_PRICE_PER_HOUR, MAX_PUE
 from trainsim.errors import ConfigError, TrainsimError
@@ -37,7 +38,7 @@ from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, ben
     search_space,
 )
 
-out = Console(width=None if sys.stdout.isatty() else 160)  # piped: no wrap at 80 columns
+out = stdout_console()
 err = Console(stderr=True)
 MAX_GRID_G_PER_KWH = 10_000.0
 """Largest grid carbon intensity plan takes (g CO2e/kWh; coal plants emit about 1,000)."""

@@ -249,7 +249,11 @@ class RayExecutor:
 
 
 def make_executor(name: str, workers: int | None = None, address: str | None = None) -> Executor:
-    """An executor by name: 'local' (default), 'ray' or 'serial'."""
+    """An executor by name: 'local' (default), 'ray' or 'serial'; ``address`` (a Ray
+    cluster to join) with 'ray' only: the others join no cluster, and ignored it silently."""
+    if address is not None and name != "ray":
+        raise ConfigError(f"--ray-address {address!r} needs --executor ray (the {name} "
+                          "executor joins no cluster)")
     if name == "local":
         if workers == 1:
             return SerialExecutor()

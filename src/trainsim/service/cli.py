@@ -111,6 +111,9 @@ def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
             click.echo(f"error: --{name}={value} must be >= 0", err=True)
             sys.exit(2)
     problem = _can_listen(host, port)
+    if problem is None and ray_address is not None and search_executor.lower() != "ray":
+        # a local executor joins no cluster: the address was ignored, silently (fuzz11)
+        problem = "--ray-address needs --search-executor ray"
     if problem is None and search_executor.lower() == "ray":
         try:
             import ray  # noqa: F401

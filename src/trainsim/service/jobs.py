@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config import safe_load
+from trainsim.config.cluster import MAX_PRICE_PER_HOUR
 from trainsim.errors import TrainsimError
 from trainsim.service.requests import (
     KINDS,
@@ -28,7 +29,9 @@ from trainsim.service.requests import (
     Output,
     Progress,
     RequestError,
+    _choice,
     _dumps,
+    _flag,
     _float,
     _given_text,
     _int,
@@ -49,12 +52,13 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
 
     cfg = load_run_config(_write(wd / "config.json", config), opts["set"])
     _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
+    trace = _flag(opts, "trace")
     if not run:
         return None
     from trainsim.report import write_chrome_trace
     from trainsim.simulator import simulate
 
-    trace_path = wd / "trace.json" if opts["trace"] else None
+    trace_path = wd / "trace.json" if trace else None
     result = simulate(cfg, keep_timeline=trace_path is not None)
     trace = None
     if trace_path is not None and result.timeline is not None:
@@ -114,21 +118,27 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
         raise RequestError("options.failures", "options.failures: give a catalog profile name")
     gpus = None if opts["gpus"] is None else _int(opts, "gpus", 1)
     cfg, rel = load_goodput_config(_write(wd / "config.json", config), tuple(opts["set"]), gpus,
-                                   failures)
+                                   failures, "options.failures")
     _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
     if opts["interval"] is not None:
         rel = dataclasses.replace(rel, checkpoint=dataclasses.replace(
             rel.checkpoint, interval_s=parse_duration(_given_text(opts["interval"]))))
     tokens = parse_tokens(_given_text(opts["tokens"])) if opts["tokens"] is not None else None
+    # every option read before the job is queued: a job accepted (202) then refused when run
+    # was a failed job for what a 422 could have said (fuzz11)
+    days = _float(opts, "days", optional=True, above=0)
+    seed, sweep, want_plot = _int(opts, "seed"), _flag(opts, "sweep"), _flag(opts, "plot")
+    if tokens is None and days is None and cfg.training.train_tokens is None:
+        raise RequestError("options.tokens", "options.tokens: give the run's tokens (or "
+                           "options.days, or the config's training.train_tokens)")
     if not run:
         return None
     from trainsim.reliability.goodput import goodput
 
-    days = _float(opts, "days", optional=True)
-    result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials,
-                     seed=_int(opts, "seed"), sweep=bool(opts["sweep"]) or bool(opts["plot"]))
+    result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials, seed=seed,
+                     sweep=sweep or want_plot)
     plot = None
-    if opts["plot"]:  # as `trainsim goodput --plot FILE`, which also sweeps the interval
+    if want_plot:  # as `trainsim goodput --plot FILE`, which also sweeps the interval
         from trainsim.reliability.plot import plot_goodput
 
         plot = plot_goodput(result, wd / "plot.png").read_bytes()
@@ -286,13 +296,16 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
         ref = (parse_reference(_given_text(opts["reference"]), base, counts[0])
                if opts["reference"] else None)  # as text: 3 was an AttributeError
     _bound_candidates(base, counts, space, settings.limits)
+    top, rank_by = _int(opts, "top", 1), _choice(opts, "rank_by", ("split", "layout", "config"))
+    exhaustive, want_plot = _flag(opts, "exhaustive"), _flag(opts, "plot")
+    slowdown = _float(opts, "pareto_slowdown", least=1)
     if not run:
         return None
     ex = _executor(settings)
     try:
-        result = search(base, counts, space, top_k=_int(opts, "top", 1), executor=ex,
-                        rank_by=opts["rank_by"], exhaustive=bool(opts["exhaustive"]),
-                        reference=ref, pareto_slowdown=_float(opts, "pareto_slowdown"),
+        result = search(base, counts, space, top_k=top, executor=ex,
+                        rank_by=rank_by, exhaustive=exhaustive,
+                        reference=ref, pareto_slowdown=slowdown,
                         progress=lambda phase, d, t: progress(d / max(1, t), phase))
     finally:
         ex.close()
@@ -301,7 +314,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
     from trainsim.search.render import search_json
 
     plot = None
-    if opts["plot"]:  # as `trainsim search --plot FILE`
+    if want_plot:  # as `trainsim search --plot FILE`
         from trainsim.report.plots import plot_search
 
         plot = plot_search(result.evaluated, wd / "plot.png", result.pareto,
@@ -323,6 +336,11 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
     _bound_gpus(max_gpus, "options.max_gpus", settings.limits)
     with _as_options("plan", given):
         n_tokens = parse_number(_given_text(opts["tokens"]), "--tokens")
+    if not (math.isfinite(n_tokens) and n_tokens > 0):  # as plan() refuses it, before queuing
+        raise RequestError("options.tokens", f"options.tokens={opts['tokens']!r}: expected a "
+                           "positive number of tokens")
+    days = _float(opts, "days", above=0)
+    price = _float(opts, "price", optional=True, least=0, most=MAX_PRICE_PER_HOUR)
     seq = _int(opts, "seq", 1)
     gb = (_int(opts, "global_batch", 1) if opts["global_batch"] else
           max(1, 2 ** round(math.log2(4 * 2**20 / seq))))
@@ -337,9 +355,8 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
         return None
     ex = _executor(settings)
     try:
-        result = plan(base, n_tokens, _float(opts, "days"), space=space, executor=ex,
-                      max_gpus=max_gpus, energy=energy,
-                      price_per_gpu_hour=_float(opts, "price", optional=True),
+        result = plan(base, n_tokens, days, space=space, executor=ex,
+                      max_gpus=max_gpus, energy=energy, price_per_gpu_hour=price,
                       progress=lambda phase, d, t: progress(d / max(1, t), phase))
     finally:
         ex.close()

@@ -76,6 +76,12 @@ def _options(kind: str, options: dict[str, Any]) -> dict[str, Any]:
         if key not in known:
             raise RequestError(f"options.{key}", f"options.{key}: not an option of {kind}; "
                                f"known: {', '.join(known)}")
+    for key, value in options.items():
+        if isinstance(value, str) and not value.strip() and key != "csv":
+            # as the CLI's ``--reference ''`` (cli_guard._refuse_blank): '' was taken as the
+            # option left out (dispatcher, schedules, reference, failures, global_batch)
+            raise RequestError(f"options.{key}", f"options.{key}={value!r}: an empty value; "
+                               "leave the option out (or null) for its default")
     out = {**known, **{k: v for k, v in options.items() if v is not None}}
     for key in ("set", "vary"):
         if key in out:
@@ -215,16 +221,40 @@ def _int(opts: dict[str, Any], key: str, least: int = 0) -> int:
     return v
 
 
-def _float(opts: dict[str, Any], key: str, optional: bool = False) -> float | None:
-    """Option ``key`` as a number (None stays None if ``optional``), or a RequestError
-    naming it."""
+def _float(opts: dict[str, Any], key: str, optional: bool = False, least: float | None = None,
+           above: float | None = None, most: float | None = None) -> float | None:
+    """Option ``key`` as a finite number within the CLI flag's range (None stays None if
+    ``optional``), or a RequestError naming it."""
     v = opts[key]
     if v is None and optional:
         return None
     try:
-        return float(v)
+        x = float(v)
     except (TypeError, ValueError):
         raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected a number") from None
+    bounds = [f">= {least:g}" for b in [least] if b is not None and not x >= b]
+    bounds += [f"> {above:g}" for b in [above] if b is not None and not x > b]
+    bounds += [f"<= {most:g}" for b in [most] if b is not None and not x <= b]
+    if not math.isfinite(x) or bounds:
+        want = " and ".join(bounds) or "finite"
+        raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected a number {want}")
+    return x
+
+
+def _flag(opts: dict[str, Any], key: str) -> bool:
+    """A switch (the CLI's flag): true or false only; bool() read "no" and 0.5 as true."""
+    v = opts[key]
+    if not isinstance(v, bool):
+        raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected true or false")
+    return v
+
+
+def _choice(opts: dict[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    v = opts[key]
+    if not isinstance(v, str) or v.lower() not in choices:
+        raise RequestError(f"options.{key}", f"options.{key}={v!r}: expected one of "
+                           f"{', '.join(choices)}")
+    return v.lower()
 
 
 def _text(v: Any) -> str | None:
