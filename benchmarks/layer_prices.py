@@ -4,6 +4,9 @@ applied), with the compute model that priced each kernel.
 
     python benchmarks/layer_prices.py ROW_ID [TRAINING.csv]  # default: the public file
 
+(``benchmarks/training_errata.csv`` applied where it corrects the file: the public file; any
+other training file's row as written.)
+
 For each op: its price alone (a collective at its network time), the rate of a GEMM or an
 attention kernel, and the model behind it (``database (exact)``, ``database (interpolated)``,
 ``roofline``; a database price is scaled to the row's GPU, e.g. its sustained clock). Then the
@@ -21,6 +24,7 @@ import csv
 import sys
 import tempfile
 
+from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
@@ -38,8 +42,13 @@ from trainsim.workload.shard import shard_of
 
 
 def _row(row_id: str, path: str) -> dict[str, str]:
+    """The row as validated, with its errata where the file is the one they correct (the
+    public file); another training file's row as written."""
     with tempfile.TemporaryDirectory() as tmp:
-        fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tmp)
+        try:
+            fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tmp)
+        except ConfigError:
+            fixed = None
         with open(fixed or path, newline="") as fh:
             return next(r for r in csv.DictReader(fh) if r["id"] == row_id)
 

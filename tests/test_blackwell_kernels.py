@@ -38,7 +38,7 @@ def _signed(rows: list[dict[str, str]]) -> list[float]:
 def test_every_blackwell_kernel_row_is_priced():
     """The file reads as a kernels file and every row gets a price."""
     _, results = validate_file(BLACKWELL, workers=1)
-    assert len(results) == 51
+    assert len(results) == 101
     assert all(r.error is None and r.predicted for r in results)
 
 
@@ -116,3 +116,27 @@ def test_gptoss_attention_rows_are_gqa_head_dim_64_at_the_sources_flop_count():
         assert op.q_len == op.kv_len == int(r["seq_len"]) and op.window is None
         ms = flops / (float(r["measured_value"]) * 1e12) * 1e3
         assert abs(ms / GPTOSS_FULL_MS[r["id"]] - 1) < 1e-3, (r["id"], ms)
+
+
+def test_cudnn_919_and_922_rows_are_llama_gqa_at_the_sources_time():
+    """The cuDNN 9.19.1 rows (one profiler-timed harness on H200, GB200 and GB300) and the 9.22
+    GB200/GB300 rows: 64 query heads over 8 KV heads at head dim 128, causal, bf16, forward and
+    backward at 2k-32k tokens; FLOPs at the row's TFLOP/s give the time its note quotes from the
+    source (within 0.1 % plus the source's rounding of the time to 0.001 ms: it rounds its TFLOP/s
+    to whole numbers and counts 4*s^2/2*h*d per pass, trainsim the s(s+1)/2 pairs a causal row
+    sees)."""
+    rows = [r for r in _rows("cudnnfe9")]
+    assert len(rows) == 50
+    seen = set()
+    for r in rows:
+        (op,), flops = kernel_ops(r)
+        assert (op.heads, op.kv_heads, op.head_dim, op.causal) == (64, 8, 128, True)
+        assert op.backward == r["id"].endswith("-bwd") and op.q_len == op.kv_len
+        ms = float(r["note"].split("; time ")[1].split(" ms")[0])
+        rate_ms = flops / (float(r["measured_value"]) * 1e12) * 1e3
+        assert abs(rate_ms / ms - 1) < 1e-3 + 5e-4 / ms, r["id"]
+        seen.add((r["id"][:10], r["gpu"], op.q_len, op.backward))
+    for gpu_name in ("h200-sxm-141gb", "gb200", "gb300"):
+        for s in (2048, 4096, 8192, 16384, 32768):
+            assert ("cudnnfe919", gpu_name, s, False) in seen
+            assert ("cudnnfe919", gpu_name, s, True) in seen
