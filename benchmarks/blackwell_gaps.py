@@ -1,8 +1,8 @@
 """Where the Blackwell training rows miss, cell by cell (issue 17; a diagnostic: nothing here
 feeds trainsim).
 
-    python benchmarks/blackwell_gaps.py          # all three parts (~3 min on 2 cores)
-    python benchmarks/blackwell_gaps.py rows     # or: pairs, cta
+    python benchmarks/blackwell_gaps.py          # all four parts (~4 min on 2 cores)
+    python benchmarks/blackwell_gaps.py rows     # or: pairs, cta, scale
 
 1. ``rows``: every B200, GB200 and GB300 row of the training files (the public file and
    ``benchmarks/training_{heldout,nemo_perf,mlperf5,nemo_longseq}.csv``) as ``trainsim validate``
@@ -25,6 +25,10 @@ feeds trainsim).
    trainsim's ``P2P_CHANNEL_Bps`` (14 GB/s) is NCCL's per-channel network figure, checked on
    A100 only. Here the CP sends of those rows are priced at one channel of R GB/s for a few R
    (everything else as shipped): a what-if, not a fit.
+4. ``scale``: the rows of part 1 with one category of Blackwell kernel time scaled at a time
+   (GEMMs, attention, memory-bound kernels; or a fixed cost added per kernel): how far each
+   would go, and which rows it would break. Per-GPU factors like these are what DESIGN.md rules
+   out as a model; here they only locate the gap.
 """
 
 from __future__ import annotations
@@ -37,8 +41,10 @@ from pathlib import Path
 
 from trainsim import pricing
 from trainsim.collectives.nccl import P2P_CHANNEL_Bps
+from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.training import predict_training_row
+from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 HERE = Path(__file__).parent
 FILES = {"public": BUNDLED_DIR / "training_public.csv",
@@ -157,10 +163,47 @@ def show_cta() -> None:
         subprocess.run([sys.executable, __file__, "cta-case", str(rate)], check=True)
 
 
+SCALES = [("as shipped", {}), ("GEMMs x1.1", {"gemm": 1.1}),
+          ("attention x1.3", {"attention": 1.3}), ("memory-bound x1.5", {"memory": 1.5}),
+          ("+3 us a kernel", {"per_kernel_s": 3e-6})]
+
+
+def scale_case(index: int) -> None:
+    """Part 1's rows with one Blackwell category scaled (a fresh process: prices are cached)."""
+    label, change = SCALES[index]
+    time = roofline.RooflineModel._time
+
+    def scaled(self: roofline.RooflineModel, op) -> float:
+        t = time(self, op)
+        if (self.gpu.compute_capability or 0) < 100:
+            return t
+        key = "gemm" if isinstance(op, Gemm) else "attention" if isinstance(op, Attention) \
+            else "memory"
+        kernels = op.kernels if isinstance(op, Elementwise) else 1
+        return t * change.get(key, 1.0) + change.get("per_kernel_s", 0.0) * kernels
+
+    roofline.RooflineModel._time = scaled
+    sel = rows()
+    err = predicted(sel)
+    es = list(err.values())
+    worst = sorted(err.items(), key=lambda kv: -abs(kv[1]))[:3]
+    print(f"{label:18s} MAPE {sum(map(abs, es)) / len(es):5.2f} %, signed {sum(es) / len(es):+6.2f}; "
+          + ", ".join(f"{rid} {e:+.1f}" for rid, e in worst), flush=True)
+
+
+def show_scale() -> None:
+    print(f"\nBlackwell rows ({len(rows())}) with one category scaled on Blackwell only")
+    for i in range(len(SCALES)):
+        subprocess.run([sys.executable, __file__, "scale-case", str(i)], check=True)
+
+
 if __name__ == "__main__":
     part = sys.argv[1] if len(sys.argv) > 1 else "all"
     if part == "cta-case":
         cta_case(float(sys.argv[2]))
+        raise SystemExit(0)
+    if part == "scale-case":
+        scale_case(int(sys.argv[2]))
         raise SystemExit(0)
     selection = rows()
     if part in ("all", "rows"):
@@ -169,3 +212,5 @@ if __name__ == "__main__":
         show_pairs(selection)
     if part in ("all", "cta"):
         show_cta()
+    if part in ("all", "scale"):
+        show_scale()

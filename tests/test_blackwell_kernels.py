@@ -1,6 +1,7 @@
 """Blackwell kernels from sources outside the shared kernel file (benchmarks/kernels_blackwell.csv):
-GB200's sustained GEMM rate, the notes that mark a fast-accumulating fp8 GEMM, and the head-dim-64
-attention rows."""
+GB200's sustained GEMM rate, the notes that mark a fast-accumulating fp8 GEMM, the head-dim-64
+attention rows, the cuDNN 9.19/9.22 Llama attention rows; and benchmarks/blackwell_gaps.py's
+selections."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import gpu
 from trainsim.validate import validate_file
@@ -140,3 +142,22 @@ def test_cudnn_919_and_922_rows_are_llama_gqa_at_the_sources_time():
         for s in (2048, 4096, 8192, 16384, 32768):
             assert ("cudnnfe919", gpu_name, s, False) in seen
             assert ("cudnnfe919", gpu_name, s, True) in seen
+
+
+def test_blackwell_gaps_pairs_rows_of_equal_work_and_finds_the_capped_cp_rows():
+    """benchmarks/blackwell_gaps.py keys a pair on the cells that set a step's work: the NeMo
+    25.02 and Bridge 25.11 Llama 3 8B B200 rows pair, the MLPerf 5.1 GB200/GB300 8B rows pair
+    at 72 and at 512 GPUs, the 72- and 512-GPU rows do not; its CTA what-if takes the MLPerf
+    5.x rows with CP > 1 (24: 405B on H100, H200, GB200, B200 and 8B on B200, GB200, GB300)."""
+    gaps = load_script(BLACKWELL.parent / "blackwell_gaps.py")
+    sel = gaps.rows()
+    assert sel and all(r["gpu"] in gaps.BLACKWELL for _, r in sel)
+    key = {r["id"]: tuple(gaps._cell(r, k) for k in gaps.WORK) for _, r in sel}
+    assert key["nemo2502-llama3-8b-b200-8"] == key["bridge2511-llama3-8b-b200-8"]
+    assert key["mlperf51-nvidia-llama3.1-8b-gb200-72"] == key["mlperf51-nvidia-llama3.1-8b-gb300-72"]
+    assert key["mlperf51-nvidia-llama3.1-8b-gb200-512"] == key["mlperf51-nvidia-llama3.1-8b-gb300-512"]
+    assert key["mlperf51-nvidia-llama3.1-8b-gb200-72"] != key["mlperf51-nvidia-llama3.1-8b-gb200-512"]
+    capped = [r for _, r in gaps.cta_rows()]
+    assert len(capped) == 24 and all(r["cp"] not in ("", "1") for r in capped)
+    assert {r["gpu"] for r in capped} == {"h100-sxm-80gb", "h200-sxm-141gb", "gb200", "gb300",
+                                          "b200-sxm-180gb"}
