@@ -446,8 +446,9 @@ def test_attention_residuals_reports_each_row_under_the_fit_split(fit_script, ca
     assert [p for _, p in parts[:len(bundled)]] == bundled
     assert {"fit", "held"} <= set(bundled)
     blackwell = parts[len(bundled):]
-    assert blackwell and all(p == "held" and r.gpu in ("b200-sxm-180gb", "gb200")
-                             for r, p in blackwell)
+    # the file's attention rows: B200, GB200, GB300 and, from the same cuDNN harness, H200
+    assert blackwell and all(p == "held" and r.gpu in ("b200-sxm-180gb", "gb200", "gb300",
+                                                       "h200-sxm-141gb") for r, p in blackwell)
     # a second file whose path shares its first 50 characters with the first one's: its rows
     # are a group of their own, labelled by the file's name
     first = parts[0][0].source
