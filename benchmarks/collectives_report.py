@@ -2,8 +2,9 @@
 (nodes), GPU, message size and the rows' ``added`` date: MAPE and signed mean error.
 
 Rows whose ``comparable`` cell is ``no`` (their note says why: e.g. a single-thread ``-g N``
-launch floor, a setup the source's thread shows faulty) are summed apart as "excluded" and
-kept out of every other group.
+launch floor, a setup the source's thread shows faulty) are the ones the validator excludes
+from its summary (``extra["excluded"]``): summed apart here as "excluded" and kept out of every
+other group.
 
     PYTHONPATH=src python benchmarks/collectives_report.py [CSV] [--rows]
 
@@ -61,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         n, k, size = int(m["num_gpus"]), int(m["gpus_per_node"]), int(m["message_bytes"])
         signed = (res.predicted - res.measured) / res.measured
-        if (m.get("comparable") or "yes").strip().lower() == "no":
-            # the row's note gives the evidence that it measures something else (a launch
-            # floor, a faulty setup): reported apart, kept out of every other group
+        if res.extra.get("excluded"):  # the validator's reading of ``comparable = no``
             groups[("excluded", "not comparable")].append(signed)
         else:
             for key in (("all", "comparable"), ("added", m.get("added") or "?"),

@@ -4,9 +4,10 @@ more than two nodes, with sources held out.
     PYTHONPATH=src python benchmarks/fit_collectives.py [--csv FILE] [--algos ring,tree,...]
                                                         [--no-fit]
 
-Rows: those of the collectives file (default benchmarks/collectives_published.csv) whose
-``comparable`` cell is not ``no`` and whose group spans more than two nodes: the only rows the
-constant moves. A row's source is its id's first field (``nccl1229``, ``nccltests78``, ...).
+Rows: those of the collectives file (default benchmarks/collectives_published.csv) that the
+validator counts (not ``comparable = no``: ``extra["excluded"]``) and whose group spans more
+than two nodes: the only rows the constant moves. A row's source is its id's first field
+(``nccl1229``, ``nccltests78``, ...).
 ``HELD_OUT`` sources never reach the fit; every source is also predicted by a fit on all the
 others (leave one source out). Loss: mean |ln(predicted / measured)| (over- and
 under-prediction alike). Search: golden section on [0, 0.2]. ``--algos`` names the algorithms
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 
 from trainsim.collectives import scale_terms
-from trainsim.validate import validate_file
+from trainsim.validate import summarize, validate_file
 
 PUBLISHED = Path(__file__).resolve().parent / "collectives_published.csv"
 HELD_OUT = ("nccltests78", "nccl1368", "nccltests119")
@@ -37,12 +38,13 @@ def _source(row_id: str) -> str:
     return row_id.split("-", 1)[0]
 
 
-def _rows(path: Path) -> dict[str, dict[str, str]]:
+def _rows(path: Path) -> set[str]:
+    """Ids of the rows the validator counts whose group spans more than two nodes."""
     with path.open(newline="", encoding="utf-8") as f:
-        rows = {r["id"]: r for r in csv.DictReader(f)}
-    return {i: r for i, r in rows.items()
-            if (r.get("comparable") or "yes").strip().lower() != "no"
-            and int(r["num_gpus"]) // int(r["gpus_per_node"]) > 2}
+        nodes = {r["id"]: int(r["num_gpus"]) // int(r["gpus_per_node"])
+                 for r in csv.DictReader(f)}
+    _, results = validate_file(path)
+    return {r.id for r in results if not r.extra.get("excluded") and nodes[r.id] > 2}
 
 
 def _ratios(path: Path, ids: set[str], cost: float) -> dict[str, float]:
@@ -93,12 +95,8 @@ def _stats(ratios: dict[str, float], ids: set[str]) -> str:
 
 def _file_mape(path: Path, cost: float) -> str:
     scale_terms.FABRIC_DOUBLING_COST = cost
-    with path.open(newline="", encoding="utf-8") as f:
-        keep = {r["id"] for r in csv.DictReader(f)
-                if (r.get("comparable") or "yes").strip().lower() != "no"}
-    _, results = validate_file(path)
-    errs = [abs(r.predicted - r.measured) / r.measured for r in results if r.id in keep]
-    return f"{len(errs)} comparable rows, MAPE {100 * sum(errs) / len(errs):.2f} %"
+    s = summarize(validate_file(path)[1])  # the rows marked not comparable counted apart
+    return f"{s['n']} comparable rows, MAPE {100 * s['mape']:.2f} %"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,8 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.algos:
         scale_terms.FABRIC_SCALE_ALGOS = tuple(a.strip() for a in args.algos.split(","))
     module_value = scale_terms.FABRIC_DOUBLING_COST
-    rows = _rows(path)
-    all_ids = set(rows)
+    all_ids = _rows(path)
     held = {i for i in all_ids if _source(i) in HELD_OUT}
     fit_ids = all_ids - held
     print(f"algorithms paying the cost: {', '.join(scale_terms.FABRIC_SCALE_ALGOS)}")
