@@ -24,6 +24,8 @@ import math
 import sys
 from pathlib import Path
 
+from fit_kernels import golden
+
 from trainsim.collectives import scale_terms
 from trainsim.validate import summarize, validate_file
 
@@ -64,25 +66,8 @@ def _loss(ratios: dict[str, float], ids: set[str]) -> float:
     return sum(abs(math.log(ratios[i])) for i in ids) / len(ids)
 
 
-def _golden(f, lo: float = 0.0, hi: float = 0.2, tol: float = 1e-4) -> float:
-    g = (math.sqrt(5) - 1) / 2
-    a, b = lo, hi
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
-    while b - a > tol:
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = f(d)
-    return (a + b) / 2
-
-
 def _fit(path: Path, ids: set[str], all_ids: set[str]) -> float:
-    return _golden(lambda c: _loss(_ratios(path, all_ids, c), ids))
+    return golden(lambda c: _loss(_ratios(path, all_ids, c), ids), 0.0, 0.2, tol=1e-4)
 
 
 def _stats(ratios: dict[str, float], ids: set[str]) -> str:

@@ -266,14 +266,21 @@ def nelder_mead(f: Callable[[np.ndarray], float], x0: Sequence[float], steps: in
 
 
 def golden(f: Callable[[float], float], lo: float, hi: float, tol: float = 1.0) -> float:
+    """The minimum of a unimodal ``f`` on [lo, hi] to within ``tol``, by golden-section search:
+    one new evaluation a step (the inner point kept is the next step's other one)."""
     g = (math.sqrt(5) - 1) / 2
     a, b = lo, hi
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(c), f(d)
     while b - a > tol:
-        c, d = b - g * (b - a), a + g * (b - a)
-        if f(c) < f(d):
-            b = d
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(c)
         else:
-            a = c
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(d)
     return (a + b) / 2
 
 
