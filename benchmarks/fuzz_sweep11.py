@@ -14,7 +14,8 @@
   heads do not divide its width (GLM-4.7-Flash's shape) simulates.
 - ``hftypes``: the class-default config.json of every ``model_type`` transformers has (a
   sample; ``--long`` all ~820): one line, or a sane result.
-- ``executor``: ``--ray-address`` where no Ray executor runs (search, plan, serve): refused.
+- ``executor``: ``--ray-address`` where no Ray executor runs (search, plan, serve): refused;
+  a relative ``XDG_DATA_HOME``: the default job store never made under the current folder.
 - ``service``: every option of every job kind set to odd values: refused when submitted (4xx),
   or the job runs; a job accepted (202) that its run then refuses is a failure. Raw HTTP: content
   types, Authorization forms, query parameters, methods, paths: 4xx JSON, never 5xx.
@@ -314,6 +315,20 @@ def executor_cases() -> Iterator[Case]:
             args = [*CLI_BASES[cmd], "--ray-address", address]
             yield f"executor {cmd} --ray-address {address}", lambda a=args: refused(a)
     yield "executor serve --ray-address auto", lambda: _serve(["--ray-address", "auto"])
+
+    def store_in_cwd(xdg: str) -> str | None:
+        """``token list`` with the default job store: never a folder made where it ran."""
+        work = TMP / "cwd"
+        work.mkdir(exist_ok=True)
+        env = {**os.environ, "PYTHONPATH": str(SRC), "XDG_DATA_HOME": xdg,
+               "HOME": str(TMP / "home")}
+        subprocess.run([sys.executable, "-m", "trainsim", "token", "list"], check=False,
+                       capture_output=True, timeout=60, env=env, cwd=work)
+        made = sorted(p.name for p in work.iterdir())
+        return f"the job store made under the current folder: {made}" if made else None
+
+    for xdg in ("relative/data", "data", "./x"):
+        yield f"executor token list XDG_DATA_HOME={xdg}", lambda x=xdg: store_in_cwd(x)
 
 
 # ------------------------------------------------------------------------------ service

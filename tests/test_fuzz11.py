@@ -180,3 +180,14 @@ def test_a_job_option_its_run_would_refuse_is_refused_when_submitted(kind, optio
     status, got, message = jobs.problem(kind, SMALL, options, settings)
     assert (status, got) == (422, field), message
     assert field in message and "\n" not in message
+
+
+@pytest.mark.parametrize("xdg, under_home", [("relative/data", True), ("", True),
+                                             ("/abs/data", False)])
+def test_a_relative_xdg_data_home_is_ignored(monkeypatch, tmp_path, xdg, under_home):
+    # before: XDG_DATA_HOME=relative/data put the default job store under the current folder
+    from trainsim.service.settings import data_dir
+    monkeypatch.setenv("XDG_DATA_HOME", xdg)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    want = tmp_path / ".local" / "share" / "trainsim" if under_home else Path(xdg) / "trainsim"
+    assert data_dir() == want

@@ -12,11 +12,16 @@ MiB = 2**20
 
 def data_dir() -> Path:
     """The user's data directory for trainsim (``$XDG_DATA_HOME/trainsim``, else
-    ``~/.local/share/trainsim``; ``%LOCALAPPDATA%\\trainsim`` on Windows)."""
+    ``~/.local/share/trainsim``; ``%LOCALAPPDATA%\\trainsim`` on Windows). A relative
+    ``XDG_DATA_HOME`` is ignored, as the XDG Base Directory Specification says ("If an
+    implementation encounters a relative path in any of these variables it should consider
+    the path invalid and ignore it"): it put the job store under whatever folder the
+    command ran in (fuzz11)."""
     if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
         return Path(os.environ["LOCALAPPDATA"]) / "trainsim"
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "trainsim"
+    xdg = os.environ.get("XDG_DATA_HOME") or ""
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "trainsim"
 
 
 def default_db_url() -> str:
