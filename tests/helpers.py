@@ -292,7 +292,8 @@ def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]
     any optional column the reader maps beyond it, ``validate.row_settings.COLUMN_FIELDS`` or
     ``SHAPE_COLUMNS``, e.g. the README's dropout columns), at
     least ``min_rows`` rows with unique ids none of which is a public id, each logged global
-    batch a whole number of micro-batches on every data-parallel rank; returns the rows."""
+    batch a whole number of micro-batches on every data-parallel rank (where the micro-batch is
+    stated: an empty one is the tool's to choose); returns the rows."""
     import csv
 
     from trainsim.validate import BUNDLED_DIR
@@ -314,7 +315,8 @@ def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]
         model_ranks = int(r["tp"]) * int(r["pp"]) * int(r["cp"] or 1)
         dp = int(r["num_gpus"]) // model_ranks
         assert dp * model_ranks == int(r["num_gpus"]), r["id"]
-        assert int(r["global_batch_size"]) % (dp * int(r["micro_batch_size"])) == 0, r["id"]
+        mbs = int(r["micro_batch_size"] or 1)
+        assert int(r["global_batch_size"]) % (dp * mbs) == 0, r["id"]
     return rows
 
 
