@@ -111,9 +111,7 @@ def kept_chunks(cfg: RunConfig, pricer: Pricer, layer_source: Any) -> dict:
             key = hit = None
         if hit is not None and hit[0] is cfg.model and hit[1] is cfg.training and \
                 hit[2] is cfg.cluster and hit[3] is layer_source:
-            pricer._seen.extend(hit[5])
-            for op in hit[6]:
-                pricer.compute.time(op)
+            _replay(pricer, *hit[5:7])
             return hit[4]
     before = mark(pricer)
     out = chunks(cfg, pricer, shard_of(cfg), layer_source)
@@ -121,8 +119,7 @@ def kept_chunks(cfg: RunConfig, pricer: Pricer, layer_source: Any) -> dict:
         store[_CHUNKS] = store.get(_CHUNKS, 0) + 1
         # the configs' parts whose identities key it, kept alive with it
         store[key] = (cfg.model, cfg.training, cfg.cluster, layer_source, out,
-                      pricer._seen[before[0]:],
-                      tuple(itertools.islice(pricer.compute._cache, before[1], None)))
+                      *_added(pricer, before))
     return out
 
 
@@ -163,17 +160,14 @@ def kept_attempt(cfg: RunConfig, pricer: Pricer, layer_source: Any, extra: Hasha
         except TypeError:  # an extra that cannot be hashed
             key = hit = None
         if hit is not None:
-            pricer._seen.extend(hit[2])
-            for op in hit[3]:
-                pricer.compute.time(op)
+            _replay(pricer, *hit[2:4])
             return hit[4]
     before = mark(pricer)
     out = attempt(cfg, pricer, layer_source)
     if key is not None and store.get(_ATTEMPT, 0) < KEPT_CHUNKS:
         store[_ATTEMPT] = store.get(_ATTEMPT, 0) + 1
         store[key] = (cfg, per_pricer(cfg, pricer, layer_source).get("chunks"),
-                      pricer._seen[before[0]:],
-                      tuple(itertools.islice(pricer.compute._cache, before[1], None)), out)
+                      *_added(pricer, before), out)
     return out
 
 
@@ -201,17 +195,28 @@ def kept_graph(cfg: RunConfig, pricer: Pricer, layer_source: Any,
     if hit is None:
         return None, key
     graph, seen, ops = hit
-    # what its build priced, as if built here (``Pricer.compute_sources``): the op lists
-    # taken from the shared prices, and the ops priced on the compute model directly
-    pricer._seen.extend(seen)
-    for op in ops:
-        pricer.compute.time(op)
+    _replay(pricer, seen, ops)
     return graph, None
 
 
 def mark(pricer: Pricer) -> tuple[int, int]:
     """Where the pricer's records stand before a build (for :func:`keep_graph`)."""
     return len(pricer._seen), len(pricer.compute._cache)
+
+
+def _added(pricer: Pricer, before: tuple[int, int]) -> tuple[list, tuple]:
+    """What a build added to the pricer's records since ``before`` (:func:`mark`): the op
+    lists taken from the shared prices, and the ops priced on the compute model directly."""
+    return pricer._seen[before[0]:], tuple(itertools.islice(pricer.compute._cache, before[1],
+                                                            None))
+
+
+def _replay(pricer: Pricer, seen: list, ops: tuple) -> None:
+    """A kept build's records (:func:`_added`) added to ``pricer`` as if it had built it here
+    (``Pricer.compute_sources``): a twin handed back leaves the pricer as its build would."""
+    pricer._seen.extend(seen)
+    for op in ops:
+        pricer.compute.time(op)
 
 
 def keep_graph(key: Hashable | None, graph: Any, pricer: Pricer, before: tuple[int, int]
@@ -225,8 +230,7 @@ def keep_graph(key: Hashable | None, graph: Any, pricer: Pricer, before: tuple[i
     n = store.get(_TASKS, 0) + len(graph.tasks)
     if n <= shared_tasks():
         store[_TASKS] = n
-        store[key] = (graph, pricer._seen[before[0]:],
-                      tuple(itertools.islice(pricer.compute._cache, before[1], None)))
+        store[key] = (graph, *_added(pricer, before))
         store[(_SUMMARY, id(graph))] = (graph, None, None)  # its summary, once run in full
 
 
@@ -252,5 +256,5 @@ def keep_summary(graph: Any, cfg: RunConfig, summary: Any) -> None:
         store[(_SUMMARY, id(graph))] = (graph, cfg.parallel.optimizer_post_validation, summary)
 
 
-__all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "graph_key", "keep_graph",
-           "keep_summary", "kept_attempt", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark"]
+__all__ = ["CHUNK_FREE_FIELDS", "RECOMPUTE_FIELDS", "graph_key", "keep_graph", "keep_summary",
+           "kept_attempt", "kept_chunks", "kept_graph", "kept_memories", "kept_summary", "mark"]
