@@ -31,15 +31,15 @@ def test_grouped_imports_nothing_from_the_roofline():
 @pytest.mark.parametrize("impl", ["cutlass", "triton", "deepgemm", "multi_stream", "loop"])
 @pytest.mark.parametrize("dtype", ["bf16", "fp8"])
 def test_the_roofline_prices_grouped_gemms_with_its_own_dense_tile(impl, dtype):
-    """The model's grouped efficiency is grouped.grouped_efficiency at the roofline's tile,
-    split-k floor and tile overhead scaled to the op's rate."""
+    """The model's grouped efficiency is grouped.grouped_efficiency at the roofline's tile and
+    tile overhead scaled to the op's rate (the split-k floor is split_k's, read by both)."""
     gpu = get_gpu("h100-sxm-80gb")
     op = _experts(512, impl, dtype)
     rate = roofline.gemm_rate(gpu, op)
     expected = grouped.grouped_efficiency(
         gpu, op, tile=roofline.TILE,
         overhead_k=roofline.GEMM_TILE_OVERHEAD_K * rate / gpu.gemm_ceiling("bf16"),
-        stretch=1.0 + roofline.block_promotion_k(gpu, op), split_k_min=roofline.SPLIT_K_MIN)
+        stretch=1.0 + roofline.block_promotion_k(gpu, op))
     assert roofline.RooflineModel(gpu).gemm_efficiency(op) == pytest.approx(expected)
 
 

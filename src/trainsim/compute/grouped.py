@@ -48,7 +48,7 @@ def _group_row_tiles(op: Gemm, tile: int) -> float:
 
 
 def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
-                       stretch: float, split_k_min: int) -> float:
+                       stretch: float) -> float:
     """Fraction of the GEMM ceiling a grouped GEMM reaches: useful rows over launched row
     tiles, whole waves, each tile's fixed cost. One-kernel implementations spread every
     group's tiles over the SMs together (no split-k) at ``GROUPED_OF_GEMM`` of the dense
@@ -58,7 +58,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
 
     ``tile`` is the dense GEMM's square output tile, ``overhead_k`` each tile's fixed cost in
     k-steps of its main loop, ``stretch`` the main-loop k-steps per useful k-step (block-scale
-    promotion), ``split_k_min`` the shallowest k split (``compute.roofline``)."""
+    promotion)."""
     sms = gpu.num_sms
     row_tiles = _group_row_tiles(op, tile)
     useful = op.m / tile / row_tiles
@@ -70,8 +70,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
                 * GROUPED_OF_GEMM.get(op.grouped, 1.0))  # userbuffers chunks: dense cuBLAS
     together = min(streams, op.batch)
     tiles = together * row_tiles * n_tiles
-    most = max(1, min(int(sms // tiles), op.k // split_k_min)) if tiles < sms else 1
-    split = split_k.best_split(op.k, most, overhead_k, stretch)
+    split = split_k.parts(op.k, sms, tiles, overhead_k, stretch)
     waves = tiles * split / sms
     rounds = op.batch / together
     return (useful * waves / math.ceil(waves) * op.k / split

@@ -44,7 +44,7 @@ from trainsim.compute.grouped import (  # the constants re-exported for older ca
     GROUPED_STREAMS,  # noqa: F401
     grouped_launches,
 )
-from trainsim.compute.split_k import SPLIT_K_MIN
+from trainsim.compute.split_k import SPLIT_K_MIN  # noqa: F401 (re-exported for older callers)
 from trainsim.config import GPUSpec
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Attention, Elementwise, Gemm
@@ -136,8 +136,7 @@ def tile_grid_efficiency(sms: int, op: Gemm, rows: int, cols: int, overhead_k: f
         full, rest = math.ceil(tiles / sms), 0
     steps = full * (op.k * stretch + overhead_k) + kernel_k  # time in k-steps of one tile
     if rest:  # the partial wave's tiles split along k over the SMs it leaves idle
-        most = max(1, min(sms // rest, op.k // split_k.SPLIT_K_MIN))
-        split = split_k.best_split(op.k, most, overhead_k, stretch)
+        split = split_k.parts(op.k, sms, rest, overhead_k, stretch)
         steps += math.ceil(rest * split / sms) * split_k.tile_steps(op.k, split, overhead_k,
                                                                      stretch)
     useful = op.m * op.n * op.batch / (rows * cols)  # tiles' worth of real outputs
@@ -240,8 +239,7 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
     module's dense tile, its fixed cost and the block-scale promotion handed over."""
     overhead_k = GEMM_TILE_OVERHEAD_K * gemm_rate(gpu, op) / gpu.gemm_ceiling("bf16")
     return grouped.grouped_efficiency(gpu, op, tile=TILE, overhead_k=overhead_k,
-                                      stretch=1.0 + block_promotion_k(gpu, op),
-                                      split_k_min=SPLIT_K_MIN)
+                                      stretch=1.0 + block_promotion_k(gpu, op))
 
 
 class ComputeModel(Protocol):

@@ -48,3 +48,11 @@ def best_split(k: float, most: int, overhead_k: float, stretch: float = 1.0) -> 
     best = math.sqrt(k * stretch / fixup)
     candidates = {min(most, max(1, math.floor(best))), min(most, max(1, math.ceil(best)))}
     return min(sorted(candidates), key=lambda s: tile_steps(k, s, overhead_k, stretch))
+
+
+def parts(k: float, sms: int, tiles: int, overhead_k: float, stretch: float = 1.0) -> int:
+    """The parts each of ``tiles`` output tiles sharing ``sms`` SMs splits its k loop into:
+    the fastest (``best_split``) of those the idle SMs and ``SPLIT_K_MIN`` allow; 1 where the
+    tiles fill the SMs."""
+    return best_split(k, max(1, min(int(sms // tiles), int(k // SPLIT_K_MIN))), overhead_k,
+                      stretch)
