@@ -16,6 +16,7 @@ from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
+from trainsim.search.rules import divisors
 from trainsim.validate.common import _cell, count_cell
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -353,8 +354,7 @@ def interleavings(row: dict[str, str], profile: Any, layers: int | None) -> list
         return short
     if "pp_overlap" not in {o.strip() for o in (_cell(row, "options") or "").split(";")}:
         return short
-    per = layers // pp
-    return [v for v in range(2, per + 1) if per % v == 0]
+    return divisors(layers // pp)[1:]  # as trainsim search enumerates them, less 1
 
 
 def user_zero_stages(profile: Any) -> list[int]:
