@@ -359,3 +359,15 @@ def test_an_exhaustive_search_keeps_its_batches_small():
     ex = Recording()
     search(b, [8], space, top_k=3, exhaustive=True, cache=None, executor=ex)
     assert ex.sizes and max(ex.sizes) <= (TWIN_SPAN + 1) * BATCH
+
+
+def test_divisors_keeps_only_those_up_to_its_bound():
+    """search.rules.divisors(n, upto) lists the divisors of n no larger than upto, whichever of
+    its two loops runs (upto^2 <= n or not), in increasing order."""
+    from trainsim.search.rules import divisors
+
+    for n in (1, 7, 10, 15, 24, 42, 64, 96, 1152):
+        every = [d for d in range(1, n + 1) if n % d == 0]
+        assert divisors(n) == every
+        for upto in (1, 2, 5, 8, 16, 100):
+            assert divisors(n, upto) == [d for d in every if d <= upto], (n, upto)

@@ -107,7 +107,8 @@ def divisors(n: int, upto: int | None = None) -> list[int]:
     if upto is not None and upto * upto <= n:
         return [d for d in range(1, upto + 1) if n % d == 0]
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
-    return small + [n // d for d in reversed(small) if d * d != n]
+    return small + [n // d for d in reversed(small) if d * d != n and (upto is None or
+                                                                         n // d <= upto)]
 
 
 def powers_of_two(n: int) -> list[int]:

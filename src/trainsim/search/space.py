@@ -246,8 +246,7 @@ class SearchSpace:
                     if t.global_batch_size % dp:
                         continue
                     per_replica = t.global_batch_size // dp
-                    mbs = self.micro_batch or tuple(
-                        b for b in divisors(per_replica, self.max_micro_batch) if b <= self.max_micro_batch)
+                    mbs = self.micro_batch or tuple(divisors(per_replica, self.max_micro_batch))
                     # (v runs up to what the layers allow, not up to max_vpp: a --max-vpp or a
                     # validated row's vpp of 1e11 looped 1e11 times)
                     if front:  # every count of virtual stages the layers fill
@@ -259,7 +258,7 @@ class SearchSpace:
                                       if slots % (pp * v) == 0]
                     else:
                         vpps = [1] if pp == 1 else \
-                            [v for v in divisors(per_stage, self.max_vpp) if v <= self.max_vpp]
+                            divisors(per_stage, self.max_vpp)
                     if self.vpp is not None:
                         vpps = [v for v in self.vpp if v == 1 or v in vpps]
                     if no_vpp:
