@@ -11,8 +11,10 @@ from helpers import published_kernel_rows
 from trainsim.catalog import gpu, names
 from trainsim.compute import RooflineModel
 from trainsim.compute.attention import (
+    AMPERE_KERNEL_ON_HOPPER,
     ATTENTION_OF_GEMM,
     ATTN_ROW_OVERHEAD_KEYS,
+    ampere_kernel_share,
     attention_fraction,
     attention_tile,
     computed_scores,
@@ -155,6 +157,22 @@ def test_ampere_kernels_keep_their_rate_off_nvidia_hopper():
     """The Hopper penalty applies to NVIDIA GPUs with wgmma only: not to A100 or MI300X."""
     for name in ("a100-sxm-80gb", "mi300x"):
         assert attention_fraction("flash2", False, gpu(name)) == ATTENTION_OF_GEMM["flash2"][0]
+
+
+def test_ampere_kernels_lose_half_again_on_blackwell_whatever_its_exponential_rate():
+    """mma.sync issues 2048 FLOPs an SM a clock on Hopper and Blackwell alike, whose tensor cores
+    do 4096 and 8192: the share halves again on B200/GB200 and on Blackwell Ultra, whose doubled
+    exponential rate (flops_per_exp 256, as Hopper's) does not change its tensor cores; an
+    export-limited Hopper (H20) keeps Hopper's."""
+    for name in ("h100-sxm-80gb", "h200-sxm-141gb", "h800-sxm-80gb", "h20-sxm-96gb"):
+        assert ampere_kernel_share(gpu(name)) == AMPERE_KERNEL_ON_HOPPER, name
+    for name in ("b200-sxm-180gb", "gb200", "b300-sxm-288gb", "gb300"):
+        assert ampere_kernel_share(gpu(name)) == pytest.approx(AMPERE_KERNEL_ON_HOPPER / 2), name
+    assert gpu("b300-sxm-288gb").flops_per_exp == gpu("h100-sxm-80gb").flops_per_exp
+    b200, h100 = gpu("b200-sxm-180gb"), gpu("h100-sxm-80gb")
+    frac = ATTENTION_OF_GEMM["flash2"][0]
+    assert attention_fraction("sdpa", False, b200) == pytest.approx(frac * AMPERE_KERNEL_ON_HOPPER / 2)
+    assert attention_fraction("sdpa", False, h100) == pytest.approx(frac * AMPERE_KERNEL_ON_HOPPER)
 
 
 def test_hopper_tensor_cores_come_from_the_compute_capability_as_the_peaks_said():

@@ -4,7 +4,8 @@
   backward (``ATTENTION_OF_GEMM``), over whole tiles of the kernel's own block shape
   (``attention_tile``, ``tile_scores``); the softmax exponentials on the special-function
   units and a fixed cost per query row come on top; kernels written for Ampere lose half of the
-  rate on GPUs whose tensor cores need Hopper's instructions (``AMPERE_KERNEL_ON_HOPPER``); a
+  rate on GPUs whose tensor cores need Hopper's instructions, three quarters on Blackwell
+  (``ampere_kernel_share``); a
   causal forward waits for each head's heaviest query blocks, launched last
   (``causal_forward_tail``).
 * Memory traffic beyond Q, K, V and O: the first FlashAttention's per-key-block passes
@@ -359,7 +360,33 @@ AMPERE_KERNEL_ON_HOPPER = 0.51
 Blackwell's tensor cores reach their rate only through ``wgmma``/``tcgen05`` with TMA. FA2
 runs at "only 35% utilization on the H100" (FA3 paper, abstract: 0.44 of H100's MAMF) against
 73% on A100 (FA2 paper, abstract: 0.85 of A100's MAMF): 0.44 / 0.85 = 0.51. Not fitted: on H100 rows alone it
-trades one for one against the FA2 family's own fraction."""
+trades one for one against the FA2 family's own fraction. The FA2 paper's own bars put A100 ->
+H100 at 1.64-1.69x for FA2 where this prices 1.51x: an SMs x max-clock form with A100's GEMM
+efficiency gets the pairs right but, refitted, costs the training rows
+(benchmarks/candidates/attention_ampere_sm_clock.patch; RESULTS.md "25th session, attnhop")."""
+TENSOR_FLOPS_PER_SM_CLOCK = {90: 4096, 100: 8192}
+"""Dense 16-bit tensor FLOPs an SM does a clock through its own instructions, by architecture
+(``GPUSpec.sm_arch`` rounded down to a listed one): Hopper 4096 (H100 989.4 TFLOP/s = 132 SMs x
+4096 x 1.83 GHz), Blackwell 8192 (B200 2250 = 148 x 8192 x 1.86 GHz; B300 and GB300, 10.3, the
+same tensor cores). Ampere's ``mma.sync`` issues 2048 on all of them (A100 312 = 108 x 2048 x
+1.41 GHz)."""
+
+
+def ampere_kernel_share(gpu: GPUSpec) -> float:
+    """Fraction of ``gpu``'s GEMM ceiling an Ampere-style kernel's matmuls reach there, against
+    their fraction on the Ampere GPU they were written for, where the tensor cores need Hopper's
+    instructions (``has_hopper_tensor_cores``): ``AMPERE_KERNEL_ON_HOPPER`` on Hopper and that
+    over the SM's tensor work a clock beyond Hopper's (``TENSOR_FLOPS_PER_SM_CLOCK``) later,
+    since ``mma.sync`` issues at Ampere's rate on both: 0.255 on Blackwell. NVIDIA/cudnn-frontend's
+    B200 and GB200 rows of torch SDPA's flash backend and flash-attn 2.7.4 (36 rows,
+    benchmarks/kernels_blackwell.csv, Llama 405B heads, 4k-128k causal) were priced 1.55-2.15x
+    too fast at the Hopper share, at 4.3 % (B200) and 3.0 % (GB200) MAPE at this one."""
+    arch = gpu.sm_arch or 90
+    per_clock = TENSOR_FLOPS_PER_SM_CLOCK[max((a for a in TENSOR_FLOPS_PER_SM_CLOCK if a <= arch),
+                                              default=90)]
+    return AMPERE_KERNEL_ON_HOPPER * TENSOR_FLOPS_PER_SM_CLOCK[90] / per_clock
+
+
 AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
 ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
 """Fused attention with dropout generates a Philox random number per score, in the forward
@@ -414,7 +441,7 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
     if impl == "flex":
         frac *= FLEX_OF_FLASH2[1] if backward else FLEX_OF_FLASH2[0]
     if impl in AMPERE_KERNELS and has_hopper_tensor_cores(gpu):
-        frac *= AMPERE_KERNEL_ON_HOPPER
+        frac *= ampere_kernel_share(gpu)
     # a main loop may outrun the best general GEMM (no epilogue, no waves) but not the
     # tensor cores: at most the dense 16-bit peak, 1 / mamf_fraction of the ceiling
     return min(frac, 1.0 / gpu.mamf_fraction)
