@@ -21,9 +21,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("name, version, entry", [
-    # DeepSpeed releases on its date-keyed profile (2021-03, 2021-07, 2022-03, 2022-04):
-    ("deepspeed", "0.14.0", "2022-04"),       # v0.14.0 tagged 2024-03-07
+    # DeepSpeed releases on its date-keyed profile (2021-03, 2021-07, 2022-03, 2022-04,
+    # 2023-06-02, 2024-02-23):
+    ("deepspeed", "0.14.0", "2024-02-23"),    # v0.14.0 tagged 2024-03-07
     ("deepspeed", "v0.9", "2022-04"),         # v0.9.0 2023-04-12
+    ("deepspeed", "0.9.3", "2023-06-02"),     # 2023-06-02
+    ("deepspeed", "v0.13.2", "2023-06-02"),   # 2024-02-10
+    ("deepspeed", "0.13.3", "2024-02-23"),    # 2024-02-23
     ("deepspeed", "v0.4.0", "2021-03"),       # 2021-06-08
     ("deepspeed", "v0.4.4", "2021-07"),       # 2021-07-29
     ("deepspeed", "v0.5.10", "2021-07"),      # 2022-01-14
@@ -155,7 +159,7 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
     ("nemo", "2.8.0", "25.04", "read as its newest container"),
     ("megatron-bridge", "26.10", "26.06", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
-    ("deepspeed", "v0.99", "2022-04", "read as its newest release"),
+    ("deepspeed", "v0.99", "2024-02-23", "read as its newest release"),
     ("llm-foundry", "v0.22.0", "2024-01", "read as its newest release"),
     # Megatron-LM's numbering restarted (23.06, then 0.4.0): 0.20 continues the newest series
     ("megatron-lm", "core_v0.20.0", "2026-04-28", "read as its newest release, 0.19.0"),

@@ -8,8 +8,8 @@ from trainsim.pricing import Pricer
 from trainsim.simulator import build_graph
 
 
-def cfg(framework="megatron-deepspeed", tp=8, pp=4, **parallel):
-    training = {"framework": framework, "framework_version": "2022-02"} if framework else {}
+def cfg(framework="megatron-deepspeed", tp=8, pp=4, version="2022-02", **parallel):
+    training = {"framework": framework, "framework_version": version} if framework else {}
     return run_config_from_dict(
         {
             "model": {"preset": "gpt3-175b", "num_layers": 8},
@@ -159,3 +159,33 @@ def test_the_load_runs_before_the_first_and_last_stage_forward_only():
     assert "batch_tokens.broadcast" in names(chunks[3].fwd)
     assert all("batch_tokens.broadcast" not in names(chunks[v].fwd) for v in (1, 2))
     assert all("batch_tokens.broadcast" not in names(ch.bwd) for ch in chunks.values())
+
+
+def _names(priced):
+    return [name for _, _, name in priced.segments]
+
+
+def test_deepspeed_reads_the_loss_to_the_host_before_the_loss_stages_backward():
+    """DeepSpeed v0.9.3-v0.13.2's engine backward reads ``loss.mean().item()`` every
+    micro-batch on the stage holding the loss (the pipe engine's last stage): the host waits
+    for the forward, so the head backward's first launches are exposed. Not on the other
+    stages, not before v0.9.3 (BLOOM's 2022 fork) nor from v0.13.3 on."""
+    from trainsim.workload.pipe_engine import deepspeed_loss_read
+
+    def at(version, framework="megatron-deepspeed"):
+        return cfg(framework=framework, tp=2, pp=2, version=version)
+
+    new = at("2023-07-12")
+    read = deepspeed_loss_read(new)
+    assert [op.name for op in read] == ["ds_loss_scale_by_gas", "ds_loss_mean", "ds_loss_item",
+                                        "ds_loss_scale"]
+    assert [op.host_sync for op in read] == [False, False, True, False]
+    chunks = build_graph(new, Pricer(new)).chunks
+    assert "ds_loss_item" in _names(chunks[1].bwd) and "ds_loss_item" not in _names(chunks[0].bwd)
+    old = at("2022-02")
+    before = build_graph(old, Pricer(old)).chunks
+    assert all("ds_loss_item" not in _names(ch.bwd) for ch in before.values())
+    assert chunks[1].bwd.duration_s > before[1].bwd.duration_s
+    assert deepspeed_loss_read(at("2024-03")) == []
+    assert deepspeed_loss_read(at("2023-03", framework="deepspeed")) == []
+    assert deepspeed_loss_read(at("2023-09", framework="deepspeed")) != []

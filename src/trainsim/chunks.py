@@ -25,7 +25,11 @@ from trainsim.workload.head import (
 )
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm, Op
-from trainsim.workload.pipe_engine import deepspeed_load_micro_batch, deepspeed_pipe_gathers
+from trainsim.workload.pipe_engine import (
+    deepspeed_load_micro_batch,
+    deepspeed_loss_read,
+    deepspeed_pipe_gathers,
+)
 from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import Shard
@@ -107,7 +111,11 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         price_kind(k)
     last_kind = kind(m.num_layers - 1)
     hf = head_forward(cfg, sh)
-    head_f, head_b = pricer.price(hf), pricer.price(head_backward(cfg, sh, hf))
+    hb = head_backward(cfg, sh, hf)
+    head_f, head_b = pricer.price(hf), pricer.price(hb)
+    # DeepSpeedEngine.backward reads the loss to the host before the backward starts: priced
+    # with the head's backward, whose first launches the wait exposes
+    loss_read = deepspeed_loss_read(cfg)
     if m.mtp_num_layers:  # DeepSeek-V3 MTP: per module a 2h->h projection, a layer and a head
         # recomputed (eh_proj and layer) only as cfg.mtp_recomputed says, not with the last layer
         redo = cfg.mtp_recomputed
@@ -121,6 +129,9 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
                                                        backward_of(proj, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers
         head_b = mtp_b * m.mtp_num_layers + head_b
+    if loss_read:
+        head_b = pricer.price(loss_read + hb) if not m.mtp_num_layers \
+            else pricer.price(loss_read) + head_b
     emb_f = pricer.price(embedding_forward(cfg, sh))
     emb_b = pricer.price(embedding_backward(cfg, sh))
     empty = interned(())  # one object inside pricing.shared: sums with it are shared too

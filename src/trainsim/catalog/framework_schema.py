@@ -287,6 +287,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # mpu.broadcast_data over the TP group (its sizes read back by the host) and the causal
     # mask and position ids built per micro-batch (workload.pipe_engine.megatron_batch_fn)
     "megatron_batch_fn": _nullable(_bool),
+    # DeepSpeedEngine.backward reads the loss to the host (``loss.mean().item()``) before
+    # autograd starts, on the stage that holds the loss, every micro-batch: the host waits for
+    # the forward to drain, then launches the backward (workload.pipe_engine.deepspeed_loss_read)
+    "ds_loss_item_sync": _nullable(_bool),
     # the linears (by LINEAR_ROLES) whose bias the framework adds in an elementwise kernel of
     # its own after the GEMM, its gradient a sum over the tokens in the backward: Megatron's
     # local (non-Transformer-Engine) linears for a bias they do not hand to a fused
@@ -430,7 +434,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
     "complex_rope", "eager_glu", "qkv_relayout_copies",
-    "softmax_args_swapped", "megatron_batch_fn", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
+    "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "masked_window_scores", "unfused_sliding_window",

@@ -1,5 +1,7 @@
 """What DeepSpeed's PipelineEngine adds around each pass: how it exchanges activations and
-gradients between stages, and the TP all-gathers that rebuild what it received.
+gradients between stages, and the TP all-gathers that rebuild what it received; and what
+``DeepSpeedEngine.backward`` (both engines) does with the loss before autograd starts
+(``deepspeed_loss_read``).
 
 Read at microsoft/DeepSpeed v0.5.10 (the engine under BigScience's Megatron-DeepSpeed, 2022),
 deepspeed/runtime/pipe/schedule.py ``TrainSchedule`` and deepspeed/runtime/pipe/engine.py:
@@ -180,3 +182,45 @@ def deepspeed_load_micro_batch(cfg: RunConfig, first: bool, last: bool) -> list[
     b, s = t.micro_batch_size, t.seq_length
     ops = megatron_batch_fn(b, s, p.tp)
     return ops + [first_stage_input_clones(b, s)] if first else ops
+
+
+LOSS_BYTES = 4
+"""The loss is an fp32 scalar: Megatron's cross-entropy runs on ``.float()`` logits and
+averages over the loss mask in fp32."""
+
+
+def deepspeed_loss_read(cfg: RunConfig) -> list[Op]:
+    """What ``DeepSpeedEngine.backward`` runs on the loss before autograd starts, on the stage
+    that holds the loss (the PipelineEngine's last stage calls it, ``_exec_backward_pass``:
+    ``super().backward(self.loss)``; the other stages call ``torch.autograd.backward`` on their
+    outputs; the plain engine calls it on every rank), for every micro-batch, under a DeepSpeed
+    release whose profile has ``ds_loss_item_sync``:
+
+    * ``_scale_loss_by_gas``: the loss divided by the gradient-accumulation steps (one kernel,
+      where there are more than one);
+    * ``loss.mean().item()`` (microsoft/DeepSpeed 4d269c6e, 2023-05-11, first in v0.9.3,
+      deepspeed/runtime/engine.py ``backward``: ``self.losses.append(loss.mean().item())`` on
+      micro-steps that are not the accumulation boundary; eeab613a, 2023-07-25, v0.10.1:
+      ``self.losses += loss.mean().item()`` on every micro-step): a mean and a 4-byte copy to
+      the host, which waits for the forward to finish before it launches the backward;
+      fac1df99 (2024-02-15, first in v0.13.3, PR #5135 "item() causes device/host
+      synchronization") keeps the sum on the device;
+    * fp16: the loss scaler's ``scaled_loss = loss * loss_scale`` (fp16/loss_scaler.py
+      ``LossScaler.backward``; fp16/fused_optimizer.py ``FP16_Optimizer.backward`` multiplies
+      ``loss.float()`` by ``cur_scale``) before ``scaled_loss.backward()``.
+
+    v0.9.3-v0.10.0 skip the read on the boundary micro-step (1 of the step's micro-batches):
+    priced on every one. Priced by ``compute.host``: after the wait, the backward's first
+    launches are exposed."""
+    t = cfg.training
+    if cfg.parallel.data_parallel_impl != "deepspeed" \
+            or not profile_supports(cfg, "ds_loss_item_sync"):
+        return []
+    ops: list[Op] = []
+    if cfg.num_microbatches > 1:
+        ops.append(Elementwise("ds_loss_scale_by_gas", bytes=2 * LOSS_BYTES))
+    ops += [Elementwise("ds_loss_mean", bytes=2 * LOSS_BYTES),
+            Elementwise("ds_loss_item", bytes=LOSS_BYTES, host_sync=True, kernel="copy")]
+    if t.dtype == "fp16":
+        ops.append(Elementwise("ds_loss_scale", bytes=2 * LOSS_BYTES))
+    return ops
