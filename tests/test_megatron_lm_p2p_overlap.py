@@ -4,6 +4,7 @@ store_false; validate_args turns it off without virtual pipeline stages)."""
 
 from __future__ import annotations
 
+import pytest
 from helpers import overlaps  # the validator's overlap flags of a row
 
 ROW = {"id": "r", "model": "llama2-70b", "gpu": "h100-sxm-80gb", "num_gpus": "64",
@@ -25,12 +26,14 @@ def test_no_send_overlap_before_2023_10_or_without_interleaving():
     assert overlaps(ROW, options="dp_overlap")[2] is False  # a row that states options keeps them
 
 
-def _run(framework: str | None, vpp: int | None, **extra):
+def _run(framework: str | None, vpp: int | None, version: str | None = None, **extra):
     from trainsim.catalog import run_config_from_dict
 
     training = {"global_batch_size": 64, "seq_length": 2048, "micro_batch_size": 1}
     if framework:
         training["framework"] = framework
+    if version:
+        training["framework_version"] = version
     return run_config_from_dict({
         "model": {"preset": "llama2-7b"},
         "parallel": {"tp": 1, "pp": 4, "overlap_p2p_comm": True, **({"vpp": vpp} if vpp else {}),
@@ -85,3 +88,45 @@ def test_search_prices_the_sends_as_simulate_does():
     for e in result.evaluated:
         assert e.iteration_time_s == simulate(e.candidate.to_config(base)).iteration_time_s
         assert e.candidate.mem.vpp > 1 or not e.candidate.overlap_p2p_comm
+
+
+def test_megatron_lm_before_its_overlap_flag_has_no_pipeline_overlap():
+    """Megatron-LM had no --overlap-p2p-communication before f9283c5a (merged 2023-05-31,
+    e6d7e098): every exchange blocked (batch_isend_irecv, then torch.cuda.synchronize), so
+    the loader refuses the switch there, the overlap-needs-interleaving rule starts with the
+    flag, and a row stating pp_overlap on such a release is not tuned into interleaving
+    (it keeps the short list; from the flag on, 92 layers on pp 4 interleave as vpp 23)."""
+    from trainsim.catalog.frameworks import framework_profile
+    from trainsim.errors import ConfigError
+    from trainsim.validate import row_settings
+
+    for version in ("2021-02", "2022-06", "2023-05"):
+        profile = framework_profile("megatron-lm", version)
+        assert profile.supports("p2p_overlap") is False, version
+        assert not profile.supports("p2p_overlap_interleaved_only"), version
+        with pytest.raises(ConfigError, match="p2p overlap"):
+            _run("megatron-lm", 2, version)
+    for version in ("2023-05-31", "2023-10", "2024-06"):
+        profile = framework_profile("megatron-lm", version)
+        assert profile.supports("p2p_overlap") and \
+            profile.supports("p2p_overlap_interleaved_only"), version
+    row = dict(ROW, num_gpus="128", tp="8", pp="4", vpp="", micro_batch_size="",
+               model="gpt-1.7b", num_layers="92", options="pp_overlap")
+    for version, vpps in (("2022-06", [1, 2, 3, 4, 6, 8]), ("2023-06", [23])):
+        cells = dict(row, framework_version=version)
+        assert row_settings.unknowns(cells, row_settings.row_profile(cells))["vpp"] == vpps
+
+
+def test_a_search_on_old_megatron_lm_never_overlaps_sends():
+    """The search offers Megatron-LM 2022 no overlap_p2p_comm variant (the loader would refuse
+    it), interleaved or not."""
+    from trainsim.search import Base, SearchSpace, search
+
+    cfg = _run("megatron-lm", None, "2022-06", overlap_p2p_comm=False)
+    base = Base(cfg.model, cfg.training, cfg.cluster)
+    space = SearchSpace(tp=(1,), pp=(4,), cp=(1,), micro_batch=(1,), recompute=("none",),
+                        sequence_parallel=(False,), zero=(1,))
+    result = search(base, [8], space, top_k=50, rank_by="config", exhaustive=True, cache=None)
+    assert result.evaluated
+    assert not any(e.candidate.overlap_p2p_comm for e in result.evaluated)
+    assert any(e.candidate.mem.vpp > 1 for e in result.evaluated)

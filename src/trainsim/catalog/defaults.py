@@ -25,6 +25,7 @@ _NEEDS_FEATURE = (
     ("parallel", "sequence_parallel", "sequence_parallel"),
     ("parallel", "distributed_optimizer", "distributed_optimizer"),
     ("parallel", "tp_comm_overlap", "tp_comm_overlap"),
+    ("parallel", "overlap_p2p_comm", "p2p_overlap"),
     ("training", "cuda_graphs", "cuda_graphs"),
     ("training", "use_precision_aware_optimizer", "precision_aware_optimizer"),
 )

@@ -119,10 +119,15 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
     "batched_p2p": _nullable(_bool),
+    # pipeline sends and receives may run on a stream of their own, under compute
+    # (overlap_p2p_comm): Megatron-LM's --overlap-p2p-communication from f9283c5a (merged
+    # 2023-05-31, e6d7e098); false: every exchange blocks and the loader refuses the switch
+    "p2p_overlap": _nullable(_bool),
     # the schedule without interleaving sends and receives blocking whatever
-    # overlap_p2p_comm says: Megatron-core's forward_backward_pipelining_without_interleaving
-    # raises on it (schedules.py, core_r0.5.0 .. core_v0.16.0) and Megatron-LM's arguments.py
-    # sets it False when no virtual pipeline size is given (core_r0.6.0 .. core_v0.16.0)
+    # overlap_p2p_comm says, the interleaved one overlapping them: Megatron-core's
+    # forward_backward_pipelining_without_interleaving raises on it (schedules.py, from
+    # e6d7e098 and core_r0.5.0 .. core_v0.16.0) and Megatron-LM's arguments.py sets it False
+    # when no virtual pipeline size is given (core_r0.6.0 .. core_v0.16.0)
     "p2p_overlap_interleaved_only": _nullable(_bool),
     # fp8 under sequence parallelism: each rank casts its own rows of a column-parallel GEMM's
     # input (and of a row-parallel GEMM's output gradient) and all-gathers the fp8 data
@@ -449,7 +454,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "ddp_nan_check_syncs", "ddp_grad_scale", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
-    "p2p_overlap_interleaved_only", "checkpointed_fused_attention", "moe_hybridep_num_sms",
+    "p2p_overlap", "p2p_overlap_interleaved_only", "checkpointed_fused_attention",
+    "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
     "linear_bias_grad_kernels"}
 #: nested mappings a later entry merges key by key into the one before
