@@ -88,7 +88,11 @@ def _common(f):
         click.option("--tp", "tp_", default=None, help="TP sizes to try, e.g. 4,8."),
         click.option("--pp", "pp_", default=None, help="PP sizes to try."),
         click.option("--cp", "cp_", default=None, help="CP sizes to try."),
-        click.option("--max-vpp", type=POSITIVE_INT, default=8, show_default=True),
+        click.option("--max-vpp", type=POSITIVE_INT, default=None,
+                     help="Most model chunks per pipeline rank (interleaved 1F1B) "
+                          "(default: every count that splits a stage's layers where the "
+                          "framework overlaps pipeline sends only when interleaved, Megatron; "
+                          "else 8)."),
         click.option("--max-micro-batch", type=POSITIVE_INT, default=8, show_default=True),
         click.option("--recompute", default="none,selective,full", show_default=True),
         click.option("--zero", default=None,

@@ -266,7 +266,7 @@ def _check_fixed(base: Any) -> None:
                           "alltoall, allgather or deepep")
 
 
-def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int,
+def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int | None,
                  max_micro_batch: int, recompute: str, zero: str | None, overlap: str,
                  ep_: str | None = None, etp_: str | None = None, dispatcher: str | None = None,
                  schedules: str | None = None, base: Any = None):

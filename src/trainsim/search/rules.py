@@ -111,6 +111,29 @@ def divisors(n: int, upto: int | None = None) -> list[int]:
                                                                          n // d <= upto)]
 
 
+DEFAULT_MAX_VPP = 8
+"""The most model chunks per rank :func:`stage_interleavings` offers where no framework rule asks
+for more (the search's --max-vpp default before the rule; the validator's short list ends at 8)."""
+
+
+def stage_interleavings(per_stage: int, overlap_interleaves: bool,
+                        cap: int | None = None) -> list[int]:
+    """The counts of model chunks per rank (vpp) that Megatron's interleaved 1F1B runs on a
+    pipeline stage of ``per_stage`` layers, 1 (not interleaved) first: every divisor of
+    ``per_stage`` (NVIDIA/Megatron-LM megatron/training/arguments.py at core_v0.8.0,
+    ``validate_args`` lines 254-270, asks only that --num-layers-per-virtual-pipeline-stage
+    divide the layers per stage) up to ``cap``. ``cap`` None is the framework's rule: where the
+    run may overlap its pipeline sends and its framework overlaps them only when interleaved
+    (``overlap_interleaves``: profile ``p2p_overlap_interleaved_only``; lines 271-277 turn
+    overlap_p2p_comm off without a virtual stage size), every divisor, since 23 layers a stage
+    overlap only as vpp 23; else those up to :data:`DEFAULT_MAX_VPP`. `trainsim search`
+    enumerates these; `trainsim validate`'s tuner takes those above 1 for a row stating
+    pp_overlap (``validate.row_settings.interleavings``)."""
+    if cap is None and not overlap_interleaves:
+        cap = DEFAULT_MAX_VPP
+    return divisors(per_stage, cap)
+
+
 def powers_of_two(n: int) -> list[int]:
     """The powers of two that divide ``n``."""
     return [1 << k for k in range(n.bit_length()) if n % (1 << k) == 0]
@@ -131,6 +154,7 @@ def chunks_fit(schedule: str, vpp: int) -> bool:
 
 
 __all__ = [
+    "DEFAULT_MAX_VPP",
     "MEGATRON_1F1B",
     "chunks_fit",
     "dispatcher_fits",
@@ -141,6 +165,7 @@ __all__ = [
     "schedules_fit",
     "softcap_cp_fits",
     "softcap_cp_refusal",
+    "stage_interleavings",
     "tp_fits",
     "unsharded_zero",
     "zeros_fit",

@@ -34,12 +34,14 @@ from trainsim.search.candidate import (  # noqa: F401 - PARALLEL_CACHE, drop_par
     new_bare,
 )
 from trainsim.search.rules import (
+    DEFAULT_MAX_VPP,
     chunks_fit,
     dispatcher_fits,
     divisors,
     powers_of_two,
     schedules_fit,
     softcap_cp_fits,
+    stage_interleavings,
     tp_fits,
     unsharded_zero,
     zeros_fit,
@@ -75,8 +77,11 @@ class SearchSpace:
     cp: tuple[int, ...] | None = None
     """Context-parallel sizes; None = powers of two up to max_cp."""
     max_cp: int = 8
-    max_vpp: int = 8
-    """Largest number of model chunks per pipeline rank (interleaved 1F1B)."""
+    max_vpp: int | None = None
+    """Largest number of model chunks per pipeline rank (interleaved 1F1B); None = the
+    framework's rule (``rules.stage_interleavings``): every count that splits a stage's layers
+    where the framework overlaps pipeline sends only when interleaved (Megatron), else up to
+    8 (``rules.DEFAULT_MAX_VPP``)."""
     micro_batch: tuple[int, ...] | None = None
     """Micro-batch sizes; None = divisors of the per-replica batch up to max_micro_batch."""
     max_micro_batch: int = 8
@@ -88,7 +93,7 @@ class SearchSpace:
     overlap: OverlapMode = "search"
     """'search' tries every overlap switch on and off, 'on' / 'off' fixes all of them."""
     vpp: tuple[int, ...] | None = None
-    """Model chunks per rank; None = divisors of the layers per stage up to max_vpp."""
+    """Model chunks per rank; None = those of max_vpp's rule."""
     ep: tuple[int, ...] | None = None
     """Expert-parallel sizes (MoE); None = powers of two dividing the experts that leave at
     most MAX_EXPERTS_PER_RANK experts on a rank."""
@@ -120,9 +125,14 @@ class SearchSpace:
             vals = getattr(self, name)
             if vals is not None and (not vals or any(int(v) < 1 for v in vals)):
                 raise ConfigError(f"search space: {name} needs positive integers, got {vals}")
-        for name in ("max_cp", "max_vpp", "max_micro_batch"):
-            if getattr(self, name) < 1:
+        for name in ("max_cp", "max_vpp", "max_micro_batch"):  # max_vpp None: the rule's
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ConfigError(f"search space: {name} must be >= 1")
+
+    @property
+    def vpp_cap(self) -> int:
+        """The largest vpp where no framework rule decides (uneven and front-loaded splits)."""
+        return DEFAULT_MAX_VPP if self.max_vpp is None else self.max_vpp
 
     def fixed_by(self, fixed: tuple[tuple[str, object], ...]) -> SearchSpace:
         """This space with the dimensions a fixed parallel field names narrowed to its value
@@ -218,6 +228,10 @@ class SearchSpace:
         no_distopt = "distributed_optimizer" in lacks and not base.zero1_as_stage
         runs = base.zero_runs
         engines = base.zero_engines
+        # the interleavings a framework that overlaps sends only when interleaved needs, where
+        # the pipeline overlap may be on (rules.stage_interleavings, as the validator's tuner)
+        interleaves = base.sends_block_alone and self.overlap != "off" and \
+            dict(self.pinned).get("overlap_p2p_comm") is not False
         for tp in tps:
             if num_gpus % tp or not tp_fits(m, tp, split):  # (search.rules: what frameworks refuse)
                 continue
@@ -251,14 +265,14 @@ class SearchSpace:
                     # validated row's vpp of 1e11 looped 1e11 times)
                     if front:  # every count of virtual stages the layers fill
                         vpps = [1] if pp == 1 else \
-                            list(range(1, min(self.max_vpp, m.num_layers // pp) + 1))
+                            list(range(1, min(self.vpp_cap, m.num_layers // pp) + 1))
                     elif uneven:  # balanced layouts that give every virtual stage equal slots
                         slots = m.num_layers + m.mtp_num_layers + 2
-                        vpps = [1] + [v for v in range(2, min(self.max_vpp, slots // pp) + 1)
+                        vpps = [1] + [v for v in range(2, min(self.vpp_cap, slots // pp) + 1)
                                       if slots % (pp * v) == 0]
                     else:
                         vpps = [1] if pp == 1 else \
-                            divisors(per_stage, self.max_vpp)
+                            stage_interleavings(per_stage, interleaves, self.max_vpp)
                     if self.vpp is not None:
                         vpps = [v for v in self.vpp if v == 1 or v in vpps]
                     if no_vpp:

@@ -235,7 +235,8 @@ def _space(opts: dict[str, Any], base: Any) -> Any:
     from trainsim.search.cli_inputs import search_space
 
     return search_space(_text(opts["tp"]), _text(opts["pp"]), _text(opts["cp"]),
-                        _int(opts, "max_vpp", 1), _int(opts, "max_micro_batch", 1),
+                        None if opts["max_vpp"] is None else _int(opts, "max_vpp", 1),
+                        _int(opts, "max_micro_batch", 1),
                         _given_text(opts["recompute"]), _text(opts["zero"]),
                         _given_text(opts["overlap"]), _text(opts["ep"]), _text(opts["etp"]),
                         _text(opts["dispatcher"]), _text(opts["schedules"]), base)

@@ -50,7 +50,7 @@ def _dumps(obj: Any, sort_keys: bool = True) -> str:
 # ------------------------------------------------------------------------------ options
 
 _COMMON_SEARCH = {"model": None, "gpu": None, "gpus_per_node": None, "nic_gbps": None,
-                  "dtype": None, "set": [], "tp": None, "pp": None, "cp": None, "max_vpp": 8,
+                  "dtype": None, "set": [], "tp": None, "pp": None, "cp": None, "max_vpp": None,
                   "max_micro_batch": 8, "recompute": "none,selective,full", "zero": None,
                   "overlap": "search", "ep": None, "etp": None, "dispatcher": None,
                   "schedules": None}

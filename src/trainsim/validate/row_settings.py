@@ -16,7 +16,7 @@ from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.search.rules import divisors
+from trainsim.search.rules import stage_interleavings
 from trainsim.validate.common import _cell, count_cell
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
@@ -345,8 +345,10 @@ def interleavings(row: dict[str, str], profile: Any, layers: int | None) -> list
     count of virtual stages above 1 that splits a pipeline stage's layers evenly
     (``--num-layers-per-virtual-pipeline-stage`` may be any divisor of the layers per stage,
     the same function's lines 254-270): 23 layers per stage interleave only as vpp 23, 7 only
-    as vpp 7. Where the layers do not split over the pipeline stages, or a stage has a single
-    layer, the list stays."""
+    as vpp 7 (``search.rules.stage_interleavings``, which `trainsim search` enumerates too).
+    Where the layers do not split over the pipeline stages, or a stage has a single layer, the
+    list stays. A release without the overlap (Megatron-LM before 2023-05-31: profile
+    ``p2p_overlap`` false, ``p2p_overlap_interleaved_only`` false) keeps the short list."""
     pp = int(row["pp"])
     short = [1, 2, 3, 4, 6, 8]
     if pp <= 1 or not layers or layers % pp or layers == pp or profile is None or \
@@ -354,7 +356,7 @@ def interleavings(row: dict[str, str], profile: Any, layers: int | None) -> list
         return short
     if "pp_overlap" not in {o.strip() for o in (_cell(row, "options") or "").split(";")}:
         return short
-    return divisors(layers // pp)[1:]  # as trainsim search enumerates them, less 1
+    return stage_interleavings(layers // pp, True)[1:]  # as trainsim search does, less 1
 
 
 def user_zero_stages(profile: Any) -> list[int]:
