@@ -81,3 +81,27 @@ def test_max_vpp_none_is_the_default_and_zero_is_refused():
     assert SearchSpace().max_vpp is None
     with pytest.raises(ConfigError, match="max_vpp"):
         SearchSpace(max_vpp=0)
+
+
+def test_a_vpp_fixed_with_set_is_tried_above_any_cap():
+    """``--set parallel.vpp=12`` on 48 layers over pp 4 (12 layers a stage) was dropped by the
+    default cap of 8 and the search said no split was valid at all; a fixed vpp is tried
+    whatever the cap, on even, uneven and front-loaded splits alike."""
+    plain = _base(None, 48)
+    assert _vpps(plain, vpp=(12,)) == [12]
+    assert _vpps(plain, vpp=(12,), max_vpp=4) == [12]
+    assert _vpps(plain, vpp=(5,)) == []  # 5 splits no stage of 12 layers
+
+
+def test_a_fixed_vpp_that_splits_no_stage_is_named_in_the_refusal():
+    from trainsim.search.cli_inputs import nothing_found
+
+    class _Stats:
+        enumerated = 0
+
+    base = _base(None, 48)
+    base = type(base)(base.model, base.training, base.cluster,
+                      fixed=(("virtual_pipeline_model_parallel_size", 5),))
+    result = type("R", (), {"base": base, "stats": _Stats(), "gpu_counts": (8,),
+                            "refused": None})()
+    assert "pp times the fixed vpp=5 the layers" in str(nothing_found(result))

@@ -332,12 +332,15 @@ def nothing_found(result: Any) -> ConfigError:
     who = b.training.framework or "the run"
     kv = f" (and the {b.model.kv_heads} KV heads: {who} splits them)" \
         if b.kv_heads_split and b.model.kv_heads < b.model.num_attention_heads else ""
+    vpp = dict(b.fixed).get("virtual_pipeline_model_parallel_size")
+    chunks = f", pp times the fixed vpp={vpp} the layers" if isinstance(vpp, int) and vpp > 1 \
+        else ""
     return ConfigError(
         f"no parallel configuration of {b.model.name} is valid on {counts} GPUs with global "
         f"batch {b.training.global_batch_size}: tp*pp*cp*dp must be the GPU count, tp must "
         f"divide the {b.model.num_attention_heads} attention heads{kv}, pp the "
-        f"{b.model.num_layers} layers, and dp*micro batch the global batch; change --gpus or "
-        "--global-batch, or widen --tp/--pp/--cp")
+        f"{b.model.num_layers} layers{chunks}, and dp*micro batch the global batch; change "
+        "--gpus or --global-batch, or widen --tp/--pp/--cp")
 
 
 def _fixed_parallel(given: dict[str, Any], engine: object = None

@@ -131,8 +131,18 @@ class SearchSpace:
 
     @property
     def vpp_cap(self) -> int:
-        """The largest vpp where no framework rule decides (uneven and front-loaded splits)."""
-        return DEFAULT_MAX_VPP if self.max_vpp is None else self.max_vpp
+        """The largest vpp where no framework rule decides (uneven and front-loaded splits);
+        never below a vpp fixed with --set (``vpp``), which no cap hides."""
+        return max((DEFAULT_MAX_VPP if self.max_vpp is None else self.max_vpp, *(self.vpp or ())))
+
+    @property
+    def even_vpp_cap(self) -> int | None:
+        """``max_vpp`` for even splits (None: the framework's rule, ``stage_interleavings``),
+        raised to a vpp fixed with --set: a fixed value is tried, or refused for its own
+        reason, never dropped by a cap."""
+        if not self.vpp:
+            return self.max_vpp
+        return max(self.max_vpp or DEFAULT_MAX_VPP, *self.vpp)
 
     def fixed_by(self, fixed: tuple[tuple[str, object], ...]) -> SearchSpace:
         """This space with the dimensions a fixed parallel field names narrowed to its value
@@ -272,7 +282,7 @@ class SearchSpace:
                                       if slots % (pp * v) == 0]
                     else:
                         vpps = [1] if pp == 1 else \
-                            stage_interleavings(per_stage, interleaves, self.max_vpp)
+                            stage_interleavings(per_stage, interleaves, self.even_vpp_cap)
                     if self.vpp is not None:
                         vpps = [v for v in self.vpp if v == 1 or v in vpps]
                     if no_vpp:
