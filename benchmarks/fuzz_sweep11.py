@@ -22,7 +22,8 @@
 - ``frameworks``: every framework profile at each of its entries, at drawn release tags and by
   its aliases, on fuzz_checks' dense, MoE and MLA bases: one line, or a sane balanced result.
 - ``csv``: collectives and kernel rows with odd cells, a layers JSONL record with odd values.
-- ``mono``: drawn valid runs with twice the NIC, NVLink or HBM bandwidth: never slower.
+- ``mono``: drawn valid runs with twice the NIC, NVLink or HBM bandwidth, or twice the peak
+  FLOP/s (added by the fuzzleads helper): never slower.
 
     python benchmarks/fuzz_sweep11.py [--seed 0] [--n 300] [--only stdio,empty,...] [--long]
 
@@ -522,12 +523,15 @@ def mono_cases(rng: random.Random, n: int) -> Iterator[Case]:
                 ("nic", {"nic_gbit_s_per_gpu": rc.cluster.nic_bw_Bps * 8 / 1e9 * 2}),
                 ("nvlink", {"nvlink_gbyte_s": (rc.cluster.intra_node_bw_Bps
                                                or gpu.nvlink_bw_Bps) / 1e9 * 2}),
-                ("hbm", {"gpu_overrides": {"hbm_gbyte_s": gpu.hbm_bw_Bps / 1e9 * 2}})):
+                ("hbm", {"gpu_overrides": {"hbm_gbyte_s": gpu.hbm_bw_Bps / 1e9 * 2}}),
+                ("flops", {"gpu_overrides": {"peak_tflops": {
+                    k: v * 2 / 1e12 for k, v in gpu.peak_flops.items()}}})):
             faster = copy.deepcopy(cfg)
             faster["cluster"].update(change)
             t = simulate(run_config_from_dict(faster)).iteration_time_s
             if not (math.isfinite(t) and t <= base * (1 + 1e-9)):
-                return f"twice the {label} bandwidth slower: {t / base:.6f}x"
+                what = "peak FLOP/s" if label == "flops" else f"{label} bandwidth"
+                return f"twice the {what} slower: {t / base:.6f}x"
         return None
 
     for _ in range(n):

@@ -346,10 +346,16 @@ class Pricer:
         p = self.cfg.parallel
         pooled: list[tuple[tuple[str, float, str], Comm, int]] = []  # (seg, op, issued at)
         gather: tuple[tuple[str, float, str], Comm] | None = None  # waits for its GEMM
+        beside: dict[int, host.Beside] = {}  # segment -> (the one it runs beside, time, share)
 
         def add(seg: tuple[str, float, str], op: Op) -> None:
             segs.append(seg)
             order.append(op)
+
+        def add_beside(seg: tuple[str, float, str], op: Op, comm_s: float, share: float,
+                       j: int = -1) -> None:  # beside segment j (for the host's clock)
+            beside[len(segs)] = (len(segs) + j if j < 0 else j, comm_s, share)
+            add(seg, op)
 
         split = self._overlap_splits(ops) if p.tp_comm_overlap else {}
         method = p.tp_comm_overlap_method
@@ -383,13 +389,17 @@ class Pricer:
                     c_cat, gemm, c_name = segs[-1]
                     gemm *= self.ub_margin if method == "userbuffers" else 1.0
                     segs[-1] = (c_cat, gemm, c_name)
-                    t = max(0.0, t - gemm)
+                    gemm_at = len(segs) - 1
                     if method == "p2p" and op.kind == "reduce_scatter":
                         total = self._partials_sum(op)
                         add((COMPUTE, compute_time(total), total.name), total)
-                elif (op.overlap_with_previous or tp_overlap) and segs \
+                    add_beside((cat, max(0.0, t - gemm), op.name), op, t, 0.0, gemm_at)
+                    continue
+                if (op.overlap_with_previous or tp_overlap) and segs \
                         and segs[-1][0] == COMPUTE:
-                    t = self.hidden_behind(t, segs[-1][1])
+                    add_beside((cat, self.hidden_behind(t, segs[-1][1]), op.name), op, t,
+                               self.sm_share["dp"])
+                    continue
                 add((cat, t, op.name), op)
             else:
                 chunks = split.get(i, 1)
@@ -404,15 +414,20 @@ class Pricer:
                     (cat, t, name), comm = gather
                     # a ring exchange moves the chunks with copy engines: the GEMM keeps its
                     # SMs; a fused kernel shares them while the collective runs
-                    t = self.hidden_behind(t, segs[-1][1]) if method == "fused" \
-                        else max(0.0, t - segs[-1][1])
-                    add((cat, t, name), comm)
+                    fused = method == "fused"
+                    add_beside((cat, self.hidden_behind(t, segs[-1][1]) if fused
+                                else max(0.0, t - segs[-1][1]), name), comm, t,
+                               self.sm_share["dp"] if fused else 0.0)
                     gather = None
         if gather is not None:
             add(*gather)
         issued, busy = self._issued(segs, order, pooled)
+        if pooled and beside:  # indices in the issued list, the pooled all-to-alls inserted
+            ats = [a for _, _, a in pooled]
+            beside = {i + sum(a <= i for a in ats): (j + sum(a <= j for a in ats), c, sh)
+                      for i, (j, c, sh) in beside.items()}
         idle = host.exposed_s(issued, busy, self.host_s_per_kernel, self.blocking,
-                              self.scoped_counts(issued))
+                              self.scoped_counts(issued), beside)
         # the pooled all-to-alls run on their own stream beside the compute stream's whole
         # span, the GPU's waits for the host included (a wait that longer compute fills, a
         # recomputed forward, hides no less communication than it did); the SMs they hold

@@ -97,24 +97,45 @@ def scoped_launches(ops: Sequence[Op], captured: Sequence[int],
     return out
 
 
+Beside = tuple[int, float, float]
+"""A collective run on its own stream beside an earlier op of the list (the op's index, the
+collective's whole time in seconds, the share of the op's time its SMs take while both run):
+its ``gpu_s`` is what the op does not hide, priced as if both started together."""
+
+
 def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
-              blocking: bool = False, counts: Sequence[int] | None = None) -> float:
+              blocking: bool = False, counts: Sequence[int] | None = None,
+              beside: dict[int, Beside] | None = None) -> float:
     """GPU idle time waiting for the host over ``ops`` (issued in order, each taking
     ``gpu_s[i]`` on the GPU once started). ``per_kernel_s`` 0 (CUDA graphs) exposes nothing.
     ``blocking`` (``CUDA_LAUNCH_BLOCKING=1``): every launch returns when its kernel is done, so
     each op waits for the GPU before its launch and no launch is ahead, not even the first.
     ``counts``: each op's host launches where some sit in graphs (``scoped_launches``);
-    None: ``launches``."""
+    None: ``launches``. ``beside``: the collectives that run beside an earlier op
+    (:data:`Beside`, by index): one launched after that op started hides behind only what is
+    left of it (a collective cannot start before its launch), the rest of it the GPU's wait
+    for the host; launched in time, its ``gpu_s`` stands. The collectives beside the list's
+    first op were launched ahead with it (and the ops between)."""
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
     n = list(counts) if counts is not None else [launches(op) for op in ops]
     if blocking:
         return per_kernel_s * sum(n)
-    host = -n[0] * per_kernel_s  # the first op was launched ahead
+    ahead = max((i for i, b in (beside or {}).items() if b[0] == 0), default=0)
+    host = -sum(n[:ahead + 1]) * per_kernel_s  # the first op was launched ahead
     gpu = 0.0
-    for op, busy, k in zip(ops, gpu_s, n):
+    starts: list[float] = []
+    for i, (op, busy, k) in enumerate(zip(ops, gpu_s, n)):
         if isinstance(op, Elementwise) and op.host_sync:
             host = max(host, gpu)  # Python waits for the value the GPU is computing
         host += k * per_kernel_s
-        gpu = max(gpu, host) + busy
+        if beside and i in beside:
+            j, comm_s, share = beside[i]
+            late = host - starts[j]
+            if late > 0.0:  # what op j covers from the launch on
+                covered = max(0.0, gpu_s[j] - late)
+                busy = max(0.0, comm_s - covered) + min(comm_s, covered) * share
+        start = max(gpu, host)
+        starts.append(start)
+        gpu = start + busy
     return max(0.0, gpu - sum(gpu_s))
