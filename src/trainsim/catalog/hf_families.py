@@ -56,6 +56,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from trainsim.catalog import hf_kinds
 from trainsim.catalog.hf_defaults import ALIASES, NOT_NULL, NULLABLE, TRANSFORMERS_VERSION
 from trainsim.config._build import switch
 from trainsim.errors import ConfigError
@@ -117,6 +118,19 @@ def known_family(kind: Any) -> bool:
     return isinstance(kind, str) and (kind in NOT_NULL or kind in NULLABLE or kind in ALIASES
                                       or kind in EXPERT_COUNT_NAMES
                                       or kind in LINEAR_INTERVAL_TYPES)
+
+
+def decoder_only(kind: Any, where: str) -> None:
+    """Refuse a ``model_type`` that transformers files as no decoder-only language model (an
+    encoder, an encoder-decoder, a speech, vision, contrastive or time-series model:
+    ``hf_kinds``, generated from transformers' task mappings): read as a causal decoder by the
+    names it shares with one (BERT's ``num_hidden_layers``, CLIP's text tower's), it was
+    simulated as something it is not. A type transformers does not know is read as a decoder."""
+    what = hf_kinds.NOT_DECODERS.get(kind) if isinstance(kind, str) else None
+    if what is not None:
+        raise ConfigError(f"{where}: model_type {kind!r} is {hf_kinds.KINDS[what]} in "
+                          f"transformers {hf_kinds.TRANSFORMERS_VERSION}; trainsim models "
+                          "decoder-only language models (GPT, Llama, Mixtral, DeepSeek, ...)")
 
 
 def expert_keys(kind: Any) -> tuple[str, ...]:
@@ -396,6 +410,7 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
 def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """``cfg`` with a family's fields under the names ``model_from_hf_config`` reads, after
     refusing the structures it does not model (ConfigError naming the field)."""
+    decoder_only(cfg.get("model_type"), where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")
@@ -424,5 +439,5 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
 
 
 __all__ = ["ATTENTION_LAYER_TYPES", "EXPERT_KEYS", "MODEL_FIELDS", "UNREAD_MOE_KEYS",
-           "class_defaults", "count", "expert_count", "expert_keys", "flag", "known_family",
-           "normalized"]
+           "class_defaults", "count", "decoder_only", "expert_count", "expert_keys", "flag",
+           "known_family", "normalized"]
