@@ -50,6 +50,9 @@ def _size(text: str) -> int:
     if not 0 < value * scale <= MAX_MESSAGE_BYTES:
         raise TrainsimError(f"bad size '{text}': use bytes or a K/M/G/T suffix, from 1 byte "
                             "to 1 PiB")
+    if value * scale != int(value * scale):  # nccl-tests' sscanf reads '8.5' as 8: a typo
+        raise TrainsimError(f"bad size '{text}': {value * scale:g} bytes is not a whole number "
+                            "of bytes")
     return int(value * scale)
 
 

@@ -114,7 +114,7 @@ def goodput(config: str, tokens: str | None, days: float | None, gpus: int | Non
                 rel.checkpoint, interval_s=parse_duration(interval)))
         n_tokens = parse_tokens(tokens) if tokens is not None else None
         result = run_goodput(cfg, rel, tokens=n_tokens, days=days, trials=trials, seed=seed,
-                             sweep=sweep or plot_path is not None)
+                             sweep=sweep or plot_path is not None, tokens_name="--tokens")
         if plot_path:
             from trainsim.reliability.plot import plot_goodput
 

@@ -111,23 +111,67 @@ def _check_finite(summary: Summary, ck: Any, recovery_s: float, rel: Reliability
         f"a recovery {recovery_s:.3g} s; the longest comes from {field}")
 
 
+def check_tokens(cfg: RunConfig, tokens: float, name: str = "tokens") -> None:
+    """Refuse a run of fewer tokens than one global batch (``name``: the option that gave
+    them, ``--tokens`` or ``options.tokens``): less than one iteration is no training run."""
+    if not tokens > 0:
+        raise ConfigError(f"{name}={tokens:g} must be positive")
+    if tokens < cfg.tokens_per_iteration:
+        t = cfg.training
+        raise ConfigError(f"{name}={tokens:g} is fewer tokens than one global batch "
+                          f"({cfg.tokens_per_iteration:,}: global_batch_size "
+                          f"{t.global_batch_size} x seq_length {t.seq_length}); a run trains "
+                          "at least one iteration")
+
+
+def check_rounds(cfg: RunConfig, rel: ReliabilityConfig, *, tokens: float | None,
+                 days: float | None, iteration_time_s: float, trials: int, sweep: bool = False,
+                 sweep_trials: int | None = None) -> None:
+    """Raise WorkLimitError where the Monte Carlo of :func:`goodput` (and its interval sweep)
+    would run more trial-rounds than the limit, ``iteration_time_s`` the time of one iteration
+    or a lower bound of it (a lower bound refuses only what the run would refuse)."""
+    _check_rounds(build_plan(cfg, rel)[0], _work_s(cfg, tokens, iteration_time_s),
+                  math.inf if days is None else days * DAY_S, trials, sweep, sweep_trials)
+
+
+def _work_s(cfg: RunConfig, tokens: float | None, iteration_time_s: float | None) -> float:
+    """Failure-free time of ``tokens`` (inf: none, a fixed window)."""
+    if tokens is None or iteration_time_s is None:
+        return math.inf
+    return tokens / cfg.tokens_per_iteration * iteration_time_s
+
+
+def _check_rounds(plan: RunPlan, work_s: float, horizon_s: float, trials: int, sweep: bool,
+                  sweep_trials: int | None) -> None:
+    rate = float(sum(plan.mode_rates))
+    recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
+    slow_work_s = work_s * plan.straggler_factor  # stragglers stretch every step
+    check_goodput(trials, rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s,
+                  recovery)
+    if sweep:  # 13 intervals, the shortest a quarter of Young's
+        check_goodput((sweep_trials or min(trials, 300)) * 13, rate, slow_work_s, horizon_s,
+                      plan.effective_interval_s / 4, plan.stall_s, recovery)
+
+
 def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: float | None = None,
             days: float | None = None, iteration_time_s: float | None = None,
             trials: int = 1000, seed: int = 0, sweep: bool = False,
-            sweep_trials: int | None = None) -> GoodputResult:
+            sweep_trials: int | None = None, tokens_name: str = "tokens") -> GoodputResult:
     """Monte Carlo of a whole run of ``cfg``: until ``tokens`` are trained, or over ``days``.
 
     The failure-free time of the work is tokens / tokens per iteration * iteration time, the
-    iteration time from ``trainsim.simulate(cfg)`` unless given.
+    iteration time from ``trainsim.simulate(cfg)`` unless given. ``tokens_name``: how a refusal
+    of ``tokens`` names them (``--tokens``; ``training.train_tokens`` where they come from the
+    config).
     """
     rel = rel or ReliabilityConfig()
     if tokens is None and days is None:
-        tokens = cfg.training.train_tokens
+        tokens, tokens_name = cfg.training.train_tokens, "training.train_tokens"
     if tokens is None and days is None:
         raise ConfigError("give the run's tokens (--tokens 15T, or training.train_tokens) or a "
                           "wall-clock window (--days)")
-    if tokens is not None and not tokens > 0:
-        raise ConfigError(f"tokens={tokens} must be positive")
+    if tokens is not None:
+        check_tokens(cfg, tokens, tokens_name)
     if days is not None and not days > 0:
         raise ConfigError(f"days={days} must be positive")
     if trials < 1:
@@ -138,16 +182,13 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
             from trainsim.simulator import simulate
 
             iteration_time_s = simulate(cfg).iteration_time_s
-        ideal = tokens / cfg.tokens_per_iteration * iteration_time_s
+        ideal = _work_s(cfg, tokens, iteration_time_s)
     horizon = days * DAY_S if days is not None else None
     plan, ck = build_plan(cfg, rel)
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
-    rate = float(sum(plan.mode_rates))
+    _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials)
     recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
-    slow_work_s = work_s * plan.straggler_factor  # stragglers stretch every step
-    check_goodput(trials, rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s,
-                  recovery)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
         outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)
         summary = summarize(outcome, plan, seed)
@@ -155,11 +196,8 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     sw = None
     if sweep:
         sweep_k = sweep_trials or min(trials, 300)
-        check_goodput(sweep_k * 13, rate, slow_work_s, horizon_s,
-                      plan.effective_interval_s / 4, plan.stall_s, recovery)  # 13 intervals, the shortest a quarter of Young's
         sw = sweep_interval(plan, work_s=work_s, horizon_s=horizon_s, trials=sweep_k, seed=seed)
     return GoodputResult(config=cfg, reliability=rel, plan=plan, checkpoint=ck,
                          summary=summary, ideal_s=ideal,
                          horizon_s=horizon, tokens=tokens, iteration_time_s=iteration_time_s,
                          sweep=sw)
-

@@ -131,18 +131,59 @@ def _goodput(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: P
     if tokens is None and days is None and cfg.training.train_tokens is None:
         raise RequestError("options.tokens", "options.tokens: give the run's tokens (or "
                            "options.days, or the config's training.train_tokens)")
+    name = "options.tokens" if tokens is not None else "config.training.train_tokens"
     if not run:
+        _goodput_bounded(cfg, rel, tokens, days, trials, sweep or want_plot, name)
         return None
+    from trainsim.limits import WorkLimitError
     from trainsim.reliability.goodput import goodput
 
-    result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials, seed=seed,
-                     sweep=sweep or want_plot)
+    try:  # tokens between the bound's limit and the run's (or a schedule with no bound)
+        result = goodput(cfg, rel, tokens=tokens, days=days, trials=trials, seed=seed,
+                         sweep=sweep or want_plot, tokens_name=name)
+    except WorkLimitError as exc:
+        raise WorkLimitError(_rounds_refused(exc, name, tokens)) from None
     plot = None
     if want_plot:  # as `trainsim goodput --plot FILE`, which also sweeps the interval
         from trainsim.reliability.plot import plot_goodput
 
         plot = plot_goodput(result, wd / "plot.png").read_bytes()
     return Output(_dumps(result.to_dict()), plot=plot)
+
+
+def _goodput_bounded(cfg: Any, rel: Any, tokens: float | None, days: float | None,
+                     trials: int, sweep: bool, name: str) -> None:
+    """Refuse, before queuing, the tokens a goodput run would refuse: fewer than one global
+    batch, or so many that its trial-rounds exceed the limit. That limit needs the iteration
+    time; a lower bound of it (``bound.lower_bound_s``: the priced passes, no event loop)
+    refuses only what the run would (options.tokens 1e308 was accepted and failed when run,
+    fuzz11); a schedule it does not bound is left to the run."""
+    from trainsim.bound import lower_bound_s
+    from trainsim.limits import WorkLimitError
+    from trainsim.reliability.goodput import check_rounds, check_tokens
+
+    tokens = tokens if tokens is not None or days is not None else cfg.training.train_tokens
+    if tokens is None:
+        return
+    try:
+        check_tokens(cfg, tokens, name)
+    except TrainsimError as exc:
+        raise RequestError(name, str(exc)) from None
+    bound_s = lower_bound_s(cfg)
+    if bound_s > 0:
+        try:
+            check_rounds(cfg, rel, tokens=tokens, days=days, iteration_time_s=bound_s,
+                         trials=trials, sweep=sweep)
+        except WorkLimitError as exc:
+            raise RequestError(name, _rounds_refused(exc, name, tokens)) from None
+
+
+def _rounds_refused(exc: Exception, name: str, tokens: float | None) -> str:
+    """A goodput trial-round refusal in the request's names (options.trials, not --trials); the
+    limit is the server's (TRAINSIM_MAX_TRIALS), not a request option."""
+    text = re.sub(r"--(trials|tokens|days|interval)\b", lambda m: f"options.{m.group(1)}",
+                  str(exc)).replace("goodput --max-trial-rounds N or ", "")
+    return f"{name}={tokens:g}: {text}" if tokens is not None else text
 
 
 # ------------------------------------------------------------------------------ validate

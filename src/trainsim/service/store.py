@@ -56,13 +56,16 @@ SCHEMA_VERSION = 2
 ACTIVE = ("queued", "running")
 FINISHED = ("done", "failed", "cancelled")
 TOKEN_PREFIX = "tsk_"
+TOKEN_NAME_CHARS = 200
+"""The longest token name: the ``tokens.name`` column's width (a longer name was cut there
+silently, and ``token revoke NAME`` could then not find it)."""
 
 metadata = MetaData()
 
 tokens = Table(
     "tokens", metadata,
     Column("id", String(32), primary_key=True),
-    Column("name", String(200), nullable=False),
+    Column("name", String(TOKEN_NAME_CHARS), nullable=False),
     Column("token_hash", String(64), nullable=False, unique=True),
     Column("created_at", Float, nullable=False),
     Column("revoked_at", Float, nullable=True),
@@ -295,12 +298,15 @@ class Store:
         name = name.strip()
         if not name:
             raise ConfigError("token name must not be empty")
+        if len(name) > TOKEN_NAME_CHARS:
+            raise ConfigError(f"token name of {len(name):,} characters: at most "
+                              f"{TOKEN_NAME_CHARS} (e.g. who or what uses the token)")
         if not name.isprintable():  # a line break split ``token list``'s table row in two
             raise ConfigError(f"token name {name!r} holds a line break or another character "
                               "that is not printable")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self.engine.begin() as c:
-            c.execute(tokens.insert().values(id=uuid.uuid4().hex, name=name[:200],
+            c.execute(tokens.insert().values(id=uuid.uuid4().hex, name=name,
                                              token_hash=hash_token(token), created_at=time.time()))
         return token
 
