@@ -5,6 +5,7 @@
     python benchmarks/gemm_variants.py --training  # public and held-out training MAPE per variant
     python benchmarks/gemm_variants.py --by-class  # error per GPU, source, dtype, shape class
     python benchmarks/gemm_variants.py --pairs     # one shape timed on one GPU by two sources
+    python benchmarks/gemm_variants.py --many-waves  # tile cost and rate of many-wave grids
 
 Each variant replaces ``RooflineModel.gemm_efficiency`` for dense GEMMs inside a context
 manager (grouped GEMMs are untouched; training files only under ``--training``), refits its
@@ -47,6 +48,10 @@ pool process misses the patched efficiency), and prints their MAPE.
 (small m or n, skinny, square; k <= 1,024, mid, >= 8,192; odd sizes) and part of the split;
 ``--pairs`` lists the GEMM shapes that two sources timed on the same GPU and the ratio of their
 times (vidur's H100 against the team's: what no model of the shape alone can fit).
+
+``--many-waves`` fits, per GPU, source and dtype, the fixed cost per tile and the rate of the
+rows whose 128x128 grid fills 8 or more waves (training's GEMMs, the weight gradients over a
+micro-batch's tokens among them), with the shipped model's signed error at short and long k.
 
 ``--ksweep`` splits each measured k sweep (one m, n, dtype and source at three or more k)
 into a marginal rate (the slope of time against k) and a fixed cost per tile (the intercept
@@ -317,6 +322,55 @@ def k_sweeps(rows: list[fk.Row], max_k: int = 8192) -> None:
         print(f"| {name} {src} {dtype} | <= {w:g} | {len(v)} | {rate / 1e12:.0f} | {cost:.0f} |")
 
 
+MANY_WAVES = 8
+"""``many_waves``: the grids counted as many-wave (whole waves of 128x128 tiles, no split)."""
+
+
+def many_waves(rows: list[fk.Row]) -> list[tuple[str, int, float, float, float, float]]:
+    """Per GPU, source and 16-bit or fp8 dtype, the rows whose 128x128 grid fills at least
+    ``MANY_WAVES`` waves (training's weight-gradient and forward GEMMs): the fixed cost per
+    tile ``c`` (16-bit k-steps, as ``GEMM_TILE_OVERHEAD_K``) and the rate ``R`` (a fraction of
+    the dtype's burst ceiling) that fit their times best, each tile taking (k + c) k-steps at
+    ``R`` (``roofline.tile_grid_efficiency`` with one 128x128 tile, plus ``LAUNCH_S``; c on a
+    5-step grid, R the median ratio, loss the mean absolute log error), and the shipped model's
+    mean signed time error (predicted / measured - 1) at k <= 1,024 and k >= 8,192.
+    Returns (label, rows, c, R, signed k <= 1,024, signed k >= 8,192)."""
+    groups: dict[str, list[tuple[fk.Row, float]]] = defaultdict(list)
+    signed = fk.predict(rows) / np.array([r.measured_s for r in rows]) - 1.0
+    for r, e in zip(rows, signed):
+        op, spec = r.ops[0], catalog_gpu(r.gpu)
+        tiles = math.ceil(op.m / roofline.TILE) * math.ceil(op.n / roofline.TILE) * op.batch
+        if tiles >= MANY_WAVES * spec.num_sms and not r.sustained and not op.grouped \
+                and not op.fp8_block_scales:
+            groups[f"{r.gpu} {fk.source_label(r)[:32]} {op.dtype}"].append((r, float(e)))
+    out = []
+    for label, members in sorted(groups.items()):
+        if len(members) < 5:
+            continue
+        fitted = [r for r, _ in members]
+        c = min(range(0, 405, 5), key=lambda x: _tile_fit(fitted, x)[0])
+        short = [e for r, e in members if r.ops[0].k <= 1024]
+        long = [e for r, e in members if r.ops[0].k >= 8192]
+        out.append((label, len(members), float(c), _tile_fit(fitted, c)[1],
+                    float(np.mean(short)) if short else math.nan,
+                    float(np.mean(long)) if long else math.nan))
+    return out
+
+
+def _tile_fit(rows: list[fk.Row], c: float) -> tuple[float, float]:
+    """(mean absolute log error, R) of ``rows`` priced as whole waves of 128x128 tiles of
+    (k + ``c``) k-steps at R x the dtype's burst ceiling, R their median ratio."""
+    logs = []
+    for r in rows:
+        op, spec = r.ops[0], dataclasses.replace(catalog_gpu(r.gpu), sustained_of_burst=1.0)
+        rate = roofline.gemm_rate(spec, op)
+        eff = roofline.tile_grid_efficiency(spec.num_sms, op, roofline.TILE, roofline.TILE,
+                                            c * rate / spec.gemm_ceiling("bf16"), 1.0)
+        logs.append(math.log(op.flops / (rate * eff) / (r.measured_s - roofline.LAUNCH_S)))
+    frac = math.exp(float(np.median(logs)))  # measured rate over the modelled one at R = 1
+    return float(np.mean(np.abs(np.array(logs) - math.log(frac)))), frac
+
+
 def shape_class(op: Gemm) -> str:
     """A GEMM's shape class: ``small-mn`` (m or n <= 256: a row or two of tiles), ``skinny``
     (the longer output side >= 8x the shorter), else ``square``; its k ``k<=1024``,
@@ -386,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the shipped model's error per GPU, source, dtype and shape class")
     ap.add_argument("--pairs", action="store_true",
                     help="the same GEMM shape measured on one GPU by two sources")
+    ap.add_argument("--many-waves", action="store_true",
+                    help="per-tile cost and rate that fit grids of 8 or more waves, per source")
     ap.add_argument("--training", action="store_true",
                     help="public and held-out training MAPE under each variant")
     ap.add_argument("--training-variant", choices=list(VARIANTS), help=argparse.SUPPRESS)
@@ -403,6 +459,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.by_class:
         by_class(rows, held)
+        return 0
+    if args.many_waves:
+        print(f"\n| GPU, source, dtype (>= {MANY_WAVES} waves) | rows | fixed cost per tile c "
+              "(16-bit k-steps) | rate R (of the burst ceiling) | shipped signed, k <= 1,024 | "
+              "k >= 8,192 |\n|---|---|---|---|---|---|")
+        for label, n, c, frac, short, long in many_waves(rows):
+            print(f"| {label} | {n} | {c:.0f} | {frac:.3f} | {short:+.1%} | {long:+.1%} |")
         return 0
     if args.pairs:
         pairs(rows)

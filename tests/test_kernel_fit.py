@@ -506,3 +506,26 @@ def test_the_report_can_price_as_the_validator_does(fit_script, monkeypatch):
     monkeypatch.setattr(fit_script, "REPORT_DB", "auto")
     assert list(fit_script.predict(a100)) == list(roof_a)
     assert any(abs(x / y - 1) > 1e-6 for x, y in zip(fit_script.predict(h100), roof_h))
+
+
+def test_many_waves_recovers_the_per_tile_cost_and_rate_it_was_built_with(fit_script):
+    """``gemm_variants.many_waves``: rows timed as whole waves of 128x128 tiles of (k + 80)
+    k-steps at 0.9 of the burst ceiling (plus the launch) give back c 80 and R 0.9; a grid
+    under 8 waves and a group of fewer than 5 rows are left out."""
+    import dataclasses
+
+    gv = _variants_script(fit_script)
+    spec = dataclasses.replace(gpu("a100-sxm-80gb"), sustained_of_burst=1.0)
+
+    def row(m: int, n: int, k: int, source: str = "synthetic-a") -> object:
+        op = Gemm("g", m, n, k, "fp16")
+        eff = roofline.tile_grid_efficiency(spec.num_sms, op, 128, 128, 80.0, 1.0)
+        t = op.flops / (0.9 * roofline.gemm_rate(spec, op) * eff) + roofline.LAUNCH_S
+        return fit_script.Row("gemm", "a100-sxm-80gb", source, [op], t)
+
+    rows = [row(4096, 8192, k) for k in (512, 1024, 2048, 4096, 8192)]
+    rows += [row(1024, 1024, 1024), row(4096, 8192, 1024, "synthetic-b")]
+    (label, n, c, frac, short, long), = gv.many_waves(rows)
+    assert "synthetic-a" in label and n == 5
+    assert c == 80 and frac == pytest.approx(0.9, rel=1e-9)
+    assert short > 0 > long  # the shipped 250 k-steps at 1.0: short k slow, long k fast

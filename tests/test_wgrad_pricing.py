@@ -13,6 +13,8 @@ import dataclasses
 import math
 import re
 
+import pytest
+
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute.roofline import RooflineModel
 from trainsim.validate import BUNDLED_DIR
@@ -68,3 +70,39 @@ def test_a_wgrad_over_many_tokens_costs_what_its_forward_costs():
         for i in (0, 1):
             mean = math.exp(sum(math.log(p[i]) for p in pairs) / len(pairs))
             assert abs(mean - 1.0) < 0.08
+
+
+def test_the_zero_bubble_w_fit_recovers_the_tile_cost_and_rate_it_was_built_with(tmp_path,
+                                                                                   monkeypatch):
+    """benchmarks/zero_bubble.py ``w_tile_fit``: a profile whose W passes are each model's
+    weight-gradient GEMMs in whole waves of 128x128 tiles of (k + 120) k-steps at 0.9 of the
+    A100's MAMF gives back c 120 and R 0.9, every model on the fit."""
+    from pathlib import Path
+
+    from tests.helpers import load_script
+    from trainsim.compute import roofline
+    from trainsim.pipeline import is_weight_grad
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.shard import shard_of
+
+    zb = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "zero_bubble.py")
+    with zb.ROWS.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["schedule"] == "1F1B"]
+    out = tmp_path / "profile.csv"
+    with out.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["model", "num_microbatches", "w_ms"])
+        for r in rows:
+            cfg = zb.config({**r, "schedule": "ZB-1p"})
+            sh = shard_of(cfg)
+            gpu = dataclasses.replace(cfg.cluster.gpu, sustained_of_burst=1.0)
+            layer = sum(op.flops / (0.9 * gpu.gemm_ceiling("fp16") * roofline.tile_grid_efficiency(
+                gpu.num_sms, op, 128, 128, 120.0, 1.0))
+                for op in backward_of(layer_forward(cfg, sh), sh) if is_weight_grad(op))
+            stage = layer * (cfg.model.num_layers + 2) / cfg.parallel.pp
+            w.writerow([r["model"], r["num_microbatches"], stage * 1e3])
+    monkeypatch.setattr(zb, "PROFILE", out)
+    c, frac, off = zb.w_tile_fit(rows)
+    assert c == 120 and frac == pytest.approx(0.9, rel=1e-9)
+    assert set(off) == {"1.5B", "6.2B", "14.6B", "28.3B"}
+    assert max(abs(o) for o in off.values()) < 1e-9
