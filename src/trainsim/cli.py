@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import (
+    PLOT_FILE,
     POSITIVE,
     POSITIVE_INT,
     GuardedGroup,
@@ -73,8 +74,11 @@ def main() -> None:
 @click.option("--max-tasks", type=POSITIVE_INT, default=None,
               help="Refuse iterations estimated above this many tasks (default 500,000; "
                    "TRAINSIM_MAX_TASKS).")
+@click.option("--plot", "plot_path", type=PLOT_FILE, default=None,
+              help="Write a figure: where the iteration time goes and the memory per GPU by "
+                   "part (.png, .svg or .pdf by the suffix).")
 def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str | None,
-             max_tasks: int | None) -> None:
+             max_tasks: int | None, plot_path: str | None) -> None:
     """Simulate one training iteration of CONFIG (YAML or JSON).
 
     CONFIG has sections model, parallel, training and cluster; a top-level key starting with
@@ -92,6 +96,10 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
         if trace_path and result.timeline is not None:
             write_chrome_trace(result.timeline, trace_path, title=cfg.model.name,
                                info=result.simulation)
+        if plot_path:
+            from trainsim.report.plots import plot_result
+
+            plot_result(result, plot_path)
     except TrainsimError as exc:
         _fail(exc)
         return
@@ -105,6 +113,8 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
         out.print(render_result(result))
         if trace_path:
             out.print(f"trace written to {escape(trace_path)} (open in https://ui.perfetto.dev)")
+        if plot_path:
+            out.print(f"plot written to {escape(plot_path)}")
 
 
 @main.command()
@@ -118,7 +128,13 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
 @click.option("--workers", type=POSITIVE_INT, default=None,
               help="Processes predicting rows side by side (each row is predicted alone: the "
                    "same results); default: the CPUs this process may use, at most 8.")
-def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | None) -> None:
+@click.option("--plot", "plot_path", type=PLOT_FILE, default=None,
+              help="Also write a figure of the rows: predicted against measured (log-log, "
+                   "y = x, +-10/20 % bands), a colour per framework or implementation "
+                   "(.png, .svg or .pdf by the suffix). Without CSV_FILE, one figure per "
+                   "bundled file: PLOT's name with -<file> added.")
+def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | None,
+             plot_path: str | None) -> None:
     """Predict every row of a published-measurement file and report the error.
 
     CSV_FILE: training runs, nccl-tests collectives or kernels (CSV, the kind told by its
@@ -153,10 +169,16 @@ def validate(csv_file: str | None, fmt: str, compute_db: str, workers: int | Non
     for path in files:
         if not csv_file and fmt == "table":
             click.echo(f"== {Path(path).name} (bundled)")
+        plot = plot_path
+        if plot_path and not csv_file:
+            from trainsim.validate.plot import per_file_path
+
+            plot = str(per_file_path(plot_path, path))
         try:
             with as_regular_file(str(path), "validation file") as regular:
                 got = _validate_one(regular, fmt, db,
-                                    workers or min(cpus(), MAX_DEFAULT_WORKERS), shown=str(path))
+                                    workers or min(cpus(), MAX_DEFAULT_WORKERS), shown=str(path),
+                                    plot=plot)
         except TrainsimError as exc:
             _fail(exc)
             return
@@ -175,9 +197,12 @@ memory for little gain on a file of a few hundred rows."""
 
 
 def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
-                  workers: int = 1, shown: str | None = None) -> dict | None:
+                  workers: int = 1, shown: str | None = None,
+                  plot: str | None = None) -> dict | None:
     """Validate one file: print its table (table format) or return its JSON object; an error
-    names ``shown`` where ``csv_file`` is a copy of it (``as_regular_file``)."""
+    names ``shown`` where ``csv_file`` is a copy of it (``as_regular_file``). ``plot``: also
+    draw those same rows there (``validate.plot``); the line saying so goes to stderr, so
+    that the summary stays the last line of stdout."""
     from rich.progress import Progress
 
     from trainsim.report import render_validation
@@ -195,6 +220,11 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
     except TrainsimError as exc:
         _fail(type(exc)(str(exc).replace(csv_file, shown)) if shown else exc)
         return None
+    if plot:
+        from trainsim.validate.plot import plot_validation
+
+        plot_validation(kind, results, plot, title=Path(shown or csv_file).name)
+        err.print(f"plot written to {escape(plot)}", highlight=False, soft_wrap=True)
     summary = summarize(results)
     if fmt == "json":
         return {"rows": [r.to_dict() for r in results], "summary": summary}

@@ -319,6 +319,36 @@ POSITIVE = FiniteFloat(min=0, min_open=True)
 NONNEGATIVE = FiniteFloat(min=0)
 
 
+PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".eps", ".jpg", ".jpeg")
+"""Figure formats ``--plot`` writes, by the file's suffix (none: PNG, as matplotlib's savefig)."""
+
+
+class PlotFile(click.Path):
+    """A ``--plot`` file: refused before any work where it cannot be written as asked (a
+    directory, a folder that does not exist, a suffix no figure format has), in one usage
+    error naming the option, as other options' bad values are."""
+
+    name = "plot file"
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        text = os.fsdecode(rv)
+        suffix = os.path.splitext(text)[1].lower()
+        if suffix and suffix not in PLOT_SUFFIXES:
+            self.fail(f"{text!r}: {suffix!r} is no figure format; end the name in "
+                      f"{', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]}", param, ctx)
+        folder = os.path.dirname(text) or "."
+        if not os.path.isdir(folder):
+            self.fail(f"{text!r}: no directory {folder!r}; create it first", param, ctx)
+        return rv
+
+
+PLOT_FILE = PlotFile()
+
+
 def renamed_option(new: str, old: str, name: str, default: Any, **kwargs: Any) -> Any:
     """A click option ``new`` that still accepts its deprecated spelling ``old`` (hidden from
     --help) with one ``warning:`` line; the value reaches the command as ``name``. Giving

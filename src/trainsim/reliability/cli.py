@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from trainsim.cli_guard import POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
+from trainsim.cli_guard import PLOT_FILE, POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
 from trainsim.errors import ConfigError, TrainsimError
 
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -93,8 +93,9 @@ def load_goodput_config(path: str, overrides: tuple[str, ...] = (), gpus: int | 
               default="table")
 @click.option("--sweep/--no-sweep", default=False,
               help="Also sweep the checkpoint interval (implied by --plot).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Write a PNG: the time budget and the interval sweep.")
+@click.option("--plot", "plot_path", type=PLOT_FILE, default=None,
+              help="Write a figure: the time budget and the interval sweep (.png, .svg or "
+                   ".pdf by the suffix).")
 def goodput(config: str, tokens: str | None, days: float | None, gpus: int | None,
             failures: str | None, interval: str | None, seed: int, trials: int,
             max_trial_rounds: int | None, overrides: tuple[str, ...], fmt: str, sweep: bool,

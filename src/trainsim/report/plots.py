@@ -3,8 +3,13 @@
 * :func:`plot_breakdown` — where the iteration time goes, one stacked bar per result.
 * :func:`plot_timeline` — the pipeline timeline (``simulate(cfg, keep_timeline=True)``).
 * :func:`plot_memory` — the memory stack of each pipeline stage against the GPU's HBM.
+* :func:`plot_result` — one simulation: where the iteration time goes and the memory per GPU by
+  part (``trainsim simulate --plot``).
 * :func:`plot_search` — a search's throughput vs memory headroom, Pareto front marked.
 * :func:`plot_sweep` / :func:`write_sweep_html` — a what-if sweep, PNG and interactive HTML.
+
+Each ``plot_*`` writes the figure its ``*_figure`` function builds (returned, unsaved, so a test
+can read what was drawn); the file's suffix picks the format (.png, .svg, .pdf, ...).
 
 matplotlib is imported inside the functions, and only its object-oriented API with the Agg
 canvas is used: no display is needed and no global backend is switched.
@@ -19,7 +24,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from trainsim.config.safe_load import write_output
 from trainsim.result import Result
@@ -37,11 +42,12 @@ PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#d
            "#8c8c8c", "#ccb974", "#64b5cd")
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float, constrained: bool = False):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=110)
+    fig = Figure(figsize=(width, height), dpi=110,
+                 layout="constrained" if constrained else None)
     FigureCanvasAgg(fig)
     return fig
 
@@ -49,7 +55,8 @@ def _figure(width: float, height: float):
 def _save(fig, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     buf = io.BytesIO()  # matplotlib's savefig(path) passed over a failed write (/dev/full)
     fig.savefig(buf, format=path.suffix[1:].lower() or "png")
     write_output(path, buf.getvalue())
@@ -169,6 +176,71 @@ def plot_memory(result: Result, path: str | Path, title: str | None = None) -> P
     return _save(fig, path)
 
 
+MEMORY_STACK = (("weights", "weights", "#4c72b0"), ("gradients", "gradients", "#dd8452"),
+                ("optimizer", "optimizer state", "#55a868"),
+                ("activations", "activations", "#c44e52"), ("buffers", "buffers", "#8172b3"),
+                ("cached", "allocator cache (to reserved)", "#d5d5d5"),
+                ("context", "CUDA context (to device)", "#8c8c8c"))
+"""The parts of one rank's memory, bottom up: the first five sum to ``allocated``, the cache
+takes it to ``reserved``, the context to ``device`` (``memory.MemoryBreakdown``)."""
+
+
+def result_figure(result: Result, title: str | None = None):
+    """The Figure :func:`plot_result` writes: the parts of the iteration time (the bars sum to
+    ``iteration_time_s``) and each pipeline stage's memory per GPU by part, stacked up to
+    allocated, reserved and device, against the GPU's HBM."""
+    from trainsim.report.table import _fmt_s
+
+    fig = _figure(13, 4.8, constrained=True)
+    ax_t, ax_m = fig.subplots(1, 2, width_ratios=(1.15, 1))
+    total = result.iteration_time_s
+    parts = [(name, color, v) for (key, name, color), v in zip(PARTS, _parts_of(result))
+             if v > 0 or key == "compute_s"]
+    ys = list(range(len(parts)))[::-1]
+    ax_t.barh(ys, [v for *_, v in parts], color=[c for _, c, _ in parts], height=0.6)
+    for y, (_, _, v) in zip(ys, parts):
+        ax_t.text(v, y, f" {_fmt_s(v)} ({100 * v / total:.1f}%)", va="center", fontsize=8)
+    ax_t.set_yticks(ys, [n for n, _, _ in parts], fontsize=9)
+    ax_t.set_xlabel("seconds per iteration")
+    ax_t.set_xlim(0, max(v for *_, v in parts) * 1.4)
+    ax_t.grid(axis="x", alpha=0.3)
+    ax_t.set_title(f"where the {_fmt_s(total)} iteration goes (critical stage "
+                   f"{result.critical_stage})", fontsize=10)
+
+    mems = result.memory
+    xs = list(range(len(mems)))
+    bottom = [0.0] * len(mems)
+    for name, label, color in MEMORY_STACK:
+        vals = [getattr(m, name) / GiB for m in mems]
+        if name in ("cached", "context") and not any(vals):
+            continue
+        ax_m.bar(xs, vals, bottom=bottom, color=color, label=label, width=0.7)
+        bottom = [a + b for a, b in zip(bottom, vals)]
+    hbm = result.config.cluster.gpu.hbm_bytes / GiB
+    ax_m.axhline(hbm, color="black", linestyle="--", linewidth=1, label=f"HBM {hbm:.0f} GiB")
+    ax_m.set_xticks(xs, [str(i) for i in xs], fontsize=7 if len(mems) > 16 else 9)
+    ax_m.set_xlabel("pipeline stage (one representative GPU each)")
+    ax_m.set_ylabel("GiB per GPU")
+    ax_m.set_ylim(0, max(hbm, max(bottom)) * 1.08)
+    peak = mems[result.peak_memory_stage]
+    ax_m.set_title(f"memory per GPU by part; stage {result.peak_memory_stage}: allocated "
+                   f"{peak.allocated / GiB:.1f}, reserved {peak.reserved / GiB:.1f}, device "
+                   f"{peak.device / GiB:.1f} GiB", fontsize=10)
+    handles, labels = ax_m.get_legend_handles_labels()  # top of the stack first, as drawn
+    ax_m.legend(handles[:1] + handles[:0:-1], labels[:1] + labels[:0:-1], fontsize=7,
+                loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    c, p = result.config, result.config.parallel
+    fig.suptitle(title or f"{c.model.name} on {c.cluster.num_gpus} x {c.cluster.gpu.name}: "
+                 f"TP {p.tp} PP {p.pp} CP {p.cp} DP {c.dp}, {result.tokens_per_s_per_gpu:,.0f} "
+                 f"tokens/s/GPU, MFU {100 * result.mfu:.1f}%", fontsize=11)
+    return fig
+
+
+def plot_result(result: Result, path: str | Path, title: str | None = None) -> Path:
+    """Write :func:`result_figure` to ``path`` (``trainsim simulate --plot``)."""
+    return _save(result_figure(result, title), path)
+
+
 class ScatterPoint(Protocol):
     """What plot_search needs of a search evaluation."""
 
@@ -216,34 +288,124 @@ def plot_search(points: Sequence[ScatterPoint], path: str | Path,
 
 @dataclass(frozen=True)
 class SweepSeries:
-    """One line of a sweep: the iteration time and MFU at each value of the varied field."""
+    """One line of a sweep: each metric at each value of the varied field ``x`` (numbers, or
+    names drawn on a categorical axis). A metric left empty is not drawn."""
 
     name: str
-    x: tuple[float, ...]
+    x: tuple[Any, ...]
     iteration_time_s: tuple[float, ...]
     mfu: tuple[float, ...]
+    tokens_per_s_per_gpu: tuple[float, ...] = ()
+    peak_memory_gib: tuple[float, ...] = ()
+    fits_in_memory: tuple[bool, ...] = ()
+
+
+SWEEP_METRICS = (("iteration_time_s", "iteration time (s)", 1.0),
+                 ("tokens_per_s_per_gpu", "tokens/s per GPU", 1.0),
+                 ("mfu", "MFU (%)", 100.0),
+                 ("peak_memory_gib", "peak memory per GPU (GiB)", 1.0))
+"""What a sweep figure plots, in panel order: (SweepSeries field, axis label, scale)."""
+
+
+def is_number(v: object) -> bool:
+    """A value drawn on a numeric axis: a finite int or float (not a bool, not a name)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _spans_decades(values: Sequence[float]) -> bool:
+    return bool(values) and min(values) > 0 and max(values) / min(values) >= 10
+
+
+def _log_x(values: Sequence[float]) -> bool:
+    """A varied field's axis is logarithmic where it spans a decade, or where it doubles at
+    least three times over powers of two (TP 1, 2, 4, 8: parallel sizes, batch sizes)."""
+    doubling = len(values) >= 3 and all(v > 0 and math.log2(v).is_integer() for v in values) \
+        and max(values) / min(values) >= 8
+    return _spans_decades(values) or doubling
+
+
+def sweep_figure(series: Sequence[SweepSeries], x_label: str, title: str | None = None,
+                 categories: Sequence[Any] | None = None, notes: Sequence[str] = ()):
+    """The Figure :func:`plot_sweep` writes: one panel per metric the series carry (iteration
+    time, tokens/s per GPU, MFU, peak memory) against the varied field, one line per series.
+    ``x`` values that are not all numbers (or given ``categories``, in their order) go on a
+    categorical axis; a numeric axis spanning a decade or more is logarithmic. Points that do
+    not fit in HBM are crossed in the memory panel; ``notes`` (failed points) go under the
+    title."""
+    if not series:
+        raise ValueError("plot_sweep needs at least one series")
+    from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
+
+    metrics = [m for m in SWEEP_METRICS
+               if all(len(getattr(s, m[0])) == len(s.x) > 0 for s in series)]
+    xs_all = [x for s in series for x in s.x]
+    categorical = categories is not None or not all(is_number(x) for x in xs_all)
+    cats = [str(c) for c in (categories if categories is not None else
+                             dict.fromkeys(str(x) for x in xs_all))]
+
+    def place(x: Any) -> float:
+        return float(cats.index(str(x))) if categorical else float(x)
+
+    cols = 1 if len(metrics) == 1 else 2
+    rows = (len(metrics) + 1) // 2
+    fig = _figure(5.0 * cols + 2.2, 3.4 * rows + 0.7, constrained=True)
+    axes = list(fig.subplots(rows, cols, squeeze=False).ravel())
+    for ax in axes[len(metrics):]:
+        ax.remove()
+    unfit_label = "does not fit in HBM"
+    # on a categorical axis the series sit side by side around their category (equal values
+    # would hide each other) and are joined by a dotted line: categories have no order
+    dodge = min(0.1, 0.6 / len(series)) if categorical else 0.0
+    for i, s in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        xs = [place(x) + dodge * (i - (len(series) - 1) / 2) for x in s.x]
+        for ax, (key, _, scale) in zip(axes, metrics):
+            ys = [scale * v for v in getattr(s, key)]
+            ax.plot(xs, ys, "o:" if categorical else "o-", color=color,
+                    label=s.name or x_label, markersize=4)
+            if key == "peak_memory_gib" and s.fits_in_memory:
+                bad = [(x, y) for x, y, ok in zip(xs, ys, s.fits_in_memory) if not ok]
+                if bad:
+                    ax.plot(*zip(*bad), "x", color="#c44e52", markersize=9, mew=2,
+                            linestyle="none", label=unfit_label)
+                    unfit_label = "_"
+    numeric = sorted({float(x) for x in xs_all}) if not categorical else []
+    for ax, (key, label, _) in zip(axes, metrics):
+        ax.set_ylabel(label)
+        ax.set_xlabel(x_label)
+        ax.grid(alpha=0.3)
+        if categorical:
+            ax.set_xticks(range(len(cats)), cats, fontsize=8,
+                          rotation=25 if sum(map(len, cats)) > 40 else 0)
+            ax.set_xlim(-0.5, len(cats) - 0.5)
+        else:
+            if _log_x(numeric):
+                ax.set_xscale("log")
+                ax.xaxis.set_minor_formatter(NullFormatter())
+            if len(numeric) <= 12:  # the swept values themselves, and no others
+                ax.set_xticks(numeric, [f"{v:g}" for v in numeric], fontsize=8)
+                ax.xaxis.set_minor_locator(NullLocator())
+        if key == "iteration_time_s" and _spans_decades([v for s in series for v in s.iteration_time_s]):
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[1:len(metrics)]:  # the memory panel's cross, where it is drawn
+        h, lab = ax.get_legend_handles_labels()
+        handles += [a for a, b in zip(h, lab) if b == "does not fit in HBM"]
+        labels += [b for b in lab if b == "does not fit in HBM"]
+    if len(series) > 1 or series[0].name or len(handles) > len(series):
+        fig.legend(handles, labels, loc="outside right upper", fontsize=8)
+    head = title or f"sweep of {x_label}"
+    fig.suptitle("\n".join([head, *notes]), fontsize=10)
+    return fig
 
 
 def plot_sweep(series: Sequence[SweepSeries], x_label: str, path: str | Path,
-               title: str | None = None) -> Path:
-    """Iteration time and MFU against the varied field, one line per series."""
-    if not series:
-        raise ValueError("plot_sweep needs at least one series")
-    fig = _figure(10, 4.2)
-    ax_t, ax_m = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-    for i, s in enumerate(series):
-        color = PALETTE[i % len(PALETTE)]
-        ax_t.plot(s.x, s.iteration_time_s, "o-", color=color, label=s.name, markersize=4)
-        ax_m.plot(s.x, [100 * m for m in s.mfu], "o-", color=color, label=s.name, markersize=4)
-    ax_t.set_ylabel("iteration time (s)")
-    ax_m.set_ylabel("MFU (%)")
-    for ax in (ax_t, ax_m):
-        ax.set_xlabel(x_label)
-        ax.grid(alpha=0.3)
-    if len(series) > 1 or series[0].name:
-        ax_m.legend(fontsize=7)
-    fig.suptitle(title or f"sweep of {x_label}")
-    return _save(fig, path)
+               title: str | None = None, categories: Sequence[Any] | None = None,
+               notes: Sequence[str] = ()) -> Path:
+    """Write :func:`sweep_figure` to ``path`` (``trainsim sweep --plot`` and ``--out``'s
+    sweep.png)."""
+    return _save(sweep_figure(series, x_label, title, categories, notes), path)
 
 
 # ----------------------------------------------------------------- self-contained HTML
@@ -350,5 +512,6 @@ def _fmt(v: object) -> str:
     return "" if v is None else str(v)
 
 
-__all__ = ["ScatterPoint", "SweepSeries", "plot_breakdown", "plot_memory", "plot_search",
-           "plot_sweep", "plot_timeline", "write_sweep_html"]
+__all__ = ["ScatterPoint", "SweepSeries", "is_number", "plot_breakdown", "plot_memory",
+           "plot_result", "plot_search", "plot_sweep", "plot_timeline", "result_figure",
+           "sweep_figure", "write_sweep_html"]

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import (
+    PLOT_FILE,
     POSITIVE,
     POSITIVE_INT,
     FiniteFloat,
@@ -131,8 +132,9 @@ def _common(f):
 @click.option("--pareto-slowdown", type=FiniteFloat(min=1), default=1.25, show_default=True,
               help="The Pareto front keeps configurations up to this much slower than the best.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"], case_sensitive=False), default="table")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
-              help="Write a scatter PNG of the simulated configurations.")
+@click.option("--plot", "plot_path", type=PLOT_FILE, default=None,
+              help="Write a scatter plot of the simulated configurations (.png, .svg or .pdf "
+                   "by the suffix).")
 def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, workers,
                ray_address, tp_, pp_, cp_, max_vpp, max_micro_batch, recompute, zero, overlap,
                ep_, etp_, dispatcher, schedules, gpus, global_batch, seq, top_k, rank_by, reference, exhaustive, pareto_slowdown, fmt,
@@ -270,7 +272,11 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Write sweep.csv/.json/.png/.html here.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"], case_sensitive=False), default="table")
-def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
+@click.option("--plot", "plot_path", type=PLOT_FILE, default=None,
+              help="Write a figure: iteration time, tokens/s/GPU, MFU and peak memory against "
+                   "the first varied field, a line per value of the others (.png, .svg or "
+                   ".pdf by the suffix).")
+def sweep_cmd(config, varies, steps, overrides, out_dir, fmt, plot_path):
     """Simulate CONFIG over a grid of varied fields (hardware what-ifs)."""
     from trainsim.catalog import read_config_file
     from trainsim.search.render import render_sweep, rows_csv, sweep_json
@@ -286,6 +292,8 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt):
             result = sweep(raw, vs, overrides, progress=lambda d, t: update("simulate", d, t))
         if out_dir:
             files = write_sweep(result, out_dir)
+        if plot_path:
+            files.append(result.plot(plot_path, title=f"sweep of {Path(config).name}"))
     except TrainsimError as exc:
         _fail(exc)
         return

@@ -152,9 +152,11 @@ class SweepPoint:
         r = self.result
         if r is None:
             out.update(iteration_time_s=None, mfu=None, tokens_per_s=None,
-                       peak_memory_gib=None, fits_in_memory=None, error=self.error)
+                       tokens_per_s_per_gpu=None, peak_memory_gib=None, fits_in_memory=None,
+                       error=self.error)
             return out
         out.update(iteration_time_s=r.iteration_time_s, mfu=r.mfu, tokens_per_s=r.tokens_per_s,
+                   tokens_per_s_per_gpu=r.tokens_per_s_per_gpu,
                    peak_memory_gib=r.peak_memory_bytes / 2**30, fits_in_memory=r.fits_in_memory,
                    compute_s=r.breakdown.get("compute_s", 0.0),
                    exposed_comm_s=r.breakdown.get("exposed_comm_s", 0.0),
@@ -176,21 +178,53 @@ class SweepResult:
         keys = list(dict.fromkeys(k for r in rows for k in r))
         return [{k: r.get(k) for k in keys} for r in rows]
 
-    def series(self):
-        """Plot series: x is the first varied field, one line per value of the others."""
+    def series(self, rows: Sequence[dict[str, Any]] | None = None) -> list[Any]:
+        """Plot series (``report.plots.SweepSeries``) from the rows the table and JSON print
+        (``rows()``): x is the first varied field, one line per value of the others; a point
+        that failed is left out."""
         from trainsim.report.plots import SweepSeries
 
-        lines: dict[tuple, list[SweepPoint]] = {}
-        for p in self.points:
-            if p.result is not None and isinstance(p.values[0], (int, float)):
-                lines.setdefault(p.values[1:], []).append(p)
-        out = []
-        for key, pts in lines.items():
-            name = ", ".join(f"{v.path}={x}" for v, x in zip(self.varies[1:], key))
-            out.append(SweepSeries(name, tuple(float(p.values[0]) for p in pts),
-                                   tuple(p.result.iteration_time_s for p in pts),  # type: ignore[union-attr]
-                                   tuple(p.result.mfu for p in pts)))  # type: ignore[union-attr]
-        return out
+        rows = self.rows() if rows is None else rows
+        first, rest = self.varies[0].path, [v.path for v in self.varies[1:]]
+        lines: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in rows:
+            if r["iteration_time_s"] is not None:
+                lines.setdefault(tuple(r[p] for p in rest), []).append(r)
+
+        def col(pts: list[dict[str, Any]], key: str) -> tuple[Any, ...]:
+            return tuple(r[key] for r in pts)
+
+        return [SweepSeries(", ".join(f"{p}={x}" for p, x in zip(rest, key)), col(pts, first),
+                            col(pts, "iteration_time_s"), col(pts, "mfu"),
+                            col(pts, "tokens_per_s_per_gpu"), col(pts, "peak_memory_gib"),
+                            col(pts, "fits_in_memory"))
+                for key, pts in lines.items()]
+
+    def _plot_inputs(self, title: str | None) -> dict[str, Any]:
+        from trainsim.report.plots import is_number
+
+        rows = self.rows()
+        first = self.varies[0]
+        failed = [r for r in rows if r["iteration_time_s"] is None]
+        notes = [(f"{len(failed)} of {len(rows)} points failed (first: "
+                  f"{str(failed[0]['error']).split(';')[0][:90]})")] if failed else []
+        numeric = all(is_number(v) for v in first.values)
+        return {"series": self.series(rows), "x_label": first.path, "title": title,
+                "categories": None if numeric else first.values, "notes": notes}
+
+    def figure(self, title: str | None = None) -> Any:
+        """The Figure :meth:`plot` writes (``report.plots.sweep_figure``): iteration time,
+        tokens/s per GPU, MFU and peak memory against the first varied field."""
+        from trainsim.report.plots import sweep_figure
+
+        return sweep_figure(**self._plot_inputs(title))
+
+    def plot(self, path: str | Path, title: str | None = None) -> Path:
+        """Write :meth:`figure` to ``path`` (``trainsim sweep --plot``); the suffix picks the
+        format."""
+        from trainsim.report.plots import plot_sweep
+
+        return plot_sweep(path=path, **self._plot_inputs(title))
 
 
 MAX_POINTS = 10_000
@@ -242,7 +276,7 @@ def write_sweep(result: SweepResult, out_dir: str | Path) -> list[Path]:
     """sweep.csv, sweep.json, sweep.png, sweep.html (and breakdown.png) in ``out_dir``.
     sweep.json is what ``trainsim sweep --format json`` prints (``render.sweep_json``:
     ``{varied, rows, warnings}``), byte for byte."""
-    from trainsim.report.plots import plot_breakdown, plot_sweep, write_sweep_html
+    from trainsim.report.plots import is_number, plot_breakdown, write_sweep_html
     from trainsim.search.render import rows_csv, sweep_json
 
     out = Path(out_dir)
@@ -251,11 +285,12 @@ def write_sweep(result: SweepResult, out_dir: str | Path) -> list[Path]:
     files = [out / "sweep.csv", out / "sweep.json"]
     files[0].write_text(rows_csv(rows))
     files[1].write_text(sweep_json(rows, [v.path for v in result.varies], result.notes()) + "\n")
-    series = result.series()
+    series = result.series(rows)
     x = result.varies[0].path
     if series:
-        files.append(plot_sweep(series, x, out / "sweep.png"))
-        files.append(write_sweep_html(series, x, out / "sweep.html", rows))
+        files.append(result.plot(out / "sweep.png"))
+        if all(is_number(v) for s in series for v in s.x):  # the page's axes are numeric
+            files.append(write_sweep_html(series, x, out / "sweep.html", rows))
     ok = [p for p in result.points if p.result is not None]
     if 0 < len(ok) <= 40:
         labels = [", ".join(f"{v.path.split('.')[-1]}={x}" for v, x in zip(result.varies, p.values))

@@ -463,9 +463,10 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
     @app.get(f"{API}/jobs/{{job_id}}/plot", tags=["jobs"],
              responses=_errors(404, 422, _200={"content": {"image/png": {}}}))
     async def get_plot(job_id: JobId, token_id: str = Depends(caller)) -> Response:
-        """The PNG the CLI writes with --plot (search and goodput jobs with options.plot)."""
+        """The PNG the CLI writes with --plot (simulate, sweep, search, goodput and one-file
+        validate jobs with options.plot)."""
         png = await db(_artifact, job_id, token_id, "plot",
-                       "a search or goodput job with options.plot = true")
+                       "a job with options.plot = true")
         return Response(png, media_type="image/png")
 
     @app.api_route(f"{API}/jobs/{{rest:path}}", methods=["GET", "DELETE"],

@@ -52,7 +52,7 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
 
     cfg = load_run_config(_write(wd / "config.json", config), opts["set"])
     _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
-    trace = _flag(opts, "trace")
+    trace, want_plot = _flag(opts, "trace"), _flag(opts, "plot")
     if not run:
         return None
     from trainsim.report import write_chrome_trace
@@ -65,7 +65,12 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
         write_chrome_trace(result.timeline, trace_path, title=cfg.model.name,
                            info=result.simulation)
         trace = trace_path.read_text()
-    return Output(_dumps(result.to_dict()), trace)
+    plot = None
+    if want_plot:  # as `trainsim simulate --plot FILE`
+        from trainsim.report.plots import plot_result
+
+        plot = plot_result(result, wd / "plot.png").read_bytes()
+    return Output(_dumps(result.to_dict()), trace, plot)
 
 
 def _bound_gpus(n: int, field: str, limits: Limits) -> None:
@@ -81,7 +86,7 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
     from trainsim.catalog import read_config_file
     from trainsim.search.whatif import Vary, sweep
 
-    steps = _int(opts, "steps", 1)
+    steps, want_plot = _int(opts, "steps", 1), _flag(opts, "plot")
     vs = [Vary.parse(v, steps) for v in opts["vary"]]
     if not vs:
         raise RequestError("options.vary", "options.vary: sweep needs at least one field to vary")
@@ -100,7 +105,9 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
     from trainsim.search.render import sweep_json
 
     notes = result.notes()  # the CLI's stderr lines
-    return Output(sweep_json(result.rows(), [v.path for v in result.varies], notes) + "\n")
+    plot = result.plot(wd / "plot.png").read_bytes() if want_plot else None  # as --plot
+    return Output(sweep_json(result.rows(), [v.path for v in result.varies], notes) + "\n",
+                  plot=plot)
 
 
 # ------------------------------------------------------------------------------ goodput
@@ -193,6 +200,10 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
     from trainsim.validate import BUNDLED_DIR, bundled_files, read_rows, summarize, validate_file
 
     single = opts["file"] is not None or opts["csv"] is not None
+    want_plot = _flag(opts, "plot")
+    if want_plot and not single:  # the CLI writes one figure per bundled file; a job has one
+        raise RequestError("options.plot", "options.plot: a job holds one figure; give "
+                           "options.file or options.csv")
     if opts["csv"] is not None:
         if not isinstance(opts["csv"], str):
             raise RequestError("options.csv", "options.csv: expected the CSV file's text")
@@ -214,13 +225,20 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
         return None
     report: dict[str, Any] = {}
     done = 0
+    plot = None
     for path, n in zip(files, counts):
-        _, results = validate_file(path, progress=lambda i, _n, d=done, name=path.name: progress(
-            (d + i) / max(1, sum(counts)), f"predicting {name}"))
+        kind, results = validate_file(path, progress=lambda i, _n, d=done, name=path.name:
+                                      progress((d + i) / max(1, sum(counts)),
+                                               f"predicting {name}"))
         done += n
         report[path.name] = {"rows": [r.to_dict() for r in results],
                              "summary": summarize(results)}
-    return Output(_dumps(report[files[0].name] if single else report))
+        if want_plot:  # as `trainsim validate FILE --plot FILE`: the rows the JSON holds
+            from trainsim.validate.plot import plot_validation
+
+            plot = plot_validation(kind, results, wd / "plot.png",
+                                   title=opts["file"] or "uploaded CSV").read_bytes()
+    return Output(_dumps(report[files[0].name] if single else report), plot=plot)
 
 
 # ------------------------------------------------------------------------------ search, plan

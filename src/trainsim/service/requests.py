@@ -39,7 +39,8 @@ class Output:
     trace: str | None = None
     """Chrome/Perfetto trace JSON (simulate with ``options.trace``)."""
     plot: bytes | None = None
-    """The PNG the CLI writes with ``--plot`` (search and goodput with ``options.plot``)."""
+    """The PNG the CLI writes with ``--plot`` (simulate, sweep, validate of one file, search and
+    goodput with ``options.plot``)."""
 
 
 def _dumps(obj: Any, sort_keys: bool = True) -> str:
@@ -56,11 +57,11 @@ _COMMON_SEARCH = {"model": None, "gpu": None, "gpus_per_node": None, "nic_gbps":
                   "schedules": None}
 """The options of search and plan jobs, with the defaults of ``trainsim search``'s flags."""
 OPTIONS: dict[str, dict[str, Any]] = {
-    "simulate": {"set": [], "trace": False},
-    "sweep": {"vary": [], "steps": 5, "set": []},
+    "simulate": {"set": [], "trace": False, "plot": False},
+    "sweep": {"vary": [], "steps": 5, "set": [], "plot": False},
     "goodput": {"tokens": None, "days": None, "gpus": None, "failures": None, "interval": None,
                 "seed": 0, "trials": 1000, "set": [], "sweep": False, "plot": False},
-    "validate": {"file": None, "csv": None},
+    "validate": {"file": None, "csv": None, "plot": False},
     "search": {**_COMMON_SEARCH, "gpus": None, "global_batch": None, "seq": None, "top": 10,
                "rank_by": "split", "reference": None, "exhaustive": False,
                "pareto_slowdown": 1.25, "plot": False},

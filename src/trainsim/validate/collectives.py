@@ -44,7 +44,7 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
         busbw /= span.per_node
         res.chosen["unit"] = "busbw per NIC"
     res.predicted = busbw / 1e9
-    res.extra = {"time_s": t}
+    res.extra = {"time_s": t, "collective": kind}
     if (_cell(row, "comparable") or "").lower() == "no":
         # the source's own evidence (the row's note) says it measures something else: a
         # launch floor, a faulty setup; priced, but kept out of the summary

@@ -216,7 +216,7 @@ async function viewValidate() {
   if (r.status === 401) return needToken();
   simpleForm("Validation against published measurements", [
     ["file", "Bundled file", "training_public.csv", r.data]],
-  () => submitJob("validate", {}, { file: val("file") }),
+  () => submitJob("validate", {}, { file: val("file"), plot: true }),
   "Predicts every row of a published file and reports the error per framework.");
 }
 
