@@ -161,7 +161,10 @@ def mutated_row(rng: random.Random) -> tuple[str, dict[str, str]]:
 
 UNCLEAR = ("invalid literal", "could not convert", "object has no attribute",
            "unsupported operand", "NoneType", "not subscriptable", "object is not", "division by zero",
-           "list index", "math domain", "takes ", "unhashable")
+           "list index", "math domain", "positional argument", "takes no arguments",
+           "takes exactly", "unhashable")
+"""Python's own wording of a bug surfacing as a message ("f() takes 2 positional arguments but
+3 were given"; not a sentence that merely says what a release takes)."""
 
 
 def _row(row: dict[str, str], predict: Callable | None = None) -> str | None:

@@ -393,6 +393,7 @@ HF_FIELDS: dict[str, list[Any]] = {
 
 def hf_cases(rng: random.Random, n: int) -> Iterator[Case]:
     from trainsim.catalog import model_from_hf_config
+    from trainsim.catalog.hf_families import LINEAR_INTERVAL_TYPES
     from trainsim.model.counts import total_params
 
     def one(base: dict, field: str, value: Any) -> str | None:
@@ -402,8 +403,11 @@ def hf_cases(rng: random.Random, n: int) -> Iterator[Case]:
         path = _write("config.json", json.dumps(cfg))
         layers = cfg.get("layer_types")
         interval = cfg.get("full_attention_interval")
-        linear = (not isinstance(layers, list) and (interval not in (None, 1) or interval is None
-                                                    and cfg.get("linear_conv_kernel_dim")))
+        # only a class that has the interval and widths makes linear-attention layers of them
+        # (Qwen3-Next; transformers ignores the keys in a Mistral, Qwen3-MoE or DeepSeek file)
+        hybrid = cfg.get("model_type") in LINEAR_INTERVAL_TYPES
+        linear = hybrid and not isinstance(layers, list) and (
+            interval not in (None, 1) or interval is None and cfg.get("linear_conv_kernel_dim"))
         count = total_params(model_from_hf_config(path))  # a TrainsimError: a clean refusal
         if linear:
             return "silently read: linear-attention layers (no layer_types) as softmax attention"

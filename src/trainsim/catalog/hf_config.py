@@ -208,8 +208,10 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
     if not isinstance(cfg, dict):
         raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
-    hf_families.decoder_only(_model_type(cfg, str(path)), str(path))
+    _model_type(cfg, str(path))
+    hf_families.decoder_only(cfg, str(path))
     cfg, where = text_model(cfg, path)
+    _model_type(cfg, where)  # a composite's text_config names its own: text or absent too
     cfg = hf_families.normalized(cfg, where)
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get(*WRITTEN_AS["hidden_size"])

@@ -120,17 +120,28 @@ def known_family(kind: Any) -> bool:
                                       or kind in LINEAR_INTERVAL_TYPES)
 
 
-def decoder_only(kind: Any, where: str) -> None:
-    """Refuse a ``model_type`` that transformers files as no decoder-only language model (an
-    encoder, an encoder-decoder, a speech, vision, contrastive or time-series model:
-    ``hf_kinds``, generated from transformers' task mappings): read as a causal decoder by the
-    names it shares with one (BERT's ``num_hidden_layers``, CLIP's text tower's), it was
-    simulated as something it is not. A type transformers does not know is read as a decoder."""
+DECODER_ONLY = "trainsim models decoder-only language models (GPT, Llama, Mixtral, DeepSeek, ...)"
+
+
+def decoder_only(cfg: dict[str, Any], where: str) -> None:
+    """Refuse a config.json of no decoder-only language model: a ``model_type`` transformers
+    files as one (an encoder, an encoder-decoder, a speech, vision, contrastive or time-series
+    model: ``hf_kinds``, generated from transformers' task mappings), or a file that says
+    ``is_encoder_decoder: true`` whatever its type (a remote-code or new family: the flag
+    ``PretrainedConfig`` carries for sequence-to-sequence models, which transformers'
+    generation reads to run an encoder first; every known-type class that defaults it true is
+    an encoder-decoder, a DETR-style vision model or a time-series one). Read as a causal
+    decoder by the names it shares with one (BERT's ``num_hidden_layers``, CLIP's text
+    tower's), it was simulated as something it is not. Another type transformers does not know
+    is read as a decoder."""
+    kind = cfg.get("model_type")
     what = hf_kinds.NOT_DECODERS.get(kind) if isinstance(kind, str) else None
     if what is not None:
         raise ConfigError(f"{where}: model_type {kind!r} is {hf_kinds.KINDS[what]} in "
-                          f"transformers {hf_kinds.TRANSFORMERS_VERSION}; trainsim models "
-                          "decoder-only language models (GPT, Llama, Mixtral, DeepSeek, ...)")
+                          f"transformers {hf_kinds.TRANSFORMERS_VERSION}; {DECODER_ONLY}")
+    if flag(cfg, "is_encoder_decoder", False, where):
+        raise ConfigError(f"{where}: is_encoder_decoder is true: an encoder-decoder "
+                          f"(sequence-to-sequence) model; {DECODER_ONLY}")
 
 
 def expert_keys(kind: Any) -> tuple[str, ...]:
@@ -410,7 +421,7 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
 def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """``cfg`` with a family's fields under the names ``model_from_hf_config`` reads, after
     refusing the structures it does not model (ConfigError naming the field)."""
-    decoder_only(cfg.get("model_type"), where)
+    decoder_only(cfg, where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")

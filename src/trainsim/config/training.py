@@ -214,6 +214,8 @@ class TrainingConfig:
                                   "precision-aware optimizer is Adam only)")
         object.__setattr__(self, "cuda_graph_scope", graph_scope_checked(
             self.cuda_graph_scope, self.cuda_graphs))
+        if self.train_tokens is not None:
+            check_run_tokens(self, self.train_tokens, "training.train_tokens")
         if not 0 <= self.data_prep_s_per_sample < math.inf:
             raise ConfigError(f"training.data_prep_s_per_sample={self.data_prep_s_per_sample} "
                               "must be >= 0")
@@ -222,3 +224,17 @@ class TrainingConfig:
     def compute_dtype_bytes(self) -> int:
         """Bytes of an activation element (fp8 runs keep bf16 activations, as TE does)."""
         return 2
+
+
+def check_run_tokens(training: TrainingConfig, tokens: float, name: str) -> None:
+    """Refuse a run of fewer tokens than one global batch of ``training`` (``name``: the option
+    or field that gave them, ``--tokens``, ``options.tokens``, ``training.train_tokens``): less
+    than one iteration is no training run, and its days, cost and energy came out as a
+    fraction of one step's (``plan --tokens 1e-9`` reported 0 MWh). The caller refuses tokens
+    that are not a positive finite number first."""
+    per_batch = training.global_batch_size * training.seq_length
+    if tokens < per_batch:
+        raise ConfigError(f"{name}={tokens:g} is fewer tokens than one global batch "
+                          f"({per_batch:,}: global_batch_size {training.global_batch_size} x "
+                          f"seq_length {training.seq_length}); a run trains at least one "
+                          "iteration")

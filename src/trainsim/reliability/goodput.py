@@ -10,6 +10,7 @@ import numpy as np
 
 from trainsim.config import RunConfig
 from trainsim.config._build import to_dict
+from trainsim.config.training import check_run_tokens
 from trainsim.errors import ConfigError
 from trainsim.limits import check_goodput
 from trainsim.reliability.config import ReliabilityConfig
@@ -116,12 +117,7 @@ def check_tokens(cfg: RunConfig, tokens: float, name: str = "tokens") -> None:
     them, ``--tokens`` or ``options.tokens``): less than one iteration is no training run."""
     if not tokens > 0:
         raise ConfigError(f"{name}={tokens:g} must be positive")
-    if tokens < cfg.tokens_per_iteration:
-        t = cfg.training
-        raise ConfigError(f"{name}={tokens:g} is fewer tokens than one global batch "
-                          f"({cfg.tokens_per_iteration:,}: global_batch_size "
-                          f"{t.global_batch_size} x seq_length {t.seq_length}); a run trains "
-                          "at least one iteration")
+    check_run_tokens(cfg.training, tokens, name)
 
 
 def check_rounds(cfg: RunConfig, rel: ReliabilityConfig, *, tokens: float | None,

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from trainsim.config.training import check_run_tokens
 from trainsim.errors import ConfigError
 from trainsim.model.counts import model_flops_per_token
 from trainsim.search.core import Progress, search
@@ -187,6 +188,7 @@ def plan(base: Base, tokens: float, days: float, *, space: SearchSpace | None = 
         raise ConfigError(f"--tokens={tokens} must be a positive number")
     if not days > 0 or not math.isfinite(days):
         raise ConfigError(f"--days={days} must be a positive number")
+    check_run_tokens(base.training, tokens, "--tokens")  # the batch is fixed before the search
     needed = tokens / (days * 86400)
     ladder = sorted(set(gpu_counts)) if gpu_counts else gpu_ladder(base.cluster.gpus_per_node,
                                                                  max_gpus)

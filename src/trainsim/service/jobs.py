@@ -384,6 +384,7 @@ def _search(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd
 
 def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: Path,
           run: bool, progress: Progress, given: frozenset[str] = frozenset()) -> Output | None:
+    from trainsim.config.training import check_run_tokens
     from trainsim.search.capacity import EnergyModel, plan
     from trainsim.search.cli_inputs import build_base, said_warnings
     from trainsim.search.whatif import parse_number
@@ -411,6 +412,7 @@ def _plan(config: dict[str, Any], opts: dict[str, Any], settings: Settings, wd: 
         energy = EnergyModel(_float(opts, "gpu_idle_fraction"), _float(opts, "node_overhead"),
                              _float(opts, "pue", optional=True), _float(opts, "grid"))
         space = _space(opts, base)
+        check_run_tokens(base.training, n_tokens, "--tokens")  # as plan() refuses it
     if not run:
         return None
     ex = _executor(settings)
