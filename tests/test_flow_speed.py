@@ -90,10 +90,12 @@ def test_steady_state_jumps_match_the_full_simulation(name):
 
 def test_steady_state_jumps_with_background_traffic_and_uneven_channels():
     """A ring sharing the fabric with another job's all-to-all, the all-to-all under a ring,
-    and hand-made repeated schedules whose channels run at different speeds."""
+    and hand-made repeated schedules whose channels run at different speeds. The ring spans
+    the first 16 of the 32 GPUs (30 steps, a quarter of the events of all 32), each sharing
+    its links with the all-to-all over the even ranks: the steady state still jumps periods."""
     topo = TOPOLOGIES["oversubscribed"]()
     net = FlowNetwork(topo, 1)
-    ring = net.collective_flows("all_reduce", 1e8, list(range(32)))
+    ring = net.collective_flows("all_reduce", 1e8, list(range(16)))
     a2a = net.collective_flows("all_to_all", 5e7, list(range(0, 32, 2)))
     assert same_result(topo, 1, 0.0, ring, a2a)
     assert same_result(topo, 1, 0.0, a2a, ring)

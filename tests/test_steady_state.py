@@ -16,6 +16,7 @@ from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 
 N_CONFIGS = 220
+DEFAULT_CONFIGS = 80  # the default suite's share of them (the slow test runs all)
 
 
 def _configs(n: int):
@@ -30,12 +31,24 @@ def _configs(n: int):
 
 
 def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
-    """Over 220 random configs the extrapolated steady state and the full simulation agree to
-    1e-9 on the iteration time and every breakdown entry, and the shortcut is proven on most
-    of them (not a test of the fallback alone)."""
+    """Over the first 80 of the random configs the extrapolated steady state and the full
+    simulation agree to 1e-9 on the iteration time and every breakdown entry, and the shortcut
+    is proven on most of them (not a test of the fallback alone). The first 80 hold the same
+    shares as all 220 (proven 0.90, truncated run 0.05, loop state 0.60); the slow test below
+    runs all 220."""
+    _agree(monkeypatch, DEFAULT_CONFIGS)
+
+
+@pytest.mark.slow
+def test_steady_state_agrees_with_the_full_simulation_on_all_configs(monkeypatch):
+    """The same over all 220 random configs."""
+    _agree(monkeypatch, N_CONFIGS)
+
+
+def _agree(monkeypatch, n_configs: int) -> None:
     monkeypatch.setattr(steady, "MIN_TASKS", 0)  # take the shortcut on small runs too
     proven = one_run = state = 0
-    for cfg in _configs(N_CONFIGS):
+    for cfg in _configs(n_configs):
         full = simulate(cfg, keep_timeline=True)  # a timeline asked for: every micro-batch
         if steady.steady_summary(cfg, Pricer(cfg)) is not None:
             proven += 1
@@ -49,12 +62,12 @@ def test_steady_state_agrees_with_the_full_simulation(monkeypatch):
         assert fast.exposed_comm == pytest.approx(full.exposed_comm, rel=1e-9,
                                                   abs=1e-9 * full.iteration_time_s)
         assert fast.critical_stage == full.critical_stage
-    assert proven >= 0.8 * N_CONFIGS
+    assert proven >= 0.8 * n_configs
     # both one-run proofs are exercised: the loop's whole state repeating (contention in every
     # period: overlapped sends, ZeRO-3; tried first), nothing slows a stream while it runs
     # the period (max-plus)
-    assert one_run >= 0.03 * N_CONFIGS and state >= 0.5 * N_CONFIGS, (one_run, state)
-    assert one_run + state <= proven - 0.1 * N_CONFIGS  # and A against B, where they refuse
+    assert one_run >= 0.03 * n_configs and state >= 0.5 * n_configs, (one_run, state)
+    assert one_run + state <= proven - 0.1 * n_configs  # and A against B, where they refuse
 
 
 def test_steady_state_cost_does_not_grow_with_microbatches():
