@@ -26,8 +26,11 @@ accepts and the source that explains it):
 - ``recompute``: none <= selective <= full (recompute only adds work), within RECOMPUTE_TOL.
 - ``version``: a framework version change moves the time by less than VERSION_SPREAD x.
 - ``framework``: the profiles on the same run stay within FRAMEWORK_SPREAD x of each other.
+- ``micro_memory``: twice the micro-batch at the same global batch never lowers a stage's
+  allocated peak.
+- ``depth``: one more layer per model chunk never shortens the iteration.
 
-    python benchmarks/sanity_sweep.py [--seed 0] [--n 2000] [--only floors,gpu,batch,recompute,version,framework]
+    python benchmarks/sanity_sweep.py [--seed 0] [--n 2000] [--only floors,gpu,batch,recompute,version,framework,micro,depth]
 
 Exit 1 on a violation not in ``ALLOW``.
 """
@@ -246,6 +249,42 @@ def check_recompute(cfg: dict, _r) -> list[tuple[str, str]]:
     return out
 
 
+def check_micro(cfg: dict, r) -> list[tuple[str, str]]:
+    """Twice the micro-batch at the same global batch: each stage's allocated peak never falls.
+    A micro-batch's activations grow with its sequences, the micro-batches 1F1B holds in flight
+    fall at most as fast (min(pp - stage, n) x micro = min((pp - stage) x micro, sequences per
+    rank)), and the step's buffers do not depend on it."""
+    t = cfg["training"]
+    r2 = run(with_(cfg, "training", micro_batch_size=2 * t["micro_batch_size"]))
+    if r2 is None:
+        return []
+    out = []
+    for s, (a, b) in enumerate(zip(r.memory, r2.memory, strict=True)):
+        if b.allocated < a.allocated * (1 - 1e-9):
+            out.append(("micro_memory", (f"stage {s}: micro {2 * t['micro_batch_size']} "
+                                         f"{b.allocated / 2**30:.3f} GiB < micro "
+                                         f"{t['micro_batch_size']} {a.allocated / 2**30:.3f} GiB "
+                                         f"(activations {a.activations / 2**30:.3f} -> "
+                                         f"{b.activations / 2**30:.3f}, buffers "
+                                         f"{a.buffers / 2**30:.3f} -> {b.buffers / 2**30:.3f})")))
+    return out
+
+
+def check_depth(cfg: dict, r) -> list[tuple[str, str]]:
+    """More layers (one more per model chunk, so the pipeline split stays even) never shorten
+    the iteration: every added layer adds its passes, its gradients and its optimizer step."""
+    p = cfg["parallel"]
+    more = r.config.model.num_layers + p.get("pp", 1) * p.get("vpp", 1)
+    deeper = copy.deepcopy(cfg)
+    deeper["model"] = {"preset": cfg["model"], "num_layers": more}
+    r2 = run(deeper)
+    if r2 is None or r2.iteration_time_s >= r.iteration_time_s * (1 - 1e-9):
+        return []
+    return [("depth", (f"{more} layers {r2.iteration_time_s:.6g}s < "
+                       f"{r.config.model.num_layers} {r.iteration_time_s:.6g}s "
+                       f"({_diff(r, r2)})"))]
+
+
 def _versions() -> dict[str, list[str]]:
     table = yaml.safe_load((CATALOG / "framework_releases.yaml").read_text())
     out = {}
@@ -347,7 +386,8 @@ def _diff(a, b) -> str:
 
 
 CHECKS = {"floors": check_floors, "gpu": check_gpu, "batch": check_batch,
-          "recompute": check_recompute, "version": check_version, "framework": check_framework}
+          "recompute": check_recompute, "version": check_version, "framework": check_framework,
+          "micro": check_micro, "depth": check_depth}
 COSTLY = {"framework": 4, "version": 2, "recompute": 2}
 """Checks that simulate many variants run on every k-th drawn config only (bounded time)."""
 

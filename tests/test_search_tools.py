@@ -56,10 +56,11 @@ def test_run_cost_arithmetic():
 def test_plan_picks_the_smallest_gpu_count_that_meets_the_deadline():
     """Fewer GPUs miss the deadline, the chosen count meets it."""
     b = make_base(gpus=8, batch=64)
-    # 64 GPUs take about 0.98 days for these tokens and 32 about 1.34 (1.2e12 tokens put 64
+    # 64 GPUs take about 0.95 days for these tokens and 32 about 1.25 (1.2e12 tokens put 64
     # GPUs at 0.9998 days, one per mille from the deadline, until Megatron's DDP zeroed its
-    # whole gradient buffer each iteration: +2 % on this small model)
-    tokens = 1.15e12
+    # whole gradient buffer each iteration: +2 % on this small model; 1.15e12 at 0.998 until
+    # its second gradient bucket was ready only at the end of the backward: +4 %)
+    tokens = 1.05e12
     r = plan(b, tokens, 1.0, space=SPACE, max_gpus=64)
     assert r.best is not None and r.cost is not None
     assert r.cost.days <= 1.0

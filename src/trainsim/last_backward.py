@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from trainsim.chunks import concat
 from trainsim.pricing import COMPUTE, DP, Priced, interned
 from trainsim.sharded_passes import GATHER_WAIT, grad_reduce, on_gather_links
-from trainsim.workload.ddp_buckets import ddp_buckets
+from trainsim.workload.ddp_buckets import bucket_ready
 from trainsim.workload.sharding import ddp_bucket_prep, dp_bucket_count, rank_grad_elements
 
 if TYPE_CHECKING:
@@ -48,8 +48,10 @@ class SplitBackwardTasks:
     link_tail: dict[int, int]
     block_gathers: dict[int, list[float]]
     last_bwd: dict[int, list[int]]
+    bucket_shares: dict[int, tuple[tuple[float, float], ...]]
     lone: LonePasses | None
     _splits: dict[tuple[int, int], list[Priced]]
+    _shares: dict[tuple[int, int], tuple[tuple[float, float], ...]]
     _memo: dict
 
     if TYPE_CHECKING:
@@ -181,31 +183,33 @@ class SplitBackwardTasks:
         n_buckets = dp_bucket_count(self.cfg, ch.layers, chunk_params, s, chunk)
         buckets = self._splits.get((v, n_buckets))
         if buckets is None:
-            per = ch.layers / n_buckets
-            bounds = [round(per * k) for k in range(n_buckets + 1)]
+            ranges = self.cfg.virtual_ranges
+            # Megatron's buckets, where the backward makes them ready (one: the whole chunk)
+            bounds, shares = ((0, ch.layers), ((1.0, 1.0),)) if n_buckets == 1 else \
+                bucket_ready(self.cfg, ranges[v], v == 0, v == len(ranges) - 1)
+            self._shares[(v, n_buckets)] = shares
+            split = len(shares)
             # what the framework's DDP runs over each bucket before its collective, where the
-            # bucket becomes ready: one per Megatron bucket (one bucket without the overlap)
+            # bucket becomes ready: one per Megatron bucket (one bucket without the overlap,
+            # checked from finish_grad_sync after the backward)
             real = 1 if n_buckets == 1 or not self.p.overlap_grad_reduce else \
-                max(n_buckets, ddp_buckets(self.cfg, self.cfg.virtual_ranges[v], v == 0,
-                                           v == len(self.cfg.virtual_ranges) - 1))
+                sum(1 for share in shares if any(share))
             prep = self.pricer.price(ddp_bucket_prep(self.cfg, chunk_params / real))
             buckets = self._splits[(v, n_buckets)] = []
-            for k in range(n_buckets):
+            for k in range(split):
                 parts = list(ch.bwd_layers[bounds[k]:bounds[k + 1]])
                 if k == 0:
                     parts.insert(0, ch.bwd_head)
-                if k == n_buckets - 1:
+                if k == split - 1:
                     parts.append(ch.bwd_tail)
-                # one bucket (no overlap) is checked from finish_grad_sync, after the backward
-                count = int(k == n_buckets - 1) if real == 1 else \
-                    round(real * (k + 1) / n_buckets) - round(real * k / n_buckets)
-                parts.append(prep * count)
+                parts.append(prep * (int(k == split - 1) if real == 1 else int(any(shares[k]))))
                 buckets.append(concat(parts))
         ids: list[int] = []
         for k, bucket in enumerate(buckets):
             ids.append(self.add((s, "compute"), bucket, list(deps) if k == 0 else [ids[-1]],
                                 f"B last c{chunk} part{k}"))
         self.last_bwd[v] = ids
+        self.bucket_shares[v] = self._shares[(v, n_buckets)]
         return ids[-1]
 
 

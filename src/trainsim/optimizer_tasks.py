@@ -49,6 +49,7 @@ class OptimizerTasks:
     chunks: dict[int, Chunk]
     groups: list[list[tuple[float, str, int]]]
     last_bwd: dict[int, list[int]]
+    bucket_shares: dict[int, tuple[tuple[float, float], ...]]
     fsdp_reduce: dict[int, list[int]]
 
     if TYPE_CHECKING:
@@ -133,18 +134,24 @@ class OptimizerTasks:
             buckets = []
             for c in range(0 if self.fsdp else vpp):
                 ready = self.last_bwd.get(c * pp + s, [last])
+                shares = self.bucket_shares.get(c * pp + s)
+                if shares is not None and len(shares) != len(ready):  # a pass not split
+                    shares = None
                 for k, r in enumerate(ready):
                     # CUDA_LAUNCH_BLOCKING: the backward cannot go on beside a reduction
                     overlap = p.overlap_grad_reduce and not cfg.training.cuda_launch_blocking
                     dep = r if overlap else last
-                    buckets.append((dep, c, k, len(ready)))
-            for dep, c, k, n_ready in sorted(buckets):
+                    buckets.append((dep, c, k, len(ready), shares))
+            for dep, c, k, n_ready, shares in sorted(buckets, key=lambda b: b[:3]):
                 for params, group, size in self.groups[s]:
-                    if size > 1 and params > 0:
+                    # each part's buckets of the dense and the expert buffer
+                    # (``ddp_buckets.bucket_ready``; a pass not split: the whole chunk)
+                    part = params / vpp / n_ready if shares is None else \
+                        params / vpp * shares[k][group == "edp"]
+                    if size > 1 and part > 0:
                         dp_tasks.append(self.comm(
-                            s, "grad_reduce", kind, params / vpp / n_ready * self.grad_bytes,
-                            group, [dep], f"grad {kind} {group} c{c} b{k}",
-                            self.fixed_buckets(params / vpp / n_ready)))
+                            s, "grad_reduce", kind, part * self.grad_bytes, group, [dep],
+                            f"grad {kind} {group} c{c} b{k}", self.fixed_buckets(part)))
             if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
                 size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],

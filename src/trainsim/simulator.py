@@ -163,8 +163,12 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         # a pass with its send, by id of the pass (kept beside it, so the id is its own)
         self._plus_send: dict[int, tuple[Priced, Priced]] = shared.setdefault("plus_send", {})
         self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
+        # each split's buckets' shares of the chunk's gradients (``ddp_buckets.bucket_ready``)
+        self._shares: dict[tuple[int, int], tuple[tuple[float, float], ...]] = \
+            shared.setdefault("shares", {})
         self._comms: dict[tuple, float] = shared.setdefault("comms", {})  # comm()'s seconds
         self.last_bwd: dict[int, list[int]] = {}  # virtual stage -> bucket-ready task ids
+        self.bucket_shares: dict[int, tuple[tuple[float, float], ...]] = {}  # and their shares
         self.fsdp_reduce: dict[int, list[int]] = {s: [] for s in range(self.pp)}
         # ZeRO-3 / FSDP: the last gradient reduction issued on each stage's sharding group: the
         # next pass's parameter gathers run on that group's one NCCL stream after it (FSDP's and

@@ -187,11 +187,15 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     # ``dp_buckets: first_chunk``) whether it is stage 0: the middle stages of a layout
     # share them, worked out once (the same sums in the same order)
     done: dict[tuple, tuple[float, float, float, float, float]] = {}
+    moe = cfg.model.is_moe_layer
     for s in range(pp):
-        key = (split[s], tuple(len(ranges[c * pp + s]) for c in range(vpp)), s == 0)
+        own = tuple(ranges[c * pp + s] for c in range(vpp))
+        # (and its chunks' MoE layers and ends, which place the buckets: ``bucket_ready``)
+        key = (split[s], tuple(len(r) for r in own), s == 0, s == pp - 1,
+               tuple(tuple(moe(i) for i in r) for r in own))
         hit = done.get(key)
         if hit is None:
-            hit = done[key] = _stage_after(run, split[s], key[1], s)
+            hit = done[key] = _stage_after(run, split[s], own, s)
         every, last, gathers, contention[s], step = hit
         for (og, op), tail in tails.items():
             tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
@@ -199,18 +203,21 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
     return tails, contention
 
 
-def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...], s: int
+def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...], s: int
                  ) -> tuple[float, float, float, float, float]:
     """:func:`after_passes` of stage ``s`` of layout ``run`` (parameter split ``split``, its
-    chunks' layer counts ``lens``): (every bucket's reductions, the last bucket's, the
-    parameter gathers, the passes' slowdown, the optimizer step)."""
+    chunks' layers ``own``): (every bucket's reductions, the last bucket's, the parameter
+    gathers, the passes' slowdown, the optimizer step)."""
     from trainsim.memory.params import stage_layer_params
+    from trainsim.workload.ddp_buckets import bucket_ready
     from trainsim.workload.elementwise import optimizer_step
     from trainsim.workload.fp8_gather import param_gather_width
     from trainsim.workload.sharding import dp_bucket_count, grad_buffer_rest
 
     cfg, pricer, zero, sizes, fixed = run.cfg, run.pricer, run.zero, run.sizes, run.fixed
-    p, vpp = cfg.parallel, len(lens)
+    p, vpp = cfg.parallel, len(own)
+    lens = tuple(len(r) for r in own)
+    chunks = len(own) * p.pp
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
 
     def comm(kind: str, params: float, width: float, group: str) -> float:
@@ -224,11 +231,16 @@ def _stage_after(run: _Layout, split: tuple[float, float], lens: tuple[int, ...]
         chunk_params = sum(split) / vpp
         for c in range(vpp):
             n = dp_bucket_count(cfg, lens[c], chunk_params, s, c)
-            bucket = sum(comm(run.kind, params / vpp / n, grad_bytes, group)
-                         for params, group in groups)
-            every += n * bucket
+            v = c * p.pp + s
+            # the simulator's parts (``last_backward.split_last_backward``)
+            shares = ((1.0, 1.0),) if n == 1 else \
+                bucket_ready(cfg, own[c], v == 0, v == chunks - 1)[1]
+            bucket = [sum(comm(run.kind, params / vpp * share[group == "edp"], grad_bytes,
+                               group) for params, group in groups if share[group == "edp"] > 0)
+                      for share in shares]
+            every += sum(bucket)
             if c == 0:
-                last = bucket
+                last = bucket[-1]
         if zero in (1, 2):  # at the simulator's widths (fp8 weights at one byte)
             fp8 = {"dp_cp": stage_layer_params(cfg, s) - split[1], "edp": split[1]}
             gathers = sum(comm("all_gather", n, param_gather_width(cfg, n, fp8[g]), g)

@@ -1,5 +1,6 @@
 """Megatron DDP's gradient buckets over a model chunk's parameter tensors: the greedy pass of
-``_ParamAndGradBuffer`` (how many buckets, so how many collectives and per-bucket passes)."""
+``_ParamAndGradBuffer`` (how many buckets, so how many collectives and per-bucket passes), and
+where the backward makes each ready (``bucket_ready``)."""
 
 from __future__ import annotations
 
@@ -34,22 +35,6 @@ def _bucket_order(cfg: RunConfig, layers: range | list[int], first: bool, last: 
             [n for n, expert, _ in rev if expert])
 
 
-def _greedy_buckets(sizes: list[tuple[float, bool]], bucket: float, split_shared: bool) -> int:
-    """Buckets of one gradient buffer: a bucket closes after the tensor that brings it to
-    ``bucket`` elements or more; a shared embedding gets a bucket of its own under the
-    distributed optimizer."""
-    count, filled = 0, 0.0
-    for n, shared in sizes:
-        if shared and split_shared:
-            count += int(filled > 0) + 1
-            filled = 0.0
-            continue
-        filled += n
-        if filled >= bucket:
-            count, filled = count + 1, 0.0
-    return count + int(filled > 0)
-
-
 def ddp_buckets(cfg: RunConfig, layers: range | list[int], first: bool, last: bool) -> int:
     """Megatron DDP's gradient buckets over one model chunk holding ``layers`` (with the word
     embedding when ``first``, the final norm and output layer when ``last``): Megatron-LM
@@ -66,8 +51,69 @@ def ddp_buckets(cfg: RunConfig, layers: range | list[int], first: bool, last: bo
     bucket ends to the data-parallel size (distributed optimizer) moves bucket ends by far less
     than a tensor and is left out, as is core_v0.5.0's grad_buffer.py rule that a bucket
     never closes on a lone parameter (``len(bucket_params) > 1``)."""
-    size = bucket_params(cfg)
+    return max(1, len(_buckets(cfg, layers, first, last)[0]))
+
+
+def bucket_ready(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
+                 ) -> tuple[tuple[int, ...], tuple[tuple[float, float], ...]]:
+    """Where a model chunk's gradient buckets become ready in its last backward, and what each
+    reduces: (``n + 1`` bounds, each a count of the chunk's layers whose backward is done, from
+    0 to all; per bucket its share of the chunk's dense buffer and of its routed-expert buffer).
+
+    The buckets are ``ddp_buckets``' (``_ParamAndGradBuffer.__init__``: ``params[::-1]``, a
+    bucket closed after the tensor that brings it to ``bucket_params``, dense and expert
+    buffers apart, a shared embedding alone under the distributed optimizer). Each bucket is
+    its own group (core_v0.14.0 param_and_grad_buffer.py ``partition_buckets``, case 2: no fp8
+    parameter buffer), whose reduction starts once every parameter in it has its gradient
+    (``_ParamAndGradBucketGroup.register_grad_ready``, last micro-batch only). The backward
+    makes the gradients in the buffer's order: the output layer and final norm in the last
+    chunk's head, each layer's at the end of that layer, the word embedding in the first
+    chunk's tail, so a bucket is ready at the end of the layer holding its last tensor
+    (buckets ready after the same layer, of either buffer, one after the other). DeepSpeed's
+    ZeRO-1/2 bucket (stage_1_and_2.py ``reduce_independent_p_g_buckets_and_remove_grads``)
+    flushes before the tensor that would overflow it instead, one tensor later: the same
+    layer, or the next."""
+    closed, totals = _buckets(cfg, layers, first, last)
+    n = len(layers)
+    closed.sort()
+    if not closed or closed[-1][0] != n:  # a chunk without parameters
+        closed.append((n, len(closed), 0, 0.0))
+    return (0, *(c[0] for c in closed)), tuple(
+        (e / totals[0], 0.0) if slot == 0 else (0.0, e / totals[1]) for _, _, slot, e in closed)
+
+
+def _buckets(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
+             ) -> tuple[list[tuple[int, int, int, float]], tuple[float, float]]:
+    """The greedy pass of ``_ParamAndGradBuffer`` over the chunk's dense buffer, then its
+    routed-expert buffer: each bucket as (the chunk's layers whose backward is done when its
+    last tensor's gradient is, its index, 0 dense / 1 expert, elements), and the two buffers'
+    elements."""
+    m = cfg.model
+    order = list(layers)[::-1]
     dense, experts = _bucket_order(cfg, layers, first, last)
-    split = cfg.parallel.shards_optimizer
-    return max(1, _greedy_buckets(dense, size, split)
-               + _greedy_buckets([(n, False) for n in experts], size, False))
+    # each tensor's place, in ``_bucket_order``'s order: the head's matrix and norms (0), each
+    # layer's tensors (the layers done with it), the embeddings (all)
+    head = (_end_matrices(cfg, first, last) > int(first)) + (
+        (2 if m.normalization == "layernorm" else 1) if last else 0)
+    per_layer = [_rank_tensors(cfg, [i]) for i in order]
+    places: list[int] = [0] * head
+    for j, tensors in enumerate(per_layer):
+        places += [j + 1] * sum(not e for _, e in tensors)
+    places += [len(order)] * (len(dense) - len(places))
+    expert_places = [j + 1 for j, tensors in enumerate(per_layer) for _, e in tensors if e]
+    size = bucket_params(cfg)
+    closed: list[tuple[int, int, int, float]] = []
+    for sizes, at, slot, split in ((dense, places, 0, cfg.parallel.shards_optimizer),
+                                   ([(n, False) for n in experts], expert_places, 1, False)):
+        filled, last_at = 0.0, 0
+        for (n, shared), where in zip(sizes, at, strict=True):
+            if shared and split and filled > 0:  # the shared embedding starts a bucket
+                closed.append((last_at, len(closed), slot, filled))
+                filled = 0.0
+            filled, last_at = filled + n, where
+            if filled >= size or (shared and split):
+                closed.append((where, len(closed), slot, filled))
+                filled = 0.0
+        if filled > 0:
+            closed.append((last_at, len(closed), slot, filled))
+    return closed, (sum(n for n, _ in dense) or 1.0, sum(experts) or 1.0)
