@@ -6,6 +6,8 @@
     python benchmarks/gemm_variants.py --by-class  # error per GPU, source, dtype, shape class
     python benchmarks/gemm_variants.py --pairs     # one shape timed on one GPU by two sources
     python benchmarks/gemm_variants.py --many-waves  # tile cost and rate of many-wave grids
+    python benchmarks/gemm_variants.py --floor     # each source at its own tile cost and rate
+                                                   # (--errata: kernels_errata.csv applied)
 
 Each variant replaces ``RooflineModel.gemm_efficiency`` for dense GEMMs inside a context
 manager (grouped GEMMs are untouched; training files only under ``--training``), refits its
@@ -48,6 +50,10 @@ pool process misses the patched efficiency), and prints their MAPE.
 (small m or n, skinny, square; k <= 1,024, mid, >= 8,192; odd sizes) and part of the split;
 ``--pairs`` lists the GEMM shapes that two sources timed on the same GPU and the ratio of their
 times (vidur's H100 against the team's: what no model of the shape alone can fit).
+
+``--floor`` fits, per GPU, source and dtype, the shipped model's per-tile cost and a rate
+(and, for sources of 20 or more rows, the partial-wave split's reach and fix-up) to that
+source's rows alone: the MAPE no global constant of the shipped form can beat on them.
 
 ``--many-waves`` fits, per GPU, source and dtype, the fixed cost per tile and the rate of the
 rows whose 128x128 grid fills 8 or more waves (training's GEMMs, the weight gradients over a
@@ -431,6 +437,70 @@ def pairs(rows: list[fk.Row]) -> None:
               f"{math.exp(float(np.median(v))):.3f} |")
 
 
+FLOOR_SPLITS = tuple((w, f) for w in (1, 2, 3, 4, 6) for f in (0.0, 0.6, 1.2, 2.4, 4.8))
+"""``floor``'s grid of (``SPLIT_K_MAX_WAVES``, ``split_k.SPLIT_K_FIXUP``) for the deep fit."""
+
+
+def _own_fit(rows: list[fk.Row]) -> tuple[float, float, float]:
+    """(time MAPE, c, R): ``rows`` priced by the shipped model (its tile choice and split-k)
+    with the per-tile cost ``GEMM_TILE_OVERHEAD_K`` = c and every kernel's compute time / R,
+    c (golden section, 0-800) and R (golden section, 0.5-1.5) those that fit them best."""
+    meas = np.array([r.measured_s for r in rows])
+    launch = roofline.LAUNCH_S
+    seen: dict[float, tuple[float, float]] = {}
+
+    def at(c: float) -> float:
+        roofline.GEMM_TILE_OVERHEAD_K = c
+        pred = fk.predict(rows)
+
+        def loss(r: float) -> float:
+            return float(np.mean(np.abs(((pred - launch) / r + launch) / meas - 1.0)))
+
+        r = fk.golden(lambda x: loss(x / 1000), 500.0, 1500.0) / 1000
+        seen[c] = (loss(r), r)
+        return seen[c][0]
+
+    saved = roofline.GEMM_TILE_OVERHEAD_K
+    try:
+        c = fk.golden(at, 0.0, 800.0, tol=5.0)
+        at(c)
+    finally:
+        roofline.GEMM_TILE_OVERHEAD_K = saved
+    return seen[c][0], c, seen[c][1]
+
+
+def floor(rows: list[fk.Row], deep_min: int = 20) -> list[tuple[str, ...]]:
+    """What the shipped GEMM model's form can reach on each source's own rows: per GPU,
+    source and dtype (dense GEMMs), the shipped time MAPE and signed error, the MAPE at the
+    source's own per-tile cost c and rate R (``_own_fit``), and for groups of ``deep_min`` or
+    more rows also with the partial-wave split's ``SPLIT_K_MAX_WAVES`` and fix-up fitted
+    (``FLOOR_SPLITS``). A source that stays above a target at its own constants cannot meet it
+    under any global ones of this form. Returns one tuple of cells per group."""
+    groups: dict[tuple[str, str, str], list[fk.Row]] = defaultdict(list)
+    for r in rows:
+        if len(r.ops) == 1 and not r.ops[0].grouped:
+            groups[(r.gpu, fk.source_label(r)[:40], r.ops[0].dtype)].append(r)
+    out = []
+    for (gpu, src, dtype), members in sorted(groups.items()):
+        signed = fk.predict(members) / np.array([r.measured_s for r in members]) - 1.0
+        own, c, frac = _own_fit(members)
+        deep = "-"
+        if len(members) >= deep_min:
+            saved = (roofline.SPLIT_K_MAX_WAVES, split_k.SPLIT_K_FIXUP)
+            try:
+                fits = []
+                for waves, fixup in FLOOR_SPLITS:
+                    roofline.SPLIT_K_MAX_WAVES, split_k.SPLIT_K_FIXUP = waves, fixup
+                    fits.append((*_own_fit(members), waves, fixup))
+            finally:
+                roofline.SPLIT_K_MAX_WAVES, split_k.SPLIT_K_FIXUP = saved
+            m, dc, dr, waves, fixup = min(fits)
+            deep = f"{m:.1%} (c {dc:.0f}, R {dr:.3f}, waves {waves}, fix-up {fixup})"
+        out.append((gpu, src, dtype, str(len(members)), f"{np.mean(np.abs(signed)):.1%}",
+                    f"{np.mean(signed):+.1%}", f"{own:.1%} (c {c:.0f}, R {frac:.3f})", deep))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--residual", action="store_true", help="the shipped model's residual")
@@ -442,6 +512,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the same GEMM shape measured on one GPU by two sources")
     ap.add_argument("--many-waves", action="store_true",
                     help="per-tile cost and rate that fit grids of 8 or more waves, per source")
+    ap.add_argument("--floor", action="store_true",
+                    help="each source's MAPE at its own per-tile cost, rate and split")
+    ap.add_argument("--errata", action="store_true",
+                    help="apply benchmarks/kernels_errata.csv to the published file first")
     ap.add_argument("--training", action="store_true",
                     help="public and held-out training MAPE under each variant")
     ap.add_argument("--training-variant", choices=list(VARIANTS), help=argparse.SUPPRESS)
@@ -449,7 +523,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.training:
         training(Path(__file__).resolve())
         return 0
-    rows = [r for r in fk.load([BUNDLED_DIR / f for f in fk.FILES]) if r.kind == "gemm"]
+    paths = [BUNDLED_DIR / f for f in fk.FILES]
+    if args.errata:  # as fit_kernels.py --errata
+        import tempfile
+
+        from trainsim.validate.errata import corrected_file
+
+        errata = Path(__file__).resolve().parent / "kernels_errata.csv"
+        paths[0] = corrected_file(paths[0], errata, tempfile.mkdtemp())[0]
+    rows = [r for r in fk.load(paths) if r.kind == "gemm"]
     held = fk.split(rows)
     if args.residual:
         residual(rows, held)
@@ -469,6 +551,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.pairs:
         pairs(rows)
+        return 0
+    if args.floor:
+        print("\n| GPU | source | dtype | rows | shipped MAPE (time) | signed | own c and R | "
+              "own c, R and split |\n|---|---|---|---|---|---|---|---|")
+        for cells in floor(rows):
+            print("| " + " | ".join(cells) + " |")
         return 0
     train = [r for r in rows if not fk.is_held(r, held)]
     if args.training_variant:

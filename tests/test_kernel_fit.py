@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trainsim.catalog import gpu
-from trainsim.compute import RooflineModel, attention, roofline
+from trainsim.compute import RooflineModel, attention, roofline, split_k
 from trainsim.config.cluster import SUSTAINED_OF_BURST
 from trainsim.workload.ops import Attention, Gemm
 
@@ -529,3 +529,33 @@ def test_many_waves_recovers_the_per_tile_cost_and_rate_it_was_built_with(fit_sc
     assert "synthetic-a" in label and n == 5
     assert c == 80 and frac == pytest.approx(0.9, rel=1e-9)
     assert short > 0 > long  # the shipped 250 k-steps at 1.0: short k slow, long k fast
+
+
+def test_floor_recovers_a_sources_own_tile_cost_and_rate(fit_script):
+    """``gemm_variants.floor``: rows priced by the shipped model at a per-tile cost of 120
+    k-steps and 0.9 of its rate (plus the launch) fit back to ~0 % at c ~120, R ~0.9 from the
+    shipped 250 / 1.0, whose own MAPE on them is not 0; the deep fit (split reach and fix-up)
+    runs only for groups of ``deep_min`` rows or more."""
+    gv = _variants_script(fit_script)
+    spec = dataclasses.replace(gpu("a100-sxm-80gb"), sustained_of_burst=1.0)
+    saved = roofline.GEMM_TILE_OVERHEAD_K
+    rows = []
+    try:
+        roofline.GEMM_TILE_OVERHEAD_K = 120
+        model = RooflineModel(spec)
+        for m, n, k in itertools.product((512, 2048), (1024, 8192), (512, 2048, 8192)):
+            op = Gemm("g", m, n, k, "fp16")
+            t = (model.time(op) - roofline.LAUNCH_S) / 0.9 + roofline.LAUNCH_S
+            rows.append(fit_script.Row("gemm", "a100-sxm-80gb", "synthetic", [op], t))
+    finally:
+        roofline.GEMM_TILE_OVERHEAD_K = saved
+    (gpu_name, src, dtype, n, shipped, _signed, own, deep), = gv.floor(rows, deep_min=100)
+    assert (gpu_name, src, dtype, n, deep) == ("a100-sxm-80gb", "synthetic", "fp16", "12", "-")
+    assert float(shipped.rstrip("%")) > 1.0
+    mape, c, r = gv._own_fit(rows)
+    assert mape < 0.005 and abs(c - 120) < 15 and r == pytest.approx(0.9, abs=0.01)
+    assert roofline.GEMM_TILE_OVERHEAD_K == saved
+    split = (roofline.SPLIT_K_MAX_WAVES, split_k.SPLIT_K_FIXUP)
+    (*_, deep), = gv.floor(rows, deep_min=1)
+    assert "waves" in deep and float(deep.split("%")[0]) <= float(own.split("%")[0]) + 0.05
+    assert (roofline.SPLIT_K_MAX_WAVES, split_k.SPLIT_K_FIXUP) == split
