@@ -29,10 +29,14 @@ from trainsim.config.validity import (
     DISPATCHER_MIN_SM,
     dispatcher_fits,
     dispatcher_runs_on,
+    kv_heads_fit,
     kv_heads_problem,
     te_ring_window_problem,
 )
 from trainsim.errors import ConfigError
+
+_ONE_VENDOR = NVIDIA_ONLY_ATTENTION | AMD_ONLY_ATTENTION
+"""Attention kernels one vendor's GPUs run (the others' refused in ``RunConfig``)."""
 
 
 @dataclass(frozen=True)
@@ -43,21 +47,24 @@ class RunConfig:
     cluster: ClusterConfig
 
     def __post_init__(self) -> None:
-        for name, cls in (("model", ModelConfig), ("parallel", ParallelConfig),
-                          ("training", TrainingConfig), ("cluster", ClusterConfig)):
-            if not isinstance(getattr(self, name), cls):
-                raise ConfigError(f"RunConfig.{name} must be a {cls.__name__}, got "
-                                  f"{type(getattr(self, name)).__name__}")
         m, p, t, c = self.model, self.parallel, self.training, self.cluster
+        if not (isinstance(m, ModelConfig) and isinstance(p, ParallelConfig)
+                and isinstance(t, TrainingConfig) and isinstance(c, ClusterConfig)):
+            for name, cls in (("model", ModelConfig), ("parallel", ParallelConfig),
+                              ("training", TrainingConfig), ("cluster", ClusterConfig)):
+                if not isinstance(getattr(self, name), cls):
+                    raise ConfigError(f"RunConfig.{name} must be a {cls.__name__}, got "
+                                      f"{type(getattr(self, name)).__name__}")
         if m.num_attention_heads % p.tp:
             raise ConfigError(
                 f"parallel.tp={p.tp} does not divide model.num_attention_heads="
                 f"{m.num_attention_heads}; choose a tp that divides it")
-        where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework \
-            else "this run"
-        problem = kv_heads_problem(p.tp, m.kv_heads, p.kv_heads_split, where, t.framework)
-        if problem:  # config.validity.kv_heads_fit: Megatron-core splits the query groups
-            raise ConfigError(f"parallel.{problem}")
+        if not kv_heads_fit(m.kv_heads, p.tp, p.kv_heads_split):
+            # config.validity.kv_heads_fit: Megatron-core splits the query groups
+            where = f"{t.framework} {t.framework_version or ''}".strip() if t.framework \
+                else "this run"
+            raise ConfigError("parallel." + str(kv_heads_problem(
+                p.tp, m.kv_heads, p.kv_heads_split, where, t.framework)))
         if m.attention_chunk_size is not None and t.seq_length > m.attention_chunk_size:
             raise ConfigError(f"training.seq_length={t.seq_length} exceeds model."
                               f"attention_chunk_size={m.attention_chunk_size}: chunked "
@@ -87,7 +94,7 @@ class RunConfig:
         # naming only kernels this GPU runs
         only = {"NVIDIA": NVIDIA_ONLY_ATTENTION, "AMD": AMD_ONLY_ATTENTION}
         foreign = {k for vendor, kernels in only.items() if vendor.lower() != c.gpu.vendor
-                   for k in kernels}
+                   for k in kernels} if t.attention in _ONE_VENDOR else ()
         if t.attention in foreign:
             vendor = next(v for v, kernels in only.items() if t.attention in kernels)
             what = (" (Transformer Engine's ROCm Composable Kernel attention)"
