@@ -23,11 +23,13 @@ FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3
             "gemma2", "gemma3_text", "phi", "phi3", "falcon", "gpt_neox", "gptj", "codegen",
             "mpt", "dbrx", "glm4_moe", "bitnet", "deepseek_v2", "deepseek_v3", "cohere",
             "cohere2", "gpt2", "starcoder2", "olmo", "olmo2", "gpt_oss", "stablelm", "granite",
-            "llama4_text", "qwen3_next", "olmoe", "qwen3_5_text", "qwen3_5_moe_text")
+            "llama4_text", "qwen3_next", "olmoe", "qwen3_5_text", "qwen3_5_moe_text", "exaone",
+            "flex_olmo", "gpt_bigcode", "granitemoe", "helium", "minimax_m2", "olmo3", "opt",
+            "persimmon", "phimoe", "smollm3")
 CORE = {"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "n_embd",
         "n_head", "n_layer", "d_model", "n_heads", "n_layers", "model_type"}
 SKIP = {"rope_parameters", "layer_types", "mlp_only_layers", "attn_config", "ffn_config",
-        "text_config", "vision_config"}
+        "text_config", "vision_config", "is_encoder_decoder"}
 ROOT = Path(__file__).resolve().parents[1] / "src" / "trainsim" / "catalog"
 
 

@@ -343,6 +343,14 @@ class PlotFile(click.Path):
         folder = os.path.dirname(text) or "."
         if not os.path.isdir(folder):
             self.fail(f"{text!r}: no directory {folder!r}; create it first", param, ctx)
+        try:  # a name the folder's file system cannot hold failed only after the work
+            limit = os.pathconf(folder, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            limit = 255
+        size = len(os.fsencode(os.path.basename(text)))
+        if limit and size > limit:
+            self.fail(f"{text!r}: a file name of {size} bytes, over the {limit} its folder's "
+                      "file system takes; choose a shorter name", param, ctx)
         return rv
 
 

@@ -167,7 +167,7 @@ modeling_olmo3.py lines 162-163), OLMoE's over ``hidden_size`` and its key share
 a weight per element, no bias)."""
 
 
-SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
+SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4, "olmo3": 4}
 """Model types whose config.json gives a ``sliding_window`` that only some layers use, and the
 period N of their local:global pattern when the file lists no ``layer_types``: every N-th
 layer attends globally, the N-1 before it within the window (Megatron's
@@ -180,7 +180,9 @@ the period from the file's ``sliding_window_pattern`` (default 6: 5 local, 1 glo
 Gemma3TextConfig ``self._sliding_window_pattern = kwargs.get("sliding_window_pattern", 6)``
 and the same ``(i + 1) % pattern`` rule, modular_gemma3.py). Cohere2 too, default 4 (three
 local, one global: Cohere2Config ``kwargs.pop("sliding_window_pattern", 4)``,
-configuration_cohere2.py; Command R7B)."""
+configuration_cohere2.py; Command R7B). OLMo 3 likewise, fixed at 4 (Olmo3Config.__post_init__:
+"sliding_attention" if ``(i + 1) % 4 != 0``, transformers 5.24.0 configuration_olmo3.py), its
+window 4096 when the file names none (``hf_defaults``)."""
 
 
 PARALLEL_BLOCK_MODEL_TYPES = ("cohere", "cohere2")
@@ -216,9 +218,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
     hidden = get(*WRITTEN_AS["hidden_size"])
     if hidden is None:
-        raise ConfigError(f"{where}: no hidden_size / n_embd in the Hugging Face config"
-                          + _missing_hint(where))
-    for keys in (LAYER_KEYS, ("num_attention_heads", "n_head"),
+        raise ConfigError(f"{where}: no {' / '.join(WRITTEN_AS['hidden_size'])} in the Hugging "
+                          "Face config" + _missing_hint(where))
+    for keys in ((*LAYER_KEYS, "n_layers"), ("num_attention_heads", "n_head", "n_heads"),
                  ("vocab_size",)):
         if get(*keys) is None:  # not the ModelConfig default of a 7B model, silently
             raise ConfigError(f"{where}: no {' / '.join(keys)} in the Hugging Face config"
@@ -285,7 +287,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], where)
     elif fields["sliding_window"] is not None and model_type in SLIDING_WINDOW_PATTERN:
         period = SLIDING_WINDOW_PATTERN[model_type]
-        if model_type != "gemma2" and cfg.get("sliding_window_pattern") is not None:
+        if model_type not in ("gemma2", "olmo3") and cfg.get("sliding_window_pattern") is not None:
             period = _positive_int(cfg["sliding_window_pattern"], f"{where}: sliding_window_pattern")
         if period == 1:  # (i + 1) % 1 is 0: every layer global, the window unused
             fields["sliding_window"] = None

@@ -98,14 +98,19 @@ EXPERT_COUNT_NAMES = {
     "olmoe": ("num_experts", "num_local_experts"),
     "deepseek_v2": ("n_routed_experts", "num_experts"),
     "deepseek_v3": ("n_routed_experts", "num_local_experts"),
-    "glm4_moe": ("n_routed_experts", "num_local_experts")}
+    "glm4_moe": ("n_routed_experts", "num_local_experts"),
+    "phimoe": ("num_local_experts",), "granitemoe": ("num_local_experts",),
+    "minimax_m2": ("num_local_experts", "num_experts"),
+    "flex_olmo": ("num_experts", "num_local_experts")}
 """The names that set each family's routed-expert count: its transformers 5.24.0 config class's
 field, then the ``attribute_map`` names of it (``models/<family>/configuration_<family>.py``;
 ``hf_defaults.ALIASES`` for the generated families, ``OlmoeConfig.attribute_map`` for OLMoE;
 Qwen2-MoE, Qwen3-Next, Qwen3.5-MoE's text config and Llama 4's have none). The modeling code
 reads that attribute only (``Qwen3MoeSparseMoeBlock``: ``config.num_experts``;
-``DeepseekV3MoE``: ``config.n_routed_experts``; ``MixtralSparseMoeBlock``:
-``config.num_local_experts``), so another family's name in the file sets nothing."""
+``DeepseekV3MoE``: ``config.n_routed_experts``; ``MixtralSparseMoeBlock``,
+``PhimoeSparseMoeBlock``, ``GraniteMoeMoE``, ``MiniMaxM2SparseMoeBlock``:
+``config.num_local_experts``; ``FlexOlmoSparseMoeBlock``: ``config.num_experts``), so another
+family's name in the file sets nothing."""
 SPARSE_STEP_TYPES = frozenset({"qwen2_moe", "qwen3_moe", "qwen3_next"})
 """Families whose config class has ``decoder_sparse_step`` (every N-th layer an MoE one);
 Qwen3.5-MoE's text config has none (every layer MoE)."""
@@ -221,7 +226,34 @@ def _falcon(cfg: dict[str, Any], where: str) -> dict[str, Any]:
             out["num_key_value_heads"] = kv
     if "attention_bias" not in cfg and "bias" in cfg:
         out["attention_bias"] = falcon_flag(cfg, "bias", False, where)
+    # FalconMLP's dense_h_to_4h is ffn_hidden_size wide (None: 4 x hidden_size,
+    # configuration_falcon.py __post_init__); read as 4 x whatever it said before
+    if "intermediate_size" not in cfg and cfg.get("ffn_hidden_size") is not None:
+        out["intermediate_size"] = cfg["ffn_hidden_size"]
     return out
+
+
+def _bigcode_opt(cfg: dict[str, Any], kind: Any, where: str) -> dict[str, Any]:
+    """GPT-BigCode's key/value heads and OPT's embedding width (transformers 5.24.0).
+    GPTBigCodeConfig.__post_init__ sets ``num_key_value_heads = 1 if multi_query else
+    n_head`` over whatever the file says, and ``GPTBigCodeAttention`` builds
+    ``kv_heads = 1 if multi_query else num_heads`` (modeling_gpt_bigcode.py): StarCoder's
+    config.json (multi_query true, no num_key_value_heads) read as one head each before,
+    +11.7 % parameters. OPT with ``word_embed_proj_dim`` other than ``hidden_size`` (OPT-350m:
+    512 of 1024) embeds at that width with ``project_in`` / ``project_out`` layers
+    (modeling_opt.py ``OPTDecoder.__init__``), which trainsim does not model: refused."""
+    if kind == "gpt_bigcode":
+        heads = cfg.get("num_attention_heads", cfg.get("n_head"))
+        return {**cfg, "num_key_value_heads": 1 if flag(cfg, "multi_query", True, where)
+                else heads}
+    width = cfg.get("word_embed_proj_dim")
+    hidden = cfg.get("hidden_size")
+    if kind == "opt" and width is not None and width != hidden:
+        raise ConfigError(f"{where}: word_embed_proj_dim={width!r} differs from hidden_size="
+                          f"{hidden!r}: OPT's projected embeddings (project_in / project_out, "
+                          "OPT-350m), which trainsim does not model; leave it out or equal "
+                          "to hidden_size")
+    return cfg
 
 
 def class_defaults(cfg: dict[str, Any], where: str) -> dict[str, Any]:
@@ -427,7 +459,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     kind = cfg.get("model_type")
     fields: dict[str, Any] = {}
     out = _mpt(cfg, where, fields) if kind in ("mpt", "dbrx") else \
-        _falcon(cfg, where) if kind == "falcon" else dict(cfg)
+        _falcon(cfg, where) if kind == "falcon" else dict(_bigcode_opt(cfg, kind, where))
     _rope_names(cfg, out, fields, where)
     parallel = _parallel(cfg, where)
     if parallel is not None:
