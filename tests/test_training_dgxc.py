@@ -4,7 +4,7 @@
   'Expected Performance' tables of the NeMo 24.09 / 24.05 Launcher recipes on DGX H100
   (Nemotron-4 15B and 340B, Llama 3.1 8B / 70B / 405B, GPT-3 175B; BF16 and FP8; the smallest
   and the largest published scale of each table), and @ 741c886025 (release v25.04) the Llama
-  3.1 tables of the NeMo 2.0 performance scripts in the 25.02.01 container;
+  3.1 and Nemotron-4 tables of the NeMo 2.0 performance scripts in the 25.02.01 container;
 - benchmarks/training_nemotron4.csv: the Nemotron-4 15B Technical Report (arXiv:2402.16819)
   Table 2, the production run's three batch-ramp stages on 768-2,304 H100s.
 
@@ -48,6 +48,11 @@ DGXC_PUBLISHED = {
     "dgxc2504-llama3.1-70b-fp8-64": (9.86, 106346), "dgxc2504-llama3.1-70b-fp8-2048": (10.15, 3305855),
     "dgxc2504-llama3.1-405b-bf16-512": (19.78, 106024), "dgxc2504-llama3.1-405b-bf16-2048": (19.87, 422175),
     "dgxc2504-llama3.1-405b-fp8-512": (12.37, 169535), "dgxc2504-llama3.1-405b-fp8-2048": (12.56, 667883),
+    # nemotron/README.md @ 741c886025 (same release, NeMo d2b21556f2's pretrain_nemotron4_*.py)
+    "dgxc2504-nemotron4-15b-bf16-16": (2.66, 98550), "dgxc2504-nemotron4-15b-bf16-2048": (2.78, 12069940),
+    "dgxc2504-nemotron4-15b-fp8-16": (1.98, 132396), "dgxc2504-nemotron4-15b-fp8-2048": (2.09, 16054752),
+    "dgxc2504-nemotron4-340b-bf16-256": (4.36, 60125), "dgxc2504-nemotron4-340b-bf16-2048": (4.43, 473398),
+    "dgxc2504-nemotron4-340b-fp8-256": (2.93, 89469), "dgxc2504-nemotron4-340b-fp8-2048": (3.05, 687591),
 }
 RELEASE = {"dgxc2411": ("@ 35a9aecc8d", "24."), "dgxc2504": ("@ 741c886025", "25.02")}
 # the one column whose tokens/s and MFU are another column's: Llama 3.1 70B BF16 at 2,048 GPUs
@@ -58,7 +63,7 @@ NEMOTRON4_TABLE2 = {96: (768, 0.57, 34.3, 384), 192: (1536, 0.58, 33.3, 768), 28
 
 
 def test_dgxc_file_is_the_published_tables():
-    rows = check_extra_training_file(DGXC, min_rows=36)
+    rows = check_extra_training_file(DGXC, min_rows=44)
     assert {r["id"] for r in rows} == set(DGXC_PUBLISHED)
     for r in rows:
         t, tps = DGXC_PUBLISHED[r["id"]]
@@ -103,12 +108,13 @@ def test_dgxc_error_stays_under_todays_bound():
     """2026-11-26 first predictions, nothing fitted or changed for them: the v24.11.1 rows (NeMo
     24.09 / 24.05) 24 rows MAPE 4.6 %, max 11.7 % (llama3.1-70b fp8 at 2,048 GPUs -11.7 %, GPT-3
     175B fp8 -8.7/-11.6 %: too fast), signed -3.4 % (4.5 % after rebasing on 1f4e19f); the
-    v25.04 rows (NeMo 25.02) 12 rows MAPE 2.1 %, max 6.5 % (70B fp8 at 64 GPUs, slow), signed
-    +0.8 %. Bounds: those plus a margin."""
+    v25.04 rows (NeMo 25.02) 20 rows MAPE 2.5 %, max 6.5 % (Llama 70B fp8 at 64 GPUs +6.5 %,
+    Nemotron-4 15B bf16 at 16 GPUs +6.2 %: slow), signed +1.1 % (the 12 Llama rows alone 2.1 %,
+    the 8 Nemotron rows 3.0 %). Bounds: those plus a margin."""
     _, res = validated(DGXC)
-    for prefix, mape, worst in (("dgxc2411", 0.055, 0.135), ("dgxc2504", 0.03, 0.08)):
+    for prefix, mape, worst in (("dgxc2411", 0.055, 0.135), ("dgxc2504", 0.035, 0.08)):
         apes = [r.ape for r in res if r.id.startswith(prefix)]
-        assert len(apes) == (24 if prefix == "dgxc2411" else 12)
+        assert len(apes) == (24 if prefix == "dgxc2411" else 20)
         assert sum(apes) / len(apes) <= mape and max(apes) <= worst, prefix
 
 
