@@ -355,10 +355,24 @@ HEADS = {"1.5B": (2304, 24), "6.2B": (4096, 32), "14.6B": (5120, 40), "28.3B": (
 
 def test_zb_search_gives_the_papers_bubble_rates_from_its_profile():
     """The code base's search (ZB-2p at 2p, ZB-1p at p micro-batches), fed the paper's profiled
-    pass times, leaves the bubble the paper prints in all 12 settings (to its 4 decimals)."""
+    pass times, leaves the bubble the paper prints (to its 4 decimals): every setting of the
+    1.5B, 6.2B and 14.6B models and the 28.3B model's fewest micro-batches (96 on 32 stages),
+    10 of the 12; its 128 and 256 (60 % of the searches' time) run in the slow test below."""
+    _zb_search_matches(lambda r: r["model"] != "28.3B" or int(r["num_microbatches"]) == 96,
+                       expected=10)
+
+
+@pytest.mark.slow
+def test_zb_search_gives_the_papers_bubble_rates_in_all_12_settings():
+    _zb_search_matches(lambda r: True, expected=12)
+
+
+def _zb_search_matches(keep, expected: int) -> None:
     from trainsim.workload.pipeline_schedules import stage_span_s, zb_w_fraction
     from trainsim.workload.zb_search import search
-    for r in _paper_profile():
+    rows = [r for r in _paper_profile() if keep(r)]
+    assert len(rows) == expected
+    for r in rows:
         p, m = int(r["num_gpus"]), int(r["num_microbatches"])
         f, b, w, c = (float(r[k]) for k in ("f_ms", "b_ms", "w_ms", "comm_ms"))
         wf = zb_w_fraction(*HEADS[r["model"]], 1024)
