@@ -236,3 +236,58 @@ def test_a_bucket_is_ready_when_the_backward_has_made_its_elements():
     dense = [d * 168_313_856 / 1e6 for d, _ in shares]  # millions of elements
     assert dense == pytest.approx([67.11, 64.24, 36.96], abs=0.01)
     assert all(e == 0.0 for _, e in shares)
+
+
+# ------------------------------------------- one bucket without overlap_grad_reduce
+
+def _framework_run(framework: str, version: str, overlap: bool, **parallel):
+    c = cfg(dp_buckets=None, overlap_grad_reduce=overlap, overlap_param_gather=False,
+            ddp_bucket_size=2_000_000, **parallel)
+    import dataclasses
+    return dataclasses.replace(c, training=dataclasses.replace(
+        c.training, framework=framework, framework_version=version))
+
+
+@pytest.mark.parametrize("framework,version", [("megatron-core", "0.4"),
+                                               ("megatron-core", "0.14"),
+                                               ("megatron-lm", "2022-06")])
+def test_megatron_ddp_reduces_each_buffer_whole_without_the_overlap(framework, version):
+    """Without overlap_grad_reduce Megatron's DDP sets bucket_size to None (core_v0.4.0 -
+    core_v0.19.0 distributed_data_parallel.py; the 2022 local DDP and distributed optimizer
+    reduce each dtype's buffer whole): each model chunk's gradients go out as one
+    collective after the backward, not one per 2 M-element bucket. With the overlap the
+    buckets hold."""
+    off = _tasks(_framework_run(framework, version, False), "grad reduce_scatter")
+    on = _tasks(_framework_run(framework, version, True), "grad reduce_scatter")
+    per_chunk = {(stream[0], label.split()[3]) for stream, label, _ in off}
+    assert len(off) == len(per_chunk) == 4  # 2 stages x 2 chunks, one each
+    assert len(on) > 4 * 2
+    assert sum(d for *_, d in off) < sum(d for *_, d in on)  # fewer latencies
+
+
+def test_torch_ddp_keeps_its_buckets_without_the_overlap():
+    """nanotron's ZeRO-0 is torch DDP (bucket_cap_mb): its buckets do not depend on an
+    overlap flag; a run naming no framework keeps them too."""
+    from trainsim.workload.sharding import dp_bucket_count, unbucketed_without_overlap
+
+    c = _framework_run("nanotron", None, False, distributed_optimizer=False)
+    assert not unbucketed_without_overlap(c)
+    assert dp_bucket_count(c, 4, 50e6, 0, 0) == 4
+    bare = cfg(dp_buckets=None, overlap_grad_reduce=False, ddp_bucket_size=2_000_000)
+    assert not unbucketed_without_overlap(bare)
+    assert dp_bucket_count(bare, 4, 50e6, 0, 0) == 4
+
+
+@pytest.mark.parametrize("tag,line", [
+    ("core_v0.4.0", r"if not self\.overlap_grad_reduce:\s*\n\s*bucket_size = None"),
+    ("core_v0.14.0", r"if not ddp_config\.overlap_grad_reduce:\s*\n\s*ddp_config\.bucket_size = None"),
+    ("core_v0.19.0", r"if not ddp_config\.overlap_grad_reduce:\s*\n\s*ddp_config\.bucket_size = None"),
+])
+def test_the_one_bucket_rule_is_the_one_in_its_source(tag, line):
+    """Where the Megatron-LM mirror is at hand: DistributedDataParallel.__init__ drops the
+    bucket size without overlap_grad_reduce (skipped without the mirror)."""
+    import re
+
+    src = mirror_source("NVIDIA+Megatron-LM", tag,
+                        "megatron/core/distributed/distributed_data_parallel.py")
+    assert re.search(line, src)

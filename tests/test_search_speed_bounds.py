@@ -70,10 +70,11 @@ def test_layout_costs_are_the_same_with_sequence_parallelism_on_or_off():
 
 def test_after_passes_equals_each_stage_worked_out_alone():
     """The tails ``after_passes`` shares between equal stages are, stage by stage, the sums a
-    hand calculation gives: without the gradient-reduce overlap every bucket's all-reduce of
-    the stage's parameters (at the run's gradient width), the optimizer step, and nothing to
-    gather (no distributed optimizer). The middle stages of an even split are equal, the
-    first and last (embedding, output layer) are not."""
+    hand calculation gives: without the gradient-reduce overlap one all-reduce of the stage's
+    parameters (at the run's gradient width: Megatron's DDP has one bucket then), with it the
+    last bucket's; then the optimizer step, and nothing to gather (no distributed optimizer).
+    The middle stages of an even split are equal, the first and last (embedding, output
+    layer) are not."""
     cfg = _cfg("llama3-8b", "megatron-core", "0.15", sp=True, zero=0, pp=4)
     pricer = Pricer(cfg)
     from trainsim.memory import stage_param_split
@@ -95,13 +96,15 @@ def test_after_passes_equals_each_stage_worked_out_alone():
         # the next layer's fc2, then its fc1 ...; the last with the 263 M embedding: 16
         shares = [1.0] if n == 1 else [d for d, _ in bucket_ready(cfg, ranges[0], True, False)[1]]
         assert len(shares) == (1 if s else 16) and sum(shares) == pytest.approx(1.0)
-        every = sum(pricer.comm_time(Comm("b", "all_reduce", dense * d * grad_bytes, "dp_cp"))
-                    for d in shares)
+        # with the overlap the last of them waits for the last pass
+        last = pricer.comm_time(Comm("b", "all_reduce", dense * shares[-1] * grad_bytes, "dp_cp"))
+        # without it Megatron's DDP has one bucket (bucket_size None): one all-reduce
+        every = pricer.comm_time(Comm("b", "all_reduce", dense * grad_bytes, "dp_cp"))
         # unsharded: the step's frame zeroes the whole gradient buffer (no zero_grad rest)
         step = pricer.compute.time(optimizer_step(
             dense, cfg.training.optimizer, cfg.parallel.data_parallel_impl != "ddp"))
-        want = every + step
-        assert tails[(False, False)][s] == pytest.approx(want, rel=1e-12)
+        assert tails[(False, False)][s] == pytest.approx(every + step, rel=1e-12)
+        assert tails[(True, False)][s] == pytest.approx(last + step, rel=1e-12)
         assert tails[(False, True)][s] == tails[(False, False)][s]  # nothing to gather
     assert tails[(False, False)][1] == tails[(False, False)][2]
     assert tails[(False, False)][0] != tails[(False, False)][1] != tails[(False, False)][3]
@@ -117,9 +120,11 @@ def test_first_chunk_buckets_keep_stage_zero_apart():
     ranges = tuple(cfg.virtual_stage_layers())
     split = [(1e9, 0.0)] * 4  # every stage alike: only the bucket rule tells stage 0 apart
     tails, _ = after_passes(cfg, Pricer(cfg), ranges, split, 1)
-    every = tails[(False, False)]
-    assert every[1] == every[2] == every[3]
-    assert every[0] != every[1]  # more buckets: more collectives' latency
+    last = tails[(True, True)]  # with the overlap: chunk 0's last bucket
+    assert last[1] == last[2] == last[3]
+    assert last[0] < last[1]  # stage 0's last bucket is a part of its chunk
+    every = tails[(False, False)]  # without it Megatron's DDP buckets no chunk
+    assert every[0] == every[1] == every[2] == every[3]
     assert stage_param_split(cfg, 0)  # the real split is used by the bound (smoke)
 
 

@@ -350,6 +350,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "ddp_nan_check": _nullable(_bool),
     "ddp_nan_check_syncs": _nullable(_int),
     "ddp_grad_scale": _nullable(_bool),
+    # Megatron's DDP without overlap_grad_reduce has one bucket per gradient buffer (bucket
+    # size None), so one collective per buffer after the backward (``workload.sharding.
+    # unbucketed_without_overlap``); null/false: the buckets hold either way
+    "ddp_unbucketed_without_overlap": _nullable(_bool),
     # Megatron-core's distributed optimizer under fp8_param_gather: after the step, one MAX
     # all-reduce of every fp8 weight's amax over the data-parallel group (core_v0.9-0.11
     # distrib_optimizer.py _update_fp8_scale_inv_and_amax; core_v0.12+ fp8_utils.
@@ -451,7 +455,8 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
     "autocast_dtypes",
     "te_linear_mlp", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
-    "ddp_nan_check_syncs", "ddp_grad_scale", "fp8_param_amax_all_reduce",
+    "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap",
+    "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
     "p2p_overlap", "p2p_overlap_interleaved_only", "checkpointed_fused_attention",

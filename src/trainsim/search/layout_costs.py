@@ -159,10 +159,11 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
                  ) -> tuple[dict[tuple[bool, bool], list[float]], list[float]]:
     """Per stage, what the simulator's task graph (``simulator._TaskGraph``) runs after the
     stage's last pass ends, by (overlap_grad_reduce, overlap_param_gather): the gradient
-    reductions that wait for that pass (every bucket without the overlap, else the last
-    bucket of chunk 0), the optimizer step after them on the compute stream, and without
-    the gather overlap the parameter all-gathers after the step, one after another on the
-    data-parallel stream; and the compute stream's slowdown under ZeRO-3 / FSDP's per-pass
+    reductions that wait for that pass (every bucket without the overlap, one per gradient
+    buffer under Megatron's DDP, else the last bucket of chunk 0), the optimizer step after
+    them on the compute stream, and without the gather overlap the parameter all-gathers
+    after the step, one after another on the data-parallel stream; and the compute stream's
+    slowdown under ZeRO-3 / FSDP's per-pass
     gradient reduce-scatters of one micro-batch, as every backward but the last micro-batch's
     runs them (a task holding ``share`` of the SMs leaves the passes at most ``1 - share``
     of their rate, so ``T >= passes + share x reductions``)."""
@@ -198,16 +199,17 @@ def after_passes(cfg: Any, pricer: Any, ranges: tuple[range, ...],
             hit = done[key] = _stage_after(run, split[s], own, s)
         every, last, gathers, contention[s], step = hit
         for (og, op), tail in tails.items():
-            tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every) \
+            tail[s] = (last if og and not cfg.training.cuda_launch_blocking else every[og]) \
                 + step + (0.0 if op else gathers)
     return tails, contention
 
 
 def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...], s: int
-                 ) -> tuple[float, float, float, float, float]:
+                 ) -> tuple[tuple[float, float], float, float, float, float]:
     """:func:`after_passes` of stage ``s`` of layout ``run`` (parameter split ``split``, its
-    chunks' layers ``own``): (every bucket's reductions, the last bucket's, the parameter
-    gathers, the passes' slowdown, the optimizer step)."""
+    chunks' layers ``own``): (every bucket's reductions without and with the gradient-reduce
+    overlap, the last bucket's with it, the parameter gathers, the passes' slowdown, the
+    optimizer step)."""
     from trainsim.memory.params import stage_layer_params
     from trainsim.workload.ddp_buckets import bucket_ready
     from trainsim.workload.elementwise import optimizer_step
@@ -226,7 +228,7 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
 
     groups = [(params, group) for params, group in zip(split, ("dp_cp", "edp"))
               if sizes[group] > 1 and params > 0]
-    every = last = gathers = contention = 0.0
+    every, last, gathers, contention = [0.0, 0.0], 0.0, 0.0, 0.0
     if groups and not run.fsdp:
         chunk_params = sum(split) / vpp
         # a bucket's reductions by its shares of the two buffers: the full buckets of a
@@ -243,15 +245,19 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
             return hit
 
         for c in range(vpp):
-            n = dp_bucket_count(cfg, lens[c], chunk_params, s, c)
             v = c * p.pp + s
-            # the simulator's parts (``last_backward.split_last_backward``)
-            shares = ((1.0, 1.0),) if n == 1 else \
-                bucket_ready(cfg, own[c], v == 0, v == chunks - 1)[1]
-            bucket = [bucket_s(share) for share in shares]
-            every += sum(bucket)
-            if c == 0:
-                last = bucket[-1]
+            bucket: list[float] = []
+            n_on = 0
+            for og in (True, False):  # Megatron's DDP: one bucket without the overlap
+                n = dp_bucket_count(cfg, lens[c], chunk_params, s, c, og)
+                if og or n != n_on:
+                    # the simulator's parts (``last_backward.split_last_backward``)
+                    shares = ((1.0, 1.0),) if n == 1 else \
+                        bucket_ready(cfg, own[c], v == 0, v == chunks - 1)[1]
+                    bucket = [bucket_s(share) for share in shares]
+                every[og] += sum(bucket)
+                if og:
+                    n_on, last = n, bucket[-1] if c == 0 else last
         if zero in (1, 2):  # at the simulator's widths (fp8 weights at one byte)
             fp8 = {"dp_cp": stage_layer_params(cfg, s) - split[1], "edp": split[1]}
             gathers = sum(comm("all_gather", n, param_gather_width(cfg, n, fp8[g]), g)
@@ -270,7 +276,7 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
         rest = grad_buffer_rest(cfg, sum(split), local, grad_bytes)
         if rest is not None:  # the simulator's zero_grad_buffer task after the step
             step += pricer.compute.time(rest)
-    return every, last, gathers, contention, step
+    return (every[0], every[1]), last, gathers, contention, step
 
 
 __all__ = ["BoundShape", "after_passes", "dp_comm_time", "gather_waits", "link_floor"]

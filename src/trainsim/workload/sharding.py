@@ -357,13 +357,40 @@ def bucket_params(cfg: RunConfig) -> float:
     return cfg.parallel.ddp_bucket_size or max(40_000_000, 1_000_000 * cfg.dp)
 
 
+def unbucketed_without_overlap(cfg: RunConfig) -> bool:
+    """Whether the run's data-parallel reduction is one collective per gradient buffer (each
+    model chunk's dense and routed-expert buffers) when the backward does not overlap it:
+    Megatron's DDP sets its bucket size to None without ``overlap_grad_reduce`` (Megatron-LM
+    core_v0.4.0 - core_v0.19.0 megatron/core/distributed/distributed_data_parallel.py
+    ``DistributedDataParallel.__init__``: "Set bucket_size to infinity if overlap_grad_reduce
+    is False"; its first form, megatron/model/distributed.py at e801b2bb, 2023-09, the same),
+    so ``_ParamAndGradBuffer`` closes no bucket on size and ``finish_grad_sync`` issues one
+    collective per bucket group after the backward. Before bucketing the local DDP all-reduced
+    each dtype's contiguous buffer whole (megatron/model/distributed.py ``allreduce_gradients``
+    at d07d29df, 2022-06) and the distributed optimizer reduce-scattered it whole
+    (megatron/optimizer/distrib_optimizer.py ``reduce_model_grads``: one
+    ``_reduce_scatter_base`` per model chunk and dtype). The profiles of frameworks on
+    Megatron's DDP say so (``ddp_unbucketed_without_overlap``); not Apex's fixed buckets
+    (``dp_buckets: fixed``), nor torch DDP's (nanotron), whose size holds either way, nor
+    Megatron-FSDP (zero_stage 3). A ``shared_embedding`` bucket (core_v0.6.0 on, distributed
+    optimizer, tied embedding over pipeline stages) is left in its buffer's one."""
+    p = cfg.parallel
+    return p.data_parallel_impl == "megatron" and p.zero_stage < 3 and \
+        p.dp_buckets in (None, "every_chunk", "first_chunk") and \
+        profile_supports(cfg, "ddp_unbucketed_without_overlap")
+
+
 def dp_bucket_count(cfg: RunConfig, layers: int, chunk_params: float, stage: int,
-                    chunk: int) -> int:
+                    chunk: int, overlap: bool | None = None) -> int:
     """Gradient buckets of one model chunk (at most one per layer); under ``dp_buckets:
     first_chunk`` only pipeline rank 0's first chunk is bucketed, under ``whole`` none is
-    (see ParallelConfig)."""
+    (see ParallelConfig), nor is any under Megatron's DDP without ``overlap`` (the run's
+    ``overlap_grad_reduce`` unless given; ``unbucketed_without_overlap``)."""
     if cfg.parallel.dp_buckets == "whole" or \
             (cfg.parallel.dp_buckets == "first_chunk" and (stage or chunk)):
+        return 1
+    if not (cfg.parallel.overlap_grad_reduce if overlap is None else overlap) and \
+            unbucketed_without_overlap(cfg):
         return 1
     return max(1, min(layers, math.ceil(chunk_params / bucket_params(cfg))))
 
