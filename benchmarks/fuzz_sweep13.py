@@ -19,6 +19,12 @@ surface checked against an oracle from outside the code under test where one exi
   per distinct value.
 - ``determinism``: simulate, sweep, validate and collective ``--format json`` run as separate
   processes under PYTHONHASHSEED 0 and 1: byte-identical (set or dict order must not leak).
+- ``service``: validate jobs whose ``options.csv`` upload is empty, a header only, junk, ragged,
+  NUL bytes, duplicate ids, non-numeric or unknown cells, with and without ``options.plot``,
+  checked as a submission is (``jobs.problem``) and run when accepted: a refusal names
+  ``options.csv`` (never the server's temporary file), an accepted job runs and its output
+  names no temporary file; simulate and sweep jobs with ``options.plot`` on one point, points
+  that fail, a text field: a figure.
 - ``scale``: weak scaling, 1 data-parallel group to 2^20 GPUs at a fixed per-GPU batch, for drawn
   catalog models, GPUs and tp/pp: every iteration time finite and positive, never below the
   single-group time by more than ``SCALE_TOLERANCE``; and the same run on a catalog GPU with
@@ -311,6 +317,65 @@ def determinism_cases() -> Iterator[Case]:
         yield f"determinism {what}", lambda a=args: one(a)
 
 
+# ------------------------------------------------------------------------------ service
+
+SMALL_RUN = {"model": "llama3.2-1b", "parallel": {"tp": 1},
+             "training": {"global_batch_size": 8, "seq_length": 1024},
+             "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}}
+
+
+def _uploads() -> dict[str, str]:
+    lines = (VALIDATION / "training_public.csv").read_text().splitlines()
+    coll = (VALIDATION / "collectives_public.csv").read_text().splitlines()
+    head, row = lines[0], lines[1]
+    return {"empty": "", "header only": head + "\n", "junk": "a,b\n1,2\n",
+            "ragged": head + "\n1,2\n", "nul": head + "\n\x00\n", "bom": "\ufeff" + head + "\n"
+            + row + "\n", "crlf": head + "\r\n" + row + "\r\n",
+            "duplicate ids": f"{head}\n{row}\n{row}\n",
+            "non-numeric cell": head + "\n" + row.replace(",8,", ",x,", 1) + "\n",
+            "unknown gpu": head + "\n" + row.replace("h100", "zz100", 1) + "\n",
+            "blank lines": head + "\n\n" + row + "\n\n", "one collective": "\n".join(coll[:2]) + "\n",
+            "extra column": head + ",extra\n" + row + ",1\n"}
+
+
+def service_cases() -> Iterator[Case]:
+    from trainsim.errors import TrainsimError
+    from trainsim.service import Settings, jobs
+    settings = Settings(db_url=f"sqlite:///{TMP / 'jobs.db'}", workers=0, checkers=0)
+
+    def one(kind: str, config: dict, options: dict) -> str | None:
+        bad = jobs.problem(kind, config, options, settings)
+        if bad is not None:
+            status, field, message = bad
+            if not 400 <= status < 500 or "\n" in message:
+                return f"refusal {status}: {message[:80]!r}"
+            if "trainsim-job" in message or tempfile.gettempdir() in message:
+                return f"refusal names the server's temporary file: {message[:90]!r}"
+            if "csv" in options and field != "options.csv":
+                return f"upload refused as {field!r}, not options.csv"
+            return None
+        try:
+            out = jobs.run(kind, config, options, settings)
+        except TrainsimError as exc:
+            return f"accepted (202), refused when run: {str(exc)[:80]!r}"
+        text = json.dumps({k: v for k, v in vars(out).items() if isinstance(v, str)})
+        if "trainsim-job" in text:
+            return "output names the server's temporary file"
+        if options.get("plot") and not out.plot:
+            return "options.plot true but no figure"
+        return None
+
+    for what, text in _uploads().items():
+        for plot in (False, True):
+            yield f"service validate {what} plot={plot}", \
+                lambda o={"csv": text, "plot": plot}: one("validate", {}, o)
+    for what, vary in {"one point": ["parallel.tp=1"], "a failing point": ["parallel.tp=1,3"],
+                       "text field": ["training.dtype=bf16,fp8"]}.items():
+        yield f"service sweep plot {what}", \
+            lambda v=vary: one("sweep", SMALL_RUN, {"vary": v, "plot": True})
+    yield "service simulate plot", lambda: one("simulate", SMALL_RUN, {"plot": True})
+
+
 # ------------------------------------------------------------------------------ scale
 
 SCALE_MODELS = ("llama3-8b", "gpt3-5b", "mixtral-8x7b", "deepseek-v2-lite", "gemma-2-9b",
@@ -359,12 +424,12 @@ def scale_cases(rng: random.Random, n: int) -> Iterator[Case]:
 
 # ------------------------------------------------------------------------------ driver
 
-SURFACES = ("hf", "plot", "grid", "determinism", "scale")
+SURFACES = ("hf", "plot", "grid", "determinism", "service", "scale")
 
 
 def cases(only: set[str], rng: random.Random, n: int, long: bool) -> Iterator[Case]:
     table = {"hf": lambda: hf_cases(rng, n, long), "plot": plot_cases, "grid": grid_cases,
-             "determinism": determinism_cases,
+             "determinism": determinism_cases, "service": service_cases,
              "scale": lambda: scale_cases(rng, n // 10 if not long else n)}
     for name in SURFACES:
         if not only or name in only:

@@ -123,11 +123,26 @@ def test_plot_name_over_name_max_refused_before_the_work(tmp_path):
 # ------------------------------------------- the sweep itself
 
 @pytest.mark.slow
-def test_fuzz_sweep13_finds_no_failure_class():
+def test_fuzz_sweep13_finds_no_failure_class(capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import fuzz_sweep13
     finally:
         sys.path.pop(0)
     os.environ.setdefault("MPLBACKEND", "Agg")
-    assert fuzz_sweep13.main(["--n", "60", "--seed", "3"]) == 0
+    status = fuzz_sweep13.main(["--n", "60", "--seed", "3"])
+    assert status == 0, capsys.readouterr().out  # the classes and their first inputs
+
+
+# ------------------------------------------- a validate job's uploaded CSV
+
+@pytest.mark.parametrize("text", ["", "a,b\n1,2\n", "id,model,measured_iteration_s\n",
+                                  "id,model,measured_iteration_s\n1,2\n"])
+def test_an_upload_refused_names_options_csv_not_the_servers_file(tmp_path, text):
+    """Before: 422 as field 'config', "/tmp/trainsim-job-XXXX/upload.csv: ..." (a path the
+    client never wrote, on the server)."""
+    from trainsim.service import Settings, jobs
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0, checkers=0)
+    status, field, message = jobs.problem("validate", {}, {"csv": text}, settings)
+    assert (status, field) == (422, "options.csv")
+    assert message.startswith("options.csv") and "trainsim-job" not in message

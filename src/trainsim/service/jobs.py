@@ -217,7 +217,13 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
         files = [BUNDLED_DIR / opts["file"]]
     else:
         files = bundled_files()
-    counts = [len(read_rows(f)[1]) for f in files]
+    try:
+        counts = [len(read_rows(f)[1]) for f in files]
+    except TrainsimError as exc:  # the upload's refusal named the server's temporary file
+        if opts["csv"] is None:
+            raise
+        raise RequestError("options.csv", "options.csv" + str(exc).replace(
+            str(files[0]), "", 1)) from None
     if sum(counts) > limits.max_validate_rows:
         raise RequestError("options.csv", f"options.csv: {sum(counts)} rows, more than this "
                            f"server's max_validate_rows={limits.max_validate_rows}")
