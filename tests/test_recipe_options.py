@@ -66,9 +66,10 @@ def test_bridge_run_without_options_gets_the_recipes_dp_and_interleaved_pp_overl
     assert overlaps(DENSE, vpp="1") == (True, True, False, False)  # batch_p2p_comm, no overlap
     assert overlaps(DENSE, vpp="") == (True, True, False, False)  # tuned vpp: no overlap assumed
     assert overlaps(DENSE, options="tp_overlap") == (False, False, False, True)  # stated: kept
-    # another framework's empty cell still reads as no options
+    # Megatron-core's empty cell: its own default only (--no-overlap-p2p-communication, on with
+    # interleaving); its off-by-default DP and TP overlaps are tuned (test_tuned_options.py)
     assert overlaps(DENSE, framework="megatron-core", framework_version="0.14") == \
-        (False, False, False, False)
+        (False, False, True, False)
 
 
 def test_bridge_tp_overlap_is_tuned_and_needs_sequence_parallelism():

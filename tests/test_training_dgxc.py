@@ -119,11 +119,14 @@ def test_dgxc_error_stays_under_todays_bound():
 
 
 def test_nemotron4_report_miss_is_todays():
-    """2026-11-26 first prediction: all three rows +56 to +67 % (too slow). The rows state only
-    TP 8, the distributed optimizer and the batch; the megatron-lm 2023-12 profile fills the rest
-    with that release's defaults (no grad-reduce or TP-comm overlap, fp32 gradient reduction,
-    the local transformer). A lead, not a fit (RESULTS.md, newsrc6); the bound keeps it from
-    growing unnoticed."""
+    """2026-11-26 first prediction: all three rows +56 to +67 % (too slow), the megatron-lm
+    2023-12 profile filling the empty options cell with that release's defaults (no overlap).
+    Since the blankopts change the switches Megatron-LM leaves to its user are tuned:
+    --overlap-grad-reduce with --overlap-param-gather is chosen on every row, +28.6 / +27.7 /
+    +16.8 % (MAPE 24.4 %). What is left is the release's local transformer (unfused attention,
+    Transformer Engine the default only from 2024-04), a choice the tool does not tune. A lead,
+    not a fit (RESULTS.md, newsrc6 and blankopts); the bound keeps it from growing unnoticed."""
     _, res = validated(NEMOTRON4)
     assert len(res) == len(training_rows(NEMOTRON4)) == 3
-    assert all(0 < r.predicted / r.measured - 1 <= 0.75 for r in res)
+    assert all(0 < r.predicted / r.measured - 1 <= 0.35 for r in res)
+    assert all(r.chosen.get("dp_overlap") is True for r in res)

@@ -55,6 +55,7 @@ from trainsim.catalog.framework_schema import (
 )
 from trainsim.catalog.framework_versions import parse, resolve
 from trainsim.catalog.names import aliases_of, dashed, spellings
+from trainsim.catalog.schema_checks import tuned_options_problem
 from trainsim.config._build import suggest
 from trainsim.errors import CatalogError
 
@@ -288,6 +289,9 @@ def _read(path: Path) -> _Profile:
             raise _fail(path, f"{where}.features", "fsdp_pp_unsharded and "
                         "fsdp_pp_sync_every_microbatch exclude each other: set one true at most")
         defaults = _merge(defaults, defs)
+        problem = tuned_options_problem(features, defaults)
+        if problem:
+            raise _fail(path, f"{where}.defaults.tuned_options", problem)
         chain = chain + ((since, source.strip()),)
         entries.append(_Entry(since, key, source.strip(), notes.strip(), features, defaults, chain))
     description = data.get("description") or ""

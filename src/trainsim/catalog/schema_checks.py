@@ -114,8 +114,34 @@ def _recipe_options(v: Any) -> str | None:
 
 
 def _option_list(v: Any) -> str | None:
-    if not isinstance(v, list) or any(o not in RECIPE_OPTIONS for o in v):
-        return f"expected a list of {list(RECIPE_OPTIONS)}"
+    if not isinstance(v, list):
+        return f"expected a list of {list(RECIPE_OPTIONS)}, got {v!r}"
+    bad = [o for o in v if o not in RECIPE_OPTIONS]
+    if bad:
+        return f"{bad[0]!r} is not an option switch; expected a list of {list(RECIPE_OPTIONS)}"
+    if len(set(v)) != len(v):
+        return f"an option listed twice in {v}"
+    return None
+
+
+#: the profile feature each option switch needs at a version (none recorded for ep_overlap)
+OPTION_FEATURES = {"dp_overlap": "overlap_grad_reduce", "tp_overlap": "tp_comm_overlap",
+                   "pp_overlap": "p2p_overlap", "cuda_graphs": "cuda_graphs", "ep_overlap": None}
+
+
+def tuned_options_problem(features: dict[str, Any], defaults: dict[str, Any]) -> str | None:
+    """Why a profile entry's ``tuned_options`` (switches its users chose, tried both ways for a
+    row that states no options) cannot stand, or None: each one's feature must not be false
+    at that version (a switch the release lacks is no choice), and none may also be in
+    ``run_options`` (a switch the framework always turns on is no choice either)."""
+    tuned = defaults.get("tuned_options") or ()
+    for option in tuned:
+        feature = OPTION_FEATURES[option]
+        if feature is not None and features.get(feature) is False:
+            return f"{option} needs features.{feature}, which is false at this version"
+    both = sorted(set(tuned) & set(defaults.get("run_options") or ()))
+    if both:
+        return f"{both[0]} is in run_options too (always on): list it in one of them"
     return None
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from trainsim.catalog import gpu, model_dict, model_name, names, node
 from trainsim.catalog.defaults import stage_engines, truthy
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
-from trainsim.catalog.schema_checks import NVLINK_SCOPES
+from trainsim.catalog.schema_checks import NVLINK_SCOPES, OPTION_FEATURES
 from trainsim.config._build import suggest
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
@@ -188,7 +188,7 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
             training["attention"] = "unfused"
         elif profile is not None:
             training["attention"] = "flash2"
-    return raw, unknowns(row, profile)
+    return raw, unknowns(row, profile, options)
 
 
 def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> set[str]:
@@ -250,9 +250,11 @@ def node_size(row: dict[str, str]) -> int:
     return max(1, min(size, gpus))
 
 
-def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
+def unknowns(row: dict[str, str], profile: Any,
+             on: set[str] | frozenset[str] = frozenset()) -> dict[str, list[Any]]:
     """Candidate values of each empty cell the authors chose, the usual first choice first
-    (the search starts from it), limited to what the row's framework could run."""
+    (the search starts from it), limited to what the row's framework could run. ``on``: the
+    options the row runs whatever is tuned (its own, or its framework's ``recipe_options``)."""
     def can(feature: str) -> bool:
         return profile is None or profile.supports(feature) is not False
 
@@ -314,11 +316,9 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         ranks = int(row["num_gpus"]) // (int(row["tp"]) * int(row["pp"]))
         unknown["ep"] = [e for e in (1, 2, 4, 8, 16, 32, 64, 128, 256)
                          if experts % e == 0 and ranks % e == 0]
-    if _cell(row, "options") is None and int(row["tp"]) > 1 and profile is not None and \
-            "tp_overlap" in (profile.defaults.get("tuned_options") or ()):
-        # the framework leaves TP overlap to each recipe: the authors chose it (it needs
-        # sequence parallelism, ``with_choice``)
-        unknown["tp_comm_overlap"] = [False, True]
+    if _cell(row, "options") is None:
+        for key in tuned_switches(row, profile, on):
+            unknown[key] = [False, True]
     if _cell(row, "zero_stage") is None and (stages := user_zero_stages(profile)):
         # a plain PyTorch loop wraps the model in the engine its user picks (DDP, FSDP
         # SHARD_GRAD_OP or FULL_SHARD: profile ``zero_stage_engines``); a row that does not say
@@ -333,6 +333,46 @@ def unknowns(row: dict[str, str], profile: Any) -> dict[str, list[Any]]:
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+def tuned_switches(row: dict[str, str], profile: Any,
+                   on: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """The unknowns (``with_choice`` keys) of the option switches a row that states no options
+    leaves to the tuner: those its framework leaves to its user at the row's version (profile
+    ``tuned_options``: a flag that exists and is off by default, whose feature the profile
+    does not mark false, ``catalog.schema_checks.OPTION_FEATURES``), each where it can act on
+    the row and is not on already (``on``). ``dp_overlap`` needs data parallelism (its key
+    ``overlap_grad_reduce`` alone where the version cannot overlap the parameter gather,
+    profile ``overlap_param_gather`` false), ``tp_overlap`` tensor parallelism (and sequence
+    parallelism, ``with_choice``), ``pp_overlap`` a stated interleaved pipeline (as
+    ``recipe_options``), ``ep_overlap`` a stated expert-parallel size."""
+    if profile is None:
+        return []
+    tp, pp = int(row["tp"]), int(row["pp"])
+    try:
+        dp = int(row["num_gpus"]) // (tp * pp * int(_cell(row, "cp") or 1))
+    except (KeyError, ValueError, ZeroDivisionError):
+        dp = 2  # the config reports the bad sizes; the switch may act
+    acts = {"dp_overlap": dp > 1, "tp_overlap": tp > 1,
+            "pp_overlap": pp > 1 and int(_cell(row, "vpp") or 1) > 1,
+            "ep_overlap": int(_cell(row, "ep") or 1) > 1, "cuda_graphs": True}
+    keys = []
+    for option in profile.defaults.get("tuned_options") or ():
+        feature = OPTION_FEATURES[option]
+        if option in on or not acts[option] or \
+                (feature is not None and profile.supports(feature) is False):
+            continue
+        if option == "dp_overlap" and profile.supports("overlap_param_gather") is False:
+            keys.append("overlap_grad_reduce")
+        else:
+            keys.append(SWITCH_KEYS[option])
+    return keys
+
+
+#: the ``with_choice`` key of each tuned option switch (``tuned_switches``)
+SWITCH_KEYS = {"dp_overlap": "dp_overlap", "tp_overlap": "tp_comm_overlap",
+               "pp_overlap": "overlap_p2p_comm", "ep_overlap": "moe_overlap_ep_comm",
+               "cuda_graphs": "cuda_graphs"}
 
 
 def interleavings(row: dict[str, str], profile: Any, layers: int | None) -> list[int]:
@@ -456,9 +496,13 @@ def preset_window(model: dict[str, Any]) -> int | None:
 def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for key, value in choice.items():
-        sec = "training" if key == "micro_batch_size" else "parallel"
+        sec = "training" if key in ("micro_batch_size", "cuda_graphs") else "parallel"
         if key == "recompute" and value.startswith("selective:"):
             value, out[sec]["recompute_modules"] = "selective", value.split(":", 1)[1].split(";")
+        if key == "dp_overlap":  # the option's two switches (OPTION_FIELDS), tuned together
+            for fieldname in OPTION_FIELDS["dp_overlap"][1]:
+                out[sec][fieldname] = value
+            continue
         out[sec][key] = value
     if choice.get("tp_comm_overlap") and not truthy(out["parallel"].get("sequence_parallel")):
         # Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only
