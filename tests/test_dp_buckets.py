@@ -291,3 +291,58 @@ def test_the_one_bucket_rule_is_the_one_in_its_source(tag, line):
     src = mirror_source("NVIDIA+Megatron-LM", tag,
                         "megatron/core/distributed/distributed_data_parallel.py")
     assert re.search(line, src)
+
+
+# ------------------------------------------- fp8 parameters: the bucket groups of case 3
+
+def _fp8_tiny(fp8: bool, version: str = "0.14"):
+    tiny = {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
+            "vocab_size": 32000, "activation": "swiglu", "normalization": "rmsnorm",
+            "position_embedding": "rope", "tied_embeddings": False, "add_bias_linear": False}
+    return run_config_from_dict({
+        "model": tiny,
+        "parallel": {"distributed_optimizer": True, "overlap_grad_reduce": True,
+                     "ddp_bucket_size": 10_000_000},
+        "training": {"global_batch_size": 64, "seq_length": 2048,
+                     "framework": "megatron-core", "framework_version": version,
+                     "dtype": "fp8" if fp8 else "bf16", "fp8_param_gather": fp8},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64}})
+
+
+def test_fp8_parameters_reduce_the_other_buffer_with_the_first_layers():
+    """The tiny model on one stage, 10 M-element buckets. bf16: the output layer (32.8 M) is
+    a bucket ready at the head, each layer one, the embedding one at the end (10 buckets).
+    fp8 parameters (core_v0.9.0+): the layers' weights are bucketed in their own buffer, one
+    bucket per layer; the rest (output layer, norms, embedding) in another, whose buckets join
+    the fp8 buffer's last group (``partition_buckets`` case 3), ready only at the end with the
+    first layer: 8 groups, none ready before the first layer's backward is done."""
+    from trainsim.workload.ddp_buckets import bucket_ready, ddp_buckets, fp8_bucket_groups
+
+    plain, fp8 = _fp8_tiny(False), _fp8_tiny(True)
+    assert not fp8_bucket_groups(plain) and fp8_bucket_groups(fp8)
+    assert ddp_buckets(plain, range(8), True, True) == 10
+    assert bucket_ready(plain, range(8), True, True)[0] == (0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 8)
+    assert ddp_buckets(fp8, range(8), True, True) == 8
+    bounds, shares = bucket_ready(fp8, range(8), True, True)
+    assert bounds == (0, 1, 2, 3, 4, 5, 6, 7, 8)
+    assert sum(d for d, _ in shares) == pytest.approx(1.0)
+    layer = shares[0][0]
+    assert shares[-1][0] > layer + 2 * 32_768_000 / 168_313_856  # + output layer, embedding
+    # before bucket groups (core_v0.8.0) fp8 weights share the bf16 buffer
+    assert not fp8_bucket_groups(_fp8_tiny(True, "0.8"))
+
+
+def test_the_fp8_bucket_group_rule_is_the_one_in_its_source():
+    """Where the Megatron-LM mirror is at hand: ``partition_buckets`` case 3 merges the
+    non-fp8 buckets into the last fp8 bucket group (core_v0.9.0, core_v0.14.0); core_v0.8.0
+    has no bucket groups (skipped without the mirror)."""
+    import re
+
+    for tag in ("core_v0.9.0", "core_v0.14.0"):
+        src = mirror_source("NVIDIA+Megatron-LM", tag,
+                            "megatron/core/distributed/param_and_grad_buffer.py")
+        assert re.search(r"if len\(bucket_groups\) == len\(fp8_buffer\.buckets\) - 1:\s*\n"
+                         r"(\s*#.*\n)*\s*group_buckets = \[bucket\] \+ non_fp8_buckets", src)
+    old = mirror_source("NVIDIA+Megatron-LM", "core_v0.8.0",
+                        "megatron/core/distributed/param_and_grad_buffer.py")
+    assert "def partition_buckets" not in old

@@ -354,6 +354,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # size None), so one collective per buffer after the backward (``workload.sharding.
     # unbucketed_without_overlap``); null/false: the buckets hold either way
     "ddp_unbucketed_without_overlap": _nullable(_bool),
+    # Megatron-core's DDP under fp8 parameters: the fp8 weights' buffer bucketed alone, every
+    # bucket of the other buffer grouped with its last (``workload.ddp_buckets.
+    # fp8_bucket_groups``); null/false: one buffer
+    "ddp_fp8_bucket_groups": _nullable(_bool),
     # Megatron-core's distributed optimizer under fp8_param_gather: after the step, one MAX
     # all-reduce of every fp8 weight's amax over the data-parallel group (core_v0.9-0.11
     # distrib_optimizer.py _update_fp8_scale_inv_and_amax; core_v0.12+ fp8_utils.
@@ -456,7 +460,7 @@ OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_
     "autocast_dtypes",
     "te_linear_mlp", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
     "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap",
-    "fp8_param_amax_all_reduce",
+    "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
     "p2p_overlap", "p2p_overlap_interleaved_only", "checkpointed_fused_attention",

@@ -124,29 +124,41 @@ def layer_tensors(m: ModelConfig, index: int = 0) -> list[tuple[int, bool]]:
     biases and the norms; for an MoE layer the router, shared experts and every routed
     expert's fc1 and fc2. Frameworks that gather parameters one tensor at a time (DeepSpeed
     ZeRO-3) issue one collective per tensor. Their sum is ``layer_params``."""
+    return [(n, expert) for n, expert, _ in _layer_tensor_kinds(m, index)]
+
+
+def layer_matrices(m: ModelConfig, index: int = 0) -> list[bool]:
+    """For each of ``layer_tensors(m, index)``, whether it is a linear layer's weight (QKV,
+    output projection, fc1, fc2 of the MLP and of every expert: the weights Transformer
+    Engine's modules hold, kept in fp8 under fp8 parameters), not a bias, norm or router."""
+    return [matrix for *_, matrix in _layer_tensor_kinds(m, index)]
+
+
+def _layer_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, bool]]:
+    """``layer_tensors`` with each tensor's ``layer_matrices`` flag."""
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
     bias = m.add_bias_linear
-    norms = [(h, False)] * norm_tensors(m)
+    norms = [(h, False, False)] * norm_tensors(m)
     attn = attention_params(m)
     qkv = attention_matrices(m) - m.v_dim * h
-    out: list[tuple[int, bool]] = [(qkv, False), (m.v_dim * h, False),
-                                   *norms * layer_norms(m)]
-    out += qk_norm_tensors(m)  # q_norm, k_norm (and their biases for LayerNorm)
+    out: list[tuple[int, bool, bool]] = [(qkv, False, True), (m.v_dim * h, False, True),
+                                         *norms * layer_norms(m)]
+    out += [(n, e, False) for n, e in qk_norm_tensors(m)]  # q_norm, k_norm (and biases)
     rest = attn - qkv - m.v_dim * h  # biases and MLA's norms
     if rest:
-        out.append((rest - (h if bias else 0), False))
+        out.append((rest - (h if bias else 0), False, False))
         if bias:
-            out.append((h, False))
+            out.append((h, False, False))
 
-    def mlp(width: int, expert: bool) -> list[tuple[int, bool]]:
-        t = [((mats - 1) * h * width, expert), (width * h, expert)]
+    def mlp(width: int, expert: bool) -> list[tuple[int, bool, bool]]:
+        t = [((mats - 1) * h * width, expert, True), (width * h, expert, True)]
         if bias:
-            t += [((mats - 1) * width, expert), (h, expert)]
+            t += [((mats - 1) * width, expert, False), (h, expert, False)]
         return t
 
     if m.is_moe_layer(index):
-        out.append((h * (m.num_experts or 0), False))
+        out.append((h * (m.num_experts or 0), False, False))
         if m.moe_shared_expert_intermediate_size:
             out += mlp(m.moe_shared_expert_intermediate_size, False)
         out += mlp(m.expert_ffn_size, True) * (m.num_experts or 0)

@@ -4,7 +4,10 @@ where the backward makes each ready (``bucket_ready``)."""
 
 from __future__ import annotations
 
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.model.counts import layer_matrices, layer_tensors
+from trainsim.workload.fp8_gather import fp8_weights_gathered
 from trainsim.workload.sharding import _end_matrices, _rank_tensors, bucket_params
 
 
@@ -102,18 +105,71 @@ def _buckets(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
     places += [len(order)] * (len(dense) - len(places))
     expert_places = [j + 1 for j, tensors in enumerate(per_layer) for _, e in tensors if e]
     size = bucket_params(cfg)
+    # which tensors are fp8 weights, in the same reversed order (``_bucket_order``)
+    rev = list(zip(_rank_matrices(cfg, layers), _rank_tensors(cfg, layers), strict=True)
+               )[::-1] if fp8_bucket_groups(cfg) else []
+    dense_fp8 = [False] * head + [f for f, (_, e) in rev if not e]
+    dense_fp8 += [False] * (len(dense) - len(dense_fp8))
+    expert_fp8 = [f for f, (_, e) in rev if e] or [False] * len(experts)
     closed: list[tuple[int, int, int, float]] = []
-    for sizes, at, slot, split in ((dense, places, 0, cfg.parallel.shards_optimizer),
-                                   ([(n, False) for n in experts], expert_places, 1, False)):
-        filled, last_at = 0.0, 0
-        for (n, shared), where in zip(sizes, at, strict=True):
-            if shared and split and filled > 0:  # the shared embedding starts a bucket
-                closed.append((last_at, len(closed), slot, filled))
-                filled = 0.0
-            filled, last_at = filled + n, where
-            if filled >= size or (shared and split):
-                closed.append((where, len(closed), slot, filled))
-                filled = 0.0
-        if filled > 0:
-            closed.append((last_at, len(closed), slot, filled))
+    for sizes, at, slot, split, kinds in (
+            (dense, places, 0, cfg.parallel.shards_optimizer, dense_fp8),
+            ([(n, False) for n in experts], expert_places, 1, False, expert_fp8)):
+        # the fp8 weights' buffer and the rest's, each bucketed alone; every bucket of the
+        # rest joins the fp8 buffer's last bucket group (``partition_buckets``, case 3)
+        parts = [_greedy([(t, w) for t, w, k in zip(sizes, at, kinds, strict=True) if k == f],
+                         size, split) for f in ((True, False) if any(kinds) else (False,))]
+        if len(parts) == 2 and parts[0] and parts[1]:
+            *front, (where, n) = parts[0]
+            parts = [front + [(max([where] + [w for w, _ in parts[1]]),
+                               n + sum(e for _, e in parts[1]))]]
+        for where, n in (b for part in parts for b in part):
+            closed.append((where, len(closed), slot, n))
     return closed, (sum(n for n, _ in dense) or 1.0, sum(experts) or 1.0)
+
+
+def _greedy(tensors: list[tuple[tuple[float, bool], int]], size: float, split: bool
+            ) -> list[tuple[int, float]]:
+    """``_ParamAndGradBuffer``'s pass over one buffer's tensors, each ((elements, shared
+    embedding), layers done when its gradient is made): its buckets as (where the last
+    tensor's gradient is made, elements)."""
+    out: list[tuple[int, float]] = []
+    filled, last_at = 0.0, 0
+    for (n, shared), where in tensors:
+        if shared and split and filled > 0:  # the shared embedding starts a bucket
+            out.append((last_at, filled))
+            filled = 0.0
+        filled, last_at = filled + n, where
+        if filled >= size or (shared and split):
+            out.append((where, filled))
+            filled = 0.0
+    if filled > 0:
+        out.append((last_at, filled))
+    return out
+
+
+def fp8_bucket_groups(cfg: RunConfig) -> bool:
+    """Whether Megatron-core's DDP keeps the run's fp8 weights in a buffer of their own and
+    groups the other buffer's buckets with its last bucket: fp8 parameters
+    (``fp8_weights_gathered``: Transformer Engine quantized weights, ``is_float8tensor``,
+    bucketed as ``torch.uint8``, distributed_data_parallel.py ``_allocate_buffers_for_
+    parameters`` from core_v0.9.0) under Megatron's DDP, and a profile with bucket groups
+    (``ddp_fp8_bucket_groups``: core_v0.9.0 - core_v0.19.0 param_and_grad_buffer.py
+    ``partition_buckets``, case 3: "merge all non-fp8 buckets into the last fp8 bucket
+    group", so biases, norms, routers, the embedding and the output layer are reduced with
+    the chunk's first layers, once all of them have their gradients)."""
+    p = cfg.parallel
+    return p.data_parallel_impl == "megatron" and p.zero_stage < 3 and \
+        fp8_weights_gathered(cfg) and profile_supports(cfg, "ddp_fp8_bucket_groups")
+
+
+def _rank_matrices(cfg: RunConfig, layers: range | list[int]) -> list[bool]:
+    """``layer_matrices`` of each tensor ``_rank_tensors`` lists (per layer a rank's dense
+    tensors, then its experts' share)."""
+    m, ep = cfg.model, cfg.parallel.ep
+    out: list[bool] = []
+    for i in layers:
+        kinds = list(zip(layer_tensors(m, i), layer_matrices(m, i), strict=True))
+        experts = [f for (_, e), f in kinds if e]
+        out += [f for (_, e), f in kinds if not e] + experts[:len(experts) // ep]
+    return out
