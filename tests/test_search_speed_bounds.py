@@ -4,6 +4,7 @@ once per distinct stage of a layout, and equal the per-stage sums they replace."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -84,6 +85,10 @@ def test_after_passes_equals_each_stage_worked_out_alone():
     ranges = tuple(cfg.virtual_stage_layers())
     split = [stage_param_split(cfg, s) for s in range(4)]
     tails, contention = after_passes(cfg, pricer, ranges, split, 0)
+    # CUDA_LAUNCH_BLOCKING: the overlap's buckets, every one after the last pass
+    blocking = dataclasses.replace(cfg, training=dataclasses.replace(
+        cfg.training, cuda_launch_blocking=True))
+    serial, _ = after_passes(blocking, pricer, ranges, split, 0)
     assert contention == [0.0] * 4
     grad_bytes = 4 if cfg.training.grad_reduce_in_fp32 else 2
     for s in range(4):
@@ -105,6 +110,10 @@ def test_after_passes_equals_each_stage_worked_out_alone():
             dense, cfg.training.optimizer, cfg.parallel.data_parallel_impl != "ddp"))
         assert tails[(False, False)][s] == pytest.approx(every + step, rel=1e-12)
         assert tails[(True, False)][s] == pytest.approx(last + step, rel=1e-12)
+        assert serial[(True, False)][s] == pytest.approx(step + sum(
+            pricer.comm_time(Comm("b", "all_reduce", dense * d * grad_bytes, "dp_cp"))
+            for d in shares), rel=1e-12)
+        assert serial[(False, False)][s] == tails[(False, False)][s]
         assert tails[(False, True)][s] == tails[(False, False)][s]  # nothing to gather
     assert tails[(False, False)][1] == tails[(False, False)][2]
     assert tails[(False, False)][0] != tails[(False, False)][1] != tails[(False, False)][3]
