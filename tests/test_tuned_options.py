@@ -115,3 +115,14 @@ def test_a_bad_profile_entry_is_refused_naming_the_file_and_key(tmp_path, monkey
         frameworks._read(path)
     assert str(err.value) == ("megatron-lm.yaml: versions[0].defaults.tuned_options: dp_overlap "
                               "needs features.overlap_grad_reduce, which is false at this version")
+
+
+def test_pytorch_ddp_overlaps_by_default_not_by_choice():
+    # DistributedDataParallel reduces each bucket from the backward's hooks: its default, with
+    # no switch to tune; a row that states its options keeps them
+    row = {**ROW, "framework": "pytorch", "framework_version": "2.3", "tp": "1", "pp": "1",
+           "vpp": "", "distributed_optimizer": "", "zero_stage": "0"}
+    assert overlaps(row) == (True, True, False, False)
+    assert _tuned(**{k: v for k, v in row.items() if k in ("framework", "framework_version",
+                                                          "tp", "pp", "vpp")}) == {}
+    assert overlaps(row, options="compile") == (False, False, False, False)
