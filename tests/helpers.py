@@ -53,11 +53,12 @@ def cli(*args: str, cwd=None):
     return result
 
 
-def one_error_line(result) -> str:
-    """The one ``error:`` line a refused input ends with (exit code 2)."""
+def one_error_line(result, warnings: bool = True) -> str:
+    """The one ``error:`` line a refused input ends with (exit code 2); ``warnings=False``: and
+    nothing else on stderr, not even a ``warning:`` line."""
     assert result.exit_code == 2, result.output
     lines = [ln for ln in result.stderr.splitlines()
-             if ln.strip() and not ln.startswith("warning: ")]
+             if ln.strip() and not (warnings and ln.startswith("warning: "))]
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr  # click's too
     return lines[-1]
 

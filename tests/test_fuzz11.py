@@ -11,24 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import cli, one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "llama3-8b-h100.yaml"
 GOODPUT = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"
-
-
-def _cli(args: list[str]):
-    from click.testing import CliRunner
-
-    from trainsim.cli import main
-    return CliRunner().invoke(main, args, env={"TRAINSIM_DEBUG": "1"})
-
-
-def _error(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------ stdio
@@ -84,7 +71,7 @@ def test_an_empty_option_value_is_refused_not_read_as_the_default(args):
     # before: --algorithm '' ran as auto, --reference '' compared nothing, --failures '' took
     # the config's profile, capture --gpu '' the node's GPU
     flag = next(a for a, b in itertools.pairwise(args) if not b.strip())
-    line = _error(_cli(args))
+    line = one_error_line(cli(*args), warnings=False)
     assert f"{flag} " in line and "an empty value" in line
 
 
@@ -97,7 +84,7 @@ def test_an_empty_option_value_is_refused_not_read_as_the_default(args):
     (["goodput", str(GOODPUT), "--trials", "3", "--tokens", "1e30"], "fewer --trials or --tokens"),
 ])
 def test_a_refusal_names_the_option_as_written(args, words):
-    assert words in _error(_cli(args))
+    assert words in one_error_line(cli(*args), warnings=False)
 
 
 @pytest.mark.parametrize("cmd", [
@@ -106,7 +93,7 @@ def test_a_refusal_names_the_option_as_written(args, words):
 ])
 def test_a_ray_address_without_the_ray_executor_is_refused(cmd):
     # before: the local executor ran and the address was ignored, silently
-    line = _error(_cli([*cmd, "--ray-address", "auto"]))
+    line = one_error_line(cli(*cmd, "--ray-address", "auto"), warnings=False)
     assert "--ray-address 'auto' needs --executor ray" in line
 
 

@@ -8,40 +8,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import cli, one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 GOODPUT = ROOT / "examples" / "goodput-gpt3-175b-1k.yaml"  # global batch 1536 x 2048 tokens
 
 
-def _cli(args: list[str]):
-    from click.testing import CliRunner
-
-    from trainsim.cli import main
-    return CliRunner().invoke(main, args, env={"TRAINSIM_DEBUG": "1"})
-
-
-def _error(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
-
-
 @pytest.mark.parametrize("tokens", ["1e-9", "1", "3M"])
 def test_goodput_of_fewer_tokens_than_one_global_batch_is_refused(tokens):
     # before: accepted, 0.00 days
-    line = _error(_cli(["goodput", str(GOODPUT), "--tokens", tokens]))
+    line = one_error_line(cli("goodput", str(GOODPUT), "--tokens", tokens), warnings=False)
     assert "--tokens" in line and "fewer tokens than one global batch (3,145,728" in line
 
 
 def test_goodput_of_one_global_batch_runs():
-    r = _cli(["goodput", str(GOODPUT), "--tokens", "3145728", "--trials", "10",
-              "--format", "json"])
+    r = cli("goodput", str(GOODPUT), "--tokens", "3145728", "--trials", "10",
+            "--format", "json")
     assert r.exit_code == 0, r.output
 
 
 def test_train_tokens_under_one_batch_are_named_by_their_field():
-    line = _error(_cli(["goodput", str(GOODPUT), "--set", "training.train_tokens=5"]))
+    line = one_error_line(cli("goodput", str(GOODPUT), "--set", "training.train_tokens=5"),
+                          warnings=False)
     assert "training.train_tokens=5 is fewer tokens than one global batch" in line
 
 
@@ -69,16 +57,16 @@ def test_goodput_tokens_its_run_would_refuse_are_refused_when_submitted(options,
 def test_a_token_name_longer_than_the_store_keeps_is_refused(tmp_path):
     # before: a 100,000-character name was accepted and cut to 200 characters in the store
     db = f"sqlite:///{tmp_path / 'jobs.db'}"
-    line = _error(_cli(["token", "create", "x" * 100_000, "--db", db]))
+    line = one_error_line(cli("token", "create", "x" * 100_000, "--db", db), warnings=False)
     assert "100,000 characters: at most 200" in line
-    assert _cli(["token", "create", "x" * 200, "--db", db]).exit_code == 0
+    assert cli("token", "create", "x" * 200, "--db", db).exit_code == 0
 
 
 @pytest.mark.parametrize("sizes, bad", [("8.5:16", "8.5"), ("8:16.5", "16.5"),
                                         ("0.3K", "0.3K")])
 def test_a_size_that_is_no_whole_number_of_bytes_is_refused(sizes, bad):
     # before: '8.5' read as 8 bytes, as nccl-tests' sscanf would
-    line = _error(_cli(["collective", "--sizes", sizes]))
+    line = one_error_line(cli("collective", "--sizes", sizes), warnings=False)
     assert f"--sizes '{sizes}'" in line and f"bad size '{bad}'" in line
     assert "not a whole number of bytes" in line
-    assert _cli(["collective", "--sizes", "1.5K:2K"]).exit_code == 0  # 1536 bytes
+    assert cli("collective", "--sizes", "1.5K:2K").exit_code == 0  # 1536 bytes

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from helpers import cli, one_error_line
 
 from trainsim.catalog import model_from_hf_config
 from trainsim.errors import ConfigError
@@ -15,20 +16,6 @@ from trainsim.errors import ConfigError
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
          "intermediate_size": 128, "vocab_size": 100}
-
-
-def _cli(args: list[str]):
-    from click.testing import CliRunner
-
-    from trainsim.cli import main
-    return CliRunner().invoke(main, args, env={"TRAINSIM_DEBUG": "1"})
-
-
-def _error(result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    return lines[0]
 
 
 def _read(tmp_path: Path, cfg: dict):
@@ -78,7 +65,8 @@ def test_an_unknown_family_that_says_it_is_no_encoder_decoder_still_reads(tmp_pa
                                            ("1000", ["--global-batch", "1"])])
 def test_plan_of_fewer_tokens_than_its_global_batch_is_refused(tokens, batch):
     # before: accepted, 0 MWh (the batch is plan's default ~4M tokens or --global-batch)
-    line = _error(_cli(["plan", "llama3-8b", "--tokens", tokens, "--days", "1", *batch]))
+    line = one_error_line(cli("plan", "llama3-8b", "--tokens", tokens, "--days", "1", *batch),
+                          warnings=False)
     assert line.startswith(f"error: --tokens={float(tokens.replace('M', 'e6')):g} is fewer "
                            "tokens than one global batch"), line
 
@@ -96,6 +84,6 @@ def test_a_plan_job_of_fewer_tokens_than_its_global_batch_is_refused_when_submit
 
 def test_simulate_train_tokens_under_one_batch_are_refused():
     # before: days 8e-10, cost $4e-7 for 5 tokens of a 1,048,576-token batch
-    line = _error(_cli(["simulate", str(ROOT / "examples" / "llama3-8b-h100.yaml"),
-                        "--set", "training.train_tokens=5"]))
+    line = one_error_line(cli("simulate", str(ROOT / "examples" / "llama3-8b-h100.yaml"),
+                        "--set", "training.train_tokens=5"), warnings=False)
     assert "training.train_tokens=5 is fewer tokens than one global batch (1,048,576" in line
