@@ -93,7 +93,11 @@ dropout (this script before 2026-11-24) W was 28-35 %, ZB-1p 6 of 12 rows within
 / v). ``excess_per_pass`` measures it from the published table alone: the published 1F1B-I
 iteration less the ideal (1F1B's iteration scaled by that ratio), regressed on m, grows by
 0.43-0.47 ms per extra pass (2 (v - 1) per micro-batch per stage) at 8 and 16 stages, 0.3 ms at
-32 (whose two-digit throughputs make it the noisiest). Under the blocking stand-in (above), at
+32 (whose two-digit throughputs make it the noisiest). The same line through trainsim's own
+iterations (``predicted_excess_per_pass``, printed beside it) has the published slope under the
+blocking stand-in (0.45-0.55 ms per extra pass) and an intercept 45-100 ms lower: what the
+table charges 1F1B-I beyond trainsim is a cost per iteration, not per pass (benchmarks/
+RESULTS.md, 27th session, flashzb27). Under the blocking stand-in (above), at
 16 and 32 stages that is the send of a pipeline that crosses nodes: with one stage per GPU the hops 7 -> 8, ... leave the node over a
 200 Gb/s NIC, and in lock-step the slowest hop paces every stage (``pipeline.pipeline_send_s``;
 10.5-12.6 MB at 25 GB/s: 0.42-0.50 ms a send). With it the 14.6B and 28.3B rows of 1F1B-I come
@@ -313,21 +317,45 @@ def excess_per_pass(rows: list[dict[str, str]]) -> dict[str, tuple[float, float]
         base = it.get((model, m_text, "1F1B"))
         if sched != "1F1B-I" or base is None:
             continue
-        p, m = int(r["num_gpus"]), int(m_text)
-        v = (int(r["num_layers"]) + 2) // p
-        samples = int(r["micro_batch_size"]) * m / p
-        t1 = samples / float(base["samples_per_gpu_per_s"])
-        ti = samples / float(r["samples_per_gpu_per_s"])
-        ideal = t1 * (m + (p - 1) / v) / (m + p - 1)
-        pts.setdefault(model, []).append((2 * (v - 1) * m, ti - ideal))
-    out = {}
-    for model, xy in pts.items():
-        n = len(xy)
-        mx, my = sum(x for x, _ in xy) / n, sum(y for _, y in xy) / n
-        sxx = sum((x - mx) ** 2 for x, _ in xy)
-        slope = sum((x - mx) * (y - my) for x, y in xy) / sxx if sxx else 0.0
-        out[model] = (my - slope * mx, slope)
-    return out
+        samples = int(r["micro_batch_size"]) * int(m_text) / int(r["num_gpus"])
+        pts.setdefault(model, []).append(_excess_point(
+            r, samples / float(base["samples_per_gpu_per_s"]),
+            samples / float(r["samples_per_gpu_per_s"])))
+    return {model: _line(xy) for model, xy in pts.items()}
+
+
+def predicted_excess_per_pass(rows: list[dict[str, str]],
+                              res: list[dict]) -> dict[str, tuple[float, float]]:
+    """``excess_per_pass`` of trainsim's own iterations (``predict``'s ``iteration_s``): the
+    same line through the predicted 1F1B-I less the predicted 1F1B scaled by the ideal bubble
+    ratio. What the published line has beyond it is what the simulation does not price."""
+    row = {(r["model"], int(r["num_microbatches"]), r["schedule"]): r for r in rows}
+    it = {(p["model"], p["num_microbatches"], p["schedule"]): p for p in res}
+    pts: dict[str, list[tuple[float, float]]] = {}
+    for (model, m, sched), p in it.items():
+        base = it.get((model, m, "1F1B"))
+        if sched != "1F1B-I" or base is None:
+            continue
+        pts.setdefault(model, []).append(_excess_point(
+            row[model, m, sched], base["iteration_s"], p["iteration_s"]))
+    return {model: _line(xy) for model, xy in pts.items()}
+
+
+def _excess_point(r: dict[str, str], t1: float, ti: float) -> tuple[float, float]:
+    """(extra passes per stage, seconds of 1F1B-I beyond the ideal bubble ratio) of a row whose
+    1F1B and 1F1B-I iterations are ``t1`` and ``ti``."""
+    p, m = int(r["num_gpus"]), int(r["num_microbatches"])
+    v = (int(r["num_layers"]) + 2) // p
+    return 2 * (v - 1) * m, ti - t1 * (m + (p - 1) / v) / (m + p - 1)
+
+
+def _line(xy: list[tuple[float, float]]) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line through ``xy``."""
+    n = len(xy)
+    mx, my = sum(x for x, _ in xy) / n, sum(y for _, y in xy) / n
+    sxx = sum((x - mx) ** 2 for x, _ in xy)
+    slope = sum((x - mx) * (y - my) for x, y in xy) / sxx if sxx else 0.0
+    return my - slope * mx, slope
 
 
 def main() -> None:
@@ -352,6 +380,8 @@ def main() -> None:
     if args.format == "json":
         print(json.dumps({"rows": res, "max_points_off": worst, "mean_points_off": mean,
                           "published_1f1b_i_excess_per_pass_s": excess,
+                          "predicted_1f1b_i_excess_per_pass_s":
+                              predicted_excess_per_pass(rows, res),
                           "own_profile": own_profile(rows)}, indent=1))
         return
     print("| model | m | schedule | samples/GPU/s published | predicted | speed-up over 1F1B "
@@ -361,9 +391,14 @@ def main() -> None:
         print(f"| {p['model']} | {p['num_microbatches']} | {p['schedule']} | {p['published']:.2f} "
               f"| {p['predicted']:.2f} | {p['published_speedup']:.3f} | "
               f"{p['predicted_speedup']:.3f} | {p['points_off']:+.1f} |")
+    ours_excess = predicted_excess_per_pass(rows, res)
     for model, (fixed, per_pass) in excess.items():
-        print(f"published 1F1B-I excess over the ideal bubble ratio, {model}: "
-              f"{per_pass * 1e3:.2f} ms per extra pass + {fixed * 1e3:.0f} ms")
+        line = (f"published 1F1B-I excess over the ideal bubble ratio, {model}: "
+                f"{per_pass * 1e3:.2f} ms per extra pass + {fixed * 1e3:.0f} ms")
+        if model in ours_excess:
+            o_fixed, o_pass = ours_excess[model]
+            line += f"; trainsim {o_pass * 1e3:.2f} ms + {o_fixed * 1e3:.0f} ms"
+        print(line)
     print("\n| model | m | schedule | speed-up over 1F1B published | the paper's own profile "
           "implies | predicted |")
     print("| --- | --- | --- | --- | --- | --- |")

@@ -74,3 +74,28 @@ def test_zero_bubble_overlaps_only_the_interleaved_rows_when_asked():
         rows = {r["schedule"]: r for r in csv.DictReader(f) if r["model"] == "1.5B"}
     assert not any(zb.config(r).parallel.overlap_p2p_comm for r in rows.values())
     assert {s for s, r in rows.items() if zb.config(r, True).parallel.overlap_p2p_comm} == {"1F1B-I"}
+
+
+def test_the_excess_line_of_simulated_iterations_recovers_a_line_built_into_them():
+    """zero_bubble.py's trainsim-side excess: 1F1B-I iterations made as 1F1B's times the ideal
+    bubble ratio plus a + b x (x the extra passes) give back (a, b); the published side keeps
+    its figures (1.5B: 0.47 ms per extra pass + 37 ms)."""
+    import csv
+
+    zb = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "zero_bubble.py")
+    with zb.ROWS.open() as f:
+        rows = [r for r in csv.DictReader(f)
+                if r["model"] == "1.5B" and r["schedule"] in ("1F1B", "1F1B-I")]
+    a, b, res = 0.040, 0.0005, []
+    for r in rows:
+        m, p = int(r["num_microbatches"]), int(r["num_gpus"])
+        v = (int(r["num_layers"]) + 2) // p
+        t1 = 1.0 + 0.05 * m
+        t = t1 if r["schedule"] == "1F1B" else (
+            t1 * (m + (p - 1) / v) / (m + p - 1) + a + b * 2 * (v - 1) * m)
+        res.append({"model": r["model"], "num_microbatches": m, "schedule": r["schedule"],
+                    "iteration_s": t})
+    fixed, per_pass = zb.predicted_excess_per_pass(rows, res)["1.5B"]
+    assert fixed == pytest.approx(a) and per_pass == pytest.approx(b)
+    fixed, per_pass = zb.excess_per_pass(rows)["1.5B"]
+    assert round(per_pass * 1e3, 2) == 0.47 and round(fixed * 1e3) == 37
