@@ -3,6 +3,7 @@ nothing here feeds trainsim).
 
     python benchmarks/deepspeed_rows.py             # the views below, a few seconds
     python benchmarks/deepspeed_rows.py --replay    # only the prefetch replay (instant)
+    python benchmarks/deepspeed_rows.py --prefetch-2021   # only section 5 (a few seconds)
 
 Views: the public file as given, the public file with ``benchmarks/training_errata.csv``
 applied (the rows this file holds), ``benchmarks/training_deepspeed.csv`` and the held-out file
@@ -26,18 +27,29 @@ applied (the rows this file holds), ``benchmarks/training_deepspeed.csv`` and th
    gathers of a step are issued by the fetch itself (the compute waits for them), under the
    defaults (1e9, 1e9) and under the values of the Azure recipes (3e9, 3e9:
    microsoft/Megatron-DeepSpeed examples/azure/run-175b.sh @ 62bc4562).
+5. DeepSpeed v0.3.13's prefetch on the 2021 per-parameter ZeRO-3 rows (not modelled:
+   ``sharded_passes.blocking_gathers`` waits for every gather): the gate replayed with
+   ``replay(gate="0.3.13")`` (stage3.py ``prefetch_next_sub_modules``: only while the
+   gathered-elements counter is under ``stage3_max_live_parameters``, then whole tensors until
+   ``stage3_prefetch_bucket_size``) under the release defaults and under the DeepSpeedExamples
+   ZeRO-3 config, and a what-if (``prefetch_hidden``) that hides that share of each pass's
+   gather wire time under its compute: an upper bound on what the prefetch could save.
 """
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import csv
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from trainsim import sharded_passes, simulator
+from trainsim.priced import Priced
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
 from trainsim.validate.training import predict_training_row, row_config
@@ -119,11 +131,17 @@ def two_factor(group: list[tuple[str, dict]]) -> tuple[float, float, list[float]
 
 
 def replay(tensors: list[float], layers: int, vocab_matrix: float, max_live: float,
-           reuse: float, bucket: float = PREFETCH_BUCKET) -> tuple[int, float, int, float]:
-    """One steady step of DeepSpeed v0.6.2's PartitionedParameterCoordinator over a GPT stack
+           reuse: float, bucket: float = PREFETCH_BUCKET,
+           gate: str = "0.6.2") -> tuple[int, float, int, float]:
+    """One steady step of DeepSpeed's PartitionedParameterCoordinator over a GPT stack
     with full recompute: a submodule per gathered tensor (``tensors``: one layer's, in forward
     order), the tied word embedding at both ends. Returns (gathers, elements gathered, gathers
-    the fetch itself issues, their elements)."""
+    the fetch itself issues, their elements). ``gate`` "0.6.2": after each fetch the next
+    submodules' tensors are prefetched up to ``min(max_live - live, bucket)`` elements;
+    "0.3.13" (stage3.py ``prefetch_next_sub_modules``): only while ``live < max_live`` (the
+    handles are always empty there: the fetch's ``_synchronize_communication`` cleared them),
+    then tensors until ``bucket`` elements are reached (``get_params_to_prefetch`` returns once
+    the total reaches it: at least one tensor, whatever its size)."""
     numel = {"emb": vocab_matrix}
     names = []
     for i in range(layers):
@@ -154,7 +172,11 @@ def replay(tensors: list[float], layers: int, vocab_matrix: float, max_live: flo
         gather(name, own=True)
         while queue and queue[0][0] <= step:
             queue.popleft()
-        room, taken, ahead = min(max_live - live, bucket), 0.0, []
+        if gate == "0.3.13":
+            room = bucket if live < max_live else 0.0
+        else:
+            room = min(max_live - live, bucket)
+        taken, ahead = 0.0, []
         while queue and taken < room:
             _, nxt = queue.popleft()
             if nxt not in ahead:
@@ -191,7 +213,85 @@ def replay_row(row: dict[str, str]) -> None:
     print(f"   {row['id'][:40]:40s} largest tensor {max(tensors):.3g}: " + "; ".join(out))
 
 
+GATES_2021 = {"v0.3.13 defaults 1e9/1e9, 5e7": (1e9, 1e9, 5e7),
+              "DeepSpeedExamples ZeRO-3 config 1e8/1e8, 2.5e7": (1e8, 1e8, 2.5e7)}
+"""(stage3_max_live_parameters, stage3_max_reuse_distance, stage3_prefetch_bucket_size):
+microsoft/DeepSpeed v0.3.13 deepspeed/runtime/zero/constants.py defaults, and
+microsoft/DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3/examples/ds_zero_stage_3_config.json
+@ 2cd968f2 (2021-03-08)."""
+
+
+@contextlib.contextmanager
+def prefetch_hidden(share: float) -> Iterator[None]:
+    """What-if, not a model: each per-parameter ZeRO-3 pass (``sharded_passes.
+    blocking_gathers``) keeps its gathers' host work and zero-fill / copy-out kernels, and hides
+    ``share`` of its gathers' wire time (``dp_comm``) under its own compute, at most all of that
+    compute: the bound of v0.3.13's prefetch, whose gather of the next submodule runs on the
+    communication stream while this one computes (``_allgather_param`` issues it, the next
+    ``fetch_sub_module`` waits for it)."""
+    orig = sharded_passes.blocking_gathers
+
+    def hidden(cfg, pricer, chunks, side_s):  # type: ignore[no-untyped-def]
+        out = {}
+        for v, passes in orig(cfg, pricer, chunks, side_s).items():
+            new = []
+            for p in passes:
+                compute = sum(d for c, d, _ in p.segments if c == "compute")
+                wire = sum(d for c, d, _ in p.segments if c == "dp_comm")
+                keep = tuple(seg for seg in p.segments if seg[0] != "dp_comm")
+                left = wire - min(share * wire, compute)
+                new.append(Priced(keep + (("dp_comm", left, "zero3_gather_exposed"),)))
+            out[v] = tuple(new)
+        return out
+
+    sharded_passes.blocking_gathers = hidden
+    simulator.blocking_gathers = hidden
+    try:
+        yield
+    finally:
+        sharded_passes.blocking_gathers = orig
+        simulator.blocking_gathers = orig
+
+
+def prefetch_2021() -> None:
+    """Section 5: DeepSpeed v0.3.13's prefetch on the 2021 per-parameter ZeRO-3 rows."""
+    rows = [r for r in family_rows(BUNDLED_DIR / "training_public.csv")
+            if r["zero_stage"] == "3"
+            and row_config(r).parallel.zero3_gather == "per_parameter"]
+    print("\nDeepSpeed v0.3.13 prefetch gate on the 2021 ZeRO-3 rows, replayed (share of the "
+          "step's gathered elements prefetched), and the what-if hiding that share of each "
+          "pass's gather wire time under its compute:")
+    errs: dict[str, list[float]] = collections.defaultdict(list)
+    for r in rows:
+        cfg = row_config(r)
+        tensors = [n for n, _ in _rank_tensors(cfg, [0]) if n >= ZERO3_PERSISTENCE_THRESHOLD]
+        vocab = cfg.model.vocab_size * cfg.model.hidden_size / cfg.parallel.tp
+        base = parts(r)
+        if base is None:
+            continue
+        err = base["predicted"] / base["measured"] - 1
+        cells = [f"{r['id'][:36]:36s} as given {100 * err:+5.1f}%"]
+        errs["as given"].append(err)
+        for label, (live, reuse, bucket) in GATES_2021.items():
+            _, ge, _, owne = replay(tensors, cfg.model.num_layers, vocab, live, reuse, bucket,
+                                    gate="0.3.13")
+            share = 1 - owne / ge
+            with prefetch_hidden(share):
+                p = parts(r)
+            assert p is not None
+            errs[label].append(p["predicted"] / p["measured"] - 1)
+            cells.append(f"{label}: {100 * share:3.0f} % prefetched, "
+                         f"{100 * (p['predicted'] / p['measured'] - 1):+5.1f}%")
+        print("   " + "; ".join(cells))
+    for label, e in errs.items():
+        a = np.array(e)
+        print(f"   {label}: MAPE {100 * np.abs(a).mean():.1f} %, signed {100 * a.mean():+.1f} %")
+
+
 def main(argv: list[str]) -> None:
+    if "--prefetch-2021" in argv:
+        prefetch_2021()
+        return
     if "--replay" in argv:
         rows = family_rows(ROOT / "benchmarks" / "training_deepspeed.csv")
         print("DeepSpeed v0.6.2 prefetch gate, replayed (gathers per step the compute waits for):")
@@ -238,6 +338,7 @@ def main(argv: list[str]) -> None:
     for r in family_rows(ROOT / "benchmarks" / "training_deepspeed.csv"):
         if r["zero_stage"] == "3":
             replay_row(r)
+    prefetch_2021()
 
 
 if __name__ == "__main__":

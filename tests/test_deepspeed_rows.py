@@ -64,3 +64,37 @@ def test_the_synchronous_what_if_changes_only_the_gather_path():
         [getattr(as_given.parallel, k) for k in same]
     assert (sync.model, sync.dp, sync.num_microbatches) == \
         (as_given.model, as_given.dp, as_given.num_microbatches)
+
+
+def test_replay_v0313_gate_prefetches_while_under_the_live_limit():
+    """v0.3.13 (stage3.py prefetch_next_sub_modules): small tensors are prefetched after every
+    fetch, so only the step's first gather is the fetch's own; tensors each over
+    stage3_max_live_parameters leave the counter over the limit after every fetch, so none is
+    prefetched."""
+    gathers, _, own, _ = SCRIPT.replay([1e6, 2e6, 3e6], 6, 4e6, 1e9, 1e9, gate="0.3.13")
+    assert own == 1 and gathers > 1
+    gathers, elements, own, own_elements = SCRIPT.replay([2e9, 3e9], 4, 2.5e9, 1e9, 1e9,
+                                                         gate="0.3.13")
+    assert gathers == own and elements == own_elements
+
+
+def test_prefetch_what_if_hides_only_gather_wire_time():
+    """The what-if takes each pass's gather wire time off, at most the pass's compute, and
+    leaves the compute and the host work alone; share 0 is the model as it stands, and the
+    patched function is put back."""
+    import trainsim.sharded_passes as sp
+
+    with open(ROOT / "src" / "trainsim" / "data" / "validation" / "training_public.csv",
+              newline="") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["id"] == "megatron21-t2-zero3-174.6B-384")
+    base = SCRIPT.parts(row)
+    orig = sp.blocking_gathers
+    with SCRIPT.prefetch_hidden(0.0):
+        same = SCRIPT.parts(row)
+    with SCRIPT.prefetch_hidden(1.0):
+        hidden = SCRIPT.parts(row)
+    assert sp.blocking_gathers is orig
+    assert SCRIPT.parts(row)["predicted"] == base["predicted"]  # nothing kept from the what-if
+    assert abs(same["predicted"] - base["predicted"]) < 1e-9
+    assert hidden["compute"] == base["compute"]
+    assert 0 < base["predicted"] - hidden["predicted"] <= base["comm"]
