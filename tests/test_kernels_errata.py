@@ -93,3 +93,20 @@ def test_a_withdrawn_kernel_measurement_takes_its_row_out(tmp_path):
         ids = [r["id"] for r in csv.DictReader(fh)]
     assert withdrawn == [(first["id"], "measured_value")] and first["id"] not in ids
     assert len(ids) > 600
+
+
+def test_only_the_mi300x_v1_mamf_shape_fits_its_last_level_cache():
+    """The erratum withdrawing mamf-mi300x-bf16-v1 rests on its working set: the v1 table did
+    not reset the cache between calls, and of the three v1 rows only the MI300X's best shape
+    (operands and output in bf16) fits its GPU's last-level cache (256 MiB Infinity Cache)."""
+    from trainsim.catalog import gpu
+
+    with open(BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
+        v1 = [r for r in csv.DictReader(fh) if r["id"].startswith("mamf-") and r["id"].endswith("-v1")]
+    fits = {}
+    for r in v1:
+        m, n, k = (int(r[c]) for c in ("m", "n", "k"))
+        fits[r["id"]] = 2 * (m * k + k * n + m * n) <= gpu(r["gpu"]).l2_bytes
+    assert fits == {"mamf-a100-bf16-v1": False, "mamf-h100-bf16-v1": False,
+                    "mamf-mi300x-bf16-v1": True}
+    assert "mamf-mi300x-bf16-v1" in {e["id"] for e in _errata() if not e["corrected_value"]}
