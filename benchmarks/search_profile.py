@@ -20,7 +20,8 @@ Prints one dated line: counts, both CPU times, and simulations per CPU-second of
 wrappers around their parts (refined bounds, configs built, memory floors; graphs built,
 event-loop runs, steady-state attempts) and the graphs' shape: how many tasks
 could be merged with the next task of their stream (neither slows a stream, and only that
-task waits on the first: the exact limit of contracting chains before the loop runs), and how
+task waits on the first: the exact limit of contracting chains before the loop runs), how
+many distinct topologies the graphs run have (equal but for durations and shares), and how
 many of the simulated configurations the answer (top k and Pareto front) holds.
 """
 
@@ -219,6 +220,12 @@ def _parts(simulations, result) -> None:
     print(f"graphs run: {len(graphs):,}, {tasks:,} tasks ({slowing:,} slow a stream); "
           f"mergeable into the task before them on their stream: {mergeable:,} "
           f"({100 * mergeable / max(1, tasks):.1f} %)")
+    # graphs that differ only in their tasks' durations (and the shares they slow by): what
+    # a graph built once per topology and re-timed could share
+    topologies = {tuple((t.stream, tuple(t.deps), t.slows and t.slows[0]) for t in g)
+                  for g in graphs}
+    print(f"distinct topologies (streams, dependencies, streams slowed) among them: "
+          f"{len(topologies):,}")
     print(f"the answer (top {len(result.top)} and Pareto front {len(result.pareto)}) holds "
           f"{len(answer)} of the {result.stats.simulated:,} simulated configurations")
 
