@@ -28,7 +28,9 @@ many of the simulated configurations the answer (top k and Pareto front) holds.
 from __future__ import annotations
 
 import argparse
+import collections
 import cProfile
+import dataclasses
 import datetime
 import itertools
 import platform
@@ -179,15 +181,18 @@ def _parts(simulations, result) -> None:
     graphs: list[list] = []
     saved: list = []
 
-    def wrap(module, name: str, part: str, record: bool = False) -> None:
-        _timed(saved, cpu, calls, module, name, part, graphs if record else None)
+    built: list = []  # every _TaskGraph built (its tasks complete once the round is over)
+
+    def wrap(module, name: str, part: str, record: list | None = None) -> None:
+        _timed(saved, cpu, calls, module, name, part, record)
 
     # build_graph (twin graphs handed back included), asked by the full simulations and by
     # the steady-state attempts (each module holds its own name for it)
     wrap(simulator, "build_graph", "graphs asked for by full simulations")
     wrap(steady_state, "build_graph", "graphs asked for by steady-state attempts")
-    wrap(simulator._TaskGraph, "pipeline", "pipeline() of every graph built (passes placed)")
-    wrap(loop, "_run", "loop runs", record=True)
+    wrap(simulator._TaskGraph, "pipeline", "pipeline() of every graph built (passes placed)",
+         built)
+    wrap(loop, "_run", "loop runs", graphs)
     wrap(steady_state, "attempt", "steady-state attempts (all, nested parts too)")
     wrap(simulator, "summarize", "summaries of full runs")
     t = time.process_time()
@@ -221,11 +226,26 @@ def _parts(simulations, result) -> None:
           f"mergeable into the task before them on their stream: {mergeable:,} "
           f"({100 * mergeable / max(1, tasks):.1f} %)")
     # graphs that differ only in their tasks' durations (and the shares they slow by): what
-    # a graph built once per topology and re-timed could share
-    topologies = {tuple((t.stream, tuple(t.deps), t.slows and t.slows[0]) for t in g)
-                  for g in graphs}
+    # a graph built once per topology and re-timed could share; of the graphs built, which
+    # parallel fields (and micro batch) a repeat's config differs in from its topology's first
+    def topology(tasks: list) -> tuple:
+        return tuple((t.stream, tuple(t.deps), t.slows and t.slows[0]) for t in tasks)
+
     print(f"distinct topologies (streams, dependencies, streams slowed) among them: "
-          f"{len(topologies):,}")
+          f"{len({topology(g) for g in graphs}):,}")
+    first: dict[tuple, object] = {}
+    differ: collections.Counter = collections.Counter()
+    for g in built:
+        c = g.cfg
+        c0 = first.setdefault(topology(g.tasks), c)
+        if c0 is not c:
+            differ[tuple([f.name for f in dataclasses.fields(c.parallel)
+                          if getattr(c.parallel, f.name) != getattr(c0.parallel, f.name)]
+                         + ["micro_batch"] * (c.training.micro_batch_size
+                                              != c0.training.micro_batch_size))] += 1
+    print(f"graphs built: {len(built):,} in {len(first):,} topologies; the repeats differ from "
+          f"their topology's first in: " + "; ".join(
+              f"{' + '.join(k) or 'nothing'} {n}" for k, n in differ.most_common(8)))
     print(f"the answer (top {len(result.top)} and Pareto front {len(result.pareto)}) holds "
           f"{len(answer)} of the {result.stats.simulated:,} simulated configurations")
 
