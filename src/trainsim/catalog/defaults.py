@@ -15,6 +15,7 @@ import warnings
 from typing import Any
 
 from trainsim.config._build import SYNONYMS
+from trainsim.config._build import switch as read_switch
 from trainsim.config.parallel import ALIASES
 from trainsim.errors import ConfigError, SettingReplaced
 
@@ -96,10 +97,14 @@ def _number(value: Any) -> float:
 
 
 def truthy(value: Any) -> bool:
-    """A YAML/CSV flag as a bool: '1', 'true', 'yes', 'on' (any case) or a true non-string."""
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+    """A YAML/CSV flag, not yet checked, as the config will read it (``_build.switch``: a bool,
+    0/1 also as '1.0' or '1e0', a ``SWITCH_WORDS`` word); False for anything the config will
+    refuse (None, other text). A reading of its own let '1.0' past the framework checks
+    (``check_profile``: "has no distributed optimizer") as off, then the config ran it on."""
+    try:
+        return read_switch(value, "")
+    except ConfigError:
+        return False
 
 
 def gpu_arch(gpu: Any) -> str | None:

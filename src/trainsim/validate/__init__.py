@@ -6,8 +6,10 @@ The file kind is told by its columns (see shared ``validation/README.md``).
 from __future__ import annotations
 
 import csv
+import difflib
 import functools
 import io
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -15,11 +17,16 @@ from pathlib import Path
 from trainsim.config.records import MIN_MEASURED, positive_value
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimWarning, escaped
-from trainsim.validate.collectives import COLLECTIVE_REQUIRED, predict_collective_row
+from trainsim.validate.collectives import (
+    COLLECTIVE_COLUMNS,
+    COLLECTIVE_REQUIRED,
+    predict_collective_row,
+)
 from trainsim.validate.common import RowResult, canonical_column, summarize, summary_line
 from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
-from trainsim.validate.kernels import KERNEL_REQUIRED, predict_kernel_row
+from trainsim.validate.kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
+from trainsim.validate.row_settings import TRAINING_COLUMNS
 from trainsim.validate.training import (
     TRAINING_REQUIRED,
     predict_training_row,
@@ -54,7 +61,10 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
                           f"(needs kind and measured_unit){hint}")
     missing = [c for c in required if c not in columns]
     if missing:
-        raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}")
+        near = _near(missing[0], [c for c in columns if c not in KNOWN_COLUMNS[kind]])
+        raise ConfigError(f"{path}: missing column(s) {', '.join(missing)}"
+                          + (f" (the header has {near!r})" if near else ""))
+    _check_columns(path, kind, columns)
     rows = _table(path, columns, lines[1:], required)
     if not rows:
         raise ConfigError(f"{path}: no rows under the header; nothing to validate")
@@ -71,6 +81,52 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
                                   f"{text!r} must be a positive number (>= {MIN_MEASURED:g}): the "
                                   "error is relative to it")
     return kind, rows
+
+
+KNOWN_COLUMNS = {"training": TRAINING_COLUMNS, "collectives": COLLECTIVE_COLUMNS,
+                 "kernels": KERNEL_COLUMNS}
+"""The columns of each file kind; a header may hold others (notes, links), left unread."""
+SHOWN_ONLY = {"training": {"source", "note"}, "collectives": {"source"}, "kernels": {"source"}}
+"""Known columns no prediction reads: a header column spelt near one is not refused."""
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[\s.-]+", "_", name.strip().lower())
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """``a`` and ``b`` one letter dropped, added, changed or two neighbours swapped apart."""
+    if len(a) == len(b):
+        d = [k for k in range(len(a)) if a[k] != b[k]]
+        return len(d) == 1 or (len(d) == 2 and d[1] == d[0] + 1 and a[d[0]] == b[d[1]]
+                               and a[d[1]] == b[d[0]])
+    long, short = (a, b) if len(a) > len(b) else (b, a)
+    return len(long) == len(short) + 1 and any(long[:k] + long[k + 1:] == short
+                                               for k in range(len(long)))
+
+
+def _near(name: str, pool: list[str]) -> str | None:
+    """The name of ``pool`` that ``name`` spells with '-', ' ' or '.' for '_', is one edit from
+    (4 letters or more: 'noet', 'recomput'), or is close to (difflib ratio at least 0.8:
+    'option', 'd_type', 'num_kv_head'); or None."""
+    same = [c for c in pool if _normal(c) == _normal(name)]
+    same = same or [c for c in pool if len(c) >= 4 and _one_edit(_normal(name), c)]
+    close = same or difflib.get_close_matches(name, pool, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
+def _check_columns(path: str | Path, kind: str, columns: list[str]) -> None:
+    """Refuse a header column that no file of ``kind`` knows but that is a column it reads,
+    misspelt (``recomput`` for ``recompute``, ``zero-stage``): its cells would be left unread
+    and every row predicted with the column's default, silently. A column unlike any known
+    one (a link, a comment) is kept and not read."""
+    known = KNOWN_COLUMNS[kind]
+    read = sorted(known - set(columns) - SHOWN_ONLY[kind])
+    for name in columns:
+        close = _near(name, read) if name and name not in known else None
+        if close:
+            raise ConfigError(f"{path}: column {name!r} is not a {kind} file column; did you "
+                              f"mean {close!r}? (cells under another name are not read)")
 
 
 def _table(path: str | Path, columns: list[str], lines: list[list[str]],

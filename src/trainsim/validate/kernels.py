@@ -60,6 +60,10 @@ from trainsim.workload.shard import shard_of
 
 KERNEL_REQUIRED = ["id", "gpu", "kind", "implementation", "dtype", "measured_value",
                    "measured_unit"]
+KERNEL_COLUMNS = frozenset(
+    [*KERNEL_REQUIRED, "source", "note", "m", "n", "k", "groups", "batch", "seq_len", "heads",
+     "kv_heads", "head_dim", "causal", "tokens", "hidden", "ffn", "experts", "top_k", "bytes"])
+"""Every column a kernel row is read from (shared validation/README.md, kernels_*.csv)."""
 KINDS = ("gemm", "gemm_grouped", "attention_fwd", "attention_bwd", "attention_fwd_bwd",
          "memory_bound", "moe_block")
 TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}

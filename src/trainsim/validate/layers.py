@@ -43,6 +43,10 @@ FAMILIES: dict[str, dict[str, Any]] = {
 DEVICES = {"H100 80GB HBM3": "h100-sxm-80gb", "H200": "h200-sxm-141gb", "H100": "h100-sxm-80gb",
            "B200": "b200-sxm-180gb", "A100-SXM4-80GB": "a100-sxm-80gb"}
 """CUDA device names -> catalog GPUs (first match wins)."""
+SHAPE_KEYS = ("h", "ffn", "heads", "kv", "hd", "experts", "topk", "moe_ffn")
+"""The keys of a record's ``shape`` (shared validation README, layers_h100_measured.jsonl)."""
+MODES = {"eager": False, "compile": True}
+"""A record's ``mode``: run as written, or under ``torch.compile``."""
 
 
 def is_layers_file(path: str | Path) -> bool:
@@ -88,6 +92,15 @@ def layer_config(rec: dict[str, Any], compute_db: str | None = "auto") -> RunCon
     if not isinstance(sh, dict):
         raise ConfigError(f"shape={shown(sh)} must be an object with h, heads, ffn (and kv, hd, "
                           "experts, topk, moe_ffn)")
+    # a key or mode read by name: another spelling ('kv_heads', 'Compile') was left unread and
+    # the layer priced as MHA or eager, silently
+    unknown = sorted(k for k in sh if k not in SHAPE_KEYS)
+    if unknown:
+        raise ConfigError(f"shape.{unknown[0]} is not a shape key; known: "
+                          f"{', '.join(SHAPE_KEYS)} (h hidden, kv key/value heads, hd head width)")
+    mode = rec.get("mode", "eager")
+    if mode not in MODES:
+        raise ConfigError(f"mode={shown(mode)} must be eager or compile (torch.compile)")
     seq, mbs = record_count(rec, "seq"), record_count(rec, "mbs", 1)
     moe = {}
     if "experts" in sh:
@@ -107,7 +120,7 @@ def layer_config(rec: dict[str, Any], compute_db: str | None = "auto") -> RunCon
     attention = str(rec.get("attn", "sdpa"))
     if attention == "sdpa":
         attention = (profile.defaults.get("sdpa_by_arch") or {}).get(gpu_arch(gpu_name), "sdpa")
-    compiled = rec.get("mode") == "compile"
+    compiled = MODES[mode]
     return RunConfig(
         model=model, parallel=ParallelConfig(),
         training=TrainingConfig(global_batch_size=mbs, micro_batch_size=mbs, seq_length=seq,

@@ -81,8 +81,14 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                  "recompute_num_layers", "ddp_bucket_size", "dp_replicate")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
-ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers",)
-"""Count columns where 0 is a value (off): whole numbers >= 0."""
+ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage")
+"""Count columns where 0 is a value (off): whole numbers >= 0 (a ZeRO stage written '0.0' was
+not the '0' that lets the tuner choose Megatron's distributed optimizer, ``unknowns``)."""
+TRAINING_COLUMNS = frozenset(
+    [*TRAINING_REQUIRED, *SHAPE_COLUMNS, *COLUMN_FIELDS, *COUNT_COLUMNS, *ZERO_COUNT_COLUMNS,
+     "source", "note", "num_experts", "moe_top_k", "moe_ffn_hidden_size", "options",
+     "nic_gbps_per_gpu", "measured_peak_memory_gib", "memory_kind"])
+"""Every column a training row is read from (format v2 and the optional ones beyond it)."""
 NEEDED_COUNTS = ("num_gpus", "global_batch_size", "seq_length")
 """Count columns that may not be empty (gpus_per_node may: the GPU's catalog node; tp and pp
 may: the authors' layout, tuned, ``validate.layouts``)."""
