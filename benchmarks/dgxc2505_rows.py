@@ -174,7 +174,7 @@ def deepseek() -> list[dict]:
             recompute="selective", recompute_modules="" if rm == "core_attn" else rm,
             global_batch_size=gbs, micro_batch_size=1, dtype="bf16", options="dp_overlap",
             pipeline_layout=f"first:{first},last:{last}", moe_dispatcher="alltoall",
-            measured_iteration_s=t,
+            moe_capacity_factor="1.0", measured_iteration_s=t,
             note=(f"{measured(t, tps, 4096, gbs)}; column '{gpus}x {name} GPUs'; layout TP {tp}, PP {pp}, "
                   f"EP {ep}, ETP 1, VP 1, CP 1, MBS 1, GBS {gbs} = GPUs x 8 (launch.sh); run by "
                   "deepseek_v3/pretraining/launch.sh (DTYPE=bf16: 'fp8 not supported currently'): "
@@ -186,7 +186,10 @@ def deepseek() -> list[dict]:
                   f"overlap: VP 1); uneven pipeline {first} / {mid} x {pp - 2} / {last} layers "
                   "(num_layers_in_first/last_pipeline_stage = 64 / PP - 1 / - 2); DeepSeekV3Config "
                   "(nemo/collections/llm/gpt/model/deepseek.py): alltoall token dispatcher, grouped "
-                  "GEMM, dropout 0, mtp_num_layers None (no multi-token-prediction layer); cuda "
+                  "GEMM, dropout 0, mtp_num_layers None (no multi-token-prediction layer); token drop: "
+                  "USE_TOKEN_DROP = True appends MegatronTokenDropCallback (nemo/lightning/pytorch/"
+                  "callbacks/moe_token_drop.py, defaults moe_expert_capacity_factor 1.0, "
+                  "moe_pad_expert_input_to_capacity True; the pad has no column in format v2); cuda "
                   "graphs off (model_configs csv cuda_graphs 0 or no row); bf16_mixed with "
                   "use_precision_aware_optimizer = True; "
                   + (H100 if name == "H100" else GB200))))
