@@ -35,8 +35,17 @@ H100 = ("DGX H100 (8 GPUs per NVLink domain, 400 Gb/s ConnectX-7 per GPU, inferr
         "names only 'H100 GPUs')")
 FP8 = ("fp8: --fp8_recipe not passed, so the argument parser's default 'ds' = bf16_with_fp8_mixed "
        "(delayed scaling) with grad_reduce_in_fp32 = False (scripts/performance/utils.py "
-       "set_primary_perf_configs); bf16: bf16_mixed with use_precision_aware_optimizer = True "
-       "(gradient reduction dtype left to the profile)")
+       "set_primary_perf_configs)")
+PAO = "precision_aware_optimizer"
+
+
+def bf16_state(recipe: str, line: int) -> str:
+    """How a performance-mode recipe's bf16 run keeps its model state (issue 16 item 2)."""
+    return (f"bf16: bf16_mixed with use_precision_aware_optimizer = True (scripts/performance/"
+            "utils.py L422-423 set_primary_perf_configs: the options cell's precision_aware_"
+            f"optimizer) and grad_reduce_dtype bf16: the {recipe} recipe's performance mode sets "
+            f"trainer.plugins.grad_reduce_in_fp32 = False (nemo/collections/llm/recipes/{recipe}.py "
+            f"L{line} pretrain_performance_optimizations), which the bf16 branch keeps")
 OVERLAP = ("MegatronCommOverlapCallback: TP overlap with TP >= 2 and SP, overlap_p2p_comm with PP "
            "> 1 and VP > 1, grad-reduce/param-gather overlap with DP > 1; sequence_parallel = tp "
            "> 1; distributed optimizer; no recompute; dropout 0; attention backend left to "
@@ -88,8 +97,9 @@ def llama() -> list[dict]:
                         "per step)'; layout from the README's GB200 table and llama3.1/launch.sh"),
                 seq_length=8192, gpu="gb200", num_gpus=gpus, gpus_per_node=64, nic_gbps_per_gpu=400,
                 tp=4, pp=8, cp=2, ep=1, vpp=8, sequence_parallel=1, global_batch_size=gbs,
-                micro_batch_size=1, dtype=dtype, options="tp_overlap;pp_overlap;dp_overlap",
-                grad_reduce_dtype="bf16" if dtype == "fp8" else "",
+                micro_batch_size=1, dtype=dtype,
+                options="tp_overlap;pp_overlap;dp_overlap" + (f";{PAO}" if dtype == "bf16" else ""),
+                grad_reduce_dtype="bf16",
                 fp8_recipe="delayed" if dtype == "fp8" else "",
                 pipeline_layout="Et|(tt|)*62tL", measured_iteration_s=t,
                 note=(f"{measured(t, tps, 8192, gbs)}; column '{gpus}x GB200 GPUs'; layout TP 4, PP 8, "
@@ -100,7 +110,8 @@ def llama() -> list[dict]:
                       "nvcr.io/nvidia/nemo:25.04.01; cuda graphs off (--cuda_graphs not passed: "
                       "recommended_model_configs/model_configs_gb200.csv cuda_graphs 0 at 128 GPUs, "
                       f"no row at 256/512 -> False), recompute_layers 0; {OVERLAP}; userbuffers "
-                      "b200 h16384 tp4 cp2 configs for TP overlap; " + FP8 + "; pipeline layout "
+                      "b200 h16384 tp4 cp2 configs for TP overlap; " + FP8 + "; "
+                      + bf16_state("llama31_405b", 253) + "; pipeline layout "
                       "Et|(tt|)*62tL: the llama31_405b recipe's account_for_embedding/loss_in_"
                       "pipeline_split True (recipes/llama31_405b.py L72-73), 126 layers + embedding + "
                       f"loss = 128 slots over PP 8 x VP 8; {GB200}")))
@@ -124,8 +135,10 @@ def nemotron() -> list[dict]:
                         "from the README's GB200 tables and nemotron/launch.sh"),
                 seq_length=4096, gpu="gb200", num_gpus=gpus, gpus_per_node=64, nic_gbps_per_gpu=400,
                 tp=8, pp=4, cp=1, ep=1, vpp=12, sequence_parallel=1, global_batch_size=gbs,
-                micro_batch_size=1, dtype=dtype, options="tp_overlap;pp_overlap;dp_overlap;cuda_graphs",
-                grad_reduce_dtype="bf16" if dtype == "fp8" else "",
+                micro_batch_size=1, dtype=dtype,
+                options="tp_overlap;pp_overlap;dp_overlap;cuda_graphs"
+                + (f";{PAO}" if dtype == "bf16" else ""),
+                grad_reduce_dtype="bf16",
                 fp8_recipe="delayed" if dtype == "fp8" else "", measured_iteration_s=t,
                 note=(f"{measured(t, tps, 4096, gbs)}; column '{gpus}x GB200 GPUs (GBS={gbs})'"
                       + (" Strong Scaling" if scaling == "strong" else "")
@@ -133,7 +146,7 @@ def nemotron() -> list[dict]:
                       "512 with STRONG_SCALING=true); " + common.format(size="340b")
                       + "; launch.sh passes '-fsdp 0 --cuda_graphs true' on GB200 (enable_cuda_graph, "
                       f"TE per-layer graphs); userbuffers b200 h18432 tp8 configs; {OVERLAP}; "
-                      f"{FP8}; {GB200}")))
+                      f"{FP8}; {bf16_state('nemotron4_340b', 226)}; {GB200}")))
     for (size, dtype), (line, gpus, t, tps, gbs) in NEMO_H100.items():
         tp, pp, vpp, mbs = (2, 1, "", 2) if size == "15b" else (8, 8, 12, 1)
         opts = "tp_overlap;dp_overlap" if size == "15b" else "tp_overlap;pp_overlap;dp_overlap"
@@ -144,14 +157,15 @@ def nemotron() -> list[dict]:
                     "(seconds per step)'; layout from the README's H100 tables and nemotron/launch.sh"),
             seq_length=4096, gpu="h100-sxm-80gb", num_gpus=gpus, gpus_per_node=8, nic_gbps_per_gpu=400,
             tp=tp, pp=pp, cp=1, ep=1, vpp=vpp, sequence_parallel=1, global_batch_size=gbs,
-            micro_batch_size=mbs, dtype=dtype, options=opts,
-            grad_reduce_dtype="bf16" if dtype == "fp8" else "",
+            micro_batch_size=mbs, dtype=dtype, options=opts + (f";{PAO}" if dtype == "bf16" else ""),
+            grad_reduce_dtype="bf16",
             fp8_recipe="delayed" if dtype == "fp8" else "", measured_iteration_s=t,
             note=(f"{measured(t, tps, 4096, gbs)}; column '{gpus}x H100 GPUs'; layout TP {tp}, PP {pp}"
                   + (", VP 12" if size == "340b" else ", VP not passed (launch.sh VP=0)")
                   + f", MBS {mbs}, GBS {gbs} (launch.sh); " + common.format(size=size)
                   + "; cuda graphs off (not passed on H100; model_configs_h100.csv cuda_graphs 0); "
-                  f"{OVERLAP}; {FP8}; {H100}")))
+                  f"{OVERLAP}; {FP8}; "
+                  + bf16_state(f"nemotron4_{size}", 222 if size == "15b" else 226) + f"; {H100}")))
     return out
 
 
@@ -172,7 +186,7 @@ def deepseek() -> list[dict]:
             seq_length=4096, gpu=gpu, num_gpus=gpus, gpus_per_node=64 if name == "GB200" else 8,
             nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=1, ep=ep, vpp=1, sequence_parallel=1,
             recompute="selective", recompute_modules="" if rm == "core_attn" else rm,
-            global_batch_size=gbs, micro_batch_size=1, dtype="bf16", options="dp_overlap",
+            global_batch_size=gbs, micro_batch_size=1, dtype="bf16", options=f"dp_overlap;{PAO}",
             pipeline_layout=f"first:{first},last:{last}", moe_dispatcher="alltoall",
             moe_capacity_factor="1.0", measured_iteration_s=t,
             note=(f"{measured(t, tps, 4096, gbs)}; column '{gpus}x {name} GPUs'; layout TP {tp}, PP {pp}, "
@@ -191,7 +205,10 @@ def deepseek() -> list[dict]:
                   "callbacks/moe_token_drop.py, defaults moe_expert_capacity_factor 1.0, "
                   "moe_pad_expert_input_to_capacity True; the pad has no column in format v2); cuda "
                   "graphs off (model_configs csv cuda_graphs 0 or no row); bf16_mixed with "
-                  "use_precision_aware_optimizer = True; "
+                  "use_precision_aware_optimizer = True (scripts/performance/utils.py L422-423 "
+                  "set_primary_perf_configs: the options cell's precision_aware_optimizer), "
+                  "gradients reduced in fp32 (the deepseek_v3 recipe's bf16_mixed; nothing sets "
+                  "grad_reduce_in_fp32 False); "
                   + (H100 if name == "H100" else GB200))))
     return out
 

@@ -34,7 +34,13 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "cuda_graphs": ("training", ("cuda_graphs",)),
                  "compile": ("training", ("compile",)),
                  "launch_blocking": ("training", ("cuda_launch_blocking",)),
-                 "enable_gqa": ("training", ("sdpa_enable_gqa",))}
+                 "enable_gqa": ("training", ("sdpa_enable_gqa",)),
+                 # Megatron-core's use_precision_aware_optimizer (TE FusedAdam keeps the master
+                 # weights: int16 remainders of bf16 parameters, memory.state._master_bytes), as
+                 # NeMo's performance scripts set it for bf16 runs (NVIDIA/NeMo@b4148d2169
+                 # scripts/performance/utils.py L422-423 set_primary_perf_configs, from
+                 # 1053bed8be 2025-05-05)
+                 "precision_aware_optimizer": ("training", ("use_precision_aware_optimizer",))}
 KNOWN_OPTIONS = set(OPTION_FIELDS) | {"parallel_block", "sliding_window", "fused_kernels", "lamb",
                                        "fake_balanced_gate"}
 # format v2 column -> (section, config field), copied when the cell is not empty
