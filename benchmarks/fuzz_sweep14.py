@@ -15,6 +15,16 @@ surface checked against an oracle that does not come from the code under test.
   ``per_nic`` / ``per-nic`` read) included; number spellings (``1e3``, ``1_000``, ``+8``,
   ``8.0``, surrounding no-break spaces) in count cells: the prediction of the plain number, or
   refused.
+- ``spellings``: each whole-number cell of drawn rows (a training row's ZeRO stage 0 stated
+  where it is empty too) respelt ``8.0``, ``+8``, ``8e0``: the plain cell's prediction, or the
+  row refused; never another number.
+- ``layers``: the layers JSONL with a shape key spelt otherwise (``kv_heads``, ``head_dim``,
+  ``num_experts``; its value changed so that an unread key shows) or a ``mode`` spelt
+  otherwise (``Compile``, ``torch.compile``): the record refused, or the README spelling's
+  prediction.
+- ``service``: validate jobs as the service checks and runs them: every bundled file (by name
+  and all of them), uploads of each kind including a layers record (accepted and run), an
+  upload with a misspelt optional column (refused as ``options.csv`` naming the column).
 - ``header``: BOM, CRLF, CR-only line ends, upper-case and space-padded header names, an
   empty header name, a zero-width space in a name, a column given twice: the same predictions
   or one line.
@@ -31,7 +41,7 @@ surface checked against an oracle that does not come from the code under test.
 - ``workers``: ``validate --workers 1`` and ``--workers 3`` of a file holding good rows, bad
   cells, an unknown GPU and a repeated row: byte-identical JSON.
 
-    python benchmarks/fuzz_sweep14.py [--seed 0] [--n 40] [--only columns,cells,...]
+    python benchmarks/fuzz_sweep14.py [--seed 0] [--n 40] [--only columns,cells,spellings,...]
 
 Prints each failure class with its first inputs and the counts; exit 1 on any failure.
 """
@@ -337,6 +347,51 @@ def layer_cases() -> Iterator[Case]:
         yield f"layers mode={word!r}", lambda a=(dense, word, compiled): mode(*a)
 
 
+# ------------------------------------------------------------------------------ service
+
+def service_cases() -> Iterator[Case]:
+    """Validate jobs as the service checks a submission (``jobs.problem``) and runs it: each
+    bundled file by name and none (all of them) must be accepted; an upload of each kind
+    (a training/kernel/collective CSV, a layers JSONL record) must run; an upload with a
+    misspelt column must be refused as ``options.csv`` naming the column."""
+    from trainsim.service import Settings, jobs
+    from trainsim.validate import bundled_files
+    settings = Settings(db_url=f"sqlite:///{TMP / 'jobs.db'}", workers=0, checkers=0)
+
+    def accepted(options: dict, run: bool) -> str | None:
+        bad = jobs.problem("validate", {}, options, settings)
+        if bad is not None:
+            return f"valid job refused: {bad[0]} {bad[1]}: {bad[2][:90]!r}"
+        if run:
+            out = jobs.run("validate", {}, options, settings)
+            if '"n": 0' in out.result:
+                return "ran no row"
+        return None
+
+    def refused(options: dict, words: str) -> str | None:
+        bad = jobs.problem("validate", {}, options, settings)
+        if bad is None:
+            return "misspelt column accepted"
+        status, field, message = bad
+        ok = status == 422 and field == "options.csv" and words in message
+        return None if ok else f"refusal {status} {field}: {message[:90]!r}"
+
+    yield "service validate all bundled", lambda: accepted({}, False)
+    for path in bundled_files():
+        yield f"service validate file {path.name}", \
+            lambda o={"file": path.name}: accepted(o, False)
+    layer = (VALIDATION / "layers_h100_measured.jsonl").read_text().splitlines()[0] + "\n"
+    yield "service validate upload layers", lambda: accepted({"csv": layer}, True)
+    for kind, col in {"training": "recompute", "kernels": "seq_len",
+                      "collectives": "algorithm"}.items():  # optional columns
+        head, rows = _base_rows(kind)
+        plain = _render(head, rows)
+        yield f"service validate upload {kind}", lambda t=plain: accepted({"csv": t}, True)
+        text = _render([col[:-1] if c == col else c for c in head], rows)
+        yield f"service validate upload {kind} {col[:-1]}", \
+            lambda t=text, c=col: refused({"csv": t}, f"did you mean '{c}'")
+
+
 # ------------------------------------------------------------------------------ header
 
 def header_cases() -> Iterator[Case]:
@@ -529,13 +584,14 @@ def workers_cases() -> Iterator[Case]:
 
 # ------------------------------------------------------------------------------ driver
 
-SURFACES = ("columns", "cells", "spellings", "layers", "header", "extreme", "conflict", "mono",
-            "workers")
+SURFACES = ("columns", "cells", "spellings", "layers", "service", "header", "extreme",
+            "conflict", "mono", "workers")
 
 
 def cases(only: set[str], rng: random.Random, n: int) -> Iterator[Case]:
     table = {"columns": column_cases, "cells": cell_cases,
              "spellings": lambda: spelling_cases(rng, max(1, n // 8)), "layers": layer_cases,
+             "service": service_cases,
              "header": header_cases,
              "extreme": extreme_cases, "conflict": conflict_cases,
              "mono": lambda: mono_cases(rng, n), "workers": workers_cases}

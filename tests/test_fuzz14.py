@@ -196,6 +196,31 @@ def test_a_layer_mode_as_written_is_read(tmp_path):
     assert compiled[1] is None and eager[1] is None and compiled[0] < eager[0]
 
 
+# ------------------------------------------- a validate job of the bundled layers file
+
+@pytest.mark.parametrize("options", [{}, {"file": "layers_h100_measured.jsonl"}, "upload"])
+def test_a_validate_job_counts_a_layers_file_without_reading_it_as_a_csv(tmp_path, options):
+    """Before: 422 field 'config', "<server path>/layers_h100_measured.jsonl: not a training
+    file ...": the job counted every file's rows with read_rows, so validating the bundled
+    files (the default), the bundled layers file or an uploaded layers record was refused."""
+    from trainsim.service import Settings, jobs
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0, checkers=0)
+    if options == "upload":
+        line = (DATA / "layers_h100_measured.jsonl").read_text().splitlines()[0]
+        options = {"csv": line + "\n"}
+    assert jobs.problem("validate", {}, options, settings) is None
+    if options:
+        import json
+        summary = json.loads(jobs.run("validate", {}, options, settings).result)["summary"]
+        assert summary["n"] == (1 if "csv" in options else 33) and summary["failed"] == 0
+
+
+def test_row_count_counts_what_validate_file_predicts():
+    from trainsim.validate import row_count
+    for name in ("layers_h100_measured.jsonl", "collectives_public.csv"):
+        assert row_count(DATA / name) == len(validate_file(DATA / name, compute_db=None)[1])
+
+
 # ------------------------------------------- the sweep itself
 
 @pytest.mark.slow

@@ -197,7 +197,7 @@ def _rounds_refused(exc: Exception, name: str, tokens: float | None) -> str:
 
 def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
               progress: Progress) -> Output | None:
-    from trainsim.validate import BUNDLED_DIR, bundled_files, read_rows, summarize, validate_file
+    from trainsim.validate import BUNDLED_DIR, bundled_files, row_count, summarize, validate_file
 
     single = opts["file"] is not None or opts["csv"] is not None
     want_plot = _flag(opts, "plot")
@@ -218,7 +218,7 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
     else:
         files = bundled_files()
     try:
-        counts = [len(read_rows(f)[1]) for f in files]
+        counts = [row_count(f) for f in files]
     except TrainsimError as exc:  # the upload's refusal named the server's temporary file
         if opts["csv"] is None:
             raise

@@ -23,7 +23,7 @@ from trainsim.validate.collectives import (
     predict_collective_row,
 )
 from trainsim.validate.common import RowResult, canonical_column, summarize, summary_line
-from trainsim.validate.kernel_db import is_kernel_db, validate_kernel_db
+from trainsim.validate.kernel_db import is_kernel_db, layer_count, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
 from trainsim.validate.row_settings import TRAINING_COLUMNS
@@ -174,6 +174,18 @@ the ``id``; ``validate.collectives``: "per NIC"). Escaping leaves those words as
 changes only characters that are not printable."""
 
 
+def row_count(path: str | Path) -> int:
+    """How many rows :func:`validate_file` predicts of ``path``, counted without predicting: a
+    CSV's rows (read and checked as :func:`read_rows` does), a layers file's records, a kernel
+    database's layer records. (Counting every file with ``read_rows`` refused the bundled
+    layers file: a service job validating the bundled files failed before it ran.)"""
+    if is_layers_file(path):
+        return sum(1 for line in read_text(path, "layers file").splitlines() if line.strip())
+    if is_kernel_db(path):
+        return layer_count(path)
+    return len(read_rows(path)[1])
+
+
 def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
     """A warning for a row without an id and for two rows with the same id: the report and the
     errata name rows by id, and a row given twice counts twice in the MAPE (both rows are
@@ -285,4 +297,4 @@ def _in_workers(predict: Callable[[dict[str, str]], RowResult], rows: list[dict[
 
 
 __all__ = ["BUNDLED_DIR", "RowResult", "bundled_files", "predict_collective_row", "predict_kernel_row", "predict_training_row",
-           "read_rows", "row_config", "summarize", "summary_line", "tune", "validate_file"]
+           "read_rows", "row_config", "row_count", "summarize", "summary_line", "tune", "validate_file"]

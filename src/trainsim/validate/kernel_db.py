@@ -40,6 +40,13 @@ def is_kernel_db(path: str | Path) -> bool:
     return head.lstrip().startswith("{") and any(f'"{f}"' in head for f in FORMATS)
 
 
+def layer_count(path: str | Path) -> int:
+    """The layer records of a kernel database (each one row of :func:`validate_kernel_db` at
+    most), counted without pricing them."""
+    layers = _read_json(path).get("layers")
+    return len(layers) if isinstance(layers, list) else 0
+
+
 def _as_profiled(op: Op, dropout: bool) -> Op | None:
     """The op as the profiler's layer runs it (None: it launches no kernel)."""
     if not isinstance(op, Elementwise) or not op.kernel:
