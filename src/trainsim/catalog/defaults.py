@@ -152,6 +152,12 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         if truthy(sections[sec].get(key)) and profile.supports(feature) is False:
             raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
                               f"(source: {feature_source(profile, feature)})")
+    odt = str(training.get("optimizer_dtype") or "fp32").lower()
+    if odt != "fp32" and profile.supports("apex_distributed_adam") is not True:
+        raise ConfigError(f"training.optimizer_dtype={odt} but {where}'s optimizer is not Apex's "
+                          "DistributedFusedAdam (profile feature apex_distributed_adam), whose "
+                          "``dtype`` it is; Megatron-core takes exp_avg_dtype / exp_avg_sq_dtype "
+                          "with use_precision_aware_optimizer")
     scope = str(training.get("cuda_graph_scope") or "")
     if "moe_router" in scope.lower() and profile.supports("moe_graph_scopes") is False:
         raise ConfigError(f"training.cuda_graph_scope={scope} but {where} has no moe_router "

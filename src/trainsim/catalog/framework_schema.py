@@ -318,6 +318,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # where the data-parallel optimizer is another one (Apex DistributedFusedAdam in NeMo 1.x);
     # null: not recorded (allowed)
     "precision_aware_optimizer": _nullable(_bool),
+    # the data-parallel optimizer is Apex's DistributedFusedAdam as NeMo 1.x sets it up
+    # (megatron_base_model.py setup_optimization): its state in ``training.optimizer_dtype``,
+    # master parameters kept only where that dtype is wider than the model's (int16 remainders
+    # for bf16 models and fp32 state), memory.state._apex_state_bytes; null: not recorded
+    "apex_distributed_adam": _nullable(_bool),
     # Megatron-core's MoE layer CUDA-graph scopes ``moe_router`` / ``moe_preprocess``
     # (transformer/enums.py ``CudaGraphScope``, added 2025-12-30 by 2b343d739f, first in
     # core_v0.16.0; core_v0.15.0's ``cuda_graph_scope`` is a string: full, attn,
@@ -435,7 +440,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

@@ -112,6 +112,10 @@ class TrainingConfig:
     """dtype of Adam's first moment (Megatron-core --exp-avg-dtype; DeepSeek-V3 §3.3.3: bf16)."""
     exp_avg_sq_dtype: Literal["fp32", "bf16", "fp16", "fp8"] = "fp32"
     """dtype of Adam's second moment (Megatron-core --exp-avg-sq-dtype)."""
+    optimizer_dtype: Literal["fp32", "bf16", "fp16"] = "fp32"
+    """dtype of the whole optimizer state of Apex's DistributedFusedAdam (NeMo 1.x
+    ``optim.dtype``: both moments, and the master copy where one is kept); only for a framework
+    whose optimizer that is (profile feature ``apex_distributed_adam``)."""
     cuda_graphs: bool = False
     """Capture each layer's kernels in CUDA graphs (Megatron-core --enable-cuda-graph, NeMo
     ``enable_cuda_graph``; Megatron-core ``cuda_graph_impl`` other than "none"): kernels launch
@@ -201,6 +205,16 @@ class TrainingConfig:
                          local_batch_size=self.local_batch_size,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
                          num_workers=self.num_workers)
+        if self.optimizer_dtype not in ("fp32", "bf16", "fp16"):
+            raise ConfigError(f"training.optimizer_dtype={self.optimizer_dtype!r} is unknown; "
+                              "known: fp32, bf16, fp16")
+        if self.optimizer_dtype != "fp32" and self.framework is None:
+            raise ConfigError("training.optimizer_dtype needs training.framework: it is the state "
+                              "dtype of Apex's DistributedFusedAdam as NeMo 1.x sets it up")
+        if self.optimizer_dtype != "fp32" and self.use_precision_aware_optimizer:
+            raise ConfigError("training.optimizer_dtype is Apex DistributedFusedAdam's state dtype; "
+                              "Megatron-core's precision-aware optimizer takes exp_avg_dtype and "
+                              "exp_avg_sq_dtype instead")
         moments = {"exp_avg_dtype": self.exp_avg_dtype, "exp_avg_sq_dtype": self.exp_avg_sq_dtype}
         for name, value in moments.items():
             if value not in OPTIMIZER_STATE_BYTES:

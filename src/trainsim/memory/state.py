@@ -154,6 +154,31 @@ def _master_bytes(cfg: RunConfig) -> float:
     return 4.0
 
 
+def _apex_state_bytes(cfg: RunConfig) -> tuple[float, float]:
+    """(master, moments) bytes per sharded parameter of Apex's DistributedFusedAdam as NeMo 1.x
+    sets it up (NVIDIA/NeMo@v2.0.0 nemo/collections/nlp/models/language_modeling/
+    megatron_base_model.py L790-812 setup_optimization, unchanged since 456410d62c in 2022):
+    its state dtype is ``optim.dtype`` (``training.optimizer_dtype``, default fp32) and, with no
+    ``store_params`` in the optim config, it keeps a master copy (store_params) only with
+    fp8_params, none where the state dtype is the model's (megatron_amp_O2: bf16 or fp16),
+    and for fp32 state on a bf16 model only the 16 low bits (store_param_remainders). NVIDIA/apex
+    contrib/optimizers/distributed_fused_adam.py StateBucket: ``params_shard`` in the state
+    dtype, ``param_remainders_shard`` int16, ``exp_avg_shard`` and ``exp_avg_sq_shard`` in the
+    state dtype."""
+    t = cfg.training
+    state = float(OPTIMIZER_STATE_BYTES[t.optimizer_dtype])
+    model = "fp16" if t.dtype == "fp16" else "bf16"  # fp8 runs keep bf16 parameters
+    if t.dtype == "fp8" and t.fp8_param_gather:
+        master = state
+    elif t.optimizer_dtype == model:
+        master = 0.0
+    elif t.optimizer_dtype == "fp32" and model == "bf16":
+        master = 2.0
+    else:
+        master = state
+    return master, 2.0 * state
+
+
 def _fp8_copies(cfg: RunConfig, linear: float) -> float:
     """Bytes of Transformer Engine's cached fp8 weights for ``linear`` matmul parameters."""
     t = cfg.training
@@ -198,7 +223,10 @@ def _megatron(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mod
                                     ("unsharded layer gradients", g * unit)))
     shard = sharded if p.shards_optimizer else held
     step = () if g == 4.0 else (("fp32 main gradients", 4.0 * shard),)
-    return ModelState(_weights(cfg, held, linear), g * held, (_master_bytes(cfg) + moments) * shard,
+    master = _master_bytes(cfg)
+    if p.shards_optimizer and t.optimizer != "sgd" and profile_supports(cfg, "apex_distributed_adam"):
+        master, moments = _apex_state_bytes(cfg)
+    return ModelState(_weights(cfg, held, linear), g * held, (master + moments) * shard,
                       step=step)
 
 

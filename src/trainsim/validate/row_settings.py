@@ -58,6 +58,9 @@ COLUMN_FIELDS = {
     "local_batch_size": ("training", "local_batch_size"),
     "dtype": ("training", "dtype"), "attention": ("training", "attention"),
     "grad_reduce_dtype": ("training", "grad_reduce_dtype"),
+    # Apex DistributedFusedAdam's state dtype where the run's NeMo 1.x config sets ``optim.dtype``
+    # (memory.state._apex_state_bytes): an optional column beyond format v2, empty or absent = fp32
+    "optimizer_dtype": ("training", "optimizer_dtype"),
     "fp8_recipe": ("training", "fp8_recipe"), "framework": ("training", "framework"),
     "framework_version": ("training", "framework_version"),
     "moe_capacity_factor": ("model", "moe_capacity_factor"),

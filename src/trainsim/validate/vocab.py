@@ -263,7 +263,7 @@ VALUE_SYNONYMS: dict[str, dict[str, str]] = {
     },
     # README: p2p (ring attention), a2a (Ulysses)
     "cp_comm_type": {"ring": "p2p", "ulysses": "a2a", "allgather": "all_gather"},
-    "dtype": DTYPE_SYNONYMS, "grad_reduce_dtype": DTYPE_SYNONYMS,
+    "dtype": DTYPE_SYNONYMS, "grad_reduce_dtype": DTYPE_SYNONYMS, "optimizer_dtype": DTYPE_SYNONYMS,
     # Megatron-core transformer_config.py fp8_recipe (core_v0.19.0 L573-577): "'tensorwise'
     # uses per tensor current scaling recipe" (Transformer Engine Float8CurrentScaling)
     "fp8_recipe": {"tensorwise": "current"},
@@ -279,7 +279,7 @@ UNMODELLED = {
 """Documented framework values with no mechanism here: a one-line error says so."""
 
 LOWER_COLUMNS = ("attention", "moe_dispatcher", "cp_comm_type", "recompute", "dtype",
-                 "fp8_recipe", "grad_reduce_dtype", "memory_kind", "activation", "gpu",
+                 "fp8_recipe", "grad_reduce_dtype", "optimizer_dtype", "memory_kind", "activation", "gpu",
                  "framework", "sequence_parallel", "distributed_optimizer", "tied_embeddings")
 """Training columns holding a word from a fixed vocabulary, read without regard to case."""
 
