@@ -321,6 +321,17 @@ def check_extra_training_file(path: Path, min_rows: int) -> list[dict[str, str]]
     return rows
 
 
+def check_generator_writes(script: Path, path: Path) -> str:
+    """A benchmarks/ generator script, run as a command, prints the file ``path`` as it is
+    committed; returns what it printed."""
+    import sys
+
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         check=True).stdout
+    assert out == path.read_text()
+    return out
+
+
 _VALIDATED: dict[tuple, tuple] = {}
 
 

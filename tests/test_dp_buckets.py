@@ -347,25 +347,3 @@ def test_the_fp8_bucket_group_rule_is_the_one_in_its_source():
                         "megatron/core/distributed/param_and_grad_buffer.py")
     assert "def partition_buckets" not in old
 
-
-def test_kept_buckets_are_the_greedy_pass_of_each_config():
-    """``ddp_buckets._buckets`` keeps its answers by what it reads of the config: for configs
-    that differ in each field of its key (tp, the bucket size, the distributed optimizer, the
-    chunk's layers and ends) it gives the uncached pass's buckets, and a caller that sorts and
-    extends the list it gets (``bucket_ready``) leaves the kept answer as it was."""
-    from trainsim.workload import ddp_buckets as d
-
-    d._BUCKETS.clear()
-    configs = [cfg(), cfg(tp=4), cfg(ddp_bucket_size=3_000_000), cfg(distributed_optimizer=False),
-               cfg(pp=1, vpp=1)]
-    for c in configs:
-        for layers, first, last in ((range(2), True, False), (range(2, 4), False, False),
-                                    (range(6, 8), False, True), ([5, 6, 7], False, True)):
-            want = d._bucketed(c, layers, first, last)
-            for _ in range(2):  # the miss, then the kept answer
-                got = d._buckets(c, layers, first, last)
-                assert got == want
-                got[0].append((99, 99, 0, 1.0))  # the caller's list is its own
-            assert d.bucket_ready(c, layers, first, last) == d.bucket_ready(c, layers, first, last)
-    answers = {tuple(d._bucketed(c, range(2, 4), False, False)[0]) for c in configs}
-    assert len(answers) > 2  # the key's fields do tell these configs apart

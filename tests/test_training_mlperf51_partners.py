@@ -10,11 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 
-from helpers import check_extra_training_file, check_validates_with_no_failed_row, validated
+from helpers import (
+    check_extra_training_file,
+    check_generator_writes,
+    check_validates_with_no_failed_row,
+    validated,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_mlperf51_partners.csv"
@@ -36,9 +39,7 @@ def test_file_is_the_submissions():
 
 
 def test_generator_writes_the_file():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mlperf51_partner_rows.py")],
-                         capture_output=True, text=True, check=True).stdout
-    assert out == FILE.read_text()
+    out = check_generator_writes(ROOT / "benchmarks" / "mlperf51_partner_rows.py", FILE)
     assert len(list(csv.DictReader(io.StringIO(out)))) == 6
 
 
