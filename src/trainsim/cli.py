@@ -284,6 +284,9 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
             raise TrainsimError(f"--sizes {sizes!r}: {exc}") from None
         if lo_b <= 0 or hi_b < lo_b:
             raise TrainsimError(f"--sizes {sizes}: need 0 < MIN <= MAX")
+        if lo_b < 2:  # the table's rows are bfloat16 elements (nccl-tests' count = size / 2)
+            raise TrainsimError(f"--sizes {sizes}: MIN must be at least 2 bytes, one bfloat16 "
+                                "element")
         cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
                                 gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8,
                                 network_backend=backend,  # type: ignore[arg-type]

@@ -556,6 +556,11 @@ def collective_cost(kind: str, size_bytes: float, span: GroupSpan, fabric: Fabri
     algorithm = algorithm.lower()
     if algorithm != "auto" and algorithm not in ALGORITHMS:
         raise ConfigError(f"unknown algorithm '{algorithm}'; known: {', '.join(ALGORITHMS)}")
+    # NCCL reads NCCL_PROTO without regard to case (src/graph/tuning.cc ``parseList`` compares
+    # each token with strcasecmp), so 'll128' is LL128 here as there.
+    spelled = protocol.strip().lower()
+    protocol = "auto" if spelled == "auto" else \
+        {p.lower(): p for p in PROTOCOLS}.get(spelled, protocol)
     protos = PROTOCOLS if protocol == "auto" else (protocol,)
     if protocol != "auto" and protocol not in PROTOCOLS:
         raise ConfigError(f"unknown protocol '{protocol}'; known: {', '.join(PROTOCOLS)}")

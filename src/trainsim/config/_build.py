@@ -96,6 +96,16 @@ def as_written(exc: ConfigError, written: dict[str, str], replace: bool = False)
     return exc
 
 
+DTYPE_SYNONYMS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+                  "float": "fp32", "e4m3": "fp8", "e5m2": "fp8", "float8_e4m3fn": "fp8",
+                  "float8_e5m2": "fp8"}
+"""A dtype in torch's names (``torch.bfloat16``, Hugging Face's ``torch_dtype``) or an fp8
+format's -> the short name the configs and the validation README use (fp8 covers both OCP fp8
+formats). Read wherever a field's values are dtypes: a config's ``training.dtype``, a
+validation row's ``dtype`` and ``grad_reduce_dtype``, a kernel row's ``dtype``."""
+_DTYPE_NAMES = frozenset(DTYPE_SYNONYMS.values())
+
+
 def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
     """``value`` as type ``tp``; ``free_text``: a str field of free text (``FREE_TEXT``)."""
     origin = get_origin(tp)
@@ -104,7 +114,9 @@ def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
     if origin is Literal:
         allowed = get_args(tp)
         if isinstance(value, str):
-            value = value.strip().lower()
+            value = value.strip().lower().removeprefix("torch.")
+            if value in DTYPE_SYNONYMS and set(allowed) <= _DTYPE_NAMES:
+                value = DTYPE_SYNONYMS[value]
         if value not in allowed:
             hint = suggest(value, [str(a) for a in allowed]) if isinstance(value, str) else ""
             raise ConfigError(f"{where}={_shown(value)} is not one of {list(allowed)}{hint}")

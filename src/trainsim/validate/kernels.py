@@ -30,6 +30,7 @@ from trainsim.config import (
     TrainingConfig,
     ascii_float,
 )
+from trainsim.config._build import switch
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.common import RowResult, _cell, positive_cell
@@ -132,10 +133,13 @@ def _dtype(row: dict[str, str]) -> str:
 
 
 def _causal(row: dict[str, str]) -> bool:
-    text = (_cell(row, "causal") or "0").lower()
-    if text not in ("1", "true", "yes", "0", "false", "no"):
-        raise ConfigError(f"column 'causal'={row.get('causal')!r} must be 0 or 1")
-    return text in ("1", "true", "yes")
+    """The row's ``causal`` cell read as every other switch is (``_build.switch``: 0/1 also as
+    '1.0', true/false, yes/no, on/off); empty: not causal."""
+    text = _cell(row, "causal") or "0"
+    try:
+        return switch(text, "")
+    except ConfigError:
+        raise ConfigError(f"column 'causal'={row.get('causal')!r} must be 0 or 1") from None
 
 
 def measured_unit(row: dict[str, str]) -> str:

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from trainsim.catalog.frameworks import version_reading
+from trainsim.config._build import DTYPE_SYNONYMS
 from trainsim.errors import ConfigError
 from trainsim.workload.ops import ATTENTION_IMPLS
 
@@ -158,13 +159,6 @@ other name is an error: a typo or an unknown library is not priced as a guess.""
 MEMORY_LIBRARIES = frozenset({"liger", "vllm", "torch", "triton"})
 """Libraries of the memory-bound rows whose kernel structure ``kernels.MEMORY_VARIANTS`` reads;
 any other name is an error."""
-
-DTYPE_SYNONYMS = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
-                  "float": "fp32", "e4m3": "fp8", "e5m2": "fp8", "float8_e4m3fn": "fp8",
-                  "float8_e5m2": "fp8"}
-"""A dtype in torch's names or an fp8 format's -> the README's (fp8 covers both OCP fp8
-formats, as the README's ``fp8`` does): a kernel row's ``dtype``, a training row's ``dtype`` and
-``grad_reduce_dtype``."""
 
 UNITS = {"tflop/s": "TFLOP/s", "tflops": "TFLOP/s", "s": "s", "sec": "s", "ms": "ms",
          "msec": "ms", "us": "us", "\u00b5s": "us", "\u03bcs": "us", "usec": "us"}
