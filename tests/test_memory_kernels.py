@@ -199,3 +199,26 @@ def test_megatron_swiglu_compiled_over_a_symbolic_width_loads_one_element_at_a_t
     assert len(rows) == 6
     assert mape(rows) <= 0.10
     assert mape([r for r in rows if "-f1024-" not in r["id"]]) <= 0.05
+
+
+def test_llamarmsnorm_module_keeps_its_fp32_weight_and_writes_an_fp32_product():
+    """Hugging Face's ``LlamaRMSNorm`` builds its weight as ``nn.Parameter(torch.ones(h))``
+    (fp32); Liger-Kernel's benchmark (benchmark_rms_norm.py @26a578e8) moves the module with
+    ``.to("cuda")`` only and feeds it bf16, so ``weight * x.to(dtype)`` promotes to an fp32
+    product: its last kernel writes 4 bytes an element, not 2 (38 bytes an element, 14 of them
+    through the two broadcast products). A note naming a 16-bit weight keeps the plain eager
+    pricing, as does the H100 file's ``rmsnorm-eager`` function (its weight is bf16)."""
+    from trainsim.validate.kernels import kernel_ops
+    from trainsim.workload.elementwise import strided_share
+
+    op = memory_op("n", "rmsnorm", "eager_f32_weight", 1000)
+    assert op.bytes == 38 * 1000 and op.kernels == 8
+    assert strided_share(op) == pytest.approx(14 / 38)
+    rows = published_kernel_rows(lambda r: r["kind"] == "memory_bound"
+                                 and "llamarmsnorm (eager" in r["note"].lower())
+    assert len(rows) >= 6
+    assert {kernel_ops(r)[0][0].impl for r in rows} == {"eager_f32_weight"}
+    assert mape(rows) <= 0.08  # bf16 product: 12.0 %
+    bf16 = dict(rows[0], note=rows[0]["note"] + "; weight bf16")
+    assert kernel_ops(bf16)[0][0].impl == "eager"
+    assert {kernel_ops(r)[0][0].impl for r in measured_rows("rmsnorm-eager")} == {"eager"}

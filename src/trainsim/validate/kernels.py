@@ -211,7 +211,9 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"cross-?entropy", "cross_entropy", "fused"),
     (r"adamw.*foreach", "adamw", "foreach"),
     (r"adamw", "adamw", "fused"),
-    (r"rmsnorm-eager|llamarmsnorm \(eager, several kernels", "rmsnorm", "eager"),
+    (r"llamarmsnorm.*(weight (bf16|fp16)|(bf16|fp16) weight)", "rmsnorm", "eager"),
+    (r"llamarmsnorm \(eager, several kernels", "rmsnorm", "eager_f32_weight"),
+    (r"rmsnorm-eager", "rmsnorm", "eager"),
     (r"rmsnorm.*(compiled|torch\.compile)", "rmsnorm", "inductor"),
     (r"rmsnorm.*(vllm|library=vllm$)", "rmsnorm", "scalar_two_pass"),
     (r"rmsnorm.*(torch\.nn\.rmsnorm|f\.rms_norm|library=torch$)", "rmsnorm", "two_pass"),
@@ -230,8 +232,9 @@ MEMORY_VARIANTS: tuple[tuple[str, str, str], ...] = (
     (r"\bcopy\b", "copy", "fused"),
 )
 """How a memory-bound row's description names its op and kernel structure (the kernels file
-has no column for it): a multi-kernel eager RMSNorm ('rmsnorm-eager', Hugging Face's
-LlamaRMSNorm), a two-pass norm (PyTorch's native ``nn.LayerNorm``/``F.rms_norm`` kernels and
+has no column for it): a multi-kernel eager RMSNorm ('rmsnorm-eager'; Hugging Face's
+LlamaRMSNorm module, whose weight is fp32 as the module builds it, ``eager_f32_weight``, unless
+the note names a 16-bit weight), a two-pass norm (PyTorch's native ``nn.LayerNorm``/``F.rms_norm`` kernels and
 vLLM's RMSNorm read the row once for its statistics and again to normalise it; the row's
 library, ``library=...``, counts), vLLM's early kernels with one 16-bit load per thread at a
 time (``scalar``), a cross-entropy on logits upcast to fp32, a foreach AdamW,

@@ -38,6 +38,12 @@ IMPLEMENTATIONS: dict[tuple[str, str], tuple[Callable[[int], float], int]] = {
     # HF LlamaRMSNorm: x.to(fp32) (e + 4), pow(2) (8), mean (4), + eps and rsqrt on T values
     # (2 tiny kernels), x * rsqrt (8), .to(dtype) (4 + e), weight * x (2e)
     ("rmsnorm", "eager"): (lambda e: (e + F32) + 8 + 4 + 8 + (F32 + e) + 2 * e, 8),
+    # the same module as constructed, its weight left at torch's default fp32
+    # (``nn.Parameter(torch.ones(hidden_size))``, moved with ``.to("cuda")`` only) on a 16-bit
+    # input: type promotion makes ``weight * x.to(dtype)`` an fp32 product, so the last kernel
+    # writes 4 bytes an element, not e (Liger-Kernel benchmark/scripts/benchmark_rms_norm.py
+    # @26a578e8 ``LlamaRMSNorm``, the module of its A100 rows)
+    ("rmsnorm", "eager_f32_weight"): (lambda e: (e + F32) + 8 + 4 + 8 + (F32 + e) + (e + F32), 8),
     # the same kernels written with one 16-bit load per thread per element (no 128-bit vector
     # loads; ``SCALAR_LOADS``): vLLM's early rotary, SiluAndMul and two-pass RMSNorm kernels
     # (csrc/pos_encoding_kernels.cu, activation_kernels.cu, layernorm_kernels.cu: a loop of
@@ -149,6 +155,7 @@ STRIDED_LOADS: dict[tuple[str, str], Callable[[int], float]] = {
     # statistics (8 bytes per element) and ``self.weight * hidden_states.to(dtype)`` the [h]
     # weight (2e)
     ("rmsnorm", "eager"): lambda e: 8 + 2 * e,
+    ("rmsnorm", "eager_f32_weight"): lambda e: 8 + e + F32,
 }
 """Bytes per element that an eager implementation moves through kernels with a broadcast or
 strided operand. PyTorch's elementwise kernels take the vectorized path only when every
