@@ -10,7 +10,7 @@ from trainsim.catalog.frameworks import framework_profile
 from trainsim.errors import ConfigError
 
 
-def cfg(**parallel):
+def cfg(training=(), **parallel):
     return run_config_from_dict({
         "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 8, "num_attention_heads": 16,
                   "vocab_size": 32000, "activation": "swiglu", "normalization": "rmsnorm",
@@ -19,7 +19,8 @@ def cfg(**parallel):
         "parallel": {"tp": 2, "pp": 2, "vpp": 2, "sequence_parallel": True,
                      "distributed_optimizer": True, "overlap_grad_reduce": True,
                      "overlap_param_gather": True, **parallel},
-        "training": {"global_batch_size": 256, "micro_batch_size": 1, "seq_length": 2048},
+        "training": {"global_batch_size": 256, "micro_batch_size": 1, "seq_length": 2048,
+                     **dict(training)},
         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 256, "gpus_per_node": 8,
                     "nic_gbit_s_per_gpu": 400},
     })
@@ -89,6 +90,33 @@ def test_megatron_core_gathers_the_first_chunk_one_bucket_ahead():
     assert len(gathers) > 1 and 0 < wait < sum(t.duration_s for t in gathers)
     assert simulate(c).exposed_comm["dp"] < simulate(whole).exposed_comm["dp"]
 
+
+
+def _core(version, **parallel):
+    return cfg({"framework": "megatron-core", "framework_version": version},
+               dp_buckets="first_chunk", ddp_bucket_size=13_000_000, **parallel)
+
+
+@pytest.mark.parametrize("version, vpp, bucketed", [("0.8", 2, True), ("0.12", 1, True),
+                                                    ("0.12", 2, False)])
+def test_aligned_gathers_wait_for_the_whole_first_chunk(version, vpp, bucketed):
+    """Megatron-core >= 0.9 with the interleaved schedule aligns the parameter gathers: the
+    schedule starts chunk 0's (every bucket group at once, the first layers' last) before the
+    first forward, which waits for all of it; without interleaving (align off) or before 0.9
+    (--delay-param-gather off) the buckets go one ahead of the forward pre-hooks."""
+    c = _core(version, pp=2, vpp=vpp)
+    assert c.parallel.dp_buckets == "first_chunk" and c.parallel.vpp == vpp
+    tl = simulate(c, keep_timeline=True).timeline
+    gathers = [i for i, t in enumerate(tl.tasks) if t.label.startswith("param all-gather")
+               and t.stream[0] == 0 and " chunk 0" in t.label]
+    first = next(i for i, t in enumerate(tl.tasks) if t.label == "F mb0 c0")
+    wait = sum(d for _, d, name in tl.tasks[first].detail.segments
+               if name == "param all-gather wait")
+    if bucketed:
+        assert len(gathers) > 1 and wait > 0
+    else:
+        assert len(gathers) == 1 and wait == 0
+        assert tl.start_s[first] >= tl.end_s[gathers[0]] > 0
 
 #: Megatron-Bridge tag behind each container release of its profile (the profile's sources)
 BRIDGE_TAGS = {"25.09": "v0.1.0rc3", "25.11": "v0.2.0", "26.04": "v0.4.0", "26.06": "v0.5.0",

@@ -308,10 +308,15 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
         # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
         # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
+        # A bucketed first chunk is gathered bucket after bucket from the forward pre-hooks,
+        # unless the interleaved schedule aligns the gathers (profile align_param_gather):
+        # then start_param_sync sends all its buckets at once, the first layers' last, and the
+        # first forward waits for the whole chunk (core_v0.12.0 distributed_data_parallel.py).
         first_fwd_deps = {}
         first_wait: dict[int, Priced] = {}  # virtual stage -> wait before its first forward
         if self.zero in (1, 2) and self.p.overlap_param_gather and not self.fsdp:
-            bucketed = self._bucketed_first_chunk() if self.p.dp_buckets == "first_chunk" else 1
+            bucketed = self._bucketed_first_chunk() if self.p.dp_buckets == "first_chunk" and (
+                vpp == 1 or not profile_supports(self.cfg, "align_param_gather")) else 1
             whole = [(s, c) for s in range(pp) for c in range(vpp) if bucketed == 1 or s or c]
             first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
                               for s, c in whole}

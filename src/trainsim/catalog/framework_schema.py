@@ -129,6 +129,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # e6d7e098 and core_r0.5.0 .. core_v0.16.0) and Megatron-LM's arguments.py sets it False
     # when no virtual pipeline size is given (core_r0.6.0 .. core_v0.16.0)
     "p2p_overlap_interleaved_only": _nullable(_bool),
+    # overlap_param_gather under the interleaved schedule with align_param_gather: the schedule
+    # calls each chunk's start_param_sync (every bucket group at once, in buffer order, so the
+    # first layers' bucket last), chunks 0 and 1 at its start, so the first forward waits for
+    # the whole first chunk; without interleaving align is off and the forward pre-hooks
+    # gather bucket after bucket (simulator ``pass_specs``)
+    "align_param_gather": _nullable(_bool),
     # fp8 under sequence parallelism: each rank casts its own rows of a column-parallel GEMM's
     # input (and of a row-parallel GEMM's output gradient) and all-gathers the fp8 data
     # (Transformer Engine Linear/LayerNormLinear/LayerNormMLP, v1.5..v2.8; workload.shard)
@@ -468,7 +474,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
-    "p2p_overlap", "p2p_overlap_interleaved_only", "checkpointed_fused_attention",
+    "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather",
+    "checkpointed_fused_attention",
     "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
     "linear_bias_grad_kernels"}
