@@ -24,9 +24,9 @@ from typing import Any, NoReturn
 
 import click
 
-from trainsim.config._build import DeprecatedName
+from trainsim.config._build import DeprecatedName, digit_groups
 from trainsim.config.safe_load import shown_path
-from trainsim.errors import TrainsimError, TrainsimWarning
+from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
 
 USAGE_EXIT = 2
 """Exit status of a refused input (as click's own usage errors)."""
@@ -289,6 +289,11 @@ def _ascii(param_type: click.ParamType, value: Any, param: click.Parameter | Non
     file and a CSV cell refuse (``config.ascii_float``, fuzz8)."""
     if isinstance(value, str) and not value.isascii():
         param_type.fail(f"{value!r} is not a number (ASCII digits only).", param, ctx)
+    if isinstance(value, str):  # int('1_0') is 10: underscores in threes only, as a config's
+        try:
+            digit_groups(value.strip())
+        except ConfigError as exc:
+            param_type.fail(str(exc), param, ctx)
 
 
 class AsciiIntRange(click.IntRange):

@@ -147,6 +147,43 @@ def decoder_only(cfg: dict[str, Any], where: str) -> None:
     if flag(cfg, "is_encoder_decoder", False, where):
         raise ConfigError(f"{where}: is_encoder_decoder is true: an encoder-decoder "
                           f"(sequence-to-sequence) model; {DECODER_ONLY}")
+    _language_model_head(cfg.get("architectures"), where)
+
+
+NOT_LM_HEADS = {"ForSequenceClassification": "a sequence-classification (or reward) head",
+                "ForTokenClassification": "a token-classification head",
+                "ForQuestionAnswering": "a question-answering (span) head",
+                "ForQuestionAnsweringSimple": "a question-answering (span) head",
+                "ForMultipleChoice": "a multiple-choice head",
+                "ForMaskedLM": "a masked-language-model head",
+                "ForNextSentencePrediction": "a next-sentence-prediction head"}
+"""Class-name suffixes of transformers' text task heads that are not a causal language model's
+(``src/transformers/models/auto/modeling_auto.py`` v5.24.0: the classes of
+``MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING_NAMES``, ``..._TOKEN_CLASSIFICATION_...``,
+``..._QUESTION_ANSWERING_...``, ``..._MULTIPLE_CHOICE_...``, ``..._MASKED_LM_...`` and
+``..._NEXT_SENTENCE_PREDICTION_...`` end so, e.g. ``LlamaForSequenceClassification``, whose
+``score`` layer is hidden x num_labels, not the hidden x vocabulary output layer trainsim
+prices). ``ForCausalLM``, ``LMHeadModel`` and a multimodal ``ForConditionalGeneration`` are
+language models; another class name is read as one."""
+
+
+def _language_model_head(archs: Any, where: str) -> None:
+    """Refuse a config.json whose ``architectures`` (the classes ``save_pretrained`` wrote it
+    for) are all task heads of ``NOT_LM_HEADS``: counted as a causal LM, its vocabulary output
+    layer and loss were priced for a model that has neither. A list that also names another
+    class (a causal LM beside a head) is read as before."""
+    if archs is None:
+        return
+    names = [archs] if isinstance(archs, str) else archs
+    if not isinstance(names, list) or not all(isinstance(a, str) for a in names):
+        raise ConfigError(f"{where}: architectures must be a list of class names (e.g. "
+                          f"['LlamaForCausalLM']), got {archs!r}"[:300])
+    heads = [next((h for h in NOT_LM_HEADS if a.strip().endswith(h)), None) for a in names]
+    if names and all(heads):
+        raise ConfigError(f"{where}: architectures {names[0]!r} is {NOT_LM_HEADS[heads[0]]}, "
+                          f"not a causal language model's output layer; {DECODER_ONLY}, "
+                          "trained on next-token prediction (use the base model's config, "
+                          "architectures ['...ForCausalLM'])")
 
 
 def expert_keys(kind: Any) -> tuple[str, ...]:

@@ -148,6 +148,8 @@ def _coerce(value: Any, tp: Any, where: str, free_text: bool = False) -> Any:
                 for k, v in value.items()}
     if tp is bool:
         return switch(value, where)
+    if isinstance(value, str) and tp in (int, float):
+        digit_groups(value.strip(), where)  # '1_0' named as mistyped, not "not a number"
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise ConfigError(f"{where} must be an integer, got {_shown(value)}")
@@ -233,13 +235,36 @@ def switch(value: Any, where: str) -> bool:
     raise ConfigError(f"{where} must be true/false, got {_shown(value)}")
 
 
+_DIGIT_RUN = re.compile(r"[0-9_]*_[0-9_]*")
+_GROUPED = re.compile(r"[0-9]{1,3}(?:_[0-9]{3})+")
+
+
+def digit_groups(text: str, where: str = "") -> str:
+    """``text`` with the underscores of its numbers dropped where each separates digits in
+    threes (``1_000``, ``12_345_678``): the one rule for every number trainsim reads as text
+    (config fields, ``--set``, YAML, CSV cells, CLI counts and lists, durations, sizes).
+    Python's ``int``/``float`` and YAML 1.1 read an underscore anywhere between digits, so
+    ``1_0`` was 10 and ``1__0`` an error in one place, refused or read in another; a user who
+    types ``1_0`` most likely mistyped. A ConfigError (a ValueError) where one does not."""
+    if "_" not in text:
+        return text
+    for run in _DIGIT_RUN.findall(text):
+        if run.strip("_") and not _GROUPED.fullmatch(run):
+            at = f"{where}=" if where else ""
+            raise ConfigError(f"{at}{text!r}: an underscore in a number separates digits in "
+                              f"threes (1_000); {run!r} looks mistyped")
+    return text.replace("_", "")
+
+
 def ascii_float(value: float | str) -> float:
     """``float(value)``, text in ASCII only: Python's ``float`` also reads other scripts'
-    digits ('١' is 1.0, '١٠' is 10), which no config means. ValueError where it is none."""
+    digits ('١' is 1.0, '١٠' is 10), which no config means; underscores only in threes
+    (``digit_groups``). ValueError where it is none."""
     if isinstance(value, str):
         value = value.strip()  # float() ignores surrounding whitespace, a no-break space too
         if not value.isascii():
             raise ValueError(value)
+        value = digit_groups(value)
     return float(value)
 
 

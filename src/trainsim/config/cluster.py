@@ -40,6 +40,11 @@ TOPOLOGY_ALIASES = {"rail-optimised": "rail-optimized", "rail": "rail-optimized"
                     "leaf-spine": "spine-leaf", "gb200-nvl72": "nvl72", "nvl-72": "nvl72"}
 NVL72_GPUS = 72
 """GPUs in one GB200 NVL72 NVLink domain (18 compute trays x 4 GPUs)."""
+MAX_SCALE_UP_GPUS = 576
+"""Most GPUs any scale-up fabric of the catalog's GPUs can join in one domain: NVIDIA specifies
+fifth-generation NVLink with the NVLink Switch as "up to 576 GPUs" in one NVLink domain
+(NVIDIA Blackwell architecture technical brief, 2024; NVLink 4's NVLink Switch System: 256 H100,
+H100 whitepaper 2022). A ``gpus_per_node`` above it is no machine anyone can build."""
 
 SUSTAINED_OF_BURST = 0.85
 """Sustained (power-saturated) over burst matmul throughput; see GPUSpec.gemm_ceiling."""
@@ -121,6 +126,12 @@ class GPUSpec:
     """Achieved fraction of the NVLink rate that NVLS's multimem reduce/multicast traffic gets,
     relative to a ring's. NCCL's own tuning model uses 0.85 on Hopper and 0.74 on Blackwell
     (src/graph/tuning.cc, ``nvlsEfficiency``)."""
+    largest_nvlink_domain: int | None = None
+    """The most GPUs of this part one built system joins on its NVLink (AMD: Infinity Fabric)
+    fabric: the largest NVSwitch board or rack shipped (DGX-2 16 V100, HGX A100 16-GPU, HGX
+    H100/B200 8, GB200 NVL72 72, an MI300X platform 8); each GPU file cites its own. None = not
+    stated (a PCIe card, whose ``gpus_per_node`` is the server's PCIe fabric). A cluster with
+    more GPUs per node is priced as the hypothetical domain it states, with a warning."""
     compute_capability: int | None = None
     """CUDA compute capability, major x 10 + minor (NVIDIA's "CUDA GPUs" list: A100 80,
     H100/H800/H200 90, B200/GB200 100, RTX PRO 6000 Blackwell 120); None for a GPU that is not
@@ -134,6 +145,7 @@ class GPUSpec:
                          nvlink_bw_Bps=self.nvlink_bw_Bps, num_sms=self.num_sms,
                          tdp_w=self.tdp_w, power_limit_w=self.power_limit_w,
                          flops_per_exp=self.flops_per_exp,
+                         largest_nvlink_domain=self.largest_nvlink_domain,
                          compute_capability=self.compute_capability)
         cc = self.compute_capability
         if cc is not None and self.vendor != "nvidia":
@@ -326,6 +338,7 @@ class ClusterConfig:
             raise ConfigError(f"cluster.nccl_proto={self.nccl_proto!r} is unknown; known: auto, "
                               f"{', '.join(PROTOCOLS)}")
         self._check_topology()
+        self._check_domain()
         if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise ConfigError(
                 f"cluster.num_gpus={self.num_gpus} is not a multiple of "
@@ -357,6 +370,21 @@ class ClusterConfig:
                                   f"and multiply to the number of nodes ({self.num_nodes})")
         elif self.torus_dims is not None:
             raise ConfigError(f"cluster.torus_dims needs cluster.topology=torus, not {name}")
+
+    def _check_domain(self) -> None:
+        """``gpus_per_node`` is the NVLink domain (every GPU of a node on one NVLink fabric):
+        above ``MAX_SCALE_UP_GPUS`` refused, above what any system of this GPU was built with
+        (``GPUSpec.largest_nvlink_domain``) priced as stated with a warning (a what-if such as
+        a B200 in a 72-GPU rack)."""
+        n, built = self.gpus_per_node, self.gpu.largest_nvlink_domain
+        if n > MAX_SCALE_UP_GPUS:
+            raise ConfigError(f"cluster.gpus_per_node={n} puts {n} GPUs on one NVLink fabric; no "
+                              f"scale-up fabric joins more than {MAX_SCALE_UP_GPUS} (NVLink 5's "
+                              "NVLink Switch): give the GPUs of one server or rack")
+        if built is not None and n > built:
+            warnings.warn(f"cluster.gpus_per_node={n} exceeds the largest NVLink domain any "
+                          f"{self.gpu.name} system was built with ({built} GPUs); priced as a "
+                          f"hypothetical {n}-GPU NVLink domain", TrainsimWarning, stacklevel=3)
 
     @property
     def num_nodes(self) -> int:

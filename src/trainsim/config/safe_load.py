@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from trainsim.config._build import digit_groups
 from trainsim.errors import ConfigError
 
 MAX_FILE_BYTES = 16 * 2**20
@@ -155,6 +156,10 @@ def _yaml_1_1(node: yaml.Node, what: str) -> None:
         raise ConfigError(f"line {line}: {node.value!r} reads as the octal number "
                           f"{sign}{int(digits, 8)} in YAML 1.1; write it without the leading 0, "
                           "or quote it for text")
+    try:  # after the forms above, whose messages say what YAML 1.1 reads ('0_10' is 8)
+        digit_groups(text)
+    except ConfigError as exc:
+        raise ConfigError(f"line {line}: {exc}") from None
 
 
 def _base60(text: str) -> str:

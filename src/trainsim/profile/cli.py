@@ -16,7 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import AsciiIntRange
-from trainsim.errors import TrainsimError
+from trainsim.config._build import digit_groups
+from trainsim.errors import ConfigError, TrainsimError
 
 err = Console(stderr=True)
 
@@ -26,7 +27,9 @@ def _ints(text: str, option: str) -> tuple[int, ...]:
         parts = [v for v in text.replace(";", ",").split(",") if v.strip()]
         if not text.isascii():  # ASCII digits only, as search's lists and a config's numbers
             raise ValueError(text)
-        values = tuple(int(v) for v in parts)
+        values = tuple(int(digit_groups(v.strip())) for v in parts)
+    except ConfigError as exc:  # '1_0': underscores in threes only, as a config's numbers
+        raise click.BadParameter(str(exc), param_hint=option) from None
     except ValueError:
         raise click.BadParameter(f"expected comma-separated integers, got {text!r}",
                                  param_hint=option) from None

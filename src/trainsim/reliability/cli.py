@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from trainsim.cli_guard import PLOT_FILE, POSITIVE, POSITIVE_INT, AsciiIntRange, stdout_console
+from trainsim.config._build import digit_groups
 from trainsim.errors import ConfigError, TrainsimError
 
 _SI = {"": 1.0, "K": 1e3, "M": 1e6, "B": 1e9, "G": 1e9, "T": 1e12, "P": 1e15}
@@ -27,6 +28,7 @@ _NUMBER = r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
 
 def parse_tokens(text: str) -> float:
     """'15T', '300B', '1.5e13' -> tokens (decimal multiples: K, M, B/G, T, P)."""
+    text = digit_groups(text, "--tokens")  # 1_000B as 1000B; 1_0 refused, as a config's
     m = re.fullmatch(rf"\s*({_NUMBER})\s*([a-zA-Z]?)\s*", text)
     if not m or m.group(2).upper() not in _SI:
         raise ConfigError(f"--tokens {text!r}: use a number with an optional K/M/B/T suffix, "
@@ -39,6 +41,7 @@ def parse_tokens(text: str) -> float:
 
 def parse_duration(text: str) -> float:
     """'1800', '30m', '2h', '1.5d' -> seconds."""
+    text = digit_groups(text, "--interval")  # 1_000 as 1000; 1_0 refused, as a config's
     m = re.fullmatch(rf"\s*({_NUMBER})\s*([a-zA-Z]*)\s*", text)
     if not m or m.group(2).upper() not in _TIME:
         raise ConfigError(f"--interval {text!r}: use seconds or a s/m/h/d suffix, e.g. 30m")

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from trainsim.config._build import digit_groups
 from trainsim.errors import ConfigError, TrainsimWarning
 
 
@@ -54,9 +55,12 @@ def said_warnings(say: bool = True) -> Iterator[list[str]]:
 def parse_ints(text: str | None, name: str, least: int = 1) -> tuple[int, ...] | None:
     if text is None:
         return None
+    parts = [v for v in text.replace(";", ",").split(",") if v.strip()]
+    for v in parts:
+        digit_groups(v.strip(), f"--{name}")  # underscores in threes only, as a config's
     try:
         # ASCII digits only ('\uff12' is 2 to int()), as a config's numbers
-        vals = tuple(int(_ascii_text(v)) for v in text.replace(";", ",").split(",") if v.strip())
+        vals = tuple(int(_ascii_text(v)) for v in parts)
     except ValueError:
         raise ConfigError(f"--{name}={text!r}: expected integers separated by commas") from None
     if not vals or any(v < least for v in vals):

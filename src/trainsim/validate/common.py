@@ -78,6 +78,8 @@ def count_cell(row: dict[str, str], key: str, least: int = 1) -> int:
     text = _cell(row, key)
     try:
         value = ascii_float(text) if text is not None else math.nan
+    except ConfigError as exc:  # '1_0': underscores in threes only (config._build.digit_groups)
+        raise ConfigError(f"column '{key}'={exc}") from None
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value == int(value) and least <= value <= MAX_COUNT):
@@ -92,6 +94,8 @@ def positive_cell(row: dict[str, str], key: str) -> float:
     text = _cell(row, key)
     try:
         value = ascii_float(text) if text is not None else math.nan
+    except ConfigError as exc:  # '1_0': underscores in threes only (config._build.digit_groups)
+        raise ConfigError(f"column '{key}'={exc}") from None
     except ValueError:
         value = math.nan
     if not 0 < value < math.inf:

@@ -119,6 +119,8 @@ def _int(row: dict[str, str], key: str) -> int:
     text = _cell(row, key)
     try:
         value = ascii_float(text)  # type: ignore[arg-type]
+    except ConfigError as exc:  # '1_0': underscores in threes only (config._build.digit_groups)
+        raise ConfigError(f"column '{key}'={exc}") from None
     except ValueError:
         raise ConfigError(f"column '{key}'={text!r} is not a number") from None
     if not (1 <= value <= MAX_COUNT and value == int(value)):  # no empty, partial or endless kernel
@@ -322,9 +324,33 @@ def block_scales(row: dict[str, str]) -> Fp8BlockScales:
     return "overlapped" if implementation(row) in FP8_OWN_PROMOTION else "serial"
 
 
+_ATTENTION_COLUMNS = ("batch", "seq_len", "heads", "kv_heads", "head_dim", "causal")
+KIND_COLUMNS: dict[str, tuple[str, ...]] = {
+    "gemm": ("m", "n", "k"), "gemm_grouped": ("m", "n", "k", "groups"),
+    **dict.fromkeys(("attention_fwd", "attention_bwd", "attention_fwd_bwd"), _ATTENTION_COLUMNS),
+    "memory_bound": ("bytes", "tokens", "hidden", "ffn"),
+    "moe_block": ("tokens", "hidden", "ffn", "experts", "top_k")}
+"""The shape columns each kind reads (``kernel_ops``; shared validation/README.md)."""
+SHAPE_COLUMNS = tuple(dict.fromkeys(c for cols in KIND_COLUMNS.values() for c in cols))
+
+
+def _misfit_cells(row: dict[str, str], kind: str) -> None:
+    """Refuse a shape cell the row's kind does not read (``groups`` or ``causal`` on a plain
+    GEMM, ``m`` on an attention row): left unread, it priced another kernel than the one the
+    row states, silently."""
+    own = KIND_COLUMNS.get(kind)
+    if own is None:
+        return  # an unknown kind is refused by kernel_ops, naming the kinds
+    for col in SHAPE_COLUMNS:
+        if col not in own and _cell(row, col) is not None:
+            raise ConfigError(f"column '{col}'={row[col]!r} does not apply to a {kind} row "
+                              f"(it reads {', '.join(own)}); leave it empty")
+
+
 def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
     """(ops of the row, its FLOPs by the source's convention or None where it has none)."""
     kind = word(row["kind"])
+    _misfit_cells(row, kind)
     dtype = _dtype(row)
     if kind in ("gemm", "gemm_grouped"):
         m, n, k = _int(row, "m"), _int(row, "n"), _int(row, "k")
