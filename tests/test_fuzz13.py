@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import model_from_hf_config
 from trainsim.errors import ConfigError
@@ -124,11 +124,7 @@ def test_plot_name_over_name_max_refused_before_the_work(tmp_path):
 
 @pytest.mark.slow
 def test_fuzz_sweep13_finds_no_failure_class(capsys):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import fuzz_sweep13
-    finally:
-        sys.path.pop(0)
+    fuzz_sweep13 = load_script(ROOT / "benchmarks" / "fuzz_sweep13.py")
     os.environ.setdefault("MPLBACKEND", "Agg")
     status = fuzz_sweep13.main(["--n", "60", "--seed", "3"])
     assert status == 0, capsys.readouterr().out  # the classes and their first inputs

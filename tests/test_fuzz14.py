@@ -8,11 +8,10 @@ from __future__ import annotations
 import csv
 import io
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, one_error_line
+from helpers import cli, load_script, one_error_line
 
 from trainsim.errors import ConfigError
 from trainsim.validate import predict_collective_row, read_rows, validate_file
@@ -225,11 +224,7 @@ def test_row_count_counts_what_validate_file_predicts():
 
 @pytest.mark.slow
 def test_fuzz_sweep14_finds_no_failure_class(capsys):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import fuzz_sweep14
-    finally:
-        sys.path.pop(0)
+    fuzz_sweep14 = load_script(ROOT / "benchmarks" / "fuzz_sweep14.py")
     os.environ.setdefault("MPLBACKEND", "Agg")
     status = fuzz_sweep14.main(["--n", "20", "--seed", "3"])
     assert status == 0, capsys.readouterr().out  # the classes and their first inputs

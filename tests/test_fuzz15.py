@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from helpers import BASE, cli, one_error_line
+from helpers import BASE, cli, load_script, one_error_line
 
 import trainsim
 from trainsim import catalog
@@ -219,11 +219,5 @@ def test_every_bundled_kernel_row_states_only_its_kinds_cells():
 
 def test_fuzz_sweep15_finds_no_failure_class(capsys):
     """The whole sweep (793 inputs, ~2 s): 15 failure classes on e355ae9."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        import fuzz_sweep15
-    finally:
-        sys.path.pop(0)
+    fuzz_sweep15 = load_script(ROOT / "benchmarks" / "fuzz_sweep15.py")
     assert fuzz_sweep15.main([]) == 0, capsys.readouterr().out

@@ -3,12 +3,11 @@ where it does not apply, and leaves the model as it found it."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import gpu
 from trainsim.compute import RooflineModel, roofline, split_k
@@ -19,14 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def streamk():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("gemm_streamk",
-                                                  ROOT / "benchmarks" / "gemm_streamk.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.path.remove(str(ROOT / "benchmarks"))
+    return load_script(ROOT / "benchmarks" / "gemm_streamk.py")
 
 
 def test_a_whole_or_many_wave_grid_is_priced_as_shipped(streamk):

@@ -4,16 +4,14 @@ per class the fuzzer found, then a short seeded run of the fuzzer itself."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 import random
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from helpers import cli, one_error_line
+from helpers import cli, load_script, one_error_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -197,12 +195,7 @@ def test_search_with_a_max_vpp_of_1e11_enumerates_as_with_the_layers_bound():
 
 
 def _fuzz_rows():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("fuzz_rows", ROOT / "benchmarks" /
-                                                  "fuzz_rows.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "benchmarks" / "fuzz_rows.py")
 
 
 def test_a_few_odd_rows_and_commands_are_handled(tmp_path):
