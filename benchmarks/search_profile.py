@@ -21,6 +21,9 @@ wrappers around their parts (refined bounds, configs built, memory floors; graph
 event-loop runs, steady-state attempts) and the graphs' shape: how many tasks
 could be merged with the next task of their stream (neither slows a stream, and only that
 task waits on the first: the exact limit of contracting chains before the loop runs), how
+many have no task that slows a stream (where the loop's times are a longest path, which a
+topology could be re-timed by) and their longest chains over dependency and stream-order
+edges (the steps of a pass in topological order vectorised by level), how
 many distinct topologies the graphs run have (equal but for durations and shares), and how
 many of the simulated configurations the answer (top k and Pareto front) holds.
 """
@@ -221,6 +224,25 @@ def _parts(simulations, result) -> None:
             last[task.stream] = i
             slowing += task.slows is not None
         tasks += len(g)
+    # issue 21 acceptance 4's re-timing route: where no task slows a stream, the loop's times
+    # are a longest path over dependency and stream-order edges, which a topology laid out once
+    # could re-time for new durations; a pass in topological order, vectorised, takes a step
+    # per level (the longest chain of those edges, in tasks)
+    free = [g for g in graphs if all(task.slows is None for task in g)]
+    depth = []
+    for g in graphs:
+        level, tail = [0] * len(g), {}
+        for i, task in enumerate(g):
+            prev = tail.get(task.stream)
+            level[i] = 1 + max([level[d] for d in task.deps if d < i]
+                               + ([level[prev]] if prev is not None else []), default=0)
+            tail[task.stream] = i
+        depth.append(max(level, default=0) / max(1, len(g)))
+    depth.sort()
+    print(f"graphs with no task that slows a stream (the loop a longest path, re-timeable): "
+          f"{len(free):,} of {len(graphs):,}; longest chain over dependency and stream-order "
+          f"edges, in tasks: median {100 * depth[len(depth) // 2]:.0f} % of the graph's tasks "
+          f"(min {100 * depth[0]:.0f} %, max {100 * depth[-1]:.0f} %)")
     answer = {id(r.evaluation) for r in result.top} | {id(e) for e in result.pareto}
     print(f"graphs run: {len(graphs):,}, {tasks:,} tasks ({slowing:,} slow a stream); "
           f"mergeable into the task before them on their stream: {mergeable:,} "
