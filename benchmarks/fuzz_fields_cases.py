@@ -59,6 +59,7 @@ CLUSTER_VALUES: dict[str, list] = {
     "nodes_per_leaf": [0, 1, 3, 10**9, -1],
     "oversubscription": [0, 0.5, 1e-9, 1e9, math.nan],
     "torus_dims": [[2, 2, 2], [3], [0], [], [1, 1, 8], "x", [-8]],
+    "domain_gpus": [[4, 4], [72, 4], [0, 8], [], [8, 8.5], "x", [600, 600], [1] * 16],
     "network_backend": ["flow", "analytical", "x"],
 }
 

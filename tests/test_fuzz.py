@@ -153,7 +153,8 @@ FIELDS = {
     "cluster": ["gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "nvlink_gbps",
                 "nic_gbit_s_per_gpu", "nvlink_gbyte_s", "network_backend", "nccl_algo",
                 "nccl_proto", "pue", "price_per_gpu_hour", "compute_db", "gpu_overrides", "node",
-                "topology", "nodes_per_leaf", "oversubscription", "torus_dims", "bogus"],
+                "topology", "nodes_per_leaf", "oversubscription", "torus_dims", "domain_gpus",
+                "bogus"],
 }
 GPU_FIELDS = ["peak_tflops", "hbm_gib", "hbm_bw_gbps", "nvlink_gbps", "hbm_gbyte_s",
               "nvlink_gbyte_s", "mamf_fraction",

@@ -18,7 +18,8 @@ from trainsim.workload.moe_dispatch import fake_balanced_destinations
 def _cfg(experts, k, ep, gpus_per_node=8, etp=1):
     return SimpleNamespace(model=SimpleNamespace(num_experts=experts, moe_router_topk=k),
                            parallel=SimpleNamespace(ep=ep, etp=etp),
-                           cluster=SimpleNamespace(gpus_per_node=gpus_per_node))
+                           cluster=SimpleNamespace(gpus_per_node=gpus_per_node,
+                                                   gpus_per_domain=gpus_per_node))
 
 
 def test_contiguous_experts_meet_the_ranks_they_span():

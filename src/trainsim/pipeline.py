@@ -82,7 +82,7 @@ def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
     capping them at 2 x ``P2P_CHANNEL_Bps`` made the held-out CP rows worse (RESULTS.md)."""
     t = pricer.comm_time(Comm("p2p", "send_recv", size_bytes, "pp"))
     p = cfg.parallel
-    stride, gpn = p.tp * p.cp * cfg.dp, cfg.cluster.gpus_per_node
+    stride, gpn = p.tp * p.cp * cfg.dp, cfg.cluster.gpus_per_domain
     if p.pp > 1 and stride < gpn and pricer.net.span(p.pp, stride).nodes > 1:
         across = pricer.net.collective("send_recv", size_bytes, pricer.net.span(2, gpn))
         t = max(t, across.time_s)

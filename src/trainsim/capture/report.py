@@ -50,7 +50,7 @@ def single_device(cfg: RunConfig) -> RunConfig:
 
     return replace(cfg, parallel=ParallelConfig(),
                    training=replace(cfg.training, global_batch_size=cfg.training.micro_batch_size),
-                   cluster=replace(cfg.cluster, num_gpus=1))
+                   cluster=cfg.cluster.with_gpus(1))
 
 
 def analytical_layer_flops(cfg: RunConfig, moe: bool) -> float:

@@ -373,10 +373,14 @@ class GroupSpan:
 
     size: int
     per_node: int
+    uneven_nodes: int | None = None
+    """Nodes (NVLink domains) of a group whose shares differ (``collectives.placement``):
+    ``per_node`` is then the smallest share, whose ranks send the most over their NICs; None:
+    ``size // per_node`` nodes of ``per_node`` each."""
 
     @property
     def nodes(self) -> int:
-        return self.size // self.per_node
+        return self.uneven_nodes or self.size // self.per_node
 
 
 def group_span(size: int, stride: int, gpus_per_node: int) -> GroupSpan:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -81,6 +82,26 @@ def power_limited_rate(power_limit_w: float | None, tdp_w: float) -> float:
     if power_limit_w is None or power_limit_w >= tdp_w:
         return 1.0
     return (power_limit_w / tdp_w) ** POWER_EXPONENT
+
+
+def segment_domains(units: int, unit_gpus: int, units_per_domain: int) -> tuple[int, ...]:
+    """GPUs of the job in each domain when it asks for ``units`` nodes (trays of
+    ``unit_gpus`` GPUs) in Slurm segments, as NeMo's performance scripts submit a GB200 job
+    beyond one rack: the segment is the largest divisor of the node count that one rack holds
+    (NVIDIA/NeMo scripts/performance/utils.py ``slurm_executor`` @ 7a8f1cc7bc, r2.3.0: ``for
+    segment_candidate in range(18, 0, -1)``; the same rule in NVIDIA/dgxc-benchmarking's
+    llmb-run, cli/llmb-run/src/llmb_run/job_launcher.py ``_compute_segment_size``). Slurm's
+    topology/block plugin places each segment inside one block (sbatch ``--segment``), as many
+    whole segments to a rack as fit, racks filled in rank order; a job that fits one rack takes
+    it alone. 64 trays: 4 x 16 (64 GPUs a rack); 19 trays: segments of 1, 18 + 1 trays (72 + 4
+    GPUs); 25 trays: segments of 5, 15 + 10 trays (60 + 40)."""
+    if units <= units_per_domain:
+        return (units * unit_gpus,)
+    segment = next(d for d in range(units_per_domain, 0, -1) if units % d == 0)
+    per_domain = units_per_domain // segment * segment
+    full, rest = divmod(units, per_domain)
+    return (per_domain * unit_gpus,) * full + ((rest * unit_gpus,) if rest else ())
+
 
 
 @dataclass(frozen=True)
@@ -257,6 +278,8 @@ class ClusterConfig:
     gpu: GPUSpec
     num_gpus: int = 8
     gpus_per_node: int = 8
+    """GPUs on one NVLink domain (a server, or a rack of trays such as GB200 NVL72's 72); a
+    job holding the same share of each domain may state that share (64 of a 72-GPU rack)."""
     nic_bw_Bps: float = 50e9
     """Inter-node bandwidth per GPU, one direction (400 Gbit/s NIC per GPU = 50e9 B/s)."""
     nics_per_gpu: int = 1
@@ -304,6 +327,12 @@ class ClusterConfig:
     torus_dims: tuple[int, ...] | None = None
     """Nodes along each torus dimension (product = number of nodes); None = the squarest 2-D
     grid."""
+    domain_gpus: tuple[int, ...] | None = None
+    """The job's GPUs in each NVLink domain it uses, in rank order, where they differ: a job
+    packed onto 72-GPU racks ending in a partial one (256 GPUs: [72, 72, 72, 40]), or Slurm
+    segments of trays (``segment_domains``). Each at most ``gpus_per_node``, summing to
+    ``num_gpus``; collectives are priced over the domains each group's ranks land in
+    (``collectives.placement``). None: whole domains of ``gpus_per_node``."""
     extra: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -339,10 +368,26 @@ class ClusterConfig:
                               f"{', '.join(PROTOCOLS)}")
         self._check_topology()
         self._check_domain()
-        if self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
+        if self.domain_gpus is not None:
+            self._check_domain_gpus()
+        elif self.num_gpus > self.gpus_per_node and self.num_gpus % self.gpus_per_node:
             raise ConfigError(
                 f"cluster.num_gpus={self.num_gpus} is not a multiple of "
-                f"cluster.gpus_per_node={self.gpus_per_node}; use whole nodes")
+                f"cluster.gpus_per_node={self.gpus_per_node}; use whole nodes, or state the "
+                "GPUs in each NVLink domain (cluster.domain_gpus, e.g. a last partial one)")
+
+    def _check_domain_gpus(self) -> None:
+        shares, n = self.domain_gpus, self.gpus_per_node
+        if not shares or min(shares) < 1 or max(shares) > n:
+            raise ConfigError(f"cluster.domain_gpus={list(shares or ())} must list 1 to "
+                              f"cluster.gpus_per_node={n} GPUs for each NVLink domain used")
+        if sum(shares) != self.num_gpus:
+            raise ConfigError(f"cluster.domain_gpus={list(shares)} holds {sum(shares)} GPUs; "
+                              f"cluster.num_gpus is {self.num_gpus}")
+        if self.network_backend == "flow" or self.topology == "torus":
+            raise ConfigError("cluster.domain_gpus is priced by the analytical network backend "
+                              "on a switched topology; the flow backend and the torus build "
+                              "whole nodes")
 
     def _check_topology(self) -> None:
         name = str(self.topology).strip().lower().replace("_", "-")
@@ -388,7 +433,26 @@ class ClusterConfig:
 
     @property
     def num_nodes(self) -> int:
+        if self.domain_gpus is not None:
+            return len(self.domain_gpus)
         return max(1, self.num_gpus // self.gpus_per_node)
+
+    def with_gpus(self, num_gpus: int) -> ClusterConfig:
+        """This cluster with ``num_gpus`` GPUs (a search's other counts, a capture's one GPU):
+        stated domains (``domain_gpus``) become whole domains packed in order, the last partial
+        where ``gpus_per_node`` does not divide the count."""
+        if self.domain_gpus is None:
+            return dataclasses.replace(self, num_gpus=num_gpus)
+        full, rest = divmod(num_gpus, self.gpus_per_node)
+        shares = (self.gpus_per_node,) * full + ((rest,) if rest else ())
+        return dataclasses.replace(self, num_gpus=num_gpus,
+                                   domain_gpus=shares if rest else None)
+
+    @property
+    def gpus_per_domain(self) -> int:
+        """The most of the job's GPUs one NVLink domain holds (``gpus_per_node``, or the
+        largest of ``domain_gpus``)."""
+        return max(self.domain_gpus) if self.domain_gpus is not None else self.gpus_per_node
 
     @property
     def torus_shape(self) -> tuple[int, ...]:

@@ -97,7 +97,7 @@ def hybridep_buffer_bytes(cfg: RunConfig) -> float:
     ranks = p.ep * p.etp
     if p.moe_token_dispatcher_type != "hybridep" or ranks <= 1:
         return 0.0
-    domain = max(1, min(ranks, cfg.cluster.gpus_per_node))
+    domain = max(1, min(ranks, cfg.cluster.gpus_per_domain))
     tokens = t.micro_batch_size * t.seq_length / p.cp / (p.tp if p.sequence_parallel else 1)
     worst = tokens * ranks  # per rank, times the ranks of the domain, times the domains
     experts = (m.num_experts or 0) / ranks * domain

@@ -20,6 +20,7 @@ from trainsim.collectives import (
     group_span,
 )
 from trainsim.collectives.nccl import intra_link_kind
+from trainsim.collectives.placement import placed_span
 from trainsim.config import ClusterConfig
 
 NVLINK_EFFICIENCY = 0.80
@@ -46,6 +47,10 @@ class AnalyticalNetwork:
         self._cache: dict[tuple, CollectiveCost] = {}
 
     def span(self, size: int, stride: int) -> GroupSpan:
+        """Where a group of ``size`` ranks ``stride`` apart sits: the worst-placed such group
+        over the job's stated domains (``cluster.domain_gpus``), else whole nodes."""
+        if self.cluster.domain_gpus is not None:
+            return placed_span(size, stride, self.cluster.domain_gpus)
         return group_span(size, stride, self.cluster.gpus_per_node)
 
     def collective(self, kind: str, size_bytes: float, span: GroupSpan,

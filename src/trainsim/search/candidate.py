@@ -267,8 +267,7 @@ class Base:
         if hit is None or hit[0] is not self.cluster:
             if len(_CLUSTERS) > 256:
                 _CLUSTERS.clear()
-            hit = _CLUSTERS[key] = (self.cluster, dataclasses.replace(self.cluster,
-                                                                      num_gpus=num_gpus))
+            hit = _CLUSTERS[key] = (self.cluster, self.cluster.with_gpus(num_gpus))
         return hit[1]
 
     def training_for(self, micro_batch: int) -> TrainingConfig:

@@ -184,7 +184,7 @@ class SearchSpace:
     def _moe_choices(self, base: Base, tp: int, cp: int, dp: int
                      ) -> Iterator[tuple[int, int, str]]:
         """(ep, expert tp, dispatcher) of a MoE model on tp x cp x dp ranks of a stage."""
-        m, gpn = base.model, base.cluster.gpus_per_node
+        m, gpn = base.model, base.cluster.gpus_per_domain
         if not m.is_moe:
             yield 1, 1, "alltoall"
             return
@@ -221,7 +221,7 @@ class SearchSpace:
     def memory_keys(self, base: Base, num_gpus: int) -> Iterator[MemoryKey]:
         """Memory groups that pass the arithmetic checks of RunConfig, in a fixed order."""
         m, t = base.model, base.training
-        gpn = base.cluster.gpus_per_node
+        gpn = base.cluster.gpus_per_domain
         front = base.layout_rule == "front_loaded"
         tps = self.tp or tuple(divisors(min(gpn, num_gpus)))
         # no tp, pp or cp > 1 the loader would refuse, unless asked for (--tp 2 or a held

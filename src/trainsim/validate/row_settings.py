@@ -14,6 +14,7 @@ from trainsim.catalog.defaults import stage_engines, truthy
 from trainsim.catalog.frameworks import uneven_layout, uneven_split
 from trainsim.catalog.schema_checks import NVLINK_SCOPES, OPTION_FEATURES
 from trainsim.config._build import suggest
+from trainsim.config.cluster import segment_domains
 from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.search.rules import stage_interleavings
@@ -182,7 +183,11 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
     if "lamb" in options:
         training["optimizer"] = "lamb"
     cluster: dict[str, Any] = {"gpu": row["gpu"], "num_gpus": row["num_gpus"],
-                               "gpus_per_node": _cell(row, "gpus_per_node") or node_size(row)}
+                               "gpus_per_node": _cell(row, "gpus_per_node")}
+    if cluster["gpus_per_node"] is None:
+        cluster["gpus_per_node"], shares = node_layout(row)
+        if shares is not None:
+            cluster["domain_gpus"] = list(shares)
     if _cell(row, "nic_gbps_per_gpu"):
         cluster["nic_gbit_s_per_gpu"] = row["nic_gbps_per_gpu"]
     raw = {"model": model, "parallel": parallel, "training": training, "cluster": cluster}
@@ -234,14 +239,22 @@ def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> 
 
 
 def node_size(row: dict[str, str]) -> int:
-    """GPUs per NVLink domain where the row is silent: the smallest catalog node built around
-    the row's GPU (a server: DGX-1 V100, not the 16-GPU DGX-2; a GB200 NVL72 rack where the GPU
-    comes only so), at most the row's GPU count. The row's GPU is compared as the catalog entry
-    it names ("NVIDIA GB200" is gb200). A node made of trays (its ``gpus_per_tray``: the NVL72
-    racks' 18 compute trays of 4 GPUs) is filled evenly by whole trays: a job larger than a rack
-    takes ceil(gpus / 72) racks with gpus / racks GPUs each (256 GPUs: 64 per rack, as
-    Megatron-Bridge's GB200 runs state) where that is a whole number of trays, else the row is
-    refused in one line asking for its gpus_per_node; a server is taken whole."""
+    """GPUs per NVLink domain where the row is silent: the most of the row's GPUs one domain
+    holds (``node_layout``)."""
+    size, shares = node_layout(row)
+    return max(shares) if shares else size
+
+
+def node_layout(row: dict[str, str]) -> tuple[int, tuple[int, ...] | None]:
+    """The NVLink domain of a row silent about it, and the row's GPUs in each domain where they
+    differ: the smallest catalog node built around the row's GPU (a server: DGX-1 V100, not the
+    16-GPU DGX-2; a GB200 NVL72 rack where the GPU comes only so), at most the row's GPU count.
+    The row's GPU is compared as the catalog entry it names ("NVIDIA GB200" is gb200). A node
+    made of trays (its ``gpus_per_tray``: the NVL72 racks' 18 compute trays of 4 GPUs) takes a
+    job larger than a rack in Slurm segments of whole trays as NeMo's performance scripts submit
+    it (``config.cluster.segment_domains``): 256 GPUs are 64 to a rack (the domain stated as 64,
+    as Megatron-Bridge's GB200 runs state it), 76 are 72 + 4 (the rack and its shares). A
+    server is taken whole."""
     try:
         name = gpu(row["gpu"]).name
     except TrainsimError:
@@ -253,16 +266,18 @@ def node_size(row: dict[str, str]) -> int:
     try:
         gpus = int(row["num_gpus"])
     except ValueError:
-        return size  # the config reports the bad GPU count
+        return size, None  # the config reports the bad GPU count
     tray = int((entry or {}).get("gpus_per_tray") or 0)
     if tray and gpus > size and gpus % size:
-        racks = -(-gpus // size)
-        if gpus % racks or (gpus // racks) % tray:
-            raise ConfigError(
-                f"{gpus} {name} GPUs do not fill {racks} {entry['name']} racks evenly with whole "
-                f"{tray}-GPU trays: state the row's gpus_per_node (its NVLink domain)")
-        size = gpus // racks
-    return max(1, min(size, gpus))
+        if gpus % tray:
+            raise ConfigError(f"{gpus} {name} GPUs are not whole {tray}-GPU trays of "
+                              f"{entry['name']}: state the row's gpus_per_node (its NVLink "
+                              "domain)")
+        shares = segment_domains(gpus // tray, tray, size // tray)
+        if len(set(shares)) == 1:
+            return shares[0], None
+        return size, shares
+    return max(1, min(size, gpus)), None
 
 
 def unknowns(row: dict[str, str], profile: Any,

@@ -280,7 +280,7 @@ def moe_wire_copies(cfg: RunConfig) -> float:
         return disp.fake_balanced_destinations(cfg)
     if not disp.dedups_per_node(p.moe_token_dispatcher_type):
         return float(k)  # one permuted copy per routed expert, whatever node it lies on
-    nodes = max(1, p.ep * p.etp // c.gpus_per_node)
+    nodes = max(1, p.ep * p.etp // c.gpus_per_domain)
     if nodes == 1:  # one NVLink domain: DeepEP's intranode kernel, a copy per destination rank
         return disp.destination_ranks(cfg)
     copies = float(min(k, m.moe_router_group_topk or k))
@@ -297,6 +297,6 @@ def domain_fanout(cfg: RunConfig) -> float:
     m, p, c = cfg.model, cfg.parallel, cfg.cluster
     if not disp.dedups_per_node(p.moe_token_dispatcher_type) or m.moe_router == "fake_balanced":
         return 0.0
-    if p.ep * p.etp <= c.gpus_per_node:
+    if p.ep * p.etp <= c.gpus_per_domain:
         return 0.0
     return disp.destination_ranks(cfg) / moe_wire_copies(cfg)

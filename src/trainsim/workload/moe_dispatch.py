@@ -125,8 +125,8 @@ def fake_balanced_destinations(cfg: RunConfig) -> float:
     experts, k = m.num_experts or 1, m.moe_router_topk
     block = experts // p.ep  # experts of one rank
     ranks = p.ep * p.etp
-    if ranks > c.gpus_per_node:  # across domains: one copy per domain
-        block *= max(1, c.gpus_per_node // p.etp)
+    if ranks > c.gpus_per_domain:  # across domains: one copy per domain
+        block *= max(1, c.gpus_per_domain // p.etp)
     period = experts // math.gcd(experts, k)
     spans = sum(len({(t * k + j) % experts // block for j in range(k)}) for t in range(period))
     return spans / period
@@ -142,7 +142,7 @@ def destination_ranks(cfg: RunConfig) -> float:
     ``moe_router_group_topk`` nodes' ranks under node-limited routing), ``r (1 - (1 - 1/r)^k)``."""
     m, p, c = cfg.model, cfg.parallel, cfg.cluster
     k = m.moe_router_topk
-    nodes = max(1, p.ep * p.etp // c.gpus_per_node)
+    nodes = max(1, p.ep * p.etp // c.gpus_per_domain)
     reach = p.ep
     if nodes > 1 and m.moe_router_group_topk and m.moe_router_group_topk < nodes:
         reach = p.ep // nodes * m.moe_router_group_topk
@@ -229,8 +229,8 @@ def hybridep_api_ops(cfg: RunConfig, tokens: int, phase: str, permute: bool = Tr
     ranks = p.ep * p.etp
     recv = tokens * destination_ranks(cfg)  # a copy per destination rank, by symmetry
     local = experts // p.ep
-    per_domain = min(ranks, c.gpus_per_node)  # the plain API returns a prob per domain expert
-    staged = ranks > c.gpus_per_node
+    per_domain = min(ranks, c.gpus_per_domain)  # the plain API returns a prob per domain expert
+    staged = ranks > c.gpus_per_domain
     if phase == "combine":
         # its backward dispatches the gradient through the same staging (no probs): an op
         # after the combine, so that its backward runs before the gradient's dispatch
