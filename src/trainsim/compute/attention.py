@@ -295,9 +295,16 @@ fork ``triton-pre-mlir``: 128x128 blocks, ``num_stages=1``). Its docstring: "Tri
 is generally faster than CUDA forward, while Triton backward is generally slower than CUDA
 backward. Overall Triton forward + backward is slightly slower" than FlashAttention (v1)'s
 CUDA kernels; llm-foundry's TUTORIAL.md (v0.3.0): "triton is slightly faster than flash" (its
-flash-attn 1.0.9 path with unpadding); FlashAttention-2 paper Fig. 4 (A100, causal, head dim
-128, 16k): FlashAttention Triton 80, FlashAttention 83, FlashAttention-2 189 TFLOP/s. Not
-fitted; no row of the kernel files measures it."""
+flash-attn 1.0.9 path with unpadding). Not fitted; no published measurement of this kernel is
+known: the FlashAttention-2 paper's "FlashAttention Triton" bars (Fig. 4, A100, causal, head dim
+128, 16k: 80 TFLOP/s against FA1 83, FA2 189) time Triton's own ``triton.ops.flash_attention``
+(the 06-fused-attention tutorial's kernel, with a ``sequence_parallel`` backward), not this one
+(the only "Triton" method of the sweeps over the figure's six shapes: Dao-AILab/flash-attention
+@4f285b35, the FA2 release, benchmarks/benchmark_causal.py L16 and L192-203, commented out there;
+@60499abc benchmarks/benchmark_flash_attention.py L17 and L113-132, live; Dao's kernel has no
+``sequence_parallel`` argument).
+llm-foundry's own tables imply more than this rate at 8k-64k tokens
+(``benchmarks/foundry_attention_rate.py --errata``: 1.09x on A100, 1.14-1.26x on H100)."""
 FLASH1_KEY_BLOCK = {64: 256, 128: 128}
 """Keys one pass of the first FlashAttention's kernels holds on chip, by head dimension (the
 entry of the smallest listed head dim at or above it): ``FMHA_kernel_traits<256, 64, ...>``

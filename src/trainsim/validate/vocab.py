@@ -109,9 +109,13 @@ _FA1_OR_FA2 = ("FlashAttention-1 or -2 (the FA2 paper's figures, which kernels_p
                "transcribes, label FA1 'FlashAttention'; Dao-AILab/flash-attention@v1.0.9 "
                "setup.py installs FA1 as flash_attn too): write fa1 or fa2")
 AMBIGUOUS_ATTENTION = {
-    "triton": "Triton attention kernels differ in kind and speed: Dao's flash_attn_triton.py (the "
-              "FA2 paper's 'FlashAttention Triton', FA1's rate: write flash1) or Triton's "
-              "06-fused-attention tutorial (FA2's algorithm, wgmma on Hopper)",
+    # the FA2 paper's 'FlashAttention Triton' bars time triton.ops.flash_attention, the
+    # tutorial's kernel (Dao-AILab/flash-attention@4f285b35 benchmarks/benchmark_causal.py L16,
+    # L192-203), not Dao's flash_attn_triton.py
+    "triton": "Triton attention kernels differ in kind and speed: Dao's flash_attn_triton.py "
+              "(llm-foundry's attn_impl triton, FA1's rate: write flash1) or Triton's "
+              "06-fused-attention tutorial (triton.ops.flash_attention, the FA2 paper's "
+              "'FlashAttention Triton'; FA2's algorithm, wgmma on Hopper)",
     # llm-foundry's attn_impl 'flash' is whichever flash-attn is installed: 1.0.9 with .[gpu],
     # 2.3.2 with .[gpu-flash2] (mosaicml/llm-foundry@v0.4.0 setup.py L95, L100-101)
     "flash": _FA1_OR_FA2, "flash_attn": _FA1_OR_FA2, "flashattention": _FA1_OR_FA2,
