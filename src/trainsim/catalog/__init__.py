@@ -25,6 +25,7 @@ from trainsim.catalog.defaults import (
 )
 from trainsim.catalog.hf_config import model_from_hf_config
 from trainsim.catalog.names import aliases_of
+from trainsim.catalog.te_attention import blackwell_head_dim_attention
 from trainsim.config import (
     ClusterConfig,
     GPUSpec,
@@ -503,7 +504,8 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
     for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given,
                                    parallel_raw.get("context_parallel_size", 1)),
-                 sink_attention(training_raw, model.softmax_type, given, gpu_name)):
+                 sink_attention(training_raw, model.softmax_type, given, gpu_name),
+                 blackwell_head_dim_attention(training_raw, model, given, gpu_name)):
         if note is not None:  # what the framework runs instead, said (validate: row notes)
             warnings.warn(note, SettingReplaced, stacklevel=2)
     window_attention_problem(training_raw, model.sliding_window)

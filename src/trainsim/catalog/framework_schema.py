@@ -85,6 +85,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # Bridge's Gemma 2 layer spec builds ``core_attention=Gemma2DotProductAttention  # use unfused
     # SDPA for attn logit softcapping`` (catalog.defaults.softcap_attention); null: the chosen one
     "softcap_attention": _nullable(_enum(ATTENTION)),
+    # the widest attention head (query/key and value) the framework's Transformer Engine runs
+    # on cuDNN in training on Blackwell (sm100+), and whether MLA's (192, 128) heads pass all
+    # the same (TE >= 2.5 with cuDNN >= 9.11); wider heads run FlashAttention 2 or unfused
+    # (catalog.te_attention, sources there). Null: not checked, the kernel named is kept
+    "cudnn_sm100_head_dim_max": _nullable(_int),
+    "cudnn_sm100_mla": _nullable(_bool),
     # an unfused (materialized-score) attention computes every score of a sliding-window layer
     # and masks the keys outside the window afterwards, so it pays the full q x kv work
     # (workload.ops.Attention.pairs): Hugging Face's eager_attention_forward adds its window mask
@@ -461,7 +467,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
-    "mla_eager_rope", "softcap_attention", "masked_window_scores", "unfused_sliding_window",
+    "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
+    "masked_window_scores", "unfused_sliding_window",
     "per_op_sac",
     "compiled_loss", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "params_16bit", "sdpa_repeat_kv",
