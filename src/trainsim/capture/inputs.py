@@ -61,9 +61,9 @@ def is_hf_config(path: str | Path) -> bool:
         p = p / "config.json"
     if p.suffix != ".json" or not p.exists():
         return False
-    try:
-        data = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
+    try:  # utf-8-sig: a byte-order mark, as model_from_hf_config's reader passes it over
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
+    except (OSError, ValueError):  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         return False
     return isinstance(data, dict) and ("model_type" in data or "architectures" in data)
 

@@ -147,7 +147,7 @@ def decoder_only(cfg: dict[str, Any], where: str) -> None:
     if flag(cfg, "is_encoder_decoder", False, where):
         raise ConfigError(f"{where}: is_encoder_decoder is true: an encoder-decoder "
                           f"(sequence-to-sequence) model; {DECODER_ONLY}")
-    _language_model_head(cfg.get("architectures"), where)
+    _language_model_head(cfg.get("architectures"), "auto_map" in cfg, where)
 
 
 NOT_LM_HEADS = {"ForSequenceClassification": "a sequence-classification (or reward) head",
@@ -167,11 +167,24 @@ prices). ``ForCausalLM``, ``LMHeadModel`` and a multimodal ``ForConditionalGener
 language models; another class name is read as one."""
 
 
-def _language_model_head(archs: Any, where: str) -> None:
+LM_HEAD_MODEL_SUFFIXES = ("LMHeadModel", "DoubleHeadsModel")
+"""Class names ending in ``Model`` that carry a language-model head (transformers 5.24.0
+``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``: ``GPT2LMHeadModel``, ``CTRLLMHeadModel``,
+``XLMWithLMHeadModel``, ...; ``GPT2DoubleHeadsModel``, an LM head beside a multiple-choice
+one). Every other class of ``MODEL_MAPPING_NAMES`` ending in ``Model`` is a family's bare trunk
+(``LlamaModel``, ``MistralModel``, ``Qwen2Model``, ``LlavaModel``): its embeddings and layers
+with neither an output layer nor a loss, what ``AutoModel`` loads and an embedding model such
+as e5-mistral is saved as."""
+
+
+def _language_model_head(archs: Any, remote_code: bool, where: str) -> None:
     """Refuse a config.json whose ``architectures`` (the classes ``save_pretrained`` wrote it
-    for) are all task heads of ``NOT_LM_HEADS``: counted as a causal LM, its vocabulary output
-    layer and loss were priced for a model that has neither. A list that also names another
-    class (a causal LM beside a head) is read as before."""
+    for) are all task heads of ``NOT_LM_HEADS`` or bare trunks (``LM_HEAD_MODEL_SUFFIXES``):
+    counted as a causal LM, its vocabulary output layer and loss were priced for a model that
+    has neither. A list that also names another class (a causal LM beside a head) is read as
+    before, and so is a trunk's name in a file with ``auto_map`` (``remote_code``): the
+    repository's own classes, which transformers' naming does not bind (ChatGLM's
+    ``ChatGLMModel`` holds its output layer)."""
     if archs is None:
         return
     names = [archs] if isinstance(archs, str) else archs
@@ -179,11 +192,21 @@ def _language_model_head(archs: Any, where: str) -> None:
         raise ConfigError(f"{where}: architectures must be a list of class names (e.g. "
                           f"['LlamaForCausalLM']), got {archs!r}"[:300])
     heads = [next((h for h in NOT_LM_HEADS if a.strip().endswith(h)), None) for a in names]
-    if names and all(heads):
-        raise ConfigError(f"{where}: architectures {names[0]!r} is {NOT_LM_HEADS[heads[0]]}, "
-                          f"not a causal language model's output layer; {DECODER_ONLY}, "
-                          "trained on next-token prediction (use the base model's config, "
-                          "architectures ['...ForCausalLM'])")
+    trunks = [not remote_code and a.strip().endswith("Model") and not h
+              and not a.strip().endswith(LM_HEAD_MODEL_SUFFIXES) for a, h in zip(names, heads)]
+    if not names or not all(h or t for h, t in zip(heads, trunks, strict=True)):
+        return
+    if any(heads):
+        head = next(h for h in heads if h)
+        raise ConfigError(f"{where}: architectures {names[heads.index(head)]!r} is "
+                          f"{NOT_LM_HEADS[head]}, not a causal language model's output layer; "
+                          f"{DECODER_ONLY}, trained on next-token prediction (use the base "
+                          "model's config, architectures ['...ForCausalLM'])")
+    raise ConfigError(f"{where}: architectures {names[0]!r} is a bare transformer trunk (no "
+                      "output layer, no loss: an embedding model or what AutoModel loads); "
+                      f"{DECODER_ONLY}, trained on next-token prediction through a vocabulary "
+                      "output layer. To price the causal LM, name its class (e.g. "
+                      "['LlamaForCausalLM']) in architectures or remove the field")
 
 
 def expert_keys(kind: Any) -> tuple[str, ...]:

@@ -150,9 +150,14 @@ class GPUSpec:
     largest_nvlink_domain: int | None = None
     """The most GPUs of this part one built system joins on its NVLink (AMD: Infinity Fabric)
     fabric: the largest NVSwitch board or rack shipped (DGX-2 16 V100, HGX A100 16-GPU, HGX
-    H100/B200 8, GB200 NVL72 72, an MI300X platform 8); each GPU file cites its own. None = not
-    stated (a PCIe card, whose ``gpus_per_node`` is the server's PCIe fabric). A cluster with
-    more GPUs per node is priced as the hypothetical domain it states, with a warning."""
+    H100/B200 8, GB200 NVL72 72, an MI300X platform 8); for a ``pcie_only`` card the most such
+    cards one server holds on its PCIe switches. Each GPU file cites its own; None = not
+    stated. A cluster with more GPUs per node is priced as the hypothetical domain it states,
+    with a warning."""
+    pcie_only: bool = False
+    """The GPUs of a node talk over PCIe: a PCIe card, with no NVLink switch (an NVLink bridge
+    joins two cards at most); ``nvlink_bw_Bps`` is then its PCIe link rate. Such a node is no
+    NVLink rack (``cluster.topology=nvl72`` refused)."""
     compute_capability: int | None = None
     """CUDA compute capability, major x 10 + minor (NVIDIA's "CUDA GPUs" list: A100 80,
     H100/H800/H200 90, B200/GB200 100, RTX PRO 6000 Blackwell 120); None for a GPU that is not
@@ -400,6 +405,10 @@ class ClusterConfig:
         if not 1 <= self.oversubscription < math.inf:
             raise ConfigError(f"cluster.oversubscription={self.oversubscription} must be >= 1 "
                               "(leaf downlink over uplink capacity; 1 is non-blocking)")
+        if name == "nvl72" and self.gpu.pcie_only:
+            raise ConfigError(f"cluster.topology=nvl72 is an NVLink rack; {self.gpu.name} is a "
+                              "PCIe card with no NVLink switch (its node talks over PCIe): use "
+                              "an NVL72 GPU (gb200, gb300) or another topology")
         if name == "nvl72" and self.gpus_per_node != NVL72_GPUS:
             raise ConfigError(f"cluster.topology=nvl72 is a {NVL72_GPUS}-GPU NVLink domain: "
                               f"cluster.gpus_per_node must be {NVL72_GPUS}, not "
@@ -426,7 +435,12 @@ class ClusterConfig:
             raise ConfigError(f"cluster.gpus_per_node={n} puts {n} GPUs on one NVLink fabric; no "
                               f"scale-up fabric joins more than {MAX_SCALE_UP_GPUS} (NVLink 5's "
                               "NVLink Switch): give the GPUs of one server or rack")
-        if built is not None and n > built:
+        if built is not None and n > built and self.gpu.pcie_only:
+            warnings.warn(f"cluster.gpus_per_node={n} exceeds the most {self.gpu.name} cards any "
+                          f"server was built with ({built}, on PCIe switches: the card has no "
+                          f"NVLink switch); priced as a hypothetical {n}-GPU PCIe node",
+                          TrainsimWarning, stacklevel=3)
+        elif built is not None and n > built:
             warnings.warn(f"cluster.gpus_per_node={n} exceeds the largest NVLink domain any "
                           f"{self.gpu.name} system was built with ({built} GPUs); priced as a "
                           f"hypothetical {n}-GPU NVLink domain", TrainsimWarning, stacklevel=3)

@@ -304,6 +304,15 @@ def search_space(tp_: str | None, pp_: str | None, cp_: str | None, max_vpp: int
         if dispatcher else None
     sizes = {n: parse_ints(v, n) for n, v in (("tp", tp_), ("pp", pp_), ("cp", cp_),
                                               ("ep", ep_), ("etp", etp_))}
+    experts = base.model.num_experts if base is not None and base.model.is_moe else None
+    fixed_ep = dict(base.fixed).get("expert_model_parallel_size") if experts else None
+    given = ((fixed_ep,), f"parallel.ep={fixed_ep}") if isinstance(fixed_ep, int) else \
+        (sizes["ep"], f"--ep={ep_}")
+    if experts and given[0] and all(experts % e for e in given[0]):
+        # else every candidate is refused and the search says "widen --tp/--pp/--cp"
+        raise ConfigError(f"{given[1]}: ep must divide the {experts} routed experts of "
+                          f"{base.model.name} (each expert-parallel rank holds num_experts/ep "
+                          f"of them); {'none of these does' if len(given[0]) > 1 else 'it does not'}")
     try:
         space = SearchSpace(**sizes, max_vpp=max_vpp, max_micro_batch=max_micro_batch,
                             recompute=rc, zero=parse_ints(zero, "zero", least=0),
@@ -336,6 +345,8 @@ def nothing_found(result: Any) -> ConfigError:
     who = b.training.framework or "the run"
     kv = f" (and the {b.model.kv_heads} KV heads: {who} splits them)" \
         if b.kv_heads_split and b.model.kv_heads < b.model.num_attention_heads else ""
+    if b.model.is_moe:
+        kv += f", ep the {b.model.num_experts} routed experts"
     vpp = dict(b.fixed).get("virtual_pipeline_model_parallel_size")
     chunks = f", pp times the fixed vpp={vpp} the layers" if isinstance(vpp, int) and vpp > 1 \
         else ""

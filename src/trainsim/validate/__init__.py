@@ -56,6 +56,10 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     else:
         header = ",".join(columns)
         hint = "; is it comma-separated?" if any(c in header for c in ";\t|") else ""
+        if Path(path).suffix.lower() in (".jsonl", ".json"):  # neither JSON kind was found
+            raise ConfigError(f"{path}: no layer record (a layers file holds one JSON object "
+                              "per line, the first with \"kind\": \"layer\") and no kernel "
+                              "database (trainsim profile's JSON)")
         raise ConfigError(f"{path}: not a training file (needs measured_iteration_s), a "
                           "collectives file (needs measured_busbw_GBps) or a kernels file "
                           f"(needs kind and measured_unit){hint}")

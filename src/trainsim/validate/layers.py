@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from trainsim.catalog.frameworks import framework_profile
 from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfig, TrainingConfig
 from trainsim.config.records import MIN_MEASURED, positive_value, record_count, shown
 from trainsim.config.safe_load import read_text
-from trainsim.errors import ConfigError, TrainsimError
+from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
 from trainsim.memory.estimate import activation_bytes_per_layer
 from trainsim.validate.common import GiB, RowResult
 from trainsim.workload.layers import backward_of, layer_forward
@@ -50,10 +51,15 @@ MODES = {"eager": False, "compile": True}
 
 
 def is_layers_file(path: str | Path) -> bool:
-    """A JSON-lines file of layer records (its first record has ``kind: layer``)."""
+    """A JSON-lines file of layer records (its first record has ``kind: layer``; blank lines
+    before it and a UTF-8 byte-order mark, as Windows editors write, are passed over, as
+    ``validate_layers`` and ``read_rows`` pass them)."""
     try:
         with open(path, "rb") as fh:
-            head = fh.readline(65536).decode("utf-8", "replace")
+            for _ in range(64):
+                head = fh.readline(65536).decode("utf-8", "replace").removeprefix("\ufeff")
+                if head.strip() or not head:
+                    break
         return json.loads(head).get("kind") == "layer"
     except (OSError, ValueError, AttributeError, RecursionError):
         return False
@@ -160,7 +166,9 @@ def validate_layers(path: str | Path, compute_db: str | None = "auto") -> list[R
     """Every record of a layers file, priced with the kernel database ``compute_db`` ('auto':
     the one bundled for the record's GPU; None: the analytic model alone; or a path)."""
     out: list[RowResult] = []
-    for i, line in enumerate(read_text(path, "layers file").splitlines(), start=1):
+    seen: dict[str, int] = {}
+    text = read_text(path, "layers file").removeprefix("\ufeff")
+    for i, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -170,6 +178,11 @@ def validate_layers(path: str | Path, compute_db: str | None = "auto") -> list[R
         if not isinstance(rec, dict):
             raise ConfigError(f"{path} line {i} is not a layer record (a JSON object)")
         rid = f"{rec.get('label')}-s{rec.get('seq')}-b{rec.get('mbs', 1)}-{rec.get('mode', 'eager')}"
+        if rid in seen:  # as read_rows' _check_ids warns of a CSV row id given twice
+            warnings.warn(f"{path} lines {seen[rid]} and {i} are both record {rid!r} (label, "
+                          "seq, mbs, mode); each counts in the summary", TrainsimWarning,
+                          stacklevel=2)
+        seen.setdefault(rid, i)
         if rec.get("fwd_bwd_ms") is None:
             raise ConfigError(f"{path} line {i}: fwd_bwd_ms=None must be a positive number: the "
                               "error is relative to it")

@@ -95,10 +95,18 @@ def _buckets(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
            last)
     hit = _BUCKETS.get(key)
     if hit is None or hit[0] is not m:
-        if len(_BUCKETS) >= _BUCKETS_KEPT:
-            _BUCKETS.clear()
         closed, totals = _bucketed(cfg, layers, first, last)
+        if len(closed) > _BUCKETS_HELD_MOST:  # one pathological chunk: not kept
+            return closed, totals
+        if not _BUCKETS:  # emptied from outside too (a test's clear())
+            _HELD[0] = 0
+        if len(_BUCKETS) >= _BUCKETS_KEPT or _HELD[0] + len(closed) > _BUCKETS_HELD_MOST:
+            _BUCKETS.clear()
+            _HELD[0] = 0
+        if hit is not None:  # a stale model's entry under a reused identity
+            _HELD[0] -= len(hit[1])
         hit = _BUCKETS[key] = (m, tuple(closed), totals)
+        _HELD[0] += len(closed)
     return list(hit[1]), hit[2]
 
 
@@ -112,6 +120,13 @@ kept. A search asks it for every layout's buckets in its bounds and again for ev
 graph's split backward with the same inputs (the 22B search: 6,306 calls, ~6 % of its CPU);
 the same tuples of the same floats."""
 _BUCKETS_KEPT = 4096
+_BUCKETS_HELD_MOST = 131_072
+"""Most buckets ``_BUCKETS`` holds over all its entries (about 130 bytes each, so ~17 MB): a
+bound on its size, not only its entries. A chunk of a model with many routed experts and a tiny
+``ddp_bucket_size`` closes a bucket per tensor (512 experts x 256 layers: 526,596 buckets, 70
+MB as one entry), so such a chunk is worked out each time rather than kept."""
+_HELD = [0]
+"""Buckets ``_BUCKETS`` holds now (the sum of its entries' lengths)."""
 
 
 def _bucketed(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
