@@ -12,7 +12,7 @@ import pytest
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError
-from trainsim.pricing import TE_PIPELINE_SPLITS, UB_COMM_SMS, Pricer
+from trainsim.pricing import TE_PIPELINE_SPLITS, UB_COMM_SMS, Pricer, pipeline_rs_exposed
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Gemm
 from trainsim.workload.shard import shard_of
@@ -150,3 +150,33 @@ def test_async_tp_copies_the_local_shard_before_the_first_chunk():
         copies(_cfg(True, "p2p")))
     assert copies(_cfg(True, "userbuffers")) == []
     assert copies(_cfg(False, "p2p")) == []
+
+
+def test_pipeline_reduce_scatter_ends_one_chunk_after_its_gemm_by_hand():
+    # TE split_overlap_rs (v1.7 pytorch/csrc/comm_gemm_overlap.h L412-430): chunk i's
+    # reduce-scatter waits for GEMM chunk i; the last goes after the last GEMM chunk.
+    # 4 chunks, GEMM 8 ms (2 a chunk), comm 4 ms (1 a chunk): R1 2-3, R2 4-5, R3 6-7, R4 8-9
+    assert pipeline_rs_exposed(4.0, 8.0, 4) == pytest.approx(1.0)
+    # comm 12 ms (3 a chunk): R1 2-5, R2 5-8, R3 8-11, R4 11-14: 6 ms past the GEMM
+    assert pipeline_rs_exposed(12.0, 8.0, 4) == pytest.approx(6.0)
+
+
+def test_userbuffers_pipeline_charges_its_last_reduce_scatter_chunk_bulk_does_not():
+    cfg = _cfg(True)
+    pricer, sh = Pricer(cfg), shard_of(cfg)
+    fwd = layer_forward(cfg, sh)
+    ops = {op.name: op for op in fwd}
+    seen = set()
+    for ops_list in (fwd, backward_of(fwd, sh)):
+        priced, order = pricer.price_ops(ops_list)
+        for (cat, t, name), op in zip(priced.segments, order):
+            if cat != "tp_comm":
+                continue
+            comm = pricer.comm_time(op)
+            if name in ("attn.reduce_scatter", "mlp.reduce_scatter"):  # after out_proj / fc2
+                assert name in ops and t == pytest.approx(comm / TE_PIPELINE_SPLITS), name
+                assert t > 0
+                seen.add(name)
+            elif op.overlap_with_previous:  # bulk: hidden while the GEMM outlasts it
+                assert t == pytest.approx(0.0, abs=1e-12), name
+    assert seen == {"attn.reduce_scatter", "mlp.reduce_scatter"}

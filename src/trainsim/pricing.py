@@ -62,6 +62,18 @@ TE_PIPELINE_SPLITS = 4
 """Chunks of a GEMM whose output Transformer Engine reduce-scatters with its ``pipeline``
 userbuffer overlap (``num_splits`` default in ``initialize_ub``, pytorch/module/base.py)."""
 
+
+def pipeline_rs_exposed(comm_s: float, gemm_s: float, splits: int) -> float:
+    """Time a ``pipeline`` reduce-scatter overlap adds after its GEMM. Transformer Engine runs
+    the GEMM in ``splits`` chunks and reduce-scatters chunk i once GEMM chunk i is done, the
+    last chunk after the last GEMM chunk ("Last communication chunk with max SM": TE v1.7
+    pytorch/csrc/comm_gemm_overlap.h ``UbufCommOverlap::split_overlap_rs`` L412-430 and
+    L446-464; v2.8 common/comm_gemm_overlap/comm_gemm_overlap.cpp
+    ``CommOverlapBase::split_overlap_rs`` L563-564): chunks r = comm/splits behind chunks
+    g = gemm/splits end r after the GEMM if r <= g, else (splits - 1) g before the last."""
+    return max(comm_s / splits, comm_s - gemm_s * (splits - 1) / splits)
+
+
 P2P_SMS = 2
 """SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
 channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's init log, e.g.
@@ -393,7 +405,11 @@ class Pricer:
                     if method == "p2p" and op.kind == "reduce_scatter":
                         total = self._partials_sum(op)
                         add((COMPUTE, compute_time(total), total.name), total)
-                    add_beside((cat, max(0.0, t - gemm), op.name), op, t, 0.0, gemm_at)
+                    exposed = max(0.0, t - gemm)  # a bulk overlap: beside the whole GEMM
+                    if method == "userbuffers" and not op.overlap_with_previous \
+                            and split.get(i - 1) == TE_PIPELINE_SPLITS:
+                        exposed = pipeline_rs_exposed(t, gemm, TE_PIPELINE_SPLITS)
+                    add_beside((cat, exposed, op.name), op, t, 0.0, gemm_at)
                     continue
                 if (op.overlap_with_previous or tp_overlap) and segs \
                         and segs[-1][0] == COMPUTE:
