@@ -1,0 +1,230 @@
+"""Where each GPU's GEMM error in the published kernels file comes from, as `trainsim validate`
+scores it, and how much of it any model of the shape can remove.
+
+    python benchmarks/gemm_error_budget.py                 # every GPU: sources, classes, worst rows
+    python benchmarks/gemm_error_budget.py --errata        # kernels_errata.csv applied first
+    python benchmarks/gemm_error_budget.py --gpu h100-sxm-80gb --worst 15
+    python benchmarks/gemm_error_budget.py --pairs         # the bound from shapes two sources timed
+
+**Budget.** The validator's per-GPU GEMM MAPE (its own prices: the compute chain with the bundled
+kernel database where a GPU has one; the error of the rate for a TFLOP/s row, of the time for a
+time row) is split into *points*: a group's points are its rows' summed error over the GPU's row
+count, so a GPU's groups add up to its MAPE, and ``without`` is the GPU's MAPE with the group's
+rows left out (what pricing that group exactly would give at best). Groups: the source (as
+``fit_kernels.source_label`` names it) and dtype; then shape classes of the analytic model's own
+choice (``roofline.gemm_tiles``: the tile it picks, its waves of tiles on the GPU's SMs, whether the
+last wave's k loop is split, the share of each tile's time its fixed cost takes) and of the
+measured kernel's length.
+
+**Pairs** (``--pairs``). A shape (m, n, k; m and n swapped is the same product transposed, 16-bit
+dtypes) timed on one GPU by two sources puts a floor under every model of the shape alone: for
+times a and b and any prediction p, |p/a - 1| + |p/b - 1| >= |a - b| / max(a, b) (equality at p =
+max(a, b)). Reported per source pair over both kernel files (``fit_kernels.FILES``): that floor as
+a mean over the paired rows of both sources, and the second source's time MAPE on its paired
+rows when the first source's time is matched exactly (the fitted source, as ``fit_kernels.py``
+splits them, is listed first where one of the two is fitted).
+
+Nothing here changes trainsim; it reads the model and the files as they stand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import math
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from typing import NamedTuple
+
+import fit_kernels as fk
+
+from trainsim.catalog import gpu as catalog_gpu
+from trainsim.compute import roofline, split_k
+from trainsim.validate import BUNDLED_DIR, validate_file
+from trainsim.validate.errata import corrected_file
+from trainsim.workload.ops import Gemm
+
+HERE = Path(__file__).resolve().parent
+PUBLISHED = BUNDLED_DIR / "kernels_published.csv"
+SOURCE_WIDTH = 48
+ORDER: dict[str, int] = {}
+"""Each bucket label's place among its class's buckets (``bucket``), for printing in order."""
+
+
+class GemmRow(NamedTuple):
+    """One dense GEMM row as the validator scored it."""
+
+    id: str
+    gpu: str
+    source: str
+    dtype: str
+    m: int
+    n: int
+    k: int
+    ape: float  # |predicted / measured - 1| as the validator scores it (its rate or its time)
+    signed: float  # predicted over measured *time*, less 1 (positive: too slow), any unit
+    time_s: float  # the measured kernel time
+
+
+def tile_choice(gpu_name: str, op: Gemm) -> tuple[str, float, int, float]:
+    """(tile, waves, split parts, fixed-cost share) of the analytic model's best tile for ``op``
+    on ``gpu_name`` alone (burst clock): the tile ``RooflineModel.gemm_efficiency`` takes, its
+    tiles over the SMs, the parts the last wave's k loop splits into (1: none) and the tile's
+    fixed cost over its main loop plus that cost."""
+    spec = dataclasses.replace(catalog_gpu(gpu_name), sustained_of_burst=1.0)
+    overhead = roofline.GEMM_TILE_OVERHEAD_K * roofline.gemm_rate(spec, op) / spec.gemm_ceiling(
+        "bf16")
+    stretch = 1.0 + roofline.block_promotion_k(spec, op)
+    best = max(roofline.gemm_tiles(spec), key=lambda t: t[2] * roofline.tile_grid_efficiency(
+        spec.num_sms, op, t[0], t[1], overhead, stretch))
+    rows, cols, _ = best
+    tiles = math.ceil(op.m / rows) * math.ceil(op.n / cols) * op.batch
+    full, rest = divmod(tiles, spec.num_sms)
+    parts = 1
+    if rest and full < roofline.SPLIT_K_MAX_WAVES:
+        parts = split_k.parts(op.k, spec.num_sms, rest, overhead, stretch)
+    return f"{rows}x{cols}", tiles / spec.num_sms, parts, overhead / (op.k * stretch + overhead)
+
+
+def gemm_rows(path: Path) -> list[GemmRow]:
+    """The dense GEMM rows of a kernels file, priced by ``trainsim validate``'s own chain."""
+    with open(path, newline="") as fh:
+        cells = {r["id"]: r for r in csv.DictReader(fh)}
+    _, results = validate_file(path)
+    out = []
+    for res in results:
+        row = cells[res.id]
+        if res.error or res.predicted is None or res.extra.get("excluded") \
+                or res.extra.get("kind") != "gemm":
+            continue
+        rate = res.extra["unit"] == "TFLOP/s"
+        time_s = float(res.extra["time_s"]) * res.predicted / res.measured if rate \
+            else res.measured * fk.TIME_UNITS[res.extra["unit"]]
+        label = fk.source_label(fk.Row("", "", "", [], 0.0, full_source=row["source"]))
+        out.append(GemmRow(res.id, res.extra["gpu"], label[:SOURCE_WIDTH], res.extra["dtype"],
+                           int(row["m"]), int(row["n"]), int(row["k"]),
+                           abs(res.predicted / res.measured - 1.0),
+                           float(res.extra["time_s"]) / time_s - 1.0, time_s))
+    return out
+
+
+def bucket(x: float, edges: tuple[float, ...], unit: str = "") -> str:
+    """``x``'s bucket among ``edges``: '<=e' for the first edge at or above it, else '>last'."""
+    labels = [f"<={e:g}{unit}" for e in edges] + [f">{edges[-1]:g}{unit}"]
+    for i, label in enumerate(labels):
+        ORDER.setdefault(label, i)
+    return next((f"<={e:g}{unit}" for e in edges if x <= e), labels[-1])
+
+
+def classes(r: GemmRow) -> dict[str, str]:
+    """The row's shape classes (see the module docstring)."""
+    tile, waves, parts, fixed = tile_choice(r.gpu, Gemm("g", r.m, r.n, r.k, r.dtype))
+    return {"m": bucket(r.m, (256, 1024, 4096)), "n": bucket(r.n, (2048, 4096, 8192)),
+            "k": bucket(r.k, (1024, 4096, 8192)), "tile": tile,
+            "waves": bucket(waves, (1, 2, 4, 8)), "split": "split k" if parts > 1 else "whole",
+            "fixed cost": bucket(fixed, (0.05, 0.1, 0.2)),
+            "measured": bucket(r.time_s * 1e6, (30, 100, 300, 1000), "us")}
+
+
+def budget(rows: list[GemmRow], key) -> list[tuple[str, int, float, float, float, float]]:
+    """(group, n, MAPE, mean signed time error, points, MAPE without) per group ``key(row)`` of
+    ``rows`` (one GPU's): points (fractions; x 100 in print) add up to the rows' MAPE."""
+    total = sum(r.ape for r in rows)
+    groups: dict[str, list[GemmRow]] = defaultdict(list)
+    for r in rows:
+        groups[key(r)].append(r)
+    out = []
+    for name, g in sorted(groups.items(), key=lambda kv: (ORDER.get(kv[0], -1), kv[0])):
+        ape = sum(r.ape for r in g)
+        rest = len(rows) - len(g)
+        out.append((name, len(g), ape / len(g), sum(r.signed for r in g) / len(g),
+                    ape / len(rows), (total - ape) / rest if rest else 0.0))
+    return out
+
+
+def pair_floor(a: float, b: float) -> float:
+    """The least |p/a - 1| + |p/b - 1| over every prediction p (at p = max(a, b))."""
+    return abs(a - b) / max(a, b)
+
+
+def pairs(files: list[Path]) -> list[tuple[str, str, str, int, float, float]]:
+    """(GPU, source a, source b, pairs, floor of the mean time APE over both sources' paired
+    rows, b's time MAPE with a matched exactly) per source pair (module docstring); a is the
+    source with the larger share of rows in ``fit_kernels.py``'s fit."""
+    rows = [r for r in fk.load(files) if r.kind == "gemm" and len(r.ops) == 1]
+    held = fk.split(rows)
+    fitted: dict[str, list[bool]] = defaultdict(list)
+    for r in rows:
+        fitted[label(r)].append(not fk.is_held(r, held))
+    share = {src: sum(v) / len(v) for src, v in fitted.items()}
+    first: dict[tuple, fk.Row] = {}
+    found: dict[tuple[str, str, str], list[tuple[float, float]]] = defaultdict(list)
+    for r in rows:
+        op = r.ops[0]
+        if op.dtype not in ("bf16", "fp16") or getattr(op, "grouped", ""):
+            continue
+        for m, n in ((op.m, op.n), (op.n, op.m)):
+            other = first.get((r.gpu, m, n, op.k))
+            if other is not None and label(other) != label(r):
+                a, b = sorted((other, r), key=lambda x: (-share[label(x)], label(x)))
+                found[(r.gpu, label(a), label(b))].append((a.measured_s, b.measured_s))
+                break
+        first.setdefault((r.gpu, op.m, op.n, op.k), r)
+    return [(g, a, b, len(v), sum(pair_floor(x, y) for x, y in v) / (2 * len(v)),
+             sum(abs(x / y - 1.0) for x, y in v) / len(v))
+            for (g, a, b), v in sorted(found.items())]
+
+
+def label(r: fk.Row) -> str:
+    return fk.source_label(r)[:SOURCE_WIDTH]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--errata", action="store_true", help="apply kernels_errata.csv first")
+    ap.add_argument("--gpu", help="one GPU (catalog name); default every GPU")
+    ap.add_argument("--worst", type=int, default=8, help="worst rows listed per GPU")
+    ap.add_argument("--pairs", action="store_true", help="the two-source floor only")
+    args = ap.parse_args(argv)
+    path = PUBLISHED
+    if args.errata:
+        path = corrected_file(PUBLISHED, HERE / "kernels_errata.csv", tempfile.mkdtemp())[0]
+    if args.pairs:
+        files = [path] + [BUNDLED_DIR / f for f in fk.FILES[1:]]
+        print("| GPU | source a (fitted first) | source b | pairs | floor, mean APE of both |"
+              " b's MAPE at a's time |\n|---|---|---|---|---|---|")
+        for g, a, b, n, floor, at_a in pairs(files):
+            print(f"| {g} | {a} | {b} | {n} | {floor:.1%} | {at_a:.1%} |")
+        return 0
+    rows = gemm_rows(path)
+    gpus = sorted({r.gpu for r in rows} if not args.gpu else {args.gpu})
+    print(f"{path.name}{' (errata applied)' if args.errata else ''}: GEMM rows per GPU")
+    for g in gpus:
+        mine = [r for r in rows if r.gpu == g]
+        if not mine:
+            continue
+        print(f"\n### {g}: {len(mine)} rows, MAPE {sum(r.ape for r in mine) / len(mine):.2%}\n")
+        cls = {r.id: classes(r) for r in mine}
+        print("| group | class | n | MAPE | signed (time) | points | MAPE without |\n"
+              "|---|---|---|---|---|---|---|")
+        keys = [("source", lambda r: f"{r.source} ({r.dtype})")] + [
+            (c, lambda r, c=c, cls=cls: cls[r.id][c]) for c in next(iter(cls.values()))]
+        for label, key in keys:
+            for name, n, mape, signed, pts, without in budget(mine, key):
+                print(f"| {label} | {name} | {n} | {mape:.1%} | {signed:+.1%} | {100 * pts:.2f} | "
+                      f"{without:.1%} |")
+        print("\n| worst rows | m x n x k | dtype | signed (time) | tile, waves, split, fixed | "
+              "measured |\n|---|---|---|---|---|---|")
+        for r in sorted(mine, key=lambda r: -r.ape)[:args.worst]:
+            c = cls[r.id]
+            print(f"| {r.id} | {r.m} x {r.n} x {r.k} | {r.dtype} | {r.signed:+.1%} | "
+                  f"{c['tile']}, {c['waves']}, {c['split']}, {c['fixed cost']} | "
+                  f"{r.time_s * 1e6:.0f} us |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

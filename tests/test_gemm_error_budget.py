@@ -1,0 +1,72 @@
+"""benchmarks/gemm_error_budget.py: the per-GPU budget adds up to the validator's MAPE, the
+two-source floor is the least error any prediction can have, and the tile choice it reports is
+the analytic model's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import load_script
+
+from trainsim.catalog import gpu
+from trainsim.compute import RooflineModel, roofline
+from trainsim.validate import validate_file
+from trainsim.workload.ops import Gemm
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def budget():
+    return load_script(ROOT / "benchmarks" / "gemm_error_budget.py")
+
+
+def test_pair_floor_is_the_least_summed_error_of_any_prediction(budget):
+    for a, b in ((1.0, 1.0), (1.0, 1.3), (2.5, 1.7)):
+        grid = [min(a, b) * 0.5 + i * 1e-4 for i in range(40000)]
+        best = min(abs(p / a - 1) + abs(p / b - 1) for p in grid)
+        assert budget.pair_floor(a, b) == pytest.approx(best, abs=2e-4)
+        assert budget.pair_floor(a, b) == pytest.approx(abs(a - b) / max(a, b))
+
+
+def _row(budget, i: int, ape: float, source: str):
+    return budget.GemmRow(f"r{i}", "h100-sxm-80gb", source, "bf16", 4096, 4096, 4096, ape, -ape,
+                          1e-4)
+
+
+def test_points_add_up_to_the_mape_and_without_leaves_the_group_out(budget):
+    rows = [_row(budget, 0, 0.10, "a"), _row(budget, 1, 0.30, "a"), _row(budget, 2, 0.05, "b")]
+    out = budget.budget(rows, lambda r: r.source)
+    assert sum(pts for *_, pts, _ in out) == pytest.approx(0.45 / 3)
+    by = {name: (n, mape, without) for name, n, mape, _, _, without in out}
+    assert by["a"] == (2, pytest.approx(0.20), pytest.approx(0.05))
+    assert by["b"] == (1, pytest.approx(0.05), pytest.approx(0.20))
+
+
+def test_tile_choice_is_the_models_own(budget):
+    """H100 bf16 4096^3: 128x256 tiles, 512 of them on 132 SMs (3.88 waves, >= 2: whole
+    waves, no split); 256 x 4096 x 8192: under one wave of 128x256 tiles, split along k."""
+    tile, waves, parts, fixed = budget.tile_choice("h100-sxm-80gb", Gemm("g", 4096, 4096, 4096,
+                                                                         "bf16"))
+    assert (tile, parts) in (("128x256", 1), ("256x128", 1))
+    assert waves == pytest.approx(512 / 132)
+    k0 = roofline.GEMM_TILE_OVERHEAD_K
+    assert fixed == pytest.approx(k0 / (4096 + k0))
+    _, waves, parts, _ = budget.tile_choice("h100-sxm-80gb", Gemm("g", 256, 4096, 8192, "bf16"))
+    assert waves < 1 and parts > 1
+    # the chosen tile's efficiency is the one the roofline prices with
+    spec = gpu("h100-sxm-80gb")
+    assert RooflineModel(spec).gemm_efficiency(Gemm("g", 4096, 4096, 4096, "bf16")) == \
+        pytest.approx(512 / 132 / 4 * 4096 / (4096 + k0))
+
+
+def test_rows_carry_the_validators_errors(budget):
+    """Every dense GEMM row of the published file, with the error `trainsim validate` gives
+    it (rate rows by rate, time rows by time)."""
+    rows = {r.id: r for r in budget.gemm_rows(budget.PUBLISHED)}
+    _, results = validate_file(budget.PUBLISHED)
+    gemms = [res for res in results if res.extra.get("kind") == "gemm" and not res.error]
+    assert len(rows) == len(gemms) > 300
+    for res in gemms:
+        assert rows[res.id].ape == pytest.approx(res.ape)
