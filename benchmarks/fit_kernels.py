@@ -67,7 +67,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import attention, roofline, split_k
 from trainsim.compute.chain import compute_model_for
 from trainsim.validate import BUNDLED_DIR
-from trainsim.validate.kernels import L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
+from trainsim.validate.kernels import BURST, L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Elementwise
 
@@ -87,6 +87,8 @@ class Row:
     """Measured at the power-limited sustained clock (``validate.kernels.SUSTAINED``)."""
     full_source: str = ""
     """The ``source`` cell as written (``source`` is its coarse ``source_key``)."""
+    burst: bool = False
+    """Timed with the board idle between calls (``validate.kernels.BURST``): no loop clock."""
 
 
 MODEL_TP = re.compile(r"^([a-z][a-z0-9.]*-[0-9.]+[bm]-tp\d+)-")
@@ -137,7 +139,8 @@ def load(files: Sequence[Path]) -> list[Row]:
                 t = flops / (value * 1e12) if unit == "TFLOP/s" else value * TIME_UNITS[unit]
                 rows.append(Row(r["kind"].strip(), r["gpu"].strip(), source_key(r["source"]),
                                 ops, t, family(r), bool(SUSTAINED.search(r.get("note") or "")),
-                                r["source"].strip()))
+                                r["source"].strip(),
+                                bool(BURST.search(f"{r['source']} {r.get('note') or ''}"))))
     return rows
 
 
@@ -208,18 +211,20 @@ elsewhere), so the report's per-GPU fit / held-out cells are the validator's pri
 
 def predict(rows: list[Row]) -> np.ndarray:
     """Kernel times by the roofline as its module constants stand (or the compute chain with
-    ``REPORT_DB``), each GPU alone (burst; a row measured at the power limit at the sustained
-    rate)."""
-    models: dict[tuple[str, bool], Any] = {}
+    ``REPORT_DB``), each GPU alone as ``validate.kernels._model`` prices it (burst clock, its
+    GEMMs slowed by the benchmark loop's clock unless the row idled between calls; a row
+    measured at the power limit at the sustained rate)."""
+    models: dict[tuple[str, bool, bool], Any] = {}
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
-        key = (r.gpu, r.sustained)
+        key = (r.gpu, r.sustained, r.burst)
         if key not in models:
-            gpu = catalog_gpu(r.gpu)
+            gpu, loop = catalog_gpu(r.gpu), None
             if not r.sustained:
+                loop = None if r.burst else gpu.sustained_of_burst * gpu.power_scale
                 gpu = dataclasses.replace(gpu, sustained_of_burst=1.0)
-            models[key] = (compute_model_for(gpu, REPORT_DB, catalog_gpu) if REPORT_DB
-                           else roofline.RooflineModel(gpu))
+            models[key] = (compute_model_for(gpu, REPORT_DB, catalog_gpu, loop) if REPORT_DB
+                           else roofline.RooflineModel(gpu, loop))
         out[i] = sum(models[key].time(op) for op in r.ops)
     return out
 
@@ -380,10 +385,15 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
         split_k.SPLIT_K_FIXUP = x
         return float(np.mean(ape(gemms)))
 
-    for _ in range(3):  # the three GEMM constants by turns, each by golden section
+    def loop_loss(tau_ms: float) -> float:
+        roofline.LOOP_CLOCK_TAU_S = tau_ms * 1e-3
+        return float(np.mean(ape(gemms)))
+
+    for _ in range(3):  # the four GEMM constants by turns, each by golden section
         roofline.GEMM_TILE_OVERHEAD_K = round(golden(gemm_loss, 0.0, 1024.0))
         roofline.SMALL_TILE_RATE = round(golden(small_tile_loss, 0.7, 1.0, tol=0.005), 2)
         split_k.SPLIT_K_FIXUP = round(golden(fixup_loss, 0.0, 2.0, tol=0.01), 2)
+        roofline.LOOP_CLOCK_TAU_S = round(golden(loop_loss, 0.1, 50.0, tol=0.05), 1) * 1e-3
     fit_attention(attention_rows(train))
     fit_grouped(train)  # after the tile overhead they build on
     scalar = [r for r in train if r.kind == "memory_bound" and
@@ -400,6 +410,7 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
             "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "SMALL_TILE_RATE": roofline.SMALL_TILE_RATE,
             "SPLIT_K_FIXUP": split_k.SPLIT_K_FIXUP,
+            "LOOP_CLOCK_TAU_S": roofline.LOOP_CLOCK_TAU_S,
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
                                   for k, v in attention.ATTENTION_OF_GEMM.items()},
             "FLASH1_OF_FLASH2": round(attention.FLASH1_OF_FLASH2, 2),

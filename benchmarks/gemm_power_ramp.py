@@ -1,4 +1,10 @@
-"""Experiment, not in the model: a GEMM benchmarked alone loses its boost clock to the power limit.
+"""Experiment: a GEMM benchmarked alone loses its boost clock to the power limit.
+
+Since the 28th session the model prices this for kernel rows timed in a loop
+(``roofline.loop_clock_factor``, ``LOOP_CLOCK_TAU_S``, fitted by ``fit_kernels.py``; rows naming
+the MAMF finder, which idles between calls, keep the burst clock, and a database's records keep
+their own times). ``power_ramp`` below replaces that pricing with this script's own ramp (and
+``--ramp 0`` with none), on every burst-clock spec, the database's comparison model included.
 
     python benchmarks/gemm_power_ramp.py                    # GEMM error by measured kernel time
     python benchmarks/gemm_power_ramp.py --ramp 4.3e-3      # with the ramp; tile overhead refitted

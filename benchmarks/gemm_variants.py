@@ -437,8 +437,10 @@ def pairs(rows: list[fk.Row]) -> None:
               f"{math.exp(float(np.median(v))):.3f} |")
 
 
-FLOOR_SPLITS = tuple((w, f) for w in (1, 2, 3, 4, 6) for f in (0.0, 0.6, 1.2, 2.4, 4.8))
-"""``floor``'s grid of (``SPLIT_K_MAX_WAVES``, ``split_k.SPLIT_K_FIXUP``) for the deep fit."""
+FLOOR_SPLITS = tuple((w, f) for w in (1, 2, 3, 4, 6)
+                     for f in sorted({0.0, split_k.SPLIT_K_FIXUP, 1.2, 2.4, 4.8}))
+"""``floor``'s grid of (``SPLIT_K_MAX_WAVES``, ``split_k.SPLIT_K_FIXUP``) for the deep fit (the
+shipped fix-up among them)."""
 
 
 def _own_fit(rows: list[fk.Row]) -> tuple[float, float, float]:

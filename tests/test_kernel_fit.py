@@ -134,10 +134,12 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
              dict(attention.ATTN_ROW_OVERHEAD_KEYS), attention.SOFTMAX_EXP_EXPOSED)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     scalar = roofline.SCALAR_HBM_EFFICIENCY
+    gemm = (roofline.SMALL_TILE_RATE, split_k.SPLIT_K_FIXUP, roofline.LOOP_CLOCK_TAU_S)
     try:
         rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
         fitted = fit_script.fit(rows, fit_script.split(rows))
     finally:
+        roofline.SMALL_TILE_RATE, split_k.SPLIT_K_FIXUP, roofline.LOOP_CLOCK_TAU_S = gemm
         (attn, roofline.GEMM_TILE_OVERHEAD_K, attention.AMPERE_KERNEL_ON_HOPPER,
          attention.FLASH1_OF_FLASH2, rows_keys, attention.SOFTMAX_EXP_EXPOSED) = saved
         attention.ATTENTION_OF_GEMM.clear()
@@ -148,6 +150,8 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
     assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
     assert fitted["SCALAR_HBM_EFFICIENCY"] == pytest.approx(scalar, rel=0.05)
     assert fitted["GEMM_TILE_OVERHEAD_K"] == pytest.approx(saved[1], rel=0.05)
+    assert [fitted[k] for k in ("SMALL_TILE_RATE", "SPLIT_K_FIXUP", "LOOP_CLOCK_TAU_S")] == \
+        pytest.approx(list(gemm), rel=0.05)
     for impl, pair in fitted["ATTENTION_OF_GEMM"].items():
         assert pair == pytest.approx(saved[0][impl], rel=0.05)
     for family, pair in fitted["ATTN_ROW_OVERHEAD_KEYS"].items():
@@ -546,7 +550,9 @@ def test_floor_recovers_a_sources_own_tile_cost_and_rate(fit_script):
         for m, n, k in itertools.product((512, 2048), (1024, 8192), (512, 2048, 8192)):
             op = Gemm("g", m, n, k, "fp16")
             t = (model.time(op) - roofline.LAUNCH_S) / 0.9 + roofline.LAUNCH_S
-            rows.append(fit_script.Row("gemm", "a100-sxm-80gb", "synthetic", [op], t))
+            # timed with the board idle between calls (``burst``): no loop clock in the way
+            rows.append(fit_script.Row("gemm", "a100-sxm-80gb", "synthetic", [op], t,
+                                       burst=True))
     finally:
         roofline.GEMM_TILE_OVERHEAD_K = saved
     (gpu_name, src, dtype, n, shipped, _signed, own, deep), = gv.floor(rows, deep_min=100)

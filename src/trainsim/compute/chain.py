@@ -26,10 +26,11 @@ class ChainModel:
 
     name = "chain"
 
-    def __init__(self, gpu: GPUSpec, db: KernelDatabase | None = None) -> None:
+    def __init__(self, gpu: GPUSpec, db: KernelDatabase | None = None,
+                 loop_toward: float | None = None) -> None:
         self.gpu = gpu
         self.db = db
-        self.roofline = RooflineModel(gpu)
+        self.roofline = RooflineModel(gpu, loop_toward)
         self.sources: Counter[str] = Counter()
         self._cache: dict[object, float] = {}
 
@@ -63,7 +64,8 @@ def bundled_database(gpu: GPUSpec) -> Path | None:
 
 
 def compute_model_for(gpu: GPUSpec, db_path: str | None,
-                      lookup_gpu: Callable[[str], GPUSpec]) -> ChainModel:
+                      lookup_gpu: Callable[[str], GPUSpec],
+                      loop_toward: float | None = None) -> ChainModel:
     """The chain for ``gpu``: an explicit database path (measured on any GPU: scaled to this
     one), 'auto' (the database bundled for this GPU under trainsim/data/kernels/, if one was
     measured), or None (the analytic model only).
@@ -73,15 +75,17 @@ def compute_model_for(gpu: GPUSpec, db_path: str | None,
     every NVIDIA GPU scaled from it; benchmarks/RESULTS.md), because the database's GEMMs run
     ~5 % faster than an independent measurement of the same shapes on the same GPU model
     (``kernels_h100_measured.csv``; the records agree with their own run's in-layer kernel
-    times: ``compute.database``) and the scaling carries that offset along. Name the file to scale it."""
+    times: ``compute.database``) and the scaling carries that offset along. Name the file to scale it.
+    ``loop_toward``: the roofline of a kernel benchmark's loop (``roofline.loop_clock_factor``);
+    a database's records keep their own measured times."""
     path: Path | None = None
     if db_path == "auto":
         path = bundled_database(gpu)
     elif db_path:
         path = Path(db_path)
     if path is None:
-        return ChainModel(gpu)
-    return ChainModel(gpu, _load(str(path), lookup_gpu))
+        return ChainModel(gpu, loop_toward=loop_toward)
+    return ChainModel(gpu, _load(str(path), lookup_gpu), loop_toward)
 
 
 _LOADED: dict[tuple[str, float], KernelDatabase] = {}

@@ -18,7 +18,7 @@ from trainsim.compute import split_k
 from trainsim.config import GPUSpec
 from trainsim.workload.ops import Gemm
 
-GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.73, "triton": 0.69, "deepgemm": 0.91}
+GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.76, "triton": 0.71, "deepgemm": 0.91}
 """Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
 GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
 on their own, the tiles of every group spread over the SMs together) and the dense tile
@@ -26,8 +26,10 @@ overhead. Published H100 measurements put ``torch._grouped_mm`` (CUTLASS) and th
 kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kernel) while
 DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.91 of the fp8
 rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
-``benchmarks/fit_kernels.py`` (its held-out sources excluded). Per-expert cuBLAS GEMMs
-(``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no fraction."""
+``benchmarks/fit_kernels.py`` (its held-out sources excluded; CUTLASS 0.73 and Triton 0.69
+before the benchmark loop's clock, ``roofline.LOOP_CLOCK_TAU_S``, was priced: 28th session).
+Per-expert cuBLAS GEMMs (``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no
+fraction."""
 GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
 """GEMMs in flight at once for implementations that launch one GEMM per group: Transformer
 Engine's ``GroupedLinear`` issues each expert's cuBLAS GEMM on one of 4 compute streams in

@@ -23,6 +23,10 @@ The constants are global and physical, each with its source:
   fraction of the per-tensor fp8 rate (``MXFP8_OF_TENSOR_SCALED``).
 * Grouped GEMMs (an MoE layer's experts) by implementation: ``compute.grouped``, handed the
   dense tile, its fixed cost and the block-scale promotion from here.
+* A kernel benchmark that repeats one GEMM back to back slows as the board heats: its GEMMs
+  fall from the burst clock toward the sustained one the longer each call runs
+  (``loop_clock_factor``, ``LOOP_CLOCK_TAU_S``; ``RooflineModel(loop_toward=...)``, set only
+  for kernel rows timed that way, never for training).
 * Memory-bound kernels reach ~85 % of HBM bandwidth (STREAM-like copy kernels on A100/H100).
 * Each kernel launch costs ~3 us of GPU time that cannot overlap its own work (stream
   serialization, tail effects); NVIDIA Nsight traces of Megatron show 2-5 us gaps.
@@ -60,15 +64,16 @@ to vidur's A100 and H100 profiles of those kernels and the H100 file's eager chu
 eager RMSNorm rows (their held-out sources and families excluded)."""
 LAUNCH_S = 3e-6
 TILE = 128
-GEMM_TILE_OVERHEAD_K = 250
+GEMM_TILE_OVERHEAD_K = 219
 """Fixed cost of one output tile (prologue: pipeline fill; epilogue: convert and store C), in
-k-steps of the 16-bit main loop: a tile's time is ~ (k + 250) / k of its main loop, so
+k-steps of the 16-bit main loop: a tile's time is ~ (k + 219) / k of its main loop, so
 short-k GEMMs fall below the ceiling (measured fp8 M=N=8192 rises from 569 to 1,541 TFLOP/s as
 k grows). The cost is a time, the same in every dtype, so in k-steps it scales with the dtype's
 rate: x1.77 for fp8 on H100. Fitted by ``benchmarks/fit_kernels.py`` to the GEMM rows of
 ``kernels_h100_measured.csv`` and ``kernels_published.csv`` (fit sources and shape families;
-see RESULTS.md), together with ``SMALL_TILE_RATE`` and ``split_k.SPLIT_K_FIXUP`` (258 without
-the split's fix-up, 266 with the 128x128 tile alone)."""
+see RESULTS.md), together with ``SMALL_TILE_RATE``, ``split_k.SPLIT_K_FIXUP`` and
+``LOOP_CLOCK_TAU_S`` (250 before the benchmark loop's clock was priced, 28th session; 258
+without the split's fix-up, 266 with the 128x128 tile alone)."""
 SPLIT_K_MAX_WAVES = 2
 """A GEMM whose tiles fill fewer than this many waves also splits the k loop of its last,
 partial wave over the SMs that wave would leave idle: the data-parallel wave runs whole
@@ -94,6 +99,31 @@ outputs, a 128x256 tile 384 for twice as many, so the small tile needs 1.33x the
 shared-memory bandwidth per FLOP. The big tiles reach the GPU's GEMM ceiling (the MAMF, the
 best shape of a brute-force search). Fitted by ``benchmarks/fit_kernels.py`` together with
 ``GEMM_TILE_OVERHEAD_K`` (fit sources and shape families; see RESULTS.md)."""
+
+
+LOOP_CLOCK_TAU_S = 4.7e-3
+"""How fast a GPU running one GEMM back to back falls from its boost clock toward its sustained,
+power-limited clock (``GPUSpec.sustained_of_burst``), as a time per GEMM: a kernel benchmark that
+repeats a GEMM of compute time t without pause runs at 1 / ``loop_clock_factor`` of the burst
+rate, 1 + (1 / sustained - 1) x t / (t + tau) (``loop_clock_factor``). The benchmark repeats a
+kernel some tens of times after a warm-up, so the longer each call the longer the board has
+been at full power when it is timed. Bekman's mamf-finder records both ends on one board
+(stas00/ml-engineering, branch fast-mamf, compute/accelerator/README.md: H200 bf16 MAMF 841.9
+TFLOP/s at ~176 W and 1980 MHz, its MSMF 708.5 at ~693 W and 1465 MHz). A kernel in a training
+step is priced at the sustained clock throughout and a kernel of a bundled database keeps its
+own measured time, so neither reads it (``RooflineModel(loop_toward=...)``: the kernels
+validator and ``benchmarks/fit_kernels.py`` set it for rows timed in such a loop). Fitted by
+``benchmarks/fit_kernels.py`` on its fitted GEMM rows with ``GEMM_TILE_OVERHEAD_K``,
+``SMALL_TILE_RATE`` and ``split_k.SPLIT_K_FIXUP`` (the 13th session's duration ramp,
+``benchmarks/gemm_power_ramp.py``)."""
+
+
+def loop_clock_factor(seconds: float, sustained_of_burst: float) -> float:
+    """Time of ``seconds`` of burst-clock GEMM work repeated back to back, over ``seconds``
+    (``LOOP_CLOCK_TAU_S``): 1 for a short kernel, 1 / ``sustained_of_burst`` for a long one."""
+    if LOOP_CLOCK_TAU_S <= 0.0 or seconds <= 0.0:
+        return 1.0
+    return 1.0 + (1.0 / sustained_of_burst - 1.0) * seconds / (seconds + LOOP_CLOCK_TAU_S)
 
 
 def smem_fed_mma(gpu: GPUSpec) -> bool:
@@ -253,8 +283,12 @@ class RooflineModel:
 
     name = "roofline"
 
-    def __init__(self, gpu: GPUSpec) -> None:
+    def __init__(self, gpu: GPUSpec, loop_toward: float | None = None) -> None:
         self.gpu = gpu
+        self.loop_toward = loop_toward
+        """A kernel benchmark's loop (``loop_clock_factor``): the sustained fraction of the
+        burst clock its GEMMs fall toward; None (training, a database's own comparison) for
+        none."""
         self._cache: dict[object, float] = {}
 
     def gemm_efficiency(self, op: Gemm) -> float:
@@ -283,8 +317,10 @@ class RooflineModel:
     def _time(self, op: Gemm | Attention | Elementwise) -> float:
         bw = self.gpu.hbm_bw_Bps * HBM_EFFICIENCY
         if isinstance(op, Gemm):
-            ceiling = gemm_rate(self.gpu, op) * self.gemm_efficiency(op)
-            return max(op.flops / ceiling, op.bytes / bw) + LAUNCH_S * grouped_launches(op)
+            compute = op.flops / (gemm_rate(self.gpu, op) * self.gemm_efficiency(op))
+            if self.loop_toward is not None:  # a benchmark loop: its clock falls as it runs
+                compute *= loop_clock_factor(compute, self.loop_toward)
+            return max(compute, op.bytes / bw) + LAUNCH_S * grouped_launches(op)
         if isinstance(op, Attention):
             peak = self.gpu.gemm_ceiling("bf16")
             if op.impl == "unfused":  # batched GEMMs for QK^T and AV plus softmax round trips

@@ -99,16 +99,29 @@ the board sits at its power limit and the clock has dropped) marks a row measure
 sustained rate a training GPU runs at, not at the burst clock."""
 
 
+BURST = re.compile(r"\bMAMF\b")
+"""A row naming Bekman's *maximum achievable* matmul FLOP/s (the v2 finder and later) ran at the
+boost clock with the board far from its power limit: the finder clears a 256 MB buffer and
+resets C before every timed call (stas00/ml-engineering compute/accelerator/benchmarks/
+mamf-finder.py, ``benchmark_version = 2``, ``time_it``), and its fast-mamf table records the
+MAMF at ~172-295 W and 1965-1980 MHz beside the MSMF at ~693-994 W and 1331-1465 MHz. Its
+GEMMs get no loop clock (``roofline.loop_clock_factor``); the 2024 v1 table, which repeated the
+GEMM without that reset, does not name it."""
+
+
 @functools.cache
-def _model(gpu_name: str, compute_db: str | None = "auto", sustained: bool = False
-           ) -> ChainModel:
-    """A kernel benchmark runs one GPU alone at its burst clock, not power-saturated beside
-    seven others as in training (``GPUSpec.sustained_of_burst``), unless it ran the GPU to
-    its power limit (``SUSTAINED``)."""
+def _model(gpu_name: str, compute_db: str | None = "auto", sustained: bool = False,
+           burst: bool = False) -> ChainModel:
+    """A kernel benchmark runs one GPU alone, not power-saturated beside seven others as in
+    training (``GPUSpec.sustained_of_burst``), unless it ran the GPU to its power limit
+    (``SUSTAINED``): at the burst clock, falling toward the sustained one over a loop of long
+    GEMMs (``roofline.loop_clock_factor``) unless it idled between calls (``BURST``)."""
     gpu = catalog_gpu(gpu_name)
-    if not sustained:
-        gpu = dataclasses.replace(gpu, sustained_of_burst=1.0)
-    return compute_model_for(gpu, compute_db, catalog_gpu)
+    if sustained:
+        return compute_model_for(gpu, compute_db, catalog_gpu)
+    loop = None if burst else gpu.sustained_of_burst * gpu.power_scale
+    return compute_model_for(dataclasses.replace(gpu, sustained_of_burst=1.0), compute_db,
+                             catalog_gpu, loop)
 
 
 def _int(row: dict[str, str], key: str) -> int:
@@ -420,8 +433,8 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
             raise ConfigError(f"unknown measured_unit {unit!r}; known: {RATE_UNIT}, "
                               f"{', '.join(TIME_UNITS)}")
         ops, flops = kernel_ops(row)
-        model = _model(row["gpu"].strip(), compute_db,
-                       bool(SUSTAINED.search(row.get("note") or "")))
+        model = _model(row["gpu"].strip(), compute_db, bool(SUSTAINED.search(row.get("note") or "")),
+                       bool(BURST.search(f"{row.get('source') or ''} {row.get('note') or ''}")))
         priced = [model.explain(op) for op in ops]
         time_s = sum(t for t, _ in priced)
         if unit == RATE_UNIT:
