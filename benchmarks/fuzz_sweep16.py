@@ -13,6 +13,9 @@ checked against an oracle from outside the code under test.
 - ``buckets``: the DDP bucket cache after chunks of 1 to 100,000 buckets (a tiny
   ``ddp_bucket_size`` over many routed experts): never more buckets held than its bound, the
   count it keeps equal to what its entries hold, every answer the uncached pass's.
+- ``jobs``: a service simulate and sweep job of each catalog GPU at twice its largest node
+  built: the result's ``warnings`` hold the warning the CLI prints (a worker's stderr reaches
+  no one), the simulate job's JSON the CLI's.
 - ``corners``: CLI ``simulate``/``search``/``plan``/``sweep``/``validate`` on extreme sequence
   lengths against context parallelism, ep not dividing the experts (as ``--ep`` or ``--set``),
   vpp not dividing a stage's layers, a zero, one and 2**31 vocabulary, unicode in names and
@@ -21,7 +24,7 @@ checked against an oracle from outside the code under test.
   exit 0 with finite non-negative numbers, or exit 2 with one
   ``error:`` line naming the field at fault (an ``--ep`` refused as ep), within 60 s.
 
-    python benchmarks/fuzz_sweep16.py [--only pcie,trunk,buckets,corners]
+    python benchmarks/fuzz_sweep16.py [--only pcie,trunk,buckets,jobs,corners]
 
 Prints each failure class with its first inputs and the counts; exit 1 on any failure.
 """
@@ -47,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 VALIDATION = ROOT / "src" / "trainsim" / "data" / "validation"
 TMP = Path(tempfile.mkdtemp(prefix="fuzz16-"))
 Case = tuple[str, Callable[[], str | None]]
-SURFACES = ("pcie", "trunk", "buckets", "corners")
+SURFACES = ("pcie", "trunk", "buckets", "jobs", "corners")
 TINY = {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4, "vocab_size": 1024}
 SERVER_CARDS = 10
 """Most dual-slot PCIe cards one server holds (Supermicro SYS-322GB-NR: 20 PCIe slots, ten
@@ -185,6 +188,49 @@ def bucket_cases() -> Iterator[Case]:
                                   (8, 8, 1), (64, 64, 1)):
         yield f"buckets {layers}x{experts} size {size}", \
             _must_run(lambda a=layers, b=experts, s=size: run(a, b, s))
+
+
+# ------------------------------------------------------------------------------ jobs
+
+def job_cases() -> Iterator[Case]:
+    """Service simulate and sweep jobs of each catalog GPU at twice the largest node built with
+    it: the result's ``warnings`` must hold the CLI's warning (the worker's stderr reaches no
+    one), and equal the CLI's JSON."""
+    import yaml
+
+    from trainsim import catalog
+    from trainsim.service import Settings, jobs
+    settings = Settings(db_url=f"sqlite:///{TMP / 'jobs.db'}", workers=0, checkers=0)
+    for gpu in sorted(catalog.gpu_aliases()):
+        built = catalog.gpu(gpu).largest_nvlink_domain
+        if built is None:
+            continue
+        per = 2 * built
+        config = yaml.safe_load(BASE)
+        config["cluster"].update(gpu=gpu, num_gpus=per, gpus_per_node=per)
+        config["training"].update(global_batch_size=per, dtype="fp16", attention="unfused")
+
+        def simulate(config=config, per=per) -> str | None:
+            got = json.loads(jobs.run("simulate", config, {}, settings).result)
+            if not any(f"gpus_per_node={per} exceeds" in w for w in got.get("warnings", ())):
+                return "job said no warning"
+            path = TMP / "job.yaml"
+            path.write_text(yaml.safe_dump(config))
+            from click.testing import CliRunner
+
+            from trainsim.cli import main
+            printed = CliRunner().invoke(main, ["simulate", str(path), "--format", "json"])
+            return None if json.loads(printed.stdout) == got else "job differs from the CLI"
+
+        def sweep(config=config, per=per) -> str | None:
+            cfg = json.loads(json.dumps(config))
+            cfg["cluster"].pop("gpus_per_node")
+            got = json.loads(jobs.run("sweep", cfg, {"vary": [f"cluster.gpus_per_node={per}"]},
+                                      settings).result)
+            return None if any(f"gpus_per_node={per} exceeds" in w for w in got["warnings"]) \
+                else "sweep job said no warning"
+        yield f"jobs simulate {gpu} x{per}", _must_run(simulate)
+        yield f"jobs sweep {gpu} x{per}", _must_run(sweep)
 
 
 # ------------------------------------------------------------------------------ corners
@@ -343,7 +389,7 @@ def _file_corners() -> Iterator[Case]:
 
 def cases(only: set[str]) -> Iterator[Case]:
     makers = {"pcie": pcie_cases, "trunk": trunk_cases, "buckets": bucket_cases,
-              "corners": corner_cases}
+              "jobs": job_cases, "corners": corner_cases}
     for name, make in makers.items():
         if not only or name in only:
             yield from make()

@@ -226,6 +226,47 @@ def test_a_layer_record_given_twice_warns_as_a_csv_row_id_does(tmp_path):
         validate_file(DATA / "layers_h100_measured.jsonl", compute_db=None)
 
 
+# ------------------------------------------------------------------ a priced what-if's note in a job
+
+def _job(kind: str, config: dict, options: dict, tmp_path: Path) -> dict:
+    from trainsim.service import Settings, jobs
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'jobs.db'}", workers=0, checkers=0)
+    assert jobs.problem(kind, config, options, settings) is None
+    return json.loads(jobs.run(kind, config, options, settings).result)
+
+
+def test_a_simulate_job_carries_the_warnings_the_cli_prints(tmp_path):
+    """Before: a service user asking for 16 PCIe cards per node read no note (the warning went
+    to the worker's stderr); the CLI's JSON carried none either."""
+    import yaml
+    config = yaml.safe_load(BASE)
+    config["cluster"].update(gpu="a100-pcie-80gb", num_gpus=16, gpus_per_node=16)
+    config["training"]["global_batch_size"] = 16
+    got = _job("simulate", config, {}, tmp_path)
+    assert any("hypothetical 16-GPU PCIe node" in w for w in got["warnings"])
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    printed = cli("simulate", str(path), "--format", "json")
+    assert json.loads(printed.stdout) == got
+    assert _job("simulate", yaml.safe_load(BASE), {}, tmp_path)["warnings"] == []
+
+
+def test_a_sweep_carries_each_points_warning_once(tmp_path):
+    """Before: the sweep's JSON and a sweep job said nothing of a point past the GPU's domain."""
+    import yaml
+    config = yaml.safe_load(BASE)
+    config["cluster"].update(num_gpus=32)
+    config["cluster"].pop("gpus_per_node")
+    config["training"]["global_batch_size"] = 32
+    got = _job("sweep", config, {"vary": ["cluster.gpus_per_node=8,16,32"]}, tmp_path)
+    said = [w for w in got["warnings"] if "largest NVLink domain" in w]
+    assert len(said) == 2 and "gpus_per_node=16" in said[0] and "gpus_per_node=32" in said[1]
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    printed = cli("sweep", str(path), "--vary", "cluster.gpus_per_node=8,16,32", "--format", "json")
+    assert json.loads(printed.stdout)["warnings"] == got["warnings"]
+
+
 # ------------------------------------------------------------------ the sweep
 
 @pytest.mark.slow

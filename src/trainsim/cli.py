@@ -88,11 +88,13 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
     set_limit("TRAINSIM_MAX_TASKS", max_tasks)
     from trainsim.catalog import load_run_config
     from trainsim.report import render_result, write_chrome_trace
+    from trainsim.search.cli_inputs import said_warnings
     from trainsim.simulator import simulate as run_sim
 
     try:
-        cfg = load_run_config(config, overrides)
-        result = run_sim(cfg, keep_timeline=trace_path is not None)
+        with said_warnings() as said:  # printed as raised; the JSON carries them too
+            cfg = load_run_config(config, overrides)
+            result = run_sim(cfg, keep_timeline=trace_path is not None)
         if trace_path and result.timeline is not None:
             write_chrome_trace(result.timeline, trace_path, title=cfg.model.name,
                                info=result.simulation)
@@ -108,7 +110,7 @@ def simulate(config: str, overrides: tuple[str, ...], fmt: str, trace_path: str 
                   f"{cfg.cluster.gpu.hbm_bytes / 2**30:.0f} GiB of {escape(cfg.cluster.gpu.name)} "
                   "(fits_in_memory: false)", highlight=False, soft_wrap=True)
     if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        click.echo(json.dumps({**result.to_dict(), "warnings": said}, indent=2, sort_keys=True))
     else:
         out.print(render_result(result))
         if trace_path:

@@ -297,12 +297,11 @@ def sweep_cmd(config, varies, steps, overrides, out_dir, fmt, plot_path):
     except TrainsimError as exc:
         _fail(exc)
         return
-    notes = result.notes()
-    for note in notes:  # after the run: an error stays one line
+    for note in result.notes():  # after the run: an error stays one line (said: as raised)
         click.echo(note, err=True)
     rows = result.rows()
     if fmt == "json":
-        click.echo(sweep_json(rows, [v.path for v in result.varies], notes))
+        click.echo(sweep_json(rows, [v.path for v in result.varies], result.warnings()))
     elif fmt == "csv":
         click.echo(rows_csv(rows), nl=False)
     else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from trainsim.config import ascii_float
 from trainsim.config.parallel import ALIASES
 from trainsim.config.run import text_field
 from trainsim.config.safe_load import parse_value, written_float
-from trainsim.errors import ConfigError, TrainsimError
+from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
 from trainsim.limits import check
 from trainsim.result import Result
 from trainsim.simulator import simulate
@@ -168,10 +169,18 @@ class SweepPoint:
 class SweepResult:
     varies: tuple[Vary, ...]
     points: tuple[SweepPoint, ...]
+    said: tuple[str, ...] = ()
+    """The trainsim warnings its points raised, once each in the order raised (a node past its
+    GPU's domain, ...): the CLI prints them as they come; the JSON carries them."""
 
     def notes(self) -> list[str]:
         """What its ``--vary`` lists said (``Vary.note``: repeated values dropped)."""
         return [n for n in (v.note() for v in self.varies) if n]
+
+    def warnings(self) -> list[str]:
+        """``notes`` and then ``said``: the JSON's ``warnings`` (``render.sweep_json``), all a
+        sweep job's user reads of them (a service worker's stderr reaches no one)."""
+        return self.notes() + list(self.said)
 
     def rows(self) -> list[dict[str, Any]]:
         rows = [p.row(self.varies) for p in self.points]
@@ -258,18 +267,27 @@ def sweep(raw: dict[str, Any], varies: Sequence[Vary], overrides: Sequence[str] 
         raise ConfigError(f"--vary: {len(grid)} grid points, more than {MAX_POINTS}; use fewer steps")
     base = apply_overrides(raw, list(overrides))
     points = []
+    said: list[str] = []
     for i, values in enumerate(grid):
         sets = [f"{v.path}={x}" for v, x in zip(varies, values)]
-        try:
-            cfg = run_config_from_dict(apply_overrides(base, sets))
-            points.append(SweepPoint(values, simulate(cfg)))
-        except TrainsimError as exc:
-            points.append(SweepPoint(values, None, str(exc)))
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            try:
+                cfg = run_config_from_dict(apply_overrides(base, sets))
+                points.append(SweepPoint(values, simulate(cfg)))
+            except TrainsimError as exc:
+                points.append(SweepPoint(values, None, str(exc)))
+        for w in seen:  # raised again to the caller's filters, a trainsim one once
+            if issubclass(w.category, TrainsimWarning):
+                if str(w.message) in said:
+                    continue
+                said.append(str(w.message))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         if progress:
             progress(i + 1, len(grid))
     if all(p.result is None for p in points):
         raise ConfigError(f"no point of the sweep is a valid config; first error: {points[0].error}")
-    return SweepResult(tuple(varies), tuple(points))
+    return SweepResult(tuple(varies), tuple(points), tuple(said))
 
 
 def write_sweep(result: SweepResult, out_dir: str | Path) -> list[Path]:
@@ -284,7 +302,8 @@ def write_sweep(result: SweepResult, out_dir: str | Path) -> list[Path]:
     rows = result.rows()
     files = [out / "sweep.csv", out / "sweep.json"]
     files[0].write_text(rows_csv(rows))
-    files[1].write_text(sweep_json(rows, [v.path for v in result.varies], result.notes()) + "\n")
+    files[1].write_text(sweep_json(rows, [v.path for v in result.varies], result.warnings())
+                        + "\n")
     series = result.series(rows)
     x = result.varies[0].path
     if series:

@@ -49,17 +49,19 @@ from trainsim.service.settings import Limits, Settings
 def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Path,
               run: bool) -> Output | None:
     from trainsim.catalog import load_run_config
+    from trainsim.search.cli_inputs import said_warnings
 
-    cfg = load_run_config(_write(wd / "config.json", config), opts["set"])
-    _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
-    trace, want_plot = _flag(opts, "trace"), _flag(opts, "plot")
-    if not run:
-        return None
-    from trainsim.report import write_chrome_trace
-    from trainsim.simulator import simulate
+    with said_warnings(say=False) as said:  # in the result, as the CLI's JSON carries them
+        cfg = load_run_config(_write(wd / "config.json", config), opts["set"])
+        _bound_gpus(cfg.cluster.num_gpus, "config.cluster.num_gpus", limits)
+        trace, want_plot = _flag(opts, "trace"), _flag(opts, "plot")
+        if not run:
+            return None
+        from trainsim.report import write_chrome_trace
+        from trainsim.simulator import simulate
 
-    trace_path = wd / "trace.json" if trace else None
-    result = simulate(cfg, keep_timeline=trace_path is not None)
+        trace_path = wd / "trace.json" if trace else None
+        result = simulate(cfg, keep_timeline=trace_path is not None)
     trace = None
     if trace_path is not None and result.timeline is not None:
         write_chrome_trace(result.timeline, trace_path, title=cfg.model.name,
@@ -70,7 +72,7 @@ def _simulate(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: 
         from trainsim.report.plots import plot_result
 
         plot = plot_result(result, wd / "plot.png").read_bytes()
-    return Output(_dumps(result.to_dict()), trace, plot)
+    return Output(_dumps({**result.to_dict(), "warnings": said}), trace, plot)
 
 
 def _bound_gpus(n: int, field: str, limits: Limits) -> None:
@@ -104,7 +106,7 @@ def _sweep(config: dict[str, Any], opts: dict[str, Any], limits: Limits, wd: Pat
     result = sweep(raw, vs, opts["set"], progress=lambda d, t: progress(d / t, "simulate"))
     from trainsim.search.render import sweep_json
 
-    notes = result.notes()  # the CLI's stderr lines
+    notes = result.warnings()  # the CLI's stderr lines, as its JSON carries them
     plot = result.plot(wd / "plot.png").read_bytes() if want_plot else None  # as --plot
     return Output(sweep_json(result.rows(), [v.path for v in result.varies], notes) + "\n",
                   plot=plot)

@@ -45,6 +45,7 @@ function simulateResult(job, root) {
   const timeline = h("div", { id: "timeline" }, job.has_trace ? "Loading the timeline…" : "No trace kept for this run.");
   root.append(
     h("div", { class: "metrics" }, headline(r).map(([l, v, n]) => card(l, v, n))),
+    ...(r.warnings || []).map(w => h("p", { class: "note" }, `warning: ${w}`)),
     h("h3", {}, "Where the iteration time goes"), Charts.stacked(parts, "s", "time breakdown"),
     h("h3", {}, "Memory per pipeline stage (GiB)"),
     h("p", { class: "note" }, `Peak at ${mem.peak_at || "–"}; the peak stage (${mem.stage ?? 0}) is broken down.`),
