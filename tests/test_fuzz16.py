@@ -267,6 +267,23 @@ def test_a_sweep_carries_each_points_warning_once(tmp_path):
     assert json.loads(printed.stdout)["warnings"] == got["warnings"]
 
 
+# ------------------------------------------------------------------ a --set value's refusal
+
+@pytest.mark.parametrize(("value", "said"), [
+    ("training.global_batch_size=1_0", "--set training.global_batch_size: '1_0': an underscore"),
+    ("parallel.tp=0b11", "--set parallel.tp: '0b11' reads as the binary number 3"),
+    ("training.seq_length=1:30", "--set training.seq_length: '1:30' reads as a base-60")])
+def test_a_set_value_refused_says_no_line_number(tmp_path, value, said):
+    """Before: "--set training.global_batch_size: line 1: '1_0': ..." (the YAML reader's line
+    of a one-line value; fuzz15's lead)."""
+    path = tmp_path / "c.yaml"
+    path.write_text(BASE)
+    line = one_error_line(cli("simulate", str(path), "--set", value))
+    assert said in line and "line 1" not in line
+    path.write_text(BASE.replace("global_batch_size: 16", "global_batch_size: 1_6"))
+    assert "c.yaml: line 2: '1_6'" in one_error_line(cli("simulate", str(path)))  # a file's kept
+
+
 # ------------------------------------------------------------------ the sweep
 
 @pytest.mark.slow

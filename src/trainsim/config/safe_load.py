@@ -410,3 +410,8 @@ def parse_value(text: str, source: str) -> Any:
         return parse(text, source)
     except InvalidSyntax:
         return text
+    except ConfigError as exc:  # one value on one line: the YAML reader's "line 1: " says nothing
+        said, head = str(exc), f"{source}: line 1: "
+        if said.startswith(head):
+            raise ConfigError(f"{source}: {said[len(head):]}") from None
+        raise
