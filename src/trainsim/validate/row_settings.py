@@ -24,7 +24,10 @@ TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "p
                      "global_batch_size", "seq_length", "measured_iteration_s"]
 SHAPE_COLUMNS = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",
                  "ffn_hidden_size", "vocab_size", "activation", "tied_embeddings",
-                 "attention_dropout", "hidden_dropout"]
+                 "attention_dropout", "hidden_dropout",
+                 # multi-token-prediction layers (Megatron-core --mtp-num-layers): optional,
+                 # beyond format v2; 0 = none (a DeepSeek-V3 run without MTP), empty = the preset's
+                 "mtp_num_layers"]
 # option -> (section, fields it turns on)
 OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "pp_overlap": ("parallel", ("overlap_p2p_comm",)),
@@ -91,7 +94,7 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
                  "recompute_num_layers", "ddp_bucket_size", "dp_replicate")
 """Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
-ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage")
+ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage", "mtp_num_layers")
 """Count columns where 0 is a value (off): whole numbers >= 0 (a ZeRO stage written '0.0' was
 not the '0' that lets the tuner choose Megatron's distributed optimizer, ``unknowns``)."""
 TRAINING_COLUMNS = frozenset(
