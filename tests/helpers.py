@@ -332,6 +332,18 @@ def check_generator_writes(script: Path, path: Path) -> str:
     return out
 
 
+def check_script_check_mode(script: Path, mirror: Path, what: str) -> None:
+    """A benchmarks/ script's ``--check`` (its typed-in table re-read from the repository mirror
+    it cites) exits 0; skipped where the mirror git dir ``mirror`` (its ``HEAD``) is missing."""
+    import sys
+
+    if not (mirror / "HEAD").exists():
+        pytest.skip(f"no {what} mirror")
+    res = subprocess.run([sys.executable, str(script), "--check"], check=False,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
 _VALIDATED: dict[tuple, tuple] = {}
 
 

@@ -10,14 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from helpers import (
     check_extra_training_file,
     check_generator_writes,
+    check_script_check_mode,
     check_validates_with_no_failed_row,
     load_script,
     validated,
@@ -76,11 +75,7 @@ def test_generator_writes_the_file():
 
 
 def test_typed_tables_are_the_mirror_text():
-    if not (GEN._mirror() / "HEAD").exists():
-        pytest.skip("no yanring/Megatron-MoE-ModelZoo mirror")
-    res = subprocess.run([sys.executable, str(SCRIPT), "--check"], check=False,
-                         capture_output=True, text=True)
-    assert res.returncode == 0, res.stdout
+    check_script_check_mode(SCRIPT, GEN._mirror(), "yanring/Megatron-MoE-ModelZoo")
 
 
 def test_file_validates_with_no_failed_row():
