@@ -25,6 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import fit_kernels as fk
+import kernel_rows
 
 
 def leave_one_out(rows: list[fk.Row]
@@ -64,9 +65,9 @@ def per_gpu(result: dict, rows: list[fk.Row]) -> list[tuple[str, str, int, float
     part = {}
     with open(fk.BUNDLED_DIR / "kernels_published.csv", newline="") as fh:
         for r in csv.DictReader(fh):
-            groups = held.get(fk.DOMAIN.get(r["kind"].strip(), r["kind"].strip()), set())
-            src = fk.source_key(r["source"])
-            out = src in groups or f"{src}|{fk.family(r)}" in groups
+            groups = held.get(kernel_rows.DOMAIN.get(r["kind"].strip(), r["kind"].strip()), set())
+            src = kernel_rows.source_key(r["source"])
+            out = src in groups or f"{src}|{kernel_rows.family(r)}" in groups
             part[r["id"]] = "held-out" if out else "fit"
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
     for r in result["rows"]:

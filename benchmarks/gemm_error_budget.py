@@ -45,6 +45,7 @@ from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import roofline, split_k
 from trainsim.validate import BUNDLED_DIR, validate_file
 from trainsim.validate.errata import corrected_file
+from trainsim.validate.kernels import TIME_UNITS
 from trainsim.workload.ops import Gemm
 
 HERE = Path(__file__).resolve().parent
@@ -102,7 +103,7 @@ def gemm_rows(path: Path) -> list[GemmRow]:
             continue
         rate = res.extra["unit"] == "TFLOP/s"
         time_s = float(res.extra["time_s"]) * res.predicted / res.measured if rate \
-            else res.measured * fk.TIME_UNITS[res.extra["unit"]]
+            else res.measured * TIME_UNITS[res.extra["unit"]]
         label = fk.source_label(fk.Row("", "", "", [], 0.0, full_source=row["source"]))
         out.append(GemmRow(res.id, res.extra["gpu"], label[:SOURCE_WIDTH], res.extra["dtype"],
                            int(row["m"]), int(row["n"]), int(row["k"]),
