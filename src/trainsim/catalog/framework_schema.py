@@ -175,7 +175,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "fp8_weight_transpose_copy": _nullable(_bool),
     "cpu_offloading": _nullable(_bool),  # Megatron-core --cpu-offloading-num-layers (memory.offload)
     # routing probabilities applied inside the expert, the combine saving no token copies
-    # (Megatron-core >= 0.13, "memory efficient token permutation")
+    # (Megatron-core >= 0.12.1, "memory efficient token permutation")
     "moe_probs_in_expert": _nullable(_bool),
     # fp8 experts pad each expert's rows to the fp8 alignment with a copy in and out
     # (TEGroupedMLP's Fp8Padding/Fp8Unpadding); with the second, DeepEP's permute pads them

@@ -305,7 +305,7 @@ def _probs_in_expert(cfg: RunConfig) -> bool:
 def _moe_block_bytes(cfg: RunConfig) -> float:
     """Saved tensors of the expert block: norm input, router input and probabilities, the
     permuted tokens each expert GEMM saves, the expert inner tensors and the permuted
-    probabilities. Since Megatron-core 0.13 ("memory efficient token permutation", MR 2668)
+    probabilities. Since Megatron-core 0.12.1 ("memory efficient token permutation", MR 2668)
     the routing probabilities multiply the expert activation's output inside the expert
     (megatron/core/transformer/moe/experts.py ``weighted_bias_swiglu_impl``, which saves the
     fp32 ``permuted_probs``) and the combine is a plain unpermute that saves no token copies

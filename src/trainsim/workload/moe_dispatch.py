@@ -292,11 +292,11 @@ def expert_prob_bytes(cfg: RunConfig, dispatcher: str) -> int:
 
 def probs_all_to_all(cfg: RunConfig, copies: float) -> Comm | None:
     """The all-to-all dispatcher's second exchange, of ``copies`` routing probabilities (one
-    per token copy the rank sends): since Megatron-core 0.13 the probabilities travel with the
+    per token copy the rank sends): since Megatron-core 0.12.1 the probabilities travel with the
     tokens and weigh the expert's output inside the expert (profile ``moe_probs_in_expert``),
     so ``MoEAlltoAllTokenDispatcher.token_dispatch`` sends the permuted probabilities by an
     all-to-all of their own after the tokens' one (``global_probs = all_to_all(self.ep_group,
-    permuted_probs, ...)``, core_v0.13.0-core_v0.16.0 megatron/core/transformer/moe/
+    permuted_probs, ...)``, core_v0.12.1 and core_v0.13.0-core_v0.16.0 megatron/core/transformer/moe/
     token_dispatcher.py); their gradient comes back the same way in the backward. The flex
     dispatchers (DeepEP, HybridEP) carry the probabilities inside their token exchange."""
     if cfg.parallel.moe_token_dispatcher_type != "alltoall" or cfg.parallel.ep < 2 or \
@@ -335,7 +335,7 @@ def permute_extra_kernels(cfg: RunConfig, dispatcher: str, local_experts: int
       dropping padded to the capacity (``drop_and_pad``, core_v0.14.0 token_dispatcher.py,
       ``moe_pad_expert_input_to_capacity``) a ``transpose(0, 1).contiguous()`` copy each way, of the
       tokens and, on the dispatch side, of the probabilities that travel with them
-      (Megatron-core >= 0.13, profile ``moe_probs_in_expert``);
+      (Megatron-core >= 0.12.1, profile ``moe_probs_in_expert``);
     * Transformer Engine >= 2.6 (profile ``moe_te_permute_maps``) builds every permutation's
       row-id map in three passes, not two (transformer_engine/pytorch/triton/permutation.py
       ``make_row_id_map``: ``_row_id_map_pass_1/2/3_kernel``; v2.5 passes 1 and 2), and sorts
