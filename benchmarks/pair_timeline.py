@@ -26,8 +26,12 @@ backward layer priced one at a time). ``ROW_ID`` may also be a row of
 Three what-ifs follow, none of them in trainsim (benchmarks/RESULTS.md, 25th session, bridgemoe):
 each exchange waiting for the compute kernel running as it becomes ready (``waited_period_s``),
 every exchange as much longer as the HybridEP A/B measured its communication kernels beside
-compute (``EXCHANGE_GROWTH``), and a host cost per schedule node (``node_s``). A check, not an
-input: nothing here feeds trainsim.
+compute (``EXCHANGE_GROWTH``), and a host cost per schedule node (``node_s``). Two more (28th
+session, epov29): the GEMMs (and attention) as kernels that never run beside an exchange
+(``exclusive``, an upper bound), and as statically scheduled persistent kernels (``static``,
+``_static_time``: Hopper's scheduler; Blackwell's cluster launch control balances the tiles
+over the SMs left). A check, not an input: nothing here feeds trainsim. ``ROW_ID`` may be a
+row of any training file; the errata are applied to the public file's rows only.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
 from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.layers import backward_of, layer_forward
-from trainsim.workload.ops import Comm, Op
+from trainsim.workload.ops import Attention, Comm, Gemm, Op
 from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.shard import shard_of
 
@@ -100,20 +104,61 @@ def _started(x: float, busy: list[tuple[float, float, int]]) -> float:
     return x
 
 
+def _clear_of(start: float, dur: float, held: list[tuple[float, float]]) -> float:
+    """The first time from ``start`` at which ``dur`` seconds meet none of ``held``'s
+    (start, end) spans."""
+    moved = True
+    while moved:
+        moved = False
+        for a, e in held:
+            if start < e and a < start + dur:
+                start, moved = e, True
+    return start
+
+
+def _past(start: float, held: list[tuple[float, float]]) -> float:
+    """When a kernel ready at ``start`` gets its SMs if each of ``held``'s (start, end)
+    kernels keeps every SM until its end: the end of the one running at ``start``."""
+    moved = True
+    while moved:
+        moved = False
+        for a, e in held:
+            if a <= start < e:
+                start, moved = e, True
+    return start
+
+
+def _static_time(start: float, dur: float, exchanges: list[tuple[float, float]]) -> float:
+    """A statically scheduled persistent kernel of ``dur`` seconds started at ``start`` beside
+    the exchanges running then (``exchanges``: (start, end)): the workers of the SMs an
+    exchange holds start when it ends or when the other workers are done, whichever is first,
+    and then run their whole share: ``dur + min(held, dur)``. The CUTLASS documentation's
+    case (media/docs/cpp/blackwell_cluster_launch_control.md, "Static Scheduler": a GEMM
+    beside a kernel that holds 20 of 100 SMs) that Blackwell's cluster launch control
+    removes; on Hopper the static scheduler is the persistent GEMMs' one."""
+    held = max((e - start for a, e in exchanges if a <= start < e), default=0.0)
+    return dur + min(held, dur)
+
+
 def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
          wait: str = "copy", pairs: int = 40, node_s: float = 0.0,
-         busy: list[tuple[float, float, int]] | None = None
-         ) -> tuple[float, list[tuple[float, float, int]]]:
+         busy: list[tuple[float, float, int]] | None = None, exclusive: Any = None,
+         static: Any = None) -> tuple[float, list[tuple[float, float, int]]]:
     """Steady time of one pair, and the compute ops' (start, end, kernels) over the walk.
     ``wait``: 'copy' (the host waits for the compute stream queued up to the copy, as the
     source does), 'stream' (for all of it at the wait, b.mlp_bwd included), 'none'.
     ``node_s``: host seconds per schedule node beyond its launches (``ScheduleNode``'s stream
     and event context, input detach, a ``run_backward`` per backward node; not measured).
     ``busy``: an earlier walk's compute ops; each exchange then starts only when the compute
-    kernel running as it becomes ready has ended (``_started``)."""
+    kernel running as it becomes ready has ended (``_started``). ``exclusive``: a test of a
+    compute op whose kernels hold every SM while they run (a persistent kernel: one block
+    per SM for the whole kernel); such an op and an exchange never run at once. ``static``:
+    a test of a compute op that is a persistent kernel with a static tile schedule, one
+    worker block per SM each owning an equal share of the tiles (``_static_time``)."""
     h, free, ready, copied, starts = 0.0, {"comp": 0.0, "comm": 0.0}, {"f": 0.0, "b": 0.0}, \
         0.0, []
     ran: list[tuple[float, float, int]] = []
+    held: list[list[tuple[float, float]]] = [[], []]  # exclusive compute spans, exchange spans
     for _ in range(pairs):
         starts.append(free["comp"])
         for chain, node in ORDER:
@@ -126,7 +171,17 @@ def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s
                 start = max(h, free[st], ready[chain] if i == 0 else 0.0)
                 if busy is not None and _exchange(op):
                     start = _started(start, busy)
-                free[st] = start + time(op)
+                dur = time(op)
+                if exclusive is not None and (_exchange(op) or exclusive(op)):
+                    start = _clear_of(start, dur, held[not _exchange(op)])
+                    held[_exchange(op)].append((start, start + dur))
+                if static is not None and _exchange(op):
+                    start = _past(start, held[0])
+                    held[1].append((start, start + dur))
+                elif static is not None and static(op):
+                    dur = _static_time(start, dur, held[1])
+                    held[0].append((start, start + dur))
+                free[st] = start + dur
                 if st == "comp" and free[st] > start:
                     ran.append((start, free[st], max(1, host.launches(op))))
                 if getattr(op, "host_sync", False):
@@ -136,9 +191,11 @@ def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s
 
 
 def period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
-             wait: str = "copy", pairs: int = 40, node_s: float = 0.0) -> float:
+             wait: str = "copy", pairs: int = 40, node_s: float = 0.0,
+             exclusive: Any = None, static: Any = None) -> float:
     """Steady time of one pair (``walk``)."""
-    return walk(f, b, time, per_kernel_s, wait, pairs, node_s)[0]
+    return walk(f, b, time, per_kernel_s, wait, pairs, node_s, exclusive=exclusive,
+                static=static)[0]
 
 
 def waited_period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any,
@@ -172,7 +229,9 @@ def row_and_config(row_id: str, path: str) -> tuple[dict[str, str], Any]:
             row = next(r for r in ep_overlap_pairs.read_rows(Path(path)) if r["id"] == row_id)
             return row, ep_overlap_pairs.run_config(row)
     with tempfile.TemporaryDirectory() as tmp:
-        fixed, _ = corrected_file(path, "benchmarks/training_errata.csv", tmp)
+        # the errata correct the public file's rows; a check file's rows stand as written
+        public = Path(path).name == "training_public.csv"
+        fixed = corrected_file(path, "benchmarks/training_errata.csv", tmp)[0] if public else None
         with open(fixed or path, newline="") as fh:
             row = next(r for r in csv.DictReader(fh) if r["id"] == row_id)
     return row, row_config(row, predict_training_row(row).chosen)
@@ -213,6 +272,13 @@ def main(argv: list[str]) -> int:
           f"{waited_period_s(f, b, time, k) * 1e3:.3f} ms")
     print(f"  exchanges {EXCHANGE_GROWTH:.2f}x as long (HybridEP A/B's growth): "
           f"{period_s(f, b, grown, k) * 1e3:.3f} ms")
+    gemm = (lambda op: isinstance(op, Gemm))
+    print(f"  GEMMs and exchanges never at once: {period_s(f, b, time, k, exclusive=gemm) * 1e3:.3f}"
+          f" ms; GEMMs and attention: "
+          f"{period_s(f, b, time, k, exclusive=lambda op: isinstance(op, Gemm | Attention)) * 1e3:.3f} ms")
+    print(f"  GEMMs statically scheduled persistent kernels: "
+          f"{period_s(f, b, time, k, static=gemm) * 1e3:.3f} ms; GEMMs and attention: "
+          f"{period_s(f, b, time, k, static=lambda op: isinstance(op, Gemm | Attention)) * 1e3:.3f} ms")
     print("  host cost per schedule node (us -> ms): " + ", ".join(
         f"{us} -> {period_s(f, b, time, k, node_s=us * 1e-6) * 1e3:.3f}"
         for us in (100, 200, 300, 400)))

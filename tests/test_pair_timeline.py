@@ -57,3 +57,40 @@ def test_waiting_for_the_running_kernel_never_shortens_the_pair():
 def test_the_exchange_growth_is_the_published_ratio():
     # 3,958.997 ms at 36.55 % against 9.079 ms at 0.11 %
     assert pt.EXCHANGE_GROWTH == pytest.approx((3958.997 / 0.3655) / (9.079 / 0.0011), rel=1e-3)
+
+
+def test_clear_of_moves_a_span_past_every_span_it_would_meet():
+    held = [(0.0, 1.0), (1.2, 2.0)]
+    assert pt._clear_of(0.5, 1.0, held) == 2.0  # meets (0, 1), then at 1.0 meets (1.2, 2)
+    assert pt._clear_of(1.0, 0.2, held) == 1.0  # fits the gap between them
+    assert pt._clear_of(3.0, 5.0, held) == 3.0
+
+
+def test_kernels_that_hold_every_sm_never_run_beside_an_exchange():
+    # hand count: the exchanges (4 x 1.0 s) run back to back on the comm stream; the two MLP
+    # nodes (0.5 s each) may not run beside any of them, the rest (0.9 s) still hides: 5.0 s
+    mlps = pt.period_s(F, B, _time, 0.0, exclusive=lambda op: op.name in ("f_mlp", "b_mlp"))
+    assert mlps == pytest.approx(5.0)
+    # every compute op exclusive: nothing hides, the pair is its whole work in series
+    assert pt.period_s(F, B, _time, 0.0, exclusive=lambda op: True) == pytest.approx(1.9 + 4.0)
+    assert pt.period_s(F, B, _time, 0.0, exclusive=lambda op: False) == pytest.approx(4.0)
+
+
+def test_a_static_persistent_kernel_beside_an_exchange_waits_for_its_sms():
+    # the workers of the exchange's SMs start when it ends (0.1 s in), at most after the
+    # other workers' 0.5 s, then run their whole 0.5 s share
+    assert pt._static_time(0.0, 0.5, [(-0.2, 0.1)]) == pytest.approx(0.6)
+    assert pt._static_time(0.0, 0.5, [(-1.0, 2.0)]) == pytest.approx(1.0)
+    assert pt._static_time(0.0, 0.5, [(0.2, 2.0)]) == 0.5  # starts after the kernel
+    assert pt._static_time(0.0, 0.5, []) == 0.5
+    # an exchange ready while such kernels hold every SM starts when the last of them ends
+    assert pt._past(0.5, [(0.0, 1.0), (1.0, 2.0)]) == 2.0
+    assert pt._past(2.0, [(0.0, 1.0), (1.0, 2.0)]) == 2.0
+
+
+def test_static_persistent_kernels_lie_between_sharing_and_exclusion():
+    plain = pt.period_s(F, B, _time, 0.0)
+    mlps = ("f_mlp", "b_mlp")
+    static = pt.period_s(F, B, _time, 0.0, static=lambda op: op.name in mlps)
+    excl = pt.period_s(F, B, _time, 0.0, exclusive=lambda op: op.name in mlps)
+    assert plain - 1e-12 <= static <= excl + 1e-12
