@@ -62,13 +62,18 @@ CONTAINERS = {
         # nvcr.io/nvidia/nemo:25.04")
         "25.02": ("v2.2.0", "NeMo@v2.2.0 evaluation_doc.rst L100 (nvcr.io/nvidia/nemo:25.02)"),
         "25.04": ("v2.3.0", "NeMo@v2.3.0 evaluation_doc.rst L131, pruning-distillation README L35"),
+        # NVIDIA/NeMo@v2.4.0 (2025-07-25) is the only release tagged between v2.3.0 (25.04)
+        # and v2.5.0 (25.09; v2.3.1/v2.3.2 are patches of 2.3), in 25.07's own month; its
+        # CHANGELOG.md L303 names "perf scripts 25.07 refactor" (#13875), the scripts behind
+        # the 25.07 performance summary (benchmarks/training_nemo_perf.md)
+        "25.07": ("v2.4.0", "NeMo@v2.4.0 CHANGELOG.md L303 (perf scripts 25.07), between 2.3.0 and 2.5.0"),
         # NVIDIA-NeMo/Megatron-Bridge@067f987d docs/releases/software-versions.md: "NeMo
         # Framework 25.09 ... NeMo | 2.5.0", "25.11 ... NeMo | 2.6.0", "26.02 ... NeMo | 2.7.0"
         # (26.04 and 26.06 list no NeMo); these tags are newer than the NeMo mirror
         # (its last tag v2.5.0rc0, 2025-08-01), so their date is null
         # (a tag 'v2.5.0rc0' reads as container 25.09, the container of its release; the
-        # date 2025-08 reads as the latest dated container, 25.04: the two readings differ, but
-        # both select the nemo profile's 25.04 entry today, the last entry before 25.09)
+        # date 2025-08 reads as the latest dated container, 25.07: the two readings differ, but
+        # both select the nemo profile's 25.07 entry today, the last entry before 25.09)
         "25.09": ("v2.5.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
         "25.11": ("v2.6.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),
         "26.02": ("v2.7.0", "Megatron-Bridge@067f987d docs/releases/software-versions.md"),

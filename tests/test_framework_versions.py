@@ -62,7 +62,8 @@ ROOT = Path(__file__).resolve().parents[1]
     ("megatron-core", "0.19.3", "0.18"),      # a patch of the newest tagged minor release
     ("megatron-bridge", "26.08", "26.06"),    # ships v0.6.0 (docs/versions1.json @ v0.6.0)
     ("megatron-bridge", "v0.6.0", "26.06"),
-    ("nemo", "25.07", "25.04"),               # a container not listed, before NeMo 2.4.0's date
+    ("nemo", "25.07", "25.07"),               # the container shipping NeMo v2.4.0
+    ("nemo", "25.06", "25.04"),               # a container not listed, before 25.07's month
     # library releases on container-keyed profiles: the container shipping them
     ("megatron-bridge", "v0.2.0", "25.11"),
     ("megatron-bridge", "v0.3.1", "26.02"),   # 2026-03-20: latest container then is 26.02
@@ -71,13 +72,17 @@ ROOT = Path(__file__).resolve().parents[1]
     ("megatron-bridge", "0.1.0", "25.09"),   # only v0.1.0rc3 was tagged: container 25.09
     # NeMo 2.x: v2.2.0/v2.3.0 run the 25.02/25.04 containers (their own docs); 25.09, 25.11
     # and 26.02 ship 2.5.0, 2.6.0, 2.7.0 (Megatron-Bridge docs/releases/software-versions.md)
-    ("nemo", "2.5.0rc0", "25.04"),           # AMD's MLPerf v5.1 code: container 25.09
+    ("nemo", "2.5.0rc0", "25.07"),           # AMD's MLPerf v5.1 code: container 25.09
     ("nemo", "2.3.0", "25.04"),
     ("nemo", "v2.3.0", "25.04"),             # the release the 25.04 entry cites
-    ("nemo", "2.4.0", "25.04"),
+    ("nemo", "2.4.0", "25.07"),              # the container that ships v2.4.0
     ("nemo", "2025-05", "25.04"),            # container 25.04 (v2.3.0 2025-05-08)
-    ("nemo", "2026-01", "25.04"),
-    ("nemo", "v2.4.0", "25.04"),             # 2025-07-25: the latest container by then, 25.04
+    ("nemo", "2026-01", "25.07"),            # container 25.11: the 25.07 entry, the last before it
+    ("nemo", "2025-07-01", "25.07"),         # container 25.07 is dated July 2025, its own month
+    ("nemo", "2025-06-30", "25.04"),
+    ("nemo", "v2.4.0", "25.07"),             # the container that ships it
+    ("nemo", "v2.3.2", "25.07"),             # 2025-07-08: a container counts on every day of its month
+    ("nemo", "v2.3.1", "25.04"),             # 2025-05-25: the latest container by then, 25.04
     ("nemo", "2.2.1", "25.02"),              # 2025-03-31: container 25.02, before 25.04's entry
     ("nemo", "v2.2.0", "25.02"),
     ("nemo", "2025-02", "25.02"),            # container 25.02 is dated its own month
@@ -106,7 +111,8 @@ def test_spelling_selects_the_entry_derived_from_tag_dates(name, version, entry)
     ("nemo", "2.5.0rc0", "25.09 (the container that ships v2.5.0)"),
     ("nemo", "v2.6.0", "25.11 (the container that ships v2.6.0)"),
     ("nemo", "2.3.0", "25.04 (the container that ships v2.3.0)"),
-    ("nemo", "2.4.0", "25.04 (the latest container by nemo 2.4.0 of 2025-07-25)"),
+    ("nemo", "2.4.0", "25.07 (the container that ships v2.4.0)"),
+    ("nemo", "2.3.1", "25.04 (the latest container by nemo 2.3.1 of 2025-05-25)"),
     ("nemo", "2025-10", "25.09"),
 ])
 def test_reading_is_reported(name, version, says):
@@ -155,8 +161,8 @@ def test_unknown_spellings_are_one_line_errors(name, version, both):
     # releases made after the table was written read as its newest, and say so
     ("megatron-core", "0.20", "0.18", "newer than framework_releases.yaml knows"),
     ("megatron-core", "1.0", "0.18", "newer than framework_releases.yaml knows"),
-    ("nemo", "26.03", "25.04", "newer than framework_releases.yaml knows"),
-    ("nemo", "2.8.0", "25.04", "read as its newest container"),
+    ("nemo", "26.03", "25.07", "newer than framework_releases.yaml knows"),
+    ("nemo", "2.8.0", "25.07", "read as its newest container"),
     ("megatron-bridge", "26.10", "26.06", "newer than framework_releases.yaml knows"),
     ("megatron-bridge", "v0.7.0", "26.06", "read as its newest container"),
     ("deepspeed", "v0.99", "2024-02-23", "read as its newest release"),

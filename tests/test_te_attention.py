@@ -68,3 +68,17 @@ def test_profiles_state_the_limit_and_a_named_cudnn_is_refused():
     assert _cfg("nemotron4-340b", "gb200", "24.09", attention="cudnn") == ("cudnn", [])
     with pytest.raises(ConfigError, match="set training.attention=flash2"):
         _cfg("nemotron4-340b", "gb200", attention="cudnn")
+
+
+def test_nemo_25_07_takes_mla_heads_on_cudnn_but_not_nemotron4_340b():
+    """NeMo 25.07 (v2.4.0) pins TE f05f12c97 (v2.5): fused_attn.cpp L249-251 takes MLA's
+    (192, 128) heads in training on Blackwell with cuDNN >= 9.11, the container's cuDNN is stated
+    nowhere read (cudnn_sm100_mla null: cuDNN kept); L233-248 keep other heads over 128 off
+    cuDNN in training (Nemotron-4 340B: FlashAttention 2 as on 25.04)."""
+    feats = framework_profile("nemo", "25.07").features
+    assert framework_profile("nemo", "v2.4.0").version == "25.07"
+    assert feats["cudnn_sm100_head_dim_max"] == 128 and feats["cudnn_sm100_mla"] is None
+    assert _cfg("deepseek-v3", "gb200", "25.07")[0] == "cudnn"
+    assert _cfg("deepseek-v3", "gb200", "25.04")[0] == "unfused"
+    assert _cfg("nemotron4-340b", "gb200", "25.07")[0] == "flash2"
+    assert _cfg("llama3.1-405b", "gb200", "25.07") == ("cudnn", [])
