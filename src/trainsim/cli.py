@@ -201,24 +201,28 @@ memory for little gain on a file of a few hundred rows."""
 def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
                   workers: int = 1, shown: str | None = None,
                   plot: str | None = None) -> dict | None:
-    """Validate one file: print its table (table format) or return its JSON object; an error
+    """Validate one file: print its table (table format) or return its JSON object (its
+    ``warnings``: the trainsim warnings said, once each, as simulate's); an error or warning
     names ``shown`` where ``csv_file`` is a copy of it (``as_regular_file``). ``plot``: also
     draw those same rows there (``validate.plot``); the line saying so goes to stderr, so
     that the summary stays the last line of stdout."""
     from rich.progress import Progress
 
     from trainsim.report import render_validation
+    from trainsim.search.cli_inputs import said_warnings
     from trainsim.validate import read_rows, summarize, summary_line, validate_file
     from trainsim.validate.kernel_db import is_kernel_db
     from trainsim.validate.layers import is_layers_file
 
     try:
-        rows = [] if is_kernel_db(csv_file) or is_layers_file(csv_file) else read_rows(csv_file)[1]
-        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-            task = bar.add_task(f"predicting {escape(Path(csv_file).name)}", total=len(rows))
-            kind, results = validate_file(csv_file,
-                                          progress=lambda i, n: bar.update(task, completed=i),
-                                          workers=workers, compute_db=compute_db)
+        with said_warnings() as said:  # printed as raised; the JSON carries them too
+            rows = [] if is_kernel_db(csv_file) or is_layers_file(csv_file) \
+                else read_rows(csv_file)[1]
+            with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+                task = bar.add_task(f"predicting {escape(Path(csv_file).name)}", total=len(rows))
+                kind, results = validate_file(csv_file,
+                                              progress=lambda i, n: bar.update(task, completed=i),
+                                              workers=workers, compute_db=compute_db)
     except TrainsimError as exc:
         _fail(type(exc)(str(exc).replace(csv_file, shown)) if shown else exc)
         return None
@@ -229,7 +233,8 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
         err.print(f"plot written to {escape(plot)}", highlight=False, soft_wrap=True)
     summary = summarize(results)
     if fmt == "json":
-        return {"rows": [r.to_dict() for r in results], "summary": summary}
+        return {"rows": [r.to_dict() for r in results], "summary": summary,
+                "warnings": [w.replace(csv_file, shown) if shown else w for w in said]}
     unit = {"training": "s/iteration", "collectives": "busbw GB/s", "kernels": ""}[kind]
     out.print(render_validation(kind, results, unit, summary))
     click.echo(summary_line(summary))

@@ -199,6 +199,7 @@ def _rounds_refused(exc: Exception, name: str, tokens: float | None) -> str:
 
 def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
               progress: Progress) -> Output | None:
+    from trainsim.search.cli_inputs import said_warnings
     from trainsim.validate import BUNDLED_DIR, bundled_files, row_count, summarize, validate_file
 
     single = opts["file"] is not None or opts["csv"] is not None
@@ -235,12 +236,16 @@ def _validate(opts: dict[str, Any], limits: Limits, wd: Path, run: bool,
     done = 0
     plot = None
     for path, n in zip(files, counts):
-        kind, results = validate_file(path, progress=lambda i, _n, d=done, name=path.name:
-                                      progress((d + i) / max(1, sum(counts)),
-                                               f"predicting {name}"))
+        with said_warnings(say=False) as said:  # in the result, as the CLI's JSON carries them
+            kind, results = validate_file(path, progress=lambda i, _n, d=done, name=path.name:
+                                          progress((d + i) / max(1, sum(counts)),
+                                                   f"predicting {name}"))
         done += n
+        # the upload named as the request gave it, a bundled file by its name: no server path
+        shown = "options.csv" if opts["csv"] is not None else path.name
         report[path.name] = {"rows": [r.to_dict() for r in results],
-                             "summary": summarize(results)}
+                             "summary": summarize(results),
+                             "warnings": [w.replace(str(path), shown) for w in said]}
         if want_plot:  # as `trainsim validate FILE --plot FILE`: the rows the JSON holds
             from trainsim.validate.plot import plot_validation
 

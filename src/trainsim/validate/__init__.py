@@ -13,6 +13,7 @@ import re
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from trainsim.config.records import MIN_MEASURED, positive_value
 from trainsim.config.safe_load import read_text
@@ -29,6 +30,7 @@ from trainsim.validate.layers import is_layers_file, validate_layers
 from trainsim.validate.row_settings import TRAINING_COLUMNS
 from trainsim.validate.training import (
     TRAINING_REQUIRED,
+    every_row_warning,
     predict_training_row,
     row_config,
     row_passes,
@@ -243,13 +245,30 @@ def _guarded(predict: Callable[[dict[str, str]], RowResult], row: dict[str, str]
                                "please report)")
 
 
+T = TypeVar("T")
+Said = list[tuple[str, type[Warning], str, int]]
+"""Warnings a row's prediction raised: (text, category, file, line), picklable from a worker."""
+
+
+def _said(predict: Callable[[dict[str, str]], RowResult], row: dict[str, str]
+          ) -> tuple[RowResult, Said]:
+    """``predict(row)`` and every warning it raised, in whichever process predicts the row
+    (``validate_file`` says them again in its own, once each)."""
+    with warnings.catch_warnings(record=True) as seen, every_row_warning():
+        warnings.simplefilter("always")
+        res = predict(row)
+    return res, [(str(w.message), w.category, w.filename, w.lineno) for w in seen]
+
+
 def validate_file(path: str | Path, progress: Callable[[int, int], None] | None = None,
                   workers: int = 1, compute_db: str | None = "auto") -> tuple[str, list[RowResult]]:
     """Predict every row of a validation file (a kernel database: its layer records against
     its kernels, ``validate.kernel_db``), in file order; ``workers`` > 1 predicts rows in
     that many processes (the results are the same: each row is predicted alone).
     ``compute_db`` is the kernel database that prices kernel and training rows ('auto': the
-    one bundled for each row's GPU; None: the analytic model alone; or a path)."""
+    one bundled for each row's GPU; None: the analytic model alone; or a path). The rows'
+    warnings are raised again here, after the rows, each once in file order (also those raised
+    in a worker process: a caller collecting them, ``said_warnings``, has them all)."""
     checks = ((is_layers_file, functools.partial(validate_layers, compute_db=compute_db)),
               (is_kernel_db, validate_kernel_db))
     for is_kind, check in checks:
@@ -262,21 +281,29 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
     predict = PREDICT[kind]
     if kind != "collectives":
         predict = functools.partial(predict, compute_db=compute_db)
-    predict = functools.partial(_guarded, predict)
+    predict = functools.partial(_said, functools.partial(_guarded, predict))
+    out: list[tuple[RowResult, Said]]
     if workers > 1 and len(rows) > 1:
-        return kind, _in_workers(predict, rows, workers, progress,
-                                 row_passes if kind == "training" else None)
-    out: list[RowResult] = []
-    for result in map(predict, rows):
-        out.append(result)
-        if progress:
-            progress(len(out), len(rows))
-    return kind, out
+        out = _in_workers(predict, rows, workers, progress,
+                          row_passes if kind == "training" else None)
+    else:
+        out = []
+        for result in map(predict, rows):
+            out.append(result)
+            if progress:
+                progress(len(out), len(rows))
+    said: set[tuple[str, type[Warning]]] = set()
+    for _, seen in out:
+        for text, category, filename, lineno in seen:
+            if (text, category) not in said:
+                said.add((text, category))
+                warnings.warn_explicit(text, category, filename, lineno)
+    return kind, [res for res, _ in out]
 
 
-def _in_workers(predict: Callable[[dict[str, str]], RowResult], rows: list[dict[str, str]],
+def _in_workers(predict: Callable[[dict[str, str]], T], rows: list[dict[str, str]],
                 workers: int, progress: Callable[[int, int], None] | None,
-                cost: Callable[[dict[str, str]], float] | None) -> list[RowResult]:
+                cost: Callable[[dict[str, str]], float] | None) -> list[T]:
     """``predict`` of every row in ``workers`` processes, returned in file order. Rows are
     handed out by ``cost`` (a rough estimate of their work), the largest first, so that a
     long row is not left last while the other processes idle."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from operator import itemgetter
 from typing import Any
 
@@ -53,9 +54,24 @@ zero_stage on a plain PyTorch row is the profile's DDP (fp32 parameters under au
 validation README) wherever DDP fits; a run that DDP cannot hold must have switched to FSDP,
 and the fastest of its stages that fits is taken (SHARD_GRAD_OP or FULL_SHARD,
 ``row_settings.user_zero_stages``)."""
-_SHOWN: set[tuple[str, type]] = set()
+_SHOWN: set[tuple[str, type]] | None = set()
 """Warnings a row's tuning raised that ``predict_training_row`` has shown again (each once a
-process: its capture of the row's warnings would otherwise show them for every row)."""
+process: its capture of the row's warnings would otherwise show them for every row); None
+within ``every_row_warning``."""
+
+
+@contextmanager
+def every_row_warning() -> Iterator[None]:
+    """Within it, each row's warnings are shown again for every row, not once a process: for
+    ``validate_file``, which collects them row by row in whichever process predicts the row and
+    says each once a file (once a process, a service worker's second job, or a worker process
+    forked after the first, would say none of them)."""
+    global _SHOWN
+    kept, _SHOWN = _SHOWN, None
+    try:
+        yield
+    finally:
+        _SHOWN = kept
 
 
 def _prefer(value: Any) -> Callable[[list[Any]], Any]:
@@ -354,8 +370,9 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
                                if issubclass(w.category, SettingReplaced)))
     for w in caught:  # the others as they would have been shown: once a process, not a row
         key = (str(w.message), w.category)
-        if not issubclass(w.category, SettingReplaced) and key not in _SHOWN:
-            _SHOWN.add(key)
+        if not issubclass(w.category, SettingReplaced) and (_SHOWN is None or key not in _SHOWN):
+            if _SHOWN is not None:
+                _SHOWN.add(key)
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     res.predicted = result.iteration_time_s
     res.chosen = {k: v for k, v in choice.items()}

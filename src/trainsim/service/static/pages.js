@@ -94,6 +94,7 @@ function validateResult(job, root) {
     root.append(h("h3", {}, name),
       h("p", {}, `${s.n} rows, MAPE ${fmt.pct(s.mape)}, max ${fmt.pct(s.max_ape)}` +
         (s.memory_n ? `; memory: ${s.memory_n} rows, MAPE ${fmt.pct(s.memory_mape)}` : "")),
+      ...(f.warnings || []).map(w => h("p", { class: "note" }, `warning: ${w}`)),
       h("table", {}, h("thead", {}, h("tr", {}, ["framework / group", "rows", "MAPE", "mean signed error"].map(c => h("th", {}, c)))),
         h("tbody", {}, Object.entries(groups).map(([k, g]) => h("tr", {}, h("td", {}, k), h("td", {}, g.n),
           h("td", {}, fmt.pct(g.mape)), h("td", {}, fmt.pct(g.mean_signed_error)))))),
