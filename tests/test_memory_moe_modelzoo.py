@@ -21,14 +21,14 @@ FILE = ROOT / "benchmarks" / "training_moe_modelzoo.csv"
 GiB = 2**30
 
 
-def qwen3(version: str):
+def qwen3(version: str, framework: str = "megatron-core"):
     """Qwen3-235B-A22B as the zoo's PP 32 row splits it: TP 2 with sequence parallelism, EP 8,
     micro-batch 1 of 4096 tokens, forced-balanced routing (each rank's 2048 tokens x top-8)."""
     return trainsim.run_config_from_dict({
         "model": {"preset": "qwen3-235b-a22b"},
         "parallel": {"tp": 2, "pp": 2, "ep": 8, "sequence_parallel": True},
         "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 4096,
-                     "framework": "megatron-core", "framework_version": version},
+                     "framework": framework, "framework_version": version},
         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 256, "gpus_per_node": 8},
     })
 
@@ -48,6 +48,24 @@ def test_core_0121_weighs_the_probabilities_in_the_expert():
     for version in ("0.12.1", "0.12.2", "0.12.3", "0.13"):
         assert _moe_block_bytes(qwen3(version)) == pytest.approx(want), version
     assert _moe_block_bytes(qwen3("0.12.0")) == pytest.approx(want + routed * 2 * h)
+    # Megatron-LM's main by date: MR 2668 landed as 2659630721 on 2025-04-09 (experts.py line 745)
+    assert _moe_block_bytes(qwen3("2025-04-09", "megatron-lm")) == pytest.approx(want)
+    assert _moe_block_bytes(qwen3("2025-04-08", "megatron-lm")) == pytest.approx(
+        want + routed * 2 * h)
+
+
+def test_recompute_modules_from_core_0120_and_main_of_2025_04_05():
+    """--recompute-modules came with MR 2207 (3b141a2471, 2025-04-05; core_v0.12.0
+    arguments.py line 1568, transformer_config.py lines 726-732 allowing core_attn, moe_act,
+    layernorm, mla_up_proj, mlp, moe): the tuner tries its MoE sets from there, not before."""
+    from trainsim.catalog.frameworks import framework_profile
+    from trainsim.validate.row_settings import selective_sets
+
+    row = {"num_experts": "128"}
+    for name, old, new in (("megatron-core", "0.11", "0.12"),
+                           ("megatron-lm", "2025-04-04", "2025-04-05")):
+        assert selective_sets(row, {}, framework_profile(name, old)) == []
+        assert "selective:layernorm;moe_act" in selective_sets(row, {}, framework_profile(name, new))
 
 
 def zoo_row(key: str) -> dict[str, str]:
