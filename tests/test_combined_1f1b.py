@@ -244,12 +244,13 @@ def test_a_steady_backward_pairs_with_the_layers_of_the_forward_beside_it():
             continue
         v_b, v_f = chunk_of[b.label.split()[-1]], chunk_of[f.label.split()[-1]]
         got = sum(seg[1] for seg in b.detail.segments if seg[2] == PAIR_EXPOSED)
-        want = sum(chunk_exposed(ch[v_f].pair_sides, ch[v_b].pair_sides, share))
+        want = sum(chunk_exposed(ch[v_f].pair_sides, ch[v_b].pair_sides, share,
+                                 pricer.ep_gemm_share))
         assert got == pytest.approx(want, rel=1e-12, abs=1e-15), (b.label, f.label)
         seen.add((v_b, v_f))
     assert {(0, 2), (2, 0), (2, 2)} <= seen
-    own = sum(chunk_exposed(ch[2].pair_sides, ch[2].pair_sides, share))
-    across = sum(chunk_exposed(ch[0].pair_sides, ch[2].pair_sides, share))
+    own = sum(chunk_exposed(ch[2].pair_sides, ch[2].pair_sides, share, pricer.ep_gemm_share))
+    across = sum(chunk_exposed(ch[0].pair_sides, ch[2].pair_sides, share, pricer.ep_gemm_share))
     assert own > 0 and across != own  # the MoE backward beside a dense forward is not as own
     assert lower_bound_s(cfg) <= r.iteration_time_s
 

@@ -366,7 +366,10 @@ def _mixed_chunk(first_dense: int, layers: int = 3):
     def source(c, sh, is_moe):
         return list(moe_f if is_moe else dense_f)
 
-    pricer, sh = Pricer(cfg), shard_of(cfg)
+    # the exchanges' SMs only: the H100's GEMMs priced as if they shared the SMs left (an
+    # override of the share holds for the GEMMs too; their static schedule has its own test)
+    held = Pricer(cfg).sm_share["ep"]
+    pricer, sh = Pricer(cfg, sm_share={"ep": held}), shard_of(cfg)
     ch = chunks(cfg, pricer, sh, source)[0]
     exposed = sum(seg[1] for seg in ch.bwd.segments if seg[2] == ep_pairs.PAIR_EXPOSED)
     return pricer, moe_f, dense_f, exposed
@@ -394,3 +397,54 @@ def test_a_mixed_dense_and_moe_chunk_pairs_each_forward_with_the_mirrored_backwa
     assert dense > x > 10 * (c + h)  # the regime the expectation is derived in
     assert got == pytest.approx(x * (1 + s) - (1 - s) * c - 2 * h, rel=1e-9)
     assert got < 0.6 * 2 * (x - (1 - s) * c - h)
+
+
+def test_a_statically_scheduled_gemm_loses_half_its_time_beside_an_exchange():
+    """Hand count of ``exposed`` with the GEMMs' share g = 1/2 and the exchange's SMs s = 0.1
+    (f: attention 1 s all GEMM, MLP 1 s all GEMM; b: attention 2 s no GEMM, MLP 2 s all
+    GEMM; every exchange 3 s): phase 1 = 3 + 1 x 1/2 = 3.5; phase 2 = max(3 + 3, 3 + 1) +
+    min(6, 3) x 1/2 = 7.5; phase 3 = 3 + 2 x 0.1 = 3.2; less the passes' 2 + 4 s: 8.2 s.
+    With the SMs' share alone: 3.1 + 6.3 + 3.2 - 6 = 6.6 s."""
+    f = ep_pairs.Side(attn=1, mlp=1, wgrad=0, dispatch=3, combine=3, node=0, busy=2,
+                      attn_gemm=1, mlp_gemm=1)
+    b = ep_pairs.Side(attn=2, mlp=2, wgrad=0, dispatch=3, combine=3, node=0, busy=4,
+                      attn_gemm=0, mlp_gemm=2)
+    assert ep_pairs.exposed(f, b, 0.1, 0.5) == pytest.approx(8.2)
+    assert ep_pairs.exposed(f, b, 0.1) == pytest.approx(6.6)
+    assert ep_pairs.exposed(f, b, 0.1, 0.1) == pytest.approx(6.6)
+
+
+def test_the_gemms_share_is_half_on_hopper_and_the_held_share_elsewhere():
+    """``Pricer.ep_gemm_share``: STATIC_TILE_GEMM_SHARE (1/2) where the GPU's GEMMs keep a
+    static tile schedule (sm_arch 90), the exchange's SMs on Blackwell, and an override of
+    the exchange's share (its own SMs) for the GEMMs too."""
+    from trainsim.catalog import gpu
+    from trainsim.pricing import STATIC_TILE_GEMM_SHARE
+
+    hopper = moe_layer_cfg("alltoall", ep=32, gpus=32, moe_overlap_ep_comm=True)
+    assert hopper.cluster.gpu.sm_arch == 90
+    assert Pricer(hopper).ep_gemm_share == STATIC_TILE_GEMM_SHARE == 0.5
+    assert Pricer(hopper, sm_share={"ep": 0.0}).ep_gemm_share == 0.0
+    blackwell = replace(hopper, cluster=replace(hopper.cluster, gpu=gpu("b200-sxm-180gb")))
+    assert blackwell.cluster.gpu.sm_arch == 100
+    p = Pricer(blackwell)
+    assert p.ep_gemm_share == p.sm_share["ep"] < 0.5
+
+
+def test_hopper_gemms_beside_an_exchange_expose_more_of_it():
+    """One MoE chunk of two layers whose exchanges outlast their GEMMs: on the H100 the pair
+    exposes the exchanges less half the GEMMs' time beside them, not less (1 - s) of it."""
+    _, _, _, held = _mixed_chunk(first_dense=0, layers=2)
+    cfg = moe_layer_cfg("alltoall", ep=32, experts=32, topk=4, gpus=32,
+                        moe_overlap_ep_comm=True)
+    cfg = replace(cfg, model=replace(cfg.model, num_layers=2, moe_first_dense_layers=0))
+    mid = (4096, 4096, 4096)
+    moe_f, _ = _passes(mid, mid, mid, mid, 4e8)
+    pricer, sh = Pricer(cfg), shard_of(cfg)
+    ch = chunks(cfg, pricer, sh, lambda c, s, m: list(moe_f))[0]
+    static = sum(seg[1] for seg in ch.bwd.segments if seg[2] == ep_pairs.PAIR_EXPOSED)
+    s = pricer.sm_share["ep"]
+    moe_b = backward_of(moe_f, sh)
+    c = sum(pricer.compute.time(op) for op in moe_f + moe_b if isinstance(op, Gemm))
+    # two pairs, each with its GEMMs' c beside the exchanges: (1 - s) c hidden before, c / 2 now
+    assert static - held == pytest.approx(2 * (0.5 - s) * c, rel=1e-6)

@@ -168,7 +168,8 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
             # the backward layer it pops (the MTP layers, popped first, in the head's backward)
             mtp = [last_kind] * (m.mtp_num_layers or 0) if last else []
             pair_sides = tuple(sides[k] for k in kinds + mtp)
-            steps = chunk_exposed(pair_sides, pair_sides, pricer.sm_share["ep"])
+            steps = chunk_exposed(pair_sides, pair_sides, pricer.sm_share["ep"],
+                                  pricer.ep_gemm_share)
             bwd_head = with_exposed(bwd_head, sum(steps[:len(mtp)]))
             bwd_layers = tuple(with_exposed(b, x) for b, x in zip(bwd_layers, steps[len(mtp):]))
         out[v] = Chunk(fwd, bwd_head, bwd_layers, (emb_b if first else empty) + after,

@@ -120,6 +120,6 @@ def beside_forward(graph: Any, spec: tuple, v: int, order: list, k: int) -> tupl
         work = graph.work[v][1]
         own = interned(own_segments(work))
         extra = sum(chunk_exposed(f_ch.pair_sides, b_ch.pair_sides,
-                                  graph.pricer.sm_share["ep"]))
+                                  graph.pricer.sm_share["ep"], graph.pricer.ep_gemm_share))
         hit = memo[(v, v_f)] = graph._pass_spec(v % graph.pp, with_exposed(own, extra), v > 0)
     return hit

@@ -66,7 +66,7 @@ from typing import Any, NamedTuple
 from trainsim.catalog.frameworks import framework_profile, profile_supports
 from trainsim.pricing import EP, HOST, Priced, Pricer, interned
 from trainsim.workload.moe_block import SHARED_EXPERT_PREFIX
-from trainsim.workload.ops import Comm, Op
+from trainsim.workload.ops import Comm, Gemm, Op
 
 _RECOMPUTE = "recompute."  # a recomputed op's name (workload.recompute)
 # the pre-MLP layernorm, in the attention node, is recomputed by a hook on the experts' output:
@@ -141,6 +141,15 @@ def _s(segs: list[tuple[str, float, str]]) -> float:
     return sum(seg[1] for seg in segs)
 
 
+def _gemm_s(segs: list[tuple[str, float, str]], gemms: set[str]) -> float:
+    """The seconds of ``segs`` that GEMMs (names in ``gemms``) take."""
+    return sum(seg[1] for seg in segs if seg[2] in gemms)
+
+
+def _gemm_names(ops: list[Op]) -> set[str]:
+    return {op.name for op in ops if isinstance(op, Gemm)}
+
+
 def delay_wgrad_compute(cfg: Any) -> bool:
     """Whether the run delays the MoE layer's weight gradients (``parallel.delay_wgrad_compute``;
     where the run leaves it out, its framework profile's default, else off as in Megatron-core)."""
@@ -168,6 +177,10 @@ class Side(NamedTuple):
     combine: float
     node: float
     busy: float
+    attn_gemm: float = 0.0
+    """The attention node's GEMM seconds (part of ``attn``)."""
+    mlp_gemm: float = 0.0
+    """The MLP node's GEMM seconds (part of ``mlp`` + ``wgrad``, the weight gradients all GEMMs)."""
 
 
 class MoeSides(NamedTuple):
@@ -184,35 +197,44 @@ EMPTY = Side(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)  # no layer on this side: the ot
 PAIR_EXPOSED = "moe.pair_exposed"  # the segment a pair's exposed exchange time is priced in
 
 
-def exposed(f: Side | None, b: Side | None, share: float) -> float:
+def exposed(f: Side | None, b: Side | None, share: float,
+            gemm_share: float | None = None) -> float:
     """The time forward layer ``f`` and backward layer ``b`` take as one
     ``TransformerLayerSchedulePlan.run`` beyond their passes' own compute (module docstring),
     the compute beside an exchange slowed by ``share`` of its time (the SMs it holds). None
     or ``EMPTY``: that side has no layer (``run(f_layer, None)`` or ``run(None, b_layer)``, the
     leftover layers of two chunks of unequal length): the other's exchanges wait for its own
     compute and its compute for them, exposed whole but where a backward's delayed weight
-    gradients run beside its dispatch."""
+    gradients run beside its dispatch. ``gemm_share``: the share of the GEMMs' time lost
+    beside an exchange where it differs from ``share`` (``Pricer.ep_gemm_share``: Hopper's
+    statically scheduled GEMMs), each phase's compute weighted by its GEMM seconds."""
     f, b = f or EMPTY, b or EMPTY
+    g = share if gemm_share is None else gemm_share
     if b is EMPTY:
         return f.dispatch + f.combine
     if f is EMPTY:
-        return b.combine + b.dispatch - min(b.dispatch, b.wgrad) * (1.0 - share)
+        return b.combine + b.dispatch - min(b.dispatch, b.wgrad) * (1.0 - g)
 
-    def beside(comm: float, comp: float) -> float:
-        return max(comm, comp) + min(comm, comp) * share
+    def lost(comp: float, gemm: float) -> float:  # the share lost by compute with gemm GEMMs
+        return share if comp <= 0.0 else (gemm * g + (comp - gemm) * share) / comp
+
+    def beside(comm: float, comp: float, gemm: float) -> float:
+        return max(comm, comp) + min(comm, comp) * lost(comp, gemm)
 
     # the combine node's kernels, on the communication stream beside the other stream's
     # compute, take the GPU from it for their time: they add to both streams' time
-    phase1 = b.node + beside(b.combine, f.attn)
+    phase1 = b.node + beside(b.combine, f.attn, f.attn_gemm)
+    mlps = b.mlp + b.wgrad + f.mlp
     phase2 = max(max(f.dispatch, b.mlp) + b.dispatch,
                  max(b.mlp + b.wgrad, f.dispatch) + f.mlp) + \
-        min(f.dispatch + b.dispatch, b.mlp + b.wgrad + f.mlp) * share
-    phase3 = beside(f.combine, b.attn) + f.node
+        min(f.dispatch + b.dispatch, mlps) * lost(mlps, b.mlp_gemm + f.mlp_gemm)
+    phase3 = beside(f.combine, b.attn, b.attn_gemm) + f.node
     return max(0.0, phase1 + phase2 + phase3 - f.busy - b.busy)
 
 
 def chunk_exposed(fwd: tuple[tuple[Side, Side] | None, ...],
-                  bwd: tuple[tuple[Side, Side] | None, ...], share: float) -> list[float]:
+                  bwd: tuple[tuple[Side, Side] | None, ...], share: float,
+                  gemm_share: float | None = None) -> list[float]:
     """A forward chunk's layers (``fwd``) beside a backward chunk's (``bwd``), each in forward
     order as (forward side, backward side), None for a layer the pair cannot split, as
     ``TransformerModelChunkSchedulePlan.run`` pairs them (model_chunk_schedule_plan.py,
@@ -224,9 +246,9 @@ def chunk_exposed(fwd: tuple[tuple[Side, Side] | None, ...],
     b = [None if x is None else x[1] for x in bwd]
     n_f, n_b = len(f), len(b)
     both = min(n_f, n_b)
-    return [exposed(f[i], b[n_b - 1 - i], share) for i in range(both)] + \
-        [exposed(None, b[j], share) for j in range(n_b - both - 1, -1, -1)] + \
-        [exposed(f[i], None, share) for i in range(both, n_f)]
+    return [exposed(f[i], b[n_b - 1 - i], share, gemm_share) for i in range(both)] + \
+        [exposed(None, b[j], share, gemm_share) for j in range(n_b - both - 1, -1, -1)] + \
+        [exposed(f[i], None, share, gemm_share) for i in range(both, n_f)]
 
 
 def _busy(segs: list[tuple[str, float, str]], host: float) -> float:
@@ -259,8 +281,14 @@ def dense_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
 
     attn_bwd = sum(s[1] for i, s in enumerate(b_segs) if attn_b(i, s[2]))
     f_busy, b_busy = _busy(f_segs, f_host), _busy(b_segs, b_host)
-    return (Side(attn_f, f_busy - f_host - attn_f, 0.0, 0.0, 0.0, 0.0, f_busy),
-            Side(attn_bwd, b_busy - b_host - attn_bwd, 0.0, 0.0, 0.0, 0.0, b_busy))
+    gemms = _gemm_names(fwd_ops + bwd_ops)
+    gemm_f = [s for s in f_segs if s[0] != EP and s[2] in attn_ops]
+    gemm_b = [s for i, s in enumerate(b_segs) if attn_b(i, s[2])]
+    attn_gf, attn_gb = _gemm_s(gemm_f, gemms), _gemm_s(gemm_b, gemms)
+    return (Side(attn_f, f_busy - f_host - attn_f, 0.0, 0.0, 0.0, 0.0, f_busy,
+                 attn_gf, _gemm_s(f_segs, gemms) - attn_gf),
+            Side(attn_bwd, b_busy - b_host - attn_bwd, 0.0, 0.0, 0.0, 0.0, b_busy,
+                 attn_gb, _gemm_s(b_segs, gemms) - attn_gb))
 
 
 def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]) -> MoeSides | None:
@@ -308,11 +336,16 @@ def moe_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]) -> MoeSides 
         (((HOST, f_host, "host_launch_wait"),) if f_host > 0 else ())
     bwd = tuple(s for s in b_segs if s[0] != _X) + \
         (((HOST, b_host, "host_launch_wait"),) if b_host > 0 else ())
+    # the GEMM seconds of each node, for the share a statically scheduled GEMM loses
+    gemms = _gemm_names(fwd_ops + bwd_ops)
+    mlp_f_segs = mlp_f + [s for s in after_f if s[2] not in node and s not in to_attn_f]
     return MoeSides(interned(fwd), interned(bwd),
                     Side(attn_fwd, mlp_fwd, 0.0, _s(dispatch_f), _s(combine_f), node_f,
-                         _busy(f_segs, f_host)),
+                         _busy(f_segs, f_host), _gemm_s(attn_f + to_attn_f, gemms),
+                         _gemm_s(mlp_f_segs, gemms)),
                     Side(attn_bwd, _s(mlp_all) - wgrad, wgrad, _s(dispatch_b), _s(combine_b),
-                         node_b, _busy(b_segs, b_host)))
+                         node_b, _busy(b_segs, b_host), _gemm_s(attn_b + to_attn_b, gemms),
+                         _gemm_s(mlp_all, gemms)))
 
 
 def with_exposed(bwd: Priced, extra: float) -> Priced:

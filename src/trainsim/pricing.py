@@ -80,6 +80,30 @@ channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's in
 NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
 
 
+STATIC_TILE_GEMM_SHARE = 0.5
+"""Share of a GEMM's time lost beside an exchange when the GEMM is a persistent kernel with a
+static tile schedule (Hopper, ``static_tile_schedule``): one worker block per SM owns an equal
+share of the tiles, and the workers whose SMs an exchange holds start only when it frees them
+or when the other workers are done, then run their whole share: a GEMM of T beside an
+exchange with c left takes T + min(c, T), half speed while the exchange runs, whatever number
+of SMs (> 0) it holds. Derived, not fitted (NVIDIA CUTLASS documentation,
+media/docs/cpp/blackwell_cluster_launch_control.md "Static Scheduler": a GEMM beside a kernel
+that holds 20 of 100 SMs; Megatron-Bridge v0.2.0 scripts/performance/perf_plugins.py L216-236:
+on Hopper a "communication kernel will be pushed to the end of the GEMM kernel")."""
+
+
+def static_tile_schedule(cfg: RunConfig) -> bool:
+    """Whether the run's GEMMs are persistent kernels with a static tile schedule: NVIDIA
+    Hopper (sm_arch 90; CUTLASS include/cutlass/gemm/kernel/sm90_tile_scheduler.hpp
+    ``PersistentTileSchedulerSm90``, a ``StaticPersistentTileScheduler``). Blackwell's GEMMs
+    take their tiles by cluster launch control (sm100_tile_scheduler.hpp
+    ``PersistentTileSchedulerSm100``), which lets running workers take the tiles of SMs
+    another kernel holds: they lose only those SMs' share (``sm_share``). That cuBLAS's
+    Hopper kernels, which Transformer Engine calls, schedule as CUTLASS's do is assumed
+    (cuBLAS is closed source)."""
+    return cfg.cluster.gpu.sm_arch == 90
+
+
 def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
     """SMs an NCCL all-to-all (the ``alltoall`` dispatcher's exchange,
     ``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
@@ -136,6 +160,13 @@ class Pricer:
         ep_sms = exchange_sms(cfg) or ep_a2a_sms(cfg, self.spans["ep"])
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
                          **(sm_share or {})}
+        held = self.sm_share["ep"]
+        self.ep_gemm_share = max(held, STATIC_TILE_GEMM_SHARE) \
+            if static_tile_schedule(cfg) and "ep" not in (sm_share or {}) else held
+        """Share of the GEMMs' time lost beside an expert exchange in a combined-1F1B pair
+        (``ep_pairs.exposed``): ``STATIC_TILE_GEMM_SHARE`` on a GPU whose GEMMs keep a static
+        tile schedule, else the exchange's SMs (``sm_share['ep']``; an override of it, the
+        exchange on SMs of its own, holds for the GEMMs too)."""
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
         pipeline send and an expert exchange hidden behind other work (the dispatcher's
         kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``ep_a2a_sms``) hold while
@@ -492,5 +523,5 @@ class Pricer:
         return ops, busy
 
 
-__all__ = ["COMM_SMS", "P2P_SMS", "Priced", "Pricer", "ep_a2a_sms", "interned", "join",
-           "shared"]
+__all__ = ["COMM_SMS", "P2P_SMS", "STATIC_TILE_GEMM_SHARE", "Priced", "Pricer", "ep_a2a_sms",
+           "interned", "join", "shared", "static_tile_schedule"]
