@@ -29,7 +29,6 @@ rows without CP (25.07 405B TP 2, the B200 TP-1 rows) unexplained by nothing.
 from __future__ import annotations
 
 import csv
-import subprocess
 import sys
 import tempfile
 from multiprocessing import Pool
@@ -39,8 +38,11 @@ from trainsim import pricing
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.errata import corrected_file
-from trainsim.validate.training import predict_training_row
 from trainsim.workload.ops import Attention, Elementwise
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import nemo25_blackwell_gap
+from nemo25_blackwell_gap import _one
 
 HERE = Path(__file__).parent
 BLACKWELL = ("b200-sxm-180gb", "gb200", "gb300")
@@ -93,11 +95,6 @@ def _scale(label: str) -> None:
         pricing.Pricer._comm_time = doubled
 
 
-def _one(row: dict[str, str]) -> tuple[str, float, float | None]:
-    res = predict_training_row(row)
-    return row["id"], res.measured, res.predicted
-
-
 def case(label: str) -> None:
     """One case in a fresh process (prices are cached per process): id, measured, predicted."""
     _scale(label)
@@ -107,13 +104,7 @@ def case(label: str) -> None:
 
 
 def run_case(label: str) -> dict[str, tuple[float, float | None]]:
-    out = subprocess.run([sys.executable, __file__, "case", label], check=True,
-                         capture_output=True, text=True).stdout
-    res = {}
-    for line in out.splitlines():
-        rid, m, p = line.split(",")
-        res[rid] = (float(m), float(p) if p else None)
-    return res
+    return nemo25_blackwell_gap.run_case(label, __file__)
 
 
 def main() -> None:

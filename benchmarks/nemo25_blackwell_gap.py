@@ -96,8 +96,10 @@ def case(label: str) -> None:
             print(f"{rid},{m},{p if p is not None else ''}", flush=True)
 
 
-def run_case(label: str) -> dict[str, tuple[float, float | None]]:
-    out = subprocess.run([sys.executable, __file__, "case", label], check=True,
+def run_case(label: str, script: str = __file__) -> dict[str, tuple[float, float | None]]:
+    """``script case label`` in a fresh process (its prices scaled for that case only): the
+    id -> (measured, predicted) it prints. Shared with cp_blackwell_parts.py."""
+    out = subprocess.run([sys.executable, script, "case", label], check=True,
                          capture_output=True, text=True).stdout
     res = {}
     for line in out.splitlines():
