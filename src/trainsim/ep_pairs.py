@@ -269,7 +269,8 @@ def dense_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
     attn_ops = set(names[:names.index(_MLP_NORM)])
     f_segs, f_host = _timeline(pricer, fwd_ops)
     b_segs, b_host = _timeline(pricer, bwd_ops)
-    attn_f = sum(s[1] for s in f_segs if s[0] != EP and s[2] in attn_ops)
+    attn_f_segs = [s for s in f_segs if s[0] != EP and s[2] in attn_ops]
+    attn_f = _s(attn_f_segs)
     split = next((i for i, s in enumerate(b_segs) if s[2] == _MLP_NORM + ".bwd"), None)
     if split is None:
         return None
@@ -279,12 +280,11 @@ def dense_sides(pricer: Pricer, fwd_ops: list[Op], bwd_ops: list[Op]
             return name.removeprefix(_RECOMPUTE) in attn_ops
         return i > split
 
-    attn_bwd = sum(s[1] for i, s in enumerate(b_segs) if attn_b(i, s[2]))
+    attn_b_segs = [s for i, s in enumerate(b_segs) if attn_b(i, s[2])]
+    attn_bwd = _s(attn_b_segs)
     f_busy, b_busy = _busy(f_segs, f_host), _busy(b_segs, b_host)
     gemms = _gemm_names(fwd_ops + bwd_ops)
-    gemm_f = [s for s in f_segs if s[0] != EP and s[2] in attn_ops]
-    gemm_b = [s for i, s in enumerate(b_segs) if attn_b(i, s[2])]
-    attn_gf, attn_gb = _gemm_s(gemm_f, gemms), _gemm_s(gemm_b, gemms)
+    attn_gf, attn_gb = _gemm_s(attn_f_segs, gemms), _gemm_s(attn_b_segs, gemms)
     return (Side(attn_f, f_busy - f_host - attn_f, 0.0, 0.0, 0.0, 0.0, f_busy,
                  attn_gf, _gemm_s(f_segs, gemms) - attn_gf),
             Side(attn_bwd, b_busy - b_host - attn_bwd, 0.0, 0.0, 0.0, 0.0, b_busy,

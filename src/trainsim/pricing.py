@@ -160,6 +160,12 @@ class Pricer:
         ep_sms = exchange_sms(cfg) or ep_a2a_sms(cfg, self.spans["ep"])
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
                          **(sm_share or {})}
+        """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
+        pipeline send and an expert exchange hidden behind other work (the dispatcher's
+        kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``ep_a2a_sms``) hold while
+        they run beside compute
+        (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
+        own)."""
         held = self.sm_share["ep"]
         self.ep_gemm_share = max(held, STATIC_TILE_GEMM_SHARE) \
             if static_tile_schedule(cfg) and "ep" not in (sm_share or {}) else held
@@ -167,12 +173,6 @@ class Pricer:
         (``ep_pairs.exposed``): ``STATIC_TILE_GEMM_SHARE`` on a GPU whose GEMMs keep a static
         tile schedule, else the exchange's SMs (``sm_share['ep']``; an override of it, the
         exchange on SMs of its own, holds for the GEMMs too)."""
-        """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
-        pipeline send and an expert exchange hidden behind other work (the dispatcher's
-        kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``ep_a2a_sms``) hold while
-        they run beside compute
-        (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
-        own)."""
         self.ub_margin = sms / (sms - UB_COMM_SMS)
         """Slowdown of a GEMM that Transformer Engine's pipeline or bulk TP overlap runs beside
         its communication kernels (``UB_COMM_SMS``)."""
