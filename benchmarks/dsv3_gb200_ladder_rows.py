@@ -16,11 +16,13 @@ columns, so rows that differ only by them carry the same cells. iteration_s = Me
 
 from __future__ import annotations
 
-import csv
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mirror_rows
+
+REPO_DIR = "NVIDIA+Megatron-LM"
 
 HEADER = [
     "id", "source", "model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
@@ -144,21 +146,19 @@ def rows() -> list[dict]:
 
 
 def _mirror() -> Path:
-    return Path(os.environ.get("TRAINSIM_MIRRORS", "/work/.mirror")) / "NVIDIA+Megatron-LM" / "repo"
+    return mirror_rows.mirror(REPO_DIR)
 
 
 def check() -> list[str]:
     """Differences between the typed table and the mirror's text (empty: none)."""
-    text = subprocess.run(["git", "--git-dir", str(_mirror()), "show", f"{COMMIT}:{DOC}"],
-                          capture_output=True, text=True, check=True).stdout.splitlines()
+    text = mirror_rows.show(REPO_DIR, COMMIT, DOC).splitlines()
     bad = []
     for line, disp, step, tf in TABLE:
         cells = [c.strip() for c in text[line - 1].strip().strip("|").split("|")]
         want = ["DeepSeek-V3", "GB200", "MXFP8", disp, step, tf]
         if cells != want:
             bad.append(f"line {line}: {cells} != {want}")
-    guide = subprocess.run(["git", "--git-dir", str(_mirror()), "show", f"{COMMIT}:{GUIDE}"],
-                           capture_output=True, text=True, check=True).stdout
+    guide = mirror_rows.show(REPO_DIR, COMMIT, GUIDE)
     for flag in ("--pipeline-model-parallel-size 8", "--expert-model-parallel-size 32",
                  "--micro-batch-size 1", "--global-batch-size 2048", "--seq-length 4096",
                  f'--pipeline-model-parallel-layout "{LAYOUT}"', "--recompute-modules moe_act mlp",
@@ -173,13 +173,7 @@ def check() -> list[str]:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--check"]:
-        bad = check()
-        print("\n".join(bad) or "table and guide as in the mirror")
-        sys.exit(1 if bad else 0)
-    w = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows())
+    mirror_rows.main(rows, HEADER, check, "table and guide as in the mirror")
 
 
 if __name__ == "__main__":

@@ -20,11 +20,13 @@ of rows:
 
 from __future__ import annotations
 
-import csv
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mirror_rows
+
+REPO_DIR = "yanring+Megatron-MoE-ModelZoo"
 
 HEADER = [
     "id", "source", "model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
@@ -294,12 +296,11 @@ def rows() -> list[dict]:
 
 
 def _mirror() -> Path:
-    return Path(os.environ.get("TRAINSIM_MIRRORS", "/work/.mirror")) / "yanring+Megatron-MoE-ModelZoo" / "repo"
+    return mirror_rows.mirror(REPO_DIR)
 
 
 def _show(commit: str, path: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(_mirror()), "show", f"{commit}:{path}"],
-                          capture_output=True, text=True, check=True).stdout
+    return mirror_rows.show(REPO_DIR, commit, path)
 
 
 def _cells(line: str) -> list[str]:
@@ -341,13 +342,7 @@ def check() -> list[str]:
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--check"]:
-        bad = check()
-        print("\n".join(bad) or "tables and commands as in the mirror")
-        sys.exit(1 if bad else 0)
-    w = csv.DictWriter(sys.stdout, fieldnames=HEADER, lineterminator="\n")
-    w.writeheader()
-    w.writerows(rows())
+    mirror_rows.main(rows, HEADER, check, "tables and commands as in the mirror")
 
 
 if __name__ == "__main__":
