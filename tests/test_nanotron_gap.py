@@ -1,0 +1,47 @@
+"""benchmarks/nanotron_gap.py (issue 17 diagnostics for training_nanotron.csv): the nccl-tests
+busbw-to-time conversion against the source file's own algbw column, the EFA ratio outside
+EFA, and the TP collectives one micro-batch runs, counted by hand."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from helpers import load_script
+
+from trainsim.validate.training import row_config
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = load_script(ROOT / "benchmarks" / "nanotron_gap.py")
+
+
+def test_busbw_to_time_matches_the_files_algbw():
+    """nccl-tests all_reduce: algbw = busbw x n / (2 (n - 1)); the p5 file gives 78.57 GB/s
+    algbw beside 147.32 busbw on 16 GPUs at 32 MiB, and 184.25 beside 356.99 on 32 GPUs."""
+    ratios = SCRIPT.efa_ratios()
+    for (nodes, mib), algbw in (((2, 32), 78.57), ((4, 8192), 184.25)):
+        measured = mib * SCRIPT.MIB / (algbw * 1e9)
+        trainsim = SCRIPT.trainsim_all_reduce_s(8 * nodes, mib * SCRIPT.MIB)
+        assert ratios[(nodes, mib)] == pytest.approx(measured / trainsim, rel=2e-3)
+
+
+def test_no_efa_inside_a_node_and_the_nearest_point():
+    ratios = SCRIPT.efa_ratios()
+    assert SCRIPT.nearest_ratio(ratios, 1, 32 * SCRIPT.MIB) == 1.0
+    assert SCRIPT.nearest_ratio(ratios, 2, 30e6) == ratios[(2, 32)]
+    assert SCRIPT.nearest_ratio(ratios, 64, 1e10) == ratios[(32, 8192)]
+
+
+def test_tp_collectives_of_one_microbatch_by_hand():
+    """8B on TP 16, PP 1, sequence parallel: per layer 2 all-gathers and 2 reduce-scatters
+    forward, and backward their conjugates plus the two re-gathers (10); the embedding's
+    reduce-scatter and its backward all-gather; the head's all-gather, the cross-entropy
+    all-reduce, the head's re-gather and reduce-scatter: 32 x 10 + 2 + 4 = 326."""
+    with (ROOT / "benchmarks" / "training_nanotron.csv").open(newline="") as fh:
+        row = next(r for r in csv.DictReader(fh)
+                   if r["id"] == "nt-draw-8b-n2-dp1-tp16-pp1-mbs1-acc256-z0")
+    ops = SCRIPT.tp_ops_per_microbatch(row_config(row), 0)
+    assert len(ops) == 326
+    big = [op for op in ops if op.kind != "all_reduce"]
+    assert all(op.bytes == 4096 * 4096 * 2 for op in big)  # one sequence of h in bf16
