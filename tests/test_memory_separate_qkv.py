@@ -33,9 +33,13 @@ def test_meta_llama3_profile_has_separate_qkv_and_no_pipelining_buffers():
 @pytest.mark.parametrize("tp", [1, 8])
 def test_separate_projections_drop_the_unrotated_q_and_k(tp):
     """Under RoPE a layer with separate projections keeps T * 2 (q + kv) / t bytes less than
-    Megatron's fused QKV layer, all else equal (the unrotated Q and K)."""
-    fused = _cfg("megatron-core", "0.13", tp=tp)
+    a fused QKV layer whose attention keeps V as a view of the fused output, all else equal
+    (the unrotated Q and K); as many as Megatron-core's TE layer, whose attention copies Q, K
+    and V (tests/test_memory_te_spec.py)."""
+    fused = _cfg("megatron-core", "0.5", tp=tp)
     separate = _cfg("meta-llama3", "2024-07", tp=tp)
+    te = _cfg("megatron-core", "0.13", tp=tp)
+    assert activation_bytes_per_layer(te) == activation_bytes_per_layer(separate)
     m = fused.model
     tokens = 8192
     expected = tokens * 2 * (m.q_size / tp + max(m.kv_size / tp, m.kv_channels))

@@ -229,6 +229,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the model's attention projects Q, K and V with three separate linears (not one fused QKV
     # GEMM): under RoPE the unrotated Q and K are freed, no fused buffer stays alive beside V
     "separate_qkv": _nullable(_bool),
+    # Megatron-core's Transformer Engine layer spec (gpt_layer_specs.py
+    # get_gpt_layer_with_transformer_engine_spec): the input norm fused into linear_qkv and a
+    # dense layer's pre-MLP norm into linear_fc1 (TELayerNormColumnParallelLinear, the norms
+    # IdentityOp), the core attention TE's DotProductAttention, which hands its kernel
+    # contiguous Q, K and V (memory.te_spec)
+    "te_layer_spec": _nullable(_bool),
     # FSDP shards a model already cast to the 16-bit training dtype: 16-bit shards and
     # gradients, no fp32 master copy, torch.optim's moments in that dtype too
     "params_16bit": _nullable(_bool),
@@ -482,7 +488,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
     "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather",
-    "checkpointed_fused_attention",
+    "checkpointed_fused_attention", "te_layer_spec",
     "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
     "linear_bias_grad_kernels"}

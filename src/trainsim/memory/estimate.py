@@ -32,6 +32,7 @@ from trainsim.memory.ring_attention import ring_backward_bytes
 from trainsim.memory.saved_inputs import gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.state import ModelState, model_state
+from trainsim.memory.te_spec import norms_fused, qkv_copies
 from trainsim.workload.head import cross_entropy_impl
 from trainsim.workload.ops import MATERIALIZED_SCORES
 from trainsim.workload.pipeline_schedules import rank_chunks
@@ -157,6 +158,10 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         # (RoPE's backward needs only its cos/sin tables), so only rotated Q and K and the V
         # projection's output stay: as many bytes as one fused QKV buffer
         qkv = fused
+    elif rope and cfg.training.attention not in MATERIALIZED_SCORES and qkv_copies(cfg, recompute):
+        # Transformer Engine's attention copies Q, K and V contiguous and saves the copies:
+        # the rotated Q and K and V's copy, no fused buffer (memory.te_spec)
+        qkv = fused
     else:
         qkv = fused + (2 * (q / t + kv_loc) if rope else 0.0)
     if cfg.training.attention not in MATERIALIZED_SCORES and not m.is_mla and not (
@@ -230,14 +235,17 @@ def _selective_savings(cfg: RunConfig, moe: bool, T: float, shared_div: int) -> 
         # pre_mlp_layernorm; under fp8 the linears they feed save the original, discarded,
         # input: set_for_recompute_input_layernorm, set_save_original_input(linear_fc1), and
         # for MoE the shared experts' fc1, moe_layer.py set_for_recompute_pre_mlp_layernorm)
-        per = x  # the QKV (MLA: down-projection) input
+        # the QKV (MLA: down-projection) input; none where the norm is fused into the linear
+        # it feeds, which keeps it (memory.te_spec: the FC1 input of a dense layer neither)
+        fused_norms = norms_fused(cfg)
+        per = 0.0 if fused_norms else x
         if moe and "moe" not in modules:
             # the router's 16-bit input (moe_utils.py RouterGatingLinearFunction
             # ``ctx.save_for_backward(inp, weight, bias)``), the shared experts' fp8 copy; not
             # where a router graph keeps the norm (graph_outputs.pre_mlp_norm_recomputed)
             per += (2 + (x if x != 2 and m.moe_shared_expert_intermediate_size else 0)
                     if pre_mlp_norm_recomputed(cfg) else 0)
-        elif not m.parallel_block:
+        elif not m.parallel_block and not fused_norms:
             per += x  # the FC1 input
         out += T * h * per / shared_div
     if "mla_up_proj" in modules and m.is_mla:  # per-head Q, K, V; the latents stay
