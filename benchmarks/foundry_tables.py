@@ -12,7 +12,19 @@ activation checkpointing (``recompute`` full or none), sharding (SHARD_GRAD_OP: 
 and MP Mode (PURE: bf16 gradient reduce, DEFAULT: fp32). The measured iteration time is
 GlobalBatchSize (T) / Throughput (T/s). ``--attention`` sets the kernel (default ``flash2``, the
 public file's; ``triton``, what the harness ran: benchmarks/training_errata.csv). MPT-350m has
-no preset and is skipped.
+no preset and is skipped. Columns are found by the header's names, so the README before
+b2a43a14 (no "Model TFLOP" column) reads too.
+
+    git -C LLM_FOUNDRY show b2a43a147^:scripts/train/benchmarking/README.md > OLD.md
+    PYTHONPATH=src python benchmarks/foundry_tables.py README.md --pair OLD.md [--attention triton]
+
+``--pair`` lists the launches both READMEs hold with different times: b2a43a14 (2023-10-19)
+remeasured the A100-80GB table on the torch 2.1.0 image (sweep.sh ``IMAGE``) with amp_bf16 /
+DEFAULT, where the older lines ran bf16 / PURE on the torch <= 2.0 stack of May-October 2023
+(sweep.sh ``IMAGE`` mosaicml/pytorch:1.13.1_cu117 at 92bd673c; README L70 there: "TODO: Update
+tables with torch 2.0 after next Composer release"). Same GPUs, same
+model, batch, sequence and checkpointing: the new/old throughput by checkpointing isolates
+what the software stack changed.
 """
 
 from __future__ import annotations
@@ -28,22 +40,28 @@ from pathlib import Path
 from trainsim.validate import BUNDLED_DIR, validate_file
 
 GPUS = {"h100_80gb": "h100-sxm-80gb", "a100_80gb": "a100-sxm-80gb", "a100_40gb": "a100-sxm-40gb"}
+COLUMNS = ("Model", "SeqLen (T)", "# GPUs", "GPU", "MicroBatchSize", "GlobalBatchSize",
+           "Throughput (T/s)", "GlobalBatchSize (T)", "Precision", "MP Mode", "Sharding Strategy",
+           "Activation Checkpointing")
 
 
 def readme_rows(readme: Path, attention: str) -> list[dict[str, str]]:
     """The README's table lines as training rows (see the module docstring)."""
     with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
         template = {r["model"]: r for r in csv.DictReader(fh) if r["framework"] == "llm-foundry"}
-    rows, table = [], ""
+    rows, table, col = [], "", {}
     for line in readme.read_text().splitlines():
         if line.startswith("## "):
             table = line[3:].strip()
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) < 20 or cells[0] in ("Model", "---") or cells[3] not in GPUS:
+        if cells[0] == "Model":  # the header names the columns (README at 92bd673c and before
+            col = {name: i for i, name in enumerate(cells)}  # has no "Model TFLOP")
             continue
-        (model, seq, gpus, gpu, _mfu, _hfu, _tflop, mb, _ga, gbs, _sps, tps, _tpg, gbs_tokens,
-         precision, mp_mode, sharding, ckpt) = cells[:18]
+        if len(cells) < 19 or cells[0] == "---" or not col or cells[3] not in GPUS:
+            continue
+        (model, seq, gpus, gpu, mb, gbs, tps, gbs_tokens, precision, mp_mode, sharding,
+         ckpt) = (cells[col[name]] for name in COLUMNS)
         if f"mpt-{model}" not in template:
             continue
         row = dict(template[f"mpt-{model}"])
@@ -61,24 +79,78 @@ def readme_rows(readme: Path, attention: str) -> list[dict[str, str]]:
     return rows
 
 
-def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("readme", type=Path)
-    ap.add_argument("--attention", default="flash2")
-    ap.add_argument("--csv", type=Path, help="also write the rows and their errors here")
-    args = ap.parse_args(argv)
-    if not args.readme.is_file():
-        print(f"error: {args.readme}: no such file", file=sys.stderr)
-        return 2
-    rows = readme_rows(args.readme, args.attention)
+def price(rows: list[dict[str, str]]) -> dict[str, float]:
+    """Each row's signed error (predicted / measured - 1) by id; rows with no prediction left out."""
     path = Path(tempfile.mkdtemp()) / "foundry_tables.csv"
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    return {r.id: r.predicted / r.measured - 1 for r in validate_file(path, workers=2)[1]
+            if r.predicted}
+
+
+SAME_RUN = ("model", "seq_length", "gpu", "num_gpus", "micro_batch_size", "global_batch_size",
+            "recompute", "zero_stage", "dtype")
+
+
+def pairs(old: list[dict[str, str]], new: list[dict[str, str]]
+          ) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """(old, new) for every configuration both READMEs list (same model, sequence, GPU and
+    count, micro and global batch, checkpointing, sharding, dtype) with another measured time:
+    the same launch measured again on another software stack."""
+    by_key = {tuple(r[k] for k in SAME_RUN): r for r in old}
+    out = []
+    for r in new:
+        o = by_key.get(tuple(r[k] for k in SAME_RUN))
+        if o is not None and o["measured_iteration_s"] != r["measured_iteration_s"]:
+            out.append((o, r))
+    return out
+
+
+def print_pairs(old_readme: Path, new_readme: Path, attention: str) -> None:
+    """The remeasured configurations: new over old throughput and trainsim's error on each,
+    summarized by activation checkpointing."""
+    old = [dict(r, id=r["id"] + "-old") for r in readme_rows(old_readme, attention)]
+    matched = pairs(old, readme_rows(new_readme, attention))
+    errors = price([r for pair in matched for r in pair])
+    print(f"{len(matched)} configurations measured in both READMEs, attention {attention}")
+    print("| run | recompute | old reduce | new reduce | new/old throughput | error old | "
+          "error new |\n|---|---|---|---|---|---|---|")
+    summary: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    for o, n in sorted(matched, key=lambda p: (p[1]["recompute"], p[1]["id"])):
+        speed = float(o["measured_iteration_s"]) / float(n["measured_iteration_s"])
+        eo, en = errors.get(o["id"]), errors.get(n["id"])
+        if eo is None or en is None:
+            continue
+        summary[n["recompute"]].append((speed, eo, en))
+        print(f"| {n['id'][7:]} | {n['recompute']} | {o['grad_reduce_dtype']} | "
+              f"{n['grad_reduce_dtype']} | {speed:.3f} | {eo:+.1%} | {en:+.1%} |")
+    for rc, vals in sorted(summary.items()):
+        print(f"recompute {rc}: n {len(vals)}, new/old median "
+              f"{statistics.median(v[0] for v in vals):.3f} (min {min(v[0] for v in vals):.3f}, "
+              f"max {max(v[0] for v in vals):.3f}); mean signed error old "
+              f"{statistics.mean(v[1] for v in vals):+.1%}, new {statistics.mean(v[2] for v in vals):+.1%}")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("readme", type=Path)
+    ap.add_argument("--attention", default="flash2")
+    ap.add_argument("--csv", type=Path, help="also write the rows and their errors here")
+    ap.add_argument("--pair", type=Path, metavar="OLD_README",
+                    help="compare with an older README: the configurations it measured too")
+    args = ap.parse_args(argv)
+    for readme in (args.readme, args.pair):
+        if readme is not None and not readme.is_file():
+            print(f"error: {readme}: no such file", file=sys.stderr)
+            return 2
+    if args.pair:
+        print_pairs(args.pair, args.readme, args.attention)
+        return 0
+    rows = readme_rows(args.readme, args.attention)
     by_id = {r["id"]: r for r in rows}
-    errors = {r.id: r.predicted / r.measured - 1 for r in validate_file(path, workers=2)[1]
-              if r.predicted}
+    errors = price(rows)
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for rid, err in errors.items():
         r = by_id[rid]

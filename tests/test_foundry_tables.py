@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import load_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "foundry_tables.py"
@@ -41,3 +42,43 @@ def test_a_table_line_sets_the_cells_it_gives_and_keeps_the_template_model(tmp_p
     assert (three["recompute"], three["zero_stage"], three["grad_reduce_dtype"]) == \
         ("none", "2", "fp32")
     assert three["note"].startswith("H100 80GB BF16 (Large Scale")
+
+
+OLD_HEAD = ("|  Model | SeqLen (T) | # GPUs | GPU | MFU | HFU | MicroBatchSize | GradAccum | "
+            "GlobalBatchSize | Throughput (S/s) | Throughput (T/s) | Throughput (T/s/GPU) | "
+            "GlobalBatchSize (T) | Precision | MP Mode | Sharding Strategy | Activation "
+            "Checkpointing | Activation CPUOffload | NumParams |")
+OLD = f"""## A100 80GB with 1600 Gbps node-node interconnect (RoCE)
+{OLD_HEAD}
+|  --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+|  30b | 2048 | 8 | a100_80gb | 47.57 | 63.43 | 3 | 21 | 504 | 3 | 6305 | 788 | 1032192 | bf16 | PURE | FULL_SHARD | True | False | 29975214080 |
+|  30b | 1024 | 8 | a100_80gb | 51.69 | 68.92 | 6 | 21 | 1008 | 6 | 7010 | 876 | 1032192 | bf16 | PURE | FULL_SHARD | True | False | 29967874048 |
+"""
+NEW = f"""## A100 80GB with 1600 Gbps node-node interconnect (RoCE)
+{HEAD}
+|  30b | 2048 | 8 | a100_80gb | 55.3 | 73.74 | 172 | 3 | 21 | 504 | 3 | 7330 | 916 | 1032192 | amp_bf16 | DEFAULT | FULL_SHARD | True | False | 29975214080 |
+|  30b | 1024 | 8 | a100_80gb | 51.69 | 68.92 | 161 | 6 | 21 | 1008 | 6 | 7010 | 876 | 1032192 | bf16 | PURE | FULL_SHARD | True | False | 29967874048 |
+|  30b | 4096 | 8 | a100_80gb | 51.37 | 68.49 | 160 | 1 | 21 | 168 | 1 | 6513 | 814 | 688128 | amp_bf16 | DEFAULT | FULL_SHARD | True | False | 29989894144 |
+"""
+
+
+def test_older_readme_columns_are_read_by_name_and_remeasured_runs_pair(tmp_path):
+    """The README before b2a43a14 has no "Model TFLOP" column: its cells are found by the
+    header's names. ``pairs`` matches a launch both READMEs list with another time (the
+    2048 line, remeasured with amp_bf16 / DEFAULT), not one they list alike (1024) or one
+    only the newer lists (4096)."""
+    script = load_script(SCRIPT)
+    (tmp_path / "old.md").write_text(OLD)
+    (tmp_path / "new.md").write_text(NEW)
+    old = script.readme_rows(tmp_path / "old.md", "triton")
+    new = script.readme_rows(tmp_path / "new.md", "triton")
+    assert [r["seq_length"] for r in old] == ["2048", "1024"]
+    assert (old[0]["micro_batch_size"], old[0]["global_batch_size"]) == ("3", "504")
+    assert old[0]["grad_reduce_dtype"] == "bf16" and old[0]["recompute"] == "full"
+    assert float(old[0]["measured_iteration_s"]) == pytest.approx(1032192 / 6305, rel=1e-5)
+    matched = script.pairs(old, new)
+    assert [(o["seq_length"], n["seq_length"]) for o, n in matched] == [("2048", "2048")]
+    o, n = matched[0]
+    assert (o["grad_reduce_dtype"], n["grad_reduce_dtype"]) == ("bf16", "fp32")
+    assert float(o["measured_iteration_s"]) / float(n["measured_iteration_s"]) == \
+        pytest.approx(7330 / 6305, rel=1e-3)
