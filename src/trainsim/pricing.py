@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from trainsim.catalog import gpu as catalog_gpu
+from trainsim.catalog.frameworks import profile_supports
 from trainsim.collectives.ep_kernels import domain_exchange_s
 from trainsim.collectives.nccl import (
     GroupSpan,
@@ -72,6 +73,34 @@ def pipeline_rs_exposed(comm_s: float, gemm_s: float, splits: int) -> float:
     ``CommOverlapBase::split_overlap_rs`` L563-564): chunks r = comm/splits behind chunks
     g = gemm/splits end r after the GEMM if r <= g, else (splits - 1) g before the last."""
     return max(comm_s / splits, comm_s - gemm_s * (splits - 1) / splits)
+
+
+def beside_all_sms(comm_s: float, gemm_s: float, splits: int, share: float) -> float:
+    """Time a ``pipeline`` (``splits`` > 1) or ``bulk`` (``splits`` 1) userbuffer overlap adds
+    after its GEMM where the GEMM is launched for all SMs (TE ``set_sm_margin`` 0, profile
+    feature ``ub_gemm_all_sms``) beside communication kernels already holding some of them. A
+    GEMM of g that starts beside a kernel with c left takes g + min(c, g) x ``share``: on a
+    GPU whose GEMMs keep a static tile schedule (``static_tile_schedule``) the workers of the
+    held SMs start when the kernel frees them and then run their whole share, ``share`` 1 (the
+    derivation under ``STATIC_TILE_GEMM_SHARE``, whole here: under the one hardware queue
+    Megatron runs sequence parallelism with, CUDA_DEVICE_MAX_CONNECTIONS=1 (else a
+    RuntimeError: core_v0.8.0 megatron/training/arguments.py validate_args L476-480), each
+    communication kernel is dispatched before the GEMM it overlaps and holds its SMs from the
+    GEMM's start, where an expert exchange in a 1F1B pair starts anywhere in its GEMMs);
+    elsewhere the SMs' share. Bulk: the communication is launched first and the GEMM after it
+    (TE v1.8 comm_gemm_overlap.h ``bulk_overlap`` L227-L260). Pipeline: the reduce-scatter of
+    GEMM chunk i is launched when that chunk is done and runs beside GEMM chunk i + 1; the last
+    one after the last GEMM chunk (``split_overlap_rs`` L412-L534, as ``pipeline_rs_exposed``)."""
+    g, r = gemm_s / splits, comm_s / splits
+    if splits == 1:
+        return max(r, g + min(r, g) * share) - g
+    gemm_end = g
+    comm_start = gemm_end
+    for _ in range(splits - 1):
+        comm_end = comm_start + r  # the previous chunk's reduce-scatter
+        gemm_end += g + min(max(0.0, comm_end - gemm_end), g) * share
+        comm_start = max(gemm_end, comm_end)
+    return comm_start + r - gemm_s
 
 
 P2P_SMS = 2
@@ -174,6 +203,12 @@ class Pricer:
         tile schedule, else the exchange's SMs (``sm_share['ep']``; an override of it, the
         exchange on SMs of its own, holds for the GEMMs too)."""
         self.ub_margin = sms / (sms - UB_COMM_SMS)
+        self.ub_all_sms = p.tp_comm_overlap_method == "userbuffers" \
+            and profile_supports(cfg, "ub_gemm_all_sms")
+        """Transformer Engine launches the pipeline and bulk overlaps' GEMMs for all SMs
+        (``set_sm_margin`` 0): no ``ub_margin``; beside the communication kernels the GEMM
+        loses ``ub_gemm_share`` of the time they hold SMs (``beside_all_sms``)."""
+        self.ub_gemm_share = 1.0 if static_tile_schedule(cfg) else UB_COMM_SMS / sms
         """Slowdown of a GEMM that Transformer Engine's pipeline or bulk TP overlap runs beside
         its communication kernels (``UB_COMM_SMS``)."""
         # inside ``shared``: what price_ops reads of this pricer (the cluster names the compute
@@ -188,7 +223,7 @@ class Pricer:
                          p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
                          p.moe_token_dispatcher_type, exchange_sms(cfg),
                          self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()),
-                         tuple(sorted(self.graph_parts)))
+                         tuple(sorted(self.graph_parts)), self.ub_all_sms)
 
     def compute_sources(self) -> dict[str, int]:
         """Distinct compute ops this pricer priced, by the model that priced them (the
@@ -430,15 +465,20 @@ class Pricer:
                     # userbuffers' pipeline and bulk overlaps run the GEMM on the SMs their
                     # communication kernels leave (set_sm_margin); copy engines take none
                     c_cat, gemm, c_name = segs[-1]
-                    gemm *= self.ub_margin if method == "userbuffers" else 1.0
+                    all_sms = self.ub_all_sms
+                    gemm *= self.ub_margin if method == "userbuffers" and not all_sms else 1.0
                     segs[-1] = (c_cat, gemm, c_name)
                     gemm_at = len(segs) - 1
                     if method == "p2p" and op.kind == "reduce_scatter":
                         total = self._partials_sum(op)
                         add((COMPUTE, compute_time(total), total.name), total)
+                    piped = method == "userbuffers" and not op.overlap_with_previous \
+                        and split.get(i - 1) == TE_PIPELINE_SPLITS
                     exposed = max(0.0, t - gemm)  # a bulk overlap: beside the whole GEMM
-                    if method == "userbuffers" and not op.overlap_with_previous \
-                            and split.get(i - 1) == TE_PIPELINE_SPLITS:
+                    if all_sms:
+                        exposed = beside_all_sms(t, gemm, TE_PIPELINE_SPLITS if piped else 1,
+                                                 self.ub_gemm_share)
+                    elif piped:
                         exposed = pipeline_rs_exposed(t, gemm, TE_PIPELINE_SPLITS)
                     add_beside((cat, exposed, op.name), op, t, 0.0, gemm_at)
                     continue

@@ -141,6 +141,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the whole first chunk; without interleaving align is off and the forward pre-hooks
     # gather bucket after bucket (simulator ``pass_specs``)
     "align_param_gather": _nullable(_bool),
+    # Transformer Engine's userbuffer pipeline and bulk overlaps launch their GEMM for all SMs
+    # beside communication kernels that hold 16 (``set_sm_margin`` 0: initialize_ub's default
+    # through TE v1.13, taken where the framework passes no ub_cfgs); false or null: the GEMM
+    # runs on the SMs the communication leaves (TE >= 2.0's default for those methods)
+    "ub_gemm_all_sms": _nullable(_bool),
     # fp8 under sequence parallelism: each rank casts its own rows of a column-parallel GEMM's
     # input (and of a row-parallel GEMM's output gradient) and all-gathers the fp8 data
     # (Transformer Engine Linear/LayerNormLinear/LayerNormMLP, v1.5..v2.8; workload.shard)
@@ -487,7 +492,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
-    "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather",
+    "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather", "ub_gemm_all_sms",
     "checkpointed_fused_attention", "te_layer_spec",
     "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
