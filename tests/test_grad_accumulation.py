@@ -56,3 +56,28 @@ def test_the_pass_costs_more_with_more_micro_batches():
         without = simulate(cfg("fp16", mbs=mbs)).breakdown["compute_s"]
         extra[mbs] = with_pass - without
     assert extra[1] > 2 * extra[4] > 0
+
+
+def nanotron(**training):
+    return run_config_from_dict({
+        "model": {"preset": "gpt3-175b", "num_layers": 8},
+        "parallel": {"tp": 8, "pp": 2},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 2048,
+                     "dtype": "bf16", "framework": "nanotron", "framework_version": "2024-12",
+                     **training},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
+
+
+def test_nanotron_adds_each_bf16_gradient_into_fp32_per_micro_batch():
+    """nanotron's FP32GradientAccumulator (accumulate_grad_in_fp32, profile feature
+    ``fp32_grad_add``): ``fp32_grad.add_(half_param.grad)`` a tensor after every backward,
+    read 2 + 4 and write 4 bytes per parameter, one kernel a tensor (DeepSpeed's pass: a cast
+    and an add, two); none with bf16 gradient reduction (no fp32 buffers then)."""
+    c = nanotron()
+    ops = fp32_grad_accumulation(c, range(4), False, False)
+    assert [op.name for op in ops] == ["grads_add_into_fp32"]
+    assert ops[0].bytes == pytest.approx(10 * 4 * layer_params(c.model, 0) / 8)
+    deepspeed = fp32_grad_accumulation(cfg(), range(4), False, False)[0]
+    assert ops[0].kernels * 2 == deepspeed.kernels
+    assert fp32_grad_accumulation(nanotron(grad_reduce_in_fp32=False), range(4), False,
+                                  False) == []

@@ -41,7 +41,7 @@ from trainsim.pricing import COMPUTE, Priced, Pricer
 from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage, zb_w_fraction
 from trainsim.workload.schedule import Overlapped, Pass
-from trainsim.workload.sharding import FP32_ACCUMULATION, GRAD16_ACCUMULATION
+from trainsim.workload.sharding import FP32_ACCUMULATION, FP32_GRAD_ADD, GRAD16_ACCUMULATION
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -51,9 +51,9 @@ DUALPIPE_COMM_SMS = 20
 """SMs DeepSeek-V3's all-to-all kernels hold while DualPipe overlaps them with computation
 (DeepSeek-V3 report §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB
 and NVLink"); the pair's compute runs on the rest."""
-WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION)
+WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION, FP32_GRAD_ADD)
 """The ops that add a backward's weight gradients into the accumulated ones (DeepSpeed's BF16
-optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits;
+optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits, nanotron's fp32 ``add_``;
 ``workload.sharding.fp32_grad_accumulation``): they follow the weight gradients into the W
 pass."""
 

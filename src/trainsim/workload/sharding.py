@@ -19,6 +19,9 @@ FP32_ACCUMULATION = "bf16_grads_to_fp32"
 """Name of the op that adds a backward's 16-bit weight gradients into fp32 ones."""
 GRAD16_ACCUMULATION = "grads_accumulate_16bit"
 """Name of the op that adds a backward's weight gradients into the 16-bit ``.grad``."""
+FP32_GRAD_ADD = "grads_add_into_fp32"
+"""Name of the op that adds a backward's 16-bit weight gradients into an fp32 buffer, one
+mixed-dtype ``add_`` kernel a tensor (profile feature ``fp32_grad_add``)."""
 
 
 def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
@@ -280,9 +283,21 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
       element: reads 2 + 2, writes 2 bytes; one kernel per tensor. (The first micro-batch's
       gradient is stolen, not added; the pass is priced on every backward.)
 
+    * profile feature ``fp32_grad_add`` (nanotron), 16-bit gradients accumulated in fp32:
+      ``fp32_grad.add_(half_param.grad)`` per parameter after every micro-batch's backward
+      (huggingface/nanotron@e24d2483 src/nanotron/optim/gradient_accumulator.py
+      ``FP32GradientAccumulator.backward`` / ``_accumulate_grad`` L204-L223; on ZeRO-0's
+      synchronising micro-batch the same ``add_`` in DDP's ``fp32_accum_hook``, L338-L341),
+      then ``half_param.grad = None``. One kernel per tensor, PyTorch's mixed-dtype add: per
+      element reads 2 + 4 and writes 4 bytes.
+
     Other stacks accumulate inside the weight-gradient GEMM (Megatron's
     ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
     p, t = cfg.parallel, cfg.training
+    if profile_supports(cfg, "fp32_grad_add") and t.dtype in ("bf16", "fp16") \
+            and t.grad_reduce_in_fp32:
+        tensors = _grad_tensors(cfg, layers, first, last)
+        return [Elementwise(FP32_GRAD_ADD, bytes=10.0 * sum(tensors), kernels=len(tensors))]
     if not (p.data_parallel_impl == "deepspeed" and p.zero_stage <= 1):
         return []
     tensors = _grad_tensors(cfg, layers, first, last)
