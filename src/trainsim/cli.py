@@ -295,7 +295,7 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
             raise TrainsimError(f"--sizes {sizes}: MIN must be at least 2 bytes, one bfloat16 "
                                 "element")
         cluster = ClusterConfig(gpu=catalog_gpu(gpu), num_gpus=num_gpus,
-                                gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * 1e9 / 8,
+                                gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * (1e9 / 8),
                                 network_backend=backend,  # type: ignore[arg-type]
                                 topology=topology)
         if backend == "flow":  # the first collective and its fabric, before building it

@@ -12,6 +12,7 @@ Importing this module does not import torch.
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
@@ -180,6 +181,12 @@ def export(config: str, chakra_prefix: str | None, per_kernel: bool, ranks: str 
             # SimAI gets one representative rank (interop.simai): nothing to pick or split
             raise TrainsimError(f"{'--ranks' if ranks is not None else '--per-kernel'} shapes "
                                 "the Chakra traces only; give --chakra PREFIX with it")
+        if chakra_prefix and (chakra_prefix.endswith(("/", os.sep))
+                              or os.path.basename(chakra_prefix) in (".", "..")):
+            # fuzz17: 'out/' wrote out.<rank>.et and out.json beside the directory, not in it
+            raise TrainsimError(f"--chakra {chakra_prefix!r}: PREFIX starts the files' names "
+                                "(PREFIX.<rank>.et, PREFIX.json), not a directory; e.g. "
+                                f"{os.path.join(chakra_prefix, 'trace')}")
         source, cfg = resolve(config, _overrides(kw), kw["set_args"], capture=captured)
         if cfg is None:
             raise TrainsimError("export needs a run config or a Hugging Face config")

@@ -461,6 +461,11 @@ def run_config_from_dict(data: dict[str, Any]) -> RunConfig:
     base_dir = Path(data.pop("_base_dir", "."))
     # "reliability" belongs to `trainsim goodput` (trainsim.reliability); one iteration ignores it
     allowed = {"model", "parallel", "training", "cluster", "name", "description", "reliability"}
+    hf = next((k for k in ("model_type", "architectures") if k in data), None)
+    if hf and "model" not in data:  # fuzz17: was "unknown section 'architectures'"
+        raise ConfigError(f"this is a Hugging Face config.json ({hf}), not a run config: name "
+                          "it in one, model: {hf_config: PATH/config.json}, beside training "
+                          "and cluster")
     for key in list(data):
         if isinstance(key, str) and key.startswith(EXTENSION_PREFIX):  # anchors only
             del data[key]

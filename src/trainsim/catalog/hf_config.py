@@ -264,8 +264,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         glu_linear_offset=1.0 if cfg.get("model_type") == "gpt_oss" else 0.0,
         # and a learned sink logit per head (GptOssAttention.sinks); config.json names none
         softmax_type="learnable" if cfg.get("model_type") == "gpt_oss" else "vanilla",
-        rope_scaling="yarn" if str((cfg.get("rope_scaling") or {}).get("rope_type", "")) == "yarn"
-        else None,
+        rope_scaling="yarn" if _rope_type(cfg) == "yarn" else None,
         post_sublayer_norm=model_type in POST_SUBLAYER_NORM_MODEL_TYPES,
         # Llama 4's use_qk_norm is a weightless L2 norm on its RoPE layers
         # (modeling_llama4.py Llama4TextL2Norm): an elementwise op, not priced
@@ -320,6 +319,15 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
     except ConfigError as exc:
         raise ConfigError(f"{where}: {as_written(str(exc), cfg)}") from None
+
+
+def _rope_type(cfg: dict[str, Any]) -> str:
+    """config.json's ``rope_scaling`` kind: ``rope_type``, or ``type`` as files written before
+    transformers 4.45 name it (DeepSeek-V3's and Qwen2.5's long-context ``{"type": "yarn"}``);
+    transformers reads both (v4.48 modeling_llama.py LlamaRotaryEmbedding: "BC: rope_type was
+    originally type"). fuzz17: ``type`` was read as no scaling."""
+    scaling = cfg.get("rope_scaling") or {}
+    return str(scaling.get("rope_type", scaling.get("type", "")))
 
 
 def as_written(message: str, cfg: dict[str, Any]) -> str:

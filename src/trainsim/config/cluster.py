@@ -140,7 +140,10 @@ class GPUSpec:
     host_link_bw_Bps: float | None = None
     """GPU-to-host-memory bandwidth, one direction (PCIe Gen5 x16: 64e9; GB200's NVLink-C2C:
     450e9); None = not stated. Activation CPU offloading copies over it (``memory.offload``)."""
-    vendor: str = "nvidia"
+    vendor: Literal["nvidia", "amd"] = "nvidia"
+    """Whose GPU: which vendor's kernels it runs (cuDNN and FlashAttention-3 NVIDIA's, CK AMD's)
+    and whose defaults it takes; read case-blind (``AMD`` is ``amd``, fuzz17: it was read as a
+    third vendor that runs neither's kernels)."""
     nvls: bool = False
     """NVLink SHARP in the NVSwitch (H100 generation and later)."""
     nvls_efficiency: float = 0.85

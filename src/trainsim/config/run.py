@@ -81,6 +81,12 @@ class RunConfig:
                 moe_overlap_ep_comm=p.moe_overlap_ep_comm)
             if problem:
                 raise ConfigError(problem)
+        if "mla_up_proj" in (p.recompute_modules or ()) and not m.is_mla:
+            # Megatron-core transformer_config.py __post_init__ (since MR 2207, core_v0.13.0):
+            # "mla_up_proj in recompute_modules is only supported with multi_latent_attention"
+            raise ConfigError(f"parallel.recompute_modules mla_up_proj recomputes multi-latent "
+                              f"attention's up-projections, but model {m.name} has none (no "
+                              "model.kv_lora_rank); Megatron-core refuses it: drop mla_up_proj")
         problem = te_ring_window_problem(p.cp, p.cp_comm_type, t.attention, p.cp_te_ring,
                                          m.sliding_window)
         if problem:

@@ -6,9 +6,10 @@ Every file a user hands trainsim (run configs, GPU specs, failure profiles, Hugg
 
 - at most ``MAX_FILE_BYTES`` are read (``/dev/zero`` or a multi-GB file stops there), and
   YAML is parsed up to ``MAX_YAML_BYTES`` (PyYAML would take minutes over 16 MiB);
-- YAML is plain data: mappings, lists, strings, numbers, booleans, null. Dates,
-  ``!!binary``, ``!!set``, ``!!omap`` and ``!!python/...`` tags are refused (a date would
-  reach the simulator as a ``datetime`` and a set is not JSON);
+- YAML is plain data: mappings, lists, strings, numbers, booleans, null. A date reads as
+  its text as written (``framework_version: 2024-07-15``, a version written as a date;
+  never a ``datetime``, which a number field then refuses as text); ``!!binary``, ``!!set``,
+  ``!!omap`` and ``!!python/...`` tags are refused (a set is not JSON);
 - aliases are expanded at most to ``MAX_NODES`` values in total (a "billion laughs" alias
   bomb is a few hundred bytes of YAML) and nesting is at most ``MAX_DEPTH`` deep;
 - integers have at most ``MAX_INT_DIGITS`` digits (Python refuses to parse more than 4,300
@@ -186,8 +187,15 @@ def _construct_float(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
     return written_float(value, str(node.value)) if isinstance(value, float) else value
 
 
-_Loader.add_constructor("tag:yaml.org,2002:timestamp",
-                        _refuse("{value!r} reads as a date; quote it if you mean text"))
+def _construct_date(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    """A YAML 1.1 date as the text it was written as: Megatron-LM and DeepSpeed versions are
+    dates (``validation/README.md``: "its version or date"; ``catalog.framework_versions``
+    reads ``2024-07-15``), and ``2024-07`` (no day, no date to YAML) was already text. fuzz17:
+    ``framework_version: 2024-07-15`` was refused as a date while ``2024-07`` was read."""
+    return str(node.value)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _construct_date)
 for _tag in ("binary", "set", "omap", "pairs"):
     _Loader.add_constructor(f"tag:yaml.org,2002:{_tag}", _refuse(
         f"a !!{_tag} value is not plain data; use a number, text, list or mapping"))

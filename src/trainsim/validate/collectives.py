@@ -26,7 +26,7 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
         spec = catalog_gpu(row["gpu"])
         cluster = ClusterConfig(gpu=spec, num_gpus=count_cell(row, "num_gpus"),
                                 gpus_per_node=count_cell(row, "gpus_per_node"),
-                                nic_bw_Bps=positive_cell(row, "nic_gbps_per_gpu") * 1e9 / 8)
+                                nic_bw_Bps=positive_cell(row, "nic_gbps_per_gpu") * (1e9 / 8))
         net = AnalyticalNetwork(cluster)
         kind = collective_name(row["collective"])
         algo = (_cell(row, "algorithm") or "auto").lower()
