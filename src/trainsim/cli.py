@@ -244,7 +244,8 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
 @main.command()
 @click.option("--gpu", default="h100-sxm-80gb", show_default=True, help="GPU catalog name.")
 @click.option("--gpus", "num_gpus", type=POSITIVE_INT, default=8, show_default=True)
-@click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True)
+@click.option("--gpus-per-node", type=POSITIVE_INT, default=None,
+              help="GPUs in one NVLink domain (default: 8; 72 with --topology nvl72).")
 @renamed_option("--nic-gbit-s", "--nic-gbps", "nic_gbps", 400.0, type=POSITIVE,
                 help="Inter-node Gbit/s per GPU.")
 @click.option("--op", "kind", default="all_reduce", show_default=True,
@@ -269,7 +270,7 @@ def _validate_one(csv_file: str, fmt: str, compute_db: str | None = "auto",
                    "TRAINSIM_MAX_FLOWS).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
               default="table")
-def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kind: str,
+def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: float, kind: str,
                sizes: str, algorithm: str, protocol: str, backend: str, topology: str,
                max_flows: int | None, fmt: str) -> None:
     """nccl-tests-like table of a collective's predicted time and bandwidth."""
@@ -281,8 +282,12 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int, nic_gbps: float, kin
     from trainsim.catalog import gpu as catalog_gpu
     from trainsim.collectives import BUS_FACTOR
     from trainsim.config import ClusterConfig
+    from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
     from trainsim.network import network_for
 
+    if gpus_per_node is None:  # the rack is the domain, as a config's topology sets it
+        name = topology.strip().lower().replace("_", "-")  # (catalog._cluster_section; fuzz17)
+        gpus_per_node = NVL72_GPUS if TOPOLOGY_ALIASES.get(name, name) == "nvl72" else 8
     try:
         lo, _, hi = sizes.partition(":")
         try:

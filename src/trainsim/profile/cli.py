@@ -103,6 +103,8 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
     from trainsim.profile.run import ProfileOptions, read_db, run_profile, write_db
     from trainsim.profile.schema import ProfileError
 
+    if not (kernels or layers):  # fuzz17: it wrote an empty database over --out
+        raise ProfileError("--no-kernels and --no-layers leave nothing to measure; drop one")
     if device == "cuda" and not _cuda_available():
         raise ProfileError("needs a CUDA GPU and PyTorch; use --device cpu to dry-run")
     opts = ProfileOptions(

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from trainsim.config._build import build, require_positive, suggest
+from trainsim.config._build import build, require_positive, suggest, switch
 from trainsim.config.safe_load import load_file
 from trainsim.errors import CatalogError, ConfigError
 
@@ -120,7 +120,9 @@ def _mode_from_yaml(name: str, d: Any, observed: dict[str, float], where: str) -
     else:
         rate = _number(d.pop("per_1000_component_days"),
                        f"{where}.modes.{name}.per_1000_component_days") / 1000.0 / DAY_S
-    planned = bool(d.get("planned", False))
+    # read as the field reads it: bool('false') is True (fuzz17: a quoted "false" defaulted the
+    # detection to a planned stop's 'none' while the mode stayed unplanned)
+    planned = switch(d.get("planned", False), f"{where}.modes.{name}.planned")
     d.setdefault("detection", "none" if planned else "crash")
     return build(FailureMode, {"name": name, "rate_per_s": rate, "component": component, **d},
                  f"{where}.modes.{name}")

@@ -166,8 +166,9 @@ class PlanResult:
 
 
 def gpu_ladder(gpus_per_node: int, max_gpus: int) -> list[int]:
-    """Whole-node GPU counts, 1x and 1.5x powers of two of nodes, up to max_gpus."""
-    out = set(range(1, gpus_per_node + 1)) if max_gpus < gpus_per_node else set()
+    """Whole-node GPU counts, 1x and 1.5x powers of two of nodes, up to max_gpus (below one
+    node: each count up to max_gpus; fuzz17: up to the node's, past --max-gpus)."""
+    out = set(range(1, max_gpus + 1)) if max_gpus < gpus_per_node else set()
     k = 0
     while gpus_per_node * 2**k <= max_gpus:
         for f in NODE_STEPS:

@@ -433,6 +433,7 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     """'tp=8,pp=8,vpp=3,sp=1,recompute=selective,mb=1' -> a Candidate on ``num_gpus`` GPUs."""
     from trainsim.catalog.frameworks import uneven_split
     from trainsim.config import ParallelConfig, RunConfig, as_written, build
+    from trainsim.config._build import SYNONYMS, suggest
     from trainsim.config.parallel import ALIASES
     from trainsim.config.safe_load import parse_value
     from trainsim.config.validity import zero_stages
@@ -460,8 +461,15 @@ def parse_reference(text: str, base: Any, num_gpus: int):
     searched = Candidate(MemoryKey(1, 1, 1, 1, 1, 1, "none", False, 0)).parallel_fields()
     dropped = sorted(k for k in parallel if k not in searched and k not in dict(base.fixed))
     if dropped:  # a Candidate carries only the searched fields: never drop one silently
-        raise ConfigError(f"--reference {', '.join(dropped)}: not a field the search varies; "
-                          "fix it for every candidate with --set parallel.FIELD=VALUE")
+        # the names it reads, with a near one for a name as Megatron's or torchtitan's flags
+        # spell it (fuzz17: 'mbs' and 'schedule' were "not varied", micro-batch and schedule are)
+        known = [*names, *searched, *dict(base.fixed), "mb", "micro_batch_size"]
+        synonym = SYNONYMS["parallel"].get(written[dropped[0]])
+        hint = (f" (did you mean '{synonym}'?)" if synonym in known else f" ({synonym})"
+                if synonym else suggest(written[dropped[0]], known))
+        raise ConfigError(f"--reference {', '.join(written[k] for k in dropped)}: not a field "
+                          f"the search varies{hint}; fix it for every candidate with --set "
+                          "parallel.FIELD=VALUE")
     parallel = {**dict(base.fixed), **parallel}
     stage = parallel.get("zero_stage")  # the candidates' engine (Candidate.to_config)
     engine = base.engine_for(stage) if isinstance(stage, int) else base.data_parallel_impl

@@ -130,15 +130,18 @@ def serve(host: str, port: int, db_url: str | None, workers: int, checkers: int,
     if changes:
         settings = settings.with_limits(**changes)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    click.echo(f"trainsim service on http://{host}:{port}/ (API docs /docs), "
-               f"job store {settings.db_url}, {workers} worker(s)", err=True)
     from trainsim.errors import TrainsimError
+    from trainsim.service.store import shown_url
 
     try:
         app = create_app(settings)
     except TrainsimError as exc:  # e.g. a job store newer than this trainsim
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
+    # announced once the store opens (fuzz17: it came before "cannot open the job store"),
+    # its password masked as the store's own errors mask it
+    click.echo(f"trainsim service on http://{host}:{port}/ (API docs /docs), "
+               f"job store {shown_url(settings.db_url)}, {workers} worker(s)", err=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")
 
 

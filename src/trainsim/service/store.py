@@ -187,13 +187,17 @@ DB_SCHEMES = ("sqlite:///", "postgresql://", "postgresql+psycopg://")
 """The job stores trainsim runs on: an SQLite file, or PostgreSQL through psycopg 3."""
 
 
+def shown_url(url: Any) -> Any:
+    """A job-store URL as messages show it: a password replaced by ``***``."""
+    return re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url) if isinstance(url, str) else url
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``: ``sqlite:///path`` (directory created, WAL) or ``postgresql://``.
     Another scheme, an empty path or an in-memory SQLite database (not shared with the worker
     processes) is a ConfigError."""
     if not isinstance(url, str) or not url.startswith(DB_SCHEMES):
-        shown = re.sub(r"(://[^:/@]*:)[^@/]*@", r"\1***@", url) if isinstance(url, str) else url
-        raise ConfigError(f"job store {shown!r} is not sqlite:///FILE or "
+        raise ConfigError(f"job store {shown_url(url)!r} is not sqlite:///FILE or "
                           "postgresql://USER@HOST/DB")
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
