@@ -283,6 +283,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # device tensor on every call, a synchronising host-to-device copy
     # (workload.elementwise.glu_offset_sync_op)
     "glu_offset_host_sync": _nullable(_bool),
+    # every transformer layer's forward makes two scalars on the device from Python
+    # (Megatron-DeepSpeed's moe_loss / mlp_bias ``torch.tensor(0.0, device=...)``), two
+    # synchronising host-to-device copies (workload.elementwise.scalar_tensor_sync_op)
+    "layer_scalar_syncs": _nullable(_bool),
     # the experts' activation is torch.compile'd with its clamp (no eager clamp before it)
     "moe_act_compiled": _nullable(_bool),
     # the experts' biases (model.add_bias_linear) as NeMo Automodel adds them
@@ -481,7 +485,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "complex_rope", "eager_glu", "qkv_relayout_copies", "fp32_grad_add",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
-    "fsdp2_copies", "glu_offset_host_sync", "moe_act_compiled", "moe_bias_loop",
+    "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",
     "per_op_sac",

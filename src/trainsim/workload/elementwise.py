@@ -377,18 +377,36 @@ def clamp_op(name: str, rows: int, width: int) -> Elementwise:
                        bwd_kernels=3, kernel="copy", impl="eager")
 
 
+LAYER_SCALAR_SYNCS = ("moe_loss_scalar", "mlp_bias_scalar")
+"""The two device scalars Megatron-DeepSpeed's ``ParallelTransformerLayer.forward`` makes
+between its post-attention norm and its MLP on every call, a dense layer's included:
+``moe_loss = torch.tensor(0.0, device=layernorm_output.device, ...)`` and ``mlp_bias =
+torch.tensor(0.0, ...)`` (the latter then replaced by the MLP's bias). Added with MoE support,
+microsoft/Megatron-DeepSpeed@50b32515 (2022-06-07, #48); megatron/model/transformer.py L537-538
+on branch before_rebase @ 9446eaac, L1126-1127 @ 7f7cea32, L1163-1164 @ 99d1eead, L1319-1320 @
+c08e2cc2 and cc3a94c6, L1426-1427 @ f4157bea (2024-12-24)."""
+
+
+def scalar_tensor_sync_op(name: str) -> Elementwise:
+    """A tensor made from a Python scalar on a CUDA device: ``torch.tensor(x, device=...)``
+    copies from pageable memory with ``non_blocking=False``, a ``cudaMemcpyAsync`` followed by
+    a stream synchronisation, so the host waits for the queued work before it issues the next
+    op (pytorch/pytorch#120996: ``torch.tensor(3.14, device=dev)`` trips
+    ``set_sync_debug_mode``; #190217, open, asks to avoid it; ngimel in #40161: a copy to the
+    GPU "will synchronize, unless your cpu tensor is pinned"). One 16-bit scalar moved; the
+    cost is the drained queue (``compute.host``)."""
+    return Elementwise(name, bytes=float(ACT_BYTES), kernels=1, host_sync=True)
+
+
 def glu_offset_sync_op(name: str) -> Elementwise:
     """The host-to-device copy of the GLU's linear offset that Megatron-core's
     ``weighted_bias_quick_geglu_impl`` makes on every call, right after the clamp and before
     the fused quick-GEGLU: ``torch.tensor(linear_offset, dtype=..., device=input.device)``
     (core_v0.15.0-core_v0.19.0 megatron/core/fusions/fused_bias_geglu.py; the Megatron-LM
-    commits Megatron-Bridge v0.2.0-v0.6.0 pin hold the same line). A tensor made from a Python
-    scalar on a CUDA device is copied with ``non_blocking=False``, which synchronises the
-    stream: the host waits for the queued work (the experts' fc1 and the clamp) before it
-    issues the activation (pytorch/pytorch#120996: ``torch.tensor(3.14, device=dev)`` trips
-    ``set_sync_debug_mode``; #190217, still open, asks to avoid it). One bf16 scalar moved;
-    the cost is the drained queue (``compute.host``). Its backward reads the saved tensor."""
-    return Elementwise(name, bytes=float(ACT_BYTES), kernels=1, host_sync=True)
+    commits Megatron-Bridge v0.2.0-v0.6.0 pin hold the same line): a
+    :func:`scalar_tensor_sync_op` right after the experts' fc1 and the clamp. Its backward
+    reads the saved tensor."""
+    return scalar_tensor_sync_op(name)
 
 
 EXPERT_BIAS_BYTES = (6 * ACT_BYTES, 8 * ACT_BYTES)

@@ -22,6 +22,7 @@ from trainsim.workload.context_parallel import (
 )
 from trainsim.workload.elementwise import (
     BACKWARD_IMPL,
+    LAYER_SCALAR_SYNCS,
     activation_op,
     backward_bytes,
     fp8_scale_update_op,
@@ -29,6 +30,7 @@ from trainsim.workload.elementwise import (
     norm_impl,
     norm_op,
     rope_op,
+    scalar_tensor_sync_op,
 )
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
@@ -223,6 +225,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         return ops
     # --- MLP block
     ops.append(norm_op("mlp_norm", m.normalization, nt * h, norm, sh.stream_bytes))
+    if profile_supports(cfg, "layer_scalar_syncs"):  # Megatron-DeepSpeed's moe_loss, mlp_bias
+        ops.extend(scalar_tensor_sync_op(name) for name in LAYER_SCALAR_SYNCS)
     if moe:
         moe_block(ops, cfg, sh)
         post_norm("post_mlp_norm")
