@@ -235,3 +235,29 @@ def test_layernorm_recompute_in_a_te_moe_layer_frees_only_the_pre_mlp_norm_outpu
     assert cfg.model.is_moe and pre_mlp_norm_recomputed(cfg)
     T, h = 4096, cfg.model.hidden_size
     assert _selective_savings(cfg, True, T, 2) == pytest.approx(T * h * 2 / 2)
+
+
+def _reruns(model, modules, framework="megatron-core", version="0.13"):
+    from trainsim.workload.layers import layer_forward
+    from trainsim.workload.recompute import layer_recompute
+    from trainsim.workload.shard import shard_of
+    cfg = trainsim.run_config_from_dict({
+        "model": {"preset": model},
+        "parallel": {"tp": 2, "sequence_parallel": True, "recompute": "selective",
+                     "recompute_modules": list(modules)},
+        "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 4096,
+                     "framework": framework, "framework_version": version},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8}})
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, moe=cfg.model.is_moe)
+    return {op.name.split(".")[1] for op in layer_recompute(cfg, sh, fwd)}
+
+
+def test_layernorm_recompute_reruns_only_the_norms_the_te_spec_checkpoints():
+    """The time path re-runs what the memory path frees: no norm in a dense TE layer, the
+    pre-MLP norm (a TENorm) in an MoE one, both norms where the spec has separate ones (MLA's
+    input norm: ``q_norm``/``kv_norm`` and ``attn_norm`` stay)."""
+    assert not {"attn_norm", "mlp_norm"} & _reruns("llama3-8b", ("layernorm",))
+    moe = _reruns("mixtral-8x7b", ("layernorm",))
+    assert "mlp_norm" in moe and "attn_norm" not in moe
+    assert "attn_norm" in _reruns("deepseek-v3", ("layernorm",), "megatron-core", "0.13")

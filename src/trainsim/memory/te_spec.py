@@ -30,13 +30,17 @@ module/layernorm_linear.py ``_LayerNormLinear.forward`` L308-318 ``inputmat, ...
 v2.3 L390-400, fp8 ``ln_out`` as its quantized copy), which is what a separate norm and linear
 keep too; but ``--recompute-modules layernorm`` checkpoints only norms that are not
 ``IdentityOp`` (transformer_layer.py core_v0.14.0 L406-415, core_v0.19.0 L450-502), so in this
-spec it frees neither the QKV input nor a dense layer's FC1 input.
+spec it frees neither the QKV input nor a dense layer's FC1 input, and re-runs neither norm
+(``workload.recompute.norms_fused``, which the time path reads too).
 """
 
 from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.workload.recompute import norms_fused
+
+__all__ = ["norms_fused", "qkv_copies"]
 
 
 def qkv_copies(cfg: RunConfig, recompute: str) -> bool:
@@ -49,7 +53,3 @@ def qkv_copies(cfg: RunConfig, recompute: str) -> bool:
     return not (recompute == "selective" and "core_attn" in modules)
 
 
-def norms_fused(cfg: RunConfig) -> bool:
-    """Whether the input norm (and a dense layer's pre-MLP norm) is fused into the linear it
-    feeds, so that the ``layernorm`` recompute module does not checkpoint it."""
-    return bool(profile_supports(cfg, "te_layer_spec")) and not cfg.model.is_mla

@@ -65,6 +65,12 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
     modules = p.recompute_modules or ("core_attn",)
     fused_rerun = core_attn_rerun(cfg, fused=True)
     sets = [RECOMPUTED_OPS[x] for x in modules if x in RECOMPUTED_OPS]
+    if "layernorm" in modules and norms_fused(cfg):
+        # the spec's IdentityOp norms are not checkpointed: the input norm, and the pre-MLP norm
+        # of a layer without a router
+        moe = any(op.name.split(".")[0] == "router" for op in fwd)
+        kept = {"attn_norm"} | (set() if moe else {"mlp_norm"})
+        sets = [ops - kept if ops is RECOMPUTED_OPS["layernorm"] else ops for ops in sets]
     out = []
     for op in fwd:
         if isinstance(op, Attention):
@@ -79,6 +85,17 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
         name = op.name.split(".")[0]
         out += [_renamed(op, "recompute.")] * sum(name in ops for ops in sets)
     return out
+
+
+def norms_fused(cfg: RunConfig) -> bool:
+    """Whether the layer's input norm (and a dense layer's pre-MLP norm) is fused into the
+    linear it feeds (profile ``te_layer_spec``, not MLA: Megatron-core's Transformer Engine spec,
+    gpt_layer_specs.py core_v0.12.1 L136-166 and core_v0.19.0 L138-157, the layer's
+    ``input_layernorm`` and dense ``pre_mlp_layernorm`` IdentityOp), so that the ``layernorm``
+    recompute module, which checkpoints only norms that are not IdentityOp (transformer_layer.py
+    core_v0.14.0 L406-415, core_v0.19.0 L450-502), neither re-runs nor frees it
+    (memory.te_spec)."""
+    return bool(profile_supports(cfg, "te_layer_spec")) and not cfg.model.is_mla
 
 
 def reruns_nothing(cfg: RunConfig) -> bool:
