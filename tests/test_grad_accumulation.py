@@ -81,3 +81,34 @@ def test_nanotron_adds_each_bf16_gradient_into_fp32_per_micro_batch():
     assert ops[0].kernels * 2 == deepspeed.kernels
     assert fp32_grad_accumulation(nanotron(grad_reduce_in_fp32=False), range(4), False,
                                   False) == []
+
+
+def test_nanotron_zero1_clips_the_whole_fp32_gradients():
+    """nanotron's ZeRO-1 clip_grad_norm runs over every whole fp32 gradient buffer (norm read
+    4, mul_ in place 8 bytes a parameter) beyond the shard the step's frame clips; stage 0
+    has nothing beyond it, and Megatron-core (distributed optimizer) clips its shard only."""
+    from trainsim.workload.sharding import unsharded_clip
+    op = unsharded_clip(nanotron(), 8e9, 1e9)
+    assert op is not None and op.bytes == pytest.approx(12 * 7e9)
+    assert unsharded_clip(nanotron(), 1e9, 1e9) is None
+    assert unsharded_clip(cfg(framework=None), 8e9, 1e9) is None
+
+
+def test_nanotron_zero1_step_pays_the_clip(monkeypatch):
+    """Wired into the step: ZeRO-1 on DP 8 takes longer with the clip beyond the shard than
+    with the feature switched off, by at most 12 bytes of 7/8 of the model's parameters at
+    1 TB/s (a floor under any H100's HBM rate)."""
+    from trainsim.model.counts import total_params
+    from trainsim.workload import sharding
+    c = run_config_from_dict({
+        "model": {"preset": "llama2-7b", "num_layers": 4},
+        "parallel": {"tp": 1, "pp": 1, "zero_stage": 1},
+        "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 1024,
+                     "dtype": "bf16", "framework": "nanotron", "framework_version": "2024-12"},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
+    with_clip = simulate(c).iteration_time_s
+    real = sharding.profile_supports
+    monkeypatch.setattr(sharding, "profile_supports",
+                        lambda cfg, f: False if f == "clip_unsharded_grads" else real(cfg, f))
+    without = simulate(c).iteration_time_s
+    assert 0 < with_clip - without < 12 * total_params(c.model) * 7 / 8 / 1e12

@@ -14,7 +14,7 @@ from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.sharding import grad_buffer_rest
+from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
@@ -81,8 +81,12 @@ class OptimizerTasks:
         out = [(self.optimizer_step(s), "optimizer step", OPT)]
         local = sum(params / (size if self.zero >= 1 else 1)
                     for params, _, size in self.groups[s])  # what this rank's step updates
-        rest = grad_buffer_rest(self.cfg, sum(params for params, _, _ in self.groups[s]), local,
-                                self.grad_bytes)
+        total = sum(params for params, _, _ in self.groups[s])
+        clip = unsharded_clip(self.cfg, total, local)
+        if clip is not None:
+            out.append((self.pricer.compute.time(clip), "gradient clip beyond the shard",
+                        COMPUTE))
+        rest = grad_buffer_rest(self.cfg, total, local, self.grad_bytes)
         if rest is not None:
             out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
         return out

@@ -434,6 +434,19 @@ def grad_buffer_rest(cfg: RunConfig, total: float, local: float,
     return zeroed_grad_buffer((total - local) * grad_bytes)
 
 
+def unsharded_clip(cfg: RunConfig, total: float, local: float) -> Elementwise | None:
+    """Gradient clipping over the fp32 gradients beyond the shard the optimizer step's frame
+    clips (``workload.elementwise._STEP_FRAME_BYTES``: norm read 4, scale in place 8 bytes),
+    where the profile says ``clip_unsharded_grads``: nanotron's ZeRO-1 keeps every fp32
+    gradient buffer whole and ``clip_grad_norm`` takes a norm of each buffer and scales each
+    in place with ``mul_`` (huggingface/nanotron@e24d2483 src/nanotron/optim/clip_grads.py,
+    called from trainer.py ``training_step`` with ``grad_accumulator.get_grad_buffer(name)``
+    for every parameter), before the sharded step. None elsewhere."""
+    if not profile_supports(cfg, "clip_unsharded_grads") or total <= local:
+        return None
+    return Elementwise("grad_clip_unsharded", bytes=12.0 * (total - local), kernels=2)
+
+
 def _module_order(cfg: RunConfig, i: int) -> list[float]:
     """Elements of layer ``i``'s parameter tensors on this rank in the order the module
     registers them, as a FlatParameter lays them end to end: the first norm, the QKV weight and
