@@ -1,7 +1,8 @@
 """Where the ZeRO++ blog's ZeRO-3 baseline rows (benchmarks/training_zeropp.csv) miss, by network
 bandwidth (a diagnostic; nothing here feeds trainsim).
 
-    PYTHONPATH=src python benchmarks/zeropp_gap.py      # ~30 s on one core
+    PYTHONPATH=src python benchmarks/zeropp_gap.py          # ~30 s on one core
+    PYTHONPATH=src python benchmarks/zeropp_gap.py whatif   # every DeepSpeed ZeRO-3 row, ~20 s
 
 Per row: the measured step, the prediction as given (DeepSpeed of 2023: coalesced, prefetched
 per-block gathers) with its compute and exposed communication, the same row with every gather
@@ -21,10 +22,21 @@ from pathlib import Path
 
 import numpy as np
 
+from trainsim.compute import host
 from trainsim.validate.training import predict_training_row
 
 ROOT = Path(__file__).resolve().parents[1]
 FILE = ROOT / "benchmarks" / "training_zeropp.csv"
+ZERO3_FILES = (ROOT.parent.parent / "shared" / "validation" / "training_public.csv",
+               Path("/work/shared/validation/training_public.csv"),
+               ROOT / "benchmarks" / "training_deepspeed.csv", FILE)
+"""Every file with DeepSpeed ZeRO-3 rows: the public file (found beside the worktree or at its
+usual place, the first that exists), the DeepSpeed check file and this one."""
+COORDINATOR_SINCE = "2022-03"
+"""The deepspeed profile's entry from which fetch_sub_module runs the v0.6.0 coordinator (4912e0ad,
+#1453: coalesced prefetched gathers, the two-event fetch limit); the 2021 rows run v0.3.x's
+per-parameter synchronous path, already priced as waited for."""
+FETCH_COSTS_MS = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0)
 SYNC_PATH_VERSION = "2021-07"
 PERSISTENCE = 100_000
 PASSES = 3
@@ -85,5 +97,92 @@ def main() -> None:
               f"{a - s[0]['compute']:+.2f} s")
 
 
+def zero3_rows() -> list[tuple[str, dict]]:
+    """(file stem, row) of every DeepSpeed ZeRO-3 row with a measured step."""
+    out, seen = [], set()
+    for f in ZERO3_FILES:
+        if not f.exists() or f.name in seen:
+            continue
+        seen.add(f.name)
+        with open(f, newline="") as fh:
+            out += [(f.stem, r) for r in csv.DictReader(fh)
+                    if r["framework"] == "deepspeed" and r["zero_stage"] == "3"
+                    and r["measured_iteration_s"]]
+    return out
+
+
+def serial_launches_s(ops, gpu_s, per_kernel_s, blocking=False, counts=None, beside=None):
+    """``host.exposed_s`` with the host never ahead of the GPU: every launch's host cost adds to
+    the GPU time (the what-if's reading of the fetch path's host waits), collectives overlapped
+    as priced."""
+    if per_kernel_s <= 0.0 or not ops:
+        return 0.0
+    n = list(counts) if counts is not None else [host.launches(op) for op in ops]
+    return per_kernel_s * sum(n)
+
+
+def fetches(r: dict) -> int:
+    """Parameter fetches of one step: partitioned weights x layers x passes x micro-batches."""
+    tp, pp = int(r["tp"] or 1), int(r["pp"] or 1)
+    h = int(r["hidden_size"])
+    passes = PASSES if r["recompute"] == "full" else PASSES - 1
+    micro = int(r["global_batch_size"]) // (int(r["num_gpus"]) // (tp * pp)
+                                            * int(r["micro_batch_size"]))
+    per_layer = sum(n // tp > PERSISTENCE for n in (3 * h * h, h * h, 4 * h * h, 4 * h * h))
+    return per_layer * int(r["num_layers"]) // pp * passes * micro
+
+
+def whatif() -> list[dict]:
+    """Every DeepSpeed ZeRO-3 row as given, with every host launch serialised with the GPU
+    (``serial_launches_s``), and the per-fetch cost that would close its gap."""
+    out = []
+    for stem, r in zero3_rows():
+        a = predict_training_row(r)
+        orig = host.exposed_s
+        host.exposed_s = serial_launches_s
+        try:
+            b = predict_training_row(r)
+        finally:
+            host.exposed_s = orig
+        n = fetches(r)
+        out.append({"file": stem, "id": r["id"], "version": r["framework_version"],
+                    "measured": a.measured, "pred": a.predicted, "serial": b.predicted,
+                    "fetches": n, "coordinator": r["framework_version"] >= COORDINATOR_SINCE
+                    or r["framework_version"][0] == "0" and r["framework_version"] >= "0.6"})
+    return out
+
+
+def mape(errs: list[float]) -> float:
+    return sum(abs(e) for e in errs) / len(errs) if errs else float("nan")
+
+
+def main_whatif() -> None:
+    t = whatif()
+    print(f"{'file':20s} {'row':42s} {'version':8s} {'meas':>7s} {'as given':>8s} "
+          f"{'serial':>7s} {'+host s':>7s} {'fetches':>7s} {'ms/fetch to close':>17s}")
+    for d in t:
+        m = d["measured"]
+        print(f"{d['file']:20s} {d['id'][:42]:42s} {d['version']:8s} {m:7.2f} "
+              f"{d['pred'] / m - 1:+8.1%} {d['serial'] / m - 1:+7.1%} "
+              f"{d['serial'] - d['pred']:7.2f} {d['fetches']:7d} "
+              f"{(m - d['pred']) / d['fetches'] * 1e3:17.2f}")
+    print("\nper file, MAPE as given -> every launch serialised:")
+    for stem in dict.fromkeys(d["file"] for d in t):
+        s = [d for d in t if d["file"] == stem]
+        print(f"  {stem:22s} {len(s):2d} rows {mape([d['pred'] / d['measured'] - 1 for d in s]):6.1%}"
+              f" -> {mape([d['serial'] / d['measured'] - 1 for d in s]):6.1%}")
+    c = [d for d in t if d["coordinator"]]
+    print(f"\na serialised cost per fetch on the {len(c)} rows of the coordinator "
+          f"(v0.6+), MAPE by file:")
+    for ms in FETCH_COSTS_MS:
+        cells = []
+        for stem in dict.fromkeys(d["file"] for d in c):
+            s = [d for d in c if d["file"] == stem]
+            cells.append(f"{stem} {mape([(d['pred'] + ms * 1e-3 * d['fetches']) / d['measured'] - 1 for d in s]):6.1%}")
+        print(f"  {ms:4.1f} ms: " + ", ".join(cells))
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main_whatif() if sys.argv[1:] == ["whatif"] else main()
