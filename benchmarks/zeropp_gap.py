@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trainsim import sharded_passes
 from trainsim.compute import host
 from trainsim.validate.training import predict_training_row
 
@@ -121,6 +122,36 @@ def serial_launches_s(ops, gpu_s, per_kernel_s, blocking=False, counts=None, bes
     return per_kernel_s * sum(n)
 
 
+WEIGHT_SHARES = (3, 1, 4, 4)
+"""A GPT block's partitioned weights in forward order (QKV, projection, fc1, fc2), in h^2: the
+share of the block's gather, and (attention ~s/6h of it, neglected) of its GEMM compute."""
+
+
+def split_units(xs: list[float] | None, shares: tuple[int, ...]) -> list[float] | None:
+    """Each unit's time spread over per-weight sub-units in ``shares`` (the root unit too: a
+    what-if's approximation)."""
+    if xs is None:
+        return None
+    return [x * f / sum(shares) for x in xs for f in shares]
+
+
+def per_weight_prediction(r: dict):
+    """The row with DeepSpeed's one-parameter-ahead prefetch instead of one block ahead: every
+    unit of ``sharded_passes``' forward walk and backward walk split into its four weights
+    (``stage3_prefetch_bucket_size`` 5e7 is below each 18B GEMM weight, so the coordinator's
+    prefetch loop, v0.9.2 partitioned_param_coordinator.py L304-308, stops after one)."""
+    pe, pw = sharded_passes.prefetch_exposed_s, sharded_passes.prefetch_walk
+    back = WEIGHT_SHARES[::-1]
+    sharded_passes.prefetch_exposed_s = lambda g, c, red=None: pe(
+        split_units(g, WEIGHT_SHARES), split_units(c, WEIGHT_SHARES), split_units(red, WEIGHT_SHARES))
+    sharded_passes.prefetch_walk = lambda g, c, red=None, rs_wait=False: pw(
+        split_units(g, back), split_units(c, back), split_units(red, back), rs_wait)
+    try:
+        return predict_training_row(r)
+    finally:
+        sharded_passes.prefetch_exposed_s, sharded_passes.prefetch_walk = pe, pw
+
+
 def fetches(r: dict) -> int:
     """Parameter fetches of one step: partitioned weights x layers x passes x micro-batches."""
     tp, pp = int(r["tp"] or 1), int(r["pp"] or 1)
@@ -145,10 +176,12 @@ def whatif() -> list[dict]:
         finally:
             host.exposed_s = orig
         n = fetches(r)
+        coordinator = r["framework_version"] >= COORDINATOR_SINCE or \
+            r["framework_version"][0] == "0" and r["framework_version"] >= "0.6"
         out.append({"file": stem, "id": r["id"], "version": r["framework_version"],
                     "measured": a.measured, "pred": a.predicted, "serial": b.predicted,
-                    "fetches": n, "coordinator": r["framework_version"] >= COORDINATOR_SINCE
-                    or r["framework_version"][0] == "0" and r["framework_version"] >= "0.6"})
+                    "fetches": n, "coordinator": coordinator,
+                    "per_weight": per_weight_prediction(r).predicted if coordinator else None})
     return out
 
 
@@ -172,6 +205,11 @@ def main_whatif() -> None:
         print(f"  {stem:22s} {len(s):2d} rows {mape([d['pred'] / d['measured'] - 1 for d in s]):6.1%}"
               f" -> {mape([d['serial'] / d['measured'] - 1 for d in s]):6.1%}")
     c = [d for d in t if d["coordinator"]]
+    print("\none weight ahead instead of one block (the coordinator's rows):")
+    for d in c:
+        m = d["measured"]
+        print(f"  {d['id'][:42]:42s} {d['pred'] / m - 1:+7.1%} -> {d['per_weight'] / m - 1:+7.1%}"
+              f" ({d['per_weight'] - d['pred']:+.2f} s)")
     print(f"\na serialised cost per fetch on the {len(c)} rows of the coordinator "
           f"(v0.6+), MAPE by file:")
     for ms in FETCH_COSTS_MS:

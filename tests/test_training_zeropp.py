@@ -122,3 +122,17 @@ def test_serialised_launches_do_not_close_the_zeropp_gap():
         host.exposed_s = orig
     assert 0.0 < b.predicted - a.predicted < 0.1
     assert a.measured - a.predicted > 2.5
+
+
+def test_per_weight_split_keeps_each_units_total():
+    """zeropp_gap.py's one-weight-ahead what-if spreads each unit over its four GEMM weights
+    (3:1:4:4 h^2) and restores the walk afterwards."""
+    from trainsim import sharded_passes
+
+    gap = load_script(ROOT / "benchmarks" / "zeropp_gap.py")
+    assert gap.split_units([12.0, 24.0], (3, 1, 4, 4)) == [3.0, 1.0, 4.0, 4.0, 6.0, 2.0, 8.0, 8.0]
+    assert gap.split_units(None, (3, 1, 4, 4)) is None
+    walk = sharded_passes.prefetch_exposed_s
+    row = next(r for _, r in gap.zero3_rows() if r["id"].endswith("ib1-2ktok"))
+    assert gap.per_weight_prediction(row).predicted > 0
+    assert sharded_passes.prefetch_exposed_s is walk
