@@ -130,6 +130,28 @@ def test_a_collective_is_priced_once_per_signature_inside_shared(monkeypatch):
     assert len(calls) == 3
 
 
+def test_the_store_numbers_pricer_signatures_one_per_signature(monkeypatch):
+    """Inside ``shared`` equal signatures get one number and other signatures another, so a
+    pricer of another layout prices a collective again (the number, not the signature,
+    keys the store: issue 21)."""
+    base = make_base(gpus=16, batch=64)
+    key = _group(base, "none")
+    other = dataclasses.replace(key, tp=2 if key.tp == 1 else 1)
+    a, b = Candidate(key).to_config(base), Candidate(key).to_config(base)
+    c = Candidate(other).to_config(base)
+    op = Comm("g", "all_gather", 3e8, "dp_cp")
+    calls = []
+    real = Pricer._comm_time
+    monkeypatch.setattr(Pricer, "_comm_time", lambda self, o: calls.append(o) or real(self, o))
+    with shared(("numbers", 1)):
+        pa, pb, pc = Pricer(a), Pricer(b), Pricer(c)
+        assert pa._sig == pb._sig != pc._sig
+        assert pa._sig_no == pb._sig_no != pc._sig_no
+        got = [p.comm_time(op) for p in (pa, pb, pc)]
+    assert got[:2] == [Pricer(a).comm_time(op)] * 2 and got[2] == Pricer(c).comm_time(op)
+    assert len(calls) == 2 + 2  # one per signature inside, each again outside
+
+
 def test_the_loop_counts_the_tasks_it_keeps_as_it_keeps_them(monkeypatch):
     """``run`` keeps timelines up to its cap counting them as they are kept: the same graphs
     kept as when it summed them at every run, and a graph over the cap kept not at all."""

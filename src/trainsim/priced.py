@@ -84,7 +84,7 @@ def interned(segments: tuple[tuple[str, float, str], ...]) -> Priced:
 
 
 class _Store:
-    """What :func:`shared` keeps: priced op lists by (pricer signature, ops), each op's time and
+    """What :func:`shared` keeps: priced op lists by (pricer signature's number, ops), each op's time and
     model by cluster (which names the compute model), and sums of kept ``Priced`` by the identities of their operands
     (kept alive with them, so an identity is never reused while its entry is kept)."""
 
@@ -99,7 +99,8 @@ class _Store:
         self.times: dict[object, dict[Op, tuple[float, str]]] = {}
         self.joined: dict[object, tuple[tuple, Priced]] = {}
         self.clusters: dict[int, object] = {}  # keeps the clusters whose ids key ``prices``
-        self.comms: dict[tuple, float] = {}  # (signature, op) -> ``Pricer.comm_time``
+        self.comms: dict[tuple, float] = {}  # (signature's number, op) -> ``Pricer.comm_time``
+        self.sigs: dict[tuple, int] = {}  # pricer signature -> its number in ``prices``, ``comms``
 
     def keep(self, key: object, operands: tuple, out: Priced) -> tuple[tuple, Priced]:
         if len(self.joined) + len(self.prices) >= self.MAX_ENTRIES:

@@ -224,6 +224,10 @@ class Pricer:
                          p.moe_token_dispatcher_type, exchange_sms(cfg),
                          self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()),
                          tuple(sorted(self.graph_parts)), self.ub_all_sms)
+            # the store's own number for the signature (equal signatures, one number): what
+            # keys its priced op lists and collectives, hashed in one step where the tuple
+            # hashes its eleven spans on every lookup (a twentieth of a search's main process)
+            self._sig_no = self._store.sigs.setdefault(self._sig, len(self._store.sigs))
 
     def compute_sources(self) -> dict[str, int]:
         """Distinct compute ops this pricer priced, by the model that priced them (the
@@ -248,7 +252,7 @@ class Pricer:
         store = self._store
         if store is None:
             return self._comm_time(op)
-        key = (self._sig, op)
+        key = (self._sig_no, op)
         hit = store.comms.get(key)
         if hit is None:
             if len(store.comms) >= store.MAX_ENTRIES:
@@ -376,7 +380,7 @@ class Pricer:
         store = self._store
         if store is None:
             return (*self._price_ops(ops, self.compute.time), None, None)
-        key = (self._sig, *ops)
+        key = (self._sig_no, *ops)
         try:
             hit = store.prices.get(key)
         except TypeError:  # an op with an unhashable field
