@@ -7,6 +7,7 @@ in one process and timed best-of-N (issue 21 acceptance 4; less noisy on a share
         --global-batch 1024 --seq 4096                       # search_speed.py's default
     python benchmarks/search_profile.py --repeat 5 --profile main   # cProfile, top 25
     python benchmarks/search_profile.py --parts               # both parts' CPU by part
+    python benchmarks/search_profile.py --sample main         # sampled shares, by function
 
 1. The serial search runs once, recording the batches it simulates.
 2. *main*: the same search again with every evaluation a cache hit (enumeration, bounds,
@@ -52,6 +53,10 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", choices=["main", "simulations"], default=None,
                     help="print cProfile's top 25 (by own time) of one more round of that part")
+    ap.add_argument("--sample", choices=["main", "simulations"], default=None,
+                    help="sample that part's stack every 0.5 ms of CPU over --repeat more rounds "
+                         "and print each function's share, inclusive and own (cProfile's "
+                         "per-call cost inflates small functions several-fold)")
     ap.add_argument("--parts", action="store_true",
                     help="print the simulations' CPU by part and the task graphs' shape")
     args = ap.parse_args()
@@ -109,11 +114,51 @@ def main() -> int:
     if args.parts:
         _main_parts(main_part)
         _parts(simulations, first)
+    if args.sample:
+        _sampled(main_part if args.sample == "main" else simulations, args.repeat)
     if args.profile:
         pr = cProfile.Profile()
         pr.runcall(main_part if args.profile == "main" else simulations)
         pstats.Stats(pr, stream=sys.stdout).sort_stats("tottime").print_stats(25)
     return 0
+
+
+def _sampled(fn, rounds: int, top: int = 40) -> None:
+    """``fn`` run ``rounds`` times under a CPU-time interval timer (``ITIMER_PROF``, every
+    0.5 ms): each sample counts once for every function on the stack (inclusive) and once for
+    the innermost (own); functions named by path under ``trainsim/`` and name."""
+    import signal
+
+    incl: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    total = 0
+
+    def name(code) -> str:
+        return f"{code.co_filename.rsplit('trainsim/', 1)[-1]}:{code.co_name}"
+
+    def on_sample(_sig, frame) -> None:
+        nonlocal total
+        total += 1
+        own[name(frame.f_code)] += 1
+        seen = set()
+        while frame is not None:
+            k = name(frame.f_code)
+            if k not in seen:
+                seen.add(k)
+                incl[k] += 1
+            frame = frame.f_back
+
+    previous = signal.signal(signal.SIGPROF, on_sample)
+    signal.setitimer(signal.ITIMER_PROF, 0.0005, 0.0005)
+    try:
+        for _ in range(rounds):
+            fn()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0, 0)
+        signal.signal(signal.SIGPROF, previous)
+    print(f"sampled {total:,} times over {rounds} rounds; % of samples, inclusive | own")
+    for (k, v), (k2, v2) in zip(incl.most_common(top), own.most_common(top)):
+        print(f"  {100 * v / total:5.1f} {k:<55} | {100 * v2 / total:5.1f} {k2}")
 
 
 def _timed(wrapped: list, cpu: dict, calls: dict, module, name: str, part: str,
