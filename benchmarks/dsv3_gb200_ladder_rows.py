@@ -24,17 +24,7 @@ import mirror_rows
 
 REPO_DIR = "NVIDIA+Megatron-LM"
 
-HEADER = [
-    "id", "source", "model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
-    "head_dim", "ffn_hidden_size", "vocab_size", "seq_length", "activation", "num_experts",
-    "moe_top_k", "moe_ffn_hidden_size", "mtp_num_layers", "gpu", "num_gpus", "gpus_per_node",
-    "nic_gbps_per_gpu", "tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "recompute",
-    "zero_stage", "distributed_optimizer", "global_batch_size", "micro_batch_size", "dtype",
-    "options", "framework", "framework_version", "attention", "grad_reduce_dtype",
-    "recompute_num_layers", "recompute_modules", "pipeline_layout", "fp8_recipe", "cp_comm_type",
-    "moe_dispatcher", "moe_capacity_factor", "cuda_graph_scope", "memory_kind",
-    "measured_iteration_s", "measured_peak_memory_gib", "note",
-]
+HEADER = mirror_rows.v2_header(moe_ffn_hidden_size=["mtp_num_layers"], moe_capacity_factor=["cuda_graph_scope"])
 REPO = "NVIDIA/Megatron-LM"
 DOC = "docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-optimization.md"
 GUIDE = "docs/discussions/deepseek-v3-gb200-optimization/deepseek-v3-gb200-reproduce-guide.md"

@@ -17,18 +17,12 @@ from __future__ import annotations
 
 import csv
 import sys
+from pathlib import Path
 
-HEADER = [
-    "id", "source", "model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
-    "head_dim", "ffn_hidden_size", "vocab_size", "seq_length", "activation", "num_experts",
-    "moe_top_k", "moe_ffn_hidden_size", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu",
-    "tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero_stage",
-    "distributed_optimizer", "global_batch_size", "micro_batch_size", "dtype", "options",
-    "framework", "framework_version", "attention", "grad_reduce_dtype", "recompute_num_layers",
-    "recompute_modules", "pipeline_layout", "fp8_recipe", "cp_comm_type", "moe_dispatcher",
-    "moe_capacity_factor", "memory_kind", "measured_iteration_s", "measured_peak_memory_gib",
-    "note", "attention_dropout", "hidden_dropout",
-]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mirror_rows
+
+HEADER = mirror_rows.v2_header(note=["attention_dropout", "hidden_dropout"])
 
 COMMITS = {
     "A": ("693244ac8c", "2024-03-05", "24.01", "config.yaml container nvcr.io/nvidia/nemo:24.01.framework"),

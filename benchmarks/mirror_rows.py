@@ -1,6 +1,7 @@
-"""What the check-file generators that re-read their source from a repository mirror share:
-the mirror's git dir, a file at a commit, and the command line (print the CSV, or ``--check``
-the typed-in table against the mirror: exit 1 listing each difference)."""
+"""What the check-file generators share: the format-v2 columns they write (``v2_header``) and,
+for those that re-read their source from a repository mirror, the mirror's git dir, a file at a
+commit, and the command line (print the CSV, or ``--check`` the typed-in table against the
+mirror: exit 1 listing each difference)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,28 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
+
+V2_COLUMNS = (
+    "id", "source", "model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
+    "head_dim", "ffn_hidden_size", "vocab_size", "seq_length", "activation", "num_experts",
+    "moe_top_k", "moe_ffn_hidden_size", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu",
+    "tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero_stage",
+    "distributed_optimizer", "global_batch_size", "micro_batch_size", "dtype", "options",
+    "framework", "framework_version", "attention", "grad_reduce_dtype", "recompute_num_layers",
+    "recompute_modules", "pipeline_layout", "fp8_recipe", "cp_comm_type", "moe_dispatcher",
+    "moe_capacity_factor", "memory_kind", "measured_iteration_s", "measured_peak_memory_gib",
+    "note",
+)
+"""The format-v2 training columns every check-file generator writes, in the order they write them."""
+
+
+def v2_header(**after: list[str]) -> list[str]:
+    """``V2_COLUMNS`` with each generator's own columns put after the column that names them
+    (``v2_header(note=["attention_dropout"])``)."""
+    unknown = set(after) - set(V2_COLUMNS)
+    if unknown:
+        raise ValueError(f"no column {sorted(unknown)} in V2_COLUMNS")
+    return [c for col in V2_COLUMNS for c in (col, *after.get(col, []))]
 
 
 def mirror(repo: str) -> Path:

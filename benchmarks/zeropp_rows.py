@@ -37,17 +37,7 @@ import mirror_rows
 
 REPO_DIR = "microsoft+DeepSpeed"
 COMMIT = "38327e07f6cd"
-HEADER = [
-    "id", "source", "model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_heads",
-    "head_dim", "ffn_hidden_size", "vocab_size", "seq_length", "activation", "num_experts",
-    "moe_top_k", "moe_ffn_hidden_size", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu",
-    "tp", "pp", "cp", "ep", "vpp", "sequence_parallel", "recompute", "zero_stage",
-    "distributed_optimizer", "global_batch_size", "micro_batch_size", "dtype", "options",
-    "framework", "framework_version", "attention", "grad_reduce_dtype", "recompute_num_layers",
-    "recompute_modules", "pipeline_layout", "fp8_recipe", "cp_comm_type", "moe_dispatcher",
-    "moe_capacity_factor", "memory_kind", "measured_iteration_s", "measured_peak_memory_gib",
-    "note",
-]
+HEADER = mirror_rows.v2_header()
 IMAGES = {  # figure -> (path, git blob id at COMMIT: the image the bars were read from)
     6: ("blogs/zeropp/assets/images/eval1.png", "8312c1db6de1ecc9b78e2d74681976c6ef6b21b1"),
     7: ("blogs/zeropp/assets/images/eval2.png", "b6fd05f8cd9812c3345a00e9212da97e6576dfc1"),
