@@ -26,7 +26,7 @@ import csv
 import sys
 from pathlib import Path
 
-from trainsim.compute.host import HOST_S_PER_KERNEL, launches
+from trainsim.compute.host import HOST_S_PER_KERNEL, MEGATRON_UNFUSED_LAUNCHES, launches
 from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.head import (
     embedding_backward,
@@ -62,13 +62,17 @@ SOURCE_LAYER = {
         "autograd adds the residual branch's gradient to the norm input's at each of the "
         "layer's two branch points (hidden_states, layernorm_input)")),
 }
-"""Launches per layer at source where trainsim's op list counts fewer (trainsim: attention 1
-forward, 1 backward; a norm backward 1; residual sums 0 beyond the bias-dropout-add
-backward). The two scalar copies of ``ParallelTransformerLayer.forward`` are in trainsim
+"""Launches per layer at source where trainsim's op list counts fewer (``TRAINSIM_LAYER``:
+attention 5 forward, 8 backward since the 29th session's unfused29, 1 / 1 before; a norm
+backward 1; residual sums 0 beyond the bias-dropout-add backward). The two scalar copies of ``ParallelTransformerLayer.forward`` are in trainsim
 (profile feature ``layer_scalar_syncs``)."""
 
-TRAINSIM_LAYER = {"unfused attention forward": 1, "unfused attention backward": 1,
+TRAINSIM_LAYER = {"unfused attention forward": MEGATRON_UNFUSED_LAUNCHES[0] + 1,
+                  "unfused attention backward": MEGATRON_UNFUSED_LAUNCHES[1] + 1,
                   "layer norm backward": 1, "residual gradient sums": 0}
+"""trainsim's count of the same: the attention core as ``compute.host.MEGATRON_UNFUSED_LAUNCHES``
+with the dropout these rows run (0.1), which leaves out only the QKV split's backward cat (an
+op of its own, outside the core)."""
 
 
 def extra_source_launches(unfused: bool) -> tuple[int, int]:

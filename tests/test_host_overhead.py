@@ -183,3 +183,35 @@ def test_launch_blocking_penalty_matches_bigscience_a_b_measurement():
     raw["training"]["cuda_launch_blocking"] = True
     blocked = simulate(run_config_from_dict(raw)).iteration_time_s
     assert 1.0 < blocked / free < 97.20 / 91.04 + 0.02
+
+
+def _attention_launches(framework: str, version: str, dropout: float) -> tuple[int, int]:
+    cfg = run_config_from_dict({
+        "model": {"preset": "gpt-1.7b", "attention_dropout": dropout},
+        "training": {"global_batch_size": 8, "seq_length": 2048, "micro_batch_size": 1,
+                     "attention": "unfused", "framework": framework,
+                     "framework_version": version},
+        "cluster": {"node": "dgx-a100", "num_gpus": 8}})
+    sh = shard_of(cfg)
+    fwd = [op for op in layer_forward(cfg, sh) if op.name == "attn_core"]
+    bwd = [op for op in backward_of(fwd, sh) if op.name == "attn_core.bwd"]
+    return host.launches(fwd[0]), host.launches(bwd[0])
+
+
+@pytest.mark.parametrize("framework,version", [("megatron-deepspeed", "2023-07-12"),
+                                               ("megatron-lm", "2021-01"),
+                                               ("megatron-core", "0.4"), ("deepspeed", "2021-03")])
+def test_megatron_unfused_attention_launches_each_op(framework, version):
+    """Megatron's unfused attention: baddbmm, fused softmax, dropout, bmm, permute copy
+    forward; bmm's two, dropout's, the softmax's and baddbmm's two bmm with their alpha muls
+    backward (compute.host.MEGATRON_UNFUSED_LAUNCHES), not one launch each way."""
+    assert _attention_launches(framework, version, 0.1) == (5, 8)
+    assert _attention_launches(framework, version, 0.0) == (4, 7)
+
+
+@pytest.mark.parametrize("framework,version", [("megatron-lm", "2024-04"), ("megatron-core", "0.6"),
+                                               ("pytorch", None)])
+def test_unread_unfused_attention_keeps_one_launch(framework, version):
+    """Transformer Engine's UnfusedDotProductAttention and the pytorch profile's eager path
+    were not read: one launch each way, as before."""
+    assert _attention_launches(framework, version, 0.1) == (1, 1)

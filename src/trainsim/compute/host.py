@@ -58,6 +58,27 @@ from the static buffer's, one ``copy_`` each, and a layer graph takes several (h
 and under ``moe_router`` the residual and the router's outputs); counted as one."""
 
 
+MEGATRON_UNFUSED_LAUNCHES = (4, 7)
+"""Launches (forward, backward) of Megatron's unfused attention core without attention dropout
+(``ops.Attention.megatron_ops``; dropout adds one each way). Forward: ``torch.baddbmm`` (QK^T
+times 1/norm_factor, beta 0 into a preallocated buffer that no kernel fills),
+``FusedScaleMaskSoftmax`` (one fused kernel; where it falls back to PyTorch,
+``workload.softmax.torch_softmax_fallback`` adds the rest), ``attention_dropout``,
+``torch.bmm`` (PV) and ``permute(2, 0, 1, 3).contiguous()`` (a copy): microsoft/Megatron-
+DeepSpeed@7f7cea32 megatron/model/transformer.py ``CoreAttention.forward`` L251-337 (the
+buffer from ``get_global_memory_buffer``); NVIDIA/Megatron-LM@152aab30 (2021-01) the same
+ops inline in ``ParallelSelfAttention.forward`` L267-344 (buffer ``torch.empty``), as
+DeepSpeedExamples@281a1eb9 Megatron-LM-v1.1.5-ZeRO3 megatron/model/transformer.py L277-354; Megatron-LM
+core_v0.4.0 megatron/core/transformer/dot_product_attention.py ``DotProductAttention.
+forward`` L134-189 (its GQA ``repeat_interleave`` of K and V, L104-110, not counted).
+Backward, autograd of each (pytorch tools/autograd/derivatives.yaml): the copy's and views'
+backwards are views; ``bmm`` two bmm (self, mat2); dropout one (``native_dropout_backward``);
+the fused softmax's backward kernel; ``baddbmm`` two bmm, each times alpha (``maybe_multiply``:
+a mul kernel where alpha is not 1), the buffer taking no gradient: 2 + 1 + 4. Counted from
+the code, not profiled; the RNG tracker's state swaps around the dropout launch no kernel
+and are not counted."""
+
+
 def launches(op: Op) -> int:
     """Host-issued launches an op stands for: a GEMM batched over experts is one cuBLAS call per
     expert where its implementation launches a GEMM per group (Transformer Engine's
@@ -69,6 +90,8 @@ def launches(op: Op) -> int:
         return op.batch if not op.grouped or op.grouped in GROUPED_STREAMS else 1
     if isinstance(op, Elementwise):
         return op.kernels
+    if isinstance(op, Attention) and op.megatron_ops and op.impl == "unfused":
+        return MEGATRON_UNFUSED_LAUNCHES[op.backward] + int(op.dropout)
     if isinstance(op, (Attention, Comm)):
         return 1
     raise TypeError(op)  # pragma: no cover - exhaustive

@@ -164,7 +164,8 @@ def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     core = Attention("attn_core", batch=sh.batch, heads=heads, kv_heads=kv_heads, q_len=q_len,
                      kv_len=q_len if ring or te_ring else sh.seq, head_dim=head_dim,
                      window=m.sliding_window, impl=sh.attention_impl,  # type: ignore[arg-type]
-                     dropout=m.attention_dropout > 0, masked_window=sh.masked_window)
+                     dropout=m.attention_dropout > 0, masked_window=sh.masked_window,
+                     megatron_ops=sh.megatron_unfused and sh.attention_impl == "unfused")
     if sh.kv_repeat and not (ring or te_ring or m.is_mla):  # the ring prices its own copies
         ops.extend(sdpa_repeat_kv_op(core, T, sh.compiled))
     if ring:  # torch's context_parallel: one SDPA per ring step

@@ -143,6 +143,10 @@ class Attention:
     masked_window: bool = False
     """An unfused ``impl`` masks a sliding window after computing every score (the profile's
     ``masked_window_scores``) instead of computing only the window's."""
+    megatron_ops: bool = False
+    """An unfused ``impl`` issues Megatron's ``CoreAttention`` ops, one launch each (the
+    profile's ``megatron_unfused_ops``; ``compute.host.MEGATRON_UNFUSED_LAUNCHES``); False:
+    counted as one launch."""
 
     @property
     def pairs(self) -> float:
