@@ -2,7 +2,7 @@
 more than two nodes, with sources held out.
 
     PYTHONPATH=src python benchmarks/fit_collectives.py [--csv FILE] [--algos ring,tree,...]
-                                                        [--no-fit]
+                                                        [--no-fit] [--efa]
 
 Rows: those of the collectives file (default benchmarks/collectives_published.csv) that the
 validator counts (not ``comparable = no``: ``extra["excluded"]``) and whose group spans more
@@ -13,7 +13,8 @@ others (leave one source out). Loss: mean |ln(predicted / measured)| (over- and
 under-prediction alike). Search: golden section on [0, 0.2]. ``--algos`` names the algorithms
 that pay the cost (``scale_terms.FABRIC_SCALE_ALGOS``, default: the module's); ``--no-fit``
 reports the module's value only. The whole file's MAPE (comparable rows) is printed at 0 and at
-the fitted value.
+the fitted value. Rows with ``fabric = efa`` are left out: ``--efa`` fits
+``scale_terms.EFA_HOP_US`` and ``EFA_BW_SHARE`` on them alone (``fit_efa``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ NCCL 2.20 (NVIDIA/nccl #1368, ring and tree), 3 x 8 A100 on 4x HDR (nccl-tests #
 NCCL versions and fabrics than the fitted sources; chosen before any fit was run."""
 
 
+def _efa_ids(path: Path) -> set[str]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return {r["id"] for r in csv.DictReader(f) if (r.get("fabric") or "").strip() == "efa"}
+
+
 def _source(row_id: str) -> str:
     return row_id.split("-", 1)[0]
 
@@ -46,7 +52,9 @@ def _rows(path: Path) -> set[str]:
         nodes = {r["id"]: int(r["num_gpus"]) // int(r["gpus_per_node"])
                  for r in csv.DictReader(f)}
     _, results = validate_file(path)
-    return {r.id for r in results if not r.extra.get("excluded") and nodes[r.id] > 2}
+    efa = _efa_ids(path)
+    return {r.id for r in results
+            if not r.extra.get("excluded") and nodes[r.id] > 2 and r.id not in efa}
 
 
 def _ratios(path: Path, ids: set[str], cost: float) -> dict[str, float]:
@@ -89,8 +97,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--csv", default=str(PUBLISHED), help="a collectives validation file")
     ap.add_argument("--algos", help="comma-separated algorithms that pay the cost")
     ap.add_argument("--no-fit", action="store_true", help="report the module's constant only")
+    ap.add_argument("--efa", action="store_true", help="fit the EFA constants on the EFA rows")
     args = ap.parse_args(argv)
     path = Path(args.csv)
+    if args.efa:
+        from fit_efa import fit_efa
+        return fit_efa(path, _efa_ids(path), args.no_fit)
     if args.algos:
         scale_terms.FABRIC_SCALE_ALGOS = tuple(a.strip() for a in args.algos.split(","))
     module_value = scale_terms.FABRIC_DOUBLING_COST

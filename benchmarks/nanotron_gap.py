@@ -17,7 +17,9 @@ a node, EFA between nodes) is predicted too fast on every row. Three parts:
 2. EFA: nccl-tests all_reduce on p5.48xlarge (crazyguitar/aws-gpu-communication-benchmark
    @ 4fdb5a4f data/nccl_all_reduce.csv: 2-32 nodes, 32 MiB-8 GiB, out-of-place busbw) beside
    trainsim's analytical all_reduce for the same GPUs and bytes (400 Gbit/s a GPU, the
-   file's NIC): EFA's medium messages take 2.4-2.9x trainsim's time, its large ones 1.05-1.7x.
+   file's NIC) on ``cluster.fabric: efa``, as the file's rows are priced: the EFA gap left.
+   (Priced as InfiniBand, before the fabric field, medium messages took 2.4-2.9x trainsim's
+   time, large ones 1.05-1.7x.)
 3. Per row, an upper bound of what that EFA gap explains: every TP collective of a TP group
    over nodes (the whole count on the critical stage, hidden or not) and the exposed DP
    communication, each slowed by the measured / trainsim ratio at the nearest (nodes, bytes)
@@ -73,9 +75,9 @@ P5_ALL_REDUCE = {
 
 def trainsim_all_reduce_s(gpus: int, size: float) -> float:
     """trainsim's analytical all_reduce of ``size`` bytes over ``gpus`` H100 (8 a node, 400
-    Gbit/s a GPU), as ``trainsim collective`` prices it."""
+    Gbit/s a GPU, EFA), as ``trainsim collective`` prices it."""
     cluster = ClusterConfig(gpu=catalog_gpu("h100-sxm-80gb"), num_gpus=gpus, gpus_per_node=8,
-                            nic_bw_Bps=400e9 / 8)
+                            nic_bw_Bps=400e9 / 8, fabric="efa")
     net = network_for(cluster)
     return net.collective("all_reduce", float(size), net.span(gpus, 1), "auto", "auto").time_s
 

@@ -471,18 +471,24 @@ def _candidates(kind: str, span: GroupSpan, f: Fabric) -> list[str]:
     return algos
 
 
+def _hop_us(kind: str, fam: str, proto: str) -> float:
+    """One hop's latency; an EFA hop is a network hop plus ``scale_terms.EFA_HOP_US``."""
+    if kind == "efa":
+        return _HOP_US["net"][fam][proto] + scale_terms.EFA_HOP_US
+    return _HOP_US[kind][fam][proto]
+
+
 def _time(kind: str, size: float, span: GroupSpan, f: Fabric, algo: str, proto: str) -> float:
     n, k, nodes = span.size, span.per_node, span.nodes
     eff = PROTOCOL_EFFICIENCY[proto]
     fam = "tree" if algo in ("tree", "pat", "nvls_tree") else "ring"
-    intra_hop = _HOP_US[f.intra.kind][fam][proto]
-    net_hop = _HOP_US[f.inter.kind][fam][proto]
+    intra_hop, net_hop = _hop_us(f.intra.kind, fam, proto), _hop_us(f.inter.kind, fam, proto)
     if nodes > 1 and proto == "LL":
         intra_hop *= MULTINODE_LL_INTRA_FACTOR
     if k == 1 and nodes > 1:
         # "With ppn=1 latencies are fully exposed, use the Tree network latency" (tuning.cc):
         # no NVLink step hides a network hop behind it
-        net_hop = _HOP_US[f.inter.kind]["tree"][proto]
+        net_hop = _hop_us(f.inter.kind, "tree", proto)
     if algo == "direct":  # all_to_all / p2p: every peer at once, off-node data over own NIC
         net = _net_busbw(span, f) * ALL_TO_ALL_NET_SHARE if kind == "all_to_all" \
             else f.inter.busbw_Bps  # p2p: full

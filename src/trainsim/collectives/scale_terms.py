@@ -1,6 +1,8 @@
 """Two costs of an NCCL collective beyond its latency and its bytes at the link rate.
 
 * NVLS pipeline fill (``nvls_fill_bytes``): structural, from NCCL's own kernel and chunking.
+* EFA (``EFA_HOP_US``, ``EFA_BW_SHARE``): what a network hop and the NIC rate cost more on
+  AWS's Elastic Fabric Adapter than on InfiniBand; two constants fitted on published p5 runs.
 * Fabric scale (``fabric_scale_share``): a ring's (or tree's) network rate falls by a
   near-constant step in 1/busbw per doubling of the nodes it spans; one constant, fitted by
   ``benchmarks/fit_collectives.py`` on published nccl-tests runs.
@@ -89,3 +91,28 @@ def fabric_scale_share(nodes: int) -> float:
     if nodes <= 2:
         return 1.0
     return 1.0 / (1.0 + FABRIC_DOUBLING_COST * math.log2(nodes / 2))
+
+
+EFA_HOP_US = 110.0
+"""Latency an EFA network hop adds to NCCL's InfiniBand hop (``nccl._HOP_US["net"]``), us.
+
+On EFA, NCCL reaches the NIC through the aws-ofi-nccl plugin and libfabric's efa provider, not
+its own IB verbs transport, and the NIC runs AWS's SRD (Scalable Reliable Datagram) transport:
+each message is sprayed over many network paths and may arrive out of order, and the plugin
+and provider complete it in software (the proxy thread polls libfabric's completion queue)
+before NCCL's next step can use the buffer (Shalev et al., "A Cloud-Optimized Transport
+Protocol for Elastic and Scalable HPC", IEEE Micro 2020; aws/aws-ofi-nccl). So every network
+step of a ring or tree waits longer than on InfiniBand. Fitted by ``benchmarks/fit_collectives.py
+--efa`` (mean |ln(predicted/measured)|) on the rows of benchmarks/collectives_published.csv with
+``fabric = efa`` only: AWS p5.48xlarge nccl-tests all_reduce on 2-32 nodes, 32 MiB to 8 GiB
+(crazyguitar/aws-gpu-communication-benchmark @ 4fdb5a4f, 45 rows): MAPE 71.8 -> 11.7 %; each
+node count predicted by a fit on the others 9.2-22.9 % (2026-11-26). The busbw ramp those rows
+show (half of 8 GiB's busbw at 64 MiB on 2 nodes, 512 MiB on 32; the InfiniBand model passes
+it below 32 MiB) is this hop: the NVLS+tree all_reduce the model picks pays 2 ceil(log2(nodes)). One source, one collective:
+the split between this and ``EFA_BW_SHARE`` is fitted, not measured apart. A cluster with
+``cluster.fabric: efa`` pays it, never a framework profile."""
+
+EFA_BW_SHARE = 0.835
+"""Share of ``NIC_EFFICIENCY`` (InfiniBand's achievable rate) that NCCL reaches over EFA on
+large messages; fitted with ``EFA_HOP_US`` (0.835: 0.80 of the line rate, 40 GB/s a GPU on p5's
+4 x 100 Gb/s; the same rows' 8 GiB busbw, 356 GB/s on 4-16 nodes, is NIC-bound there)."""

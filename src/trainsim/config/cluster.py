@@ -35,6 +35,8 @@ MAX_PRICE_PER_HOUR = 1e6
 """Largest price of one GPU-hour taken, in USD (rented GPUs cost about 1 to 10)."""
 PROTOCOLS = ("LL", "LL128", "Simple")
 
+FABRICS = ("infiniband", "roce", "efa")
+"""Inter-node transports a cluster config can name (``cluster.fabric``); roce is infiniband."""
 TOPOLOGIES = ("rail-optimized", "spine-leaf", "nvl72", "torus")
 """Networks a cluster config can name (``cluster.topology``); network.topology builds each."""
 TOPOLOGY_ALIASES = {"rail-optimised": "rail-optimized", "rail": "rail-optimized",
@@ -327,6 +329,11 @@ class ClusterConfig:
     linked to its counterparts in the neighbouring nodes at the NIC rate). The flow backend
     builds it link by link; the analytical one sees its tiers (the NVLink domain, the NIC rate,
     the leaves' oversubscription)."""
+    fabric: str = "infiniband"
+    """The NICs' transport between nodes, which sets NCCL's network hop cost and rate
+    (``collectives.scale_terms``): ``infiniband`` (ConnectX over InfiniBand or RoCE, NCCL's
+    own IB verbs transport; ``roce`` is the same) or ``efa`` (AWS Elastic Fabric Adapter:
+    the SRD transport through libfabric and the aws-ofi-nccl plugin, p4d / p5 / p5e)."""
     nodes_per_leaf: int = 32
     """Nodes under one leaf switch (per rail when rail-optimized)."""
     oversubscription: float = 1.0
@@ -375,6 +382,14 @@ class ClusterConfig:
             raise ConfigError(f"cluster.nccl_proto={self.nccl_proto!r} is unknown; known: auto, "
                               f"{', '.join(PROTOCOLS)}")
         self._check_topology()
+        fabric = str(self.fabric).strip().lower()
+        if fabric not in FABRICS:
+            raise ConfigError(f"cluster.fabric={self.fabric!r} is unknown{suggest(fabric, FABRICS)}"
+                              f"; known: {', '.join(FABRICS)}")
+        object.__setattr__(self, "fabric", "infiniband" if fabric == "roce" else fabric)
+        if self.fabric == "efa" and (self.network_backend == "flow" or self.topology == "torus"):
+            raise ConfigError("cluster.fabric=efa is priced by the analytical network backend "
+                              "only; the flow backend and the torus price InfiniBand links")
         self._check_domain()
         if self.domain_gpus is not None:
             self._check_domain_gpus()

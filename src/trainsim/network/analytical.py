@@ -18,6 +18,7 @@ from trainsim.collectives import (
     LinkTier,
     collective_cost,
     group_span,
+    scale_terms,
 )
 from trainsim.collectives.nccl import intra_link_kind
 from trainsim.collectives.placement import placed_span
@@ -34,7 +35,10 @@ class AnalyticalNetwork:
         self.cluster = cluster
         kind = intra_link_kind(cluster.gpu.nvlink_bw_Bps)
         self.intra = LinkTier(cluster.nvlink_bw_Bps, NVLINK_EFFICIENCY, kind)
-        self.inter = LinkTier(cluster.nic_bw_Bps, NIC_EFFICIENCY, "net")
+        # EFA (cluster.fabric): its own hop cost and share of the NIC rate (scale_terms)
+        net, nic_eff = (("efa", NIC_EFFICIENCY * scale_terms.EFA_BW_SHARE)
+                        if cluster.fabric == "efa" else ("net", NIC_EFFICIENCY))
+        self.inter = LinkTier(cluster.nic_bw_Bps, nic_eff, net)
         self.fabric = Fabric(self.intra, self.inter, nvls=cluster.gpu.nvls and cluster.nvls,
                              collnet=cluster.in_network_reduction,
                              nvls_efficiency=cluster.gpu.nvls_efficiency,
@@ -43,7 +47,7 @@ class AnalyticalNetwork:
         # oversubscribed leaf each GPU gets its NIC rate over the oversubscription.
         self.spine_fabric = self.fabric if cluster.oversubscription == 1 else dataclasses.replace(
             self.fabric, inter=LinkTier(cluster.nic_bw_Bps / cluster.oversubscription,
-                                        NIC_EFFICIENCY, "net"))
+                                        nic_eff, net))
         self._cache: dict[tuple, CollectiveCost] = {}
 
     def span(self, size: int, stride: int) -> GroupSpan:

@@ -16,7 +16,7 @@ COLLECTIVE_REQUIRED = ["id", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_g
                        "message_bytes", "measured_busbw_GBps"]
 
 COLLECTIVE_COLUMNS = frozenset([*COLLECTIVE_REQUIRED, "source", "note", "algorithm",
-                                "comparable", "unit"])
+                                "comparable", "unit", "fabric"])
 """Every column a collective row is read from."""
 
 
@@ -26,7 +26,8 @@ def predict_collective_row(row: dict[str, str]) -> RowResult:
         spec = catalog_gpu(row["gpu"])
         cluster = ClusterConfig(gpu=spec, num_gpus=count_cell(row, "num_gpus"),
                                 gpus_per_node=count_cell(row, "gpus_per_node"),
-                                nic_bw_Bps=positive_cell(row, "nic_gbps_per_gpu") * (1e9 / 8))
+                                nic_bw_Bps=positive_cell(row, "nic_gbps_per_gpu") * (1e9 / 8),
+                                fabric=_cell(row, "fabric") or "infiniband")
         net = AnalyticalNetwork(cluster)
         kind = collective_name(row["collective"])
         algo = (_cell(row, "algorithm") or "auto").lower()

@@ -72,6 +72,9 @@ COLUMN_FIELDS = {
     # DistributedDataParallelConfig.bucket_size; NeMo / MLPerf BUCKET_SIZE): an optional column
     # beyond format v2, empty or absent = the framework profile's default
     "ddp_bucket_size": ("parallel", "ddp_bucket_size"),
+    # the NICs' transport where the source states it (AWS p5: EFA): an optional column beyond
+    # format v2, empty or absent = InfiniBand / RoCE (ClusterConfig.fabric)
+    "fabric": ("cluster", "fabric"),
     # the parts of a layer the run's CUDA graphs capture (Megatron-core / Megatron-Bridge
     # cuda_graph_scope, ';'-separated: attn;moe_router;moe_preprocess), with the cuda_graphs
     # option: an optional column beyond format v2, empty or absent = the whole layer
