@@ -276,6 +276,17 @@ def trial_rounds(trials: int, interruptions_per_run: float) -> float:
     return float(trials) * (interruptions_per_run + 1.0)
 
 
+def expected_interruptions(rate_per_s: float, work_s: float, horizon_s: float,
+                           interval_s: float, stall_s: float, recovery_s: float = 0.0) -> float:
+    """The interruptions a run is expected to see, as :func:`check_goodput` counts them."""
+    stretch = 1.0 if math.isinf(interval_s) else (interval_s + stall_s) / interval_s
+    wall = min(work_s * stretch, horizon_s)
+    interruptions = rate_per_s * wall if rate_per_s > 0 else 0.0
+    if interruptions and rate_per_s * recovery_s > 0:
+        interruptions *= math.exp(min(rate_per_s * recovery_s, 700.0))
+    return interruptions
+
+
 def check_goodput(trials: int, rate_per_s: float, work_s: float, horizon_s: float,
                   interval_s: float, stall_s: float, recovery_s: float = 0.0) -> None:
     """Refuse a Monte Carlo whose expected interruptions over the run, times the trials, are
@@ -283,11 +294,8 @@ def check_goodput(trials: int, rate_per_s: float, work_s: float, horizon_s: floa
     checkpoint stalls (interval + stall per interval of training), or the window; a recovery
     of ``recovery_s`` is itself interrupted and restarted exp(rate x recovery_s) - 1 times on
     average (a Poisson process), each a round of its own."""
-    stretch = 1.0 if math.isinf(interval_s) else (interval_s + stall_s) / interval_s
-    wall = min(work_s * stretch, horizon_s)
-    interruptions = rate_per_s * wall if rate_per_s > 0 else 0.0
-    if interruptions and rate_per_s * recovery_s > 0:
-        interruptions *= math.exp(min(rate_per_s * recovery_s, 700.0))
+    interruptions = expected_interruptions(rate_per_s, work_s, horizon_s, interval_s, stall_s,
+                                           recovery_s)
     check("TRAINSIM_MAX_TRIALS", trial_rounds(trials, interruptions),
           "goodput trial-rounds (trials x interruptions per run)", "goodput --max-trial-rounds N",
           f"{trials:,} trials x {interruptions:,.3g} interruptions; fewer --trials or --tokens, a "

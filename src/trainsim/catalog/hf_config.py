@@ -44,6 +44,18 @@ refusal of the model built from a file names the key the file writes (``num_hidd
 not ``model.num_layers``)."""
 
 
+def _linear_bias(cfg: dict[str, Any], default: bool, where: str) -> bool:
+    """``model.add_bias_linear`` from ``attention_bias`` / ``mlp_bias``: one switch for both
+    sublayers, so a config.json that gives them different values is refused (fuzz17b: Llama's
+    ``mlp_bias: true`` beside ``attention_bias: false`` read as no bias anywhere)."""
+    given = {k: hf_families.flag(cfg, k, default, where) for k in ("attention_bias", "mlp_bias")
+             if cfg.get(k) is not None}
+    if len(set(given.values())) > 1:
+        raise ConfigError(f"{where}: attention_bias={cfg['attention_bias']!r} but mlp_bias="
+                          f"{cfg['mlp_bias']!r}: trainsim's model.add_bias_linear is one switch "
+                          "for both sublayers; give both the same value")
+    return next(iter(given.values()), default)
+
 def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
     """The fields of the language model a config.json describes, and how errors name them.
 
@@ -247,9 +259,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
         tied_embeddings=hf_families.flag(cfg, "tie_word_embeddings", not gated or model_type
                                          in GATED_MODEL_TYPES + TIED_MODEL_TYPES, where),
-        add_bias_linear=hf_families.flag(
-            cfg, next((k for k in ("attention_bias", "mlp_bias") if k in cfg), "attention_bias"),
-            not gated, where),
+        add_bias_linear=_linear_bias(cfg, not gated, where),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if hf_families.flag(

@@ -166,10 +166,16 @@ def load_profile(name_or_path: str) -> FailureProfile:
     if path.suffix not in (".yaml", ".yml") or not path.exists():
         key = name_or_path.strip().lower()
         names = profile_names()
+        if key not in names and path.is_dir():  # (fuzz17b: was "unknown failure profile")
+            raise CatalogError(f"failure profile '{name_or_path}' is a directory; give a "
+                               "catalog name or a YAML file")
         if key not in names:
             raise CatalogError(f"unknown failure profile '{name_or_path}'{suggest(key, names)}; "
                                f"known: {', '.join(names)} (or a path to a YAML file)")
         path = _CATALOG / f"{key}.yaml"
+    elif path.is_dir():
+        raise CatalogError(f"failure profile '{name_or_path}' is a directory; give a catalog "
+                           "name or a YAML file")
     try:
         data = load_file(path, "failure profile")  # bounded, plain-data YAML
     except ConfigError as exc:

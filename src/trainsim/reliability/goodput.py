@@ -12,7 +12,7 @@ from trainsim.config import RunConfig
 from trainsim.config._build import to_dict
 from trainsim.config.training import check_run_tokens
 from trainsim.errors import ConfigError
-from trainsim.limits import check_goodput
+from trainsim.limits import check_goodput, expected_interruptions
 from trainsim.reliability.config import ReliabilityConfig
 from trainsim.reliability.montecarlo import Summary, Sweep, run, summarize, sweep_interval
 from trainsim.reliability.plan import (
@@ -127,7 +127,7 @@ def check_rounds(cfg: RunConfig, rel: ReliabilityConfig, *, tokens: float | None
     would run more trial-rounds than the limit, ``iteration_time_s`` the time of one iteration
     or a lower bound of it (a lower bound refuses only what the run would refuse)."""
     _check_rounds(build_plan(cfg, rel)[0], _work_s(cfg, tokens, iteration_time_s),
-                  math.inf if days is None else days * DAY_S, trials, sweep, sweep_trials)
+                  math.inf if days is None else days * DAY_S, trials, sweep, sweep_trials, rel)
 
 
 def _work_s(cfg: RunConfig, tokens: float | None, iteration_time_s: float | None) -> float:
@@ -138,10 +138,20 @@ def _work_s(cfg: RunConfig, tokens: float | None, iteration_time_s: float | None
 
 
 def _check_rounds(plan: RunPlan, work_s: float, horizon_s: float, trials: int, sweep: bool,
-                  sweep_trials: int | None) -> None:
+                  sweep_trials: int | None, rel: ReliabilityConfig) -> None:
     rate = float(sum(plan.mode_rates))
     recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
     slow_work_s = work_s * plan.straggler_factor  # stragglers stretch every step
+    if plan.mode_rates and not math.isfinite(expected_interruptions(
+            rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s, recovery)):
+        # an expected count past the largest float: the limit's "about unbounded ... inf
+        # interruptions" hid which rate it was (fuzz17b)
+        name = max(zip(plan.mode_rates, plan.mode_names))[1]
+        scale = (f" x reliability.rate_scale={rel.rate_scale:g}" if rel.rate_scale != 1 else "")
+        raise ConfigError(f"failures[{rel.profile.name}].modes.{name}: its rate{scale} on "
+                          f"this cluster gives more interruptions over "
+                          "the run than any finite number; check "
+                          f"{'reliability.rate_scale' if scale else 'its count or per_1000_component_days'}")
     check_goodput(trials, rate, slow_work_s, horizon_s, plan.effective_interval_s, plan.stall_s,
                   recovery)
     if sweep:  # 13 intervals, the shortest a quarter of Young's
@@ -183,7 +193,7 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
     plan, ck = build_plan(cfg, rel)
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
-    _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials)
+    _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials, rel)
     recovery = max((sum(steps) for steps in plan.recovery_s), default=0.0)  # slowest mode
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below
         outcome = run(plan, work_s=work_s, horizon_s=horizon_s, trials=trials, seed=seed)

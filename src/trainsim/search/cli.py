@@ -32,6 +32,7 @@ from trainsim.errors import ConfigError, TrainsimError
 from trainsim.search.cli_inputs import (  # noqa: F401 - re-exported: tests, benchmarks
     build_base,
     model_spec,
+    node_size,
     nothing_found,
     parse_ints,
     parse_reference,
@@ -74,7 +75,9 @@ def _common(f):
         click.argument("model"),
         click.option("--gpu", default="h100-sxm-80gb", show_default=True,
                      help="GPU catalog name, or a YAML file with a GPU spec."),
-        click.option("--gpus-per-node", type=POSITIVE_INT, default=8, show_default=True),
+        click.option("--gpus-per-node", type=POSITIVE_INT, default=None,
+                     help="GPUs per node  [default: 8, or 72 under --set "
+                          "cluster.topology=nvl72]"),
         renamed_option("--nic-gbit-s", "--nic-gbps", "nic_gbps", 400.0, type=POSITIVE,
                        help="Inter-node Gbit/s per GPU."),
         click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"], case_sensitive=False), default="bf16",
@@ -147,6 +150,7 @@ def search_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, 
     ex = None
     try:
         counts = parse_ints(gpus, "gpus") or ()
+        gpus_per_node = node_size(gpus_per_node, overrides)
         with said_warnings() as said:
             base = build_base(model, gpu, counts[0], global_batch, seq, gpus_per_node, nic_gbps,
                               dtype, overrides)
@@ -213,6 +217,7 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
     ex = None
     try:
         n_tokens = parse_number(tokens, "--tokens")
+        gpus_per_node = node_size(gpus_per_node, overrides)
         gb = global_batch or max(1, 2 ** round(__import__("math").log2(4 * 2**20 / seq)))
         with said_warnings() as said:
             base = build_base(model, gpu, gpus_per_node, gb, seq, gpus_per_node, nic_gbps, dtype,

@@ -121,6 +121,20 @@ equal to the option's is let through, except for the fields the command varies, 
 VARIED = ("num_gpus", "micro_batch_size")
 
 
+def node_size(gpus_per_node: int | None, overrides: tuple[str, ...] = ()) -> int:
+    """``--gpus-per-node`` as given, else 8, or the rack (72) where ``--set cluster.topology``
+    names nvl72, as a config's topology sets it (``catalog._cluster_section``; fuzz17b)."""
+    if gpus_per_node is not None:
+        return gpus_per_node
+    from trainsim.catalog import apply_overrides
+    from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
+
+    cluster = apply_overrides({"cluster": {}}, list(overrides)).get("cluster")
+    topology = cluster.get("topology") if isinstance(cluster, dict) else None
+    name = str(topology or "").strip().lower().replace("_", "-")
+    return NVL72_GPUS if TOPOLOGY_ALIASES.get(name, name) == "nvl72" else 8
+
+
 def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
                gpus_per_node: int, nic_gbps: float, dtype: str, overrides: tuple[str, ...] = ()):
     """The fixed part of a search (model, training, cluster) from command-line values."""

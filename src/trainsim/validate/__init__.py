@@ -38,13 +38,36 @@ from trainsim.validate.training import (
 )
 
 
+def _too_long(path: str | Path, text: str, records: list[list[str]], line: int) -> str:
+    """The refusal of a cell over the csv module's field limit, naming its row and column (the
+    record read again with the limit lifted for that read only)."""
+    limit = csv.field_size_limit()
+    try:
+        csv.field_size_limit(len(text) + 1)
+        record = next((x for i, x in enumerate(csv.reader(io.StringIO(text, newline="")))
+                       if i == len(records)), [""])
+    finally:
+        csv.field_size_limit(limit)
+    at = next((i for i, cell in enumerate(record) if len(cell) > limit), len(record) - 1)
+    header = [canonical_column(c) for c in records[0]] if records else []
+    column = header[at] if records and at < len(header) else f"#{at + 1}"
+    rows = sum(1 for r in records[1:] if any(c.strip() for c in r)) + 1
+    where = f"row {rows}" if records else "the header"
+    return (f"{path} line {line} ({where}), column {column}: a cell of "
+            f"{len(record[at]):,} characters, over the CSV field limit of {limit:,}; is it the "
+            "right file?")
+
+
 def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     """Read a validation CSV; returns its kind ('training', 'collectives' or 'kernels') and rows."""
     try:
         text = read_text(path, "validation file").removeprefix("\ufeff")  # Excel's UTF-8 BOM
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        records = list(reader)
+        records: list[list[str]] = []
+        records.extend(reader)
     except csv.Error as exc:  # strict: a quote left open runs to the end, not silently
+        if "field limit" in str(exc):  # (fuzz17b: was the open-quote hint)
+            raise ConfigError(_too_long(path, text, records, reader.line_num)) from None
         raise ConfigError(f"{path} is not a valid CSV file: line {reader.line_num}: {exc} (is "
                           "a '\"' left open?)") from None
     lines = [r for r in records if any(c.strip() for c in r)]  # blank lines skipped
