@@ -103,17 +103,18 @@ def test_a_csv_cell_past_the_field_limit_is_named_by_row_and_column(tmp_path, qu
 # ------------------------------------------------------------------ separate biases
 
 @pytest.mark.parametrize(("attention", "mlp"), [(False, True), (True, False)])
-def test_a_config_json_with_differing_biases_is_refused(tmp_path, attention, mlp):
+def test_a_config_json_with_differing_biases_reads_biases_on_with_a_warning(tmp_path, attention,
+                                                                          mlp):
     """Before: attention_bias false beside mlp_bias true read as no bias anywhere (the one
-    model.add_bias_linear switch took attention_bias), the MLP's bias dropped silently."""
+    model.add_bias_linear switch took attention_bias), the MLP's bias dropped silently. Such
+    files are real (a Qwen2 model re-saved as Llama), so they load, biases on, with a warning."""
     from trainsim.catalog.hf_config import model_from_hf_config
-    from trainsim.errors import ConfigError
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**json.loads(LLAMA_JSON.read_text()),
                                 "attention_bias": attention, "mlp_bias": mlp}))
-    with pytest.raises(ConfigError, match="one switch for both sublayers"):
-        model_from_hf_config(path)
+    with pytest.warns(UserWarning, match="one switch for both sublayers"):
+        assert model_from_hf_config(path).add_bias_linear is True
 
 
 @pytest.mark.parametrize("both", [False, True])

@@ -46,15 +46,19 @@ not ``model.num_layers``)."""
 
 def _linear_bias(cfg: dict[str, Any], default: bool, where: str) -> bool:
     """``model.add_bias_linear`` from ``attention_bias`` / ``mlp_bias``: one switch for both
-    sublayers, so a config.json that gives them different values is refused (fuzz17b: Llama's
-    ``mlp_bias: true`` beside ``attention_bias: false`` read as no bias anywhere)."""
+    sublayers. Real files give them apart (a Qwen2 model re-saved as Llama: attention bias, no
+    MLP bias), so differing values are read as biases on, with a warning that the sublayer
+    without one is priced with it (a bias add per linear, well under 1 % of a layer), never as
+    none anywhere (fuzz17b: ``mlp_bias: true`` beside ``attention_bias: false`` dropped it)."""
     given = {k: hf_families.flag(cfg, k, default, where) for k in ("attention_bias", "mlp_bias")
              if cfg.get(k) is not None}
     if len(set(given.values())) > 1:
-        raise ConfigError(f"{where}: attention_bias={cfg['attention_bias']!r} but mlp_bias="
-                          f"{cfg['mlp_bias']!r}: trainsim's model.add_bias_linear is one switch "
-                          "for both sublayers; give both the same value")
+        warnings.warn(f"{where}: attention_bias={cfg['attention_bias']!r} but mlp_bias="
+                      f"{cfg['mlp_bias']!r}: trainsim's model.add_bias_linear is one switch for "
+                      "both sublayers; both are priced with biases", stacklevel=2)
+        return True
     return next(iter(given.values()), default)
+
 
 def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
     """The fields of the language model a config.json describes, and how errors name them.
