@@ -57,28 +57,33 @@ def _rows(path: Path) -> set[str]:
             if not r.extra.get("excluded") and nodes[r.id] > 2 and r.id not in efa}
 
 
-def _ratios(path: Path, ids: set[str], cost: float) -> dict[str, float]:
-    """predicted / measured of each row in ``ids`` with the constant at ``cost``."""
-    scale_terms.FABRIC_DOUBLING_COST = cost
-    _, results = validate_file(path)
+def ratios(path: Path, ids: set[str] | None = None) -> dict[str, float]:
+    """predicted / measured of each row in ``ids`` (every row: None) at the module's constants."""
     out = {}
-    for r in results:
-        if r.id in ids:
+    for r in validate_file(path)[1]:
+        if ids is None or r.id in ids:
             if r.error:
                 raise SystemExit(f"{r.id}: {r.error}")
             out[r.id] = r.predicted / r.measured
     return out
 
 
-def _loss(ratios: dict[str, float], ids: set[str]) -> float:
+def _ratios(path: Path, ids: set[str], cost: float) -> dict[str, float]:
+    """``ratios`` with the doubling cost at ``cost``."""
+    scale_terms.FABRIC_DOUBLING_COST = cost
+    return ratios(path, ids)
+
+
+def log_loss(ratios: dict[str, float], ids: set[str]) -> float:
+    """Mean |ln(predicted / measured)| over ``ids``: the loss every collectives fit minimises."""
     return sum(abs(math.log(ratios[i])) for i in ids) / len(ids)
 
 
 def _fit(path: Path, ids: set[str], all_ids: set[str]) -> float:
-    return golden(lambda c: _loss(_ratios(path, all_ids, c), ids), 0.0, 0.2, tol=1e-4)
+    return golden(lambda c: log_loss(_ratios(path, all_ids, c), ids), 0.0, 0.2, tol=1e-4)
 
 
-def _stats(ratios: dict[str, float], ids: set[str]) -> str:
+def stats(ratios: dict[str, float], ids: set[str]) -> str:
     errs = [ratios[i] - 1 for i in ids]
     if not errs:
         return "n=  0"
@@ -116,15 +121,15 @@ def main(argv: list[str] | None = None) -> int:
     kind = "module" if args.no_fit else "fitted"
     for label, c in (("without (0)", 0.0), (f"{kind} {cost:.4f}", cost)):
         r = _ratios(path, all_ids, c)
-        print(f"{label:16s} fit      {_stats(r, fit_ids)}")
-        print(f"{'':16s} held out {_stats(r, held)}")
+        print(f"{label:16s} fit      {stats(r, fit_ids)}")
+        print(f"{'':16s} held out {stats(r, held)}")
         print(f"{'':16s} file     {_file_mape(path, c)}")
     if not args.no_fit:
         print("leave one source out (fitted on every other source, this one predicted):")
         for src in sorted({_source(i) for i in all_ids}):
             mine = {i for i in all_ids if _source(i) == src}
             c = _fit(path, all_ids - mine, all_ids)
-            print(f"  {src:14s} c={c:.4f}  {_stats(_ratios(path, all_ids, c), mine)}")
+            print(f"  {src:14s} c={c:.4f}  {stats(_ratios(path, all_ids, c), mine)}")
     if args.no_fit:
         return 0
     print(f"per row at {cost:.4f} (ratio predicted / measured):")

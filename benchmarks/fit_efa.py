@@ -10,14 +10,13 @@ count is predicted instead by a fit on the other node counts (leave one node cou
 from __future__ import annotations
 
 import csv
-import math
 import tempfile
 from pathlib import Path
 
+from fit_collectives import log_loss, ratios, stats
 from fit_kernels import golden
 
 from trainsim.collectives import scale_terms
-from trainsim.validate import validate_file
 
 
 def _subset(path: Path, ids: set[str], out: Path) -> None:
@@ -31,30 +30,15 @@ def _subset(path: Path, ids: set[str], out: Path) -> None:
 
 def _ratios(path: Path, hop: float, share: float) -> dict[str, float]:
     scale_terms.EFA_HOP_US, scale_terms.EFA_BW_SHARE = hop, share
-    out = {}
-    for r in validate_file(path)[1]:
-        if r.error:
-            raise SystemExit(f"{r.id}: {r.error}")
-        out[r.id] = r.predicted / r.measured
-    return out
-
-
-def _loss(r: dict[str, float], ids: set[str]) -> float:
-    return sum(abs(math.log(r[i])) for i in ids) / len(ids)
+    return ratios(path)
 
 
 def _fit(path: Path, ids: set[str]) -> tuple[float, float]:
     def inner(share: float) -> float:
-        return golden(lambda h: _loss(_ratios(path, h, share), ids), 0.0, 400.0, tol=0.5)
+        return golden(lambda h: log_loss(_ratios(path, h, share), ids), 0.0, 400.0, tol=0.5)
 
-    share = golden(lambda s: _loss(_ratios(path, inner(s), s), ids), 0.7, 1.0, tol=2e-3)
+    share = golden(lambda s: log_loss(_ratios(path, inner(s), s), ids), 0.7, 1.0, tol=2e-3)
     return inner(share), share
-
-
-def _stats(r: dict[str, float], ids: set[str]) -> str:
-    errs = [r[i] - 1 for i in ids]
-    return (f"n={len(errs):3d}  MAPE {100 * sum(map(abs, errs)) / len(errs):6.2f} %  "
-            f"signed {100 * sum(errs) / len(errs):+6.2f} %")
 
 
 def _nodes(row_id: str) -> int:
@@ -71,14 +55,14 @@ def fit_efa(path: Path, ids: set[str], no_fit: bool) -> int:
         kind = "module" if no_fit else "fitted"
         for label, (h, s) in (("as InfiniBand (0 us, 1.0)", (0.0, 1.0)),
                               (f"{kind} ({hop:.1f} us, {share:.3f})", (hop, share))):
-            print(f"{label:28s} {_stats(_ratios(sub, h, s), ids)}")
+            print(f"{label:28s} {stats(_ratios(sub, h, s), ids)}")
         if not no_fit:
             print("leave one node count out (fitted on the others, this one predicted):")
             for n in sorted({_nodes(i) for i in ids}):
                 mine = {i for i in ids if _nodes(i) == n}
                 h, s = _fit(sub, ids - mine)
                 print(f"  {n:3d} nodes  hop {h:6.1f} us  share {s:.3f}  "
-                      f"{_stats(_ratios(sub, h, s), mine)}")
+                      f"{stats(_ratios(sub, h, s), mine)}")
         print(f"per row at ({hop:.1f} us, {share:.3f}), predicted / measured:")
         r = _ratios(sub, hop, share)
         for i in sorted(ids, key=lambda x: (_nodes(x), int(x.rsplit("-", 1)[1][:-1]))):
