@@ -12,7 +12,7 @@ from helpers import moe_layer_cfg, published_kernel_rows
 from trainsim.catalog import gpu
 from trainsim.compute.roofline import RooflineModel, block_promotion_k, gemm_rate
 from trainsim.validate.kernels import kernel_ops, predict_kernel_row
-from trainsim.workload.ops import Gemm
+from trainsim.workload.ops import Elementwise, Gemm
 
 
 def published(impl: str) -> list[dict[str, str]]:
@@ -131,12 +131,36 @@ def test_serial_block_promotion_costs_the_cuda_core_ffma_of_each_128_k_block():
 def test_rows_name_their_block_scales():
     """A row whose note names block scales is block-scaled: DeepGEMM's kernels overlap the
     promotion, any other library's (vLLM's CUTLASS kernel) run it between k blocks."""
-    (cutlass,), _ = kernel_ops(published("cutlass")[0])
+    (cutlass, _quant), _ = kernel_ops(published("cutlass")[0])
     assert cutlass.fp8_block_scales == "serial" and not cutlass.fp8_fast_accum
     row = dict(published("deepgemm")[0], note="1x128 and 128x128 block scales")
     assert kernel_ops(row)[0][0].fp8_block_scales == "overlapped"
     assert kernel_ops(published("deepgemm")[0])[0][0].fp8_block_scales == ""
     assert kernel_ops(dict(row, dtype="bf16"))[0][0].fp8_block_scales == ""
+
+
+def test_w8a8_rows_time_the_activation_quantization_with_the_gemm():
+    """vLLM's block-fp8 benchmark (bench_block_fp8_gemm.py, PR #23280) times
+    ``W8A8BlockFp8LinearOp.apply`` on a bf16 input: a per-1x128-group quantization kernel (read
+    bf16, write fp8 and an fp32 scale per group) and then the GEMM. A "-noquant" column, a note
+    that names no W8A8 op, or a GEMM without block scales times the GEMM alone."""
+    row = published("cutlass")[0]
+    m, k = int(row["m"]), int(row["k"])
+    (gemm, quant), flops = kernel_ops(row)
+    assert isinstance(gemm, Gemm) and isinstance(quant, Elementwise)
+    assert flops == 2.0 * m * int(row["n"]) * k  # the source's rate counts the GEMM alone
+    assert quant.bytes == m * k * 3 + m * (k // 128) * 4 and quant.kernels == 1
+    for note in ("column w8a8-block-fp8-cutlass-noquant (128x128 block scales)",
+                 "128x128 block scales, vLLM CUTLASS kernel"):
+        assert len(kernel_ops(dict(row, note=note))[0]) == 1
+    assert len(kernel_ops(dict(row, dtype="bf16"))[0]) == 1  # no block scales, no W8A8 op
+    # the validator prices both kernels: the quantization moves ~3 bytes per element at HBM speed
+    h100 = gpu("h100-sxm-80gb")
+    alone = predict_kernel_row(dict(row, note="128x128 block scales"), compute_db=None)
+    both = predict_kernel_row(row, compute_db=None)
+    quant_s = flops / (both.predicted * 1e12) - flops / (alone.predicted * 1e12)
+    assert quant_s == pytest.approx(RooflineModel(h100).time(quant))
+    assert quant.bytes / (h100.hbm_bw_Bps * 0.85) < quant_s < quant.bytes / (h100.hbm_bw_Bps * 0.85) + 4e-6
 
 
 def test_mxfp8_gemms_run_at_te_measured_fraction_of_per_tensor_fp8():
@@ -146,7 +170,6 @@ def test_mxfp8_gemms_run_at_te_measured_fraction_of_per_tensor_fp8():
     MXFP8 (totals 6.812 and 7.161), the MXFP8 time including two scale swizzles per GEMM
     (compact scales: ``tex.generic_gemm`` swizzles them), which trainsim prices apart."""
     from trainsim.compute.roofline import MXFP8_OF_TENSOR_SCALED
-    from trainsim.workload.ops import Elementwise
     from trainsim.workload.shard import MXFP8_SCALE_BYTES, MXFP8_SWIZZLE_KERNEL
 
     tensor, mx = 2.158 + 2.329 + 2.325, 2.365 + 2.397 + 2.400

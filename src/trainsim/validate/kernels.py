@@ -21,7 +21,7 @@ import re
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import ChainModel, compute_model_for
-from trainsim.compute.roofline import FP8_OWN_PROMOTION
+from trainsim.compute.roofline import FP8_OWN_PROMOTION, FP8_SCALE_BLOCK_K
 from trainsim.config import (
     ClusterConfig,
     ModelConfig,
@@ -337,6 +337,29 @@ def block_scales(row: dict[str, str]) -> Fp8BlockScales:
     return "overlapped" if implementation(row) in FP8_OWN_PROMOTION else "serial"
 
 
+QUANT_IN_CALL = re.compile(r"\bw8a8\b(?!\S*noquant)", re.IGNORECASE)
+"""A note naming a W8A8 linear op's column (weights and activations in 8 bits, e.g.
+"w8a8-block-fp8-cutlass"): the timed call hands the op a 16-bit activation, which the op
+quantizes before its GEMM (``activation_quant``); a "-noquant" column times the GEMM alone."""
+
+
+def activation_quant(row: dict[str, str], m: int, k: int) -> list[Op]:
+    """The activation quantization kernel a block-scaled W8A8 row's timed call runs before its
+    GEMM (``QUANT_IN_CALL``), else nothing. vLLM's kernel benchmark of block-scaled fp8
+    (vllm-project/vllm benchmarks/kernels/bench_block_fp8_gemm.py as of PR #23280,
+    ``build_w8a8_block_fp8_runner``) times ``W8A8BlockFp8LinearOp.apply`` on a bf16 input:
+    ``_run_cutlass`` (vllm/model_executor/layers/quantization/utils/fp8_utils.py) quantizes it
+    per 1 x 128 group (``input_quant_op``, one kernel) and only then runs the CUTLASS GEMM. The
+    kernel reads the m x k 16-bit activation and writes it back in fp8 with one fp32 scale per
+    group. Per-token and per-tensor activation scales (another kernel count: a per-tensor scale
+    needs a max pass first) have no row here, so only block-scaled rows get it."""
+    if not block_scales(row) or not QUANT_IN_CALL.search(row.get("note") or ""):
+        return []
+    groups = m * math.ceil(k / FP8_SCALE_BLOCK_K)
+    return [Elementwise("activation_quant", m * k * (DTYPE_BYTES["bf16"] + DTYPE_BYTES["fp8"])
+                        + groups * DTYPE_BYTES["fp32"])]
+
+
 _ATTENTION_COLUMNS = ("batch", "seq_len", "heads", "kv_heads", "head_dim", "causal")
 KIND_COLUMNS: dict[str, tuple[str, ...]] = {
     "gemm": ("m", "n", "k"), "gemm_grouped": ("m", "n", "k", "groups"),
@@ -372,8 +395,8 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         blocks = block_scales(row)
         if kind == "gemm":
             known_library(implementation(row), GEMM_LIBRARIES, "dense GEMM")
-            return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast,
-                         fp8_block_scales=blocks)], 2.0 * m * n * k
+            return [Gemm(kind, m, n, k, dtype, fp8_fast_accum=fast, fp8_block_scales=blocks),
+                    *activation_quant(row, m, k)], 2.0 * m * n * k
         # m counts the rows of all groups, equal unless the note says they differ
         groups = _int(row, "groups")
         ragged = bool(_RAGGED.search(row.get("note") or ""))
