@@ -14,13 +14,14 @@ from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
 from trainsim.workload.pipeline_schedules import rank_chunks
-from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip
+from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
     from trainsim.config import ParallelConfig, RunConfig
     from trainsim.engine import Task
     from trainsim.pricing import Pricer
+    from trainsim.workload.ops import Elementwise
 
 BEFORE, AFTER = -1, 1 << 60
 """Schedule-position tags of the tasks placed before any pass and after every pass."""
@@ -90,6 +91,17 @@ class OptimizerTasks:
         if rest is not None:
             out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
         return out
+
+    def gather_copies(self, s: int) -> Elementwise | None:
+        """Stage ``s``'s copies around its list all-gather of the parameters after the step
+        (``workload.sharding.zero1_gather_copies``), on the compute stream once the gathers
+        are done; None where the profile has none."""
+        chunks = rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
+        ranges = self.cfg.virtual_ranges
+        layers = [i for v in chunks for i in ranges[v]]
+        ranks = max((size for _, group, size in self.groups[s] if group == "dp_cp"), default=1)
+        return zero1_gather_copies(self.cfg, layers, 0 in chunks,
+                                   self.pp * self.vpp - 1 in chunks, ranks)
 
     def amax_all_reduces(self, s: int, step: int) -> list[int]:
         """Stage ``s``'s all-reduces of its fp8 weights' amaxes after the step (``step``), one
@@ -174,7 +186,12 @@ class OptimizerTasks:
             for priced, label, cat in more:
                 end = self.add((s, "compute"), priced, [end], label, cat)
             if self.zero in (1, 2) and not p.overlap_param_gather and not self.fsdp:
-                for g in self.param_gathers(s, 1.0, [end], "after the step"):
+                gathers = self.param_gathers(s, 1.0, [end], "after the step")
+                for g in gathers:
                     end = g
+                copies = self.gather_copies(s)
+                if copies is not None and gathers:
+                    end = self.add((s, "compute"), self.pricer.compute.time(copies), gathers,
+                                   "parameter all-gather copies", OPT)
             ends.append(end)
         return ends

@@ -447,6 +447,21 @@ def unsharded_clip(cfg: RunConfig, total: float, local: float) -> Elementwise | 
     return Elementwise("grad_clip_unsharded", bytes=12.0 * (total - local), kernels=2)
 
 
+def zero1_gather_copies(cfg: RunConfig, layers: range | list[int], first: bool, last: bool,
+                        ranks: int) -> Elementwise | None:
+    """Copies around ZeRO-1's parameter all-gather (profile ``zero1_gather_copies``): nanotron's
+    ``_all_gather_params`` (huggingface/nanotron@e24d2483 optim/zero.py L217-L251) passes each
+    tensor's per-rank slices to its ``all_gather_coalesced`` (distributed.py L153-L220): a cat of
+    each rank's slices, ``dist.all_gather`` into that list (ProcessGroupNCCL copies each rank's
+    part out of its flat buffer, pytorch/pytorch#33924), a ``copy_`` back per rank and tensor
+    (``update_output``). 12 bytes a 16-bit parameter; ``ranks`` x (tensors + 2) kernels."""
+    if ranks <= 1 or not profile_supports(cfg, "zero1_gather_copies"):
+        return None
+    tensors = _grad_tensors(cfg, layers, first, last)
+    return Elementwise("zero1_gather_copies", bytes=3.0 * 2 * ACT * sum(tensors),
+                       kernels=ranks * (len(tensors) + 2))
+
+
 def _module_order(cfg: RunConfig, i: int) -> list[float]:
     """Elements of layer ``i``'s parameter tensors on this rank in the order the module
     registers them, as a FlatParameter lays them end to end: the first norm, the QKV weight and
