@@ -24,6 +24,8 @@ view of the framework's rows (issue 17 item 2; a diagnostic, nothing here feeds 
    measured 29-57 % below it; the BLOOM rows' TP all-reduces are 59-470 MB). Every public row
    on an A100 is priced again with it: each framework's MAPE before and after, and the
    post-fix check rows.
+4. The same at the one-process-per-GPU A100 sweep's busbw (``thanos-a100x8-allreduce-np8-*``,
+   ``mpirun -np 8 -g 1``, 1 MiB-4 GiB, 30th session): the way training runs its ranks.
 """
 
 from __future__ import annotations
@@ -53,14 +55,19 @@ WHAT_IF_MS = (0.0, 0.5, 1.0, 1.5, 2.0)
 COLLECTIVES = ROOT / "benchmarks" / "collectives_published.csv"
 AZURE_A100 = "azure-a100x8-allreduce-"
 """Row ids of Azure's ND A100 v4 all_reduce sweep in the collectives file."""
+ONE_PROCESS_A100 = "thanos-a100x8-allreduce-np8-"
+"""Row ids of the one-process-per-GPU A100 sweep (``mpirun -np 8 -g 1``, 30th session): the way
+a training job's ranks run, where the Azure sweep is one process driving 8 GPUs (``-g 8``)."""
 A100_CC = 80
 
 
-def measured_curve(path: Path = COLLECTIVES) -> tuple[int, list[tuple[float, float]]]:
-    """(ranks, [(bytes, busbw B/s)]) of the comparable Azure A100 all_reduce rows, by size."""
+def measured_curve(path: Path = COLLECTIVES,
+                   prefix: str = AZURE_A100) -> tuple[int, list[tuple[float, float]]]:
+    """(ranks, [(bytes, busbw B/s)]) of the comparable all_reduce rows whose id starts with
+    ``prefix`` (default: the Azure A100 sweep), by size."""
     with open(path, newline="") as fh:
         rows = [r for r in csv.DictReader(fh)
-                if r["id"].startswith(AZURE_A100) and r["comparable"] == "yes"]
+                if r["id"].startswith(prefix) and r["comparable"] == "yes"]
     ranks = {int(r["num_gpus"]) for r in rows}
     assert len(ranks) == 1, ranks
     pts = sorted((float(r["message_bytes"]), 1e9 * float(r["measured_busbw_GBps"])) for r in rows)
@@ -74,10 +81,10 @@ def curve_busbw(pts: list[tuple[float, float]], size: float) -> float:
 
 
 @contextmanager
-def measured_a100_all_reduce(path: Path = COLLECTIVES):
+def measured_a100_all_reduce(path: Path = COLLECTIVES, prefix: str = AZURE_A100):
     """Inside it, a one-node all_reduce over the curve's ranks on compute capability 8.0, of
     a size the curve spans, takes the measured busbw's time; anything else the model's."""
-    ranks, pts = measured_curve(path)
+    ranks, pts = measured_curve(path, prefix)
     model = analytical.collective_cost
 
     def priced(kind, size_bytes, span, fabric, algorithm="auto", protocol="auto"):
@@ -161,8 +168,10 @@ def main() -> int:
             mape, signed = what_if(rows, 1e-3 * c)
             cells.append(f"{100 * mape:5.2f} % ({100 * signed:+5.2f})")
         print(f"   {c:6.2f}  " + "  ".join(f"{x:>16s}" for x in cells))
-    print("== 3. what-if: the one-node A100 all_reduce at Azure's measured busbw")
+    print("== 3. what-if: the one-node A100 all_reduce at Azure's measured busbw (-g 8)")
     print_curve_what_if()
+    print("== 4. what-if: the same at the one-process-per-GPU sweep's busbw (mpirun -np 8)")
+    print_curve_what_if(ONE_PROCESS_A100)
     return 0
 
 
@@ -170,14 +179,14 @@ def _ape(meas: float, pred: float) -> float:
     return pred / meas - 1.0
 
 
-def print_curve_what_if() -> None:
+def print_curve_what_if(prefix: str = AZURE_A100) -> None:
     """Section 3: each framework's public MAPE (mean signed) with the model's and with the
     measured A100 all_reduce, and the check rows'."""
     with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
     before = {r["id"]: predict_training_row(r) for r in rows}
     a100 = [r for r in rows if r["gpu"].startswith("a100")]
-    with measured_a100_all_reduce():
+    with measured_a100_all_reduce(prefix=prefix):
         after = {r["id"]: predict_training_row(r) for r in a100}
     by: dict[str, list[tuple[float, float]]] = {}
     for r in rows:
@@ -201,7 +210,7 @@ def print_curve_what_if() -> None:
           f"{'':9s}  {100 * np.mean(np.abs(all1)):5.2f} %")
     checks = family_rows(CHECKS)
     e0 = np.array([_ape(x.measured, x.predicted) for x in map(predict_training_row, checks)])
-    with measured_a100_all_reduce():
+    with measured_a100_all_reduce(prefix=prefix):
         e1 = np.array([_ape(x.measured, x.predicted) for x in map(predict_training_row, checks)])
     print(f"   {'post-fix checks':24s} {len(e0):4d} {len(e0):4d}  "
           f"{100 * np.mean(np.abs(e0)):5.2f} % ({100 * np.mean(e0):+5.2f})  "

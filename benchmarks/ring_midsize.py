@@ -7,7 +7,8 @@ here feeds trainsim).
 1. Every comparable one-node all_reduce row of ``benchmarks/collectives_published.csv`` that the
    model runs as a ring (Azure ND A100 v4, `-g 8`, NCCL 2.18.5; stas00/ml-engineering's A100
    node, `-g 8`, default algorithm, NCCL version not stated; Azure ND GB200 v6, `-g 4`, ring
-   forced, NCCL 2.25.1; the DGX H100 sample's ring sizes): measured and modelled time, the
+   forced, NCCL 2.25.1; the DGX H100 sample's ring sizes; one A100 node swept one process per
+   GPU and one process for 8 GPUs, the thanos rows): measured and modelled time, the
    model's protocol, and the gap in microseconds.
 2. Per sweep and protocol band (the model's choice: LL128, Simple), a least-squares fit of
    ``t = a + f S / B`` (f the bus factor): the measured latency ``a`` and bus bandwidth ``B``
@@ -19,6 +20,9 @@ here feeds trainsim).
    values the A100 sweep's band fits imply (``band_implied``). Neither alone can reach the A100
    16 MiB point: slowing one protocol hands the size to the other.
    ``--training`` also prices every public training row under both (per framework MAPE).
+   Last, both at the values the one-process-per-GPU A100 sweep implies (``thanos-...-np8``,
+   ``mpirun -np 8 -g 1``, 30th session), on compute capability 8.0 only (``on_ampere``: the GPU
+   NCCL runs with P2P reads on NVLink), every other GPU at the model's constants.
 """
 
 from __future__ import annotations
@@ -37,9 +41,15 @@ from trainsim.validate.training import predict_training_row
 
 PUBLISHED = Path(__file__).resolve().parent / "collectives_published.csv"
 SWEEPS = ("azure-a100x8-allreduce-", "stas-a100x8-allreduce-", "azure-gb200x4-allreduce-",
-          "dgxc-h100x8-allreduce-")
-"""The one-node all_reduce sweeps of the file (row-id prefixes)."""
+          "dgxc-h100x8-allreduce-", "thanos-a100x8-allreduce-np8-", "thanos-a100x8-allreduce-g8-")
+"""The one-node all_reduce sweeps of the file (row-id prefixes); the last two are one A100 node
+swept twice, one process per GPU (``np8``, as training runs) and one process for 8 GPUs (``g8``)."""
 FIT_SWEEP = SWEEPS[0]
+ONE_PROCESS_SWEEP = SWEEPS[4]
+AMPERE = 80
+"""Compute capability of A100: the one GPU whose NVLink rings NCCL runs with P2P reads (NCCL
+2.18.5 src/graph/paths.cc L334-338 ``ncclTopoCheckP2p``: "Enable P2P Read for Ampere/NVLink
+only"), the receiver reading the Simple buffer from the sender's memory; others write."""
 MID = (2**20, 2**30)
 """Sizes read in sections 1-2 (bytes, inclusive)."""
 
@@ -136,12 +146,13 @@ def both(v: tuple[float, float]):
         yield
 
 
-def band_implied() -> tuple[float, float]:
-    """(LL128 share, Simple NVLink hop us) that the A100 sweep's band fits imply: LL128's
-    measured busbw over the Simple band's, times the Simple share (1); the Simple band's
-    measured latency less NCCL's ring base (8.4 us), over the ring's 2 (n - 1) steps."""
+def band_implied(prefix: str = FIT_SWEEP) -> tuple[float, float]:
+    """(LL128 share, Simple NVLink hop us) that an A100 sweep's band fits imply (default: the
+    Azure sweep): LL128's measured busbw over the Simple band's, times the Simple share (1); the
+    Simple band's measured latency less NCCL's ring base (8.4 us), over the ring's 2 (n - 1)
+    steps."""
     rows, res = _rows(), _results()
-    sel = _sweep_rows(rows, res, FIT_SWEEP, 2**20, 2**33)
+    sel = _sweep_rows(rows, res, prefix, 2**20, 2**33)
     fits = {}
     for proto in ("LL128", "Simple"):
         band = [(r, x) for r, x in sel if x.chosen.get("algorithm", "").endswith("/" + proto)]
@@ -151,6 +162,25 @@ def band_implied() -> tuple[float, float]:
     n = int(sel[0][0]["num_gpus"])
     return (fits["LL128"][1] / fits["Simple"][1],
             (fits["Simple"][0] - nccl._BASE_US["ring"]["Simple"]) / (2 * (n - 1)))
+
+
+@contextmanager
+def on_ampere(v: tuple[float, float]):
+    """``both(v)`` for collectives on compute capability 8.0 only (the P2P-read GPU, ``AMPERE``);
+    every other GPU keeps the model's constants."""
+    time = nccl._time
+
+    def priced(kind, size, span, f, algo, proto):
+        if f.compute_capability != AMPERE:
+            return time(kind, size, span, f, algo, proto)
+        with both(v):
+            return time(kind, size, span, f, algo, proto)
+
+    nccl._time = priced
+    try:
+        yield
+    finally:
+        nccl._time = time
 
 
 VARIANTS = ((ll128_share, (0.75, 0.6, 0.5), "LL128 share {:.3g} (model 0.9375)"),
@@ -190,8 +220,12 @@ def section3(rows, training: bool) -> None:
     label = f"both at A100-implied {implied[0]:.2f}, {implied[1]:.1f} us"
     with both(implied):
         _read(label, rows)
+    one = band_implied(ONE_PROCESS_SWEEP)
+    label1 = f"A100 only, one-process {one[0]:.2f}, {one[1]:.1f} us"
+    with on_ampere(one):
+        _read(label1, rows)
     if training:
-        section4(((label, both, implied),))
+        section4(((label, both, implied), (label1, on_ampere, one)))
 
 
 def section4(variants) -> None:

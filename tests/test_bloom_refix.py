@@ -77,3 +77,14 @@ def test_measured_all_reduce_prices_only_one_node_a100_all_reduces():
                      ("all_reduce", 2**20, one_node, fabric(80))):
             assert analytical.collective_cost(*args) == nccl.collective_cost(*args)
     assert analytical.collective_cost("all_reduce", size, one_node, fabric(80)).time_s == model
+
+
+def test_one_process_curve_reads_the_mpirun_sweep():
+    """The one-process-per-GPU A100 sweep (``thanos-...-np8-*``, mpirun -np 8 -g 1) gives a
+    curve of its own: 8 ranks, 1 MiB-4 GiB, above the Azure -g 8 curve at 16 and 64 MiB."""
+    ranks, pts = SCRIPT.measured_curve(prefix=SCRIPT.ONE_PROCESS_A100)
+    _, azure = SCRIPT.measured_curve()
+    assert ranks == 8 and len(pts) == 13
+    assert pts[0][0] == 2**20 and pts[-1][0] == 4 * 2**30
+    for size in (16 * 2**20, 64 * 2**20):
+        assert SCRIPT.curve_busbw(pts, size) > 1.1 * SCRIPT.curve_busbw(azure, size)
