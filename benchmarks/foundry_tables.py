@@ -25,6 +25,13 @@ DEFAULT, where the older lines ran bf16 / PURE on the torch <= 2.0 stack of May-
 tables with torch 2.0 after next Composer release"). Same GPUs, same
 model, batch, sequence and checkpointing: the new/old throughput by checkpointing isolates
 what the software stack changed.
+
+    PYTHONPATH=src python benchmarks/foundry_tables.py README.md --attention triton --per-microbatch
+
+``--per-microbatch`` lists each launch's measured-minus-predicted time per micro-batch, and
+that per block and billion block parameters (``microbatch_gap``): a cost trainsim misses once
+per FSDP unit and micro-batch shows as a constant there across sequence, micro-batch size and
+GPU count.
 """
 
 from __future__ import annotations
@@ -79,15 +86,53 @@ def readme_rows(readme: Path, attention: str) -> list[dict[str, str]]:
     return rows
 
 
-def price(rows: list[dict[str, str]]) -> dict[str, float]:
-    """Each row's signed error (predicted / measured - 1) by id; rows with no prediction left out."""
+def priced(rows: list[dict[str, str]]) -> dict[str, tuple[float, float]]:
+    """Each row's (predicted, measured) seconds by id; rows with no prediction left out."""
     path = Path(tempfile.mkdtemp()) / "foundry_tables.csv"
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    return {r.id: r.predicted / r.measured - 1 for r in validate_file(path, workers=2)[1]
+    return {r.id: (r.predicted, r.measured) for r in validate_file(path, workers=2)[1]
             if r.predicted}
+
+
+def price(rows: list[dict[str, str]]) -> dict[str, float]:
+    """Each row's signed error (predicted / measured - 1) by id; rows with no prediction left out."""
+    return {rid: p / m - 1 for rid, (p, m) in priced(rows).items()}
+
+
+def microbatch_gap(row: dict[str, str], predicted: float, measured: float
+                   ) -> tuple[int, float, float]:
+    """(micro-batches a GPU runs per step, measured minus predicted seconds per micro-batch,
+    that per block and per billion parameters of one block). Composer splits each GPU's share
+    of the global batch into micro-batches of ``micro_batch_size`` and a remainder (the
+    README: "48 ... and a micro of 11 ... 11, 11, 11, 11, 4"), so a step runs the ceiling.
+    A block's parameters: MPT's four matrices, Wqkv 3h x h, out_proj h x h, up_proj and
+    down_proj h x f each (biases and norms, under 0.1 %, left out). A cost paid once per
+    FSDP unit and micro-batch in proportion to the unit's size reads as a constant in the
+    last figure, whatever the sequence, micro-batch or GPU count."""
+    gpus, mb = int(row["num_gpus"]), int(row["micro_batch_size"])
+    n = -(-int(row["global_batch_size"]) // (gpus * mb))
+    h, f = int(row["hidden_size"]), int(row["ffn_hidden_size"])
+    block = (4 * h * h + 2 * h * f) / 1e9
+    per_mb = (measured - predicted) / n
+    return n, per_mb, per_mb / int(row["num_layers"]) / block * 1e3
+
+
+def print_microbatch_gaps(rows: list[dict[str, str]], times: dict[str, tuple[float, float]]
+                          ) -> None:
+    """Every priced launch's ``microbatch_gap``, by table, checkpointing and model size."""
+    print("| launch | recompute | micro-batches | tokens per micro-batch | error | "
+          "gap per micro-batch (s) | per block per Gparam (ms) |\n|---|---|---|---|---|---|---|")
+    for r in sorted((r for r in rows if r["id"] in times),
+                    key=lambda r: (r["note"], r["recompute"], int(r["hidden_size"]),
+                                   int(r["num_gpus"]), int(r["seq_length"]))):
+        p, m = times[r["id"]]
+        n, per_mb, per_gp = microbatch_gap(r, p, m)
+        tokens = int(r["micro_batch_size"]) * int(r["seq_length"])
+        print(f"| {r['id'][7:]} | {r['recompute']} | {n} | {tokens} | {p / m - 1:+.1%} | "
+              f"{per_mb:+.3f} | {per_gp:+.1f} |")
 
 
 SAME_RUN = ("model", "seq_length", "gpu", "num_gpus", "micro_batch_size", "global_batch_size",
@@ -138,6 +183,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("readme", type=Path)
     ap.add_argument("--attention", default="flash2")
     ap.add_argument("--csv", type=Path, help="also write the rows and their errors here")
+    ap.add_argument("--per-microbatch", action="store_true",
+                    help="each launch's measured-minus-predicted time per micro-batch, and per "
+                         "block and billion block parameters")
     ap.add_argument("--pair", type=Path, metavar="OLD_README",
                     help="compare with an older README: the configurations it measured too")
     args = ap.parse_args(argv)
@@ -150,7 +198,11 @@ def main(argv: list[str]) -> int:
         return 0
     rows = readme_rows(args.readme, args.attention)
     by_id = {r["id"]: r for r in rows}
-    errors = price(rows)
+    times = priced(rows)
+    errors = {rid: p / m - 1 for rid, (p, m) in times.items()}
+    if args.per_microbatch:
+        print_microbatch_gaps(rows, times)
+        return 0
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for rid, err in errors.items():
         r = by_id[rid]

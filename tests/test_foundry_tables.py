@@ -82,3 +82,22 @@ def test_older_readme_columns_are_read_by_name_and_remeasured_runs_pair(tmp_path
     assert (o["grad_reduce_dtype"], n["grad_reduce_dtype"]) == ("bf16", "fp32")
     assert float(o["measured_iteration_s"]) / float(n["measured_iteration_s"]) == \
         pytest.approx(7330 / 6305, rel=1e-3)
+
+
+def test_microbatch_gap_counts_composer_micro_batches_and_mpt_block_parameters():
+    """A GPU's share of the global batch in micro-batches of the given size and a remainder
+    (Composer: 48 in micro-batches of 11 run as 11, 11, 11, 11, 4: five), the time missing
+    per micro-batch, and that per block per billion parameters of one block (MPT-30B: Wqkv,
+    out_proj 4 h^2 plus up_proj, down_proj 2 h f: 0.617 G)."""
+    script = load_script(SCRIPT)
+    row = {"num_gpus": "8", "micro_batch_size": "11", "global_batch_size": str(48 * 8),
+           "hidden_size": "7168", "ffn_hidden_size": "28672", "num_layers": "48"}
+    n, per_mb, per_gp = script.microbatch_gap(row, predicted=90.0, measured=100.0)
+    assert n == 5
+    assert per_mb == pytest.approx(2.0)
+    block = (4 * 7168**2 + 2 * 7168 * 28672) / 1e9
+    assert block == pytest.approx(0.6166, abs=1e-4)
+    assert per_gp == pytest.approx(2.0 / 48 / block * 1e3)
+    # a prediction too slow reads as a negative gap; an exact one as none
+    assert script.microbatch_gap(row, 110.0, 100.0)[1] == pytest.approx(-2.0)
+    assert script.microbatch_gap(dict(row, global_batch_size="88"), 1.0, 1.0) == (1, 0.0, 0.0)
