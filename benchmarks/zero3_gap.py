@@ -1,8 +1,8 @@
 """Where the DeepSpeed ZeRO-3 rows' errors sit (issue 17 item 3 diagnostics; nothing here feeds
 trainsim).
 
-    python benchmarks/zero3_gap.py              # all three sections, ~1 min on one core
-    python benchmarks/zero3_gap.py residuals    # or copies, zeropp: one section
+    python benchmarks/zero3_gap.py              # all four sections, a few min on one core
+    python benchmarks/zero3_gap.py residuals    # or copies, zeropp, azure: one section
 
 1. ``residuals``: every ZeRO-3 row of the ``deepspeed`` framework (public file and
    ``benchmarks/training_deepspeed.csv``) with its measured step minus the predicted one, in
@@ -14,10 +14,13 @@ trainsim).
    fc1 rate is 223-225 TFLOP/s on both sizes).
 2. ``copies``: the 2021 rows with the host cost of ProcessGroupNCCL's per-rank copy-outs
    (``workload.sharding.list_all_gather_ops``: one ``copy_`` per rank after a list
-   ``all_gather``, issued from a C++ loop in ProcessGroupNCCL::allgather, not from Python)
-   priced below ``compute.host.HOST_S_PER_KERNEL`` (30 us, an eager Python op's): a what-if.
-   What it shows: the 1,536- and 2,240-rank rows sit on a knife edge (host launches against the
-   all-gather they follow); any cheaper copy turns every row too fast.
+   ``all_gather``, issued from a C++ loop in ProcessGroupNCCL::allgather, not from Python;
+   priced since the 30th session at ``compute.host.CPP_LAUNCH_S``, 8.13 us, not an eager
+   Python op's ``HOST_S_PER_KERNEL``) set to other values: a what-if. What it showed at 30 us
+   (29th session): the 1,536- and 2,240-rank rows sit on a knife edge (host launches against
+   the all-gather they follow); with the persistent parameters' per-rank Python copies after
+   each step (``workload.zero3_persistent``) the many-rank rows carry a per-rank cost of their
+   own.
 3. ``zeropp``: the check file's -85 % row (the ZeRO++ tutorial's ZeRO-3 baseline log: 18B, 64
    V100 in 4 DGX-2-class nodes, the network cell empty) at 100, 200, 400 and 800 Gb/s per
    16-GPU node, and the ZeRO++ blog's own ZeRO-3 baseline bars for the same 18B model on 384
@@ -30,6 +33,11 @@ trainsim).
    (DeepSpeed of 2023: prefetched per-block gathers) and with every gather waited for
    (``framework_version`` 2021-07). What-if rows, not a check file: the blog states neither the
    sequence length nor the batch.
+4. ``azure``: the DeepSpeed-on-Azure bars (benchmarks/training_dsazure.csv, DeepSpeed 0.6.2, and
+   the three labelled rows of training_deepspeed.csv): the gap per step by model, micro-batch
+   and ranks, and one least-squares line gap = a + b x ranks per model. What it shows: per
+   model a per-step constant that does not follow the tokens (micro-batch 2 to 32) plus a
+   per-rank slope; the 530B constant is several times the 175B one.
 """
 
 from __future__ import annotations
@@ -41,11 +49,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from trainsim.compute.host import HOST_S_PER_KERNEL
+from trainsim.compute import host
+from trainsim.compute.host import CPP_LAUNCH_S, HOST_S_PER_KERNEL
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.training import predict_training_row
-from trainsim.workload import sharding
-from trainsim.workload.ops import Elementwise, Op
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = BUNDLED_DIR / "training_public.csv"
@@ -61,7 +68,7 @@ BLOG_BARS = (  # (IB links per node, tokens per GPU, ZeRO-3 baseline TFLOPs per 
     (2, 2048, 37.0, "eval3.png"), (8, 2048, 47.0, "eval3.png"))
 BLOG_GPUS = 384
 BLOG_SEQ = 512
-COPY_US = (30.0, 20.0, 15.0, 10.0, 5.0)
+COPY_US = (30.0, 20.0, 15.0, 10.0, CPP_LAUNCH_S * 1e6, 5.0)
 
 
 def read(path: Path) -> list[dict[str, str]]:
@@ -115,23 +122,15 @@ def blog_rows(tutorial: dict[str, str]) -> list[dict[str, str]]:
 
 @contextlib.contextmanager
 def copy_cost(us: float) -> Iterator[None]:
-    """``list_all_gather_ops`` with its per-rank copy-outs costing ``us`` of host time each
-    instead of ``HOST_S_PER_KERNEL`` (their launch count scaled; their bytes unchanged)."""
-    original = sharding.list_all_gather_ops
-
-    def patched(name: str, size_bytes: float, ranks: int, group: str,
-                before_gather: list[Op] | None = None) -> list[Op]:
-        ops = original(name, size_bytes, ranks, group, before_gather)
-        last = ops[-1]
-        assert isinstance(last, Elementwise) and last.kernels == ranks
-        scaled = max(1, round(ranks * us * 1e-6 / HOST_S_PER_KERNEL))
-        return [*ops[:-1], Elementwise(last.name, bytes=last.bytes, kernels=scaled)]
-
-    sharding.list_all_gather_ops = patched  # type: ignore[assignment]
+    """ProcessGroupNCCL's per-rank copy-outs (``list_all_gather_ops``, the persistent
+    parameters' list ``all_gather`` too) costing ``us`` of host time each instead of the
+    shipped ``compute.host.CPP_LAUNCH_S`` (a C++-issued launch); kernels and bytes unchanged."""
+    original = host.CPP_LAUNCH_S
+    host.CPP_LAUNCH_S = us * 1e-6
     try:
         yield
     finally:
-        sharding.list_all_gather_ops = original  # type: ignore[assignment]
+        host.CPP_LAUNCH_S = original
 
 
 def residuals() -> None:
@@ -157,13 +156,13 @@ def residuals() -> None:
 def copies() -> None:
     rows = [r for r in zero3_rows(PUBLIC) if r["framework_version"] < "2021-07"]
     print("\n== 2021 rows, host cost of each per-rank copy-out after a list all_gather "
-          f"(as given: {HOST_S_PER_KERNEL * 1e6:.0f} us)")
+          f"(as given: {CPP_LAUNCH_S * 1e6:.2f} us; an eager op's: {HOST_S_PER_KERNEL * 1e6:.0f} us)")
     print(f"{'copy us':>7s} " + " ".join(f"{r['id'].split('zero3-')[-1]:>14s}" for r in rows)
           + "    MAPE")
     for us in COPY_US:
         with copy_cost(us):
             errs = [error(predict(r)) for r in rows]
-        print(f"{us:7.0f} " + " ".join(f"{e:+14.1%}" for e in errs)
+        print(f"{us:7.2f} " + " ".join(f"{e:+14.1%}" for e in errs)
               + f" {sum(abs(e) for e in errs) / len(errs):7.1%}")
 
 
@@ -192,7 +191,45 @@ def zeropp() -> None:
               f"{p['compute']:7.2f} {p['comm']:5.2f} {s['predicted'] / s['measured'] - 1:+11.1%}")
 
 
-SECTIONS = {"residuals": residuals, "copies": copies, "zeropp": zeropp}
+AZURE = ROOT / "benchmarks" / "training_dsazure.csv"
+
+
+def gap_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least squares of gap = a + b x ranks over (ranks, gap) points: (a s, b s per rank)."""
+    n = len(points)
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    b = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+    return my - b * mx, b
+
+
+def azure() -> None:
+    """The DeepSpeed-on-Azure bars (0.6.2: training_dsazure.csv and the three labelled rows of
+    training_deepspeed.csv): measured minus predicted per step by model, micro-batch and ranks,
+    and a least-squares gap = a + b x ranks per model (micro-batch >= 2: at micro-batch 1 the
+    steps are short and the bar's pixel is up to 3 % of the step)."""
+    print("\n== DeepSpeed on Azure (0.6.2): measured minus predicted, s per step")
+    rows = [r for r in read(AZURE)] + [r for r in zero3_rows(CHECKS) if r["id"].startswith("dsazure")]
+    by_model: dict[str, list[tuple[float, float]]] = collections.defaultdict(list)
+    print(f"{'model':>5s} {'seq':>5s} {'ranks':>5s} {'mb':>3s} {'meas s':>8s} {'pred s':>8s} "
+          f"{'err':>7s} {'gap s':>7s}")
+    for r in sorted(rows, key=lambda r: (int(r["hidden_size"]), int(r["seq_length"]),
+                                         int(r["num_gpus"]), int(r["micro_batch_size"]))):
+        p = predict(r)
+        gap = p["measured"] - p["predicted"]
+        model = "530B" if r["hidden_size"] == "20480" else "175B"
+        print(f"{model:>5s} {r['seq_length']:>5s} {r['num_gpus']:>5s} {r['micro_batch_size']:>3s} "
+              f"{p['measured']:8.2f} {p['predicted']:8.2f} {error(p):+7.1%} {gap:+7.2f}")
+        if int(r["micro_batch_size"]) >= 2:
+            by_model[model].append((float(r["num_gpus"]), gap))
+    for model, points in sorted(by_model.items()):
+        a, b = gap_fit(points)
+        print(f"   {model}: {len(points)} bars (micro-batch >= 2): gap = {a:+.1f} s "
+              f"{b * 1e3:+.2f} ms x ranks")
+
+
+SECTIONS = {"residuals": residuals, "copies": copies, "zeropp": zeropp, "azure": azure}
 
 
 def main(argv: list[str]) -> None:

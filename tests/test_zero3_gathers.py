@@ -56,8 +56,9 @@ def test_per_tensor_blocking_gathers_are_slower_and_grow_with_the_group():
     prefetched = {n: simulate(cfg(n)).iteration_time_s for n in (64, 512)}
     blocking = {n: simulate(cfg(n, "per_parameter")).iteration_time_s for n in (64, 512)}
     assert blocking[64] > prefetched[64] * 1.05
-    # same work per GPU (one micro-batch each); the per-rank copies and ring steps grow with n
-    assert blocking[512] - prefetched[512] > 1.5 * (blocking[64] - prefetched[64])
+    # same work per GPU (one micro-batch each); the per-rank copies (C++-issued,
+    # compute.host.CPP_LAUNCH_S each) and ring steps grow with n
+    assert blocking[512] - prefetched[512] > 1.3 * (blocking[64] - prefetched[64])
 
 
 def test_recompute_gathers_again():

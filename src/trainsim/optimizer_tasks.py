@@ -15,6 +15,7 @@ from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
+from trainsim.workload.zero3_persistent import zero3_persistent_regather
 
 if TYPE_CHECKING:
     from trainsim.chunks import Chunk
@@ -90,6 +91,12 @@ class OptimizerTasks:
         rest = grad_buffer_rest(self.cfg, total, local, self.grad_bytes)
         if rest is not None:
             out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
+        layers = [i for v in rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
+                  for i in self.cfg.virtual_ranges[v]]
+        regather = zero3_persistent_regather(self.cfg, layers, s == self.pp - 1)
+        if regather:  # DeepSpeed ZeRO-3's _post_step
+            out.append((self.pricer.price(regather), "ZeRO-3 persistent parameters gathered",
+                        COMPUTE))
         return out
 
     def gather_copies(self, s: int) -> Elementwise | None:

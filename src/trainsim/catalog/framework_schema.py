@@ -415,6 +415,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # amax_all_reduce_bytes``, ``optimizer_tasks.OptimizerTasks.amax_all_reduces``
     "fp8_param_amax_all_reduce": _nullable(_bool),
     "zero3_avg_scatter_grads": _nullable(_bool),  # DeepSpeed >= 0.6 ZeRO-3 reduce (sharding)
+    # DeepSpeed ZeRO-3's persistent parameters gathered again after each step
+    # (``workload.zero3_persistent``): a Python copy per parameter and rank, or one small
+    # _all_gather_base per parameter; null: not modelled
+    "zero3_persistent_regather": _nullable(_enum(("python_loop", "coalesced"))),
 }
 
 DEFAULTS: dict[str, Callable[[Any], str | None]] = {
@@ -505,7 +509,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "masked_window_scores", "unfused_sliding_window",
     "per_op_sac",
     "compiled_loss", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
-    "separate_qkv", "zero3_avg_scatter_grads", "params_16bit", "sdpa_repeat_kv",
+    "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",
+    "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "torch_interleaved_warmup", "microbatch_group_size",
     "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",

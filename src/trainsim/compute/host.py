@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from trainsim.compute.grouped import GROUPED_STREAMS
+from trainsim.compute.roofline import LAUNCH_S
 from trainsim.workload.ops import Attention, Comm, Elementwise, Gemm, Op
 
 HOST_S_PER_KERNEL = 30e-6
@@ -45,6 +46,20 @@ eager op can plausibly cost (0-30 us); the fit sits at that bound in every leave
 out fold (figures in ``benchmarks/RESULTS.md``), so the launches counted here are likely fewer
 than the frameworks issue. A measured host cost per op would replace it."""
 
+
+CPP_OP_S = 5.13e-6
+"""CPU seconds of one ATen op called from C++, no Python: the dispatcher, TensorIterator's
+setup and a one-element kernel, ``x + 1.0`` on a CPU tensor timed with torch.utils.benchmark's
+C++ ``Timer`` at PyTorch master of 2021-03 (median 5.13 us, pytorch/pytorch#54943). Measured,
+not fitted."""
+
+CPP_LAUNCH_S = CPP_OP_S + LAUNCH_S
+"""Host seconds of a CUDA kernel a C++ loop issues (``ops.Elementwise.cpp_kernels``): the op
+from C++ (``CPP_OP_S``) and its launch (``compute.roofline.LAUNCH_S``). ProcessGroupNCCL's
+copies out of its flat buffer after a list ``all_gather`` are such a loop
+(torch/lib/c10d/ProcessGroupNCCL.cpp ``allgather``, PyTorch 1.8: one ``copy_`` per output
+tensor in the collective's post hook), where ``HOST_S_PER_KERNEL`` prices an eager op issued
+from Python."""
 
 GRAPH_REPLAY_LAUNCHES = 2
 """Host work of replaying one captured graph, in eager launches: Transformer Engine's
@@ -89,7 +104,7 @@ def launches(op: Op) -> int:
     if isinstance(op, Gemm):
         return op.batch if not op.grouped or op.grouped in GROUPED_STREAMS else 1
     if isinstance(op, Elementwise):
-        return op.kernels
+        return op.kernels - op.cpp_kernels
     if isinstance(op, Attention) and op.megatron_ops and op.impl == "unfused":
         return MEGATRON_UNFUSED_LAUNCHES[op.backward] + int(op.dropout)
     if isinstance(op, (Attention, Comm)):
@@ -142,16 +157,17 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
     n = list(counts) if counts is not None else [launches(op) for op in ops]
+    cpp = [op.cpp_kernels * CPP_LAUNCH_S if isinstance(op, Elementwise) else 0.0 for op in ops]
     if blocking:
-        return per_kernel_s * sum(n)
+        return per_kernel_s * sum(n) + sum(cpp)
     ahead = max((i for i, b in (beside or {}).items() if b[0] == 0), default=0)
-    host = -sum(n[:ahead + 1]) * per_kernel_s  # the first op was launched ahead
+    host = -sum(n[:ahead + 1]) * per_kernel_s - sum(cpp[:ahead + 1])  # launched ahead
     gpu = 0.0
     starts: list[float] = []
     for i, (op, busy, k) in enumerate(zip(ops, gpu_s, n)):
         if isinstance(op, Elementwise) and op.host_sync:
             host = max(host, gpu)  # Python waits for the value the GPU is computing
-        host += k * per_kernel_s
+        host += k * per_kernel_s + cpp[i]
         if beside and i in beside:
             j, comm_s, share = beside[i]
             late = host - starts[j]

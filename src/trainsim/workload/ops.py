@@ -231,6 +231,10 @@ class Elementwise:
     kernels: int = 1
     """Kernel launches the op stands for (an eager multi-kernel norm, a copy per rank): each
     pays its launch cost (``compute.roofline.LAUNCH_S``) and the host's (``compute.host``)."""
+    cpp_kernels: int = 0
+    """Of ``kernels``, those a C++ loop issues with no Python around them (ProcessGroupNCCL's
+    per-rank copies after a list ``all_gather``): each costs the host ``compute.host.
+    CPP_LAUNCH_S`` instead of an eager op's ``HOST_S_PER_KERNEL``."""
     host_sync: bool = False
     """The host waits for this op's result before issuing the next (a device-to-host copy of
     values Python needs, e.g. dropless MoE's tokens per expert): see ``compute.host``."""

@@ -144,12 +144,13 @@ def list_all_gather_ops(name: str, size_bytes: float, ranks: int, group: str,
     ``_allgather_param``, ``PartitionedTensor.full()``): the fill, ``before_gather``, the
     gather, then ProcessGroupNCCL's copies out of its own flat buffer, one per rank, reading
     and writing the whole tensor (pytorch/pytorch#33924; the copies went away with
-    ``_all_gather_base``, pytorch/pytorch#57769)."""
+    ``_all_gather_base``, pytorch/pytorch#57769), issued by its C++ loop
+    (``Elementwise.cpp_kernels``)."""
     return [
         Elementwise(f"{name}_zeros", bytes=size_bytes),
         *(before_gather or []),
         Comm(f"{name}_all_gather", "all_gather", size_bytes, group),
-        Elementwise(f"{name}_unflatten", bytes=2 * size_bytes, kernels=ranks),
+        Elementwise(f"{name}_unflatten", bytes=2 * size_bytes, kernels=ranks, cpp_kernels=ranks),
     ]
 
 
