@@ -103,18 +103,24 @@ def test_a_csv_cell_past_the_field_limit_is_named_by_row_and_column(tmp_path, qu
 # ------------------------------------------------------------------ separate biases
 
 @pytest.mark.parametrize(("attention", "mlp"), [(False, True), (True, False)])
-def test_a_config_json_with_differing_biases_reads_biases_on_with_a_warning(tmp_path, attention,
-                                                                          mlp):
+def test_a_config_json_with_differing_biases_reads_each_sublayers_own(tmp_path, attention, mlp):
     """Before: attention_bias false beside mlp_bias true read as no bias anywhere (the one
-    model.add_bias_linear switch took attention_bias), the MLP's bias dropped silently. Such
-    files are real (a Qwen2 model re-saved as Llama), so they load, biases on, with a warning."""
+    model.add_bias_linear switch took attention_bias), the MLP's bias dropped silently; then
+    (146c9c8) biases on everywhere with a warning. Such files are real (a Qwen2 model re-saved
+    as Llama): now each sublayer has the biases its key gives (mem30: add_qkv_bias,
+    add_proj_bias, add_mlp_bias), and nothing is warned."""
+    import warnings
+
     from trainsim.catalog.hf_config import model_from_hf_config
 
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**json.loads(LLAMA_JSON.read_text()),
                                 "attention_bias": attention, "mlp_bias": mlp}))
-    with pytest.warns(UserWarning, match="one switch for both sublayers"):
-        assert model_from_hf_config(path).add_bias_linear is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = model_from_hf_config(path)
+    assert (m.qkv_bias, m.proj_bias, m.mlp_bias) == (attention, attention, mlp)
+    assert m.add_bias_linear is False
 
 
 @pytest.mark.parametrize("both", [False, True])

@@ -135,18 +135,18 @@ def test_glm4_moe_head_dim_is_the_floor_of_the_division(tmp_path):
     assert model_from_hf_config(_write(tmp_path, given)).head_dim == 128
 
 
-def test_gptj_bias_gap_is_exactly_its_attention_biases_less_the_lm_head_bias(tmp_path):
+def test_gptj_bias_gap_is_exactly_the_lm_head_bias(tmp_path):
     """A documented gap, not a fit: GPT-J's attention projections carry no bias
     (``GPTJAttention``: q/k/v/out_proj ``bias=False``), its MLP does (``GPTJMLP`` fc_in,
     fc_out) and so does its untied LM head (``GPTJForCausalLM.lm_head = nn.Linear(n_embd,
-    vocab_size)``), transformers 5.24.0 modeling_gptj.py. trainsim's one ``add_bias_linear``
-    switch counts the attention biases and no head bias: 28 x 4 x 4096 - 50400 = 408,352
-    parameters over transformers' 6,050,882,784 (+0.007 %)."""
+    vocab_size)``), transformers 5.24.0 modeling_gptj.py. trainsim reads the attention without
+    and the MLP with biases (mem30; before, one ``add_bias_linear`` switch counted the
+    attention's 28 x 4 x 4096 too) and holds no head bias: 50,400 under transformers'."""
     data, ref = _reference("gptj")
     m = model_from_hf_config(_write(tmp_path, data))
-    assert m.add_bias_linear and not m.tied_embeddings
-    attention_biases = m.num_layers * (m.q_size + 2 * m.kv_size + m.hidden_size)
-    assert total_params(m) - ref == attention_biases - m.vocab_size == 408_352
+    assert (m.qkv_bias, m.proj_bias, m.mlp_bias) == (False, False, True)
+    assert not m.tied_embeddings
+    assert total_params(m) - ref == -m.vocab_size == -50_400
 
 
 def test_phi3_small_gegelu_is_refused_with_what_it_lacks(tmp_path):

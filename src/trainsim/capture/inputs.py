@@ -35,11 +35,13 @@ def hf_config_from_model(m: ModelConfig) -> dict[str, Any]:
             "intermediate_size": m.expert_ffn_size if m.is_moe else m.ffn_size,
             "vocab_size": m.vocab_size, "max_position_embeddings": m.max_position_embeddings,
             "rms_norm_eps": 1e-5, "hidden_act": "silu", "rope_theta": 10000.0,
-            "tie_word_embeddings": m.tied_embeddings, "attention_bias": m.add_bias_linear,
+            "tie_word_embeddings": m.tied_embeddings, "attention_bias": m.qkv_bias,
             "attention_dropout": m.attention_dropout, "sliding_window": m.sliding_window,
         }
         if m.is_moe:
             cfg.update(num_local_experts=m.num_experts, num_experts_per_tok=m.moe_router_topk)
+        else:  # LlamaMLP's gate/up/down_proj: bias=config.mlp_bias
+            cfg.update(mlp_bias=m.mlp_bias)
         return cfg
     return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": m.hidden_size,
             "n_layer": m.num_layers, "n_head": m.num_attention_heads, "n_inner": m.ffn_size,

@@ -44,20 +44,38 @@ refusal of the model built from a file names the key the file writes (``num_hidd
 not ``model.num_layers``)."""
 
 
-def _linear_bias(cfg: dict[str, Any], default: bool, where: str) -> bool:
-    """``model.add_bias_linear`` from ``attention_bias`` / ``mlp_bias``: one switch for both
-    sublayers. Real files give them apart (a Qwen2 model re-saved as Llama: attention bias, no
-    MLP bias), so differing values are read as biases on, with a warning that the sublayer
-    without one is priced with it (a bias add per linear, well under 1 % of a layer), never as
-    none anywhere (fuzz17b: ``mlp_bias: true`` beside ``attention_bias: false`` dropped it)."""
-    given = {k: hf_families.flag(cfg, k, default, where) for k in ("attention_bias", "mlp_bias")
-             if cfg.get(k) is not None}
-    if len(set(given.values())) > 1:
-        warnings.warn(f"{where}: attention_bias={cfg['attention_bias']!r} but mlp_bias="
-                      f"{cfg['mlp_bias']!r}: trainsim's model.add_bias_linear is one switch for "
-                      "both sublayers; both are priced with biases", stacklevel=2)
-        return True
-    return next(iter(given.values()), default)
+QKV_BIAS_MODEL_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl",
+                        "qwen2_5_vl_text")
+"""Families whose Q, K and V projections have biases and whose output projection and MLP have
+none, whatever ``attention_bias`` says (their configs name none): ``Qwen2Attention`` builds
+q/k/v_proj with ``bias=True`` and o_proj with ``bias=False``, ``Qwen2MLP`` its three
+projections with ``bias=False`` (transformers 5.24.0 models/qwen2/modeling_qwen2.py lines 41-43,
+181-184; the same in qwen2_vl/modeling_qwen2_vl.py 461-463, 504-507 and qwen2_5_vl 556-558,
+625-628); Qwen2-MoE's q/k/v follow ``qkv_bias`` (``Qwen2MoeConfig.qkv_bias: bool = True``,
+modeling_qwen2_moe.py 222-225)."""
+
+
+def _linear_biases(cfg: dict[str, Any], default: bool, where: str) -> dict[str, bool]:
+    """The model's bias fields from ``attention_bias`` (Q, K, V and the output projection:
+    transformers' Llama, Mistral, Gemma ... build all four with ``bias=config.attention_bias``)
+    and ``mlp_bias`` (Llama's ``LlamaMLP`` gate/up/down_proj ``bias=config.mlp_bias``), or the
+    family's fixed biases (``QKV_BIAS_MODEL_TYPES``); a key the file leaves out takes
+    ``default``. ``add_bias_linear`` is set when all three groups agree, else off with the
+    groups that have biases switched on one by one (``add_qkv_bias``, ``add_proj_bias``,
+    ``add_mlp_bias``)."""
+    kind = str(cfg.get("model_type") or "")
+    if kind in QKV_BIAS_MODEL_TYPES:
+        qkv = hf_families.flag(cfg, "qkv_bias", True, where) if kind == "qwen2_moe" else True
+        attention, proj, mlp = qkv, False, False
+    else:
+        attention = hf_families.flag(cfg, "attention_bias", default, where)
+        proj = attention
+        mlp = hf_families.flag(cfg, "mlp_bias", attention if cfg.get("attention_bias") is not None
+                               else default, where)
+    if attention == proj == mlp:
+        return {"add_bias_linear": attention}
+    groups = {"add_qkv_bias": attention, "add_proj_bias": proj, "add_mlp_bias": mlp}
+    return {"add_bias_linear": False, **{k: True for k, v in groups.items() if v}}
 
 
 def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
@@ -263,7 +281,6 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
         tied_embeddings=hf_families.flag(cfg, "tie_word_embeddings", not gated or model_type
                                          in GATED_MODEL_TYPES + TIED_MODEL_TYPES, where),
-        add_bias_linear=_linear_bias(cfg, not gated, where),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
         sliding_window=get("sliding_window") if hf_families.flag(
@@ -289,6 +306,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         norm_bias=model_type not in NORM_WITHOUT_BIAS_MODEL_TYPES,
         attention_chunk_size=_chunk_size(cfg, where),
     )
+    fields.update(_linear_biases(cfg, not gated, where))
     fields.update(_falcon_fields(cfg, model_type, where))
     if model_type in PARALLEL_BLOCK_MODEL_TYPES:
         fields.update(parallel_block=True, parallel_block_norms=1)

@@ -26,11 +26,11 @@ tests build models with to count their parameters):
   always (``PhiDecoderLayer``); one norm feeds both (``ln_1``, ``input_layernorm``; StableLM
   builds no ``post_attention_layernorm`` when parallel), GPT-NeoX's two (``input_layernorm``,
   ``post_attention_layernorm``). Falcon's ``parallel_attn`` is ``hf_config._falcon_fields``'.
-  Not expressed: GPT-J's biases sit on its MLP (``GPTJMLP`` fc_in, fc_out) and its untied LM
-  head (``GPTJForCausalLM.lm_head``), not on its attention (``GPTJAttention`` q/k/v/out_proj
-  ``bias=False``, modeling_gptj.py); ``add_bias_linear`` is one switch for both sublayers and
-  no ModelConfig field holds an output-layer bias, so GPT-J-6B counts 408,352 parameters
-  (+0.007 %) over transformers' (attention biases less the head's).
+  GPT-J's and CodeGen's biases sit on their MLP (``GPTJMLP`` fc_in, fc_out), not on their
+  attention (``GPTJAttention`` q/k/v/out_proj ``bias=False``, modeling_gptj.py): read as
+  ``attention_bias`` false, ``mlp_bias`` true. Not expressed: their untied LM head's bias
+  (``GPTJForCausalLM.lm_head``; no ModelConfig field holds an output-layer bias), so GPT-J-6B
+  counts 50,400 parameters (-0.0008 %) under transformers'.
 - Rotary positions named otherwise: transformers v5 writes ``rope_parameters`` (``rope_theta``,
   ``rope_type``) instead of ``rope_theta`` / ``rope_scaling``; GPT-J and CodeGen name a
   ``rotary_dim``. Read as learned
@@ -526,6 +526,12 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         fields["parallel_block"] = parallel
         if parallel and kind != "gpt_neox":  # one norm feeds both (module docstring)
             fields["parallel_block_norms"] = 1
+    if kind in ("gptj", "codegen"):
+        # attention without biases, the MLP with them: GPTJAttention q/k/v/out_proj and
+        # CodeGenAttention qkv_proj/out_proj ``bias=False``, GPTJMLP / CodeGenMLP fc_in and
+        # fc_out nn.Linear's default bias (transformers 5.24.0 modeling_gptj.py lines 124-127,
+        # 195-196; modeling_codegen.py 120-122, 194-195); their configs name neither
+        out["attention_bias"], out["mlp_bias"] = False, True
     if kind == "bitnet":  # BitNetMLP: gate_proj, up_proj, down_proj around relu2
         fields["activation"] = "swiglu"
         # and rotary positions whatever rope_parameters holds: BitNetModel.__init__ builds

@@ -66,6 +66,17 @@ class ModelConfig:
     """A norm right after the word embedding (BLOOM's ``--embed-layernorm``, Hugging Face
     ``BloomModel.word_embeddings_layernorm``)."""
     add_bias_linear: bool = True
+    """Biases on every linear of the layers (Megatron's ``--add-bias-linear``); the three
+    switches below override it for one group of linears each."""
+    add_qkv_bias: bool | None = None
+    """Biases of the Q, K and V projections; None = ``add_bias_linear`` (Megatron's
+    ``--add-qkv-bias``; Hugging Face ``attention_bias``; Qwen2's q/k/v_proj ``bias=True``)."""
+    add_proj_bias: bool | None = None
+    """The attention output projection's bias; None = ``add_bias_linear`` (Hugging Face
+    ``attention_bias``; Qwen2's o_proj has none)."""
+    add_mlp_bias: bool | None = None
+    """Biases of the MLP's (and every expert's) fc1 and fc2; None = ``add_bias_linear``
+    (Hugging Face Llama's ``mlp_bias``)."""
     attention_dropout: float = 0.0
     hidden_dropout: float = 0.0
     qk_layernorm: bool = False
@@ -284,6 +295,26 @@ class ModelConfig:
         if self.moe_capacity_factor is not None:
             return min(self.moe_token_imbalance, self.moe_capacity_factor)
         return self.moe_token_imbalance
+
+    @property
+    def qkv_bias(self) -> bool:
+        """Whether the Q, K and V projections have biases."""
+        return self.add_bias_linear if self.add_qkv_bias is None else self.add_qkv_bias
+
+    @property
+    def proj_bias(self) -> bool:
+        """Whether the attention output projection has a bias."""
+        return self.add_bias_linear if self.add_proj_bias is None else self.add_proj_bias
+
+    @property
+    def mlp_bias(self) -> bool:
+        """Whether the MLP's and the experts' fc1 and fc2 have biases."""
+        return self.add_bias_linear if self.add_mlp_bias is None else self.add_mlp_bias
+
+    @property
+    def any_linear_bias(self) -> bool:
+        """Whether any linear of a layer has a bias."""
+        return self.qkv_bias or self.proj_bias or self.mlp_bias
 
     @property
     def kv_heads(self) -> int:

@@ -25,7 +25,7 @@ def attention_params(m: ModelConfig) -> int:
     if m.is_mla:  # plus the RMSNorms of the compressed query and key/value
         return attention_matrices(m) + (m.q_lora_rank or 0) + (m.kv_lora_rank or 0)
     q, kv = m.q_size, m.kv_size
-    bias = (q + 2 * kv + m.hidden_size) if m.add_bias_linear else 0
+    bias = (q + 2 * kv if m.qkv_bias else 0) + (m.hidden_size if m.proj_bias else 0)
     return attention_matrices(m) + bias
 
 
@@ -33,7 +33,7 @@ def mlp_params(m: ModelConfig, width: int | None = None) -> int:
     """A dense MLP of inner ``width`` (default: the model's ffn_hidden_size)."""
     h, f = m.hidden_size, width or m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2
-    bias = ((mats - 1) * f + h) if m.add_bias_linear else 0
+    bias = ((mats - 1) * f + h) if m.mlp_bias else 0
     return mats * h * f + bias
 
 
@@ -138,22 +138,22 @@ def _layer_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, boo
     """``layer_tensors`` with each tensor's ``layer_matrices`` flag."""
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
-    bias = m.add_bias_linear
+    proj_bias, mlp_bias = m.proj_bias, m.mlp_bias
     norms = [(h, False, False)] * norm_tensors(m)
     attn = attention_params(m)
     qkv = attention_matrices(m) - m.v_dim * h
     out: list[tuple[int, bool, bool]] = [(qkv, False, True), (m.v_dim * h, False, True),
                                          *norms * layer_norms(m)]
     out += [(n, e, False) for n, e in qk_norm_tensors(m)]  # q_norm, k_norm (and biases)
-    rest = attn - qkv - m.v_dim * h  # biases and MLA's norms
+    rest = attn - qkv - m.v_dim * h  # biases (QKV's, the output projection's) and MLA's norms
     if rest:
-        out.append((rest - (h if bias else 0), False, False))
-        if bias:
+        out.append((rest - (h if proj_bias else 0), False, False))
+        if proj_bias:
             out.append((h, False, False))
 
     def mlp(width: int, expert: bool) -> list[tuple[int, bool, bool]]:
         t = [((mats - 1) * h * width, expert, True), (width * h, expert, True)]
-        if bias:
+        if mlp_bias:
             t += [((mats - 1) * width, expert, False), (h, expert, False)]
         return t
 

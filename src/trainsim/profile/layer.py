@@ -97,7 +97,7 @@ class LlamaLayer(nn.Module):
     @classmethod
     def tp_slice(cls, m: ModelConfig, tp: int, seq: int) -> LlamaLayer:
         """One TP rank's layer of ``m`` (as trainsim.workload.layers sizes it)."""
-        if m.activation != "swiglu" or m.normalization != "rmsnorm" or m.add_bias_linear:
+        if m.activation != "swiglu" or m.normalization != "rmsnorm" or m.any_linear_bias:
             raise ProfileError(f"model {m.name}: the profiler's layer is Llama-style (SwiGLU, "
                                "RMSNorm, no biases)")
         return cls(m.hidden_size, m.num_attention_heads // tp, max(m.kv_heads // tp, 1),

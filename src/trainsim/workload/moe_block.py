@@ -152,7 +152,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     # biases inside its @torch.compile'd swiglu / quick_geglu with the matmuls
     # (nemo_automodel/components/moe/layers.py @ 89e3a9fd), no bias kernels of its own
     loop_profile = profile_supports(cfg, "moe_bias_loop")
-    bias_loop = m.add_bias_linear and loop_profile and dispatcher == "deepep"
+    bias_loop = m.mlp_bias and loop_profile and dispatcher == "deepep"
     if bias_loop:  # a grouped GEMM without a bias epilogue: fc1's bias added expert by expert
         ops.append(expert_fc1_bias(rows, f * (2 if gated and not eager else 1), local))
     compiled_act = profile_supports(cfg, "moe_act_compiled")
@@ -173,7 +173,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
         ops.append(moe_experts.pad_unpermute(rows * local, h))
     if fp8_pad:
         ops.append(fp8_pad[1])
-    if bias_loop or m.add_bias_linear and impl == "multi_stream" and not loop_profile:
+    if bias_loop or m.mlp_bias and impl == "multi_stream" and not loop_profile:
         ops.append(expert_fc2_bias(rows, h, local, disp.expert_prob_bytes(cfg, dispatcher)))
     if p.etp > 1:
         ops.append(Comm("moe.etp_reduce_scatter", "reduce_scatter", recv * p.etp * h * ACT, "etp"))

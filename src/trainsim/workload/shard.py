@@ -111,7 +111,8 @@ class Shard:
     bias_kernels: frozenset[str] = frozenset()
     """Linear roles (``catalog.schema_checks.LINEAR_ROLES``) whose bias is added by a kernel
     of its own, its gradient summed over the tokens by another (the profile's
-    ``linear_bias_kernels``, for a model with ``add_bias_linear``; ``workload.layers.bias_add``)."""
+    ``linear_bias_kernels``, for the linears that have one: ``ModelConfig.qkv_bias``,
+    ``proj_bias``, ``mlp_bias``; ``workload.layers.bias_add``)."""
     bias_grad_kernels: frozenset[str] = frozenset()
     """Linear roles whose bias the GEMM adds but whose bias gradient is a kernel of its own (the
     profile's ``linear_bias_grad_kernels``)."""
@@ -270,11 +271,12 @@ def linear_bias_kernels(cfg: RunConfig, feature: str = "linear_bias_kernels") ->
     megatron/model/transformer.py 1347-1349 asserts transformer_impl 'transformer_engine'
     under fp8; llm-foundry's submit_benchmarks.py sets fc_type te for fp8). MLA's projections
     and the experts are not among the roles."""
-    t = cfg.training
-    if not (cfg.model.add_bias_linear and t.framework) or t.dtype == "fp8":
+    t, m = cfg.training, cfg.model
+    if not (m.any_linear_bias and t.framework) or t.dtype == "fp8":
         return frozenset()
     roles = framework_feature(t.framework, t.framework_version, feature)
-    return frozenset(roles or ())
+    biased = {"qkv": m.qkv_bias, "proj": m.proj_bias, "fc1": m.mlp_bias, "fc2": m.mlp_bias}
+    return frozenset(r for r in roles or () if biased.get(r, True))
 
 
 FP8_CAST_TRANSPOSE_BYTES = ACT + 2

@@ -474,14 +474,14 @@ def _module_order(cfg: RunConfig, i: int) -> list[float]:
         return [n for n, _ in _rank_tensors(cfg, [i])]
     h, f = m.hidden_size, m.ffn_size
     mats = 3 if m.activation == "swiglu" else 2
-    bias = m.add_bias_linear
+    mlp_bias = m.mlp_bias
     norm = [float(h)] * norm_tensors(m)
     second = norm if layer_norms(m) == 2 else []  # a parallel block of one norm has none
     qkv = attention_matrices(m) - m.v_dim * h
-    out = [*norm, qkv / tp, *([(m.q_size + 2 * m.kv_size) / tp] if bias else []),
-           m.v_dim * h / tp, *([float(h)] if bias else []), *second,
-           (mats - 1) * h * f / tp, *([(mats - 1) * f / tp] if bias else []),
-           f * h / tp, *([float(h)] if bias else [])]
+    out = [*norm, qkv / tp, *([(m.q_size + 2 * m.kv_size) / tp] if m.qkv_bias else []),
+           m.v_dim * h / tp, *([float(h)] if m.proj_bias else []), *second,
+           (mats - 1) * h * f / tp, *([(mats - 1) * f / tp] if mlp_bias else []),
+           f * h / tp, *([float(h)] if mlp_bias else [])]
     return [n for n in out if n > 0]
 
 
