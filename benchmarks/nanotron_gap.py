@@ -119,6 +119,30 @@ def tp_ops_per_microbatch(cfg, stage: int) -> list[Comm]:
     return ops + [op for op in ends if isinstance(op, Comm) and op.group == "tp"]
 
 
+AXES = (("model", lambda r: r["id"].split("-")[2]), ("nodes", lambda r: int(r["num_gpus"]) // 8),
+        ("tp", lambda r: int(r["tp"])), ("pp", lambda r: int(r["pp"])),
+        ("dp", lambda r: int(r["num_gpus"]) // (int(r["tp"]) * int(r["pp"]))),
+        ("mbs", lambda r: int(r["micro_batch_size"])),
+        ("acc", lambda r: int(r["global_batch_size"]) * int(r["tp"]) * int(r["pp"])
+         // (int(r["micro_batch_size"]) * int(r["num_gpus"]))),
+        ("zero", lambda r: int(r["zero_stage"])))
+"""Configuration axes of a row (its CSV fields; the model from the id, 1b/3b/8b/80b)."""
+
+
+def by_axis(records: list[tuple[dict, float]]) -> dict[str, list[tuple[object, float, int]]]:
+    """Signed error (%) of ``records`` ((CSV row, signed error %)) grouped along each of
+    ``AXES``: per axis, (value, mean error, rows) in increasing value order."""
+    out: dict[str, list[tuple[object, float, int]]] = {}
+    for name, get in AXES:
+        cells: dict[object, list[float]] = {}
+        for row, err in records:
+            cells.setdefault(get(row), []).append(err)
+        key = (lambda v: (0, int(v[:-1]))) if name == "model" else (lambda v: (0, v))
+        out[name] = [(v, sum(e) / len(e), len(e)) for v, e in
+                     sorted(cells.items(), key=lambda kv: key(kv[0]))]
+    return out
+
+
 def main() -> int:
     ratios = efa_ratios()
     print("== EFA (p5.48xlarge nccl-tests all_reduce, crazyguitar @ 4fdb5a4f) vs trainsim: "
@@ -136,6 +160,7 @@ def main() -> int:
           f"{'dp':>6s} {'pp':>6s} {'bubble':>6s} {'other':>6s} {'resid':>8s} {'busbw':>6s} "
           f"{'efa':>6s} {'serial':>7s}")
     groups: dict[str, list[float]] = {}
+    best: list[tuple[dict, float]] = []
     for row in rows:
         res = predict_training_row(row)
         cfg = row_config(row, res.chosen)
@@ -171,6 +196,8 @@ def main() -> int:
               f"{ex.get('pp', 0):6.3f} {b['pipeline_bubble_s']:6.3f} {other:6.3f} "
               f"{resid:8.3f} {busbw:>6s} {efa:6.3f} {serial:>7s}")
         kind = "best" if row["id"].startswith("nt-best") else "draw"
+        if kind == "best":
+            best.append((row, err))
         span = "tp>node" if tp_nodes > 1 else ("pp>1" if cfg.parallel.pp > 1 else "tp<=node,pp1")
         groups.setdefault(f"{kind} {span}", []).append(err)
         groups.setdefault(f"{kind} all", []).append(err)
@@ -179,6 +206,9 @@ def main() -> int:
         errs = sorted(groups[key])
         print(f"   {key:22s} {sum(errs) / len(errs):+7.1f} {errs[len(errs) // 2]:+7.1f} "
               f"{len(errs):4d}")
+    print("\n== best-per-cell rows, signed error by configuration axis (mean % [rows])")
+    for name, cells in by_axis(best).items():
+        print(f"   {name:6s} " + "  ".join(f"{v}: {e:+.1f} [{n}]" for v, e, n in cells))
     return 0
 
 

@@ -45,3 +45,18 @@ def test_tp_collectives_of_one_microbatch_by_hand():
     assert len(ops) == 326
     big = [op for op in ops if op.kind != "all_reduce"]
     assert all(op.bytes == 4096 * 4096 * 2 for op in big)  # one sequence of h in bf16
+
+
+def test_errors_grouped_by_axis():
+    """Two rows: a 1B DP 8 on one node (GradAcc 256 x 1 / (2 x 8) = 16) and an 80B TP 4 PP 16
+    on 8 nodes (DP 1, GradAcc 256): each axis holds each row's error under its own value."""
+    a = {"id": "nt-best-1b-n1", "num_gpus": "8", "tp": "1", "pp": "1", "micro_batch_size": "2",
+         "global_batch_size": "256", "zero_stage": "0"}
+    b = {"id": "nt-best-80b-n8", "num_gpus": "64", "tp": "4", "pp": "16",
+         "micro_batch_size": "1", "global_batch_size": "256", "zero_stage": "1"}
+    axes = SCRIPT.by_axis([(a, -2.0), (b, -12.0), (dict(a, id="nt-best-1b-n2"), -4.0)])
+    assert axes["model"] == [("1b", -3.0, 2), ("80b", -12.0, 1)]
+    assert axes["nodes"] == [(1, -3.0, 2), (8, -12.0, 1)]
+    assert axes["dp"] == [(1, -12.0, 1), (8, -3.0, 2)]
+    assert axes["acc"] == [(16, -3.0, 2), (256, -12.0, 1)]
+    assert axes["zero"] == [(0, -3.0, 2), (1, -12.0, 1)]
