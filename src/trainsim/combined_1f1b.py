@@ -81,10 +81,10 @@ def lone_pass_specs(graph: Any, last_v: int, first_wait: dict,
     alone, work, once, blocks = hit
     firsts = once or {v: wait + work[v][0] for v, wait in first_wait.items()}
     return LonePasses(
-        [graph._pass_spec(v % graph.pp, work[v][0], v < last_v) for v in alone],
+        [graph._pass_spec(v % graph.pp, work[v][0], v < last_v, True) for v in alone],
         [graph._pass_spec(v % graph.pp, work[v][1], v > 0) for v in alone], alone,
-        {v: graph._pass_spec(v % graph.pp, fwd, v < last_v) for v, fwd in firsts.items()}, work,
-        blocks)
+        {v: graph._pass_spec(v % graph.pp, fwd, v < last_v, True) for v, fwd in firsts.items()},
+        work, blocks)
 
 
 def unpaired_bounds(orders: list[list[tuple]]) -> tuple[list[int], list[int]]:

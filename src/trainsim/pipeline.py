@@ -287,7 +287,8 @@ class ScheduledPipeline:
             self._grads_ready(s, p, i)
             return
         forward = p.kind == "F"
-        i, out = g.pass_and_send(s, work, deps, label, self.sends(s, v, p.chunk, forward))
+        i, out = g.pass_and_send(s, work, deps, label, self.sends(s, v, p.chunk, forward),
+                                 forward)
         key = ("F" if forward else "B", p.microbatch, v)
         self.own[key] = i
         self.sent[key] = out

@@ -56,6 +56,7 @@ from trainsim.twin_graphs import (
 )
 from trainsim.workload.fp8_gather import param_gather_width
 from trainsim.workload.ops import Comm
+from trainsim.workload.p2p_meta import exchange_messages
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
 from trainsim.workload.recompute import core_attn_rerun, per_op_sac_layout
 from trainsim.workload.schedule import (
@@ -159,9 +160,19 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
             names = ("p2p send", "p2p receive (same step)")
             segs = tuple((PP, sum(pricer.comm_time(c) for c in comms), name)
                          for comms, name in zip(deepspeed_pipe_exchange(cfg, act_bytes), names))
+        fwd_segs = segs
+        if profile_supports(cfg, "p2p_tensor_metadata"):  # each tensor after its metadata
+            fwd_segs, segs = (((PP, sum(pipeline_send_s(cfg, pricer, b) for b in
+                                        exchange_messages(sh, act_bytes, forward)), "p2p send"),)
+                              for forward in (True, False))
         self.send = interned(segs)
+        """What a backward pass that sends waits for (the gradient it sends)."""
+        self.send_fwd = interned(fwd_segs)
+        """What a forward pass that sends waits for: ``send`` but where the profile sends more
+        forward (``p2p_tensor_metadata``: the sequence mask beside the hidden states)."""
         # a pass with its send, by id of the pass (kept beside it, so the id is its own)
-        self._plus_send: dict[int, tuple[Priced, Priced]] = shared.setdefault("plus_send", {})
+        self._plus_send: dict[tuple[int, bool], tuple[Priced, Priced]] = shared.setdefault(
+            "plus_send", {})
         self._splits: dict[tuple[int, int], list[Priced]] = shared.setdefault("splits", {})
         # each split's buckets' shares of the chunk's gradients (``ddp_buckets.bucket_ready``)
         self._shares: dict[tuple[int, int], tuple[tuple[float, float], ...]] = \
@@ -255,37 +266,41 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
         return max(1, math.ceil(params / self.p.ddp_bucket_size))
 
     def pass_and_send(self, s: int, work: Priced, deps: list[int], label: str,
-                      sends: bool) -> tuple[int, int]:
+                      sends: bool, forward: bool = False) -> tuple[int, int]:
         """Add a pass; returns (pass task, task the receiver waits on). A blocking send
         (no overlap_p2p_comm) runs on the compute stream right after the pass, so it is folded
-        into the same task."""
+        into the same task. ``forward``: a forward pass's send (``send_fwd``)."""
         if not sends:
             i = self.add((s, "compute"), work, deps, label)
             return i, i
         if self.sends_overlap:
             i = self.add((s, "compute"), work, deps, label)
-            return i, self.add((s, "pp"), self.send, [i], f"send {label}")
-        i = self.add((s, "compute"), self._with_send(work), deps, label)
+            send = self.send_fwd if forward else self.send
+            return i, self.add((s, "pp"), send, [i], f"send {label}")
+        i = self.add((s, "compute"), self._with_send(work, forward), deps, label)
         return i, i
 
-    def _with_send(self, work: Priced) -> Priced:
+    def _with_send(self, work: Priced, forward: bool = False) -> Priced:
         """``work`` followed by the blocking send, built once per pass."""
-        hit = self._plus_send.get(id(work))
+        key = (id(work), forward)
+        hit = self._plus_send.get(key)
         if hit is None or hit[0] is not work:
-            hit = self._plus_send[id(work)] = (work, work + self.send)
+            hit = self._plus_send[key] = (work, work + (self.send_fwd if forward
+                                                         else self.send))
         return hit[1]
 
-    def _pass_spec(self, s: int, work: Priced, sends: bool) -> tuple:
+    def _pass_spec(self, s: int, work: Priced, sends: bool, forward: bool = False) -> tuple:
         """(stream, duration, segments, detail, send, slows) of a pass as :meth:`pass_and_send`
         adds it; ``send``: the separate send task's (stream, duration, segments, detail, slows)
         under overlap_p2p_comm, else None (none, or folded into the pass)."""
         if sends and not self.sends_overlap:
-            work = self._with_send(work)
+            work = self._with_send(work, forward)
         send = None
         if sends and self.sends_overlap:
             stream = (s, "pp")
             share = self.pricer.sm_share.get("pp")
-            send = (stream, self.send.duration_s, self.send.summary, self.send,
+            sent = self.send_fwd if forward else self.send
+            send = (stream, sent.duration_s, sent.summary, sent,
                     None if share is None else ((s, "compute"), share))
         share = self.pricer.sm_share.get("compute")
         slows = None if share is None else ((s, "compute"), share)
@@ -323,12 +338,13 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
             if bucketed > 1:
                 first_wait[0] = self._bucket_gather_wait(bucketed)
         # the same tasks pass_and_send would add
-        fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v) for v in range(last_v + 1)]
+        fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v, True)
+                    for v in range(last_v + 1)]
         if self.gather_once:  # every chunk's first forward leads with its units' gathers
-            first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v)
+            first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v, True)
                           for v in range(last_v + 1)}
         else:
-            first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v)
+            first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v, True)
                           for v, wait in first_wait.items()}
         bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
         slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]

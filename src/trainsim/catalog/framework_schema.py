@@ -324,6 +324,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # buffer a rank, one copy back per rank and tensor (nanotron's all_gather_coalesced;
     # workload.sharding ``zero1_gather_copies``)
     "zero1_gather_copies": _nullable(_bool),
+    # each pipeline tensor travels after two blocking metadata messages, one tensor at a time,
+    # and a forward exchange carries the sequence mask beside the hidden states (nanotron's
+    # P2P.send_tensors; workload.p2p_meta ``exchange_messages``)
+    "p2p_tensor_metadata": _nullable(_bool),
     # Megatron's FusedScaleMaskSoftmax.is_kernel_available passes get_batch_per_block its
     # arguments out of order, so the kernel's rows per block follow the heads per TP rank and
     # some micro-batch sizes run the PyTorch softmax in fp32 (workload.softmax)
@@ -501,7 +505,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
     "complex_rope", "eager_glu", "qkv_relayout_copies", "fp32_grad_add",
-    "clip_unsharded_grads", "zero1_gather_copies",
+    "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",
