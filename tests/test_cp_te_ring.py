@@ -10,7 +10,7 @@ import pytest
 
 from trainsim import ConfigError
 from trainsim.catalog import run_config_from_dict
-from trainsim.pricing import CP, Pricer
+from trainsim.pricing import COMM_SMS, CP, P2P_SMS, Pricer
 from trainsim.workload.context_parallel import (
     TE_GRAD_ACC_BYTES,
     TE_OUT_CORRECTION_BYTES,
@@ -23,7 +23,7 @@ from trainsim.workload.shard import shard_of
 
 
 def _cfg(cp: int, framework: str | None = "megatron-core", version: str | None = "0.12",
-         seq: int = 8192, model: str = "llama3-8b", attention: str | None = None):
+         seq: int = 8192, model: str = "llama3-8b", attention: str | None = None, tp: int = 1):
     training = {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": seq,
                 "dtype": "bf16"}
     if framework:
@@ -32,9 +32,9 @@ def _cfg(cp: int, framework: str | None = "megatron-core", version: str | None =
         training["attention"] = attention
     return run_config_from_dict({
         "model": model,
-        "parallel": {"tp": 1, "pp": 1, "cp": cp, "cp_comm_type": "p2p"},
+        "parallel": {"tp": tp, "pp": 1, "cp": cp, "cp_comm_type": "p2p"},
         "training": training,
-        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8 * cp, "gpus_per_node": 8},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8 * cp * tp, "gpus_per_node": 8},
     })
 
 
@@ -128,8 +128,28 @@ def test_exposed_cp_time_is_only_the_sm_share_when_hops_are_shorter_than_calls()
     calls = [pricer.price([op]).segments[0][1] for op in ops if isinstance(op, Attention)]
     assert max(pricer.comm_time(h) for h in hops) < min(calls)
     exposed = sum(t for cat, t, _ in pricer.price(ops).segments if cat == CP)
-    share = pricer.sm_share["dp"]
+    share = pricer.sm_share["cp"]
+    assert share == pricer.sm_share["dp"]  # an NVLink ring: a collective's SMs
     assert exposed == pytest.approx(share * sum(pricer.comm_time(h) for h in hops))
+
+
+@pytest.mark.parametrize("tp, cp, held", [(8, 4, 2 * P2P_SMS), (8, 2, P2P_SMS), (4, 4, COMM_SMS)])
+def test_a_ring_whose_every_peer_is_in_another_node_holds_a_network_peers_channels(tp, cp, held):
+    """TP 8 fills each node, so every CP neighbour is in another node and each hop's two-rank
+    communicator runs on NCCL's 2 channels of a network peer, as a pipeline send: the calls it
+    hides under lose 4 SMs above CP 2 (a lone send's kernel and a lone receive's) and 2 at CP 2
+    (one batched kernel), not a collective's 16. TP 4 leaves each rank one neighbour in its own
+    node (an NVLink pair's communicator): a collective's share."""
+    c = _cfg(cp, seq=32768, tp=tp)
+    pricer = Pricer(c)
+    assert pricer.spans["cp"].nodes > 1
+    assert pricer.sm_share["cp"] == held / c.cluster.gpu.num_sms
+    sh = shard_of(c)
+    fwd = layer_forward(c, sh)
+    ops = fwd + backward_of(fwd, sh)
+    hops = [op for op in ops if isinstance(op, Comm) and op.group == "cp"]
+    exposed = sum(t for cat, t, _ in pricer.price(ops).segments if cat == CP)
+    assert exposed == pytest.approx(pricer.sm_share["cp"] * sum(map(pricer.comm_time, hops)))
 
 
 def test_no_mask_runs_every_step_over_all_received_keys():

@@ -121,6 +121,25 @@ that holds 20 of 100 SMs; Megatron-Bridge v0.2.0 scripts/performance/perf_plugin
 on Hopper a "communication kernel will be pushed to the end of the GEMM kernel")."""
 
 
+def cp_hop_sms(span: GroupSpan) -> int:
+    """SMs one rank's context-parallel ring hop (a K/V or dK/dV send and receive hidden under
+    an attention call) holds beside it. Transformer Engine's ring (``AttnFuncWithCPAndKVP2P``,
+    v2.8 attention/dot_product_attention/context_parallel.py ``flash_attn_p2p_communicate``)
+    sends to the next CP rank and receives from the previous one with a lone ``isend`` and
+    ``irecv`` above CP 2, which PyTorch's ProcessGroupNCCL runs on the two-rank communicator of
+    each peer pair (at CP 2, one ``batch_isend_irecv`` on the two-rank cp_group). Where every
+    CP peer is in another node (``span.per_node`` 1: TP fills the node), each of those
+    communicators reaches its peer over the network, on NCCL's channels per network peer: 2
+    (NCCL_NCHANNELS_PER_NET_PEER, ``collectives.nccl``'s note on network peers), one thread
+    block each, as a pipeline send (``P2P_SMS``): one kernel at CP 2, a send's and a
+    receive's above. A ring with a neighbour in the same node keeps a collective's share
+    (``COMM_SMS``): the NVLink pair's communicator gives the send 16 channels or more
+    (``collectives.nccl.batched_p2p_channels``)."""
+    if span.nodes > 1 and span.per_node == 1:
+        return P2P_SMS if span.size == 2 else 2 * P2P_SMS
+    return COMM_SMS
+
+
 def static_tile_schedule(cfg: RunConfig) -> bool:
     """Whether the run's GEMMs are persistent kernels with a static tile schedule: NVIDIA
     Hopper (sm_arch 90; CUTLASS include/cutlass/gemm/kernel/sm90_tile_scheduler.hpp
@@ -188,7 +207,7 @@ class Pricer:
         sms = cfg.cluster.gpu.num_sms
         ep_sms = exchange_sms(cfg) or ep_a2a_sms(cfg, self.spans["ep"])
         self.sm_share = {"dp": COMM_SMS / sms, "pp": P2P_SMS / sms, "ep": ep_sms / sms,
-                         **(sm_share or {})}
+                         "cp": cp_hop_sms(self.spans["cp"]) / sms, **(sm_share or {})}
         """Share of the SMs a collective (on the data-parallel stream, or inside a pass), a
         pipeline send and an expert exchange hidden behind other work (the dispatcher's
         kernels, ``moe_dispatch.exchange_sms``; an NCCL all-to-all, ``ep_a2a_sms``) hold while
@@ -488,8 +507,9 @@ class Pricer:
                     continue
                 if (op.overlap_with_previous or tp_overlap) and segs \
                         and segs[-1][0] == COMPUTE:
-                    add_beside((cat, self.hidden_behind(t, segs[-1][1]), op.name), op, t,
-                               self.sm_share["dp"])
+                    held = "cp" if op.group == "cp" and op.kind == "send_recv" else "dp"
+                    add_beside((cat, self.hidden_behind(t, segs[-1][1], held), op.name), op, t,
+                               self.sm_share[held])
                     continue
                 add((cat, t, op.name), op)
             else:
