@@ -127,7 +127,9 @@ def cp_hop_sms(span: GroupSpan) -> int:
     v2.8 attention/dot_product_attention/context_parallel.py ``flash_attn_p2p_communicate``)
     sends to the next CP rank and receives from the previous one with a lone ``isend`` and
     ``irecv`` above CP 2, which PyTorch's ProcessGroupNCCL runs on the two-rank communicator of
-    each peer pair (at CP 2, one ``batch_isend_irecv`` on the two-rank cp_group). Where every
+    each peer pair (torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp ``pointToPoint``: a single
+    P2P keeps the ``getKeySendRecv`` "low:high" communicator; at CP 2, one
+    ``batch_isend_irecv`` on the group's own, also two ranks). Where every
     CP peer is in another node (``span.per_node`` 1: TP fills the node), each of those
     communicators reaches its peer over the network, on NCCL's channels per network peer: 2
     (NCCL_NCHANNELS_PER_NET_PEER, ``collectives.nccl``'s note on network peers), one thread
