@@ -82,3 +82,15 @@ def test_a_schedule_at_pp_1_runs_no_pipeline_and_says_so(schedule):
     got = simulate(cfg)
     assert got.iteration_time_s == plain.iteration_time_s
     assert got.memory == plain.memory
+
+
+def test_a_training_setting_needing_the_distributed_optimizer_is_checked_with_it_fixed():
+    """training.use_precision_aware_optimizer needs Megatron-core's distributed optimizer
+    (b0ee795): the base check carries --set parallel.distributed_optimizer=true (it refused the
+    pair, and with it the DeepSeek-V3 recipe of test_search_moe_published.py); alone it is
+    refused in one line that names the field to set."""
+    base = _base("training.use_precision_aware_optimizer=true",
+                 "parallel.distributed_optimizer=true")
+    assert ("distributed_optimizer", True) in base.fixed
+    with pytest.raises(ConfigError, match="distributed_optimizer=true"):
+        _base("training.use_precision_aware_optimizer=true")

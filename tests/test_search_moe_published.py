@@ -39,7 +39,9 @@ DEEPSEEK_RECIPE = ("training.fp8_recipe=blockwise", "training.activation_func_fp
                    "training.exp_avg_sq_dtype=bf16", "model.moe_router_group_topk=4",
                    "parallel.recompute=selective",
                    "parallel.recompute_modules=[layernorm,mla_up_proj,moe_act]",
-                   "parallel.moe_dispatch_fp8=true")
+                   "parallel.moe_dispatch_fp8=true",
+                   # ZeRO-1 (report §3.2); the precision-aware optimizer needs it (b0ee795)
+                   "parallel.distributed_optimizer=true")
 CASES = {
     # name: (model, gpu, gpus, global batch, seq, dtype, --set overrides, reference,
     #        fits: True, or why the estimate puts the published layout above the GPU's memory)

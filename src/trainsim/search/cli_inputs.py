@@ -119,6 +119,9 @@ OWN_OPTIONS = {("training", "global_batch_size"): "--global-batch",
 """Fields a search or plan sets from its own options; ``--set`` may not set them too (a value
 equal to the option's is let through, except for the fields the command varies, ``VARIED``)."""
 VARIED = ("num_gpus", "micro_batch_size")
+SHARDING_FIELDS = ("data_parallel_impl", "distributed_optimizer", "zero_stage")
+"""--set parallel fields the base check carries: they decide whether the optimizer is sharded,
+which training settings depend on (the rest of --set parallel is checked per candidate)."""
 
 
 def node_size(gpus_per_node: int | None, overrides: tuple[str, ...] = ()) -> int:
@@ -138,7 +141,7 @@ def node_size(gpus_per_node: int | None, overrides: tuple[str, ...] = ()) -> int
 def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
                gpus_per_node: int, nic_gbps: float, dtype: str, overrides: tuple[str, ...] = ()):
     """The fixed part of a search (model, training, cluster) from command-line values."""
-    from trainsim.catalog import apply_overrides, run_config_from_dict
+    from trainsim.catalog import apply_overrides
     from trainsim.config.parallel import ALIASES
     from trainsim.search.candidate import Base
     from trainsim.search.rules import profile_value
@@ -172,7 +175,8 @@ def build_base(model: str, gpu: str, num_gpus: int, global_batch: int, seq: int,
     fixed = _fixed_parallel(given_parallel, profile_value(
         t.get("framework"), t.get("framework_version"), "data_parallel_impl"))
     try:
-        cfg = run_config_from_dict(raw)
+        cfg = _checked_base(raw, {k: given_parallel[k] for k in SHARDING_FIELDS
+                                  if k in given_parallel})
     except ConfigError as exc:  # a field --set gave, named as given: --set training.zero
         from trainsim.config import as_written
 
@@ -400,6 +404,25 @@ def _fixed_parallel(given: dict[str, Any], engine: object = None
                                                   "decoder_last_pipeline_num_layers")
                      if getattr(p, k) is not None)
     return tuple(sorted(fixed.items()))
+
+
+def _checked_base(raw: dict[str, Any], sharding: dict[str, Any]):
+    """``raw`` as a RunConfig, checked as a pure data-parallel run; where that fails and
+    --set fixed the optimizer's sharding (``SHARDING_FIELDS``), checked again with it, since a
+    training setting may need it (training.use_precision_aware_optimizer needs Megatron-core's
+    distributed optimizer); the first error stands if that fails too."""
+    from trainsim.catalog import run_config_from_dict
+
+    try:
+        return run_config_from_dict(raw)
+    except ConfigError:
+        if not sharding:
+            raise
+        try:
+            return run_config_from_dict({**raw, "parallel": sharding})
+        except ConfigError:
+            pass
+        raise
 
 
 def _searched_for_check(full: dict[str, Any], engine: object = None) -> dict[str, Any]:
