@@ -97,7 +97,15 @@ iteration less the ideal (1F1B's iteration scaled by that ratio), regressed on m
 iterations (``predicted_excess_per_pass``, printed beside it) has the published slope under the
 blocking stand-in (0.45-0.55 ms per extra pass) and an intercept 45-100 ms lower: what the
 table charges 1F1B-I beyond trainsim is a cost per iteration, not per pass (benchmarks/
-RESULTS.md, 27th session, flashzb27). Under the blocking stand-in (above), at
+RESULTS.md, 27th session, flashzb27). That fixed part is not interleaving's alone
+(``miss_lines``, printed after the excess lines: trainsim's iteration less the published one,
+a line in m per schedule): at 8 and 16 stages ZB-1p and ZB-2p miss -10 to -30 ms of fixed
+time as 1F1B-I does (-17 to -34) where 1F1B misses +6 to +58 ms. A cost shared by the three
+(any share of the bubble) is held off by 28.3B m 128 ZB-2p, already -3.0 points; and the
+paper's own interleaving simulator (``megatron/core/pipeline_parallel/interleave.py`` of the
+arxiv commit) with its profiled F, B, W and per-hop comm puts 1F1B-I 4.5-7.5 points above the
+published speed-ups on all 12 rows (benchmarks/RESULTS.md, 30th session, zb30). Under the
+blocking stand-in (above), at
 16 and 32 stages that is the send of a pipeline that crosses nodes: with one stage per GPU the hops 7 -> 8, ... leave the node over a
 200 Gb/s NIC, and in lock-step the slowest hop paces every stage (``pipeline.pipeline_send_s``;
 10.5-12.6 MB at 25 GB/s: 0.42-0.50 ms a send). With it the 14.6B and 28.3B rows of 1F1B-I come
@@ -341,6 +349,22 @@ def predicted_excess_per_pass(rows: list[dict[str, str]],
     return {model: _line(xy) for model, xy in pts.items()}
 
 
+def miss_lines(rows: list[dict[str, str]], res: list[dict]) -> dict[str, dict[str, tuple]]:
+    """Per model and schedule: (intercept s, slope s per micro-batch) of the least-squares line
+    of trainsim's iteration less the published one (``samples per GPU`` / the published rate)
+    against m. The intercept is the fixed part of the miss, what the fill, drain and step cost
+    beyond the prediction; the slope the per-micro-batch part."""
+    row = {(r["model"], int(r["num_microbatches"]), r["schedule"]): r for r in rows}
+    pts: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    for p in res:
+        r = row[p["model"], p["num_microbatches"], p["schedule"]]
+        samples = int(r["micro_batch_size"]) * p["num_microbatches"] / int(r["num_gpus"])
+        pts.setdefault(p["model"], {}).setdefault(p["schedule"], []).append(
+            (p["num_microbatches"], p["iteration_s"] - samples / p["published"]))
+    return {model: {s: _line(xy) for s, xy in by.items() if len(xy) > 1}
+            for model, by in pts.items()}
+
+
 def _excess_point(r: dict[str, str], t1: float, ti: float) -> tuple[float, float]:
     """(extra passes per stage, seconds of 1F1B-I beyond the ideal bubble ratio) of a row whose
     1F1B and 1F1B-I iterations are ``t1`` and ``ti``."""
@@ -382,6 +406,7 @@ def main() -> None:
                           "published_1f1b_i_excess_per_pass_s": excess,
                           "predicted_1f1b_i_excess_per_pass_s":
                               predicted_excess_per_pass(rows, res),
+                          "miss_lines_s": miss_lines(rows, res),
                           "own_profile": own_profile(rows)}, indent=1))
         return
     print("| model | m | schedule | samples/GPU/s published | predicted | speed-up over 1F1B "
@@ -399,6 +424,9 @@ def main() -> None:
             o_fixed, o_pass = ours_excess[model]
             line += f"; trainsim {o_pass * 1e3:.2f} ms + {o_fixed * 1e3:.0f} ms"
         print(line)
+    for model, by in miss_lines(rows, res).items():  # the fixed part of each schedule's miss
+        print(f"trainsim less published iteration, {model}: " + "; ".join(
+            f"{s} {a * 1e3:+.0f} ms {b * 1e3:+.2f} ms/micro-batch" for s, (a, b) in by.items()))
     print("\n| model | m | schedule | speed-up over 1F1B published | the paper's own profile "
           "implies | predicted |")
     print("| --- | --- | --- | --- | --- | --- |")

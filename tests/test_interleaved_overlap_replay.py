@@ -99,3 +99,26 @@ def test_the_excess_line_of_simulated_iterations_recovers_a_line_built_into_them
     assert fixed == pytest.approx(a) and per_pass == pytest.approx(b)
     fixed, per_pass = zb.excess_per_pass(rows)["1.5B"]
     assert round(per_pass * 1e3, 2) == 0.47 and round(fixed * 1e3) == 37
+
+
+def test_the_miss_lines_recover_a_fixed_and_a_per_micro_batch_miss():
+    """zero_bubble.py's ``miss_lines``: iterations made as the published one plus a + b m give
+    back (a, b) for each schedule (the fixed part of the miss, which the 30th session found
+    shared by 1F1B-I, ZB-1p and ZB-2p at 8 and 16 stages, apart from the per-micro-batch one)."""
+    import csv
+
+    zb = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "zero_bubble.py")
+    with zb.ROWS.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["model"] == "6.2B"]
+    built = {"1F1B": (0.050, 0.002), "1F1B-I": (-0.020, 0.003), "ZB-1p": (0.0, -0.001),
+             "ZB-2p": (0.010, 0.0)}
+    res = []
+    for r in rows:
+        m, a_b = int(r["num_microbatches"]), built[r["schedule"]]
+        rate = float(r["samples_per_gpu_per_s"])
+        published = int(r["micro_batch_size"]) * m / int(r["num_gpus"]) / rate
+        res.append({"model": r["model"], "num_microbatches": m, "schedule": r["schedule"],
+                    "published": rate, "iteration_s": published + a_b[0] + a_b[1] * m})
+    lines = zb.miss_lines(rows, res)["6.2B"]
+    for sched, (a, b) in built.items():
+        assert lines[sched] == (pytest.approx(a, abs=1e-12), pytest.approx(b, abs=1e-12))
