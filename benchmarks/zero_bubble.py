@@ -13,9 +13,11 @@ Settings the paper gives: GPT-3-like models (4h MLP, GELU, learned positions), s
 the micro-batch sizes and counts of Table 3, every GPU one pipeline stage (TP 1, DP 1), one
 transformer layer fewer on the first and last stage (the embedding and the loss each counted as
 a layer, §5.1), 1F1B-I with one layer per chunk (§5.1: "each transformer layer serves as a
-chunk"), nodes of 8 GPUs. Settings it does not give, taken from its code base as the paper
-ran it (sail-sg/zero-bubble-pipeline-parallelism, branch ``arxiv``: "for arxiv paper",
-2023-11-29, a fork of Megatron-LM main of 2023-11-17) and its ``examples/pretrain_zero_bubble.sh``
+chunk"; the two chunks so left without a layer, the embedding's and the loss's, run the legacy
+model's no-op layer, a clone: profile feature ``noop_layer_clone``), nodes of 8 GPUs. Settings
+it does not give, taken from its code base as the paper ran it
+(sail-sg/zero-bubble-pipeline-parallelism, branch ``arxiv``: "for arxiv paper", 2023-11-29, a fork
+of Megatron-LM main of 2023-11-17) and its ``examples/pretrain_zero_bubble.sh``
 there: fp16, a SentencePiece vocabulary (``VOCAB``), and Megatron's defaults for every flag the
 script leaves out (``MEGATRON``): the local transformer without ``--use-flash-attn`` (unfused
 attention), dropout 0.1, tied embeddings, no distributed optimizer, fp16 gradients (the script

@@ -24,7 +24,7 @@ from trainsim.workload.head import (
     train_metric_ops,
 )
 from trainsim.workload.layers import backward_of, layer_forward
-from trainsim.workload.ops import Gemm, Op
+from trainsim.workload.ops import Elementwise, Gemm, Op
 from trainsim.workload.pipe_engine import (
     deepspeed_load_micro_batch,
     deepspeed_loss_read,
@@ -153,8 +153,10 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         kinds = [kind(i) for i in layers]
         amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers))) \
             if amax and layers else (empty, empty)
-        # DeepSpeed's LoadMicroBatch before the first and the last stage's forward
-        load = pricer.price(deepspeed_load_micro_batch(cfg, first, last))
+        # DeepSpeed's LoadMicroBatch before the first and the last stage's forward; the
+        # legacy Megatron model's no-op layer in a chunk without a transformer layer
+        load = pricer.price(deepspeed_load_micro_batch(cfg, first, last)
+                            + ([] if layers else noop_layer_clone(cfg, sh)))
         fwd = (load + (empty if first else gather_f), emb_f if first else empty,
                *(layer_f[k] for k in kinds), (head_f if last else empty) + amax_f)
         # what the framework does with the gradients after each backward pass
@@ -175,3 +177,15 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         out[v] = Chunk(fwd, bwd_head, bwd_layers, (emb_b if first else empty) + after,
                        pair_sides)
     return out
+
+
+def noop_layer_clone(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """The forward of the legacy Megatron model's ``NoopTransformerLayer`` in a chunk left with
+    no transformer layer (profile feature ``noop_layer_clone``): ``hidden_states.clone()``, a
+    read and a write of the rank's 16-bit hidden states (its backward passes the gradient
+    through, no kernel). Empty elsewhere."""
+    if not profile_supports(cfg, "noop_layer_clone"):
+        return []
+    rows = sh.tokens / (cfg.parallel.tp if sh.sp else 1)
+    return [Elementwise("noop_layer_clone", bytes=2.0 * 2 * rows * cfg.model.hidden_size,
+                        kernel="copy")]

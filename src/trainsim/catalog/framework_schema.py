@@ -337,6 +337,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # (compute.host.MEGATRON_UNFUSED_LAUNCHES, sources there). Null/false: one launch counted
     # (an unfused path whose ops were not read: Transformer Engine's, nanotron's, eager SDPA)
     "megatron_unfused_ops": _nullable(_bool),
+    # the legacy model (megatron/model/transformer.py ParallelTransformer) gives a chunk left
+    # with no transformer layer a NoopTransformerLayer, whose forward is hidden_states.clone()
+    # (chunks.noop_layer_clone); Megatron-core's TransformerBlock has none
+    "noop_layer_clone": _nullable(_bool),
     # the model's batch function under DeepSpeed's PipelineEngine is Megatron's get_batch_pipe:
     # mpu.broadcast_data over the TP group (its sizes read back by the host) and the causal
     # mask and position ids built per micro-batch (workload.pipe_engine.megatron_batch_fn)
@@ -525,7 +529,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
     "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather", "ub_gemm_all_sms",
-    "checkpointed_fused_attention", "te_layer_spec", "megatron_unfused_ops",
+    "checkpointed_fused_attention", "te_layer_spec", "megatron_unfused_ops", "noop_layer_clone",
     "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "linear_bias_kernels",
     "linear_bias_grad_kernels"}
