@@ -149,3 +149,59 @@ def test_unit_floor_follows_the_per_unit_path_at_zero_2():
     assert floor2 == pytest.approx(floor3)
     meta = _cfg("llama3-8b", "meta-llama3", None, sp=True, zero=2, pp=2)
     assert meta.parallel.data_parallel_impl == "fsdp2" and _layout_costs(meta)[0] == []
+
+
+def test_refined_bounds_kept_by_their_inputs_equal_each_worked_out_alone():
+    """``Bounds`` keeps a candidate's pass times by its memory group and pricing switches and
+    composes each bound once per (shape, pass times, data-parallel overlaps): over a search
+    space's candidates, every refined bound asked of one ``Bounds`` equals the one a new
+    ``Bounds`` works out for that candidate alone, to the bit."""
+    import random
+
+    from trainsim.search import SearchSpace
+
+    cfg = _cfg("gpt-22b", None, None, sp=True, zero=1, pp=2)
+    base = Base(cfg.model, dataclasses.replace(cfg.training, global_batch_size=128), cfg.cluster)
+    space = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 3),
+                        max_micro_batch=2, max_cp=1)
+    keys = list(space.memory_keys(base, 64))
+    rng = random.Random(5)
+    candidates = [v for key in rng.sample(keys, 16) for v in space.variants(key)]
+    kept = Bounds(base)
+    together = [kept.refined(c) for c in candidates]
+    assert len(kept._composed) < len(candidates)  # some composed once for several
+    assert together == [Bounds(base).refined(c) for c in candidates]
+
+
+def test_queueing_groups_at_their_passes_bound_changes_no_wave(monkeypatch):
+    """A group is queued at its passes' bound before it is refined (``search.core``): the
+    search simulates the same candidates in the same order, with the same counts, top k and
+    front, as refining every group when first popped (``passes_bound`` no higher than the
+    FLOP bound, so nothing is queued at it), and refines fewer groups. Each passes' bound is
+    never above the refined one."""
+    from helpers import make_base
+
+    from trainsim.search import SearchSpace, search
+
+    b = make_base("gpt-22b", gpus=16, batch=64, gpu="a100-sxm-80gb")
+    space = SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 3),
+                        max_micro_batch=4, max_cp=2, max_vpp=2)
+    asked: list[int] = []
+    real = Bounds.refined
+
+    def refined(self, c):
+        asked.append(1)
+        assert self.passes_bound(c) <= real(self, c)
+        return real(self, c)
+
+    monkeypatch.setattr(Bounds, "refined", refined)
+    fast = search(b, [16], space, top_k=5, rank_by="split", cache=None)
+    queued, asked[:] = len(asked), []
+    monkeypatch.setattr(Bounds, "passes_bound", lambda self, c: self.cheap(c.mem))
+    first = search(b, [16], space, top_k=5, rank_by="split", cache=None)
+    assert queued < len(asked)
+    assert [(e.candidate, e.iteration_time_s) for e in fast.evaluated] == \
+        [(e.candidate, e.iteration_time_s) for e in first.evaluated]
+    assert dataclasses.replace(fast.stats, elapsed_s=0) == \
+        dataclasses.replace(first.stats, elapsed_s=0)
+    assert fast.top == first.top and fast.pareto == first.pareto

@@ -200,3 +200,26 @@ def test_a_pricer_of_another_dispatcher_is_not_handed_the_price():
         kept = Pricer(deepep).price(ops)
     assert Pricer(deepep).sm_share == Pricer(nccl).sm_share
     assert kept.segments == alone.segments != first.segments
+
+
+def test_pricers_of_one_cluster_share_one_network_inside_shared():
+    """Inside ``shared`` the pricers of one cluster share its analytical network (whose
+    collective prices are a pure function of the cluster and the collective), so each
+    collective is priced once; outside, and on the flow backend, each pricer builds its own.
+    Every collective is priced the same either way, to the bit."""
+    import dataclasses
+
+    from trainsim.workload.ops import Comm
+
+    cfgs = _configs(12, seed=11)
+    ops = [Comm("g", kind, size, group) for kind in ("all_reduce", "reduce_scatter", "all_gather")
+           for size in (1e6, 3.3e8) for group in ("dp", "dp_cp", "tp", "tp_dp_cp")]
+    alone = [[Pricer(cfg).comm_time(op) for op in ops] for cfg in cfgs]
+    with shared(("test", 8)):
+        pricers = [Pricer(cfg) for cfg in cfgs]
+        assert len({id(p.net) for p in pricers}) == 1  # one cluster, one network
+        assert [[p.comm_time(op) for op in ops] for p in pricers] == alone
+        flow = dataclasses.replace(cfgs[0], cluster=dataclasses.replace(
+            cfgs[0].cluster, network_backend="flow"))
+        assert Pricer(flow).net is not Pricer(flow).net
+    assert Pricer(cfgs[0]).net is not Pricer(cfgs[0]).net

@@ -6,9 +6,10 @@ question, so that passes priced, summed or joined once are not priced again (iss
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from trainsim.workload.ops import Op
 
@@ -101,6 +102,19 @@ class _Store:
         self.clusters: dict[int, object] = {}  # keeps the clusters whose ids key ``prices``
         self.comms: dict[tuple, float] = {}  # (signature's number, op) -> ``Pricer.comm_time``
         self.sigs: dict[tuple, int] = {}  # pricer signature -> its number in ``prices``, ``comms``
+        self.networks: dict[int, object] = {}  # analytical network by cluster (``network``)
+
+    def network(self, cluster: Any, make: Callable[[Any], object]) -> object:
+        """The network ``make(cluster)`` builds, one per cluster (kept with it, as ``clusters``
+        keeps it): an analytical network's collective prices are a pure function of the
+        cluster and the collective (``network.analytical.AnalyticalNetwork.collective``), so
+        every pricer of one cluster shares its table (the 22B search's bounds priced 6,833
+        collectives for 1,750 distinct ones, one network per pricer)."""
+        hit = self.networks.get(id(cluster))
+        if hit is None:
+            self.clusters[id(cluster)] = cluster
+            hit = self.networks[id(cluster)] = make(cluster)
+        return hit
 
     def keep(self, key: object, operands: tuple, out: Priced) -> tuple[tuple, Priced]:
         if len(self.joined) + len(self.prices) >= self.MAX_ENTRIES:

@@ -177,7 +177,11 @@ class Pricer:
     def __init__(self, cfg: RunConfig, sm_share: dict[str, float] | None = None) -> None:
         self.cfg = cfg
         self.compute = compute_model_for(cfg.cluster.gpu, cfg.cluster.compute_db, catalog_gpu)
-        self.net = network_for(cfg.cluster)
+        store = kept() if type(self) is Pricer else None
+        # inside ``shared``: one analytical network per cluster, its collectives priced once
+        self.net = store.network(cfg.cluster, network_for) \
+            if store is not None and cfg.cluster.network_backend != "flow" \
+            else network_for(cfg.cluster)
         p = cfg.parallel
         self.spans = {
             "tp": self.net.span(p.tp, 1),
@@ -234,7 +238,7 @@ class Pricer:
         its communication kernels (``UB_COMM_SMS``)."""
         # inside ``shared``: what price_ops reads of this pricer (the cluster names the compute
         # model, its database and the network; a subclass may price otherwise: never shared)
-        self._store = kept() if type(self) is Pricer else None
+        self._store = store
         self._seen: list[dict[Op, str]] = []  # the compute ops kept prices hold, their models
         if self._store is not None:
             self._store.clusters[id(cfg.cluster)] = cfg.cluster
