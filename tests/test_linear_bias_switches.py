@@ -139,3 +139,16 @@ def test_bias_kernels_only_for_the_linears_that_have_biases():
     c = _megatron({"add_bias_linear": False, "add_qkv_bias": True})
     names = [op.name for op in layer_forward(c, shard_of(c)) if op.name.endswith(".bias_add")]
     assert names == ["qkv_proj.bias_add"]
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen3", "glm4"])
+def test_attention_bias_alone_leaves_the_mlp_unbiased(tmp_path, model_type):
+    """A config.json with ``attention_bias: true`` and no ``mlp_bias`` key: transformers builds
+    the MLP without biases (LlamaConfig ``mlp_bias=False``; Qwen3 and GLM-4 have no MLP bias)
+    and GLM-4 its o_proj too (modeling_glm4.py ``bias=False``). Before, a missing ``mlp_bias``
+    followed ``attention_bias`` and GLM-4's o_proj took a bias: 3 x hidden per layer too many."""
+    data, ref = _hf(model_type, attention_bias=True, pad_token_id=None)
+    data.pop("mlp_bias", None)
+    m = _read(tmp_path, data)
+    assert (m.qkv_bias, m.proj_bias, m.mlp_bias) == (True, model_type != "glm4", False)
+    assert total_params(m) == ref

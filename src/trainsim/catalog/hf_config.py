@@ -55,12 +55,19 @@ projections with ``bias=False`` (transformers 5.24.0 models/qwen2/modeling_qwen2
 modeling_qwen2_moe.py 222-225)."""
 
 
+UNBIASED_OUT_MODEL_TYPES = ("glm4", "glm4_moe")
+"""Families whose ``attention_bias`` switches the Q, K and V projections only: GLM-4 and
+GLM-4.5 build o_proj with ``bias=False`` (transformers 5.24.0 modeling_glm4.py line 220,
+modeling_glm4_moe.py line 197)."""
+
+
 def _linear_biases(cfg: dict[str, Any], default: bool, where: str) -> dict[str, bool]:
     """The model's bias fields from ``attention_bias`` (Q, K, V and the output projection:
     transformers' Llama, Mistral, Gemma ... build all four with ``bias=config.attention_bias``)
     and ``mlp_bias`` (Llama's ``LlamaMLP`` gate/up/down_proj ``bias=config.mlp_bias``), or the
-    family's fixed biases (``QKV_BIAS_MODEL_TYPES``); a key the file leaves out takes
-    ``default``. ``add_bias_linear`` is set when all three groups agree, else off with the
+    family's fixed biases (``QKV_BIAS_MODEL_TYPES``, ``UNBIASED_OUT_MODEL_TYPES``); a key the
+    file leaves out takes ``default``, except ``mlp_bias`` beside an ``attention_bias``, which
+    is off as transformers reads it. ``add_bias_linear`` is set when all three groups agree, else off with the
     groups that have biases switched on one by one (``add_qkv_bias``, ``add_proj_bias``,
     ``add_mlp_bias``)."""
     kind = str(cfg.get("model_type") or "")
@@ -69,8 +76,10 @@ def _linear_biases(cfg: dict[str, Any], default: bool, where: str) -> dict[str, 
         attention, proj, mlp = qkv, False, False
     else:
         attention = hf_families.flag(cfg, "attention_bias", default, where)
-        proj = attention
-        mlp = hf_families.flag(cfg, "mlp_bias", attention if cfg.get("attention_bias") is not None
+        proj = attention and kind not in UNBIASED_OUT_MODEL_TYPES
+        # a family that reads attention_bias builds its MLP from mlp_bias alone (LlamaConfig
+        # mlp_bias=False; Qwen3, Gemma, OLMo, GLM: no MLP bias), whatever attention_bias says
+        mlp = hf_families.flag(cfg, "mlp_bias", False if cfg.get("attention_bias") is not None
                                else default, where)
     if attention == proj == mlp:
         return {"add_bias_linear": attention}
@@ -175,10 +184,11 @@ told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743),
 config.json files leave that key out."""
 
 
-POST_SUBLAYER_NORM_MODEL_TYPES = ("gemma2", "gemma3", "gemma3_text")
+POST_SUBLAYER_NORM_MODEL_TYPES = ("gemma2", "gemma3", "gemma3_text", "glm4")
 """Model types whose decoder layer norms each sublayer's output too (four RMSNorms a layer:
 transformers 5.24.0 modeling_gemma2.py ``Gemma2DecoderLayer`` lines 291-295,
-modeling_gemma3.py ``Gemma3DecoderLayer`` lines 367-370); their config.json names no key for
+modeling_gemma3.py ``Gemma3DecoderLayer`` lines 367-370, modeling_glm4.py ``Glm4DecoderLayer``
+lines 74-77, post_self_attn_layernorm and post_mlp_layernorm; GLM-4.5, glm4_moe, has not); their config.json names no key for
 it (``ModelConfig.post_sublayer_norm``)."""
 
 
