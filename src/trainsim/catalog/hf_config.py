@@ -325,7 +325,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     if fields["sliding_window"] is not None and isinstance(cfg.get("layer_types"), list):
         if not all(isinstance(t, str) for t in cfg["layer_types"]):
             raise ConfigError(f"{where}: layer_types must be a list of names")
-        fields["window_attn_skip_freq"] = _window_skip_freq(cfg["layer_types"], where)
+        fields["window_attn_skip_freq"] = _window_skip_freq(
+            _per_layer(cfg, fields["num_layers"], where), where)
     elif fields["sliding_window"] is not None and model_type in SLIDING_WINDOW_PATTERN:
         period = SLIDING_WINDOW_PATTERN[model_type]
         if model_type not in ("gemma2", "olmo3") and cfg.get("sliding_window_pattern") is not None:
@@ -351,7 +352,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       moe_first_dense_layers=get("first_k_dense_replace", default=0))
         if model_type.startswith("llama4"):
             fields.update(_llama4_moe(cfg, fields["num_layers"], where))
-    if hf_families.count(cfg, "kv_lora_rank", where):  # DeepSeek-V2/V3 latent attention
+    if hf_families.latent_rank(cfg, where):  # DeepSeek-V2/V3 latent attention
         fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
                       qk_head_dim=get("qk_nope_head_dim", default=128),
                       qk_pos_emb_head_dim=get("qk_rope_head_dim", default=64),
@@ -530,6 +531,23 @@ def _positive_int(value: Any, where: str) -> int:
             or value < 1:
         raise ConfigError(f"{where} must be a whole number >= 1, got {value!r}")
     return int(value)
+
+
+def _per_layer(cfg: dict[str, Any], layers: Any, where: str) -> list[str]:
+    """config.json's ``layer_types``, one name per decoder layer: transformers refuses a list
+    of another length (``PreTrainedConfig.validate_layer_type``, transformers 5.24.0
+    configuration_utils.py: "`num_hidden_layers` (36) must be equal to the number of
+    `layer_types` (20)"); a list padded with one entry per MTP layer (Step3p7Config's legacy
+    hub files, ``num_nextn_predict_layers`` trailing entries) is read without them. A shorter
+    list read before as the period of a pattern it does not show."""
+    types, mtp = cfg["layer_types"], cfg.get("num_nextn_predict_layers") or 0
+    if not isinstance(layers, int) or isinstance(layers, bool) or len(types) == layers:
+        return types  # a bad layer count is refused by name when the model is built
+    if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0 \
+            and len(types) == layers + mtp:
+        return types[:layers]
+    raise ConfigError(f"{where}: layer_types lists {len(types)} layers but num_hidden_layers="
+                      f"{layers}; give one entry per layer")
 
 
 def _window_skip_freq(layer_types: list[str], path: str) -> int | None:

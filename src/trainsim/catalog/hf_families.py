@@ -243,6 +243,34 @@ def expert_count(cfg: dict[str, Any], where: str) -> int | None:
     return next(iter(values.values()), None)
 
 
+MLA_MODEL_TYPES = frozenset({
+    "axk1", "axk2", "bailing_hybrid", "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots3_note",
+    "glm4_moe_lite", "glm5_next", "glm_moe_dsa", "hy_v4", "hy_v4_vl", "kimi_linear",
+    "longcat_flash", "minicpm3", "mistral4", "mistral_large4", "sarvam_mla", "youtu"})
+"""Model types whose transformers 5.24.0 config class has ``kv_lora_rank`` (multi-latent
+attention; ``models/<family>/configuration_<family>.py``, e.g. DeepseekV3Config
+``kv_lora_rank: int = 512``). Any other family's attention module builds q/k/v projections
+whatever the file says (``LlamaAttention``), so a ``kv_lora_rank`` in its file sets nothing."""
+
+
+def latent_rank(cfg: dict[str, Any], where: str) -> int | None:
+    """config.json's ``kv_lora_rank`` where the family reads one: a known family without
+    multi-latent attention (``MLA_MODEL_TYPES``) ignores it, with a warning (a Llama file with
+    ``kv_lora_rank: 512`` read as MLA before: a different attention, silently); an unknown
+    model type is read by the name."""
+    import warnings
+
+    from trainsim.errors import TrainsimWarning
+
+    rank, kind = count(cfg, "kv_lora_rank", where), cfg.get("model_type")
+    if rank and known_family(kind) and kind not in MLA_MODEL_TYPES:
+        warnings.warn(f"{where}: kv_lora_rank is no {kind} field in transformers "
+                      f"{TRANSFORMERS_VERSION} (its attention is not multi-latent); ignored",
+                      TrainsimWarning, stacklevel=3)
+        return None
+    return rank
+
+
 def flag(cfg: dict[str, Any], key: str, default: bool, where: str, within: str = "") -> bool:
     """A config.json switch read as a run config reads one (``_build.switch``: true/false, 0/1,
     yes/no), ``default`` where absent or null; ``[]``, ``-1`` or ``'abc'`` are refused, not

@@ -1,0 +1,65 @@
+"""Eighteenth robustness round (30th session, fuzz30): inputs read silently as something else.
+Each case failed on main c919d73 before its fix; the sanity cases beside them pass there."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+from trainsim.catalog.hf_config import model_from_hf_config
+from trainsim.errors import ConfigError, TrainsimWarning
+
+ROOT = Path(__file__).resolve().parents[1]
+HF = ROOT / "examples" / "hf"
+
+
+def _load(tmp_path: Path, base: str, **changes) -> tuple:
+    cfg = json.loads((HF / base / "config.json").read_text())
+    cfg.update(changes)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = model_from_hf_config(path)
+    return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]
+
+
+# ------------------------------------------------------------ a latent rank in a Llama file
+
+def test_a_kv_lora_rank_in_a_family_without_mla_is_ignored_with_a_warning(tmp_path):
+    """Before: a Llama config.json with ``kv_lora_rank: 512`` was priced as multi-latent
+    attention (LlamaAttention builds q/k/v projections whatever the file says)."""
+    plain, _ = _load(tmp_path, "llama3-8b")
+    model, said = _load(tmp_path, "llama3-8b", kv_lora_rank=512, q_lora_rank=1536)
+    assert model.kv_lora_rank is None and model.q_lora_rank is None
+    assert model == plain
+    assert any("kv_lora_rank is no llama field" in s for s in said), said
+
+
+def test_a_kv_lora_rank_still_reads_in_deepseek_and_unknown_families(tmp_path):
+    model, said = _load(tmp_path, "deepseek-v3")
+    assert model.kv_lora_rank == 512 and not any("kv_lora_rank" in s for s in said)
+    model, said = _load(tmp_path, "llama3-8b", kv_lora_rank=512, model_type="my_remote_mla")
+    assert model.kv_lora_rank == 512
+
+
+# -------------------------------------------------- layer_types of another length than layers
+
+def test_layer_types_shorter_than_the_layers_is_refused(tmp_path):
+    """Before: gpt-oss-120b's 36 layers with a 20-entry ``layer_types`` read as period 2,
+    silently (transformers refuses the file: validate_layer_type)."""
+    types = ["sliding_attention", "full_attention"] * 10
+    with pytest.raises(ConfigError, match=r"layer_types lists 20 layers but "
+                                          r"num_hidden_layers=36"):
+        _load(tmp_path, "gpt-oss-120b", layer_types=types)
+
+
+def test_layer_types_of_every_layer_or_padded_by_mtp_layers_read(tmp_path):
+    model, _ = _load(tmp_path, "gpt-oss-120b")
+    assert model.window_attn_skip_freq == 2
+    padded = ["sliding_attention", "full_attention"] * 18 + ["full_attention"]
+    model, _ = _load(tmp_path, "gpt-oss-120b", layer_types=padded, num_nextn_predict_layers=1)
+    assert model.window_attn_skip_freq == 2
