@@ -63,3 +63,43 @@ def test_layer_types_of_every_layer_or_padded_by_mtp_layers_read(tmp_path):
     padded = ["sliding_attention", "full_attention"] * 18 + ["full_attention"]
     model, _ = _load(tmp_path, "gpt-oss-120b", layer_types=padded, num_nextn_predict_layers=1)
     assert model.window_attn_skip_freq == 2
+
+
+# ------------------------------------------- a recompute_modules cell without a recompute cell
+
+def _validate_row(tmp_path: Path, **cells) -> dict:
+    import csv
+    import io
+
+    from helpers import cli
+    path = ROOT / "src/trainsim/data/validation/training_public.csv"
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        rows = list(csv.DictReader(fh))
+    row = next(r for r in rows if r["id"] == "bridge2604p1-gpt-oss-120b-b200-64")
+    assert not row["recompute"] and not row["recompute_modules"]
+    row.update(cells)
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, list(row))
+    writer.writeheader()
+    writer.writerow(row)
+    (tmp_path / "row.csv").write_text(buf.getvalue())
+    result = cli("validate", str(tmp_path / "row.csv"), "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["rows"][0]
+
+
+def test_a_bad_recompute_modules_cell_fails_its_row_naming_it(tmp_path):
+    """Before: with the recompute cell empty, a recompute_modules cell '8' made every tuned
+    candidate fail but 'selective:moe_act', whose set replaced the cell: the row was predicted
+    (5.22 s instead of 5.14 s), the bad cell never named."""
+    row = _validate_row(tmp_path, recompute_modules="8")
+    assert row["predicted"] is None
+    assert "recompute_modules: unknown module '8'" in row["error"]
+
+
+def test_a_recompute_modules_cell_is_the_rows_selective_set(tmp_path):
+    """The stated set is priced, as with recompute=selective beside it, not a tuned set."""
+    alone = _validate_row(tmp_path, recompute_modules="core_attn")
+    stated = _validate_row(tmp_path, recompute_modules="core_attn", recompute="selective")
+    assert alone["error"] is None and alone["chosen"]["recompute"] == "selective"
+    assert alone["predicted"] == stated["predicted"]

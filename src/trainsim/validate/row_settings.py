@@ -320,10 +320,15 @@ def unknowns(row: dict[str, str], profile: Any,
     if _cell(row, "sequence_parallel") is None:
         unknown["sequence_parallel"] = [True, False] if int(row["tp"]) > 1 and \
             can("sequence_parallel") else [False]
+    modules_stated = _cell(row, "recompute_modules") is not None
     if _cell(row, "recompute") is None:
-        unknown["recompute"] = ["none", "selective", *selective_sets(row, preset, profile),
-                                "full"]
-    if _cell(row, "recompute") is None and int(row["pp"]) == 1 and layers and \
+        # stated modules are selective recompute's (ParallelConfig: recompute_modules needs
+        # recompute=selective): the row's own set, not tuned over; a candidate set replaced it
+        # before, and a bad cell ('8') was routed around instead of naming the column
+        unknown["recompute"] = ["selective"] if modules_stated else \
+            ["none", "selective", *selective_sets(row, preset, profile), "full"]
+    if _cell(row, "recompute") is None and not modules_stated and int(row["pp"]) == 1 \
+            and layers and \
             _cell(row, "cpu_offloading_num_layers") is None and profile is not None and \
             profile.supports("cpu_offloading"):
         # the recipes offload a share of the layers' activations instead of recomputing
