@@ -75,7 +75,7 @@ def _validate_row(tmp_path: Path, **cells) -> dict:
     path = ROOT / "src/trainsim/data/validation/training_public.csv"
     with open(path, newline="", encoding="utf-8-sig") as fh:
         rows = list(csv.DictReader(fh))
-    row = next(r for r in rows if r["id"] == "bridge2604p1-gpt-oss-120b-b200-64")
+    row = next(r for r in rows if r["id"] == cells.pop("row", "bridge2604p1-gpt-oss-120b-b200-64"))
     assert not row["recompute"] and not row["recompute_modules"]
     row.update(cells)
     buf = io.StringIO()
@@ -85,7 +85,8 @@ def _validate_row(tmp_path: Path, **cells) -> dict:
     (tmp_path / "row.csv").write_text(buf.getvalue())
     result = cli("validate", str(tmp_path / "row.csv"), "--format", "json")
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)["rows"][0]
+    out = json.loads(result.stdout)
+    return {**out["rows"][0], "file_warnings": out["warnings"]}
 
 
 def test_a_bad_recompute_modules_cell_fails_its_row_naming_it(tmp_path):
@@ -103,3 +104,20 @@ def test_a_recompute_modules_cell_is_the_rows_selective_set(tmp_path):
     stated = _validate_row(tmp_path, recompute_modules="core_attn", recompute="selective")
     assert alone["error"] is None and alone["chosen"]["recompute"] == "selective"
     assert alone["predicted"] == stated["predicted"]
+
+
+# ------------------------------------------------------- a model cell one letter from a preset
+
+def test_a_model_cell_near_a_preset_name_warns(tmp_path):
+    """Before: 'gpt-oss-120' (no preset) read the model from the shape columns alone, without
+    gpt-oss-120b's other fields, and said nothing."""
+    row = _validate_row(tmp_path, model="gpt-oss-120")
+    assert row["error"] is None
+    assert any("model 'gpt-oss-120' is no preset (did you mean 'gpt-oss-120b'?)" in w
+               for w in row["file_warnings"]), row["file_warnings"]
+
+
+def test_a_model_cell_of_its_own_name_or_a_preset_says_nothing(tmp_path):
+    for name in ("my-moe-model", "gpt-oss-120b", "openai/gpt-oss-120b"):
+        row = _validate_row(tmp_path, model=name)
+        assert row["error"] is None and not any("no preset" in w for w in row["file_warnings"])
