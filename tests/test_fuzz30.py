@@ -121,3 +121,30 @@ def test_a_model_cell_of_its_own_name_or_a_preset_says_nothing(tmp_path):
     for name in ("my-moe-model", "gpt-oss-120b", "openai/gpt-oss-120b"):
         row = _validate_row(tmp_path, model=name)
         assert row["error"] is None and not any("no preset" in w for w in row["file_warnings"])
+
+
+# --------------------------------------------------------- a protocol on the flow backend
+
+def test_a_protocol_on_the_flow_backend_is_refused(tmp_path):
+    """Before: `collective --backend flow --protocol LL` (or LL128, Simple) printed the
+    protocol in the table's proto column with the same time as auto: the flow model has no
+    protocols. A run config's cluster.nccl_proto beside network_backend flow likewise."""
+    from helpers import cli, one_error_line
+    result = cli("collective", "--backend", "flow", "--protocol", "LL", "--sizes", "1M:1M",
+                 "--gpus", "16")
+    assert "--protocol LL: the flow backend models links, not NCCL protocols" in \
+        one_error_line(result)
+    result = cli("simulate", str(ROOT / "examples" / "llama3-8b-h100.yaml"), "--set",
+                 "cluster.network_backend=flow", "--set", "cluster.nccl_proto=LL128")
+    assert "cluster.nccl_proto=LL128 is priced by the analytical network backend only" in \
+        one_error_line(result)
+
+
+def test_a_protocol_on_the_analytical_backend_still_prices():
+    from helpers import cli
+    times = {p: json.loads(cli("collective", "--protocol", p, "--sizes", "1M:1M", "--gpus", "16",
+                               "--format", "json").stdout)[0]["time_us"]
+             for p in ("LL", "Simple")}
+    assert times["LL"] != times["Simple"]
+    flow = cli("collective", "--backend", "flow", "--sizes", "1M:1M", "--gpus", "16")
+    assert flow.exit_code == 0, flow.output

@@ -303,6 +303,9 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: flo
                                 gpus_per_node=gpus_per_node, nic_bw_Bps=nic_gbps * (1e9 / 8),
                                 network_backend=backend,  # type: ignore[arg-type]
                                 topology=topology)
+        if backend == "flow" and protocol.strip().lower() != "auto":  # shown, never priced
+            raise TrainsimError(f"--protocol {protocol}: the flow backend models links, not "
+                                "NCCL protocols; drop --protocol or use --backend analytical")
         if backend == "flow":  # the first collective and its fabric, before building it
             from trainsim.collectives.flows import resolve_algorithm
             from trainsim.limits import check_flows

@@ -387,6 +387,12 @@ class ClusterConfig:
             raise ConfigError(f"cluster.fabric={self.fabric!r} is unknown{suggest(fabric, FABRICS)}"
                               f"; known: {', '.join(FABRICS)}")
         object.__setattr__(self, "fabric", "infiniband" if fabric == "roce" else fabric)
+        if self.network_backend == "flow" and self.nccl_proto != "auto":
+            # the flow model shares links among flows and has no protocols (FlowNetwork.
+            # collective: "protocol is reported, not priced"): a forced one was shown, unpriced
+            raise ConfigError(f"cluster.nccl_proto={self.nccl_proto} is priced by the analytical "
+                              "network backend only; the flow backend models links, not NCCL "
+                              "protocols: leave nccl_proto auto")
         if self.fabric == "efa" and (self.network_backend == "flow" or self.topology == "torus"):
             raise ConfigError("cluster.fabric=efa is priced by the analytical network backend "
                               "only; the flow backend and the torus price InfiniBand links")
