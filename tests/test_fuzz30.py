@@ -148,3 +148,27 @@ def test_a_protocol_on_the_analytical_backend_still_prices():
     assert times["LL"] != times["Simple"]
     flow = cli("collective", "--backend", "flow", "--sizes", "1M:1M", "--gpus", "16")
     assert flow.exit_code == 0, flow.output
+
+
+# ------------------------------------------------------- a small plan's energy and CO2 shown
+
+def test_a_small_plans_energy_and_co2_are_not_shown_as_zero():
+    """Before: a 1e9-token plan of a 1B model printed "energy 0 MWh" and "CO2 0 t CO2e"
+    (6 kWh and 2.5 kg rounded to whole MWh and tonnes)."""
+    import re
+
+    from helpers import cli
+    result = cli("plan", "llama3.2-1b", "--days", "30", "--max-gpus", "8", "--workers", "1",
+                 "--recompute", "none", "--max-micro-batch", "1", "--tp", "1", "--pp", "1",
+                 "--cp", "1", "--tokens", "1e9", "--seq", "2048")
+    assert result.exit_code == 0, result.output
+    energy = re.search(r"energy\s*│\s*([0-9.,e-]+) MWh", result.stdout)
+    co2 = re.search(r"CO2\s*│\s*([0-9.,e-]+) t CO2e", result.stdout)
+    assert energy and co2, result.stdout
+    assert 0 < float(energy.group(1)) < 1 and 0 < float(co2.group(1)) < 1
+
+
+def test_amounts_keep_whole_numbers_where_they_are_large():
+    from trainsim.search.cli import _amount
+    assert _amount(123456.7) == "123,457" and _amount(0.0386) == "0.0386"
+    assert _amount(287.66, 1) == "287.7" and _amount(0.163, 1) == "0.163" and _amount(0) == "0"

@@ -258,14 +258,21 @@ def plan_cmd(model, gpu, gpus_per_node, nic_gbps, dtype, overrides, executor, wo
             ("best configuration", e.label),
             ("iteration", (f"{e.iteration_time_s:.3f} s, MFU {100 * e.mfu:.1f}%, "
                            f"{e.tokens_per_s:,.0f} tokens/s")),
-            ("wall-clock", f"{c.days:.1f} days"), ("GPU-hours", f"{c.gpu_hours:,.0f}"),
+            ("wall-clock", f"{_amount(c.days, 1)} days"), ("GPU-hours", _amount(c.gpu_hours)),
             ("cost", f"${c.cost_usd:,.0f} at ${c.price_per_gpu_hour:.2f}/GPU-hour"),
             ("power", (f"{c.gpu_power_w:.0f} W per GPU (utilisation {100 * c.utilization:.0f}%), "
                        f"{c.facility_power_w / 1e6:.2f} MW facility at PUE {c.pue:g}")),
-            ("energy", f"{c.energy_mwh:,.0f} MWh"),
-            ("CO2", f"{c.co2_tonnes:,.0f} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
+            ("energy", f"{_amount(c.energy_mwh)} MWh"),
+            ("CO2", f"{_amount(c.co2_tonnes)} t CO2e at {c.grid_gco2_per_kwh:g} g/kWh")]
     out.print(rows_table([{"": k, "plan": v} for k, v in rows], f"plan: {escape(base.model.name)}"
                          f" on {escape(base.cluster.gpu.name)}, batch {gb} x {seq}"))
+
+
+def _amount(x: float, places: int = 0) -> str:
+    """``x`` with ``places`` decimals and thousands separators, or three significant digits
+    where that would print under 100 as a rounded figure (a 1e9-token plan's 0.026 MWh and
+    0.01 t CO2e printed as "0 MWh", "0 t")."""
+    return f"{x:,.{places}f}" if x >= 100 or x == 0 else f"{x:.3g}"
 
 
 @click.command("sweep")
