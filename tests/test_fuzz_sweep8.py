@@ -292,7 +292,7 @@ def test_structures_trainsim_does_not_model_are_refused(tmp_path, extra, match):
 
 
 @pytest.mark.parametrize("extra", [
-    {"layer_types": ["sliding_attention", "full_attention"], "sliding_window": 128},
+    {"layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 128},
     {"layer_types": ["chunked_attention", "full_attention"]},
     {"num_experts": 8, "mlp_only_layers": [], "moe_layer_interval": 1},
 ])
