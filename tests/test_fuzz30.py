@@ -172,3 +172,30 @@ def test_amounts_keep_whole_numbers_where_they_are_large():
     from trainsim.search.cli import _amount
     assert _amount(123456.7) == "123,457" and _amount(0.0386) == "0.0386"
     assert _amount(287.66, 1) == "287.7" and _amount(0.163, 1) == "0.163" and _amount(0) == "0"
+
+
+# ------------------------------------------------ a window the family's attention does not read
+
+def test_gpt_oss_without_layer_types_alternates_as_its_config_class():
+    """Before: a gpt-oss config.json without ``layer_types`` windowed all 36 layers;
+    GptOssConfig makes every second layer full (``(i + 1) % 2``)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        listed, _ = _load(Path(tmp), "gpt-oss-120b")
+        cfg = json.loads((HF / "gpt-oss-120b" / "config.json").read_text())
+        del cfg["layer_types"]
+        (Path(tmp) / "config.json").write_text(json.dumps(cfg))
+        unlisted = model_from_hf_config(Path(tmp) / "config.json")
+    assert unlisted.window_attn_skip_freq == listed.window_attn_skip_freq == 2
+    assert unlisted == listed
+
+
+def test_a_sliding_window_in_a_family_that_reads_none_is_ignored_with_a_warning(tmp_path):
+    """Before: a Llama config.json with ``sliding_window: 4096`` was priced as windowed
+    attention (modeling_llama.py names no window)."""
+    plain, _ = _load(tmp_path, "llama3-8b")
+    model, said = _load(tmp_path, "llama3-8b", sliding_window=4096)
+    assert model.sliding_window is None and model == plain
+    assert any("sliding_window is no window of llama's attention" in s for s in said), said
+    mixtral, said = _load(tmp_path, "mixtral-8x7b", sliding_window=4096)
+    assert mixtral.sliding_window == 4096 and not any("sliding_window" in s for s in said)

@@ -211,7 +211,8 @@ modeling_olmo3.py lines 162-163), OLMoE's over ``hidden_size`` and its key share
 a weight per element, no bias)."""
 
 
-SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4, "olmo3": 4}
+SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4, "olmo3": 4,
+                          "gpt_oss": 2}
 """Model types whose config.json gives a ``sliding_window`` that only some layers use, and the
 period N of their local:global pattern when the file lists no ``layer_types``: every N-th
 layer attends globally, the N-1 before it within the window (Megatron's
@@ -226,7 +227,34 @@ and the same ``(i + 1) % pattern`` rule, modular_gemma3.py). Cohere2 too, defaul
 local, one global: Cohere2Config ``kwargs.pop("sliding_window_pattern", 4)``,
 configuration_cohere2.py; Command R7B). OLMo 3 likewise, fixed at 4 (Olmo3Config.__post_init__:
 "sliding_attention" if ``(i + 1) % 4 != 0``, transformers 5.24.0 configuration_olmo3.py), its
-window 4096 when the file names none (``hf_defaults``)."""
+window 4096 when the file names none (``hf_defaults``). gpt-oss alternates, fixed at 2
+(GptOssConfig.__post_init__: "sliding_attention" if ``bool((i + 1) % 2)``, transformers 5.24.0
+configuration_gpt_oss.py lines 84-87); its hub files list the same ``layer_types``."""
+
+
+SLIDING_WINDOW_MODEL_TYPES = frozenset({
+    "cohere2", "gemma2", "gemma3", "gemma3_text", "gpt_oss", "mistral", "mixtral", "olmo3",
+    "olmoe", "phi3", "phimoe", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "smollm3",
+    "starcoder2"})
+"""Of the families trainsim knows (``hf_families.known_family``), those whose transformers
+5.24.0 modeling file reads ``sliding_window`` (``models/<family>/modeling_<family>.py``:
+``MistralAttention`` ``sliding_window=getattr(self.config, "sliding_window", None)``, the
+Qwen / Gemma layer types, ...). The others' attention is causal over the whole sequence
+whatever the file says (``LlamaAttention`` names no window)."""
+
+
+def _window(cfg: dict[str, Any], where: str) -> Any:
+    """config.json's ``sliding_window`` where the family reads one; a known family that reads
+    none ignores it, with a warning (a Llama file with ``sliding_window: 4096`` was priced as
+    windowed attention)."""
+    window, kind = cfg.get("sliding_window"), cfg.get("model_type")
+    if window is not None and hf_families.known_family(kind) \
+            and kind not in SLIDING_WINDOW_MODEL_TYPES:
+        warnings.warn(f"{where}: sliding_window is no window of {kind}'s attention in "
+                      f"transformers {hf_families.TRANSFORMERS_VERSION} (its modeling file "
+                      "reads none); ignored", TrainsimWarning, stacklevel=3)
+        return None
+    return window
 
 
 PARALLEL_BLOCK_MODEL_TYPES = ("cohere", "cohere2")
@@ -293,7 +321,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                                          in GATED_MODEL_TYPES + TIED_MODEL_TYPES, where),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
         hidden_dropout=get("hidden_dropout", "resid_pdrop", default=0.0),
-        sliding_window=get("sliding_window") if hf_families.flag(
+        sliding_window=_window(cfg, where) if hf_families.flag(
             cfg, "use_sliding_window", True, where) else None,
         # Gemma 2's tanh cap on the attention scores (Gemma2Config default 50.0, transformers
         # 5.24.0 configuration_gemma2.py; Gemma 3 sets it null)
@@ -329,7 +357,8 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             _per_layer(cfg, fields["num_layers"], where), where)
     elif fields["sliding_window"] is not None and model_type in SLIDING_WINDOW_PATTERN:
         period = SLIDING_WINDOW_PATTERN[model_type]
-        if model_type not in ("gemma2", "olmo3") and cfg.get("sliding_window_pattern") is not None:
+        if model_type not in ("gemma2", "olmo3", "gpt_oss") \
+                and cfg.get("sliding_window_pattern") is not None:
             period = _positive_int(cfg["sliding_window_pattern"], f"{where}: sliding_window_pattern")
         if period == 1:  # (i + 1) % 1 is 0: every layer global, the window unused
             fields["sliding_window"] = None
