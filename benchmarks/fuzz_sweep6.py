@@ -336,7 +336,9 @@ GEMMA_7B = {"architectures": ["GemmaForCausalLM"], "head_dim": 256, "hidden_act"
             "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "vocab_size": 256000}
 """google/gemma-7b's config.json (the fields trainsim reads): 8,537,680,896 parameters (the
 Gemma report's 8.54B; the keras-hub gemma_7b_en preset; catalog/models/gemma-7b.yaml)."""
-HF_SWITCHES = {"tie_word_embeddings": "tied_embeddings", "attention_bias": "add_bias_linear"}
+HF_SWITCHES = {"tie_word_embeddings": "tied_embeddings", "attention_bias": "qkv_bias"}
+"""config.json switches and the model field each sets: Gemma's ``attention_bias`` biases q/k/v
+and o_proj, never its MLP (``GemmaMLP`` bias=False), so it reads as ``qkv_bias``."""
 
 
 def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
