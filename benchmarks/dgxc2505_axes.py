@@ -85,11 +85,13 @@ AXES = {
 }
 
 
-def group(rows: list[dict[str, str]], err: dict[str, float]) -> dict[str, list[tuple]]:
-    """Per axis: (value, n, mean signed %, MAPE %, share of the file's absolute error %)."""
+def group(rows: list[dict[str, str]], err: dict[str, float],
+          axes: dict | None = None) -> dict[str, list[tuple]]:
+    """Per axis (``AXES`` or ``axes``: name -> the row's value): (value, n, mean signed %, MAPE %,
+    share of the file's absolute error %)."""
     total = sum(abs(err[r["id"]]) for r in rows)
     out: dict[str, list[tuple]] = {}
-    for axis, key in AXES.items():
+    for axis, key in (AXES if axes is None else axes).items():
         cells: dict[str, list[float]] = defaultdict(list)
         for r in rows:
             cells[key(r)].append(err[r["id"]])

@@ -31,9 +31,15 @@ def _errors(args: tuple[float, str]) -> dict[str, float]:
     """Signed relative error of every row's iteration time with the host cost set to ``us``."""
     us, path = args
     from trainsim.compute import host
-    from trainsim.validate.training import predict_training_row
 
     host.HOST_S_PER_KERNEL = us * 1e-6
+    return row_errors(path)
+
+
+def row_errors(path: str) -> dict[str, float]:
+    """Signed relative error of every row's iteration time with the host constants as set."""
+    from trainsim.validate.training import predict_training_row
+
     out = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import csv
-import math
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+
+from fit_host import _mape, row_errors
 
 DATA = Path(__file__).resolve().parents[1] / "src" / "trainsim" / "data" / "validation"
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "validation" / "training_public.csv"
@@ -37,24 +38,13 @@ GRID: tuple[Setting, ...] = (
 def _errors(args: tuple[Setting, str]) -> dict[str, float]:
     (us, split_us, fp8_us, te_us, carry), path = args
     from trainsim.compute import host
-    from trainsim.validate.training import predict_training_row
 
     host.HOST_S_PER_KERNEL = us * 1e-6
     host.GROUPED_SPLIT_HOST_S = split_us * 1e-6
     host.FP8_GEMM_HOST_S = fp8_us * 1e-6
     host.TE_MODULE_HOST_S = te_us * 1e-6
     host.HOST_LEAD_CARRY = carry
-    out = {}
-    with open(path, newline="") as f:
-        for row in csv.DictReader(f):
-            r = predict_training_row(row)
-            out[row["id"]] = (r.predicted / r.measured - 1.0) if r.predicted else float("nan")
-    return out
-
-
-def _mape(errs: list[float]) -> float:
-    ok = [abs(e) for e in errs if not math.isnan(e)]
-    return 100.0 * sum(ok) / len(ok) if ok else float("nan")
+    return row_errors(path)
 
 
 def _name(s: Setting) -> str:

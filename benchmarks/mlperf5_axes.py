@@ -42,6 +42,8 @@ from collections import defaultdict
 from multiprocessing import Pool
 from pathlib import Path
 
+import dgxc2505_axes
+
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.training import predict_training_row
 
@@ -119,15 +121,7 @@ AXES = {
 
 def group(rows: list[dict[str, str]], err: dict[str, float]) -> dict[str, list[tuple]]:
     """Per axis: (value, n, mean signed %, MAPE %, share of the file's absolute error %)."""
-    total = sum(abs(err[r["id"]]) for r in rows)
-    out: dict[str, list[tuple]] = {}
-    for axis, key in AXES.items():
-        cells: dict[str, list[float]] = defaultdict(list)
-        for r in rows:
-            cells[key(r)].append(err[r["id"]])
-        out[axis] = [(v, len(e), 100 * sum(e) / len(e), 100 * sum(map(abs, e)) / len(e),
-                      100 * sum(map(abs, e)) / total) for v, e in sorted(cells.items())]
-    return out
+    return dgxc2505_axes.group(rows, err, AXES)
 
 
 def layout(r: dict[str, str]) -> str:
