@@ -100,6 +100,14 @@ def group(rows: list[dict[str, str]], err: dict[str, float],
     return out
 
 
+def print_axes(groups: dict[str, list[tuple]], width: int) -> None:
+    """Section 2 of a per-axis report: ``group``'s cells, the values ``width`` wide."""
+    print("2. axes: value, n, mean signed %, MAPE %, share of the file's absolute error %")
+    for axis, cells in groups.items():
+        for v, n, signed, mape, share in cells:
+            print(f"  {axis:13s} {v:{width}s} {n:3d} {signed:+7.1f} {mape:6.1f} {share:6.1f}")
+
+
 def layout(r: dict[str, str]) -> str:
     parts = [f"{k}{r[k]}" for k in ("tp", "pp", "vpp", "cp", "ep") if r[k] not in ("", "1")]
     return " ".join(parts) + f" gbs{r['global_batch_size']}"
@@ -133,10 +141,7 @@ def main() -> None:
               f"{r['fp8_recipe'] or '-':7s} n{r['num_gpus']:>4s} {layout(r):28s} "
               f"nemo {r['framework_version']} {r['options']} {r['moe_dispatcher']}")
 
-    print("2. axes: value, n, mean signed %, MAPE %, share of the file's absolute error %")
-    for axis, cells in group(rows, err).items():
-        for v, n, signed, mape, share in cells:
-            print(f"  {axis:13s} {v:14s} {n:3d} {signed:+7.1f} {mape:6.1f} {share:6.1f}")
+    print_axes(group(rows, err), 14)
 
     print("3. release pairs (H100, same recipe/layout/GPUs/GBS): measured 25.04 / 25.02, "
           "predicted 25.04 / 25.02, signed errors")

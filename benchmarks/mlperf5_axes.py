@@ -164,10 +164,7 @@ def main() -> None:
               f"{gpu_name(r):5s} x{r['num_gpus']:>4s} {r['model']:13s} {r['dtype']} "
               f"{r['fp8_recipe']:8s} {layout(r):34s} v{r['framework_version']} {cg}")
 
-    print("2. axes: value, n, mean signed %, MAPE %, share of the file's absolute error %")
-    for axis, cells in group(rows, rows_err).items():
-        for v, n, signed, mape, share in cells:
-            print(f"  {axis:13s} {v:22s} {n:3d} {signed:+7.1f} {mape:6.1f} {share:6.1f}")
+    dgxc2505_axes.print_axes(group(rows, rows_err), 22)
 
     print("3. gap = measured - predicted: per step (ms), per layer pass (ms), predicted compute "
           "per layer pass (ms), gap / compute (%)")

@@ -91,21 +91,22 @@ class OptimizerTasks:
         rest = grad_buffer_rest(self.cfg, total, local, self.grad_bytes)
         if rest is not None:
             out.append((self.pricer.compute.time(rest), "zero_grad_buffer", COMPUTE))
-        layers = [i for v in rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
-                  for i in self.cfg.virtual_ranges[v]]
-        regather = zero3_persistent_regather(self.cfg, layers, s == self.pp - 1)
+        regather = zero3_persistent_regather(self.cfg, self.stage_layers(s)[1], s == self.pp - 1)
         if regather:  # DeepSpeed ZeRO-3's _post_step
             out.append((self.pricer.price(regather), "ZeRO-3 persistent parameters gathered",
                         COMPUTE))
         return out
 
+    def stage_layers(self, s: int) -> tuple[tuple[int, ...], list[int]]:
+        """Stage ``s``'s virtual chunks under the run's schedule and the layers they hold."""
+        chunks = rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
+        return chunks, [i for v in chunks for i in self.cfg.virtual_ranges[v]]
+
     def gather_copies(self, s: int) -> Elementwise | None:
         """Stage ``s``'s copies around its list all-gather of the parameters after the step
         (``workload.sharding.zero1_gather_copies``), on the compute stream once the gathers
         are done; None where the profile has none."""
-        chunks = rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
-        ranges = self.cfg.virtual_ranges
-        layers = [i for v in chunks for i in ranges[v]]
+        chunks, layers = self.stage_layers(s)
         ranks = max((size for _, group, size in self.groups[s] if group == "dp_cp"), default=1)
         return zero1_gather_copies(self.cfg, layers, 0 in chunks,
                                    self.pp * self.vpp - 1 in chunks, ranks)
@@ -121,11 +122,9 @@ class OptimizerTasks:
                 not framework_supports(cfg.training.framework, cfg.training.framework_version,
                                        "fp8_param_amax_all_reduce"):
             return []
-        ranges = cfg.virtual_ranges  # the rank's own layers: each counted by its kind
-        layers = [i for v in rank_chunks(self.p.pipeline_schedule, s, self.pp, self.vpp)
-                  for i in ranges[v]]
-        out, dep = [], step
-        for nbytes, (_, group, size) in zip(amax_all_reduce_bytes(cfg, layers), self.groups[s]):
+        out, dep = [], step  # the rank's own layers: each counted by its kind
+        for nbytes, (_, group, size) in zip(amax_all_reduce_bytes(cfg, self.stage_layers(s)[1]),
+                                            self.groups[s]):
             if size > 1 and nbytes > 0:
                 dep = self.comm(s, "fp8_amax_all_reduce", "all_reduce", nbytes, group, [dep],
                                 f"fp8 amax all-reduce {group}")
