@@ -5,6 +5,8 @@ scores it, and how much of it any model of the shape can remove.
     python benchmarks/gemm_error_budget.py --errata        # kernels_errata.csv applied first
     python benchmarks/gemm_error_budget.py --gpu h100-sxm-80gb --worst 15
     python benchmarks/gemm_error_budget.py --pairs         # the bound from shapes two sources timed
+    python benchmarks/gemm_error_budget.py --gpu h100-sxm-80gb --shapes  # source x shape class
+    python benchmarks/gemm_error_budget.py --file kernels_h100_measured.csv --shapes
 
 **Budget.** The validator's per-GPU GEMM MAPE (its own prices: the compute chain with the bundled
 kernel database where a GPU has one; the error of the rate for a TFLOP/s row, of the time for a
@@ -23,6 +25,11 @@ max(a, b)). Reported per source pair over both kernel files (``fit_kernels.FILES
 a mean over the paired rows of both sources, and the second source's time MAPE on its paired
 rows when the first source's time is matched exactly (the fitted source, as ``fit_kernels.py``
 splits them, is listed first where one of the two is fitted).
+
+**Shape classes** (``--shapes``): each source's rows by the classes a GEMM library tiles
+differently (``shape_class``): small m (m <= 512: one or a few row tiles), odd n (n not a multiple
+of 128: a padded last column tile), large k (k >= 8,192: the main loop dominates every tile),
+the rest; crossed with the dtype (fp8 against 16-bit).
 
 Nothing here changes trainsim; it reads the model and the files as they stand.
 """
@@ -130,6 +137,24 @@ def classes(r: GemmRow) -> dict[str, str]:
             "measured": bucket(r.time_s * 1e6, (30, 100, 300, 1000), "us")}
 
 
+SMALL_M = 512
+LARGE_K = 8192
+
+
+def shape_class(r: GemmRow) -> str:
+    """The row's shape class for ``--shapes`` (module docstring): the first that applies of
+    small m, odd n, large k; else 'regular'; with '8-bit' or '16-bit'."""
+    if r.m <= SMALL_M:
+        cls = f"m<={SMALL_M}"
+    elif r.n % roofline.TILE:
+        cls = "odd n"
+    elif r.k >= LARGE_K:
+        cls = f"k>={LARGE_K}"
+    else:
+        cls = "regular"
+    return f"{cls}, {'8-bit' if r.dtype == 'fp8' else '16-bit'}"
+
+
 def budget(rows: list[GemmRow], key) -> list[tuple[str, int, float, float, float, float]]:
     """(group, n, MAPE, mean signed time error, points, MAPE without) per group ``key(row)`` of
     ``rows`` (one GPU's): points (fractions; x 100 in print) add up to the rows' MAPE."""
@@ -179,6 +204,18 @@ def pairs(files: list[Path]) -> list[tuple[str, str, str, int, float, float]]:
             for (g, a, b), v in sorted(found.items())]
 
 
+def print_shapes(rows: list[GemmRow], worst: int) -> None:
+    """One GPU's rows by source and shape class (``shape_class``), each class's worst rows."""
+    print("| source | shape class | n | MAPE | signed (time) | points | worst (signed time) |\n"
+          "|---|---|---|---|---|---|---|")
+    for name, n, mape, signed, pts, _ in budget(rows, lambda r: f"{r.source}|{shape_class(r)}"):
+        src, cls = name.split("|")
+        mine = sorted((r for r in rows if r.source == src and shape_class(r) == cls),
+                      key=lambda r: -r.ape)[:max(0, min(worst, 3))]
+        tops = "; ".join(f"{r.m}x{r.n}x{r.k} {r.signed:+.0%}" for r in mine)
+        print(f"| {src} | {cls} | {n} | {mape:.1%} | {signed:+.1%} | {100 * pts:.2f} | {tops} |")
+
+
 def label(r: fk.Row) -> str:
     return fk.source_label(r)[:SOURCE_WIDTH]
 
@@ -189,8 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", help="one GPU (catalog name); default every GPU")
     ap.add_argument("--worst", type=int, default=8, help="worst rows listed per GPU")
     ap.add_argument("--pairs", action="store_true", help="the two-source floor only")
+    ap.add_argument("--shapes", action="store_true", help="each source's rows by shape class")
+    ap.add_argument("--file", default=PUBLISHED.name,
+                    help="a bundled kernels file (default kernels_published.csv)")
     args = ap.parse_args(argv)
-    path = PUBLISHED
+    path = BUNDLED_DIR / args.file
+    if args.errata and path != PUBLISHED:
+        ap.error("--errata corrects kernels_published.csv only")
     if args.errata:
         path = corrected_file(PUBLISHED, HERE / "kernels_errata.csv", tempfile.mkdtemp())[0]
     if args.pairs:
@@ -208,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
         if not mine:
             continue
         print(f"\n### {g}: {len(mine)} rows, MAPE {sum(r.ape for r in mine) / len(mine):.2%}\n")
+        if args.shapes:
+            print_shapes(mine, args.worst)
+            continue
         cls = {r.id: classes(r) for r in mine}
         print("| group | class | n | MAPE | signed (time) | points | MAPE without |\n"
               "|---|---|---|---|---|---|---|")

@@ -70,3 +70,14 @@ def test_rows_carry_the_validators_errors(budget):
     assert len(rows) == len(gemms) > 300
     for res in gemms:
         assert rows[res.id].ape == pytest.approx(res.ape)
+
+
+def test_shape_class_takes_the_first_class_that_applies(budget):
+    """Small m before odd n before large k; the dtype splits 8-bit from 16-bit."""
+    def row(m, n, k, dtype="bf16"):
+        return budget.GemmRow("r", "h100-sxm-80gb", "s", dtype, m, n, k, 0.1, 0.1, 1e-4)
+
+    assert budget.shape_class(row(512, 2112, 16384)) == "m<=512, 16-bit"
+    assert budget.shape_class(row(4096, 2112, 16384, "fp8")) == "odd n, 8-bit"
+    assert budget.shape_class(row(4096, 4096, 8192)) == "k>=8192, 16-bit"
+    assert budget.shape_class(row(4096, 4096, 4096, "fp16")) == "regular, 16-bit"

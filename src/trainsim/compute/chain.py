@@ -49,10 +49,15 @@ class ChainModel:
             hit = self.db.lookup(op)
             if hit is not None:
                 t, how = hit
-                if self.gpu == self.db.spec:
+                loop = self.roofline.loop_toward is not None
+                if self.gpu == self.db.spec and not loop:
                     return t, f"database ({how})"
+                # the record's ratio to the burst roofline it was measured against, applied to
+                # this GPU's roofline at its clock: another GPU, the sustained clock, or a kernel
+                # benchmark's loop, whose GEMMs slow as the board heats (``loop_clock_factor``)
                 scale = model / self.db.analytic.time(op)
                 where = "" if self.gpu.name == self.db.gpu else f", scaled from {self.db.gpu}"
+                where += ", benchmark loop" if loop and scale != 1.0 else ""
                 return t * scale, f"database ({how}{where})"
         return model, "roofline"
 
@@ -76,8 +81,11 @@ def compute_model_for(gpu: GPUSpec, db_path: str | None,
     ~5 % faster than an independent measurement of the same shapes on the same GPU model
     (``kernels_h100_measured.csv``; the records agree with their own run's in-layer kernel
     times: ``compute.database``) and the scaling carries that offset along. Name the file to scale it.
-    ``loop_toward``: the roofline of a kernel benchmark's loop (``roofline.loop_clock_factor``);
-    a database's records keep their own measured times."""
+    ``loop_toward``: the roofline of a kernel benchmark's loop (``roofline.loop_clock_factor``).
+    A database's records were timed one call at a time behind a sleep kernel, the board idle
+    (its burst clock: ``compute.database``), so a record prices a looped row as the roofline's
+    loop slows it: the record times the loop's over the burst roofline (1 for every kernel but a
+    GEMM). Training never passes a loop."""
     path: Path | None = None
     if db_path == "auto":
         path = bundled_database(gpu)

@@ -45,10 +45,13 @@ output), which no term here adds. ``measure_kernels.py`` (``kernels_h100_measure
 graph of 10 or 30 calls on one operand pair and keeps the mean per call: its GEMMs take 4.7 %
 longer than these records on the 232 shapes both measured (geometric mean; sd of the log ratio
 0.067 bf16, 0.096 fp8), its cuDNN attention agrees within ~4 % and its memory-bound kernels are
-HBM figures where they do not fit the L2 (``benchmarks/kernel_db_check.py``). Nothing here
-corrects for the GEMM offset: it is one run's against another's, not a term either method
-omits (both exclude launch gaps; graph replay against eager cuBLAS, power state and cuBLAS's
-choice per context are candidates that only a GPU can separate).
+HBM figures where they do not fit the L2 (``benchmarks/kernel_db_check.py``). Part of that GEMM
+offset is the power state: a gapless loop heats the board where a record's sleep-queued call
+does not, so a looped row priced from a record takes the roofline's loop slowdown
+(``roofline.loop_clock_factor``, ``compute.chain``), which leaves 2.7 % on those 232 shapes
+(sd 0.075). The rest is one run's against another's, not a term either method omits (both
+exclude launch gaps; graph replay against eager cuBLAS and cuBLAS's choice per context are
+candidates that only a GPU can separate).
 
 **Physics.** On load every record is checked against its GPU: none may run faster than the
 GPU's peak FLOP/s or HBM bandwidth (a backward that launches no kernel, timed as 1 us for

@@ -110,9 +110,10 @@ kernel some tens of times after a warm-up, so the longer each call the longer th
 been at full power when it is timed. Bekman's mamf-finder records both ends on one board
 (stas00/ml-engineering, branch fast-mamf, compute/accelerator/README.md: H200 bf16 MAMF 841.9
 TFLOP/s at ~176 W and 1980 MHz, its MSMF 708.5 at ~693 W and 1465 MHz). A kernel in a training
-step is priced at the sustained clock throughout and a kernel of a bundled database keeps its
-own measured time, so neither reads it (``RooflineModel(loop_toward=...)``: the kernels
-validator and ``benchmarks/fit_kernels.py`` set it for rows timed in such a loop). Fitted by
+step is priced at the sustained clock throughout, so it never reads it
+(``RooflineModel(loop_toward=...)``: the kernels validator and ``benchmarks/fit_kernels.py`` set
+it for rows timed in such a loop; a database record, timed with the board idle, prices such a
+row through the same factor: ``compute.chain``). Fitted by
 ``benchmarks/fit_kernels.py`` on its fitted GEMM rows with ``GEMM_TILE_OVERHEAD_K``,
 ``SMALL_TILE_RATE`` and ``split_k.SPLIT_K_FIXUP`` (the 13th session's duration ramp,
 ``benchmarks/gemm_power_ramp.py``)."""
