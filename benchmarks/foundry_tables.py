@@ -32,6 +32,15 @@ what the software stack changed.
 that per block and billion block parameters (``microbatch_gap``): a cost trainsim misses once
 per FSDP unit and micro-batch shows as a constant there across sequence, micro-batch size and
 GPU count.
+
+    PYTHONPATH=src python benchmarks/foundry_tables.py README.md --attention triton --fp8-twins
+
+``--fp8-twins`` sets each H100 FP8 launch beside its BF16 twin (same model, sequence, GPU
+count and checkpointing; the micro-batch may differ) and compares the measured speed-up in
+tokens per second with trainsim's (``fp8_twins``): the attention kernel, the FSDP units and
+the host are the same in both, so the ratio isolates what fp8 changes (submit_benchmarks.py
+sets ``fc_type: te`` for fp8 on H100: Wqkv, out_proj, up_proj and down_proj as TE v0.10
+``te.Linear`` under Composer's ``amp_fp8``).
 """
 
 from __future__ import annotations
@@ -135,6 +144,39 @@ def print_microbatch_gaps(rows: list[dict[str, str]], times: dict[str, tuple[flo
               f"{per_mb:+.3f} | {per_gp:+.1f} |")
 
 
+TWIN = ("model", "seq_length", "gpu", "num_gpus", "recompute", "zero_stage")
+
+
+def fp8_twins(rows: list[dict[str, str]]) -> list[tuple[dict[str, str], dict[str, str]]]:
+    """(bf16, fp8) launches of the same model, sequence, GPU and count, checkpointing and
+    sharding; the micro and global batch may differ (the README tuned each)."""
+    bf16 = {tuple(r[k] for k in TWIN): r for r in rows if r["dtype"] == "bf16"}
+    return [(bf16[key], r) for r in rows if r["dtype"] == "fp8"
+            if (key := tuple(r[k] for k in TWIN)) in bf16]
+
+
+def twin_speedups(bf16: dict[str, str], fp8: dict[str, str], times: dict[str, tuple[float, float]]
+                  ) -> tuple[float, float]:
+    """(measured, predicted) fp8-over-bf16 speed-up in tokens per second per GPU: each time
+    over its global batch's sequences (same sequence length and GPU count in a pair)."""
+    (pb, mb), (pf, mf) = times[bf16["id"]], times[fp8["id"]]
+    nb, nf = int(bf16["global_batch_size"]), int(fp8["global_batch_size"])
+    return (mb / nb) / (mf / nf), (pb / nb) / (pf / nf)
+
+
+def print_fp8_twins(rows: list[dict[str, str]], times: dict[str, tuple[float, float]]) -> None:
+    """Every fp8 launch with a priced bf16 twin: the two speed-ups and each launch's error."""
+    print("| fp8 launch | bf16 twin micro-batch | measured fp8/bf16 | trainsim | ratio | "
+          "error bf16 | error fp8 |\n|---|---|---|---|---|---|---|")
+    for b, f in sorted(fp8_twins(rows), key=lambda p: p[1]["id"]):
+        if b["id"] not in times or f["id"] not in times:
+            continue
+        meas, pred = twin_speedups(b, f, times)
+        eb, ef = (times[r["id"]][0] / times[r["id"]][1] - 1 for r in (b, f))
+        print(f"| {f['id'][7:]} | {b['micro_batch_size']} | {meas:.3f} | {pred:.3f} | "
+              f"{pred / meas:.3f} | {eb:+.1%} | {ef:+.1%} |")
+
+
 SAME_RUN = ("model", "seq_length", "gpu", "num_gpus", "micro_batch_size", "global_batch_size",
             "recompute", "zero_stage", "dtype")
 
@@ -186,6 +228,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--per-microbatch", action="store_true",
                     help="each launch's measured-minus-predicted time per micro-batch, and per "
                          "block and billion block parameters")
+    ap.add_argument("--fp8-twins", action="store_true",
+                    help="each fp8 launch's measured and predicted speed-up over its bf16 twin")
     ap.add_argument("--pair", type=Path, metavar="OLD_README",
                     help="compare with an older README: the configurations it measured too")
     args = ap.parse_args(argv)
@@ -202,6 +246,9 @@ def main(argv: list[str]) -> int:
     errors = {rid: p / m - 1 for rid, (p, m) in times.items()}
     if args.per_microbatch:
         print_microbatch_gaps(rows, times)
+        return 0
+    if args.fp8_twins:
+        print_fp8_twins(rows, times)
         return 0
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for rid, err in errors.items():

@@ -101,3 +101,21 @@ def test_microbatch_gap_counts_composer_micro_batches_and_mpt_block_parameters()
     # a prediction too slow reads as a negative gap; an exact one as none
     assert script.microbatch_gap(row, 110.0, 100.0)[1] == pytest.approx(-2.0)
     assert script.microbatch_gap(dict(row, global_batch_size="88"), 1.0, 1.0) == (1, 0.0, 0.0)
+
+
+def test_fp8_twins_pair_launches_by_run_and_compare_tokens_per_second():
+    """An fp8 launch pairs with the bf16 one of the same model, sequence, GPU count and
+    checkpointing (its micro and global batch may differ), not with one that checkpoints
+    otherwise; the speed-up is tokens per second, each time over its global batch."""
+    script = load_script(SCRIPT)
+    base = {"model": "mpt-3b", "seq_length": "8192", "gpu": "h100-sxm-80gb", "num_gpus": "8",
+            "recompute": "none", "zero_stage": "3"}
+    bf16 = dict(base, id="b", dtype="bf16", global_batch_size="144")
+    fp8 = dict(base, id="f", dtype="fp8", global_batch_size="72")
+    other = dict(base, id="o", dtype="fp8", global_batch_size="72", recompute="full")
+    assert script.fp8_twins([bf16, fp8, other]) == [(bf16, fp8)]
+    # bf16: 144 sequences in 10 s (predicted 9 s); fp8: 72 in 4 s (predicted 4 s)
+    times = {"b": (9.0, 10.0), "f": (4.0, 4.0)}
+    meas, pred = script.twin_speedups(bf16, fp8, times)
+    assert meas == pytest.approx((10 / 144) / (4 / 72))
+    assert pred == pytest.approx((9 / 144) / (4 / 72))

@@ -30,9 +30,9 @@ from trainsim.workload.pipe_engine import (
     deepspeed_loss_read,
     deepspeed_pipe_gathers,
 )
-from trainsim.workload.recompute import layer_recompute
+from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
 from trainsim.workload.schedule import combined_1f1b
-from trainsim.workload.shard import Shard
+from trainsim.workload.shard import Shard, shard_of
 from trainsim.workload.sharding import fp32_grad_accumulation
 
 
@@ -98,7 +98,13 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     def price_kind(k: tuple[bool, bool, bool]) -> None:
         c = cfg if k[1] else full_cfg
         lf = source(c, sh, k[0])
-        lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
+        if k[2] and recompute_drops_fp8(c):  # recompute and backward in 16 bits
+            c16 = replace(c, training=replace(c.training, dtype="bf16"))
+            sh16 = shard_of(c16)
+            lf16 = source(c16, sh16, k[0])
+            lb = layer_recompute(c16, sh16, lf16) + backward_of(lf16, sh16)
+        else:
+            lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
         pair = (moe_sides if k[0] else dense_sides)(pricer, lf, lb) if paired else None
         if isinstance(pair, MoeSides):  # an MoE layer: its passes without exchanges
             layer_f[k], layer_b[k] = pair.forward, pair.backward
@@ -147,12 +153,15 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" \
         and not (t.cuda_graphs and not t.cuda_graph_scope) \
         and not profile_supports(cfg, "fp8_amax_tp_async")
+    drops_fp8 = recompute_drops_fp8(cfg)
     out = {}
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         kinds = [kind(i) for i in layers]
         amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers))) \
             if amax and layers else (empty, empty)
+        if drops_fp8 and all(k[2] for k in kinds):  # no fp8 module in the backward: TE v0.10
+            amax_b = empty  # ``_prepare_backward`` reduces nothing when the module ran bf16
         # DeepSpeed's LoadMicroBatch before the first and the last stage's forward; the
         # legacy Megatron model's no-op layer in a chunk without a transformer layer
         load = pricer.price(deepspeed_load_micro_batch(cfg, first, last)

@@ -400,6 +400,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the MLP's fc1 and fc2 are separate Transformer Engine Linear modules (one fp8 scaling
     # update each), not one LayerNormMLP (llm-foundry's MPT with fc_type te)
     "te_linear_mlp": _nullable(_bool),
+    # a full recompute runs outside the framework's fp8 context: torch's checkpoint re-runs
+    # each block in the backward, where Transformer Engine reads fp8 as off, so the recompute
+    # and the backward GEMMs run in 16 bits (``workload.recompute.recompute_drops_fp8``)
+    "fp8_recompute_16bit": _nullable(_bool),
     # fp8 delayed scaling's amax reduction kept to the TP group and asynchronous (TE < 1.6 with
     # NVTE_DP_AMAX_REDUCE_INTERVAL=0, NVTE_ASYNC_AMAX_REDUCTION=1): no stage-wide blocking
     # all-reduce per chunk pass (``workload.elementwise.fp8_amax_reductions``)
@@ -523,7 +527,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "sp_gathered_gemm_inputs", "torch_interleaved_warmup", "microbatch_group_size",
     "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
     "autocast_dtypes",
-    "te_linear_mlp", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
+    "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
     "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap",
     "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",

@@ -87,6 +87,25 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
     return out
 
 
+def recompute_drops_fp8(cfg: RunConfig) -> bool:
+    """A full recompute whose Transformer Engine linears run in 16 bits, and so their
+    backward (profile ``fp8_recompute_16bit``): Composer enters TE's ``fp8_autocast`` around
+    the forward and the loss only, never the backward (mosaicml/composer v0.17.2
+    composer/trainer/trainer.py ``_train_microbatch``: ``_get_precision_context`` around
+    ``self.state.model(...)`` and the loss, ``microbatch_loss.backward()`` outside it;
+    composer/core/precision.py ``get_precision_context`` amp_fp8), and the blocks are
+    checkpointed by torch's ``checkpoint_wrapper`` (composer/trainer/dist_strategy.py
+    ``prepare_fsdp_module``), not TE's ``checkpoint``. Torch's recompute, run by the backward,
+    restores torch's autocast state but not TE's global fp8 flag, and TE v0.10's
+    ``TransformerEngineBaseModule.prepare_forward`` -> ``fp8_init`` reads ``self.fp8 =
+    is_fp8_enabled()`` on every forward (NVIDIA/TransformerEngine v0.10
+    transformer_engine/pytorch/module/base.py, fp8.py ``_FP8_ENABLED``): the recomputed
+    forward's GEMMs run in 16 bits and save 16-bit inputs, so the dgrad and wgrad GEMMs of
+    its graph, the one the backward differentiates, do too. Only the first forward runs fp8."""
+    return (cfg.training.dtype == "fp8" and cfg.parallel.recompute == "full"
+            and bool(profile_supports(cfg, "fp8_recompute_16bit")))
+
+
 def norms_fused(cfg: RunConfig) -> bool:
     """Whether the layer's input norm (and a dense layer's pre-MLP norm) is fused into the
     linear it feeds (profile ``te_layer_spec``, not MLA: Megatron-core's Transformer Engine spec,
