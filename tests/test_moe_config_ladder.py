@@ -29,3 +29,15 @@ def test_more_local_experts_launch_more():
     # TE GroupedLinear launches a GEMM and a 3-kernel current-scaling cast per local expert
     # for fc1, fc2 and their backward: 16 local experts against 8
     assert ep8 - ep16 >= 8 * 2 * (1 + 3)
+
+
+def test_release_points_match_the_public_rows_they_restate():
+    # an archive point stated with the public row's own cells carries that row's measurement:
+    # its tokens/s/GPU give the row's measured step (the figures typed into RELEASES checked)
+    rows = SCRIPT.recipe_rows()
+    same = [(rid, tok) for points in SCRIPT.RELEASES.values()
+            for _, rid, change, tok in points if not change]
+    assert len(same) == 6
+    for rid, tok in same:
+        measured = float(rows[rid]["measured_iteration_s"])
+        assert abs(SCRIPT.measured_step(rows[rid], tok) / measured - 1) < 2e-3, rid
