@@ -102,7 +102,9 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
             c16 = replace(c, training=replace(c.training, dtype="bf16"))
             sh16 = shard_of(c16)
             lf16 = source(c16, sh16, k[0])
-            lb = layer_recompute(c16, sh16, lf16) + backward_of(lf16, sh16)
+            # the run's config picks what the recompute re-runs (TE's linears, bf16 or not,
+            # save after their GEMM), the bf16 block's ops what each costs
+            lb = layer_recompute(c, sh16, lf16) + backward_of(lf16, sh16)
         else:
             lb = layer_recompute(c, sh, lf, whole=k[2]) + backward_of(lf, sh)
         pair = (moe_sides if k[0] else dense_sides)(pricer, lf, lb) if paired else None
