@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict, simulate
+from trainsim.compute.host import CPP_LAUNCH_S, PY_LAUNCH_S, PY_VIEW_S, launches, loop_host_s
 from trainsim.compute.roofline import LAUNCH_S
 from trainsim.model.counts import total_params
 from trainsim.workload import sharding
@@ -21,7 +22,7 @@ def cfg(framework: str = "nanotron", version: str = "2024-12", zero: int = 1, dp
     return run_config_from_dict({
         "model": {"preset": "llama2-7b", "num_layers": 4},
         "parallel": {"tp": 1, "pp": 1, "zero_stage": zero},
-        "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 1024,
+        "training": {"global_batch_size": max(8, dp), "micro_batch_size": 1, "seq_length": 1024,
                      "dtype": "bf16", "framework": framework, "framework_version": version},
         "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": dp, "gpus_per_node": 8}})
 
@@ -62,6 +63,29 @@ def test_zero1_step_pays_the_copies(monkeypatch):
     without = simulate(c).iteration_time_s
     floor = op.kernels * LAUNCH_S
     assert floor <= with_copies - without < floor + 12 * total_params(c.model) / 1e12
+
+
+def test_the_copy_loop_is_priced_on_the_host():
+    """The copies back are a bare Python loop (``update_output``) after a slice per tensor and
+    rank (``_all_gather_params``): one copy_ and one view per (rank, tensor) and a cat per rank
+    from Python, ProcessGroupNCCL's copy-out per rank from C++."""
+    op = zero1_gather_copies(cfg(), range(4), True, True, 8)
+    assert op is not None
+    loop = 8 * (4 * LLAMA_LAYER_TENSORS + 2)
+    assert (op.py_kernels, op.py_views, op.cpp_kernels) == (loop + 8, loop, 8)
+    assert launches(op) == 0
+    assert loop_host_s(op) == pytest.approx((loop + 8) * PY_LAUNCH_S + loop * PY_VIEW_S
+                                            + 8 * CPP_LAUNCH_S)
+
+
+def test_the_step_waits_for_the_loop_on_a_wide_group(monkeypatch):
+    """On 64 ranks the loop's host time (~11 us an iteration) outlasts the copies' GPU time:
+    the step grows by at least the loop's host seconds."""
+    c = cfg(dp=64)
+    op = zero1_gather_copies(c, range(4), True, True, 64)
+    with_copies = simulate(c).iteration_time_s
+    _without_copies(monkeypatch)
+    assert with_copies - simulate(c).iteration_time_s >= loop_host_s(op) * (1 - 1e-9)
 
 
 def test_zero0_has_no_gather_to_copy(monkeypatch):

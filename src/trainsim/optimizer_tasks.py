@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import framework_supports
+from trainsim.compute.host import loop_host_s
 from trainsim.pricing import COMPUTE, OPT, Priced
 from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
@@ -105,7 +106,8 @@ class OptimizerTasks:
     def gather_copies(self, s: int) -> Elementwise | None:
         """Stage ``s``'s copies around its list all-gather of the parameters after the step
         (``workload.sharding.zero1_gather_copies``), on the compute stream once the gathers
-        are done; None where the profile has none."""
+        are done, as long as the longer of its GPU time and its Python loop's host time; None
+        where the profile has none."""
         chunks, layers = self.stage_layers(s)
         ranks = max((size for _, group, size in self.groups[s] if group == "dp_cp"), default=1)
         return zero1_gather_copies(self.cfg, layers, 0 in chunks,
@@ -197,7 +199,11 @@ class OptimizerTasks:
                     end = g
                 copies = self.gather_copies(s)
                 if copies is not None and gathers:
-                    end = self.add((s, "compute"), self.pricer.compute.time(copies), gathers,
+                    # the loop in series after the gathers: its slices come before the
+                    # gathers' launch, its copies beside them (an upper bound of the wait)
+                    gpu = self.pricer.compute.time(copies)
+                    host_s = loop_host_s(copies) if self.pricer.host_s_per_kernel else 0.0
+                    end = self.add((s, "compute"), max(gpu, host_s), gathers,
                                    "parameter all-gather copies", OPT)
             ends.append(end)
         return ends

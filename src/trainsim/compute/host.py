@@ -61,6 +61,24 @@ copies out of its flat buffer after a list ``all_gather`` are such a loop
 tensor in the collective's post hook), where ``HOST_S_PER_KERNEL`` prices an eager op issued
 from Python."""
 
+PY_BINDING_S = 1.0e-6
+"""CPU seconds Python's binding adds to an ATen op over the same op called from C++ (argument
+parsing, the tensor wrappers): ``x * x`` on a small tensor, grad off, ~2 us from Python, ~1 us
+through the C++ API (pytorch/pytorch#41383, ngimel, 2020-07-14). Measured, not fitted."""
+
+PY_LAUNCH_S = PY_BINDING_S + CPP_LAUNCH_S
+"""Host seconds of a kernel a bare Python loop issues (``ops.Elementwise.py_kernels``: a
+``copy_`` per parameter and rank in DeepSpeed's ``_allgather_params`` before v0.5.5, nanotron's
+``update_output``): the op from C++ with its launch (``CPP_LAUNCH_S``) and Python's binding
+(``PY_BINDING_S``); ``HOST_S_PER_KERNEL`` prices an eager module's kernels, with the module
+call, hooks and autograd bookkeeping spread over them. 9.13 us, built from measurements."""
+
+PY_VIEW_S = 2.26e-6
+"""Host seconds of a view op called from Python (``narrow``, ``view``, a slice; no kernel):
+PyTorch's operator micro-benchmark of ``split`` in two, an 8 x 8 tensor, 2.26 us per call
+after pytorch/pytorch#32194 (2020-01, 3.34 us before). Measured, not fitted; an upper bound
+for one ``narrow`` (the split makes two)."""
+
 GRAPH_REPLAY_LAUNCHES = 2
 """Host work of replaying one captured graph, in eager launches: Transformer Engine's
 ``make_graphed_callables`` replays through an autograd Function whose forward copies a new
@@ -104,12 +122,19 @@ def launches(op: Op) -> int:
     if isinstance(op, Gemm):
         return op.batch if not op.grouped or op.grouped in GROUPED_STREAMS else 1
     if isinstance(op, Elementwise):
-        return op.kernels - op.cpp_kernels
+        return op.kernels - op.cpp_kernels - op.py_kernels
     if isinstance(op, Attention) and op.megatron_ops and op.impl == "unfused":
         return MEGATRON_UNFUSED_LAUNCHES[op.backward] + int(op.dropout)
     if isinstance(op, (Attention, Comm)):
         return 1
     raise TypeError(op)  # pragma: no cover - exhaustive
+
+
+def loop_host_s(op: Elementwise) -> float:
+    """Host seconds of an op's launches that a loop issues outside any module: its C++-issued
+    kernels (``CPP_LAUNCH_S``), its bare-Python ones (``PY_LAUNCH_S``) and the views that
+    loop takes (``PY_VIEW_S``); the rest (``launches``) cost the pricer's per-kernel figure."""
+    return op.cpp_kernels * CPP_LAUNCH_S + op.py_kernels * PY_LAUNCH_S + op.py_views * PY_VIEW_S
 
 
 def scoped_launches(ops: Sequence[Op], captured: Sequence[int],
@@ -157,7 +182,7 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
     n = list(counts) if counts is not None else [launches(op) for op in ops]
-    cpp = [op.cpp_kernels * CPP_LAUNCH_S if isinstance(op, Elementwise) else 0.0 for op in ops]
+    cpp = [loop_host_s(op) if isinstance(op, Elementwise) else 0.0 for op in ops]
     if blocking:
         return per_kernel_s * sum(n) + sum(cpp)
     ahead = max((i for i, b in (beside or {}).items() if b[0] == 0), default=0)

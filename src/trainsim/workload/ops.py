@@ -235,6 +235,13 @@ class Elementwise:
     """Of ``kernels``, those a C++ loop issues with no Python around them (ProcessGroupNCCL's
     per-rank copies after a list ``all_gather``): each costs the host ``compute.host.
     CPP_LAUNCH_S`` instead of an eager op's ``HOST_S_PER_KERNEL``."""
+    py_kernels: int = 0
+    """Of ``kernels``, those a bare Python loop issues (a tensor method such as ``copy_`` called
+    in a ``for`` loop, no module, hook or autograd record around it): each costs the host
+    ``compute.host.PY_LAUNCH_S`` instead of ``HOST_S_PER_KERNEL``, an eager module's."""
+    py_views: int = 0
+    """View ops (``narrow``, ``view``, a slice) the same bare Python loop calls beside its
+    kernels: no kernel, ``compute.host.PY_VIEW_S`` of host time each."""
     host_sync: bool = False
     """The host waits for this op's result before issuing the next (a device-to-host copy of
     values Python needs, e.g. dropless MoE's tokens per expert): see ``compute.host``."""

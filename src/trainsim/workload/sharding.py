@@ -455,12 +455,15 @@ def zero1_gather_copies(cfg: RunConfig, layers: range | list[int], first: bool, 
     tensor's per-rank slices to its ``all_gather_coalesced`` (distributed.py L153-L220): a cat of
     each rank's slices, ``dist.all_gather`` into that list (ProcessGroupNCCL copies each rank's
     part out of its flat buffer, pytorch/pytorch#33924), a ``copy_`` back per rank and tensor
-    (``update_output``). 12 bytes a 16-bit parameter; ``ranks`` x (tensors + 2) kernels."""
+    (``update_output``). 12 bytes a 16-bit parameter; ``ranks`` x (tensors + 2) kernels; from
+    Python a slice and a ``copy_`` per (rank, tensor) and a cat per rank (``host.loop_host_s``)."""
     if ranks <= 1 or not profile_supports(cfg, "zero1_gather_copies"):
         return None
     tensors = _grad_tensors(cfg, layers, first, last)
+    loop = ranks * len(tensors)
     return Elementwise("zero1_gather_copies", bytes=3.0 * 2 * ACT * sum(tensors),
-                       kernels=ranks * (len(tensors) + 2))
+                       kernels=ranks * (len(tensors) + 2), py_kernels=loop + ranks,
+                       cpp_kernels=ranks, py_views=loop)
 
 
 def _module_order(cfg: RunConfig, i: int) -> list[float]:

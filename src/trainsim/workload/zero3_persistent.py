@@ -15,8 +15,10 @@ do then: the next forward waits for the host. How the gather runs (profile featu
   rank's partitions into one buffer (a ``copy_`` per parameter), runs one list ``all_gather``
   (ProcessGroupNCCL's per-rank copies out of its flat buffer, ``sharding.list_all_gather_ops``)
   and then, in Python, for every parameter and every rank whose slice starts inside the
-  parameter, narrows the gathered partition and copies it into the parameter's new tensor: one
-  eager ``copy_`` per (parameter, rank).
+  parameter, narrows the gathered partition and copies it into the parameter's new tensor: per
+  (parameter, rank) two ``narrow``, a ``view`` and a ``copy_`` (v0.3.13 L638-695), a bare
+  Python loop priced per op (``Elementwise.py_kernels`` / ``py_views``, ``compute.host.
+  loop_host_s``: 15.9 us an iteration), not at an eager module's ``HOST_S_PER_KERNEL``.
 * ``coalesced`` (from c0eeb69df, 2021-10-31, #1188, first in v0.5.5): ``_allgather_params_coalesced``
   launches one ``_all_gather_base`` per parameter into its own buffer (no copies), then
   ``torch.cuda.synchronize()``: one small collective per parameter, each paying the ring's
@@ -71,10 +73,14 @@ def zero3_persistent_regather(cfg: RunConfig, layers: range | list[int], last: b
         return [*(Comm("zero3_persist_all_gather", "all_gather", part * ranks * ACT, "dp_cp")
                   for part in parts), sync]
     flat = sum(parts) * ranks * ACT
+    copies = sum(ranks_holding(n, ranks) for n in sizes)
     return [
-        Elementwise("zero3_persist_flatten", bytes=2 * sum(parts) * ACT, kernels=len(parts)),
+        # a narrow per rank for the list, a narrow and a copy_ per parameter into its slot
+        Elementwise("zero3_persist_flatten", bytes=2 * sum(parts) * ACT, kernels=len(parts),
+                    py_kernels=len(parts), py_views=ranks + len(parts)),
         Comm("zero3_persist_all_gather", "all_gather", flat, "dp_cp"),
         Elementwise("zero3_persist_unflatten", bytes=2 * flat, kernels=ranks, cpp_kernels=ranks),
-        Elementwise("zero3_persist_copies", bytes=2 * sum(sizes) * ACT,
-                    kernels=sum(ranks_holding(n, ranks) for n in sizes)),
+        # per (parameter, rank): partitions[i].narrow, replicated.view(-1).narrow, copy_
+        Elementwise("zero3_persist_copies", bytes=2 * sum(sizes) * ACT, kernels=copies,
+                    py_kernels=copies, py_views=3 * copies),
     ]
