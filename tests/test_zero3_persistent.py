@@ -18,6 +18,7 @@ from trainsim.compute.host import (
     launches,
 )
 from trainsim.workload.ops import Comm, Elementwise
+from trainsim.workload.sharding import list_all_gather_ops
 from trainsim.workload.zero3_persistent import (
     persistent_tensors,
     ranks_holding,
@@ -120,3 +121,18 @@ def test_a_bare_python_loop_costs_its_copies_and_views_not_an_eager_modules_pric
     loop_s = exposed_s([lead, loop], [0.0, 1e-7 * n], HOST_S_PER_KERNEL)
     assert loop_s == pytest.approx(n * (PY_LAUNCH_S + 3 * PY_VIEW_S))
     assert n * CPP_LAUNCH_S < loop_s < n * HOST_S_PER_KERNEL
+
+
+def test_a_list_all_gather_narrows_once_per_rank_after_the_wait():
+    """DeepSpeed 2021's ``_allgather_param`` builds its list of per-rank views in a Python loop
+    after ``torch.cuda.synchronize()``: one narrow a rank, host time the idle GPU waits for."""
+    sync = Elementwise("sync", bytes=0.0, kernels=0, host_sync=True)
+    ops = list_all_gather_ops("g", 1e6, 640, "dp_cp", before_gather=[sync])
+    names = [op.name for op in ops]
+    assert names.index("sync") < names.index("g_views") < names.index("g_all_gather")
+    views = ops[names.index("g_views")]
+    assert (views.py_views, views.kernels) == (640, 0)
+    busy = [1e-3 if isinstance(op, Comm) else 0.0 for op in ops]
+    lead = Elementwise("lead", bytes=0.0, kernels=1)
+    waited = exposed_s([lead, *ops], [1e-3, *busy], HOST_S_PER_KERNEL)
+    assert waited >= 640 * PY_VIEW_S

@@ -145,10 +145,13 @@ def list_all_gather_ops(name: str, size_bytes: float, ranks: int, group: str,
     gather, then ProcessGroupNCCL's copies out of its own flat buffer, one per rank, reading
     and writing the whole tensor (pytorch/pytorch#33924; the copies went away with
     ``_all_gather_base``, pytorch/pytorch#57769), issued by its C++ loop
-    (``Elementwise.cpp_kernels``)."""
+    (``Elementwise.cpp_kernels``). The list is a Python loop of one ``narrow`` per rank
+    (``Elementwise.py_views``; v0.3.13 partition_parameters.py ``_allgather_param``, utils.py
+    ``PartitionedTensor.full``), after ``before_gather``."""
     return [
         Elementwise(f"{name}_zeros", bytes=size_bytes),
         *(before_gather or []),
+        Elementwise(f"{name}_views", bytes=0.0, kernels=0, py_views=ranks),
         Comm(f"{name}_all_gather", "all_gather", size_bytes, group),
         Elementwise(f"{name}_unflatten", bytes=2 * size_bytes, kernels=ranks, cpp_kernels=ranks),
     ]
