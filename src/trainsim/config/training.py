@@ -104,6 +104,13 @@ class TrainingConfig:
     back for the backward (Megatron-core --activation-func-fp8-input-store,
     megatron/core/fusions/fused_bias_swiglu.py; DeepSeek-V3 report §3.3.3 caches the SwiGLU
     inputs of the MoE in fp8). SwiGLU only."""
+    attention_output_e5m6: bool = False
+    """Cache the attention output (the out-projection's input) once, in 12-bit E5M6 with the
+    1x128 tile scales of the other fp8 activations, and let the attention's backward read that
+    copy too (DeepSeek-V3 report §3.3.3, "Low-Precision Activation" (1): the inputs of the
+    Linear after the attention operator "are also used in the backward pass of the attention
+    operator", hence E5M6 for them alone). Without it the out-projection saves its 8-bit cast
+    and the attention kernel its own 16-bit output. Memory only; used only when dtype is fp8."""
     use_precision_aware_optimizer: bool = False
     """Let the optimizer keep its states in lower precision (Megatron-core
     --use-precision-aware-optimizer: Transformer Engine's FusedAdam); needed for the moment

@@ -29,7 +29,7 @@ from trainsim.memory.graph_outputs import moe_graph_output_bytes, pre_mlp_norm_r
 from trainsim.memory.mla import mla_attention_bytes
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
-from trainsim.memory.saved_inputs import gemm_input_bytes
+from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.state import ModelState, model_state
 from trainsim.memory.te_spec import norms_fused, qkv_copies
@@ -174,9 +174,11 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     # its own backward (TransformerEngine dot_product_attention/backends.py FusedAttnFunc
     # saves ``out`` beside q, k, v unless fp8_dpa; flash-attn saves ``out`` with the
     # log-sum-exp); in 16-bit both save the same tensor. Recomputing core attention keeps only
-    # the projection's copy
+    # the projection's copy; DeepSeek-V3's one E5M6 copy serves both (attention_output_e5m6)
     out = x
-    if x != 2 and cfg.training.attention not in MATERIALIZED_SCORES and not (
+    if x != 2 and tr.attention_output_e5m6:
+        out = E5M6_SAVED_BYTES
+    elif x != 2 and cfg.training.attention not in MATERIALIZED_SCORES and not (
             recompute == "selective" and "core_attn" in (p.recompute_modules or ("core_attn",))):
         out += 2
     sharded = T * (qkv + out * m.v_dim / t) + T * mlp_inner / t

@@ -103,8 +103,12 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
         mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
         experts += mtp_experts
         dense += output_layer_params(m) + mtp_params(m) - mtp_experts
-        if (m.tied_embeddings or m.mtp_num_layers) and p.pp > 1:  # own word embedding: the tied
-            dense += m.vocab_size * m.hidden_size  # head's; MTP's input (gpt_model.py mtp_process)
+        if (m.tied_embeddings or m.mtp_num_layers) and p.pp > 1 and not (
+                0 in held and p.pipeline_schedule in ("dualpipe", "dualpipe_v")):
+            # own word embedding: the tied head's; MTP's input (gpt_model.py mtp_process). Not
+            # where DualPipe puts the embedding on the same rank: DeepSeek-V3 §3.2.3 shares its
+            # parameters and gradients physically between the MTP module and the main model
+            dense += m.vocab_size * m.hidden_size
     return dense / p.tp, experts / (p.ep * p.etp)
 
 

@@ -15,6 +15,12 @@ layernorm_mlp.py save ``inputmat`` / ``ln_out`` / the activation output in fp8 w
 the LayerNorm input and the FC1 output (the activation's input) stay 16-bit."""
 
 
+E5M6_SAVED_BYTES = 12 / 8 + 4 / 128
+"""Bytes per element of the attention output DeepSeek-V3 caches in E5M6 (1 sign, 5 exponent
+and 6 mantissa bits: 12), with an fp32 scale per 1x128 tile as its fp8 activations (report
+§3.3.3 "Low-Precision Activation"; §3.3.2 Figure 7a for the tiles)."""
+
+
 def gemm_input_bytes(cfg: RunConfig) -> float:
     """Bytes a saved GEMM input takes per element: 2 in 16-bit training, ~1 under fp8."""
     t = cfg.training
