@@ -120,6 +120,24 @@ def test_dualpipe_order_matches_deepseek_v3_figure():
         assert started[rank] == figure
 
 
+@pytest.mark.parametrize("pp, m", [(4, 8), (8, 20), (16, 32)])
+def test_dualpipe_bubble_is_the_reports_formula_under_its_figures_premises(pp, m):
+    """DeepSeek-V3 Table 2 / the DualPipe README: (PP/2 - 1)(F&B + B - 3W) of idle time on
+    every rank, where the passes are the figure's units (F = I = W, F&B = F + B). The formula
+    is not exact beyond them: with an input gradient twice the forward the order leaves one F
+    less (what benchmarks/deepseek_v3.py's replays separate from the simulated bubble)."""
+    def idle(t_f, t_i, t_w):
+        makespan, _ = engine_run("dualpipe", pp, m, t_f, t_i, t_w)
+        return makespan - m * (t_f + t_i + t_w)  # every rank's work: pairs are F + B here
+
+    def formula(t_f, t_i, t_w):
+        b = t_i + t_w
+        return (pp / 2 - 1) * ((t_f + b) + b - 3 * t_w)
+
+    assert idle(1.0, 1.0, 1.0) == pytest.approx(formula(1.0, 1.0, 1.0)) == pp - 2
+    assert idle(1.0, 2.0, 1.0) == pytest.approx(formula(1.0, 2.0, 1.0) - 1.0)
+
+
 def test_zb_h1_order_and_bubble_match_paper():
     """ZB-H1 (Qi et al. §2.1, Figure 3 top, p=4): 1F1B's warm-up, rank i delays W by i passes,
     and the engine's bubble is Table 2's (p-1)(T_F + T_B - T_W)."""
