@@ -45,6 +45,46 @@ def test_groups_that_differ_only_in_the_micro_batch_share_one_parallel_config():
     assert c.parallel is not a.parallel and c.parallel.overlap_grad_reduce
 
 
+def test_groups_of_one_parallel_config_skip_its_field_checks_with_the_same_answers(monkeypatch):
+    """Once a RunConfig of a parallel config is built, its other GPU counts and micro batches
+    run only the checks that read those (``RunConfig.fields_checked``): every config equal to
+    the one built with every check, every refusal the same first refusal, in any order."""
+    import random
+
+    from trainsim.config.run import RunConfig
+    from trainsim.errors import ConfigError
+    from trainsim.search import candidate
+
+    base = make_base(batch=48)
+    keys = [MemoryKey(n, tp, pp, 1, vpp, mb, rc, tp > 1, zero)
+            for n in (8, 12, 16, 24) for tp in (1, 2, 3, 4) for pp in (1, 2, 4) for vpp in (1, 2)
+            for mb in (1, 2, 3, 5) for rc in ("none", "full") for zero in (0, 1)]
+    random.Random(7).shuffle(keys)
+    fast, real = [], RunConfig.fields_checked.__func__
+    monkeypatch.setattr(RunConfig, "fields_checked", classmethod(
+        lambda cls, *a: fast.append(1) or real(cls, *a)))
+
+    def answer(build):
+        try:
+            return build()
+        except ConfigError as exc:
+            return str(exc)
+
+    refused = 0
+    candidate.drop_parallels()
+    for k in keys:
+        c = Candidate(k)
+        seen = len(fast)
+        got = answer(lambda: c.to_config(base))
+        want = answer(lambda: RunConfig(base.model, c._parallel_config(base),
+                                        base.training_for(k.micro_batch),
+                                        base.cluster_for(k.num_gpus)))
+        assert got == want, k
+        refused += len(fast) > seen and isinstance(got, str)
+    assert len(fast) > 300 and refused > 100  # both paths taken, refusals among the fast
+    candidate.drop_parallels()
+
+
 def test_a_search_s_batches_share_their_graphs_and_every_answer_is_the_same(monkeypatch):
     """Batches of one search token, one after another in a process, hand an earlier batch's
     graph to a twin (one store per search, not per batch): fewer graphs built than with a

@@ -47,6 +47,30 @@ class RunConfig:
     cluster: ClusterConfig
 
     def __post_init__(self) -> None:
+        self._field_checks()
+        self._scaled_checks()
+
+    @classmethod
+    def fields_checked(cls, model: ModelConfig, parallel: ParallelConfig,
+                       training: TrainingConfig, cluster: ClusterConfig) -> RunConfig:
+        """The RunConfig of these parts with only the checks from the first that reads the
+        micro-batch size or the GPU count on (:meth:`_scaled_checks`), for a caller that has
+        built a RunConfig of the same ``model`` and ``parallel`` whose training and cluster
+        differ from these in ``micro_batch_size`` and ``num_gpus`` at most (a search's memory
+        groups of one parallel config): :meth:`_field_checks` and the checks after it that read
+        neither passed for that config, so they pass for these, and whatever these parts fail,
+        the same first check refuses them (the others run in their order). The 22B search's
+        13,248 groups have 3,416 parallel configs."""
+        cfg = object.__new__(cls)
+        d = cfg.__dict__  # a frozen dataclass's fields (as its __init__ sets them)
+        d["model"], d["parallel"], d["training"], d["cluster"] = model, parallel, training, cluster
+        cfg._scaled_checks(fields=False)
+        return cfg
+
+    def _field_checks(self) -> None:
+        """The checks before the first that reads the micro-batch size or the GPU count (all of
+        them read the model, the parallel config, the training but for its micro-batch size and
+        the cluster's GPU alone: :meth:`fields_checked`)."""
         m, p, t, c = self.model, self.parallel, self.training, self.cluster
         if not (isinstance(m, ModelConfig) and isinstance(p, ParallelConfig)
                 and isinstance(t, TrainingConfig) and isinstance(c, ClusterConfig)):
@@ -161,6 +185,12 @@ class RunConfig:
                               f"(Transformer Engine refuses below 10.0 and from 12.0); "
                               f"cluster.gpu {c.gpu.name} is {arch / 10:.1f}; use delayed, "
                               "current or blockwise")
+
+    def _scaled_checks(self, fields: bool = True) -> None:
+        """The checks from the first that reads the micro-batch size or the GPU count on, in
+        their order; ``fields=False``: without those among them that read neither (for
+        :meth:`fields_checked`, whose caller's config passed them)."""
+        m, p, t, c = self.model, self.parallel, self.training, self.cluster
         model_ranks = p.tp * p.pp * p.cp
         if c.num_gpus % model_ranks:
             raise ConfigError(
@@ -175,14 +205,14 @@ class RunConfig:
         # whose instances divide dp*cp but not dp passes here though that release refused it
         # (the config holds no framework release to key the rule by)
         megatron = p.data_parallel_impl == "megatron"
-        if t.use_precision_aware_optimizer and not (megatron and p.shards_optimizer):
+        if fields and t.use_precision_aware_optimizer and not (megatron and p.shards_optimizer):
             # Megatron-LM@2edffadb optimizer_config.py L394-399: "--use-precision-aware-optimizer
             # only supported with distributed optimizer" (Megatron-core's own, TE FusedAdam)
             raise ConfigError("training.use_precision_aware_optimizer needs Megatron-core's "
                               "distributed optimizer (parallel.data_parallel_impl=megatron, "
                               "distributed_optimizer=true)")
-        if (t.use_precision_aware_optimizer and t.dtype == "fp8" and t.fp8_recipe == "delayed"
-                and t.fp8_param_gather):
+        if (fields and t.use_precision_aware_optimizer and t.dtype == "fp8"
+                and t.fp8_recipe == "delayed" and t.fp8_param_gather):
             # Megatron-LM@2edffadb distrib_optimizer.py L366-370/L451-454 hand the Float8Tensor
             # shards to TE FusedAdam, whose nominal dtype bf16 makes it keep int16 remainders
             # (TE v2.14 fused_adam.py L611); adam.cu L808 wants an fp32 master for fp8 params
@@ -199,7 +229,7 @@ class RunConfig:
             raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} leaves one rank per "
                               "replica, nothing sharded: that is plain data parallelism: use "
                               "zero_stage 0 and dp_replicate 1")
-        if p.dp_replicate > 1 and m.is_moe:
+        if fields and p.dp_replicate > 1 and m.is_moe:
             raise ConfigError(f"parallel.dp_replicate={p.dp_replicate} with an MoE model: how "
                               "HSDP shards the routed experts (torchtitan's dp_shard_mod_ep, "
                               "Megatron's expert instances) is not modelled; use dp_replicate=1")
@@ -208,12 +238,13 @@ class RunConfig:
             raise ConfigError(
                 f"training.global_batch_size={t.global_batch_size} is not divisible by "
                 f"micro_batch_size*dp={t.micro_batch_size}*{self.dp}={per_step}")
-        if p.cp > 1 and p.cp_comm_type == "a2a" and m.num_attention_heads % (p.tp * p.cp):
+        if fields and p.cp > 1 and p.cp_comm_type == "a2a" and \
+                m.num_attention_heads % (p.tp * p.cp):
             raise ConfigError(f"cp_comm_type=a2a (Ulysses) shards attention heads over tp*cp="
                               f"{p.tp}*{p.cp}: model.num_attention_heads={m.num_attention_heads} "
                               "must be divisible by it; use p2p (ring attention) instead")
-        stage_layers = self.stage_layer_counts  # validates the split
-        if p.vpp > 1 and self._layout is None and any(n % p.vpp for n in stage_layers):
+        stage_layers = self.stage_layer_counts if fields else ()  # validates the split
+        if p.vpp > 1 and fields and self._layout is None and any(n % p.vpp for n in stage_layers):
             raise ConfigError(
                 f"layers per pipeline stage {sorted(set(stage_layers))} are not divisible by "
                 f"virtual_pipeline_model_parallel_size={p.vpp}")
@@ -239,10 +270,10 @@ class RunConfig:
             raise ConfigError(
                 f"interleaved 1F1B needs the number of micro-batches ({self.num_microbatches}) to be "
                 f"a multiple of pipeline_model_parallel_size={p.pp}")
-        if p.cpu_offloading_num_layers >= m.num_layers:
+        if fields and p.cpu_offloading_num_layers >= m.num_layers:
             raise ConfigError(f"parallel.cpu_offloading_num_layers={p.cpu_offloading_num_layers}"
                               f" must be below model.num_layers={m.num_layers} (Megatron-core)")
-        if p.cpu_offloading_num_layers and self.training.cuda_graphs:
+        if fields and p.cpu_offloading_num_layers and self.training.cuda_graphs:
             # megatron/core/transformer/transformer_config.py: first in core_v0.11.0 L822-824
             # (enable_cuda_graph; core_v0.16.0 L1716-1723 any cuda_graph_impl). core_v0.7.0 to
             # core_v0.10.0 had enable_cuda_graph without this check: trainsim refuses the pair
@@ -250,21 +281,23 @@ class RunConfig:
             raise ConfigError("parallel.cpu_offloading_num_layers needs training.cuda_graphs="
                               "false (Megatron-core core_v0.11.0 on: CUDA graphs are not "
                               "supported with CPU offloading; not modelled for older releases)")
-        if not m.is_moe and (p.ep > 1 or p.etp > 1):
+        if fields and not m.is_moe and (p.ep > 1 or p.etp > 1):
             raise ConfigError("parallel.ep / expert_tensor_parallel_size > 1 need a mixture-of-"
                               "experts model (model.num_experts)")
         if m.is_moe:
-            if m.parallel_block:
+            if fields and m.parallel_block:
                 raise ConfigError("model.parallel_block with mixture-of-experts layers is not "
                                   "modelled; set parallel_block=false")
-            if m.moe_pad_expert_input_to_capacity and p.moe_token_dispatcher_type == "deepep":
+            if fields and m.moe_pad_expert_input_to_capacity and \
+                    p.moe_token_dispatcher_type == "deepep":
                 # Megatron-core transformer_config.py (core_v0.14.0-core_v0.19.0): "Flex token
                 # dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity"
                 # (HybridEP accepts it from core_v0.16.0, its first release)
                 raise ConfigError("model.moe_pad_expert_input_to_capacity is not supported by "
                                   "parallel.moe_token_dispatcher_type='deepep' (Megatron-core "
                                   "refuses it); use alltoall, allgather or hybridep")
-            if not dispatcher_fits(p.moe_token_dispatcher_type, p.ep * p.etp, p.flex_two_ranks):
+            if fields and not dispatcher_fits(p.moe_token_dispatcher_type, p.ep * p.etp,
+                                              p.flex_two_ranks):
                 # Megatron-core transformer/moe/token_dispatcher.py MoEFlexTokenDispatcher:
                 # assert tp_size * ep_size > 1, "Flex token dispatcher requires TPxEP > 1" (its
                 # tp the expert TP; group tp_ep); from core_v0.18.0 (8c5cf05ece, 2026-04-28)
@@ -275,22 +308,23 @@ class RunConfig:
                 raise ConfigError(f"parallel.moe_token_dispatcher_type={p.moe_token_dispatcher_type}"
                                   f" needs ep*expert_tensor_parallel_size >= 2 in {where}, not "
                                   f"{p.ep}*{p.etp}; use alltoall or allgather")
-            if not dispatcher_runs_on(p.moe_token_dispatcher_type, self.cluster.gpu.sm_arch):
+            if fields and not dispatcher_runs_on(p.moe_token_dispatcher_type,
+                                                 self.cluster.gpu.sm_arch):
                 # DeepEP hybrid-ep's TMA kernels (config.validity.DISPATCHER_MIN_SM)
                 raise ConfigError(f"parallel.moe_token_dispatcher_type={p.moe_token_dispatcher_type}"
                                   f" needs an NVIDIA GPU of sm_"
                                   f"{DISPATCHER_MIN_SM[p.moe_token_dispatcher_type]} or newer, not "
                                   f"{self.cluster.gpu.name}; use alltoall, allgather or deepep")
-            if m.num_experts % p.ep:
+            if fields and m.num_experts % p.ep:
                 raise ConfigError(f"parallel.ep={p.ep} does not divide model.num_experts="
                                   f"{m.num_experts}")
             if (p.tp * p.cp * self.dp) % (p.ep * p.etp):
                 raise ConfigError(f"ep*etp={p.ep}*{p.etp} must divide tp*cp*dp="
                                   f"{p.tp}*{p.cp}*{self.dp} (experts are spread over those ranks)")
-            if m.expert_ffn_size % p.etp:
+            if fields and m.expert_ffn_size % p.etp:
                 raise ConfigError(f"expert_tensor_parallel_size={p.etp} does not divide "
                                   f"model.moe_ffn_hidden_size={m.expert_ffn_size}")
-            if p.tp > 1 and not p.sequence_parallel:
+            if fields and p.tp > 1 and not p.sequence_parallel:
                 raise ConfigError("MoE with tp > 1 needs parallel.sequence_parallel=true "
                                   "(as Megatron-core requires)")
 

@@ -39,9 +39,11 @@ PARALLEL_CACHE: dict[tuple[tuple[str, object], ...], ParallelConfig] = {}
 _PARALLELS_KEPT = 8192  # ~3.5 kB each with its key
 
 
-_PARALLEL_OF: dict[tuple, tuple[Base, ParallelConfig]] = {}
+_PARALLEL_OF: dict[tuple, tuple[Base, ParallelConfig, bool]] = {}
 """A candidate's fields but its GPU count and micro batch -> (the base it was built for, its
-parallel config): ``Candidate.to_config``'s lookup before :func:`_parallel`'s."""
+parallel config, whether a RunConfig of them was built: its field checks passed, so the other
+GPU counts' and micro batches' skip them, ``RunConfig.fields_checked``): ``Candidate.to_config``'s
+lookup before :func:`_parallel`'s."""
 
 
 def drop_parallels() -> None:
@@ -392,9 +394,13 @@ class Candidate:
         if hit is None or hit[0] is not base:
             if len(_PARALLEL_OF) >= _PARALLELS_KEPT:
                 _PARALLEL_OF.clear()
-            hit = _PARALLEL_OF[key] = (base, self._parallel_config(base))
-        return RunConfig(base.model, hit[1], base.training_for(m.micro_batch),
-                         base.cluster_for(m.num_gpus))
+            hit = _PARALLEL_OF[key] = (base, self._parallel_config(base), False)
+        training, cluster = base.training_for(m.micro_batch), base.cluster_for(m.num_gpus)
+        if hit[2]:  # a config of this parallel one and base built: its field checks passed
+            return RunConfig.fields_checked(base.model, hit[1], training, cluster)
+        cfg = RunConfig(base.model, hit[1], training, cluster)
+        _PARALLEL_OF[key] = (base, hit[1], True)
+        return cfg
 
     def _parallel_config(self, base: Base) -> ParallelConfig:
         """:meth:`to_config`'s parallel config (ConfigError if invalid)."""
