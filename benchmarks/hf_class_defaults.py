@@ -4,10 +4,13 @@ classes give the config.json fields trainsim reads, per model_type.
 ``python benchmarks/hf_class_defaults.py > src/trainsim/catalog/hf_defaults.py`` with the
 transformers release named in the output installed (the table was written with 5.24.0). A field
 is listed when its config class (a strict dataclass in transformers v5) declares it, trainsim's
-readers (``catalog/hf_config.py``, ``catalog/hf_families.py``) name it, and it is not one of the
-core sizes whose absence trainsim refuses (``hf_config.model_from_hf_config``: a hand-written
-file, not a class default of another size). A field typed without ``None`` rejects an explicit
-null in transformers (``StrictDataclassFieldValidationError``), so trainsim refuses it too.
+readers (``catalog/hf_config.py``, ``hf_families.py``, ``hf_biases.py``) name it, and it is not
+one of the core sizes whose absence trainsim refuses (``hf_config.model_from_hf_config``: a
+hand-written file, not a class default of another size). A field typed without ``None`` rejects
+an explicit null in transformers (``StrictDataclassFieldValidationError``), so trainsim refuses
+it too. Beside the defaults: ``READS``, which of the names trainsim reads for any family
+(``READ_KEYS``) each family's classes read at all (``reads``), and ``ROTARY``, the families with
+rotary positions (fuzz31).
 """
 
 from __future__ import annotations
@@ -25,12 +28,48 @@ FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3
             "cohere2", "gpt2", "starcoder2", "olmo", "olmo2", "gpt_oss", "stablelm", "granite",
             "llama4_text", "qwen3_next", "olmoe", "qwen3_5_text", "qwen3_5_moe_text", "exaone",
             "flex_olmo", "gpt_bigcode", "granitemoe", "helium", "minimax_m2", "olmo3", "opt",
-            "persimmon", "phimoe", "smollm3")
+            "persimmon", "phimoe", "smollm3", "glm4", "glm", "seed_oss")
 CORE = {"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "n_embd",
         "n_head", "n_layer", "d_model", "n_heads", "n_layers", "model_type"}
 SKIP = {"rope_parameters", "layer_types", "mlp_only_layers", "attn_config", "ffn_config",
         "text_config", "vision_config", "is_encoder_decoder"}
 ROOT = Path(__file__).resolve().parents[1] / "src" / "trainsim" / "catalog"
+READ_KEYS = ("num_key_value_heads", "head_dim", "intermediate_size", "n_inner", "ffn_dim",
+             "max_position_embeddings", "attention_dropout", "hidden_dropout", "attn_pdrop",
+             "resid_pdrop", "use_sliding_window", "max_window_layers", "sliding_window_pattern",
+             "attn_logit_softcapping", "swiglu_limit", "num_experts_per_tok", "moe_topk",
+             "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+             "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace", "q_lora_rank",
+             "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "attention_chunk_size",
+             "use_qk_norm", "attention_bias", "attention_out_bias", "mlp_bias", "qkv_bias",
+             "rms_norm_eps", "hidden_act", "activation_function", "use_parallel_residual",
+             "interleave_moe_layer_step", "intermediate_size_mlp", "full_attention_interval",
+             "qk_layernorm")
+"""The config.json names ``hf_config.model_from_hf_config`` reads for any family (its Llama-style
+reader), each of which a family's transformers classes may or may not read. The names with
+rules of their own stay out: ``kv_lora_rank`` (``hf_families.MLA_MODEL_TYPES``),
+``sliding_window`` (``hf_config.SLIDING_WINDOW_MODEL_TYPES``), the expert counts
+(``hf_families.EXPERT_COUNT_NAMES``) and ``num_nextn_predict_layers`` (MTP layers: the recipe's
+choice, no class builds them)."""
+
+
+def reads(cls: type) -> set[str]:
+    """The names ``cls`` and its family's modeling file read: the dataclass fields, the
+    ``attribute_map`` names, the ``kwargs.get("...")`` / ``kwargs.pop("...")`` of its
+    configuration file, and every ``config.NAME`` / ``getattr(config, "NAME"`` of
+    ``modeling_<family>.py`` beside it (a file's extra key becomes an attribute of the config
+    object, which a modeling file may read by ``getattr``)."""
+    import inspect
+
+    names = {f.name for f in dataclasses.fields(cls)} | set(getattr(cls, "attribute_map", {}))
+    conf = Path(inspect.getfile(cls))
+    names |= set(re.findall(r'kwargs\.(?:get|pop)\(\s*"(\w+)"', conf.read_text()))
+    modeling = conf.with_name(conf.name.replace("configuration_", "modeling_"))
+    if not modeling.exists():  # a configuration without transformers' modeling (remote code)
+        return set()
+    text = modeling.read_text()
+    names |= set(re.findall(r"config\.(\w+)", text))
+    return names | set(re.findall(r'getattr\(\s*(?:self\.)?config,\s*"(\w+)"', text))
 
 
 def nullable(tp: object) -> bool:
@@ -45,13 +84,20 @@ def main() -> None:
     from transformers import CONFIG_MAPPING
 
     read = set()
-    for name in ("hf_config.py", "hf_families.py"):
+    for name in ("hf_config.py", "hf_families.py", "hf_biases.py"):
         read |= set(re.findall(r'"([a-z_0-9]+)"', (ROOT / name).read_text()))
     required: dict[str, dict[str, object]] = {}
     optional: dict[str, dict[str, object]] = {}
     aliases: dict[str, dict[str, str]] = {}
+    fields: dict[str, list[str]] = {}
+    rotary: list[str] = []
     for kind in FAMILIES:
         cls = CONFIG_MAPPING[kind]
+        if {"rope_parameters", "rotary_dim"} & {f.name for f in dataclasses.fields(cls)}:
+            rotary.append(kind)
+        found = reads(cls)
+        if found:
+            fields[kind] = [k for k in READ_KEYS if k in found]
         if getattr(cls, "attribute_map", None):
             aliases[kind] = dict(cls.attribute_map)
         for f in dataclasses.fields(cls):
@@ -72,7 +118,12 @@ def main() -> None:
           'with a default that is not None: a missing field takes\nthe default, a null keeps '
           'its meaning (no window, no rank...).\n``ALIASES``: each class\'s ``attribute_map`` '
           '(another name -> the field it sets): a config.json\ngiving the field under another '
-          'name takes no default for it."""\n')
+          'name takes no default for it.\n``READS``: of ``READ_KEYS``, the names each family\'s '
+          'config class or modeling file reads\n(a family without transformers\' modeling code has '
+          'none listed); a name outside it in a file\nof that family sets nothing in transformers '
+          'and is ignored (``hf_families.unread``).\n``ROTARY``: the families whose config class '
+          'has ``rope_parameters`` or ``rotary_dim``: rotary\npositions, whether the file '
+          'writes a theta or not (Falcon\'s ALiBi is read apart)."""\n')
     print("from __future__ import annotations\n\nfrom typing import Any\n")
     print(f'TRANSFORMERS_VERSION = "{transformers.__version__}"\n')
     for name, table in (("NOT_NULL", required), ("NULLABLE", optional)):
@@ -99,7 +150,33 @@ def main() -> None:
             line = f'    "{kind}": {{' + f",\n{pad}".join(
                 f'"{a}": "{f}"' for a, f in aliases[kind].items()) + "},"
         print(line)
-    print("}")
+    print("}\n")
+    print("READ_KEYS = (" + _wrap([json.dumps(k) for k in READ_KEYS], 13) + ")\n")
+    print("READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {")
+    for kind in sorted(fields):
+        words = " ".join(fields[kind])
+        head = f'    "{kind}": '
+        lines, line = [], '"'
+        for w in words.split():
+            if len(head) + len(line) + len(w) + 3 > 99:
+                lines.append(line + ' "')
+                line = '"' + w
+            else:
+                line += ("" if line == '"' else " ") + w
+        lines.append(line + '",')
+        print(head + ("\n" + " " * len(head)).join(lines))
+    print("}.items()}\n")
+    print("ROTARY = frozenset({" + _wrap([json.dumps(k) for k in sorted(rotary)], 20) + "})")
+
+
+def _wrap(items: list[str], pad: int) -> str:
+    lines, line = [], ""
+    for item in items:
+        if line and pad + len(line) + len(item) + 2 > 99:
+            lines.append(line.rstrip())
+            line = ""
+        line += item + ", "
+    return ("\n" + " " * pad).join([*lines, line.rstrip().rstrip(",")])
 
 
 if __name__ == "__main__":

@@ -125,7 +125,8 @@ QWEN3_NEXT = {"model_type": "qwen3_next", "hidden_size": 2048, "intermediate_siz
     ({"full_attention_interval": None}, True),  # the widths alone: transformers' default 4
     ({"full_attention_interval": None, "linear_num_key_heads": None,
       "linear_conv_kernel_dim": None}, True),  # the model type alone: its class's default 4
-    ({"full_attention_interval": 1}, False),  # every layer full attention
+    # every layer full attention: still output-gated attention, refused since fuzz31
+    ({"full_attention_interval": 1}, False),
     ({"layer_types": ["full_attention"] * 48}, False),
 ])
 def test_qwen3_next_linear_attention_without_layer_types_is_refused(tmp_path, change, refused):
@@ -142,7 +143,8 @@ def test_qwen3_next_linear_attention_without_layer_types_is_refused(tmp_path, ch
         with pytest.raises(ConfigError, match="linear-attention layers"):
             model_from_hf_config(path)
     else:
-        assert model_from_hf_config(path).num_layers == 48
+        with pytest.raises(ConfigError, match="gates each attention output"):
+            model_from_hf_config(path)
 
 
 def test_a_large_yaml_is_refused_at_once_not_parsed_for_minutes(tmp_path):

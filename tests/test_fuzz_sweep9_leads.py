@@ -125,8 +125,12 @@ def test_every_left_out_field_reads_as_the_class_default(tmp_path):
     pytest.importorskip("transformers")
     from transformers import AutoConfig
     differ = []
-    for kind in sorted(set(NOT_NULL) | set(NULLABLE)):
+    from trainsim.catalog.hf_families import LINEAR_INTERVAL_TYPES
+    for kind in sorted((set(NOT_NULL) | set(NULLABLE)) - LINEAR_INTERVAL_TYPES):
+        # (Qwen3-Next and Qwen3.5 are refused whole since fuzz31: gated attention)
         made = _attention_only(AutoConfig.for_model(kind).to_dict())
+        if made.get("num_experts_per_tok", 0) is None:  # DeepSeek-V2's class has no top-k
+            made["num_experts_per_tok"] = 6
         with pytest.warns() if "text_config" in made else _nothing():
             full = _model(tmp_path, made)
         for key in {**NOT_NULL.get(kind, {}), **NULLABLE.get(kind, {})}:

@@ -9,7 +9,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from trainsim.catalog import hf_families
+from trainsim.catalog import hf_biases, hf_families
+from trainsim.catalog.hf_defaults import ROTARY
 from trainsim.config import ModelConfig
 from trainsim.config._build import build, suggest
 from trainsim.config.safe_load import parse, read_text
@@ -42,49 +43,6 @@ WRITTEN_AS = {
 """The config.json keys each ModelConfig field is read from (the first present wins), so a
 refusal of the model built from a file names the key the file writes (``num_hidden_layers``,
 not ``model.num_layers``)."""
-
-
-QKV_BIAS_MODEL_TYPES = ("qwen2", "qwen2_moe", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl",
-                        "qwen2_5_vl_text")
-"""Families whose Q, K and V projections have biases and whose output projection and MLP have
-none, whatever ``attention_bias`` says (their configs name none): ``Qwen2Attention`` builds
-q/k/v_proj with ``bias=True`` and o_proj with ``bias=False``, ``Qwen2MLP`` its three
-projections with ``bias=False`` (transformers 5.24.0 models/qwen2/modeling_qwen2.py lines 41-43,
-181-184; the same in qwen2_vl/modeling_qwen2_vl.py 461-463, 504-507 and qwen2_5_vl 556-558,
-625-628); Qwen2-MoE's q/k/v follow ``qkv_bias`` (``Qwen2MoeConfig.qkv_bias: bool = True``,
-modeling_qwen2_moe.py 222-225)."""
-
-
-UNBIASED_OUT_MODEL_TYPES = ("glm4", "glm4_moe")
-"""Families whose ``attention_bias`` switches the Q, K and V projections only: GLM-4 and
-GLM-4.5 build o_proj with ``bias=False`` (transformers 5.24.0 modeling_glm4.py line 220,
-modeling_glm4_moe.py line 197)."""
-
-
-def _linear_biases(cfg: dict[str, Any], default: bool, where: str) -> dict[str, bool]:
-    """The model's bias fields from ``attention_bias`` (Q, K, V and the output projection:
-    transformers' Llama, Mistral, Gemma ... build all four with ``bias=config.attention_bias``)
-    and ``mlp_bias`` (Llama's ``LlamaMLP`` gate/up/down_proj ``bias=config.mlp_bias``), or the
-    family's fixed biases (``QKV_BIAS_MODEL_TYPES``, ``UNBIASED_OUT_MODEL_TYPES``); a key the
-    file leaves out takes ``default``, except ``mlp_bias`` beside an ``attention_bias``, which
-    is off as transformers reads it. ``add_bias_linear`` is set when all three groups agree, else off with the
-    groups that have biases switched on one by one (``add_qkv_bias``, ``add_proj_bias``,
-    ``add_mlp_bias``)."""
-    kind = str(cfg.get("model_type") or "")
-    if kind in QKV_BIAS_MODEL_TYPES:
-        qkv = hf_families.flag(cfg, "qkv_bias", True, where) if kind == "qwen2_moe" else True
-        attention, proj, mlp = qkv, False, False
-    else:
-        attention = hf_families.flag(cfg, "attention_bias", default, where)
-        proj = attention and kind not in UNBIASED_OUT_MODEL_TYPES
-        # a family that reads attention_bias builds its MLP from mlp_bias alone (LlamaConfig
-        # mlp_bias=False; Qwen3, Gemma, OLMo, GLM: no MLP bias), whatever attention_bias says
-        mlp = hf_families.flag(cfg, "mlp_bias", False if cfg.get("attention_bias") is not None
-                               else default, where)
-    if attention == proj == mlp:
-        return {"add_bias_linear": attention}
-    groups = {"add_qkv_bias": attention, "add_proj_bias": proj, "add_mlp_bias": mlp}
-    return {"add_bias_linear": False, **{k: True for k, v in groups.items() if v}}
 
 
 def text_model(cfg: dict[str, Any], path: Path) -> tuple[dict[str, Any], str]:
@@ -193,19 +151,28 @@ it (``ModelConfig.post_sublayer_norm``)."""
 
 
 QK_NORM_MODEL_TYPES = ("gemma3", "gemma3_text", "qwen3", "qwen3_moe", "olmo2", "olmo3",
-                       "olmoe")
+                       "olmoe", "flex_olmo", "minimax_m2")
 """Model types whose attention norms the queries and keys whatever the config.json says
 (transformers 5.24.0 modeling_gemma3.py lines 310-311, modeling_qwen3.py lines 229-230,
 modeling_qwen3_moe.py lines 147-148, modeling_olmo2.py lines 213-214, modeling_olmo3.py lines
-162-163, modeling_olmoe.py lines 222-223); GLM-4.5's config.json says so by ``use_qk_norm``
-(configuration_glm4_moe.py, default False), as does Command R+ (model type cohere)."""
+162-163, modeling_olmoe.py lines 222-223, modeling_flex_olmo.py lines 225-226,
+modeling_minimax_m2.py lines 292-293; FlexOlmo and MiniMax-M2 read without them before, fuzz31);
+GLM-4.5's config.json says so by ``use_qk_norm`` (configuration_glm4_moe.py, default False), as
+does Command R+ (model type cohere), and Persimmon, Phi and StableLM by ``qk_layernorm``
+(PersimmonConfig default True, PhiConfig and StableLmConfig False: ``PersimmonAttention`` and
+``PhiAttention`` build ``nn.LayerNorm(head_dim)`` q/k norms, modeling_persimmon.py lines 204-213,
+modeling_phi.py lines 169-176; ``StableLmAttention`` one bias-free LayerNorm per head,
+``StableLmLayerNormPerHead``, modeling_stablelm.py lines 156-161 and 244-249, read as the full
+span with the model's LayerNorm bias: +(q + kv width) a layer; all read without them before)."""
 
 
-QK_NORM_FULL_MODEL_TYPES = ("olmo2", "olmo3", "olmoe", "cohere")
+QK_NORM_FULL_MODEL_TYPES = ("olmo2", "olmo3", "olmoe", "cohere", "flex_olmo", "minimax_m2",
+                            "stablelm")
 """Model types whose q/k norms weigh each element of the whole query and key widths
 (``ModelConfig.qk_norm_span`` "full"): OLMo 2/3's ``Olmo2RMSNorm(num_attention_heads *
 head_dim)`` and ``(num_key_value_heads * head_dim)`` (modeling_olmo2.py lines 213-214,
-modeling_olmo3.py lines 162-163), OLMoE's over ``hidden_size`` and its key share
+modeling_olmo3.py lines 162-163; FlexOlmo and MiniMax-M2 the same, modeling_flex_olmo.py
+lines 225-226, modeling_minimax_m2.py lines 292-293), OLMoE's over ``hidden_size`` and its key share
 (modeling_olmoe.py lines 222-223), Command R+'s ``CohereLayerNorm((num_heads, head_dim))`` and
 ``((num_key_value_heads, head_dim))`` (modeling_cohere.py lines 231-236: normed per head,
 a weight per element, no bias)."""
@@ -316,7 +283,10 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         max_position_embeddings=get("max_position_embeddings", "n_positions", default=2048),
         activation="swiglu" if gated else "gelu",
         normalization="rmsnorm" if "rms_norm_eps" in cfg else "layernorm",
-        position_embedding="rope" if ("rope_theta" in cfg or gated) else "learned",
+        # a family whose class has rope_parameters is rotary with or without a written theta
+        # (a GPT-NeoX, Phi, Persimmon or StarCoder2 file without one read as a learned table)
+        position_embedding="rope" if ("rope_theta" in cfg or gated or model_type in ROTARY)
+        else "learned",
         tied_embeddings=hf_families.flag(cfg, "tie_word_embeddings", not gated or model_type
                                          in GATED_MODEL_TYPES + TIED_MODEL_TYPES, where),
         attention_dropout=get("attention_dropout", "attn_pdrop", default=0.0),
@@ -339,12 +309,13 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         # (modeling_llama4.py Llama4TextL2Norm): an elementwise op, not priced
         qk_layernorm=model_type in QK_NORM_MODEL_TYPES or (
             not model_type.startswith("llama4")
-            and hf_families.flag(cfg, "use_qk_norm", False, where)),
+            and hf_families.flag(cfg, "use_qk_norm", False, where)) or (
+            hf_families.flag(cfg, "qk_layernorm", False, where)),
         qk_norm_span="full" if model_type in QK_NORM_FULL_MODEL_TYPES else "head",
         norm_bias=model_type not in NORM_WITHOUT_BIAS_MODEL_TYPES,
         attention_chunk_size=_chunk_size(cfg, where),
     )
-    fields.update(_linear_biases(cfg, not gated, where))
+    fields.update(hf_biases.linear_biases(cfg, not gated, where))
     fields.update(_falcon_fields(cfg, model_type, where))
     if model_type in PARALLEL_BLOCK_MODEL_TYPES:
         fields.update(parallel_block=True, parallel_block_norms=1)
@@ -366,6 +337,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             fields["window_attn_skip_freq"] = period
     experts = hf_families.expert_count(cfg, where)  # the family's own name only
     if experts:  # Mixtral / Qwen-MoE / DeepSeek-style routed experts
+        _router_topk(cfg, model_type, where)
         shared = get("shared_expert_intermediate_size")
         sparse_step = ("decoder_sparse_step",) if model_type in hf_families.SPARSE_STEP_TYPES \
             or not hf_families.known_family(model_type) else ()  # Qwen-MoE's field only
@@ -391,6 +363,21 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
     except ConfigError as exc:
         raise ConfigError(f"{where}: {as_written(str(exc), cfg)}") from None
+
+
+def _router_topk(cfg: dict[str, Any], kind: str, where: str) -> None:
+    """Refuse a routed MoE file without a top-k whose known family's config class has no
+    default for it: DeepseekV2Config ``num_experts_per_tok: int | None = None`` (transformers
+    5.24.0 configuration_deepseek_v2.py), which its router cannot run with; read as top-2
+    before, silently. Other families take their class default (``hf_defaults``) or top-2."""
+    if cfg.get("num_experts_per_tok", cfg.get("moe_topk")) is not None \
+            or not hf_families.known_family(kind) \
+            or "num_experts_per_tok" in {**hf_families.NOT_NULL.get(kind, {}),
+                                         **hf_families.NULLABLE.get(kind, {})}:
+        return
+    raise ConfigError(f"{where}: no num_experts_per_tok: {kind}'s config class in transformers "
+                      f"{hf_families.TRANSFORMERS_VERSION} has no default for it (None) and "
+                      "its router needs one; give the number of experts each token is routed to")
 
 
 def _rope_type(cfg: dict[str, Any]) -> str:

@@ -7,7 +7,12 @@ explicit null is refused (transformers raises ``StrictDataclassFieldValidationEr
 ``NULLABLE``: fields typed ``... | None`` with a default that is not None: a missing field takes
 the default, a null keeps its meaning (no window, no rank...).
 ``ALIASES``: each class's ``attribute_map`` (another name -> the field it sets): a config.json
-giving the field under another name takes no default for it."""
+giving the field under another name takes no default for it.
+``READS``: of ``READ_KEYS``, the names each family's config class or modeling file reads
+(a family without transformers' modeling code has none listed); a name outside it in a file
+of that family sets nothing in transformers and is ignored (``hf_families.unread``).
+``ROTARY``: the families whose config class has ``rope_parameters`` or ``rotary_dim``: rotary
+positions, whether the file writes a theta or not (Falcon's ALiBi is read apart)."""
 
 from __future__ import annotations
 
@@ -54,6 +59,11 @@ NOT_NULL: dict[str, dict[str, Any]] = {
     "gemma3_text": {"intermediate_size": 9216, "num_key_value_heads": 4, "head_dim": 256,
                    "max_position_embeddings": 131072, "rms_norm_eps": 1e-06,
                    "tie_word_embeddings": True, "attention_bias": False},
+    "glm": {"intermediate_size": 13696, "hidden_act": "silu", "max_position_embeddings": 131072,
+           "rms_norm_eps": 1.5625e-07, "tie_word_embeddings": False, "attention_bias": True},
+    "glm4": {"intermediate_size": 13696, "num_key_value_heads": 2, "head_dim": 128,
+            "hidden_act": "silu", "attention_dropout": 0.0, "max_position_embeddings": 131072,
+            "rms_norm_eps": 1.5625e-07, "tie_word_embeddings": False, "attention_bias": True},
     "glm4_moe": {"intermediate_size": 10944, "num_key_value_heads": 8, "hidden_act": "silu",
                 "max_position_embeddings": 131072, "rms_norm_eps": 1e-05,
                 "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0,
@@ -121,9 +131,9 @@ NOT_NULL: dict[str, dict[str, Any]] = {
            "activation_function": "relu", "tie_word_embeddings": True},
     "persimmon": {"intermediate_size": 16384, "hidden_act": "relu2",
                  "max_position_embeddings": 16384, "tie_word_embeddings": False,
-                 "hidden_dropout": 0.0, "attention_dropout": 0.0},
+                 "qk_layernorm": True, "hidden_dropout": 0.0, "attention_dropout": 0.0},
     "phi": {"intermediate_size": 8192, "resid_pdrop": 0.0, "hidden_act": "gelu_new",
-           "max_position_embeddings": 2048, "tie_word_embeddings": False},
+           "max_position_embeddings": 2048, "tie_word_embeddings": False, "qk_layernorm": False},
     "phi3": {"intermediate_size": 8192, "resid_pdrop": 0.0, "attention_dropout": 0.0,
             "hidden_act": "silu", "max_position_embeddings": 4096, "rms_norm_eps": 1e-05,
             "tie_word_embeddings": False},
@@ -139,7 +149,7 @@ NOT_NULL: dict[str, dict[str, Any]] = {
                  "tie_word_embeddings": False, "use_sliding_window": False,
                  "max_window_layers": 28, "attention_dropout": 0.0, "decoder_sparse_step": 1,
                  "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
-                 "num_experts_per_tok": 4, "num_experts": 60},
+                 "num_experts_per_tok": 4, "num_experts": 60, "qkv_bias": True},
     "qwen3": {"intermediate_size": 22016, "head_dim": 128, "hidden_act": "silu",
              "max_position_embeddings": 32768, "rms_norm_eps": 1e-06, "tie_word_embeddings": False,
              "attention_bias": False, "use_sliding_window": False, "max_window_layers": 28,
@@ -171,12 +181,17 @@ NOT_NULL: dict[str, dict[str, Any]] = {
                   "linear_num_value_heads": 32, "decoder_sparse_step": 1,
                   "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
                   "num_experts_per_tok": 10, "num_experts": 512},
+    "seed_oss": {"intermediate_size": 27648, "hidden_act": "silu",
+                "max_position_embeddings": 524288, "rms_norm_eps": 1e-06,
+                "tie_word_embeddings": False, "attention_bias": True, "attention_out_bias": False,
+                "attention_dropout": 0.1, "mlp_bias": False},
     "smollm3": {"intermediate_size": 11008, "hidden_act": "silu", "max_position_embeddings": 32768,
                "rms_norm_eps": 1e-06, "use_sliding_window": False, "attention_bias": False,
                "attention_dropout": 0.0, "mlp_bias": False, "tie_word_embeddings": True},
     "stablelm": {"intermediate_size": 6912, "num_key_value_heads": 32, "hidden_act": "silu",
                 "max_position_embeddings": 4096, "tie_word_embeddings": False,
-                "use_parallel_residual": False, "hidden_dropout": 0.0, "attention_dropout": 0.0},
+                "qk_layernorm": False, "use_parallel_residual": False, "hidden_dropout": 0.0,
+                "attention_dropout": 0.0},
     "starcoder2": {"intermediate_size": 12288, "num_key_value_heads": 2,
                   "hidden_act": "gelu_pytorch_tanh", "max_position_embeddings": 4096,
                   "attention_dropout": 0.0, "tie_word_embeddings": True},
@@ -197,6 +212,7 @@ NULLABLE: dict[str, dict[str, Any]] = {
     "flex_olmo": {"attention_dropout": 0.0},
     "gemma2": {"attention_dropout": 0.0, "sliding_window": 4096, "attn_logit_softcapping": 50.0},
     "gemma3_text": {"attention_dropout": 0.0, "sliding_window": 4096},
+    "glm": {"num_key_value_heads": 2, "head_dim": 128, "attention_dropout": 0.0},
     "gpt_oss": {"sliding_window": 128},
     "granitemoe": {"attention_dropout": 0.0, "num_local_experts": 8, "num_experts_per_tok": 2},
     "llama": {"attention_dropout": 0.0},
@@ -208,6 +224,7 @@ NULLABLE: dict[str, dict[str, Any]] = {
     "qwen2_moe": {"num_key_value_heads": 16, "sliding_window": 4096},
     "qwen3": {"num_key_value_heads": 32, "sliding_window": 4096},
     "qwen3_moe": {"sliding_window": 4096},
+    "seed_oss": {"num_key_value_heads": 8, "head_dim": 128},
     "smollm3": {"num_key_value_heads": 4},
 }
 
@@ -250,3 +267,139 @@ ALIASES: dict[str, dict[str, str]] = {
     "olmoe": {"num_local_experts": "num_experts"},
     "qwen3_moe": {"num_experts": "num_local_experts"},
 }
+
+READ_KEYS = ("num_key_value_heads", "head_dim", "intermediate_size", "n_inner", "ffn_dim",
+             "max_position_embeddings", "attention_dropout", "hidden_dropout", "attn_pdrop",
+             "resid_pdrop", "use_sliding_window", "max_window_layers", "sliding_window_pattern",
+             "attn_logit_softcapping", "swiglu_limit", "num_experts_per_tok", "moe_topk",
+             "moe_intermediate_size", "shared_expert_intermediate_size", "n_shared_experts",
+             "decoder_sparse_step", "moe_layer_freq", "first_k_dense_replace", "q_lora_rank",
+             "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "attention_chunk_size",
+             "use_qk_norm", "attention_bias", "attention_out_bias", "mlp_bias", "qkv_bias",
+             "rms_norm_eps", "hidden_act", "activation_function", "use_parallel_residual",
+             "interleave_moe_layer_step", "intermediate_size_mlp", "full_attention_interval",
+             "qk_layernorm")
+
+READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
+    "bitnet": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+              "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "codegen": "n_inner max_position_embeddings attn_pdrop resid_pdrop activation_function",
+    "cohere": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+              "attention_dropout use_qk_norm attention_bias hidden_act",
+    "cohere2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout sliding_window_pattern attention_bias hidden_act",
+    "dbrx": "head_dim max_position_embeddings attn_pdrop resid_pdrop",
+    "deepseek_v2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                   "attention_dropout num_experts_per_tok moe_intermediate_size n_shared_experts "
+                   "first_k_dense_replace q_lora_rank qk_nope_head_dim qk_rope_head_dim "
+                   "v_head_dim attention_bias mlp_bias rms_norm_eps hidden_act",
+    "deepseek_v3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                   "attention_dropout num_experts_per_tok moe_intermediate_size n_shared_experts "
+                   "first_k_dense_replace q_lora_rank qk_nope_head_dim qk_rope_head_dim "
+                   "v_head_dim attention_bias rms_norm_eps hidden_act",
+    "falcon": "head_dim max_position_embeddings attention_dropout hidden_dropout",
+    "flex_olmo": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                 "attention_dropout num_experts_per_tok attention_bias rms_norm_eps hidden_act",
+    "gemma": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "gemma2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+              "attention_dropout attn_logit_softcapping attention_bias rms_norm_eps",
+    "gemma3_text": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                   "attention_dropout sliding_window_pattern attn_logit_softcapping "
+                   "attention_bias rms_norm_eps",
+    "glm": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+           "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "glm4": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+            "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "glm4_moe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                "attention_dropout num_experts_per_tok moe_intermediate_size n_shared_experts "
+                "first_k_dense_replace use_qk_norm attention_bias rms_norm_eps hidden_act",
+    "gpt2": "n_inner max_position_embeddings hidden_dropout attn_pdrop resid_pdrop "
+            "activation_function",
+    "gpt_bigcode": "n_inner max_position_embeddings hidden_dropout attn_pdrop resid_pdrop "
+                   "activation_function",
+    "gpt_neox": "head_dim intermediate_size max_position_embeddings attention_dropout "
+                "hidden_dropout attention_bias hidden_act use_parallel_residual",
+    "gpt_oss": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout swiglu_limit num_experts_per_tok attention_bias rms_norm_eps "
+               "hidden_act",
+    "gptj": "n_inner max_position_embeddings attn_pdrop resid_pdrop activation_function",
+    "granite": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout attention_bias mlp_bias rms_norm_eps hidden_act",
+    "granitemoe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout num_experts_per_tok attention_bias rms_norm_eps hidden_act",
+    "helium": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+              "attention_dropout attention_bias mlp_bias rms_norm_eps hidden_act",
+    "llama": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout attention_bias mlp_bias rms_norm_eps hidden_act",
+    "llama4_text": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                   "attention_dropout num_experts_per_tok attention_chunk_size use_qk_norm "
+                   "attention_bias rms_norm_eps hidden_act interleave_moe_layer_step "
+                   "intermediate_size_mlp",
+    "minimax_m2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout num_experts_per_tok rms_norm_eps hidden_act",
+    "mistral": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout rms_norm_eps hidden_act",
+    "mixtral": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout num_experts_per_tok rms_norm_eps hidden_act",
+    "mpt": "hidden_dropout resid_pdrop",
+    "olmo": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+            "attention_dropout attention_bias hidden_act",
+    "olmo2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "olmo3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "olmoe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout num_experts_per_tok attention_bias rms_norm_eps hidden_act",
+    "opt": "ffn_dim max_position_embeddings attention_dropout activation_function",
+    "persimmon": "head_dim intermediate_size max_position_embeddings attention_dropout "
+                 "hidden_dropout hidden_act qk_layernorm",
+    "phi": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+           "attention_dropout resid_pdrop hidden_act qk_layernorm",
+    "phi3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+            "attention_dropout resid_pdrop rms_norm_eps hidden_act",
+    "phimoe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+              "attention_dropout num_experts_per_tok attention_bias rms_norm_eps hidden_act",
+    "qwen2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout use_sliding_window max_window_layers rms_norm_eps hidden_act",
+    "qwen2_moe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                 "attention_dropout use_sliding_window max_window_layers num_experts_per_tok "
+                 "moe_intermediate_size shared_expert_intermediate_size decoder_sparse_step "
+                 "qkv_bias rms_norm_eps hidden_act",
+    "qwen3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout use_sliding_window max_window_layers attention_bias rms_norm_eps "
+             "hidden_act",
+    "qwen3_5_moe_text": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                        "attention_dropout num_experts_per_tok moe_intermediate_size "
+                        "shared_expert_intermediate_size attention_bias rms_norm_eps hidden_act "
+                        "full_attention_interval",
+    "qwen3_5_text": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                    "attention_dropout attention_bias rms_norm_eps hidden_act "
+                    "full_attention_interval",
+    "qwen3_moe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                 "attention_dropout use_sliding_window num_experts_per_tok moe_intermediate_size "
+                 "decoder_sparse_step attention_bias rms_norm_eps hidden_act",
+    "qwen3_next": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout num_experts_per_tok moe_intermediate_size "
+                  "shared_expert_intermediate_size decoder_sparse_step attention_bias "
+                  "rms_norm_eps hidden_act full_attention_interval",
+    "seed_oss": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                "attention_dropout attention_bias attention_out_bias mlp_bias rms_norm_eps "
+                "hidden_act",
+    "smollm3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout use_sliding_window attention_bias mlp_bias rms_norm_eps "
+               "hidden_act",
+    "stablelm": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                "attention_dropout hidden_dropout hidden_act use_parallel_residual qk_layernorm",
+    "starcoder2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout hidden_act",
+}.items()}
+
+ROTARY = frozenset({"bitnet", "codegen", "cohere", "cohere2", "dbrx", "deepseek_v2",
+                    "deepseek_v3", "exaone", "falcon", "flex_olmo", "gemma", "gemma2",
+                    "gemma3_text", "glm", "glm4", "glm4_moe", "gpt_neox", "gpt_oss", "gptj",
+                    "granite", "granitemoe", "helium", "llama", "llama4_text", "minimax_m2",
+                    "mistral", "mixtral", "olmo", "olmo2", "olmo3", "olmoe", "persimmon", "phi",
+                    "phi3", "phimoe", "qwen2", "qwen2_moe", "qwen3", "qwen3_5_moe_text",
+                    "qwen3_5_text", "qwen3_moe", "qwen3_next", "seed_oss", "smollm3", "stablelm",
+                    "starcoder2"})

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainsim.catalog import hf_kinds
+from trainsim.catalog import hf_kinds, hf_unread
 from trainsim.catalog.hf_defaults import ALIASES, NOT_NULL, NULLABLE, TRANSFORMERS_VERSION
 from trainsim.config._build import switch
 from trainsim.errors import ConfigError
@@ -77,7 +77,13 @@ LINEAR_ATTENTION_KEYS = ("linear_conv_kernel_dim", "linear_num_key_heads",
 list holds linear-attention layers (the hub's Qwen3-Next-80B-A3B file lists none)."""
 LINEAR_INTERVAL_TYPES = frozenset({"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"})
 """Model types whose config class makes every layer but each 4th linear attention when the file
-gives neither ``layer_types`` nor ``full_attention_interval``."""
+gives neither ``layer_types`` nor ``full_attention_interval``. Their full-attention layers are
+output-gated whatever the file says: ``Qwen3NextAttention`` builds ``q_proj`` for
+``num_attention_heads * head_dim * 2`` outputs, splits query and gate, and multiplies the
+attention output by ``sigmoid(gate)`` before ``o_proj``, with per-head ``q_norm`` / ``k_norm``
+(transformers 5.24.0 modeling_qwen3_next.py lines 241-301; Qwen3.5's text models the same). A
+file of full-attention layers only was read as plain attention: -4.2 % parameters of the
+default Qwen3.5 text model, its query GEMM half priced (fuzz31); refused instead."""
 UNREAD_MOE_KEYS = ("moe_num_experts", "num_experts_per_token", "moe_k", "num_shared_experts",
                    "moe_num_shared_experts", "num_dense_layers", "moe_layer_start_index",
                    "moe_layer_interval", "expert_layer_period", "expert_ffn_hidden_size",
@@ -477,7 +483,11 @@ def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, A
     # llm-foundry MPTConfig.__init__: alibi or rope turns learned_pos_emb off; MPTModel builds
     # the wpe table ``if self.learned_pos_emb`` (default true). transformers' MptModel always
     # adds ALiBi (modeling_mpt.py ``build_mpt_alibi_tensor``), the MPT checkpoints' setting.
-    alibi, rope = (flag(attn, k, False, where, "attn_config.") for k in ("alibi", "rope"))
+    # a missing alibi takes MptAttentionConfig's default, true (transformers 5.24.0
+    # configuration_mpt.py), unless llm-foundry's rope is on; llm-foundry's own default, false,
+    # made a file without attn_config a learned position table (fuzz31)
+    rope = flag(attn, "rope", False, where, "attn_config.")
+    alibi = flag(attn, "alibi", not rope, where, "attn_config.")
     learned = flag(cfg, "learned_pos_emb", True, where)
     if alibi:
         fields["position_embedding"] = "alibi"
@@ -524,6 +534,10 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
                           "layers between the full-attention ones (Qwen3-Next's Gated DeltaNet: "
                           "every layer but each full_attention_interval-th, default 4); trainsim "
                           "models softmax-attention layers only")
+    if kind in LINEAR_INTERVAL_TYPES:  # all layers full attention: still gated (docstring)
+        raise ConfigError(f"{where}: model_type {kind!r} gates each attention output by the "
+                          "query's other half (q_proj twice as wide, sigmoid(gate) x attention) "
+                          "and norms q and k per head; trainsim does not model the gate")
     ssm = sorted(k for k in cfg if k.startswith(STATE_SPACE_PREFIXES))
     if ssm:
         raise ConfigError(f"{where}: {ssm[0]} describes state-space (Mamba) layers; trainsim "
@@ -540,8 +554,10 @@ def _not_modelled(cfg: dict[str, Any], where: str) -> None:
 
 def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     """``cfg`` with a family's fields under the names ``model_from_hf_config`` reads, after
-    refusing the structures it does not model (ConfigError naming the field)."""
+    refusing the structures it does not model (ConfigError naming the field) and dropping the
+    names the family does not read (``hf_unread.unread``)."""
     decoder_only(cfg, where)
+    cfg = hf_unread.unread(cfg, where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")
