@@ -14,7 +14,8 @@ under-prediction alike). Search: golden section on [0, 0.2]. ``--algos`` names t
 that pay the cost (``scale_terms.FABRIC_SCALE_ALGOS``, default: the module's); ``--no-fit``
 reports the module's value only. The whole file's MAPE (comparable rows) is printed at 0 and at
 the fitted value. Rows with ``fabric = efa`` are left out: ``--efa`` fits
-``scale_terms.EFA_HOP_US`` and ``EFA_BW_SHARE`` on them alone (``fit_efa``).
+``scale_terms.EFA_HOP_US`` and ``EFA_BW_SHARE`` on their all_reduce rows alone, the others
+held out (``fit_efa``).
 """
 
 from __future__ import annotations

@@ -106,10 +106,12 @@ step of a ring or tree waits longer than on InfiniBand. Fitted by ``benchmarks/f
 --efa`` (mean |ln(predicted/measured)|) on the rows of benchmarks/collectives_published.csv with
 ``fabric = efa`` only: AWS p5.48xlarge nccl-tests all_reduce on 2-32 nodes, 32 MiB to 8 GiB
 (crazyguitar/aws-gpu-communication-benchmark @ 4fdb5a4f, 45 rows): MAPE 71.8 -> 11.7 %; each
-node count predicted by a fit on the others 9.2-22.9 % (2026-11-26). The busbw ramp those rows
+node count predicted by a fit on the others 9.2-22.9 % (2026-11-26); held out, the same study's
+alltoall_perf rows (35, 2-32 nodes, 32 MiB-2 GiB) 26.4 % as InfiniBand, 16.9 % with it (31st
+session). The busbw ramp those rows
 show (half of 8 GiB's busbw at 64 MiB on 2 nodes, 512 MiB on 32; the InfiniBand model passes
-it below 32 MiB) is this hop: the NVLS+tree all_reduce the model picks pays 2 ceil(log2(nodes)). One source, one collective:
-the split between this and ``EFA_BW_SHARE`` is fitted, not measured apart. A cluster with
+it below 32 MiB) is this hop: the NVLS+tree all_reduce the model picks pays 2 ceil(log2(nodes)). One source, fitted on one
+collective: the split between this and ``EFA_BW_SHARE`` is fitted, not measured apart. A cluster with
 ``cluster.fabric: efa`` pays it, never a framework profile."""
 
 EFA_BW_SHARE = 0.835
