@@ -63,6 +63,22 @@ thread cannot cover the memory latency (Little's law). Fitted by ``benchmarks/fi
 to vidur's A100 and H100 profiles of those kernels and the H100 file's eager chunked SwiGLU and
 eager RMSNorm rows (their held-out sources and families excluded)."""
 LAUNCH_S = 3e-6
+COLD_CALL_S = 3.2e-6
+"""What a kernel benchmark that times one call at a time with a cold L2 adds to that call
+(``triton.testing.do_bench``: a 256 MiB ``cache.zero_()`` on the same stream before every
+timed call, then CUDA events around the one call; nvbench's cold "GPU Time": the L2 flushed
+before each sample, events around one launch held behind a blocking kernel): the first
+kernel's ramp from an idle GPU, the write-back of the L2 lines the flush left dirty, and the
+events' own resolution, over the ``LAUNCH_S`` a kernel in a stream of kernels costs. NVIDIA's
+nvbench tables of ``cub::DeviceTransform`` on B200 show both conditions on the same kernels
+(NVIDIA/cccl #7391): an fp16 add over 2^16 elements takes 6.17 us cold and 2.00 us batched
+(launches back to back), over 2^20 8.18 / 2.60 us, and a cold series over 6 MB-1.6 GB has an
+intercept of +7.9 us at 0.90 of HBM. A training step runs its kernels back to back, so a
+simulation never reads it; the kernels validator adds it once to a row whose source or note
+names such a harness (``validate.kernels.COLD_CALL``). Fitted by
+``benchmarks/fit_cold_call.py`` to the seven cold nvbench rows of
+``benchmarks/kernels_memory_published.csv`` alone; held out: every do_bench row (Liger-Kernel's
+A100 and H100 rows of the shared file, quack's H100 clones)."""
 TILE = 128
 GEMM_TILE_OVERHEAD_K = 219
 """Fixed cost of one output tile (prologue: pipeline fill; epilogue: convert and store C), in
