@@ -181,9 +181,10 @@ def test_megatron_swiglu_compiled_over_a_symbolic_width_loads_one_element_at_a_t
     gate and up, write the product); recompiled at a new width with that width symbolic, its
     loads of the ``chunk`` halves cannot be vectorized, so it runs at the scalar-load rate:
     time = 3e n / (SCALAR_HBM_EFFICIENCY x HBM bandwidth) + one launch. Liger-Kernel's H100
-    sweep of it (widths 1024-32768 in one process) is within 10 % (priced as a vectorized
-    pass: 35 % too fast from the second width on); its first width, compiled static, runs at
-    the vectorized rate and is the sweep's one miss (+33 %)."""
+    sweep of it (widths 1024-32768 in one process; do_bench, so each row also carries
+    ``COLD_CALL_S``) is within 11 % (priced as a vectorized pass: 35 % too fast from the second
+    width on), its symbolic widths within 5 %; its first width, compiled static, runs at the
+    vectorized rate and is the sweep's one miss (+33 % without the cold call, +47 % with it)."""
     from trainsim.catalog import gpu
     from trainsim.compute import RooflineModel
     from trainsim.compute.roofline import LAUNCH_S, SCALAR_HBM_EFFICIENCY
@@ -197,7 +198,7 @@ def test_megatron_swiglu_compiled_over_a_symbolic_width_loads_one_element_at_a_t
     rows = published_rows("swiglu-bf16-t8192")
     rows = [r for r in rows if r["id"].endswith("-megatron")]
     assert len(rows) == 6
-    assert mape(rows) <= 0.10
+    assert mape(rows) <= 0.11
     assert mape([r for r in rows if "-f1024-" not in r["id"]]) <= 0.05
 
 
