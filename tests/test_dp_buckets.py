@@ -70,6 +70,33 @@ def test_profiles_select_the_bucketing_of_their_optimizer():
     assert core.defaults["ddp_bucket_size"] is None
 
 
+def test_megatron_lm_buckets_the_first_chunk_from_its_ddp_rewrite():
+    """Megatron-LM's DDP turns bucketing off on pipeline ranks > 0 and for model chunks after the
+    first from 3f554d97f1 (2023-10-24): its runs bucket as Megatron-core 0.7 does, so the
+    parameter gathers of --overlap-param-gather (2023-11-17) go bucket by bucket; before that
+    merge every chunk was bucketed."""
+    assert framework_profile("megatron-lm", "2023-10").defaults.get("dp_buckets") is None
+    for version in ("2023-10-24", "2023-12", "2024-06"):
+        assert framework_profile("megatron-lm", version).defaults["dp_buckets"] == "first_chunk"
+
+
+def test_the_megatron_lm_rule_is_the_one_in_its_source():
+    """Where the Megatron-LM mirror is at hand: get_model's disable_bucketing for chunks after
+    the first at 3f554d97f1 and at the 2023-12 release the nemotron4 rows name (e9b61f78c7), whose
+    distributed optimizer gathers one bucket ahead from its forward pre-hooks (skipped without
+    the mirror)."""
+    import re
+
+    for rev in ("3f554d97f1", "e9b61f78c7"):
+        training = mirror_source("NVIDIA+Megatron-LM", rev, "megatron/training.py")
+        assert re.search(r"disable_bucketing=\(model_chunk_idx > 0\)", training)
+    ddp = mirror_source("NVIDIA+Megatron-LM", "3f554d97f1",
+                        "megatron/core/distributed/distributed_data_parallel.py")
+    assert re.search(r"get_pipeline_model_parallel_rank\(\) > 0:\s*\n\s*bucket_size = None", ddp)
+    opt = mirror_source("NVIDIA+Megatron-LM", "e9b61f78c7", "megatron/optimizer/distrib_optimizer.py")
+    assert "self._dispatch_gather_model_params(next_all_gather_handle_index)" in opt
+
+
 def test_unknown_bucketing_is_refused():
     with pytest.raises(ConfigError, match="dp_buckets"):
         cfg(dp_buckets="per_layer")
