@@ -28,12 +28,15 @@ FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3
             "cohere2", "gpt2", "starcoder2", "olmo", "olmo2", "gpt_oss", "stablelm", "granite",
             "llama4_text", "qwen3_next", "olmoe", "qwen3_5_text", "qwen3_5_moe_text", "exaone",
             "flex_olmo", "gpt_bigcode", "granitemoe", "helium", "minimax_m2", "olmo3", "opt",
-            "persimmon", "phimoe", "smollm3", "glm4", "glm", "seed_oss")
+            "persimmon", "phimoe", "smollm3", "glm4", "glm", "seed_oss", "exaone4",
+            "ernie4_5", "apertus", "arcee", "internlm3", "ministral3", "solar_open", "sarvam_mla",
+            "sarvam_moe", "youtu", "minicpm3", "granitemoeshared", "vaultgemma", "bloom")
 CORE = {"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "n_embd",
         "n_head", "n_layer", "d_model", "n_heads", "n_layers", "model_type"}
 SKIP = {"rope_parameters", "layer_types", "mlp_only_layers", "attn_config", "ffn_config",
         "text_config", "vision_config", "is_encoder_decoder"}
 ROOT = Path(__file__).resolve().parents[1] / "src" / "trainsim" / "catalog"
+EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 READ_KEYS = ("num_key_value_heads", "head_dim", "intermediate_size", "n_inner", "ffn_dim",
              "max_position_embeddings", "attention_dropout", "hidden_dropout", "attn_pdrop",
              "resid_pdrop", "use_sliding_window", "max_window_layers", "sliding_window_pattern",
@@ -91,8 +94,14 @@ def main() -> None:
     aliases: dict[str, dict[str, str]] = {}
     fields: dict[str, list[str]] = {}
     rotary: list[str] = []
+    experts: dict[str, list[str]] = {}
     for kind in FAMILIES:
         cls = CONFIG_MAPPING[kind]
+        own = {f.name for f in dataclasses.fields(cls)}
+        mapped = getattr(cls, "attribute_map", {})
+        named = [k for k in EXPERT_KEYS if k in own or mapped.get(k) in own]
+        if named:
+            experts[kind] = named
         if {"rope_parameters", "rotary_dim"} & {f.name for f in dataclasses.fields(cls)}:
             rotary.append(kind)
         found = reads(cls)
@@ -123,7 +132,10 @@ def main() -> None:
           'none listed); a name outside it in a file\nof that family sets nothing in transformers '
           'and is ignored (``hf_families.unread``).\n``ROTARY``: the families whose config class '
           'has ``rope_parameters`` or ``rotary_dim``: rotary\npositions, whether the file '
-          'writes a theta or not (Falcon\'s ALiBi is read apart)."""\n')
+          'writes a theta or not (Falcon\'s ALiBi is read apart).\n``EXPERT_NAMES``: the '
+          'routed-expert count names each family\'s class holds (its field, or an\n'
+          '``attribute_map`` name of it), for the families ``hf_families.EXPERT_COUNT_NAMES`` '
+          'does not list."""\n')
     print("from __future__ import annotations\n\nfrom typing import Any\n")
     print(f'TRANSFORMERS_VERSION = "{transformers.__version__}"\n')
     for name, table in (("NOT_NULL", required), ("NULLABLE", optional)):
@@ -166,7 +178,11 @@ def main() -> None:
         lines.append(line + '",')
         print(head + ("\n" + " " * len(head)).join(lines))
     print("}.items()}\n")
-    print("ROTARY = frozenset({" + _wrap([json.dumps(k) for k in sorted(rotary)], 20) + "})")
+    print("ROTARY = frozenset({" + _wrap([json.dumps(k) for k in sorted(rotary)], 20) + "})\n")
+    print("EXPERT_NAMES: dict[str, tuple[str, ...]] = {")
+    for kind in sorted(experts):
+        print(f'    "{kind}": ({", ".join(json.dumps(k) for k in experts[kind])},),')
+    print("}")
 
 
 def _wrap(items: list[str], pad: int) -> str:

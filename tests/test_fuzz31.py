@@ -40,6 +40,8 @@ GAPS = {
     "phimoe": lambda m: -m.hidden_size * (2 * m.num_layers + 1),
     # OPTLearnedPositionalEmbedding: max_position_embeddings + 2 rows (offset 2)
     "opt": lambda m: -2 * m.hidden_size,
+    # ApertusMLP's XIELUActivation learns two scalars (alpha_p, alpha_n) a layer
+    "apertus": lambda m: -2 * m.num_layers,
 }
 
 

@@ -133,11 +133,12 @@ configuration_cohere.py line 81 and configuration_cohere2.py line 80,
 ``tie_word_embeddings: bool = True``; Command R7B's config.json leaves the key out."""
 
 
-GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text")
+GATED_MODEL_TYPES = ("gemma", "gemma2", "gemma3", "gemma3_text", "vaultgemma")
 """Hugging Face model types whose MLP is gated whatever its activation is called: GemmaMLP
 computes down_proj(act(gate_proj(x)) * up_proj(x)) with gelu_pytorch_tanh (GeGLU;
 huggingface/transformers@0125ac68 src/transformers/models/gemma/modeling_gemma.py, class
-GemmaMLP; Gemma 2 and 3 keep it). Their configs tie the output layer to the embedding unless
+GemmaMLP; Gemma 2 and 3 keep it, VaultGemma too: modeling_vaultgemma.py ``VaultGemmaMLP``).
+Their configs tie the output layer to the embedding unless
 told (GemmaConfig.tie_word_embeddings = True, configuration_gemma.py @008e5743), and Gemma's
 config.json files leave that key out."""
 
@@ -151,12 +152,13 @@ it (``ModelConfig.post_sublayer_norm``)."""
 
 
 QK_NORM_MODEL_TYPES = ("gemma3", "gemma3_text", "qwen3", "qwen3_moe", "olmo2", "olmo3",
-                       "olmoe", "flex_olmo", "minimax_m2")
+                       "olmoe", "flex_olmo", "minimax_m2", "apertus", "exaone4")
 """Model types whose attention norms the queries and keys whatever the config.json says
 (transformers 5.24.0 modeling_gemma3.py lines 310-311, modeling_qwen3.py lines 229-230,
 modeling_qwen3_moe.py lines 147-148, modeling_olmo2.py lines 213-214, modeling_olmo3.py lines
 162-163, modeling_olmoe.py lines 222-223, modeling_flex_olmo.py lines 225-226,
-modeling_minimax_m2.py lines 292-293; FlexOlmo and MiniMax-M2 read without them before, fuzz31);
+modeling_minimax_m2.py lines 292-293, modeling_apertus.py line 222, modeling_exaone4.py line
+209; the last four read without them before, fuzz31);
 GLM-4.5's config.json says so by ``use_qk_norm`` (configuration_glm4_moe.py, default False), as
 does Command R+ (model type cohere), and Persimmon, Phi and StableLM by ``qk_layernorm``
 (PersimmonConfig default True, PhiConfig and StableLmConfig False: ``PersimmonAttention`` and
@@ -179,7 +181,7 @@ a weight per element, no bias)."""
 
 
 SLIDING_WINDOW_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4, "olmo3": 4,
-                          "gpt_oss": 2}
+                          "gpt_oss": 2, "vaultgemma": 2}
 """Model types whose config.json gives a ``sliding_window`` that only some layers use, and the
 period N of their local:global pattern when the file lists no ``layer_types``: every N-th
 layer attends globally, the N-1 before it within the window (Megatron's
@@ -196,13 +198,15 @@ configuration_cohere2.py; Command R7B). OLMo 3 likewise, fixed at 4 (Olmo3Config
 "sliding_attention" if ``(i + 1) % 4 != 0``, transformers 5.24.0 configuration_olmo3.py), its
 window 4096 when the file names none (``hf_defaults``). gpt-oss alternates, fixed at 2
 (GptOssConfig.__post_init__: "sliding_attention" if ``bool((i + 1) % 2)``, transformers 5.24.0
-configuration_gpt_oss.py lines 84-87); its hub files list the same ``layer_types``."""
+configuration_gpt_oss.py lines 84-87); its hub files list the same ``layer_types``. VaultGemma
+alternates as Gemma 2 does (VaultGemmaConfig.__post_init__, configuration_vaultgemma.py line
+94)."""
 
 
 SLIDING_WINDOW_MODEL_TYPES = frozenset({
     "cohere2", "gemma2", "gemma3", "gemma3_text", "gpt_oss", "mistral", "mixtral", "olmo3",
     "olmoe", "phi3", "phimoe", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "smollm3",
-    "starcoder2"})
+    "starcoder2", "vaultgemma", "exaone4", "ministral3"})
 """Of the families trainsim knows (``hf_families.known_family``), those whose transformers
 5.24.0 modeling file reads ``sliding_window`` (``models/<family>/modeling_<family>.py``:
 ``MistralAttention`` ``sliding_window=getattr(self.config, "sliding_window", None)``, the

@@ -12,7 +12,9 @@ giving the field under another name takes no default for it.
 (a family without transformers' modeling code has none listed); a name outside it in a file
 of that family sets nothing in transformers and is ignored (``hf_families.unread``).
 ``ROTARY``: the families whose config class has ``rope_parameters`` or ``rotary_dim``: rotary
-positions, whether the file writes a theta or not (Falcon's ALiBi is read apart)."""
+positions, whether the file writes a theta or not (Falcon's ALiBi is read apart).
+``EXPERT_NAMES``: the routed-expert count names each family's class holds (its field, or an
+``attribute_map`` name of it), for the families ``hf_families.EXPERT_COUNT_NAMES`` does not list."""
 
 from __future__ import annotations
 
@@ -21,8 +23,15 @@ from typing import Any
 TRANSFORMERS_VERSION = "5.24.0"
 
 NOT_NULL: dict[str, dict[str, Any]] = {
+    "apertus": {"intermediate_size": 14336, "hidden_act": "xielu",
+               "max_position_embeddings": 65536, "rms_norm_eps": 1e-05,
+               "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0},
+    "arcee": {"intermediate_size": 18432, "hidden_act": "relu2", "max_position_embeddings": 4096,
+             "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "attention_bias": False,
+             "attention_dropout": 0.0, "mlp_bias": False},
     "bitnet": {"intermediate_size": 6912, "hidden_act": "relu2", "max_position_embeddings": 2048,
               "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "attention_bias": False},
+    "bloom": {"hidden_dropout": 0.0, "attention_dropout": 0.0, "tie_word_embeddings": True},
     "codegen": {"n_positions": 2048, "rotary_dim": 64, "activation_function": "gelu_new",
                "resid_pdrop": 0.0, "attn_pdrop": 0.0, "tie_word_embeddings": False},
     "cohere": {"intermediate_size": 22528, "hidden_act": "silu", "max_position_embeddings": 8192,
@@ -41,9 +50,15 @@ NOT_NULL: dict[str, dict[str, Any]] = {
                    "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "hidden_act": "silu",
                    "max_position_embeddings": 4096, "rms_norm_eps": 1e-06,
                    "tie_word_embeddings": False, "attention_bias": False},
+    "ernie4_5": {"intermediate_size": 3072, "hidden_act": "silu",
+                "max_position_embeddings": 131072, "rms_norm_eps": 1e-05,
+                "tie_word_embeddings": True},
     "exaone": {"intermediate_size": 14336, "hidden_act": "silu", "max_position_embeddings": 4096,
               "rms_norm_eps": 1e-05, "tie_word_embeddings": False, "attention_bias": False,
               "mlp_bias": False},
+    "exaone4": {"intermediate_size": 16384, "num_key_value_heads": 32, "hidden_act": "silu",
+               "max_position_embeddings": 2048, "rms_norm_eps": 1e-05,
+               "tie_word_embeddings": False, "attention_dropout": 0.0},
     "falcon": {"max_position_embeddings": 2048, "tie_word_embeddings": True},
     "flex_olmo": {"intermediate_size": 11008, "hidden_act": "silu",
                  "max_position_embeddings": 4096, "rms_norm_eps": 1e-06,
@@ -90,10 +105,17 @@ NOT_NULL: dict[str, dict[str, Any]] = {
     "granitemoe": {"intermediate_size": 11008, "hidden_act": "silu",
                   "max_position_embeddings": 2048, "rms_norm_eps": 1e-06,
                   "tie_word_embeddings": False, "attention_bias": False},
+    "granitemoeshared": {"intermediate_size": 11008, "hidden_act": "silu",
+                        "max_position_embeddings": 2048, "rms_norm_eps": 1e-06,
+                        "tie_word_embeddings": False, "attention_bias": False},
     "helium": {"intermediate_size": 7040, "num_key_value_heads": 20, "head_dim": 128,
               "hidden_act": "silu", "attention_dropout": 0.0, "max_position_embeddings": 4096,
               "rms_norm_eps": 1e-08, "tie_word_embeddings": False, "attention_bias": False,
               "mlp_bias": False},
+    "internlm3": {"intermediate_size": 10240, "hidden_act": "silu",
+                 "max_position_embeddings": 32768, "rms_norm_eps": 1e-05,
+                 "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0,
+                 "mlp_bias": False},
     "llama": {"intermediate_size": 11008, "hidden_act": "silu", "max_position_embeddings": 2048,
              "rms_norm_eps": 1e-06, "tie_word_embeddings": False, "attention_bias": False,
              "mlp_bias": False},
@@ -103,10 +125,17 @@ NOT_NULL: dict[str, dict[str, Any]] = {
                    "tie_word_embeddings": False, "attention_dropout": 0.0,
                    "num_experts_per_tok": 1, "num_local_experts": 16,
                    "interleave_moe_layer_step": 1, "use_qk_norm": True, "attention_bias": False},
+    "minicpm3": {"intermediate_size": 6400, "hidden_act": "silu", "max_position_embeddings": 32768,
+                "rms_norm_eps": 1e-05, "tie_word_embeddings": True, "attention_bias": False,
+                "mlp_bias": False, "kv_lora_rank": 256, "qk_nope_head_dim": 64,
+                "qk_rope_head_dim": 32},
     "minimax_m2": {"intermediate_size": 1536, "num_key_value_heads": 8, "head_dim": 128,
                   "hidden_act": "silu", "max_position_embeddings": 196608, "rms_norm_eps": 1e-06,
                   "tie_word_embeddings": False, "attention_dropout": 0.0, "num_experts_per_tok": 8,
                   "num_local_experts": 256},
+    "ministral3": {"intermediate_size": 14336, "num_key_value_heads": 8, "head_dim": 128,
+                  "hidden_act": "silu", "max_position_embeddings": 262144, "rms_norm_eps": 1e-05,
+                  "tie_word_embeddings": False, "attention_dropout": 0.0},
     "mistral": {"intermediate_size": 14336, "num_key_value_heads": 8, "hidden_act": "silu",
                "max_position_embeddings": 131072, "rms_norm_eps": 1e-06,
                "tie_word_embeddings": False, "attention_dropout": 0.0},
@@ -181,6 +210,17 @@ NOT_NULL: dict[str, dict[str, Any]] = {
                   "linear_num_value_heads": 32, "decoder_sparse_step": 1,
                   "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
                   "num_experts_per_tok": 10, "num_experts": 512},
+    "sarvam_mla": {"intermediate_size": 16384, "moe_intermediate_size": 2048,
+                  "n_shared_experts": 1, "n_routed_experts": 128, "kv_lora_rank": 512,
+                  "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "hidden_act": "silu",
+                  "max_position_embeddings": 4096, "rms_norm_eps": 1e-06,
+                  "tie_word_embeddings": False, "attention_bias": False},
+    "sarvam_moe": {"intermediate_size": 8192, "num_key_value_heads": 4, "hidden_act": "silu",
+                  "max_position_embeddings": 131072, "rms_norm_eps": 1e-06,
+                  "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0,
+                  "moe_intermediate_size": 1024, "num_experts_per_tok": 6, "n_shared_experts": 1,
+                  "n_routed_experts": 128, "first_k_dense_replace": 1, "use_qk_norm": True,
+                  "head_dim": 64},
     "seed_oss": {"intermediate_size": 27648, "hidden_act": "silu",
                 "max_position_embeddings": 524288, "rms_norm_eps": 1e-06,
                 "tie_word_embeddings": False, "attention_bias": True, "attention_out_bias": False,
@@ -188,6 +228,11 @@ NOT_NULL: dict[str, dict[str, Any]] = {
     "smollm3": {"intermediate_size": 11008, "hidden_act": "silu", "max_position_embeddings": 32768,
                "rms_norm_eps": 1e-06, "use_sliding_window": False, "attention_bias": False,
                "attention_dropout": 0.0, "mlp_bias": False, "tie_word_embeddings": True},
+    "solar_open": {"num_key_value_heads": 8, "hidden_act": "silu",
+                  "max_position_embeddings": 131072, "rms_norm_eps": 1e-05,
+                  "tie_word_embeddings": False, "attention_bias": False, "attention_dropout": 0.0,
+                  "moe_intermediate_size": 1280, "num_experts_per_tok": 8, "n_shared_experts": 1,
+                  "n_routed_experts": 128, "head_dim": 128},
     "stablelm": {"intermediate_size": 6912, "num_key_value_heads": 32, "hidden_act": "silu",
                 "max_position_embeddings": 4096, "tie_word_embeddings": False,
                 "qk_layernorm": False, "use_parallel_residual": False, "hidden_dropout": 0.0,
@@ -195,6 +240,13 @@ NOT_NULL: dict[str, dict[str, Any]] = {
     "starcoder2": {"intermediate_size": 12288, "num_key_value_heads": 2,
                   "hidden_act": "gelu_pytorch_tanh", "max_position_embeddings": 4096,
                   "attention_dropout": 0.0, "tie_word_embeddings": True},
+    "vaultgemma": {"intermediate_size": 9216, "num_key_value_heads": 4, "head_dim": 256,
+                  "max_position_embeddings": 8192, "rms_norm_eps": 1e-06,
+                  "tie_word_embeddings": True, "attention_bias": False},
+    "youtu": {"intermediate_size": 6144, "num_key_value_heads": 16, "kv_lora_rank": 512,
+             "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "hidden_act": "silu",
+             "max_position_embeddings": 131072, "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+             "attention_bias": False},
 }
 
 NULLABLE: dict[str, dict[str, Any]] = {
@@ -205,7 +257,9 @@ NULLABLE: dict[str, dict[str, Any]] = {
     "deepseek_v2": {"attention_dropout": 0.0, "q_lora_rank": 1536},
     "deepseek_v3": {"num_key_value_heads": 128, "q_lora_rank": 1536, "v_head_dim": 128,
                    "num_experts_per_tok": 8, "first_k_dense_replace": 3, "attention_dropout": 0.0},
+    "ernie4_5": {"num_key_value_heads": 2, "head_dim": 128},
     "exaone": {"num_key_value_heads": 8, "attention_dropout": 0.0},
+    "exaone4": {"sliding_window": 4096, "sliding_window_pattern": 4},
     "falcon": {"hidden_dropout": 0.0, "attention_dropout": 0.0, "alibi": False,
               "new_decoder_architecture": False, "multi_query": True, "parallel_attn": True,
               "bias": False, "activation": "gelu"},
@@ -215,8 +269,12 @@ NULLABLE: dict[str, dict[str, Any]] = {
     "glm": {"num_key_value_heads": 2, "head_dim": 128, "attention_dropout": 0.0},
     "gpt_oss": {"sliding_window": 128},
     "granitemoe": {"attention_dropout": 0.0, "num_local_experts": 8, "num_experts_per_tok": 2},
+    "granitemoeshared": {"attention_dropout": 0.0, "num_local_experts": 8,
+                        "num_experts_per_tok": 2},
+    "internlm3": {"num_key_value_heads": 2, "head_dim": 128},
     "llama": {"attention_dropout": 0.0},
     "llama4_text": {"attention_chunk_size": 8192},
+    "minicpm3": {"num_key_value_heads": 40, "attention_dropout": 0.0, "q_lora_rank": 768},
     "mistral": {"sliding_window": 4096},
     "olmo3": {"sliding_window": 4096},
     "phi": {"attention_dropout": 0.0},
@@ -224,11 +282,17 @@ NULLABLE: dict[str, dict[str, Any]] = {
     "qwen2_moe": {"num_key_value_heads": 16, "sliding_window": 4096},
     "qwen3": {"num_key_value_heads": 32, "sliding_window": 4096},
     "qwen3_moe": {"sliding_window": 4096},
+    "sarvam_mla": {"v_head_dim": 128, "num_experts_per_tok": 8, "first_k_dense_replace": 1,
+                  "attention_dropout": 0.0},
     "seed_oss": {"num_key_value_heads": 8, "head_dim": 128},
     "smollm3": {"num_key_value_heads": 4},
+    "vaultgemma": {"attention_dropout": 0.0, "sliding_window": 4096,
+                  "attn_logit_softcapping": 50.0},
+    "youtu": {"q_lora_rank": 1536, "v_head_dim": 128, "attention_dropout": 0.0},
 }
 
 ALIASES: dict[str, dict[str, str]] = {
+    "bloom": {"num_hidden_layers": "n_layer", "num_attention_heads": "n_head"},
     "codegen": {"max_position_embeddings": "n_positions",
                "hidden_size": "n_embd",
                "num_attention_heads": "n_head",
@@ -259,6 +323,7 @@ ALIASES: dict[str, dict[str, str]] = {
             "hidden_size": "n_embd",
             "num_attention_heads": "n_head",
             "num_hidden_layers": "n_layer"},
+    "internlm3": {"qkv_bias": "attention_bias", "bias": "mlp_bias"},
     "minimax_m2": {"num_experts": "num_local_experts"},
     "mixtral": {"num_experts": "num_local_experts"},
     "mpt": {"num_attention_heads": "n_heads",
@@ -266,6 +331,16 @@ ALIASES: dict[str, dict[str, str]] = {
            "num_hidden_layers": "n_layers"},
     "olmoe": {"num_local_experts": "num_experts"},
     "qwen3_moe": {"num_experts": "num_local_experts"},
+    "sarvam_mla": {"num_local_experts": "n_routed_experts",
+                  "num_mtp_layers": "num_nextn_predict_layers",
+                  "num_experts": "n_routed_experts",
+                  "num_shared_experts": "n_shared_experts"},
+    "sarvam_moe": {"num_local_experts": "n_routed_experts",
+                  "num_mtp_layers": "num_nextn_predict_layers",
+                  "num_experts": "n_routed_experts",
+                  "num_shared_experts": "n_shared_experts",
+                  "use_qkv_bias": "attention_bias"},
+    "solar_open": {"num_local_experts": "n_routed_experts"},
 }
 
 READ_KEYS = ("num_key_value_heads", "head_dim", "intermediate_size", "n_inner", "ffn_dim",
@@ -281,8 +356,13 @@ READ_KEYS = ("num_key_value_heads", "head_dim", "intermediate_size", "n_inner", 
              "qk_layernorm")
 
 READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
+    "apertus": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "arcee": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout attention_bias mlp_bias rms_norm_eps hidden_act",
     "bitnet": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
               "attention_dropout attention_bias rms_norm_eps hidden_act",
+    "bloom": "attention_dropout hidden_dropout",
     "codegen": "n_inner max_position_embeddings attn_pdrop resid_pdrop activation_function",
     "cohere": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
               "attention_dropout use_qk_norm attention_bias hidden_act",
@@ -297,6 +377,10 @@ READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
                    "attention_dropout num_experts_per_tok moe_intermediate_size n_shared_experts "
                    "first_k_dense_replace q_lora_rank qk_nope_head_dim qk_rope_head_dim "
                    "v_head_dim attention_bias rms_norm_eps hidden_act",
+    "ernie4_5": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                "rms_norm_eps hidden_act",
+    "exaone4": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+               "attention_dropout sliding_window_pattern rms_norm_eps hidden_act",
     "falcon": "head_dim max_position_embeddings attention_dropout hidden_dropout",
     "flex_olmo": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                  "attention_dropout num_experts_per_tok attention_bias rms_norm_eps hidden_act",
@@ -328,6 +412,9 @@ READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
                "attention_dropout attention_bias mlp_bias rms_norm_eps hidden_act",
     "granitemoe": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                   "attention_dropout num_experts_per_tok attention_bias rms_norm_eps hidden_act",
+    "granitemoeshared": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                        "attention_dropout num_experts_per_tok attention_bias rms_norm_eps "
+                        "hidden_act",
     "helium": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
               "attention_dropout attention_bias mlp_bias rms_norm_eps hidden_act",
     "llama": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
@@ -336,8 +423,13 @@ READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
                    "attention_dropout num_experts_per_tok attention_chunk_size use_qk_norm "
                    "attention_bias rms_norm_eps hidden_act interleave_moe_layer_step "
                    "intermediate_size_mlp",
+    "minicpm3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                "attention_dropout q_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim "
+                "attention_bias mlp_bias rms_norm_eps hidden_act",
     "minimax_m2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                   "attention_dropout num_experts_per_tok rms_norm_eps hidden_act",
+    "ministral3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout rms_norm_eps hidden_act",
     "mistral": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                "attention_dropout rms_norm_eps hidden_act",
     "mixtral": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
@@ -389,17 +481,49 @@ READS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
     "smollm3": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                "attention_dropout use_sliding_window attention_bias mlp_bias rms_norm_eps "
                "hidden_act",
+    "solar_open": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout num_experts_per_tok moe_intermediate_size n_shared_experts "
+                  "attention_bias rms_norm_eps hidden_act",
     "stablelm": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                 "attention_dropout hidden_dropout hidden_act use_parallel_residual qk_layernorm",
     "starcoder2": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
                   "attention_dropout hidden_act",
+    "vaultgemma": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+                  "attention_dropout attn_logit_softcapping attention_bias rms_norm_eps",
+    "youtu": "num_key_value_heads head_dim intermediate_size max_position_embeddings "
+             "attention_dropout q_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim "
+             "attention_bias rms_norm_eps hidden_act",
 }.items()}
 
-ROTARY = frozenset({"bitnet", "codegen", "cohere", "cohere2", "dbrx", "deepseek_v2",
-                    "deepseek_v3", "exaone", "falcon", "flex_olmo", "gemma", "gemma2",
-                    "gemma3_text", "glm", "glm4", "glm4_moe", "gpt_neox", "gpt_oss", "gptj",
-                    "granite", "granitemoe", "helium", "llama", "llama4_text", "minimax_m2",
-                    "mistral", "mixtral", "olmo", "olmo2", "olmo3", "olmoe", "persimmon", "phi",
-                    "phi3", "phimoe", "qwen2", "qwen2_moe", "qwen3", "qwen3_5_moe_text",
-                    "qwen3_5_text", "qwen3_moe", "qwen3_next", "seed_oss", "smollm3", "stablelm",
-                    "starcoder2"})
+ROTARY = frozenset({"apertus", "arcee", "bitnet", "codegen", "cohere", "cohere2", "dbrx",
+                    "deepseek_v2", "deepseek_v3", "ernie4_5", "exaone", "exaone4", "falcon",
+                    "flex_olmo", "gemma", "gemma2", "gemma3_text", "glm", "glm4", "glm4_moe",
+                    "gpt_neox", "gpt_oss", "gptj", "granite", "granitemoe", "granitemoeshared",
+                    "helium", "internlm3", "llama", "llama4_text", "minicpm3", "minimax_m2",
+                    "ministral3", "mistral", "mixtral", "olmo", "olmo2", "olmo3", "olmoe",
+                    "persimmon", "phi", "phi3", "phimoe", "qwen2", "qwen2_moe", "qwen3",
+                    "qwen3_5_moe_text", "qwen3_5_text", "qwen3_moe", "qwen3_next", "sarvam_mla",
+                    "sarvam_moe", "seed_oss", "smollm3", "solar_open", "stablelm", "starcoder2",
+                    "vaultgemma", "youtu"})
+
+EXPERT_NAMES: dict[str, tuple[str, ...]] = {
+    "deepseek_v2": ("num_experts", "n_routed_experts",),
+    "deepseek_v3": ("num_local_experts", "n_routed_experts",),
+    "flex_olmo": ("num_local_experts", "num_experts",),
+    "glm4_moe": ("num_local_experts", "n_routed_experts",),
+    "gpt_oss": ("num_local_experts", "num_experts",),
+    "granitemoe": ("num_local_experts",),
+    "granitemoeshared": ("num_local_experts",),
+    "llama4_text": ("num_local_experts",),
+    "minimax_m2": ("num_local_experts", "num_experts",),
+    "mixtral": ("num_local_experts", "num_experts",),
+    "olmoe": ("num_local_experts", "num_experts",),
+    "phimoe": ("num_local_experts",),
+    "qwen2_moe": ("num_experts",),
+    "qwen3_5_moe_text": ("num_experts",),
+    "qwen3_moe": ("num_experts",),
+    "qwen3_next": ("num_experts",),
+    "sarvam_mla": ("num_local_experts", "num_experts", "n_routed_experts",),
+    "sarvam_moe": ("num_local_experts", "num_experts", "n_routed_experts",),
+    "solar_open": ("num_local_experts", "n_routed_experts",),
+}

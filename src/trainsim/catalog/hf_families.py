@@ -57,7 +57,13 @@ from __future__ import annotations
 from typing import Any
 
 from trainsim.catalog import hf_kinds, hf_unread
-from trainsim.catalog.hf_defaults import ALIASES, NOT_NULL, NULLABLE, TRANSFORMERS_VERSION
+from trainsim.catalog.hf_defaults import (
+    ALIASES,
+    EXPERT_NAMES,
+    NOT_NULL,
+    NULLABLE,
+    TRANSFORMERS_VERSION,
+)
 from trainsim.config._build import switch
 from trainsim.errors import ConfigError
 
@@ -81,9 +87,8 @@ gives neither ``layer_types`` nor ``full_attention_interval``. Their full-attent
 output-gated whatever the file says: ``Qwen3NextAttention`` builds ``q_proj`` for
 ``num_attention_heads * head_dim * 2`` outputs, splits query and gate, and multiplies the
 attention output by ``sigmoid(gate)`` before ``o_proj``, with per-head ``q_norm`` / ``k_norm``
-(transformers 5.24.0 modeling_qwen3_next.py lines 241-301; Qwen3.5's text models the same). A
-file of full-attention layers only was read as plain attention: -4.2 % parameters of the
-default Qwen3.5 text model, its query GEMM half priced (fuzz31); refused instead."""
+(transformers 5.24.0 modeling_qwen3_next.py lines 241-301; Qwen3.5's the same): a file of
+full-attention layers only, read as plain attention before (-4.2 % parameters), is refused."""
 UNREAD_MOE_KEYS = ("moe_num_experts", "num_experts_per_token", "moe_k", "num_shared_experts",
                    "moe_num_shared_experts", "num_dense_layers", "moe_layer_start_index",
                    "moe_layer_interval", "expert_layer_period", "expert_ffn_hidden_size",
@@ -221,7 +226,7 @@ def expert_keys(kind: Any) -> tuple[str, ...]:
     family; every name for an unknown family (``expert_count`` refuses two that disagree)."""
     if not known_family(kind):
         return EXPERT_KEYS
-    own = EXPERT_COUNT_NAMES.get(kind, ())
+    own = EXPERT_COUNT_NAMES.get(kind) or EXPERT_NAMES.get(kind, ())
     return tuple(k for k in EXPERT_KEYS if k in own)
 
 
@@ -242,7 +247,8 @@ def expert_count(cfg: dict[str, Any], where: str) -> int | None:
                           f"{kind!r} is no family trainsim knows; give one of them")
     foreign = [k for k in EXPERT_KEYS if k not in own and cfg.get(k) not in (None, 0)]
     if foreign:
-        owner = f"its expert count is {EXPERT_COUNT_NAMES[kind][0]}" if own else "dense"
+        owner = f"its expert count is {(EXPERT_COUNT_NAMES.get(kind) or own)[0]}" if own \
+            else "dense"
         warnings.warn(f"{where}: {foreign[0]} is no {kind} field in transformers "
                       f"{TRANSFORMERS_VERSION} ({owner}); ignored", TrainsimWarning,
                       stacklevel=3)
@@ -582,6 +588,8 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         # ``self.rotary_emb = BitNetRotaryEmbedding(config=config)`` and no position table
         # (transformers 5.24.0 models/bitnet/modeling_bitnet.py line 342)
         fields["position_embedding"] = "rope"
+    if kind == "bloom":  # BloomModel: ALiBi and word_embeddings_layernorm (modeling_bloom.py)
+        fields.update(position_embedding="alibi", embedding_norm=True)  # learned, none before
     if kind in ("glm4_moe",) and out.get("head_dim") is None:
         hidden, heads = out.get("hidden_size"), out.get("num_attention_heads")
         if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 \
