@@ -401,3 +401,30 @@ def loadable_keys(space, base, gpus: int) -> list:
             return False
         return True
     return [k for k in space.memory_keys(base, gpus) if loads(k)]
+
+
+# ---------------------------------------------------------------------------- the public file
+
+SHARED_VALIDATION = Path(__file__).resolve().parents[2] / "shared" / "validation"
+PUBLIC_TRAINING = (SHARED_VALIDATION / "training_public.csv"
+                   if (SHARED_VALIDATION / "training_public.csv").exists() else
+                   Path(__file__).resolve().parents[1] / "src" / "trainsim" / "data" /
+                   "validation" / "training_public.csv")
+"""The public training file as the team shares it, else the copy bundled with the package
+(the same bytes: ``test_validate.test_bundled_copies_match_the_shared_files``)."""
+
+_PUBLIC: list[tuple[tuple, tuple[str, ...]]] = []
+
+
+def public_training_validated() -> tuple[tuple, tuple[str, ...]]:
+    """(results, trainsim warnings said) of ``validate_file(PUBLIC_TRAINING, workers=2)``, as
+    the CLI's JSON collects them (``said_warnings``), once per session: the scoreboard test and
+    the determinism test read the same ~17 CPU-seconds of rows. A test must not change them."""
+    from trainsim.search.cli_inputs import said_warnings
+    from trainsim.validate import validate_file
+
+    if not _PUBLIC:
+        with said_warnings(say=False) as said:
+            _, res = validate_file(PUBLIC_TRAINING, workers=2)
+        _PUBLIC.append((tuple(res), tuple(said)))
+    return _PUBLIC[0]

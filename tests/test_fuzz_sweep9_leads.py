@@ -7,7 +7,6 @@ Megatron's space-separated ``--recompute-modules`` list."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -230,8 +229,8 @@ def test_space_separated_recompute_modules_read_as_megatron_argparse_does(writte
 def test_a_row_cell_written_space_separated_predicts_as_the_published_one(tmp_path):
     # the one public row with recompute_modules ('mla_up_proj;mlp'), once more with spaces
     import csv
-    import os
-    import subprocess
+
+    from helpers import cli
 
     public = ROOT / "src/trainsim/data/validation/training_public.csv"
     with public.open(newline="") as f:
@@ -243,9 +242,7 @@ def test_a_row_cell_written_space_separated_predicts_as_the_published_one(tmp_pa
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows([rows[0], spaced])
-    out = subprocess.run([sys.executable, "-m", "trainsim", "validate", str(path), "--format",
-                          "json"], capture_output=True, text=True, check=False,
-                         env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+    out = cli("validate", str(path), "--format", "json")  # in-process, the default workers
     got = json.loads(out.stdout)["rows"]
     assert [r.get("error") for r in got] == [None, None]
     assert got[0]["predicted"] == got[1]["predicted"]

@@ -231,21 +231,20 @@ def test_simai_export_refuses_hsdp():
 
 
 def test_cli_bad_replicas_is_one_error_line(tmp_path):
-    import subprocess
-    import sys
+    from helpers import cli, one_error_line
 
     path = tmp_path / "run.yaml"
     path.write_text("model: {preset: llama2-7b, num_layers: 2}\n"
                     "parallel: {zero_stage: 3, data_parallel_impl: fsdp2}\n"
                     "training: {global_batch_size: 32, micro_batch_size: 1, seq_length: 1024}\n"
                     "cluster: {gpu: a100-sxm-80gb, num_gpus: 32, gpus_per_node: 8}\n")
-    out = subprocess.run([sys.executable, "-m", "trainsim", "simulate", str(path), "--set",
-                          "parallel.data_parallel_replicate_degree=5"],
-                         check=False, capture_output=True, text=True)
-    assert out.returncode != 0 and "Traceback" not in out.stderr
+    # in-process (helpers.cli: an exception other than a refusal escapes with its traceback)
+    out = cli("simulate", str(path), "--set", "parallel.data_parallel_replicate_degree=5")
+    assert out.exit_code != 0 and "Traceback" not in out.stderr
     lines = [x for x in out.stderr.splitlines() if x.strip()]
     assert lines == [lines[0]] and lines[0].startswith("error: parallel.dp_replicate=5 does not "
                                                        "divide")
+    assert one_error_line(out, warnings=False) == lines[0]
 
 
 def test_communicators_of_both_groups():

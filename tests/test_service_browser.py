@@ -50,6 +50,18 @@ def _token(db: str) -> str:
     return token
 
 
+@pytest.fixture(scope="module")
+def served(browser, tmp_path_factory):
+    """One ``trainsim serve`` (one worker, no checkers) on a fresh store, and a token of it,
+    for the module's pages: each test signs in on its own page and follows its own job."""
+    from trainsim.service.testing import server
+
+    db = f"sqlite:///{tmp_path_factory.mktemp('ui') / 'ui.db'}"
+    token = _token(db)
+    with server(db, workers=1, extra=("--checkers", "0")) as srv:
+        yield srv, token
+
+
 def _new_run_page(browser, base: str, token: str):
     """A page signed in with ``token`` on the new-run form (its fields drawn)."""
     page = browser.new_page(viewport={"width": 1366, "height": 900})
@@ -61,59 +73,51 @@ def _new_run_page(browser, base: str, token: str):
     return page
 
 
-def test_a_run_from_the_form_shows_its_result(browser, tmp_path):
-    from trainsim.service.testing import server
-
+def test_a_run_from_the_form_shows_its_result(browser, served, tmp_path):
     shots = Path(os.environ.get("TRAINSIM_SCREENSHOT_DIR") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
-    db = f"sqlite:///{tmp_path / 'ui.db'}"
-    token = _token(db)
-    with server(db, workers=1, extra=("--checkers", "0")) as srv:
-        page = _new_run_page(browser, srv.base, token)
-        page.fill("#f-tp", "3")  # 32 heads: TP 3 is refused at the field
-        page.click("#run")
-        error = page.wait_for_selector(".field-error")
-        assert "does not divide" in error.inner_text()
-        assert page.eval_on_selector("#f-tp", "e => e.classList.contains('invalid')")
-        page.screenshot(path=str(shots / "trainsim-field-error.png"))
-        page.fill("#f-tp", "2")
-        page.click("#run")
-        page.wait_for_selector("#status:text('done')", timeout=60_000)
-        page.wait_for_selector("#timeline svg", timeout=30_000)
-        text = page.inner_text("#result")
-        for label in ("Iteration time", "Tokens/s", "MFU", "Memory per GPU", "Days", "Cost",
-                      "Where the iteration time goes", "Pipeline timeline", "Perfetto trace"):
-            assert label in text
-        page.screenshot(path=str(shots / "trainsim-result.png"), full_page=True)
-        assert (shots / "trainsim-result.png").stat().st_size > 10_000
+    srv, token = served
+    page = _new_run_page(browser, srv.base, token)
+    page.fill("#f-tp", "3")  # 32 heads: TP 3 is refused at the field
+    page.click("#run")
+    error = page.wait_for_selector(".field-error")
+    assert "does not divide" in error.inner_text()
+    assert page.eval_on_selector("#f-tp", "e => e.classList.contains('invalid')")
+    page.screenshot(path=str(shots / "trainsim-field-error.png"))
+    page.fill("#f-tp", "2")
+    page.click("#run")
+    page.wait_for_selector("#status:text('done')", timeout=60_000)
+    page.wait_for_selector("#timeline svg", timeout=30_000)
+    text = page.inner_text("#result")
+    for label in ("Iteration time", "Tokens/s", "MFU", "Memory per GPU", "Days", "Cost",
+                  "Where the iteration time goes", "Pipeline timeline", "Perfetto trace"):
+        assert label in text
+    page.screenshot(path=str(shots / "trainsim-result.png"), full_page=True)
+    assert (shots / "trainsim-result.png").stat().st_size > 10_000
 
 
-def test_the_yaml_editor_sends_the_text_the_server_reads_as_the_cli_does(browser, tmp_path):
+def test_the_yaml_editor_sends_the_text_the_server_reads_as_the_cli_does(browser, served):
     # the editor parsed YAML in the browser with Number(): framework_version: 0.10 became 0.1
     # (Megatron-core's 0.1 profile) and num_gpus: 010 read as 10 where the CLI refuses it
     import json
     import urllib.request
 
-    from trainsim.service.testing import server
-
-    db = f"sqlite:///{tmp_path / 'ui.db'}"
-    token = _token(db)
+    srv, token = served
     text = ("model: llama3-8b\nparallel: {tp: 2}\ntraining: {global_batch_size: 128, "
             "seq_length: 8192, framework: megatron-core, framework_version: 0.10}\n"
             "cluster: {node: dgx-h100, num_gpus: 8}\n")
-    with server(db, workers=1, extra=("--checkers", "0")) as srv:
-        page = _new_run_page(browser, srv.base, token)
-        page.click(".tabs button[data-tab='yaml']")
-        page.fill("#yaml", text.replace("num_gpus: 8", "num_gpus: 010"))
-        page.click("#yaml-form button[type='submit']")
-        error = page.wait_for_selector("#yaml-error .error")
-        assert "octal" in error.inner_text()
-        page.fill("#yaml", text)
-        page.click("#yaml-form button[type='submit']")
-        page.wait_for_selector("#status:text('done')", timeout=60_000)
-        job_id = page.evaluate("location.hash").split("/")[-1]
-        req = urllib.request.Request(f"{srv.base}/api/v1/jobs/{job_id}",
-                                     headers={"Authorization": f"Bearer {token}"})
-        with urllib.request.urlopen(req) as r:
-            job = json.load(r)
-        assert job["result"]["config"]["training"]["framework_version"] == "0.10"
+    page = _new_run_page(browser, srv.base, token)
+    page.click(".tabs button[data-tab='yaml']")
+    page.fill("#yaml", text.replace("num_gpus: 8", "num_gpus: 010"))
+    page.click("#yaml-form button[type='submit']")
+    error = page.wait_for_selector("#yaml-error .error")
+    assert "octal" in error.inner_text()
+    page.fill("#yaml", text)
+    page.click("#yaml-form button[type='submit']")
+    page.wait_for_selector("#status:text('done')", timeout=60_000)
+    job_id = page.evaluate("location.hash").split("/")[-1]
+    req = urllib.request.Request(f"{srv.base}/api/v1/jobs/{job_id}",
+                                 headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req) as r:
+        job = json.load(r)
+    assert job["result"]["config"]["training"]["framework_version"] == "0.10"

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import PUBLIC_TRAINING, public_training_validated
 
 from trainsim.errors import ConfigError
 from trainsim.validate import BUNDLED_DIR, read_rows, summarize, summary_line, validate_file
@@ -78,7 +79,8 @@ def test_every_public_training_run_is_expressed_and_does_not_regress():
     (collectives.nccl.ALL_TO_ALL_NET_SHARE), and from +50 to +52 % when B200 took its own
     sustained clock (0.82 of burst, 2026-11-25), and to +53.9 % when its MXFP8 GEMMs took TE's
     measured rate against per-tensor fp8 and their scale swizzles (2026-11-25, 18th session)."""
-    _, res = validate_file(PUBLISHED / "training_public.csv", workers=2)
+    assert PUBLIC_TRAINING == PUBLISHED / "training_public.csv"
+    res, _ = public_training_validated()  # validate_file(PUBLIC_TRAINING, workers=2), shared
     s = summarize(res)
     assert s["n"] == 138 and s["failed"] == 0
     assert s["mape"] <= 0.11
