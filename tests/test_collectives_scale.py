@@ -4,11 +4,11 @@ published runs they were derived from and the rows they must leave alone."""
 from __future__ import annotations
 
 import csv
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives import scale_terms
@@ -108,7 +108,7 @@ def test_scale_cost_leaves_two_nodes_one_rank_per_node_and_nvls_tree_alone():
         assert t1 == pytest.approx(t0, rel=1e-12), name
 
 
-def test_not_comparable_rows_state_their_evidence():
+def test_not_comparable_rows_state_their_evidence(capsys, monkeypatch):
     """Every row marked ``comparable = no`` says why in its note, and the report keeps it apart."""
     rows = list(csv.DictReader(PUBLISHED.open(encoding="utf-8")))
     marked = [r for r in rows if r["comparable"] == "no"]
@@ -116,14 +116,23 @@ def test_not_comparable_rows_state_their_evidence():
     assert {r["comparable"] for r in rows} == {"yes", "no"}
     for r in marked:
         assert "not comparable:" in r["note"], r["id"]
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "collectives_report.py")],
-                         capture_output=True, text=True, check=True).stdout
+    out = _script_output("collectives_report.py", capsys, monkeypatch)
     assert f"excluded   not comparable       n={len(marked):3d}" in out
 
 
-def test_fit_script_holds_out_a_fifth_and_reproduces_the_constant():
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "fit_collectives.py")],
-                         capture_output=True, text=True, check=True).stdout
+def _script_output(name: str, capsys, monkeypatch) -> str:
+    """What ``python benchmarks/NAME`` prints, run in this process (its ``main([])`` returns 0);
+    the constants the fit sets, and ``sys.path`` it extends, are restored after the test."""
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    for const in ("FABRIC_DOUBLING_COST", "FABRIC_SCALE_ALGOS"):
+        monkeypatch.setattr(scale_terms, const, getattr(scale_terms, const))
+    capsys.readouterr()
+    assert load_script(ROOT / "benchmarks" / name).main([]) == 0
+    return capsys.readouterr().out
+
+
+def test_fit_script_holds_out_a_fifth_and_reproduces_the_constant(capsys, monkeypatch):
+    out = _script_output("fit_collectives.py", capsys, monkeypatch)
     head = out.splitlines()[1]  # "rows beyond two nodes: 17 (11 fit, 6 held out: 35 %, ..."
     share = int(head.split("held out: ")[1].split(" %")[0])
     assert share >= 20, head
