@@ -64,21 +64,23 @@ def test_groups_of_one_parallel_config_skip_its_field_checks_with_the_same_answe
     monkeypatch.setattr(RunConfig, "fields_checked", classmethod(
         lambda cls, *a: fast.append(1) or real(cls, *a)))
 
-    def answer(build):
+    def answer(build, *args):
         try:
-            return build()
+            return build(*args)
         except ConfigError as exc:
             return str(exc)
+
+    def checked_fully(c, k):
+        return RunConfig(base.model, c._parallel_config(base), base.training_for(k.micro_batch),
+                         base.cluster_for(k.num_gpus))
 
     refused = 0
     candidate.drop_parallels()
     for k in keys:
         c = Candidate(k)
         seen = len(fast)
-        got = answer(lambda: c.to_config(base))
-        want = answer(lambda: RunConfig(base.model, c._parallel_config(base),
-                                        base.training_for(k.micro_batch),
-                                        base.cluster_for(k.num_gpus)))
+        got = answer(c.to_config, base)
+        want = answer(checked_fully, c, k)
         assert got == want, k
         refused += len(fast) > seen and isinstance(got, str)
     assert len(fast) > 300 and refused > 100  # both paths taken, refusals among the fast

@@ -7,12 +7,12 @@ these passes."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.config.cached import cached
 from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.elementwise import fp8_amax_reductions
@@ -55,11 +55,11 @@ class Chunk:
     def layers(self) -> int:
         return len(self.bwd_layers)
 
-    @functools.cached_property
+    @cached
     def fwd(self) -> Priced:
         return concat(self.fwd_parts)
 
-    @functools.cached_property
+    @cached
     def bwd(self) -> Priced:
         return concat((self.bwd_head, *self.bwd_layers, self.bwd_tail))
 

@@ -5,12 +5,12 @@ question, so that passes priced, summed or joined once are not priced again (iss
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from trainsim.config.cached import cached
 from trainsim.workload.ops import Op
 
 
@@ -20,7 +20,7 @@ class Priced:
 
     segments: tuple[tuple[str, float, str], ...]
 
-    @functools.cached_property
+    @cached
     def duration_s(self) -> float:
         return sum(s[1] for s in self.segments)
 
@@ -51,7 +51,7 @@ class Priced:
             hit = store.keep(key, (self,), Priced(self.segments * n))
         return hit[1]
 
-    @functools.cached_property
+    @cached
     def summary(self) -> tuple[tuple[str, float], ...]:
         out: dict[str, float] = {}
         for cat, dur, _ in self.segments:

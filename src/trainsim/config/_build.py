@@ -441,7 +441,7 @@ def to_dict(obj: Any) -> Any:
 
 def fields_state(obj: Any) -> dict[str, Any]:
     """A frozen config's pickled state: its fields alone, without what its
-    ``functools.cached_property`` values keep beside them in ``__dict__`` (the short names,
+    cached values (``config.cached``) keep beside them in ``__dict__`` (the short names,
     layouts: read again where unpickled; a copy is then what its fields say, and as small).
     Unpickling writes the state into ``__dict__`` as before (no ``__setstate__``), and
     ``dataclasses.replace`` builds from the fields, so neither reads this."""

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config._build import check_fields, fields_state, require_positive, suggest
+from trainsim.config.cached import cached
 from trainsim.config.layout import LAYOUT_RULES, first_last, is_first_last, parse_layout
 from trainsim.config.training import AttentionName
 from trainsim.config.validity import zero_stages
@@ -277,6 +277,14 @@ class ParallelConfig:
     profile sets it."""
 
     def __post_init__(self) -> None:
+        self._post_init()
+        # vpp and etp are kept once read (below), but the checks may read vpp before they
+        # fill virtual_pipeline_model_parallel_size (a V schedule's 2, a layout's stages):
+        # what they kept is dropped, read again from the final fields
+        self.__dict__.pop("vpp", None)
+        self.__dict__.pop("etp", None)
+
+    def _post_init(self) -> None:
         check_fields(self, "parallel")
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
                          expert_tensor_parallel_size=self.expert_tensor_parallel_size,
@@ -485,31 +493,32 @@ class ParallelConfig:
             raise ConfigError("parallel.pipeline_model_parallel_layout and decoder_first/last_"
                               "pipeline_num_layers both place layers; give one of them")
     # Short names used throughout the code (the Megatron names stay the config keys); kept
-    # once read (a search reads them ~10^6 times): __post_init__ changes none of these four
-    # fields after check_fields, and a config is frozen; not pickled (fields_state)
+    # once read (a search reads them ~10^6 times): __post_init__ changes none of the first
+    # four's fields after check_fields (vpp's and etp's: dropped at its end), and a config is
+    # frozen; not pickled (fields_state)
     __getstate__ = fields_state
 
-    @functools.cached_property
+    @cached
     def tp(self) -> int:
         return self.tensor_model_parallel_size
 
-    @functools.cached_property
+    @cached
     def pp(self) -> int:
         return self.pipeline_model_parallel_size
 
-    @functools.cached_property
+    @cached
     def cp(self) -> int:
         return self.context_parallel_size
 
-    @functools.cached_property
+    @cached
     def ep(self) -> int:
         return self.expert_model_parallel_size
 
-    @property
+    @cached
     def etp(self) -> int:
         return self.expert_tensor_parallel_size or 1
 
-    @property
+    @cached
     def vpp(self) -> int:
         return self.virtual_pipeline_model_parallel_size or 1
 

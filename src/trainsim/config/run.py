@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import get_args, get_type_hints
 
 from trainsim.config._build import fields_state
+from trainsim.config.cached import cached
 from trainsim.config.cluster import ClusterConfig
 from trainsim.config.gpu_rules import attention_problem, dtype_problem
 from trainsim.config.graph_scope import graph_scope_problem
@@ -358,7 +358,7 @@ class RunConfig:
 
     __getstate__ = fields_state  # what the cached properties keep is not pickled
 
-    @functools.cached_property
+    @cached
     def dp(self) -> int:  # kept once read: a config is frozen
         p = self.parallel
         return self.cluster.num_gpus // (p.tp * p.pp * p.cp)
@@ -392,7 +392,7 @@ class RunConfig:
         iteration's."""
         return self.num_microbatches // self.schedule_steps
 
-    @functools.cached_property
+    @cached
     def _layout(self) -> tuple[str, ...] | None:
         """Slots of each virtual stage when a layout places the layers, else None."""
         p, m = self.parallel, self.model
@@ -463,7 +463,7 @@ class RunConfig:
         chunk 0 of every stage, then chunk 1, ...)."""
         return list(self.virtual_ranges)
 
-    @functools.cached_property
+    @cached
     def virtual_ranges(self) -> tuple[range, ...]:
         """:meth:`virtual_stage_layers` as a tuple, computed once per config (hashable: a
         cache key for what depends only on where the layers are)."""
@@ -482,7 +482,7 @@ class RunConfig:
             start += n
         return tuple(out)
 
-    @functools.cached_property
+    @cached
     def recomputed_layers(self) -> frozenset[int]:
         """Layers whose whole forward is re-run before their backward (full recompute: the
         first ``recompute_num_layers`` of every model chunk, or all of them)."""
