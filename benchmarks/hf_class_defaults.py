@@ -9,17 +9,21 @@ one of the core sizes whose absence trainsim refuses (``hf_config.model_from_hf_
 hand-written file, not a class default of another size). A field typed without ``None`` rejects
 an explicit null in transformers (``StrictDataclassFieldValidationError``), so trainsim refuses
 it too. Beside the defaults: ``READS``, which of the names trainsim reads for any family
-(``READ_KEYS``) each family's classes read at all (``reads``), and ``ROTARY``, the families with
-rotary positions (fuzz31).
+(``READ_KEYS``) each family's classes read at all (``reads``), ``ROTARY``, the families with
+rotary positions (fuzz31), and ``GATED_MLP``, whether each family's built MLP is gated (fuzz31b:
+``mlp_gated``, from a model built on the meta device, so torch is needed too).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import io
 import json
 import re
 import types
 import typing
+import warnings
 from pathlib import Path
 
 FAMILIES = ("llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma",
@@ -75,6 +79,51 @@ def reads(cls: type) -> set[str]:
     return names | set(re.findall(r'getattr\(\s*(?:self\.)?config,\s*"(\w+)"', text))
 
 
+def _mlp_weights(model: object, hidden: int) -> list[tuple[int, int]]:
+    """(numel per expert, numel / hidden per expert) of each weight matrix of the first layer's
+    feed-forward: the first module whose class name ends in ``Experts`` (the routed experts,
+    router and shared expert apart), else in ``MLP``, else the first layer's own linear
+    children (``OPTDecoderLayer`` holds fc1 and fc2 itself). Biases are left out (gpt-oss's
+    expert biases are 2-D)."""
+    modules = list(model.named_modules())  # type: ignore[attr-defined]
+    mlp = next((m for _, m in modules if type(m).__name__.endswith("Experts")), None) \
+        or next((m for _, m in modules if type(m).__name__.lower().endswith("mlp")), None)
+    if mlp is not None:
+        params = [p for n, p in mlp.named_parameters() if p.ndim >= 2 and "bias" not in n]
+    else:
+        layer = next(m for n, m in modules if re.search(r"\.0$", n))
+        params = [p for n, p in layer.named_parameters() if n.count(".") == 1 and p.ndim >= 2]
+    out = []
+    for p in params:
+        experts = p.shape[0] if p.ndim == 3 else 1
+        out.append((p.numel() // experts, p.numel() // experts // hidden))
+    return out
+
+
+def mlp_gated(kind: str) -> bool | None:
+    """Whether transformers' model of ``kind`` builds a gated MLP (gate, up and down matrices:
+    3 x hidden x ffn a layer) or a plain one (2 x hidden x ffn), from its first layer's weights
+    on the meta device; None where the model cannot be built (remote code, a config the class
+    refuses). The narrowest matrix's other side is the ffn width (a fused gate_up_proj is twice
+    it)."""
+    import torch
+    from hf_reference import _core
+    from transformers import CONFIG_MAPPING, AutoConfig, AutoModelForCausalLM
+
+    core = _core(kind, CONFIG_MAPPING[kind])
+    hidden = next(v for k, v in core.items() if k in ("hidden_size", "n_embd", "d_model"))
+    try:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(AutoConfig.for_model(kind, **core))
+    except Exception:  # noqa: BLE001 - any refusal: no flag, the activation rule reads it
+        return None
+    weights = _mlp_weights(model, hidden)
+    ratio = sum(n for n, _ in weights) / (hidden * min(f for _, f in weights))
+    if ratio not in (2.0, 3.0):
+        raise SystemExit(f"{kind}: feed-forward of {ratio} x hidden x ffn, neither 2 nor 3")
+    return ratio == 3.0
+
+
 def nullable(tp: object) -> bool:
     if isinstance(tp, str):
         return "None" in tp or "Optional" in tp
@@ -95,7 +144,13 @@ def main() -> None:
     fields: dict[str, list[str]] = {}
     rotary: list[str] = []
     experts: dict[str, list[str]] = {}
+    gated: dict[str, bool] = {}
     for kind in FAMILIES:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            flag = mlp_gated(kind)
+        if flag is not None:
+            gated[kind] = flag
         cls = CONFIG_MAPPING[kind]
         own = {f.name for f in dataclasses.fields(cls)}
         mapped = getattr(cls, "attribute_map", {})
@@ -135,7 +190,10 @@ def main() -> None:
           'writes a theta or not (Falcon\'s ALiBi is read apart).\n``EXPERT_NAMES``: the '
           'routed-expert count names each family\'s class holds (its field, or an\n'
           '``attribute_map`` name of it), for the families ``hf_families.EXPERT_COUNT_NAMES`` '
-          'does not list."""\n')
+          'does not list.\n``GATED_MLP``: whether each family\'s built MLP is gated (gate, up and down '
+          'matrices) or plain\n(two), whatever ``hidden_act`` says: its modeling file\'s MLP '
+          'class fixes the matrices and the\nactivation only fills them (a family left out '
+          'could not be built: its activation decides)."""\n')
     print("from __future__ import annotations\n\nfrom typing import Any\n")
     print(f'TRANSFORMERS_VERSION = "{transformers.__version__}"\n')
     for name, table in (("NOT_NULL", required), ("NULLABLE", optional)):
@@ -182,6 +240,11 @@ def main() -> None:
     print("EXPERT_NAMES: dict[str, tuple[str, ...]] = {")
     for kind in sorted(experts):
         print(f'    "{kind}": ({", ".join(json.dumps(k) for k in experts[kind])},),')
+    print("}\n")
+    print("GATED_MLP: dict[str, bool] = {")
+    for value in (True, False):
+        names = [json.dumps(k) for k in sorted(k for k, v in gated.items() if v is value)]
+        print(f"    **dict.fromkeys(({_wrap(names, 20)}), {value}),")
     print("}")
 
 

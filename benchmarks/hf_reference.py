@@ -14,6 +14,9 @@ the class's default ``head_dim`` where it has one (Helium's ``o_proj`` is hidden
 64 per head. Per family: the two files, the parameter count of ``AutoModelForCausalLM.from_config``
 on the meta device, its key/value heads, its router top-k, and which layers attend within a
 window of what size (``layer_types`` and ``sliding_window`` as the built config holds them).
+``other_activation``: a few families written with the activation of the other MLP kind
+(``OTHER_ACTIVATION``: a gated family with ``gelu``, plain ones with ``silu``), the same
+fields: the family's MLP class, not the activation's name, decides its matrices (fuzz31b).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ CORE_NAMES = {"gpt2": ("n_embd", "n_layer", "n_head"), "gpt_bigcode": ("n_embd",
               "gptj": ("n_embd", "n_layer", "n_head"), "codegen": ("n_embd", "n_layer", "n_head"),
               "mpt": ("d_model", "n_layers", "n_heads")}
 LAYERS, VOCAB = 4, 262_144
+OTHER_ACTIVATION = {"mistral": "gelu", "qwen2": "gelu", "gpt_neox": "silu", "phi": "silu",
+                    "starcoder2": "silu"}
 
 
 def _core(kind: str, cls: type) -> dict[str, int]:
@@ -65,11 +70,11 @@ def _kv_heads(model: object, heads: int | None) -> int | None:
     return heads
 
 
-def reference(kind: str) -> dict[str, object]:
+def reference(kind: str, **extra: object) -> dict[str, object]:
     import torch
     from transformers import CONFIG_MAPPING, AutoConfig, AutoModelForCausalLM
 
-    cfg = AutoConfig.for_model(kind, **_core(kind, CONFIG_MAPPING[kind]))
+    cfg = AutoConfig.for_model(kind, **_core(kind, CONFIG_MAPPING[kind]), **extra)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg)
     window = getattr(cfg, "sliding_window", None)
@@ -97,13 +102,17 @@ def main() -> None:
     import transformers
 
     out: dict[str, object] = {"transformers": transformers.__version__, "skipped": SKIPPED,
-                              "families": {}}
+                              "families": {}, "other_activation": {}}
     for kind in FAMILIES:
         if kind in SKIPPED:
             continue
         with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
             warnings.simplefilter("ignore")
             out["families"][kind] = reference(kind)  # type: ignore[index]
+    for kind, act in OTHER_ACTIVATION.items():
+        with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+            warnings.simplefilter("ignore")
+            out["other_activation"][kind] = reference(kind, hidden_act=act)  # type: ignore[index]
     print(json.dumps(out, indent=1, sort_keys=True))
 
 

@@ -85,6 +85,26 @@ def test_each_family_reads_as_transformers_builds_it(tmp_path, kind, form):
         assert m.sliding_window == ref["window"]
 
 
+@pytest.mark.parametrize("form", ["minimal", "full"])
+@pytest.mark.parametrize("kind", sorted(REFERENCE["other_activation"]))
+def test_the_family_not_the_activation_decides_a_gated_mlp(tmp_path, kind, form):
+    """fuzz31b: a Mistral or Qwen2 file with gelu still builds MistralMLP's gate_proj, a
+    GPT-NeoX, Phi or StarCoder2 file with silu still two matrices (hf_defaults.GATED_MLP).
+    Before: read by the activation's name, 4 layers of each: Mistral -234.8 M parameters of
+    3.020 B, Qwen2 -180.4 M of 1.682 B, GPT-NeoX +201.4 M of 1.544 B, Phi +66.8 M of 1.275 B,
+    StarCoder2 +100.6 M of 0.774 B."""
+    ref = REFERENCE["other_activation"][kind]
+    m = _read(tmp_path, ref[form])
+    got = total_params(m)
+    assert got - ref["params"] == GAPS.get(kind, lambda m: 0)(m), (kind, got, ref["params"])
+
+
+def test_a_family_transformers_cannot_build_keeps_the_activation_rule(tmp_path):
+    for act, kind in (("silu", "swiglu"), ("gelu", "gelu")):
+        assert _read(tmp_path, {**BASE, "model_type": "my_remote", "hidden_act": act}
+                     ).activation == kind
+
+
 # ----------------------------------------- a name the family's classes never read is ignored
 
 BASE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
@@ -152,7 +172,9 @@ def test_gpt2_reads_activation_function_not_hidden_act(tmp_path):
     gpt2 = {"model_type": "gpt2", "n_embd": 1024, "n_layer": 2, "n_head": 8, "vocab_size": 1000}
     model, said = _warned(tmp_path, {**gpt2, "hidden_act": "silu"})
     assert model.activation == "gelu" and any("hidden_act is read by no gpt2" in s for s in said)
-    assert _warned(tmp_path, {**gpt2, "activation_function": "silu"})[0].activation == "swiglu"
+    # GPT2MLP is c_fc and c_proj whatever activation_function names (hf_defaults.GATED_MLP)
+    model, said = _warned(tmp_path, {**gpt2, "activation_function": "silu"})
+    assert model.activation == "gelu" and model.position_embedding == "learned" and not said
 
 
 def test_qwen3_next_of_full_attention_layers_is_refused_for_its_gate(tmp_path):

@@ -247,3 +247,44 @@ def test_mtp_layers_sit_on_the_ranks_that_hold_the_last_chunk(schedule, vpp, wit
         hand = sum(on_rank(layer_params(m, i), layer_expert_params(m, i)) for i in layers)
         hand += mtp if s in with_mtp else 0.0
         assert stage_layer_params(c, s) == pytest.approx(hand, rel=1e-9)
+
+
+def test_an_empty_memory_kind_is_warned_once_a_file(tmp_path):
+    """fuzz31b: a measured peak beside an empty memory_kind is compared with the allocated peak
+    plus the CUDA context (``StageMemory.total``), none of the README's kinds: one warning a
+    file names the column and what was assumed; the comparison is unchanged."""
+    import csv
+    import warnings
+    from importlib import resources
+
+    from trainsim.validate import validate_file
+    from trainsim.validate.training import predict_training_row
+
+    path = resources.files("trainsim") / "data" / "validation" / "training_public.csv"
+    with path.open() as f:
+        reader = csv.DictReader(f)
+        row = next(r for r in reader if r["id"] == "bloom-sweep-181B-tp8-pp12-dp4-mb1")
+        columns = reader.fieldnames
+    rows = [{**row, "memory_kind": ""}, {**row, "id": "b", "memory_kind": " "},
+            {**row, "id": "c", "memory_kind": "device"}]
+    out = tmp_path / "rows.csv"
+    with out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _, results = validate_file(out)
+    said = [str(w.message) for w in caught if "memory_kind empty" in str(w.message)]
+    assert len(said) == 1 and "2 row(s)" in said[0] and "allocated peak plus the CUDA context" \
+        in said[0], said
+    unnamed = predict_training_row({**row, "memory_kind": ""})
+    assert results[0].predicted_memory_gib == unnamed.predicted_memory_gib \
+        > predict_training_row({**row, "memory_kind": "allocated"}).predicted_memory_gib
+    # a file whose every measured peak names its kind says nothing
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        from trainsim.validate import _unnamed_memory_kind
+        _unnamed_memory_kind(out, [rows[2], {**row, "measured_peak_memory_gib": "",
+                                             "memory_kind": ""}])
+    assert not caught

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.catalog import hf_biases, hf_families
-from trainsim.catalog.hf_defaults import ROTARY
+from trainsim.catalog.hf_defaults import GATED_MLP, ROTARY
 from trainsim.config import ModelConfig
 from trainsim.config._build import build, suggest
 from trainsim.config.safe_load import parse, read_text
@@ -273,8 +273,11 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                           f"{_kind(cfg['rope_scaling'])}")
     act = _activation(get("hidden_act", "activation_function"), where)
     model_type = _model_type(cfg, where)
-    gated = act in ("silu", "swiglu", "swish") or "llama" in model_type \
-        or model_type in GATED_MODEL_TYPES
+    # the family's MLP class fixes its matrices whatever the activation (hf_defaults.GATED_MLP:
+    # a Mistral file's gelu still builds MistralMLP's gate_proj, a GPT-NeoX file's silu
+    # GPTNeoXMLP's two); a family transformers cannot build is read by its activation's name
+    gated = GATED_MLP.get(model_type, act in ("silu", "swiglu", "swish")
+                          or "llama" in model_type or model_type in GATED_MODEL_TYPES)
     fields = dict(  # noqa: C408 - keyword names mirror the config fields
         name=str(cfg.get("_name_or_path") or cfg.get("model_type") or path.parent.name),
         hidden_size=hidden,

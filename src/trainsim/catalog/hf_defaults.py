@@ -14,7 +14,10 @@ of that family sets nothing in transformers and is ignored (``hf_families.unread
 ``ROTARY``: the families whose config class has ``rope_parameters`` or ``rotary_dim``: rotary
 positions, whether the file writes a theta or not (Falcon's ALiBi is read apart).
 ``EXPERT_NAMES``: the routed-expert count names each family's class holds (its field, or an
-``attribute_map`` name of it), for the families ``hf_families.EXPERT_COUNT_NAMES`` does not list."""
+``attribute_map`` name of it), for the families ``hf_families.EXPERT_COUNT_NAMES`` does not list.
+``GATED_MLP``: whether each family's built MLP is gated (gate, up and down matrices) or plain
+(two), whatever ``hidden_act`` says: its modeling file's MLP class fixes the matrices and the
+activation only fills them (a family left out could not be built: its activation decides)."""
 
 from __future__ import annotations
 
@@ -526,4 +529,17 @@ EXPERT_NAMES: dict[str, tuple[str, ...]] = {
     "sarvam_mla": ("num_local_experts", "num_experts", "n_routed_experts",),
     "sarvam_moe": ("num_local_experts", "num_experts", "n_routed_experts",),
     "solar_open": ("num_local_experts", "n_routed_experts",),
+}
+
+GATED_MLP: dict[str, bool] = {
+    **dict.fromkeys(("bitnet", "cohere", "cohere2", "deepseek_v2", "deepseek_v3", "ernie4_5",
+                    "exaone", "exaone4", "flex_olmo", "gemma", "gemma2", "gemma3_text", "glm",
+                    "glm4", "glm4_moe", "gpt_oss", "granite", "granitemoe", "granitemoeshared",
+                    "helium", "internlm3", "llama", "llama4_text", "minicpm3", "minimax_m2",
+                    "ministral3", "mistral", "mixtral", "olmo", "olmo2", "olmo3", "olmoe", "phi3",
+                    "phimoe", "qwen2", "qwen2_moe", "qwen3", "qwen3_5_moe_text", "qwen3_5_text",
+                    "qwen3_moe", "qwen3_next", "sarvam_mla", "sarvam_moe", "seed_oss", "smollm3",
+                    "solar_open", "stablelm", "vaultgemma", "youtu"), True),
+    **dict.fromkeys(("apertus", "arcee", "bloom", "codegen", "falcon", "gpt2", "gpt_bigcode",
+                    "gpt_neox", "gptj", "mpt", "opt", "persimmon", "phi", "starcoder2"), False),
 }

@@ -301,6 +301,8 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
                 progress(len(results), len(results))
             return "kernels", results
     kind, rows = read_rows(path)
+    if kind == "training":
+        _unnamed_memory_kind(path, rows)
     predict = PREDICT[kind]
     if kind != "collectives":
         predict = functools.partial(predict, compute_db=compute_db)
@@ -322,6 +324,21 @@ def validate_file(path: str | Path, progress: Callable[[int, int], None] | None 
                 said.add((text, category))
                 warnings.warn_explicit(text, category, filename, lineno)
     return kind, [res for res, _ in out]
+
+
+def _unnamed_memory_kind(path: str | Path, rows: list[dict[str, str]]) -> None:
+    """Warn once for the file where rows give ``measured_peak_memory_gib`` with ``memory_kind``
+    empty: they are compared with the allocated peak plus the CUDA context
+    (``StageMemory.total``, what must fit in HBM), which is none of the README's kinds
+    (allocated, reserved, device). The comparison itself is unchanged."""
+    unnamed = [r for r in rows if (r.get("measured_peak_memory_gib") or "").strip()
+               and not (r.get("memory_kind") or "").strip()]
+    if unnamed:
+        warnings.warn(f"{path}: {len(unnamed)} row(s) give measured_peak_memory_gib with column "
+                      "memory_kind empty (first: id "
+                      f"{unnamed[0].get('id') or '?'}); compared with the allocated peak plus "
+                      "the CUDA context, which is none of allocated, reserved or device: name "
+                      "the kind the figure counts", TrainsimWarning, stacklevel=3)
 
 
 def _in_workers(predict: Callable[[dict[str, str]], T], rows: list[dict[str, str]],
