@@ -428,3 +428,20 @@ def public_training_validated() -> tuple[tuple, tuple[str, ...]]:
             _, res = validate_file(PUBLIC_TRAINING, workers=2)
         _PUBLIC.append((tuple(res), tuple(said)))
     return _PUBLIC[0]
+
+
+def hf_config_read(tmp_path: Path, cfg: dict) -> tuple:
+    """(model, trainsim warning messages) of ``model_from_hf_config`` on ``cfg`` written as a
+    config.json in ``tmp_path``: the robustness rounds' reading check."""
+    import json
+    import warnings
+
+    from trainsim.catalog.hf_config import model_from_hf_config
+    from trainsim.errors import TrainsimWarning
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = model_from_hf_config(path)
+    return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]

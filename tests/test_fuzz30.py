@@ -4,13 +4,13 @@ Each case failed on main c919d73 before its fix; the sanity cases beside them pa
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 
 import pytest
+from helpers import hf_config_read
 
 from trainsim.catalog.hf_config import model_from_hf_config
-from trainsim.errors import ConfigError, TrainsimWarning
+from trainsim.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
 HF = ROOT / "examples" / "hf"
@@ -19,12 +19,7 @@ HF = ROOT / "examples" / "hf"
 def _load(tmp_path: Path, base: str, **changes) -> tuple:
     cfg = json.loads((HF / base / "config.json").read_text())
     cfg.update(changes)
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model = model_from_hf_config(path)
-    return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]
+    return hf_config_read(tmp_path, cfg)
 
 
 # ------------------------------------------------------------ a latent rank in a Llama file

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import hf_config_read
 
 from trainsim.catalog import hf_unread, model_from_hf_config
 from trainsim.errors import ConfigError, TrainsimWarning
@@ -113,12 +114,7 @@ BASE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
 
 
 def _warned(tmp_path: Path, cfg: dict) -> tuple:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        model = model_from_hf_config(path)
-    return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]
+    return hf_config_read(tmp_path, cfg)
 
 
 @pytest.mark.parametrize(("kind", "extra", "field", "as_transformers"), [
