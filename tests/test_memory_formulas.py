@@ -238,3 +238,15 @@ def test_distributed_optimizer_divides_optimizer_state_by_dp(dp):
     assert a.optimizer == pytest.approx(12 * params, rel=1e-9)
     assert d.optimizer == pytest.approx(12 * params / dp, rel=1e-9)
     assert (d.weights, d.gradients, d.activations) == (a.weights, a.gradients, a.activations)
+
+
+def test_learned_position_table_is_whole_on_every_tp_rank():
+    """Only the vocab-parallel word embedding is split over TP: the learned position table is a
+    plain ``torch.nn.Embedding`` on every rank of the first stage (Megatron-LM language_model.py)."""
+    one, eight = make_cfg("gpt-1t", pp=2), make_cfg("gpt-1t", tp=8, pp=2)
+    m = one.model
+    pos = m.max_position_embeddings * m.hidden_size
+    assert pos > 0
+    split = stage_params(eight, 0) - stage_params(one, 0) / 8
+    assert split == pytest.approx(pos * 7 / 8, rel=1e-9)
+    assert stage_params(eight, 1) == pytest.approx(stage_params(one, 1) / 8, rel=1e-12)

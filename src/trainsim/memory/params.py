@@ -99,6 +99,12 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
     if 0 in held:
         dense += embedding_params(m)
+        if m.position_embedding == "learned":
+            # a learned position table is a plain embedding, not vocab-parallel: whole on every
+            # TP rank (Megatron-LM megatron/model/language_model.py Embedding.__init__
+            # ``torch.nn.Embedding(max_sequence_length, hidden_size)``, 2022; Megatron-core
+            # models/common/embeddings/language_model_embedding.py, the same)
+            dense += m.max_position_embeddings * m.hidden_size * (p.tp - 1)
     if holds_last_chunk(cfg, stage):
         mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
         experts += mtp_experts
