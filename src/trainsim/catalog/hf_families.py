@@ -563,6 +563,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     refusing the structures it does not model (ConfigError naming the field) and dropping the
     names the family does not read (``hf_unread.unread``)."""
     decoder_only(cfg, where)
+    hf_unread.unmodelled(cfg, where)
     cfg = hf_unread.unread(cfg, where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
