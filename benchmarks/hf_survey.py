@@ -52,8 +52,6 @@ NOTES = {
     "gemma4_unified_text": "its per-layer attributes (layers of different shapes)",
     "dots3_note_text": "its per-layer attributes (layers of different shapes)",
 }
-MLP_TYPES = ("per-layer dense or sparse MLPs (mlp_layer_types, which trainsim does not read: its "
-             "dense first layers priced as MoE)")
 INDEXER = ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
            "indexer's top-k keys, which trainsim would price dense)")
 
@@ -110,8 +108,6 @@ def _compare(kind: str, cls: type, row: dict[str, object], size: str) -> float |
                 model = AutoModelForCausalLM.from_config(cfg)
             ref = sum(p.numel() for p in model.parameters())
             text = json.dumps(cfg.to_dict(), default=str)
-            row["mlp_types"] = row.get("mlp_types") or "dense" in (
-                cfg.to_dict().get("mlp_layer_types") or [])
         except Exception as exc:  # noqa: BLE001 - any failure to build: not surveyed
             row[status] = f"not built ({type(exc).__name__})"
             return None
@@ -157,8 +153,7 @@ def main() -> None:
     print("UNMODELLED: dict[str, str] = {")
     for r in listed:
         what = "; ".join([*([NOTES[r["kind"]]] if r["kind"] in NOTES else []),
-                          *([INDEXER] if r["indexer"] else []),
-                          *([MLP_TYPES] if r.get("mlp_types") else [])]) \
+                          *([INDEXER] if r["indexer"] else [])]) \
             or "a structure trainsim's reader does not hold"
         size = max(SIZES, key=lambda z: abs(r.get(f"off_{z}", 0.0)))
         gap = (f"{what}; read by its names: {100 * r[f'off_{size}']:+.1f} % parameters "

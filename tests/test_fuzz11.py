@@ -128,10 +128,8 @@ def test_a_config_json_value_is_refused_by_its_key_in_the_file(tmp_path, key, va
 
 def test_latent_attention_heads_need_not_divide_the_width(tmp_path):
     # GLM-4.7-Flash (zai-org/GLM-4.7-Flash config.json): 20 heads on a 2048 width; before:
-    # refused, "set model.head_dim explicitly", which a config.json cannot do under MLA. Its
-    # widths on DeepSeek-V3's MLA: glm4_moe_lite itself is refused since refuse31 (per-layer
-    # mlp_layer_types, hf_unmodelled)
-    m = _model(tmp_path, {**LLAMA, "model_type": "deepseek_v3", "hidden_size": 2048,
+    # refused, "set model.head_dim explicitly", which a config.json cannot do under MLA
+    m = _model(tmp_path, {**LLAMA, "model_type": "glm4_moe_lite", "hidden_size": 2048,
                           "num_attention_heads": 20, "num_key_value_heads": 20,
                           "kv_lora_rank": 512, "q_lora_rank": 768, "qk_nope_head_dim": 192,
                           "qk_rope_head_dim": 64, "v_head_dim": 256})

@@ -564,7 +564,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     names the family does not read (``hf_unread.unread``)."""
     decoder_only(cfg, where)
     hf_unread.unmodelled(cfg, where)
-    cfg = hf_unread.unread(cfg, where)
+    cfg = hf_unread.mlp_layer_types(hf_unread.unread(cfg, where), where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")

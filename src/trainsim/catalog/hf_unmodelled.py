@@ -5,62 +5,46 @@ be more than 0.5 % off in parameters, or has a sparse-attention indexer it would
 from __future__ import annotations
 
 UNMODELLED: dict[str, str] = {
-    "axk1": ("per-layer dense or sparse MLPs (mlp_layer_types, which trainsim does not read: its "
-        "dense first layers priced as MoE); read by its names: +26.9 % parameters "
-        "(21,856,563,200 read, 17,225,277,440 built, 4 layers at hf_reference's core sizes)"),
     "axk2": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
-        "indexer's top-k keys, which trainsim would price dense); per-layer dense or sparse "
-        "MLPs (mlp_layer_types, which trainsim does not read: its dense first layers priced "
-        "as MoE); read by its names: +14.4 % parameters (1,366,436,864 read, 1,194,110,976 "
-        "built, 4 layers at hf_reference's core sizes)"),
-    "beam": ("per-layer dense or sparse MLPs (mlp_layer_types, which trainsim does not read: its "
-        "dense first layers priced as MoE); read by its names: +208.6 % parameters "
-        "(34,531,741,696 read, 11,191,522,432 built, 4 layers at hf_reference's core sizes)"),
+        "indexer's top-k keys, which trainsim would price dense); read by its names: -1.3 % "
+        "parameters (1,179,134,976 read, 1,194,110,976 built, 4 layers at hf_reference's core"
+        " sizes)"),
+    "beam": ("a structure trainsim's reader does not hold; read by its names: -0.6 % parameters "
+        "(11,124,379,648 read, 11,191,522,432 built, 4 layers at hf_reference's core sizes)"),
     "cpmant": ("its segment and position-bias embeddings and prompt tokens; read by its names: -49.2"
         " % parameters (742,502,400 read, 1,461,848,064 built, 4 layers at hf_reference's "
         "core sizes)"),
     "ctrl": ("its dff-wide MLP (read as trainsim's default width); read by its names: -23.1 % "
         "parameters (1,260,410,880 read, 1,637,964,550 built, the class defaults)"),
     "deepseek_v32": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
-        "indexer's top-k keys, which trainsim would price dense); per-layer dense or sparse "
-        "MLPs (mlp_layer_types, which trainsim does not read: its dense first layers priced "
-        "as MoE); read by its names: -0.3 % parameters (19,415,515,136 read, 19,472,139,264 "
-        "built, 4 layers at hf_reference's core sizes)"),
+        "indexer's top-k keys, which trainsim would price dense); read by its names: -0.3 % "
+        "parameters (19,415,515,136 read, 19,472,139,264 built, 4 layers at hf_reference's "
+        "core sizes)"),
     "doge": ("its dynamic-mask attention and cross-domain MoE MLP; read by its names: +818464.7 % "
         "parameters (3,299,273,147,392 read, 403,055,872 built, the class defaults)"),
     "dots3_note_text": ("its per-layer attributes (layers of different shapes); a sparse-attention indexer "
         "(index_n_heads: its weights, and attention over the indexer's top-k keys, which "
-        "trainsim would price dense); per-layer dense or sparse MLPs (mlp_layer_types, which "
-        "trainsim does not read: its dense first layers priced as MoE); read by its names: "
-        "+2.6 % parameters (286,698,919,936 read, 279,551,718,016 built, the class defaults)"),
+        "trainsim would price dense); read by its names: +0.5 % parameters (280,846,555,136 "
+        "read, 279,551,718,016 built, the class defaults)"),
     "falcon_mamba": ("its state-space (Mamba) mixer layers; read by its names: +9.7 % parameters "
         "(704,679,936 read, 642,639,872 built, 4 layers at hf_reference's core sizes)"),
     "gemma4_text": ("its per-layer attributes (layers of different shapes); read by its names: -54.6 % "
         "parameters (2,302,813,440 read, 5,077,177,856 built, the class defaults)"),
     "gemma4_unified_text": ("its per-layer attributes (layers of different shapes); read by its names: -23.5 % "
         "parameters (2,302,813,440 read, 3,010,758,400 built, the class defaults)"),
-    "glm4_moe_lite": ("per-layer dense or sparse MLPs (mlp_layer_types, which trainsim does not read: its "
-        "dense first layers priced as MoE); read by its names: +16.3 % parameters "
-        "(19,645,168,640 read, 16,892,001,280 built, 4 layers at hf_reference's core sizes)"),
     "glm_moe_dsa": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
-        "indexer's top-k keys, which trainsim would price dense); per-layer dense or sparse "
-        "MLPs (mlp_layer_types, which trainsim does not read: its dense first layers priced "
-        "as MoE); read by its names: -0.4 % parameters (9,573,545,984 read, 9,609,722,880 "
-        "built, 4 layers at hf_reference's core sizes)"),
+        "indexer's top-k keys, which trainsim would price dense); read by its names: -0.4 % "
+        "parameters (9,573,545,984 read, 9,609,722,880 built, 4 layers at hf_reference's core"
+        " sizes)"),
     "hrm_text": ("a structure trainsim's reader does not hold; read by its names: +182.5 % parameters "
         "(4,090,627,584 read, 1,447,822,848 built, the class defaults)"),
     "hy_v4": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
-        "indexer's top-k keys, which trainsim would price dense); per-layer dense or sparse "
-        "MLPs (mlp_layer_types, which trainsim does not read: its dense first layers priced "
-        "as MoE); read by its names: +21.9 % parameters (6,090,680,320 read, 4,994,493,141 "
-        "built, 4 layers at hf_reference's core sizes)"),
+        "indexer's top-k keys, which trainsim would price dense); read by its names: -1.5 % "
+        "parameters (4,919,945,216 read, 4,994,493,141 built, 4 layers at hf_reference's core"
+        " sizes)"),
     "jetmoe": ("attention experts (a mixture of query/output projections per layer); read by its "
         "names: -17.6 % parameters (3,538,667,520 read, 4,293,888,000 built, the class "
         "defaults)"),
-    "laguna": ("per-layer head counts and its attention output gate; per-layer dense or sparse MLPs "
-        "(mlp_layer_types, which trainsim does not read: its dense first layers priced as "
-        "MoE); read by its names: +20.9 % parameters (8,787,103,744 read, 7,270,340,352 "
-        "built, 4 layers at hf_reference's core sizes)"),
     "mamba": ("its state-space (Mamba) mixer layers; read by its names: +9.7 % parameters "
         "(704,679,936 read, 642,639,872 built, 4 layers at hf_reference's core sizes)"),
     "minimax_m3_vl_text": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
