@@ -35,6 +35,7 @@ from trainsim.validate.training import predict_training_row
 PUBLIC = BUNDLED_DIR / "training_public.csv"
 ERRATA = Path(__file__).resolve().parent / "training_errata.csv"
 QWEN = "bridge2604p1-qwen3-235b-a22b-h100-256-gbs8192"
+FSDP = "bridge2604p1-llama3-70b-gb200-64-fsdp"
 
 # (row id in training_public.csv whose shape and parallel cells are the workload's, release,
 #  global batch, published tokens/s/GPU) from docs/performance-summary-archive.md @ 067f987
@@ -56,6 +57,23 @@ RELEASES = [
     ("bridge2604p1-llama3.1-405b-gb200-256", "26.04", 1536, 842),
     ("bridge2604p1-llama3.1-405b-gb200-256", "26.04.01", 1536, 864),
     ("bridge2604p1-llama3.1-405b-gb200-256", "26.06", 1536, 843),
+    # Llama 3 70B on 64 GB200 (FP8 current scaling): Megatron FSDP over all 64 GPUs, TP 1, MBS 2,
+    # 40 of 80 layers' activations offloaded to the host at every tag (v0.1.0rc3
+    # scripts/performance/configs/llama3/llama3_70b_llm_pretrain.yaml perf_matrix gb200 fp8_cs;
+    # v0.2.0 configs/llama3/workload_base_configs.py LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG;
+    # v0.3.0-v0.4.2 configs/llama/llama3_workload_base_configs.py
+    # LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V1/_V2), GBS 128 in 25.09 (GA 1), 256 after (GA 2)
+    (FSDP, "25.09", 128, 3986),
+    (FSDP, "25.11", 256, 4312),
+    (FSDP, "26.02", 256, 4040),
+    (FSDP, "26.02.01", 256, 4357),
+    (FSDP, "26.04", 256, 4143),
+    (FSDP, "26.04.01", 256, 4224),
+    # Llama 3.1 405B on 128 B200 (FP8 current scaling), TP 4 PP 8 CP 2 VP 8, GBS 64 in both
+    # (v0.1.0rc3 configs/llama31/llama31_405b_llm_pretrain.yaml perf_matrix b200; v0.2.0
+    # configs/llama31/workload_base_configs.py LLAMA31_405B_B200_FP8_CS_BASE_CONFIG)
+    ("bridge2511-llama3.1-405b-b200-128", "25.09", 64, 664),
+    ("bridge2511-llama3.1-405b-b200-128", "25.11", 64, 661),
     (QWEN, "25.11", 2048, 1575),
     (QWEN, "26.02", 8192, 1633),
     (QWEN, "26.02.01", 8192, 1611),
@@ -71,6 +89,55 @@ def recipe_row(row: dict[str, str]) -> dict[str, str]:
     fixes = {f: e["corrected_value"] for (rid, f), e in read_errata(ERRATA).items()
              if rid == row["id"]}
     return {**row, **fixes}
+
+
+NEMO_PERF = Path(__file__).resolve().parent / "training_nemo_perf.csv"
+NEMO_FSDP = ("nemo2504-llama3-70b-gb200-64", "nemo2507-llama3-70b-gb200-64")
+"""NeMo 2 runs of the same workload on 64 GB200 (Megatron FSDP over 64, TP 1, FP8 current
+scaling) at MBS 1 and no activation offloading (their rows' notes cite the perf scripts)."""
+
+
+def gap_split(row: dict[str, str], measured: float, predicted: float) -> dict[str, float]:
+    """What trainsim misses of one point, per step, per micro-batch and per sample of a GPU
+    (samples per GPU = GBS / data-parallel size; micro-batches = that / MBS)."""
+    gpus, gbs = int(row["num_gpus"]), int(row["global_batch_size"])
+    dp = gpus // (int(row["tp"]) * int(row["pp"] or 1) * int(row["cp"] or 1))
+    samples = gbs / dp
+    mbs = int(row["micro_batch_size"] or 1)
+    gap = measured - predicted
+    return {"samples": samples, "micro_batches": samples / mbs, "gap": gap,
+            "per_micro_batch": gap / (samples / mbs), "per_sample": gap / samples,
+            "share": gap / predicted}
+
+
+def fsdp_gaps(rows: dict[str, dict[str, str]], predicted: dict[tuple[str, int, bool], float]
+              ) -> list[tuple[str, str, dict[str, float]]]:
+    """The GB200 Megatron-FSDP 70B points, Bridge (MBS 2, offload 40) and NeMo (MBS 1)."""
+    out = []
+    for rid, release, gbs, tps in RELEASES:
+        if rid != FSDP:
+            continue
+        row = dict(rows[rid], global_batch_size=str(gbs))
+        measured = gbs * int(row["seq_length"]) / (tps * int(row["num_gpus"]))
+        out.append((f"Bridge {release}", row["micro_batch_size"],
+                    gap_split(row, measured, predicted[(rid, gbs, False)])))
+    with open(NEMO_PERF, newline="") as fh:
+        nemo = {r["id"]: r for r in csv.DictReader(fh)}
+    for rid in NEMO_FSDP:
+        row = nemo[rid]
+        out.append((rid, row["micro_batch_size"], gap_split(
+            row, float(row["measured_iteration_s"]), predict_training_row(row).predicted)))
+    return out
+
+
+def release_floor(errors: list[float]) -> tuple[float, float]:
+    """(mean APE now, the least mean APE a release-blind change can reach) over one workload's
+    archive points, given their signed errors (fractions): a change that moves the workload's
+    prediction by one factor f for every release (a mechanism of the recipe, the same in every
+    tag) leaves mean |f (1 + e) - 1|, piecewise linear in f, so least at some f = 1 / (1 + e)."""
+    def mean_ape(f: float) -> float:
+        return sum(abs(f * (1 + e) - 1) for e in errors) / len(errors)
+    return mean_ape(1.0), min(mean_ape(1 / (1 + e)) for e in errors)
 
 
 def main() -> None:
@@ -94,11 +161,25 @@ def main() -> None:
                 f"{measured:.3f} | {pred:.3f} | {(pred / measured - 1) * 100:+.1f} % |"
             )
     print()
+    print("| workload | points | error range | mean APE | release-blind floor |")
+    print("| --- | --- | --- | --- | --- |")
+    for rid in dict.fromkeys(r for r, *_ in RELEASES):
+        errs = []
+        for r, release, gbs, tps in RELEASES:
+            if r == rid:
+                row = rows[rid]
+                measured = gbs * int(row["seq_length"]) / (tps * int(row["num_gpus"]))
+                errs.append(predicted[(rid, gbs, False)] / measured - 1)
+        now, floor = release_floor(errs)
+        print(f"| {rid} | {len(errs)} | {100 * min(errs):+.1f} .. {100 * max(errs):+.1f} % | "
+              f"{100 * now:.1f} % | {100 * floor:.1f} % |")
+    print()
     pairs = [
         ("bridge2604p1-llama3.1-405b-h100-1024-gbs1536", r1, "26.02") for r1 in ("25.09", "25.11")
     ]
     pairs += [("bridge2604p1-llama3-70b-h100-64-gbs256", r1, "26.02") for r1 in ("25.09", "25.11")]
     pairs += [(QWEN, "25.11", r2) for r2 in ("26.02", "26.02.01")]
+    pairs += [(FSDP, "25.09", r2) for r2 in ("25.11", "26.02.01", "26.04.01")]
     for rid, r1, r2 in pairs:
         row = rows[rid]
         gpus, seq = int(row["num_gpus"]), int(row["seq_length"])
@@ -115,6 +196,15 @@ def main() -> None:
             line += (f"; predicted{' (recipe cells)' if recipe else ''} a = "
                      f"{p1 - bp * g1 / dp:.2f} s, b = {bp * 1e3:.1f} ms")
         print(line)
+    print()
+    print("Megatron FSDP, Llama 3 70B, 64 GB200: the missed time per step, micro-batch and sample")
+    print("| point | MBS | micro-batches | samples | gap s | per micro-batch s | per sample s | "
+          "share of predicted |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for name, mbs, g in fsdp_gaps(rows, predicted):
+        print(f"| {name} | {mbs} | {g['micro_batches']:.0f} | {g['samples']:.0f} | "
+              f"{g['gap']:.3f} | {g['per_micro_batch']:.3f} | {g['per_sample']:.3f} | "
+              f"{100 * g['share']:+.1f} % |")
 
 
 if __name__ == "__main__":

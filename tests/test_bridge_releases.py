@@ -17,7 +17,7 @@ ARCHIVE = ("NVIDIA-NeMo+Megatron-Bridge", "067f987df03b8355b03192d88d70f1709fedf
            "docs/performance-summary-archive.md")
 MODEL_KEY = {"llama3.1-405b": "LLAMA3.1_405B", "llama3-70b": "LLAMA3_70B",
              "qwen3-235b-a22b": "Qwen3_235B_a22B"}
-SYSTEM_KEY = {"h100-sxm-80gb": "DGX-H100", "gb200": "DGX-GB200"}
+SYSTEM_KEY = {"h100-sxm-80gb": "DGX-H100", "gb200": "DGX-GB200", "b200-sxm-180gb": "DGX-B200"}
 # the archive's Precision cell for a row's fp8_recipe: its tables write per-tensor current scaling
 # "FP8-CS" (25.11) or "FP8" (26.02 on, beside "MXFP8" and "NVFP4"); 25.09's tables state none
 # (an empty fp8_recipe, the format's "not stated", admits the per-tensor cells, not MXFP8/NVFP4)
@@ -126,3 +126,27 @@ def test_recipe_cells_come_from_the_errata_file():
             == {k: v for k, v in rows[SCRIPT.QWEN].items() if k not in ("moe_dispatcher", "options")})
     plain = rows["bridge2511-llama3-70b-64"]  # no erratum names it
     assert SCRIPT.recipe_row(plain) == plain
+
+
+def test_release_floor_takes_the_best_common_factor():
+    """One workload's errors +5 % and +10 %: a common factor can null either, not both; nulling
+    the slower point leaves the other at 1.05 / 1.10 - 1 (the smaller of the two choices); a
+    single point can always be nulled."""
+    now, floor = SCRIPT.release_floor([0.05, 0.10])
+    assert abs(now - 0.075) < 1e-12
+    assert abs(floor - (1 - 1.05 / 1.10) / 2) < 1e-12 < (1.10 / 1.05 - 1) / 2 - floor
+    assert SCRIPT.release_floor([-0.098])[1] < 1e-12
+
+
+def test_gap_split_counts_samples_and_micro_batches_per_gpu():
+    """The Bridge GB200 FSDP row (GBS 256 over DP 64 at MBS 2): 4 samples, 2 micro-batches."""
+    row = _rows()[SCRIPT.FSDP]
+    g = SCRIPT.gap_split(row, 7.7576, 7.0576)
+    assert (g["samples"], g["micro_batches"]) == (4.0, 2.0)
+    assert abs(g["per_micro_batch"] - 0.35) < 1e-9 and abs(g["per_sample"] - 0.175) < 1e-9
+    with open(SCRIPT.NEMO_PERF, newline="") as fh:
+        nemo = {r["id"]: r for r in csv.DictReader(fh)}
+    for rid in SCRIPT.NEMO_FSDP:  # the NeMo comparators are the same workload at MBS 1
+        r = nemo[rid]
+        assert (r["model"], r["gpu"], r["num_gpus"], r["tp"], r["pp"], r["zero_stage"],
+                r["micro_batch_size"]) == ("llama3-70b", "gb200", "64", "1", "1", "3", "1"), rid
