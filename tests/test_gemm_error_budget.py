@@ -81,3 +81,27 @@ def test_shape_class_takes_the_first_class_that_applies(budget):
     assert budget.shape_class(row(4096, 2112, 16384, "fp8")) == "odd n, 8-bit"
     assert budget.shape_class(row(4096, 4096, 8192)) == "k>=8192, 16-bit"
     assert budget.shape_class(row(4096, 4096, 4096, "fp16")) == "regular, 16-bit"
+
+
+def test_last_wave_is_the_share_of_the_sms_the_last_wave_fills(budget):
+    assert budget.last_wave(3.0) == "full"
+    assert budget.last_wave(0.3) == "<=0.5"
+    assert budget.last_wave(4.2) == "<=0.25"
+    assert budget.last_wave(1.97) == ">0.75"
+
+
+def test_harness_oracle_finds_a_sources_own_factor_and_per_call_time(budget):
+    """Time rows predicted at 1/1.1 of their time: a factor of 1.1 prices them exactly; rate
+    rows predicted 2 us short: a per-call time of +2 us (factor 1) does."""
+    def row(i, t, pred, rate):
+        return budget.GemmRow(f"r{i}", "h100-sxm-80gb", "s", "bf16", 4096, 4096, 4096, 0.0,
+                              pred / t - 1.0, t, rate)
+
+    slow = [row(i, t, t / 1.1, False) for i, t in enumerate((1e-5, 5e-5, 3e-4))]
+    f1, m1, *_ = budget.own_harness(slow)
+    assert f1 == pytest.approx(1.1, abs=0.003) and m1 < 0.003
+    short = [row(i, t, t - 2e-6, True) for i, t in enumerate((1e-5, 4e-5, 2e-4))]
+    assert budget.harness_ape(short, 1.0, 0.0) == pytest.approx(
+        sum(t / (t - 2e-6) - 1 for t in (1e-5, 4e-5, 2e-4)) / 3)
+    *_, f2, b2, m2 = budget.own_harness(short)
+    assert (f2, b2) == (pytest.approx(1.0), pytest.approx(2e-6)) and m2 < 1e-9
