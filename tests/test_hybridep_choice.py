@@ -71,7 +71,13 @@ def _row(framework, version, gpu_name="h100-sxm-80gb", **cells):
 
 @pytest.mark.parametrize(("framework", "version", "gpu_name", "expected"), [
     ("megatron-bridge", "26.04", "h100-sxm-80gb", ["alltoall", "deepep", "hybridep"]),
-    ("megatron-bridge", "26.04", "gb200", ["alltoall", "deepep", "hybridep"]),
+    # Bridge's validate_flex_dispatcher_backend: DeepEP on cc 8/9 or B200/B300 only (every tag
+    # v0.2.0-v0.6.0), HybridEP on GB200/GB300 only in v0.2.x (25.11)
+    ("megatron-bridge", "26.04", "gb200", ["alltoall", "hybridep"]),
+    ("megatron-bridge", "25.11", "h100-sxm-80gb", ["alltoall", "deepep"]),
+    ("megatron-bridge", "25.11", "b200-sxm-180gb", ["alltoall", "deepep"]),
+    ("megatron-bridge", "25.11", "gb200", ["alltoall", "hybridep"]),
+    ("megatron-bridge", "26.02", "b200-sxm-180gb", ["alltoall", "deepep", "hybridep"]),
     ("megatron-bridge", "26.04", "a100-sxm-80gb", ["alltoall", "deepep"]),
     ("megatron-bridge", "25.09", "h100-sxm-80gb", ["alltoall", "deepep"]),
     ("megatron-core", "0.16", "h100-sxm-80gb", ["allgather", "deepep", "hybridep"]),
@@ -121,6 +127,40 @@ def test_search_tries_hybridep_where_the_framework_and_gpu_have_it(model_file, g
     with_hybridep = {ep for ep, d in pairs if d == "hybridep"}
     assert with_hybridep == ({2, 4, 8, 16} if hybridep else set())
     assert {ep for ep, d in pairs if d == "deepep"} == {16}  # across the 8-GPU nodes only
+
+
+@pytest.mark.parametrize(("version", "gpu_name", "dispatcher", "refused"), [
+    ("25.11", "h100-sxm-80gb", "hybridep", True), ("25.11", "gb200", "hybridep", False),
+    ("26.02", "h100-sxm-80gb", "hybridep", False), ("26.04", "gb200", "deepep", True),
+    ("26.04", "b200-sxm-180gb", "deepep", False), ("25.09", "gb200", "deepep", False),
+])
+def test_bridge_refuses_a_flex_backend_its_release_rejects_on_the_gpu(version, gpu_name,
+                                                                      dispatcher, refused):
+    """Megatron-Bridge v0.2.0's ConfigContainer.validate raises for HybridEP off GB200/GB300
+    and, in every tag, for DeepEP on GB200/GB300; v0.1.0rc3 (25.09) has no such check."""
+    from trainsim.catalog.defaults import apply_framework
+    parallel = {"moe_token_dispatcher_type": dispatcher}
+    training = {"framework": "megatron-bridge", "framework_version": version}
+    if refused:
+        with pytest.raises(ConfigError, match=rf"{dispatcher} but megatron-bridge {version} "
+                                              rf"accepts it on .* only, not {gpu_name}"):
+            apply_framework(parallel, training, gpu_name)
+    else:
+        apply_framework(parallel, training, gpu_name)
+
+
+def test_search_tries_no_flex_backend_the_bridge_release_rejects(model_file):
+    """The search's Base: no HybridEP on H100 for Bridge 25.11 (26.02 has it), no DeepEP on
+    GB200 for Bridge 26.04."""
+    old, _ = _dispatchers(model_file, "h100-sxm-80gb", "training.framework=megatron-bridge",
+                          "training.framework_version=25.11")
+    new, _ = _dispatchers(model_file, "h100-sxm-80gb", "training.framework=megatron-bridge",
+                          "training.framework_version=26.02")
+    rack, pairs = _dispatchers(model_file, "gb200", "training.framework=megatron-bridge",
+                               "training.framework_version=26.04")
+    assert (old.hybridep, old.deepep, new.hybridep, new.deepep) == (False, True, True, True)
+    assert (rack.hybridep, rack.deepep) == (True, False)
+    assert "deepep" not in {d for _, d in pairs}
 
 
 def test_search_overlaps_the_exchange_under_hybridep():

@@ -99,7 +99,8 @@ def test_hybridep_buffer_is_sized_for_every_token_of_the_domain():
     want = 262_144 * (2 * H + 4 * 256 + 4 * 56)
     assert want == 4_085_252_096
     assert hybridep_buffer_bytes(ds(moe_token_dispatcher_type="hybridep")) == want
-    assert hybridep_buffer_bytes(ds(moe_token_dispatcher_type="deepep")) == 0
+    # (Megatron-Bridge refuses DeepEP on GB200: no framework named for that case)
+    assert hybridep_buffer_bytes(ds(framework=None, moe_token_dispatcher_type="deepep")) == 0
     assert context_bytes(ds(moe_token_dispatcher_type="hybridep")) - \
         context_bytes(ds(moe_token_dispatcher_type="alltoall")) == want
 

@@ -113,7 +113,7 @@ def test_hybridep_sms_follow_the_run_and_its_profile():
     v0.3.0); 25.09 (v0.1.0rc3) has no HybridEP and leaves Megatron-core's default."""
     from trainsim.catalog import run_config_from_dict
 
-    def bridge(version):
+    def bridge(version, gpu_name="h100-sxm-80gb"):
         return run_config_from_dict({
             "model": {"hidden_size": 1024, "num_layers": 1, "num_attention_heads": 8,
                       "vocab_size": 4096, "ffn_hidden_size": 512, "activation": "swiglu",
@@ -122,8 +122,9 @@ def test_hybridep_sms_follow_the_run_and_its_profile():
                          "moe_overlap_ep_comm": True},
             "training": {"global_batch_size": 8, "micro_batch_size": 1, "seq_length": 1024,
                          "framework": "megatron-bridge", "framework_version": version},
-            "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 8, "gpus_per_node": 8}})
-    assert bridge("25.11").parallel.moe_hybridep_num_sms == 32
+            "cluster": {"gpu": gpu_name, "num_gpus": 8, "gpus_per_node": 8}})
+    # v0.2.0 accepts HybridEP on GB200 / GB300 only (flex_dispatcher_backend.py)
+    assert bridge("25.11", "gb200").parallel.moe_hybridep_num_sms == 32
     assert bridge("26.02").parallel.moe_hybridep_num_sms == 32
     cfg = _cfg("hybridep")
     assert Pricer(cfg).sm_share["ep"] == EXCHANGE_SMS["hybridep"] / cfg.cluster.gpu.num_sms

@@ -174,6 +174,7 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         raise ConfigError(f"parallel.cpu_offloading_num_layers={offload} but {where} has no "
                           "activation CPU offloading (source: "
                           f"{feature_source(profile, 'cpu_offloading')})")
+    flex_backend_problem(parallel, profile, where, gpu)
     for short, feature, words in SEARCH_SIZES:
         keys = [ALIASES[short], short,
                 *(k for k, v in SYNONYMS["parallel"].items() if v == short)]
@@ -235,6 +236,27 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
                     "account_for_loss_in_pipeline_split"):
             if key not in parallel and profile.defaults.get(key):
                 parallel[key] = True
+
+
+def flex_backend_problem(parallel: dict[str, Any], profile: Any, where: str, gpu: Any) -> None:
+    """Refuse a flex dispatcher backend the profile's release does not accept on the run's GPU
+    (profile ``flex_backend_gpus``; Megatron-Bridge's validate_flex_dispatcher_backend raises
+    ValueError before the model is built). A GPU the catalog does not name is left alone."""
+    disp = parallel.get("moe_token_dispatcher_type")
+    if disp not in ("deepep", "hybridep") or gpu is None or isinstance(gpu, dict):
+        return
+    from trainsim.catalog import gpu as catalog_gpu
+    from trainsim.catalog.frameworks import flex_backend_runs
+
+    try:
+        spec = catalog_gpu(str(gpu))
+    except ConfigError:
+        return
+    if not flex_backend_runs(profile.name, profile.version, disp, spec.name, spec.sm_arch):
+        allowed = ", ".join(profile.features["flex_backend_gpus"][disp])
+        raise ConfigError(f"parallel.moe_token_dispatcher_type={disp} but {where} accepts it "
+                          f"on {allowed} only, not {spec.name} (its validate_flex_dispatcher_"
+                          "backend raises; profile feature flex_backend_gpus); use alltoall")
 
 
 def zero_stages_run(profile: Any, version: str | None = None) -> tuple[int, ...] | None:

@@ -442,6 +442,25 @@ def framework_feature(framework: str, version: str | None, feature: str) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+def flex_backend_runs(framework: str | None, version: str | None, dispatcher: str,
+                      gpu_name: str, sm_arch: int | None) -> bool:
+    """Whether the framework at ``version`` lets the flex dispatcher's ``dispatcher`` backend
+    (``deepep``, ``hybridep``) run on this GPU: profile ``flex_backend_gpus`` maps a backend to
+    the GPUs its release accepts, each a catalog GPU name or a compute-capability major
+    (``cc9``: every sm_9x); a backend it does not list, or a profile without the feature, is
+    not restricted here (``config.validity.dispatcher_runs_on`` still asks for the kernels'
+    architecture). Megatron-Bridge checks the device before it builds the model
+    (src/megatron/bridge/training/flex_dispatcher_backend.py
+    ``validate_flex_dispatcher_backend``, raising ValueError)."""
+    if not framework:
+        return True
+    allowed = (framework_feature(framework, version, "flex_backend_gpus") or {}).get(dispatcher)
+    if allowed is None:
+        return True
+    major = None if sm_arch is None else f"cc{sm_arch // 10}"
+    return gpu_name in allowed or (major is not None and major in allowed)
+
+
 def profile_supports(cfg: Any, feature: str) -> bool:
     """Whether the framework profile of the run ``cfg`` has the mechanism ``feature``."""
     t = cfg.training

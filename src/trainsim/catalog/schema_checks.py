@@ -78,6 +78,18 @@ def _list_of(choices: tuple[str, ...], what: str) -> Callable[[Any], str | None]
     return check
 
 
+def _backend_gpus(v: Any) -> str | None:
+    """A checker of ``flex_backend_gpus``: {deepep or hybridep: [GPU name or ccN, ...]}."""
+    if not isinstance(v, dict):
+        return "expected a mapping {flex backend: [catalog GPU name or ccN]}"
+    for k, x in v.items():
+        if k not in ("deepep", "hybridep"):
+            return f"key {k!r} is not a flex dispatcher backend (deepep, hybridep)"
+        if not isinstance(x, list) or not x or not all(isinstance(g, str) for g in x):
+            return f"{k}: expected a non-empty list of GPU names or compute capabilities"
+    return None
+
+
 #: run options (``validate`` options column) a profile's ``moe_recipe_options`` may name
 RECIPE_OPTIONS = ("ep_overlap", "cuda_graphs", "tp_overlap", "pp_overlap", "dp_overlap")
 #: the systems a profile's ``moe_recipe_options`` may single out, by the run's NVLink domain

@@ -11,6 +11,7 @@ import operator
 from dataclasses import dataclass
 
 from trainsim.catalog.frameworks import (
+    flex_backend_runs,
     framework_profile,
     framework_supports,
     uneven_layout,
@@ -254,10 +255,20 @@ class Base:
         """Whether the search tries the HybridEP dispatcher: the run's framework offers it
         (profile ``moe_dispatchers``: Megatron-core from core_v0.16.0, Megatron-Bridge from
         v0.2.0; not for a run that names no framework) and the GPU runs its kernels
-        (``config.validity.dispatcher_runs_on``: sm_90 or newer)."""
-        return framework_supports(self.training.framework, self.training.framework_version,
-                                  "hybridep") and \
-            dispatcher_runs_on("hybridep", self.cluster.gpu.sm_arch)
+        (``config.validity.dispatcher_runs_on``: sm_90 or newer) and the framework's release
+        accepts it there (``catalog.frameworks.flex_backend_runs``)."""
+        t, g = self.training, self.cluster.gpu
+        return framework_supports(t.framework, t.framework_version, "hybridep") and \
+            dispatcher_runs_on("hybridep", g.sm_arch) and \
+            flex_backend_runs(t.framework, t.framework_version, "hybridep", g.name, g.sm_arch)
+
+    @functools.cached_property
+    def deepep(self) -> bool:
+        """Whether the search may try DeepEP where the experts leave the node: the framework's
+        release accepts it on this GPU (``catalog.frameworks.flex_backend_runs``: not on
+        GB200 / GB300 in Megatron-Bridge)."""
+        t, g = self.training, self.cluster.gpu
+        return flex_backend_runs(t.framework, t.framework_version, "deepep", g.name, g.sm_arch)
 
     def cluster_for(self, num_gpus: int) -> ClusterConfig:
         """``cluster`` with this GPU count, one object per count and process: the shared

@@ -203,7 +203,8 @@ class SearchSpace:
                 elif ep == 1:
                     disps = ("alltoall",)
                 else:  # DeepEP sends a token once per node: it matters across nodes
-                    disps = ("alltoall", "deepep") if ep * etp > gpn else ("alltoall",)
+                    disps = ("alltoall", "deepep") if ep * etp > gpn and base.deepep \
+                        else ("alltoall",)
                     # HybridEP: TMA kernels in the NVLink domain (the Bridge recipes' choice on
                     # GB200 NVL72) and RDMA between domains (DeepEP hybrid-ep 1dddd19)
                     disps += ("hybridep",) if base.hybridep else ()

@@ -11,7 +11,7 @@ from typing import Any
 
 from trainsim.catalog import gpu, model_dict, model_name, names, node
 from trainsim.catalog.defaults import stage_engines, truthy
-from trainsim.catalog.frameworks import uneven_layout, uneven_split
+from trainsim.catalog.frameworks import flex_backend_runs, uneven_layout, uneven_split
 from trainsim.catalog.schema_checks import NVLINK_SCOPES, OPTION_FEATURES
 from trainsim.config._build import suggest
 from trainsim.config.cluster import segment_domains
@@ -478,12 +478,16 @@ def flex_dispatchers(row: dict[str, str], profile: Any) -> list[str]:
     (``moe_dispatchers``: Megatron-core's --moe-flex-dispatcher-backend hybridep from
     core_v0.16.0, Megatron-Bridge's from v0.2.0), HybridEP only on a GPU its kernels run on
     (``config.validity.dispatcher_runs_on``: sm_90 or newer; an unknown GPU is left to the
-    config to report)."""
+    config to report) the profile's release accepts (``catalog.frameworks.flex_backend_runs``:
+    Megatron-Bridge 25.11 HybridEP on GB200 / GB300 only)."""
     try:
-        arch = gpu(row["gpu"]).sm_arch
+        spec = gpu(row["gpu"])
     except (KeyError, TrainsimError):
-        arch = None
-    return [d for d in ("deepep", "hybridep") if profile.supports(d) and dispatcher_runs_on(d, arch)]
+        spec = None
+    arch = spec.sm_arch if spec is not None else None
+    return [d for d in ("deepep", "hybridep") if profile.supports(d) and dispatcher_runs_on(d, arch)
+            and (spec is None or flex_backend_runs(profile.name, profile.version, d, spec.name,
+                                                   arch))]
 
 
 def context_sizes(row: dict[str, str], profile: Any = None) -> list[int]:
