@@ -50,3 +50,29 @@ def test_one_kernel_grouped_gemms_never_pass_their_implementation_fraction():
         for m in (1, 100, 512, 4096):
             eff = roofline.grouped_efficiency(gpu, _experts(m, impl))
             assert 0.0 < eff <= frac
+
+
+def test_cutlass_grouped_fp8_without_fast_accum_promotes_between_k_tiles():
+    """torch._scaled_grouped_mm's default (use_fast_accum=False) runs CUTLASS's ptr-array FP8
+    mainloop, which adds each k tile's tensor-core sums into fp32 on the CUDA cores with the
+    tensor cores drained (GmmaFP8Accumulation::promote_core): the 16-bit fraction of the fp8
+    peak stretched as a serial block-scaled kernel, not cuBLAS's split-accumulator MAMF. Fast
+    accumulation drops the stretch; Blackwell's tensor cores accumulate in fp32 (no stretch);
+    16-bit, DeepGEMM and per-expert cuBLAS grouped GEMMs are untouched."""
+    h100 = get_gpu("h100-sxm-80gb")
+    slow = _experts(512, "cutlass", "fp8")
+    fast = Gemm("experts", 512, 1536, 2048, "fp8", 128, grouped="cutlass", fp8_fast_accum=True)
+    assert roofline.grouped_serial_promotion(slow)
+    assert not roofline.grouped_serial_promotion(fast)
+    assert roofline.gemm_rate(h100, slow) == roofline.gemm_rate(h100, fast)
+    assert roofline.block_promotion_k(h100, slow) == pytest.approx(
+        h100.mamf_fraction * h100.flops("fp8") / h100.peak_flops["fp32"] / 128)
+    assert roofline.block_promotion_k(h100, fast) == 0.0
+    model = roofline.RooflineModel(h100)
+    assert 1.0 < model.time(slow) / model.time(fast) < 1.19
+    for other in (_experts(512, "cutlass"), _experts(512, "deepgemm", "fp8"),
+                  _experts(512, "multi_stream", "fp8"), _experts(512, "triton", "fp8")):
+        assert not roofline.grouped_serial_promotion(other)
+        assert roofline.block_promotion_k(h100, other) == 0.0
+    b200 = get_gpu("b200-sxm-180gb")
+    assert roofline.block_promotion_k(b200, slow) == 0.0

@@ -30,6 +30,20 @@ rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
 before the benchmark loop's clock, ``roofline.LOOP_CLOCK_TAU_S``, was priced: 28th session).
 Per-expert cuBLAS GEMMs (``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no
 fraction."""
+FP8_SERIAL_PROMOTION = frozenset({"cutlass"})
+"""One-kernel grouped GEMMs whose fp8 kernel without fast accumulation promotes Hopper's
+limited-precision tensor-core sums into fp32 accumulators itself, between k tiles, with the
+tensor cores idle: PyTorch's ``torch._scaled_grouped_mm`` (``use_fast_accum=False`` by default,
+aten native_functions.yaml) runs CUTLASS's ``KernelPtrArrayTmaWarpSpecializedCooperative``
+schedule rather than its ``...FP8FastAccum`` one (aten/src/ATen/native/cuda/ScaledGroupMM.cu
+``Schedule``; 128x128x128 tiles "for slow accum to avoid spilling"), whose FP8 mainloop calls
+``GmmaFP8Accumulation::promote_if_needed`` after each k tile: ``warpgroup_wait<0>`` and one
+FADD per accumulator element every ``mma_promotion_interval`` MMAs (CUTLASS
+include/cutlass/gemm/collective/fp8_accumulation.hpp ``promote_core``), the structure
+``roofline.block_promotion_k`` prices for block-scaled kernels (``serial``). Its fp8 rate is
+therefore the 16-bit fraction of the fp8 peak stretched by that promotion, not cuBLAS's
+split-accumulator MAMF (``roofline.gemm_rate``); with fast accumulation it is the unstretched
+16-bit fraction. No constant."""
 GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
 """GEMMs in flight at once for implementations that launch one GEMM per group: Transformer
 Engine's ``GroupedLinear`` issues each expert's cuBLAS GEMM on one of 4 compute streams in

@@ -235,7 +235,7 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     pass by pass (the block-scaled MMA accumulates in fp32 in tensor memory whatever the flag:
     PTX ISA 8.7 ``tcgen05.mma ... block_scale``, f32 ``D``; it is no fast-accumulate kernel)."""
     fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or \
-        op.fp8_block_scales in ("overlapped", "serial")
+        op.fp8_block_scales in ("overlapped", "serial") or grouped_serial_promotion(op)
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:
         rate = gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
     else:
@@ -243,6 +243,14 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     if op.dtype == "fp8" and op.fp8_block_scales == "mma":
         return rate * MXFP8_OF_TENSOR_SCALED
     return rate
+
+
+def grouped_serial_promotion(op: Gemm) -> bool:
+    """A grouped fp8 GEMM without fast accumulation whose kernel promotes its sums itself,
+    between k tiles (``grouped.FP8_SERIAL_PROMOTION``: CUTLASS's ptr-array FP8 mainloop):
+    priced as a block-scaled ``serial`` kernel (``block_promotion_k``)."""
+    return (op.dtype == "fp8" and not op.fp8_fast_accum and not op.fp8_block_scales
+            and op.grouped in grouped.FP8_SERIAL_PROMOTION)
 
 
 def has_block_scaled_mma(gpu: GPUSpec) -> bool:
@@ -274,8 +282,8 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     ``tcgen05.mma ... block_scale``, PTX ISA 8.7; MI355X's MX instructions), so a GPU that lists
     an fp4 peak multiplies the scales inside the tensor core and promotes nothing."""
     fp32 = gpu.peak_flops.get("fp32")
-    if (op.dtype != "fp8" or op.fp8_block_scales != "serial" or not fp32
-            or has_block_scaled_mma(gpu)):
+    serial = op.fp8_block_scales == "serial" or grouped_serial_promotion(op)
+    if op.dtype != "fp8" or not serial or not fp32 or has_block_scaled_mma(gpu):
         return 0.0
     rate = gpu.mamf_fraction * gpu.flops("fp8")  # the burst main-loop rate, like the fp32 peak
     return rate / fp32 / FP8_SCALE_BLOCK_K
