@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
 OPENING = ('pip install -e . && trainsim simulate examples/llama3-8b-h100.yaml',
-           'pip install -e ".[test]" && python -m pytest -q')
+           'pip install -e ".[test]" && python -m pytest -q -n 2')
 
 
 def _commands() -> list[str]:
@@ -51,6 +51,8 @@ def test_readme_opens_with_the_two_commands():
     first = re.search(r"```bash\n(.*?)```", README, re.DOTALL).group(1).splitlines()
     assert tuple(first) == OPENING
     assert (ROOT / "examples/llama3-8b-h100.yaml").is_file()
+    # CI runs that same test command, word for word
+    assert OPENING[1].split(" && ")[1] in (ROOT / ".ci/run").read_text()
 
 
 def test_every_readme_command_is_real():
