@@ -10,11 +10,11 @@ from trainsim.model.counts import layer_params
 from trainsim.workload.sharding import fp32_grad_accumulation
 
 
-def cfg(dtype="bf16", framework=("megatron-deepspeed", "2022-03"), mbs=1):
+def cfg(dtype="bf16", framework=("megatron-deepspeed", "2022-03"), mbs=1, dist_opt=True):
     training = {"framework": framework[0], "framework_version": framework[1]} if framework else {}
     return run_config_from_dict({
         "model": {"preset": "gpt3-175b", "num_layers": 8},
-        "parallel": {"tp": 8, "pp": 2, "distributed_optimizer": True},
+        "parallel": {"tp": 8, "pp": 2, "distributed_optimizer": dist_opt},
         "training": {"global_batch_size": 64, "micro_batch_size": mbs, "seq_length": 2048,
                      "dtype": dtype, **training},
         "cluster": {"gpu": "a100-sxm-80gb", "num_gpus": 64, "gpus_per_node": 8}})
@@ -112,3 +112,23 @@ def test_nanotron_zero1_step_pays_the_clip(monkeypatch):
                         lambda cfg, f: False if f == "clip_unsharded_grads" else real(cfg, f))
     without = simulate(c).iteration_time_s
     assert 0 < with_clip - without < 12 * total_params(c.model) * 7 / 8 / 1e12
+
+
+@pytest.mark.parametrize(("version", "dtype", "name", "per_param"), [
+    ("2021-04", "fp16", "grads_accumulate_16bit", 6),   # autograd's AccumulateGrad, fp16 .grad
+    ("2021-04", "bf16", "grads_add_into_fp32", 10),     # the local DDP hook into fp32 main_grad
+    ("2022-05", "fp16", "grads_accumulate_16bit", 6),   # the fusion needs fp32 main_grad
+    ("2022-05", "bf16", None, 0),                       # gradient_accumulation_fusion
+    ("2022-10", "fp16", None, 0),                       # fused in fp16 too
+])
+def test_megatron_lm_adds_gradients_apart_until_the_wgrad_gemm_accumulates(
+        version, dtype, name, per_param):
+    """Megatron-LM before ``gradient_accumulation_fusion`` (2022-02-13; fp16 gradients until
+    2022-09-27) adds each micro-batch's weight gradients a tensor after the backward
+    (megatron/model/distributed.py ``_make_param_hook`` @a8d172b3); from then the wgrad GEMM
+    accumulates and nothing is added."""
+    c = cfg(dtype, framework=("megatron-lm", version), dist_opt=False)
+    ops = fp32_grad_accumulation(c, range(4), False, False)
+    assert [op.name for op in ops] == ([name] if name else [])
+    if name:
+        assert ops[0].bytes == pytest.approx(per_param * 4 * layer_params(c.model, 0) / 8)

@@ -319,6 +319,12 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # micro-batch's backward, outside the wgrad GEMM (nanotron's FP32GradientAccumulator;
     # workload.sharding ``fp32_grad_accumulation``)
     "fp32_grad_add": _nullable(_bool),
+    # every micro-batch's weight gradients added into the accumulated ones by a kernel a
+    # tensor outside the wgrad GEMM, for the gradient dtypes named: "16bit" (fp16 gradients
+    # only), "all" (16-bit and fp32 ``main_grad`` buffers); "none" where the wgrad GEMM
+    # accumulates (Megatron-LM's gradient_accumulation_fusion; workload.sharding
+    # ``fp32_grad_accumulation``)
+    "unfused_grad_accumulation": _nullable(_enum(("none", "16bit", "all"))),
     # ZeRO-1's gradient clipping takes its norm and scales over the whole (unsharded) fp32
     # gradient buffers, not the optimizer's shard (nanotron's clip_grad_norm on the
     # accumulator's buffers; workload.sharding ``unsharded_clip``)
@@ -517,6 +523,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "moe_router_force_balance", "delay_wgrad_compute", "moe_shared_experts_attn_node",
     "moe_recipe_options", "run_options", "tuned_options", "cp_comm_type", "scaled_rope_unfused",
     "complex_rope", "eager_glu", "qkv_relayout_copies", "fp32_grad_add",
+    "unfused_grad_accumulation",
     "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",

@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import math
 
-from trainsim.catalog.frameworks import framework_profile, framework_supports, profile_supports
+from trainsim.catalog.frameworks import (
+    framework_feature,
+    framework_profile,
+    framework_supports,
+    profile_supports,
+)
 from trainsim.config import RunConfig
 from trainsim.model.counts import attention_matrices, layer_norms, layer_tensors, norm_tensors
 from trainsim.workload import fsdp2_copies
@@ -295,9 +300,25 @@ def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: boo
       then ``half_param.grad = None``. One kernel per tensor, PyTorch's mixed-dtype add: per
       element reads 2 + 4 and writes 4 bytes.
 
+    * profile feature ``unfused_grad_accumulation`` (Megatron-LM before its fused wgrad
+      accumulation): 16-bit gradients added by ``AccumulateGrad`` as above (6 bytes); fp32
+      ``main_grad`` (bf16) by the local DDP's hook ``param.main_grad.add_(param.grad.data)``
+      (megatron/model/distributed.py @a8d172b3), 10 bytes as nanotron's; "16bit": only the former.
+
     Other stacks accumulate inside the weight-gradient GEMM (Megatron's
     ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
     p, t = cfg.parallel, cfg.training
+    unfused = framework_feature(t.framework, t.framework_version, "unfused_grad_accumulation") \
+        if t.framework else None
+    if unfused in ("16bit", "all") and p.data_parallel_impl == "megatron" \
+            and t.dtype in ("bf16", "fp16"):
+        if not t.grad_reduce_in_fp32:
+            tensors = _grad_tensors(cfg, layers, first, last)
+            return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors),
+                                kernels=len(tensors))]
+        if unfused == "all":
+            tensors = _grad_tensors(cfg, layers, first, last)
+            return [Elementwise(FP32_GRAD_ADD, bytes=10.0 * sum(tensors), kernels=len(tensors))]
     if profile_supports(cfg, "fp32_grad_add") and t.dtype in ("bf16", "fp16") \
             and t.grad_reduce_in_fp32:
         tensors = _grad_tensors(cfg, layers, first, last)
