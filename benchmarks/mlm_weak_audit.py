@@ -6,6 +6,7 @@
     PYTHONPATH=src python benchmarks/mlm_weak_audit.py --simulate --what-if net-share=1.0
     PYTHONPATH=src python benchmarks/mlm_weak_audit.py --simulate --what-if dp-channels
     PYTHONPATH=src python benchmarks/mlm_weak_audit.py --pairs    # Korthikanti 2022 pairs
+    PYTHONPATH=src python benchmarks/mlm_weak_audit.py --cross    # the same work, 2021 vs 2022
     PYTHONPATH=src python benchmarks/mlm_weak_audit.py --what-if dp-channels --validate FILE
 
 **Reading.** ``TABLE`` is NVIDIA/Megatron-LM README.md's model table (images/model_table.png)
@@ -36,6 +37,11 @@ again: 4 on H100 with NDR, 2 on A100 with HDR ("2 is the minimum", NVIDIA/nccl#6
 **Pairs** (``--pairs``): Korthikanti et al. 2022's full-recompute and SP + selective rows of one
 model differ only in recompute and SP; their measured time ratio against trainsim's at the tuned
 settings and with both rows at one interleaving depth.
+
+**Cross** (``--cross``): with ``benchmarks/training_errata.csv`` applied (the SC21 scripts'
+micro-batch and interleaving; the 1T rows at vpp 1), Narayanan et al. 2021's and Korthikanti et
+al. 2022's runs of one model with the same micro-batches a pipeline (``CROSS``: 530B on PP 35 at
+vpp 3, 280 a pipeline; 1T on PP 64 at vpp 1, 512), and each paper's 1T against its own 530B.
 """
 
 from __future__ import annotations
@@ -170,6 +176,40 @@ def pairs(path: str = PUBLIC) -> list[dict[str, object]]:
     return out
 
 
+CROSS = (("megatron21-t1-529.6B", "korthikanti22-530B-full"),
+         ("megatron21-t1-1008.0B", "korthikanti22-1T-full"),
+         ("megatron21-t1-1008.0B", "korthikanti22-1T-sp-selective"))
+"""(Narayanan 2021, Korthikanti 2022) rows of one model and one pipeline's micro-batch count."""
+
+
+def _errata_rows(path: str = PUBLIC) -> dict[str, dict[str, str]]:
+    import tempfile
+    from pathlib import Path
+
+    from trainsim.validate.errata import corrected_file
+    here = Path(__file__).resolve().parent
+    fixed, _ = corrected_file(path, here / "training_errata.csv", tempfile.mkdtemp())
+    return {r["id"]: r for r in _rows(str(fixed))}
+
+
+def cross(path: str = PUBLIC) -> list[dict[str, object]]:
+    """Measured and predicted time ratio of each ``CROSS`` pair (2022 over 2021), each row's
+    error, errata applied."""
+    from trainsim.validate.training import predict_training_row
+
+    rows = _errata_rows(path)
+    out = []
+    for old, new in CROSS:
+        a, b = predict_training_row(rows[old]), predict_training_row(rows[new])
+        out.append({"old": old, "new": new, "measured": b.measured / a.measured,
+                    "predicted": b.predicted / a.predicted,
+                    "err_old": a.predicted / a.measured - 1,
+                    "err_new": b.predicted / b.measured - 1,
+                    "vpp": (a.chosen.get("vpp", rows[old]["vpp"]),
+                            b.chosen.get("vpp", rows[new]["vpp"]))})
+    return out
+
+
 def main(argv: list[str]) -> int:
     bad = 0
     for rid, problems in reading(weak_rows()):
@@ -191,6 +231,11 @@ def main(argv: list[str]) -> int:
                   f"(sel at vpp {p['vpp_full']}: {p['same_vpp']:.3f}); errors full "
                   f"{100 * p['err_full']:+.1f} sel {100 * p['err_sel']:+.1f} "
                   f"(at vpp {p['vpp_full']}: {100 * p['err_sel_same']:+.1f}) %")
+    if "--cross" in argv:
+        for c in cross():
+            print(f"{c['new']:31s} / {c['old']:22s} (vpp {c['vpp'][1]} / {c['vpp'][0]}): "
+                  f"measured {c['measured']:.3f} predicted {c['predicted']:.3f}; errors "
+                  f"{100 * c['err_new']:+.1f} / {100 * c['err_old']:+.1f} %")
     if "--validate" in argv:  # trainsim validate FILE under the what-if, in this process
         import runpy
         sys.argv = ["trainsim", "validate", argv[argv.index("--validate") + 1]]

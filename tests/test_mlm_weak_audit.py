@@ -36,3 +36,16 @@ def test_the_table_is_bf16():
     # MFU column = TFLOP/s / 989 (dense 16-bit peak) rounded half-up, in every row
     assert all(int(100 * t[8] / 989 + 0.5) == t[9] for t in wa.TABLE)
     assert all(int(100 * t[8] / 1979 + 0.5) < 26 for t in wa.TABLE)
+
+
+def test_cross_pairs_are_the_same_pipeline_work():
+    # each (2021, 2022) pair: one model, one pipeline depth and interleaving (errata applied),
+    # and the same micro-batches a pipeline (global batch / data-parallel size, micro-batch 1)
+    rows = wa._errata_rows()
+    for old, new in wa.CROSS:
+        a, b = rows[old], rows[new]
+        assert (a["hidden_size"], a["num_layers"], a["pp"], a["vpp"]) == \
+            (b["hidden_size"], b["num_layers"], b["pp"], b["vpp"])
+        per_pipe = [int(r["global_batch_size"]) * int(r["tp"]) * int(r["pp"])
+                    // int(r["num_gpus"]) // int(r["micro_batch_size"] or 1) for r in (a, b)]
+        assert per_pipe[0] == per_pipe[1]
