@@ -209,6 +209,24 @@ def report(out: Path, rs: list[dict[str, str]]) -> None:
         y = np.array([base[k][0] / base[k][1] - 1 for k in keys])
         print(f"| {g} | {fw} | {rel} | {len(keys)} | {100 * y.mean():+.1f} | {x.mean():.2f} | "
               f"{fit(x, y)[0]:+.3f} |")
+    print("\n3b. The same rows cut by one cell at a time (GEMM share alone)\n")
+    cuts = {"TP > 1": lambda r: int(r["tp"] or 1) > 1,
+            "TP overlap": lambda r: "tp_overlap" in r["options"],
+            "CUDA graphs": lambda r: "cuda_graphs" in r["options"],
+            "fp8 current scaling": lambda r: r["fp8_recipe"] in ("current", "tensorwise"),
+            "fp8": lambda r: "fp8" in r["dtype"]}
+    for g in ("blackwell", "hopper"):
+        keys = [k for k in base if by[k]["_gen"] == g and not by[k]["_moe"]
+                and abs(base[k][0] / base[k][1] - 1) < 0.4]
+        for name, cut in cuts.items():
+            cells_out = []
+            for v in (False, True):
+                kk = [k for k in keys if cut(by[k]) == v]
+                if kk:
+                    x = np.array([[sh[k].get("gemm", 0.0)] for k in kk])
+                    y = np.array([base[k][0] / base[k][1] - 1 for k in kk])
+                    cells_out.append(f"{'yes' if v else 'no'} {fit(x, y)[0]:+.3f} ({len(kk)})")
+            print(f"- {g}, {name}: " + ", ".join(cells_out))
     variants = [v for v in ("tile_once", "tile_zero") if (out / f"{v}.json").exists()]
     if variants:
         print("\n4. Model variants, MAPE % (mean signed %) per file and generation\n")
@@ -218,6 +236,15 @@ def report(out: Path, rs: list[dict[str, str]]) -> None:
         for (f, g), keys in sorted(cells.items()):
             print(f"| {f.replace('training_', '')} | {g} | {len(keys)} | {mape(base, keys)} | "
                   + " | ".join(mape(got[v], keys) for v in variants) + " |")
+        if "tile_once" in got:  # does the gap follow what the tile fix takes off each row?
+            keys = [k for k in base if by[k]["_gen"] == "blackwell" and not by[k]["_moe"]
+                    and abs(base[k][0] / base[k][1] - 1) < 0.4]
+            g = np.array([sh[k].get("gemm", 0.0) for k in keys])
+            save = np.array([1 - got["tile_once"][k][1] / base[k][1] for k in keys]) / g
+            y = np.array([base[k][0] / base[k][1] - 1 for k in keys])
+            print(f"\ntile_once takes {100 * save.min():.1f}-{100 * save.max():.1f} % (median "
+                  f"{100 * np.median(save):.1f} %) off the dense Blackwell rows' GEMM time; "
+                  f"correlation of gap / GEMM share with it: {np.corrcoef(y / g, save)[0, 1]:+.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
