@@ -32,6 +32,17 @@ a node, EFA between nodes) is predicted too fast on every row. Three parts:
    read of the metadata, then one isend/irecv per tensor outside ``batch_isend_irecv``) can
    at worst make each stage wait for its neighbours; a measured step above that bound is
    beyond any schedule.
+5. Where the summed |error| lies (32nd session): each class's share of the file's summed
+   absolute error, best-per-cell against drawn rows.
+6. ``--efa-ring-hop-us X``: the rows re-priced with an EFA ring hop of X us above
+   InfiniBand's (``_HOP_US["net"]["ring"]``) in place of ``EFA_HOP_US`` (trees, PAT and
+   NVLS+tree unchanged), best and drawn MAPE and every row that moves: a what-if, not a
+   constant. The p5 all_reduce rows' ring steps (~30 us, ``benchmarks/efa_regions.py``) were
+   measured under aws-ofi-nccl's tuner, which NCCL only loads from 2.19.3 on (ext-tuner/
+   appears in NVIDIA/nccl v2.19.3-1, absent at v2.18.1-1 and v2.18.3-1); the playbook's runs
+   used the conda env ``2-1-cu121`` (huggingface/nanotron@67c5ebb6 run_multinode.sh and
+   examples/config_tiny_llama_bench.yaml's torchrun path), torch 2.1, whose wheels pin
+   nvidia-nccl-cu12 2.18.1.
 """
 
 from __future__ import annotations
@@ -143,7 +154,60 @@ def by_axis(records: list[tuple[dict, float]]) -> dict[str, list[tuple[object, f
     return out
 
 
+def error_share(records: list[tuple[str, float]]) -> dict[str, tuple[float, float, int]]:
+    """Each class's share of the summed |error| of ``records`` ((class, signed error %)):
+    {class: (share of the sum, MAPE of the class, rows)}."""
+    total = sum(abs(e) for _, e in records) or 1.0
+    out: dict[str, tuple[float, float, int]] = {}
+    for key in sorted({k for k, _ in records}):
+        errs = [abs(e) for k, e in records if k == key]
+        out[key] = (sum(errs) / total, sum(errs) / len(errs), len(errs))
+    return out
+
+
+def efa_ring_hop_what_if(rows: list[dict], extra_us: float) -> list[tuple[str, float, float]]:
+    """(row id, signed error %, signed error % with an EFA ring hop of ``extra_us`` above
+    InfiniBand's) for every row; ``nccl._hop_us`` is restored afterwards."""
+    from trainsim.collectives import nccl
+
+    base = [(r["id"], predict_training_row(r)) for r in rows]
+    original = nccl._hop_us
+
+    def hop(kind: str, fam: str, proto: str) -> float:
+        if kind == "efa" and fam == "ring":
+            return nccl._HOP_US["net"][fam][proto] + extra_us
+        return original(kind, fam, proto)
+
+    nccl._hop_us = hop
+    try:
+        alt = [predict_training_row(r) for r in rows]
+    finally:
+        nccl._hop_us = original
+    return [(rid, 100 * (b.predicted / b.measured - 1), 100 * (a.predicted / a.measured - 1))
+            for (rid, b), a in zip(base, alt)]
+
+
+def print_what_if(rows: list[dict], extra_us: float) -> None:
+    out = efa_ring_hop_what_if(rows, extra_us)
+    print(f"== EFA ring hop {extra_us:g} us above InfiniBand's (main: EFA_HOP_US on every hop)")
+    for label, pick in (("all", lambda i: True), ("best", lambda i: i.startswith("nt-best")),
+                        ("draw", lambda i: i.startswith("nt-draw"))):
+        sel = [(b, a) for i, b, a in out if pick(i)]
+        print(f"   {label:5s} MAPE {sum(abs(b) for b, _ in sel) / len(sel):6.2f} -> "
+              f"{sum(abs(a) for _, a in sel) / len(sel):6.2f}  [{len(sel)}]")
+    for rid, b, a in out:
+        if abs(a - b) > 0.3:
+            print(f"   {rid:48s} {b:+7.1f} -> {a:+7.1f}")
+
+
 def main() -> int:
+    import sys
+
+    if "--efa-ring-hop-us" in sys.argv:
+        with FILE.open(newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        print_what_if(rows, float(sys.argv[sys.argv.index("--efa-ring-hop-us") + 1]))
+        return 0
     ratios = efa_ratios()
     print("== EFA (p5.48xlarge nccl-tests all_reduce, crazyguitar @ 4fdb5a4f) vs trainsim: "
           "measured / predicted time")
@@ -161,6 +225,8 @@ def main() -> int:
           f"{'efa':>6s} {'serial':>7s}")
     groups: dict[str, list[float]] = {}
     best: list[tuple[dict, float]] = []
+    shares: list[tuple[str, float]] = []
+    bounds: list[tuple[str, float]] = []
     for row in rows:
         res = predict_training_row(row)
         cfg = row_config(row, res.chosen)
@@ -201,11 +267,20 @@ def main() -> int:
         span = "tp>node" if tp_nodes > 1 else ("pp>1" if cfg.parallel.pp > 1 else "tp<=node,pp1")
         groups.setdefault(f"{kind} {span}", []).append(err)
         groups.setdefault(f"{kind} all", []).append(err)
+        shares.append((f"{kind} {span}", err))
+        beyond = pp > 1 and res.measured > pp * (res.predicted - b["pipeline_bubble_s"])
+        bounds.append((f"{kind} {'beyond serial' if beyond else 'within'}", err))
     print("\n== signed error by class (mean %, median %, rows)")
     for key in sorted(groups):
         errs = sorted(groups[key])
         print(f"   {key:22s} {sum(errs) / len(errs):+7.1f} {errs[len(errs) // 2]:+7.1f} "
               f"{len(errs):4d}")
+    print("\n== share of the file's summed |error| by class (share %, MAPE %, rows)")
+    for key, (share, mape, n) in error_share(shares).items():
+        print(f"   {key:22s} {100 * share:6.1f} {mape:7.1f} {n:4d}")
+    print("   (measured above the fully serialized pipeline, column serial, or not)")
+    for key, (share, mape, n) in error_share(bounds).items():
+        print(f"   {key:22s} {100 * share:6.1f} {mape:7.1f} {n:4d}")
     print("\n== best-per-cell rows, signed error by configuration axis (mean % [rows])")
     for name, cells in by_axis(best).items():
         print(f"   {name:6s} " + "  ".join(f"{v}: {e:+.1f} [{n}]" for v, e, n in cells))

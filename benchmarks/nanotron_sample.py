@@ -48,7 +48,7 @@ _HEADER_TEXT = (
     "micro_batch_size,local_batch_size,dtype,options,framework,framework_version,attention,"
     "grad_reduce_dtype,recompute_num_layers,recompute_modules,pipeline_layout,fp8_recipe,"
     "cp_comm_type,moe_dispatcher,moe_capacity_factor,memory_kind,measured_iteration_s,"
-    "measured_peak_memory_gib,note,tied_embeddings,fabric")
+    "measured_peak_memory_gib,note,tied_embeddings,fabric,nvls")
 HEADER = _HEADER_TEXT.split(",")
 KEYS = ("Nodes", "MBS", "GradAcc", "GBS", "DP", "PP", "TP", "ZeRO", "MFU", "tok/s/gpu", "tok/s")
 
@@ -124,6 +124,10 @@ def row(kind: str, r: dict) -> dict:
         "ffn_hidden_size": ffn, "vocab_size": VOCAB, "seq_length": SEQ, "activation": "swiglu",
         "tied_embeddings": 1 if ffn < 10_000 else 0,
         "gpu": "h100-sxm-80gb", "num_gpus": 8 * nodes, "gpus_per_node": 8,
+        # NVLS off: the runs' torch 2.1 env (run_multinode.sh @ 67c5ebb6: conda env 2-1-cu121)
+        # ships NCCL 2.18.1, and aws-ofi-nccl (v1.7.2-aws on, src/platform-aws.c
+        # configure_nvls_option) sets NCCL_NVLS_ENABLE=0 under NCCL 2.18.5 on AWS
+        "nvls": 0,
         "nic_gbps_per_gpu": 400, "fabric": "efa", "tp": tp, "pp": pp, "cp": 1, "ep": 1, "vpp": 1,
         "sequence_parallel": 1 if tp > 1 else 0, "recompute": "none", "zero_stage": zero,
         "distributed_optimizer": 0, "global_batch_size": gbs, "micro_batch_size": r["MBS"],

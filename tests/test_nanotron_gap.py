@@ -60,3 +60,25 @@ def test_errors_grouped_by_axis():
     assert axes["dp"] == [(1, -12.0, 1), (8, -3.0, 2)]
     assert axes["acc"] == [(16, -3.0, 2), (256, -12.0, 1)]
     assert axes["zero"] == [(0, -3.0, 2), (1, -12.0, 1)]
+
+
+def test_error_share_by_hand():
+    """Three rows, |errors| 10, 30, 60 (sum 100): class a holds 10 + 30 = 40 % at MAPE 20."""
+    out = SCRIPT.error_share([("a", -10.0), ("a", 30.0), ("b", -60.0)])
+    assert out["a"] == pytest.approx((0.4, 20.0, 2))
+    assert out["b"] == pytest.approx((0.6, 60.0, 1))
+
+
+def test_efa_ring_hop_what_if_moves_a_tp_over_nodes_row_and_restores_the_hop():
+    """TP 16 over two nodes runs its all-gathers and reduce-scatters as rings: a 400 us EFA
+    ring hop (main: 110 us above InfiniBand's) makes the 8B row slower; the module's hop
+    function is back afterwards."""
+    from trainsim.collectives import nccl
+
+    before = nccl._hop_us
+    with (ROOT / "benchmarks" / "training_nanotron.csv").open(newline="") as fh:
+        row = next(r for r in csv.DictReader(fh)
+                   if r["id"] == "nt-draw-8b-n2-dp1-tp16-pp1-mbs1-acc256-z0")
+    [(rid, base, alt)] = SCRIPT.efa_ring_hop_what_if([row], 400.0)
+    assert rid == row["id"] and alt > base + 20
+    assert nccl._hop_us is before

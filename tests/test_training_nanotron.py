@@ -192,3 +192,24 @@ def test_other_frameworks_keep_fused_glu_and_no_layout_copies():
     names = {op.name: op for op in layer_forward(cfg, shard_of(cfg))}
     assert names["swiglu"].impl == "fused" and "qkv_relayout" not in names
     assert "attn_out_relayout" not in names
+
+
+def test_rows_run_without_nvls_as_aws_ofi_nccl_sets_under_nccl_2_18():
+    """The playbook's runs used the conda env 2-1-cu121 (torch 2.1, NCCL 2.18.1; huggingface/
+    nanotron@67c5ebb6 run_multinode.sh), and aws-ofi-nccl sets NCCL_NVLS_ENABLE=0 on AWS under
+    NCCL 2.18.5 (src/platform-aws.c, v1.7.2-aws on): every row says nvls 0, its cluster has NVLS
+    off, and the 8B DP 128 all-reduce of 64 nodes runs without NVLS+tree, which the same row
+    with the column empty picks."""
+    from trainsim.network import network_for
+    from trainsim.validate.training import row_config
+
+    rows = training_rows(NANOTRON)
+    assert all(r["nvls"] == "0" for r in rows)
+    row = {r["id"]: r for r in rows}["nt-best-8b-n64-dp128-tp4-pp1-mbs2-acc1-z0"]
+    algos = []
+    for cells in (row, {**row, "nvls": ""}):
+        cfg = row_config(cells, compute_db=None)
+        net = network_for(cfg.cluster)
+        algos.append(net.collective("all_reduce", 64e6, net.span(128, 4)).algorithm)
+        assert cfg.cluster.nvls is (cells["nvls"] != "0")
+    assert "nvls" not in algos[0] and algos[1] == "nvls_tree"

@@ -75,6 +75,11 @@ COLUMN_FIELDS = {
     # the NICs' transport where the source states it (AWS p5: EFA): an optional column beyond
     # format v2, empty or absent = InfiniBand / RoCE (ClusterConfig.fabric)
     "fabric": ("cluster", "fabric"),
+    # NVLink SHARP where the run's NCCL had it (ClusterConfig.nvls, NCCL_NVLS_ENABLE): 0 where
+    # the source's stack turned it off (aws-ofi-nccl v1.7.2-aws on sets NCCL_NVLS_ENABLE=0 on
+    # AWS under NCCL 2.18.5, platform-aws.c): an optional column beyond format v2, empty or
+    # absent = on where the GPU's NVSwitch has it
+    "nvls": ("cluster", "nvls"),
     # the parts of a layer the run's CUDA graphs capture (Megatron-core / Megatron-Bridge
     # cuda_graph_scope, ';'-separated: attn;moe_router;moe_preprocess), with the cuda_graphs
     # option: an optional column beyond format v2, empty or absent = the whole layer
