@@ -4,6 +4,7 @@
     python benchmarks/fit_kernels.py --markdown # the same as a RESULTS.md table
     python benchmarks/fit_kernels.py --leave-one-source-out  # grouped GEMMs, source by source
     python benchmarks/fit_kernels.py --errata   # kernels_errata.csv applied to the published file
+    python benchmarks/fit_kernels.py --untimed-gaps  # profiler-summed rows without launch gaps
     python benchmarks/fit_kernels.py --no-fit --by-source gemm,moe_block  # each cell by source
     python benchmarks/fit_kernels.py --no-fit --by-seq  # attention error per sequence length
     python benchmarks/fit_kernels.py --no-fit --compute-db auto  # priced as trainsim validate
@@ -87,7 +88,8 @@ def predict(rows: list[Row]) -> np.ndarray:
     """Kernel times by the roofline as its module constants stand (or the compute chain with
     ``REPORT_DB``), each GPU alone as ``validate.kernels._model`` prices it (burst clock, its
     GEMMs slowed by the benchmark loop's clock unless the row idled between calls; a row
-    measured at the power limit at the sustained rate)."""
+    measured at the power limit at the sustained rate; a profiler-summed row without the
+    launch gaps it did not time, ``validate.kernels.PROFILER_SUMMED``)."""
     models: dict[tuple[str, bool, bool], Any] = {}
     out = np.empty(len(rows))
     for i, r in enumerate(rows):
@@ -99,7 +101,13 @@ def predict(rows: list[Row]) -> np.ndarray:
                 gpu = dataclasses.replace(gpu, sustained_of_burst=1.0)
             models[key] = (compute_model_for(gpu, REPORT_DB, catalog_gpu, loop) if REPORT_DB
                            else roofline.RooflineModel(gpu, loop))
-        out[i] = sum(models[key].time(op) for op in r.ops)
+        model, t = models[key], 0.0
+        for op in r.ops:
+            t_op, how = model.explain(op) if REPORT_DB else (model.time(op), "roofline")
+            if r.profiled and how == "roofline":  # the gaps between kernels were not timed
+                t_op -= roofline.LAUNCH_S * roofline.kernel_launches(op)
+            t += t_op
+        out[i] = t
     return out
 
 
@@ -426,7 +434,14 @@ def main(argv: list[str] | None = None) -> int:
                            "sequence length")
     ap.add_argument("--errata", action="store_true",
                     help="apply benchmarks/kernels_errata.csv to the published file first")
+    ap.add_argument("--untimed-gaps", action="store_true",
+                    help="price profiler-summed rows without launch gaps "
+                         "(validate.kernels.UNTIMED_GAPS; not shipped)")
     args = ap.parse_args(argv)
+    if args.untimed_gaps:
+        from trainsim.validate import kernels as vk
+
+        vk.UNTIMED_GAPS = vk.PROFILER_SUMMED
     paths = [BUNDLED_DIR / f for f in FILES]
     if args.errata:  # cells their own sources contradict (benchmarks/errata.py)
         import tempfile

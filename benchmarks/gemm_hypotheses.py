@@ -17,7 +17,9 @@ Hypotheses (``HYPOTHESES``):
   microsoft/vidur@7d47513 ``vidur/profiling/mlp/mlp_wrapper.py`` ``profile`` with
   ``RecordFunctionTracer``; ``GPTModel`` repeats one ``GPTBlock`` 20 times, so a layer's
   weights are the same tensors every repeat), through the validator's own per-call hook
-  (``validate.kernels.COLD_CALL``, ``roofline.COLD_CALL_S``), -3 to +6 us.
+  (``validate.kernels.COLD_CALL``, ``roofline.COLD_CALL_S``), -3 to +6 us; and the profiler's
+  reading itself, every launch gap of a row naming a profiler-summed timing left out
+  (``validate.kernels.UNTIMED_GAPS``: on the dense GEMM rows the -3 us line).
 * Tile fixed cost as a time on GPUs whose MMA is not fed from shared memory (not
   ``roofline.smem_fed_mma``): ``GEMM_TILE_OVERHEAD_K`` x the GPU's per-SM GEMM rate over
   H100's (A100 ~90, MI300X ~80, B200 ~430 k-steps of the 16-bit main loop).
@@ -149,6 +151,8 @@ HYPOTHESES: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
     "harness: Kineto rows +1.5 us a call": lambda: kineto_call(1.5e-6),
     "harness: Kineto rows +3 us a call": lambda: kineto_call(3e-6),
     "harness: Kineto rows +6 us a call": lambda: kineto_call(6e-6),
+    "harness: profiler-summed rows without launch gaps": lambda: patched(
+        vk, UNTIMED_GAPS=vk.PROFILER_SUMMED),
     "tile cost a time off Hopper (A100 ~90 k-steps)": lambda: efficiency(
         _efficiency(_time_overhead)),
     "fp8 tile cost in 16-bit k-steps": lambda: efficiency(_efficiency(_ksteps_overhead)),

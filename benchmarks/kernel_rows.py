@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.compute import roofline
-from trainsim.validate.kernels import BURST, L2_RESIDENT, SUSTAINED, TIME_UNITS, kernel_ops
+from trainsim.validate import kernels
+from trainsim.validate.kernels import (
+    BURST,
+    L2_RESIDENT,
+    SUSTAINED,
+    TIME_UNITS,
+    kernel_ops,
+)
 
 FILES = ("kernels_published.csv", "kernels_h100_measured.csv")
 HOLD_OUT = 0.20
@@ -45,6 +52,9 @@ class Row:
     """The ``source`` cell as written (``source`` is its coarse ``source_key``)."""
     burst: bool = False
     """Timed with the board idle between calls (``validate.kernels.BURST``): no loop clock."""
+    profiled: bool = False
+    """Kernel durations summed by a profiler, read so (``validate.kernels.UNTIMED_GAPS``, not
+    shipped): the roofline's launch gaps are not priced."""
 
 
 MODEL_TP = re.compile(r"^([a-z][a-z0-9.]*-[0-9.]+[bm]-tp\d+)-")
@@ -83,6 +93,13 @@ def source_key(source: str) -> str:
     return " ".join(source.split()[:2]).split("@")[0].strip(" ,(")
 
 
+def untimed_gaps(r: dict[str, str]) -> bool:
+    """The validator's reading of a row's harness as launch gaps not timed (off unless
+    ``validate.kernels.UNTIMED_GAPS`` is set)."""
+    pattern = kernels.UNTIMED_GAPS
+    return pattern is not None and bool(pattern.search(f"{r['source']} {r.get('note') or ''}"))
+
+
 def load(files: Sequence[Path]) -> list[Row]:
     rows = []
     for path in files:
@@ -96,7 +113,8 @@ def load(files: Sequence[Path]) -> list[Row]:
                 rows.append(Row(r["kind"].strip(), r["gpu"].strip(), source_key(r["source"]),
                                 ops, t, family(r), bool(SUSTAINED.search(r.get("note") or "")),
                                 r["source"].strip(),
-                                bool(BURST.search(f"{r['source']} {r.get('note') or ''}"))))
+                                bool(BURST.search(f"{r['source']} {r.get('note') or ''}")),
+                                untimed_gaps(r)))
     return rows
 
 

@@ -23,7 +23,7 @@ def hyp():
 def _state():
     return (roofline.RooflineModel.gemm_efficiency, roofline.GEMM_TILE_OVERHEAD_K,
             roofline.SMALL_TILE_RATE, roofline.SPLIT_K_MAX_WAVES, roofline.COLD_CALL_S,
-            split_k.SPLIT_K_FIXUP, vk.COLD_CALL)
+            split_k.SPLIT_K_FIXUP, vk.COLD_CALL, vk.UNTIMED_GAPS)
 
 
 def test_every_hypothesis_restores_the_shipped_model(hyp):

@@ -297,6 +297,23 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:
                                       stretch=1.0 + block_promotion_k(gpu, op))
 
 
+def kernel_launches(op: Gemm | Attention | Elementwise) -> int:
+    """Kernels ``RooflineModel`` charges ``LAUNCH_S`` for in pricing ``op`` (the launch gaps
+    between kernels in a stream). A harness that sums the kernels' own durations (a profiler's
+    ``device_time_total``, Kineto's kernel events) does not see those gaps
+    (``validate.kernels.PROFILER_SUMMED``)."""
+    if isinstance(op, Gemm):
+        return grouped_launches(op)
+    if isinstance(op, Attention):
+        if op.impl == "unfused":
+            return 4
+        if op.impl == "eager":
+            return (len(op.score_gemms()) + 1 + 4 + int(op.causal and not op.backward)
+                    + int(op.dropout))
+        return 1 + (2 if gqa_group_sum_bytes(op) else 0)
+    return op.kernels
+
+
 class ComputeModel(Protocol):
     name: str
 
