@@ -30,10 +30,11 @@ weight copies (weight and transpose) to the 16-bit ones.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import ParallelConfig, RunConfig, TrainingConfig
@@ -404,20 +405,47 @@ def model_state(cfg: RunConfig, stage: int) -> ModelState:
     ``parallel.data_parallel_impl`` (inside :func:`states_shared`, once per what it reads)."""
     if not _SHARED:
         return _model_state(cfg, stage)
-    kept = _SHARED[-1]
-    key = (id(cfg.model), id(cfg.cluster), _TRAINING_READ(cfg.training),
-           _PARALLEL_READ(cfg.parallel), stage)
+    kept, training_class, parallel_class = _SHARED[-1]
     try:
-        hit = kept.get(key)
+        key = (id(cfg.model), id(cfg.cluster), training_class(cfg.training),
+               parallel_class(cfg.parallel), stage)
     except TypeError:  # a field that cannot be hashed: nothing kept
         return _model_state(cfg, stage)
+    hit = kept.get(key)
     if hit is not None and hit[0] is cfg.model and hit[1] is cfg.cluster:
         return hit[2]
     if len(kept) >= _SHARED_KEPT:
         kept.clear()
+        training_class.clear()
+        parallel_class.clear()
     out = _model_state(cfg, stage)
     kept[key] = (cfg.model, cfg.cluster, out)
     return out
+
+
+class _Classes:
+    """A small number per distinct value of ``read(obj)`` (the fields :func:`model_state`
+    reads of a training or parallel config), kept by the object's identity (and the object
+    with it, so its id is not reused): a search asks for the same few configs' states ~10^4
+    times, and building and hashing the 32- and 44-field tuples on every call was ~3 % of
+    its main process. Equal numbers for equal tuples, so the same answers are shared."""
+
+    def __init__(self, read: Callable[[Any], tuple]) -> None:
+        self.read = read
+        self.numbers: dict[tuple, int] = {}
+        self.of: dict[int, tuple[object, int]] = {}
+
+    def __call__(self, obj: object) -> int:
+        hit = self.of.get(id(obj))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        number = self.numbers.setdefault(self.read(obj), len(self.numbers))  # TypeError: unkept
+        self.of[id(obj)] = (obj, number)
+        return number
+
+    def clear(self) -> None:
+        self.numbers.clear()
+        self.of.clear()
 
 
 def _model_state(cfg: RunConfig, stage: int) -> ModelState:
@@ -434,7 +462,7 @@ _TRAINING_READ = attrgetter(*(f.name for f in dataclasses.fields(TrainingConfig)
                               if f.name not in NOT_READ["training"]))
 _PARALLEL_READ = attrgetter(*(f.name for f in dataclasses.fields(ParallelConfig)
                               if f.name not in NOT_READ["parallel"]))
-_SHARED: list[dict[tuple, tuple[object, object, ModelState]]] = []
+_SHARED: list[tuple[dict[tuple, tuple[object, object, ModelState]], _Classes, _Classes]] = []
 _SHARED_KEPT = 65536
 
 
@@ -445,7 +473,7 @@ def states_shared() -> Iterator[None]:
     kept across the optimizer shardings (``memory.free_of.zero_free_kept``): enter it around
     one question whose constants cannot change (a search, as ``pricing.shared``); outside,
     nothing is kept."""
-    _SHARED.append({})
+    _SHARED.append(({}, _Classes(_TRAINING_READ), _Classes(_PARALLEL_READ)))
     try:
         with zero_free_kept():
             yield

@@ -1,0 +1,47 @@
+"""The 32nd session's main-process speed-ups of a search (issue 21 item 4): each keeps an answer
+by an object's identity where it was keyed by a tuple built on every call, and gives the
+answers computed afresh."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from helpers import TINY_MODEL, make_base
+
+from trainsim.memory import state
+from trainsim.search import SearchSpace
+from trainsim.search.space import Candidate
+
+
+def _configs(**space):
+    base = make_base(TINY_MODEL, gpus=16, batch=64)
+    keys = list(SearchSpace(max_micro_batch=4, **space).memory_keys(base, 16))
+    return base, [(k, Candidate(k).to_config(base)) for k in keys]
+
+
+def test_model_states_are_kept_by_numbered_configs_read_once_per_object(monkeypatch):
+    """Inside ``states_shared`` the training and parallel configs are numbered by the fields
+    the model state reads: equal configs (other objects) share a number and the answer, one
+    that differs in a field read gets another, each object's fields are read once, and every
+    answer is the one computed outside."""
+    _, pairs = _configs(recompute=("none", "selective", "full"), zero=(0, 1, 3))
+    cfgs = [cfg for _, cfg in pairs][::5]
+    alone = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+    reads = []
+    real = state._PARALLEL_READ
+    monkeypatch.setattr(state, "_PARALLEL_READ", lambda p: reads.append(p) or real(p))
+    with state.states_shared():
+        _, training_class, parallel_class = state._SHARED[-1]
+        parallel_class.read = state._PARALLEL_READ  # (built with the real one before the patch)
+        inside = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+        again = [[state.model_state(c, s) for s in range(c.parallel.pp)] for c in cfgs]
+        p = cfgs[0].parallel
+        twin = dataclasses.replace(p)  # equal, another object
+        other = dataclasses.replace(p, zero_stage=3 if p.zero_stage != 3 else 0)
+        assert twin is not p and parallel_class(twin) == parallel_class(p)
+        assert parallel_class(other) != parallel_class(p)
+        assert training_class(dataclasses.replace(cfgs[0].training, micro_batch_size=3)) == \
+            training_class(cfgs[0].training)  # the micro-batch is not read
+    assert inside == alone and again == alone
+    assert len(reads) == len({id(c.parallel) for c in cfgs}) + 2  # once an object
+    assert not state._SHARED
