@@ -10,7 +10,9 @@ from helpers import TINY_MODEL, make_base
 
 from trainsim.memory import state
 from trainsim.search import SearchSpace
+from trainsim.search.lower_bounds import Bounds
 from trainsim.search.space import Candidate
+from trainsim.workload.recompute import reruns_nothing
 
 
 def _configs(**space):
@@ -45,3 +47,16 @@ def test_model_states_are_kept_by_numbered_configs_read_once_per_object(monkeypa
     assert inside == alone and again == alone
     assert len(reads) == len({id(c.parallel) for c in cfgs}) + 2  # once an object
     assert not state._SHARED
+
+
+def test_the_bounds_reruns_nothing_is_the_recompute_module_s_per_parallel_config():
+    """``Bounds._reruns_nothing`` (kept by the parallel config) answers as
+    ``workload.recompute.reruns_nothing`` for every config of a space with the three recompute
+    modes, and asks it once per parallel config."""
+    base, pairs = _configs(recompute=("none", "selective", "full"))
+    bounds = Bounds(base)
+    answers = {reruns_nothing(cfg) for _, cfg in pairs}
+    assert answers == {True, False}
+    for _, cfg in pairs:
+        assert bounds._reruns_nothing(cfg) is reruns_nothing(cfg)
+    assert len(bounds._reruns) == len({id(cfg.parallel) for _, cfg in pairs}) < len(pairs)

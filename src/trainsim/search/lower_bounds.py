@@ -112,6 +112,7 @@ class Bounds:
         self._rate: float | None = None  # peak_gemm_rate(base), once
         self._busy: dict[tuple, float] = {}  # scheduled()
         self._layer_passes: dict[tuple, dict[str, float]] = {}
+        self._reruns: dict[int, tuple[Any, bool]] = {}  # _reruns_nothing
         self.configs: dict[MemoryKey, Any] = {}
         """Each memory group's config as :meth:`prime` was given it (the search's memory check
         and bound shapes read it again)."""
@@ -141,10 +142,8 @@ class Bounds:
             return hit
         recompute = m.recompute
         if recompute == "selective":  # re-running nothing, it prices recompute none's passes
-            from trainsim.workload.recompute import reruns_nothing
-
             group = self.configs.get(m)
-            if reruns_nothing(group if group is not None else config()):
+            if self._reruns_nothing(group if group is not None else config()):
                 recompute = "none"
         key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, recompute,
                c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm,
@@ -195,6 +194,19 @@ class Bounds:
             hit = self._passes[key] = (layer, head, emb)
         self._passes_of[first] = hit
         return hit
+
+    def _reruns_nothing(self, cfg: Any) -> bool:
+        """``workload.recompute.reruns_nothing(cfg)``, kept by the parallel config's identity
+        (kept alive with it): it reads the parallel config and the base's model and training
+        (framework, attention), never the micro-batch or the GPU count, so the memory groups
+        of one parallel config share it (the 22B search asked it 7,965 times)."""
+        p = cfg.parallel
+        hit = self._reruns.get(id(p))
+        if hit is None or hit[0] is not p:
+            from trainsim.workload.recompute import reruns_nothing
+
+            hit = self._reruns[id(p)] = (p, reruns_nothing(cfg))
+        return hit[1]
 
     def refined(self, c: Candidate) -> float:
         key = (c.mem, c.overlap_grad_reduce, c.overlap_param_gather, c.tp_comm_overlap,
