@@ -306,11 +306,11 @@ def _kept_hash(self: MemoryKey | Candidate) -> int:
     hashes its memory keys and candidates ~10^6 times (dict and heap bookkeeping, a twentieth
     of its main process). Not pickled (:func:`_unkept`: a string's hash differs between
     processes), so a copy computes its own."""
-    d = self.__dict__
-    h = d.get("_hash")
-    if h is None:
-        h = d["_hash"] = hash(self._fields(self))  # type: ignore[union-attr]
-    return h
+    try:  # an instance attribute read (no call, no lookup of __dict__ by name): ~1/5 faster
+        return self._hash  # type: ignore[union-attr]
+    except AttributeError:
+        h = self.__dict__["_hash"] = hash(self._fields(self))  # type: ignore[union-attr]
+        return h
 
 
 def _unkept(self: MemoryKey | Candidate) -> dict[str, object]:
