@@ -60,3 +60,30 @@ def test_the_bounds_reruns_nothing_is_the_recompute_module_s_per_parallel_config
     for _, cfg in pairs:
         assert bounds._reruns_nothing(cfg) is reruns_nothing(cfg)
     assert len(bounds._reruns) == len({id(cfg.parallel) for _, cfg in pairs}) < len(pairs)
+
+
+def test_configs_of_one_parallel_config_and_model_share_where_their_layers_are():
+    """``RunConfig.virtual_ranges`` is kept in the parallel config beside its model: configs
+    of both (other micro-batches, GPU counts) share it, a config of another model works out
+    its own, and neither pickling nor comparing a parallel config sees it."""
+    import pickle
+
+    from trainsim.config import RunConfig
+
+    _, pairs = _configs()
+    cfg = next(c for _, c in pairs if c.parallel.pp > 1)
+    p = cfg.parallel
+    first = cfg.virtual_ranges
+    assert p.__dict__["_virtual_ranges"] == (cfg.model, first)
+    mb = 1 if cfg.training.micro_batch_size != 1 else 2
+    twin = RunConfig(cfg.model, p, dataclasses.replace(cfg.training, micro_batch_size=mb),
+                     cfg.cluster)
+    assert twin.virtual_ranges is first
+    model = dataclasses.replace(cfg.model, num_layers=2 * cfg.model.num_layers)
+    other = RunConfig(model, p, cfg.training, cfg.cluster)
+    assert other.virtual_ranges[-1].stop == model.num_layers != first[-1].stop
+    p.__dict__.pop("_virtual_ranges")  # each worked out alone: the same ranges
+    alone = RunConfig(model, p, cfg.training, cfg.cluster)
+    assert alone.virtual_ranges == other.virtual_ranges
+    assert "_virtual_ranges" not in pickle.loads(pickle.dumps(p)).__dict__
+    assert p == dataclasses.replace(p)
