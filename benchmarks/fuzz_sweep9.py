@@ -235,7 +235,7 @@ def hf_cases(rng: random.Random, n: int) -> Iterator[Case]:
             # (an unknown model_type, a composite's text_config's too, is read as a generic
             # decoder, by design; an MPT attn_config of no keys is llm-foundry's defaults,
             # learned positions, where transformers' MptAttentionConfig defaults to ALiBi:
-            # hf_families._mpt reads llm-foundry's, as for a file with no attn_config)
+            # hf_mpt.mpt_names reads llm-foundry's, as for a file with no attn_config)
             return f"silently changed: {t} {'.'.join(path)}={value!r} read as {got:,} " \
                    f"parameters, {got / ref - 1:+.2%}"
         return None

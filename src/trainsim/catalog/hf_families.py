@@ -36,16 +36,7 @@ tests build models with to count their parameters):
   ``rotary_dim``. Read as learned
   positions they added ``max_position_embeddings x hidden_size`` parameters (GPT-NeoX-20B
   +0.06 %, StarCoder2 +0.42 %).
-- MPT (``models/mpt/configuration_mpt.py``; mosaicml/llm-foundry ``MPTConfig``): ``d_model``,
-  ``n_heads``, ``n_layers``, ``max_seq_len``, an MLP ``expansion_ratio`` x ``d_model`` wide
-  (transformers' ``MptMLP`` builds 4 x, the default ratio), ``no_bias``, ALiBi or RoPE
-  positions where ``attn_config`` says so, else llm-foundry's learned table
-  (``learned_pos_emb``), ``attn_config.attn_type`` multi-query / grouped-query with
-  ``kv_n_heads``.
-- DBRX (``models/dbrx/configuration_dbrx.py``, ``modeling_dbrx.py``): the MPT names plus
-  ``attn_config.kv_n_heads``, ``attn_config.rope_theta`` and ``ffn_config``'s experts
-  (``moe_num_experts``, ``moe_top_k``, ``ffn_hidden_size``; ``DbrxExpertGLU``'s w1, v1, w2: a
-  gated MLP), no biases (``Wqkv``/``out_proj`` ``bias=False``).
+- MPT and DBRX: ``hf_mpt``.
 - GLM-4.5-MoE without ``head_dim``: ``getattr(config, "head_dim", hidden_size //
   num_attention_heads)`` (``Glm4MoeAttention.__init__``), the floor of the division.
 - BitNet: ``BitNetMLP`` is gated (``gate_proj``, ``up_proj``, ``down_proj``) whatever its
@@ -56,7 +47,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainsim.catalog import hf_kinds, hf_unread
+from trainsim.catalog import hf_kinds, hf_mpt, hf_unread
 from trainsim.catalog.hf_defaults import (
     ALIASES,
     EXPERT_NAMES,
@@ -64,7 +55,7 @@ from trainsim.catalog.hf_defaults import (
     NULLABLE,
     TRANSFORMERS_VERSION,
 )
-from trainsim.config._build import switch
+from trainsim.catalog.hf_values import count, flag
 from trainsim.errors import ConfigError
 
 ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention",
@@ -103,7 +94,7 @@ EXPERT_KEYS = ("num_local_experts", "num_experts", "n_routed_experts")
 EXPERT_COUNT_NAMES = {
     "mixtral": ("num_local_experts", "num_experts"),
     "gpt_oss": ("num_local_experts", "num_experts"), "llama4_text": ("num_local_experts",),
-    "dbrx": ("num_local_experts",),  # ffn_config.moe_num_experts, renamed by _mpt
+    "dbrx": ("num_local_experts",),  # ffn_config.moe_num_experts, renamed by hf_mpt
     "qwen2_moe": ("num_experts",), "qwen3_moe": ("num_experts", "num_local_experts"),
     "qwen3_next": ("num_experts",), "qwen3_5_moe_text": ("num_experts",),
     "olmoe": ("num_experts", "num_local_experts"),
@@ -283,27 +274,6 @@ def latent_rank(cfg: dict[str, Any], where: str) -> int | None:
     return rank
 
 
-def flag(cfg: dict[str, Any], key: str, default: bool, where: str, within: str = "") -> bool:
-    """A config.json switch read as a run config reads one (``_build.switch``: true/false, 0/1,
-    yes/no), ``default`` where absent or null; ``[]``, ``-1`` or ``'abc'`` are refused, not
-    read by their truth value (``if cfg.get(key)``)."""
-    value = cfg.get(key)
-    return default if value is None else switch(value, f"{where}: {within}{key}")
-
-
-def count(cfg: dict[str, Any], key: str, where: str) -> int | None:
-    """A config.json count that switches a structure on (experts, a latent rank, rotary
-    dimensions): None where absent or null, else a whole number >= 0 (0: the structure off,
-    as transformers reads it); ``[]`` or ``0.5`` are refused, not read as off or as half."""
-    value = cfg.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not (value >= 0 and value == int(value)):
-        raise ConfigError(f"{where}: {key} must be a whole number >= 0, got {value!r}")
-    return int(value)
-
-
 def falcon_flag(cfg: dict[str, Any], key: str, default: bool, where: str) -> bool:
     """A Falcon switch (``multi_query``, ``bias``, ``parallel_attn``...): ``default`` where
     absent, False where null: ``FalconConfig`` types them ``bool | None`` and
@@ -379,21 +349,6 @@ def class_defaults(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return {**cfg, **missing} if missing else cfg
 
 
-def _dbrx_value(sub: dict[str, Any], key: str, default: int, where: str, within: str) -> Any:
-    """A DBRX ``attn_config`` / ``ffn_config`` count: the class default where absent
-    (``DbrxAttentionConfig.kv_n_heads`` 1, ``DbrxFFNConfig`` ``moe_num_experts`` 4,
-    ``moe_top_k`` 1, ``ffn_hidden_size`` 3584; transformers 5.24.0
-    models/dbrx/configuration_dbrx.py, typed ``int``), refused where null (read as MHA
-    before: ``kv_n_heads: null`` +7.7 % parameters)."""
-    if key not in sub:
-        return default
-    if sub[key] is None:
-        raise ConfigError(f"{where}: {within}{key} is null, which transformers "
-                          f"{TRANSFORMERS_VERSION} refuses (an int); leave it out for the class "
-                          f"default {default} or give a value")
-    return sub[key]
-
-
 MODEL_FIELDS = "__trainsim_model_fields__"
 """Key under which :func:`normalized` leaves ModelConfig fields a family fixes that no
 config.json name says (a parallel block, the position embedding, a gated MLP);
@@ -431,89 +386,6 @@ def _rope_names(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any]
             out["rope_scaling"] = params
     if count(cfg, "rotary_dim", where):  # GPT-J, CodeGen
         fields["position_embedding"] = "rope"
-
-
-def _sub(cfg: dict[str, Any], key: str, where: str) -> dict[str, Any]:
-    sub = cfg.get(key)
-    if sub is None:
-        return {}
-    if not isinstance(sub, dict):  # 0 or [] was read as the empty mapping, silently
-        raise ConfigError(f"{where}: {key} must be a mapping, got {type(sub).__name__}")
-    return sub
-
-
-def _mpt(cfg: dict[str, Any], where: str, fields: dict[str, Any]) -> dict[str, Any]:
-    """MPT and DBRX names as Llama's (module docstring)."""
-    out = dict(cfg)
-    for theirs, ours in (("d_model", "hidden_size"), ("n_heads", "num_attention_heads"),
-                         ("n_layers", "num_hidden_layers"),
-                         ("max_seq_len", "max_position_embeddings")):
-        if theirs in cfg and ours not in cfg:
-            out[ours] = cfg[theirs]
-    attn = _sub(cfg, "attn_config", where)
-    heads = out.get("num_attention_heads")
-    if cfg.get("model_type") == "dbrx":
-        ffn = _sub(cfg, "ffn_config", where)
-        act = _sub(ffn, "ffn_act_fn", where).get("name", "silu")
-        width = _dbrx_value(ffn, "ffn_hidden_size", 3584, where, "ffn_config.")
-        out.update(num_key_value_heads=_dbrx_value(attn, "kv_n_heads", 1, where, "attn_config."),
-                   attention_bias=False, hidden_act=act,
-                   num_local_experts=_dbrx_value(ffn, "moe_num_experts", 4, where, "ffn_config."),
-                   num_experts_per_tok=_dbrx_value(ffn, "moe_top_k", 1, where, "ffn_config."),
-                   moe_intermediate_size=width, intermediate_size=width)
-        if attn.get("rope_theta") is not None and "rope_theta" not in cfg:
-            out["rope_theta"] = attn["rope_theta"]
-        fields["position_embedding"] = "rope"
-        return out
-    attn_type = attn.get("attn_type", "multihead_attention")
-    if attn_type == "multiquery_attention":
-        out["num_key_value_heads"] = 1
-    elif attn_type == "grouped_query_attention":
-        out["num_key_value_heads"] = attn.get("kv_n_heads", heads)
-    elif attn_type != "multihead_attention":
-        raise ConfigError(f"{where}: attn_config.attn_type={attn_type!r} is not read; "
-                          "multihead_attention, multiquery_attention or "
-                          "grouped_query_attention")
-    ratio, hidden = cfg.get("expansion_ratio", 4), out.get("hidden_size")
-    if "intermediate_size" not in cfg and isinstance(ratio, (int, float)) \
-            and not isinstance(ratio, bool) and isinstance(hidden, int):
-        out["intermediate_size"] = ratio * hidden
-    no_bias = flag(cfg, "no_bias", True, where)
-    out.setdefault("attention_bias", not no_bias)
-    # no_bias drops the norms' biases too: llm-foundry MPTModel.__init__ (mosaicml/llm-foundry
-    # llmfoundry/models/mpt/modeling_mpt.py, ``if config.no_bias:``) sets ``bias`` None on
-    # every module holding one, q_ln/k_ln included; transformers' MptBlock.__init__
-    # (models/mpt/modeling_mpt.py) sets ``norm_1.bias = None`` and ``norm_2.bias = None``
-    fields["norm_bias"] = not no_bias
-    out.setdefault("hidden_act", "gelu")
-    # llm-foundry MPTConfig.__init__: alibi or rope turns learned_pos_emb off; MPTModel builds
-    # the wpe table ``if self.learned_pos_emb`` (default true). transformers' MptModel always
-    # adds ALiBi (modeling_mpt.py ``build_mpt_alibi_tensor``), the MPT checkpoints' setting.
-    # a missing alibi takes MptAttentionConfig's default, true (transformers 5.24.0
-    # configuration_mpt.py), unless llm-foundry's rope is on; llm-foundry's own default, false,
-    # made a file without attn_config a learned position table (fuzz31)
-    rope = flag(attn, "rope", False, where, "attn_config.")
-    alibi = flag(attn, "alibi", not rope, where, "attn_config.")
-    learned = flag(cfg, "learned_pos_emb", True, where)
-    if alibi:
-        fields["position_embedding"] = "alibi"
-    elif rope:
-        fields["position_embedding"] = "rope"
-    elif learned:
-        fields["position_embedding"] = "learned"
-    else:
-        raise ConfigError(f"{where}: no position embedding (attn_config alibi and rope false, "
-                          "learned_pos_emb false) is not modelled")
-    # llm-foundry's q/k norms (mosaicml/llm-foundry llmfoundry/models/layers/attention.py
-    # ``GroupedQueryAttention.__init__``): ``qk_ln`` builds ``q_ln`` over ``d_model`` and
-    # ``k_ln`` over ``head_dim * kv_n_heads``, the whole widths (qk_norm_span "full");
-    # ``qk_gn`` ``norm_size = self.head_dim``, per head
-    qk_ln = flag(attn, "qk_ln", False, where, "attn_config.")
-    qk_gn = flag(attn, "qk_gn", False, where, "attn_config.")
-    if qk_ln or qk_gn:
-        out["use_qk_norm"] = True
-        fields["qk_norm_span"] = "full" if qk_ln else "head"
-    return out
 
 
 def _not_modelled(cfg: dict[str, Any], where: str) -> None:
@@ -569,7 +441,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")
     fields: dict[str, Any] = {}
-    out = _mpt(cfg, where, fields) if kind in ("mpt", "dbrx") else \
+    out = hf_mpt.mpt_names(cfg, where, fields) if kind in ("mpt", "dbrx") else \
         _falcon(cfg, where) if kind == "falcon" else dict(_bigcode_opt(cfg, kind, where))
     _rope_names(cfg, out, fields, where)
     parallel = _parallel(cfg, where)
