@@ -16,6 +16,15 @@ class declares a sparse-attention indexer (``index_n_heads``: DeepSeek-V3.2, GLM
 listed too, its parameter gap small (-0.1 to -0.4 %) but its attention priced dense. ``NOTES`` says, from fuzz31b's reading of
 each modeling file, what trainsim does not model; a listed type without a note is named by its
 gap alone. ``--table`` prints every surveyed type's figures instead.
+
+Composite config classes (``sub_configs``: a ``text_config`` beside a vision or audio one, or
+Moshi's depth decoder; fuzz32) are built at their class defaults only (``_core`` sizes the top
+level, which a composite does not read) and compared on their language model: the causal-LM
+class's parameters less those under a module named for another modality (``NON_TEXT``), which
+trainsim says it does not simulate. Types whose class defaults transformers cannot build
+(``head_dim`` or ``num_key_value_heads`` None read by the attention module, DOTS.llm1's expert
+count None, Cohere Compass's ``rope_parameters`` not keyed by layer type) are built with the
+smallest repair that lets them (``REPAIRS``), the same on both sides.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ SIZE_NAMES = {"core": "4 layers at hf_reference's core sizes", "default": "the c
 NOTES = {
     "jetmoe": "attention experts (a mixture of query/output projections per layer)",
     "ctrl": "its dff-wide MLP (read as trainsim's default width)",
-    "moshi": "its depth decoder and per-codebook embeddings",
+    "moshi": "its gating MLP (fc1 ffn_dim wide, fc2 half of it: read as a gated MLP ffn_dim "
+    "wide), depth decoder and per-codebook embeddings",
     "hrm": "its two recurrent (high/low-level) module stacks",
     "doge": "its dynamic-mask attention and cross-domain MoE MLP",
     "cpmant": "its segment and position-bias embeddings and prompt tokens",
@@ -52,6 +62,43 @@ NOTES = {
     "gemma4_unified_text": "its per-layer attributes (layers of different shapes)",
     "dots3_note_text": "its per-layer attributes (layers of different shapes)",
 }
+NOTES.update({
+    "moss_transcribe_diarize": "its output layer tied to the embedding by the outer config's "
+    "tie_word_embeddings (class default true) while its text_config says untied",
+    "gemma4": "its per-layer attributes (layers of different shapes)",
+    "gemma4_unified": "its per-layer attributes (layers of different shapes)",
+    "gemma4_unified_assistant": "its per-layer attributes (layers of different shapes) and its "
+    "pre/post projections",
+    "hunyuan_v1_moe": "experts beside a shared MLP both intermediate_size wide, and moe_topk "
+    "(HunYuanMoEV1Moe; num_experts and moe_topk may be per-layer lists)",
+})
+NON_TEXT = ("vision", "visual", "audio", "image_encoder", "multi_modal_projector",
+            "embed_tokens_extend")
+"""Name parts of a composite model's modules that are not its language model (Gemma 3's
+``vision_tower``, GOT-OCR2's ``multi_modal_projector``, MOSS's ``audio_tower``, GIT's
+``image_encoder`` and ``visual_projection``, Fuyu's ``vision_embed_tokens``, Phi-4-multimodal's
+``embed_tokens_extend``: its image and audio embedding)."""
+
+
+def _head_dim(cfg: object) -> dict[str, object]:
+    return {"head_dim": cfg.hidden_size // cfg.num_attention_heads}
+
+
+REPAIRS = {
+    # ``self.scaling = self.head_dim**-0.5`` with the class's head_dim None
+    "ministral": _head_dim, "hunyuan_v1_dense": _head_dim, "hunyuan_v1_moe": _head_dim,
+    # NemotronAttention: ``num_heads // num_key_value_heads``, class default None
+    "nemotron": lambda cfg: {"num_key_value_heads": cfg.num_attention_heads},
+    # Dots1TopkRouter / experts: ``num_local_experts`` (n_routed_experts) None
+    "dots1": lambda cfg: {"n_routed_experts": 8, "num_experts_per_tok": 2,
+                          "n_shared_experts": 1},
+    # CohereCompassRotaryEmbedding reads ``rope_parameters[layer_type]``; the class default {}
+    "cohere_compass_text": lambda cfg: {"rope_parameters": {
+        "full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
+}
+"""Fields set where transformers 5.24.0 cannot build a type at its class defaults (the error
+each raises in ``from_config``, named above): the value a hub file of the type carries, or the
+attention's own fallback."""
 INDEXER = ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
            "indexer's top-k keys, which trainsim would price dense)")
 
@@ -79,10 +126,11 @@ def survey() -> list[dict[str, object]]:
         row: dict[str, object] = {"kind": kind}
         rows.append(row)
         cls = CONFIG_MAPPING[kind]
+        row["indexer"] = "index_n_heads" in {f.name for f in dataclasses.fields(cls)}
         if getattr(cls, "sub_configs", None):
             row["status"] = "composite"
+            _compare(kind, cls, row, "default")
             continue
-        row["indexer"] = "index_n_heads" in {f.name for f in dataclasses.fields(cls)}
         for size in SIZES:
             _compare(kind, cls, row, size)
     return rows
@@ -94,7 +142,7 @@ def _compare(kind: str, cls: type, row: dict[str, object], size: str) -> float |
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    status = "status" if size == "core" else f"status_{size}"
+    status = "status" if size == "core" and "status" not in row else f"status_{size}"
 
     from trainsim.catalog import model_from_hf_config
     from trainsim.errors import ConfigError
@@ -104,9 +152,12 @@ def _compare(kind: str, cls: type, row: dict[str, object], size: str) -> float |
         try:
             core = _core(kind, cls) if size == "core" else {}
             cfg = AutoConfig.for_model(kind, **core)
+            if kind in REPAIRS:
+                cfg = AutoConfig.for_model(kind, **core, **REPAIRS[kind](cfg))
             with torch.device("meta"):
                 model = AutoModelForCausalLM.from_config(cfg)
-            ref = sum(p.numel() for p in model.parameters())
+            ref = sum(p.numel() for name, p in model.named_parameters()
+                      if not any(part in name for part in NON_TEXT))
             text = json.dumps(cfg.to_dict(), default=str)
         except Exception as exc:  # noqa: BLE001 - any failure to build: not surveyed
             row[status] = f"not built ({type(exc).__name__})"

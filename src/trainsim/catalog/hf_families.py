@@ -140,7 +140,9 @@ def decoder_only(cfg: dict[str, Any], where: str) -> None:
     an encoder-decoder, a DETR-style vision model or a time-series one). Read as a causal
     decoder by the names it shares with one (BERT's ``num_hidden_layers``, CLIP's text
     tower's), it was simulated as something it is not. Another type transformers does not know
-    is read as a decoder."""
+    is read as a decoder. Last, a type trainsim would misread (``hf_unread.unmodelled``),
+    checked on the file's own ``model_type`` here, before a composite's ``text_config`` is
+    read (MOSS-Transcribe's text model is a ``qwen3`` one; fuzz32), and again on that."""
     kind = cfg.get("model_type")
     what = hf_kinds.NOT_DECODERS.get(kind) if isinstance(kind, str) else None
     if what is not None:
@@ -150,6 +152,7 @@ def decoder_only(cfg: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: is_encoder_decoder is true: an encoder-decoder "
                           f"(sequence-to-sequence) model; {DECODER_ONLY}")
     _language_model_head(cfg.get("architectures"), "auto_map" in cfg, where)
+    hf_unread.unmodelled(cfg, where)
 
 
 NOT_LM_HEADS = {"ForSequenceClassification": "a sequence-classification (or reward) head",
@@ -435,8 +438,8 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     refusing the structures it does not model (ConfigError naming the field) and dropping the
     names the family does not read (``hf_unread.unread``)."""
     decoder_only(cfg, where)
-    hf_unread.unmodelled(cfg, where)
     cfg = hf_unread.mlp_layer_types(hf_unread.unread(cfg, where), where)
+    hf_unread.attention_shapes(cfg, where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")

@@ -28,8 +28,15 @@ UNMODELLED: dict[str, str] = {
         "read, 279,551,718,016 built, the class defaults)"),
     "falcon_mamba": ("its state-space (Mamba) mixer layers; read by its names: +9.7 % parameters "
         "(704,679,936 read, 642,639,872 built, 4 layers at hf_reference's core sizes)"),
+    "gemma4": ("its per-layer attributes (layers of different shapes); read by its names: -54.6 % "
+        "parameters (2,302,813,440 read, 5,077,177,856 built, the class defaults)"),
     "gemma4_text": ("its per-layer attributes (layers of different shapes); read by its names: -54.6 % "
         "parameters (2,302,813,440 read, 5,077,177,856 built, the class defaults)"),
+    "gemma4_unified": ("its per-layer attributes (layers of different shapes); read by its names: -23.5 % "
+        "parameters (2,302,813,440 read, 3,010,758,400 built, the class defaults)"),
+    "gemma4_unified_assistant": ("its per-layer attributes (layers of different shapes) and its pre/post projections; "
+        "read by its names: -19.8 % parameters (2,302,813,440 read, 2,872,140,800 built, the "
+        "class defaults)"),
     "gemma4_unified_text": ("its per-layer attributes (layers of different shapes); read by its names: -23.5 % "
         "parameters (2,302,813,440 read, 3,010,758,400 built, the class defaults)"),
     "glm_moe_dsa": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
@@ -38,6 +45,10 @@ UNMODELLED: dict[str, str] = {
         " sizes)"),
     "hrm_text": ("a structure trainsim's reader does not hold; read by its names: +182.5 % parameters "
         "(4,090,627,584 read, 1,447,822,848 built, the class defaults)"),
+    "hunyuan_v1_moe": ("experts beside a shared MLP both intermediate_size wide, and moe_topk "
+        "(HunYuanMoEV1Moe; num_experts and moe_topk may be per-layer lists); read by its "
+        "names: -32.8 % parameters (8,859,807,744 read, 13,188,337,664 built, the class "
+        "defaults)"),
     "hy_v4": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
         "indexer's top-k keys, which trainsim would price dense); read by its names: -1.5 % "
         "parameters (4,919,945,216 read, 4,994,493,141 built, 4 layers at hf_reference's core"
@@ -50,6 +61,12 @@ UNMODELLED: dict[str, str] = {
     "minimax_m3_vl_text": ("a sparse-attention indexer (index_n_heads: its weights, and attention over the "
         "indexer's top-k keys, which trainsim would price dense); read by its names: -0.8 % "
         "parameters (443,789,039,616 read, 447,186,441,216 built, the class defaults)"),
+    "moshi": ("its gating MLP (fc1 ffn_dim wide, fc2 half of it: read as a gated MLP ffn_dim wide),"
+        " depth decoder and per-codebook embeddings; read by its names: +64.8 % parameters "
+        "(11,268,263,936 read, 6,839,083,008 built, the class defaults)"),
+    "moss_transcribe_diarize": ("its output layer tied to the embedding by the outer config's tie_word_embeddings "
+        "(class default true) while its text_config says untied; read by its names: +26.1 % "
+        "parameters (751,632,384 read, 596,049,920 built, the class defaults)"),
     "rwkv": ("its RWKV time- and channel-mixing layers; read by its names: -1.0 % parameters "
         "(1,279,373,312 read, 1,291,943,936 built, 4 layers at hf_reference's core sizes)"),
     "xlnet": ("its two-stream relative attention (r/s/segment biases); read by its names: +7.9 % "

@@ -79,4 +79,34 @@ def mlp_layer_types(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     return {**cfg, "first_k_dense_replace": dense}
 
 
-__all__ = ["NEUTRAL", "mlp_layer_types", "unmodelled", "unread"]
+def attention_shapes(cfg: dict[str, Any], where: str) -> None:
+    """Refuse attention layers trainsim's one layer shape would misread (fuzz32): Laguna's
+    output gate other than per head (``LagunaAttention`` builds ``g_proj`` hidden x heads when
+    ``gating`` is true or "per-head", else hidden x heads x head_dim, ``gating: false``
+    included, and multiplies ``softplus(g_proj(x))`` into the attention output before
+    ``o_proj``; transformers 5.24.0 models/laguna/modeling_laguna.py: per element -1.1 %
+    parameters at 4 layers, read silently before; the per-head gate, -0.01 %, is read as no
+    gate); per-layer head counts (``num_attention_heads_per_layer``, Laguna) other than
+    ``num_attention_heads``; Mllama's cross-attention layers (``cross_attention_layers``:
+    ``MllamaCrossAttentionDecoderLayer`` attends to the vision encoder's states and is skipped
+    on text-only input, modeling_mllama.py ``MllamaTextModel.forward``; priced as self-attention
+    layers before)."""
+    gating = cfg.get("gating", True) if cfg.get("model_type") == "laguna" else True
+    if gating is not True and gating != "per-head":
+        raise ConfigError(f"{where}: gating={gating!r} gates each attention output element "
+                          "(g_proj hidden x heads x head_dim, softplus); trainsim does not "
+                          "model an attention output gate (true or 'per-head' is read as none)")
+    per_layer, heads = cfg.get("num_attention_heads_per_layer"), cfg.get("num_attention_heads")
+    if per_layer is not None and (not isinstance(per_layer, list)
+                                  or any(h != heads for h in per_layer)):
+        raise ConfigError(f"{where}: num_attention_heads_per_layer={per_layer!r}"[:200]
+                          + f" differs from num_attention_heads={heads!r}; trainsim models "
+                          "one head count for every layer")
+    cross = cfg.get("cross_attention_layers")
+    if cross not in (None, []):
+        raise ConfigError(f"{where}: cross_attention_layers={cross!r}"[:200] + " are "
+                          "cross-attention layers (to the vision encoder's states); trainsim "
+                          "models self-attention layers only")
+
+
+__all__ = ["NEUTRAL", "attention_shapes", "mlp_layer_types", "unmodelled", "unread"]

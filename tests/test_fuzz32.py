@@ -1,0 +1,57 @@
+"""fuzz32: config.json structures trainsim would misread, refused in one line naming the field
+(Laguna's per-element attention gate and per-layer heads, Mllama's cross-attention layers, the
+composite and repaired types ``benchmarks/hf_survey.py`` now surveys), and the input fuzzing
+round's fixes."""
+
+from __future__ import annotations
+
+import pytest
+from helpers import hf_config_read
+
+from trainsim.errors import ConfigError
+
+CORE = {"hidden_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "vocab_size": 32000, "intermediate_size": 4096}
+LAGUNA = {"model_type": "laguna", **CORE, "head_dim": 64, "num_experts": 8,
+          "num_experts_per_tok": 2, "moe_intermediate_size": 512,
+          "shared_expert_intermediate_size": 512,
+          "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"]}
+
+
+@pytest.mark.parametrize("gating", [True, "per-head"])
+def test_laguna_per_head_gate_read(tmp_path, gating):
+    model, _ = hf_config_read(tmp_path, {**LAGUNA, "gating": gating,
+                                         "num_attention_heads_per_layer": [32] * 4})
+    assert model.num_attention_heads == 32 and model.moe_first_dense_layers == 1
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"gating": "per-element"}, "gating='per-element'"),
+    ({"gating": False}, "gating=False"),  # LagunaAttention: not True -> per element
+    ({"num_attention_heads_per_layer": [32, 16, 16, 32]}, "num_attention_heads_per_layer"),
+])
+def test_laguna_attention_misread_refused(tmp_path, extra, field):
+    with pytest.raises(ConfigError, match=field) as err:
+        hf_config_read(tmp_path, {**LAGUNA, **extra})
+    assert "\n" not in str(err.value)
+
+
+def test_mllama_cross_attention_layers_refused(tmp_path):
+    text = {"model_type": "mllama_text_model", **CORE, "cross_attention_layers": [1, 3]}
+    with pytest.raises(ConfigError, match="cross_attention_layers=.*cross-attention"):
+        hf_config_read(tmp_path, {"model_type": "mllama", "text_config": text,
+                                  "vision_config": {}})
+
+
+@pytest.mark.parametrize(("cfg", "what"), [
+    # composite: its text_config is a qwen3 one, the outer type is the one listed
+    ({"model_type": "moss_transcribe_diarize", "text_config": {"model_type": "qwen3", **CORE},
+      "audio_config": {}}, "tied to the embedding"),
+    ({"model_type": "moshi", **CORE, "ffn_dim": 8192}, "depth decoder"),
+    ({"model_type": "hunyuan_v1_moe", **CORE, "num_experts": 8, "moe_topk": 2}, "moe_topk"),
+])
+def test_surveyed_composite_and_repaired_types_refused(tmp_path, cfg, what):
+    with pytest.raises(ConfigError, match=f"model_type '{cfg['model_type']}' is not modelled"
+                       ) as err:
+        hf_config_read(tmp_path, cfg)
+    assert what in str(err.value)
