@@ -55,3 +55,33 @@ def test_surveyed_composite_and_repaired_types_refused(tmp_path, cfg, what):
                        ) as err:
         hf_config_read(tmp_path, cfg)
     assert what in str(err.value)
+
+
+LLAMA = {"model_type": "llama", **CORE}
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"num_key_value_heads": ""}, "num_key_value_heads is an empty string"),  # read as MHA
+    ({"intermediate_size": " "}, "intermediate_size is an empty string"),
+    ({"layer_types": "full_attention"}, "layer_types must be a list"),  # ignored before
+    ({"model_type": "llava", "text_config": [LLAMA]}, "text_config must be a mapping"),
+])
+def test_config_json_blank_and_mistyped_fields_refused(tmp_path, extra, message):
+    with pytest.raises(ConfigError, match=message):
+        hf_config_read(tmp_path, {**LLAMA, **extra})
+
+
+@pytest.mark.parametrize(("types", "message"), [
+    (["dense"], "has 1 entries for num_hidden_layers=4"),  # read as 1 dense layer before
+    (["dense", "moe", "moe", "moe"], "holds 'moe'"),  # "a dense layer after a sparse one"
+])
+def test_mlp_layer_types_length_and_words(tmp_path, types, message):
+    with pytest.raises(ConfigError, match=message):
+        hf_config_read(tmp_path, {**LAGUNA, "mlp_layer_types": types})
+
+
+def test_switch_cell_shown_as_written(tmp_path):
+    from trainsim.validate.vocab import normalized_training_row
+
+    row, _ = normalized_training_row({"sequence_parallel": "-1", "distributed_optimizer": " No "})
+    assert row["sequence_parallel"] == "-1" and row["distributed_optimizer"] == "no"  # was '_1'

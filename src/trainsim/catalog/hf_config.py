@@ -9,7 +9,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from trainsim.catalog import hf_biases, hf_families
+from trainsim.catalog import hf_biases, hf_families, hf_unread
 from trainsim.catalog.hf_defaults import GATED_MLP, ROTARY
 from trainsim.config import ModelConfig
 from trainsim.config._build import build, suggest
@@ -258,7 +258,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     cfg, where = text_model(cfg, path)
     _model_type(cfg, where)  # a composite's text_config names its own: text or absent too
     cfg = hf_families.normalized(cfg, where)
-    get = lambda *keys, default=None: next((cfg[k] for k in keys if k in cfg), default)
+    get = lambda *keys, default=None: hf_unread.given(cfg, keys, default, where)
     hidden = get(*WRITTEN_AS["hidden_size"])
     if hidden is None:
         raise ConfigError(f"{where}: no {' / '.join(WRITTEN_AS['hidden_size'])} in the Hugging "

@@ -152,6 +152,9 @@ def decoder_only(cfg: dict[str, Any], where: str) -> None:
         raise ConfigError(f"{where}: is_encoder_decoder is true: an encoder-decoder "
                           f"(sequence-to-sequence) model; {DECODER_ONLY}")
     _language_model_head(cfg.get("architectures"), "auto_map" in cfg, where)
+    if cfg.get("text_config") is not None and not isinstance(cfg["text_config"], dict):
+        raise ConfigError(f"{where}: text_config must be a mapping (or null), got "  # fuzz32:
+                          f"{type(cfg['text_config']).__name__}")  # ignored beside top fields
     hf_unread.unmodelled(cfg, where)
 
 
@@ -438,6 +441,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     refusing the structures it does not model (ConfigError naming the field) and dropping the
     names the family does not read (``hf_unread.unread``)."""
     decoder_only(cfg, where)
+    hf_unread.list_fields(cfg, cfg.get("num_hidden_layers"), where)
     cfg = hf_unread.mlp_layer_types(hf_unread.unread(cfg, where), where)
     hf_unread.attention_shapes(cfg, where)
     _not_modelled(cfg, where)

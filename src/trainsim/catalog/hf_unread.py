@@ -72,6 +72,10 @@ def mlp_layer_types(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     types = cfg.get("mlp_layer_types")
     if not isinstance(types, list) or "first_k_dense_replace" in cfg:
         return cfg
+    other = [t for t in types if t not in ("dense", "sparse")]
+    if other:  # fuzz32: ['dense', 'moe'] was "a dense layer after a sparse one"
+        raise ConfigError(f"{where}: mlp_layer_types holds {other[0]!r}; each entry is "
+                          "'dense' or 'sparse'")
     dense = next((i for i, t in enumerate(types) if t != "dense"), len(types))
     if any(t != "sparse" for t in types[dense:]):
         raise ConfigError(f"{where}: mlp_layer_types has a dense layer after a sparse one "
@@ -97,8 +101,10 @@ def attention_shapes(cfg: dict[str, Any], where: str) -> None:
                           "(g_proj hidden x heads x head_dim, softplus); trainsim does not "
                           "model an attention output gate (true or 'per-head' is read as none)")
     per_layer, heads = cfg.get("num_attention_heads_per_layer"), cfg.get("num_attention_heads")
-    if per_layer is not None and (not isinstance(per_layer, list)
-                                  or any(h != heads for h in per_layer)):
+    if per_layer is not None and not isinstance(per_layer, list):
+        raise ConfigError(f"{where}: num_attention_heads_per_layer must be a list of head "
+                          f"counts, got {type(per_layer).__name__}")
+    if per_layer is not None and any(h != heads for h in per_layer):
         raise ConfigError(f"{where}: num_attention_heads_per_layer={per_layer!r}"[:200]
                           + f" differs from num_attention_heads={heads!r}; trainsim models "
                           "one head count for every layer")
@@ -109,4 +115,33 @@ def attention_shapes(cfg: dict[str, Any], where: str) -> None:
                           "models self-attention layers only")
 
 
-__all__ = ["NEUTRAL", "attention_shapes", "mlp_layer_types", "unmodelled", "unread"]
+def given(cfg: dict[str, Any], keys: tuple[str, ...], default: Any, where: str) -> Any:
+    """The value of the first of ``keys`` that ``cfg`` holds, else ``default``; an empty or
+    blank string refused (fuzz32: ``"num_key_value_heads": ""`` read as absent before, MHA in a
+    GQA file, +8 % parameters; transformers' strict ``int`` fields refuse it)."""
+    key = next((k for k in keys if k in cfg), None)
+    if key is None:
+        return default
+    if isinstance(cfg[key], str) and not cfg[key].strip():
+        raise ConfigError(f"{where}: {key} is an empty string; give a value or leave it out")
+    return cfg[key]
+
+
+def list_fields(cfg: dict[str, Any], layers: Any, where: str) -> None:
+    """Refuse a per-layer list that is no list (``layer_types: "full_attention"`` was ignored)
+    and an ``mlp_layer_types`` of another length than ``num_hidden_layers`` (read as its
+    leading dense entries before; transformers 5.24.0 ``LagunaConfig.validate_architecture``
+    refuses it)."""
+    for key in ("layer_types", "mlp_layer_types", "layers_block_type", "block_types"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], list):
+            raise ConfigError(f"{where}: {key} must be a list of per-layer type names, got "
+                              f"{type(cfg[key]).__name__}")
+    types = cfg.get("mlp_layer_types")
+    if isinstance(types, list) and isinstance(layers, int) and not isinstance(layers, bool) \
+            and len(types) != layers:
+        raise ConfigError(f"{where}: mlp_layer_types has {len(types)} entries for "
+                          f"num_hidden_layers={layers}; give one a layer")
+
+
+__all__ = ["NEUTRAL", "attention_shapes", "given", "list_fields", "mlp_layer_types", "unmodelled",
+           "unread"]

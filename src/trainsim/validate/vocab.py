@@ -280,6 +280,8 @@ LOWER_COLUMNS = ("attention", "moe_dispatcher", "cp_comm_type", "recompute", "dt
                  "fp8_recipe", "grad_reduce_dtype", "optimizer_dtype", "memory_kind", "activation", "gpu",
                  "framework", "sequence_parallel", "distributed_optimizer", "tied_embeddings")
 """Training columns holding a word from a fixed vocabulary, read without regard to case."""
+SWITCH_COLUMNS = ("sequence_parallel", "distributed_optimizer", "tied_embeddings")
+"""Of those, the true/false ones (``config._build.switch``), read lower-case only."""
 
 
 def framework_key(text: str) -> str:
@@ -300,8 +302,9 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
         text = (row.get(col) or "").strip()
         if not text:
             continue
-        value = text.lower() if col == "gpu" else framework_key(text) if col == "framework" \
-            else word(text)
+        # a switch is a word or a number: '-' kept ('-1' shown as '_1' in its error before)
+        value = text.lower() if col in ("gpu", *SWITCH_COLUMNS) else framework_key(text) \
+            if col == "framework" else word(text)
         if (col, value) in UNMODELLED:
             raise ConfigError(f"{col}={text!r}: {UNMODELLED[(col, value)]}")
         synonym = _training_attention(value, row) if col == "attention" else \
