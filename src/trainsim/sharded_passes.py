@@ -11,7 +11,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer, interned
-from trainsim.workload import fsdp2_copies
+from trainsim.workload import fsdp2_copies, megatron_fsdp
 from trainsim.workload.ops import Comm
 from trainsim.workload.schedule import prefetch_exposed_s, prefetch_walk
 from trainsim.workload.sharding import (
@@ -141,6 +141,9 @@ def unit_gather_passes(cfg: RunConfig, pricer: Pricer, chunks: dict[int, Chunk],
             on_compute, side = map(pricer.price, fsdp1_grad_copies(cfg, layers, first, last))
             wait = wait + on_compute
             side_s[v % pp] += side.duration_s / vpp
+        # Megatron-FSDP without fused wgrad accumulation: each unit's post-backward hook copies
+        # its gradients into the bucket it reduce-scatters, on the compute stream
+        wait = wait + pricer.price(megatron_fsdp.grad_copies(cfg, layers, first, last))
         # DeepSpeed >= 0.6: the bucket copies, cat and divide, all on the reduce stream
         side_s[v % pp] += pricer.price(zero3_reduce_bucket_ops(cfg, layers, first, last)
                                        ).duration_s / vpp

@@ -74,6 +74,7 @@ from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-e
     fsdp_per_unit,
     fsdp_pp_mode,
 )
+from trainsim.workload.te_weight_cache import weight_quantization
 
 _param_split = per_config(stage_param_split)
 """``stage_param_split(cfg, stage)`` once per config object: every task graph of a simulation
@@ -337,6 +338,12 @@ class _TaskGraph(SplitBackwardTasks, OptimizerTasks):
                               for s, c in whole}
             if bucketed > 1:
                 first_wait[0] = self._bucket_gather_wait(bucketed)
+        # Transformer Engine casts each 16-bit fp8 weight into its cached workspace in the
+        # iteration's first forward of the module (``workload.te_weight_cache``)
+        for v, layers in enumerate(self.cfg.virtual_ranges):
+            cast = weight_quantization(self.cfg, layers)
+            if cast:
+                first_wait[v] = first_wait.get(v, interned(())) + self.pricer.price(cast)
         # the same tasks pass_and_send would add
         fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v, True)
                     for v in range(last_v + 1)]

@@ -213,6 +213,13 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # stream wait for the previous unit's reduce-scatter before its copy-in, so the backward
     # of the unit after it starts only once that reduce-scatter is done (simulator)
     "fsdp2_reduce_scatter_wait": _nullable(_bool),
+    # Megatron-FSDP under a recipe with gradient_accumulation_fusion off: each unit's
+    # post-backward hook copies the 16-bit weight gradients into its gradient bucket on the
+    # compute stream, every micro-batch (workload.megatron_fsdp)
+    "megatron_fsdp_unfused_wgrad": _nullable(_bool),
+    # Megatron-core's TE modules take is_first_microbatch: each 16-bit fp8 weight is cast into
+    # TE's cached workspace once per iteration, in its first forward (workload.te_weight_cache)
+    "te_weight_cache": _nullable(_bool),
     # data_parallel_impl fsdp2 is torch's fully_shard: its all-gather copy-out and
     # reduce-scatter copy-in on the compute stream (workload.fsdp2_copies), and at zero stage 2
     # (reshard_after_forward False) a gather and reduce-scatter per unit and micro-batch, or
@@ -527,6 +534,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
+    "megatron_fsdp_unfused_wgrad", "te_weight_cache",
     "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",

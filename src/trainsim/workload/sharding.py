@@ -453,8 +453,13 @@ def grad_buffer_rest(cfg: RunConfig, total: float, local: float,
                      grad_bytes: int) -> Elementwise | None:
     """Megatron DDP's ``zero_grad_buffer`` beyond the shard the optimizer step's frame zeroes
     (``workload.sharding.zeroed_grad_buffer``; Apex's DistributedFusedAdam under NeMo), or
-    None where nothing is left to zero."""
-    if cfg.parallel.data_parallel_impl != "megatron" or total <= local:
+    None where nothing is left to zero. Megatron-FSDP keeps only the shard: its ``zero_grad``
+    zeroes each group's ``main_grad_buffer.data``, which under ``optim_grads_params`` holds the
+    rank's shard alone (Megatron-LM@03f77931 custom_fsdp/param_and_grad_buffer.py
+    ``DataParallelBuffer.__init__`` sizes ``data`` by ``shard_bucket_index`` when
+    ``is_data_distributed``; ``ParamAndGradBuffer.zero_grad``)."""
+    p = cfg.parallel
+    if p.data_parallel_impl != "megatron" or p.zero_stage >= 3 or total <= local:
         return None
     return zeroed_grad_buffer((total - local) * grad_bytes)
 

@@ -1,0 +1,64 @@
+"""Transformer Engine's fp8 weight workspace, quantized once per iteration (profile feature
+``te_weight_cache``).
+
+Megatron-core's TE wrappers pass ``is_first_microbatch`` to every TE linear: True on the first
+micro-batch of an iteration, False after (NVIDIA/Megatron-LM@03f77931 megatron/core/extensions/
+transformer_engine.py L279-L283, L463-L467; ``MegatronModule.set_is_first_microbatch``, module.py
+L90-L102). A TE module whose weight is a 16-bit parameter quantizes it into a cached fp8
+workspace when that flag is True and reuses the workspace on later micro-batches
+(NVIDIA/TransformerEngine@f05f12c9 (v2.5) pytorch/module/linear.py L230-L236 ``update_workspace
+= is_first_microbatch is None or is_first_microbatch``, ``cache_name="weight"``; module/base.py
+``get_weight_workspace`` L1244-L1354: ``quantize_`` into the cached tensor). So once per
+iteration each rank casts every fp8 matmul weight it computes with, the same cast as an
+activation's (the recipe's amax pass, the row-wise data, and the column-wise copy for the dgrad
+GEMM where the tensor cores take fp8 only in the TN layout: ``workload.shard.Shard.
+fp8_cast_bytes``), on the compute stream inside the first forward of each module. Under
+Megatron-FSDP that is every weight of the unsharded layers the rank gathers, not a shard.
+
+Weights kept in fp8 (``fp8_param_gather``: TE quantized parameters) are not cast here: TE returns
+them as they are (base.py L1284-L1291); the optimizer step quantizes their shards instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trainsim.catalog.frameworks import profile_supports
+from trainsim.config import RunConfig
+from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
+from trainsim.workload.ops import Elementwise, Op
+from trainsim.workload.shard import CAST_KERNEL, shard_of
+
+WEIGHT_QUANTIZE = "te_weight_quantize"
+"""Name of the once-per-iteration cast of a stage's 16-bit matmul weights into TE's cache."""
+
+
+def applies(cfg: RunConfig) -> bool:
+    """Whether the run casts 16-bit matmul weights into TE's fp8 workspace each iteration."""
+    t = cfg.training
+    return t.dtype == "fp8" and not fp8_weights_gathered(cfg) and \
+        profile_supports(cfg, "te_weight_cache")
+
+
+def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
+    """The cast of the fp8 matmul weights of ``layers`` (as one rank holds them, ``fp8_weight_
+    shapes``; routed experts' by their local count) at the iteration's first micro-batch:
+    per weight element the recipe's cast bytes, each tensor the recipe's cast kernels. Empty
+    where ``applies`` does not."""
+    if not applies(cfg):
+        return []
+    sh = shard_of(cfg)
+    elements = tensors = 0.0
+    kinds: dict[bool, tuple[float, float]] = {}  # per layer kind: (elements, tensors)
+    for i in layers:
+        kind = cfg.model.is_moe_layer(i)
+        if kind not in kinds:
+            shapes = fp8_weight_shapes(cfg, i)
+            kinds[kind] = (sum(r * c * n for r, c, n, _ in shapes), sum(n for *_, n, _ in shapes))
+        e, n = kinds[kind]
+        elements += e
+        tensors += n
+    if elements <= 0:
+        return []
+    return [Elementwise(WEIGHT_QUANTIZE, bytes=elements * sh.fp8_cast_bytes,
+                        kernels=max(1, round(tensors)) * sh.fp8_cast_kernels, kernel=CAST_KERNEL)]
