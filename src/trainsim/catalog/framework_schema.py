@@ -126,6 +126,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the GPUs each flex dispatcher backend is accepted on, by catalog name or compute-capability
     # major (cc9); a backend left out is not restricted (catalog.frameworks.flex_backend_runs)
     "flex_backend_gpus": _nullable(_backend_gpus),
+    # schedule nodes of an MoE layer under Megatron-core's combined 1F1B, each backward an
+    # autograd engine call of its own (workload.schedule_nodes); null: not recorded
+    "ep_overlap_moe_nodes": _nullable(_int),
     # each pipeline exchange is one torch.distributed.batch_isend_irecv on the pipeline group's
     # communicator (Megatron's batch_p2p_comm), not lone isend / irecv on two-rank communicators
     "batched_p2p": _nullable(_bool),
@@ -554,7 +557,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather", "ub_gemm_all_sms",
     "checkpointed_fused_attention", "te_layer_spec", "megatron_unfused_ops", "noop_layer_clone",
     "moe_hybridep_num_sms",
-    "kv_heads_split", "flex_dispatchers_two_ranks", "flex_backend_gpus", "linear_bias_kernels",
+    "kv_heads_split", "flex_dispatchers_two_ranks", "flex_backend_gpus", "ep_overlap_moe_nodes", "linear_bias_kernels",
     "linear_bias_grad_kernels"}
 #: nested mappings a later entry merges key by key into the one before
 MERGED_KEYS = {"grad_reduce_dtype", "attention_by_arch", "sdpa_by_arch",

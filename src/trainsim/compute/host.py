@@ -73,6 +73,16 @@ PY_LAUNCH_S = PY_BINDING_S + CPP_LAUNCH_S
 (``PY_BINDING_S``); ``HOST_S_PER_KERNEL`` prices an eager module's kernels, with the module
 call, hooks and autograd bookkeeping spread over them. 9.13 us, built from measurements."""
 
+ENGINE_CALL_S = 136.07e-6 - 4 * CPP_LAUNCH_S
+"""Host seconds of one call into PyTorch's autograd engine beyond the kernels it runs (graph
+task set-up, dependency walk, hand-off to the device's worker thread and back): ``out.
+backward(grad, retain_graph=True)`` of a one-matmul bf16 128 x 128 graph, host-bound, took
+0.13607 ms per call on an A100 PCIe with CUDA 12.8 (pytorch/pytorch#157407, eqy, 2025-07-02,
+the "before" figure), of which its four kernels (MmBackward0's two GEMMs, two AccumulateGrad
+adds, issued from the engine's C++) cost ``CPP_LAUNCH_S`` each: 103.5 us. Measured, not
+fitted; Python's ``torch.autograd.backward`` wrapper is inside it (an upper bound where a
+framework calls ``run_backward`` directly)."""
+
 PY_VIEW_S = 2.26e-6
 """Host seconds of a view op called from Python (``narrow``, ``view``, a slice; no kernel):
 PyTorch's operator micro-benchmark of ``split`` in two, an 8 x 8 tensor, 2.26 us per call
@@ -134,7 +144,8 @@ def loop_host_s(op: Elementwise) -> float:
     """Host seconds of an op's launches that a loop issues outside any module: its C++-issued
     kernels (``CPP_LAUNCH_S``), its bare-Python ones (``PY_LAUNCH_S``) and the views that
     loop takes (``PY_VIEW_S``); the rest (``launches``) cost the pricer's per-kernel figure."""
-    return op.cpp_kernels * CPP_LAUNCH_S + op.py_kernels * PY_LAUNCH_S + op.py_views * PY_VIEW_S
+    return op.cpp_kernels * CPP_LAUNCH_S + op.py_kernels * PY_LAUNCH_S + \
+        op.py_views * PY_VIEW_S + op.engine_calls * ENGINE_CALL_S
 
 
 def scoped_launches(ops: Sequence[Op], captured: Sequence[int],

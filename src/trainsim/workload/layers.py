@@ -35,6 +35,7 @@ from trainsim.workload.elementwise import (
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Elementwise, Gemm, Op
+from trainsim.workload.schedule_nodes import with_schedule_nodes
 from trainsim.workload.shard import (
     CAST_KERNEL,
     FP8_GATHER_CAST_KERNEL,
@@ -64,7 +65,13 @@ part (``graph_scope.layer_parts``)."""
 
 
 def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
-    """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block."""
+    """Forward ops of one layer; ``moe`` swaps the dense MLP for the expert block. Under
+    Megatron-core's combined 1F1B each schedule node's backward is an autograd engine call of
+    its own (``workload.schedule_nodes``)."""
+    return with_schedule_nodes(_layer_forward(cfg, sh, moe), cfg, moe)
+
+
+def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     m = cfg.model
     h, T, nt, t = m.hidden_size, sh.tokens, sh.norm_tokens, sh.tp
     # KV heads are replicated when kv_heads < tp (tp a multiple of them: config.validity).
@@ -461,7 +468,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             ops.append(Elementwise(f"{op.name}.bwd", bytes=nbytes, flops=op.flops,
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
                                    impl=BACKWARD_IMPL.get(op.impl, op.impl),
-                                   elem_bytes=op.elem_bytes))
+                                   elem_bytes=op.elem_bytes, engine_calls=op.bwd_engine_calls))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(replace(op, name=f"{op.name}.bwd", bytes=2 * op.bytes))

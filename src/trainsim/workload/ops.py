@@ -242,6 +242,12 @@ class Elementwise:
     py_views: int = 0
     """View ops (``narrow``, ``view``, a slice) the same bare Python loop calls beside its
     kernels: no kernel, ``compute.host.PY_VIEW_S`` of host time each."""
+    engine_calls: int = 0
+    """Calls into the autograd engine this op stands for (``Variable._execution_engine.
+    run_backward`` on a sub-graph): no kernel of their own, ``compute.host.ENGINE_CALL_S`` of
+    host time each (the kernels the sub-graph runs are counted with their ops)."""
+    bwd_engine_calls: int = 0
+    """``engine_calls`` of its backward (``workload.layers.backward_of``)."""
     host_sync: bool = False
     """The host waits for this op's result before issuing the next (a device-to-host copy of
     values Python needs, e.g. dropless MoE's tokens per expert): see ``compute.host``."""
