@@ -7,7 +7,7 @@ import pytest
 
 from trainsim import run_config_from_dict, simulate
 from trainsim.model.counts import layer_params
-from trainsim.workload.sharding import fp32_grad_accumulation
+from trainsim.workload.grad_accumulation import fp32_grad_accumulation
 
 
 def cfg(dtype="bf16", framework=("megatron-deepspeed", "2022-03"), mbs=1, dist_opt=True):

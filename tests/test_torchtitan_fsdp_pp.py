@@ -88,7 +88,7 @@ def _accumulation_s(graph) -> float:
 def test_every_backward_accumulates_the_unsharded_gradients(monkeypatch):
     """No-sync keeps the gradients unsharded: each backward casts (the first) or adds (the
     others) them into FSDP2's fp32 accumulator (reduce_dtype fp32)."""
-    from trainsim.workload.sharding import fsdp2_unsharded_grad_accumulation
+    from trainsim.workload.grad_accumulation import fsdp2_unsharded_grad_accumulation
     c = _cfg()
     layers = c.virtual_stage_layers()[0]
     op, = fsdp2_unsharded_grad_accumulation(c, layers, True, False)

@@ -16,6 +16,7 @@ from trainsim.config.cached import cached
 from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.elementwise import fp8_amax_reductions
+from trainsim.workload.grad_accumulation import fp32_grad_accumulation
 from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
@@ -33,7 +34,6 @@ from trainsim.workload.pipe_engine import (
 from trainsim.workload.recompute import layer_recompute, recompute_drops_fp8
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import Shard, shard_of
-from trainsim.workload.sharding import fp32_grad_accumulation
 
 
 @dataclass(eq=False)

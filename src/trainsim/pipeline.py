@@ -38,10 +38,14 @@ from trainsim.collectives.nccl import batched_p2p_s
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
+from trainsim.workload.grad_accumulation import (
+    FP32_ACCUMULATION,
+    FP32_GRAD_ADD,
+    GRAD16_ACCUMULATION,
+)
 from trainsim.workload.ops import Comm, Gemm, Op
 from trainsim.workload.pipeline_schedules import orders, rank_of, virtual_stage, zb_w_fraction
 from trainsim.workload.schedule import Overlapped, Pass
-from trainsim.workload.sharding import FP32_ACCUMULATION, FP32_GRAD_ADD, GRAD16_ACCUMULATION
 
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
@@ -54,7 +58,7 @@ and NVLink"); the pair's compute runs on the rest."""
 WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION, FP32_GRAD_ADD)
 """The ops that add a backward's weight gradients into the accumulated ones (DeepSpeed's BF16
 optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits, nanotron's fp32 ``add_``;
-``workload.sharding.fp32_grad_accumulation``): they follow the weight gradients into the W
+``workload.grad_accumulation.fp32_grad_accumulation``): they follow the weight gradients into the W
 pass."""
 
 

@@ -12,11 +12,11 @@ from trainsim.chunks import Chunk
 from trainsim.config import RunConfig
 from trainsim.pricing import DP, Priced, Pricer, interned
 from trainsim.workload import fsdp2_copies, megatron_fsdp
+from trainsim.workload.grad_accumulation import fsdp2_unsharded_grad_accumulation
 from trainsim.workload.ops import Comm
 from trainsim.workload.schedule import prefetch_exposed_s, prefetch_walk
 from trainsim.workload.sharding import (
     fsdp1_grad_copies,
-    fsdp2_unsharded_grad_accumulation,
     fsdp_grad_bytes,
     fsdp_pp_mode,
     fsdp_unit_gathers,

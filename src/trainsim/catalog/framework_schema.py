@@ -327,7 +327,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "qkv_relayout_copies": _nullable(_bool),
     # 16-bit weight gradients added into fp32 buffers by one eager add_ a tensor after every
     # micro-batch's backward, outside the wgrad GEMM (nanotron's FP32GradientAccumulator;
-    # workload.sharding ``fp32_grad_accumulation``)
+    # workload.grad_accumulation ``fp32_grad_accumulation``)
     "fp32_grad_add": _nullable(_bool),
     # every micro-batch's weight gradients added into the accumulated ones by a kernel a
     # tensor outside the wgrad GEMM, for the gradient dtypes named: "16bit" (fp16 gradients

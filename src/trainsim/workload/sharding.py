@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 from trainsim.catalog.frameworks import (
-    framework_feature,
     framework_profile,
     framework_supports,
     profile_supports,
@@ -19,14 +18,6 @@ from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
-
-FP32_ACCUMULATION = "bf16_grads_to_fp32"
-"""Name of the op that adds a backward's 16-bit weight gradients into fp32 ones."""
-GRAD16_ACCUMULATION = "grads_accumulate_16bit"
-"""Name of the op that adds a backward's weight gradients into the 16-bit ``.grad``."""
-FP32_GRAD_ADD = "grads_add_into_fp32"
-"""Name of the op that adds a backward's 16-bit weight gradients into an fp32 buffer, one
-mixed-dtype ``add_`` kernel a tensor (profile feature ``fp32_grad_add``)."""
 
 
 def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
@@ -272,87 +263,6 @@ def rank_grad_elements(cfg: RunConfig, layers: range | list[int], first: bool,
     experts = sum(n for n, e in tensors if e)
     return ((dense, len(layers) + int(ends > 0)),
             (experts, sum(mdl.is_moe_layer(i) for i in layers)))
-
-
-def fp32_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
-                           last: bool) -> list[Op]:
-    """The pass DeepSpeed's engine (ZeRO 0-1) runs over the weight gradients after every
-    backward pass of a micro-batch, one parameter tensor at a time.
-
-    * bf16 with fp32 accumulation (the BF16 optimizer): ``hp_grad.add_(lp.grad.to(fp32))``
-      (deepspeed/runtime/bf16_optimizer.py ``update_hp_grads``, called by the PipelineEngine
-      after each micro-batch's backward). Per element: the cast reads 2 and writes 4 bytes, the
-      add reads 4 + 4 and writes 4; two kernels per tensor.
-    * 16-bit gradients (fp16, or bf16 without fp32 accumulation): the weight-gradient GEMM
-      writes a fresh tensor and autograd's ``AccumulateGrad`` adds it into the parameter's
-      ``.grad`` in place (``variable_grad += new_grad``, torch/csrc/autograd/functions/
-      accumulate_grad.h, torch 1.x-2.x), since DeepSpeed's ZeRO-1 keeps the gradients in
-      ``param.grad`` until the boundary (deepspeed/runtime/zero/stage_1_and_2.py v0.5.10:
-      stage 1 forces ``contiguous_gradients`` off and reduces only at the boundary). Per
-      element: reads 2 + 2, writes 2 bytes; one kernel per tensor. (The first micro-batch's
-      gradient is stolen, not added; the pass is priced on every backward.)
-
-    * profile feature ``fp32_grad_add`` (nanotron), 16-bit gradients accumulated in fp32:
-      ``fp32_grad.add_(half_param.grad)`` per parameter after every micro-batch's backward
-      (huggingface/nanotron@e24d2483 src/nanotron/optim/gradient_accumulator.py
-      ``FP32GradientAccumulator.backward`` / ``_accumulate_grad`` L204-L223; on ZeRO-0's
-      synchronising micro-batch the same ``add_`` in DDP's ``fp32_accum_hook``, L338-L341),
-      then ``half_param.grad = None``. One kernel per tensor, PyTorch's mixed-dtype add: per
-      element reads 2 + 4 and writes 4 bytes.
-
-    * profile feature ``unfused_grad_accumulation`` (Megatron-LM before its fused wgrad
-      accumulation): 16-bit gradients added by ``AccumulateGrad`` as above (6 bytes); fp32
-      ``main_grad`` (bf16) by the local DDP's hook ``param.main_grad.add_(param.grad.data)``
-      (megatron/model/distributed.py @a8d172b3), 10 bytes as nanotron's; "16bit": only the former.
-
-    Other stacks accumulate inside the weight-gradient GEMM (Megatron's
-    ``gradient_accumulation_fusion``) or price their accumulation elsewhere: nothing to add."""
-    p, t = cfg.parallel, cfg.training
-    unfused = framework_feature(t.framework, t.framework_version, "unfused_grad_accumulation") \
-        if t.framework else None
-    if unfused in ("16bit", "all") and p.data_parallel_impl == "megatron" \
-            and t.dtype in ("bf16", "fp16"):
-        if not t.grad_reduce_in_fp32:
-            tensors = _grad_tensors(cfg, layers, first, last)
-            return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors),
-                                kernels=len(tensors))]
-        if unfused == "all":
-            tensors = _grad_tensors(cfg, layers, first, last)
-            return [Elementwise(FP32_GRAD_ADD, bytes=10.0 * sum(tensors), kernels=len(tensors))]
-    if profile_supports(cfg, "fp32_grad_add") and t.dtype in ("bf16", "fp16") \
-            and t.grad_reduce_in_fp32:
-        tensors = _grad_tensors(cfg, layers, first, last)
-        return [Elementwise(FP32_GRAD_ADD, bytes=10.0 * sum(tensors), kernels=len(tensors))]
-    if not (p.data_parallel_impl == "deepspeed" and p.zero_stage <= 1):
-        return []
-    tensors = _grad_tensors(cfg, layers, first, last)
-    if t.dtype == "bf16" and t.grad_reduce_in_fp32:
-        return [Elementwise(FP32_ACCUMULATION, bytes=18.0 * sum(tensors),
-                            kernels=2 * len(tensors))]
-    return [Elementwise(GRAD16_ACCUMULATION, bytes=6.0 * sum(tensors), kernels=len(tensors))]
-
-
-def fsdp2_unsharded_grad_accumulation(cfg: RunConfig, layers: range | list[int], first: bool,
-                                       last: bool) -> list[Op]:
-    """What FSDP2 runs over a stage's unsharded weight gradients after each micro-batch's
-    backward when gradient sync is off (the pipeline stage's no-sync, profile
-    ``fsdp_pp_unsharded``), one parameter at a time in ``FSDPParamGroup.post_backward``
-    (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py, _fsdp_param.py; read in the
-    installed torch 2.13, the same calls in the 2024 FSDP2): with a reduce dtype other than the
-    gradient's, the first backward's gradient is cast into the unsharded accumulator
-    (``to_accumulated_grad_if_needed``: reads 2, writes 4 bytes per element) and every later
-    one added into it (``accumulate_unsharded_grad_if_needed``, ``acc += grad``: reads 4 + 2,
-    writes 4); with the same dtype autograd's AccumulateGrad adds each later gradient into
-    ``.grad`` (reads 2 + 2, writes 2). One kernel per tensor; the step's bytes spread evenly
-    over its micro-batches' backward passes."""
-    t = cfg.training
-    n = cfg.schedule_microbatches
-    tensors = _grad_tensors(cfg, layers, first, last)
-    per_step = 6.0 + 10.0 * (n - 1) if t.grad_reduce_in_fp32 else 6.0 * (n - 1)
-    if not tensors or per_step == 0:
-        return []
-    return [Elementwise("fsdp_unsharded_grad_accumulation", bytes=per_step / n * sum(tensors),
-                        kernels=len(tensors))]
 
 
 def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
