@@ -40,7 +40,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from trainsim import pricing
-from trainsim.collectives.nccl import P2P_CHANNEL_Bps
+from trainsim.collectives.p2p_channels import P2P_CHANNEL_Bps
 from trainsim.compute import roofline
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.training import predict_training_row

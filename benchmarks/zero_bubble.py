@@ -115,7 +115,7 @@ within 3 points (+7.9 -> +2.6 at most). The 8-stage runs (1.5B, 6.2B) stay in on
 where the same 0.45 ms per pass is the send too: Megatron posts each exchange as one
 ``batch_isend_irecv`` on the pipeline group's 8-rank communicator, and NCCL gives one send of
 such a group p2pnChannels / 8 = 4 channels (src/enqueue.cc ``calcP2pChunkSize``: more only above
-16 MiB a channel), 4 x 14 GB/s (``collectives.nccl.P2P_CHANNEL_Bps``, NCCL's own per-channel
+16 MiB a channel), 4 x 14 GB/s (``collectives.p2p_channels.P2P_CHANNEL_Bps``, NCCL's own per-channel
 figure) = 56 GB/s: 0.50 ms for the 1.5B's 28 MB, 0.45 for the 6.2B's 25 MB, against 0.47 and
 0.43 implied by the published table (``batched_p2p`` in the megatron-lm profile,
 ``pipeline.pipeline_send_s``). With it 1F1B-I's 12 rows are within 3 points (8 stages: +6.5 ->

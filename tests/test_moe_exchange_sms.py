@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 from helpers import moe_layer_cfg
 
-from trainsim.collectives.nccl import all_to_all_channels, net_count_by_bw
+from trainsim.collectives.p2p_channels import all_to_all_channels, net_count_by_bw
 from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMM_SMS, EP, Pricer
@@ -175,7 +175,7 @@ def test_small_sends_take_fewer_channels():
 
 def test_a_pcie_node_runs_few_p2p_channels():
     """PCIe peers allow 2 channels each (ncclTopoGetNchannels L801-803) out of a pool of 4
-    (``nccl.P2P_CHANNELS_PCIE``): eight PCIe GPUs' all-to-all holds 4 SMs, not 32."""
+    (``p2p_channels.P2P_CHANNELS_PCIE``): eight PCIe GPUs' all-to-all holds 4 SMs, not 32."""
     assert all_to_all_channels(1, 8, link="pcie") == 4
     cfg = moe_layer_cfg("alltoall", ep=8, experts=32, topk=4, gpus=8, moe_overlap_ep_comm=True)
     pcie = replace(cfg, cluster=replace(cfg.cluster, gpu=replace(cfg.cluster.gpu,

@@ -4,7 +4,7 @@ over the NIC, and the slowest hop paces every send (``pipeline.pipeline_send_s``
 from __future__ import annotations
 
 from trainsim.catalog import run_config_from_dict
-from trainsim.collectives.nccl import P2P_CHANNEL_Bps, batched_p2p_channels, batched_p2p_s
+from trainsim.collectives.p2p_channels import P2P_CHANNEL_Bps, batched_p2p_channels, batched_p2p_s
 from trainsim.pipeline import pipeline_send_s
 from trainsim.pricing import Pricer
 

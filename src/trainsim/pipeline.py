@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from trainsim.catalog.frameworks import profile_supports, sends_overlap
 from trainsim.chunks import chunks as priced_chunks
-from trainsim.collectives.nccl import batched_p2p_s
+from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, Priced, Pricer
@@ -79,7 +79,7 @@ def pipeline_send_s(cfg: RunConfig, pricer: Pricer, size_bytes: float) -> float:
     ``_batched_p2p_ops``, ``torch.distributed.batch_isend_irecv`` on the pipeline group, unless
     ``overlap_p2p_comm`` sends each tensor alone) and the pipeline group sits in one node, NCCL
     spreads a send over only ``p2pnChannels / pp`` channels
-    (``collectives.nccl.batched_p2p_channels``): 4 channels of ``P2P_CHANNEL_Bps`` each for 8
+    (``collectives.p2p_channels.batched_p2p_channels``): 4 channels of ``P2P_CHANNEL_Bps`` each for 8
     stages, 56 GB/s, where the links would carry 230. Across nodes the send is priced at the
     NIC's rate. NCCL up to 2.28 gives a network peer 2 channels (``collectives.nccl``, network
     peers; 4 on a 400 Gb/s NIC from 2.29); whether 2 reach such a NIC is not measured, and

@@ -16,13 +16,8 @@ from dataclasses import replace
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.collectives.ep_kernels import domain_exchange_s
-from trainsim.collectives.nccl import (
-    GroupSpan,
-    all_to_all_channels,
-    batched_p2p_s,
-    intra_link_kind,
-    net_count_by_bw,
-)
+from trainsim.collectives.nccl import GroupSpan, intra_link_kind
+from trainsim.collectives.p2p_channels import all_to_all_channels, batched_p2p_s, net_count_by_bw
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
 from trainsim.network import network_for
@@ -136,7 +131,7 @@ def cp_hop_sms(span: GroupSpan) -> int:
     block each, as a pipeline send (``P2P_SMS``): one kernel at CP 2, a send's and a
     receive's above. A ring with a neighbour in the same node keeps a collective's share
     (``COMM_SMS``): the NVLink pair's communicator gives the send 16 channels or more
-    (``collectives.nccl.batched_p2p_channels``)."""
+    (``collectives.p2p_channels.batched_p2p_channels``)."""
     if span.nodes > 1 and span.per_node == 1:
         return P2P_SMS if span.size == 2 else 2 * P2P_SMS
     return COMM_SMS
@@ -158,10 +153,10 @@ def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
     """SMs an NCCL all-to-all (the ``alltoall`` dispatcher's exchange,
     ``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
     ncclGroup) holds beside compute: one block per p2p channel it has work on
-    (``nccl.all_to_all_channels``): the whole pool of 32 inside an NVLink node, far fewer
+    (``p2p_channels.all_to_all_channels``): the whole pool of 32 inside an NVLink node, far fewer
     across nodes, where NCCL puts all the peers of one node on that node's channels (EP 16 on
     two nodes of 8: 4). ``cluster.nics_per_gpu`` adds channels only on a GPU linked to the CPU
-    directly (``host_link_bw_Bps``: GB200's NVLink-C2C), as ``nccl.net_count_by_bw`` says. The ``allgather`` dispatcher exchanges by all-gather and
+    directly (``host_link_bw_Bps``: GB200's NVLink-C2C), as ``p2p_channels.net_count_by_bw`` says. The ``allgather`` dispatcher exchanges by all-gather and
     reduce-scatter, collectives that ``price_ops`` prices at a ring's share (``COMM_SMS``)."""
     cluster = cfg.cluster
     nics = cluster.nics_per_gpu
@@ -293,7 +288,7 @@ class Pricer:
             # communicator its share of the channels, set by the communicator's size (nRanks),
             # not by how many peers the operation talks to (NVIDIA/nccl v2.21.5-1 src/enqueue.cc
             # ``scheduleP2pTasksToPlan``: ``nChannelsMin`` halved while ``nChannelsMin * nRanks
-            # > p2pnChannels``; ``collectives.nccl.batched_p2p_channels``). torch's ring
+            # > p2pnChannels``; ``collectives.p2p_channels.batched_p2p_channels``). torch's ring
             # attention passes dK/dV (and, all-to-all rotater, K/V) on with
             # ``ft_c.permute_tensor``, an ``all_to_all_single`` on the CP group whose one
             # non-empty split is an ncclSend/ncclRecv pair in one ncclGroup (torch/csrc/cuda/

@@ -295,7 +295,7 @@ class ClusterConfig:
     nics_per_gpu: int = 1
     """NICs nearest each GPU that share ``nic_bw_Bps`` (at most ``MAX_NICS_PER_GPU``): NCCL
     keeps a channel per NIC a GPU needs to match its own link to the CPU for each network peer
-    of an all-to-all (``nccl.net_count_by_bw``). NCCL reads that link only on a GPU linked to
+    of an all-to-all (``p2p_channels.net_count_by_bw``). NCCL reads that link only on a GPU linked to
     the CPU directly (NVLink-C2C: GB200, the catalog's one GPU with ``host_link_gbyte_s``); a
     GPU behind a PCIe switch (DGX/HGX H100, AWS p5 with its 4 EFA NICs a GPU) counts one NIC
     whatever this says."""
