@@ -4,9 +4,10 @@ classes give the config.json fields trainsim reads, per model_type.
 ``python benchmarks/hf_class_defaults.py > src/trainsim/catalog/hf_defaults.py`` with the
 transformers release named in the output installed (the table was written with 5.24.0). A field
 is listed when its config class (a strict dataclass in transformers v5) declares it, trainsim's
-readers (``catalog/hf_config.py``, ``hf_families.py``, ``hf_biases.py``) name it, and it is not
-one of the core sizes whose absence trainsim refuses (``hf_config.model_from_hf_config``: a
-hand-written file, not a class default of another size). A field typed without ``None`` rejects
+readers (``catalog/hf_config.py``, ``hf_text_config.py``, ``hf_families.py``, ``hf_biases.py``)
+name it, and it is not one of the core sizes whose absence trainsim refuses
+(``hf_config.model_from_hf_config``: a hand-written file, not a class default of another size).
+A field typed without ``None`` rejects
 an explicit null in transformers (``StrictDataclassFieldValidationError``), so trainsim refuses
 it too. Beside the defaults: ``READS``, which of the names trainsim reads for any family
 (``READ_KEYS``) each family's classes read at all (``reads``), ``ROTARY``, the families with
@@ -136,7 +137,7 @@ def main() -> None:
     from transformers import CONFIG_MAPPING
 
     read = set()
-    for name in ("hf_config.py", "hf_families.py", "hf_biases.py"):
+    for name in ("hf_config.py", "hf_text_config.py", "hf_families.py", "hf_biases.py"):
         read |= set(re.findall(r'"([a-z_0-9]+)"', (ROOT / name).read_text()))
     required: dict[str, dict[str, object]] = {}
     optional: dict[str, dict[str, object]] = {}

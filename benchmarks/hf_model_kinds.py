@@ -10,7 +10,7 @@ is a decoder-only language model when it has a causal-LM class and no masked-LM 
 sequence-to-sequence one (``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` also lists BERT's and BART's
 decoder-mode heads, ``BertLMHeadModel``, ``BartForCausalLM``), or when it generates text from
 images or other inputs through one (``IMAGE_TEXT_TO_TEXT``, ``MULTIMODAL_LM``: trainsim reads
-its language model, ``hf_config.text_model``), or models images causally (ImageGPT). Every other
+its language model, ``hf_text_config.text_model``), or models images causally (ImageGPT). Every other
 type with a head in the mappings below is refused, with the kind of its first mapping; so are
 the sub-configs of a refused composite (``CLIPConfig.sub_configs`` names ``clip_text_model`` and
 ``clip_vision_model``). A type in no mapping (a new family, remote code) is not listed: trainsim
