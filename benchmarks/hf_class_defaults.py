@@ -7,11 +7,12 @@ is listed when its config class (a strict dataclass in transformers v5) declares
 readers (``catalog/hf_config.py``, ``hf_text_config.py``, ``hf_families.py``, ``hf_biases.py``)
 name it, and it is not one of the core sizes whose absence trainsim refuses
 (``hf_config.model_from_hf_config``: a hand-written file, not a class default of another size).
-A field typed without ``None`` rejects an explicit null in transformers (``StrictDataclassFieldValidationError``), so trainsim refuses
-it too. Beside the defaults: ``READS``, which of the names trainsim reads for any family
-(``READ_KEYS``) each family's classes read at all (``reads``), ``ROTARY``, the families with
-rotary positions (fuzz31), and ``GATED_MLP``, whether each family's built MLP is gated (fuzz31b:
-``mlp_gated``, from a model built on the meta device, so torch is needed too).
+A field typed without ``None`` rejects an explicit null in transformers
+(``StrictDataclassFieldValidationError``), so trainsim refuses it too. Beside the defaults:
+``READS``, which of the names trainsim reads for any family (``READ_KEYS``) each family's classes
+read at all (``reads``), ``ROTARY``, the families with rotary positions (fuzz31), and ``GATED_MLP``,
+whether each family's built MLP is gated (fuzz31b: ``mlp_gated``, from a model built on the meta
+device, so torch is needed too).
 """
 
 from __future__ import annotations

@@ -85,3 +85,14 @@ def test_switch_cell_shown_as_written(tmp_path):
 
     row, _ = normalized_training_row({"sequence_parallel": "-1", "distributed_optimizer": " No "})
     assert row["sequence_parallel"] == "-1" and row["distributed_optimizer"] == "no"  # was '_1'
+
+
+@pytest.mark.parametrize(("extra", "warned"), [
+    ({}, True), ({"hidden_act": "silu"}, False), ({"model_type": "llama"}, False)])
+def test_no_model_type_nor_activation_warns_of_the_two_matrix_mlp(tmp_path, extra, warned):
+    """tidy32 (fuzz32 lead c): a file naming neither its family nor its activation is read as
+    a two-matrix GELU MLP, as before, but says so once."""
+    model, said = hf_config_read(tmp_path, {**CORE, **extra})
+    named = [m for m in said if "no model_type and no hidden_act" in m]
+    assert len(named) == (1 if warned else 0)
+    assert (model.activation == "gelu") == warned

@@ -190,6 +190,10 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                           f"{_kind(cfg['rope_scaling'])}")
     act = _activation(get("hidden_act", "activation_function"), where)
     model_type = _model_type(cfg, where)
+    if not model_type and get("hidden_act", "activation_function") is None:
+        warnings.warn(f"{where}: no model_type and no hidden_act; read as a two-matrix GELU MLP "
+                      "(a Llama-style file means a gated SiLU one: give hidden_act, or "
+                      "model_type)", TrainsimWarning, stacklevel=2)
     # the family's MLP class fixes its matrices whatever the activation (hf_defaults.GATED_MLP:
     # a Mistral file's gelu still builds MistralMLP's gate_proj, a GPT-NeoX file's silu
     # GPTNeoXMLP's two); a family transformers cannot build is read by its activation's name
