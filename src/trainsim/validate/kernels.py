@@ -479,11 +479,11 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
             raise ConfigError(f"unknown measured_unit {unit!r}; known: {RATE_UNIT}, "
                               f"{', '.join(TIME_UNITS)}")
         ops, flops = kernel_ops(row)
+        harness = f"{row.get('source') or ''} {row.get('note') or ''}"
         model = _model(row["gpu"].strip(), compute_db, bool(SUSTAINED.search(row.get("note") or "")),
-                       bool(BURST.search(f"{row.get('source') or ''} {row.get('note') or ''}")))
+                       bool(BURST.search(harness)))
         priced = [model.explain(op) for op in ops]
         time_s = sum(t for t, _ in priced)
-        harness = f"{row.get('source') or ''} {row.get('note') or ''}"
         cold = bool(COLD_CALL.search(harness))
         if cold:
             time_s += roofline.COLD_CALL_S

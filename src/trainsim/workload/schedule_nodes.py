@@ -24,10 +24,6 @@ from trainsim.workload.schedule import combined_1f1b
 if TYPE_CHECKING:
     from trainsim.config import RunConfig
 
-DENSE_LAYER_NODES = 2
-"""Schedule nodes of a dense layer under the overlap: ``attn`` and ``mlp`` (core_v0.14.0-
-core_v0.17.0 ``_build_callable_nodes``)."""
-
 SCHEDULE_NODES = "schedule_nodes"
 
 
@@ -59,13 +55,12 @@ def with_schedule_nodes(ops: list[Op], cfg: RunConfig, moe: bool) -> list[Op]:
     ends: list[int] = []  # insert a call before each of these positions
     xs = [i for i, op in enumerate(ops) if _exchange(op)]
     if moe and xs:
-        first, last = xs[0], xs[-1]
+        first = xs[0]
         dispatch_end = next(i for i in range(first, len(ops)) if not _exchange(ops[i]))
         combine_start = max(i for i in xs if i == first or not _exchange(ops[i - 1]))
         if moe_nodes >= 5 and "mlp_norm" in names[:first]:
             ends.append(names.index("mlp_norm"))
         ends += [first, dispatch_end, combine_start] if combine_start > first else [first]
-        del last
     elif "mlp_norm" in names:
         ends.append(names.index("mlp_norm"))
     out = list(ops)
@@ -75,19 +70,4 @@ def with_schedule_nodes(ops: list[Op], cfg: RunConfig, moe: bool) -> list[Op]:
     return out
 
 
-def schedule_node_ops(cfg: RunConfig, moe: bool) -> list[Op]:
-    """A layer's autograd engine calls under the combined 1F1B, as a leading op whose backward
-    (last in the layer's backward) makes them; empty without the overlap or where the run's
-    profile does not say how many nodes an MoE layer has."""
-    t = cfg.training
-    if not t.framework or not combined_1f1b(cfg):
-        return []
-    moe_nodes = framework_feature(t.framework, t.framework_version, "ep_overlap_moe_nodes")
-    if not moe_nodes:
-        return []
-    nodes = int(moe_nodes) if moe else DENSE_LAYER_NODES
-    return [Elementwise(SCHEDULE_NODES, bytes=0.0, kernels=0, bwd_bytes=0.0, bwd_kernels=0,
-                        bwd_engine_calls=nodes)]
-
-
-__all__ = ["DENSE_LAYER_NODES", "SCHEDULE_NODES", "schedule_node_ops", "with_schedule_nodes"]
+__all__ = ["SCHEDULE_NODES", "with_schedule_nodes"]
