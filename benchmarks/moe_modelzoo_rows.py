@@ -20,6 +20,7 @@ of rows:
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ FIRST_SEEN = {62: "2026-03-10", 64: "2026-03-10"}
 # 1536, vocab 151936 (--make-vocab-size-divisible-by 1187: 151936 = 1187 x 128, so the padded
 # vocabulary is 151936 at TP 1, 2 and 4), SwiGLU, untied embeddings.
 L, H, HEADS, GROUPS, KV, MOE_FFN, TOPK, VOCAB = 94, 4096, 64, 4, 128, 1536, 8, 151936
+EXPERTS = 128
 
 
 def megatron_flops_per_sequence(seq: int) -> float:
@@ -51,6 +53,43 @@ def megatron_flops_per_sequence(seq: int) -> float:
     mlp = H * (MOE_FFN * TOPK * 3) * L
     attn = L * (H * (q + 2 * kv) + q * seq / 2 * 2 + q * H)
     return 3 * 2 * seq * (mlp + attn + H * VOCAB)
+
+
+NIC_BPS = 50e9
+"""Bytes/s a GPU's network port moves each way: the H100 table's setup line, "InfiniBand 8x50
+GB/s" (eight 400 Gb/s ports a node of eight GPUs)."""
+FSDP_BYTES_PER_ELEMENT = 2 + 2 + 4
+"""What Megatron-FSDP (``--use-custom-fsdp --data-parallel-sharding-strategy optim_grads_params``)
+moves per parameter element every micro-batch, at the table's pin (NVIDIA/Megatron-LM@1e057005
+megatron/core/distributed/custom_fsdp/fully_sharded_data_parallel.py
+``_register_fsdp_hooks``): a 16-bit all-gather before the unit's forward
+(``_pre_forward_param_unshard``), released after it (``_post_forward``), a second one before the
+backward, where the full recompute re-runs the forward (``_pre_forward_param_unshard`` in
+``PRE_BACKWARD`` state, ``_pre_backward``; transformer_block.py ``_checkpointed_forward`` calls
+each layer's module under ``tensor_parallel.checkpoint``), and a reduce-scatter of the gradient
+after every backward (``_post_backward``: ``grad_reduce_every_bprop`` for optim_grads_params,
+whatever ``no_sync`` says), in fp32 (megatron/training/arguments.py: bf16 turns
+``accumulate_allreduce_grads_in_fp32`` on unless --grad-reduce-in-bf16; param_and_grad_buffer.py
+sizes the main-grad buffer fp32 under ``grad_reduce_in_fp32``). Experts over their expert
+data-parallel group (``expt_dp_group``), the rest over the data-parallel group."""
+
+
+def fsdp_nic_floor_s(tp: int, ep: int, ga: int, gpus: int = 256, per_node: int = 8) -> float:
+    """Seconds one step's Megatron-FSDP traffic needs at the network's line rate
+    (``NIC_BPS``, ``FSDP_BYTES_PER_ELEMENT``), with expert TP 1 (the yaml's
+    --expert-tensor-parallel-size 1) and no compute at all: a floor no run of that layout can
+    beat. Expert data parallelism spans one GPU a node (EP innermost in Megatron's expert rank
+    order, tp-ep-dp), so every ring step of its all-gathers and reduce-scatters leaves the node:
+    (n - 1) / n of the gathered bytes a GPU. The dense data-parallel rings (tp of them through
+    each node) leave a node once each: (n - 1) / n of the gathered bytes a node, tp cancelling
+    the 1 / tp shard. Summed over the node's ports."""
+    edp = gpus // ep
+    experts = EXPERTS // ep * 3 * H * MOE_FFN * L
+    dp = gpus // tp
+    q, kv = KV * HEADS, KV * GROUPS
+    dense = L * (H * (q + 2 * kv) + q * H + H * EXPERTS) + 2 * VOCAB * H
+    node = per_node * (edp - 1) / edp * experts + (dp - 1) / dp * dense
+    return ga * FSDP_BYTES_PER_ELEMENT * node / (per_node * NIC_BPS)
 
 
 # Pipeline layouts: the yaml sets --account-for-embedding-in-pipeline-split and
@@ -152,6 +191,15 @@ def h100_rows() -> list[dict]:
          code) in H100_TABLE:
         assert tp * cp * pp * dp == 256 and ep * edp * etp * pp == 256, line
         assert gbs == dp * mbs * ga, line
+        line_tp, line_dp, line_ga = tp, dp, ga
+        cmd = H100_COMMANDS[line]
+        ran_tp = int(re.search(r"\bTP=(\d+)", cmd).group(1))
+        contradicted = ran_tp != tp
+        if contradicted:  # the FSDP row: see the note and fsdp_nic_floor_s
+            tp, dp = ran_tp, 256 // (ran_tp * cp * pp)
+            ga = gbs // (dp * mbs)
+            floors = (fsdp_nic_floor_s(line_tp, ep, line_ga), fsdp_nic_floor_s(tp, ep, ga))
+            assert floors[0] > step >= floors[1], (line, floors)
         recompute, modules = _recompute(rc)
         opts = ["dp_overlap"] + (["ep_overlap"] if notes == "+1f1b overlap" else [])
         ver = "2025-05-24" if code == "main(1e057005)" else "2025-05"
@@ -173,11 +221,11 @@ def h100_rows() -> list[dict]:
             framework="megatron-core", framework_version=ver, pipeline_layout=layout(pp, vpp),
             moe_dispatcher="alltoall" if disp == "A2A" else "deepep",
             measured_iteration_s=f"{step:.1f}")
-        cmd = H100_COMMANDS[line]
         r["note"] = (
             f"published step time {step} s (per-GPU TF {tf}; Megatron's count gives "
             f"{megatron_flops_per_sequence(4096) * gbs / (step * 256) / 1e12:.0f}); code {code}; "
-            f"readme cells dispatcher {disp}, EDP {edp}, ETP {etp}, DP {dp}, FSDP {fsdp}, GA {ga}, "
+            f"readme cells dispatcher {disp}, EDP {edp}, ETP {etp}, DP {line_dp}, FSDP {fsdp}, "
+            f"GA {line_ga}, "
             f"recompute '{rc or 'none'}'" + (f", notes '{notes}'" if notes else "") +
             f"; command (examples/qwen3/run_235b.sh @8017e11): {cmd}"
             "; yaml @8017e11: --use-distributed-optimizer, --overlap-grad-reduce, "
@@ -188,10 +236,16 @@ def h100_rows() -> list[dict]:
             + ("; '+1f1b overlap' = --combined-1f1b --combined-1f1b-recipe ep_a2a (the moe_dev "
                "name of --overlap-moe-expert-parallel-comm): option ep_overlap"
                if "ep_overlap" in opts else "")
-            + ("; Megatron-FSDP (--use-custom-fsdp, optim_grads_params): zero_stage 3; the command "
-               "says TP=1 but the table's TP 2 / DP 128 / GA 4 agree with each other (TP 1 would "
-               "give DP 256, GA 2): the table's TP kept; --recompute-method uniform "
-               "--recompute-num-layers 1 = every layer recomputed" if fsdp == "On" else "")
+            + ("; Megatron-FSDP (--use-custom-fsdp, optim_grads_params): zero_stage 3; "
+               "--recompute-method uniform --recompute-num-layers 1 = every layer recomputed"
+               if fsdp == "On" else "")
+            + (f"; the command's TP={ran_tp} taken over the table's TP {line_tp} (whose DP "
+               f"{line_dp} and GA {line_ga} follow from it): at TP {line_tp} the FSDP traffic "
+               f"alone needs {floors[0]:.2f} s a step at the 8x50 GB/s line rate "
+               f"(fsdp_nic_floor_s: two 16-bit gathers and an fp32 reduce-scatter of every "
+               f"parameter each of GA {line_ga} micro-batches, experts over EDP {edp}, one GPU "
+               f"a node), more than the {step} s published; at TP {ran_tp} (DP {dp}, GA {ga}) "
+               f"{floors[1]:.2f} s" if contradicted else "")
             + ("; dispatcher alltoall as the table says (the yaml's default is flex/DeepEP)"
                if disp == "A2A" else ""))
         out.append(r)

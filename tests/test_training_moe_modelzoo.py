@@ -87,8 +87,27 @@ def test_error_stays_under_todays_bound():
     MAPE 17.2 %, max 61.9 %, signed +5.8 %. H100 4k: +0.3, -19.0 (EP overlap), +61.9
     (Megatron-FSDP), -15.0 (PP 32 all-to-all), -21.2 % (TP 4); H100 long context +5.8 / +7.1 /
     +9.4 / +9.6 %; GB200 bf16 +7.8 %, GB200 128k mxfp8 +45.2 %, GB300 EP 64 -19.4 %, GB300 PP 4
-    +2.6 %. Bounds: those plus a margin (RESULTS.md, newsrc8)."""
+    +2.6 %. Bounds: those plus a margin (RESULTS.md, newsrc8). 33rd session (moe33): the
+    Megatron-FSDP row read at its command's TP 1 (``test_fsdp_row_runs_the_commands_tp``) is
+    +0.2 %, the file 11.8 %, max 45.0 % (GB200 128k)."""
     _, res = validated(FILE)
     errs = [r.predicted / r.measured - 1 for r in res]
-    assert len(errs) == 13 and all(-0.27 <= e <= 0.70 for e in errs)
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.19
+    assert len(errs) == 13 and all(-0.27 <= e <= 0.50 for e in errs)
+    assert sum(abs(e) for e in errs) / len(errs) <= 0.13
+
+
+def test_fsdp_row_runs_the_commands_tp():
+    """The Megatron-FSDP row's table says TP 2 (DP 128, GA 4), its launch command TP=1. At TP 2
+    Megatron-FSDP's per-micro-batch traffic (two 16-bit gathers, one fp32 reduce-scatter of
+    every parameter; the experts' 28.4e9 elements a GPU over EDP 32, one GPU a node) needs
+    18.2 s a step at the table's 8x50 GB/s line rate with no compute at all: more than the
+    17.6 s published. At TP 1 (GA 2) it needs 9.1 s. So the row is the command's layout."""
+    assert GEN.fsdp_nic_floor_s(2, 8, 4) == pytest.approx(18.23, abs=0.01)
+    assert GEN.fsdp_nic_floor_s(1, 8, 2) == pytest.approx(9.12, abs=0.01)
+    # hand count of the dominant term: 16 experts x 3 x 4096 x 1536 x 94 layers, 31/32 of it
+    # through each GPU's port, 8 B an element a micro-batch, 4 micro-batches, 50 GB/s
+    experts = 16 * 3 * 4096 * 1536 * 94
+    assert GEN.fsdp_nic_floor_s(2, 8, 4) > 4 * 8 * experts * 31 / 32 / 50e9
+    row = next(r for r in csv.DictReader(FILE.open()) if "fsdp" in r["id"])
+    assert (row["tp"], row["sequence_parallel"], row["zero_stage"]) == ("1", "0", "3")
+    assert float(row["measured_iteration_s"]) < GEN.fsdp_nic_floor_s(2, 8, 4)
