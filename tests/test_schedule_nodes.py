@@ -62,3 +62,29 @@ def test_no_calls_where_the_profile_does_not_say():
     """A run naming no framework (or one whose profile records no node count) adds nothing."""
     cfg = moe_layer_cfg("alltoall", ep=8, gpus=8, moe_overlap_ep_comm=True)
     assert SCHEDULE_NODES + ".bwd" not in _backward_names(cfg)
+
+
+def test_node_pass_is_its_stream_context_and_event_wait_and_record():
+    """A node's stream context: current_stream() 4.4 us (pytorch#78066) and a device-context
+    switch 3.8 us (pytorch#91045); its event wait and record: a binding and a launch each."""
+    assert host.STREAM_CONTEXT_S == pytest.approx(8.2e-6)
+    assert host.NODE_PASS_S == pytest.approx(8.2e-6 + 2 * (1.0e-6 + 3e-6))
+
+
+@pytest.mark.parametrize(("framework", "version"), [("megatron-bridge", "25.11"),
+                                                     ("megatron-core", "0.16")])
+def test_each_node_pass_costs_the_host_forward_and_backward(framework, version):
+    """Every node's forward pays its pass and its input's detach; its backward its pass and
+    its engine call: host time of the layer's node ops, no kernel."""
+    cfg = moe_layer_cfg("alltoall", ep=8, framework=framework, version=version, gpus=8,
+                        moe_overlap_ep_comm=True)
+    sh = shard_of(cfg)
+    fwd = layer_forward(cfg, sh, moe=True)
+    nodes = [op for op in fwd if op.name == SCHEDULE_NODES]
+    back = [op for op in backward_of(fwd, sh) if op.name == SCHEDULE_NODES + ".bwd"]
+    assert len(nodes) == len(back) in (4, 5)
+    assert all(host.launches(op) == 0 for op in nodes + back)
+    assert [host.loop_host_s(op) for op in nodes] == pytest.approx(
+        [host.NODE_PASS_S + host.PY_VIEW_S] * len(nodes))
+    assert [host.loop_host_s(op) for op in back] == pytest.approx(
+        [host.NODE_PASS_S + host.ENGINE_CALL_S] * len(back))

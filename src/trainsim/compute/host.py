@@ -89,6 +89,24 @@ PyTorch's operator micro-benchmark of ``split`` in two, an 8 x 8 tensor, 2.26 us
 after pytorch/pytorch#32194 (2020-01, 3.34 us before). Measured, not fitted; an upper bound
 for one ``narrow`` (the split makes two)."""
 
+STREAM_CONTEXT_S = 4.4e-6 + 3.8e-6
+"""Host seconds of ``with torch.cuda.stream(s):`` around Python code: ``StreamContext``
+reads ``torch.cuda.current_stream()`` on entry (4.4 us a call after pytorch/pytorch#78066,
+ngimel, 2022-05-22; 8.7 us before) and switches the current stream in and out (resolving
+the device index and two ``set_stream`` calls), taken at what the same shape of context,
+``with torch.cuda.device(0): pass``, measured before its C++ fast path (3.8 us,
+pytorch/pytorch#91045, peterbell10, 2022-12-16). 8.2 us, built from measurements."""
+
+NODE_PASS_S = STREAM_CONTEXT_S + 2 * (PY_BINDING_S + LAUNCH_S)
+"""Host seconds of one pass (forward or backward) of a Megatron-core schedule node around the
+work it runs (megatron/core/pipeline_parallel/utils.py ``ScheduleNode._forward`` /
+``_backward`` under ``stream_acquire_context``, every pin from core_v0.14.0 to d7288711): the
+node's stream context (``STREAM_CONTEXT_S``) and its event's ``wait`` before and ``record``
+after (``cudaStreamWaitEvent``, ``cudaEventRecord``: each a Python binding,
+``PY_BINDING_S``, and one stream-ordered CUDA runtime call, counted at a kernel launch's
+``LAUNCH_S``; not measured). 16.2 us. Not counted: the NVTX ranges, ``record_stream`` and
+``resize_`` of freed inputs and gradients, ``make_viewless``'s checks (a lower bound)."""
+
 GRAPH_REPLAY_LAUNCHES = 2
 """Host work of replaying one captured graph, in eager launches: Transformer Engine's
 ``make_graphed_callables`` replays through an autograd Function whose forward copies a new
@@ -145,7 +163,8 @@ def loop_host_s(op: Elementwise) -> float:
     kernels (``CPP_LAUNCH_S``), its bare-Python ones (``PY_LAUNCH_S``) and the views that
     loop takes (``PY_VIEW_S``); the rest (``launches``) cost the pricer's per-kernel figure."""
     return op.cpp_kernels * CPP_LAUNCH_S + op.py_kernels * PY_LAUNCH_S + \
-        op.py_views * PY_VIEW_S + op.engine_calls * ENGINE_CALL_S
+        op.py_views * PY_VIEW_S + op.engine_calls * ENGINE_CALL_S + \
+        op.node_passes * NODE_PASS_S
 
 
 def scoped_launches(ops: Sequence[Op], captured: Sequence[int],

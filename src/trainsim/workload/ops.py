@@ -248,6 +248,12 @@ class Elementwise:
     host time each (the kernels the sub-graph runs are counted with their ops)."""
     bwd_engine_calls: int = 0
     """``engine_calls`` of its backward (``workload.layers.backward_of``)."""
+    node_passes: int = 0
+    """Passes of a schedule node (Megatron-core's combined 1F1B) this op stands for: the
+    node's stream context and event wait and record around its work, ``compute.host.
+    NODE_PASS_S`` of host time each, no kernel."""
+    bwd_node_passes: int = 0
+    """``node_passes`` of its backward (``workload.layers.backward_of``)."""
     host_sync: bool = False
     """The host waits for this op's result before issuing the next (a device-to-host copy of
     values Python needs, e.g. dropless MoE's tokens per expert): see ``compute.host``."""

@@ -11,7 +11,11 @@ merged into ``attn`` from core_v0.16.0 and the pins b0cc2706, d7288711), ``moe_d
 where without the overlap one call runs a whole chunk's backward. Each call costs the host
 ``compute.host.ENGINE_CALL_S`` beyond the kernels it runs (op ``schedule_nodes``, a backward of
 no kernel with ``engine_calls``); the profile says how many nodes an MoE layer has (feature
-``ep_overlap_moe_nodes``; none known: nothing is added)."""
+``ep_overlap_moe_nodes``; none known: nothing is added). Each pass of a node, forward and
+backward, also costs the host its stream context and event wait and record
+(``compute.host.NODE_PASS_S``: ``ScheduleNode._forward`` / ``_backward`` under
+``stream_acquire_context``, the same at every pin above) and the forward the ``detach`` of its
+input (``py_views``, ``compute.host.PY_VIEW_S``)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ SCHEDULE_NODES = "schedule_nodes"
 
 def _call() -> Elementwise:
     return Elementwise(SCHEDULE_NODES, bytes=0.0, kernels=0, bwd_bytes=0.0, bwd_kernels=0,
-                       bwd_engine_calls=1)
+                       bwd_engine_calls=1, node_passes=1, bwd_node_passes=1, py_views=1)
 
 
 def _exchange(op: Op) -> bool:
