@@ -23,7 +23,7 @@ from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import _grad_tensors
 
 
-def _cfg(framework: str = "nemo", version: str = "25.07", zero: int = 3, dtype: str = "fp8",
+def _cfg(framework: str = "nemo", version: str = "25.04", zero: int = 3, dtype: str = "fp8",
          gpu: str = "gb200", gbs: int = 16, fp8_param_gather: bool | None = None):
     training = {"global_batch_size": gbs, "micro_batch_size": 1, "seq_length": 2048,
                 "dtype": dtype, "framework": framework, "framework_version": version}
@@ -67,7 +67,7 @@ def test_weight_cast_is_the_activation_cast_of_every_fp8_weight_and_skips_fp8_pa
     (op,) = te_weight_cache.weight_quantization(cfg, range(2))
     assert op.bytes == pytest.approx(shard_of(cfg).fp8_cast_bytes * elements)
     # current scaling: amax read 2, cast read 2, row-wise write 1, and the column-wise copy 1
-    # where TE makes one (NeMo 25.07's TE on any GPU: fp8_non_tn_layouts not in its profile)
+    # where TE makes one (NeMo 25.04's TE on any GPU: fp8_non_tn_layouts not in its profile)
     assert op.bytes == pytest.approx(6 * elements)
     # Bridge 26.04's TE on Blackwell takes fp8 in any layout: no column-wise copy
     (bw,) = te_weight_cache.weight_quantization(
@@ -76,6 +76,23 @@ def test_weight_cast_is_the_activation_cast_of_every_fp8_weight_and_skips_fp8_pa
     assert te_weight_cache.weight_quantization(_cfg(dtype="bf16"), range(2)) == []
     assert te_weight_cache.weight_quantization(
         _cfg("megatron-bridge", "26.04", fp8_param_gather=True), range(2)) == []
+
+
+def test_fp8_params_are_transposed_once_an_iteration_where_gemms_are_tn_only():
+    """NeMo 25.07 keeps its weights in fp8 under Megatron-FSDP too (v2.4.0's perf scripts no
+    longer turn fp8_param_gather off): no cast, but where its TE makes column-wise copies each
+    weight's transpose is made again after the step (read 1 byte, write 1), one kernel a
+    tensor; none where TE takes fp8 in any layout (Bridge 26.04 on Blackwell)."""
+    cfg = _cfg(version="25.07")
+    # 25.04 keeps them in fp8 too, except under Megatron-FSDP (its perf scripts turn it off)
+    assert cfg.training.fp8_param_gather and not _cfg().training.fp8_param_gather
+    assert _cfg(zero=0).training.fp8_param_gather
+    shapes = fp8_weight_shapes(cfg, 0)
+    (op,) = te_weight_cache.weight_quantization(cfg, range(2))
+    assert op.name == te_weight_cache.WEIGHT_TRANSPOSE
+    assert op.bytes == pytest.approx(2 * 2 * sum(r * c * n for r, c, n, _ in shapes))
+    assert op.kernels == 2 * sum(n for *_, n, _ in shapes)
+    assert te_weight_cache.weight_quantization(_cfg(version="25.07", dtype="bf16"), range(2)) == []
 
 
 def _without(monkeypatch, *lines: str) -> None:

@@ -487,6 +487,9 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "expandable_segments": _nullable(_bool),  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
     # matmul weights stored and gathered in fp8: a flag, or one per fp8 recipe
     "fp8_param_gather": _nullable(_bool_by_recipe),
+    # ... and under full sharding (zero_stage 3), where the framework's recipes override it
+    # there (catalog.defaults: NeMo 25.04's perf scripts turn it off under Megatron-FSDP)
+    "fp8_param_gather_fsdp": _nullable(_bool),
     "overlap_grad_reduce": _nullable(_bool),
     "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
     "zero3_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),  # DeepSpeed < 0.6
@@ -524,7 +527,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
-    "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
+    "pipeline_partition_method", "expandable_segments", "fp8_param_gather", "fp8_param_gather_fsdp",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
     "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",

@@ -16,7 +16,13 @@ fp8_cast_bytes``), on the compute stream inside the first forward of each module
 Megatron-FSDP that is every weight of the unsharded layers the rank gathers, not a shard.
 
 Weights kept in fp8 (``fp8_param_gather``: TE quantized parameters) are not cast here: TE returns
-them as they are (base.py L1284-L1291); the optimizer step quantizes their shards instead.
+them as they are (base.py L1284-L1291); the optimizer step quantizes their shards instead. Each
+step invalidates their transposes (Megatron-LM@3cdfd613 megatron/core/fp8_utils.py
+``_quantize_param_shard_impl`` L170 ``model_param._reset_caches()``; TE >= 2.3's
+``cast_master_weights_to_fp8`` the same), so where the fp8 GEMMs take only the TN layout the
+first forward of each per-tensor scaled weight makes its transpose again for the dgrad GEMM
+(TransformerEngine@bee4649c pytorch/tensor/float8_tensor.py ``update_usage`` L431-L466:
+``_create_transpose`` = ``tex.fp8_transpose`` unless ``non_tn_fp8_gemm_supported()``).
 """
 
 from __future__ import annotations
@@ -27,10 +33,29 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
 from trainsim.workload.ops import Elementwise, Op
-from trainsim.workload.shard import CAST_KERNEL, shard_of
+from trainsim.workload.shard import (
+    CAST_KERNEL,
+    FP8_TRANSPOSE_BYTES,
+    FP8_TRANSPOSE_KERNEL,
+    shard_of,
+)
 
 WEIGHT_QUANTIZE = "te_weight_quantize"
 """Name of the once-per-iteration cast of a stage's 16-bit matmul weights into TE's cache."""
+
+
+WEIGHT_TRANSPOSE = "te_weight_transpose"
+"""Name of the once-per-iteration transpose of a stage's fp8 parameters (``fp8_param_gather``)."""
+
+
+def transposes(cfg: RunConfig) -> bool:
+    """Whether the run's fp8 parameters get their transposes made again every iteration: fp8
+    weights kept as per-tensor scaled TE tensors on TN-only fp8 GEMMs (``Shard.
+    fp8_gathered_transpose``), in a framework whose TE modules cache weights
+    (``te_weight_cache``: Megatron-core's)."""
+    t = cfg.training
+    return t.dtype == "fp8" and fp8_weights_gathered(cfg) and \
+        shard_of(cfg).fp8_gathered_transpose and profile_supports(cfg, "te_weight_cache")
 
 
 def applies(cfg: RunConfig) -> bool:
@@ -43,9 +68,10 @@ def applies(cfg: RunConfig) -> bool:
 def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
     """The cast of the fp8 matmul weights of ``layers`` (as one rank holds them, ``fp8_weight_
     shapes``; routed experts' by their local count) at the iteration's first micro-batch:
-    per weight element the recipe's cast bytes, each tensor the recipe's cast kernels. Empty
-    where ``applies`` does not."""
-    if not applies(cfg):
+    per weight element the recipe's cast bytes, each tensor the recipe's cast kernels; under
+    ``transposes`` the fp8 parameters' transposes instead. Empty where neither applies."""
+    transpose = transposes(cfg)
+    if not applies(cfg) and not transpose:
         return []
     sh = shard_of(cfg)
     elements = tensors = 0.0
@@ -60,5 +86,8 @@ def weight_quantization(cfg: RunConfig, layers: Iterable[int]) -> list[Op]:
         tensors += n
     if elements <= 0:
         return []
+    if transpose:
+        return [Elementwise(WEIGHT_TRANSPOSE, bytes=elements * FP8_TRANSPOSE_BYTES,
+                            kernels=max(1, round(tensors)), kernel=FP8_TRANSPOSE_KERNEL)]
     return [Elementwise(WEIGHT_QUANTIZE, bytes=elements * sh.fp8_cast_bytes,
                         kernels=max(1, round(tensors)) * sh.fp8_cast_kernels, kernel=CAST_KERNEL)]
