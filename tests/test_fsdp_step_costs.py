@@ -18,7 +18,7 @@ from trainsim.pricing import Pricer
 from trainsim.sharded_passes import unit_gather_waits
 from trainsim.simulator import simulate
 from trainsim.workload import megatron_fsdp, te_weight_cache
-from trainsim.workload.fp8_gather import fp8_weight_shapes
+from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import _grad_tensors
 
@@ -84,9 +84,10 @@ def test_fp8_params_are_transposed_once_an_iteration_where_gemms_are_tn_only():
     weight's transpose is made again after the step (read 1 byte, write 1), one kernel a
     tensor; none where TE takes fp8 in any layout (Bridge 26.04 on Blackwell)."""
     cfg = _cfg(version="25.07")
-    # 25.04 keeps them in fp8 too, except under Megatron-FSDP (its perf scripts turn it off)
-    assert cfg.training.fp8_param_gather and not _cfg().training.fp8_param_gather
-    assert _cfg(zero=0).training.fp8_param_gather
+    # 25.04 keeps them in fp8 too, except under Megatron-FSDP (its perf scripts turn it off):
+    # the rule holds for any config the search makes, whatever its zero stage
+    assert fp8_weights_gathered(cfg) and not fp8_weights_gathered(_cfg())
+    assert fp8_weights_gathered(_cfg(zero=0)) and _cfg().training.fp8_param_gather
     shapes = fp8_weight_shapes(cfg, 0)
     (op,) = te_weight_cache.weight_quantization(cfg, range(2))
     assert op.name == te_weight_cache.WEIGHT_TRANSPOSE

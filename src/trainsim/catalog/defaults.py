@@ -225,9 +225,6 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         # the recipe the run states, else the profile's (filled above), else TrainingConfig's
         recipe = training.get("fp8_recipe") or TrainingConfig.fp8_recipe
         gather = profile.fp8_param_gather(str(recipe))
-        fsdp = profile.defaults.get("fp8_param_gather_fsdp")
-        if fsdp is not None and _effective_stage(parallel) >= 3:
-            gather = fsdp
         if gather is not None:
             training["fp8_param_gather"] = gather
     if "grad_reduce_in_fp32" not in training:

@@ -223,6 +223,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # Megatron-core's TE modules take is_first_microbatch: each 16-bit fp8 weight is cast into
     # TE's cached workspace once per iteration, in its first forward (workload.te_weight_cache)
     "te_weight_cache": _nullable(_bool),
+    # Megatron-FSDP runs keep 16-bit weights whatever fp8_param_gather says (NeMo 25.04's perf
+    # scripts turn it off under FSDP; Megatron-LM refuses FSDP with fp8 params before TE 2.3):
+    # workload.fp8_gather.fp8_weights_gathered
+    "megatron_fsdp_16bit_params": _nullable(_bool),
     # data_parallel_impl fsdp2 is torch's fully_shard: its all-gather copy-out and
     # reduce-scatter copy-in on the compute stream (workload.fsdp2_copies), and at zero stage 2
     # (reshard_after_forward False) a gather and reduce-scatter per unit and micro-batch, or
@@ -487,9 +491,6 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "expandable_segments": _nullable(_bool),  # PYTORCH_CUDA_ALLOC_CONF expandable_segments:True
     # matmul weights stored and gathered in fp8: a flag, or one per fp8 recipe
     "fp8_param_gather": _nullable(_bool_by_recipe),
-    # ... and under full sharding (zero_stage 3), where the framework's recipes override it
-    # there (catalog.defaults: NeMo 25.04's perf scripts turn it off under Megatron-FSDP)
-    "fp8_param_gather_fsdp": _nullable(_bool),
     "overlap_grad_reduce": _nullable(_bool),
     "zero1_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),
     "zero3_grad_reduce": _nullable(_enum(("reduce_scatter", "all_reduce"))),  # DeepSpeed < 0.6
@@ -527,7 +528,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
 OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
-    "pipeline_partition_method", "expandable_segments", "fp8_param_gather", "fp8_param_gather_fsdp",
+    "pipeline_partition_method", "expandable_segments", "fp8_param_gather",
     "fp8_cast_before_gather", "fp8_non_tn_layouts", "fp8_norm_quantize",
     "mxfp8_swizzle_weights", "mxfp8_swizzle_activations", "mxfp8_swizzle_gathered",
     "mla_down_proj_duplicated", "fp8_dtensor_tp", "fp8_weight_transpose_copy", "sdpa_by_arch",
@@ -540,7 +541,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
-    "megatron_fsdp_unfused_wgrad", "te_weight_cache",
+    "megatron_fsdp_unfused_wgrad", "te_weight_cache", "megatron_fsdp_16bit_params",
     "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",

@@ -195,7 +195,7 @@ def _weights(cfg: RunConfig, held: float, linear: float) -> float:
     """16-bit parameters plus fp8 copies; with ``fp8_param_gather`` (Megatron
     --fp8-param-gather) the matmul weights are stored only in fp8 (the parameter buffer is
     uint8), so the 16-bit copy of those is gone."""
-    if cfg.training.dtype == "fp8" and cfg.training.fp8_param_gather:
+    if fp8_weights_gathered(cfg):
         return 2.0 * (held - linear) + _fp8_copies(cfg, linear)
     return 2.0 * held + _fp8_copies(cfg, linear)
 
@@ -213,7 +213,7 @@ def _megatron(cfg: RunConfig, held: float, sharded: float, linear: float) -> Mod
         unit = _unit_params(cfg)
         gathered = 2 * 2.0 * unit + _fp8_copies(cfg, unit)
         weights = 2.0 * sharded
-        if t.dtype == "fp8" and t.fp8_param_gather:
+        if fp8_weights_gathered(cfg):
             # with --fp8-param-gather the matmul weights are Float8Tensors whose data Megatron-FSDP
             # keeps in uint8 buffers (megatron_fsdp param_and_grad_buffer.py groups
             # is_float8tensor params as torch.uint8): the shard and the gathered units are fp8

@@ -27,6 +27,10 @@ def fp8_weights_gathered(cfg: RunConfig) -> bool:
     ``FP8_BUFFER_RECIPES``)."""
     if cfg.training.dtype != "fp8" or not cfg.training.fp8_param_gather:
         return False
+    p = cfg.parallel
+    if p.zero_stage >= 3 and p.data_parallel_impl == "megatron" and \
+            profile_supports(cfg, "megatron_fsdp_16bit_params"):
+        return False  # Megatron-FSDP with 16-bit weights (NeMo 25.04: nemo.yaml)
     # torchtitan's Float8Handler asks torchao for the fp8 all-gather only with a sharded
     # data-parallel dimension: ``enable_fsdp_float8_all_gather = parallel_dims.dp_shard_enabled
     # and ...`` (pytorch/torchtitan@2a25f4d78 2024-09-12 torchtitan/float8.py L51-54, still at
