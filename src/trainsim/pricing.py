@@ -181,9 +181,10 @@ class Pricer:
         self.spans = {
             "tp": self.net.span(p.tp, 1),
             "cp": self.net.span(p.cp, p.tp),
-            "dp": self.net.span(cfg.dp, p.tp * p.cp),
+            # the data-parallel communicators at their channel cap (parallel.dp_max_ctas)
+            "dp": replace(self.net.span(cfg.dp, p.tp * p.cp), max_channels=p.dp_max_ctas),
             # the sharded state's group: one HSDP replica's ranks (all dp x cp without HSDP)
-            "dp_cp": self.net.span(cfg.shard_ranks, p.tp),
+            "dp_cp": replace(self.net.span(cfg.shard_ranks, p.tp), max_channels=p.dp_max_ctas),
             # HSDP's replicas of one shard: the outer ranks, a replica's size apart
             "dp_rep": self.net.span(p.dp_replicate, p.tp * cfg.shard_ranks),
             "tp_dp_cp": self.net.span(p.tp * p.cp * cfg.dp, 1),  # a pipeline stage's ranks

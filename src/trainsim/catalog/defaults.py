@@ -51,6 +51,7 @@ _DEFAULTED = (
     ("parallel", "moe_router_dtype", "moe_router_dtype"),
     ("parallel", "moe_hybridep_num_sms", "moe_hybridep_num_sms"),
     ("parallel", "ddp_bucket_size", "ddp_bucket_size"),
+    ("parallel", "dp_max_ctas", "dp_max_ctas"),
     ("parallel", "dp_buckets", "dp_buckets"),
     ("parallel", "data_parallel_impl", "data_parallel_impl"),
     ("parallel", "zero3_gather", "zero3_gather"),

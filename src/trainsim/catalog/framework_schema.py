@@ -480,6 +480,7 @@ DEFAULTS: dict[str, Callable[[Any], str | None]] = {
     "pipeline_partition_method": _nullable(_str),  # DeepSpeed PipelineModule partition_method
     "tp_backward_allreduce": _nullable(_enum(TP_BACKWARD_ALLREDUCE)),
     "ddp_bucket_size": _nullable(_int),  # parameters per data-parallel bucket
+    "dp_max_ctas": _nullable(_int),  # NCCL maxCTAs of the dp / dp_cp communicators
     # which chunks are bucketed (ParallelConfig), or that by ZeRO stage {"0": ..., "1": ...}
     # (catalog.defaults.apply_framework picks the run's)
     "dp_buckets": _nullable(_by_stage(_enum(DP_BUCKETS))),

@@ -218,6 +218,10 @@ class GroupSpan:
     """Nodes (NVLink domains) of a group whose shares differ (``collectives.placement``):
     ``per_node`` is then the smallest share, whose ranks send the most over their NICs; None:
     ``size // per_node`` nodes of ``per_node`` each."""
+    max_channels: int | None = None
+    """Channels (thread blocks) the group's communicator may run, its ``ncclConfig_t.maxCTAs``
+    (a per-communicator NCCL_MAX_CTAS): across nodes its rings carry at most this many times
+    ``NET_CHANNEL_Bps`` (``_ring_busbw``); None: NCCL's own count."""
 
     @property
     def nodes(self) -> int:
@@ -261,6 +265,22 @@ class CollectiveCost:
     busbw_Bps: float
 
 
+NET_CHANNEL_Bps = 24e9
+"""What one NCCL channel (one thread block) of a ring carries across nodes on Hopper and
+Blackwell: the most NCCL's own plan gives a channel there. Its search rates a 400 Gb/s NIC's
+ring at 48 GB/s (NVIDIA/nccl v2.28.3-1 src/graph/search.cc ``sm90SpeedArrayInter`` /
+``sm100SpeedArrayInter``: the first speed under the NIC's 50 GB/s; an 800 Gb/s NIC's 96 is
+first halved by ``ncclTopoDupChannels``), and ``ncclTopoPostset`` then runs two channels per
+such ring on sm90 and later across nodes "to reach peak BW" (src/graph/connect.cc L473-476:
+a ring rated over 45 GB/s gets a second channel): 24 GB/s a channel. The bound only binds
+where a communicator's ``maxCTAs`` leaves fewer channels than that plan (``GroupSpan.
+max_channels``; connect.cc L487-491 applies the cap after the doubling, keeping the first
+rings, one per NIC). Derived from NCCL's code, not fitted and not measured: one channel may
+carry up to the 45 GB/s at which NCCL stops doubling (the bound then binds less); an
+nccl-tests reduce_scatter on two or more DGX B200 at NCCL_MAX_CTAS=8 would measure it
+(benchmarks/mlperf8b_step.py part 6 shows the MLPerf 8B rows at 14-28 GB/s)."""
+
+
 def _ring_busbw(span: GroupSpan, f: Fabric, algo: str = "ring") -> float:
     """Bottleneck bus bandwidth of NCCL's rings (and of the trees and PAT built on their links).
 
@@ -269,12 +289,16 @@ def _ring_busbw(span: GroupSpan, f: Fabric, algo: str = "ring") -> float:
     NIC instead of over NVLink, and each rank is that sender in 1/k of the rings. So a rank's
     NVLink carries (k-1)/k of its ring traffic and its NIC 1/k: the bound is the smaller of
     k/(k-1) times the NVLink rate and k times the NIC rate. The NIC rate of an ``algo`` in
-    ``scale_terms.FABRIC_SCALE_ALGOS`` falls with the node count (``_scale``).
+    ``scale_terms.FABRIC_SCALE_ALGOS`` falls with the node count (``_scale``). A communicator
+    capped at ``span.max_channels`` channels carries at most that many ``NET_CHANNEL_Bps``
+    across nodes.
     """
     if span.nodes == 1:
         return f.intra.busbw_Bps
     k = span.per_node
     nic = k * _net_busbw(span, f) * _scale(span, algo)
+    if span.max_channels is not None:
+        nic = min(nic, span.max_channels * NET_CHANNEL_Bps)
     return nic if k == 1 else min(f.intra.busbw_Bps * k / (k - 1), nic)
 
 

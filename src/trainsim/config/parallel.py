@@ -222,6 +222,13 @@ class ParallelConfig:
     """Count the loss (output layer) as one layer when splitting layers evenly (Megatron-core)."""
     ddp_bucket_size: int | None = None
     """Parameters per gradient bucket; None = Megatron's max(40M, 1M * dp)."""
+    dp_max_ctas: int | None = None
+    """NCCL channels (thread blocks) the data-parallel communicators (``dp`` and ``dp_cp``) may
+    run, their ``ncclConfig_t.maxCTAs``: NeMo's ``nccl_communicator_config_path`` YAML sets it
+    per process group (MLPerf v5.x ``conf/nccl/custom_communicator_cta.yaml``: dp and dp_cp
+    ``max_ctas 8``). Across nodes a ring then carries at most this many
+    ``collectives.nccl.NET_CHANNEL_Bps`` (the analytical network; the flow backend's rings run
+    at their links' rates). None: NCCL's own channel count."""
     dp_buckets: Literal["every_chunk", "first_chunk", "fixed", "whole"] | None = None
     """How the data-parallel reduction is cut into buckets, each one NCCL collective that pays
     its own launch and ring latency. ``every_chunk`` (None): every model chunk's last backward
@@ -290,7 +297,8 @@ class ParallelConfig:
                          expert_tensor_parallel_size=self.expert_tensor_parallel_size,
                          vpp=self.virtual_pipeline_model_parallel_size,
                          microbatch_group_size_per_vp_stage=self.microbatch_group_size_per_vp_stage,
-                         ddp_bucket_size=self.ddp_bucket_size, dp_replicate=self.dp_replicate)
+                         ddp_bucket_size=self.ddp_bucket_size, dp_replicate=self.dp_replicate,
+                         dp_max_ctas=self.dp_max_ctas)
         self._check_layout()
         self._check_schedule()
         if self.cp_comm_type not in ("p2p", "a2a", "all_gather"):
