@@ -52,8 +52,11 @@ def test_error_stays_under_todays_bound():
     7.0 %, max 11.5 %, every row too fast: B300 at 8 GPUs -4.8 / -5.3 % (measured as fast as
     the University of Florida's B200 at the same layout, 0.548 / 0.550 vs 0.545 s; predicted 5 %
     faster than that B200), B200 at 16 GPUs -5.1 / -6.0 %, at 64 GPUs with CP 2 -9.5 / -11.5 %
-    (as the UF 64-GPU row, -11.0 %). Bounds: those plus a margin (RESULTS.md, newsrc7)."""
+    (as the UF 64-GPU row, -11.0 %). 2026-11-26 (33rd session, mlp33: the data-parallel rings
+    at MLPerf's 8-channel cap, ``collectives.nccl.NET_CHANNEL_Bps``): MAPE 3.0 %, B300-8 -5.1 /
+    -5.6 % (unchanged, one node), B200-16 -2.5 / -3.4 %, B200-64 +1.2 / -0.0 %. Bounds: those
+    plus a margin (RESULTS.md, newsrc7 and mlp33)."""
     _, res = validated(FILE)
     errs = [r.predicted / r.measured - 1 for r in res]
-    assert len(errs) == 6 and all(-0.15 <= e <= 0.0 for e in errs)
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.085
+    assert len(errs) == 6 and all(-0.08 <= e <= 0.03 for e in errs)
+    assert sum(abs(e) for e in errs) / len(errs) <= 0.04
