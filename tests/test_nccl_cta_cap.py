@@ -81,3 +81,12 @@ def test_the_cited_nccl_lines_say_what_the_constant_reads_from_them():
     inter = re.search(r"sm100SpeedArrayInter\[\] = \{ ([^}]*)\}", search).group(1)
     assert [float(x) for x in inter.split(",")[:2]] == [96.0, 48.0]
     assert NET_CHANNEL_Bps == 48e9 / 2
+
+
+def test_a_cap_of_no_channels_is_refused():
+    from trainsim.config import ParallelConfig
+    from trainsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="dp_max_ctas"):
+        ParallelConfig(dp_max_ctas=0)
+    assert ParallelConfig(dp_max_ctas=8).dp_max_ctas == 8
