@@ -15,7 +15,7 @@ vectorised, cached or compiled version of that part could reach at best: the par
 rest of the main process (enumeration, heap, the other parts) as it is. A replayed config
 (``Candidate.to_config``) is the recording round's object, with what its configs worked out
 and kept (``config.cached`` values, the parallel config's layer ranges): the figure is the
-configs *and* what they keep. Parts (``search.core`` and ``search.lower_bounds.Bounds``):
+configs *and* what they keep. Parts (``search.waves`` and ``search.lower_bounds.Bounds``):
 configs, FLOP bounds (``cheap``), passes' bounds, refined bounds, memory floors
 (``peak_floor``), memory checks. Main process CPU (evaluations cached, as
 ``search_profile.py``'s *main*), best of ``--repeat``, the full process measured before and
@@ -36,8 +36,8 @@ PARTS = {  # name -> (module path, owner, attribute)
     "FLOP bounds": ("trainsim.search.lower_bounds", "Bounds", "cheap"),
     "passes' bounds": ("trainsim.search.lower_bounds", "Bounds", "passes_bound"),
     "refined bounds": ("trainsim.search.lower_bounds", "Bounds", "refined"),
-    "memory floors": ("trainsim.search.core", None, "peak_floor"),
-    "memory checks": ("trainsim.search.core", None, "check_memory"),
+    "memory floors": ("trainsim.search.waves", None, "peak_floor"),
+    "memory checks": ("trainsim.search.waves", None, "check_memory"),
 }
 
 

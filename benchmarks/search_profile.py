@@ -184,7 +184,7 @@ def _main_parts(main_part) -> None:
     """One more round of the main process with process-CPU wrappers around its parts (a part
     inside another is counted in both: the refined bounds hold their pass times and shapes,
     the shapes their layout costs)."""
-    from trainsim.search import core, lower_bounds
+    from trainsim.search import core, lower_bounds, waves
     from trainsim.search.candidate import Candidate
 
     cpu: dict[str, float] = {}
@@ -197,8 +197,8 @@ def _main_parts(main_part) -> None:
             (bounds, "_shape_of", "  their bound shapes (one per shape key)"),
             (bounds, "_layout_costs", "    the shapes' layout costs"),
             (Candidate, "to_config", "RunConfig built (enumeration's validation, bounds)"),
-            (core, "peak_floor", "memory floors (groups dominated whatever their memory)"),
-            (core, "check_memory", "memory checks"),
+            (waves, "peak_floor", "memory floors (groups dominated whatever their memory)"),
+            (waves, "check_memory", "memory checks"),
             (bounds, "cheap", "FLOP bounds"),
             (core.Family, "of", "families")):
         _timed(saved, cpu, calls, module, name, part)

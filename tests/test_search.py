@@ -116,7 +116,7 @@ def _flags(c: Candidate) -> tuple[bool, ...]:
 
 
 def _pricing(c: Candidate) -> tuple[bool, bool]:
-    """The switches that change how passes are priced (search.core._pricing)."""
+    """The switches that change how passes are priced (search.waves._pricing)."""
     return (c.tp_comm_overlap, c.moe_overlap_ep_comm)
 
 
@@ -340,8 +340,8 @@ def test_an_exhaustive_search_keeps_its_batches_small():
     """An exhaustive search queues a lead's siblings at the lead's bound; batches are not cut
     between candidates at one bound (twins run once in a worker) only up to TWIN_SPAN batches,
     so a wave still spreads over the workers (review: one batch a wave left them idle)."""
-    from trainsim.search.core import BATCH, TWIN_SPAN
     from trainsim.search.executors import SerialExecutor
+    from trainsim.search.waves import BATCH, TWIN_SPAN
 
     class Recording(SerialExecutor):
         workers = 2

@@ -222,28 +222,28 @@ def test_a_worker_drops_the_last_search_s_parallel_configs_at_the_next_search():
 
 
 def test_the_search_works_ahead_only_beside_a_cpu_the_local_workers_leave_free(monkeypatch):
-    from trainsim.search import LocalExecutor, core
+    from trainsim.search import LocalExecutor, waves
 
-    monkeypatch.setattr(core, "cpus", lambda: 2)
-    assert core._ahead(LocalExecutor(2)) == 0
-    assert core._ahead(LocalExecutor(1)) == core.AHEAD
+    monkeypatch.setattr(waves, "cpus", lambda: 2)
+    assert waves._ahead(LocalExecutor(2)) == 0
+    assert waves._ahead(LocalExecutor(1)) == waves.AHEAD
     # no submit (this process; Ray maps its batches when the results are asked for): the
     # stream is never busy beside the search, so nothing is prepared ahead
-    assert core._ahead(SerialExecutor()) == 0
+    assert waves._ahead(SerialExecutor()) == 0
 
     class Elsewhere(SerialExecutor):  # submits to workers that are not this machine's
         name = "remote"
         workers = 64
         submit = SerialExecutor.map
 
-    assert core._ahead(Elsewhere()) == core.AHEAD
+    assert waves._ahead(Elsewhere()) == waves.AHEAD
 
 
 def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
     """What is prepared ahead is a pure function of the candidate, kept: the same answer; and
     it builds no group's overlap siblings the search does not read anyway (a whole family's
     pricing-class leads come from its switches, ``Family.class_leads``)."""
-    from trainsim.search import core
+    from trainsim.search import waves
     from trainsim.search.family import Family
 
     built = []
@@ -271,7 +271,7 @@ def test_working_ahead_or_not_gives_the_same_search(monkeypatch):
 
     answers, builds = [], []
     for cpus in ({0}, {0, 1}):  # no spare CPU, then one beside the worker
-        monkeypatch.setattr(core, "cpus", lambda c=cpus: len(c))
+        monkeypatch.setattr(waves, "cpus", lambda c=cpus: len(c))
         built.clear()
         r = search(base, [16], space, executor=Busy(), cache=None, top_k=5)
         answers.append([e.to_dict() for e in r.evaluated])
@@ -331,19 +331,19 @@ def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch
     """A group that cannot rank and is dominated even with its most headroom (HBM less its
     peak floor) is pruned without its memory estimate: every evaluation, the top and the
     front as with a floor of 0 (every such group estimated), with fewer estimates."""
-    from trainsim.search import core
+    from trainsim.search import waves
     from trainsim.search.cli import build_base
 
     # a 22B model on 16 A100-40GB: memory is tight, so the floor is what prunes
     base = build_base("gpt-22b", "a100-sxm-40gb", 16, 32, 2048, 8, 400.0, "bf16")
     space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=2)
     checks = []
-    real = core.check_memory
-    monkeypatch.setattr(core, "check_memory", lambda *a: checks.append(1) or real(*a))
+    real = waves.check_memory
+    monkeypatch.setattr(waves, "check_memory", lambda *a: checks.append(1) or real(*a))
     answers, counts = [], []
     for floor in (None, lambda cfg, s: 0.0):
         if floor is not None:
-            monkeypatch.setattr(core, "peak_floor", floor)
+            monkeypatch.setattr(waves, "peak_floor", floor)
         checks.clear()
         r = search(base, [16], space, cache=None, top_k=5)
         d = r.to_dict()
@@ -359,11 +359,11 @@ def test_groups_dominated_whatever_their_memory_give_the_same_search(monkeypatch
 def test_a_family_built_when_read_is_the_group_s_variants_in_their_order(model):
     """``search.family.Family``: the siblings of a group's first lead are ``variants`` less it,
     in its order; its pricing classes' leads are those the eager regroup picks (the first
-    with the most switches on), built or not (``core._class_leads``); led by another member,
+    with the most switches on), built or not (``waves._class_leads``); led by another member,
     the siblings are the first lead ahead of the rest, less that member; its length is the
     group's less one. The MoE model (ep 1-8) has groups of 4 pricing classes (TP overlap x
     the expert all-to-all overlap), a dense one at most 2."""
-    from trainsim.search import core
+    from trainsim.search import waves
     from trainsim.search.family import Family
 
     if model == "dense":
@@ -380,16 +380,16 @@ def test_a_family_built_when_read_is_the_group_s_variants_in_their_order(model):
             variants = space.variants(key, alone)
             family = Family.of(key, tuple(space.switches(key, alone).values()),
                                lambda k, a=alone: space.variants(k, a))
-            first = variants.pop(core._lead(list(variants)))
+            first = variants.pop(waves._lead(list(variants)))
             assert family.first == first and list(family) == variants
             assert len(family) == len(variants)
             members = [first, *variants]
             classes: dict = {}
             for x in members:
-                classes.setdefault(core._pricing(x), []).append(x)
-            leads = [cl[core._lead(cl)] for cl in (classes[k] for k in sorted(classes))]
+                classes.setdefault(waves._pricing(x), []).append(x)
+            leads = [cl[waves._lead(cl)] for cl in (classes[k] for k in sorted(classes))]
             assert family.class_leads() == leads
-            assert core._class_leads(first, family) == core._class_leads(first, variants) \
+            assert waves._class_leads(first, family) == waves._class_leads(first, variants) \
                 == leads
             for lead in leads:
                 assert list(family.led_by(lead)) == [x for x in members if x != lead]

@@ -174,7 +174,7 @@ def test_refined_bounds_kept_by_their_inputs_equal_each_worked_out_alone():
 
 
 def test_queueing_groups_at_their_passes_bound_changes_no_wave(monkeypatch):
-    """A group is queued at its passes' bound before it is refined (``search.core``): the
+    """A group is queued at its passes' bound before it is refined (``search.waves``): the
     search simulates the same candidates in the same order, with the same counts, top k and
     front, as refining every group when first popped (``passes_bound`` no higher than the
     FLOP bound, so nothing is queued at it), and refines fewer groups. Each passes' bound is

@@ -1,6 +1,6 @@
 """The CPUs this process may use: how many worker processes a command starts by default
 (``cli validate``) and whether a search's main process has a CPU beside its local workers
-(``search.core``). Imports nothing of trainsim, so every layer may ask."""
+(``search.waves``). Imports nothing of trainsim, so every layer may ask."""
 
 from __future__ import annotations
 

@@ -588,6 +588,6 @@ def _unbuffered(cfg: RunConfig, stage: int) -> tuple[ModelState, float, float]:
 
 def peak_floor(cfg: RunConfig, stage: int) -> float:
     """What :func:`estimate_stage_memory`'s ``total`` is never below: the backward's peak less its
-    buffers (none negative), plus the context; ``search.core`` bounds a group's headroom by it."""
+    buffers (none negative), plus the context; ``search.waves`` bounds a group's headroom by it."""
     _, base, inflight = _unbuffered(cfg, stage)
     return base + inflight + context_bytes(cfg, stage)

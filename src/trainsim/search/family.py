@@ -17,7 +17,7 @@ from trainsim.search.space import Candidate, MemoryKey
 class Family:
     """The siblings of ``lead`` in a memory group: the group's variants (``make(key)``) with
     ``first`` (the group's first lead, every switch that applies on) ahead of the rest, less
-    ``lead``; what a search kept as a list of them before (``search.core``)."""
+    ``lead``; what a search kept as a list of them before (``search.waves``)."""
 
     __slots__ = ("_made", "first", "key", "lead", "make", "switches")
 
@@ -31,7 +31,7 @@ class Family:
     def of(cls, key: MemoryKey, switches: tuple[bool, ...],
            make: Callable[[MemoryKey], list[Candidate]]) -> Family:
         """The whole group led by its variant with every switch that applies on (the one
-        ``search.core._lead`` picks: the only one with that many on)."""
+        ``search.waves._lead`` picks: the only one with that many on)."""
         first = Candidate(key, *switches)
         return cls(key, switches, first, first, make)
 

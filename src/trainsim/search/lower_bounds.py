@@ -232,7 +232,7 @@ class Bounds:
         (each non-negative, added or taken the larger of: float addition and ``max`` are
         monotone), so no layout's collectives are priced. The FLOP bound for a named schedule
         (whose bound reads the shape), or where the refined bound is unavailable. The search
-        queues a group at it before refining (``search.core``)."""
+        queues a group at it before refining (``search.waves``)."""
         m = c.mem
         cheap = self.cheap(m)
         if self.failed or m.schedule:

@@ -10,7 +10,7 @@ from trainsim.search.evaluation import Evaluation, evaluate
 from trainsim.search.explain import rank_key, why_slower
 
 if TYPE_CHECKING:
-    from trainsim.search.core import EvaluationCache
+    from trainsim.search.results import EvaluationCache
     from trainsim.search.space import Base, Candidate
 
 RankBy = Literal["split", "layout", "config"]
