@@ -27,8 +27,7 @@ from trainsim.capture.report import (
     single_device,
     summarize,
 )
-from trainsim.memory import activation_bytes_per_layer
-from trainsim.memory import estimate as memory_estimate
+from trainsim.memory import activation_bytes_per_layer, layer_activations
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Comm, Gemm
 from trainsim.workload.shard import shard_of
@@ -81,7 +80,7 @@ def test_activation_bytes_match_the_memory_model(name, request, monkeypatch):
     cap = request.getfixturevalue(name)
     cfg = single_device(run_cfg("llama3-8b" if name == "llama" else "mixtral-8x7b"))
     moe = name == "mixtral"
-    monkeypatch.setattr(memory_estimate, "_probs_in_expert", lambda cfg: False)
+    monkeypatch.setattr(layer_activations, "_probs_in_expert", lambda cfg: False)
     model = activation_bytes_per_layer(cfg, moe=moe, separate_qkv=True)
     assert cap.activation_bytes[cap.layer(moe)] == pytest.approx(model, rel=0.05)
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import trainsim
-from trainsim.memory.estimate import _moe_block_bytes, estimate_stage_memory
+from trainsim.memory.estimate import estimate_stage_memory
+from trainsim.memory.layer_activations import _moe_block_bytes
 from trainsim.validate.training import row_config
 
 ROOT = Path(__file__).resolve().parents[1]

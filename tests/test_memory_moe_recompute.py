@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import trainsim
-from trainsim.memory.estimate import _moe_block_bytes, activation_bytes_per_layer
+from trainsim.memory.layer_activations import _moe_block_bytes, activation_bytes_per_layer
 
 T = 4096  # tokens of one micro-batch (micro-batch 1, sequence 4096, no CP)
 

@@ -7,7 +7,7 @@ import pytest
 
 import trainsim
 from trainsim.errors import ConfigError
-from trainsim.memory.estimate import _moe_block_bytes, activation_bytes_per_layer
+from trainsim.memory.layer_activations import _moe_block_bytes, activation_bytes_per_layer
 from trainsim.memory.state import model_state
 
 

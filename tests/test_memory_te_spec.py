@@ -228,8 +228,8 @@ def test_layernorm_recompute_frees_nothing_in_a_dense_te_layer():
 def test_layernorm_recompute_in_a_te_moe_layer_frees_only_the_pre_mlp_norm_output():
     """An MoE layer's pre-MLP norm is a TENorm: ``layernorm`` frees the router's 16-bit input
     (its output) and no longer the QKV input, T h 2 / t bytes less than before per layer."""
-    from trainsim.memory.estimate import _selective_savings
     from trainsim.memory.graph_outputs import pre_mlp_norm_recomputed
+    from trainsim.memory.layer_activations import _selective_savings
     cfg = _cfg(model={"preset": "mixtral-8x7b"}, tp=2, s=4096, b=1, recompute="selective",
                modules=("core_attn", "layernorm"))
     assert cfg.model.is_moe and pre_mlp_norm_recomputed(cfg)

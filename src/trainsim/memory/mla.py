@@ -34,7 +34,7 @@ def mla_attention_bytes(cfg: RunConfig, recompute: str, x: float, shared_div: in
     """Bytes per local token that the MLA block's projections and core attention keep, beyond
     the input norm's input and the first down-projection's input (counted with the layer's
     GEMM inputs), before selective recompute frees the per-head tensors (``mla_up_proj`` in
-    ``estimate._selective_savings``). ``x``: bytes per element of a saved GEMM input;
+    ``layer_activations._selective_savings``). ``x``: bytes per element of a saved GEMM input;
     ``shared_div``: the sequence-parallel split of tensors that are not head-sharded."""
     m, t = cfg.model, cfg.parallel.tp
     latents = (m.q_lora_rank or 0) + (m.kv_lora_rank or 0)
