@@ -4,7 +4,9 @@ exchange under attention, expert all-to-alls under other micro-batches) and the 
 the host's launches.
 
 A ``Priced`` (``trainsim.priced``) is an ordered tuple of (category, seconds, name) segments;
-the simulator places them on streams and the report sums them by category.
+the simulator places them on streams and the report sums them by category. What a GEMM loses
+beside Transformer Engine's userbuffer overlaps and on a static tile schedule is
+``trainsim.gemm_overlap``'s (its names importable from here too).
 """
 
 from __future__ import annotations
@@ -20,6 +22,14 @@ from trainsim.collectives.nccl import GroupSpan, intra_link_kind
 from trainsim.collectives.p2p_channels import all_to_all_channels, batched_p2p_s, net_count_by_bw
 from trainsim.compute import compute_model_for, host
 from trainsim.config import RunConfig
+from trainsim.gemm_overlap import (  # also from here
+    STATIC_TILE_GEMM_SHARE,
+    TE_PIPELINE_SPLITS,
+    UB_COMM_SMS,
+    beside_all_sms,
+    pipeline_rs_exposed,
+    static_tile_schedule,
+)
 from trainsim.network import network_for
 from trainsim.priced import Priced, interned, join, kept, shared  # shared: also from here
 from trainsim.workload.graph_scope import (
@@ -48,72 +58,10 @@ pipelined all-gather/reduce-scatter (NeMo's ub_cfg_h100_h8192_tp4_mbs1_seqlen409
 24, fc2_fprop 16). The compute it hides behind runs on the other SMs, so a hidden collective of
 t seconds still costs t * COMM_SMS / num_sms."""
 
-UB_COMM_SMS = 16
-"""SMs Transformer Engine's ``pipeline`` and ``bulk`` userbuffer overlaps give their
-communication kernels, taken from the GEMM they overlap for the whole GEMM (TE ``initialize_ub``
-defaults ``num_sm`` 16 with ``set_sm_margin``); its ``ring_exchange`` moves chunks with copy
-engines and leaves the GEMM its SMs."""
-
-TE_PIPELINE_SPLITS = 4
-"""Chunks of a GEMM whose output Transformer Engine reduce-scatters with its ``pipeline``
-userbuffer overlap (``num_splits`` default in ``initialize_ub``, pytorch/module/base.py)."""
-
-
-def pipeline_rs_exposed(comm_s: float, gemm_s: float, splits: int) -> float:
-    """Time a ``pipeline`` reduce-scatter overlap adds after its GEMM. Transformer Engine runs
-    the GEMM in ``splits`` chunks and reduce-scatters chunk i once GEMM chunk i is done, the
-    last chunk after the last GEMM chunk ("Last communication chunk with max SM": TE v1.7
-    pytorch/csrc/comm_gemm_overlap.h ``UbufCommOverlap::split_overlap_rs`` L412-430 and
-    L446-464; v2.8 common/comm_gemm_overlap/comm_gemm_overlap.cpp
-    ``CommOverlapBase::split_overlap_rs`` L563-564): chunks r = comm/splits behind chunks
-    g = gemm/splits end r after the GEMM if r <= g, else (splits - 1) g before the last."""
-    return max(comm_s / splits, comm_s - gemm_s * (splits - 1) / splits)
-
-
-def beside_all_sms(comm_s: float, gemm_s: float, splits: int, share: float) -> float:
-    """Time a ``pipeline`` (``splits`` > 1) or ``bulk`` (``splits`` 1) userbuffer overlap adds
-    after its GEMM where the GEMM is launched for all SMs (TE ``set_sm_margin`` 0, profile
-    feature ``ub_gemm_all_sms``) beside communication kernels already holding some of them. A
-    GEMM of g that starts beside a kernel with c left takes g + min(c, g) x ``share``: on a
-    GPU whose GEMMs keep a static tile schedule (``static_tile_schedule``) the workers of the
-    held SMs start when the kernel frees them and then run their whole share, ``share`` 1 (the
-    derivation under ``STATIC_TILE_GEMM_SHARE``, whole here: under the one hardware queue
-    Megatron runs sequence parallelism with, CUDA_DEVICE_MAX_CONNECTIONS=1 (else a
-    RuntimeError: core_v0.8.0 megatron/training/arguments.py validate_args L476-480), each
-    communication kernel is dispatched before the GEMM it overlaps and holds its SMs from the
-    GEMM's start, where an expert exchange in a 1F1B pair starts anywhere in its GEMMs);
-    elsewhere the SMs' share. Bulk: the communication is launched first and the GEMM after it
-    (TE v1.8 comm_gemm_overlap.h ``bulk_overlap`` L227-L260). Pipeline: the reduce-scatter of
-    GEMM chunk i is launched when that chunk is done and runs beside GEMM chunk i + 1; the last
-    one after the last GEMM chunk (``split_overlap_rs`` L412-L534, as ``pipeline_rs_exposed``)."""
-    g, r = gemm_s / splits, comm_s / splits
-    if splits == 1:
-        return max(r, g + min(r, g) * share) - g
-    gemm_end = g
-    comm_start = gemm_end
-    for _ in range(splits - 1):
-        comm_end = comm_start + r  # the previous chunk's reduce-scatter
-        gemm_end += g + min(max(0.0, comm_end - gemm_end), g) * share
-        comm_start = max(gemm_end, comm_end)
-    return comm_start + r - gemm_s
-
-
 P2P_SMS = 2
 """SMs a pipeline send/receive holds beside compute: NCCL runs point-to-point transfers on 2
 channels per peer, one thread block each ("2 p2p channels per peer" in NCCL's init log, e.g.
 NVIDIA/nccl #1189), where a collective spreads over all its channels (COMM_SMS)."""
-
-
-STATIC_TILE_GEMM_SHARE = 0.5
-"""Share of a GEMM's time lost beside an exchange when the GEMM is a persistent kernel with a
-static tile schedule (Hopper, ``static_tile_schedule``): one worker block per SM owns an equal
-share of the tiles, and the workers whose SMs an exchange holds start only when it frees them
-or when the other workers are done, then run their whole share: a GEMM of T beside an
-exchange with c left takes T + min(c, T), half speed while the exchange runs, whatever number
-of SMs (> 0) it holds. Derived, not fitted (NVIDIA CUTLASS documentation,
-media/docs/cpp/blackwell_cluster_launch_control.md "Static Scheduler": a GEMM beside a kernel
-that holds 20 of 100 SMs; Megatron-Bridge v0.2.0 scripts/performance/perf_plugins.py L216-236:
-on Hopper a "communication kernel will be pushed to the end of the GEMM kernel")."""
 
 
 def cp_hop_sms(span: GroupSpan) -> int:
@@ -135,18 +83,6 @@ def cp_hop_sms(span: GroupSpan) -> int:
     if span.nodes > 1 and span.per_node == 1:
         return P2P_SMS if span.size == 2 else 2 * P2P_SMS
     return COMM_SMS
-
-
-def static_tile_schedule(cfg: RunConfig) -> bool:
-    """Whether the run's GEMMs are persistent kernels with a static tile schedule: NVIDIA
-    Hopper (sm_arch 90; CUTLASS include/cutlass/gemm/kernel/sm90_tile_scheduler.hpp
-    ``PersistentTileSchedulerSm90``, a ``StaticPersistentTileScheduler``). Blackwell's GEMMs
-    take their tiles by cluster launch control (sm100_tile_scheduler.hpp
-    ``PersistentTileSchedulerSm100``), which lets running workers take the tiles of SMs
-    another kernel holds: they lose only those SMs' share (``sm_share``). That cuBLAS's
-    Hopper kernels, which Transformer Engine calls, schedule as CUTLASS's do is assumed
-    (cuBLAS is closed source)."""
-    return cfg.cluster.gpu.sm_arch == 90
 
 
 def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
@@ -589,5 +525,6 @@ class Pricer:
         return ops, busy
 
 
-__all__ = ["COMM_SMS", "P2P_SMS", "STATIC_TILE_GEMM_SHARE", "Priced", "Pricer", "ep_a2a_sms",
-           "interned", "join", "shared", "static_tile_schedule"]
+__all__ = ["COMM_SMS", "P2P_SMS", "STATIC_TILE_GEMM_SHARE", "TE_PIPELINE_SPLITS", "UB_COMM_SMS",
+           "Priced", "Pricer", "beside_all_sms", "ep_a2a_sms", "interned", "join",
+           "pipeline_rs_exposed", "shared", "static_tile_schedule"]

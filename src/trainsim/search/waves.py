@@ -100,7 +100,7 @@ def _class_leads(c: Candidate, family: list[Candidate] | Family | tuple) -> list
 _pricing: Callable[[Candidate], tuple[bool, bool]] = operator.attrgetter(
     "tp_comm_overlap", "moe_overlap_ep_comm")
 """The switches that change how a pass is priced: Transformer Engine's TP overlap runs the
-GEMMs it hides collectives under on fewer SMs (``pricing.UB_COMM_SMS``: +17 % per GEMM on
+GEMMs it hides collectives under on fewer SMs (``gemm_overlap.UB_COMM_SMS``: +17 % per GEMM on
 an A100, 3.4 % of a 22B iteration), and pooled expert all-to-alls hide behind compute. A
 lead's time does not bound a variant that differs from it in these. (An attrgetter: asked
 for each of the ~2 x 10^5 candidates a search regroups.)"""

@@ -1,0 +1,86 @@
+"""A GEMM beside communication kernels: Transformer Engine's userbuffer TP overlaps (``pipeline``
+and ``bulk``: the SMs they take, the chunks they reduce-scatter in, the time they leave exposed
+after the GEMM) and the static tile schedule of Hopper GEMMs, which loses a whole share of the
+GEMM beside an exchange. Pure functions of times and counts; ``pricing.Pricer`` applies them.
+"""
+
+from __future__ import annotations
+
+from trainsim.config import RunConfig
+
+UB_COMM_SMS = 16
+"""SMs Transformer Engine's ``pipeline`` and ``bulk`` userbuffer overlaps give their
+communication kernels, taken from the GEMM they overlap for the whole GEMM (TE ``initialize_ub``
+defaults ``num_sm`` 16 with ``set_sm_margin``); its ``ring_exchange`` moves chunks with copy
+engines and leaves the GEMM its SMs."""
+
+TE_PIPELINE_SPLITS = 4
+"""Chunks of a GEMM whose output Transformer Engine reduce-scatters with its ``pipeline``
+userbuffer overlap (``num_splits`` default in ``initialize_ub``, pytorch/module/base.py)."""
+
+
+def pipeline_rs_exposed(comm_s: float, gemm_s: float, splits: int) -> float:
+    """Time a ``pipeline`` reduce-scatter overlap adds after its GEMM. Transformer Engine runs
+    the GEMM in ``splits`` chunks and reduce-scatters chunk i once GEMM chunk i is done, the
+    last chunk after the last GEMM chunk ("Last communication chunk with max SM": TE v1.7
+    pytorch/csrc/comm_gemm_overlap.h ``UbufCommOverlap::split_overlap_rs`` L412-430 and
+    L446-464; v2.8 common/comm_gemm_overlap/comm_gemm_overlap.cpp
+    ``CommOverlapBase::split_overlap_rs`` L563-564): chunks r = comm/splits behind chunks
+    g = gemm/splits end r after the GEMM if r <= g, else (splits - 1) g before the last."""
+    return max(comm_s / splits, comm_s - gemm_s * (splits - 1) / splits)
+
+
+def beside_all_sms(comm_s: float, gemm_s: float, splits: int, share: float) -> float:
+    """Time a ``pipeline`` (``splits`` > 1) or ``bulk`` (``splits`` 1) userbuffer overlap adds
+    after its GEMM where the GEMM is launched for all SMs (TE ``set_sm_margin`` 0, profile
+    feature ``ub_gemm_all_sms``) beside communication kernels already holding some of them. A
+    GEMM of g that starts beside a kernel with c left takes g + min(c, g) x ``share``: on a
+    GPU whose GEMMs keep a static tile schedule (``static_tile_schedule``) the workers of the
+    held SMs start when the kernel frees them and then run their whole share, ``share`` 1 (the
+    derivation under ``STATIC_TILE_GEMM_SHARE``, whole here: under the one hardware queue
+    Megatron runs sequence parallelism with, CUDA_DEVICE_MAX_CONNECTIONS=1 (else a
+    RuntimeError: core_v0.8.0 megatron/training/arguments.py validate_args L476-480), each
+    communication kernel is dispatched before the GEMM it overlaps and holds its SMs from the
+    GEMM's start, where an expert exchange in a 1F1B pair starts anywhere in its GEMMs);
+    elsewhere the SMs' share. Bulk: the communication is launched first and the GEMM after it
+    (TE v1.8 comm_gemm_overlap.h ``bulk_overlap`` L227-L260). Pipeline: the reduce-scatter of
+    GEMM chunk i is launched when that chunk is done and runs beside GEMM chunk i + 1; the last
+    one after the last GEMM chunk (``split_overlap_rs`` L412-L534, as ``pipeline_rs_exposed``)."""
+    g, r = gemm_s / splits, comm_s / splits
+    if splits == 1:
+        return max(r, g + min(r, g) * share) - g
+    gemm_end = g
+    comm_start = gemm_end
+    for _ in range(splits - 1):
+        comm_end = comm_start + r  # the previous chunk's reduce-scatter
+        gemm_end += g + min(max(0.0, comm_end - gemm_end), g) * share
+        comm_start = max(gemm_end, comm_end)
+    return comm_start + r - gemm_s
+
+
+STATIC_TILE_GEMM_SHARE = 0.5
+"""Share of a GEMM's time lost beside an exchange when the GEMM is a persistent kernel with a
+static tile schedule (Hopper, ``static_tile_schedule``): one worker block per SM owns an equal
+share of the tiles, and the workers whose SMs an exchange holds start only when it frees them
+or when the other workers are done, then run their whole share: a GEMM of T beside an
+exchange with c left takes T + min(c, T), half speed while the exchange runs, whatever number
+of SMs (> 0) it holds. Derived, not fitted (NVIDIA CUTLASS documentation,
+media/docs/cpp/blackwell_cluster_launch_control.md "Static Scheduler": a GEMM beside a kernel
+that holds 20 of 100 SMs; Megatron-Bridge v0.2.0 scripts/performance/perf_plugins.py L216-236:
+on Hopper a "communication kernel will be pushed to the end of the GEMM kernel")."""
+
+
+def static_tile_schedule(cfg: RunConfig) -> bool:
+    """Whether the run's GEMMs are persistent kernels with a static tile schedule: NVIDIA
+    Hopper (sm_arch 90; CUTLASS include/cutlass/gemm/kernel/sm90_tile_scheduler.hpp
+    ``PersistentTileSchedulerSm90``, a ``StaticPersistentTileScheduler``). Blackwell's GEMMs
+    take their tiles by cluster launch control (sm100_tile_scheduler.hpp
+    ``PersistentTileSchedulerSm100``), which lets running workers take the tiles of SMs
+    another kernel holds: they lose only those SMs' share (``sm_share``). That cuBLAS's
+    Hopper kernels, which Transformer Engine calls, schedule as CUTLASS's do is assumed
+    (cuBLAS is closed source)."""
+    return cfg.cluster.gpu.sm_arch == 90
+
+
+__all__ = ["STATIC_TILE_GEMM_SHARE", "TE_PIPELINE_SPLITS", "UB_COMM_SMS", "beside_all_sms",
+           "pipeline_rs_exposed", "static_tile_schedule"]
