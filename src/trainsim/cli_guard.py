@@ -241,6 +241,10 @@ class GuardedGroup(click.Group):
 
     def make_context(self, info_name: str | None, args: list[str],
                      parent: click.Context | None = None, **extra: Any) -> click.Context:
+        for word in args:  # no shell passes one; os.stat of a name holding one raises
+            if isinstance(word, str) and "\x00" in word:  # ValueError (fuzz33)
+                usage_fail(click.UsageError(f"{word!r} holds a NUL character (\\x00), "
+                                            "which no file name or value may hold"))
         try:  # the group's own options (``trainsim --bogus``)
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:

@@ -8,8 +8,10 @@ Mixtral-style model is written out as a Hugging Face config), or ``package.modul
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,9 @@ def hf_config_from_model(m: ModelConfig) -> dict[str, Any]:
 
 def _write_temp_hf(m: ModelConfig) -> str:
     d = Path(tempfile.mkdtemp(prefix="trainsim-hf-"))
+    # removed when the process ends: each capture or export of a run config left one behind
+    # (fuzz33: 471 in a shared /tmp)
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
     (d / "config.json").write_text(json.dumps(hf_config_from_model(m), indent=1))
     return str(d / "config.json")
 

@@ -78,7 +78,8 @@ def build_hf(config_path: str | Path, batch: int, seq: int, dtype: str = "bf16",
                           "pip install transformers") from exc
     path = Path(config_path)
     try:
-        cfg = AutoConfig.from_pretrained(str(path))
+        with _quiet_transformers():
+            cfg = AutoConfig.from_pretrained(str(path))
     except (OSError, ValueError, KeyError) as exc:
         raise ConfigError(f"cannot load Hugging Face config {path}: {exc}") from None
     full = int(cfg.num_hidden_layers)
@@ -87,7 +88,7 @@ def build_hf(config_path: str | Path, batch: int, seq: int, dtype: str = "bf16",
     cfg.use_cache = False
     if getattr(cfg, "max_position_embeddings", seq) < seq:
         cfg.max_position_embeddings = seq
-    with torch.device("meta"):
+    with torch.device("meta"), _quiet_transformers():
         model = AutoModelForCausalLM.from_config(cfg, dtype=DTYPES[dtype],
                                                  attn_implementation=attention)
     model.train()
@@ -96,10 +97,24 @@ def build_hf(config_path: str | Path, batch: int, seq: int, dtype: str = "bf16",
 
     def run(m: nn.Module) -> torch.Tensor:
         ids = torch.zeros((batch, seq), dtype=torch.long, device="meta")
-        with _unpacked_sequences():
+        with _unpacked_sequences(), _quiet_transformers():
             return m(input_ids=ids, labels=ids, use_cache=False).loss
 
     return Built(model, run, _find_layers(model), full, str(path), raw, patches, dense)
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' own warnings about fields a capture never reads (GPT-2's bos/eos token
+    ids beyond a small vocabulary, ``loss_type=None``) kept off stderr, where a capture's
+    output and its one error line go (fuzz33); its errors still show."""
+    from transformers.utils import logging as hf_logging
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
 
 
 @contextlib.contextmanager

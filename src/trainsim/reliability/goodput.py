@@ -180,6 +180,9 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
         check_tokens(cfg, tokens, tokens_name)
     if days is not None and not days > 0:
         raise ConfigError(f"days={days} must be positive")
+    if days is not None and not math.isfinite(days * DAY_S):  # 1e308 days: an inf window
+        raise ConfigError(f"days={days:g} is more seconds than a float holds; give a window "
+                          "of days a run could last")
     if trials < 1:
         raise ConfigError(f"trials={trials} must be at least 1")
     ideal = None
