@@ -1,6 +1,7 @@
 """fuzz33: the input robustness round generated from the command tree
-(benchmarks/fuzz_cli33.py): a NUL in any argument, a --days window past a float's seconds,
-transformers' own warnings and leftover temporary configs of ``capture``."""
+(benchmarks/fuzz_cli33.py): a NUL in any argument, a --days window past a float's seconds, a
+sweep --out that cannot be a directory, transformers' own warnings and leftover temporary
+configs of ``capture``."""
 
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ EXAMPLE = str(ROOT / "examples" / "llama3-8b-h100.yaml")
 def test_a_nul_in_any_argument_is_one_error_line(args):
     line = one_error_line(cli(*args), warnings=False)
     assert "NUL character" in line and "\\x00" in line
+
+
+@pytest.mark.parametrize("out", ["/dev/null", "file", "file/sub", ""])
+def test_sweep_out_that_cannot_be_a_directory_refused_before_the_sweep(tmp_path, out):
+    # it ran the whole sweep, then mkdir failed: "/dev/null: File exists", "Not a directory"
+    (tmp_path / "file").write_text("x")
+    path = out if out.startswith("/") or not out else str(tmp_path / out)
+    line = one_error_line(cli("sweep", EXAMPLE, "--vary", "parallel.tp=1,2", "--out", path))
+    assert "--out" in line and ("not a directory" in line or "is a file" in line
+                                or "empty name" in line)
 
 
 def test_goodput_days_past_a_float_of_seconds_refused():

@@ -366,6 +366,32 @@ class PlotFile(click.Path):
 PLOT_FILE = PlotFile()
 
 
+class OutDirectory(click.Path):
+    """A directory an option writes files into, made if missing: refused before any work
+    where it cannot be one (fuzz33: ``sweep --out /dev/null`` and ``--out file/sub`` ran the
+    whole sweep, then failed in mkdir with "File exists" / "Not a directory")."""
+
+    name = "directory"
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)
+        text = os.fsdecode(rv)
+        if not text.strip():
+            self.fail("an empty name; give a directory", param, ctx)
+        at = os.path.abspath(text)
+        while not os.path.lexists(at) and os.path.dirname(at) != at:
+            at = os.path.dirname(at)
+        if not os.path.isdir(at):
+            self.fail(f"{text!r}: {at!r} exists and is not a directory", param, ctx)
+        return rv
+
+
+OUT_DIRECTORY = OutDirectory()
+
+
 def renamed_option(new: str, old: str, name: str, default: Any, **kwargs: Any) -> Any:
     """A click option ``new`` that still accepts its deprecated spelling ``old`` (hidden from
     --help) with one ``warning:`` line; the value reaches the command as ``name``. Giving

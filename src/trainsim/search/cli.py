@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import (
+    OUT_DIRECTORY,
     PLOT_FILE,
     POSITIVE,
     POSITIVE_INT,
@@ -281,7 +282,7 @@ def _amount(x: float, places: int = 0) -> str:
               help="A field to vary (repeatable), e.g. cluster.nvlink_gbyte_s=300:1800.")
 @click.option("--steps", type=POSITIVE_INT, default=5, show_default=True, help="Values per LO:HI range.")
 @click.option("--set", "overrides", multiple=True, metavar="SECTION.FIELD=VALUE")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+@click.option("--out", "out_dir", type=OUT_DIRECTORY, default=None,
               help="Write sweep.csv/.json/.png/.html here.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"], case_sensitive=False), default="table")
 @click.option("--plot", "plot_path", type=PLOT_FILE, default=None,
