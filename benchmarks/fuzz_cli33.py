@@ -237,8 +237,8 @@ def option_cases(rng: random.Random, work: Path, bases: dict) -> Iterator[Case]:
 
 
 def pair_cases(rng: random.Random, work: Path, bases: dict, n: int = 150) -> Iterator[Case]:
-    """Seeded draws of two or three options of one command at once, each a valid value of
-    another base or an odd one."""
+    """Seeded draws of two or three options of one command at once, each a plain valid value
+    (7 in 10) or an odd one."""
     from trainsim.cli import main
     commands = [(path, cmd) for path, cmd in _walk(main)
                 if path in bases and path not in (("capture",), ("profile",))]
@@ -250,8 +250,22 @@ def pair_cases(rng: random.Random, work: Path, bases: dict, n: int = 150) -> Ite
             continue
         args = list(bases[path])
         for param in rng.sample(params, min(len(params), rng.randint(2, 3))):
-            args = _with(args, param, rng.choice(_values(param) + ["1", "2", "8"]))
+            odd = rng.random() < 0.3  # else a valid value: the pair is the odd part
+            args = _with(args, param, rng.choice(_values(param) if odd else _valid(param)))
         yield " ".join(args[:1] + args[2:])[:120], (lambda a=args: _cli(a))
+
+
+def _valid(param) -> list[str]:
+    """Plain valid values of ``param``'s kind (small and large)."""
+    import click
+    t = param.type
+    if isinstance(t, click.Choice):
+        return [str(c) for c in t.choices]
+    if isinstance(t, click.types.IntParamType):
+        return ["1", "2", "3", "8", "16", "1000"]
+    if isinstance(t, click.types.FloatParamType):
+        return ["0.5", "1", "2", "100"]
+    return ["1", "2", "8", "1,2", "2,4,8", "1B", "15T"]
 
 
 def _name(param) -> str:
@@ -524,6 +538,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help=",".join(SURFACES))
     ap.add_argument("--all", action="store_true", help="print every failing input")
     ap.add_argument("--budget-s", type=float, default=1800, help="stop new cases after this")
+    ap.add_argument("--pairs", type=int, default=150, help="draws of the pairs surface")
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     fuzz_checks.TIME_LIMIT_S = 20  # a hang, as the brief counts one
@@ -538,7 +553,9 @@ def main(argv: list[str] | None = None) -> int:
         for surface, gen in SURFACES.items():
             if only and surface not in only:
                 continue
-            for label, thunk in gen(rng, work, bases):
+            cases = gen(rng, work, bases, args.pairs) if gen is pair_cases else \
+                gen(rng, work, bases)
+            for label, thunk in cases:
                 if time.monotonic() - start > args.budget_s:
                     break
                 counts[surface] += 1
