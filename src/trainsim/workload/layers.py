@@ -456,7 +456,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 ops.append(swizzle)
             # the wgrad's ragged dimension is its k (tokens), not its rows
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
-                               fp8_fast_accum=False))
+                               fp8_fast_accum=False, accumulate_bytes=sh.main_grad_bytes))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):

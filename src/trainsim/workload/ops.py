@@ -108,6 +108,10 @@ class Gemm:
     itself (Blackwell's block-scaled ``tcgen05.mma``; Transformer Engine's ``MXFP8BlockScaling``
     recipe, ``workload.shard.linear``); ``""``: per-tensor scales, applied in the epilogue.
     Priced by ``compute.roofline``."""
+    accumulate_bytes: int = 0
+    """Bytes per element of the buffer the GEMM adds its output into, read and written by its
+    epilogue (beta 1): a weight-gradient GEMM accumulating into Megatron's ``main_grad``
+    (``workload.shard.Shard.main_grad_bytes``); 0: a fresh 16-bit output."""
 
     @property
     def flops(self) -> float:
@@ -116,7 +120,9 @@ class Gemm:
     @property
     def bytes(self) -> float:
         e = DTYPE_BYTES[self.dtype]
-        out = 2  # outputs are written in 16 bits (fp8 GEMMs too, as Transformer Engine does)
+        # outputs are written in 16 bits (fp8 GEMMs too, as Transformer Engine does), or read
+        # and written in the accumulating buffer's dtype
+        out = 2 * self.accumulate_bytes if self.accumulate_bytes else 2
         return self.batch * ((self.m * self.k + self.k * self.n) * e + self.m * self.n * out)
 
 

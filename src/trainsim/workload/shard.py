@@ -75,6 +75,10 @@ class Shard:
     fp8_weight_transpose: bool = False
     """Each fp8 dgrad copies its row-major fp8 weight to column-major first (torchao's
     ``preprocess_addmm``; the profile's ``fp8_weight_transpose_copy``)."""
+    main_grad_bytes: int = 0
+    """Bytes per element of the gradient buffer each weight-gradient GEMM accumulates into
+    (Megatron's ``gradient_accumulation_fusion``, ``wgrad_accumulates``: 4 for fp32 grads, 2
+    for 16-bit); 0 where the wgrad GEMM writes a fresh gradient."""
     sp_gathered_saved: bool = False
     """A column-parallel GEMM keeps the all-gathered input it read for its wgrad, so the
     backward gathers nothing again (DTensor TP; the profile's ``sp_gathered_gemm_inputs``)."""
@@ -213,6 +217,35 @@ def kv_repeated(cfg: RunConfig) -> bool:
     return t.attention in MATERIALIZED_SCORES and bool(profile_supports(cfg, "unfused_repeat_kv"))
 
 
+def wgrad_accumulates(cfg: RunConfig) -> int:
+    """Bytes per element of the buffer a weight-gradient GEMM adds its result into, 0 where it
+    writes a fresh 16-bit gradient. Megatron's DDP (``data_parallel_impl`` megatron, ZeRO 0-1)
+    with its weight-gradient accumulation fused into the GEMM hands each GEMM the parameter's
+    ``main_grad`` as its output with ``accumulate`` on: Transformer Engine's linears under
+    ``fuse_wgrad_accumulation`` (TransformerEngine v2.3 pytorch/module/grouped_linear.py
+    ``_GroupedLinear.backward`` L329 ``wgrad_list = main_grads``, L345 ``accumulate=
+    accumulate_wgrad_into_param_main_grad``, one such GEMM per expert; module/linear.py L690 ``out=
+    main_grad``), whose cuBLASLt call reads C, the same buffer in D's dtype, with beta 1
+    (common/gemm/cublaslt_gemm.cu ``cublas_gemm`` L293 ``beta = accumulate ? one : zero``, L440
+    ``Cdesc`` of ``D_type``), and
+    Megatron's own ``wgrad_gemm_accum_fp32`` / ``_fp16`` (core/tensor_parallel/layers.py
+    ``LinearWithGradAccumulationAndAsyncCommunication.backward``). The buffer is fp32 where
+    gradients reduce in fp32, else the parameters' 16 bits (core/distributed/
+    distributed_data_parallel.py: ``grad_dtype``). Frameworks that add gradients outside the
+    GEMM (``unfused_grad_accumulation``, ``fp32_grad_add``: ``workload.grad_accumulation``)
+    and sharded data parallelism (ZeRO 3) are left at 0. Every micro-batch is priced as
+    accumulating (the first of an iteration overwrites, ``is_first_microbatch``). Where the
+    GEMM is compute-bound (dense layers: k is the micro-batch's tokens) this changes nothing;
+    an expert's wgrad with a few hundred rows is bound by this traffic."""
+    t, p = cfg.training, cfg.parallel
+    if p.data_parallel_impl != "megatron" or p.zero_stage > 1 or not t.framework:
+        return 0
+    unfused = framework_feature(t.framework, t.framework_version, "unfused_grad_accumulation")
+    if unfused in ("16bit", "all") or profile_supports(cfg, "fp32_grad_add"):
+        return 0
+    return 4 if t.grad_reduce_in_fp32 else 2
+
+
 def shard_of(cfg: RunConfig) -> Shard:
     t, p = cfg.training, cfg.parallel
     cp_ring = p.cp > 1 and profile_supports(cfg, "cp_sdpa_ring")
@@ -232,6 +265,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  and profile_supports(cfg, "fp8_dtensor_tp"),
                  fp8_weight_transpose=t.dtype == "fp8"
                  and profile_supports(cfg, "fp8_weight_transpose_copy"),
+                 main_grad_bytes=wgrad_accumulates(cfg),
                  sp_gathered_saved=p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "sp_gathered_gemm_inputs"),
                  mla_local_down=p.tp > 1 and p.sequence_parallel
