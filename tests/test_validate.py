@@ -56,10 +56,14 @@ def test_bad_row_is_reported_and_does_not_stop_the_others(tmp_path):
 
 
 def test_unknown_cells_are_tuned_and_reported(tmp_path):
-    """Empty micro-batch and recompute cells are chosen by the tool and shown."""
+    """Empty micro-batch and recompute cells are chosen by the tool and shown; the row names no
+    framework, so its empty options and gradient-reduce dtype are tuned too (TP overlap: TP 8
+    with SP; no DP overlap at DP 1: validate.unnamed) and the other empty cells reported."""
     row = GOOD.replace(",1,selective,0,0,4,4,", ",1,,0,0,4,,")
     _, res = validate_file(write(tmp_path, row))
-    assert set(res[0].chosen) == {"recompute", "micro_batch_size", "vpp"}
+    assert set(res[0].chosen) == {"recompute", "micro_batch_size", "vpp", "tp_comm_overlap",
+                                  "grad_reduce_dtype"}
+    assert res[0].extra["assumed"]["framework"].startswith("none")
 
 
 def test_summary_line_format():

@@ -103,8 +103,11 @@ def render_validation(kind: str, rows: list[Any], unit: str,
             continue
         err = (r.predicted - r.measured) / r.measured
         color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
+        assumed = r.extra.get("assumed") or {}  # empty cells taken as a default, not tuned
         note = escape(", ".join([f"{k}={v}" for k, v in r.chosen.items()]
-                                + list(r.extra.get("notes") or ())))  # replaced settings
+                                + list(r.extra.get("notes") or ())  # replaced settings
+                                + ([f"assumed {', '.join(f'{k}={v}' for k, v in assumed.items())}"]
+                                   if assumed else [])))
         if r.fits_in_memory is False:
             note = "[red]does not fit in memory[/] " + note
         t.add_row(escape(r.id), f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",

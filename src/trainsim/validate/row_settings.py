@@ -19,6 +19,7 @@ from trainsim.config.validity import dispatcher_runs_on
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.search.rules import stage_interleavings
 from trainsim.validate.common import _cell, count_cell
+from trainsim.validate.unnamed import UNNAMED_TUNED_OPTIONS, grad_reduce_candidates
 
 TRAINING_REQUIRED = ["id", "model", "gpu", "num_gpus", "gpus_per_node", "tp", "pp",
                      "global_batch_size", "seq_length", "measured_iteration_s"]
@@ -382,6 +383,10 @@ def unknowns(row: dict[str, str], profile: Any,
     if _cell(row, "options") is None:
         for key in tuned_switches(row, profile, on):
             unknown[key] = [False, True]
+    if profile is None and _cell(row, "grad_reduce_dtype") is None:
+        # no framework named: the frameworks differ on it, so it is the authors' choice
+        # (``validate.unnamed``)
+        unknown["grad_reduce_dtype"] = grad_reduce_candidates(row)
     if _cell(row, "zero_stage") is None and (stages := user_zero_stages(profile)):
         # a plain PyTorch loop wraps the model in the engine its user picks (DDP, FSDP
         # SHARD_GRAD_OP or FULL_SHARD: profile ``zero_stage_engines``); a row that does not say
@@ -408,9 +413,8 @@ def tuned_switches(row: dict[str, str], profile: Any,
     ``overlap_grad_reduce`` alone where the version cannot overlap the parameter gather,
     profile ``overlap_param_gather`` false), ``tp_overlap`` tensor parallelism (and sequence
     parallelism, ``with_choice``), ``pp_overlap`` a stated interleaved pipeline (as
-    ``recipe_options``), ``ep_overlap`` a stated expert-parallel size."""
-    if profile is None:
-        return []
+    ``recipe_options``), ``ep_overlap`` a stated expert-parallel size. A row that names no
+    framework (``profile`` None) leaves ``validate.unnamed.UNNAMED_TUNED_OPTIONS`` to it."""
     tp, pp = int(row["tp"]), int(row["pp"])
     try:
         dp = int(row["num_gpus"]) // (tp * pp * int(_cell(row, "cp") or 1))
@@ -420,12 +424,15 @@ def tuned_switches(row: dict[str, str], profile: Any,
             "pp_overlap": pp > 1 and int(_cell(row, "vpp") or 1) > 1,
             "ep_overlap": int(_cell(row, "ep") or 1) > 1, "cuda_graphs": True}
     keys = []
-    for option in profile.defaults.get("tuned_options") or ():
+    tuned = UNNAMED_TUNED_OPTIONS if profile is None else \
+        profile.defaults.get("tuned_options") or ()
+    for option in tuned:
         feature = OPTION_FEATURES[option]
-        if option in on or not acts[option] or \
-                (feature is not None and profile.supports(feature) is False):
+        if option in on or not acts[option] or (profile is not None and feature is not None
+                                                 and profile.supports(feature) is False):
             continue
-        if option == "dp_overlap" and profile.supports("overlap_param_gather") is False:
+        if option == "dp_overlap" and profile is not None and \
+                profile.supports("overlap_param_gather") is False:
             keys.append("overlap_grad_reduce")
         else:
             keys.append(SWITCH_KEYS[option])
@@ -563,7 +570,8 @@ def preset_window(model: dict[str, Any]) -> int | None:
 def with_choice(raw: dict[str, Any], choice: dict[str, Any]) -> dict[str, Any]:
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in raw.items()}
     for key, value in choice.items():
-        sec = "training" if key in ("micro_batch_size", "cuda_graphs") else "parallel"
+        sec = "training" if key in ("micro_batch_size", "cuda_graphs", "grad_reduce_dtype") \
+            else "parallel"
         if key == "recompute" and value.startswith("selective:"):
             value, out[sec]["recompute_modules"] = "selective", value.split(":", 1)[1].split(";")
         if key == "dp_overlap":  # the option's two switches (OPTION_FIELDS), tuned together

@@ -25,6 +25,7 @@ from trainsim.memory.offload import copies_hidden
 from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
+from trainsim.validate.assumed import assumed_cells
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell
 from trainsim.validate.layouts import parallel_layouts, stated_pps
 from trainsim.validate.row_settings import (
@@ -81,10 +82,11 @@ def _prefer(value: Any) -> Callable[[list[Any]], Any]:
 
 LEAST_MEMORY: dict[str, Callable[[list[Any]], Any]] = {
     "micro_batch_size": min, "zero_stage": max, "recompute": _prefer("full"),
-    "distributed_optimizer": _prefer(True), "sequence_parallel": _prefer(True)}
+    "distributed_optimizer": _prefer(True), "sequence_parallel": _prefer(True),
+    "grad_reduce_dtype": lambda c: next((v for v in c if v != "fp32"), c[0])}
 """How ``_tuned_layout`` picks an unknown's least-memory candidate (the smallest micro-batch,
 the most sharded ZeRO stage, full recompute, the distributed optimizer, sequence
-parallelism); any other unknown, its first candidate."""
+parallelism, a 16-bit gradient reduce); any other unknown, its first candidate."""
 
 
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
@@ -359,6 +361,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SettingReplaced)
             cfg, choice, result = _tuned_layout(counts_checked(row), compute_db)
+        assumed = assumed_cells(row, cfg, choice)  # what the empty cells it left were taken as
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res
@@ -390,5 +393,6 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
                               "moe_overlap_ep_comm": p.moe_overlap_ep_comm,
                               "cuda_graphs": t.cuda_graphs}, **read_as(read),
                  # a default the run could not take, and what replaced it (SettingReplaced)
-                 **({"notes": notes} if notes else {})}
+                 **({"notes": notes} if notes else {}),
+                 **({"assumed": assumed} if assumed else {})}
     return res
