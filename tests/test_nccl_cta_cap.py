@@ -90,3 +90,25 @@ def test_a_cap_of_no_channels_is_refused():
     with pytest.raises(ConfigError, match="dp_max_ctas"):
         ParallelConfig(dp_max_ctas=0)
     assert ParallelConfig(dp_max_ctas=8).dp_max_ctas == 8
+
+
+def test_the_flow_backend_bounds_a_capped_group_as_the_analytical_one_does():
+    """The flow backend prices a capped communicator's rings across nodes at no more than its
+    channels' NET_CHANNEL_Bps, not at its links' rates; inside a node, uncapped, or a pipeline
+    send, its cost is the bare flow model's."""
+    from trainsim.network.flow import FlowNetwork
+    from trainsim.network.topology import rail_fat_tree
+
+    net = FlowNetwork(rail_fat_tree(nodes=2, gpus_per_node=8, nodes_per_leaf=2, nic_bw_Bps=50e9))
+    size = 2 * 134_217_728
+    two, one = net.span(16, 1), net.span(8, 1)
+    free = net.collective("reduce_scatter", size, two)
+    capped = net.collective("reduce_scatter", size, replace(two, max_channels=8))
+    assert free.busbw_Bps > 8 * NET_CHANNEL_Bps
+    assert capped.busbw_Bps == pytest.approx(8 * NET_CHANNEL_Bps)
+    assert capped.time_s > free.time_s
+    assert net.collective("all_reduce", size, replace(one, max_channels=1)) == \
+        net.collective("all_reduce", size, one)
+    pair = net.span(2, 8)
+    assert net.collective("send_recv", size, replace(pair, max_channels=1)).time_s == \
+        net.collective("send_recv", size, pair).time_s

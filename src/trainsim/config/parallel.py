@@ -227,8 +227,9 @@ class ParallelConfig:
     run, their ``ncclConfig_t.maxCTAs``: NeMo's ``nccl_communicator_config_path`` YAML sets it
     per process group (MLPerf v5.x ``conf/nccl/custom_communicator_cta.yaml``: dp and dp_cp
     ``max_ctas 8``). Across nodes a ring then carries at most this many
-    ``collectives.nccl.NET_CHANNEL_Bps`` (the analytical network; the flow backend's rings run
-    at their links' rates). None: NCCL's own channel count."""
+    ``collectives.nccl.NET_CHANNEL_Bps`` (the analytical network's rings, trees and PAT; the
+    flow backend bounds its ring-family collectives the same way). None: NCCL's own channel
+    count."""
     dp_buckets: Literal["every_chunk", "first_chunk", "fixed", "whole"] | None = None
     """How the data-parallel reduction is cut into buckets, each one NCCL collective that pays
     its own launch and ring latency. ``every_chunk`` (None): every model chunk's last backward

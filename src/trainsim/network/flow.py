@@ -163,9 +163,16 @@ class FlowNetwork:
         measured share for that shape (ONE_RANK_PER_NODE_NET_SHARE; every step of it crosses
         the network, so this scales its transfers and not its latencies), as the analytical
         backend does; an all-to-all across nodes likewise at ALL_TO_ALL_NET_SHARE of it;
+        a group whose communicator is capped at ``span.max_channels`` channels moves its
+        ring-family collectives across nodes at no more than that many ``NET_CHANNEL_Bps`` of
+        bus bandwidth, the analytical backend's bound (``collectives.nccl._ring_busbw``);
         ``collective_time`` stays the bare link model."""
         from trainsim.collectives import BUS_FACTOR, CollectiveCost
-        from trainsim.collectives.nccl import ALL_TO_ALL_NET_SHARE, ONE_RANK_PER_NODE_NET_SHARE
+        from trainsim.collectives.nccl import (
+            ALL_TO_ALL_NET_SHARE,
+            ONE_RANK_PER_NODE_NET_SHARE,
+            NET_CHANNEL_Bps,
+        )
 
         if span.size <= 1 or size_bytes <= 0:  # a group of one (pp=1's pipeline) moves nothing
             return CollectiveCost(0.0, "none", "none", 0.0)
@@ -179,6 +186,9 @@ class FlowNetwork:
                 moved /= ALL_TO_ALL_NET_SHARE
             t = self.collective_time(kind, moved, ranks, algo)
             factor = BUS_FACTOR[kind](len(ranks)) if kind in BUS_FACTOR else 1.0
+            cap = getattr(span, "max_channels", None)
+            if cap is not None and span.nodes > 1 and algo in ("ring", "tree"):
+                t = max(t, factor * size_bytes / (cap * NET_CHANNEL_Bps))
             busbw = factor * size_bytes / t if t > 0 else 0.0
             self._costs[key] = CollectiveCost(time_s=t, algorithm=algo,
                                               protocol=protocol or "Simple", busbw_Bps=busbw)
