@@ -32,17 +32,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from trainsim.pricing import Pricer
 from trainsim.validate.training import predict_training_row, row_config
-from trainsim.workload.head import head_backward, head_forward
-from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import DTYPE_BYTES, Comm
-from trainsim.workload.shard import shard_of
-from trainsim.workload.sharding import (
-    ZERO3_PERSISTENCE_THRESHOLD,
-    _rank_tensors,
-    _released_after_recompute,
-)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zero3_overhead import priced_parts
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "benchmarks" / name for name in
@@ -95,21 +89,12 @@ def split(row: dict[str, str]) -> Split:
     if res.predicted is None:
         raise RuntimeError(f"{row['id']}: {res.error}")
     cfg = row_config(row, res.chosen)
-    pricer, sh = Pricer(cfg), shard_of(cfg)
+    pricer, fwd, bwd, head, tensors, big, again = priced_parts(cfg)  # zero3_overhead's
     elem = DTYPE_BYTES[cfg.training.dtype]
-    fwd_ops = layer_forward(cfg, sh)
-    fwd = pricer.price(fwd_ops).duration_s
-    bwd = pricer.price(backward_of(fwd_ops, sh)).duration_s
-    hf = head_forward(cfg, sh)
-    head = pricer.price(hf).duration_s + pricer.price(head_backward(cfg, sh, hf)).duration_s
     layers, ranks = cfg.model.num_layers, cfg.dp
     passes = 2 if cfg.parallel.recompute == "full" else 1
     micro = cfg.training.global_batch_size // (cfg.training.micro_batch_size * ranks)
     compute = micro * (layers * (passes * fwd + bwd) + head)
-    tensors = [e for e, _ in _rank_tensors(cfg, [1])]
-    big = [e for e in tensors if e >= ZERO3_PERSISTENCE_THRESHOLD]
-    again = [e for e, _ in _released_after_recompute(cfg, [1])
-             if e >= ZERO3_PERSISTENCE_THRESHOLD]
 
     def wire(kind: str, elements: list[int]) -> float:
         return sum(pricer.comm_time(Comm("w", kind, elem * e, "dp_cp")) for e in elements)

@@ -127,23 +127,45 @@ def print_splits(splits: list[Split]) -> None:
               f"bytes on the wire x{large[2] / small[2]:.2f} (priced wire time)")
 
 
-def analyse(row: dict[str, str]) -> tuple[str, tuple, Split]:
-    """One row's summary line, its point for the bytes/steps fit and its split of the time
-    beyond compute."""
-    res = predict_training_row(row)
-    cfg = row_config(row, res.chosen)
+class Parts(NamedTuple):
+    """A ZeRO-3 row's step as trainsim prices it: one layer's forward and backward and the
+    head's forward and backward (s, on ``pricer``), and the elements of each of a rank's
+    parameter tensors: all of them (what is reduce-scattered), those gathered (at or above
+    DeepSpeed's persistence threshold) and those gathered again after a recompute."""
+
+    pricer: Pricer
+    fwd: float
+    bwd: float
+    head: float
+    tensors: list[int]
+    big: list[int]
+    again: list[int]
+
+
+def priced_parts(cfg: RunConfig) -> Parts:
+    """:class:`Parts` of ``cfg`` (also ``zero3_additive.split``'s)."""
     pricer, sh = Pricer(cfg), shard_of(cfg)
-    elem = DTYPE_BYTES[cfg.training.dtype]  # the 16-bit parameters and gradients moved
     fwd_ops = layer_forward(cfg, sh)
     fwd = pricer.price(fwd_ops).duration_s
     bwd = pricer.price(backward_of(fwd_ops, sh)).duration_s
     hf = head_forward(cfg, sh)
     head = pricer.price(hf).duration_s + pricer.price(head_backward(cfg, sh, hf)).duration_s
-    layers, n = cfg.model.num_layers, cfg.dp
-    pure = layers * (2 * fwd + bwd) + head
-    big = [e for e, _ in _rank_tensors(cfg, [1]) if e >= ZERO3_PERSISTENCE_THRESHOLD]
+    tensors = [e for e, _ in _rank_tensors(cfg, [1])]
+    big = [e for e in tensors if e >= ZERO3_PERSISTENCE_THRESHOLD]
     again = [e for e, _ in _released_after_recompute(cfg, [1])
              if e >= ZERO3_PERSISTENCE_THRESHOLD]
+    return Parts(pricer, fwd, bwd, head, tensors, big, again)
+
+
+def analyse(row: dict[str, str]) -> tuple[str, tuple, Split]:
+    """One row's summary line, its point for the bytes/steps fit and its split of the time
+    beyond compute."""
+    res = predict_training_row(row)
+    cfg = row_config(row, res.chosen)
+    pricer, fwd, bwd, head, _, big, again = priced_parts(cfg)
+    elem = DTYPE_BYTES[cfg.training.dtype]  # the 16-bit parameters and gradients moved
+    layers, n = cfg.model.num_layers, cfg.dp
+    pure = layers * (2 * fwd + bwd) + head
     gathers, gather_bytes = 2 * len(big) + len(again), elem * (2 * sum(big) + sum(again))
     reduce_bytes = 2 * elem * sum(e for e, _ in _rank_tensors(cfg, [1]))
     meas = res.measured
