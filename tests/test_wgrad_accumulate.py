@@ -60,3 +60,17 @@ def test_only_the_wgrad_accumulates_and_only_small_k_feels_it():
     assert slow > 1.2 * fresh  # 512 rows an expert: bound by the fp32 read and write
     assert model.time(bwd["fc1.wgrad"]) == model.time(replace(bwd["fc1.wgrad"],
                                                                accumulate_bytes=0))
+
+
+def test_megatron_lm_fusing_into_fp32_only_accumulates_there():
+    """Megatron-LM from 2022-02-13 (unfused_grad_accumulation 16bit) fuses the wgrad into an
+    fp32 main_grad and adds 16-bit gradients apart: its GEMM accumulates in the former case
+    only, as workload.grad_accumulation adds a kernel in the latter only; before it ("all")
+    never."""
+    cfg = _zoo_config()
+    fused = {"framework": "megatron-lm", "framework_version": "2022-03"}
+    fp32 = replace(cfg, training=replace(cfg.training, grad_reduce_in_fp32=True, **fused))
+    bf16 = replace(cfg, training=replace(cfg.training, grad_reduce_in_fp32=False, **fused))
+    assert wgrad_accumulates(fp32) == 4 and wgrad_accumulates(bf16) == 0
+    old = replace(fp32, training=replace(fp32.training, framework_version="2021-09"))
+    assert wgrad_accumulates(old) == 0
