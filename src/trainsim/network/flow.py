@@ -1,6 +1,6 @@
 """Flow-level network backend: max-min fair sharing of every link among concurrent flows.
 
-Each flow follows its ECMP route (:class:`~trainsim.network.topology.Router`); while it
+Each flow follows its ECMP route (:class:`~trainsim.network.router.Router`); while it
 is active its rate is its max-min fair share, computed by progressive filling (Bertsekas &
 Gallager, *Data Networks*, 2nd ed., Sec. 6.5.2): repeatedly find the link whose remaining
 capacity divided by its unfrozen flows is smallest, freeze those flows at that share and

@@ -1,4 +1,4 @@
-"""The same ECMP routes as :class:`~trainsim.network.topology.Router`, found without a
+"""The same ECMP routes as :class:`~trainsim.network.router.Router`, found without a
 breadth-first search over the whole fabric per destination.
 
 ``Router.path`` walks from the source towards the destination, choosing among the next hops
@@ -20,7 +20,8 @@ every channel). :func:`same_paths` is the check the tests run against ``Router``
 from __future__ import annotations
 
 from trainsim.errors import ConfigError
-from trainsim.network.topology import Router, Topology
+from trainsim.network.router import Router
+from trainsim.network.topology import Topology
 
 
 class ShortestPathRouter(Router):
