@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from trainsim.cli_guard import (
+    OUT_FILE,
     PLOT_FILE,
     POSITIVE,
     POSITIVE_INT,
@@ -69,7 +70,7 @@ def main() -> None:
               help="Override a config field, e.g. --set parallel.tp=4 (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
               default="table")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None,
+@click.option("--trace", "trace_path", type=OUT_FILE, default=None,
               help="Write a Chrome/Perfetto trace of the simulated timeline.")
 @click.option("--max-tasks", type=POSITIVE_INT, default=None,
               help="Refuse iterations estimated above this many tasks (default 500,000; "

@@ -328,19 +328,73 @@ POSITIVE = FiniteFloat(min=0, min_open=True)
 NONNEGATIVE = FiniteFloat(min=0)
 
 
+def _nearest_existing(text: str) -> str:
+    """The path itself, or its nearest ancestor that exists (a folder to be made under it)."""
+    at = os.path.abspath(text)
+    while not os.path.lexists(at) and os.path.dirname(at) != at:
+        at = os.path.dirname(at)
+    return at
+
+
+class OutFile(click.Path):
+    """A file an option writes (``--trace``, ``--simai``, ``--out``, ``--plot``): refused
+    before any work where it cannot be written as asked (an empty name, a directory, a folder
+    that does not exist, a name its file system cannot hold, a folder or file not writable),
+    in one usage error naming the option, as other options' bad values are. fuzz33: ``simulate
+    --trace missing/t.json`` and ``export --simai DIR`` simulated the whole run first.
+    ``parents``: the command makes missing folders (``profile --out``), so only the nearest
+    existing one must be a directory."""
+
+    name = "file"
+
+    def __init__(self, parents: bool = False) -> None:
+        super().__init__(dir_okay=False)
+        self.parents = parents
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        rv = super().convert(value, param, ctx)  # click: an existing directory
+        text = os.fsdecode(rv)
+        if not text.strip():  # given on the command line: refused as every blank value is
+            return rv         # (``_refuse_blank``, naming the option)
+        if text.endswith(("/", os.sep)):
+            self.fail(f"{text!r} names a directory; give a file name", param, ctx)
+        folder = os.path.dirname(text) or "."
+        if self.parents:
+            at = _nearest_existing(folder)
+            if not os.path.isdir(at):
+                self.fail(f"{text!r}: {at!r} exists and is not a directory", param, ctx)
+        elif not os.path.isdir(folder):
+            self.fail(f"{text!r}: {folder!r} is not a directory" if os.path.lexists(folder)
+                      else f"{text!r}: no directory {folder!r}; create it first", param, ctx)
+        else:
+            at = folder
+        try:  # a name the folder's file system cannot hold failed only after the work
+            limit = os.pathconf(at, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            limit = 255
+        size = len(os.fsencode(os.path.basename(text)))
+        if limit and size > limit:
+            self.fail(f"{text!r}: a file name of {size} bytes, over the {limit} its folder's "
+                      "file system takes; choose a shorter name", param, ctx)
+        target = text if os.path.lexists(text) else at
+        if not os.access(target, os.W_OK):  # (root may write anywhere: then only at writing)
+            self.fail(f"{text!r}: {target!r} is not writable", param, ctx)
+        return rv
+
+
+OUT_FILE = OutFile()
+OUT_FILE_MADE = OutFile(parents=True)
+"""``OUT_FILE`` whose missing folders the command makes."""
+
+
 PLOT_SUFFIXES = (".png", ".svg", ".pdf", ".eps", ".jpg", ".jpeg")
 """Figure formats ``--plot`` writes, by the file's suffix (none: PNG, as matplotlib's savefig)."""
 
 
-class PlotFile(click.Path):
-    """A ``--plot`` file: refused before any work where it cannot be written as asked (a
-    directory, a folder that does not exist, a suffix no figure format has), in one usage
-    error naming the option, as other options' bad values are."""
+class PlotFile(OutFile):
+    """A ``--plot`` file: an :class:`OutFile` whose suffix a figure format has."""
 
     name = "plot file"
-
-    def __init__(self) -> None:
-        super().__init__(dir_okay=False)
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         rv = super().convert(value, param, ctx)
@@ -349,17 +403,6 @@ class PlotFile(click.Path):
         if suffix and suffix not in PLOT_SUFFIXES:
             self.fail(f"{text!r}: {suffix!r} is no figure format; end the name in "
                       f"{', '.join(PLOT_SUFFIXES[:-1])} or {PLOT_SUFFIXES[-1]}", param, ctx)
-        folder = os.path.dirname(text) or "."
-        if not os.path.isdir(folder):
-            self.fail(f"{text!r}: no directory {folder!r}; create it first", param, ctx)
-        try:  # a name the folder's file system cannot hold failed only after the work
-            limit = os.pathconf(folder, "PC_NAME_MAX")
-        except (OSError, ValueError):
-            limit = 255
-        size = len(os.fsencode(os.path.basename(text)))
-        if limit and size > limit:
-            self.fail(f"{text!r}: a file name of {size} bytes, over the {limit} its folder's "
-                      "file system takes; choose a shorter name", param, ctx)
         return rv
 
 
@@ -381,9 +424,7 @@ class OutDirectory(click.Path):
         text = os.fsdecode(rv)
         if not text.strip():
             self.fail("an empty name; give a directory", param, ctx)
-        at = os.path.abspath(text)
-        while not os.path.lexists(at) and os.path.dirname(at) != at:
-            at = os.path.dirname(at)
+        at = _nearest_existing(text)
         if not os.path.isdir(at):
             self.fail(f"{text!r}: {at!r} exists and is not a directory", param, ctx)
         return rv

@@ -35,6 +35,11 @@ flow collective        flow-steps: each flow of the schedule's      TRAINSIM_MAX
                        refused before building); counted again while
                        it runs, which stops at the limit
 search                 memory groups enumerated                    TRAINSIM_MAX_CANDIDATES  40,000
+profile (a CPU dry     bytes a step of each measurement touches    TRAINSIM_MAX_PROFILE  256 MiB
+run)                   (a kernel's input set, a layer's weights,   _BYTES
+                       gradients and activations), summed
+                       (``profile.work``; on a GPU, each
+                       measurement against its memory)
 =====================  ==========================================  ====================  =======
 
 Measured on the development machine (one core): 40-50 us per engine task (64,008 tasks of a
@@ -53,7 +58,11 @@ groups: alltoall, DeepEP and HybridEP 8,997 each), simulates 1,136 and takes 152
 The commands' ``--max-work`` style flags
 set the same variables (``simulate --max-tasks``, ``goodput --max-trial-rounds``,
 ``collective --max-flows``); search reads the variables (it skips candidates over the task
-limit, and refuses a search whose every candidate is over it).
+limit, and refuses a search whose every candidate is over it). ``profile`` has the variable
+alone: a CPU dry run (``--quick``: the README's shapes need 108 MiB at ``--mbs 1`` and ran in
+19 s on the loaded 2-core box; with ``--models llama3-8b --tp 8 --seq 64``, 3 MiB in 12 s and,
+at ``--mbs 1000``, 574 MiB in 39 s; the README's at ``--mbs 100``, 4.2 GiB, ran over 3
+minutes), 256 MiB allowing ``--mbs 4`` of the README's shapes.
 """
 
 from __future__ import annotations
@@ -72,6 +81,7 @@ DEFAULTS = {
     "TRAINSIM_MAX_TRIALS": 5_000_000,
     "TRAINSIM_MAX_FLOWS": 50_000_000,
     "TRAINSIM_MAX_CANDIDATES": 40_000,
+    "TRAINSIM_MAX_PROFILE_BYTES": 2**28,
 }
 
 
@@ -105,9 +115,11 @@ def set_limit(name: str, value: float | None) -> None:
         os.environ[name] = repr(float(value))
 
 
-def check(name: str, estimate: float, what: str, flag: str, fix: str = "") -> None:
-    """Raise WorkLimitError when ``estimate`` is over limit ``name``."""
-    cap = limit(name)
+def check(name: str, estimate: float, what: str, flag: str, fix: str = "",
+          cap: float | None = None) -> None:
+    """Raise WorkLimitError when ``estimate`` is over limit ``name`` (or over ``cap``, a limit
+    the machine sets, where the environment does not set ``name``)."""
+    cap = limit(name) if cap is None else cap
     if not estimate <= cap:  # also catches nan and inf
         shown = (("unbounded" if not math.isfinite(estimate) else f"{estimate:.3g}")
                  if not estimate < 1e12 else f"{estimate:,.0f}")

@@ -18,7 +18,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from trainsim.cli_guard import POSITIVE_INT, fail, stdout_console
+from trainsim.cli_guard import OUT_FILE, OUT_FILE_MADE, POSITIVE_INT, fail, stdout_console
 from trainsim.config.safe_load import write_output
 from trainsim.errors import TrainsimError
 
@@ -78,7 +78,7 @@ def _overrides(kw: dict[str, Any]) -> dict[str, Any]:
 @click.option("--kernels", is_flag=True, help="List every recorded kernel in the JSON.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"], case_sensitive=False),
               default="table")
-@click.option("--out", type=click.Path(dir_okay=False), default=None, help="Write to FILE.")
+@click.option("--out", type=OUT_FILE, default=None, help="Write to FILE.")
 def capture(config: str, eager: bool, attention: str, run_sim: bool, kernels: bool, fmt: str,
             out: str | None, **kw: Any) -> None:
     """Record a model's training step on the meta device and map it onto trainsim's ops.
@@ -159,7 +159,7 @@ def _rank_list(text: str, num_gpus: int) -> list[int]:
 @click.option("--per-kernel", is_flag=True, help="Chakra: one node per kernel (default: "
               "consecutive kernels between collectives merged).")
 @click.option("--ranks", default=None, help="Chakra: only these ranks, e.g. 0,8 (default all).")
-@click.option("--simai", "simai_path", default=None, metavar="FILE",
+@click.option("--simai", "simai_path", type=OUT_FILE, default=None, metavar="FILE",
               help="Write a SimAI workload .txt.")
 @click.option("--max-tasks", type=POSITIVE_INT, default=None,
               help="Refuse exports estimated above this many tasks: simulated tasks, trace "
@@ -187,6 +187,11 @@ def export(config: str, chakra_prefix: str | None, per_kernel: bool, ranks: str 
             raise TrainsimError(f"--chakra {chakra_prefix!r}: PREFIX starts the files' names "
                                 "(PREFIX.<rank>.et, PREFIX.json), not a directory; e.g. "
                                 f"{os.path.join(chakra_prefix, 'trace')}")
+        if chakra_prefix:  # its folders are made, but one that is a file failed after the work
+            ctx = click.get_current_context()
+            OUT_FILE_MADE.convert(chakra_prefix + ".json",
+                                  next(p for p in ctx.command.params if p.name == "chakra_prefix"),
+                                  ctx)
         source, cfg = resolve(config, _overrides(kw), kw["set_args"], capture=captured)
         if cfg is None:
             raise TrainsimError("export needs a run config or a Hugging Face config")

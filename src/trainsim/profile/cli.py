@@ -15,7 +15,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from trainsim.cli_guard import AsciiIntRange
+from trainsim.cli_guard import OUT_FILE_MADE, AsciiIntRange
 from trainsim.config._build import digit_groups
 from trainsim.errors import ConfigError, TrainsimError
 
@@ -61,7 +61,7 @@ class _Command(click.Command):
 
 @click.command("profile", cls=_Command)
 @click.option("--gpu", required=True, help="Catalog name of this GPU, e.g. h100-sxm-80gb.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", required=True, type=OUT_FILE_MADE,
               help="Database file to write (JSON, format trainsim-kernel-db/3).")
 @click.option("--models", default="llama3-8b,llama3-70b", show_default=True,
               help="Catalog models whose layer shapes to measure.")

@@ -44,6 +44,8 @@ class Device(Protocol):
     torch_device: torch.device
     cache_bytes: int
     """Last-level cache the input rotation must defeat."""
+    memory_bytes: int | None
+    """The GPU's memory (the largest measurement's limit: ``profile.work``); None on a CPU."""
 
     def synchronize(self) -> None: ...
 
@@ -99,6 +101,7 @@ class CudaDevice:
         props = torch.cuda.get_device_properties(self.index)
         self.name = props.name
         self.cache_bytes = int(getattr(props, "L2_cache_size", 50 * 2**20))
+        self.memory_bytes: int | None = int(props.total_memory)  # the profile's memory limit
         self._clock_hz = 1.98e9  # H100 SXM boost clock; only sizes the hold kernel
 
     def synchronize(self) -> None:
@@ -129,6 +132,7 @@ class CpuDevice:
 
     kind = "cpu"
     cache_bytes = 32 * 2**20
+    memory_bytes = None  # the profile's limit: TRAINSIM_MAX_PROFILE_BYTES (profile.work)
     torch_device = torch.device("cpu")
 
     def __init__(self) -> None:

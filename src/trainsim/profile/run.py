@@ -113,11 +113,18 @@ def run_profile(opts: ProfileOptions, progress: Progress | None = None,
     from trainsim.profile.device import Budget, open_device
     from trainsim.profile.kernels import fp8_supported, time_kernel
     from trainsim.profile.layer import time_layer
+    from trainsim.profile.work import check_cpu_work, fitting
 
     dev = open_device(opts.device)
     fp8, fp8_note = fp8_supported(dev)
     work = plan(opts, fp8)
-    notes = ([fp8_note] if fp8_note else []) + work.notes
+    over: list[str] = []  # before any measurement (fuzz33): a CPU dry run is refused whole,
+    if dev.memory_bytes is None:  # a GPU skips what cannot fit its memory
+        check_cpu_work(work.cases, work.layers, opts.micro_batch_size)
+    else:
+        work.cases, work.layers, over = fitting(work.cases, work.layers, dev.cache_bytes,
+                                                dev.memory_bytes, opts.micro_batch_size)
+    notes = ([fp8_note] if fp8_note else []) + work.notes + over
     if opts.quick:
         notes.insert(0, "--quick: tiny shapes and 3 repeats, a dry run; not data for prediction")
     if on_plan:
