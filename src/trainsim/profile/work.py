@@ -109,7 +109,7 @@ def check_cpu_work(cases: list[Any], layers: list[LayerCase], mbs: int) -> None:
     check(CPU_LIMIT_ENV, total,
           f"bytes a step of each of the CPU dry run's {len(cases) + len(layers):,} measurements "
           f"touches, summed (the largest: {what}, {need / 2**20:,.0f} MiB)", "",
-          f"lower --mbs ({mbs:,}) or --seq, or raise --tp")
+          f"lower --mbs ({mbs:,}) or --seq, or give fewer --models, --tp, --seq or --cp")
 
 
 def fitting(cases: list[Any], layers: list[LayerCase], cache_bytes: float,
