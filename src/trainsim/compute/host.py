@@ -107,6 +107,34 @@ after (``cudaStreamWaitEvent``, ``cudaEventRecord``: each a Python binding,
 ``LAUNCH_S``; not measured). 16.2 us. Not counted: the NVTX ranges, ``record_stream`` and
 ``resize_`` of freed inputs and gradients, ``make_viewless``'s checks (a lower bound)."""
 
+DUMMY_WGRAD_S = 2 * PY_BINDING_S + CPP_OP_S
+"""Host seconds of the placeholder weight gradient a Transformer Engine module returns for a
+weight whose gradient it already added into Megatron's ``main_grad`` (``fuse_wgrad_accumulation``
+with Megatron-core's DDP): ``torch.empty(weight.main_grad.shape, ..., device=torch.cuda.
+current_device())`` per weight, after setting ``grad_added_to_main_grad``
+(TransformerEngine v2.3 pytorch/module/grouped_linear.py ``_GroupedLinear.backward``
+``handle_custom_ddp_from_mcore`` L361-391, once per expert weight; module/linear.py L735-750,
+once per ``Linear``). Priced as one ATen op (``CPP_OP_S``, measured with a one-element kernel:
+an upper bound for an allocation from the caching allocator) with its Python binding and the
+``current_device`` binding (``PY_BINDING_S`` each). 7.1 us, built from measurements."""
+
+DDP_HOOK_S = 3 * PY_BINDING_S
+"""Host seconds of Megatron-core DDP's backward post-hook on one parameter, which the autograd
+engine runs after the parameter's ``AccumulateGrad`` every backward (Megatron-LM 1e057005
+megatron/core/distributed/distributed_data_parallel.py L405-412: one hook on every parameter
+that requires a gradient; ``_make_backward_post_hook`` L497-513): the engine's call into Python,
+the ``param.grad`` read of its checks and the ``param.grad = None`` write, each counted at a
+Python binding (``PY_BINDING_S``; the hook's own bytecode and ``register_grad_ready``'s set
+bookkeeping, param_and_grad_buffer.py L425-442, not counted: a lower bound). 3 us, built from
+a measurement."""
+
+PARAM_GRAD_S = DUMMY_WGRAD_S + DDP_HOOK_S
+"""Host seconds per weight a fused-accumulation backward hands to Megatron's DDP
+(``ops.Gemm.param_hooks``): the placeholder gradient and the hook. 10.1 us; where Transformer
+Engine caches the placeholder (TE >= v2.10 for ``GroupedLinear``: module/base.py
+``get_dummy_wgrad``, one ``torch.empty`` per shape and a ``detach`` per call) its
+``torch.empty`` is a view's ``PY_VIEW_S`` instead (``hooks_host_s``): 5.3 us."""
+
 GRAPH_REPLAY_LAUNCHES = 2
 """Host work of replaying one captured graph, in eager launches: Transformer Engine's
 ``make_graphed_callables`` replays through an autograd Function whose forward copies a new
@@ -167,6 +195,14 @@ def loop_host_s(op: Elementwise) -> float:
         op.node_passes * NODE_PASS_S
 
 
+def hooks_host_s(op: Gemm) -> float:
+    """Host seconds of the DDP hooks a weight-gradient GEMM's parameters run (``Gemm.
+    param_hooks``): ``PARAM_GRAD_S`` each, a cached placeholder's ``detach`` (``PY_VIEW_S``)
+    in place of its ``torch.empty`` where ``Gemm.dummy_cached``."""
+    dummy = PY_VIEW_S if op.dummy_cached else DUMMY_WGRAD_S
+    return op.param_hooks * (DDP_HOOK_S + dummy)
+
+
 def scoped_launches(ops: Sequence[Op], captured: Sequence[int],
                     joins: Sequence[bool] | None = None) -> list[int]:
     """Host launches of each op when ``captured[i]`` of its launches sit in a CUDA graph: the
@@ -212,7 +248,8 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
     n = list(counts) if counts is not None else [launches(op) for op in ops]
-    cpp = [loop_host_s(op) if isinstance(op, Elementwise) else 0.0 for op in ops]
+    cpp = [loop_host_s(op) if isinstance(op, Elementwise) else
+           hooks_host_s(op) if isinstance(op, Gemm) else 0.0 for op in ops]
     if blocking:
         return per_kernel_s * sum(n) + sum(cpp)
     ahead = max((i for i, b in (beside or {}).items() if b[0] == 0), default=0)

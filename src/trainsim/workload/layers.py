@@ -369,6 +369,19 @@ CONJUGATE = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
              "all_to_all": "all_to_all"}
 
 
+
+PER_GROUP_WEIGHTS = ("multi_stream", "loop")
+"""Grouped-GEMM implementations whose experts are modules of their own, a weight each
+(Transformer Engine's ``GroupedLinear``: ``weight0`` .. ``weight{n-1}``, v2.3 pytorch/module/
+grouped_linear.py ``__init__``; a loop over expert modules); a one-kernel grouped GEMM takes one
+stacked weight (torchtitan's ``GroupedExperts``, Megatron-core's ``GroupedMLP``)."""
+
+
+def weights_of(op: Gemm) -> int:
+    """Parameters a GEMM's weight gradient is for: one per expert where each has its own."""
+    return op.batch if not op.grouped or op.grouped in PER_GROUP_WEIGHTS else 1
+
+
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM).
 
@@ -456,7 +469,9 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 ops.append(swizzle)
             # the wgrad's ragged dimension is its k (tokens), not its rows
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
-                               fp8_fast_accum=False, accumulate_bytes=sh.main_grad_bytes))
+                               fp8_fast_accum=False, accumulate_bytes=sh.main_grad_bytes,
+                               param_hooks=weights_of(op) if sh.main_grad_bytes else 0,
+                               dummy_cached=sh.cached_dummy_wgrad))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):

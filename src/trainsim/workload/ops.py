@@ -112,6 +112,14 @@ class Gemm:
     """Bytes per element of the buffer the GEMM adds its output into, read and written by its
     epilogue (beta 1): a weight-gradient GEMM accumulating into Megatron's ``main_grad``
     (``workload.shard.Shard.main_grad_bytes``); 0: a fresh 16-bit output."""
+    param_hooks: int = 0
+    """Parameters whose gradient this weight-gradient GEMM hands to Megatron's DDP with the
+    accumulation fused (each one's placeholder gradient and DDP's backward post-hook,
+    ``workload.layers.backward_of``): ``compute.host.PARAM_GRAD_S`` of host time each, no
+    kernel, beside its launches."""
+    dummy_cached: bool = False
+    """Its placeholder gradients come from Transformer Engine's cache (``get_dummy_wgrad``: a
+    ``detach`` each, ``compute.host.PY_VIEW_S``) instead of a ``torch.empty`` each."""
 
     @property
     def flops(self) -> float:

@@ -79,6 +79,9 @@ class Shard:
     """Bytes per element of the gradient buffer each weight-gradient GEMM accumulates into
     (Megatron's ``gradient_accumulation_fusion``, ``wgrad_accumulates``: 4 for fp32 grads, 2
     for 16-bit); 0 where the wgrad GEMM writes a fresh gradient."""
+    cached_dummy_wgrad: bool = False
+    """Transformer Engine returns a cached placeholder weight gradient to Megatron's DDP (the
+    profile's ``te_cached_dummy_wgrad``): ``Gemm.dummy_cached`` on the wgrad GEMMs."""
     sp_gathered_saved: bool = False
     """A column-parallel GEMM keeps the all-gathered input it read for its wgrad, so the
     backward gathers nothing again (DTensor TP; the profile's ``sp_gathered_gemm_inputs``)."""
@@ -269,6 +272,7 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_weight_transpose=t.dtype == "fp8"
                  and profile_supports(cfg, "fp8_weight_transpose_copy"),
                  main_grad_bytes=wgrad_accumulates(cfg),
+                 cached_dummy_wgrad=profile_supports(cfg, "te_cached_dummy_wgrad"),
                  sp_gathered_saved=p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "sp_gathered_gemm_inputs"),
                  mla_local_down=p.tp > 1 and p.sequence_parallel
