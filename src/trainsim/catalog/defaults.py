@@ -213,6 +213,15 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
         gather = profile.fp8_param_gather(str(recipe))
         if gather is not None:
             training["fp8_param_gather"] = gather
+    elif truthy(training["fp8_param_gather"]) and profile.supports("megatron_fsdp_16bit_params") \
+            and _effective_stage(parallel) >= 3 and str(training.get("dtype", "")).lower() == "fp8" \
+            and parallel.get("data_parallel_impl", "megatron") == "megatron":
+        # workload.fp8_gather.fp8_weights_gathered keeps the weights 16-bit there, as the
+        # release's perf scripts and Megatron-LM do (nemo.yaml megatron_fsdp_16bit_params)
+        warnings.warn(f"training.fp8_param_gather=true under {where} with Megatron-FSDP "
+                      "(zero_stage 3): that release keeps 16-bit weights under Megatron-FSDP, "
+                      "so they are gathered and cast to fp8 per module instead",
+                      SettingReplaced, stacklevel=2)
     if "grad_reduce_in_fp32" not in training:
         reduce = profile.grad_reduce_dtype(str(training.get("dtype", "bf16")).lower())
         if reduce is not None:
