@@ -22,7 +22,6 @@ conversion.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import datetime
 import itertools
@@ -185,12 +184,9 @@ def run_c(lib: ctypes.CDLL, tasks: list, convert_only: bool = False
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    from search_profile import problem_parser
+
+    ap = problem_parser(__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 

@@ -24,7 +24,6 @@ after the parts, so a loaded machine shows in the two baselines.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import platform
 import sys
@@ -101,12 +100,9 @@ def _replaying(names: list[str], run) -> tuple[float, object]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    from search_profile import problem_parser
+
+    ap = problem_parser(__doc__)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 

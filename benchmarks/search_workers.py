@@ -16,7 +16,6 @@ a little to every figure; compare the lines with each other, not with ``search_s
 
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime
 import json
@@ -34,12 +33,9 @@ def _cpu(who: int) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    from search_profile import problem_parser
+
+    ap = problem_parser(__doc__)
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
 
