@@ -186,7 +186,7 @@ class FlowNetwork:
                 moved /= ALL_TO_ALL_NET_SHARE
             t = self.collective_time(kind, moved, ranks, algo)
             factor = BUS_FACTOR[kind](len(ranks)) if kind in BUS_FACTOR else 1.0
-            cap = getattr(span, "max_channels", None)
+            cap = span.max_channels
             if cap is not None and span.nodes > 1 and algo in ("ring", "tree"):
                 t = max(t, factor * size_bytes / (cap * NET_CHANNEL_Bps))
             busbw = factor * size_bytes / t if t > 0 else 0.0

@@ -369,7 +369,6 @@ CONJUGATE = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather",
              "all_to_all": "all_to_all"}
 
 
-
 PER_GROUP_WEIGHTS = ("multi_stream", "loop")
 """Grouped-GEMM implementations whose experts are modules of their own, a weight each
 (Transformer Engine's ``GroupedLinear``: ``weight0`` .. ``weight{n-1}``, v2.3 pytorch/module/
