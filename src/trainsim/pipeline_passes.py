@@ -1,0 +1,234 @@
+"""The pipeline passes of an iteration's task graph: each stage's forwards and backwards in its
+schedule's order (Megatron's 1F1B and interleaved 1F1B), with their sends, the first forward's
+parameter gathers and weight casts. A mixin of ``simulator._TaskGraph``, which prepares the
+passes' work, streams and groups; backwards split per bucket or per unit go through
+``last_backward.SplitBackwardTasks.backward``, other schedules through ``pipeline``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainsim.catalog.frameworks import profile_supports
+from trainsim.combined_1f1b import beside_forward, lone_pass_specs, unpaired_bounds
+from trainsim.engine import Task
+from trainsim.pricing import DP, Priced, interned
+from trainsim.workload.schedule import (
+    microbatch_group,
+    pass_labels,
+    prefetch_exposed_s,
+    schedule,
+    torch_warmup,
+)
+from trainsim.workload.sharding import dp_bucket_count
+from trainsim.workload.te_weight_cache import weight_quantization
+
+if TYPE_CHECKING:
+    from trainsim.chunks import Chunk
+    from trainsim.combined_1f1b import LonePasses
+    from trainsim.config import ParallelConfig, RunConfig
+    from trainsim.pricing import Pricer
+
+
+class PipelineTasks:
+    """The pipeline passes (the ``_TaskGraph`` methods that place them)."""
+
+    cfg: RunConfig
+    p: ParallelConfig
+    pricer: Pricer
+    pp: int
+    vpp: int
+    m: int
+    tag: int
+    zero: int
+    fsdp: bool
+    gather_once: bool
+    sync_every_mb: bool
+    tasks: list[Task]
+    tags: list[int]
+    chunks: dict[int, Chunk]
+    groups: list[list[tuple[float, str, int]]]
+    work: dict[int, tuple[Priced, Priced]]
+    gathered: dict[int, tuple[Priced, Priced]]
+    link_tail: dict[int, int]
+    lone: LonePasses | None
+    _memo: dict
+
+    if TYPE_CHECKING:
+        def _pass_spec(self, s: int, work: Priced, sends: bool, forward: bool = False
+                       ) -> tuple: ...
+
+        def param_gathers(self, s: int, fraction: float, deps: list[int], label: str
+                          ) -> list[int]: ...
+
+        def backward(self, s: int, v: int, mb: int, chunk: int, deps: list[int],
+                     alone: bool = True) -> int: ...
+
+    def pass_specs(self) -> tuple[dict, list, dict, list, list[bool]]:
+        """Megatron's passes, resolved once: each chunk's first forward's gathers (added here),
+        each virtual stage's forward, first forward and backward (:meth:`_pass_spec`), and
+        per stage whether backwards go through :meth:`backward` (split, ZeRO-3)."""
+        pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
+        # Megatron's overlap_param_gather: each chunk's parameters are gathered ahead of its
+        # first forward (from the end of the previous step); ZeRO-3 gathers before every pass.
+        # A bucketed first chunk is gathered bucket after bucket from the forward pre-hooks,
+        # unless the interleaved schedule aligns the gathers (profile align_param_gather):
+        # then start_param_sync sends all its buckets at once, the first layers' last, and the
+        # first forward waits for the whole chunk (core_v0.12.0 distributed_data_parallel.py).
+        first_fwd_deps = {}
+        first_wait: dict[int, Priced] = {}  # virtual stage -> wait before its first forward
+        if self.zero in (1, 2) and self.p.overlap_param_gather and not self.fsdp:
+            bucketed = self._bucketed_first_chunk() if self.p.dp_buckets == "first_chunk" and (
+                vpp == 1 or not profile_supports(self.cfg, "align_param_gather")) else 1
+            whole = [(s, c) for s in range(pp) for c in range(vpp) if bucketed == 1 or s or c]
+            first_fwd_deps = {(s, c): self.param_gathers(s, 1 / vpp, [], f"chunk {c}")
+                              for s, c in whole}
+            if bucketed > 1:
+                first_wait[0] = self._bucket_gather_wait(bucketed)
+        # Transformer Engine casts each 16-bit fp8 weight into its cached workspace in the
+        # iteration's first forward of the module (``workload.te_weight_cache``)
+        for v, layers in enumerate(self.cfg.virtual_ranges):
+            cast = weight_quantization(self.cfg, layers)
+            if cast:
+                first_wait[v] = first_wait.get(v, interned(())) + self.pricer.price(cast)
+        # the same tasks pass_and_send would add
+        fwd_spec = [self._pass_spec(v % pp, self.work[v][0], v < last_v, True)
+                    for v in range(last_v + 1)]
+        if self.gather_once:  # every chunk's first forward leads with its units' gathers
+            first_spec = {v: self._pass_spec(v % pp, self.gathered[v][0], v < last_v, True)
+                          for v in range(last_v + 1)}
+        else:
+            first_spec = {v: self._pass_spec(v % pp, wait + self.work[v][0], v < last_v, True)
+                          for v, wait in first_wait.items()}
+        bwd_spec = [self._pass_spec(v % pp, self.work[v][1], v > 0) for v in range(last_v + 1)]
+        slow_bwd = [any(size > 1 for _, _, size in self.groups[s]) for s in range(pp)]
+        self.lone = lone_pass_specs(self, last_v, first_wait, self._memo)  # combined 1F1B
+        return first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd
+
+    def pipeline(self) -> None:
+        """Passes in each stage's schedule order. Tasks must be created after the tasks they
+        depend on: walk the per-stage orders round-robin until all are placed. A schedule
+        other than Megatron's (``parallel.pipeline_schedule``) is placed by ``pipeline``."""
+        if self.p.pipeline_schedule not in (None, "1f1b", "interleaved_1f1b"):
+            from trainsim.pipeline import ScheduledPipeline
+            ScheduledPipeline(self).place()
+            return
+        pp, vpp, last_v = self.pp, self.vpp, self.pp * self.vpp - 1
+        first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()
+        last_mb = self.m - 1
+        tasks, tags = self.tasks, self.tags
+
+        def place(spec: tuple, deps: list[int], label: str, tag: int) -> int:
+            """Add a pass and its send; returns the task its receiver waits on."""
+            stream, duration, segments, detail, send, slows = spec
+            tags.append(tag)
+            tasks.append(Task(stream, duration, deps, label, segments, detail, slows))
+            i = len(tasks) - 1
+            if send is None:
+                return i
+            tags.append(tag)
+            tasks.append(Task(send[0], send[1], [i], "send " + label, send[2], send[3], send[4]))
+            return i + 1
+
+        # by micro-batch * (pp * vpp) + virtual stage: the forward's task, and the tasks the
+        # next (forward) and previous (backward) virtual stage wait on; -1 until created
+        nv = last_v + 1
+        fwd_task, sent_f, sent_b = [-1] * (self.m * nv), [-1] * (self.m * nv), [-1] * (self.m * nv)
+        orders = [schedule(s, pp, vpp, self.m, torch_warmup=torch_warmup(self.cfg),
+                           group=microbatch_group(self.cfg)) for s in range(pp)]
+        cursor = [0] * pp
+        remaining = sum(len(o) for o in orders)
+        first_b, last_f = unpaired_bounds(orders) if self.lone else ([], [])
+        label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}
+        while remaining:
+            progressed = False
+            for s in range(pp):
+                order, k0 = orders[s], cursor[s]
+                k, n = k0, len(order)
+                while k < n:
+                    kind, mb, chunk = order[k]
+                    v = chunk * pp + s
+                    at = mb * nv + v
+                    if kind == "F":
+                        if v > 0:
+                            up = sent_f[at - 1]
+                            if up < 0:
+                                break  # the stage waits for a pass not yet created
+                            deps = [up]
+                        else:
+                            deps = []
+                        if mb == 0:
+                            deps += first_fwd_deps.get((s, chunk), [])
+                        if s in self.link_tail:  # its gathers queue behind the reductions
+                            deps.append(self.link_tail[s])
+                        spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
+                        if self.lone and k < first_b[s]:  # a warm-up forward: no partner
+                            spec = self.lone.first.get(v, self.lone.fwd[v]) if mb == 0 \
+                                else self.lone.fwd[v]
+                        if spec[4] is None:  # no separate send: the pass is what the next waits on
+                            tags.append(k)
+                            tasks.append(Task(spec[0], spec[1], deps, label["F"][chunk][mb],
+                                              spec[2], spec[3], spec[5]))
+                            fwd_task[at] = sent_f[at] = len(tasks) - 1
+                        else:
+                            sent_f[at] = place(spec, deps, label["F"][chunk][mb], k)
+                            fwd_task[at] = sent_f[at] - 1
+                    else:
+                        if v < last_v:
+                            up = sent_b[at + 1]
+                            if up < 0:
+                                break
+                            deps = [up, fwd_task[at]]
+                        else:
+                            deps = [fwd_task[at]]
+                        if s in self.link_tail:
+                            deps.append(self.link_tail[s])
+                        # ZeRO-3 / FSDP reduce each micro-batch's gradients per unit as its
+                        # backward goes (the split pass): every backward but under no-sync
+                        if slow_bwd[s] and (mb == last_mb or self.sync_every_mb or (
+                                self.fsdp and not self.gather_once)):
+                            self.tag = k
+                            sent_b[at] = self.backward(s, v, mb, chunk, deps,
+                                                       alone=mb == last_mb or bool(
+                                                           self.lone and k > last_f[s]))
+                        else:
+                            spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
+                                else bwd_spec[v]  # a cool-down backward runs alone
+                            # beside the next forward: only interleaving puts another
+                            # virtual stage's forward there (else beside_forward keeps spec)
+                            if self.lone and k <= last_f[s] and vpp > 1:
+                                spec = beside_forward(self, spec, v, order, k)
+                            sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
+                    k += 1
+                if k != k0:
+                    cursor[s] = k
+                    remaining -= k - k0
+                    progressed = True
+            if not progressed:  # pragma: no cover - schedules are deadlock-free by construction
+                raise RuntimeError("pipeline schedule has a cycle")
+
+    def _bucketed_first_chunk(self) -> int:
+        """Buckets of pipeline rank 0's first chunk under Megatron-core's DDP (see
+        ParallelConfig.dp_buckets): ``dp_bucket_count``'s equal slices, gathered in that
+        order, not the greedy buckets its last backward and reductions use
+        (``ddp_buckets.bucket_ready``; Megatron gathers those in reverse, the word
+        embedding's first: tried 2026-11-26, megatron-core 8.2 -> 9.3 %, not landed)."""
+        ch = self.chunks[0]
+        chunk_params = sum(params for params, _, _ in self.groups[0]) / self.vpp
+        return dp_bucket_count(self.cfg, ch.layers, chunk_params, 0, 0)
+
+    def _bucket_gather_wait(self, n: int) -> Priced:
+        """Megatron-core's overlap_param_gather on a bucketed chunk: zero_grad dispatches the
+        first bucket's all-gather and each bucket's forward pre-hook, once it has waited for
+        its own, the next one's (core_v0.8.0 optimizer/distrib_optimizer.py
+        ``_finish_param_sync_helper``: never all at once, so as not to block compute kernels
+        under CUDA_DEVICE_MAX_CONNECTIONS=1). The first forward waits for the first bucket and
+        then only where a gather outlasts the layers before it (``prefetch_exposed_s``)."""
+        gathers = [self.param_gathers(0, 1 / self.vpp / n, [], f"chunk 0 bucket {k}")
+                   for k in range(n)]
+        gather = sum(self.tasks[i].duration_s for i in gathers[0])
+        lead, *parts = (part.duration_s for part in self.chunks[0].fwd_parts)
+        parts[0] += lead  # the pipe engine's receive gathers (empty here) with the embedding
+        per = len(parts) / n
+        compute = [sum(parts[round(per * k):round(per * (k + 1))]) for k in range(n)]
+        wait = prefetch_exposed_s([gather] * n, compute)
+        return interned(((DP, wait, "param all-gather wait"),) if wait > 0 else ())
