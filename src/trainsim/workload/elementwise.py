@@ -13,9 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import NamedTuple
 
-from trainsim.workload.ops import ACT_BYTES, Comm, Elementwise
+from trainsim.workload.expert_bias import (  # noqa: F401 - re-exported: the experts' bias loops
+    EXPERT_BIAS_BYTES,
+    EXPERT_BIAS_KERNELS,
+    EXPERT_FC1_BIAS_BYTES,
+    ExpertBiasCost,
+    expert_bias_bytes,
+    expert_fc1_bias,
+    expert_fc2_bias,
+)
+from trainsim.workload.fp8_delayed import (  # noqa: F401 - re-exported: fp8 delayed scaling
+    FP8_AMAX_BYTES_PER_LAYER,
+    FP8_SCALE_UPDATE_KERNEL,
+    FP8_SCALE_UPDATE_KERNELS,
+    fp8_amax_reductions,
+    fp8_scale_update_op,
+)
+from trainsim.workload.ops import ACT_BYTES, Elementwise
 
 F32 = 4
 
@@ -409,87 +424,6 @@ def glu_offset_sync_op(name: str) -> Elementwise:
     return scalar_tensor_sync_op(name)
 
 
-EXPERT_BIAS_BYTES = (6 * ACT_BYTES, 8 * ACT_BYTES)
-"""Bytes per element of the experts' output that ``TEGroupedMLP._apply_bias`` moves (forward,
-backward) with 16-bit routing probabilities. Transformer Engine's ``GroupedLinear`` adds fc1's
-bias in its GEMMs, but fc2's is skipped (``skip_bias_add=True``) and added afterwards, weighted
-by each token's routing probability, one expert at a time in Python (Megatron-core
-megatron/core/transformer/moe/experts.py ``_apply_bias``, since a329dd6 "Enable bias in expert
-mlp [gpt-oss 5/5]", 2025-09): per expert ``b * p`` (writes the expert's rows) and ``t + b * p``
-(reads two, writes one), then ``torch.cat`` (reads and writes all rows): 6 element passes.
-Backward: autograd's ``MulBackward`` forms ``grad * p`` and ``grad * b`` (each read and
-written) and sums them (read), and the split of the GEMM output concatenates its gradient: 8
-passes. Wider probabilities: ``expert_bias_bytes``."""
-EXPERT_BIAS_KERNELS = (2, 4)
-"""Kernels per local expert of ``_apply_bias`` (forward: mul, add; backward: two products and
-their two sums), plus one concatenation each way."""
-
-
-class ExpertBiasCost(NamedTuple):
-    """What ``_apply_bias`` moves and launches per element of the experts' output."""
-
-    fwd_bytes: int
-    bwd_bytes: int
-    extra_kernels: int
-    """Kernels each way beyond ``EXPERT_BIAS_KERNELS`` (the closing cast and its gradient)."""
-    bwd_kernels_per_expert: int
-
-
-def expert_bias_bytes(prob_bytes: int) -> ExpertBiasCost:
-    """Bytes (forward, backward) per element of the experts' output for ``_apply_bias`` with
-    routing probabilities of ``prob_bytes`` bytes, and its kernels (``ExpertBiasCost``).
-    16-bit probabilities: ``EXPERT_BIAS_BYTES``. fp32 probabilities (the flex dispatchers cast
-    them: "DeepEP/HybridEP only supports float32 probs", ``self.token_probs.float()``,
-    core_v0.17.0 megatron/core/transformer/moe/token_dispatcher.py L1033-1039 and L1178-1184;
-    NeMo Automodel's DeepEP copy the same, L164-170, its ``Gate.forward`` returning
-    ``weights.type_as(x)``, 16-bit, nemo_automodel/components/moe/layers.py @ 89e3a9fd L699; a
-    ``moe_router_dtype`` fp32 router computes them so) promote the loop: ``b * p`` is a ``prob_bytes`` tensor of
-    the expert's rows, ``t + b * p`` reads the 16-bit ``t`` and it and writes ``prob_bytes``,
-    ``torch.cat`` moves them, and the closing ``.to(intermediate_parallel.dtype)`` reads them
-    and writes 16 bits (a kernel of its own): ``6 p + 2 a`` bytes (``a`` the 16-bit size).
-    Backward: that cast's gradient up-casts the incoming gradient (``a + p``), each expert's
-    gradient of ``t`` is cast back to ``t``'s 16-bit type by autograd (``p + a``, a kernel per
-    expert; torch/csrc/autograd/engine.cpp ``validate_outputs``; so is the bias's summed
-    gradient, a kernel over ``h`` values), the two products and sums move ``6 p``, and the
-    split's gradient concatenates the 16-bit pieces (``2 a``): ``8 p + 4 a``."""
-    a = ACT_BYTES
-    if prob_bytes <= a:
-        return ExpertBiasCost(EXPERT_BIAS_BYTES[0], EXPERT_BIAS_BYTES[1], 0,
-                              EXPERT_BIAS_KERNELS[1])
-    return ExpertBiasCost(6 * prob_bytes + 2 * a, 8 * prob_bytes + 4 * a, 1,
-                          EXPERT_BIAS_KERNELS[1] + 2)
-
-
-def expert_fc2_bias(rows: int, h: int, local: int, prob_bytes: int = ACT_BYTES) -> Elementwise:
-    """The per-expert bias loop after the experts' fc2 (``EXPERT_BIAS_BYTES``), its routing
-    probabilities ``prob_bytes`` wide (``expert_bias_bytes``)."""
-    elements = rows * local * h
-    fwd, bwd, extra, bwd_per_expert = expert_bias_bytes(prob_bytes)
-    return Elementwise("expert_fc2_bias", bytes=elements * fwd,
-                       kernels=EXPERT_BIAS_KERNELS[0] * local + 1 + extra,
-                       bwd_bytes=elements * bwd,
-                       bwd_kernels=bwd_per_expert * local + 1 + extra, impl="eager")
-
-
-EXPERT_FC1_BIAS_BYTES = (4 * ACT_BYTES, 3 * ACT_BYTES)
-"""Bytes per element of fc1's output that a per-expert bias loop moves where the grouped GEMM
-adds no bias (NeMo Automodel's ``GroupedExpertsDeepEP`` over ``grouped_gemm.ops.gmm``:
-nemo_automodel/components/moe/layers.py @ 89e3a9fd ``_apply_bias(output1, gate_and_up_bias,
-tokens_per_expert)``): per expert ``t + b`` (reads and writes its rows), then ``torch.cat``
-(reads and writes all rows): 4 passes. Backward: the add passes the gradient through, each
-bias gradient sums its expert's rows (reads them), and the split's gradient concatenates the
-pieces (reads and writes): 3 passes."""
-
-
-def expert_fc1_bias(rows: int, width: int, local: int) -> Elementwise:
-    """The per-expert bias loop after the experts' fc1 (``EXPERT_FC1_BIAS_BYTES``): one kernel
-    per local expert each way, plus the concatenation."""
-    elements = rows * local * width
-    return Elementwise("expert_fc1_bias", bytes=elements * EXPERT_FC1_BIAS_BYTES[0],
-                       kernels=local + 1, bwd_bytes=elements * EXPERT_FC1_BIAS_BYTES[1],
-                       bwd_kernels=local + 1, impl="eager")
-
-
 MLA_EAGER_ROPE_KERNELS = (9, 12)
 """(forward, backward) kernels of ``mla_eager_rope_op``: the complex RoPE of the query's and the
 shared key's rotary parts (three each: ``ROPE_COMPLEX_KERNELS``), the query's and the key's
@@ -522,56 +456,3 @@ def mla_eager_rope_op(tokens: int, heads: int, nope: int, rope: int, v: int) -> 
     return Elementwise("rope", bytes=float(fwd), kernels=MLA_EAGER_ROPE_KERNELS[0],
                        kernel="copy", bwd_bytes=float(bwd),
                        bwd_kernels=MLA_EAGER_ROPE_KERNELS[1], impl="eager")
-
-
-FP8_SCALE_UPDATE_KERNEL = "fp8_scale_update"
-FP8_SCALE_UPDATE_KERNELS = 3
-"""Kernels one Transformer Engine module launches to update its fp8 delayed-scaling state at
-the start of its forward (``TransformerEngineBaseModule.prepare_forward``) and again at the
-start of its backward (``_prepare_backward``) up to TE 1.5 (NVIDIA/TransformerEngine@09ba842,
-pytorch/module/base.py and fp8.py, unchanged through v1.5): the reduced amax copied back into
-the module's history (``copy_amax_from_global_buffer``, one copy) and ``amax_and_scale_update``,
-whose ``_fused_amax_and_scale_update`` is compiled by ``torch.compile`` (``jit_fuser``,
-pytorch/jit.py): the max over the history with the scale and its inverse fused behind it, and
-the rolled history (Inductor may fold the roll into the reduction: 2-3 kernels). The tensors
-are a few KB; the cost is the launches. TE 1.6 (PR #575) replaced the per-module updates by
-one fused update of all modules' tensors at each ``fp8_autocast`` exit."""
-
-
-def fp8_scale_update_op(name: str) -> Elementwise:
-    """One module's fp8 scaling update (``FP8_SCALE_UPDATE_KERNELS``); the backward's own update
-    is placed by ``workload.layers.backward_of``, at the start of the module's backward."""
-    return Elementwise(f"{name}.fp8_scale_update", bytes=0.0,
-                       kernels=FP8_SCALE_UPDATE_KERNELS, kernel=FP8_SCALE_UPDATE_KERNEL,
-                       bwd_bytes=0.0, bwd_kernels=0)
-
-
-FP8_AMAX_BYTES_PER_LAYER = (4 * 3 * 4, 4 * 2 * 4)
-"""fp32 amaxes one dense layer's four fp8 GEMMs (QKV, projection, FC1, FC2) hand to the
-reduction: three per GEMM forward (input, weight, output), two backward (output and input
-gradients): Transformer Engine's ``fp8_meta`` scaling_fwd / scaling_bwd amax history rows
-(v1.0-v1.6, module/base.py ``set_meta_tensor``). Bytes hardly matter: the reduction is latency
-bound."""
-
-
-def fp8_amax_reductions(layers: int) -> tuple[list[Comm], list[Comm]]:
-    """The fp8 delayed-scaling amax reductions of one model chunk's forward and backward.
-
-    With a ``DelayedScaling`` recipe (``reduce_amax`` True by default) Transformer Engine
-    max-reduces the amaxes of every fp8 module of an ``fp8_autocast`` region over the region's
-    ``fp8_group`` once when the region exits in the forward (``fp8_autocast_exit``), and once
-    when the region's first module finishes its backward (NVIDIA/TransformerEngine@09ba842
-    pytorch/fp8.py ``global_amax_reduction``, module/base.py ``_prepare_backward``;
-    v1.6 fp8.py ``reduce_and_update_fp8_tensors``, module/linear.py). The all_reduce is
-    issued with ``async_op=False`` (09ba842: NVTE_ASYNC_AMAX_REDUCTION unset; v1.6: always),
-    so the compute stream waits for it. Megatron and NeMo run one region per model chunk with
-    ``fp8_group`` the tensor-and-data-parallel group (Megatron-LM core_v0.4.0
-    megatron/core/parallel_state.py ``get_amax_reduction_group``; with context parallel,
-    ``with_context_parallel=True``): every rank of the pipeline stage. At 10,000 GPUs that is
-    a 1,000-rank tree all_reduce (~0.14 ms) per chunk per micro-batch, twice. TE < 1.6 could
-    keep it to the TP group and asynchronous (NVTE_DP_AMAX_REDUCE_INTERVAL=0,
-    NVTE_ASYNC_AMAX_REDUCTION=1: the framework profile's ``fp8_amax_tp_async``), and then it
-    is not priced."""
-    fwd, bwd = (Comm(f"fp8_amax_reduce.{d}", "all_reduce", float(b * layers), "tp_dp_cp")
-                for d, b in zip(("fwd", "bwd"), FP8_AMAX_BYTES_PER_LAYER))
-    return [fwd], [bwd]
