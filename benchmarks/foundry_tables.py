@@ -41,6 +41,17 @@ tokens per second with trainsim's (``fp8_twins``): the attention kernel, the FSD
 the host are the same in both, so the ratio isolates what fp8 changes (submit_benchmarks.py
 sets ``fc_type: te`` for fp8 on H100: Wqkv, out_proj, up_proj and down_proj as TE v0.10
 ``te.Linear`` under Composer's ``amp_fp8``).
+
+    PYTHONPATH=src python benchmarks/foundry_tables.py README.md --attention triton --seq-slope
+
+``--seq-slope`` reads the attention kernel's rate off the measured times alone: for each launch
+series of one model, table, GPU count, checkpointing and dtype, the step from one sequence length
+to the next changes the time per token by the attention it adds and little else (the GEMMs, norms,
+FSDP traffic and optimizer per token do not grow with the sequence), so the added causal attention
+FLOPs per token over the added seconds per token is the rate the runs' kernel reached
+(``seq_slopes``). trainsim's predictions give the same figure for the kernel it prices; their
+ratio (priced over measured seconds) is that kernel's price error, free of the GEMM, host and
+FSDP errors the row's total carries.
 """
 
 from __future__ import annotations
@@ -51,6 +62,7 @@ import statistics
 import sys
 import tempfile
 from collections import defaultdict
+from itertools import pairwise
 from pathlib import Path
 
 from trainsim.validate import BUNDLED_DIR, validate_file
@@ -220,6 +232,75 @@ def print_pairs(old_readme: Path, new_readme: Path, attention: str) -> None:
               f"{statistics.mean(v[1] for v in vals):+.1%}, new {statistics.mean(v[2] for v in vals):+.1%}")
 
 
+SERIES = ("note", "model", "gpu", "num_gpus", "recompute", "dtype")
+
+
+def attention_flops_per_token(row: dict[str, str]) -> float:
+    """Causal attention FLOPs per token of one step: per layer 2 s h forward (QK^T and PV over
+    s/2 keys on average), the backward 2.5x that (the FlashAttention papers' count), one more
+    forward where the block is recomputed."""
+    s, h, layers = int(row["seq_length"]), int(row["hidden_size"]), int(row["num_layers"])
+    return layers * 2 * s * h * (3.5 + (1.0 if row["recompute"] == "full" else 0.0))
+
+
+def seconds_per_token(row: dict[str, str], seconds: float) -> float:
+    """A step's seconds per token on one GPU."""
+    tokens = int(row["global_batch_size"]) * int(row["seq_length"]) / int(row["num_gpus"])
+    return seconds / tokens
+
+
+def seq_slopes(rows: list[dict[str, str]], times: dict[str, tuple[float, float]]
+               ) -> list[tuple[dict[str, str], dict[str, str], float, float]]:
+    """(shorter, longer, measured rate, priced rate) in FLOP/s for each pair of consecutive
+    sequence lengths in a launch series (``SERIES``): the added attention FLOPs per token over
+    the added seconds per token, measured and predicted. A time per token that does not grow
+    gives ``inf``."""
+    series: dict[tuple[str, ...], list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        if r["id"] in times:
+            series[tuple(r[k] for k in SERIES)].append(r)
+    out = []
+    for launches in series.values():
+        launches.sort(key=lambda r: int(r["seq_length"]))
+        for a, b in pairwise(launches):
+            if a["seq_length"] == b["seq_length"]:
+                continue
+            flops = attention_flops_per_token(b) - attention_flops_per_token(a)
+            (pa, ma), (pb, mb) = times[a["id"]], times[b["id"]]
+            dm = seconds_per_token(b, mb) - seconds_per_token(a, ma)
+            dp = seconds_per_token(b, pb) - seconds_per_token(a, pa)
+            meas, pred = (flops / d if d > 0 else float("inf") for d in (dm, dp))
+            out.append((a, b, meas, pred))
+    return out
+
+
+def print_seq_slopes(rows: list[dict[str, str]], times: dict[str, tuple[float, float]],
+                     least: int = 4096) -> None:
+    """Every pair's rates, then the median by table and GPU over pairs from ``least`` tokens
+    up (below it the added attention is a few per cent of the step and the slope is noise)."""
+    print("| series | sequence | micro-batch | measured TFLOP/s | priced TFLOP/s | priced / "
+          "measured seconds | error shorter, longer |\n|---|---|---|---|---|---|---|")
+    summary: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for a, b, meas, pred in sorted(seq_slopes(rows, times), key=lambda p: (
+            p[0]["note"], p[0]["gpu"], int(p[0]["hidden_size"]), p[0]["recompute"],
+            p[0]["dtype"], int(p[0]["seq_length"]))):
+        ea, eb = (times[r["id"]][0] / times[r["id"]][1] - 1 for r in (a, b))
+        print(f"| {a['note'][:14]} {a['model']} g{a['num_gpus']} {a['recompute']} {a['dtype']} "
+              f"| {a['seq_length']} -> {b['seq_length']} | {a['micro_batch_size']} -> "
+              f"{b['micro_batch_size']} | {meas / 1e12:.0f} | {pred / 1e12:.0f} | "
+              f"{meas / pred:.2f} | {ea:+.1%}, {eb:+.1%} |")
+        if int(a["seq_length"]) >= least:
+            summary[(a["note"][:40], a["gpu"])].append((meas, pred))
+    print(f"\nmedian over pairs from {least} tokens (each model's series; mpt-30b included):")
+    print("| table | GPU | pairs | measured TFLOP/s | priced TFLOP/s | priced / measured seconds |"
+          "\n|---|---|---|---|---|---|")
+    for (table, gpu), vals in sorted(summary.items()):
+        m = statistics.median(v[0] for v in vals)
+        p = statistics.median(v[1] for v in vals)
+        q = statistics.median(v[0] / v[1] for v in vals)
+        print(f"| {table} | {gpu} | {len(vals)} | {m / 1e12:.0f} | {p / 1e12:.0f} | {q:.2f} |")
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("readme", type=Path)
@@ -230,6 +311,9 @@ def main(argv: list[str]) -> int:
                          "block and billion block parameters")
     ap.add_argument("--fp8-twins", action="store_true",
                     help="each fp8 launch's measured and predicted speed-up over its bf16 twin")
+    ap.add_argument("--seq-slope", action="store_true",
+                    help="the attention rate read off each series' step in sequence length, "
+                         "measured and priced")
     ap.add_argument("--pair", type=Path, metavar="OLD_README",
                     help="compare with an older README: the configurations it measured too")
     args = ap.parse_args(argv)
@@ -249,6 +333,9 @@ def main(argv: list[str]) -> int:
         return 0
     if args.fp8_twins:
         print_fp8_twins(rows, times)
+        return 0
+    if args.seq_slope:
+        print_seq_slopes(rows, times)
         return 0
     groups: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for rid, err in errors.items():

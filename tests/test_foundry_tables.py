@@ -119,3 +119,36 @@ def test_fp8_twins_pair_launches_by_run_and_compare_tokens_per_second():
     meas, pred = script.twin_speedups(bf16, fp8, times)
     assert meas == pytest.approx((10 / 144) / (4 / 72))
     assert pred == pytest.approx((9 / 144) / (4 / 72))
+
+
+def test_seq_slope_reads_the_attention_rate_off_the_step_in_sequence_length():
+    """Two launches of one series, 2k and 4k tokens: a step time that is a per-token constant
+    plus the causal attention FLOPs at R gives back R whatever the constant (the GEMMs'
+    share); a launch of another series (other GPU count) or of the same length is not
+    paired; a time per token that does not grow gives an infinite rate."""
+    script = load_script(SCRIPT)
+    base = {"note": "t", "model": "mpt-7b", "gpu": "h100-sxm-80gb", "num_gpus": "8",
+            "recompute": "full", "dtype": "bf16", "hidden_size": "4096", "num_layers": "32",
+            "global_batch_size": "16"}
+    short = dict(base, id="s", seq_length="2048")
+    long_ = dict(base, id="l", seq_length="4096")
+    other = dict(base, id="o", seq_length="8192", num_gpus="16")
+    same = dict(base, id="d", seq_length="2048", global_batch_size="32")
+    # causal: 32 layers x 2 s h forward, x (1 + 2.5 backward + 1 recompute)
+    assert script.attention_flops_per_token(short) == 32 * 2 * 2048 * 4096 * 4.5
+    assert script.attention_flops_per_token(dict(short, recompute="none")) == \
+        32 * 2 * 2048 * 4096 * 3.5
+
+    def step(row, per_token, rate):
+        tokens = int(row["global_batch_size"]) * int(row["seq_length"]) / int(row["num_gpus"])
+        return tokens * (per_token + script.attention_flops_per_token(row) / rate)
+
+    times = {r["id"]: (step(r, 2e-7, 150e12), step(r, 5e-7, 100e12))
+             for r in (short, long_, other)}  # (predicted, measured)
+    (a, b, meas, pred), = script.seq_slopes([short, long_, other], times)
+    assert (a["id"], b["id"]) == ("s", "l")
+    assert meas == pytest.approx(100e12) and pred == pytest.approx(150e12)
+    times["d"] = times["s"]
+    assert len(script.seq_slopes([short, same, long_], times)) == 1  # 2048 twice: one pair
+    flat = {"s": (1.0, 1.0), "l": (2.0, 2.0)}  # the same time per token at both lengths
+    assert script.seq_slopes([short, long_], flat)[0][2] == float("inf")
