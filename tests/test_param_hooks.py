@@ -74,6 +74,29 @@ def test_bridge_caches_the_placeholder_from_its_te_v2_12_pin():
     rows = {r["id"]: r for r in csv.DictReader(PUBLIC_TRAINING.open())}
     old = shard_of(row_config(rows["bridge2511-qwen3-30b-a3b-16"]))
     new = shard_of(row_config(rows["bridge2604p1-qwen3-30b-a3b-b200-8"]))
-    assert old.main_grad_bytes and not old.cached_dummy_wgrad
-    assert new.main_grad_bytes and new.cached_dummy_wgrad
-    assert not _shard().cached_dummy_wgrad  # the zoo's Megatron-core with TE v2.3
+    assert old.main_grad_bytes and not old.cached_dummy_wgrad_grouped
+    assert old.cached_dummy_wgrad  # TE 2.9: Linear's placeholder cached since v2.3
+    assert new.main_grad_bytes and new.cached_dummy_wgrad_grouped and new.cached_dummy_wgrad
+    zoo = _shard()  # the Model Zoo's Megatron-core of 2025-05: TE release_v2.2
+    assert not zoo.cached_dummy_wgrad and not zoo.cached_dummy_wgrad_grouped
+
+
+def test_te_version_gates_each_module_by_its_release():
+    """TE ba5dc5dde (#1651, v2.3): Linear's cached placeholder; d2945c6a5 (#2305, v2.10):
+    GroupedLinear's. Each profile entry's ``te_version`` from the NeMo container tables."""
+    from trainsim.catalog.frameworks import framework_feature, te_at_least
+    assert framework_feature("megatron-core", "0.8", "te_version") == "1.8"
+    cases = {("megatron-core", "0.8"): (False, False), ("megatron-core", "0.14"): (True, False),
+             ("megatron-core", "0.16"): (True, True), ("nemo", "25.07"): (True, False),
+             ("nemo", "24.09"): (False, False), ("mlperf-nemo", "5.1"): (True, False),
+             ("megatron-core", "0.11"): (False, False), ("pytorch", None): (False, False)}
+    for (fw, v), want in cases.items():
+        assert (te_at_least(fw, v, "2.3"), te_at_least(fw, v, "2.10")) == want, (fw, v)
+    assert te_at_least("megatron-core", "0.16", "2.12") and not te_at_least("megatron-core", "0.16", "2.13")
+    sh = replace(_shard(), cached_dummy_wgrad=True)  # Linear cached, GroupedLinear not
+    te = Gemm("expert_fc1", 512, 3072, 4096, batch=16, grouped="multi_stream", ragged=True)
+    loop = replace(te, name="loop_fc1", grouped="loop")
+    dense = Gemm("fc1", 4096, 3072, 4096)
+    cached = {op.name: op.dummy_cached for op in backward_of([te, loop, dense], sh)
+              if op.name.endswith(".wgrad")}
+    assert cached == {"expert_fc1.wgrad": False, "loop_fc1.wgrad": True, "fc1.wgrad": True}

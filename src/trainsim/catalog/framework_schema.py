@@ -25,6 +25,7 @@ from trainsim.catalog.schema_checks import (
     _int,
     _list_of,
     _nullable,
+    _release,
     _roles,
     _stage_releases,
     _stages,
@@ -270,10 +271,11 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # saves the all-gathered, full-length input for its backward (not a 1/tp shard gathered
     # again in the backward, as Megatron's linears do)
     "sp_gathered_gemm_inputs": _nullable(_bool),
-    # Transformer Engine's modules hand Megatron's DDP a cached placeholder weight gradient
-    # (``get_dummy_wgrad``: a dict look-up and a ``detach``) instead of a ``torch.empty`` per
-    # weight and backward (``compute.host.PARAM_GRAD_S``)
-    "te_cached_dummy_wgrad": _nullable(_bool),
+    # the Transformer Engine release the entry's stack runs (its container's, or the pin of the
+    # framework's own CI / pyproject), MAJOR.MINOR: mechanisms that changed with a TE release
+    # read it (``catalog.frameworks.te_at_least``; ``workload.shard`` the placeholder weight
+    # gradient, ``compute.host.PARAM_GRAD_S``); null: not recorded (or no TE)
+    "te_version": _nullable(_release),
     # interleaved 1F1B is torch.distributed.pipelining's ScheduleInterleaved1F1B: its warm-up,
     # (vpp-1) pp + 2 (pp-1-rank) forwards, holds even when m == pp, where Megatron runs every
     # forward first
@@ -472,7 +474,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",
     "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
-    "sp_gathered_gemm_inputs", "te_cached_dummy_wgrad", "torch_interleaved_warmup", "microbatch_group_size",
+    "sp_gathered_gemm_inputs", "te_version", "torch_interleaved_warmup", "microbatch_group_size",
     "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
     "autocast_dtypes",
     "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",

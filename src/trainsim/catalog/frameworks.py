@@ -442,6 +442,18 @@ def framework_feature(framework: str, version: str | None, feature: str) -> Any:
     return tuple(value) if isinstance(value, list) else value
 
 
+@functools.cache
+def te_at_least(framework: str | None, version: str | None, release: str) -> bool:
+    """Whether the framework at ``version`` runs Transformer Engine ``release`` or later (the
+    profile's ``te_version``; False where it records none or no framework is named)."""
+    te = framework_feature(framework, version, "te_version") if framework else None
+    return te is not None and _release_key(te) >= _release_key(release)
+
+
+def _release_key(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split("."))
+
+
 def flex_backend_runs(framework: str | None, version: str | None, dispatcher: str,
                       gpu_name: str, sm_arch: int | None) -> bool:
     """Whether the framework at ``version`` lets the flex dispatcher's ``dispatcher`` backend

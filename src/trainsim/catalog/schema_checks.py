@@ -68,6 +68,12 @@ def _str(v: Any) -> str | None:
     return None if isinstance(v, str) and v.strip() else "expected a non-empty string or null"
 
 
+def _release(v: Any) -> str | None:
+    """A library release as ``MAJOR.MINOR`` or ``MAJOR.MINOR.PATCH`` (``"2.12"``)."""
+    ok = isinstance(v, str) and re.fullmatch(r"\d+\.\d+(\.\d+)?", v) is not None
+    return None if ok else "expected a quoted release such as \"2.12\" or null"
+
+
 def _list_of(choices: tuple[str, ...], what: str) -> Callable[[Any], str | None]:
     """A validator of a non-empty list of ``choices`` (``what`` names them in the message)."""
     def check(v: Any) -> str | None:

@@ -131,8 +131,9 @@ a measurement."""
 PARAM_GRAD_S = DUMMY_WGRAD_S + DDP_HOOK_S
 """Host seconds per weight a fused-accumulation backward hands to Megatron's DDP
 (``ops.Gemm.param_hooks``): the placeholder gradient and the hook. 10.1 us; where Transformer
-Engine caches the placeholder (TE >= v2.10 for ``GroupedLinear``: module/base.py
-``get_dummy_wgrad``, one ``torch.empty`` per shape and a ``detach`` per call) its
+Engine caches the placeholder (module/base.py ``get_dummy_wgrad``, one ``torch.empty`` per
+shape and a ``detach`` per call: TE >= v2.3 for ``Linear``, >= v2.10 for ``GroupedLinear``,
+``workload.shard.TE_CACHED_DUMMY_WGRAD``, by the profile's ``te_version``) its
 ``torch.empty`` is a view's ``PY_VIEW_S`` instead (``hooks_host_s``): 5.3 us."""
 
 GRAPH_REPLAY_LAUNCHES = 2

@@ -381,6 +381,12 @@ def weights_of(op: Gemm) -> int:
     return op.batch if not op.grouped or op.grouped in PER_GROUP_WEIGHTS else 1
 
 
+def in_grouped_linear(op: Gemm) -> bool:
+    """Whether an expert GEMM's weights are Transformer Engine ``GroupedLinear``'s (every
+    grouped implementation but a loop over expert modules, each a TE ``Linear``)."""
+    return op.grouped != "loop" and (op.batch > 1 or bool(op.grouped))
+
+
 def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
     """Backward ops of a forward op list, in reverse order (dgrad + wgrad per GEMM).
 
@@ -470,7 +476,8 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
                                fp8_fast_accum=False, accumulate_bytes=sh.main_grad_bytes,
                                param_hooks=weights_of(op) if sh.main_grad_bytes else 0,
-                               dummy_cached=sh.cached_dummy_wgrad))
+                               dummy_cached=sh.cached_dummy_wgrad_grouped
+                               if in_grouped_linear(op) else sh.cached_dummy_wgrad))
         elif isinstance(op, Attention):
             ops.append(replace(op, name=f"{op.name}.bwd", backward=True))
         elif isinstance(op, Elementwise):

@@ -13,11 +13,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainsim.catalog.frameworks import framework_feature, framework_profile, profile_supports
+from trainsim.catalog.frameworks import (
+    framework_feature,
+    framework_profile,
+    profile_supports,
+    te_at_least,
+)
 from trainsim.config import RunConfig
 from trainsim.workload.elementwise import fp8_scale_update_op
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import MATERIALIZED_SCORES, Comm, Elementwise, Gemm, GroupedImpl, Op
+
+TE_CACHED_DUMMY_WGRAD = "2.3"
+"""First Transformer Engine release whose ``Linear`` / ``LayerNormLinear`` / ``LayerNormMLP``
+backward hands Megatron's DDP a cached placeholder weight gradient (``module/base.py``
+``get_dummy_wgrad``: one ``torch.empty`` per shape, a ``detach`` per call): NVIDIA/
+TransformerEngine ba5dc5dde (#1651, 2025-04-08, first tagged v2.3); v1.8 ``linear.py`` L591-601
+allocates ``torch.empty`` per call."""
+TE_GROUPED_CACHED_DUMMY_WGRAD = "2.10"
+"""The same for ``GroupedLinear``'s expert weights: d2945c6a5 (#2305, 2025-10-27, first tagged
+v2.10); release_v2.9 ``grouped_linear.py`` L442-470 still allocates per expert weight."""
 
 
 @dataclass(frozen=True)
@@ -80,8 +95,12 @@ class Shard:
     (Megatron's ``gradient_accumulation_fusion``, ``wgrad_accumulates``: 4 for fp32 grads, 2
     for 16-bit); 0 where the wgrad GEMM writes a fresh gradient."""
     cached_dummy_wgrad: bool = False
-    """Transformer Engine returns a cached placeholder weight gradient to Megatron's DDP (the
-    profile's ``te_cached_dummy_wgrad``): ``Gemm.dummy_cached`` on the wgrad GEMMs."""
+    """Transformer Engine's ``Linear``, ``LayerNormLinear`` and ``LayerNormMLP`` return a cached
+    placeholder weight gradient to Megatron's DDP (``get_dummy_wgrad``, from TE v2.3: the
+    profile's ``te_version``, ``TE_CACHED_DUMMY_WGRAD``): ``Gemm.dummy_cached`` on their wgrads."""
+    cached_dummy_wgrad_grouped: bool = False
+    """The same for ``GroupedLinear``'s expert weights (from TE v2.10,
+    ``TE_GROUPED_CACHED_DUMMY_WGRAD``)."""
     sp_gathered_saved: bool = False
     """A column-parallel GEMM keeps the all-gathered input it read for its wgrad, so the
     backward gathers nothing again (DTensor TP; the profile's ``sp_gathered_gemm_inputs``)."""
@@ -272,7 +291,10 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_weight_transpose=t.dtype == "fp8"
                  and profile_supports(cfg, "fp8_weight_transpose_copy"),
                  main_grad_bytes=wgrad_accumulates(cfg),
-                 cached_dummy_wgrad=profile_supports(cfg, "te_cached_dummy_wgrad"),
+                 cached_dummy_wgrad=te_at_least(t.framework, t.framework_version,
+                                                TE_CACHED_DUMMY_WGRAD),
+                 cached_dummy_wgrad_grouped=te_at_least(t.framework, t.framework_version,
+                                                        TE_GROUPED_CACHED_DUMMY_WGRAD),
                  sp_gathered_saved=p.tp > 1 and p.sequence_parallel
                  and profile_supports(cfg, "sp_gathered_gemm_inputs"),
                  mla_local_down=p.tp > 1 and p.sequence_parallel
