@@ -8,6 +8,7 @@ scores it, and how much of it any model of the shape can remove.
     python benchmarks/gemm_error_budget.py --gpu h100-sxm-80gb --shapes  # source x shape class
     python benchmarks/gemm_error_budget.py --file kernels_h100_measured.csv --shapes
     python benchmarks/gemm_error_budget.py --harness       # what any per-source harness term can reach
+    python benchmarks/gemm_error_budget.py --truth         # published rows against the project's own H100
 
 **Budget.** The validator's per-GPU GEMM MAPE (its own prices: the compute chain with the bundled
 kernel database where a GPU has one; the error of the rate for a TFLOP/s row, of the time for a
@@ -43,6 +44,18 @@ dtype its own best factor on the predicted time (a clock, a rate) and its own be
 a time added per call (a per-call cost), chosen on that group's own rows
 (``own_harness``): a GPU whose MAPE stays above a target with every source at its own best pair
 has its error inside the sources (shape by shape), where no harness term can reach.
+
+**Ground truth** (``--truth``): the published rows of a GPU whose shape (m, n, k, or n, m, k;
+16-bit) the project's own measurement (``kernels_h100_measured.csv``: CUDA 13, CUDA-graph loop,
+the same H100 SXM) also timed, scored three ways: with the model's price, with the measured
+time of that shape as the price (the best any model that matches the project's GPU exactly
+can do there), and with the best affine map a x t + b of those measured times (any harness law
+of one clock factor and one time per call); then the log of the published over the measured
+time against what each candidate mechanism would make it follow (Pearson r over the pairs):
+the operands' bytes at HBM bandwidth over the kernel time (a cold L2 in the profiled source),
+k (a small-k epilogue), the output tiles (m x n) and the model's waves (tile choice, wave
+quantization), a split last wave, the kernel's length (a clock), and the model's own error on
+the measured row (a fast or slow measured row).
 
 Nothing here changes trainsim; it reads the model and the files as they stand.
 """
@@ -253,6 +266,122 @@ def pairs(files: list[Path]) -> list[tuple[str, str, str, int, float, float]]:
             for (g, a, b), v in sorted(found.items())]
 
 
+TRUTH = BUNDLED_DIR / "kernels_h100_measured.csv"
+
+
+def pearson(x: list[float], y: list[float]) -> float:
+    mx, my = sum(x) / len(x), sum(y) / len(y)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    sxx, syy = sum((a - mx) ** 2 for a in x), sum((b - my) ** 2 for b in y)
+    return sxy / math.sqrt(sxx * syy) if sxx and syy else 0.0
+
+
+def affine_map(measured: list[float], published: list[float]) -> tuple[float, float]:
+    """(a, b) of the least squares of a x measured + b - published relative to published."""
+    xs = [(m / p, 1.0 / p) for m, p in zip(measured, published)]
+    s11 = sum(u * u for u, _ in xs)
+    s12 = sum(u * v for u, v in xs)
+    s22 = sum(v * v for _, v in xs)
+    r1, r2 = sum(u for u, _ in xs), sum(v for _, v in xs)
+    det = s11 * s22 - s12 * s12
+    return (r1 * s22 - r2 * s12) / det, (s11 * r2 - s12 * r1) / det
+
+
+def geomean_row(rows: list[GemmRow]) -> GemmRow:
+    """One row for a shape timed more than once: the geometric mean of the times, the
+    model's signed error taken against it."""
+    t = math.exp(sum(math.log(r.time_s) for r in rows) / len(rows))
+    predicted = rows[0].time_s * (1.0 + rows[0].signed)  # the same product: the same price
+    return rows[0]._replace(time_s=t, signed=predicted / t - 1.0, ape=abs(predicted / t - 1.0))
+
+
+def truth(rows: list[GemmRow], own: list[GemmRow]) -> dict:
+    """The published rows of ``own``'s GPU paired with ``own``'s 16-bit rows of the same shape
+    (module docstring, ``--truth``)."""
+    gpu_name = own[0].gpu
+    timed: dict[tuple[int, int, int], list[GemmRow]] = defaultdict(list)
+    for r in own:  # a shape and its transpose: the same product
+        if r.dtype in ("bf16", "fp16"):
+            timed[(r.m, r.n, r.k)].append(r)
+            if r.m != r.n:
+                timed[(r.n, r.m, r.k)].append(r)
+    measured = {shape: geomean_row(v) for shape, v in timed.items()}
+    cell = [r for r in rows if r.gpu == gpu_name]
+    paired = [(r, measured[(r.m, r.n, r.k)]) for r in cell
+              if r.dtype in ("bf16", "fp16") and (r.m, r.n, r.k) in measured]
+    at_truth = {r.id: abs(t.time_s / r.time_s - 1.0) for r, t in paired}
+    a, b = affine_map([t.time_s for _, t in paired], [r.time_s for r, _ in paired])
+    spec = catalog_gpu(gpu_name)
+    log_ratio = [math.log(r.time_s / t.time_s) for r, t in paired]
+    mean = sum(log_ratio) / len(log_ratio)
+    covariates = {
+        "operand bytes at HBM bandwidth over the measured time (cold L2)": [
+            math.log(2 * (r.m * r.k + r.n * r.k + r.m * r.n) / spec.hbm_bw_Bps / t.time_s)
+            for r, t in paired],
+        "log k (small-k epilogue)": [math.log(r.k) for r, _ in paired],
+        "log m x n (output tiles)": [math.log(r.m * r.n) for r, _ in paired],
+        "log waves of the model's tile (wave quantization)": [
+            math.log(tile_choice(gpu_name, Gemm("g", r.m, r.n, r.k, r.dtype))[1])
+            for r, _ in paired],
+        "split last wave (0/1)": [
+            float(tile_choice(gpu_name, Gemm("g", r.m, r.n, r.k, r.dtype))[2] > 1)
+            for r, _ in paired],
+        "log measured time (clock)": [math.log(t.time_s) for _, t in paired],
+        "model's signed error on the measured row": [t.signed for _, t in paired],
+    }
+    return {
+        "gpu": gpu_name, "cell_n": len(cell), "n": len(paired),
+        "cell": sum(r.ape for r in cell) / len(cell),
+        "cell_at_truth": sum(at_truth.get(r.id, r.ape) for r in cell) / len(cell),
+        "model": sum(r.ape for r, _ in paired) / len(paired),
+        "truth": sum(at_truth.values()) / len(paired),
+        "affine": (a, b, sum(abs((a * t.time_s + b) / r.time_s - 1.0) for r, t in paired)
+                   / len(paired)),
+        "own_model": sum(abs(t.signed) for _, t in paired) / len(paired),
+        "log_mean": mean,
+        "log_sd": math.sqrt(sum((x - mean) ** 2 for x in log_ratio) / (len(log_ratio) - 1)),
+        "r": {name: pearson(v, log_ratio) for name, v in covariates.items()},
+        "by_waves": by_waves(paired, gpu_name),
+    }
+
+
+def by_waves(paired: list[tuple[GemmRow, GemmRow]], gpu_name: str
+             ) -> list[tuple[str, int, float, float, float, float]]:
+    """(waves of the model's tile, pairs, mean and sd of log(published / measured time), the
+    model's MAPE on the published rows, the MAPE at the measured time) per class."""
+    out = []
+    for name, lo, hi in (("< 1", 0.0, 1.0), ("1-2", 1.0, 2.0), (">= 2", 2.0, math.inf)):
+        sel = [(r, t) for r, t in paired
+               if lo <= tile_choice(gpu_name, Gemm("g", r.m, r.n, r.k, r.dtype))[1] < hi]
+        if not sel:
+            continue
+        x = [math.log(r.time_s / t.time_s) for r, t in sel]
+        mean = sum(x) / len(x)
+        sd = math.sqrt(sum((v - mean) ** 2 for v in x) / max(len(x) - 1, 1))
+        out.append((name, len(sel), mean, sd, sum(r.ape for r, _ in sel) / len(sel),
+                    sum(abs(t.time_s / r.time_s - 1.0) for r, t in sel) / len(sel)))
+    return out
+
+
+def print_truth(rows: list[GemmRow]) -> None:
+    t = truth(rows, gemm_rows(TRUTH))
+    a, b, affine = t["affine"]
+    print(f"### {t['gpu']}: {t['n']} of the cell's {t['cell_n']} rows timed by {TRUTH.name} too\n")
+    print("| the paired rows priced by | their MAPE | the GPU's GEMM cell |\n|---|---|---|")
+    print(f"| the model | {t['model']:.1%} | {t['cell']:.2%} |")
+    print(f"| the measured time of the shape | {t['truth']:.1%} | {t['cell_at_truth']:.2%} |")
+    print(f"| {a:.3f} x the measured time + {b * 1e6:.2f} us (best affine map) | {affine:.1%} | |")
+    print(f"\nThe model on the measured rows themselves: {t['own_model']:.1%}. Published over "
+          f"measured time, log: mean {t['log_mean']:+.3f}, sd {t['log_sd']:.3f}.\n")
+    print("| mechanism the ratio would follow | Pearson r |\n|---|---|")
+    for name, r in t["r"].items():
+        print(f"| {name} | {r:+.2f} |")
+    print("\n| waves of the model's tile | pairs | log ratio mean | sd | model MAPE | MAPE at the "
+          "measured time |\n|---|---|---|---|---|---|")
+    for name, n, mean, sd, model, at in t["by_waves"]:
+        print(f"| {name} | {n} | {mean:+.3f} | {sd:.3f} | {model:.1%} | {at:.1%} |")
+
+
 def print_shapes(rows: list[GemmRow], worst: int) -> None:
     """One GPU's rows by source and shape class (``shape_class``), each class's worst rows."""
     print("| source | shape class | n | MAPE | signed (time) | points | worst (signed time) |\n"
@@ -297,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shapes", action="store_true", help="each source's rows by shape class")
     ap.add_argument("--harness", action="store_true",
                     help="each source at its own best time factor and per-call time")
+    ap.add_argument("--truth", action="store_true",
+                    help="the published rows the project's own measurement timed too")
     ap.add_argument("--file", default=PUBLISHED.name,
                     help="a bundled kernels file (default kernels_published.csv)")
     args = ap.parse_args(argv)
@@ -313,6 +444,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {g} | {a} | {b} | {n} | {floor:.1%} | {at_a:.1%} |")
         return 0
     rows = gemm_rows(path)
+    if args.truth:
+        print_truth(rows)
+        return 0
     gpus = sorted({r.gpu for r in rows} if not args.gpu else {args.gpu})
     print(f"{path.name}{' (errata applied)' if args.errata else ''}: GEMM rows per GPU")
     for g in gpus:

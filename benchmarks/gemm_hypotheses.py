@@ -23,6 +23,12 @@ Hypotheses (``HYPOTHESES``):
 * Tile fixed cost as a time on GPUs whose MMA is not fed from shared memory (not
   ``roofline.smem_fed_mma``): ``GEMM_TILE_OVERHEAD_K`` x the GPU's per-SM GEMM rate over
   H100's (A100 ~90, MI300X ~80, B200 ~430 k-steps of the 16-bit main loop).
+* Tile fixed cost as the epilogue's C store at HBM bandwidth: a wave's tiles store their C
+  tiles together, so the store takes rows x cols x 2 bytes at an SM's share of HBM bandwidth,
+  the GPU's ridge point (``ridge``: burst 16-bit ceiling over HBM bandwidth) in k-steps of
+  any tile; ``GEMM_TILE_OVERHEAD_K`` x the GPU's ridge over H100's (A100 122, H200 159, B200
+  210, MI300X 117 k-steps; H100 and H800 unchanged). As a src change with the same scaling
+  (``candidates/gemm_tile_cost_ridge.patch``; RESULTS.md, 34th session, gemm34).
 * fp8's tile fixed cost in k-steps of the 16-bit main loop (not scaled by the fp8 rate).
 * Tile quantization: ``SPLIT_K_MAX_WAVES`` 1 and 3; ``SMALL_TILE_RATE`` 0.85 and 1.0; a split's
   parts summed through memory (``gemm_variants.split_reduce_efficiency``: cuBLASLt's
@@ -36,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import re
 import sys
 import tempfile
@@ -132,6 +139,15 @@ def _time_overhead(self: roofline.RooflineModel, op: Gemm) -> float:
     return k0 * per_sm_rate(self.gpu) / per_sm_rate(catalog_gpu("h100-sxm-80gb"))
 
 
+def ridge(gpu) -> float:
+    """A GPU's 16-bit GEMM ceiling at its burst clock over its HBM bandwidth (FLOP/B)."""
+    return dataclasses.replace(gpu, sustained_of_burst=1.0).gemm_ceiling("bf16") / gpu.hbm_bw_Bps
+
+
+def _store_overhead(self: roofline.RooflineModel, op: Gemm) -> float:
+    return _shipped_overhead(self, op) * ridge(self.gpu) / ridge(catalog_gpu("h100-sxm-80gb"))
+
+
 def _ksteps_overhead(self: roofline.RooflineModel, op: Gemm) -> float:
     return float(roofline.GEMM_TILE_OVERHEAD_K)
 
@@ -155,6 +171,8 @@ HYPOTHESES: dict[str, Callable[[], contextlib.AbstractContextManager[None]]] = {
         vk, UNTIMED_GAPS=vk.PROFILER_SUMMED),
     "tile cost a time off Hopper (A100 ~90 k-steps)": lambda: efficiency(
         _efficiency(_time_overhead)),
+    "tile cost the C store at HBM bandwidth (x ridge / H100's)": lambda: efficiency(
+        _efficiency(_store_overhead)),
     "fp8 tile cost in 16-bit k-steps": lambda: efficiency(_efficiency(_ksteps_overhead)),
     "SPLIT_K_MAX_WAVES 1": lambda: patched(roofline, SPLIT_K_MAX_WAVES=1),
     "SPLIT_K_MAX_WAVES 3": lambda: patched(roofline, SPLIT_K_MAX_WAVES=3),

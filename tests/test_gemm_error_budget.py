@@ -105,3 +105,26 @@ def test_harness_oracle_finds_a_sources_own_factor_and_per_call_time(budget):
         sum(t / (t - 2e-6) - 1 for t in (1e-5, 4e-5, 2e-4)) / 3)
     *_, f2, b2, m2 = budget.own_harness(short)
     assert (f2, b2) == (pytest.approx(1.0), pytest.approx(2e-6)) and m2 < 1e-9
+
+
+def test_truth_prices_paired_rows_at_the_measured_time_and_maps_it(budget):
+    """A published row whose shape (or its transpose) the project timed is scored at that time;
+    a shape timed twice at the geometric mean; published times 1.1 x measured + 2 us are found
+    by the affine map exactly; unpaired rows keep the model's error."""
+    def row(i, m, n, k, t, signed, gpu="h100-sxm-80gb"):
+        return budget.GemmRow(f"r{i}", gpu, "s", "fp16", m, n, k, abs(signed), signed, t)
+
+    own = [row(0, 1024, 4096, 512, 10e-6, 0.0), row(1, 4096, 1024, 512, 40e-6, 0.0),
+           row(2, 2048, 2048, 2048, 50e-6, 0.0), row(3, 4096, 4096, 4096, 200e-6, 0.0)]
+    meas = {(1024, 4096, 512): 20e-6, (2048, 2048, 2048): 50e-6, (4096, 4096, 4096): 200e-6}
+    pub = [row(10 + i, m, n, k, 1.1 * t + 2e-6, -0.1) for i, ((m, n, k), t) in
+           enumerate(meas.items())] + [row(20, 8192, 8192, 8192, 1e-3, 0.3)]
+    t = budget.truth(pub, own)
+    assert (t["n"], t["cell_n"]) == (3, 4)
+    assert t["model"] == pytest.approx(0.1) and t["cell"] == pytest.approx(0.6 / 4)
+    at = [abs(meas[s] / (1.1 * meas[s] + 2e-6) - 1) for s in meas]
+    assert t["truth"] == pytest.approx(sum(at) / 3)
+    assert t["cell_at_truth"] == pytest.approx((sum(at) + 0.3) / 4)
+    a, b, mape = t["affine"]
+    assert (a, b) == (pytest.approx(1.1), pytest.approx(2e-6)) and mape < 1e-9
+    assert budget.pearson([1, 2, 3], [2, 4, 6.5]) > 0.99
