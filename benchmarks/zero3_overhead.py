@@ -2,6 +2,7 @@
 is not compute, measured against predicted (issue 17 diagnostics; nothing here feeds trainsim).
 
     python benchmarks/zero3_overhead.py [training_public.csv]
+    python benchmarks/zero3_overhead.py serial   # the all-serial bound (``serial_bound``)
 
 For each ``megatron21-t2-zero3-*`` row, and the two Table 2 points with micro-batch 2 that no
 file holds (174.6B on 768 GPUs at 88 TFLOP/s, 529.6B on 1120 at 98, converted with the paper's
@@ -192,7 +193,43 @@ def analyse(row: dict[str, str]) -> tuple[str, tuple, Split]:
     return line, fit_row, split
 
 
+def without_comm(cfg: RunConfig) -> float:
+    """The iteration time of ``cfg`` with every collective priced at 0 s (``Pricer.comm_time``
+    patched for the call, restored after): what the step costs with no wire time at all."""
+    kept = Pricer.comm_time
+    Pricer.comm_time = lambda self, op: 0.0  # type: ignore[method-assign]
+    try:
+        return simulate(cfg).iteration_time_s
+    finally:
+        Pricer.comm_time = kept  # type: ignore[method-assign]
+
+
+def serial_bound(row: dict[str, str], split: Split) -> tuple[float, float, float, float]:
+    """(prediction, prediction with no wire time, the step's priced wire time: gathers and
+    gradient all-reduces of every layer, and their sum with the no-wire step): the last is
+    the most that making DeepSpeed 0.3.13-0.5.4's collectives wait for everything, host work
+    included, could give; the wire time the prediction already exposes is the first less
+    the second."""
+    res = predict_training_row(row)
+    cfg = row_config(row, res.chosen)
+    bare = without_comm(cfg)
+    wire = cfg.model.num_layers * (split.wire + split.red)
+    return res.predicted, bare, wire, bare + wire
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["serial"]:
+        path = BUNDLED_DIR / "training_public.csv"
+        rows = [r for r in csv.DictReader(path.open())
+                if r["id"].startswith("megatron21-t2-zero3")]
+        print(f"{'row':34s} {'meas':>6s} {'pred':>6s} {'no wire':>7s} {'exposed':>7s} "
+              f"{'wire':>6s} {'serial':>6s} {'err':>6s}")
+        for row in rows:
+            pred, bare, wire, serial = serial_bound(row, analyse(row)[2])
+            meas = float(row["measured_iteration_s"])
+            print(f"{row['id']:34s} {meas:6.1f} {pred:6.1f} {bare:7.1f} {pred - bare:7.1f} "
+                  f"{wire:6.1f} {serial:6.1f} {100 * (serial / meas - 1):+5.1f}%")
+        return
     path = Path(argv[0]) if argv else BUNDLED_DIR / "training_public.csv"
     rows = [r for r in csv.DictReader(path.open()) if r["id"].startswith("megatron21-t2-zero3")]
     by_id = {r["id"]: r for r in rows}

@@ -221,3 +221,32 @@ def test_unread_unfused_attention_keeps_one_launch(framework, version):
     """Transformer Engine's UnfusedDotProductAttention and the pytorch profile's eager path
     were not read: one launch each way, as before."""
     assert _attention_launches(framework, version, 0.1) == (1, 1)
+
+
+def _gather_then_copies(ranks: int) -> float:
+    """GPU time the host adds to a 20 ms list all_gather followed by ProcessGroupNCCL's
+    per-rank copies (C++-issued, 5 ms of device time in all) on the same stream."""
+    ops = [Comm("g", "all_gather", 1e9, "dp"),
+           Elementwise("copies", bytes=2e9, kernels=ranks, cpp_kernels=ranks)]
+    return host.exposed_s(ops, [0.020, 0.005], host.HOST_S_PER_KERNEL)
+
+
+def test_launches_past_the_stream_queue_wait_for_the_running_gather():
+    h = host.CPP_LAUNCH_S
+    # under the queue the copies' launches run ahead of the gather: nothing exposed
+    assert _gather_then_copies(900) == 0.0
+    assert 2240 * h < 0.020  # without a queue 2,240 launches would also hide under the gather
+    # past it the host issues LAUNCH_QUEUE copies, then waits for the gather and the first
+    # copy to finish before issuing the rest
+    rest = (2240 - host.LAUNCH_QUEUE) * h
+    assert _gather_then_copies(2240) == pytest.approx(0.005 / 2240 + rest)
+
+
+def test_a_full_queue_behind_an_idle_stream_costs_nothing_more():
+    # launched ahead of the list (the stream idle when it starts): never held back
+    ops = [Elementwise("copies", bytes=2e9, kernels=5000, cpp_kernels=5000)]
+    assert host.exposed_s(ops, [0.005], host.HOST_S_PER_KERNEL) == 0.0
+    # after a short op the stream is idle before the queue fills: the host is not held back
+    short = [Comm("g", "all_gather", 1e6, "dp"), *ops]
+    assert host.exposed_s(short, [1e-4, 0.005], host.HOST_S_PER_KERNEL) == pytest.approx(
+        5000 * host.CPP_LAUNCH_S - 1e-4)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pytest
 from helpers import load_script
 
 from trainsim.compute import host
@@ -49,3 +50,17 @@ def test_without_host_restores_the_launch_cost_and_drops_it_meanwhile():
     assert host.HOST_S_PER_KERNEL == kept
     assert simulate(cfg).iteration_time_s == res.predicted  # the script's config is the row's
     assert bare < res.predicted
+
+
+@pytest.mark.slow
+def test_the_serial_bound_is_above_the_prediction_and_the_wire_not_all_exposed():
+    """With no wire time the step is shorter, by no more than the priced wire (part of it
+    hides under the gathers' host loops), and the all-serial step is the longest; the patch
+    on ``Pricer.comm_time`` is gone after."""
+    for row in _rows():
+        _, _, s = SCRIPT.analyse(row)
+        pred, bare, wire, serial = SCRIPT.serial_bound(row, s)
+        assert bare < pred <= serial, row["id"]
+        assert pred - bare <= wire, row["id"]
+    assert SCRIPT.Pricer.comm_time is not None
+    assert SCRIPT.Pricer.comm_time.__name__ == "comm_time"

@@ -227,6 +227,17 @@ def scoped_launches(ops: Sequence[Op], captured: Sequence[int],
     return out
 
 
+LAUNCH_QUEUE = 1000
+"""Kernels one CUDA stream holds launched and not yet finished: past that the host's next
+launch returns only when one of them has finished. Measured: a 190 us kernel launched 10,000
+times into one stream, the first ~1,000 launches at 4-5 us each, every later one ~190 us (one
+kernel's run); three streams held ~1,000 each (StackOverflow 53970187 and NVIDIA developer forum
+t/68937, 2018-12, "the buffer size is about 1000 kernels"). Where it binds here: the per-rank
+copies ProcessGroupNCCL queues behind a list ``all_gather`` on its stream
+(``sharding.list_all_gather_ops``) at more than ~1,000 ranks: the host issues the first ~1,000
+while the gather runs and the rest only after it. Measured, not fitted."""
+
+
 Beside = tuple[int, float, float]
 """A collective run on its own stream beside an earlier op of the list (the op's index, the
 collective's whole time in seconds, the share of the op's time its SMs take while both run):
@@ -245,7 +256,9 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
     (:data:`Beside`, by index): one launched after that op started hides behind only what is
     left of it (a collective cannot start before its launch), the rest of it the GPU's wait
     for the host; launched in time, its ``gpu_s`` stands. The collectives beside the list's
-    first op were launched ahead with it (and the ops between)."""
+    first op were launched ahead with it (and the ops between). A stream holds at most
+    ``LAUNCH_QUEUE`` launched kernels: an op of more kernels issued while the GPU still runs
+    earlier work launches the rest only once its first kernel has finished."""
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
     n = list(counts) if counts is not None else [launches(op) for op in ops]
@@ -260,7 +273,15 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
     for i, (op, busy, k) in enumerate(zip(ops, gpu_s, n)):
         if isinstance(op, Elementwise) and op.host_sync:
             host = max(host, gpu)  # Python waits for the value the GPU is computing
-        host += k * per_kernel_s + cpp[i]
+        issue = k * per_kernel_s + cpp[i]
+        total = op.kernels if isinstance(op, Elementwise) else k
+        if i > ahead and total > LAUNCH_QUEUE and gpu > host + issue * LAUNCH_QUEUE / total:
+            # the stream's queue fills while it still runs earlier work: the launches past
+            # LAUNCH_QUEUE wait for the op's first kernel to finish
+            full = max(host + issue * LAUNCH_QUEUE / total, gpu + busy / total)
+            host = full + issue * (total - LAUNCH_QUEUE) / total
+        else:
+            host += issue
         if beside and i in beside:
             j, comm_s, share = beside[i]
             late = host - starts[j]
