@@ -1,10 +1,12 @@
 """Transformer Engine's delayed scaling max-reduces the amaxes of a model chunk over the
 tensor-and-data-parallel group once per forward and once per backward of the chunk, with the
 compute stream waiting on it: a cost that grows with the stage's rank count, not with the
-model (``workload.elementwise.fp8_amax_reductions``)."""
+model (``workload.elementwise.fp8_amax_reductions``); with CUDA-graphed layers too, and over
+the TP (and CP) ranks alone under Megatron-core's ``tp_only_amax_red``."""
 
 from __future__ import annotations
 
+import pytest
 from helpers import fp8_slice_cfg
 
 from trainsim.chunks import chunks
@@ -51,12 +53,27 @@ def test_reduction_grows_with_the_stage_ranks():
     assert sum(_passes(_cfg(2048))) - sum(_passes(_cfg(64))) > 0.5 * (large - small)
 
 
-def test_no_reduction_without_delayed_scaling_or_with_cuda_graphs():
-    """bf16, current scaling (no amax history to share) and CUDA-graphed layers (not
-    modelled) add none."""
+def test_no_reduction_without_delayed_scaling():
+    """bf16 and current scaling (no amax history to share) add none."""
     assert _amax(_cfg(64, dtype="bf16")) == []
     assert _amax(_cfg(64, recipe="current")) == []
-    assert _amax(_cfg(64, graphs=True)) == []
+
+
+def test_cuda_graphed_layers_reduce_as_eager_ones():
+    """A graphed layer's replay hands its amaxes to the chunk's fp8_autocast exit and the
+    first module's backward replay reduces after it (TE v1.6rc1 graph.py; Megatron-core
+    cuda_graphs.py ``_CudagraphFunc``): the same two reductions as without graphs."""
+    graphed, eager = _amax(_cfg(64, graphs=True)), _amax(_cfg(64))
+    assert len(graphed) == 2 and graphed == pytest.approx(eager)
+
+
+def test_tp_only_amax_reduction_stays_inside_the_tp_group():
+    """MLPerf v5.0's custom.yaml keeps Megatron-core's ``tp_only_amax_red`` default True:
+    the reduction spans the 4 TP ranks of one node, not the stage's 512 ranks on 64 nodes,
+    and no longer grows with the data-parallel size."""
+    v40, v50 = _amax(_cfg(2048, version="4.0")), _amax(_cfg(2048, version="5.0"))
+    assert len(v50) == 2 and sum(v50) < 0.5 * sum(v40)
+    assert _amax(_cfg(64, version="5.0")) == pytest.approx(v50)
 
 
 def test_mlperf_v31_keeps_the_reduction_to_tp_and_async():

@@ -148,19 +148,23 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     gather_f, gather_b = (pricer.price(g) for g in deepspeed_pipe_gathers(cfg, sh))
     t = cfg.training
     # Transformer Engine's delayed-scaling amax reductions, one per chunk pass
-    # (``fp8_amax_reductions``); whole-layer CUDA graphs reduce outside the graphs: not
-    # modelled. Under graphs over parts of a layer (``cuda_graph_scope``) the eager rest's
-    # modules reduce as without graphs and a graph's backward reduces eagerly after its replay
-    # (TransformerEngine v2.10 graph.py ``Graphed.backward`` L718-720): kept
+    # (``fp8_amax_reductions``), with or without CUDA graphs: a graphed layer's replay adds
+    # its modules' amaxes to the global buffer that the chunk's fp8_autocast exit reduces,
+    # and the first module's backward replay reduces eagerly after it (TE v1.6rc1 graph.py
+    # ``make_graphed_forward`` L395-402, ``Graphed.backward`` L343-344; v2.2.1 L550, L466;
+    # Megatron-core's own graphs, core_v0.11.0-0.13.0 transformer/cuda_graphs.py
+    # ``_CudagraphFunc.forward`` / ``backward``: add_fp8_tensors_to_global_buffer,
+    # reduce_and_update_fp8_tensors(forward=False)); graphs over parts of a layer
+    # (``cuda_graph_scope``) the same (v2.10 graph.py ``Graphed.backward`` L718-720)
     amax = t.dtype == "fp8" and t.fp8_recipe == "delayed" \
-        and not (t.cuda_graphs and not t.cuda_graph_scope) \
         and not profile_supports(cfg, "fp8_amax_tp_async")
+    amax_group = "tp_cp" if profile_supports(cfg, "fp8_amax_tp_only") else "tp_dp_cp"
     drops_fp8 = recompute_drops_fp8(cfg)
     out = {}
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         kinds = [kind(i) for i in layers]
-        amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers))) \
+        amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers), amax_group)) \
             if amax and layers else (empty, empty)
         if drops_fp8 and all(k[2] for k in kinds):  # no fp8 module in the backward: TE v0.10
             amax_b = empty  # ``_prepare_backward`` reduces nothing when the module ran bf16

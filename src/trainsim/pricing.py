@@ -124,6 +124,7 @@ class Pricer:
             # HSDP's replicas of one shard: the outer ranks, a replica's size apart
             "dp_rep": self.net.span(p.dp_replicate, p.tp * cfg.shard_ranks),
             "tp_dp_cp": self.net.span(p.tp * p.cp * cfg.dp, 1),  # a pipeline stage's ranks
+            "tp_cp": self.net.span(p.tp * p.cp, 1),  # Megatron-core's tensor-and-context group
             "pp": self.net.span(min(p.pp, 2), p.tp * p.cp * cfg.dp),  # pp=1: no send
             "embd": self.net.span(2, p.tp * p.cp * cfg.dp * max(p.pp - 1, 1)),
             # Megatron-core's expert rank order: etp-ep-edp-pp

@@ -423,6 +423,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # NVTE_DP_AMAX_REDUCE_INTERVAL=0, NVTE_ASYNC_AMAX_REDUCTION=1): no stage-wide blocking
     # all-reduce per chunk pass (``workload.elementwise.fp8_amax_reductions``)
     "fp8_amax_tp_async": _nullable(_bool),
+    # fp8 delayed scaling's amax reduction over the tensor-and-context-parallel ranks only
+    # (Megatron-core TransformerConfig ``tp_only_amax_red``), not the whole pipeline stage
+    "fp8_amax_tp_only": _nullable(_bool),
     # Megatron DDP before each bucket's collective: norm, isnan/isinf host waits, 1/dp scaling
     "ddp_nan_check": _nullable(_bool),
     "ddp_nan_check_syncs": _nullable(_int),
@@ -477,7 +480,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "sp_gathered_gemm_inputs", "te_version", "torch_interleaved_warmup", "microbatch_group_size",
     "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
     "autocast_dtypes",
-    "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "ddp_nan_check",
+    "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "fp8_amax_tp_only",
+    "ddp_nan_check",
     "ddp_nan_check_syncs", "ddp_grad_scale", "ddp_unbucketed_without_overlap",
     "ddp_fp8_bucket_groups", "fp8_param_amax_all_reduce",
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",

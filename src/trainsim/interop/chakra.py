@@ -102,6 +102,8 @@ class Layout:
                     for k in range(j % self.shard, self.cp * self.dp, self.shard)]
         if group == "tp_dp_cp":
             return list(range(base, base + self.stage_size))
+        if group == "tp_cp":
+            return [at(t, c, dp_i) for c in range(self.cp) for t in range(self.tp)]
         if group == "embd":
             return sorted({local, local + (self.pp - 1) * self.stage_size})
         e_i, rest = local % self.etp, local // self.etp

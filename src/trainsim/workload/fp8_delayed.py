@@ -36,7 +36,7 @@ gradients): Transformer Engine's ``fp8_meta`` scaling_fwd / scaling_bwd amax his
 bound."""
 
 
-def fp8_amax_reductions(layers: int) -> tuple[list[Comm], list[Comm]]:
+def fp8_amax_reductions(layers: int, group: str = "tp_dp_cp") -> tuple[list[Comm], list[Comm]]:
     """The fp8 delayed-scaling amax reductions of one model chunk's forward and backward.
 
     With a ``DelayedScaling`` recipe (``reduce_amax`` True by default) Transformer Engine
@@ -53,7 +53,9 @@ def fp8_amax_reductions(layers: int) -> tuple[list[Comm], list[Comm]]:
     a 1,000-rank tree all_reduce (~0.14 ms) per chunk per micro-batch, twice. TE < 1.6 could
     keep it to the TP group and asynchronous (NVTE_DP_AMAX_REDUCE_INTERVAL=0,
     NVTE_ASYNC_AMAX_REDUCTION=1: the framework profile's ``fp8_amax_tp_async``), and then it
-    is not priced."""
-    fwd, bwd = (Comm(f"fp8_amax_reduce.{d}", "all_reduce", float(b * layers), "tp_dp_cp")
+    is not priced. Megatron-core's ``tp_only_amax_red`` (core_v0.11.0 parallel_state.py
+    ``get_amax_reduction_group``, transformer_block.py L523-524) narrows ``fp8_group`` to the
+    tensor-and-context-parallel ranks: ``group`` "tp_cp" (the profile's ``fp8_amax_tp_only``)."""
+    fwd, bwd = (Comm(f"fp8_amax_reduce.{d}", "all_reduce", float(b * layers), group)
                 for d, b in zip(("fwd", "bwd"), FP8_AMAX_BYTES_PER_LAYER))
     return [fwd], [bwd]

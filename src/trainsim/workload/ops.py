@@ -40,12 +40,13 @@ the same: a ``dkv_expanded`` workspace of 2 x b x h x s_kv x d, then its ``dk_dv
 kernel (ROCm/TransformerEngine@ac80527d transformer_engine/common/fused_attn_rocm/
 fused_attn_ck.cpp L232-233, common/ck_fused_attn/src/ck_fused_attn_bwd.cpp L19-64)."""
 
-Group = Literal["tp", "cp", "dp", "dp_cp", "dp_rep", "tp_dp_cp", "pp", "embd", "ep", "etp",
-                "edp"]
+Group = Literal["tp", "cp", "dp", "dp_cp", "dp_rep", "tp_dp_cp", "tp_cp", "pp", "embd", "ep",
+                "etp", "edp"]
 """Process groups, Megatron naming: dp_cp is data-parallel including context-parallel ranks
 (with HSDP, ``parallel.dp_replicate`` > 1: one replica's, over which the state is sharded);
 dp_rep joins the HSDP replicas of one shard (the outer data-parallel ranks); embd joins the
-first and last pipeline stages (tied embedding gradients); ep / etp are the
+first and last pipeline stages (tied embedding gradients); tp_cp joins the tensor- and
+context-parallel ranks of one data-parallel index; ep / etp are the
 expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""
 
 GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "deepgemm", "userbuffers"]
