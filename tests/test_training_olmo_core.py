@@ -126,16 +126,17 @@ def test_olmo_core_file_validates_with_no_failed_row(results):
 
 def test_olmo_core_error_stays_under_todays_bound(results):
     """2026-11-25, nothing fitted (newsrc4; review: the 8B's K/V repeat before SDPA, the loss
-    eager on fp32 logits before compile_loss): MAPE 6.3 %, signed -3.8 %; 1B +5.0/+7.5 %, 7B
-    -1.6/-0.3 %, 8B -1.4/-1.5 %, 13B -10.8/-19.7 % (fast: the 13B's micro-batch of one sequence
-    and its small measured FP8 gain, 1.20x against 1.30x at 7B); the 2024-09 1B pair -8.9/-6.7 %
-    (measured 25 % slower than the 2024-11 1B, predicted 8 %: micro-batch 4 and the eager loss
-    on fp32 logits). Bounds: those plus a margin."""
+    eager on fp32 logits before compile_loss); 2026-11-26 (torch34) the trainer's shifted-logits
+    copy: MAPE 6.0 %, signed -3.4 %; 1B +5.3/+7.7 %, 7B -1.4/-0.5 %, 8B -1.6/-1.8 %, 13B
+    -10.5/-19.8 % (fast: the 13B's micro-batch of one sequence and its small measured FP8 gain,
+    1.20x against 1.30x at 7B); the 2024-09 1B pair -6.9/-4.6 % (measured 25 % slower than the
+    2024-11 1B, predicted 10 %: micro-batch 4 and the eager loss on fp32 logits). Bounds: those
+    plus a margin."""
     apes = {r.id: r.ape for r in results}
     assert sum(apes.values()) / len(apes) <= 0.075
     assert max(apes.values()) <= 0.23
     assert all(a <= 0.09 for i, a in apes.items() if "-13b-" not in i and "-2409" not in i)
-    assert all(a <= 0.12 for i, a in apes.items() if "-2409" in i)
+    assert all(a <= 0.09 for i, a in apes.items() if "-2409" in i)
 
 
 @pytest.mark.parametrize(("version", "key", "size", "refused"), [
@@ -201,3 +202,31 @@ def test_the_loss_runs_eager_on_fp32_logits_before_compile_loss():
     titan = replace(titan, training=replace(titan.training, framework_version="2024-10",
                                             compile=True))
     assert titan.training.modules == "eager" and cross_entropy_impl(titan) == "fused"
+
+
+def test_the_trainer_copies_the_shifted_logits_before_the_loss():
+    """OLMo-core's Trainer._model_forward (train/trainer.py @ 8c03ca8a2 and e27ba7455) passes
+    ``logits[..., :-1, :].contiguous()`` to the loss: a forward copy of the logits (none at a
+    micro-batch of one sequence, whose slice is contiguous) and the slice's backward (zero-fill
+    and copy, 3 x the bytes); fp32 while the model cast the logits (before compile_loss), 16-bit
+    after. Other frameworks' profiles do not state it: no op."""
+    from trainsim.validate.training import row_config
+    from trainsim.workload.head import head_backward, head_forward
+    from trainsim.workload.shard import shard_of
+
+    def shift_bytes(cfg):
+        sh = shard_of(cfg)
+        fwd = head_forward(cfg, sh)
+        ops = {op.name: op for op in [*fwd, *head_backward(cfg, sh, fwd)]}
+        return tuple(ops[n].bytes if n in ops else None for n in ("logits_shift",
+                                                                   "logits_shift.bwd"))
+
+    rows = {r["id"]: r for r in training_rows(OLMO)}
+    logits = 4096 * 100352
+    old = row_config(rows["olmocore-olmo-1b-bf16-2409"], compute_db=None)  # 4 sequences, fp32
+    assert shift_bytes(old) == (2 * 4 * logits * 4, 3 * 4 * logits * 4)
+    new = row_config(rows["olmocore-olmo-1b-bf16"], compute_db=None)  # 8 sequences, bf16
+    assert shift_bytes(new) == (2 * 8 * logits * 2, 3 * 8 * logits * 2)
+    one = row_config(rows["olmocore-olmo-13b-bf16"], compute_db=None)  # one sequence: a view
+    assert shift_bytes(one) == (None, 3 * logits * 4)
+    assert shift_bytes(dgx_h100_run("torchtitan", name="llama3-8b")) == (None, None)

@@ -226,6 +226,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     "per_op_sac": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
+    # the training loop shifts the logits for the loss with ``logits[..., :-1, :].contiguous()``
+    # outside the loss function: a copy of the logits (none where the micro-batch is one
+    # sequence: the slice is then contiguous) and the slice's backward (zero-fill, copy)
+    "shifted_logits_copy": _nullable(_bool),
     # the training loop drops the 16-bit logits before ``loss.backward()`` (torchtitan's
     # ``del pred``): the eager loss's fp32 buffers then sit above a freed hole
     "logits_freed_before_backward": _nullable(_bool),
@@ -473,7 +477,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",
     "per_op_sac",
-    "compiled_loss", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
+    "compiled_loss", "shifted_logits_copy", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",
     "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",

@@ -33,6 +33,32 @@ def cross_entropy_impl(cfg: RunConfig) -> str:
     return t.cross_entropy
 
 
+def shifted_logits_ops(cfg: RunConfig, elements: float, backward: bool) -> list[Op]:
+    """The training loop's shift of the logits before the loss (profile feature
+    ``shifted_logits_copy``): OLMo-core's ``Trainer._model_forward`` (allenai/OLMo-core
+    src/olmo_core/train/trainer.py, the same at 8c03ca8a2 2024-09-26 and e27ba7455 2024-11-05)
+    passes ``logits[..., :-1, :].contiguous()`` to its loss function. Forward: one copy (read,
+    write) of the logits, except where the micro-batch is one sequence (the slice of a
+    [1, s, v] tensor is already contiguous: ``contiguous()`` returns it). Backward, always:
+    ``SliceBackward0`` fills a zero tensor of the logits' shape and copies the gradient into
+    it (write; read, write), two kernels. The logits are fp32 there while the model casts them
+    (``self.w_out(h).float()`` until 00d34f693, 2024-11-01, "move logits FP32 casting into loss
+    function", the commit that adds the compiled loss: profile ``compiled_loss`` false), else
+    16-bit. ``elements``: the rank's logits (tokens x vocabulary)."""
+    t = cfg.training
+    if not t.framework or not framework_feature(t.framework, t.framework_version,
+                                                 "shifted_logits_copy"):
+        return []
+    width = 4 if framework_feature(t.framework, t.framework_version,
+                                   "compiled_loss") is False else ACT
+    if backward:
+        return [Elementwise("logits_shift.bwd", bytes=3 * elements * width, kernels=2,
+                            kernel="copy")]
+    if t.micro_batch_size <= 1:
+        return []
+    return [Elementwise("logits_shift", bytes=2 * elements * width, kernel="copy")]
+
+
 def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     h = cfg.model.hidden_size
     ops: list[Op] = [Elementwise("embedding_lookup", bytes=sh.tokens * h * ACT * 2,
@@ -73,6 +99,7 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     # Megatron's mpu/cross_entropy.py op by op on logits.float(); eager: F.cross_entropy on
     # logits upcast to fp32 (training.cross_entropy, training.modules)
     ce = cross_entropy_impl(cfg)
+    ops.extend(shifted_logits_ops(cfg, sh.tokens * v, backward=False))
     ops.append(memory_op("cross_entropy", "cross_entropy", ce, sh.tokens * v, ACT))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
         ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
@@ -84,6 +111,7 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
                                cross_entropy_impl(cfg),
                                sh.tokens * v, ACT)]
+    ops.extend(shifted_logits_ops(cfg, sh.tokens * v, backward=True))
     logits = next(op for op in fwd if isinstance(op, Gemm))
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
     if sh.tp > 1 and sh.sp and not sh.sp_gathered_saved:  # column-parallel: as in backward_of
