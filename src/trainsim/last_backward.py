@@ -53,6 +53,7 @@ class SplitBackwardTasks:
     _splits: dict[tuple[int, int], list[Priced]]
     _shares: dict[tuple[int, int], tuple[tuple[float, float], ...]]
     _memo: dict
+    _parts: dict[tuple[int, bool], tuple[list[Priced], list[float] | None]]
 
     if TYPE_CHECKING:
         def add(self, stream: tuple[int, str], priced: Priced | float, deps: list[int],
@@ -104,25 +105,42 @@ class SplitBackwardTasks:
         k, n = part
         if self.side_s[s]:  # FSDP1's casts, DeepSpeed's bucket copies: the reduce's stream
             after = self.add((s, "dp"), self.side_s[s] / n, [after], f"grad prep mb{mb}")
-        elements = self._part_elements(v, n)[k]
-        for params, group, size in self.groups[s]:
-            if size > 1 and params > 0 and elements[group] > 0:
-                key = ("grad_reduce", elements[group], group)  # one Comm per size and group
-                op = self._memo.get(key)
-                if op is None:
-                    op = self._memo[key] = grad_reduce(self.cfg, elements[group], group,
-                                                       width=self.fsdp_grad_bytes)
-                own, i = self.collective(s, op.name, op.kind, op.bytes, group, [after],
-                                         f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} "
-                                         f"mb{mb}" + (f" part{k}" if n > 1 else ""))
-                self.fsdp_reduce[s].append(i)
-                # the next gathers queue behind the reductions on their links: the sharding
-                # group's (its one stream), the experts' or HSDP's replicas' (the collective's
-                # last task) where they cross the same NICs (``on_gather_links``)
-                if on_gather_links(self.pricer, group):
-                    self.link_tail[s] = own
-                    if i != own and on_gather_links(self.pricer, "dp_rep"):
-                        self.link_tail[s] = i
+        suffix = f" part{k}" if n > 1 else ""
+        for op, group, label, links in self._reductions(s, v, k, n):
+            own, i = self.collective(s, op.name, op.kind, op.bytes, group, [after],
+                                     f"{label}mb{mb}{suffix}")
+            self.fsdp_reduce[s].append(i)
+            # the next gathers queue behind the reductions on their links: the sharding
+            # group's (its one stream), the experts' or HSDP's replicas' (the collective's
+            # last task) where they cross the same NICs (``on_gather_links``)
+            if links:
+                self.link_tail[s] = own
+                if i != own and on_gather_links(self.pricer, "dp_rep"):
+                    self.link_tail[s] = i
+
+    def _reductions(self, s: int, v: int, k: int, n: int) -> list[tuple]:
+        """What :meth:`_reduce_scatter` issues for part ``k`` of ``n`` of virtual stage ``v``
+        on stage ``s``, the same for every micro-batch: per group with gradients to reduce,
+        its collective (one ``Comm`` per size and group), its label less the micro-batch and
+        part, and whether it crosses the gathers' links; kept in the config's memo (all of
+        it reads the config and the pricer only)."""
+        key = ("reductions", s, v, k, n)
+        hit = self._memo.get(key)
+        if hit is None:
+            elements = self._part_elements(v, n)[k]
+            hit = []
+            for params, group, size in self.groups[s]:
+                if size > 1 and params > 0 and elements[group] > 0:
+                    rkey = ("grad_reduce", elements[group], group)  # one Comm per size, group
+                    op = self._memo.get(rkey)
+                    if op is None:
+                        op = self._memo[rkey] = grad_reduce(self.cfg, elements[group], group,
+                                                            width=self.fsdp_grad_bytes)
+                    hit.append((op, group,
+                                f"ZeRO-3 grad {op.kind.replace('_', '-')} {group} ",
+                                on_gather_links(self.pricer, group)))
+            self._memo[key] = hit
+        return hit
 
     def _sharded_backward(self, s: int, v: int, chunk: int, deps: list[int], mb: int,
                           alone: bool = True) -> int:
@@ -130,23 +148,7 @@ class SplitBackwardTasks:
         gradients are reduce-scattered as soon as its backward ends (FSDP's post-backward hook
         per wrapped unit, FSDP2's per block, DeepSpeed's reduce buckets with overlap_comm), so
         the reductions run under the layers still to go and only the last one is exposed."""
-        # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
-        ch, work, blocks = (self.lone.chunks[v], self.lone.work[v][1], self.lone.blocks) \
-            if self.lone and alone else (self.chunks[v], self.work[v][1], self.block_gathers)
-        lead, trail = _around(work, ch.bwd)
-        layers = list(ch.bwd_layers) or [interned(())]
-        # each regathered block's all-gather as a task on the sharding group's stream, issued
-        # when the block before it starts (one ahead), queued there with the reductions in
-        # issue order, in place of the pass's wait (``sharded_passes.unit_gather_passes``)
-        gathers = blocks.get(v)
-        if gathers is not None and (len(gathers) != len(layers) or self.gather_once):
-            gathers = None
-        if gathers is not None:
-            lead = interned(tuple(seg for seg in lead.segments if seg[2] != GATHER_WAIT))
-        parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
-        parts[-1] = parts[-1] + ch.bwd_tail + trail
-        if self.gather_once:  # post_backward of every group once the whole backward is done
-            parts = [sum(parts[1:], parts[0])]
+        parts, gathers = self._backward_parts(v, bool(self.lone and alone))
         # DeepSpeed's 2021 stage 3 calls torch.cuda.synchronize() before every parameter gather
         # (``_allgather_param``), the next layer's included: it waits for the reductions too
         waits = self.p.zero3_gather == "per_parameter"
@@ -175,6 +177,34 @@ class SplitBackwardTasks:
             return self.add((s, "compute"), 0.0, [ids[-1], *self.fsdp_reduce[s][first:]],
                             f"FSDP finalize_backward mb{mb} c{chunk}")
         return ids[-1]
+
+    def _backward_parts(self, v: int, lone: bool) -> tuple[list[Priced], list[float] | None]:
+        """What :meth:`_sharded_backward` runs of virtual stage ``v``'s backward, the same for
+        every micro-batch: the pass of each of its tasks and each block's all-gather (None:
+        the pass holds its gather waits), kept per graph (``lone``: a cool-down backward, the
+        combined 1F1B's ``LonePasses``)."""
+        hit = self._parts.get((v, lone))
+        if hit is not None:
+            return hit
+        # the FSDP gather waits, then the chunk's backward (a cool-down one: alone)
+        ch, work, blocks = (self.lone.chunks[v], self.lone.work[v][1], self.lone.blocks) \
+            if lone else (self.chunks[v], self.work[v][1], self.block_gathers)
+        lead, trail = _around(work, ch.bwd)
+        layers = list(ch.bwd_layers) or [interned(())]
+        # each regathered block's all-gather as a task on the sharding group's stream, issued
+        # when the block before it starts (one ahead), queued there with the reductions in
+        # issue order, in place of the pass's wait (``sharded_passes.unit_gather_passes``)
+        gathers = blocks.get(v)
+        if gathers is not None and (len(gathers) != len(layers) or self.gather_once):
+            gathers = None
+        if gathers is not None:
+            lead = interned(tuple(seg for seg in lead.segments if seg[2] != GATHER_WAIT))
+        parts = [lead + ch.bwd_head + layers[0], *layers[1:]]
+        parts[-1] = parts[-1] + ch.bwd_tail + trail
+        if self.gather_once:  # post_backward of every group once the whole backward is done
+            parts = [sum(parts[1:], parts[0])]
+        hit = self._parts[v, lone] = (parts, gathers)
+        return hit
 
     def split_last_backward(self, s: int, v: int, chunk: int, deps: list[int]) -> int:
         """The last micro-batch's backward, split where gradient buckets become ready."""

@@ -93,6 +93,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self._slows: dict[tuple[int, str], tuple] = {}  # stream -> (its Task.slows,)
         self._known: dict[int, tuple[float, tuple]] = {}  # id(Priced) -> duration, summary
         self._beside: dict[tuple[int, int], tuple] = {}  # combined_1f1b.beside_forward's memo
+        self._parts: dict = {}  # last_backward's split backward passes, by virtual stage
         sh = shard_of(cfg)
         self.layer_source = layer_source
         shared = per_pricer(cfg, pricer, layer_source)
