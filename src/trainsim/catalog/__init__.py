@@ -34,7 +34,14 @@ from trainsim.config import (
     RunConfig,
     TrainingConfig,
 )
-from trainsim.config._build import DeprecatedName, as_written, ascii_float, build, suggest
+from trainsim.config._build import (
+    DeprecatedName,
+    as_written,
+    ascii_float,
+    build,
+    suggest,
+    type_name,
+)
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
@@ -407,11 +414,19 @@ def _check_kernel_db(path: str) -> None:
 
 
 def _kind(value: Any) -> str:
-    """How an error names a value of the wrong kind: 'a list', 'the text 'fast''."""
+    """How an error names a value of the wrong kind: 'a list', 'the text 'fast''. A number kept
+    with its written text (``config.safe_load.Written``) is a number, not 'a Written'."""
     if isinstance(value, str):
         return f"the text {value!r}"
-    return {list: "a list", bool: "a boolean", int: "a number", float: "a number",
-            type(None): "nothing"}.get(type(value), f"a {type(value).__name__}")
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return "nothing" if value is None else f"a {type_name(value)}"
 
 
 def _number(value: Any, where: str) -> float:

@@ -56,6 +56,7 @@ from trainsim.catalog.hf_defaults import (
     TRANSFORMERS_VERSION,
 )
 from trainsim.catalog.hf_values import count, flag
+from trainsim.config._build import type_name
 from trainsim.errors import ConfigError
 
 ATTENTION_LAYER_TYPES = frozenset({"full_attention", "sliding_attention", "chunked_attention",
@@ -154,7 +155,7 @@ def decoder_only(cfg: dict[str, Any], where: str) -> None:
     _language_model_head(cfg.get("architectures"), "auto_map" in cfg, where)
     if cfg.get("text_config") is not None and not isinstance(cfg["text_config"], dict):
         raise ConfigError(f"{where}: text_config must be a mapping (or null), got "  # fuzz32:
-                          f"{type(cfg['text_config']).__name__}")  # ignored beside top fields
+                          f"{type_name(cfg['text_config'])}")  # ignored beside top fields
     hf_unread.unmodelled(cfg, where)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from trainsim.catalog.hf_defaults import TRANSFORMERS_VERSION
 from trainsim.catalog.hf_values import flag
+from trainsim.config._build import type_name
 from trainsim.errors import ConfigError
 
 
@@ -42,7 +43,7 @@ def _sub(cfg: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     if sub is None:
         return {}
     if not isinstance(sub, dict):  # 0 or [] was read as the empty mapping, silently
-        raise ConfigError(f"{where}: {key} must be a mapping, got {type(sub).__name__}")
+        raise ConfigError(f"{where}: {key} must be a mapping, got {type_name(sub)}")
     return sub
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from trainsim.catalog import hf_unmodelled
 from trainsim.catalog.hf_defaults import READ_KEYS, READS, TRANSFORMERS_VERSION
+from trainsim.config._build import type_name
 from trainsim.errors import ConfigError
 
 NEUTRAL: dict[str, Any] = {"moe_layer_freq": 1, "decoder_sparse_step": 1,
@@ -103,7 +104,7 @@ def attention_shapes(cfg: dict[str, Any], where: str) -> None:
     per_layer, heads = cfg.get("num_attention_heads_per_layer"), cfg.get("num_attention_heads")
     if per_layer is not None and not isinstance(per_layer, list):
         raise ConfigError(f"{where}: num_attention_heads_per_layer must be a list of head "
-                          f"counts, got {type(per_layer).__name__}")
+                          f"counts, got {type_name(per_layer)}")
     if per_layer is not None and any(h != heads for h in per_layer):
         raise ConfigError(f"{where}: num_attention_heads_per_layer={per_layer!r}"[:200]
                           + f" differs from num_attention_heads={heads!r}; trainsim models "
@@ -135,7 +136,7 @@ def list_fields(cfg: dict[str, Any], layers: Any, where: str) -> None:
     for key in ("layer_types", "mlp_layer_types", "layers_block_type", "block_types"):
         if cfg.get(key) is not None and not isinstance(cfg[key], list):
             raise ConfigError(f"{where}: {key} must be a list of per-layer type names, got "
-                              f"{type(cfg[key]).__name__}")
+                              f"{type_name(cfg[key])}")
     types = cfg.get("mlp_layer_types")
     if isinstance(types, list) and isinstance(layers, int) and not isinstance(layers, bool) \
             and len(types) != layers:

@@ -65,6 +65,14 @@ SHORT_NAMES = {"parallel": ("tp", "pp", "cp", "ep", "etp", "vpp",
 """The short names a section also takes (``config.parallel.ALIASES``), offered as suggestions."""
 
 
+def type_name(value: Any) -> str:
+    """The name of ``value``'s type as an error shows it: the built-in type it is, so a number
+    kept with the text it was written as (``config.safe_load.Written``, a float) reads 'float',
+    not the class that keeps its text (fuzz34: "got a Written")."""
+    return next((c.__name__ for c in type(value).__mro__ if c.__module__ == "builtins"),
+                type(value).__name__)
+
+
 def suggest(name: str, choices: typing.Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest choice (a prefix match first), or ''."""
     choices = list(choices)
@@ -357,7 +365,7 @@ def _check_containers(obj: Any, where: str) -> None:
             hint_name = f" (a preset by its name: trainsim.catalog.{name}({value!r}))" \
                 if isinstance(value, str) and name in ("gpu", "model") else ""
             raise ConfigError(f"{where}.{name} must be a {kind.__name__}, got "
-                              f"{type(value).__name__}{hint_name}")
+                              f"{type_name(value)}{hint_name}")
 
 
 def check_fields(obj: Any, where: str) -> None:
@@ -408,7 +416,7 @@ def build(cls: type[T], data: Any, where: str) -> T:
     if isinstance(data, cls):
         return data
     if not isinstance(data, dict):
-        raise ConfigError(f"{where} must be a mapping of fields, got {type(data).__name__}")
+        raise ConfigError(f"{where} must be a mapping of fields, got {type_name(data)}")
     hints, fields = _schema(cls)
     kwargs = {}
     for key, value in data.items():

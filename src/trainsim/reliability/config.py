@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from trainsim.config._build import build, require_positive, suggest, switch
+from trainsim.config._build import build, require_positive, suggest, switch, type_name
 from trainsim.config.safe_load import load_file
 from trainsim.errors import CatalogError, ConfigError
 
@@ -154,6 +154,16 @@ def profile_from_dict(data: dict[str, Any], where: str = "failures") -> FailureP
         checkpoint=_mapping(data, "checkpoint", where))
 
 
+def _is_file_or_dir(path: Path) -> bool:
+    """Whether ``path`` names something on disk; a name no file system takes (over its length
+    limit: "File name too long", fuzz34) names nothing, and is then looked up as a catalog
+    name."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
 def profile_names() -> list[str]:
     """Names of the failure profiles in the package catalog."""
     return sorted(p.stem for p in _CATALOG.glob("*.yaml"))
@@ -163,14 +173,17 @@ def profile_names() -> list[str]:
 def load_profile(name_or_path: str) -> FailureProfile:
     """A failure profile by catalog name (``llama3-405b-16k-h100``) or by YAML file path."""
     path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml") or not path.exists():
+    if path.suffix not in (".yaml", ".yml") or not _is_file_or_dir(path):
         key = name_or_path.strip().lower()
         names = profile_names()
-        if key not in names and path.is_dir():  # (fuzz17b: was "unknown failure profile")
+        if key not in names and _is_file_or_dir(path) and path.is_dir():  # (fuzz17b)
             raise CatalogError(f"failure profile '{name_or_path}' is a directory; give a "
                                "catalog name or a YAML file")
         if key not in names:
-            raise CatalogError(f"unknown failure profile '{name_or_path}'{suggest(key, names)}; "
+            shown = name_or_path if len(name_or_path) <= 80 else \
+                f"{name_or_path[:60]}... ({len(name_or_path):,} characters)"
+            raise CatalogError(f"unknown failure profile {shown!r}"
+                               f"{suggest(key, names)}; "
                                f"known: {', '.join(names)} (or a path to a YAML file)")
         path = _CATALOG / f"{key}.yaml"
     elif path.is_dir():
@@ -329,7 +342,13 @@ def reliability_config_from_dict(data: dict[str, Any] | None,
     data = dict(data or {})
     if not isinstance(data, dict):
         raise ConfigError("reliability must be a mapping of fields")
-    name = str(data.get("failures", ReliabilityConfig.failures))
+    name = data.get("failures", ReliabilityConfig.failures)
+    if not isinstance(name, str):  # str() of a mapping was looked up as a file name (fuzz34)
+        raise ConfigError(f"{failures_name} must be a failure profile's catalog name (one of "
+                          f"{', '.join(profile_names())}) or a YAML file's path, got "
+                          + ("a mapping" if isinstance(name, dict) else "a list"
+                             if isinstance(name, list) else "nothing" if name is None
+                             else f"the {type_name(name)} {name!r}"))
     try:
         profile = load_profile(name)
     except CatalogError as exc:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from trainsim.config import safe_load
+from trainsim.config._build import type_name
 from trainsim.config.cluster import MAX_PRICE_PER_HOUR
 from trainsim.errors import TrainsimError
 from trainsim.service.requests import (
@@ -487,7 +488,7 @@ def read_config(config: Any) -> Any:
         return {}
     if not isinstance(data, dict):
         raise RequestError("config", "config: a run config's YAML holds a mapping of sections "
-                           f"(model, parallel, training, cluster), not a {type(data).__name__}")
+                           f"(model, parallel, training, cluster), not a {type_name(data)}")
     return data
 
 

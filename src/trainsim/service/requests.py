@@ -104,7 +104,7 @@ def _no_server_files(config: dict[str, Any]) -> None:
     failures = rel.get("failures") if isinstance(rel, dict) else None
     if isinstance(failures, str) and ("/" in failures or "\\" in failures):
         raise RequestError("config.reliability.failures", "config.reliability.failures: give "
-                           "a catalog profile name or a mapping, not a path")
+                           "a catalog profile name, not a path")
     cluster = config.get("cluster")
     if isinstance(cluster, dict):
         _no_kernel_db(cluster.get("compute_db"), "config.cluster.compute_db")

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from trainsim.config.records import MIN_MEASURED, positive_value
 from trainsim.config.safe_load import read_text
-from trainsim.errors import ConfigError, TrainsimWarning, escaped
+from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning, escaped
 from trainsim.validate.collectives import (
     COLLECTIVE_COLUMNS,
     COLLECTIVE_REQUIRED,
@@ -260,6 +260,11 @@ def _guarded(predict: Callable[[dict[str, str]], RowResult], row: dict[str, str]
     rows after it."""
     try:
         return predict(row)
+    except TrainsimError as exc:  # a bad cell read before the predictor's own guard
+        measured = row.get("measured_iteration_s") or row.get("measured_busbw_GBps") or \
+            row.get("measured_value")
+        return RowResult(id=row.get("id") or "?", measured=positive_value(measured) or 0.0,
+                         error=str(exc))
     except Exception as exc:  # noqa: BLE001 - reported on the row, as the README asks
         measured = row.get("measured_iteration_s") or row.get("measured_busbw_GBps") or \
             row.get("measured_value")

@@ -10,7 +10,7 @@ from trainsim.config import ClusterConfig
 from trainsim.config._build import switch
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.network import AnalyticalNetwork
-from trainsim.validate.common import RowResult, _cell, count_cell, positive_cell
+from trainsim.validate.common import RowResult, _cell, count_cell, measured_cell, positive_cell
 
 COLLECTIVE_REQUIRED = ["id", "gpu", "num_gpus", "gpus_per_node", "nic_gbps_per_gpu", "collective",
                        "message_bytes", "measured_busbw_GBps"]
@@ -21,7 +21,7 @@ COLLECTIVE_COLUMNS = frozenset([*COLLECTIVE_REQUIRED, "source", "note", "algorit
 
 
 def predict_collective_row(row: dict[str, str]) -> RowResult:
-    res = RowResult(id=row.get("id", "?"), measured=float(row["measured_busbw_GBps"]))
+    res = RowResult(id=row.get("id", "?"), measured=measured_cell(row, "measured_busbw_GBps"))
     try:
         spec = catalog_gpu(row["gpu"])
         cluster = ClusterConfig(gpu=spec, num_gpus=count_cell(row, "num_gpus"),

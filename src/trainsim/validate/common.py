@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainsim.config import ascii_float
-from trainsim.config.records import MAX_COUNT
+from trainsim.config.records import MAX_COUNT, MIN_MEASURED, positive_value
 from trainsim.errors import ConfigError
 
 GiB = 2**30
@@ -101,6 +101,17 @@ def positive_cell(row: dict[str, str], key: str) -> float:
     if not 0 < value < math.inf:
         shown = "empty" if text is None else repr(text)
         raise ConfigError(f"column '{key}' is {shown}; it must be a positive number")
+    return value
+
+
+def measured_cell(row: dict[str, str], key: str) -> float:
+    """A row's measurement in ``row[key]``: a positive finite number of at least MIN_MEASURED,
+    or a ConfigError naming the column, as ``validate.read_rows`` refuses a file's row (a row
+    given to a predictor directly, not read from a file, was an internal error: fuzz34)."""
+    value = positive_value(_cell(row, key))
+    if value is None:
+        raise ConfigError(f"row {row.get('id') or '?'}: {key}={row.get(key)!r} must be a "
+                          f"positive number (>= {MIN_MEASURED:g}): the error is relative to it")
     return value
 
 

@@ -33,7 +33,7 @@ from trainsim.config import (
 from trainsim.config._build import switch
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.validate.common import RowResult, _cell, positive_cell
+from trainsim.validate.common import RowResult, _cell, measured_cell, positive_cell
 from trainsim.validate.vocab import (
     DTYPE_SYNONYMS,
     GEMM_LIBRARIES,
@@ -464,10 +464,9 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
     'auto', None or a path), in the row's unit."""
     unit = measured_unit(row)
     try:
-        measured = float(row["measured_value"])
-    except (TypeError, ValueError):
-        return RowResult(id=row.get("id", "?"), measured=0.0,
-                         error=f"measured_value {row.get('measured_value')!r} is not a number")
+        measured = measured_cell(row, "measured_value")
+    except ConfigError as exc:
+        return RowResult(id=row.get("id", "?"), measured=0.0, error=str(exc))
     res = RowResult(id=row.get("id", "?"), measured=measured)
     impl = implementation(row)
     res.extra = {"kind": word(row.get("kind")),

@@ -26,7 +26,7 @@ from trainsim.pricing import Pricer
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.assumed import assumed_cells
-from trainsim.validate.common import GiB, RowResult, _cell, count_cell
+from trainsim.validate.common import GiB, RowResult, _cell, count_cell, measured_cell
 from trainsim.validate.layouts import parallel_layouts, stated_pps
 from trainsim.validate.row_settings import (
     NEEDED_COUNTS,
@@ -345,11 +345,11 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     """The row's iteration simulated as its framework ran it (empty cells tuned), with the
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
     analytic model only; or a path)."""
-    res = RowResult(id=row.get("id", "?"), measured=float(row["measured_iteration_s"]))
+    res = RowResult(id=row.get("id", "?"), measured=measured_cell(row, "measured_iteration_s"))
     source_key = framework_key(_cell(row, "framework") or "unknown")
     res.extra = {"source_key": source_key}
     if _cell(row, "measured_peak_memory_gib"):
-        res.measured_memory_gib = float(row["measured_peak_memory_gib"])
+        res.measured_memory_gib = measured_cell(row, "measured_peak_memory_gib")
     try:
         # other spellings of the vocabulary columns, read as the README's (``validate.vocab``)
         row, read = normalized_training_row(row)
