@@ -279,7 +279,7 @@ class Pricer:
         out: dict[int, int] = {}
         for i, op in enumerate(ops):
             if not (isinstance(op, Comm) and op.group == "tp") or op.overlap_with_previous \
-                    or op.waited:  # a blocking amax reduction, not a TP exit to pipeline
+                    or op.waited or not op.in_tp_overlap:  # an amax reduction, the model's ends
                 continue
             if op.kind == "all_gather":
                 j = next((j for j in range(i + 1, len(ops)) if isinstance(ops[j], Gemm)), None)
@@ -416,7 +416,8 @@ class Pricer:
                                            "ep" if op.group == "ep" else "dp")
                     add((cat, t, op.name), op)
                     continue
-                tp_overlap = p.tp_comm_overlap and op.group == "tp" and not op.waited
+                tp_overlap = p.tp_comm_overlap and op.group == "tp" and not op.waited \
+                    and op.in_tp_overlap
                 if tp_overlap and op.kind == "all_gather" and not op.overlap_with_previous:
                     gather = ((cat, t, op.name), op)
                     if method == "p2p":

@@ -194,7 +194,8 @@ class ChakraExport:
 
 def _is_overlapped(op: Op | None, cfg: RunConfig) -> bool:
     return isinstance(op, Comm) and (op.overlap_with_previous or (
-        cfg.parallel.tp_comm_overlap and op.group == "tp" and not op.waited))
+        cfg.parallel.tp_comm_overlap and op.group == "tp" and not op.waited
+        and op.in_tp_overlap))
 
 
 class _Builder:

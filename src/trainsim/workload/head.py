@@ -65,7 +65,8 @@ def embedding_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
                                  kernel="embedding")]
     if sh.tp > 1:  # vocab-parallel embedding: partial rows summed over TP
         kind = "reduce_scatter" if sh.sp else "all_reduce"
-        ops.append(Comm(f"embedding.{kind}", kind, sh.tokens * h * ACT, "tp"))
+        ops.append(Comm(f"embedding.{kind}", kind, sh.tokens * h * ACT, "tp",
+                        in_tp_overlap=False))
     if cfg.model.position_embedding == "learned" or cfg.model.hidden_dropout > 0:
         ops.append(Elementwise("embedding_add_dropout", bytes=sh.norm_tokens * h * ACT * 3,
                                kernel="residual_add"))
@@ -76,7 +77,8 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     h = cfg.model.hidden_size
     ops: list[Op] = []
     if sh.tp > 1 and sh.sp:
-        ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp"))
+        ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp",
+                        in_tp_overlap=False))
     # scatter-add of token gradients into the fp32 embedding gradient
     ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4),
                            kernel="embedding.bwd"))
@@ -90,7 +92,7 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
                              norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm),
                              sh.stream_bytes)]
     dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
-    tp_enter(ops, sh, h, "head", dtype)
+    tp_enter(ops, sh, h, "head", dtype, in_tp_overlap=False)  # blocking: Comm.in_tp_overlap
     if sh.autocast:
         ops.append(Elementwise("logits.autocast_weight", bytes=v * h * AUTOCAST_CAST_BYTES,
                                kernel="copy"))
@@ -102,7 +104,8 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     ops.extend(shifted_logits_ops(cfg, sh.tokens * v, backward=False))
     ops.append(memory_op("cross_entropy", "cross_entropy", ce, sh.tokens * v, ACT))
     if sh.tp > 1:  # max, sum of exp and target logit, each T floats
-        ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp"))
+        ops.append(Comm("cross_entropy.all_reduce", "all_reduce", 3 * sh.tokens * 4, "tp",
+                        in_tp_overlap=False))
     return ops
 
 
@@ -116,7 +119,7 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     ops.append(Gemm("logits.dgrad", m=logits.m, n=logits.k, k=logits.n, dtype=logits.dtype))
     if sh.tp > 1 and sh.sp and not sh.sp_gathered_saved:  # column-parallel: as in backward_of
         ops.append(Comm("head.all_gather.bwd_regather", "all_gather", sh.tokens * h * ACT, "tp",
-                        overlap_with_previous=True))
+                        overlap_with_previous=True, in_tp_overlap=False))
     ops.append(Gemm("logits.wgrad", m=logits.k, n=logits.n, k=logits.m, dtype=logits.dtype))
     if sh.autocast:
         ops.append(Elementwise("logits.autocast_weight.bwd", bytes=v * h * AUTOCAST_CAST_BYTES,
@@ -124,7 +127,7 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
     if sh.tp > 1:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
-                        overlap_with_previous=True))
+                        overlap_with_previous=True, in_tp_overlap=False))
     norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h,
                    norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm),
                    sh.stream_bytes)

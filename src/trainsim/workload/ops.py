@@ -326,6 +326,18 @@ class Comm:
     waited: bool = False
     """The compute stream waits for it as soon as it is issued, the TP overlap included
     (Transformer Engine's amax all-reduce, ``workload.shard.FP8_AMAX_BYTES``)."""
+    in_tp_overlap: bool = True
+    """A TP collective the run's ``tp_comm_overlap`` can take over (False: outside it, priced
+    as without the overlap). The overlap is a decoder-layer mechanism: Megatron-core builds the
+    output layer from its own ``tensor_parallel.ColumnParallelLinear`` (core_v0.14.0
+    models/gpt/gpt_model.py L213), whose ``LinearWithGradAccumulationAndAsyncCommunication``
+    (tensor_parallel/layers.py L440-620) all-gathers the SP input with a blocking
+    ``dist_all_gather_func`` before the logits matmul and runs its backward re-gather and
+    input-gradient reduce-scatter as async NCCL collectives beside the dgrad and wgrad GEMMs;
+    Transformer Engine's userbuffers serve only TE's modules; the vocab-parallel embedding
+    and cross-entropy are plain NCCL collectives too; torchtitan's async TP exists only where
+    Inductor compiles, and ``apply_compile`` (torchtitan/distributed/compile.py) compiles each
+    TransformerBlock alone."""
 
 
 Op = Union[Gemm, Attention, Elementwise, Comm]  # noqa: UP007 - get_args reads it

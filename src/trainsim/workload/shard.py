@@ -492,15 +492,17 @@ def linear(ops: list[Op], sh: Shard, name: str, m: int, n: int, k: int, batch: i
     ops.extend([swizzle, gemm] if swizzle else [gemm])
 
 
-def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
+def tp_enter(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None,
+             in_tp_overlap: bool = True) -> None:
     """Forward entry of a TP region (column-parallel GEMMs): all-gather the sequence-sharded
     input under SP. Transformer Engine casts the input to fp8 before gathering it when the
     GEMM runs in fp8 (``LayerNormLinear`` writes its norm output in fp8), so the gather moves
-    one byte per element; the input gradient it pairs with is reduced in 16 bits."""
+    one byte per element; the input gradient it pairs with is reduced in 16 bits.
+    ``in_tp_overlap``: see ``Comm.in_tp_overlap``."""
     if sh.tp > 1 and sh.sp:
         elem = sh.fp8_gather_bytes() if (gemm_dtype or sh.dtype) == "fp8" else ACT
         ops.append(Comm(f"{name}.all_gather", "all_gather", sh.tokens * h * elem, "tp",
-                        grad_bytes=sh.tokens * h * ACT))
+                        grad_bytes=sh.tokens * h * ACT, in_tp_overlap=in_tp_overlap))
 
 
 def tp_exit(ops: list[Op], sh: Shard, h: int, name: str, gemm_dtype: str | None = None) -> None:
