@@ -250,3 +250,16 @@ def test_a_full_queue_behind_an_idle_stream_costs_nothing_more():
     short = [Comm("g", "all_gather", 1e6, "dp"), *ops]
     assert host.exposed_s(short, [1e-4, 0.005], host.HOST_S_PER_KERNEL) == pytest.approx(
         5000 * host.CPP_LAUNCH_S - 1e-4)
+
+
+def test_a_graph_replay_is_one_launch_however_many_kernels_it_holds():
+    """A CUDA graph's replay enters the stream as one launch: an op of 5,000 kernels captured
+    in a scoped graph (``counts``: the replay's launches) behind a 20 ms gather never fills
+    the stream's queue, so nothing is exposed, as for 900 eager kernels; the same op eager is
+    held back."""
+    ops = [Comm("g", "all_gather", 1e9, "dp"),
+           Elementwise("graphed", bytes=2e9, kernels=5000)]
+    graphed = host.exposed_s(ops, [0.020, 0.005], host.HOST_S_PER_KERNEL,
+                             counts=[1, host.GRAPH_REPLAY_LAUNCHES])
+    assert graphed == 0.0
+    assert host.exposed_s(ops, [0.020, 0.005], host.HOST_S_PER_KERNEL) > 0.0

@@ -274,7 +274,9 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
         if isinstance(op, Elementwise) and op.host_sync:
             host = max(host, gpu)  # Python waits for the value the GPU is computing
         issue = k * per_kernel_s + cpp[i]
-        total = op.kernels if isinstance(op, Elementwise) else k
+        # kernels entering the stream one launch each: a graph's replay is one, however many
+        # kernels it holds; a loop's C++- or Python-issued kernels stay eager
+        total = k + (op.cpp_kernels + op.py_kernels if isinstance(op, Elementwise) else 0)
         if i > ahead and total > LAUNCH_QUEUE and gpu > host + issue * LAUNCH_QUEUE / total:
             # the stream's queue fills while it still runs earlier work: the launches past
             # LAUNCH_QUEUE wait for the op's first kernel to finish
