@@ -237,9 +237,22 @@ def test_launches_past_the_stream_queue_wait_for_the_running_gather():
     assert _gather_then_copies(900) == 0.0
     assert 2240 * h < 0.020  # without a queue 2,240 launches would also hide under the gather
     # past it the host issues LAUNCH_QUEUE copies, then waits for the gather and the first
-    # copy to finish before issuing the rest
-    rest = (2240 - host.LAUNCH_QUEUE) * h
-    assert _gather_then_copies(2240) == pytest.approx(0.005 / 2240 + rest)
+    # copy to finish before issuing the rest; the queued copies run meanwhile and each copy
+    # (2.2 us) is shorter than its launch, so the last ends one copy after the last launch
+    rest, copy = (2240 - host.LAUNCH_QUEUE) * h, 0.005 / 2240
+    assert _gather_then_copies(2240) == pytest.approx(copy + rest + copy - 0.005)
+
+
+def test_kernels_longer_than_their_launch_are_not_held_back_by_the_queue(monkeypatch):
+    """5,000 copies of 10 us each (longer than a C++ launch) behind a 20 ms gather: the
+    host waits for a slot per launch past the queue, but the stream always holds queued
+    copies, so the queue delays nothing: the list's price without a queue stands."""
+    ops = [Comm("g", "all_gather", 1e9, "dp"),
+           Elementwise("copies", bytes=2e9, kernels=5000, cpp_kernels=5000)]
+    assert 10e-6 > host.CPP_LAUNCH_S
+    held = host.exposed_s(ops, [0.020, 0.050], host.HOST_S_PER_KERNEL)
+    monkeypatch.setattr(host, "LAUNCH_QUEUE", 10**9)
+    assert held == pytest.approx(host.exposed_s(ops, [0.020, 0.050], host.HOST_S_PER_KERNEL))
 
 
 def test_a_full_queue_behind_an_idle_stream_costs_nothing_more():
@@ -263,3 +276,18 @@ def test_a_graph_replay_is_one_launch_however_many_kernels_it_holds():
                              counts=[1, host.GRAPH_REPLAY_LAUNCHES])
     assert graphed == 0.0
     assert host.exposed_s(ops, [0.020, 0.005], host.HOST_S_PER_KERNEL) > 0.0
+
+
+def test_the_queue_never_ends_an_op_earlier_than_without_it(monkeypatch):
+    """Behind a gather shorter than the copies' launches (10 ms against 2,240 x 8.13 us) the
+    list's rule already prices the copies after their last launch; the queue adds only what
+    it delays the last copy (the queued ones ran meanwhile), never less than no queue."""
+    ops = [Comm("g", "all_gather", 1e9, "dp"),
+           Elementwise("copies", bytes=2e9, kernels=2240, cpp_kernels=2240)]
+    held = host.exposed_s(ops, [0.010, 0.005], host.HOST_S_PER_KERNEL)
+    monkeypatch.setattr(host, "LAUNCH_QUEUE", 10**9)
+    free = host.exposed_s(ops, [0.010, 0.005], host.HOST_S_PER_KERNEL)
+    assert free == pytest.approx(2240 * host.CPP_LAUNCH_S - 0.010)
+    copy, rest = 0.005 / 2240, (2240 - 1000) * host.CPP_LAUNCH_S
+    delay = (0.010 + copy + rest + copy) - (2240 * host.CPP_LAUNCH_S + copy)
+    assert held == pytest.approx(free + delay) and held > free

@@ -238,6 +238,15 @@ copies ProcessGroupNCCL queues behind a list ``all_gather`` on its stream
 while the gather runs and the rest only after it. Measured, not fitted."""
 
 
+def queue_delay_s(free: float, each: float, busy: float, unheld: float, held: float) -> float:
+    """What a full launch queue delays an op's last kernel where its kernels run as launched
+    (``exposed_s``): the stream is free at ``free``, each kernel takes ``each`` (``busy`` in
+    all), its last launch is at ``unheld`` without the queue and ``held`` with it. Only this
+    delay is added: the kernels the queue held ran meanwhile (not counted twice), and the
+    queue never makes an op end earlier than without it."""
+    return max(0.0, max(free + busy, held + each) - max(free + busy, unheld + each))
+
+
 Beside = tuple[int, float, float]
 """A collective run on its own stream beside an earlier op of the list (the op's index, the
 collective's whole time in seconds, the share of the op's time its SMs take while both run):
@@ -257,8 +266,10 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
     left of it (a collective cannot start before its launch), the rest of it the GPU's wait
     for the host; launched in time, its ``gpu_s`` stands. The collectives beside the list's
     first op were launched ahead with it (and the ops between). A stream holds at most
-    ``LAUNCH_QUEUE`` launched kernels: an op of more kernels issued while the GPU still runs
-    earlier work launches the rest only once its first kernel has finished."""
+    ``LAUNCH_QUEUE`` launched kernels (a graph's replay is one): an op of more kernels issued
+    while the GPU still runs earlier work launches the rest only as its kernels finish, the
+    first once its first kernel has, and ends later by what that delays it
+    (``queue_delay_s``)."""
     if per_kernel_s <= 0.0 or not ops:
         return 0.0
     n = list(counts) if counts is not None else [launches(op) for op in ops]
@@ -278,19 +289,26 @@ def exposed_s(ops: Sequence[Op], gpu_s: Sequence[float], per_kernel_s: float,
         # kernels it holds; a loop's C++- or Python-issued kernels stay eager
         total = k + (op.cpp_kernels + op.py_kernels if isinstance(op, Elementwise) else 0)
         if i > ahead and total > LAUNCH_QUEUE and gpu > host + issue * LAUNCH_QUEUE / total:
-            # the stream's queue fills while it still runs earlier work: the launches past
-            # LAUNCH_QUEUE wait for the op's first kernel to finish
-            full = max(host + issue * LAUNCH_QUEUE / total, gpu + busy / total)
-            host = full + issue * (total - LAUNCH_QUEUE) / total
+            # the stream's queue fills while it still runs earlier work: each launch past
+            # LAUNCH_QUEUE waits for a slot (the first for the op's first kernel to finish,
+            # the last for its kernel total - LAUNCH_QUEUE) while the queued kernels run.
+            # The op keeps the list's rule (it runs once launched) and ends later by what the
+            # wait delays its last kernel where kernels run as launched (``queue_delay_s``)
+            last = host + issue
+            host = max(max(host + issue * LAUNCH_QUEUE / total, gpu + busy / total)
+                       + issue * (total - LAUNCH_QUEUE) / total,
+                       gpu + busy * (total - LAUNCH_QUEUE) / total)
+            start = max(gpu, last)
+            busy += queue_delay_s(gpu, busy / total, busy, last, host)
         else:
             host += issue
+            start = max(gpu, host)
         if beside and i in beside:
             j, comm_s, share = beside[i]
             late = host - starts[j]
             if late > 0.0:  # what op j covers from the launch on
                 covered = max(0.0, gpu_s[j] - late)
                 busy = max(0.0, comm_s - covered) + min(comm_s, covered) * share
-        start = max(gpu, host)
         starts.append(start)
         gpu = start + busy
     return max(0.0, gpu - sum(gpu_s))
