@@ -23,7 +23,9 @@ from __future__ import annotations
 import csv
 import sys
 import tempfile
+from typing import Any
 
+from trainsim.config import RunConfig
 from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
 from trainsim.validate import BUNDLED_DIR
@@ -53,6 +55,20 @@ def _row(row_id: str, path: str) -> dict[str, str]:
             return next(r for r in csv.DictReader(fh) if r["id"] == row_id)
 
 
+def chosen_config(argv: list[str]) -> tuple[Any, RunConfig] | None:
+    """The validator's result for the row ``argv[0]`` of the file ``argv[1]`` (the bundled
+    public file by default) and the config it chose; None, with the row's error printed,
+    where it has none."""
+    row_id = argv[0]
+    path = argv[1] if len(argv) > 1 else str(BUNDLED_DIR / "training_public.csv")
+    row = _row(row_id, path)
+    res = predict_training_row(row)
+    if res.error:
+        print(f"{row_id}: {res.error}")
+        return None
+    return res, row_config(row, res.chosen)
+
+
 def _line(pricer: Pricer, op: Op) -> str:
     if isinstance(op, Comm):
         t = pricer.comm_time(op)
@@ -64,14 +80,10 @@ def _line(pricer: Pricer, op: Op) -> str:
 
 
 def main(argv: list[str]) -> int:
-    row_id = argv[0]
-    path = argv[1] if len(argv) > 1 else str(BUNDLED_DIR / "training_public.csv")
-    row = _row(row_id, path)
-    res = predict_training_row(row)
-    if res.error:
-        print(f"{row_id}: {res.error}")
+    chosen = chosen_config(argv)
+    if chosen is None:
         return 1
-    cfg = row_config(row, res.chosen)
+    row_id, (res, cfg) = argv[0], chosen
     pricer, sh = Pricer(cfg), shard_of(cfg)
     moe = cfg.model.is_moe_layer(cfg.model.num_layers - 1)
     lf = layer_forward(cfg, sh, moe=moe)

@@ -23,12 +23,10 @@ from __future__ import annotations
 
 import sys
 
-from layer_prices import _row
+from layer_prices import chosen_config
 
 from trainsim.pricing import Pricer
 from trainsim.simulator import simulate
-from trainsim.validate import BUNDLED_DIR
-from trainsim.validate.training import predict_training_row, row_config
 from trainsim.workload.head import head_backward, head_forward
 from trainsim.workload.shard import shard_of
 
@@ -50,14 +48,10 @@ def main(argv: list[str]) -> int:
         k = argv.index("--defer")
         defer = int(argv[k + 1])
         argv = argv[:k] + argv[k + 2:]
-    row_id = argv[0]
-    path = argv[1] if len(argv) > 1 else str(BUNDLED_DIR / "training_public.csv")
-    row = _row(row_id, path)
-    res = predict_training_row(row)
-    if res.error:
-        print(f"{row_id}: {res.error}")
+    chosen = chosen_config(argv)
+    if chosen is None:
         return 1
-    cfg = row_config(row, res.chosen)
+    row_id, (res, cfg) = argv[0], chosen
     r = simulate(cfg, keep_timeline=True)
     pp = len(cfg.stage_layer_counts)
     t = tails(r.timeline, pp)
