@@ -16,6 +16,7 @@ The bases, value batteries and outcome checks are in fuzz_checks.py beside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import dataclasses
 import math
@@ -116,13 +117,17 @@ def extreme_cases() -> Iterator[tuple[str, Callable]]:
             yield f"{base_name}: {change}", (lambda c=cfg: run_config(c))
 
 
-def _cli(args: list[str]) -> str | None:
+def _cli(args: list[str], around: Callable[[], Any] = contextlib.nullcontext,
+         answer_check: Callable[[str], str | None] | None = None) -> str | None:
+    """Run the CLI on ``args`` (inside ``around()``); a one-line refusal or a finite answer
+    passes, anything else is named. ``answer_check`` looks at a successful answer's stdout."""
     from click.testing import CliRunner
 
     from trainsim.cli import main
     from trainsim.limits import DEFAULTS
     env = {"TRAINSIM_DEBUG": "1", **dict.fromkeys(DEFAULTS)}
-    result = CliRunner().invoke(main, args, env=env)
+    with around():
+        result = CliRunner().invoke(main, args, env=env)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     if "Traceback" in result.output:
@@ -131,7 +136,7 @@ def _cli(args: list[str]) -> str | None:
         if any(w.strip('",:[]') in ("NaN", "Infinity", "-Infinity")
                for w in result.stdout.split()):
             return "non-finite number in output"
-        return None
+        return answer_check(result.stdout) if answer_check else None
     if result.exit_code == 1 and args[0] == "plan" and "meets the deadline" in result.output:
         return None
     lines = [ln for ln in result.stderr.splitlines()
