@@ -140,10 +140,26 @@ def _static_time(start: float, dur: float, exchanges: list[tuple[float, float]])
     return dur + min(held, dur)
 
 
+def _in_order(start: float, last_start: float) -> float:
+    """When a kernel ready at ``start`` starts on a device with one hardware work queue: not
+    before the kernel issued before it has started. CUDA_DEVICE_MAX_CONNECTIONS=1 "forces the
+    kernels to start in the order they were launched on CPU" (NVIDIA/Megatron-LM core_v0.14.0
+    megatron/core/tensor_parallel/layers.py L659-666 and pytorch/pytorch#143890, timmoon10): a
+    cross-stream wait at the queue's head (a ``ScheduleNode``'s CUDA event) blocks the kernels
+    of every stream queued behind it. Megatron-core's MoE README (d7288711
+    megatron/core/transformer/moe/README.md L437) makes CUDA_DEVICE_MAX_CONNECTIONS > 1 a
+    requirement of the EP A2A overlap for this reason; Megatron-LM PR #6311 measured the
+    overlap's gain on 64 H100 (DeepSeek-V3 proxy, EP 16, alltoall) at +3.7 % with one
+    connection against +7.8 % with 32. ``last_start``: when the last kernel of the op issued
+    before it started."""
+    return max(start, last_start)
+
+
 def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
          wait: str = "copy", pairs: int = 40, node_s: float = 0.0,
          busy: list[tuple[float, float, int]] | None = None, exclusive: Any = None,
-         static: Any = None) -> tuple[float, list[tuple[float, float, int]]]:
+         static: Any = None, one_queue: bool = False
+         ) -> tuple[float, list[tuple[float, float, int]]]:
     """Steady time of one pair, and the compute ops' (start, end, kernels) over the walk.
     ``wait``: 'copy' (the host waits for the compute stream queued up to the copy, as the
     source does), 'stream' (for all of it at the wait, b.mlp_bwd included), 'none'.
@@ -154,9 +170,14 @@ def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s
     compute op whose kernels hold every SM while they run (a persistent kernel: one block
     per SM for the whole kernel); such an op and an exchange never run at once. ``static``:
     a test of a compute op that is a persistent kernel with a static tile schedule, one
-    worker block per SM each owning an equal share of the tiles (``_static_time``)."""
+    worker block per SM each owning an equal share of the tiles (``_static_time``).
+    ``one_queue``: the device has one hardware work queue (``CUDA_DEVICE_MAX_CONNECTIONS=1``),
+    so a kernel starts no earlier than the kernel the host issued before it on any stream, and
+    a kernel waiting for another stream's event holds every kernel issued after it
+    (``_in_order``)."""
     h, free, ready, copied, starts = 0.0, {"comp": 0.0, "comm": 0.0}, {"f": 0.0, "b": 0.0}, \
         0.0, []
+    last_start = 0.0  # when the kernel issued last started (``one_queue``)
     ran: list[tuple[float, float, int]] = []
     held: list[list[tuple[float, float]]] = [[], []]  # exclusive compute spans, exchange spans
     for _ in range(pairs):
@@ -169,6 +190,8 @@ def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s
                     h = max(h, copied if wait == "copy" else free["comp"])
                 h += host.launches(op) * per_kernel_s
                 start = max(h, free[st], ready[chain] if i == 0 else 0.0)
+                if one_queue:
+                    start = _in_order(start, last_start)
                 if busy is not None and _exchange(op):
                     start = _started(start, busy)
                 dur = time(op)
@@ -182,6 +205,8 @@ def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s
                     dur = _static_time(start, dur, held[1])
                     held[0].append((start, start + dur))
                 free[st] = start + dur
+                kernels = max(1, host.launches(op))  # its kernels as equal parts (``_started``)
+                last_start = start + dur * (kernels - 1) / kernels
                 if st == "comp" and free[st] > start:
                     ran.append((start, free[st], max(1, host.launches(op))))
                 if getattr(op, "host_sync", False):
@@ -192,10 +217,10 @@ def walk(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s
 
 def period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any, per_kernel_s: float,
              wait: str = "copy", pairs: int = 40, node_s: float = 0.0,
-             exclusive: Any = None, static: Any = None) -> float:
+             exclusive: Any = None, static: Any = None, one_queue: bool = False) -> float:
     """Steady time of one pair (``walk``)."""
     return walk(f, b, time, per_kernel_s, wait, pairs, node_s, exclusive=exclusive,
-                static=static)[0]
+                static=static, one_queue=one_queue)[0]
 
 
 def waited_period_s(f: dict[str, list[Op]], b: dict[str, list[Op]], time: Any,
@@ -279,6 +304,9 @@ def main(argv: list[str]) -> int:
     print(f"  GEMMs statically scheduled persistent kernels: "
           f"{period_s(f, b, time, k, static=gemm) * 1e3:.3f} ms; GEMMs and attention: "
           f"{period_s(f, b, time, k, static=lambda op: isinstance(op, Gemm | Attention)) * 1e3:.3f} ms")
+    print(f"  one hardware queue (CUDA_DEVICE_MAX_CONNECTIONS=1): "
+          f"{period_s(f, b, time, k, one_queue=True) * 1e3:.3f} ms; with static GEMMs: "
+          f"{period_s(f, b, time, k, static=gemm, one_queue=True) * 1e3:.3f} ms")
     print("  host cost per schedule node (us -> ms): " + ", ".join(
         f"{us} -> {period_s(f, b, time, k, node_s=us * 1e-6) * 1e3:.3f}"
         for us in (100, 200, 300, 400)))

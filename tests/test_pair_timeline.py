@@ -94,3 +94,28 @@ def test_static_persistent_kernels_lie_between_sharing_and_exclusion():
     static = pt.period_s(F, B, _time, 0.0, static=lambda op: op.name in mlps)
     excl = pt.period_s(F, B, _time, 0.0, exclusive=lambda op: op.name in mlps)
     assert plain - 1e-12 <= static <= excl + 1e-12
+
+
+def test_in_order_start_waits_for_the_kernel_issued_before():
+    assert pt._in_order(1.0, 2.0) == 2.0  # ready first, but issued after a kernel starting at 2
+    assert pt._in_order(3.0, 2.0) == 3.0
+
+
+def test_one_queue_holds_the_dispatch_behind_the_backward_mlp():
+    # compute hides every exchange with separate queues: the pair is its compute, 6.2 s
+    # (f.attn 1 + f.post 0.1 + b.mlp 2 + f.mlp 1 + b.post 0.1 + b.attn 2). One queue: the
+    # forward's dispatch (1.5 s), issued after b.mlp's second kernel, starts when that kernel
+    # does (1 s into b.mlp) and ends 0.5 s after b.mlp; the forward's MLP waits for it: 6.7 s
+    f = {"attn": [_ew("f_attn")], "post": [_ew("f_copy", sync=True)],
+         "disp": [_a2a("f_disp")], "mlp": [_ew("f_mlp")], "comb": [_a2a("f_comb")]}
+    b = {"comb": [_a2a("b_comb")], "mlp": [_ew("b_mlp1"), _ew("b_mlp2")],
+         "disp": [_a2a("b_disp")], "post": [_ew("b_post")], "attn": [_ew("b_attn")]}
+    t = {"f_attn": 1.0, "f_copy": 0.1, "f_mlp": 1.0, "b_mlp1": 1.0, "b_mlp2": 1.0,
+         "b_post": 0.1, "b_attn": 2.0, "f_disp": 1.5, "f_comb": 1.0, "b_comb": 1.0,
+         "b_disp": 1.0}
+    assert pt.period_s(f, b, lambda op: t[op.name], 0.0) == pytest.approx(6.2)
+    assert pt.period_s(f, b, lambda op: t[op.name], 0.0, one_queue=True) == pytest.approx(6.7)
+    # the toy pair above, whose exchanges run back to back (4.0 s): its forward dispatch now
+    # waits for the second of b.mlp's two kernels (0.25 s after b.mlp starts, as the
+    # backward's combine ends): 4.25 s
+    assert pt.period_s(F, B, _time, 0.0, one_queue=True) == pytest.approx(4.25)
