@@ -4,6 +4,7 @@ reduce-scatters, as if nothing overlapped? (issue 17 items 2-3 diagnostics; noth
 trainsim.)
 
     PYTHONPATH=src python benchmarks/zero3_additive.py        # ~1 min on one core
+    PYTHONPATH=src python benchmarks/zero3_additive.py --recipe-reuse   # the recipes' 3e9
 
 For every ZeRO-3 row of the ``deepspeed`` framework with a coalesced, prefetched fetch path
 (framework_version 0.6.x or later: ``benchmarks/training_dsazure.csv``, the three labelled
@@ -33,9 +34,11 @@ from typing import NamedTuple
 import numpy as np
 
 from trainsim.validate.training import predict_training_row, row_config
+from trainsim.workload import sharding
 from trainsim.workload.ops import DTYPE_BYTES, Comm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zero3_coordinator import AZURE
 from zero3_overhead import priced_parts
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +159,32 @@ def gap_fits(splits: list[Split]) -> list[tuple[str, int, float, float]]:
     return out
 
 
+def additive_fits(splits: list[Split]) -> list[tuple[str, list[float], float, float]]:
+    """On the Azure rows, measured = compute + c x wire by least squares (nothing overlapped,
+    the wire c times its priced time): (label, c's, RMS residual s, MAPE %), one c for all rows
+    and one per model. What-ifs, not a model."""
+    azure = [s for s in splits if s.group.startswith("azure")]
+    extra = np.array([s.measured - s.compute for s in azure])
+    big = np.array([s.group == "azure 530B" for s in azure], dtype=float)
+    wire = np.array([s.wire for s in azure])
+    meas = np.array([s.measured for s in azure])
+    out = []
+    for label, a in (("c x wire", wire[:, None]),
+                     ("c per model x wire", np.stack([wire * (1 - big), wire * big], 1))):
+        coef, *_ = np.linalg.lstsq(a, extra, rcond=None)
+        fit = a @ coef
+        out.append((label, [float(c) for c in coef], float(np.sqrt(np.mean((extra - fit) ** 2))),
+                    float(100 * np.mean(np.abs((meas - extra + fit) / meas - 1)))))
+    return out
+
+
 def main(argv: list[str]) -> None:
+    if "--recipe-reuse" in argv:
+        # the Azure recipes' stage3_max_reuse_distance (3e9, zero3_coordinator.AZURE) in
+        # place of DeepSpeed's default 1e9 that trainsim prices: the backward then keeps what
+        # the recompute gathered where the recipe does (every 175B weight, 530B's last)
+        argv = [a for a in argv if a != "--recipe-reuse"]
+        sharding.ZERO3_MAX_REUSE_DISTANCE = AZURE["max_reuse"]
     paths = [Path(a) for a in argv] or FILES
     splits = [split(r) for r in rows(paths)]
     print(f"{'row':46s} {'N':>5s} {'mb':>3s} {'meas':>6s} {'pred':>6s} {'err':>6s} "
@@ -174,6 +202,10 @@ def main(argv: list[str]) -> None:
     print(f"\nAzure rows, gap fitted (what-if): {'constants':>9s} {'RMS s':>6s} {'MAPE':>6s}")
     for label, n, rms, mape in gap_fits(splits):
         print(f"  {label:36s} {n:9d} {rms:6.2f} {mape:5.1f}%")
+    print(f"\nAzure rows, measured = compute + c x wire (what-if): {'c':>11s} {'RMS s':>6s} "
+          f"{'MAPE':>6s}")
+    for label, cs, rms, mape in additive_fits(splits):
+        print(f"  {label:36s} {' / '.join(f'{c:.2f}' for c in cs):>27s} {rms:6.2f} {mape:5.1f}%")
 
 
 if __name__ == "__main__":

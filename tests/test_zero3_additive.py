@@ -48,3 +48,13 @@ def test_azure_labelled_530b_row_is_compute_plus_wire():
     assert s.predicted < 0.85 * s.measured  # the miss this script is about
     assert abs(s.additive / s.measured - 1) < 0.10
     assert s.gathers > s.scatters > 0 and s.compute > 0.75 * s.measured
+
+
+def test_additive_fits_arithmetic():
+    # measured - compute = 1.5 x wire on both rows: one c of 1.5, exact
+    a = SCRIPT.Split("a", "azure 175B", 8, 1, 10.0, 8.0, 7.0, 1.0, 1.0)  # 7 + 1.5 x 2
+    b = SCRIPT.Split("b", "azure 530B", 8, 1, 22.0, 20.0, 16.0, 2.0, 2.0)  # 16 + 1.5 x 4
+    (label, (c,), rms, mape), (_, (c175, c530), _, _) = SCRIPT.additive_fits([a, b])
+    assert label == "c x wire" and c == pytest.approx(1.5)
+    assert rms == pytest.approx(0.0, abs=1e-12) and mape == pytest.approx(0.0, abs=1e-9)
+    assert (c175, c530) == (pytest.approx(1.5), pytest.approx(1.5))
