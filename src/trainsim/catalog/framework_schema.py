@@ -193,6 +193,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # where the data-parallel ranks shard the model (dp_shard > 1: torchtitan's Float8Handler);
     # a run sharded over CP alone gathers its weights in 16 bits (workload.fp8_gather)
     "fp8_gather_needs_dp_shard": _nullable(_bool),
+    # the framework's fp8 all-gather of FSDP units exists for per-tensor scaling only (torchtitan:
+    # Float8LinearConfig(enable_fsdp_float8_all_gather) for the default tensorwise converter, none
+    # for a float8 recipe_name nor the MX converter): a block- or MX-scaled run gathers 16 bits
+    "fp8_gather_per_tensor_only": _nullable(_bool),
     # with pipeline parallelism FSDP units are not resharded after the forward, yet gradients
     # are reduce-scattered, and units resharded, after every micro-batch's backward (the stage's
     # module is no FSDP module, so torch.distributed.pipelining's no-sync is skipped): one
@@ -471,6 +475,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "unfused_grad_accumulation",
     "clip_unsharded_grads", "zero1_gather_copies", "p2p_tensor_metadata",
     "softmax_args_swapped", "megatron_batch_fn", "ds_loss_item_sync", "fsdp_pp_unsharded", "fp8_gather_needs_dp_shard",
+    "fp8_gather_per_tensor_only",
     "fsdp_pp_sync_every_microbatch", "fsdp_moe_reduce_fp32", "fsdp2_reduce_scatter_wait",
     "megatron_fsdp_unfused_wgrad", "te_weight_cache", "megatron_fsdp_16bit_params",
     "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",

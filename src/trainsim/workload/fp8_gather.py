@@ -27,6 +27,16 @@ def fp8_weights_gathered(cfg: RunConfig) -> bool:
     ``FP8_BUFFER_RECIPES``)."""
     if cfg.training.dtype != "fp8" or not cfg.training.fp8_param_gather:
         return False
+    # torchao carries an FSDP all-gather in fp8 for one scale per tensor only (profile feature
+    # ``fp8_gather_per_tensor_only``): pytorch/torchtitan@6fc499f6 (2025-08-14)
+    # components/quantization/float8.py L76-L98, a ``float8.recipe_name`` (rowwise, ...) asserts
+    # ``not enable_fsdp_float8_all_gather`` ("... is not supported"), only the default tensorwise
+    # ``Float8LinearConfig(enable_fsdp_float8_all_gather=...)`` gathers in fp8; mx.py builds
+    # ``MXLinearConfig.from_recipe_name`` and job_config.py ``class MX`` has no all-gather
+    # option: MX- and block-scaled weights gather in bf16
+    if cfg.training.fp8_recipe not in AMAX_PER_TENSOR_RECIPES and \
+            profile_supports(cfg, "fp8_gather_per_tensor_only"):
+        return False
     p = cfg.parallel
     if p.zero_stage >= 3 and p.data_parallel_impl == "megatron" and \
             profile_supports(cfg, "megatron_fsdp_16bit_params"):

@@ -1,0 +1,98 @@
+"""What each kind of work holds on the critical path of the torchao / torchtitan rows (a diagnostic:
+nothing here feeds trainsim; issue 17, 35th session, newdata35).
+
+    PYTHONPATH=src python benchmarks/torchao_parts.py [FILE]   # ~1 min on 2 idle cores
+
+Every row of ``FILE`` (default ``training_torchao.csv``) is priced again with one kind of work
+doubled, in a fresh process each (prices are cached per process), and the step time that kind adds
+is printed: the time it holds at x1 (a part hidden behind another adds less than its own time).
+
+* ``gemm``: every GEMM (bf16 or fp8, forward, backward, recompute);
+* ``attn``: every attention call (forward and backward);
+* ``elem``: every memory-bound kernel (norms, RoPE, SwiGLU, fp8 casts and amaxes, the loss, the
+  FSDP2 copy-in/copy-out, the optimizer);
+* ``comm``: every collective (FSDP2 all-gathers and reduce-scatters).
+
+The gap column is measured minus predicted seconds: the time the rows miss.
+"""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from multiprocessing import Pool
+from pathlib import Path
+
+from trainsim import pricing
+from trainsim.compute import roofline
+from trainsim.validate.training import predict_training_row
+from trainsim.workload.ops import Attention, Elementwise, Gemm
+
+HERE = Path(__file__).parent
+CASES = ("base", "gemm", "attn", "elem", "comm")
+KINDS = {"gemm": Gemm, "attn": Attention, "elem": Elementwise}
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _scale(label: str) -> None:
+    if label in KINDS:
+        time = roofline.RooflineModel._time
+        kind = KINDS[label]
+
+        def scaled(self: roofline.RooflineModel, op) -> float:
+            t = time(self, op)
+            return 2 * t if isinstance(op, kind) else t
+
+        roofline.RooflineModel._time = scaled
+    elif label == "comm":
+        comm = pricing.Pricer._comm_time
+
+        def doubled(self: pricing.Pricer, op) -> float:
+            return 2 * comm(self, op)
+
+        pricing.Pricer._comm_time = doubled
+
+
+def _one(row: dict[str, str]) -> tuple[str, float, float | None]:
+    # the analytic model alone: a kernel database's hits would not see the doubling
+    res = predict_training_row(row, compute_db=None)
+    return row["id"], res.measured, res.predicted
+
+
+def case(label: str, path: Path) -> None:
+    _scale(label)
+    with Pool(2) as pool:
+        for rid, m, p in pool.map(_one, rows(path)):
+            print(f"{rid},{m},{p if p is not None else ''}", flush=True)
+
+
+def main(path: Path) -> None:
+    got: dict[str, dict[str, tuple[float, float | None]]] = {}
+    for label in CASES:
+        out = subprocess.run([sys.executable, __file__, "case", label, str(path)], check=True,
+                             capture_output=True, text=True).stdout
+        got[label] = {}
+        for line in out.splitlines():
+            rid, m, p = line.split(",")
+            got[label][rid] = (float(m), float(p) if p else None)
+    print(f"{'row':42s} {'gpu':13s} {'meas_s':>7s} {'pred_s':>7s}  err%   gap_s "
+          + " ".join(f"{c:>6s}" for c in CASES[1:]))
+    for r in rows(path):
+        m, p = got["base"][r["id"]]
+        if p is None:
+            continue
+        adds = " ".join(f"{(got[c][r['id']][1] or p) - p:6.3f}" for c in CASES[1:])
+        print(f"{r['id'][:42]:42s} {r['gpu'][:13]:13s} {m:7.3f} {p:7.3f} {100 * (p / m - 1):+6.1f} "
+              f"{m - p:6.3f} {adds}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 3 and sys.argv[1] == "case":
+        case(sys.argv[2], Path(sys.argv[3]))
+    else:
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "training_torchao.csv")
