@@ -109,7 +109,7 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     key = name.strip().lower()
     if kind == "gpus" and key not in entries:  # "NVIDIA H100 80GB HBM3", "A100-SXM4-80GB", ...
         try:
-            key = gpu_names.resolve(name, gpu_aliases()) or key
+            key = gpu_names.resolve(name, gpu_aliases(), gpu_memory_gib()) or key
         except gpu_names.Ambiguous as amb:
             shown = repr(name) if len(name) <= 60 else repr(name[:57]) + "..."
             raise CatalogError(f"GPU {shown} is ambiguous: it could be "
@@ -117,6 +117,10 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
     if key not in entries:
         what = {"gpus": "GPU", "nodes": "node", "models": "model"}[kind]
         shown = repr(name) if len(name) <= 60 else repr(name[:57]) + "..."
+        other = gpu_names.not_a_gpu(name) if kind == "gpus" else None
+        if other:
+            raise CatalogError(f"GPU {shown} is {other}, not a GPU: trainsim models NVIDIA and "
+                               f"AMD GPUs only (known: {', '.join(entries)})")
         raise CatalogError(f"unknown {what} {shown}{suggest(key, entries)}; "
                            f"known: {', '.join(entries)}")
     return _read_yaml(entries[key])
@@ -196,6 +200,18 @@ def gpu_from_dict(d: dict[str, Any], where: str = "gpu") -> GPUSpec:
 def gpu_aliases() -> dict[str, tuple[str, ...]]:
     """Each catalog GPU -> the other names it answers to (its file's ``aliases:``)."""
     return {name: aliases_of(path, _read_yaml(path)) for name, path in _entries("gpus").items()}
+
+
+@functools.cache
+def gpu_memory_gib() -> dict[str, float]:
+    """Each catalog GPU -> its memory in GiB (its file's ``hbm_gib``), for names that state a
+    size its names do not (``gpu_names.resolve``)."""
+    out = {}
+    for name, path in _entries("gpus").items():
+        size = _read_yaml(path).get("hbm_gib")
+        if isinstance(size, (int, float)):
+            out[name] = float(size)
+    return out
 
 
 @functools.cache

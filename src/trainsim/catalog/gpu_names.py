@@ -27,6 +27,22 @@ NOISE_WORDS = frozenset({"nvidia", "amd", "instinct", "tesla", "hbm2", "hbm2e", 
                          "gddr6", "gpu"})
 """Words that never tell two catalog GPUs apart: vendor and brand names, the memory type."""
 _SXM = re.compile(r"^sxm\d$")
+PLATFORM_WORDS = frozenset({"dgx", "hgx"})
+"""NVIDIA's server and baseboard names: their GPUs are SXM modules ("DGX H100" is the H100 SXM5,
+"HGX B200" the B200 SXM6), read as ``sxm``."""
+_GIGA = re.compile(r"^(\d+)g$")
+_SIZE = re.compile(r"^(\d+)gb$")
+SIZE_TOLERANCE = 0.08
+"""How far a memory size in a name (``B200 192GB``) may be from an entry's memory, as GiB or as
+GB, where no entry's names state that size: vendors print 80 GB for 79.6 GiB (H100), 192 GB for
+179 GiB (B200: 192.3 GB), 192 GB for 191.7 GiB (MI300X); 8 % keeps 80 from 94 and 141 from 180."""
+NOT_GPUS = {"tpu": "a Google TPU", "gaudi": "an Intel Gaudi accelerator",
+            "trainium": "an AWS Trainium chip", "trn1": "an AWS Trainium chip",
+            "trn2": "an AWS Trainium chip", "inferentia": "an AWS Inferentia chip",
+            "ascend": "a Huawei Ascend NPU", "mtia": "a Meta MTIA chip",
+            "cerebras": "a Cerebras wafer", "wse": "a Cerebras wafer", "groq": "a Groq LPU"}
+"""Words of accelerators that are not GPUs: trainsim's catalog and kernel models are NVIDIA's
+and AMD's GPUs only; a row naming one is refused saying so."""
 
 
 def normalize(name: str) -> str:
@@ -39,8 +55,20 @@ def words(name: str) -> frozenset[str]:
     out = set()
     for word in normalize(name).split("-"):
         if word and word not in NOISE_WORDS:
-            out.add("sxm" if _SXM.match(word) else word)
+            giga = _GIGA.match(word)  # "80G" (as Chinese vendors' listings write it) is 80 GB
+            out.add("sxm" if _SXM.match(word) or word in PLATFORM_WORDS else
+                    f"{giga.group(1)}gb" if giga else word)
     return frozenset(out)
+
+
+def not_a_gpu(name: str) -> str | None:
+    """What ``name`` is where it names an accelerator that is not a GPU (``NOT_GPUS``), else
+    None."""
+    for word in normalize(name).split("-"):
+        for stem, what in NOT_GPUS.items():
+            if word == stem or word.startswith(stem) and word[len(stem):].lstrip("v").isdigit():
+                return what
+    return None
 
 
 class Ambiguous(LookupError):
@@ -51,9 +79,14 @@ class Ambiguous(LookupError):
         self.candidates = candidates
 
 
-def resolve(name: str, aliases: Mapping[str, tuple[str, ...]]) -> str | None:
+def resolve(name: str, aliases: Mapping[str, tuple[str, ...]],
+            memory_gib: Mapping[str, float] | None = None) -> str | None:
     """The catalog entry ``name`` names, given every entry's aliases (entry -> its aliases);
-    None when none matches. Raises ``Ambiguous`` when several do."""
+    None when none matches. Raises ``Ambiguous`` when several do. Of several entries, one with
+    a name whose words are exactly ``name``'s is the one ("SXM5 H100" is the alias h100-sxm5).
+    Where none matches and ``memory_gib`` (entry -> its memory) is given, the memory sizes in
+    ``name`` are compared with each entry's memory instead of its names (``SIZE_TOLERANCE``):
+    "B200 192GB" is the B200 whose file says 180 GB (179 GiB, 192.3 GB)."""
     key = normalize(name)
     if key in aliases:
         return key
@@ -63,11 +96,28 @@ def resolve(name: str, aliases: Mapping[str, tuple[str, ...]]) -> str | None:
     wanted = words(name)
     if not wanted:
         return None
-    found = sorted(entry for entry, names in aliases.items()
-                   if any(wanted <= words(label) for label in (entry, *names)))
+    found = _matching(wanted, aliases)
+    if not found and memory_gib:
+        sizes = {int(m.group(1)) for w in wanted if (m := _SIZE.match(w))}
+        rest = frozenset(w for w in wanted if not _SIZE.match(w))
+        found = [e for e in _matching(rest, aliases) if rest and sizes and e in memory_gib
+                 and all(_near_size(n, memory_gib[e]) for n in sizes)]
     if len(found) > 1:
+        exact = [e for e in found if any(words(label) == wanted for label in (e, *aliases[e]))]
+        if len(exact) == 1:
+            return exact[0]
         raise Ambiguous(found)
     return found[0] if found else None
+
+
+def _matching(wanted: frozenset[str], aliases: Mapping[str, tuple[str, ...]]) -> list[str]:
+    return sorted(entry for entry, names in aliases.items()
+                  if any(wanted <= words(label) for label in (entry, *names)))
+
+
+def _near_size(gb: int, gib: float) -> bool:
+    """Whether a name's ``gb`` is the memory ``gib`` as GiB or as GB (``SIZE_TOLERANCE``)."""
+    return any(abs(gb - have) <= SIZE_TOLERANCE * have for have in (gib, gib * 2**30 / 1e9))
 
 
 def alias_clashes(aliases: Mapping[str, tuple[str, ...]]) -> list[str]:
@@ -76,4 +126,5 @@ def alias_clashes(aliases: Mapping[str, tuple[str, ...]]) -> list[str]:
     return [f"{alias} ({entry})" for entry, alias, _ in spellings(aliases, normalize)[1]]
 
 
-__all__ = ["NOISE_WORDS", "Ambiguous", "alias_clashes", "normalize", "resolve", "words"]
+__all__ = ["NOISE_WORDS", "NOT_GPUS", "Ambiguous", "alias_clashes", "normalize", "not_a_gpu",
+           "resolve", "words"]

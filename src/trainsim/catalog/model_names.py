@@ -30,7 +30,8 @@ ambiguous where the catalog holds several releases (``canonical``)."""
 def _parts(name: object) -> tuple[str, bool, str]:
     """``name`` lower-cased without its ``org/`` prefix, spaces and underscores as dashes, split
     into (the name without variant suffixes, whether it had one, its ``-vX.Y`` version)."""
-    key = dashed(str(name).strip().rsplit("/", 1)[-1])
+    # a parenthesised size as papers write it ("GPT-3 (175B)") is a word of the name
+    key = dashed(re.sub(r"[()]", " ", str(name)).strip().rsplit("/", 1)[-1].strip())
     version = _VERSION.search(key)
     key, tail = (key[:version.start()], version.group()) if version else (key, "")
     variant = stripped = False
@@ -78,4 +79,13 @@ def canonical(name: str, entries: dict[str, Path]) -> str:
         if len(releases) > 1:
             raise CatalogError(f"model {str(name).strip()!r} is ambiguous: it could be "
                                f"{', '.join(releases)}; name the release (its -vX.Y)")
-    return names.get(key + version, name)
+    found = names.get(key + version)
+    if found is None and not version and (date := _DATE.search(key)):
+        found = names.get(key[:date.start()])  # DeepSeek-V3-0324: the release of DeepSeek-V3
+    return found or name
+
+
+_DATE = re.compile(r"-\d{4}$")
+"""A release date ending a repository name (``DeepSeek-V3-0324``, ``Mistral-Large-Instruct-2407``,
+month and day or year and month): the checkpoint of that date of the network the rest names, read
+as it where the full name names no preset (a date is never a size: sizes end in b or m)."""

@@ -217,6 +217,16 @@ process opens for writing would otherwise stop trainsim for good)."""
 
 def read_text(path: str | Path, what: str = "config") -> str:
     """The UTF-8 text of ``path``, at most MAX_FILE_BYTES of it."""
+    raw = read_bytes(path, what)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{what} {shown_path(Path(path))} is not UTF-8 text") from None
+
+
+def read_bytes(path: str | Path, what: str = "config") -> bytes:
+    """The bytes of ``path``, at most MAX_FILE_BYTES of them (a pipe waited on at most
+    PIPE_WAIT_S for its first bytes)."""
     if not str(path).strip():
         raise ConfigError(f"the {what} file name is empty; give a file")
     path = Path(path)
@@ -245,10 +255,7 @@ def read_text(path: str | Path, what: str = "config") -> str:
     if len(raw) > MAX_FILE_BYTES:
         raise ConfigError(f"{what} {name} is larger than {MAX_FILE_BYTES // 2**20} MiB; "
                           "trainsim reads configs and databases up to that size")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{what} {name} is not UTF-8 text") from None
+    return raw
 
 
 @contextlib.contextmanager

@@ -104,10 +104,13 @@ def render_validation(kind: str, rows: list[Any], unit: str,
         err = (r.predicted - r.measured) / r.measured
         color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
         assumed = r.extra.get("assumed") or {}  # empty cells taken as a default, not tuned
+        read = r.extra.get("read_as") or {}  # cells written otherwise, as they were read
         note = escape(", ".join([f"{k}={v}" for k, v in r.chosen.items()]
                                 + list(r.extra.get("notes") or ())  # replaced settings
                                 + ([f"assumed {', '.join(f'{k}={v}' for k, v in assumed.items())}"]
-                                   if assumed else [])))
+                                   if assumed else [])
+                                + ([f"read {'; '.join(f'{k}: {v}' for k, v in read.items())}"]
+                                   if read else [])))
         if r.fits_in_memory is False:
             note = "[red]does not fit in memory[/] " + note
         t.add_row(escape(r.id), f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",

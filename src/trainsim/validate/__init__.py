@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from trainsim.config.records import MIN_MEASURED, positive_value
+from trainsim.config.records import positive_value
 from trainsim.config.safe_load import read_text
 from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning, escaped
 from trainsim.validate.collectives import (
@@ -24,6 +24,7 @@ from trainsim.validate.collectives import (
     predict_collective_row,
 )
 from trainsim.validate.common import RowResult, canonical_column, summarize, summary_line
+from trainsim.validate.csv_text import decimal_commas, delimiter, table_text
 from trainsim.validate.kernel_db import is_kernel_db, layer_count, validate_kernel_db
 from trainsim.validate.kernels import KERNEL_COLUMNS, KERNEL_REQUIRED, predict_kernel_row
 from trainsim.validate.layers import is_layers_file, validate_layers
@@ -60,10 +61,12 @@ def _too_long(path: str | Path, text: str, records: list[list[str]], line: int) 
 
 def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     """Read a validation CSV; returns its kind ('training', 'collectives' or 'kernels') and rows."""
+    records: list[list[str]] = []
+    text = table_text(path)  # UTF-8 (a BOM dropped), UTF-16 with a BOM, Windows-1252
+    sep = delimiter(text, {"training": TRAINING_REQUIRED, "collectives": COLLECTIVE_REQUIRED,
+                           "kernels": KERNEL_REQUIRED})
     try:
-        text = read_text(path, "validation file").removeprefix("\ufeff")  # Excel's UTF-8 BOM
-        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-        records: list[list[str]] = []
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True, delimiter=sep)
         records.extend(reader)
     except csv.Error as exc:  # strict: a quote left open runs to the end, not silently
         if "field limit" in str(exc):  # (fuzz17b: was the open-quote hint)
@@ -71,7 +74,7 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
         raise ConfigError(f"{path} is not a valid CSV file: line {reader.line_num}: {exc} (is "
                           "a '\"' left open?)") from None
     lines = [r for r in records if any(c.strip() for c in r)]  # blank lines skipped
-    columns = [canonical_column(c) for c in lines[0]] if lines else []
+    columns = [_known_name(canonical_column(c)) for c in lines[0]] if lines else []
     if "measured_iteration_s" in columns:
         kind, required = "training", TRAINING_REQUIRED
     elif "measured_busbw_GBps" in columns:
@@ -98,23 +101,26 @@ def read_rows(path: str | Path) -> tuple[str, list[dict[str, str]]]:
     if not rows:
         raise ConfigError(f"{path}: no rows under the header; nothing to validate")
     _check_ids(path, rows)
-    measured = {"training": "measured_iteration_s", "collectives": "measured_busbw_GBps",
-                "kernels": "measured_value"}[kind]
-    for i, row in enumerate(rows, start=1):
-        for column in (measured, "measured_peak_memory_gib"):
-            text = row.get(column)
-            if column != measured and not (text or "").strip():
-                continue  # an optional measurement left empty
-            if not _positive_number(text):
-                raise ConfigError(f"{path} row {i} (id {row.get('id') or '?'}): {column}="
-                                  f"{text!r} must be a positive number (>= {MIN_MEASURED:g}): the "
-                                  "error is relative to it")
+    if sep == ";":
+        decimal_commas(rows)
+    # a measured cell that is no positive number fails its row (``measured_cell``), not the
+    # file: the other rows are still predicted (validation README)
     return kind, rows
+
+
+def _known_name(column: str) -> str:
+    """A header name that spells a known column with spaces, '-' or '.' for '_' ("Num GPUs",
+    "global-batch-size") as that column; any other name as it is."""
+    if column in ALL_COLUMNS:
+        return column
+    return canonical_column(_normal(column)) if canonical_column(_normal(column)) in \
+        ALL_COLUMNS else column
 
 
 KNOWN_COLUMNS = {"training": TRAINING_COLUMNS, "collectives": COLLECTIVE_COLUMNS,
                  "kernels": KERNEL_COLUMNS}
 """The columns of each file kind; a header may hold others (notes, links), left unread."""
+ALL_COLUMNS = frozenset().union(*KNOWN_COLUMNS.values())
 SHOWN_ONLY = {"training": {"source", "note"}, "collectives": {"source"}, "kernels": {"source"}}
 """Known columns no prediction reads: a header column spelt near one is not refused."""
 
@@ -230,11 +236,6 @@ def _check_ids(path: str | Path, rows: list[dict[str, str]]) -> None:
                           "counts in the summary", TrainsimWarning, stacklevel=2)
         else:
             seen[ident] = n
-
-
-def _positive_number(text: str | None) -> bool:
-    """A measured cell: a positive finite number, at least MIN_MEASURED."""
-    return positive_value((text or "").strip() or None) is not None
 
 
 BUNDLED_DIR = Path(__file__).resolve().parent.parent / "data" / "validation"

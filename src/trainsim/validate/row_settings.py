@@ -112,8 +112,11 @@ COUNT_COLUMNS = ("num_gpus", "gpus_per_node", "tp", "pp", "cp", "ep", "vpp", "gl
                  "micro_batch_size", "local_batch_size", "seq_length", "num_layers",
                  "hidden_size", "num_attention_heads", "num_kv_heads", "head_dim", "ffn_hidden_size",
                  "vocab_size", "num_experts", "moe_top_k", "moe_ffn_hidden_size",
-                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate")
-"""Columns holding a count or a size (whole numbers >= 1; empty where a column may be)."""
+                 "recompute_num_layers", "ddp_bucket_size", "dp_replicate", "dp")
+"""Columns holding a count or a size (whole numbers >= 1; empty where a column may be). ``dp``
+(beyond format v2: the README derives it as num_gpus / (tp*pp*cp)) is a check where a table
+states it: a row whose dp contradicts its other sizes fails, and an empty tp or pp is tuned
+among the layouts with that dp."""
 ZERO_COUNT_COLUMNS = ("cpu_offloading_num_layers", "zero_stage", "mtp_num_layers")
 """Count columns where 0 is a value (off): whole numbers >= 0 (a ZeRO stage written '0.0' was
 not the '0' that lets the tuner choose Megatron's distributed optimizer, ``unknowns``)."""
@@ -139,6 +142,13 @@ def counts_checked(row: dict[str, str]) -> dict[str, str]:
     for col in ZERO_COUNT_COLUMNS:
         if _cell(row, col) is not None:
             out[col] = str(count_cell(row, col, least=0))
+    dp, sizes = _cell(out, "dp"), [_cell(out, c) for c in ("tp", "pp")]
+    if dp is not None and None not in sizes:
+        product = int(sizes[0]) * int(sizes[1]) * int(_cell(out, "cp") or 1) * int(dp)
+        if product != int(out["num_gpus"]):
+            raise ConfigError(f"column dp={dp} contradicts the others: tp*pp*cp*dp = "
+                              f"{sizes[0]}*{sizes[1]}*{_cell(out, 'cp') or 1}*{dp} = {product}, "
+                              f"but num_gpus={out['num_gpus']}")
     missing = [c for c in MODEL_SHAPE if _cell(row, c) is None]
     if _cell(row, "model") is None and missing:
         raise ConfigError("column 'model' is empty; give a preset name (e.g. llama3-8b) or the "

@@ -17,6 +17,7 @@ from typing import Any
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import run_config_from_dict
 from trainsim.config import RunConfig
+from trainsim.config.records import positive_value
 from trainsim.engine.loop import runs_shared
 from trainsim.errors import ConfigError, SettingReplaced, TrainsimError
 from trainsim.memo import stage_memory
@@ -317,6 +318,13 @@ def _tuned_layout(row: dict[str, str], compute_db: str | None
     layouts = parallel_layouts(raw, int(tp) if tp else None, pps,
                                int(cp or 1), int(ep) if ep else None, int(mb) if mb else None,
                                int(vpp) if vpp and pp is None else None, uneven, could_fit)
+    if _cell(row, "dp") is not None:  # a stated dp keeps the layouts that have it
+        dp = int(row["dp"])
+        layouts = [(t, p) for t, p in layouts
+                   if t * p * int(cp or 1) * dp == int(row["num_gpus"])]
+        if not layouts:
+            raise ConfigError(f"column dp={dp}: no tensor x pipeline layout of the "
+                              f"{row['num_gpus']} GPUs with cp={cp or 1} has it")
     best: tuple[tuple[bool, float], RunConfig, dict[str, Any], Result] | None = None
     error = None
     reasons = set()  # the distinct errors of the layouts that failed
@@ -345,14 +353,19 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     """The row's iteration simulated as its framework ran it (empty cells tuned), with the
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
     analytic model only; or a path)."""
-    res = RowResult(id=row.get("id", "?"), measured=measured_cell(row, "measured_iteration_s"))
     source_key = framework_key(_cell(row, "framework") or "unknown")
+    try:
+        # other spellings of the vocabulary columns and numbers written with units or digit
+        # groups, read as the README's (``validate.vocab``, ``validate.written``)
+        row, read = normalized_training_row(row)
+    except TrainsimError as exc:  # the row fails with the reason, the measurement as written
+        return RowResult(id=row.get("id", "?"), error=str(exc), extra={"source_key": source_key},
+                         measured=positive_value(_cell(row, "measured_iteration_s")) or 0.0)
+    res = RowResult(id=row.get("id", "?"), measured=measured_cell(row, "measured_iteration_s"))
     res.extra = {"source_key": source_key}
     if _cell(row, "measured_peak_memory_gib"):
         res.measured_memory_gib = measured_cell(row, "measured_peak_memory_gib")
     try:
-        # other spellings of the vocabulary columns, read as the README's (``validate.vocab``)
-        row, read = normalized_training_row(row)
         kind = _cell(row, "memory_kind")
         if kind is not None and kind not in MEMORY_KINDS:
             # the row fails, as for any other bad cell: checked after the simulation, it kept

@@ -264,31 +264,110 @@ VALUE_SYNONYMS: dict[str, dict[str, str]] = {
     "dtype": DTYPE_SYNONYMS, "grad_reduce_dtype": DTYPE_SYNONYMS, "optimizer_dtype": DTYPE_SYNONYMS,
     # Megatron-core transformer_config.py fp8_recipe (core_v0.19.0 L573-577): "'tensorwise'
     # uses per tensor current scaling recipe" (Transformer Engine Float8CurrentScaling)
-    "fp8_recipe": {"tensorwise": "current"},
+    "fp8_recipe": {"tensorwise": "current",
+                   # Transformer Engine's recipe classes (transformer_engine/common/recipe/
+                   # __init__.py: DelayedScaling, Float8CurrentScaling, Float8BlockScaling,
+                   # MXFP8BlockScaling) and the words papers write for them
+                   "delayed_scaling": "delayed", "delayedscaling": "delayed",
+                   "current_scaling": "current", "float8currentscaling": "current",
+                   "block": "blockwise", "block_scaling": "blockwise",
+                   "blockwise_scaling": "blockwise", "float8blockscaling": "blockwise",
+                   "mxfp8blockscaling": "mxfp8", "mx": "mxfp8"},
+    # the 2-matrix or gated 3-matrix MLP the README's two words stand for: GeGLU and ReGLU are
+    # gated like SwiGLU (Shazeer 2020, arXiv:2002.05202, eqs. 5-6); GPT-2's gelu_new, tanh GELU
+    # and squared ReLU (Nemotron-4, whose presets here read 'gelu': the 2-matrix MLP) are not
+    "activation": {"geglu": "swiglu", "reglu": "swiglu", "gated_gelu": "swiglu",
+                   "gated_silu": "swiglu", "silu_glu": "swiglu", "swi_glu": "swiglu",
+                   "gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_tanh": "gelu",
+                   "gelu_fast": "gelu", "quick_gelu": "gelu", "relu": "gelu",
+                   "squared_relu": "gelu", "relu2": "gelu", "relu_squared": "gelu"},
+    # Megatron's and NeMo's recompute switches written as other frameworks' words: whole-layer
+    # activation checkpointing (Hugging Face gradient_checkpointing, torchtitan
+    # activation_checkpoint.mode full, FSDP's checkpoint_wrapper) is Megatron's full
+    "recompute": {"no": "none", "off": "none", "false": "none", "0": "none",
+                  "disabled": "none", "full_ac": "full", "activation_checkpointing": "full",
+                  "gradient_checkpointing": "full", "full_activation_checkpointing": "full",
+                  "selective_ac": "selective", "selective_activation_checkpointing": "selective"},
+    "memory_kind": {"max_memory_allocated": "allocated", "torch_allocated": "allocated",
+                    "max_memory_reserved": "reserved", "torch_reserved": "reserved",
+                    "nvidia_smi": "device", "smi": "device", "nvml": "device"},
+    # the ZeRO stage a sharding scheme is (DeepSpeed ZeRO-N; FSDP FULL_SHARD shards parameters,
+    # gradients and optimizer states as ZeRO-3, SHARD_GRAD_OP gradients and states as ZeRO-2:
+    # torch/distributed/fsdp/api.py ShardingStrategy; FSDP2 fully_shard is FULL_SHARD's)
+    "zero_stage": {"zero_0": "0", "zero0": "0", "ddp": "0", "none": "0", "no": "0",
+                   "zero_1": "1", "zero1": "1", "zero_stage_1": "1", "zero_2": "2",
+                   "zero2": "2", "zero_stage_2": "2", "shard_grad_op": "2", "zero_3": "3",
+                   "zero3": "3", "zero_stage_3": "3", "fsdp": "3", "fsdp1": "3", "fsdp2": "3",
+                   "full_shard": "3", "fully_shard": "3", "3_(fsdp)": "3", "3_fsdp": "3"},
 }
 """A training column's other spellings -> the value the shared README documents (``attention``:
 the kernel libraries' table, ``ATTENTION_IMPL``)."""
 
+_RECOMPUTE_SWITCH = ("a yes/no recompute switch does not say which: write full (whole layers: "
+                     "Hugging Face gradient_checkpointing, FSDP activation checkpointing) or "
+                     "selective (Megatron's --recompute-activations)")
 UNMODELLED = {
     ("cp_comm_type", "a2a+p2p"): "Megatron-core's hierarchical context parallelism (a2a inside "
     "--hierarchical-context-parallel-sizes groups, p2p across) is not modelled; give p2p, a2a "
     "or all_gather",
+    **{("recompute", w): _RECOMPUTE_SWITCH for w in ("yes", "true", "on", "1", "enabled")},
+    **{("activation", w): "the activation's name does not say whether the MLP is gated: write "
+       "swiglu (gated, 3 matrices, as Llama's silu) or gelu (2 matrices)"
+       for w in ("silu", "swish")},
+    ("zero_stage", "hybrid_shard"): "HSDP (FSDP HYBRID_SHARD) is zero_stage 3 with the "
+    "replicas in column dp_replicate: give both",
+    ("dtype", "bf16_true"): "pure bf16 (bf16 weights, no fp32 master copy) is not modelled: "
+    "dtype bf16 keeps fp32 master weights and optimizer states",
+    ("dtype", "fp32"): "fp32/tf32 training is not modelled; give bf16, fp16 or fp8",
+    ("dtype", "tf32"): "fp32/tf32 training is not modelled; give bf16, fp16 or fp8",
 }
 """Documented framework values with no mechanism here: a one-line error says so."""
 
 LOWER_COLUMNS = ("attention", "moe_dispatcher", "cp_comm_type", "recompute", "dtype",
                  "fp8_recipe", "grad_reduce_dtype", "optimizer_dtype", "memory_kind", "activation", "gpu",
-                 "framework", "sequence_parallel", "distributed_optimizer", "tied_embeddings")
+                 "framework", "sequence_parallel", "distributed_optimizer", "tied_embeddings",
+                 "zero_stage")
 """Training columns holding a word from a fixed vocabulary, read without regard to case."""
 SWITCH_COLUMNS = ("sequence_parallel", "distributed_optimizer", "tied_embeddings")
 """Of those, the true/false ones (``config._build.switch``), read lower-case only."""
 
 
-def framework_key(text: str) -> str:
-    """A training row's framework as the README spells it: lower case, '-' between words."""
-    from trainsim.catalog.frameworks import canonical_framework
+VENDOR_WORDS = ("nvidia", "microsoft", "mosaicml", "databricks", "huggingface", "hf", "meta",
+                "pytorch", "allenai", "bytedance", "ibm", "google", "hpcaitech", "nvidia-nemo")
+"""Organisations a framework's name may open with, as a GitHub slug (``NVIDIA/Megatron-LM``,
+``microsoft/DeepSpeed``, ``pytorch/torchtitan``) or in prose ("NVIDIA NeMo")."""
 
-    return canonical_framework(word(text, "-"))  # the profiles' own aliases
+
+def framework_key(text: str) -> str:
+    """A training row's framework as the README spells it: lower case, '-' between words; a
+    GitHub slug's or a vendor's name before it dropped where the rest is a profile's name."""
+    from trainsim.catalog.frameworks import canonical_framework, framework_names
+
+    key = canonical_framework(word(text, "-"))  # the profiles' own aliases
+    if key in framework_names():
+        return key
+    tail = key.rsplit("/", 1)[-1]
+    for vendor in ("", *VENDOR_WORDS):
+        if not vendor or tail.startswith(vendor + "-"):
+            bare = canonical_framework(tail[len(vendor) + 1 if vendor else 0:])
+            if bare in framework_names():
+                return bare
+    return key
+
+
+def unprofiled(key: str) -> bool:
+    """Whether framework ``key`` (``framework_key``) has no profile here and is not one letter
+    or so from one (a misspelling, which the config refuses naming the profile it is near)."""
+    import difflib
+
+    from trainsim.catalog.frameworks import framework_names
+
+    names = framework_names()
+    return key not in names and not difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+
+
+_MAJOR_ONLY = re.compile(r"^v?(\d+)\.[xX*]$")
+"""A version written as its major release line ("2.x", "0.X"): read as that line's first."""
 
 
 def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -296,8 +375,9 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
     as read'} for each cell read as a synonym). Case and surrounding spaces never matter;
     ``options`` tokens are read lower-case, '-' as '_', ',' as a separator; an attention
     library is the kernel it runs on the row's GPU (``attention_impl``, backward included)."""
-    out = dict(row)
-    read: dict[str, str] = {}
+    from trainsim.validate.written import written_numbers
+
+    out, read = written_numbers(row)
     for col in LOWER_COLUMNS:
         text = (row.get(col) or "").strip()
         if not text:
@@ -307,22 +387,108 @@ def normalized_training_row(row: dict[str, str]) -> tuple[dict[str, str], dict[s
             if col == "framework" else word(text)
         if (col, value) in UNMODELLED:
             raise ConfigError(f"{col}={text!r}: {UNMODELLED[(col, value)]}")
+        if col == "framework" and text.isprintable() and unprofiled(value):
+            # no profile: the run is predicted as one naming no framework (its choices tuned,
+            # README "Unknown cells"), said on the row; the version belongs to that framework
+            read[col] = f"{text} -> none (no profile of {value} here: the tool's defaults, " \
+                        "its choices tuned)"
+            out[col] = out["framework_version"] = ""
+            continue
+        if col == "framework" and value != word(text, "-"):  # an alias, a vendor dropped
+            read[col] = f"{text} -> {value}"
+        if col == "gpu":
+            value = _gpu_name(text, read)
+        if col == "dtype" and value in PRECISIONS:  # a precision recipe's name: dtype, recipe
+            value = _precision(text, value, row, out, read)
+            continue
         synonym = _training_attention(value, row) if col == "attention" else \
             VALUE_SYNONYMS.get(col, {}).get(value)
         if synonym is not None and synonym != value:
             read[col] = f"{text} -> {synonym}"
             value = synonym
+        elif col == "zero_stage":
+            continue  # a number, checked as written ('-1' named as '-1')
         out[col] = value
-    version = (row.get("framework_version") or "").strip()
+    version = (out.get("framework_version") or "").strip()
+    if (major := _MAJOR_ONLY.match(version)) and out.get("framework"):
+        out["framework_version"] = major.group(1)
+        read["framework_version"] = f"{version} -> {major.group(1)} (the line's first release)"
+        version = major.group(1)
     if version and out.get("framework"):  # a release read as its date, a date as a release, ...
         note = version_reading(out["framework"], version)
         if note:
-            read["framework_version"] = f"{version} -> {note}"
+            read["framework_version"] = f"{read.get('framework_version', version)}; {note}" \
+                if "framework_version" in read else f"{version} -> {note}"
     options = row.get("options") or ""
     if options.strip():
         tokens = [word(t) for t in re.split(r"[;,]", options)]
         out["options"] = ";".join(t for t in tokens if t)
     return out, read
+
+
+PRECISIONS: dict[str, tuple[str, str | None]] = {
+    # PyTorch Lightning / NeMo 2 precision plugins ("bf16-mixed", "16-mixed"), MosaicML
+    # Composer's (llm-foundry) "amp_bf16", "amp_fp8": mixed precision with fp32 master weights,
+    # what the README's bf16 and fp16 are
+    "bf16_mixed": ("bf16", None), "fp16_mixed": ("fp16", None), "16_mixed": ("fp16", None),
+    "amp_bf16": ("bf16", None), "amp_fp16": ("fp16", None), "amp_fp8": ("fp8", None),
+    # Transformer Engine's Format.HYBRID (E4M3 forward, E5M2 gradients; NeMo 1.x ``fp8_hybrid``):
+    # fp8 GEMMs, the recipe not said
+    "fp8_hybrid": ("fp8", None), "fp8_e4m3": ("fp8", None),
+    "mxfp8": ("fp8", "mxfp8"),
+    # Megatron-Bridge / NeMo 2 mixed-precision recipe names (Megatron-Bridge v0.2.0
+    # src/megatron/bridge/training/mixed_precision.py; NeMo v2.3.0 recipes/precision/
+    # mixed_precision.py: bf16_with_fp8_mixed is delayed scaling, "subchannel" the 128x128
+    # blockwise recipe) and the performance scripts' --compute_dtype words (fp8_ds, fp8_cs,
+    # fp8_mx, fp8_sc)
+    "bf16_with_fp8_mixed": ("fp8", "delayed"),
+    "bf16_with_fp8_delayed_scaling_mixed": ("fp8", "delayed"),
+    "bf16_with_fp8_current_scaling_mixed": ("fp8", "current"),
+    "bf16_with_mxfp8_mixed": ("fp8", "mxfp8"),
+    "bf16_with_fp8_subchannel_scaling_mixed": ("fp8", "blockwise"),
+    "fp8_ds": ("fp8", "delayed"), "fp8_cs": ("fp8", "current"), "fp8_mx": ("fp8", "mxfp8"),
+    "fp8_sc": ("fp8", "blockwise"),
+    # "fp8 (delayed)", "FP8 (current scaling)": the recipe written beside the dtype
+    **{f"fp8_({w})": ("fp8", r) for w, r in (
+        ("delayed", "delayed"), ("delayed_scaling", "delayed"), ("current", "current"),
+        ("current_scaling", "current"), ("tensorwise", "current"), ("blockwise", "blockwise"),
+        ("block_scaling", "blockwise"), ("mxfp8", "mxfp8"), ("hybrid", None))},
+}
+"""A dtype cell that names a precision recipe -> (the README's dtype, its fp8 recipe or None)."""
+
+
+def _precision(text: str, value: str, row: dict[str, str], out: dict[str, str],
+               read: dict[str, str]) -> str:
+    """Read the precision recipe ``value`` (``PRECISIONS``) of dtype cell ``text`` into
+    ``out``'s dtype and fp8_recipe; a ConfigError where the row's own fp8_recipe says another."""
+    dtype, recipe = PRECISIONS[value]
+    out["dtype"] = dtype
+    read["dtype"] = f"{text} -> {dtype}" + (f", fp8_recipe {recipe}" if recipe else "")
+    if recipe is None:
+        return dtype
+    stated = word(row.get("fp8_recipe"))
+    stated = VALUE_SYNONYMS["fp8_recipe"].get(stated, stated)
+    if stated and stated != recipe:
+        raise ConfigError(f"dtype={text!r} is fp8 with the {recipe} recipe but column "
+                          f"fp8_recipe says {row.get('fp8_recipe', '').strip()!r}")
+    out["fp8_recipe"] = recipe
+    return dtype
+
+
+def _gpu_name(text: str, read: dict[str, str]) -> str:
+    """The catalog name of GPU cell ``text`` (its reading said in ``read`` where the text is
+    another spelling: "H100 SXM5 80GB" -> h100-sxm-80gb); the text lower-cased where it names
+    none, for the config's one-line error."""
+    from trainsim.catalog import gpu
+    from trainsim.errors import TrainsimError
+
+    try:
+        name = gpu(text).name
+    except TrainsimError:
+        return text.lower()
+    if name != text.lower():
+        read["gpu"] = f"{text} -> {name}"
+    return name
 
 
 def _training_attention(value: str, row: dict[str, str]) -> str | None:
@@ -344,5 +510,8 @@ def _training_attention(value: str, row: dict[str, str]) -> str | None:
 
 
 def read_as(read: dict[str, str]) -> dict[str, Any]:
-    """What a result reports of the cells read as synonyms (empty where none were)."""
-    return {"read_as": read} if read else {}
+    """What a result reports of the cells read as synonyms (empty where none were), each
+    character that is not printable written as its escape (``errors.escaped``)."""
+    from trainsim.errors import escaped
+
+    return {"read_as": {k: escaped(v) for k, v in read.items()}} if read else {}
