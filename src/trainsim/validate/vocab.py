@@ -290,7 +290,7 @@ VALUE_SYNONYMS: dict[str, dict[str, str]] = {
                   "selective_ac": "selective", "selective_activation_checkpointing": "selective"},
     "memory_kind": {"max_memory_allocated": "allocated", "torch_allocated": "allocated",
                     "max_memory_reserved": "reserved", "torch_reserved": "reserved",
-                    "nvidia_smi": "device", "smi": "device", "nvml": "device"},
+                    "nvidia_smi": "device", "nvml": "device"},
     # the ZeRO stage a sharding scheme is (DeepSpeed ZeRO-N; FSDP FULL_SHARD shards parameters,
     # gradients and optimizer states as ZeRO-3, SHARD_GRAD_OP gradients and states as ZeRO-2:
     # torch/distributed/fsdp/api.py ShardingStrategy; FSDP2 fully_shard is FULL_SHARD's)
@@ -356,14 +356,21 @@ def framework_key(text: str) -> str:
 
 
 def unprofiled(key: str) -> bool:
-    """Whether framework ``key`` (``framework_key``) has no profile here and is not one letter
-    or so from one (a misspelling, which the config refuses naming the profile it is near)."""
+    """Whether framework ``key`` (``framework_key``) is a name (``_NAME``) with no profile here
+    and not one letter or so from one (a misspelling, which the config refuses naming the
+    profile it is near)."""
     import difflib
 
     from trainsim.catalog.frameworks import framework_names
 
     names = framework_names()
-    return key not in names and not difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+    return bool(_NAME.fullmatch(key)) and key not in names and \
+        not difflib.get_close_matches(key, names, n=1, cutoff=0.8)
+
+
+_NAME = re.compile(r"[a-z][a-z0-9.+_/-]*")
+"""A software name as written (``colossal-ai``, ``fms-fsdp``, ``hf/accelerate``): a cell that is
+not one ('[/x]', a number) is refused by the config as an unknown framework, not read as none."""
 
 
 _MAJOR_ONLY = re.compile(r"^v?(\d+)\.[xX*]$")
