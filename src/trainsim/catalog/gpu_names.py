@@ -87,12 +87,9 @@ def resolve(name: str, aliases: Mapping[str, tuple[str, ...]],
     Where none matches and ``memory_gib`` (entry -> its memory) is given, the memory sizes in
     ``name`` are compared with each entry's memory instead of its names (``SIZE_TOLERANCE``):
     "B200 192GB" is the B200 whose file says 180 GB (179 GiB, 192.3 GB)."""
-    key = normalize(name)
-    if key in aliases:
-        return key
-    for entry, names in aliases.items():
-        if key in (normalize(a) for a in names):
-            return entry
+    named = _named(name, aliases)
+    if named:
+        return named
     wanted = words(name)
     if not wanted:
         return None
@@ -102,12 +99,27 @@ def resolve(name: str, aliases: Mapping[str, tuple[str, ...]],
         rest = frozenset(w for w in wanted if not _SIZE.match(w))
         found = [e for e in _matching(rest, aliases) if rest and sizes and e in memory_gib
                  and all(_near_size(n, memory_gib[e]) for n in sizes)]
+        # the name without its size, where it is an entry's own name or alias ("B200": the
+        # 1000 W part, not the power-limited entry beside it of the same memory)
+        plain = _named("-".join(w for w in normalize(name).split("-")
+                                if not _SIZE.match(_GIGA.sub(r"\1gb", w))), aliases)
+        if plain in found:
+            return plain
     if len(found) > 1:
         exact = [e for e in found if any(words(label) == wanted for label in (e, *aliases[e]))]
         if len(exact) == 1:
             return exact[0]
         raise Ambiguous(found)
     return found[0] if found else None
+
+
+def _named(name: str, aliases: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The entry whose file name or alias ``name`` is (``normalize``d), or None."""
+    key = normalize(name)
+    if key in aliases:
+        return key
+    return next((entry for entry, names in aliases.items()
+                 if key in (normalize(a) for a in names)), None)
 
 
 def _matching(wanted: frozenset[str], aliases: Mapping[str, tuple[str, ...]]) -> list[str]:
