@@ -32,6 +32,8 @@ nothing here feeds trainsim).
 from __future__ import annotations
 
 import csv
+import itertools
+import math
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -159,7 +161,7 @@ def implied(errs: dict[float, float]) -> float | None:
     """The factor at which the error crosses zero, linear between grid points; None where it
     does not cross inside the grid."""
     pts = sorted(errs.items())
-    for (f0, e0), (f1, e1) in zip(pts, pts[1:]):
+    for (f0, e0), (f1, e1) in itertools.pairwise(pts):
         if e0 == 0.0:
             return f0
         if e0 < 0.0 <= e1 or e0 > 0.0 >= e1:
@@ -168,7 +170,7 @@ def implied(errs: dict[float, float]) -> float | None:
 
 
 def mape(errs: list[float]) -> float:
-    ok = [abs(e) for e in errs if e == e]
+    ok = [abs(e) for e in errs if not math.isnan(e)]
     return 100.0 * sum(ok) / len(ok) if ok else float("nan")
 
 

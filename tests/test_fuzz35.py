@@ -170,7 +170,7 @@ def test_gpu_names_as_papers_and_vendors_write_them(name, entry):
     assert gpu(name).name == entry
 
 
-@pytest.mark.parametrize("name", ["H100 120GB", "A100 80GB"])
+@pytest.mark.parametrize("name", ["H100 120GB", "A100 120GB"])
 def test_a_size_no_entry_has_is_not_matched_to_a_near_one(name):
     with pytest.raises(ConfigError, match="unknown GPU|ambiguous"):
         gpu(name)

@@ -77,10 +77,9 @@ def test_veomni_rows_are_read_from_the_published_file(grid):
 def test_deepgemm_rates_match_the_published_rows(cutlass36):
     """The script's DeepGEMM column is the README table the kernels file already holds:
     every shape there, at the same rate."""
-    published = {r["id"]: float(r["measured_value"])
-                 for r in csv.DictReader(open(BUNDLED_DIR / "kernels_published.csv",
-                                              newline=""))
-                 if r["id"].startswith("deepgemm-h800")}
+    with (BUNDLED_DIR / "kernels_published.csv").open(newline="") as f:
+        published = {r["id"]: float(r["measured_value"]) for r in csv.DictReader(f)
+                     if r["id"].startswith("deepgemm-h800")}
     for m, n, k, tf, _ in cutlass36.DENSE:
         assert published[f"deepgemm-h800-fp8-m{m}-n{n}-k{k}"] == tf
     for layout, g, mg, n, k, tf, _ in cutlass36.GROUPED:
@@ -105,11 +104,11 @@ def test_veomni_torch_rows_are_labelled_torch_by_erratum():
     """The two ``torch._grouped_mm`` rows of VeOmni #460 carry ``implementation = triton`` in
     the file; the erratum relabels them ``torch`` (their note already prices them as PyTorch's
     CUTLASS grouped GEMM)."""
-    errata = list(csv.DictReader(open(ROOT / "benchmarks" / "kernels_errata.csv",
-                                      newline="")))
+    with (ROOT / "benchmarks" / "kernels_errata.csv").open(newline="") as f:
+        errata = list(csv.DictReader(f))
     fixes = {(e["id"], e["field"]): e for e in errata}
-    published = {r["id"]: r for r in csv.DictReader(open(BUNDLED_DIR / "kernels_published.csv",
-                                                         newline=""))}
+    with (BUNDLED_DIR / "kernels_published.csv").open(newline="") as f:
+        published = {r["id"]: r for r in csv.DictReader(f)}
     for rid in ("veomni460-h100-moe-s32768-h2048-f768-e128-k8-torch",
                 "veomni460-h100-moe-s32768-h2048-f512-e512-k10-torch"):
         e = fixes[(rid, "implementation")]

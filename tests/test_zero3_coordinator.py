@@ -16,7 +16,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT / "benchmarks") not in sys.path:
     sys.path.insert(0, str(ROOT / "benchmarks"))
-import zero3_coordinator as SCRIPT  # noqa: E402  (a script; its dataclasses need sys.modules)
+# a script, imported after the path is set: its dataclasses need sys.modules
+import zero3_coordinator as SCRIPT
+
 M = 1_000_000  # elements of each toy weight (above the 1e5 persistence threshold)
 
 

@@ -214,6 +214,16 @@ def gpu_memory_gib() -> dict[str, float]:
     return out
 
 
+def gpu_assumed(name: str) -> str | None:
+    """What naming GPU ``name`` left to assume: 'SXM (...)' where it states no form factor and
+    resolves to the SXM part of entries that differ only in that (``A100 80GB``), else None."""
+    if name.strip().lower() in _entries("gpus"):
+        return None
+    entry = gpu_names.assumed_form_factor(name, gpu_aliases())
+    return (f"{entry} (SXM: the name states no form factor; published training clusters are "
+            "HGX/DGX servers of SXM modules)") if entry else None
+
+
 @functools.cache
 def gpu(name: str) -> GPUSpec:
     """The catalog GPU ``name`` names: its file name or any spelling ``catalog.gpu_names``

@@ -11,9 +11,12 @@ names. A name resolves, in this order, to:
    tell GPUs apart are dropped (vendor and brand words, the memory type) and the form-factor
    generations are merged (``sxm2``/``sxm4``/``sxm5``/``sxm6`` -> ``sxm``).
 
-Several entries at step 3 is an ambiguity, answered by one line that lists them ("a100" could
-be a PCIe or SXM part of 40 or 80 GB); none is the catalog's "unknown GPU ... did you mean"
-error.
+Of several entries at step 3, the one whose file name states the memory size the name states
+("H100 94GB": h100-nvl-94gb); then, where the entries differ only in form factor and the name
+states none ("A100 80GB"), the SXM part (``form_factor_default``: the form factor of HGX/DGX
+training clusters; a validation row says it assumed so). Several left is an ambiguity, answered
+by one line that lists them ("a100" could be a PCIe or SXM part of 40 or 80 GB); none is the
+catalog's "unknown GPU ... did you mean" error.
 """
 
 from __future__ import annotations
@@ -109,8 +112,56 @@ def resolve(name: str, aliases: Mapping[str, tuple[str, ...]],
         exact = [e for e in found if any(words(label) == wanted for label in (e, *aliases[e]))]
         if len(exact) == 1:
             return exact[0]
+        sized = _sized(wanted, found)
+        if len(sized) == 1:
+            return sized[0]
+        sxm = form_factor_default(wanted, sized)
+        if sxm:
+            return sxm
         raise Ambiguous(found)
     return found[0] if found else None
+
+
+FORM_WORDS = frozenset({"sxm", "pcie", "nvl"})
+"""The words of a catalog name that say its form factor (module, card, card pair)."""
+
+
+def _sized(wanted: frozenset[str], found: list[str]) -> list[str]:
+    """Of the entries ``found``, those whose own file name states every memory size of
+    ``wanted`` (``H100 94GB``: h100-nvl-94gb, not h100-sxm-96gb-500w whose 94 GB only an alias
+    of it states: an exact size beats a near one); all of ``found`` where none or all do."""
+    sizes = {w for w in wanted if _SIZE.match(w)}
+    hit = [e for e in found if sizes and sizes <= words(e)]
+    return hit or found
+
+
+def form_factor_default(wanted: frozenset[str], found: list[str]) -> str | None:
+    """The SXM entry of ``found`` where the name (``wanted``, its words) states no form factor
+    and the entries differ in nothing else (their file names' words less ``FORM_WORDS`` are
+    the same: ``A100 80GB`` is a100-sxm-80gb or a100-pcie-80gb). Published training clusters
+    are HGX/DGX servers of SXM modules (``h100`` names the SXM5 part for the same reason,
+    h100-sxm-80gb.yaml); a name that leaves the memory size open too (``a100``: 40 or 80 GB)
+    stays ambiguous. None where this does not apply."""
+    if wanted & FORM_WORDS or len(found) < 2:
+        return None
+    if len({words(e) - FORM_WORDS for e in found}) != 1:
+        return None
+    sxm = [e for e in found if "sxm" in words(e)]
+    return sxm[0] if len(sxm) == 1 else None
+
+
+def assumed_form_factor(name: str, aliases: Mapping[str, tuple[str, ...]]) -> str | None:
+    """The SXM entry ``name`` resolves to by ``form_factor_default`` (a name that states no
+    form factor), None where it names its entry otherwise: for a row to say what it assumed."""
+    if _named(name, aliases):
+        return None
+    wanted = words(name)
+    found = _matching(wanted, aliases) if wanted else []
+    if len(found) < 2 or any(any(words(label) == wanted for label in (e, *aliases[e]))
+                             for e in found):
+        return None
+    sized = _sized(wanted, found)
+    return form_factor_default(wanted, sized) if len(sized) > 1 else None
 
 
 def _named(name: str, aliases: Mapping[str, tuple[str, ...]]) -> str | None:
@@ -138,5 +189,6 @@ def alias_clashes(aliases: Mapping[str, tuple[str, ...]]) -> list[str]:
     return [f"{alias} ({entry})" for entry, alias, _ in spellings(aliases, normalize)[1]]
 
 
-__all__ = ["NOISE_WORDS", "NOT_GPUS", "Ambiguous", "alias_clashes", "normalize", "not_a_gpu",
-           "resolve", "words"]
+__all__ = ["FORM_WORDS", "NOISE_WORDS", "NOT_GPUS", "Ambiguous", "alias_clashes",
+           "assumed_form_factor", "form_factor_default", "normalize", "not_a_gpu", "resolve",
+           "words"]

@@ -8,7 +8,8 @@ delimiter.
 - Delimiter: a comma; where the header holds none of a file kind's columns split by commas but
   all of one kind's required columns split by ``;`` or a tab, that character (Excel writes ``;``
   where the locale's decimal mark is a comma). In a ``;`` file a number cell written with a
-  decimal comma (``9,07``) is that decimal (``DECIMAL_COLUMNS``).
+  decimal comma (``9,07``) is that decimal (``DECIMAL_COLUMNS``); one whose points may group
+  digits (``8.000``) is refused on its row (``decimal_commas``).
 """
 
 from __future__ import annotations
@@ -83,12 +84,32 @@ DECIMAL_COLUMNS = frozenset({"measured_iteration_s", "measured_peak_memory_gib",
 _DECIMAL_COMMA = re.compile(r"^\s*[+-]?\d+,\d+\s*$")
 
 
+_POINT_GROUPS = re.compile(r"^\s*\d{1,3}(?:\.\d{3})+\s*$")
+"""``8.000``, ``1.024.000``: digits grouped by points, as a decimal-comma locale writes 8000."""
+
+
 def decimal_commas(rows: list[dict[str, str]]) -> None:
-    """In the rows of a ``;`` file, a decimal comma in a ``DECIMAL_COLUMNS`` cell as a point."""
+    """In the rows of a ``;`` file, a decimal comma in a ``DECIMAL_COLUMNS`` cell as a point.
+
+    Where points may group digits there (``8.000``: 8000 where the decimal mark is a comma,
+    8 where it is a point), the cell is left as a text that its column's check refuses, saying
+    which two numbers: in a count column always (a count is never written ``8.000`` with a
+    decimal point), in a ``DECIMAL_COLUMNS`` cell where the file writes decimal commas
+    elsewhere (a file with none writes its decimals with points: ``3.528`` s is 3.528)."""
+    from trainsim.validate.row_settings import COUNT_COLUMNS, ZERO_COUNT_COLUMNS
+
+    counts = frozenset((*COUNT_COLUMNS, *ZERO_COUNT_COLUMNS))
+    commas = any(_DECIMAL_COMMA.match(row[col] or "") for row in rows
+                 for col in DECIMAL_COLUMNS & row.keys())
     for row in rows:
-        for col in DECIMAL_COLUMNS & row.keys():
-            if _DECIMAL_COMMA.match(row[col] or ""):
-                row[col] = row[col].replace(",", ".")
+        for col in (DECIMAL_COLUMNS | counts) & row.keys():
+            cell = row[col] or ""
+            if _POINT_GROUPS.match(cell) and (col in counts or commas):
+                row[col] = (f"{cell.strip()} (in a ';' file: {cell.strip().replace('.', '')} "
+                            f"with digit groups, or {cell.strip()} with a decimal point; write "
+                            "the number without digit groups)")
+            elif col in DECIMAL_COLUMNS and _DECIMAL_COMMA.match(cell):
+                row[col] = cell.replace(",", ".")
 
 
 __all__ = ["decimal_commas", "delimiter", "table_text"]

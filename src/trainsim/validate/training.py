@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import Any
 
 from trainsim.bound import lower_bound_s
-from trainsim.catalog import run_config_from_dict
+from trainsim.catalog import gpu_assumed, run_config_from_dict
 from trainsim.config import RunConfig
 from trainsim.config.records import positive_value
 from trainsim.engine.loop import runs_shared
@@ -354,6 +354,7 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
     kernel database ``compute_db`` ('auto': the one bundled for the row's GPU; None: the
     analytic model only; or a path)."""
     source_key = framework_key(_cell(row, "framework") or "unknown")
+    gpu_text = _cell(row, "gpu")  # as written: a name without a form factor is assumed SXM
     try:
         # other spellings of the vocabulary columns and numbers written with units or digit
         # groups, read as the README's (``validate.vocab``, ``validate.written``)
@@ -375,6 +376,8 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
             warnings.simplefilter("always", SettingReplaced)
             cfg, choice, result = _tuned_layout(counts_checked(row), compute_db)
         assumed = assumed_cells(row, cfg, choice)  # what the empty cells it left were taken as
+        if gpu_text and (form := gpu_assumed(gpu_text)):
+            assumed["gpu"] = form
     except (TrainsimError, ValueError, KeyError) as exc:
         res.error = str(exc)
         return res

@@ -10,7 +10,9 @@ numbers stays a one-line error that says which two:
   powers of two: Llama 3.1's "128K" is ``max_position_embeddings`` 131072), but 2,000 or 2,048
   elsewhere (Llama 2's "32k" vocabulary is 32,000);
 - a memory in ``GB`` is 10^9 or 2^30 bytes as its source meant it, the column is GiB;
-- ``1.024`` with a comma-separated file's decimal point is 1.024 (not a count).
+- ``1.024`` with a comma-separated file's decimal point is 1.024 (not a count);
+- ``1,024`` is 1,024 in a column of counts, but 1,024 or 1.024 in a measurement's column (a
+  decimal comma in a comma-separated file, the cell quoted).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import re
 
 from trainsim.errors import ConfigError
+from trainsim.validate.csv_text import DECIMAL_COLUMNS
 
 GROUPED = re.compile(r"^[+]?\d{1,3}(?:([,\u00a0\u202f\u2009' ])\d{3})(?:\1\d{3})*(\.\d+)?$")
 """Digits in groups of three split by one separator used throughout: a comma, a space (plain,
@@ -77,6 +80,14 @@ def plain_number(column: str, text: str) -> tuple[str, bool]:
         cell = cell[about.end():]
     grouped = GROUPED.match(cell)
     if grouped:
+        if grouped.group(1) == "," and cell.count(",") == 1 and not grouped.group(2) \
+                and column in DECIMAL_COLUMNS:
+            # "9,070" s: 9070 with a digit group, or 9.070 with a decimal comma (a ';' file's
+            # decimal commas are read before this, ``csv_text.decimal_commas``)
+            whole = cell.replace(",", "")
+            raise ConfigError(f"column '{column}' is {text.strip()!r}: a comma may group digits "
+                              f"or mark decimals here ({whole} or {cell.replace(',', '.')}); "
+                              "write the number with a decimal point and no digit groups")
         cell = cell.replace(grouped.group(1), "")
     if (m := _POWER.match(cell)) and int(m.group(2)) <= 64:
         cell = str(int(m.group(1)) ** int(m.group(2)))
@@ -102,9 +113,6 @@ def plain_number(column: str, text: str) -> tuple[str, bool]:
     return (cell, True) if cell != text.strip() else (text, False)
 
 
-
-
-
 NUMBER_COLUMNS = ("nic_gbps_per_gpu", "measured_iteration_s", "measured_peak_memory_gib")
 """Training columns holding a number that is not a count (the counts: ``COUNT_COLUMNS``)."""
 
@@ -124,4 +132,6 @@ def written_numbers(row: dict[str, str]) -> tuple[dict[str, str], dict[str, str]
                 out[col] = plain
                 read[col] = f"{text.strip()} -> {plain}"
     return out, read
+
+
 __all__ = ["NUMBER_COLUMNS", "plain_number", "written_numbers"]
