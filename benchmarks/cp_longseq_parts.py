@@ -18,11 +18,11 @@ adds is printed: the time it holds at x1.
 
 from __future__ import annotations
 
-import csv
-import subprocess
 import sys
-from multiprocessing import Pool
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from part_cases import collect, print_case, rows
 
 from trainsim import pricing
 from trainsim.compute import roofline
@@ -31,11 +31,6 @@ from trainsim.workload.ops import Attention, Elementwise
 
 HERE = Path(__file__).parent
 CASES = ("base", "attn", "steps", "diag", "fix", "hops", "attn_bwd")
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as fh:
-        return list(csv.DictReader(fh))
 
 
 def _ring(op) -> bool:
@@ -74,20 +69,11 @@ def _one(row: dict[str, str]) -> tuple[str, float, float | None]:
 
 def case(label: str, path: Path) -> None:
     _scale(label)
-    with Pool(2) as pool:
-        for rid, m, p in pool.map(_one, rows(path)):
-            print(f"{rid},{m},{p if p is not None else ''}", flush=True)
+    print_case(_one, path)
 
 
 def main(path: Path) -> None:
-    got: dict[str, dict[str, tuple[float, float | None]]] = {}
-    for label in CASES:
-        out = subprocess.run([sys.executable, __file__, "case", label, str(path)], check=True,
-                             capture_output=True, text=True).stdout
-        got[label] = {}
-        for line in out.splitlines():
-            rid, m, p = line.split(",")
-            got[label][rid] = (float(m), float(p) if p else None)
+    got = collect(__file__, CASES, path)
     print(f"{'row':44s} gpu   tp cp    err%  gap_s " + " ".join(f"{c:>8s}" for c in CASES[1:]))
     for r in rows(path):
         m, p = got["base"][r["id"]]
