@@ -104,7 +104,8 @@ def test_numbers_that_could_be_two_are_refused_saying_which(column, text, words)
 
 
 def test_text_that_is_no_number_is_left_to_the_column_check():
-    assert plain_number("tp", "TP2") == ("TP2", False)
+    assert plain_number("tp", "two") == ("two", False)  # (TP2 is read: test_written_labels)
+    assert plain_number("tp", "PP2") == ("PP2", False)  # another column's label
     assert plain_number("num_gpus", "8") == ("8", False)
 
 

@@ -13,6 +13,12 @@ numbers stays a one-line error that says which two:
 - ``1.024`` with a comma-separated file's decimal point is 1.024 (not a count);
 - ``1,024`` is 1,024 in a column of counts, but 1,024 or 1.024 in a measurement's column (a
   decimal comma in a comma-separated file, the cell quoted).
+
+Two labels are read as well: a parallel degree written with its own name (``TP2`` in ``tp``,
+``VP 5`` in ``vpp``, as Megatron-Bridge's and NeMo's performance tables head their cells), and an
+InfiniBand generation in ``nic_gbps_per_gpu`` (``NDR``: the IBTA data rate of a 4x port, one port
+a GPU as on DGX A100 / H100 / B200; ``NDR200``, a split port, at its written rate; the reading is
+printed on the row).
 """
 
 from __future__ import annotations
@@ -31,6 +37,15 @@ _KILO = re.compile(rf"^({_NUMBER})\s*([kK])$")
 _POWER = re.compile(r"^(\d+)\s*(?:\^|\*\*)\s*(\d+)$")
 _PRODUCT = re.compile(r"^(\d+)\s*[x\u00d7*]\s*(\d+)$")
 _ABOUT = re.compile(r"^(?:~|\u2248|ca\.?\s|approx\.?\s)\s*")
+_LABELLED = re.compile(r"^([A-Za-z]+)\s*[=:]?\s*(\d+)$")
+LABELS = {"tp": {"tp"}, "pp": {"pp"}, "cp": {"cp"}, "ep": {"ep"}, "vpp": {"vpp", "vp"},
+          "dp": {"dp"}, "etp": {"etp"}}
+"""A parallel column -> the labels a table writes before its degree (Megatron-Bridge's performance
+summary: TP / PP / CP / VP / EP columns): ``TP2`` in ``tp`` is 2; a label of another column is
+left for the column's check to refuse."""
+IB_GBPS = {"edr": 100, "hdr": 200, "ndr": 400, "xdr": 800}
+"""InfiniBand generations -> Gb/s of a 4x port (IBTA roadmap; NVIDIA ConnectX-6 HDR 200, ConnectX-7
+NDR 400, ConnectX-8 XDR 800 data sheets)."""
 
 UNITS: dict[str, dict[str, float]] = {
     "num_gpus": {"gpus": 1, "gpu": 1, "devices": 1, "accelerators": 1},
@@ -78,6 +93,16 @@ def plain_number(column: str, text: str) -> tuple[str, bool]:
     about = _ABOUT.match(cell)
     if about and column in APPROXIMATE:
         cell = cell[about.end():]
+    if (m := _LABELLED.match(cell)) and m.group(1).lower() in LABELS.get(column, ()):
+        cell = m.group(2)
+    if column == "nic_gbps_per_gpu" and (ib := re.fullmatch(r"(?i)(?:infiniband\s+)?([a-z]dr)"
+                                                           r"(?:\s*\d+)?", cell)) \
+            and ib.group(1).lower() in IB_GBPS:
+        gbps = IB_GBPS[ib.group(1).lower()]
+        written = re.search(r"\d+", cell)
+        if written and int(written.group()) != gbps:  # NDR200: a split port, as written
+            gbps = int(written.group())
+        return _plain(gbps), True
     grouped = GROUPED.match(cell)
     if grouped:
         if grouped.group(1) == "," and cell.count(",") == 1 and not grouped.group(2) \
