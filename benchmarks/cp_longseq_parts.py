@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from part_cases import collect, print_case, rows
+from part_cases import collect, priced_rows, print_case, run
 
 from trainsim import pricing
 from trainsim.compute import roofline
@@ -75,17 +75,11 @@ def case(label: str, path: Path) -> None:
 def main(path: Path) -> None:
     got = collect(__file__, CASES, path)
     print(f"{'row':44s} gpu   tp cp    err%  gap_s " + " ".join(f"{c:>8s}" for c in CASES[1:]))
-    for r in rows(path):
-        m, p = got["base"][r["id"]]
-        if p is None:
-            continue
-        adds = " ".join(f"{(got[c][r['id']][1] or p) - p:8.3f}" for c in CASES[1:])
+    for r, m, p, added in priced_rows(got, CASES, path):
+        adds = " ".join(f"{a:8.3f}" for a in added)
         print(f"{r['id'][:44]:44s} {r['gpu'][:5]} {r['tp']:>2s} {r['cp'] or '1':>2s} "
               f"{100 * (p / m - 1):+6.1f} {m - p:6.2f} {adds}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 3 and sys.argv[1] == "case":
-        case(sys.argv[2], Path(sys.argv[3]))
-    else:
-        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "training_nemo_longseq.csv")
+    run(case, main, HERE / "training_nemo_longseq.csv")

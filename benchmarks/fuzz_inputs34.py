@@ -47,12 +47,10 @@ import fuzz_checks
 from fuzz_checks import print_report, run_surfaces
 
 from trainsim.errors import TrainsimError
-from trainsim.validate import PREDICT, _guarded, read_rows
+from trainsim.validate import BUNDLED_DIR, PREDICT, _guarded, read_rows
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "validation"
-if not SHARED.exists():
-    SHARED = Path("/work/shared/validation")
+SHARED = BUNDLED_DIR  # the shared validation files as trainsim bundles them
 Case = tuple[str, Callable[[], str | None]]
 
 MEASURED = ["", " ", "0", "-0", "-1", "nan", "inf", "-inf", "1e400", "1e-320", "3,5", "x",

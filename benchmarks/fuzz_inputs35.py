@@ -41,12 +41,9 @@ from fuzz_checks import print_report, run_surfaces
 from fuzz_sweep import _cli
 
 from trainsim.errors import TrainsimError
-from trainsim.validate import PREDICT, _guarded, read_rows, validate_file
+from trainsim.validate import BUNDLED_DIR, PREDICT, _guarded, read_rows, validate_file
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared" / "validation"
-if not SHARED.exists():
-    SHARED = Path("/work/shared/validation")
+SHARED = BUNDLED_DIR  # the shared validation files as trainsim bundles them
 Case = tuple[str, Callable[[], str | None]]
 DENSE, MOE = "bridge2511-llama3-8b-8", "bridge2511-qwen3-30b-a3b-16"
 SHAPE = ["hidden_size", "num_layers", "num_attention_heads", "num_kv_heads", "head_dim",

@@ -26,30 +26,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_profile import problem_parser
+from search_profile import problem_parser, recorded_search
 
 
 def record(args) -> list[tuple[list, bool, list[float], list[float]]]:
     """(tasks, prefix, start, end) of every graph the search's simulations run through the
     loop (the twin graphs and timelines shared as in one worker)."""
     from trainsim.engine import loop
-    from trainsim.search import executors, search
-    from trainsim.search.cli import build_base
     from trainsim.search.evaluation import SearchToken, evaluate_batch
 
-    base = build_base(args.model, args.gpu, args.gpus, args.global_batch, args.seq, 8, 400.0,
-                      "bf16")
-    batches: list[list] = []
-
-    def recording(b, candidates, token=None):
-        batches.append(list(candidates))
-        return evaluate_batch(b, candidates, token)
-
-    executors.evaluate_batch = recording
-    try:
-        search(base, [args.gpus], cache=None)
-    finally:
-        executors.evaluate_batch = evaluate_batch
+    base, batches, _ = recorded_search(args)
     graphs = []
     real = loop._run
 

@@ -44,3 +44,23 @@ def collect(script: str, cases: Sequence[str], path: Path
             rid, m, p = line.split(",")
             got[label][rid] = (float(m), float(p) if p else None)
     return got
+
+
+def priced_rows(got: dict[str, dict[str, tuple[float, float | None]]], cases: Sequence[str],
+                path: Path):
+    """(row, measured, predicted, [seconds each case after the first adds]) for every row of
+    ``path`` the first case predicted."""
+    for r in rows(path):
+        m, p = got[cases[0]][r["id"]]
+        if p is None:
+            continue
+        yield r, m, p, [(got[c][r["id"]][1] or p) - p for c in cases[1:]]
+
+
+def run(case: Callable[[str, Path], None], main: Callable[[Path], None], default: Path) -> None:
+    """A ``*_parts.py`` script's entry point: ``case LABEL FILE`` (one case, in its own process)
+    or ``[FILE]`` (every case; ``default`` without one)."""
+    if len(sys.argv) > 3 and sys.argv[1] == "case":
+        case(sys.argv[2], Path(sys.argv[3]))
+    else:
+        main(Path(sys.argv[1]) if len(sys.argv) > 1 else default)

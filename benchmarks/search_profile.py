@@ -55,6 +55,31 @@ def problem_parser(doc: str) -> argparse.ArgumentParser:
     return ap
 
 
+
+def recorded_search(args, cache=None):
+    """(base config, the candidate batches the search simulated, its result): the problem of
+    ``problem_parser``'s ``args`` searched once in this process, every batch it handed the
+    evaluator recorded (to replay the simulations alone)."""
+    from trainsim.search import executors, search
+    from trainsim.search.cli import build_base
+    from trainsim.search.evaluation import evaluate_batch
+
+    base = build_base(args.model, args.gpu, args.gpus, args.global_batch, args.seq, 8, 400.0,
+                      "bf16")
+    batches: list[list] = []
+
+    def recording(b, candidates, token=None):
+        batches.append(list(candidates))
+        return evaluate_batch(b, candidates, token)
+
+    executors.evaluate_batch = recording  # SerialExecutor.map calls it by this name
+    try:
+        first = search(base, [args.gpus], cache=cache)
+    finally:
+        executors.evaluate_batch = evaluate_batch
+    return base, batches, first
+
+
 def main() -> int:
     ap = problem_parser(__doc__)
     ap.add_argument("--repeat", type=int, default=3)
@@ -69,25 +94,12 @@ def main() -> int:
     args = ap.parse_args()
 
     import trainsim
-    from trainsim.search import executors, search
-    from trainsim.search.cli import build_base
+    from trainsim.search import search
     from trainsim.search.core import EvaluationCache
     from trainsim.search.evaluation import SearchToken, evaluate_batch
 
-    base = build_base(args.model, args.gpu, args.gpus, args.global_batch, args.seq, 8, 400.0,
-                      "bf16")
-    batches: list[list] = []
-
-    def recording(b, candidates, token=None):
-        batches.append(list(candidates))
-        return evaluate_batch(b, candidates, token)
-
     cache = EvaluationCache()
-    executors.evaluate_batch = recording  # SerialExecutor.map calls it by this name
-    try:
-        first = search(base, [args.gpus], cache=cache)
-    finally:
-        executors.evaluate_batch = evaluate_batch
+    base, batches, first = recorded_search(args, cache)
     tokens = itertools.count(1)
 
     def main_part() -> None:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from part_cases import collect, print_case, rows
+from part_cases import collect, priced_rows, print_case, run
 
 from trainsim import pricing
 from trainsim.compute import roofline
@@ -68,17 +68,11 @@ def main(path: Path) -> None:
     got = collect(__file__, CASES, path)
     print(f"{'row':42s} {'gpu':13s} {'meas_s':>7s} {'pred_s':>7s}  err%   gap_s "
           + " ".join(f"{c:>6s}" for c in CASES[1:]))
-    for r in rows(path):
-        m, p = got["base"][r["id"]]
-        if p is None:
-            continue
-        adds = " ".join(f"{(got[c][r['id']][1] or p) - p:6.3f}" for c in CASES[1:])
+    for r, m, p, added in priced_rows(got, CASES, path):
+        adds = " ".join(f"{a:6.3f}" for a in added)
         print(f"{r['id'][:42]:42s} {r['gpu'][:13]:13s} {m:7.3f} {p:7.3f} {100 * (p / m - 1):+6.1f} "
               f"{m - p:6.3f} {adds}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 3 and sys.argv[1] == "case":
-        case(sys.argv[2], Path(sys.argv[3]))
-    else:
-        main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "training_torchao.csv")
+    run(case, main, HERE / "training_torchao.csv")
