@@ -1,0 +1,227 @@
+"""Whole training steps of Hugging Face Llama models on one GPU: time and memory as a user sees them.
+
+    PYTHONPATH=src python3 benchmarks/step_probe.py --out $OUT --budget-s 240   # the run tool
+    PYTHONPATH=src python benchmarks/step_probe.py --quick --device cpu --out /tmp/sp  # code paths
+
+The loop is validation/README.md's ``pytorch`` framework: a ``LlamaForCausalLM`` built from the
+catalog model's shape (random weights, nothing downloaded), fp32 parameters, gradients and AdamW
+state (torch's default implementation), bf16 only inside ``torch.autocast``, the model's own
+modules with ``attn_implementation`` sdpa or eager, ``labels = input_ids`` (transformers' loss),
+``optimizer.zero_grad(set_to_none=True)``; full recompute is ``gradient_checkpointing_enable``
+(non-reentrant). No gradient accumulation: one micro-batch per step.
+
+Per case: ``WARM`` steps, then ``STEPS`` timed steps, each with CUDA events after the forward,
+the backward and the optimizer step; the median step and phases. Memory after the warm-up
+steps (so the optimizer state exists): the peak of ``max_memory_allocated`` and
+``max_memory_reserved`` over the timed steps, and the device's used memory
+(``cudaMemGetInfo``: total - free, this process alone on the GPU: reserved plus the CUDA
+context and library workspaces), read at the end of the timed steps. A case that runs out of
+memory is recorded as such. Writes ``steps.csv`` (the training format of validation/README.md,
+``memory_kind`` allocated; reserved and device in the note), ``steps_reserved.csv`` (the same
+rows with ``memory_kind`` reserved) and ``step_probe.json``. Stdlib, torch and transformers;
+the model shapes come from trainsim's catalog (``PYTHONPATH=src``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+COLUMNS = ["id", "source", "model", "seq_length", "gpu", "num_gpus", "gpus_per_node",
+           "tp", "pp", "cp", "ep", "sequence_parallel", "recompute", "zero_stage",
+           "distributed_optimizer", "global_batch_size", "micro_batch_size", "dtype", "options",
+           "framework", "framework_version", "attention", "grad_reduce_dtype", "memory_kind",
+           "measured_iteration_s", "measured_peak_memory_gib", "note"]
+# (catalog model, seq, micro-batch, recompute, attention): the eager cases keep their s x s
+# scores, so they run shorter or smaller than the sdpa ones to stay inside 141 GB
+CASES = [
+    ("llama3.2-1b", 4096, 1, "none", "sdpa"),
+    ("llama3.2-1b", 4096, 2, "none", "sdpa"),
+    ("llama3.2-1b", 4096, 4, "none", "sdpa"),
+    ("llama3.2-1b", 4096, 4, "full", "sdpa"),
+    ("llama3.2-1b", 8192, 1, "none", "sdpa"),
+    ("llama3.2-3b", 4096, 1, "none", "sdpa"),
+    ("llama3.2-3b", 4096, 2, "none", "sdpa"),
+    ("llama3.2-3b", 4096, 2, "full", "sdpa"),
+    ("llama3.2-3b", 4096, 4, "full", "sdpa"),
+    ("llama3.2-1b", 4096, 1, "none", "eager"),
+    ("llama3.2-1b", 2048, 2, "none", "eager"),
+    ("llama3.2-3b", 2048, 1, "none", "eager"),
+]
+QUICK_CASES = [("llama3.2-1b", 64, 1, "none", "sdpa"), ("llama3.2-1b", 64, 2, "full", "eager")]
+WARM, STEPS = 3, 5
+GIB = 2**30
+CATALOG_GPU = (("H200", "h200-sxm-141gb"), ("H100", "h100-sxm-80gb"), ("B200", "b200-sxm-180gb"),
+               ("A100-SXM4-80GB", "a100-sxm-80gb"))
+
+
+def hf_config(name: str, quick: bool):
+    """transformers' LlamaConfig of a catalog model (two layers of a quarter width with --quick)."""
+    from transformers import LlamaConfig
+
+    from trainsim.catalog import model as catalog_model
+
+    m = catalog_model(name)
+    shrink = 4 if quick else 1
+    heads, kv = m.num_attention_heads // shrink, m.num_kv_heads // shrink
+    hidden = m.hidden_size // shrink
+    return LlamaConfig(
+        hidden_size=hidden, num_hidden_layers=2 if quick else m.num_layers,
+        num_attention_heads=heads, num_key_value_heads=kv, head_dim=hidden // heads,
+        intermediate_size=m.ffn_hidden_size // shrink,
+        vocab_size=m.vocab_size // (64 if quick else 1),
+        max_position_embeddings=max(8192, m.max_position_embeddings or 0),
+        tie_word_embeddings=bool(m.tied_embeddings), rms_norm_eps=1e-5, use_cache=False,
+        attention_dropout=0.0)
+
+
+def run_case(case: tuple, device: str, quick: bool) -> dict:
+    import torch
+    from transformers import LlamaForCausalLM
+
+    name, seq, mbs, recompute, attn = case
+    cfg = hf_config(name, quick)
+    cfg._attn_implementation = attn
+    res: dict = {"model": name, "seq": seq, "mbs": mbs, "recompute": recompute, "attention": attn}
+    model = opt = None
+    try:
+        with torch.device(device):  # built on the GPU: no CPU initialisation of 3B weights
+            model = LlamaForCausalLM(cfg)
+        model.train()
+        if recompute == "full":
+            model.gradient_checkpointing_enable(
+                gradient_checkpointing_kwargs={"use_reentrant": False})
+        res["params"] = sum(p.numel() for p in model.parameters())
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        ids = torch.randint(0, cfg.vocab_size, (mbs, seq), device=device)
+        cuda = device == "cuda"
+        ac = torch.autocast(device_type=device, dtype=torch.bfloat16)
+
+        def step(marks: list | None) -> None:
+            with ac:
+                loss = model(input_ids=ids, labels=ids).loss
+            if marks is not None:
+                marks[1].record()
+            loss.backward()
+            if marks is not None:
+                marks[2].record()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+
+        for _ in range(1 if quick else WARM):
+            step(None)
+        if cuda:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+        times: list[tuple[float, float, float]] = []
+        for _ in range(2 if quick else STEPS):
+            if cuda:
+                marks = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+                marks[0].record()
+                step(marks)
+                marks[3].record()
+                torch.cuda.synchronize()
+                times.append(tuple(marks[i].elapsed_time(marks[i + 1]) / 1e3 for i in range(3)))
+            else:
+                t0 = time.perf_counter()
+                step(None)
+                times.append((time.perf_counter() - t0, 0.0, 0.0))
+        totals = [sum(t) for t in times]
+        res["step_s"] = statistics.median(totals)
+        res["steps_s"] = totals
+        res["forward_s"] = statistics.median(t[0] for t in times)
+        res["backward_s"] = statistics.median(t[1] for t in times)
+        res["optimizer_s"] = statistics.median(t[2] for t in times)
+        if cuda:
+            free, total = torch.cuda.mem_get_info()
+            res["allocated_gib"] = torch.cuda.max_memory_allocated() / GIB
+            res["reserved_gib"] = torch.cuda.max_memory_reserved() / GIB
+            res["device_gib"] = (total - free) / GIB
+    except torch.cuda.OutOfMemoryError as exc:  # a case that does not fit is data too
+        res["oom"] = str(exc).splitlines()[0][:200]
+    finally:
+        del model, opt
+        gc.collect()
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    return res
+
+
+def csv_rows(results: list[dict], env: dict, kind: str) -> list[dict[str, str]]:
+    rows = []
+    for r in results:
+        if "step_s" not in r or "allocated_gib" not in r:
+            continue
+        peak = r[f"{kind}_gib"]
+        rows.append({
+            "id": f"{env['prefix']}-{r['model']}-s{r['seq']}-mb{r['mbs']}-{r['recompute']}-"
+                  f"{r['attention']}",
+            "source": f"measured on {env['device']}, torch {env['torch']}, transformers "
+                      f"{env['transformers']}, benchmarks/step_probe.py, {env['date']}",
+            "model": r["model"], "seq_length": r["seq"], "gpu": env["gpu"], "num_gpus": 1,
+            "gpus_per_node": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "sequence_parallel": 0,
+            "recompute": r["recompute"], "zero_stage": 0, "distributed_optimizer": 0,
+            "global_batch_size": r["mbs"], "micro_batch_size": r["mbs"], "dtype": "bf16",
+            "options": "", "framework": "pytorch", "framework_version": env["torch_release"],
+            "attention": "unfused" if r["attention"] == "eager" else "sdpa",
+            "grad_reduce_dtype": "fp32", "memory_kind": kind,
+            "measured_iteration_s": f"{r['step_s']:.5f}",
+            "measured_peak_memory_gib": f"{peak:.3f}",
+            "note": (f"one GPU, no data parallelism; LlamaForCausalLM (random weights, "
+                     f"attn_implementation={r['attention']}), fp32 params/grads/AdamW (torch "
+                     f"default), torch.autocast bf16, labels = input_ids; median of {STEPS} "
+                     f"steps after {WARM}: forward {r['forward_s'] * 1e3:.1f} ms, backward "
+                     f"{r['backward_s'] * 1e3:.1f} ms, optimizer {r['optimizer_s'] * 1e3:.1f} "
+                     f"ms; peak allocated {r['allocated_gib']:.3f} GiB, reserved "
+                     f"{r['reserved_gib']:.3f} GiB, device used {r['device_gib']:.3f} GiB")})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, default=Path("step_probe_out"))
+    p.add_argument("--budget-s", type=float, default=240.0)
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    p.add_argument("--quick", action="store_true", help="tiny shapes: code paths, not data")
+    a = p.parse_args(argv)
+    import torch
+    import transformers
+
+    a.out.mkdir(parents=True, exist_ok=True)
+    cuda = a.device == "cuda"
+    name = torch.cuda.get_device_name() if cuda else "cpu"
+    gpu = next((g for key, g in CATALOG_GPU if key in name.upper()), name)
+    env = {"device": name, "gpu": gpu, "torch": torch.__version__,
+           "torch_release": ".".join(torch.__version__.split("+")[0].split(".")[:2]),
+           "transformers": transformers.__version__, "date": time.strftime("%Y-%m-%d"),
+           "prefix": "h200step" if "H200" in name.upper() else "step", "argv": sys.argv}
+    t0 = time.time()
+    results = []
+    for case in QUICK_CASES if a.quick else CASES:
+        if time.time() - t0 > a.budget_s:
+            results.append({"case": list(case), "skipped": "budget"})
+            continue
+        t = time.time()
+        r = run_case(case, a.device, a.quick)
+        r["wall_s"] = round(time.time() - t, 1)
+        results.append(r)
+        print(json.dumps({k: v for k, v in r.items() if k != "steps_s"}), flush=True)
+    for kind, fname in (("allocated", "steps.csv"), ("reserved", "steps_reserved.csv")):
+        with (a.out / fname).open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
+            w.writeheader()
+            w.writerows(csv_rows(results, env, kind))
+    (a.out / "step_probe.json").write_text(
+        json.dumps({"env": env, "results": results, "elapsed_s": round(time.time() - t0, 1)},
+                   indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
