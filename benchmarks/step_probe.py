@@ -146,7 +146,7 @@ def run_case(case: tuple, device: str, quick: bool) -> dict:
     except torch.cuda.OutOfMemoryError as exc:  # a case that does not fit is data too
         res["oom"] = str(exc).splitlines()[0][:200]
     finally:
-        del model, opt
+        model = opt = None  # noqa: F841 (frees the GPU memory before the next case)
         gc.collect()
         if device == "cuda":
             torch.cuda.empty_cache()
