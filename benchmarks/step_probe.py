@@ -89,7 +89,7 @@ def run_case(case: tuple, device: str, quick: bool) -> dict:
     cfg = hf_config(name, quick)
     cfg._attn_implementation = attn
     res: dict = {"model": name, "seq": seq, "mbs": mbs, "recompute": recompute, "attention": attn}
-    model = opt = None
+    model = opt = None  # frees the GPU memory before the next case
     try:
         with torch.device(device):  # built on the GPU: no CPU initialisation of 3B weights
             model = LlamaForCausalLM(cfg)
@@ -145,8 +145,10 @@ def run_case(case: tuple, device: str, quick: bool) -> dict:
             res["device_gib"] = (total - free) / GIB
     except torch.cuda.OutOfMemoryError as exc:  # a case that does not fit is data too
         res["oom"] = str(exc).splitlines()[0][:200]
+    except Exception as exc:  # noqa: BLE001 (one case's failure must not lose the others)
+        res["error"] = repr(exc)[:300]
     finally:
-        model = opt = None  # noqa: F841 (frees the GPU memory before the next case)
+        model = opt = None  # frees the GPU memory before the next case
         gc.collect()
         if device == "cuda":
             torch.cuda.empty_cache()
