@@ -54,7 +54,15 @@ CASES = [
     ("llama3.2-1b", 2048, 2, "none", "eager"),
     ("llama3.2-3b", 2048, 1, "none", "eager"),
 ]
-QUICK_CASES = [("llama3.2-1b", 64, 1, "none", "sdpa"), ("llama3.2-1b", 64, 2, "full", "eager")]
+CASES_B = CASES + [  # set B (run with --clip): other shapes and vocabularies, torch.compile
+    ("qwen2.5-0.5b", 4096, 4, "none", "sdpa"),
+    ("qwen2.5-1.5b", 4096, 2, "none", "sdpa"),
+    ("qwen2.5-3b", 4096, 1, "none", "sdpa"),
+    ("llama3.2-1b", 4096, 2, "none", "sdpa", "compile"),
+    ("qwen2.5-1.5b", 4096, 2, "none", "sdpa", "compile"),
+]
+QUICK_CASES = [("llama3.2-1b", 64, 1, "none", "sdpa"), ("llama3.2-1b", 64, 2, "full", "eager"),
+               ("qwen2.5-0.5b", 64, 1, "none", "sdpa")]
 WARM, STEPS = 3, 5
 GIB = 2**30
 CATALOG_GPU = (("H200", "h200-sxm-141gb"), ("H100", "h100-sxm-80gb"), ("B200", "b200-sxm-180gb"),
@@ -62,18 +70,21 @@ CATALOG_GPU = (("H200", "h200-sxm-141gb"), ("H100", "h100-sxm-80gb"), ("B200", "
 
 
 def hf_config(name: str, quick: bool):
-    """transformers' LlamaConfig of a catalog model (two layers of a quarter width with --quick)."""
-    from transformers import LlamaConfig
+    """transformers' config of a catalog model (two layers of a quarter width with --quick):
+    Qwen2's where the model has a QKV bias, else Llama's."""
+    from transformers import LlamaConfig, Qwen2Config
 
     from trainsim.catalog import model as catalog_model
 
     m = catalog_model(name)
     shrink = 4 if quick else 1
-    heads, kv = m.num_attention_heads // shrink, m.num_kv_heads // shrink
+    heads, kv = m.num_attention_heads // shrink, max(1, m.num_kv_heads // shrink)
     hidden = m.hidden_size // shrink
-    return LlamaConfig(
+    qwen = bool(m.add_qkv_bias)
+    return (Qwen2Config if qwen else LlamaConfig)(
         hidden_size=hidden, num_hidden_layers=2 if quick else m.num_layers,
-        num_attention_heads=heads, num_key_value_heads=kv, head_dim=hidden // heads,
+        num_attention_heads=heads, num_key_value_heads=kv,
+        **({} if qwen else {"head_dim": hidden // heads}),
         intermediate_size=m.ffn_hidden_size // shrink,
         vocab_size=m.vocab_size // (64 if quick else 1),
         max_position_embeddings=max(8192, m.max_position_embeddings or 0),
@@ -81,36 +92,42 @@ def hf_config(name: str, quick: bool):
         attention_dropout=0.0)
 
 
-def run_case(case: tuple, device: str, quick: bool) -> dict:
+def run_case(case: tuple, device: str, quick: bool, clip: bool) -> dict:
     import torch
-    from transformers import LlamaForCausalLM
+    from transformers import AutoModelForCausalLM
 
-    name, seq, mbs, recompute, attn = case
+    name, seq, mbs, recompute, attn = case[:5]
+    compiled = "compile" in case[5:]
     cfg = hf_config(name, quick)
     cfg._attn_implementation = attn
-    res: dict = {"model": name, "seq": seq, "mbs": mbs, "recompute": recompute, "attention": attn}
+    res: dict = {"model": name, "seq": seq, "mbs": mbs, "recompute": recompute, "attention": attn,
+                 "compile": compiled, "clip": clip}
     model = opt = None  # frees the GPU memory before the next case
     try:
         with torch.device(device):  # built on the GPU: no CPU initialisation of 3B weights
-            model = LlamaForCausalLM(cfg)
+            model = AutoModelForCausalLM.from_config(cfg)
         model.train()
         if recompute == "full":
             model.gradient_checkpointing_enable(
                 gradient_checkpointing_kwargs={"use_reentrant": False})
         res["params"] = sum(p.numel() for p in model.parameters())
         opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+        params = list(model.parameters())
+        fwd = torch.compile(model) if compiled else model
         ids = torch.randint(0, cfg.vocab_size, (mbs, seq), device=device)
         cuda = device == "cuda"
         ac = torch.autocast(device_type=device, dtype=torch.bfloat16)
 
         def step(marks: list | None) -> None:
             with ac:
-                loss = model(input_ids=ids, labels=ids).loss
+                loss = fwd(input_ids=ids, labels=ids).loss
             if marks is not None:
                 marks[1].record()
             loss.backward()
             if marks is not None:
                 marks[2].record()
+            if clip:  # what a Trainer does by default (max_grad_norm 1.0), before the step
+                torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
 
@@ -148,7 +165,7 @@ def run_case(case: tuple, device: str, quick: bool) -> dict:
     except Exception as exc:  # noqa: BLE001 (one case's failure must not lose the others)
         res["error"] = repr(exc)[:300]
     finally:
-        model = opt = None  # frees the GPU memory before the next case
+        model = opt = fwd = params = None  # frees the GPU memory before the next case
         gc.collect()
         if device == "cuda":
             torch.cuda.empty_cache()
@@ -161,28 +178,43 @@ def csv_rows(results: list[dict], env: dict, kind: str) -> list[dict[str, str]]:
         if "step_s" not in r or "allocated_gib" not in r:
             continue
         peak = r[f"{kind}_gib"]
+        tags = ("-compile" if r.get("compile") else "") + ("-clip" if r.get("clip") else "")
         rows.append({
             "id": f"{env['prefix']}-{r['model']}-s{r['seq']}-mb{r['mbs']}-{r['recompute']}-"
-                  f"{r['attention']}",
+                  f"{r['attention']}{tags}",
             "source": f"measured on {env['device']}, torch {env['torch']}, transformers "
                       f"{env['transformers']}, benchmarks/step_probe.py, {env['date']}",
             "model": r["model"], "seq_length": r["seq"], "gpu": env["gpu"], "num_gpus": 1,
             "gpus_per_node": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "sequence_parallel": 0,
             "recompute": r["recompute"], "zero_stage": 0, "distributed_optimizer": 0,
             "global_batch_size": r["mbs"], "micro_batch_size": r["mbs"], "dtype": "bf16",
-            "options": "", "framework": "pytorch", "framework_version": env["torch_release"],
+            "options": "compile" if r.get("compile") else "", "framework": "pytorch", "framework_version": env["torch_release"],
             "attention": "unfused" if r["attention"] == "eager" else "sdpa",
             "grad_reduce_dtype": "fp32", "memory_kind": kind,
             "measured_iteration_s": f"{r['step_s']:.5f}",
             "measured_peak_memory_gib": f"{peak:.3f}",
-            "note": (f"one GPU, no data parallelism; LlamaForCausalLM (random weights, "
-                     f"attn_implementation={r['attention']}), fp32 params/grads/AdamW (torch "
-                     f"default), torch.autocast bf16, labels = input_ids; median of {STEPS} "
+            "note": (f"one GPU, no data parallelism; transformers CausalLM (random weights, "
+                     f"attn_implementation={r['attention']}"
+                     f"{', torch.compile of the model' if r.get('compile') else ''}), fp32 "
+                     f"params/grads/AdamW (torch default), torch.autocast bf16, labels = "
+                     f"input_ids, "
+                     f"{'clip_grad_norm_(1.0)' if r.get('clip') else 'no gradient clipping'}"
+                     f"; median of {STEPS} "
                      f"steps after {WARM}: forward {r['forward_s'] * 1e3:.1f} ms, backward "
                      f"{r['backward_s'] * 1e3:.1f} ms, optimizer {r['optimizer_s'] * 1e3:.1f} "
                      f"ms; peak allocated {r['allocated_gib']:.3f} GiB, reserved "
                      f"{r['reserved_gib']:.3f} GiB, device used {r['device_gib']:.3f} GiB")})
     return rows
+
+
+def write(out: Path, results: list[dict], env: dict, elapsed: float) -> None:
+    for kind, fname in (("allocated", "steps.csv"), ("reserved", "steps_reserved.csv")):
+        with (out / fname).open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
+            w.writeheader()
+            w.writerows(csv_rows(results, env, kind))
+    (out / "step_probe.json").write_text(
+        json.dumps({"env": env, "results": results, "elapsed_s": round(elapsed, 1)}, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,6 +223,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=240.0)
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--quick", action="store_true", help="tiny shapes: code paths, not data")
+    p.add_argument("--set", choices=["A", "B"], default="A",
+                   help="A: the 12 Llama cases; B: those and 5 more (Qwen2.5, torch.compile)")
+    p.add_argument("--clip", action="store_true", help="clip_grad_norm_(1.0) before each step")
     a = p.parse_args(argv)
     import torch
     import transformers
@@ -204,24 +239,19 @@ def main(argv: list[str] | None = None) -> int:
            "transformers": transformers.__version__, "date": time.strftime("%Y-%m-%d"),
            "prefix": "h200step" if "H200" in name.upper() else "step", "argv": sys.argv}
     t0 = time.time()
-    results = []
-    for case in QUICK_CASES if a.quick else CASES:
+    results: list[dict] = []
+    for case in QUICK_CASES if a.quick else (CASES_B if a.set == "B" else CASES):
         if time.time() - t0 > a.budget_s:
             results.append({"case": list(case), "skipped": "budget"})
+            print(json.dumps(results[-1]), flush=True)
             continue
         t = time.time()
-        r = run_case(case, a.device, a.quick)
+        r = run_case(case, a.device, a.quick, a.clip)
         r["wall_s"] = round(time.time() - t, 1)
         results.append(r)
         print(json.dumps({k: v for k, v in r.items() if k != "steps_s"}), flush=True)
-    for kind, fname in (("allocated", "steps.csv"), ("reserved", "steps_reserved.csv")):
-        with (a.out / fname).open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=COLUMNS, lineterminator="\n")
-            w.writeheader()
-            w.writerows(csv_rows(results, env, kind))
-    (a.out / "step_probe.json").write_text(
-        json.dumps({"env": env, "results": results, "elapsed_s": round(time.time() - t0, 1)},
-                   indent=1))
+        write(a.out, results, env, time.time() - t0)  # after each case: a killed run keeps them
+    write(a.out, results, env, time.time() - t0)
     return 0
 
 
