@@ -4,7 +4,9 @@ GEMM costs (the 35th session's lead for VeOmni #460's Triton MoE rows, ``veomni_
     python benchmarks/empty_program_probe.py --dry-run                # the plan; no GPU needed
     python benchmarks/empty_program_probe.py --out $OUT --budget-s 240  # the run tool, timeout 360
 
-Written and checked without a GPU (35th session, grouped35): only ``--dry-run`` has run.
+Written without a GPU (35th session, grouped35); run once on one H200 (36th session, device
+tool): ``benchmarks/h200_2026-11-27/empty_program_probe.json``, read back and checked by
+``empty_program_check.py``, priced as ``compute.grouped.EMPTY_PROGRAM_SM_S``.
 
 The kernel is written here, after the structure of VeOmni's ``group_gemm_same_nk`` (bfe4b650):
 a grid of ``cdiv(max_m, BM) * (N / BN)`` programs on axis 0 and one group per program on axis 1;
@@ -14,7 +16,7 @@ steps). Its tile and launch settings are VeOmni's ``pretuned`` fallback (BM = BN
 4 warps, 3 stages), so its registers and shared memory, and hence the programs an SM holds at
 once, are those of the kernel the rows timed.
 
-Plan (``PLAN``): (1) every group empty, grids of ~0.1 to ~31 M programs: the least-squares slope
+Plan (``plan()``): (1) every group empty, grids of 0.05 to 21 M programs: the least-squares slope
 of time over programs is the cost of one empty program (s, GPU-wide; times the SM count it is the
 time one SM spends a program); (2) the two VeOmni shapes' three GEMMs with their routed rows spread
 evenly over the experts, once over VeOmni's grid (``max_m`` = every routed row) and once over a

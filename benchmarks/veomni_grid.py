@@ -23,9 +23,9 @@ So nearly every program of VeOmni's grid is empty. This script counts them from 
 formulas, prices each row with the shipped validator, and reports the cost per empty program
 each Triton row implies, and the range of one such cost that would take the held-out
 ``moe_block`` H100 cell (the PR's four rows) to 15 %. No constant is fitted or shipped: the
-two Triton rows are a held-out source, and no measurement of an empty program's cost is
-published (searched: issues and pages, 32nd and 35th sessions). ``empty_program_probe`` in
-the RESULTS block (35th session, grouped35) says what one GPU call would measure.
+two Triton rows are a held-out source. The cost was then unmeasured; the 36th session's H200
+probe (``empty_program_probe.py``) measured it, and ``compute.grouped`` prices it for a
+``veomni`` (``triton_max_m``) grouped GEMM: the last line gives the cell with it.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from trainsim.catalog import gpu as catalog_gpu
+from trainsim.compute.grouped import EMPTY_PROGRAM_SM_S
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.kernels import predict_kernel_row
 
@@ -97,15 +98,18 @@ def _seconds(row: dict[str, str], value: float) -> float:
     return value * {"s": 1.0, "ms": 1e-3, "us": 1e-6}[row["measured_unit"].strip()]
 
 
-def rows(path=KERNELS) -> list[RowCheck]:
-    """The PR's moe_block rows, priced by ``trainsim validate`` as shipped."""
+def rows(path=KERNELS, implementation: str | None = None) -> list[RowCheck]:
+    """The PR's moe_block rows, priced by ``trainsim validate`` as shipped (the Triton rows'
+    library read as ``implementation`` where given: ``veomni``, their erratum)."""
     out = []
     with open(path, newline="") as fh:
         for row in csv.DictReader(fh):
             if row["kind"] != "moe_block" or SOURCE not in (row.get("source") or ""):
                 continue
-            res = predict_kernel_row(row)
             triton = "torch._grouped_mm" not in (row.get("note") or "")
+            if triton and implementation:
+                row = dict(row, implementation=implementation)
+            res = predict_kernel_row(row)
             grid = (veomni_grid(*(int(row[c]) for c in ("tokens", "top_k", "hidden", "ffn",
                                                          "experts")))
                     if triton else None)
@@ -152,6 +156,12 @@ def report(markdown: bool = False) -> str:
                      f"{sms} SMs)")
     else:
         lines.append(f"no single cost per empty program takes it to {CELL_TARGET:.0%}")
+    measured = EMPTY_PROGRAM_SM_S / sms
+    lines.append(f"measured (H200 probe, compute.grouped.EMPTY_PROGRAM_SM_S over {sms} SMs): "
+                 f"{measured * 1e9:.3f} ns GPU-wide; the cell with it added to the shipped "
+                 f"Triton price: {cell_mape(checks, measured) * 100:.1f} %; "
+                 f"priced by the validator as 'veomni' (kernels_errata.csv): "
+                 f"{cell_mape(rows(implementation='veomni')) * 100:.1f} %")
     return "\n".join(lines)
 
 

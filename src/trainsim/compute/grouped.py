@@ -4,7 +4,8 @@ Per-expert cuBLAS GEMMs (Transformer Engine's ``GroupedLinear``: ``GROUPED_STREA
 tiled each on its own, so few rows per expert leave SMs idle; one-kernel grouped GEMMs
 (CUTLASS, ``torch._grouped_mm``, Triton, DeepGEMM) spread all groups' tiles at
 ``GROUPED_OF_GEMM`` of the dense rate; dropless routing half-fills each expert's last row
-tile (``Gemm.ragged``).
+tile (``Gemm.ragged``). A Triton kernel launched over a worst-case grid (``triton_max_m``,
+VeOmni's) also pays for its empty programs (``EMPTY_PROGRAM_SM_S``).
 
 The dense GEMM's tile, its fixed cost per tile and the block-scale promotion come from
 ``compute.roofline``, which calls in here: this module imports nothing from it.
@@ -44,6 +45,29 @@ include/cutlass/gemm/collective/fp8_accumulation.hpp ``promote_core``), the stru
 therefore the 16-bit fraction of the fp8 peak stretched by that promotion, not cuBLAS's
 split-accumulator MAMF (``roofline.gemm_rate``); with fast accumulation it is the unstretched
 16-bit fraction. No constant."""
+RATE_FAMILY = {"triton_max_m": "triton"}
+"""One-kernel implementations whose real tiles are another family's (``GROUPED_OF_GEMM``):
+VeOmni's ``group_gemm_same_nk`` is a Triton tile loop like Liger's and vLLM's fused MoE; only
+its grid differs (``empty_programs``)."""
+MAX_M_GRID_BLOCK = (128, 128)
+"""``BLOCK_M``, ``BLOCK_N`` of a ``triton_max_m`` kernel's grid: VeOmni's ``pretuned``
+fallback for ``group_gemm_same_nk`` (ByteDance-Seed/VeOmni@bfe4b650
+veomni/ops/group_gemm/kernel/group_gemm.py L56 ``fallback``; no pre-tuned ``*.bpex`` file ships
+in the tree, so the fallback runs)."""
+EMPTY_PROGRAM_SM_S = 7.95e-8
+"""Seconds of one SM that one early-exiting program of a Triton grouped GEMM costs (the block
+scheduler's launch and retirement of the program, its two offset loads and the compare): a
+measured hardware constant. Measured on one H200 (132 SMs, the GH100 die and clocks of the
+H100 SXM) by ``benchmarks/empty_program_probe.py`` (a kernel built like VeOmni's
+``group_gemm_same_nk``: 128 x 128 x 32 tiles, 4 warps, 3 stages, every group empty): the
+least-squares slope of time over grids of 0.05-21 M programs is 6.02e-10 s a program GPU-wide,
+times 132 SMs 7.95e-8 s (``benchmarks/h200_2026-11-27/empty_program_probe.json``
+``empty_program_s_per_sm``; every grid of >= 0.39 M programs lies within 3 % of that slope).
+Priced per SM, so a GPU-wide cost is this over ``GPUSpec.num_sms``: the programs are spread
+over the SMs and each SM retires them at its own rate. The same probe on one H100 SXM (same
+SMs and clock) measures 7.93e-8 s (``benchmarks/h100_2026-11-27``): within 0.3 %. On other GPUs
+it is an extrapolation (another block scheduler, another load latency, another clock), to be
+replaced by the probe run there."""
 GROUPED_STREAMS = {"multi_stream": 4, "loop": 1}
 """GEMMs in flight at once for implementations that launch one GEMM per group: Transformer
 Engine's ``GroupedLinear`` issues each expert's cuBLAS GEMM on one of 4 compute streams in
@@ -61,6 +85,36 @@ def _group_row_tiles(op: Gemm, tile: int) -> float:
     if op.ragged:
         return max(1.0, op.m / tile + 0.5)
     return float(math.ceil(op.m / tile))
+
+
+def empty_programs(op: Gemm) -> float:
+    """Programs of a ``triton_max_m`` grouped GEMM that return before their main loop.
+
+    VeOmni's MoE experts (ByteDance-Seed/VeOmni@bfe4b650 veomni/ops/fused_moe/group_gemm.py
+    ``FusedMoeExpertFunction``: forward L53-97, the input gradients L154-229) call
+    ``group_gemm_same_nk`` with ``max_M`` = every routed row (``scatter_output.shape[0]``,
+    ``grad_output.shape[0]``), which launches ``cdiv(max_M, BLOCK_M) * cdiv(N, BLOCK_N)``
+    programs for each of the ``G`` experts (kernel/group_gemm.py L207-210); a program whose row
+    block lies past its expert's rows returns after loading two ``cumsum_M`` entries (L91-98).
+    The weight gradients run ``group_gemm_same_mn`` (L357-383), whose grid is each expert's
+    full output: the workload gives them ``triton`` (``workload.ops.FULL_GRID``). The real
+    programs are each expert's row blocks as ``_group_row_tiles`` counts them (the last one
+    half full on average where the routing is dropless, ``Gemm.ragged``)."""
+    if op.grouped != "triton_max_m":
+        return 0.0
+    block_m, block_n = MAX_M_GRID_BLOCK
+    cols = math.ceil(op.n / block_n) * op.batch
+    launched = math.ceil(op.m * op.batch / block_m) * cols
+    return max(0.0, launched - _group_row_tiles(op, block_m) * cols)
+
+
+def empty_program_s(gpu: GPUSpec, op: Gemm) -> float:
+    """Seconds a grouped GEMM's empty programs add to it on ``gpu`` (``EMPTY_PROGRAM_SM_S``
+    spread over the SMs), added to the real tiles' time with none of it hidden under them: an
+    upper bound. The probe's VeOmni shapes measure 0.58-0.96 (H200) and 0.23-0.95 (H100) of it
+    added, the empty programs partly running beside the real tiles
+    (``benchmarks/empty_program_check.py``); that share is not priced."""
+    return empty_programs(op) * EMPTY_PROGRAM_SM_S / gpu.num_sms
 
 
 def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
@@ -82,8 +136,16 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
     streams = GROUPED_STREAMS.get(op.grouped)
     if streams is None:
         waves = op.batch * row_tiles * n_tiles / sms
-        return (useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k)
-                * GROUPED_OF_GEMM.get(op.grouped, 1.0))  # userbuffers chunks: dense cuBLAS
+        family = RATE_FAMILY.get(op.grouped, op.grouped)
+        eff = (useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k)
+               * GROUPED_OF_GEMM.get(family, 1.0))  # userbuffers chunks: dense cuBLAS
+        empty = empty_program_s(gpu, op)
+        if empty:
+            # the real tiles' time at the rate ``roofline.gemm_rate`` gives a 16-bit or
+            # split-accumulator fp8 GEMM (a Triton tile loop's), the empty programs' after it
+            real = op.flops / (gpu.gemm_ceiling(op.dtype) * eff)
+            eff *= real / (real + empty)
+        return eff
     together = min(streams, op.batch)
     tiles = together * row_tiles * n_tiles
     split = split_k.parts(op.k, sms, tiles, overhead_k, stretch)

@@ -150,6 +150,9 @@ GROUPED_IMPL_VIA = {
     # sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py: the fused
     # MoE Triton kernel (vLLM's, adapted)
     "sglang": "triton",
+    # ByteDance-Seed/VeOmni@bfe4b650 veomni/ops/fused_moe/group_gemm.py: the Triton fused MoE
+    # runs group_gemm_same_nk with max_M = every routed row (ops/group_gemm/kernel/group_gemm.py)
+    "veomni": "triton_max_m",
 }
 """Packages whose grouped GEMM is another library's kernel -> that kernel's ``GroupedImpl`` (a
 row naming one reports how it was read)."""

@@ -34,7 +34,15 @@ from trainsim.workload.elementwise import (
 )
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
-from trainsim.workload.ops import MATERIALIZED_SCORES, Attention, Comm, Elementwise, Gemm, Op
+from trainsim.workload.ops import (
+    FULL_GRID,
+    MATERIALIZED_SCORES,
+    Attention,
+    Comm,
+    Elementwise,
+    Gemm,
+    Op,
+)
 from trainsim.workload.schedule_nodes import with_schedule_nodes
 from trainsim.workload.shard import (
     CAST_KERNEL,
@@ -472,8 +480,11 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                 (activation_kind(sh, op, "gather"), op.m * op.k)))
             if swizzle:
                 ops.append(swizzle)
-            # the wgrad's ragged dimension is its k (tokens), not its rows
+            # the wgrad's ragged dimension is its k (tokens), not its rows; a worst-case-grid
+            # kernel's wgrad is a full-grid one (VeOmni@bfe4b650 fused_moe/group_gemm.py
+            # L166-237: group_gemm_same_mn, one program per weight tile of each expert)
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
+                               grouped=FULL_GRID.get(op.grouped, op.grouped),
                                fp8_fast_accum=False, accumulate_bytes=sh.main_grad_bytes,
                                param_hooks=weights_of(op) if sh.main_grad_bytes else 0,
                                dummy_cached=sh.cached_dummy_wgrad_grouped

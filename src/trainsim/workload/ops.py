@@ -49,16 +49,23 @@ first and last pipeline stages (tied embedding gradients); tp_cp joins the tenso
 context-parallel ranks of one data-parallel index; ep / etp are the
 expert-parallel and expert-tensor-parallel groups, edp the expert data-parallel group."""
 
-GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "deepgemm", "userbuffers"]
+GroupedImpl = Literal["", "multi_stream", "loop", "cutlass", "triton", "triton_max_m", "deepgemm",
+                      "userbuffers"]
 """Grouped-GEMM implementations: ``multi_stream`` is Transformer Engine's ``GroupedLinear``
 (one cuBLAS GEMM per group on a pool of streams, TE ``multi_stream_cublas_gemm``); ``loop``
 one GEMM per group in turn (tgale96/grouped_gemm's cuBLAS mode, Hugging Face's expert loop);
 ``cutlass`` one persistent kernel over every group's tiles (CUTLASS grouped GEMM, PyTorch's
 ``torch._grouped_mm``, cuBLASLt grouped GEMM); ``triton`` a Triton grouped kernel (Liger's and
-vLLM's fused MoE); ``deepgemm`` DeepSeek's DeepGEMM m-grouped kernels; ``userbuffers`` the
+vLLM's fused MoE); ``triton_max_m`` one launched over a worst-case grid, every group given
+as many row blocks as all groups' rows fill, the rest exiting at once (VeOmni's
+``group_gemm_same_nk``: ``compute.grouped.empty_programs``); ``deepgemm`` DeepSeek's DeepGEMM m-grouped kernels; ``userbuffers`` the
 chunks of one GEMM that Transformer Engine's TP overlap runs on its own streams
 (``pricing.Pricer``)."""
 GROUPED_IMPLS: tuple[str, ...] = get_args(GroupedImpl)
+FULL_GRID: dict[str, GroupedImpl] = {"triton_max_m": "triton"}
+"""The kernel a worst-case-grid implementation runs for its weight gradients, whose grid is
+each group's full output (VeOmni's ``group_gemm_same_mn``, ByteDance-Seed/VeOmni@bfe4b650
+veomni/ops/group_gemm/kernel/group_gemm.py L357-383): ``workload.layers.backward_of``."""
 
 Fp8BlockScales = Literal["", "overlapped", "serial", "mma"]
 """How an fp8 GEMM with a scale per block of k applies it (``Gemm.fp8_block_scales``)."""
