@@ -50,8 +50,13 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     f_on = [graph.work[v][0].duration_s + (folded if v < nv - 1 else 0.0) for v in range(nv)]
     # under the combined 1F1B a backward's exposed exchanges depend on the forward beside it
     # (``combined_1f1b.beside_forward``): only its own work is certain
-    b_on = [sum(seg[1] for seg in own_segments(graph.work[v][1])) +
-            (folded if v > 0 else 0.0) for v in range(nv)]
+    # (summed once per distinct pass object: the virtual stages of one chunk shape share it)
+    own_s: dict[int, float] = {}
+    for v in range(nv):
+        b = graph.work[v][1]
+        if id(b) not in own_s:
+            own_s[id(b)] = sum(seg[1] for seg in own_segments(b))
+    b_on = [own_s[id(graph.work[v][1])] + (folded if v > 0 else 0.0) for v in range(nv)]
     f_sent = [own if v < nv - 1 else 0.0 for v in range(nv)]
     b_sent = [own if v > 0 else 0.0 for v in range(nv)]
     # after its last pass, each stage's compute stream runs its optimizer step

@@ -8,10 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from trainsim.config.cached import cached
 from trainsim.workload.ops import Op
+
+_SECONDS = itemgetter(1)  # a segment's seconds
+_SEGMENTS = attrgetter("segments")
 
 
 @dataclass(frozen=True)
@@ -22,7 +27,7 @@ class Priced:
 
     @cached
     def duration_s(self) -> float:
-        return sum(s[1] for s in self.segments)
+        return sum(map(_SECONDS, self.segments))  # the same sum, left to right
 
     def __add__(self, other: Priced) -> Priced:
         store = _STORE if _ACTIVE else None
@@ -63,12 +68,12 @@ def join(parts: tuple[Priced, ...] | list[Priced]) -> Priced:
     """``parts`` one after another (inside ``shared``: once per tuple of kept parts)."""
     store = _STORE if _ACTIVE else None
     if store is None:
-        return Priced(tuple(seg for part in parts for seg in part.segments))
+        return Priced(tuple(chain.from_iterable(map(_SEGMENTS, parts))))
     key = ("join", *map(id, parts))
     hit = store.joined.get(key)
     if hit is None:
         hit = store.keep(key, tuple(parts),
-                         Priced(tuple(seg for part in parts for seg in part.segments)))
+                         Priced(tuple(chain.from_iterable(map(_SEGMENTS, parts)))))
     return hit[1]
 
 

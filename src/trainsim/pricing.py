@@ -173,6 +173,10 @@ class Pricer:
         # model, its database and the network; a subclass may price otherwise: never shared)
         self._store = store
         self._seen: list[dict[Op, str]] = []  # the compute ops kept prices hold, their models
+        self._own: dict[tuple[Op, ...], tuple] | None = \
+            {} if store is None and type(self) is Pricer else None
+        """Outside ``shared``: this pricer's op lists priced so far, by their ops (see
+        ``_lookup``); None for a subclass, which may price otherwise."""
         if self._store is not None:
             self._store.clusters[id(cfg.cluster)] = cfg.cluster
             # comm_time also reads the dispatcher (DeepEP's / HybridEP's kernel bound) and the
@@ -337,7 +341,7 @@ class Pricer:
         the positions are then left to ``price_at``, the one caller that reads them."""
         store = self._store
         if store is None:
-            return (*self._price_ops(ops, self.compute.time), None, None)
+            return self._own_lookup(ops)
         key = (self._sig_no, *ops)
         try:
             hit = store.prices.get(key)
@@ -360,6 +364,31 @@ class Pricer:
                 store.prices.clear()
             hit = store.prices[key] = (priced, tuple(order), seen, tuple(at))
         self._seen.append(hit[2])
+        return hit
+
+    def _own_lookup(self, ops: list[Op]) -> tuple[Priced, Sequence[Op], None,
+                                                  tuple[int, ...] | None]:
+        """``_lookup`` outside ``shared``: an op list equal to one this pricer priced before
+        (a simulation prices each pass for its lower bound, its truncated steady-state runs and
+        a fallback's full graph, and a tuner's bound and simulation of one candidate share
+        their pricer) gets that list's entry, (segments, ops behind them, None, positions),
+        the same floats as pricing it again: ``_price_ops`` reads the ops' fields and what was
+        fixed when this pricer was built, never an op's identity. Kept only for lists whose
+        ops are distinct objects (the positions of the ops behind the segments, which
+        ``price_at`` reads, are then the same for every equal list); any other list, or one
+        with an unhashable field, is priced afresh as (segments, ops behind them, None,
+        None)."""
+        own = self._own
+        if own is None or len(set(map(id, ops))) != len(ops):
+            return (*self._price_ops(ops, self.compute.time), None, None)
+        key = tuple(ops)
+        try:
+            hit = own.get(key)
+        except TypeError:  # an op with an unhashable field
+            return (*self._price_ops(ops, self.compute.time), None, None)
+        if hit is None:
+            priced, order, at = self._located(ops, *self._price_ops(ops, self.compute.time))
+            hit = own[key] = (priced, tuple(order), None, tuple(at))
         return hit
 
     @staticmethod

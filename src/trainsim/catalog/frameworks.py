@@ -354,24 +354,46 @@ def framework_profile(name: str, version: str | None = None) -> FrameworkProfile
         raise CatalogError(f"unknown framework {name!r}{suggest(key, files)}; "
                            f"known: {', '.join(files)}")
     profile = _load(key)
+    entry = _entry(key, "" if version is None else str(version).strip())
+    return FrameworkProfile(
+        name=key,
+        version=entry.since,
+        source=entry.source,
+        features=_copied(entry.features),
+        defaults=_copied(entry.defaults),
+        description=profile.description,
+        notes=entry.notes,
+        sources=entry.sources,
+    )
+
+
+@functools.cache
+def _entry(key: str, text: str) -> _Entry:
+    """The entry of profile ``key`` that version ``text`` selects ('' = its newest), kept per
+    (key, text): a validated row asks for its framework's profile some hundred times."""
+    profile = _load(key)
     entry = profile.entries[-1]
-    text = "" if version is None else str(version).strip()
     if text:
         wanted, _ = resolve(key, profile.style, profile.entries[0].since, text)
         entry = profile.entries[0]  # older than the first entry: the first entry
         for candidate in profile.entries:
             if candidate.key <= wanted:
                 entry = candidate
-    return FrameworkProfile(
-        name=key,
-        version=entry.since,
-        source=entry.source,
-        features=copy.deepcopy(entry.features),
-        defaults=copy.deepcopy(entry.defaults),
-        description=profile.description,
-        notes=entry.notes,
-        sources=entry.sources,
-    )
+    return entry
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of a profile's parsed YAML (dicts and lists of immutable scalars), as
+    ``copy.deepcopy`` makes it but without its memo and dispatch (a profile is copied for every
+    caller, so that none can change another's: ``copy.deepcopy`` was a tenth of ``trainsim
+    validate``'s time); any other container is left to ``copy.deepcopy``."""
+    if isinstance(value, dict):
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copied(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return copy.deepcopy(value)
 
 
 def released_before(name: str, version: str, release: str) -> bool:
@@ -439,6 +461,15 @@ def framework_feature(framework: str, version: str | None, feature: str) -> Any:
     """The profile's value of ``feature`` for ``framework`` at ``version`` (a list as a tuple),
     kept per (framework, version, feature): workload builders ask it per chunk and pass."""
     value = framework_profile(framework, version).features.get(feature)
+    return tuple(value) if isinstance(value, list) else value
+
+
+@functools.cache
+def framework_default(framework: str, version: str | None, key: str) -> Any:
+    """The profile's default ``key`` for ``framework`` at ``version`` (a list as a tuple), kept
+    per (framework, version, key) as :func:`framework_feature` keeps features: read it, never
+    change it (the same object for every caller)."""
+    value = framework_profile(framework, version).defaults.get(key)
     return tuple(value) if isinstance(value, list) else value
 
 

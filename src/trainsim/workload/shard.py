@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainsim.catalog.frameworks import (
+    framework_default,
     framework_feature,
-    framework_profile,
     profile_supports,
     te_at_least,
 )
@@ -233,7 +233,7 @@ def kv_repeated(cfg: RunConfig) -> bool:
     t = cfg.training
     if not t.framework:
         return False
-    dispatched = framework_profile(t.framework, t.framework_version).defaults.get("sdpa_by_arch")
+    dispatched = framework_default(t.framework, t.framework_version, "sdpa_by_arch")
     if t.attention == "sdpa" or t.attention in (dispatched or {}).values():
         return not t.sdpa_enable_gqa and bool(profile_supports(cfg, "sdpa_repeat_kv"))
     return t.attention in MATERIALIZED_SCORES and bool(profile_supports(cfg, "unfused_repeat_kv"))

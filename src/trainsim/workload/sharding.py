@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from trainsim.catalog.frameworks import (
-    framework_profile,
+    framework_feature,
     framework_supports,
     profile_supports,
 )
@@ -292,8 +292,7 @@ def ddp_bucket_prep(cfg: RunConfig, params: float) -> list[Op]:
     ops: list[Op] = []
     if t.dtype != "fp16" and framework_supports(t.framework, t.framework_version,
                                                 "ddp_nan_check"):
-        syncs = framework_profile(t.framework, t.framework_version).features.get(
-            "ddp_nan_check_syncs")
+        syncs = framework_feature(t.framework, t.framework_version, "ddp_nan_check_syncs")
         ops.append(Elementwise("grad_bucket_norm", bytes=grad, kernels=2))
         ops += [Elementwise("grad_bucket_isnan_to_host", bytes=0.0, kernels=1, host_sync=True)
                 for _ in range(1 if syncs is None else int(syncs))]
