@@ -8,12 +8,14 @@
     python benchmarks/fit_kernels.py --no-fit --by-source gemm,moe_block  # each cell by source
     python benchmarks/fit_kernels.py --no-fit --by-seq  # attention error per sequence length
     python benchmarks/fit_kernels.py --no-fit --compute-db auto  # priced as trainsim validate
+    python benchmarks/fit_kernels.py --no-gpu-files  # without the never-fitted H200 file
 
 Data and split: ``kernel_rows.py`` (the kernel files bundled with trainsim,
 ``kernels_published.csv`` and ``kernels_h100_measured.csv``, each kind's rows held out by
 whole source, then by shape family within each fitted source: no constant sees more than
 80 % of any source; the split depends only on source and family names, never on the
-errors).
+errors). The measured files of GPUs nothing is fitted to (``HELD_OUT_GPU_FILES``: the 36th
+session's H200) are priced in every report as ``held-out GPU`` cells and never fitted.
 
 Constants fitted (their names in ``trainsim.compute.roofline``, the attention ones in
 ``trainsim.compute.attention``):
@@ -76,6 +78,13 @@ from trainsim.compute.chain import compute_model_for
 from trainsim.validate import BUNDLED_DIR
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.ops import Elementwise
+
+HELD_OUT_GPU_FILES = ("kernels_h200_measured.csv",)
+"""Measured files (in benchmarks/) of a GPU no constant is fitted to: the 36th session's H200,
+timed by the shared H100 file's script at its shapes. ``main`` prices them in every report,
+each row held out (part ``held-out GPU``), and the fit never reads them; ``--no-gpu-files``
+leaves them out."""
+GPU_FILE_SOURCE = "measured GPU file (never fitted)"
 
 REPORT_DB: str | None = None
 """The kernel database the report prices with after the fit (``--compute-db``): None, the
@@ -340,10 +349,22 @@ def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[st
     return out
 
 
+def with_gpu_files(rows: list[Row], held: dict[str, set[str]]) -> list[Row]:
+    """``rows`` and the ``HELD_OUT_GPU_FILES``' rows, each of those under ``GPU_FILE_SOURCE``,
+    which ``held`` (updated in place) holds out of every kind: priced, never fitted."""
+    extra = load([Path(__file__).resolve().parent / f for f in HELD_OUT_GPU_FILES])
+    for r in extra:
+        r.source = GPU_FILE_SOURCE
+        held.setdefault(domain(r), set()).add(GPU_FILE_SOURCE)
+    return rows + extra
+
+
 def cell_part(r: Row, held: dict[str, set[str]]) -> str:
     """Where a row stands in the split: 'fit', 'held-out', 'held-out family' (a held-out
     shape family of a fitted source) or 'unfitted' (a fitted memory-bound row no constant
     reads)."""
+    if r.source == GPU_FILE_SOURCE:
+        return "held-out GPU"  # a file of a GPU nothing is fitted to (``HELD_OUT_GPU_FILES``)
     name = "held-out" if is_held(r, held) or domain(r) not in FITTED else "fit"
     if f"{r.source}|{r.family}" in held.get(domain(r), set()):
         name = "held-out family"  # of a source whose other families are fitted
@@ -434,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
                            "sequence length")
     ap.add_argument("--errata", action="store_true",
                     help="apply benchmarks/kernels_errata.csv to the published file first")
+    ap.add_argument("--no-gpu-files", action="store_true",
+                    help="leave out the held-out GPU files (HELD_OUT_GPU_FILES)")
     ap.add_argument("--untimed-gaps", action="store_true",
                     help="price profiler-summed rows without launch gaps "
                          "(validate.kernels.UNTIMED_GAPS; not shipped)")
@@ -465,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
         for src, n, mape, consts in leave_one_source_out(rows):
             print(f"| {src} | {n} | {mape:.1%} | {consts} |")
         return 0
-    held = split(rows)
+    held = split(rows)  # on the bundled files alone: the GPU files never move the split
+    if not args.no_gpu_files:
+        rows = with_gpu_files(rows, held)
     n_held = sum(is_held(r, held) for r in rows)
     print(f"{len(rows)} kernel rows; held out: {n_held} "
           f"({n_held / len(rows):.0%}); per kind:")
