@@ -81,13 +81,17 @@ backward(grad, retain_graph=True)`` of a one-matmul bf16 128 x 128 graph, host-b
 the "before" figure), of which its four kernels (MmBackward0's two GEMMs, two AccumulateGrad
 adds, issued from the engine's C++) cost ``CPP_LAUNCH_S`` each: 103.5 us. Measured, not
 fitted; Python's ``torch.autograd.backward`` wrapper is inside it (an upper bound where a
-framework calls ``run_backward`` directly)."""
+framework calls ``run_backward`` directly). The H200 machine's host (torch 2.11) took 87.6 us
+for the same graph with one operand taking a gradient (two kernels): 71.3 us beyond them
+(``benchmarks/host_measured.py``; not adopted, RESULTS 36th session host36)."""
 
 PY_VIEW_S = 2.26e-6
 """Host seconds of a view op called from Python (``narrow``, ``view``, a slice; no kernel):
 PyTorch's operator micro-benchmark of ``split`` in two, an 8 x 8 tensor, 2.26 us per call
 after pytorch/pytorch#32194 (2020-01, 3.34 us before). Measured, not fitted; an upper bound
-for one ``narrow`` (the split makes two)."""
+for one ``narrow`` (the split makes two). Torch 2.11 on the H200 machine's host took 4.40 us a
+``narrow``, 2.73 a ``view``, 0.91 a ``detach`` and 8.08 that split (``benchmarks/
+host_measured.py``; not adopted: the rows priced with it at scale ran torch 1.x)."""
 
 STREAM_CONTEXT_S = 4.4e-6 + 3.8e-6
 """Host seconds of ``with torch.cuda.stream(s):`` around Python code: ``StreamContext``
@@ -95,7 +99,10 @@ reads ``torch.cuda.current_stream()`` on entry (4.4 us a call after pytorch/pyto
 ngimel, 2022-05-22; 8.7 us before) and switches the current stream in and out (resolving
 the device index and two ``set_stream`` calls), taken at what the same shape of context,
 ``with torch.cuda.device(0): pass``, measured before its C++ fast path (3.8 us,
-pytorch/pytorch#91045, peterbell10, 2022-12-16). 8.2 us, built from measurements."""
+pytorch/pytorch#91045, peterbell10, 2022-12-16). 8.2 us, built from measurements. Torch 2.11
+on the H200 machine's host took 17.0 us for ``with torch.cuda.stream(s): pass``
+(``current_stream()`` 7.7, the device context 1.6; ``benchmarks/host_measured.py``; not
+adopted, RESULTS 36th session host36)."""
 
 NODE_PASS_S = STREAM_CONTEXT_S + 2 * (PY_BINDING_S + LAUNCH_S)
 """Host seconds of one pass (forward or backward) of a Megatron-core schedule node around the
@@ -104,7 +111,8 @@ work it runs (megatron/core/pipeline_parallel/utils.py ``ScheduleNode._forward``
 node's stream context (``STREAM_CONTEXT_S``) and its event's ``wait`` before and ``record``
 after (``cudaStreamWaitEvent``, ``cudaEventRecord``: each a Python binding,
 ``PY_BINDING_S``, and one stream-ordered CUDA runtime call, counted at a kernel launch's
-``LAUNCH_S``; not measured). 16.2 us. Not counted: the NVTX ranges, ``record_stream`` and
+``LAUNCH_S``; not measured; the H200 machine's host took 1.7 us to wait and 2.1 us to record,
+given the stream). 16.2 us. Not counted: the NVTX ranges, ``record_stream`` and
 ``resize_`` of freed inputs and gradients, ``make_viewless``'s checks (a lower bound)."""
 
 DUMMY_WGRAD_S = 2 * PY_BINDING_S + CPP_OP_S
@@ -116,7 +124,8 @@ current_device())`` per weight, after setting ``grad_added_to_main_grad``
 ``handle_custom_ddp_from_mcore`` L361-391, once per expert weight; module/linear.py L735-750,
 once per ``Linear``). Priced as one ATen op (``CPP_OP_S``, measured with a one-element kernel:
 an upper bound for an allocation from the caching allocator) with its Python binding and the
-``current_device`` binding (``PY_BINDING_S`` each). 7.1 us, built from measurements."""
+``current_device`` binding (``PY_BINDING_S`` each). 7.1 us, built from measurements (the
+H200 machine's host took 4.5 us for ``torch.empty(16, device="cuda")``)."""
 
 DDP_HOOK_S = 3 * PY_BINDING_S
 """Host seconds of Megatron-core DDP's backward post-hook on one parameter, which the autograd
@@ -232,10 +241,17 @@ LAUNCH_QUEUE = 1000
 launch returns only when one of them has finished. Measured: a 190 us kernel launched 10,000
 times into one stream, the first ~1,000 launches at 4-5 us each, every later one ~190 us (one
 kernel's run); three streams held ~1,000 each (StackOverflow 53970187 and NVIDIA developer forum
-t/68937, 2018-12, "the buffer size is about 1000 kernels"). Where it binds here: the per-rank
-copies ProcessGroupNCCL queues behind a list ``all_gather`` on its stream
-(``sharding.list_all_gather_ops``) at more than ~1,000 ranks: the host issues the first ~1,000
-while the gather runs and the rest only after it. Measured, not fitted."""
+t/68937, 2018-12, "the buffer size is about 1000 kernels"). Confirmed to 3 % on one H200 machine
+(benchmarks/h200_2026-11-27/launch_queue.csv, driver 580, CUDA 13.0; ``benchmarks/
+host_measured.py``): a ~130 us sleep kernel, 5 us a launch until launch 1,079, 46 finished by
+then: one stream held 1,033, each of two streams 1,045. It counts the stream's operations, not
+kernels: CUDA sizes it as a command buffer (``CUDA_SCALE_LAUNCH_QUEUES``, docs.nvidia.com/cuda/
+cuda-programming-guide/05-appendices/environment-variables.html; ggml-org/llama.cpp#19042), and
+a 4096^3 bf16 ``torch.matmul`` there (cuBLAS 13.1: a ``Memset (Device)`` before each nvjet GEMM,
+kernel-db-h200-sxm-141gb.json) filled it at 513 calls, two entries each. Where it binds here:
+the per-rank copies ProcessGroupNCCL queues behind a list ``all_gather`` on its stream
+(``sharding.list_all_gather_ops``, one kernel each) at more than ~1,000 ranks: the host issues
+the first ~1,000 while the gather runs and the rest only after it. Measured, not fitted."""
 
 
 def queue_delay_s(free: float, each: float, busy: float, unheld: float, held: float) -> float:
