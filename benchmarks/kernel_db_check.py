@@ -21,11 +21,17 @@ the GEMM shapes both measured; (3) for each layer record, the profiled GEMM kern
 the database's records of the layer's 12 GEMMs and over the CSV's; (4) for each layer record,
 the profiled kernels over the database's prices of the layer's ops, by category.
 
-    PYTHONPATH=src python benchmarks/kernel_db_check.py
+    PYTHONPATH=src python benchmarks/kernel_db_check.py [--gpu h200-sxm-141gb]
+
+``--gpu h200-sxm-141gb`` checks the bundled H200 database (``trainsim profile`` on one H200,
+2026-11-27, the same command) against ``benchmarks/kernels_h200_measured.csv`` (the H100
+file's shapes measured on that H200) the same way. One GPU's database scaled to the other:
+``benchmarks/kernel_db_cross.py``.
 """
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
@@ -43,6 +49,10 @@ SHARED = next((p / "shared" / "validation" for p in ROOT.parents
 """The shared validation folder beside the checkout (or beside a worktree's parent)."""
 CSV = SHARED / "kernels_h100_measured.csv"
 DB = ROOT / "src" / "trainsim" / "data" / "kernels" / "h100-sxm-80gb.json"
+CHECKS = {"h100-sxm-80gb": (CSV, DB),
+          "h200-sxm-141gb": (ROOT / "benchmarks" / "kernels_h200_measured.csv",
+                             DB.with_name("h200-sxm-141gb.json"))}
+"""Each GPU's measured CSV and bundled database."""
 TIME = re.compile(r"time ([\d.]+) us")
 
 
@@ -174,13 +184,17 @@ def layer_categories(path: Path = DB) -> None:
     print("  all layers: " + ", ".join(f"{cat} {p / c:.3f}" for cat, (p, c) in totals.items()))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    global CSV, DB
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpu", choices=sorted(CHECKS), default="h100-sxm-80gb")
+    CSV, DB = CHECKS[ap.parse_args(argv).gpu]
     per_kind()
     data = json.loads(DB.read_text())
     csv_t, db_t = csv_gemm_times(), db_gemm_times(data)
     gemm_offset(csv_t, db_t)
     layer_gemms(data, csv_t, db_t)
-    layer_categories()
+    layer_categories(DB)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,11 @@ from trainsim.config import GPUSpec
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "kernels"
-BUNDLED = {"h100-sxm-80gb": "h100-sxm-80gb.json"}
-"""Measured databases shipped with trainsim, by the GPU they were measured on."""
+BUNDLED = {"h100-sxm-80gb": "h100-sxm-80gb.json", "h200-sxm-141gb": "h200-sxm-141gb.json"}
+"""Measured databases shipped with trainsim, by the GPU they were measured on: each is a
+``trainsim profile`` file as written on that GPU (its ``command`` field; the H100's converted
+by ``benchmarks/bundle_kernel_db.py``, the H200's unedited from
+``benchmarks/h200_2026-11-27/``)."""
 
 
 class ChainModel:
@@ -55,11 +58,35 @@ class ChainModel:
                 # the record's ratio to the burst roofline it was measured against, applied to
                 # this GPU's roofline at its clock: another GPU, the sustained clock, or a kernel
                 # benchmark's loop, whose GEMMs slow as the board heats (``loop_clock_factor``)
-                scale = model / self.db.analytic.time(op)
+                modelled = self.db.analytic.time(op)
+                scale = model / modelled
                 where = "" if self.gpu.name == self.db.gpu else f", scaled from {self.db.gpu}"
                 where += ", benchmark loop" if loop and scale != 1.0 else ""
+                if isinstance(op, Elementwise) and t > modelled and same_sms(self.gpu, self.db.spec):
+                    return t - modelled + model, f"database ({how}{where})"
                 return t * scale, f"database ({how}{where})"
         return model, "roofline"
+
+
+def same_sms(a: GPUSpec, b: GPUSpec) -> bool:
+    """Whether two GPUs have the same streaming multiprocessors at the same clock: the same
+    compute capability, SM count and fp32 peak (SMs x fp32 lanes x boost clock), as an H100 SXM
+    and an H200 SXM (both GH100, 132 SMs, 66.9 TFLOP/s fp32) but not an H100 NVL (its lower
+    clock: 60 TFLOP/s).
+
+    Between two such GPUs a memory-bound record's time beyond its modelled HBM traffic does not
+    scale with HBM bandwidth: it is spent in the SMs (single-element loads of strided views,
+    index arithmetic, reductions, atomics), which are the same. Only the modelled share moves.
+    Measured (``benchmarks/kernel_db_cross.py``, the H100's and the H200's ``trainsim profile``
+    databases, one software stack): eager RoPE and SwiGLU reach 1.3-1.7 TB/s on the H100 and run
+    only 1.04-1.09x faster on the H200, whose HBM is 1.43x faster; a residual add at 3.0 TB/s
+    runs 1.40x faster. Scaling the whole record by the bandwidth (SimAI's ratio rule) prices the
+    H100's 97 shared memory-bound records on the H200 15.4 % too fast (MAPE 15.2 %) and the
+    H200's 141 on the H100 16.0 % too slow (16.7 %); holding the unmodelled share leaves -2.4 %
+    and -0.3 % (MAPE 10.5 and 9.6 %). GPUs with other SMs keep the ratio rule: no measurement
+    here says how that share moves with SM count, lanes and clock."""
+    return (a.compute_capability is not None and a.compute_capability == b.compute_capability
+            and a.num_sms == b.num_sms and a.peak_flops.get("fp32") == b.peak_flops.get("fp32"))
 
 
 def bundled_database(gpu: GPUSpec) -> Path | None:
@@ -73,7 +100,7 @@ def compute_model_for(gpu: GPUSpec, db_path: str | None,
                       loop_toward: float | None = None) -> ChainModel:
     """The chain for ``gpu``: an explicit database path (measured on any GPU: scaled to this
     one), 'auto' (the database bundled for this GPU under trainsim/data/kernels/, if one was
-    measured), or None (the analytic model only).
+    measured: ``BUNDLED``, the H100 SXM and the H200 SXM), or None (the analytic model only).
 
     'auto' does not scale the H100's database to other GPUs: on the public training file that
     made the 138 rows worse (MAPE 10.06 % with the H100's own rows priced from it, 10.27 % with

@@ -32,7 +32,13 @@ of the target (tensor rate per dtype, HBM bandwidth, SM count and waves, clocks 
 limit) times the measured ratio. On the measured GPU at its boost clock this is the
 measurement itself; a training GPU running at its sustained clock, or an H200, B200 or a
 hypothetical GPU, is priced from the same measurements scaled by the bound that limits each
-kernel, as SimAI scales measured kernels to new GPUs (Wang et al. 2025, §4.2).
+kernel, as SimAI scales measured kernels to new GPUs (Wang et al. 2025, §4.2). One exception
+(``chain.same_sms``): between GPUs with the same SMs at the same clock (an H100 SXM and an
+H200 SXM) only the modelled share of a memory-bound record moves; the time beyond its modelled
+HBM traffic is spent in the SMs and is held. Tested both ways on the bundled H100 and H200
+databases (``benchmarks/kernel_db_cross.py``): GEMMs within 4.8-6.2 % (MAPE; -3 % / +3 %
+signed), cuDNN attention within 2.3 %, memory-bound 10.5 and 9.6 % (the ratio rule alone: 15.2
+and 16.7 %, -15 % and +16 % signed).
 
 **What a record timed.** ``trainsim profile`` times each kernel alone between two CUDA events,
 queued behind a sleep kernel so that no launch gap is timed, on inputs rotated past the L2, and
