@@ -188,7 +188,11 @@ def csv_rows(results: list[dict], env: dict, kind: str) -> list[dict[str, str]]:
             "gpus_per_node": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "sequence_parallel": 0,
             "recompute": r["recompute"], "zero_stage": 0, "distributed_optimizer": 0,
             "global_batch_size": r["mbs"], "micro_batch_size": r["mbs"], "dtype": "bf16",
-            "options": "compile" if r.get("compile") else "", "framework": "pytorch", "framework_version": env["torch_release"],
+            # the loop's settings as row options: torch.compile, and no_grad_clip where the run
+            # stepped without clip_grad_norm_ (set A; set B runs with --clip)
+            "options": ";".join(o for o, on in (("compile", r.get("compile")),
+                                                ("no_grad_clip", not r.get("clip"))) if on),
+            "framework": "pytorch", "framework_version": env["torch_release"],
             "attention": "unfused" if r["attention"] == "eager" else "sdpa",
             "grad_reduce_dtype": "fp32", "memory_kind": kind,
             "measured_iteration_s": f"{r['step_s']:.5f}",

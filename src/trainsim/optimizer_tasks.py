@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from trainsim.catalog.frameworks import framework_supports
 from trainsim.compute.host import loop_host_s
 from trainsim.pricing import COMPUTE, OPT, Priced
-from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.fp8_gather import amax_all_reduce_bytes
 from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_optimizer
+from trainsim.workload.optimizer_impl import run_optimizer_step
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
 from trainsim.workload.zero3_persistent import zero3_persistent_regather
@@ -76,8 +76,7 @@ class OptimizerTasks:
                 fsdp_optimizer_pieces(cfg, s), "dp_cp"))[0]
             return Priced(tuple((OPT, t, name) for _, t, name in priced.segments))
         local = sum(params / (size if self.zero >= 1 else 1) for params, _, size in self.groups[s])
-        return self.pricer.compute.time(
-            optimizer_step(local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
+        return self.pricer.compute.time(run_optimizer_step(cfg, local, s))
 
     def step_tasks(self, s: int) -> list[tuple[Priced | float, str, str]]:
         """Stage ``s``'s compute tasks after its reductions: the step, then zero_grad_buffer's."""

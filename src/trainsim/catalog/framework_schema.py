@@ -389,6 +389,13 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the GPU (Composer's DecoupledAdamW: ``state_steps[i].item()``), after FSDP's per-gradient
     # norm clipping; FSDP1 with use_orig_params hands it each tensor's piece of the local shard
     "per_tensor_optimizer": _nullable(_bool),
+    # how the framework's Adam runs when the run states nothing (workload.elementwise
+    # ``optimizer_step``): ``fused`` one multi-tensor kernel (apex/TE FusedAdam, DeepSpeed
+    # FusedAdam, torch ``fused=True``), ``foreach`` torch's _multi_tensor_adam (eight
+    # multi-tensor kernels, each a pass over the state), ``for_loop`` torch's
+    # _single_tensor_adam (the same passes, one kernel each per parameter tensor); null: not
+    # recorded, priced fused (per_tensor_optimizer, where set, prices the step instead)
+    "optimizer_impl": _nullable(_enum(("fused", "foreach", "for_loop"))),
     # the framework's optimizer can run Megatron-core's precision-aware optimizer (TE FusedAdam
     # under Megatron-core's distributed optimizer, ``use_precision_aware_optimizer``); false
     # where the data-parallel optimizer is another one (Apex DistributedFusedAdam in NeMo 1.x);
@@ -487,7 +494,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "te_version", "torch_interleaved_warmup", "microbatch_group_size",
-    "per_tensor_optimizer", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
+    "per_tensor_optimizer", "optimizer_impl", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
     "autocast_dtypes",
     "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "fp8_amax_tp_only",
     "ddp_nan_check",

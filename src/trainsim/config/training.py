@@ -135,6 +135,12 @@ class TrainingConfig:
     (pre-MLP norm, router, shared experts unless overlapped), ``moe_preprocess`` (the token
     dispatcher's metadata and first permutation; needs ``moe_router``). Empty, ``full`` or
     ``full_iteration``: the whole layer. The rest runs eagerly (``workload.graph_scope``)."""
+    no_grad_clip: bool = False
+    """The loop steps the optimizer without clipping gradients by norm: the optimizer step's
+    frame reads and scales no gradient (``workload.elementwise.CLIP_BYTES``), as a bare
+    ``loss.backward(); opt.step()`` loop (benchmarks/step_probe.py) runs. The ``no_grad_clip``
+    option of a validation row. Off: the loop clips, as Megatron (``--clip-grad`` 1.0), the
+    Hugging Face Trainer (``max_grad_norm`` 1.0) and the frameworks here do by default."""
     sdpa_enable_gqa: bool = False
     """SDPA receives GQA's K and V heads as they are (``enable_gqa=True``, torch >= 2.5): the
     model copies nothing before it even where its framework profile's models repeat K and V

@@ -41,7 +41,6 @@ from trainsim.limits import EXPORT_FLAG, check, check_simulation
 from trainsim.memory import stage_param_split
 from trainsim.simulator import LayerSource, Pricer
 from trainsim.workload.ddp_buckets import ddp_buckets
-from trainsim.workload.elementwise import optimizer_step
 from trainsim.workload.head import (
     embedding_backward,
     embedding_forward,
@@ -50,6 +49,7 @@ from trainsim.workload.head import (
 )
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Comm, Op
+from trainsim.workload.optimizer_impl import run_optimizer_step
 from trainsim.workload.recompute import layer_recompute
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import ddp_bucket_prep, grad_buffer_rest
@@ -137,8 +137,7 @@ def simai_rows(cfg: RunConfig, layer_source: LayerSource | None = None) -> list[
                             wg=(0.0, "REDUCESCATTER" + suffix, int(params * grad_bytes))))
             rows.append(Row(f"grad_gather{suffix.lower()}",
                             wg=(0.0, "ALLGATHER" + suffix, int(params * 2))))
-    step = optimizer_step(local, cfg.training.optimizer,
-                          cfg.parallel.data_parallel_impl != "ddp")
+    step = run_optimizer_step(cfg, local)
     step_s = pricer.compute.time(step)
     if p.data_parallel_impl == "megatron":  # Megatron's DDP outside the layers: each bucket's
         # NaN check and scaling (one bucket without the overlap, as the simulator has it) and

@@ -33,7 +33,17 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     recompute = recompute or p.recompute
     if hf.applies(cfg, recompute, moe):  # Hugging Face's modules, as autograd saves them
-        return hf.hf_layer_bytes(cfg)
+        # plus the scores an eager attention keeps (memory.scores): the per-token sums were
+        # measured under SDPA, whose rotated Q, output and GQA copies the eager path saves
+        # alike (its QK^T matmul keeps Q and the repeated K, its PV matmul the repeated V, the
+        # out-projection the transposed copy of PV's output), while the s x s probabilities
+        # exist only here
+        scores = 0.0
+        if cfg.training.attention in MATERIALIZED_SCORES:
+            tr, p = cfg.training, cfg.parallel
+            scores = score_bytes(cfg, tr.micro_batch_size, cfg.model.num_attention_heads / p.tp,
+                                 tr.seq_length / p.cp, tr.seq_length, False)
+        return hf.hf_layer_bytes(cfg) + scores
     t, sp = p.tp, p.sequence_parallel
     T = tr.micro_batch_size * tr.seq_length / p.cp  # local tokens
     b, q_len, kv_len = tr.micro_batch_size, tr.seq_length / p.cp, tr.seq_length

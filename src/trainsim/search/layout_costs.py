@@ -212,8 +212,8 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
     optimizer step)."""
     from trainsim.memory.params import stage_layer_params
     from trainsim.workload.ddp_buckets import bucket_ready
-    from trainsim.workload.elementwise import optimizer_step
     from trainsim.workload.fp8_gather import param_gather_width
+    from trainsim.workload.optimizer_impl import run_optimizer_step
     from trainsim.workload.sharding import dp_bucket_count, grad_buffer_rest
 
     cfg, pricer, zero, sizes, fixed = run.cfg, run.pricer, run.zero, run.sizes, run.fixed
@@ -271,8 +271,7 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
     if not run.per_tensor:
         local = sum(params / (sizes[group] if zero >= 1 else 1)
                     for params, group in zip(split, ("dp_cp", "edp")))
-        step = pricer.compute.time(optimizer_step(
-            local, cfg.training.optimizer, p.data_parallel_impl != "ddp"))
+        step = pricer.compute.time(run_optimizer_step(cfg, local))
         rest = grad_buffer_rest(cfg, sum(split), local, grad_bytes)
         if rest is not None:  # the simulator's zero_grad_buffer task after the step
             step += pricer.compute.time(rest)

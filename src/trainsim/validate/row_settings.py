@@ -51,6 +51,7 @@ OPTION_FIELDS = {"tp_overlap": ("parallel", ("tp_comm_overlap",)),
                  "compile": ("training", ("compile",)),
                  "launch_blocking": ("training", ("cuda_launch_blocking",)),
                  "enable_gqa": ("training", ("sdpa_enable_gqa",)),
+                 "no_grad_clip": ("training", ("no_grad_clip",)),
                  # Megatron-core's use_precision_aware_optimizer (TE FusedAdam keeps the master
                  # weights: int16 remainders of bf16 parameters, memory.state._master_bytes), as
                  # NeMo's performance scripts set it for bf16 runs (NVIDIA/NeMo@b4148d2169

@@ -292,18 +292,41 @@ PLAIN_STEP_FRAME_BYTES = 4 + 8
 ``clip_grad_norm_`` reads each gradient (4) and scales it in place (8); ``zero_grad`` sets the
 gradients to None (torch >= 2.0), which frees rather than writes them."""
 
+CLIP_BYTES = 4 + 8
+"""The gradient clipping inside either frame (norm read 4, scale in place 8), left out where
+the loop does not clip (``training.no_grad_clip``)."""
 
-def optimizer_step(local_params: float, optimizer: str, master_weights: bool = True
-                   ) -> Elementwise:
-    """The optimizer step over ``local_params`` parameters: the optimizer's fused multi-tensor
-    kernel and the frame around it (Megatron's ``OPTIMIZER_BYTES_PER_PARAM``; without master
-    weights, a plain loop's ``PLAIN_STEP_FRAME_BYTES``), keyed as the optimizer's kernel so a
-    database prices the step at its measured efficiency."""
+OPTIMIZER_IMPLS = ("fused", "foreach", "for_loop")
+"""How an Adam step runs (framework profile ``optimizer_impl``): one fused multi-tensor kernel;
+torch's ``_multi_tensor_adam`` (``IMPLEMENTATIONS[("adamw", "foreach")]``: eight multi-tensor
+kernels, 80 bytes per fp32 parameter); torch's ``_single_tensor_adam`` (the same eight passes,
+each one kernel per parameter tensor: pytorch/pytorch torch/optim/adam.py)."""
+
+
+def optimizer_step(local_params: float, optimizer: str, master_weights: bool = True,
+                   impl: str = "fused", tensors: int = 1, clip: bool = True) -> Elementwise:
+    """The optimizer step over ``local_params`` parameters in ``tensors`` parameter tensors:
+    the optimizer's kernels and the frame around them (Megatron's
+    ``OPTIMIZER_BYTES_PER_PARAM``; without master weights, a plain loop's
+    ``PLAIN_STEP_FRAME_BYTES``; without clipping, ``CLIP_BYTES`` less), keyed as the
+    optimizer's kernel so a database prices the step at its measured efficiency. Adam runs
+    as ``impl`` says (``OPTIMIZER_IMPLS``); LAMB and SGD as their fused kernels."""
+    if impl not in OPTIMIZER_IMPLS:
+        raise ValueError(f"optimizer_impl {impl!r} is not one of {OPTIMIZER_IMPLS}")
     per = OPTIMIZER_BYTES_PER_PARAM[optimizer]
     if not master_weights:
         per += PLAIN_STEP_FRAME_BYTES - _STEP_FRAME_BYTES
+    if not clip:
+        per -= CLIP_BYTES
+    if optimizer != "adam" or impl == "fused":
+        return Elementwise("optimizer_step", bytes=local_params * per,
+                           kernel=OPTIMIZER_KERNEL[optimizer])
+    fused_bytes, _ = IMPLEMENTATIONS[("adamw", "fused")]
+    step_bytes, kernels = IMPLEMENTATIONS[("adamw", "foreach")]
+    per += step_bytes(F32) - fused_bytes(F32)
     return Elementwise("optimizer_step", bytes=local_params * per,
-                       kernel=OPTIMIZER_KERNEL[optimizer])
+                       kernels=kernels * (tensors if impl == "for_loop" else 1),
+                       kernel="adamw", impl="foreach")
 
 
 def norm_impl(normalization: str, row: int, eager: bool, compiled: bool, kernel: str) -> str:

@@ -32,6 +32,7 @@ from trainsim.workload.elementwise import (
     rope_op,
     scalar_tensor_sync_op,
 )
+from trainsim.workload.hf_eager_attention import hf_eager_score_ops
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import (
@@ -215,6 +216,9 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if m.softmax_type != "vanilla" and core.impl == "flex":  # the sink, after the kernel
             ops.append(flex_sink_rescale(core.batch * core.heads * core.q_len, core.head_dim,
                                          sh.compiled))
+        if core.impl == "unfused" and profile_supports(cfg, "softmax_fp32_saved"):
+            # Hugging Face's eager attention: scale, fp32 mask add, fp32 softmax, cast
+            ops.extend(hf_eager_score_ops(core.batch * core.heads * core.pairs))
         if sh.softmax_args_swapped and core.impl == "unfused" and not fused_softmax_runs(
                 core.batch, core.heads, core.q_len, core.kv_len, args_swapped=True):
             ops.extend(torch_softmax_fallback(core.batch * core.heads * core.pairs))
