@@ -16,7 +16,7 @@ from trainsim.workload.elementwise import (
     OPTIMIZER_BYTES_PER_PARAM,
     optimizer_step,
 )
-from trainsim.workload.optimizer_impl import optimizer_impl, run_optimizer_step
+from trainsim.workload.optimizer_impl import optimizer_impl
 
 STEPS = Path(__file__).resolve().parents[1] / "benchmarks" / "training_h200_steps.csv"
 

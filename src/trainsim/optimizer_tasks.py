@@ -69,7 +69,7 @@ class OptimizerTasks:
 
     def optimizer_step(self, s: int) -> Priced | float:
         """Stage ``s``'s optimizer step, a task on its compute stream."""
-        cfg, p = self.cfg, self.p
+        cfg = self.cfg
         if framework_supports(cfg.training.framework, cfg.training.framework_version,
                               "per_tensor_optimizer"):
             priced = self.pricer.price_ops(per_tensor_optimizer(
