@@ -78,3 +78,24 @@ def test_the_h200_optimizer_phase_is_priced_as_foreach():
         step = simulate(cfg).breakdown["optimizer_s"]
         assert abs(step / measured - 1) < 0.15, (row["model"], step, measured)
     assert seen == {"llama3.2-1b", "llama3.2-3b"}
+
+
+def test_clipping_costs_twelve_bytes_a_parameter_as_the_h200_shows():
+    """The same 1B/3B steps run with ``clip_grad_norm_(1.0)`` (training_h200_steps_clip.csv):
+    the optimizer phase grew 27.0 -> 31.3 ms (1B) and 70.0 -> 81.1 ms (3B), 12 bytes a
+    parameter at the H200's rate; the frame's ``CLIP_BYTES`` price the same difference."""
+    from trainsim import simulate
+    from trainsim.validate.training import row_config
+
+    with open(STEPS.with_name("training_h200_steps_clip.csv"), newline="") as f:
+        clipped = {r["id"].removesuffix("-clip"): r for r in csv.DictReader(f)}
+    for row in _rows():
+        if row["id"] not in ("h200step-llama3.2-1b-s4096-mb1-none-sdpa",
+                             "h200step-llama3.2-3b-s4096-mb1-none-sdpa"):
+            continue
+        other = clipped[row["id"]]
+        assert not row_config(other).training.no_grad_clip
+        phase = [float(re.search(r"optimizer ([\d.]+) ms", r["note"]).group(1)) / 1e3
+                 for r in (row, other)]
+        priced = [simulate(row_config(r)).breakdown["optimizer_s"] for r in (row, other)]
+        assert abs((priced[1] - priced[0]) / (phase[1] - phase[0]) - 1) < 0.3
