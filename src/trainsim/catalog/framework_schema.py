@@ -401,6 +401,13 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # where the data-parallel optimizer is another one (Apex DistributedFusedAdam in NeMo 1.x);
     # null: not recorded (allowed)
     "precision_aware_optimizer": _nullable(_bool),
+    # a bf16 (or fp8) run may reduce its gradients in bf16 by a flag, where the framework's
+    # default (profile ``grad_reduce_dtype``) is fp32: Megatron-LM's --grad-reduce-in-bf16
+    # (validate_args sets accumulate_allreduce_grads_in_fp32 False; else --bf16 forces it
+    # True). An empty grad_reduce_dtype cell is then the user's choice, the default kept unless
+    # the fastest setting needs the smaller buffer (``validate.row_unknowns.bf16_reduce``);
+    # null/false: the profile's dtype holds
+    "grad_reduce_bf16_flag": _nullable(_bool),
     # the data-parallel optimizer is Apex's DistributedFusedAdam as NeMo 1.x sets it up
     # (megatron_base_model.py setup_optimization): its state in ``training.optimizer_dtype``,
     # master parameters kept only where that dtype is wider than the model's (int16 remainders
@@ -495,6 +502,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",
     "sp_gathered_gemm_inputs", "te_version", "torch_interleaved_warmup", "microbatch_group_size",
     "per_tensor_optimizer", "optimizer_impl", "precision_aware_optimizer", "moe_graph_scopes", "flash_unpad", "train_metric_losses",
+    "grad_reduce_bf16_flag",
     "autocast_dtypes",
     "te_linear_mlp", "fp8_recompute_16bit", "fp8_module_scale_update", "fp8_amax_tp_async", "fp8_amax_tp_only",
     "ddp_nan_check",

@@ -97,6 +97,9 @@ def unknowns(row: dict[str, str], profile: Any,
         # no framework named: the frameworks differ on it, so it is the authors' choice
         # (``validate.unnamed``)
         unknown["grad_reduce_dtype"] = grad_reduce_candidates(row)
+    elif profile is not None and _cell(row, "grad_reduce_dtype") is None and \
+            (dtypes := bf16_reduce(row, profile)):
+        unknown["grad_reduce_dtype"] = dtypes  # its default kept unless needed (KEPT_DEFAULTS)
     if _cell(row, "zero_stage") is None and (stages := user_zero_stages(profile)):
         # a plain PyTorch loop wraps the model in the engine its user picks (DDP, FSDP
         # SHARD_GRAD_OP or FULL_SHARD: profile ``zero_stage_engines``); a row that does not say
@@ -111,6 +114,35 @@ def unknowns(row: dict[str, str], profile: Any,
         unknown["distributed_optimizer"] = [True, False] if can("distributed_optimizer") \
             else [False]
     return unknown
+
+
+KEPT_DEFAULTS = ("grad_reduce_dtype",)
+"""Unknowns of a row that names its framework whose first candidate, the framework's default,
+the tuner keeps at the fastest setting of the other cells wherever it fits there
+(``validate.training.tune``'s ``kept``): the other candidates are memory measures a run takes
+only where that setting needs them, not speed choices. The gradient-reduce dtype: Megatron-LM
+keeps --bf16 gradients in fp32 for their precision ("bfloat16 requires gradient accumulation
+and all-reduce to be done in fp32", megatron/training/arguments.py validate_args at
+core_v0.12.0 L582-594) and recipes that fit keep it (the MoE Model Zoo's Megatron-core configs,
+yanring/Megatron-MoE-ModelZoo@8017e11 model_configs/benchmarking/*.yaml, pass no
+--grad-reduce-in-bf16; the DeepSeek-V3 GB200 guide, NVIDIA/Megatron-LM@eb0783b6d3, keeps fp32
+main gradients), while the fp8 performance recipes whose runs need the memory reduce in bf16
+(NVIDIA/NeMo@v2.3.0 scripts/performance/utils.py set_primary_perf_configs L351
+``grad_reduce_in_fp32 = False`` under fp8, with recompute_layers 0 for Llama 3.1 405B on 1,024
+H100s in recommended_model_configs/model_configs_h100.csv)."""
+
+
+def bf16_reduce(row: dict[str, str], profile: Any) -> list[str]:
+    """The gradient-reduce dtypes of a bf16 or fp8 row with an empty ``grad_reduce_dtype`` on
+    a framework whose default is fp32 but whose user may reduce in bf16 by a flag (profile
+    ``grad_reduce_bf16_flag``: Megatron-LM's --grad-reduce-in-bf16, megatron-core 0.12 on):
+    ``["fp32", "bf16"]``, the default first (``KEPT_DEFAULTS``); empty elsewhere (the
+    profile's dtype holds)."""
+    dtype = (_cell(row, "dtype") or "bf16").lower()
+    if dtype not in ("bf16", "fp8") or not profile.supports("grad_reduce_bf16_flag") or \
+            profile.grad_reduce_dtype(dtype) != "fp32":
+        return []
+    return ["fp32", "bf16"]
 
 
 def tuned_switches(row: dict[str, str], profile: Any,

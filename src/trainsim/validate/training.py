@@ -37,6 +37,7 @@ from trainsim.validate.row_settings import (
     training_base,
     with_choice,
 )
+from trainsim.validate.row_unknowns import KEPT_DEFAULTS
 from trainsim.validate.vocab import framework_key, normalized_training_row, read_as
 
 __all__ = ["TRAINING_REQUIRED", "predict_training_row", "row_config", "row_passes", "tune"]
@@ -92,7 +93,8 @@ parallelism, a 16-bit gradient reduce); any other unknown, its first candidate."
 
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
          evaluate: Callable[[RunConfig], float],
-         bound: Callable[[RunConfig], float] | None = None) -> tuple[RunConfig, dict[str, Any]]:
+         bound: Callable[[RunConfig], float] | None = None,
+         kept: tuple[str, ...] = ()) -> tuple[RunConfig, dict[str, Any]]:
     """Fastest setting of the unknown fields among those that fit in memory.
 
     The time is minimised by coordinate descent over the settings that fit, one field at a
@@ -104,6 +106,10 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     the current setting is rejected without simulating it, and an enumerated choice whose every
     fitting setting is bounded (or simulated) no faster than the best descent so far is not
     descended: neither could have been chosen.
+    ``kept`` (``row_unknowns.KEPT_DEFAULTS``): unknowns enumerated like recompute whose first
+    candidate (the framework's default) is kept wherever the fastest setting of the others
+    fits with it: a descent on another candidate moves only among settings that would not fit
+    with the first one (the 16-bit gradient buffer a run takes to fit).
     If nothing fits, the least-memory setting is returned (and flagged by the caller).
     """
     names = list(unknown)
@@ -127,6 +133,20 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     def fits(values: tuple) -> bool:
         cfg, mem, _ = check(values)
         return cfg is not None and mem is not None and mem <= cfg.cluster.gpu.hbm_bytes
+
+    kept_at = [names.index(n) for n in kept if n in names]
+
+    def usable(values: tuple) -> bool:
+        """Fits, and takes no kept unknown off its first candidate where the setting would fit
+        with that candidate (the first candidate's own descent covers it): a descent with a
+        non-default kept value stays among the settings that need it."""
+        if not fits(values):
+            return False
+        for i in kept_at:
+            first = unknown[names[i]][0]
+            if values[i] != first and fits(values[:i] + (first,) + values[i + 1:]):
+                return False
+        return True
 
     times: dict[tuple, float] = {}
 
@@ -153,7 +173,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             for d, name in enumerate(names):
                 for value in unknown[name] if d not in fixed else ():
                     cand = current[:d] + (value,) + current[d + 1:]
-                    if cand != current and fits(cand) and faster(cand, current):
+                    if cand != current and usable(cand) and faster(cand, current):
                         current, improved = cand, True
         return current
 
@@ -162,11 +182,11 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     # need, a pair of changes no single step of a descent makes; a group size matters only
     # with interleaving, which it may make fit. Each descent starts from the first setting
     # that fits with its enumerated choices (in the order of the candidate lists).
-    d = tuple(names.index(n) for n in (*ENUMERATED, *PREFERRED) if n in names)
+    d = tuple(names.index(n) for n in (*ENUMERATED, *PREFERRED, *kept) if n in names)
     starts = []
     for combo in itertools.product(*(unknown[names[i]] for i in d)):
         lists = [[combo[d.index(i)]] if i in d else unknown[n] for i, n in enumerate(names)]
-        start = next((v for v in itertools.product(*lists) if fits(v)), None)
+        start = next((v for v in itertools.product(*lists) if usable(v)), None)
         if start is not None:
             starts.append(start)
     for i in (names.index(n) for n in PREFERRED if n in names):
@@ -191,7 +211,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         ``best_s``: every one's simulated time or lower bound is at least that."""
         lists = [[start[i]] if i in d else unknown[n] for i, n in enumerate(names)]
         for v in itertools.product(*lists):
-            if not fits(v):
+            if not usable(v):
                 continue
             if v not in times and v not in bounds:
                 bounds[v] = bound(status[v][0])  # type: ignore[misc, arg-type]
@@ -263,8 +283,9 @@ def _tuned(row: dict[str, str], compute_db: str | None
         return lower_bound_s(c, pricer_of(c))
 
     # candidates whose task graphs are equal run the event loop once (engine.runs_shared)
+    kept = tuple(k for k in KEPT_DEFAULTS if k in unknown) if row_profile(row) else ()
     with runs_shared():
-        cfg, choice = tune(raw, unknown, evaluate, bound)
+        cfg, choice = tune(raw, unknown, evaluate, bound, kept)
         result = simulated.get(id(cfg)) or simulate(cfg)
     return cfg, choice, result
 
