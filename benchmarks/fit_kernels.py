@@ -38,7 +38,7 @@ Constants fitted (their names in ``trainsim.compute.roofline``, the attention on
   fitted together (one domain, ``grouped``); per-expert cuBLAS (``multi_stream``, ``loop``)
   has no constant of its own.
 
-* Memory-bound: ``SCALAR_HBM_EFFICIENCY`` only (golden section on the fitted rows with kernels
+* Memory-bound: ``SCALAR_BYTES_PER_SM_CLOCK`` only (golden section on the fitted rows with kernels
   that load one 16-bit element at a time, ``workload.elementwise.strided_share``); the other
   memory-bound rows inform no constant here (``HBM_EFFICIENCY`` is a measured copy rate).
 
@@ -291,13 +291,13 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
               any(isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops)]
 
     def scalar_loss(x: float) -> float:
-        roofline.SCALAR_HBM_EFFICIENCY = x
+        roofline.SCALAR_BYTES_PER_SM_CLOCK = x
         return float(np.mean(ape(scalar)))
 
     if scalar:
-        roofline.SCALAR_HBM_EFFICIENCY = round(golden(scalar_loss, 0.1, 1.0, tol=0.005), 2)
+        roofline.SCALAR_BYTES_PER_SM_CLOCK = round(golden(scalar_loss, 1.0, 20.0, tol=0.01), 2)
     return {"GROUPED_OF_GEMM": dict(roofline.GROUPED_OF_GEMM),
-            "SCALAR_HBM_EFFICIENCY": roofline.SCALAR_HBM_EFFICIENCY,
+            "SCALAR_BYTES_PER_SM_CLOCK": roofline.SCALAR_BYTES_PER_SM_CLOCK,
             "GEMM_TILE_OVERHEAD_K": roofline.GEMM_TILE_OVERHEAD_K,
             "SMALL_TILE_RATE": roofline.SMALL_TILE_RATE,
             "SPLIT_K_FIXUP": split_k.SPLIT_K_FIXUP,

@@ -8,8 +8,8 @@ from trainsim import run_config_from_dict
 from trainsim.compute.roofline import (
     HBM_EFFICIENCY,
     LAUNCH_S,
-    SCALAR_HBM_EFFICIENCY,
     RooflineModel,
+    scalar_load_bw,
 )
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.layers import backward_of, layer_forward
@@ -59,5 +59,5 @@ def test_the_copy_of_the_broadcast_bias_runs_pytorchs_non_vectorized_path():
     gpu = c.cluster.gpu
     model = RooflineModel(gpu)
     assert model.time(copy) == pytest.approx(
-        2 * scores / (gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY) + LAUNCH_S)
+        2 * scores / scalar_load_bw(gpu) + LAUNCH_S)
     assert model.time(read) == pytest.approx(2 * scores / (gpu.hbm_bw_Bps * HBM_EFFICIENCY))

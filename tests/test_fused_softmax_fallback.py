@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trainsim import run_config_from_dict
-from trainsim.compute.roofline import LAUNCH_S, SCALAR_HBM_EFFICIENCY, RooflineModel
+from trainsim.compute.roofline import LAUNCH_S, RooflineModel, scalar_load_bw
 from trainsim.workload.elementwise import strided_share
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.shard import shard_of
@@ -83,7 +83,7 @@ def test_the_fill_over_the_broadcast_mask_runs_pytorchs_non_vectorized_path():
             if op.name == "softmax_torch_fallback.masked_fill.bwd"]
     assert len(back) == 1 and back[0].bytes == pytest.approx(8 * scores)
     assert back[0].kernels == 1 and strided_share(back[0]) == 1.0
-    # priced by hand: bytes at the scalar-load share of HBM bandwidth, plus one launch
+    # priced by hand: bytes at the scalar-load rate, plus one launch
     gpu = c.cluster.gpu
-    want = 8 * scores / (gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY) + LAUNCH_S
+    want = 8 * scores / scalar_load_bw(gpu) + LAUNCH_S
     assert RooflineModel(gpu).time(fill[0]) == pytest.approx(want)

@@ -134,7 +134,7 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
              attention.AMPERE_KERNEL_ON_HOPPER, attention.FLASH1_OF_FLASH2,
              dict(attention.ATTN_ROW_OVERHEAD_KEYS), attention.SOFTMAX_EXP_EXPOSED)
     grouped = dict(roofline.GROUPED_OF_GEMM)
-    scalar = roofline.SCALAR_HBM_EFFICIENCY
+    scalar = roofline.SCALAR_BYTES_PER_SM_CLOCK
     gemm = (roofline.SMALL_TILE_RATE, split_k.SPLIT_K_FIXUP, roofline.LOOP_CLOCK_TAU_S)
     try:
         rows = fit_script.load([fit_script.BUNDLED_DIR / f for f in fit_script.FILES])
@@ -147,9 +147,9 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
         attention.ATTENTION_OF_GEMM.update(attn)
         attention.ATTN_ROW_OVERHEAD_KEYS.update(rows_keys)
         roofline.GROUPED_OF_GEMM.update(grouped)
-        roofline.SCALAR_HBM_EFFICIENCY = scalar
+        roofline.SCALAR_BYTES_PER_SM_CLOCK = scalar
     assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
-    assert fitted["SCALAR_HBM_EFFICIENCY"] == pytest.approx(scalar, rel=0.05)
+    assert fitted["SCALAR_BYTES_PER_SM_CLOCK"] == pytest.approx(scalar, rel=0.05)
     assert fitted["GEMM_TILE_OVERHEAD_K"] == pytest.approx(saved[1], rel=0.05)
     assert [fitted[k] for k in ("SMALL_TILE_RATE", "SPLIT_K_FIXUP", "LOOP_CLOCK_TAU_S")] == \
         pytest.approx(list(gemm), rel=0.05)
@@ -168,7 +168,7 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
     shipped = dict(attention.ATTENTION_OF_GEMM)
     rows_keys = dict(attention.ATTN_ROW_OVERHEAD_KEYS)
     scalars = (attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED,
-               roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY)
+               roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_BYTES_PER_SM_CLOCK)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     try:
         attention.ATTENTION_OF_GEMM["flash2"] = (1.2, shipped["flash2"][1])
@@ -180,7 +180,7 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
         roofline.GROUPED_OF_GEMM.update(grouped)
         attention.ATTN_ROW_OVERHEAD_KEYS.update(rows_keys)
         (attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED,
-         roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_HBM_EFFICIENCY) = scalars
+         roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_BYTES_PER_SM_CLOCK) = scalars
     assert fitted["flash2"][0] == pytest.approx(shipped["flash2"][0], rel=0.05)
 
 

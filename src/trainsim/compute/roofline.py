@@ -62,6 +62,29 @@ RMSNorm kernels; PyTorch's non-vectorized path for strided or broadcast operands
 thread cannot cover the memory latency (Little's law). Fitted by ``benchmarks/fit_kernels.py``
 to vidur's A100 and H100 profiles of those kernels and the H100 file's eager chunked SwiGLU and
 eager RMSNorm rows (their held-out sources and families excluded)."""
+SCALAR_BYTES_PER_SM_CLOCK = 6.96
+"""Bytes a GPU's non-vectorized loads (one 16-bit element per thread per instruction:
+``workload.elementwise.SCALAR_LOADS``, ``STRIDED_LOADS``) move per SM per SM clock. By Little's
+law a path with a few bytes in flight per thread runs at the bytes in flight over the memory
+latency, both set by the SMs (resident threads, a latency counted in SM clocks), not by the HBM:
+the best rate per GPU of those rows is 0.48 of HBM on A100, 0.54 on H100 and 0.40 on H200, but
+6.5, 6.9 and 7.3 bytes per SM clock (``benchmarks/memory_bound_h200.py``), and the chunked eager
+SwiGLU runs 1.05x faster on an H200 than on an H100 (the same 132 SMs at 1980 MHz) against their
+1.43x HBM. Fitted by ``benchmarks/memory_bound_h200.py`` (golden section) on the rows
+``benchmarks/fit_kernels.py`` fits ``SCALAR_HBM_EFFICIENCY`` on (A100 and H100; every H200 row
+held out). GPUs that state no ``GPUSpec.max_sm_clock_mhz`` keep ``SCALAR_HBM_EFFICIENCY``."""
+
+
+def scalar_load_bw(gpu: GPUSpec) -> float:
+    """Rate (B/s) of the non-vectorized path on ``gpu``: ``SCALAR_BYTES_PER_SM_CLOCK`` x SMs x
+    max SM clock, at most the streaming rate; ``SCALAR_HBM_EFFICIENCY`` of HBM where the GPU
+    states no max clock."""
+    if gpu.max_sm_clock_mhz is None:
+        return gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY
+    return min(gpu.hbm_bw_Bps * HBM_EFFICIENCY,
+               SCALAR_BYTES_PER_SM_CLOCK * gpu.num_sms * gpu.max_sm_clock_mhz * 1e6)
+
+
 LAUNCH_S = 3e-6
 COLD_CALL_S = 3.2e-6
 """What a kernel benchmark that times one call at a time with a cold L2 adds to that call
@@ -388,7 +411,7 @@ class RooflineModel:
             # bytes moved one element per thread at a time (vLLM's scalar kernels, PyTorch's
             # non-vectorized path for strided or broadcast operands) at their own rate
             strided = strided_share(op)
-            scalar_bw = self.gpu.hbm_bw_Bps * SCALAR_HBM_EFFICIENCY
+            scalar_bw = scalar_load_bw(self.gpu)
             return (op.bytes * (1.0 - strided) / bw + op.bytes * strided / scalar_bw
                     + op.kernels * LAUNCH_S)
         raise TypeError(f"not a compute op: {op!r}")

@@ -167,6 +167,11 @@ class GPUSpec:
     """CUDA compute capability, major x 10 + minor (NVIDIA's "CUDA GPUs" list: A100 80,
     H100/H800/H200 90, B200/GB200 100, RTX PRO 6000 Blackwell 120); None for a GPU that is not
     NVIDIA's or a GPU file that does not state it (``sm_arch`` then reads it from the peaks)."""
+    max_sm_clock_mhz: float | None = None
+    """The SM clock the GPU boosts to when its power allows (``nvidia-smi -q -d CLOCK``, "Max
+    Clocks: SM"; the highest application clock): A100 1410, H100/H800/H200 SXM 1980, B200 1965
+    MHz. A memory-bound kernel draws too little power to pull the clock down, so a rate the SMs
+    set (``compute.roofline.scalar_load_bw``) runs at this one. None: not stated."""
     source: str = field(default="", metadata={FREE_TEXT: True})
     """Where the figures were read: free text, which may span lines (``source: >``)."""
 
@@ -177,7 +182,8 @@ class GPUSpec:
                          tdp_w=self.tdp_w, power_limit_w=self.power_limit_w,
                          flops_per_exp=self.flops_per_exp,
                          largest_nvlink_domain=self.largest_nvlink_domain,
-                         compute_capability=self.compute_capability)
+                         compute_capability=self.compute_capability,
+                         max_sm_clock_mhz=self.max_sm_clock_mhz)
         cc = self.compute_capability
         if cc is not None and self.vendor != "nvidia":
             raise ConfigError(f"gpu[{self.name}].compute_capability={cc} is an NVIDIA (CUDA) "
