@@ -45,6 +45,7 @@ import csv
 import sys
 from collections import defaultdict
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -131,26 +132,40 @@ def signed(rows: list[Row]) -> tuple[float, float]:
     return float(np.mean(np.abs(err)) * 100), float(np.mean(err) * 100)
 
 
+@contextmanager
+def hbm_fraction_form() -> Iterator[None]:
+    """The non-vectorized path as a fraction of HBM (``SCALAR_HBM_EFFICIENCY`` x HBM on every
+    GPU, the form before ``roofline.scalar_load_bw``) while the block runs; the shipped form
+    restored after it. The readings and what-ifs below are expressed through that fraction."""
+    shipped = roofline.scalar_load_bw
+    roofline.scalar_load_bw = lambda gpu: gpu.hbm_bw_Bps * roofline.SCALAR_HBM_EFFICIENCY
+    try:
+        yield
+    finally:
+        roofline.scalar_load_bw = shipped
+
+
 def scalar_by_gpu(rows: list[Row]) -> list[tuple[str, int, float, float, float, float]]:
     """(GPU, rows, best fraction of HBM, TB/s, GB/s per SM, bytes per SM clock) of the
     non-vectorized path, fitted on each GPU's own rows (reading only; nothing ships)."""
     shipped = roofline.SCALAR_HBM_EFFICIENCY
     out = []
-    try:
-        for name in sorted({r.gpu for r in rows if is_scalar(r)}):
-            rs = [r for r in rows if is_scalar(r) and r.gpu == name]
+    with hbm_fraction_form():
+        try:
+            for name in sorted({r.gpu for r in rows if is_scalar(r)}):
+                rs = [r for r in rows if is_scalar(r) and r.gpu == name]
 
-            def loss(x: float, rs: list[Row] = rs) -> float:
-                roofline.SCALAR_HBM_EFFICIENCY = x
-                return float(np.mean(fk.ape(rs)))
+                def loss(x: float, rs: list[Row] = rs) -> float:
+                    roofline.SCALAR_HBM_EFFICIENCY = x
+                    return float(np.mean(fk.ape(rs)))
 
-            best = fk.golden(loss, 0.1, 1.0, tol=0.002)
-            g = catalog_gpu(name)
-            rate = best * g.hbm_bw_Bps
-            out.append((name, len(rs), best, rate / 1e12, rate / g.num_sms / 1e9,
-                        rate / g.num_sms / MAX_SM_CLOCK_HZ[name]))
-    finally:
-        roofline.SCALAR_HBM_EFFICIENCY = shipped
+                best = fk.golden(loss, 0.1, 1.0, tol=0.002)
+                g = catalog_gpu(name)
+                rate = best * g.hbm_bw_Bps
+                out.append((name, len(rs), best, rate / 1e12, rate / g.num_sms / 1e9,
+                            rate / g.num_sms / MAX_SM_CLOCK_HZ[name]))
+        finally:
+            roofline.SCALAR_HBM_EFFICIENCY = shipped
     return out
 
 
@@ -162,18 +177,19 @@ def predict_sm_clock(rows: list[Row], per_sm_clock: float) -> np.ndarray:
     by_gpu: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         by_gpu[r.gpu].append(i)
-    try:
-        for name, idx in by_gpu.items():
-            g = catalog_gpu(name)
-            clock = MAX_SM_CLOCK_HZ.get(name)
-            if clock is not None:
-                roofline.SCALAR_HBM_EFFICIENCY = min(
-                    roofline.HBM_EFFICIENCY, per_sm_clock * g.num_sms * clock / g.hbm_bw_Bps)
-            else:
-                roofline.SCALAR_HBM_EFFICIENCY = shipped
-            out[idx] = fk.predict([rows[i] for i in idx])
-    finally:
-        roofline.SCALAR_HBM_EFFICIENCY = shipped
+    with hbm_fraction_form():
+        try:
+            for name, idx in by_gpu.items():
+                g = catalog_gpu(name)
+                clock = MAX_SM_CLOCK_HZ.get(name)
+                if clock is not None:
+                    roofline.SCALAR_HBM_EFFICIENCY = min(
+                        roofline.HBM_EFFICIENCY, per_sm_clock * g.num_sms * clock / g.hbm_bw_Bps)
+                else:
+                    roofline.SCALAR_HBM_EFFICIENCY = shipped
+                out[idx] = fk.predict([rows[i] for i in idx])
+        finally:
+            roofline.SCALAR_HBM_EFFICIENCY = shipped
     return out
 
 
@@ -206,7 +222,8 @@ def whatif(rows: list[Row], held: dict[str, set[str]], per_sm_clock: float
         rs = cells[cell]
         measured = np.array([r.measured_s for r in rs])
         new = predict_sm_clock(rs, per_sm_clock) / measured - 1.0
-        mape, sgn = signed(rs)
+        with hbm_fraction_form():  # "shipped": the 0.54-of-HBM form before the 36th session
+            mape, sgn = signed(rs)
         out.append((cell, len(rs), mape, sgn, float(np.mean(np.abs(new)) * 100),
                     float(np.mean(new) * 100)))
     return out
