@@ -39,9 +39,8 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
         # out-projection the transposed copy of PV's output), while the s x s probabilities
         # exist only here
         scores = 0.0
-        if cfg.training.attention in MATERIALIZED_SCORES:
-            tr, p = cfg.training, cfg.parallel
-            scores = score_bytes(cfg, tr.micro_batch_size, cfg.model.num_attention_heads / p.tp,
+        if tr.attention in MATERIALIZED_SCORES:
+            scores = score_bytes(cfg, tr.micro_batch_size, m.num_attention_heads / p.tp,
                                  tr.seq_length / p.cp, tr.seq_length, False)
         return hf.hf_layer_bytes(cfg) + scores
     t, sp = p.tp, p.sequence_parallel
