@@ -20,8 +20,9 @@ dict). Each cell the rate over the same dtype and layout's warm-eager rate at k 
 model's the same way.
 
 **Ceiling** (``--ceiling``). The H200 file's GEMM rows priced with the catalog's H200 GEMM
-ceiling (``mamf_fraction`` 0.835, ``mamf_fraction_fp8`` 0.734: Bekman's H200 MAMF) and with
-H100's (0.801, 0.709): MAPE and mean signed error of the time (positive: priced too slow).
+ceiling (since the 37th session the H100's ``mamf_fraction`` 0.801 and ``mamf_fraction_fp8``
+0.709: ``benchmarks/gemm_catalog_era.py``) and with Bekman's own H200 MAMF (0.835, 0.734, the
+entry's values before): MAPE and mean signed error of the time (positive: priced too slow).
 """
 
 from __future__ import annotations
@@ -120,22 +121,27 @@ def gemm_by_k() -> tuple[list[int], dict[tuple[str, str, str], dict[int, tuple[f
     return ks, out
 
 
+BEKMAN_H200 = (0.835, 0.734)
+"""The H200 entry's bf16 / fp8 fractions before the 37th session: 825.8 of 989.4 TFLOP/s
+(stas00/ml-engineering branch fast-mamf, GPU0 while all 8 busy) and 1453.4 of 1979 (v2 table,
+torch 2.7.1+cu128)."""
+
+
 def ceiling_whatif() -> list[tuple[str, str, int, float, float]]:
     """(ceiling, dtype, n, MAPE, mean signed) of the H200 file's GEMM rows priced with the
-    catalog's H200 MAMF fractions and with H100's."""
+    catalog's H200 MAMF fractions and with Bekman's H200 MAMF (``BEKMAN_H200``)."""
     rows = [r for r in load([H200_FILE]) if r.kind == "gemm"]
     measured = np.array([r.measured_s for r in rows])
-    h100 = catalog_gpu("h100-sxm-80gb")
+    cat = catalog_gpu("h200-sxm-141gb")
     out = []
     shipped = fit_kernels.catalog_gpu
-    for label, spec in (("H200 catalog (0.835 / 0.734)", None),
-                        ("H100's (0.801 / 0.709)", h100)):
+    for label, spec in ((f"catalog ({cat.mamf_fraction} / {cat.mamf_fraction_fp8})", None),
+                        ("Bekman's H200 MAMF ({} / {})".format(*BEKMAN_H200), BEKMAN_H200)):
         def lookup(name: str, spec=spec):
             g = shipped(name)
             if spec is None or name != "h200-sxm-141gb":
                 return g
-            return dataclasses.replace(g, mamf_fraction=spec.mamf_fraction,
-                                       mamf_fraction_fp8=spec.mamf_fraction_fp8)
+            return dataclasses.replace(g, mamf_fraction=spec[0], mamf_fraction_fp8=spec[1])
         fit_kernels.catalog_gpu = lookup
         try:
             signed = fit_kernels.predict(rows) / measured - 1.0
