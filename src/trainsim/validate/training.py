@@ -23,7 +23,7 @@ from trainsim.errors import ConfigError, SettingReplaced, TrainsimError
 from trainsim.memo import stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
-from trainsim.pricing import Pricer
+from trainsim.pricing import Pricer, shared
 from trainsim.result import Result
 from trainsim.simulator import simulate
 from trainsim.validate.assumed import assumed_cells
@@ -77,6 +77,51 @@ def every_row_warning() -> Iterator[None]:
         _SHOWN = kept
 
 
+_PARTS: list[list[Any]] = []
+"""Inside :func:`row_shared`: the distinct model and cluster objects of the configs the tuner
+built for the row (one each, almost always)."""
+
+
+@contextmanager
+def row_shared() -> Iterator[None]:
+    """Around one row's tuning: its candidates' pricers share what they priced
+    (``pricing.shared``, a token of the row's own, so nothing outlives the row), and each
+    candidate config the tuner builds takes the model and cluster of an earlier candidate equal
+    to its own (:func:`_interned`). The shared prices are keyed by the cluster's identity and a
+    pricer's settings, so without the one cluster every candidate priced its passes again
+    (``_price_ops`` 8,437 -> 3,006 calls on the public file). The same arithmetic on the same
+    floats: every prediction is the same to the bit (tests/test_row_shared.py)."""
+    _PARTS.append([])
+    try:
+        with shared(object()):
+            yield
+    finally:
+        _PARTS.pop()
+
+
+def _interned(cfg: RunConfig) -> RunConfig:
+    """``cfg``, just built, with the model and cluster objects of an earlier config of this
+    :func:`row_shared` where they are equal (frozen dataclasses compared field by field, so
+    every reader gets the same values); outside one, ``cfg`` as it is. Set in place as
+    ``RunConfig.fields_checked`` sets its fields: the checks that built ``cfg`` passed on equal
+    parts, and nothing has read ``cfg`` yet."""
+    if not _PARTS:
+        return cfg
+    seen = _PARTS[-1]
+    d = cfg.__dict__
+    for name in ("model", "cluster"):
+        part = d[name]
+        for other in seen:
+            if other is part:
+                break
+            if type(other) is type(part) and other == part:
+                d[name] = other
+                break
+        else:
+            seen.append(part)
+    return cfg
+
+
 def _prefer(value: Any) -> Callable[[list[Any]], Any]:
     """A picker of ``value`` where it is a candidate, else of the first candidate."""
     return lambda candidates: value if value in candidates else candidates[0]
@@ -121,7 +166,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         hit = status.get(values)
         if hit is None:
             try:
-                cfg = run_config_from_dict(with_choice(raw, dict(zip(names, values))))
+                cfg = _interned(run_config_from_dict(with_choice(raw, dict(zip(names, values)))))
             except ConfigError as exc:
                 hit = (None, None, str(exc))
             else:
@@ -395,7 +440,8 @@ def predict_training_row(row: dict[str, str], compute_db: str | None = "auto") -
             raise ConfigError(f"memory_kind={kind!r} is not allocated, reserved or device")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SettingReplaced)
-            cfg, choice, result = _tuned_layout(counts_checked(row), compute_db)
+            with row_shared():
+                cfg, choice, result = _tuned_layout(counts_checked(row), compute_db)
         assumed = assumed_cells(row, cfg, choice)  # what the empty cells it left were taken as
         if gpu_text and (form := gpu_assumed(gpu_text)):
             assumed["gpu"] = form
