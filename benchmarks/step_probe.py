@@ -172,6 +172,21 @@ def run_case(case: tuple, device: str, quick: bool, clip: bool) -> dict:
     return res
 
 
+def _release(text: str) -> tuple[int, ...]:
+    """(major, minor) of a version string such as ``2.11.0+cu130``."""
+    parts = [int("".join(c for c in p if c.isdigit()) or 0) for p in text.split(".")[:2]]
+    return tuple(parts + [0] * (2 - len(parts)))
+
+
+def gqa_in_sdpa(env: dict) -> bool:
+    """Whether this run's SDPA got GQA's K and V heads without copies: transformers from
+    v4.54.0 passes ``enable_gqa=True`` (and skips ``repeat_kv``) on torch 2.5+ when no
+    attention mask is given (huggingface/transformers@00c238bd
+    src/transformers/integrations/sdpa_attention.py ``use_gqa_in_sdpa``), as in these steps:
+    unpadded sequences, a causal mask left to ``is_causal``."""
+    return _release(env["transformers"]) >= (4, 54) and _release(env["torch"]) >= (2, 5)
+
+
 def csv_rows(results: list[dict], env: dict, kind: str) -> list[dict[str, str]]:
     rows = []
     for r in results:
@@ -188,10 +203,13 @@ def csv_rows(results: list[dict], env: dict, kind: str) -> list[dict[str, str]]:
             "gpus_per_node": 1, "tp": 1, "pp": 1, "cp": 1, "ep": 1, "sequence_parallel": 0,
             "recompute": r["recompute"], "zero_stage": 0, "distributed_optimizer": 0,
             "global_batch_size": r["mbs"], "micro_batch_size": r["mbs"], "dtype": "bf16",
-            # the loop's settings as row options: torch.compile, and no_grad_clip where the run
-            # stepped without clip_grad_norm_ (set A; set B runs with --clip)
+            # the loop's settings as row options: torch.compile, no_grad_clip where the run
+            # stepped without clip_grad_norm_ (set A; set B runs with --clip), and enable_gqa
+            # where transformers handed GQA's K/V heads to SDPA as they are (gqa_in_sdpa)
             "options": ";".join(o for o, on in (("compile", r.get("compile")),
-                                                ("no_grad_clip", not r.get("clip"))) if on),
+                                                ("no_grad_clip", not r.get("clip")),
+                                                ("enable_gqa", r["attention"] == "sdpa"
+                                                 and gqa_in_sdpa(env))) if on),
             "framework": "pytorch", "framework_version": env["torch_release"],
             "attention": "unfused" if r["attention"] == "eager" else "sdpa",
             "grad_reduce_dtype": "fp32", "memory_kind": kind,

@@ -237,6 +237,9 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # the training loop drops the 16-bit logits before ``loss.backward()`` (torchtitan's
     # ``del pred``): the eager loss's fp32 buffers then sit above a freed hole
     "logits_freed_before_backward": _nullable(_bool),
+    # the training loop frees the gradients after each step (``zero_grad(set_to_none=True)``):
+    # a step of one micro-batch reaches its backward's peak before any gradient exists
+    "grads_set_to_none": _nullable(_bool),
     # with TP the cross-entropy runs on vocab-sharded DTensor logits under
     # torch.distributed.tensor.parallel.loss_parallel (its decomposed backward)
     "loss_parallel": _nullable(_bool),
@@ -496,7 +499,8 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",
     "per_op_sac",
-    "compiled_loss", "shifted_logits_copy", "logits_freed_before_backward", "loss_parallel", "pipelining_buffers",
+    "compiled_loss", "shifted_logits_copy", "logits_freed_before_backward", "grads_set_to_none",
+    "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",
     "sdpa_repeat_kv",
     "unfused_repeat_kv", "softmax_fp32_saved", "cp_sdpa_ring", "cp_te_ring",

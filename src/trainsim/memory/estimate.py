@@ -22,6 +22,7 @@ from trainsim.memory import params
 from trainsim.memory.allocator import context_bytes, freed_logits_hole, reserved_bytes
 from trainsim.memory.free_of import cache_clear as free_of_clear
 from trainsim.memory.free_of import zero_free
+from trainsim.memory.hf import autocast_fp32_params
 from trainsim.memory.layer_activations import activation_bytes_per_layer
 from trainsim.memory.mtp import loss_logit_sets, mtp_head_bytes
 from trainsim.memory.ring_attention import ring_backward_bytes
@@ -170,7 +171,11 @@ def _activations(cfg: RunConfig, stage: int) -> float:
         tokens = cfg.training.micro_batch_size * cfg.training.seq_length / p.cp
         sp = p.tp if p.sequence_parallel else 1
         gemm_in = 2.0 * (sp if profile_supports(cfg, "sp_gathered_gemm_inputs") else 1)  # (DTensor SP)
-        chunk_bytes[held.index(len(ranges) - 1)] += tokens * m.hidden_size * (2 + gemm_in) / sp
+        # under autocast on fp32 parameters the final norm keeps its fp32 input and fp32
+        # normalized tensor and the output layer its 16-bit cast of the norm's output
+        # (memory.hf.AUTOCAST_PER_TOKEN): 4 + 4 + 2
+        norm = 8.0 if autocast_fp32_params(cfg) else 2.0
+        chunk_bytes[held.index(len(ranges) - 1)] += tokens * m.hidden_size * (norm + gemm_in) / sp
     if 0 in held:  # the embedding output's dropout mask and the embedding norm's input,
         # kept beside the first layer's (no layer checkpoints them)
         per = (1.0 if m.hidden_dropout > 0 else 0.0) + (2.0 if m.embedding_norm else 0.0)
@@ -315,6 +320,40 @@ def _pipelining_buffers(cfg: RunConfig, stage: int) -> tuple[list[tuple[str, flo
     return recv, outputs
 
 
+def _grads_at_backward(cfg: RunConfig, state: ModelState) -> float:
+    """Gradient bytes alive at the backward's peak: none where the loop frees them after each
+    step (``ModelState.grads_freed``) and the step has one micro-batch and no pipeline (the
+    peak is at the loss, before the first gradient is made; the backward then trades freed
+    activations for new gradients, and its end, every gradient and no activation, is the
+    step's peak less the step's buffers); else all of them (accumulated from the first
+    micro-batch on)."""
+    if state.grads_freed and cfg.parallel.pp == 1 and cfg.schedule_microbatches == 1:
+        return 0.0
+    return state.gradients
+
+
+def _layer_copies_kept(cfg: RunConfig, state: ModelState) -> float:
+    """Share of ``ModelState.layer_copies`` alive at the backward's peak: the layers that are
+    not recomputed keep theirs (a checkpoint keeps only its input)."""
+    if not state.layer_copies:
+        return 0.0
+    n = cfg.model.num_layers
+    return (n - len(cfg.recomputed_layers)) / n if n else 1.0
+
+
+def _forward_loss_buffers(cfg: RunConfig, stage: int, state: ModelState,
+                          kept: float) -> list[tuple[str, float]]:
+    """The buffers of the forward's peak at the loss where recompute lets the backward drop the
+    layers' weight copies (``_layer_copies_kept`` below 1): every copy still cached by autocast,
+    and the HF loss's forward buffers (16-bit logits, their fp32 upcast, the fp32 log-softmax:
+    2 + 4 + 4 bytes a logit, where the backward holds 12: ``_loss_temporary``). Only the plain
+    PyTorch loop (``memory.hf.autocast_fp32_params``) has such copies: elsewhere none."""
+    if kept >= 1.0 or stage != cfg.parallel.pp - 1 or not autocast_fp32_params(cfg):
+        return []
+    return list(state.persistent) + list(state.backward) + list(state.layer_copies) \
+        + [("logits, fp32 upcast and log-softmax (forward)", _loss_temporary(cfg) * 10 / 12)]
+
+
 def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     """Peak memory of one rank of pipeline stage ``stage``: the larger of the backward's peak
     (model state, the micro-batches in flight, the loss or a recomputed layer, the framework's
@@ -322,15 +361,26 @@ def estimate_stage_memory(cfg: RunConfig, stage: int) -> MemoryBreakdown:
     state, base, inflight = _unbuffered(cfg, stage)
     recv, outputs = _pipelining_buffers(cfg, stage)
     temporaries = _backward_temporaries(cfg, stage)
-    backward = list(state.persistent) + list(state.backward) + temporaries + recv + outputs
+    kept = _layer_copies_kept(cfg, state)
+    copies = [(n, b * kept) for n, b in state.layer_copies if b * kept > 0]
+    backward = list(state.persistent) + list(state.backward) + copies + temporaries + recv \
+        + outputs
+    grads_bwd = _grads_at_backward(cfg, state)
+    bwd_base = base - state.gradients + grads_bwd
+    backward_peak = bwd_base + inflight + sum(b for _, b in backward)
+    moment = _backward_moment(cfg, temporaries)
+    forward = _forward_loss_buffers(cfg, stage, state, kept)
+    if forward and (forward_peak := bwd_base + inflight + sum(b for _, b in forward + recv
+                                                               + outputs)) > backward_peak:
+        # the forward at the loss, every weight copy cached
+        backward_peak, moment, backward = forward_peak, "forward, at the loss", \
+            forward + recv + outputs
     step = list(state.persistent) + list(state.step) + recv
-    backward_peak = base + inflight + sum(b for _, b in backward)
     held_at_step = state.gradients if state.step_gradients is None else state.step_gradients
     step_peak = base - state.gradients + held_at_step + sum(b for _, b in step)
     step_only = sum(b for _, b in state.step)
     if backward_peak >= step_peak:
-        grads, activations, temps = state.gradients, inflight, backward
-        peak_at = _backward_moment(cfg, temporaries)
+        grads, activations, temps, peak_at = grads_bwd, inflight, backward, moment
     else:
         grads, activations, temps, peak_at = held_at_step, 0.0, step, "optimizer step"
     reserved = reserved_bytes(cfg, backward_peak, step_peak, step_only, state.side_pool,
@@ -355,8 +405,9 @@ def _unbuffered(cfg: RunConfig, stage: int) -> tuple[ModelState, float, float]:
 def peak_floor(cfg: RunConfig, stage: int) -> float:
     """What :func:`estimate_stage_memory`'s ``total`` is never below: the backward's peak less its
     buffers (none negative), plus the context; ``search.waves`` bounds a group's headroom by it."""
-    _, base, inflight = _unbuffered(cfg, stage)
-    return base + inflight + context_bytes(cfg, stage)
+    state, base, inflight = _unbuffered(cfg, stage)
+    return base - state.gradients + _grads_at_backward(cfg, state) + inflight \
+        + context_bytes(cfg, stage)
 
 
 __all__ = [

@@ -17,6 +17,9 @@ MLP widths (16-bit elements, bytes), the layer's output included:
 * a model that copies GQA's K and V to every query head before the kernel (eager,
   ``workload.shard.kv_repeated``) adds ``4 (q - kv)`` (``repeated_kv_bytes``).
 
+* a plain PyTorch loop (fp32 parameters under ``torch.autocast``, ``autocast_fp32_params``),
+  eager: ``26 h + 4 q + 4 kv + 8 f`` (``AUTOCAST_PER_TOKEN``, the layer's fp32 input included).
+
 Checked on the 33 layers of ``layers_h100_measured.jsonl`` (transformers 5.17, torch 2.11,
 ``torch.cuda.memory_allocated`` around the forward): over the 20 eager Llama layers a least-
 squares fit of bytes per token on (h, q, kv, f) returns 16.0, 4.0, 4.0 and 8.0, and the seven
@@ -47,6 +50,22 @@ LLAMA_NORM_PER_ELEMENT = 6
 q/k norms the same (``EAGER_PER_TOKEN["qk_norm"]``)."""
 OUTPUT_PER_H = 2
 """The layer's 16-bit output, counted in the per-token sums above; not kept by this layer."""
+AUTOCAST_PER_TOKEN = {"h": 26, "q": 4, "kv": 4, "f": 8, "qk_norm": 6}
+"""Bytes per token a Hugging Face Llama-style layer keeps under ``torch.autocast`` with fp32
+parameters (a plain PyTorch loop), read from the modules (huggingface/transformers@00c238bd
+models/llama/modeling_llama.py ``LlamaRMSNorm``, ``LlamaAttention``, ``LlamaMLP``) and
+autocast's cast rule (pytorch/pytorch@cfed411f aten/src/ATen/autocast_mode.cpp
+``cached_cast``: only fp32 leaves that require grad, the weights, are cast once and cached;
+an activation is cast again for every matmul that reads it). The embedding runs in fp32, so
+the residual stream is fp32: each RMSNorm keeps its fp32 input (``pow`` and the first
+``mul``; the layer's input for the first norm) and its fp32 normalized tensor (the weight's
+``mul``: ``to(input_dtype)`` is fp32 here), 8 h each; q, k and v each keep their own 16-bit
+cast of the fp32 norm output (6 h), gate and up theirs (4 h); the attention and the MLP keep
+what they keep in 16 bits (4 q + 4 kv: RoPE's fp32 output is cast to 16 bits for the kernel,
+which keeps it; 8 f). The layer's fp32 output is the next layer's input (counted there). The
+``h200_2026-11-27`` whole-step probes (benchmarks/training_h200_steps*.csv: Llama 3.2 1B/3B and
+Qwen2.5 0.5B-3B, sdpa and eager) sit 0.06-0.26 GiB above this count at every row, where the
+16-bit layout's 14 h left them 6-18 % off (tests/test_memory_autocast.py)."""
 
 
 def applies(cfg: RunConfig, recompute: str, moe: bool) -> bool:
@@ -71,13 +90,26 @@ def repeated_kv_bytes(cfg: RunConfig, q: float, kv: float) -> float:
     return 2.0 * 2.0 * (q - kv)
 
 
+def autocast_fp32_params(cfg: RunConfig) -> bool:
+    """Whether the eager modules run under ``torch.autocast`` on fp32 parameters: a plain
+    PyTorch loop (``data_parallel_impl`` ddp: DistributedDataParallel keeps the fp32 module,
+    memory.state ``_ddp``) training in a 16-bit dtype, not compiled."""
+    t = cfg.training
+    return (cfg.parallel.data_parallel_impl == "ddp" and t.dtype in ("bf16", "fp16")
+            and not t.compile and t.modules == "eager")
+
+
 def hf_layer_bytes(cfg: RunConfig) -> float:
     """Bytes one Hugging Face layer keeps for its backward per micro-batch on one rank."""
     m, p, t = cfg.model, cfg.parallel, cfg.training
     per = COMPILED_PER_TOKEN if t.compile else EAGER_PER_TOKEN
     tokens = t.micro_batch_size * t.seq_length / p.cp
     q, kv = m.q_size / p.tp, max(m.kv_size / p.tp, m.kv_channels)
-    width = (per["h"] - OUTPUT_PER_H) * m.hidden_size + per["q"] * q + per["kv"] * kv \
+    if autocast_fp32_params(cfg):
+        per, output = AUTOCAST_PER_TOKEN, 0
+    else:
+        output = OUTPUT_PER_H
+    width = (per["h"] - output) * m.hidden_size + per["q"] * q + per["kv"] * kv \
         + per["f"] * m.ffn_size / p.tp + repeated_kv_bytes(cfg, q, kv)
     # Gemma 2/3's RMSNorm (the post_sublayer_norm models) weighs in fp32 under eager modules:
     # every norm of the layer keeps GEMMA_NORM_PER_ELEMENT where Llama's keeps 6

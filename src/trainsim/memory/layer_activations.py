@@ -50,8 +50,9 @@ def activation_bytes_per_layer(cfg: RunConfig, recompute: str | None = None,
     kv_loc = max(kv / t, m.kv_channels)
     mask = 1.0 if m.hidden_dropout > 0 else 0.0
     shared_div = t if sp else 1
-    if recompute == "full":
-        return 2.0 * T * h / shared_div
+    if recompute == "full":  # the checkpoint keeps the layer's input: fp32 under autocast
+        # with fp32 parameters (memory.hf.AUTOCAST_PER_TOKEN: the residual stream is fp32)
+        return (4.0 if hf.autocast_fp32_params(cfg) else 2.0) * T * h / shared_div
     if recompute == "selective" and not moe and not m.is_mla and profile_supports(cfg, "per_op_sac"):
         return _per_op_sac_bytes(cfg)
     x = gemm_input_bytes(cfg)

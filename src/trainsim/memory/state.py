@@ -19,7 +19,9 @@ deepspeed 0/1/2    2 P         2 P (1: full)     (4 + o) S|P   at the step: 16-b
                                                                copy), fp32 cast; bucket
 deepspeed 3        2 S         2 S               (4 + o) S     gathered layers, bucket
 fsdp1 / fsdp2      4 S         4 S               o S           unsharded 16-bit units
-ddp                4 P         4 P + 4 P bucket  o P           autocast 16-bit copies
+ddp                4 P         4 P + 4 P bucket  o P           autocast 16-bit copies;
+                               (none at a one-                 foreach Adam: 4 P at
+                               micro-batch loss)               the step
 =================  ==========  ================  ============  =======================
 
 ``g`` is 4 with fp32 gradient reduction, else 2; ``o`` is 8 for Adam/LAMB and 4 for SGD.
@@ -44,6 +46,7 @@ from trainsim.memory.params import stage_layer_params, stage_param_split
 from trainsim.model.counts import layer_params
 from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
+from trainsim.workload.optimizer_impl import optimizer_impl
 from trainsim.workload.sharding import fsdp_pp_mode
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
@@ -88,6 +91,15 @@ class ModelState:
     are free, but still reserved in that stream's pool, at the backward's peak (FSDP2 under
     pipelining, below): reserved beside the backward's peak; at the step they are allocated
     again (``step_gradients``)."""
+    grads_freed: bool = False
+    """Whether the loop frees the gradients after each step (``zero_grad(set_to_none=True)``,
+    profile feature ``grads_set_to_none``): a step of one micro-batch reaches its backward's
+    peak, at the loss, before any gradient exists (``memory.estimate``)."""
+    layer_copies: tuple[tuple[str, float], ...] = ()
+    """Buffers alive at the backward's peak, like ``backward``, that a layer under activation
+    recompute does not keep into its backward: autocast's 16-bit copies of the layers' matmul
+    weights, cached through the forward and freed when the autocast region ends, since a
+    checkpoint keeps none of the tensors its layer saved (``memory.estimate``)."""
 
     @property
     def total(self) -> float:
@@ -384,16 +396,33 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
                       side_pool=side)
 
 
-def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelState:
+def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float,
+         head: float = 0.0) -> ModelState:
     """A plain PyTorch loop (torch/nn/parallel/distributed.py): fp32 parameters and gradients,
     the optimizer's fp32 moments; DistributedDataParallel's reducer copies gradients into fp32
     buckets (``gradient_as_bucket_view=False``, the default) when there is more than one rank;
     ``torch.autocast`` casts each weight to 16 bits for its matmul and the backward keeps the
-    cast copy."""
+    cast copy: the layers' matmuls and the output layer's (``head``: its ``nn.Linear`` weight,
+    the embedding's own where tied, is cast like any other; the embedding lookup is not a
+    matmul and runs in fp32).
+
+    torch.optim's foreach Adam/AdamW (``optimizer_impl`` foreach, the default on CUDA since
+    torch 2.0) takes one list of every parameter of a device and dtype and makes a new tensor
+    per parameter for the denominator before its final update:
+    ``exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`` (pytorch/pytorch@dc80ccde
+    torch/optim/adam.py ``_multi_tensor_adam``; AdamW's decay is an in-place ``_foreach_mul_``),
+    an fp32 copy of the moments, alive at the step's peak beside the model state.
+    ``clip_grad_norm_`` adds nothing of that size: per-tensor norms and an in-place
+    ``_foreach_mul_`` (the measured probes clip or not at the same peak)."""
     buckets = (("DDP gradient buckets", 4.0 * held),) if cfg.dp > 1 else ()
-    autocast = (("autocast 16-bit weight copies", 2.0 * linear),)
+    autocast = (("autocast 16-bit weight copy of the output layer", 2.0 * head),) if head else ()
+    step: tuple[tuple[str, float], ...] = ()
+    if cfg.training.optimizer == "adam" and optimizer_impl(cfg) == "foreach":
+        step = (("foreach Adam sqrt(exp_avg_sq) list", 4.0 * held),)
     return ModelState(4.0 * held, 4.0 * held, _optimizer_bytes(cfg) * held, buckets,
-                      backward=autocast)
+                      backward=autocast, step=step,
+                      grads_freed=bool(profile_supports(cfg, "grads_set_to_none")),
+                      layer_copies=(("autocast 16-bit weight copies", 2.0 * linear),))
 
 
 _LAYOUTS = {"megatron": _megatron, "deepspeed": _deepspeed, "fsdp1": _fsdp, "fsdp2": _fsdp,
@@ -450,7 +479,11 @@ class _Classes:
 
 def _model_state(cfg: RunConfig, stage: int) -> ModelState:
     held, sharded, linear = _split(cfg, stage)
-    return _LAYOUTS[cfg.parallel.data_parallel_impl](cfg, held, sharded, linear)
+    p, m = cfg.parallel, cfg.model
+    if p.data_parallel_impl == "ddp":  # the output layer's matmul weight, on the last stage
+        head = m.vocab_size * m.hidden_size / p.tp if stage == p.pp - 1 else 0.0
+        return _ddp(cfg, held, sharded, linear, head)
+    return _LAYOUTS[p.data_parallel_impl](cfg, held, sharded, linear)
 
 
 NOT_READ = {"training": ("micro_batch_size",),
