@@ -49,6 +49,19 @@ def _collector_unfrozen_after_each_module():
         collector_to_oldest()  # unfrozen, and no holder left counted (engine.loop._FROZEN)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _public_run_shared_between_workers(tmp_path_factory):
+    """Under xdist, the directory every worker of this session shares (the parent of each
+    worker's basetemp) holds ``helpers.public_training_validated``'s run, so that the
+    scoreboard and determinism tests validate the public file once per session, not once per
+    worker (~17 CPU-seconds each time). Alone (no xdist), the process keeps it in memory."""
+    import helpers
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        helpers.PUBLIC_SHARED_DIR[:] = [tmp_path_factory.getbasetemp().parent]
+    yield
+
+
 @pytest.fixture(scope="module")
 def executor():
     """A local search executor, shared by a module's searches and closed after them."""

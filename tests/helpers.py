@@ -414,19 +414,55 @@ PUBLIC_TRAINING = (SHARED_VALIDATION / "training_public.csv"
 (the same bytes: ``test_validate.test_bundled_copies_match_the_shared_files``)."""
 
 _PUBLIC: list[tuple[tuple, tuple[str, ...]]] = []
+PUBLIC_SHARED_DIR: list[Path] = []
+"""Where ``public_training_validated`` leaves its run for the session's other xdist workers
+(conftest's ``_public_run_shared_between_workers`` sets it: the directory above every worker's
+basetemp, one per session, so a run is never read by a later session)."""
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive ``flock`` on ``path`` while the block runs (POSIX; elsewhere no lock, and
+    a worker that finds no pickle validates the file itself, as each did before)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    with path.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def public_training_validated() -> tuple[tuple, tuple[str, ...]]:
     """(results, trainsim warnings said) of ``validate_file(PUBLIC_TRAINING, workers=2)``, as
     the CLI's JSON collects them (``said_warnings``), once per session: the scoreboard test and
-    the determinism test read the same ~17 CPU-seconds of rows. A test must not change them."""
+    the determinism test read the same ~17 CPU-seconds of rows. Under xdist the first worker to
+    ask validates the file (holding a lock) and pickles the run into ``PUBLIC_SHARED_DIR``; a
+    worker asking later reads that pickle (floats round-trip every bit) instead of validating
+    the file again. A test must not change them."""
+    import pickle
+
     from trainsim.search.cli_inputs import said_warnings
     from trainsim.validate import validate_file
 
     if not _PUBLIC:
-        with said_warnings(say=False) as said:
-            _, res = validate_file(PUBLIC_TRAINING, workers=2)
-        _PUBLIC.append((tuple(res), tuple(said)))
+        shared = PUBLIC_SHARED_DIR[0] / "public_training_validated.pickle" \
+            if PUBLIC_SHARED_DIR else None
+        with _locked(shared.with_suffix(".lock")) if shared else contextlib.nullcontext():
+            if shared is not None and shared.exists():
+                _PUBLIC.append(pickle.loads(shared.read_bytes()))
+            else:
+                with said_warnings(say=False) as said:
+                    _, res = validate_file(PUBLIC_TRAINING, workers=2)
+                _PUBLIC.append((tuple(res), tuple(said)))
+                if shared is not None:
+                    part = shared.with_suffix(".part")
+                    part.write_bytes(pickle.dumps(_PUBLIC[0]))
+                    part.replace(shared)
     return _PUBLIC[0]
 
 

@@ -177,7 +177,7 @@ def _copy(tasks):
     return [Task(t.stream, t.duration_s, list(t.deps), t.label, t.segments) for t in tasks]
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(dags())
 def test_time_never_runs_backwards(tasks):
     """On a random DAG every task ends after it starts, after its deps and after its stream predecessor."""
@@ -196,7 +196,7 @@ def test_time_never_runs_backwards(tasks):
     assert tl.makespan_s == max(tl.end_s, default=0.0)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(dags())
 def test_tasks_start_as_soon_as_possible(tasks):
     """Each task starts exactly when its last dep and its stream predecessor have both ended."""

@@ -1,7 +1,7 @@
 """Fuzzing (issue 18): random configs and command lines end in a result with sane values or in
 one clean error line; never a traceback, a hang, or a refusal of a valid config.
 
-The default run tries a few hundred inputs (about 40 s); ``-m slow`` runs 10,000 configs and
+The default run tries about a hundred inputs (about 15 s); ``-m slow`` runs 10,000 configs and
 600 command lines. Three properties:
 
 - *valid configs are simulated*: configs built to satisfy every documented rule (divisibility,
@@ -33,10 +33,13 @@ from trainsim.errors import TrainsimError
 from trainsim.limits import DEFAULTS
 from trainsim.simulator import simulate
 
-FAST = settings(max_examples=120, deadline=timedelta(seconds=20), derandomize=True,
+FAST = settings(max_examples=40, deadline=timedelta(seconds=120), derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SLOW_CONFIGS = settings(FAST, max_examples=5000)
 SLOW_CLI = settings(FAST, max_examples=600)
+"""40 examples by default (120 up to the 36th session; the slow runs above keep their counts);
+a 120 s deadline still names a hang while a loaded host's 3x slower first run (a deadline of 20 s
+on a 9 s ``profile --quick``) no longer reads as a flaky failure."""
 
 
 # ---------------------------------------------------------------------------- valid configs

@@ -276,14 +276,16 @@ def test_profile_on_cpu_without_torch_does_not_point_at_cpu(monkeypatch):
 # ------------------------------------------------------------------------ the sweep itself
 
 def test_a_seeded_sample_of_whole_runs_holds_every_invariant():
-    """80 drawn runs (dense, MoE, MLA; every parallel dimension, schedule, recompute, ZeRO
+    """40 drawn runs (dense, MoE, MLA; every parallel dimension, schedule, recompute, ZeRO
     engine, fp8 recipe, framework and GPU at once): each a sane, deterministic result whose
-    breakdown sums to its iteration time, or one clean error line."""
+    breakdown sums to its iteration time, or one clean error line; at least three in four
+    simulated, not refused (34 of 40 on 2026-11-27; 80 runs up to the 36th session, 4,500
+    behind ``-m slow``)."""
     mod = _sweep()
-    out = mod.sweep(seed=11, n=80)
+    out = mod.sweep(seed=11, n=40)
     counts = out.pop("_counts")[0]
     assert not out, {k: v[:1] for k, v in out.items()}
-    assert counts["handled"] == 80 and mod.REFUSALS["(simulated)"] >= 60
+    assert counts["handled"] == 40 and mod.REFUSALS["(simulated)"] >= 30
 
 
 def test_each_sweep_counts_its_own_refusals():
