@@ -31,6 +31,7 @@ import contextlib
 import copy
 import json
 import os
+import random
 import re
 import sys
 import warnings
@@ -355,21 +356,32 @@ def kvheads_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
 SURFACES = ["service", "sweepjson", "case", "anchors", "multimodal", "kvheads"]
 
 
-def cases(only: set[str]) -> Iterator[tuple[str, Any]]:
+def cases(only: set[str], limit: int = 0, seed: int = 0) -> Iterator[tuple[str, Any]]:
+    """Each chosen surface's inputs; with ``limit`` > 0 a seeded sample of at most that many per
+    surface (the tests' fast run; 0, the default, runs them all)."""
+    rng = random.Random(seed)
     makers = {"service": service_cases, "sweepjson": sweepjson_cases, "case": case_cases,
               "anchors": anchor_cases, "multimodal": multimodal_cases,
               "kvheads": kvheads_cases}
     for name in SURFACES:
         if not only or name in only:
-            yield from makers[name]()
+            made = makers[name]()
+            if limit > 0:
+                made = list(made)
+                made = [made[i] for i in sorted(rng.sample(range(len(made)),
+                                                           min(limit, len(made))))]
+            yield from made
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--only", default="", help=",".join(SURFACES))
+    ap.add_argument("--limit", type=int, default=0,
+                    help="at most this many seeded inputs per surface (0: all)")
+    ap.add_argument("--seed", type=int, default=0, help="the --limit sample's seed")
     args = ap.parse_args(argv)
     only = {w for w in args.only.split(",") if w}
-    failures, counts = run_cases(cases(only),
+    failures, counts = run_cases(cases(only, args.limit, args.seed),
                                  lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
     return report_sweep(failures, counts)
 

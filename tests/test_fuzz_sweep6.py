@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -133,12 +134,27 @@ def test_a_switch_written_as_another_number_is_still_refused(cell):
 
 # ------------------------------------------------- the sweep itself, a fast seeded sample
 
-def test_a_seeded_sample_of_the_sixth_sweep_finds_no_failure(capsys):
+def _sweep6():
     sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("fuzz_sweep6", SCRIPT)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert mod.main(["--seed", "1", "--n", "1"]) == 0, capsys.readouterr().out
+    return mod
+
+
+def test_a_seeded_sample_of_the_sixth_sweep_finds_no_failure(capsys):
+    """At most 12 seeded inputs of every surface (the slow twin below runs all 496)."""
+    mod = _sweep6()
+    assert mod.main(["--seed", "1", "--n", "1", "--limit", "12"]) == 0, \
+        capsys.readouterr().out
+    out = capsys.readouterr().out
+    counts = dict(re.findall(r"(\w+) (\d+)", out.split("inputs ", 1)[1].split(")")[0]))
+    assert set(counts) == set(mod.SURFACES) and set(counts.values()) == {"12"}, out
+
+
+@pytest.mark.slow
+def test_the_seeded_sixth_sweep_with_one_value_per_option_finds_no_failure(capsys):
+    assert _sweep6().main(["--seed", "1", "--n", "1"]) == 0, capsys.readouterr().out
 
 
 # ------------------------------------------------- a Hugging Face config.json of another family

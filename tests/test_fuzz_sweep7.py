@@ -7,6 +7,7 @@ refuses it. Each class checked failing on main 68b23d0 before its fix."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -350,6 +351,19 @@ def test_the_kvheads_surface_judges_only_frameworks_with_a_source_oracle():
     assert "framework_supports" not in (ROOT / "benchmarks" / "fuzz_sweep7.py").read_text()
 
 
+def test_a_seeded_sample_of_the_seventh_sweep_finds_no_failure(capsys):
+    """At most 8 seeded inputs of every surface (the slow twin below runs all 302)."""
+    module = _sweep7()
+    code = module.main(["--limit", "8", "--seed", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "failure classes 0" in out
+    counts = dict(re.findall(r"(\w+) (\d+)", out.split("inputs ", 1)[1].split(")")[0]))
+    assert set(counts) == set(module.SURFACES), out
+    assert max(int(c) for c in counts.values()) == 8, out
+
+
+@pytest.mark.slow
 def test_the_seventh_sweep_finds_no_failure(capsys):
     code = _sweep7().main([])
     out = capsys.readouterr().out

@@ -157,23 +157,22 @@ def test_a_tp_overlap_lead_does_not_bound_its_siblings_without_it():
         assert [e.candidate for e in fast.pareto] == [e.candidate for e in full.pareto]
 
 
-def test_pruned_search_equals_exhaustive():
+@pytest.mark.parametrize("rank_by", ["split", pytest.param("config", marks=pytest.mark.slow)])
+def test_pruned_search_equals_exhaustive(rank_by):
     """Branch and bound returns the same top k and Pareto front as simulating everything
-    (a small GPU, so that memory prunes too)."""
+    (a small GPU, so that memory prunes too); ranked by config in the slow run."""
     b = make_base(gpus=8, batch=16, gpu_overrides={"hbm_gib": 5})
     space = SearchSpace(recompute=("none", "full"), zero=(0, 1, 3), max_micro_batch=4, max_cp=2,
                         max_vpp=2)
-    cache = EvaluationCache()  # the second exhaustive search reuses the first's simulations
-    for rank_by in ("split", "config"):
-        fast = search(b, [8], space, top_k=5, rank_by=rank_by, cache=None)
-        full = search(b, [8], space, top_k=5, rank_by=rank_by, exhaustive=True, cache=cache)
-        assert fast.stats.simulated < full.stats.enumerated - full.stats.memory_pruned
-        assert fast.stats.memory_pruned > 0
-        assert [r.evaluation.candidate for r in fast.top] == \
-            [r.evaluation.candidate for r in full.top]
-        assert [e.candidate for e in fast.pareto] == [e.candidate for e in full.pareto]
-        s = fast.stats
-        assert s.enumerated == s.memory_pruned + s.bound_pruned + s.simulated
+    fast = search(b, [8], space, top_k=5, rank_by=rank_by, cache=None)
+    full = search(b, [8], space, top_k=5, rank_by=rank_by, exhaustive=True, cache=None)
+    assert fast.stats.simulated < full.stats.enumerated - full.stats.memory_pruned
+    assert fast.stats.memory_pruned > 0
+    assert [r.evaluation.candidate for r in fast.top] == \
+        [r.evaluation.candidate for r in full.top]
+    assert [e.candidate for e in fast.pareto] == [e.candidate for e in full.pareto]
+    s = fast.stats
+    assert s.enumerated == s.memory_pruned + s.bound_pruned + s.simulated
 
 
 def test_results_do_not_depend_on_the_executor(base):
