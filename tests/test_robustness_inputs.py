@@ -4,11 +4,9 @@ per class the fuzzer found, then a short seeded run of the fuzzer itself."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import random
-import signal
 import sys
 import time
 from pathlib import Path
@@ -201,31 +199,17 @@ def _fuzz_rows():
     return load_script(ROOT / "benchmarks" / "fuzz_rows.py")
 
 
-@contextlib.contextmanager
-def _cpu_deadline(seconds: int, hang: type[BaseException]):
-    """``fuzz_checks.deadline`` counted in this process's CPU seconds (``ITIMER_VIRTUAL``), not
-    wall seconds: at a load of 11-17 on this 2-core host the blank-layout rows' tuning passed
-    the 60 s wall limit and read as a hang (main failed this test so on 2026-11-27)."""
-    def _alarm(_sig, _frame):
-        raise hang()
-
-    previous = signal.signal(signal.SIGVTALRM, _alarm)
-    signal.setitimer(signal.ITIMER_VIRTUAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
-        signal.signal(signal.SIGVTALRM, previous)
-
-
 def test_a_few_odd_rows_and_commands_are_handled(tmp_path, monkeypatch):
     """A seeded handful of each surface of benchmarks/fuzz_rows.py: every row predicted or
     failed with one clear line, every command exit 0 or one error line; a hang is counted in
     CPU seconds, as ``benchmarks/fuzz_inputs34.py`` counts it."""
     fuzz = _fuzz_rows()
     checks = sys.modules[fuzz.run_surfaces.__module__]  # benchmarks/fuzz_checks.py
+    # fuzz_inputs34's CPU-second deadline (ITIMER_VIRTUAL): at a load of 11-17 on this 2-core
+    # host the blank-layout rows' tuning passed the 60 s wall limit and read as a hang
+    cpu_deadline = load_script(ROOT / "benchmarks" / "fuzz_inputs34.py").cpu_deadline
     monkeypatch.setattr(checks, "deadline",
-                        lambda seconds, hang=checks.Hang: _cpu_deadline(seconds, hang))
+                        lambda seconds, hang=checks.Hang: cpu_deadline(seconds, hang))
     rng = random.Random(20261125)
     out = fuzz.run_surfaces({k: (lambda f=f: f(rng, tmp_path, 6))
                              for k, f in fuzz.SURFACES.items()}, set())
