@@ -199,6 +199,15 @@ def run_config(cfg: dict, checks: list[tuple[str, str, Any]] = ()) -> str | None
     return f"insane result: {bad}" if bad else None
 
 
+def seeded_sample(made, limit: int, rng):
+    """At most ``limit`` of ``made`` drawn with ``rng``, in their order (the tests' fast run of
+    a sweep); ``limit`` 0 keeps them all, as they come (a generator stays lazy)."""
+    if limit <= 0:
+        return made
+    made = list(made)
+    return [made[i] for i in sorted(rng.sample(range(len(made)), min(limit, len(made))))]
+
+
 def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]]],
                  only: set[str]) -> dict:
     """Run every case of every surface (those in ``only`` when it is not empty) through

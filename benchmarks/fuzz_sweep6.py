@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import REFUSED, outcome, sane_result
+from fuzz_checks import REFUSED, outcome, sane_result, seeded_sample
 from fuzz_sweep import _cli
 
 from trainsim import Result, run_config_from_dict, simulate
@@ -559,11 +559,7 @@ def cases(only: set[str], rng: random.Random, n: int, every: bool,
               "cli": lambda: cli_cases(rng, n, every)}
     for name in SURFACES:
         if not only or name in only:
-            made = makers[name]()
-            if limit > 0:
-                made = list(made)
-                made = [made[i] for i in sorted(rng.sample(range(len(made)),
-                                                           min(limit, len(made))))]
+            made = seeded_sample(makers[name](), limit, rng)
             yield from made
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fuzz_checks import REFUSED, report_sweep
+from fuzz_checks import REFUSED, report_sweep, seeded_sample
 from fuzz_sweep6 import _TMP, BASES, RUN, SKIP, _write_text, run_cases
 
 from trainsim import run_config_from_dict
@@ -365,11 +365,7 @@ def cases(only: set[str], limit: int = 0, seed: int = 0) -> Iterator[tuple[str, 
               "kvheads": kvheads_cases}
     for name in SURFACES:
         if not only or name in only:
-            made = makers[name]()
-            if limit > 0:
-                made = list(made)
-                made = [made[i] for i in sorted(rng.sample(range(len(made)),
-                                                           min(limit, len(made))))]
+            made = seeded_sample(makers[name](), limit, rng)
             yield from made
 
 
