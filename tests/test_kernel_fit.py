@@ -164,6 +164,7 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
     assert fitted["FLASH1_OF_FLASH2"] == saved[3] == 0.50  # the FA2 paper's 2x, not fitted
 
 
+@pytest.mark.slow  # a second full refit (9 s here); the shipped-constants refit above stays default
 def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
     """The attention search starts from the shipped constants; one of them set wrong is fitted
     back near its shipped value, so the check above is a real refit (a start past a family's
