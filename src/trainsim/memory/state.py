@@ -397,7 +397,7 @@ def _fsdp(cfg: RunConfig, held: float, sharded: float, linear: float) -> ModelSt
 
 
 def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float,
-         head: float = 0.0) -> ModelState:
+         head: float) -> ModelState:
     """A plain PyTorch loop (torch/nn/parallel/distributed.py): fp32 parameters and gradients,
     the optimizer's fp32 moments; DistributedDataParallel's reducer copies gradients into fp32
     buckets (``gradient_as_bucket_view=False``, the default) when there is more than one rank;
@@ -425,8 +425,9 @@ def _ddp(cfg: RunConfig, held: float, sharded: float, linear: float,
                       layer_copies=(("autocast 16-bit weight copies", 2.0 * linear),))
 
 
-_LAYOUTS = {"megatron": _megatron, "deepspeed": _deepspeed, "fsdp1": _fsdp, "fsdp2": _fsdp,
-            "ddp": _ddp}
+_LAYOUTS = {"megatron": _megatron, "deepspeed": _deepspeed, "fsdp1": _fsdp, "fsdp2": _fsdp}
+"""The sharded layouts by ``data_parallel_impl``; ``ddp`` (:func:`_ddp`) also takes the stage's
+output-layer weight (:func:`_model_state`)."""
 
 
 def model_state(cfg: RunConfig, stage: int) -> ModelState:
