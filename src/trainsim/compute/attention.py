@@ -275,7 +275,7 @@ def _scores_and_tile(op: Attention, arch: int | None = None) -> tuple[float, tup
 
 SOFTMAX_EXP_EXPOSED = 1.04
 """Share of the softmax exponentials' time (one exp per score, at ``GPUSpec.flops_per_exp``)
-not hidden under the matmuls (the fit finds 1.02: none is hidden). It is what makes head dim
+not hidden under the matmuls (the fit finds 1.04: none is hidden). It is what makes head dim
 64 slower per FLOP than 128 (half the matmul work per exp). FlashAttention-4 evaluates part of its exponentials as polynomials on the
 FMA units (Zadouri et al. 2026, §3), so it pays half. Fitted with ``ATTENTION_OF_GEMM``."""
 FLEX_OF_FLASH2 = (0.90, 0.85)
