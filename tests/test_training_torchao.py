@@ -23,8 +23,8 @@ AO = ROOT / "benchmarks" / "training_torchao.csv"
 # torchao/float8/README.md @ 8c81863ba, the MI300X table @ 853f87d1b, the B200 table of
 # torchao/prototype/mx_formats/README.md @ d8bb51f63
 PUBLISHED = {
-    "ao2503-llama3-8b-h100-8-bf16": ("h100-sxm-80gb", 6150, 47.65),
-    "ao2503-llama3-8b-h100-8-fp8-tensorwise": ("h100-sxm-80gb", 7689.5, 47.77),
+    "ao2503-llama3-8b-h100-8-bf16": ("h100-sxm-96gb-500w", 6150, 47.65),
+    "ao2503-llama3-8b-h100-8-fp8-tensorwise": ("h100-sxm-96gb-500w", 7689.5, 47.77),
     "ao2508-llama3-8b-mi300x-8-bf16": ("mi300x", 5376.5, 39.09),
     "ao2508-llama3-8b-mi300x-8-fp8-tensorwise": ("mi300x", 6166.0, 39.07),
     "ao2508-llama3-8b-b200-750w-8-bf16": ("b200-sxm-180gb-750w", 8307.5, 33.71),
