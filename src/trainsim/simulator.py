@@ -58,7 +58,11 @@ from trainsim.workload.fp8_gather import param_gather_width
 from trainsim.workload.ops import Comm
 from trainsim.workload.p2p_meta import exchange_messages
 from trainsim.workload.pipe_engine import deepspeed_pipe_exchange
-from trainsim.workload.recompute import core_attn_rerun, per_op_sac_layout
+from trainsim.workload.recompute import (
+    core_attn_rerun,
+    per_op_sac_layout,
+    per_op_sac_reruns_attention,
+)
 from trainsim.workload.shard import shard_of
 from trainsim.workload.sharding import (  # bucket_params, dp_bucket_count: re-exported
     bucket_params,  # noqa: F401
@@ -394,7 +398,8 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         memory=memory,
         model_flops=model_flops_per_token(cfg.model, cfg.training.seq_length) * tokens,
         hardware_flops=hardware_flops_per_iteration(cfg, core_attn_rerun(cfg, fused=True),
-                                                    per_op_sac_layout(cfg)),
+                                                    per_op_sac_layout(cfg),
+                                                    per_op_sac_reruns_attention(cfg)),
         critical_stage=stage,
         timeline=tl if keep_timeline else None,
         compute_sources=dict(sorted(pricer.compute_sources().items())),

@@ -228,6 +228,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # ``recompute: selective`` is per-op selective checkpointing: the block's input and the
     # outputs of every other matmul, attention and reduce-scatter are saved, the rest recomputed
     "per_op_sac": _nullable(_bool),
+    # that policy's save list names the flash and memory-efficient SDPA kernels but not cuDNN's
+    # (``_scaled_dot_product_cudnn_attention``): under per-op checkpointing a cuDNN attention's
+    # forward runs again before its backward and its output is not kept
+    "per_op_sac_reruns_cudnn": _nullable(_bool),
     # with torch.compile the loss (the fp32 upcast, log-softmax and NLL) is compiled too
     "compiled_loss": _nullable(_bool),
     # the training loop shifts the logits for the loss with ``logits[..., :-1, :].contiguous()``
@@ -498,7 +502,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "
     "fsdp2_copies", "glu_offset_host_sync", "layer_scalar_syncs", "moe_act_compiled", "moe_bias_loop",
     "mla_eager_rope", "softcap_attention", "cudnn_sm100_head_dim_max", "cudnn_sm100_mla",
     "masked_window_scores", "unfused_sliding_window",
-    "per_op_sac",
+    "per_op_sac", "per_op_sac_reruns_cudnn",
     "compiled_loss", "shifted_logits_copy", "logits_freed_before_backward", "grads_set_to_none",
     "loss_parallel", "pipelining_buffers",
     "separate_qkv", "zero3_avg_scatter_grads", "zero3_persistent_regather", "params_16bit",

@@ -22,6 +22,7 @@ from trainsim.memory.saved_inputs import E5M6_SAVED_BYTES, gemm_input_bytes
 from trainsim.memory.scores import score_bytes
 from trainsim.memory.te_spec import norms_fused, qkv_copies
 from trainsim.workload.ops import MATERIALIZED_SCORES
+from trainsim.workload.recompute import per_op_sac_reruns_attention
 from trainsim.workload.shard import separate_projections
 
 
@@ -131,14 +132,18 @@ def _per_op_sac_bytes(cfg: RunConfig) -> float:
     torch.compile the policy only tags the graph, and the min-cut partitioner
     (torch/_functorch/partitioners.py) saves no tensor the backward does not read: the w2
     output (and under SP its reduce-scatter), which only the residual add consumes, is not
-    kept (measured, tests/test_memory_torchtitan.py: 3616 -> 3104 B per token)."""
+    kept (measured, tests/test_memory_torchtitan.py: 3616 -> 3104 B per token). A cuDNN
+    attention the save list does not name (``workload.recompute.per_op_sac_reruns_attention``)
+    keeps neither its output nor its log-sum-exp: it runs again from the saved wq and wv outputs
+    and the recomputed wk."""
     m, p, tr = cfg.model, cfg.parallel, cfg.training
     t, sp = p.tp, p.sequence_parallel
     T = tr.micro_batch_size * tr.seq_length / p.cp
     h, q, f = m.hidden_size, m.q_size / t, m.ffn_size / t
     kv = max(m.kv_size / t, m.kv_channels)
     w2_out = 0.0 if tr.compile else 2 * h  # the last block matmul's (partial-sum) output
-    per = 2 * h / (t if sp else 1) + 2 * (q + kv + f) + w2_out + 2 * q + 4 * m.num_attention_heads / t
+    attn_out = 0.0 if per_op_sac_reruns_attention(cfg) else 2 * q + 4 * m.num_attention_heads / t
+    per = 2 * h / (t if sp else 1) + 2 * (q + kv + f) + w2_out + attn_out
     if t > 1 and sp:  # the reduce-scatter outputs of wo and (eager) w2
         per += 2 * h / t * (1 if tr.compile else 2)
     return T * per

@@ -325,7 +325,8 @@ def _rerun_matmul_params(m: ModelConfig, modules: tuple[str, ...],
 
 
 def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: bool = False,
-                                 per_op_sac: bool | None = None) -> float:
+                                 per_op_sac: bool | None = None,
+                                 per_op_sac_attention: bool = False) -> float:
     """FLOPs the GPUs execute in one iteration, recomputation included (for HFU).
 
     Full recompute adds one more forward of every recomputed layer (Narayanan et al. 2021,
@@ -341,7 +342,9 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     Megatron-core re-runs it, legacy Megatron-LM under flash does not). ``per_op_sac``: under the
     profile's per-op selective checkpointing (torchtitan), whether the layer projects Q, K, V
     (and gate, up) separately (None: no per-op checkpointing); its dense layers re-run every
-    other matmul (:func:`_per_op_sac_params`) and keep the attention's output.
+    other matmul (:func:`_per_op_sac_params`) and keep the attention's output, unless
+    ``per_op_sac_attention`` (``workload.recompute.per_op_sac_reruns_attention``: a cuDNN
+    attention the policy's save list does not name), which re-runs its forward.
     """
     m, tokens = cfg.model, cfg.tokens_per_iteration
     s = cfg.training.seq_length
@@ -357,7 +360,7 @@ def hardware_flops_per_iteration(cfg: RunConfig, checkpointed_fused_attention: b
     rerun = (cfg.training.attention in SCORES_IN_MEMORY or checkpointed_fused_attention) and \
         "core_attn" in modules
     if per_op_sac is not None and all(_per_op_layer(m, i) for i in range(m.num_layers)):
-        rerun = False  # the policy saves the attention's output
+        rerun = per_op_sac_attention  # else the policy saves the attention's output
     selective = (2.0 * _attention_work(m, s) if rerun else 0.0) + \
         2.0 * _rerun_matmul_params(m, modules, per_op_sac)
     extra = {"none": 0.0, "full": full, "selective": selective}[cfg.parallel.recompute]

@@ -61,7 +61,7 @@ def layer_recompute(cfg: RunConfig, sh: Shard, fwd: list[Op], whole: bool = True
         return []
     if profile_supports(cfg, "per_op_sac") and not any(isinstance(op, Gemm) and op.grouped
                                                         for op in fwd):
-        return per_op_sac_recompute(fwd)
+        return per_op_sac_recompute(fwd, per_op_sac_reruns_attention(cfg))
     modules = p.recompute_modules or ("core_attn",)
     fused_rerun = core_attn_rerun(cfg, fused=True)
     sets = [RECOMPUTED_OPS[x] for x in modules if x in RECOMPUTED_OPS]
@@ -166,7 +166,20 @@ def per_op_sac_layout(cfg: RunConfig) -> bool | None:
     return separate_projections(cfg)
 
 
-def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
+def per_op_sac_reruns_attention(cfg: RunConfig) -> bool:
+    """Whether per-op selective checkpointing re-runs the attention forward: the run's SDPA
+    dispatches to cuDNN (``training.attention`` cudnn, as the profile's ``sdpa_by_arch`` sets
+    it) and the policy's save list does not name ``_scaled_dot_product_cudnn_attention``
+    (profile ``per_op_sac_reruns_cudnn``: torchtitan before b39377f9f, 2025-12-01), so the
+    op is PREFER_RECOMPUTE like any other; torch.compile's partitioner
+    (torch/_functorch/partitioners.py ``must_recompute``) treats PREFER_RECOMPUTE as recompute
+    too. Its output and log-sum-exp are then not kept (``memory.layer_activations``)."""
+    return (cfg.parallel.recompute == "selective" and cfg.training.attention == "cudnn"
+            and bool(profile_supports(cfg, "per_op_sac"))
+            and bool(profile_supports(cfg, "per_op_sac_reruns_cudnn")))
+
+
+def per_op_sac_recompute(fwd: list[Op], rerun_attention: bool = False) -> list[Op]:
     """What torchtitan's per-op selective checkpointing re-runs (``selective_ac_option = 'op'``,
     parallelize_llama.py: ``_save_list`` and its policy): it keeps the output of every other
     ``aten.mm`` (the 1st, 3rd, 5th and 7th of a Llama block: wq, wv, w1, w2), the attention's
@@ -175,13 +188,16 @@ def per_op_sac_recompute(fwd: list[Op]) -> list[Op]:
     torch's context parallelism the policy sees one ``_scaled_dot_product_flash_attention``
     call (its dispatch runs the ring inside: ``workload.context_parallel``), so the ring's
     exchanges and merges are saved with its output; the model's ``repeat_kv`` before it runs
-    again."""
+    again. ``rerun_attention`` (:func:`per_op_sac_reruns_attention`): an attention kernel the
+    save list does not name runs again too (a ring's exchanges stay saved)."""
     out, mm = [], 0
     for op in fwd:
         if isinstance(op, Gemm):
             mm += 1
             if mm % 2 == 1:
                 continue
+        elif isinstance(op, Attention) and rerun_attention:
+            pass
         elif isinstance(op, Attention) or (isinstance(op, Comm) and op.kind == "reduce_scatter") \
                 or (is_ring_op(op) and op.name != REPEAT_KV):
             continue
