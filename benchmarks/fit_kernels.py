@@ -7,6 +7,7 @@
     python benchmarks/fit_kernels.py --untimed-gaps  # profiler-summed rows without launch gaps
     python benchmarks/fit_kernels.py --no-fit --by-source gemm,moe_block  # each cell by source
     python benchmarks/fit_kernels.py --no-fit --by-seq  # attention error per sequence length
+    python benchmarks/fit_kernels.py --no-fit --by-impl  # attention per kernel, GPU, fit/held
     python benchmarks/fit_kernels.py --no-fit --compute-db auto  # priced as trainsim validate
     python benchmarks/fit_kernels.py --no-gpu-files  # without the never-fitted H200 file
 
@@ -427,6 +428,20 @@ def attention_impl(r: Row) -> str:
     return impls.pop() if len(impls) == 1 else ""
 
 
+def by_impl(rows: list[Row], held: dict[str, set[str]]
+            ) -> list[tuple[str, str, str, str, int, float, float]]:
+    """(kind, implementation, GPU, part, n, MAPE, mean signed error) of the fused attention
+    rows per kernel (``attention_impl``) within each ``report`` cell: issue 17's per
+    implementation and GPU figure, fit and held-out apart. Signed error as in ``by_source``."""
+    attn = [r for r in rows if r.kind.startswith("attention") and attention_impl(r)]
+    signed = predict(attn) / np.array([r.measured_s for r in attn]) - 1.0
+    groups: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    for r, e in zip(attn, signed):
+        groups[(r.kind, attention_impl(r), r.gpu, cell_part(r, held))].append(float(e))
+    return [(*key, len(v), float(np.mean(np.abs(v))), float(np.mean(v)))
+            for key, v in sorted(groups.items())]
+
+
 def by_seq(rows: list[Row]) -> list[tuple[str, str, str, int, int, float, float, float]]:
     """(GPU, implementation, kind, sequence, n, mean signed error, min, max) of the attention
     rows per sequence length: whether a kernel's error drifts with the sequence, which a
@@ -455,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
     only.add_argument("--by-source", metavar="KINDS", nargs="?", const="",
                       help="per source and dtype within each kind/GPU/part cell (comma-separated "
                            "kinds as the tables name them, e.g. gemm,moe_block; all if omitted)")
+    only.add_argument("--by-impl", action="store_true",
+                      help="attention MAPE per kind, implementation, GPU and fit/held-out part")
     only.add_argument("--by-seq", action="store_true",
                       help="attention rows' mean signed error per GPU, implementation, kind and "
                            "sequence length")
@@ -510,6 +527,12 @@ def main(argv: list[str] | None = None) -> int:
     REPORT_DB = None if args.compute_db == "none" else args.compute_db
     if REPORT_DB:
         print(f"  priced with --compute-db {REPORT_DB} (the fit, if any, used the roofline)")
+    if args.by_impl:
+        print("\n| kind | implementation | GPU | rows | n | MAPE (time) | signed |"
+              "\n|---|---|---|---|---|---|---|")
+        for kind, impl, g, part, n, mape, mean in by_impl(rows, held):
+            print(f"| {kind} | {impl} | {g} | {part} | {n} | {mape:.1%} | {mean:+.1%} |")
+        return 0
     if args.by_seq:
         print("\n| GPU | implementation | kind | seq | n | signed | min | max |"
               "\n|---|---|---|---|---|---|---|---|")
