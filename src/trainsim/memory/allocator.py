@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
+from trainsim.memory.plain_step import fragmentation_bytes
 
 CUDA_CONTEXT_BYTES = 1573 * 2**20
 """CUDA context with PyTorch's, cuBLAS's and cuDNN's kernels loaded: 1573 MiB measured by
@@ -144,11 +145,21 @@ def communicator_sizes(cfg: RunConfig, stage: int = 0) -> list[int]:
 def reserved_bytes(cfg: RunConfig, backward_peak: float, step_peak: float,
                    step_temporaries: float, side_pool: float = 0.0,
                    grad_pool: float = 0.0) -> float:
-    """Bytes the caching allocator holds at the end of a step: the larger phase's peak, plus,
+    """Bytes the caching allocator holds at the end of a step. A plain PyTorch step on one GPU
+    (``memory.plain_step.applies``) replays its allocations through the allocator's rules
+    (``memory.caching_allocator``) and adds the replay's reserved-minus-allocated to the larger
+    phase's peak. Elsewhere: the larger phase's peak, plus,
     without expandable segments, the step's buffers that could not reuse freed blocks, plus
     what side streams keep in pools of their own (``side_pool``; blocks, and expandable
     segments, belong to one stream); ``grad_pool``: gradient shards a side stream allocated,
     free (reserved) at the backward's peak and allocated again at the step's."""
+    excess = fragmentation_bytes(cfg)
+    if excess is not None:  # a plain PyTorch step: its allocations replayed (memory.plain_step)
+        peak = max(backward_peak, step_peak)
+        # a cudaMalloc that fails makes the allocator free its cached segments and retry
+        # (release_cached_blocks): it never holds more than the device has
+        room = cfg.cluster.gpu.hbm_bytes - context_bytes(cfg)
+        return max(peak, min(peak + excess, room)) + side_pool
     backward = backward_peak + grad_pool
     held = max(backward, step_peak)
     if cfg.training.expandable_segments:
