@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainsim.catalog import gpu, model_dict, names, node
+from trainsim.catalog import gpu, model_dict, model_name, names, node
 from trainsim.catalog.defaults import truthy
 from trainsim.catalog.schema_checks import NVLINK_SCOPES
 from trainsim.config._build import suggest
@@ -202,9 +202,9 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
                            ("moe_ffn_hidden_size", "moe_ffn_hidden_size")):
         if _cell(row, col) is not None:
             model[fieldname] = _cell(row, col)
-    stated = {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+    stated = stated_options(row)
     profile = None if stated else row_profile(row)
-    options = stated or recipe_options(row, model, profile)
+    options = stated or recipe_options(row, model, profile)  # a stated cell is the whole list
     unknown_opts = options - KNOWN_OPTIONS
     if unknown_opts:
         name = min(unknown_opts)
@@ -260,6 +260,32 @@ def training_base(row: dict[str, str]) -> tuple[dict[str, Any], dict[str, list[A
         elif profile is not None:
             training["attention"] = "flash2"
     return raw, unknowns(row, profile, options)
+
+
+def stated_options(row: dict[str, str]) -> set[str]:
+    """The features a row's options cell lists. A stated cell is the complete list of the run's
+    features (validation README: "features the run used"), the framework's defaults it kept
+    included; only an empty cell is a setting the source did not state, which takes the
+    framework's defaults (``recipe_options``) and its user's choices (``tuned_switches``). The
+    format has no negation, so a run that turned a default off (NeMo's nemotron4-340b-synth.yaml
+    and the 24.01 gpt3/175b.yaml: ``overlap_p2p_comm: False`` on an interleaved pipeline) can be
+    written only this way."""
+    return {o.strip() for o in (_cell(row, "options") or "").split(";") if o.strip()}
+
+
+def omitted_defaults(row: dict[str, str]) -> set[str]:
+    """The options the row's framework would turn on for it (``recipe_options``) that its
+    stated options cell leaves out, which the row therefore runs without: empty for an empty
+    cell (the defaults apply). A check for row authors (``benchmarks/options_omitted.py``):
+    a cell copied from a command line's flags misses the defaults the command left on."""
+    stated = stated_options(row)
+    if not stated:
+        return set()
+    model: dict[str, Any] = \
+        {"preset": row["model"]} if _cell(row, "model") and model_name(row["model"]) else {}
+    if _cell(row, "num_experts") is not None:
+        model["num_experts"] = _cell(row, "num_experts")
+    return recipe_options(row, model, row_profile(row)) - stated
 
 
 def recipe_options(row: dict[str, str], model: dict[str, Any], profile: Any) -> set[str]:
