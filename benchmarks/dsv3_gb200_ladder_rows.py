@@ -90,7 +90,11 @@ def settings(i: int) -> dict:
         # 2.2.2 turns the up-projection recompute off once FP8 output-discarding recompute works;
         # the guide's final command: --recompute-modules moe_act mlp
         "recompute_modules": "mla_up_proj;mlp" if i < 4 else "moe_act;mlp",
-        "options": "dp_overlap;cuda_graphs" if graphs else "dp_overlap",
+        # --overlap-grad-reduce --overlap-param-gather in the guide's command; the interleaved
+        # sends overlap by default (--no-overlap-p2p-communication is store_false, Megatron-LM
+        # arguments.py @ eb0783b6d3 L2674, and not in the command): a stated options cell is
+        # the run's whole list (validate.row_settings.stated_options)
+        "options": "dp_overlap;pp_overlap;cuda_graphs" if graphs else "dp_overlap;pp_overlap",
         "cuda_graph_scope": "attn;moe_router;moe_preprocess" if graphs else "",
     }
 
@@ -122,7 +126,9 @@ def rows() -> list[dict]:
             + "TP1/PP8/VPP4/EP32/MBS1/GBS2048 on 256 GB200 with layout Et|(tt|)*30L (section 1; "
             "no MTP), MXFP8 (--fp8-recipe mxfp8, --fp8-param-gather), BF16 Adam moments "
             "(precision-aware optimizer, fp32 main grads and params: memory only, not expressed), "
-            "distributed optimizer with grad/param overlap, seq 4096, forced load balancing "
+            "distributed optimizer with grad/param overlap, interleaved sends overlapped "
+            "(Megatron's default: no --no-overlap-p2p-communication in the command), seq 4096, "
+            "forced load balancing "
             "(the guide's command); gpus_per_node 32 = the guide's 'every 32 GB200 GPUs (8 "
             "nodes) are in the same NVL domain' (Slurm --segment 8); NIC not stated; framework "
             "version 0.16 = the first Megatron-core release holding the dev-branch features the "

@@ -185,6 +185,17 @@ def _recompute(cell: str) -> tuple[str, str]:
             "": ("none", "")}[cell]
 
 
+PP_OVERLAP = ("; options pp_overlap: Megatron-LM overlaps an interleaved pipeline's sends by default "
+              "(--no-overlap-p2p-communication, store_false at 1e057005 L2182, ba21b691df L2603 "
+              "and 0e19bf11f7 L2545, is in no command, sbatch script or yaml here at 8017e11, "
+              "b0b92ff or 798dfb5); a stated options cell is the run's whole list")
+
+
+def _pp_overlap(pp: int, vpp: int) -> list[str]:
+    """The option Megatron's interleaved schedule runs unless told not to (none here is)."""
+    return ["pp_overlap"] if pp > 1 and vpp > 1 else []
+
+
 def h100_rows() -> list[dict]:
     out = []
     for (line, disp, tp, cp, ep, pp, edp, etp, vpp, dp, fsdp, mbs, gbs, ga, rc, step, tf, notes,
@@ -201,7 +212,8 @@ def h100_rows() -> list[dict]:
             floors = (fsdp_nic_floor_s(line_tp, ep, line_ga), fsdp_nic_floor_s(tp, ep, ga))
             assert floors[0] > step >= floors[1], (line, floors)
         recompute, modules = _recompute(rc)
-        opts = ["dp_overlap"] + (["ep_overlap"] if notes == "+1f1b overlap" else [])
+        opts = ["dp_overlap"] + _pp_overlap(pp, vpp) + \
+            (["ep_overlap"] if notes == "+1f1b overlap" else [])
         ver = "2025-05-24" if code == "main(1e057005)" else "2025-05"
         tag = f"tp{tp}pp{pp}" + (f"vpp{vpp}" if vpp > 1 else "") + f"ep{ep}" + \
             ("-fsdp" if fsdp == "On" else "") + ("-a2a" if disp == "A2A" else "") + \
@@ -247,7 +259,8 @@ def h100_rows() -> list[dict]:
                f"a node), more than the {step} s published; at TP {ran_tp} (DP {dp}, GA {ga}) "
                f"{floors[1]:.2f} s" if contradicted else "")
             + ("; dispatcher alltoall as the table says (the yaml's default is flex/DeepEP)"
-               if disp == "A2A" else ""))
+               if disp == "A2A" else "")
+            + (PP_OVERLAP if "pp_overlap" in opts else ""))
         out.append(r)
     return out
 
@@ -268,7 +281,8 @@ def long_rows() -> list[dict]:
             gpus_per_node=8, nic_gbps_per_gpu=400, tp=tp, pp=pp, cp=cp, ep=ep, vpp=vpp,
             sequence_parallel=1, recompute="selective", recompute_modules="layernorm;moe",
             zero_stage=1, distributed_optimizer=1, global_batch_size=gbs, micro_batch_size=1,
-            dtype="bf16", options="dp_overlap", framework="megatron-core",
+            dtype="bf16", options=";".join(["dp_overlap", *_pp_overlap(pp, vpp)]),
+            framework="megatron-core",
             framework_version="2025-11", pipeline_layout=layout(pp, vpp),
             moe_dispatcher="deepep", measured_iteration_s=f"{t:.4f}")
         r["note"] = (
@@ -279,7 +293,7 @@ def long_rows() -> list[dict]:
             f"command: {LONG_COMMAND}; yaml @b0b92ff as the 4k rows (distributed optimizer, "
             "grad/param overlap, sequence parallel, account for embedding and loss); no "
             "--tp-comm-overlap (sbatch added it for bf16 on 2025-12-16, b09773a); cp_comm_type "
-            "empty = Megatron's default p2p")
+            "empty = Megatron's default p2p" + PP_OVERLAP)
         out.append(r)
     return out
 
@@ -297,7 +311,8 @@ def gb_rows() -> list[dict]:
         t = megatron_flops_per_sequence(seq) * gbs / (tf * 1e12 * gpus)
         first = FIRST_SEEN.get(line, C_GB[commit]) if commit == C_H100 else C_GB[commit]
         sel = "--recompute-modules moe_act layernorm" in cmd
-        opts = ["dp_overlap"] + (["ep_overlap"] if a2a else []) + (["cuda_graphs"] if graphs else [])
+        opts = ["dp_overlap"] + _pp_overlap(pp, vpp) + (["ep_overlap"] if a2a else []) + \
+            (["cuda_graphs"] if graphs else [])
         r = {k: "" for k in HEADER}
         r.update(
             id=f"mzoo{first[2:4]}{first[5:7]}-qwen3-235b-a22b-{gpu.lower()}-{gpus}-"
@@ -330,7 +345,8 @@ def gb_rows() -> list[dict]:
             + "; NIC not stated (empty)"
             + ("; published as GB300 at 020b813 (2026-03-10), relabelled GB200 at 798dfb5"
                if seq > 4096 else "")
-            + ("; replaced at 798dfb5 by the 16-node row" if commit == "020b813" else ""))
+            + ("; replaced at 798dfb5 by the 16-node row" if commit == "020b813" else "")
+            + (PP_OVERLAP if "pp_overlap" in opts else ""))
         out.append(r)
     return out
 

@@ -69,9 +69,12 @@ def test_error_stays_under_todays_bound():
     """2026-11-26 first prediction of the file as landed (framework 0.16; main 529b8d1, nothing
     fitted or changed for it): 13 rows MAPE 21.3 %, max 47.8 %, every row too fast, from -47.8 %
     (the host-bound baseline) to -4.8 % (the last, fully optimized step); on main 9862db4 21.7 %,
-    -48.1 ... -5.3 %. Bounds: those plus a margin (RESULTS.md, newsrc8)."""
+    -48.1 ... -5.3 %. Bounds: those plus a margin (RESULTS.md, newsrc8). 2026-11-27 (rowopts38):
+    the cells now state the interleaved pipeline's send overlap the runs had (Megatron's default
+    under VPP, no --no-overlap-p2p-communication in the guide's command; a stated options cell is
+    the run's whole list): 26.5 %, -51.4 ... -11.8 %, the bounds moved with it."""
     _, res = validated(FILE)
     errs = [r.predicted / r.measured - 1 for r in res]
     assert len(errs) == 13 and all(-0.55 <= e <= 0.05 for e in errs)
-    assert sum(abs(e) for e in errs) / len(errs) <= 0.24
-    assert abs(errs[-1]) <= 0.08
+    assert sum(abs(e) for e in errs) / len(errs) <= 0.29
+    assert abs(errs[-1]) <= 0.14
