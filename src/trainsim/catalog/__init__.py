@@ -53,7 +53,9 @@ GiB = 2**30
 
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = load_file(path, "catalog file")
+        # trainsim's own files: libyaml's parser, the same data (~0.6 s less per process
+        # that validates the public training file, which reads 72 of them)
+        data = load_file(path, "catalog file", fast=True)
     except ConfigError as exc:
         raise CatalogError(str(exc)) from None
     if not isinstance(data, dict):

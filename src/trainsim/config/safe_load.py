@@ -93,6 +93,37 @@ class _Loader(yaml.SafeLoader):
         node.value = [pair for pairs in reversed(merged) for pair in pairs] + given
 
 
+_CParser = getattr(getattr(yaml, "cyaml", None), "CParser", None)
+"""libyaml's parser where PyYAML was built with it (``yaml.__with_libyaml__``), else None."""
+
+
+class _FastLoader(*((_CParser,) if _CParser is not None else ()), _Loader):  # type: ignore[misc]
+    """:class:`_Loader`'s constructors and resolver on libyaml's C parser (PyYAML's
+    ``CSafeLoader`` is built the same way: the C parser composes the node tree that
+    ``yaml.composer`` would, ~10x faster, and resolves its tags through the same Python
+    ``Resolver``). Used for trainsim's own catalog files only (:func:`load_file` ``fast``),
+    and any refusal is said again by :class:`_Loader` (:func:`_yaml_load`), so that what a
+    file holds and how a bad one is refused are the pure-Python reader's."""
+
+    def __init__(self, stream: str) -> None:
+        if _CParser is None:  # PyYAML without libyaml: never instantiated (_yaml_load)
+            raise TypeError("libyaml is not available")
+        _CParser.__init__(self, stream)
+        yaml.constructor.SafeConstructor.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+
+
+def _yaml_load(text: str, fast: bool) -> Any:
+    """``text`` read by :class:`_Loader`; with ``fast`` by :class:`_FastLoader` first where
+    libyaml is there, and by :class:`_Loader` again where that fails (its error, as ever)."""
+    if fast and _CParser is not None:
+        try:
+            return yaml.load(text, Loader=_FastLoader)  # safe: SafeConstructor's constructors
+        except Exception:  # noqa: BLE001, S110 - the pure reader below says what is wrong
+            pass
+    return yaml.load(text, Loader=_Loader)  # safe: _Loader is a SafeLoader subclass
+
+
 def _refuse(message: str):
     def construct(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
         value = node.value if isinstance(node.value, str) else ""
@@ -351,10 +382,11 @@ class InvalidSyntax(ConfigError):
     """Text that is not valid YAML / JSON at all (not a number form :func:`parse` refuses)."""
 
 
-def parse(text: str, source: str, fmt: str = "yaml") -> Any:
+def parse(text: str, source: str, fmt: str = "yaml", fast: bool = False) -> Any:
     """Plain data (dict/list/str/int/float/bool/None) from YAML or JSON ``text``.
 
-    ``source`` names the input in errors (a path, or ``--set parallel.tp``)."""
+    ``source`` names the input in errors (a path, or ``--set parallel.tp``); ``fast``: YAML
+    parsed by libyaml where it is there (:class:`_FastLoader`, the same data)."""
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (Notepad): json refuses it
     try:
         if fmt == "json":
@@ -366,7 +398,7 @@ def parse(text: str, source: str, fmt: str = "yaml") -> Any:
                 raise ConfigError(f"YAML of {len(text.encode('utf-8', 'surrogatepass')):,} "
                                   f"bytes is more than trainsim reads ({MAX_YAML_BYTES // 2**10}"
                                   " KiB); write large data as JSON (a .json file)")
-            data = yaml.load(text, Loader=_Loader)  # safe: _Loader is a SafeLoader subclass
+            data = _yaml_load(text, fast)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except RecursionError:
@@ -406,13 +438,14 @@ def plain(data: Any, source: str) -> Any:
     return walk(data, 0)
 
 
-def load_file(path: str | Path, what: str = "config") -> Any:
-    """Plain data from a YAML or JSON file (JSON when the name ends in .json)."""
+def load_file(path: str | Path, what: str = "config", fast: bool = False) -> Any:
+    """Plain data from a YAML or JSON file (JSON when the name ends in .json); ``fast``:
+    YAML parsed by libyaml where it is there (trainsim's own catalog files, :func:`parse`)."""
     if not str(path).strip():  # Path('') is '.', the folder
         raise ConfigError(f"the {what} file name is empty; give a file")
     path = Path(path)
     fmt = "json" if path.suffix.lower() == ".json" else "yaml"
-    return parse(read_text(path, what), str(path), fmt)
+    return parse(read_text(path, what), str(path), fmt, fast)
 
 
 def parse_value(text: str, source: str) -> Any:
