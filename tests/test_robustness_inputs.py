@@ -199,10 +199,15 @@ def _fuzz_rows():
     return load_script(ROOT / "benchmarks" / "fuzz_rows.py")
 
 
-def test_a_few_odd_rows_and_commands_are_handled(tmp_path, monkeypatch):
+@pytest.mark.parametrize("rows", [2, pytest.param(6, marks=pytest.mark.slow)])
+def test_a_few_odd_rows_and_commands_are_handled(tmp_path, monkeypatch, rows):
     """A seeded handful of each surface of benchmarks/fuzz_rows.py: every row predicted or
     failed with one clear line, every command exit 0 or one error line; a hang is counted in
-    CPU seconds, as ``benchmarks/fuzz_inputs34.py`` counts it."""
+    CPU seconds, as ``benchmarks/fuzz_inputs34.py`` counts it. The rows surface draws 2 rows by
+    default (a blank-layout row, whose layout is tuned, and a dense one) and 6 behind ``-m
+    slow`` (the default up to the 37th session): its 3rd draw, a second blank-layout row, took
+    7 of the test's 17 CPU-seconds on a 2-core host (measured 2026-11-27, suite38); the other
+    surfaces draw 6 either way."""
     fuzz = _fuzz_rows()
     checks = sys.modules[fuzz.run_surfaces.__module__]  # benchmarks/fuzz_checks.py
     # fuzz_inputs34's CPU-second deadline (ITIMER_VIRTUAL): at a load of 11-17 on this 2-core
@@ -211,9 +216,10 @@ def test_a_few_odd_rows_and_commands_are_handled(tmp_path, monkeypatch):
     monkeypatch.setattr(checks, "deadline",
                         lambda seconds, hang=checks.Hang: cpu_deadline(seconds, hang))
     rng = random.Random(20261125)
-    out = fuzz.run_surfaces({k: (lambda f=f: f(rng, tmp_path, 6))
+    out = fuzz.run_surfaces({k: (lambda f=f, k=k: f(rng, tmp_path, rows if k == "rows" else 6))
                              for k, f in fuzz.SURFACES.items()}, set())
     assert not out["failures"], dict(out["failures"])
+    assert out["counts"]["rows"] == rows and set(out["counts"]) == set(fuzz.SURFACES)
 
 
 @pytest.mark.slow
