@@ -54,7 +54,7 @@ def _rewrite_my_share(config) -> None:
     if state is None or state.hook is None:
         return
     here = Path(__file__).parent
-    files = sorted(here.glob("test_*.py"))
+    files = sorted({f for a in config.args for f in _test_files(Path(a.split("::")[0]), here)})
     if not files or not try_makedirs(get_cache_dir(files[0])):
         return
     for fn in files[int(worker.removeprefix("gw")) :: int(count)]:
@@ -65,6 +65,17 @@ def _rewrite_my_share(config) -> None:
             except SyntaxError:
                 continue  # collection reports it, as without the cache
             _write_pyc(state, co, stat, pyc)
+
+
+def _test_files(arg: Path, here: Path) -> list[Path]:
+    """The test modules of this directory that a command-line argument names (all of them for
+    the directory, as the default run's testpaths)."""
+    arg = arg.resolve()
+    if arg.is_dir() and (arg == here or here.is_relative_to(arg)):
+        return list(here.glob("test_*.py"))
+    if arg.parent == here and arg.name.startswith("test_") and arg.suffix == ".py":
+        return [arg]
+    return []
 
 
 @pytest.fixture(autouse=True)
