@@ -79,7 +79,7 @@ KNOWN_GAPS = {"lfm2": "block_auto_adjust_ff_dim (+12 %); real LFM2 configs name 
 
 # ------------------------------------------------------------------------------ hf
 
-def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
+def hf_cases(families: list[str] | None = None) -> Iterator[tuple[str, Callable[[], str | None]]]:
     try:
         import torch
         from transformers import AutoConfig, AutoModelForCausalLM
@@ -107,7 +107,7 @@ def hf_cases() -> Iterator[tuple[str, Callable[[], str | None]]]:
                    f"transformers builds {ref:,} ({got / ref - 1:+.1%})"
         return None
 
-    for model_type in HF_FAMILIES:
+    for model_type in families or HF_FAMILIES:
         yield f"hf {model_type}", (lambda t=model_type: one(t))
 
 
@@ -428,9 +428,10 @@ def _service_cases(stack: contextlib.ExitStack, client_class: Any
 SURFACES = ["hf", "gpu", "cluster", "cells", "csvfile", "service"]
 
 
-def cases(only: set[str], rng: random.Random, n: int) -> Iterator[tuple[str, Any]]:
+def cases(only: set[str], rng: random.Random, n: int,
+          families: list[str] | None = None) -> Iterator[tuple[str, Any]]:
     makers: dict[str, Callable[[], Iterator[tuple[str, Any]]]] = {
-        "hf": hf_cases, "gpu": lambda: gpu_cases(rng, n),
+        "hf": lambda: hf_cases(families), "gpu": lambda: gpu_cases(rng, n),
         "cluster": lambda: cluster_cases(rng, n // 40),
         "cells": lambda: cell_cases(rng, n), "csvfile": csvfile_cases, "service": service_cases}
     for name in SURFACES:
@@ -443,9 +444,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=int, default=400, help="drawn cell inputs (cluster: n / 40)")
     ap.add_argument("--only", default="", help=",".join(SURFACES))
+    ap.add_argument("--families", default="",
+                    help="hf: these model_types (comma-separated) instead of all of HF_FAMILIES")
     args = ap.parse_args(argv)
     only = {w for w in args.only.split(",") if w}
-    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n),
+    families = [w for w in args.families.split(",") if w]
+    unknown = sorted(set(families) - set(HF_FAMILIES))
+    if unknown:
+        ap.error(f"--families: {', '.join(unknown)} not in HF_FAMILIES")
+    failures, counts = run_cases(cases(only, random.Random(args.seed), args.n, families),
                                  lambda surface, bad: f"{surface}: {bad.split(':')[0]}")
     return report_sweep(failures, counts)
 
