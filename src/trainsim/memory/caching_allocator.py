@@ -125,20 +125,20 @@ class CachingAllocator:
         prev, nxt = block.prev, block.next
         if nxt is not None and not nxt.allocated:  # merge with free neighbours of the segment
             self._remove(nxt)
-            del self._by_addr[nxt.addr]
-            block.size += nxt.size
-            block.next = nxt.next
-            if nxt.next is not None:
-                nxt.next.prev = block
+            self._join(block, nxt)
         if prev is not None and not prev.allocated:
             self._remove(prev)
-            del self._by_addr[block.addr]
-            prev.size += block.size
-            prev.next = block.next
-            if block.next is not None:
-                block.next.prev = prev
+            self._join(prev, block)
             block = prev
         self._insert(block)
+
+    def _join(self, left: _Block, right: _Block) -> None:
+        """``left`` absorbs ``right``, its next neighbour in the segment (neither in the free set)."""
+        del self._by_addr[right.addr]
+        left.size += right.size
+        left.next = right.next
+        if right.next is not None:
+            right.next.prev = left
 
     def reset_peaks(self) -> None:
         """``torch.cuda.reset_peak_memory_stats``: each peak becomes the current value."""
