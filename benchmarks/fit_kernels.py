@@ -34,7 +34,9 @@ Constants fitted (their names in ``trainsim.compute.roofline``, the attention on
   fractions bounded by the dense 16-bit peak of the GPUs its rows ran on, where the model caps
   them). ``FLASH1_OF_FLASH2`` is the FlashAttention-2 paper's "2x", not fitted (fitted, it
   drifted with whichever other kernels shared it: 0.55 once PyTorch's memory-efficient backend
-  had its own share, 37th session).
+  had its own share, 37th session); it prices Triton. FA1's own matmul share beside its split-K
+  exchange, ``FLASH1_MMA_OF_FLASH2``, is fitted after the others (golden section on the fitted
+  FA1 rows; 39th session).
 * Grouped GEMMs: ``GROUPED_OF_GEMM`` of each one-kernel implementation family (cutlass,
   triton, deepgemm), each by golden-section search on the rows of that family. The
   ``gemm_grouped`` and ``moe_block`` rows measure the same kernels, so they are split and
@@ -290,6 +292,14 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
         split_k.SPLIT_K_FIXUP = round(golden(fixup_loss, 0.0, 2.0, tol=0.01), 2)
         roofline.LOOP_CLOCK_TAU_S = round(golden(loop_loss, 0.1, 50.0, tol=0.05), 1) * 1e-3
     fit_attention(attention_rows(train))
+    flash1 = [r for r in attention_rows(train) if attention_impl(r) == "flash1"]
+
+    def flash1_loss(x: float) -> float:
+        attention.FLASH1_MMA_OF_FLASH2 = x
+        return float(np.mean(ape(flash1)))
+
+    if flash1:  # after the FA2 family it scales
+        attention.FLASH1_MMA_OF_FLASH2 = round(golden(flash1_loss, 0.3, 1.0, tol=0.005), 2)
     fit_grouped(train)  # after the tile overhead they build on
     scalar = [r for r in train if r.kind == "memory_bound" and
               any(isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops)]
@@ -309,6 +319,7 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
             "ATTENTION_OF_GEMM": {k: tuple(round(x, 2) for x in v)
                                   for k, v in attention.ATTENTION_OF_GEMM.items()},
             "FLASH1_OF_FLASH2": round(attention.FLASH1_OF_FLASH2, 2),
+            "FLASH1_MMA_OF_FLASH2": attention.FLASH1_MMA_OF_FLASH2,
             "ATTN_ROW_OVERHEAD_KEYS": {k: tuple(round(x) for x in v)
                                        for k, v in attention.ATTN_ROW_OVERHEAD_KEYS.items()},
             "SOFTMAX_EXP_EXPOSED": round(attention.SOFTMAX_EXP_EXPOSED, 2),

@@ -134,6 +134,7 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
              attention.AMPERE_KERNEL_ON_HOPPER, attention.FLASH1_OF_FLASH2,
              dict(attention.ATTN_ROW_OVERHEAD_KEYS), attention.SOFTMAX_EXP_EXPOSED)
     mem_efficient = attention.MEM_EFFICIENT_OF_FLASH2
+    flash1_mma = attention.FLASH1_MMA_OF_FLASH2
     grouped = dict(roofline.GROUPED_OF_GEMM)
     scalar = roofline.SCALAR_BYTES_PER_SM_CLOCK
     gemm = (roofline.SMALL_TILE_RATE, split_k.SPLIT_K_FIXUP, roofline.LOOP_CLOCK_TAU_S)
@@ -150,8 +151,10 @@ def test_the_shipped_constants_are_what_the_script_fits(fit_script):
         roofline.GROUPED_OF_GEMM.update(grouped)
         roofline.SCALAR_BYTES_PER_SM_CLOCK = scalar
         attention.MEM_EFFICIENT_OF_FLASH2 = mem_efficient
+        attention.FLASH1_MMA_OF_FLASH2 = flash1_mma
     assert fitted["GROUPED_OF_GEMM"] == pytest.approx(grouped, rel=0.05)
     assert fitted["MEM_EFFICIENT_OF_FLASH2"] == pytest.approx(mem_efficient, rel=0.05)
+    assert fitted["FLASH1_MMA_OF_FLASH2"] == pytest.approx(flash1_mma, rel=0.05)
     assert fitted["SCALAR_BYTES_PER_SM_CLOCK"] == pytest.approx(scalar, rel=0.05)
     assert fitted["GEMM_TILE_OVERHEAD_K"] == pytest.approx(saved[1], rel=0.05)
     assert [fitted[k] for k in ("SMALL_TILE_RATE", "SPLIT_K_FIXUP", "LOOP_CLOCK_TAU_S")] == \
@@ -173,7 +176,7 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
     rows_keys = dict(attention.ATTN_ROW_OVERHEAD_KEYS)
     scalars = (attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED,
                roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_BYTES_PER_SM_CLOCK,
-               attention.MEM_EFFICIENT_OF_FLASH2)
+               attention.MEM_EFFICIENT_OF_FLASH2, attention.FLASH1_MMA_OF_FLASH2)
     grouped = dict(roofline.GROUPED_OF_GEMM)
     try:
         attention.ATTENTION_OF_GEMM["flash2"] = (1.2, shipped["flash2"][1])
@@ -186,7 +189,7 @@ def test_the_attention_fit_moves_a_wrong_start_back(fit_script):
         attention.ATTN_ROW_OVERHEAD_KEYS.update(rows_keys)
         (attention.FLASH1_OF_FLASH2, attention.SOFTMAX_EXP_EXPOSED,
          roofline.GEMM_TILE_OVERHEAD_K, roofline.SCALAR_BYTES_PER_SM_CLOCK,
-         attention.MEM_EFFICIENT_OF_FLASH2) = scalars
+         attention.MEM_EFFICIENT_OF_FLASH2, attention.FLASH1_MMA_OF_FLASH2) = scalars
     assert fitted["flash2"][0] == pytest.approx(shipped["flash2"][0], rel=0.05)
 
 

@@ -4,9 +4,11 @@ back; with ``attn_impl: triton`` nothing is unpadded and the backward concatenat
 
 from __future__ import annotations
 
+import pytest
+
 from trainsim.catalog import gpu as load_gpu
 from trainsim.catalog import run_config_from_dict
-from trainsim.compute import RooflineModel
+from trainsim.compute import RooflineModel, attention
 from trainsim.compute.attention import attention_fraction
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Elementwise
@@ -65,7 +67,11 @@ def test_mpt_triton_kernel_runs_at_the_first_flashattentions_rate():
         g = load_gpu(gpu)
         for backward in (False, True):
             tri = attention_fraction("triton", backward, g)
-            assert tri == attention_fraction("flash1", backward, g)
+            # FA1's whole rate: its matmuls run faster than that, its split-K exchange
+            # (``flash1_split_k_s``), which Triton's kernel does not run, priced beside them
+            assert tri == pytest.approx(attention.FLASH1_OF_FLASH2
+                                        * attention_fraction("flash2", backward, g))
+            assert tri < attention_fraction("flash1", backward, g)
             assert tri < 0.6 * attention_fraction("flash2", backward, g)
         op = Attention("a", batch=1, heads=32, kv_heads=32, q_len=65536, kv_len=65536,
                        head_dim=128, impl="triton")

@@ -10,7 +10,8 @@
   (``causal_forward_tail``).
 * Memory traffic beyond Q, K, V and O: the first FlashAttention's per-key-block passes
   (``flash1_pass_bytes``) and FlashAttention-2's grouped-query dK/dV sums
-  (``gqa_group_sum_bytes``).
+  (``gqa_group_sum_bytes``); the first FlashAttention's split-K exchange through shared memory
+  is added to its work (``flash1_split_k_s``).
 
 The roofline adds the launch and takes the longer of this work and the memory time.
 """
@@ -284,11 +285,21 @@ the backward pass" (PyTorch blog, "FlexAttention: The Flexibility of PyTorch wit
 Performance of FlashAttention", August 2024)."""
 FLASH1_OF_FLASH2 = 0.50
 """The first FlashAttention runs at about half FlashAttention-2's rate ("around 2x speedup
-compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100). Not fitted (as
+compared to FlashAttention", Dao 2023, abstract; Figs. 4-6 on A100): the rate ``AT_FLASH1_RATE``
+kernels run at; FA1 itself is priced from its parts since the 39th session
+(``FLASH1_MMA_OF_FLASH2`` and its split-K exchange). Not fitted (as
 ``AMPERE_KERNEL_ON_HOPPER`` is not): fitted on FA1's own rows once PyTorch's memory-efficient
 backend no longer shared it (``MEM_EFFICIENT_OF_FLASH2``), it drifted to 0.55, set by the FA2
 paper's H100 FA1 bars alone, and priced the held-out A100 FA1 rows faster (RESULTS.md, 36th
 session, kern36)."""
+FLASH1_MMA_OF_FLASH2 = 0.64
+"""Rate of the first FlashAttention's matmuls as a fraction of FlashAttention-2's (same
+``mma.sync``, one CTA per 16-row step of a key block), its split-K exchange priced beside them
+(``flash1_split_k_s``): what is left of FA1's "around 2x" once that exchange, one of the three
+reasons the FA2 paper gives for it (§3.3), is counted. Fitted by ``benchmarks/fit_kernels.py``
+(golden section) on the fitted FA1 rows of the FA2 paper's H100 figures; its A100 figures stay
+held out (RESULTS.md, 39th session, attn39). ``FLASH1_OF_FLASH2`` stays FA1's whole rate, at
+which Triton is priced."""
 MEM_EFFICIENT_OF_FLASH2 = (0.43, 0.40)
 """(forward, backward) rate of PyTorch SDPA's memory-efficient backend as a fraction of
 FlashAttention-2's on the same GPU. The backend is xFormers' CUTLASS kernels
@@ -304,9 +315,10 @@ priced 18-32 % too fast (its H200 rows 24.0 / 32.1 % MAPE forward / backward -> 
 with its own rate and the refit, the H100 file's 19.3 / 28.9 -> 12.3 / 10.9 %:
 ``benchmarks/RESULTS.md``, 36th session, kern36, and 37th session, attn37)."""
 AT_FLASH1_RATE = frozenset({"flash1", "triton"})
-"""Kernels priced at the first FlashAttention's rate (``FLASH1_OF_FLASH2``): FA1 itself and
-llm-foundry's ``attn_impl: triton`` kernel (llmfoundry/models/layers/flash_attn_triton.py, a
-copy of Dao-AILab's flash_attn/flash_attn_triton.py compiled with the pre-MLIR Triton 2.0
+"""Kernels priced at the first FlashAttention's rate (``FLASH1_OF_FLASH2``): FA1 itself (from
+its parts: ``FLASH1_MMA_OF_FLASH2`` and ``flash1_split_k_s``) and llm-foundry's ``attn_impl:
+triton`` kernel (at the whole rate, as its docstring compares it with FA1's; its source
+writes no exchange between warps) (llmfoundry/models/layers/flash_attn_triton.py, a copy of Dao-AILab's flash_attn/flash_attn_triton.py compiled with the pre-MLIR Triton 2.0
 fork ``triton-pre-mlir``: 128x128 blocks, ``num_stages=1``). Its docstring: "Triton forward
 is generally faster than CUDA forward, while Triton backward is generally slower than CUDA
 backward. Overall Triton forward + backward is slightly slower" than FlashAttention (v1)'s
@@ -331,6 +343,16 @@ fmha_api.cpp: ``blocksize_c = head_size > 64 ? 128 : 256``). FA1 runs no head di
 (``config.run.RunConfig``)."""
 
 
+def flash1_passes(op: Attention) -> float:
+    """Key-block passes one query row of the first FlashAttention's kernels runs, on average
+    (``flash1_pass_bytes``): every block of ``max_seqlen_k`` without a causal mask, the blocks
+    up to the row's own with one (half of them plus the diagonal's, on average)."""
+    block = next((b for hd, b in sorted(FLASH1_KEY_BLOCK.items()) if op.head_dim <= hd),
+                 min(FLASH1_KEY_BLOCK.values()))
+    row_keys = op.pairs / op.q_len  # keys each query row sees
+    return max(1.0, (row_keys / block + 0.5) if op.causal else math.ceil(row_keys / block))
+
+
 def flash1_pass_bytes(op: Attention) -> float:
     """HBM bytes of the first FlashAttention's kernels, which loop over key blocks *outside*
     and over query rows inside (Dao et al. 2022, Algorithm 1; v1.0.9
@@ -348,10 +370,7 @@ def flash1_pass_bytes(op: Attention) -> float:
     fmha_dgrad_kernel_1xN_loop.h), so 384 keys at head dim 64 run 2 passes. Causal rows see the blocks up to their own: on
     average half the blocks plus the diagonal's."""
     d = op.head_dim
-    block = next((b for hd, b in sorted(FLASH1_KEY_BLOCK.items()) if d <= hd),
-                 min(FLASH1_KEY_BLOCK.values()))
-    row_keys = op.pairs / op.q_len  # keys each query row sees
-    passes = max(1.0, (row_keys / block + 0.5) if op.causal else math.ceil(row_keys / block))
+    passes = flash1_passes(op)
     rows = op.batch * op.heads * op.q_len
     kv = 2 * op.batch * op.kv_len * op.kv_heads * d * 2
     if op.backward:  # Q, dO, lse, dsum per pass; fp32 dQ accumulator; O once, dQ once
@@ -360,6 +379,54 @@ def flash1_pass_bytes(op: Attention) -> float:
     per_row = passes * (2 * d + 8) + (passes - 1) * 8 * d + 2 * d  # Q, lse; o_tmp; O
     return rows * per_row + kv
 
+
+FLASH1_SPLIT_K_WARPS = (4, 8)
+"""(forward, backward) warps among which the first FlashAttention's kernels split the keys of
+their output GEMM: ``FMHA_kernel_traits<S, D, STEP 16, WARPS_M 1, WARPS_N>`` with WARPS_N 4 in
+every forward and 8 in every backward (Dao-AILab/flash-attention@8a2ece89
+csrc/flash_attn/src/fmha_fwd_hdim{32,64,128}.cu, fmha_bwd_hdim{32,64,128}.cu), whose second
+GEMM's tile is ``Cta_tile_extd<STEP, D, S, WARPS_M, 1, WARPS_N>`` (fmha/kernel_traits.h: the
+warps split K, the keys). Each 16-row step of a pass ends with the warps' fp32 partial outputs
+(O forward, dQ backward; 16 x head dim each) stored to shared memory, a ``__syncthreads()``
+and every thread loading and adding all of them (fmha_fprop_kernel_1xN.h ``smem_o.store``,
+``smem_o.load``; fmha_dgrad_kernel_1xN_loop.h ``smem_dq.store``, ``smem_dq.load``;
+fmha/smem_tile.h ``Smem_tile_o``: a row of N x WARPS_K fp32). The FlashAttention-2 paper names
+this "split-K" exchange as one reason FA1 is slower (Dao 2023, §3.3): FA2 splits the queries
+among warps instead."""
+SMEM_BYTES_PER_SM_CLOCK = 128
+"""Shared-memory bytes an SM moves a clock (32 banks of 4 bytes: CUDA C++ Programming Guide,
+"Shared Memory" of compute capabilities 8.x and 9.0)."""
+MMA_SYNC_FLOPS_PER_SM_CLOCK = 2048
+"""Dense 16-bit tensor FLOPs an Ampere SM does a clock (A100 312 TFLOP/s = 108 SMs x 2048 x
+1.41 GHz); later SMs as ``TENSOR_FLOPS_PER_SM_CLOCK``."""
+
+
+def sm_clock_hz(gpu: GPUSpec) -> float:
+    """SM clocks a second, all SMs together, at the clock the matmuls run at in a priced kernel:
+    the 16-bit peak over the tensor FLOPs an SM does a clock (Ampere's below Hopper), slowed
+    as the matmuls are (``sustained_of_burst``, ``power_scale``)."""
+    arch = gpu.sm_arch or 80
+    per_clock = TENSOR_FLOPS_PER_SM_CLOCK[max(a for a in TENSOR_FLOPS_PER_SM_CLOCK if a <= arch)] \
+        if arch >= min(TENSOR_FLOPS_PER_SM_CLOCK) else MMA_SYNC_FLOPS_PER_SM_CLOCK
+    return gpu.flops("bf16") / per_clock * gpu.sustained_of_burst * gpu.power_scale
+
+
+def flash1_split_k_bytes(op: Attention) -> float:
+    """Shared-memory bytes of the first FlashAttention's split-K exchange
+    (``FLASH1_SPLIT_K_WARPS``): per query row and key-block pass (``flash1_passes``), each warp
+    stores its fp32 partial row of head-dim width and all of them are loaded back. Per FLOP it
+    grows with the head dim over the key block: hd128 (128-key blocks) moves twice hd64's
+    (256-key blocks) a FLOP, forward and backward."""
+    warps = FLASH1_SPLIT_K_WARPS[op.backward]
+    rows = op.batch * op.heads * op.q_len
+    return rows * flash1_passes(op) * 2 * warps * op.head_dim * 4
+
+
+def flash1_split_k_s(gpu: GPUSpec, op: Attention) -> float:
+    """Seconds of ``flash1_split_k_bytes`` at ``SMEM_BYTES_PER_SM_CLOCK`` on every SM; added to
+    the kernel's work, not overlapped: the CTA's warps wait at the ``__syncthreads()`` between
+    the stores and the loads, and the step's next GEMM needs the sum's softmax statistics."""
+    return flash1_split_k_bytes(op) / (SMEM_BYTES_PER_SM_CLOCK * sm_clock_hz(gpu))
 
 
 def gqa_group_sum_bytes(op: Attention) -> float:
@@ -459,7 +526,9 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
     """Fraction of ``gpu``'s GEMM ceiling a fused attention kernel ``impl`` reaches."""
     fwd, bwd = ATTENTION_OF_GEMM[ATTENTION_FAMILY[impl]]
     frac = bwd if backward else fwd
-    if impl in AT_FLASH1_RATE:
+    if impl == "flash1":  # its split-K exchange apart (``flash1_split_k_s``)
+        frac *= FLASH1_MMA_OF_FLASH2
+    elif impl in AT_FLASH1_RATE:
         frac *= FLASH1_OF_FLASH2
     if impl == "mem_efficient":
         frac *= MEM_EFFICIENT_OF_FLASH2[backward]
@@ -492,6 +561,8 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     exp_rate = gpu.flops("bf16") / gpu.flops_per_exp * gpu.sustained_of_burst * gpu.power_scale
     exposed = SOFTMAX_EXP_EXPOSED * (0.5 if op.impl == "flash4" else 1.0)
     work = mma + exposed * scores / exp_rate
+    if op.impl == "flash1":
+        work += flash1_split_k_s(gpu, op)
     if op.causal and not op.backward and op.window is None and op.q_len == op.kv_len:
         # one CTA per SM at a time (``causal_forward_tail``), for FA2's tiles too, although the
         # template comment that picks FA2's 64 x 64 head-dim-256 tile on H100 counts on two CTAs
