@@ -52,19 +52,26 @@ class ChainModel:
             hit = self.db.lookup(op)
             if hit is not None:
                 t, how = hit
-                loop = self.roofline.loop_toward is not None
-                if self.gpu == self.db.spec and not loop:
-                    return t, f"database ({how})"
-                # the record's ratio to the burst roofline it was measured against, applied to
-                # this GPU's roofline at its clock: another GPU, the sustained clock, or a kernel
-                # benchmark's loop, whose GEMMs slow as the board heats (``loop_clock_factor``)
-                modelled = self.db.analytic.time(op)
+                gaps = self.db.gaps(op)
+                loop = self.roofline.loop_toward
+                if self.gpu == self.db.spec and loop == self.db.analytic.loop_toward:
+                    return t + gaps, f"database ({how})"
+                # the record's ratio to the roofline it is read against (the burst one; with
+                # ``database.RECORD_LOOP`` the loop it was timed in), applied to this GPU's
+                # roofline at its clock: another GPU, the sustained clock, a kernel benchmark's
+                # loop (``loop_clock_factor``) or, read as a loop, a call on an idle board
+                modelled = self.db.modelled(op)
+                model -= gaps
                 scale = model / modelled
                 where = "" if self.gpu.name == self.db.gpu else f", scaled from {self.db.gpu}"
-                where += ", benchmark loop" if loop and scale != 1.0 else ""
+                if loop is not None and scale != 1.0:
+                    where += ", benchmark loop"
+                elif self.db.analytic.loop_toward is not None and scale != 1.0 \
+                        and self.gpu.sustained_of_burst == 1.0:
+                    where += ", burst clock"
                 if isinstance(op, Elementwise) and t > modelled and same_sms(self.gpu, self.db.spec):
-                    return t - modelled + model, f"database ({how}{where})"
-                return t * scale, f"database ({how}{where})"
+                    return t - modelled + model + gaps, f"database ({how}{where})"
+                return t * scale + gaps, f"database ({how}{where})"
         return model, "roofline"
 
 
