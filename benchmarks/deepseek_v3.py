@@ -19,6 +19,18 @@ order from ``workload.pipeline_schedules.dualpipe``, a transcription of dualpipe
 in the event engine three times, adding one departure from those premises at a time: the
 priced passes of the middle stage on every stage, then each stage's own priced passes, then
 each send's time. Each figure is the critical rank's idle time, as the simulated bubble is.
+
+The layer split (``split_table``). No DeepSeek source states how the 61 layers (3 dense, 58
+MoE) and the MTP module sit on the 16 stages. What the sources fix: the report's §3.2.3 puts the
+embedding and the output head on one rank (under DualPipe rank 0 holds stage 0 and stage 15),
+and deepseek-ai/profile-data@4496024 README says a DualPipe chunk "contains 4 MoE layers"
+(EP64, TP1, 4K, the pre-training settings), so the 14 middle stages hold 4 MoE layers each
+and rank 0 holds the rest: the embedding, 3 dense and 2 MoE layers, the MTP module and the
+head, whatever the split between its two stages. ``split_table`` simulates the three splits
+that leave that (``first`` = 3 + k layers on stage 0, 2 - k MoE layers before the MTP module
+on stage 15, k = 0, 1, 2); k = 2 is Megatron-core's published DeepSeek-V3 layout for PP16 x
+VPP2, ``Et*3|(tt|)*29,m|L`` (docs/user-guide pipeline_model_parallel_layout), with each
+adjacent pair of its 32 virtual stages as one of DualPipe's 16. The example keeps k = 1.
 """
 
 from __future__ import annotations
@@ -124,6 +136,31 @@ def bubble_steps(cfg, critical: int) -> dict[str, float]:
             "middle_rank_schedule_s": replay_idle_s(sched, m, False, 0.0, cfg.parallel.pp // 2)}
 
 
+def split_layout(k: int) -> str:
+    """Megatron-core layout of the k-th split (module docstring): 3 + k layers after the
+    embedding on stage 0, 4 on each of the 14 middle stages, 2 - k before the MTP module and
+    the loss on stage 15."""
+    return f"Et*{3 + k}|(tttt|)*14,{'t' * (2 - k)}mL"
+
+
+def split_table(base: list[str]) -> list[dict]:
+    """Per split of the module docstring: stage layers, the simulated bubble and iteration, the
+    formula from the middle stage's passes, and the peak device memory (GiB)."""
+    rows = []
+    for k in range(3):
+        sets = base + ["parallel.decoder_first_pipeline_num_layers=null",
+                       "parallel.decoder_last_pipeline_num_layers=null",
+                       f"parallel.pipeline_model_parallel_layout={split_layout(k)}"]
+        cfg = trainsim.load_run_config(CONFIG, sets)
+        r = trainsim.simulate(cfg)
+        rows.append({"layout": split_layout(k), "stage_layers": list(cfg.stage_layer_counts),
+                     "bubble_s": r.breakdown["pipeline_bubble_s"],
+                     "bubble_formula_s": dualpipe_formula_s(cfg)["bubble_formula_s"],
+                     "iteration_time_s": r.iteration_time_s, "critical_rank": r.critical_stage,
+                     "peak_memory_gib": r.peak_memory_bytes / 2**30})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--format", choices=("table", "json"), default="table")
@@ -142,6 +179,7 @@ def main() -> None:
                                    "critical_rank": r.critical_stage,
                                    **dualpipe_formula_s(cfg),
                                    **bubble_steps(cfg, r.critical_stage)}
+            out[name]["splits"] = split_table(sets)
     main_row = out["dualpipe"]
     if args.format == "json":
         print(json.dumps({"gpu_hours": main_row["gpu_hours"],
@@ -163,6 +201,14 @@ def main() -> None:
           f"middle stage's passes everywhere {b['schedule_s']:.3f} s (middle rank "
           f"{b['middle_rank_schedule_s']:.3f} s), each stage's own passes "
           f"{b['with_stage_times_s']:.3f} s, and the sends {b['with_sends_s']:.3f} s")
+    print("| split (Megatron-core layout) | stage 0 / middle / 15 layers | bubble s | formula s "
+          "| s/iteration | peak GiB |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for row in main_row["splits"]:
+        n = row["stage_layers"]
+        print(f"| {row['layout'].replace('|', chr(92) + '|')} | {n[0]} / {n[1]} / {n[-1]} | {row['bubble_s']:.3f} | "
+              f"{row['bubble_formula_s']:.3f} | {row['iteration_time_s']:.2f} | "
+              f"{row['peak_memory_gib']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -108,10 +108,10 @@ def test_a_batch_runs_the_loop_once_for_twin_graphs(monkeypatch):
 
 
 def test_dualpipe_pair_pricing_shares_nothing_it_changed():
-    """DualPipe prices its overlapped pairs with a pricer whose data-parallel SM share it sets
-    to zero after building it (pipeline._pair_pricing): such a pricer must not hand its prices
-    to a 1F1B run with the expert overlap on the same cluster, nor take theirs, in either
-    order."""
+    """DualPipe prices its overlapped pairs with a pricer of its own (pipeline.pair_pricer;
+    until the 39th session one whose SM shares it set to zero): such a pricer must not hand
+    wrong prices to a 1F1B run with the expert overlap on the same cluster, nor take wrong
+    ones, in either order."""
     import dataclasses
 
     import trainsim

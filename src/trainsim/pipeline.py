@@ -18,8 +18,11 @@ the I pass unless other compute of that pass covers it.
 DualPipe's overlapped forward & backward pair is one task: both passes' compute, with the
 expert-parallel all-to-alls of each hidden behind compute (priced as ``moe_overlap_ep_comm``
 prices them, each pass's all-to-alls behind its own compute), which is how DeepSeek-V3 §3.2.1
-describes the pair hiding each other's communication, with the pair's compute on the SMs the
-communication kernels leave (``DUALPIPE_COMM_SMS``). Passes outside pairs keep the configured
+describes the pair hiding each other's communication. The exchange kernels hold their SMs
+(DeepEP's 20 of the H800's 132, the report's §3.2.2 figure; ``pricing.Pricer.sm_share['ep']``)
+only while an all-to-all runs: the compute beside it runs on the rest, the compute of the pair
+that no all-to-all runs beside (the output head, the MTP module's head, the embedding, the
+dense layers) on all of them (``pair_pricer``). Passes outside pairs keep the configured
 pricing. Approximations: the pair's two halves run back to back on the compute stream
 (DeepSeek splits them into finer chunks and interleaves attention, dispatch, MLP and combine),
 and
@@ -37,7 +40,7 @@ from trainsim.chunks import chunks as priced_chunks
 from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.engine import Timeline
 from trainsim.errors import ConfigError
-from trainsim.pricing import COMPUTE, Priced, Pricer
+from trainsim.pricing import Priced, Pricer
 from trainsim.workload.grad_accumulation import (
     FP32_ACCUMULATION,
     FP32_GRAD_ADD,
@@ -51,10 +54,6 @@ if TYPE_CHECKING:
     from trainsim.config import RunConfig
     from trainsim.simulator import _TaskGraph
 
-DUALPIPE_COMM_SMS = 20
-"""SMs DeepSeek-V3's all-to-all kernels hold while DualPipe overlaps them with computation
-(DeepSeek-V3 report §3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB
-and NVLink"); the pair's compute runs on the rest."""
 WEIGHT_GRAD_ACCUMULATION = (FP32_ACCUMULATION, GRAD16_ACCUMULATION, FP32_GRAD_ADD)
 """The ops that add a backward's weight gradients into the accumulated ones (DeepSpeed's BF16
 optimizer in fp32, autograd's ``AccumulateGrad`` in 16 bits, nanotron's fp32 ``add_``;
@@ -101,6 +100,21 @@ def is_weight_grad(op: Op) -> bool:
     accumulation of weight gradients."""
     return (isinstance(op, Gemm) and op.name.endswith(".wgrad")) \
         or op.name in WEIGHT_GRAD_ACCUMULATION
+
+
+def pair_pricer(cfg: RunConfig) -> tuple[RunConfig, Pricer]:
+    """The config and pricer of a pass in a DualPipe pair: each pass's expert all-to-alls run
+    on the communication stream behind the pass's compute (``moe_overlap_ep_comm``; DeepSeek-V3
+    §3.2.1: "both all-to-all and PP communication can be fully hidden during execution"), and
+    while one runs its kernels hold their SMs, so the compute beside it runs on the SMs they
+    leave (§3.2.2: "only 20 SMs are sufficient to fully utilize the bandwidths of IB and
+    NVLink"; DeepEP's ``Buffer.num_sms``, 20: ``workload.moe_dispatch.EXCHANGE_SMS``): an
+    all-to-all of ``t`` seconds beside compute costs ``t`` times its SM share
+    (``Pricer.hidden_behind``), and compute that no all-to-all runs beside keeps every SM.
+    The same pricing as the overlapped 1F1B's passes; until the 39th session the pair's whole
+    compute ran on the 112 SMs left, also the head's and MTP's where nothing runs beside it."""
+    pc = replace(cfg, parallel=replace(cfg.parallel, moe_overlap_ep_comm=True))
+    return pc, Pricer(pc)
 
 
 class HalfPricer:
@@ -171,26 +185,16 @@ class ScheduledPipeline:
             self._pair_pricing()
 
     def _pair_pricing(self) -> None:
-        """Forward and backward of each virtual stage as they run in an overlapped pair: the
-        all-to-alls hidden behind the pair's compute, and that compute on the SMs the
-        communication kernels leave (DeepSeek-V3 §3.2.2: DUALPIPE_COMM_SMS of the H800's 132
-        SMs run the all-to-alls, so the hidden communication costs no other share)."""
+        """Forward and backward of each virtual stage as they run in an overlapped pair
+        (``pair_pricer``)."""
         from trainsim.workload.shard import shard_of
         g = self.g
         if not g.cfg.model.is_moe or g.p.ep == 1:
             return
-        cfg = replace(g.cfg, parallel=replace(g.p, moe_overlap_ep_comm=True))
-        pricer = Pricer(cfg, sm_share={"dp": 0.0, "ep": 0.0})
+        cfg, pricer = pair_pricer(g.cfg)
         chunks = priced_chunks(cfg, pricer, shard_of(cfg), g.layer_source)
-        sms = g.cfg.cluster.gpu.num_sms
-        slow = sms / max(sms - DUALPIPE_COMM_SMS, 1)
-
-        def on_fewer_sms(work: Priced) -> Priced:
-            return Priced(tuple((c, d * slow if c == COMPUTE else d, n)
-                                for c, d, n in work.segments))
-
-        self.pair_fwd = {v: on_fewer_sms(ch.fwd) for v, ch in chunks.items()}
-        self.pair_bwd = {v: on_fewer_sms(ch.bwd) for v, ch in chunks.items()}
+        self.pair_fwd = {v: ch.fwd for v, ch in chunks.items()}
+        self.pair_bwd = {v: ch.bwd for v, ch in chunks.items()}
 
     def _times(self) -> tuple[list[float], list[float], list[float], float]:
         """Per-stage F, I and W seconds (all chunks of a rank) and the send, for zb_2p."""

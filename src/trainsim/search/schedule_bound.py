@@ -5,8 +5,8 @@ busiest rank's compute stream, each pass at the duration the simulator gives its
 (``workload.pipeline_schedules.orders``) on that rank's compute stream as one task: a single
 pass (F, B, or a split backward's I and W) priced as its chunk's op list, a DualPipe pair as
 its forward and backward priced the paired way (``ScheduledPipeline._pair_pricing``: the
-expert all-to-alls behind the pair's compute, that compute on the SMs the communication
-kernels leave), plus a blocking send where the pass sends and p2p is not overlapped. A stream
+expert all-to-alls behind the pair's compute, the compute beside them on the SMs their kernels
+leave: ``pipeline.pair_pricer``), plus a blocking send where the pass sends and p2p is not overlapped. A stream
 runs one task at a time and the event loop never runs a task faster than its duration, so the
 iteration is at least the sum of one rank's step durations (sends left out: the bound is the
 same whatever ``overlap_p2p_comm`` says). The optimizer step and what the other streams run are
@@ -98,8 +98,8 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool]) -> dict[str, float]:
     the embedding, head and gradient-accumulation parts, left out here)."""
     from dataclasses import replace
 
-    from trainsim.pipeline import DUALPIPE_COMM_SMS, HalfPricer
-    from trainsim.pricing import COMPUTE, Pricer
+    from trainsim.pipeline import HalfPricer, pair_pricer
+    from trainsim.pricing import Pricer
     from trainsim.workload.layers import backward_of, layer_forward
     from trainsim.workload.recompute import layer_recompute
     from trainsim.workload.shard import shard_of
@@ -116,16 +116,12 @@ def layer_pass_s(cfg: Any, kind: tuple[bool, bool, bool]) -> dict[str, float]:
            "W": HalfPricer(pricer, True).price(lb).duration_s}
     out["pair F"], out["pair B"] = out["F"], out["B"]
     if m.is_moe and c.parallel.ep > 1:
-        pc = replace(c, parallel=replace(c.parallel, moe_overlap_ep_comm=True))
-        paired = Pricer(pc, sm_share={"dp": 0.0, "ep": 0.0})
+        pc, paired = pair_pricer(c)
         psh = shard_of(pc)
         plf = layer_forward(pc, psh, moe=kind[0])
         plb = layer_recompute(pc, psh, plf, whole=kind[2]) + backward_of(plf, psh)
-        sms = c.cluster.gpu.num_sms
-        slow = sms / max(sms - DUALPIPE_COMM_SMS, 1)
-        for name, ops in (("pair F", plf), ("pair B", plb)):
-            out[name] = sum(d * slow if cat == COMPUTE else d
-                            for cat, d, _ in paired.price(ops).segments)
+        out["pair F"] = paired.price(plf).duration_s
+        out["pair B"] = paired.price(plb).duration_s
     return out
 
 
