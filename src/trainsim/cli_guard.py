@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import importlib
 import io
 import math
 import os
@@ -218,12 +219,72 @@ def _guard_blank(command: click.Command) -> None:
     command.callback = guarded
 
 
+class _LazyCommands(dict):
+    """A group's commands where some are named with the module that defines them and imported
+    only when read: by name (``trainsim validate`` imports none of the search, service,
+    capture, profile or goodput commands' modules) or all of them when the commands are walked
+    (``--help``, ``list_commands``, a tool reading ``group.commands``), in the order they were
+    registered. Every read of the mapping sees the same commands as if all were imported."""
+
+    def __init__(self, group: GuardedGroup, commands: dict[str, click.Command]) -> None:
+        super().__init__(commands)
+        self.group = group
+        self.lazy: dict[str, tuple[str, str]] = {}  # name -> (module, attribute)
+
+    def load(self, name: object = None) -> None:
+        """Import the lazy command ``name`` (every one where None) and register it."""
+        for key in [name] if name is not None else list(self.lazy):
+            where = self.lazy.pop(key, None)  # type: ignore[call-overload]
+            if where is not None:
+                self.group.add_command(getattr(importlib.import_module(where[0]), where[1]),
+                                       key)  # type: ignore[arg-type]
+
+    def get(self, name: Any, default: Any = None) -> Any:
+        self.load(name)
+        return super().get(name, default)
+
+    def __getitem__(self, name: Any) -> Any:
+        self.load(name)
+        return super().__getitem__(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.lazy or super().__contains__(name)
+
+    def __iter__(self) -> Any:
+        self.load()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        return super().__len__() + len(self.lazy)
+
+    def keys(self) -> Any:
+        self.load()
+        return super().keys()
+
+    def values(self) -> Any:
+        self.load()
+        return super().values()
+
+    def items(self) -> Any:
+        self.load()
+        return super().items()
+
+
 class GuardedGroup(click.Group):
     """A click group whose subcommands end in one error line instead of a traceback."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands = _LazyCommands(self, dict(self.commands))
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         _guard_blank(cmd)
         super().add_command(cmd, name)
+
+    def lazy_command(self, name: str, module: str, attribute: str) -> None:
+        """Register ``module.attribute`` as the command ``name``, imported when first read
+        (:class:`_LazyCommands`)."""
+        self.commands.lazy[name] = (module, attribute)  # type: ignore[attr-defined]
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         prepare_streams()
