@@ -144,19 +144,26 @@ def compare(m: dict, sim: dict) -> list[tuple[str, float, float]]:
              sim["pair_before_39_s"])]
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def measured_figures(doc: str, kept: Path, measure_trace) -> tuple[argparse.Namespace, dict]:
+    """The command line (``--trace``, ``--write``, ``--format``) of a script that reads the
+    trace, and its measured figures: from the trace given or the mirror when asked for or when
+    ``kept`` is absent (written to ``kept`` with ``--write``), else the kept ones."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--trace", help="train.json (default: the fetched mirror; else the kept "
                     "figures)")
-    ap.add_argument("--write", action="store_true", help=f"keep the figures in {KEPT.name}")
+    ap.add_argument("--write", action="store_true", help=f"keep the figures in {kept.name}")
     ap.add_argument("--format", choices=("table", "json"), default="table")
     args = ap.parse_args()
-    if args.trace or args.write or not KEPT.exists():
-        m = measure(load_trace(args.trace))
+    if args.trace or args.write or not kept.exists():
+        m = measure_trace(load_trace(args.trace))
         if args.write:
-            KEPT.write_text(json.dumps(m, indent=1) + "\n")
-    else:
-        m = json.loads(KEPT.read_text())
+            kept.write_text(json.dumps(m, indent=1) + "\n")
+        return args, m
+    return args, json.loads(kept.read_text())
+
+
+def main() -> None:
+    args, m = measured_figures(__doc__, KEPT, measure)
     sim = simulated()
     rows = compare(m, sim)
     if args.format == "json":

@@ -33,19 +33,24 @@ than the forward kernel's promotion.
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import json
 import math
-import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-MIRROR = Path("/work/.mirror/deepseek-ai+profile-data/repo")
-SOURCE = "deepseek-ai/profile-data@4496024:train.json"
+from dualpipe39_profile import (  # the trace's reader, its mirror and the run it profiles
+    CONFIG,
+    DUALPIPE,
+    MIRROR,
+    SOURCE,
+    load_trace,
+    measured_figures,
+)
+
+__all__ = ["MIRROR", "load_trace", "main", "measure", "simulated"]
+
 KEPT = Path(__file__).resolve().parent / "wgrad39_parts.json"
-CONFIG = Path(__file__).resolve().parents[1] / "examples" / "deepseek-v3-h800.yaml"
-DUALPIPE = ["parallel.pipeline_schedule=dualpipe", "parallel.moe_overlap_ep_comm=false"]
 WGRAD_KERNEL = "fp8_dptp128c_acc"
 FWD_KERNELS = ("fp8_ptp128c::", "m_grouped_fp8_ptp128c::")
 CAST_T = "per_channel_cast_and_transpose"
@@ -59,14 +64,6 @@ CATEGORIES = (
     ("routed experts fc1 (4 experts)", ("expert_fc1",)),
     ("router (bf16; DeepSeek: under attn(B))", ("router",)),
 )
-
-
-def load_trace(path: str | None) -> dict:
-    if path:
-        return json.loads(Path(path).read_text())
-    out = subprocess.run(["git", "--git-dir", str(MIRROR), "show", "HEAD:train.json"],
-                         check=True, capture_output=True).stdout
-    return json.loads(out)
 
 
 def _union_s(spans: list[tuple[float, float]]) -> float:
@@ -237,18 +234,7 @@ def rates(m: dict, sim: dict) -> list[tuple[str, float, float, float]]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", help="train.json (default: the fetched mirror; else the kept "
-                    "figures)")
-    ap.add_argument("--write", action="store_true", help=f"keep the figures in {KEPT.name}")
-    ap.add_argument("--format", choices=("table", "json"), default="table")
-    args = ap.parse_args()
-    if args.trace or args.write or not KEPT.exists():
-        m = measure(load_trace(args.trace))
-        if args.write:
-            KEPT.write_text(json.dumps(m, indent=1) + "\n")
-    else:
-        m = json.loads(KEPT.read_text())
+    args, m = measured_figures(__doc__, KEPT, measure)
     sim = simulated()
     table, speed = rows(m, sim), rates(m, sim)
     if args.format == "json":
