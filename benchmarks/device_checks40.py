@@ -49,13 +49,17 @@ CARVEOUTS = (0, 20)  # SMs left out: all 132, and the 112 DeepSeek's GEMMs ran o
 SUSTAIN_S, MIX_S, SUSTAIN_SHAPE, CHUNK = 8.0, 5.0, (8192, 8192, 8192), 20
 DUTIES = (0.6, 0.7, 0.8, 0.9)
 FA_SHAPES = ((1, 2048, 12, 128), (2, 2048, 12, 128), (1, 4096, 32, 128), (1, 8192, 8, 128))
+FA_CASES2 = ((4, 2048, 12, 128, True), (4, 2048, 12, 128, False), (2, 4096, 16, 64, True),
+             (2, 4096, 16, 64, False))
 DROPOUTS = (0.0, 0.1)
 SECTIONS = {"dsv3_gemms": (60, "9 linears x fwd/dgrad/wgrad x bf16/fp8 tensor/fp8 block x 2 SM counts"),
             "sustained": (25, f"bf16 and fp8 {SUSTAIN_SHAPE} for {SUSTAIN_S:.0f} s each + smi"),
             "power_mix": (30, f"fp8 block wgrad/fwd, bf16 half duty / beside an add, {5} s each"),
             "duty_sweep": (30, "bf16 GEMM at duty 0.6-0.9 (a spin after each), 5 s each"),
             "layer_loop": (15, "4 Llama 3 8B layers fwd+bwd, 8k tokens, 8 s"),
-            "fa_dropout": (20, f"FA2 fwd, fwd+bwd, dropout {DROPOUTS}, {len(FA_SHAPES)} shapes")}
+            "fa_dropout": (20, f"FA2 fwd, fwd+bwd, dropout {DROPOUTS}, {len(FA_SHAPES)} shapes"),
+            "fa_dropout2": (15, f"the same, {len(FA_CASES2)} more cases (hd 64, no mask)"),
+            "power_classes": (45, "add alone, FA2 alone, GEMM + adds at duty 0.6/0.8, host idle 0.8")}
 START_S = 20
 
 
@@ -299,18 +303,19 @@ def layer_loop(torch, ctx, res):
     res["note"] = "tflops = the layers' GEMM FLOPs (fwd + bwd) over the pass's time"
 
 
-def fa_dropout(torch, ctx, res):
+def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES)):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     attn, tm = torch.nn.functional.scaled_dot_product_attention, ctx["timer"]
     res.update(failed=[], times={})
-    for (b, s, h, d) in FA_SHAPES:
+    for (b, s, h, d, causal) in cases:
         qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        mask = "causal" if causal else "full"
         for p in DROPOUTS:
-            case = f"b{b}-s{s}-h{h}-d{d}-p{p}"
+            case = f"b{b}-s{s}-h{h}-d{d}-p{p}" if causal else f"{mask}-b{b}-s{s}-h{h}-d{d}-p{p}"
             try:
-                def fwd(qkv=qkv, p=p):
+                def fwd(qkv=qkv, p=p, causal=causal):
                     q, kk, v = (t.transpose(1, 2) for t in qkv.unbind(2))
-                    return attn(q, kk, v, is_causal=True, dropout_p=p)
+                    return attn(q, kk, v, is_causal=causal, dropout_p=p)
 
                 with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
                     go = torch.randn_like(fwd())
@@ -321,12 +326,13 @@ def fa_dropout(torch, ctx, res):
                 continue
             res["times"][case] = {"fwd_us": round(tf * 1e6, 1), "fwd_bwd_us": round(tfb * 1e6, 1)}
             if p == 0.0:
-                flops = 4 * b * s * s * h * d * 0.5
-                ctx["add"](id=f"{ctx['tag']}-fa2-causal-{case}", kind="attention_fwd_bwd",
+                flops = 4 * b * s * s * h * d * (0.5 if causal else 1.0)
+                ctx["add"](id=f"{ctx['tag']}-fa2-causal-{case}" if causal else
+                           f"{ctx['tag']}-fa2-{case}", kind="attention_fwd_bwd",
                            implementation="flash2", dtype="bf16", batch=b, seq_len=s, heads=h,
-                           kv_heads=h, head_dim=d, causal=1, measured_unit="TFLOP/s",
+                           kv_heads=h, head_dim=d, causal=int(causal), measured_unit="TFLOP/s",
                            measured_value=f"{3.5 * flops / tfb / 1e12:.5g}",
-                           note=f"SDPA FLASH_ATTENTION, causal, dropout 0; forward + backward, "
+                           note=f"SDPA FLASH_ATTENTION, {mask}, dropout 0; forward + backward, "
                                 f"eager calls between two events, median of 3; {tfb * 1e6:.1f} us")
         del qkv
     t = res["times"]
@@ -335,8 +341,54 @@ def fa_dropout(torch, ctx, res):
                                 for f in ("fwd", "fwd_bwd")} for c, b in base.items() if b in t}
 
 
+def fa_dropout2(torch, ctx, res):
+    """More dropout cases: GPT-3 175B at TP 8 with 4 sequences, head dim 64, no mask."""
+    fa_dropout(torch, ctx, res, cases=FA_CASES2)
+
+
+def power_classes(torch, ctx, res):
+    """What else holds the board at its power limit: a memory-bound add alone ("tflops" here is
+    TB/s moved), FlashAttention-2 forward + backward alone, a bf16 GEMM with memory-bound adds
+    after it at duty 0.6 / 0.8, and with the host idle (synchronise, sleep) at duty 0.8."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    m, n, k = SUSTAIN_SHAPE
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    big, small = (torch.zeros(1 << e, device="cuda", dtype=torch.bfloat16) for e in (29, 27))
+    tm = ctx["timer"]
+    bf16 = lambda: torch.matmul(x, w.t())
+    t_gemm, t_add = tm.warm(bf16, reps=10, graph=True), tm.warm(lambda: small.add_(1.0), reps=20)
+    res.update(t_gemm_us=round(t_gemm * 1e6, 1), t_small_add_us=round(t_add * 1e6, 1))
+    b, s, h, d = 2, 4096, 32, 128
+    qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    go = torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16)
+
+    def fa2():
+        q, kk, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(
+                q, kk, v, is_causal=True), qkv, go)
+
+    work = {"add_only": (2 * big.numel() * 2, lambda: big.add_(1.0), None),
+            "fa2_fwd_bwd": (3.5 * 4 * b * s * s * h * d * 0.5, fa2, None)}
+    for duty in (0.6, 0.8):
+        reps = max(1, round(t_gemm * (1.0 / duty - 1.0) / t_add))
+        work[f"duty{duty:g}_add"] = (2 * m * n * k, bf16,
+                                     lambda r=reps: [small.add_(1.0) for _ in range(r)])
+    gap = t_gemm * (1.0 / 0.8 - 1.0)
+    work["duty0.8_host_idle"] = (2 * m * n * k, bf16,
+                                 lambda: (torch.cuda.synchronize(), time.sleep(gap)))
+    for label, (flops, fn, filler) in work.items():
+        try:
+            res[label] = sustain(torch, ctx, label, flops, fn, filler, seconds=MIX_S,
+                                 chunk=CHUNK if label != "fa2_fwd_bwd" else 5)
+        except Exception as exc:  # noqa: BLE001
+            res[label] = {"error": repr(exc)[:300]}
+
+
 FUNCS = {"dsv3_gemms": dsv3_gemms, "sustained": sustained, "power_mix": power_mix,
-         "duty_sweep": duty_sweep, "layer_loop": layer_loop, "fa_dropout": fa_dropout}
+         "duty_sweep": duty_sweep, "layer_loop": layer_loop, "fa_dropout": fa_dropout,
+         "fa_dropout2": fa_dropout2, "power_classes": power_classes}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -421,10 +473,11 @@ def main(argv: list[str] | None = None) -> int:
               "sustained": {k: {kk: v[kk] for kk in ("first_chunk_tflops", "first_s_tflops",
                                                      "last_2s_tflops",
                                                      "ratio_last_over_first_chunk")}
-                            for sec in ("sustained", "power_mix", "duty_sweep", "layer_loop")
+                            for sec in ("sustained", "power_mix", "duty_sweep", "layer_loop", "power_classes")
                             for k, v in secs.get(sec, {}).items()
                             if isinstance(v, dict) and "first_s_tflops" in v},
-              "dropout": secs.get("fa_dropout", {}).get("dropout_ratio"),
+              "dropout": {**secs.get("fa_dropout", {}).get("dropout_ratio", {}),
+                          **secs.get("fa_dropout2", {}).get("dropout_ratio", {})},
               "failed": {k: (v.get("failed") or v.get("error", "")[-400:] or None)
                          for k, v in secs.items()}}
     print(json.dumps(digest)[:9000])
