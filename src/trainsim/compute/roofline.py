@@ -258,7 +258,7 @@ def gemm_rate(gpu: GPUSpec, op: Gemm) -> float:
     pass by pass (the block-scaled MMA accumulates in fp32 in tensor memory whatever the flag:
     PTX ISA 8.7 ``tcgen05.mma ... block_scale``, f32 ``D``; it is no fast-accumulate kernel)."""
     fast = op.fp8_fast_accum or op.grouped in FP8_OWN_PROMOTION or \
-        op.fp8_block_scales in ("overlapped", "serial") or grouped_serial_promotion(op)
+        op.fp8_block_scales in ("overlapped", "serial", "outer") or grouped_serial_promotion(op)
     if op.dtype == "fp8" and fast and "fp8" in gpu.peak_flops:
         rate = gpu.gemm_ceiling("bf16") * gpu.flops("fp8") / gpu.flops("bf16")
     else:
@@ -282,9 +282,26 @@ def has_block_scaled_mma(gpu: GPUSpec) -> bool:
     return gpu.block_scaled_mma
 
 
+PROMOTION_OPS: dict[str, int] = {"serial": 1, "outer": 2}
+"""CUDA-core instructions per accumulator element per 128-deep k block of a kernel that
+promotes between blocks (``Gemm.fp8_block_scales``). ``serial``: one FFMA, the block's scale a
+row's scale times the one scale of the weight's 128x128 block, multiplied once per row before
+the tensor cores are waited on (NVIDIA/cutlass@7107b055 include/cutlass/gemm/collective/
+sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp L932-948 then L950-966;
+deepseek-ai/DeepGEMM@54e22612 deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh L321-336).
+``outer``: both operands' scales vary along the output (1x128 by 1x128), so each element's
+scale is its row's times its column's, formed after the wait: an FMUL and an FFMA per element
+(cutlass@7107b055 include/cutlass/gemm/collective/fp8_accumulation.hpp L130-131
+``accum_(i) += accum_temp_(i) * scaleA(i) * scaleB(i)``, reached from the mainloop's L967-968;
+DeepGEMM@54e22612 sm90_fp8_gemm_1d1d.cuh L298-312, ``warpgroup_wait<0>`` then
+``final_accum[..] += scale_a * scale_b * accum[..]``). Both run at the SM's fp32 rate (an FMUL
+issues like an FFMA: 32 lanes per sub-partition a clock). Counted from the kernels' source,
+not fitted."""
+
+
 def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     """Exposed cost of applying an fp8 GEMM's block scales, in k-steps of its main loop per
-    k-step (0 unless ``op.fp8_block_scales == "serial"``).
+    k-step (0 unless ``op.fp8_block_scales`` is ``"serial"`` or ``"outer"``).
 
     CUTLASS's SM90 block-scaled mainloop (``sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_
     scaling.hpp``, ``GmmaFP8Accumulation::scale_core`` in ``fp8_accumulation.hpp``) runs each
@@ -294,8 +311,9 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     warpgroups share one output tile, so the tensor cores idle meanwhile. A 128x128 tile's
     accumulator is TILE^2 FFMAs at the SM's fp32 rate per TILE^2 x 128 multiply-adds at its
     tensor rate: ``rate / fp32 peak`` k-steps per 128-k block (H100 at the 16-bit MAMF
-    fraction of its fp8 peak: 0.801 x 1979 / 66.9 = 23.7 k-steps, 18.5 % of the block). A
-    floor: the drain and restart of the tensor-core pipeline come on top and have no measured
+    fraction of its fp8 peak: 0.801 x 1979 / 66.9 = 23.7 k-steps, 18.5 % of the block), times
+    the instructions each element takes (``PROMOTION_OPS``: twice that, 37 %, for ``outer``,
+    the 1x128-by-1x128 weight gradient, whose scale product is per element). A floor: the drain and restart of the tensor-core pipeline come on top and have no measured
     figure here. DeepGEMM (``overlapped``) promotes on the CUDA cores while the other math
     warpgroup's wgmma runs (DeepGEMM README; DeepSeek-V3 §3.3.2) and pays none. Derived from
     the catalog's peaks, not fitted.
@@ -305,11 +323,12 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     ``tcgen05.mma ... block_scale``, PTX ISA 8.7; MI355X's MX instructions), so a GPU that lists
     an fp4 peak multiplies the scales inside the tensor core and promotes nothing."""
     fp32 = gpu.peak_flops.get("fp32")
-    serial = op.fp8_block_scales == "serial" or grouped_serial_promotion(op)
-    if op.dtype != "fp8" or not serial or not fp32 or has_block_scaled_mma(gpu):
+    ops = PROMOTION_OPS["serial"] if grouped_serial_promotion(op) else \
+        PROMOTION_OPS.get(op.fp8_block_scales, 0)
+    if op.dtype != "fp8" or not ops or not fp32 or has_block_scaled_mma(gpu):
         return 0.0
     rate = gpu.mamf_fraction * gpu.flops("fp8")  # the burst main-loop rate, like the fp32 peak
-    return rate / fp32 / FP8_SCALE_BLOCK_K
+    return ops * rate / fp32 / FP8_SCALE_BLOCK_K
 
 
 def grouped_efficiency(gpu: GPUSpec, op: Gemm) -> float:

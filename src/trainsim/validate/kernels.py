@@ -351,12 +351,24 @@ _BLOCK_SCALES = re.compile(r"\bblock[- ]?(wise[- ])?scal|\bblock-fp8\b", re.IGNO
 "blockwise scaling"); the kernels files have no recipe column."""
 
 
+_OUTER_SCALES = re.compile(r"\b1\s*x\s*128\s*(by|-by-)\s*1\s*x\s*128\b", re.IGNORECASE)
+"""A note saying both operands carry a scale per 1x128 (e.g. "block scales 1x128 by 1x128",
+the blockwise recipe's weight gradient): each output element's scale is a row's times a
+column's (``Gemm.fp8_block_scales`` ``outer``)."""
+
+
 def block_scales(row: dict[str, str]) -> Fp8BlockScales:
     """How a block-scaled fp8 row's kernel promotes its partial sums (``Gemm.fp8_block_scales``):
     DeepGEMM (``FP8_OWN_PROMOTION``) beside the tensor cores, any other library between k
-    blocks (CUTLASS's SM90 block-scaled mainloop, the one such kernel in the files)."""
-    if _dtype(row) != "fp8" or not _BLOCK_SCALES.search(row.get("note") or ""):
+    blocks (CUTLASS's SM90 block-scaled mainloop, cuBLASLt's block-scaled kernels); between
+    blocks with a per-element scale product where both operands are scaled per 1x128
+    (``_OUTER_SCALES``, whichever library: DeepGEMM's 1D1D kernel waits for its wgmma too,
+    ``compute.roofline.PROMOTION_OPS``)."""
+    note = row.get("note") or ""
+    if _dtype(row) != "fp8" or not _BLOCK_SCALES.search(note):
         return ""
+    if _OUTER_SCALES.search(note):
+        return "outer"
     return "overlapped" if implementation(row) in FP8_OWN_PROMOTION else "serial"
 
 

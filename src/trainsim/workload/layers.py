@@ -58,6 +58,7 @@ from trainsim.workload.shard import (
     mxfp8_swizzle,
     tp_enter,
     tp_exit,
+    wgrad_block_scales,
 )
 from trainsim.workload.softmax import (
     flex_sink_rescale,
@@ -490,6 +491,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
             ops.append(replace(op, name=f"{op.name}.wgrad", m=op.k, k=op.m, ragged=False,
                                grouped=FULL_GRID.get(op.grouped, op.grouped),
                                fp8_fast_accum=False, accumulate_bytes=sh.main_grad_bytes,
+                               fp8_block_scales=wgrad_block_scales(sh, op),
                                param_hooks=weights_of(op) if sh.main_grad_bytes else 0,
                                dummy_cached=sh.cached_dummy_wgrad_grouped
                                if in_grouped_linear(op) else sh.cached_dummy_wgrad))

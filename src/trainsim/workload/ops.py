@@ -67,7 +67,7 @@ FULL_GRID: dict[str, GroupedImpl] = {"triton_max_m": "triton"}
 each group's full output (VeOmni's ``group_gemm_same_mn``, ByteDance-Seed/VeOmni@bfe4b650
 veomni/ops/group_gemm/kernel/group_gemm.py L357-383): ``workload.layers.backward_of``."""
 
-Fp8BlockScales = Literal["", "overlapped", "serial", "mma"]
+Fp8BlockScales = Literal["", "overlapped", "serial", "outer", "mma"]
 """How an fp8 GEMM with a scale per block of k applies it (``Gemm.fp8_block_scales``)."""
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast",
@@ -112,6 +112,11 @@ class Gemm:
     main loop. ``overlapped``: while the tensor cores run the next block (DeepGEMM's two math
     warpgroups); ``serial``: between blocks, the tensor cores idle (CUTLASS's SM90
     ``KernelTmaWarpSpecializedCooperativeFP8BlockScaledAccum``, vLLM's block-fp8 kernel);
+    ``outer``: ``serial`` with both operands scaled per 1x128 along k, so each output element's
+    scale is a row's times a column's (the blockwise recipe's weight gradient, output gradient
+    and input both scaled per 128 tokens: DeepSeek-V3 §3.3.1; DeepGEMM's ``sm90_fp8_gemm_1d1d``,
+    cuBLASLt's 1x128-by-1x128 mode): a scale product and an FFMA per element and block
+    (``compute.roofline.PROMOTION_OPS``);
     ``mma``: MXFP8's E8M0 scale per 32 elements of k, which the tensor cores apply in the MMA
     itself (Blackwell's block-scaled ``tcgen05.mma``; Transformer Engine's ``MXFP8BlockScaling``
     recipe, ``workload.shard.linear``); ``""``: per-tensor scales, applied in the epilogue.

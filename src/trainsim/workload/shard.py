@@ -22,7 +22,15 @@ from trainsim.catalog.frameworks import (
 from trainsim.config import RunConfig
 from trainsim.workload.elementwise import fp8_scale_update_op
 from trainsim.workload.ops import ACT_BYTES as ACT
-from trainsim.workload.ops import MATERIALIZED_SCORES, Comm, Elementwise, Gemm, GroupedImpl, Op
+from trainsim.workload.ops import (
+    MATERIALIZED_SCORES,
+    Comm,
+    Elementwise,
+    Fp8BlockScales,
+    Gemm,
+    GroupedImpl,
+    Op,
+)
 
 TE_CACHED_DUMMY_WGRAD = "2.3"
 """First Transformer Engine release whose ``Linear`` / ``LayerNormLinear`` / ``LayerNormMLP``
@@ -134,6 +142,10 @@ class Shard:
     mxfp8_mma: bool = False
     """fp8 GEMMs take MXFP8 operands on tensor cores that apply the block scales in the MMA
     (the mxfp8 recipe on a ``GPUSpec.block_scaled_mma`` GPU; ``Gemm.fp8_block_scales`` "mma")."""
+    fp8_wgrad_outer: bool = False
+    """Weight-gradient GEMMs take both operands scaled per 1x128 along the tokens and promote
+    between k blocks with a scale product per element (the blockwise recipe on a GPU without
+    block-scaled MMA; ``wgrad_block_scales``)."""
     bias_kernels: frozenset[str] = frozenset()
     """Linear roles (``catalog.schema_checks.LINEAR_ROLES``) whose bias is added by a kernel
     of its own, its gradient summed over the tokens by another (the profile's
@@ -304,6 +316,8 @@ def shard_of(cfg: RunConfig) -> Shard:
                  fp8_norm_quantize=t.dtype == "fp8" and profile_supports(cfg, "fp8_norm_quantize"),
                  mxfp8_mma=t.dtype == "fp8" and t.fp8_recipe == "mxfp8"
                  and cfg.cluster.gpu.block_scaled_mma,
+                 fp8_wgrad_outer=t.dtype == "fp8" and t.fp8_recipe == "blockwise"
+                 and not cfg.cluster.gpu.block_scaled_mma,
                  mxfp8_swizzled=frozenset(
                      kind for kind, feature in MXFP8_SWIZZLE_FEATURES.items() if t.dtype == "fp8"
                      and t.fp8_recipe == "mxfp8" and profile_supports(cfg, feature)),
@@ -419,6 +433,21 @@ def mxfp8_swizzle(sh: Shard, name: str, gemm: Gemm, operands: tuple[tuple[str, i
     return Elementwise(f"{name}.mxfp8_swizzle",
                        bytes=2 * MXFP8_SCALE_BYTES * gemm.batch * sum(picked),
                        kernels=len(picked), kernel=MXFP8_SWIZZLE_KERNEL)
+
+
+def wgrad_block_scales(sh: Shard, gemm: Gemm) -> Fp8BlockScales:
+    """How the weight gradient of the fp8 GEMM ``gemm`` applies its operands' scales. Under the
+    blockwise recipe the output gradient and the input are both scaled per 1x128 tile along
+    the tokens, its k (DeepSeek-V3 report §3.3.1, Fig. 7; Transformer Engine
+    ``Float8BlockScaling`` ``x_block_scaling_dim=1``, ``grad_block_scaling_dim=1``), so each
+    output element's scale is a row's times a column's: ``outer``, whichever kernel runs it
+    (DeepGEMM's 1D1D kernel and CUTLASS's blockwise mainloop both promote after waiting for
+    the tensor cores: ``compute.roofline.PROMOTION_OPS``), on a GPU whose tensor cores cannot
+    take the scales (``Shard.fp8_wgrad_outer``). Otherwise the forward's own tag (MXFP8's
+    ``mma``, or per-tensor scales)."""
+    if gemm.dtype == "fp8" and sh.fp8_wgrad_outer:
+        return "outer"
+    return gemm.fp8_block_scales
 
 
 def activation_kind(sh: Shard, gemm: Gemm, side: str) -> str:
