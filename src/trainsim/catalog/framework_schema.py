@@ -64,6 +64,10 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # replica, gradient shards all-reduced across replicas; null: not recorded (allowed)
     "hybrid_shard": _nullable(_bool),
     "uneven_pipeline": _nullable(_enum(UNEVEN_PIPELINE)),
+    # the rule that places the layers of a model with MTP layers which do not split evenly
+    # (``catalog.frameworks.uneven_layout``; ``filled``: config.layout.filled_layout); null:
+    # the framework's rule for any model
+    "mtp_uneven_pipeline": _nullable(_enum(("balanced", "filled"))),
     # the attention implementations and the MoE token dispatchers the user may pick
     "attention_kernels": _nullable(_list_of(ATTENTION, "attention implementations")),
     "moe_dispatchers": _nullable(_list_of(MOE_DISPATCHERS, "MoE token dispatchers")),
@@ -481,7 +485,7 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

@@ -531,15 +531,21 @@ def sends_block(vpp: int, schedule: str | None, interleaved_only: bool) -> bool:
 
 
 @functools.cache
-def uneven_layout(framework: str | None, version: str | None) -> str:
+def uneven_layout(framework: str | None, version: str | None, mtp: bool = False) -> str:
     """The ``pipeline_model_parallel_layout`` rule that places layers which do not split
     evenly over the (virtual) pipeline stages of a run on ``framework`` at ``version``:
     ``front_loaded`` where the profile's ``uneven_pipeline`` says so (NeMo Automodel; the
-    same stages as the even split where the layers divide), else ``balanced`` (the hand-written
+    same stages as the even split where the layers divide); for a model with MTP layers
+    (``mtp``) the profile's ``mtp_uneven_pipeline`` where it names one (Megatron-Bridge's
+    ``filled``: ``config.layout.filled_layout``); else ``balanced`` (the hand-written
     layouts of Megatron recipes, and a run that names no framework)."""
-    if framework and framework_profile(framework, version).features.get(
-            "uneven_pipeline") == "front_loaded":
+    if not framework:
+        return "balanced"
+    features = framework_profile(framework, version).features
+    if features.get("uneven_pipeline") == "front_loaded":
         return "front_loaded"
+    if mtp and features.get("mtp_uneven_pipeline"):
+        return str(features["mtp_uneven_pipeline"])
     return "balanced"
 
 

@@ -46,7 +46,7 @@ MAX_LAYOUT_SLOTS = 1_000_000
 
 
 #: layout keywords that name a rule instead of spelling the stages
-LAYOUT_RULES = ("balanced", "front_loaded")
+LAYOUT_RULES = ("balanced", "front_loaded", "filled")
 
 
 def _repeat(text: str, count: str, layout: str) -> str:
@@ -150,6 +150,28 @@ def front_loaded_layout(num_layers: int, mtp_layers: int, pp: int,
     if each == 0:
         raise ConfigError(_cannot_fill(f"model.num_layers={num_layers}", pp, vpp, "front_loaded"))
     stages = ["t" * (each + (v < extra)) for v in range(n)]
+    stages[0] = "E" + stages[0]
+    stages[-1] += "m" * mtp_layers + "L"
+    return tuple(stages)
+
+
+def filled_layout(num_layers: int, mtp_layers: int, pp: int, vpp: int) -> tuple[str, ...]:
+    """The split that fills the virtual stages in model order: ``ceil(num_layers / (pp*vpp))``
+    layers on each, the embedding with the first, and the remainder on the last with the MTP
+    layers and the loss, which stand in for the layers it lacks. Megatron-Bridge's DeepSeek-V3
+    recipe places its 61 layers and MTP layer so for every (pp, vpp) it lists
+    (``set_deepseek_v3_pipeline_model_parallel_layout``'s ``layout_map``: (4, 1) 16+16+16+13,
+    (8, 1) and (4, 2) 8 x 7 + 5, (16, 1), (8, 2) and (4, 4) 4 x 15 + 1, the last with
+    ``["mtp"] * mtp_layers + ["loss"]``; src/megatron/bridge/recipes/deepseek/deepseek_v3.py
+    v0.1.0rc3 L116-130, v0.4.2 L29-49, v0.5.0 L74-75), and its perf scripts call it for every
+    DeepSeek-V3 workload without a ``pp_layout`` (scripts/performance/configs/deepseek/
+    deepseek_llm_pretrain.py v0.4.2 L69-73). Where filling would leave a stage before the last
+    without a layer, the balanced layout places them instead."""
+    n = pp * vpp
+    each = -(-num_layers // n)
+    if (n - 1) * each > num_layers:
+        return balanced_layout(num_layers, mtp_layers, pp, vpp)
+    stages = ["t" * each for _ in range(n - 1)] + ["t" * (num_layers - (n - 1) * each)]
     stages[0] = "E" + stages[0]
     stages[-1] += "m" * mtp_layers + "L"
     return tuple(stages)

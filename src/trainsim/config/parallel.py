@@ -215,7 +215,9 @@ class ParallelConfig:
     Without vpp, vpp is the number of virtual stages over pp. ``balanced``: the most even
     layout with the embedding and loss counted as layers (``config.layout.balanced_layout``);
     ``front_loaded``: the remainder layers one each on the first virtual stages
-    (``config.layout.front_loaded_layout``, NeMo Automodel's split)."""
+    (``config.layout.front_loaded_layout``, NeMo Automodel's split); ``filled``: the stages
+    filled in order, the last with the remainder, the MTP layers and the loss
+    (``config.layout.filled_layout``, Megatron-Bridge's DeepSeek-V3 split)."""
     account_for_embedding_in_pipeline_split: bool = False
     """Count the embedding as one layer when splitting layers evenly (Megatron-core)."""
     account_for_loss_in_pipeline_split: bool = False

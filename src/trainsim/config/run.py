@@ -14,6 +14,7 @@ from trainsim.config.layout import (
     balanced_layout,
     check_layout,
     even_layout,
+    filled_layout,
     front_loaded_layout,
     parse_layout,
 )
@@ -400,6 +401,8 @@ class RunConfig:
             return balanced_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp)
         if p.pipeline_model_parallel_layout == "front_loaded":
             return front_loaded_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp)
+        if p.pipeline_model_parallel_layout == "filled":
+            return filled_layout(m.num_layers, m.mtp_num_layers, p.pp, p.vpp)
         if p.pipeline_model_parallel_layout is not None:
             stages = parse_layout(p.pipeline_model_parallel_layout)
             check_layout(stages, p.pipeline_model_parallel_layout, m.num_layers,

@@ -124,7 +124,8 @@ class Base:
     @property
     def layout_rule(self) -> str:
         """The layout rule of the run's framework for layers that do not split evenly."""
-        return uneven_layout(self.training.framework, self.training.framework_version)
+        return uneven_layout(self.training.framework, self.training.framework_version,
+                             bool(self.model.mtp_num_layers))
 
     @functools.cached_property
     def framework(self) -> tuple[str, str | None] | None:

@@ -74,7 +74,9 @@ def unknowns(row: dict[str, str], profile: Any,
         # or HybridEP backend) for expert parallelism; the profile's default is the first choice
         default = profile.defaults.get("moe_dispatcher") or "alltoall"
         unknown["moe_token_dispatcher_type"] = list(dict.fromkeys([default, *dispatchers]))
-    rule = uneven_layout(profile.name, profile.version) if profile is not None else "balanced"
+    mtp = bool(int(_cell(row, "mtp_num_layers") or preset.get("mtp_num_layers") or 0))
+    rule = uneven_layout(profile.name, profile.version, mtp) if profile is not None \
+        else "balanced"
     vpps = [v for v in unknown.get("vpp") or [int(_cell(row, "vpp") or 1)] if pp > 1 or v == 1]
     if _cell(row, "pipeline_layout") is None and layers and \
             any(uneven_split(rule, int(layers), pp, v) for v in vpps) and \
