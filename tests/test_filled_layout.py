@@ -10,7 +10,7 @@ import csv
 import pytest
 
 from trainsim.catalog.frameworks import uneven_layout
-from trainsim.config.layout import balanced_layout, check_layout, filled_layout
+from trainsim.config.layout import balanced_layout, check_layout, filled_layout, parse_layout
 from trainsim.validate import BUNDLED_DIR
 from trainsim.validate.row_settings import training_base
 
@@ -39,8 +39,11 @@ def test_every_entry_of_the_recipe_map(pp, vp):
 
 def test_a_stage_left_empty_before_the_last_falls_back_to_balanced():
     """61 layers over 32 virtual stages: 2 each would leave the 31st with 1 and the 32nd with
-    none, which filling cannot place; the balanced layout does."""
+    none, which filling cannot place; the balanced layout does, and it is the layout Bridge's
+    H100 DeepSeek-V3 workload writes by hand at pp 8 x vpp 4 (scripts/performance/configs/
+    deepseek/deepseek_workload_base_configs.py v0.4.2 L137 ``pp_layout="Et|(tt|)*30mL"``)."""
     assert filled_layout(61, 1, 8, 4) == balanced_layout(61, 1, 8, 4)
+    assert filled_layout(61, 1, 8, 4) == parse_layout("Et|(tt|)*30mL")
     assert filled_layout(10, 0, 4, 2) == balanced_layout(10, 0, 4, 2)  # 2 each: 5 stages
 
 

@@ -275,7 +275,7 @@ def test_front_loaded_layout_puts_the_remainder_on_the_first_virtual_stages():
     """NeMo Automodel's split (pipelining/functional.py generate_hf_model_fqn_per_model_part @
     89e3a9fd): 61 layers over 4 x 8 virtual stages are 2 layers on stages 0-28 and 1 on
     29-31, the embedding first and the loss last."""
-    from trainsim.config.layout import balanced_layout, front_loaded_layout
+    from trainsim.config.layout import balanced_layout, filled_layout, front_loaded_layout
     from trainsim.validate.row_settings import training_base
 
     stages = front_loaded_layout(61, 0, 4, 8)
@@ -293,8 +293,12 @@ def test_front_loaded_layout_puts_the_remainder_on_the_first_virtual_stages():
     _, unknown = training_base(_bridge_moe_row(framework="automodel", framework_version="0.1",
                                                 pp="4", vpp="8"))
     assert unknown["pipeline_model_parallel_layout"] == ["front_loaded"]
+    # Megatron-Bridge places an MTP model's layers by its DeepSeek-V3 recipe's filling rule,
+    # which at 4 x 8 virtual stages leaves a stage empty and so is the balanced layout
+    # (config.layout.filled_layout, tests/test_filled_layout.py)
     _, bridge = training_base(_bridge_moe_row(pp="4", vpp="8"))
-    assert bridge["pipeline_model_parallel_layout"] == ["balanced"]
+    assert bridge["pipeline_model_parallel_layout"] == ["filled"]
+    assert filled_layout(61, 1, 4, 8) == balanced_layout(61, 1, 4, 8)
     cfg = run_config_from_dict({
         "model": "deepseek-v3", "parallel": {"tp": 1, "pp": 4, "vpp": 8, "ep": 8,
                                              "pipeline_model_parallel_layout": "front_loaded"},
