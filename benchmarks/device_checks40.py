@@ -52,6 +52,7 @@ FA_SHAPES = ((1, 2048, 12, 128), (2, 2048, 12, 128), (1, 4096, 32, 128), (1, 819
 FA_CASES2 = ((4, 2048, 12, 128, True), (4, 2048, 12, 128, False), (2, 4096, 16, 64, True),
              (2, 4096, 16, 64, False))
 DROPOUTS = (0.0, 0.1)
+SWEEP_MN, SWEEP_KS = ((4096, 7168), (7168, 2048), (7168, 16384)), (1024, 2048, 4096, 8704, 16384, 32768)
 SECTIONS = {"dsv3_gemms": (60, "9 linears x fwd/dgrad/wgrad x bf16/fp8 tensor/fp8 block x 2 SM counts"),
             "sustained": (25, f"bf16 and fp8 {SUSTAIN_SHAPE} for {SUSTAIN_S:.0f} s each + smi"),
             "power_mix": (30, f"fp8 block wgrad/fwd, bf16 half duty / beside an add, {5} s each"),
@@ -59,7 +60,8 @@ SECTIONS = {"dsv3_gemms": (60, "9 linears x fwd/dgrad/wgrad x bf16/fp8 tensor/fp
             "layer_loop": (15, "4 Llama 3 8B layers fwd+bwd, 8k tokens, 8 s"),
             "fa_dropout": (20, f"FA2 fwd, fwd+bwd, dropout {DROPOUTS}, {len(FA_SHAPES)} shapes"),
             "fa_dropout2": (15, f"the same, {len(FA_CASES2)} more cases (hd 64, no mask)"),
-            "power_classes": (45, "add alone, FA2 alone, GEMM + adds at duty 0.6/0.8, host idle 0.8")}
+            "power_classes": (45, "add alone, FA2 alone, GEMM + adds at duty 0.6/0.8, host idle 0.8"),
+            "block_k_sweep": (15, "fp8 block / per-tensor rate vs k: 3 (m, n) x 6 k x wgrad, fwd")}
 START_S = 20
 
 
@@ -386,9 +388,29 @@ def power_classes(torch, ctx, res):
             res[label] = {"error": repr(exc)[:300]}
 
 
+def block_k_sweep(torch, ctx, res):
+    """Block-scaled over per-tensor fp8 rate against the depth k (``SWEEP_KS``) for three output
+    shapes: a cost per 128-deep k block (the promotion) keeps the ratio flat in k, a fixed cost
+    per tile (prologue, epilogue, scale loads) lets it rise with k."""
+    res.update(failed=[], ratios={})
+    for (m, n), k in ((mn, k) for mn in SWEEP_MN for k in SWEEP_KS):
+        for op in ("wgrad", "fwd"):
+            key = f"m{m}-n{n}-k{k}-{op}"
+            try:
+                (_, tensor), (_, block) = fp8_cases(torch, m, n, k, op)
+                t_t = ctx["timer"].warm(tensor, reps=10, graph=True)
+                t_b = ctx["timer"].warm(block, reps=10, graph=True)
+            except Exception as exc:  # noqa: BLE001
+                res["failed"].append(f"{key}: {exc!r}"[:300])
+                continue
+            res["ratios"][key] = {"tensor_us": round(t_t * 1e6, 2), "block_us": round(t_b * 1e6, 2),
+                                  "block_rate_of_tensor": round(t_t / t_b, 4)}
+
+
 FUNCS = {"dsv3_gemms": dsv3_gemms, "sustained": sustained, "power_mix": power_mix,
          "duty_sweep": duty_sweep, "layer_loop": layer_loop, "fa_dropout": fa_dropout,
-         "fa_dropout2": fa_dropout2, "power_classes": power_classes}
+         "fa_dropout2": fa_dropout2, "power_classes": power_classes,
+         "block_k_sweep": block_k_sweep}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -476,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
                             for sec in ("sustained", "power_mix", "duty_sweep", "layer_loop", "power_classes")
                             for k, v in secs.get(sec, {}).items()
                             if isinstance(v, dict) and "first_s_tflops" in v},
+              "block_k": {k: v["block_rate_of_tensor"] for k, v in
+                          secs.get("block_k_sweep", {}).get("ratios", {}).items()},
               "dropout": {**secs.get("fa_dropout", {}).get("dropout_ratio", {}),
                           **secs.get("fa_dropout2", {}).get("dropout_ratio", {})},
               "failed": {k: (v.get("failed") or v.get("error", "")[-400:] or None)
