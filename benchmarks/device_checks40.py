@@ -61,6 +61,7 @@ SECTIONS = {"dsv3_gemms": (60, "9 linears x fwd/dgrad/wgrad x bf16/fp8 tensor/fp
             "fa_dropout": (20, f"FA2 fwd, fwd+bwd, dropout {DROPOUTS}, {len(FA_SHAPES)} shapes"),
             "fa_dropout2": (15, f"the same, {len(FA_CASES2)} more cases (hd 64, no mask)"),
             "power_classes": (45, "add alone, FA2 alone, GEMM + adds at duty 0.6/0.8, host idle 0.8"),
+            "power_side": (25, "bf16 GEMM with a 1 GiB copy beside it; layer loop after a warm-up"),
             "block_k_sweep": (15, "fp8 block / per-tensor rate vs k: 3 (m, n) x 6 k x wgrad, fwd")}
 START_S = 20
 
@@ -278,7 +279,7 @@ def duty_sweep(torch, ctx, res):
                                        lambda s=spin: torch.cuda._sleep(s), seconds=MIX_S)
 
 
-def layer_loop(torch, ctx, res):
+def layer_loop(torch, ctx, res, burst: bool = False):
     """Forward and backward of four Llama 3 8B decoder layers (RMSNorm, GQA attention through
     SDPA, SwiGLU; bf16, 8,192 tokens) looped for ``SUSTAIN_S``: a training step's own mix of
     GEMMs, attention and memory-bound kernels, its time per pass burst vs sustained."""
@@ -300,9 +301,32 @@ def layer_loop(torch, ctx, res):
 
     x0 = torch.randn(1, s, h, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     flops = 4 * 3 * 2 * s * h * ((heads + 2 * kv) * d + heads * d + 3 * ffn)  # GEMMs only
+    if burst:  # warm every kernel first, so the loop's first pass runs at the idle board's clock
+        fwd_bwd(x0)
+        torch.cuda.synchronize()
     res["loop"] = sustain(torch, ctx, "layer_loop", flops, lambda: fwd_bwd(x0), seconds=SUSTAIN_S,
-                          chunk=2)
+                          chunk=1 if burst else 2)
     res["note"] = "tflops = the layers' GEMM FLOPs (fwd + bwd) over the pass's time"
+
+
+def power_side(torch, ctx, res):
+    """What a multi-GPU step adds to a loop: the bf16 GEMM with a 1 GiB device copy on a second
+    stream after each (HBM traffic beside the tensor cores, as NCCL's kernels make), and the
+    layer loop warmed first so its first pass gives the burst reference."""
+    m, n, k = SUSTAIN_SHAPE
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    src, dst = (torch.empty(1 << 29, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    side = torch.cuda.Stream()
+
+    def copy_beside():
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            dst.copy_(src)
+
+    res["bf16_copy_beside"] = sustain(torch, ctx, "bf16_copy_beside", 2 * m * n * k,
+                                      lambda: torch.matmul(x, w.t()), copy_beside, seconds=MIX_S)
+    layer_loop(torch, ctx, res, burst=True)
 
 
 def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES)):
@@ -410,7 +434,7 @@ def block_k_sweep(torch, ctx, res):
 FUNCS = {"dsv3_gemms": dsv3_gemms, "sustained": sustained, "power_mix": power_mix,
          "duty_sweep": duty_sweep, "layer_loop": layer_loop, "fa_dropout": fa_dropout,
          "fa_dropout2": fa_dropout2, "power_classes": power_classes,
-         "block_k_sweep": block_k_sweep}
+         "block_k_sweep": block_k_sweep, "power_side": power_side}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -495,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
               "sustained": {k: {kk: v[kk] for kk in ("first_chunk_tflops", "first_s_tflops",
                                                      "last_2s_tflops",
                                                      "ratio_last_over_first_chunk")}
-                            for sec in ("sustained", "power_mix", "duty_sweep", "layer_loop", "power_classes")
+                            for sec in ("sustained", "power_mix", "duty_sweep", "layer_loop", "power_classes",
+                                        "power_side")
                             for k, v in secs.get(sec, {}).items()
                             if isinstance(v, dict) and "first_s_tflops" in v},
               "block_k": {k: v["block_rate_of_tensor"] for k, v in
