@@ -480,8 +480,15 @@ def ampere_kernel_share(gpu: GPUSpec) -> float:
 AMPERE_KERNELS = frozenset(k for k, fam in ATTENTION_FAMILY.items() if fam == "flash2")
 ATTN_DROPOUT_FWD, ATTN_DROPOUT_BWD = 0.80, 0.65
 """Fused attention with dropout generates a Philox random number per score, in the forward
-and again in the backward: measured at 75-85 % (forward) and 60-70 % (backward) of the
-no-dropout rate for cuDNN and FlashAttention kernels (Dao-AILab/flash-attention PR #2597)."""
+and again in the backward; priced as a slower matmul rate for every fused kernel. The figures
+are FlashAttention-4's on Blackwell: Dao-AILab/flash-attention PR #2597 ("[Cute Sm100] support
+dropout"; GB200, bf16, 16 heads, ~32k tokens, p 0.125, beside cuDNN 9.24): "fwd ~ 75-85%, bwd ~
+60-70% of no-drop TFLOPS". FlashAttention-2 (SDPA's flash backend) on an H200 agrees forward
+at head dim 128 (1.17-1.26x the time with dropout 0.1, priced 1.19-1.20x) but not backward:
+forward + backward 1.10-1.17x, priced 1.38-1.43x; at head dim 64 the forward takes 1.30-1.34x,
+priced 1.17x (benchmarks/kernels_h200_fa_dropout.csv, fa_dropout40.py). The per-score draws of
+benchmarks/candidates/fa2_dropout_philox.patch price those but move the NeMo GPT-3 FA2 rows
+fast (RESULTS.md, 40th session, dropout40)."""
 
 
 CAUSAL_TAIL_EXACT_BLOCKS = 1 << 16

@@ -209,6 +209,17 @@ def implementation_label(row: dict[str, str]) -> str:
     return f"{where}={written!r}"
 
 
+DROPOUT_NOTE = re.compile(r"\bdropout(?:_p)?\s*[=:]?\s*(\d*\.?\d+)(?![\d.])", re.IGNORECASE)
+"""An attention row's dropout probability, stated in its note ("dropout 0.1", "dropout_p=0.1");
+a row that states none, or 0, ran without dropout (the kernels files have no dropout column)."""
+
+
+def attention_dropout(row: dict[str, str]) -> bool:
+    """Whether an attention row's kernel ran with dropout (``DROPOUT_NOTE``)."""
+    found = DROPOUT_NOTE.search(row.get("note") or "")
+    return found is not None and float(found.group(1)) > 0
+
+
 def _attention(row: dict[str, str], backward: bool) -> Attention:
     impl, _ = attention_impl(implementation(row), row["gpu"], backward,
                              label=implementation_label(row))
@@ -216,7 +227,8 @@ def _attention(row: dict[str, str], backward: bool) -> Attention:
     kv = _int(row, "kv_heads") if _cell(row, "kv_heads") else heads
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
                      kv_len=s, head_dim=_int(row, "head_dim"), causal=_causal(row),
-                     backward=backward, impl=impl)  # type: ignore[arg-type]
+                     backward=backward, impl=impl,  # type: ignore[arg-type]
+                     dropout=attention_dropout(row))
 
 
 def _moe_ops(row: dict[str, str]) -> list[Op]:
