@@ -62,6 +62,7 @@ SECTIONS = {"dsv3_gemms": (60, "9 linears x fwd/dgrad/wgrad x bf16/fp8 tensor/fp
             "fa_dropout2": (15, f"the same, {len(FA_CASES2)} more cases (hd 64, no mask)"),
             "power_classes": (45, "add alone, FA2 alone, GEMM + adds at duty 0.6/0.8, host idle 0.8"),
             "power_side": (25, "bf16 GEMM with a 1 GiB copy beside it; layer loop after a warm-up"),
+            "cudnn_dropout": (20, "the FA2 dropout cases through SDPA's cuDNN backend"),
             "block_k_sweep": (15, "fp8 block / per-tensor rate vs k: 3 (m, n) x 6 k x wgrad, fwd")}
 START_S = 20
 
@@ -329,7 +330,8 @@ def power_side(torch, ctx, res):
     layer_loop(torch, ctx, res, burst=True)
 
 
-def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES)):
+def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES),
+               backend="FLASH_ATTENTION"):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     attn, tm = torch.nn.functional.scaled_dot_product_attention, ctx["timer"]
     res.update(failed=[], times={})
@@ -343,7 +345,7 @@ def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES)):
                     q, kk, v = (t.transpose(1, 2) for t in qkv.unbind(2))
                     return attn(q, kk, v, is_causal=causal, dropout_p=p)
 
-                with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+                with sdpa_kernel([getattr(SDPBackend, backend)]):
                     go = torch.randn_like(fwd())
                     tf = tm.warm(lambda: fwd().detach(), reps=10)
                     tfb = tm.warm(lambda g=go, x=qkv: torch.autograd.grad(fwd(), x, g), reps=5)
@@ -353,12 +355,13 @@ def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES)):
             res["times"][case] = {"fwd_us": round(tf * 1e6, 1), "fwd_bwd_us": round(tfb * 1e6, 1)}
             if p == 0.0:
                 flops = 4 * b * s * s * h * d * (0.5 if causal else 1.0)
-                ctx["add"](id=f"{ctx['tag']}-fa2-causal-{case}" if causal else
-                           f"{ctx['tag']}-fa2-{case}", kind="attention_fwd_bwd",
-                           implementation="flash2", dtype="bf16", batch=b, seq_len=s, heads=h,
+                impl = "flash2" if backend == "FLASH_ATTENTION" else "cudnn"
+                tag = f"{ctx['tag']}-{'fa2' if impl == 'flash2' else impl}"
+                ctx["add"](id=f"{tag}-causal-{case}" if causal else f"{tag}-{case}",
+                           kind="attention_fwd_bwd", implementation=impl, dtype="bf16", batch=b, seq_len=s, heads=h,
                            kv_heads=h, head_dim=d, causal=int(causal), measured_unit="TFLOP/s",
                            measured_value=f"{3.5 * flops / tfb / 1e12:.5g}",
-                           note=f"SDPA FLASH_ATTENTION, {mask}, dropout 0; forward + backward, "
+                           note=f"SDPA {backend}, {mask}, dropout 0; forward + backward, "
                                 f"eager calls between two events, median of 3; {tfb * 1e6:.1f} us")
         del qkv
     t = res["times"]
@@ -370,6 +373,12 @@ def fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES)):
 def fa_dropout2(torch, ctx, res):
     """More dropout cases: GPT-3 175B at TP 8 with 4 sequences, head dim 64, no mask."""
     fa_dropout(torch, ctx, res, cases=FA_CASES2)
+
+
+def cudnn_dropout(torch, ctx, res):
+    """The dropout cases of ``fa_dropout`` and ``fa_dropout2`` through cuDNN's fused attention."""
+    fa_dropout(torch, ctx, res, cases=tuple((*c, True) for c in FA_SHAPES) + FA_CASES2,
+               backend="CUDNN_ATTENTION")
 
 
 def power_classes(torch, ctx, res):
@@ -434,7 +443,7 @@ def block_k_sweep(torch, ctx, res):
 FUNCS = {"dsv3_gemms": dsv3_gemms, "sustained": sustained, "power_mix": power_mix,
          "duty_sweep": duty_sweep, "layer_loop": layer_loop, "fa_dropout": fa_dropout,
          "fa_dropout2": fa_dropout2, "power_classes": power_classes,
-         "block_k_sweep": block_k_sweep, "power_side": power_side}
+         "block_k_sweep": block_k_sweep, "power_side": power_side, "cudnn_dropout": cudnn_dropout}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -526,7 +535,9 @@ def main(argv: list[str] | None = None) -> int:
               "block_k": {k: v["block_rate_of_tensor"] for k, v in
                           secs.get("block_k_sweep", {}).get("ratios", {}).items()},
               "dropout": {**secs.get("fa_dropout", {}).get("dropout_ratio", {}),
-                          **secs.get("fa_dropout2", {}).get("dropout_ratio", {})},
+                          **secs.get("fa_dropout2", {}).get("dropout_ratio", {}),
+                          **{f"cudnn-{k}": v for k, v in
+                             secs.get("cudnn_dropout", {}).get("dropout_ratio", {}).items()}},
               "failed": {k: (v.get("failed") or v.get("error", "")[-400:] or None)
                          for k, v in secs.items()}}
     print(json.dumps(digest)[:9000])
