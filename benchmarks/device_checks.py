@@ -402,6 +402,34 @@ def host_costs(torch, ctx, res):
             res["ops"][name] = {"error": repr(exc)[:300], "informs": informs}
 
 
+def run_sections(torch, ctx, wanted, funcs, sections: dict, save, after=None) -> None:
+    """Run each wanted section in turn into ``sections[name]``, guarded: one past the budget
+    (``ctx["over"]``) is skipped, one that raises keeps its traceback and the next one runs (a
+    sticky CUDA error is recorded at the synchronise); ``after(res)`` adds to each result, and
+    ``save()`` writes the files after each section, should a later one hang."""
+    for sec in wanted:
+        res: dict = {}
+        sections[sec] = res
+        if ctx["over"]():
+            res["skipped"] = "budget spent"
+            continue
+        t0 = time.time()
+        try:
+            funcs[sec](torch, ctx, res)
+        except Exception:  # noqa: BLE001 - one section's failure keeps the rest
+            res["error"] = traceback.format_exc()[-3000:]
+            try:
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001 - a sticky CUDA error ends the run
+                res["sync_error"] = repr(exc)
+        res["seconds"] = round(time.time() - t0, 1)
+        if after:
+            after(res)
+        print(f"{sec}: {res['seconds']} s, {len(ctx['rows'])} rows"
+              f"{' ERROR' if 'error' in res else ''}", flush=True)
+        save()
+
+
 def plan(wanted: list[str]) -> str:
     lines = [f"device_checks plan: start ~{START_S} s"]
     total = START_S
@@ -467,26 +495,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     funcs = {"launch_queue": launch_queue, "gemm_by_k": gemm_by_k, "sdpa": sdpa,
              "head_gemm": head_gemm, "host_costs": host_costs}
-    for sec in wanted:
-        res: dict = {}
-        report["sections"][sec] = res
-        if ctx["over"]():
-            res["skipped"] = f"budget {args.budget_s:.0f} s spent"
-            continue
-        t0 = time.time()
-        try:
-            funcs[sec](torch, ctx, res)
-        except Exception:  # noqa: BLE001 - one section's failure keeps the rest
-            res["error"] = traceback.format_exc()[-3000:]
-            try:
-                torch.cuda.synchronize()
-            except Exception as exc:  # noqa: BLE001 - a sticky CUDA error ends the run
-                res["sync_error"] = repr(exc)
-        res["seconds"] = round(time.time() - t0, 1)
-        res["nvidia_smi_after"] = nvidia_smi()
-        print(f"{sec}: {res['seconds']} s, {len(rows)} rows{' ERROR' if 'error' in res else ''}",
-              flush=True)
-        save()
+    run_sections(torch, ctx, wanted, funcs, report["sections"], save,
+                 after=lambda res: res.update(nvidia_smi_after=nvidia_smi()))
     save()
     secs = report["sections"]  # a digest for the run's output tail, should the files not come back
     print(json.dumps({"env": report["env"], "queue": secs.get("launch_queue", {}).get("runs"),

@@ -36,7 +36,15 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from device_checks import Timer, catalog_gpu, cublas_version, kernel_row, nvidia_smi, write_kernels
+from device_checks import (
+    Timer,
+    catalog_gpu,
+    cublas_version,
+    kernel_row,
+    nvidia_smi,
+    run_sections,
+    write_kernels,
+)
 
 TOKENS, EXPERT_TOKENS = 4096, 8704  # a micro-batch; 34,688 routed rows / 4 local experts, to 128
 DSV3_LINEARS = {  # name: (in_features, out_features, tokens) of one MoE layer (DeepSeek-V3 config)
@@ -495,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         source = (f"measured on {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
                   f"CUDA events, benchmarks/device_checks40.py, "
                   f"{time.strftime('%Y-%m-%d', time.gmtime())}")
-        ctx = {"out": out, "gpu": gpu, "sms": sms, "tag": "dc40-" + gpu.split("-")[0],
+        ctx = {"out": out, "gpu": gpu, "sms": sms, "rows": rows, "tag": "dc40-" + gpu.split("-")[0],
                "timer": Timer(torch), "over": lambda: time.time() - t_start > args.budget_s,
                "add": lambda **cells: rows.append(kernel_row(gpu, source, **cells))}
     except Exception:  # noqa: BLE001 - the JSON says why nothing ran
@@ -503,25 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         save()
         print(report["error"], file=sys.stderr)
         return 1
-    for sec in wanted:
-        res: dict = {}
-        report["sections"][sec] = res
-        if ctx["over"]():
-            res["skipped"] = f"budget {args.budget_s:.0f} s spent"
-            continue
-        t0 = time.time()
-        try:
-            FUNCS[sec](torch, ctx, res)
-        except Exception:  # noqa: BLE001 - one section's failure keeps the rest
-            res["error"] = traceback.format_exc()[-3000:]
-            try:
-                torch.cuda.synchronize()
-            except Exception as exc:  # noqa: BLE001
-                res["sync_error"] = repr(exc)
-        res["seconds"] = round(time.time() - t0, 1)
-        print(f"{sec}: {res['seconds']} s, {len(rows)} rows{' ERROR' if 'error' in res else ''}",
-              flush=True)
-        save()
+    run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
     secs = report["sections"]
     digest = {"env": report["env"],
               "sm112": secs.get("dsv3_gemms", {}).get("t_sm112_over_t_full"),

@@ -68,3 +68,34 @@ def test_kernel_rows_validate(dc, tmp_path):
     by = {r.id: r.predicted for r in results}
     assert by["cold"] < by["warm"]  # the cold harness's note is read as one call behind a flush
     assert by["fp8"] > 1.3 * by["warm"]
+
+
+def test_run_sections_keeps_going_past_a_failure_and_skips_past_the_budget(dc):
+    """A section that raises keeps its traceback and the next one runs; once the budget is
+    spent the rest are skipped; the files are saved after each section that ran."""
+    import types
+
+    calls, saved = [], []
+    spent = {"now": False}
+    fake_torch = types.SimpleNamespace(cuda=types.SimpleNamespace(synchronize=lambda: None))
+
+    def ok(torch, ctx, res):
+        calls.append("ok")
+        ctx["rows"].append({})
+        res["value"] = 1
+
+    def boom(torch, ctx, res):
+        calls.append("boom")
+        spent["now"] = True
+        raise RuntimeError("no such kernel")
+
+    ctx = {"rows": [], "over": lambda: spent["now"]}
+    sections: dict = {}
+    dc.run_sections(fake_torch, ctx, ["first", "boom", "third"],
+                    {"first": ok, "boom": boom, "third": ok}, sections,
+                    lambda: saved.append(len(ctx["rows"])), after=lambda r: r.update(after=True))
+    assert calls == ["ok", "boom"]
+    assert sections["first"]["value"] == 1 and sections["first"]["after"]
+    assert "no such kernel" in sections["boom"]["error"] and sections["boom"]["after"]
+    assert sections["third"] == {"skipped": "budget spent"}
+    assert saved == [1, 1]
