@@ -313,8 +313,9 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     tensor rate: ``rate / fp32 peak`` k-steps per 128-k block (H100 at the 16-bit MAMF
     fraction of its fp8 peak: 0.801 x 1979 / 66.9 = 23.7 k-steps, 18.5 % of the block), times
     the instructions each element takes (``PROMOTION_OPS``: twice that, 37 %, for ``outer``,
-    the 1x128-by-1x128 weight gradient, whose scale product is per element). A floor: the drain and restart of the tensor-core pipeline come on top and have no measured
-    figure here. DeepGEMM (``overlapped``) promotes on the CUDA cores while the other math
+    the 1x128-by-1x128 weight gradient, whose scale product is per element). A floor: the
+    drain and restart of the tensor-core pipeline come on top and have no measured figure
+    here. DeepGEMM (``overlapped``) promotes on the CUDA cores while the other math
     warpgroup's wgmma runs (DeepGEMM README; DeepSeek-V3 §3.3.2) and pays none. Derived from
     the catalog's peaks, not fitted.
 
