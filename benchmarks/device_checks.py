@@ -402,6 +402,18 @@ def host_costs(torch, ctx, res):
             res["ops"][name] = {"error": repr(exc)[:300], "informs": informs}
 
 
+def cuda_device(gpu: str = ""):
+    """(torch, the CUDA device's name, its catalog name or ``gpu``) after one small matmul has
+    made the context and the cuBLAS handle; torch is imported here, not at module import."""
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA device (use --dry-run for the plan)")
+    name = torch.cuda.get_device_name()
+    torch.matmul(*[torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)] * 2)
+    torch.cuda.synchronize()
+    return torch, name, gpu or catalog_gpu(name) or name.lower().replace(" ", "-")
+
+
 def run_sections(torch, ctx, wanted, funcs, sections: dict, save, after=None) -> None:
     """Run each wanted section in turn into ``sections[name]``, guarded: one past the budget
     (``ctx["over"]``) is skipped, one that raises keeps its traceback and the next one runs (a
@@ -470,13 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         write_kernels(out / "kernels.csv", rows)
 
     try:
-        import torch
-        if not torch.cuda.is_available():
-            raise RuntimeError("no CUDA device (use --dry-run for the plan)")
-        name = torch.cuda.get_device_name()
-        gpu = args.gpu or catalog_gpu(name) or name.lower().replace(" ", "-")
-        torch.matmul(*[torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)] * 2)
-        torch.cuda.synchronize()
+        torch, name, gpu = cuda_device(args.gpu)
         report["env"] = {"device": name, "gpu": gpu, "torch": torch.__version__,
                          "cuda": torch.version.cuda, "cublasLt": cublas_version(),
                          "cudnn": torch.backends.cudnn.version(), "nvidia_smi": nvidia_smi(),

@@ -38,8 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from device_checks import (
     Timer,
-    catalog_gpu,
     cublas_version,
+    cuda_device,
     kernel_row,
     nvidia_smi,
     run_sections,
@@ -489,13 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         write_kernels(out / "kernels.csv", rows)
 
     try:
-        import torch
-        if not torch.cuda.is_available():
-            raise RuntimeError("no CUDA device (use --dry-run for the plan)")
-        name = torch.cuda.get_device_name()
-        gpu = catalog_gpu(name) or name.lower().replace(" ", "-")
-        torch.matmul(*[torch.ones(64, 64, device="cuda", dtype=torch.bfloat16)] * 2)
-        torch.cuda.synchronize()
+        torch, name, gpu = cuda_device()
         sms = torch.cuda.get_device_properties(0).multi_processor_count
         report["env"] = {"device": name, "gpu": gpu, "torch": torch.__version__, "sms": sms,
                          "cuda": torch.version.cuda, "cublasLt": cublas_version(),
