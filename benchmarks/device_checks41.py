@@ -1,0 +1,229 @@
+"""The 41st session's prepared GPU run: attention per implementation, GPT-3 175B's TP 8 GEMMs,
+the fp8 block-scaled rate against the output shape, and the host's cost of an eager op.
+
+    python3 benchmarks/device_checks41.py --out $OUT --budget-s 240   # the run tool
+    python benchmarks/device_checks41.py --dry-run                    # the plan; no GPU needed
+
+Sections (each guarded as in ``device_checks.py``, whose timer and row helpers it reuses):
+
+``attn_grid``   FlashAttention-3 paper Fig. 5's grid (16k tokens, hidden 2,048, head dim 64 /
+    128 / 256, causal or not, sequence 512-16k) through SDPA's FLASH_ATTENTION (FA2) and
+    CUDNN_ATTENTION backends, forward and forward + backward: the published H100 cuDNN forward
+    rows are priced 18 % fast (kernels_published, attention_fwd/cudnn), and Transformer Engine's
+    fused attention is cuDNN's.
+``gpt3_gemms``  GPT-3 175B's four linears at TP 8 (2,048 tokens a micro-batch, sequence parallel)
+    as forward, input-gradient and weight-gradient products in bf16 and fp8 (per-tensor): the
+    MLPerf GPT-3 rows' per-micro-batch compute (mlperf40: v3.1 priced 3.2 ms a micro-batch fast).
+``wgrad_mn``    fp8 1x128-by-1x128 (wgrad) and 1x128-by-128x128 (fwd) block-scaled over per-tensor
+    rate for output shapes from 512 to 16k a side at k 8,192 (block_k_sweep found it flat in k).
+``eager_ops``   host microseconds a call of small eager ops launched back to back (add, mul, a view,
+    linear, layer_norm, gelu, a Python-level module): the per-op host cost priced in
+    ``compute.host``.
+
+Writes ``kernels.csv`` (rows in validation/README.md's kernels format) and ``device_checks41.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from device_checks import (
+    Timer,
+    cublas_version,
+    cuda_device,
+    kernel_row,
+    nvidia_smi,
+    run_sections,
+    write_kernels,
+)
+from device_checks40 import fp8_cases
+
+ATTN_TOKENS, ATTN_HIDDEN = 16384, 2048
+ATTN_SEQS, ATTN_HDS = (512, 1024, 2048, 4096, 8192, 16384), (64, 128, 256)
+BACKENDS = {"FLASH_ATTENTION": "flash2", "CUDNN_ATTENTION": "cudnn"}
+GPT3_TOKENS = 2048
+GPT3_LINEARS = {"qkv": (12288, 4608), "proj": (1536, 12288), "fc1": (12288, 6144), "fc2": (6144, 12288)}
+WGRAD_MN, WGRAD_K = ((512, 512), (1024, 1024), (2048, 2048), (4096, 4096), (8192, 8192), (16384, 16384),
+                     (1536, 7168), (576, 7168), (24576, 1536), (4096, 7168), (7168, 2048), (2048, 16384)), 8192
+EAGER_N = 2000
+SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dims x 2 masks x 2 backends"),
+            "gpt3_gemms": (15, "4 linears x fwd/dgrad/wgrad x bf16/fp8 tensor"),
+            "wgrad_mn": (25, f"{len(WGRAD_MN)} (m, n) x wgrad/fwd, fp8 block over tensor"),
+            "eager_ops": (10, f"{EAGER_N} back-to-back calls of 7 small eager ops")}
+START_S = 20
+
+
+def attn_grid(torch, ctx, res):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    attn, tm = torch.nn.functional.scaled_dot_product_attention, ctx["timer"]
+    res.update(failed=[], times={})
+    for d in ATTN_HDS:
+        h = ATTN_HIDDEN // d
+        for s in ATTN_SEQS:
+            b = ATTN_TOKENS // s
+            qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            for causal in (False, True):
+                flops = 4 * b * s * s * h * d * (0.5 if causal else 1.0)
+                for backend, impl in BACKENDS.items():
+                    case = f"{impl}-hd{d}-{'causal' if causal else 'nc'}-s{s}"
+                    if ctx["over"]():
+                        res["failed"].append(f"{case}: budget spent")
+                        continue
+                    try:
+                        def fwd(qkv=qkv, causal=causal):
+                            q, kk, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+                            return attn(q, kk, v, is_causal=causal)
+
+                        with sdpa_kernel([getattr(SDPBackend, backend)]):
+                            go = torch.randn_like(fwd())
+                            tf = tm.warm(lambda: fwd().detach(), reps=10)
+                            tfb = tm.warm(lambda g=go, x=qkv: torch.autograd.grad(fwd(), x, g), reps=5)
+                    except Exception as exc:  # noqa: BLE001 - a backend may refuse a head dim
+                        res["failed"].append(f"{case}: {exc!r}"[:300])
+                        continue
+                    res["times"][case] = {"fwd_us": round(tf * 1e6, 1), "fwd_bwd_us": round(tfb * 1e6, 1)}
+                    cells = {"implementation": impl, "dtype": "bf16", "batch": b, "seq_len": s, "heads": h, "kv_heads": h,
+                                 "head_dim": d, "causal": int(causal), "measured_unit": "TFLOP/s"}
+                    how = (f"SDPA {backend}, {'causal' if causal else 'no mask'}, eager calls between two "
+                           f"events, median of 3; FLOPs = 4*b*s^2*h*d (/2 causal), bwd 2.5x")
+                    ctx["add"](id=f"{ctx['tag']}-{case}-fwd", kind="attention_fwd",
+                               measured_value=f"{flops / tf / 1e12:.5g}", note=f"{how}; {tf * 1e6:.1f} us", **cells)
+                    tb = tfb - tf
+                    if tb > 0:
+                        ctx["add"](id=f"{ctx['tag']}-{case}-bwd", kind="attention_bwd",
+                                   measured_value=f"{2.5 * flops / tb / 1e12:.5g}",
+                                   note=f"{how}; forward + backward minus forward, {tb * 1e6:.1f} us", **cells)
+            del qkv
+
+
+def gpt3_gemms(torch, ctx, res):
+    res.update(failed=[], rates={})
+    for name, (fin, fout) in GPT3_LINEARS.items():
+        t = GPT3_TOKENS
+        for op, (m, n, k) in {"fwd": (t, fout, fin), "dgrad": (t, fin, fout), "wgrad": (fout, fin, t)}.items():
+            a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            cases = [("bf16", lambda a=a, b=b: torch.matmul(a, b.t()))] + fp8_cases(torch, m, n, k, op)[:1]
+            for label, fn in cases:
+                key = f"{name}-{op}-{label}"
+                try:
+                    s = ctx["timer"].warm(fn, reps=10, graph=True)
+                except Exception as exc:  # noqa: BLE001
+                    res["failed"].append(f"{key}: {exc!r}"[:300])
+                    continue
+                res["rates"][key] = {"m": m, "n": n, "k": k, "us": round(s * 1e6, 2),
+                                     "tflops": round(2 * m * n * k / s / 1e12, 1)}
+                ctx["add"](id=f"{ctx['tag']}-gpt3tp8-{key}", kind="gemm", implementation="cublas",
+                           dtype=label.split("-")[0], m=m, n=n, k=k, measured_unit="TFLOP/s",
+                           measured_value=f"{2 * m * n * k / s / 1e12:.5g}",
+                           note=f"GPT-3 175B TP 8 {name} {op}, an (m,k) by (n,k)^T product; "
+                                f"{'torch.matmul' if label == 'bf16' else 'torch._scaled_mm e4m3, per-tensor scales, fast accum'}; "
+                                f"one CUDA graph of 10 calls between two events, median of 3; time {s * 1e6:.2f} us")
+
+
+def wgrad_mn(torch, ctx, res):
+    res.update(failed=[], ratios={})
+    for (m, n), op in ((mn, op) for mn in WGRAD_MN for op in ("wgrad", "fwd")):
+        key = f"m{m}-n{n}-k{WGRAD_K}-{op}"
+        try:
+            (_, tensor), (_, block) = fp8_cases(torch, m, n, WGRAD_K, op)
+            t_t = ctx["timer"].warm(tensor, reps=10, graph=True)
+            t_b = ctx["timer"].warm(block, reps=10, graph=True)
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{key}: {exc!r}"[:300])
+            continue
+        res["ratios"][key] = {"tensor_us": round(t_t * 1e6, 2), "block_us": round(t_b * 1e6, 2),
+                              "block_rate_of_tensor": round(t_t / t_b, 4)}
+
+
+def eager_ops(torch, ctx, res):
+    """Host seconds a call with the GPU never the bottleneck (tiny tensors): the launch queue
+    stays short, so the loop's wall time is the host's."""
+    x = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
+    lin = torch.nn.Linear(64, 64, device="cuda", dtype=torch.bfloat16)
+    ln = torch.nn.LayerNorm(64, device="cuda", dtype=torch.bfloat16)
+    ops = {"add_": lambda: x.add_(0.0), "mul": lambda: x * 1.0, "view": lambda: x.view(-1),
+           "F.linear": lambda: torch.nn.functional.linear(x, lin.weight), "nn.Linear": lambda: lin(x),
+           "nn.LayerNorm": lambda: ln(x), "gelu": lambda: torch.nn.functional.gelu(x)}
+    for name, fn in ops.items():
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(EAGER_N):
+            fn()
+        host = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        res[name] = {"host_us_per_call": round(host / EAGER_N * 1e6, 3),
+                     "wall_us_per_call": round((time.perf_counter() - t0) / EAGER_N * 1e6, 3)}
+
+
+FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "eager_ops": eager_ops}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=os.environ.get("OUT", "device_checks41_out"))
+    p.add_argument("--budget-s", type=float, default=240.0)
+    p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(argv)
+    wanted = [s for s in args.sections.split(",") if s]
+    bad = [s for s in wanted if s not in SECTIONS]
+    if bad:
+        p.error(f"unknown sections {bad}; known: {list(SECTIONS)}")
+    if args.dry_run:
+        print(f"device_checks41 plan: start ~{START_S} s")
+        for s in wanted:
+            print(f"  {s:11s} ~{SECTIONS[s][0]:3d} s  {SECTIONS[s][1]}")
+        print(f"  total ~{START_S + sum(SECTIONS[s][0] for s in wanted)} s; budget "
+              f"{args.budget_s:.0f} s; out {args.out}")
+        return 0
+    t_start, out = time.time(), Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict = {"argv": sys.argv, "started_utc": time.strftime("%FT%TZ", time.gmtime()), "sections": {}}
+    rows: list[dict[str, str]] = []
+
+    def save():
+        report["elapsed_s"] = round(time.time() - t_start, 1)
+        (out / "device_checks41.json").write_text(json.dumps(report, indent=1))
+        write_kernels(out / "kernels.csv", rows)
+
+    try:
+        torch, name, gpu = cuda_device()
+        report["env"] = {"device": name, "gpu": gpu, "torch": torch.__version__,
+                         "sms": torch.cuda.get_device_properties(0).multi_processor_count,
+                         "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
+                         "cublasLt": cublas_version(), "nvidia_smi": nvidia_smi()}
+        source = (f"measured on {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN "
+                  f"{torch.backends.cudnn.version()}, CUDA events, benchmarks/device_checks41.py, "
+                  f"{time.strftime('%Y-%m-%d', time.gmtime())}")
+        ctx = {"out": out, "gpu": gpu, "rows": rows, "tag": "dc41-" + gpu.split("-")[0], "timer": Timer(torch),
+               "over": lambda: time.time() - t_start > args.budget_s,
+               "add": lambda **cells: rows.append(kernel_row(gpu, source, **cells))}
+    except Exception:  # noqa: BLE001 - the JSON says why nothing ran
+        report["error"] = traceback.format_exc()
+        save()
+        print(report["error"], file=sys.stderr)
+        return 1
+    run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
+    secs = report["sections"]
+    digest = {"env": report["env"], "eager": secs.get("eager_ops"),
+              "wgrad_mn": {k: v["block_rate_of_tensor"] for k, v in secs.get("wgrad_mn", {}).get("ratios", {}).items()},
+              "gpt3": {k: v["tflops"] for k, v in secs.get("gpt3_gemms", {}).get("rates", {}).items()},
+              "attn_n": len(secs.get("attn_grid", {}).get("times", {})),
+              "failed": {k: (v.get("failed") or v.get("error", "")[-400:] or None) for k, v in secs.items()
+                         if isinstance(v, dict)}}
+    print(json.dumps(digest)[:9000])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
