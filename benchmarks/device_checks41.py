@@ -16,6 +16,12 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
     MLPerf GPT-3 rows' per-micro-batch compute (mlperf40: v3.1 priced 3.2 ms a micro-batch fast).
 ``wgrad_mn``    fp8 1x128-by-1x128 (wgrad) and 1x128-by-128x128 (fwd) block-scaled over per-tensor
     rate for output shapes from 512 to 16k a side at k 8,192 (block_k_sweep found it flat in k).
+``vidur_twins`` the 128 H100 fp16 GEMM shapes of ``kernels_published.csv`` (microsoft/vidur's Llama
+    profiles, Kineto kernel times) through ``F.linear`` on this GPU: the same cuBLAS kernels on a twin
+    chip (132 SMs, 700 W), to tell the rows' harness from trainsim's shape model.
+``attn_kernels`` torch.profiler's per-kernel CUDA times of SDPA FA2 / cuDNN forward and backward with q,
+    k, v as separate leaves (no stack of the gradients), head dim 64 / 128 / 256, causal, s 512 / 2k / 8k:
+    the backward's main kernel against its helpers (dq conversion, dot(dO, O)).
 ``eager_ops``   host microseconds a call of small eager ops launched back to back (add, mul, a view,
     linear, layer_norm, gelu, a Python-level module): the per-op host cost priced in
     ``compute.host``.
@@ -26,6 +32,7 @@ Writes ``kernels.csv`` (rows in validation/README.md's kernels format) and ``dev
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
 import sys
@@ -53,9 +60,14 @@ GPT3_LINEARS = {"qkv": (12288, 4608), "proj": (1536, 12288), "fc1": (12288, 6144
 WGRAD_MN, WGRAD_K = ((512, 512), (1024, 1024), (2048, 2048), (4096, 4096), (8192, 8192), (16384, 16384),
                      (1536, 7168), (576, 7168), (24576, 1536), (4096, 7168), (7168, 2048), (2048, 16384)), 8192
 EAGER_N = 2000
+KERNELS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "validation" / "kernels_published.csv"
+SHAPES = Path(__file__).resolve().parent / "h200_2026-11-27_s41" / "vidur_h100_shapes.csv"  # the device has no shared/
+ATTN_KERNEL_CASES = tuple((d, s) for d in ATTN_HDS for s in (512, 2048, 8192))
 SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dims x 2 masks x 2 backends"),
             "gpt3_gemms": (15, "4 linears x fwd/dgrad/wgrad x bf16/fp8 tensor"),
             "wgrad_mn": (25, f"{len(WGRAD_MN)} (m, n) x wgrad/fwd, fp8 block over tensor"),
+            "vidur_twins": (20, "128 fp16 linears of the H100 vidur rows"),
+            "attn_kernels": (30, f"{len(ATTN_KERNEL_CASES)} causal cases x 2 backends, profiler kernel times"),
             "eager_ops": (10, f"{EAGER_N} back-to-back calls of 7 small eager ops")}
 START_S = 20
 
@@ -143,6 +155,65 @@ def wgrad_mn(torch, ctx, res):
                               "block_rate_of_tensor": round(t_t / t_b, 4)}
 
 
+def vidur_shapes(path: Path = KERNELS_CSV) -> list[tuple[str, int, int, int]]:
+    """(id, m, n, k) of the published H100 fp16 GEMM rows (empty where the file is absent)."""
+    if not path.exists():
+        return []
+    return [(r["id"], int(r["m"]), int(r["n"]), int(r["k"])) for r in csv.DictReader(path.open())
+            if r["kind"] == "gemm" and r["gpu"] == "h100-sxm-80gb" and r["dtype"] == "fp16"]
+
+
+def vidur_twins(torch, ctx, res):
+    res.update(failed=[], times={})
+    shapes = vidur_shapes() or [(r["id"], int(r["m"]), int(r["n"]), int(r["k"])) for r in csv.DictReader(SHAPES.open())]
+    for rid, m, n, k in shapes:
+        x = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.float16)
+        try:
+            s = ctx["timer"].warm(lambda x=x, w=w: torch.nn.functional.linear(x, w), reps=10, graph=True)
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{rid}: {exc!r}"[:300])
+            continue
+        res["times"][rid] = round(s * 1e6, 2)
+        ctx["add"](id=f"{ctx['tag']}-twin-{rid}", kind="gemm", implementation="cublas", dtype="fp16", m=m, n=n,
+                   k=k, measured_unit="ms", measured_value=f"{s * 1e3:.5g}",
+                   note=f"twin of {rid} (H100, Kineto): F.linear fp16, one CUDA graph of 10 calls between two "
+                        f"events, median of 3")
+
+
+def attn_kernels(torch, ctx, res):
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.profiler import ProfilerActivity, profile
+    attn = torch.nn.functional.scaled_dot_product_attention
+    res.update(failed=[], cases={})
+    for (d, s), (backend, impl) in ((c, b) for c in ATTN_KERNEL_CASES for b in BACKENDS.items()):
+        h, b = ATTN_HIDDEN // d, ATTN_TOKENS // s
+        q, kk, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                    for _ in range(3))
+        case = f"{impl}-hd{d}-causal-s{s}"
+        try:
+            with sdpa_kernel([getattr(SDPBackend, backend)]):
+                out = attn(q, kk, v, is_causal=True)
+                go = torch.randn_like(out)
+                for _ in range(3):
+                    torch.autograd.grad(attn(q, kk, v, is_causal=True), (q, kk, v), go)
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(5):
+                        torch.autograd.grad(attn(q, kk, v, is_causal=True), (q, kk, v), go)
+                    torch.cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{case}: {exc!r}"[:300])
+            continue
+        kernels: dict[str, list[float]] = {}
+        for e in prof.events():
+            if e.device_type.name == "CUDA":
+                kernels.setdefault(e.name[:120], []).append(e.time_range.elapsed_us())
+        res["cases"][case] = {name: {"calls": len(t), "us_per_step": round(sum(t) / 5, 2)}
+                              for name, t in sorted(kernels.items(), key=lambda kv: -sum(kv[1]))}
+        del q, kk, v
+
+
 def eager_ops(torch, ctx, res):
     """Host seconds a call with the GPU never the bottleneck (tiny tensors): the launch queue
     stays short, so the loop's wall time is the host's."""
@@ -165,7 +236,8 @@ def eager_ops(torch, ctx, res):
                      "wall_us_per_call": round((time.perf_counter() - t0) / EAGER_N * 1e6, 3)}
 
 
-FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "eager_ops": eager_ops}
+FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
+         "attn_kernels": attn_kernels, "eager_ops": eager_ops}
 
 
 def main(argv: list[str] | None = None) -> int:

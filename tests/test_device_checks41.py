@@ -54,3 +54,18 @@ def test_committed_run_matches_its_rows():
         flops = 4 * b * s * s * h * d * (0.5 if r["causal"] == "1" else 1.0)
         us = t["fwd_us"] if r["kind"] == "attention_fwd" else (t["fwd_bwd_us"] - t["fwd_us"]) / 2.5
         assert float(r["measured_value"]) == pytest.approx(flops / us / 1e6, rel=2e-3)
+
+
+def test_run2_twins_every_published_shape_once():
+    rep = json.loads((RUN / "run2_device_checks41.json").read_text())
+    shapes = list(csv.DictReader((RUN / "vidur_h100_shapes.csv").open()))
+    rows = list(csv.DictReader((RUN / "kernels_h200_s41_run2.csv").open()))
+    assert len(shapes) == len(rows) == len(rep["sections"]["vidur_twins"]["times"]) == 128
+    by_id = {r["id"].removeprefix("dc41-h200-twin-"): r for r in rows}
+    for s in shapes:
+        r = by_id[s["id"]]
+        assert (r["m"], r["n"], r["k"]) == (s["m"], s["n"], s["k"])
+        us = rep["sections"]["vidur_twins"]["times"][s["id"]]
+        assert float(r["measured_value"]) == pytest.approx(us / 1e3, rel=1e-3)  # ms
+    cases = rep["sections"]["attn_kernels"]["cases"]
+    assert len(cases) == 18 and all(len(k) >= 4 for k in cases.values())
