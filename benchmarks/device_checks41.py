@@ -22,6 +22,9 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
 ``attn_kernels`` torch.profiler's per-kernel CUDA times of SDPA FA2 / cuDNN forward and backward with q,
     k, v as separate leaves (no stack of the gradients), head dim 64 / 128 / 256, causal, s 512 / 2k / 8k:
     the backward's main kernel against its helpers (dq conversion, dot(dO, O)).
+``sm_contention`` a bf16 GEMM (DeepSeek-V3's expert fc1, 8,704 x 4,096 x 7,168) beside a persistent Triton
+    copy kernel of 20 or 32 programs (DeepEP's SM budget) on a second stream, the copy launched before or
+    after the GEMM: the GEMM's slowdown against the SM share trainsim charges (bridge41's lead 2).
 ``eager_ops``   host microseconds a call of small eager ops launched back to back (add, mul, a view,
     linear, layer_norm, gelu, a Python-level module): the per-op host cost priced in
     ``compute.host``.
@@ -68,6 +71,7 @@ SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dim
             "wgrad_mn": (25, f"{len(WGRAD_MN)} (m, n) x wgrad/fwd, fp8 block over tensor"),
             "vidur_twins": (20, "128 fp16 linears of the H100 vidur rows"),
             "attn_kernels": (30, f"{len(ATTN_KERNEL_CASES)} causal cases x 2 backends, profiler kernel times"),
+            "sm_contention": (30, "GEMM beside a 20 / 32-program copy, launched before / after"),
             "eager_ops": (10, f"{EAGER_N} back-to-back calls of 7 small eager ops")}
 START_S = 20
 
@@ -214,6 +218,79 @@ def attn_kernels(torch, ctx, res):
         del q, kk, v
 
 
+def _persistent_copy():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy_kernel(src, dst, n, iters, BLOCK: tl.constexpr, NPROG: tl.constexpr):
+        pid = tl.program_id(0)
+        for _ in range(iters):
+            for start in range(pid * BLOCK, n, NPROG * BLOCK):
+                offs = start + tl.arange(0, BLOCK)
+                tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+    return copy_kernel
+
+
+def sm_contention(torch, ctx, res):
+    kernel = _persistent_copy()
+    m, n, k = 8704, 4096, 7168
+    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    src = torch.randn(1 << 26, device="cuda", dtype=torch.bfloat16)  # 128 MiB, beyond L2
+    dst = torch.empty_like(src)
+    gemm_reps = 20
+    side, main = torch.cuda.Stream(), torch.cuda.current_stream()
+
+    def gemms():
+        for _ in range(gemm_reps):
+            torch.matmul(x, w.t())
+
+    def timed(fn, stream):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.stream(stream):
+            a.record()
+            fn()
+            b.record()
+        return a, b
+
+    gemms()
+    torch.cuda.synchronize()
+    a, b = timed(gemms, main)
+    torch.cuda.synchronize()
+    t_gemm = a.elapsed_time(b) / gemm_reps
+    res["gemm_alone_us"] = round(t_gemm * 1e3, 1)
+    for nprog in (20, 32):
+        def copy(iters, nprog=nprog):
+            kernel[(nprog,)](src, dst, src.numel(), iters, BLOCK=4096, NPROG=nprog)
+        copy(1)
+        torch.cuda.synchronize()
+        a, b = timed(lambda: copy(1), side)
+        torch.cuda.synchronize()
+        t_copy1 = a.elapsed_time(b)
+        iters = max(1, round(1.3 * t_gemm * gemm_reps / t_copy1))  # outlasts the GEMMs
+        copy(iters)  # Triton specialises an int argument equal to 1: compile the timed variant here
+        torch.cuda.synchronize()
+        case = {"copy_alone_ms_per_iter": round(t_copy1, 3), "iters": iters,
+                "copy_GBps_alone": round(2 * src.numel() * 2 / t_copy1 / 1e6, 1)}
+        for order in ("copy_first", "gemm_first"):
+            torch.cuda.synchronize()
+            if order == "copy_first":
+                ca, cb = timed(lambda i=iters: copy(i), side)
+                ga, gb = timed(gemms, main)
+            else:
+                ga, gb = timed(gemms, main)
+                ca, cb = timed(lambda i=iters: copy(i), side)
+            torch.cuda.synchronize()
+            t_g = ga.elapsed_time(gb) / gemm_reps
+            case[order] = {"gemm_us": round(t_g * 1e3, 1), "gemm_slowdown": round(t_g / t_gemm, 4),
+                           "copy_ms": round(ca.elapsed_time(cb), 3),
+                           "copy_slowdown": round(ca.elapsed_time(cb) / (iters * t_copy1), 4)}
+        case["sm_share_slowdown"] = round(132 / (132 - nprog), 4)
+        res[f"copy{nprog}"] = case
+
+
 def eager_ops(torch, ctx, res):
     """Host seconds a call with the GPU never the bottleneck (tiny tensors): the launch queue
     stays short, so the loop's wall time is the host's."""
@@ -237,7 +314,7 @@ def eager_ops(torch, ctx, res):
 
 
 FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
-         "attn_kernels": attn_kernels, "eager_ops": eager_ops}
+         "attn_kernels": attn_kernels, "sm_contention": sm_contention, "eager_ops": eager_ops}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
     secs = report["sections"]
-    digest = {"env": report["env"], "eager": secs.get("eager_ops"),
+    digest = {"env": report["env"], "eager": secs.get("eager_ops"), "sm_contention": secs.get("sm_contention"),
               "wgrad_mn": {k: v["block_rate_of_tensor"] for k, v in secs.get("wgrad_mn", {}).get("ratios", {}).items()},
               "gpt3": {k: v["tflops"] for k, v in secs.get("gpt3_gemms", {}).get("rates", {}).items()},
               "attn_n": len(secs.get("attn_grid", {}).get("times", {})),
