@@ -75,9 +75,10 @@ def test_deepseeks_profiled_pair_against_the_simulated_one(profile):
     """DeepSeek's profile of one DualPipe pair (two 4-MoE-layer chunks, EP64, one 4K
     sequence, H800): its DeepEP kernels run on 20 blocks, the exchange's SMs trainsim charges,
     and the pair's GPU span, 129.0 ms, is within 5 % of the example's middle-stage pair
-    (128.2 ms; 124.7 before the 40th session's ``outer`` weight-gradient promotion; the pricing
-    before the 39th session gave 136.1, +5.5 %). The forward's compute is within 5 % too (the
-    weight-gradient part is not: trainsim 21.5 ms, measured 35.1)."""
+    (130.9 ms; 124.7 before the 40th session's ``outer`` weight-gradient promotion, 128.2 before
+    the 41st counted its column-scale loads; the pricing before the 39th session gave 136.1,
+    +5.5 %). The forward's compute is within 5 % too (the weight-gradient part is not: trainsim
+    24.3 ms, measured 35.1 by kernel sum, 29.8 wall)."""
     dp, kept = profile
     assert kept["deepep_blocks"] == [EXCHANGE_SMS["deepep"]]
     assert kept["num_sms"] == 132 and kept["world_size"] == 64

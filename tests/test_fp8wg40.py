@@ -28,20 +28,21 @@ def _rows() -> dict[str, dict[str, str]]:
 
 def test_outer_promotion_is_a_scale_product_and_an_ffma_per_element():
     """Hand count: H200 at the 16-bit MAMF fraction of its fp8 peak against its fp32 peak,
-    one FFMA per element and 128-deep block for ``serial``, an FMUL more for ``outer``."""
+    one FFMA per element and 128-deep block for ``serial``; for ``outer`` an FMUL more and the
+    column scales' shared-memory loads (one more slot: 41st session, tests/test_wgrad41.py)."""
     h200 = gpu("h200-sxm-141gb")
     fast = Gemm("g", 8192, 8192, 65536, "fp8", fp8_fast_accum=True)
     serial = dataclasses.replace(fast, fp8_fast_accum=False, fp8_block_scales="serial")
     outer = dataclasses.replace(serial, fp8_block_scales="outer")
     one = h200.mamf_fraction * h200.flops("fp8") / h200.peak_flops["fp32"] / 128
     assert block_promotion_k(h200, serial) == pytest.approx(one)
-    assert block_promotion_k(h200, outer) == pytest.approx(2 * one)
-    assert PROMOTION_OPS == {"serial": 1, "outer": 2}
-    assert 0.36 < block_promotion_k(h200, outer) < 0.38  # 2 x 0.801 x 1979 / 66.9 / 128
+    assert block_promotion_k(h200, outer) == pytest.approx(3 * one)
+    assert PROMOTION_OPS == {"serial": 1, "outer": 3}
+    assert 0.55 < block_promotion_k(h200, outer) < 0.56  # 3 x 0.801 x 1979 / 66.9 / 128
     # a kernel that promotes itself runs its main loop at the fast-accumulation rate
     assert gemm_rate(h200, outer) == gemm_rate(h200, fast)
     model = RooflineModel(h200)
-    assert 1.33 < model.time(outer) / model.time(fast) < 1.38
+    assert 1.53 < model.time(outer) / model.time(fast) < 1.57
     # tensor cores that apply block scales (Blackwell) promote nothing; 16-bit GEMMs neither
     b200 = gpu("b200-sxm-180gb")
     assert block_promotion_k(b200, outer) == 0.0
@@ -64,7 +65,8 @@ def test_h200_weight_gradients_with_1x128_by_1x128_scales():
     """The coordinator's H200 rows (benchmarks/h200_2026-11-27_s40): cuBLASLt's 1x128-by-1x128
     weight gradients of nine DeepSeek-V3 linears. Priced as ``outer`` they fall within 12 % on
     average (priced as ``serial``, one FFMA, they were 25 % off); the model's block-over-tensor
-    rate ratio, median 0.75, stays above the measured 0.657: the count is a floor."""
+    rate ratio, median 0.67 (0.75 at the 40th session's two slots), stays above the measured
+    0.657."""
     rows = _rows()
     ids = [i for i in rows if i.endswith("-wgrad-fp8-block")]
     assert len(ids) == 9

@@ -282,21 +282,36 @@ def has_block_scaled_mma(gpu: GPUSpec) -> bool:
     return gpu.block_scaled_mma
 
 
-PROMOTION_OPS: dict[str, int] = {"serial": 1, "outer": 2}
-"""CUDA-core instructions per accumulator element per 128-deep k block of a kernel that
-promotes between blocks (``Gemm.fp8_block_scales``). ``serial``: one FFMA, the block's scale a
-row's scale times the one scale of the weight's 128x128 block, multiplied once per row before
-the tensor cores are waited on (NVIDIA/cutlass@7107b055 include/cutlass/gemm/collective/
-sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp L932-948 then L950-966;
-deepseek-ai/DeepGEMM@54e22612 deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh L321-336).
-``outer``: both operands' scales vary along the output (1x128 by 1x128), so each element's
-scale is its row's times its column's, formed after the wait: an FMUL and an FFMA per element
-(cutlass@7107b055 include/cutlass/gemm/collective/fp8_accumulation.hpp L130-131
+PROMOTION_OPS: dict[str, int] = {"serial": 1, "outer": 3}
+"""Issue slots, in fp32 instructions of the whole SM, each accumulator element costs per 128-deep
+k block of a kernel that promotes between blocks (``Gemm.fp8_block_scales``). ``serial``: one
+FFMA, the block's scale a row's scale times the one scale of the weight's 128x128 block,
+multiplied once per row before the tensor cores are waited on (NVIDIA/cutlass@7107b055
+include/cutlass/gemm/collective/sm90_mma_tma_gmma_ss_warpspecialized_fp8_blockwise_scaling.hpp
+L932-948 then L950-966; deepseek-ai/DeepGEMM@54e22612
+deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh L321-336; its scale loads, two rows'
+and one or two blocks' per thread per k block at L287-291 and L303-304, are ~0.05 of a slot an
+element: left out). ``outer``: both operands' scales vary along the output (1x128 by 1x128), so
+each element's scale is its row's times its column's, formed after the wait: an FMUL and an
+FFMA per element (cutlass@7107b055 include/cutlass/gemm/collective/fp8_accumulation.hpp L130-131
 ``accum_(i) += accum_temp_(i) * scaleA(i) * scaleB(i)``, reached from the mainloop's L967-968;
 DeepGEMM@54e22612 sm90_fp8_gemm_1d1d.cuh L298-312, ``warpgroup_wait<0>`` then
-``final_accum[..] += scale_a * scale_b * accum[..]``). Both run at the SM's fp32 rate (an FMUL
-issues like an FFMA: 32 lanes per sub-partition a clock). Counted from the kernels' source,
-not fitted."""
+``final_accum[..] += scale_a * scale_b * accum[..]``), plus the column scales themselves: each
+thread reloads its columns' B scales from shared memory every k block, one 8-byte ``float2``
+per four of its accumulator elements (1d1d.cuh L255 ``scales_b[kNumAccum / 4]``, L279-281),
+issued in each warp's program order before its wgmma (L273-274: "all shared memory read must
+be prior to ``warpgroup_arrive``"; CUTLASS loads its per-column scales there too, L895-896
+before L917-918). The FMUL and FFMA run on the SM's 4 x 32 fp32 lanes, 128 elements a clock;
+the loads on its one shared-memory port, 32 banks of 32 bits a clock (CUDA C++ Programming
+Guide, compute capability 5.x and later, "Shared Memory"), one warp request a clock: a request
+whose lanes read one ``float2`` per four of them (4 distinct 8-byte words, broadcast) serves
+32 x 4 = 128 elements a clock, the same as one fp32 instruction an element: 3 in all. Counted
+from the kernels' source, not fitted. That the loads cost their full port time before the wgmma
+restarts is the one assumption; as a control ``benchmarks/wgrad41_promotion.py`` fits one count
+to each of two independent sets, the other held out: the H200's cuBLASLt 1x128-by-1x128 pairs
+(block over per-tensor rate, 48 pairs: 3.19; the nine DeepSeek-V3 rows' times: 2.64) and
+DeepSeek's own DeepGEMM W GEMMs on an H800 (profile-data trace: 3.23). At 3 the trace's W
+GEMMs are priced 2.5 % fast, at the 40th session's 2 (FMUL + FFMA alone) 15 %."""
 
 
 def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
@@ -312,8 +327,9 @@ def block_promotion_k(gpu: GPUSpec, op: Gemm) -> float:
     accumulator is TILE^2 FFMAs at the SM's fp32 rate per TILE^2 x 128 multiply-adds at its
     tensor rate: ``rate / fp32 peak`` k-steps per 128-k block (H100 at the 16-bit MAMF
     fraction of its fp8 peak: 0.801 x 1979 / 66.9 = 23.7 k-steps, 18.5 % of the block), times
-    the instructions each element takes (``PROMOTION_OPS``: twice that, 37 %, for ``outer``,
-    the 1x128-by-1x128 weight gradient, whose scale product is per element). A floor: the
+    the instructions each element takes (``PROMOTION_OPS``: three times that, 55 %, for
+    ``outer``, the 1x128-by-1x128 weight gradient, whose scale product is per element and whose
+    column scales are reloaded from shared memory every block). A floor: the
     drain and restart of the tensor-core pipeline come on top and have no measured figure
     here. DeepGEMM (``overlapped``) promotes on the CUDA cores while the other math
     warpgroup's wgmma runs (DeepGEMM README; DeepSeek-V3 §3.3.2) and pays none. Derived from
