@@ -6,6 +6,9 @@ GEMM beside an exchange. Pure functions of times and counts; ``pricing.Pricer`` 
 
 from __future__ import annotations
 
+from typing import Any
+
+from trainsim.catalog.frameworks import framework_feature
 from trainsim.config import RunConfig
 
 UB_COMM_SMS = 16
@@ -82,5 +85,43 @@ def static_tile_schedule(cfg: RunConfig) -> bool:
     return cfg.cluster.gpu.sm_arch == 90
 
 
-__all__ = ["STATIC_TILE_GEMM_SHARE", "TE_PIPELINE_SPLITS", "UB_COMM_SMS", "beside_all_sms",
-           "pipeline_rs_exposed", "static_tile_schedule"]
+UB_RS_SITES = {"proj": "out_proj", "fc2": "fc2"}
+"""Transformer Engine's ub_cfgs names of the two forward GEMMs whose output the TP overlap
+reduce-scatters (``proj_fprop``, ``fc2_fprop``), and trainsim's names of those GEMMs."""
+
+UB_RS_METHODS = ("pipeline", "atomic", "ring_exchange")
+
+
+def ub_rs_sites(cfg: RunConfig) -> dict[str, tuple[str, int]]:
+    """How the framework's ub_cfgs run each forward reduce-scatter overlap (profile feature
+    ``ub_rs_overlap``): trainsim's GEMM name -> (method, SMs the communication takes from the
+    GEMM under ``set_sm_margin`` 1). Empty where the profile states none: every such GEMM is
+    then priced as TE's default ``pipeline`` on ``UB_COMM_SMS``. Methods (TE v1.x
+    pytorch/csrc/comm_gemm_overlap.h): ``pipeline`` (``split_overlap_rs``: ``num_splits``
+    GEMMs, chunk i reduce-scattered by communication kernels beside chunk i + 1); ``atomic``
+    (``atomic_gemm_overlap_rs``: one GEMM kernel that raises a counter per finished chunk, the
+    same communication kernels waiting on it); ``ring_exchange`` (``UbufP2PCommOverlap::
+    split_overlap_rs``, v1.11 L1159-L1257: tp GEMM chunks, each chunk's partial output sent to
+    its owner by the copy engines once done, then one kernel summing the tp partials)."""
+    if cfg.parallel.tp_comm_overlap_method != "userbuffers":
+        return {}
+    t = cfg.training
+    value: Any = framework_feature(t.framework, t.framework_version, "ub_rs_overlap") \
+        if t.framework else None
+    if not value:
+        return {}
+    return {UB_RS_SITES[site]: (str(v["method"]), int(v["num_sm"])) for site, v in value.items()}
+
+
+def ring_rs_exposed(comm_s: float, gemm_s: float, tp: int) -> float:
+    """Time Transformer Engine's ring-exchange reduce-scatter overlap adds after its GEMM
+    (before the partials' sum): tp GEMM chunks of ``gemm_s / tp``, the rank's own chunk last;
+    after each of the first tp - 1 chunks its partial output, ``comm_s / (tp - 1)``, is sent by
+    the copy engines, one send after another on one stream (``_stream_send``), so the sends end
+    at ``gemm_s / tp + comm_s`` against the GEMM's ``gemm_s``."""
+    return max(0.0, gemm_s / tp + comm_s - gemm_s) if tp > 1 else 0.0
+
+
+__all__ = ["STATIC_TILE_GEMM_SHARE", "TE_PIPELINE_SPLITS", "UB_COMM_SMS", "UB_RS_METHODS",
+           "UB_RS_SITES", "beside_all_sms", "pipeline_rs_exposed", "ring_rs_exposed",
+           "static_tile_schedule", "ub_rs_sites"]

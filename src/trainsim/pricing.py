@@ -28,7 +28,9 @@ from trainsim.gemm_overlap import (  # also from here
     UB_COMM_SMS,
     beside_all_sms,
     pipeline_rs_exposed,
+    ring_rs_exposed,
     static_tile_schedule,
+    ub_rs_sites,
 )
 from trainsim.network import network_for
 from trainsim.priced import Priced, interned, join, kept, shared  # shared: also from here
@@ -166,6 +168,12 @@ class Pricer:
         """Transformer Engine launches the pipeline and bulk overlaps' GEMMs for all SMs
         (``set_sm_margin`` 0): no ``ub_margin``; beside the communication kernels the GEMM
         loses ``ub_gemm_share`` of the time they hold SMs (``beside_all_sms``)."""
+        self.ub_bulk_all_sms = self.ub_all_sms or p.tp_comm_overlap_method == "userbuffers" \
+            and profile_supports(cfg, "ub_bulk_all_sms")
+        """The bulk overlaps' GEMMs alone launched for all SMs (``set_sm_margin`` 0 for the bulk
+        methods, 1 for the pipeline ones in the framework's ub_cfgs), as ``ub_all_sms``."""
+        self.ub_rs = ub_rs_sites(cfg)
+        """The framework's own reduce-scatter overlap of each forward GEMM (``ub_rs_sites``)."""
         self.ub_gemm_share = 1.0 if static_tile_schedule(cfg) else UB_COMM_SMS / sms
         """Slowdown of a GEMM that Transformer Engine's pipeline or bulk TP overlap runs beside
         its communication kernels (``UB_COMM_SMS``)."""
@@ -185,7 +193,8 @@ class Pricer:
                          p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
                          p.moe_token_dispatcher_type, exchange_sms(cfg),
                          self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()),
-                         tuple(sorted(self.graph_parts)), self.ub_all_sms)
+                         tuple(sorted(self.graph_parts)), self.ub_all_sms, self.ub_bulk_all_sms,
+                         tuple(sorted(self.ub_rs.items())))
             # the store's own number for the signature (equal signatures, one number): what
             # keys its priced op lists and collectives, hashed in one step where the tuple
             # hashes its eleven spans on every lookup (a twentieth of a search's main process)
@@ -290,7 +299,9 @@ class Pricer:
                 if j is not None and not ops[j].grouped:
                     out[j] = self.cfg.parallel.tp
             elif i > 0 and isinstance(ops[i - 1], Gemm) and not ops[i - 1].grouped:
-                out[i - 1] = scatter_chunks
+                site = self.ub_rs.get(ops[i - 1].name, ("pipeline", 0))[0]
+                out[i - 1] = {"atomic": 1, "ring_exchange": self.cfg.parallel.tp}.get(
+                    site, scatter_chunks)
         return out
 
     def _partials_sum(self, op: Comm) -> Elementwise:
@@ -457,15 +468,27 @@ class Pricer:
                     # userbuffers' pipeline and bulk overlaps run the GEMM on the SMs their
                     # communication kernels leave (set_sm_margin); copy engines take none
                     c_cat, gemm, c_name = segs[-1]
-                    all_sms = self.ub_all_sms
-                    gemm *= self.ub_margin if method == "userbuffers" and not all_sms else 1.0
-                    segs[-1] = (c_cat, gemm, c_name)
-                    gemm_at = len(segs) - 1
-                    if method == "p2p" and op.kind == "reduce_scatter":
-                        total = self._partials_sum(op)
-                        add((COMPUTE, compute_time(total), total.name), total)
                     piped = method == "userbuffers" and not op.overlap_with_previous \
                         and split.get(i - 1) == TE_PIPELINE_SPLITS
+                    all_sms = self.ub_all_sms or self.ub_bulk_all_sms and op.overlap_with_previous
+                    site = None if op.overlap_with_previous else self.ub_rs.get(c_name)
+                    if site is not None:  # the framework's own method, margin of its SMs
+                        all_sms = False
+                        sms = self.cfg.cluster.gpu.num_sms
+                        gemm *= sms / (sms - site[1])
+                    elif method == "userbuffers" and not all_sms:
+                        gemm *= self.ub_margin
+                    segs[-1] = (c_cat, gemm, c_name)
+                    gemm_at = len(segs) - 1
+                    ring = site is not None and site[0] == "ring_exchange"
+                    if (method == "p2p" or ring) and op.kind == "reduce_scatter":
+                        total = self._partials_sum(op)
+                        add((COMPUTE, compute_time(total), total.name), total)
+                    if site is not None:
+                        exposed = ring_rs_exposed(t, gemm, p.tp) if ring \
+                            else pipeline_rs_exposed(t, gemm, TE_PIPELINE_SPLITS)
+                        add_beside((cat, exposed, op.name), op, t, 0.0, gemm_at)
+                        continue
                     exposed = max(0.0, t - gemm)  # a bulk overlap: beside the whole GEMM
                     if all_sms:
                         exposed = beside_all_sms(t, gemm, TE_PIPELINE_SPLITS if piped else 1,

@@ -36,6 +36,26 @@ from trainsim.catalog.schema_checks import (
 FORBIDDEN_KEY_WORDS = ("efficiency", "factor", "speed", "mfu")
 
 
+UB_RS_SITE_NAMES = ("proj", "fc2")
+UB_RS_METHOD_NAMES = ("pipeline", "atomic", "ring_exchange")
+
+
+def _ub_rs_overlap(v: Any) -> str | None:
+    """``{proj|fc2: {method: pipeline|atomic|ring_exchange, num_sm: N}}`` (TE ub_cfgs)."""
+    if not isinstance(v, dict) or not v:
+        return "expected a mapping of proj / fc2 to {method, num_sm}"
+    for site, spec in v.items():
+        if site not in UB_RS_SITE_NAMES:
+            return f"{site!r} is not one of {list(UB_RS_SITE_NAMES)}"
+        if not isinstance(spec, dict) or set(spec) != {"method", "num_sm"}:
+            return f"{site}: expected {{method, num_sm}}"
+        if spec["method"] not in UB_RS_METHOD_NAMES:
+            return f"{site}: method {spec['method']!r} is not one of {list(UB_RS_METHOD_NAMES)}"
+        if _int(spec["num_sm"]) is not None or spec["num_sm"] < 1:
+            return f"{site}: num_sm must be a positive integer"
+    return None
+
+
 FEATURES: dict[str, Callable[[Any], str | None]] = {
     "sequence_parallel": _nullable(_bool),
     "interleaved_pipeline": _nullable(_bool),
@@ -143,6 +163,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # through TE v1.13, taken where the framework passes no ub_cfgs); false or null: the GEMM
     # runs on the SMs the communication leaves (TE >= 2.0's default for those methods)
     "ub_gemm_all_sms": _nullable(_bool),
+    # the same for the bulk overlaps only, where a framework's ub_cfgs set ``set_sm_margin`` 0
+    # for the bulk methods and 1 for the pipeline ones (NVIDIA's MLPerf GPT-3 tp_overlap
+    # configs): the pipeline GEMMs keep the margin (``pricing.Pricer.ub_bulk_all_sms``)
+    "ub_bulk_all_sms": _nullable(_bool),
+    # how the framework's ub_cfgs run the two forward reduce-scatter overlaps (TE names
+    # proj_fprop, fc2_fprop): method and the SMs their communication takes with set_sm_margin
+    # 1 (gemm_overlap.ub_rs_sites); null: TE's default pipeline on UB_COMM_SMS
+    "ub_rs_overlap": _nullable(_ub_rs_overlap),
     # fp8 under sequence parallelism: each rank casts its own rows of a column-parallel GEMM's
     # input (and of a row-parallel GEMM's output gradient) and all-gathers the fp8 data
     # (Transformer Engine Linear/LayerNormLinear/LayerNormMLP, v1.5..v2.8; workload.shard)
@@ -523,6 +551,7 @@ OPTIONAL_KEYS = {"apex_distributed_adam", "mtp_uneven_pipeline", "attention_by_a
     "tp_comm_overlap_method", "zero1_grad_reduce", "zero3_grad_reduce", "cross_entropy", "norm",
     "dp_buckets", "pipeline_microbatches", "pipeline_stages_per_rank", "batched_p2p",
     "p2p_overlap", "p2p_overlap_interleaved_only", "align_param_gather", "ub_gemm_all_sms",
+    "ub_bulk_all_sms", "ub_rs_overlap",
     "checkpointed_fused_attention", "te_layer_spec", "megatron_unfused_ops", "noop_layer_clone",
     "moe_hybridep_num_sms",
     "kv_heads_split", "flex_dispatchers_two_ranks", "flex_backend_gpus", "ep_overlap_moe_nodes", "linear_bias_kernels",
