@@ -63,6 +63,7 @@ GPT3_LINEARS = {"qkv": (12288, 4608), "proj": (1536, 12288), "fc1": (12288, 6144
 WGRAD_MN, WGRAD_K = ((512, 512), (1024, 1024), (2048, 2048), (4096, 4096), (8192, 8192), (16384, 16384),
                      (1536, 7168), (576, 7168), (24576, 1536), (4096, 7168), (7168, 2048), (2048, 16384)), 8192
 EAGER_N = 2000
+EXCLUSIVE_PROGS = (2, 4, 8, 16, 24, 32)
 KERNELS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "validation" / "kernels_published.csv"
 SHAPES = Path(__file__).resolve().parent / "h200_2026-11-27_s41" / "vidur_h100_shapes.csv"  # the device has no shared/
 ATTN_KERNEL_CASES = tuple((d, s) for d in ATTN_HDS for s in (512, 2048, 8192))
@@ -72,6 +73,7 @@ SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dim
             "vidur_twins": (20, "128 fp16 linears of the H100 vidur rows"),
             "attn_kernels": (30, f"{len(ATTN_KERNEL_CASES)} causal cases x 2 backends, profiler kernel times"),
             "sm_contention": (30, "GEMM beside a 20 / 32-program copy, launched before / after"),
+            "sm_exclusive": (40, "3 GEMMs beside 2-32 exclusive (32-warp) copy programs, copy first"),
             "eager_ops": (10, f"{EAGER_N} back-to-back calls of 7 small eager ops")}
 START_S = 20
 
@@ -233,9 +235,10 @@ def _persistent_copy():
     return copy_kernel
 
 
-def sm_contention(torch, ctx, res):
-    kernel = _persistent_copy()
-    m, n, k = 8704, 4096, 7168
+def _contention(torch, kernel, shape, nprogs, num_warps=4, orders=("copy_first", "gemm_first")):
+    """A bf16 GEMM of ``shape`` looped beside the persistent copy of ``nprogs`` programs of
+    ``num_warps`` warps on a second stream, sized to outlast the GEMMs, in each launch order."""
+    m, n, k = shape
     x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
     src = torch.randn(1 << 26, device="cuda", dtype=torch.bfloat16)  # 128 MiB, beyond L2
@@ -260,21 +263,21 @@ def sm_contention(torch, ctx, res):
     a, b = timed(gemms, main)
     torch.cuda.synchronize()
     t_gemm = a.elapsed_time(b) / gemm_reps
-    res["gemm_alone_us"] = round(t_gemm * 1e3, 1)
-    for nprog in (20, 32):
+    res = {"gemm_alone_us": round(t_gemm * 1e3, 1), "num_warps": num_warps}
+    for nprog in nprogs:
         def copy(iters, nprog=nprog):
-            kernel[(nprog,)](src, dst, src.numel(), iters, BLOCK=4096, NPROG=nprog)
+            kernel[(nprog,)](src, dst, src.numel(), iters, BLOCK=4096, NPROG=nprog, num_warps=num_warps)
         copy(1)
         torch.cuda.synchronize()
         a, b = timed(lambda: copy(1), side)
         torch.cuda.synchronize()
         t_copy1 = a.elapsed_time(b)
-        iters = max(1, round(1.3 * t_gemm * gemm_reps / t_copy1))  # outlasts the GEMMs
+        iters = max(2, round(1.3 * t_gemm * gemm_reps / t_copy1))  # outlasts the GEMMs
         copy(iters)  # Triton specialises an int argument equal to 1: compile the timed variant here
         torch.cuda.synchronize()
         case = {"copy_alone_ms_per_iter": round(t_copy1, 3), "iters": iters,
                 "copy_GBps_alone": round(2 * src.numel() * 2 / t_copy1 / 1e6, 1)}
-        for order in ("copy_first", "gemm_first"):
+        for order in orders:
             torch.cuda.synchronize()
             if order == "copy_first":
                 ca, cb = timed(lambda i=iters: copy(i), side)
@@ -289,6 +292,27 @@ def sm_contention(torch, ctx, res):
                            "copy_slowdown": round(ca.elapsed_time(cb) / (iters * t_copy1), 4)}
         case["sm_share_slowdown"] = round(132 / (132 - nprog), 4)
         res[f"copy{nprog}"] = case
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        torch.matmul(x, w.t())
+        torch.cuda.synchronize()
+    res["gemm_kernels"] = sorted({e.name[:160] for e in prof.events() if e.device_type.name == "CUDA"})
+    return res
+
+
+def sm_contention(torch, ctx, res):
+    res.update(_contention(torch, _persistent_copy(), (8704, 4096, 7168), (20, 32)))
+
+
+def sm_exclusive(torch, ctx, res):
+    """The same with 32-warp copy programs (1,024 threads: the register file left is too small for
+    a Hopper GEMM's 384-thread CTA, so no GEMM CTA shares their SMs), launched first, 2-32 programs,
+    for DeepSeek-V3's expert fc1 and GPT-3 175B TP 8's fc1 / proj forward (mlperf41's lead 0: is a
+    GEMM beside an SM-holding kernel a static tile schedule's up-to-2x or its SM share?)."""
+    kernel = _persistent_copy()
+    for shape in ((8704, 4096, 7168), (2048, 6144, 12288), (2048, 12288, 1536)):
+        res["x".join(map(str, shape))] = _contention(torch, kernel, shape, EXCLUSIVE_PROGS, num_warps=32,
+                                                     orders=("copy_first",))
 
 
 def eager_ops(torch, ctx, res):
@@ -314,7 +338,8 @@ def eager_ops(torch, ctx, res):
 
 
 FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
-         "attn_kernels": attn_kernels, "sm_contention": sm_contention, "eager_ops": eager_ops}
+         "attn_kernels": attn_kernels, "sm_contention": sm_contention,
+         "sm_exclusive": sm_exclusive, "eager_ops": eager_ops}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -365,6 +390,8 @@ def main(argv: list[str] | None = None) -> int:
     run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
     secs = report["sections"]
     digest = {"env": report["env"], "eager": secs.get("eager_ops"), "sm_contention": secs.get("sm_contention"),
+              "sm_exclusive": {sh: {c: v[c]["copy_first"]["gemm_slowdown"] for c in v if c.startswith("copy")}
+                               for sh, v in secs.get("sm_exclusive", {}).items() if isinstance(v, dict)},
               "wgrad_mn": {k: v["block_rate_of_tensor"] for k, v in secs.get("wgrad_mn", {}).get("ratios", {}).items()},
               "gpt3": {k: v["tflops"] for k, v in secs.get("gpt3_gemms", {}).get("rates", {}).items()},
               "attn_n": len(secs.get("attn_grid", {}).get("times", {})),
