@@ -34,6 +34,10 @@ class ChainModel:
         self.gpu = gpu
         self.db = db
         self.roofline = RooflineModel(gpu, loop_toward)
+        # an op a record prices is read against the tiles the records' library ran
+        # (``database.TRACED_TILES``), as the record was
+        self.db_roofline = RooflineModel(gpu, loop_toward, db.tiles) \
+            if db is not None and db.tiles else self.roofline
         self.sources: Counter[str] = Counter()
         self._cache: dict[object, float] = {}
 
@@ -52,6 +56,7 @@ class ChainModel:
             hit = self.db.lookup(op)
             if hit is not None:
                 t, how = hit
+                model = self.db_roofline.time(op)
                 gaps = self.db.gaps(op)
                 loop = self.roofline.loop_toward
                 if self.gpu == self.db.spec and loop == self.db.analytic.loop_toward:

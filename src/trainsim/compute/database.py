@@ -164,6 +164,30 @@ public 5.546 -> 5.831 % (57 H100 rows move, 40 worse: mean signed -2.7 -> -4.3 %
 4.33 -> 4.5 %. In training the H100's GEMMs run at the sustained fraction of the records'
 rate even where the records already ran at the sustained clock (Bekman's H200 MSMF 708.5
 TFLOP/s at 8192 x 8448 x 20480 against the H200 records' 681-709 at 8192 x 8192 x 14-32 k)."""
+TRACED_TILES = False
+"""Whether a database's GEMM records are read against a roofline that may also choose the
+output tiles its own cuBLAS ran (``roofline.traced_tiles``, read from the kernel names of the
+database's layer traces), and a GEMM priced from them (on a Hopper GPU) against the same tiles,
+so that the wave quantization the interpolated ratio carries is that of the kernels the records
+timed. Both bundled databases (torch 2.11 + CUDA 13) name ``nvjet_sm90_tst_320x128`` and
+``_192x192`` kernels for most of their GEMM time; the roofline alone chooses among 128x128,
+128x256 and 256x128. Roofline-priced GEMMs (no record of their kind) never read it.
+
+Not shipped (41st session, gemm41; ``benchmarks/gemm41_tiles.py``). For: the H200's GPT-3 175B TP 8
+GEMMs (``benchmarks/h200_2026-11-27_s41/kernels_h200_s41.csv``, never fitted) priced with each
+shape's own record left out: sd of log(priced / measured) 0.038 -> 0.011 (bf16), 0.046 -> 0.019
+(fp8) (the qkv forward, 2,048 x 4,608 x 12,288, is 2.18 waves of 128x256 tiles but exactly 2 of
+192x192: -14.5 -> -2.4 % in the validator; that file's GEMMs 3.44 -> 2.32 %); the records left out
+one at a time: fp8 MAPE 5.55 -> 5.39 % (H100), 5.40 -> 5.37 / fast-accumulation 4.12 -> 3.75 %
+(H200), bf16 4.21 -> 4.24 / 3.69 -> 3.65 %; kernels_published GEMM H200 7.12 -> 6.10 %, H100 10.41
+-> 10.31 % (every other cell identical); DeepSeek-V3 H200 file 6.53 -> 5.64 %; held-out 4.243 ->
+4.237 %. Against: public 5.474 -> 5.488 % (llm-foundry 6.991 -> 7.076: the small MPT models' weight
+gradients, k = tokens, run 13-15 % faster on 2-wave 192x192 grids, rows already priced 10-16 %
+fast), the two measured files 7.7 -> 7.8 % (H100) and 8.7 -> 8.8 % (H200) (shape spread unchanged,
+0.0577 -> 0.0575 and 0.0591 -> 0.0588; the GEMMs priced 0.2 % faster on files already 3.6 / 6.1 %
+fast), check files olmo_core 6.0 -> 6.2, pytorch 8.1 -> 8.2, mlm_strong 4.8 -> 4.9, dgxc2505 14.6
+-> 14.7, nanotron 32.6 -> 32.7 % against nemotron4 9.8 -> 9.3, dgxc2502 2.7 -> 2.6, mlperf_partners
+5.9 -> 5.8 %."""
 FAMILY_ALIASES = {"adam": "adamw"}
 """Format-1 family names that the simulator spells differently."""
 
@@ -266,21 +290,29 @@ class KernelDatabase:
     exact: dict[tuple, float] = field(default_factory=dict)
     kinds: dict[tuple, _Kind] = field(default_factory=dict)
     layers: list[dict[str, Any]] = field(default_factory=list)
+    tiles: tuple[tuple[int, int, float], ...] = ()
+    """The output tiles beyond ``roofline.gemm_tiles`` that the records' cuBLAS ran
+    (``TRACED_TILES``)."""
 
     @property
     def gpu(self) -> str:
         return self.spec.name
 
     @classmethod
-    def empty(cls, spec: GPUSpec, meta: dict[str, Any] | None = None) -> KernelDatabase:
+    def empty(cls, spec: GPUSpec, meta: dict[str, Any] | None = None,
+              layers: list[dict[str, Any]] | None = None) -> KernelDatabase:
         """A database of ``spec`` (at its boost clock: ``sustained_of_burst`` 1, one GPU
         alone), priced against its analytic model in the loop the records were timed in:
         ``profile/device.py`` ``measure`` queues its repeats back to back behind one sleep
         kernel, so a long GEMM's record is timed on a board already falling toward its
-        sustained clock (``RECORD_LOOP``)."""
+        sustained clock (``RECORD_LOOP``). ``layers``: the database's layer traces, whose
+        kernel names say which GEMM tiles its library ran (``TRACED_TILES``)."""
         burst = dataclasses.replace(spec, sustained_of_burst=1.0)
         loop = spec.sustained_of_burst * spec.power_scale if RECORD_LOOP else None
-        return cls(spec=burst, meta=meta or {}, analytic=RooflineModel(burst, loop))
+        layers = [r for r in layers or [] if isinstance(r, dict)]
+        tiles = layer_tiles(layers) if TRACED_TILES else ()
+        return cls(spec=burst, meta=meta or {}, analytic=RooflineModel(burst, loop, tiles),
+                   layers=layers, tiles=tiles)
 
     @classmethod
     def load(cls, path: str | Path, lookup_gpu: Callable[[str], GPUSpec],
@@ -295,7 +327,11 @@ class KernelDatabase:
             spec = lookup_gpu(str(data["gpu"]))
         except KeyError:
             raise ConfigError(f"{path}: kernel database names no 'gpu'") from None
-        db = cls.empty(spec, {k: v for k, v in data.items() if k not in ("kernels", "layers")})
+        layers = data.get("layers") or []
+        if not isinstance(layers, list):
+            raise ConfigError(f"{path}: 'layers' is not a list of records")
+        db = cls.empty(spec, {k: v for k, v in data.items() if k not in ("kernels", "layers")},
+                       layers)
         rows = data.get("kernels") or []
         if not isinstance(rows, list):
             raise ConfigError(f"{path}: 'kernels' is not a list of records")
@@ -314,10 +350,6 @@ class KernelDatabase:
                 skipped.append(msg)
                 continue
             db.add(op, time_s)
-        layers = data.get("layers") or []
-        if not isinstance(layers, list):
-            raise ConfigError(f"{path}: 'layers' is not a list of records")
-        db.layers = [r for r in layers if isinstance(r, dict)]
         return db
 
     def gaps(self, op: ComputeOp) -> float:
@@ -364,6 +396,13 @@ class KernelDatabase:
         log_ratio, near = kind.ratio(_coords(op))
         return self.modelled(op) * math.exp(log_ratio), (
             "interpolated" if near else "calibrated")
+
+
+def layer_tiles(layers: list[dict[str, Any]]) -> tuple[tuple[int, int, float], ...]:
+    """``roofline.traced_tiles`` of every kernel a database's layer traces name."""
+    names = (str(k.get("name", "")) for layer in layers
+             for k in (layer.get("kernels") or []) if isinstance(k, dict))
+    return roofline.traced_tiles(names)
 
 
 def record_label(row: dict[str, Any]) -> str:

@@ -35,6 +35,8 @@ The constants are global and physical, each with its source:
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterable
 from typing import Protocol
 
 from trainsim.compute import grouped, split_k
@@ -189,7 +191,45 @@ def gemm_tiles(gpu: GPUSpec) -> tuple[tuple[int, int, float], ...]:
     with the 128x128 tile alone, 9.75 % with the choice), so other GPUs keep the one tile."""
     if not smem_fed_mma(gpu):
         return ((TILE, TILE, 1.0),)
+    return gemm_tiles_hopper()
+
+
+def gemm_tiles_hopper() -> tuple[tuple[int, int, float], ...]:
+    """``gemm_tiles`` where ``smem_fed_mma``."""
     return ((TILE, TILE, SMALL_TILE_RATE), (TILE, 2 * TILE, 1.0), (2 * TILE, TILE, 1.0))
+
+
+TRACED_TILE = re.compile(r"nvjet_sm9\d_[a-z]+_(\d+)x(\d+)_")
+"""A cuBLAS (12.8 and later) Hopper GEMM kernel's name, ``nvjet_sm90_tst_<R>x<C>_...``: the
+output tile its CTA computes (e.g. ``nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_TNT``; the
+bundled databases' layer traces, torch 2.11 + CUDA 13, name only such kernels for their
+GEMMs)."""
+
+
+def traced_tiles(kernel_names: Iterable[str]) -> tuple[tuple[int, int, float], ...]:
+    """The output tiles beyond ``gemm_tiles``' that a Hopper cuBLAS ran, read from its kernels'
+    names (``TRACED_TILE``), each in both orientations (a row-major product is the column-major
+    one transposed, and the library picks either kernel), at the full main-loop rate: only
+    tiles that move no more operand rows through shared memory per output than 128x256 does
+    ((R + C) / (R x C) <= 384 / 32768: 192x192, 320x128; ``SMALL_TILE_RATE`` says why that is
+    the rate's measure), so a narrower tile (128x192, 64x256) is left out rather than given a
+    rate nobody measured. The 37th session's census of the bundled H100 and H200 databases'
+    16 layer traces each (``benchmarks/gemm_catalog_era.py --census``): 320x128 ran 39 / 41 % of
+    the GEMM time, 192x192 33 / 31 %, 256x128 28 / 21 %, 128x256 0 / 7 %, 128x128 and the
+    narrow ones < 0.3 %."""
+    shipped = {(r, c) for r, c, _ in gemm_tiles_hopper()}
+    out: list[tuple[int, int, float]] = []
+    for name in kernel_names:
+        hit = TRACED_TILE.match(name)
+        if hit is None:
+            continue
+        r, c = int(hit.group(1)), int(hit.group(2))
+        if (r + c) * 2 * TILE * TILE > r * c * 3 * TILE:  # narrower than 128x256
+            continue
+        for tile in ((r, c, 1.0), (c, r, 1.0)):
+            if tile[:2] not in shipped and tile not in out:
+                out.append(tile)
+    return tuple(sorted(out))
 
 
 def tile_grid_efficiency(sms: int, op: Gemm, rows: int, cols: int, overhead_k: float,
@@ -384,12 +424,16 @@ class RooflineModel:
 
     name = "roofline"
 
-    def __init__(self, gpu: GPUSpec, loop_toward: float | None = None) -> None:
+    def __init__(self, gpu: GPUSpec, loop_toward: float | None = None,
+                 tiles: tuple[tuple[int, int, float], ...] = ()) -> None:
         self.gpu = gpu
         self.loop_toward = loop_toward
         """A kernel benchmark's loop (``loop_clock_factor``): the sustained fraction of the
         burst clock its GEMMs fall toward; None (training, a database's own comparison) for
         none."""
+        self.extra_tiles = tiles if smem_fed_mma(gpu) else ()
+        """Output tiles a GEMM may choose beside ``gemm_tiles``: on Hopper, ``tiles``
+        (``traced_tiles``: those a measured database's own cuBLAS ran)."""
         self._cache: dict[object, float] = {}
 
     def gemm_efficiency(self, op: Gemm) -> float:
@@ -407,7 +451,7 @@ class RooflineModel:
         stretch = 1.0 + block_promotion_k(self.gpu, op)  # main-loop k-steps per useful one
         return max(rate * tile_grid_efficiency(self.gpu.num_sms, op, rows, cols, overhead_k,
                                                stretch)
-                   for rows, cols, rate in gemm_tiles(self.gpu))
+                   for rows, cols, rate in gemm_tiles(self.gpu) + self.extra_tiles)
 
     def time(self, op: Gemm | Attention | Elementwise) -> float:
         t = self._cache.get(op)
