@@ -25,6 +25,9 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
 ``sm_contention`` a bf16 GEMM (DeepSeek-V3's expert fc1, 8,704 x 4,096 x 7,168) beside a persistent Triton
     copy kernel of 20 or 32 programs (DeepEP's SM budget) on a second stream, the copy launched before or
     after the GEMM: the GEMM's slowdown against the SM share trainsim charges (bridge41's lead 2).
+``wgrad_tiles`` the kernel cuBLAS picks (name, so its tile) and the time of small models' weight-gradient
+    GEMMs as autograd lays them out (dY^T @ X: (out, tokens) by (tokens, in)) for hidden 768-2,560, FFN
+    4x, 16k / 48k tokens: gemm41's lead 1 (the database's traced tiles over-speed these).
 ``eager_ops``   host microseconds a call of small eager ops launched back to back (add, mul, a view,
     linear, layer_norm, gelu, a Python-level module): the per-op host cost priced in
     ``compute.host``.
@@ -64,6 +67,7 @@ WGRAD_MN, WGRAD_K = ((512, 512), (1024, 1024), (2048, 2048), (4096, 4096), (8192
                      (1536, 7168), (576, 7168), (24576, 1536), (4096, 7168), (7168, 2048), (2048, 16384)), 8192
 EAGER_N = 2000
 EXCLUSIVE_PROGS = (2, 4, 8, 16, 24, 32)
+WGRAD_HIDDEN, WGRAD_TOKENS = (768, 1536, 2048, 2560), (16384, 49152)
 KERNELS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "validation" / "kernels_published.csv"
 SHAPES = Path(__file__).resolve().parent / "h200_2026-11-27_s41" / "vidur_h100_shapes.csv"  # the device has no shared/
 ATTN_KERNEL_CASES = tuple((d, s) for d in ATTN_HDS for s in (512, 2048, 8192))
@@ -74,6 +78,7 @@ SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dim
             "attn_kernels": (30, f"{len(ATTN_KERNEL_CASES)} causal cases x 2 backends, profiler kernel times"),
             "sm_contention": (30, "GEMM beside a 20 / 32-program copy, launched before / after"),
             "sm_exclusive": (40, "3 GEMMs beside 2-32 exclusive (32-warp) copy programs, copy first"),
+            "wgrad_tiles": (20, "32 weight-gradient GEMMs, kernel names by profiler"),
             "eager_ops": (10, f"{EAGER_N} back-to-back calls of 7 small eager ops")}
 START_S = 20
 
@@ -315,6 +320,31 @@ def sm_exclusive(torch, ctx, res):
                                                      orders=("copy_first",))
 
 
+def wgrad_tiles(torch, ctx, res):
+    from torch.profiler import ProfilerActivity, profile
+    res.update(failed=[], gemms={})
+    for d, t in ((d, t) for d in WGRAD_HIDDEN for t in WGRAD_TOKENS):
+        for name, (fin, fout) in {"qkv": (d, 3 * d), "proj": (d, d), "fc1": (d, 4 * d), "fc2": (4 * d, d)}.items():
+            key = f"d{d}-t{t}-{name}"
+            dy = torch.randn(t, fout, device="cuda", dtype=torch.bfloat16)
+            x = torch.randn(t, fin, device="cuda", dtype=torch.bfloat16)
+            try:
+                s = ctx["timer"].warm(lambda dy=dy, x=x: torch.matmul(dy.t(), x), reps=10, graph=True)
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    torch.matmul(dy.t(), x)
+                    torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001
+                res["failed"].append(f"{key}: {exc!r}"[:300])
+                continue
+            kernels = sorted({e.name[:160] for e in prof.events() if e.device_type.name == "CUDA"})
+            res["gemms"][key] = {"m": fout, "n": fin, "k": t, "us": round(s * 1e6, 2),
+                                 "tflops": round(2 * fout * fin * t / s / 1e12, 1), "kernels": kernels}
+            ctx["add"](id=f"{ctx['tag']}-wgrad-{key}", kind="gemm", implementation="cublas", dtype="bf16", m=fout,
+                       n=fin, k=t, measured_unit="TFLOP/s", measured_value=f"{2 * fout * fin * t / s / 1e12:.5g}",
+                       note=f"weight gradient dY^T @ X ((out, tokens) by (tokens, in)), torch.matmul; one CUDA graph "
+                            f"of 10 calls between two events, median of 3; {s * 1e6:.2f} us; kernel {'; '.join(kernels)}")
+
+
 def eager_ops(torch, ctx, res):
     """Host seconds a call with the GPU never the bottleneck (tiny tensors): the launch queue
     stays short, so the loop's wall time is the host's."""
@@ -339,7 +369,7 @@ def eager_ops(torch, ctx, res):
 
 FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
          "attn_kernels": attn_kernels, "sm_contention": sm_contention,
-         "sm_exclusive": sm_exclusive, "eager_ops": eager_ops}
+         "sm_exclusive": sm_exclusive, "wgrad_tiles": wgrad_tiles, "eager_ops": eager_ops}
 
 
 def main(argv: list[str] | None = None) -> int:
