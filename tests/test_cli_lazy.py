@@ -4,7 +4,7 @@ goodput, search and service commands): ``cli.LAZY_COMMANDS`` through
 ``cli_guard._LazyCommands``. Each lazy entry must name the command its module defines, and
 every way of reading the group's commands must see all of them. That importing ``trainsim.cli``
 imports none of their modules is checked in the fresh interpreter of
-``test_figures.test_the_cli_does_not_import_matplotlib``."""
+``test_speed41_imports.test_the_validate_start_imports_none_of_the_lazy_modules``."""
 
 from __future__ import annotations
 

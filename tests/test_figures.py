@@ -8,8 +8,6 @@ import csv
 import io
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -313,14 +311,3 @@ def test_plot_suffixes_are_formats_matplotlib_writes():
 
     known = FigureCanvasAgg(Figure()).get_supported_filetypes()
     assert {s[1:] for s in PLOT_SUFFIXES} <= set(known)
-
-
-def test_the_cli_does_not_import_matplotlib():
-    """Plotting imports matplotlib inside the functions: the CLI's start-up stays as fast. Nor
-    does it import the modules of the commands registered lazily (``cli.LAZY_COMMANDS``,
-    ``tests/test_cli_lazy.py``): one fresh interpreter checks both."""
-    code = ("import sys, trainsim.cli; print(sorted(m for m in {'matplotlib', *(x[1] for x in "
-            "trainsim.cli.LAZY_COMMANDS)} if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
-    assert out.stdout.strip() == "[]"

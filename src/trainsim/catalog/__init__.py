@@ -23,7 +23,6 @@ from trainsim.catalog.defaults import (
     softcap_attention,
     window_attention_problem,
 )
-from trainsim.catalog.hf_config import model_from_hf_config
 from trainsim.catalog.names import aliases_of
 from trainsim.catalog.te_attention import blackwell_head_dim_attention
 from trainsim.config import (
@@ -337,6 +336,8 @@ def _model_section(raw: Any, base_dir: Path) -> ModelConfig:
                               f"{_kind(raw['hf_config'])}")
         hf = Path(raw.pop("hf_config"))
         hf = hf if hf.is_absolute() else base_dir / hf
+        from trainsim.catalog.hf_config import model_from_hf_config
+
         base = {k: v for k, v in model_from_hf_config(hf).__dict__.items()}
     if "seq_length" in raw:
         raise ConfigError("model.seq_length: the sequence length is training.seq_length")
@@ -593,3 +594,11 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     if isinstance(overrides, str):  # one override, not its characters
         overrides = [overrides]
     return run_config_from_dict(apply_overrides(read_config_file(path), overrides))
+
+
+def __getattr__(name: str) -> Any:
+    """``model_from_hf_config``, imported when first read (PEP 562): presets need no HF reader."""
+    if name == "model_from_hf_config":
+        from trainsim.catalog.hf_config import model_from_hf_config
+        return model_from_hf_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

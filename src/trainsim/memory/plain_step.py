@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from trainsim.config import RunConfig
-from trainsim.memory.caching_allocator import CachingAllocator
 from trainsim.memory.hf import autocast_fp32_params
 from trainsim.workload.ops import GQA_EXPANDED_BWD, MATERIALIZED_SCORES
 
@@ -82,6 +81,8 @@ class _Replay:
     """Runs the step's allocations through a :class:`CachingAllocator`."""
 
     def __init__(self, sh: Shape) -> None:
+        from trainsim.memory.caching_allocator import CachingAllocator  # plain loops' rows only
+
         self.sh, self.al = sh, CachingAllocator()
         self.grads: dict[str, int] = {}
         self.cached: list[int] = []  # autocast's weight copies of a checkpointed forward

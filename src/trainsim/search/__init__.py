@@ -11,21 +11,74 @@ Executors (local processes by default, Ray on request) only decide where simulat
 results do not depend on them.
 """
 
-from trainsim.search.capacity import EnergyModel, PlanResult, RunCost, plan, run_cost
-from trainsim.search.core import (
-           EvaluationCache,
-           Ranked,
-           ReferenceRank,
-           SearchResult,
-           SearchStats,
-           search,
-)
-from trainsim.search.evaluation import Evaluation, evaluate
-from trainsim.search.executors import LocalExecutor, RayExecutor, SerialExecutor, make_executor
-from trainsim.search.explain import pareto_front, why_slower
-from trainsim.search.lower_bounds import Bounds, lower_bound_s
-from trainsim.search.space import Base, Candidate, MemoryKey, SearchSpace
-from trainsim.search.whatif import SweepResult, Vary, sweep, write_sweep
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainsim.search.capacity import EnergyModel, PlanResult, RunCost, plan, run_cost
+    from trainsim.search.core import (
+        EvaluationCache,
+        Ranked,
+        ReferenceRank,
+        SearchResult,
+        SearchStats,
+        search,
+    )
+    from trainsim.search.evaluation import Evaluation, evaluate
+    from trainsim.search.executors import LocalExecutor, RayExecutor, SerialExecutor, make_executor
+    from trainsim.search.explain import pareto_front, why_slower
+    from trainsim.search.lower_bounds import Bounds, lower_bound_s
+    from trainsim.search.space import Base, Candidate, MemoryKey, SearchSpace
+    from trainsim.search.whatif import SweepResult, Vary, sweep, write_sweep
+
+_LAZY = {
+    "Base": "trainsim.search.space",
+    "Bounds": "trainsim.search.lower_bounds",
+    "Candidate": "trainsim.search.space",
+    "EnergyModel": "trainsim.search.capacity",
+    "Evaluation": "trainsim.search.evaluation",
+    "EvaluationCache": "trainsim.search.core",
+    "LocalExecutor": "trainsim.search.executors",
+    "MemoryKey": "trainsim.search.space",
+    "PlanResult": "trainsim.search.capacity",
+    "Ranked": "trainsim.search.core",
+    "RayExecutor": "trainsim.search.executors",
+    "ReferenceRank": "trainsim.search.core",
+    "RunCost": "trainsim.search.capacity",
+    "SearchResult": "trainsim.search.core",
+    "SearchSpace": "trainsim.search.space",
+    "SearchStats": "trainsim.search.core",
+    "SerialExecutor": "trainsim.search.executors",
+    "SweepResult": "trainsim.search.whatif",
+    "Vary": "trainsim.search.whatif",
+    "evaluate": "trainsim.search.evaluation",
+    "lower_bound_s": "trainsim.search.lower_bounds",
+    "make_executor": "trainsim.search.executors",
+    "pareto_front": "trainsim.search.explain",
+    "plan": "trainsim.search.capacity",
+    "run_cost": "trainsim.search.capacity",
+    "search": "trainsim.search.core",
+    "sweep": "trainsim.search.whatif",
+    "why_slower": "trainsim.search.explain",
+    "write_sweep": "trainsim.search.whatif",
+}
+"""Where each public name is defined: imported when first read (PEP 562), so that a caller of
+one submodule (``validate`` reads ``search.rules``) does not import the search engine, its
+executors and the what-if sweeps (~0.1 s of every ``trainsim validate`` start, serial)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
            "Base",

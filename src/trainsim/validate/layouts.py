@@ -15,6 +15,7 @@ or ep is not a layout choice here: the layouts are enumerated at cp 1 (Megatron'
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +23,6 @@ from trainsim.catalog import run_config_from_dict
 from trainsim.config.layout import parse_layout
 from trainsim.errors import ConfigError
 from trainsim.search.rules import unsharded_zero
-from trainsim.search.space import Base, SearchSpace
 
 MAX_LAYOUTS = 24
 """Most (tp, pp) layouts tuned for one row, those with the fewest model-parallel ranks
@@ -33,13 +33,20 @@ row can take ~40 s). A 12,288-GPU row of a 175B model has about 46 layouts; the 
 the fastest one where more than 24 fit."""
 
 
-class _AnySplit(Base):
+@functools.cache
+def _any_split() -> type:
     """A search's Base whose layers may split unevenly over any pipeline size: the
-    enumeration takes every pp for the front-loaded rule (``SearchSpace.memory_keys``)."""
+    enumeration takes every pp for the front-loaded rule (``SearchSpace.memory_keys``).
+    Made on first use, with ``search.space`` imported then: most rows state tp and pp, and
+    ``trainsim validate`` starts without the search's enumeration (``search.__init__``)."""
+    from trainsim.search.space import Base
 
-    @property
-    def layout_rule(self) -> str:
-        return "front_loaded"
+    class _AnySplit(Base):
+        @property
+        def layout_rule(self) -> str:
+            return "front_loaded"
+
+    return _AnySplit
 
 
 def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: tuple[int, ...] | None,
@@ -53,6 +60,8 @@ def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: tuple[int, ...] | 
     ``could_fit`` accepts (a quick memory check of the caller's), else of all of them.
     ``uneven``: layers that do not split evenly over pp can be placed (the validator's
     pipeline layout for the row's framework, ``row_settings.unknowns``, or a stated layout)."""
+    from trainsim.search.space import Base, SearchSpace
+
     training = {k: v for k, v in raw["training"].items()
                 if k not in ("micro_batch_size", "local_batch_size")}
     num_gpus = int(raw["cluster"]["num_gpus"])
@@ -68,7 +77,7 @@ def parallel_layouts(raw: dict[str, Any], tp: int | None, pp: tuple[int, ...] | 
                         zero=(unsharded_zero(one.parallel.data_parallel_impl),),
                         vpp=(vpp or 1,), max_vpp=max(8, vpp or 1), ep=(ep,) if ep else None,
                         schedules=("",))
-    base = (_AnySplit if uneven else Base).of(one)
+    base = (_any_split() if uneven else Base).of(one)
     found = dict.fromkeys((k.tp, k.pp) for k in space.memory_keys(base, num_gpus))
     ordered = sorted(found, key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0]))
     return ([t for t in ordered if could_fit(*t)] or ordered)[:MAX_LAYOUTS]

@@ -39,7 +39,6 @@ from trainsim.workload.schedule import (
     interleaved_one_f_one_b,
     one_f_one_b,
 )
-from trainsim.workload.zb_search import search, upper_median
 
 Step = Pass | Overlapped
 
@@ -349,6 +348,8 @@ def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], f
     of the stages' F, I and W times and the send time as its runtime feeds it, a pending W
     counted as ``w_fraction`` of a micro-batch (``zb_w_fraction``). With the paper's profiled
     pass times it gives the paper's ZB-2p bubble rates (tests/test_pipeline_schedules.py)."""
+    from trainsim.workload.zb_search import search, upper_median  # ZB-2p's rows alone need it
+
     t_f, t_i, t_w, comm = times
     cost = (upper_median(t_f), upper_median(t_i), upper_median(t_w))
     return search(pp, m, cost, comm, 2.0 * pp, w_fraction)
