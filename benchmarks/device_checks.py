@@ -414,6 +414,54 @@ def cuda_device(gpu: str = ""):
     return torch, name, gpu or catalog_gpu(name) or name.lower().replace(" ", "-")
 
 
+def open_run(out: Path, script: str, tag: str, budget_s: float, gpu: str = ""):
+    """(torch, ctx, report, save) of a prepared run that writes ``{script}.json`` and
+    ``kernels.csv`` under ``out``: the environment, the source cell of its kernel rows, the
+    section context (timer, budget, row adder; ``tag`` prefixes row ids). Without CUDA, ``torch``
+    and ``ctx`` are None and the saved JSON holds the traceback."""
+    t_start = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    report: dict = {"argv": sys.argv, "started_utc": time.strftime("%FT%TZ", time.gmtime()),
+                    "host": platform.node(), "python": sys.version.split()[0], "sections": {}}
+    rows: list[dict[str, str]] = []
+
+    def save():
+        report["elapsed_s"] = round(time.time() - t_start, 1)
+        (out / f"{script}.json").write_text(json.dumps(report, indent=1))
+        write_kernels(out / "kernels.csv", rows)
+
+    try:
+        torch, name, gpu = cuda_device(gpu)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        report["env"] = {"device": name, "gpu": gpu, "torch": torch.__version__, "sms": sms,
+                         "cuda": torch.version.cuda, "cublasLt": cublas_version(),
+                         "cudnn": torch.backends.cudnn.version(), "nvidia_smi": nvidia_smi(),
+                         "capability": list(torch.cuda.get_device_capability())}
+        source = (f"measured on {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
+                  f"cuDNN {torch.backends.cudnn.version()}, CUDA events, benchmarks/"
+                  f"{script}.py, {time.strftime('%Y-%m-%d', time.gmtime())}")
+        ctx = {"out": out, "rows": rows, "gpu": gpu, "sms": sms, "source": source,
+               "tag": f"{tag}-" + gpu.split("-")[0], "timer": Timer(torch),
+               "over": lambda: time.time() - t_start > budget_s,
+               "add": lambda **cells: rows.append(kernel_row(gpu, source, **cells))}
+    except Exception:  # noqa: BLE001 - the JSON says why nothing ran
+        report["error"] = traceback.format_exc()
+        save()
+        print(report["error"], file=sys.stderr)
+        return None, None, report, save
+    return torch, ctx, report, save
+
+
+def section_plan(script: str, sections: dict, wanted: list[str], start_s: int, budget_s: float,
+                 out: str) -> str:
+    """The dry run's plan of a sectioned script: each section's estimate and the total."""
+    lines = [f"{script} plan: start ~{start_s} s"]
+    lines += [f"  {s:11s} ~{sections[s][0]:3d} s  {sections[s][1]}" for s in wanted]
+    lines.append(f"  total ~{start_s + sum(sections[s][0] for s in wanted)} s; budget {budget_s:.0f} s; "
+                 f"out {out}")
+    return "\n".join(lines)
+
+
 def run_sections(torch, ctx, wanted, funcs, sections: dict, save, after=None) -> None:
     """Run each wanted section in turn into ``sections[name]``, guarded: one past the budget
     (``ctx["over"]``) is skipped, one that raises keeps its traceback and the next one runs (a
@@ -469,35 +517,8 @@ def main(argv: list[str] | None = None) -> int:
         print(plan(wanted))
         print(f"  sections run: {wanted}; budget {args.budget_s:.0f} s; out {args.out}")
         return 0
-    t_start = time.time()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    report: dict = {"argv": sys.argv, "started_utc": time.strftime("%FT%TZ", time.gmtime()),
-                    "host": platform.node(), "python": sys.version.split()[0], "sections": {}}
-    rows: list[dict[str, str]] = []
-
-    def save():
-        report["elapsed_s"] = round(time.time() - t_start, 1)
-        (out / "device_checks.json").write_text(json.dumps(report, indent=1))
-        write_kernels(out / "kernels.csv", rows)
-
-    try:
-        torch, name, gpu = cuda_device(args.gpu)
-        report["env"] = {"device": name, "gpu": gpu, "torch": torch.__version__,
-                         "cuda": torch.version.cuda, "cublasLt": cublas_version(),
-                         "cudnn": torch.backends.cudnn.version(), "nvidia_smi": nvidia_smi(),
-                         "capability": list(torch.cuda.get_device_capability())}
-        source = (f"measured on {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, "
-                  f"cuDNN {torch.backends.cudnn.version()}, CUDA events, benchmarks/"
-                  f"device_checks.py, {time.strftime('%Y-%m-%d', time.gmtime())}")
-        ctx = {"out": out, "rows": rows, "gpu": gpu, "source": source,
-               "tag": "dc-" + gpu.split("-")[0], "timer": Timer(torch),
-               "over": lambda: time.time() - t_start > args.budget_s,
-               "add": lambda **cells: rows.append(kernel_row(gpu, source, **cells))}
-    except Exception:  # noqa: BLE001 - the JSON says why nothing ran
-        report["error"] = traceback.format_exc()
-        save()
-        print(report["error"], file=sys.stderr)
+    torch, ctx, report, save = open_run(Path(args.out), "device_checks", "dc", args.budget_s, args.gpu)
+    if torch is None:
         return 1
     funcs = {"launch_queue": launch_queue, "gemm_by_k": gemm_by_k, "sdpa": sdpa,
              "head_gemm": head_gemm, "host_costs": host_costs}

@@ -43,18 +43,13 @@ import json
 import os
 import sys
 import time
-import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from device_checks import (
-    Timer,
-    cublas_version,
-    cuda_device,
-    kernel_row,
-    nvidia_smi,
+    open_run,
     run_sections,
-    write_kernels,
+    section_plan,
 )
 from device_checks40 import fp8_cases
 
@@ -384,38 +379,10 @@ def main(argv: list[str] | None = None) -> int:
     if bad:
         p.error(f"unknown sections {bad}; known: {list(SECTIONS)}")
     if args.dry_run:
-        print(f"device_checks41 plan: start ~{START_S} s")
-        for s in wanted:
-            print(f"  {s:11s} ~{SECTIONS[s][0]:3d} s  {SECTIONS[s][1]}")
-        print(f"  total ~{START_S + sum(SECTIONS[s][0] for s in wanted)} s; budget "
-              f"{args.budget_s:.0f} s; out {args.out}")
+        print(section_plan("device_checks41", SECTIONS, wanted, START_S, args.budget_s, args.out))
         return 0
-    t_start, out = time.time(), Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    report: dict = {"argv": sys.argv, "started_utc": time.strftime("%FT%TZ", time.gmtime()), "sections": {}}
-    rows: list[dict[str, str]] = []
-
-    def save():
-        report["elapsed_s"] = round(time.time() - t_start, 1)
-        (out / "device_checks41.json").write_text(json.dumps(report, indent=1))
-        write_kernels(out / "kernels.csv", rows)
-
-    try:
-        torch, name, gpu = cuda_device()
-        report["env"] = {"device": name, "gpu": gpu, "torch": torch.__version__,
-                         "sms": torch.cuda.get_device_properties(0).multi_processor_count,
-                         "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(),
-                         "cublasLt": cublas_version(), "nvidia_smi": nvidia_smi()}
-        source = (f"measured on {name}, torch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN "
-                  f"{torch.backends.cudnn.version()}, CUDA events, benchmarks/device_checks41.py, "
-                  f"{time.strftime('%Y-%m-%d', time.gmtime())}")
-        ctx = {"out": out, "gpu": gpu, "rows": rows, "tag": "dc41-" + gpu.split("-")[0], "timer": Timer(torch),
-               "over": lambda: time.time() - t_start > args.budget_s,
-               "add": lambda **cells: rows.append(kernel_row(gpu, source, **cells))}
-    except Exception:  # noqa: BLE001 - the JSON says why nothing ran
-        report["error"] = traceback.format_exc()
-        save()
-        print(report["error"], file=sys.stderr)
+    torch, ctx, report, save = open_run(Path(args.out), "device_checks41", "dc41", args.budget_s)
+    if torch is None:
         return 1
     run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
     secs = report["sections"]

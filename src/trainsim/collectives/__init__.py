@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainsim.collectives.nccl import (
     ALGORITHMS,
@@ -16,6 +15,7 @@ from trainsim.collectives.nccl import (
     collective_cost,
     group_span,
 )
+from trainsim.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from trainsim.collectives.flows import FLOW_ALGORITHMS, Flow, FlowSchedule, decompose
@@ -25,12 +25,7 @@ _FLOWS = ("FLOW_ALGORITHMS", "Flow", "FlowSchedule", "decompose")
 (PEP 562): only the flow network backend uses it (~0.01-0.02 s of every start)."""
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _FLOWS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module("trainsim.collectives.flows"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, dict.fromkeys(_FLOWS, "trainsim.collectives.flows"), globals())
 
 
 __all__ = ["ALGORITHMS", "BUS_FACTOR", "FLOW_ALGORITHMS", "PROTOCOLS", "CollectiveCost", "Fabric",

@@ -6,10 +6,10 @@ protocol) -> CollectiveCost``; ``network_for`` picks one from the cluster config
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from trainsim.config import ClusterConfig
+from trainsim.lazy import lazy_getattr
 from trainsim.network.analytical import NIC_EFFICIENCY, NVLINK_EFFICIENCY, AnalyticalNetwork
 
 if TYPE_CHECKING:
@@ -25,13 +25,7 @@ analytical backend (the default; every validation row) never reads them (~0.03 s
 start)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def network_for(cluster: ClusterConfig) -> AnalyticalNetwork | FlowNetwork:

@@ -11,8 +11,9 @@ Executors (local processes by default, Ray on request) only decide where simulat
 results do not depend on them.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trainsim.lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from trainsim.search.capacity import EnergyModel, PlanResult, RunCost, plan, run_cost
@@ -67,13 +68,7 @@ one submodule (``validate`` reads ``search.rules``) does not import the search e
 executors and the what-if sweeps (~0.1 s of every ``trainsim validate`` start, serial)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:
