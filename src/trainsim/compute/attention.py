@@ -7,7 +7,8 @@
   rate on GPUs whose tensor cores need Hopper's instructions, three quarters on Blackwell
   (``ampere_kernel_share``); a
   causal forward waits for each head's heaviest query blocks, launched last
-  (``causal_forward_tail``).
+  (``causal_forward_tail``); FlashAttention-2's main loop runs no faster than its warps load
+  their matmuls' operands from shared memory (``fa2_smem_over_mma``).
 * Memory traffic beyond Q, K, V and O: the first FlashAttention's per-key-block passes
   (``flash1_pass_bytes``) and FlashAttention-2's grouped-query dK/dV sums
   (``gqa_group_sum_bytes``); the first FlashAttention's split-K exchange through shared memory
@@ -29,6 +30,7 @@ from trainsim.compute.block_sums import (
     local_forward_skipped,
     window_edge_keys,
 )
+from trainsim.compute.fa2_traits import fa2_smem_bytes_per_flop, fa2_traits
 from trainsim.config import GPUSpec
 from trainsim.workload.ops import GQA_EXPANDED_BWD, Attention
 
@@ -92,19 +94,6 @@ dim 64 non-causal); backward: 7f67966c hopper/flash_bwd_launch_template.h
 backward then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cuDNN's tiles
 are not published: its kernels keep ``ATTN_BLOCK``. Added 2026-11-25: the FA3 paper's Fig. 5
 forward rows (held out of the fit) 7.6 -> 5.3 % MAPE, training figures unchanged."""
-SHARED_MEMORY_KIB = {70: (96, 96), 80: (164, 163), 86: (100, 99), 87: (164, 163),
-                     89: (100, 99), 90: (228, 227), 100: (228, 227), 103: (228, 227),
-                     120: (100, 99), 121: (100, 99)}
-"""(per SM, per block with the opt-in attribute) KiB of shared memory by compute capability
-(CUDA C++ Programming Guide, "Technical Specifications per Compute Capability"; 12.0 and 12.1,
-the RTX PRO 6000 Blackwell / GeForce RTX 50 and DGX Spark's GB10, a 100 KiB shared-memory
-carve-out of which a block may take 99 KiB, as on sm86/sm89: NVIDIA Blackwell Tuning Guide,
-CUDA 13.0, "Unified Shared Memory/L1/Texture Cache"; NVIDIA/cutlass 7107b055
-include/cutlass/arch/arch.h L44-L45 ``sm120_smem_capacity_bytes = 101376`` (99 KiB) against
-``sm100_smem_capacity_bytes = 232448`` (227 KiB), 12.1 built as the same family; the figures
-FlashAttention-2's launch templates test: "A100" >= 144 KiB, "H100" >= 176 KiB, "sm86 and
-sm89, max smem is 99 KB"). A GPU not listed (another vendor's, an unknown capability) takes
-A100's: the tiles these kernels were first tuned on."""
 FA2_KERNELS = frozenset({"flash2", "sdpa"})
 """FlashAttention-2's kernels, whose tiles ``fa2_tile`` chooses; PyTorch SDPA's flash backend
 vendors them (aten/src/ATen/native/transformers/cuda/flash_attn/)."""
@@ -115,7 +104,7 @@ def fa2_tile(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
     """(query rows, keys) of FlashAttention-2's CTA tile (``Flash_fwd_kernel_traits`` and
     ``Flash_bwd_kernel_traits``' kBlockM, kBlockN) as its launch templates choose it by head
     dim (rounded up to 32, 64, 96, 128, 192, 256: static_switch.h ``HEADDIM_SWITCH``), causal
-    mask, dropout and the GPU's shared memory (``SHARED_MEMORY_KIB`` of compute capability
+    mask, dropout and the GPU's shared memory (``fa2_traits.SHARED_MEMORY_KIB`` of compute capability
     ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/ (earlier releases also
     built head dim 224, to v2.6.1, dropped by 751c762c, and 160, to v2.7.4.post1, dropped by
     ce212720: static_switch.h; this rounding reads their runs as 256 and 192):
@@ -130,36 +119,7 @@ def fa2_tile(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
     * backward (flash_bwd_launch_template.h L136-L302): 128 x 128 at 32; at 64 128 x 128 with
       >= 144 KiB per block, else 64 x 128; 64 x 128 at 96; at 128 64 x 128 with >= 144 KiB,
       else 64 x 64; 64 x 64 at 192; at 256 64 x 64 with >= 144 KiB, else 64 x 32."""
-    per_sm, per_block = SHARED_MEMORY_KIB.get(arch or 80, SHARED_MEMORY_KIB[80])
-    sm8x = arch is not None and 80 < arch < 90
-    hd = next((d for d in (32, 64, 96, 128, 192) if head_dim <= d), 256)
-    if backward:
-        if hd == 32:
-            return 128, 128
-        if hd == 64:
-            return (128, 128) if per_block >= 144 else (64, 128)
-        if hd == 96:
-            return 64, 128
-        if hd == 128:
-            return (64, 128) if per_block >= 144 else (64, 64)
-        if hd == 192:
-            return 64, 64
-        return (64, 64) if per_block >= 144 else (64, 32)
-    if hd <= 64:
-        return (128, 64) if dropout and hd == 64 else (128, 128)
-    if hd == 96:
-        return (64, 64) if sm8x and causal else (128, 64)
-    if hd == 128:
-        if dropout:
-            return 128, 32
-        return ((64, 64) if causal else (128, 32)) if sm8x else (128, 64)
-    if hd == 192:
-        return (64, 64) if dropout else (128, 64)
-    # the template's test in bytes, head dim 256: 2 * 256 * (128 + 2 * 64) = 128 KiB a block,
-    # 4 * 256 * (64 + 2 * 64) = 192 KiB an SM
-    a100_like = per_block * 1024 >= 2 * 256 * (128 + 2 * 64) and \
-        per_sm * 1024 < 4 * 256 * (64 + 2 * 64)
-    return (128, 64) if a100_like else (64, 64)
+    return fa2_traits(head_dim, causal, backward, dropout, arch)[:2]
 
 
 TILED_KERNELS = {"flash3": FA3_TILES}
@@ -272,6 +232,27 @@ def _scores_and_tile(op: Attention, arch: int | None = None) -> tuple[float, tup
         edge = window_edge_keys(block_m, block_n, op.backward, window - 1)
         scores += op.q_len * (op.kv_len - window) / op.kv_len * edge
     return scores, tile
+
+
+FA2_SMEM_BOUND = True
+"""Whether FlashAttention-2's main loop is paced by its shared-memory operand loads
+(``fa2_smem_over_mma``); a switch for comparison (``benchmarks/attn41_check.py``), not a fitted
+constant. Added 2026-11-27 (41st session, attn41): FA2 at head dim 256 forward, 16 query rows a
+warp, loads 1.125x what mma.sync's clock allows; the FA3 paper's H100 FA2 head-dim-256 rows (held
+out of every fit) 16.6 -> 7.6 % MAPE, the H200 s41 grid's 21.1 -> 12.3 % (forward) and 17.2 ->
+13.4 % (backward); no fitted row moves (none has a head dim above 128)."""
+
+
+def fa2_smem_over_mma(op: Attention, arch: int | None) -> float:
+    """How much longer than its ``mma.sync`` issues FlashAttention-2's main loop takes to
+    load their operands from shared memory, at least 1: the bytes a FLOP
+    (``fa2_smem_bytes_per_flop``) at ``SMEM_BYTES_PER_SM_CLOCK`` over the FLOPs an SM's
+    ``mma.sync`` does a clock (``MMA_SYNC_FLOPS_PER_SM_CLOCK``, on Hopper and Blackwell as on
+    Ampere: ``ampere_kernel_share``)."""
+    traits = fa2_traits(op.head_dim, op.causal and op.window is None, op.backward, op.dropout,
+                        arch)
+    per_flop = fa2_smem_bytes_per_flop(traits, op.head_dim, op.backward)
+    return max(1.0, per_flop * MMA_SYNC_FLOPS_PER_SM_CLOCK / SMEM_BYTES_PER_SM_CLOCK)
 
 
 SOFTMAX_EXP_EXPOSED = 1.04
@@ -561,6 +542,8 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     stretch = scores_per_head / op.pairs  # scores computed per useful score
     scores = op.batch * op.heads * op.pairs * stretch
     mma = op.flops * stretch / (peak * frac)
+    if op.impl in FA2_KERNELS and gpu.vendor == "nvidia" and FA2_SMEM_BOUND:
+        mma *= fa2_smem_over_mma(op, gpu.sm_arch)
     # the exponential units issue per SM clock (16 results per clock per SM: FA3 paper §3.1,
     # FA4 paper §1), the clock the matmuls run at: a training GPU's power-saturated clock
     # (``GPUSpec.sustained_of_burst``, Bekman's B200 MSMF at 1339 of 1965 MHz) and a board power

@@ -231,6 +231,24 @@ def _attention(row: dict[str, str], backward: bool) -> Attention:
                      dropout=attention_dropout(row))
 
 
+UNBOUND_QKV = re.compile(r"\bqkv\.unbind\b", re.IGNORECASE)
+"""An attention row whose harness took Q, K and V as views of one packed tensor ("qkv.unbind"
+in its note: benchmarks/device_checks41.py ``attn_grid``, ``qkv.unbind(2)``): its timed backward
+also runs autograd's ``UnbindBackward``, a ``torch.stack`` of dQ, dK and dV into the packed
+gradient (``unbind_stack``; pytorch/pytorch tools/autograd/derivatives.yaml ``unbind.int``:
+``unbind_backward(grads, dim)``, torch/csrc/autograd/FunctionsManual.cpp ``unbind_backward``:
+``return at::stack(grads_tensors, dim)``)."""
+
+
+def unbind_stack(row: dict[str, str], op: Attention) -> list[Op]:
+    """The copy a backward timed through ``qkv.unbind`` adds (``UNBOUND_QKV``): dQ, dK and dV
+    read and the packed gradient written, 16-bit; none for another row."""
+    if not op.backward or not UNBOUND_QKV.search(row.get("note") or ""):
+        return []
+    elements = op.batch * op.q_len * (op.heads + 2 * op.kv_heads) * op.head_dim
+    return [Elementwise("unbind_backward_stack", bytes=2.0 * 2 * elements)]
+
+
 def _moe_ops(row: dict[str, str]) -> list[Op]:
     """The forward of one MoE block without its router, from the workload's own builder: a
     one-GPU model (no EP, no TP) whose one micro-batch is the row's tokens. Experts are SwiGLU,
@@ -456,10 +474,11 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
         fwd_flops = 4.0 * b * s * s * h * _int(row, "head_dim") * (0.5 if _causal(row) else 1.0)
         if kind == "attention_fwd":
             return [_attention(row, False)], fwd_flops
+        bwd = _attention(row, True)
         if kind == "attention_bwd":
-            return [_attention(row, True)], 2.5 * fwd_flops
+            return [bwd, *unbind_stack(row, bwd)], 2.5 * fwd_flops
         if kind == "attention_fwd_bwd":
-            return [_attention(row, False), _attention(row, True)], 3.5 * fwd_flops
+            return [_attention(row, False), bwd, *unbind_stack(row, bwd)], 3.5 * fwd_flops
     if kind == "memory_bound":
         return _memory_bound(row), None
     if kind == "moe_block":
