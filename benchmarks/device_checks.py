@@ -452,6 +452,16 @@ def open_run(out: Path, script: str, tag: str, budget_s: float, gpu: str = ""):
     return torch, ctx, report, save
 
 
+def wanted_sections(parser, spec: str, sections) -> list[str]:
+    """The comma-separated ``--sections`` of a sectioned script, each checked against
+    ``sections`` (an unknown one ends in the parser's one-line error)."""
+    wanted = [s for s in spec.split(",") if s]
+    bad = [s for s in wanted if s not in sections]
+    if bad:
+        parser.error(f"unknown sections {bad}; known: {list(sections)}")
+    return wanted
+
+
 def section_plan(script: str, sections: dict, wanted: list[str], start_s: int, budget_s: float,
                  out: str) -> str:
     """The dry run's plan of a sectioned script: each section's estimate and the total."""
@@ -509,10 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpu", default="", help="catalog name (default: from the device name)")
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args(argv)
-    wanted = [s for s in args.sections.split(",") if s]
-    bad = [s for s in wanted if s not in SECTIONS]
-    if bad:
-        p.error(f"unknown sections {bad}; known: {list(SECTIONS)}")
+    wanted = wanted_sections(p, args.sections, SECTIONS)
     if args.dry_run:
         print(plan(wanted))
         print(f"  sections run: {wanted}; budget {args.budget_s:.0f} s; out {args.out}")

@@ -40,6 +40,7 @@ from device_checks import (
     open_run,
     run_sections,
     section_plan,
+    wanted_sections,
     write_kernels,
 )
 
@@ -463,10 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_json:
         write_kernels(Path(args.out), rows_from_json(Path(args.from_json)))
         return 0
-    wanted = [s for s in args.sections.split(",") if s]
-    bad = [s for s in wanted if s not in SECTIONS]
-    if bad:
-        p.error(f"unknown sections {bad}; known: {list(SECTIONS)}")
+    wanted = wanted_sections(p, args.sections, SECTIONS)
     if args.dry_run:
         print(section_plan("device_checks40", SECTIONS, wanted, START_S, args.budget_s, args.out))
         return 0

@@ -50,6 +50,7 @@ from device_checks import (
     open_run,
     run_sections,
     section_plan,
+    wanted_sections,
 )
 from device_checks40 import fp8_cases
 
@@ -374,10 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sections", default=",".join(SECTIONS))
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args(argv)
-    wanted = [s for s in args.sections.split(",") if s]
-    bad = [s for s in wanted if s not in SECTIONS]
-    if bad:
-        p.error(f"unknown sections {bad}; known: {list(SECTIONS)}")
+    wanted = wanted_sections(p, args.sections, SECTIONS)
     if args.dry_run:
         print(section_plan("device_checks41", SECTIONS, wanted, START_S, args.budget_s, args.out))
         return 0
