@@ -11,6 +11,7 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
     CUDNN_ATTENTION backends, forward and forward + backward: the published H100 cuDNN forward
     rows are priced 18 % fast (kernels_published, attention_fwd/cudnn), and Transformer Engine's
     fused attention is cuDNN's.
+``attn_grid_hd`` the same grid at head dims 96 / 160 / 192 with q, k, v as separate leaves.
 ``gpt3_gemms``  GPT-3 175B's four linears at TP 8 (2,048 tokens a micro-batch, sequence parallel)
     as forward, input-gradient and weight-gradient products in bf16 and fp8 (per-tensor): the
     MLPerf GPT-3 rows' per-micro-batch compute (mlperf40: v3.1 priced 3.2 ms a micro-batch fast).
@@ -56,6 +57,7 @@ from device_checks40 import fp8_cases
 
 ATTN_TOKENS, ATTN_HIDDEN = 16384, 2048
 ATTN_SEQS, ATTN_HDS = (512, 1024, 2048, 4096, 8192, 16384), (64, 128, 256)
+ATTN_HDS2 = (96, 160, 192)
 BACKENDS = {"FLASH_ATTENTION": "flash2", "CUDNN_ATTENTION": "cudnn"}
 GPT3_TOKENS = 2048
 GPT3_LINEARS = {"qkv": (12288, 4608), "proj": (1536, 12288), "fc1": (12288, 6144), "fc2": (6144, 12288)}
@@ -68,6 +70,7 @@ KERNELS_CSV = Path(__file__).resolve().parents[1].parent / "shared" / "validatio
 SHAPES = Path(__file__).resolve().parent / "h200_2026-11-27_s41" / "vidur_h100_shapes.csv"  # the device has no shared/
 ATTN_KERNEL_CASES = tuple((d, s) for d in ATTN_HDS for s in (512, 2048, 8192))
 SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dims x 2 masks x 2 backends"),
+            "attn_grid_hd": (60, f"the grid at head dims {ATTN_HDS2}, q, k, v separate leaves"),
             "gpt3_gemms": (15, "4 linears x fwd/dgrad/wgrad x bf16/fp8 tensor"),
             "wgrad_mn": (25, f"{len(WGRAD_MN)} (m, n) x wgrad/fwd, fp8 block over tensor"),
             "vidur_twins": (20, "128 fp16 linears of the H100 vidur rows"),
@@ -79,15 +82,21 @@ SECTIONS = {"attn_grid": (70, f"{len(ATTN_SEQS)} seqs x {len(ATTN_HDS)} head dim
 START_S = 20
 
 
-def attn_grid(torch, ctx, res):
+def attn_grid(torch, ctx, res, head_dims=ATTN_HDS, leaves=False):
+    """The grid through both backends; ``leaves``: q, k, v as three separate leaf tensors (no
+    stack of their gradients in the backward) instead of views of one packed ``qkv``."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     attn, tm = torch.nn.functional.scaled_dot_product_attention, ctx["timer"]
     res.update(failed=[], times={})
-    for d in ATTN_HDS:
+    for d in head_dims:
         h = ATTN_HIDDEN // d
         for s in ATTN_SEQS:
             b = ATTN_TOKENS // s
-            qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+            if leaves:
+                qkv = tuple(torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+                            for _ in range(3))
+            else:
+                qkv = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
             for causal in (False, True):
                 flops = 4 * b * s * s * h * d * (0.5 if causal else 1.0)
                 for backend, impl in BACKENDS.items():
@@ -97,7 +106,7 @@ def attn_grid(torch, ctx, res):
                         continue
                     try:
                         def fwd(qkv=qkv, causal=causal):
-                            q, kk, v = (t.transpose(1, 2) for t in qkv.unbind(2))
+                            q, kk, v = qkv if leaves else (t.transpose(1, 2) for t in qkv.unbind(2))
                             return attn(q, kk, v, is_causal=causal)
 
                         with sdpa_kernel([getattr(SDPBackend, backend)]):
@@ -110,7 +119,8 @@ def attn_grid(torch, ctx, res):
                     res["times"][case] = {"fwd_us": round(tf * 1e6, 1), "fwd_bwd_us": round(tfb * 1e6, 1)}
                     cells = {"implementation": impl, "dtype": "bf16", "batch": b, "seq_len": s, "heads": h, "kv_heads": h,
                                  "head_dim": d, "causal": int(causal), "measured_unit": "TFLOP/s"}
-                    how = (f"SDPA {backend}, {'causal' if causal else 'no mask'}, eager calls between two "
+                    how = (f"SDPA {backend}, {'causal' if causal else 'no mask'}, "
+                           f"{'q, k, v separate leaves' if leaves else 'views of one packed qkv'}, eager calls between two "
                            f"events, median of 3; FLOPs = 4*b*s^2*h*d (/2 causal), bwd 2.5x")
                     ctx["add"](id=f"{ctx['tag']}-{case}-fwd", kind="attention_fwd",
                                measured_value=f"{flops / tf / 1e12:.5g}", note=f"{how}; {tf * 1e6:.1f} us", **cells)
@@ -120,6 +130,12 @@ def attn_grid(torch, ctx, res):
                                    measured_value=f"{2.5 * flops / tb / 1e12:.5g}",
                                    note=f"{how}; forward + backward minus forward, {tb * 1e6:.1f} us", **cells)
             del qkv
+
+
+def attn_grid_hd(torch, ctx, res):
+    """Head dims between the grid's (``ATTN_HDS2``: DeepSeek-V3's MLA 192, Nemotron-4's 192 among
+    them), heads = 2,048 // head dim, q, k, v as separate leaves (attn41's lead: FA2 at hd 192)."""
+    attn_grid(torch, ctx, res, head_dims=ATTN_HDS2, leaves=True)
 
 
 def gpt3_gemms(torch, ctx, res):
@@ -363,7 +379,7 @@ def eager_ops(torch, ctx, res):
                      "wall_us_per_call": round((time.perf_counter() - t0) / EAGER_N * 1e6, 3)}
 
 
-FUNCS = {"attn_grid": attn_grid, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
+FUNCS = {"attn_grid": attn_grid, "attn_grid_hd": attn_grid_hd, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
          "attn_kernels": attn_kernels, "sm_contention": sm_contention,
          "sm_exclusive": sm_exclusive, "wgrad_tiles": wgrad_tiles, "eager_ops": eager_ops}
 

@@ -69,3 +69,12 @@ def test_run2_twins_every_published_shape_once():
         assert float(r["measured_value"]) == pytest.approx(us / 1e3, rel=1e-3)  # ms
     cases = rep["sections"]["attn_kernels"]["cases"]
     assert len(cases) == 18 and all(len(k) >= 4 for k in cases.values())
+
+
+def test_run7_head_dims_are_separate_leaf_rows():
+    rep = json.loads((RUN / "run7_device_checks41.json").read_text())
+    rows = list(csv.DictReader((RUN / "kernels_h200_s41_hd.csv").open()))
+    assert len(rep["sections"]["attn_grid_hd"]["times"]) == 72 and len(rows) == 144
+    assert {int(r["head_dim"]) for r in rows} == {96, 160, 192}
+    assert all(int(r["heads"]) == 2048 // int(r["head_dim"]) for r in rows)
+    assert all("separate leaves" in r["note"] for r in rows)
