@@ -427,23 +427,28 @@ def power_classes(torch, ctx, res):
             res[label] = {"error": repr(exc)[:300]}
 
 
+def block_ratios(torch, ctx, res, shapes) -> None:
+    """Block-scaled over per-tensor fp8 time of each (m, n, k) of ``shapes`` as a weight gradient
+    (1x128 by 1x128) and a forward (1x128 by 128x128), into ``res["ratios"]``."""
+    res.update(failed=[], ratios={})
+    for (m, n, k), op in ((mnk, op) for mnk in shapes for op in ("wgrad", "fwd")):
+        key = f"m{m}-n{n}-k{k}-{op}"
+        try:
+            (_, tensor), (_, block) = fp8_cases(torch, m, n, k, op)
+            t_t = ctx["timer"].warm(tensor, reps=10, graph=True)
+            t_b = ctx["timer"].warm(block, reps=10, graph=True)
+        except Exception as exc:  # noqa: BLE001
+            res["failed"].append(f"{key}: {exc!r}"[:300])
+            continue
+        res["ratios"][key] = {"tensor_us": round(t_t * 1e6, 2), "block_us": round(t_b * 1e6, 2),
+                              "block_rate_of_tensor": round(t_t / t_b, 4)}
+
+
 def block_k_sweep(torch, ctx, res):
     """Block-scaled over per-tensor fp8 rate against the depth k (``SWEEP_KS``) for three output
     shapes: a cost per 128-deep k block (the promotion) keeps the ratio flat in k, a fixed cost
     per tile (prologue, epilogue, scale loads) lets it rise with k."""
-    res.update(failed=[], ratios={})
-    for (m, n), k in ((mn, k) for mn in SWEEP_MN for k in SWEEP_KS):
-        for op in ("wgrad", "fwd"):
-            key = f"m{m}-n{n}-k{k}-{op}"
-            try:
-                (_, tensor), (_, block) = fp8_cases(torch, m, n, k, op)
-                t_t = ctx["timer"].warm(tensor, reps=10, graph=True)
-                t_b = ctx["timer"].warm(block, reps=10, graph=True)
-            except Exception as exc:  # noqa: BLE001
-                res["failed"].append(f"{key}: {exc!r}"[:300])
-                continue
-            res["ratios"][key] = {"tensor_us": round(t_t * 1e6, 2), "block_us": round(t_b * 1e6, 2),
-                                  "block_rate_of_tensor": round(t_t / t_b, 4)}
+    block_ratios(torch, ctx, res, [(m, n, k) for (m, n) in SWEEP_MN for k in SWEEP_KS])
 
 
 FUNCS = {"dsv3_gemms": dsv3_gemms, "sustained": sustained, "power_mix": power_mix,

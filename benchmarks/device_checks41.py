@@ -53,7 +53,7 @@ from device_checks import (
     section_plan,
     wanted_sections,
 )
-from device_checks40 import fp8_cases
+from device_checks40 import block_ratios, fp8_cases
 
 ATTN_TOKENS, ATTN_HIDDEN = 16384, 2048
 ATTN_SEQS, ATTN_HDS = (512, 1024, 2048, 4096, 8192, 16384), (64, 128, 256)
@@ -164,18 +164,7 @@ def gpt3_gemms(torch, ctx, res):
 
 
 def wgrad_mn(torch, ctx, res):
-    res.update(failed=[], ratios={})
-    for (m, n), op in ((mn, op) for mn in WGRAD_MN for op in ("wgrad", "fwd")):
-        key = f"m{m}-n{n}-k{WGRAD_K}-{op}"
-        try:
-            (_, tensor), (_, block) = fp8_cases(torch, m, n, WGRAD_K, op)
-            t_t = ctx["timer"].warm(tensor, reps=10, graph=True)
-            t_b = ctx["timer"].warm(block, reps=10, graph=True)
-        except Exception as exc:  # noqa: BLE001
-            res["failed"].append(f"{key}: {exc!r}"[:300])
-            continue
-        res["ratios"][key] = {"tensor_us": round(t_t * 1e6, 2), "block_us": round(t_b * 1e6, 2),
-                              "block_rate_of_tensor": round(t_t / t_b, 4)}
+    block_ratios(torch, ctx, res, [(m, n, WGRAD_K) for (m, n) in WGRAD_MN])
 
 
 def vidur_shapes(path: Path = KERNELS_CSV) -> list[tuple[str, int, int, int]]:
@@ -379,8 +368,8 @@ def eager_ops(torch, ctx, res):
                      "wall_us_per_call": round((time.perf_counter() - t0) / EAGER_N * 1e6, 3)}
 
 
-FUNCS = {"attn_grid": attn_grid, "attn_grid_hd": attn_grid_hd, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn, "vidur_twins": vidur_twins,
-         "attn_kernels": attn_kernels, "sm_contention": sm_contention,
+FUNCS = {"attn_grid": attn_grid, "attn_grid_hd": attn_grid_hd, "gpt3_gemms": gpt3_gemms, "wgrad_mn": wgrad_mn,
+         "vidur_twins": vidur_twins, "attn_kernels": attn_kernels, "sm_contention": sm_contention,
          "sm_exclusive": sm_exclusive, "wgrad_tiles": wgrad_tiles, "eager_ops": eager_ops}
 
 
