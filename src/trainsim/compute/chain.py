@@ -51,16 +51,15 @@ class ChainModel:
 
     def explain(self, op: Gemm | Attention | Elementwise) -> tuple[float, str]:
         """(seconds, which model priced it)."""
-        model = self.roofline.time(op)
         if self.db is not None:
             hit = self.db.lookup(op)
             if hit is not None:
                 t, how = hit
-                model = self.db_roofline.time(op)
                 gaps = self.db.gaps(op)
                 loop = self.roofline.loop_toward
                 if self.gpu == self.db.spec and loop == self.db.analytic.loop_toward:
                     return t + gaps, f"database ({how})"
+                model = self.db_roofline.time(op)
                 # the record's ratio to the roofline it is read against (the burst one; with
                 # ``database.RECORD_LOOP`` the loop it was timed in), applied to this GPU's
                 # roofline at its clock: another GPU, the sustained clock, a kernel benchmark's
@@ -77,7 +76,7 @@ class ChainModel:
                 if isinstance(op, Elementwise) and t > modelled and same_sms(self.gpu, self.db.spec):
                     return t - modelled + model + gaps, f"database ({how}{where})"
                 return t * scale + gaps, f"database ({how}{where})"
-        return model, "roofline"
+        return self.roofline.time(op), "roofline"
 
 
 def same_sms(a: GPUSpec, b: GPUSpec) -> bool:
