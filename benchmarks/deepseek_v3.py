@@ -31,6 +31,15 @@ that leave that (``first`` = 3 + k layers on stage 0, 2 - k MoE layers before th
 on stage 15, k = 0, 1, 2); k = 2 is Megatron-core's published DeepSeek-V3 layout for PP16 x
 VPP2, ``Et*3|(tt|)*29,m|L`` (docs/user-guide pipeline_model_parallel_layout), with each
 adjacent pair of its 32 virtual stages as one of DualPipe's 16. The example keeps k = 1.
+
+DeepSeek's measured step (``phases``; benchmarks/deepseek_v3_phases.py). arXiv:2505.09343
+Table 4 gives the step on the 2,048 H800s, 19.926 s, split into DualPipe's phases (lone F, B
+and W passes, overlapped pairs, bubble, optimizer). 19.926 s is 180.2K GPU-hours per trillion
+tokens, the report's 180K: the reported 2.664M is that steady step times the tokens, so the
+simulated step compares with it directly (JSON ``measured_step_s``, ``vs_measured_step``),
+and the batch-ramp and goodput terms of ``accounting`` are what a whole run would add beyond
+the reported figure, not parts of it. ``phases`` sorts each simulated rank's step into the
+table's phases and prices one what-if: the end ranks' pairs run as their two passes alone.
 """
 
 from __future__ import annotations
@@ -49,6 +58,7 @@ from trainsim.workload.pipeline_schedules import Overlapped, dualpipe, rank_of, 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
+    import deepseek_v3_phases as ph
     import deepseek_v3_terms as terms
 finally:
     sys.path.pop(0)
@@ -75,12 +85,12 @@ def dualpipe_formula_s(cfg) -> dict[str, float]:
             "bubble_formula_s": (cfg.parallel.pp / 2 - 1) * (fb + b - 3 * w)}
 
 
-def replay_idle_s(sched: ScheduledPipeline, m: int, stage_times: bool, send_s: float,
-                  rank: int) -> float:
-    """Idle time of ``rank`` (its span less its busy time, the iteration being the longest
-    rank's span) when every rank runs its DualPipe order, each pass waiting for its input from
-    the neighbouring stage, ``send_s`` after that stage's pass ends; passes priced as
-    ``sched`` prices them, with the middle stage's on every stage unless ``stage_times``."""
+def replay(sched: ScheduledPipeline, m: int, stage_times: bool, send_s: float
+           ) -> tuple[float, list[float]]:
+    """Every rank runs its DualPipe order, each pass waiting for its input from the
+    neighbouring stage, ``send_s`` after that stage's pass ends; passes priced as ``sched``
+    prices them (a pair as its two paired passes), with the middle stage's on every stage
+    unless ``stage_times``. Returns the makespan and each rank's busy time."""
     pp = sched.pp
     mid = pp // 2
 
@@ -129,8 +139,19 @@ def replay_idle_s(sched: ScheduledPipeline, m: int, stage_times: bool, send_s: f
                         tasks.append(Task((s, "send"), send_s, [i]))
                 cursor[s] += 1
     tl = run(tasks)
-    busy = sum(t.duration_s for t in tasks if t.stream == (rank, "compute"))
-    return max(tl.end_s) - busy
+    busy = [0.0] * pp
+    for t in tasks:
+        if t.stream[1] == "compute":
+            busy[t.stream[0]] += t.duration_s
+    return max(tl.end_s), busy
+
+
+def replay_idle_s(sched: ScheduledPipeline, m: int, stage_times: bool, send_s: float,
+                  rank: int) -> float:
+    """Idle time of ``rank`` in ``replay`` (its span less its busy time, the iteration being
+    the longest rank's span)."""
+    makespan, busy = replay(sched, m, stage_times, send_s)
+    return makespan - busy[rank]
 
 
 def bubble_steps(cfg, critical: int) -> dict[str, float]:
@@ -221,6 +242,35 @@ def accounting(cfg, r, sets: list[str]) -> dict:
             "sensitivity_not_added": sensitivity}
 
 
+def phases(cfg, r) -> dict:
+    """The simulated step of ``r`` (a DualPipe run kept with its timeline) in the phases of
+    DeepSeek's measured step (benchmarks/deepseek_v3_phases.py): every rank's phases and
+    distance to the measurement, the gaps of the two readings of whose timers it is (rank 0, a
+    middle rank), and the step with the end ranks' pairs run as their two passes alone
+    (``deepseek_v3_phases.pairs_alone``)."""
+    tl, pp, it = r.timeline, cfg.parallel.pp, r.iteration_time_s
+    table = ph.TABLE4["MPFT"]
+    rows = ph.rank_phases(tl.tasks, tl.start_s, tl.end_s, pp, it)
+    sched = ScheduledPipeline(_TaskGraph(cfg, Pricer(cfg), None))
+    alone = ph.pairs_alone(sched, cfg.schedule_microbatches, sched.g.send.duration_s, replay,
+                           (0, pp - 1))
+    step = table["time_per_step_s"]
+    t = cfg.training
+    steps = t.train_tokens / (t.global_batch_size * t.seq_length)
+    table_hours = steps * step * cfg.cluster.num_gpus / 3600
+    readings = (0, pp // 2 - 1)
+    return {"source": ph.TABLE4["source"], "measured": table, "checks": ph.table4_checks(),
+            "table4_gpu_hours": table_hours,
+            "table4_vs_reported": table_hours / REPORTED_GPU_HOURS - 1,
+            "iteration_vs_table4": it / step - 1,
+            "ranks": rows, "by_distance": ph.closest_rank(rows, table),
+            "gaps": {str(k): ph.gap_table(rows[k], table) for k in readings},
+            "pairs_alone": {**alone, "iteration_s": it + alone["added_s"],
+                            "iteration_vs_table4": (it + alone["added_s"]) / step - 1,
+                            "rank0_1F1B_s": rows[0]["1F1B"] + alone["rank_busy_alone_s"][0]
+                            - alone["rank_busy_s"][0]}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--format", choices=("table", "json"), default="table")
@@ -228,7 +278,7 @@ def main() -> None:
     out: dict[str, dict] = {}
     for name, sets in SETTINGS.items():
         cfg = trainsim.load_run_config(CONFIG, sets)
-        r = trainsim.simulate(cfg)
+        r = trainsim.simulate(cfg, keep_timeline=name == "dualpipe")
         hours = r.run_estimate()["gpu_hours"]
         out[name] = {"gpu_hours": hours, "vs_reported": hours / REPORTED_GPU_HOURS - 1,
                      "iteration_time_s": r.iteration_time_s, "mfu": r.mfu,
@@ -241,6 +291,7 @@ def main() -> None:
                                    **bubble_steps(cfg, r.critical_stage)}
             out[name]["splits"] = split_table(sets)
             out[name]["accounting"] = accounting(cfg, r, sets)
+            out[name]["phases"] = phases(cfg, r)
     main_row = out["dualpipe"]
     if args.format == "json":
         print(json.dumps({"gpu_hours": main_row["gpu_hours"],
@@ -248,6 +299,9 @@ def main() -> None:
                           "vs_reported": main_row["vs_reported"],
                           "accounted_gpu_hours": main_row["accounting"]["total_gpu_hours"],
                           "accounted_vs_reported": main_row["accounting"]["total_vs_reported"],
+                          "measured_step_s": ph.TABLE4["MPFT"]["time_per_step_s"],
+                          "measured_step_gpu_hours": main_row["phases"]["table4_gpu_hours"],
+                          "vs_measured_step": main_row["phases"]["iteration_vs_table4"],
                           "schedule": "dualpipe", "settings": out}, indent=1))
         return
     print("| setting | s/iteration | tokens/s/GPU | MFU | GPU-hours (14.8T) | vs reported |")
@@ -294,6 +348,24 @@ def main() -> None:
     for name, row in good.items():
         print(f"goodput {name}: ETTR {row['effective_training_time_ratio']:.4f}, "
               f"{row['interruptions']:.0f} interruptions, {row['gpu_hours'] / 1e3:.1f}K GPU-hours")
+    q = main_row["phases"]
+    print(f"DeepSeek's measured step ({q['source']}): {q['measured']['time_per_step_s']} s = "
+          f"{q['checks']['MPFT']['gpu_hours_per_T'] / 1e3:.1f}K GPU-hours/T, "
+          f"{q['table4_gpu_hours'] / 1e6:.4f}M for 14.8T ({100 * q['table4_vs_reported']:+.2f}% "
+          f"of the reported); simulated {main_row['iteration_time_s']:.3f} s "
+          f"({100 * q['iteration_vs_table4']:+.1f}%)")
+    print("| phase | measured s | rank 0 s | gap | rank " + str(len(q["ranks"]) // 2 - 1)
+          + " s | gap |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    g0, g1 = (q["gaps"][k] for k in q["gaps"])
+    for x, y in zip(g0, g1):
+        print(f"| {x['phase']} | {x['measured_s']:.2f} | {x['simulated_s']:.3f} | "
+              f"{x['gap_s']:+.3f} | {y['simulated_s']:.3f} | {y['gap_s']:+.3f} |")
+    w = q["pairs_alone"]
+    print(f"End ranks' pairs as their two passes alone (dualpipe.py L23/L126): step "
+          f"{w['iteration_s']:.3f} s ({100 * w['iteration_vs_table4']:+.2f}% of the measured), "
+          f"rank 0's pairs {w['rank0_1F1B_s']:.2f} s (measured 1F1B "
+          f"{q['measured']['1F1B']} s)")
     for where, rows in (("inside the estimate", a["inside_the_estimate"]),
                         ("sensitivity, not added", a["sensitivity_not_added"])):
         for name, row in rows.items():

@@ -12,6 +12,10 @@ What the report (arXiv:2412.19437) says the figure is and covers:
 - §4.2 Hyper-parameters: "the batch size is gradually increased from 3072 to 15360 in the
   training of the first 469B tokens, and then keeps 15360 in the remaining training"; sequence
   4,096 (§4.1). ``batch_ramp`` prices the smaller batches.
+- The rate is DeepSeek's measured steady step: arXiv:2505.09343 Table 4 gives 19.926 s a step
+  on the same 2,048 H800s, 2,048 x 19.926 s / (15,360 x 4,096 tokens) = 180.2K GPU-hours per
+  trillion (benchmarks/deepseek_v3_phases.py). So the terms below are what a whole run adds
+  beyond the reported figure, not parts of it: compare the steady estimate with 2.664M.
 - §1: "we did not experience any irrecoverable loss spikes or perform any rollbacks": no
   re-trained tokens from rollbacks. Hardware interruptions, restarts and checkpoint saves are not
   mentioned; ``goodput`` prices them with trainsim.reliability's Monte Carlo and its catalog
