@@ -23,6 +23,7 @@ import functools
 import heapq
 import math
 
+from trainsim.compute.attention_head_dims import kernel_head_dims, padded_mma_share
 from trainsim.compute.block_sums import (
     causal_backward_blocks,
     causal_forward_blocks,
@@ -103,11 +104,10 @@ def fa2_tile(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
              arch: int | None = None) -> tuple[int, int]:
     """(query rows, keys) of FlashAttention-2's CTA tile (``Flash_fwd_kernel_traits`` and
     ``Flash_bwd_kernel_traits``' kBlockM, kBlockN) as its launch templates choose it by head
-    dim (rounded up to 32, 64, 96, 128, 192, 256: static_switch.h ``HEADDIM_SWITCH``), causal
-    mask, dropout and the GPU's shared memory (``fa2_traits.SHARED_MEMORY_KIB`` of compute capability
-    ``arch``), Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/ (earlier releases also
-    built head dim 224, to v2.6.1, dropped by 751c762c, and 160, to v2.7.4.post1, dropped by
-    ce212720: static_switch.h; this rounding reads their runs as 256 and 192):
+    dim (rounded up to one of ``fa2_traits.FA2_HEAD_DIMS``: PyTorch's copy, which still builds
+    160 and 224, as flash-attn did to v2.7.4.post1 and v2.6.1), causal mask, dropout and the
+    GPU's shared memory (``fa2_traits.SHARED_MEMORY_KIB`` of compute capability ``arch``),
+    Dao-AILab/flash-attention 0251105a csrc/flash_attn/src/ (160 and 224: ``fa2_traits``):
 
     * forward (flash_fwd_launch_template.h L195-L318): 128 x 128 up to head dim 64 (128 x 64
       with dropout); 128 x 64 at 96 and 128, but on sm8x (8.6, 8.7, 8.9: ``is_sm8x``) causal
@@ -217,8 +217,8 @@ def _scores_and_tile(op: Attention, arch: int | None = None) -> tuple[float, tup
     # the plain causal kernel
     window = op.window if op.window is not None and op.window < op.kv_len else None
     local = window is not None and op.causal
-    tile = block_m, block_n = attention_tile(op.impl, op.head_dim, op.causal, op.backward,
-                                             local, op.dropout, arch)
+    tile = block_m, block_n = attention_tile(op.impl, kernel_head_dims(op)[0], op.causal,
+                                             op.backward, local, op.dropout, arch)
     if window is None and (op.q_len == op.kv_len or not op.causal) \
             or local and op.q_len == op.kv_len:
         # op.pairs' window: query i sees keys i - window + 1 .. i, left = window - 1
@@ -249,9 +249,10 @@ def fa2_smem_over_mma(op: Attention, arch: int | None) -> float:
     (``fa2_smem_bytes_per_flop``) at ``SMEM_BYTES_PER_SM_CLOCK`` over the FLOPs an SM's
     ``mma.sync`` does a clock (``MMA_SYNC_FLOPS_PER_SM_CLOCK``, on Hopper and Blackwell as on
     Ampere: ``ampere_kernel_share``)."""
-    traits = fa2_traits(op.head_dim, op.causal and op.window is None, op.backward, op.dropout,
+    head_dim = kernel_head_dims(op)[0]  # the kernel's own width: its tiles, its loads
+    traits = fa2_traits(head_dim, op.causal and op.window is None, op.backward, op.dropout,
                         arch)
-    per_flop = fa2_smem_bytes_per_flop(traits, op.head_dim, op.backward)
+    per_flop = fa2_smem_bytes_per_flop(traits, head_dim, op.backward)
     return max(1.0, per_flop * MMA_SYNC_FLOPS_PER_SM_CLOCK / SMEM_BYTES_PER_SM_CLOCK)
 
 
@@ -541,7 +542,7 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     scores_per_head, tile = _scores_and_tile(op, gpu.sm_arch)
     stretch = scores_per_head / op.pairs  # scores computed per useful score
     scores = op.batch * op.heads * op.pairs * stretch
-    mma = op.flops * stretch / (peak * frac)
+    mma = op.flops * stretch * padded_mma_share(op) / (peak * frac)
     if op.impl in FA2_KERNELS and gpu.vendor == "nvidia" and FA2_SMEM_BOUND:
         mma *= fa2_smem_over_mma(op, gpu.sm_arch)
     # the exponential units issue per SM clock (16 results per clock per SM: FA3 paper §3.1,

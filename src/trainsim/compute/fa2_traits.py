@@ -37,6 +37,18 @@ sm89, max smem is 99 KB"). A GPU not listed (another vendor's, an unknown capabi
 A100's: the tiles these kernels were first tuned on."""
 
 
+FA2_HEAD_DIMS = (32, 64, 96, 128, 160, 192, 224, 256)
+"""Head dims FlashAttention-2's kernels are instantiated for, a head rounded up to the next
+(``HEADDIM_SWITCH``): PyTorch's vendored copy, which SDPA's flash backend runs
+(pytorch/pytorch@035290b7 aten/src/ATen/native/transformers/cuda/flash_attn/static_switch.h,
+``HEADDIM_SWITCH``: 32, 64, 96, 128, 160, 192, 224, 256; its kernels/ folder builds
+flash_fwd_hdim160_* and flash_fwd_hdim224_*). Dao-AILab/flash-attention built the same set to
+v2.6.1, dropped 224 after it (751c762c) and 160 after v2.7.4.post1 (ce212720, "Don't
+specialize for hdim 160 anymore"): from v2.8 a 160-wide head runs the 192 kernel; a run on
+flash-attn >= 2.8 with such a head is priced here on the older kernel (a lead:
+``benchmarks/hd42_headdim.py``)."""
+
+
 class Fa2Traits(NamedTuple):
     """One FlashAttention-2 kernel's traits (``Flash_fwd_kernel_traits`` /
     ``Flash_bwd_kernel_traits`` template arguments); the atom layouts are the warps along the
@@ -53,12 +65,18 @@ class Fa2Traits(NamedTuple):
 def fa2_traits(head_dim: int, causal: bool, backward: bool, dropout: bool = False,
                arch: int | None = None) -> Fa2Traits:
     """FlashAttention-2's kernel traits as its launch templates choose them (see the module
-    docstring) by head dim (rounded up to 32, 64, 96, 128, 192, 256: static_switch.h
-    ``HEADDIM_SWITCH``), causal mask, dropout and the GPU's shared memory (``SHARED_MEMORY_KIB``
-    of compute capability ``arch``; sm8x is 8.6, 8.7 and 8.9, ``is_sm8x``)."""
+    docstring) by head dim (rounded up to one of ``FA2_HEAD_DIMS``), causal mask, dropout and
+    the GPU's shared memory (``SHARED_MEMORY_KIB`` of compute capability ``arch``; sm8x is 8.6,
+    8.7 and 8.9, ``is_sm8x``). Head dims 160 and 224 as PyTorch's copy launches them
+    (pytorch/pytorch@04ff5beb .../flash_attn/flash_fwd_launch_template.h ``run_mha_fwd_hdim160``:
+    128 x 32, 4 warps, "For A100, H100, 128 x 32 is the fastest", on sm8x 128 x 64 with 8 warps
+    non-causal, 64 x 64 causal; ``run_mha_fwd_hdim224``: 128 x 64 with 8 warps where a block may
+    take 2 * 224 * (128 + 2 * 64) bytes, else 64 x 64; @08e43ed5 flash_bwd_launch_template.h
+    ``run_mha_bwd_hdim160`` and ``run_mha_bwd_hdim224``: 64 x 64, 8 warps, atom layouts 4, 4,
+    4, V from shared memory; flash-attn v2.7.4 (979702c8) launches the same at 160)."""
     per_sm, per_block = SHARED_MEMORY_KIB.get(arch or 80, SHARED_MEMORY_KIB[80])
     sm8x = arch is not None and 80 < arch < 90
-    hd = next((d for d in (32, 64, 96, 128, 192) if head_dim <= d), 256)
+    hd = next((d for d in FA2_HEAD_DIMS if head_dim <= d), 256)
     if backward:  # (block_m, block_n, warps, AtomLayoutMSdP, AtomLayoutNdKV, AtomLayoutMdQ, V)
         if hd == 32:  # 104 KB: "We can afford more registers to keep V in registers"
             big = per_block * 1024 >= 2 * ((3 * 128 + 2 * 128) * 32 + 2 * 128 * 128)
@@ -71,8 +89,12 @@ def fa2_traits(head_dim: int, causal: bool, backward: bool, dropout: bool = Fals
         if hd == 128:
             return Fa2Traits(64, 128, 8, 2, 4, 2, False) if per_block >= 144 else \
                 Fa2Traits(64, 64, 8, 4, 2, 2, True)
+        if hd == 160:  # 116 KiB or less: no double buffer, the same warps
+            return Fa2Traits(64, 64, 8, 4, 4, 4, False)
         if hd == 192:
             return Fa2Traits(64, 64, 8, 4, 2, 2, per_block < 136)
+        if hd == 224:
+            return Fa2Traits(64, 64, 8, 4, 4, 4, False)
         return Fa2Traits(64, 64, 8, 4, 2, 2, False) if per_block >= 144 else \
             Fa2Traits(64, 32, 8, 4, 1, 2, True)
     if hd <= 64:
@@ -85,8 +107,15 @@ def fa2_traits(head_dim: int, causal: bool, backward: bool, dropout: bool = Fals
         if sm8x:
             return Fa2Traits(64, 64, 4) if causal else Fa2Traits(128, 32, 4)
         return Fa2Traits(128, 64, 4)
+    if hd == 160:  # "For A100, H100, 128 x 32 is the fastest"
+        if sm8x:
+            return Fa2Traits(64, 64, 4) if causal else Fa2Traits(128, 64, 8)
+        return Fa2Traits(128, 32, 4)
     if hd == 192:
         return Fa2Traits(64, 64, 4) if dropout else Fa2Traits(128, 64, 8)
+    if hd == 224:  # 2 * 224 * (128 + 2 * 64) bytes = 112 KiB a block
+        return Fa2Traits(128, 64, 8) if per_block * 1024 >= 2 * 224 * (128 + 2 * 64) else \
+            Fa2Traits(64, 64, 4)
     # the template's test in bytes, head dim 256: 2 * 256 * (128 + 2 * 64) = 128 KiB a block,
     # 4 * 256 * (64 + 2 * 64) = 192 KiB an SM ("For A100, we want to run with 128 x 64";
     # "For H100 we want to run with 64 x 64 (96KB smem) since then we can get 2 CTAs per SM")
@@ -125,4 +154,4 @@ def fa2_smem_bytes_per_flop(t: Fa2Traits, head_dim: int, backward: bool) -> floa
     return (s + dp + 2 * dkv + dq) / 5
 
 
-__all__ = ["SHARED_MEMORY_KIB", "Fa2Traits", "fa2_smem_bytes_per_flop", "fa2_traits"]
+__all__ = ["FA2_HEAD_DIMS", "SHARED_MEMORY_KIB", "Fa2Traits", "fa2_smem_bytes_per_flop", "fa2_traits"]

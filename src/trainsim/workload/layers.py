@@ -141,6 +141,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     if m.is_mla:
         _mla_projections(ops, cfg, sh)
         head_dim = (m.qk_dim + m.v_dim) // (2 * m.num_attention_heads)  # mean of QK and V widths
+        qk_head_dim: int | None = m.qk_dim // m.num_attention_heads
         kv_heads = m.num_attention_heads // t
     else:
         if sh.split_projections:  # q_proj, k_proj, v_proj
@@ -163,6 +164,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
                                unfused=m.rope_scaling is not None and sh.scaled_rope_unfused,
                                complex_rope=sh.complex_rope))
         head_dim, kv_heads = m.kv_channels, max(m.kv_heads // t, 1)
+        qk_head_dim = None
     heads, q_len = m.num_attention_heads // t, sh.q_len
     kv_width = 2 * kv_heads * head_dim if m.is_mla else kv_loc * 2  # K and V per token
     if sh.kv_repeat and not m.is_mla:  # torchtitan's repeat_kv: SDPA gets every query head's
@@ -180,6 +182,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         ops.append(Comm("attn_core.cp_kv_all_gather", "all_gather", sh.cp * T * kv_width * ACT, "cp"))
     core = Attention("attn_core", batch=sh.batch, heads=heads, kv_heads=kv_heads, q_len=q_len,
                      kv_len=q_len if ring or te_ring else sh.seq, head_dim=head_dim,
+                     qk_head_dim=qk_head_dim if qk_head_dim != head_dim else None,
                      window=m.sliding_window, impl=sh.attention_impl,  # type: ignore[arg-type]
                      dropout=m.attention_dropout > 0, masked_window=sh.masked_window,
                      megatron_ops=sh.megatron_unfused and sh.attention_impl == "unfused")
