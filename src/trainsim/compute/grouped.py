@@ -19,7 +19,7 @@ from trainsim.compute import split_k
 from trainsim.config import GPUSpec
 from trainsim.workload.ops import Gemm
 
-GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.76, "triton": 0.71, "deepgemm": 0.91}
+GROUPED_OF_GEMM: dict[str, float] = {"cutlass": 0.76, "triton": 0.61, "deepgemm": 0.91}
 """Rate of a one-kernel grouped GEMM's tiles as a fraction of a dense GEMM's on the same
 GPU, by implementation family, after its tile and wave quantization (each group's rows tiled
 on their own, the tiles of every group spread over the SMs together) and the dense tile
@@ -28,7 +28,8 @@ kernels at 0.6-0.7 of the dense rate (pytorch/ao #2490, VeOmni #460, Liger-Kerne
 DeepGEMM's grouped kernels run near its dense rate (DeepGEMM README; 0.91 of the fp8
 rate without cuBLAS's split accumulator, ``gemm_rate``). Fitted by
 ``benchmarks/fit_kernels.py`` (its held-out sources excluded; CUTLASS 0.73 and Triton 0.69
-before the benchmark loop's clock, ``roofline.LOOP_CLOCK_TAU_S``, was priced: 28th session).
+before the benchmark loop's clock, ``roofline.LOOP_CLOCK_TAU_S``, was priced: 28th session;
+Triton 0.71 -> 0.61 once its tiles carry no fixed cost, ``TILE_COST_HIDDEN``: 43rd session).
 Per-expert cuBLAS GEMMs (``multi_stream``, ``loop``) are cuBLAS's own dense GEMMs: no
 fraction."""
 FP8_SERIAL_PROMOTION = frozenset({"cutlass"})
@@ -45,6 +46,22 @@ include/cutlass/gemm/collective/fp8_accumulation.hpp ``promote_core``), the stru
 therefore the 16-bit fraction of the fp8 peak stretched by that promotion, not cuBLAS's
 split-accumulator MAMF (``roofline.gemm_rate``); with fast accumulation it is the unstretched
 16-bit fraction. No constant."""
+TILE_COST_HIDDEN = frozenset({"triton"})
+"""One-kernel families whose fixed cost per output tile (the dense GEMM's pipeline fill and C
+store, ``roofline.GEMM_TILE_OVERHEAD_K``, fitted to cuBLAS) runs under other tiles' main loops,
+so a tile costs its main loop alone. A Triton grouped GEMM is a plain grid of programs, one
+output tile each, several resident on an SM at once (Liger-Kernel@24d8a767
+src/liger_kernel/ops/fused_moe_kernels.py: grid ``(num_m_tiles, cdiv(I, BLOCK_N))``, 4-8 warps,
+2-5 stages; VeOmni@bfe4b650 veomni/ops/group_gemm/kernel/group_gemm.py L56: 128 x 128 x 32,
+4 warps, 3 stages, 48 KiB of shared memory a program against 228 KiB an H100 SM): while one
+program fills its pipeline or stores its tile, another on the same SM is in its main loop.
+Measured: the empty-program probe's real-block grids (36th session,
+``benchmarks/h100_2026-11-27`` and ``h200_2026-11-27/empty_program_probe.json``, VeOmni's
+128 x 128 x 32 kernel, bf16) time each expert shape at two k (k 2048 and k 768 at 128 experts;
+2048 and 512 at 512 experts); solving time = tiles x (k + overhead) x c for each pair gives a
+fixed cost of -56 / -21 k-steps (H100) and +16 / +42 (H200) against cuBLAS's 219
+(``benchmarks/triton_tile_cost.py``): none to measure. A persistent CUTLASS grouped kernel
+(one CTA an SM looping over tiles) and DeepGEMM keep the dense cost. No constant."""
 RATE_FAMILY = {"triton_max_m": "triton"}
 """One-kernel implementations whose real tiles are another family's (``GROUPED_OF_GEMM``):
 VeOmni's ``group_gemm_same_nk`` is a Triton tile loop like Liger's and vLLM's fused MoE; only
@@ -137,6 +154,8 @@ def grouped_efficiency(gpu: GPUSpec, op: Gemm, *, tile: int, overhead_k: float,
     if streams is None:
         waves = op.batch * row_tiles * n_tiles / sms
         family = RATE_FAMILY.get(op.grouped, op.grouped)
+        if family in TILE_COST_HIDDEN:
+            overhead_k = 0.0
         eff = (useful * waves / math.ceil(waves) * op.k / (op.k * stretch + overhead_k)
                * GROUPED_OF_GEMM.get(family, 1.0))  # userbuffers chunks: dense cuBLAS
         empty = empty_program_s(gpu, op)
