@@ -74,10 +74,20 @@ def _op(hd: int, backward: bool = False, impl: str = "flash2", s: int = 16384) -
 
 def test_smem_over_mma_by_hand():
     """An SM loads 128 B of shared memory and issues 2,048 mma.sync FLOPs a clock: 16 B a FLOP
-    of loads take as long as the matmuls. Hopper: forward hd256 0.0703 * 16 = 1.125, backward
-    hd256 0.0656 * 16 = 1.05; hd128 forward 0.625 and backward 0.9 stay under the matmuls."""
+    of loads take as long as the matmuls. Hopper: forward hd256 0.0703 * 16 = 1.125 (both its
+    matmuls at or over 1); backward hd256 their mean 0.0656 * 16 = 1.05, or with each matmul
+    paced on its own (43rd session, bwd43, the candidate ``FA2_SMEM_PER_MATMUL``): S and dP
+    0.094 * 16 = 1.5, dV, dK, dQ 0.047 * 16 = 0.75 -> 1, (2 * 1.5 + 3) / 5 = 1.2; hd128
+    forward and backward stay under the matmuls, matmul by matmul too."""
     assert attention.fa2_smem_over_mma(_op(256), 90) == pytest.approx(1.125)
     assert attention.fa2_smem_over_mma(_op(256, True), 90) == pytest.approx(1.05)
+    saved = attention.FA2_SMEM_PER_MATMUL
+    try:
+        attention.FA2_SMEM_PER_MATMUL = True
+        assert attention.fa2_smem_over_mma(_op(256, True), 90) == pytest.approx(1.2)
+        assert attention.fa2_smem_over_mma(_op(128, True), 90) == 1.0
+    finally:
+        attention.FA2_SMEM_PER_MATMUL = saved
     assert attention.fa2_smem_over_mma(_op(128), 90) == 1.0
     assert attention.fa2_smem_over_mma(_op(128, True), 90) == 1.0
     assert attention.fa2_smem_over_mma(_op(64, True), 90) == 1.0

@@ -8,7 +8,9 @@
   (``ampere_kernel_share``); a
   causal forward waits for each head's heaviest query blocks, launched last
   (``causal_forward_tail``); FlashAttention-2's main loop runs no faster than its warps load
-  their matmuls' operands from shared memory (``fa2_smem_over_mma``).
+  their matmuls' operands from shared memory (``fa2_smem_over_mma``), FlashAttention-3's and
+  cuDNN's Hopper backward no faster than shared memory feeds its ``wgmma``s
+  (``fa3_bwd_traits.fa3_bwd_pace``).
 * Memory traffic beyond Q, K, V and O: the first FlashAttention's per-key-block passes
   (``flash1_pass_bytes``) and FlashAttention-2's grouped-query dK/dV sums
   (``gqa_group_sum_bytes``); the first FlashAttention's split-K exchange through shared memory
@@ -31,7 +33,12 @@ from trainsim.compute.block_sums import (
     local_forward_skipped,
     window_edge_keys,
 )
-from trainsim.compute.fa2_traits import fa2_smem_bytes_per_flop, fa2_traits
+from trainsim.compute.fa2_traits import (
+    fa2_gemm_smem_bytes_per_flop,
+    fa2_smem_bytes_per_flop,
+    fa2_traits,
+)
+from trainsim.compute.fa3_bwd_traits import fa3_bwd_pace
 from trainsim.config import GPUSpec
 from trainsim.workload.ops import GQA_EXPANDED_BWD, Attention
 
@@ -243,6 +250,13 @@ out of every fit) 16.6 -> 7.6 % MAPE, the H200 s41 grid's 21.1 -> 12.3 % (forwar
 13.4 % (backward); no fitted row moves (none has a head dim above 128)."""
 
 
+FA2_SMEM_PER_MATMUL = False
+"""Pace each FlashAttention-2 matmul by its own operand loads (they run one after another)
+rather than by their mean: a candidate, off (RESULTS.md, 43rd session, bwd43: H200 FA2
+backward hd192 / 256 +19 / +23 -> +10 / +8 %, public 5.434 %, but DeepSeek-V3's FA2-priced
+DualPipe pair 137.4 ms against 129.0, outside ``tests/test_dualpipe39.py``'s 6 %)."""
+
+
 def fa2_smem_over_mma(op: Attention, arch: int | None) -> float:
     """How much longer than its ``mma.sync`` issues FlashAttention-2's main loop takes to
     load their operands from shared memory, at least 1: the bytes a FLOP
@@ -252,6 +266,10 @@ def fa2_smem_over_mma(op: Attention, arch: int | None) -> float:
     head_dim = kernel_head_dims(op)[0]  # the kernel's own width: its tiles, its loads
     traits = fa2_traits(head_dim, op.causal and op.window is None, op.backward, op.dropout,
                         arch)
+    if FA2_SMEM_PER_MATMUL:
+        gemms = fa2_gemm_smem_bytes_per_flop(traits, head_dim, op.backward)
+        return sum(max(1.0, b * MMA_SYNC_FLOPS_PER_SM_CLOCK / SMEM_BYTES_PER_SM_CLOCK)
+                   for b in gemms) / len(gemms)
     per_flop = fa2_smem_bytes_per_flop(traits, head_dim, op.backward)
     return max(1.0, per_flop * MMA_SYNC_FLOPS_PER_SM_CLOCK / SMEM_BYTES_PER_SM_CLOCK)
 
@@ -545,6 +563,9 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
     mma = op.flops * stretch * padded_mma_share(op) / (peak * frac)
     if op.impl in FA2_KERNELS and gpu.vendor == "nvidia" and FA2_SMEM_BOUND:
         mma *= fa2_smem_over_mma(op, gpu.sm_arch)
+    if op.backward:  # FA3's (and cuDNN's) Hopper backward at its kernel's widths
+        qk, v = kernel_head_dims(op)
+        mma *= fa3_bwd_pace(op.impl, gpu.sm_arch, qk, op.causal or op.window is not None, v)
     # the exponential units issue per SM clock (16 results per clock per SM: FA3 paper §3.1,
     # FA4 paper §1), the clock the matmuls run at: a training GPU's power-saturated clock
     # (``GPUSpec.sustained_of_burst``, Bekman's B200 MSMF at 1339 of 1965 MHz) and a board power

@@ -142,16 +142,25 @@ def fa2_smem_bytes_per_flop(t: Fa2Traits, head_dim: int, backward: bool) -> floa
     S and dP block_m x block_n, dK and dV block_n x head dim, dQ block_m x head dim
     (kernel_traits.h L195-L208). H100: forward 0.035 / 0.039 / 0.070 bytes a FLOP at head dim
     64 / 128 / 256, backward 0.056 / 0.056 / 0.066."""
+    gemms = fa2_gemm_smem_bytes_per_flop(t, head_dim, backward)
+    return sum(gemms) / len(gemms)
+
+
+def fa2_gemm_smem_bytes_per_flop(t: Fa2Traits, head_dim: int, backward: bool) -> list[float]:
+    """Shared-memory operand bytes per FLOP of each of FlashAttention-2 kernel ``t``'s
+    matmuls (of equal FLOPs), as ``fa2_smem_bytes_per_flop`` lays them out: forward S and O,
+    backward S, dP, dV, dK and dQ."""
     w = t.warps
     if not backward:
         rows = t.block_m / w
-        return (_warp_gemm(rows, t.block_n, True, True) + _warp_gemm(rows, head_dim, False, True)) / 2
+        return [_warp_gemm(rows, t.block_n, True, True), _warp_gemm(rows, head_dim, False, True)]
     m, n, d = t.block_m, t.block_n, head_dim
     s = _warp_gemm(m / t.atom_sdp, n * t.atom_sdp / w, True, True)
     dp = _warp_gemm(m / t.atom_sdp, n * t.atom_sdp / w, True, not t.v_in_regs)
     dkv = _warp_gemm(n / t.atom_dkv, d * t.atom_dkv / w, True, True)
     dq = _warp_gemm(m / t.atom_dq, d * t.atom_dq / w, True, True)
-    return (s + dp + 2 * dkv + dq) / 5
+    return [s, dp, dkv, dkv, dq]
 
 
-__all__ = ["FA2_HEAD_DIMS", "SHARED_MEMORY_KIB", "Fa2Traits", "fa2_smem_bytes_per_flop", "fa2_traits"]
+__all__ = ["FA2_HEAD_DIMS", "SHARED_MEMORY_KIB", "Fa2Traits", "fa2_gemm_smem_bytes_per_flop",
+           "fa2_smem_bytes_per_flop", "fa2_traits"]
