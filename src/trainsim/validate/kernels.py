@@ -10,6 +10,11 @@ Rates are compared in the row's unit with the source's FLOP convention (shared
 causal, backward 2.5x forward. That is the benchmark convention, not the simulator's exact
 count of causal query-key pairs (s(s+1)/2): the predicted rate is the source's FLOPs over the
 predicted time, so the two differ only by the time.
+
+A row is priced under the conditions its harness measured (the source's and note's words): a
+benchmark loop's falling clock, the burst (``BURST``) or sustained (``SUSTAINED``) clock, a cold
+call (``COLD_CALL``), and a rate that won a shape search (``best_shape``: the model's own best
+over the finder's grid, not the winning shape the row names).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from trainsim.config import (
 from trainsim.config._build import switch
 from trainsim.config.records import MAX_COUNT
 from trainsim.errors import ConfigError, TrainsimError
+from trainsim.validate.best_shape import BEST_SHAPE, searched_best
 from trainsim.validate.common import RowResult, _cell, measured_cell, positive_cell
 from trainsim.validate.vocab import (
     DTYPE_SYNONYMS,
@@ -525,6 +531,12 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
         model = _model(row["gpu"].strip(), compute_db, bool(SUSTAINED.search(row.get("note") or "")),
                        bool(BURST.search(harness)))
         priced = [model.explain(op) for op in ops]
+        best = None
+        if unit == RATE_UNIT and flops is not None and len(ops) == 1 \
+                and isinstance(ops[0], Gemm) and not ops[0].grouped \
+                and BEST_SHAPE.search(row.get("note") or ""):
+            best = searched_best(model, ops[0])  # a rate that won a shape search
+            priced = [(flops / best[0], model.explain(best[1])[1])]
         time_s = sum(t for t, _ in priced)
         cold = bool(COLD_CALL.search(harness))
         if cold:
@@ -548,6 +560,9 @@ def predict_kernel_row(row: dict[str, str], compute_db: str | None = "auto") -> 
         res.chosen["harness"] = f"cold call +{roofline.COLD_CALL_S * 1e6:g} us"
     if gaps:
         res.chosen["harness"] = f"kernel durations summed, {gaps} launch gap(s) not timed"
+    if best is not None:
+        g = best[1]
+        res.chosen["harness"] = f"best of a shape search (model's best: {g.m}x{g.n}x{g.k})"
     attn = next((op.impl for op in ops if isinstance(op, Attention)), None)
     if attn is not None:
         res.chosen["attention"] = attn
