@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from speed40_parts import timed  # noqa: E402
+from speed40_parts import timed
 
 PARTS: tuple[tuple[str, str, str], ...] = (
     ("trainsim.search.lower_bounds:Bounds", "prime", "enumeration: configs kept for bounds"),

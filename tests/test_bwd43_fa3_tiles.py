@@ -17,8 +17,10 @@ from trainsim.compute.fa3_bwd_traits import (
     fa3_bwd_gemm_widths,
     fa3_bwd_pace,
     fa3_bwd_smem_over_mma,
-    fa3_bwd_traits as traits,
     wgmma_smem_over_mma,
+)
+from trainsim.compute.fa3_bwd_traits import (
+    fa3_bwd_traits as traits,
 )
 from trainsim.validate.kernels import predict_kernel_row
 from trainsim.workload.ops import Attention

@@ -14,7 +14,7 @@ from trainsim.search import SearchSpace
 
 ROOT = Path(__file__).resolve().parent.parent
 # a 22B model on 16 A100-40GB, TP 8, ZeRO-1 and ZeRO-3 (split backwards): ~0.3 s a search
-SMALL = dict(model="gpt-22b", gpu="a100-sxm-40gb", gpus=16, global_batch=32, seq=2048)
+SMALL = {"model": "gpt-22b", "gpu": "a100-sxm-40gb", "gpus": 16, "global_batch": 32, "seq": 2048}
 
 
 @pytest.fixture(scope="module")
