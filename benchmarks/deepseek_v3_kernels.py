@@ -19,40 +19,39 @@ What the kernels show (the kept file; tests/test_deepseek_v3_kernels.py):
   ``flash::FlashAttnBwd<flash::CollectiveMainloopBwd<...>>`` with its ``FlashAttnBwdPreprocess``
   and ``FlashAttnBwdPostprocessConvertdQ`` kernels: FA3's Hopper kernels (Dao-AILab/
   flash-attention hopper/kernel_traits.h @d578cff1 ``Flash_fwd_kernel_traits``, hopper/
-  flash_bwd_kernel.h @0eb8f680 ``class FlashAttnBwd``), at head dim 192. The example prices
-  ``training.attention`` flash2, the FA2 stand-in of ``compute.attention_head_dims``.
+  flash_bwd_kernel.h @0eb8f680 ``class FlashAttnBwd``), at head dim 192. Until dsv3k43 the
+  example priced ``training.attention`` flash2, the FA2 stand-in of
+  ``compute.attention_head_dims``.
 * **Every fp8 GEMM is launched on 112 CTAs** (132 less DeepEP's 20), also where no exchange
   kernel runs beside it: DeepGEMM-style persistent kernels whose grid is the SM count set for
   all GEMM kernels (deepseek-ai/DeepGEMM@5e365d30 deep_gemm/jit_kernels/utils.py ``set_num_sms``:
-  "the maximum SM count for all GEMM kernels to use", one global). ``pipeline.pair_pricer``
-  gives a GEMM all 132 SMs when no all-to-all runs beside it.
+  "the maximum SM count for all GEMM kernels to use", one global). Without
+  ``parallel.fp8_gemm_grid_excludes_exchange`` a GEMM keeps all 132 SMs where no all-to-all
+  runs beside it (``pipeline.pair_pricer``).
 
-Three what-ifs price the same middle-stage pair, and the whole DualPipe step, with what the
-trace shows (no src change; ``GridPricer`` is this script's): (1) ``training.attention=flash3``;
-(2) the pair's fp8 GEMMs on ``num_sms - exchange_sms`` SMs throughout, the exchange's SM charge
-then falling only on the compute beside it that is not on that fixed grid (``GridPricer``); (3)
-both. Lone passes keep the configured pricing (the trace holds a pair only).
+Since the 43rd session (dsv3k43) the example runs both (``training.attention: flash3``,
+``parallel.fp8_gemm_grid_excludes_exchange: true``, priced by ``gemm_overlap.fixed_grid_scale``
+in every pass, the lone ones too); the variants price the same middle-stage pair, and the whole
+DualPipe step, with either taken back: the FA2 stand-in (``training.attention=flash2``), and
+fp8 GEMMs on all SMs where no exchange runs beside them.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import re
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 
 import trainsim
-import trainsim.pipeline as pipeline_mod
+from trainsim.gemm_overlap import on_fixed_grid
 from trainsim.pipeline import ScheduledPipeline
-from trainsim.pricing import COMPUTE, EP, HOST, Pricer, Priced
+from trainsim.pricing import COMPUTE, Pricer, Priced
 from trainsim.simulator import _TaskGraph
-from trainsim.workload.moe_dispatch import exchange_sms
-from trainsim.workload.ops import Comm, Gemm, Op
+from trainsim.workload.ops import Op
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
@@ -65,7 +64,8 @@ MIRROR = Path("/work/.mirror/deepseek-ai+profile-data/repo")
 SOURCE = "deepseek-ai/profile-data@4496024:train.json"
 KEPT = Path(__file__).resolve().parent / "deepseek_v3_kernels_trace.json"
 DUALPIPE = dsv3.SETTINGS["dualpipe"]
-FLASH3 = ["training.attention=flash3"]
+FLASH2 = ["training.attention=flash2"]
+ALL_SMS = ["parallel.fp8_gemm_grid_excludes_exchange=false"]
 CLASSES = ("gemm_fp8", "gemm_16bit", "attention_fwd", "attention_bwd", "deepep", "other")
 FA3_FAMILIES = ("flash::compute_attn_ws", "Flash_fwd_kernel_traits<192",
                 "flash::FlashAttnBwd<flash::CollectiveMainloopBwd",
@@ -94,6 +94,12 @@ def other_family(name: str) -> str:
     if "norm" in name:
         return "norms"
     return "rest"
+
+
+def cast_family(name: str) -> str:
+    """A cast or transpose kernel's family: its function name without template arguments
+    (``per_token_cast_to_fp8_with_channels``, ``per_channel_cast_and_transpose``, ...)."""
+    return name.split("<")[0].split("(")[0].split("::")[-1].strip()
 
 
 def _union_s(spans: list[tuple[float, float]]) -> float:
@@ -130,6 +136,12 @@ def measure(trace: dict) -> dict:
     for e in compute:
         if kernel_class(e["name"]) == "other":
             families[other_family(e["name"])] += e["dur"] * 1e-6
+    casts: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for e in compute:
+        if kernel_class(e["name"]) == "other" and other_family(e["name"]) == "casts":
+            c = casts[cast_family(e["name"])]
+            c[0] += 1
+            c[1] += e["dur"] * 1e-6
     props = trace["deviceProperties"][0]
     return {
         "source": SOURCE, "gpu": props["name"], "num_sms": props["numSms"],
@@ -143,6 +155,8 @@ def measure(trace: dict) -> dict:
         "fp8_gemm_s": sum(e["dur"] for e in fp8) * 1e-6,
         "fp8_gemm_without_exchange_s": alone,
         "other_on_compute_streams_s": dict(sorted(families.items())),
+        "cast_kernels": {k: {"launches": int(n), "s": t}
+                         for k, (n, t) in sorted(casts.items(), key=lambda x: -x[1][1])},
         "fa3_families_present": [f for f in FA3_FAMILIES if f in names],
         "attention_launches": {c: sum(1 for e in gpu if kernel_class(e["name"]) == c)
                                for c in ("attention_fwd", "attention_bwd")},
@@ -166,64 +180,11 @@ def totals(m: dict) -> dict[str, float]:
     return out
 
 
-# -- the what-if pricing ---------------------------------------------------------------------
+# -- the variants ----------------------------------------------------------------------------
 def on_grid(op: Op) -> bool:
-    """Whether ``op`` is one of the GEMMs the trace launches on the fixed grid: an fp8 GEMM."""
-    return isinstance(op, Gemm) and op.dtype == "fp8"
-
-
-class GridPricer(Pricer):
-    """What-if (module docstring): fp8 GEMMs run on the SMs the exchange leaves for the whole
-    pass (``num_sms / (num_sms - exchange_sms)`` their time), and a pooled exchange's SM charge
-    (``Pricer._price_ops``: ``min(t, compute) * share``) falls only on the share of the pass's
-    compute that is not on that grid, the exchange's SMs being outside the grid's."""
-
-    def __init__(self, cfg) -> None:
-        super().__init__(cfg)
-        sms = cfg.cluster.gpu.num_sms
-        self.grid_scale = sms / (sms - (exchange_sms(cfg) or 0))
-
-    def _price_ops(self, ops, compute_time):
-        def scaled(op: Op) -> float:
-            t = compute_time(op)
-            return t * self.grid_scale if on_grid(op) else t
-
-        priced, order = super()._price_ops(ops, scaled)
-        if not self.cfg.parallel.moe_overlap_ep_comm:
-            return priced, order
-        segs = list(priced.segments)
-        compute = sum(t for c, t, _ in segs if c == COMPUTE)
-        grid = sum(t for (c, t, _), op in zip(segs, order) if c == COMPUTE and on_grid(op))
-        idle = sum(t for c, t, _ in segs if c == HOST)
-        off_grid = (compute - grid) / compute if compute > 0 else 1.0
-        budget = compute + idle
-        for i, ((c, _, name), op) in enumerate(zip(segs, order)):
-            if c != EP or not isinstance(op, Comm) or op.group not in ("ep", "etp"):
-                continue  # the pooled exchanges, in the order ``_price_ops`` appended them
-            t = self.comm_time(op)
-            share = self.sm_share["ep" if op.kind == "all_to_all" else "dp"]
-            segs[i] = (c, max(0.0, t - budget) + min(t, compute) * share * off_grid, name)
-            budget, compute = max(0.0, budget - t), max(0.0, compute - t)
-        return Priced(tuple(segs)), order
-
-
-@contextlib.contextmanager
-def fixed_grid(on: bool) -> Iterator[None]:
-    """DualPipe's pairs priced by ``GridPricer`` while inside (``pipeline.pair_pricer``)."""
-    if not on:
-        yield
-        return
-    kept = pipeline_mod.pair_pricer
-
-    def pair_pricer(cfg):
-        pc, _ = kept(cfg)
-        return pc, GridPricer(pc)
-
-    pipeline_mod.pair_pricer = pair_pricer
-    try:
-        yield
-    finally:
-        pipeline_mod.pair_pricer = kept
+    """Whether ``op`` is one of the GEMMs the trace launches on the fixed grid: an fp8 GEMM
+    (``gemm_overlap.on_fixed_grid``, the src mechanism since the 43rd session's dsv3k43)."""
+    return on_fixed_grid(op)
 
 
 GEMM_NAMES = re.compile(r"^(recompute\.)?(q_down|q_up|kv_down|kv_up|out)_proj(\.dgrad|\.wgrad)?$"
@@ -250,11 +211,10 @@ def pair_classes(p: Priced) -> dict[str, float]:
     return dict(out)
 
 
-def pair(cfg, grid: bool) -> dict:
+def pair(cfg) -> dict:
     """The middle stage's pair (F of one chunk with B of another) and rank 0's two kinds,
     priced, by class (seconds)."""
-    with fixed_grid(grid):
-        s = ScheduledPipeline(_TaskGraph(cfg, Pricer(cfg), None))
+    s = ScheduledPipeline(_TaskGraph(cfg, Pricer(cfg), None))
     pp, v = cfg.parallel.pp, cfg.parallel.pp // 2
 
     def fb(vf: int, vb: int) -> Priced:
@@ -265,11 +225,10 @@ def pair(cfg, grid: bool) -> dict:
             "rank0_pairs_s": [fb(0, pp - 1).duration_s, fb(pp - 1, 0).duration_s]}
 
 
-def step(cfg, grid: bool) -> dict:
-    """The DualPipe step under the what-if, and rank 0's / the middle rank's phases against
+def step(cfg) -> dict:
+    """The DualPipe step of a variant, and rank 0's / the middle rank's phases against
     DeepSeek's measured step (benchmarks/deepseek_v3_phases.py)."""
-    with fixed_grid(grid):
-        r = trainsim.simulate(cfg, keep_timeline=True)
+    r = trainsim.simulate(cfg, keep_timeline=True)
     tl, pp = r.timeline, cfg.parallel.pp
     rows = ph.rank_phases(tl.tasks, tl.start_s, tl.end_s, pp, r.iteration_time_s)
     table = ph.TABLE4["MPFT"]
@@ -281,16 +240,20 @@ def step(cfg, grid: bool) -> dict:
                      for k in (0, pp // 2 - 1)}}
 
 
-VARIANTS = {"example (flash2 stand-in)": ([], False), "flash3": (FLASH3, False),
-            "flash2 + fp8 GEMMs on 112 SMs": ([], True),
-            "flash3 + fp8 GEMMs on 112 SMs": (FLASH3, True)}
+VARIANTS = {"example (flash3, fp8 GEMMs on 112 SMs)": [],
+            "flash3, fp8 GEMMs on all SMs": ALL_SMS,
+            "FA2 stand-in, fp8 GEMMs on 112 SMs": FLASH2,
+            "FA2 stand-in, all SMs (the example before dsv3k43)": FLASH2 + ALL_SMS}
+"""The example as DeepSeek's trace names its kernels (examples/deepseek-v3-h800.yaml since the
+43rd session: ``training.attention`` flash3, ``parallel.fp8_gemm_grid_excludes_exchange``),
+and with either taken back."""
 
 
 def run(m: dict) -> dict:
     out = {}
-    for name, (sets, grid) in VARIANTS.items():
+    for name, sets in VARIANTS.items():
         cfg = trainsim.load_run_config(dsv3.CONFIG, DUALPIPE + sets)
-        out[name] = {**pair(cfg, grid), **step(cfg, grid)}
+        out[name] = {**pair(cfg), **step(cfg)}
     return {"measured": m, "measured_totals_s": totals(m), "variants": out}
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from trainsim.catalog.frameworks import framework_feature
 from trainsim.config import RunConfig
+from trainsim.workload.moe_dispatch import exchange_sms
+from trainsim.workload.ops import Gemm, Op
 
 UB_COMM_SMS = 16
 """SMs Transformer Engine's ``pipeline`` and ``bulk`` userbuffer overlaps give their
@@ -122,6 +124,26 @@ def ring_rs_exposed(comm_s: float, gemm_s: float, tp: int) -> float:
     return max(0.0, gemm_s / tp + comm_s - gemm_s) if tp > 1 else 0.0
 
 
+def on_fixed_grid(op: Op) -> bool:
+    """Whether ``op`` runs on the fixed grid of ``parallel.fp8_gemm_grid_excludes_exchange``:
+    an fp8 GEMM (DeepGEMM's dense and m-grouped kernels). DeepSeek's trace launches its
+    16-bit GEMMs (the router's) on cuBLAS grids of other sizes ([28,4,1], [32,2,1])."""
+    return isinstance(op, Gemm) and op.dtype == "fp8"
+
+
+def fixed_grid_scale(cfg: RunConfig) -> float:
+    """Time of an fp8 GEMM on the fixed grid over its time on all SMs: ``num_sms /
+    (num_sms - exchange_sms)`` (132/112 on an H800 beside DeepEP's 20) under
+    ``parallel.fp8_gemm_grid_excludes_exchange``, else 1. A persistent kernel's tiles are
+    spread over its grid's CTAs, one per SM, so its compute-bound time goes as the SMs it
+    has. An exchange beside it then holds SMs outside the grid: it slows only the compute
+    off the grid (``pricing.Pricer._price_ops``' pooled charge times that compute's share)."""
+    if not cfg.parallel.fp8_gemm_grid_excludes_exchange:
+        return 1.0
+    sms = cfg.cluster.gpu.num_sms
+    return sms / (sms - (exchange_sms(cfg) or 0))
+
+
 __all__ = ["STATIC_TILE_GEMM_SHARE", "TE_PIPELINE_SPLITS", "UB_COMM_SMS", "UB_RS_METHODS",
-           "UB_RS_SITES", "beside_all_sms", "pipeline_rs_exposed", "ring_rs_exposed",
-           "static_tile_schedule", "ub_rs_sites"]
+           "UB_RS_SITES", "beside_all_sms", "fixed_grid_scale", "on_fixed_grid",
+           "pipeline_rs_exposed", "ring_rs_exposed", "static_tile_schedule", "ub_rs_sites"]

@@ -27,6 +27,8 @@ from trainsim.gemm_overlap import (  # also from here
     TE_PIPELINE_SPLITS,
     UB_COMM_SMS,
     beside_all_sms,
+    fixed_grid_scale,
+    on_fixed_grid,
     pipeline_rs_exposed,
     ring_rs_exposed,
     static_tile_schedule,
@@ -155,13 +157,14 @@ class Pricer:
         they run beside compute
         (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
         own)."""
-        held = self.sm_share["ep"]
+        self.grid_scale = fixed_grid_scale(cfg)  # fp8 GEMMs on the SMs the exchange leaves
+        held = 0.0 if self.grid_scale != 1.0 else self.sm_share["ep"]
         self.ep_gemm_share = max(held, STATIC_TILE_GEMM_SHARE) \
-            if static_tile_schedule(cfg) and "ep" not in (sm_share or {}) else held
+            if static_tile_schedule(cfg) and "ep" not in (sm_share or {}) and held else held
         """Share of the GEMMs' time lost beside an expert exchange in a combined-1F1B pair
         (``ep_pairs.exposed``): ``STATIC_TILE_GEMM_SHARE`` on a GPU whose GEMMs keep a static
         tile schedule, else the exchange's SMs (``sm_share['ep']``; an override of it, the
-        exchange on SMs of its own, holds for the GEMMs too)."""
+        exchange on SMs of its own, holds for the GEMMs too); none on a fixed grid."""
         self.ub_margin = sms / (sms - UB_COMM_SMS)
         self.ub_all_sms = p.tp_comm_overlap_method == "userbuffers" \
             and profile_supports(cfg, "ub_gemm_all_sms")
@@ -191,7 +194,7 @@ class Pricer:
             # SMs its exchange kernels hold
             self._sig = (id(cfg.cluster), tuple(self.spans.values()), p.tp, p.tp_comm_overlap,
                          p.tp_comm_overlap_method, p.moe_overlap_ep_comm,
-                         p.moe_token_dispatcher_type, exchange_sms(cfg),
+                         p.moe_token_dispatcher_type, exchange_sms(cfg), self.grid_scale,
                          self.host_s_per_kernel, self.blocking, tuple(self.sm_share.items()),
                          tuple(sorted(self.graph_parts)), self.ub_all_sms, self.ub_bulk_all_sms,
                          tuple(sorted(self.ub_rs.items())))
@@ -437,6 +440,8 @@ class Pricer:
             beside[len(segs)] = (len(segs) + j if j < 0 else j, comm_s, share)
             add(seg, op)
 
+        if self.grid_scale != 1.0:  # ``gemm_overlap.fixed_grid_scale``
+            compute_time = self._on_grid(compute_time)
         split = self._overlap_splits(ops) if p.tp_comm_overlap else {}
         method = p.tp_comm_overlap_method
         for i, op in enumerate(ops):
@@ -537,16 +542,23 @@ class Pricer:
         # slow only the compute they run beside
         compute = sum(t for cat, t, _ in segs if cat == COMPUTE)
         budget = compute + (idle if pooled else 0.0)
+        grid = sum(t for (cat, t, _), o in zip(segs, order) if cat == COMPUTE
+                   and on_fixed_grid(o)) if self.grid_scale != 1.0 and pooled else 0.0
+        off_grid = 1.0 - grid / compute if compute > 0.0 else 1.0  # slowed beside an exchange
         for (cat, t, name), op, _ in pooled:
             # the expert exchange holds its dispatcher's SMs; the NCCL collectives beside it
             # (ETP all-gather / reduce-scatter, routing-map and token-count all-gathers) a
             # collective's channels
-            share = self.sm_share["ep" if op.kind == "all_to_all" else "dp"]
+            share = self.sm_share["ep" if op.kind == "all_to_all" else "dp"] * off_grid
             add((cat, max(0.0, t - budget) + min(t, compute) * share, name), op)
             budget, compute = max(0.0, budget - t), max(0.0, compute - t)
         if idle > 0.0:
             add((HOST, idle, "host_launch_wait"), Elementwise("host_launch_wait", 0.0, kernels=0))
         return Priced(tuple(segs)), order
+
+    def _on_grid(self, compute_time: Callable[[Op], float]) -> Callable[[Op], float]:
+        """``compute_time`` with the fp8 GEMMs on the fixed grid (``grid_scale``)."""
+        return lambda op: compute_time(op) * (self.grid_scale if on_fixed_grid(op) else 1.0)
 
     def scoped_counts(self, ops: list[Op]) -> list[int] | None:
         """Host launches of each op under scoped CUDA graphs (``compute.host.scoped_launches``);

@@ -203,6 +203,15 @@ class ParallelConfig:
     --moe-hybridep-num-sms, TransformerConfig.moe_hybridep_num_sms; None: its default,
     ``workload.moe_dispatch.EXCHANGE_SMS``). A framework profile sets it (Megatron-Bridge's
     perf overrides: 32)."""
+    fp8_gemm_grid_excludes_exchange: bool = False
+    """The run's fp8 GEMM library launches every fp8 GEMM, in every pass, on the SMs the expert
+    exchange's kernels leave (``workload.moe_dispatch.exchange_sms``), whether an exchange runs
+    beside it or not: DeepGEMM's persistent kernels take their grid from one process-wide SM
+    count (deepseek-ai/DeepGEMM@5e365d30 deep_gemm/jit_kernels/utils.py ``set_num_sms``, "the
+    maximum SM count for all GEMM kernels to use"), which DeepSeek sets to 132 less DeepEP's 20
+    (deepseek-ai/profile-data@4496024 train.json: all 140 fp8 GEMM launches on 112 CTAs, also
+    those with no DeepEP kernel beside). Priced by ``gemm_overlap.fixed_grid_scale``; with a
+    dispatcher whose exchange is an NCCL collective (no SMs of its own) the grid is all SMs."""
     moe_dispatch_fp8: bool = False
     """Send dispatched tokens in fp8 (DeepSeek-V3 §3.3); the combine stays 16-bit."""
     decoder_first_pipeline_num_layers: int | None = None

@@ -69,6 +69,9 @@ from trainsim.workload.softmax import (
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
 PARALLEL_MLP_NORM = "parallel_mlp_norm"
+E5M6_CAST_BYTES = ACT + 1.5 + 4 / 128
+"""The E5M6 cast of the attention output (``training.attention_output_e5m6``), per element:
+read 16 bits, write 12 and an fp32 scale per 1x128 tile; its cast back the same bytes."""
 """The MLP's norm in a two-norm parallel block (``parallel_block_norms`` 2), beside
 ``attn_norm`` before either sublayer; not ``mlp_norm``, which opens a sequential layer's MLP
 part (``graph_scope.layer_parts``)."""
@@ -236,6 +239,13 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         ops.append(Comm("attn_core.cp_a2a_out", "all_to_all", T * (m.v_dim // t) * ACT, "cp"))
     if sh.qkv_relayout and sh.batch > 1 and not m.is_mla:
         ops.append(attn_out_relayout_op(T, m.v_dim // t))
+    if sh.dtype == "fp8" and cfg.training.attention_output_e5m6:
+        # DeepSeek-V3 §3.3.3: the attention output cached in E5M6 for the backward, a cast of
+        # its own beside the fp8 GEMM input's, cast back where the backward reads it
+        # (profile-data@4496024 train.json: per_token_cast_to_fp8_with_fp8_special_fmt
+        # forward, per_token_cast_back_special_fmt backward, one each a layer)
+        ops.append(Elementwise("attn_out.e5m6_cast", bytes=T * m.v_dim // t * E5M6_CAST_BYTES,
+                               bwd_bytes=T * m.v_dim // t * E5M6_CAST_BYTES, kernel="fp8_cast"))
     linear(ops, sh, "out_proj", T, h, m.v_dim // t, seq_parallel="scatter")
     if parallel:
         mlp()
