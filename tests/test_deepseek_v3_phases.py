@@ -146,8 +146,8 @@ def test_deepseek_v3_step_against_table4():
     """The example's DualPipe step (about 3 s) against DeepSeek's measured one: ranks 0 and 15
     hold the largest bubble and lone weight-gradient phases, the ones nearest the table's 2.06 s
     and 0.48 s, and there the lone passes lie within 10 %; with the kernels DeepSeek's trace
-    names (FA3, fp8 GEMMs on 112 SMs: dsv3k43) the pairs are priced 13 % short and the bubble,
-    which grows with the passes, 33 % (1.38 s; 2.19 s with the FA2 stand-in on all SMs)."""
+    names (FA3, fp8 GEMMs on 112 SMs: dsv3k43) the pairs are priced 12 % short and the bubble,
+    which grows with the passes, 27 % (1.51 s; 2.14 s with the FA2 stand-in on all SMs)."""
     sys.path.insert(0, str(BENCH))
     try:
         import deepseek_v3 as d
