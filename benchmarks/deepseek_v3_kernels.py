@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -49,7 +48,7 @@ from pathlib import Path
 import trainsim
 from trainsim.gemm_overlap import on_fixed_grid
 from trainsim.pipeline import ScheduledPipeline
-from trainsim.pricing import COMPUTE, Pricer, Priced
+from trainsim.pricing import COMPUTE, Priced, Pricer
 from trainsim.simulator import _TaskGraph
 from trainsim.workload.ops import Op
 
@@ -57,10 +56,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import deepseek_v3 as dsv3
     import deepseek_v3_phases as ph
+    from dualpipe39_profile import load_trace  # the trace from the profile-data mirror
 finally:
     sys.path.pop(0)
 
-MIRROR = Path("/work/.mirror/deepseek-ai+profile-data/repo")
 SOURCE = "deepseek-ai/profile-data@4496024:train.json"
 KEPT = Path(__file__).resolve().parent / "deepseek_v3_kernels_trace.json"
 DUALPIPE = dsv3.SETTINGS["dualpipe"]
@@ -161,14 +160,6 @@ def measure(trace: dict) -> dict:
         "attention_launches": {c: sum(1 for e in gpu if kernel_class(e["name"]) == c)
                                for c in ("attention_fwd", "attention_bwd")},
     }
-
-
-def load_trace(path: str | None) -> dict:
-    if path:
-        return json.loads(Path(path).read_text())
-    out = subprocess.run(["git", "--git-dir", str(MIRROR), "show", "HEAD:train.json"],
-                         check=True, capture_output=True).stdout
-    return json.loads(out)
 
 
 def totals(m: dict) -> dict[str, float]:

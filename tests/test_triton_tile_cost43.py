@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import load_script
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.compute import grouped, roofline
@@ -20,14 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def script():
-    spec = importlib.util.spec_from_file_location(
-        "triton_tile_cost", ROOT / "benchmarks" / "triton_tile_cost.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules["triton_tile_cost"] = mod
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop("triton_tile_cost", None)
+    return load_script(ROOT / "benchmarks" / "triton_tile_cost.py")
 
 
 def _experts(impl: str, k: int) -> Gemm:
