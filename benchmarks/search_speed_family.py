@@ -276,7 +276,7 @@ def main() -> int:
     keys = sorted({k for runs in rows.values() for k in runs[0]["counts"]})
     print(f"{'':52}" + "".join(f"{w:>20}" for w in rows))
     print(f"{'same answer (top, evaluations, front, counts)':52}"
-          + "".join(f"{str(all(r['same'] for r in runs)):>20}" for runs in rows.values()))
+          + "".join(f"{all(r['same'] for r in runs)!s:>20}" for runs in rows.values()))
 
     def outside(r: dict) -> str:  # the CPU the branch and bound takes (all but simulations)
         return f"{r['cpu'] - 1e-6 * r['counts']['simulations: CPU us']:.2f}"
