@@ -20,6 +20,10 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
                        and the memory estimate's schedule walk
                        (not Megatron's 1F1B / interleaved), 2 x
                        micro-batches x vpp x pp positions / 20
+                       and a plain PyTorch loop's caching-
+                       allocator replay (memory.plain_step): 8
+                       steps x layers x 160 allocations x (5 +
+                       0.005 x layers) us / 45 us
 goodput Monte Carlo    trials x interruption rounds (the expected  TRAINSIM_MAX_TRIALS   5e6
                        interruptions over the expected wall clock
                        of the run, + 1)
@@ -168,6 +172,35 @@ POSITIONS_PER_TASK = 20
 """Schedule positions the memory estimate walks (``memory.estimate``: each stage's pipeline
 order, 2 x micro-batches x vpp positions, for the micro-batches in flight) that cost as much
 as one engine task (about 0.2 us against 5-10 us, measured on PP64)."""
+
+
+REPLAY_ALLOCATIONS_PER_LAYER_STEP = 160
+"""Allocations one layer makes in a step of the plain-loop allocator replay
+(``memory.plain_step``), at most: counted 116 (SDPA), 131 (eager attention's scores) and 158
+(full recompute) a layer a step (``benchmarks/replay_limit43.py``)."""
+REPLAY_ALLOCATION_US = (5.0, 0.005)
+"""CPU microseconds a replayed allocation costs: 5 plus 0.005 per layer of the model (the
+allocator's sorted free lists grow with the blocks each layer strands): measured 6.9 / 8.3 /
+9.0 / 14.9 us at 300 / 600 / 1,000 / 2,000 layers (``benchmarks/replay_limit43.py``; a
+2,000-layer plain loop took 28 s of CPU before this limit, fuzz43)."""
+TASK_US = 45.0
+"""CPU microseconds of one engine task (40-50 us: the module table), the unit of the limit."""
+
+
+def replay_tasks(layers: int, steps: int) -> float:
+    """The plain-loop allocator replay of ``layers`` layers over ``steps`` steps, in engine
+    tasks' worth (``REPLAY_ALLOCATIONS_PER_LAYER_STEP``, ``REPLAY_ALLOCATION_US``)."""
+    base, per_layer = REPLAY_ALLOCATION_US
+    allocations = float(steps) * layers * REPLAY_ALLOCATIONS_PER_LAYER_STEP
+    return allocations * (base + per_layer * layers) / TASK_US
+
+
+def check_replay(layers: int, steps: int, flag: str = "simulate --max-tasks N") -> None:
+    """Refuse a plain-loop allocator replay over the task limit (``replay_tasks``)."""
+    check("TRAINSIM_MAX_TASKS", replay_tasks(layers, steps),
+          f"the plain loop's caching-allocator replay, in tasks' worth ({layers:,} layers x "
+          f"{steps} steps x {REPLAY_ALLOCATIONS_PER_LAYER_STEP} allocations)", flag,
+          "fewer layers replay faster")
 
 
 def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "",

@@ -5,10 +5,12 @@ full simulation summarize a timeline the same way."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from trainsim.config import RunConfig
 from trainsim.engine import Timeline
+from trainsim.errors import ConfigError
 from trainsim.pricing import COMPUTE, CP, DP, DP_STREAMS, EP, OPT, PP, TP
 
 
@@ -119,7 +121,13 @@ the same durations in another order differ in their last bits."""
 
 def critical_stage(busy: list[float], end: list[float]) -> int:
     """The stage that bounds throughput: the most work on its compute stream (ties: the one
-    that finishes last, then the lowest index)."""
+    that finishes last, then the lowest index). Work or an end past what a float holds (a
+    kernel database record of 1e308 s summed twice) is an error naming it, not a stage
+    (fuzz43: ``max`` of no stage)."""
+    if not all(math.isfinite(v) for v in (*busy, *end)):
+        raise ConfigError("the simulated iteration's length is not a finite number of seconds: "
+                          "an input time or size is past what a float holds (a kernel database "
+                          "record's time_s, a rate or a count)")
     top = max(busy)
     tied = [s for s, b in enumerate(busy) if b >= top - TIE * abs(top)]
     last = max(end[s] for s in tied)

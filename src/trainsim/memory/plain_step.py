@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from trainsim.config import RunConfig
+from trainsim.limits import check_replay
 from trainsim.memory.hf import autocast_fp32_params
 from trainsim.workload.ops import GQA_EXPANDED_BWD, MATERIALIZED_SCORES
 
@@ -417,5 +418,6 @@ def fragmentation_bytes(cfg: RunConfig) -> float | None:
     """Reserved minus allocated at their peaks in the replay, or None where it does not apply."""
     if not applies(cfg):
         return None
+    check_replay(cfg.model.num_layers, WARM_STEPS + TIMED_STEPS)
     alloc, res = replay(shape_of(cfg))
     return float(res - alloc)

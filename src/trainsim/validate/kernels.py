@@ -223,6 +223,9 @@ a row that states none, or 0, ran without dropout (the kernels files have no dro
 def attention_dropout(row: dict[str, str]) -> bool:
     """Whether an attention row's kernel ran with dropout (``DROPOUT_NOTE``)."""
     found = DROPOUT_NOTE.search(row.get("note") or "")
+    # 'dropout 2' was priced as dropout on (fuzz43)
+    if found is not None and float(found.group(1)) > 1:
+        raise ConfigError(f"the note's dropout {found.group(1)} is not a probability (0 to 1)")
     return found is not None and float(found.group(1)) > 0
 
 
@@ -231,6 +234,12 @@ def _attention(row: dict[str, str], backward: bool) -> Attention:
                              label=implementation_label(row))
     s, heads = _int(row, "seq_len"), _int(row, "heads")
     kv = _int(row, "kv_heads") if _cell(row, "kv_heads") else heads
+    # GQA: each key/value head serves heads / kv_heads query heads; FlashAttention's mha_fwd
+    # refuses the rest (csrc/flash_attn/flash_api.cpp: TORCH_CHECK(num_heads % num_heads_k
+    # == 0)); priced before (fuzz43)
+    if heads % kv:
+        raise ConfigError(f"column 'kv_heads'={kv} must divide heads={heads} (each key/value "
+                          "head serves heads / kv_heads query heads)")
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
                      kv_len=s, head_dim=_int(row, "head_dim"), causal=_causal(row),
                      backward=backward, impl=impl,  # type: ignore[arg-type]
@@ -470,6 +479,9 @@ def kernel_ops(row: dict[str, str]) -> tuple[list[Op], float | None]:
                     *activation_quant(row, m, k)], 2.0 * m * n * k
         # m counts the rows of all groups, equal unless the note says they differ
         groups = _int(row, "groups")
+        if groups > m:  # ceil(m / groups) rows each priced 2*m*n*k FLOPs as ~m/groups GEMMs
+            raise ConfigError(f"column 'groups'={groups} is more than m={m}: m counts the rows "
+                              "of all groups, each group needs at least one")
         ragged = bool(_RAGGED.search(row.get("note") or ""))
         impl: GroupedImpl = grouped_impl(row)  # type: ignore[assignment]
         op = Gemm(kind, math.ceil(m / groups), n, k, dtype, groups, grouped=impl, ragged=ragged,
