@@ -158,9 +158,11 @@ class Pricer:
         (``sm_share`` overrides: DualPipe's pairs, whose all-to-alls run on SMs of their
         own)."""
         self.grid_scale = fixed_grid_scale(cfg)  # fp8 GEMMs on the SMs the exchange leaves
-        held = 0.0 if self.grid_scale != 1.0 else self.sm_share["ep"]
+        on_grid = self.grid_scale != 1.0
+        held = 0.0 if on_grid else self.sm_share["ep"]
         self.ep_gemm_share = max(held, STATIC_TILE_GEMM_SHARE) \
-            if static_tile_schedule(cfg) and "ep" not in (sm_share or {}) and held else held
+            if static_tile_schedule(cfg) and "ep" not in (sm_share or {}) and not on_grid \
+            else held
         """Share of the GEMMs' time lost beside an expert exchange in a combined-1F1B pair
         (``ep_pairs.exposed``): ``STATIC_TILE_GEMM_SHARE`` on a GPU whose GEMMs keep a static
         tile schedule, else the exchange's SMs (``sm_share['ep']``; an override of it, the

@@ -69,12 +69,12 @@ from trainsim.workload.softmax import (
 from trainsim.workload.unpad import pad_op, triton_grad_op, unpad_ops
 
 PARALLEL_MLP_NORM = "parallel_mlp_norm"
-E5M6_CAST_BYTES = ACT + 1.5 + 4 / 128
-"""The E5M6 cast of the attention output (``training.attention_output_e5m6``), per element:
-read 16 bits, write 12 and an fp32 scale per 1x128 tile; its cast back the same bytes."""
 """The MLP's norm in a two-norm parallel block (``parallel_block_norms`` 2), beside
 ``attn_norm`` before either sublayer; not ``mlp_norm``, which opens a sequential layer's MLP
 part (``graph_scope.layer_parts``)."""
+E5M6_CAST_BYTES = ACT + 1.5 + 4 / 128
+"""The E5M6 cast of the attention output (``training.attention_output_e5m6``), per element:
+read 16 bits, write 12 and an fp32 scale per 1x128 tile; its cast back the same bytes."""
 
 
 def layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
