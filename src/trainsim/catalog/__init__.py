@@ -24,7 +24,7 @@ from trainsim.catalog.defaults import (
     window_attention_problem,
 )
 from trainsim.catalog.names import aliases_of
-from trainsim.catalog.te_attention import blackwell_head_dim_attention
+from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
 from trainsim.config import (
     ClusterConfig,
     GPUSpec,
@@ -44,7 +44,8 @@ from trainsim.config._build import (
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
-from trainsim.errors import CatalogError, ConfigError, SettingReplaced
+from trainsim.config.training import fp8_recipe_ignored
+from trainsim.errors import CatalogError, ConfigError, SettingReplaced, TrainsimWarning
 
 _ROOT = Path(__file__).parent
 GiB = 2**30
@@ -548,23 +549,25 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     cluster_raw = cluster if isinstance(cluster, dict) else {}
     gpu_name = cluster_raw.get("gpu") or (node(str(cluster_raw["node"]))["gpu"]
                                           if "node" in cluster_raw else None)
-    given = training_raw.get("attention") not in (None, "")
+    stated, recipe = training_raw.get("attention"), training_raw.get("fp8_recipe")  # as stated
+    given = stated not in (None, "")
     apply_framework(parallel_raw, training_raw, gpu_name)
     model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
     for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given,
                                    parallel_raw.get("context_parallel_size", 1)),
                  sink_attention(training_raw, model.softmax_type, given, gpu_name),
-                 blackwell_head_dim_attention(training_raw, model, given, gpu_name)):
+                 blackwell_head_dim_attention(training_raw, model, given, gpu_name),
+                 wide_head_attention(training_raw, model, stated, gpu_name)):
         if note is not None:  # what the framework runs instead, said (validate: row notes)
             warnings.warn(note, SettingReplaced, stacklevel=2)
     window_attention_problem(training_raw, model.sliding_window)
     sdpa_enable_gqa_problem(training_raw)
-    return RunConfig(
-        model=model,
-        parallel=build(ParallelConfig, parallel_raw, "parallel"),
-        training=build(TrainingConfig, training_raw, "training"),
-        cluster=_cluster_section(cluster),
-    )
+    cfg = RunConfig(model=model, parallel=build(ParallelConfig, parallel_raw, "parallel"),
+                    training=build(TrainingConfig, training_raw, "training"),
+                    cluster=_cluster_section(cluster))
+    if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None:
+        warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
+    return cfg
 
 
 def _framework_model(m: ModelConfig, raw: Any, training: dict[str, Any]) -> ModelConfig:

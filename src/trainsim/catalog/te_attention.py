@@ -76,3 +76,51 @@ def blackwell_head_dim_attention(training: dict[str, Any], model: Any, given: bo
                           "or leave it out")
     training["attention"] = kernel
     return f"attention cudnn -> {kernel}: {why}"
+
+
+
+def wide_head_attention(training: dict[str, Any], model: Any, stated: Any,
+                        gpu: Any = None) -> str | None:
+    """Replace, in place, an attention that falls back for heads wider than any fused kernel
+    trains (``config.validity.FUSED_MAX_HEAD_DIM``) by the kernel that runs them. PyTorch SDPA
+    (``stated`` sdpa, or a framework's default sdpa, as ``training.attention`` sdpa or the
+    backend its profile's ``sdpa_by_arch`` resolves it to) runs its memory-efficient backend,
+    which takes any width of a multiple of 8 (pytorch/pytorch
+    aten/src/ATen/native/transformers/cuda/sdp_utils.cpp ``check_head_dim_size_mem_efficient``;
+    ``check_head_dim_size_flash``: at most 256). A framework's default cuDNN attention
+    (Transformer Engine's fused attention) runs ``UnfusedDotProductAttention``: TE's fused
+    backend trains heads of at most 256 (NVIDIA/TransformerEngine@d0067d0d
+    transformer_engine/common/fused_attn/fused_attn.cpp L314-L319), its FlashAttention filters
+    refuse them too (pytorch/attention/dot_product_attention/utils.py L931
+    ``fa2_padded_head_dim > 256``, L954 ``head_dim_qk > 256``). Returns 'attention OLD -> NEW:
+    ...' (None where nothing was replaced); a FlashAttention or cuDNN kernel the user named is
+    refused by ``RunConfig`` (``config.validity.head_dim_problem``)."""
+    from trainsim.config.validity import FUSED_MAX_HEAD_DIM
+
+    qk, v = head_dims(model)
+    current = str(training.get("attention") or "flash2")
+    if max(qk, v) <= FUSED_MAX_HEAD_DIM or current not in ("sdpa", "cudnn"):
+        return None
+    profile = None
+    if _given(training.get("framework")):
+        from trainsim.catalog.defaults import gpu_arch
+        from trainsim.catalog.frameworks import framework_profile
+
+        version = training.get("framework_version")
+        profile = framework_profile(str(training["framework"]),
+                                    str(version) if _given(version) else None)
+        arch = gpu_arch(gpu) if gpu is not None else None
+        asked = str(stated) if _given(stated) else profile.attention_for(arch)
+        via_sdpa = current == "sdpa" or (
+            asked == "sdpa" and (profile.defaults.get("sdpa_by_arch") or {}).get(arch) == current)
+    else:
+        via_sdpa = current == "sdpa"
+    wide = f"heads of at most {FUSED_MAX_HEAD_DIM} (query/key {qk}, value {v})"
+    if via_sdpa:
+        training["attention"] = "mem_efficient"
+        return (f"attention {current} -> mem_efficient: PyTorch SDPA's flash and cuDNN backends "
+                f"train {wide}; it runs its memory-efficient backend")
+    if _given(stated) or profile is None:
+        return None
+    training["attention"] = "unfused"
+    return f"attention cudnn -> unfused: Transformer Engine's fused and flash attention train {wide}"

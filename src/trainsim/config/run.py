@@ -30,6 +30,7 @@ from trainsim.config.validity import (
     DISPATCHER_MIN_SM,
     dispatcher_fits,
     dispatcher_runs_on,
+    head_dim_problem,
     kv_heads_fit,
     kv_heads_problem,
     te_ring_window_problem,
@@ -120,6 +121,10 @@ class RunConfig:
             # flash-attention v1.0.9 fmha_api.cpp: TORCH_CHECK(... head_size <= 128)
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
                               f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
+        problem = head_dim_problem(t.attention, m.qk_dim // m.num_attention_heads,
+                                   m.v_dim // m.num_attention_heads)
+        if problem:  # config.validity.FUSED_MAX_HEAD_DIM
+            raise ConfigError(problem)
         # config.training.NVIDIA_ONLY_ATTENTION (cuDNN, FlashAttention-3/4) and
         # AMD_ONLY_ATTENTION (ROCm Transformer Engine's CK): the other vendor's are refused,
         # naming only kernels this GPU runs

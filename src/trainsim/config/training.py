@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from trainsim.config._build import check_fields, require_positive
 from trainsim.config.graph_scope import graph_scope_checked
@@ -265,3 +265,14 @@ def check_run_tokens(training: TrainingConfig, tokens: float, name: str) -> None
                           f"({per_batch:,}: global_batch_size {training.global_batch_size} x "
                           f"seq_length {training.seq_length}); a run trains at least one "
                           "iteration")
+
+
+def fp8_recipe_ignored(stated: Any, dtype: str) -> str | None:
+    """The warning for an ``fp8_recipe`` a config states (``stated``, as written, before a
+    framework's default fills it) with a ``dtype`` that is not fp8, or None: the recipe scales
+    fp8 GEMMs only (Transformer Engine's ``fp8_autocast(enabled=False)`` runs the 16-bit GEMMs
+    and reads no recipe), so the run prices ``dtype`` and ignores it."""
+    if stated is None or (isinstance(stated, str) and not stated.strip()) or dtype == "fp8":
+        return None
+    return (f"training.fp8_recipe={stated} is ignored: training.dtype={dtype} runs no fp8 "
+            "GEMMs (set training.dtype=fp8 to use the recipe)")

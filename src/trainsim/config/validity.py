@@ -114,3 +114,33 @@ def te_ring_window_problem(cp: int, cp_comm_type: str, attention: str,
         return ("parallel.cp_comm_type=p2p (Transformer Engine's ring attention) does not "
                 "support the model's sliding-window attention; use a2a or all_gather")
     return None
+
+
+FUSED_MAX_HEAD_DIM = 256
+"""The widest head (query/key or value) the fused attention kernels train: FlashAttention-2
+(Dao-AILab/flash-attention@0251105a csrc/flash_attn/flash_api.cpp L416 ``mha_fwd`` and L868
+``mha_bwd``: ``TORCH_CHECK(head_size <= 256, "FlashAttention backward only supports head
+dimension at most 256")``), FlashAttention-3 (hopper/flash_api.cpp L473-L475
+``get_max_headdim``: 256, L1352 ``mha_bwd``: ``std::max(head_size, head_size_v) <=
+max_headdim``; its forward's wider value heads of L783 have no backward), PyTorch SDPA's flash
+backend (the FlashAttention-2 kernel) and Transformer Engine's cuDNN fused attention in
+training (NVIDIA/TransformerEngine@d0067d0d transformer_engine/common/fused_attn/fused_attn.cpp
+L314-L319: heads above 128 up to 256 on Hopper with cuDNN >= 9.5, ``is_training``; on
+Blackwell at most 128 but 192/128 and 256: L330-L335, ``catalog.te_attention``)."""
+HEAD_DIM_FALLBACK = {"flash2": "unfused or mem_efficient", "flash3": "unfused or mem_efficient",
+                     "sdpa": "mem_efficient (the backend PyTorch SDPA runs instead)",
+                     "cudnn": "unfused (what Transformer Engine runs instead)"}
+"""What runs a head wider than ``FUSED_MAX_HEAD_DIM`` (``head_dim_problem``): PyTorch SDPA
+falls back to its memory-efficient backend, Transformer Engine past its fused and flash
+backends to ``UnfusedDotProductAttention`` (te_attention's module docstring)."""
+
+
+def head_dim_problem(attention: str, qk: int, v: int) -> str | None:
+    """Why ``attention`` cannot train heads of query/key width ``qk`` and value width ``v``, or
+    None: the fused kernels of ``HEAD_DIM_FALLBACK`` take at most ``FUSED_MAX_HEAD_DIM``."""
+    widest = max(qk, v)
+    if attention not in HEAD_DIM_FALLBACK or widest <= FUSED_MAX_HEAD_DIM:
+        return None
+    return (f"training.attention={attention} trains heads at most {FUSED_MAX_HEAD_DIM} wide, "
+            f"not {widest} (query/key {qk}, value {v}); set training.attention to "
+            f"{HEAD_DIM_FALLBACK[attention]}")

@@ -276,8 +276,9 @@ def _moe_ops(row: dict[str, str]) -> list[Op]:
                         num_attention_heads=1, ffn_hidden_size=_int(row, "ffn"),
                         activation="swiglu", num_experts=_int(row, "experts"),
                         moe_router_topk=_int(row, "top_k"), moe_ffn_hidden_size=_int(row, "ffn"))
+    # its one attention head (hidden wide) is never built: unfused, which takes any width
     training = TrainingConfig(global_batch_size=1, micro_batch_size=1, seq_length=tokens,
-                              dtype=dtype)  # type: ignore[arg-type]
+                              dtype=dtype, attention="unfused")  # type: ignore[arg-type]
     cfg = RunConfig(model=model, parallel=ParallelConfig(), training=training,
                     cluster=ClusterConfig(gpu=catalog_gpu(row["gpu"]), num_gpus=1,
                                           gpus_per_node=1))
