@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from helpers import cli, one_error_line
+from helpers import PUBLIC_TRAINING, cli, one_error_line
 
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError, SettingReplaced, TrainsimWarning
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLIC = ROOT.parent / "shared" / "validation" / "training_public.csv"
+PUBLIC = PUBLIC_TRAINING  # the shared file, else the copy bundled with the package
 BASE = {"model": {"hidden_size": 2048, "num_layers": 4, "num_attention_heads": 8,
                   "vocab_size": 32000},
         "parallel": {}, "training": {"global_batch_size": 16, "seq_length": 2048},
