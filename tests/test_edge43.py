@@ -9,7 +9,6 @@ import dataclasses
 import io
 import json
 import warnings
-from pathlib import Path
 
 import pytest
 import yaml
@@ -18,7 +17,6 @@ from helpers import PUBLIC_TRAINING, cli, one_error_line
 from trainsim.catalog import run_config_from_dict
 from trainsim.errors import ConfigError, SettingReplaced, TrainsimWarning
 
-ROOT = Path(__file__).resolve().parents[1]
 PUBLIC = PUBLIC_TRAINING  # the shared file, else the copy bundled with the package
 BASE = {"model": {"hidden_size": 2048, "num_layers": 4, "num_attention_heads": 8,
                   "vocab_size": 32000},
