@@ -65,6 +65,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from grouped_borrow import borrowed_fraction, main_loop_share  # noqa: F401 (tests read it)
 from kernel_rows import (
     FILES,
     FITTED,
@@ -300,7 +301,7 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
 
     if flash1:  # after the FA2 family it scales
         attention.FLASH1_MMA_OF_FLASH2 = round(golden(flash1_loss, 0.3, 1.0, tol=0.005), 2)
-    fit_grouped(train)  # after the tile overhead they build on
+    fit_grouped(train, [r for r in rows if is_held(r, held)])  # after the tile overhead
     scalar = [r for r in train if r.kind == "memory_bound" and
               any(isinstance(op, Elementwise) and strided_share(op) > 0 for op in r.ops)]
 
@@ -327,9 +328,10 @@ def fit(rows: list[Row], held: dict[str, set[str]]) -> dict[str, Any]:
                                              for x in attention.MEM_EFFICIENT_OF_FLASH2)}
 
 
-def fit_grouped(train: list[Row]) -> None:
+def fit_grouped(train: list[Row], priced: Sequence[Row] = ()) -> None:
     """``GROUPED_OF_GEMM`` per implementation family on ``train``'s rows of that family; a
-    family with no rows takes the mean of the fitted ones (nothing says it differs)."""
+    family with no rows borrows the fitted ones' effective rate at the shapes of its rows in
+    ``priced`` (``borrowed_fraction``: nothing says it differs)."""
     fitted = {}
     for impl in roofline.GROUPED_OF_GEMM:
         fam = [r for r in train if domain(r) == "grouped" and grouped_family(r) == impl]
@@ -344,7 +346,7 @@ def fit_grouped(train: list[Row]) -> None:
         roofline.GROUPED_OF_GEMM[impl] = fitted[impl]
     for impl in roofline.GROUPED_OF_GEMM:
         if impl not in fitted and fitted:
-            roofline.GROUPED_OF_GEMM[impl] = round(float(np.mean(list(fitted.values()))), 2)
+            roofline.GROUPED_OF_GEMM[impl] = borrowed_fraction(impl, fitted, list(priced))
 
 
 def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[str, float]]]:
@@ -357,8 +359,8 @@ def leave_one_source_out(rows: list[Row]) -> list[tuple[str, int, float, dict[st
     try:
         for src in sorted({r.source for r in grouped}):
             roofline.GROUPED_OF_GEMM.update(shipped)
-            fit_grouped([r for r in grouped if r.source != src])
             test = [r for r in grouped if r.source == src]
+            fit_grouped([r for r in grouped if r.source != src], test)
             out.append((src, len(test), float(np.mean(ape(test))),
                         dict(roofline.GROUPED_OF_GEMM)))
     finally:
