@@ -46,6 +46,7 @@ from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
 from trainsim.config.training import fp8_recipe_ignored
 from trainsim.errors import CatalogError, ConfigError, SettingReplaced, TrainsimWarning
+from trainsim.lazy import lazy_getattr
 
 _ROOT = Path(__file__).parent
 GiB = 2**30
@@ -599,9 +600,6 @@ def load_run_config(path: str | Path, overrides: list[str] | tuple[str, ...] = (
     return run_config_from_dict(apply_overrides(read_config_file(path), overrides))
 
 
-def __getattr__(name: str) -> Any:
-    """``model_from_hf_config``, imported when first read (PEP 562): presets need no HF reader."""
-    if name == "model_from_hf_config":
-        from trainsim.catalog.hf_config import model_from_hf_config
-        return model_from_hf_config
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# ``model_from_hf_config`` imported when first read (PEP 562): presets need no HF reader
+__getattr__ = lazy_getattr(__name__, {"model_from_hf_config": "trainsim.catalog.hf_config"},
+                           globals())

@@ -78,7 +78,6 @@ def blackwell_head_dim_attention(training: dict[str, Any], model: Any, given: bo
     return f"attention cudnn -> {kernel}: {why}"
 
 
-
 def wide_head_attention(training: dict[str, Any], model: Any, stated: Any,
                         gpu: Any = None) -> str | None:
     """Replace, in place, an attention that falls back for heads wider than any fused kernel

@@ -253,8 +253,8 @@ out of every fit) 16.6 -> 7.6 % MAPE, the H200 s41 grid's 21.1 -> 12.3 % (forwar
 FA2_SMEM_PER_MATMUL = False
 """Pace each FlashAttention-2 matmul by its own operand loads (they run one after another)
 rather than by their mean: a candidate, off (RESULTS.md, 43rd session, bwd43: H200 FA2
-backward hd192 / 256 +19 / +23 -> +10 / +8 %, public 5.434 %, but DeepSeek-V3's FA2-priced
-DualPipe pair 137.4 ms against 129.0, outside ``tests/test_dualpipe39.py``'s 6 %)."""
+backward hd192 / 256 +19 / +23 -> +10 / +8 %, but public 5.432 -> 5.434 %; measured when the
+DeepSeek-V3 example still priced FA2, whose DualPipe pair it took to 137.4 ms against 129.0)."""
 
 
 def fa2_smem_over_mma(op: Attention, arch: int | None) -> float:

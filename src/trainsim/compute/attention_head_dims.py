@@ -39,8 +39,8 @@ def kernel_head_dims(op: Attention) -> tuple[int, int]:
     stays as it is. FlashAttention-2 takes one width for Q, K and V (Dao-AILab/flash-attention
     @0251105a csrc/flash_attn/flash_api.cpp L441 ``mha_fwd``: ``CHECK_SHAPE(v, batch_size,
     seqlen_k, num_heads_k, head_size)``), so a framework running MLA's 192 / 128 heads on it
-    pads the values; that copy and the padded value matmul are not priced here: MLA on FA2
-    stands in for DeepSeek's own kernel in ``benchmarks/deepseek_v3.py``."""
+    pads the values; that copy and the padded value matmul are not priced here (no row runs
+    MLA on FA2; the DeepSeek-V3 example runs FA3, as DeepSeek's trace does)."""
     qk = op.qk_head_dim or op.head_dim
     v = 2 * op.head_dim - qk
     dims = KERNEL_HEAD_DIMS.get(op.impl)

@@ -177,7 +177,7 @@ class Attention:
     qk_head_dim: int | None = None
     """Width of a query/key head where it differs from the value head's (MLA: 192 against
     128); ``head_dim`` is then the mean of the two, which the FLOPs and bytes count. A fused
-    kernel is chosen by this width (``compute.attention.kernel_head_dims``). None: equal."""
+    kernel is chosen by this width (``compute.attention_head_dims.kernel_head_dims``). None: equal."""
 
     @property
     def pairs(self) -> float:
