@@ -82,7 +82,8 @@ def test_the_fixed_grid_puts_fp8_gemms_on_the_exchange_left_sms(moe_layer):
     """One MoE layer of the example as a DualPipe pair prices it: each fp8 GEMM takes 132/112
     of its time on the fixed grid, every other compute op (the 16-bit router GEMM, attention,
     elementwise) the same; each pooled all-to-all's SM charge is the all-SM pricing's times the
-    share of the layer's compute off the fixed grid (both hidden in full)."""
+    share of the layer's compute off the fixed grid, the full-wave norms' extra wave apart
+    (``roofline.full_wave_extra``, one wave beside DeepEP's 20 SMs; both hidden in full)."""
     cfg, ops = moe_layer
     assert cfg.parallel.fp8_gemm_grid_excludes_exchange  # the example's setting
     base, order = Pricer(_no_grid(cfg)).price_ops(ops)
@@ -97,12 +98,19 @@ def test_the_fixed_grid_puts_fp8_gemms_on_the_exchange_left_sms(moe_layer):
         elif c == COMPUTE:
             assert tg == t
     compute = sum(t for c, t, _ in grid.segments if c == COMPUTE)
+    compute_b = sum(t for c, t, _ in base.segments if c == COMPUTE)
+    wave = sum(t for (c, t, _), op in zip(grid.segments, order)
+               if c == COMPUTE and getattr(op, "full_wave", False))
+    assert 0.0 < wave < 0.05 * compute  # the layer's norms
     off = 1 - fixed / compute
     assert 0.2 < off < 0.8
+    held = EXCHANGE_SMS["deepep"] / 132
+    ratio = (held * (1 - (fixed + wave) / compute) + wave / compute) \
+        / (held * (1 - wave / compute_b) + wave / compute_b)
     eps = [(t, tg) for (c, t, _), (_, tg, _) in zip(base.segments, grid.segments) if c == EP]
     assert len(eps) >= 2
     for t, tg in eps:
-        assert tg == pytest.approx(t * off, rel=1e-9)
+        assert tg == pytest.approx(t * ratio, rel=1e-9)
 
 
 def test_the_fixed_grid_holds_in_the_lone_passes_too():

@@ -21,6 +21,7 @@ from trainsim.collectives.ep_kernels import domain_exchange_s
 from trainsim.collectives.nccl import GroupSpan, intra_link_kind
 from trainsim.collectives.p2p_channels import all_to_all_channels, batched_p2p_s, net_count_by_bw
 from trainsim.compute import compute_model_for, host
+from trainsim.compute.roofline import full_wave_extra
 from trainsim.config import RunConfig
 from trainsim.gemm_overlap import (  # also from here
     STATIC_TILE_GEMM_SHARE,
@@ -544,14 +545,21 @@ class Pricer:
         # slow only the compute they run beside
         compute = sum(t for cat, t, _ in segs if cat == COMPUTE)
         budget = compute + (idle if pooled else 0.0)
-        grid = sum(t for (cat, t, _), o in zip(segs, order) if cat == COMPUTE
-                   and on_fixed_grid(o)) if self.grid_scale != 1.0 and pooled else 0.0
-        off_grid = 1.0 - grid / compute if compute > 0.0 else 1.0  # slowed beside an exchange
+        grid = wave = 0.0  # compute on the fixed grid (not slowed); launched as a full wave
+        for (cat, t, _), o in zip(segs, order) if pooled else ():
+            if cat == COMPUTE and self.grid_scale != 1.0 and on_fixed_grid(o):
+                grid += t
+            elif cat == COMPUTE and isinstance(o, Elementwise) and o.full_wave:
+                wave += t
+        # shares of the list's compute slowed by the SMs held, and launched as a full wave
+        off, waved = (1.0 - (grid + wave) / compute, wave / compute) if compute else (1.0, 0.0)
+        sms = self.cfg.cluster.gpu.num_sms
         for (cat, t, name), op, _ in pooled:
             # the expert exchange holds its dispatcher's SMs; the NCCL collectives beside it
             # (ETP all-gather / reduce-scatter, routing-map and token-count all-gathers) a
-            # collective's channels
-            share = self.sm_share["ep" if op.kind == "all_to_all" else "dp"] * off_grid
+            # collective's channels; a full-wave kernel loses whole waves (``full_wave_extra``)
+            held = self.sm_share["ep" if op.kind == "all_to_all" else "dp"]
+            share = held * off + full_wave_extra(sms, held * sms) * waved
             add((cat, max(0.0, t - budget) + min(t, compute) * share, name), op)
             budget, compute = max(0.0, budget - t), max(0.0, compute - t)
         if idle > 0.0:

@@ -87,6 +87,24 @@ def scalar_load_bw(gpu: GPUSpec) -> float:
                SCALAR_BYTES_PER_SM_CLOCK * gpu.num_sms * gpu.max_sm_clock_mhz * 1e6)
 
 
+def full_wave_extra(num_sms: int, held_sms: float) -> int:
+    """Extra waves a kernel launched as one full wave of the GPU (``Elementwise.full_wave``: a
+    fixed number of CTAs on every one of ``num_sms`` SMs) runs while another kernel holds
+    ``held_sms`` of them: its ``k * num_sms`` CTAs fit ``k * (num_sms - held)`` at a time, so
+    ``ceil(num_sms / (num_sms - held)) - 1`` more waves, each as long as the first where a CTA's
+    rows set its time (the whole-wave quantization of ``tile_grid_efficiency``, applied to the
+    memory-bound kernel's own fixed grid; no constant). DeepSeek's profiled DualPipe pair
+    (deepseek-ai/profile-data@4496024 train.json; ``benchmarks/deepseek_v3_norms.py``): the
+    norm kernels launch 132, 396, 528, 660 and 924 CTAs on the H800's 132 SMs; beside a DeepEP
+    kernel (20 SMs) the 132-CTA ``ln_bwd`` over 4096 x 7168 runs 179-184 us against 97-99 us
+    without one (1.87x: two waves; the 396-CTA ``ln_fwd`` 1.2-1.6x), where the casts, grids
+    sized by their data, run a median 1.21x, about the SMs held (132/112)."""
+    free = num_sms - held_sms
+    if held_sms <= 0.0 or free <= 0.0:
+        return 0
+    return math.ceil(num_sms / free - 1e-9) - 1
+
+
 LAUNCH_S = 3e-6
 COLD_CALL_S = 3.2e-6
 """What a kernel benchmark that times one call at a time with a cold L2 adds to that call

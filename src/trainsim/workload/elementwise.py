@@ -343,10 +343,22 @@ def norm_impl(normalization: str, row: int, eager: bool, compiled: bool, kernel:
     return kernel
 
 
+def full_wave_norm(impl: str, compiled: bool) -> bool:
+    """Whether a norm run by ``impl`` (``norm_impl``) launches one full wave of the GPU
+    (``Elementwise.full_wave``): the framework's own ``fused`` norm modules, Transformer
+    Engine's and apex contrib's kernels, size their grid by the SM count; Inductor's compiled
+    norm (``fused`` too) and torch's native kernels launch a block per row. Liger's Triton
+    norm, which ``training.norm`` ``fused`` also names, launches a program per row and is
+    counted with Transformer Engine's here (no training row runs it beside an exchange)."""
+    return impl == "fused" and not compiled
+
+
 def norm_op(name: str, normalization: str, elements: float, impl: str,
-            elem_bytes: int = 2) -> Elementwise:
-    """A norm over ``elements`` elements of ``elem_bytes`` run by ``impl`` (``norm_impl``)."""
-    return memory_op(name, normalization, impl, elements, elem_bytes)
+            elem_bytes: int = 2, full_wave: bool = False) -> Elementwise:
+    """A norm over ``elements`` elements of ``elem_bytes`` run by ``impl`` (``norm_impl``);
+    ``full_wave``: launched as one full wave of the GPU (``full_wave_norm``)."""
+    op = memory_op(name, normalization, impl, elements, elem_bytes)
+    return replace(op, full_wave=True) if full_wave else op
 
 
 ROPE_EAGER_BWD_KERNELS = 14

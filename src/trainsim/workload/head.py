@@ -10,6 +10,7 @@ from trainsim.config import RunConfig
 from trainsim.workload.elementwise import (
     BACKWARD_IMPL,
     backward_bytes,
+    full_wave_norm,
     memory_op,
     norm_impl,
     norm_op,
@@ -88,9 +89,9 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
     h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
-    ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h,
-                             norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm),
-                             sh.stream_bytes)]
+    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, impl,
+                             sh.stream_bytes, full_wave_norm(impl, sh.compiled))]
     dtype = "bf16" if sh.dtype == "fp8" else sh.dtype  # the output layer stays 16-bit
     tp_enter(ops, sh, h, "head", dtype, in_tp_overlap=False)  # blocking: Comm.in_tp_overlap
     if sh.autocast:
@@ -128,13 +129,14 @@ def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
         kind = "reduce_scatter" if sh.sp else "all_reduce"
         ops.append(Comm(f"head.{kind}.bwd", kind, sh.tokens * h * ACT, "tp",
                         overlap_with_previous=True, in_tp_overlap=False))
-    norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h,
-                   norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm),
+    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    norm = norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, impl,
                    sh.stream_bytes)
     nbytes, kernels = backward_bytes(norm)
     ops.append(Elementwise("final_norm.bwd", bytes=nbytes, kernels=kernels,
                            kernel=f"{norm.kernel}.bwd",
-                           impl=BACKWARD_IMPL.get(norm.impl, norm.impl)))
+                           impl=BACKWARD_IMPL.get(norm.impl, norm.impl),
+                           full_wave=full_wave_norm(impl, sh.compiled)))
     return ops
 
 

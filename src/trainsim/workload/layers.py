@@ -26,6 +26,7 @@ from trainsim.workload.elementwise import (
     activation_op,
     backward_bytes,
     fp8_scale_update_op,
+    full_wave_norm,
     mla_eager_rope_op,
     norm_impl,
     norm_op,
@@ -123,6 +124,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry
     # and one TP exit for both, as GPT-J / PaLM / MegaScale compute y = x + attn(n) + mlp(n))
     norm = norm_impl(m.normalization, h, sh.eager, sh.compiled, sh.norm)
+    wave = full_wave_norm(norm, sh.compiled)  # Transformer Engine's / apex's grid: all SMs
 
     def post_norm(name: str) -> None:
         # a sublayer's output normed before its residual add (Gemma 2/3, ``post_sublayer_norm``):
@@ -130,15 +132,16 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         # TERowParallelLinearLayerNorm; HF's post_attention/post_feedforward_layernorm); it
         # reads the linear's 16-bit output, not the (autocast fp32) residual stream
         if m.post_sublayer_norm:
-            ops.append(norm_op(name, m.normalization, nt * h, norm))
-    ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes))
+            ops.append(norm_op(name, m.normalization, nt * h, norm, full_wave=wave))
+    ops.append(norm_op("attn_norm", m.normalization, nt * h, norm, sh.stream_bytes, wave))
     if parallel and m.parallel_block_norms == 2:
         # the MLP's own norm of the same input (GPT-NeoX's post_attention_layernorm under
         # use_parallel_residual, Falcon-40B's ln_mlp: transformers 5.24.0 modeling_gpt_neox.py
         # ``GPTNeoXLayer.forward``, modeling_falcon.py ``FalconDecoderLayer.forward``); its
         # output feeds fc1 through the one TP entry priced below (under sequence parallelism
         # a second all-gather would be needed: not priced)
-        ops.append(norm_op(PARALLEL_MLP_NORM, m.normalization, nt * h, norm, sh.stream_bytes))
+        ops.append(norm_op(PARALLEL_MLP_NORM, m.normalization, nt * h, norm, sh.stream_bytes,
+                           wave))
     if not (m.is_mla and sh.mla_local_down):  # else the compressed latents are gathered
         tp_enter(ops, sh, h, "attn")
     if m.is_mla:
@@ -159,9 +162,9 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
         if sh.qkv_relayout:
             ops.append(qkv_relayout_op(T, q_loc, kv_loc))
         if m.qk_layernorm:  # per-head norms of queries and keys (Qwen3, OLMo 2)
-            ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc),
-                               norm_impl(m.normalization, m.kv_channels, sh.eager,
-                                         sh.compiled, sh.norm)))
+            qk = norm_impl(m.normalization, m.kv_channels, sh.eager, sh.compiled, sh.norm)
+            ops.append(norm_op("qk_norm", m.normalization, T * (q_loc + kv_loc), qk,
+                               full_wave=full_wave_norm(qk, sh.compiled)))
         if m.position_embedding == "rope":
             ops.append(rope_op("rope", T * (q_loc + kv_loc), sh.eager,
                                unfused=m.rope_scaling is not None and sh.scaled_rope_unfused,
@@ -258,7 +261,7 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
     if parallel:
         return ops
     # --- MLP block
-    ops.append(norm_op("mlp_norm", m.normalization, nt * h, norm, sh.stream_bytes))
+    ops.append(norm_op("mlp_norm", m.normalization, nt * h, norm, sh.stream_bytes, wave))
     if profile_supports(cfg, "layer_scalar_syncs"):  # Megatron-DeepSpeed's moe_loss, mlp_bias
         ops.extend(scalar_tensor_sync_op(name) for name in LAYER_SCALAR_SYNCS)
     if moe:
@@ -352,11 +355,14 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     h, T, t = m.hidden_size, sh.tokens, sh.tp
     heads, rope = m.num_attention_heads // t, m.qk_pos_emb_head_dim
     local = sh.mla_local_down
+    # the latents' norms: the framework's fused norm modules (``full_wave_norm``)
+    wave = full_wave_norm(norm_impl(m.normalization, m.kv_lora_rank or 0, sh.eager,
+                                    sh.compiled, sh.norm), sh.compiled)
     rows, sp = (T // t, "gather") if local else (T, "")
     if m.q_lora_rank:
         linear(ops, sh, "q_down_proj", rows, m.q_lora_rank, h)
         ops.append(Elementwise("q_norm", bytes=rows * m.q_lora_rank * ACT * 2,
-                               kernel=m.normalization))
+                               kernel=m.normalization, full_wave=wave))
         if local:
             tp_enter(ops, sh, m.q_lora_rank, "q_up_proj")
         linear(ops, sh, "q_up_proj", T, heads * (m.qk_head_dim + rope), m.q_lora_rank,
@@ -371,7 +377,8 @@ def _mla_projections(ops: list[Op], cfg: RunConfig, sh: Shard) -> None:
     linear(ops, sh, "kv_down_proj", rows, kv_lora + rope, h)
     if local:
         ops.append(Comm(K_POS_EMB_GATHER, "all_gather", T * rope * ACT, "tp"))
-    ops.append(Elementwise("kv_norm", bytes=rows * kv_lora * ACT * 2, kernel=m.normalization))
+    ops.append(Elementwise("kv_norm", bytes=rows * kv_lora * ACT * 2, kernel=m.normalization,
+                           full_wave=wave))
     if local:
         tp_enter(ops, sh, kv_lora, "kv_up_proj")
     linear(ops, sh, "kv_up_proj", T, heads * (m.qk_head_dim + m.v_head_dim), kv_lora,
@@ -520,7 +527,7 @@ def backward_of(fwd: list[Op], sh: Shard) -> list[Op]:
                                    kernels=kernels, kernel=op.kernel and f"{op.kernel}.bwd",
                                    impl=BACKWARD_IMPL.get(op.impl, op.impl),
                                    elem_bytes=op.elem_bytes, engine_calls=op.bwd_engine_calls,
-                                   node_passes=op.bwd_node_passes))
+                                   node_passes=op.bwd_node_passes, full_wave=op.full_wave))
         elif isinstance(op, Comm):
             if op.group == "cp" and op.kind == "send_recv":  # dKV goes around the ring too
                 ops.append(replace(op, name=f"{op.name}.bwd", bytes=2 * op.bytes))

@@ -307,6 +307,14 @@ class Elementwise:
     elem_bytes: int = ACT_BYTES
     """Bytes of one element of the tensor it runs over (2 for 16-bit, 4 for fp32): what a
     per-element byte formula of ``workload.elementwise`` is evaluated at."""
+    full_wave: bool = False
+    """The kernel launches one full wave of the GPU: a fixed number of CTAs on every SM, each
+    looping over rows, whatever the tensor's size (Transformer Engine's and apex contrib's
+    norm kernels: ``ctas_per_col = multiprocessorCount * ctas_per_sm / ctas_per_row``,
+    NVIDIA/TransformerEngine@d0067d0 common/normalization/rmsnorm/rmsnorm_fwd_cuda_kernel.cu
+    L24-L29, rmsnorm_bwd_semi_cuda_kernel.cu L24-L29; the general kernels L76-L81 cap the
+    grid at the same count). Beside a kernel that holds SMs its last CTAs wait for a second
+    wave (``compute.roofline.full_wave_extra``); False: a grid sized by the data."""
 
 
 @dataclass(frozen=True)
