@@ -153,6 +153,19 @@ class FrontIndex:
                 return True
         return False
 
+    def most_headroom(self, tokens_per_s: float, num_gpus: int) -> float | None:
+        """The most headroom of an evaluation at least as fast on no more GPUs (None: there is
+        none): ``dominated(tokens_per_s, h, num_gpus)`` is exactly ``h <= this``, so a caller
+        can ask it before working out ``h`` (``search.waves``)."""
+        most = None
+        for n, front in self._fronts.items():
+            if n > num_gpus:
+                continue
+            k = bisect.bisect_right(front, (-tokens_per_s, float("inf")))
+            if k and (most is None or front[k - 1][1] > most):
+                most = front[k - 1][1]
+        return most
+
 
 def _same(a: Evaluation, b: Evaluation) -> bool:
     return (_r(a.tokens_per_s) == _r(b.tokens_per_s)

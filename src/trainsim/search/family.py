@@ -19,13 +19,14 @@ class Family:
     ``first`` (the group's first lead, every switch that applies on) ahead of the rest, less
     ``lead``; what a search kept as a list of them before (``search.waves``)."""
 
-    __slots__ = ("_made", "first", "key", "lead", "make", "switches")
+    __slots__ = ("_leads", "_made", "first", "key", "lead", "make", "switches")
 
     def __init__(self, key: MemoryKey, switches: tuple[bool, ...], first: Candidate,
                  lead: Candidate, make: Callable[[MemoryKey], list[Candidate]]) -> None:
         self.key, self.switches, self.first, self.lead, self.make = \
             key, switches, first, lead, make
         self._made: list[Candidate] | None = None
+        self._leads: list[Candidate] | None = None
 
     @classmethod
     def of(cls, key: MemoryKey, switches: tuple[bool, ...],
@@ -54,10 +55,13 @@ class Family:
         """The lead of each pricing class (``tp_comm_overlap``, ``moe_overlap_ep_comm``) of the
         whole group, in the classes' sorted order: the class's member with every other switch
         that applies on (its only member with the most switches on)."""
-        og, op, tp, p2p, ep = self.switches
-        return [self.first if (t, e) == (tp, ep) else Candidate(self.key, og, op, t, p2p, e)
-                for t in ((False, True) if tp else (False,))
-                for e in ((False, True) if ep else (False,))]
+        if self._leads is None:  # (asked at a first pop, then by the group's refined bound)
+            og, op, tp, p2p, ep = self.switches
+            self._leads = [self.first if (t, e) == (tp, ep) else
+                           Candidate(self.key, og, op, t, p2p, e)
+                           for t in ((False, True) if tp else (False,))
+                           for e in ((False, True) if ep else (False,))]
+        return self._leads
 
     def led_by(self, lead: Candidate) -> Family:
         """The same group's siblings of ``lead`` (one of its members)."""

@@ -109,6 +109,7 @@ class Bounds:
         self._refined: dict[tuple, float] = {}
         self._sums: dict[tuple, tuple] = {}  # _stage_sums
         self._cheap: dict[MemoryKey, float] = {}
+        self._cheap_of: dict[tuple, float] = {}  # cheap() by the fields lower_bound_s reads
         self._rate: float | None = None  # peak_gemm_rate(base), once
         self._busy: dict[tuple, float] = {}  # scheduled()
         self._layer_passes: dict[tuple, dict[str, float]] = {}
@@ -121,9 +122,17 @@ class Bounds:
     def cheap(self, key: MemoryKey) -> float:
         hit = self._cheap.get(key)
         if hit is None:
-            if self._rate is None:
-                self._rate = peak_gemm_rate(self.base)
-            hit = self._cheap[key] = lower_bound_s(key, self.base, self._rate)
+            # lower_bound_s reads these fields of the key only (dp from the GPU count, tp, pp
+            # and cp): the groups that differ in the rest (ZeRO stage, SP, expert and dispatcher
+            # fields, selective or no recompute) share one computation, the same floats
+            of = (key.num_gpus, key.tp, key.pp, key.cp, key.vpp, key.micro_batch,
+                  key.recompute == "full", bool(key.schedule))
+            hit = self._cheap_of.get(of)
+            if hit is None:
+                if self._rate is None:
+                    self._rate = peak_gemm_rate(self.base)
+                hit = self._cheap_of[of] = lower_bound_s(key, self.base, self._rate)
+            self._cheap[key] = hit
         return hit
 
     def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False,

@@ -189,16 +189,28 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
     memory: dict = {}  # memory group -> check_memory's answer, worked out ahead
     scheduled: set[Candidate] = set()  # leads whose named schedule's bound was worked out
 
-    def most_headroom(key: object) -> float:
-        """The most headroom a memory group can have (HBM less the floor of its first and last
-        stages' peaks, ``memory.estimate.peak_floor``): a group that cannot rank and is
-        dominated even with it is pruned without its memory estimate (it would be pruned
-        with any headroom it has, or for not fitting: either way not simulated)."""
-        cfg = bounds.configs.get(key)
+    def off_front(lb: float, c: Candidate) -> bool:
+        """``not on_front(lb, c, h)`` with ``h`` the most headroom its memory group can have
+        (HBM less the floor of its first and last stages' peaks, ``memory.estimate.
+        peak_floor``): a group that cannot rank and is dominated even with it is pruned
+        without its memory estimate (it would be pruned with any headroom it has, or for not
+        fitting: either way not simulated). ``h`` is the smaller of HBM less each stage's
+        floor (subtraction rounds monotonically), and dominated exactly when the most headroom
+        of the evaluations at least as fast on no more GPUs is at least ``h``
+        (``FrontIndex.most_headroom``), so a floor is worked out only where that answer still
+        needs it: none without such evaluations, the last stage's only where the first's
+        leaves the group undominated."""
+        n = c.mem.num_gpus
+        if lb > pareto_slowdown * best_n.get(n, INF):
+            return True
+        cfg = bounds.configs.get(c.mem)
         if cfg is None:
-            return INF
-        pp = cfg.parallel.pp
-        return cfg.cluster.gpu.hbm_bytes - max(peak_floor(cfg, s) for s in {0, pp - 1})
+            return index.dominated(tokens / lb, INF, n)
+        most = index.most_headroom(tokens / lb, n)
+        if most is None:
+            return False
+        hbm, pp = cfg.cluster.gpu.hbm_bytes, cfg.parallel.pp
+        return any(hbm - peak_floor(cfg, s) <= most for s in dict.fromkeys((0, pp - 1)))
     ahead = _ahead(executor)
 
     def prepare(lb: float, _: int, c: Candidate, headroom: float | None, refined: bool) -> None:
@@ -212,7 +224,7 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
             if not may_rank(lb, c) and not on_front(lb, c, INF):
                 return
         if headroom is None and c.mem not in memory:
-            if not may_rank(lb, c) and not on_front(lb, c, most_headroom(c.mem)):
+            if not may_rank(lb, c) and off_front(lb, c):
                 return
             memory[c.mem] = check_memory(c.mem, base, bounds.configs.get(c.mem))
 
@@ -263,8 +275,7 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
                 done += group_size
                 continue
             if headroom is None:  # a lead not yet checked for memory
-                if c.mem not in memory and not may_rank(lb, c) and \
-                        not on_front(lb, c, most_headroom(c.mem)):
+                if c.mem not in memory and not may_rank(lb, c) and off_front(lb, c):
                     siblings.pop(c, None)  # dominated whatever its memory
                     bound_pruned += group_size
                     done += group_size
