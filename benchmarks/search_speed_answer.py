@@ -7,6 +7,8 @@ time, fit, headroom) and every count of the stats but the elapsed time.
     PYTHONPATH=src python benchmarks/search_speed_answer.py --model llama3-70b \
         --gpu h100-sxm-80gb --gpus 1024 --global-batch 1024 --seq 4096   # search_speed.py's
     PYTHONPATH=src python benchmarks/search_speed_answer.py --reps 3   # and serial CPU, each run
+    PYTHONPATH=src python benchmarks/search_speed_answer.py --own --reps 3  # the search's own
+        # work alone: every evaluation from a cache a first (untimed) search filled
 
 Serial, in this process (the answer does not depend on the executor: ``search.waves``). Prints
 the sha256 of the answer's JSON, its counts and each run's process CPU; ``--dump FILE`` writes
