@@ -24,6 +24,7 @@ from trainsim.catalog.defaults import (
     window_attention_problem,
 )
 from trainsim.catalog.names import aliases_of
+from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
 from trainsim.config import (
     ClusterConfig,
@@ -553,7 +554,10 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     stated, recipe = training_raw.get("attention"), training_raw.get("fp8_recipe")  # as stated
     given = stated not in (None, "")
     apply_framework(parallel_raw, training_raw, gpu_name)
-    model = _framework_model(_model_section(data["model"], base_dir), data["model"], training_raw)
+    # each distinct raw section built once inside a row's tuning (catalog.shared_sections)
+    model = kept_section("model", data["model"], str(base_dir),
+                         lambda: _model_section(data["model"], base_dir))
+    model = _framework_model(model, data["model"], training_raw)
     for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given,
                                    parallel_raw.get("context_parallel_size", 1)),
                  sink_attention(training_raw, model.softmax_type, given, gpu_name),
@@ -565,7 +569,8 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     sdpa_enable_gqa_problem(training_raw)
     cfg = RunConfig(model=model, parallel=build(ParallelConfig, parallel_raw, "parallel"),
                     training=build(TrainingConfig, training_raw, "training"),
-                    cluster=_cluster_section(cluster))
+                    cluster=kept_section("cluster", cluster, None,
+                                         lambda: _cluster_section(cluster)))
     if (ignored := fp8_recipe_ignored(recipe, cfg.training.dtype)) is not None:
         warnings.warn(ignored, TrainsimWarning, stacklevel=2)  # a config it was valid for
     return cfg

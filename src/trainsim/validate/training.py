@@ -16,6 +16,7 @@ from typing import Any
 
 from trainsim.bound import lower_bound_s
 from trainsim.catalog import gpu_assumed, run_config_from_dict
+from trainsim.catalog.shared_sections import sections_shared
 from trainsim.config import RunConfig
 from trainsim.config.records import positive_value
 from trainsim.engine.loop import runs_shared
@@ -89,11 +90,13 @@ def row_shared() -> Iterator[None]:
     candidate config the tuner builds takes the model and cluster of an earlier candidate equal
     to its own (:func:`_interned`). The shared prices are keyed by the cluster's identity and a
     pricer's settings, so without the one cluster every candidate priced its passes again
-    (``_price_ops`` 8,437 -> 3,006 calls on the public file). The same arithmetic on the same
-    floats: every prediction is the same to the bit (tests/test_row_shared.py)."""
+    (``_price_ops`` 8,437 -> 3,006 calls on the public file). The candidates' model and
+    cluster sections are built once per distinct raw mapping (``catalog.shared_sections``).
+    The same arithmetic on the same floats: every prediction is the same to the bit
+    (tests/test_row_shared.py)."""
     _PARTS.append([])
     try:
-        with shared(object()):
+        with shared(object()), sections_shared():
             yield
     finally:
         _PARTS.pop()
