@@ -116,17 +116,22 @@ class PipelineTasks:
         first_fwd_deps, fwd_spec, first_spec, bwd_spec, slow_bwd = self.pass_specs()
         last_mb = self.m - 1
         tasks, tags = self.tasks, self.tags
+        add_task, add_tag = tasks.append, tags.append
+        # read once: the loop below runs per pass (the split backward adds to link_tail in
+        # place, so the dict read here sees its entries)
+        lone, link_tail, sync_every_mb = self.lone, self.link_tail, self.sync_every_mb
+        split_fsdp = self.fsdp and not self.gather_once
 
         def place(spec: tuple, deps: list[int], label: str, tag: int) -> int:
             """Add a pass and its send; returns the task its receiver waits on."""
             stream, duration, segments, detail, send, slows = spec
-            tags.append(tag)
-            tasks.append(Task(stream, duration, deps, label, segments, detail, slows))
+            add_tag(tag)
+            add_task(Task(stream, duration, deps, label, segments, detail, slows))
             i = len(tasks) - 1
             if send is None:
                 return i
-            tags.append(tag)
-            tasks.append(Task(send[0], send[1], [i], "send " + label, send[2], send[3], send[4]))
+            add_tag(tag)
+            add_task(Task(send[0], send[1], [i], "send " + label, send[2], send[3], send[4]))
             return i + 1
 
         # by micro-batch * (pp * vpp) + virtual stage: the forward's task, and the tasks the
@@ -137,8 +142,9 @@ class PipelineTasks:
                            group=microbatch_group(self.cfg)) for s in range(pp)]
         cursor = [0] * pp
         remaining = sum(len(o) for o in orders)
-        first_b, last_f = unpaired_bounds(orders) if self.lone else ([], [])
+        first_b, last_f = unpaired_bounds(orders) if lone else ([], [])
         label = {kind: [pass_labels(kind, c, self.m) for c in range(vpp)] for kind in "FB"}
+        label_f, label_b = label["F"], label["B"]
         while remaining:
             progressed = False
             for s in range(pp):
@@ -158,19 +164,18 @@ class PipelineTasks:
                             deps = []
                         if mb == 0:
                             deps += first_fwd_deps.get((s, chunk), [])
-                        if s in self.link_tail:  # its gathers queue behind the reductions
-                            deps.append(self.link_tail[s])
+                        if s in link_tail:  # its gathers queue behind the reductions
+                            deps.append(link_tail[s])
                         spec = first_spec.get(v, fwd_spec[v]) if mb == 0 else fwd_spec[v]
-                        if self.lone and k < first_b[s]:  # a warm-up forward: no partner
-                            spec = self.lone.first.get(v, self.lone.fwd[v]) if mb == 0 \
-                                else self.lone.fwd[v]
+                        if lone and k < first_b[s]:  # a warm-up forward: no partner
+                            spec = lone.first.get(v, lone.fwd[v]) if mb == 0 else lone.fwd[v]
                         if spec[4] is None:  # no separate send: the pass is what the next waits on
-                            tags.append(k)
-                            tasks.append(Task(spec[0], spec[1], deps, label["F"][chunk][mb],
-                                              spec[2], spec[3], spec[5]))
+                            add_tag(k)
+                            add_task(Task(spec[0], spec[1], deps, label_f[chunk][mb],
+                                          spec[2], spec[3], spec[5]))
                             fwd_task[at] = sent_f[at] = len(tasks) - 1
                         else:
-                            sent_f[at] = place(spec, deps, label["F"][chunk][mb], k)
+                            sent_f[at] = place(spec, deps, label_f[chunk][mb], k)
                             fwd_task[at] = sent_f[at] - 1
                     else:
                         if v < last_v:
@@ -180,24 +185,23 @@ class PipelineTasks:
                             deps = [up, fwd_task[at]]
                         else:
                             deps = [fwd_task[at]]
-                        if s in self.link_tail:
-                            deps.append(self.link_tail[s])
+                        if s in link_tail:
+                            deps.append(link_tail[s])
                         # ZeRO-3 / FSDP reduce each micro-batch's gradients per unit as its
                         # backward goes (the split pass): every backward but under no-sync
-                        if slow_bwd[s] and (mb == last_mb or self.sync_every_mb or (
-                                self.fsdp and not self.gather_once)):
+                        if slow_bwd[s] and (mb == last_mb or sync_every_mb or split_fsdp):
                             self.tag = k
                             sent_b[at] = self.backward(s, v, mb, chunk, deps,
                                                        alone=mb == last_mb or bool(
-                                                           self.lone and k > last_f[s]))
+                                                           lone and k > last_f[s]))
                         else:
-                            spec = self.lone.bwd[v] if self.lone and k > last_f[s] \
+                            spec = lone.bwd[v] if lone and k > last_f[s] \
                                 else bwd_spec[v]  # a cool-down backward runs alone
                             # beside the next forward: only interleaving puts another
                             # virtual stage's forward there (else beside_forward keeps spec)
-                            if self.lone and k <= last_f[s] and vpp > 1:
+                            if lone and k <= last_f[s] and vpp > 1:
                                 spec = beside_forward(self, spec, v, order, k)
-                            sent_b[at] = place(spec, deps, label["B"][chunk][mb], k)
+                            sent_b[at] = place(spec, deps, label_b[chunk][mb], k)
                     k += 1
                 if k != k0:
                     cursor[s] = k
