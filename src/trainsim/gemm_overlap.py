@@ -10,6 +10,7 @@ from typing import Any
 
 from trainsim.catalog.frameworks import framework_feature
 from trainsim.config import RunConfig
+from trainsim.errors import ConfigError
 from trainsim.workload.moe_dispatch import exchange_sms
 from trainsim.workload.ops import Gemm, Op
 
@@ -140,8 +141,12 @@ def fixed_grid_scale(cfg: RunConfig) -> float:
     off the grid (``pricing.Pricer._price_ops``' pooled charge times that compute's share)."""
     if not cfg.parallel.fp8_gemm_grid_excludes_exchange:
         return 1.0
-    sms = cfg.cluster.gpu.num_sms
-    return sms / (sms - (exchange_sms(cfg) or 0))
+    sms, held = cfg.cluster.gpu.num_sms, exchange_sms(cfg) or 0
+    if held >= sms:  # no grid left (a GPU file of few SMs; RunConfig refuses a stated count)
+        raise ConfigError(f"parallel.fp8_gemm_grid_excludes_exchange=true leaves the fp8 GEMMs "
+                          f"no SM: the {cfg.parallel.moe_token_dispatcher_type} exchange holds "
+                          f"{held} of cluster.gpu {cfg.cluster.gpu.name}'s {sms}")
+    return sms / (sms - held)
 
 
 __all__ = ["STATIC_TILE_GEMM_SHARE", "TE_PIPELINE_SPLITS", "UB_COMM_SMS", "UB_RS_METHODS",

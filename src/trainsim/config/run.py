@@ -122,8 +122,8 @@ class RunConfig:
             raise ConfigError(f"training.attention=flash1 runs head dims up to 128, not "
                               f"{m.qk_dim // m.num_attention_heads}; use flash2 or later")
         problem = head_dim_problem(t.attention, m.qk_dim // m.num_attention_heads,
-                                   m.v_dim // m.num_attention_heads)
-        if problem:  # config.validity.FUSED_MAX_HEAD_DIM
+                                   m.v_dim // m.num_attention_heads, c.gpu.sm_arch)
+        if problem:  # config.validity: FUSED_MAX_HEAD_DIM, flash4's and ck's heads
             raise ConfigError(problem)
         # config.training.NVIDIA_ONLY_ATTENTION (cuDNN, FlashAttention-3/4) and
         # AMD_ONLY_ATTENTION (ROCm Transformer Engine's CK): the other vendor's are refused,
@@ -163,6 +163,12 @@ class RunConfig:
             if sms is not None and sms > c.gpu.num_sms:
                 raise ConfigError(f"parallel.{name}={sms} is more than the {c.gpu.num_sms} SMs "
                                   f"of cluster.gpu {c.gpu.name}")
+            if sms == c.gpu.num_sms and p.fp8_gemm_grid_excludes_exchange and \
+                    name == f"moe_{p.moe_token_dispatcher_type}_num_sms":
+                # DeepGEMM's grid is the SMs the exchange leaves (gemm_overlap.fixed_grid_scale)
+                raise ConfigError(f"parallel.{name}={sms} leaves no SM of cluster.gpu "
+                                  f"{c.gpu.name} for the fp8 GEMMs' grid "
+                                  "(parallel.fp8_gemm_grid_excludes_exchange=true)")
         if t.seq_length % (2 * p.cp) and p.cp > 1:  # before SP's check: it divides by cp
             raise ConfigError(f"training.seq_length={t.seq_length} must be divisible by "
                               f"2*cp={2 * p.cp} (load-balanced causal sharding)")

@@ -135,10 +135,52 @@ falls back to its memory-efficient backend, Transformer Engine past its fused an
 backends to ``UnfusedDotProductAttention`` (te_attention's module docstring)."""
 
 
-def head_dim_problem(attention: str, qk: int, v: int) -> str | None:
-    """Why ``attention`` cannot train heads of query/key width ``qk`` and value width ``v``, or
-    None: the fused kernels of ``HEAD_DIM_FALLBACK`` take at most ``FUSED_MAX_HEAD_DIM``."""
+FLASH4_BLACKWELL_HEADS = ((192, 128), (256, 256), (64, 512), (512, 512))
+"""The (query/key, value) head widths FlashAttention-4 trains on Blackwell (compute capability
+10.x / 11.x) beside those of 8 to 128 each: DeepSeek's MLA, its dedicated 256 kernel and the
+512-wide value heads (Dao-AILab/flash-attention@0251105a flash_attn/cute/interface.py L112-L132
+``_validate_head_dims``, called by the forward L685 and the backward L2085). On Hopper it trains
+8 to 256 each; both need widths that are a multiple of 16 bytes (8 16-bit elements), unpadded."""
+CK_HEAD_DIM_BELOW = 512
+"""The Composable Kernel attention (``ck``) trains heads narrower than this: ROCm's Transformer
+Engine keeps its CK backend for them (ROCm/TransformerEngine@006edee9
+transformer_engine/common/fused_attn_rocm/fused_attn_ck.cpp ``is_ck_backend_supported``:
+"AITER/CK fused attn does not support head dim >=512"); flash-attention's own CK build stops at
+256 (Dao-AILab/flash-attention@0251105a csrc/flash_attn_ck/mha_fwd.cpp L208, mha_bwd.cpp L266),
+so this is the widest either runs."""
+
+
+def flash4_head_problem(qk: int, v: int, sm_arch: int | None) -> str | None:
+    """Why FlashAttention-4 cannot train heads (``qk``, ``v``) on a GPU of ``sm_arch``, or None
+    (``FLASH4_BLACKWELL_HEADS``; Ampere and 12.x skip the check there, another vendor's GPU is
+    refused by ``config.gpu_rules``)."""
+    if sm_arch is None or not 90 <= sm_arch < 120:
+        return None
+    if sm_arch < 100:
+        ok, allowed = 8 <= qk <= 256 and 8 <= v <= 256, "8 to 256 each"
+    else:
+        ok = (8 <= qk <= 128 and 8 <= v <= 128) or (qk, v) in FLASH4_BLACKWELL_HEADS
+        allowed = ("8 to 128 each, or " + ", ".join(f"({a}, {b})" for a, b in
+                                                   FLASH4_BLACKWELL_HEADS))
+    if ok and qk % 8 == 0 and v % 8 == 0:
+        return None
+    where = "Hopper" if sm_arch < 100 else "Blackwell"
+    return (f"training.attention=flash4 trains on {where} heads (query/key, value) of "
+            f"{allowed}, multiples of 8, not ({qk}, {v}); set training.attention to "
+            f"{'flash3 or cudnn' if sm_arch < 100 else 'cudnn'} or unfused")
+
+
+def head_dim_problem(attention: str, qk: int, v: int, sm_arch: int | None = None) -> str | None:
+    """Why ``attention`` cannot train heads of query/key width ``qk`` and value width ``v`` on a
+    GPU of ``sm_arch``, or None: the fused kernels of ``HEAD_DIM_FALLBACK`` take at most
+    ``FUSED_MAX_HEAD_DIM``, FlashAttention-4 ``flash4_head_problem``'s, CK below
+    ``CK_HEAD_DIM_BELOW``."""
     widest = max(qk, v)
+    if attention == "flash4":
+        return flash4_head_problem(qk, v, sm_arch)
+    if attention == "ck" and widest >= CK_HEAD_DIM_BELOW:
+        return (f"training.attention=ck trains heads narrower than {CK_HEAD_DIM_BELOW}, not "
+                f"{widest} (query/key {qk}, value {v}); set training.attention to unfused")
     if attention not in HEAD_DIM_FALLBACK or widest <= FUSED_MAX_HEAD_DIM:
         return None
     return (f"training.attention={attention} trains heads at most {FUSED_MAX_HEAD_DIM} wide, "

@@ -5,6 +5,7 @@ The file kind is told by its columns (see shared ``validation/README.md``).
 
 from __future__ import annotations
 
+import collections
 import csv
 import difflib
 import functools
@@ -125,6 +126,7 @@ SHOWN_ONLY = {"training": {"source", "note"}, "collectives": {"source"}, "kernel
 """Known columns no prediction reads: a header column spelt near one is not refused."""
 
 
+@functools.lru_cache(maxsize=4096)  # the known names, normalised once a header column
 def _normal(name: str) -> str:
     return re.sub(r"[\s.-]+", "_", name.strip().lower())
 
@@ -144,8 +146,9 @@ def _near(name: str, pool: list[str]) -> str | None:
     """The name of ``pool`` that ``name`` spells with '-', ' ' or '.' for '_', is one edit from
     (4 letters or more: 'noet', 'recomput'), or is close to (difflib ratio at least 0.8:
     'option', 'd_type', 'num_kv_head'); or None."""
-    same = [c for c in pool if _normal(c) == _normal(name)]
-    same = same or [c for c in pool if len(c) >= 4 and _one_edit(_normal(name), c)]
+    norm = _normal(name)
+    same = [c for c in pool if _normal(c) == norm]
+    same = same or [c for c in pool if len(c) >= 4 and _one_edit(norm, c)]
     close = same or difflib.get_close_matches(name, pool, n=1, cutoff=0.8)
     return close[0] if close else None
 
@@ -172,7 +175,7 @@ def _table(path: str | Path, columns: list[str], lines: list[list[str]],
     empty extra cells (a trailing comma); a row that leaves off a required column's cell, or
     has extra cells holding text (an unquoted comma), is refused."""
     named = [c for c in columns if c]
-    twice = sorted({c for c in named if named.count(c) > 1})
+    twice = sorted(c for c, n in collections.Counter(named).items() if n > 1)  # linear
     if twice:
         raise ConfigError(f"{path}: column '{twice[0]}' is given twice in the header; give "
                           "each column once")

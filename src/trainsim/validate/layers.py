@@ -175,6 +175,9 @@ def validate_layers(path: str | Path, compute_db: str | None = "auto") -> list[R
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path} line {i} is not JSON: {exc}") from None
+        except RecursionError:  # json's decoder recurses once a bracket (fuzz44)
+            raise ConfigError(f"{path} line {i} nests its brackets too deep to read; a layer "
+                              "record is one flat JSON object") from None
         if not isinstance(rec, dict):
             raise ConfigError(f"{path} line {i} is not a layer record (a JSON object)")
         rid = f"{rec.get('label')}-s{rec.get('seq')}-b{rec.get('mbs', 1)}-{rec.get('mode', 'eager')}"
