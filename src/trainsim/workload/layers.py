@@ -55,6 +55,7 @@ from trainsim.workload.shard import (
     Shard,
     activation_kind,
     amax_all_reduce,
+    fp8_input_store,
     linear,
     mxfp8_swizzle,
     tp_enter,
@@ -119,6 +120,8 @@ def _layer_forward(cfg: RunConfig, sh: Shard, moe: bool = False) -> list[Op]:
             bias_add(ops, sh, "fc1", "fc1", T, f_loc * (2 if gated else 1))
         ops.append(activation_op(gated, T * f_loc, sh.eager or sh.eager_glu,
                                  not sh.split_projections))
+        if not (sh.eager or sh.eager_glu):  # Megatron-core's fused SwiGLU
+            ops.extend(fp8_input_store(cfg, "swiglu", T * f_loc * 2))
         linear(ops, sh, "fc2", T, h, f_loc, seq_parallel="scatter")
 
     # --- attention block (with the MLP beside it in a parallel block: one norm, one TP entry

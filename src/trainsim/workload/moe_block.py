@@ -23,7 +23,7 @@ from trainsim.workload.elementwise import (
 )
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, GroupedImpl, Op
-from trainsim.workload.shard import Shard, linear, tp_enter, tp_exit
+from trainsim.workload.shard import Shard, fp8_input_store, linear, tp_enter, tp_exit
 
 MOE_KERNELS = {
     "router": (28, 12),
@@ -168,6 +168,7 @@ def moe_block(ops: list[Op], cfg: RunConfig, sh: Shard, grouped: GroupedImpl | N
     else:
         ops.append(Elementwise("expert_act", bytes=rows * local * f * ACT * (3 if gated else 2),
                                bwd_kernels=MOE_KERNELS["expert_act"][1]))
+        ops.extend(fp8_input_store(cfg, "expert_act", rows * local * 2 * f))
     linear(ops, sh, "expert_fc2", rows, h, f, batch=local, grouped=impl, ragged=ragged)
     if eager:
         ops.append(moe_experts.pad_unpermute(rows * local, h))
@@ -217,6 +218,7 @@ def _shared_experts(cfg: RunConfig, sh: Shard) -> tuple[list[Comm], list[Op], li
     linear(first, sh, f"{pre}fc1", sh.tokens, shared // sh.tp * (2 if gated else 1), h,
            seq_parallel="gather")
     first.append(Elementwise(f"{pre}act", bytes=sh.tokens * shared // sh.tp * ACT * 3))
+    first.extend(fp8_input_store(cfg, f"{pre}act", sh.tokens * shared // sh.tp * 2))
     second: list[Op] = []
     linear(second, sh, f"{pre}fc2", sh.tokens, h, shared // sh.tp, seq_parallel="scatter")
     exit_: list[Op] = []

@@ -403,6 +403,26 @@ FP8_RECIPE_KERNELS = {"delayed": 1, "current": 3, "blockwise": 1, "mxfp8": 1}
 recipes cast with the scale in one kernel."""
 
 
+FP8_INPUT_STORE_BYTES = ACT + 1
+"""Per element of ``activation_func_fp8_input_store``'s cast: the 16-bit SwiGLU input read, its
+fp8 copy written; the backward's cast back reads the fp8 byte and writes 16 bits."""
+
+
+def fp8_input_store(cfg: RunConfig, name: str, inputs: float) -> list[Elementwise]:
+    """Megatron-core's ``activation_func_fp8_input_store``: the fused SwiGLU saves its input as
+    fp8 for the backward and casts it back there (NVIDIA/Megatron-LM@b1030e9d
+    megatron/core/fusions/fused_bias_swiglu.py ``SwiGLUFunction`` / ``BiasSwiGLUFunction`` /
+    ``WeightedSwiGLUFunction``: forward ``input.to(torch.float8_e4m3fn) if fp8_input_store``,
+    backward ``input.to(ctx.ori_input_dtype)``): one torch cast kernel each way over the
+    ``inputs`` elements (both halves of the gated input). Named after the activation ``name``, so
+    a recomputed activation (``moe_act``) casts again in its re-run, as the checkpointed function
+    runs its forward twice. None without the option or a gated activation."""
+    if not (cfg.training.activation_func_fp8_input_store and cfg.model.activation == "swiglu"):
+        return []
+    b = inputs * FP8_INPUT_STORE_BYTES
+    return [Elementwise(f"{name}.fp8_store_cast", bytes=b, bwd_bytes=b, kernel="copy")]
+
+
 MXFP8_SWIZZLE_FEATURES = {"weight": "mxfp8_swizzle_weights",
                           "activation": "mxfp8_swizzle_activations",
                           "gathered": "mxfp8_swizzle_gathered"}
