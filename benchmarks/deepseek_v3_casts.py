@@ -54,7 +54,6 @@ the wait for the last peer, and through the notify kernels, which move almost no
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections import defaultdict
@@ -68,7 +67,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import deepseek_v3 as dsv3
     import deepseek_v3_kernels as dk
-    from dualpipe39_profile import load_trace  # the trace from the profile-data mirror
 finally:
     sys.path.pop(0)
 
@@ -228,17 +226,9 @@ def run(m: dict) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", help="train.json (default: the fetched mirror)")
-    ap.add_argument("--write", action="store_true", help=f"keep the figures in {KEPT.name}")
-    ap.add_argument("--format", choices=("table", "json"), default="table")
+    ap = dk.trace_parser(__doc__.splitlines()[0], KEPT)
     args = ap.parse_args()
-    if args.write or args.trace:
-        m = measure(load_trace(args.trace))
-        if args.write:
-            KEPT.write_text(json.dumps(m, indent=1) + "\n")
-    else:
-        m = json.loads(KEPT.read_text())
+    m = dk.trace_figures(args, measure, KEPT)
     res = run(m)
     if args.format == "json":
         print(json.dumps(res, indent=1))

@@ -248,18 +248,30 @@ def run(m: dict) -> dict:
     return {"measured": m, "measured_totals_s": totals(m), "variants": out}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def trace_parser(description: str, kept: Path) -> argparse.ArgumentParser:
+    """The options every script reading DeepSeek's trace takes: ``--trace``, ``--write`` (keep
+    the figures in ``kept``) and ``--format``."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--trace", help="train.json (default: the fetched mirror)")
-    ap.add_argument("--write", action="store_true", help=f"keep the figures in {KEPT.name}")
+    ap.add_argument("--write", action="store_true", help=f"keep the figures in {kept.name}")
     ap.add_argument("--format", choices=("table", "json"), default="table")
-    args = ap.parse_args()
+    return ap
+
+
+def trace_figures(args: argparse.Namespace, measure_fn, kept: Path) -> dict:
+    """The trace's figures: measured from ``--trace`` (or the mirror with ``--write``, which
+    keeps them in ``kept``), else read back from ``kept``."""
     if args.write or args.trace:
-        m = measure(load_trace(args.trace))
+        m = measure_fn(load_trace(args.trace))
         if args.write:
-            KEPT.write_text(json.dumps(m, indent=1) + "\n")
-    else:
-        m = json.loads(KEPT.read_text())
+            kept.write_text(json.dumps(m, indent=1) + "\n")
+        return m
+    return json.loads(kept.read_text())
+
+
+def main() -> None:
+    args = trace_parser(__doc__.splitlines()[0], KEPT).parse_args()
+    m = trace_figures(args, measure, KEPT)
     res = run(m)
     if args.format == "json":
         print(json.dumps(res, indent=1))

@@ -53,7 +53,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 try:
     import deepseek_v3 as dsv3
     import deepseek_v3_kernels as dk
-    from dualpipe39_profile import load_trace  # the trace from the profile-data mirror
 finally:
     sys.path.pop(0)
 
@@ -176,10 +175,7 @@ def run(m: dict) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trace", help="train.json (default: the fetched mirror)")
-    ap.add_argument("--write", action="store_true", help=f"keep the figures in {KEPT.name}")
-    ap.add_argument("--format", choices=("table", "json"), default="table")
+    ap = dk.trace_parser(__doc__.splitlines()[0], KEPT)
     ap.add_argument("--priced", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--no-waves", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -190,12 +186,7 @@ def main() -> None:
             trainsim.pricing.full_wave_extra = lambda sms, held: held / sms
         print(json.dumps(priced()))
         return
-    if args.write or args.trace:
-        m = measure(load_trace(args.trace))
-        if args.write:
-            KEPT.write_text(json.dumps(m, indent=1) + "\n")
-    else:
-        m = json.loads(KEPT.read_text())
+    m = dk.trace_figures(args, measure, KEPT)
     res = run(m)
     if args.format == "json":
         print(json.dumps(res, indent=1))
