@@ -6,6 +6,7 @@ alternated in one process (best of ``--reps``), their outputs compared.
     PYTHONPATH=src python benchmarks/speed44_replay.py configs [--rows N] [--reps 6] [FILE]
     PYTHONPATH=src python benchmarks/speed44_replay.py pipeline --against /other/tree/src \
         [--rows N] [--reps 4] [FILE]
+    PYTHONPATH=src python benchmarks/speed44_replay.py bounds [--rows N] [--reps 6] [FILE]
 
 ``configs``: every ``run_config_from_dict`` the tuner makes, replayed row by row inside
 ``validate.training.row_shared`` with the kept model and cluster sections
@@ -13,7 +14,10 @@ alternated in one process (best of ``--reps``), their outputs compared.
 the configs must be equal. ``pipeline``: every task graph the rows build, its passes placed
 by this tree's ``PipelineTasks.pipeline`` and by the other tree's (loaded as a module of its
 own); each graph's tasks (stream, duration, dependencies, label, segments, what they slow,
-schedule tags) must be the same.
+schedule tags) must be the same. ``bounds`` (bound44): every ``lower_bound_s`` the tuner asks,
+replayed row by row inside ``validate.training.row_shared``, each with a pricer of its own as
+the tuner gives it, with the row's chunks shared (``memo.chunks_shared``) and without; the
+bounds must be equal to the bit.
 """
 
 from __future__ import annotations
@@ -145,9 +149,70 @@ def pipeline(path: str, n: int | None, reps: int, against: str) -> None:
           + ", ".join(f"{k} {v:.3f}" for k, v in best.items()) + f"; tasks identical: {same}")
 
 
+def bounds(path: str, n: int | None, reps: int) -> None:
+    import contextlib
+
+    from trainsim import memo
+    from trainsim.pricing import Pricer
+    from trainsim.validate import training
+
+    calls: list[tuple[int, Any]] = []
+    bound = training.lower_bound_s
+    at = [0]
+
+    def recording(cfg: Any, pricer: Any = None) -> float:
+        calls.append((at[0], cfg))
+        return bound(cfg, pricer)
+
+    predict, rows = _rows(path, n)
+    training.lower_bound_s = recording
+    try:
+        for at[0], row in enumerate(rows):
+            predict(row)
+    finally:
+        training.lower_bound_s = bound
+    built = [0]
+    real = memo.chunks
+
+    def counted(*args: Any) -> Any:
+        built[0] += 1
+        return real(*args)
+
+    def replay() -> list[float]:
+        out: list[float] = []
+        for _, group in itertools.groupby(calls, key=lambda c: c[0]):
+            with training.row_shared():
+                out.extend(bound(cfg, Pricer(cfg)) for _, cfg in group)
+        return out
+
+    ways = {"chunks per candidate": contextlib.nullcontext, "chunks shared": memo.chunks_shared}
+    best = dict.fromkeys(ways, float("inf"))
+    got: dict[str, list] = {}
+    priced: dict[str, int] = {}
+    kept = training.chunks_shared
+    memo.chunks = counted  # type: ignore[assignment]
+    warnings.simplefilter("ignore")
+    try:
+        for rep in range(reps):
+            for name in (list(ways) if rep % 2 else list(ways)[::-1]):
+                training.chunks_shared = ways[name]  # type: ignore[assignment]
+                built[0] = 0
+                t = time.process_time()
+                got[name] = replay()
+                best[name] = min(best[name], time.process_time() - t)
+                priced[name] = built[0]
+    finally:
+        training.chunks_shared = kept
+        memo.chunks = real  # type: ignore[assignment]
+    same = [a.hex() for a in got["chunks shared"]] == [a.hex() for a in got["chunks per candidate"]]
+    print(f"{len(calls)} bounds of {len(rows)} rows, best of {reps} (CPU s): "
+          + ", ".join(f"{k} {v:.3f} ({priced[k]} chunks priced)" for k, v in best.items())
+          + f"; bounds identical: {same}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=("configs", "pipeline"))
+    ap.add_argument("mode", choices=("configs", "pipeline", "bounds"))
     ap.add_argument("file", nargs="?", default=PUBLIC)
     ap.add_argument("--rows", type=int, default=None, help="the file's first N rows")
     ap.add_argument("--reps", type=int, default=None)
@@ -155,6 +220,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.mode == "configs":
         configs(args.file, args.rows, args.reps or 6)
+    elif args.mode == "bounds":
+        bounds(args.file, args.rows, args.reps or 6)
     else:
         if not args.against:
             ap.error("pipeline needs --against SRC")

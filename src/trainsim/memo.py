@@ -9,14 +9,19 @@ never reused while its answer is kept. The cache is bounded (least recently used
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from trainsim.chunks import Chunk, LayerSource, chunks
+from trainsim.config import RunConfig
 from trainsim.memory import estimate_stage_memory
 from trainsim.pricing import Pricer
+from trainsim.workload.shard import Shard
 
 R = TypeVar("R")
 
@@ -65,4 +70,118 @@ def per_pricer(cfg: Any, pricer: Pricer, layer_source: Hashable) -> dict:
     return hit[1]
 
 
-__all__ = ["MAXSIZE", "per_config", "per_pricer", "stage_memory"]
+OPTIMIZER_SIDE: dict[str, tuple[str, ...]] = {
+    "parallel": ("distributed_optimizer", "overlap_grad_reduce", "overlap_param_gather",
+                 "ddp_bucket_size", "dp_buckets"),
+    "training": ("optimizer", "optimizer_dtype", "exp_avg_dtype", "exp_avg_sq_dtype"),
+}
+"""Config fields that neither ``chunks`` nor ``Pricer.__init__`` reads, nor anything they
+call, left out of :func:`chunk_key`: candidates of one tuned row that differ only in them
+(Megatron's DDP or its distributed optimizer) price the same chunks. Read: of the modules
+``chunks`` and ``pricing`` import, only the config's own checks and framework defaults
+(``config.parallel`` / ``run`` / ``training``, ``catalog.defaults``), ``limits.pass_tasks``
+and the gradient buckets (``workload.sharding.bucket_params`` /
+``unbucketed_without_overlap``, ``workload.ddp_buckets``: placed by ``last_backward`` and
+``optimizer_tasks`` after the passes) name them; the optimizer's state is sized by
+``memory.state``. tests/test_shared_chunks.py records every attribute read while each public
+row's candidates (their optimizer-side choices each) are priced and fails if one of these is
+among them."""
+
+_ROWS: list[dict[Hashable, Any]] = []
+"""Per :func:`chunks_shared` entered (innermost last): priced chunks by :func:`chunk_key`, and
+each section's frozen fields by its identity (with the section, so the identity is its own)."""
+
+
+class _Unkept(Exception):
+    """A field value :func:`_frozen` does not freeze: the chunks are priced anew."""
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _frozen(value: Any) -> Hashable:
+    """``value`` as a hashable key that tells apart values of different types (1, 1.0, True;
+    -0.0 and 0.0 by their digits); dataclasses by every field; ``_Unkept`` for any other."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return (kind, value)
+    if kind is float:
+        return (float, repr(value))
+    if kind in (list, tuple, frozenset):
+        items = sorted(value, key=repr) if kind is frozenset else value
+        return (kind, tuple(_frozen(v) for v in items))
+    if isinstance(value, Mapping):
+        return (kind, tuple((_frozen(k), _frozen(v)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _section(value, ())
+    raise _Unkept
+
+
+_NAMES: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _section(section: Any, left_out: tuple[str, ...]) -> Hashable:
+    """A dataclass's fields but ``left_out``, frozen: scalars with their types beside them
+    (floats by their digits), any other value by :func:`_frozen`."""
+    kind = type(section)
+    names = _NAMES.get((kind, left_out))
+    if names is None:
+        names = _NAMES[(kind, left_out)] = tuple(
+            f.name for f in dataclasses.fields(section) if f.name not in left_out)
+    values = [getattr(section, n) for n in names]
+    types = tuple(map(type, values))
+    return (kind, types, tuple(
+        v if t in _SCALARS else repr(v) if t is float else _frozen(v)
+        for v, t in zip(values, types)))
+
+
+def chunk_key(cfg: RunConfig) -> Hashable:
+    """What of ``cfg`` its priced chunks depend on: every field of every section but
+    ``OPTIMIZER_SIDE``'s (raises ``_Unkept`` for a value it cannot freeze)."""
+    kept = _ROWS[-1] if _ROWS else {}
+    parts = []
+    for name in ("model", "parallel", "training", "cluster"):
+        section = getattr(cfg, name)
+        hit = kept.get(("section", id(section)))
+        if hit is None or hit[0] is not section:
+            hit = (section, _section(section, OPTIMIZER_SIDE.get(name, ())))
+            if _ROWS:
+                kept[("section", id(section))] = hit
+        parts.append(hit[1])
+    return (type(cfg), tuple(parts))
+
+
+@contextmanager
+def chunks_shared() -> Iterator[None]:
+    """Within it, :func:`shared_chunks` prices the chunks of each distinct :func:`chunk_key`
+    once (a tuned row's candidates; ``validate.training.row_shared``)."""
+    _ROWS.append({})
+    try:
+        yield
+    finally:
+        _ROWS.pop()
+
+
+def shared_chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
+                  layer_source: LayerSource | None = None) -> dict[int, Chunk]:
+    """``chunks(cfg, pricer, sh, layer_source)``; inside :func:`chunks_shared` the same
+    objects as an earlier config's with an equal :func:`chunk_key`, where the pricer is a plain
+    ``Pricer`` of ``cfg`` (its settings read from ``cfg``; an ``sm_share`` override is in the
+    key) and the layers are the analytical ones. ``sh`` is ``shard_of(cfg)``, a function of
+    the fields the key holds."""
+    if not _ROWS or layer_source is not None or type(pricer) is not Pricer or \
+            pricer.cfg is not cfg:
+        return chunks(cfg, pricer, sh, layer_source)
+    try:
+        key = (chunk_key(cfg), _frozen(pricer.sm_share), _frozen(pricer.ep_gemm_share))
+    except _Unkept:
+        return chunks(cfg, pricer, sh, layer_source)
+    kept = _ROWS[-1]
+    hit = kept.get(key)
+    if hit is None:
+        hit = kept[key] = chunks(cfg, pricer, sh, None)
+    return hit
+
+
+__all__ = ["MAXSIZE", "OPTIMIZER_SIDE", "chunk_key", "chunks_shared", "per_config", "per_pricer",
+           "shared_chunks", "stage_memory"]

@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 
 from trainsim.catalog.frameworks import profile_supports, sends_overlap
-from trainsim.chunks import Chunk, LayerSource, chunks
+from trainsim.chunks import Chunk, LayerSource
 from trainsim.config import RunConfig
 from trainsim.engine import Task, gc_paused, run
 from trainsim.errors import ConfigError
 from trainsim.last_backward import SplitBackwardTasks
 from trainsim.limits import check_simulation
-from trainsim.memo import per_config, per_pricer, stage_memory
+from trainsim.memo import per_config, per_pricer, shared_chunks, stage_memory
 from trainsim.memory import stage_param_split
 from trainsim.memory.params import stage_layer_params
 from trainsim.model.counts import hardware_flops_per_iteration, model_flops_per_token
@@ -102,7 +102,7 @@ class _TaskGraph(PipelineTasks, SplitBackwardTasks, OptimizerTasks):
         self.layer_source = layer_source
         shared = per_pricer(cfg, pricer, layer_source)
         if "chunks" not in shared:
-            shared["chunks"] = chunks(cfg, pricer, sh, layer_source)
+            shared["chunks"] = shared_chunks(cfg, pricer, sh, layer_source)
         self.chunks: dict[int, Chunk] = shared["chunks"]
         self._memo = shared
         self.tasks: list[Task] = []

@@ -21,7 +21,7 @@ from trainsim.config import RunConfig
 from trainsim.config.records import positive_value
 from trainsim.engine.loop import runs_shared
 from trainsim.errors import ConfigError, SettingReplaced, TrainsimError
-from trainsim.memo import stage_memory
+from trainsim.memo import chunks_shared, stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
 from trainsim.pricing import Pricer, shared
@@ -91,12 +91,13 @@ def row_shared() -> Iterator[None]:
     to its own (:func:`_interned`). The shared prices are keyed by the cluster's identity and a
     pricer's settings, so without the one cluster every candidate priced its passes again
     (``_price_ops`` 8,437 -> 3,006 calls on the public file). The candidates' model and
-    cluster sections are built once per distinct raw mapping (``catalog.shared_sections``).
-    The same arithmetic on the same floats: every prediction is the same to the bit
+    cluster sections are built once per distinct raw mapping (``catalog.shared_sections``),
+    and candidates that differ only in optimizer-side fields price their chunks once
+    (``memo.shared_chunks``). The same arithmetic on the same floats: every prediction is the same to the bit
     (tests/test_row_shared.py)."""
     _PARTS.append([])
     try:
-        with shared(object()), sections_shared():
+        with shared(object()), sections_shared(), chunks_shared():
             yield
     finally:
         _PARTS.pop()
