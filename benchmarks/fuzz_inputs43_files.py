@@ -103,6 +103,22 @@ def kernel_refusal_cases() -> Iterator[Case]:
         yield f"{kind} {edit}", check
 
 
+def csv_batches(batch: list[tuple[str, dict]], header: list[str], workdir: str, prefix: str,
+                size: int) -> Iterator[Case]:
+    """Cases validating ``batch``'s (label, row) pairs ``size`` rows to a CSV file under
+    ``workdir`` (``prefix_<i>.csv``), each labelled by its first two rows."""
+    for i in range(0, len(batch), size):
+        chunk = batch[i:i + size]
+        path = os.path.join(workdir, f"{prefix}_{i}.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, header)
+            w.writeheader()
+            for _label, row in chunk:
+                w.writerow(row)
+        label = "; ".join(lbl for lbl, _ in chunk[:2]) + f" ... ({len(chunk)} rows)"
+        yield label, (lambda p=path: _validate_rows(p))
+
+
 def _validate_rows(path: str) -> str | None:
     """Every row of a kernel file predicted (a finite positive value) or failed alone."""
     from trainsim.validate import validate_file
@@ -217,16 +233,7 @@ def row_cases(workdir: str) -> Callable[[], Iterator[Case]]:
                         row["dtype"] = "fp8"
                     row["id"] = f"{base['id']}-{len(batch)}"
                     batch.append((f"{base['id']} {col}={v!r}", row))
-        for i in range(0, len(batch), 20):
-            chunk = batch[i:i + 20]
-            path = os.path.join(workdir, f"training_{i}.csv")
-            with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, header)
-                w.writeheader()
-                for _label, row in chunk:
-                    w.writerow(row)
-            label = "; ".join(lbl for lbl, _ in chunk[:2]) + f" ... ({len(chunk)} rows)"
-            yield label, (lambda p=path: _validate_rows(p))
+        yield from csv_batches(batch, header, workdir, "training", 20)
     return cases
 
 

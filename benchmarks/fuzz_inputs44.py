@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz_checks import BASES, print_report, run_config, run_surfaces
 from fuzz_inputs43 import _edit, _yaml
-from fuzz_inputs43_files import _validate_rows
+from fuzz_inputs43_files import csv_batches
 from fuzz_sweep import _cli
 
 Case = tuple[str, Callable[[], str | None]]
@@ -203,16 +203,7 @@ def kernel_cases(workdir: str) -> Callable[[], Iterator[Case]]:
                 for v in values:
                     row = dict(base, **{col: v}, id=f"{base['id']}-{col}-{len(batch)}")
                     batch.append((f"{base['id']} {col}={v!r}", row))
-        for i in range(0, len(batch), 40):
-            chunk = batch[i:i + 40]
-            path = os.path.join(workdir, f"kernels44_{i}.csv")
-            with open(path, "w", newline="") as f:
-                w = csv.DictWriter(f, header)
-                w.writeheader()
-                for _label, row in chunk:
-                    w.writerow(row)
-            label = "; ".join(lbl for lbl, _ in chunk[:2]) + f" ... ({len(chunk)} rows)"
-            yield label, (lambda p=path: _validate_rows(p))
+        yield from csv_batches(batch, header, workdir, "kernels44", 40)
     return cases
 
 
