@@ -98,6 +98,8 @@ def wide_head_attention(training: dict[str, Any], model: Any, stated: Any,
 
     qk, v = head_dims(model)
     current = str(training.get("attention") or "flash2")
+    if current == "ck":
+        return ck_wide_head_attention(training, model, stated)
     if max(qk, v) <= FUSED_MAX_HEAD_DIM or current not in ("sdpa", "cudnn"):
         return None
     profile = None
@@ -123,3 +125,26 @@ def wide_head_attention(training: dict[str, Any], model: Any, stated: Any,
         return None
     training["attention"] = "unfused"
     return f"attention cudnn -> unfused: Transformer Engine's fused and flash attention train {wide}"
+
+
+def ck_wide_head_attention(training: dict[str, Any], model: Any, stated: Any) -> str | None:
+    """Replace, in place, a framework's default ``ck`` (ROCm Transformer Engine's CK attention)
+    for heads CK refuses (``config.validity.CK_HEAD_DIM_BELOW``) by ``unfused`` where ROCm TE
+    runs ``UnfusedDotProductAttention`` for them: AOTriton's filter refuses MLA's unequal widths,
+    grouped key/value heads, a window on every layer or an ALiBi bias, and FlashAttention 2 takes
+    no head over 256 (``config.validity.CK_FALLBACK_SOURCE``). Where AOTriton would run, or
+    ``ck`` was the user's, nothing is replaced and ``RunConfig`` refuses it in one line."""
+    from trainsim.config.validity import CK_HEAD_DIM_BELOW, ck_head_fallback
+
+    qk, v = head_dims(model)
+    if max(qk, v) < CK_HEAD_DIM_BELOW or _given(stated):
+        return None
+    windowed = model.sliding_window is not None and not model.window_attn_skip_freq
+    if ck_head_fallback(qk, v, model.kv_heads < model.num_attention_heads, windowed,
+                        model.position_embedding == "alibi") != "unfused":
+        return None
+    training["attention"] = "unfused"
+    return (f"attention ck -> unfused: ROCm Transformer Engine's CK attention trains heads "
+            f"narrower than {CK_HEAD_DIM_BELOW} (query/key {qk}, value {v}), its AOTriton "
+            "attention no MLA, grouped key/value heads, window or bias, its FlashAttention 2 "
+            "none over 256; it runs UnfusedDotProductAttention")

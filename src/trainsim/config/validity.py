@@ -148,6 +148,27 @@ transformer_engine/common/fused_attn_rocm/fused_attn_ck.cpp ``is_ck_backend_supp
 "AITER/CK fused attn does not support head dim >=512"); flash-attention's own CK build stops at
 256 (Dao-AILab/flash-attention@0251105a csrc/flash_attn_ck/mha_fwd.cpp L208, mha_bwd.cpp L266),
 so this is the widest either runs."""
+CK_FALLBACK_SOURCE = (
+    "ROCm/TransformerEngine@ac80527d transformer_engine/common/fused_attn_rocm/fused_attn.cpp "
+    "L89-L117 (CK first, then AOTriton, else no fused backend); @023deb45 fused_attn_aotriton.cpp "
+    "L55-L85 is_aotriton_backend_supported (L71 equal query/key and value widths, L76-L79 no "
+    "window, L83 no GQA, no bias); @030b7921 pytorch/attention/dot_product_attention/utils.py "
+    "get_attention_backend (FlashAttention 2 off above 256 and for MLA: unfused)")
+"""Where ROCm's Transformer Engine goes when CK refuses heads of ``CK_HEAD_DIM_BELOW`` or wider:
+AOTriton's fused attention for multi-head attention of equal widths with no window or bias
+(AOTriton is on by default, README ``NVTE_FUSED_ATTN_AOTRITON``), else
+``UnfusedDotProductAttention`` (``catalog.te_attention.ck_wide_head_attention``)."""
+
+
+def ck_head_fallback(qk: int, v: int, grouped: bool, windowed_everywhere: bool,
+                     biased: bool) -> str:
+    """What ROCm's Transformer Engine runs for heads (``qk``, ``v``) CK refuses
+    (``CK_FALLBACK_SOURCE``): ``aotriton`` (which trainsim does not price) where AOTriton's
+    filter passes, else ``unfused``. ``grouped``: fewer key/value heads than query heads;
+    ``windowed_everywhere``: every layer has a sliding window; ``biased``: ALiBi scores."""
+    if qk != v or grouped or windowed_everywhere or biased:
+        return "unfused"
+    return "aotriton"
 
 
 def flash4_head_problem(qk: int, v: int, sm_arch: int | None) -> str | None:
@@ -180,7 +201,9 @@ def head_dim_problem(attention: str, qk: int, v: int, sm_arch: int | None = None
         return flash4_head_problem(qk, v, sm_arch)
     if attention == "ck" and widest >= CK_HEAD_DIM_BELOW:
         return (f"training.attention=ck trains heads narrower than {CK_HEAD_DIM_BELOW}, not "
-                f"{widest} (query/key {qk}, value {v}); set training.attention to unfused")
+                f"{widest} (query/key {qk}, value {v}); ROCm Transformer Engine runs AOTriton "
+                "(multi-head, equal widths, no window or bias; not priced) or else unfused: "
+                "set training.attention to unfused")
     if attention not in HEAD_DIM_FALLBACK or widest <= FUSED_MAX_HEAD_DIM:
         return None
     return (f"training.attention={attention} trains heads at most {FUSED_MAX_HEAD_DIM} wide, "
