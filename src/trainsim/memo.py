@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from trainsim.catalog.shared_sections import SCALARS, Unkept, frozen
 from trainsim.chunks import Chunk, LayerSource, chunks
 from trainsim.config import RunConfig
 from trainsim.memory import estimate_stage_memory
@@ -92,29 +93,22 @@ _ROWS: list[dict[Hashable, Any]] = []
 each section's frozen fields by its identity (with the section, so the identity is its own)."""
 
 
-class _Unkept(Exception):
-    """A field value :func:`_frozen` does not freeze: the chunks are priced anew."""
-
-
-_SCALARS = (str, int, bool, type(None))
-
-
 def _frozen(value: Any) -> Hashable:
     """``value`` as a hashable key that tells apart values of different types (1, 1.0, True;
-    -0.0 and 0.0 by their digits); dataclasses by every field; ``_Unkept`` for any other."""
+    -0.0 and 0.0 by their digits: ``catalog.shared_sections.frozen``); frozensets, other
+    mappings and dataclasses (by every field) too; ``Unkept`` for any other."""
+    return frozen(value, _other)
+
+
+def _other(value: Any) -> Hashable:
     kind = type(value)
-    if kind in _SCALARS:
-        return (kind, value)
-    if kind is float:
-        return (float, repr(value))
-    if kind in (list, tuple, frozenset):
-        items = sorted(value, key=repr) if kind is frozenset else value
-        return (kind, tuple(_frozen(v) for v in items))
+    if kind is frozenset:
+        return (kind, tuple(_frozen(v) for v in sorted(value, key=repr)))
     if isinstance(value, Mapping):
         return (kind, tuple((_frozen(k), _frozen(v)) for k, v in value.items()))
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _section(value, ())
-    raise _Unkept
+    raise Unkept
 
 
 _NAMES: dict[tuple[type, tuple[str, ...]], tuple[str, ...]] = {}
@@ -131,13 +125,13 @@ def _section(section: Any, left_out: tuple[str, ...]) -> Hashable:
     values = [getattr(section, n) for n in names]
     types = tuple(map(type, values))
     return (kind, types, tuple(
-        v if t in _SCALARS else repr(v) if t is float else _frozen(v)
+        v if t in SCALARS else repr(v) if t is float else _frozen(v)
         for v, t in zip(values, types)))
 
 
 def chunk_key(cfg: RunConfig) -> Hashable:
     """What of ``cfg`` its priced chunks depend on: every field of every section but
-    ``OPTIMIZER_SIDE``'s (raises ``_Unkept`` for a value it cannot freeze)."""
+    ``OPTIMIZER_SIDE``'s (raises ``Unkept`` for a value it cannot freeze)."""
     kept = _ROWS[-1] if _ROWS else {}
     parts = []
     for name in ("model", "parallel", "training", "cluster"):
@@ -174,7 +168,7 @@ def shared_chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         return chunks(cfg, pricer, sh, layer_source)
     try:
         key = (chunk_key(cfg), _frozen(pricer.sm_share), _frozen(pricer.ep_gemm_share))
-    except _Unkept:
+    except Unkept:
         return chunks(cfg, pricer, sh, layer_source)
     kept = _ROWS[-1]
     hit = kept.get(key)

@@ -24,27 +24,30 @@ S = TypeVar("S")
 _KEPT: list[dict[Hashable, Any]] = []
 """Per :func:`sections_shared` entered (innermost last), the sections built in it."""
 
-_SCALARS = (str, int, bool, type(None))
+SCALARS = (str, int, bool, type(None))
+"""The scalar types :func:`frozen` keeps by value (exactly these: a subclass is not kept)."""
 
 
-class _Unkept(Exception):
-    """A value :func:`frozen` does not freeze: its section is built each time."""
+class Unkept(Exception):
+    """A value :func:`frozen` does not freeze: whatever it keys is built (or priced) anew."""
 
 
-def frozen(value: Any) -> Hashable:
+def frozen(value: Any, other: Callable[[Any], Hashable] | None = None) -> Hashable:
     """``value`` (a raw section: mappings, lists and scalars) as a hashable key that tells
-    apart values of different types (and a mapping's keys in their order); raises
-    ``_Unkept`` for any other value."""
+    apart values of different types (and a mapping's keys in their order); any other value
+    goes to ``other`` (``memo``'s dataclass sections), else raises ``Unkept``."""
     kind = type(value)
     if kind is dict:
-        return (dict, tuple((frozen(k), frozen(v)) for k, v in value.items()))
+        return (dict, tuple((frozen(k, other), frozen(v, other)) for k, v in value.items()))
     if kind in (list, tuple):
-        return (kind, tuple(frozen(v) for v in value))
+        return (kind, tuple(frozen(v, other) for v in value))
     if kind is float:  # by its digits: -0.0 is not 0.0 (equal, with one hash)
         return (float, repr(value))
-    if kind in _SCALARS:  # exactly: a subclass (a number kept with its text) is not kept
+    if kind in SCALARS:  # exactly: a subclass (a number kept with its text) is not kept
         return (kind, value)
-    raise _Unkept
+    if other is not None:
+        return other(value)
+    raise Unkept
 
 
 @contextmanager
@@ -64,7 +67,7 @@ def kept_section(kind: str, raw: Any, extra: Hashable, build: Callable[[], S]) -
         return build()
     try:
         key = (kind, frozen(raw), extra)
-    except _Unkept:
+    except Unkept:
         return build()
     kept = _KEPT[-1]
     hit = kept.get(key)
@@ -73,4 +76,4 @@ def kept_section(kind: str, raw: Any, extra: Hashable, build: Callable[[], S]) -
     return hit
 
 
-__all__ = ["frozen", "kept_section", "sections_shared"]
+__all__ = ["SCALARS", "Unkept", "frozen", "kept_section", "sections_shared"]
