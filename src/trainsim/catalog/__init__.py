@@ -558,14 +558,14 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     model = kept_section("model", data["model"], str(base_dir),
                          lambda: _model_section(data["model"], base_dir))
     model = _framework_model(model, data["model"], training_raw)
-    for note in (softcap_attention(training_raw, model.attn_logit_softcapping, given,
-                                   parallel_raw.get("context_parallel_size", 1)),
-                 sink_attention(training_raw, model.softmax_type, given, gpu_name),
-                 blackwell_head_dim_attention(training_raw, model, given, gpu_name),
-                 wide_head_attention(training_raw, model, stated, gpu_name)):
-        if note is not None:  # what the framework runs instead, said (validate: row notes)
-            warnings.warn(note, SettingReplaced, stacklevel=2)
-    window_attention_problem(training_raw, model.sliding_window)
+    notes = [softcap_attention(training_raw, model.attn_logit_softcapping, given,
+                               parallel_raw.get("context_parallel_size", 1)),
+             sink_attention(training_raw, model.softmax_type, given, gpu_name),
+             blackwell_head_dim_attention(training_raw, model, given, gpu_name),
+             wide_head_attention(training_raw, model, stated, gpu_name)]
+    for note in filter(None, notes):  # what the framework runs instead, said (validate: row notes)
+        warnings.warn(note, SettingReplaced, stacklevel=2)
+    window_attention_problem(training_raw, model.sliding_window, notes)
     sdpa_enable_gqa_problem(training_raw)
     cfg = RunConfig(model=model, parallel=build(ParallelConfig, parallel_raw, "parallel"),
                     training=build(TrainingConfig, training_raw, "training"),

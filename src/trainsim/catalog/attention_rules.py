@@ -111,14 +111,25 @@ def softcap_attention(training: dict[str, Any], softcap: float | None, given: bo
             f"({profile.name}'s soft-capping attention)")
 
 
-def window_attention_problem(training: dict[str, Any], window: int | None) -> None:
+def window_attention_problem(training: dict[str, Any], window: int | None,
+                             notes: list[str | None] | tuple[()] = ()) -> None:
     """Refuse a sliding-window model on an unfused (or eager) attention its framework's model
     cannot window (profile feature ``unfused_sliding_window`` false): Megatron-core's local
     DotProductAttention asserts ``config.window_size is None`` ("Sliding Window Attention is
     only supported by TEDotProductAttention!", NVIDIA/Megatron-LM
     megatron/core/transformer/dot_product_attention.py line 51, core_v0.5.0 to core_v0.8.0).
     Megatron-Bridge's and NeMo's Gemma 2 spec runs its own masked unfused attention instead
-    (``masked_window_scores``)."""
+    (``masked_window_scores``).
+
+    ``notes``: the replacements made before (``catalog._run_config``); one that ends in
+    ``unfused`` is a fused attention Transformer Engine replaced by its own
+    ``UnfusedDotProductAttention`` for the model's heads (``te_attention``). That one does take
+    a window, as an 'arbitrary' mask over every score (NVIDIA/TransformerEngine@030b7921
+    pytorch/attention/dot_product_attention/utils.py ``get_attention_backend``, "Filter:
+    Sliding window attention" table), but trainsim prices ``unfused`` as the framework's own
+    (only the window's scores, its own launches), so the run is still refused, naming the heads
+    as the cause: no other kernel of the framework takes them (edge45; before, the message
+    suggested the fused kernels that had just refused the heads)."""
     if window is None or not _given(training.get("framework")):
         return
     current = str(training.get("attention") or "flash2")
@@ -129,7 +140,14 @@ def window_attention_problem(training: dict[str, Any], window: int | None) -> No
     version = training.get("framework_version")
     profile = framework_profile(str(training["framework"]),
                                 str(version) if _given(version) else None)
+    replaced = next((n.split(": ", 1)[1] for n in notes if n and " -> unfused: " in n), None)
     if profile.features.get("unfused_sliding_window") is False:
+        if replaced:
+            raise ConfigError(f"model.sliding_window={window}: these heads run on Transformer "
+                              f"Engine's UnfusedDotProductAttention ({replaced}), which masks "
+                              "the window over every score; trainsim prices an unfused attention "
+                              f"as {profile.name} {profile.version}'s own, which takes no "
+                              "window: give the model heads a fused kernel trains, or no window")
         other = [k for k in profile.features.get("attention_kernels") or ()
                  if k not in ("unfused", "eager")]
         fix = f"set training.attention to {' or '.join(other)}" if other else \

@@ -53,17 +53,20 @@ def dtype_problem(dtype: str, fp8_recipe: str, gpu: GPUSpec) -> str | None:
     return None
 
 
-def attention_problem(attention: str, gpu: GPUSpec) -> str | None:
+def attention_problem(attention: str, gpu: GPUSpec,
+                      field: str = "training.attention") -> str | None:
     """Why the attention kernel ``attention`` does not run on NVIDIA ``gpu`` (too old an
     architecture, ``ATTENTION_MIN_ARCH``), or None. Another vendor's GPU is not checked here
-    (``config.training.NVIDIA_ONLY_ATTENTION`` is)."""
+    (``config.training.NVIDIA_ONLY_ATTENTION`` is). ``field``: how the message names the
+    setting (a kernel row's column)."""
     need = ATTENTION_MIN_ARCH.get(attention)
     arch = gpu.sm_arch
     if need is None or arch is None or arch >= need:
         return None
     runs = sorted(k for k, v in ATTENTION_MIN_ARCH.items() if arch >= v)
-    return (f"training.attention={attention} runs on compute capability {_arch(need)} "
-            f"and later; cluster.gpu {gpu.name} is {_arch(gpu.sm_arch)}: set training.attention to "
+    where = "cluster.gpu" if field == "training.attention" else "column 'gpu'"
+    return (f"{field}={attention} runs on compute capability {_arch(need)} "
+            f"and later; {where} {gpu.name} is {_arch(gpu.sm_arch)}: set {field} to "
             f"one of {', '.join(['unfused', 'eager', 'sdpa', 'mem_efficient', *runs])}")
 
 

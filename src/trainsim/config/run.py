@@ -360,6 +360,11 @@ class RunConfig:
                     f"of pipeline_model_parallel_size={p.pp} (or set {where}, Megatron-core "
                     ">= 0.10)")
             return
+        if n is None and m < p.pp:  # the default N = pp, a field the user never named (edge45)
+            raise ConfigError(f"interleaved 1F1B (parallel.vpp={p.vpp}) needs at least pp={p.pp} "
+                              f"micro-batches a step, not {m} (training.global_batch_size / "
+                              "(micro_batch_size*dp)): Megatron-core's group of pp micro-batches "
+                              "must fit in them; raise global_batch_size or set vpp=1")
         n = n or p.pp
         if not p.pp <= n <= m:
             raise ConfigError(f"{where}={n} must lie in [pp={p.pp}, micro-batches={m}] "

@@ -5,6 +5,11 @@ refuses a ``--set`` with the same functions, so the two cannot drift.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainsim.config.cluster import GPUSpec
+
 ZERO_STAGES = {"megatron": (0, 1, 3), "deepspeed": (0, 1, 2, 3), "fsdp1": (2, 3),
                "fsdp2": (2, 3), "ddp": (0,)}
 """The ZeRO stages (``ParallelConfig.effective_zero_stage``) each data-parallel engine runs, as
@@ -171,10 +176,51 @@ def ck_head_fallback(qk: int, v: int, grouped: bool, windowed_everywhere: bool,
     return "aotriton"
 
 
-def flash4_head_problem(qk: int, v: int, sm_arch: int | None) -> str | None:
+FLASH4_SM120_SMEM_BYTES = (100 - 1) * 1024
+"""Shared memory one block of FlashAttention-4's 12.x kernels (consumer / workstation Blackwell,
+DGX Spark) may take: "SM120 has 99 KB shared memory (vs 163 KB on SM80)"
+(Dao-AILab/flash-attention@0251105a flash_attn/cute/flash_fwd_sm120.py L55-L57 and
+flash_bwd_sm120.py L51-L53, ``get_smem_capacity_in_bytes("sm_120")``; the CuTe DSL's
+``SMEM_CAPACITY_MAP["sm_120"] = (100 - 1) * 1024``)."""
+
+
+def flash4_sm120_smem_bytes(qk: int, v: int) -> tuple[int, int]:
+    """(forward, backward) shared-memory bytes FlashAttention-4's 12.x kernels take at heads
+    (``qk``, ``v``), counted as their ``can_implement`` counts them (16-bit operands): forward
+    Q tile + K and V tiles (flash_fwd_sm120.py L48-L54; tile 128 x 128 up to a 64-wide head,
+    128 x 64 above it: interface.py L320-L325; one stage, Q not in registers: L1366-L1378);
+    backward Q and dO tiles per stage + K and V tiles (flash_bwd_sm120.py L43-L50; 64 x 64
+    blocks, two stages up to a 64-wide head, one above it: interface.py L1891-L1900). The
+    interface calls neither check ("TODO: check @can_implement", L1387, L2548) and skips its
+    head-width check on 12.x (L684, L2084), so a head past them fails when its kernel is
+    compiled, not before."""
+    n_fwd = 128 if qk <= 64 else 64
+    forward = 2 * (128 * qk + n_fwd * qk + n_fwd * v)
+    stages = 2 if qk <= 64 else 1
+    backward = 2 * (64 * qk * stages + 64 * v * stages + 64 * qk + 64 * v)
+    return forward, backward
+
+
+def flash4_sm120_problem(qk: int, v: int, field: str = "training.attention") -> str | None:
+    """Why FlashAttention-4 cannot train heads (``qk``, ``v``) on a 12.x GPU, or None: widths
+    a multiple of 8 (``can_implement``: ``head_dim % 8``) whose forward and backward tiles fit
+    ``FLASH4_SM120_SMEM_BYTES`` (``flash4_sm120_smem_bytes``): equal widths up to 192."""
+    forward, backward = flash4_sm120_smem_bytes(qk, v)
+    if qk % 8 == 0 and v % 8 == 0 and max(forward, backward) <= FLASH4_SM120_SMEM_BYTES:
+        return None
+    return (f"{field}=flash4 on compute capability 12.x runs heads (query/key, value) "
+            f"that are multiples of 8 and whose tiles fit its {FLASH4_SM120_SMEM_BYTES} bytes of "
+            f"shared memory (up to 192 wide), not ({qk}, {v}): they take {forward} bytes forward, "
+            f"{backward} backward; set {field} to flash2 or unfused")
+
+
+def flash4_head_problem(qk: int, v: int, sm_arch: int | None,
+                        field: str = "training.attention") -> str | None:
     """Why FlashAttention-4 cannot train heads (``qk``, ``v``) on a GPU of ``sm_arch``, or None
-    (``FLASH4_BLACKWELL_HEADS``; Ampere and 12.x skip the check there, another vendor's GPU is
-    refused by ``config.gpu_rules``)."""
+    (``FLASH4_BLACKWELL_HEADS``; on 12.x its shared memory, ``flash4_sm120_problem``; Ampere is
+    refused by ``config.gpu_rules``, as another vendor's GPU)."""
+    if sm_arch is not None and 120 <= sm_arch < 130:
+        return flash4_sm120_problem(qk, v, field)
     if sm_arch is None or not 90 <= sm_arch < 120:
         return None
     if sm_arch < 100:
@@ -186,26 +232,76 @@ def flash4_head_problem(qk: int, v: int, sm_arch: int | None) -> str | None:
     if ok and qk % 8 == 0 and v % 8 == 0:
         return None
     where = "Hopper" if sm_arch < 100 else "Blackwell"
-    return (f"training.attention=flash4 trains on {where} heads (query/key, value) of "
-            f"{allowed}, multiples of 8, not ({qk}, {v}); set training.attention to "
+    return (f"{field}=flash4 trains on {where} heads (query/key, value) of "
+            f"{allowed}, multiples of 8, not ({qk}, {v}); set {field} to "
             f"{'flash3 or cudnn' if sm_arch < 100 else 'cudnn'} or unfused")
 
 
-def head_dim_problem(attention: str, qk: int, v: int, sm_arch: int | None = None) -> str | None:
+def head_dim_problem(attention: str, qk: int, v: int, sm_arch: int | None = None,
+                     field: str = "training.attention") -> str | None:
     """Why ``attention`` cannot train heads of query/key width ``qk`` and value width ``v`` on a
     GPU of ``sm_arch``, or None: the fused kernels of ``HEAD_DIM_FALLBACK`` take at most
     ``FUSED_MAX_HEAD_DIM``, FlashAttention-4 ``flash4_head_problem``'s, CK below
     ``CK_HEAD_DIM_BELOW``."""
     widest = max(qk, v)
     if attention == "flash4":
-        return flash4_head_problem(qk, v, sm_arch)
+        return flash4_head_problem(qk, v, sm_arch, field)
     if attention == "ck" and widest >= CK_HEAD_DIM_BELOW:
-        return (f"training.attention=ck trains heads narrower than {CK_HEAD_DIM_BELOW}, not "
+        return (f"{field}=ck trains heads narrower than {CK_HEAD_DIM_BELOW}, not "
                 f"{widest} (query/key {qk}, value {v}); ROCm Transformer Engine runs AOTriton "
                 "(multi-head, equal widths, no window or bias; not priced) or else unfused: "
-                "set training.attention to unfused")
+                f"set {field} to unfused")
     if attention not in HEAD_DIM_FALLBACK or widest <= FUSED_MAX_HEAD_DIM:
         return None
-    return (f"training.attention={attention} trains heads at most {FUSED_MAX_HEAD_DIM} wide, "
-            f"not {widest} (query/key {qk}, value {v}); set training.attention to "
+    return (f"{field}={attention} trains heads at most {FUSED_MAX_HEAD_DIM} wide, "
+            f"not {widest} (query/key {qk}, value {v}); set {field} to "
             f"{HEAD_DIM_FALLBACK[attention]}")
+
+
+ATTENTION_ROW_DTYPES = ("bf16", "fp16")
+"""The dtypes of the attention kernels trainsim prices (``compute.attention``'s rates are those
+of 16-bit kernels; a training run's attention is 16-bit even under fp8 GEMMs): a kernel row in
+another dtype is refused (``attention_row_problem``), not priced as a 16-bit one."""
+FP8_ATTENTION = {
+    "flash2": "FlashAttention-2 runs fp16 and bf16 only",
+    "sdpa": "PyTorch SDPA's flash backend (FlashAttention-2) runs fp16 and bf16 only",
+    "flash3": "FlashAttention-3 runs fp8 in its forward only, at heads a multiple of 16",
+    "flash4": "FlashAttention-4 runs fp8 in its forward only, on 10.x, at heads a multiple of 16",
+}
+"""What each fused kernel does with an 8-bit input (``attention_row_problem``'s message):
+Dao-AILab/flash-attention@0251105a csrc/flash_attn/flash_api.cpp L397 / L843 ("FlashAttention
+only support fp16 and bf16 data type", forward / backward); hopper/flash_api.cpp L715-L716
+(forward: fp16, bf16, fp8 e4m3), L854-L856 (``alignment = fp8 ? 16 : 8`` on both head widths),
+L1302 (backward fp16 and bf16 only); flash_attn/cute/interface.py L683-L685 (alignment
+``16 // element_size``), L698-L699 ("FA4 CuTe FP8 backward is not supported yet
+(forward-only)"), L765 ("FP8 is only supported on SM100")."""
+
+
+def attention_row_problem(impl: str, dtype: str, head_dim: int, gpu: GPUSpec,
+                          backward: bool) -> str | None:
+    """Why a kernel row's attention (``impl`` at ``dtype``, ``head_dim`` wide, on ``gpu``;
+    ``backward``: the row times a backward) is not priced, or None: a dtype not in
+    ``ATTENTION_ROW_DTYPES``; an NVIDIA-only kernel on another vendor's GPU
+    (``config.training.NVIDIA_ONLY_ATTENTION``, as ``RunConfig`` refuses it); a kernel the
+    GPU's architecture does not run (``gpu_rules.attention_problem``; FlashAttention-4's
+    forward also runs on 8.x: flash_attn/cute/interface.py L681, its backward from 9.x only:
+    L1854); a head the kernel refuses (``head_dim_problem``: FlashAttention-2/3/4 and CK,
+    whose forwards check it too, and every kernel's backward)."""
+    from trainsim.config.gpu_rules import attention_problem
+
+    field = "column 'implementation'"
+    if dtype not in ATTENTION_ROW_DTYPES:
+        what = FP8_ATTENTION.get(impl, "") if dtype == "fp8" else ""
+        return (f"column 'dtype'={dtype!r}: only 16-bit (bf16, fp16) attention kernels are "
+                f"priced{'; ' + what if what else ''}")
+    from trainsim.config.training import NVIDIA_ONLY_ATTENTION
+
+    if impl in NVIDIA_ONLY_ATTENTION and gpu.vendor != "nvidia":
+        return (f"{field}={impl} runs on NVIDIA GPUs only, not column 'gpu' {gpu.name} "
+                f"({gpu.vendor}); set {field} to flash2 or ck")
+    arch = gpu.sm_arch
+    forward_on_ampere = impl == "flash4" and not backward and arch is not None and arch >= 80
+    problem = None if forward_on_ampere else attention_problem(impl, gpu, field)
+    if problem is None and (backward or impl in ("flash2", "flash3", "flash4", "ck")):
+        problem = head_dim_problem(impl, head_dim, head_dim, arch, field)
+    return problem

@@ -37,6 +37,7 @@ from trainsim.config import (
 )
 from trainsim.config._build import switch
 from trainsim.config.records import MAX_COUNT
+from trainsim.config.validity import attention_row_problem
 from trainsim.errors import ConfigError, TrainsimError
 from trainsim.validate.best_shape import BEST_SHAPE, searched_best
 from trainsim.validate.common import RowResult, _cell, measured_cell, positive_cell
@@ -240,6 +241,11 @@ def _attention(row: dict[str, str], backward: bool) -> Attention:
     if heads % kv:
         raise ConfigError(f"column 'kv_heads'={kv} must divide heads={heads} (each key/value "
                           "head serves heads / kv_heads query heads)")
+    # a dtype, GPU or head the kernel does not run was priced as a 16-bit kernel (edge45)
+    problem = attention_row_problem(impl, _dtype(row), _int(row, "head_dim"),
+                                    catalog_gpu(row["gpu"].strip().lower()), backward)
+    if problem:
+        raise ConfigError(problem)
     return Attention("attn", batch=_int(row, "batch"), heads=heads, kv_heads=kv, q_len=s,
                      kv_len=s, head_dim=_int(row, "head_dim"), causal=_causal(row),
                      backward=backward, impl=impl,  # type: ignore[arg-type]
