@@ -96,6 +96,43 @@ def test_a_recompute_choice_its_bounds_rule_out_is_not_descended(monkeypatch):
     assert without == choice
 
 
+def test_a_start_beaten_below_its_bound_is_never_simulated(monkeypatch):
+    """A descent's start is simulated only to answer a comparison: where the first candidate
+    is bounded below the start's bound and simulated faster than that bound, it is faster than
+    the start whatever the start's time, and the start is never simulated (its bound rejects
+    it later). Where the candidate is not that fast, the start is simulated as before. Either
+    way the choice is the one made without bounds, and no setting is simulated that the
+    tuner without this rule (the start always simulated) would not have simulated."""
+    _fake_configs(monkeypatch, lambda c: 70.0)
+    key = lambda c: c.choice["vpp"]
+    unknown = {"vpp": [1, 2, 8]}
+    for times, start_bound, start_run in (({1: 10.0, 2: 6.0, 8: 5.0}, 9.0, False),
+                                          ({1: 10.0, 2: 9.5, 8: 5.0}, 9.0, True),  # not below
+                                          ({1: 7.0, 2: 8.0, 8: 5.0}, 6.5, True)):  # the start wins
+        bounds = {1: start_bound, 2: 5.5, 8: 4.9}  # each at most the time it bounds
+        assert all(bounds[v] <= times[v] for v in times)
+        seen: list[int] = []
+
+        def evaluate(c, times=times, seen=seen):
+            seen.append(key(c))
+            return times[key(c)]
+
+        _, choice = training.tune({"parallel": {}, "training": {}}, unknown, evaluate,
+                                  lambda c, bounds=bounds: bounds[key(c)])
+        _, without = training.tune({"parallel": {}, "training": {}}, unknown,
+                                   lambda c, times=times: times[key(c)])
+        assert choice == without == {"vpp": 8}
+        assert (1 in seen) == start_run and len(seen) == len(set(seen))
+        # the tuner as it was: the start simulated first, a candidate whose bound is no
+        # faster than the current time skipped
+        current, old = 1, {1}
+        for v in (2, 8):
+            if bounds[v] < times[current]:
+                old.add(v)
+                current = v if times[v] < times[current] else current
+        assert set(seen) <= old
+
+
 def test_the_tuner_without_a_fitting_setting_returns_the_least_memory(monkeypatch):
     _fake_configs(monkeypatch, lambda c: 100.0 - c["vpp"])
     _, choice = training.tune({"parallel": {}, "training": {}}, {"vpp": [1, 2]},

@@ -167,7 +167,10 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     ``bound`` (a lower bound on ``evaluate``), a change whose bound is already no faster than
     the current setting is rejected without simulating it, and an enumerated choice whose every
     fitting setting is bounded (or simulated) no faster than the best descent so far is not
-    descended: neither could have been chosen.
+    descended: neither could have been chosen; and a descent's start is not simulated where
+    the first candidate compared with it is bounded below the start's bound and simulated
+    faster than that bound (each comparison answered as with the start's time: the
+    simulations are those made without this, less the start's).
     ``kept`` (``row_unknowns.KEPT_DEFAULTS``): unknowns enumerated like recompute whose first
     candidate (the framework's default) is kept wherever the fastest setting of the others
     fits with it: a descent on another candidate moves only among settings that would not fit
@@ -219,13 +222,25 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
 
     bounds: dict[tuple, float] = {}  # a setting's bound, computed once for every sweep
 
+    def bound_of(values: tuple) -> float:
+        if values not in bounds:
+            bounds[values] = bound(status[values][0])  # type: ignore[misc, arg-type]
+        return bounds[values]
+
     def faster(cand: tuple, current: tuple) -> bool:
+        if bound is not None and current not in times:
+            # a descent's start, not simulated yet: a candidate bounded below the start's bound
+            # (so below its time, which would not have spared the candidate either) is
+            # simulated first; where it is faster than that bound it is faster than the start,
+            # which is then never simulated: the descent's later settings are faster still, so
+            # the start's bound rejects it as a candidate, and no other descent or
+            # ``ruled_out`` reads it (each has its own enumerated choices)
+            cut = bound_of(current)
+            if (cand in times or bound_of(cand) < cut) and cost(cand) < cut:
+                return True
         now = cost(current)
-        if bound is not None and cand not in times:
-            if cand not in bounds:
-                bounds[cand] = bound(status[cand][0])  # type: ignore[arg-type]
-            if bounds[cand] >= now:
-                return False
+        if bound is not None and cand not in times and bound_of(cand) >= now:
+            return False
         return cost(cand) < now
 
     def descend(current: tuple, fixed: tuple[int, ...] = ()) -> tuple:
