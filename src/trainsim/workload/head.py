@@ -17,7 +17,7 @@ from trainsim.workload.elementwise import (
 )
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
-from trainsim.workload.shard import AUTOCAST_CAST_BYTES, Shard, tp_enter
+from trainsim.workload.shard import AUTOCAST_CAST_BYTES, Shard, tp_enter, wgrad_accumulates
 
 
 def cross_entropy_impl(cfg: RunConfig) -> str:
@@ -83,6 +83,51 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     # scatter-add of token gradients into the fp32 embedding gradient
     ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4),
                            kernel="embedding.bwd"))
+    ops.extend(dense_embedding_grad_ops(cfg, sh))
+    return ops
+
+
+def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """What a dense embedding gradient costs after PyTorch's backward, on every micro-batch.
+
+    PyTorch's ``F.embedding`` (``sparse=False``, the default every framework here keeps:
+    Megatron-core ``VocabParallelEmbedding.forward``, NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/tensor_parallel/layers.py L362) returns a gradient of the whole (vocab/tp)
+    x hidden table: ``embedding_dense_backward_cuda`` starts from ``at::zeros({num_weights,
+    dim})`` (pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu; the sorted path's
+    ``embedding_backward_cuda_kernel`` in EmbeddingBackwardKernel.cu the same). That fill is
+    not a separate op here: ``embedding_grad`` is the kernel ``trainsim profile`` times as
+    ``torch.autograd.grad`` of ``F.embedding`` on the full table (profile/kernels.py), zeros
+    included, so a bundled database's ``embedding.bwd`` records already hold it.
+
+    What no record holds is the gradient's way into the buffer the optimizer reads. Where the
+    other weights' gradients are accumulated by their weight-gradient GEMM (Megatron's fused
+    accumulation, ``shard.wgrad_accumulates``), the embedding's is not: Megatron-core's DDP
+    hook adds it (``param.main_grad.add_(param.grad.data)``, distributed_data_parallel.py
+    ``_make_backward_post_hook`` L575-L578, for a parameter whose ``grad_added_to_main_grad``
+    is unset; Megatron-LM's local DDP from @a8d172b3 megatron/model/distributed.py L174),
+    reading the 16-bit gradient and the buffer, writing the buffer. A tied output layer on
+    the same stage (pp 1: language_module.py L267 sets ``zero_out_wgrad``) hands autograd a
+    zeroed dummy of the table's shape (layers.py L738-L762; TransformerEngine@d0067d0d
+    pytorch/module/base.py ``get_dummy_wgrad`` L146-L147 ``fill_(0)``; write), which autograd
+    adds to the embedding's gradient before the hook (read, read, write), and the hook adds
+    the sum (L576: ``zero_out_wgrad``). Stacks that add every gradient outside the GEMM
+    (DeepSpeed, nanotron, the unfused Megatron-LM) already price the embedding's add with the
+    rest (``workload.grad_accumulation``); sharded data parallelism (ZeRO 3, FSDP: not read
+    for this) gets nothing here. A learned position table is a dense embedding too
+    (``max_position_embeddings`` rows, not vocabulary-parallel)."""
+    main = wgrad_accumulates(cfg)
+    if not main:
+        return []
+    h = cfg.model.hidden_size
+    vocab = cfg.model.vocab_size / sh.tp * h
+    elements = vocab
+    if cfg.model.position_embedding == "learned":
+        elements += cfg.model.max_position_embeddings * h
+    ops: list[Op] = []
+    if cfg.model.tied_embeddings and cfg.parallel.pp == 1:
+        ops.append(Elementwise("embedding_grad.tied_dummy", bytes=vocab * 4 * ACT, kernels=2))
+    ops.append(Elementwise("embedding_grad.main_grad_add", bytes=elements * (ACT + 2 * main)))
     return ops
 
 
