@@ -26,6 +26,7 @@ import heapq
 import math
 
 from trainsim.compute.attention_head_dims import kernel_head_dims, padded_mma_share
+from trainsim.compute.attention_rocm import aotriton_share
 from trainsim.compute.block_sums import (
     causal_backward_blocks,
     causal_forward_blocks,
@@ -541,6 +542,7 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
         frac *= MEM_EFFICIENT_OF_FLASH2[backward]
     if impl == "flex":
         frac *= FLEX_OF_FLASH2[1] if backward else FLEX_OF_FLASH2[0]
+    frac *= aotriton_share(impl, backward, gpu.vendor)  # SDPA on ROCm: AOTriton's kernels
     if impl in AMPERE_KERNELS and has_hopper_tensor_cores(gpu):
         frac *= ampere_kernel_share(gpu)
     # a main loop may outrun the best general GEMM (no epilogue, no waves) but not the
