@@ -1,9 +1,9 @@
 """PyTorch SDPA on an AMD GPU: AOTriton's kernels, priced beside the fused kernels AMD writes.
 
 PyTorch's ROCm build runs ``scaled_dot_product_attention``'s flash backend through AOTriton,
-ahead-of-time compiled Triton kernels (pytorch/pytorch aten/src/ATen/native/transformers/hip/
-flash_attn/aot/mha_all_aot.hip; AOTriton 0.10b from torch 2.9's nightlies, pytorch/pytorch#156499,
-2025-06), not through the Composable Kernel / AITER kernels that ``ck`` (Transformer Engine's and
+ahead-of-time compiled Triton kernels (pytorch/pytorch@40519fbb aten/src/ATen/native/
+transformers/hip/flash_attn/aot/mha_all_aot.hip; AOTriton 0.10b from torch 2.9's nightlies,
+pytorch/pytorch#156499, 2025-06), not through the Composable Kernel / AITER kernels that ``ck`` (Transformer Engine's and
 FlashAttention's ROCm backends) names. trainsim prices ``ck`` as the flash2 family at the AMD
 GPU's own GEMM ceiling (``attention.ATTENTION_FAMILY``), which HipKittens' MI355X table puts at
 AITER's measured rate (0.997 forward, 0.889 backward of it at 8k, hd128, causal); AOTriton ran
@@ -19,8 +19,10 @@ same AMD GPU (the exponentials and each row's fixed work priced as the family's)
 HazyResearch/HipKittens@f09e9685's PyTorch SDPA column on one MI355X (bf16, B16 H16, hd128,
 causal, 1k-16k tokens: analysis/attn/fwd/plot.py L61-L83, analysis/attn/bkwd/plot.py L36-L42),
 the only published AOTriton measurement at training shapes found; carried to CDNA 3 (MI300X)
-unmeasured, AOTriton 0.10b shipping both gfx942 and gfx950 kernels (benchmarks/RESULTS.md,
-45th session, rocm45)."""
+unmeasured, AOTriton 0.10b shipping both gfx942 and gfx950 kernels. One factor per direction
+does not follow the forward's length dependence (measured 55 TFLOP/s at 1k, 630 at 8k: priced
+4.3x too fast at 1k, 1.8x too slow at 8k, 2.1x at 16k); the backward stays within 0.74-1.27
+(benchmarks/RESULTS.md, 45th session, rocm45)."""
 
 AOTRITON_IMPLS = frozenset({"sdpa"})
 """Implementations PyTorch's ROCm build runs through AOTriton and that trainsim prices so on an
