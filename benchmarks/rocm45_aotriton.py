@@ -1,22 +1,20 @@
-"""torchtitan on MI300X (the two torchao rows, -31.6 / -44.6 %): where the priced ROCm step is
-too fast, checked part by part against published CDNA measurements (a diagnostic: nothing here
-feeds trainsim; 45th session, rocm45).
+"""torchtitan on MI300X (the two torchao rows, -31.6 / -44.6 % on main): SDPA on ROCm runs
+AOTriton's kernels, priced by ``compute.attention_rocm`` (45th session, rocm45); this script
+fits its constant and shows what it moves.
 
-    PYTHONPATH=src python benchmarks/rocm45_aotriton.py [--no-rows]   # ~1 min on 2 idle cores
+    PYTHONPATH=src python benchmarks/rocm45_aotriton.py [--no-rows]   # ~20 s on 2 idle cores
 
-1. *Attention as priced against HipKittens' published CDNA 4 table.* trainsim prices every fused
-   attention on an AMD GPU (``ck``, and ``sdpa``, which PyTorch's ROCm build runs as AOTriton's
-   Triton kernels) as the flash2 family at the GPU's GEMM ceiling. HazyResearch/HipKittens@f09e9685
+1. *Attention against HipKittens' published CDNA 4 table.* HazyResearch/HipKittens@f09e9685
    (arXiv 2511.08083, Oct-Nov 2025) measured on one MI355X, bf16, B=16, H=16, D=128, causal:
-   AITER (AMD's hand-written assembly kernels: ``tflops_ref`` in
+   AITER (AMD's assembly kernels: ``tflops_ref`` in
    analysis/attn/{fwd,bkwd}/benchmark/mi355x_mha_*causal*.json), Composable Kernel's ck_tile
    example and PyTorch SDPA (analysis/attn/fwd/plot.py L61-L83, analysis/attn/bkwd/plot.py
-   L20-L42; the CK backward from its wall time, plot.py's ``efficiency``). The table prints
-   them beside trainsim's price of the same call on ``mi355x``.
-2. *What the MI300X rows would read* if SDPA (AOTriton) on CDNA ran at the measured SDPA /
-   priced ratio of the same sequence length (8k: the rows' length) — a what-if, not a price:
-   the ratio is CDNA 4's (gfx950), carried to CDNA 3 (gfx942) unmeasured.
-3. *The fp8 gain left after it*: the step's priced bf16 -> fp8 saving against the measured one.
+   L20-L42; the CK backward from its wall time, as plot.py's ``efficiency``). Printed beside
+   trainsim's ``ck`` (the flash2 family at the GPU's GEMM ceiling) and ``sdpa`` (AOTriton).
+2. *The fit*: ``AOTRITON_OF_FLASH2`` per direction, least squares of log time over the five
+   lengths (``fit_aotriton``); the test checks the shipped pair is this fit.
+3. *The torchao rows* priced with SDPA on AMD as the flash2 family (main; in a child process,
+   prices being cached per process) and as AOTriton, and the MI300X bf16 -> fp8 saving.
 
 Every priced figure is trainsim's analytic model (no kernel database), as ``torchao_parts.py``.
 """
@@ -86,7 +84,8 @@ def fit_aotriton() -> tuple[float, float]:
     shipped = attention_rocm.AOTRITON_OF_FLASH2
     out = []
     for backward, measured in ((False, HK_SDPA_FWD), (True, HK_SDPA_BWD)):
-        def loss(f: float) -> float:
+        def loss(f: float, backward: bool = backward,
+                 measured: dict[int, float] = measured) -> float:
             pair = list(shipped)
             pair[backward] = f
             attention_rocm.AOTRITON_OF_FLASH2 = tuple(pair)
