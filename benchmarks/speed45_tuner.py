@@ -33,7 +33,9 @@ PUBLIC = "../shared/validation/training_public.csv"
 def recorded(log: list[tuple]) -> Any:
     """Inside it, ``validate.training``'s ``simulate`` and ``lower_bound_s`` append
     ("sim", config id, CPU s, iteration s, method, reason) and ("bound", config id, CPU s,
-    bound s) to ``log``; the originals are put back on exit."""
+    bound s, asker) to ``log`` (asker: the ``tune`` function that asked the bound,
+    ``ruled_out`` or ``bound_of``, two frames up through ``_tuned``'s ``bound``); the
+    originals are put back on exit."""
     from trainsim.validate import training
 
     sim, bound = training.simulate, training.lower_bound_s
@@ -46,9 +48,10 @@ def recorded(log: list[tuple]) -> Any:
         return res
 
     def lower_bound_s(cfg, pricer):
+        asker = sys._getframe(2).f_code.co_name
         t = time.process_time()
         got = bound(cfg, pricer)
-        log.append(("bound", id(cfg), time.process_time() - t, got))
+        log.append(("bound", id(cfg), time.process_time() - t, got, asker))
         return got
 
     training.simulate, training.lower_bound_s = simulate, lower_bound_s
@@ -82,6 +85,7 @@ def row_costs(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
                      "lost": answer is not None and x[3] > answer} for x in log if x[0] == "sim"]
             out.append({"id": row.get("id", "?"), "cpu": cpu, "answer": answer, "sims": sims,
                         "bounds": sum(x[0] == "bound" for x in log),
+                        "asked_by": dict(Counter(x[4] for x in log if x[0] == "bound")),
                         "bound_cpu": sum(x[2] for x in log if x[0] == "bound")})
     return out
 
@@ -109,6 +113,7 @@ def summary(costs: list[dict[str, Any]]) -> dict[str, Any]:
         "simulations": len(sims), "simulation_cpu": sum(s["cpu"] for s in sims),
         "bounds": sum(r["bounds"] for r in costs),
         "bound_cpu": sum(r["bound_cpu"] for r in costs),
+        "bounds_asked_by": dict(sum((Counter(r["asked_by"]) for r in costs), Counter())),
         "lost": len(lost), "lost_cpu": sum(s["cpu"] for s in lost),
         "lost_bounded": len(bounded), "lost_bounded_cpu": sum(s["cpu"] for s in bounded),
         "lost_bound_over_time": _deciles([s["bound"] / s["time"] for s in bounded]),

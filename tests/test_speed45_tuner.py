@@ -40,6 +40,8 @@ def test_rows_record_their_simulations_and_bounds(script):
         sum(k["n"] for k in total["kinds"].values())
     assert total["lost"] == sum(s["lost"] for c in costs for s in c["sims"])
     assert total["bounds"] == sum(c["bounds"] for c in costs) > 0
+    assert sum(total["bounds_asked_by"].values()) == total["bounds"]
+    assert set(total["bounds_asked_by"]) <= {"ruled_out", "bound_of"}
 
 
 def test_kinds_drop_the_numbers(script):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from types import SimpleNamespace
 
 import pytest
@@ -131,6 +132,64 @@ def test_a_start_beaten_below_its_bound_is_never_simulated(monkeypatch):
                 old.add(v)
                 current = v if times[v] < times[current] else current
         assert set(seen) <= old
+
+
+def test_a_recompute_choice_is_ruled_in_by_the_setting_like_the_best_first(monkeypatch):
+    """Whether a recompute choice is ruled out does not depend on the order its settings are
+    bounded in: the one the fewest descended fields away from the best so far is bounded first,
+    so where it alone is below the best, it is the only bound asked before that descent (in
+    the candidate lists' order it is read last, after seven others). The choice is the one made
+    without bounds."""
+    _fake_configs(monkeypatch, lambda c: 70.0)
+    unknown = {"recompute": ["none", "full"], "vpp": [1, 2, 4, 8], "mbs": [1, 2]}
+    key = lambda c: (c.choice["recompute"], c.choice["vpp"], c.choice["mbs"])
+    times = {(r, v, b): (10.0 if r == "none" else 10.5) - v * 0.5 - b * 0.25
+             for r in unknown["recompute"] for v in unknown["vpp"] for b in unknown["mbs"]}
+    times[("full", 8, 2)] = 5.0  # the fastest: only full recompute's descent finds it
+    # (none, 8, 2) ends the first descent at 5.5; of full recompute's settings only (full, 8, 2)
+    # is bounded below that
+    bounds = {k: t - 1.0 if k[0] == "none" or k == ("full", 8, 2) else max(t - 1.0, 5.5)
+              for k, t in times.items()}
+    assert all(bounds[k] <= times[k] for k in times)
+    asked: list[tuple] = []
+
+    def bound(c):
+        asked.append(key(c))
+        return bounds[key(c)]
+
+    raw = {"parallel": {}, "training": {}}
+    _, choice = training.tune(raw, unknown, lambda c: times[key(c)], bound)
+    _, without = training.tune(raw, unknown, lambda c: times[key(c)])
+    assert choice == without == {"recompute": "full", "vpp": 8, "mbs": 2}
+    assert min(times[k] for k in times if k[0] == "none") == 5.5
+    first_full = next(i for i, k in enumerate(asked) if k[0] == "full")
+    assert asked[first_full] == ("full", 8, 2)
+
+
+def test_the_tuner_with_bounds_chooses_as_without_them_over_random_settings(monkeypatch):
+    """Over random times, fits and bounds (each at most its time), the tuner with bounds makes
+    the choice it makes without them, and simulates no setting more than once."""
+    import random
+
+    rng = random.Random(45)
+    unknown = {"recompute": ["none", "selective", "full"], "vpp": [1, 2, 4], "mbs": [1, 2, 4]}
+    key = lambda c: (c.choice["recompute"], c.choice["vpp"], c.choice["mbs"])
+    for _ in range(200):
+        fit = {k: rng.random() < 0.8 for k in itertools.product(*unknown.values())}
+        _fake_configs(monkeypatch, lambda c, fit=fit: 70.0
+                      if fit[(c["recompute"], c["vpp"], c["mbs"])] else 90.0)
+        times = {k: rng.uniform(1.0, 2.0) for k in fit}
+        bounds = {k: t * rng.choice((rng.uniform(0.5, 1.0), 1.0)) for k, t in times.items()}
+        seen: list[tuple] = []
+
+        def evaluate(c, times=times, seen=seen):
+            seen.append(key(c))
+            return times[key(c)]
+
+        raw = {"parallel": {}, "training": {}}
+        _, choice = training.tune(raw, unknown, evaluate, lambda c, b=bounds: b[key(c)])
+        _, without = training.tune(raw, unknown, lambda c, t=times: t[key(c)])
+        assert choice == without and len(seen) == len(set(seen))
 
 
 def test_the_tuner_without_a_fitting_setting_returns_the_least_memory(monkeypatch):

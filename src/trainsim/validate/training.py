@@ -285,16 +285,26 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         if fallback is None:
             raise ConfigError(first_error or "no valid setting")
         return fallback[2], dict(zip(names, fallback[1]))
-    def ruled_out(start: tuple, best_s: float) -> bool:
+    def ruled_out(start: tuple, best: tuple) -> bool:
         """Whether no setting that fits with ``start``'s enumerated choices can be faster than
-        ``best_s``: every one's simulated time or lower bound is at least that."""
+        ``best``: every one's simulated time or lower bound is at least ``best``'s time.
+        The answer does not depend on the order the settings are read in, only the bounds
+        asked do: those already simulated or bounded are read first (free), then the others
+        the fewest descended fields away from ``best`` first (a setting like the fastest so far
+        is the likeliest below it), the order of the candidate lists on ties."""
+        best_s = cost(best)
         lists = [[start[i]] if i in d else unknown[n] for i, n in enumerate(names)]
-        for v in itertools.product(*lists):
-            if not usable(v):
+        settings = list(itertools.product(*lists))
+        for v in settings:
+            if (v in times or v in bounds) and usable(v) and \
+                    times.get(v, bounds.get(v, 0.0)) < best_s:
+                return False
+        descended = [i for i in range(len(names)) if i not in d]
+        for v in sorted(settings, key=lambda v: sum(v[i] != best[i] for i in descended)):
+            if v in times or v in bounds or not usable(v):
                 continue
-            if v not in times and v not in bounds:
-                bounds[v] = bound(status[v][0])  # type: ignore[misc, arg-type]
-            if times.get(v, bounds.get(v, 0.0)) < best_s:
+            bounds[v] = bound(status[v][0])  # type: ignore[misc, arg-type]
+            if bounds[v] < best_s:
                 return False
         return True
 
@@ -302,7 +312,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     # descent that the bounds of its enumerated choices rule out could not be faster: skipped
     best: tuple | None = None
     for start in starts:
-        if best is not None and bound is not None and ruled_out(start, cost(best)):
+        if best is not None and bound is not None and ruled_out(start, best):
             continue
         found = descend(start, d)
         if best is None or cost(found) < cost(best):
