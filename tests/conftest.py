@@ -128,9 +128,11 @@ def _collector_unfrozen_after_each_module():
 @pytest.fixture(scope="session", autouse=True)
 def _public_run_shared_between_workers(tmp_path_factory):
     """Under xdist, the directory every worker of this session shares (the parent of each
-    worker's basetemp) holds ``helpers.public_training_validated``'s run, so that the
-    scoreboard and determinism tests validate the public file once per session, not once per
-    worker (~17 CPU-seconds each time). Alone (no xdist), the process keeps it in memory."""
+    worker's basetemp) holds ``helpers.public_training_validated``'s and
+    ``helpers.kernels_published_validated``'s runs, so that the scoreboard and determinism
+    tests validate the public file (~17 CPU-seconds) and three tests the published kernels
+    file (~5) once per session, not once per worker. Alone (no xdist), the process keeps them
+    in memory."""
     import helpers
 
     if os.environ.get("PYTEST_XDIST_WORKER"):

@@ -413,9 +413,9 @@ PUBLIC_TRAINING = (SHARED_VALIDATION / "training_public.csv"
 """The public training file as the team shares it, else the copy bundled with the package
 (the same bytes: ``test_validate.test_bundled_copies_match_the_shared_files``)."""
 
-_PUBLIC: list[tuple[tuple, tuple[str, ...]]] = []
+_RUNS: dict[str, object] = {}
 PUBLIC_SHARED_DIR: list[Path] = []
-"""Where ``public_training_validated`` leaves its run for the session's other xdist workers
+"""Where ``_once_per_session`` leaves its runs for the session's other xdist workers
 (conftest's ``_public_run_shared_between_workers`` sets it: the directory above every worker's
 basetemp, one per session, so a run is never read by a later session)."""
 
@@ -437,33 +437,92 @@ def _locked(path: Path):
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
-def public_training_validated() -> tuple[tuple, tuple[str, ...]]:
-    """(results, trainsim warnings said) of ``validate_file(PUBLIC_TRAINING, workers=2)``, as
-    the CLI's JSON collects them (``said_warnings``), once per session: the scoreboard test and
-    the determinism test read the same ~17 CPU-seconds of rows. Under xdist the first worker to
-    ask validates the file (holding a lock) and pickles the run into ``PUBLIC_SHARED_DIR``; a
-    worker asking later reads that pickle (floats round-trip every bit) instead of validating
-    the file again. A test must not change them."""
+def _once_per_session(name: str, run):
+    """``run()``, once per session: kept in this process, and under xdist the first worker to
+    ask runs it (holding a lock) and pickles it into ``PUBLIC_SHARED_DIR`` as ``name``.pickle;
+    a worker asking later reads that pickle (floats round-trip every bit) instead."""
     import pickle
 
-    from trainsim.search.cli_inputs import said_warnings
-    from trainsim.validate import validate_file
-
-    if not _PUBLIC:
-        shared = PUBLIC_SHARED_DIR[0] / "public_training_validated.pickle" \
-            if PUBLIC_SHARED_DIR else None
+    if name not in _RUNS:
+        shared = PUBLIC_SHARED_DIR[0] / f"{name}.pickle" if PUBLIC_SHARED_DIR else None
         with _locked(shared.with_suffix(".lock")) if shared else contextlib.nullcontext():
             if shared is not None and shared.exists():
-                _PUBLIC.append(pickle.loads(shared.read_bytes()))
+                _RUNS[name] = pickle.loads(shared.read_bytes())
             else:
-                with said_warnings(say=False) as said:
-                    _, res = validate_file(PUBLIC_TRAINING, workers=2)
-                _PUBLIC.append((tuple(res), tuple(said)))
+                _RUNS[name] = run()
                 if shared is not None:
                     part = shared.with_suffix(".part")
-                    part.write_bytes(pickle.dumps(_PUBLIC[0]))
+                    part.write_bytes(pickle.dumps(_RUNS[name]))
                     part.replace(shared)
-    return _PUBLIC[0]
+    return _RUNS[name]
+
+
+def public_training_validated() -> tuple[tuple, tuple[str, ...]]:
+    """(results, trainsim warnings said) of ``validate_file(PUBLIC_TRAINING, workers=2)``, as
+    the CLI's JSON collects them (``said_warnings``), once per session
+    (``_once_per_session``): the scoreboard test and the determinism test read the same ~17
+    CPU-seconds of rows. A test must not change them."""
+    def run():
+        from trainsim.search.cli_inputs import said_warnings
+        from trainsim.validate import validate_file
+
+        with said_warnings(say=False) as said:
+            _, res = validate_file(PUBLIC_TRAINING, workers=2)
+        return tuple(res), tuple(said)
+    return _once_per_session("public_training_validated", run)
+
+
+KERNELS_PUBLISHED = (SHARED_VALIDATION / "kernels_published.csv"
+                     if (SHARED_VALIDATION / "kernels_published.csv").exists() else
+                     Path(__file__).resolve().parents[1] / "src" / "trainsim" / "data" /
+                     "validation" / "kernels_published.csv")
+"""The published kernels file as the team shares it, else the bundled copy (the same bytes:
+``test_validate.test_bundled_copies_match_the_shared_files``)."""
+
+
+def kernels_published_validated(_validate_file=None) -> tuple[str, tuple, tuple]:
+    """(kind, results, warnings raised) of ``validate_file(KERNELS_PUBLISHED)`` (one process,
+    the bundled kernel databases), once per session (``_once_per_session``): the CLI's bundled
+    run, the every-row-priced check and the GEMM budget's check read the same ~3 CPU-seconds
+    of rows. The warnings are (message, category, filename, lineno), as ``validate_file``
+    raises them again after the rows. A test must not change them. (``_validate_file``: the
+    real function, where a stand-in now holds its name, ``validate_file_sharing_kernels``.)"""
+    def run():
+        import warnings
+
+        from trainsim.validate import validate_file
+
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            kind, res = (_validate_file or validate_file)(KERNELS_PUBLISHED)
+        return kind, tuple(res), tuple((str(w.message), w.category, w.filename, w.lineno)
+                                       for w in seen)
+    return _once_per_session("kernels_published_validated", run)
+
+
+def validate_file_sharing_kernels():
+    """A stand-in for ``trainsim.validate.validate_file`` (a test sets it with monkeypatch) that
+    answers the call ``kernels_published_validated`` made (a path holding the published kernels
+    file's bytes, any worker count: the results are the same, ``compute_db`` 'auto', no
+    progress callback) with that shared run, its warnings raised again as the function raises
+    them; any other call runs the real function."""
+    import warnings
+
+    import trainsim.validate as v
+
+    real = v.validate_file
+    text = KERNELS_PUBLISHED.read_bytes()
+
+    def validate_file(path, progress=None, workers=1, compute_db="auto"):
+        if progress is None and compute_db == "auto" and Path(path).is_file() \
+                and Path(path).read_bytes() == text:
+            kind, res, said = kernels_published_validated(real)
+            for message, category, filename, lineno in said:
+                warnings.warn_explicit(message, category, filename, lineno)
+            return kind, list(res)
+        return real(path, progress=progress, workers=workers, compute_db=compute_db)
+
+    return validate_file
 
 
 def hf_config_read(tmp_path: Path, cfg: dict) -> tuple:
