@@ -9,8 +9,10 @@ the time it had to beat; how close the bounds are says how much a tighter bound 
     PYTHONPATH=src python benchmarks/speed45_tuner.py [FILE] [--top 15] [--json OUT]
 
 CPU is ``time.process_time`` (user + system of this process), so other jobs on a shared host
-move it less than the wall; each wrapper's CPU includes what it calls. No prediction changes:
-the wrappers call the originals and give back what they return.
+move it less than the wall; each wrapper's CPU includes what it calls. A bound's CPU is split
+too (bound45): its ``simulator.shared_chunks`` (the priced chunks, whose forward and backward
+passes it reads, kept for a simulation of the same chunk key) and the rest. No prediction
+changes: the wrappers call the originals and give back what they return.
 """
 
 from __future__ import annotations
@@ -33,12 +35,24 @@ PUBLIC = "../shared/validation/training_public.csv"
 def recorded(log: list[tuple]) -> Any:
     """Inside it, ``validate.training``'s ``simulate`` and ``lower_bound_s`` append
     ("sim", config id, CPU s, iteration s, method, reason) and ("bound", config id, CPU s,
-    bound s, asker) to ``log`` (asker: the ``tune`` function that asked the bound,
-    ``ruled_out`` or ``bound_of``, two frames up through ``_tuned``'s ``bound``); the
-    originals are put back on exit."""
+    bound s, asker, chunks CPU s) to ``log`` (asker: the ``tune`` function that asked the
+    bound, ``ruled_out`` or ``bound_of``, two frames up through ``_tuned``'s ``bound``; chunks
+    CPU: the bound's calls of ``simulator.shared_chunks``); the originals are put back on
+    exit."""
+    from trainsim import simulator
     from trainsim.validate import training
 
-    sim, bound = training.simulate, training.lower_bound_s
+    sim, bound, chunks = training.simulate, training.lower_bound_s, simulator.shared_chunks
+    in_bound = [0.0, False]  # CPU of shared_chunks inside the bound now asked, inside one
+
+    def shared_chunks(*args, **kwargs):
+        if not in_bound[1]:
+            return chunks(*args, **kwargs)
+        t = time.process_time()
+        try:
+            return chunks(*args, **kwargs)
+        finally:
+            in_bound[0] += time.process_time() - t
 
     def simulate(cfg, *args, **kwargs):
         t = time.process_time()
@@ -49,16 +63,22 @@ def recorded(log: list[tuple]) -> Any:
 
     def lower_bound_s(cfg, pricer):
         asker = sys._getframe(2).f_code.co_name
+        in_bound[:] = [0.0, True]
         t = time.process_time()
-        got = bound(cfg, pricer)
-        log.append(("bound", id(cfg), time.process_time() - t, got, asker))
+        try:
+            got = bound(cfg, pricer)
+        finally:
+            in_bound[1] = False
+        log.append(("bound", id(cfg), time.process_time() - t, got, asker, in_bound[0]))
         return got
 
     training.simulate, training.lower_bound_s = simulate, lower_bound_s
+    simulator.shared_chunks = shared_chunks
     try:
         yield log
     finally:
         training.simulate, training.lower_bound_s = sim, bound
+        simulator.shared_chunks = chunks
 
 
 def kind(method: str, reason: str) -> str:
@@ -68,7 +88,7 @@ def kind(method: str, reason: str) -> str:
 
 def row_costs(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
     """Per row: id, CPU, the answer (None where the row failed), its simulations (CPU, time,
-    bound or None, kind, lost) and bounds (count, CPU)."""
+    bound or None, kind, lost) and bounds (count, CPU, CPU of their chunks)."""
     from trainsim.validate.training import predict_training_row
 
     out, log = [], []
@@ -86,7 +106,8 @@ def row_costs(rows: list[dict[str, str]]) -> list[dict[str, Any]]:
             out.append({"id": row.get("id", "?"), "cpu": cpu, "answer": answer, "sims": sims,
                         "bounds": sum(x[0] == "bound" for x in log),
                         "asked_by": dict(Counter(x[4] for x in log if x[0] == "bound")),
-                        "bound_cpu": sum(x[2] for x in log if x[0] == "bound")})
+                        "bound_cpu": sum(x[2] for x in log if x[0] == "bound"),
+                        "bound_chunks_cpu": sum(x[5] for x in log if x[0] == "bound")})
     return out
 
 
@@ -113,6 +134,7 @@ def summary(costs: list[dict[str, Any]]) -> dict[str, Any]:
         "simulations": len(sims), "simulation_cpu": sum(s["cpu"] for s in sims),
         "bounds": sum(r["bounds"] for r in costs),
         "bound_cpu": sum(r["bound_cpu"] for r in costs),
+        "bound_chunks_cpu": sum(r["bound_chunks_cpu"] for r in costs),
         "bounds_asked_by": dict(sum((Counter(r["asked_by"]) for r in costs), Counter())),
         "lost": len(lost), "lost_cpu": sum(s["cpu"] for s in lost),
         "lost_bounded": len(bounded), "lost_bounded_cpu": sum(s["cpu"] for s in bounded),

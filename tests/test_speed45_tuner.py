@@ -24,9 +24,12 @@ def test_rows_record_their_simulations_and_bounds(script):
     with open(BUNDLED_DIR / "training_public.csv", newline="") as fh:
         rows = [r for r in csv.DictReader(fh) if r["id"] in ("megatron21-t1-1.7B",
                                                             "mlm-weak-1.7b-48")]
-    sim, bound = training.simulate, training.lower_bound_s
+    from trainsim import simulator
+
+    sim, bound, chunks = training.simulate, training.lower_bound_s, simulator.shared_chunks
     costs = script.row_costs(rows)
     assert training.simulate is sim and training.lower_bound_s is bound
+    assert simulator.shared_chunks is chunks
     assert [c["id"] for c in costs] == [r["id"] for r in rows]
     for c in costs:
         assert c["answer"] == training.predict_training_row(
@@ -35,11 +38,13 @@ def test_rows_record_their_simulations_and_bounds(script):
         assert all(s["lost"] == (s["time"] > c["answer"]) for s in c["sims"])
         assert all(s["bound"] is None or s["bound"] <= s["time"] for s in c["sims"])
         assert sum(s["cpu"] for s in c["sims"]) + c["bound_cpu"] <= c["cpu"]
+        assert 0 <= c["bound_chunks_cpu"] <= c["bound_cpu"]
     total = script.summary(costs)
     assert total["simulations"] == sum(len(c["sims"]) for c in costs) == \
         sum(k["n"] for k in total["kinds"].values())
     assert total["lost"] == sum(s["lost"] for c in costs for s in c["sims"])
     assert total["bounds"] == sum(c["bounds"] for c in costs) > 0
+    assert 0 < total["bound_chunks_cpu"] <= total["bound_cpu"]
     assert sum(total["bounds_asked_by"].values()) == total["bounds"]
     assert set(total["bounds_asked_by"]) <= {"ruled_out", "bound_of"}
 

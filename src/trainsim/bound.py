@@ -24,6 +24,7 @@ from __future__ import annotations
 from trainsim.config import RunConfig
 from trainsim.ep_pairs import own_segments
 from trainsim.pricing import Priced, Pricer
+from trainsim.workload.schedule import combined_1f1b
 
 SAFETY = 1 - 1e-9
 """The same durations summed in another order differ in their last bits: the bound is scaled
@@ -51,12 +52,19 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     # under the combined 1F1B a backward's exposed exchanges depend on the forward beside it
     # (``combined_1f1b.beside_forward``): only its own work is certain
     # (summed once per distinct pass object: the virtual stages of one chunk shape share it)
-    own_s: dict[int, float] = {}
-    for v in range(nv):
-        b = graph.work[v][1]
-        if id(b) not in own_s:
-            own_s[id(b)] = sum(seg[1] for seg in own_segments(b))
-    b_on = [own_s[id(graph.work[v][1])] + (folded if v > 0 else 0.0) for v in range(nv)]
+    # Elsewhere no pass holds a pair's exposed segment (``ep_pairs.with_exposed`` is called
+    # only under it), so its own work is all of it: the pass's duration, the same left-to-right
+    # sum of the same segments (cached on the pass, which the simulation reads too)
+    if combined_1f1b(cfg):
+        own_s: dict[int, float] = {}
+        for v in range(nv):
+            b = graph.work[v][1]
+            if id(b) not in own_s:
+                own_s[id(b)] = sum(seg[1] for seg in own_segments(b))
+        b_own = [own_s[id(graph.work[v][1])] for v in range(nv)]
+    else:
+        b_own = [graph.work[v][1].duration_s for v in range(nv)]
+    b_on = [b_own[v] + (folded if v > 0 else 0.0) for v in range(nv)]
     f_sent = [own if v < nv - 1 else 0.0 for v in range(nv)]
     b_sent = [own if v > 0 else 0.0 for v in range(nv)]
     # after its last pass, each stage's compute stream runs its optimizer step
