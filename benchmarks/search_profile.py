@@ -42,16 +42,14 @@ import pstats
 import sys
 import time
 
+from search_speed_family import add_problem_arguments
+
 
 def problem_parser(doc: str) -> argparse.ArgumentParser:
     """The search problem the speed scripts time (``--model --gpu --gpus --global-batch --seq``,
     the 22B-on-64-A100 search of issue 21 by default), with ``doc``'s first line as help."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    add_problem_arguments(ap)
     return ap
 
 

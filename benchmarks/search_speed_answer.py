@@ -24,6 +24,8 @@ import sys
 import time
 from typing import Any
 
+from search_speed_family import add_problem_arguments
+
 
 def answer(result: Any) -> dict[str, Any]:
     """What must not move: ranks, front, evaluations (in order) and counts, floats as hex."""
@@ -62,11 +64,7 @@ def run(model: str, gpu: str, gpus: int, global_batch: int, seq: int, cache: Any
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    add_problem_arguments(ap)
     ap.add_argument("--reps", type=int, default=1)
     ap.add_argument("--dump", default=None)
     ap.add_argument("--own", action="store_true",

@@ -210,6 +210,16 @@ def instrumented(width: Callable[[Any], tuple] | None) -> Iterator[collections.C
         counts["waves"] = wave[0]
 
 
+def add_problem_arguments(ap: argparse.ArgumentParser) -> None:
+    """The search problem of issue 21 item 4 as options, its 22B-on-64-A100 default: model, GPU,
+    GPU count, global batch and sequence (the search scripts' common flags)."""
+    ap.add_argument("--model", default="gpt-22b")
+    ap.add_argument("--gpu", default="a100-sxm-80gb")
+    ap.add_argument("--gpus", type=int, default=64)
+    ap.add_argument("--global-batch", type=int, default=512)
+    ap.add_argument("--seq", type=int, default=2048)
+
+
 def answer(r: Any) -> tuple:
     """What must not change: the top k, every evaluation in order, the front and the counts."""
     s = r.stats
@@ -236,11 +246,7 @@ def measure(base: Any, gpus: int, width: str | None, space: Any = None) -> dict[
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    add_problem_arguments(ap)
     ap.add_argument("--reps", type=int, default=1, help="alternations of the runs")
     ap.add_argument("--cli-space", action="store_true",
                     help="the space `trainsim search` builds by default (else SearchSpace())")

@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from search_speed_family import add_problem_arguments
 from speed40_parts import timed
 
 PARTS: tuple[tuple[str, str, str], ...] = (
@@ -121,11 +122,7 @@ def ceilings(m: dict[str, Any]) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="gpt-22b")
-    ap.add_argument("--gpu", default="a100-sxm-80gb")
-    ap.add_argument("--gpus", type=int, default=64)
-    ap.add_argument("--global-batch", type=int, default=512)
-    ap.add_argument("--seq", type=int, default=2048)
+    add_problem_arguments(ap)
     ap.add_argument("--plain", action="store_true", help="no wrappers: the total only")
     args = ap.parse_args()
     m = measure(args.model, args.gpu, args.gpus, args.global_batch, args.seq, args.plain)
