@@ -303,8 +303,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         for v in sorted(settings, key=lambda v: sum(v[i] != best[i] for i in descended)):
             if v in times or v in bounds or not usable(v):
                 continue
-            bounds[v] = bound(status[v][0])  # type: ignore[misc, arg-type]
-            if bounds[v] < best_s:
+            if bound_of(v) < best_s:
                 return False
         return True
 
