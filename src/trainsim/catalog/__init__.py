@@ -1,7 +1,7 @@
 """Package-data catalog of GPUs, nodes and model presets, and the loader of run configs.
 
 Adding a GPU, node or model is adding a YAML file under ``catalog/{gpus,nodes,models}``.
-Units are converted to SI here, once (TFLOP/s -> FLOP/s, GB/s -> B/s, GiB -> bytes).
+Units are converted to SI once, in ``catalog.units`` (TFLOP/s -> FLOP/s, GB/s -> B/s, GiB -> bytes).
 """
 
 from __future__ import annotations
@@ -9,8 +9,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import math
-import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,17 @@ from trainsim.catalog.defaults import (
 from trainsim.catalog.names import aliases_of
 from trainsim.catalog.shared_sections import kept_section
 from trainsim.catalog.te_attention import blackwell_head_dim_attention, wide_head_attention
+from trainsim.catalog.units import (
+    CLUSTER_UNITS,
+    RENAMED,
+    GiB,
+    _gpu_si,
+    _kind,
+    _number,
+    _renamed,
+    _scaled,
+    gpu_from_dict,
+)
 from trainsim.config import (
     ClusterConfig,
     GPUSpec,
@@ -34,14 +43,7 @@ from trainsim.config import (
     RunConfig,
     TrainingConfig,
 )
-from trainsim.config._build import (
-    DeprecatedName,
-    as_written,
-    ascii_float,
-    build,
-    suggest,
-    type_name,
-)
+from trainsim.config._build import as_written, build, suggest
 from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
@@ -50,7 +52,6 @@ from trainsim.errors import CatalogError, ConfigError, SettingReplaced, Trainsim
 from trainsim.lazy import lazy_getattr
 
 _ROOT = Path(__file__).parent
-GiB = 2**30
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -128,76 +129,6 @@ def _lookup_cached(kind: str, name: str) -> dict[str, Any]:
         raise CatalogError(f"unknown {what} {shown}{suggest(key, entries)}; "
                            f"known: {', '.join(entries)}")
     return _read_yaml(entries[key])
-
-
-GPU_UNITS = {"hbm_gib": ("hbm_bytes", GiB), "hbm_gbyte_s": ("hbm_bw_Bps", 1e9),
-             "nvlink_gbyte_s": ("nvlink_bw_Bps", 1e9), "l2_mib": ("l2_bytes", 2**20),
-             "host_link_gbyte_s": ("host_link_bw_Bps", 1e9)}
-"""Catalog unit (as a user writes it) -> SI field of GPUSpec and its scale."""
-CLUSTER_UNITS = {"nic_gbit_s_per_gpu": ("nic_bw_Bps", 1e9 / 8),
-                 "nvlink_gbyte_s": ("intra_node_bw_Bps", 1e9)}
-"""The same for ClusterConfig. Every bandwidth a user writes names its unit: ``_gbyte_s`` is
-GB/s (10^9 bytes per second), ``_gbit_s`` Gbit/s (10^9 bits per second, as NICs are sold)."""
-RENAMED = {"hbm_bw_gbps": "hbm_gbyte_s", "nvlink_gbps": "nvlink_gbyte_s",
-           "nic_gbps_per_gpu": "nic_gbit_s_per_gpu"}
-"""Deprecated bandwidth names (whose ``gbps`` meant GB/s for some, Gbit/s for others) -> the
-name that says its unit; the value keeps its meaning."""
-
-
-def _renamed(d: dict[str, Any], where: str, rename: bool = False) -> dict[str, Any]:
-    """Warn (once per name and process) of each deprecated bandwidth name in ``d``; both names
-    of one field is an error. Errors about the value still name the field as written, so the
-    old name stays (a unit table below reads either) unless ``rename``."""
-    out = dict(d)
-    for old, new in RENAMED.items():
-        if old in out:
-            if new in out:
-                raise ConfigError(f"{where}.{old} and {where}.{new} are the same field; give "
-                                  f"{new} only")
-            unit = "Gbit/s" if "_gbit_s" in new else "GB/s"
-            warnings.warn(f"{where}.{old} is deprecated; write {where}.{new} (the same number, "
-                          f"{unit})", DeprecatedName, stacklevel=2)
-            if rename:
-                out[new] = out.pop(old)
-    return out
-
-
-def _gpu_si(d: Any, where: str = "gpu") -> dict[str, Any]:
-    """Convert catalog units (TFLOP/s, GiB, GB/s, MiB) to SI keys; SI keys pass through.
-    Values in catalog units are checked here, so errors name the field the user wrote."""
-    if not isinstance(d, dict):
-        raise ConfigError(f"{where} must be a mapping of GPU fields (peak_tflops, hbm_gib, ...), "
-                          f"got {_kind(d)}")
-    out = _renamed(d, where)
-    if "peak_tflops" in out:
-        peaks = out.pop("peak_tflops")
-        if not isinstance(peaks, dict):
-            raise ConfigError(f"{where}.peak_tflops must be a mapping of dtype to TFLOP/s "
-                              f"(e.g. {{bf16: 989.4, fp8: 1978.9}}), got {_kind(peaks)}")
-        out["peak_flops"] = {str(k): _scaled(v, f"{where}.peak_tflops.{k}", 1e12)
-                             for k, v in peaks.items()}
-    for key, (si, scale) in GPU_UNITS.items():
-        key = next((old for old, now in RENAMED.items() if now == key and old in out), key)
-        if key in out:
-            out[si] = _scaled(out.pop(key), f"{where}.{key}", scale, positive=key != "l2_mib")
-    return out
-
-
-SI_AS_WRITTEN = {"peak_flops": "peak_tflops", **{si: unit for unit, (si, _) in GPU_UNITS.items()}}
-"""GPUSpec's SI field -> the catalog-unit name a user writes (errors name the latter)."""
-
-
-def gpu_from_dict(d: dict[str, Any], where: str = "gpu") -> GPUSpec:
-    """A GPU spec from catalog units (TFLOP/s, GiB, GB/s) or SI keys."""
-    si = _gpu_si(d, where)
-    try:
-        return build(GPUSpec, si, where)
-    except ConfigError as exc:  # GPUSpec names itself gpu[name]; say where the user wrote it
-        text = str(exc).replace(f"gpu[{si.get('name')}]", where)
-        if "missing required field" in text:  # in the units a user writes: hbm_gib, not bytes
-            for field_si, unit in SI_AS_WRITTEN.items():
-                text = re.sub(rf"\b{field_si}\b", unit, text)
-        raise ConfigError(text) from None
 
 
 @functools.cache
@@ -443,51 +374,6 @@ def _check_kernel_db(path: str) -> None:
     for i, row in enumerate(rows):
         if not _number(row.get("time_s"), f"{where}: kernels[{i}].time_s") > 0:
             raise ConfigError(f"{where}: kernels[{i}].time_s must be positive")
-
-
-def _kind(value: Any) -> str:
-    """How an error names a value of the wrong kind: 'a list', 'the text 'fast''. A number kept
-    with its written text (``config.safe_load.Written``) is a number, not 'a Written'."""
-    if isinstance(value, str):
-        return f"the text {value!r}"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return "nothing" if value is None else f"a {type_name(value)}"
-
-
-def _number(value: Any, where: str) -> float:
-    """A finite number from a config field that a unit conversion reads."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ConfigError(f"{where} must be a number, got {_kind(value)}")
-    try:
-        f = ascii_float(value)  # ASCII digits only, as every other config number
-    except (ValueError, OverflowError):
-        raise ConfigError(f"{where} must be a number, got {_kind(value)}") from None
-    if not math.isfinite(f):
-        raise ConfigError(f"{where} must be a finite number, got {value!r}")
-    return f
-
-
-def _positive(value: Any, where: str) -> float:
-    f = _number(value, where)
-    if not f > 0:
-        raise ConfigError(f"{where}={value!r} must be positive")
-    return f
-
-
-def _scaled(value: Any, where: str, scale: float, positive: bool = True) -> float:
-    """A field in catalog units (GB/s, GiB, TFLOP/s) in SI units, checked as written: 1e300
-    GB/s overflows to inf bytes/s, which an error would otherwise name by its SI field."""
-    f = (_positive(value, where) if positive else _number(value, where)) * scale
-    if not math.isfinite(f):
-        raise ConfigError(f"{where}={value!r} is out of range")
-    return f
 
 
 EXTENSION_PREFIX = "x-"

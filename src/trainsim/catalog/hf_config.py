@@ -164,7 +164,7 @@ parallel block are separate traits that these two families happen to share."""
 def model_from_hf_config(path: str | Path) -> ModelConfig:
     """A ModelConfig from a Hugging Face ``config.json`` on disk (Llama/Mistral/Qwen/GPT-2
     style)."""
-    from trainsim.catalog import _kind, _positive
+    from trainsim.catalog.units import _kind, _positive
 
     path = Path(path)
     cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
