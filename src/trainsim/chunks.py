@@ -22,6 +22,8 @@ from trainsim.workload.head import (
     embedding_forward,
     head_backward,
     head_forward,
+    mtp_input_backward,
+    mtp_input_forward,
     train_metric_ops,
 )
 from trainsim.workload.layers import backward_of, layer_forward
@@ -132,9 +134,12 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
             price_kind(last)
         proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
                      fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
-        mtp_f = pricer.price(proj) + layer_f[last] + head_f
-        mtp_b = head_b + layer_b[last] + pricer.price((proj if redo else []) +
-                                                       backward_of(proj, sh))
+        # its embedding lookup, enorm, hnorm and concat before the projection (head.py)
+        mtp_in = mtp_input_forward(cfg, sh)
+        redo_in = [op for op in mtp_in if op.name.startswith("mtp_")] if redo else []
+        mtp_f = pricer.price(mtp_in + proj) + layer_f[last] + head_f
+        mtp_b = head_b + layer_b[last] + pricer.price(
+            redo_in + (proj if redo else []) + backward_of(proj, sh) + mtp_input_backward(cfg, sh))
         head_f = head_f + mtp_f * m.mtp_num_layers
         head_b = mtp_b * m.mtp_num_layers + head_b
     if loss_read:

@@ -15,8 +15,9 @@ DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "kernels"
 BUNDLED = {"h100-sxm-80gb": "h100-sxm-80gb.json", "h200-sxm-141gb": "h200-sxm-141gb.json"}
 """Measured databases shipped with trainsim, by the GPU they were measured on: each is a
 ``trainsim profile`` file as written on that GPU (its ``command`` field; the H100's converted
-by ``benchmarks/bundle_kernel_db.py``, the H200's unedited from
-``benchmarks/h200_2026-11-27/``)."""
+by ``benchmarks/bundle_kernel_db.py``, the H200's from ``benchmarks/h200_2026-11-27/``; each
+``embedding.bwd`` record of both labelled with the table it zeroed by
+``benchmarks/emb46_relabel.py``)."""
 
 
 class ChainModel:

@@ -174,7 +174,10 @@ def op_case(op: Any, cfg: RunConfig, sh: Shard) -> tuple[Kernel, dict[str, Any]]
         if family == "residual_add.bwd" and not dims["dropout"]:
             # the gradient of x + y is passed through by autograd: no kernel runs
             return "residual_add.bwd without dropout (autograd launches no kernel)"
-        return _k(family, **dims), _elementwise_record(op.name, family, op.bytes)
+        record = _elementwise_record(op.name, family, op.bytes)
+        if family == "embedding.bwd":  # the table its at::zeros fills (database.without_fill)
+            record["zeroed"] = {"rows": dims["vocab"], "cols": dims["cols"]}
+        return _k(family, **dims), record
     return type(op).__name__  # communication or an op kind added later
 
 

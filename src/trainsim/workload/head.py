@@ -80,11 +80,32 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     if sh.tp > 1 and sh.sp:
         ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp",
                         in_tp_overlap=False))
+    ops.append(embedding_zero_fill(cfg.model.vocab_size / sh.tp, h))
     # scatter-add of token gradients into the fp32 embedding gradient
     ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4),
                            kernel="embedding.bwd"))
     ops.extend(dense_embedding_grad_ops(cfg, sh))
     return ops
+
+
+EMBEDDING_ZERO_FILL = "embedding_grad.zeros"
+"""Name of the op that zeroes a dense embedding gradient before PyTorch's backward adds the
+tokens' rows into it (``embedding_zero_fill``)."""
+
+
+def embedding_zero_fill(rows: float, cols: int, elem_bytes: int = ACT) -> Elementwise:
+    """The ``at::zeros({num_weights, dim}, grad.options())`` that PyTorch's dense embedding
+    backward starts from, on every backward of an ``F.embedding`` (``sparse=False``):
+    pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu
+    ``embedding_dense_backward_cuda`` (the small-index path, ``num_indices <= 3072``) and
+    EmbeddingBackwardKernel.cu ``embedding_backward_cuda_kernel`` (the sorted path: the table
+    zeroed, then the sorted indices' segments reduced in fp32 partials and added into it). One
+    fill kernel writing the (``rows`` = vocabulary / TP) x ``cols`` table in the gradient's
+    dtype (the parameters' 16 bits), priced at the memory-bound rate like any write: no
+    constant. A measured ``embedding.bwd`` record timed the fill with the rest of the backward;
+    the database takes this op's price off it (``compute.database``, the record's ``zeroed``
+    table), so the two together are the record on its GPU and the table is the rank's own."""
+    return Elementwise(EMBEDDING_ZERO_FILL, bytes=rows * cols * elem_bytes)
 
 
 def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
@@ -95,10 +116,8 @@ def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
     megatron/core/tensor_parallel/layers.py L362) returns a gradient of the whole (vocab/tp)
     x hidden table: ``embedding_dense_backward_cuda`` starts from ``at::zeros({num_weights,
     dim})`` (pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu; the sorted path's
-    ``embedding_backward_cuda_kernel`` in EmbeddingBackwardKernel.cu the same). That fill is
-    not a separate op here: ``embedding_grad`` is the kernel ``trainsim profile`` times as
-    ``torch.autograd.grad`` of ``F.embedding`` on the full table (profile/kernels.py), zeros
-    included, so a bundled database's ``embedding.bwd`` records already hold it.
+    ``embedding_backward_cuda_kernel`` in EmbeddingBackwardKernel.cu the same): that fill is
+    ``embedding_zero_fill``, priced apart from the scatter (``embedding_grad``) on every GPU.
 
     What no record holds is the gradient's way into the buffer the optimizer reads. Where the
     other weights' gradients are accumulated by their weight-gradient GEMM (Megatron's fused
@@ -113,9 +132,20 @@ def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
     adds to the embedding's gradient before the hook (read, read, write), and the hook adds
     the sum (L576: ``zero_out_wgrad``). Stacks that add every gradient outside the GEMM
     (DeepSpeed, nanotron, the unfused Megatron-LM) already price the embedding's add with the
-    rest (``workload.grad_accumulation``); sharded data parallelism (ZeRO 3, FSDP: not read
-    for this) gets nothing here. A learned position table is a dense embedding too
-    (``max_position_embeddings`` rows, not vocabulary-parallel)."""
+    rest (``workload.grad_accumulation``). Sharded data parallelism gets nothing here: it
+    reduce-scatters the dense table with the rest of its unit after every micro-batch's
+    backward, and only the 1/dp shard accumulates, which ``workload.sharding`` already prices
+    with the vocabulary matrices (``_end_matrices``). FSDP2 under torchtitan
+    (pytorch/torchtitan@000204a4 torchtitan/train.py L453 runs ``forward_backward_step`` per
+    micro-batch, L437 ``loss.backward()``, never ``set_requires_gradient_sync(False)``;
+    torchtitan/models/llama3/infra/parallelize.py L411 leaves ``tok_embeddings`` in the root
+    ``fully_shard`` unit): the root group's post-backward copies the table into the
+    reduce-scatter input and reduce-scatters it (``fsdp2_copies``). DeepSpeed ZeRO 3
+    (microsoft/DeepSpeed@38327e07 deepspeed/runtime/zero/stage3.py L1177 a hook per parameter
+    on every backward, L1275 ``__add_grad_to_ipg_bucket``, L1481-L1487 the partition copied on
+    the first micro-batch and added after; engine.py L2073 refuses ``no_sync`` under gradient
+    partitioning): ``sharding.zero3_reduce_bucket_ops``. A learned position table is a dense
+    embedding too (``max_position_embeddings`` rows, not vocabulary-parallel)."""
     main = wgrad_accumulates(cfg)
     if not main:
         return []
@@ -129,6 +159,58 @@ def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
         ops.append(Elementwise("embedding_grad.tied_dummy", bytes=vocab * 4 * ACT, kernels=2))
     ops.append(Elementwise("embedding_grad.main_grad_add", bytes=elements * (ACT + 2 * main)))
     return ops
+
+
+def mtp_input_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """What a multi-token-prediction module runs before its ``eh_proj``, each depth on the
+    micro-batch's tokens (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/
+    multi_token_prediction.py): ``_get_embeddings`` looks the shifted tokens up in the shared
+    word embedding (L1302 ``embedding(input_ids=...)``: the gather and its TP reduction, as
+    the first stage's), and ``_concat_embeddings`` normalises the embedding and the hidden
+    states (L1335 ``enorm``, L1337 ``hnorm``) and concatenates them (L1341 ``torch.cat``: read
+    both, write the 2h rows) for the projection; DeepSeek-V3 report §2.2 eq. 21 (the embedding
+    and output head shared with the main model). The rolls of the token and position ids
+    (tens of kilobytes) are not priced."""
+    h = cfg.model.hidden_size
+    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    return [*embedding_forward(cfg, sh), *mtp_norms(cfg, sh, impl),
+            Elementwise("mtp_concat", bytes=4 * sh.norm_tokens * h * ACT)]
+
+
+def mtp_norms(cfg: RunConfig, sh: Shard, impl: str) -> list[Elementwise]:
+    """The MTP module's ``enorm`` and ``hnorm`` (``mtp_input_forward``)."""
+    h = cfg.model.hidden_size
+    return [norm_op(f"mtp_{name}", cfg.model.normalization, sh.norm_tokens * h, impl,
+                    sh.stream_bytes, full_wave_norm(impl, sh.compiled))
+            for name in ("enorm", "hnorm")]
+
+
+def mtp_input_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
+    """The backward of ``mtp_input_forward``: the two norms' backward (the concatenation's
+    gradient is two views of the projection's input gradient: no kernel), then the shared
+    embedding's dense backward (``embedding_backward``: the table zeroed and the tokens' rows
+    added). Where the module shares the first stage's rank (pp 1), the embedding is one
+    parameter used twice, and autograd sums the two dense table gradients before the
+    parameter's hook (torch/csrc/autograd/input_buffer.cpp ``InputBuffer::add``: read, read,
+    write) instead of a second hook's add; on a later stage the module's copy of the table
+    (GPTModel builds it where ``mtp_process``) takes its own add (``dense_embedding_grad_ops``).
+    """
+    h = cfg.model.hidden_size
+    impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
+    ops: list[Op] = []
+    for norm in mtp_norms(cfg, sh, impl):
+        nbytes, kernels = backward_bytes(norm)
+        ops.append(Elementwise(f"{norm.name}.bwd", bytes=nbytes, kernels=kernels,
+                               kernel=f"{norm.kernel}.bwd",
+                               impl=BACKWARD_IMPL.get(norm.impl, norm.impl),
+                               full_wave=norm.full_wave))
+    emb = embedding_backward(cfg, sh)
+    if cfg.parallel.pp == 1:
+        dense = {op.name for op in dense_embedding_grad_ops(cfg, sh)}
+        emb = [op for op in emb if op.name not in dense]
+        emb.append(Elementwise("mtp_embedding_grad.sum",
+                               bytes=3 * cfg.model.vocab_size / sh.tp * h * ACT))
+    return ops + emb
 
 
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
