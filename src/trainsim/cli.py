@@ -316,7 +316,7 @@ def collective(gpu: str, num_gpus: int, gpus_per_node: int | None, nic_gbps: flo
             from trainsim.collectives.flows import resolve_algorithm
             from trainsim.limits import check_flows
             check_flows(kind, num_gpus, gpus_per_node, resolve_algorithm(kind, algorithm),
-                        num_gpus)
+                        num_gpus, sizes=int(hi_b // lo_b).bit_length())
         net = network_for(cluster)
         span = net.span(num_gpus, 1)
         rows: list[dict[str, Any]] = []

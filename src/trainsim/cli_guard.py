@@ -19,13 +19,14 @@ import importlib
 import io
 import math
 import os
+import re
 import sys
 import warnings
 from typing import Any, NoReturn
 
 import click
 
-from trainsim.config._build import DeprecatedName, digit_groups
+from trainsim.config._build import DeprecatedName, digit_groups, suggest
 from trainsim.config.safe_load import shown_path
 from trainsim.errors import ConfigError, TrainsimError, TrainsimWarning
 
@@ -90,9 +91,21 @@ def usage_fail(exc: click.UsageError) -> NoReturn:
     three lines: the usage, a hint and ``Error: ...``)."""
     path = exc.ctx.command_path if exc.ctx is not None else ""
     hint = f" (see {path} --help)" if path else ""
-    _echo_err(f"{click.style('error:', fg='red', bold=True)} {one_line(exc.format_message())}"
-              f"{hint}")
+    text, close = one_line(exc.format_message()), _choice_hint(exc)
+    _echo_err(f"{click.style('error:', fg='red', bold=True)} "
+              f"{text.rstrip('.') + close if close else text}{hint}")
     sys.exit(exc.exit_code)
+
+
+def _choice_hint(exc: click.UsageError) -> str:
+    """' (did you mean 'x'?)' where a value is not one of a choice option's or argument's
+    values (``--op allreduce``, ``catalog gpu``): click's message lists them and suggests none
+    (fuzz46)."""
+    param = getattr(exc, "param", None)
+    given = re.match(r"'(.*)' is not one of ", exc.message)
+    if not (isinstance(getattr(param, "type", None), click.Choice) and given):
+        return ""
+    return suggest(given.group(1).lower(), [str(c) for c in param.type.choices])  # type: ignore
 
 
 def _asks_for_help(exc: click.UsageError) -> bool:

@@ -44,7 +44,8 @@ from trainsim.config import (
     TrainingConfig,
 )
 from trainsim.config._build import as_written, build, suggest
-from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES
+from trainsim.config.cluster import NVL72_GPUS, TOPOLOGY_ALIASES, gpu_missing
+from trainsim.config.model import check_model_source
 from trainsim.config.parallel import ALIASES
 from trainsim.config.safe_load import load_file, parse_value, shown_path
 from trainsim.config.training import fp8_recipe_ignored
@@ -262,6 +263,7 @@ def _model_section(raw: Any, base_dir: Path) -> ModelConfig:
         raise ConfigError("model must be a preset name or a mapping of fields")
     raw = dict(raw)
     base: dict[str, Any] = {}
+    check_model_source(raw)
     if "preset" in raw:
         base = model_dict(str(raw.pop("preset")))
     elif "hf_config" in raw:
@@ -331,7 +333,7 @@ def _cluster_section(raw: Any) -> ClusterConfig:
         fields["gpus_per_node"] = NVL72_GPUS  # the NVLink domain is the rack (any node's GPU)
     g = fields.pop("gpu", None)
     if g is None:
-        raise ConfigError("cluster.gpu is required (a catalog name such as h100-sxm-80gb)")
+        raise gpu_missing(fields, [*CLUSTER_UNITS, *RENAMED, "gpu_overrides"])
     gpu_overrides = fields.pop("gpu_overrides", None) or {}
     if isinstance(g, dict):
         spec = gpu_from_dict(g, "cluster.gpu")

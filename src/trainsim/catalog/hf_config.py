@@ -231,7 +231,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         glu_linear_offset=1.0 if cfg.get("model_type") == "gpt_oss" else 0.0,
         # and a learned sink logit per head (GptOssAttention.sinks); config.json names none
         softmax_type="learnable" if cfg.get("model_type") == "gpt_oss" else "vanilla",
-        rope_scaling="yarn" if _rope_type(cfg) == "yarn" else None,
+        rope_scaling="yarn" if _rope_type(cfg, where) == "yarn" else None,
         post_sublayer_norm=model_type in POST_SUBLAYER_NORM_MODEL_TYPES,
         # Llama 4's use_qk_norm is a weightless L2 norm on its RoPE layers
         # (modeling_llama4.py Llama4TextL2Norm): an elementwise op, not priced
@@ -308,13 +308,25 @@ def _router_topk(cfg: dict[str, Any], kind: str, where: str) -> None:
                       "its router needs one; give the number of experts each token is routed to")
 
 
-def _rope_type(cfg: dict[str, Any]) -> str:
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional")
+"""The RoPE kinds transformers 5.24.0 builds for every rotary family (modeling_rope_utils.py
+``ROPE_INIT_FUNCTIONS`` and ``default``); a model looks its kind up by the exact name
+(modeling_llama.py ``LlamaRotaryEmbedding``: ``ROPE_INIT_FUNCTIONS[self.rope_type]``)."""
+
+
+def _rope_type(cfg: dict[str, Any], where: str = "config.json") -> str:
     """config.json's ``rope_scaling`` kind: ``rope_type``, or ``type`` as files written before
     transformers 4.45 name it (DeepSeek-V3's and Qwen2.5's long-context ``{"type": "yarn"}``);
     transformers reads both (v4.48 modeling_llama.py LlamaRotaryEmbedding: "BC: rope_type was
     originally type"). fuzz17: ``type`` was read as no scaling."""
     scaling = cfg.get("rope_scaling") or {}
-    return str(scaling.get("rope_type", scaling.get("type", "")))
+    kind = str(scaling.get("rope_type", scaling.get("type", "")))
+    if kind not in ROPE_TYPES and kind.strip().lower() in ROPE_TYPES:  # fuzz46: 'YaRN' read as none
+        raise ConfigError(f"{where}: rope_scaling rope_type {kind!r} is no RoPE kind: transformers "
+                          f"looks kinds up by their exact name (did you mean "
+                          f"'{kind.strip().lower()}'?); every rotary family builds "
+                          f"{', '.join(ROPE_TYPES)}")
+    return kind
 
 
 def as_written(message: str, cfg: dict[str, Any]) -> str:

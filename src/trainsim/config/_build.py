@@ -53,7 +53,9 @@ SYNONYMS: dict[str, dict[str, str]] = {
               "num_hidden_layers": "num_layers", "hidden": "hidden_size", "dim": "hidden_size",
               "d_model": "hidden_size", "intermediate_size": "ffn_hidden_size",
               "ffn_dim": "ffn_hidden_size", "vocab": "vocab_size"},
-    "cluster": {"gpus": "num_gpus", "world_size": "num_gpus",
+    "cluster": {"gpus": "num_gpus", "world_size": "num_gpus", "gpu_count": "num_gpus",
+                "n_gpus": "num_gpus", "gpu_type": "gpu", "gpu_name": "gpu", "accelerator": "gpu",
+                "device": "gpu", "node_type": "node",
                 "nodes": "give cluster.num_gpus, nodes x gpus_per_node",
                 "num_nodes": "give cluster.num_gpus, nodes x gpus_per_node"},
 }
@@ -74,9 +76,13 @@ def type_name(value: Any) -> str:
 
 
 def suggest(name: str, choices: typing.Iterable[str]) -> str:
-    """' (did you mean 'x'?)' for the closest choice (a prefix match first), or ''."""
+    """' (did you mean 'x'?)' for the closest choice (the same name in other letter case first,
+    then the shortest prefix match), or ''. fuzz46: ``TP`` found no ``tp`` (difflib compares
+    case)."""
     choices = list(choices)
-    prefixed = [c for c in choices if c.startswith(name)] if len(name) >= 2 else []
+    same = [c for c in choices if str(c).lower() == str(name).lower()]
+    prefixed = same or sorted([c for c in choices if c.startswith(name)] if len(name) >= 2
+                              else [], key=len)  # the least added: 'b20' is b200-sxm-180gb
     close = prefixed or difflib.get_close_matches(name, choices, n=1, cutoff=0.5)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -411,6 +417,17 @@ def check_fields(obj: Any, where: str) -> None:
             object.__setattr__(obj, name, typed)
 
 
+def unknown_field(cls: type, key: Any, where: str) -> ConfigError:
+    """The error for ``where.key``, a key that is no field of dataclass ``cls``: the field it
+    is another name for (``SYNONYMS``), else the closest field. Returned for ``raise``."""
+    fields = _schema(cls)[1]
+    known = SYNONYMS.get(where, {}).get(str(key).lower())
+    hint = (f" ({known})" if known and " " in known else
+            f" (did you mean '{known}'?)" if known else
+            suggest(str(key), [*fields, *SHORT_NAMES.get(where, ())]))
+    return ConfigError(f"unknown field {where}.{key}{hint}")
+
+
 def build(cls: type[T], data: Any, where: str) -> T:
     """Instantiate dataclass ``cls`` from ``data``; ``where`` prefixes field names in errors."""
     if isinstance(data, cls):
@@ -421,11 +438,7 @@ def build(cls: type[T], data: Any, where: str) -> T:
     kwargs = {}
     for key, value in data.items():
         if key not in fields:
-            known = SYNONYMS.get(where, {}).get(str(key).lower())
-            hint = (f" ({known})" if known and " " in known else
-                    f" (did you mean '{known}'?)" if known else
-                    suggest(key, [*fields, *SHORT_NAMES.get(where, ())]))
-            raise ConfigError(f"unknown field {where}.{key}{hint}")
+            raise unknown_field(cls, key, where)
         kwargs[key] = _coerce(value, hints[key], f"{where}.{key}",
                               bool(fields[key].metadata.get(FREE_TEXT)))
     try:

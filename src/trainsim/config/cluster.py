@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import typing
 import warnings
 from dataclasses import dataclass, field
 from typing import Literal
@@ -16,6 +17,7 @@ from trainsim.config._build import (
     require_positive,
     require_rate,
     suggest,
+    unknown_field,
 )
 from trainsim.errors import ConfigError, TrainsimWarning
 
@@ -384,9 +386,15 @@ class ClusterConfig:
             raise ConfigError(f"cluster.nccl_algo={self.nccl_algo!r} is unknown"
                               f"{suggest(self.nccl_algo.lower(), ALGORITHMS)}; known: auto, "
                               f"{', '.join(ALGORITHMS)}")
-        if self.nccl_proto not in ("auto",) + PROTOCOLS:
-            raise ConfigError(f"cluster.nccl_proto={self.nccl_proto!r} is unknown; known: auto, "
-                              f"{', '.join(PROTOCOLS)}")
+        # NCCL reads NCCL_PROTO without regard to case (collectives.nccl.collective_cost, as
+        # `trainsim collective --protocol`); fuzz46: 'simple' was refused here
+        spelled = {p.lower(): p for p in ("auto",) + PROTOCOLS}.get(
+            str(self.nccl_proto).strip().lower())
+        if spelled is None:
+            raise ConfigError(f"cluster.nccl_proto={self.nccl_proto!r} is unknown"
+                              f"{suggest(str(self.nccl_proto), ('auto',) + PROTOCOLS)}; known: "
+                              f"auto, {', '.join(PROTOCOLS)}")
+        object.__setattr__(self, "nccl_proto", spelled)
         self._check_topology()
         fabric = str(self.fabric).strip().lower()
         if fabric not in FABRICS:
@@ -514,3 +522,17 @@ class ClusterConfig:
     @property
     def gpu_price_per_hour(self) -> float:
         return self.price_per_gpu_hour if self.price_per_gpu_hour is not None else self.gpu.price_per_hour
+
+
+def gpu_missing(keys: typing.Iterable[str], converted: typing.Iterable[str] = ()) -> ConfigError:
+    """The error of a cluster section that names no GPU (``cluster.gpu``, or a ``node`` preset's
+    GPU). A key of ``keys`` that is no cluster field is named first, as ``build`` names it
+    (``unknown field cluster.Gpu (did you mean 'gpu'?)``): a misspelt ``gpu`` or ``node``
+    (``Gpu``, ``nod``, ``gpu_type``) is why no GPU was read, and fuzz46 found "cluster.gpu is
+    required" hiding it. ``converted``: keys the catalog reads into fields (units). Returned
+    for ``raise``."""
+    known = {f.name for f in dataclasses.fields(ClusterConfig)} | set(converted)
+    unknown = next((k for k in keys if k not in known), None)
+    if unknown is not None:
+        return unknown_field(ClusterConfig, unknown, "cluster")
+    return ConfigError("cluster.gpu is required (a catalog name such as h100-sxm-80gb)")

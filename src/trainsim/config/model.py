@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from trainsim.config._build import check_fields, require_positive
+from trainsim.config._build import check_fields, require_positive, type_name
 from trainsim.errors import ConfigError
 
 MAX_LAYERS = 100_000
@@ -380,3 +380,20 @@ class ModelConfig:
     @property
     def kv_size(self) -> int:
         return self.kv_heads * self.kv_channels
+
+
+def check_model_source(raw: dict) -> None:
+    """Refuse the keys of a model section that say where its fields come from (``preset``,
+    ``hf_config``) where they cannot be read. fuzz46: both given read as "unknown field
+    model.hf_config"; ``preset: ~`` or a list as "unknown model 'None'"; an empty
+    ``hf_config`` as the config file's folder ("Is a directory")."""
+    if "preset" in raw and "hf_config" in raw:
+        raise ConfigError("model.preset and model.hf_config both give the model's fields; give "
+                          "one (the other fields of the section override either)")
+    preset = raw.get("preset", "")
+    if not isinstance(preset, str) or "preset" in raw and not preset.strip():
+        shown = "nothing" if preset is None else f"{type_name(preset)} {str(preset)!r}"
+        raise ConfigError(f"model.preset must be a preset name such as llama3-8b, got {shown}")
+    hf = raw.get("hf_config")
+    if isinstance(hf, str) and not hf.strip():
+        raise ConfigError("model.hf_config is empty; give the path to a Hugging Face config.json")

@@ -305,6 +305,9 @@ class ParallelConfig:
 
     def _post_init(self) -> None:
         check_fields(self, "parallel")
+        if "flash" in self.cp_te_ring:  # fuzz46: the old name, read as training.attention reads it
+            object.__setattr__(self, "cp_te_ring", tuple(dict.fromkeys(
+                "flash2" if a == "flash" else a for a in self.cp_te_ring)))
         require_positive("parallel", tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep,
                          expert_tensor_parallel_size=self.expert_tensor_parallel_size,
                          vpp=self.virtual_pipeline_model_parallel_size,
