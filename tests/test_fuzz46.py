@@ -1,5 +1,5 @@
 """fuzz46 (benchmarks/fuzz_inputs46.py): input classes at the user's entry points. On main
-c4166f74 the harness finds 14 failure classes (an old attention name in parallel.cp_te_ring
+c4166f74 the harness finds 13 failure classes (an old attention name in parallel.cp_te_ring
 silently not priced as the kernel it names, NCCL protocols refused in the case NCCL reads them,
 a misspelt cluster gpu / node key hidden by "cluster.gpu is required", other-case keys and
 sections with no suggestion, a rope_scaling kind transformers cannot build read as plain RoPE,
