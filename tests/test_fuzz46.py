@@ -145,3 +145,25 @@ def test_the_fast_fuzz46_surfaces_find_no_failure_class():
 def test_the_whole_fuzz46_run_finds_no_failure_class():
     import fuzz_inputs46
     assert fuzz_inputs46.main([]) == 0
+
+
+# fuzz46's leads, closed by the coordinator: the value is checked before who takes it, an empty
+# node cell is named as such, and the search space's choices suggest the nearest value.
+def test_an_unknown_optimizer_dtype_is_refused_as_unknown_not_as_apex_only():
+    with pytest.raises(ConfigError, match=r"optimizer_dtype='fp3' is unknown.*did you mean 'fp32'"):
+        _run(training={"framework": "megatron-core", "optimizer_dtype": "fp3"})
+
+
+def test_an_empty_cluster_node_is_named_not_looked_up_as_none():
+    cfg = copy.deepcopy(SMALL)
+    cfg["cluster"] = {"node": None, "num_gpus": 8}
+    with pytest.raises(ConfigError, match="cluster.node is empty") as err:
+        run_config_from_dict(cfg)
+    assert "None" not in str(err.value)
+
+
+def test_a_search_space_choice_gets_its_nearest_value():
+    from trainsim.search.space import SearchSpace
+
+    with pytest.raises(ConfigError, match="did you mean 'selective'"):
+        SearchSpace(recompute=("selectiv",))

@@ -169,6 +169,15 @@ def gpu(name: str) -> GPUSpec:
     return gpu_from_dict(data)
 
 
+def _node_named(value: Any) -> dict[str, Any]:
+    """The node preset ``cluster.node`` names; an empty cell is refused by its field's name, not
+    looked up as the node 'None' (fuzz46)."""
+    if value is None or not str(value).strip():
+        raise ConfigError(f"cluster.node is empty; name a node preset (known: "
+                          f"{', '.join(names('nodes'))}) or give cluster.gpu")
+    return node(str(value))
+
+
 def node(name: str) -> dict[str, Any]:
     return _renamed(_lookup("nodes", name), f"node {name}", rename=True)
 
@@ -323,7 +332,7 @@ def _cluster_section(raw: Any) -> ClusterConfig:
     raw = _renamed(raw, "cluster")
     fields: dict[str, Any] = {}
     if "node" in raw:  # the node preset fills what the user did not set
-        n = node(str(raw.pop("node")))
+        n = _node_named(raw.pop("node"))
         fields.update(node=n["name"], gpu=n["gpu"], gpus_per_node=n["gpus_per_node"])
         if not {"nic_bw_Bps", "nic_gbit_s_per_gpu", "nic_gbps_per_gpu"} & set(raw):
             fields["nic_gbit_s_per_gpu"] = n["nic_gbit_s_per_gpu"]
@@ -437,7 +446,7 @@ def _run_config(data: dict[str, Any], parallel_raw: dict[str, Any], base_dir: Pa
     if path is not None:  # a GPU spec file: its fields, as a mapping written in the config
         cluster = {**cluster, "gpu": read_gpu_file(path, "cluster.gpu")}
     cluster_raw = cluster if isinstance(cluster, dict) else {}
-    gpu_name = cluster_raw.get("gpu") or (node(str(cluster_raw["node"]))["gpu"]
+    gpu_name = cluster_raw.get("gpu") or (_node_named(cluster_raw["node"])["gpu"]
                                           if "node" in cluster_raw else None)
     stated, recipe = training_raw.get("attention"), training_raw.get("fp8_recipe")  # as stated
     given = stated not in (None, "")

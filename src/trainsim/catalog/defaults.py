@@ -25,7 +25,7 @@ from trainsim.catalog.attention_rules import (  # also from here
 from trainsim.catalog.raw_values import given as _given
 from trainsim.catalog.raw_values import number as _number
 from trainsim.catalog.raw_values import truthy
-from trainsim.config._build import SYNONYMS
+from trainsim.config._build import SYNONYMS, suggest
 from trainsim.config.parallel import ALIASES
 from trainsim.errors import ConfigError, SettingReplaced
 
@@ -139,6 +139,9 @@ def apply_framework(parallel: dict[str, Any], training: dict[str, Any],
             raise ConfigError(f"{sec}.{key}=true but {where} has no {feature.replace('_', ' ')} "
                               f"(source: {feature_source(profile, feature)})")
     odt = str(training.get("optimizer_dtype") or "fp32").lower()
+    if odt not in ("fp32", "bf16", "fp16"):  # the value first, then who takes it (fuzz46)
+        raise ConfigError(f"training.optimizer_dtype={odt!r} is unknown; known: fp32, bf16, fp16"
+                          + suggest(odt.strip(), ("fp32", "bf16", "fp16")))
     if odt != "fp32" and profile.supports("apex_distributed_adam") is not True:
         raise ConfigError(f"training.optimizer_dtype={odt} but {where}'s optimizer is not Apex's "
                           "DistributedFusedAdam (profile feature apex_distributed_adam), whose "

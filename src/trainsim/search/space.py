@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from trainsim.catalog.frameworks import sends_block
+from trainsim.config._build import suggest
 from trainsim.errors import ConfigError
 from trainsim.search.candidate import (  # noqa: F401 - PARALLEL_CACHE, drop_parallels: re-exported
     CANDIDATE_FIELDS,
@@ -63,7 +64,8 @@ Qwen3 recipes 1-16), and they would only be pruned by memory after costing enume
 def _check_choices(name: str, values: tuple, allowed: tuple) -> None:
     bad = [v for v in values if v not in allowed]
     if bad:
-        raise ConfigError(f"search space: {name} values {bad} are not in {list(allowed)}")
+        hint = suggest(bad[0], [str(a) for a in allowed]) if isinstance(bad[0], str) else ""
+        raise ConfigError(f"search space: {name} values {bad} are not in {list(allowed)}{hint}")
 
 
 @dataclass(frozen=True)
