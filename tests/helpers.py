@@ -500,6 +500,22 @@ def kernels_published_validated(_validate_file=None) -> tuple[str, tuple, tuple]
     return _once_per_session("kernels_published_validated", run)
 
 
+COLLECTIVES_PUBLISHED = (Path(__file__).resolve().parents[1] / "benchmarks" /
+                         "collectives_published.csv")
+
+
+def collectives_published_validated() -> tuple:
+    """The results of ``validate_file(COLLECTIVES_PUBLISHED)``, once per process: the six
+    checks of test_collectives_published and test_collectives_scale that read the whole file
+    read this one run (~0.03 CPU-seconds a run on this host, so no file is shared between
+    xdist workers). A test must not change them."""
+    if "collectives_published_validated" not in _RUNS:
+        from trainsim.validate import validate_file
+
+        _RUNS["collectives_published_validated"] = tuple(validate_file(COLLECTIVES_PUBLISHED)[1])
+    return _RUNS["collectives_published_validated"]
+
+
 def validate_file_sharing_kernels():
     """A stand-in for ``trainsim.validate.validate_file`` (a test sets it with monkeypatch) that
     answers the call ``kernels_published_validated`` made (a path holding the published kernels

@@ -8,17 +8,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import load_script
+from helpers import COLLECTIVES_PUBLISHED, collectives_published_validated, load_script
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.collectives import scale_terms
 from trainsim.collectives.scale_terms import fabric_scale_share, nvls_loop_bytes
 from trainsim.config import ClusterConfig
 from trainsim.network.analytical import AnalyticalNetwork
-from trainsim.validate import validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
-PUBLISHED = ROOT / "benchmarks" / "collectives_published.csv"
+PUBLISHED = COLLECTIVES_PUBLISHED
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 
 # NVIDIA/dgxc-benchmarking nccl/README.md: DGX H100, 8 ranks, one process per GPU, default
@@ -73,8 +72,7 @@ def test_fabric_share_is_one_up_to_two_nodes_and_falls_by_doubling():
 
 
 def _by_id():
-    _, results = validate_file(PUBLISHED)
-    return {r.id: r for r in results}
+    return {r.id: r for r in collectives_published_validated()}
 
 
 def test_nccl1229_reduce_scatter_series_within_five_percent():
