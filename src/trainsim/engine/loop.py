@@ -243,17 +243,27 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     duration = [0.0] * n
     stream_ids: dict[tuple[int, str], int] = {}
     queues: list[list[int]] = []
-    slows: list[tuple[tuple[int, str], float] | None] = [None] * n
+    holders: list[int] = []  # the tasks that slow a stream, in task order
     ordered = True  # every dependency an earlier task: the prefix can be computed in one pass
+    # per task, its dependencies not yet ended, and per task, the tasks waiting for it (in
+    # task order), read off in the same pass (the loop from the start's state; at a cut,
+    # ``waiting`` is counted again below)
+    waiting = [0] * n
+    dependents: list[list[int]] = [[] for _ in range(n)]
     for i, t in enumerate(tasks):
         d = duration[i] = t.duration_s
         if not d >= 0:
             raise TrainsimError(f"task {i} ({t.label}) has a negative or NaN duration {d}")
-        for dep in t.deps:
-            if not 0 <= dep < i:
-                if not 0 <= dep < n or dep == i:
-                    raise TrainsimError(f"task {i} ({t.label}) depends on invalid task {dep}")
-                ordered = False
+        deps = t.deps
+        if deps:
+            waiting[i] = len(deps)
+            for dep in deps:
+                if not 0 <= dep < i:
+                    if not 0 <= dep < n or dep == i:
+                        raise TrainsimError(
+                            f"task {i} ({t.label}) depends on invalid task {dep}")
+                    ordered = False
+                dependents[dep].append(i)
         sid = stream_ids.get(t.stream)
         if sid is None:
             sid = stream_ids[t.stream] = len(queues)
@@ -261,16 +271,16 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
         stream_of[i] = sid
         queues[sid].append(i)
         if t.slows is not None:
-            slows[i] = t.slows
+            holders.append(i)
     n_streams = len(queues)
     # contention: per stream, the share of it other running tasks hold, and for its running
     # task the work left at the last rate change
     hold_on: list[tuple[int, float] | None] = [None] * n
-    for i, sl in enumerate(slows):
-        if sl is not None:
-            tsid = stream_ids.get(sl[0])
-            if tsid is not None:
-                hold_on[i] = (tsid, sl[1])
+    for i in holders:
+        sl = tasks[i].slows
+        tsid = stream_ids.get(sl[0])  # type: ignore[index]
+        if tsid is not None:
+            hold_on[i] = (tsid, sl[1])  # type: ignore[index]
     head = [0] * n_streams
     size = [len(q) for q in queues]
     running = [-1] * n_streams  # per stream, its running task (-1: idle)
@@ -285,13 +295,9 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
     by_stream = {stream: queues[sid] for stream, sid in stream_ids.items()}
     if cut == math.inf:  # nothing slows any stream: the one pass is the whole timeline
         return Timeline(tasks, start, end, by_stream)
-    # per task, its dependencies not yet ended, and per task, the tasks waiting for it (in
-    # task order): only those still to finish when the loop starts
-    waiting = [0] * n
-    dependents: list[list[int]] = [[] for _ in range(n)]
     if cut:  # the loop's state at the cut: what ended before it is done, what started runs on
         for i in range(n):
-            if end[i] < cut:  # its finish event handled
+            if end[i] < cut:  # its finish event handled (its dependents never read)
                 done += 1
                 head[stream_of[i]] += 1
                 continue
@@ -301,19 +307,13 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
                 left[i] = duration[i]
                 events.append((end[i], i, 0))
                 continue
+            # waits only for its dependencies still to end, each of which lists it (a
+            # dependency that ended before the cut lists it too, but its event never comes)
             w = 0
             for dep in tasks[i].deps:
                 if not end[dep] < cut:
-                    dependents[dep].append(i)
                     w += 1
             waiting[i] = w
-    else:
-        for i, t in enumerate(tasks):
-            deps = t.deps
-            if deps:
-                waiting[i] = len(deps)
-                for dep in deps:
-                    dependents[dep].append(i)
     heapq.heapify(events)
     push, pop = heapq.heappush, heapq.heappop
     held = [0.0] * n_streams
@@ -389,11 +389,37 @@ def _run(tasks: list[Task], prefix: bool) -> Timeline:
             if not w:
                 sj = stream_of[j]
                 if running[sj] < 0 and queues[sj][head[sj]] == j:
-                    begin(sj, j, now)
+                    running[sj] = j  # begin(sj, j, now), inline
+                    start[j] = since[j] = now
+                    d = left[j] = duration[j]
+                    h = held[sj]
+                    if h:
+                        rate = 1.0 - h
+                        if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                            rate = MIN_RATE
+                        d = d / rate
+                    end[j] = e = now + d
+                    push(events, (e, j, 0))
+                    target = hold_on[j]
+                    if target is not None:
+                        shift(target[0], target[1], now)
         if k < size[sid] and running[sid] < 0:
-            nxt = queues[sid][k]
-            if not waiting[nxt]:
-                begin(sid, nxt, now)
+            j = queues[sid][k]
+            if not waiting[j]:
+                running[sid] = j  # begin(sid, j, now), inline
+                start[j] = since[j] = now
+                d = left[j] = duration[j]
+                h = held[sid]
+                if h:
+                    rate = 1.0 - h
+                    if rate < MIN_RATE:  # noqa: PLR1730 - no call per task
+                        rate = MIN_RATE
+                    d = d / rate
+                end[j] = e = now + d
+                push(events, (e, j, 0))
+                target = hold_on[j]
+                if target is not None:
+                    shift(target[0], target[1], now)
     if done != n:
         # each stream's queue is in task order: its first unfinished task is at its head
         stuck = min(q[head[sid]] for sid, q in enumerate(queues) if head[sid] < len(q))
