@@ -286,6 +286,34 @@ def test_the_uncontended_prefix_is_the_event_loops_own_timeline():
     assert late > 50
 
 
+def test_at_the_cut_a_task_waits_only_for_its_dependencies_still_running():
+    """The loop taking over at the uncontended prefix's cut (the first task that slows a
+    stream starts at 2.0) counts, for each task not yet started, only its dependencies that
+    have not ended by then: task 4 waits for task 1 (running across the cut), not for task 0
+    (ended at 1.0), and starts when task 1 ends, as the loop from the start has it."""
+    from trainsim.engine.loop import _uncontended_prefix
+
+    c = (0, "compute")
+    tasks = [
+        Task((0, "x"), 1.0),
+        Task((0, "y"), 3.0),
+        Task((0, "z"), 2.0),
+        Task((0, "dp"), 1.5, [2], slows=(c, 0.5)),
+        Task(c, 2.0, [0, 1]),
+        Task(c, 1.0, [3, 0]),
+    ]
+    ids = {t.stream: k for k, t in enumerate({t.stream: t for t in tasks}.values())}
+    hold = [None if t.slows is None else (ids[t.slows[0]], t.slows[1]) for t in tasks]
+    assert _uncontended_prefix(tasks, [ids[t.stream] for t in tasks],
+                               [t.duration_s for t in tasks], hold, len(ids),
+                               [0.0] * 6, [0.0] * 6) == 2.0
+    fast, plain = run(tasks), run(tasks, prefix=False)
+    assert fast.start_s == plain.start_s and fast.end_s == plain.end_s
+    # half rate beside the holder until 3.5 (0.25 of its work), then full rate
+    assert fast.start_s[4] == 3.0 and fast.end_s[4] == 3.5 + (2.0 - 0.5 * 0.5)
+    assert fast.start_s[5] == fast.end_s[4]
+
+
 def test_heads_released_together_start_in_task_order():
     """Two heads waiting for one task start, when it ends, in task order (not in the order they
     began to wait), so the shares they take of a stream add up in that order: held 0.1, then
