@@ -132,16 +132,20 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         last = last_kind = (*last_kind[:2], redo)
         if last not in layer_b:
             price_kind(last)
-        proj = [Gemm("mtp_proj", sh.tokens, m.hidden_size, 2 * m.hidden_size, sh.dtype,
-                     fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
+        proj, proj_b = mtp_projection(cfg, sh)  # eh_proj
         # its embedding lookup, enorm, hnorm and concat before the projection (head.py)
         mtp_in = mtp_input_forward(cfg, sh)
         redo_in = [op for op in mtp_in if op.name.startswith("mtp_")] if redo else []
         mtp_f = pricer.price(mtp_in + proj) + layer_f[last] + head_f
-        mtp_b = head_b + layer_b[last] + pricer.price(
-            redo_in + (proj if redo else []) + backward_of(proj, sh) + mtp_input_backward(cfg, sh))
+
+        def mtp_b(again: bool) -> Priced:  # again: another lookup's table gradient on the rank
+            return head_b + layer_b[last] + pricer.price(
+                redo_in + (proj if redo else []) + proj_b + mtp_input_backward(cfg, sh, again))
         head_f = head_f + mtp_f * m.mtp_num_layers
-        head_b = mtp_b * m.mtp_num_layers + head_b
+        first_b = mtp_b(False)  # each later depth: the same table again (head.py)
+        rest_b = mtp_b(True) if m.mtp_num_layers > 1 and cfg.parallel.pp > 1 else first_b
+        head_b = (first_b + rest_b * (m.mtp_num_layers - 1) if m.mtp_num_layers > 1
+                  else first_b) + head_b
     if loss_read:
         head_b = pricer.price(loss_read + hb) if not m.mtp_num_layers \
             else pricer.price(loss_read) + head_b
@@ -197,6 +201,17 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         out[v] = Chunk(fwd, bwd_head, bwd_layers, (emb_b if first else empty) + after,
                        pair_sides)
     return out
+
+
+def mtp_projection(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
+    """Forward and backward of an MTP module's ``eh_proj`` (2h -> h): one full GEMM on every
+    rank. Megatron-core runs it column-parallel with its output gathered along hidden
+    (benchmarks/mtp46_eh_proj.py prices that: at TP 2 it moves bridge2509-deepseek-v3-1024
+    away from its measurement, so it is not the model yet)."""
+    h = cfg.model.hidden_size
+    proj: list[Op] = [Gemm("mtp_proj", sh.tokens, h, 2 * h, sh.dtype,
+                           fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
+    return proj, backward_of(proj, sh)
 
 
 def noop_layer_clone(cfg: RunConfig, sh: Shard) -> list[Op]:

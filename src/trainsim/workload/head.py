@@ -185,7 +185,7 @@ def mtp_norms(cfg: RunConfig, sh: Shard, impl: str) -> list[Elementwise]:
             for name in ("enorm", "hnorm")]
 
 
-def mtp_input_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
+def mtp_input_backward(cfg: RunConfig, sh: Shard, again: bool = False) -> list[Op]:
     """The backward of ``mtp_input_forward``: the two norms' backward (the concatenation's
     gradient is two views of the projection's input gradient: no kernel), then the shared
     embedding's dense backward (``embedding_backward``: the table zeroed and the tokens' rows
@@ -193,8 +193,9 @@ def mtp_input_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     parameter used twice, and autograd sums the two dense table gradients before the
     parameter's hook (torch/csrc/autograd/input_buffer.cpp ``InputBuffer::add``: read, read,
     write) instead of a second hook's add; on a later stage the module's copy of the table
-    (GPTModel builds it where ``mtp_process``) takes its own add (``dense_embedding_grad_ops``).
-    """
+    (GPTModel builds it where ``mtp_process``) takes its own add (``dense_embedding_grad_ops``)
+    once: each further depth (``again``) looks the same copy up again, and autograd sums that
+    lookup's table gradient into it as at pp 1."""
     h = cfg.model.hidden_size
     impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
     ops: list[Op] = []
@@ -205,7 +206,7 @@ def mtp_input_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
                                impl=BACKWARD_IMPL.get(norm.impl, norm.impl),
                                full_wave=norm.full_wave))
     emb = embedding_backward(cfg, sh)
-    if cfg.parallel.pp == 1:
+    if cfg.parallel.pp == 1 or again:
         dense = {op.name for op in dense_embedding_grad_ops(cfg, sh)}
         emb = [op for op in emb if op.name not in dense]
         emb.append(Elementwise("mtp_embedding_grad.sum",
