@@ -7,7 +7,7 @@ these passes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, replace
 
 from trainsim.catalog.frameworks import profile_supports
@@ -117,7 +117,8 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
             layer_f[k], layer_b[k] = pricer.price(lf), pricer.price(lb)
             sides[k] = pair
 
-    for k in sorted({kind(i) for i in range(m.num_layers)}):
+    kind_of = [kind(i) for i in range(m.num_layers)]  # each layer's kind, read once
+    for k in sorted(set(kind_of)):
         price_kind(k)
     last_kind = kind(m.num_layers - 1)
     hf = head_forward(cfg, sh)
@@ -169,10 +170,19 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         and not profile_supports(cfg, "fp8_amax_tp_async")
     amax_group = "tp_cp" if profile_supports(cfg, "fp8_amax_tp_only") else "tp_dp_cp"
     drops_fp8 = recompute_drops_fp8(cfg)
-    out = {}
+    out: dict[int, Chunk] = {}
+    built: dict[Hashable, Chunk] = {}  # by composition(): one Chunk per composition
+    n = len(kind_of)
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
-        kinds = [kind(i) for i in layers]
+        kinds = kind_of[layers.start:layers.stop] \
+            if type(layers) is range and layers.step == 1 and 0 <= layers.start and \
+            layers.stop <= n else [kind(i) for i in layers]
+        key = composition(first, last, kinds)
+        hit = built.get(key)
+        if hit is not None:
+            out[v] = hit
+            continue
         amax_f, amax_b = (pricer.price(o) for o in fp8_amax_reductions(len(layers), amax_group)) \
             if amax and layers else (empty, empty)
         if drops_fp8 and all(k[2] for k in kinds):  # no fp8 module in the backward: TE v0.10
@@ -198,8 +208,8 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
                                   pricer.ep_gemm_share)
             bwd_head = with_exposed(bwd_head, sum(steps[:len(mtp)]))
             bwd_layers = tuple(with_exposed(b, x) for b, x in zip(bwd_layers, steps[len(mtp):]))
-        out[v] = Chunk(fwd, bwd_head, bwd_layers, (emb_b if first else empty) + after,
-                       pair_sides)
+        out[v] = built[key] = Chunk(fwd, bwd_head, bwd_layers,
+                                    (emb_b if first else empty) + after, pair_sides)
     return out
 
 
@@ -212,6 +222,21 @@ def mtp_projection(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
     proj: list[Op] = [Gemm("mtp_proj", sh.tokens, h, 2 * h, sh.dtype,
                            fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
     return proj, backward_of(proj, sh)
+
+
+def composition(first: bool, last: bool, kinds: list[tuple[bool, bool, bool]]) -> Hashable:
+    """What one virtual stage's ``Chunk`` depends on within a ``chunks`` call, whose config,
+    pricer, shard and layer source are fixed: whether it is the first and the last virtual
+    stage, and its layers' kinds (routed experts, windowed, recomputed) in order. ``chunks``
+    assembles the virtual stages of one composition once and hands them the same ``Chunk``
+    (issue 21, chunk46: the public file's 758 calls built 23,904 virtual stages of 1,980
+    compositions). Exact: the assembly reads a layer's index only through its kind (the
+    priced layers are per kind; ``fp32_grad_accumulation``'s tensors read it only through
+    ``is_moe_layer``, ``workload.sharding._rank_tensors``; the amax reductions only the
+    count), and no consumer changes a ``Chunk`` or tells two apart by identity but to find
+    what was priced from it (``simulator._TaskGraph.add``'s durations by ``id``). Scoped to
+    the call: nothing outlives it but the chunks it returns."""
+    return (first, last, *kinds)
 
 
 def noop_layer_clone(cfg: RunConfig, sh: Shard) -> list[Op]:
