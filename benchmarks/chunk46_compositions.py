@@ -9,6 +9,12 @@ priced by an earlier call (what a per-process layer memo could save at most).
 
     PYTHONPATH=src python benchmarks/chunk46_compositions.py [FILE]
     PYTHONPATH=src:benchmarks python benchmarks/chunk46_compositions.py --search   # the 22B search
+    PYTHONPATH=src python benchmarks/chunk46_compositions.py --misses  # the pricing misses
+
+``--misses``: every ``Pricer._price_ops`` call (a miss of the shared prices) recorded, with how many
+priced an op list priced before under another signature, and how many of those had a signature
+that differed only in the spans of groups the list does not use (the same cluster object, so within
+one row).
 
 CPU is ``time.process_time``. No prediction changes: the wrapper calls the original and gives
 back what it returns.
@@ -78,6 +84,54 @@ def counted(stats: dict[str, Any]) -> Iterator[dict[str, Any]]:
             setattr(mod, attr, fn)
 
 
+@contextmanager
+def misses(rec: list) -> Iterator[list]:
+    """Inside it, every ``Pricer._price_ops`` call appends (signature, the span names, ops, groups
+    the ops use, CPU s) to ``rec``."""
+    from trainsim.pricing import Pricer
+    from trainsim.workload.ops import Comm
+
+    original = Pricer._price_ops
+
+    def wrapped(self, ops, compute_time):
+        t = time.process_time()
+        out = original(self, ops, compute_time)
+        rec.append((getattr(self, "_sig", None), tuple(self.spans), tuple(ops),
+                    frozenset(o.group for o in ops if isinstance(o, Comm)),
+                    time.process_time() - t))
+        return out
+
+    Pricer._price_ops = wrapped
+    try:
+        yield rec
+    finally:
+        Pricer._price_ops = original
+
+
+def report_misses(rec: list) -> None:
+    seen, reduced = set(), set()
+    again = alike = 0
+    again_s = alike_s = 0.0
+    for sig, names, ops, groups, dt in rec:
+        if sig is None:
+            continue
+        try:
+            hash(ops)
+        except TypeError:
+            continue
+        if ops in seen:
+            again, again_s = again + 1, again_s + dt
+        seen.add(ops)
+        # the signature's second item is the spans, in the order of ``Pricer.spans``
+        key = (sig[0], tuple(s for n, s in zip(names, sig[1]) if n in groups), sig[2:], ops)
+        if key in reduced:
+            alike, alike_s = alike + 1, alike_s + dt
+        reduced.add(key)
+    print(f"pricing misses                {len(rec)}  CPU {sum(r[-1] for r in rec):.2f} s")
+    print(f"  op lists priced before under another signature  {again}  CPU {again_s:.2f} s")
+    print(f"  of them, signature differing only in unused spans  {alike}  CPU {alike_s:.2f} s")
+
+
 def report(stats: dict[str, Any], total_cpu: float) -> None:
     print(f"whole run CPU                 {total_cpu:.2f} s")
     print(f"chunks.chunks calls           {stats['calls']}  CPU {stats['cpu']:.2f} s")
@@ -93,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("file", nargs="?", default=PUBLIC)
     ap.add_argument("--search", action="store_true",
                     help="the 22B-on-64-A100 search (serial) instead of a file")
+    ap.add_argument("--misses", action="store_true",
+                    help="report the pricing misses instead (the file's rows)")
     args = ap.parse_args(argv)
     stats: dict[str, Any] = {}
     if args.search:
@@ -109,6 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     kind_of, rows = read_rows(args.file)
     if kind_of != "training":
         ap.error(f"{args.file} is a {kind_of} file, not a training file")
+    if args.misses:
+        rec: list = []
+        with misses(rec), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for row in rows:
+                predict_training_row(row)
+        report_misses(rec)
+        return 0
     with counted(stats), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t = time.process_time()
