@@ -1,6 +1,7 @@
 """Diagnostic (46th session, mtp46): DeepSeek-V3's multi-token-prediction projection
-(``eh_proj``, 2h -> h after the concat) priced as Megatron-core shards it, against trainsim's
-pricing (one h x 2h GEMM on every rank at every TP, ``trainsim.chunks.mtp_projection``).
+(``eh_proj``, 2h -> h after the concat) priced as Megatron-core shards it (since the 46th
+session trainsim's own pricing, ``workload.head.mtp_eh_proj``), against the pricing it replaced
+(one h x 2h GEMM on every rank at every TP, ``full_eh_proj`` here).
 
 How Megatron-core runs it (NVIDIA/Megatron-LM@d98e8a64):
 megatron/core/transformer/multi_token_prediction.py L773-L780 (the spec's ``eh_proj`` is the
@@ -29,17 +30,16 @@ import csv
 import json
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from trainsim.config import RunConfig
 from trainsim.errors import TrainsimError
 from trainsim.pricing import Pricer
 from trainsim.validate.training import predict_training_row, row_config
+from trainsim.workload.head import mtp_eh_proj as sharded_eh_proj
 from trainsim.workload.layers import backward_of
-from trainsim.workload.ops import ACT_BYTES as ACT
-from trainsim.workload.ops import Comm, Elementwise, Op
-from trainsim.workload.shard import Shard, linear, shard_of, tp_enter
+from trainsim.workload.ops import Gemm, Op
+from trainsim.workload.shard import Shard, shard_of
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = (ROOT.parent / "shared/validation/training_public.csv",
@@ -47,36 +47,20 @@ FILES = (ROOT.parent / "shared/validation/training_public.csv",
 NAME = "mtp_proj"
 
 
-def sharded_eh_proj(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
-    """Forward and backward ops of one MTP module's ``eh_proj`` as Megatron-core runs it."""
-    h, T = cfg.model.hidden_size, sh.tokens
-    lin: list[Op] = []
-    tp_enter(lin, sh, 2 * h, NAME, in_tp_overlap=False)
-    linear(lin, sh, NAME, T, h // sh.tp, 2 * h, seq_parallel="gather")
-    out_f: list[Op] = []
-    out_b: list[Op] = []
-    if sh.tp > 1:
-        out_f += [Comm(f"{NAME}.output_all_gather", "all_gather", T * h * ACT, "tp",
-                       in_tp_overlap=False),
-                  Elementwise(f"{NAME}.output_cat", bytes=2 * T * h * ACT, kernel="copy")]
-        if sh.sp:
-            out_f.append(Elementwise(f"{NAME}.sp_split", bytes=2 * T / sh.tp * h * ACT,
-                                     kernel="copy"))
-            out_b.append(Comm(f"{NAME}.sp_split.bwd", "all_gather", T * h * ACT, "tp",
-                              in_tp_overlap=False))
-        out_b.append(Elementwise(f"{NAME}.output_split.bwd", bytes=2 * T * h / sh.tp * ACT,
-                                 kernel="copy"))
-    bwd = [replace(op, in_tp_overlap=False) if isinstance(op, Comm) else op
-           for op in backward_of(lin, sh)]
-    return lin + out_f, out_b + bwd
+def full_eh_proj(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
+    """The pricing trainsim had before the 46th session: one full h x 2h GEMM and its backward
+    on every rank at every TP, no collective."""
+    h = cfg.model.hidden_size
+    proj: list[Op] = [Gemm(NAME, sh.tokens, h, 2 * h, sh.dtype, fp8_fast_accum=sh.dtype == "fp8")]
+    return proj, backward_of(proj, sh)
 
 
 def mtp_rows() -> list[tuple[str, dict[str, str]]]:
     out = []
     for f in FILES:
-        for r in csv.DictReader(open(f)):
-            if "deepseek-v3" in (r.get("model") or "") or "deepseek-v3" in r["id"]:
-                out.append((f.name, r))
+        with open(f, newline="") as fh:
+            out += [(f.name, r) for r in csv.DictReader(fh)
+                    if "deepseek-v3" in (r.get("model") or "") or "deepseek-v3" in r["id"]]
     return out
 
 
@@ -90,16 +74,17 @@ def config(r: dict[str, str]) -> RunConfig | None:
 
 
 def per_op(r: dict[str, str]) -> None:
-    from trainsim import chunks
     cfg = config(r)
     if cfg is None or not cfg.model.mtp_num_layers:
         return
     p, sh = Pricer(cfg), shard_of(cfg)
-    ms = lambda ops: p.price(ops).duration_s * 1e3  # noqa: E731
-    of, ob = chunks.mtp_projection(cfg, sh)
+    def ms(ops: list[Op]) -> float:
+        return p.price(ops).duration_s * 1e3
+
+    of, ob = full_eh_proj(cfg, sh)
     nf, nb = sharded_eh_proj(cfg, sh)
     print(f"{r['id']}: tp {sh.tp} sp {sh.sp} {sh.dtype} {sh.tokens} tokens, depth "
-          f"{cfg.model.mtp_num_layers}; per micro-batch and depth: trainsim fwd "
+          f"{cfg.model.mtp_num_layers}; per micro-batch and depth: unsharded fwd "
           f"{ms(of):.3f} bwd {ms(ob):.3f} ms, sharded fwd {ms(nf):.3f} bwd {ms(nb):.3f} ms")
     for op in nf + nb:
         print(f"    {op.name:36s} {ms([op]):.3f} ms")
@@ -108,8 +93,8 @@ def per_op(r: dict[str, str]) -> None:
 def simulate(variant: str, ids: list[str]) -> None:
     """Each row's predicted iteration time with the projection as ``variant`` prices it."""
     from trainsim import chunks
-    if variant == "sharded":
-        chunks.mtp_projection = sharded_eh_proj
+    if variant == "unsharded":
+        chunks.mtp_eh_proj = full_eh_proj
     rows = {r["id"]: r for _, r in mtp_rows()}
     print(json.dumps({i: predict_training_row(rows[i]).predicted for i in ids}))
 
@@ -117,7 +102,7 @@ def simulate(variant: str, ids: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", action="store_true")
-    ap.add_argument("--simulate", choices=("trainsim", "sharded"))
+    ap.add_argument("--simulate", choices=("unsharded", "sharded"))
     ap.add_argument("ids", nargs="*")
     a = ap.parse_args()
     if a.simulate:
@@ -131,11 +116,11 @@ def main() -> None:
     ids = [r["id"] for f, r in rows if f == FILES[0].name or f == FILES[1].name]
     got = {v: json.loads(subprocess.run([sys.executable, __file__, "--simulate", v, *ids],
                                         check=True, capture_output=True, text=True).stdout)
-           for v in ("trainsim", "sharded")}
+           for v in ("unsharded", "sharded")}
     meas = {r["id"]: float(r["measured_iteration_s"]) for _, r in rows if r["id"] in ids}
-    print(f"{'row':40s} {'measured':>9s} {'trainsim':>9s} {'err':>7s} {'sharded':>9s} {'err':>7s}")
+    print(f"{'row':40s} {'measured':>9s} {'unsharded':>9s} {'err':>7s} {'sharded':>9s} {'err':>7s}")
     for i in ids:
-        a_, b_ = got["trainsim"][i], got["sharded"][i]
+        a_, b_ = got["unsharded"][i], got["sharded"][i]
         print(f"{i:40s} {meas[i]:9.3f} {a_:9.3f} {100 * (a_ / meas[i] - 1):+7.2f} "
               f"{b_:9.3f} {100 * (b_ / meas[i] - 1):+7.2f}")
 

@@ -3,7 +3,8 @@ tokens up in the one embedding module the rank holds (NVIDIA/Megatron-LM@d98e8a6
 megatron/core/transformer/multi_token_prediction.py L2127 ``embedding=embedding`` for each
 layer; GPTModel builds that module where ``pre_process or mtp_process``, models/gpt/
 gpt_model.py L173), so autograd sums the D table gradients and the parameter's hook adds once;
-and the diagnostic's sharded ``eh_proj`` (benchmarks/mtp46_eh_proj.py)."""
+and ``eh_proj`` sharded as Megatron-core runs it (``workload.head.mtp_eh_proj``; the pricing it
+replaced in benchmarks/mtp46_eh_proj.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pytest
 from helpers import load_script
 
 from trainsim.catalog import run_config_from_dict
-from trainsim.chunks import chunks, mtp_projection
+from trainsim.chunks import chunks
 from trainsim.pricing import Pricer
-from trainsim.workload.head import mtp_input_backward
+from trainsim.workload.head import mtp_eh_proj, mtp_input_backward
 from trainsim.workload.ops import Comm, Gemm
 from trainsim.workload.shard import shard_of
 
@@ -72,12 +73,12 @@ def test_each_depth_adds_the_table_gradient_once_per_rank():
 
 
 @pytest.mark.parametrize("sp", [False, True])
-def test_diagnostic_shards_eh_proj_with_its_collectives(sp):
+def test_eh_proj_is_sharded_with_its_collectives(sp):
     mod = load_script(SCRIPT)
     cfg = _cfg(1, tp=2, sp=True)  # MoE at TP > 1 needs SP: the shard without it for sp False
     sh = shard_of(cfg) if sp else replace(shard_of(cfg), sp=False, sp_gathered_saved=False)
     h = cfg.model.hidden_size
-    fwd, bwd = mod.sharded_eh_proj(cfg, sh)
+    fwd, bwd = mtp_eh_proj(cfg, sh)
     gemm = next(op for op in fwd if isinstance(op, Gemm))
     assert (gemm.m, gemm.n, gemm.k) == (sh.tokens, h // 2, 2 * h)
     wgrad = next(op for op in bwd if op.name == "mtp_proj.wgrad")
@@ -92,11 +93,11 @@ def test_diagnostic_shards_eh_proj_with_its_collectives(sp):
     else:  # the copy-to-TP region's backward all-reduces the 2h input gradient
         ar = [op for op in bwd if isinstance(op, Comm) and op.kind == "all_reduce"]
         assert len(ar) == 1 and ar[0].bytes == sh.tokens * 2 * h * 2
-    # at TP 1 the same GEMM and backward GEMMs as trainsim's projection
+    # at TP 1 the same GEMM and backward GEMMs as the unsharded pricing it replaced
     one = _cfg(1, tp=1)
     s1 = shard_of(one)
-    ref_f, ref_b = mtp_projection(one, s1)
-    got_f, got_b = mod.sharded_eh_proj(one, s1)
+    ref_f, ref_b = mod.full_eh_proj(one, s1)
+    got_f, got_b = mtp_eh_proj(one, s1)
     assert [(g.m, g.n, g.k) for g in got_f if isinstance(g, Gemm)] == \
         [(g.m, g.n, g.k) for g in ref_f if isinstance(g, Gemm)]
     assert [(g.m, g.n, g.k) for g in got_b if isinstance(g, Gemm)] == \

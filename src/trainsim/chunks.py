@@ -22,12 +22,13 @@ from trainsim.workload.head import (
     embedding_forward,
     head_backward,
     head_forward,
+    mtp_eh_proj,
     mtp_input_backward,
     mtp_input_forward,
     train_metric_ops,
 )
 from trainsim.workload.layers import backward_of, layer_forward
-from trainsim.workload.ops import Elementwise, Gemm, Op
+from trainsim.workload.ops import Elementwise, Op
 from trainsim.workload.pipe_engine import (
     deepspeed_load_micro_batch,
     deepspeed_loss_read,
@@ -133,7 +134,7 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         last = last_kind = (*last_kind[:2], redo)
         if last not in layer_b:
             price_kind(last)
-        proj, proj_b = mtp_projection(cfg, sh)  # eh_proj
+        proj, proj_b = mtp_eh_proj(cfg, sh)  # column-parallel, its output gathered
         # its embedding lookup, enorm, hnorm and concat before the projection (head.py)
         mtp_in = mtp_input_forward(cfg, sh)
         redo_in = [op for op in mtp_in if op.name.startswith("mtp_")] if redo else []
@@ -211,17 +212,6 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
         out[v] = built[key] = Chunk(fwd, bwd_head, bwd_layers,
                                     (emb_b if first else empty) + after, pair_sides)
     return out
-
-
-def mtp_projection(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
-    """Forward and backward of an MTP module's ``eh_proj`` (2h -> h): one full GEMM on every
-    rank. Megatron-core runs it column-parallel with its output gathered along hidden
-    (benchmarks/mtp46_eh_proj.py prices that: at TP 2 it moves bridge2509-deepseek-v3-1024
-    away from its measurement, so it is not the model yet)."""
-    h = cfg.model.hidden_size
-    proj: list[Op] = [Gemm("mtp_proj", sh.tokens, h, 2 * h, sh.dtype,
-                           fp8_fast_accum=sh.dtype == "fp8")]  # a forward linear (shard.linear)
-    return proj, backward_of(proj, sh)
 
 
 def composition(first: bool, last: bool, kinds: list[tuple[bool, bool, bool]]) -> Hashable:

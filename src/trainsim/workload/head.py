@@ -5,6 +5,8 @@ logits), with the tensor-parallel collectives each needs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from trainsim.catalog.frameworks import framework_feature
 from trainsim.config import RunConfig
 from trainsim.workload.elementwise import (
@@ -15,9 +17,16 @@ from trainsim.workload.elementwise import (
     norm_impl,
     norm_op,
 )
+from trainsim.workload.layers import backward_of
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Gemm, Op
-from trainsim.workload.shard import AUTOCAST_CAST_BYTES, Shard, tp_enter, wgrad_accumulates
+from trainsim.workload.shard import (
+    AUTOCAST_CAST_BYTES,
+    Shard,
+    linear,
+    tp_enter,
+    wgrad_accumulates,
+)
 
 
 def cross_entropy_impl(cfg: RunConfig) -> str:
@@ -310,3 +319,39 @@ def train_metric_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
         ops.append(Elementwise(f"train_metric{i}.count", bytes=sh.tokens * (8 + 1 + 1.0),
                                kernels=per_metric, kernel="copy"))
     return ops
+
+
+def mtp_eh_proj(cfg: RunConfig, sh: Shard) -> tuple[list[Op], list[Op]]:
+    """Forward and backward ops of one MTP module's ``eh_proj`` (2h -> h after the concat) as
+    Megatron-core runs it (NVIDIA/Megatron-LM@d98e8a64 megatron/core/transformer/
+    multi_token_prediction.py): a column-parallel linear (L773-L780: TEColumnParallelLinear;
+    L1174-L1187: built 2h -> h with ``gather_output=False``, buffer ``mtp_eh_proj``, for which
+    extensions/transformer_engine.py L1176-L1186 turns TP overlap off), so each rank computes
+    h / TP output columns; then ``_concat_embeddings`` (L1342-L1358) gathers the output along
+    hidden (tensor_parallel/mappings.py L84-L100: an all-gather and a ``torch.cat`` copy; its
+    backward L40-L57 copies the rank's columns out) and under SP takes the rank's rows back
+    (L60-L81, a copy; its backward L295-L297 all-gathers along the sequence). The linear's own
+    SP input gather, backward re-gather and reduce-scatter (or without SP the input gradient's
+    all-reduce) and fp8 casts are the layers' column-parallel ones. At TP 1 it is the one
+    h x 2h GEMM and its backward (46th session, mtp46; benchmarks/mtp46_eh_proj.py compares
+    the unsharded pricing it replaced)."""
+    h, tokens, name = cfg.model.hidden_size, sh.tokens, "mtp_proj"
+    lin: list[Op] = []
+    tp_enter(lin, sh, 2 * h, name, in_tp_overlap=False)
+    linear(lin, sh, name, tokens, h // sh.tp, 2 * h, seq_parallel="gather")
+    out_f: list[Op] = []
+    out_b: list[Op] = []
+    if sh.tp > 1:
+        out_f += [Comm(f"{name}.output_all_gather", "all_gather", tokens * h * ACT, "tp",
+                       in_tp_overlap=False),
+                  Elementwise(f"{name}.output_cat", bytes=2 * tokens * h * ACT, kernel="copy")]
+        if sh.sp:
+            out_f.append(Elementwise(f"{name}.sp_split", bytes=2 * tokens / sh.tp * h * ACT,
+                                     kernel="copy"))
+            out_b.append(Comm(f"{name}.sp_split.bwd", "all_gather", tokens * h * ACT, "tp",
+                              in_tp_overlap=False))
+        out_b.append(Elementwise(f"{name}.output_split.bwd", bytes=2 * tokens * h / sh.tp * ACT,
+                                 kernel="copy"))
+    bwd = [replace(op, in_tp_overlap=False) if isinstance(op, Comm) else op
+           for op in backward_of(lin, sh)]
+    return lin + out_f, out_b + bwd
