@@ -245,6 +245,29 @@ def random_config(rng: random.Random) -> dict:
 
 
 # ------------------------------------------------------------- the steady-state proofs' inputs
+def random_and_public_configs(seed: int, n: int) -> list:
+    """``n`` random valid configs (``random_config`` from ``seed``, refused ones skipped), then
+    every public training row's untuned config that builds (no kernel database)."""
+    from trainsim.catalog import run_config_from_dict
+    from trainsim.errors import ConfigError
+    from trainsim.validate import BUNDLED_DIR, read_rows
+    from trainsim.validate.training import row_config
+
+    rng = random.Random(seed)
+    out = []
+    while len(out) < n:
+        try:
+            out.append(run_config_from_dict(random_config(rng)))
+        except ConfigError:
+            continue
+    for row in read_rows(BUNDLED_DIR / "training_public.csv")[1]:
+        try:
+            out.append(row_config(row, compute_db=None))
+        except (ConfigError, ValueError, KeyError):
+            continue
+    return out
+
+
 def state_proof(tl, copy: list[int], n_per: int) -> float | None:
     """``period_of_state_s`` on a run of copies of a period (``copy``: each task's copy, -1 a
     FIXED warm-up, 0-1 the prefix, 2 the period, 3 the tail), each prefix task's ``later``

@@ -5,17 +5,11 @@ item 3)."""
 
 from __future__ import annotations
 
-import random
+from helpers import random_and_public_configs
 
-from helpers import random_config
-
-from trainsim import run_config_from_dict
 from trainsim.bound import backward_work, lower_bound_s
 from trainsim.ep_pairs import own_segments
-from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer
-from trainsim.validate import BUNDLED_DIR, read_rows
-from trainsim.validate.training import row_config
 from trainsim.workload.schedule import combined_1f1b
 
 
@@ -30,19 +24,7 @@ def _configs() -> list:
     public row's untuned config that builds, and the combined 1F1B's dense-then-MoE pipeline."""
     from test_combined_1f1b import _dense_then_moe
 
-    rng = random.Random(45)
-    out = []
-    while len(out) < 40:
-        try:
-            out.append(run_config_from_dict(random_config(rng)))
-        except ConfigError:
-            continue
-    for row in read_rows(BUNDLED_DIR / "training_public.csv")[1]:
-        try:
-            out.append(row_config(row, compute_db=None))
-        except (ConfigError, ValueError, KeyError):
-            continue
-    return [*out, _dense_then_moe()]
+    return [*random_and_public_configs(45, 40), _dense_then_moe()]
 
 
 def test_the_bound_is_bit_identical_to_every_own_segment_summed():

@@ -6,19 +6,14 @@ window or recompute) get chunks of their own."""
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
 import pytest
-from helpers import moe_layer_cfg, random_config
+from helpers import moe_layer_cfg, random_and_public_configs
 
 from trainsim import chunks as chunks_mod
-from trainsim import run_config_from_dict
 from trainsim.chunks import chunks, composition
-from trainsim.errors import ConfigError
 from trainsim.pricing import Pricer, shared
-from trainsim.validate import BUNDLED_DIR, read_rows
-from trainsim.validate.training import row_config
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.shard import shard_of
 
@@ -60,19 +55,7 @@ def _windowed_moe():
 
 
 def _configs() -> list:
-    rng = random.Random(46)
-    out = []
-    while len(out) < 30:
-        try:
-            out.append(run_config_from_dict(random_config(rng)))
-        except ConfigError:
-            continue
-    for row in read_rows(BUNDLED_DIR / "training_public.csv")[1]:
-        try:
-            out.append(row_config(row, compute_db=None))
-        except (ConfigError, ValueError, KeyError):
-            continue
-    return [*out, _windowed_moe()]
+    return [*random_and_public_configs(46, 30), _windowed_moe()]
 
 
 def test_every_virtual_stage_is_priced_as_if_assembled_alone(monkeypatch):
