@@ -1,7 +1,7 @@
 """An expert exchange hidden behind compute (``moe_overlap_ep_comm``) slows that compute by the
 SMs its kernels hold: DeepEP's normal kernels 20 (Megatron-core ``moe_deepep_num_sms``),
 HybridEP's 16 (``moe_hybridep_num_sms``), an NCCL all-to-all its p2p channels' blocks
-(``pricing.ep_a2a_sms``: the whole 32-channel p2p pool inside an NVLink node, a few channels per
+(``collectives.ep_kernels.ep_a2a_sms``: the whole 32-channel p2p pool inside an NVLink node, a few channels per
 node across nodes), against a collective's ring (``pricing.COMM_SMS``); DualPipe's pairs run
 their exchanges on SMs of their own."""
 

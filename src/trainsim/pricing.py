@@ -17,9 +17,9 @@ from dataclasses import replace
 
 from trainsim.catalog import gpu as catalog_gpu
 from trainsim.catalog.frameworks import profile_supports
-from trainsim.collectives.ep_kernels import domain_exchange_s
-from trainsim.collectives.nccl import GroupSpan, intra_link_kind
-from trainsim.collectives.p2p_channels import all_to_all_channels, batched_p2p_s, net_count_by_bw
+from trainsim.collectives.ep_kernels import domain_exchange_s, ep_a2a_sms
+from trainsim.collectives.nccl import GroupSpan
+from trainsim.collectives.p2p_channels import batched_p2p_s
 from trainsim.compute import compute_model_for, host
 from trainsim.compute.roofline import full_wave_extra
 from trainsim.config import RunConfig
@@ -88,23 +88,6 @@ def cp_hop_sms(span: GroupSpan) -> int:
     if span.nodes > 1 and span.per_node == 1:
         return P2P_SMS if span.size == 2 else 2 * P2P_SMS
     return COMM_SMS
-
-
-def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
-    """SMs an NCCL all-to-all (the ``alltoall`` dispatcher's exchange,
-    ``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
-    ncclGroup) holds beside compute: one block per p2p channel it has work on
-    (``p2p_channels.all_to_all_channels``): the whole pool of 32 inside an NVLink node, far fewer
-    across nodes, where NCCL puts all the peers of one node on that node's channels (EP 16 on
-    two nodes of 8: 4). ``cluster.nics_per_gpu`` adds channels only on a GPU linked to the CPU
-    directly (``host_link_bw_Bps``: GB200's NVLink-C2C), as ``p2p_channels.net_count_by_bw`` says. The ``allgather`` dispatcher exchanges by all-gather and
-    reduce-scatter, collectives that ``price_ops`` prices at a ring's share (``COMM_SMS``)."""
-    cluster = cfg.cluster
-    nics = cluster.nics_per_gpu
-    return all_to_all_channels(span.nodes, span.per_node,
-                               link=intra_link_kind(cluster.gpu.nvlink_bw_Bps),
-                               net_count=net_count_by_bw(nics, cluster.nic_bw_Bps / nics,
-                                                         cluster.gpu.host_link_bw_Bps))
 
 
 class Pricer:

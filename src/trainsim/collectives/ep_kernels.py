@@ -27,6 +27,14 @@ reach fewer bytes per SM than the bf16 dispatch on the same SMs (B200, 16 SMs: 2
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from trainsim.collectives.nccl import GroupSpan, intra_link_kind
+from trainsim.collectives.p2p_channels import all_to_all_channels, net_count_by_bw
+
+if TYPE_CHECKING:
+    from trainsim.config import RunConfig
+
 EP_NVLINK_EFFICIENCY = 0.65
 """Fraction of a GPU's NVLink rate DeepEP's and HybridEP's exchange kernels move over the
 wires: ``python benchmarks/fit_ep_exchange.py --holdout ''`` fits 0.646 over the 97 priced rows
@@ -52,3 +60,20 @@ def domain_exchange_s(dispatcher: str, size_bytes: float, ranks: int, nvlink_Bps
     if dispatcher in SM_BOUND and sms:
         return max(wire, size_bytes / (sms * DEEPEP_COPY_BPS_PER_SM))
     return wire
+
+
+def ep_a2a_sms(cfg: RunConfig, span: GroupSpan) -> int:
+    """SMs an NCCL all-to-all (the ``alltoall`` dispatcher's exchange,
+    ``torch.distributed.all_to_all_single``: one ncclSend and one ncclRecv per peer inside one
+    ncclGroup) holds beside compute: one block per p2p channel it has work on
+    (``p2p_channels.all_to_all_channels``): the whole pool of 32 inside an NVLink node, far fewer
+    across nodes, where NCCL puts all the peers of one node on that node's channels (EP 16 on
+    two nodes of 8: 4). ``cluster.nics_per_gpu`` adds channels only on a GPU linked to the CPU
+    directly (``host_link_bw_Bps``: GB200's NVLink-C2C), as ``p2p_channels.net_count_by_bw`` says. The ``allgather`` dispatcher exchanges by all-gather and
+    reduce-scatter, collectives that ``price_ops`` prices at a ring's share (``COMM_SMS``)."""
+    cluster = cfg.cluster
+    nics = cluster.nics_per_gpu
+    return all_to_all_channels(span.nodes, span.per_node,
+                               link=intra_link_kind(cluster.gpu.nvlink_bw_Bps),
+                               net_count=net_count_by_bw(nics, cluster.nic_bw_Bps / nics,
+                                                         cluster.gpu.host_link_bw_Bps))

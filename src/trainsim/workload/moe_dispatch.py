@@ -88,7 +88,7 @@ v1.2.1 deep_ep/buffer.py; a run may set another, ``parallel.moe_deepep_num_sms``
 profile may set another, ``parallel.moe_hybridep_num_sms``). DeepEP's normal
 kernels run as one cooperative grid of that many blocks for the whole exchange (csrc/kernels/
 internode.cu: a sender and a forwarder SM per channel); the NCCL all-to-all of the other
-dispatchers takes its p2p channels' blocks (``pricing.ep_a2a_sms``). Inside one NVLink domain
+dispatchers takes its p2p channels' blocks (``collectives.ep_kernels.ep_a2a_sms``). Inside one NVLink domain
 DeepEP's exchange is bound by these SMs (``collectives.ep_kernels``)."""
 
 
