@@ -37,12 +37,14 @@ nondecreasing in the step time). And under ZeRO-3 / FSDP a backward's work is it
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, TypeVar
 
+from trainsim.catalog.shared_sections import Unkept, frozen
 from trainsim.compute.host import loop_host_s
 from trainsim.config import RunConfig
 from trainsim.ep_pairs import own_segments
+from trainsim.memo import config_key, row_kept
 from trainsim.optimizer_tasks import LAMB_NORMS_PER_LAYER
 from trainsim.pricing import Priced, Pricer
 from trainsim.summary import data_loading_s
@@ -52,6 +54,8 @@ from trainsim.workload.sharding import dp_bucket_count
 
 if TYPE_CHECKING:
     from trainsim.simulator import _TaskGraph
+
+T = TypeVar("T")
 
 SAFETY = 1 - 1e-9
 """The same durations summed in another order differ in their last bits: the bound is scaled
@@ -67,7 +71,9 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
         return 0.0
     from trainsim.simulator import _TaskGraph
 
-    graph = _TaskGraph(cfg, pricer or Pricer(cfg), None)
+    pricer = pricer or Pricer(cfg)
+    graph = _TaskGraph(cfg, pricer, None)
+    shared = _row_terms(cfg, pricer)
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
     nv = pp * vpp
     # each virtual stage's forward and backward pass as the simulator places them: a task on
@@ -82,7 +88,7 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     b_sent = [own if v > 0 else 0.0 for v in range(nv)]
     # after its last pass, each stage's compute stream runs its optimizer step (each priced
     # once: ``after_last_pass`` reads them again through ``step_tasks``, on this graph only)
-    priced_steps = [graph.optimizer_step(s) for s in range(pp)]
+    priced_steps = shared("steps", lambda: [graph.optimizer_step(s) for s in range(pp)])
     graph.optimizer_step = priced_steps.__getitem__  # type: ignore[method-assign]
     step = [x.duration_s if isinstance(x, Priced) else x for x in priced_steps]
     # every stage's order starts with the first forward and ends with the last backward
@@ -93,7 +99,8 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     # (in closed form: the whole order holds 2 m vpp passes, 56 M tuples for a row with a
     # global batch of 1e7 sequences, ~2 minutes a bound)
     fill = [sum(f_on[u] + f_sent[u] for u in range(s)) for s in range(pp)]
-    wait = first_gathers_s(graph) if cfg.schedule_steps == 1 else [0.0]
+    wait = shared("gathers", lambda: first_gathers_s(graph)) if cfg.schedule_steps == 1 \
+        else [0.0]
     if any(wait):  # bound46: no first forward before its chunk's gathers, nor the next's
         start = 0.0
         for s in range(pp):
@@ -113,11 +120,53 @@ def lower_bound_s(cfg: RunConfig, pricer: Pricer | None = None) -> float:
     if cfg.schedule_steps == 1:
         last = max(range(pp), key=lambda s: fill[s] + busy[s] + max(drain[s] + step[0], step[s]))
         for s in dict.fromkeys((0, last)):
-            after[s] = after_last_pass(graph, s, folded if s > 0 else 0.0)
+            f = folded if s > 0 else 0.0
+            after[s] = shared(("after", s, f.hex()),
+                              lambda: after_last_pass(graph, s, f))  # noqa: B023 (called here)
     best = max(fill[s] + busy[s] + max(drain[s] + after[0], after[s]) for s in range(pp))
     if cfg.schedule_steps == 1:  # ``simulator._simulate`` adds it once the loop has run
         best += data_loading_s(cfg, best)
     return SAFETY * best
+
+
+TERMS_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    "parallel": ("sequence_parallel", "recompute", "recompute_num_layers", "recompute_modules"),
+    "training": ("micro_batch_size",),
+}
+"""Config fields that the optimizer steps, :func:`after_last_pass` and :func:`first_gathers_s`
+do not read (nor the pricer and the graph's parameter groups they price with), left out of
+the key under which a tuned row's candidates share them (after46): the ones a row's
+candidates differ in besides the optimizer-side ones (bound44's count: recompute, micro-batch
+size, sequence parallel; the others, vpp, dispatcher, tp_comm_overlap, are read). Recompute
+is read only through ``workload.schedule.combined_1f1b``, whose answer is in the key.
+tests/test_bound_memo.py records every field read while the public rows' candidates are
+priced and fails if one of these is among them."""
+
+
+def _row_terms(cfg: RunConfig, pricer: Pricer) -> Callable[[Hashable, Callable[[], T]], T]:
+    """``shared(name, price)``: ``price()``, kept for the tuned row (inside
+    ``memo.chunks_shared``, ``validate.training.row_shared``) under ``name`` and the fields
+    the terms read (every field but :data:`TERMS_LEFT_OUT`'s, the ``combined_1f1b`` answer,
+    the pricer's overrides), so that the candidates that differ only in the left-out fields
+    price them once; where the pricer is not a plain ``Pricer`` of ``cfg``, priced anew."""
+    kept = row_kept()
+    key: Hashable = None
+    if kept is not None and type(pricer) is Pricer and pricer.cfg is cfg:
+        try:
+            key = ("bound terms", config_key(cfg, TERMS_LEFT_OUT), combined_1f1b(cfg),
+                   frozen(pricer.sm_share), frozen(pricer.ep_gemm_share))
+        except Unkept:
+            key = None
+
+    def shared(name: Hashable, price: Callable[[], T]) -> T:
+        if key is None or kept is None:
+            return price()
+        hit = kept.get((key, name))
+        if hit is None:
+            hit = kept[(key, name)] = (price(),)
+        return hit[0]
+
+    return shared
 
 
 def backward_work(graph: _TaskGraph) -> list[float]:
@@ -281,4 +330,4 @@ def after_last_pass(graph: _TaskGraph, s: int, folded: float) -> float:
     return _exposed_reductions(graph, s, folded) + _step_chain(graph, s)
 
 
-__all__ = ["SAFETY", "after_last_pass", "backward_work", "first_gathers_s", "lower_bound_s"]
+__all__ = ["SAFETY", "TERMS_LEFT_OUT", "after_last_pass", "backward_work", "first_gathers_s", "lower_bound_s"]

@@ -129,20 +129,47 @@ def _section(section: Any, left_out: tuple[str, ...]) -> Hashable:
         for v, t in zip(values, types)))
 
 
-def chunk_key(cfg: RunConfig) -> Hashable:
-    """What of ``cfg`` its priced chunks depend on: every field of every section but
-    ``OPTIMIZER_SIDE``'s (raises ``Unkept`` for a value it cannot freeze)."""
+_KEPT_AT: dict[tuple[type, tuple[str, ...]], tuple[int, ...]] = {}
+
+
+def config_key(cfg: RunConfig, left_out: Mapping[str, tuple[str, ...]]) -> Hashable:
+    """Every field of every section of ``cfg`` but ``left_out``'s (per section name), frozen
+    as :func:`_section` freezes it (raises ``Unkept`` for a value it cannot freeze); inside
+    :func:`chunks_shared` each section object is frozen once, and each key of it taken from
+    that."""
     kept = _ROWS[-1] if _ROWS else {}
     parts = []
     for name in ("model", "parallel", "training", "cluster"):
         section = getattr(cfg, name)
+        omit = left_out.get(name, ())
         hit = kept.get(("section", id(section)))
         if hit is None or hit[0] is not section:
-            hit = (section, _section(section, OPTIMIZER_SIDE.get(name, ())))
+            hit = (section, _section(section, ()), {})
             if _ROWS:
                 kept[("section", id(section))] = hit
-        parts.append(hit[1])
+        part = hit[2].get(omit)
+        if part is None:
+            kind, types, values = hit[1]
+            at = _KEPT_AT.get((kind, omit))
+            if at is None:
+                at = _KEPT_AT[(kind, omit)] = tuple(
+                    i for i, f in enumerate(_NAMES[(kind, ())]) if f not in omit)
+            part = hit[2][omit] = (kind, tuple(types[i] for i in at),
+                                   tuple(values[i] for i in at))
+        parts.append(part)
     return (type(cfg), tuple(parts))
+
+
+def chunk_key(cfg: RunConfig) -> Hashable:
+    """What of ``cfg`` its priced chunks depend on: every field of every section but
+    ``OPTIMIZER_SIDE``'s (raises ``Unkept`` for a value it cannot freeze)."""
+    return config_key(cfg, OPTIMIZER_SIDE)
+
+
+def row_kept() -> dict[Hashable, Any] | None:
+    """The innermost :func:`chunks_shared` block's dict (one tuned row's), None outside any:
+    other answers a row's candidates share are kept there under keys of their own."""
+    return _ROWS[-1] if _ROWS else None
 
 
 @contextmanager
@@ -177,5 +204,5 @@ def shared_chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     return hit
 
 
-__all__ = ["MAXSIZE", "OPTIMIZER_SIDE", "chunk_key", "chunks_shared", "per_config", "per_pricer",
-           "shared_chunks", "stage_memory"]
+__all__ = ["MAXSIZE", "OPTIMIZER_SIDE", "chunk_key", "chunks_shared", "config_key", "per_config",
+           "per_pricer", "row_kept", "shared_chunks", "stage_memory"]
