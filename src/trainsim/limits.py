@@ -32,10 +32,11 @@ flow collective        flow-steps: each flow of the schedule's      TRAINSIM_MAX
                        index) plus each step it is simulated in (a
                        ring: ranks x channels flows, simulated for
                        up to 18 steps before its steady state
-                       repeats; all-to-all ranks^2 flows once),
+                       repeats; all-to-all ranks^2 flows once,
+                       x 3: its flow-step costs ~3 rings'),
                        per collective priced, + 400 per GPU of the
-                       fabric it runs on, 20 per leaf-spine link
-                       and 2 per GPU and spine (built once,
+                       fabric it runs on, 50 per leaf-spine link
+                       and 3 per GPU and spine (built once,
                        refused before building); counted again while
                        it runs, which stops at the limit
 search                 memory groups enumerated                    TRAINSIM_MAX_CANDIDATES  40,000
@@ -53,8 +54,9 @@ built, run and summarized, about 5 us each since 2026-11-24: PP64 vpp 2's 114,68
 trial-round (2,000,000 in 2.5 s), so 5e6 take about 6-10 s; about 0.3-0.5 us per flow-step
 (a 1 GiB ring all_reduce over 16,384 GPUs, 131,072 template flows, 5.0e6 flow-steps, in about
 5 s; a tree all_reduce over 1,024 GPUs, 2.2e7, in about 10 s) and about 1.3 us for an
-all_to_all's (each pair its own route: 512 GPUs, 5.5e6, in about 7 s), so 5e7 take 25 s (a
-minute for an all_to_all). A search's memory groups cost
+all_to_all's (each pair its own route: 512 GPUs, 5.5e6, in about 7 s), so 5e7 take 25 s; an
+all_to_all's are counted 3 times since 2026-11-28 (``FLOW_A2A_STEP_WEIGHT``: 0.27 against a
+ring's 0.11 us on an idle box, ``benchmarks/flow_a2a_cost.py``), so it fits the same time. A search's memory groups cost
 ~0.12 ms each to enumerate and build (configs checked); its time is in the simulations the bound cannot prune:
 the largest default search known, DeepSeek-V3 on 2,048 H800 under Megatron-Bridge (26,991
 groups: alltoall, DeepEP and HybridEP 8,997 each), simulates 1,136 and takes 152 CPU-seconds
@@ -280,14 +282,26 @@ def check_flow_fabric(gpus: int, switch_links: int = 0, spines: int = 0) -> None
           "", "the analytical backend prices any size at once")  # any command builds it
 
 
+FLOW_A2A_STEP_WEIGHT = 3
+"""An all-to-all's flow-step costs about 2-3 times a ring's (each pair routed on its own path,
+every flow simulated once, where a ring's template shares its set-up and repeats): its count
+is weighted by 3 so that it is in ring-step units. ``benchmarks/flow_a2a_cost.py``
+(2026-11-28, x86_64 2-core box, CPU s, best of 3, 1 MiB): all_to_all over 64 / 128 / 256
+GPUs 0.325 / 0.223 / 0.313 us a flow-step, ring all_reduce over 1,024 / 2,048 / 4,096 GPUs
+0.113 / 0.116 / 0.108 us; the medians' ratio 2.77 (2.62 best of 5, 2.09 in a third run),
+rounded up. Before (fuzz46), the 256-GPU all_to_all over ``collective``'s default 31 sizes
+counted 4.3e7 and ran 11.6 CPU s inside the 5e7 limit; now 1.3e8, refused (12 sizes fit)."""
+
+
 def flow_steps(ranks: int, channels: int, kind: str = "all_reduce",
                algorithm: str = "ring") -> float:
-    """Flow-steps of a collective on the flow backend (an upper bound): its template's flows
-    (a ring ``ranks x channels``, a tree or chain ``2 (ranks - 1) x channels`` per chunk, an
-    all-to-all ``ranks^2``) set up and simulated, a ring's for up to FLOW_STEADY_STEPS steps."""
+    """Flow-steps of a collective on the flow backend (an upper bound), in a ring's flow-step
+    units: its template's flows (a ring ``ranks x channels``, a tree or chain
+    ``2 (ranks - 1) x channels`` per chunk, an all-to-all ``ranks^2``, weighted by
+    FLOW_A2A_STEP_WEIGHT) set up and simulated, a ring's for up to FLOW_STEADY_STEPS steps."""
     n, c = float(ranks), float(max(channels, 1))
     if kind == "all_to_all":
-        return (FLOW_SETUP_STEPS + 1) * n * n
+        return FLOW_A2A_STEP_WEIGHT * (FLOW_SETUP_STEPS + 1) * n * n
     if kind == "send_recv":
         return (FLOW_SETUP_STEPS + 1) * n
     if kind in ("broadcast", "reduce") or algorithm == "tree":
@@ -304,10 +318,13 @@ def check_flows(kind: str, ranks: int, channels: int, algorithm: str = "ring",
     fabric = fabric_steps(fabric_gpus)
     building = f" (with {fabric:,.0f} of building its fabric)" if fabric else ""
     what = f"one {kind}" if sizes == 1 else f"{sizes} sizes of {kind}"
-    check("TRAINSIM_MAX_FLOWS", sizes * flow_steps(ranks, channels, kind, algorithm) + fabric,
+    one = flow_steps(ranks, channels, kind, algorithm)
+    fit = max(int((limit("TRAINSIM_MAX_FLOWS") - fabric) // one), 0) if one > 0 else sizes
+    check("TRAINSIM_MAX_FLOWS", sizes * one + fabric,
           f"flow-steps of {what} over {ranks:,} GPUs on the flow backend{building}",
-          "collective --max-flows N", ("a narrower --sizes range prices fewer; " if sizes > 1
-                                       else "") + "the analytical backend prices any size at once")
+          "collective --max-flows N", (f"a narrower --sizes range prices fewer ({fit} fit); "
+                                       if sizes > 1 else "")
+          + "the analytical backend prices any size at once")
 
 
 def check_flow_run(steps: float) -> None:
