@@ -4,6 +4,7 @@ handled input (a sane result, one ``TrainsimError`` line) or a failure class."""
 
 from __future__ import annotations
 
+import argparse
 import collections
 import contextlib
 import copy
@@ -206,6 +207,20 @@ def seeded_sample(made, limit: int, rng):
         return made
     made = list(made)
     return [made[i] for i in sorted(rng.sample(range(len(made)), min(limit, len(made))))]
+
+
+def surface_parser() -> argparse.ArgumentParser:
+    """The flags every fuzz_inputs script takes: ``--only a,b`` (those surfaces) and
+    ``--every`` (every input of each failure class); a script adds its own."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="", help="comma-separated surfaces to run (default: all)")
+    ap.add_argument("--every", action="store_true", help="show every input of each class")
+    return ap
+
+
+def only_of(args: argparse.Namespace) -> set[str]:
+    """The surfaces ``--only`` names (empty: all)."""
+    return {s for s in args.only.split(",") if s}
 
 
 def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]]],

@@ -37,7 +37,6 @@ prints one line per failure class (with its first input) and the counts; exit 1 
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import math
@@ -50,7 +49,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, print_report, run_config, run_surfaces
+from fuzz_checks import BASES, only_of, print_report, run_config, run_surfaces, surface_parser
 from fuzz_sweep import _cli
 
 Case = tuple[str, Callable[[], str | None]]
@@ -482,13 +481,11 @@ def main(argv: list[str] | None = None) -> int:
         row_cases,
     )
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
+    ap = surface_parser()
     ap.add_argument("--pairs", type=int, default=300)
     ap.add_argument("--seed", type=int, default=43)
-    ap.add_argument("--every", action="store_true")
     args = ap.parse_args(argv)
-    only = {s for s in args.only.split(",") if s}
+    only = only_of(args)
     with tempfile.TemporaryDirectory() as workdir:
         surfaces = {name: edit_cases(name) for name in SURFACE_EDITS}
         surfaces["random"] = random_cases(args.seed, args.pairs)

@@ -26,7 +26,6 @@ prints one line per failure class (with its first input) and the counts; exit 1 
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import math
 import os
@@ -37,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, print_report, run_config, run_surfaces
+from fuzz_checks import BASES, only_of, print_report, run_config, run_surfaces, surface_parser
 from fuzz_inputs43 import _edit, _yaml
 from fuzz_inputs43_files import csv_batches
 from fuzz_sweep import _cli
@@ -360,11 +359,9 @@ def service_cases() -> Iterator[Case]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
-    ap.add_argument("--every", action="store_true")
+    ap = surface_parser()
     args = ap.parse_args(argv)
-    only = {s for s in args.only.split(",") if s}
+    only = only_of(args)
     with tempfile.TemporaryDirectory() as workdir:
         surfaces = {"heads": head_cases, "features": feature_cases,
                     "sets": set_cases(workdir), "kernels": kernel_cases(workdir),

@@ -19,7 +19,6 @@ oracle: ``refused_by_source``, the facts of ``config.validity``'s docstrings res
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import os
@@ -30,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import print_report, run_config, run_surfaces
+from fuzz_checks import only_of, print_report, run_config, run_surfaces, surface_parser
 from fuzz_inputs43 import _edit
 
 from trainsim.validate.kernels import predict_kernel_row
@@ -164,11 +163,9 @@ def parallel_cases() -> Iterator[Case]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
-    ap.add_argument("--every", action="store_true")
+    ap = surface_parser()
     args = ap.parse_args(argv)
-    only = {s for s in args.only.split(",") if s}
+    only = only_of(args)
     warnings.simplefilter("ignore")
     surfaces = {"sm120": sm120_cases, "rows": row_cases, "window": window_cases,
                 "parallel": parallel_cases}

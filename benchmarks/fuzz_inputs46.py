@@ -28,7 +28,6 @@ case is a hang); the surfaces add their own oracles (named above).
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import csv
 import io
@@ -43,7 +42,16 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, fields_of, print_report, run_config, run_surfaces, seeded_sample
+from fuzz_checks import (
+    BASES,
+    fields_of,
+    only_of,
+    print_report,
+    run_config,
+    run_surfaces,
+    seeded_sample,
+    surface_parser,
+)
 from fuzz_inputs46_cli import command_cases, hf_cases, json_answer
 from fuzz_sweep import _cli
 
@@ -325,14 +333,12 @@ def column_cases(workdir: str, sample: int, rng: random.Random) -> Callable[[], 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="")
-    ap.add_argument("--every", action="store_true", help="show every input of each class")
+    ap = surface_parser()
     ap.add_argument("--every-set", action="store_true", help="every --set text and CSV column "
                     "edit, not a seeded sample (15,456 + 560 inputs, about an hour)")
     ap.add_argument("--seed", type=int, default=46)
     args = ap.parse_args(argv)
-    only = {s for s in args.only.split(",") if s}
+    only = only_of(args)
     warnings.simplefilter("ignore")
     rng = random.Random(args.seed)
     sample = 0 if args.every_set else 1
