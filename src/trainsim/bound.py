@@ -278,13 +278,10 @@ def _step_chain(graph: _TaskGraph, s: int) -> float:
         total += priced.duration_s if isinstance(priced, Priced) else priced
     total += sum(_appended(graph, lambda: graph.amax_all_reduces(s, 0)).values())  # a chain
     if graph.zero in (1, 2) and not p.overlap_param_gather and not graph.fsdp:
-        n = len(graph.tasks)
-        gathers = graph.param_gathers(s, 1.0, [], "bound")
+        gathers: list[int] = []
+        per = _appended(graph, lambda: gathers.extend(graph.param_gathers(s, 1.0, [], "bound")))
         if gathers:
             own = graph.tasks[gathers[-1]].stream
-            per = {own: 0.0}
-            for task in graph.tasks[n:]:
-                per[task.stream] = per.get(task.stream, 0.0) + task.duration_s
             copies = graph.gather_copies(s)
             if copies is None:
                 total += per[own]
@@ -314,11 +311,10 @@ def first_gathers_s(graph: _TaskGraph) -> list[float]:
         vpp == 1 or not profile_supports(graph.cfg, "align_param_gather")) and \
         graph._bucketed_first_chunk() > 1
     for s in range(1 if bucketed else 0, pp):
-        n = len(graph.tasks)
-        ids = graph.param_gathers(s, 1 / vpp, [], "bound")
+        ids: list[int] = []
+        per = _appended(graph, lambda: ids.extend(graph.param_gathers(s, 1 / vpp, [], "bound")))  # noqa: B023
         if ids:
-            own = graph.tasks[ids[-1]].stream
-            out[s] = sum(t.duration_s for t in graph.tasks[n:] if t.stream == own)
+            out[s] = per[graph.tasks[ids[-1]].stream]
     return out
 
 
