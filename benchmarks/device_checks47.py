@@ -17,6 +17,8 @@ Sections (each guarded as in ``device_checks.py``, whose timer and row helpers i
     and beside a persistent spin kernel of 20 or 32 programs that each fill an SM's register file (so no
     other CTA shares their SMs; DeepEP's 20-SM budget): the memory-bound price beside an exchange
     (dsv3n44's `full_wave`: a persistent grid runs a second wave when SMs are held).
+``emb_tp``     the backward of Megatron-core's vocab-parallel lookup (masked ids in one segment) at TP 1-8.
+``attn_packed`` two attn_long cases with q, k, v as views of one packed tensor, with the backward's kernels.
 ``attn_long``  SDPA FlashAttention-2 and cuDNN, causal, forward and forward + backward, at llm-foundry's
     long rows' shapes (MPT-7B 32 x 128 at 32k / 64k tokens, MPT-30B 64 x 112 and MPT-760M 12 x 128 at
     8k): the kernels the public file's most-missed rows spend their time in.
@@ -46,7 +48,9 @@ START_S = 25
 EMB_N = len(EMB_VOCABS) * len(EMB_HIDDENS) * len(EMB_TOKENS)
 SECTIONS = {"emb_bwd": (45, f"{EMB_N} shapes x 2 id draws, op / fill / profiler kernels"),
             "norm_cast": (50, f"{len(NORM_SHAPES)} shapes x 4 kernels x alone / beside {SPIN_PROGS} spin programs"),
-            "attn_long": (40, f"{len(ATTN_CASES)} long causal cases x 2 backends, fwd and fwd + bwd")}
+            "attn_long": (40, f"{len(ATTN_CASES)} long causal cases x 2 backends, fwd and fwd + bwd"),
+            "emb_tp": (15, "4 shapes x TP 1/2/4/8, Megatron's masked ids, op / fill / kernels"),
+            "attn_packed": (15, "2 cases x 2 backends, packed qkv, fwd + bwd and kernels")}
 
 
 def _kernel_times(torch, fn, steps=3):
@@ -270,7 +274,63 @@ def attn_long(torch, ctx, res):
         del qkv
 
 
-FUNCS = {"emb_bwd": emb_bwd, "norm_cast": norm_cast, "attn_long": attn_long}
+def emb_tp(torch, ctx, res):
+    """Megatron-core's vocab-parallel lookup at TP 1-8: a rank's table holds vocab / tp rows, the
+    ids outside it are masked to row 0 (``VocabParallelEmbedding.forward``), so the backward scatters
+    every token, (1 - 1/tp) of them into one segment; ids Zipf(1.1)-drawn."""
+    tm, op = ctx["timer"], torch.ops.aten.embedding_dense_backward
+    res.update(failed=[], cases={})
+    for v, h, t in ((128256, 4096, 8192), (128256, 8192, 16384), (50304, 12288, 2048), (151936, 4096, 32768)):
+        g = torch.randn(t, h, device="cuda", dtype=torch.bfloat16)
+        ids = _ids(torch, v, t, "zipf")
+        for tp in (1, 2, 4, 8):
+            case = f"v{v}-h{h}-t{t}-tp{tp}"
+            if ctx["over"]():
+                res["failed"].append(f"{case}: budget spent")
+                continue
+            part = v // tp
+            local = torch.where(ids < part, ids, torch.zeros_like(ids))  # rank 0's slice; the rest masked
+            try:
+                t_op = tm.warm(lambda g=g, i=local, p=part: op(g, i, p, -1, False), reps=10)
+                t_fill = tm.warm(lambda p=part, h=h: torch.zeros(p, h, device="cuda", dtype=torch.bfloat16), reps=10)
+                kern = _kernel_times(torch, lambda g=g, i=local, p=part: op(g, i, p, -1, False))
+            except Exception as exc:  # noqa: BLE001
+                res["failed"].append(f"{case}: {exc!r}"[:300])
+                continue
+            res["cases"][case] = {"vocab": v, "hidden": h, "tokens": t, "tp": tp,
+                                  "in_slice": int((ids < part).sum()), "op_us": round(t_op * 1e6, 2),
+                                  "fill_us": round(t_fill * 1e6, 2), "kernels_us": kern}
+        del g
+
+
+def attn_packed(torch, ctx, res):
+    """FA2 / cuDNN forward + backward with q, k, v as views of one packed (b, s, 3, h, d) tensor (the
+    backward then stacks the three gradients) against separate leaves, at two of attn_long's cases."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    attn, tm = torch.nn.functional.scaled_dot_product_attention, ctx["timer"]
+    res.update(failed=[], times={})
+    for label, b, s, h, d in (ATTN_CASES[1], ATTN_CASES[3]):
+        packed = torch.randn(b, s, 3, h, d, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        for backend, impl in BACKENDS.items():
+            case = f"{impl}-{label}-packed"
+            try:
+                def fwd(x=packed):
+                    q, k, v = (t.transpose(1, 2) for t in x.unbind(2))
+                    return attn(q, k, v, is_causal=True)
+                with sdpa_kernel([getattr(SDPBackend, backend)]):
+                    go = torch.randn_like(fwd())
+                    tf = tm.warm(lambda: fwd().detach(), reps=3)
+                    tfb = tm.warm(lambda g=go, x=packed: torch.autograd.grad(fwd(), x, g), reps=3)
+                    kern = _kernel_times(torch, lambda g=go, x=packed: torch.autograd.grad(fwd(), x, g), steps=1)
+            except Exception as exc:  # noqa: BLE001
+                res["failed"].append(f"{case}: {exc!r}"[:300])
+                continue
+            res["times"][case] = {"fwd_ms": round(tf * 1e3, 3), "fwd_bwd_ms": round(tfb * 1e3, 3), "kernels_us": kern}
+        del packed
+
+
+FUNCS = {"emb_bwd": emb_bwd, "norm_cast": norm_cast, "attn_long": attn_long, "emb_tp": emb_tp,
+         "attn_packed": attn_packed}
 
 
 def main(argv: list[str] | None = None) -> int:
