@@ -1,0 +1,201 @@
+"""A model of the scatter of PyTorch's dense embedding backward (``aten::embedding_dense_backward``
+on CUDA, after its ``at::zeros`` fill, ``trainsim.workload.head.embedding_zero_fill``), from how
+its kernels are written and from what they measured on an H200 (``emb47_fit.py`` fits and checks
+it), and of how often a micro-batch's token ids repeat (what the scatter sorts and sums).
+
+A diagnostic of the 47th session (emb47): not wired into trainsim's pricing, which still prices
+the scatter by its bytes (``workload.head.embedding_backward``: the bundled H100 / H200
+``embedding.bwd`` records, the HBM roofline elsewhere). Wired in (branch ``emb47-wired``) it moved
+the public file's MAPE 5.4280 -> 5.4385 % and the held-out's 4.1806 -> 4.1817 %, so it did not
+land; see benchmarks/RESULTS.md, 2026-11-28 emb47.
+
+Two paths, pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu
+``embedding_dense_backward_cuda``:
+
+- ``num_indices <= 3072`` (``SMALL_PATH_MAX_TOKENS``): one ``embedding_backward_feature_kernel``,
+  a grid of ceil(hidden / 32) blocks of 32 x 32 threads. Each block walks the tokens in chunks
+  of 32 rows, two ``__syncthreads`` a chunk: every warp loads one gradient row's 32 features,
+  the first warp of each group of equal ids (the leader) adds its peers' rows in shared memory
+  one after another and adds the sum into the table (a read and a write of global memory). A
+  chunk is a few dependent memory round trips behind barriers: on the H200 its time follows
+  the leaders' adds into the table (``LEADER_CLOCKS`` each, ``LEADER_CLOCKS_TWO`` where two
+  blocks share an SM: 1024-thread blocks, 2048 threads an SM on sm_80-sm_100; a third waits
+  for a slot) and the largest group's serial adds (``MATCH_CLOCKS`` each), in SM clocks; not
+  the table or the hidden size while the blocks fit the SMs.
+- else the sorted path (pytorch/pytorch@01b9dc56 EmbeddingBackwardKernel.cu
+  ``embedding_backward_cuda_kernel``): a cub radix sort of the ids (Embedding.cu: all 64 key
+  bits, ``nbits`` is commented out) and a dozen small bookkeeping kernels, then
+  ``compute_grad_weight`` (fp32 sums of each partial segment of at
+  most ``NROWS_PER_THREAD`` equal ids) and ``sum_and_scatter`` (the partial sums of each
+  distinct id added and written into its row). Both launch ``tokens x hidden`` threads (grid
+  ``ceil_div(numel * stride_warped, block)``) whatever the number of segments; a thread past
+  the segments reads the count, divides its 64-bit index and exits. One 16-bit or 32-bit element
+  per thread per load: like the repo's other non-vectorized kernels (``compute.roofline.
+  SCALAR_BYTES_PER_SM_CLOCK``) the rate is set by the SMs, not by the HBM: the fitted per-thread
+  costs are SM clocks (``LAUNCH_CLOCKS`` a launched thread, ``SEGMENT_CLOCKS`` an element of
+  a partial sum or of a distinct row) over SMs x clock, and the sort's chain of small kernels is
+  ``SORT_CLOCKS`` of one SM's clock. The H200 measured the scatter at 2.6-8.3x the HBM
+  roofline's time of its bytes.
+
+All clocks are the GPU's max SM clock (``GPUSpec.max_sm_clock_mhz``: a kernel this light does
+not pull it down); a GPU that states none gets None."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+
+from trainsim.config import GPUSpec
+
+NROWS_PER_THREAD = 10
+"""Equal ids one partial segment of PyTorch's sorted embedding backward sums
+(pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu
+``NROWS_PER_THREAD``)."""
+CHUNK_ROWS = 32
+"""Ids the small path's feature kernel takes at a time (Embedding.cu, a block's ``blockDim.y``
+rows between two ``__syncthreads``)."""
+POISSON_EXACT_MAX = 50.0
+"""Mean draws of one id up to which ``expected_segments`` sums its Poisson law exactly."""
+
+
+def expected_segments(tokens: float, weights: np.ndarray) -> tuple[float, float]:
+    """(distinct ids, partial segments) expected of ``tokens`` ids drawn independently with
+    probabilities ``weights``: an id drawn n times (n Poisson with mean tokens x its weight)
+    is one segment of ceil(n / ``NROWS_PER_THREAD``) partials."""
+    lam = tokens * np.asarray(weights, dtype=float)
+    distinct = float(np.sum(-np.expm1(-lam)))
+    # partials beyond each id's first: exact under the Poisson law for ids drawn a few times,
+    # ceil(n / 10) ~ n / 10 + 0.45 (its remainder spread evenly) for ids drawn often
+    mid = lam[(lam > 0.5) & (lam <= POISSON_EXACT_MAX)]
+    many = lam[lam > POISSON_EXACT_MAX]
+    extra = float(np.sum(many - (NROWS_PER_THREAD + 1) / 2.0) / NROWS_PER_THREAD)
+    if mid.size:
+        n = np.arange(int(POISSON_EXACT_MAX * 4))
+        log_fact = np.array([math.lgamma(k + 1.0) for k in n])
+        pmf = np.exp(n[None, :] * np.log(mid)[:, None] - mid[:, None] - log_fact[None, :])
+        beyond_first = np.maximum(0.0, np.ceil(n / NROWS_PER_THREAD) - 1.0)
+        extra += float((pmf * beyond_first[None, :]).sum())
+    return distinct, distinct + extra
+
+
+TEXT_ZIPF_S = 1.1
+"""Exponent of the Zipf law (frequency of the k-th most frequent token ~ k^-s) by which the
+simulator draws a micro-batch's token ids to count their repeats (``text_segments``). A stand-in
+for real text, whose word frequencies follow Zipf's law with s near 1 (Zipf 1949; reviewed by
+Piantadosi 2014, Psychon. Bull. Rev. 21:1112): the draw the H200 measurement
+used (``benchmarks/device_checks47.py`` ``ZIPF_S``), where the distinct ids it predicts match
+those counted within 2 % (``benchmarks/emb47_fit.py``). Independent draws miss real text's
+burstiness (a document repeats its own words), so real text has somewhat fewer distinct ids:
+the scatter's partial sums and rows are upper bounds; uniform ids (a profiler's
+``torch.randint``) cost 20-45 % more there at 8k-32k tokens."""
+
+
+@lru_cache(maxsize=64)
+def zipf_weights(vocab: int, s: float = TEXT_ZIPF_S) -> np.ndarray:
+    """Probabilities of the ``vocab`` ids under Zipf's law with exponent ``s``."""
+    w = 1.0 / np.arange(1, vocab + 1, dtype=float) ** s
+    return w / w.sum()
+
+
+@lru_cache(maxsize=256)
+def text_segments(tokens: int, vocab: int, tp: int = 1) -> tuple[float, float, float, float]:
+    """(distinct rows, partial segments, top share, distinct among 32 ids in a row: a chunk of
+    the small path, ``feature_kernel_clocks``) of the ids a rank's
+    embedding backward
+    scatters for ``tokens`` ids of text over ``vocab`` (``TEXT_ZIPF_S``;
+    ``expected_segments``). Under tensor parallelism every rank scatters
+    every token: Megatron-core's ``VocabParallelEmbedding.forward`` (NVIDIA/Megatron-LM
+    megatron/core/tensor_parallel/layers.py, its ``F.embedding(masked_input, self.weight)``
+    branch, the default outside ``deterministic_mode``) maps the ids outside the rank's vocab /
+    tp rows to row 0 (``masked_input[input_mask] = 0``) before the lookup, so its backward sorts all
+    ``tokens``, 1 - 1/tp of them one segment of row 0, while the slice holds 1/tp of the
+    distinct ids (the frequent ids spread over the slices). Measured on an H200 (``emb_tp``,
+    benchmarks/h200_2026-11-28_s47/run2): the scatter shrinks 8-25 % from TP 1 to 8, the
+    fill 1/tp."""
+    w = zipf_weights(vocab)
+    distinct, partials = expected_segments(tokens, w)
+    chunk = expected_segments(CHUNK_ROWS, w)[0]
+    top = float(w[0])
+    if tp > 1:
+        masked = tokens * (1.0 - 1.0 / tp)
+        distinct = distinct / tp + 1.0
+        partials = partials / tp + math.ceil(masked / NROWS_PER_THREAD)
+        chunk = chunk / tp + 1.0
+        top = max(top, masked / tokens)
+    return distinct, partials, top, chunk
+
+
+
+
+SMALL_PATH_MAX_TOKENS = 3072
+"""Ids at most this many take the feature kernel (Embedding.cu ``num_indices <= 3072``)."""
+WARP = 32
+THREADS_PER_SM = 2048
+"""Resident threads an SM holds (sm_80, sm_90, sm_100): two of the feature kernel's blocks."""
+FEATURE_BLOCK_THREADS = WARP * 32
+
+# fitted by benchmarks/emb47_fit.py to benchmarks/h200_2026-11-28_s47 (H200, 132 SMs, 1980 MHz)
+SORT_CLOCKS = 247_000.0
+LAUNCH_CLOCKS = 0.686
+SEGMENT_CLOCKS = 1.08
+LEADER_CLOCKS = 102.0
+LEADER_CLOCKS_TWO = 127.0
+MATCH_CLOCKS = 134.0
+
+
+def sm_clock_hz(gpu: GPUSpec) -> float | None:
+    return gpu.max_sm_clock_mhz * 1e6 if gpu.max_sm_clock_mhz else None
+
+
+def feature_kernel_clocks(tokens: float, hidden: float, num_sms: int, top_share: float,
+                          leaders: float, consts: tuple[float, float, float] | None = None
+                          ) -> float:
+    """SM clocks of the small path on its busiest SM: chunks of 32 tokens, each costing its
+    leaders' adds into the table (``leaders``: the distinct ids among a chunk's 32 rows;
+    ``LEADER_CLOCKS`` each with one block on the SM, ``LEADER_CLOCKS_TWO`` with two) and the
+    serial shared-memory adds of its largest group of equal ids (``top_share`` of the tokens
+    carry the most frequent id: 32 x top_share rows, less the leader's own; ``MATCH_CLOCKS``
+    each). A third block on an SM waits for a slot: one more pass of the chunks alone."""
+    leader, leader_two, match = consts or (LEADER_CLOCKS, LEADER_CLOCKS_TWO, MATCH_CLOCKS)
+    chunks = math.ceil(tokens / WARP)
+    blocks = math.ceil(hidden / WARP)
+    per_sm = math.ceil(blocks / num_sms)
+    pairs, single = divmod(per_sm, THREADS_PER_SM // FEATURE_BLOCK_THREADS)
+    chain = max(0.0, WARP * top_share - 1.0)
+    return chunks * (pairs * (leaders * leader_two + chain * match)
+                     + single * (leaders * leader + chain * match))
+
+
+def sorted_path_terms(tokens: float, hidden: float, distinct: float,
+                      partials: float) -> tuple[float, float]:
+    """(threads launched by the two kernels, segment rows they work: each partial sum
+    written by the first and read by the second, each distinct row summed and written by the
+    second), each x the padded row width: what ``LAUNCH_CLOCKS`` and ``SEGMENT_CLOCKS``
+    multiply."""
+    width = math.ceil(hidden / WARP) * WARP  # stride_warped
+    return 2.0 * tokens * width, (partials + distinct) * width
+
+
+def scatter_time(gpu: GPUSpec, tokens: float, hidden: float, distinct: float, partials: float,
+                 top_share: float, leaders: float) -> float | None:
+    """Seconds of the scatter (the op less its fill) on ``gpu`` for ``tokens`` ids of which
+    ``distinct`` differ and form ``partials`` partial segments (``expected_segments``), the
+    most frequent carrying ``top_share`` of them, ``leaders`` distinct among 32 in a row;
+    None where the GPU states no SM clock."""
+    clock = sm_clock_hz(gpu)
+    if clock is None or tokens <= 0 or hidden <= 0:
+        return None
+    if tokens <= SMALL_PATH_MAX_TOKENS:
+        return feature_kernel_clocks(tokens, hidden, gpu.num_sms, top_share, leaders) / clock
+    launched, segments = sorted_path_terms(tokens, hidden, distinct, partials)
+    sm_clocks = LAUNCH_CLOCKS * launched + SEGMENT_CLOCKS * segments
+    return SORT_CLOCKS / clock + sm_clocks / (gpu.num_sms * clock)
+
+
+@lru_cache(maxsize=256)
+def uniform_segments(tokens: float, rows: int) -> tuple[float, float]:
+    """``expected_segments`` of ids drawn uniformly over ``rows`` (a profiler's
+    ``torch.randint``)."""
+    return expected_segments(tokens, np.full(rows, 1.0 / rows))
