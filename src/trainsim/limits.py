@@ -328,10 +328,12 @@ def check_flows(kind: str, ranks: int, channels: int, algorithm: str = "ring",
 
 
 def check_flow_run(steps: float) -> None:
-    """The flow backend's count while it runs (set-up plus flows started so far): a schedule
-    whose steady state never comes stops here instead of running for hours."""
-    check("TRAINSIM_MAX_FLOWS", steps, "flow-steps of a flow-backend simulation (no steady "
-          "state reached)", "collective --max-flows N",
+    """The flow backend's count while it runs (set-up plus flows started so far, an
+    all-to-all's weighted by FLOW_A2A_STEP_WEIGHT as :func:`flow_steps` counts it up front,
+    ``network.flow.step_weight``): a schedule whose steady state never comes, or flows given
+    without the up-front check, stop here instead of running for hours."""
+    check("TRAINSIM_MAX_FLOWS", steps, "flow-steps of a flow-backend simulation (set-up and "
+          "steps started; no steady state reached)", "collective --max-flows N",
           "the analytical backend prices any size at once")
 
 

@@ -35,7 +35,14 @@ import numpy as np
 
 from trainsim.collectives.flows import Flow, FlowSchedule, decompose, resolve_algorithm
 from trainsim.errors import ConfigError, TrainsimError
-from trainsim.limits import FLOW_SETUP_STEPS, check_flow_fabric, check_flow_run, check_flows, limit
+from trainsim.limits import (
+    FLOW_A2A_STEP_WEIGHT,
+    FLOW_SETUP_STEPS,
+    check_flow_fabric,
+    check_flow_run,
+    check_flows,
+    limit,
+)
 from trainsim.network.routing import ShortestPathRouter
 from trainsim.network.topology import Topology, fabric_size, from_cluster
 
@@ -222,6 +229,25 @@ class FlowNetwork:
 
 
 
+def step_weight(sched: FlowSchedule) -> int:
+    """What each flow of ``sched`` counts in the run-time flow-step count, in a ring's
+    flow-step units (as ``limits.flow_steps`` counts up front): FLOW_A2A_STEP_WEIGHT for an
+    all-to-all's pattern -- every ordered pair of its GPUs once, all in one step of one
+    channel, not repeated (``collectives.flows.direct_all_to_all``), however it was built --
+    and 1 for any other. a2a46 weighted only the up-front check; a schedule given to
+    ``FlowNetwork.run`` (or as background) was counted unweighted."""
+    flows = sched.flows
+    if sched.repeat != 1 or len(flows) < 2:
+        return 1
+    first = flows[0]
+    pairs = {(f.src, f.dst) for f in flows if f.step == first.step and f.channel == first.channel
+             and f.src != f.dst}
+    ranks = {f.src for f in flows}
+    if len(pairs) != len(flows) or len(flows) != len(ranks) * (len(ranks) - 1):
+        return 1
+    return FLOW_A2A_STEP_WEIGHT if {d for _, d in pairs} == ranks else 1
+
+
 def _as_schedule(flows: Iterable[Flow] | FlowSchedule) -> FlowSchedule:
     if isinstance(flows, FlowSchedule):
         return flows
@@ -244,6 +270,8 @@ class _Simulation:
         nbytes, chan, step = [], [], []
         self.repeat: list[int] = []
         self.foreground: list[bool] = []
+        self.weight: list[int] = []  # each channel's flow-step weight (step_weight)
+        self.setup = 0  # its flows' set-up, in ring flow-steps
         for k, sched in enumerate(scheds):
             flows = sched.flows
             size = np.fromiter((f.bytes for f in flows), float, len(flows))
@@ -254,6 +282,9 @@ class _Simulation:
             channels = [f.channel for f in flows]
             channel_of = {ch: len(self.repeat) + i for i, ch in enumerate(dict.fromkeys(channels))}
             self.repeat += [sched.repeat] * len(channel_of)
+            weight = step_weight(sched)
+            self.weight += [weight] * len(channel_of)
+            self.setup += FLOW_SETUP_STEPS * weight * len(flows)
             self.foreground += [k == 0] * len(channel_of)
             path = net._path
             src_paths += [path(f, (k << 32) | (f.channel & 0xFFFFFFFF)) for f in flows]
@@ -299,7 +330,7 @@ class _Simulation:
         self.fg_left = sum(self.foreground)
         self.history: list[tuple] = []
         self.skipped = 0
-        self.work, self.work_cap = FLOW_SETUP_STEPS * m, limit("TRAINSIM_MAX_FLOWS")
+        self.work, self.work_cap = self.setup, limit("TRAINSIM_MAX_FLOWS")
         t, events = 0.0, 0
         dirty, act, rate = True, np.zeros(0, np.int64), np.zeros(0)
         while self.fg_left:
@@ -416,7 +447,7 @@ class _Simulation:
         self.ends[now] = t + self.lat[now]
         self.stepmax[c] = max(t, float(self.ends[now].max())) if now.size else t
         live = idx[~instant]
-        self.work += idx.size
+        self.work += idx.size * self.weight[c]
         if self.work > self.work_cap:
             check_flow_run(self.work)
         self.rem[live] = self.bytes[live]
