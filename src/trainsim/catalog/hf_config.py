@@ -4,6 +4,7 @@ model of a multimodal config (its ``text_config``, read by ``hf_text_config``)."
 
 from __future__ import annotations
 
+import difflib
 import re
 import warnings
 from pathlib import Path
@@ -312,20 +313,48 @@ ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "pro
 """The RoPE kinds transformers 5.24.0 builds for every rotary family (modeling_rope_utils.py
 ``ROPE_INIT_FUNCTIONS`` and ``default``); a model looks its kind up by the exact name
 (modeling_llama.py ``LlamaRotaryEmbedding``: ``ROPE_INIT_FUNCTIONS[self.rope_type]``)."""
+FAMILY_ROPE_TYPES = ("su", "mrope", "ntk_alpha", "xdrope", "axial")
+"""Kinds that only some families read (transformers 5.24.0): ``su`` (configuration_phi3.py
+L100-103, phi4_multimodal alike: read as longrope), ``mrope`` (configuration_qwen2_vl.py L130:
+default), ``ntk_alpha`` (modeling_hunyuan_v1_dense.py L301), ``xdrope``
+(configuration_hunyuan_vl.py L217) and ``axial`` (``_validate_axial_rope_parameters``, the
+vision towers)."""
+LONGROPE_YARN_MODEL_TYPES = ("phi3", "phi4_multimodal")
+"""Families whose config reads an old file's ``yarn`` (or ``su``) as longrope
+(configuration_phi3.py L100-103: "For backward compatibility if previous version used 'su' or
+'yarn'"): not YaRN's scaling."""
 
 
 def _rope_type(cfg: dict[str, Any], where: str = "config.json") -> str:
     """config.json's ``rope_scaling`` kind: ``rope_type``, or ``type`` as files written before
     transformers 4.45 name it (DeepSeek-V3's and Qwen2.5's long-context ``{"type": "yarn"}``);
     transformers reads both (v4.48 modeling_llama.py LlamaRotaryEmbedding: "BC: rope_type was
-    originally type"). fuzz17: ``type`` was read as no scaling."""
+    originally type"). fuzz17: ``type`` was read as no scaling. A kind no family builds is
+    refused where it spells a known one (fuzz46: ``YaRN``; robust47: ``yarm``, ``llama_3``)
+    unless the file names remote code (``auto_map``), else read as plain RoPE with a warning that names the known kinds: of every kind only
+    ``yarn`` moves a price (Megatron-Bridge's unfused kernel), so a remote-code kind's is
+    plain RoPE's (robust47: ``bogus`` was read so in silence)."""
     scaling = cfg.get("rope_scaling") or {}
     kind = str(scaling.get("rope_type", scaling.get("type", "")))
-    if kind not in ROPE_TYPES and kind.strip().lower() in ROPE_TYPES:  # fuzz46: 'YaRN' read as none
+    known = ROPE_TYPES + FAMILY_ROPE_TYPES
+    if kind in known or not kind:
+        if kind in ("yarn", "su") and _model_type(cfg, where) in LONGROPE_YARN_MODEL_TYPES:
+            return "longrope"
+        return kind
+    # a native family looks its kind up by exact name; a remote-code model (``auto_map``)
+    # may define its own
+    near = [] if cfg.get("auto_map") else (
+        [kind.strip().lower()] if kind.strip().lower() in known else
+        difflib.get_close_matches(kind.strip().lower(), ROPE_TYPES, 1, 0.75))
+    listed = (f"every rotary family builds {', '.join(ROPE_TYPES)}; some "
+              + ", ".join(FAMILY_ROPE_TYPES))
+    if near:
         raise ConfigError(f"{where}: rope_scaling rope_type {kind!r} is no RoPE kind: transformers "
-                          f"looks kinds up by their exact name (did you mean "
-                          f"'{kind.strip().lower()}'?); every rotary family builds "
-                          f"{', '.join(ROPE_TYPES)}")
+                          f"looks kinds up by their exact name (did you mean '{near[0]}'?); "
+                          + listed)
+    warnings.warn(f"{where}: rope_scaling rope_type {kind!r} is no RoPE kind transformers "
+                  f"{hf_families.TRANSFORMERS_VERSION} builds ({listed}); priced as plain RoPE, as "
+                  "every kind but 'yarn' is", TrainsimWarning, stacklevel=2)
     return kind
 
 
