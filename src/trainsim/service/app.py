@@ -11,6 +11,7 @@ import gc
 import json
 import multiprocessing
 import os
+import re
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -31,6 +32,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from trainsim.config import safe_load
+from trainsim.config._build import suggest
 from trainsim.engine.loop import freeze_collector, thaw_collector
 from trainsim.errors import ConfigError
 from trainsim.service import catalog as service_catalog
@@ -249,6 +251,17 @@ class _BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
+def _nearest(error: dict[str, Any]) -> str:
+    """' (did you mean 'x'?)' where a value is not one of a choice's (pydantic's literal or
+    enum error lists them and suggests none: robust47, ``GET /api/v1/catalog/gpu``), as the
+    CLI's ``catalog gpu`` says (``cli_guard._choice_hint``); else ''."""
+    given, expected = error.get("input"), (error.get("ctx") or {}).get("expected")
+    if error.get("type") not in ("literal_error", "enum") or not isinstance(given, str) \
+            or not isinstance(expected, str):
+        return ""
+    return suggest(given.strip().lower(), re.findall(r"'([^']*)'", expected))
+
+
 def create_app(settings: Settings | None = None, start_workers: bool = True) -> FastAPI:
     """The API and UI over ``settings.db_url``; workers start with the app's lifespan."""
     settings = settings or Settings()
@@ -318,8 +331,9 @@ def create_app(settings: Settings | None = None, start_workers: bool = True) -> 
         first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid"}
         loc = [str(p) for p in first.get("loc", ()) if p != "body"] or ["body"]
         field = ".".join(loc)
-        message = f"{field}: {first.get('msg', 'invalid')}".replace("\n", "\\n")
-        return JSONResponse({"error": message, "field": field}, status_code=422)
+        message = f"{field}: {first.get('msg', 'invalid')}{_nearest(first)}"
+        return JSONResponse({"error": message.replace("\n", "\\n"), "field": field},
+                            status_code=422)
 
     @app.exception_handler(_BodyError)
     async def _body(_r: Request, exc: _BodyError) -> JSONResponse:
