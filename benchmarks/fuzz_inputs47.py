@@ -7,6 +7,8 @@ combinations, which the rounds before fuzzed field by field only.
   a 1M-token sequence) on the three bases and under five frameworks. Oracles: a shape at TP 1
   and PP 1 on one GPU that the base priced must be priced (a valid input is never refused), with
   a sane answer; a refusal is one line;
+- ``combos``: each of those shapes under nine parallel layouts (TP with SP, interleaved PP,
+  CP, TP x PP, ZeRO-3, full recompute) and five frameworks on 8 GPUs;
 - ``grow``: each base with one size field doubled (layers, hidden, FFN, vocabulary, sequence,
   batch, experts' FFN): the iteration may not get faster (a silent wrong price);
 - ``clusters``: odd node sizes (1, 2, 3, 6, 7, 12, 16, 72 GPUs a node), GPU counts that are no
@@ -149,6 +151,26 @@ def shape_cases() -> Iterator[Case]:
                     label = f"{base} {name} fw={framework} {'1 GPU' if single else 'base'}"
                     must = single and name not in HONEST_REFUSALS
                     yield label, (lambda c=cfg, m=must: _accepted(c, m))
+
+
+PARALLELS: list[dict[str, Any]] = [
+    {"tp": 2, "sequence_parallel": True}, {"pp": 2, "vpp": 2}, {"cp": 2}, {"tp": 4, "pp": 2},
+    {}, {"pp": 4}, {"tp": 2, "cp": 2, "sequence_parallel": True},
+    {"pp": 2, "recompute": "full"}, {"zero_stage": 3}]
+
+
+def combo_cases() -> Iterator[Case]:
+    """Each shape under each parallel layout and framework on 8 GPUs (the shapes above priced
+    one at a time on a base): a traceback or a hang is the failure."""
+    for base, shapes in (("dense", SHAPES), ("moe", MOE_SHAPES), ("mla", MLA_SHAPES)):
+        for framework in FRAMEWORKS:
+            for par in PARALLELS:
+                for name, shape in shapes.items():
+                    cfg = _shaped(base, shape, framework, False)
+                    cfg["parallel"] = {**({"ep": 2} if base == "moe" else {}), **par}
+                    cfg["cluster"].update(num_gpus=8, gpus_per_node=8)
+                    yield f"combo {base} {name} {par} fw={framework}", (
+                        lambda c=cfg: run_config(c))
 
 
 def _priced(cfg: dict) -> bool:
@@ -384,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     args = surface_parser().parse_args(argv)
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as workdir:
-        surfaces = {"shapes": shape_cases, "grow": grow_cases, "clusters": cluster_cases,
+        surfaces = {"shapes": shape_cases, "combos": combo_cases, "grow": grow_cases, "clusters": cluster_cases,
                     "hfshapes": hf_cases(workdir), "commands": command_cases(workdir),
                     "service": service_cases(workdir)}
         return print_report(run_surfaces(surfaces, only_of(args)), every=args.every)
