@@ -4,12 +4,16 @@ under nine parallel layouts and five frameworks, a size doubled (never faster), 
 Hugging Face files of those shapes, export / profile / plan / goodput flags, and the service's
 HTTP endpoints. On main 823388df one class: the service's 422 for a value not among a choice's
 (``GET /api/v1/catalog/gpu``, a job's ``kind: simulat``) named no nearest value, where the CLI's
-``catalog gpu`` does. The fast tests here; the whole fuzz under -m slow."""
+``catalog gpu`` does; and ``profile`` checked its grid (an unknown ``--models`` name, a ``--cp``
+the sequences cannot split) only after importing PyTorch (30 s on the loaded box). The fast
+tests here; the whole fuzz under -m slow."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,3 +68,22 @@ def test_the_fast_surfaces_find_no_failure_class():
 def test_the_whole_fuzz47_run_finds_no_failure_class():
     import fuzz_inputs47
     assert fuzz_inputs47.main([]) == 0
+
+
+@pytest.mark.parametrize("flags,says", [(["--models", "llama3-8"], "did you mean 'llama3-8b'"),
+                                        (["--cp", "3"], "divisible by 2*cp=6")])
+def test_profile_checks_its_grid_before_importing_torch(tmp_path, flags, says):
+    """fuzz47: the grid was checked after PyTorch was imported and the device opened (3.0 CPU s,
+    30 s on the loaded box, against 1.0 and 8.6)."""
+    code = ("import sys; from click.testing import CliRunner; from trainsim.cli import main; "
+            "r = CliRunner().invoke(main, sys.argv[1:]); "
+            "print(r.exit_code, 'torch' in sys.modules); print(r.output)")
+    args = ["profile", "--gpu", "h100-sxm-80gb", "--out", str(tmp_path / "db.json"),
+            "--device", "cpu", "--quick", "--no-kernels", *flags]
+    done = subprocess.run([sys.executable, "-c", code, *args], check=False, capture_output=True,
+                          text=True,
+                          timeout=300, env={**os.environ, "PYTHONPATH": str(
+                              Path(__file__).resolve().parents[1] / "src")})
+    first, _, output = done.stdout.partition("\n")
+    assert first == "2 False", done.stdout + done.stderr
+    assert says in output and not (tmp_path / "db.json").exists()

@@ -100,8 +100,9 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
          merge: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from trainsim.profile.run import ProfileOptions, read_db, run_profile, write_db
+    from trainsim.profile.run import ProfileOptions, plan, read_db, run_profile, write_db
     from trainsim.profile.schema import ProfileError
+    from trainsim.profile.work import check_cpu_work
 
     if not (kernels or layers):  # fuzz17: it wrote an empty database over --out
         raise ProfileError("--no-kernels and --no-layers leave nothing to measure; drop one")
@@ -112,6 +113,12 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
         tps=_ints(tp, "--tp"), seqs=_ints(seq, "--seq"), cps=_ints(cp, "--cp"),
         micro_batch_size=mbs, device=device, quick=quick, compile=compile_, kernels=kernels,
         layers=layers, command=command_line(ctx))
+    # the grid (torch-free, 0.1 s) before PyTorch is imported and the device opened: robust47,
+    # an unknown --models name or a --cp the sequences cannot split was refused after 20-30 s
+    # of importing torch on a loaded 2-core box
+    grid = plan(opts)
+    if device == "cpu":  # as run_profile refuses it, on the same plan less fp8's cases
+        check_cpu_work(grid.cases, grid.layers, mbs)
     base = read_db(out) if merge and Path(out).exists() else None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True,
