@@ -313,7 +313,7 @@ def command_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     for flags in (["--tp", "0"], ["--tp", ""], ["--tp", "3"], ["--seq", "0"], ["--seq", ""],
                   ["--seq", "1e3"], ["--models", "bogus"], ["--models", "llama3-8"],
                   ["--cp", "0"], ["--cp", "3"], ["--mbs", "0"], ["--tp", "-1"],
-                  ["--gpu", "h100-sxm"], ["--tp", "99999"]):  # each refused: no measurement
+                  ["--gpu", "h100-sxn-80gb"], ["--tp", "99999"]):  # each refused: no measurement
         runs.append(prof + flags + ["--quick", "--no-kernels"])
     # ``--seq 1`` / ``16`` left out: ~4M tokens a step in 1- or 16-token sequences, 13 candidates
     # simulated (16.4 CPU s, 41 s on the loaded box) before one over the task limit ends the plan

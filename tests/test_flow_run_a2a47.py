@@ -53,3 +53,13 @@ def test_a_ring_counts_as_before(monkeypatch):
     ring = ring_all_reduce(list(range(N)), 2**20, 2, 8)
     monkeypatch.setenv("TRAINSIM_MAX_FLOWS", str(3 * UNWEIGHTED))
     assert _net().run(ring).makespan_s > 0
+
+
+def test_a_collective_with_an_all_to_all_background_stops_at_the_weighted_count(monkeypatch):
+    """``collective_time`` checks its own collective up front; its background is counted as it
+    runs, weighted too."""
+    monkeypatch.setenv("TRAINSIM_MAX_FLOWS", str(2 * UNWEIGHTED))
+    net = _net()
+    assert net.collective_time("send_recv", 2**20, [0, 8]) > 0
+    with pytest.raises(WorkLimitError, match="TRAINSIM_MAX_FLOWS"):
+        net.collective_time("send_recv", 2**20, [0, 8], background=A2A)
