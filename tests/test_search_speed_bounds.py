@@ -205,3 +205,77 @@ def test_queueing_groups_at_their_passes_bound_changes_no_wave(monkeypatch):
     assert dataclasses.replace(fast.stats, elapsed_s=0) == \
         dataclasses.replace(first.stats, elapsed_s=0)
     assert fast.top == first.top and fast.pareto == first.pareto
+
+
+def test_passes_bounds_kept_per_group_equal_each_worked_out_alone():
+    """``Bounds.passes_bound`` reads a memory group's micro-batches, layer kinds and shard
+    shape once per group (``Bounds._row``, from the config the search primes it with) and
+    prices each shard shape once: over a dense and an MoE space's primed groups, every
+    passes' bound (and refined bound) asked of one ``Bounds`` equals the one a new ``Bounds``,
+    primed with that group alone, works out for that candidate alone, to the bit; one row per
+    group, fewer shapes than candidates."""
+    import random
+
+    from trainsim.search import SearchSpace
+    from trainsim.search.space import Candidate
+
+    cases = [("gpt-22b", SearchSpace(recompute=("none", "selective", "full"), zero=(0, 1, 3),
+                                     max_micro_batch=2, max_cp=2, max_vpp=2), 64),
+             ("mixtral-8x7b", SearchSpace(recompute=("none", "selective"), zero=(1,),
+                                          max_micro_batch=2, max_cp=1), 64)]
+    for preset, space, gpus in cases:
+        cfg = _cfg(preset, None, None, sp=True, zero=1, pp=2)
+        base = Base(cfg.model, dataclasses.replace(cfg.training, global_batch_size=128),
+                    cfg.cluster)
+        keys = []
+        for key in space.memory_keys(base, gpus):
+            try:
+                keys.append((key, Candidate(key).to_config(base)))
+            except ConfigError:
+                continue
+        rng = random.Random(7)
+        picked = rng.sample(keys, min(24, len(keys)))
+        kept = Bounds(base)
+        for key, group in picked:
+            kept.prime(key, group)
+        candidates = [(v, group) for key, group in picked for v in space.variants(key)]
+        together = [(kept.passes_bound(c), kept.refined(c)) for c, _ in candidates]
+        assert len(kept._rows) == len(picked)
+        assert len(kept._passes) < len(candidates)
+
+        def alone(c, group, base=base):
+            b = Bounds(base)
+            b.prime(c.mem, group)
+            return b.passes_bound(c), b.refined(c)
+
+        assert together == [alone(c, g) for c, g in candidates], preset
+        assert any(p > kept.cheap(c.mem) for (p, _), (c, _) in zip(together, candidates))
+
+
+def test_zero3_gathers_worked_out_once_for_waits_and_link_floor():
+    """``_layout_costs`` works a ZeRO-3 layout's unit gathers out once for its gather waits
+    and its link floor (``layout_costs.paired_gathers``) and prices a block's reduction once
+    per kind for the layout: both equal, to the bit, what they work out alone, and the link
+    floor equals the per-virtual-stage sums of each block's own ``block_reduce_s`` (a dense
+    and an MoE model, pipelined and interleaved)."""
+    from trainsim.search.layout_costs import gather_waits, link_floor, paired_gathers
+    from trainsim.sharded_passes import block_reduce_s
+
+    checked = 0
+    for preset, pp, vpp, ep in (("gpt-22b", 2, 2, 1), ("gpt-22b", 4, 1, 1),
+                                ("mixtral-8x7b", 2, 2, 4)):
+        cfg = _cfg(preset, None, None, sp=True, zero=3, pp=pp, vpp=vpp, ep=ep)
+        pricer = Pricer(cfg)
+        ranges = tuple(cfg.virtual_stage_layers())
+        paired = paired_gathers(cfg, pricer, ranges)
+        assert gather_waits(cfg, pricer, ranges, paired) == gather_waits(cfg, pricer, ranges)
+        links = link_floor(cfg, pricer, ranges, paired)
+        assert links == link_floor(cfg, pricer, ranges)
+        reduce = [0.0] * pp
+        for v, layers in enumerate(ranges):
+            if paired[v] is not None:
+                reduce[v % pp] += sum(block_reduce_s(cfg, pricer, i) for i in layers)
+        assert [r for _, r in links] == reduce  # the same sums, in the same order
+        assert all(r > 0 for _, r in links)
+        checked += 1
+    assert checked == 3

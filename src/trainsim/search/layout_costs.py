@@ -71,7 +71,26 @@ def dp_comm_time(pricer: Any, cfg: Any, name: str, kind: str, size: float,
     return t
 
 
-def gather_waits(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[float]:
+def paired_gathers(cfg: Any, pricer: Any, ranges: tuple[range, ...]
+                   ) -> list[list[float] | None]:
+    """Per virtual stage, its ZeRO-3 / FSDP units' gathers, each unit's summed
+    (``fsdp_unit_gathers``, :func:`_unit_sums`); None where the units do not pair with its
+    layers one for one (root unit with the embedding or head, one per block) or it holds no
+    layer: what :func:`gather_waits` and :func:`link_floor` both read, worked out once for
+    both by a caller that asks both."""
+    from trainsim.workload.sharding import fsdp_unit_gathers
+
+    out: list[list[float] | None] = []
+    for v, layers in enumerate(ranges):
+        first, last = v == 0, v == len(ranges) - 1
+        units = fsdp_unit_gathers(cfg, layers, first, last)
+        out.append(_unit_sums(pricer, units)
+                   if len(layers) and len(units) == len(layers) + (first or last) else None)
+    return out
+
+
+def gather_waits(cfg: Any, pricer: Any, ranges: tuple[range, ...],
+                 paired: list[list[float] | None] | None = None) -> list[float]:
     """Per stage, the least its compute stream spends per micro-batch in its passes' waits for
     ZeRO-3 / FSDP unit gathers (``sharded_passes.unit_gather_waits``: each unit gathered one
     ahead of its compute, ``workload.schedule.prefetch_exposed_s``). A pass waits for its
@@ -82,25 +101,27 @@ def gather_waits(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[float
     (``fsdp_pp_mode`` None or 'regather', stage 3), the blocks in backward order. Virtual
     stages whose units do not pair with their computation one for one (root unit with the
     embedding or head, one per block) are left out, as are DeepSpeed's regathers of
-    recomputed blocks (they only add)."""
-    from trainsim.workload.sharding import fsdp_pp_mode, fsdp_unit_gathers
+    recomputed blocks (they only add). ``paired``: :func:`paired_gathers`, where the caller
+    has it."""
+    from trainsim.workload.sharding import fsdp_pp_mode
 
     p = cfg.parallel
     share = pricer.sm_share["dp"]
     regather = p.zero_stage >= 3 and fsdp_pp_mode(cfg) in (None, "regather")
     out = [0.0] * p.pp
+    if paired is None:
+        paired = paired_gathers(cfg, pricer, ranges)
     for v, layers in enumerate(ranges):
-        first, last = v == 0, v == len(ranges) - 1
-        units = fsdp_unit_gathers(cfg, layers, first, last)
-        if not len(layers) or len(units) != len(layers) + (first or last):
+        gather = paired[v]
+        if gather is None:
             continue
-        gather = _unit_sums(pricer, units)
         waits = [gather] + ([gather[len(gather) - len(layers):][::-1]] if regather else [])
         out[v % p.pp] += sum(g[0] + share * (sum(g) - g[0]) for g in waits)
     return out
 
 
-def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[tuple[float, float]]:
+def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...],
+               paired: list[list[float] | None] | None = None) -> list[tuple[float, float]]:
     """Per stage, what ZeRO-3 / FSDP's regathering puts on the sharding group's links each
     micro-batch: (its passes' unit gathers, its blocks' gradient reductions). One process
     group's NCCL collectives run on one stream in issue order (ProcessGroupNCCL), and the
@@ -113,9 +134,9 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[tuple[f
     stage's time line: a lower bound, priced as the simulator prices them. Only where the
     blocks are gathered again for the backward (stage 3, ``fsdp_pp_mode`` None or 'regather')
     and by unit (not DeepSpeed's per-parameter gathers, whose regathers of recomputed blocks
-    only add); zeros elsewhere."""
+    only add); zeros elsewhere. ``paired``: :func:`paired_gathers`, where the caller has it."""
     from trainsim.sharded_passes import block_reduce_s
-    from trainsim.workload.sharding import fsdp_pp_mode, fsdp_unit_gathers
+    from trainsim.workload.sharding import fsdp_pp_mode
 
     p = cfg.parallel
     is_moe = cfg.model.is_moe_layer
@@ -123,19 +144,21 @@ def link_floor(cfg: Any, pricer: Any, ranges: tuple[range, ...]) -> list[tuple[f
     if p.zero_stage < 3 or fsdp_pp_mode(cfg) not in (None, "regather") \
             or p.zero3_gather == "per_parameter":
         return out
+    if paired is None:
+        paired = paired_gathers(cfg, pricer, ranges)
+    # a block's reduction reads its index only through is_moe_layer (rank_grad_elements):
+    # priced once per kind (for the layout: the 22B search's 2,267 -> 168), added per block in
+    # the same order
+    reduce: dict[bool, float] = {}
     for v, layers in enumerate(ranges):
-        first, last = v == 0, v == len(ranges) - 1
-        units = fsdp_unit_gathers(cfg, layers, first, last)
-        if not len(layers) or len(units) != len(layers) + (first or last):
+        gather = paired[v]
+        if gather is None:
             continue  # as gather_waits: units that do not pair with the layers one for one
-        gather = _unit_sums(pricer, units)
         regather = gather[len(gather) - len(layers):]
         g, r = out[v % p.pp]
-        # a block's reduction reads its index only through is_moe_layer (rank_grad_elements):
-        # priced once per kind, added per block in the same order
-        reduce = {moe: block_reduce_s(cfg, pricer, next(i for i in layers
-                                                        if is_moe(i) == moe))
-                  for moe in {is_moe(i) for i in layers}}
+        for i in layers:
+            if is_moe(i) not in reduce:
+                reduce[is_moe(i)] = block_reduce_s(cfg, pricer, i)
         out[v % p.pp] = (g + sum(gather) + sum(regather),
                          r + sum(reduce[is_moe(i)] for i in layers))
     return out
@@ -278,4 +301,5 @@ def _stage_after(run: _Layout, split: tuple[float, float], own: tuple[range, ...
     return (every[0], every[1]), last, gathers, contention, step
 
 
-__all__ = ["BoundShape", "after_passes", "dp_comm_time", "gather_waits", "link_floor"]
+__all__ = ["BoundShape", "after_passes", "dp_comm_time", "gather_waits", "link_floor",
+           "paired_gathers"]

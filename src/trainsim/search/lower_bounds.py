@@ -17,6 +17,7 @@ from trainsim.search.layout_costs import (
     dp_comm_time,
     gather_waits,
     link_floor,
+    paired_gathers,
 )
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.workload.ops import Gemm
@@ -95,10 +96,8 @@ class Bounds:
     def __init__(self, base: Base) -> None:
         self.base = base
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
-        self._passes_of: dict[tuple, tuple[dict[bool, float], float, float]] = {}
         self._composed: dict[tuple, float] = {}  # _pipeline_bound by its inputs' identities
-        self._by_passes: dict[tuple, float] = {}  # passes_bound, and what it reads:
-        self._stages: dict[MemoryKey, tuple[int, Any]] = {}
+        self._rows: dict[MemoryKey, tuple] = {}  # _row: what a memory group's bounds read
         self._kinds_by: dict[int, tuple[Any, tuple[tuple[int, int], ...]]] = {}
         self._sums_bound: dict[tuple, float] = {}
         self._shapes: dict[MemoryKey, BoundShape] = {}
@@ -135,6 +134,40 @@ class Bounds:
             self._cheap[key] = hit
         return hit
 
+    def _row(self, c: Candidate) -> tuple:
+        """What :meth:`passes_bound` and :meth:`_pass_times` read of ``c``'s memory group, worked
+        out once per group (the class leads of a group and its refined bounds' candidates ask
+        the same): (the FLOP bound, the micro-batches, the layer kinds of each virtual stage or
+        None for a named schedule, and the pass times' shard-shape key less the switches:
+        GPUs, tp, cp, micro batch, SP, the recompute mode priced, ep, etp, dispatcher). From
+        the group's config (:meth:`prime`); for a group never primed, from ``c``'s own config,
+        each time (not kept: another candidate of the group may ask)."""
+        m = c.mem
+        row = self._rows.get(m)
+        if row is not None:
+            return row
+        group = self.configs.get(m)
+        cfg = group if group is not None else c.to_config(self.base)
+        p = cfg.parallel
+        kinds = None
+        if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
+            # where the layers are reads the parallel config and the model only (the base's):
+            # kept by the parallel config's identity, kept alive with it
+            got = self._kinds_by.get(id(p))
+            if got is None or got[0] is not p:
+                got = self._kinds_by[id(p)] = (p, self._kinds_of(cfg.virtual_ranges))
+            kinds = got[1]
+        recompute = m.recompute
+        # re-running nothing, selective recompute prices recompute none's passes
+        if recompute == "selective" and self._reruns_nothing(cfg):
+            recompute = "none"
+        row = (self.cheap(m), cfg.num_microbatches, kinds,
+               (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, recompute, m.ep,
+                m.etp, m.dispatcher))
+        if group is not None:
+            self._rows[m] = row
+        return row
+
     def _pass_times(self, c: Candidate, config: Callable[[], Any], compute_only: bool = False,
                     split: bool = False) -> tuple[dict[bool, float], float, float]:
         """(forward + backward of one layer by is-MoE, of the head, of the embedding);
@@ -143,66 +176,59 @@ class Bounds:
         (``pipeline.split_backward``, each priced as its own op list by ``pipeline.HalfPricer``:
         a few % below B where what B overlapped runs beside fewer ops): each backward is
         the smaller of B and I + W. ``config`` builds the candidate's config, needed only the
-        first time a shard shape is priced."""
-        m = c.mem
-        first = (m, c.tp_comm_overlap, c.moe_overlap_ep_comm, compute_only, split)
-        hit = self._passes_of.get(first)
-        if hit is not None:  # (what the shard-shape key below is built from, read once)
-            return hit
-        recompute = m.recompute
-        if recompute == "selective":  # re-running nothing, it prices recompute none's passes
-            group = self.configs.get(m)
-            if self._reruns_nothing(group if group is not None else config()):
-                recompute = "none"
-        key = (m.num_gpus, m.tp, m.cp, m.micro_batch, m.sequence_parallel, recompute,
-               c.tp_comm_overlap, m.ep, m.etp, m.dispatcher, c.moe_overlap_ep_comm,
-               compute_only, split)
+        first time a shard shape is priced. Kept by the shard shape (:meth:`_row`'s, and the
+        two pricing switches)."""
+        key = (self._row(c)[3], c.tp_comm_overlap, c.moe_overlap_ep_comm, compute_only, split)
         hit = self._passes.get(key)
         if hit is None:
-            from trainsim.pipeline import HalfPricer
-            from trainsim.pricing import COMPUTE
-            from trainsim.simulator import Pricer
-            from trainsim.workload.head import (
-                embedding_backward,
-                embedding_forward,
-                head_backward,
-                head_forward,
-                train_metric_ops,
-            )
-            from trainsim.workload.layers import backward_of, layer_forward
-            from trainsim.workload.recompute import layer_recompute
-            from trainsim.workload.shard import shard_of
-
-            cfg = config()
-            pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
-
-            def t(ops: Any, by: Any = pricer) -> float:
-                priced = by.price(ops)
-                if compute_only:
-                    return sum(d for cat, d, _ in priced.segments if cat == COMPUTE)
-                return priced.duration_s
-
-            halves = (HalfPricer(pricer, False), HalfPricer(pricer, True)) if split else ()
-
-            def bwd(ops: Any) -> float:  # a backward as B, or as I + W where cheaper
-                whole = t(ops)
-                return min(whole, sum(t(ops, h) for h in halves)) if halves else whole
-
-            layer = {}
-            for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
-                lf = layer_forward(cfg, sh, moe=moe)
-                layer[moe] = (t(lf)
-                              # a partial recompute may skip any layer: price none (a bound)
-                              + bwd(layer_recompute(
-                                  cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
-                                  + backward_of(lf, sh)))
-            hf = head_forward(cfg, sh)
-            # the trainer's train metrics over the logits run after each micro-batch's backward
-            head = t(hf) + bwd(head_backward(cfg, sh, hf)) + t(train_metric_ops(cfg, sh))
-            emb = t(embedding_forward(cfg, sh)) + bwd(embedding_backward(cfg, sh))
-            hit = self._passes[key] = (layer, head, emb)
-        self._passes_of[first] = hit
+            hit = self._passes[key] = self._priced_passes(config(), compute_only, split)
         return hit
+
+    @staticmethod
+    def _priced_passes(cfg: Any, compute_only: bool, split: bool
+                       ) -> tuple[dict[bool, float], float, float]:
+        """:meth:`_pass_times` of one shard shape, priced with ``cfg``'s own pricer."""
+        from trainsim.pipeline import HalfPricer
+        from trainsim.pricing import COMPUTE
+        from trainsim.simulator import Pricer
+        from trainsim.workload.head import (
+            embedding_backward,
+            embedding_forward,
+            head_backward,
+            head_forward,
+            train_metric_ops,
+        )
+        from trainsim.workload.layers import backward_of, layer_forward
+        from trainsim.workload.recompute import layer_recompute
+        from trainsim.workload.shard import shard_of
+
+        pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
+
+        def t(ops: Any, by: Any = pricer) -> float:
+            priced = by.price(ops)
+            if compute_only:
+                return sum(d for cat, d, _ in priced.segments if cat == COMPUTE)
+            return priced.duration_s
+
+        halves = (HalfPricer(pricer, False), HalfPricer(pricer, True)) if split else ()
+
+        def bwd(ops: Any) -> float:  # a backward as B, or as I + W where cheaper
+            whole = t(ops)
+            return min(whole, sum(t(ops, h) for h in halves)) if halves else whole
+
+        layer = {}
+        for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
+            lf = layer_forward(cfg, sh, moe=moe)
+            layer[moe] = (t(lf)
+                          # a partial recompute may skip any layer: price none (a bound)
+                          + bwd(layer_recompute(
+                              cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
+                              + backward_of(lf, sh)))
+        hf = head_forward(cfg, sh)
+        # the trainer's train metrics over the logits run after each micro-batch's backward
+        head = t(hf) + bwd(head_backward(cfg, sh, hf)) + t(train_metric_ops(cfg, sh))
+        emb = t(embedding_forward(cfg, sh)) + bwd(embedding_backward(cfg, sh))
+        return layer, head, emb
 
     def _reruns_nothing(self, cfg: Any) -> bool:
         """``workload.recompute.reruns_nothing(cfg)``, kept by the parallel config's identity
@@ -241,41 +267,27 @@ class Bounds:
         (each non-negative, added or taken the larger of: float addition and ``max`` are
         monotone), so no layout's collectives are priced. The FLOP bound for a named schedule
         (whose bound reads the shape), or where the refined bound is unavailable. The search
-        queues a group at it before refining (``search.waves``)."""
+        queues a group at it before refining (``search.waves``), asking it once per class
+        lead: nothing kept per candidate (what it reads is kept per group, :meth:`_row`, per
+        shard shape and per layout)."""
         m = c.mem
-        cheap = self.cheap(m)
         if self.failed or m.schedule:
+            return self.cheap(m)
+        cheap, micro, kinds, shape = self._row(c)
+        if kinds is None:
             return cheap
-        key = (m, c.tp_comm_overlap, c.moe_overlap_ep_comm)
-        hit = self._by_passes.get(key)
-        if hit is None:
-            at = self._stages.get(m)  # (micro-batches, layer kinds of each virtual stage)
-            if at is None:
-                cfg = self.configs.get(m) or c.to_config(self.base)
-                p = cfg.parallel
-                kinds = None
-                if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b"):
-                    # where the layers are reads the parallel config and the model only (the
-                    # base's): kept by the parallel config's identity, kept alive with it
-                    got = self._kinds_by.get(id(p))
-                    if got is None or got[0] is not p:
-                        got = self._kinds_by[id(p)] = (p, self._kinds_of(cfg.virtual_ranges))
-                    kinds = got[1]
-                at = self._stages[m] = (cfg.num_microbatches, kinds)
-            micro, kinds = at
-            hit = cheap
-            if kinds is not None:
-                passes = self._pass_times(c, lambda: c.to_config(self.base))
-                # the memory groups of one layout's optimizer shardings share it
-                of = (id(passes), id(kinds), m.pp, micro)
-                bound = self._sums_bound.get(of)
-                if bound is None:
-                    before, own = self._stage_sums(passes, kinds, m.pp)
-                    bound = self._sums_bound[of] = REFINED_SAFETY * max(
-                        before[s] + micro * own[s] for s in range(m.pp))
-                hit = max(cheap, bound)
-            self._by_passes[key] = hit
-        return hit
+        passes = self._passes.get((shape, c.tp_comm_overlap, c.moe_overlap_ep_comm, False,
+                                   False))
+        if passes is None:
+            passes = self._pass_times(c, lambda: c.to_config(self.base))
+        # the memory groups of one layout's optimizer shardings share it
+        of = (id(passes), id(kinds), m.pp, micro)
+        bound = self._sums_bound.get(of)
+        if bound is None:
+            before, own = self._stage_sums(passes, kinds, m.pp)
+            bound = self._sums_bound[of] = REFINED_SAFETY * max(
+                before[s] + micro * own[s] for s in range(m.pp))
+        return max(cheap, bound)
 
     def scheduled(self, c: Candidate) -> float:
         """:meth:`refined`, or for a named pipeline schedule (DualPipe, zero-bubble) the larger
@@ -473,8 +485,9 @@ class Bounds:
                     if sizes[group] > 1 and params > 0))
         # the passes' waits for their unit gathers (per micro-batch; not where the gathers
         # lead each chunk's first forward only, nor per tensor: blocking_gathers)
-        waits = gather_waits(cfg, pricer, ranges) \
-            if per_unit and not once and p.zero3_gather != "per_parameter" else [0.0] * p.pp
+        paired = paired_gathers(cfg, pricer, ranges) \
+            if per_unit and not once and p.zero3_gather != "per_parameter" else None
+        waits = gather_waits(cfg, pricer, ranges, paired) if paired is not None else [0.0] * p.pp
         tails: dict[tuple[bool, bool], list[float]] = {}
         scatter_s = [0.0] * p.pp
         if p.pipeline_schedule in (None, "1f1b", "interleaved_1f1b") and \
@@ -482,7 +495,8 @@ class Bounds:
             tails, scatter_s = after_passes(cfg, pricer, ranges, split, zero)
             if once:
                 scatter_s = [0.0] * p.pp
-        links = link_floor(cfg, pricer, ranges) if per_unit and not once else [(0.0, 0.0)] * p.pp
+        links = link_floor(cfg, pricer, ranges, paired) if per_unit and not once \
+            else [(0.0, 0.0)] * p.pp
         hit = self._layouts[key] = (unit_floor, tails, scatter_s, once, waits, links)
         return hit
 
