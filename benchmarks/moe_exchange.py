@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +60,7 @@ from trainsim.config import ClusterConfig, ModelConfig, ParallelConfig, RunConfi
 from trainsim.pricing import Pricer
 from trainsim.workload.moe_block import moe_block
 from trainsim.workload.moe_dispatch import hybridep_api_ops
+from trainsim.workload.ops import Comm
 from trainsim.workload.shard import shard_of
 
 HERE = Path(__file__).resolve().parent
@@ -74,10 +76,12 @@ class Routing:
     ranks_per_token: float  # distinct destination ranks
 
 
+@functools.cache
 def draw_routing(tokens: int, experts: int, topk: int, ranks: int, per_node: int,
                  topk_groups: int | None) -> Routing:
     """The benchmark's routing, re-drawn: |N(0,1)| + 1 scores, grouped by node when
-    ``topk_groups`` is set (DeepEP tests/test_internode.py), top-k experts."""
+    ``topk_groups`` is set (DeepEP tests/test_internode.py), top-k experts. A function of its
+    arguments (the seed is fixed), drawn once for each: the 97 priced rows have 12 shapes."""
     rng = np.random.default_rng(SEED)
     nodes = max(1, ranks // per_node)
     scores = np.abs(rng.standard_normal((tokens, experts))) + 1
@@ -120,16 +124,34 @@ def config(row: dict[str, str]) -> RunConfig:
 def predicted_s(row: dict[str, str]) -> float:
     """Trainsim's time of the exchange op the workload emits for this shape, with the plain
     HybridEP Torch API's own work around it where the row times that API."""
+    return priced_s(exchange(row))
+
+
+Exchange = tuple[RunConfig, Comm, "tuple[list, list] | None"]
+"""A row's config, the exchange op its workload emits, and the ops the plain HybridEP Torch API
+runs before and after it where the row times that API (None: the kernel alone)."""
+
+
+def exchange(row: dict[str, str]) -> Exchange:
+    """The workload side of :func:`predicted_s` (no pricing constant is read here)."""
     cfg = config(row)
     sh = shard_of(cfg)
     ops: list = []
     moe_block(ops, cfg, sh)
     name = f"moe.{row['phase']}_all_to_all"
     op = next(o for o in ops if getattr(o, "name", "") == name)
-    pricer = Pricer(cfg)
     if row["timed"] == "kernel" or row["kernel"] != "hybridep":
+        return cfg, op, None
+    return cfg, op, hybridep_api_ops(cfg, sh.norm_tokens, row["phase"], permute=False)
+
+
+def priced_s(ex: Exchange) -> float:
+    """The pricing side of :func:`predicted_s`: a new ``Pricer``, so the constants in force now."""
+    cfg, op, around = ex
+    pricer = Pricer(cfg)
+    if around is None:
         return pricer.comm_time(op)
-    before, after = hybridep_api_ops(cfg, sh.norm_tokens, row["phase"], permute=False)
+    before, after = around
     return pricer.price([*before, op, *after]).duration_s
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,25 @@ def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import WorkStealingScheduling
 
     return WorkStealingScheduling(config, log)
+
+
+def pytest_configure(config):
+    """Hypothesis and anyio are imported as libraries (by the tests, and by fastapi's test
+    client), without pytest's assert rewriting. pytest marks every module of a distribution
+    that registers a plugin (both do) for rewriting, and on a host with PYTHONDONTWRITEBYTECODE
+    (this one) each process rewrites them again, ~90 modules (~0.6 CPU s a process, measured
+    2026-11-28). Rewriting only changes the message of an assert failing inside those
+    libraries, never what a test checks (the tests' own asserts are rewritten as before)."""
+    from _pytest.assertion.rewrite import assertstate_key
+
+    hook = getattr(config.stash.get(assertstate_key, None), "hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and marked & LIBRARIES_NOT_REWRITTEN:
+        marked -= LIBRARIES_NOT_REWRITTEN
+        getattr(hook, "_marked_for_rewrite_cache", {}).clear()
+
+
+LIBRARIES_NOT_REWRITTEN = {"hypothesis", "anyio"}
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -123,6 +143,21 @@ def _collector_unfrozen_after_each_module():
         from trainsim.engine.loop import collector_to_oldest
 
         collector_to_oldest()  # unfrozen, and no holder left counted (engine.loop._FROZEN)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """A module that runs PyTorch on the CPU runs it on one intra-op thread, as ``trainsim
+    profile`` runs its CPU dry run (``profile.run._cpu_threads``): the tensors of these tests
+    are tiny, and with two xdist workers on two cores OpenMP's spinning threads cost more than
+    the ops (a three-block forward and backward under ``MemTracker``: 4.3 -> 1.7 CPU s, 10.8 ->
+    4.4 s wall, measured 2026-11-28 on this host). What a test checks (bytes kept, shapes,
+    flops, fp32 results within their tolerance) does not read the thread count. Torch is never
+    imported for this: only where a test module (or what it ran) already did."""
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "set_num_threads") and torch.get_num_threads() != 1:
+        torch.set_num_threads(1)
+    yield
 
 
 @pytest.fixture(scope="session", autouse=True)
