@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import csv
+import pickle
 import re
 from pathlib import Path
 
@@ -12,7 +14,12 @@ import yaml
 from trainsim.catalog import framework_schema as schema
 from trainsim.catalog import frameworks as fw
 from trainsim.catalog import run_config_from_dict
-from trainsim.catalog.frameworks import FrameworkProfile, framework_names, framework_profile
+from trainsim.catalog.frameworks import (
+    FrameworkProfile,
+    framework_names,
+    framework_profile,
+    thawed,
+)
 from trainsim.errors import CatalogError, ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,13 +268,40 @@ def test_supports_and_grad_reduce_edge_cases():
         q.supports("sequence_paralel")
 
 
-def test_returned_profiles_do_not_share_state():
+def test_returned_profile_refuses_change():
+    """One profile per (framework, version) is handed to every caller: a caller's attempt to
+    change it raises (TypeError) and leaves it as read; a thawed copy is the caller's own."""
     a = framework_profile("megatron-lm", "2021-04")
-    a.defaults["grad_reduce_dtype"]["bf16"] = "bf16"
-    a.features["sequence_parallel"] = True
+    assert framework_profile("Megatron_LM", "2021-04") is a
+    tries = [lambda: a.defaults["grad_reduce_dtype"].__setitem__("bf16", "bf16"),
+             lambda: a.features.__setitem__("sequence_parallel", True),
+             lambda: a.features.update(sequence_parallel=True),
+             lambda: a.defaults.pop("grad_reduce_dtype"),
+             lambda: a.features.setdefault("new_key", 1),
+             lambda: a.features.clear(),
+             lambda: a.features.__delitem__("sequence_parallel")]
+    kernels = framework_profile("megatron-lm").features["attention_kernels"]
+    tries += [lambda: kernels.append("sdpa"), lambda: kernels.__setitem__(0, "sdpa"),
+              lambda: kernels.sort(), lambda: kernels.extend(["sdpa"])]
+    for change in tries:
+        with pytest.raises(TypeError, match="shared by every caller"):
+            change()
+    with pytest.raises(TypeError):
+        a.features |= {"sequence_parallel": True}
+    with pytest.raises(AttributeError):  # the dataclass is frozen too
+        a.features = {}  # type: ignore[misc]
     b = framework_profile("megatron-lm", "2021-04")
     assert b.grad_reduce_dtype("bf16") == "fp32"
-    assert b.features["sequence_parallel"] is False
+    assert b.features["sequence_parallel"] is False and "new_key" not in b.features
+    assert isinstance(b.defaults, dict) and isinstance(kernels, list)
+    for mine in (thawed(b.defaults), copy.deepcopy(b.defaults)):
+        mine["grad_reduce_dtype"]["bf16"] = "bf16"
+        assert type(mine["grad_reduce_dtype"]) is dict
+    assert b.grad_reduce_dtype("bf16") == "fp32"
+    back = pickle.loads(pickle.dumps(b))  # as a worker process receives it
+    assert back == b
+    with pytest.raises(TypeError):
+        back.defaults["grad_reduce_dtype"]["bf16"] = "bf16"
 
 
 # ------------------------------------------------------------------ validation on load

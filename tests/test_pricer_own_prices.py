@@ -1,13 +1,14 @@
 """A pricer outside ``pricing.shared`` prices an op list it priced before once (its own
 prices, 36th session: the simulation of one candidate prices its passes for its bound, its
-truncated steady-state runs and a fallback's graph), and framework profiles are copied for
-every caller without ``copy.deepcopy``: every figure the same to the bit."""
+truncated steady-state runs and a fallback's graph), and framework profiles are shared by every
+caller, read-only, with no copy made: every figure the same to the bit."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import replace
 
+import pytest
 from test_shared_pricing import _configs, _fields
 
 from trainsim import simulate
@@ -58,19 +59,25 @@ def test_a_list_holding_one_op_twice_is_priced_afresh():
     assert len(pricer._own) == 1
 
 
-def test_profiles_copied_as_deepcopy_copies_them():
-    """Every framework's newest profile, and a dated one: features and defaults equal to a
-    ``copy.deepcopy`` of the selected entry's and sharing no container with it or with another
-    caller's copy; ``framework_default`` reads the same value as the profile."""
+def test_profiles_shared_read_only_and_as_the_yaml_reads():
+    """Every framework's newest profile, and a dated one: one object for every caller, its
+    features and defaults equal to the YAML's (a ``copy.deepcopy`` of them), every dict and
+    list in them refusing change and ``copy.deepcopy`` giving a plain copy to change;
+    ``framework_default`` reads the same value as the profile."""
     for name in framework_names():
         for version in (None, "2021-01" if frameworks._load(name).style == "date" else None):
-            entry = frameworks._entry(name, version or "")
             got = framework_profile(name, version)
-            assert got.features == copy.deepcopy(entry.features)
-            assert got.defaults == copy.deepcopy(entry.defaults)
-            again = framework_profile(name, version)
+            assert framework_profile(name, version) is got
+            mine = copy.deepcopy(got.defaults)
+            assert type(mine) is dict and mine == got.defaults
+            mine["zero_stage"] = "changed"  # the caller's own copy: the profile keeps its value
+            assert got.defaults.get("zero_stage") != "changed"
             for key, value in got.defaults.items():
-                if isinstance(value, (dict, list)):
-                    assert value is not entry.defaults[key] and value is not again.defaults[key]
+                if isinstance(value, dict):
+                    with pytest.raises(TypeError, match="shared by every caller"):
+                        value["x"] = 1
+                if isinstance(value, list):
+                    with pytest.raises(TypeError, match="shared by every caller"):
+                        value.append(1)
                 expect = tuple(value) if isinstance(value, list) else value
                 assert framework_default(name, version, key) == expect

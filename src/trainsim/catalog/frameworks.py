@@ -293,7 +293,8 @@ def _read(path: Path) -> _Profile:
         if problem:
             raise _fail(path, f"{where}.defaults.tuned_options", problem)
         chain = chain + ((since, source.strip()),)
-        entries.append(_Entry(since, key, source.strip(), notes.strip(), features, defaults, chain))
+        entries.append(_Entry(since, key, source.strip(), notes.strip(), _frozen(features),
+                              _frozen(defaults), chain))
     description = data.get("description") or ""
     if not isinstance(description, str):
         raise _fail(path, "description", "expected one line of text")
@@ -347,24 +348,22 @@ def framework_names() -> list[str]:
 
 
 def framework_profile(name: str, version: str | None = None) -> FrameworkProfile:
-    """The profile of framework ``name`` at ``version`` (None or "" = its newest entry)."""
+    """The profile of framework ``name`` at ``version`` (None or "" = its newest entry): one
+    object per (framework, entry), shared by every caller, whose ``features`` and ``defaults``
+    refuse any change (a caller that needs to change them changes a :func:`thawed` copy)."""
     files = _files()
     key = canonical_framework(name)
     if key not in files:
         raise CatalogError(f"unknown framework {name!r}{suggest(key, files)}; "
                            f"known: {', '.join(files)}")
-    profile = _load(key)
-    entry = _entry(key, "" if version is None else str(version).strip())
-    return FrameworkProfile(
-        name=key,
-        version=entry.since,
-        source=entry.source,
-        features=_copied(entry.features),
-        defaults=_copied(entry.defaults),
-        description=profile.description,
-        notes=entry.notes,
-        sources=entry.sources,
-    )
+    return _shared(key, "" if version is None else str(version).strip())
+
+
+@functools.cache
+def _shared(key: str, text: str) -> FrameworkProfile:
+    entry = _entry(key, text)
+    return FrameworkProfile(key, entry.since, entry.source, entry.features, entry.defaults,
+                            _load(key).description, entry.notes, entry.sources)
 
 
 @functools.cache
@@ -382,18 +381,56 @@ def _entry(key: str, text: str) -> _Entry:
     return entry
 
 
-def _copied(value: Any) -> Any:
-    """A deep copy of a profile's parsed YAML (dicts and lists of immutable scalars), as
-    ``copy.deepcopy`` makes it but without its memo and dispatch (a profile is copied for every
-    caller, so that none can change another's: ``copy.deepcopy`` was a tenth of ``trainsim
-    validate``'s time); any other container is left to ``copy.deepcopy``."""
+def _refuse(self: Any, *args: Any, **kwargs: Any) -> Any:
+    raise TypeError("a framework profile is shared by every caller and cannot be changed; "
+                    "change a copy (catalog.frameworks.thawed, or copy.deepcopy)")
+
+
+class _FrozenDict(dict):  # type: ignore[type-arg]
+    """A mapping of a profile: a dict to read (``isinstance``, ``==``, JSON as a dict's), any
+    change refused; ``copy.deepcopy`` gives a plain dict to change."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> Any:  # pickled and copied whole, not key by key
+        return (_FrozenDict, (dict(self),))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return thawed(self)
+
+
+class _FrozenList(list):  # type: ignore[type-arg]
+    """A list of a profile, as :class:`_FrozenDict` is a mapping of one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = extend = insert = pop = remove = reverse = sort = clear = _refuse
+
+    def __reduce__(self) -> Any:
+        return (_FrozenList, (list(self),))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> list[Any]:
+        return thawed(self)
+
+
+def _frozen(value: Any) -> Any:
+    """A profile's parsed YAML (dicts and lists of immutable scalars) as it is shared: every
+    dict and list refusing change."""
     if isinstance(value, dict):
-        return {k: _copied(v) for k, v in value.items()}
+        return _FrozenDict({k: _frozen(v) for k, v in value.items()})
     if isinstance(value, list):
-        return [_copied(v) for v in value]
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return copy.deepcopy(value)
+        return _FrozenList(_frozen(v) for v in value)
+    return value
+
+
+def thawed(value: Any) -> Any:
+    """A copy of a profile's ``features``, ``defaults`` or one of their values that the caller
+    may change: plain dicts and lists all the way down."""
+    if isinstance(value, dict):
+        return {k: thawed(v) for k, v in value.items()}
+    return [thawed(v) for v in value] if isinstance(value, list) else value
 
 
 def released_before(name: str, version: str, release: str) -> bool:
