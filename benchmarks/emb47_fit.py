@@ -1,5 +1,5 @@
-"""Fit the constants of ``emb47_scatter_model`` (the dense embedding backward's scatter) to
-the H200 measurements of the 47th session, and check the result against them and
+"""Fit the constants of ``trainsim.compute.embedding_bwd`` (the dense embedding backward's
+scatter) to the H200 measurements of the 47th session, and check the result against them and
 against the bundled H100 database's independent ``embedding.bwd`` records.
 
 Data: benchmarks/h200_2026-11-28_s47/device_checks47.json (``emb_bwd``: 4 vocabularies x hidden
@@ -14,7 +14,7 @@ Linear least squares in relative error (each case weighted by 1 / its time), per
   MATCH_CLOCKS), leaders the distinct ids among a chunk's 32, chain the largest group's
   serial adds.
 Each measured op also paid one kernel launch gap in the simulator's terms (``roofline.
-LAUNCH_S``), taken off before the fit (a wired-in roofline adds it back).
+LAUNCH_S``), taken off before the fit (the roofline adds it back).
 
     PYTHONPATH=src python benchmarks/emb47_fit.py            # fit, table, H100 check
     PYTHONPATH=src python benchmarks/emb47_fit.py --check    # the module's constants only
@@ -27,11 +27,16 @@ import json
 import math
 from pathlib import Path
 
-import emb47_scatter_model as eb
 import numpy as np
-from emb47_scatter_model import CHUNK_ROWS, NROWS_PER_THREAD, expected_segments, zipf_weights
 
+from trainsim.compute import embedding_bwd as eb
 from trainsim.compute.roofline import LAUNCH_S
+from trainsim.workload.token_ids import (
+    CHUNK_ROWS,
+    NROWS_PER_THREAD,
+    expected_segments,
+    zipf_weights,
+)
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "h200_2026-11-28_s47"
@@ -68,8 +73,7 @@ def cases() -> list[dict]:
             u_in, p_in = u_in + 1, p_in + math.ceil(masked / NROWS_PER_THREAD)
             chunk += 1
         top = max(masked / t, float(w[0]))
-        out.append({"name": "tp:" + name, "T": t, "h": c["hidden"], "U": u_in, "P": p_in,
-                    "top": top, "L": chunk,
+        out.append({"name": "tp:" + name, "T": t, "h": c["hidden"], "U": u_in, "P": p_in, "top": top, "L": chunk,
                         "y": (c["op_us"] - c["fill_us"]) * 1e-6})
     return out
 
@@ -125,10 +129,10 @@ def h100_check() -> None:
     scatter model plus the fill the simulator prices (``workload.head.embedding_zero_fill``
     at the roofline's memory-bound rate)."""
     from trainsim.catalog import gpu as get_gpu
-    from trainsim.compute.chain import DATA_DIR as src
     from trainsim.compute.roofline import RooflineModel
     from trainsim.workload.head import embedding_zero_fill
 
+    src = Path(eb.__file__).resolve().parent.parent / "data" / "kernels"
     for gpu_name, fname in (("h100-sxm-80gb", "h100-sxm-80gb.json"),
                             ("h200-sxm-141gb", "h200-sxm-141gb.json")):
         gpu = get_gpu(gpu_name)
@@ -144,24 +148,7 @@ def h100_check() -> None:
             fill = roof.time(embedding_zero_fill(rows, cols))
             print(f"{gpu_name} record T={t} h={cols} V={rows}: measured {rec['time_s'] * 1e6:.1f}"
                   f" us, model scatter {scat * 1e6:.1f} + fill {fill * 1e6:.1f} = "
-                  f"{(scat + fill) * 1e6:.1f} us "
-                  f"({((scat + fill) / rec['time_s'] - 1) * 100:+.1f} %)")
-
-
-def trainsim_today(rows: list[dict]) -> float:
-    """What trainsim prices today for each H200 case (``workload.head``'s ``embedding_grad``
-    op, by its bytes, against the bundled H200 records less their fill): the mean |error|."""
-    from trainsim.catalog import gpu as get_gpu
-    from trainsim.compute.chain import compute_model_for
-    from trainsim.workload.ops import Elementwise
-
-    chain = compute_model_for(get_gpu("h200-sxm-141gb"), "auto", get_gpu)
-    errs = [chain.time(Elementwise("embedding_grad", bytes=r["T"] * r["h"] * 10.0,
-                                   kernel="embedding.bwd")) / r["y"] - 1.0 for r in rows]
-    e = np.abs(np.array(errs))
-    print(f"trainsim today (by bytes, the H200 records): mean |err| {e.mean() * 100:.1f} %, "
-          f"max {e.max() * 100:.1f} %")
-    return float(e.mean())
+                  f"{(scat + fill) * 1e6:.1f} us ({((scat + fill) / rec['time_s'] - 1) * 100:+.1f} %)")
 
 
 def main() -> None:
@@ -175,7 +162,6 @@ def main() -> None:
             print(f"{k} = {v:.4g}   (module: {getattr(eb, k)})")
             setattr(eb, k, float(f"{v:.3g}"))
     report(rows)
-    trainsim_today(rows)
     h100_check()
 
 

@@ -77,12 +77,21 @@ from typing import Any
 import numpy as np
 
 from trainsim.compute import roofline
+from trainsim.compute.embedding_bwd import scatter_path, uniform_segments
 from trainsim.compute.roofline import RooflineModel
 from trainsim.config import GPUSpec
 from trainsim.config.records import positive_value, record_count
 from trainsim.errors import ConfigError
 from trainsim.workload.elementwise import bytes_relative_to_fused
-from trainsim.workload.ops import ATTENTION_IMPLS, DTYPE_BYTES, Attention, Elementwise, Gemm
+from trainsim.workload.ops import (
+    ACT_BYTES,
+    ATTENTION_IMPLS,
+    DTYPE_BYTES,
+    Attention,
+    Elementwise,
+    Gemm,
+)
+from trainsim.workload.token_ids import CHUNK_ROWS
 
 FORMAT = "trainsim-kernel-db/3"
 FORMATS = ("trainsim-kernel-db/1", "trainsim-kernel-db/2", FORMAT)
@@ -219,7 +228,10 @@ def _family(op: ComputeOp) -> tuple | None:
         return ("attention", op.impl, op.head_dim, op.causal, op.backward, op.dropout,
                 op.window)
     if op.kernel:
-        return ("elementwise", op.kernel, op.impl)
+        # a scatter priced by its shape (``compute.embedding_bwd``) is answered only by
+        # records that carry one (their ``zeroed`` table: ``record_scatter``) and ran the same
+        # path (PyTorch's feature kernel at most 3072 ids, else the sort and segment sums)
+        return ("elementwise", op.kernel, op.impl, scatter_path(op.scatter))
     return None
 
 
@@ -235,7 +247,7 @@ def _coords(op: ComputeOp) -> tuple[float, ...]:
 
 def _exact_key(op: ComputeOp) -> tuple:
     if isinstance(op, Elementwise):
-        return (_family(op), round(op.bytes))
+        return (_family(op), round(op.bytes), op.scatter)
     return (_family(op), _coords(op))
 
 
@@ -435,6 +447,26 @@ def layer_tiles(layers: list[dict[str, Any]]) -> tuple[tuple[int, int, float], .
     return roofline.traced_tiles(names)
 
 
+def record_scatter(row: dict[str, Any], family: str, nbytes: float) -> tuple[float, ...]:
+    """The scatter an ``embedding.bwd`` record timed (``Elementwise.scatter``), read from the
+    table it zeroed: ``trainsim profile`` draws ``tokens`` ids uniformly over the table's rows
+    (``profile.kernels``, ``torch.randint``) and counts the op's bytes as tokens x cols x
+    (2 + 8) (``workload.head.embedding_scatter``); () where the record names no table."""
+    z = row.get("zeroed")
+    if family != "embedding.bwd" or not isinstance(z, dict):
+        return ()
+    try:
+        rows, cols = int(z["rows"]), int(z["cols"])
+    except (KeyError, TypeError, ValueError):
+        return ()  # ``KernelDatabase.without_fill`` names the bad table
+    if rows <= 0 or cols <= 0:
+        return ()
+    tokens = round(nbytes / (cols * (ACT_BYTES + 2 * 4)))
+    distinct, partials = uniform_segments(tokens, rows)
+    return (float(tokens), float(cols), distinct, partials, 1.0 / rows,
+            uniform_segments(CHUNK_ROWS, rows)[0])
+
+
 def record_label(row: dict[str, Any]) -> str:
     """A record as an error message names it."""
     if row.get("op") == "elementwise":
@@ -509,7 +541,7 @@ def op_from_record(row: dict[str, Any], where: str = "kernel database",
             else:  # format 1: the fused op's bytes beside what the profiler ran
                 family, impl, nbytes = as_profiled(family, nbytes)
             return Elementwise(name, nbytes, kernels=size("kernels", 1), kernel=family,
-                               impl=impl)
+                               impl=impl, scatter=record_scatter(row, family, nbytes))
     except (KeyError, TypeError, ValueError) as exc:
         if isinstance(exc, ConfigError):
             raise

@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
-from trainsim.compute import grouped, split_k
+from trainsim.compute import embedding_bwd, grouped, split_k
 from trainsim.compute.attention import (
     flash1_pass_bytes,
     fused_attention_work,
@@ -506,6 +506,9 @@ class RooflineModel:
             return (max(work, moved / bw, op.flops / peak) + LAUNCH_S
                     + (group_sum / bw + 2 * LAUNCH_S if group_sum else 0.0))
         if isinstance(op, Elementwise):
+            scatter = embedding_bwd.scatter_time(self.gpu, *op.scatter) if op.scatter else None
+            if scatter is not None:
+                return scatter + op.kernels * LAUNCH_S
             # bytes moved one element per thread at a time (vLLM's scalar kernels, PyTorch's
             # non-vectorized path for strided or broadcast operands) at their own rate
             strided = strided_share(op)

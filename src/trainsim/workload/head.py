@@ -27,6 +27,7 @@ from trainsim.workload.shard import (
     tp_enter,
     wgrad_accumulates,
 )
+from trainsim.workload.token_ids import text_segments
 
 
 def cross_entropy_impl(cfg: RunConfig) -> str:
@@ -90,11 +91,21 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
         ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp",
                         in_tp_overlap=False))
     ops.append(embedding_zero_fill(cfg.model.vocab_size / sh.tp, h))
-    # scatter-add of token gradients into the fp32 embedding gradient
-    ops.append(Elementwise("embedding_grad", bytes=sh.tokens * h * (ACT + 2 * 4),
-                           kernel="embedding.bwd"))
+    ops.append(embedding_scatter(sh.tokens, h, cfg.model.vocab_size, sh.tp))
     ops.extend(dense_embedding_grad_ops(cfg, sh))
     return ops
+
+
+def embedding_scatter(tokens: int, hidden: int, vocab: int, tp: int) -> Elementwise:
+    """The scatter-add of the tokens' gradient rows into the (vocab / tp) x hidden table that
+    PyTorch's dense embedding backward runs after its fill (``embedding_zero_fill``): the sorted
+    path's radix sort and two segment-reduction kernels, or the feature kernel at most 3072
+    ids, priced from how those kernels are written (``compute.embedding_bwd``, fitted to an
+    H200). ``bytes``: the gradient read, the fp32 partial sums written and read back."""
+    distinct, partials, top, chunk = text_segments(tokens, vocab, tp)
+    return Elementwise("embedding_grad", bytes=tokens * hidden * (ACT + 2 * 4),
+                       kernel="embedding.bwd", scatter=(float(tokens), float(hidden), distinct,
+                                                        partials, top, chunk))
 
 
 EMBEDDING_ZERO_FILL = "embedding_grad.zeros"

@@ -315,6 +315,11 @@ class Elementwise:
     L24-L29, rmsnorm_bwd_semi_cuda_kernel.cu L24-L29; the general kernels L76-L81 cap the
     grid at the same count). Beside a kernel that holds SMs its last CTAs wait for a second
     wave (``compute.roofline.full_wave_extra``); False: a grid sized by the data."""
+    scatter: tuple[float, ...] = ()
+    """A scatter-add of token rows into a table (PyTorch's dense embedding backward, ``kernel``
+    ``embedding.bwd``): (tokens, row width, distinct ids, partial segments, largest id's share
+    of the tokens, distinct ids among 32 in a row), ``workload.token_ids``; priced by ``compute.embedding_bwd`` from how its
+    kernels are written instead of by its bytes. Empty: priced by its bytes."""
 
 
 @dataclass(frozen=True)

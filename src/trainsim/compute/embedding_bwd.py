@@ -1,13 +1,6 @@
-"""A model of the scatter of PyTorch's dense embedding backward (``aten::embedding_dense_backward``
-on CUDA, after its ``at::zeros`` fill, ``trainsim.workload.head.embedding_zero_fill``), from how
-its kernels are written and from what they measured on an H200 (``emb47_fit.py`` fits and checks
-it), and of how often a micro-batch's token ids repeat (what the scatter sorts and sums).
-
-A diagnostic of the 47th session (emb47): not wired into trainsim's pricing, which still prices
-the scatter by its bytes (``workload.head.embedding_backward``: the bundled H100 / H200
-``embedding.bwd`` records, the HBM roofline elsewhere). Wired in (branch ``emb47-wired``) it moved
-the public file's MAPE 5.4280 -> 5.4385 % and the held-out's 4.1806 -> 4.1817 %, so it did not
-land; see benchmarks/RESULTS.md, 2026-11-28 emb47.
+"""The scatter of PyTorch's dense embedding backward (``aten::embedding_dense_backward`` on
+CUDA, after its ``at::zeros`` fill, ``workload.head.embedding_zero_fill``), priced from how its
+kernels are written and from what they measured on an H200 (``benchmarks/emb47_fit.py``).
 
 Two paths, pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu
 ``embedding_dense_backward_cuda``:
@@ -22,10 +15,9 @@ Two paths, pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu
   blocks share an SM: 1024-thread blocks, 2048 threads an SM on sm_80-sm_100; a third waits
   for a slot) and the largest group's serial adds (``MATCH_CLOCKS`` each), in SM clocks; not
   the table or the hidden size while the blocks fit the SMs.
-- else the sorted path (pytorch/pytorch@01b9dc56 EmbeddingBackwardKernel.cu
-  ``embedding_backward_cuda_kernel``): a cub radix sort of the ids (Embedding.cu: all 64 key
-  bits, ``nbits`` is commented out) and a dozen small bookkeeping kernels, then
-  ``compute_grad_weight`` (fp32 sums of each partial segment of at
+- else the sorted path (EmbeddingBackwardKernel.cu ``embedding_backward_cuda_kernel``): a cub
+  radix sort of the ids (all 64 key bits: ``nbits`` is commented out) and a dozen small
+  bookkeeping kernels, then ``compute_grad_weight`` (fp32 sums of each partial segment of at
   most ``NROWS_PER_THREAD`` equal ids) and ``sum_and_scatter`` (the partial sums of each
   distinct id added and written into its row). Both launch ``tokens x hidden`` threads (grid
   ``ceil_div(numel * stride_warped, block)``) whatever the number of segments; a thread past
@@ -34,11 +26,10 @@ Two paths, pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/Embedding.cu
   SCALAR_BYTES_PER_SM_CLOCK``) the rate is set by the SMs, not by the HBM: the fitted per-thread
   costs are SM clocks (``LAUNCH_CLOCKS`` a launched thread, ``SEGMENT_CLOCKS`` an element of
   a partial sum or of a distinct row) over SMs x clock, and the sort's chain of small kernels is
-  ``SORT_CLOCKS`` of one SM's clock. The H200 measured the scatter at 2.6-8.3x the HBM
-  roofline's time of its bytes.
+  ``SORT_CLOCKS`` of one SM's clock. The H200 measured the op at 5-8x the HBM roofline's time.
 
 All clocks are the GPU's max SM clock (``GPUSpec.max_sm_clock_mhz``: a kernel this light does
-not pull it down); a GPU that states none gets None."""
+not pull it down); a GPU that states none is priced by the roofline as before (None here)."""
 
 from __future__ import annotations
 
@@ -48,86 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from trainsim.config import GPUSpec
-
-NROWS_PER_THREAD = 10
-"""Equal ids one partial segment of PyTorch's sorted embedding backward sums
-(pytorch/pytorch@1c94016e aten/src/ATen/native/cuda/EmbeddingBackwardKernel.cu
-``NROWS_PER_THREAD``)."""
-CHUNK_ROWS = 32
-"""Ids the small path's feature kernel takes at a time (Embedding.cu, a block's ``blockDim.y``
-rows between two ``__syncthreads``)."""
-POISSON_EXACT_MAX = 50.0
-"""Mean draws of one id up to which ``expected_segments`` sums its Poisson law exactly."""
-
-
-def expected_segments(tokens: float, weights: np.ndarray) -> tuple[float, float]:
-    """(distinct ids, partial segments) expected of ``tokens`` ids drawn independently with
-    probabilities ``weights``: an id drawn n times (n Poisson with mean tokens x its weight)
-    is one segment of ceil(n / ``NROWS_PER_THREAD``) partials."""
-    lam = tokens * np.asarray(weights, dtype=float)
-    distinct = float(np.sum(-np.expm1(-lam)))
-    # partials beyond each id's first: exact under the Poisson law for ids drawn a few times,
-    # ceil(n / 10) ~ n / 10 + 0.45 (its remainder spread evenly) for ids drawn often
-    mid = lam[(lam > 0.5) & (lam <= POISSON_EXACT_MAX)]
-    many = lam[lam > POISSON_EXACT_MAX]
-    extra = float(np.sum(many - (NROWS_PER_THREAD + 1) / 2.0) / NROWS_PER_THREAD)
-    if mid.size:
-        n = np.arange(int(POISSON_EXACT_MAX * 4))
-        log_fact = np.array([math.lgamma(k + 1.0) for k in n])
-        pmf = np.exp(n[None, :] * np.log(mid)[:, None] - mid[:, None] - log_fact[None, :])
-        beyond_first = np.maximum(0.0, np.ceil(n / NROWS_PER_THREAD) - 1.0)
-        extra += float((pmf * beyond_first[None, :]).sum())
-    return distinct, distinct + extra
-
-
-TEXT_ZIPF_S = 1.1
-"""Exponent of the Zipf law (frequency of the k-th most frequent token ~ k^-s) by which the
-simulator draws a micro-batch's token ids to count their repeats (``text_segments``). A stand-in
-for real text, whose word frequencies follow Zipf's law with s near 1 (Zipf 1949; reviewed by
-Piantadosi 2014, Psychon. Bull. Rev. 21:1112): the draw the H200 measurement
-used (``benchmarks/device_checks47.py`` ``ZIPF_S``), where the distinct ids it predicts match
-those counted within 2 % (``benchmarks/emb47_fit.py``). Independent draws miss real text's
-burstiness (a document repeats its own words), so real text has somewhat fewer distinct ids:
-the scatter's partial sums and rows are upper bounds; uniform ids (a profiler's
-``torch.randint``) cost 20-45 % more there at 8k-32k tokens."""
-
-
-@lru_cache(maxsize=64)
-def zipf_weights(vocab: int, s: float = TEXT_ZIPF_S) -> np.ndarray:
-    """Probabilities of the ``vocab`` ids under Zipf's law with exponent ``s``."""
-    w = 1.0 / np.arange(1, vocab + 1, dtype=float) ** s
-    return w / w.sum()
-
-
-@lru_cache(maxsize=256)
-def text_segments(tokens: int, vocab: int, tp: int = 1) -> tuple[float, float, float, float]:
-    """(distinct rows, partial segments, top share, distinct among 32 ids in a row: a chunk of
-    the small path, ``feature_kernel_clocks``) of the ids a rank's
-    embedding backward
-    scatters for ``tokens`` ids of text over ``vocab`` (``TEXT_ZIPF_S``;
-    ``expected_segments``). Under tensor parallelism every rank scatters
-    every token: Megatron-core's ``VocabParallelEmbedding.forward`` (NVIDIA/Megatron-LM
-    megatron/core/tensor_parallel/layers.py, its ``F.embedding(masked_input, self.weight)``
-    branch, the default outside ``deterministic_mode``) maps the ids outside the rank's vocab /
-    tp rows to row 0 (``masked_input[input_mask] = 0``) before the lookup, so its backward sorts all
-    ``tokens``, 1 - 1/tp of them one segment of row 0, while the slice holds 1/tp of the
-    distinct ids (the frequent ids spread over the slices). Measured on an H200 (``emb_tp``,
-    benchmarks/h200_2026-11-28_s47/run2): the scatter shrinks 8-25 % from TP 1 to 8, the
-    fill 1/tp."""
-    w = zipf_weights(vocab)
-    distinct, partials = expected_segments(tokens, w)
-    chunk = expected_segments(CHUNK_ROWS, w)[0]
-    top = float(w[0])
-    if tp > 1:
-        masked = tokens * (1.0 - 1.0 / tp)
-        distinct = distinct / tp + 1.0
-        partials = partials / tp + math.ceil(masked / NROWS_PER_THREAD)
-        chunk = chunk / tp + 1.0
-        top = max(top, masked / tokens)
-    return distinct, partials, top, chunk
-
-
-
+from trainsim.workload.token_ids import expected_segments
 
 SMALL_PATH_MAX_TOKENS = 3072
 """Ids at most this many take the feature kernel (Embedding.cu ``num_indices <= 3072``)."""
@@ -143,6 +55,14 @@ SEGMENT_CLOCKS = 1.08
 LEADER_CLOCKS = 102.0
 LEADER_CLOCKS_TWO = 127.0
 MATCH_CLOCKS = 134.0
+
+
+def scatter_path(scatter: tuple[float, ...]) -> str:
+    """Which of PyTorch's two paths an ``Elementwise.scatter`` runs: ``small`` (the feature
+    kernel), ``sorted``, or ``""`` for an op that is no such scatter."""
+    if not scatter:
+        return ""
+    return "small" if scatter[0] <= SMALL_PATH_MAX_TOKENS else "sorted"
 
 
 def sm_clock_hz(gpu: GPUSpec) -> float | None:
