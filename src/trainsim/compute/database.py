@@ -231,7 +231,8 @@ def _family(op: ComputeOp) -> tuple | None:
         # a scatter priced by its shape (``compute.embedding_bwd``) is answered only by
         # records that carry one (their ``zeroed`` table: ``record_scatter``) and ran the same
         # path (PyTorch's feature kernel at most 3072 ids, else the sort and segment sums)
-        return ("elementwise", op.kernel, op.impl, scatter_path(op.scatter))
+        key = ("elementwise", op.kernel, op.impl)
+        return key + (scatter_path(op.scatter),) if op.scatter else key
     return None
 
 
@@ -455,6 +456,9 @@ def record_scatter(row: dict[str, Any], family: str, nbytes: float) -> tuple[flo
     z = row.get("zeroed")
     if family != "embedding.bwd" or not isinstance(z, dict):
         return ()
+    said = row.get("scatter")  # the profiler states the ids it drew (``profile.kernels.text_ids``)
+    if isinstance(said, list) and len(said) == 6 and all(isinstance(x, (int, float)) for x in said):
+        return tuple(float(x) for x in said)
     try:
         rows, cols = int(z["rows"]), int(z["cols"])
     except (KeyError, TypeError, ValueError):

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 
 from trainsim.profile.device import Budget, Device, Timing, measure, rotation
 from trainsim.profile.shapes import Kernel
+from trainsim.workload.token_ids import zipf_weights
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
           "tf32": torch.float32}
@@ -111,6 +112,16 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.T
 
 
 # ------------------------------------------------------------------------- recipes by kind
+
+def text_ids(tokens: int, rows: int, tp: int, device: Any) -> torch.Tensor:
+    """``tokens`` ids as the simulator counts a rank's embedding scatter
+    (``workload.token_ids.text_segments``): drawn by Zipf's law over the whole vocabulary
+    (``rows`` x ``tp``), the frequent ids spread over it at random, those outside the rank's
+    first ``rows`` masked to row 0 as Megatron-core's ``VocabParallelEmbedding`` does."""
+    weights = torch.from_numpy(zipf_weights(rows * tp))
+    ids = torch.randperm(rows * tp)[torch.multinomial(weights, tokens, replacement=True)]
+    return torch.where(ids < rows, ids, torch.zeros_like(ids)).to(device)
+
 
 def _randn(*shape: int, dev: Device, dtype: torch.dtype = ACT, grad: bool = False) -> torch.Tensor:
     return torch.randn(*shape, device=dev.torch_device, dtype=dtype, requires_grad=grad)
@@ -209,11 +220,10 @@ def _elementwise_fn(base: str, s: dict[str, Any], dev: Device
 
         return make_ce, lambda x, tgt: F.cross_entropy(x.float(), tgt), 10 * r * c
     if base == "embedding":
-        t, vocab = s["tokens"], s["vocab"]
+        t, vocab, tp = s["tokens"], s["vocab"], s.get("tp", 1)
 
         def make_emb() -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-            ids = torch.randint(0, vocab, (t,), device=dev.torch_device)
-            return [_randn(vocab, c, dev=dev, grad=True)], [ids]
+            return [_randn(vocab, c, dev=dev, grad=True)], [text_ids(t, vocab, tp, dev.torch_device)]
 
         return make_emb, lambda w, ids: F.embedding(ids, w), 2 * vocab * c + 4 * t * c
     if base == "fp8_cast_transpose":

@@ -125,7 +125,7 @@ def _elementwise_dims(family: str, op: Elementwise, cfg: RunConfig, sh: Shard) -
     if base == "cross_entropy":
         return {"rows": sh.tokens, "cols": m.vocab_size // t}
     if base == "embedding":
-        return {"tokens": sh.tokens, "vocab": m.vocab_size // t, "cols": h}
+        return {"tokens": sh.tokens, "vocab": m.vocab_size // t, "cols": h, "tp": t}
     if base == "fp8_cast_transpose":
         elems = round(op.bytes / FP8_CAST_TRANSPOSE_BYTES)
         rows = sh.tokens if elems % sh.tokens == 0 else 1
@@ -177,6 +177,8 @@ def op_case(op: Any, cfg: RunConfig, sh: Shard) -> tuple[Kernel, dict[str, Any]]
         record = _elementwise_record(op.name, family, op.bytes)
         if family == "embedding.bwd":  # the table its at::zeros fills (database.without_fill)
             record["zeroed"] = {"rows": dims["vocab"], "cols": dims["cols"]}
+            # the ids it scattered, drawn as the simulator counts them (database.record_scatter)
+            record["scatter"] = list(op.scatter)
         return _k(family, **dims), record
     return type(op).__name__  # communication or an op kind added later
 
@@ -227,10 +229,11 @@ def distinct_cases(cfgs: list[RunConfig], notes: list[str] | None = None) -> lis
 
 
 def _reader_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    """The key compute/database.py looks ops up by (elementwise: family, implementation and
-    bytes, whichever simulator op it came from)."""
-    if record["op"] == "elementwise":
-        return ("elementwise", record["kernel"], record["impl"], round(record["bytes"]))
+    """The key compute/database.py looks ops up by (elementwise: family, implementation,
+    bytes and the scatter's ids, whichever simulator op it came from)."""
+    if record["op"] == "elementwise":  # a scatter also by the ids it drew (``Elementwise.scatter``)
+        return ("elementwise", record["kernel"], record["impl"], round(record["bytes"]),
+                tuple(record.get("scatter", ())))
     return kernel_key(record)
 
 
