@@ -500,6 +500,33 @@ def run_sections(torch, ctx, wanted, funcs, sections: dict, save, after=None) ->
         save()
 
 
+def sectioned_main(doc: str, script: str, tag: str, sections: dict, funcs: dict, start_s: int,
+                   budget_s: float, argv: list[str] | None, digest) -> int:
+    """The command line a sectioned script shares (``--out``, ``--budget-s``, ``--sections``,
+    ``--dry-run``): the plan, or the guarded run of each wanted section and one JSON line of
+    ``digest(report)`` (a dict; its ``failed`` entry is added here)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--out", default=os.environ.get("OUT", f"{script}_out"))
+    p.add_argument("--budget-s", type=float, default=budget_s)
+    p.add_argument("--sections", default=",".join(sections))
+    p.add_argument("--dry-run", action="store_true")
+    args = p.parse_args(argv)
+    wanted = wanted_sections(p, args.sections, sections)
+    if args.dry_run:
+        print(section_plan(script, sections, wanted, start_s, args.budget_s, args.out))
+        return 0
+    torch, ctx, report, save = open_run(Path(args.out), script, tag, args.budget_s)
+    if torch is None:
+        return 1
+    run_sections(torch, ctx, wanted, funcs, report["sections"], save)
+    secs = report["sections"]
+    out = {"env": report["env"], **digest(report),
+           "failed": {k: (v.get("failed") or v.get("error", "")[-600:] or None) for k, v in secs.items()
+                      if isinstance(v, dict)}}
+    print(json.dumps(out)[:10000])
+    return 0
+
+
 def plan(wanted: list[str]) -> str:
     lines = [f"device_checks plan: start ~{START_S} s"]
     total = START_S

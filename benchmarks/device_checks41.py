@@ -38,21 +38,13 @@ Writes ``kernels.csv`` (rows in validation/README.md's kernels format) and ``dev
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
-import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from device_checks import (
-    open_run,
-    run_sections,
-    section_plan,
-    wanted_sections,
-)
+from device_checks import sectioned_main
 from device_checks40 import block_ratios, fp8_cases
 
 ATTN_TOKENS, ATTN_HIDDEN = 16384, 2048
@@ -373,33 +365,18 @@ FUNCS = {"attn_grid": attn_grid, "attn_grid_hd": attn_grid_hd, "gpt3_gemms": gpt
          "sm_exclusive": sm_exclusive, "wgrad_tiles": wgrad_tiles, "eager_ops": eager_ops}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.environ.get("OUT", "device_checks41_out"))
-    p.add_argument("--budget-s", type=float, default=240.0)
-    p.add_argument("--sections", default=",".join(SECTIONS))
-    p.add_argument("--dry-run", action="store_true")
-    args = p.parse_args(argv)
-    wanted = wanted_sections(p, args.sections, SECTIONS)
-    if args.dry_run:
-        print(section_plan("device_checks41", SECTIONS, wanted, START_S, args.budget_s, args.out))
-        return 0
-    torch, ctx, report, save = open_run(Path(args.out), "device_checks41", "dc41", args.budget_s)
-    if torch is None:
-        return 1
-    run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
+def _digest(report: dict) -> dict:
     secs = report["sections"]
-    digest = {"env": report["env"], "eager": secs.get("eager_ops"), "sm_contention": secs.get("sm_contention"),
-              "sm_exclusive": {sh: {c: v[c]["copy_first"]["gemm_slowdown"] for c in v if c.startswith("copy")}
-                               for sh, v in secs.get("sm_exclusive", {}).items() if isinstance(v, dict)},
-              "wgrad_mn": {k: v["block_rate_of_tensor"] for k, v in secs.get("wgrad_mn", {}).get("ratios", {}).items()},
-              "gpt3": {k: v["tflops"] for k, v in secs.get("gpt3_gemms", {}).get("rates", {}).items()},
-              "attn_n": len(secs.get("attn_grid", {}).get("times", {})),
-              "failed": {k: (v.get("failed") or v.get("error", "")[-400:] or None) for k, v in secs.items()
-                         if isinstance(v, dict)}}
-    print(json.dumps(digest)[:9000])
-    return 0
+    return {"eager": secs.get("eager_ops"), "sm_contention": secs.get("sm_contention"),
+            "sm_exclusive": {sh: {c: v[c]["copy_first"]["gemm_slowdown"] for c in v if c.startswith("copy")}
+                             for sh, v in secs.get("sm_exclusive", {}).items() if isinstance(v, dict)},
+            "wgrad_mn": {k: v["block_rate_of_tensor"] for k, v in secs.get("wgrad_mn", {}).get("ratios", {}).items()},
+            "gpt3": {k: v["tflops"] for k, v in secs.get("gpt3_gemms", {}).get("rates", {}).items()},
+            "attn_n": len(secs.get("attn_grid", {}).get("times", {}))}
 
+
+def main(argv: list[str] | None = None) -> int:
+    return sectioned_main(__doc__, "device_checks41", "dc41", SECTIONS, FUNCS, START_S, 240.0, argv, _digest)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -28,14 +28,11 @@ Writes ``kernels.csv`` (rows in validation/README.md's kernels format) and ``dev
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from device_checks import open_run, run_sections, section_plan, wanted_sections
+from device_checks import sectioned_main
 
 EMB_VOCABS, EMB_HIDDENS, EMB_TOKENS = (32000, 50304, 128256, 151936), (2048, 4096, 8192), (2048, 8192, 32768)
 ZIPF_S = 1.1
@@ -333,33 +330,18 @@ FUNCS = {"emb_bwd": emb_bwd, "norm_cast": norm_cast, "attn_long": attn_long, "em
          "attn_packed": attn_packed}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=os.environ.get("OUT", "device_checks47_out"))
-    p.add_argument("--budget-s", type=float, default=200.0)
-    p.add_argument("--sections", default=",".join(SECTIONS))
-    p.add_argument("--dry-run", action="store_true")
-    args = p.parse_args(argv)
-    wanted = wanted_sections(p, args.sections, SECTIONS)
-    if args.dry_run:
-        print(section_plan("device_checks47", SECTIONS, wanted, START_S, args.budget_s, args.out))
-        return 0
-    torch, ctx, report, save = open_run(Path(args.out), "device_checks47", "dc47", args.budget_s)
-    if torch is None:
-        return 1
-    run_sections(torch, ctx, wanted, FUNCS, report["sections"], save)
+def _digest(report: dict) -> dict:
     secs = report["sections"]
-    digest = {"env": report["env"],
-              "norm_cast": {k: {f: v[f] for f in v if "slowdown" in f or f == "alone_us"}
-                            for k, v in secs.get("norm_cast", {}).get("cases", {}).items()},
-              "spin": {k: secs.get("norm_cast", {}).get(k) for k in ("spin_regs", "spin_spills", "spin_us_per_iter")},
-              "attn_long": secs.get("attn_long", {}).get("times"),
-              "emb_n": len(secs.get("emb_bwd", {}).get("cases", {})),
-              "failed": {k: (v.get("failed") or v.get("error", "")[-600:] or None) for k, v in secs.items()
-                         if isinstance(v, dict)}}
-    print(json.dumps(digest)[:10000])
-    return 0
+    norm = secs.get("norm_cast", {})
+    return {"norm_cast": {k: {f: v[f] for f in v if "slowdown" in f or f == "alone_us"}
+                          for k, v in norm.get("cases", {}).items()},
+            "spin": {k: norm.get(k) for k in ("spin_regs", "spin_spills", "spin_us_per_iter")},
+            "attn_long": secs.get("attn_long", {}).get("times"),
+            "emb_n": len(secs.get("emb_bwd", {}).get("cases", {}))}
 
+
+def main(argv: list[str] | None = None) -> int:
+    return sectioned_main(__doc__, "device_checks47", "dc47", SECTIONS, FUNCS, START_S, 200.0, argv, _digest)
 
 if __name__ == "__main__":
     sys.exit(main())

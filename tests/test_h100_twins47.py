@@ -40,3 +40,19 @@ def test_gemm_model_against_the_real_h100_retiming():
     mape = sum(abs(e) for e in errors) / len(errors)
     assert mape < 0.08
     assert abs(sum(errors) / len(errors)) < 0.06
+
+
+def test_device_checks47_plans_every_section_and_refuses_an_unknown(capsys):
+    import importlib.util
+    import sys
+
+    bench = RUN.parent
+    sys.path.insert(0, str(bench))
+    spec = importlib.util.spec_from_file_location("device_checks47", bench / "device_checks47.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert all(name in out for name in mod.SECTIONS) and set(mod.SECTIONS) == set(mod.FUNCS)
+    with pytest.raises(SystemExit):
+        mod.main(["--dry-run", "--sections", "emb_bwd,nope"])
