@@ -89,7 +89,7 @@ def test_flash4_elsewhere_keeps_its_rules():
 
 # ------------------------------------------------------------------ kernel rows
 
-KERNELS = Path(__file__).resolve().parents[1] / "../shared/validation/kernels_published.csv"
+KERNELS = Path(__file__).resolve().parents[1] / "src/trainsim/data/validation/kernels_published.csv"  # bundled copy
 
 
 def _row(**cells) -> dict:
