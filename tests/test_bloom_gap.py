@@ -36,7 +36,9 @@ def test_hand_counts_on_the_pp6_sweep_rows_last_stage():
         row = next(r for r in csv.DictReader(fh) if r["id"] == "bloom-sweep-181B-tp8-pp6-dp8-mb1")
     cfg = row_config(row)
     got = SCRIPT.hand_counts(cfg, 5)
-    h, v = 14336, 250680
+    # Megatron-DeepSpeed pads the 250,680-token vocabulary to 128 x TP 8: 250,880 (BLOOM's own
+    # config.json vocab_size; workload.vocab)
+    h, v = 14336, 250880
     params = (12 * (12 * h * h + 13 * h) + v * h) / 8  # the last stage's rank
     part = params / 8  # its ZeRO-1 partition over DP 8
     tensors = 12 * 12 + 1  # 12 tensors a layer and the tied matrix

@@ -14,6 +14,7 @@ from trainsim.pricing import Pricer
 from trainsim.workload.grad_accumulation import fp32_grad_accumulation
 from trainsim.workload.head import dense_embedding_grad_ops, embedding_backward
 from trainsim.workload.shard import shard_of
+from trainsim.workload.vocab import padded_vocab
 
 
 def _cfg(preset="llama3-8b", tp=1, pp=1, framework="megatron-core", version="0.14",
@@ -35,7 +36,7 @@ def test_fused_megatron_adds_the_vocab_parallel_table_into_fp32_main_grad():
     cfg = _cfg(tp=4, pp=2)
     ops = _ops(cfg)
     assert set(ops) == {"embedding_grad.main_grad_add"}
-    rows = cfg.model.vocab_size / 4
+    rows = padded_vocab(cfg) / 4  # 128,256 padded to 128,512 (128 x TP 4)
     # reads the 16-bit gradient and the fp32 buffer, writes the buffer
     assert ops["embedding_grad.main_grad_add"].bytes == pytest.approx(
         rows * cfg.model.hidden_size * (2 + 4 + 4))
@@ -53,7 +54,7 @@ def test_tied_output_layer_on_one_stage_adds_a_zeroed_dummy():
     tied = _cfg(preset="gpt3-175b", tp=8, pp=1)
     assert tied.model.tied_embeddings and tied.model.position_embedding == "learned"
     ops = _ops(tied)
-    table = tied.model.vocab_size / 8 * tied.model.hidden_size
+    table = padded_vocab(tied) / 8 * tied.model.hidden_size  # 50,304 padded to 51,200
     pos = tied.model.max_position_embeddings * tied.model.hidden_size
     assert ops["embedding_grad.tied_dummy"].bytes == pytest.approx(table * 8)
     assert ops["embedding_grad.main_grad_add"].bytes == pytest.approx((table + pos) * 10)

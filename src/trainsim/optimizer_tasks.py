@@ -16,6 +16,7 @@ from trainsim.workload.fsdp_optimizer import fsdp_optimizer_pieces, per_tensor_o
 from trainsim.workload.optimizer_impl import run_optimizer_step
 from trainsim.workload.pipeline_schedules import rank_chunks
 from trainsim.workload.sharding import grad_buffer_rest, unsharded_clip, zero1_gather_copies
+from trainsim.workload.vocab import rank_vocab
 from trainsim.workload.zero3_persistent import zero3_persistent_regather
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class OptimizerTasks:
                             s, "grad_reduce", kind, part * self.grad_bytes, group, [dep],
                             f"grad {kind} {group} c{c} b{k}", self.fixed_buckets(part)))
             if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
-                size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * self.grad_bytes
+                size = rank_vocab(cfg) * cfg.model.hidden_size * self.grad_bytes
                 dp_tasks.append(self.comm(s, "embedding_grad", "all_reduce", size, "embd", [last],
                                           "tied embedding all-reduce"))
             if cfg.training.optimizer == "lamb" and self.zero >= 1:

@@ -510,10 +510,14 @@ FEATURES: dict[str, Callable[[Any], str | None]] = {
     # (``workload.zero3_persistent``): a Python copy per parameter and rank, or one small
     # _all_gather_base per parameter; null: not modelled
     "zero3_persistent_regather": _nullable(_enum(("python_loop", "coalesced"))),
+    # the vocabulary is padded before the embedding and output layer are built, to a multiple of
+    # this value x TP (Megatron's _vocab_size_with_padding, --make-vocab-size-divisible-by;
+    # workload.vocab); null: the tokenizer's vocabulary as it is (Hugging Face-based stacks)
+    "vocab_divisible_by": _nullable(_int),
 }
 
 #: keys an entry may leave out even when it is the first one.
-OPTIONAL_KEYS = {"apex_distributed_adam", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
+OPTIONAL_KEYS = {"apex_distributed_adam", "vocab_divisible_by", "mtp_uneven_pipeline", "attention_by_arch", "hybrid_shard", "zero_stage", "zero_stage_engines",
     "zero_stages", "overlap_param_gather", "overlap_grad_reduce_setting",
     "zero_stage_releases", "pipeline_parallel", "tensor_parallel", "context_parallel",
     "pipeline_partition_method", "expandable_segments", "fp8_param_gather",

@@ -25,6 +25,7 @@ from __future__ import annotations
 from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.memory.plain_step import fragmentation_bytes
+from trainsim.workload.vocab import rank_vocab
 
 CUDA_CONTEXT_BYTES = 1573 * 2**20
 """CUDA context with PyTorch's, cuBLAS's and cuDNN's kernels loaded: 1573 MiB measured by
@@ -189,9 +190,9 @@ def freed_logits_hole(cfg: RunConfig, stage: int) -> float:
     over free blocks of the stream's pool; the hand calculation in
     tests/test_memory_torchtitan.py). A compiled loss
     saves the logits themselves: nothing is freed."""
-    p, t, m = cfg.parallel, cfg.training, cfg.model
+    p, t = cfg.parallel, cfg.training
     if (p.pp > 1 or stage != p.pp - 1 or t.modules != "eager"
             or not profile_supports(cfg, "logits_freed_before_backward")
             or (t.compile and profile_supports(cfg, "compiled_loss"))):
         return 0.0
-    return 2.0 * t.micro_batch_size * t.seq_length / p.cp * m.vocab_size / p.tp
+    return 2.0 * t.micro_batch_size * t.seq_length / p.cp * rank_vocab(cfg)

@@ -37,6 +37,7 @@ from trainsim.workload.schedule import (
     torch_warmup,
 )
 from trainsim.workload.shard import kv_repeated
+from trainsim.workload.vocab import rank_vocab
 
 GiB = 2**30
 MEMORY_KINDS = ("allocated", "reserved", "device")
@@ -238,7 +239,7 @@ def _a2a_overlap_extra_forward(cfg: RunConfig) -> bool:
 def _loss_temporary(cfg: RunConfig) -> float:
     """Bytes the last stage's loss holds at its backward beyond the micro-batches in flight:
     16-bit logits and fp32 softmax of the (vocab-parallel) cross-entropy."""
-    p, t, m = cfg.parallel, cfg.training, cfg.model
+    p, t = cfg.parallel, cfg.training
     T = t.micro_batch_size * t.seq_length / p.cp
     # (HF's loss upcasts the logits: at its backward the 16-bit logits, the saved fp32
     # log-softmax and the fp32 and 16-bit gradients of the logits are alive: 2+4+4+2).
@@ -258,7 +259,7 @@ def _loss_temporary(cfg: RunConfig) -> float:
         per = 2 + 2
     else:
         per = 12 if t.modules == "eager" else 2 + 4
-    return T * m.vocab_size / p.tp * per * loss_logit_sets(cfg)  # MTP's too (memory.mtp)
+    return T * rank_vocab(cfg) * per * loss_logit_sets(cfg)  # MTP's too (memory.mtp)
 
 
 def _backward_temporaries(cfg: RunConfig, stage: int) -> list[tuple[str, float]]:
@@ -315,7 +316,7 @@ def _pipelining_buffers(cfg: RunConfig, stage: int) -> tuple[list[tuple[str, flo
     boundary = 2.0 * tokens * m.hidden_size / (p.tp if p.sequence_parallel else 1)
     ends = sum(v != 0 for v in held) + sum(v != last for v in held)
     recv = [("pipelining receive buffers (per micro-batch)", n * ends * boundary)]
-    outputs = [("last stage's outputs kept for the step", n * 2.0 * tokens * m.vocab_size / p.tp)] \
+    outputs = [("last stage's outputs kept for the step", n * 2.0 * tokens * rank_vocab(cfg))] \
         if last in held else []
     return recv, outputs
 

@@ -15,6 +15,7 @@ from trainsim.model.counts import (
     output_layer_params,
 )
 from trainsim.workload.pipeline_schedules import rank_chunks
+from trainsim.workload.vocab import padded_vocab
 
 _SPLITS: dict[tuple[int, int], tuple[RunConfig, tuple[float, float]]] = {}
 """_stage_layer_split's answers by (config identity, stage), each kept with its config (so an
@@ -96,9 +97,10 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     non-expert parameters are sharded over TP, experts over EP x expert-TP."""
     m, p = cfg.model, cfg.parallel
     dense, experts = _stage_layer_split(cfg, stage)
+    pad = (padded_vocab(cfg) - m.vocab_size) * m.hidden_size  # the framework's padding rows
     held = rank_chunks(p.pipeline_schedule, stage, p.pp, p.vpp)
     if 0 in held:
-        dense += embedding_params(m)
+        dense += embedding_params(m) + pad
         if m.position_embedding == "learned":
             # a learned position table is a plain embedding, not vocab-parallel: whole on every
             # TP rank (Megatron-LM megatron/model/language_model.py Embedding.__init__
@@ -108,13 +110,14 @@ def stage_param_split(cfg: RunConfig, stage: int) -> tuple[float, float]:
     if holds_last_chunk(cfg, stage):
         mtp_experts = m.mtp_num_layers * layer_expert_params(m, m.num_layers - 1)  # head, MTP
         experts += mtp_experts
-        dense += output_layer_params(m) + mtp_params(m) - mtp_experts
+        dense += (output_layer_params(m) + (0 if m.tied_embeddings else pad) + mtp_params(m)
+                  - mtp_experts)
         if (m.tied_embeddings or m.mtp_num_layers) and p.pp > 1 and not (
                 0 in held and p.pipeline_schedule in ("dualpipe", "dualpipe_v")):
             # own word embedding: the tied head's; MTP's input (gpt_model.py mtp_process). Not
             # where DualPipe puts the embedding on the same rank: DeepSeek-V3 §3.2.3 shares its
             # parameters and gradients physically between the MTP module and the main model
-            dense += m.vocab_size * m.hidden_size
+            dense += padded_vocab(cfg) * m.hidden_size
     return dense / p.tp, experts / (p.ep * p.etp)
 
 

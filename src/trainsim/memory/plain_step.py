@@ -42,6 +42,7 @@ from trainsim.config import RunConfig
 from trainsim.limits import check_replay
 from trainsim.memory.hf import autocast_fp32_params
 from trainsim.workload.ops import GQA_EXPANDED_BWD, MATERIALIZED_SCORES
+from trainsim.workload.vocab import padded_vocab
 
 FUSED_BACKWARD = frozenset({"sdpa", "flash2", "cudnn"})
 """Fused kernels whose backward is modelled: FlashAttention-2's ``mha_bwd`` (outputs, an fp32
@@ -402,7 +403,7 @@ def shape_of(cfg: RunConfig) -> Shape:
     m, t = cfg.model, cfg.training
     return Shape(b=t.micro_batch_size, s=t.seq_length, h=m.hidden_size, q=m.q_size,
                  kv=m.kv_size, f=m.ffn_size, heads=m.num_attention_heads, layers=m.num_layers,
-                 vocab=m.vocab_size, tied=bool(m.tied_embeddings), qkv_bias=bool(m.qkv_bias),
+                 vocab=padded_vocab(cfg), tied=bool(m.tied_embeddings), qkv_bias=bool(m.qkv_bias),
                  scores=t.attention in MATERIALIZED_SCORES,
                  gqa_expanded=t.attention in GQA_EXPANDED_BWD,
                  recompute=cfg.parallel.recompute == "full")

@@ -48,6 +48,7 @@ from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import fp8_weight_shapes, fp8_weights_gathered
 from trainsim.workload.optimizer_impl import optimizer_impl
 from trainsim.workload.sharding import fsdp_pp_mode
+from trainsim.workload.vocab import rank_vocab
 
 DEEPSPEED_REDUCE_BUCKET = 500_000_000
 """DeepSpeed's ``reduce_bucket_size`` default, elements (deepspeed/runtime/zero/constants.py
@@ -482,7 +483,7 @@ def _model_state(cfg: RunConfig, stage: int) -> ModelState:
     held, sharded, linear = _split(cfg, stage)
     p, m = cfg.parallel, cfg.model
     if p.data_parallel_impl == "ddp":  # the output layer's matmul weight, on the last stage
-        head = m.vocab_size * m.hidden_size / p.tp if stage == p.pp - 1 else 0.0
+        head = rank_vocab(cfg) * m.hidden_size if stage == p.pp - 1 else 0.0
         return _ddp(cfg, held, sharded, linear, head)
     return _LAYOUTS[p.data_parallel_impl](cfg, held, sharded, linear)
 

@@ -9,6 +9,7 @@ from trainsim.config import RunConfig
 from trainsim.model.counts import layer_matrices, layer_tensors
 from trainsim.workload.fp8_gather import fp8_weights_gathered
 from trainsim.workload.sharding import _end_matrices, _rank_tensors, bucket_params
+from trainsim.workload.vocab import rank_vocab
 
 
 def _bucket_order(cfg: RunConfig, layers: range | list[int], first: bool, last: bool
@@ -18,8 +19,8 @@ def _bucket_order(cfg: RunConfig, layers: range | list[int], first: bool, last: 
     dense buffer's (elements, shared embedding) and the routed experts' buffer elements. The
     chunk holds the word (and learned position) embedding when ``first``, the final norm and
     the output layer (a tied model's copy of the embedding) when ``last``."""
-    m, p = cfg.model, cfg.parallel
-    vocab = m.vocab_size * m.hidden_size / p.tp
+    m = cfg.model
+    vocab = rank_vocab(cfg) * m.hidden_size
     # a tied embedding split over pipeline stages is marked ``shared_embedding`` on both ends
     shared = m.tied_embeddings and cfg.parallel.pp > 1
     fwd: list[tuple[float, bool, bool]] = []  # (elements, expert, shared embedding)

@@ -10,6 +10,7 @@ import functools
 from trainsim.config import RunConfig
 from trainsim.workload.ops import Comm, Elementwise, Op
 from trainsim.workload.sharding import _module_order
+from trainsim.workload.vocab import rank_vocab
 
 
 @functools.lru_cache(maxsize=256)
@@ -45,13 +46,13 @@ def fsdp_optimizer_pieces(cfg: RunConfig, stage: int) -> list[float]:
         units += [tuple(_module_order(cfg, i)) for i in ranges[v]]
     if stage in (0, p.pp - 1):
         h = m.hidden_size
-        root = [m.vocab_size * h / p.tp] if stage == 0 else []
+        root = [rank_vocab(cfg) * h] if stage == 0 else []
         if stage == 0 and m.position_embedding == "learned":
             root.append(float(m.max_position_embeddings * h))
         if stage == p.pp - 1:
             root += [float(h)] * (2 if m.normalization == "layernorm" else 1)
             if not m.tied_embeddings:
-                root.append(m.vocab_size * h / p.tp)
+                root.append(rank_vocab(cfg) * h)
         units.append(tuple(root))
     per_rank = [0] * world
     for unit in set(units):

@@ -28,6 +28,7 @@ from trainsim.workload.shard import (
     wgrad_accumulates,
 )
 from trainsim.workload.token_ids import text_segments
+from trainsim.workload.vocab import padded_vocab, rank_vocab
 
 
 def cross_entropy_impl(cfg: RunConfig) -> str:
@@ -90,7 +91,7 @@ def embedding_backward(cfg: RunConfig, sh: Shard) -> list[Op]:
     if sh.tp > 1 and sh.sp:
         ops.append(Comm("embedding.all_gather.bwd", "all_gather", sh.tokens * h * ACT, "tp",
                         in_tp_overlap=False))
-    ops.append(embedding_zero_fill(cfg.model.vocab_size / sh.tp, h))
+    ops.append(embedding_zero_fill(rank_vocab(cfg), h))
     ops.append(embedding_scatter(sh.tokens, h, cfg.model.vocab_size, sh.tp))
     ops.extend(dense_embedding_grad_ops(cfg, sh))
     return ops
@@ -170,7 +171,7 @@ def dense_embedding_grad_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
     if not main:
         return []
     h = cfg.model.hidden_size
-    vocab = cfg.model.vocab_size / sh.tp * h
+    vocab = rank_vocab(cfg) * h
     elements = vocab
     if cfg.model.position_embedding == "learned":
         elements += cfg.model.max_position_embeddings * h
@@ -230,13 +231,13 @@ def mtp_input_backward(cfg: RunConfig, sh: Shard, again: bool = False) -> list[O
         dense = {op.name for op in dense_embedding_grad_ops(cfg, sh)}
         emb = [op for op in emb if op.name not in dense]
         emb.append(Elementwise("mtp_embedding_grad.sum",
-                               bytes=3 * cfg.model.vocab_size / sh.tp * h * ACT))
+                               bytes=3 * rank_vocab(cfg) * h * ACT))
     return ops + emb
 
 
 def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
     """Final norm, logits (vocab-parallel GEMM) and cross-entropy (fp32 softmax)."""
-    h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
+    h, v = cfg.model.hidden_size, padded_vocab(cfg) // sh.tp
     impl = norm_impl(cfg.model.normalization, h, sh.eager, sh.compiled, sh.norm)
     ops: list[Op] = [norm_op("final_norm", cfg.model.normalization, sh.norm_tokens * h, impl,
                              sh.stream_bytes, full_wave_norm(impl, sh.compiled))]
@@ -259,7 +260,7 @@ def head_forward(cfg: RunConfig, sh: Shard) -> list[Op]:
 
 
 def head_backward(cfg: RunConfig, sh: Shard, fwd: list[Op]) -> list[Op]:
-    h, v = cfg.model.hidden_size, cfg.model.vocab_size // sh.tp
+    h, v = cfg.model.hidden_size, padded_vocab(cfg) // sh.tp
     ops: list[Op] = [memory_op("cross_entropy.bwd", "cross_entropy.bwd",
                                cross_entropy_impl(cfg),
                                sh.tokens * v, ACT)]
@@ -320,7 +321,7 @@ def train_metric_ops(cfg: RunConfig, sh: Shard) -> list[Op]:
         return []
     autocast = framework_feature(t.framework, t.framework_version, "autocast_dtypes")
     loss = "eager" if autocast is None or t.dtype in autocast else "eager_16bit"
-    v = cfg.model.vocab_size // sh.tp
+    v = padded_vocab(cfg) // sh.tp
     shift, per_metric = METRIC_SMALL_KERNELS
     ops: list[Op] = [Elementwise("train_metric.labels_shift", bytes=2.0 * sh.tokens * (8 + 8),
                                  kernels=shift, kernel="copy")]

@@ -18,6 +18,7 @@ from trainsim.workload import fsdp2_copies
 from trainsim.workload.fp8_gather import FP8_GATHER_MIN_ELEMENTS, fp8_weights_gathered
 from trainsim.workload.ops import ACT_BYTES as ACT
 from trainsim.workload.ops import Comm, Elementwise, Op
+from trainsim.workload.vocab import rank_vocab
 
 
 def _rank_tensors(cfg: RunConfig, layers: range | list[int]) -> list[tuple[float, bool]]:
@@ -99,12 +100,12 @@ def zero3_tensor_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
     Tensors under ``ZERO3_PERSISTENCE_THRESHOLD`` elements stay gathered. ``after_recompute``:
     the backward's gathers of recomputed layers, only the tensors released after the
     recompute (``ZERO3_MAX_REUSE_DISTANCE``)."""
-    m, p = cfg.model, cfg.parallel
+    m = cfg.model
     if after_recompute:
         sizes = _released_after_recompute(cfg, layers)
     else:
         sizes = _rank_tensors(cfg, layers)
-    sizes += [(m.vocab_size * m.hidden_size / p.tp, False)] * _end_matrices(cfg, first, last)
+    sizes += [(rank_vocab(cfg) * m.hidden_size, False)] * _end_matrices(cfg, first, last)
     ops: list[Op] = []
     for n, expert in sizes:
         ranks = cfg.edp if expert else cfg.shard_ranks
@@ -179,7 +180,7 @@ def fsdp_unit_gathers(cfg: RunConfig, layers: range | list[int], first: bool,
 
     out: list[list[Comm]] = []
     if first or last:
-        out.append(comms([(_end_matrices(cfg, first, last) * m.vocab_size * m.hidden_size / p.tp
+        out.append(comms([(_end_matrices(cfg, first, last) * rank_vocab(cfg) * m.hidden_size
                            * ACT, False)]))
     kinds: dict[bool, list[Comm]] = {}  # a block's unit by whether it has routed experts
     for i in layers:
@@ -246,9 +247,9 @@ def _grad_tensors(cfg: RunConfig, layers: range | list[int], first: bool,
                   last: bool) -> list[float]:
     """Elements of each weight-gradient tensor a rank holds for ``layers``, with the embedding
     and output matrices of the first and last stage."""
-    mdl, p = cfg.model, cfg.parallel
+    mdl = cfg.model
     tensors = [n for n, _ in _rank_tensors(cfg, layers)]
-    return tensors + [mdl.vocab_size * mdl.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    return tensors + [rank_vocab(cfg) * mdl.hidden_size] * _end_matrices(cfg, first, last)
 
 
 def rank_grad_elements(cfg: RunConfig, layers: range | list[int], first: bool,
@@ -256,10 +257,10 @@ def rank_grad_elements(cfg: RunConfig, layers: range | list[int], first: bool,
     """((elements, FSDP units) of the non-expert gradients, the same of the routed experts')
     a rank reduces for a virtual stage: one dense unit per block plus the root unit where the
     stage holds vocabulary matrices, one expert unit per MoE block."""
-    mdl, p = cfg.model, cfg.parallel
+    mdl = cfg.model
     tensors = _rank_tensors(cfg, layers)
     ends = _end_matrices(cfg, first, last)
-    dense = sum(n for n, e in tensors if not e) + ends * mdl.vocab_size * mdl.hidden_size / p.tp
+    dense = sum(n for n, e in tensors if not e) + ends * rank_vocab(cfg) * mdl.hidden_size
     experts = sum(n for n, e in tensors if e)
     return ((dense, len(layers) + int(ends > 0)),
             (experts, sum(mdl.is_moe_layer(i) for i in layers)))
@@ -449,7 +450,7 @@ def fsdp1_grad_copies(cfg: RunConfig, layers: range | list[int], first: bool,
     if world == 1:
         return [], []
     n = sum(x for x, _ in _rank_tensors(cfg, layers))
-    n += cfg.model.vocab_size * cfg.model.hidden_size / p.tp * _end_matrices(cfg, first, last)
+    n += rank_vocab(cfg) * cfg.model.hidden_size * _end_matrices(cfg, first, last)
     rb = 4 if t.grad_reduce_in_fp32 else ACT
     side_per_param = (ACT + rb if rb != ACT else 0) + 2 * rb
     gathers = 2 if p.zero_stage >= 3 else 1
@@ -497,7 +498,7 @@ def zero3_reduce_bucket_ops(cfg: RunConfig, layers: range | list[int], first: bo
     if not deepspeed or p.zero_stage < 3 or not bucket or cfg.shard_ranks == 1:
         return []
     order = [n for i in reversed(list(layers)) for n in reversed(_module_order(cfg, i))]
-    order += [m.vocab_size * m.hidden_size / p.tp] * _end_matrices(cfg, first, last)
+    order += [rank_vocab(cfg) * m.hidden_size] * _end_matrices(cfg, first, last)
     fallback = zero3_grad_collective(cfg) == "all_reduce"
     copied = divided = interleaved = 0.0
     copies = flushes = cats = backs = 0
