@@ -29,6 +29,7 @@ from trainsim.workload.head import (
 from trainsim.workload.layers import backward_of, layer_forward
 from trainsim.workload.ops import Attention, Elementwise, Gemm
 from trainsim.workload.shard import FP8_CAST_TRANSPOSE_BYTES, Shard, shard_of
+from trainsim.workload.vocab import rank_vocab
 
 ADAM_BYTES_PER_PARAM = 4 + 3 * 8
 """Fused Adam on fp32 master weights: read the gradient, read and write the weight and both
@@ -123,9 +124,9 @@ def _elementwise_dims(family: str, op: Elementwise, cfg: RunConfig, sh: Shard) -
     if base in ("swiglu", "gelu"):
         return {"rows": sh.tokens, "cols": m.ffn_size // t}
     if base == "cross_entropy":
-        return {"rows": sh.tokens, "cols": m.vocab_size // t}
+        return {"rows": sh.tokens, "cols": int(rank_vocab(cfg))}  # the padded vocabulary's slice
     if base == "embedding":
-        return {"tokens": sh.tokens, "vocab": m.vocab_size // t, "cols": h, "tp": t}
+        return {"tokens": sh.tokens, "vocab": int(rank_vocab(cfg)), "cols": h, "tp": t}
     if base == "fp8_cast_transpose":
         elems = round(op.bytes / FP8_CAST_TRANSPOSE_BYTES)
         rows = sh.tokens if elems % sh.tokens == 0 else 1
