@@ -14,8 +14,8 @@ from trainsim.workload.shard import shard_of
 from trainsim.workload.vocab import padded_vocab, rank_vocab
 
 PADS = ("megatron-lm", "megatron-core", "nemo", "megatron-bridge", "mlperf-nemo",
-        "megatron-deepspeed")
-KEEPS = ("llm-foundry", "torchtitan", "deepspeed")
+        "megatron-deepspeed", "deepspeed")  # deepspeed: its Megatron-LM v1.1.5 reference model
+KEEPS = ("llm-foundry", "torchtitan", "olmo-core")
 
 
 def cfg(framework: str | None, tp: int = 8, vocab: int = 128_256):

@@ -51,6 +51,7 @@ from trainsim.summary import data_loading_s
 from trainsim.workload.ddp_buckets import bucket_ready
 from trainsim.workload.schedule import combined_1f1b
 from trainsim.workload.sharding import dp_bucket_count
+from trainsim.workload.vocab import rank_vocab
 
 if TYPE_CHECKING:
     from trainsim.simulator import _TaskGraph
@@ -249,7 +250,7 @@ def _exposed_reductions(graph: _TaskGraph, s: int, folded: float) -> float:
             for c in range(vpp):
                 reduce(c, False)
         if cfg.model.tied_embeddings and pp > 1 and s in (0, pp - 1):
-            size = cfg.model.vocab_size * cfg.model.hidden_size / p.tp * graph.grad_bytes
+            size = rank_vocab(cfg) * cfg.model.hidden_size * graph.grad_bytes  # padded
             graph.comm(s, "embedding_grad", "all_reduce", size, "embd", [], "bound")
         if cfg.training.optimizer == "lamb" and graph.zero >= 1:
             layers = sum(graph.chunks[c * pp + s].layers for c in range(vpp))

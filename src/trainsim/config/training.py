@@ -192,6 +192,13 @@ class TrainingConfig:
     config leaves out, as that framework did by default at ``framework_version``."""
     framework_version: str | None = None
     """Release or date of the framework (e.g. ``24.07``, ``2022-03``); None = its newest."""
+    vocab_divisible_by: int | None = None
+    """The run's Megatron ``--make-vocab-size-divisible-by`` (NeMo and Megatron-Bridge
+    ``make_vocab_size_divisible_by``): the embedding, output layer and logits are built with
+    ``model.vocab_size`` rounded up to a multiple of this x TP (``workload.vocab``). None: the
+    framework profile's ``vocab_divisible_by`` (128 for the Megatron family; no padding where
+    the framework does not pad). 1 pads to a multiple of TP only, which is also what a
+    Megatron-Bridge model without ``should_pad_vocab`` builds (a vocabulary TP divides)."""
     train_tokens: float | None = None
     """Tokens of the whole run, for days/cost (None: per-iteration results only)."""
     # --- data loading (MegaScale §3.5): reading token files and collating micro-batches
@@ -217,7 +224,7 @@ class TrainingConfig:
                          micro_batch_size=self.micro_batch_size, seq_length=self.seq_length,
                          local_batch_size=self.local_batch_size,
                          train_tokens=self.train_tokens, data_read_bw_Bps=self.data_read_bw_Bps,
-                         num_workers=self.num_workers)
+                         num_workers=self.num_workers, vocab_divisible_by=self.vocab_divisible_by)
         if self.optimizer_dtype not in ("fp32", "bf16", "fp16"):
             raise ConfigError(f"training.optimizer_dtype={self.optimizer_dtype!r} is unknown; "
                               "known: fp32, bf16, fp16")

@@ -21,6 +21,7 @@ from trainsim.search.layout_costs import (
 )
 from trainsim.search.space import Base, Candidate, MemoryKey
 from trainsim.workload.ops import Gemm
+from trainsim.workload.vocab import padded_size, vocab_divisor
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,8 @@ def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> floa
     mats = 3 if m.activation == "swiglu" else 2
     layer_params = h * (m.q_size + 2 * m.kv_size) + m.q_size * h + mats * h * m.ffn_size
     per_layer = (8.0 if key.recompute == "full" else 6.0) * layer_params * tokens / key.tp
-    head = 6.0 * m.vocab_size * h * tokens / key.tp
+    # the logit layer of the vocabulary the run builds (padded as the simulator prices it)
+    head = 6.0 * padded_size(m.vocab_size, key.tp, vocab_divisor(t)) * h * tokens / key.tp
     n_micro = t.global_batch_size // (key.dp * key.micro_batch)
     layers = m.num_layers // key.pp
     if m.num_layers % key.pp:  # a balanced layout: the embedding and loss take a layer's place
