@@ -67,13 +67,15 @@ def test_extra_tiles_only_on_hopper():
 
 def test_shipped_off_and_chain_unchanged():
     """As shipped the flag is off: a loaded database carries no traced tile and the chain prices
-    a database op against the plain roofline."""
+    a database GEMM against the plain roofline's tiles (its roofline differs only by FA2's
+    backward tail, ``database.RECORD_BWD_TAIL``)."""
     assert database.TRACED_TILES is False
     spec = catalog_gpu("h200-sxm-141gb")
     with g41.traced(False):
         model = chain.compute_model_for(spec, "auto", catalog_gpu)
         assert model.db is not None and model.db.tiles == ()
-        assert model.db_roofline is model.roofline
+        assert model.db_roofline.extra_tiles == model.roofline.extra_tiles == ()
+        assert model.db_roofline.bwd_tail is database.RECORD_BWD_TAIL
 
 
 def test_traced_reading_prices_the_measured_qkv_row():

@@ -59,7 +59,8 @@ def test_a_causal_forward_with_few_heads_waits_for_its_heaviest_query_blocks():
         return Attention("a", b, 8, 8, 4096, 4096, 128, causal=True, backward=backward,
                          impl="flash2")
     assert _rate(attn(1)) < 0.7 * _rate(attn(8))
-    assert _rate(attn(1, True)) > 0.9 * _rate(attn(8, True))  # heaviest key blocks first
+    # the roofline alone prices no backward tail (``attention.FA2_BWD_TAIL``); a database does
+    assert _rate(attn(1, True)) > 0.9 * _rate(attn(8, True))
 
 
 def test_no_attention_main_loop_outruns_the_tensor_cores():

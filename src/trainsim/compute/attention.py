@@ -5,10 +5,10 @@
   (``attention_tile``, ``tile_scores``); the softmax exponentials on the special-function
   units and a fixed cost per query row come on top; kernels written for Ampere lose half of the
   rate on GPUs whose tensor cores need Hopper's instructions, three quarters on Blackwell
-  (``ampere_kernel_share``); a
-  causal forward waits for each head's heaviest query blocks, launched last
-  (``causal_forward_tail``); FlashAttention-2's main loop runs no faster than its warps load
-  their matmuls' operands from shared memory (``fa2_smem_over_mma``), FlashAttention-3's and
+  (``ampere_kernel_share``); a causal forward waits for each head's heaviest query blocks,
+  launched last (``causal_forward_tail``; FA2's backward: ``causal_bwd_tail``); FA2's main
+  loop runs no faster than its warps load their matmuls' operands from shared memory
+  (``fa2_smem_over_mma``), FlashAttention-3's and
   cuDNN's Hopper backward no faster than shared memory feeds its ``wgmma``s
   (``fa3_bwd_traits.fa3_bwd_pace``).
 * Memory traffic beyond Q, K, V and O: the first FlashAttention's per-key-block passes
@@ -34,6 +34,7 @@ from trainsim.compute.block_sums import (
     local_forward_skipped,
     window_edge_keys,
 )
+from trainsim.compute.causal_bwd_tail import causal_backward_tail
 from trainsim.compute.fa2_traits import (
     fa2_gemm_smem_bytes_per_flop,
     fa2_smem_bytes_per_flop,
@@ -249,6 +250,12 @@ constant. Added 2026-11-27 (41st session, attn41): FA2 at head dim 256 forward, 
 warp, loads 1.125x what mma.sync's clock allows; the FA3 paper's H100 FA2 head-dim-256 rows (held
 out of every fit) 16.6 -> 7.6 % MAPE, the H200 s41 grid's 21.1 -> 12.3 % (forward) and 17.2 ->
 13.4 % (backward); no fitted row moves (none has a head dim above 128)."""
+
+
+FA2_BWD_TAIL = False
+"""Whether the roofline alone prices FA2's causal backward tail (``causal_bwd_tail``), as a kernel
+database reads its records (``database.RECORD_BWD_TAIL``). Not shipped (48th session, h200db48):
+public 5.433 -> 5.483 % (nemo 3.23 -> 4.33 %: NeMo 24.07's H100 FA2 rows 1-3 points slower)."""
 
 
 FA2_SMEM_PER_MATMUL = False
@@ -550,11 +557,12 @@ def attention_fraction(impl: str, backward: bool, gpu: GPUSpec) -> float:
     return min(frac, 1.0 / gpu.mamf_fraction)
 
 
-def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
+def fused_attention_work(gpu: GPUSpec, op: Attention, bwd_tail: bool = False) -> float:
     """Seconds of a fused attention kernel's compute (matmuls over its whole tiles and each
     row's fixed work at ``attention_fraction`` of the bf16 GEMM ceiling, dropout's random
     numbers, the exposed softmax exponentials at the same clock as the matmuls, a causal
-    forward's tail), before the roofline weighs it against memory time and adds the launch."""
+    forward's tail and, with ``bwd_tail``, FA2's causal backward's), before the roofline weighs
+    it against memory time and adds the launch."""
     peak = gpu.gemm_ceiling("bf16")
     frac = attention_fraction(op.impl, op.backward, gpu)
     if op.dropout:
@@ -585,4 +593,8 @@ def fused_attention_work(gpu: GPUSpec, op: Attention) -> float:
         block_m = tile[0]  # causal, forward, no window: not a local kernel's tile
         work *= causal_forward_tail(op.batch * op.heads,
                                     math.ceil(op.q_len / block_m), gpu.num_sms)
+    elif op.causal and op.window is None and op.q_len == op.kv_len and bwd_tail \
+            and op.impl in FA2_KERNELS and gpu.vendor == "nvidia":  # heaviest key block first
+        work *= causal_backward_tail(op.batch * op.heads, math.ceil(op.q_len / tile[0]),
+                                     math.ceil(op.kv_len / tile[1]), *tile, gpu.num_sms)
     return work

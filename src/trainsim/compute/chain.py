@@ -36,9 +36,10 @@ class ChainModel:
         self.db = db
         self.roofline = RooflineModel(gpu, loop_toward)
         # an op a record prices is read against the tiles the records' library ran
-        # (``database.TRACED_TILES``), as the record was
-        self.db_roofline = RooflineModel(gpu, loop_toward, db.tiles) \
-            if db is not None and db.tiles else self.roofline
+        # (``database.TRACED_TILES``) and FA2's backward tail (``RECORD_BWD_TAIL``), as the
+        # record was
+        self.db_roofline = RooflineModel(gpu, loop_toward, db.tiles, db.analytic.bwd_tail) \
+            if db is not None and (db.tiles or db.analytic.bwd_tail) else self.roofline
         self.sources: Counter[str] = Counter()
         self._cache: dict[object, float] = {}
 

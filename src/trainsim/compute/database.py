@@ -197,6 +197,17 @@ fast), the two measured files 7.7 -> 7.8 % (H100) and 8.7 -> 8.8 % (H200) (shape
 fast), check files olmo_core 6.0 -> 6.2, pytorch 8.1 -> 8.2, mlm_strong 4.8 -> 4.9, dgxc2505 14.6
 -> 14.7, nanotron 32.6 -> 32.7 % against nemotron4 9.8 -> 9.3, dgxc2502 2.7 -> 2.6, mlperf_partners
 5.9 -> 5.8 %."""
+RECORD_BWD_TAIL = True
+"""Whether a causal FlashAttention-2 backward record is read against the analytic model with
+the tail its few CTAs leave (``compute.causal_bwd_tail``; ``roofline.RooflineModel``'s
+``bwd_tail``), and an op priced from the records with its own. The H200 database's 16 such
+records (batch 1, 4-64 heads, 4k and 8k tokens) run 0.98-1.93x the model without it (sd of the
+log ratio 0.18, mean +0.20), within -5 / +1 % with it (sd 0.02, mean -0.02). Without it that
+mean was the prior of every shape far from the records, whose thousands of CTAs leave no tail:
+the 47th session's H200 FA2 backward at 32k-64k tokens (32 heads) was priced 21-24 % slow, the
+41st's at 4k-16k 13-21 % (``benchmarks/h200db48_bwd_tail.py``); with it 2-5 %. The 41st's 512-2048
+token rows, which that prior had put within 5 %, go 11-22 % fast: the roofline's own price of a
+short FA2 backward on the H200 (16-26 % fast without any database)."""
 FAMILY_ALIASES = {"adam": "adamw"}
 """Format-1 family names that the simulator spells differently."""
 
@@ -324,7 +335,8 @@ class KernelDatabase:
         loop = spec.sustained_of_burst * spec.power_scale if RECORD_LOOP else None
         layers = [r for r in layers or [] if isinstance(r, dict)]
         tiles = layer_tiles(layers) if TRACED_TILES else ()
-        return cls(spec=burst, meta=meta or {}, analytic=RooflineModel(burst, loop, tiles),
+        return cls(spec=burst, meta=meta or {},
+                   analytic=RooflineModel(burst, loop, tiles, RECORD_BWD_TAIL),
                    layers=layers, tiles=tiles)
 
     @classmethod

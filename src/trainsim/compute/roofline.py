@@ -39,6 +39,7 @@ import re
 from collections.abc import Iterable
 from typing import Protocol
 
+from trainsim.compute import attention as _attention
 from trainsim.compute import embedding_bwd, grouped, split_k
 from trainsim.compute.attention import (
     flash1_pass_bytes,
@@ -443,8 +444,11 @@ class RooflineModel:
     name = "roofline"
 
     def __init__(self, gpu: GPUSpec, loop_toward: float | None = None,
-                 tiles: tuple[tuple[int, int, float], ...] = ()) -> None:
+                 tiles: tuple[tuple[int, int, float], ...] = (), bwd_tail: bool = False) -> None:
         self.gpu = gpu
+        self.bwd_tail = bwd_tail or _attention.FA2_BWD_TAIL
+        """Whether a causal FlashAttention-2 backward pays its tail (``causal_bwd_tail``): a
+        kernel database's reading of its records (``database.RECORD_BWD_TAIL``)."""
         self.loop_toward = loop_toward
         """A kernel benchmark's loop (``loop_clock_factor``): the sustained fraction of the
         burst clock its GEMMs fall toward; None (training, a database's own comparison) for
@@ -498,7 +502,7 @@ class RooflineModel:
                 # (forward) and dropout, as ``Attention.bytes`` counts them
                 kernels = len(gemms) + 1 + 4 + int(op.causal and not op.backward) + int(op.dropout)
                 return mma + op.bytes / bw + kernels * LAUNCH_S
-            work = fused_attention_work(self.gpu, op)
+            work = fused_attention_work(self.gpu, op, self.bwd_tail)
             # no kernel's useful FLOP rate passes the GPU's GEMM ceiling (binds only where a
             # kernel is priced on a GPU it was not written for, e.g. FA4 on an MI300X)
             moved = flash1_pass_bytes(op) if op.impl == "flash1" else op.bytes
