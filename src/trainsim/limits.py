@@ -20,6 +20,8 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
                        and the memory estimate's schedule walk
                        (not Megatron's 1F1B / interleaved), 2 x
                        micro-batches x vpp x pp positions / 20
+                       (ZB-2p: + 2 searches x 8 variants x micro-
+                       batches x pp positions x 11 us / 45 us)
                        and a plain PyTorch loop's caching-
                        allocator replay (memory.plain_step): 8
                        steps x layers x 160 allocations x (5 +
@@ -187,6 +189,16 @@ allocator's sorted free lists grow with the blocks each layer strands): measured
 2,000-layer plain loop took 28 s of CPU before this limit, fuzz43)."""
 TASK_US = 45.0
 """CPU microseconds of one engine task (40-50 us: the module table), the unit of the limit."""
+ZB_SEARCH_US = 11.0
+"""CPU microseconds the ZB-2p order search (``workload.zb_search``) spends per variant per
+(stage, micro-batch) position: ``benchmarks/zb_search_cost.py``'s median over pp 2-16 and
+256-4,096 micro-batches, 10.5 and 12.2 us in two runs on the loaded 2-core box (each shape
+9.6-14 us; robust48)."""
+ZB_SEARCH_VARIANTS = 8
+"""Variants the search builds (``zb_search.VARIANTS``: three yes/no choices)."""
+ZB_SEARCHES = 2
+"""Searches a zb_2p iteration runs: the pipeline's, fed its stages' pass times, and the memory
+estimate's with equal times, shared by every rank (``pipeline_schedules.stage_order``)."""
 
 
 def replay_tasks(layers: int, steps: int) -> float:
@@ -224,6 +236,11 @@ def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "",
     check("TRAINSIM_MAX_TASKS", positions / POSITIONS_PER_TASK,
           f"pipeline schedule positions the memory estimate walks, in tasks' worth "
           f"({positions:,.0f} / {POSITIONS_PER_TASK})", flag, fix)
+    if p.pipeline_schedule == "zb_2p":  # robust48: its order searches were counted nowhere
+        searched = float(ZB_SEARCHES * ZB_SEARCH_VARIANTS) * cfg.num_microbatches * p.pp
+        check("TRAINSIM_MAX_TASKS", searched * ZB_SEARCH_US / TASK_US,
+              f"zb_2p order-search positions, in tasks' worth ({searched:,.0f} x "
+              f"{ZB_SEARCH_US:g} us / {TASK_US:g} us)", flag, fix)
 
 
 FLOW_SETUP_STEPS = 20

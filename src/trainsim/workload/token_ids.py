@@ -60,6 +60,56 @@ def zipf_weights(vocab: int, s: float = TEXT_ZIPF_S) -> np.ndarray:
     return w / w.sum()
 
 
+VOCAB_LISTED = 2**21
+"""Ids whose Zipf weights are listed one by one (16 MiB of floats; 8 x the largest vocabulary
+of the catalog and the validation files, 262,144). Past it (``binned_zipf``) the ids are summed
+in geometric bins: robust48, a 2**31-token vocabulary allocated 16 GiB a table and was killed
+for memory, 2**26 took 22 s."""
+BIN_RATIO = 1.001
+"""Width of a bin past ``VOCAB_LISTED``, as the ratio of its last id to its first: the expected
+draws of its ids differ by 0.11 % (s = 1.1), so one draw count stands for all (the Poisson
+terms' error second order in that spread, ~1e-7)."""
+
+
+@lru_cache(maxsize=8)
+def binned_zipf(vocab: int, s: float = TEXT_ZIPF_S) -> tuple[np.ndarray, np.ndarray]:
+    """(probability of one id, ids with it) under Zipf's law over ``vocab`` ids: the first
+    ``VOCAB_LISTED`` ids one by one, the others in bins of ``BIN_RATIO`` whose ids each take
+    the bin's mean weight, from the integral of k^-s over the bin (its ids k in [a, b) span
+    [a - 1/2, b - 1/2]: the midpoint rule, exact to the second order in 1/a)."""
+    head = 1.0 / np.arange(1, VOCAB_LISTED + 1, dtype=float) ** s
+    steps = math.ceil(math.log(vocab / VOCAB_LISTED) / math.log(BIN_RATIO))
+    edges = np.unique(np.round(VOCAB_LISTED * BIN_RATIO ** np.arange(steps + 1)))
+    edges = np.unique(np.clip(np.append(edges + 1, [VOCAB_LISTED + 1, vocab + 1]),
+                              VOCAB_LISTED + 1, vocab + 1))
+    a, b = edges[:-1] - 0.5, edges[1:] - 0.5
+    counts = edges[1:] - edges[:-1]
+    tail = (a ** (1.0 - s) - b ** (1.0 - s)) / ((s - 1.0) * counts)
+    weights = np.concatenate([head, tail])
+    ids = np.concatenate([np.ones_like(head), counts])
+    return weights / float(np.sum(weights * ids)), ids
+
+
+def _binned_segments(tokens: float, weights: np.ndarray, ids: np.ndarray
+                     ) -> tuple[float, float]:
+    """``expected_segments`` of ids drawn with ``weights``, ``ids[i]`` of them weighing
+    ``weights[i]`` (``binned_zipf``)."""
+    lam = tokens * weights
+    distinct = float(np.sum(ids * -np.expm1(-lam)))
+    mid_at = (lam > 0.5) & (lam <= POISSON_EXACT_MAX)
+    many = lam > POISSON_EXACT_MAX
+    extra = float(np.sum(ids[many] * (lam[many] - (NROWS_PER_THREAD + 1) / 2.0))
+                  / NROWS_PER_THREAD)
+    mid = lam[mid_at]
+    if mid.size:
+        n = np.arange(int(POISSON_EXACT_MAX * 4))
+        log_fact = np.array([math.lgamma(k + 1.0) for k in n])
+        pmf = np.exp(n[None, :] * np.log(mid)[:, None] - mid[:, None] - log_fact[None, :])
+        beyond_first = np.maximum(0.0, np.ceil(n / NROWS_PER_THREAD) - 1.0)
+        extra += float((ids[mid_at][:, None] * pmf * beyond_first[None, :]).sum())
+    return distinct, distinct + extra
+
+
 @lru_cache(maxsize=256)
 def text_segments(tokens: int, vocab: int, tp: int = 1) -> tuple[float, float, float, float]:
     """(distinct rows, partial segments, top share, distinct among 32 ids in a row: a chunk of
@@ -75,9 +125,14 @@ def text_segments(tokens: int, vocab: int, tp: int = 1) -> tuple[float, float, f
     distinct ids (the frequent ids spread over the slices). Measured on an H200 (``emb_tp``,
     benchmarks/h200_2026-11-28_s47/run2): the scatter shrinks 8-25 % from TP 1 to 8, the
     fill 1/tp."""
-    w = zipf_weights(vocab)
-    distinct, partials = expected_segments(tokens, w)
-    chunk = expected_segments(CHUNK_ROWS, w)[0]
+    if vocab > VOCAB_LISTED:
+        w, ids = binned_zipf(vocab)
+        distinct, partials = _binned_segments(tokens, w, ids)
+        chunk = _binned_segments(CHUNK_ROWS, w, ids)[0]
+    else:
+        w = zipf_weights(vocab)
+        distinct, partials = expected_segments(tokens, w)
+        chunk = expected_segments(CHUNK_ROWS, w)[0]
     top = float(w[0])
     if tp > 1:
         masked = tokens * (1.0 - 1.0 / tp)
