@@ -135,3 +135,18 @@ def test_vocabularies_at_and_past_the_listed_ids_price_alike():
     at = token_ids.text_segments(8192, token_ids.VOCAB_LISTED)
     past = token_ids.text_segments(8192, token_ids.VOCAB_LISTED + 1)
     assert np.allclose(at, past, rtol=1e-6)
+
+
+def test_the_flow_backend_names_a_group_that_straddles_nodes_unevenly():
+    cfg = run_config_from_dict({
+        "model": {"hidden_size": 256, "num_layers": 4, "num_attention_heads": 4,
+                  "vocab_size": 1024, "num_experts": 8, "moe_router_topk": 2,
+                  "moe_ffn_hidden_size": 256},
+        "parallel": {"ep": 2},
+        "training": {"global_batch_size": 24, "seq_length": 512},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 6, "gpus_per_node": 3,
+                    "compute_db": None, "network_backend": "flow"}})
+    from trainsim.simulator import simulate
+    with pytest.raises(ConfigError, match=r"straddle nodes unevenly.*gpus_per_node=3.*"
+                                          r"network_backend=analytical"):
+        simulate(cfg)

@@ -210,9 +210,18 @@ class FlowNetwork:
     def ranks_of(self, nodes: int, per_node: int) -> list[int]:
         gpn = self.topology.gpus_per_node
         if nodes * gpn > self.topology.num_gpus or not 1 <= per_node <= gpn:
+            # robust48: a group whose ranks straddle nodes unevenly (6 GPUs of 3 a node, EP 2:
+            # expert-DP {0, 2, 4}) is spanned as 3 nodes x 1 (``nccl.group_span``), which the
+            # analytical backend prices and a 2-node fabric cannot hold; say so
+            uneven = nodes * per_node <= self.topology.num_gpus and 1 <= per_node <= gpn
+            why = (f"; its {nodes * per_node} ranks straddle nodes unevenly (a parallel group's "
+                   f"spacing does not tile cluster.gpus_per_node={gpn}): the flow backend "
+                   "places a group as whole nodes with equal GPUs each; use "
+                   "cluster.network_backend=analytical or a gpus_per_node the groups tile"
+                   ) if uneven else ""
             raise ConfigError(f"a group of {nodes} node(s) x {per_node} GPU(s) does not fit "
                               f"topology {self.topology.name} ({self.topology.num_nodes} "
-                              f"nodes of {gpn} GPUs)")
+                              f"nodes of {gpn} GPUs){why}")
         stride = gpn // per_node
         return [n * gpn + j * stride for n in range(nodes) for j in range(per_node)]
 
