@@ -351,9 +351,9 @@ def _row_errors(args: tuple[str, str]) -> dict[str, float]:
     if weighting != "flat":
         c, inner = fitted(), sim._simulate
 
-        def patched(cfg, keep, source, pricer, *beat):  # beat: simulate_to_beat's (speed48)
+        def patched(cfg, keep, source, pricer):
             new = powered(cfg, weighting, c)
-            return inner(new, keep, source, None if new is not cfg else pricer, *beat)
+            return inner(new, keep, source, None if new is not cfg else pricer)
 
         sim._simulate = patched
     out = {}

@@ -38,8 +38,7 @@ def recorded(log: list[tuple]) -> Any:
     bound s, asker, chunks CPU s) to ``log`` (asker: the ``tune`` function that asked the
     bound, ``ruled_out`` or ``bound_of``, two frames up through ``_tuned``'s ``bound``; chunks
     CPU: the bound's calls of ``simulator.shared_chunks``); the originals are put back on
-    exit. The tuner's simulations told the time they must beat (``simulate_to_beat``, speed48)
-    run in full here, through the wrapped ``simulate``, so that every time is known."""
+    exit."""
     from trainsim import simulator
     from trainsim.validate import training
 
@@ -73,15 +72,12 @@ def recorded(log: list[tuple]) -> Any:
         log.append(("bound", id(cfg), time.process_time() - t, got, asker, in_bound[0]))
         return got
 
-    to_beat = training.simulate_to_beat
     training.simulate, training.lower_bound_s = simulate, lower_bound_s
-    training.simulate_to_beat = lambda cfg, beat, **kwargs: simulate(cfg, **kwargs)
     simulator.shared_chunks = shared_chunks
     try:
         yield log
     finally:
         training.simulate, training.lower_bound_s = sim, bound
-        training.simulate_to_beat = to_beat
         simulator.shared_chunks = chunks
 
 

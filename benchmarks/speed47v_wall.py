@@ -157,8 +157,7 @@ def recorded(log: list[dict[str, Any]]) -> Any:
     append their config's id, kind and CPU to ``log``; the originals are put back on exit."""
     from trainsim.validate import training
 
-    names = ("run_config_from_dict", "_peak_within", "simulate", "lower_bound_s",
-             "simulate_to_beat")
+    names = ("run_config_from_dict", "_peak_within", "simulate", "lower_bound_s")
     saved = {n: getattr(training, n) for n in names}
 
     def wrap(name: str, kind: str) -> Any:
@@ -180,8 +179,7 @@ def recorded(log: list[dict[str, Any]]) -> Any:
             return got
         return wrapper
 
-    # a simulation told the time it must beat (speed48) counts as a simulation, stopped or not
-    for name, kind in zip(names, ("config", "memory", "sim", "bound", "sim")):
+    for name, kind in zip(names, ("config", "memory", "sim", "bound")):
         setattr(training, name, wrap(name, kind))
     try:
         yield log

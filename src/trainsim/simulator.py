@@ -358,25 +358,8 @@ def simulate(cfg: RunConfig, keep_timeline: bool = False,
         return _simulate(cfg, keep_timeline, layer_source, pricer)
 
 
-def simulate_to_beat(cfg: RunConfig, beat: float, *, pricer: Pricer | None = None
-                     ) -> Result | None:
-    """``simulate(cfg, pricer=pricer)``, or None once its iteration is proven to take ``beat``
-    seconds or more: a tuner that keeps only a candidate faster than ``beat`` needs no more. A
-    run simulated in full stops where the event loop's clock plus the longest chain of tasks
-    still to start reaches ``beat`` (``engine.run``); the steady-state shortcut, several
-    schedule steps and stages that overlap iterations run to the end. A Result it returns is
-    the one ``simulate`` gives, to the bit."""
-    if pricer is not None and pricer.cfg is not cfg:
-        raise ValueError("simulate_to_beat(cfg, beat, pricer=...) takes a Pricer built for "
-                         "that cfg")
-    if cfg.schedule_steps > 1 or cfg.parallel.optimizer_post_validation:
-        return simulate(cfg, pricer=pricer)
-    with gc_paused():
-        return _simulate(cfg, False, None, pricer, beat)
-
-
 def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | None,
-              pricer: Pricer | None, beat: float | None = None) -> Result | None:
+              pricer: Pricer | None) -> Result:
     from trainsim import steady_state
 
     # bounded work: refuse a run over the task limit before building it (counting what the
@@ -396,10 +379,7 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
         # a twin handed a graph whose full run was summarized here (trainsim.twin_graphs)
         summary = None if keep_timeline else kept_summary(graph, cfg)
         if summary is None:
-            # the iteration is the last stage end (origin 0) plus data loading (never < 0)
-            tl = run(graph.tasks, beat=beat, ends=graph.ends)
-            if tl is None:
-                return None  # lost: ``beat`` or more
+            tl = run(graph.tasks)
             summary = summarize(cfg, tl, graph.ends)
             keep_summary(graph, cfg, summary)
     iteration_s = max(e - o for e, o in zip(summary.end_s, summary.origin_s))
@@ -428,4 +408,4 @@ def _simulate(cfg: RunConfig, keep_timeline: bool, layer_source: LayerSource | N
 
 
 __all__ = ["LayerSource", "Pricer", "Summary", "build_graph", "build_tasks", "simulate",
-           "simulate_to_beat", "stage_memory"]
+           "stage_memory"]

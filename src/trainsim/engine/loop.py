@@ -13,11 +13,10 @@ from __future__ import annotations
 import gc
 import heapq
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import overload
 
 from trainsim.errors import TrainsimError
 
@@ -198,13 +197,7 @@ def _same_graph(a: list[Task], b: list[Task]) -> bool:
         and x.slows == y.slows for x, y in zip(a, b))
 
 
-@overload
-def run(tasks: list[Task], prefix: bool = True) -> Timeline: ...
-@overload
-def run(tasks: list[Task], prefix: bool = True, *, beat: float | None,
-        ends: Sequence[int]) -> Timeline | None: ...
-def run(tasks: list[Task], prefix: bool = True, *, beat: float | None = None,
-        ends: Sequence[int] = ()) -> Timeline | None:
+def run(tasks: list[Task], prefix: bool = True) -> Timeline:
     """Simulate ``tasks`` (ids are list indices; deps must point to existing tasks).
 
     Until the first task that slows another stream starts, every task starts when its stream's
@@ -212,13 +205,9 @@ def run(tasks: list[Task], prefix: bool = True, *, beat: float | None = None,
     task depends only on tasks before it that prefix is computed in one pass (the same
     ``max`` and ``+`` of the same floats as the event loop: bit-identical), and the event loop
     takes over from the state it leaves: what ended before that moment, what runs across it
-    (``prefix=False``: the event loop from the start, for tests).
-
-    ``beat`` with ``ends``: None instead of a timeline once the loop has proven that the last of
-    the tasks ``ends`` will end at ``beat`` or later (:func:`_tails`); a run that finishes returns
-    its timeline as without them."""
+    (``prefix=False``: the event loop from the start, for tests)."""
     if not _SHARED:
-        return _run(tasks, prefix) if beat is None else _run(tasks, prefix, beat, ends)
+        return _run(tasks, prefix)
     _, kept, _, cap = _SHARED[-1]
     key = (len(tasks), prefix, sum(map(_duration, tasks)))
     hit = kept.get(key)
@@ -226,9 +215,7 @@ def run(tasks: list[Task], prefix: bool = True, *, beat: float | None = None,
         tl = hit[1]
         return Timeline(tasks, list(tl.start_s), list(tl.end_s),
                         {stream: list(queue) for stream, queue in tl.queues.items()})
-    tl = _run(tasks, prefix) if beat is None else _run(tasks, prefix, beat, ends)
-    if tl is None:  # stopped: lost, nothing to keep
-        return None
+    tl = _run(tasks, prefix)
     # the tasks kept so far, counted as they are kept (summing them at every run grew with
     # the search: ~1.7 % of a search worker's time, profiled)
     store = _SHARED[-1][2]
@@ -250,45 +237,7 @@ _KEPT_TASKS = "timeline tasks kept"
 timelines it keeps."""
 
 
-CHECKS = 64
-LATE = 0.75
-"""A run told the time it must beat checks whether it has lost at the start, then from LATE of
-its first lower bound on, every 1/CHECKS of it in simulated time (its loss shows late: the
-contention the uncontended bound misses is the data-parallel reductions' at the end)."""
-STOP_MARGIN = 1e-9
-"""Relative margin by which a stopped run's bound must pass its ``beat``: the bound's sums and
-the loop's are rounded apart (at most ~n ulps for n tasks, far below it)."""
-
-
-def _tails(duration: list[float], dependents: list[list[int]], stream_of: list[int],
-           n_streams: int, ends: Sequence[int], first: int = 0) -> list[float]:
-    """Per task, the least time from its start to the end of the last of ``ends`` that follows it
-    (itself, or through dependencies and its stream's later tasks): its duration and those of the
-    longest chain after it, at full rate (a slowed task only takes longer, and a task starts no
-    earlier than its stream's previous one and its dependencies end); -inf where no task of
-    ``ends`` follows it. Read backward in task order (every dependency an earlier task), down to
-    task ``first`` (those before it left at -inf)."""
-    n = len(duration)
-    tail = [-math.inf] * n
-    is_end = [False] * n
-    for e in ends:
-        is_end[e] = True
-    after = [-math.inf] * n_streams  # per stream, the tail of its task after this one
-    for i in range(n - 1, first - 1, -1):
-        sid = stream_of[i]
-        most = after[sid]
-        for j in dependents[i]:
-            t = tail[j]
-            if t > most:  # noqa: PLR1730 - no call per dependency
-                most = t
-        if is_end[i] and most < 0.0:
-            most = 0.0
-        tail[i] = after[sid] = duration[i] + most
-    return tail
-
-
-def _run(tasks: list[Task], prefix: bool, beat: float | None = None,
-         ends: Sequence[int] = ()) -> Timeline | None:
+def _run(tasks: list[Task], prefix: bool) -> Timeline:
     n = len(tasks)
     stream_of = [0] * n
     duration = [0.0] * n
@@ -368,7 +317,7 @@ def _run(tasks: list[Task], prefix: bool, beat: float | None = None,
     heapq.heapify(events)
     push, pop = heapq.heappush, heapq.heappop
     held = [0.0] * n_streams
-    version = [0] * n + [-1]  # n: a run with a beat's checks, heap entries never current
+    version = [0] * n
     # Where a task slows a stream, from its start to its end, that stream's running task has
     # its work done at the old rate booked and its finish moved (a new heap entry; the old one
     # is skipped by its version): ``shift``, called only for the tasks that hold SMs, with the
@@ -417,42 +366,6 @@ def _run(tasks: list[Task], prefix: bool, beat: float | None = None,
         if target is not None:
             shift(target[0], target[1], now)
 
-    # with ``beat``: a lower bound of the last end of ``ends`` at the start (the prefix's
-    # times, without contention; or :func:`_tails` from the start where the loop starts there),
-    # then, from LATE of the way to it, every 1/CHECKS of it: the clock plus the longest chain
-    # still to run (the tails of the tasks not ended then, worked out once); the run stops where
-    # one passes ``beat``. The checks are heap entries of index n, read where stale entries are
-    # skipped: the loop's own path is unchanged.
-    if beat is not None and ends and ordered:
-        stop = beat * (1.0 + STOP_MARGIN)
-        tail: list[float] = []
-
-        def least(now: float) -> float:
-            most = -math.inf
-            for sid in range(n_streams):
-                r = running[sid]
-                if r >= 0:  # its work left at full rate (or faster), then its chain after it
-                    w = left[r] - (now - since[r]) * max(1.0 - held[sid], MIN_RATE)
-                    t = tail[r] - duration[r] + max(0.0, w)
-                elif head[sid] < size[sid]:
-                    t = tail[queues[sid][head[sid]]]
-                else:
-                    continue
-                if t > most:  # noqa: PLR1730
-                    most = t
-            return now + most
-
-        if cut:
-            low = max(end[e] for e in ends)
-        else:
-            tail = _tails(duration, dependents, stream_of, n_streams, ends)
-            low = least(0.0)
-        if low >= stop:
-            return None
-        step = (low - cut) / CHECKS
-        late = cut + LATE * (low - cut)
-        if late > cut and step > 0.0:
-            push(events, (late, n, 0))
     if not cut:
         for sid in range(n_streams):
             if size[sid] and not waiting[queues[sid][0]] and running[sid] < 0:
@@ -463,15 +376,6 @@ def _run(tasks: list[Task], prefix: bool, beat: float | None = None,
     while events:
         now, i, ver = pop(events)
         if ver != version[i]:
-            if i == n:  # a check of a run with a beat
-                if not tail:  # every task before the first one not ended has ended
-                    first = min((q[head[sid]] for sid, q in enumerate(queues)
-                                 if head[sid] < size[sid]), default=n)
-                    tail = _tails(duration, dependents, stream_of, n_streams, ends, first)
-                if least(now) >= stop:
-                    return None
-                if events and now + step > now:
-                    push(events, (now + step, n, 0))
             continue  # rescheduled by a change of contention
         done += 1
         sid = stream_of[i]

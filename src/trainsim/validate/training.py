@@ -8,7 +8,6 @@ fastest setting that fits in memory and report the choice ("unknown means tuned"
 from __future__ import annotations
 
 import itertools
-import math
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,7 +26,7 @@ from trainsim.memory.estimate import MEMORY_KINDS
 from trainsim.memory.offload import copies_hidden
 from trainsim.pricing import Pricer, shared
 from trainsim.result import Result
-from trainsim.simulator import simulate, simulate_to_beat
+from trainsim.simulator import simulate
 from trainsim.validate.assumed import assumed_cells
 from trainsim.validate.common import GiB, RowResult, _cell, count_cell, measured_cell
 from trainsim.validate.layouts import parallel_layouts, stated_pps
@@ -157,9 +156,7 @@ parallelism, a 16-bit gradient reduce); any other unknown, its first candidate."
 def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
          evaluate: Callable[[RunConfig], float],
          bound: Callable[[RunConfig], float] | None = None,
-         kept: tuple[str, ...] = (),
-         to_beat: Callable[[RunConfig, float], float | None] | None = None
-         ) -> tuple[RunConfig, dict[str, Any]]:
+         kept: tuple[str, ...] = ()) -> tuple[RunConfig, dict[str, Any]]:
     """Fastest setting of the unknown fields among those that fit in memory.
 
     The time is minimised by coordinate descent over the settings that fit, one field at a
@@ -178,10 +175,6 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
     candidate (the framework's default) is kept wherever the fastest setting of the others
     fits with it: a descent on another candidate moves only among settings that would not fit
     with the first one (the 16-bit gradient buffer a run takes to fit).
-    ``to_beat(cfg, t)``: ``evaluate(cfg)``, or None where that time is proven to be ``t`` or
-    more (a simulation stopped once it has lost): a candidate simulated only to be compared with
-    ``t`` asks it, and is simulated again only where a later comparison needs more (the same
-    comparisons, so the same answer and the same settings simulated, some of them stopped).
     If nothing fits, the least-memory setting is returned (and flagged by the caller).
     """
     names = list(unknown)
@@ -221,25 +214,11 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         return True
 
     times: dict[tuple, float] = {}
-    lost: dict[tuple, float] = {}  # a stopped simulation's setting: its time is at least this
 
     def cost(values: tuple) -> float:
         if values not in times:
             times[values] = evaluate(status[values][0])  # type: ignore[arg-type]
         return times[values]
-
-    def below(values: tuple, t: float) -> bool:
-        """``cost(values) < t``, simulating ``values`` only as far as that needs."""
-        if values in times or to_beat is None:
-            return cost(values) < t
-        if lost.get(values, -math.inf) >= t:
-            return False
-        got = to_beat(status[values][0], t)  # type: ignore[arg-type]
-        if got is None:
-            lost[values] = t
-            return False
-        times[values] = got
-        return got < t
 
     bounds: dict[tuple, float] = {}  # a setting's bound, computed once for every sweep
 
@@ -257,12 +236,12 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
             # the start's bound rejects it as a candidate, and no other descent or
             # ``ruled_out`` reads it (each has its own enumerated choices)
             cut = bound_of(current)
-            if (cand in times or cand in lost or bound_of(cand) < cut) and cost(cand) < cut:
+            if (cand in times or bound_of(cand) < cut) and cost(cand) < cut:
                 return True
         now = cost(current)
-        if bound is not None and cand not in times and cand not in lost and bound_of(cand) >= now:
+        if bound is not None and cand not in times and bound_of(cand) >= now:
             return False
-        return below(cand, now)
+        return cost(cand) < now
 
     def descend(current: tuple, fixed: tuple[int, ...] = ()) -> tuple:
         improved = True
@@ -317,14 +296,12 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         lists = [[start[i]] if i in d else unknown[n] for i, n in enumerate(names)]
         settings = list(itertools.product(*lists))
         for v in settings:
-            if v in times or v in lost:  # simulated (a stopped one as with its time)
-                if usable(v) and below(v, best_s):
-                    return False
-            elif v in bounds and usable(v) and bounds[v] < best_s:
+            if (v in times or v in bounds) and usable(v) and \
+                    times.get(v, bounds.get(v, 0.0)) < best_s:
                 return False
         descended = [i for i in range(len(names)) if i not in d]
         for v in sorted(settings, key=lambda v: sum(v[i] != best[i] for i in descended)):
-            if v in times or v in lost or v in bounds or not usable(v):
+            if v in times or v in bounds or not usable(v):
                 continue
             if bound_of(v) < best_s:
                 return False
@@ -337,7 +314,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
         if best is not None and bound is not None and ruled_out(start, best):
             continue
         found = descend(start, d)
-        if best is None or below(found, cost(best)):
+        if best is None or cost(found) < cost(best):
             best = found
     return status[best][0], dict(zip(names, best))  # type: ignore[index, arg-type]
 
@@ -390,20 +367,13 @@ def _tuned(row: dict[str, str], compute_db: str | None
         simulated[id(c)] = simulate(c, pricer=pricer_of(c))
         return simulated[id(c)].iteration_time_s
 
-    def to_beat(c: RunConfig, t: float) -> float | None:
-        got = simulate_to_beat(c, t, pricer=pricer_of(c))
-        if got is None:
-            return None
-        simulated[id(c)] = got
-        return got.iteration_time_s
-
     def bound(c: RunConfig) -> float:
         return lower_bound_s(c, pricer_of(c))
 
     # candidates whose task graphs are equal run the event loop once (engine.runs_shared)
     kept = tuple(k for k in KEPT_DEFAULTS if k in unknown) if row_profile(row) else ()
     with runs_shared():
-        cfg, choice = tune(raw, unknown, evaluate, bound, kept, to_beat)
+        cfg, choice = tune(raw, unknown, evaluate, bound, kept)
         result = simulated.get(id(cfg)) or simulate(cfg)
     return cfg, choice, result
 
