@@ -43,7 +43,7 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
-from fuzz_checks import BASES, REFUSED, print_report, run_config, surface_parser
+from fuzz_checks import BASES, REFUSED, finite, print_report, run_config, surface_parser
 from fuzz_inputs46_cli import json_answer
 from fuzz_sweep import _cli
 
@@ -365,7 +365,7 @@ def service_cases(workdir: str) -> Callable[[], Iterator[Case]]:
             return None
         out = jobs.run(kind, config, options, settings)
         data = json.loads(out.result)
-        return None if _finite(data) else "non-finite number in a job result"
+        return None if finite(data) else "non-finite number in a job result"
 
     def cases() -> Iterator[Case]:
         for kind, keys in per_kind.items():
@@ -375,16 +375,6 @@ def service_cases(workdir: str) -> Callable[[], Iterator[Case]]:
                     yield f"job {kind} options.{key}={v!r}", (
                         lambda k=kind, o=opts: run_job(k, o))
     return cases
-
-
-def _finite(obj: Any) -> bool:
-    if isinstance(obj, float):
-        return math.isfinite(obj)
-    if isinstance(obj, dict):
-        return all(_finite(v) for v in obj.values())
-    if isinstance(obj, list):
-        return all(_finite(v) for v in obj)
-    return True
 
 
 SCHEDULES = [("1f1b", None), ("gpipe", None), ("interleaved_1f1b", 2), ("zb_h1", None),

@@ -130,6 +130,17 @@ def deadline(seconds: int, hang: type[BaseException] = Hang) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def finite(obj: Any) -> bool:
+    """Whether every float in a JSON-like answer (nested dicts and lists) is finite."""
+    if isinstance(obj, float):
+        return math.isfinite(obj)
+    if isinstance(obj, dict):
+        return all(finite(v) for v in obj.values())
+    if isinstance(obj, list):
+        return all(finite(v) for v in obj)
+    return True
+
+
 def sane_result(result) -> str | None:
     """What is wrong with a simulated iteration's values, or None."""
     t = result.iteration_time_s

@@ -34,7 +34,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
-import math
 import os
 import sys
 import tempfile
@@ -48,6 +47,7 @@ import fuzz_checks
 from fuzz_checks import (
     BASES,
     REFUSED,
+    finite,
     only_of,
     print_report,
     run_config,
@@ -351,16 +351,6 @@ def _client(stack: contextlib.ExitStack, workdir: str):
     return client, {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
 
 
-def _finite(obj: Any) -> bool:
-    if isinstance(obj, float):
-        return math.isfinite(obj)
-    if isinstance(obj, dict):
-        return all(_finite(v) for v in obj.values())
-    if isinstance(obj, list):
-        return all(_finite(v) for v in obj)
-    return True
-
-
 NEAR_KINDS = {"gpus": None, "gpu": "gpus", "GPUS": "gpus", "model": "models", "nodes": None,
               "node": "nodes", "frameworks": None, "framework": "frameworks", "x": None, "": None,
               "topologies": None, "topology": "topologies", "failures": None, "gpus%20": "gpus",
@@ -371,7 +361,7 @@ NEAR_KINDS = {"gpus": None, "gpu": "gpus", "GPUS": "gpus", "model": "models", "n
 def service_cases(workdir: str) -> Callable[[], Iterator[Case]]:
     def answered(r: Any) -> str | None:
         if r.status_code in (200, 202):
-            return None if _finite(r.json()) else "non-finite number in a 200 answer"
+            return None if finite(r.json()) else "non-finite number in a 200 answer"
         if 400 <= r.status_code < 500:
             err = r.json().get("error", "")
             if not err or "\n" in err.strip():
