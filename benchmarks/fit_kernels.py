@@ -10,6 +10,7 @@
     python benchmarks/fit_kernels.py --no-fit --by-impl  # attention per kernel, GPU, fit/held
     python benchmarks/fit_kernels.py --no-fit --compute-db auto  # priced as trainsim validate
     python benchmarks/fit_kernels.py --no-gpu-files  # without the never-fitted H200 file
+    python benchmarks/fit_kernels.py --bwd-tail  # FA2's causal backward tail in the roofline
 
 Data and split: ``kernel_rows.py`` (the kernel files bundled with trainsim,
 ``kernels_published.csv`` and ``kernels_h100_measured.csv``, each kind's rows held out by
@@ -495,7 +496,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--untimed-gaps", action="store_true",
                     help="price profiler-summed rows without launch gaps "
                          "(validate.kernels.UNTIMED_GAPS; not shipped)")
+    ap.add_argument("--bwd-tail", choices=("on", "off"), default=None,
+                    help="price FA2's causal backward tail in the roofline (on) or not (off); "
+                         "default: as attention.FA2_BWD_TAIL stands")
     args = ap.parse_args(argv)
+    saved_tail = attention.FA2_BWD_TAIL
+    if args.bwd_tail is not None:
+        attention.FA2_BWD_TAIL = args.bwd_tail == "on"
+    try:
+        return _run(args)
+    finally:
+        attention.FA2_BWD_TAIL = saved_tail
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.untimed_gaps:
         from trainsim.validate import kernels as vk
 
