@@ -232,6 +232,7 @@ class ScheduledPipeline:
             progressed = False
             for s in range(pp):
                 while cursor[s] < len(plan[s]):
+                    g.tag = cursor[s]  # the schedule position (steady_state's periods)
                     if not self._try(s, plan[s][cursor[s]]):
                         break
                     cursor[s] += 1

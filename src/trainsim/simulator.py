@@ -340,8 +340,8 @@ def build_graph(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None
 def simulate(cfg: RunConfig, keep_timeline: bool = False,
              layer_source: LayerSource | None = None, *, pricer: Pricer | None = None) -> Result:
     """Simulate one training iteration of ``cfg`` (``layer_source``: where each layer's forward
-    ops come from; the analytical builder by default). Long Megatron pipelines take the periodic
-    steady-state shortcut (:mod:`trainsim.steady_state`) unless a timeline is asked for;
+    ops come from; the analytical builder by default). Long pipelines (Megatron's, zero-bubble,
+    DualPipeV) take the periodic steady-state shortcut (:mod:`trainsim.steady_state`) unless a timeline is asked for;
     ``Result.simulation`` says which way it went and why. ``pricer``: a ``Pricer`` of this
     ``cfg`` built earlier (e.g. by its lower bound), whose priced passes are reused. Where the
     schedule runs several times per iteration (``training.local_batch_size``), one step is

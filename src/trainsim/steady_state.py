@@ -28,6 +28,14 @@ before it on every stage (A's period follows the warm-up), and A is simulated on
 does not prove it. One run costing at most half the full simulation, the shortcut is tried
 down to iterations of twice B's micro-batches.
 
+The zero-bubble schedules ZB-H1, ZB-H2, ZB-V and interleaved ZB, and DualPipeV
+(:data:`NAMED`) repeat too: in their steady phase each rank runs one micro-batch's passes (F, I,
+W; DualPipeV's overlapped pairs; interleaved, a group of ``pp``) per period. Their cut is found on the orders themselves (:func:`named_cut`: the latest
+position, the same on every rank, where a run of one micro-batch more is the shorter one with
+one period inserted), and the same proofs decide. Their transients last longer (ZB-H1's
+delayed W passes absorb a slower last stage's pace for several periods before its back
+pressure reaches stage 0), so more of them take the longer attempts.
+
 Where the period does not repeat within the truncated runs (a longer transient, contention
 that drifts) the check fails, longer runs are tried, and else :func:`steady_summary` returns
 None and the caller simulates every micro-batch. Small iterations are simulated in full.
@@ -53,7 +61,7 @@ from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
 from trainsim.twin_graphs import kept_attempt
-from trainsim.workload.schedule import Pass, microbatch_group, schedule, torch_warmup
+from trainsim.workload.schedule import Overlapped, Pass, microbatch_group, schedule, torch_warmup
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +70,17 @@ MIN_TASKS = 2_000
 full (a few ms): the shortcut is for the long ones, and small runs keep the full loop's last
 bits."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
+NAMED = ("zb_h1", "zb_h2", "zb_v", "dualpipe_v", "interleaved_zb")
+"""Schedules of ``workload.pipeline_schedules`` whose orders a longer run lengthens by one
+period's passes inserted at one position of every rank (:func:`named_cut` checks it on the
+orders themselves): ZB-H1/H2 (1F1B's order, W delayed by a fixed count), ZB-V and DualPipeV
+(their steady loops take one micro-batch per turn), interleaved ZB (Megatron's interleaved
+order, W delayed: a group of ``pp`` micro-batches per period). Not ``zb_2p`` (its order is a
+search on the priced pass times), ``dualpipe`` (two directions whose micro-batch labels both
+move with ``m``) or ``gpipe`` (no steady phase)."""
+MAX_NAMED_WARMUP = 8
+""":func:`named_plan` looks for A's length up to this many micro-batches per pipeline stage
+(ZB-H2's warm-up, the longest, is 2pp - 1)."""
 _duration = attrgetter("duration_s")
 _slows = attrgetter("slows")
 
@@ -74,6 +93,63 @@ def _warmup(order: list, paired: bool = False) -> int:
     return first_b if paired else first_b - 1
 
 
+def _bump(step: Pass | Overlapped, q: int) -> Pass | Overlapped:
+    """``step`` with every micro-batch ``q`` later (the same pass one period on)."""
+    if isinstance(step, Overlapped):
+        return Overlapped(_bump(step.f, q), _bump(step.b, q))
+    return step._replace(microbatch=step.microbatch + q)
+
+
+def _passes(steps) -> set:
+    """The passes of ``steps`` (an overlapped pair's two)."""
+    return {p for st in steps for p in (st if isinstance(st, Overlapped) else (st,))}
+
+
+def _chunks(orders: list) -> int:
+    """Model chunks per rank in ``orders``."""
+    return 1 + max(p.chunk for order in orders for p in _passes(order))
+
+
+def _end_passes(m: int, chunks: int) -> set:
+    """Passes the graph builder gives other tasks (parameter gathers, a split backward, the
+    gradient reduction): every chunk's first forward and the last micro-batch's backwards."""
+    return {Pass(kind, mb, c) for c in range(chunks)
+            for kind, mb in (("F", 0), ("B", m - 1), ("I", m - 1), ("W", m - 1))}
+
+
+def named_cut(name: str, pp: int, vpp: int, m_a: int, q: int = 1) -> tuple[int, int] | None:
+    """For a schedule of :data:`NAMED`: the latest position ``c``, the same on every rank, at
+    which each rank's order for ``m_a + q`` micro-batches (B) is its order for ``m_a`` (A) with
+    one period of ``shift`` steps inserted -- B's first ``c`` steps are A's, the rest are A's
+    from ``c - shift`` on, every micro-batch ``q`` later -- and A's period before ``c`` holds
+    none of the end passes (:func:`_end_passes`); and ``shift``. None where there is none."""
+    a = [schedule(s, pp, vpp, m_a, name) for s in range(pp)]
+    b = [schedule(s, pp, vpp, m_a + q, name) for s in range(pp)]
+    shifts = {len(y) - len(x) for x, y in zip(a, b)}
+    if len(shifts) != 1 or (shift := shifts.pop()) <= 0:
+        return None
+    low, high = shift, min(map(len, a))
+    for x, y in zip(a, b):
+        prefix = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), len(x))
+        suffix = next((k for k in range(len(x)) if y[-1 - k] != _bump(x[-1 - k], q)), len(x))
+        low, high = max(low, len(y) - suffix), min(high, prefix)
+    ends = _end_passes(m_a, _chunks(a))
+    for c in range(high, low - 1, -1):
+        if all(ends.isdisjoint(_passes(x[c - shift:c])) for x in a):
+            return c, shift
+    return None
+
+
+def named_plan(name: str, pp: int, vpp: int, q: int = 1) -> tuple[int, int, int] | None:
+    """The shortest A (micro-batches) whose orders :func:`named_cut` finds a cut in, with that
+    cut and shift; None where none is found up to :data:`MAX_NAMED_WARMUP` ``pp``."""
+    for m_a in range(q, MAX_NAMED_WARMUP * pp + q, q):
+        found = named_cut(name, pp, vpp, m_a, q)
+        if found is not None:
+            return m_a, *found
+    return None
+
+
 @dataclass(frozen=True)
 class Plan:
     """The truncated runs of a shortcut: A with ``m_a`` micro-batches, B with ``m_a + q``."""
@@ -82,9 +158,10 @@ class Plan:
     q: int
     """Micro-batches per period (``pp`` when interleaved, else 1)."""
     cut: int
-    """Steady pairs of stage 0 before the cut, in A."""
+    """Steady pairs of stage 0 before the cut, in A (a :data:`NAMED` schedule's: the cut's
+    position, :func:`named_cut`)."""
     unit: int
-    """Steady (F, B) pairs per stage per period."""
+    """Steady (F, B) pairs per stage per period (a :data:`NAMED` schedule's: its steps)."""
 
 
 
@@ -92,12 +169,24 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     """The first pair of truncated runs to try for ``cfg``, or None and why the shortcut does
     not apply (then every micro-batch is simulated)."""
     p = cfg.parallel
-    if p.pipeline_schedule not in MEGATRON:
+    if p.pipeline_schedule not in MEGATRON + NAMED:
         return None, f"pipeline schedule {p.pipeline_schedule} has no periodic shortcut"
     m, pp, vpp = cfg.num_microbatches, p.pp, p.vpp
     passes = pass_tasks(cfg)  # a split backward (ZeRO-3 / FSDP) counts its tasks
     if passes < MIN_TASKS:
         return None, f"short iteration ({passes:,.0f} pass tasks < {MIN_TASKS:,})"
+    if p.pipeline_schedule in NAMED:
+        q = pp if p.pipeline_schedule == "interleaved_zb" else 1  # its groups of pp
+        if m % q:
+            return None, f"{m} micro-batches in groups of {q}: a short last group, no period"
+        found = named_plan(p.pipeline_schedule, pp, vpp, q)
+        if found is None:
+            return None, f"pipeline schedule {p.pipeline_schedule}: no period in its orders"
+        m_a, cut, shift = found
+        if 2 * (m_a + q) > m:
+            return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}) "
+                          "would cost half the full simulation or more")
+        return Plan(m_a, q, cut, shift), ""
     # micro-batches per period: interleaving's group (pp unless set), whose last group must
     # be whole for the truncated runs to end as the iteration does
     q = (microbatch_group(cfg) or pp) if vpp > 1 else 1
@@ -244,10 +333,10 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
     # The period must be plain pairs on every stage: the graph builder gives the first
     # micro-batch's forwards and the last one's backwards other tasks (parameter gathers, a
     # split backward), which a longer run has at its ends only.
-    ends = {Pass(kind, mb, c) for c in range(cfg.parallel.vpp)
-            for kind, mb in (("F", 0), ("B", m_a - 1))}
+    ends = _end_passes(m_a, _chunks(orders))
     if not all(w <= cut - shift and cut <= len(order) - w
-               and ends.isdisjoint(order[cut - shift:cut]) for order, w in zip(orders, warm)):
+               and ends.isdisjoint(_passes(order[cut - shift:cut]))
+               for order, w in zip(orders, warm)):
         return None
     part = np.zeros(len(tasks), dtype=np.uint8)
     bounds: dict[tuple[int, str], tuple[int, int]] = {}
@@ -269,8 +358,7 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
         order, later = orders[stream[0]], tag + shift
         if not 0 <= tag < later < cut:
             return -1
-        kind, mb, chunk = order[tag]
-        if order[later] != (kind, mb + q, chunk):
+        if order[later] != _bump(order[tag], q):
             return -1
         seq, queue = seqs[stream], tl.queues[stream]
         j = bisect_left(seq, tag)
@@ -346,17 +434,30 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     pp, vpp, m = p.pp, p.vpp, cfg.num_microbatches
     runs = {} if runs is None else runs
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
-    group = microbatch_group(cfg)
-    orders = [schedule(s, pp, vpp, m_a, torch_warmup=torch_warmup(cfg), group=group)
-              for s in range(pp)]
-    paired = pairs_passes(cfg)
-    warm = [_warmup(order, paired) for order in orders]
-    cut_at = [w + 2 * cut for w in warm]
+    group, name = microbatch_group(cfg), p.pipeline_schedule
     earlier = runs.pop(m_a, None)
-    if earlier is None:  # nothing contends: run A on the grid, no task graph
-        one = _grid_one_run(cfg, pricer, layer_source, m_a, warm, cut_at[0], 2 * unit, q)
-        if one is not None:
-            return one, "one", m_a
+    if name in NAMED:  # one position on every rank, the period's steps (named_cut)
+        found = named_cut(name, pp, vpp, m_a, q)
+        if found is None:
+            return None, "", 0
+
+        def orders_of(m_x: int) -> list:
+            return [schedule(s, pp, vpp, m_x, name) for s in range(pp)]
+
+        orders, (cut0, shift) = orders_of(m_a), found
+        warm, cut_at = [0] * pp, [cut0] * pp
+    else:
+        def orders_of(m_x: int) -> list:
+            return [schedule(s, pp, vpp, m_x, torch_warmup=torch_warmup(cfg), group=group)
+                    for s in range(pp)]
+
+        orders, paired, shift = orders_of(m_a), pairs_passes(cfg), 2 * unit
+        warm = [_warmup(order, paired) for order in orders]
+        cut_at = [w + 2 * cut for w in warm]
+        if earlier is None:  # nothing contends: run A on the grid, no task graph
+            one = _grid_one_run(cfg, pricer, layer_source, m_a, warm, cut_at[0], shift, q)
+            if one is not None:
+                return one, "one", m_a
     # Where tasks slow each other, B first: B alone proves the period where the loop's state
     # one period before B's cut repeats at it (A's period is right after the warm-up, with
     # nothing a period earlier to compare; B has one period more), or where nothing slows its
@@ -367,22 +468,21 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     tb = None
     if any(map(_slows, gb.tasks)):
         tb = run(gb.tasks)
-        orders_b = [schedule(s, pp, vpp, m_a + q, torch_warmup=torch_warmup(cfg), group=group)
-                    for s in range(pp)]
-        cut_b = cut_at[0] + 2 * unit
-        warm_b = [_warmup(o, paired) for o in orders_b]
+        orders_b = orders_of(m_a + q)
+        cut_b = cut_at[0] + shift
+        warm_b = [0] * pp if name in NAMED else [_warmup(o, paired) for o in orders_b]
         for state in (True, False):
-            one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, 2 * unit, q, state)
+            one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, shift, q, state)
             if one is not None:
                 return one, "state" if state else "one", m_a + q
     ga, ta = earlier or (build_graph(cfg, pricer, layer_source, m_a), None)
     ta = ta or run(ga.tasks)
     if tb is None:
-        one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], 2 * unit, q)
+        one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], shift, q)
         if one is not None:
             return one, "one", m_a
         tb = run(gb.tasks)
-    pairs = _counterparts(ta, tb, ga.tags, gb.tags, cut_at, 2 * unit)
+    pairs = _counterparts(ta, tb, ga.tags, gb.tags, cut_at, shift)
     period = None if pairs is None else period_s(ta, tb, *pairs)
     if period is None:
         runs.clear()

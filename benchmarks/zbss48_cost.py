@@ -1,0 +1,47 @@
+"""zbss48: the periodic shortcut on zero-bubble and DualPipeV schedules -- simulation CPU cost
+against the global batch, and the shortcut against the full simulation (llama3-70b example,
+64 H100, PP 4, vpp 1).
+
+    PYTHONPATH=src python benchmarks/zbss48_cost.py
+"""
+
+from __future__ import annotations
+
+import time
+
+from trainsim import load_run_config, simulate
+
+SCHEDULES = ("1f1b", "interleaved_1f1b", "zb_h1", "zb_h2", "zb_v", "dualpipe_v", "interleaved_zb")
+BATCHES = (256, 2048)
+
+
+def config(schedule: str, batch: int):
+    vpp = {"interleaved_1f1b": 5, "interleaved_zb": 5, "zb_v": 2, "dualpipe_v": 2}.get(schedule, 1)
+    return load_run_config("examples/llama3-70b-h100-64.yaml", (
+        f"parallel.pipeline_schedule={schedule}", f"parallel.vpp={vpp}",
+        f"training.global_batch_size={batch}"))
+
+
+def cpu_ms(cfg, **kw) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(3):
+        t0 = time.process_time()
+        result = simulate(cfg, **kw)
+        best = min(best, time.process_time() - t0)
+    return 1e3 * best, result
+
+
+def main() -> None:
+    print(f"{'schedule':17s} {'batch':>5s} {'ms':>8s} {'full ms':>8s} {'rel diff':>9s}  method")
+    for name in SCHEDULES:
+        for batch in BATCHES:
+            cfg = config(name, batch)
+            ms, fast = cpu_ms(cfg)
+            full_ms, full = cpu_ms(cfg, keep_timeline=True)
+            diff = abs(fast.iteration_time_s / full.iteration_time_s - 1)
+            print(f"{name:17s} {batch:5d} {ms:8.1f} {full_ms:8.1f} {diff:9.1e}  "
+                  f"{fast.simulation['method']}: {fast.simulation['reason']}")
+
+
+if __name__ == "__main__":
+    main()

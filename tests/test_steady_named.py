@@ -1,0 +1,101 @@
+"""The periodic steady-state shortcut on the zero-bubble and DualPipeV schedules
+(``steady_state.NAMED``) against the full simulation."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from helpers import random_config
+
+import trainsim.steady_state as steady
+from trainsim import run_config_from_dict, simulate
+from trainsim.errors import ConfigError
+from trainsim.workload.schedule import schedule
+
+N_CONFIGS = 200
+DEFAULT_CONFIGS = 25  # the default suite's share of them (the slow test runs all)
+CHUNKS = {"zb_v": 2, "dualpipe_v": 2, "interleaved_zb": 2}  # chunks per rank (V: two)
+
+
+def _configs(n: int):
+    """Random configs (``helpers.random_config``) with a pipeline, each under the next
+    schedule of ``steady_state.NAMED`` (no ZeRO-3: those schedules do not place its
+    gathers), with 8 pp + 16 to 12 pp + 64 micro-batches (interleaved: 20 to 32 groups of pp,
+    2 or 3 chunks)."""
+    rng = random.Random(48)
+    out = []
+    while len(out) < n:
+        raw = random_config(rng)
+        par, train = raw["parallel"], raw["training"]
+        pp, name = par["pp"], steady.NAMED[len(out) % len(steady.NAMED)]
+        if pp == 1:
+            continue
+        vpp = rng.choice([2, 3]) if name == "interleaved_zb" else CHUNKS.get(name, 1)
+        raw["model"]["num_layers"] = pp * vpp * rng.randint(1, 3)
+        par.update(pipeline_schedule=name, vpp=vpp if vpp > 1 else None,
+                   zero_stage=rng.choice([0, 1, 2]))
+        dp = raw["cluster"]["num_gpus"] // (par["tp"] * pp * par["cp"])
+        micro = (pp * rng.randint(20, 32) if name == "interleaved_zb"
+                 else rng.randint(8 * pp + 16, 12 * pp + 64))
+        train["global_batch_size"] = micro * train["micro_batch_size"] * dp
+        try:
+            out.append(run_config_from_dict(raw))
+        except ConfigError:
+            continue
+    return out
+
+
+def _agree(monkeypatch, n_configs: int) -> None:
+    monkeypatch.setattr(steady, "MIN_TASKS", 0)  # take the shortcut on small runs too
+    proven = {name: 0 for name in steady.NAMED}
+    for cfg in _configs(n_configs):
+        full = simulate(cfg, keep_timeline=True)  # a timeline asked for: every micro-batch
+        fast = simulate(cfg)
+        proven[cfg.parallel.pipeline_schedule] += fast.simulation["method"] == "steady-state"
+        assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9, abs=0)
+        for key, value in full.breakdown.items():
+            assert fast.breakdown[key] == pytest.approx(value, rel=1e-9,
+                                                        abs=1e-9 * full.iteration_time_s), key
+        assert fast.exposed_comm == pytest.approx(full.exposed_comm, rel=1e-9,
+                                                  abs=1e-9 * full.iteration_time_s)
+        assert fast.critical_stage == full.critical_stage
+    # the shortcut is taken on every schedule (not a test of the fallback alone)
+    assert all(n >= 0.5 * n_configs / len(steady.NAMED) for n in proven.values()), proven
+
+
+def test_named_steady_state_agrees_with_the_full_simulation(monkeypatch):
+    """Over the first 25 random configs (five of each schedule) the extrapolated steady state
+    and the full simulation agree to 1e-9 on the iteration time and every breakdown entry."""
+    _agree(monkeypatch, DEFAULT_CONFIGS)
+
+
+@pytest.mark.slow
+def test_named_steady_state_agrees_with_the_full_simulation_on_all_configs(monkeypatch):
+    """The same over all 200 random configs."""
+    _agree(monkeypatch, N_CONFIGS)
+
+
+@pytest.mark.parametrize("name", steady.NAMED)
+@pytest.mark.parametrize("pp", [2, 3, 4, 8])
+def test_named_cut_inserts_one_period(name, pp):
+    """B's orders are A's with one period of ``shift`` steps inserted at the cut, every later
+    micro-batch one period (``q``) on, on every rank (what the counterpart matching assumes)."""
+    vpp, q = CHUNKS.get(name, 1), pp if name == "interleaved_zb" else 1
+    m_a, cut, shift = steady.named_plan(name, pp, vpp, q)
+    for s in range(pp):
+        a, b = schedule(s, pp, vpp, m_a, name), schedule(s, pp, vpp, m_a + q, name)
+        assert b[:cut] == a[:cut]
+        assert b[cut:] == [steady._bump(x, q) for x in a[cut - shift:]]
+        assert len(b) - len(a) == shift
+
+
+def test_named_schedules_outside_the_list_are_simulated_in_full():
+    """zb_2p (an order searched on the priced pass times) has no shortcut: said why."""
+    cfg = run_config_from_dict({
+        "model": {"name": "tiny", "hidden_size": 1024, "num_layers": 8,
+                  "num_attention_heads": 16, "vocab_size": 32000},
+        "parallel": {"pp": 4, "pipeline_schedule": "zb_2p"},
+        "training": {"global_batch_size": 512, "micro_batch_size": 1, "seq_length": 1024},
+        "cluster": {"gpu": "h100-sxm-80gb", "num_gpus": 4, "compute_db": None}})
+    assert steady.plan(cfg) == (None, "pipeline schedule zb_2p has no periodic shortcut")
