@@ -445,6 +445,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
     hf_unread.list_fields(cfg, cfg.get("num_hidden_layers"), where)
     cfg = hf_unread.mlp_layer_types(hf_unread.unread(cfg, where), where)
     hf_unread.attention_shapes(cfg, where)
+    hf_unread.per_layer_structures(cfg, where)
     _not_modelled(cfg, where)
     cfg = class_defaults(cfg, where)
     kind = cfg.get("model_type")

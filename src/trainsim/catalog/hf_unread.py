@@ -116,6 +116,52 @@ def attention_shapes(cfg: dict[str, Any], where: str) -> None:
                           "models self-attention layers only")
 
 
+PER_LAYER_STRUCTURES = (
+    ("altup_num_inputs", ("AltUp ({} copies of the hidden state, one corrected per layer: "
+                          "Gemma3nTextAltUp)")),
+    ("laurel_rank", ("LAuReL (a rank-{} learned residual beside each attention: "
+                     "Gemma3nTextLaurelBlock)")),
+    ("hidden_size_per_layer_input", ("per-layer inputs (a {}-wide embedding a layer of each "
+                                     "token, gated into every layer: embed_tokens_per_layer, "
+                                     "per_layer_input_gate)")),
+    ("num_kv_shared_layers", ("KV sharing (the last {} layers reuse earlier layers' keys "
+                              "and values)")),
+)
+"""Structures of transformers 5.24.0 models/gemma3n/modeling_gemma3n.py that trainsim's layer
+does not hold, by the config field that turns each on (a value 0, null or false: off):
+``Gemma3nTextAltUp`` (L976), ``Gemma3nTextLaurelBlock`` (L920), the per-layer input embedding
+and projections (L1589-1602, L1261-1267), ``is_kv_shared_layer`` (L1165); read under any
+model type."""
+
+
+def per_layer_structures(cfg: dict[str, Any], where: str) -> None:
+    """Refuse per-layer MLP widths (``intermediate_size`` a list: ``Gemma3nTextMLP`` takes
+    ``config.intermediate_size[layer_idx]``, modeling_gemma3n.py L943, with its
+    ``activation_sparsity_pattern[layer_idx]``, L948, ``_gaussian_topk`` L959) and the structures of
+    ``PER_LAYER_STRUCTURES`` in one line naming each (edge48: gemma3n was refused only as
+    "intermediate_size must be an integer, got a list"; a file with one width would have been
+    priced as a plain Gemma layer, AltUp, LAuReL and the per-layer inputs unseen)."""
+    found = []
+    widths = cfg.get("intermediate_size")
+    if isinstance(widths, list):
+        shown = sorted({w for w in widths if isinstance(w, (int, float))})
+        span = (f"{shown[0]:,}" if len(shown) == 1 else f"{shown[0]:,} to {shown[-1]:,}") \
+            if shown else "no numbers"
+        found.append(f"per-layer MLP widths (intermediate_size: {len(widths)} entries, {span})")
+    sparsity = cfg.get("activation_sparsity_pattern")
+    if isinstance(sparsity, list) and any(x not in (0, 0.0, None) for x in sparsity):
+        found.append("activation sparsity (activation_sparsity_pattern: the MLP's gate cut "
+                     "at its mean plus a normal quantile of its deviation, _gaussian_topk)")
+    for key, what in PER_LAYER_STRUCTURES:
+        value = cfg.get(key)
+        if value not in (None, False, 0, 0.0):
+            found.append(what.format(value))
+    if found:
+        raise ConfigError(f"{where}: {'; '.join(found)}: not modelled by trainsim (its layer "
+                          "has one MLP width and a plain residual); write the model as a run "
+                          "config")
+
+
 def given(cfg: dict[str, Any], keys: tuple[str, ...], default: Any, where: str) -> Any:
     """The value of the first of ``keys`` that ``cfg`` holds, else ``default``; an empty or
     blank string refused (fuzz32: ``"num_key_value_heads": ""`` read as absent before, MHA in a
@@ -144,5 +190,5 @@ def list_fields(cfg: dict[str, Any], layers: Any, where: str) -> None:
                           f"num_hidden_layers={layers}; give one a layer")
 
 
-__all__ = ["NEUTRAL", "attention_shapes", "given", "list_fields", "mlp_layer_types", "unmodelled",
-           "unread"]
+__all__ = ["NEUTRAL", "PER_LAYER_STRUCTURES", "attention_shapes", "given", "list_fields",
+           "mlp_layer_types", "per_layer_structures", "unmodelled", "unread"]

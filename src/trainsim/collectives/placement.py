@@ -24,24 +24,40 @@ def placed_span(size: int, stride: int, domains: tuple[int, ...]) -> GroupSpan:
     ranks fill the domains ``domains`` (GPUs each) in order. Worst: the group with the smallest
     share of one domain (those ranks send the largest part of an all-to-all over their NICs,
     ``(n - k) / n``, and carry a ring's whole cross-domain traffic on ``k`` NICs), then the one
-    over most domains. A group inside one domain is one node; equal shares are an even span;
-    unequal ones keep their domain count (``GroupSpan.uneven_nodes``)."""
+    over most domains (:func:`worst_group`). A group inside one domain is one node; equal shares
+    are an even span; unequal ones keep their domain count (``GroupSpan.uneven_nodes``)."""
     if size <= 1:
         return GroupSpan(max(size, 1), max(size, 1))
-    owner = [d for d, gpus in enumerate(domains) for _ in range(gpus)]
-    period, last = size * stride, len(owner) - (size - 1) * stride
-    worst: tuple[int, int] | None = None
-    shares: Counter[int] = Counter()
-    for base in range(max(last, 0)):
-        if base % period >= stride:
-            continue
-        counts = Counter(owner[base + i * stride] for i in range(size))
-        key = (min(counts.values()), -len(counts))
-        if worst is None or key < worst:
-            worst, shares = key, counts
-    if worst is None or len(shares) == 1:
+    ranks = worst_group(size, stride, domains)
+    owner = _owner(domains)
+    shares = Counter(owner[r] for r in ranks)
+    if len(shares) <= 1:
         return GroupSpan(size, size)
-    k = worst[0]
+    k = min(shares.values())
     if all(c == k for c in shares.values()):
         return GroupSpan(size, k)
     return GroupSpan(size, k, uneven_nodes=len(shares))
+
+
+@functools.lru_cache(maxsize=4096)
+def worst_group(size: int, stride: int, domains: tuple[int, ...]) -> tuple[int, ...]:
+    """The ranks of the group :func:`placed_span` prices (the first of the worst-placed ones in
+    rank order); empty where no group of the kind fits in the domains."""
+    owner = _owner(domains)
+    period, last = size * stride, len(owner) - (size - 1) * stride
+    worst: tuple[int, int] | None = None
+    ranks: tuple[int, ...] = ()
+    for base in range(max(last, 0)):
+        if base % period >= stride:
+            continue
+        group = tuple(base + i * stride for i in range(size))
+        counts = Counter(owner[r] for r in group)
+        key = (min(counts.values()), -len(counts))
+        if worst is None or key < worst:
+            worst, ranks = key, group
+    return ranks
+
+
+def _owner(domains: tuple[int, ...]) -> list[int]:
+    """Each rank's domain, ranks filling ``domains`` in order."""
+    return [d for d, gpus in enumerate(domains) for _ in range(gpus)]

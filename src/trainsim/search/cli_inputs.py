@@ -352,6 +352,10 @@ def nothing_found(result: Any) -> ConfigError:
     batch and the model's heads and layers admit none; or every split they admit is refused
     by the config's own rules, whose first refusal is said), or none fits in memory."""
     b = result.base
+    over = getattr(result, "over_limit", None)
+    if result.stats.enumerated and over and not any(e.fits for e in result.evaluated):
+        return ConfigError("no configuration fits in memory and can be simulated within the "
+                           f"work limits, e.g. {over}")
     if result.stats.enumerated:
         return ConfigError("no configuration fits in memory; try more GPUs, a smaller "
                            "--global-batch or --seq, or allow recompute/ZeRO")

@@ -193,7 +193,7 @@ def _search(base: Base, gpu_counts: Sequence[int], space: SearchSpace, top_k: in
                         (cache.hits - hits0) if cache else 0, time.perf_counter() - t0,
                         executor.name, executor.workers)
     return SearchResult(base, counts, top, tuple(front), tuple(evaluated), stats, rank_by, ref,
-                        refused)
+                        refused, w.over_limit)
 
 
 __all__ = [

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 from trainsim.engine import gc_paused
 from trainsim.engine import loop as engine_loop
 from trainsim.engine.loop import runs_shared
+from trainsim.limits import WorkLimitError
 from trainsim.pricing import shared
 from trainsim.search.lower_bounds import Bounds, lower_bound_s, peak_gemm_rate
 from trainsim.search.space import Base, Candidate, drop_parallels
@@ -83,6 +84,29 @@ def evaluate(candidate: Candidate, base: Base) -> Evaluation:
                       lower_bound_s(candidate.mem, base, _peak_rate(base)))
 
 
+class Skipped(NamedTuple):
+    """A candidate whose simulation is over a work limit (:func:`evaluate_runnable`) and why."""
+
+    candidate: Candidate
+    why: str
+
+
+def evaluate_runnable(candidate: Candidate, base: Base) -> Evaluation | Skipped:
+    """:func:`evaluate`, or :class:`Skipped` where its simulation is refused for its work
+    (``limits.WorkLimitError``): a candidate the search's up-front check passes
+    (``memory_check.check_memory`` counts the steady-state shortcut's truncated runs) can still
+    go over the task limit in the full simulation it falls back to where the period is not
+    proven (``simulator._simulate``'s second ``check_simulation``: ``plan llama3-8b --seq 1``'s
+    TP1 PP1 DP8 mb2, 262,144 micro-batches, 524,353 tasks), or over another limit the up-front
+    check does not count (a schedule's positions, the flow backend's flow-steps). Such a
+    candidate cannot be simulated: the search skips it as it skips one over the limit up front,
+    instead of ending with its error (edge48)."""
+    try:
+        return evaluate(candidate, base)
+    except WorkLimitError as exc:
+        return Skipped(candidate, str(exc))
+
+
 _RATE: list[tuple[Base, float]] = []
 
 
@@ -125,12 +149,13 @@ class SearchToken(NamedTuple):
 
 
 def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = None
-                   ) -> list[Evaluation]:
-    """The unit of work an executor runs on a worker: one batch of candidates. ``token``: the
-    search's (its batches price the passes they share once per process:
+                   ) -> list[Evaluation | Skipped]:
+    """The unit of work an executor runs on a worker: one batch of candidates, each evaluated
+    or skipped where its simulation is over a work limit (:func:`evaluate_runnable`). ``token``:
+    the search's (its batches price the passes they share once per process:
     :func:`trainsim.pricing.shared`); None prices each candidate on its own."""
     if token is None:
-        return [evaluate(c, base) for c in candidates]
+        return [evaluate_runnable(c, base) for c in candidates]
     base = _one_base(base)
     # the collector paused as simulate() pauses it, here over the configs and results too; a
     # task graph equal to one of the search's earlier candidates' in this process runs the
@@ -138,7 +163,7 @@ def evaluate_batch(base: Base, candidates: list[Candidate], token: Hashable = No
     # backward recomputes the scores anyway leaves recompute none's passes, at the same
     # bound), and a twin's graph is built once (``trainsim.twin_graphs``)
     with shared(token), gc_paused(), runs_shared(_runs_of(token, base), share(token)):
-        return [evaluate(c, base) for c in candidates]
+        return [evaluate_runnable(c, base) for c in candidates]
 
 
 SHARE_FLOOR_TASKS = 200_000
@@ -196,5 +221,5 @@ def drop_runs(token: Hashable) -> None:
         _RUNS.clear()
 
 
-__all__ = ["Bounds", "Evaluation", "SearchToken", "drop_runs", "evaluate", "evaluate_batch",
-           "lower_bound_s", "refined_bound_s", "share"]
+__all__ = ["Bounds", "Evaluation", "SearchToken", "Skipped", "drop_runs", "evaluate", "evaluate_batch",
+           "evaluate_runnable", "lower_bound_s", "refined_bound_s", "share"]

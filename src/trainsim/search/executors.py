@@ -17,7 +17,7 @@ from typing import Protocol
 from trainsim.cpus import cpus
 from trainsim.engine.loop import collector_to_oldest
 from trainsim.errors import ConfigError
-from trainsim.search.evaluation import Evaluation, evaluate_batch
+from trainsim.search.evaluation import Evaluation, Skipped, evaluate_batch
 from trainsim.search.space import Base, Candidate
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class Executor(Protocol):
     workers: int
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
-            token: Hashable = None) -> list[list[Evaluation]]: ...
+            token: Hashable = None) -> list[list[Evaluation | Skipped]]: ...
 
     def close(self) -> None: ...
 
@@ -43,7 +43,7 @@ class SerialExecutor:
     workers = 1
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
-            token: Hashable = None) -> list[list[Evaluation]]:
+            token: Hashable = None) -> list[list[Evaluation | Skipped]]:
         out = []
         for b in batches:
             out.append(evaluate_batch(base, b, token))
@@ -65,9 +65,9 @@ class _Futures:
     def done(self) -> bool:
         return all(f.done() for f in self.futures)
 
-    def result(self) -> list[list[Evaluation]]:
+    def result(self) -> list[list[Evaluation | Skipped]]:
         index = {f: i for i, f in enumerate(self.futures)}
-        out: list[list[Evaluation]] = [[] for _ in self.batches]
+        out: list[list[Evaluation | Skipped]] = [[] for _ in self.batches]
         for fut in cf.as_completed(index):
             i = index[fut]
             out[i] = fut.result()
@@ -97,8 +97,9 @@ class Stream:
         """Whether batches are being simulated elsewhere now (worth working beside)."""
         return any(not f.done() for f in self.started)
 
-    def results(self) -> list[Evaluation]:
-        """Every batch's evaluations, in the order the batches were added."""
+    def results(self) -> list[Evaluation | Skipped]:
+        """Every batch's evaluations (or Skipped: over a work limit), in the order the batches were
+        added."""
         out = [e for f in self.started for res in f.result() for e in res]
         return out + [e for res in self.executor.map(self.base, self.held, token=self.token)
                       for e in res] if self.held else out
@@ -150,7 +151,7 @@ class LocalExecutor:
         self._queued: list[list[cf.Future]] = []
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
-            token: Hashable = None) -> list[list[Evaluation]]:
+            token: Hashable = None) -> list[list[Evaluation | Skipped]]:
         return self.submit(base, batches, on_done, token).result()
 
     def _route(self, batch: Batch, token: Hashable) -> int:
@@ -225,13 +226,13 @@ class RayExecutor:
         self._base: Base | None = None
 
     def map(self, base: Base, batches: Sequence[Batch], on_done: OnDone | None = None,
-            token: Hashable = None) -> list[list[Evaluation]]:
+            token: Hashable = None) -> list[list[Evaluation | Skipped]]:
         ray = self._ray
         if self._base is not base:  # ship the base once per search, not with every batch
             self._base_ref, self._base = ray.put(base), base
         refs = [self._remote.remote(self._base_ref, b, token) for b in batches]
         index = {r: i for i, r in enumerate(refs)}
-        out: list[list[Evaluation]] = [[] for _ in batches]
+        out: list[list[Evaluation | Skipped]] = [[] for _ in batches]
         pending = list(refs)
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

@@ -50,7 +50,9 @@ class SearchStats:
     memory_groups: int
     memory_pruned: int
     """Candidates whose memory group does not fit (groups the bound rules out first are not
-    checked for memory and count as bound-pruned)."""
+    checked for memory and count as bound-pruned), or whose simulation is over the task limit:
+    up front (``check_memory``) or in the full simulation the steady-state shortcut falls back
+    to (``evaluation.evaluate_runnable``: not counted as simulated)."""
     bound_pruned: int
     simulated: int
     cache_hits: int
@@ -100,6 +102,10 @@ class SearchResult:
     refused: str | None = None
     """The first memory group whose config was refused (its label and the refusal), kept
     to say why where none is valid (``cli_inputs.nothing_found``)."""
+    over_limit: str | None = None
+    """The first candidate skipped because its simulation was over a work limit after the
+    up-front check passed it (its label and the limit's message: ``evaluation.Skipped``), kept
+    to say why where nothing was ranked (``cli_inputs.nothing_found``)."""
 
     @property
     def best(self) -> Evaluation | None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from trainsim.cpus import cpus
 from trainsim.memory.estimate import peak_floor
-from trainsim.search.evaluation import Evaluation
+from trainsim.search.evaluation import Evaluation, Skipped
 from trainsim.search.executors import Executor, Stream
 from trainsim.search.explain import FrontIndex
 from trainsim.search.family import Family
@@ -136,6 +136,9 @@ class Waves:
     memory_pruned: int
     bound_pruned: int
     simulated: int
+    over_limit: str | None = None
+    """The first candidate skipped in the waves for its simulation's work (its label and the
+    limit's message: ``evaluation.Skipped``)."""
 
 
 def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] | Family],
@@ -155,6 +158,7 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
     evaluated: list[Evaluation] = []
     threshold = float("inf")
     memory_pruned = bound_pruned = simulated = done = 0
+    over_limit = None  # the first candidate skipped for its simulation's work, and why
 
     def may_rank(lb: float, c: Candidate) -> bool:
         return exhaustive or (lb <= threshold and lb < best_of.get(group_of(c, rank_by), INF))
@@ -325,7 +329,15 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
             if not stream.busy():
                 break
         results = stream.results()
-        for (lb, _, headroom), e in zip(todo, results):
+        for (lb, c, headroom), e in zip(todo, results):
+            if isinstance(e, Skipped):  # over a work limit in its simulation: skipped with
+                # its group as an up-front over-limit group is (check_memory's None)
+                over_limit = over_limit or f"{c.label()}: {e.why}"
+                skipped = 1 + len(siblings.pop(c, ()))
+                memory_pruned += skipped
+                done += skipped
+                simulated -= 1
+                continue
             if cache:
                 cache.put(bkey, e)
             fresh.append((lb, e, headroom))
@@ -362,4 +374,4 @@ def run_waves(base: Base, heap: Heap, siblings: dict[Candidate, list[Candidate] 
         done += len(fresh)
         if progress:
             progress("simulate", done, enumerated)
-    return Waves(evaluated, best_n, memory_pruned, bound_pruned, simulated)
+    return Waves(evaluated, best_n, memory_pruned, bound_pruned, simulated, over_limit)
