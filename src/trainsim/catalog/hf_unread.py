@@ -142,11 +142,13 @@ def per_layer_structures(cfg: dict[str, Any], where: str) -> None:
     "intermediate_size must be an integer, got a list"; a file with one width would have been
     priced as a plain Gemma layer, AltUp, LAuReL and the per-layer inputs unseen)."""
     found = []
-    widths = cfg.get("intermediate_size")
-    if isinstance(widths, list):
-        shown = sorted({w for w in widths if isinstance(w, (int, float))})
-        span = (f"{shown[0]:,}" if len(shown) == 1 else f"{shown[0]:,} to {shown[-1]:,}") \
-            if shown else "no numbers"
+    widths, layers = cfg.get("intermediate_size"), cfg.get("num_hidden_layers")
+    # a width a layer (transformers' length check, configuration_gemma3n.py L130); any other
+    # list keeps the type refusal ("must be an integer, got a list": test_fuzz11)
+    if isinstance(widths, list) and len(widths) == layers and all(
+            isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths):
+        shown = sorted(set(widths))
+        span = f"{shown[0]:,}" if len(shown) == 1 else f"{shown[0]:,} to {shown[-1]:,}"
         found.append(f"per-layer MLP widths (intermediate_size: {len(widths)} entries, {span})")
     sparsity = cfg.get("activation_sparsity_pattern")
     if isinstance(sparsity, list) and any(x not in (0, 0.0, None) for x in sparsity):
