@@ -5,19 +5,15 @@ backward that the 41st and 47th sessions measured on an H200 within 6 % (it was 
 
 from __future__ import annotations
 
-import json
-import math
 import statistics
 from pathlib import Path
 
 import pytest
-from helpers import validated
+from helpers import load_script, validated
 
 from trainsim import catalog
-from trainsim.compute import attention, database
+from trainsim.compute import attention
 from trainsim.compute.causal_bwd_tail import CAUSAL_BWD_TAIL_EXACT_CTAS, causal_backward_tail
-from trainsim.compute.chain import DATA_DIR
-from trainsim.compute.database import KernelDatabase, op_from_record
 from trainsim.workload.ops import Attention
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
@@ -59,18 +55,10 @@ def test_the_tail_is_priced_for_fa2_only_and_only_causal():
 
 
 def _records(tail: bool) -> list[float]:
-    """log(measured / modelled) of the H200 database's FA2 causal backward records."""
-    saved = database.RECORD_BWD_TAIL
-    database.RECORD_BWD_TAIL = tail
-    try:
-        path = DATA_DIR / "h200-sxm-141gb.json"
-        db = KernelDatabase.load(path, catalog.gpu)
-        data = json.loads(path.read_text())
-        ops = [(op_from_record(r, fmt=data["format"]), r["time_s"]) for r in data["kernels"]
-               if r.get("op") == "attention" and r.get("impl") == "flash2" and r.get("backward")]
-        return [math.log(t / db.modelled(op)) for op, t in ops]
-    finally:
-        database.RECORD_BWD_TAIL = saved
+    """log(measured / modelled) of the H200 database's FA2 causal backward records, as the
+    benchmark script reads them."""
+    script = load_script(Path(__file__).parents[1] / "benchmarks" / "h200db48_bwd_tail.py")
+    return [ratio for _, ratio in script.records(tail)]
 
 
 def test_the_h200_records_follow_the_tail():
