@@ -57,7 +57,7 @@ def test_the_tail_is_priced_for_fa2_only_and_only_causal():
 def _records(tail: bool) -> list[float]:
     """log(measured / modelled) of the H200 database's FA2 causal backward records, as the
     benchmark script reads them."""
-    script = load_script(Path(__file__).parents[1] / "benchmarks" / "h200db48_bwd_tail.py")
+    script = load_script(BENCH / "h200db48_bwd_tail.py")
     return [ratio for _, ratio in script.records(tail)]
 
 
