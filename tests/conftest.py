@@ -215,3 +215,19 @@ def executor():
     ex = LocalExecutor()
     yield ex
     ex.close()
+
+
+@pytest.fixture(scope="module")
+def fit_script():
+    """benchmarks/fit_kernels.py imported as a module (registered in ``sys.modules`` while the
+    test module runs: its dataclasses look their module up)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fit_kernels.py"
+    spec = importlib.util.spec_from_file_location("fit_kernels", path)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules["fit_kernels"] = mod
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("fit_kernels", None)

@@ -3,27 +3,7 @@ fit (RESULTS.md, 48th session, fa2tail48), the module switch put back afterwards
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-import pytest
-
 from trainsim.compute import attention
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def fit_script():
-    spec = importlib.util.spec_from_file_location("fit_kernels",
-                                                  ROOT / "benchmarks" / "fit_kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules["fit_kernels"] = mod  # its dataclass looks its module up
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop("fit_kernels", None)
 
 
 def _cells(fit_script, capsys, tail: str) -> dict[tuple[str, ...], float]:

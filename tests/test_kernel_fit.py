@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import itertools
-import sys
 from pathlib import Path
 
 import pytest
@@ -74,18 +73,6 @@ def test_no_attention_main_loop_outruns_the_tensor_cores():
 def test_flops_per_exp_doubles_each_nvidia_generation():
     assert [gpu(n).flops_per_exp for n in ("a100-sxm-80gb", "h100-sxm-80gb",
                                            "b200-sxm-180gb")] == [128, 256, 512]
-
-
-@pytest.fixture(scope="module")
-def fit_script():
-    spec = importlib.util.spec_from_file_location("fit_kernels",
-                                                  ROOT / "benchmarks" / "fit_kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules["fit_kernels"] = mod  # its dataclass looks its module up
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop("fit_kernels", None)
 
 
 def test_fit_holds_out_a_fifth_of_each_fitted_kind_by_source(fit_script):

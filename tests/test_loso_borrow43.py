@@ -5,29 +5,12 @@ the measured families' effective rate at its own rows' shapes, on its own fracti
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from trainsim.compute import grouped, roofline
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def fit_script():
-    spec = importlib.util.spec_from_file_location("fit_kernels",
-                                                  ROOT / "benchmarks" / "fit_kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules["fit_kernels"] = mod  # its dataclass looks its module up
-    spec.loader.exec_module(mod)
-    yield mod
-    sys.modules.pop("fit_kernels", None)
 
 
 @pytest.fixture(scope="module")
