@@ -579,3 +579,16 @@ def hf_config_read(tmp_path: Path, cfg: dict) -> tuple:
         warnings.simplefilter("always")
         model = model_from_hf_config(path)
     return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]
+
+
+def assert_same_simulation(fast, full) -> None:
+    """A shortcut's Result equals the full simulation's within 1e-9 relative (issue 21 item 1):
+    iteration time, every breakdown entry, exposed communication and the critical stage."""
+    import pytest
+
+    scale = 1e-9 * full.iteration_time_s
+    assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9, abs=0)
+    for key, value in full.breakdown.items():
+        assert fast.breakdown[key] == pytest.approx(value, rel=1e-9, abs=scale), key
+    assert fast.exposed_comm == pytest.approx(full.exposed_comm, rel=1e-9, abs=scale)
+    assert fast.critical_stage == full.critical_stage

@@ -6,7 +6,7 @@ import math
 import random
 
 import pytest
-from helpers import counted_graphs, random_config
+from helpers import assert_same_simulation, counted_graphs, random_config
 
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
@@ -55,13 +55,7 @@ def _agree(monkeypatch, n_configs: int) -> None:
         fast = simulate(cfg)
         one_run += fast.simulation["reason"].startswith("period proven on a truncated run ")
         state += fast.simulation["reason"].startswith("period proven on the loop's state ")
-        assert fast.iteration_time_s == pytest.approx(full.iteration_time_s, rel=1e-9, abs=0)
-        for key, value in full.breakdown.items():
-            assert fast.breakdown[key] == pytest.approx(value, rel=1e-9,
-                                                        abs=1e-9 * full.iteration_time_s), key
-        assert fast.exposed_comm == pytest.approx(full.exposed_comm, rel=1e-9,
-                                                  abs=1e-9 * full.iteration_time_s)
-        assert fast.critical_stage == full.critical_stage
+        assert_same_simulation(fast, full)
     assert proven >= 0.8 * n_configs
     # both one-run proofs are exercised: the loop's whole state repeating (contention in every
     # period: overlapped sends, ZeRO-3; tried first), nothing slows a stream while it runs
