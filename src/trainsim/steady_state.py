@@ -43,6 +43,7 @@ None and the caller simulates every micro-batch. Small iterations are simulated 
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from bisect import bisect_left
@@ -117,6 +118,7 @@ def _end_passes(m: int, chunks: int) -> set:
             for kind, mb in (("F", 0), ("B", m - 1), ("I", m - 1), ("W", m - 1))}
 
 
+@functools.lru_cache(maxsize=256)
 def named_cut(name: str, pp: int, vpp: int, m_a: int, q: int = 1) -> tuple[int, int] | None:
     """For a schedule of :data:`NAMED`: the latest position ``c``, the same on every rank, at
     which each rank's order for ``m_a + q`` micro-batches (B) is its order for ``m_a`` (A) with
@@ -140,6 +142,7 @@ def named_cut(name: str, pp: int, vpp: int, m_a: int, q: int = 1) -> tuple[int, 
     return None
 
 
+@functools.lru_cache(maxsize=256)
 def named_plan(name: str, pp: int, vpp: int, q: int = 1) -> tuple[int, int, int] | None:
     """The shortest A (micro-batches) whose orders :func:`named_cut` finds a cut in, with that
     cut and shift; None where none is found up to :data:`MAX_NAMED_WARMUP` ``pp``."""
