@@ -1,0 +1,73 @@
+"""A check file added by data49 (2026-11-28): torchtitan's Llama 3 8B BF16 and MXFP8 runs of its
+NVFP4 study (pytorch/torchtitan torchtitan/components/quantization/nvfp4.md @ b5bcd76c6), four
+GB200 GPUs, FSDP 4, per-op SAC, compile. benchmarks/torchtitan_nvfp4_rows.py writes
+benchmarks/training_torchtitan_gb200.csv. The rows re-derived from the table, the GPU read from
+the run's own memory figures, every row predicted, and error bounds that can fail."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from helpers import (
+    check_extra_training_file,
+    check_generator_writes,
+    check_script_check_mode,
+    check_validates_with_no_failed_row,
+    load_script,
+    validated,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+FILE = ROOT / "benchmarks" / "training_torchtitan_gb200.csv"
+SCRIPT = ROOT / "benchmarks" / "torchtitan_nvfp4_rows.py"
+GEN = load_script(SCRIPT)
+
+
+def test_file_is_the_table():
+    rows = check_extra_training_file(FILE, min_rows=2)
+    assert [r["id"] for r in rows] == ["tt2608-llama3-8b-gb200-4-mxfp8",
+                                       "tt2608-llama3-8b-gb200-4-bf16"]
+    tps = {"mxfp8": 28084, "bf16": 21919}
+    for r in rows:
+        run = r["id"].rsplit("-", 1)[1]
+        assert float(r["measured_iteration_s"]) == pytest.approx(32 * 2048 / tps[run], abs=1e-6)
+        assert (r["global_batch_size"], r["micro_batch_size"], r["num_gpus"]) == ("128", "32", "4")
+        assert r["framework"] == "torchtitan" and r["memory_kind"] == "reserved"
+
+
+def test_the_gpu_is_the_one_whose_memory_the_run_reports():
+    """Each row's memory over its percentage is the device's total as torch sees it: 184.3 GiB,
+    within 0.3 % of the GB200 catalog entry's driver total (185.03 GiB) and 3 % off a B200's."""
+    from trainsim import catalog
+
+    gb200, b200 = (catalog.gpu(n).hbm_bytes / 2**30 for n in ("gb200", "b200-sxm-180gb"))
+    for _line, _run, _loss, _tps, mem, pct in GEN.TABLE:
+        total = float(mem) / float(pct) * 100
+        assert abs(total / gb200 - 1) < 0.006 and abs(total / b200 - 1) > 0.02
+
+
+def test_generator_writes_the_file():
+    out = check_generator_writes(SCRIPT, FILE)
+    assert len(list(csv.DictReader(io.StringIO(out)))) == 2
+
+
+def test_typed_table_is_the_mirror_text():
+    check_script_check_mode(SCRIPT, GEN._mirror(), "pytorch/torchtitan")
+
+
+def test_file_validates_with_no_failed_row():
+    check_validates_with_no_failed_row(FILE)
+
+
+def test_error_stays_under_todays_bound():
+    """2026-11-28 first prediction (main ea53e530, nothing fitted or changed for it): BF16 +5.6 %,
+    MXFP8 -2.0 % (MAPE 3.8 %); memory +1.3 / -1.5 %. Bounds: each time within -8 / +12 %, each
+    memory within 5 % (RESULTS.md, data49)."""
+    _, res = validated(FILE)
+    assert len(res) == 2
+    for r in res:
+        assert -0.08 <= r.predicted / r.measured - 1 <= 0.12, r
+        assert abs(r.predicted_memory_gib / r.measured_memory_gib - 1) <= 0.05, r
