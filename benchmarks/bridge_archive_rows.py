@@ -284,7 +284,11 @@ def rows() -> list[dict[str, str]]:
                         "FSDP 0 = DDP (distributed optimizer not stated)")
             note.append("recompute, sequence parallel, dispatcher and overlaps not stated")
             if t["ga"] != "-":
-                note.append(f"GA {t['ga']}")
+                dp = int(t["gpus"]) // (int(t["tp"]) * int(t["pp"]) * int(t["cp"]))
+                ga = int(t["gbs"]) // (dp * int(t["mbs"]))
+                note.append(f"GA {t['ga']}" if ga == int(t["ga"]) else
+                            f"the table's GA {t['ga']} is not GBS / (DP {dp} x MBS) = {ga}; "
+                            "its other cells kept as published")
             if mtp:
                 note.append("'DeepSeekV3 (w/o MTP)': mtp_num_layers 0")
             elif name == "DeepSeekV3":
