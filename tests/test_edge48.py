@@ -25,10 +25,12 @@ SPACE = {"tp": (1,), "pp": (1,), "cp": (1,), "recompute": ("none",), "zero": (0,
          "overlap": "off"}
 
 
-def _base():
+def _base(monkeypatch):
     # 2 GPUs, PP1 DP2: 2,048 micro-batches at micro-batch 1, 1,024 at 2; the shortcut's
-    # truncated runs are 140 tasks but do not prove the period (the last backward's gradient
-    # reduction), so the simulator falls back to the full iteration
+    # truncated runs are a few hundred tasks. Here their period is never proven (before ss49
+    # a one-stage pipeline's never was, the last backward's gradient reduction in it), so the
+    # simulator falls back to the full iteration
+    monkeypatch.setattr(steady_state, "_extrapolate", lambda *args: (None, "", 0))
     return make_base(TINY_MODEL, gpus=2, batch=4096, seq=64)
 
 
@@ -40,7 +42,7 @@ def _run(base, micro_batch):
 
 
 def test_a_candidate_over_the_task_limit_in_its_fallback_is_skipped_not_fatal(monkeypatch):
-    base = _base()
+    base = _base(monkeypatch)
     free = _run(base, (1, 2))
     assert {e.candidate.mem.micro_batch for e in free.evaluated} == {1, 2}
     one = next(e.candidate for e in free.evaluated if e.candidate.mem.micro_batch == 1)
@@ -61,7 +63,7 @@ def test_a_candidate_over_the_task_limit_in_its_fallback_is_skipped_not_fatal(mo
 
 
 def test_a_search_whose_every_candidate_is_over_the_limit_says_so(monkeypatch):
-    base = _base()
+    base = _base(monkeypatch)
     one = Candidate(_run(base, (1,)).evaluated[0].candidate.mem)
     cfg = one.to_config(base)
     monkeypatch.setenv("TRAINSIM_MAX_TASKS",

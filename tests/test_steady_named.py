@@ -1,4 +1,4 @@
-"""The periodic steady-state shortcut on the zero-bubble and DualPipeV schedules
+"""The periodic steady-state shortcut on the zero-bubble, DualPipeV and DualPipe schedules
 (``steady_state.NAMED``) against the full simulation."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from helpers import assert_same_simulation, random_config
 import trainsim.steady_state as steady
 from trainsim import run_config_from_dict, simulate
 from trainsim.errors import ConfigError
-from trainsim.workload.schedule import schedule
+from trainsim.workload.schedule import Pass, schedule
 
-N_CONFIGS = 200
-DEFAULT_CONFIGS = 25  # the default suite's share of them (the slow test runs all)
+N_CONFIGS = 240  # 40 a schedule
+DEFAULT_CONFIGS = 30  # the default suite's share of them (the slow test runs all)
 CHUNKS = {"zb_v": 2, "dualpipe_v": 2, "interleaved_zb": 2}  # chunks per rank (V: two)
 
 
@@ -38,6 +38,7 @@ def _configs(n: int):
         dp = raw["cluster"]["num_gpus"] // (par["tp"] * pp * par["cp"])
         micro = (pp * rng.randint(20, 32) if name == "interleaved_zb"
                  else rng.randint(8 * pp + 16, 12 * pp + 64))
+        micro += micro % 2 if name == "dualpipe" else 0  # m/2 a direction
         train["global_batch_size"] = micro * train["micro_batch_size"] * dp
         try:
             out.append(run_config_from_dict(raw))
@@ -59,14 +60,14 @@ def _agree(monkeypatch, n_configs: int) -> None:
 
 
 def test_named_steady_state_agrees_with_the_full_simulation(monkeypatch):
-    """Over the first 25 random configs (five of each schedule) the extrapolated steady state
+    """Over the first 30 random configs (five of each schedule) the extrapolated steady state
     and the full simulation agree to 1e-9 on the iteration time and every breakdown entry."""
     _agree(monkeypatch, DEFAULT_CONFIGS)
 
 
 @pytest.mark.slow
 def test_named_steady_state_agrees_with_the_full_simulation_on_all_configs(monkeypatch):
-    """The same over all 200 random configs."""
+    """The same over all 240 random configs."""
     _agree(monkeypatch, N_CONFIGS)
 
 
@@ -74,14 +75,40 @@ def test_named_steady_state_agrees_with_the_full_simulation_on_all_configs(monke
 @pytest.mark.parametrize("pp", [2, 3, 4, 8])
 def test_named_cut_inserts_one_period(name, pp):
     """B's orders are A's with one period of ``shift`` steps inserted at the cut, every later
-    micro-batch one period (``q``) on, on every rank (what the counterpart matching assumes)."""
-    vpp, q = CHUNKS.get(name, 1), pp if name == "interleaved_zb" else 1
+    micro-batch one period (``q``) on, on every rank (what the counterpart matching assumes).
+    DualPipe (even pp) per direction: its second direction's micro-batches counted from m/2,
+    one of each direction a period."""
+    if name == "dualpipe" and pp % 2:
+        pytest.skip("DualPipe needs an even pipeline")
+    vpp, q = CHUNKS.get(name, 1), steady._named_q(name, pp)
     m_a, cut, shift = steady.named_plan(name, pp, vpp, q)
+    step = 1 if name == "dualpipe" else q
+
+    def per_direction(order, m):
+        if name != "dualpipe":
+            return order
+        return [steady._per_direction(x, m) for x in order]
+
     for s in range(pp):
-        a, b = schedule(s, pp, vpp, m_a, name), schedule(s, pp, vpp, m_a + q, name)
+        a = per_direction(schedule(s, pp, vpp, m_a, name), m_a)
+        b = per_direction(schedule(s, pp, vpp, m_a + q, name), m_a + q)
         assert b[:cut] == a[:cut]
-        assert b[cut:] == [steady._bump(x, q) for x in a[cut - shift:]]
+        assert b[cut:] == [steady._bump(x, step) for x in a[cut - shift:]]
         assert len(b) - len(a) == shift
+        ends = steady._end_passes(m_a, 2 if name == "dualpipe" else vpp, name)
+        assert ends.isdisjoint(steady._passes(schedule(s, pp, vpp, m_a, name)[cut - shift:cut]))
+
+
+def test_dualpipe_per_direction_labels():
+    """DualPipe's second direction runs micro-batches m/2 to m - 1 (chunk 1): counted from 0
+    per direction, its end passes are each direction's first forward and last backward."""
+    order = schedule(0, 2, 1, 6, "dualpipe")
+    assert {p.microbatch for p in steady._passes(order) if p.chunk == 1} == {3, 4, 5}
+    assert {p.microbatch for p in steady._passes([steady._per_direction(x, 6) for x in order])
+            if p.chunk == 1} == {0, 1, 2}
+    ends = steady._end_passes(6, 2, "dualpipe")
+    assert {p for p in ends if p.kind == "F"} == {Pass("F", 0, 0), Pass("F", 3, 1)}
+    assert {p.microbatch for p in ends if p.kind == "B"} == {2, 5}
 
 
 def test_named_schedules_outside_the_list_are_simulated_in_full():

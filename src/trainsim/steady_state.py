@@ -28,11 +28,12 @@ before it on every stage (A's period follows the warm-up), and A is simulated on
 does not prove it. One run costing at most half the full simulation, the shortcut is tried
 down to iterations of twice B's micro-batches.
 
-The zero-bubble schedules ZB-H1, ZB-H2, ZB-V and interleaved ZB, and DualPipeV
+The zero-bubble schedules ZB-H1, ZB-H2, ZB-V and interleaved ZB, DualPipeV and DualPipe
 (:data:`NAMED`) repeat too: in their steady phase each rank runs one micro-batch's passes (F, I,
-W; DualPipeV's overlapped pairs; interleaved, a group of ``pp``) per period. Their cut is found on the orders themselves (:func:`named_cut`: the latest
-position, the same on every rank, where a run of one micro-batch more is the shorter one with
-one period inserted), and the same proofs decide. Their transients last longer (ZB-H1's
+W; DualPipeV's overlapped pairs; interleaved, a group of ``pp``; DualPipe, one of each
+direction) per period. Their cut is found on the orders themselves (:func:`named_cut`: the
+latest position, the same on every rank, where a run of one period more is the shorter one
+with that period inserted), and the same proofs decide. Their transients last longer (ZB-H1's
 delayed W passes absorb a slower last stage's pace for several periods before its back
 pressure reaches stage 0), so more of them take the longer attempts.
 
@@ -71,14 +72,17 @@ MIN_TASKS = 2_000
 full (a few ms): the shortcut is for the long ones, and small runs keep the full loop's last
 bits."""
 MEGATRON = (None, "1f1b", "interleaved_1f1b")
-NAMED = ("zb_h1", "zb_h2", "zb_v", "dualpipe_v", "interleaved_zb")
+NAMED = ("zb_h1", "zb_h2", "zb_v", "dualpipe_v", "interleaved_zb", "dualpipe")
 """Schedules of ``workload.pipeline_schedules`` whose orders a longer run lengthens by one
 period's passes inserted at one position of every rank (:func:`named_cut` checks it on the
 orders themselves): ZB-H1/H2 (1F1B's order, W delayed by a fixed count), ZB-V and DualPipeV
 (their steady loops take one micro-batch per turn), interleaved ZB (Megatron's interleaved
-order, W delayed: a group of ``pp`` micro-batches per period). Not ``zb_2p`` (its order is a
-search on the priced pass times), ``dualpipe`` (two directions whose micro-batch labels both
-move with ``m``) or ``gpipe`` (no steady phase)."""
+order, W delayed: a group of ``pp`` micro-batches per period), DualPipe (its steady loop takes
+one micro-batch of each direction per turn; compared per direction, :func:`_per_direction`).
+Not ``zb_2p`` (its order is a search on the priced pass times: periodic in the middle, but
+proven only by running the search for every micro-batch, benchmarks/ss49_zb2p_period.py) or
+``gpipe`` (all forwards, then all backwards: a micro-batch more inserts passes at two places
+of every rank's order, which one cut does not describe)."""
 MAX_NAMED_WARMUP = 8
 """:func:`named_plan` looks for A's length up to this many micro-batches per pipeline stage
 (ZB-H2's warm-up, the longest, is 2pp - 1)."""
@@ -111,11 +115,38 @@ def _chunks(orders: list) -> int:
     return 1 + max(p.chunk for order in orders for p in _passes(order))
 
 
-def _end_passes(m: int, chunks: int) -> set:
+def _end_passes(m: int, chunks: int, name: str | None = None) -> set:
     """Passes the graph builder gives other tasks (parameter gathers, a split backward, the
-    gradient reduction): every chunk's first forward and the last micro-batch's backwards."""
+    gradient reduction): every chunk's first forward and the last micro-batch's backwards
+    (DualPipe's: each direction's, its second from micro-batch m/2 to m - 1,
+    ``pipeline.ScheduledPipeline._last_mb``)."""
+    if name == "dualpipe":
+        firsts, lasts = (0, m // 2), (m // 2 - 1, m - 1)
+    else:
+        firsts, lasts = (0,) * chunks, (m - 1,) * chunks
     return {Pass(kind, mb, c) for c in range(chunks)
-            for kind, mb in (("F", 0), ("B", m - 1), ("I", m - 1), ("W", m - 1))}
+            for kind, mb in (("F", firsts[c]), ("B", lasts[c]), ("I", lasts[c]),
+                             ("W", lasts[c]))}
+
+
+def _per_direction(step: Pass | Overlapped, m: int) -> Pass | Overlapped:
+    """DualPipe's ``step`` of a run of ``m`` micro-batches with its second direction's (chunk
+    1's, micro-batches m/2 to m - 1) counted from 0, as its first direction's are."""
+    if isinstance(step, Overlapped):
+        return Overlapped(_per_direction(step.f, m), _per_direction(step.b, m))
+    return step._replace(microbatch=step.microbatch - m // 2) if step.chunk else step
+
+
+def _label_step(name: str | None, q: int) -> int:
+    """How much a pass's micro-batch grows one period on within a run: ``q``, or for DualPipe
+    (``q`` = 2, one micro-batch a direction) 1."""
+    return q // 2 if name == "dualpipe" else q
+
+
+def _named_q(name: str, pp: int) -> int:
+    """Micro-batches per period of a :data:`NAMED` schedule: interleaved ZB's group of ``pp``,
+    DualPipe's one of each direction, else one."""
+    return pp if name == "interleaved_zb" else 2 if name == "dualpipe" else 1
 
 
 @functools.lru_cache(maxsize=256)
@@ -124,20 +155,38 @@ def named_cut(name: str, pp: int, vpp: int, m_a: int, q: int = 1) -> tuple[int, 
     which each rank's order for ``m_a + q`` micro-batches (B) is its order for ``m_a`` (A) with
     one period of ``shift`` steps inserted -- B's first ``c`` steps are A's, the rest are A's
     from ``c - shift`` on, every micro-batch ``q`` later -- and A's period before ``c`` holds
-    none of the end passes (:func:`_end_passes`); and ``shift``. None where there is none."""
+    none of the end passes (:func:`_end_passes`); and ``shift``. None where there is none.
+    DualPipe's orders are compared per direction (:func:`_per_direction`): its period is one
+    micro-batch of each (``q`` = 2), and B's second direction starts one micro-batch later."""
     a = [schedule(s, pp, vpp, m_a, name) for s in range(pp)]
     b = [schedule(s, pp, vpp, m_a + q, name) for s in range(pp)]
+    step = _label_step(name, q)
+    if name == "dualpipe":
+        a_n = [[_per_direction(x, m_a) for x in order] for order in a]
+        b_n = [[_per_direction(y, m_a + q) for y in order] for order in b]
+    else:
+        a_n, b_n = a, b
+    return insertion_cut(a_n, b_n, step, [_end_passes(m_a, _chunks(a), name)] * len(a), a)
+
+
+def insertion_cut(a: list, b: list, step: int, ends: list[set],
+                  raw: list | None = None) -> tuple[int, int] | None:
+    """:func:`named_cut` on given orders: the latest position ``c``, one for every rank, where
+    each rank's order ``b`` is its order ``a`` with ``shift`` steps inserted (``b[:c]`` is
+    ``a[:c]``, ``b[c:]`` is ``a[c - shift:]`` with every micro-batch ``step`` later) and
+    ``a``'s steps ``c - shift`` to ``c`` (in ``raw``, ``a``'s own labels, where ``a`` is
+    relabelled) hold none of that rank's ``ends``; and ``shift``. None where there is none."""
     shifts = {len(y) - len(x) for x, y in zip(a, b)}
     if len(shifts) != 1 or (shift := shifts.pop()) <= 0:
         return None
     low, high = shift, min(map(len, a))
     for x, y in zip(a, b):
         prefix = next((i for i, (u, v) in enumerate(zip(x, y)) if u != v), len(x))
-        suffix = next((k for k in range(len(x)) if y[-1 - k] != _bump(x[-1 - k], q)), len(x))
+        suffix = next((k for k in range(len(x)) if y[-1 - k] != _bump(x[-1 - k], step)),
+                      len(x))
         low, high = max(low, len(y) - suffix), min(high, prefix)
-    ends = _end_passes(m_a, _chunks(a))
     for c in range(high, low - 1, -1):
-        if all(ends.isdisjoint(_passes(x[c - shift:c])) for x in a):
+        if all(e.isdisjoint(_passes(x[c - shift:c])) for x, e in zip(raw or a, ends)):
             return c, shift
     return None
 
@@ -179,7 +228,7 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     if passes < MIN_TASKS:
         return None, f"short iteration ({passes:,.0f} pass tasks < {MIN_TASKS:,})"
     if p.pipeline_schedule in NAMED:
-        q = pp if p.pipeline_schedule == "interleaved_zb" else 1  # its groups of pp
+        q = _named_q(p.pipeline_schedule, pp)
         if m % q:
             return None, f"{m} micro-batches in groups of {q}: a short last group, no period"
         found = named_plan(p.pipeline_schedule, pp, vpp, q)
@@ -203,11 +252,15 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     # Under the combined 1F1B the steady pairs start one forward later (a backward and the
     # forward after it), so the last pair ends before the cool-down's backwards run alone.
     warm0 += pairs_passes(cfg)
-    m_a = q * math.ceil((warm0 + unit + 1) / unit)
+    # With no warm-up (one stage, unpaired) that last pair's backward is the last
+    # micro-batch's, which the graph builder gives the gradient reduction: one pair more
+    # after the cut keeps the period plain pairs (else no proof ever matches, edge48).
+    after = 0 if warm0 else 1
+    m_a = q * math.ceil((warm0 + unit + 1 + after) / unit)
     if 2 * (m_a + q) > m:  # B alone (which proves most periods) would cost half or more
         return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + q:,}) "
                       "would cost half the full simulation or more")
-    return Plan(m_a, q, m_a * vpp - warm0, unit), ""
+    return Plan(m_a, q, m_a * vpp - warm0 - after, unit), ""
 
 
 def attempts(cfg: RunConfig) -> list[Plan]:
@@ -336,7 +389,8 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
     # The period must be plain pairs on every stage: the graph builder gives the first
     # micro-batch's forwards and the last one's backwards other tasks (parameter gathers, a
     # split backward), which a longer run has at its ends only.
-    ends = _end_passes(m_a, _chunks(orders))
+    name = cfg.parallel.pipeline_schedule
+    ends, step = _end_passes(m_a, _chunks(orders), name), _label_step(name, q)
     if not all(w <= cut - shift and cut <= len(order) - w
                and ends.isdisjoint(_passes(order[cut - shift:cut]))
                for order, w in zip(orders, warm)):
@@ -361,7 +415,7 @@ def _one_run(cfg: RunConfig, graph, tl: Timeline, orders: list, warm: list[int],
         order, later = orders[stream[0]], tag + shift
         if not 0 <= tag < later < cut:
             return -1
-        if order[later] != _bump(order[tag], q):
+        if order[later] != _bump(order[tag], step):
             return -1
         seq, queue = seqs[stream], tl.queues[stream]
         j = bisect_left(seq, tag)
