@@ -8,9 +8,8 @@
   (``ampere_kernel_share``); a causal forward waits for each head's heaviest query blocks,
   launched last (``causal_forward_tail``; FA2's backward: ``causal_bwd_tail``); FA2's main
   loop runs no faster than its warps load their matmuls' operands from shared memory
-  (``fa2_smem_over_mma``), FlashAttention-3's and
-  cuDNN's Hopper backward no faster than shared memory feeds its ``wgmma``s
-  (``fa3_bwd_traits.fa3_bwd_pace``).
+  (``fa2_smem_over_mma``), FlashAttention-3's and cuDNN's Hopper backward no faster than shared
+  memory feeds its ``wgmma``s (``fa3_bwd_traits.fa3_bwd_pace``).
 * Memory traffic beyond Q, K, V and O: the first FlashAttention's per-key-block passes
   (``flash1_pass_bytes``) and FlashAttention-2's grouped-query dK/dV sums
   (``gqa_group_sum_bytes``); the first FlashAttention's split-K exchange through shared memory
@@ -69,8 +68,7 @@ transformer_engine/common/fused_attn_rocm/fused_attn.cpp L69-116), is FlashAtten
 algorithm (Dao-AILab/flash-attention README, "AMD ROCm Support": the ROCm build's default
 composable_kernel backend is "an implementation of FlashAttention-2"; ``validate.vocab`` reads a
 kernel row's ``ck`` the same way): the flash2 family at the AMD GPU's own GEMM ceiling, with no
-efficiency of its own (no published CK measurement is used); its tiles are not read
-(``ATTN_BLOCK``)."""
+efficiency of its own (no published CK measurement is used); tiles not read (``ATTN_BLOCK``)."""
 ATTN_ROW_OVERHEAD_KEYS: dict[str, tuple[float, float]] = {
     "flash2": (137, 145),
     "cudnn": (112, 529),
@@ -91,7 +89,11 @@ padding of whole tiles and a causal kernel's diagonal blocks, computed in full, 
 ATTN_BLOCK = 128
 """Query rows and keys of one block of a fused attention kernel whose tiles neither
 ``TILED_KERNELS`` lists nor ``fa2_tile`` chooses (``FA2_KERNELS``: FlashAttention-2 and SDPA's
-flash backend): FA1, xFormers/PyTorch memory-efficient, Triton, FlexAttention, cuDNN, FA4."""
+flash backend): FA1, xFormers/PyTorch memory-efficient, Triton, FlexAttention, cuDNN, FA4.
+cuDNN's Hopper forward is this tile (two 64-row consumer warp groups x 128 keys, a persistent grid
+taking tiles lightest first, as ``causal_forward_tail`` runs them): NVIDIA/cudnn-frontend@df73764a
+include/cudnn_frontend/experimental/sm90_sdpa_prefill_engine.h (``knob_7_64x128x{64,128}``, named
+as the kernels cuDNN 9.19 ran: benchmarks/attn49_kernel_parts.py)."""
 FA3_TILES = {False: ((64, 192, 128, 128), (128, 128, 176, 128), (256, 128, 80, 80)),
              True: ((64, 128, 128, 128), (128, 64, 128, 128), (256, 64, 80, 80))}
 """FlashAttention-3's CTA tiles on Hopper, forward (False) and backward (True): (largest head
@@ -100,10 +102,9 @@ dim, query rows, keys non-causal, keys causal). Forward at the release its paper
 ``Flash_fwd_kernel_traits<64, 192, 128, ...>``, ``<128, 128, Is_causal ? 128 : 176, ...>``,
 ``<256, 128, 80, ...>``; hopper/tile_size.h at 0251105a keeps them but for 192 keys at head
 dim 64 non-causal); backward: 7f67966c hopper/flash_bwd_launch_template.h
-``Flash_bwd_kernel_traits<64, 128, 128, ...>``, ``<128, 64, 128, ...>`` (head dim 256 had no
-backward then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cuDNN's tiles
-are not published: its kernels keep ``ATTN_BLOCK``. Added 2026-11-25: the FA3 paper's Fig. 5
-forward rows (held out of the fit) 7.6 -> 5.3 % MAPE, training figures unchanged."""
+``Flash_bwd_kernel_traits<64, 128, 128, ...>``, ``<128, 64, 128, ...>`` (hd256 had no backward
+then: 0251105a ``run_mha_bwd_dispatch<Arch, T, 64, 80, 256, ...>``). cuDNN: ``ATTN_BLOCK``. Added
+2026-11-25: the FA3 paper's Fig. 5 forward rows (held out) 7.6 -> 5.3 %, training unchanged."""
 FA2_KERNELS = frozenset({"flash2", "sdpa"})
 """FlashAttention-2's kernels, whose tiles ``fa2_tile`` chooses; PyTorch SDPA's flash backend
 vendors them (aten/src/ATen/native/transformers/cuda/flash_attn/)."""
@@ -466,8 +467,7 @@ TENSOR_FLOPS_PER_SM_CLOCK = {90: 4096, 100: 8192}
 """Dense 16-bit tensor FLOPs an SM does a clock through its own instructions, by architecture
 (``GPUSpec.sm_arch`` rounded down to a listed one): Hopper 4096 (H100 989.4 TFLOP/s = 132 SMs x
 4096 x 1.83 GHz), Blackwell 8192 (B200 2250 = 148 x 8192 x 1.86 GHz; B300 and GB300, 10.3, the
-same tensor cores). Ampere's ``mma.sync`` issues 2048 on all of them (A100 312 = 108 x 2048 x
-1.41 GHz)."""
+same tensor cores). Ampere's ``mma.sync`` issues 2048 on all (A100 312 = 108 x 2048 x 1.41 GHz)."""
 
 
 def ampere_kernel_share(gpu: GPUSpec) -> float:
