@@ -25,20 +25,39 @@ def expected_segments(tokens: float, weights: np.ndarray) -> tuple[float, float]
     probabilities ``weights``: an id drawn n times (n Poisson with mean tokens x its weight)
     is one segment of ceil(n / ``NROWS_PER_THREAD``) partials."""
     lam = tokens * np.asarray(weights, dtype=float)
-    distinct = float(np.sum(-np.expm1(-lam)))
+    distinct = _distinct(lam)
     # partials beyond each id's first: exact under the Poisson law for ids drawn a few times,
     # ceil(n / 10) ~ n / 10 + 0.45 (its remainder spread evenly) for ids drawn often
     mid = lam[(lam > 0.5) & (lam <= POISSON_EXACT_MAX)]
     many = lam[lam > POISSON_EXACT_MAX]
     extra = float(np.sum(many - (NROWS_PER_THREAD + 1) / 2.0) / NROWS_PER_THREAD)
     if mid.size:
-        n = np.arange(int(POISSON_EXACT_MAX * 4))
-        log_fact = np.array([math.lgamma(k + 1.0) for k in n])
-        pmf = np.exp(n[None, :] * np.log(mid)[:, None] - mid[:, None] - log_fact[None, :])
-        beyond_first = np.maximum(0.0, np.ceil(n / NROWS_PER_THREAD) - 1.0)
-        extra += float((pmf * beyond_first[None, :]).sum())
+        extra += float(_beyond_first(mid).sum())
     return distinct, distinct + extra
 
+
+def _distinct(lam: np.ndarray) -> float:
+    """Distinct ids expected of ids drawn with Poisson means ``lam``."""
+    return float(np.sum(-np.expm1(-lam)))
+
+
+_DRAWS = np.arange(int(POISSON_EXACT_MAX * 4))
+_LOG_FACT = np.array([math.lgamma(k + 1.0) for k in _DRAWS])
+_BEYOND_FIRST = np.maximum(0.0, np.ceil(_DRAWS / NROWS_PER_THREAD) - 1.0)
+
+
+def _beyond_first(mid: np.ndarray) -> np.ndarray:
+    """Per id of Poisson mean ``mid`` and per draw count n below 4 x ``POISSON_EXACT_MAX``:
+    P(n) x the partials past its first, ceil(n / ``NROWS_PER_THREAD``) - 1. Worked in one
+    array in place: each element the same operations on the same floats as the outer
+    product's expression, n x log(mean) - mean - log(n!) exponentiated (a product of two
+    floats is the same in either order), so its sum is the same to the bit."""
+    out = np.multiply.outer(np.log(mid), _DRAWS.astype(float))
+    np.subtract(out, mid[:, None], out=out)
+    np.subtract(out, _LOG_FACT[None, :], out=out)
+    np.exp(out, out=out)
+    np.multiply(out, _BEYOND_FIRST[None, :], out=out)
+    return out
 
 TEXT_ZIPF_S = 1.1
 """Exponent of the Zipf law (frequency of the k-th most frequent token ~ k^-s) by which the
@@ -125,15 +144,8 @@ def text_segments(tokens: int, vocab: int, tp: int = 1) -> tuple[float, float, f
     distinct ids (the frequent ids spread over the slices). Measured on an H200 (``emb_tp``,
     benchmarks/h200_2026-11-28_s47/run2): the scatter shrinks 8-25 % from TP 1 to 8, the
     fill 1/tp."""
-    if vocab > VOCAB_LISTED:
-        w, ids = binned_zipf(vocab)
-        distinct, partials = _binned_segments(tokens, w, ids)
-        chunk = _binned_segments(CHUNK_ROWS, w, ids)[0]
-    else:
-        w = zipf_weights(vocab)
-        distinct, partials = expected_segments(tokens, w)
-        chunk = expected_segments(CHUNK_ROWS, w)[0]
-    top = float(w[0])
+    distinct, partials = _text_segments(tokens, vocab)
+    top, chunk = _text_chunk(vocab)
     if tp > 1:
         masked = tokens * (1.0 - 1.0 / tp)
         distinct = distinct / tp + 1.0
@@ -143,3 +155,22 @@ def text_segments(tokens: int, vocab: int, tp: int = 1) -> tuple[float, float, f
     return distinct, partials, top, chunk
 
 
+@lru_cache(maxsize=256)
+def _text_segments(tokens: int, vocab: int) -> tuple[float, float]:
+    """``expected_segments`` of ``tokens`` ids of text over ``vocab``: the whole vocabulary's,
+    worked once for every TP degree (``text_segments`` divides it among the ranks)."""
+    if vocab > VOCAB_LISTED:
+        return _binned_segments(tokens, *binned_zipf(vocab))
+    return expected_segments(tokens, zipf_weights(vocab))
+
+
+@lru_cache(maxsize=64)
+def _text_chunk(vocab: int) -> tuple[float, float]:
+    """(the most frequent id's share, distinct ids among ``CHUNK_ROWS`` in a row) of text over
+    ``vocab``: a vocabulary's, whatever the micro-batch (only the distinct count is read, not
+    the partial segments)."""
+    if vocab > VOCAB_LISTED:
+        w, ids = binned_zipf(vocab)
+        return float(w[0]), _binned_segments(CHUNK_ROWS, w, ids)[0]
+    w = zipf_weights(vocab)
+    return float(w[0]), _distinct(CHUNK_ROWS * np.asarray(w, dtype=float))
