@@ -223,14 +223,20 @@ def program(s: int, pp: int, m: int) -> list[tuple]:
 def move_recvs(prog: list[tuple]) -> list[tuple]:
     """``prog`` with every receive moved into the batch of the compute that consumes it (the
     trainsim placement: a pass waits only for its own inputs)."""
-    recvs = {x[1] for x in prog if x[0] == "recv"}
+    recvs: dict[tuple, set[tuple]] = {}  # (chunk, micro-batch) -> the receives of that pass
+    for x in prog:
+        if x[0] == "recv":
+            recvs.setdefault((x[1][1], x[1][2]), set()).add(x[1])
     out = [x for x in prog if x[0] != "recv"]
     res: list[tuple] = []
     for x in out:
         if x[0] == "compute":
             step = x[1]
             parts = step if isinstance(step, Overlapped) else (step,)
-            needed = [k for k in recvs if any(_consumes(p, k) for p in parts)]
+            # only a receive of a part's own (chunk, micro-batch) can be consumed by it
+            # (``_consumes``), so each part reads its own few, not every receive of the step
+            needed = {k for p in parts for k in recvs.get((p.chunk, p.microbatch), ())
+                      if _consumes(p, k)}
             # put them right before this compute's commit
             j = len(res) - 1
             while j >= 0 and res[j][0] != "commit":

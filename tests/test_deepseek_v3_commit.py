@@ -32,6 +32,33 @@ def test_every_send_meets_one_receive(pp, m):
     assert set(sent.values()) == {1}
 
 
+def _every_receive_read_against_every_pass(prog: list[tuple]) -> list[tuple]:
+    """``move_recvs`` as first written (pp45): each compute reads every receive of the step."""
+    recvs = {x[1] for x in prog if x[0] == "recv"}
+    res: list[tuple] = []
+    for x in (x for x in prog if x[0] != "recv"):
+        if x[0] == "compute":
+            parts = x[1] if isinstance(x[1], dc.Overlapped) else (x[1],)
+            needed = [k for k in recvs if any(dc._consumes(p, k) for p in parts)]
+            j = len(res) - 1
+            while j >= 0 and res[j][0] != "commit":
+                j -= 1
+            res[j:j] = [("recv", k) for k in sorted(needed)]
+        res.append(x)
+    return res
+
+
+@pytest.mark.parametrize(("pp", "m"), [(2, 4), (4, 8), (8, 20), (8, 21), (16, 40)])
+def test_move_recvs_is_every_receive_read_against_every_pass(pp, m):
+    """The receives indexed by their pass (suite49) place each one where reading every receive
+    against every compute placed it: the same program, element for element, on every rank."""
+    for s in range(pp):
+        prog = dc.program(s, pp, m)
+        moved = dc.move_recvs(prog)
+        assert moved == _every_receive_read_against_every_pass(prog)
+        assert sorted(map(repr, moved)) == sorted(map(repr, prog))  # nothing lost or added
+
+
 @pytest.fixture(scope="module")
 def example():
     import trainsim
