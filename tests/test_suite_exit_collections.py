@@ -75,12 +75,12 @@ def test_the_exit_collections_run_every_finalizer_pytests_five_run_in_fewer_walk
     assert ours.stash[gc_collect_iterations_key] == 0  # pytest's cleanup adds no walk
 
 
-def test_the_exit_collections_stop_where_pytests_would():
+@pytest.mark.parametrize("iterations", [None, 2])
+def test_the_exit_collections_stop_where_pytests_would(iterations):
     """A chain longer than the walks allowed: as many links finalized as pytest's loop, for its
     default five and for a count set in the stash."""
-    for iterations in (None, 2):
-        cfg = _config(iterations)
-        ran, walks = _finalized(7, lambda: conftest.pytest_unconfigure(cfg))
-        theirs, _ = _finalized(7, lambda: gc_collect_harder(iterations or 5))
-        assert ran == theirs == list(range(7, 7 - (iterations or 5), -1))
-        assert walks == (iterations or 5)
+    cfg = _config(iterations)
+    ran, walks = _finalized(7, lambda: conftest.pytest_unconfigure(cfg))
+    theirs, _ = _finalized(7, lambda: gc_collect_harder(iterations or 5))
+    assert ran == theirs == list(range(7, 7 - (iterations or 5), -1))
+    assert walks == (iterations or 5)
