@@ -118,9 +118,11 @@ def extreme_cases() -> Iterator[tuple[str, Callable]]:
 
 
 def _cli(args: list[str], around: Callable[[], Any] = contextlib.nullcontext,
-         answer_check: Callable[[str], str | None] | None = None) -> str | None:
+         answer_check: Callable[[str], str | None] | None = None,
+         refusals: list[str] | None = None) -> str | None:
     """Run the CLI on ``args`` (inside ``around()``); a one-line refusal or a finite answer
-    passes, anything else is named. ``answer_check`` looks at a successful answer's stdout."""
+    passes, anything else is named. ``answer_check`` looks at a successful answer's stdout;
+    ``refusals`` collects each one-line refusal's text."""
     from click.testing import CliRunner
 
     from trainsim.cli import main
@@ -146,6 +148,8 @@ def _cli(args: list[str], around: Callable[[], Any] = contextlib.nullcontext,
     if len(lines) != 1 or not lines[0].startswith("error: "):
         return "not one error line"
     REFUSED[0] += 1
+    if refusals is not None:
+        refusals.append(lines[0])
     return None
 
 

@@ -189,11 +189,11 @@ allocator's sorted free lists grow with the blocks each layer strands): measured
 2,000-layer plain loop took 28 s of CPU before this limit, fuzz43)."""
 TASK_US = 45.0
 """CPU microseconds of one engine task (40-50 us: the module table), the unit of the limit."""
-ZB_SEARCH_US = 11.0
+ZB_SEARCH_US = 8.0
 """CPU microseconds the ZB-2p order search (``workload.zb_search``) spends per variant per
 (stage, micro-batch) position: ``benchmarks/zb_search_cost.py``'s median over pp 2-16 and
-256-4,096 micro-batches, 10.5 and 12.2 us in two runs on the loaded 2-core box (each shape
-9.6-14 us; robust48)."""
+256-4,096 micro-batches, 7.99 us on the loaded 2-core box (load 13) against 11.89 us for the
+search before robust49's hot-path rewrite, run back to back (robust48 had 10.5 and 12.2 us)."""
 ZB_SEARCH_VARIANTS = 8
 """Variants the search builds (``zb_search.VARIANTS``: three yes/no choices)."""
 ZB_SEARCHES = 2

@@ -10,12 +10,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from trainsim.catalog import hf_biases, hf_families, hf_unread
+from trainsim.catalog import hf_biases, hf_families, hf_llama4, hf_unread
 from trainsim.catalog.hf_defaults import GATED_MLP, ROTARY
 from trainsim.catalog.hf_text_config import LAYER_KEYS, missing_hint, text_model
+from trainsim.catalog.hf_values import positive_int as _positive_int
 from trainsim.config import ModelConfig
 from trainsim.config._build import build, suggest
-from trainsim.config.safe_load import parse, read_text
+from trainsim.config.safe_load import NonFiniteNumber, nonfinite_at, parse, read_text
 from trainsim.errors import ConfigError, TrainsimWarning
 
 WRITTEN_AS = {
@@ -168,14 +169,22 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
     from trainsim.catalog.units import _kind, _positive
 
     path = Path(path)
-    cfg = parse(read_text(path, "Hugging Face config"), str(path), "json")
-    if not isinstance(cfg, dict):
-        raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
-    _model_type(cfg, str(path))
-    hf_families.decoder_only(cfg, str(path))
-    cfg, where = text_model(cfg, path)
-    _model_type(cfg, where)  # a composite's text_config names its own: text or absent too
-    cfg = hf_families.normalized(cfg, where)
+    text = read_text(path, "Hugging Face config")
+    try:
+        cfg, where = _screened(parse(text, str(path), "json"), path)
+    except NonFiniteNumber:
+        # robust49: Python's JSON dialect (json.dump writes Infinity: nvidia/Nemotron-H-8B's
+        # "time_step_limit": [0.0, Infinity]) refused before the file's real problem was named
+        loose = parse(text, str(path), "json", python_literals=True)
+        try:
+            _screened(loose, path)
+        except ConfigError:
+            raise
+        except (ArithmeticError, TypeError, ValueError):  # a non-finite count: said below
+            pass
+        raise NonFiniteNumber(f"{path}: {nonfinite_at(loose)} is not a finite JSON number "
+                              "(Python's json.dump writes Infinity / NaN); give a finite number"
+                              " or leave the field out") from None
     get = lambda *keys, default=None: hf_unread.given(cfg, keys, default, where)
     hidden = get(*WRITTEN_AS["hidden_size"])
     if hidden is None:
@@ -242,7 +251,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
             hf_families.flag(cfg, "qk_layernorm", False, where)),
         qk_norm_span="full" if model_type in QK_NORM_FULL_MODEL_TYPES else "head",
         norm_bias=model_type not in NORM_WITHOUT_BIAS_MODEL_TYPES,
-        attention_chunk_size=_chunk_size(cfg, where),
+        attention_chunk_size=hf_llama4.chunk_size(cfg, where),
     )
     fields.update(hf_biases.linear_biases(cfg, not gated, where))
     fields.update(_falcon_fields(cfg, model_type, where))
@@ -281,7 +290,7 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
                       moe_layer_freq=get(*sparse_step, "moe_layer_freq", default=1),
                       moe_first_dense_layers=get("first_k_dense_replace", default=0))
         if model_type.startswith("llama4"):
-            fields.update(_llama4_moe(cfg, fields["num_layers"], where))
+            fields.update(hf_llama4.moe_layout(cfg, fields["num_layers"], where))
     if hf_families.latent_rank(cfg, where):  # DeepSeek-V2/V3 latent attention
         fields.update(q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=cfg["kv_lora_rank"],
                       qk_head_dim=get("qk_nope_head_dim", default=128),
@@ -292,6 +301,18 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
     except ConfigError as exc:
         raise ConfigError(f"{where}: {as_written(str(exc), cfg)}") from None
+
+
+def _screened(cfg: Any, path: Path) -> tuple[dict[str, Any], str]:
+    """The decoder's fields of a parsed config.json and where they sit, its layers' kinds
+    normalized, or the ConfigError naming what trainsim does not model."""
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{path}: a Hugging Face config.json holds a mapping of fields")
+    _model_type(cfg, str(path))
+    hf_families.decoder_only(cfg, str(path))
+    cfg, where = text_model(cfg, path)
+    _model_type(cfg, where)  # a composite's text_config names its own: text or absent too
+    return hf_families.normalized(cfg, where), where
 
 
 def _router_topk(cfg: dict[str, Any], kind: str, where: str) -> None:
@@ -432,48 +453,6 @@ def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str
     return out
 
 
-def _llama4_moe(cfg: dict[str, Any], layers: Any, where: str) -> dict[str, Any]:
-    """Llama 4's MoE layout (transformers 5.24.0 configuration_llama4.py, modeling_llama4.py):
-    ``moe_layers`` defaults to ``range(interleave_moe_layer_step - 1, num_hidden_layers,
-    interleave_moe_layer_step)`` (Scout 1: every layer; Maverick 2: every second, from the
-    second), Megatron's ``moe_first_dense_layers`` step - 1 and ``moe_layer_freq`` step; the
-    dense layers' MLP is ``intermediate_size_mlp`` wide (``Llama4TextMLP(config,
-    intermediate_size=config.intermediate_size_mlp)``), each expert and the one shared expert
-    ``intermediate_size`` (``Llama4TextMoe.shared_expert = Llama4TextMLP(config)``). An
-    explicit ``moe_layers`` that is not such a pattern is refused."""
-    step = _positive_int(cfg.get("interleave_moe_layer_step", 1),
-                         f"{where}: interleave_moe_layer_step")
-    width = cfg.get("intermediate_size")
-    out = {"moe_layer_freq": step, "moe_first_dense_layers": step - 1,
-           "moe_ffn_hidden_size": width, "moe_shared_expert_intermediate_size": width}
-    if cfg.get("intermediate_size_mlp") is not None:
-        out["ffn_hidden_size"] = cfg["intermediate_size_mlp"]
-    listed = cfg.get("moe_layers")
-    if listed is not None and isinstance(layers, int) and (
-            not isinstance(listed, list) or listed != list(range(step - 1, layers, step))):
-        raise ConfigError(f"{where}: moe_layers must list every interleave_moe_layer_step-th "
-                          f"layer from layer {step - 1} ({list(range(step - 1, layers, step))[:4]}"
-                          " ...); trainsim models a first dense stretch, then every N-th layer "
-                          "MoE, only")
-    return out
-
-
-def _chunk_size(cfg: dict[str, Any], where: str) -> int | None:
-    """Llama 4's ``attention_chunk_size`` where some layer is chunked: its RoPE layers
-    (``no_rope_layers[i]`` 1) are "chunked_attention" (Llama4TextConfig ``layer_types``), or
-    the file's ``layer_types`` says so; None without a chunk or a chunked layer."""
-    chunk = cfg.get("attention_chunk_size")
-    if chunk is None:
-        return None
-    types = cfg.get("layer_types")
-    if isinstance(types, list):
-        chunked = "chunked_attention" in types
-    else:
-        rope = cfg.get("no_rope_layers")
-        chunked = not isinstance(rope, list) or not rope or any(rope)
-    return _positive_int(chunk, f"{where}: attention_chunk_size") if chunked else None
-
-
 MAX_WINDOW_LAYERS_MODEL_TYPES = ("qwen2", "qwen3", "qwen2_vl", "qwen2_vl_text", "qwen2_5_vl",
                                  "qwen2_5_vl_text")
 """Model types whose config class windows layer i only from ``i >= max_window_layers``
@@ -552,13 +531,6 @@ def _model_type(cfg: dict[str, Any], where: str) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{where}: model_type must be text (e.g. 'llama'), got {value!r}")
     return value
-
-
-def _positive_int(value: Any, where: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) \
-            or value < 1:
-        raise ConfigError(f"{where} must be a whole number >= 1, got {value!r}")
-    return int(value)
 
 
 def _per_layer(cfg: dict[str, Any], layers: Any, where: str) -> list[str]:

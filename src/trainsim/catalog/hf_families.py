@@ -395,11 +395,25 @@ def _rope_names(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any]
         fields["position_embedding"] = "rope"
 
 
+def _spelt(name: str) -> str:
+    """A layer type's name with its case, spaces and dashes as transformers writes them."""
+    return name.strip().lower().replace("-", "_").replace(" ", "_")
+
+
 def _not_modelled(cfg: dict[str, Any], where: str) -> None:
     for key in LAYER_TYPE_KEYS:
         types = cfg.get(key)
         if isinstance(types, list):
             other = sorted({str(t) for t in types} - ATTENTION_LAYER_TYPES)
+            # robust49: a misspelt softmax kind ('Full_Attention', '') was refused as a
+            # state-space or linear layer; transformers refuses it as no layer type at all
+            misspelt = [t for t in other if not t.strip() or _spelt(t) in ATTENTION_LAYER_TYPES]
+            if misspelt:
+                t = misspelt[0]
+                meant = f" (did you mean '{_spelt(t)}'?)" if t.strip() else ""
+                raise ConfigError(f"{where}: {key} holds {t!r}, no layer type transformers "
+                                  f"knows{meant}; softmax layers are "
+                                  f"{', '.join(sorted(ATTENTION_LAYER_TYPES))}")
             if other:
                 raise ConfigError(f"{where}: {key} holds {', '.join(repr(t) for t in other)} "
                                   "layers; trainsim models softmax-attention layers only (no "

@@ -4,6 +4,7 @@ them)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from trainsim.config._build import switch
@@ -26,9 +27,17 @@ def count(cfg: dict[str, Any], key: str, where: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not (value >= 0 and value == int(value)):
+            or not (math.isfinite(value) and value >= 0 and value == int(value)):
         raise ConfigError(f"{where}: {key} must be a whole number >= 0, got {value!r}")
     return int(value)
 
 
-__all__ = ["count", "flag"]
+def positive_int(value: Any, where: str) -> int:
+    """``value`` as a whole number >= 1, or a ConfigError naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not math.isfinite(value) or value != int(value) or value < 1:
+        raise ConfigError(f"{where} must be a whole number >= 1, got {value!r}")
+    return int(value)
+
+
+__all__ = ["count", "flag", "positive_int"]

@@ -222,6 +222,11 @@ class GroupSpan:
     """Channels (thread blocks) the group's communicator may run, its ``ncclConfig_t.maxCTAs``
     (a per-communicator NCCL_MAX_CTAS): across nodes its rings carry at most this many times
     ``NET_CHANNEL_Bps`` (``_ring_busbw``); None: NCCL's own count."""
+    ranks: tuple[int, ...] | None = None
+    """The group's GPUs where a backend prices it on real ranks (the flow backend's group that
+    straddles nodes unevenly, ``collectives.placement.worst_group``): part of the span's
+    identity, so two groups of one shape on different ranks are priced apart; None: the
+    backend lays the group out from ``nodes`` and ``per_node``."""
 
     @property
     def nodes(self) -> int:

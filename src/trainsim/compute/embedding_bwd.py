@@ -39,7 +39,7 @@ from functools import lru_cache
 import numpy as np
 
 from trainsim.config import GPUSpec
-from trainsim.workload.token_ids import expected_segments
+from trainsim.workload.token_ids import VOCAB_LISTED, expected_segments, uniform_binned
 
 SMALL_PATH_MAX_TOKENS = 3072
 """Ids at most this many take the feature kernel (Embedding.cu ``num_indices <= 3072``)."""
@@ -117,5 +117,8 @@ def scatter_time(gpu: GPUSpec, tokens: float, hidden: float, distinct: float, pa
 @lru_cache(maxsize=256)
 def uniform_segments(tokens: float, rows: int) -> tuple[float, float]:
     """``expected_segments`` of ids drawn uniformly over ``rows`` (a profiler's
-    ``torch.randint``)."""
+    ``torch.randint``): past ``VOCAB_LISTED`` rows one weight stands for them all (robust49: a
+    kernel database's table of 2**31 rows allocated 16 GiB a table)."""
+    if rows > VOCAB_LISTED:
+        return uniform_binned(tokens, rows)
     return expected_segments(tokens, np.full(rows, 1.0 / rows))

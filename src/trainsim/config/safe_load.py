@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import select
@@ -340,8 +341,28 @@ def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class NonFiniteNumber(ConfigError):
+    """JSON text holding Python's ``Infinity`` / ``NaN`` literals, which ``json.dump`` writes
+    (a hub config.json may: nvidia/Nemotron-H-8B-Base-8K's ``time_step_limit``)."""
+
+
 def _json_constant(name: str) -> Any:
-    raise ConfigError(f"{name} is not a JSON number; give a finite number")
+    raise NonFiniteNumber(f"{name} is not a JSON number; give a finite number")
+
+
+def nonfinite_at(data: Any, path: str = "") -> str | None:
+    """Where the first non-finite number of plain ``data`` sits (``time_step_limit[1]``), or
+    None: what :func:`parse` read with ``python_literals``."""
+    if isinstance(data, float) and not math.isfinite(data):
+        return path or "the value"
+    items = data.items() if isinstance(data, dict) else enumerate(data) \
+        if isinstance(data, list) else ()
+    for key, value in items:
+        found = nonfinite_at(value, f"{path}.{key}" if isinstance(key, str) and path
+                             else key if isinstance(key, str) else f"{path}[{key}]")
+        if found:
+            return found
+    return None
 
 
 _JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
@@ -382,16 +403,18 @@ class InvalidSyntax(ConfigError):
     """Text that is not valid YAML / JSON at all (not a number form :func:`parse` refuses)."""
 
 
-def parse(text: str, source: str, fmt: str = "yaml", fast: bool = False) -> Any:
+def parse(text: str, source: str, fmt: str = "yaml", fast: bool = False,
+          python_literals: bool = False) -> Any:
     """Plain data (dict/list/str/int/float/bool/None) from YAML or JSON ``text``.
 
     ``source`` names the input in errors (a path, or ``--set parallel.tp``); ``fast``: YAML
-    parsed by libyaml where it is there (:class:`_FastLoader`, the same data)."""
+    parsed by libyaml where it is there (:class:`_FastLoader`, the same data);
+    ``python_literals``: JSON's ``Infinity`` / ``NaN`` read as floats (else refused)."""
     text = text.removeprefix("\ufeff")  # a UTF-8 byte-order mark (Notepad): json refuses it
     try:
         if fmt == "json":
             data = json.loads(text, parse_int=_json_int, parse_float=_json_float,
-                              parse_constant=_json_constant,
+                              parse_constant=float if python_literals else _json_constant,
                               object_pairs_hook=_json_object)
         else:
             if len(text.encode("utf-8", "surrogatepass")) > MAX_YAML_BYTES:
@@ -399,6 +422,8 @@ def parse(text: str, source: str, fmt: str = "yaml", fast: bool = False) -> Any:
                                   f"bytes is more than trainsim reads ({MAX_YAML_BYTES // 2**10}"
                                   " KiB); write large data as JSON (a .json file)")
             data = _yaml_load(text, fast)
+    except NonFiniteNumber as exc:
+        raise NonFiniteNumber(f"{source}: {exc}") from None
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except RecursionError:

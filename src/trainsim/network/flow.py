@@ -126,7 +126,6 @@ class FlowNetwork:
         self._capacity = np.array([lk.bw_Bps for lk in topology.links], float)
         self._latency = np.array([lk.latency_s for lk in topology.links], float)
         self._costs: dict[tuple, object] = {}
-        self._placed: dict[tuple[int, int, int], list[int]] = {}  # an uneven span's ranks
 
     @classmethod
     def from_cluster(cls, cluster: ClusterConfig, seed: int = 0, nvlink_efficiency: float = 1.0,
@@ -169,7 +168,11 @@ class FlowNetwork:
         GPUs of node 0 and 1 of node 1, which ``group_span`` spans as 3 nodes x 1), the
         worst-placed such group over the fabric's nodes as ``collectives.placement`` places
         one over NVLink domains (``placed_span``), priced on its real ranks (edge48: the flow
-        backend refused it, robust48 named the cause)."""
+        backend refused it, robust48 named the cause), which the span carries
+        (``GroupSpan.ranks``: robust49, two such groups of one shape on different ranks, 3 GPUs
+        2 or 3 apart on 4 a node, shared the first one's ranks and price)."""
+        from dataclasses import replace
+
         from trainsim.collectives import group_span
         from trainsim.collectives.placement import placed_span, worst_group
 
@@ -180,8 +183,7 @@ class FlowNetwork:
         domains = (gpn,) * self.topology.num_nodes
         placed = placed_span(size, stride, domains)
         if placed.uneven_nodes is not None:
-            self._placed.setdefault((placed.size, placed.per_node, placed.uneven_nodes),
-                                    list(worst_group(size, stride, domains)))
+            return replace(placed, ranks=worst_group(size, stride, domains))
         return placed
 
     def collective(self, kind: str, size_bytes: float, span, algorithm: str | None = None,
@@ -209,8 +211,7 @@ class FlowNetwork:
         algo = resolve_algorithm(kind, algorithm or "auto")
         key = (kind, size_bytes, span, algo)
         if key not in self._costs:
-            placed = self._placed.get((span.size, span.per_node, span.uneven_nodes or 0))
-            ranks = placed or self.ranks_of(span.nodes, span.per_node)
+            ranks = list(span.ranks or self.ranks_of(span.nodes, span.per_node))
             one_per_node = span.per_node == 1 and span.nodes > 1 and kind != "send_recv"
             moved = size_bytes / ONE_RANK_PER_NODE_NET_SHARE if one_per_node else size_bytes
             if kind == "all_to_all" and span.nodes > 1:

@@ -27,7 +27,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -87,6 +87,9 @@ _CONFIG = ("A run config (model, parallel, training, cluster, ...): a mapping, o
 
 
 class JobRequest(BaseModel):
+    # robust49: an unknown key was dropped in silence ("option": {...} ran without the options)
+    model_config = ConfigDict(extra="forbid")
+
     kind: JobKind
     config: dict[str, Any] | str = Field(default_factory=dict, description=_CONFIG)
     options: dict[str, Any] = Field(default_factory=dict,
@@ -94,6 +97,8 @@ class JobRequest(BaseModel):
 
 
 class SimulateRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
     config: dict[str, Any] | str = Field(description=_CONFIG)
     options: dict[str, Any] = Field(default_factory=dict)
 
@@ -256,6 +261,10 @@ def _nearest(error: dict[str, Any]) -> str:
     enum error lists them and suggests none: robust47, ``GET /api/v1/catalog/gpu``), as the
     CLI's ``catalog gpu`` says (``cli_guard._choice_hint``); else ''."""
     given, expected = error.get("input"), (error.get("ctx") or {}).get("expected")
+    loc = error.get("loc") or ()
+    if error.get("type") == "extra_forbidden" and len(loc) == 2 and isinstance(loc[-1], str):
+        fields = ("kind", "config", "options")  # a request body's (robust49: 'option')
+        return "" if loc[-1] in fields else suggest(loc[-1].strip().lower(), fields)
     if error.get("type") not in ("literal_error", "enum") or not isinstance(given, str) \
             or not isinstance(expected, str):
         return ""
