@@ -1,6 +1,7 @@
 """Activation CPU offloading (Megatron-core --cpu-offloading-num-layers through Transformer
-Engine >= 2.10) and the tuner's use of it (issue 16, acceptance 2); the validation files'
-``cpu_offloading_num_layers`` column and the framework versions that have it (issue 17)."""
+Engine's schedules, before 2.10 and from it) and the tuner's use of it (issue 16, acceptance
+2); the validation files' ``cpu_offloading_num_layers`` column and the framework versions
+that have it (issue 17)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ import trainsim
 from trainsim.errors import ConfigError
 from trainsim.memory import estimate_stage_memory
 from trainsim.memory.estimate import activation_bytes_per_layer
-from trainsim.memory.offload import copies_hidden, layer_forward_floor_s, offloaded_bytes
+from trainsim.memory.offload import (
+    copies_hidden,
+    copy_windows,
+    layer_forward_floor_s,
+    offloaded_bytes,
+)
 from trainsim.validate.row_settings import unknowns
 
 
@@ -46,20 +52,44 @@ def test_megatron_core_refuses_what_it_cannot_run(kwargs):
 
 
 def test_copies_are_hidden_only_where_the_host_link_carries_them_in_time():
-    """On GB200's NVLink-C2C a quarter of the layers' copies fit inside the forward at peak;
-    offloading all but one layer leaves no window; a GPU whose host link is not stated is
-    never assumed to hide them."""
+    """On GB200's NVLink-C2C a quarter of the layers' copies fit inside the forward; offloading
+    all but one layer leaves each copy one layer's forward, which a bf16 layer's (3.1 ms at
+    the fastest rates) covers and an fp8 layer's (1.8 ms) does not (2.7 / 2.4 ms copies); a
+    GPU whose host link is not stated is never assumed to hide them."""
     assert copies_hidden(cfg_of(8))
-    assert not copies_hidden(cfg_of(31))
+    assert copies_hidden(cfg_of(31))
+    assert not copies_hidden(cfg_of(31, dtype="fp8"))
+    assert copies_hidden(cfg_of(16, dtype="fp8"))
     assert not copies_hidden(cfg_of(8, gpu="h100-sxm-80gb"))
     assert copies_hidden(cfg_of(0, gpu="h100-sxm-80gb"))
 
 
-def test_layer_forward_floor_is_its_model_flops_at_peak():
-    cfg = cfg_of(0)
+def test_layer_forward_floor_is_its_flops_at_the_fastest_rates():
+    """Matmuls at the GEMM ceiling (fp8: the fast-accumulating rate where it is higher),
+    the attention core at a fused kernel's cap, 1 / mamf_fraction of the 16-bit ceiling."""
     from trainsim.model.counts import model_flops_per_token
-    flops = model_flops_per_token(cfg.model, 8192) / 3 / 32 * 8192
-    assert layer_forward_floor_s(cfg) == pytest.approx(flops / cfg.cluster.gpu.peak_flops["bf16"])
+    for dtype in ("bf16", "fp8"):
+        cfg = cfg_of(0, dtype=dtype)
+        gpu = cfg.cluster.gpu
+        flops = model_flops_per_token(cfg.model, 8192) / 3 / 32 * 8192
+        attn = 2 * (cfg.model.qk_dim + cfg.model.v_dim) * 8192 * 8192
+        gemm = gpu.gemm_ceiling(dtype)
+        if dtype == "fp8":
+            gemm = max(gemm, 2 * gpu.gemm_ceiling("bf16"))
+        fused = gpu.gemm_ceiling("bf16") / gpu.mamf_fraction
+        assert layer_forward_floor_s(cfg) == pytest.approx((flops - attn) / gemm + attn / fused)
+        # never below the layer at the dense peak (the floor before)
+        assert layer_forward_floor_s(cfg) > flops / gpu.peak_flops[dtype]
+
+
+def test_transformer_engine_before_2_10_has_windows():
+    """TE release_v2.9 cpu_offload.py L345-350 layer_window_map: copy 0 has L // N - 1 layers
+    when N divides L (one for 40 of 80), the others L // N, the first L % N one more."""
+    assert copy_windows(80, 40) == [1] + [2] * 39
+    assert copy_windows(80, 20) == [3] + [4] * 19
+    assert copy_windows(126, 95) == [1] + [2] * 30 + [1] * 64
+    assert all(sum(copy_windows(layers, n)) == layers - 1
+               for layers in (32, 80, 126) for n in range(1, layers))
 
 
 def _row(framework="megatron-bridge", version="26.04", pp="1", recompute=""):
@@ -79,6 +109,42 @@ def test_tuner_offers_offloading_where_the_recipes_use_it():
     assert "cpu_offloading_num_layers" not in unknowns(_row(recompute="full"), bridge)
     nemo = framework_profile("nemo", "24.07")
     assert "cpu_offloading_num_layers" not in unknowns(_row("nemo", "24.07"), nemo)
+
+
+@pytest.mark.parametrize("version", ["25.09", "25.11", "26.02", "26.04", "26.06"])
+def test_bridge_recipes_offload_from_the_first_release(version):
+    """Megatron-Bridge's perf scripts set cpu_offloading from v0.1.0rc3 (25.09, utils/helpers.py
+    L131-135) and v0.2.0 (25.11, utils/helpers.py L165-173; Llama 3 70B GB300 FP8-CS 20, GB200
+    40 layers), through TE's get_cpu_offload_context (release_v2.7 / v2.9)."""
+    from trainsim.catalog.frameworks import framework_profile
+
+    bridge = framework_profile("megatron-bridge", version)
+    assert unknowns(_row(version=version), bridge)["cpu_offloading_num_layers"] == [0, 20, 40, 60]
+
+
+def test_bridge_2511_llama3_70b_fsdp_rows_take_the_recipe_counts():
+    """The 25.11 Llama 3 70B Megatron-FSDP FP8-CS rows (benchmarks/training_bridge_archive.csv):
+    the tuner's choice is the recipe's (v0.2.0 configs/llama3/workload_base_configs.py L47 /
+    L77), under TE 2.9's windows (copy 0 of 40 of 80 layers has one layer's forward: 8.7 ms
+    against 11.7 ms at the fastest rates), with no recomputation."""
+    import csv
+    from pathlib import Path
+
+    from trainsim.validate.training import predict_training_row, row_config
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "training_bridge_archive.csv"
+    with open(path, newline="") as fh:
+        rows = {r["id"]: r for r in csv.DictReader(fh)}
+    for gpu, n in (("gb300", 20), ("gb200", 40)):
+        row = rows[f"bridgearch2511-llama3-70b-{gpu}-64-fp8cs"]
+        cfg = row_config({**row, "recompute": "none", "cpu_offloading_num_layers": str(n)})
+        assert copy_windows(80, n)[0] == 80 // n - 1
+        assert offloaded_bytes(cfg) / n / cfg.cluster.gpu.host_link_bw_Bps <= \
+            copy_windows(80, n)[0] * layer_forward_floor_s(cfg)
+        assert copies_hidden(cfg)
+        res = predict_training_row(row)
+        assert res.chosen.get("cpu_offloading_num_layers") == n, res.chosen
+        assert res.chosen.get("recompute") == "none"
 
 
 def test_megatron_core_refuses_cuda_graphs_with_offloading():
