@@ -17,7 +17,7 @@ without CUDA graphs (``RunConfig``); Megatron-core before 0.5 has no offloading 
 
 Transformer Engine before 2.10 (NeMo 25.04 / 25.07 pin 2.2 / 2.5, Megatron-Bridge 25.09 /
 25.11 pin 2.7 / release_v2.9 70f53666: cpu_offload.py ``AsyncDoubleBufferGroupOffloadHandler``
-L303-350, L490-540; 2.10 kept it as cpu_offload_v1.py behind ``NVTE_CPU_OFFLOAD_V1``) schedules
+L303-350, L490-551; 2.10 kept it as cpu_offload_v1.py behind ``NVTE_CPU_OFFLOAD_V1``) schedules
 the same copies in windows: copy 0 starts when layer 0's forward ends; when layer
 ``layer_window_map[k]`` (((L // N) * (k + 1)) - 1, plus k + 1 for the first L % N groups and
 L % N after) ends, the compute stream waits for copy k, frees it and starts copy k + 1. So
