@@ -19,10 +19,11 @@ projections with ``bias=False`` (transformers 5.24.0 models/qwen2/modeling_qwen2
 modeling_qwen2_moe.py 222-225)."""
 
 
-UNBIASED_OUT_MODEL_TYPES = ("glm", "glm4", "glm4_moe")
-"""Families whose ``attention_bias`` switches the Q, K and V projections only: GLM, GLM-4 and
-GLM-4.5 build o_proj with ``bias=False`` (transformers 5.24.0 modeling_glm.py line 220,
-modeling_glm4.py line 220, modeling_glm4_moe.py line 197)."""
+UNBIASED_OUT_MODEL_TYPES = ("glm", "glm4", "glm4_moe", "glm4v_moe_text")
+"""Families whose ``attention_bias`` switches the Q, K and V projections only: GLM, GLM-4,
+GLM-4.5 and GLM-4.5V's text model build o_proj with ``bias=False`` (transformers 5.24.0
+modeling_glm.py line 220, modeling_glm4.py line 220, modeling_glm4_moe.py line 197,
+modeling_glm4v_moe.py line 222)."""
 
 
 MLP_BIAS_MODEL_TYPES = ("gpt_neox", "gpt_oss")

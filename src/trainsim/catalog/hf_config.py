@@ -425,12 +425,16 @@ def _per_layer_type_rope(cfg: dict[str, Any], where: str) -> str | None:
 def as_written(message: str, cfg: dict[str, Any]) -> str:
     """``message`` about the model built from config.json ``cfg`` with each ``model.FIELD``
     read from a key of the file named by that key (``WRITTEN_AS``); a field the file does not
-    set (a default, a family's fixed structure) keeps its trainsim name."""
+    set (a default, a family's fixed structure) keeps its trainsim name, unless the message asks
+    to set it ("set model.head_dim"): then the key the file would hold (``head_dim``)."""
     def key(m: re.Match[str]) -> str:
-        written = next((k for k in WRITTEN_AS.get(m.group(1), ()) if k in cfg), None)
-        return written or m.group(0)
+        names = WRITTEN_AS.get(m.group(2), ())
+        written = next((k for k in names if k in cfg), None)
+        if written is None and m.group(1) and names:
+            written = names[0]
+        return (m.group(1) or "") + written if written else m.group(0)
 
-    return re.sub(r"(?<![\w.])model\.([a-z_0-9]+)", key, message)
+    return re.sub(r"(set )?(?<![\w.])model\.([a-z_0-9]+)", key, message)
 
 
 def _falcon_fields(cfg: dict[str, Any], model_type: str, where: str) -> dict[str, Any]:

@@ -37,8 +37,10 @@ tests build models with to count their parameters):
   positions they added ``max_position_embeddings x hidden_size`` parameters (GPT-NeoX-20B
   +0.06 %, StarCoder2 +0.42 %).
 - MPT and DBRX: ``hf_mpt``.
-- GLM-4.5-MoE without ``head_dim``: ``getattr(config, "head_dim", hidden_size //
-  num_attention_heads)`` (``Glm4MoeAttention.__init__``), the floor of the division.
+- GLM-4.5-MoE (and GLM-4.5V's text model) without ``head_dim``: ``getattr(config,
+  "head_dim", hidden_size // num_attention_heads)`` (``Glm4MoeAttention.__init__``;
+  ``Glm4vMoeTextAttention.__init__``, transformers 5.24.0 modeling_glm4v_moe.py line 207),
+  the floor of the division.
 - BitNet: ``BitNetMLP`` is gated (``gate_proj``, ``up_proj``, ``down_proj``) whatever its
   ``relu2`` activation, three matrices (read as two before: -19 %).
 """
@@ -486,7 +488,7 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         fields["position_embedding"] = "rope"
     if kind == "bloom":  # BloomModel: ALiBi and word_embeddings_layernorm (modeling_bloom.py)
         fields.update(position_embedding="alibi", embedding_norm=True)  # learned, none before
-    if kind in ("glm4_moe",) and out.get("head_dim") is None:
+    if kind in ("glm4_moe", "glm4v_moe_text") and out.get("head_dim") is None:
         hidden, heads = out.get("hidden_size"), out.get("num_attention_heads")
         if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 \
                 and not isinstance(heads, bool):

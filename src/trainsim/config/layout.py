@@ -57,6 +57,23 @@ def _repeat(text: str, count: str, layout: str) -> str:
     return text * int(count)
 
 
+def _refuse_rule_words(text: str) -> None:
+    """Refuse a layout whose words name layout rules (``balanced,filled``, ``Balanced``) by
+    that cause: one rule, spelt as listed, is the whole value; no list of rules is a layout."""
+    words = [w for w in re.split(r"[\s,|]+", text) if w]
+    rules = [w for w in words if w.lower().replace("-", "_") in LAYOUT_RULES]
+    if not rules:
+        return
+    names = ", ".join(repr(r) for r in LAYOUT_RULES)
+    where = f"parallel.pipeline_model_parallel_layout={text!r}"
+    if len(words) == 1:
+        raise ConfigError(f"{where}: did you mean {rules[0].lower().replace('-', '_')!r}? "
+                          f"a layout rule is one of {names}, spelt so")
+    raise ConfigError(f"{where} names layout rule(s) {', '.join(map(repr, rules))} in a list: "
+                      f"a layout is one rule ({names}) as the whole value, or the stages "
+                      "spelt with E, t, m, L and | (e.g. Et*3|(tt|)*29,m|L)")
+
+
 def parse_layout(text: str) -> tuple[str, ...]:
     """Virtual stages of a Megatron-core layout string, each as its slot letters in order."""
     s = re.sub(r"[\s,]", "", text)
@@ -74,6 +91,7 @@ def parse_layout(text: str) -> tuple[str, ...]:
                           f"than {MAX_LAYOUT_SLOTS:,} slots")
     bad = sorted(set(s) - SLOTS - {"|"})
     if bad:
+        _refuse_rule_words(text)
         raise ConfigError(f"parallel.pipeline_model_parallel_layout={text!r}: unknown slot(s) "
                           f"{bad}; use E (embedding), t (layer), m (MTP layer), L (loss), | "
                           "between stages, x*n and (...)*n to repeat")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import unicodedata
 import warnings
 from dataclasses import dataclass
 from typing import Literal
@@ -37,10 +39,18 @@ V_SCHEDULES = ("zb_v", "dualpipe_v")
 
 
 def schedule_name(text: str) -> str:
-    key = text.lower().replace("-", "").replace("_", "")
+    """The schedule ``text`` names: compatibility forms folded first (NFKC: a full-width
+    ``ＺＢ_Ｈ1`` is ``ZB_H1``), then case, '-' and '_' ignored (``SCHEDULE_NAMES``); an unknown
+    name is refused with the nearest schedule, compared in that folded form (``ZB-H3``)."""
+    folded = unicodedata.normalize("NFKC", text).strip()
+    key = folded.lower().replace("-", "").replace("_", "")
     if key not in SCHEDULE_NAMES:
+        near = suggest(folded.lower().replace("-", "_"), PIPELINE_SCHEDULES)
+        if not near:
+            alias = difflib.get_close_matches(key, list(SCHEDULE_NAMES), n=1, cutoff=0.6)
+            near = f" (did you mean '{SCHEDULE_NAMES[alias[0]]}'?)" if alias else ""
         raise ConfigError(f"parallel.pipeline_schedule={text!r} is unknown"
-                          f"{suggest(text, PIPELINE_SCHEDULES)}; known: "
+                          f"{near}; known: "
                           f"{', '.join(PIPELINE_SCHEDULES)} (and torchtitan's GPipe, 1F1B, "
                           "Interleaved1F1B, ZBVZeroBubble, InterleavedZeroBubble, DualPipeV)")
     return SCHEDULE_NAMES[key]
