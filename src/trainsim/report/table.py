@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Group
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Span, Text
 
 from trainsim.result import Result
 
@@ -86,10 +87,23 @@ def render_result(r: Result) -> Group:
     return Group(head, time, mem)
 
 
+def _cell(s: str, style: str = "") -> Text:
+    """The ``Text`` rich would parse from the markup ``f"[{style}]{escape(s)}[/]"`` (``escape(s)``
+    without a style), built without parsing where the parse is the identity: no ``[`` (markup),
+    no ``:`` (an emoji code such as ``:warning:``) and no backslash (``escape`` doubles a
+    trailing one). A validation table is ~750 cells, and rich parsed each string cell up to 3
+    times, serially after the last row (rich 15.0.0: measured, measure.py:99; measured again
+    when the table is wider than the console, table.py:570; rendered, console.py:1321; the
+    parse and its shortcut, markup.py:106-130)."""
+    if "[" not in s and ":" not in s and "\\" not in s:
+        return Text(s, spans=[Span(0, len(s), style)] if style else None)
+    return Text.from_markup(f"[{style}]{escape(s)}[/]" if style else escape(s))
+
+
 def render_validation(kind: str, rows: list[Any], unit: str,
                       summary: dict[str, Any] | None = None) -> Table | Group:
     """The rows, then (given the summary) the error of each source and, for kernels, of each
-    kind/implementation/dtype."""
+    kind/implementation/dtype. Cells are ``Text`` (``_cell``), the output as of markup strings."""
     t = Table(title=f"validation ({kind})", title_justify="left")
     t.add_column("id")
     t.add_column(f"measured {unit}", justify="right")
@@ -99,22 +113,23 @@ def render_validation(kind: str, rows: list[Any], unit: str,
     for r in rows:
         u = f" {r.extra['unit']}" if "unit" in r.extra else ""
         if r.predicted is None:
-            t.add_row(escape(r.id), f"{r.measured:g}{u}", "-", "failed", f"[red]{escape(r.error)}[/]")
+            t.add_row(_cell(r.id), _cell(f"{r.measured:g}{u}"), _cell("-"), _cell("failed"),
+                      _cell(r.error, "red"))
             continue
         err = (r.predicted - r.measured) / r.measured
         color = "green" if abs(err) <= 0.05 else ("yellow" if abs(err) <= 0.1 else "red")
         assumed = r.extra.get("assumed") or {}  # empty cells taken as a default, not tuned
         read = r.extra.get("read_as") or {}  # cells written otherwise, as they were read
-        note = escape(", ".join([f"{k}={v}" for k, v in r.chosen.items()]
-                                + list(r.extra.get("notes") or ())  # replaced settings
-                                + ([f"assumed {', '.join(f'{k}={v}' for k, v in assumed.items())}"]
-                                   if assumed else [])
-                                + ([f"read {'; '.join(f'{k}: {v}' for k, v in read.items())}"]
-                                   if read else [])))
+        note = _cell(", ".join([f"{k}={v}" for k, v in r.chosen.items()]
+                               + list(r.extra.get("notes") or ())  # replaced settings
+                               + ([f"assumed {', '.join(f'{k}={v}' for k, v in assumed.items())}"]
+                                  if assumed else [])
+                               + ([f"read {'; '.join(f'{k}: {v}' for k, v in read.items())}"]
+                                  if read else [])))
         if r.fits_in_memory is False:
-            note = "[red]does not fit in memory[/] " + note
-        t.add_row(escape(r.id), f"{r.measured:.4g}{u}", f"{r.predicted:.4g}{u}",
-                  f"[{color}]{100 * err:+.1f}%[/]", note)
+            note = Text.assemble(_cell("does not fit in memory", "red"), " ", note)
+        t.add_row(_cell(r.id), _cell(f"{r.measured:.4g}{u}"), _cell(f"{r.predicted:.4g}{u}"),
+                  _cell(f"{100 * err:+.1f}%", color), note)
     groups = [(title, (summary or {}).get(key)) for key, title in
               (("by_source", "error by source"), ("by_kind", "error by kind/implementation/dtype"))]
     tables = [_error_table(title, g) for title, g in groups if g]
@@ -128,6 +143,6 @@ def _error_table(title: str, groups: dict[str, dict[str, Any]]) -> Table:
     t.add_column("MAPE", justify="right")
     t.add_column("mean signed error", justify="right")
     for name, g in groups.items():
-        t.add_row(escape(name), str(g["n"]), f"{100 * g['mape']:.1f}%",
-                  f"{100 * g['mean_signed_error']:+.1f}%")
+        t.add_row(_cell(name), _cell(str(g["n"])), _cell(f"{100 * g['mape']:.1f}%"),
+                  _cell(f"{100 * g['mean_signed_error']:+.1f}%"))
     return t
