@@ -94,3 +94,27 @@ def test_full_width_and_padded_schedule_names_are_read(text, name):
 def test_an_unknown_schedule_in_another_form_gets_the_nearest(text, near):
     with pytest.raises(ConfigError, match=f"did you mean '{near}"):
         schedule_name(text)
+
+
+# transformers 5.24.0 ``Lfm2Config()``'s fields, cut to 8 (all attention) layers
+LFM2 = {"model_type": "lfm2", "vocab_size": 65536, "hidden_size": 2560,
+        "intermediate_size": 12288, "num_hidden_layers": 8, "num_attention_heads": 32,
+        "num_key_value_heads": 8, "max_position_embeddings": 128000, "norm_eps": 1e-5,
+        "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3,
+        "rope_parameters": {"rope_theta": 1000000.0, "rope_type": "default"},
+        "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0,
+        "block_auto_adjust_ff_dim": True, "layer_types": ["full_attention"] * 8}
+
+
+@pytest.mark.parametrize("edit, width, params", [
+    ({}, 8192, 802_205_440),
+    ({"block_auto_adjust_ff_dim": False}, 12288, 1_053_863_680),
+    ({"block_ffn_dim_multiplier": 1.5, "intermediate_size": 10000}, 10240, 928_034_560),
+    ({"intermediate_size": 10000, "block_multiple_of": 100}, 6700, 710_536_960)])
+def test_lfm2_counts_what_transformers_builds(tmp_path, edit, width, params):
+    """robust49 lead 2: main read LFM2 as a biased GELU / LayerNorm model (+212,224 at 8
+    layers). ``params``: ``sum(p.numel())`` of ``AutoModelForCausalLM.from_config(
+    Lfm2Config(**fields))`` on the meta device, transformers 5.24.0."""
+    model = model_from_hf_config(_hf(tmp_path, {**LFM2, **edit}))
+    assert model.ffn_hidden_size == width and model.activation == "swiglu"
+    assert total_params(model) - mtp_params(model) == params

@@ -493,8 +493,34 @@ def normalized(cfg: dict[str, Any], where: str) -> dict[str, Any]:
         if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 \
                 and not isinstance(heads, bool):
             out["head_dim"] = hidden // heads  # Glm4MoeAttention: the floor, as transformers
+    if kind == "lfm2":
+        _lfm2(cfg, out, fields, where)
     out[MODEL_FIELDS] = fields
     return out
+
+
+def _lfm2(cfg: dict[str, Any], out: dict[str, Any], fields: dict[str, Any], where: str) -> None:
+    """LFM2's attention layers (transformers 5.24.0 models/lfm2/modeling_lfm2.py): ``Lfm2MLP``
+    w1 / w3 / w2 without biases, ``intermediate_size`` cut to ``int(2 * n / 3)`` under
+    ``block_auto_adjust_ff_dim`` then, with ``block_ffn_dim_multiplier``, scaled and rounded up
+    to ``block_multiple_of`` (lines 115-125); q/k/v/out_proj without biases and RMSNorm q/k
+    norms of head_dim (lines 213-218); RMSNorm ``operator_norm`` / ``ffn_norm`` (396-397).
+    Its config.json names neither hidden_act nor rms_norm_eps (read as a biased GELU / LayerNorm
+    model before: +0.03 % parameters, the two-matrix 12,288 as wide as the gated 8,192).
+    Defaults from ``Lfm2Config`` (configuration_lfm2.py lines 75-77)."""
+    fields.update(activation="swiglu", normalization="rmsnorm", add_bias_linear=False,
+                  qk_layernorm=True)
+    width, multiple = out.get("intermediate_size"), cfg.get("block_multiple_of", 256)
+    scale = cfg.get("block_ffn_dim_multiplier", 1.0)
+    whole = [isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (width, multiple)]
+    if not all(whole) or not flag(
+            cfg, "block_auto_adjust_ff_dim", True, where):
+        return  # a missing or odd width is refused where it is read
+    width = int(2 * width / 3)
+    if isinstance(scale, (int, float)) and not isinstance(scale, bool) and scale > 0:
+        width = int(scale * width)
+        width = multiple * -(-width // multiple)
+    out["intermediate_size"] = width
 
 
 __all__ = ["ATTENTION_LAYER_TYPES", "EXPERT_KEYS", "MODEL_FIELDS", "UNREAD_MOE_KEYS",
