@@ -32,7 +32,6 @@ import json
 import math
 import os
 import random
-import re
 import sys
 import tempfile
 import time
@@ -502,7 +501,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, thunk in made():
                 counts[surface] = counts.get(surface, 0) + 1
                 t0 = time.monotonic()
-                bad = fuzz_checks.outcome(_noting(thunk, label, refusals))
+                bad = fuzz_checks.outcome(fuzz_checks.noting(thunk, label, refusals))
                 if bad:
                     failures.setdefault(f"{surface}: {bad}", []).append(label)
                 if args.progress and time.monotonic() - t0 > 10:
@@ -511,22 +510,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"{sum(counts.values())} inputs, {len(failures)} classes, "
                           f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
         if args.refusals:
-            for text, labels in sorted(refusals.items(), key=lambda kv: -len(kv[1])):
-                print(f"{len(labels):5d} refused: {text}\n       e.g. {labels[0]}")
+            fuzz_checks.print_refusals(refusals)
         return print_report({"counts": counts, "failures": failures}, every=args.every)
-
-
-def _noting(thunk: Callable[[], str | None], label: str,
-            refusals: dict[str, list[str]]) -> Callable[[], str | None]:
-    """``thunk``, its refusal's text (numbers and paths blurred) noted under ``refusals``."""
-    def run() -> str | None:
-        try:
-            return thunk()
-        except TrainsimError as exc:
-            key = re.sub(r"/\S+", "PATH", re.sub(r"\d+(\.\d+)?", "N", str(exc)))[:150]
-            refusals.setdefault(key, []).append(label)
-            raise
-    return run
 
 
 if __name__ == "__main__":

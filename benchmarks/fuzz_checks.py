@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import math
 import os
+import re
 import signal
 import traceback
 import typing
@@ -277,3 +278,22 @@ def report_sweep(failures: dict[str, list[str]], counts: collections.Counter,
     print(f"inputs {total} ({', '.join(f'{k} {v}' for k, v in counts.items())}); refused in "
           f"one line {REFUSED[0]}; failure classes {len(failures)}")
     return 1 if failures else 0
+
+
+def noting(thunk: Callable[[], str | None], label: str,
+           refusals: dict[str, list[str]]) -> Callable[[], str | None]:
+    """``thunk``, its refusal's text (numbers and paths blurred) noted under ``refusals``."""
+    def run() -> str | None:
+        try:
+            return thunk()
+        except TrainsimError as exc:
+            key = re.sub(r"/\S+", "PATH", re.sub(r"\d+(\.\d+)?", "N", str(exc)))[:150]
+            refusals.setdefault(key, []).append(label)
+            raise
+    return run
+
+
+def print_refusals(refusals: dict[str, list[str]]) -> None:
+    """The refusals ``noting`` gathered, most frequent message first, with one input each."""
+    for text, labels in sorted(refusals.items(), key=lambda kv: -len(kv[1])):
+        print(f"{len(labels):5d} refused: {text}\n       e.g. {labels[0]}")
