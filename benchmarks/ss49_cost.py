@@ -10,9 +10,10 @@ mb8 llama3-8b candidate at 64 / 4,096 / 65,536 micro-batches.
 from __future__ import annotations
 
 import sys
-import time
 
-from trainsim import load_run_config, simulate
+from zbss48_cost import cpu_ms  # best of 3 in-process CPU ms, and the result
+
+from trainsim import load_run_config
 
 SCHEDULES = ("dualpipe", "zb_2p", "gpipe")
 BATCHES = (256, 2048)
@@ -32,15 +33,6 @@ def seq1(m: int):
     return load_run_config("examples/llama3-8b-h100.yaml", (
         "parallel.tp=1", "parallel.sequence_parallel=false", "training.seq_length=1",
         "training.micro_batch_size=8", f"training.global_batch_size={64 * m}"))
-
-
-def cpu_ms(cfg, **kw) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(3):
-        t0 = time.process_time()
-        result = simulate(cfg, **kw)
-        best = min(best, time.process_time() - t0)
-    return 1e3 * best, result
 
 
 def main() -> None:
