@@ -111,15 +111,6 @@ class _Builder:
         before the previous stage's, so only the stage's own chain of forwards times them."""
         return self.end[kind][stage][microbatch] if 0 <= microbatch < self.m else 0.0
 
-    def input_arrival(self, kind: str, stage: int, microbatch: int) -> float | None:
-        """When a pass's input from a neighbour arrives (None: it needs none). A W's input is
-        its own stage's I, which runs before it."""
-        if kind == "F" and stage > 0:
-            return self.finished("F", stage - 1, microbatch) + self.comm
-        if kind == "I" and stage < self.pp - 1:
-            return self.finished("I", stage + 1, microbatch) + self.comm
-        return None
-
     def pending_w(self, stage: int) -> bool:
         return self.placed[stage]["W"] < self.placed[stage]["I"]
 
@@ -128,16 +119,13 @@ class _Builder:
         the heuristic treats a wait within it as free (the span is set by the idlest stage)."""
         return max(self.idle) - self.idle[stage]
 
-    def fits(self, stage: int, kind: str) -> bool:
-        return self.held[stage] + self.memory_change[kind] <= self.limit + EPS
-
     # ---------------------------------------------------------------- placing
 
     def place(self, stage: int, kind: str) -> None:
         """Run the stage's next pass of ``kind``: it starts when the stage is free and its input
         has arrived; any wait after the stage's first forward counts as idle time."""
         change = self.memory_change[kind]
-        if not self.held[stage] + change <= self.limit + EPS:  # fits(), inlined: the hot path
+        if not self.held[stage] + change <= self.limit + EPS:  # fits the cap (the hot path)
             # The code base asserts this. It holds by construction for a cap of at least one
             # micro-batch: forwards are placed only after make_room or under the warm-up's own
             # cap check, and I and W free memory; a cap under 1 trips it at the first forward.
@@ -149,7 +137,8 @@ class _Builder:
         duration = self.duration[kind]
         unhindered_end = self.free_at[stage] + duration
         end = unhindered_end
-        # input_arrival(), inlined: a forward's input from the stage before, an I's from after
+        # a forward's input comes from the stage before, an I's from the one after (a W's is
+        # its own stage's I, which ran before it)
         if kind == "F" and stage > 0:
             ready = self.end["F"][stage - 1][microbatch] + self.comm + duration
             end = ready if ready > end else end  # noqa: FURB136 - max() is a call
@@ -166,7 +155,7 @@ class _Builder:
     def make_room(self, stage: int, kind: str) -> None:
         """Run W passes until the next pass of ``kind`` fits under the cap."""
         change, cap, placed = self.memory_change[kind], self.limit + EPS, self.placed[stage]
-        while not self.held[stage] + change <= cap:  # fits()
+        while not self.held[stage] + change <= cap:  # until it fits the cap
             if not placed["W"] < placed["I"]:  # pending_w()
                 raise ValueError("zero-bubble search: cannot fit the memory limit")
             self.place(stage, "W")
