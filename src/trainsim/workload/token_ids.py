@@ -146,11 +146,7 @@ def _binned_segments(tokens: float, weights: np.ndarray, ids: np.ndarray
     if mid.size > MID_LISTED:
         extra += _binned_beyond_first(mid, ids[mid_at])
     elif mid.size:
-        n = np.arange(int(POISSON_EXACT_MAX * 4))
-        log_fact = np.array([math.lgamma(k + 1.0) for k in n])
-        pmf = np.exp(n[None, :] * np.log(mid)[:, None] - mid[:, None] - log_fact[None, :])
-        beyond_first = np.maximum(0.0, np.ceil(n / NROWS_PER_THREAD) - 1.0)
-        extra += float((ids[mid_at][:, None] * pmf * beyond_first[None, :]).sum())
+        extra += float((ids[mid_at][:, None] * _beyond_first(mid)).sum())
     return distinct, distinct + extra
 
 
