@@ -217,7 +217,10 @@ class ScheduledPipeline:
         times = self._times() if self.name == "zb_2p" else None
         m = g.cfg.model  # ZB-2p's memory limit budgeted as the zero-bubble scheduler does
         wf = zb_w_fraction(m.hidden_size, m.num_attention_heads, g.cfg.training.seq_length)
-        plan = orders(self.name, pp, g.vpp, g.m, times, wf)  # type: ignore[arg-type]
+        plan = orders(self.name, pp, g.vpp, g.m, times, wf,  # type: ignore[arg-type]
+                      g.cfg.num_microbatches)
+        g.settled_from = getattr(plan, "settled_from", None)  # zb_2p's (steady_state)
+        g.orders = plan
         first_fwd_deps: dict[tuple[int, int], list[int]] = {}
         if g.zero in (1, 2) and g.p.overlap_param_gather:
             chunks = 2 if self.name == "dualpipe" else g.vpp

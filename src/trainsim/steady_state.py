@@ -37,6 +37,12 @@ with that period inserted), and the same proofs decide. Their transients last lo
 delayed W passes absorb a slower last stage's pace for several periods before its back
 pressure reaches stage 0), so more of them take the longer attempts.
 
+ZB-2p's order is a search on the priced pass times (``workload.zb_search``), run in whole
+microseconds as its code base runs it: once the search's state repeats after a round, every
+longer search is a shorter one with rounds inserted (``zb_search.settle``), so A's searched order
+is the iteration's with periods taken out and the cut is found on A's and B's orders. GPipe
+runs two phases whose stages keep paces of their own (:mod:`trainsim.steady_gpipe`).
+
 Where the period does not repeat within the truncated runs (a longer transient, contention
 that drifts) the check fails, longer runs are tried, and else :func:`steady_summary` returns
 None and the caller simulates every micro-batch. Small iterations are simulated in full.
@@ -60,6 +66,7 @@ from trainsim.engine.periodic import FIXED, REL_TOL, period_in_run_s, period_of_
 from trainsim.limits import limit, pass_tasks, simulation_tasks
 from trainsim.pricing import DP_STREAMS, Pricer
 from trainsim.simulator import AFTER, BEFORE, LayerSource, build_graph
+from trainsim.steady_gpipe import gpipe_proven, two_run_summary
 from trainsim.steady_grid import period_on_grid, uncontended_run
 from trainsim.summary import Summary, add_compute, critical_stage, stage_sums, totals
 from trainsim.twin_graphs import kept_attempt
@@ -79,13 +86,16 @@ orders themselves): ZB-H1/H2 (1F1B's order, W delayed by a fixed count), ZB-V an
 (their steady loops take one micro-batch per turn), interleaved ZB (Megatron's interleaved
 order, W delayed: a group of ``pp`` micro-batches per period), DualPipe (its steady loop takes
 one micro-batch of each direction per turn; compared per direction, :func:`_per_direction`).
-Not ``zb_2p`` (its order is a search on the priced pass times: periodic in the middle, but
-proven only by running the search for every micro-batch, benchmarks/ss49_zb2p_period.py) or
-``gpipe`` (all forwards, then all backwards: a micro-batch more inserts passes at two places
-of every rank's order, which one cut does not describe)."""
+``zb_2p`` takes the same cut on its searched orders (the graphs'), where its search has
+settled into a period by A (``zb_search.settle``: the order for ``m`` is A's with rounds
+inserted). ``gpipe`` (all forwards, then all backwards: a micro-batch more inserts passes at
+two places of every rank's order, and its stages keep paces of their own) has its own proof,
+:mod:`trainsim.steady_gpipe`."""
 MAX_NAMED_WARMUP = 8
 """:func:`named_plan` looks for A's length up to this many micro-batches per pipeline stage
 (ZB-H2's warm-up, the longest, is 2pp - 1)."""
+SETTLED = -1
+"""Where ``_attempt``'s runs note zb_2p's ``settled_from`` (the least A its order proof needs)."""
 _duration = attrgetter("duration_s")
 _slows = attrgetter("slows")
 
@@ -221,12 +231,20 @@ def plan(cfg: RunConfig) -> tuple[Plan | None, str]:
     """The first pair of truncated runs to try for ``cfg``, or None and why the shortcut does
     not apply (then every micro-batch is simulated)."""
     p = cfg.parallel
-    if p.pipeline_schedule not in MEGATRON + NAMED:
+    if p.pipeline_schedule not in MEGATRON + NAMED + ("gpipe", "zb_2p"):
         return None, f"pipeline schedule {p.pipeline_schedule} has no periodic shortcut"
     m, pp, vpp = cfg.num_microbatches, p.pp, p.vpp
     passes = pass_tasks(cfg)  # a split backward (ZeRO-3 / FSDP) counts its tasks
     if passes < MIN_TASKS:
         return None, f"short iteration ({passes:,.0f} pass tasks < {MIN_TASKS:,})"
+    if p.pipeline_schedule in ("gpipe", "zb_2p"):
+        # GPipe: a forward and a backward phase of 2 pp each; zb_2p: its search settles from
+        # ~5.5 pp micro-batches on (``zb_search.settle``; _extrapolate checks it)
+        m_a = max(2 * pp, 3) if p.pipeline_schedule == "gpipe" else 8 * pp
+        if 2 * (m_a + 1) > m:
+            return None, (f"{m:,} micro-batches: the truncated runs ({m_a:,} and {m_a + 1:,}) "
+                          "would cost half the full simulation or more")
+        return Plan(m_a, 1, 0, 1), ""
     if p.pipeline_schedule in NAMED:
         q = _named_q(p.pipeline_schedule, pp)
         if m % q:
@@ -325,6 +343,8 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
     spent, longest = 0.0, 0
     runs: dict[int, tuple] = {}  # a failed attempt's B, which is the next attempt's A
     for current in tries:
+        if current.m_a < runs.get(SETTLED, (0,))[0]:
+            continue  # zb_2p: its search settles later (_extrapolate)
         spent += _tasks(cfg, current)
         if spent > cap:
             break  # the full simulation's own check says so
@@ -337,6 +357,12 @@ def _attempt(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | None,
             return summary, f"period proven on {runs_s} micro-batches, the rest extrapolated"
         longest = current.m_a + current.q
     log.debug("steady state not proven for %s; simulating every micro-batch", cfg.model.name)
+    if runs.get(SETTLED, (0,))[0] >= longest:  # zb_2p: no attempt long enough was affordable
+        settles = runs[SETTLED][0]
+        if settles >= cfg.num_microbatches:
+            return None, "zb_2p's order search does not settle into a period within the iteration"
+        return None, (f"zb_2p's order search settles from {settles:,} micro-batches on: the "
+                      "truncated runs would cost half the full simulation or more")
     if not longest:
         return None, "the truncated runs are over the task limit"
     return None, (f"period not proven on truncated runs of up to {longest:,} micro-batches (a "
@@ -493,12 +519,35 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     # the cut in each stage's schedule positions: after its warm-up, ``cut`` pairs in
     group, name = microbatch_group(cfg), p.pipeline_schedule
     earlier = runs.pop(m_a, None)
-    if name in NAMED:  # one position on every rank, the period's steps (named_cut)
+    if name == "gpipe":  # two phases, paces per stream (steady_gpipe)
+        gb = build_graph(cfg, pricer, layer_source, m_a + 1)
+        tb = run(gb.tasks)
+        ga, ta = earlier or (build_graph(cfg, pricer, layer_source, m_a), None)
+        ta = ta or run(ga.tasks)
+        if not gpipe_proven(ta, tb, ga.tags, gb.tags, m_a):
+            runs.clear()
+            runs[m_a + 1] = (gb, tb)
+            return None, "", 0
+        return two_run_summary(cfg, ga, ta, gb, tb, m - m_a - 1), "two", m_a + 1
+    built: dict[int, object] = {}  # zb_2p's graphs, built first for their orders
+    if name == "zb_2p":  # its orders searched on the priced passes: the graphs hold them
+        built[m_a] = earlier[0] if earlier else build_graph(cfg, pricer, layer_source, m_a)
+        if not 0 < (built[m_a].settled_from or m) <= m_a:
+            # A's order is not the iteration's with rounds taken out: skip to a long enough A
+            runs[SETTLED] = (built[m_a].settled_from or m,)
+            return None, "", 0
+        built[m_a + q] = build_graph(cfg, pricer, layer_source, m_a + q)
+        found = insertion_cut(built[m_a].orders, built[m_a + q].orders, q,
+                              [_end_passes(m_a, 1, name)] * pp)
+    elif name in NAMED:
         found = named_cut(name, pp, vpp, m_a, q)
+    if name in NAMED or built:  # one position on every rank, the period's steps
         if found is None:
             return None, "", 0
 
         def orders_of(m_x: int) -> list:
+            if built:
+                return built[m_x].orders
             return [schedule(s, pp, vpp, m_x, name) for s in range(pp)]
 
         orders, (cut0, shift) = orders_of(m_a), found
@@ -521,18 +570,18 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
     # period (max-plus; on the public file it proves 17 the state proof refuses, the state 122,
     # 105 of them the max-plus one cannot); else A against B. Where
     # nothing slows anything, A alone (max-plus), as the grid does, else A against B.
-    gb = build_graph(cfg, pricer, layer_source, m_a + q)
+    gb = built.get(m_a + q) or build_graph(cfg, pricer, layer_source, m_a + q)
     tb = None
     if any(map(_slows, gb.tasks)):
         tb = run(gb.tasks)
         orders_b = orders_of(m_a + q)
         cut_b = cut_at[0] + shift
-        warm_b = [0] * pp if name in NAMED else [_warmup(o, paired) for o in orders_b]
+        warm_b = [0] * pp if name in NAMED or built else [_warmup(o, paired) for o in orders_b]
         for state in (True, False):
             one = _one_run(cfg, gb, tb, orders_b, warm_b, cut_b, shift, q, state)
             if one is not None:
                 return one, "state" if state else "one", m_a + q
-    ga, ta = earlier or (build_graph(cfg, pricer, layer_source, m_a), None)
+    ga, ta = earlier or (built.get(m_a) or build_graph(cfg, pricer, layer_source, m_a), None)
     ta = ta or run(ga.tasks)
     if tb is None:
         one = _one_run(cfg, ga, ta, orders, warm, cut_at[0], shift, q)
@@ -545,22 +594,7 @@ def _extrapolate(cfg: RunConfig, pricer: Pricer, layer_source: LayerSource | Non
         runs.clear()
         runs[m_a + q] = (gb, tb)
         return None, "", 0
-    k = (m - m_a - q) // q
-
-    def more(xa: float, xb: float) -> float:
-        return xb + k * (xb - xa)
-
-    # the critical stage from the extrapolated totals; only its breakdown parts are needed
-    (end_a, origin_a, busy_a), (end_b, origin_b, busy_b) = (totals(cfg, ta, ga.ends),
-                                                            totals(cfg, tb, gb.ends))
-    end = [more(x, y) for x, y in zip(end_a, end_b)]
-    busy = [more(x, y) for x, y in zip(busy_a, busy_b)]
-    stage = critical_stage(busy, end)
-    sa = stage_sums(ta, ga.ends, origin_a, [stage])[stage]
-    sb = stage_sums(tb, gb.ends, origin_b, [stage])[stage]
-    sums = {stage: {key: more(sa.get(key, 0.0), sb.get(key, 0.0))
-                    for key in dict.fromkeys([*sb, *sa])}}
-    return Summary(end, [more(x, y) for x, y in zip(origin_a, origin_b)], busy, sums), "two", m_a + q
+    return two_run_summary(cfg, ga, ta, gb, tb, (m - m_a - q) // q), "two", m_a + q
 
 
 __all__ = ["MIN_TASKS", "Plan", "attempt", "attempts", "plan", "simulated_tasks", "steady_summary"]

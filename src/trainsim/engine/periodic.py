@@ -449,4 +449,87 @@ def _same_slowing(ys1: list[int], ys2: list[int], later: Callable[[int], int],
                and (not end[y] < t1 or near(end[later(y)], end[y])) for y in ys1)
 
 
-__all__ = ["FIXED", "GROWTH_TOL", "REL_TOL", "period_in_run_s", "period_of_state_s", "period_s"]
+def slopes_s(a: Timeline, b: Timeline, counterpart: list[int], after: list[bool],
+             member: np.ndarray, fixed: np.ndarray, origin: tuple[float, float] = (0.0, 0.0),
+             rel_tol: float = REL_TOL) -> np.ndarray | None:
+    """Per task of B, how much later it runs for each period inserted (its *slope*), proven
+    where streams keep paces of their own (a stage fed faster than it runs, nothing pacing it
+    back: GPipe's phases); or None. Only the tasks of ``member`` (B's, a boolean mask) are
+    checked, their times taken from ``origin`` (A's, B's); any other input of theirs is
+    counted as ending no later than its origin and moving with it (slope 0). ``counterpart``
+    and ``after`` as for :func:`period_s`; ``fixed``: B's tasks that are the same in every run
+    (placed before any pass).
+
+    G_k is A with ``k`` periods inserted at the cut: its prefix, copies 0 to ``k`` of A's
+    period (the tasks before the cut that are some later task's counterpart), and the tail.
+    B is G_1: its tasks before the cut are the prefix and copy 0, from it copy 1 and the tail.
+    The claim: copy ``j`` of a task runs ``j`` times its slope after copy 0 (A's period), a
+    tail task ``k`` times its slope after A's. A slope is B's time less A's for a task from
+    the cut on (its start's and its end's the same), that of its copy-1 twin for copy 0, and
+    0 for the prefix. Where no task slows another (the caller checks), a task starts at the
+    latest end of its inputs (its stream's previous task, its dependencies), so by induction
+    in the loop's order the claim holds where every task from the cut on has the duration of
+    its counterpart, no input of a larger slope (it would overtake), and one of its own slope
+    ending when it starts in B (the latest then, and for every ``k``); where its inputs in
+    G_k are their B counterparts' images (copy 1's input in copy 0 is copy ``j - 1``'s, as
+    the builder repeats a period's dependencies): the prefix's (its slope 0) only where FIXED
+    alike. The prefix and copy 0 run in B as in A and wait on nothing from the cut on."""
+    n = len(b.tasks)
+    if len(counterpart) != n or len(after) != n:
+        return None
+    j = np.asarray(counterpart, dtype=np.int64)
+    if len(j) and j[member].min(initial=0) < 0:
+        return None
+    dur_a = np.fromiter((t.duration_s for t in a.tasks), float, len(a.tasks))
+    dur_b = np.fromiter((t.duration_s for t in b.tasks), float, n)
+    jm = np.where(member, j, 0)
+    if not np.array_equal(dur_a[jm][member], dur_b[member]):
+        return None
+    late = np.asarray(after, dtype=bool) & member
+    tol = rel_tol * b.makespan_s
+    shift = {}
+    for times_a, times_b in ((a.start_s, b.start_s), (a.end_s, b.end_s)):
+        d = np.asarray(times_b) - origin[1] - (np.asarray(times_a)[jm] - origin[0])
+        if not np.all(np.abs(d[member & ~late]) <= tol):
+            return None  # before the cut, B runs as A
+        shift[len(shift)] = d
+    if not np.all(np.abs(shift[0][late] - shift[1][late]) <= tol):
+        return None
+    slope = np.where(late, shift[0], 0.0)
+    twin_slope = dict(zip(j[late].tolist(), slope[late].tolist()))
+    if len(twin_slope) != int(late.sum()):
+        return None  # two tasks from the cut on with one counterpart
+    early = member & ~late
+    for i in np.flatnonzero(early):
+        slope[i] = twin_slope.get(int(j[i]), 0.0)
+    start, end, tasks = b.start_s, b.end_s, b.tasks
+    prev = np.full(n, -1, dtype=np.int64)
+    for queue in b.queues.values():
+        prev[queue[1:]] = queue[:-1]
+    copy0 = {int(j[i]) for i in np.flatnonzero(early)} & twin_slope.keys()
+    for x in np.flatnonzero(member):
+        ins = tasks[x].deps + ([int(prev[x])] if prev[x] >= 0 else [])
+        if not late[x]:
+            if any(late[d] for d in ins):
+                return None  # the prefix and copy 0 wait on nothing from the cut on
+            continue
+        own, binding = slope[x], False
+        for d in ins:
+            if member[d]:
+                sd = slope[d]
+                if not late[d] and int(j[d]) not in copy0 and \
+                        tasks[d].stream != tasks[x].stream and not fixed[d]:
+                    return None  # a prefix input: its image in G_k unknown
+                ed = end[d] - origin[1]
+            else:
+                sd, ed = 0.0, min(end[d] - origin[1], 0.0)
+            if sd > own + tol:
+                return None
+            binding |= ed >= start[x] - origin[1] - tol and sd >= own - tol
+        if not binding and not (not ins and abs(own) <= tol):
+            return None
+    return slope
+
+
+__all__ = ["FIXED", "GROWTH_TOL", "REL_TOL", "period_in_run_s", "period_of_state_s", "period_s",
+           "slopes_s"]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 from collections import deque
+from fractions import Fraction
 
 from trainsim.workload.schedule import (
     W_MEMORY_FRACTION,
@@ -230,7 +231,7 @@ def dualpipe_v(stage: int, pp: int, m: int) -> list[Step]:
     return _dual_steps(d, pp, stage, stage == pp - 1, m)
 
 
-def zb_w_fraction(hidden_size: int, num_heads: int, seq_length: int) -> float:
+def zb_w_fraction(hidden_size: int, num_heads: int, seq_length: int) -> Fraction:
     """Share of a micro-batch's activations the zero-bubble scheduler counts as held from a
     stage's I pass until its W pass: Qi et al. 2024 Table 1, M_W = 32sbh against M_B =
     sb(34h + 5as), the attention-score term included. The code base's scheduler budgets its
@@ -238,9 +239,10 @@ def zb_w_fraction(hidden_size: int, num_heads: int, seq_length: int) -> float:
     (sail-sg/zero-bubble-pipeline-parallelism, branch ``arxiv``, zb_schedules.py
     ``get_zero_bubble_forward_backward_func``: ``f_mem = 34h + 5as``, ``w_mem = -32h``,
     ``max_mem = limit * f_mem``), so its ZB-2p keeps more forwards in flight than a 32/34
-    share (``W_MEMORY_FRACTION``, FlashAttention's) would allow."""
+    share (``W_MEMORY_FRACTION``, FlashAttention's) would allow. Exact (a Fraction), as the
+    code base counts these in integers."""
     h = hidden_size
-    return 32 * h / (34 * h + 5 * num_heads * seq_length)
+    return Fraction(32 * h, 34 * h + 5 * num_heads * seq_length)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -262,11 +264,13 @@ def _equal_zb_2p(pp: int, m: int) -> tuple[tuple[Step, ...], ...]:
 
 def orders(name: str, pp: int, vpp: int, m: int,
            times: tuple[list[float], list[float], list[float], float] | None = None,
-           w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
+           w_fraction: float = W_MEMORY_FRACTION, m_total: int | None = None
+           ) -> list[list[Step]]:
     """Every rank's order under schedule ``name``. ``times`` (per-stage F, I and W seconds and
-    the send time) feed ``zb_2p``'s search; without them its passes count as equal."""
+    the send time) feed ``zb_2p``'s search; without them its passes count as equal (1 s each,
+    no send). ``m_total``: the iteration's micro-batches where ``m`` is a truncated run's."""
     if name == "zb_2p":
-        return zb_2p(pp, m, times or ([1.0] * pp, [1.0] * pp, [1.0] * pp, 0.0), w_fraction)
+        return zb_2p(pp, m, times, w_fraction, m_total)
     one = _ONE_RANK[name]
     return [list(one(s, pp, vpp, m)) for s in range(pp)]
 
@@ -349,15 +353,53 @@ def stage_span_s(plan: list[list[Step]], t_f: list[float], t_i: list[float], t_w
     return max(f - max(b, 0.0) for f, b in zip(free, first))
 
 
-def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float],
-          w_fraction: float = W_MEMORY_FRACTION) -> list[list[Step]]:
+class Searched(list):
+    """``zb_2p``'s orders, and from how many micro-batches on its searches are one another
+    with rounds inserted (``zb_search.choose``; None where not proven)."""
+
+    settled_from: int | None = None
+
+
+def to_microseconds(t_s: float) -> int:
+    """A time as the code base feeds its search: truncated to whole microseconds (its
+    ``ScheduleTimers.conclusion``, ``int(elapsed / count * 1000000)``), at least 1 (its
+    ``update_schedule`` passes ``max(c, 1)``: sail-sg/zero-bubble-pipeline-parallelism@0a01bcb7
+    megatron/core/pipeline_parallel/zb_schedules.py)."""
+    return max(int(t_s * 1e6), 1)
+
+
+def zb_2p(pp: int, m: int, times: tuple[list[float], list[float], list[float], float] | None,
+          w_fraction: float = W_MEMORY_FRACTION, m_total: int | None = None
+          ) -> list[list[Step]]:
     """ZB-2p: the zero-bubble code base's search (``zb_search.search``, its
     auto_schedule.py ``initial_solution``) at a 2p M_B activation limit, fed the upper medians
     of the stages' F, I and W times and the send time as its runtime feeds it, a pending W
     counted as ``w_fraction`` of a micro-batch (``zb_w_fraction``). With the paper's profiled
-    pass times it gives the paper's ZB-2p bubble rates (tests/test_pipeline_schedules.py)."""
-    from trainsim.workload.zb_search import search, upper_median  # ZB-2p's rows alone need it
+    pass times it gives the paper's ZB-2p bubble rates (tests/test_pipeline_schedules.py).
+    The times are fed in whole microseconds as the code base feeds them (:func:`to_microseconds`)
+    and the memory counted exactly (``w_fraction`` a Fraction): the search's ties fall as the
+    code base's do, and a search that settles into a period does so bit for bit
+    (``zb_search.settle``), so the variant kept for an iteration of ``m_total`` micro-batches
+    (``m`` by default) is found without searching all of them, and a truncated run's orders
+    (``m`` < ``m_total``) are that variant's, the iteration's with rounds taken out
+    (``Searched.settled_from``)."""
+    from trainsim.workload.zb_search import build_order, upper_median
 
-    t_f, t_i, t_w, comm = times
-    cost = (upper_median(t_f), upper_median(t_i), upper_median(t_w))
-    return search(pp, m, cost, comm, 2.0 * pp, w_fraction)
+    if times is None:  # equal passes, no send (every comparison scales: 1 unit each)
+        cost, comm_us = (1, 1, 1), 0
+    else:
+        cost = tuple(to_microseconds(upper_median(t)) for t in times[:3])
+        comm_us = to_microseconds(times[3])
+    wf = Fraction(w_fraction).limit_denominator(10**9)  # 32/34 as a float -> 16/17
+    key = (pp, m_total or m, cost, comm_us, wf)
+    variant, settled_from = _chosen(*key)
+    out = Searched(build_order(pp, m, cost, key[3], 2.0 * pp, key[4], variant)[0])
+    out.settled_from = settled_from
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _chosen(pp: int, m: int, cost: tuple, comm: int, w_fraction: Fraction) -> tuple:
+    """``zb_search.choose`` at a 2p M_B limit, cached: a shortcut's truncated runs ask again."""
+    from trainsim.workload.zb_search import choose
+    return choose(pp, m, cost, comm, 2.0 * pp, w_fraction)

@@ -41,15 +41,19 @@ variant in 5), yet the chosen order's span, counted exactly in microseconds, is 
 all 24, so the bubble rates are too (tests/test_pipeline_schedules.py checks them from the
 float times). On trainsim's own pass times, quantizing zb_2p's inputs to whole microseconds
 moves 6 of benchmarks/zero_bubble.py's 12 ZB-2p speed-ups by 0.2-0.4 points (either way; the
-table's max 3.1 -> 3.3 points off). We keep floats with no slack on time comparisons, as
-before this rewrite: trainsim's times are SI seconds on no microsecond grid, and a tolerance
-would be one more arbitrary tie-break; matching the code base's ties exactly would mean
-truncating the times as ``update_schedule`` does.
+table's max 3.1 -> 3.3 points off). Since ss50, trainsim feeds it as the code base does
+(``pipeline_schedules.zb_2p``: whole microseconds, memory counted exactly): its ties fall as
+the code base's do, and a search that settles into a period repeats bit for bit
+(:func:`settle`), which proves the order for any longer iteration without searching it (the
+periodic steady state, ``steady_state``). Fed the simulated pass times that moves 7 of
+benchmarks/zero_bubble.py's 12 ZB-2p speed-ups by 0.05-0.33 points (max ZB-2p miss 2.94 ->
+2.91 points). Float times still work here, searched as before (the paper-profile test's).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from itertools import product
 
 from trainsim.workload.schedule import Pass
@@ -93,10 +97,20 @@ class _Builder:
                  limit: float, w_fraction: float, variant: Variant) -> None:
         self.pp, self.m, self.comm, self.limit, self.variant = pp, m, comm, limit, variant
         self.duration = dict(zip("FIW", cost))
-        self.memory_change = {"F": 1.0, "I": -(1.0 - w_fraction), "W": -w_fraction}
+        if isinstance(w_fraction, Fraction) and float(limit).is_integer():
+            # counted exactly in 1 / denominator of a micro-batch, as the code base counts
+            # memory in integers (f_mem = 34h + 5as, w_mem = -32h): a state that repeats
+            # repeats bit for bit (``settle``); the float sums' EPS slack decides the same
+            # wherever the denominator is under 1e9
+            unit, w = w_fraction.denominator, w_fraction.numerator
+            self.memory_change = {"F": unit, "I": -(unit - w), "W": -w}
+            self.limit, self.unit = int(limit) * unit, unit
+        else:
+            self.memory_change = {"F": 1.0, "I": -(1.0 - w_fraction), "W": -w_fraction}
+            self.unit = 1
         self.placed = [dict.fromkeys("FIW", 0) for _ in range(pp)]
         self.free_at = [0.0] * pp
-        self.held = [0.0] * pp
+        self.held = [0] * pp
         self.idle = [0.0] * pp
         # when each pass ends, per kind, stage and micro-batch (0 until placed): lists, not a
         # dict of tuples (robust49: the search placed 3M passes at pp 16 x 4,096, 16 CPU s)
@@ -130,8 +144,8 @@ class _Builder:
             # micro-batch: forwards are placed only after make_room or under the warm-up's own
             # cap check, and I and W free memory; a cap under 1 trips it at the first forward.
             raise ValueError(f"zero-bubble search: stage {stage} would hold "
-                             f"{self.held[stage] + change:.3f} micro-batches, "
-                             f"over its limit of {self.limit}")
+                             f"{(self.held[stage] + change) / self.unit:.3f} micro-batches, "
+                             f"over its limit of {self.limit / self.unit}")
         placed = self.placed[stage]
         microbatch = placed[kind]
         duration = self.duration[kind]
@@ -268,7 +282,7 @@ class _Builder:
 
     def w_time_to_fit_forward(self, stage: int) -> float:
         """Time of the W passes the stage would run before its next forward fits the cap."""
-        time, waiting, held = 0.0, 0, self.held[stage] + self.memory_change["F"]
+        time, waiting, held = 0, 0, self.held[stage] + self.memory_change["F"]
         while (held > self.limit + EPS
                and self.placed[stage]["W"] + waiting < self.placed[stage]["I"]):
             time += self.duration["W"]
@@ -304,6 +318,102 @@ def search(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit
     built = (build_order(pp, m, cost, comm, limit, w_fraction, v) for v in VARIANTS)
     orders, _ = min(built, key=lambda result: result[1])
     return orders
+
+
+def _state(b: _Builder, r: int) -> tuple:
+    """The builder's state after round ``r`` (micro-batch ``r``'s I passes placed) as the
+    rounds after it read it, every count less ``r``, every time less stage 0's next free
+    moment, every idle time less stage 0's: per stage what it has placed, when it is free, what
+    it holds, its idle time, and the ends of the forwards its predecessor ran that it has not
+    (it reads them as its next forwards' inputs); and that reference. Two rounds with equal
+    states run alike, the later ``P`` later (times are compared, never read absolutely: the
+    ends of the passes not placed yet, 0, are read in the warm-up alone, where every stage
+    waits on an unplaced forward's input)."""
+    ref, idle0 = b.free_at[0], b.idle[0]
+    per_stage = []
+    for s in range(b.pp):
+        placed = b.placed[s]
+        window = ()
+        if s:
+            ahead = b.placed[s - 1]["F"]
+            if ahead < placed["F"]:
+                return (None, ref)  # a stage ahead of its predecessor: not steady
+            window = tuple(e - ref for e in b.end["F"][s - 1][placed["F"]:ahead])
+        per_stage.append((placed["F"] - r, placed["I"] - r, placed["W"] - r, b.free_at[s] - ref,
+                          b.held[s], b.idle[s] - idle0, window))
+    return tuple(per_stage), ref
+
+
+@dataclass(frozen=True)
+class Settled:
+    """A variant's search settled into a period: after round ``r`` every further round runs
+    as the one before it, ``period`` later, placing one more of each pass on every stage, in
+    every search of at least ``from_m`` micro-batches (none of its checks of the micro-batch
+    count binds up to round ``r + 1`` there). So the search for ``m`` is the one for
+    ``from_m`` with ``m - from_m`` copies of round ``r + 1`` inserted after it, every later
+    micro-batch one on and every later time ``period`` later: its span is ``span_from`` (the
+    span for ``from_m``) plus ``(m - from_m) period``."""
+
+    r: int
+    from_m: int
+    period: float
+    span_from: float
+
+
+def settle(pp: int, cost: tuple[float, float, float], comm: float, limit: float,
+           w_fraction: float, variant: Variant, m_probe: int) -> Settled | None:
+    """Run ``variant``'s search for ``m_probe`` micro-batches until its state after a round
+    (:func:`_state`) repeats after the next; None where it does not before the micro-batch
+    count could bind (a stage within two forwards of ``m_probe``). Exact only where the times
+    are integers and the memory counted exactly (``w_fraction`` a Fraction): a state equal up
+    to a shift of time then repeats bit for bit."""
+    b = _Builder(pp, m_probe, cost, comm, limit, w_fraction, variant)
+    b.warm_up()
+    last = None
+    found = None
+    for microbatch in range(1, m_probe):
+        b.steady_round(microbatch)
+        if found is None:
+            if max(placed["F"] for placed in b.placed) > m_probe - 2:
+                return None  # the count could bind from here on
+            key, ref = _state(b, microbatch)
+            if last is not None and key[0] is not None and key == last[0]:
+                found = microbatch - 1, ref - last[1], \
+                    max(placed["F"] for placed in b.placed) + 2
+            last = key, ref
+    if found is None:
+        return None
+    for stage in range(pp):
+        b.drain_w(stage)
+    r, period, from_m = found
+    if not period > 0:
+        return None
+    # the search for from_m runs as this one up to round r + 1: its span, from this one's
+    return Settled(r, from_m, period, b.span() - (m_probe - from_m) * period)
+
+
+def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit: float,
+           w_fraction: float) -> tuple[Variant, int | None]:
+    """The variant :func:`search` keeps for ``m`` micro-batches (the shortest span, the first
+    among equals), with its spans worked out from :func:`settle` where the search settles, and
+    the least micro-batch count from which that variant's searches are one another with
+    rounds inserted (None where it does not settle: then only ``m`` itself is its search)."""
+    best: tuple[float, Variant, int | None] | None = None
+    exact = isinstance(w_fraction, Fraction) and all(isinstance(x, int) for x in (*cost, comm))
+    for variant in VARIANTS:
+        settled, probe = None, 8 * pp + 8
+        while exact and settled is None and probe <= m:
+            settled = settle(pp, cost, comm, limit, w_fraction, variant, probe)
+            probe *= 2
+        if settled is not None and settled.from_m <= m:
+            span, from_m = settled.span_from + (m - settled.from_m) * settled.period, \
+                settled.from_m
+        else:
+            span, from_m = build_order(pp, m, cost, comm, limit, w_fraction, variant)[1], None
+        if best is None or span < best[0]:
+            best = span, variant, from_m
+    assert best is not None
+    return best[1], best[2]
 
 
 def upper_median(xs: list[float]) -> float:

@@ -1,0 +1,110 @@
+"""ZB-2p's periodic steady state: its order search settled into a period
+(``zb_search.settle``) and the shortcut on the searched orders, against the full search and
+the full simulation."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from fractions import Fraction
+
+import pytest
+from helpers import assert_same_simulation, random_config
+
+import trainsim.steady_state as steady
+from trainsim import run_config_from_dict, simulate
+from trainsim.errors import ConfigError
+from trainsim.workload import zb_search
+
+N_CONFIGS = 200
+DEFAULT_CONFIGS = 1  # the default suite's share of them (the slow test runs all)
+
+
+def _shapes(n: int, seed: int):
+    """Random searches: 2-8 stages, pass times of 0.5-3 ms and a send of up to 0.3 ms in whole
+    microseconds, a W share of memory drawn as a fraction."""
+    rng = random.Random(seed)
+    for _ in range(n):
+        pp = rng.choice([2, 3, 4, 6, 8])
+        cost = tuple(rng.randint(500, 3000) for _ in range(3))
+        yield pp, cost, rng.randint(1, 300), Fraction(rng.randint(20, 40), rng.randint(41, 60))
+
+
+def test_a_settled_search_is_the_shorter_one_with_rounds_inserted():
+    """Where a variant's search settles (state after a round repeats after the next, in
+    integers), its span at any longer count is the extrapolated one, and its orders for m + 1
+    micro-batches are those for m with one round inserted at one position of every stage,
+    every later micro-batch one on (what the shortcut's cut assumes)."""
+    settled = 0
+    for pp, cost, comm, wf in _shapes(3, 1):
+        for variant in zb_search.VARIANTS[::3]:
+            s = zb_search.settle(pp, cost, comm, 2.0 * pp, wf, variant, 16 * pp + 16)
+            if s is None:
+                continue
+            settled += 1
+            for m in (s.from_m, s.from_m + 5):
+                a, span = zb_search.build_order(pp, m, cost, comm, 2.0 * pp, wf, variant)
+                assert span == s.span_from + (m - s.from_m) * s.period
+                b, _ = zb_search.build_order(pp, m + 1, cost, comm, 2.0 * pp, wf, variant)
+                assert steady.insertion_cut(a, b, 1, [set()] * pp) is not None
+    assert settled >= 6
+
+
+def test_the_chosen_variant_is_the_full_searchs():
+    """``choose`` (spans extrapolated where settled) keeps the variant the full search keeps."""
+    rng = random.Random(3)
+    for pp, cost, comm, wf in _shapes(3, 2):
+        m = rng.randint(10 * pp, 20 * pp)
+        built = [zb_search.build_order(pp, m, cost, comm, 2.0 * pp, wf, v)[1]
+                 for v in zb_search.VARIANTS]
+        variant, _ = zb_search.choose(pp, m, cost, comm, 2.0 * pp, wf)
+        assert variant == zb_search.VARIANTS[built.index(min(built))]
+
+
+def _configs(n: int):
+    """Random configs (``helpers.random_config``) with a pipeline under ZB-2p (ZeRO 0-2), 40 pp
+    + 8 to 80 pp micro-batches (its search settles after ~8-20 pp:
+    shorter iterations are simulated in full)."""
+    rng = random.Random(50)
+    out = []
+    while len(out) < n:
+        raw = random_config(rng)
+        par, train = raw["parallel"], raw["training"]
+        pp = par["pp"]
+        if pp == 1:
+            continue
+        raw["model"]["num_layers"] = pp * rng.randint(1, 3)
+        par.update(pipeline_schedule="zb_2p", vpp=None, zero_stage=rng.choice([0, 1, 2]))
+        dp = raw["cluster"]["num_gpus"] // (par["tp"] * pp * par["cp"])
+        train["global_batch_size"] = (rng.randint(40 * pp + 8, 80 * pp)
+                                      * train["micro_batch_size"] * dp)
+        try:
+            out.append(run_config_from_dict(raw))
+        except ConfigError:
+            continue
+    return out
+
+
+def _agree(monkeypatch, n_configs: int) -> Counter:
+    monkeypatch.setattr(steady, "MIN_TASKS", 0)  # take the shortcut on small runs too
+    methods: Counter = Counter()
+    for cfg in _configs(n_configs):
+        full = simulate(cfg, keep_timeline=True)  # a timeline asked for: every micro-batch
+        fast = simulate(cfg)
+        methods[fast.simulation["method"]] += 1
+        assert_same_simulation(fast, full)
+    return methods
+
+
+def test_zb2p_steady_state_agrees_with_the_full_simulation(monkeypatch):
+    """On the first random ZB-2p config the extrapolated steady state and the full
+    simulation agree to 1e-9 on the iteration time and every breakdown entry."""
+    methods = _agree(monkeypatch, DEFAULT_CONFIGS)
+    assert methods["steady-state"] == 1, methods
+
+
+@pytest.mark.slow
+def test_zb2p_steady_state_agrees_with_the_full_simulation_on_all_configs(monkeypatch):
+    """The same over all 200 random configs, the shortcut taken on most."""
+    methods = _agree(monkeypatch, N_CONFIGS)
+    assert methods["steady-state"] >= N_CONFIGS // 2, methods
