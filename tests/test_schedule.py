@@ -155,7 +155,11 @@ def test_peak_in_flight_weighted():
     assert peak_in_flight([]) == 0.0
 
 
-def test_schedule_peak_in_flight_equals_the_walk():
+@pytest.mark.parametrize("stages", [
+    # the first 500 draws by default (1.8 CPU s for 1,500 on this 2-core host, suite50); all
+    # 1,500, the 49th session's default, under -m slow
+    500, pytest.param(1500, marks=pytest.mark.slow)])
+def test_schedule_peak_in_flight_equals_the_walk(stages):
     """The O(pp x vpp) peak of Megatron's schedules is the walk's over the whole order, on 1,500
     random stages (weighted and not, torch's warm-up or Megatron's, m from 1 to 16 groups), to
     rounding (the walk adds and subtracts the same weights again in later periods)."""
@@ -163,7 +167,7 @@ def test_schedule_peak_in_flight_equals_the_walk():
 
     rng = random.Random(21)
     exact = 0
-    for _ in range(1500):
+    for _ in range(stages):
         pp = rng.choice([1, 2, 3, 4, 6, 8, 16])
         vpp = rng.choice([1, 2, 3, 4]) if pp > 1 else 1
         m = pp * rng.randint(1, 16) if vpp > 1 else rng.randint(1, 80)
@@ -176,7 +180,7 @@ def test_schedule_peak_in_flight_equals_the_walk():
                       peak_in_flight(order, weight))
         assert fast == pytest.approx(walk, rel=1e-13, abs=0.0), (pp, vpp, m, stage, torch)
         exact += fast == walk
-    assert exact > 1400  # bit-identical but for a rounding drift in a few long walks
+    assert exact > stages * 14 // 15  # bit-identical but for a rounding drift in a few long walks
 
 
 def test_schedule_peak_in_flight_other_schedules_walk():
