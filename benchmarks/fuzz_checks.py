@@ -131,6 +131,23 @@ def deadline(seconds: int, hang: type[BaseException] = Hang) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextlib.contextmanager
+def cpu_deadline(seconds: float, hang: type[BaseException] = Hang) -> Iterator[None]:
+    """Raise ``hang`` in the body once it has used ``seconds`` of this process's CPU (user +
+    sys, SIGPROF; the main thread): a hang judged by CPU, not by the wall clock, which a loaded
+    box stretches (robust49 lead 5)."""
+    def _prof(_sig, _frame):
+        raise hang()
+
+    previous = signal.signal(signal.SIGPROF, _prof)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
 def finite(obj: Any) -> bool:
     """Whether every float in a JSON-like answer (nested dicts and lists) is finite."""
     if isinstance(obj, float):
@@ -184,10 +201,11 @@ def classify(exc: BaseException) -> str:
     return f"{type(exc).__name__} at {where}"
 
 
-def outcome(thunk: Callable[[], str | None]) -> str | None:
-    """None if the input was handled (a sane answer or one clean error line), else its class."""
+def outcome(thunk: Callable[[], str | None], cpu_s: float | None = None) -> str | None:
+    """None if the input was handled (a sane answer or one clean error line), else its class;
+    with ``cpu_s`` a hang is ``cpu_s`` CPU seconds (``TIME_LIMIT_S`` of wall stays a backstop)."""
     try:
-        with deadline(TIME_LIMIT_S):
+        with deadline(TIME_LIMIT_S), (cpu_deadline(cpu_s) if cpu_s else contextlib.nullcontext()):
             return thunk()
     except Hang:
         return "hang"

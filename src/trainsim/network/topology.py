@@ -371,11 +371,73 @@ def _si(key: str, value: Any) -> tuple[str, Any]:
     ``x_us`` -> ``x_s``; lists are converted element by element."""
     for suffix, (si, scale) in _UNITS.items():
         if key.endswith(suffix):
+            value = [_number(key, v) * scale for v in value] if isinstance(value, (list, tuple)) \
+                else _number(key, value) * scale
             key = key[: -len(suffix)] + si
-            value = [float(v) * scale for v in value] if isinstance(value, (list, tuple)) \
-                else float(value) * scale
             break
     return key, tuple(value) if isinstance(value, list) else value
+
+
+def _number(key: str, value: Any) -> float:
+    """``value`` of a unit key as a float; robust50: ``nic_Gbps: x`` raised ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"topology key {key} = {value!r} is not a number (a bandwidth or "
+                          "latency)")
+    return float(value)
+
+
+def _check_args(builder: str, args: dict[str, Any], written: dict[str, tuple[str, Any]]
+                ) -> None:
+    """Refuse a builder argument of the wrong kind before building (robust50: ``nodes: 2.5``
+    raised TypeError deep in the builder, ``nodes: true`` built one node, ``spines: 0`` or
+    ``nvlink_bw_Bps: 0`` fell back to the default in silence): counts are integers >= 1,
+    rates and ratios finite and positive, latencies finite and >= 0; then the fabric's size
+    against the flow backend's limit (``nodes: 1000000`` built for minutes). ``written``: each
+    SI key's key and value as the file wrote them (for the refusal)."""
+    hints = {name: str(p.annotation) for name, p in
+             inspect.signature(BUILDERS[builder]).parameters.items()}
+    for name, value in args.items():
+        hint = hints[name]
+        items = value if hint.startswith("tuple") and isinstance(value, (list, tuple)) \
+            else (value,)
+        if value is None and "None" in hint:
+            continue
+        key, shown = written.get(name, (name, value))
+        for v in items:
+            if "int" in hint:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                    raise ConfigError(f"topology ({builder}): {key} = {shown!r} must be a whole "
+                                      "number >= 1")
+            elif "float" in hint:
+                low_ok = name.endswith("latency_s")
+                if isinstance(v, bool) or not isinstance(v, (int, float)) \
+                        or not math.isfinite(v) or v < 0 or (v == 0 and not low_ok):
+                    raise ConfigError(f"topology ({builder}): {key} = {shown!r} must be a finite "
+                                      f"number {'>= 0' if low_ok else '> 0'}")
+            elif hint == "str" and not isinstance(v, str):
+                raise ConfigError(f"topology ({builder}): {key} = {shown!r} must be a word")
+    from trainsim.limits import check, fabric_steps
+    given = {n: p.default for n, p in inspect.signature(BUILDERS[builder]).parameters.items()}
+    given.update(args)
+    if builder in ("rail_fat_tree", "spine_leaf"):
+        hosts, per_host = given["nodes"], given["gpus_per_node"]
+    elif builder == "nvl_domain":
+        hosts, per_host = given["domains"] * (given["gpus_per_domain"] // given["gpus_per_host"]), \
+            given["gpus_per_host"]
+    else:
+        hosts, per_host = 1, math.prod(given.get("dims") or ()) if builder == "torus" \
+            else given["gpus"]
+    links = spines = 0
+    if "nodes_per_leaf" in given and (builder != "nvl_domain" or given["domains"] > 1):
+        width = per_host if builder != "spine_leaf" else 1
+        spines = (given.get("spines") or given["nodes_per_leaf"]) \
+            * (width if given.get("planes") == "isolated" else 1)
+        links = width * -(-hosts // given["nodes_per_leaf"]) * spines
+    gpus = hosts * per_host
+    check("TRAINSIM_MAX_FLOWS", fabric_steps(gpus, links, spines),
+          f"flow-steps of building topology ({builder}) of {gpus:,} GPUs"
+          + (f" and {links:,} leaf-spine links to {spines:,} spines" if links else ""), "",
+          "fewer nodes, GPUs or nodes_per_leaf")
 
 
 def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
@@ -383,14 +445,17 @@ def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
     spec = dict(spec)
     spec.pop("source", None)
     builder = spec.pop("builder", None)
-    if builder not in BUILDERS:
+    if not isinstance(builder, str) or builder not in BUILDERS:
         raise ConfigError(f"topology builder {builder!r} unknown; known: {', '.join(BUILDERS)}")
-    args = dict(_si(k, v) for k, v in {**spec, **overrides}.items())
+    given = {**spec, **overrides}
+    args = dict(_si(k, v) for k, v in given.items())
+    written = {_si(k, 1.0)[0]: (k, v) for k, v in given.items() if _si(k, 1.0)[0] != k}
     known = inspect.signature(BUILDERS[builder]).parameters
     unknown = sorted(set(args) - set(known))
     if unknown:
         raise ConfigError(f"topology ({builder}): unknown keys {unknown}; known: "
                           f"{', '.join(known)} (or *_GBps, *_Gbps, *_us forms)")
+    _check_args(builder, args, written)
     return BUILDERS[builder](**args)
 
 

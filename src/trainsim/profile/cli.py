@@ -100,7 +100,8 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
          merge: bool) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from trainsim.profile.run import ProfileOptions, plan, read_db, run_profile, write_db
+    from trainsim.profile.run import (
+        ProfileOptions, check_base, plan, read_db, run_profile, write_db)
     from trainsim.profile.schema import ProfileError
     from trainsim.profile.work import check_cpu_work
 
@@ -120,6 +121,8 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
     if device == "cpu":  # as run_profile refuses it, on the same plan less fp8's cases
         check_cpu_work(grid.cases, grid.layers, mbs)
     base = read_db(out) if merge and Path(out).exists() else None
+    if base is not None:
+        check_base(base, gpu, out)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=True,
                   disable=not err.is_terminal) as bar:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainsim.errors import TrainsimError
 from trainsim.profile.schema import FORMAT, ProfileError, merge, validate_db
 from trainsim.profile.shapes import distinct_cases, layer_cases, sweep_configs
 
@@ -203,6 +204,34 @@ def read_db(path: str | Path) -> dict[str, Any]:
         return json.loads(read_text(path, "kernel database"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ProfileError(f"cannot read kernel database {path}: {exc}") from None
+
+
+def check_base(base: Any, gpu: str, out: str | Path) -> None:
+    """Refuse, before anything is measured, a ``--merge`` database that this run's records
+    cannot join. robust50: a foreign format or GPU was found only when the first partial
+    database was written, after the measurements had begun, and a JSON list or a string
+    ``notes`` raised an internal error there."""
+    from trainsim.profile.schema import upgraded
+
+    if not isinstance(base, dict):
+        errors = ["it is not a JSON object"]
+    elif (base := upgraded(base)).get("format") != FORMAT or base.get("gpu") != gpu:
+        errors = [f"it is format {base.get('format')!r} for gpu {base.get('gpu')!r}; this run "
+                  f"writes {FORMAT!r} for {gpu!r}"]
+    else:
+        notes = base.get("notes", [])
+        errors = validate_db(base) + ([] if isinstance(notes, list) and all(
+            isinstance(n, str) for n in notes) else ["notes must be a list of strings"])
+        for i, r in enumerate(base.get("kernels") or [] if not errors else []):
+            try:
+                why = unphysical(r, r["time_s"], gpu)
+            except TrainsimError as exc:  # a record the loader cannot read
+                why = str(exc)
+            if why:
+                errors.append(f"kernels[{i}]: {why}")
+    if errors:
+        raise ProfileError(f"--merge: {out} cannot take this run's records: "
+                           f"{'; '.join(errors[:3])}; move it aside or drop --merge")
 
 
 def write_db(db: dict[str, Any], out: str | Path, base: dict[str, Any] | None = None

@@ -63,9 +63,11 @@ def kernel_key(record: dict[str, Any]) -> tuple[Any, ...]:
     return (op, *(record[k] for k in KERNEL_KEYS[op]), *optional)
 
 
+LAYER_ID_KEYS = ("model", "tp", "seq_length", "micro_batch_size", "dtype", "compile")
+
+
 def layer_key(record: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(record[k] for k in ("model", "tp", "seq_length", "micro_batch_size", "dtype",
-                                     "compile"))
+    return tuple(record[k] for k in LAYER_ID_KEYS)
 
 
 def _positive(x: Any) -> bool:
@@ -81,13 +83,19 @@ def validate_db(db: Any) -> list[str]:
         errors.append(f"format is {db.get('format')!r}, expected {FORMAT!r}")
     if not isinstance(db.get("compile"), bool):
         errors.append("compile must be true or false")
+    for key in ("kernels", "layers"):  # robust50: a string or a number here raised
+        if not isinstance(db.get(key) or [], list):
+            errors.append(f"{key} must be a list of records, not {type(db[key]).__name__}")
+            return errors
     for i, rec in enumerate(db.get("kernels") or []):
         where = f"kernels[{i}]"
         op = rec.get("op") if isinstance(rec, dict) else None
-        if op not in KERNEL_KEYS:
+        if not isinstance(op, str) or op not in KERNEL_KEYS:
             errors.append(f"{where}.op={op!r} is not one of {list(KERNEL_KEYS)}")
             continue
         errors += [f"{where} ({op}) lacks '{k}'" for k in KERNEL_KEYS[op] if k not in rec]
+        errors += [f"{where}.{k}={rec[k]!r} must be a number, a word or true / false"
+                   for k in KERNEL_KEYS[op] if isinstance(rec.get(k), (list, dict))]
         if not _positive(rec.get("time_s")):
             errors.append(f"{where}.time_s={rec.get('time_s')!r} must be a positive number")
     for i, rec in enumerate(db.get("layers") or []):
@@ -96,28 +104,43 @@ def validate_db(db: Any) -> list[str]:
             errors.append(f"{where} is not an object")
             continue
         errors += [f"{where} lacks '{k}'" for k in LAYER_KEYS if k not in rec]
+        errors += [f"{where}.{k}={rec[k]!r} must be a number, a word or true / false"
+                   for k in LAYER_ID_KEYS if isinstance(rec.get(k), (list, dict))]
         for k in ("fwd_s", "bwd_s"):
             if k in rec and not _positive(rec[k]):
                 errors.append(f"{where}.{k}={rec[k]!r} must be a positive number")
         mem = rec.get("peak_memory_bytes")
         if not isinstance(mem, int) or mem < 0:
             errors.append(f"{where}.peak_memory_bytes={mem!r} must be an integer >= 0")
-        for name, sub in (rec.get("submodules") or {}).items():
-            if not (_positive(sub.get("fwd_s")) and _positive(sub.get("bwd_s"))):
+        subs, kernels = rec.get("submodules") or {}, rec.get("kernels") or []
+        if not isinstance(subs, dict) or not isinstance(kernels, list):  # robust50: raised
+            errors.append(f"{where}: submodules must be an object and kernels a list")
+            continue
+        for name, sub in subs.items():
+            if not (isinstance(sub, dict) and _positive(sub.get("fwd_s"))
+                    and _positive(sub.get("bwd_s"))):
                 errors.append(f"{where}.submodules.{name} needs positive fwd_s and bwd_s")
-        for j, k in enumerate(rec.get("kernels") or []):
-            if not (isinstance(k.get("name"), str) and _positive(k.get("time_s"))):
+        for j, k in enumerate(kernels):
+            if not (isinstance(k, dict) and isinstance(k.get("name"), str)
+                    and _positive(k.get("time_s"))):
                 errors.append(f"{where}.kernels[{j}] needs a name and a positive time_s")
     return errors
 
 
+def upgraded(old: dict[str, Any]) -> dict[str, Any]:
+    """``old`` in this format's words (an UPGRADABLE database's attention records renamed as
+    the loader reads them); any other database as it is."""
+    if old.get("format") != UPGRADABLE:
+        return old
+    return {**old, "format": FORMAT, "kernels": [
+        {**r, "impl": record_impl(r, UPGRADABLE)} if isinstance(r, dict)
+        and r.get("op") == "attention" and r.get("impl") is not None else r
+        for r in old.get("kernels") or []]}
+
+
 def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """``new`` with the records of ``old`` (same GPU) that ``new`` did not re-measure."""
-    if old.get("format") == UPGRADABLE:
-        old = {**old, "format": FORMAT, "kernels": [
-            {**r, "impl": record_impl(r, UPGRADABLE)} if isinstance(r, dict)
-            and r.get("op") == "attention" and r.get("impl") is not None else r
-            for r in old.get("kernels") or []]}  # the names as the loader reads them
+    old = upgraded(old)
     if old.get("format") != FORMAT or old.get("gpu") != new["gpu"]:
         raise ProfileError(f"cannot merge into a database of format {old.get('format')!r} for "
                            f"gpu {old.get('gpu')!r}; profiling {new['gpu']!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -194,6 +195,20 @@ def goodput(cfg: RunConfig, rel: ReliabilityConfig | None = None, *, tokens: flo
         ideal = _work_s(cfg, tokens, iteration_time_s)
     horizon = days * DAY_S if days is not None else None
     plan, ck = build_plan(cfg, rel)
+    # a checkpoint falls between iterations (robust50: 1 ms intervals were priced as several
+    # checkpoints inside one 6 ms iteration); a --days window knows the iteration's lower bound
+    step, at_least = iteration_time_s, ""
+    if step is None:
+        from trainsim.bound import lower_bound_s
+
+        step, at_least = lower_bound_s(cfg), "at least "
+    asked = rel.checkpoint.interval_s
+    if asked is not None and asked < step:
+        raise ConfigError(f"reliability.checkpoint.interval_s={asked:g} s (--interval) is "
+                          f"shorter than one iteration ({at_least}{step:.3g} s): a checkpoint "
+                          "is taken between iterations (Megatron's --save-interval counts "
+                          "them); give at least one iteration")
+    plan = dataclasses.replace(plan, step_s=step)
     work_s = math.inf if ideal is None else ideal
     horizon_s = math.inf if horizon is None else horizon
     _check_rounds(plan, work_s, horizon_s, trials, sweep, sweep_trials, rel)

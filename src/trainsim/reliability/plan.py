@@ -134,6 +134,11 @@ class RunPlan:
     straggler_factor: float = 1.0
     """Step time with stragglers over step time without."""
     mode_categories: tuple[str, ...] = ()
+    step_s: float = 0.0
+    """One iteration's training time (0: not known): a checkpoint is taken between iterations
+    (Megatron's ``--save-interval`` and torchtitan's ``checkpoint.interval`` count them), so no
+    interval is shorter. robust50: a Daly interval below one iteration was priced as several
+    checkpoints inside it."""
 
     def __post_init__(self) -> None:
         n = len(self.mode_names)
@@ -165,8 +170,9 @@ class RunPlan:
 
     @property
     def effective_interval_s(self) -> float:
-        """A new checkpoint cannot start before the previous one's upload is done."""
-        return max(self.interval_s, self.commit_latency_s)
+        """A new checkpoint cannot start before the previous one's upload is done, nor
+        within an iteration."""
+        return max(self.interval_s, self.commit_latency_s, self.step_s)
 
     def with_interval(self, interval_s: float) -> RunPlan:
         return dataclasses.replace(self, interval_s=interval_s)
