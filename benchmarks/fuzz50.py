@@ -45,8 +45,8 @@ import yaml
 from trainsim.errors import TrainsimError
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import fuzz_checks
 import fuzz49
+import fuzz_checks
 from fuzz49 import _said
 from fuzz_checks import BASES, print_report, run_config, surface_parser
 
@@ -286,7 +286,7 @@ def csv_cases(workdir: str, rng: random.Random) -> Callable[[], Iterator[Case]]:
         for kind, (src, n) in sources.items():
             header, rows = _rows(src, n)
 
-            def add(label: str, text: str | bytes) -> Case:
+            def add(label: str, text: str | bytes, kind: str = kind) -> Case:
                 nonlocal k
                 k += 1
                 path = _write(workdir, f"v{k}.csv", text)

@@ -101,7 +101,13 @@ def _run(ctx: click.Context, gpu: str, out: str, models: str, tp: str, seq: str,
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from trainsim.profile.run import (
-        ProfileOptions, check_base, plan, read_db, run_profile, write_db)
+        ProfileOptions,
+        check_base,
+        plan,
+        read_db,
+        run_profile,
+        write_db,
+    )
     from trainsim.profile.schema import ProfileError
     from trainsim.profile.work import check_cpu_work
 

@@ -216,8 +216,8 @@ def check_base(base: Any, gpu: str, out: str | Path) -> None:
     if not isinstance(base, dict):
         errors = ["it is not a JSON object"]
     elif (base := upgraded(base)).get("format") != FORMAT or base.get("gpu") != gpu:
-        errors = [f"it is format {base.get('format')!r} for gpu {base.get('gpu')!r}; this run "
-                  f"writes {FORMAT!r} for {gpu!r}"]
+        errors = [(f"it is format {base.get('format')!r} for gpu {base.get('gpu')!r}; this "
+                   f"run writes {FORMAT!r} for {gpu!r}")]
     else:
         notes = base.get("notes", [])
         errors = validate_db(base) + ([] if isinstance(notes, list) and all(
