@@ -240,7 +240,12 @@ def cluster_cases(rng: random.Random) -> Callable[[], Iterator[Case]]:
             {"link_latency_us": -1}, {"link_latency_us": "nan"}, {"scale_up": "pcie"},
             {"scale_up": "bogus"}, {"nvlink_gen": 0}, {"nvlink_gen": 99}, {"bogus_key": 1},
             {"builder": "bogus"}, {"builder": None}, {"nodes": 2.5}, {"nodes": True},
-            {"nodes": None}]
+            {"nodes": None}, {"nodes_per_leaf": 10**6}]
+        torus = {"builder": "torus", "dims": [4, 4], "dim_GBps": [100, 100]}
+        for e in ({}, {"dims": 5}, {"dims": [4, 2.5]}, {"dims": [100, 100, 100],
+                  "dim_GBps": [1, 1, 1]}, {"dim_GBps": [100, "x"]}, {"dim_GBps": [100, 0]},
+                  {"kinds": ["ring", "bogus"]}):
+            yield f"topology {torus | e}", (lambda e=e: topo({**torus, **e}))
         for e in edits:
             yield f"topology {e}", (lambda e=e: topo({**base, **e}))
         for name in ("dgx-h100-superpod", "dgx-a100-superpod", "rail-optimized"):

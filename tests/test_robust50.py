@@ -25,8 +25,8 @@ DB = Path(__file__).resolve().parent.parent / "src" / "trainsim" / "data" / "ker
 
 def _topology(tmp_path: Path, **edit) -> str:
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump({"builder": "rail_fat_tree", "nodes": 4, "gpus_per_node": 8,
-                                    **edit}))
+    spec = {"builder": "rail_fat_tree", "nodes": 4, "gpus_per_node": 8, **edit}
+    path.write_text(yaml.safe_dump({k: v for k, v in spec.items() if v != "drop"}))
     return str(path)
 
 
@@ -39,6 +39,8 @@ def _topology(tmp_path: Path, **edit) -> str:
     ({"nvlink_bw_Bps": 0}, "nvlink_bw_Bps = 0 must be a finite number > 0"),  # likewise
     ({"link_latency_us": -1}, "link_latency_us = -1 must be a finite number >= 0"),
     ({"builder": ["rail_fat_tree"]}, "topology builder ['rail_fat_tree'] unknown"),
+    ({"builder": "torus", "dims": 5, "nodes": "drop", "gpus_per_node": "drop"},
+     "dims = 5 must be a list"),                                 # was TypeError in torus
 ])
 def test_a_topology_file_value_of_the_wrong_kind_is_refused_by_its_key(tmp_path, edit, words):
     with pytest.raises(ConfigError, match=None) as err:

@@ -402,6 +402,10 @@ def _check_args(builder: str, args: dict[str, Any], written: dict[str, tuple[str
             else (value,)
         if value is None and "None" in hint:
             continue
+        if hint.startswith("tuple") and not isinstance(value, (list, tuple)):
+            raise ConfigError(f"topology ({builder}): {written.get(name, (name,))[0]} = "
+                              f"{written.get(name, (name, value))[1]!r} must be a list, one "
+                              "entry per dimension")
         key, shown = written.get(name, (name, value))
         for v in items:
             if "int" in hint:
