@@ -16,7 +16,7 @@ public file's own row of that model.
 
 Iteration time = GBS x sequence length / (tokens/s/GPU x GPUs).  Rows the tool cannot express are
 left out with the reason (``left_out()``): NVFP4 precision, Kimi-K2 (Muon optimizer), Nemotron 3
-Nano / Super (hybrid Mamba-2 / attention / MoE).  ``TABLE`` is typed from the archive (one line
+Nano / Super (hybrid Mamba-2 / attention / MoE: counted, not simulated; Super's latent MoE and MTP).  ``TABLE`` is typed from the archive (one line
 per table row: its line number, section, system, then the table's cells; '-' where the section's
 table has no such column; footnote marks dropped); ``--check`` re-reads every pre-training row of
 the three sections from the mirror (``$TRAINSIM_MIRRORS``, default /work/.mirror) and fails on any
@@ -207,10 +207,14 @@ SHAPE = ("model", "hidden_size", "num_layers", "num_attention_heads", "num_kv_he
          "moe_ffn_hidden_size")
 MUON = ("Muon optimizer (the table's footnote): training.optimizer is one of adam, lamb, sgd "
         "(the kimi-k2 preset exists; its optimizer step does not)")
-MAMBA = ("hybrid Mamba-2 / attention / MoE layers: trainsim has no state-space mixer "
-         "(catalog/hf_unmodelled.py refuses 'mamba' for its Mamba mixer layers)")
+MAMBA = ("hybrid Mamba-2 / attention / MoE layers: their parameters and model FLOPs are counted "
+         "(preset nemotron-3-nano-30b-a3b, exact; benchmarks/nemotron3_flops.py), the step is "
+         "not: RunConfig refuses model.hybrid_layer_pattern until workload and memory price the "
+         "Mamba mixer")
+MAMBA_SUPER = ("hybrid Mamba-2 / attention / latent-MoE layers with MTP: no Mamba step (as Nano), "
+               "and latent MoE (moe_latent_size) and a hybrid MTP pattern are not modelled")
 NVFP4 = "NVFP4: \"training.dtype='nvfp4' is not one of ['fp16', 'bf16', 'fp8']\""
-UNEXPRESSIBLE = {"Kimi_K2": MUON, "Nemotron_3_Nano": MAMBA, "Nemotron_3_Super": MAMBA}
+UNEXPRESSIBLE = {"Kimi_K2": MUON, "Nemotron_3_Nano": MAMBA, "Nemotron_3_Super": MAMBA_SUPER}
 # table precision -> (dtype, fp8_recipe); 'FP8' alone: the profile's recipe (current scaling
 # since 25.11, megatron-bridge.yaml), left empty as the public and held-out rows of 26.x leave it
 PRECISION = {"FP8": ("fp8", ""), "FP8-CS": ("fp8", "current"), "FP8-MX": ("fp8", "mxfp8"),

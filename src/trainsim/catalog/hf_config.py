@@ -10,7 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from trainsim.catalog import hf_biases, hf_families, hf_llama4, hf_unread
+from trainsim.catalog import hf_biases, hf_families, hf_hybrid, hf_llama4, hf_unread
 from trainsim.catalog.hf_defaults import GATED_MLP, ROTARY
 from trainsim.catalog.hf_text_config import LAYER_KEYS, missing_hint, text_model
 from trainsim.catalog.hf_values import positive_int as _positive_int
@@ -170,6 +170,9 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
 
     path = Path(path)
     text = read_text(path, "Hugging Face config")
+    hybrid = _hybrid(text, path)
+    if hybrid is not None:
+        return hybrid
     try:
         cfg, where = _screened(parse(text, str(path), "json"), path)
     except NonFiniteNumber:
@@ -301,6 +304,18 @@ def model_from_hf_config(path: str | Path) -> ModelConfig:
         return build(ModelConfig, {k: v for k, v in fields.items() if v is not None}, "model")
     except ConfigError as exc:
         raise ConfigError(f"{where}: {as_written(str(exc), cfg)}") from None
+
+
+def _hybrid(text: str, path: Path) -> ModelConfig | None:
+    """A hybrid Mamba / attention model (``hf_hybrid``), read from Python's JSON dialect too:
+    nvidia/Nemotron-H-8B's config.json writes ``"time_step_limit": [0.0, Infinity]``, a field
+    trainsim does not read. None for any other file (or one that does not parse: the reader
+    below names its problem)."""
+    try:
+        cfg = parse(text, str(path), "json", python_literals=True)
+    except ConfigError:
+        return None
+    return hf_hybrid.hybrid_model(cfg, str(path)) if hf_hybrid.is_hybrid(cfg) else None
 
 
 def _screened(cfg: Any, path: Path) -> tuple[dict[str, Any], str]:

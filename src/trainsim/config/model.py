@@ -7,11 +7,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from trainsim.config._build import check_fields, require_positive, type_name
+from trainsim.config.hybrid import MAMBA_ONLY_FIELDS, MOE, check_hybrid
 from trainsim.errors import ConfigError
 
 MAX_LAYERS = 100_000
 """Most transformer layers a model may have (the deepest published LLMs have ~200): the
 pipeline-layout search and per-layer accounting loop over them."""
+
+
+MAX_EXPERTS = 100_000
+"""Most routed experts an MoE layer may have (the largest published have 384, Kimi K2): the
+parameter layout lists every expert's tensors (fuzz: 2**53 experts ran out of memory)."""
 
 
 MOE_ONLY_FIELDS = ("moe_router_topk", "moe_ffn_hidden_size", "moe_shared_expert_intermediate_size",
@@ -192,6 +198,27 @@ class ModelConfig:
     experts t*k ... t*k+k-1 modulo the experts, k contiguous experts on as few ranks as the
     contiguous expert blocks of expert parallelism allow, every expert equally loaded."""
 
+    # --- hybrid stacks (Megatron-core names; config.hybrid)
+    hybrid_layer_pattern: str | None = None
+    """One mixer per layer, Megatron-core's ``hybrid_layer_pattern`` (Hugging Face
+    ``hybrid_override_pattern``): ``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` MoE, a
+    norm before each; None = every layer attention + MLP (or MoE). Parameters and model FLOPs
+    are counted; simulating such a run is refused (``RunConfig``) until the step prices it."""
+    mamba_num_heads: int | None = None
+    """Mamba-2 heads; None = 2 x hidden_size / mamba_head_dim (Megatron-core's default)."""
+    mamba_head_dim: int = 64
+    """Width of a Mamba-2 head (P in Dao & Gu 2024 §7); Megatron-core ``mamba_head_dim``."""
+    mamba_state_dim: int = 128
+    """State size N of the SSM; Megatron-core ``mamba_state_dim``, HF ``ssm_state_size``."""
+    mamba_num_groups: int = 8
+    """Groups sharing one B and C projection (Megatron-core ``mamba_num_groups``, HF
+    ``n_groups``); tensor parallelism splits them like the heads."""
+    mamba_conv_kernel: int = 4
+    """Width of the depthwise causal conv1d (Megatron-core MambaMixer ``d_conv``, HF
+    ``conv_kernel``)."""
+    mamba_chunk_size: int = 128
+    """Chunk length Q of the SSD scan (MambaMixer ``chunk_size``, HF ``chunk_size``)."""
+
     def __post_init__(self) -> None:
         check_fields(self, "model")
         require_positive("model", hidden_size=self.hidden_size, num_layers=self.num_layers,
@@ -238,6 +265,9 @@ class ModelConfig:
                              moe_router_group_topk=self.moe_router_group_topk,
                              moe_shared_expert_intermediate_size=(
                                  self.moe_shared_expert_intermediate_size))
+            if self.num_experts > MAX_EXPERTS:
+                raise ConfigError(f"model.num_experts={self.num_experts} is out of range: at "
+                                  f"most {MAX_EXPERTS:,} routed experts")
             if not 0 <= self.moe_first_dense_layers <= self.num_layers:
                 raise ConfigError(f"model.moe_first_dense_layers={self.moe_first_dense_layers} "
                                   f"must be from 0 to model.num_layers={self.num_layers}")
@@ -267,6 +297,7 @@ class ModelConfig:
                 raise ConfigError(f"model.{given[0]}={getattr(self, given[0])!r} is a "
                                   "mixture-of-experts setting but the model is dense; set "
                                   "model.num_experts too, or leave it out")
+        check_hybrid(self, _MAMBA_DEFAULTS)
         if self.parallel_block_norms not in (1, 2):
             raise ConfigError(f"model.parallel_block_norms={self.parallel_block_norms!r} must be "
                               "1 or 2")
@@ -358,7 +389,10 @@ class ModelConfig:
         return self.moe_ffn_hidden_size or self.ffn_size
 
     def is_moe_layer(self, index: int) -> bool:
-        """Whether global layer ``index`` (0-based) has routed experts."""
+        """Whether global layer ``index`` (0-based) has routed experts (a hybrid pattern's
+        ``E`` layers)."""
+        if self.hybrid_layer_pattern is not None:
+            return self.hybrid_layer_pattern[index] == MOE
         return (self.num_experts is not None and index >= self.moe_first_dense_layers
                 and (index - self.moe_first_dense_layers) % self.moe_layer_freq == 0)
 
@@ -380,6 +414,10 @@ class ModelConfig:
     @property
     def kv_size(self) -> int:
         return self.kv_heads * self.kv_channels
+
+
+_MAMBA_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
+                   if f.name in MAMBA_ONLY_FIELDS}
 
 
 def check_model_source(raw: dict) -> None:

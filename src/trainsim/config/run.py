@@ -81,6 +81,12 @@ class RunConfig:
                 if not isinstance(getattr(self, name), cls):
                     raise ConfigError(f"RunConfig.{name} must be a {cls.__name__}, got "
                                       f"{type(getattr(self, name)).__name__}")
+        if m.hybrid_layer_pattern is not None:  # config.hybrid: counted, not yet timed
+            raise ConfigError("model.hybrid_layer_pattern: a hybrid (Mamba-2 / attention / "
+                              "MLP / MoE) model's parameters and FLOPs are counted "
+                              "(trainsim.model.counts), but its training step is not modelled "
+                              "yet (no Mamba mixer, MLP-only or attention-only layer in the "
+                              "step or the memory); simulating it is refused")
         if m.num_attention_heads % p.tp:
             raise ConfigError(
                 f"parallel.tp={p.tp} does not divide model.num_attention_heads="

@@ -7,6 +7,8 @@ s sequence length, V vocabulary, a heads; plus d head width, g KV heads (GQA), f
 from __future__ import annotations
 
 from trainsim.config import ModelConfig, RunConfig
+from trainsim.config.hybrid import ATTENTION, MAMBA, MLP, layer_symbol
+from trainsim.model import mamba
 
 
 def attention_matrices(m: ModelConfig) -> int:
@@ -94,22 +96,26 @@ def qk_norm_tensors(m: ModelConfig) -> list[tuple[int, bool]]:
     return [(w, False) for w in widths for _ in range(norm_tensors(m))]
 
 
-_LAYER_PARAMS: dict[tuple[int, bool], tuple[ModelConfig, int]] = {}
-"""layer_params by (model identity, routed experts), each kept with its (frozen) model so an
+_LAYER_PARAMS: dict[tuple[int, bool | str], tuple[ModelConfig, int]] = {}
+"""layer_params by (model identity, routed experts or hybrid symbol), each kept with its (frozen) model so an
 identity is never reused while kept: a search asks it of one model ~50,000 times."""
 
 
 def layer_params(m: ModelConfig, index: int = 0) -> int:
     """Parameters of transformer layer ``index`` (its norms, attention, MLP or MoE block)."""
     moe = m.is_moe_layer(index)
-    hit = _LAYER_PARAMS.get((id(m), moe))
+    key = layer_symbol(m, index) or moe
+    hit = _LAYER_PARAMS.get((id(m), key))
     if hit is not None and hit[0] is m:
         return hit[1]
     if len(_LAYER_PARAMS) >= 4096:
         _LAYER_PARAMS.clear()
-    ffn = moe_dense_params(m) + expert_params(m) if moe else mlp_params(m)
-    n = attention_params(m) + ffn + layer_norms(m) * norm_params(m) + qk_norm_params(m)
-    _LAYER_PARAMS[(id(m), moe)] = (m, n)
+    if m.hybrid_layer_pattern is not None:
+        n = sum(t[0] for t in _layer_tensor_kinds(m, index))
+    else:
+        ffn = moe_dense_params(m) + expert_params(m) if moe else mlp_params(m)
+        n = attention_params(m) + ffn + layer_norms(m) * norm_params(m) + qk_norm_params(m)
+    _LAYER_PARAMS[(id(m), key)] = (m, n)
     return n
 
 
@@ -136,6 +142,8 @@ def layer_matrices(m: ModelConfig, index: int = 0) -> list[bool]:
 
 def _layer_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, bool]]:
     """``layer_tensors`` with each tensor's ``layer_matrices`` flag."""
+    if m.hybrid_layer_pattern is not None:
+        return _hybrid_tensor_kinds(m, index)
     h = m.hidden_size
     mats = 3 if m.activation == "swiglu" else 2
     proj_bias, mlp_bias = m.proj_bias, m.mlp_bias
@@ -165,6 +173,66 @@ def _layer_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, boo
     else:
         out += mlp(m.ffn_size, False)
     return [t for t in out if t[0] > 0]
+
+
+def _hybrid_tensor_kinds(m: ModelConfig, index: int) -> list[tuple[int, bool, bool]]:
+    """The tensors of hybrid layer ``index`` (``config.hybrid``): its one pre-norm, then its
+    mixer: the Mamba-2 mixer's (``model.mamba``), attention's (fused QKV, output projection,
+    q/k norms, biases), an MLP's, or an MoE block's (router, shared experts, routed experts).
+    Megatron-core's hybrid layers hold one mixer each (NVIDIA/Megatron-LM@d98e8a64
+    megatron/core/models/hybrid/hybrid_layer_specs.py lines 110-240: ``mamba_layer`` a
+    MambaLayer, ``attention_layer`` a TransformerLayer with attention only, ``mlp_layer`` an
+    MLPLayer, ``moe_layer`` a TransformerLayer with the MoE block only)."""
+    symbol, h = layer_symbol(m, index), m.hidden_size
+    out: list[tuple[int, bool, bool]] = [(h, False, False)] * norm_tensors(m)
+    if symbol == MAMBA:
+        return out + [(n, False, matrix) for n, matrix in mamba.mixer_tensors(m)]
+    if symbol == ATTENTION:
+        qkv = attention_matrices(m) - m.v_dim * h
+        out += [(qkv, False, True), (m.v_dim * h, False, True)]
+        out += [(n, e, False) for n, e in qk_norm_tensors(m)]
+        if m.qkv_bias:
+            out.append((m.q_size + 2 * m.kv_size, False, False))
+        if m.proj_bias:
+            out.append((h, False, False))
+        return out
+    mats = 3 if m.activation == "swiglu" else 2
+
+    def mlp(width: int, expert: bool) -> list[tuple[int, bool, bool]]:
+        t = [((mats - 1) * h * width, expert, True), (width * h, expert, True)]
+        if m.mlp_bias:
+            t += [((mats - 1) * width, expert, False), (h, expert, False)]
+        return t
+    if symbol == MLP:
+        return out + mlp(m.ffn_size, False)
+    out.append((h * (m.num_experts or 0), False, False))
+    if m.moe_shared_expert_intermediate_size:
+        out += mlp(m.moe_shared_expert_intermediate_size, False)
+    return out + mlp(m.expert_ffn_size, True) * (m.num_experts or 0)
+
+
+def _hybrid_matmul_params(m: ModelConfig, index: int) -> int:
+    """Matmul weights one token passes through in hybrid layer ``index`` (MoE: router,
+    shared experts and its top-k routed experts)."""
+    symbol, h = layer_symbol(m, index), m.hidden_size
+    mats = 3 if m.activation == "swiglu" else 2
+    if symbol == MAMBA:
+        return mamba.matmul_params(m)
+    if symbol == ATTENTION:
+        return attention_matrices(m)
+    if symbol == MLP:
+        return mats * h * m.ffn_size
+    return h * (m.num_experts or 0) + mats * h * (m.moe_shared_expert_intermediate_size or 0) \
+        + m.moe_router_topk * mats * h * m.expert_ffn_size
+
+
+def _hybrid_mixer_work(m: ModelConfig, seq_length: int, index: int) -> float:
+    """Forward FLOPs per token of hybrid layer ``index`` outside its weights: the attention
+    core (``2 (qk + v) span``) of an attention layer, the SSD scan of a Mamba layer."""
+    symbol = layer_symbol(m, index)
+    if symbol == ATTENTION:
+        return 2.0 * (m.qk_dim + m.v_dim) * _span(m, seq_length, index)
+    return mamba.scan_flops(m, seq_length) if symbol == MAMBA else 0.0
 
 
 def embedding_params(m: ModelConfig) -> int:
@@ -201,6 +269,8 @@ def _matmul_params(m: ModelConfig) -> int:
     """Parameters that take part in a matmul per token: the layers' matrices (for MoE layers
     the router, shared experts and top-k routed experts) plus the logit layer."""
     h = m.hidden_size
+    if m.hybrid_layer_pattern is not None:  # no MTP with a pattern (config.hybrid)
+        return sum(_hybrid_matmul_params(m, i) for i in range(m.num_layers)) + m.vocab_size * h
     mats = 3 if m.activation == "swiglu" else 2
     attn = attention_matrices(m)
     dense = mats * h * m.ffn_size
@@ -216,6 +286,9 @@ def _attention_work(m: ModelConfig, seq_length: int) -> int:
     """Score (QK^T) plus context (AV) matmul width times the keys each query sees, summed over
     layers: 2 l a d s for MHA/GQA; a windowed layer sees min(s, window) keys. MTP modules
     repeat the last layer."""
+    if m.hybrid_layer_pattern is not None:  # attention layers only, no MTP (config.hybrid)
+        return (m.qk_dim + m.v_dim) * sum(_span(m, seq_length, i) for i in range(m.num_layers)
+                                          if layer_symbol(m, i) == ATTENTION)
     spans = sum(_span(m, seq_length, i) for i in range(m.num_layers)) + \
         m.mtp_num_layers * _span(m, seq_length, m.num_layers - 1)
     return (m.qk_dim + m.v_dim) * spans
@@ -231,6 +304,8 @@ def _layer_forward_flops(m: ModelConfig, seq_length: int, i: int) -> float:
     """Forward FLOPs per token of transformer layer ``i``: its matmuls (attention projections;
     dense MLP, or router, shared and top-k routed experts) and its attention core (not halved)."""
     h = m.hidden_size
+    if m.hybrid_layer_pattern is not None:
+        return 2.0 * _hybrid_matmul_params(m, i) + _hybrid_mixer_work(m, seq_length, i)
     mats = 3 if m.activation == "swiglu" else 2
     if m.is_moe_layer(i):
         ffn = h * (m.num_experts or 0) + mats * h * (m.moe_shared_expert_intermediate_size or 0) \
@@ -247,14 +322,21 @@ def model_flops_per_token(m: ModelConfig, seq_length: int) -> float:
     ``6 N`` (N: matmul parameters, including the logit layer) plus ``12 l (a d) s`` for the
     attention score and context matmuls, causal masking *not* halved — the convention of
     PaLM (Chowdhery et al. 2022, App. B) and Megatron (Narayanan et al. 2021, eq. 3 without
-    the recompute pass). This is what MFU divides by.
+    the recompute pass). This is what MFU divides by. A hybrid model (``config.hybrid``)
+    counts each layer's own mixer: its matmul weights, the attention core of its ``*`` layers
+    and the SSD chunk scan of its ``M`` layers (``model.mamba.scan_flops``), three times the
+    forward, as the attention core.
     """
     hit = _MODEL_FLOPS.get((id(m), seq_length))
     if hit is not None and hit[0] is m:
         return hit[1]
     if len(_MODEL_FLOPS) >= 256:
         _MODEL_FLOPS.clear()
-    out = 6.0 * _matmul_params(m) + 6.0 * _attention_work(m, seq_length)
+    if m.hybrid_layer_pattern is not None:  # the attention cores and the SSD scans
+        out = 6.0 * _matmul_params(m) + 3.0 * sum(
+            _hybrid_mixer_work(m, seq_length, i) for i in range(m.num_layers))
+    else:
+        out = 6.0 * _matmul_params(m) + 6.0 * _attention_work(m, seq_length)
     _MODEL_FLOPS[(id(m), seq_length)] = (m, out)
     return out
 

@@ -1,0 +1,107 @@
+"""Hybrid layer stacks: a per-layer mixer picked by a pattern, as Megatron-core's hybrid models
+(Mamba-2 / attention / MLP / MoE; Nemotron-H, Nemotron 3) lay them out.
+
+The pattern's symbols are Megatron-core's (NVIDIA/Megatron-LM@d98e8a64
+megatron/core/models/hybrid/hybrid_layer_allocation.py ``Symbols``, lines 17-23): ``M`` a Mamba
+layer (norm + Mamba-2 mixer), ``*`` an attention layer (norm + self-attention), ``-`` an MLP
+layer (norm + MLP), ``E`` an MoE layer (norm + routed and shared experts). Each layer holds
+one mixer, not an attention *and* an MLP: Nemotron-H 8B's 52 layers are 24 Mamba, 4 attention
+and 24 MLP layers. The Hugging Face ``NemotronHConfig`` writes the same string
+(``hybrid_override_pattern``, or ``layers_block_type``: ``linear_attention`` = M,
+``full_attention`` = *, ``mlp`` = -, ``moe`` = E; transformers 5.24.0
+configuration_nemotron_h.py ``_pattern_to_list``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from trainsim.errors import ConfigError
+
+if TYPE_CHECKING:
+    from trainsim.config.model import ModelConfig
+
+MAMBA, ATTENTION, MLP, MOE = "M", "*", "-", "E"
+SYMBOLS = (MAMBA, ATTENTION, MLP, MOE)
+NOT_MODELLED = {"G": "a Gated DeltaNet layer", "D": "a DeepSeek sparse-attention layer",
+                "+": "a multi-head latent attention layer",
+                "|": "a pipeline-stage boundary (give parallel.pipeline_layout instead)",
+                "/": "multi-token-prediction layers"}
+"""Megatron-core's other pattern symbols (``Symbols.GDN``, ``DS_ATTENTION``, ``MLA``, ``PIPE``,
+``MTP_SEPARATOR``): refused by name, not read as something else."""
+
+MAMBA_ONLY_FIELDS = ("mamba_num_heads", "mamba_head_dim", "mamba_state_dim", "mamba_num_groups",
+                     "mamba_conv_kernel", "mamba_chunk_size")
+"""Model fields only a pattern with Mamba layers reads."""
+
+
+def check_hybrid(m: ModelConfig, defaults: dict[str, object]) -> None:
+    """ConfigError naming the field where a hybrid pattern cannot be built: a symbol outside
+    M * - E, a length other than ``num_layers``, ``E`` without ``num_experts`` (or experts
+    without ``E``), MoE placement fields beside a pattern, Mamba fields without ``M``; and
+    Megatron-core's own asserts (megatron/core/ssm/mamba_mixer.py ``MambaMixer.__init__``,
+    lines 241-274): heads divide by groups."""
+    p = m.hybrid_layer_pattern
+    given = [n for n in MAMBA_ONLY_FIELDS if getattr(m, n) != defaults[n]]
+    if p is None:
+        if given:
+            raise ConfigError(f"model.{given[0]}={getattr(m, given[0])!r} is a Mamba setting but "
+                              "the model has no hybrid_layer_pattern; set one (M for a Mamba "
+                              "layer) or leave it out")
+        return
+    bad = sorted({c for c in p if c not in SYMBOLS})
+    if bad:
+        why = NOT_MODELLED.get(bad[0], "not a layer symbol")
+        raise ConfigError(f"model.hybrid_layer_pattern holds {bad[0]!r} ({why}); trainsim reads "
+                          "M (Mamba-2), * (attention), - (MLP) and E (MoE), one per layer")
+    if len(p) != m.num_layers:
+        raise ConfigError(f"model.hybrid_layer_pattern has {len(p)} layers but model.num_layers="
+                          f"{m.num_layers}; give one symbol per layer")
+    if (MOE in p) != (m.num_experts is not None):
+        raise ConfigError("model.hybrid_layer_pattern has E (MoE) layers but model.num_experts "
+                          "is not set" if MOE in p else
+                          f"model.num_experts={m.num_experts} but model.hybrid_layer_pattern has "
+                          "no E (MoE) layer; mark the MoE layers with E")
+    if m.moe_layer_freq != 1 or m.moe_first_dense_layers != 0:
+        raise ConfigError("model.moe_layer_freq and model.moe_first_dense_layers place MoE "
+                          "layers; with model.hybrid_layer_pattern its E symbols do: leave "
+                          "them out")
+    if m.parallel_block or m.post_sublayer_norm or m.is_mla:
+        raise ConfigError("model.hybrid_layer_pattern builds pre-norm layers of one mixer each "
+                          "(Megatron-core's hybrid layers); model.parallel_block, "
+                          "model.post_sublayer_norm and latent attention (model.kv_lora_rank) "
+                          "do not apply: leave them out")
+    if m.mtp_num_layers:
+        raise ConfigError("model.mtp_num_layers with model.hybrid_layer_pattern: a hybrid "
+                          "model's prediction modules have their own pattern (Megatron-core's "
+                          "'/' part), which trainsim does not read")
+    if MAMBA not in p:
+        if given:
+            raise ConfigError(f"model.{given[0]} is a Mamba setting but "
+                              "model.hybrid_layer_pattern has no M layer")
+        return
+    for name in MAMBA_ONLY_FIELDS:
+        v = getattr(m, name)
+        if v is not None and not 0 < v <= 2**31:
+            raise ConfigError(f"model.{name}={v} must be a positive whole number")
+    heads, groups = mamba_heads(m), m.mamba_num_groups
+    if heads < 1 or heads % groups:
+        raise ConfigError(f"model.mamba_num_groups={groups} must divide the Mamba heads "
+                          f"({heads}: model.mamba_num_heads, or 2 x hidden_size / "
+                          "mamba_head_dim); each group's B and C serve whole heads")
+
+
+def mamba_heads(m: ModelConfig) -> int:
+    """Mamba-2 heads: ``mamba_num_heads``, else ``expand * hidden_size / mamba_head_dim`` with
+    Megatron-core's ``expand = 2`` (mamba_mixer.py ``MambaMixer.__init__``: ``d_inner =
+    expand * d_model``; ``nheads = d_inner // headdim`` unless ``config.mamba_num_heads``)."""
+    if m.mamba_num_heads is not None:
+        return m.mamba_num_heads
+    return 2 * m.hidden_size // m.mamba_head_dim
+
+
+def layer_symbol(m: ModelConfig, index: int) -> str:
+    """The mixer of global layer ``index``: its pattern symbol, or "" for a plain transformer
+    layer (attention + MLP / MoE)."""
+    p = m.hybrid_layer_pattern
+    return p[index] if p is not None else ""
