@@ -310,7 +310,9 @@ def _hybrid(text: str, path: Path) -> ModelConfig | None:
     """A hybrid Mamba / attention model (``hf_hybrid``), read from Python's JSON dialect too:
     nvidia/Nemotron-H-8B's config.json writes ``"time_step_limit": [0.0, Infinity]``, a field
     trainsim does not read. None for any other file (or one that does not parse: the reader
-    below names its problem)."""
+    below names its problem); a file that never names a hybrid type is not parsed twice."""
+    if not any(kind in text for kind in hf_hybrid.HYBRID_TYPES):
+        return None
     try:
         cfg = parse(text, str(path), "json", python_literals=True)
     except ConfigError:

@@ -50,7 +50,8 @@ REFUSED = {
 
 def is_hybrid(cfg: Any) -> bool:
     """Whether a parsed config.json is one this module reads."""
-    return isinstance(cfg, dict) and cfg.get("model_type") in HYBRID_TYPES
+    kind = cfg.get("model_type") if isinstance(cfg, dict) else None
+    return isinstance(kind, str) and kind in HYBRID_TYPES  # a list there is refused later
 
 
 def hybrid_model(cfg: dict[str, Any], where: str) -> ModelConfig:
