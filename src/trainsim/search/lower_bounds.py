@@ -6,11 +6,13 @@ skips simulations that cannot change its answer (branch and bound): from matmul 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from trainsim.compute.roofline import gemm_rate
+from trainsim.config import ParallelConfig
 from trainsim.search.layout_costs import (
     BoundShape,
     after_passes,
@@ -79,6 +81,40 @@ def lower_bound_s(key: MemoryKey, base: Base, rate: float | None = None) -> floa
     return BOUND_SAFETY * (last_stage + fill_drain) / rate
 
 
+def pass_ops(cfg: Any) -> tuple:
+    """The op lists :meth:`Bounds._pass_times` prices for ``cfg``'s shard shape: ({is-MoE: (a
+    layer's forward, its recompute + backward)}, (the head's forward, its backward, the train
+    metrics over the logits), (the embedding's forward, its backward)), built as the simulator
+    builds them (``workload``)."""
+    from trainsim.workload.head import (
+        embedding_backward,
+        embedding_forward,
+        head_backward,
+        head_forward,
+        train_metric_ops,
+    )
+    from trainsim.workload.layers import backward_of, layer_forward
+    from trainsim.workload.recompute import layer_recompute
+    from trainsim.workload.shard import shard_of
+
+    sh, model = shard_of(cfg), cfg.model
+    layers = {}
+    for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
+        lf = layer_forward(cfg, sh, moe=moe)
+        # a partial recompute may skip any layer: price none (a bound)
+        layers[moe] = (lf, layer_recompute(cfg, sh, lf,
+                                           whole=cfg.parallel.recompute_num_layers is None)
+                       + backward_of(lf, sh))
+    hf = head_forward(cfg, sh)
+    return (layers, (hf, head_backward(cfg, sh, hf), train_metric_ops(cfg, sh)),
+            (embedding_forward(cfg, sh), embedding_backward(cfg, sh)))
+
+
+_NOT_TP_OVERLAP = tuple(f.name for f in dataclasses.fields(ParallelConfig)
+                        if f.name != "tp_comm_overlap")
+"""The parallel fields :func:`pass_ops` may read (``Bounds._ops_of``)."""
+
+
 class Bounds:
     """Lower bounds on the iteration time of a search's candidates, with their caches.
 
@@ -98,6 +134,7 @@ class Bounds:
     def __init__(self, base: Base) -> None:
         self.base = base
         self._passes: dict[tuple, tuple[dict[bool, float], float, float]] = {}
+        self._op_lists: dict[tuple, tuple] = {}  # _ops_of
         self._composed: dict[tuple, float] = {}  # _pipeline_bound by its inputs' identities
         self._rows: dict[MemoryKey, tuple] = {}  # _row: what a memory group's bounds read
         self._kinds_by: dict[int, tuple[Any, tuple[tuple[int, int], ...]]] = {}
@@ -183,28 +220,40 @@ class Bounds:
         key = (self._row(c)[3], c.tp_comm_overlap, c.moe_overlap_ep_comm, compute_only, split)
         hit = self._passes.get(key)
         if hit is None:
-            hit = self._passes[key] = self._priced_passes(config(), compute_only, split)
+            cfg = config()
+            hit = self._passes[key] = self._priced_passes(cfg, compute_only, split,
+                                                          self._ops_of(cfg))
         return hit
 
+    def _ops_of(self, cfg: Any) -> tuple:
+        """:func:`pass_ops` of ``cfg``, kept for the configs equal to it but in
+        ``parallel.tp_comm_overlap``, which no op-list builder reads (in ``src`` only the
+        ``Pricer`` reads it, besides the loader's framework defaults, the Chakra export and the
+        validator's inputs): a TP > 1 group's two pricing classes' leads differ in it alone and
+        price the same op lists with their own pricers (the 22B search: 416 shard shapes
+        priced, 384 of them such pairs). Kept by the identities of the model, training and
+        cluster (kept alive with the entry) and the other parallel fields' values."""
+        p = cfg.parallel
+        m, t, cl = cfg.model, cfg.training, cfg.cluster
+        try:
+            key = (id(m), id(t), id(cl), *(getattr(p, f) for f in _NOT_TP_OVERLAP))
+            hit = self._op_lists.get(key)
+        except TypeError:  # a parallel field that cannot be hashed: built each time
+            return pass_ops(cfg)
+        if hit is None or hit[0] is not m or hit[1] is not t or hit[2] is not cl:
+            hit = self._op_lists[key] = (m, t, cl, pass_ops(cfg))
+        return hit[3]
+
     @staticmethod
-    def _priced_passes(cfg: Any, compute_only: bool, split: bool
+    def _priced_passes(cfg: Any, compute_only: bool, split: bool, ops: tuple | None = None
                        ) -> tuple[dict[bool, float], float, float]:
-        """:meth:`_pass_times` of one shard shape, priced with ``cfg``'s own pricer."""
+        """:meth:`_pass_times` of one shard shape, priced with ``cfg``'s own pricer; ``ops``:
+        ``pass_ops(cfg)`` where the caller has it (:meth:`_ops_of`)."""
         from trainsim.pipeline import HalfPricer
         from trainsim.pricing import COMPUTE
         from trainsim.simulator import Pricer
-        from trainsim.workload.head import (
-            embedding_backward,
-            embedding_forward,
-            head_backward,
-            head_forward,
-            train_metric_ops,
-        )
-        from trainsim.workload.layers import backward_of, layer_forward
-        from trainsim.workload.recompute import layer_recompute
-        from trainsim.workload.shard import shard_of
 
-        pricer, sh, model = Pricer(cfg), shard_of(cfg), cfg.model
+        pricer = Pricer(cfg)
 
         def t(ops: Any, by: Any = pricer) -> float:
             priced = by.price(ops)
@@ -218,18 +267,11 @@ class Bounds:
             whole = t(ops)
             return min(whole, sum(t(ops, h) for h in halves)) if halves else whole
 
-        layer = {}
-        for moe in {model.is_moe_layer(i) for i in range(model.num_layers)}:
-            lf = layer_forward(cfg, sh, moe=moe)
-            layer[moe] = (t(lf)
-                          # a partial recompute may skip any layer: price none (a bound)
-                          + bwd(layer_recompute(
-                              cfg, sh, lf, whole=cfg.parallel.recompute_num_layers is None)
-                              + backward_of(lf, sh)))
-        hf = head_forward(cfg, sh)
+        layers, (hf, hb, metrics), (ef, eb) = ops if ops is not None else pass_ops(cfg)
+        layer = {moe: t(lf) + bwd(lb) for moe, (lf, lb) in layers.items()}
         # the trainer's train metrics over the logits run after each micro-batch's backward
-        head = t(hf) + bwd(head_backward(cfg, sh, hf)) + t(train_metric_ops(cfg, sh))
-        emb = t(embedding_forward(cfg, sh)) + bwd(embedding_backward(cfg, sh))
+        head = t(hf) + bwd(hb) + t(metrics)
+        emb = t(ef) + bwd(eb)
         return layer, head, emb
 
     def _reruns_nothing(self, cfg: Any) -> bool:
