@@ -39,7 +39,6 @@ import os
 import random
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -562,30 +561,12 @@ def main(argv: list[str] | None = None) -> int:
         surfaces = {"segments": segment_cases, "flowkeys": flowkey_cases, "bigm": bigm_cases,
                     "yamlset": yamlset_cases(workdir), "hf": hf_cases(workdir),
                     "export": export_cases(workdir), "http": http_cases(workdir)}
-        counts: dict[str, int] = {}
-        failures: dict[str, list[str]] = {}
         refusals: dict[str, list[str]] = {}
-        start = time.monotonic()
-        for surface, made in surfaces.items():
-            if only and surface not in only:
-                continue
-            cases = fuzz_checks.seeded_sample(made(), args.count, rng)
-            for label, thunk in cases:
-                counts[surface] = counts.get(surface, 0) + 1
-                cpu = time.process_time()
-                bad = fuzz_checks.outcome(fuzz_checks.noting(thunk, label, refusals))
-                used = time.process_time() - cpu
-                if bad is None and used > CPU_LIMIT_S:
-                    bad = f"over {CPU_LIMIT_S:g} CPU s"
-                if bad:
-                    failures.setdefault(f"{surface}: {bad}", []).append(
-                        f"{label} ({used:.1f} CPU s)")
-                if args.progress and sum(counts.values()) % 50 == 0:
-                    print(f"{sum(counts.values())} inputs, {len(failures)} classes, "
-                          f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+        out = fuzz_checks.timed_sweep(surfaces, only, args.count, rng, refusals, CPU_LIMIT_S,
+                                      progress=args.progress)
         if args.refusals:
             fuzz_checks.print_refusals(refusals)
-        return print_report({"counts": counts, "failures": failures}, every=args.every)
+        return print_report(out, every=args.every)
 
 
 if __name__ == "__main__":

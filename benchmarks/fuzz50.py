@@ -34,7 +34,6 @@ import os
 import random
 import sys
 import tempfile
-import time
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -558,31 +557,12 @@ def main(argv: list[str] | None = None) -> int:
         surfaces = {"plan": plan_cases(workdir), "cluster": cluster_cases(rng),
                     "csv": csv_cases(workdir, rng), "db": db_cases(workdir),
                     "memory": memory_cases(rng), "memorder": lambda: memorder_cases()}
-        counts: dict[str, int] = {}
-        failures: dict[str, list[str]] = {}
         refusals: dict[str, list[str]] = {}
-        start = time.monotonic()
-        for surface, made in surfaces.items():
-            if only and surface not in only:
-                continue
-            cases = fuzz_checks.seeded_sample(made(), args.count, rng)
-            for label, thunk in cases:
-                counts[surface] = counts.get(surface, 0) + 1
-                cpu = time.process_time()
-                bad = fuzz_checks.outcome(fuzz_checks.noting(thunk, label, refusals),
-                                          cpu_s=CPU_HANG_S)
-                used = time.process_time() - cpu
-                if bad is None and used > CPU_LIMIT_S:
-                    bad = f"over {CPU_LIMIT_S:g} CPU s"
-                if bad:
-                    failures.setdefault(f"{surface}: {bad}", []).append(
-                        f"{label[:300]} ({used:.1f} CPU s)")
-                if args.progress and sum(counts.values()) % 50 == 0:
-                    print(f"{sum(counts.values())} inputs, {len(failures)} classes, "
-                          f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+        out = fuzz_checks.timed_sweep(surfaces, only, args.count, rng, refusals, CPU_LIMIT_S,
+                                      cpu_hang_s=CPU_HANG_S, progress=args.progress)
         if args.refusals:
             fuzz_checks.print_refusals(refusals)
-        return print_report({"counts": counts, "failures": failures}, every=args.every)
+        return print_report(out, every=args.every)
 
 
 if __name__ == "__main__":

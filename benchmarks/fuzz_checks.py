@@ -13,9 +13,11 @@ import math
 import os
 import re
 import signal
+import sys
+import time
 import traceback
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, get_args, get_origin
 
 from trainsim.catalog import run_config_from_dict
@@ -267,6 +269,35 @@ def run_surfaces(surfaces: dict[str, Callable[[], Iterator[tuple[str, Callable]]
             bad = outcome(thunk)
             if bad:
                 failures[f"{surface}: {bad}"].append(label)
+    return {"counts": counts, "failures": failures}
+
+
+def timed_sweep(surfaces: dict[str, Callable[[], Iterable[tuple[str, Callable]]]], only: set[str],
+                count: int, rng, refusals: dict[str, list[str]], cpu_limit_s: float,
+                cpu_hang_s: float | None = None, progress: bool = False) -> dict:
+    """:func:`run_surfaces` for the seeded rounds (fuzz49, fuzz50): at most ``count`` cases a
+    surface (:func:`seeded_sample`), refusals noted (:func:`noting`), a case that handled its
+    input but used more than ``cpu_limit_s`` CPU seconds its own class, a hang ``cpu_hang_s``
+    CPU seconds when given (:func:`outcome`); with ``progress`` a line per 50 inputs."""
+    counts: dict[str, int] = {}
+    failures: dict[str, list[str]] = {}
+    start = time.monotonic()
+    for surface, made in surfaces.items():
+        if only and surface not in only:
+            continue
+        for label, thunk in seeded_sample(made(), count, rng):
+            counts[surface] = counts.get(surface, 0) + 1
+            cpu = time.process_time()
+            bad = outcome(noting(thunk, label, refusals), cpu_s=cpu_hang_s)
+            used = time.process_time() - cpu
+            if bad is None and used > cpu_limit_s:
+                bad = f"over {cpu_limit_s:g} CPU s"
+            if bad:
+                failures.setdefault(f"{surface}: {bad}", []).append(
+                    f"{label[:300]} ({used:.1f} CPU s)")
+            if progress and sum(counts.values()) % 50 == 0:
+                print(f"{sum(counts.values())} inputs, {len(failures)} classes, "
+                      f"{time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
     return {"counts": counts, "failures": failures}
 
 
