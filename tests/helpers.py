@@ -581,6 +581,21 @@ def hf_config_read(tmp_path: Path, cfg: dict) -> tuple:
     return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]
 
 
+def shortcut_methods(configs) -> dict[str, int]:
+    """Each config simulated in full (a timeline asked for: every micro-batch) and by the
+    shortcut, the two held equal (:func:`assert_same_simulation`); how many took each method."""
+    from collections import Counter
+
+    from trainsim import simulate
+    methods: Counter = Counter()
+    for cfg in configs:
+        full = simulate(cfg, keep_timeline=True)
+        fast = simulate(cfg)
+        methods[fast.simulation["method"]] += 1
+        assert_same_simulation(fast, full)
+    return methods
+
+
 def assert_same_simulation(fast, full) -> None:
     """A shortcut's Result equals the full simulation's within 1e-9 relative (issue 21 item 1):
     iteration time, every breakdown entry, exposed communication and the critical stage."""

@@ -7,10 +7,10 @@ import random
 from collections import Counter
 
 import pytest
-from helpers import assert_same_simulation, random_config
+from helpers import random_config, shortcut_methods
 
 import trainsim.steady_state as steady
-from trainsim import run_config_from_dict, simulate
+from trainsim import run_config_from_dict
 from trainsim.errors import ConfigError
 
 N_CONFIGS = 200
@@ -42,13 +42,7 @@ def _configs(n: int):
 
 def _agree(monkeypatch, n_configs: int) -> Counter:
     monkeypatch.setattr(steady, "MIN_TASKS", 0)  # take the shortcut on small runs too
-    methods: Counter = Counter()
-    for cfg in _configs(n_configs):
-        full = simulate(cfg, keep_timeline=True)  # a timeline asked for: every micro-batch
-        fast = simulate(cfg)
-        methods[fast.simulation["method"]] += 1
-        assert_same_simulation(fast, full)
-    return methods
+    return shortcut_methods(_configs(n_configs))
 
 
 def test_gpipe_steady_state_agrees_with_the_full_simulation(monkeypatch):
