@@ -20,8 +20,10 @@ one iteration          engine tasks: 2 x micro-batches x pp x vpp  TRAINSIM_MAX_
                        and the memory estimate's schedule walk
                        (not Megatron's 1F1B / interleaved), 2 x
                        micro-batches x vpp x pp positions / 20
-                       (ZB-2p: + 2 searches x 8 variants x micro-
-                       batches x pp positions x 11 us / 45 us)
+                       (ZB-2p: + 2 searches x (8 variants x
+                       min(8 pp + 8, micro-batches) + micro-
+                       batches) x pp positions x 8 us / 45 us,
+                       counted again as a search runs longer)
                        and a plain PyTorch loop's caching-
                        allocator replay (memory.plain_step): 8
                        steps x layers x 160 allocations x (5 +
@@ -237,10 +239,36 @@ def check_simulation(cfg: RunConfig, tasks: float | None = None, what: str = "",
           f"pipeline schedule positions the memory estimate walks, in tasks' worth "
           f"({positions:,.0f} / {POSITIONS_PER_TASK})", flag, fix)
     if p.pipeline_schedule == "zb_2p":  # robust48: its order searches were counted nowhere
-        searched = float(ZB_SEARCHES * ZB_SEARCH_VARIANTS) * cfg.num_microbatches * p.pp
+        searched = float(ZB_SEARCHES) * zb_search_positions(p.pp, cfg.num_microbatches)
         check("TRAINSIM_MAX_TASKS", searched * ZB_SEARCH_US / TASK_US,
               f"zb_2p order-search positions, in tasks' worth ({searched:,.0f} x "
               f"{ZB_SEARCH_US:g} us / {TASK_US:g} us)", flag, fix)
+
+
+def zb_first_probe(pp: int) -> int:
+    """Micro-batches of the first search ``zb_search.choose`` runs to see each variant settle
+    into a period (``zb_search.settle``); it doubles the count while one does not."""
+    return 8 * pp + 8
+
+
+def zb_search_positions(pp: int, m: int) -> float:
+    """(stage, micro-batch) positions one zb_2p search of ``m`` micro-batches places at least:
+    every variant's first settling probe (every variant in full where ``m`` is shorter), then
+    the kept variant's ``m`` (edge50: counted as 8 full searches, pp 16 x 16,384 was refused
+    though it runs in ~5 CPU s; a search that settles later is counted as it runs,
+    :func:`check_zb_search`)."""
+    return float(ZB_SEARCH_VARIANTS * min(zb_first_probe(pp), m) + m) * pp
+
+
+def check_zb_search(positions: float, pp: int, m: int) -> None:
+    """Refuse a zb_2p search about to place ``positions`` in all (a variant that did not
+    settle at its first probe runs longer probes, and one that never does, in full), each of
+    the iteration's ``ZB_SEARCHES`` searches held to its share of the task limit."""
+    check("TRAINSIM_MAX_TASKS", ZB_SEARCHES * positions * ZB_SEARCH_US / TASK_US,
+          f"zb_2p order-search positions at pp={pp} x {m:,} micro-batches (a variant not "
+          f"settled into a period), in tasks' worth ({ZB_SEARCHES} searches x "
+          f"{positions:,.0f} x {ZB_SEARCH_US:g} us / {TASK_US:g} us)", "simulate --max-tasks N",
+          "fewer micro-batches search faster")
 
 
 FLOW_SETUP_STEPS = 20

@@ -368,12 +368,15 @@ def topology_names() -> list[str]:
 
 def _si(key: str, value: Any) -> tuple[str, Any]:
     """Catalog units to SI, once: ``x_GBps`` (GB/s) and ``x_Gbps`` (Gbit/s) -> ``x_bw_Bps``,
-    ``x_us`` -> ``x_s``; lists are converted element by element."""
+    ``x_us`` -> ``x_s``; lists are converted element by element. A key that already names
+    the bandwidth, ``x_bw_GBps`` (as a user writes ``dim_bw_Bps`` in GB/s), is ``x_bw_Bps``
+    too (edge50: it read as ``x_bw_bw_Bps`` and was refused as unknown)."""
     for suffix, (si, scale) in _UNITS.items():
         if key.endswith(suffix):
             value = [_number(key, v) * scale for v in value] if isinstance(value, (list, tuple)) \
                 else _number(key, value) * scale
-            key = key[: -len(suffix)] + si
+            stem = key[: -len(suffix)]
+            key = stem.removesuffix("_bw") + si if si == "_bw_Bps" else stem + si
             break
     return key, tuple(value) if isinstance(value, list) else value
 
@@ -386,14 +389,13 @@ def _number(key: str, value: Any) -> float:
     return float(value)
 
 
-def _check_args(builder: str, args: dict[str, Any], written: dict[str, tuple[str, Any]]
-                ) -> None:
+def _check_kinds(builder: str, args: dict[str, Any], written: dict[str, tuple[str, Any]]
+                 ) -> None:
     """Refuse a builder argument of the wrong kind before building (robust50: ``nodes: 2.5``
     raised TypeError deep in the builder, ``nodes: true`` built one node, ``spines: 0`` or
     ``nvlink_bw_Bps: 0`` fell back to the default in silence): counts are integers >= 1,
-    rates and ratios finite and positive, latencies finite and >= 0; then the fabric's size
-    against the flow backend's limit (``nodes: 1000000`` built for minutes). ``written``: each
-    SI key's key and value as the file wrote them (for the refusal)."""
+    rates and ratios finite and positive, latencies finite and >= 0. ``written``: each SI
+    key's key and value as the file (or the cluster config) wrote them (for the refusal)."""
     hints = {name: str(p.annotation) for name, p in
              inspect.signature(BUILDERS[builder]).parameters.items()}
     for name, value in args.items():
@@ -420,6 +422,13 @@ def _check_args(builder: str, args: dict[str, Any], written: dict[str, tuple[str
                                       f"number {'>= 0' if low_ok else '> 0'}")
             elif hint == "str" and not isinstance(v, str):
                 raise ConfigError(f"topology ({builder}): {key} = {shown!r} must be a word")
+
+
+def _check_args(builder: str, args: dict[str, Any], written: dict[str, tuple[str, Any]]
+                ) -> None:
+    """:func:`_check_kinds`, then the fabric's size against the flow backend's limit
+    (``nodes: 1000000`` built for minutes)."""
+    _check_kinds(builder, args, written)
     from trainsim.limits import check, fabric_steps
     given = {n: p.default for n, p in inspect.signature(BUILDERS[builder]).parameters.items()}
     given.update(args)
@@ -456,7 +465,8 @@ def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
     written = {_si(k, 1.0)[0]: (k, v) for k, v in given.items() if _si(k, 1.0)[0] != k}
     known = inspect.signature(BUILDERS[builder]).parameters
     unknown = sorted(set(args) - set(known))
-    if unknown:
+    if unknown:  # named as the file wrote them
+        unknown = sorted(written.get(k, (k,))[0] for k in unknown)
         raise ConfigError(f"topology ({builder}): unknown keys {unknown}; known: "
                           f"{', '.join(known)} (or *_GBps, *_Gbps, *_us forms)")
     _check_args(builder, args, written)
@@ -515,23 +525,37 @@ def from_cluster(cluster: ClusterConfig, nodes_per_leaf: int | None = None,
     nic = cluster.nic_bw_Bps * nic_efficiency
     nvl = cluster.nvlink_bw_Bps * nvlink_efficiency
     name = f"{cluster.node}-{cluster.topology}"
+    fabric = {"nic_bw_Bps": nic, "nvlink_bw_Bps": nvl,
+              "oversubscription": cluster.oversubscription}
     if cluster.topology == "spine-leaf":
-        return spine_leaf(nodes=cluster.num_nodes, gpus_per_node=gpn, nic_bw_Bps=nic,
-                          nvlink_bw_Bps=nvl, nodes_per_leaf=per_leaf,
-                          oversubscription=cluster.oversubscription, name=name)
-    if cluster.topology == "nvl72":
+        builder, args = "spine_leaf", dict(nodes=cluster.num_nodes, gpus_per_node=gpn,
+                                           nodes_per_leaf=per_leaf, name=name, **fabric)
+    elif cluster.topology == "nvl72":
         per_tray = 4 if gpn % 4 == 0 else 1
-        return nvl_domain(domains=cluster.num_nodes, gpus_per_domain=gpn, gpus_per_host=per_tray,
-                          nvlink_bw_Bps=nvl, nic_bw_Bps=nic,
-                          nodes_per_leaf=per_leaf * (gpn // per_tray),
-                          oversubscription=cluster.oversubscription, name=name)
-    if cluster.topology == "torus":
+        builder, args = "nvl_domain", dict(domains=cluster.num_nodes, gpus_per_domain=gpn,
+                                           gpus_per_host=per_tray,
+                                           nodes_per_leaf=per_leaf * (gpn // per_tray),
+                                           name=name, **fabric)
+    elif cluster.topology == "torus":
         shape = cluster.torus_shape
-        return torus(dims=(gpn, *shape), dim_bw_Bps=(nvl,) + (nic,) * len(shape),
-                     kinds=("switch",) + ("ring",) * len(shape),
-                     dim_latency_s=(0.5e-6,) + (0.6e-6,) * len(shape), gpus_per_node=gpn,
-                     name=name)
-    return rail_fat_tree(nodes=cluster.num_nodes, gpus_per_node=gpn, nic_bw_Bps=nic,
-                         nvlink_bw_Bps=nvl, nodes_per_leaf=per_leaf,
-                         oversubscription=cluster.oversubscription,
-                         name=f"{cluster.node}-fat-tree")
+        builder, args = "torus", {"dims": (gpn, *shape),
+                                  "dim_bw_Bps": (nvl,) + (nic,) * len(shape),
+                                  "kinds": ("switch",) + ("ring",) * len(shape),
+                                  "dim_latency_s": (0.5e-6,) + (0.6e-6,) * len(shape),
+                                  "gpus_per_node": gpn, "name": name}
+    else:
+        builder, args = "rail_fat_tree", dict(nodes=cluster.num_nodes, gpus_per_node=gpn,
+                                              nodes_per_leaf=per_leaf,
+                                              name=f"{cluster.node}-fat-tree", **fabric)
+    # the topology files' argument check (robust50), named by the cluster's fields; the size
+    # is the callers' (limits.check_flow_fabric on fabric_size), as this builds what it counts
+    _check_kinds(builder, args, {k: (f"cluster {w} (as {k})", args[k]) for k, w in _FIELDS.items()
+                                 if k in args})
+    return BUILDERS[builder](**args)
+
+
+_FIELDS = {"nodes": "num_nodes", "gpus_per_node": "gpus_per_node", "domains": "num_nodes",
+           "gpus_per_domain": "gpus_per_node", "nodes_per_leaf": "nodes_per_leaf",
+           "nic_bw_Bps": "nic bandwidth", "nvlink_bw_Bps": "nvlink bandwidth",
+           "oversubscription": "oversubscription", "dims": "torus_shape",
+           "dim_bw_Bps": "nvlink / nic bandwidth"}

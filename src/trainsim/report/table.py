@@ -113,7 +113,8 @@ def render_validation(kind: str, rows: list[Any], unit: str,
     for r in rows:
         u = f" {r.extra['unit']}" if "unit" in r.extra else ""
         if r.predicted is None:
-            t.add_row(_cell(r.id), _cell(f"{r.measured:g}{u}"), _cell("-"), _cell("failed"),
+            shown = f"{r.measured:g}{u}" if r.measured else "refused"  # the error says why
+            t.add_row(_cell(r.id), _cell(shown), _cell("-"), _cell("failed"),
                       _cell(r.error, "red"))
             continue
         err = (r.predicted - r.measured) / r.measured

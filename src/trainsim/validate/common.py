@@ -39,7 +39,8 @@ class RowResult:
         return abs(self.predicted_memory_gib - self.measured_memory_gib) / self.measured_memory_gib
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"id": self.id, "predicted": self.predicted, "measured": self.measured,
+        # a measurement refused (-3, 0, 1e400: the row's error says why) is no 0.0 (edge50)
+        d = {"id": self.id, "predicted": self.predicted, "measured": self.measured or None,
              "ape": self.ape, "chosen": self.chosen, "error": self.error}
         if self.fits_in_memory is not None:
             d["fits_in_memory"] = self.fits_in_memory

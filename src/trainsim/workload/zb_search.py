@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from itertools import product
 
+from trainsim.limits import check_zb_search, zb_first_probe, zb_search_positions
 from trainsim.workload.schedule import Pass
 
 _new_pass = tuple.__new__
@@ -400,15 +401,22 @@ def choose(pp: int, m: int, cost: tuple[float, float, float], comm: float, limit
     rounds inserted (None where it does not settle: then only ``m`` itself is its search)."""
     best: tuple[float, Variant, int | None] | None = None
     exact = isinstance(w_fraction, Fraction) and all(isinstance(x, int) for x in (*cost, comm))
+    placed = float(zb_search_positions(pp, m))  # counted by limits.check_simulation
     for variant in VARIANTS:
-        settled, probe = None, 8 * pp + 8
+        settled, probe = None, zb_first_probe(pp)
         while exact and settled is None and probe <= m:
+            if probe > zb_first_probe(pp):
+                placed += probe * pp
+                check_zb_search(placed, pp, m)
             settled = settle(pp, cost, comm, limit, w_fraction, variant, probe)
             probe *= 2
         if settled is not None and settled.from_m <= m:
             span, from_m = settled.span_from + (m - settled.from_m) * settled.period, \
                 settled.from_m
         else:
+            if m >= zb_first_probe(pp):  # counted where it would settle: it did not
+                placed += m * pp
+                check_zb_search(placed, pp, m)
             span, from_m = build_order(pp, m, cost, comm, limit, w_fraction, variant)[1], None
         if best is None or span < best[0]:
             best = span, variant, from_m
