@@ -9,10 +9,9 @@ with zb_2p's cached variant choice cleared before each (the search is part of th
 
 from __future__ import annotations
 
-import time
+from zbss48_cost import cpu_ms
 
-from trainsim import load_run_config, simulate
-from trainsim.workload import pipeline_schedules
+from trainsim import load_run_config
 
 SCHEDULES = ("gpipe", "zb_2p")
 BATCHES = (256, 2048)
@@ -22,17 +21,6 @@ def config(schedule: str, batch: int):
     return load_run_config("examples/llama3-70b-h100-64.yaml", (
         f"parallel.pipeline_schedule={schedule}", "parallel.vpp=1",
         f"training.global_batch_size={batch}"))
-
-
-def cpu_ms(cfg, **kw) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(3):
-        if hasattr(pipeline_schedules, "_chosen"):
-            pipeline_schedules._chosen.cache_clear()
-        t0 = time.process_time()
-        result = simulate(cfg, **kw)
-        best = min(best, time.process_time() - t0)
-    return 1e3 * best, result
 
 
 def main() -> None:
