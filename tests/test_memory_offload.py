@@ -14,10 +14,14 @@ from trainsim.errors import ConfigError
 from trainsim.memory import estimate_stage_memory
 from trainsim.memory.estimate import activation_bytes_per_layer
 from trainsim.memory.offload import (
+    OFFLOAD_WAIT,
     copies_hidden,
+    copy_stalls,
     copy_windows,
     layer_forward_floor_s,
+    offload_admitted,
     offloaded_bytes,
+    window_ends,
 )
 from trainsim.validate.row_settings import unknowns
 
@@ -267,3 +271,62 @@ def test_nemo_2507_405b_offload_by_hand():
     assert shortest == 1
     assert layer / cfg.cluster.gpu.host_link_bw_Bps <= shortest * layer_forward_floor_s(cfg)
     assert copies_hidden(cfg)
+
+
+def _bridge_cfg(n, version="25.11", link=45):
+    """Llama 3 8B fp8 on a GB200 whose host link is a tenth of NVLink-C2C's, so that copies
+    outlast their windows; Megatron-Bridge 25.11 pins TE 2.9, 26.04 a TE >= 2.10."""
+    return trainsim.run_config_from_dict({
+        "model": {"preset": "llama3-8b"},
+        "parallel": {"pp": 1, "recompute": "none", "cpu_offloading_num_layers": n},
+        "training": {"global_batch_size": 64, "micro_batch_size": 1, "seq_length": 8192,
+                     "dtype": "fp8", "framework": "megatron-bridge", "framework_version": version},
+        "cluster": {"gpu": "gb200", "num_gpus": 8, "gpus_per_node": 8,
+                    "gpu_overrides": {"host_link_gbyte_s": link}},
+    })
+
+
+def test_late_copies_wait_where_transformer_engine_2_9_waits():
+    """TE release_v2.9 cpu_offload.py L516-536: the commit of layer layer_window_map[k] makes the
+    compute stream wait for copy k, which started after the previous window's commit (copy 0
+    after layer 0, L497 / L512); L641-655: reload k starts before the backward of layer
+    layer_window_map[k] and the backward of layer layer_window_map[k - 1] (layer 0) waits for
+    it. 8 of 32 layers: windows end at layers 3, 7, ..., 31."""
+    cfg = _bridge_cfg(8)
+    assert window_ends(32, 8) == [3, 7, 11, 15, 19, 23, 27, 31]
+    copy = activation_bytes_per_layer(cfg) / 45e9
+    fwd, bwd = copy_stalls(cfg, [copy / 3.5] * 32, [copy / 5] * 32)
+    assert fwd[3] == pytest.approx(copy - 3 * copy / 3.5)  # copy 0 beside layers 1-3
+    assert sum(fwd) == pytest.approx(fwd[3])  # four layers' forward hide the others
+    assert bwd[1] == pytest.approx(copy - 3 * copy / 5)  # before layer 0's backward
+    assert all(bwd[4 * k] == pytest.approx(copy - 4 * copy / 5) for k in range(1, 8))
+    assert sum(1 for s in bwd if s > 0) == 8
+    # TE >= 2.10, no offloading, no host link: nothing priced
+    for other in (_bridge_cfg(8, "26.04"), _bridge_cfg(0), cfg_of(8, gpu="h100-sxm-80gb")):
+        assert copy_stalls(other, [copy] * 32, [copy] * 32) == ([0.0] * 32, [0.0] * 32)
+
+
+def test_a_late_copy_costs_its_stall_instead_of_being_refused():
+    """Under TE 2.9 the tuner may take a setting whose copies outlast their windows: each
+    micro-batch's forward and backward wait for them on the compute stream (other_s)."""
+    from trainsim.chunks import chunks
+    from trainsim.pricing import Pricer
+    from trainsim.simulator import simulate
+    from trainsim.workload.shard import shard_of
+
+    cfg, base = _bridge_cfg(8), _bridge_cfg(0)
+    assert not copies_hidden(cfg) and offload_admitted(cfg)
+    assert not offload_admitted(_bridge_cfg(8, "26.04"))  # 2.10's schedule: still gated
+    assert offload_admitted(_bridge_cfg(8, link=450))
+    ch = chunks(base, Pricer(base), shard_of(base))[0]
+    fwd, bwd = copy_stalls(cfg, [p.duration_s for p in ch.fwd_parts[2:-1]],
+                           [p.duration_s for p in reversed(ch.bwd_layers)])
+    stall = cfg.num_microbatches * (sum(fwd) + sum(bwd))
+    assert stall > 0
+    late, plain = simulate(cfg), simulate(base)
+    assert late.iteration_time_s - plain.iteration_time_s == pytest.approx(stall, rel=1e-9)
+    assert late.breakdown["other_s"] - plain.breakdown["other_s"] == pytest.approx(stall,
+                                                                                  rel=1e-9)
+    waits = [p for p in chunks(cfg, Pricer(cfg), shard_of(cfg))[0].fwd_parts
+             if p.segments and p.segments[-1][0] == OFFLOAD_WAIT]
+    assert len(waits) == sum(1 for s in fwd if s > 0)

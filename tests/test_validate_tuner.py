@@ -55,7 +55,7 @@ def _fake_configs(monkeypatch, memory, hbm=80.0):
         return SimpleNamespace(choice=choice, parallel=SimpleNamespace(pp=1),
                                cluster=SimpleNamespace(gpu=SimpleNamespace(hbm_bytes=hbm)))
     monkeypatch.setattr(training, "run_config_from_dict", build)
-    monkeypatch.setattr(training, "copies_hidden", lambda cfg: True)
+    monkeypatch.setattr(training, "offload_admitted", lambda cfg: True)
     monkeypatch.setattr(training, "stage_memory",
                         lambda cfg, s: SimpleNamespace(total=memory(cfg.choice)))
 

@@ -14,6 +14,7 @@ from trainsim.catalog.frameworks import profile_supports
 from trainsim.config import RunConfig
 from trainsim.config.cached import cached
 from trainsim.ep_pairs import MoeSides, Side, chunk_exposed, dense_sides, moe_sides, with_exposed
+from trainsim.memory.offload import OFFLOAD_WAIT, copy_stalls
 from trainsim.pricing import Priced, Pricer, interned, join
 from trainsim.workload.elementwise import fp8_amax_reductions
 from trainsim.workload.grad_accumulation import fp32_grad_accumulation
@@ -174,12 +175,21 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
     out: dict[int, Chunk] = {}
     built: dict[Hashable, Chunk] = {}  # by composition(): one Chunk per composition
     n = len(kind_of)
+    # Transformer Engine < 2.10's activation offloading: the compute stream's waits for late
+    # copies (after a layer's forward) and reloads (after its backward), by layer
+    # (``memory.offload.copy_stalls``; offloading runs without pipelining: one chunk)
+    stall_f, stall_b = copy_stalls(cfg, [layer_f[k].duration_s for k in kind_of],
+                                   [layer_b[k].duration_s for k in kind_of]) \
+        if cfg.parallel.cpu_offloading_num_layers else ((), ())
+    stalled = any(stall_f) or any(stall_b)
     for v, layers in enumerate(ranges):
         first, last = v == 0, v == len(ranges) - 1
         kinds = kind_of[layers.start:layers.stop] \
             if type(layers) is range and layers.step == 1 and 0 <= layers.start and \
             layers.stop <= n else [kind(i) for i in layers]
         key = composition(first, last, kinds)
+        if stalled:  # the waits read the layers' indices
+            key = (key, tuple(layers))
         hit = built.get(key)
         if hit is not None:
             out[v] = hit
@@ -209,9 +219,20 @@ def chunks(cfg: RunConfig, pricer: Pricer, sh: Shard,
                                   pricer.ep_gemm_share)
             bwd_head = with_exposed(bwd_head, sum(steps[:len(mtp)]))
             bwd_layers = tuple(with_exposed(b, x) for b, x in zip(bwd_layers, steps[len(mtp):]))
+        if stalled:
+            fwd = (*fwd[:2], *(_waited(f, stall_f[i]) for f, i in zip(fwd[2:-1], layers)),
+                   fwd[-1])
+            bwd_layers = tuple(_waited(b, stall_b[i]) for b, i in zip(bwd_layers,
+                                                                      reversed(layers)))
         out[v] = built[key] = Chunk(fwd, bwd_head, bwd_layers,
                                     (emb_b if first else empty) + after, pair_sides)
     return out
+
+
+def _waited(part: Priced, wait_s: float) -> Priced:
+    """A layer's pass followed by the compute stream's wait for an offload copy or reload."""
+    return part + interned(((OFFLOAD_WAIT, wait_s, "offload_copy_wait"),)) if wait_s > 0 \
+        else part
 
 
 def composition(first: bool, last: bool, kinds: list[tuple[bool, bool, bool]]) -> Hashable:

@@ -29,18 +29,37 @@ where none is recorded).
 Megatron-core's fine-grained offloading (core_v0.16.0
 ``fine_grained_activation_offloading``, ``offload_modules``) is another mechanism, not modelled.
 
-The copies are not priced by the event engine: :func:`copies_hidden` says whether they fit in
-their windows at the fastest rate trainsim runs the layer's kernels (:func:`layer_forward_floor_s`,
-a lower bound on the compute they hide behind); the tuner considers offloading only where they do.
+Under Transformer Engine before 2.10 a copy that outlasts its window is priced, not refused
+(:func:`copy_stalls`): ``synchronize_on_group_commit_forward`` (release_v2.9 70f53666
+cpu_offload.py L516-520) makes the compute stream wait for the d2h stream
+(``current_stream().wait_stream(d2h_stream)``, L520) when layer ``layer_window_map[k]``'s
+forward commits, and only then issues copy k + 1 (L536), behind a ``d2h_stream.wait_stream`` on
+the compute stream (L519; copy 0 behind layer 0's commit, L497 / L512);
+``on_group_commit_backward`` (L641-648) does the same with the h2d stream before the backward
+of layer ``layer_window_map[k]`` and issues reload k, and the backward of layer 0 waits for the
+last reload (L653-655). So the compute stream of each micro-batch's forward waits
+max(0, copy k - its window's forward) after layer ``layer_window_map[k]``, and its backward the
+same for reload k before the backward of layer ``layer_window_map[k - 1]`` (layer 0 for k = 0),
+the windows being the priced layers' passes (``chunks``; not lengthened by collectives running
+beside them, and the copies' own HBM traffic not charged to the compute). From 2.10 (or where no TE version is
+recorded) the copies are still gated: :func:`copies_hidden` says whether they fit at the fastest
+rate trainsim runs the layer's kernels (:func:`layer_forward_floor_s`, a lower bound on the
+compute they hide behind); the tuner considers offloading only where they do
+(:func:`offload_admitted`).
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 from trainsim.catalog.frameworks import framework_feature, te_at_least
 from trainsim.config import RunConfig
 from trainsim.model.counts import model_flops_per_token
+
+OFFLOAD_WAIT = "offload_wait"
+"""Priced category of the compute stream's wait for a late offload copy or reload (reported in
+the breakdown's other_s, as the wait for the host's launches is)."""
 
 
 def offloaded_bytes(cfg: RunConfig) -> float:
@@ -74,13 +93,67 @@ def layer_forward_floor_s(cfg: RunConfig) -> float:
     return tokens * ((per_token - attn) / gemm + attn / fused)
 
 
+def window_ends(layers: int, n: int) -> list[int]:
+    """``layer_window_map``: the layer whose forward closes each of the ``n`` copies' windows
+    under Transformer Engine before 2.10 (module docstring)."""
+    return [(layers // n) * (k + 1) - 1 + (k + 1 if k < layers % n else layers % n)
+            for k in range(n)]
+
+
 def copy_windows(layers: int, n: int) -> list[int]:
     """Layers of forward each of the ``n`` copies has to hide behind under Transformer Engine
     before 2.10 (``layer_window_map``, module docstring): copy 0 from the end of layer 0, copy
     k from the end of the layer that closed copy k - 1."""
-    ends = [(layers // n) * (k + 1) - 1 + (k + 1 if k < layers % n else layers % n)
-            for k in range(n)]
+    ends = window_ends(layers, n)
     return [ends[0]] + [b - a for a, b in itertools.pairwise(ends)]
+
+
+def windowed(cfg: RunConfig) -> bool:
+    """Whether the framework's Transformer Engine schedules the copies in windows (a recorded
+    ``te_version`` before 2.10)."""
+    t = cfg.training
+    return bool(t.framework and framework_feature(t.framework, t.framework_version, "te_version")
+                and not te_at_least(t.framework, t.framework_version, "2.10"))
+
+
+def copy_stalls(cfg: RunConfig, fwd_s: Sequence[float], bwd_s: Sequence[float]
+                ) -> tuple[list[float], list[float]]:
+    """Per layer (forward order, from ``fwd_s`` / ``bwd_s``: each layer's priced forward and
+    backward, recomputation included), the compute stream's wait for a late copy after that
+    layer's forward, and for a late reload after that layer's backward, under Transformer
+    Engine before 2.10 (module docstring): copy k (layer k's offloaded activations over the
+    host link) runs beside the forward of the layers after ``window_ends[k - 1]`` (after layer
+    0 for k = 0) up to ``window_ends[k]``, whose commit waits for it; reload k beside the
+    backward of the same layers, from ``window_ends[k]`` down, and the backward of the layer
+    before them waits for it. All zero without offloading, from TE 2.10 (gated instead:
+    :func:`copies_hidden`) or where the host link's bandwidth is not known."""
+    layers, n = len(fwd_s), cfg.parallel.cpu_offloading_num_layers
+    fwd, bwd = [0.0] * layers, [0.0] * layers
+    bw = cfg.cluster.gpu.host_link_bw_Bps
+    if n == 0 or bw is None or not windowed(cfg):
+        return fwd, bwd
+    from trainsim.memory.estimate import activation_bytes_per_layer
+
+    m = cfg.model
+    copy = {moe: activation_bytes_per_layer(cfg, recompute="none", moe=moe) / bw
+            for moe in (False, True)}
+    first = 1
+    for k, end in enumerate(window_ends(layers, n)):
+        c = copy[m.is_moe_layer(k)]
+        fwd[end] += max(0.0, c - sum(fwd_s[first:end + 1]))
+        bwd[first] += max(0.0, c - sum(bwd_s[first:end + 1]))
+        first = end + 1
+    return fwd, bwd
+
+
+def offload_admitted(cfg: RunConfig) -> bool:
+    """Whether the tuner may consider the setting's offloading: its copies priced in the
+    engine's timeline (before TE 2.10, the host link's bandwidth known: :func:`copy_stalls`)
+    or hidden (:func:`copies_hidden`)."""
+    if cfg.parallel.cpu_offloading_num_layers and cfg.cluster.gpu.host_link_bw_Bps is not None \
+            and windowed(cfg):
+        return True
+    return copies_hidden(cfg)
 
 
 def copies_hidden(cfg: RunConfig) -> bool:
@@ -98,8 +171,6 @@ def copies_hidden(cfg: RunConfig) -> bool:
         return False
     copy_s = offloaded_bytes(cfg) / n / bw
     layer_s = layer_forward_floor_s(cfg)
-    t = cfg.training
-    if t.framework and framework_feature(t.framework, t.framework_version, "te_version") and \
-            not te_at_least(t.framework, t.framework_version, "2.10"):
+    if windowed(cfg):
         return all(copy_s <= w * layer_s for w in copy_windows(layers, n))
     return all((i + 1) * copy_s <= (layers - n + i) * layer_s for i in range(n))

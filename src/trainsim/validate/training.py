@@ -23,7 +23,7 @@ from trainsim.engine.loop import runs_shared
 from trainsim.errors import ConfigError, SettingReplaced, TrainsimError
 from trainsim.memo import chunks_shared, stage_memory
 from trainsim.memory.estimate import MEMORY_KINDS
-from trainsim.memory.offload import copies_hidden
+from trainsim.memory.offload import offload_admitted
 from trainsim.pricing import Pricer, shared
 from trainsim.result import Result
 from trainsim.simulator import simulate
@@ -182,7 +182,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
 
     def check(values: tuple) -> tuple[RunConfig | None, float | None, str | None]:
         """(config, peak memory, error) of a setting; memory None when its offload copies
-        would not hide (the engine does not price them)."""
+        would not hide and the engine does not price them (``offload_admitted``)."""
         hit = status.get(values)
         if hit is None:
             try:
@@ -191,7 +191,7 @@ def tune(raw: dict[str, Any], unknown: dict[str, list[Any]],
                 hit = (None, None, str(exc))
             else:
                 mem = _peak_within(cfg, cfg.cluster.gpu.hbm_bytes)
-                hit = (cfg, mem if copies_hidden(cfg) else None, None)
+                hit = (cfg, mem if offload_admitted(cfg) else None, None)
             status[values] = hit
         return hit
 
