@@ -581,6 +581,32 @@ def hf_config_read(tmp_path: Path, cfg: dict) -> tuple:
     return model, [str(w.message) for w in caught if issubclass(w.category, TrainsimWarning)]
 
 
+def pipelined_configs(n: int, schedule: str, micro_batches) -> list:
+    """``n`` random configs (:func:`random_config`, seed 50) with a pipeline (pp > 1) under
+    ``schedule``, ZeRO 0-2 (the named schedules do not place ZeRO-3's gathers), 1-3 layers a
+    stage and ``micro_batches(pp)`` = (fewest, most) micro-batches a replica, drawn evenly."""
+    from trainsim import run_config_from_dict
+    from trainsim.errors import ConfigError
+    rng = random.Random(50)
+    out = []
+    while len(out) < n:
+        raw = random_config(rng)
+        par, train = raw["parallel"], raw["training"]
+        pp = par["pp"]
+        if pp == 1:
+            continue
+        raw["model"]["num_layers"] = pp * rng.randint(1, 3)
+        par.update(pipeline_schedule=schedule, vpp=None, zero_stage=rng.choice([0, 1, 2]))
+        dp = raw["cluster"]["num_gpus"] // (par["tp"] * pp * par["cp"])
+        train["global_batch_size"] = (rng.randint(*micro_batches(pp))
+                                      * train["micro_batch_size"] * dp)
+        try:
+            out.append(run_config_from_dict(raw))
+        except ConfigError:
+            continue
+    return out
+
+
 def shortcut_methods(configs) -> dict[str, int]:
     """Each config simulated in full (a timeline asked for: every micro-batch) and by the
     shortcut, the two held equal (:func:`assert_same_simulation`); how many took each method."""

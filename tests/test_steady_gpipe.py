@@ -3,41 +3,20 @@ full simulation."""
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 
 import pytest
-from helpers import random_config, shortcut_methods
+from helpers import pipelined_configs, shortcut_methods
 
 import trainsim.steady_state as steady
-from trainsim import run_config_from_dict
-from trainsim.errors import ConfigError
 
 N_CONFIGS = 200
 DEFAULT_CONFIGS = 4  # the default suite's share of them (the slow test runs all)
 
 
 def _configs(n: int):
-    """Random configs (``helpers.random_config``) with a pipeline under GPipe (ZeRO 0-2: the
-    named schedules do not place ZeRO-3's gathers), 4 pp + 8 to 12 pp + 64 micro-batches."""
-    rng = random.Random(50)
-    out = []
-    while len(out) < n:
-        raw = random_config(rng)
-        par, train = raw["parallel"], raw["training"]
-        pp = par["pp"]
-        if pp == 1:
-            continue
-        raw["model"]["num_layers"] = pp * rng.randint(1, 3)
-        par.update(pipeline_schedule="gpipe", vpp=None, zero_stage=rng.choice([0, 1, 2]))
-        dp = raw["cluster"]["num_gpus"] // (par["tp"] * pp * par["cp"])
-        train["global_batch_size"] = (rng.randint(4 * pp + 8, 12 * pp + 64)
-                                      * train["micro_batch_size"] * dp)
-        try:
-            out.append(run_config_from_dict(raw))
-        except ConfigError:
-            continue
-    return out
+    """Random GPipe configs (``helpers.pipelined_configs``), 4 pp + 8 to 12 pp + 64 micro-batches."""
+    return pipelined_configs(n, "gpipe", lambda pp: (4 * pp + 8, 12 * pp + 64))
 
 
 def _agree(monkeypatch, n_configs: int) -> Counter:

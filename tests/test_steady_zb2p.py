@@ -9,11 +9,9 @@ from collections import Counter
 from fractions import Fraction
 
 import pytest
-from helpers import random_config, shortcut_methods
+from helpers import pipelined_configs, shortcut_methods
 
 import trainsim.steady_state as steady
-from trainsim import run_config_from_dict
-from trainsim.errors import ConfigError
 from trainsim.workload import zb_search
 
 N_CONFIGS = 200
@@ -62,27 +60,9 @@ def test_the_chosen_variant_is_the_full_searchs():
 
 
 def _configs(n: int):
-    """Random configs (``helpers.random_config``) with a pipeline under ZB-2p (ZeRO 0-2), 40 pp
-    + 8 to 80 pp micro-batches (its search settles after ~8-20 pp:
-    shorter iterations are simulated in full)."""
-    rng = random.Random(50)
-    out = []
-    while len(out) < n:
-        raw = random_config(rng)
-        par, train = raw["parallel"], raw["training"]
-        pp = par["pp"]
-        if pp == 1:
-            continue
-        raw["model"]["num_layers"] = pp * rng.randint(1, 3)
-        par.update(pipeline_schedule="zb_2p", vpp=None, zero_stage=rng.choice([0, 1, 2]))
-        dp = raw["cluster"]["num_gpus"] // (par["tp"] * pp * par["cp"])
-        train["global_batch_size"] = (rng.randint(40 * pp + 8, 80 * pp)
-                                      * train["micro_batch_size"] * dp)
-        try:
-            out.append(run_config_from_dict(raw))
-        except ConfigError:
-            continue
-    return out
+    """Random ZB-2p configs (``helpers.pipelined_configs``), 40 pp + 8 to 80 pp micro-batches (its
+    search settles after ~8-20 pp: shorter iterations are simulated in full)."""
+    return pipelined_configs(n, "zb_2p", lambda pp: (40 * pp + 8, 80 * pp))
 
 
 def _agree(monkeypatch, n_configs: int) -> Counter:
