@@ -47,7 +47,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz_checks
 from fuzz48 import _small, _text
-from fuzz_checks import BASES, REFUSED, finite, print_report, run_config, surface_parser
+from fuzz_checks import BASES, REFUSED, finite, print_report, run_config
 from fuzz_inputs46_cli import json_answer
 from fuzz_sweep import _cli
 
@@ -547,13 +547,7 @@ def http_cases(workdir: str) -> Callable[[], Iterator[Case]]:
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
-    ap = surface_parser()
-    ap.add_argument("--count", type=int, default=0, help="at most this many inputs a surface "
-                    "(seeded sample; 0: all)")
-    ap.add_argument("--seed", type=int, default=49)
-    ap.add_argument("--progress", action="store_true", help="a line per 50 inputs (stderr)")
-    ap.add_argument("--refusals", action="store_true", help="group the refusals by message")
-    args = ap.parse_args(argv)
+    args = fuzz_checks.round_parser(49).parse_args(argv)
     warnings.simplefilter("ignore")
     only = {s for s in args.only.split(",") if s}
     rng = random.Random(args.seed)

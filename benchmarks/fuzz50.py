@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fuzz49
 import fuzz_checks
 from fuzz49 import _said
-from fuzz_checks import BASES, print_report, run_config, surface_parser
+from fuzz_checks import BASES, print_report, run_config
 
 Case = tuple[str, Callable[[], str | None]]
 fuzz_checks.TIME_LIMIT_S = 300
@@ -543,13 +543,7 @@ def memorder_cases() -> Iterator[Case]:
 # ------------------------------------------------------------------------------ main
 
 def main(argv: list[str] | None = None) -> int:
-    ap = surface_parser()
-    ap.add_argument("--count", type=int, default=0, help="at most this many inputs a surface "
-                    "(seeded sample; 0: all)")
-    ap.add_argument("--seed", type=int, default=50)
-    ap.add_argument("--progress", action="store_true", help="a line per 50 inputs (stderr)")
-    ap.add_argument("--refusals", action="store_true", help="group the refusals by message")
-    args = ap.parse_args(argv)
+    args = fuzz_checks.round_parser(50).parse_args(argv)
     warnings.simplefilter("ignore")
     only = {s for s in args.only.split(",") if s}
     rng = random.Random(args.seed)

@@ -250,6 +250,18 @@ def surface_parser() -> argparse.ArgumentParser:
     return ap
 
 
+def round_parser(seed: int) -> argparse.ArgumentParser:
+    """:func:`surface_parser` with the flags of a seeded round (fuzz48-50): ``--count``,
+    ``--seed`` (default ``seed``), ``--progress`` and ``--refusals``."""
+    ap = surface_parser()
+    ap.add_argument("--count", type=int, default=0, help="at most this many inputs a surface "
+                    "(seeded sample; 0: all)")
+    ap.add_argument("--seed", type=int, default=seed)
+    ap.add_argument("--progress", action="store_true", help="a line per 50 inputs (stderr)")
+    ap.add_argument("--refusals", action="store_true", help="group the refusals by message")
+    return ap
+
+
 def only_of(args: argparse.Namespace) -> set[str]:
     """The surfaces ``--only`` names (empty: all)."""
     return {s for s in args.only.split(",") if s}
