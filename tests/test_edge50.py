@@ -102,3 +102,18 @@ def test_the_cluster_network_runs_the_topology_files_argument_check():
     assert from_cluster(cluster).num_gpus == 16
     with pytest.raises(ConfigError, match=r"cluster nvlink bandwidth \(as nvlink_bw_Bps\)"):
         from_cluster(cluster, nvlink_efficiency=0.0)
+
+
+def test_a_topology_quantity_written_twice_is_refused_and_an_override_replaces_it():
+    """edge50 lead 2: ``nic_GBps`` and ``nic_bw_Bps`` in one file kept the later in silence;
+    an override (``load_topology(..., nic_bw_Bps=...)``) still replaces the file's key."""
+    from trainsim.network.topology import topology_from_dict
+
+    for twice in ({"nic_GBps": 50, "nic_bw_Bps": 25e9}, {"nic_GBps": 50, "nic_Gbps": 400}):
+        with pytest.raises(ConfigError, match="give the same quantity"):
+            topology_from_dict({"builder": "rail_fat_tree", "nodes": 2, **twice})
+    spec = {"builder": "rail_fat_tree", "nodes": 2, "nic_GBps": 50}
+    rates = [{link.bw_Bps for link in topology_from_dict(spec, **over).links}
+             for over in ({}, {"nic_bw_Bps": 25e9})]
+    assert 50e9 in rates[0] and 25e9 not in rates[0]
+    assert 25e9 in rates[1] and 50e9 not in rates[1]

@@ -453,6 +453,20 @@ def _check_args(builder: str, args: dict[str, Any], written: dict[str, tuple[str
           "fewer nodes, GPUs or nodes_per_leaf")
 
 
+def _si_once(builder: str, given: dict[str, Any]) -> dict[str, tuple[str, Any, Any]]:
+    """Each key of ``given`` in SI (:func:`_si`) -> (its key and value as written, its SI value);
+    a quantity written twice (``nic_GBps`` and ``nic_bw_Bps``) is refused, naming both (edge50
+    lead 2: the later one was kept in silence)."""
+    out: dict[str, tuple[str, Any, Any]] = {}
+    for key, value in given.items():
+        si, si_value = _si(key, value)
+        if si in out:
+            raise ConfigError(f"topology ({builder}): {out[si][0]} and {key} give the same "
+                              f"quantity ({si}); keep one")
+        out[si] = (key, value, si_value)
+    return out
+
+
 def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
     """A topology from ``{builder: name, <builder arguments in catalog or SI units>}``."""
     spec = dict(spec)
@@ -460,9 +474,9 @@ def topology_from_dict(spec: dict[str, Any], **overrides: Any) -> Topology:
     builder = spec.pop("builder", None)
     if not isinstance(builder, str) or builder not in BUILDERS:
         raise ConfigError(f"topology builder {builder!r} unknown; known: {', '.join(BUILDERS)}")
-    given = {**spec, **overrides}
-    args = dict(_si(k, v) for k, v in given.items())
-    written = {_si(k, 1.0)[0]: (k, v) for k, v in given.items() if _si(k, 1.0)[0] != k}
+    taken = {**_si_once(builder, spec), **_si_once(builder, overrides)}  # overrides replace
+    args = {si: value for si, (_, _, value) in taken.items()}
+    written = {si: (k, v) for si, (k, v, _) in taken.items() if si != k}
     known = inspect.signature(BUILDERS[builder]).parameters
     unknown = sorted(set(args) - set(known))
     if unknown:  # named as the file wrote them
