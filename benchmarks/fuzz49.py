@@ -549,7 +549,7 @@ def http_cases(workdir: str) -> Callable[[], Iterator[Case]]:
 def main(argv: list[str] | None = None) -> int:
     args = fuzz_checks.round_parser(49).parse_args(argv)
     warnings.simplefilter("ignore")
-    only = {s for s in args.only.split(",") if s}
+    only = fuzz_checks.only_of(args)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as workdir:
         surfaces = {"segments": segment_cases, "flowkeys": flowkey_cases, "bigm": bigm_cases,

@@ -545,7 +545,7 @@ def memorder_cases() -> Iterator[Case]:
 def main(argv: list[str] | None = None) -> int:
     args = fuzz_checks.round_parser(50).parse_args(argv)
     warnings.simplefilter("ignore")
-    only = {s for s in args.only.split(",") if s}
+    only = fuzz_checks.only_of(args)
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as workdir:
         surfaces = {"plan": plan_cases(workdir), "cluster": cluster_cases(rng),

@@ -9,7 +9,7 @@ with zb_2p's cached variant choice cleared before each (the search is part of th
 
 from __future__ import annotations
 
-from zbss48_cost import cpu_ms
+import zbss48_cost
 
 from trainsim import load_run_config
 
@@ -24,15 +24,7 @@ def config(schedule: str, batch: int):
 
 
 def main() -> None:
-    print(f"{'case':18s} {'ms':>8s} {'full ms':>8s} {'rel diff':>9s}  method")
-    for name in SCHEDULES:
-        for batch in BATCHES:
-            cfg = config(name, batch)
-            ms, fast = cpu_ms(cfg)
-            full_ms, full = cpu_ms(cfg, keep_timeline=True)
-            diff = abs(fast.iteration_time_s / full.iteration_time_s - 1)
-            print(f"{name + ' ' + str(batch):18s} {ms:8.1f} {full_ms:8.1f} {diff:9.1e}  "
-                  f"{fast.simulation['method']}: {fast.simulation['reason']}")
+    zbss48_cost.main(SCHEDULES, BATCHES, config)
 
 
 if __name__ == "__main__":
